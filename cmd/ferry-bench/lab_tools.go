@@ -1,0 +1,674 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferrydrop/ferry/internal/netlab"
+)
+
+// labTool is one contender. run moves files (in the Sender namespace's view
+// of the file system) into dst through the lab and returns what it measured;
+// the runner times it, checks the bytes that landed and adds lab counters.
+type labTool struct {
+	name string
+	only string // run only for this workload ("" = all)
+	run  func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error)
+}
+
+// labTools lists the contenders in report order. Ferry's own entries drive
+// the ferry-cli binary.
+var labTools = []labTool{
+	{name: "iperf3", only: "A", run: runIperf3},
+	{name: "tls-cubic", run: tlsTool("cubic")},
+	{name: "tls-bbr", run: tlsTool("bbr")},
+	{name: "scp", run: runSCP},
+	{name: "rsync", run: runRsync},
+	{name: "ferry-tcp", run: ferryTool("tcp")},
+	{name: "ferry-quic", run: ferryTool("quic")},
+	{name: "ferry-auto", run: ferryTool("auto")},
+}
+
+func toolNames() []string {
+	var n []string
+	for _, t := range labTools {
+		n = append(n, t.name)
+	}
+	return n
+}
+
+func toolByName(name string) (labTool, bool) {
+	for _, t := range labTools {
+		if t.name == name {
+			return t, true
+		}
+	}
+	return labTool{}, false
+}
+
+type runStatus string
+
+const (
+	statusOK      runStatus = "ok"
+	statusSkipped runStatus = "skipped"
+	statusFailed  runStatus = "failed"
+)
+
+// skipError marks a contender that cannot run here (missing binary, ...).
+type skipError struct{ reason string }
+
+func (e skipError) Error() string { return e.reason }
+
+// runResult is one transfer.
+type runResult struct {
+	run       int
+	status    runStatus
+	note      string
+	bytes     int64   // payload bytes that landed
+	seconds   float64 // wall clock of the sending command
+	goodput   float64 // Mbit/s; the tool's own figure for iperf3
+	firstFile float64 // seconds until the first file was complete, if known
+	transport string
+	wireLost  uint64 // packets the lab dropped by random/bursty loss, data direction
+	queueDrop uint64 // tail drops at the bottleneck, both directions
+	retrans   uint64 // TCP segments retransmitted by the Sender namespace
+	extra     json.RawMessage
+}
+
+func (r runResult) summary() string {
+	if r.status != statusOK {
+		return fmt.Sprintf("%s: %s", r.status, r.note)
+	}
+	return fmt.Sprintf("%7.2fs %7.1f Mbit/s lost %d qdrop %d retrans %d", r.seconds, r.goodput, r.wireLost, r.queueDrop, r.retrans)
+}
+
+// benchEnv is what tools share: the lab, the temp dir, long-running servers.
+type benchEnv struct {
+	lab     *netlab.Lab
+	tmp     string
+	self    string // this ferry-bench binary, for lab-tls
+	rcvAddr netip.Addr
+	timeout time.Duration
+	out     io.Writer
+
+	ssh      *sshServer
+	sshErr   error
+	ferry    string // ferry-cli binary
+	ferryErr error
+	files    map[workload][]string
+}
+
+func (e *benchEnv) prepareTools(ctx context.Context, o labOptions) error {
+	want := map[string]bool{}
+	for _, t := range o.tools {
+		want[t] = true
+	}
+	if want["scp"] || want["rsync"] {
+		e.ssh, e.sshErr = startSSHD(ctx, e)
+		if e.sshErr != nil {
+			fmt.Fprintf(e.out, "ssh baselines skipped: %v\n", e.sshErr)
+		}
+	}
+	if want["ferry-tcp"] || want["ferry-quic"] || want["ferry-auto"] {
+		e.ferry, e.ferryErr = ferryBinary(ctx, o.ferryCLI, e.tmp)
+		if e.ferryErr != nil {
+			fmt.Fprintf(e.out, "ferry cells skipped: %v\n", e.ferryErr)
+		}
+	}
+	return nil
+}
+
+func (e *benchEnv) closeTools() {
+	if e.ssh != nil {
+		e.ssh.close()
+	}
+}
+
+// workloadFiles creates (once per shape) the workload's files with
+// incompressible content.
+func (e *benchEnv) workloadFiles(w workload) ([]string, error) {
+	if files, ok := e.files[w]; ok {
+		return files, nil
+	}
+	dir := filepath.Join(e.tmp, fmt.Sprintf("src-%s-%dx%d", w.name, w.files, w.size))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	rng := rand.NewChaCha8([32]byte{byte(w.files), byte(w.size >> 10)})
+	buf := make([]byte, 1<<20)
+	var files []string
+	for i := range w.files {
+		p := filepath.Join(dir, fmt.Sprintf("file-%05d.bin", i))
+		f, err := os.Create(p)
+		if err != nil {
+			return nil, err
+		}
+		for left := w.size; left > 0; {
+			n := min(left, int64(len(buf)))
+			rng.Read(buf[:n])
+			if _, err := f.Write(buf[:n]); err != nil {
+				f.Close()
+				return nil, err
+			}
+			left -= n
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+		files = append(files, p)
+	}
+	if e.files == nil {
+		e.files = map[workload][]string{}
+	}
+	e.files = map[workload][]string{w: files} // keep one set on disk at a time
+	return files, nil
+}
+
+// runOne runs one transfer with a fresh destination and measures it.
+func (e *benchEnv) runOne(ctx context.Context, t labTool, files []string, w workload) runResult {
+	dst, err := os.MkdirTemp(e.tmp, "dst-")
+	if err != nil {
+		return runResult{status: statusFailed, note: err.Error()}
+	}
+	defer os.RemoveAll(dst)
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	before := e.lab.Stats()[0]
+	retransBefore, _ := e.tcpRetrans()
+	start := time.Now()
+	r, err := t.run(ctx, e, files, dst)
+	elapsed := time.Since(start).Seconds()
+	if err != nil {
+		var skip skipError
+		if errors.As(err, &skip) {
+			return runResult{status: statusSkipped, note: skip.reason}
+		}
+		return runResult{status: statusFailed, note: oneLine(err.Error())}
+	}
+	after := e.lab.Stats()[0]
+	retransAfter, _ := e.tcpRetrans()
+	r.status = statusOK
+	if r.seconds == 0 {
+		r.seconds = elapsed
+	}
+	if t.name != "iperf3" {
+		landed, err := dirBytes(dst)
+		if err != nil {
+			return runResult{status: statusFailed, note: err.Error()}
+		}
+		if landed != w.bytes() {
+			return runResult{status: statusFailed, note: fmt.Sprintf("%d of %d bytes landed", landed, w.bytes())}
+		}
+		r.bytes = landed
+		r.goodput = float64(landed) * 8 / r.seconds / 1e6
+	}
+	s, b := after.SenderToReceiver, before.SenderToReceiver
+	r.wireLost = s.Lost - b.Lost + s.BurstLost - b.BurstLost
+	r.queueDrop = s.QueueDropped - b.QueueDropped + after.ReceiverToSender.QueueDropped - before.ReceiverToSender.QueueDropped
+	r.retrans = retransAfter - retransBefore
+	return r
+}
+
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	return n, err
+}
+
+// tcpRetrans reads RetransSegs of the Sender namespace.
+func (e *benchEnv) tcpRetrans() (uint64, error) {
+	var data []byte
+	err := e.lab.Do(netlab.Sender, func() error {
+		var err error
+		data, err = os.ReadFile("/proc/thread-self/net/snmp")
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "Tcp:") && strings.HasPrefix(lines[i+1], "Tcp:") {
+			names, vals := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+			for j, n := range names {
+				if n == "RetransSegs" && j < len(vals) {
+					return strconv.ParseUint(vals[j], 10, 64)
+				}
+			}
+		}
+	}
+	return 0, errors.New("RetransSegs not found")
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// server is a process in the lab that announced readiness on a line.
+type server struct {
+	cmd     *exec.Cmd
+	line    string
+	done    chan struct{} // closed when the process exited
+	scanned chan struct{} // closed when its output was read to the end
+	rest    []string      // output lines after the marker; read after scanned
+	stderr  *bytes.Buffer
+	werr    error
+}
+
+// startServer starts cmd and waits until a line of its stdout (or stderr,
+// if fromStderr) contains marker, or the process exits, or ctx ends.
+func startServer(ctx context.Context, cmd *exec.Cmd, marker string, fromStderr bool) (*server, error) {
+	s := &server{cmd: cmd, done: make(chan struct{}), scanned: make(chan struct{}), stderr: &bytes.Buffer{}}
+	pr, pw := io.Pipe()
+	if fromStderr {
+		cmd.Stderr = io.MultiWriter(pw, s.stderr)
+	} else {
+		cmd.Stdout = pw
+		cmd.Stderr = s.stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		s.werr = cmd.Wait()
+		pw.Close()
+		close(s.done)
+	}()
+	found := make(chan string, 1)
+	go func() {
+		defer close(s.scanned)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sent := false
+		for sc.Scan() {
+			switch {
+			case !sent && strings.Contains(sc.Text(), marker):
+				found <- sc.Text()
+				sent = true
+			case sent:
+				s.rest = append(s.rest, sc.Text())
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case s.line = <-found:
+		return s, nil
+	case <-s.done:
+		return nil, fmt.Errorf("%s exited before it was ready: %v: %s", cmd.Args[0], s.werr, oneLine(s.stderr.String()))
+	case <-ctx.Done():
+		s.kill()
+		return nil, ctx.Err()
+	}
+}
+
+// wait waits for the server to exit on its own (one-shot servers).
+func (s *server) wait(ctx context.Context) error {
+	select {
+	case <-s.done:
+		<-s.scanned
+		if s.werr != nil {
+			return fmt.Errorf("%v: %s", s.werr, oneLine(s.stderr.String()))
+		}
+		return nil
+	case <-ctx.Done():
+		s.kill()
+		return ctx.Err()
+	}
+}
+
+func (s *server) kill() {
+	if s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+	}
+	<-s.done
+}
+
+// randomPort picks a port for servers that cannot listen on port 0. The
+// Receiver namespace is private to this run, so nothing else binds there.
+func randomPort() int { return 20000 + rand.IntN(30000) }
+
+func runCmd(cmd *exec.Cmd) ([]byte, error) {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		name := cmd.Args[0]
+		if len(cmd.Args) > 4 && cmd.Args[1] == "netns" {
+			name = cmd.Args[4] // ip netns exec NS NAME ...
+		}
+		return out, fmt.Errorf("%s: %v: %s", filepath.Base(name), err, oneLine(stderr.String()))
+	}
+	return out, nil
+}
+
+// --- iperf3: the raw link -------------------------------------------------
+
+func runIperf3(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		return runResult{}, skipError{"iperf3 not installed"}
+	}
+	var total int64
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return runResult{}, err
+		}
+		total += st.Size()
+	}
+	port := strconv.Itoa(randomPort())
+	srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, "iperf3", "-s", "-1", "-B", e.rcvAddr.String(), "-p", port), "Server listening", false)
+	if err != nil {
+		return runResult{}, err
+	}
+	defer srv.kill()
+	start := time.Now()
+	out, err := runCmd(e.lab.Command(ctx, netlab.Sender, "iperf3", "-c", e.rcvAddr.String(), "-p", port, "-n", strconv.FormatInt(total, 10), "-J"))
+	elapsed := time.Since(start).Seconds()
+	if err != nil {
+		return runResult{}, err
+	}
+	var rep struct {
+		End struct {
+			SumReceived struct {
+				Bytes         int64   `json:"bytes"`
+				Seconds       float64 `json:"seconds"`
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return runResult{}, fmt.Errorf("iperf3 output: %w", err)
+	}
+	return runResult{
+		bytes:   rep.End.SumReceived.Bytes,
+		seconds: elapsed,
+		goodput: rep.End.SumReceived.BitsPerSecond / 1e6,
+	}, nil
+}
+
+// --- TLS over TCP -----------------------------------------------------------
+
+func tlsTool(cc string) func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+	return func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+		listen := netip.AddrPortFrom(e.rcvAddr, 0).String()
+		srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, e.self, "lab-tls", "recv", "--listen", listen, "--dir", dst), "listening ", false)
+		if err != nil {
+			return runResult{}, err
+		}
+		defer srv.kill()
+		addr := strings.TrimSpace(strings.TrimPrefix(srv.line, "listening "))
+		if _, err := netip.ParseAddrPort(addr); err != nil {
+			return runResult{}, fmt.Errorf("lab-tls announced %q", srv.line)
+		}
+		args := append([]string{"lab-tls", "send", "--cc", cc, "--to", addr}, files...)
+		out, err := runCmd(e.lab.Command(ctx, netlab.Sender, e.self, args...))
+		if err != nil {
+			return runResult{}, err
+		}
+		var res tlsResult
+		if err := json.Unmarshal(out, &res); err != nil {
+			return runResult{}, fmt.Errorf("lab-tls send output %q: %w", out, err)
+		}
+		if err := srv.wait(ctx); err != nil {
+			return runResult{}, fmt.Errorf("lab-tls recv: %w", err)
+		}
+		r := runResult{seconds: res.Seconds, transport: "tcp/" + cc}
+		for _, l := range srv.rest {
+			var rr tlsResult
+			if json.Unmarshal([]byte(l), &rr) == nil && rr.Files > 0 {
+				// Receiver clock from accept; the handshake adds about one RTT.
+				r.firstFile = rr.FirstFileSeconds
+			}
+		}
+		return r, nil
+	}
+}
+
+// --- scp and rsync over ssh -------------------------------------------------
+
+type sshServer struct {
+	srv  *server
+	port string
+	opts []string // ssh client options
+}
+
+// startSSHD runs a private sshd in the Receiver namespace with a throwaway
+// host key and a throwaway client key, both in the bench's temp dir.
+func startSSHD(ctx context.Context, e *benchEnv) (*sshServer, error) {
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/sshd"); serr != nil {
+			return nil, skipError{"sshd not installed (apt install openssh-server)"}
+		}
+		sshd = "/usr/sbin/sshd"
+	}
+	for _, b := range []string{"ssh", "ssh-keygen", "scp", "rsync"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return nil, skipError{b + " not installed"}
+		}
+	}
+	dir := filepath.Join(e.tmp, "ssh")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// Debian's sshd insists on its privilege-separation directory.
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"host_key", "client_key"} {
+		if _, err := runCmd(exec.CommandContext(ctx, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k))); err != nil {
+			return nil, err
+		}
+	}
+	pub, err := os.ReadFile(filepath.Join(dir, "client_key.pub"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600); err != nil {
+		return nil, err
+	}
+	port := strconv.Itoa(randomPort())
+	conf := strings.Join([]string{
+		"Port " + port,
+		"ListenAddress " + e.rcvAddr.String(),
+		"HostKey " + filepath.Join(dir, "host_key"),
+		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
+		"PidFile none",
+		"UsePAM no",
+		"StrictModes no",
+		"PermitRootLogin prohibit-password",
+		"PasswordAuthentication no",
+		"KbdInteractiveAuthentication no",
+		"Subsystem sftp internal-sftp",
+		"MaxStartups 100",
+		"",
+	}, "\n")
+	cfg := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	srv, err := startServer(ctx, e.lab.Command(context.WithoutCancel(ctx), netlab.Receiver, sshd, "-D", "-e", "-f", cfg), "Server listening", true)
+	if err != nil {
+		return nil, err
+	}
+	return &sshServer{srv: srv, port: port, opts: []string{
+		"-i", filepath.Join(dir, "client_key"),
+		"-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null",
+		"-o", "BatchMode=yes",
+		"-o", "LogLevel=ERROR",
+	}}, nil
+}
+
+func (s *sshServer) close() { s.srv.kill() }
+
+func runSCP(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+	if e.sshErr != nil {
+		return runResult{}, skipError{e.sshErr.Error()}
+	}
+	args := append([]string{"-q", "-P", e.ssh.port}, e.ssh.opts...)
+	args = append(args, files...)
+	args = append(args, "root@"+e.rcvAddr.String()+":"+dst+"/")
+	if _, err := runCmd(e.lab.Command(ctx, netlab.Sender, "scp", args...)); err != nil {
+		return runResult{}, err
+	}
+	return runResult{transport: "ssh"}, nil
+}
+
+func runRsync(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+	if e.sshErr != nil {
+		return runResult{}, skipError{e.sshErr.Error()}
+	}
+	sshCmd := "ssh -p " + e.ssh.port + " " + strings.Join(e.ssh.opts, " ")
+	args := []string{"-a", "-e", sshCmd, filepath.Dir(files[0]) + "/", "root@" + e.rcvAddr.String() + ":" + dst + "/"}
+	if _, err := runCmd(e.lab.Command(ctx, netlab.Sender, "rsync", args...)); err != nil {
+		return runResult{}, err
+	}
+	return runResult{transport: "ssh"}, nil
+}
+
+// --- Ferry -------------------------------------------------------------------
+
+// ferryBinary returns the ferry-cli to drive: the given path, or a fresh
+// build of ./cmd/ferry-cli.
+func ferryBinary(ctx context.Context, given, tmp string) (string, error) {
+	if given != "" {
+		if _, err := os.Stat(given); err != nil {
+			return "", skipError{"ferry-cli: " + err.Error()}
+		}
+		return given, nil
+	}
+	bin := filepath.Join(tmp, "ferry-cli")
+	if _, err := runCmd(exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ferry-cli")); err != nil {
+		return "", skipError{"ferry-cli did not build: " + err.Error()}
+	}
+	return bin, nil
+}
+
+// ferryEvent is the part of ferry-cli's JSON event lines the bench reads.
+type ferryEvent struct {
+	Kind   string `json:"kind"`
+	Result *struct {
+		State           string          `json:"state"`
+		Bytes           int64           `json:"bytes"`
+		WireBytes       int64           `json:"wire_bytes"`
+		DurationSeconds float64         `json:"duration_seconds"`
+		Transport       string          `json:"transport"`
+		Metrics         json.RawMessage `json:"metrics"`
+		Error           string          `json:"error"`
+	} `json:"result"`
+}
+
+func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+	return func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+		if e.ferryErr != nil {
+			return runResult{}, skipError{e.ferryErr.Error()}
+		}
+		cfgR, err := os.MkdirTemp(e.tmp, "ferry-rcv-")
+		if err != nil {
+			return runResult{}, err
+		}
+		defer os.RemoveAll(cfgR)
+		cfgS, err := os.MkdirTemp(e.tmp, "ferry-snd-")
+		if err != nil {
+			return runResult{}, err
+		}
+		defer os.RemoveAll(cfgS)
+		listen := netip.AddrPortFrom(e.rcvAddr, 0).String()
+		srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, e.ferry, "receive", "--config", cfgR, "--dir", dst,
+			"--listen", listen, "--accept", "all", "--once", "--json", "--no-discovery"), "listening ", false)
+		if err != nil {
+			return runResult{}, skipError{"ferry-cli receive: " + oneLine(err.Error())}
+		}
+		defer srv.kill()
+		quicAddr, tcpAddr := parseListening(srv.line)
+		to := quicAddr
+		if transport == "tcp" || to == "" {
+			to = tcpAddr
+		}
+		if to == "" {
+			return runResult{}, fmt.Errorf("ferry-cli receive announced %q", srv.line)
+		}
+		args := append([]string{"send", "--config", cfgS, "--to", to, "--transport", transport, "--json"}, files...)
+		out, err := runCmd(e.lab.Command(ctx, netlab.Sender, e.ferry, args...))
+		if err != nil {
+			return runResult{}, err
+		}
+		var last *ferryEvent
+		for _, line := range bytes.Split(out, []byte("\n")) {
+			var ev ferryEvent
+			if json.Unmarshal(line, &ev) != nil {
+				continue
+			}
+			if ev.Kind == "result" {
+				last = &ev
+			}
+		}
+		if last == nil || last.Result == nil {
+			return runResult{}, errors.New("ferry-cli send printed no result event")
+		}
+		if last.Result.State != "done" {
+			return runResult{}, fmt.Errorf("ferry-cli send: state %s: %s", last.Result.State, last.Result.Error)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := srv.wait(wctx); err != nil {
+			return runResult{}, fmt.Errorf("ferry-cli receive --once: %w", err)
+		}
+		// TODO(bench): first-file time and stalls once the CLI's per-file
+		// events are settled; the metrics blob is kept in the JSONL output.
+		return runResult{
+			transport: last.Result.Transport,
+			extra:     last.Result.Metrics,
+		}, nil
+	}
+}
+
+// parseListening reads "listening quic=HOST:PORT tcp=HOST:PORT".
+func parseListening(line string) (quicAddr, tcpAddr string) {
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, "quic="); ok {
+			if _, err := net.ResolveUDPAddr("udp", v); err == nil {
+				quicAddr = v
+			}
+		}
+		if v, ok := strings.CutPrefix(f, "tcp="); ok {
+			if _, err := net.ResolveTCPAddr("tcp", v); err == nil {
+				tcpAddr = v
+			}
+		}
+	}
+	return quicAddr, tcpAddr
+}

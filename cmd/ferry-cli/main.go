@@ -1,0 +1,103 @@
+// Command ferry-cli is Ferry's headless client: it sends and receives files
+// from a terminal, and drives Ferry's tests and benchmarks. It is pure Go and
+// builds with CGO_ENABLED=0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one ferry-cli subcommand. run gets the arguments after the
+// subcommand's name and a context cancelled by Ctrl-C.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, out, errOut io.Writer) error
+}
+
+var commands = map[string]command{}
+
+// register adds a subcommand; each lives in its own file and calls this from init.
+func register(c command) { commands[c.name] = c }
+
+// errUsage marks an error caused by how the command was called (exit code 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(errOut)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(errOut, "ferry-cli: unknown command %q\n", args[0])
+		usage(errOut)
+		return 2
+	}
+	err := c.run(ctx, args[1:], out, errOut)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(errOut, "ferry-cli %s: %v\n", c.name, err)
+		return 2
+	default:
+		fmt.Fprintf(errOut, "ferry-cli %s: %v\n", c.name, err)
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			return ec.ExitCode()
+		}
+		return 1
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: ferry-cli COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nEvery command takes --config DIR (default: the user config dir's Ferry folder).")
+}
+
+// newFlagSet returns a flag set for a subcommand, with --config registered.
+func newFlagSet(name string, errOut io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("ferry-cli "+name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	cfg := fs.String("config", "", "configuration `DIR` (default: the user config dir's Ferry folder)")
+	return fs, cfg
+}
+
+// parseFlags parses args, turning flag errors into errUsage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+)
+
+// Happy-Eyeballs timing: QUIC gets a head start; TCP follows if QUIC has not
+// connected by then (UDP blocked or dropped costs at most this much).
+var (
+	quicHeadStart = 200 * time.Millisecond
+	// cleanRTT is the round trip under which a path counts as a clean local
+	// link, where kernel TCP's offloads beat QUIC on bytes per second.
+	cleanRTT = 5 * time.Millisecond
+	// tcpUpgradeWait bounds how long auto waits for TCP after QUIC connected
+	// on a clean path before it settles for QUIC.
+	tcpUpgradeWait = time.Second
+)
+
+type dialResult struct {
+	conn Conn
+	kind string
+	err  error
+}
+
+// dialTransports connects with one transport, or with "auto" races them and
+// picks the one that suits the path, returning the reason for the choice.
+func (e *Engine) dialTransports(ctx context.Context, to Target, verify func(addr string) func(identity.DeviceID) error, transport string) (Conn, string, error) {
+	dialOne := func(ctx context.Context, kind string) (Conn, error) {
+		k, ok := transports[kind]
+		if !ok {
+			return nil, fmt.Errorf("%s is not available in this build", kind)
+		}
+		addr := to.quicAddr()
+		if kind == "tcp" {
+			addr = to.tcpAddr()
+		}
+		if addr == "" {
+			return nil, fmt.Errorf("the peer has no %s address", kind)
+		}
+		return k.dial(ctx, addr, e.ident.TLSConfig(false, verify(addr)))
+	}
+	switch transport {
+	case "quic", "tcp":
+		c, err := dialOne(ctx, transport)
+		if err != nil {
+			return nil, "", connectError(err)
+		}
+		return c, "requested with --transport " + transport, nil
+	}
+	_, haveTCP := transports["tcp"]
+	if !haveTCP || to.tcpAddr() == "" {
+		c, err := dialOne(ctx, "quic")
+		if err != nil {
+			return nil, "", connectError(err)
+		}
+		return c, "TCP is not available", nil
+	}
+	if to.quicAddr() == "" {
+		c, err := dialOne(ctx, "tcp")
+		if err != nil {
+			return nil, "", connectError(err)
+		}
+		return c, "the peer has no QUIC address", nil
+	}
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan dialResult, 2)
+	start := func(kind string) {
+		go func() {
+			c, err := dialOne(rctx, kind)
+			results <- dialResult{c, kind, err}
+		}()
+	}
+	start("quic")
+	head := time.NewTimer(quicHeadStart)
+	defer head.Stop()
+	tcpStarted, pending := false, 1
+	var errs []error
+	for pending > 0 {
+		select {
+		case <-head.C:
+			if !tcpStarted {
+				start("tcp")
+				tcpStarted, pending = true, pending+1
+			}
+		case r := <-results:
+			pending--
+			if r.err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", r.kind, r.err))
+				var mm *identity.MismatchError
+				var kc *identity.KeyChangedError
+				if errors.As(r.err, &mm) || errors.As(r.err, &kc) {
+					return nil, "", r.err // the wrong device answered: do not try harder
+				}
+				if !tcpStarted {
+					start("tcp")
+					tcpStarted, pending = true, pending+1
+				}
+				continue
+			}
+			// First secure connection wins; close the loser when it arrives.
+			go drainLoser(results, pending)
+			if r.kind == "tcp" {
+				return r.conn, "TCP connected first (QUIC did not answer within " + quicHeadStart.String() + ")", nil
+			}
+			return e.pickForPath(ctx, r.conn, dialOne)
+		case <-ctx.Done():
+			go drainLoser(results, pending)
+			return nil, "", context.Cause(ctx)
+		}
+	}
+	return nil, "", connectError(errors.Join(errs...))
+}
+
+// drainLoser closes connections from dials that lost the race.
+func drainLoser(results <-chan dialResult, pending int) {
+	for range pending {
+		if r := <-results; r.conn != nil {
+			r.conn.Close(0, "lost the race")
+		}
+	}
+}
+
+// pickForPath decides between the QUIC connection we have and TCP, using the
+// RTT QUIC measured during its handshake. On a clean local link TCP moves more
+// bytes per second (kernel offloads; see docs/transport-choice.md); on a path
+// with real latency QUIC's per-stream loss isolation wins.
+func (e *Engine) pickForPath(ctx context.Context, q Conn, dialOne func(context.Context, string) (Conn, error)) (Conn, string, error) {
+	m := q.Metrics()
+	rtt := time.Duration(m.SmoothedRTTms * float64(time.Millisecond))
+	if rtt >= cleanRTT || !tcpFasterOnCleanPaths {
+		return q, fmt.Sprintf("RTT %.1f ms: QUIC isolates loss per stream on paths with latency", m.SmoothedRTTms), nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, tcpUpgradeWait)
+	defer cancel()
+	t, err := dialOne(tctx, "tcp")
+	if err != nil {
+		return q, fmt.Sprintf("clean path (RTT %.2f ms) but TCP did not connect: %v", m.SmoothedRTTms, err), nil
+	}
+	q.Close(0, "switching to tcp")
+	return t, fmt.Sprintf("clean low-latency path (RTT %.2f ms): TCP is faster here", m.SmoothedRTTms), nil
+}
+
+// connectError turns dial failures into a sentence about what to check.
+func connectError(err error) error {
+	var mm *identity.MismatchError
+	var kc *identity.KeyChangedError
+	if errors.As(err, &mm) || errors.As(err, &kc) {
+		return err
+	}
+	return fmt.Errorf("could not connect to the receiver (is Ferry running and receiving there, and is the address right?): %w", err)
+}

@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// testEngine returns an engine with its own config and download folders.
+func testEngine(t *testing.T, opts Options) *Engine {
+	t.Helper()
+	if opts.ConfigDir == "" {
+		opts.ConfigDir = t.TempDir()
+	}
+	if opts.DownloadDir == "" {
+		opts.DownloadDir = t.TempDir()
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	if opts.Accept == "" {
+		opts.Accept = AcceptAll
+	}
+	e, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func startReceiver(t *testing.T, opts Options) *Engine {
+	t.Helper()
+	e := testEngine(t, opts)
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func target(r *Engine) Target {
+	q, tc := r.Addrs()
+	return Target{QUICAddr: q, TCPAddr: tc}
+}
+
+func writeFile(t *testing.T, path string, size int) []byte {
+	t.Helper()
+	data := make([]byte, size)
+	rand.Read(data)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// sendWait sends and waits for the result.
+func sendWait(t *testing.T, s *Engine, to Target, paths []string, opts SendOptions) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tr, err := s.Send(ctx, to, paths, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	case <-ctx.Done():
+		t.Fatal("transfer did not finish")
+	}
+	return tr.Result()
+}
+
+// sameTree checks that every file under src arrived under dst/base(src) with the same bytes.
+func sameTree(t *testing.T, src, dst string) int {
+	t.Helper()
+	n := 0
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Dir(src), p)
+		want, _ := os.ReadFile(p)
+		got, err := os.ReadFile(filepath.Join(dst, rel))
+		if err != nil {
+			return fmt.Errorf("%s missing: %w", rel, err)
+		}
+		if !bytes.Equal(got, want) {
+			return fmt.Errorf("%s differs", rel)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func noPartials(t *testing.T, dir string) {
+	t.Helper()
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(p, ".partial") {
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+}
+
+func transportsUnderTest() []string {
+	var out []string
+	for _, k := range []string{"quic", "tcp"} {
+		if _, ok := transports[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func TestTransferEndToEnd(t *testing.T) {
+	for _, tp := range transportsUnderTest() {
+		t.Run(tp, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{})
+			src := t.TempDir()
+
+			big := filepath.Join(src, "big.bin")
+			writeFile(t, big, 37<<20+12345) // not a multiple of the chunk size
+			tree := filepath.Join(src, "tree")
+			for i := 0; i < 500; i++ {
+				writeFile(t, filepath.Join(tree, "many", fmt.Sprintf("f%03d.dat", i)), i*37%5000)
+			}
+			deep := tree
+			for i := 0; i < 30; i++ {
+				deep = filepath.Join(deep, fmt.Sprintf("d%d", i))
+			}
+			writeFile(t, filepath.Join(deep, "leaf.txt"), 100)
+			writeFile(t, filepath.Join(tree, "empty"), 0)
+			writeFile(t, filepath.Join(tree, "ünïcødé 文件 🚀.txt"), 999)
+
+			res := sendWait(t, send, target(recv), []string{big, tree}, SendOptions{Transport: tp})
+			if res.State != StateDone {
+				t.Fatalf("state %s: %s", res.State, res.Err)
+			}
+			if res.Verified != res.Files || res.Files != 504 {
+				t.Fatalf("verified %d of %d files, want 504", res.Verified, res.Files)
+			}
+			if res.Transport != tp {
+				t.Errorf("transport %s, want %s", res.Transport, tp)
+			}
+			dl := recv.DownloadDir()
+			sameTree(t, big, dl)
+			if n := sameTree(t, tree, dl); n != 503 {
+				t.Errorf("%d files in tree, want 503", n)
+			}
+			noPartials(t, dl)
+		})
+	}
+}
+
+func TestExistingFileIsNeverOverwritten(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	p := filepath.Join(src, "report.pdf")
+	want := writeFile(t, p, 5000)
+	old := []byte("precious data already here")
+	os.WriteFile(filepath.Join(recv.DownloadDir(), "report.pdf"), old, 0o644)
+	for i := 1; i <= 2; i++ {
+		res := sendWait(t, send, target(recv), []string{p}, SendOptions{Transport: "quic"})
+		if res.State != StateDone {
+			t.Fatalf("state %s: %s", res.State, res.Err)
+		}
+		got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), fmt.Sprintf("report (%d).pdf", i)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("copy %d: %v", i, err)
+		}
+	}
+	got, _ := os.ReadFile(filepath.Join(recv.DownloadDir(), "report.pdf"))
+	if !bytes.Equal(got, old) {
+		t.Fatal("existing file was overwritten")
+	}
+}
+
+func TestDeclineAndAsk(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	send := testEngine(t, Options{})
+	events, unsub := recv.Subscribe(64)
+	defer unsub()
+	src := t.TempDir()
+	p := filepath.Join(src, "a.txt")
+	writeFile(t, p, 10)
+	go func() {
+		for ev := range events {
+			if ev.Kind == EventOffer {
+				if ev.Peer.ID != send.ID() || len(ev.Offer.Files) != 1 || ev.Offer.Files[0].Path != "a.txt" {
+					t.Errorf("offer event %+v", ev)
+				}
+				recv.Decide(ev.TransferID, Decision{Accept: false, Reason: "not now"})
+			}
+		}
+	}()
+	res := sendWait(t, send, target(recv), []string{p}, SendOptions{Transport: "quic"})
+	if res.State != StateDeclined || !strings.Contains(res.Err, "not now") {
+		t.Fatalf("got %s %q, want declined with the reason", res.State, res.Err)
+	}
+	entries, _ := os.ReadDir(recv.DownloadDir())
+	if len(entries) != 0 {
+		t.Fatalf("declined transfer wrote %v", entries)
+	}
+}
+
+func TestTrustedOnlyRefusesStrangers(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptTrusted})
+	send := testEngine(t, Options{})
+	p := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, p, 10)
+	res := sendWait(t, send, target(recv), []string{p}, SendOptions{Transport: "quic"})
+	if res.State != StateDeclined {
+		t.Fatalf("got %s %q, want declined", res.State, res.Err)
+	}
+	if err := recv.SetTrusted(send.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+	res = sendWait(t, send, target(recv), []string{p}, SendOptions{Transport: "quic"})
+	if res.State != StateDone {
+		t.Fatalf("trusted sender: %s %q", res.State, res.Err)
+	}
+}
+
+func TestPinnedIDMismatchIsRefused(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	other := testEngine(t, Options{})
+	send := testEngine(t, Options{})
+	p := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, p, 10)
+	to := target(recv)
+	to.ID = other.ID()
+	res := sendWait(t, send, to, []string{p}, SendOptions{Transport: "quic"})
+	if res.State != StateFailed || !strings.Contains(res.Err, "not the expected device") {
+		t.Fatalf("got %s %q", res.State, res.Err)
+	}
+	to.ID = recv.ID()
+	if res := sendWait(t, send, to, []string{p}, SendOptions{Transport: "quic"}); res.State != StateDone {
+		t.Fatalf("right ID: %s %q", res.State, res.Err)
+	}
+}
+
+func TestKnownAddressWithNewKeyIsRefused(t *testing.T) {
+	cfg := t.TempDir()
+	recv := startReceiver(t, Options{ConfigDir: cfg})
+	send := testEngine(t, Options{})
+	p := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, p, 10)
+	to := target(recv)
+	if res := sendWait(t, send, to, []string{p}, SendOptions{Transport: "quic"}); res.State != StateDone {
+		t.Fatal(res.Err)
+	}
+	recv.Close()
+	// A different device takes over the same address.
+	imp := startReceiver(t, Options{Listen: to.QUICAddr, NoTCP: true})
+	_ = imp
+	res := sendWait(t, send, Target{QUICAddr: to.QUICAddr}, []string{p}, SendOptions{Transport: "quic"})
+	if res.State != StateFailed || !strings.Contains(res.Err, "different key") {
+		t.Fatalf("got %s %q", res.State, res.Err)
+	}
+}
+
+func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	p := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, p, 200<<20)
+	events, unsub := send.Subscribe(256)
+	defer unsub()
+	tr, err := send.Send(context.Background(), target(recv), []string{p}, SendOptions{Transport: "quic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range events {
+		if ev.Kind == EventProgress && ev.Progress.Bytes > 0 {
+			tr.Cancel()
+			break
+		}
+		if ev.Kind == EventResult {
+			t.Fatalf("finished before it could be cancelled: %+v", ev.Result)
+		}
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateCancelled {
+		t.Fatalf("state %s %q", r.State, r.Err)
+	}
+	// The receiver notices and cleans up.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		entries, _ := os.ReadDir(recv.DownloadDir())
+		if len(entries) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver kept %v", entries)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestNothingToSend(t *testing.T) {
+	send := testEngine(t, Options{})
+	_, err := send.Send(context.Background(), Target{Addr: "127.0.0.1:1"}, []string{t.TempDir()}, SendOptions{})
+	if !errors.Is(err, ErrNothingToSend) {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = send.Send(context.Background(), Target{Addr: "127.0.0.1:1"}, []string{"/does/not/exist"}, SendOptions{})
+	if err == nil {
+		t.Fatal("missing path accepted")
+	}
+}
+
+var _ = wire.Version

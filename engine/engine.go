@@ -1,0 +1,602 @@
+// Package engine is Ferry's transfer engine: identity and trust, the wire
+// protocol, the QUIC and TCP+TLS transports, and the rules for receiving files
+// safely. It never imports Fyne: the GUI, the CLI and the tests are its clients.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+)
+
+// AcceptPolicy says who may send to this device without a prompt.
+type AcceptPolicy string
+
+// Accept policies.
+const (
+	AcceptAsk     AcceptPolicy = "ask"     // every offer raises an EventOffer and waits for Decide
+	AcceptAll     AcceptPolicy = "all"     // accept everything (tests, benchmarks)
+	AcceptTrusted AcceptPolicy = "trusted" // accept trusted devices silently, refuse others
+)
+
+// ParseAcceptPolicy checks a policy name from a flag or a settings file.
+func ParseAcceptPolicy(s string) (AcceptPolicy, error) {
+	switch p := AcceptPolicy(s); p {
+	case AcceptAsk, AcceptAll, AcceptTrusted:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown accept policy %q: use ask, all or trusted", s)
+}
+
+// Options configure an Engine. The zero value of every field but ConfigDir is usable.
+type Options struct {
+	// ConfigDir holds the identity, the trust store and resume state. Required.
+	ConfigDir string
+	// Name is the device name shown to peers; empty means the host name.
+	Name string
+	// DownloadDir is where received files go; empty means ~/Downloads.
+	DownloadDir string
+	// Listen is "host:port" for both QUIC (UDP) and TCP; empty means ":0" (any
+	// free port, the same number for both when possible).
+	Listen string
+	// Accept is the receiving policy; empty means AcceptAsk.
+	Accept AcceptPolicy
+	// AutoAcceptTrusted accepts offers from trusted devices without a prompt under AcceptAsk.
+	AutoAcceptTrusted bool
+	// PromptTimeout declines an unanswered offer; zero means 2 minutes.
+	PromptTimeout time.Duration
+	// MaxPrompts bounds offers waiting for an answer at once; zero means 8.
+	// Further offers are declined as busy instead of stacking up.
+	MaxPrompts int
+	// NoQUIC and NoTCP disable a listener (tests of the fallback).
+	NoQUIC, NoTCP bool
+	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.
+	ChunkSize int
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Target says where to send: an address and, optionally, who must answer there.
+type Target struct {
+	// QUICAddr and TCPAddr are "host:port"; either may be empty. Addr sets both.
+	Addr, QUICAddr, TCPAddr string
+	// ID, when set, is the device ID the peer must prove; a different key is refused.
+	ID string
+}
+
+func (t Target) quicAddr() string {
+	if t.QUICAddr != "" {
+		return t.QUICAddr
+	}
+	return t.Addr
+}
+
+func (t Target) tcpAddr() string {
+	if t.TCPAddr != "" {
+		return t.TCPAddr
+	}
+	return t.Addr
+}
+
+// SendOptions tune one Send.
+type SendOptions struct {
+	// Transport is "auto" (default), "quic" or "tcp".
+	Transport string
+	// Streams is the number of parallel data streams; zero picks a default per transport.
+	Streams int
+}
+
+// Decision is the receiving user's answer to an offer.
+type Decision struct {
+	Accept bool
+	// Files lists the indexes of the offered files to accept; nil means all.
+	Files []int
+	// Reason is shown to the sender when declining.
+	Reason string
+	// AlwaysAccept trusts the sender and accepts its future offers without asking.
+	AlwaysAccept bool
+}
+
+// TrustedPeer is a device this one has exchanged files with.
+type TrustedPeer struct {
+	ID           string
+	Name         string
+	LastAddr     string
+	LastSeen     time.Time
+	AlwaysAccept bool
+}
+
+// ErrUnknownTransfer is returned for a transfer ID the engine does not know.
+var ErrUnknownTransfer = errors.New("unknown transfer")
+
+// ErrClosed is returned by an engine after Close.
+var ErrClosed = errors.New("engine closed")
+
+// Engine sends and receives files. Create it with New; it is safe for concurrent use.
+type Engine struct {
+	ident *identity.Identity
+	trust *identity.Store
+	bus   Bus
+	log   *slog.Logger
+	opts  Options
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the engine starts
+
+	mu          sync.Mutex // guards the fields below
+	name        string
+	downloadDir string
+	accept      AcceptPolicy
+	autoTrusted bool
+	listeners   []listener
+	stopListen  context.CancelFunc
+	transfers   map[string]*Transfer
+	prompts     int
+	closed      bool
+}
+
+// listener is a QUIC or TCP listener.
+type listener interface {
+	Accept(ctx context.Context) (Conn, error)
+	Addr() net.Addr
+	Close() error
+}
+
+// New loads (or creates, on first run) the device identity and trust store.
+func New(opts Options) (*Engine, error) {
+	if opts.ConfigDir == "" {
+		return nil, errors.New("engine: no config dir")
+	}
+	id, err := identity.LoadOrCreate(opts.ConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	trust, err := identity.OpenStore(opts.ConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Name == "" {
+		opts.Name = defaultName()
+	}
+	if opts.DownloadDir == "" {
+		home, _ := os.UserHomeDir()
+		opts.DownloadDir = filepath.Join(home, "Downloads")
+	}
+	if opts.Accept == "" {
+		opts.Accept = AcceptAsk
+	}
+	if opts.PromptTimeout <= 0 {
+		opts.PromptTimeout = 2 * time.Minute
+	}
+	if opts.MaxPrompts <= 0 {
+		opts.MaxPrompts = 8
+	}
+	if opts.ChunkSize <= 0 {
+		opts.ChunkSize = 1 << 20
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Engine{
+		ident: id, trust: trust, log: log, opts: opts,
+		ctx: ctx, cancel: cancel,
+		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
+		transfers: map[string]*Transfer{},
+	}, nil
+}
+
+func defaultName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "Ferry device (" + runtime.GOOS + ")"
+	}
+	return h
+}
+
+// ID is this device's full ID.
+func (e *Engine) ID() string { return e.ident.ID.String() }
+
+// HumanID is this device's ID in groups of four.
+func (e *Engine) HumanID() string { return e.ident.ID.Human() }
+
+// Name is this device's name.
+func (e *Engine) Name() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.name
+}
+
+// SetName changes the device name shown to peers from now on.
+func (e *Engine) SetName(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if name != "" {
+		e.name = name
+	}
+}
+
+// DownloadDir is where received files go.
+func (e *Engine) DownloadDir() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.downloadDir
+}
+
+// SetDownloadDir changes where files of later transfers go. The folder is created if missing.
+func (e *Engine) SetDownloadDir(dir string) error {
+	if dir == "" {
+		return errors.New("no download folder given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return fmt.Errorf("cannot use %s as the download folder: %w", abs, err)
+	}
+	e.mu.Lock()
+	e.downloadDir = abs
+	e.mu.Unlock()
+	return nil
+}
+
+// SetAccept changes the receiving policy for later offers.
+func (e *Engine) SetAccept(p AcceptPolicy, autoAcceptTrusted bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.accept, e.autoTrusted = p, autoAcceptTrusted
+}
+
+// Subscribe returns the engine's events. The engine never waits for a
+// subscriber; call the returned function to unsubscribe.
+func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) { return e.bus.Subscribe(buffer) }
+
+// Trusted lists the devices this one has exchanged files with, most recent first.
+func (e *Engine) Trusted() []TrustedPeer {
+	var out []TrustedPeer
+	for _, p := range e.trust.List() {
+		tp := TrustedPeer{ID: p.ID, Name: p.Name, LastSeen: p.LastSeen, AlwaysAccept: p.AlwaysAccept}
+		if len(p.LastAddrs) > 0 {
+			tp.LastAddr = p.LastAddrs[0]
+		}
+		out = append(out, tp)
+	}
+	return out
+}
+
+// SetTrusted marks a device as always accepted (or not).
+func (e *Engine) SetTrusted(id string, on bool) error {
+	did, err := identity.ParseID(id)
+	if err != nil {
+		return err
+	}
+	p, _ := e.trust.Get(did)
+	return e.trust.SetAlwaysAccept(did, p.Name, on)
+}
+
+// Forget removes a device from the trust store.
+func (e *Engine) Forget(id string) error {
+	did, err := identity.ParseID(id)
+	if err != nil {
+		return err
+	}
+	return e.trust.Forget(did)
+}
+
+// Start opens the QUIC and TCP listeners: receiving is on until StopReceiving or Close.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	if len(e.listeners) > 0 {
+		return nil
+	}
+	addr := e.opts.Listen
+	if addr == "" {
+		addr = ":0"
+	}
+	lns, err := e.listen(addr)
+	if err != nil {
+		return err
+	}
+	lctx, stop := context.WithCancel(e.ctx)
+	e.listeners, e.stopListen = lns, stop
+	for _, ln := range lns {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.acceptLoop(lctx, ln)
+		}()
+	}
+	return nil
+}
+
+// listen opens the listeners on addr, trying to give TCP the port number
+// that QUIC got when addr asks for any port.
+func (e *Engine) listen(addr string) ([]listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	var lns []listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
+	tlsConf := e.ident.TLSConfig(true, nil) // receivers accept any key (TOFU); the hello is checked against it
+	if q, ok := transports["quic"]; ok && !e.opts.NoQUIC {
+		ql, err := q.listen(addr, tlsConf)
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ql)
+		port = strconv.Itoa(ql.Addr().(*net.UDPAddr).Port)
+	}
+	if t, ok := transports["tcp"]; ok && !e.opts.NoTCP {
+		tl, err := t.listen(net.JoinHostPort(host, port), tlsConf)
+		if err != nil && !isAnyPort(addr) {
+			closeAll()
+			return nil, err
+		}
+		if err != nil {
+			// QUIC's port number is taken for TCP: any free port will do; discovery advertises both.
+			tl, err = t.listen(net.JoinHostPort(host, "0"), tlsConf)
+		}
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		lns = append(lns, tl)
+	}
+	if len(lns) == 0 {
+		return nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
+	}
+	return lns, nil
+}
+
+func isAnyPort(addr string) bool {
+	_, p, _ := net.SplitHostPort(addr)
+	return p == "" || p == "0"
+}
+
+// StopReceiving closes the listeners. Transfers already running go on.
+func (e *Engine) StopReceiving() error {
+	e.mu.Lock()
+	lns, stop := e.listeners, e.stopListen
+	e.listeners, e.stopListen = nil, nil
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	var errs []error
+	for _, l := range lns {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Receiving reports whether the listeners are open.
+func (e *Engine) Receiving() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.listeners) > 0
+}
+
+// Addrs returns the listeners' addresses ("" for one that is off).
+func (e *Engine) Addrs() (quicAddr, tcpAddr string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range e.listeners {
+		switch a := l.Addr().(type) {
+		case *net.UDPAddr:
+			quicAddr = a.String()
+		case *net.TCPAddr:
+			tcpAddr = a.String()
+		}
+	}
+	return quicAddr, tcpAddr
+}
+
+func (e *Engine) acceptLoop(ctx context.Context, ln listener) {
+	for {
+		c, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				e.log.Warn("accept failed", "err", err)
+				if !isTemporary(err) {
+					return
+				}
+				continue
+			}
+			return
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.serve(e.ctx, c)
+		}()
+	}
+}
+
+func isTemporary(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Transfer is the handle of one running or finished transfer.
+type Transfer struct {
+	id        string
+	dir       Direction
+	cancel    context.CancelCauseFunc
+	done      chan struct{}
+	started   time.Time
+	decisions chan Decision // receiving side, while an offer waits for an answer
+
+	mu     sync.Mutex // guards the fields below
+	peer   PeerInfo
+	state  State
+	result Result
+	conn   Conn
+}
+
+// ID identifies the transfer in events and in Decide/Cancel.
+func (t *Transfer) ID() string { return t.id }
+
+// Done is closed when the transfer has ended.
+func (t *Transfer) Done() <-chan struct{} { return t.done }
+
+// Result is the outcome; valid after Done.
+func (t *Transfer) Result() Result {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.result
+}
+
+// Cancel stops the transfer; the peer is told.
+func (t *Transfer) Cancel() { t.cancel(errCancelledByUser) }
+
+var errCancelledByUser = errors.New("cancelled by the user")
+
+func newTransferID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (e *Engine) register(t *Transfer) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	e.transfers[t.id] = t
+	// Keep the table bounded: forget the oldest finished transfers.
+	if len(e.transfers) > 1000 {
+		var old []*Transfer
+		for _, x := range e.transfers {
+			select {
+			case <-x.done:
+				old = append(old, x)
+			default:
+			}
+		}
+		sort.Slice(old, func(i, j int) bool { return old[i].started.Before(old[j].started) })
+		for _, x := range old[:len(old)/2] {
+			delete(e.transfers, x.id)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) transfer(id string) (*Transfer, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.transfers[id]
+	if !ok {
+		return nil, fmt.Errorf("transfer %s: %w", id, ErrUnknownTransfer)
+	}
+	return t, nil
+}
+
+// Transfer returns the handle of a known transfer.
+func (e *Engine) Transfer(id string) (*Transfer, error) { return e.transfer(id) }
+
+// Cancel stops a transfer.
+func (e *Engine) Cancel(id string) error {
+	t, err := e.transfer(id)
+	if err != nil {
+		return err
+	}
+	t.Cancel()
+	return nil
+}
+
+// Decide answers an offer that raised an EventOffer.
+func (e *Engine) Decide(id string, d Decision) error {
+	t, err := e.transfer(id)
+	if err != nil {
+		return err
+	}
+	if t.decisions == nil {
+		return fmt.Errorf("transfer %s is not waiting for a decision", id)
+	}
+	select {
+	case t.decisions <- d:
+		return nil
+	default:
+		return fmt.Errorf("transfer %s is not waiting for a decision", id)
+	}
+}
+
+// Close stops receiving, cancels every transfer and waits for the engine's goroutines.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	err := e.StopReceiving()
+	e.cancel()
+	e.wg.Wait()
+	return err
+}
+
+// publish sends an event about t.
+func (e *Engine) publish(t *Transfer, ev Event) {
+	t.mu.Lock()
+	ev.TransferID, ev.Direction, ev.Peer = t.id, t.dir, t.peer
+	if ev.State == "" {
+		ev.State = t.state
+	}
+	t.mu.Unlock()
+	e.bus.Publish(ev)
+}
+
+func (e *Engine) setState(t *Transfer, s State) {
+	t.mu.Lock()
+	changed := t.state != s
+	t.state = s
+	t.mu.Unlock()
+	if changed {
+		e.publish(t, Event{Kind: EventState, State: s})
+	}
+}
+
+// finish records the result, publishes it and closes Done.
+func (e *Engine) finish(t *Transfer, r Result) {
+	t.mu.Lock()
+	r.Duration = time.Since(t.started).Seconds()
+	if t.conn != nil {
+		m := t.conn.Metrics()
+		r.Metrics = &m
+		r.WireBytes = m.BytesSent + m.BytesRecv
+		r.Transport = t.conn.Transport()
+	}
+	t.state = r.State
+	t.result = r
+	t.mu.Unlock()
+	e.publish(t, Event{Kind: EventResult, State: r.State, Result: &r})
+	close(t.done)
+}

@@ -1,0 +1,258 @@
+package engine
+
+import (
+	"sync"
+	"time"
+)
+
+// EventKind names what an Event reports.
+type EventKind string
+
+// The kinds of event the engine publishes.
+const (
+	// EventOffer: a peer offers files to us. Answer with Engine.Decide.
+	EventOffer EventKind = "offer"
+	// EventState: a transfer changed state (waiting, sending, verifying, done, failed...).
+	EventState EventKind = "state"
+	// EventProgress: bytes moved; coalesced to a few per second per transfer.
+	EventProgress EventKind = "progress"
+	// EventFile: one file finished (verified or failed).
+	EventFile EventKind = "file"
+	// EventMetrics: a snapshot of the connection's transport metrics.
+	EventMetrics EventKind = "metrics"
+	// EventResult: the transfer ended; no further events for it follow.
+	EventResult EventKind = "result"
+	// EventTransport: the transport carrying the transfer was chosen (or changed), with the reason.
+	EventTransport EventKind = "transport"
+)
+
+// Direction says whether we send or receive a transfer.
+type Direction string
+
+// Directions.
+const (
+	Sending   Direction = "send"
+	Receiving Direction = "receive"
+)
+
+// State is the life-cycle state of a transfer.
+type State string
+
+// Transfer states, in the order a transfer usually passes through them.
+const (
+	StateConnecting State = "connecting"
+	StateWaiting    State = "waiting" // offer sent, waiting for the receiver's decision
+	StateActive     State = "active"  // data flowing
+	StateVerifying  State = "verifying"
+	StateDone       State = "done"
+	StateFailed     State = "failed"
+	StateDeclined   State = "declined"
+	StateCancelled  State = "cancelled"
+)
+
+// Final reports whether no further state follows s.
+func (s State) Final() bool {
+	switch s {
+	case StateDone, StateFailed, StateDeclined, StateCancelled:
+		return true
+	}
+	return false
+}
+
+// PeerInfo describes the device at the other end of a transfer.
+type PeerInfo struct {
+	Name    string `json:"name"`
+	ID      string `json:"id"`      // full device ID (base32)
+	Trusted bool   `json:"trusted"` // known before this connection
+	Addr    string `json:"addr,omitempty"`
+}
+
+// FileInfo is one entry of an offer as shown to the user.
+type FileInfo struct {
+	Path string `json:"path"` // relative, slash-separated
+	Size int64  `json:"size"`
+}
+
+// OfferInfo is what the receiving user decides on.
+type OfferInfo struct {
+	Files      []FileInfo `json:"files"`
+	TotalBytes int64      `json:"total_bytes"`
+	Dest       string     `json:"dest"`
+	FreeBytes  int64      `json:"free_bytes"` // -1 when unknown
+	Expires    time.Time  `json:"expires"`
+}
+
+// Progress is a coalesced progress report.
+type Progress struct {
+	Bytes      int64   `json:"bytes"` // verified payload bytes so far
+	TotalBytes int64   `json:"total_bytes"`
+	Files      int     `json:"files_done"`
+	TotalFiles int     `json:"total_files"`
+	Rate       float64 `json:"rate"` // bytes per second, smoothed
+	ETA        float64 `json:"eta_seconds"`
+}
+
+// FileResult is the outcome of one file.
+type FileResult struct {
+	Path     string `json:"path"`
+	SavedAs  string `json:"saved_as,omitempty"` // receiver: name on disk if renamed to avoid a clash
+	Size     int64  `json:"size"`
+	Verified bool   `json:"verified"`
+	Root     string `json:"root,omitempty"` // hex BLAKE3 Merkle root
+	Err      string `json:"error,omitempty"`
+}
+
+// Result summarises a finished transfer.
+type Result struct {
+	State       State    `json:"state"`
+	Err         string   `json:"error,omitempty"` // a sentence for the user
+	Files       int      `json:"files"`
+	Verified    int      `json:"verified"`
+	Bytes       int64    `json:"bytes"`      // payload bytes sent or received
+	WireBytes   int64    `json:"wire_bytes"` // bytes on the wire (transport counters)
+	Duration    float64  `json:"duration_seconds"`
+	Transport   string   `json:"transport"`
+	Reason      string   `json:"transport_reason,omitempty"`
+	Metrics     *Metrics `json:"metrics,omitempty"`
+	Resent      int64    `json:"resent_bytes,omitempty"`
+	Destination string   `json:"destination,omitempty"`
+}
+
+// TransportInfo says which transport carries a transfer and why.
+type TransportInfo struct {
+	Name   string `json:"name"` // "quic" or "tcp"
+	Reason string `json:"reason"`
+}
+
+// Event is one thing the engine reports. Exactly the field matching Kind is set
+// (State is set on every event).
+type Event struct {
+	Time       time.Time      `json:"time"`
+	Kind       EventKind      `json:"kind"`
+	TransferID string         `json:"transfer"`
+	Direction  Direction      `json:"direction"`
+	Peer       PeerInfo       `json:"peer"`
+	State      State          `json:"state"`
+	Offer      *OfferInfo     `json:"offer,omitempty"`
+	Progress   *Progress      `json:"progress,omitempty"`
+	File       *FileResult    `json:"file,omitempty"`
+	Metrics    *Metrics       `json:"metrics,omitempty"`
+	Result     *Result        `json:"result,omitempty"`
+	Transport  *TransportInfo `json:"transport,omitempty"`
+}
+
+// Bus fans events out to subscribers without ever blocking the publisher: a
+// subscriber whose buffer is full loses progress and metrics events (they are
+// superseded by the next one anyway); other kinds wait in a small overflow
+// list so that offers, file results and results are never lost.
+type Bus struct {
+	mu   sync.Mutex // guards the fields below
+	subs map[*subscriber]struct{}
+}
+
+type subscriber struct {
+	ch       chan Event
+	mu       sync.Mutex // guards the fields below
+	overflow []Event
+	closed   bool
+	wake     chan struct{}
+	done     chan struct{}
+}
+
+// maxOverflow bounds what a stalled subscriber can make us keep.
+const maxOverflow = 4096
+
+// Subscribe returns a channel of events and a function that ends the
+// subscription (and closes the channel).
+func (b *Bus) Subscribe(buffer int) (<-chan Event, func()) {
+	if buffer < 1 {
+		buffer = 64
+	}
+	s := &subscriber{ch: make(chan Event, buffer), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	b.mu.Lock()
+	if b.subs == nil {
+		b.subs = make(map[*subscriber]struct{})
+	}
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	go s.drain()
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.subs, s)
+			b.mu.Unlock()
+			s.mu.Lock()
+			s.closed = true
+			s.mu.Unlock()
+			close(s.done)
+		})
+	}
+}
+
+// drain moves overflowed events into the channel as the subscriber catches up.
+func (s *subscriber) drain() {
+	defer close(s.ch)
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.wake:
+		}
+		for {
+			s.mu.Lock()
+			if len(s.overflow) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			ev := s.overflow[0]
+			s.mu.Unlock()
+			select {
+			case s.ch <- ev:
+			case <-s.done:
+				return
+			}
+			s.mu.Lock()
+			s.overflow = s.overflow[1:]
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Publish delivers ev to every subscriber without blocking.
+func (b *Bus) Publish(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		s.deliver(ev)
+	}
+}
+
+func (s *subscriber) deliver(ev Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if len(s.overflow) == 0 {
+		select {
+		case s.ch <- ev:
+			return
+		default:
+		}
+	}
+	if ev.Kind == EventProgress || ev.Kind == EventMetrics {
+		return // superseded by the next one; never worth stalling for
+	}
+	if len(s.overflow) >= maxOverflow {
+		return
+	}
+	s.overflow = append(s.overflow, ev)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,193 @@
+// Package identity holds this device's key pair and self-signed certificate,
+// the device ID derived from it, and the trust store that pins peers by ID.
+package identity
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base32"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DeviceID is the SHA-256 of a device certificate's SubjectPublicKeyInfo.
+type DeviceID [32]byte
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// IDFromCert computes the device ID of a certificate.
+func IDFromCert(cert *x509.Certificate) DeviceID {
+	return sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+}
+
+// String is the full ID: 52 upper-case base32 characters.
+func (id DeviceID) String() string { return idEncoding.EncodeToString(id[:]) }
+
+// Human is the full ID in groups of four, for reading aloud and comparing.
+func (id DeviceID) Human() string {
+	s := id.String()
+	var b strings.Builder
+	for i := 0; i < len(s); i += 4 {
+		if i > 0 {
+			b.WriteByte('-')
+		}
+		b.WriteString(s[i:min(i+4, len(s))])
+	}
+	return b.String()
+}
+
+// Short is the first eight characters, enough to tell devices apart in a list.
+func (id DeviceID) Short() string { return id.String()[:8] }
+
+// IsZero reports whether id is unset.
+func (id DeviceID) IsZero() bool { return id == DeviceID{} }
+
+// ErrBadID is returned by ParseID for text that is not a device ID.
+var ErrBadID = errors.New("not a device ID")
+
+// ParseID accepts the full or human form (dashes, spaces and case are ignored).
+func ParseID(s string) (DeviceID, error) {
+	s = strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(s)))
+	var id DeviceID
+	if len(s) != 52 {
+		return id, fmt.Errorf("parse id %q: %w", s, ErrBadID)
+	}
+	b, err := idEncoding.DecodeString(s)
+	if err != nil || len(b) != 32 {
+		return id, fmt.Errorf("parse id %q: %w", s, ErrBadID)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// Identity is this device's certificate and key.
+type Identity struct {
+	Cert tls.Certificate
+	ID   DeviceID
+}
+
+const (
+	certFile = "identity.crt"
+	keyFile  = "identity.key"
+)
+
+// LoadOrCreate reads the identity from dir, creating a new key pair and
+// certificate on first run. Files are written atomically with mode 0600.
+func LoadOrCreate(dir string) (*Identity, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	certPEM, err1 := os.ReadFile(filepath.Join(dir, certFile))
+	keyPEM, err2 := os.ReadFile(filepath.Join(dir, keyFile))
+	switch {
+	case err1 == nil && err2 == nil:
+		return fromPEM(certPEM, keyPEM)
+	case errors.Is(err1, fs.ErrNotExist) && errors.Is(err2, fs.ErrNotExist):
+		return create(dir)
+	case err1 != nil && !errors.Is(err1, fs.ErrNotExist):
+		return nil, fmt.Errorf("identity: %w", err1)
+	case err2 != nil && !errors.Is(err2, fs.ErrNotExist):
+		return nil, fmt.Errorf("identity: %w", err2)
+	default:
+		return nil, fmt.Errorf("identity: only one of %s and %s exists in %s; move the other away to create a new identity", certFile, keyFile, dir)
+	}
+}
+
+func create(dir string) (*Identity, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("identity: generate key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "ferry device"},
+		NotBefore:             time.Now().Add(-24 * time.Hour),
+		NotAfter:              time.Now().AddDate(30, 0, 0),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("identity: create certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	// Key first: a crash between the two leaves "only one exists", which
+	// LoadOrCreate reports instead of silently replacing an identity.
+	if err := WriteFileAtomic(filepath.Join(dir, keyFile), keyPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, certFile), certPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	return fromPEM(certPEM, keyPEM)
+}
+
+func fromPEM(certPEM, keyPEM []byte) (*Identity, error) {
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("identity: load key pair: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("identity: parse certificate: %w", err)
+	}
+	cert.Leaf = leaf
+	return &Identity{Cert: cert, ID: IDFromCert(leaf)}, nil
+}
+
+// WriteFileAtomic writes data to a temporary file in the same folder, fsyncs
+// it, renames it over name and fsyncs the folder.
+func WriteFileAtomic(name string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(name)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: not every platform can fsync a folder
+		d.Close()
+	}
+	return nil
+}

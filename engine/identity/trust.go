@@ -1,0 +1,223 @@
+package identity
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Peer is what the trust store remembers about a device we talked to.
+type Peer struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	// LastAddrs are the addresses we last reached it at (most recent first).
+	LastAddrs []string `json:"last_addrs,omitempty"`
+	// AlwaysAccept: the user trusts this device and accepts its offers without asking.
+	AlwaysAccept bool `json:"always_accept"`
+}
+
+// KeyChangedError reports a known device (by address) that now presents a different key.
+type KeyChangedError struct {
+	Addr      string
+	Known     Peer
+	Presented DeviceID
+}
+
+func (e *KeyChangedError) Error() string {
+	return fmt.Sprintf("the device at %s used to be %q (%s) but now presents a different key (%s); if that is expected, send again with its new ID or forget the old device",
+		e.Addr, e.Known.Name, shortOf(e.Known.ID), e.Presented.Short())
+}
+
+// MismatchError reports a peer that is not the device the user asked for.
+type MismatchError struct {
+	Expected, Presented DeviceID
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("the peer is not the expected device: expected %s, it presented %s", e.Expected.Human(), e.Presented.Human())
+}
+
+func shortOf(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+const (
+	trustFile     = "trust.json"
+	maxTrustPeers = 10000
+	maxAddrs      = 4
+)
+
+// Store pins peers by device ID. It is safe for concurrent use.
+type Store struct {
+	path   string
+	saveMu sync.Mutex // serialises snapshot+write so an older snapshot never lands last
+	mu     sync.Mutex // guards the fields below
+	byID   map[string]*Peer
+}
+
+// OpenStore loads the trust store from dir (an absent file is an empty store).
+// A corrupt file is an error: we never silently forget whom we trusted.
+func OpenStore(dir string) (*Store, error) {
+	s := &Store{path: filepath.Join(dir, trustFile), byID: map[string]*Peer{}}
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trust store: %w", err)
+	}
+	var peers []*Peer
+	if err := json.Unmarshal(data, &peers); err != nil {
+		return nil, fmt.Errorf("trust store %s is damaged (%v): move it away to start with no known devices", s.path, err)
+	}
+	for _, p := range peers {
+		if _, err := ParseID(p.ID); err != nil {
+			continue
+		}
+		s.byID[p.ID] = p
+	}
+	return s, nil
+}
+
+// Get returns the record for id.
+func (s *Store) Get(id DeviceID) (Peer, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.byID[id.String()]
+	if !ok {
+		return Peer{}, false
+	}
+	return clonePeer(p), true
+}
+
+func clonePeer(p *Peer) Peer {
+	c := *p
+	c.LastAddrs = slices.Clone(p.LastAddrs)
+	return c
+}
+
+// CheckAddr refuses a key that differs from the one last seen at addr, unless
+// the presented key is itself known (devices can swap addresses).
+func (s *Store) CheckAddr(addr string, presented DeviceID) error {
+	if addr == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byID[presented.String()]; ok {
+		return nil
+	}
+	var latest *Peer
+	for _, p := range s.byID {
+		if len(p.LastAddrs) > 0 && p.LastAddrs[0] == addr && (latest == nil || p.LastSeen.After(latest.LastSeen)) {
+			latest = p
+		}
+	}
+	if latest != nil {
+		return &KeyChangedError{Addr: addr, Known: clonePeer(latest), Presented: presented}
+	}
+	return nil
+}
+
+// Seen records contact with a device (trust on first use) and saves the store.
+func (s *Store) Seen(id DeviceID, name, addr string) error {
+	now := time.Now()
+	s.mu.Lock()
+	p, ok := s.byID[id.String()]
+	if !ok {
+		p = &Peer{ID: id.String(), FirstSeen: now}
+		s.byID[p.ID] = p
+		s.evictLocked()
+	}
+	if name != "" {
+		p.Name = name
+	}
+	p.LastSeen = now
+	if addr != "" {
+		p.LastAddrs = slices.DeleteFunc(p.LastAddrs, func(a string) bool { return a == addr })
+		p.LastAddrs = append([]string{addr}, p.LastAddrs...)
+		if len(p.LastAddrs) > maxAddrs {
+			p.LastAddrs = p.LastAddrs[:maxAddrs]
+		}
+	}
+	s.mu.Unlock()
+	return s.save()
+}
+
+// SetAlwaysAccept marks a device as trusted for automatic acceptance.
+func (s *Store) SetAlwaysAccept(id DeviceID, name string, on bool) error {
+	s.mu.Lock()
+	p, ok := s.byID[id.String()]
+	if !ok {
+		now := time.Now()
+		p = &Peer{ID: id.String(), Name: name, FirstSeen: now, LastSeen: now}
+		s.byID[p.ID] = p
+		s.evictLocked()
+	}
+	p.AlwaysAccept = on
+	s.mu.Unlock()
+	return s.save()
+}
+
+// Forget removes a device.
+func (s *Store) Forget(id DeviceID) error {
+	s.mu.Lock()
+	delete(s.byID, id.String())
+	s.mu.Unlock()
+	return s.save()
+}
+
+// List returns all known devices, most recently seen first.
+func (s *Store) List() []Peer {
+	s.mu.Lock()
+	out := make([]Peer, 0, len(s.byID))
+	for _, p := range s.byID {
+		out = append(out, clonePeer(p))
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].LastSeen.After(out[j].LastSeen) })
+	return out
+}
+
+// evictLocked keeps the store bounded by dropping the least recently seen
+// device that the user did not mark as trusted.
+func (s *Store) evictLocked() {
+	for len(s.byID) > maxTrustPeers {
+		var oldest *Peer
+		for _, p := range s.byID {
+			if !p.AlwaysAccept && (oldest == nil || p.LastSeen.Before(oldest.LastSeen)) {
+				oldest = p
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		delete(s.byID, oldest.ID)
+	}
+}
+
+func (s *Store) save() error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	peers := s.List()
+	data, err := json.MarshalIndent(peers, "", "  ")
+	if err != nil {
+		return fmt.Errorf("trust store: %w", err)
+	}
+	if err := WriteFileAtomic(s.path, data, 0o600); err != nil {
+		return fmt.Errorf("trust store: %w", err)
+	}
+	return nil
+}

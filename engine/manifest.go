@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// localFile is one file of an outgoing transfer: what we offer, and where we read it.
+type localFile struct {
+	wire.FileEntry
+	src string // absolute path on this machine
+}
+
+// ErrNothingToSend is returned when the paths hold no regular files.
+var ErrNothingToSend = errors.New("nothing to send: no regular files in the given paths")
+
+// buildManifest walks paths: a file is offered under its base name, a folder
+// keeps its structure under its own name. Symbolic links are not followed
+// inside folders (they could point anywhere, even back up the tree).
+func buildManifest(paths []string) ([]localFile, error) {
+	var files []localFile
+	seen := map[string]bool{}
+	add := func(src, rel string, info fs.FileInfo) error {
+		if seen[rel] {
+			return fmt.Errorf("two of the given paths would arrive as %q: send them separately", rel)
+		}
+		seen[rel] = true
+		files = append(files, localFile{
+			FileEntry: wire.FileEntry{Path: rel, Size: info.Size(), Mode: uint32(info.Mode().Perm()), MTime: info.ModTime().UnixNano()},
+			src:       src,
+		})
+		return nil
+	}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		info, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %s: %w", p, err)
+		}
+		base := filepath.Base(abs)
+		if info.Mode().IsRegular() {
+			if err := add(abs, base, info); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !info.IsDir() {
+			return nil, fmt.Errorf("%s is not a file or folder", p)
+		}
+		err = filepath.WalkDir(abs, func(src string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fmt.Errorf("cannot read %s: %w", src, err)
+			}
+			if !d.Type().IsRegular() {
+				return nil // folders are implied by their files; links and devices are skipped
+			}
+			info, err := d.Info()
+			if err != nil {
+				return fmt.Errorf("cannot read %s: %w", src, err)
+			}
+			r, err := filepath.Rel(abs, src)
+			if err != nil {
+				return err
+			}
+			return add(src, path.Join(base, filepath.ToSlash(r)), info)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(files) == 0 {
+		return nil, ErrNothingToSend
+	}
+	if len(files) > wire.MaxFiles {
+		return nil, fmt.Errorf("%d files is more than one transfer can carry (%d): send them in parts", len(files), wire.MaxFiles)
+	}
+	return files, nil
+}
+
+// manifestID identifies a file set (paths, sizes, mtimes, chunk size) so a
+// receiver can match a new offer against partial data of an earlier one.
+func manifestID(files []localFile, chunkSize int) string {
+	h := sha256.New()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(chunkSize))
+	h.Write(b[:])
+	idx := make([]int, len(files))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(i, j int) bool { return files[idx[i]].Path < files[idx[j]].Path })
+	for _, i := range idx {
+		f := files[i]
+		h.Write([]byte(f.Path))
+		h.Write([]byte{0})
+		binary.BigEndian.PutUint64(b[:], uint64(f.Size))
+		h.Write(b[:])
+		binary.BigEndian.PutUint64(b[:], uint64(f.MTime))
+		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package engine
+
+// tcpFasterOnCleanPaths: without UDP GSO (macOS, Windows) QUIC pays one
+// syscall per datagram, so TCP wins clean paths by an even wider margin.
+const tcpFasterOnCleanPaths = true

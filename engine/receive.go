@@ -1,0 +1,703 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+const (
+	handshakeTimeout = 10 * time.Second
+	offerTimeout     = 30 * time.Second
+	maxChunkRetries  = 3
+	maxOpenPartials  = 256 // files with data in flight at once; a real sender has about one per stream
+	lingerAfterDone  = 5 * time.Second
+)
+
+// errSessionDone ends a session's goroutines after a successful transfer.
+var errSessionDone = errors.New("session done")
+
+// serve runs the receiving side of one incoming connection.
+func (e *Engine) serve(ctx context.Context, c Conn) {
+	defer c.Close(0, "")
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	s, err := c.AcceptStream(hctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	watch := time.AfterFunc(handshakeTimeout, s.Abort)
+	kind, err := wire.ReadKind(s)
+	if err != nil || kind != wire.KindControl {
+		watch.Stop()
+		c.Close(closeReason(fmt.Errorf("%w: the first stream is not a control stream", wire.ErrProtocol)))
+		return
+	}
+	ctl := newControl(s)
+	h, err := expect[*wire.Hello](ctl.recv())
+	watch.Stop()
+	if err == nil {
+		err = checkHello(h, c)
+	}
+	if err == nil {
+		err = ctl.send(e.hello())
+	}
+	if err != nil {
+		e.log.Info("incoming connection refused", "peer", c.RemoteAddr(), "err", err)
+		c.Close(closeReason(err))
+		return
+	}
+	peerID := c.PeerID()
+	if err := e.trust.Seen(peerID, h.Name, ""); err != nil {
+		e.log.Warn("trust store", "err", err)
+	}
+
+	t := &Transfer{
+		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: time.Now(),
+		peer: e.peerInfo(peerID, h.Name, c.RemoteAddr()), conn: c, state: StateWaiting,
+	}
+	tctx, tcancel := context.WithCancelCause(ctx)
+	defer tcancel(nil)
+	t.cancel = tcancel
+	rx := &receiver{e: e, t: t, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{})}
+	err = rx.run(tctx)
+	switch {
+	case errors.Is(err, errSessionDone):
+		err = nil
+	case err == nil:
+		// Every goroutine stopped without a verdict: the context ended.
+		err = context.Cause(tctx)
+	}
+	if cause := context.Cause(tctx); errors.Is(cause, errCancelledByUser) {
+		err = cause
+	}
+	if err != nil {
+		code, reason := closeReason(err)
+		c.Close(code, reason)
+	}
+	rx.cleanup()
+	if !rx.registered {
+		// Nothing was offered (or the offer was malformed): report it only if
+		// something went wrong, so a probe leaves no trace.
+		if err == nil || errors.Is(err, io.EOF) {
+			return
+		}
+		if err := e.register(t); err != nil {
+			return
+		}
+	}
+	st, msg := endState(err)
+	e.finish(t, Result{State: st, Err: msg, Files: len(rx.files), Verified: rx.verified, Bytes: rx.bytes.Load(),
+		Destination: rx.destDir, Resent: rx.resent.Load()})
+}
+
+type rxFile struct {
+	idx        uint32
+	entry      wire.FileEntry
+	tree       *merkle.Tree
+	crcs       []uint32 // storage assertion per chunk (resume re-checks what is on disk)
+	part       *store.Partial
+	root       []byte // the sender's root, from FileDone
+	retries    map[uint32]int
+	resolved   bool
+	finalizing bool
+}
+
+// receiver is the receiving side of one transfer.
+type receiver struct {
+	e   *Engine
+	t   *Transfer
+	c   Conn
+	ctl *control
+
+	offer      *wire.Offer
+	manifest   []wire.FileEntry
+	dest       *store.Dest
+	destDir    string
+	registered bool
+	accepted   atomic.Bool
+	bytes      atomic.Int64
+	resent     atomic.Int64
+
+	mu         sync.Mutex // guards the fields below
+	files      map[uint32]*rxFile
+	open       int
+	resolvedN  int
+	verified   int
+	senderDone bool
+	complete   chan struct{} // closed once every file is resolved and the sender is done
+	final      error         // set when complete closes: errSessionDone or why files failed
+}
+
+func (rx *receiver) run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	// Whatever ends the session closes the connection, which unblocks every reader.
+	stop := context.AfterFunc(gctx, func() {
+		code, reason := closeReason(context.Cause(gctx))
+		if errors.Is(context.Cause(gctx), errSessionDone) {
+			code, reason = 0, ""
+		}
+		rx.c.Close(code, reason)
+	})
+	defer stop()
+	// Data streams are watched from the start: data that arrives before the
+	// user accepted ends the transfer, and nothing is written.
+	g.Go(func() error { return rx.acceptData(gctx, g) })
+	g.Go(func() error {
+		select {
+		case <-rx.c.Done():
+			select {
+			case <-rx.complete:
+				return rx.final // the sender hung up after everything was settled
+			default:
+				return fmt.Errorf("the connection to the sender was lost: %w", io.ErrUnexpectedEOF)
+			}
+		case <-gctx.Done():
+			return nil
+		}
+	})
+	g.Go(func() error { return rx.control(gctx, g) })
+	return g.Wait()
+}
+
+// control reads the offer, decides, then serves the control stream until the end.
+func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
+	if err := rx.readOffer(); err != nil {
+		return err
+	}
+	if err := rx.e.register(rx.t); err != nil {
+		return err
+	}
+	rx.registered = true
+	decision, err := rx.decide(ctx)
+	if err != nil {
+		return err
+	}
+	if !decision.Accept {
+		rx.ctl.send(&wire.Decision{Accept: false, Code: decision.code, Reason: decision.Reason})
+		// Give the decline time to arrive before the connection closes.
+		rx.lingerForPeer(ctx)
+		return &wire.RemoteError{Code: decision.code, Reason: decision.Reason}
+	}
+	rx.accepted.Store(true)
+	wd := &wire.Decision{Accept: true}
+	if decision.Files != nil {
+		for _, i := range decision.Files {
+			wd.Files = append(wd.Files, uint32(i))
+		}
+	}
+	if err := rx.ctl.send(wd); err != nil {
+		return err
+	}
+	rx.e.setState(rx.t, StateActive)
+	var total int64
+	for _, f := range rx.files {
+		total += f.entry.Size
+	}
+	g.Go(func() error {
+		rx.e.watchProgress(ctx, rx.t, rx.bytes.Load, total, func() int {
+			rx.mu.Lock()
+			defer rx.mu.Unlock()
+			return rx.resolvedN
+		}, len(rx.files))
+		return nil
+	})
+	g.Go(func() error { return rx.finishWhenComplete(ctx) })
+	if len(rx.files) == 0 {
+		rx.checkComplete()
+	}
+	for {
+		m, err := rx.ctl.recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("control stream: %w", unexpectedEOF(err))
+		}
+		switch m := m.(type) {
+		case *wire.SenderDone:
+			rx.mu.Lock()
+			rx.senderDone = true
+			rx.mu.Unlock()
+			rx.checkComplete()
+		case *wire.Cancel:
+			return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
+		default:
+			return fmt.Errorf("%w: unexpected %v message", wire.ErrProtocol, m.Type())
+		}
+	}
+}
+
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// readOffer reads and checks the offer and its manifest.
+func (rx *receiver) readOffer() error {
+	offer, err := expect[*wire.Offer](rx.ctl.recvTimeout(offerTimeout))
+	if err != nil {
+		return err
+	}
+	rx.offer = offer
+	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
+	var sum int64
+	seen := make(map[string]bool, min(offer.Files, wire.MaxFilesPerPart))
+	for len(rx.manifest) < offer.Files {
+		part, err := expect[*wire.OfferFiles](rx.ctl.recvTimeout(offerTimeout))
+		if err != nil {
+			return err
+		}
+		if part.Start != len(rx.manifest) || len(part.Files) == 0 || len(rx.manifest)+len(part.Files) > offer.Files {
+			return fmt.Errorf("%w: manifest part at %d with %d files does not continue the %d received (of %d)",
+				wire.ErrProtocol, part.Start, len(part.Files), len(rx.manifest), offer.Files)
+		}
+		for _, f := range part.Files {
+			if err := store.ValidatePath(f.Path); err != nil {
+				return fmt.Errorf("%w: %v", wire.ErrBadName, err)
+			}
+			key := strings.ToLower(f.Path)
+			if seen[key] {
+				return fmt.Errorf("%w: %q is offered twice", wire.ErrBadName, f.Path)
+			}
+			seen[key] = true
+			sum += f.Size
+			if sum < 0 {
+				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
+			}
+			rx.manifest = append(rx.manifest, f)
+		}
+	}
+	if sum != offer.TotalBytes {
+		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
+	}
+	return nil
+}
+
+type decision struct {
+	Decision
+	code wire.Code
+}
+
+// decide applies the accept policy, asking the user when it says so.
+func (rx *receiver) decide(ctx context.Context) (decision, error) {
+	e := rx.e
+	e.mu.Lock()
+	policy, autoTrusted, dir := e.accept, e.autoTrusted, e.downloadDir
+	e.mu.Unlock()
+	trusted := rx.t.peer.Trusted
+	var total int64
+	for _, f := range rx.manifest {
+		total += f.Size
+	}
+	free, _ := store.FreeSpace(dir)
+
+	var d decision
+	switch {
+	case policy == AcceptAll, policy == AcceptTrusted && trusted, policy == AcceptAsk && autoTrusted && trusted:
+		d.Accept = true
+	case policy == AcceptTrusted:
+		return decision{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, code: wire.CodeUntrusted}, nil
+	default:
+		var err error
+		d, err = rx.ask(ctx, dir, total, free)
+		if err != nil {
+			return d, err
+		}
+	}
+	if !d.Accept {
+		return d, nil
+	}
+	// Narrow to the accepted files, then check space for exactly those.
+	accepted := make([]int, 0, len(rx.manifest))
+	if d.Files == nil {
+		for i := range rx.manifest {
+			accepted = append(accepted, i)
+		}
+	} else {
+		for _, i := range d.Files {
+			if i < 0 || i >= len(rx.manifest) {
+				return d, fmt.Errorf("decision names file %d of %d", i, len(rx.manifest))
+			}
+			accepted = append(accepted, i)
+		}
+	}
+	var need int64
+	for _, i := range accepted {
+		need += rx.manifest[i].Size
+	}
+	if err := store.CheckSpace(dir, need); err != nil {
+		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
+	}
+	dest, err := store.Open(dir)
+	if err != nil {
+		return decision{Decision: Decision{Reason: "cannot open the download folder"}, code: wire.CodeIO}, fmt.Errorf("download folder: %w", err)
+	}
+	rx.dest, rx.destDir = dest, dir
+	for _, i := range accepted {
+		f := rx.manifest[i]
+		n := merkle.Chunks(f.Size, rx.offer.ChunkSize)
+		rx.files[uint32(i)] = &rxFile{idx: uint32(i), entry: f, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
+	}
+	if d.AlwaysAccept {
+		if err := e.trust.SetAlwaysAccept(rx.c.PeerID(), rx.t.peer.Name, true); err != nil {
+			e.log.Warn("trust store", "err", err)
+		}
+	}
+	return d, nil
+}
+
+// ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
+func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
+	e := rx.e
+	e.mu.Lock()
+	if e.prompts >= e.opts.MaxPrompts {
+		e.mu.Unlock()
+		return decision{Decision: Decision{Reason: "too many offers are waiting for an answer; try again in a moment"}, code: wire.CodeBusy}, nil
+	}
+	e.prompts++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.prompts--
+		e.mu.Unlock()
+	}()
+	rx.t.decisions = make(chan Decision, 1)
+	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: time.Now().Add(e.opts.PromptTimeout)}
+	if free < 0 {
+		info.FreeBytes = -1
+	}
+	for _, f := range rx.manifest {
+		info.Files = append(info.Files, FileInfo{Path: f.Path, Size: f.Size})
+	}
+	e.publish(rx.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
+	timer := time.NewTimer(e.opts.PromptTimeout)
+	defer timer.Stop()
+	select {
+	case d := <-rx.t.decisions:
+		if !d.Accept && d.Reason == "" {
+			d.Reason = "the receiver declined"
+		}
+		return decision{Decision: d, code: wire.CodeDeclined}, nil
+	case <-timer.C:
+		return decision{Decision: Decision{Reason: "nobody answered the prompt in time"}, code: wire.CodeTimeout}, nil
+	case <-ctx.Done():
+		return decision{}, context.Cause(ctx)
+	}
+}
+
+func (rx *receiver) lingerForPeer(ctx context.Context) {
+	t := time.NewTimer(lingerAfterDone)
+	defer t.Stop()
+	select {
+	case <-rx.c.Done():
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (rx *receiver) file(idx uint32) (*rxFile, error) {
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	f, ok := rx.files[idx]
+	if !ok {
+		if int(idx) < len(rx.manifest) {
+			return nil, fmt.Errorf("%w: data for file %d, which was not accepted", wire.ErrProtocol, idx)
+		}
+		return nil, fmt.Errorf("%w: file %d does not exist in the offer", wire.ErrProtocol, idx)
+	}
+	return f, nil
+}
+
+// acceptData accepts data streams; each is served by its own goroutine.
+func (rx *receiver) acceptData(ctx context.Context, g *errgroup.Group) error {
+	for {
+		s, err := rx.c.AcceptStream(ctx)
+		if err != nil {
+			return nil // the session is ending; the cause is reported elsewhere
+		}
+		if !rx.accepted.Load() {
+			s.Abort()
+			return fmt.Errorf("%w: the peer sent file data before the offer was accepted", wire.ErrProtocol)
+		}
+		g.Go(func() error { return rx.serveData(ctx, s) })
+	}
+}
+
+// serveData reads chunk frames: hash, check the leaf, write at the offset.
+func (rx *receiver) serveData(ctx context.Context, s Stream) error {
+	kind, err := wire.ReadKind(s)
+	if err != nil {
+		return nilIfDone(ctx, err)
+	}
+	if kind != wire.KindData {
+		return fmt.Errorf("%w: a second control stream", wire.ErrProtocol)
+	}
+	buf := make([]byte, rx.offer.ChunkSize)
+	var hdr [wire.DataHeaderLen]byte
+	hasher := merkle.NewHasher()
+	for {
+		h, err := wire.ReadDataHeader(s, hdr[:])
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return nilIfDone(ctx, err)
+		}
+		f, err := rx.file(h.File)
+		if err != nil {
+			return err
+		}
+		if h.Chunk == wire.RootChunk {
+			if err := rx.setRoot(f, h); err != nil {
+				return err
+			}
+			continue
+		}
+		if int(h.Chunk) >= f.tree.Len() || int(h.Length) != merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(h.Chunk)) {
+			return fmt.Errorf("%w: chunk %d of %q has %d bytes; the offer implies %d", wire.ErrProtocol, h.Chunk, f.entry.Path,
+				h.Length, merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(h.Chunk)))
+		}
+		data := buf[:h.Length]
+		if _, err := io.ReadFull(s, data); err != nil {
+			return nilIfDone(ctx, unexpectedEOF(err))
+		}
+		if err := rx.landChunk(f, h, data, hasher); err != nil {
+			return err
+		}
+	}
+}
+
+func nilIfDone(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// setRoot records the sender's root of a file (a root frame).
+func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader) error {
+	if h.Length != 0 {
+		return fmt.Errorf("%w: a root frame with %d bytes of payload", wire.ErrProtocol, h.Length)
+	}
+	rx.mu.Lock()
+	if f.root != nil {
+		rx.mu.Unlock()
+		return fmt.Errorf("%w: the root of file %d was sent twice", wire.ErrProtocol, h.File)
+	}
+	f.root = append([]byte(nil), h.Leaf[:]...)
+	rx.mu.Unlock()
+	rx.maybeFinalize(f)
+	return nil
+}
+
+// landChunk verifies one chunk against its leaf and writes it in place.
+func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher *merkle.Hasher) error {
+	leaf := hasher.Leaf(data)
+	rx.mu.Lock()
+	if f.resolved || f.tree.Has(int(h.Chunk)) {
+		rx.mu.Unlock()
+		return nil // a late duplicate (e.g. a re-request that crossed the original)
+	}
+	if leaf != merkle.Hash(h.Leaf) {
+		f.retries = lazyMap(f.retries)
+		f.retries[h.Chunk]++
+		n := f.retries[h.Chunk]
+		rx.mu.Unlock()
+		rx.resent.Add(int64(len(data)))
+		if n > maxChunkRetries {
+			rx.resolve(f, false, "", wire.CodeVerifyFailed, fmt.Sprintf("chunk %d failed verification %d times", h.Chunk, n))
+			return nil
+		}
+		return rx.ctl.send(&wire.NeedChunk{File: h.File, Chunk: h.Chunk})
+	}
+	if f.part == nil {
+		if rx.open >= maxOpenPartials {
+			rx.mu.Unlock()
+			return fmt.Errorf("%w: more than %d files in flight at once", wire.ErrProtocol, maxOpenPartials)
+		}
+		p, err := rx.dest.CreatePartial(f.entry.Path)
+		if err != nil {
+			rx.mu.Unlock()
+			rx.resolve(f, false, "", wire.CodeIO, err.Error())
+			return nil
+		}
+		f.part = p
+		rx.open++
+	}
+	part := f.part
+	rx.mu.Unlock()
+
+	if len(data) > 0 {
+		if _, err := part.WriteAt(data, int64(h.Chunk)*int64(rx.offer.ChunkSize)); err != nil {
+			rx.resolve(f, false, "", wire.CodeIO, fmt.Sprintf("cannot write %s: %v", f.entry.Path, err))
+			return nil
+		}
+	}
+	crc := crc32.Checksum(data, castagnoli)
+	rx.mu.Lock()
+	f.tree.Set(int(h.Chunk), leaf)
+	f.crcs[h.Chunk] = crc
+	rx.mu.Unlock()
+	rx.bytes.Add(int64(len(data)))
+	rx.maybeFinalize(f)
+	return nil
+}
+
+func lazyMap(m map[uint32]int) map[uint32]int {
+	if m == nil {
+		return map[uint32]int{}
+	}
+	return m
+}
+
+// maybeFinalize checks a complete file's root and gives it its final name.
+func (rx *receiver) maybeFinalize(f *rxFile) {
+	rx.mu.Lock()
+	if f.resolved || f.finalizing || f.root == nil || f.tree.Missing() > 0 {
+		rx.mu.Unlock()
+		return
+	}
+	f.finalizing = true
+	part := f.part
+	if part == nil {
+		// An empty file's single empty chunk may be the only thing that
+		// creates it; make sure something exists to rename.
+		p, err := rx.dest.CreatePartial(f.entry.Path)
+		if err != nil {
+			rx.mu.Unlock()
+			rx.resolve(f, false, "", wire.CodeIO, err.Error())
+			return
+		}
+		part, f.part = p, p
+		rx.open++
+	}
+	rx.mu.Unlock()
+
+	root, _ := f.tree.Root()
+	if !bytes.Equal(root[:], f.root) {
+		rx.resolve(f, false, "", wire.CodeVerifyFailed, "the file's BLAKE3 root does not match the sender's")
+		return
+	}
+	saved, err := rx.dest.Finalize(part, f.entry.Path)
+	if err != nil {
+		rx.resolve(f, false, "", wire.CodeIO, err.Error())
+		return
+	}
+	rx.mu.Lock()
+	f.part = nil
+	rx.open--
+	rx.mu.Unlock()
+	rx.resolve(f, true, saved, "", "")
+}
+
+// resolve records a file's outcome, tells the sender, and publishes it.
+func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, reason string) {
+	rx.mu.Lock()
+	if f.resolved {
+		rx.mu.Unlock()
+		return
+	}
+	f.resolved = true
+	rx.resolvedN++
+	if ok {
+		rx.verified++
+	}
+	part := f.part
+	f.part = nil
+	if part != nil {
+		rx.open--
+	}
+	rx.mu.Unlock()
+	if part != nil && !ok {
+		rx.dest.Discard(part)
+	}
+	fr := &FileResult{Path: f.entry.Path, Size: f.entry.Size, Verified: ok, Err: reason}
+	if ok {
+		root, _ := f.tree.Root()
+		fr.Root = fmt.Sprintf("%x", root[:])
+		if savedAs != f.entry.Path {
+			fr.SavedAs = savedAs
+		}
+	}
+	rx.e.publish(rx.t, Event{Kind: EventFile, File: fr})
+	if err := rx.ctl.send(&wire.FileResult{File: f.idx, OK: ok, SavedAs: savedAs, Code: code, Reason: reason}); err != nil {
+		rx.t.cancel(err)
+	}
+	rx.checkComplete()
+}
+
+func (rx *receiver) checkComplete() {
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	if rx.senderDone && rx.resolvedN == len(rx.files) {
+		select {
+		case <-rx.complete:
+		default:
+			rx.final = errSessionDone
+			if n := len(rx.files); rx.verified != n {
+				rx.final = &wire.RemoteError{Code: wire.CodeVerifyFailed, Reason: fmt.Sprintf("%d of %d files could not be saved", n-rx.verified, n)}
+			}
+			close(rx.complete)
+		}
+	}
+}
+
+// finishWhenComplete sends the result once everything is resolved, waits for
+// the sender to hang up, and ends the session.
+func (rx *receiver) finishWhenComplete(ctx context.Context) error {
+	select {
+	case <-rx.complete:
+	case <-ctx.Done():
+		return nil
+	}
+	rx.mu.Lock()
+	n, v, final := len(rx.files), rx.verified, rx.final
+	rx.mu.Unlock()
+	res := &wire.Result{OK: n == v, Files: n, Verified: v}
+	var re *wire.RemoteError
+	if errors.As(final, &re) {
+		res.Code, res.Reason = re.Code, re.Reason
+	}
+	if err := rx.ctl.send(res); err != nil {
+		return err
+	}
+	rx.lingerForPeer(ctx)
+	return final
+}
+
+// cleanup removes partial files of a transfer that did not finish.
+func (rx *receiver) cleanup() {
+	rx.mu.Lock()
+	var parts []*store.Partial
+	for _, f := range rx.files {
+		if f.part != nil {
+			parts = append(parts, f.part)
+			f.part = nil
+		}
+	}
+	rx.mu.Unlock()
+	for _, p := range parts {
+		rx.dest.Discard(p)
+	}
+	if rx.dest != nil {
+		rx.dest.Close()
+	}
+}

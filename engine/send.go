@@ -1,0 +1,497 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// Default parallel data streams per transport. On loopback a single QUIC
+// stream is already CPU-bound, so more streams buy loss isolation, not speed;
+// ferry-bench measures the trade-off.
+const (
+	defaultQUICStreams = 4
+	defaultTCPStreams  = 4
+)
+
+// Send offers paths (files and folders) to the device at to. Files are read
+// and checked before it returns; the transfer itself runs in the background
+// and reports through events and the returned handle.
+func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendOptions) (*Transfer, error) {
+	switch opts.Transport {
+	case "", "auto", "quic", "tcp":
+	default:
+		return nil, fmt.Errorf("unknown transport %q: use auto, quic or tcp", opts.Transport)
+	}
+	if to.quicAddr() == "" && to.tcpAddr() == "" {
+		return nil, errors.New("no address to send to")
+	}
+	var want identity.DeviceID
+	if to.ID != "" {
+		id, err := identity.ParseID(to.ID)
+		if err != nil {
+			return nil, err
+		}
+		want = id
+	}
+	files, err := buildManifest(paths)
+	if err != nil {
+		return nil, err
+	}
+	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: time.Now(), state: StateConnecting}
+	tctx, cancel := context.WithCancelCause(e.ctx)
+	t.cancel = cancel
+	if err := e.register(t); err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer stopLink()
+		defer cancel(nil)
+		e.runSend(tctx, t, to, want, files, opts)
+	}()
+	return t, nil
+}
+
+func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want identity.DeviceID, files []localFile, opts SendOptions) {
+	e.publish(t, Event{Kind: EventState, State: StateConnecting})
+	tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize}
+	err := tx.run(ctx, to, want, opts)
+	if cause := context.Cause(ctx); cause != nil && (err == nil || errors.Is(cause, errCancelledByUser)) && !errors.Is(err, errSessionDone) {
+		err = cause
+	}
+	if errors.Is(err, errSessionDone) {
+		err = nil
+	}
+	if tx.conn != nil {
+		tx.conn.Close(closeReason(err))
+	}
+	st, msg := endState(err)
+	e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
+		Bytes: tx.sent.Load(), Reason: tx.reason, Resent: tx.resent.Load()})
+}
+
+// sender is the sending side of one transfer.
+type sender struct {
+	e         *Engine
+	t         *Transfer
+	files     []localFile
+	chunkSize int
+	conn      Conn
+	ctl       *control
+	reason    string // why this transport was chosen
+
+	accepted []int // indexes of accepted files, in sending order
+	sent     atomic.Int64
+	resent   atomic.Int64
+	verified atomic.Int64
+	resolved atomic.Int64
+
+	retries chan wire.NeedChunk // chunks the receiver asked for again
+
+	mu     sync.Mutex // guards the fields below
+	cursor struct{ file, chunk int }
+	leaves map[int]*fileLeaves
+}
+
+type fileLeaves struct {
+	tree *merkle.Tree
+}
+
+func (tx *sender) run(ctx context.Context, to Target, want identity.DeviceID, opts SendOptions) error {
+	e, t := tx.e, tx.t
+	conn, reason, err := e.dial(ctx, to, want, opts.Transport)
+	if err != nil {
+		return err
+	}
+	tx.conn, tx.reason = conn, reason
+	t.mu.Lock()
+	t.conn = conn
+	t.mu.Unlock()
+	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: conn.Transport(), Reason: reason}})
+	stop := context.AfterFunc(ctx, func() { conn.Close(closeReason(context.Cause(ctx))) })
+	defer stop()
+
+	s, err := conn.OpenStream(ctx)
+	if err != nil {
+		return fmt.Errorf("open control stream: %w", err)
+	}
+	if _, err := s.Write([]byte{wire.KindControl}); err != nil {
+		return fmt.Errorf("control stream: %w", err)
+	}
+	tx.ctl = newControl(s)
+	if err := tx.ctl.send(e.hello()); err != nil {
+		return err
+	}
+	h, err := expect[*wire.Hello](tx.ctl.recvTimeout(handshakeTimeout))
+	if err != nil {
+		return fmt.Errorf("hello: %w", err)
+	}
+	if err := checkHello(h, conn); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
+	t.mu.Unlock()
+	if err := e.trust.Seen(conn.PeerID(), h.Name, dialledAddr(to, conn)); err != nil {
+		e.log.Warn("trust store", "err", err)
+	}
+
+	if err := tx.offer(); err != nil {
+		return err
+	}
+	e.setState(t, StateWaiting)
+	// The receiver's user may take as long as their prompt allows: no deadline here.
+	d, err := expect[*wire.Decision](tx.ctl.recv())
+	if err != nil {
+		return fmt.Errorf("waiting for the receiver: %w", unexpectedEOF(err))
+	}
+	if !d.Accept {
+		code := d.Code
+		if code == "" {
+			code = wire.CodeDeclined
+		}
+		return &wire.RemoteError{Code: code, Reason: d.Reason}
+	}
+	if err := tx.accept(d); err != nil {
+		return err
+	}
+	e.setState(t, StateActive)
+	return tx.transfer(ctx, opts)
+}
+
+func dialledAddr(to Target, c Conn) string {
+	if c.Transport() == "quic" {
+		return to.quicAddr()
+	}
+	return to.tcpAddr()
+}
+
+// offer sends the offer and its manifest in bounded parts.
+func (tx *sender) offer() error {
+	var total int64
+	for _, f := range tx.files {
+		total += f.Size
+	}
+	if err := tx.ctl.send(&wire.Offer{Transfer: tx.t.id, ChunkSize: tx.chunkSize, Files: len(tx.files), TotalBytes: total,
+		Manifest: manifestID(tx.files, tx.chunkSize)}); err != nil {
+		return err
+	}
+	const part = 2048 // files per manifest message
+	for start := 0; start < len(tx.files); {
+		end := min(start+part, len(tx.files))
+		// Long paths: shrink the part until it fits the message limit.
+		for {
+			size := 0
+			for _, f := range tx.files[start:end] {
+				size += len(f.Path) + 96
+			}
+			if size < wire.MaxMessage/2 || end-start == 1 {
+				break
+			}
+			end = start + (end-start)/2
+		}
+		entries := make([]wire.FileEntry, 0, end-start)
+		for _, f := range tx.files[start:end] {
+			entries = append(entries, f.FileEntry)
+		}
+		if err := tx.ctl.send(&wire.OfferFiles{Start: start, Files: entries}); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+func (tx *sender) accept(d *wire.Decision) error {
+	if d.Files == nil {
+		for i := range tx.files {
+			tx.accepted = append(tx.accepted, i)
+		}
+	} else {
+		seen := map[uint32]bool{}
+		for _, i := range d.Files {
+			if int(i) >= len(tx.files) || seen[i] {
+				return fmt.Errorf("%w: the receiver accepted file %d of %d", wire.ErrProtocol, i, len(tx.files))
+			}
+			seen[i] = true
+			tx.accepted = append(tx.accepted, int(i))
+		}
+	}
+	tx.leaves = make(map[int]*fileLeaves, len(tx.accepted))
+	for _, i := range tx.accepted {
+		tx.leaves[i] = &fileLeaves{tree: merkle.NewTree(merkle.Chunks(tx.files[i].Size, tx.chunkSize))}
+	}
+	tx.retries = make(chan wire.NeedChunk, 64)
+	return nil
+}
+
+// transfer moves the accepted files over parallel data streams and waits for
+// the receiver's verdict.
+func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
+	streams := opts.Streams
+	if streams <= 0 {
+		streams = defaultQUICStreams
+		if tx.conn.Transport() == "tcp" {
+			streams = defaultTCPStreams
+		}
+	}
+	var total int64
+	for _, i := range tx.accepted {
+		total += tx.files[i].Size
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		tx.e.watchProgress(gctx, tx.t, tx.sent.Load, total, func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
+		return nil
+	})
+	result := make(chan error, 1)
+	g.Go(func() error {
+		err := tx.readControl(gctx)
+		result <- err
+		return err
+	})
+	var workers sync.WaitGroup
+	for range streams {
+		workers.Add(1)
+		g.Go(func() error {
+			defer workers.Done()
+			return tx.worker(gctx)
+		})
+	}
+	g.Go(func() error {
+		workers.Wait()
+		if gctx.Err() != nil {
+			return nil
+		}
+		return tx.ctl.send(&wire.SenderDone{})
+	})
+	g.Go(func() error { return tx.serveRetries(gctx) })
+	err := g.Wait()
+	if errors.Is(err, errSessionDone) {
+		return nil
+	}
+	return err
+}
+
+// take returns the next (file, chunk) to send, or ok=false when all are taken.
+func (tx *sender) take() (file, chunk int, ok bool) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	for tx.cursor.file < len(tx.accepted) {
+		fi := tx.accepted[tx.cursor.file]
+		n := tx.leaves[fi].tree.Len()
+		if tx.cursor.chunk < n {
+			c := tx.cursor.chunk
+			tx.cursor.chunk++
+			return fi, c, true
+		}
+		tx.cursor.file++
+		tx.cursor.chunk = 0
+	}
+	return 0, 0, false
+}
+
+// worker owns one data stream and sends chunks until none are left.
+func (tx *sender) worker(ctx context.Context) error {
+	fi, ci, ok := tx.take()
+	if !ok {
+		return nil
+	}
+	s, err := tx.conn.OpenStream(ctx)
+	if err != nil {
+		return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
+	}
+	w := bufio.NewWriterSize(s, 256<<10)
+	if err := w.WriteByte(wire.KindData); err != nil {
+		return nilIfDone(ctx, err)
+	}
+	buf := make([]byte, wire.DataHeaderLen+tx.chunkSize)
+	hasher := merkle.NewHasher()
+	var cur *os.File
+	curIdx := -1
+	defer func() {
+		if cur != nil {
+			cur.Close()
+		}
+	}()
+	for ; ok; fi, ci, ok = tx.take() {
+		if fi != curIdx {
+			if cur != nil {
+				cur.Close()
+			}
+			cur, err = os.Open(tx.files[fi].src)
+			if err != nil {
+				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src, err)
+			}
+			curIdx = fi
+		}
+		if err := tx.sendChunk(w, cur, fi, ci, buf, hasher, false); err != nil {
+			return nilIfDone(ctx, err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nilIfDone(ctx, err)
+	}
+	return s.Close()
+}
+
+// sendChunk reads chunk ci of file fi, hashes it, writes the frame, and
+// announces the file's root once all its chunks were read.
+func (tx *sender) sendChunk(w *bufio.Writer, f *os.File, fi, ci int, buf []byte, hasher *merkle.Hasher, resend bool) error {
+	lf := tx.files[fi]
+	n := merkle.ChunkLen(lf.Size, tx.chunkSize, ci)
+	data := buf[wire.DataHeaderLen : wire.DataHeaderLen+n]
+	if _, err := f.ReadAt(data, int64(ci)*int64(tx.chunkSize)); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s became shorter while it was being sent", lf.src)
+		}
+		return fmt.Errorf("cannot read %s: %w", lf.src, err)
+	}
+	leaf := hasher.Leaf(data)
+	wire.DataHeader{File: uint32(fi), Chunk: uint32(ci), Length: uint32(n), Leaf: leaf}.Put(buf)
+	if _, err := w.Write(buf[:wire.DataHeaderLen+n]); err != nil {
+		return err
+	}
+	if resend {
+		tx.resent.Add(int64(n))
+		return w.Flush()
+	}
+	tx.sent.Add(int64(n))
+	tx.mu.Lock()
+	tree := tx.leaves[fi].tree
+	tree.Set(ci, leaf)
+	complete := tree.Missing() == 0
+	tx.mu.Unlock()
+	if complete {
+		root, _ := tree.Root()
+		wire.DataHeader{File: uint32(fi), Chunk: wire.RootChunk, Leaf: root}.Put(buf)
+		_, err := w.Write(buf[:wire.DataHeaderLen])
+		return err
+	}
+	return nil
+}
+
+// readControl handles the receiver's messages until its final result.
+func (tx *sender) readControl(ctx context.Context) error {
+	for {
+		m, err := tx.ctl.recv()
+		if err != nil {
+			return nilIfDone(ctx, fmt.Errorf("control stream: %w", unexpectedEOF(err)))
+		}
+		switch m := m.(type) {
+		case *wire.FileResult:
+			if _, ok := tx.leaves[int(m.File)]; !ok {
+				return fmt.Errorf("%w: result for file %d, which is not being sent", wire.ErrProtocol, m.File)
+			}
+			tx.resolved.Add(1)
+			lf := tx.files[m.File]
+			fr := &FileResult{Path: lf.Path, Size: lf.Size, Verified: m.OK, Err: m.Reason}
+			if m.OK {
+				tx.verified.Add(1)
+				if m.SavedAs != lf.Path {
+					fr.SavedAs = m.SavedAs
+				}
+				tx.mu.Lock()
+				if root, err := tx.leaves[int(m.File)].tree.Root(); err == nil {
+					fr.Root = fmt.Sprintf("%x", root[:])
+				}
+				tx.mu.Unlock()
+			}
+			tx.e.publish(tx.t, Event{Kind: EventFile, File: fr})
+		case *wire.NeedChunk:
+			fl, ok := tx.leaves[int(m.File)]
+			if !ok || int(m.Chunk) >= fl.tree.Len() {
+				return fmt.Errorf("%w: re-request of chunk %d of file %d", wire.ErrProtocol, m.Chunk, m.File)
+			}
+			select {
+			case tx.retries <- *m:
+			case <-ctx.Done():
+				return nil
+			}
+		case *wire.Result:
+			if !m.OK {
+				code := m.Code
+				if code == "" {
+					code = wire.CodeVerifyFailed
+				}
+				return &wire.RemoteError{Code: code, Reason: m.Reason}
+			}
+			return errSessionDone
+		case *wire.Cancel:
+			return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
+		default:
+			return fmt.Errorf("%w: unexpected %v message", wire.ErrProtocol, m.Type())
+		}
+	}
+}
+
+// serveRetries re-sends chunks the receiver could not verify, on a stream of
+// their own opened on first need (the workers' streams may be closed by then).
+func (tx *sender) serveRetries(ctx context.Context) error {
+	var w *bufio.Writer
+	var s Stream
+	buf := make([]byte, wire.DataHeaderLen+tx.chunkSize)
+	hasher := merkle.NewHasher()
+	for {
+		var r wire.NeedChunk
+		select {
+		case r = <-tx.retries:
+		case <-ctx.Done():
+			if s != nil {
+				s.Close()
+			}
+			return nil
+		}
+		if w == nil {
+			var err error
+			if s, err = tx.conn.OpenStream(ctx); err != nil {
+				return nilIfDone(ctx, err)
+			}
+			w = bufio.NewWriter(s)
+			if err := w.WriteByte(wire.KindData); err != nil {
+				return nilIfDone(ctx, err)
+			}
+		}
+		f, err := os.Open(tx.files[r.File].src)
+		if err != nil {
+			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src, err)
+		}
+		err = tx.sendChunk(w, f, int(r.File), int(r.Chunk), buf, hasher, true)
+		f.Close()
+		if err != nil {
+			return nilIfDone(ctx, err)
+		}
+	}
+}
+
+// dial connects to the target with the requested transport and checks who answers.
+func (e *Engine) dial(ctx context.Context, to Target, want identity.DeviceID, transport string) (Conn, string, error) {
+	verify := func(addr string) func(identity.DeviceID) error {
+		return func(got identity.DeviceID) error {
+			if !want.IsZero() {
+				if got != want {
+					return &identity.MismatchError{Expected: want, Presented: got}
+				}
+				return nil
+			}
+			return e.trust.CheckAddr(addr, got)
+		}
+	}
+	return e.dialTransports(ctx, to, verify, transport)
+}

@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// control is the control stream of a session: messages are written whole
+// from any goroutine and read by one.
+type control struct {
+	s  Stream
+	r  *bufio.Reader
+	mu sync.Mutex // guards w
+	w  *bufio.Writer
+}
+
+func newControl(s Stream) *control {
+	return &control{s: s, r: bufio.NewReaderSize(s, 64<<10), w: bufio.NewWriterSize(s, 64<<10)}
+}
+
+func (c *control) send(m wire.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := wire.WriteMessage(c.w, m); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+func (c *control) recv() (wire.Message, error) { return wire.ReadMessage(c.r) }
+
+// recvTimeout reads one message, aborting the stream if none arrives in d.
+func (c *control) recvTimeout(d time.Duration) (wire.Message, error) {
+	t := time.AfterFunc(d, c.s.Abort)
+	defer t.Stop()
+	m, err := c.recv()
+	if err != nil && !t.Stop() {
+		return nil, fmt.Errorf("no answer within %v: %w", d, wire.ErrTimeout)
+	}
+	return m, err
+}
+
+// expect reads one message of type T.
+func expect[T wire.Message](m wire.Message, err error) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	if c, ok := m.(*wire.Cancel); ok {
+		return zero, &wire.RemoteError{Code: c.Code, Reason: c.Reason}
+	}
+	t, ok := m.(T)
+	if !ok {
+		return zero, fmt.Errorf("%w: expected %v, got %v", wire.ErrProtocol, zero.Type(), m.Type())
+	}
+	return t, nil
+}
+
+func (e *Engine) hello() *wire.Hello {
+	return &wire.Hello{Version: wire.Version, Name: e.Name(), ID: e.ID(), OS: runtime.GOOS, Features: []string{"resume"}}
+}
+
+// checkHello makes sure the hello names the identity TLS proved.
+func checkHello(h *wire.Hello, c Conn) error {
+	if h.Version != wire.Version {
+		return fmt.Errorf("%w: the peer speaks version %d, we speak %d", wire.ErrVersion, h.Version, wire.Version)
+	}
+	if h.ID != c.PeerID().String() {
+		return fmt.Errorf("%w: hello names device %s but TLS proved %s", wire.ErrProtocol, h.ID, c.PeerID())
+	}
+	return nil
+}
+
+// Closing a connection carries a wire code and a reason, so that the peer
+// learns why even when queued stream data is dropped (QUIC discards it).
+func closeReason(err error) (uint64, string) {
+	if err == nil {
+		return 0, ""
+	}
+	code := wire.CodeOf(err)
+	if errors.Is(err, errCancelledByUser) {
+		code = wire.CodeCancelled
+	}
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return 1, string(code) + ":" + msg
+}
+
+// remoteClose turns a connection-close reason from the peer back into a RemoteError.
+func remoteClose(reason string) error {
+	code, msg, ok := strings.Cut(reason, ":")
+	if !ok {
+		return &wire.RemoteError{Code: wire.CodeIO, Reason: reason}
+	}
+	return &wire.RemoteError{Code: wire.Code(code), Reason: msg}
+}
+
+// endState maps the error that ended a transfer to its final state and a
+// sentence for the user.
+func endState(err error) (State, string) {
+	switch {
+	case err == nil:
+		return StateDone, ""
+	case errors.Is(err, errCancelledByUser):
+		return StateCancelled, "Cancelled."
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrClosed):
+		return StateCancelled, "Ferry was closed before the transfer finished."
+	case errors.Is(err, wire.ErrCancelled):
+		return StateCancelled, "The other device cancelled the transfer."
+	case errors.Is(err, wire.ErrDeclined), errors.Is(err, wire.ErrUntrusted), errors.Is(err, wire.ErrBusy):
+		return StateDeclined, sentence(err)
+	}
+	return StateFailed, sentence(err)
+}
+
+// sentence makes an error readable: first letter upper case, a final period.
+func sentence(err error) string {
+	s := err.Error()
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// peerInfo builds what events say about a peer.
+func (e *Engine) peerInfo(id identity.DeviceID, name, addr string) PeerInfo {
+	p, known := e.trust.Get(id)
+	return PeerInfo{Name: name, ID: id.String(), Trusted: known && p.AlwaysAccept, Addr: addr}
+}
+
+// watchProgress publishes coalesced progress (4/s) and metrics (1/s) until ctx ends.
+func (e *Engine) watchProgress(ctx context.Context, t *Transfer, bytes func() int64, total int64, files func() int, totalFiles int) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var last int64
+	lastT := time.Now()
+	var rate float64
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			b := bytes()
+			dt := now.Sub(lastT).Seconds()
+			inst := float64(b-last) / dt
+			if rate == 0 {
+				rate = inst
+			} else {
+				rate = 0.7*rate + 0.3*inst
+			}
+			last, lastT = b, now
+			eta := 0.0
+			if rate > 0 {
+				eta = float64(total-b) / rate
+			}
+			e.publish(t, Event{Kind: EventProgress, Progress: &Progress{
+				Bytes: b, TotalBytes: total, Files: files(), TotalFiles: totalFiles, Rate: rate, ETA: eta,
+			}})
+			n++
+			if n%4 == 0 {
+				t.mu.Lock()
+				c := t.conn
+				t.mu.Unlock()
+				if c != nil {
+					m := c.Metrics()
+					e.publish(t, Event{Kind: EventMetrics, Metrics: &m})
+				}
+			}
+		}
+	}
+}

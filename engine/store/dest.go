@@ -1,0 +1,344 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// ErrNotRegular means a partial file's name is taken by something that is
+// not a regular file (a folder, symlink, device, ...), so it cannot be
+// reused for receiving.
+var ErrNotRegular = errors.New("partial is not a regular file")
+
+// ErrTooManyCopies means maxNumbered numbered names ("name (1).ext", ...)
+// were all taken.
+var ErrTooManyCopies = errors.New("too many files with the same name")
+
+// maxNumbered bounds the "name (n).ext" search so that a hostile or odd
+// destination cannot make Finalize spin.
+const maxNumbered = 10000
+
+// Dest is a destination folder that received files are written into. All
+// access goes through an os.Root, so no name, symlink or race can make it
+// touch anything outside the folder. A Dest is safe for concurrent use.
+//
+// Folder clashes: a peer's folder element is merged into an existing real
+// directory of the same name. If the name is taken by anything else (a file,
+// a symlink — even one pointing inside the folder —, a device), the folder
+// is received as "name (1)", "name (2)", ... instead: the first numbered
+// name that is a real directory or free. The rule depends only on what is on
+// disk, so CreatePartial, PartialPath and Finalize agree on it without
+// keeping state, and a resumed transfer finds its partials again.
+type Dest struct {
+	dir  string
+	root *os.Root
+	// link is Root.Link; tests replace it to exercise the fallback used
+	// where hard links are unsupported.
+	link func(oldname, newname string) error
+}
+
+// Open opens dir as a destination, creating it (and its parents) if it does
+// not exist. Close the Dest when done.
+func Open(dir string) (*Dest, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: open %q: %w", dir, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %q: %w", dir, err)
+	}
+	return &Dest{dir: dir, root: root, link: root.Link}, nil
+}
+
+// Dir returns the destination folder as given to Open, e.g. for CheckSpace.
+func (d *Dest) Dir() string { return d.dir }
+
+// Close releases the destination folder. Open Partials stay usable for
+// writing but cannot be finalized or discarded through a closed Dest.
+func (d *Dest) Close() error {
+	if err := d.root.Close(); err != nil {
+		return fmt.Errorf("store: close %q: %w", d.dir, err)
+	}
+	return nil
+}
+
+// Partial is a file being received, stored as "<name>.partial" next to where
+// it will end up. Its methods are those of os.File; WriteAt and ReadAt may be
+// called from several goroutines at once.
+type Partial struct {
+	f    *os.File
+	name string // OS-form path relative to the root, ending in PartialSuffix
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Name returns the partial's slash-separated path relative to the
+// destination, e.g. "photos/a.jpg.partial".
+func (p *Partial) Name() string { return filepath.ToSlash(p.name) }
+
+// WriteAt writes b at offset off (see os.File.WriteAt).
+func (p *Partial) WriteAt(b []byte, off int64) (int, error) { return p.f.WriteAt(b, off) }
+
+// ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash
+// what a previous attempt wrote before resuming.
+func (p *Partial) ReadAt(b []byte, off int64) (int, error) { return p.f.ReadAt(b, off) }
+
+// Truncate sets the partial's size, e.g. to cut it back to the last verified
+// chunk before resuming.
+func (p *Partial) Truncate(size int64) error { return p.f.Truncate(size) }
+
+// Size returns the partial's current size: how much a reused partial holds.
+func (p *Partial) Size() (int64, error) {
+	fi, err := p.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// Sync commits the partial's contents to stable storage.
+func (p *Partial) Sync() error { return p.f.Sync() }
+
+// Close closes the partial file and keeps it on disk for a later resume.
+// Closing twice is harmless.
+func (p *Partial) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.f.Close() })
+	return p.closeErr
+}
+
+// split validates rel and returns its folder elements and file name.
+func split(rel string) (dirs []string, base string, err error) {
+	if err := ValidatePath(rel); err != nil {
+		return nil, "", err
+	}
+	elems := strings.Split(rel, "/")
+	base = elems[len(elems)-1]
+	if len(base)+len(PartialSuffix) > MaxElementBytes {
+		return nil, "", &NameError{Name: rel, Err: ErrNameTooLong,
+			Reason: fmt.Sprintf("file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))}
+	}
+	return elems[:len(elems)-1], base, nil
+}
+
+// CreatePartial validates rel, creates its folders inside the destination
+// and opens "<rel>.partial" for reading and writing. An existing partial of
+// the same name is reused as it is (resume relies on that; see
+// Partial.Size), unless it is not a regular file, which fails with
+// ErrNotRegular. Two CreatePartial calls for the same rel share one file:
+// the caller must not receive the same name twice at once.
+func (d *Dest) CreatePartial(rel string) (*Partial, error) {
+	dirs, base, err := split(rel)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := d.resolveDir(dirs, true)
+	if err != nil {
+		return nil, fmt.Errorf("store: create %q: %w", rel, err)
+	}
+	name := filepath.Join(dir, base+PartialSuffix)
+	// Refuse before opening, so a FIFO or device is never opened at all...
+	if fi, err := d.root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("store: create %q: %s is %v: %w", rel, filepath.ToSlash(name), fi.Mode().Type(), ErrNotRegular)
+	}
+	f, err := d.root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: create %q: %w", rel, err)
+	}
+	// ...and check what was really opened, in case it was swapped meanwhile.
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is %v: %w", filepath.ToSlash(name), fi.Mode().Type(), ErrNotRegular)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: create %q: %w", rel, err)
+	}
+	return &Partial{f: f, name: name}, nil
+}
+
+// PartialPath returns the slash-separated path, relative to the
+// destination, of the partial that CreatePartial(rel) would open, without
+// creating anything. A resume offer can look it up to see what is there.
+func (d *Dest) PartialPath(rel string) (string, error) {
+	dirs, base, err := split(rel)
+	if err != nil {
+		return "", err
+	}
+	dir, err := d.resolveDir(dirs, false)
+	if err != nil {
+		return "", fmt.Errorf("store: partial path %q: %w", rel, err)
+	}
+	return filepath.ToSlash(filepath.Join(dir, base+PartialSuffix)), nil
+}
+
+// Discard closes p and removes it from disk: what a failed or cancelled
+// transfer that will not be resumed leaves behind is nothing.
+func (d *Dest) Discard(p *Partial) error {
+	p.Close() // a close error does not matter: the file is going away
+	if err := d.root.Remove(p.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: discard %q: %w", p.Name(), err)
+	}
+	return nil
+}
+
+// Finalize syncs and closes p and gives it its final name rel (validated
+// like CreatePartial's), without ever overwriting anything: if rel is taken
+// by a file, folder or symlink, the file is saved as "name (1).ext",
+// "name (2).ext", ... ("archive (1).tar.gz", ".bashrc (1)"). It returns the
+// slash-separated path actually used, relative to the destination.
+//
+// If savedAs is not empty the file is saved under that name, even when err
+// reports that the partial could not be removed afterwards.
+func (d *Dest) Finalize(p *Partial, rel string) (savedAs string, err error) {
+	dirs, base, err := split(rel)
+	if err != nil {
+		return "", err
+	}
+	// A final name must never point at data that is not on disk yet.
+	if err := p.f.Sync(); err != nil {
+		p.Close()
+		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	}
+	// Closed before linking or renaming: Windows cannot rename an open file.
+	if err := p.Close(); err != nil {
+		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	}
+	dir, err := d.resolveDir(dirs, true)
+	if err != nil {
+		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	}
+	for n := 0; n < maxNumbered; n++ {
+		name := filepath.Join(dir, numbered(base, n, true))
+		linked, err := d.place(p.name, name)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
+		savedAs = filepath.ToSlash(name)
+		if linked {
+			if err := d.root.Remove(p.name); err != nil {
+				return savedAs, fmt.Errorf("store: finalize %q: saved as %q but could not remove the partial: %w", rel, savedAs, err)
+			}
+		}
+		return savedAs, nil
+	}
+	return "", fmt.Errorf("store: finalize %q: %w", rel, ErrTooManyCopies)
+}
+
+// place gives the file at oldname the additional name newname, failing with
+// an error matching fs.ErrExist if newname is taken. linked reports whether
+// oldname still exists (and must be removed) afterwards.
+func (d *Dest) place(oldname, newname string) (linked bool, err error) {
+	// link(2) creates newname or fails if anything — even a dangling
+	// symlink — has that name, atomically: a file that a racing process
+	// creates between our checks is never overwritten.
+	err = d.link(oldname, newname)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrExist) || !linkUnsupported(err) {
+		return false, err
+	}
+	// Fallback for file systems without hard links (FAT/exFAT, some network
+	// shares): check, then rename. Rename replaces an existing target, so a
+	// file created by another process in the instant between the Lstat and
+	// the Rename would be overwritten. That window is unavoidable through
+	// os.Root and exists only on such file systems.
+	if _, err := d.root.Lstat(newname); err == nil {
+		return false, &fs.PathError{Op: "finalize", Path: newname, Err: fs.ErrExist}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	return false, d.root.Rename(oldname, newname)
+}
+
+// resolveDir maps a peer's folder elements to an OS-form path inside the
+// root, applying the folder-clash rule documented on Dest, and creates the
+// folders if create is set.
+func (d *Dest) resolveDir(elems []string, create bool) (string, error) {
+	dir := ""
+	for _, e := range elems {
+		next, err := d.resolveElem(dir, e, create)
+		if err != nil {
+			return "", err
+		}
+		dir = next
+	}
+	return dir, nil
+}
+
+func (d *Dest) resolveElem(parent, elem string, create bool) (string, error) {
+	for n := 0; n < maxNumbered; n++ {
+		name := filepath.Join(parent, numbered(elem, n, false))
+		fi, err := d.root.Lstat(name)
+		if err == nil && fi.IsDir() {
+			return name, nil
+		}
+		if err == nil {
+			continue // never descend into a file, symlink or device
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if !create {
+			return name, nil
+		}
+		err = d.root.Mkdir(name, 0o755)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+		// Someone created it first; if it is a folder, share it.
+		if fi, err := d.root.Lstat(name); err == nil && fi.IsDir() {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("folder %q: %w", elem, ErrTooManyCopies)
+}
+
+// numbered returns name for n == 0 and otherwise "stem (n)ext", where for
+// files ext is the extension ("a (1).txt", "archive (1).tar.gz", ".bashrc (1)")
+// and for folders is empty. The stem is shortened, on a rune boundary, so
+// the result stays within MaxElementBytes.
+func numbered(name string, n int, file bool) string {
+	if n == 0 {
+		return name
+	}
+	stem, ext := name, ""
+	if file {
+		ext = filepath.Ext(name)
+		stem = name[:len(name)-len(ext)]
+		if e2 := filepath.Ext(stem); strings.EqualFold(e2, ".tar") && len(e2) < len(stem) {
+			stem, ext = stem[:len(stem)-len(e2)], e2+ext
+		}
+		if stem == "" { // a dotfile such as ".bashrc" is all stem
+			stem, ext = name, ""
+		}
+	}
+	suffix := " (" + strconv.Itoa(n) + ")"
+	budget := MaxElementBytes - len(suffix) - len(ext)
+	if budget < 1 {
+		stem, ext = name, ""
+		budget = MaxElementBytes - len(suffix)
+	}
+	if len(stem) > budget {
+		cut := budget
+		for cut > 0 && !utf8.RuneStart(stem[cut]) {
+			cut--
+		}
+		stem = stem[:cut]
+	}
+	return stem + suffix + ext
+}

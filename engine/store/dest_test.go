@@ -1,0 +1,509 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+)
+
+// openDest opens a Dest on a fresh temporary folder and closes it at the end
+// of the test.
+func openDest(t *testing.T) (*Dest, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "Downloads") // also checks Open creates it
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d, dir
+}
+
+// receive creates rel's partial, writes data in two WriteAt calls and
+// finalizes it under rel.
+func receive(t *testing.T, d *Dest, rel string, data []byte) string {
+	t.Helper()
+	p, err := d.CreatePartial(rel)
+	if err != nil {
+		t.Fatalf("CreatePartial(%q): %v", rel, err)
+	}
+	half := len(data) / 2
+	// Second half first: WriteAt must not depend on order.
+	if _, err := p.WriteAt(data[half:], int64(half)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt(data[:half], 0); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := d.Finalize(p, rel)
+	if err != nil {
+		t.Fatalf("Finalize(%q): %v", rel, err)
+	}
+	return saved
+}
+
+// writeFile creates a file (and its folders) under dir, from a slash path.
+func writeFile(t *testing.T, dir, rel, content string) {
+	t.Helper()
+	name := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tree lists the files (not folders) under dir with their contents, keyed
+// by slash path; symlinks are listed as "-> target".
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(name string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, name)
+		rel = filepath.ToSlash(rel)
+		if e.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(name)
+			files[rel] = "-> " + target
+			return err
+		}
+		b, err := os.ReadFile(name)
+		files[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func assertTree(t *testing.T, dir string, want map[string]string) {
+	t.Helper()
+	got := tree(t, dir)
+	if fmt.Sprint(got) != fmt.Sprint(want) { // fmt sorts map keys
+		t.Errorf("files under %s:\n got %v\nwant %v", dir, got, want)
+	}
+}
+
+// symlink creates a symlink or skips the test where that is not allowed
+// (Windows without developer mode).
+func symlink(t *testing.T, target, name string) {
+	t.Helper()
+	if err := os.Symlink(target, name); err != nil {
+		t.Skipf("cannot create symlinks here: %v", err)
+	}
+}
+
+func TestReceiveHappyPath(t *testing.T) {
+	for _, rel := range []string{
+		"a.txt",
+		"photos/2024/IMG_0001.JPG",
+		"ünïcödé/日本語/файл 🎉.txt",
+		".bashrc",
+		strings.Repeat("deep/", 40) + "leaf",
+		strings.Repeat("n", MaxElementBytes-len(PartialSuffix)),
+	} {
+		t.Run(rel[:min(len(rel), 20)], func(t *testing.T) {
+			d, dir := openDest(t)
+			data := bytes.Repeat([]byte(rel), 1000)
+			if saved := receive(t, d, rel, data); saved != rel {
+				t.Errorf("saved as %q, want %q", saved, rel)
+			}
+			assertTree(t, dir, map[string]string{rel: string(data)})
+		})
+	}
+}
+
+func TestFinalizeCollisions(t *testing.T) {
+	tests := []struct {
+		rel      string
+		existing []string // files already in the destination
+		want     string
+	}{
+		{"a.txt", nil, "a.txt"},
+		{"a.txt", []string{"a.txt"}, "a (1).txt"},
+		{"a.txt", []string{"a.txt", "a (1).txt"}, "a (2).txt"},
+		{"a.txt", []string{"a.txt", "a (1).txt", "a (2).txt"}, "a (3).txt"},
+		{"a.txt", []string{"a.txt", "a (2).txt"}, "a (1).txt"},
+		{"archive.tar.gz", []string{"archive.tar.gz"}, "archive (1).tar.gz"},
+		{"x.TAR.XZ", []string{"x.TAR.XZ"}, "x (1).TAR.XZ"},
+		{"my.holiday.jpg", []string{"my.holiday.jpg"}, "my.holiday (1).jpg"},
+		{".bashrc", []string{".bashrc", ".bashrc (1)"}, ".bashrc (2)"},
+		{".config.json", []string{".config.json"}, ".config (1).json"},
+		{"README", []string{"README"}, "README (1)"},
+		{"sub/dir/a.txt", []string{"sub/dir/a.txt"}, "sub/dir/a (1).txt"},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.rel, len(tc.existing)), func(t *testing.T) {
+			d, dir := openDest(t)
+			want := map[string]string{}
+			for _, name := range tc.existing {
+				writeFile(t, dir, name, "old "+name)
+				want[name] = "old " + name
+			}
+			if saved := receive(t, d, tc.rel, []byte("new")); saved != tc.want {
+				t.Errorf("saved as %q, want %q", saved, tc.want)
+			}
+			want[tc.want] = "new"
+			assertTree(t, dir, want)
+		})
+	}
+}
+
+func TestFinalizeNameTakenByFolderOrSymlink(t *testing.T) {
+	d, dir := openDest(t)
+	outside := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "d.txt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A dangling symlink: following it would create a file outside.
+	symlink(t, filepath.Join(outside, "evil.txt"), filepath.Join(dir, "evil.txt"))
+
+	if saved := receive(t, d, "d.txt", []byte("1")); saved != "d (1).txt" {
+		t.Errorf("saved as %q, want %q", saved, "d (1).txt")
+	}
+	if saved := receive(t, d, "evil.txt", []byte("2")); saved != "evil (1).txt" {
+		t.Errorf("saved as %q, want %q", saved, "evil (1).txt")
+	}
+	assertTree(t, dir, map[string]string{
+		"d (1).txt":    "1",
+		"evil (1).txt": "2",
+		"evil.txt":     "-> " + filepath.Join(outside, "evil.txt"),
+	})
+	assertTree(t, outside, map[string]string{})
+}
+
+// A file that appears under the final name after every check Finalize could
+// make, right before the file is put in place, is still never overwritten.
+func TestFinalizeRace(t *testing.T) {
+	d, dir := openDest(t)
+	p, err := d.CreatePartial("a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("ours"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// First, a racer that was there before Finalize started.
+	writeFile(t, dir, "a.txt", "racer 0")
+	// Then one that creates each candidate name just before we link it.
+	realLink, raced := d.link, 0
+	d.link = func(oldname, newname string) error {
+		if raced < 2 {
+			f, err := os.OpenFile(filepath.Join(dir, newname), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err == nil {
+				raced++
+				fmt.Fprint(f, "racer ", raced)
+				f.Close()
+			}
+		}
+		return realLink(oldname, newname)
+	}
+	saved, err := d.Finalize(p, "a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved != "a (3).txt" {
+		t.Errorf("saved as %q, want %q", saved, "a (3).txt")
+	}
+	assertTree(t, dir, map[string]string{
+		"a.txt": "racer 0", "a (1).txt": "racer 1", "a (2).txt": "racer 2", "a (3).txt": "ours",
+	})
+}
+
+// Where hard links are unsupported, Finalize renames after a check.
+func TestFinalizeWithoutHardLinks(t *testing.T) {
+	d, dir := openDest(t)
+	calls := 0
+	d.link = func(oldname, newname string) error {
+		calls++
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errors.ErrUnsupported}
+	}
+	writeFile(t, dir, "a.txt", "old")
+	if saved := receive(t, d, "a.txt", []byte("new")); saved != "a (1).txt" {
+		t.Errorf("saved as %q, want %q", saved, "a (1).txt")
+	}
+	if calls == 0 {
+		t.Error("the injected link was never called")
+	}
+	assertTree(t, dir, map[string]string{"a.txt": "old", "a (1).txt": "new"})
+
+	// Any other link error is reported, and the partial stays for a retry.
+	d.link = func(oldname, newname string) error {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: fs.ErrPermission}
+	}
+	d.link = func(string, string) error { return errBoom }
+	p, err := d.CreatePartial("b.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "b.txt"); !errors.Is(err, errBoom) || saved != "" {
+		t.Errorf("Finalize with a failing link = %q, %v; want \"\", %v", saved, err, errBoom)
+	}
+	assertTree(t, dir, map[string]string{"a.txt": "old", "a (1).txt": "new", "b.txt.partial": ""})
+}
+
+var errBoom = errors.New("boom")
+
+func TestSymlinkOutsideCannotBeUsed(t *testing.T) {
+	d, dir := openDest(t)
+	outside := t.TempDir()
+	symlink(t, outside, filepath.Join(dir, "out"))                               // absolute, to a folder outside
+	symlink(t, filepath.Join(outside, "p"), filepath.Join(dir, "p.txt.partial")) // a partial pointing outside
+	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, "real", filepath.Join(dir, "in")) // relative, to a folder inside
+
+	// Folders named like a symlink are received next to it, never through it.
+	if saved := receive(t, d, "out/x.txt", []byte("x")); saved != "out (1)/x.txt" {
+		t.Errorf("saved as %q, want %q", saved, "out (1)/x.txt")
+	}
+	if saved := receive(t, d, "in/y.txt", []byte("y")); saved != "in (1)/y.txt" {
+		t.Errorf("saved as %q, want %q", saved, "in (1)/y.txt")
+	}
+	// A partial that is a symlink is refused, not followed.
+	if _, err := d.CreatePartial("p.txt"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("CreatePartial over a symlinked partial: %v, want ErrNotRegular", err)
+	}
+	assertTree(t, outside, map[string]string{})
+	assertTree(t, dir, map[string]string{
+		"out":           "-> " + outside,
+		"in":            "-> real",
+		"p.txt.partial": "-> " + filepath.Join(outside, "p"),
+		"out (1)/x.txt": "x",
+		"in (1)/y.txt":  "y",
+	})
+
+	// And os.Root itself refuses a path through the link, should a folder
+	// ever be resolved that way.
+	if _, err := d.root.Create(filepath.Join("out", "z")); err == nil {
+		t.Error("os.Root created a file through a symlink pointing outside")
+	}
+	assertTree(t, outside, map[string]string{})
+}
+
+func TestFolderClashesWithFile(t *testing.T) {
+	d, dir := openDest(t)
+	writeFile(t, dir, "docs", "a file called docs")
+	writeFile(t, dir, "pics (1)", "also a file")
+	writeFile(t, dir, "pics", "a file called pics")
+
+	pp, err := d.PartialPath("docs/a.txt")
+	if err != nil || pp != "docs (1)/a.txt.partial" {
+		t.Errorf("PartialPath = %q, %v; want %q", pp, err, "docs (1)/a.txt.partial")
+	}
+	p, err := d.CreatePartial("docs/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name() != pp {
+		t.Errorf("partial name %q, PartialPath said %q", p.Name(), pp)
+	}
+	if _, err := p.WriteAt([]byte("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "docs/a.txt"); err != nil || saved != "docs (1)/a.txt" {
+		t.Errorf("Finalize = %q, %v; want %q", saved, err, "docs (1)/a.txt")
+	}
+	// Every file of the folder lands in the same renamed folder.
+	if saved := receive(t, d, "docs/sub/b.txt", []byte("b")); saved != "docs (1)/sub/b.txt" {
+		t.Errorf("saved as %q, want %q", saved, "docs (1)/sub/b.txt")
+	}
+	if saved := receive(t, d, "pics/c.jpg", []byte("c")); saved != "pics (2)/c.jpg" {
+		t.Errorf("saved as %q, want %q", saved, "pics (2)/c.jpg")
+	}
+	assertTree(t, dir, map[string]string{
+		"docs":               "a file called docs",
+		"pics":               "a file called pics",
+		"pics (1)":           "also a file",
+		"docs (1)/a.txt":     "a",
+		"docs (1)/sub/b.txt": "b",
+		"pics (2)/c.jpg":     "c",
+	})
+}
+
+func TestPartialReuse(t *testing.T) {
+	d, dir := openDest(t)
+	p, err := d.CreatePartial("dir/f.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("hello world"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if pp, err := d.PartialPath("dir/f.bin"); err != nil || pp != "dir/f.bin.partial" {
+		t.Errorf("PartialPath = %q, %v", pp, err)
+	}
+
+	p, err = d.CreatePartial("dir/f.bin") // a resumed transfer
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size, err := p.Size(); err != nil || size != 11 {
+		t.Errorf("reused partial size = %d, %v; want 11", size, err)
+	}
+	if err := p.Truncate(5); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := p.ReadAt(buf, 0); err != nil || string(buf) != "hello" {
+		t.Errorf("ReadAt = %q, %v", buf, err)
+	}
+	if _, err := p.WriteAt([]byte("!"), 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "dir/f.bin"); err != nil || saved != "dir/f.bin" {
+		t.Fatalf("Finalize = %q, %v", saved, err)
+	}
+	assertTree(t, dir, map[string]string{"dir/f.bin": "hello!"})
+
+	// A folder where the partial should be is refused.
+	if err := os.Mkdir(filepath.Join(dir, "g.partial"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreatePartial("g"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("CreatePartial over a folder: %v, want ErrNotRegular", err)
+	}
+}
+
+func TestDiscardLeavesNothing(t *testing.T) {
+	d, dir := openDest(t)
+	p, err := d.CreatePartial("a/b/c.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("half a file"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(p); err != nil {
+		t.Errorf("second Discard: %v", err)
+	}
+	// The folders created for it may stay (another file may be arriving in
+	// them); no file does, final-named or partial.
+	assertTree(t, dir, map[string]string{})
+	if pp, _ := d.PartialPath("a/b/c.txt"); pp == "" {
+		t.Error("PartialPath returned nothing")
+	} else if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(pp))); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("partial still there: %v", err)
+	}
+}
+
+func TestBadNamesRefused(t *testing.T) {
+	d, dir := openDest(t)
+	for _, rel := range []string{"../x", "/etc/passwd", "a/../../x", `..\x`, "con.txt", "x.partial",
+		strings.Repeat("n", MaxElementBytes-len(PartialSuffix)+1)} {
+		if _, err := d.CreatePartial(rel); !errors.Is(err, ErrBadName) {
+			t.Errorf("CreatePartial(%q) = %v, want ErrBadName", rel, err)
+		}
+		if _, err := d.PartialPath(rel); !errors.Is(err, ErrBadName) {
+			t.Errorf("PartialPath(%q) = %v, want ErrBadName", rel, err)
+		}
+	}
+	p, err := d.CreatePartial("ok.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "../ok.txt"); !errors.Is(err, ErrBadName) || saved != "" {
+		t.Errorf("Finalize to ../ok.txt = %q, %v; want ErrBadName", saved, err)
+	}
+	if err := d.Discard(p); err != nil {
+		t.Fatal(err)
+	}
+	assertTree(t, dir, map[string]string{})
+	assertTree(t, filepath.Dir(dir), map[string]string{})
+}
+
+// Many files finalized to the same name at once all survive, each under its
+// own name.
+func TestConcurrentFinalize(t *testing.T) {
+	d, dir := openDest(t)
+	const n = 8
+	var wg sync.WaitGroup
+	saved := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		p, err := d.CreatePartial(fmt.Sprintf("src%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.WriteAt([]byte(fmt.Sprint(i)), 0); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { saved[i], errs[i] = d.Finalize(p, "same/name.txt") })
+	}
+	wg.Wait()
+	want := map[string]string{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		want[saved[i]] = fmt.Sprint(i)
+	}
+	assertTree(t, dir, want)
+	names := make([]string, 0, n)
+	for name := range want {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if names[0] != "same/name (1).txt" || names[n-1] != "same/name.txt" || len(names) != n {
+		t.Errorf("saved as %v", names)
+	}
+}
+
+func TestNumbered(t *testing.T) {
+	long := strings.Repeat("x", 250)
+	tests := []struct {
+		name string
+		n    int
+		file bool
+		want string
+	}{
+		{"a.txt", 0, true, "a.txt"},
+		{"a.txt", 1, true, "a (1).txt"},
+		{"a.txt", 12, false, "a.txt (12)"},
+		{"archive.tar.gz", 2, true, "archive (2).tar.gz"},
+		{".tar.gz", 1, true, ".tar (1).gz"},
+		{".bashrc", 1, true, ".bashrc (1)"},
+		{"noext", 3, true, "noext (3)"},
+		{long + ".txt", 1, true, strings.Repeat("x", 255-4-4) + " (1).txt"},
+		{long + "." + long, 1, true, long + ". (1)"},
+		{strings.Repeat("é", 127), 10, true, strings.Repeat("é", 125) + " (10)"},
+	}
+	for _, tc := range tests {
+		got := numbered(tc.name, tc.n, tc.file)
+		if got != tc.want {
+			t.Errorf("numbered(%q, %d, %v) = %q, want %q", tc.name, tc.n, tc.file, got, tc.want)
+		}
+		if len(got) > MaxElementBytes || !utf8.ValidString(got) {
+			t.Errorf("numbered(%q, %d, %v) = %q: %d bytes, valid UTF-8 %v", tc.name, tc.n, tc.file, got, len(got), utf8.ValidString(got))
+		}
+	}
+}

@@ -1,0 +1,23 @@
+//go:build windows
+
+package store
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/windows"
+)
+
+// FreeSpace returns the number of bytes the current user may still write on
+// the volume that holds dir (quotas included).
+func FreeSpace(dir string) (int64, error) {
+	p, err := windows.UTF16PtrFromString(dir)
+	if err != nil {
+		return -1, fmt.Errorf("store: free space on %q: %w", dir, err)
+	}
+	var avail, total, free uint64
+	if err := windows.GetDiskFreeSpaceEx(p, &avail, &total, &free); err != nil {
+		return -1, fmt.Errorf("store: free space on %q: %w", dir, err)
+	}
+	return int64(avail), nil
+}

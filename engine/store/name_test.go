@@ -1,0 +1,220 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// pathCases is the table of ValidatePath cases; it is also the seed corpus of
+// FuzzValidatePath. want is nil for names that must be accepted.
+var pathCases = []struct {
+	name string
+	want error
+}{
+	// Accepted.
+	{"a.txt", nil},
+	{"photos/2024/IMG_0001.JPG", nil},
+	{".bashrc", nil},
+	{"archive.tar.gz", nil},
+	{"a b/c d.txt", nil},
+	{" leading space", nil},
+	{"...a", nil},
+	{"ünïcödé/日本語/файл.txt", nil},
+	{"emoji 🎉.png", nil},
+	{"console.txt", nil},                  // CON only as the whole stem
+	{"COM10", nil},                        // only COM0-9 are devices
+	{"LPT", nil},                          // no digit
+	{"x.partial.txt", nil},                // reserved only as a suffix
+	{"partial", nil},                      // no dot
+	{strings.Repeat("a", 255), nil},       // element at the limit
+	{strings.Repeat("a/", 63) + "a", nil}, // 64 levels
+	{strings.Repeat("é", 127) + "a", nil}, // 255 bytes of UTF-8
+	{"\u200b", nil},                       // zero-width space is not a bidi control
+	{"a\u00a0b", nil},                     // NBSP is not a control character
+	{strings.Repeat(strings.Repeat("b", 255)+"/", 15) + strings.Repeat("b", 255), nil}, // 4095 bytes
+
+	// Empty, absolute, drive, UNC.
+	{"", ErrBadName},
+	{"/etc/passwd", ErrBadName},
+	{"/", ErrBadName},
+	{`\x`, ErrBadName},
+	{`C:x`, ErrBadName},
+	{`C:\Windows\x`, ErrBadName},
+	{`c:/x`, ErrBadName},
+	{`\\server\share\x`, ErrBadName},
+	{`//server/share/x`, ErrBadName},
+	{`\\?\C:\x`, ErrBadName},
+	{`\\.\PhysicalDrive0`, ErrBadName},
+	// Dot elements and empty elements.
+	{"..", ErrBadName},
+	{".", ErrBadName},
+	{"../x", ErrBadName},
+	{"a/../../x", ErrBadName},
+	{"a/..", ErrBadName},
+	{"a/./b", ErrBadName},
+	{"./a", ErrBadName},
+	{"a//b", ErrBadName},
+	{"a/", ErrBadName},
+	// Backslashes anywhere.
+	{`a\b`, ErrBadName},
+	{`..\x`, ErrBadName},
+	{`a\`, ErrBadName},
+	// Controls.
+	{"a\x00b", ErrBadName},
+	{"a\nb", ErrBadName},
+	{"a\rb", ErrBadName},
+	{"\tx", ErrBadName},
+	{"a\x1bb", ErrBadName},
+	{"a\x7fb", ErrBadName},
+	{"a\u0085b", ErrBadName},
+	{"a\u009bb", ErrBadName},
+	// Bidi controls.
+	{"invoice\u202Etxt.exe", ErrBadName},
+	{"a\u202Ab", ErrBadName},
+	{"a\u2066b", ErrBadName},
+	{"a\u2069b", ErrBadName},
+	{"a\u200Eb", ErrBadName},
+	{"a\u200Fb", ErrBadName},
+	{"a\u061Cb", ErrBadName},
+	// Invalid UTF-8.
+	{"a\xffb", ErrBadName},
+	{"\xc0\xaf", ErrBadName},       // overlong "/"
+	{"a\xed\xa0\x80b", ErrBadName}, // surrogate
+	{"\xe2\x80", ErrBadName},       // truncated
+	// Windows-invalid characters and trailing dot/space.
+	{"a<b", ErrBadName},
+	{"a>b", ErrBadName},
+	{`a"b`, ErrBadName},
+	{"a|b", ErrBadName},
+	{"a?b", ErrBadName},
+	{"a*b", ErrBadName},
+	{"a:b", ErrBadName},
+	{"file.txt:stream", ErrBadName},
+	{"a.", ErrBadName},
+	{"a ", ErrBadName},
+	{"dir./b", ErrBadName},
+	{"dir /b", ErrBadName},
+	{"...", ErrBadName},
+	{" ", ErrBadName},
+	// Windows device names.
+	{"CON", ErrReservedName},
+	{"con", ErrReservedName},
+	{"con.txt", ErrReservedName},
+	{"Con.tar.gz", ErrReservedName},
+	{"a/nul/b", ErrReservedName},
+	{"NUL .txt", ErrReservedName},
+	{"PRN", ErrReservedName},
+	{"aux.c", ErrReservedName},
+	{"COM1", ErrReservedName},
+	{"com9.log", ErrReservedName},
+	{"COM0", ErrReservedName},
+	{"LPT1", ErrReservedName},
+	{"lpt5.txt", ErrReservedName},
+	{"COM¹", ErrReservedName},
+	{"com².txt", ErrReservedName},
+	{"LPT³", ErrReservedName},
+	{"CONIN$", ErrReservedName},
+	{"conout$.txt", ErrReservedName},
+	// Our own suffix.
+	{"a.partial", ErrReservedName},
+	{"dir/a.txt.partial", ErrReservedName},
+	{"A.PARTIAL", ErrReservedName},
+	{"x.partial/y", ErrReservedName},
+	{".partial", ErrReservedName},
+	// Limits.
+	{strings.Repeat("a", 256), ErrNameTooLong},
+	{"d/" + strings.Repeat("é", 128), ErrNameTooLong},
+	{strings.Repeat("a/", 64) + "a", ErrNameTooLong},                                              // 65 levels
+	{strings.Repeat(strings.Repeat("b", 250)+"/", 16) + strings.Repeat("b", 250), ErrNameTooLong}, // 4266 bytes
+}
+
+func TestValidatePath(t *testing.T) {
+	for _, tc := range pathCases {
+		err := ValidatePath(tc.name)
+		if tc.want == nil {
+			if err != nil {
+				t.Errorf("ValidatePath(%q) = %v, want nil", tc.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, tc.want) {
+			t.Errorf("ValidatePath(%q) = %v, want %v", tc.name, err, tc.want)
+			continue
+		}
+		if !errors.Is(err, ErrBadName) {
+			t.Errorf("ValidatePath(%q) = %v, does not match ErrBadName", tc.name, err)
+		}
+		var ne *NameError
+		if !errors.As(err, &ne) || ne.Name != tc.name || ne.Reason == "" {
+			t.Errorf("ValidatePath(%q) = %#v, want a *NameError naming it with a reason", tc.name, err)
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "store: ") || !printable(msg) {
+			t.Errorf("ValidatePath(%q) message %q: want a safe, printable \"store: \" message", tc.name, msg)
+		}
+	}
+}
+
+// printable reports whether s is valid UTF-8 without control or bidi
+// characters, so it can go into a log line or dialog as it is.
+func printable(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || isControl(r) || isBidi(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// containsForbidden reports whether s holds a rune that no accepted name may
+// contain.
+func containsForbidden(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || r == '\\' || r == ':' || strings.ContainsRune(`<>"|?*`, r) || isControl(r) || isBidi(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func FuzzValidatePath(f *testing.F) {
+	for _, tc := range pathCases {
+		f.Add(tc.name)
+	}
+	root := f.TempDir()
+	f.Fuzz(func(t *testing.T, rel string) {
+		if ValidatePath(rel) != nil {
+			return
+		}
+		if containsForbidden(rel) || !utf8.ValidString(rel) {
+			t.Fatalf("accepted %q, which holds a forbidden character", rel)
+		}
+		local := filepath.FromSlash(rel)
+		if !filepath.IsLocal(local) {
+			t.Fatalf("accepted %q, which filepath.IsLocal refuses", rel)
+		}
+		joined := filepath.Join(root, local)
+		r, err := filepath.Rel(root, joined)
+		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || r != filepath.Clean(local) {
+			t.Fatalf("accepted %q, which resolves to %q (rel %q, %v) outside %q", rel, joined, r, err, root)
+		}
+		if len(rel) > MaxPathBytes || strings.Count(rel, "/") >= MaxDepth {
+			t.Fatalf("accepted %q beyond the length limits", rel)
+		}
+		for _, e := range strings.Split(rel, "/") {
+			if e == "" || e == "." || e == ".." || len(e) > MaxElementBytes ||
+				strings.HasSuffix(e, ".") || strings.HasSuffix(e, " ") ||
+				isWindowsDevice(e) || hasPartialSuffix(e) {
+				t.Fatalf("accepted %q with bad element %q", rel, e)
+			}
+			// A numbered copy of an accepted element must be acceptable too.
+			for _, file := range []bool{true, false} {
+				if c := numbered(e, 12345, file); ValidatePath(c) != nil {
+					t.Fatalf("numbered(%q, file=%v) = %q, which ValidatePath refuses: %v", e, file, c, ValidatePath(c))
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"errors"
+	"go/build"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestFreeSpace(t *testing.T) {
+	dir := t.TempDir()
+	free, err := FreeSpace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free <= 0 {
+		t.Errorf("FreeSpace(%q) = %d, want > 0", dir, free)
+	}
+	if _, err := FreeSpace(dir + "/does/not/exist"); err == nil {
+		t.Error("FreeSpace of a missing folder: no error")
+	}
+}
+
+func TestCheckSpace(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckSpace(dir, 0); err != nil {
+		t.Errorf("CheckSpace(0) = %v", err)
+	}
+	if err := CheckSpace(dir, 1); err != nil {
+		t.Errorf("CheckSpace(1) = %v", err)
+	}
+	err := CheckSpace(dir, math.MaxInt64)
+	if !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("CheckSpace(MaxInt64) = %v, want ErrNoSpace", err)
+	}
+	var se *SpaceError
+	if !errors.As(err, &se) || se.Dir != dir || se.Need != math.MaxInt64 || se.Free <= 0 {
+		t.Fatalf("CheckSpace(MaxInt64) = %#v", err)
+	}
+	want := "Not enough space on " + dir + ": 9.2 EB needed, " + HumanBytes(se.Free) + " free"
+	if err.Error() != want {
+		t.Errorf("message %q, want %q", err.Error(), want)
+	}
+}
+
+func TestSpaceErrorMessage(t *testing.T) {
+	err := error(&SpaceError{Dir: "/home", Need: 3_200_000_000, Free: 1_100_000_000})
+	if got, want := err.Error(), "Not enough space on /home: 3.2 GB needed, 1.1 GB free"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{1, "1 B"},
+		{999, "999 B"},
+		{1000, "1.0 kB"},
+		{1024, "1.0 kB"},
+		{1500, "1.5 kB"},
+		{999_949, "999.9 kB"},
+		{999_950, "1.0 MB"},
+		{999_999, "1.0 MB"},
+		{3_200_000_000, "3.2 GB"},
+		{1_100_000_000, "1.1 GB"},
+		{2_500_000_000_000, "2.5 TB"},
+		{math.MaxInt64, "9.2 EB"},
+		{-1500, "-1.5 kB"},
+		{math.MinInt64, "-9.2 EB"},
+	} {
+		if got := HumanBytes(tc.n); got != tc.want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+// The package stays plain Go: no Fyne, and no other part of the engine.
+func TestImports(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if strings.HasPrefix(imp, "fyne.io/") || strings.HasPrefix(imp, "github.com/ferrydrop/ferry/") {
+			t.Errorf("engine/store imports %s", imp)
+		}
+	}
+}

@@ -1,0 +1,763 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+)
+
+// The TCP transport carries many streams per peer as a "session" of TLS
+// connections: each stream is one TLS 1.3 connection. Right after the
+// handshake the dialer sends a join header (16-byte session token + 1 flag
+// byte) and the listener answers with one status byte:
+//
+//   - tcpFlagNew starts a session; Accept returns it, and this first
+//     connection is the first stream on both sides (the control stream).
+//   - tcpFlagJoin adds a stream opened by the dialer (its OpenStream); the
+//     listener's AcceptStream returns it.
+//   - tcpFlagSpare parks a connection the listener may claim for its own
+//     OpenStream (it cannot dial back): it writes tcpClaim, the dialer's
+//     AcceptStream returns the connection, and the dialer parks a new spare.
+//
+// A join must present the same certificate as the session, unknown tokens are
+// refused, and a session holds at most tcpMaxSessionConns live connections.
+const (
+	tcpTokenLen = 16
+
+	tcpFlagNew   byte = 1
+	tcpFlagJoin  byte = 2
+	tcpFlagSpare byte = 3
+
+	tcpStatusOK      byte = 0
+	tcpStatusUnknown byte = 1 // no such session (or it ended)
+	tcpStatusPeer    byte = 2 // certificate differs from the session's
+	tcpStatusFull    byte = 3 // session at tcpMaxSessionConns
+	tcpStatusBusy    byte = 4 // listener's accept queue is full
+	tcpStatusBad     byte = 5 // malformed header
+
+	tcpClaim byte = 0xC1
+
+	// tcpMaxSessionConns bounds the live connections (streams and spares) of one session.
+	tcpMaxSessionConns = 64
+	// tcpMaxPending bounds handshakes in flight per listener.
+	tcpMaxPending = 64
+	// tcpAcceptQueue bounds new sessions waiting for Accept.
+	tcpAcceptQueue = 16
+)
+
+// Tunables; variables so tests can shorten them.
+var (
+	// tcpHandshakeTimeout bounds the TLS handshake plus the join header.
+	tcpHandshakeTimeout = 10 * time.Second
+	// tcpStallTimeout fails a stream whose Read or Write makes no progress for
+	// this long (the effective limit lies between 15/16 of it and all of it).
+	// The control stream's reads are exempt: it may legitimately wait for a
+	// user to answer; its liveness comes from keepalive and TCP_USER_TIMEOUT.
+	tcpStallTimeout = 30 * time.Second
+	// tcpKeepAlive is the idle time and probe interval of TCP keepalive.
+	tcpKeepAlive = 5 * time.Second
+)
+
+// ErrTCPRefused is returned by dialTCP and OpenStream when the listener refuses a connection.
+var ErrTCPRefused = errors.New("tcp: connection refused by peer")
+
+// ErrStreamStalled is returned by a TCP stream whose Read or Write made no
+// progress for tcpStallTimeout.
+var ErrStreamStalled = errors.New("stream stalled")
+
+var errTCPSessionClosed = errors.New("tcp: session closed")
+
+func tcpStatusErr(st byte) error {
+	switch st {
+	case tcpStatusOK:
+		return nil
+	case tcpStatusUnknown:
+		return fmt.Errorf("%w: unknown session", ErrTCPRefused)
+	case tcpStatusPeer:
+		return fmt.Errorf("%w: certificate differs from the session's", ErrTCPRefused)
+	case tcpStatusFull:
+		return fmt.Errorf("%w: too many connections in session", ErrTCPRefused)
+	case tcpStatusBusy:
+		return fmt.Errorf("%w: listener busy", ErrTCPRefused)
+	case tcpStatusBad:
+		return fmt.Errorf("%w: bad join header", ErrTCPRefused)
+	}
+	return fmt.Errorf("%w: status %d", ErrTCPRefused, st)
+}
+
+// countConn counts the bytes and write calls on one TCP socket (TLS records
+// included, like QUIC's counters include packet headers). It embeds the
+// *net.TCPConn so tls.Conn still finds CloseWrite and deadlines.
+type countConn struct {
+	*net.TCPConn
+	sess *tcpConn
+}
+
+func (c *countConn) Read(p []byte) (int, error) {
+	n, err := c.TCPConn.Read(p)
+	c.sess.bytesRecv.Add(int64(n))
+	return n, err
+}
+
+func (c *countConn) Write(p []byte) (int, error) {
+	n, err := c.TCPConn.Write(p)
+	c.sess.sendCalls.Add(1)
+	c.sess.bytesSent.Add(int64(n))
+	return n, err
+}
+
+// tcpListener accepts TCP+TLS sessions on one socket.
+type tcpListener struct {
+	ln       net.Listener
+	tlsConf  *tls.Config
+	ctx      context.Context
+	cancel   context.CancelFunc
+	accepted chan *tcpConn
+	pending  chan struct{} // semaphore: handshakes in flight
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex // guards the fields below
+	sessions map[[tcpTokenLen]byte]*tcpConn
+	closed   bool
+}
+
+func listenTCP(addr string, tlsConf *tls.Config) (*tcpListener, error) {
+	lc := net.ListenConfig{
+		KeepAliveConfig: tcpKeepAliveConfig(),
+		Control:         tcpControl,
+	}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen tcp: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &tcpListener{
+		ln:       ln,
+		tlsConf:  tlsConf,
+		ctx:      ctx,
+		cancel:   cancel,
+		accepted: make(chan *tcpConn, tcpAcceptQueue),
+		pending:  make(chan struct{}, tcpMaxPending),
+		sessions: make(map[[tcpTokenLen]byte]*tcpConn),
+	}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+func tcpKeepAliveConfig() net.KeepAliveConfig {
+	return net.KeepAliveConfig{Enable: true, Idle: tcpKeepAlive, Interval: tcpKeepAlive, Count: 3}
+}
+
+func (l *tcpListener) Addr() net.Addr { return l.ln.Addr() }
+
+func (l *tcpListener) acceptLoop() {
+	defer l.wg.Done()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if l.ctx.Err() != nil {
+				return
+			}
+			// Transient (e.g. EMFILE): back off briefly rather than spin.
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		select {
+		case l.pending <- struct{}{}:
+		default:
+			c.Close() // too many handshakes in flight: shed load
+			continue
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer func() { <-l.pending }()
+			l.handshake(c.(*net.TCPConn))
+		}()
+	}
+}
+
+// handshake runs TLS and reads the join header of one accepted connection,
+// bounded by tcpHandshakeTimeout and by the listener's life.
+func (l *tcpListener) handshake(raw *net.TCPConn) {
+	ctx, cancel := context.WithTimeout(l.ctx, tcpHandshakeTimeout)
+	defer cancel()
+	// Until the connection is handed over, listener close or timeout kills it.
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	setTCPOptions(raw)
+	cc := &countConn{TCPConn: raw, sess: &tcpConn{}} // re-pointed to the session below
+	tc := tls.Server(cc, l.tlsConf)
+	fail := func() {
+		stop()
+		raw.Close()
+	}
+	if err := tc.HandshakeContext(ctx); err != nil {
+		fail()
+		return
+	}
+	peer, err := identity.PeerID(tc.ConnectionState())
+	if err != nil {
+		fail()
+		return
+	}
+	var hdr [tcpTokenLen + 1]byte
+	if _, err := io.ReadFull(tc, hdr[:]); err != nil {
+		fail()
+		return
+	}
+	var token [tcpTokenLen]byte
+	copy(token[:], hdr[:tcpTokenLen])
+	flag := hdr[tcpTokenLen]
+
+	var (
+		sess *tcpConn
+		st   = tcpStatusOK
+	)
+	l.mu.Lock()
+	switch {
+	case l.closed:
+		st = tcpStatusBusy
+	case flag == tcpFlagNew:
+		if _, dup := l.sessions[token]; dup {
+			st = tcpStatusBad
+			break
+		}
+		sess = newTCPConn(false, token, peer, raw.RemoteAddr().String())
+		sess.ln = l
+		select {
+		case l.accepted <- sess:
+			l.sessions[token] = sess
+		default:
+			st, sess = tcpStatusBusy, nil
+		}
+	case flag == tcpFlagJoin || flag == tcpFlagSpare:
+		sess = l.sessions[token]
+		switch {
+		case sess == nil:
+			st = tcpStatusUnknown
+		case sess.peer != peer:
+			st, sess = tcpStatusPeer, nil
+		}
+	default:
+		st = tcpStatusBad
+	}
+	l.mu.Unlock()
+
+	var s *tcpStream
+	if sess != nil {
+		cc.sess = sess
+		s, err = sess.add(tc, cc, flag == tcpFlagNew)
+		if err != nil {
+			st = tcpStatusFull
+			if flag == tcpFlagNew {
+				sess.Close(0, "")
+			}
+		}
+	}
+	if _, err := tc.Write([]byte{st}); err != nil || st != tcpStatusOK {
+		if s != nil {
+			s.release()
+		}
+		fail()
+		return
+	}
+	if !stop() {
+		// The deadline fired (timeout or listener close) while we finished.
+		s.release()
+		return
+	}
+	raw.SetDeadline(time.Time{})
+	switch flag {
+	case tcpFlagNew, tcpFlagJoin:
+		sess.incoming <- s // cannot block: capacity is tcpMaxSessionConns
+	case tcpFlagSpare:
+		sess.spares <- s
+	}
+}
+
+// Accept returns the next new session.
+func (l *tcpListener) Accept(ctx context.Context) (Conn, error) {
+	select {
+	case c := <-l.accepted:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.ctx.Done():
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting, ends every session it accepted, and waits for its goroutines.
+func (l *tcpListener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	sessions := make([]*tcpConn, 0, len(l.sessions))
+	for _, s := range l.sessions {
+		sessions = append(sessions, s)
+	}
+	l.mu.Unlock()
+	l.cancel()
+	err := l.ln.Close()
+	l.wg.Wait()
+	for _, s := range sessions {
+		s.Close(0, "listener closed")
+	}
+	return err
+}
+
+func (l *tcpListener) forget(token [tcpTokenLen]byte) {
+	l.mu.Lock()
+	delete(l.sessions, token)
+	l.mu.Unlock()
+}
+
+// dialTCP opens a session to addr. The TLS config is cloned and given a
+// session cache, so the session's later connections resume TLS.
+func dialTCP(ctx context.Context, addr string, tlsConf *tls.Config) (Conn, error) {
+	conf := tlsConf.Clone()
+	conf.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	var token [tcpTokenLen]byte
+	rand.Read(token[:])
+	sess := newTCPConn(true, token, identity.DeviceID{}, addr)
+	sess.addr, sess.tlsConf = addr, conf
+	s, err := sess.dial(ctx, tcpFlagNew)
+	if err != nil {
+		sess.Close(0, "")
+		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
+	}
+	sess.remote = s.raw.RemoteAddr().String()
+	sess.firstCh <- s
+	sess.wg.Add(1)
+	go sess.spareLoop()
+	return sess, nil
+}
+
+// tcpConn is one session: the Conn of the TCP transport.
+type tcpConn struct {
+	client  bool
+	token   [tcpTokenLen]byte
+	remote  string
+	addr    string      // dialer only
+	tlsConf *tls.Config // dialer only, with its session cache
+	ln      *tcpListener
+
+	ctx      context.Context // cancelled by Close
+	cancel   context.CancelFunc
+	incoming chan *tcpStream // listener: first + joins; dialer: claimed spares
+	spares   chan *tcpStream // listener only: spares to claim in OpenStream
+	wg       sync.WaitGroup  // dialer's spare loop
+
+	firstCh  chan *tcpStream // dialer only: the first connection until OpenStream takes it
+
+	bytesSent, bytesRecv, sendCalls atomic.Int64
+
+	mu      sync.Mutex // guards the fields below
+	peer    identity.DeviceID
+	first   *tcpStream
+	streams map[*tcpStream]struct{}
+	retired tcpStats // counters of connections already closed
+	closed  bool
+}
+
+func newTCPConn(client bool, token [tcpTokenLen]byte, peer identity.DeviceID, remote string) *tcpConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &tcpConn{
+		client:   client,
+		token:    token,
+		peer:     peer,
+		remote:   remote,
+		ctx:      ctx,
+		cancel:   cancel,
+		incoming: make(chan *tcpStream, tcpMaxSessionConns),
+		streams:  make(map[*tcpStream]struct{}),
+	}
+	if client {
+		c.firstCh = make(chan *tcpStream, 1)
+	} else {
+		c.spares = make(chan *tcpStream, tcpMaxSessionConns)
+	}
+	return c
+}
+
+// add registers a connection with the session.
+func (c *tcpConn) add(tc *tls.Conn, cc *countConn, first bool) (*tcpStream, error) {
+	s := &tcpStream{tc: tc, raw: cc.TCPConn, sess: c, first: first}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errTCPSessionClosed
+	}
+	if len(c.streams) >= tcpMaxSessionConns {
+		return nil, tcpStatusErr(tcpStatusFull)
+	}
+	c.streams[s] = struct{}{}
+	if first {
+		c.first = s
+	}
+	return s, nil
+}
+
+func (c *tcpConn) remove(s *tcpStream) {
+	st, _ := tcpInfo(s.raw)
+	c.mu.Lock()
+	if _, ok := c.streams[s]; ok {
+		delete(c.streams, s)
+		c.retired.retrans += st.retrans
+	}
+	c.mu.Unlock()
+}
+
+// dial opens one more TLS connection of this session (dialer side).
+func (c *tcpConn) dial(ctx context.Context, flag byte) (*tcpStream, error) {
+	ctx, cancel := context.WithTimeout(ctx, tcpHandshakeTimeout)
+	defer cancel()
+	defer context.AfterFunc(c.ctx, cancel)()
+	d := net.Dialer{KeepAliveConfig: tcpKeepAliveConfig(), Control: tcpControl}
+	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return nil, err
+	}
+	raw := nc.(*net.TCPConn)
+	setTCPOptions(raw)
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	cc := &countConn{TCPConn: raw, sess: c}
+	tc := tls.Client(cc, c.tlsConf)
+	fail := func(err error) (*tcpStream, error) {
+		stop()
+		raw.Close()
+		if c.ctx.Err() != nil {
+			return nil, errTCPSessionClosed
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fail(err)
+	}
+	peer, err := identity.PeerID(tc.ConnectionState())
+	if err != nil {
+		return fail(err)
+	}
+	c.mu.Lock()
+	if flag == tcpFlagNew {
+		c.peer = peer
+	}
+	same := c.peer == peer
+	c.mu.Unlock()
+	if !same {
+		return fail(fmt.Errorf("%w: peer certificate changed within the session", ErrTCPRefused))
+	}
+	var hdr [tcpTokenLen + 1]byte
+	copy(hdr[:], c.token[:])
+	hdr[tcpTokenLen] = flag
+	if _, err := tc.Write(hdr[:]); err != nil {
+		return fail(err)
+	}
+	// In TLS 1.3 the server checks our certificate after our handshake
+	// returned: a refusal shows up here, as an alert, instead of the status.
+	var st [1]byte
+	if _, err := io.ReadFull(tc, st[:]); err != nil {
+		return fail(err)
+	}
+	if err := tcpStatusErr(st[0]); err != nil {
+		return fail(err)
+	}
+	s, err := c.add(tc, cc, flag == tcpFlagNew)
+	if err != nil {
+		return fail(err)
+	}
+	if !stop() {
+		s.release()
+		return fail(ctx.Err())
+	}
+	raw.SetDeadline(time.Time{})
+	return s, nil
+}
+
+// spareLoop keeps one spare connection parked at the listener so the
+// listener can open streams too; it returns when the session ends.
+func (c *tcpConn) spareLoop() {
+	defer c.wg.Done()
+	backoff := 100 * time.Millisecond
+	for c.ctx.Err() == nil {
+		s, err := c.dial(c.ctx, tcpFlagSpare)
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return
+			}
+			// Full session or a transient failure: retry later, bounded.
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		var b [1]byte
+		if _, err := io.ReadFull(s.tc, b[:]); err != nil || b[0] != tcpClaim {
+			s.Abort()
+			continue
+		}
+		c.incoming <- s
+	}
+}
+
+func (c *tcpConn) OpenStream(ctx context.Context) (Stream, error) {
+	if c.client {
+		// The session's first connection is the dialer's first stream.
+		select {
+		case s := <-c.firstCh:
+			return s, nil
+		default:
+		}
+		s, err := c.dial(ctx, tcpFlagJoin)
+		if err != nil {
+			return nil, fmt.Errorf("tcp open stream: %w", err)
+		}
+		return s, nil
+	}
+	for {
+		select {
+		case s := <-c.spares:
+			s.armWrite()
+			if _, err := s.tc.Write([]byte{tcpClaim}); err != nil {
+				s.Abort()
+				continue // the spare died while parked: wait for the next
+			}
+			return s, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.ctx.Done():
+			return nil, errTCPSessionClosed
+		}
+	}
+}
+
+func (c *tcpConn) AcceptStream(ctx context.Context) (Stream, error) {
+	select {
+	case s := <-c.incoming:
+		return s, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.ctx.Done():
+		return nil, errTCPSessionClosed
+	}
+}
+
+func (c *tcpConn) PeerID() identity.DeviceID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.peer
+}
+func (c *tcpConn) RemoteAddr() string    { return c.remote }
+func (c *tcpConn) Transport() string     { return "tcp" }
+func (c *tcpConn) Done() <-chan struct{} { return c.ctx.Done() }
+
+// Close ends every connection of the session. TCP has no connection-level
+// close frame: the peer sees its streams end, not code and reason.
+func (c *tcpConn) Close(code uint64, reason string) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	streams := make([]*tcpStream, 0, len(c.streams))
+	for s := range c.streams {
+		streams = append(streams, s)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	for _, s := range streams {
+		s.closeConn()
+	}
+	if c.ln != nil {
+		c.ln.forget(c.token)
+	}
+	c.wg.Wait()
+	// Streams queued but never returned are closed above; drain the queues.
+	for {
+		select {
+		case <-c.incoming:
+		case <-c.spares:
+		case <-c.firstCh:
+		default:
+			return nil
+		}
+	}
+}
+
+// Metrics sums counters over the session's connections; RTT and buffer
+// sizes come from the first (control) connection.
+func (c *tcpConn) Metrics() Metrics {
+	c.mu.Lock()
+	first := c.first
+	streams := make([]*tcpStream, 0, len(c.streams))
+	for s := range c.streams {
+		streams = append(streams, s)
+	}
+	retrans := c.retired.retrans
+	c.mu.Unlock()
+	m := Metrics{
+		Transport:   "tcp",
+		BytesSent:   c.bytesSent.Load(),
+		BytesRecv:   c.bytesRecv.Load(),
+		SendCalls:   c.sendCalls.Load(),
+		Connections: len(streams),
+	}
+	for _, s := range streams {
+		st, ok := tcpInfo(s.raw)
+		if !ok {
+			continue
+		}
+		retrans += st.retrans
+		m.CongestionWindow += st.cwnd
+		if s == first {
+			m.SmoothedRTTms = ms(st.srtt)
+			m.MinRTTms = ms(st.minRTT)
+			m.LatestRTTms = ms(st.srtt) // TCP_INFO keeps no separate latest sample
+		}
+	}
+	m.PacketsLost = retrans
+	if first != nil {
+		m.RecvBuffer, m.SendBuffer = socketBuffers(first.raw)
+	}
+	return m
+}
+
+// tcpStream is one TLS connection of a session.
+type tcpStream struct {
+	tc    *tls.Conn
+	raw   *net.TCPConn
+	sess  *tcpConn
+	first bool
+
+	// Deadline bookkeeping; Read and Write are each used by one goroutine at a time.
+	readArmed, writeArmed time.Time
+
+	readDone, writeDone atomic.Bool
+	closeOnce           sync.Once
+}
+
+// armRead and armWrite push the stall deadline forward, at most 16 times per
+// timeout period so the hot path stays cheap.
+func (s *tcpStream) armRead() {
+	if s.first {
+		return
+	}
+	now := time.Now()
+	if now.Sub(s.readArmed) > tcpStallTimeout/16 {
+		s.readArmed = now
+		s.tc.SetReadDeadline(now.Add(tcpStallTimeout))
+	}
+}
+
+func (s *tcpStream) armWrite() {
+	now := time.Now()
+	if now.Sub(s.writeArmed) > tcpStallTimeout/16 {
+		s.writeArmed = now
+		s.tc.SetWriteDeadline(now.Add(tcpStallTimeout))
+	}
+}
+
+func (s *tcpStream) stalled(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.Abort()
+		return fmt.Errorf("tcp stream: %w: no progress for %v", ErrStreamStalled, tcpStallTimeout)
+	}
+	return err
+}
+
+func (s *tcpStream) Read(p []byte) (int, error) {
+	s.armRead()
+	n, err := s.tc.Read(p)
+	if err != nil {
+		if err == io.EOF {
+			s.readDone.Store(true)
+			if s.writeDone.Load() {
+				s.release()
+			}
+			return n, err
+		}
+		err = s.stalled(err)
+		if s.first {
+			s.sess.Close(1, "control stream failed")
+		}
+	}
+	return n, err
+}
+
+// writeChunk bounds how much one TLS write may carry between deadline refreshes.
+const writeChunk = 1 << 20
+
+func (s *tcpStream) Write(p []byte) (int, error) {
+	var done int
+	for done < len(p) {
+		end := min(len(p), done+writeChunk)
+		s.armWrite()
+		n, err := s.tc.Write(p[done:end])
+		done += n
+		if err != nil {
+			err = s.stalled(err)
+			if s.first {
+				s.sess.Close(1, "control stream failed")
+			}
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// Close sends close_notify and FIN; the connection is released once the
+// peer's side has ended too.
+func (s *tcpStream) Close() error {
+	if s.writeDone.Swap(true) {
+		return nil
+	}
+	s.armWrite()
+	err := s.tc.CloseWrite()
+	if s.readDone.Load() {
+		s.release()
+	}
+	return err
+}
+
+// Abort resets the connection: the peer reads an error, not io.EOF.
+func (s *tcpStream) Abort() {
+	s.raw.SetLinger(0)
+	s.release()
+}
+
+// release closes the connection and, for the control stream, the session.
+func (s *tcpStream) release() {
+	s.closeConn()
+	if s.first {
+		s.sess.Close(0, "")
+	}
+}
+
+func (s *tcpStream) closeConn() {
+	s.closeOnce.Do(func() {
+		s.sess.remove(s)
+		s.raw.Close() // not tc.Close: it would try to send close_notify and block
+	})
+}

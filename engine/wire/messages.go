@@ -1,0 +1,209 @@
+package wire
+
+import "unicode/utf8"
+
+// Hello is the first message on the control stream, in both directions.
+type Hello struct {
+	Version int    `json:"version"`
+	Name    string `json:"name"`
+	ID      string `json:"id"` // must equal the ID proven by TLS
+	OS      string `json:"os,omitempty"`
+	// Features lists optional capabilities ("resume"; "pair" is reserved for
+	// the pairing step, where both screens show a verification code).
+	Features []string `json:"features,omitempty"`
+	// Pair is reserved for the pairing step's commitment; empty today.
+	Pair string `json:"pair,omitempty"`
+}
+
+// Offer opens a transfer; OfferFiles messages with the manifest follow.
+type Offer struct {
+	Transfer   string `json:"transfer"` // random ID chosen by the sender
+	ChunkSize  int    `json:"chunk_size"`
+	Files      int    `json:"files"`
+	TotalBytes int64  `json:"total_bytes"`
+	// Manifest identifies the offered file set (a hash of paths, sizes and
+	// mtimes) so a receiver can recognise an offer it has partial data for.
+	Manifest string `json:"manifest,omitempty"`
+}
+
+// FileEntry is one offered file.
+type FileEntry struct {
+	Path  string `json:"path"` // relative, slash-separated; validated by the receiver
+	Size  int64  `json:"size"`
+	Mode  uint32 `json:"mode,omitempty"`  // permission bits
+	MTime int64  `json:"mtime,omitempty"` // Unix nanoseconds
+}
+
+// OfferFiles carries part of the manifest, starting at file index Start.
+type OfferFiles struct {
+	Start int         `json:"start"`
+	Files []FileEntry `json:"files"`
+}
+
+// Decision is the receiver's answer to an offer.
+type Decision struct {
+	Accept bool `json:"accept"`
+	// Files lists accepted file indexes; nil means all. Not omitempty: an
+	// empty list (accept none) must not arrive as nil (accept all).
+	Files  []uint32 `json:"files"`
+	Code   Code     `json:"code,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// Have tells the sender which chunks of a file the receiver already holds
+// (resume). Chunks is a bitmap, chunk i in bit i%8 of byte i/8.
+type Have struct {
+	File   uint32 `json:"file"`
+	Chunks []byte `json:"chunks"`
+}
+
+// FileDone tells the receiver that every chunk of a file was sent, and the
+// root the sender computed from what it read.
+type FileDone struct {
+	File uint32 `json:"file"`
+	Root []byte `json:"root"`
+}
+
+// NeedChunk asks the sender to send a chunk again (its leaf did not match).
+type NeedChunk struct {
+	File  uint32 `json:"file"`
+	Chunk uint32 `json:"chunk"`
+}
+
+// FileResult reports one file's outcome on the receiver.
+type FileResult struct {
+	File    uint32 `json:"file"`
+	OK      bool   `json:"ok"`
+	SavedAs string `json:"saved_as,omitempty"`
+	Code    Code   `json:"code,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// SenderDone says every accepted file was sent and announced with FileDone.
+type SenderDone struct{}
+
+// Result is the receiver's last word on a transfer.
+type Result struct {
+	OK       bool   `json:"ok"`
+	Files    int    `json:"files"`
+	Verified int    `json:"verified"`
+	Code     Code   `json:"code,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Cancel ends a transfer early, from either side.
+type Cancel struct {
+	Code   Code   `json:"code"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Type implementations.
+func (*Hello) Type() Type      { return THello }
+func (*Offer) Type() Type      { return TOffer }
+func (*OfferFiles) Type() Type { return TOfferFiles }
+func (*Decision) Type() Type   { return TDecision }
+func (*Have) Type() Type       { return THave }
+func (*FileDone) Type() Type   { return TFileDone }
+func (*NeedChunk) Type() Type  { return TNeedChunk }
+func (*FileResult) Type() Type { return TFileResult }
+func (*SenderDone) Type() Type { return TSenderDone }
+func (*Result) Type() Type     { return TResult }
+func (*Cancel) Type() Type     { return TCancel }
+
+func checkText(field, s string, max int) error {
+	if len(s) > max {
+		return protoErr("%s is %d bytes, over the %d limit", field, len(s), max)
+	}
+	if !utf8.ValidString(s) {
+		return protoErr("%s is not valid UTF-8", field)
+	}
+	return nil
+}
+
+func (m *Hello) validate() error {
+	if m.Version < 1 {
+		return protoErr("hello: version %d", m.Version)
+	}
+	if err := checkText("device name", m.Name, MaxNameLen); err != nil {
+		return err
+	}
+	if len(m.ID) != 52 {
+		return protoErr("hello: device ID of %d characters", len(m.ID))
+	}
+	if len(m.Features) > 32 || len(m.OS) > 32 || len(m.Pair) > 256 {
+		return protoErr("hello: oversized fields")
+	}
+	return nil
+}
+
+func (m *Offer) validate() error {
+	switch {
+	case len(m.Transfer) == 0 || len(m.Transfer) > 64:
+		return protoErr("offer: transfer ID of %d bytes", len(m.Transfer))
+	case m.ChunkSize < MinChunkSize || m.ChunkSize > MaxChunkSize:
+		return protoErr("offer: chunk size %d outside [%d, %d]", m.ChunkSize, MinChunkSize, MaxChunkSize)
+	case m.Files < 0 || m.Files > MaxFiles:
+		return protoErr("offer: %d files (limit %d)", m.Files, MaxFiles)
+	case m.TotalBytes < 0:
+		return protoErr("offer: negative total size")
+	case len(m.Manifest) > 128:
+		return protoErr("offer: manifest ID too long")
+	}
+	return nil
+}
+
+func (m *OfferFiles) validate() error {
+	if m.Start < 0 || m.Start > MaxFiles || len(m.Files) > MaxFilesPerPart {
+		return protoErr("offer files: start %d, %d entries", m.Start, len(m.Files))
+	}
+	for i, f := range m.Files {
+		if f.Size < 0 {
+			return protoErr("offer files: file %d has negative size", m.Start+i)
+		}
+		if len(f.Path) > 4096 {
+			return protoErr("offer files: file %d path too long", m.Start+i)
+		}
+	}
+	return nil
+}
+
+func (m *Decision) validate() error {
+	if len(m.Files) > MaxFiles {
+		return protoErr("decision: %d files", len(m.Files))
+	}
+	return checkText("reason", m.Reason, MaxReasonLen)
+}
+
+func (m *Have) validate() error {
+	if len(m.Chunks) > MaxMessage/2 {
+		return protoErr("have: bitmap too long")
+	}
+	return nil
+}
+
+func (m *FileDone) validate() error {
+	if len(m.Root) != 32 {
+		return protoErr("file done: root of %d bytes", len(m.Root))
+	}
+	return nil
+}
+
+func (m *NeedChunk) validate() error { return nil }
+
+func (m *FileResult) validate() error {
+	if err := checkText("saved name", m.SavedAs, 4096); err != nil {
+		return err
+	}
+	return checkText("reason", m.Reason, MaxReasonLen)
+}
+
+func (m *SenderDone) validate() error { return nil }
+
+func (m *Result) validate() error {
+	if m.Files < 0 || m.Verified < 0 || m.Verified > m.Files {
+		return protoErr("result: %d of %d files verified", m.Verified, m.Files)
+	}
+	return checkText("reason", m.Reason, MaxReasonLen)
+}
+
+func (m *Cancel) validate() error { return checkText("reason", m.Reason, MaxReasonLen) }

@@ -1,0 +1,222 @@
+// Package wire is Ferry's protocol encoding. It is written against plain
+// io.Reader/io.Writer so it runs over QUIC streams, TCP+TLS connections and
+// net.Pipe alike.
+//
+// Every stream starts with one kind byte (KindControl or KindData). The control
+// stream carries length-prefixed messages: a type byte, a big-endian uint32
+// length, and a JSON body of at most MaxMessage bytes. Data streams carry
+// chunk frames: a fixed 44-byte header (file index, chunk index, length, BLAKE3
+// leaf) followed by the chunk's bytes.
+package wire
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// Version is the protocol version this build speaks.
+const Version = 1
+
+// Stream kinds: the first byte written on every stream.
+const (
+	KindControl byte = 1
+	KindData    byte = 2
+)
+
+// Limits on what a peer can make us allocate or do.
+const (
+	MaxMessage      = 4 << 20   // one control message body
+	MaxChunkSize    = 16 << 20  // largest chunk size an offer may use
+	MinChunkSize    = 4 << 10   // smallest chunk size an offer may use
+	MaxFiles        = 1_000_000 // files in one offer
+	MaxFilesPerPart = 8192      // files in one OfferFiles message
+	MaxNameLen      = 255       // device name, bytes
+	MaxReasonLen    = 1024      // free-text reasons, bytes
+)
+
+// ErrProtocol marks a peer that broke the protocol; it wraps the detail.
+var ErrProtocol = errors.New("protocol violation")
+
+func protoErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
+}
+
+// Type identifies a control message.
+type Type uint8
+
+// Control message types.
+const (
+	THello      Type = 1
+	TOffer      Type = 2
+	TOfferFiles Type = 3
+	TDecision   Type = 4
+	TFileDone   Type = 5
+	TNeedChunk  Type = 6
+	TFileResult Type = 7
+	TSenderDone Type = 8
+	TResult     Type = 9
+	TCancel     Type = 10
+	THave       Type = 11
+)
+
+func (t Type) String() string {
+	names := map[Type]string{THello: "hello", TOffer: "offer", TOfferFiles: "offer-files", TDecision: "decision",
+		TFileDone: "file-done", TNeedChunk: "need-chunk", TFileResult: "file-result", TSenderDone: "sender-done",
+		TResult: "result", TCancel: "cancel", THave: "have"}
+	if n, ok := names[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Message is any control message body.
+type Message interface {
+	Type() Type
+	validate() error
+}
+
+// WriteMessage encodes m as one control frame.
+func WriteMessage(w io.Writer, m Message) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("wire: encode %v: %w", m.Type(), err)
+	}
+	if len(body) > MaxMessage {
+		return fmt.Errorf("wire: %v message is %d bytes, over the %d limit", m.Type(), len(body), MaxMessage)
+	}
+	var hdr [5]byte
+	hdr[0] = byte(m.Type())
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(body)))
+	if _, err := w.Write(append(hdr[:], body...)); err != nil {
+		return fmt.Errorf("wire: write %v: %w", m.Type(), err)
+	}
+	return nil
+}
+
+// ReadMessage reads and validates one control frame. An unknown type, an
+// oversized body, malformed JSON or out-of-range fields are ErrProtocol.
+func ReadMessage(r io.Reader) (Message, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err // io.EOF at a frame boundary is a clean end
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n > MaxMessage {
+		return nil, protoErr("%v message of %d bytes exceeds the %d limit", Type(hdr[0]), n, MaxMessage)
+	}
+	m := newMessage(Type(hdr[0]))
+	if m == nil {
+		return nil, protoErr("unknown message type %d", hdr[0])
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, fmt.Errorf("wire: read %v body: %w", m.Type(), unexpected(err))
+	}
+	// encoding/json would silently turn invalid UTF-8 into U+FFFD, hiding it
+	// from the field checks; refuse it instead.
+	if !utf8.Valid(body) {
+		return nil, protoErr("%v message is not valid UTF-8", m.Type())
+	}
+	if err := json.Unmarshal(body, m); err != nil {
+		return nil, protoErr("malformed %v message: %v", m.Type(), err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func newMessage(t Type) Message {
+	switch t {
+	case THello:
+		return &Hello{}
+	case TOffer:
+		return &Offer{}
+	case TOfferFiles:
+		return &OfferFiles{}
+	case TDecision:
+		return &Decision{}
+	case TFileDone:
+		return &FileDone{}
+	case TNeedChunk:
+		return &NeedChunk{}
+	case TFileResult:
+		return &FileResult{}
+	case TSenderDone:
+		return &SenderDone{}
+	case TResult:
+		return &Result{}
+	case TCancel:
+		return &Cancel{}
+	case THave:
+		return &Have{}
+	}
+	return nil
+}
+
+// DataHeaderLen is the size of a chunk frame header.
+const DataHeaderLen = 4 + 4 + 4 + 32
+
+// RootChunk in a DataHeader's Chunk field marks a root frame: no payload,
+// and Leaf holds the file's Merkle root as the sender computed it from what it
+// read. The sender writes it on the data stream right behind the file's last
+// chunk, so the receiver can verify a small file without waiting for the
+// control stream.
+const RootChunk = ^uint32(0)
+
+// DataHeader introduces one chunk on a data stream.
+type DataHeader struct {
+	File   uint32
+	Chunk  uint32
+	Length uint32
+	Leaf   [32]byte // the sender's BLAKE3 leaf of the chunk's bytes
+}
+
+// Put encodes h into b (len >= DataHeaderLen).
+func (h DataHeader) Put(b []byte) {
+	binary.BigEndian.PutUint32(b[0:], h.File)
+	binary.BigEndian.PutUint32(b[4:], h.Chunk)
+	binary.BigEndian.PutUint32(b[8:], h.Length)
+	copy(b[12:44], h.Leaf[:])
+}
+
+// ReadDataHeader reads one chunk header. io.EOF means the stream ended
+// cleanly between frames. Lengths over MaxChunkSize are ErrProtocol; the
+// caller checks the rest against the offer.
+func ReadDataHeader(r io.Reader, buf []byte) (DataHeader, error) {
+	var h DataHeader
+	if _, err := io.ReadFull(r, buf[:DataHeaderLen]); err != nil {
+		return h, err
+	}
+	h.File = binary.BigEndian.Uint32(buf[0:])
+	h.Chunk = binary.BigEndian.Uint32(buf[4:])
+	h.Length = binary.BigEndian.Uint32(buf[8:])
+	copy(h.Leaf[:], buf[12:44])
+	if h.Length > MaxChunkSize {
+		return h, protoErr("chunk of %d bytes exceeds the %d limit", h.Length, MaxChunkSize)
+	}
+	return h, nil
+}
+
+// ReadKind reads the stream's first byte.
+func ReadKind(r io.Reader) (byte, error) {
+	var b [1]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, err
+	}
+	if b[0] != KindControl && b[0] != KindData {
+		return 0, protoErr("unknown stream kind %d", b[0])
+	}
+	return b[0], nil
+}

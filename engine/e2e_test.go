@@ -66,7 +66,10 @@ func writeFile(t *testing.T, path string, size int) []byte {
 }
 
 // sendWait sends and waits for the result.
-func sendWait(t *testing.T, s *Engine, to Target, paths []string, opts SendOptions) Result {
+func sendWait(t testing.TB, s *Engine, to Target, paths []string, opts SendOptions) Result {
+	if t == nil {
+		t = &testing.T{}
+	}
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

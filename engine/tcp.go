@@ -26,8 +26,10 @@ import (
 //   - tcpFlagJoin adds a stream opened by the dialer (its OpenStream); the
 //     listener's AcceptStream returns it.
 //   - tcpFlagSpare parks a connection the listener may claim for its own
-//     OpenStream (it cannot dial back): it writes tcpClaim, the dialer's
-//     AcceptStream returns the connection, and the dialer parks a new spare.
+//     OpenStream (it cannot dial back): it writes tcpClaim, the dialer echoes
+//     it, its AcceptStream returns the connection, and it parks a new spare.
+//     While parked, both ends block reading the spare: that is how each side
+//     learns at once that the other ended the session (Done fires).
 //
 // A join must present the same certificate as the session, unknown tokens are
 // refused, and a session holds at most tcpMaxSessionConns live connections.
@@ -59,6 +61,9 @@ const (
 var (
 	// tcpHandshakeTimeout bounds the TLS handshake plus the join header.
 	tcpHandshakeTimeout = 10 * time.Second
+	// tcpUnclaimedTimeout drops a joined stream that AcceptStream has not
+	// returned within this time, so a peer cannot pile up idle connections.
+	tcpUnclaimedTimeout = 10 * time.Second
 	// tcpStallTimeout fails a stream whose Read or Write makes no progress for
 	// this long (the effective limit lies between 15/16 of it and all of it).
 	// The control stream's reads are exempt: it may legitimately wait for a
@@ -77,20 +82,30 @@ var ErrStreamStalled = errors.New("stream stalled")
 
 var errTCPSessionClosed = errors.New("tcp: session closed")
 
+// Refusals by status byte; each wraps ErrTCPRefused.
+var (
+	errTCPUnknown = fmt.Errorf("%w: unknown session", ErrTCPRefused)
+	errTCPPeer    = fmt.Errorf("%w: certificate differs from the session's", ErrTCPRefused)
+	errTCPFull    = fmt.Errorf("%w: too many connections in session", ErrTCPRefused)
+	errTCPBusy    = fmt.Errorf("%w: listener busy", ErrTCPRefused)
+	errTCPBad     = fmt.Errorf("%w: bad join header", ErrTCPRefused)
+	errTCPClaim   = errors.New("tcp: bad spare claim")
+)
+
 func tcpStatusErr(st byte) error {
 	switch st {
 	case tcpStatusOK:
 		return nil
 	case tcpStatusUnknown:
-		return fmt.Errorf("%w: unknown session", ErrTCPRefused)
+		return errTCPUnknown
 	case tcpStatusPeer:
-		return fmt.Errorf("%w: certificate differs from the session's", ErrTCPRefused)
+		return errTCPPeer
 	case tcpStatusFull:
-		return fmt.Errorf("%w: too many connections in session", ErrTCPRefused)
+		return errTCPFull
 	case tcpStatusBusy:
-		return fmt.Errorf("%w: listener busy", ErrTCPRefused)
+		return errTCPBusy
 	case tcpStatusBad:
-		return fmt.Errorf("%w: bad join header", ErrTCPRefused)
+		return errTCPBad
 	}
 	return fmt.Errorf("%w: status %d", ErrTCPRefused, st)
 }
@@ -284,9 +299,15 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 	raw.SetDeadline(time.Time{})
 	switch flag {
 	case tcpFlagNew, tcpFlagJoin:
+		s.unclaimed = time.AfterFunc(tcpUnclaimedTimeout, s.Abort)
 		sess.incoming <- s // cannot block: capacity is tcpMaxSessionConns
 	case tcpFlagSpare:
-		sess.spares <- s
+		sp := &tcpSpare{s: s, echo: make(chan error, 1)}
+		if !sess.goTracked(func() { sess.watchSpare(sp) }) {
+			s.release()
+			return
+		}
+		sess.spares <- sp
 	}
 }
 
@@ -342,8 +363,7 @@ func dialTCP(ctx context.Context, addr string, tlsConf *tls.Config) (Conn, error
 	}
 	sess.remote = s.raw.RemoteAddr().String()
 	sess.firstCh <- s
-	sess.wg.Add(1)
-	go sess.spareLoop()
+	sess.goTracked(sess.spareLoop)
 	return sess, nil
 }
 
@@ -359,10 +379,14 @@ type tcpConn struct {
 	ctx      context.Context // cancelled by Close
 	cancel   context.CancelFunc
 	incoming chan *tcpStream // listener: first + joins; dialer: claimed spares
-	spares   chan *tcpStream // listener only: spares to claim in OpenStream
-	wg       sync.WaitGroup  // dialer's spare loop
+	spares   chan *tcpSpare  // listener only: spares to claim in OpenStream
+	wg       sync.WaitGroup  // goroutines of the session (spare loop, spare watchers)
 
 	firstCh  chan *tcpStream // dialer only: the first connection until OpenStream takes it
+	// spareParked is closed when the dialer's first spare is parked: from
+	// then on the listener side notices at once if this session ends.
+	spareParked chan struct{}
+	parkOnce    sync.Once
 
 	bytesSent, bytesRecv, sendCalls atomic.Int64
 
@@ -388,8 +412,9 @@ func newTCPConn(client bool, token [tcpTokenLen]byte, peer identity.DeviceID, re
 	}
 	if client {
 		c.firstCh = make(chan *tcpStream, 1)
+		c.spareParked = make(chan struct{})
 	} else {
-		c.spares = make(chan *tcpStream, tcpMaxSessionConns)
+		c.spares = make(chan *tcpSpare, tcpMaxSessionConns)
 	}
 	return c
 }
@@ -494,7 +519,6 @@ func (c *tcpConn) dial(ctx context.Context, flag byte) (*tcpStream, error) {
 // spareLoop keeps one spare connection parked at the listener so the
 // listener can open streams too; it returns when the session ends.
 func (c *tcpConn) spareLoop() {
-	defer c.wg.Done()
 	backoff := 100 * time.Millisecond
 	for c.ctx.Err() == nil {
 		s, err := c.dial(c.ctx, tcpFlagSpare)
@@ -512,10 +536,17 @@ func (c *tcpConn) spareLoop() {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		c.parkOnce.Do(func() { close(c.spareParked) })
 		var b [1]byte
-		if _, err := io.ReadFull(s.tc, b[:]); err != nil || b[0] != tcpClaim {
+		_, err = io.ReadFull(s.tc, b[:])
+		if err == nil && b[0] == tcpClaim {
+			_, err = s.tc.Write(b[:])
+		}
+		if err != nil || b[0] != tcpClaim {
+			// A parked spare only ends when the peer's session does.
 			s.Abort()
-			continue
+			c.shutdown(false)
+			return
 		}
 		c.incoming <- s
 	}
@@ -537,13 +568,27 @@ func (c *tcpConn) OpenStream(ctx context.Context) (Stream, error) {
 	}
 	for {
 		select {
-		case s := <-c.spares:
+		case sp := <-c.spares:
+			sp.claimed.Store(true)
+			s := sp.s
 			s.armWrite()
 			if _, err := s.tc.Write([]byte{tcpClaim}); err != nil {
 				s.Abort()
 				continue // the spare died while parked: wait for the next
 			}
-			return s, nil
+			select {
+			case err := <-sp.echo:
+				if err != nil {
+					s.Abort()
+					continue
+				}
+				return s, nil
+			case <-ctx.Done():
+				s.Abort()
+				return nil, ctx.Err()
+			case <-c.ctx.Done():
+				return nil, errTCPSessionClosed
+			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-c.ctx.Done():
@@ -553,13 +598,18 @@ func (c *tcpConn) OpenStream(ctx context.Context) (Stream, error) {
 }
 
 func (c *tcpConn) AcceptStream(ctx context.Context) (Stream, error) {
-	select {
-	case s := <-c.incoming:
-		return s, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.ctx.Done():
-		return nil, errTCPSessionClosed
+	for {
+		select {
+		case s := <-c.incoming:
+			if s.unclaimed != nil && !s.unclaimed.Stop() {
+				continue // dropped for waiting too long
+			}
+			return s, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.ctx.Done():
+			return nil, errTCPSessionClosed
+		}
 	}
 }
 
@@ -572,13 +622,60 @@ func (c *tcpConn) RemoteAddr() string    { return c.remote }
 func (c *tcpConn) Transport() string     { return "tcp" }
 func (c *tcpConn) Done() <-chan struct{} { return c.ctx.Done() }
 
-// Close ends every connection of the session. TCP has no connection-level
-// close frame: the peer sees its streams end, not code and reason.
+// tcpSpare is a parked connection on the listener side; watchSpare reads it.
+type tcpSpare struct {
+	s       *tcpStream
+	claimed atomic.Bool
+	echo    chan error // the dialer's echo of our claim, or the read error
+}
+
+// watchSpare blocks reading a parked spare: an error before we claimed it
+// means the peer ended the session.
+func (c *tcpConn) watchSpare(sp *tcpSpare) {
+	var b [1]byte
+	_, err := io.ReadFull(sp.s.tc, b[:])
+	if err == nil && b[0] != tcpClaim {
+		err = errTCPClaim
+	}
+	sp.echo <- err
+	if err != nil && !sp.claimed.Load() {
+		sp.s.Abort()
+		c.shutdown(false)
+	}
+}
+
+// goTracked runs f in a goroutine that Close waits for, unless the session is closed.
+func (c *tcpConn) goTracked(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// Close ends every connection of the session and waits for its goroutines.
+// TCP has no connection-level close frame: the peer sees its streams reset
+// (or ended, where both sides had finished writing) and its Done fires, but
+// it does not learn code and reason.
 func (c *tcpConn) Close(code uint64, reason string) error {
+	c.shutdown(code != 0)
+	c.wg.Wait()
+	return nil
+}
+
+// shutdown closes the session without waiting for its goroutines, so they
+// may call it themselves.
+func (c *tcpConn) shutdown(abort bool) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil
+		return
 	}
 	c.closed = true
 	streams := make([]*tcpStream, 0, len(c.streams))
@@ -588,20 +685,24 @@ func (c *tcpConn) Close(code uint64, reason string) error {
 	c.mu.Unlock()
 	c.cancel()
 	for _, s := range streams {
+		// A stream still writing is reset, so the peer reads an error rather
+		// than a clean end; finished ones close gracefully.
+		if abort || !s.writeDone.Load() {
+			s.raw.SetLinger(0)
+		}
 		s.closeConn()
 	}
 	if c.ln != nil {
 		c.ln.forget(c.token)
 	}
-	c.wg.Wait()
-	// Streams queued but never returned are closed above; drain the queues.
+	// Streams queued but never handed out were closed above; drop them.
 	for {
 		select {
 		case <-c.incoming:
 		case <-c.spares:
 		case <-c.firstCh:
 		default:
-			return nil
+			return
 		}
 	}
 }
@@ -650,6 +751,8 @@ type tcpStream struct {
 	raw   *net.TCPConn
 	sess  *tcpConn
 	first bool
+	// unclaimed drops a joined stream nobody accepted (listener side).
+	unclaimed *time.Timer
 
 	// Deadline bookkeeping; Read and Write are each used by one goroutine at a time.
 	readArmed, writeArmed time.Time
@@ -699,8 +802,9 @@ func (s *tcpStream) Read(p []byte) (int, error) {
 			return n, err
 		}
 		err = s.stalled(err)
+		s.Abort() // the connection is broken: free it
 		if s.first {
-			s.sess.Close(1, "control stream failed")
+			s.sess.shutdown(true)
 		}
 	}
 	return n, err
@@ -718,8 +822,9 @@ func (s *tcpStream) Write(p []byte) (int, error) {
 		done += n
 		if err != nil {
 			err = s.stalled(err)
+			s.Abort()
 			if s.first {
-				s.sess.Close(1, "control stream failed")
+				s.sess.shutdown(true)
 			}
 			return done, err
 		}
@@ -751,7 +856,7 @@ func (s *tcpStream) Abort() {
 func (s *tcpStream) release() {
 	s.closeConn()
 	if s.first {
-		s.sess.Close(0, "")
+		s.sess.shutdown(false)
 	}
 }
 

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+func init() {
+	register(command{name: "loopback", summary: "workloads A/B/C end to end on loopback vs the bare TLS and QUIC ceilings", run: runLoopback})
+}
+
+// workload is a set of files to move.
+type loopWorkload struct {
+	name  string
+	files int
+	size  int64
+}
+
+func (w loopWorkload) bytes() int64 { return int64(w.files) * w.size }
+
+func loopWorkloads(quick bool) []loopWorkload {
+	if quick {
+		return []loopWorkload{{"A", 1, 128 << 20}, {"B", 50, 2 << 20}, {"C", 500, 16 << 10}}
+	}
+	return []loopWorkload{{"A", 1, 1 << 30}, {"B", 500, 2 << 20}, {"C", 5000, 16 << 10}}
+}
+
+// loopResult is one measured run.
+type loopResult struct {
+	seconds    float64
+	mbps       float64
+	rssSendKB  int64
+	rssRecvKB  int64
+	transport  string
+	reason     string
+	wireBytes  int64
+	sendCalls  int64
+	datagrams  int64
+	congestion int64
+}
+
+func runLoopback(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("ferry-bench loopback", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "small files and one run per cell (CI)")
+	runs := fs.Int("runs", 3, "runs per cell (the median is reported)")
+	which := fs.String("workloads", "A,B,C", "workloads to run")
+	tps := fs.String("transports", "quic,tcp,auto", "Ferry transports to measure")
+	dir := fs.String("dir", "", "folder for the test files (default: a temp folder on disk)")
+	cli := fs.String("cli", "", "ferry-cli binary (default: built from this checkout)")
+	mdOut := fs.String("md", "", "also write the markdown table to this `FILE`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *quick {
+		*runs = 1
+	}
+	work, err := os.MkdirTemp(*dir, "ferry-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	bin := *cli
+	if bin == "" {
+		bin = filepath.Join(work, "ferry-cli")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ferry-cli")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build ferry-cli (run from the repository root or pass --cli): %w", err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var rows []string
+	rows = append(rows, "| workload | what | MB/s | seconds | x ceiling | peak RSS send / recv (MiB) | notes |",
+		"|---|---|---|---|---|---|---|")
+	fmt.Fprintf(out, "ferry-bench loopback: %d run(s) per cell, files in %s\n", *runs, work)
+	for _, w := range loopWorkloads(*quick) {
+		if !strings.Contains(*which, w.name) {
+			continue
+		}
+		src := filepath.Join(work, "src-"+w.name)
+		if err := loopMakeFiles(src, w); err != nil {
+			return err
+		}
+		ceilings := map[string]float64{}
+		for _, proto := range []string{"tls", "quic"} {
+			r, err := loopMedian(*runs, func() (loopResult, error) { return runCeiling(ctx, self, proto, w.bytes()) })
+			if err != nil {
+				return fmt.Errorf("%s ceiling: %w", proto, err)
+			}
+			ceilings[proto] = r.mbps
+			row := fmt.Sprintf("| %s | bare %s stream | %.0f | %.2f | 1.00 | %.0f / %.0f | same bytes, memory to memory |",
+				w.name, map[string]string{"tls": "TLS-over-TCP", "quic": "quic-go"}[proto], r.mbps, r.seconds,
+				float64(r.rssSendKB)/1024, float64(r.rssRecvKB)/1024)
+			rows = append(rows, row)
+			fmt.Fprintln(out, row)
+		}
+		for _, tp := range strings.Split(*tps, ",") {
+			r, err := loopMedian(*runs, func() (loopResult, error) { return loopFerry(ctx, bin, work, src, tp) })
+			if err != nil {
+				return fmt.Errorf("ferry %s %s: %w", tp, w.name, err)
+			}
+			ceil := ceilings["quic"]
+			if r.transport == "tcp" {
+				ceil = ceilings["tls"]
+			}
+			note := fmt.Sprintf("carried by %s", r.transport)
+			if r.sendCalls > 0 && r.transport == "quic" {
+				note += fmt.Sprintf("; %.1f datagrams/send call", float64(r.datagrams)/float64(r.sendCalls))
+			}
+			row := fmt.Sprintf("| %s | ferry %s | %.0f | %.2f | %.2f | %.0f / %.0f | %s |", w.name, tp, r.mbps, r.seconds,
+				r.mbps/ceil, float64(r.rssSendKB)/1024, float64(r.rssRecvKB)/1024, note)
+			rows = append(rows, row)
+			fmt.Fprintln(out, row)
+		}
+		os.RemoveAll(src)
+	}
+	if *mdOut != "" {
+		return os.WriteFile(*mdOut, []byte(strings.Join(rows, "\n")+"\n"), 0o644)
+	}
+	return nil
+}
+
+// median runs f n times and returns the run with the median duration.
+func loopMedian(n int, f func() (loopResult, error)) (loopResult, error) {
+	var rs []loopResult
+	for range n {
+		r, err := f()
+		if err != nil {
+			return r, err
+		}
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].seconds < rs[j].seconds })
+	return rs[len(rs)/2], nil
+}
+
+func loopMakeFiles(dir string, w loopWorkload) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	seed := uint64(len(w.name)*7919 + 1)
+	for i := range buf {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		buf[i] = byte(seed >> 56)
+	}
+	for i := range w.files {
+		name := filepath.Join(dir, fmt.Sprintf("file-%05d.bin", i))
+		if w.files == 1 {
+			name = filepath.Join(dir, "big.bin")
+		}
+		f, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		for left := w.size; left > 0; {
+			n := min(left, int64(len(buf)))
+			buf[0], buf[1] = byte(i), byte(left) // different content per file and chunk
+			if _, err := f.Write(buf[:n]); err != nil {
+				f.Close()
+				return err
+			}
+			left -= n
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runFerry moves src with ferry-cli send/receive as two processes.
+func loopFerry(ctx context.Context, bin, work, src, transport string) (loopResult, error) {
+	dst, err := os.MkdirTemp(work, "dst-")
+	if err != nil {
+		return loopResult{}, err
+	}
+	defer os.RemoveAll(dst)
+	rcfg, scfg := filepath.Join(work, "cfg-recv"), filepath.Join(work, "cfg-send")
+	recv := exec.CommandContext(ctx, bin, "receive", "--config", rcfg, "--dir", dst, "--listen", "127.0.0.1:0",
+		"--accept", "all", "--once", "--json", "--no-discovery")
+	rout, err := recv.StdoutPipe()
+	if err != nil {
+		return loopResult{}, err
+	}
+	recv.Stderr = os.Stderr
+	if err := recv.Start(); err != nil {
+		return loopResult{}, err
+	}
+	defer recv.Process.Kill()
+	sc := bufio.NewScanner(rout)
+	var quicAddr, tcpAddr string
+	for sc.Scan() {
+		if f, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+			for _, kv := range strings.Fields(f) {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "quic":
+					quicAddr = v
+				case "tcp":
+					tcpAddr = v
+				}
+			}
+			break
+		}
+	}
+	go io.Copy(io.Discard, rout)
+	if quicAddr == "" && tcpAddr == "" {
+		return loopResult{}, errors.New("receiver did not start")
+	}
+	addr := quicAddr
+	if transport == "tcp" || addr == "" {
+		addr = tcpAddr
+	}
+	send := exec.CommandContext(ctx, bin, "send", "--config", scfg, "--to", addr, "--transport", transport, "--json", src)
+	send.Stderr = os.Stderr
+	outb, err := send.Output()
+	if err != nil {
+		return loopResult{}, fmt.Errorf("send: %w: %s", err, loopLastLine(outb))
+	}
+	if err := recv.Wait(); err != nil {
+		return loopResult{}, fmt.Errorf("receiver: %w", err)
+	}
+	var ev struct {
+		Result struct {
+			State     string  `json:"state"`
+			Duration  float64 `json:"duration_seconds"`
+			Bytes     int64   `json:"bytes"`
+			WireBytes int64   `json:"wire_bytes"`
+			Transport string  `json:"transport"`
+			Reason    string  `json:"transport_reason"`
+			Metrics   struct {
+				SendCalls  int64 `json:"send_calls"`
+				Datagrams  int64 `json:"datagrams_sent"`
+				Congestion int64 `json:"congestion_events"`
+			} `json:"metrics"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(loopLastLine(outb)), &ev); err != nil || ev.Result.State != "done" {
+		return loopResult{}, fmt.Errorf("send did not finish: %s", loopLastLine(outb))
+	}
+	r := ev.Result
+	return loopResult{
+		seconds: r.Duration, mbps: float64(r.Bytes) / r.Duration / 1e6,
+		rssSendKB: loopMaxRSS(send.ProcessState), rssRecvKB: loopMaxRSS(recv.ProcessState),
+		transport: r.Transport, reason: r.Reason, wireBytes: r.WireBytes,
+		sendCalls: r.Metrics.SendCalls, datagrams: r.Metrics.Datagrams, congestion: r.Metrics.Congestion,
+	}, nil
+}
+
+func loopLastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// maxRSS is the peak resident set of a finished process, in KiB (Linux).
+func loopMaxRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss
+	}
+	return 0
+}

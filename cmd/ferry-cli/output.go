@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine"
+)
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printer renders engine events: JSON lines, a progress bar on a terminal, or
+// plain lines otherwise.
+type printer struct {
+	mu      sync.Mutex // guards out and lastBar
+	out     io.Writer
+	json    bool
+	bar     bool
+	lastBar int
+}
+
+func newPrinter(out io.Writer, asJSON bool) *printer {
+	return &printer{out: out, json: asJSON, bar: !asJSON && isTerminal(out)}
+}
+
+func (p *printer) event(ev engine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		json.NewEncoder(p.out).Encode(ev)
+		return
+	}
+	switch ev.Kind {
+	case engine.EventProgress:
+		if p.bar {
+			p.drawBar(ev.Progress)
+		}
+	case engine.EventTransport:
+		p.line("transport: %s (%s)", ev.Transport.Name, ev.Transport.Reason)
+	case engine.EventFile:
+		f := ev.File
+		switch {
+		case !f.Verified:
+			p.line("FAILED  %s: %s", f.Path, f.Err)
+		case f.SavedAs != "":
+			p.line("ok      %s (saved as %s)", f.Path, f.SavedAs)
+		case !p.bar:
+			p.line("ok      %s", f.Path)
+		}
+	case engine.EventResult:
+		r := ev.Result
+		if r.State == engine.StateDone {
+			p.line("done: %d of %d files verified, %s in %.2fs (%s/s) over %s", r.Verified, r.Files,
+				humanBytes(r.Bytes), r.Duration, humanBytes(int64(float64(r.Bytes)/max(r.Duration, 1e-9))), r.Transport)
+		} else {
+			p.line("%s: %s", r.State, r.Err)
+		}
+	}
+}
+
+// line prints a message, clearing the progress bar first.
+func (p *printer) line(format string, args ...any) {
+	if p.lastBar > 0 {
+		fmt.Fprintf(p.out, "\r%s\r", strings.Repeat(" ", p.lastBar))
+		p.lastBar = 0
+	}
+	fmt.Fprintf(p.out, format+"\n", args...)
+}
+
+func (p *printer) drawBar(pr *engine.Progress) {
+	const width = 30
+	frac := 0.0
+	if pr.TotalBytes > 0 {
+		frac = float64(pr.Bytes) / float64(pr.TotalBytes)
+	}
+	fill := int(frac * width)
+	bar := strings.Repeat("=", fill) + strings.Repeat(" ", width-fill)
+	s := fmt.Sprintf("\r[%s] %5.1f%% %9s/s  ETA %s  files %d/%d", bar, frac*100, humanBytes(int64(pr.Rate)),
+		eta(pr.ETA), pr.Files, pr.TotalFiles)
+	fmt.Fprint(p.out, s)
+	p.lastBar = len(s)
+}
+
+func eta(sec float64) string {
+	if sec <= 0 || sec > 1e6 {
+		return "--:--"
+	}
+	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// humanBytes formats n with SI units ("3.2 GB").
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}

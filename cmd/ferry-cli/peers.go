@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ferrydrop/ferry/discovery"
+)
+
+func init() {
+	register(command{
+		name:    "peers",
+		summary: "list Ferry devices on the local network",
+		run:     runPeers,
+	})
+}
+
+func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs, _ := newFlagSet("peers", errOut) // --config is accepted; browsing needs no identity yet
+	timeout := fs.Duration("timeout", 3*time.Second, "how long to listen, e.g. 3s")
+	asJSON := fs.Bool("json", false, "print one JSON object per peer")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("%w: --timeout must be positive", errUsage)
+	}
+	d, err := discovery.New(discovery.Options{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if err := d.Run(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("cannot listen for devices (%v); run \"ferry-cli doctor\" to see why", err)
+	}
+	peers := d.Peers()
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		for _, p := range peers {
+			if err := enc.Encode(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(peers) == 0 {
+		fmt.Fprintf(errOut, "No Ferry devices found within %v. Run \"ferry-cli doctor\" to see why.\n", *timeout)
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tID\tADDRESS\tOS\tSOURCE")
+	for _, p := range peers {
+		addr := "-"
+		if a := p.DialAddrs(); len(a) > 0 {
+			addr = a[0]
+			if len(a) > 1 {
+				addr += fmt.Sprintf(" (+%d)", len(a)-1)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ReplaceAll(p.Name, "\t", " "), p.ShortID(), addr, p.OS, p.Source)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ferrydrop/ferry/engine"
+)
+
+func init() {
+	register(command{name: "receive", summary: "receive files from other devices", run: runReceive})
+}
+
+// defaultPort is tried first so that firewall rules and remembered peers keep
+// working across restarts; any free port is used when it is taken.
+const defaultPort = "47800"
+
+// advertise starts discovery for a receiving engine; it is a variable so the
+// discovery integration can provide it. It returns a function that stops it.
+var advertise = func(ctx context.Context, e *engine.Engine, errOut io.Writer) (func(), error) { return func() {}, nil }
+
+func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs, cfg := newFlagSet("receive", errOut)
+	dir := fs.String("dir", "", "download `DIR` (default: ~/Downloads)")
+	listen := fs.String("listen", "", "`HOST:PORT` for QUIC (UDP) and TCP (default: port "+defaultPort+", or any free port)")
+	accept := fs.String("accept", "ask", "who may send: `ask` (prompt here), all, or trusted")
+	once := fs.Bool("once", false, "exit after one transfer, with its status")
+	name := fs.String("name", "", "device `NAME` shown to senders")
+	asJSON := fs.Bool("json", false, "print one JSON event per line")
+	noDiscovery := fs.Bool("no-discovery", false, "do not advertise this device on the local network")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	policy, err := engine.ParseAcceptPolicy(*accept)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	cdir, err := configDir(*cfg)
+	if err != nil {
+		return err
+	}
+	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen}
+	if opts.Listen == "" {
+		opts.Listen = ":" + defaultPort
+	}
+	e, err := engine.New(opts)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if *dir != "" {
+		if err := e.SetDownloadDir(*dir); err != nil {
+			return err
+		}
+	}
+	events, unsub := e.Subscribe(1024)
+	defer unsub()
+	if err := e.Start(ctx); err != nil {
+		if *listen != "" {
+			return err
+		}
+		e.Close()
+		opts.Listen = ":0"
+		if e, err = engine.New(opts); err != nil {
+			return err
+		}
+		defer e.Close()
+		unsub()
+		events, unsub = e.Subscribe(1024)
+		defer unsub()
+		if err := e.Start(ctx); err != nil {
+			return err
+		}
+	}
+	q, t := e.Addrs()
+	fmt.Fprintf(out, "listening quic=%s tcp=%s id=%s name=%q dir=%q\n", q, t, e.ID(), e.Name(), e.DownloadDir())
+	if !*noDiscovery {
+		stop, err := advertise(ctx, e, errOut)
+		if err != nil {
+			fmt.Fprintf(errOut, "ferry-cli receive: not advertising on the local network: %v\n", err)
+		} else {
+			defer stop()
+		}
+	}
+	p := newPrinter(out, *asJSON)
+	answers := newPrompter(os.Stdin, errOut)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-events:
+			p.event(ev)
+			switch ev.Kind {
+			case engine.EventOffer:
+				go func() {
+					d := answers.ask(ctx, ev)
+					if err := e.Decide(ev.TransferID, d); err != nil {
+						fmt.Fprintf(errOut, "ferry-cli receive: %v\n", err)
+					}
+				}()
+			case engine.EventResult:
+				if *once {
+					if ev.Result.State != engine.StateDone {
+						return exitError{code: 1, err: errors.New(ev.Result.Err)}
+					}
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// prompter asks the terminal user about offers, one at a time.
+type prompter struct {
+	in  *bufio.Reader
+	out io.Writer
+	sem chan struct{}
+}
+
+func newPrompter(in io.Reader, out io.Writer) *prompter {
+	return &prompter{in: bufio.NewReader(in), out: out, sem: make(chan struct{}, 1)}
+}
+
+func (p *prompter) ask(ctx context.Context, ev engine.Event) engine.Decision {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return engine.Decision{}
+	}
+	defer func() { <-p.sem }()
+	o := ev.Offer
+	trust := "new device"
+	if ev.Peer.Trusted {
+		trust = "trusted"
+	}
+	fmt.Fprintf(p.out, "\n%s (%s, %s) wants to send %d file(s), %s, into %s (%s free):\n",
+		ev.Peer.Name, short(ev.Peer.ID), trust, len(o.Files), humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
+	for i, f := range o.Files {
+		if i == 10 {
+			fmt.Fprintf(p.out, "  ... and %d more\n", len(o.Files)-10)
+			break
+		}
+		fmt.Fprintf(p.out, "  %s (%s)\n", escapeName(f.Path), humanBytes(f.Size))
+	}
+	fmt.Fprint(p.out, "Accept? [y]es / [n]o / [a]lways from this device: ")
+	line, err := p.in.ReadString('\n')
+	if err != nil && line == "" {
+		return engine.Decision{Reason: "the receiver could not be asked"}
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return engine.Decision{Accept: true}
+	case "a", "always":
+		return engine.Decision{Accept: true, AlwaysAccept: true}
+	}
+	return engine.Decision{Reason: "the receiver declined"}
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// escapeName shows control and bidi characters in a peer's file name as
+// escapes, so a name cannot disguise itself on the terminal.
+func escapeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0),
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/ferrydrop/ferry/engine"
+)
+
+func init() {
+	register(command{name: "send", summary: "send files and folders to a device", run: runSend})
+}
+
+// resolveTarget turns --to into a target. It is a variable so discovery can
+// extend it to device names and IDs.
+var resolveTarget = func(ctx context.Context, to string, cfg string, errOut io.Writer) (engine.Target, error) {
+	if _, _, err := net.SplitHostPort(to); err != nil {
+		return engine.Target{}, fmt.Errorf("%w: --to %q is not HOST:PORT", errUsage, to)
+	}
+	return engine.Target{Addr: to}, nil
+}
+
+func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs, cfg := newFlagSet("send", errOut)
+	to := fs.String("to", "", "receiver `HOST:PORT`, device name or ID")
+	id := fs.String("id", "", "refuse the receiver unless it proves this device `ID`")
+	transport := fs.String("transport", "auto", "`auto`, quic or tcp")
+	streams := fs.Int("streams", 0, "parallel data streams (0: the transport's default)")
+	asJSON := fs.Bool("json", false, "print one JSON event per line instead of a progress bar")
+	name := fs.String("name", "", "device `NAME` shown to the receiver")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *to == "" {
+		return fmt.Errorf("%w: --to is required", errUsage)
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: no files or folders to send", errUsage)
+	}
+	dir, err := configDir(*cfg)
+	if err != nil {
+		return err
+	}
+	target, err := resolveTarget(ctx, *to, *cfg, errOut)
+	if err != nil {
+		return err
+	}
+	if *id != "" {
+		target.ID = *id
+	}
+	e, err := engine.New(engine.Options{ConfigDir: dir, Name: *name})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	p := newPrinter(out, *asJSON)
+	events, unsub := e.Subscribe(1024)
+	defer unsub()
+	tr, err := e.Send(ctx, target, fs.Args(), engine.SendOptions{Transport: *transport, Streams: *streams})
+	if err != nil {
+		return err
+	}
+	for ev := range events {
+		if ev.TransferID != tr.ID() {
+			continue
+		}
+		p.event(ev)
+		if ev.Kind == engine.EventResult {
+			break
+		}
+	}
+	<-tr.Done()
+	r := tr.Result()
+	if r.State != engine.StateDone || r.Verified != r.Files {
+		return exitError{code: 1, err: errors.New(r.Err)}
+	}
+	return nil
+}
+
+// exitError carries a process exit code; its message was already printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) ExitCode() int { return e.code }

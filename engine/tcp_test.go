@@ -1,0 +1,667 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+)
+
+func newTestIdentity(t testing.TB) *identity.Identity {
+	t.Helper()
+	id, err := identity.LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// checkNoLeaks fails the test if goroutines started during it are still
+// running once its cleanups ran. Registered first, so it runs last.
+func checkNoLeaks(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		var n int
+		for range 200 { // up to ~2 s for exiting goroutines to be reaped
+			if n = runtime.NumGoroutine(); n <= before {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		buf := make([]byte, 1<<20)
+		t.Errorf("goroutine leak: %d before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	})
+}
+
+type tcpTestPair struct {
+	ln             *tcpListener
+	client, server Conn
+	srvID, cliID   *identity.Identity
+}
+
+// newTCPTestPair dials one session over loopback and accepts it.
+func newTCPTestPair(t *testing.T) *tcpTestPair {
+	t.Helper()
+	p := &tcpTestPair{srvID: newTestIdentity(t), cliID: newTestIdentity(t)}
+	ln, err := listenTCP("127.0.0.1:0", p.srvID.TLSConfig(true, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p.ln = ln
+	ctx := t.Context()
+	c, err := dialTCP(ctx, ln.Addr().String(), p.cliID.TLSConfig(false, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(0, "") })
+	s, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(0, "") })
+	p.client, p.server = c, s
+	if got, want := s.PeerID(), identity.IDFromCert(p.cliID.Cert.Leaf); got != want {
+		t.Fatalf("server sees peer %s, want %s", got.Short(), want.Short())
+	}
+	if got, want := c.PeerID(), identity.IDFromCert(p.srvID.Cert.Leaf); got != want {
+		t.Fatalf("client sees peer %s, want %s", got.Short(), want.Short())
+	}
+	return p
+}
+
+func TestTCPStreamsBothWays(t *testing.T) {
+	checkNoLeaks(t)
+	p := newTCPTestPair(t)
+	ctx := t.Context()
+
+	// The control stream is the session's first connection on both sides.
+	cc, err := p.client.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := p.server.AcceptStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cc.(*tcpStream).first || !sc.(*tcpStream).first {
+		t.Fatal("first OpenStream/AcceptStream is not the session's first connection")
+	}
+	if _, err := cc.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(sc, buf); err != nil || string(buf) != "hello" {
+		t.Fatalf("control stream read %q, %v", buf, err)
+	}
+
+	// Several streams opened by each side, moving data both ways at once.
+	// Each opener sends a tag byte, then the payload; each side echoes the
+	// SHA-256 of what it received after its own payload.
+	const perSide, size = 3, 4 << 20
+	type result struct {
+		tag  byte
+		sent [32]byte
+		recv [32]byte
+	}
+	var (
+		mu      sync.Mutex
+		results = map[string]result{}
+	)
+	run := func(side string, s Stream, tag byte, opener bool) error {
+		if opener {
+			if _, err := s.Write([]byte{tag}); err != nil {
+				return err
+			}
+		} else {
+			var b [1]byte
+			if _, err := io.ReadFull(s, b[:]); err != nil {
+				return err
+			}
+			tag = b[0]
+		}
+		out := make([]byte, size)
+		rand.Read(out)
+		var g errgroup.Group
+		g.Go(func() error {
+			if _, err := s.Write(out); err != nil {
+				return err
+			}
+			return s.Close()
+		})
+		h := sha256.New()
+		n, err := io.Copy(h, s)
+		if err != nil {
+			return err
+		}
+		if n != size {
+			return fmt.Errorf("%s stream %d: read %d bytes, want %d", side, tag, n, size)
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		var r result
+		r.tag = tag
+		r.sent = sha256.Sum256(out)
+		copy(r.recv[:], h.Sum(nil))
+		mu.Lock()
+		results[fmt.Sprintf("%s/%d", side, tag)] = r
+		mu.Unlock()
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range perSide {
+		for _, opener := range []struct {
+			name     string
+			open     Conn
+			accept   Conn
+			tag      byte
+			openSide string
+		}{
+			{"client-opened", p.client, p.server, byte(i), "c"},
+			{"server-opened", p.server, p.client, byte(100 + i), "s"},
+		} {
+			g.Go(func() error {
+				s, err := opener.open.OpenStream(gctx)
+				if err != nil {
+					return fmt.Errorf("%s open: %w", opener.name, err)
+				}
+				return run(opener.openSide, s, opener.tag, true)
+			})
+			g.Go(func() error {
+				s, err := opener.accept.AcceptStream(gctx)
+				if err != nil {
+					return fmt.Errorf("%s accept: %w", opener.name, err)
+				}
+				other := "s"
+				if opener.openSide == "s" {
+					other = "c"
+				}
+				return run(other, s, 0, false)
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 4*perSide {
+		t.Fatalf("%d stream ends finished, want %d", len(results), 4*perSide)
+	}
+	for key, r := range results {
+		other := "s"
+		if strings.HasPrefix(key, "s/") {
+			other = "c"
+		}
+		peer, ok := results[fmt.Sprintf("%s/%d", other, r.tag)]
+		if !ok {
+			t.Fatalf("%s: no peer end", key)
+		}
+		if r.recv != peer.sent {
+			t.Errorf("%s: received data differs from what the peer sent", key)
+		}
+	}
+
+	// Joins resume TLS, and pinning still knows the peer.
+	js, err := p.client.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := js.(*tcpStream).tc.ConnectionState(); !st.DidResume {
+		t.Error("join did not resume the TLS session")
+	} else if id, err := identity.PeerID(st); err != nil || id != p.client.PeerID() {
+		t.Errorf("resumed join: peer %v, %v", id, err)
+	}
+	js.Abort()
+
+	for _, c := range []Conn{p.client, p.server} {
+		m := c.Metrics()
+		if m.Transport != "tcp" || c.Transport() != "tcp" {
+			t.Errorf("transport %q/%q", m.Transport, c.Transport())
+		}
+		if m.BytesSent < perSide*2*size || m.BytesRecv < perSide*2*size || m.SendCalls == 0 {
+			t.Errorf("metrics count too little: %+v", m)
+		}
+		if m.Connections < 1 {
+			t.Errorf("connections = %d", m.Connections)
+		}
+		if runtime.GOOS == "linux" && (m.SmoothedRTTms <= 0 || m.CongestionWindow <= 0) {
+			t.Errorf("no TCP_INFO figures: %+v", m)
+		}
+	}
+}
+
+// rawJoin dials one connection with a chosen token and flag, the way a
+// (possibly hostile) peer could.
+func rawJoin(ctx context.Context, addr string, id *identity.Identity, expect identity.DeviceID, token [tcpTokenLen]byte, flag byte) error {
+	c := newTCPConn(true, token, expect, addr)
+	defer c.Close(0, "")
+	c.addr, c.tlsConf = addr, id.TLSConfig(false, nil)
+	_, err := c.dial(ctx, flag)
+	return err
+}
+
+func TestTCPJoinRefused(t *testing.T) {
+	checkNoLeaks(t)
+	p := newTCPTestPair(t)
+	stranger := newTestIdentity(t)
+	token := p.client.(*tcpConn).token
+	srv := p.client.PeerID()
+	var unknown [tcpTokenLen]byte
+	rand.Read(unknown[:])
+	for _, tc := range []struct {
+		name  string
+		id    *identity.Identity
+		token [tcpTokenLen]byte
+		flag  byte
+		want  error
+	}{
+		{"unknown token", p.cliID, unknown, tcpFlagJoin, errTCPUnknown},
+		{"unknown token spare", p.cliID, unknown, tcpFlagSpare, errTCPUnknown},
+		{"other certificate", stranger, token, tcpFlagJoin, errTCPPeer},
+		{"other certificate spare", stranger, token, tcpFlagSpare, errTCPPeer},
+		{"reused token as new", p.cliID, token, tcpFlagNew, errTCPBad},
+		{"bad flag", p.cliID, token, 9, errTCPBad},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := rawJoin(t.Context(), p.ln.Addr().String(), tc.id, srv, tc.token, tc.flag)
+			if !errors.Is(err, tc.want) || !errors.Is(err, ErrTCPRefused) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	// The real session is unharmed and still joins.
+	s, err := p.client.OpenStream(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Abort()
+}
+
+func TestTCPJoinLimit(t *testing.T) {
+	checkNoLeaks(t)
+	p := newTCPTestPair(t)
+	ctx := t.Context()
+	// The listener side accepts every stream and reads it until it breaks.
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		for {
+			s, err := p.server.AcceptStream(ctx)
+			if err != nil {
+				return
+			}
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				io.Copy(io.Discard, s)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		p.server.Close(0, "")
+		readers.Wait()
+	})
+	var opened []Stream
+	var err error
+	for range tcpMaxSessionConns + 1 {
+		var s Stream
+		if s, err = p.client.OpenStream(ctx); err != nil {
+			break
+		}
+		opened = append(opened, s)
+	}
+	if !errors.Is(err, ErrTCPRefused) && !errors.Is(err, errTCPFull) {
+		t.Fatalf("after %d streams: got %v, want a refusal", len(opened), err)
+	}
+	if len(opened) > tcpMaxSessionConns {
+		t.Fatalf("opened %d streams, limit %d", len(opened), tcpMaxSessionConns)
+	}
+	// Closing streams frees room again, once the listener side has seen
+	// the resets (its readers fail and free the connections).
+	for _, s := range opened[1:] {
+		s.Abort()
+	}
+	for {
+		s, err := p.client.OpenStream(ctx)
+		if err == nil {
+			s.Abort()
+			break
+		}
+		if !errors.Is(err, errTCPFull) {
+			t.Fatalf("after freeing: %v", err)
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestTCPUnclaimedStreamDropped(t *testing.T) {
+	checkNoLeaks(t)
+	old := tcpUnclaimedTimeout
+	tcpUnclaimedTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { tcpUnclaimedTimeout = old })
+	p := newTCPTestPair(t)
+	ctx := t.Context()
+	if _, err := p.server.AcceptStream(ctx); err != nil { // control, claimed
+		t.Fatal(err)
+	}
+	s, err := p.client.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = p.client.OpenStream(ctx) // a join nobody accepts
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The listener drops it: our read fails instead of waiting forever.
+	if _, err := s.Read(make([]byte, 1)); err == nil || errors.Is(err, ErrStreamStalled) {
+		t.Fatalf("read on unclaimed stream: %v, want a reset", err)
+	}
+	// The session itself lives on.
+	select {
+	case <-p.server.Done():
+		t.Fatal("session ended")
+	default:
+	}
+}
+
+func TestTCPVerifyRejects(t *testing.T) {
+	checkNoLeaks(t)
+	srvID, cliID := newTestIdentity(t), newTestIdentity(t)
+	errNo := errors.New("not paired")
+	reject := func(identity.DeviceID) error { return errNo }
+	for _, tc := range []struct {
+		name           string
+		srvVer, cliVer func(identity.DeviceID) error
+	}{
+		{"server rejects client", reject, nil},
+		{"client rejects server", nil, reject},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := listenTCP("127.0.0.1:0", srvID.TLSConfig(true, tc.srvVer))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			c, err := dialTCP(t.Context(), ln.Addr().String(), cliID.TLSConfig(false, tc.cliVer))
+			if err == nil {
+				c.Close(0, "")
+				t.Fatal("dial succeeded")
+			}
+			if tc.cliVer != nil && !errors.Is(err, errNo) {
+				t.Fatalf("got %v, want %v", err, errNo)
+			}
+			// The listener stays healthy: an accepted peer gets through.
+			ln2, err := listenTCP("127.0.0.1:0", srvID.TLSConfig(true, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln2.Close()
+			c, err = dialTCP(t.Context(), ln2.Addr().String(), cliID.TLSConfig(false, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close(0, "")
+		})
+	}
+}
+
+func TestTCPCloseEndsEverything(t *testing.T) {
+	for _, closer := range []string{"client", "server", "listener"} {
+		t.Run(closer, func(t *testing.T) {
+			checkNoLeaks(t)
+			p := newTCPTestPair(t)
+			ctx := t.Context()
+			cc, _ := p.client.OpenStream(ctx)
+			sc, _ := p.server.AcceptStream(ctx)
+			ds, err := p.client.OpenStream(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ds.Write([]byte{1}); err != nil {
+				t.Fatal(err)
+			}
+			dr, err := p.server.AcceptStream(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Until the dialer's spare is parked, the listener side only
+			// notices through its streams.
+			<-p.client.(*tcpConn).spareParked
+			switch closer {
+			case "client":
+				p.client.Close(0, "done")
+			case "server":
+				p.server.Close(0, "done")
+			case "listener":
+				p.ln.Close()
+			}
+			// Both sides learn it: Done fires without anyone reading.
+			for _, c := range []Conn{p.client, p.server} {
+				select {
+				case <-c.Done():
+				case <-ctx.Done():
+					t.Fatal("Done did not fire")
+				}
+			}
+			// Blocked and later reads fail rather than hang or end cleanly.
+			for name, s := range map[string]Stream{"client control": cc, "server control": sc, "server data": dr} {
+				if _, err := io.ReadAll(s); err == nil {
+					t.Errorf("%s: read ended cleanly after the session was closed", name)
+				}
+			}
+			if _, err := p.client.OpenStream(ctx); err == nil {
+				t.Error("OpenStream after close succeeded")
+			}
+			if _, err := p.server.AcceptStream(ctx); err == nil {
+				t.Error("AcceptStream after close succeeded")
+			}
+		})
+	}
+}
+
+func TestTCPStallWatchdog(t *testing.T) {
+	checkNoLeaks(t)
+	old := tcpStallTimeout
+	tcpStallTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { tcpStallTimeout = old })
+	p := newTCPTestPair(t)
+	ctx := t.Context()
+	if _, err := p.client.OpenStream(ctx); err != nil { // control
+		t.Fatal(err)
+	}
+	s, err := p.client.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := p.server.AcceptStream(ctx) // control
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = peer
+	if _, err := p.server.AcceptStream(ctx); err != nil { // accepted, never read
+		t.Fatal(err)
+	}
+	// The peer stops reading: once the socket buffers fill, writes stall.
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err = s.Write(chunk); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, ErrStreamStalled) {
+		t.Fatalf("write error %v, want %v", err, ErrStreamStalled)
+	}
+
+	// A read waiting on a silent peer fails the same way.
+	s2, err := p.client.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.server.AcceptStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Read(make([]byte, 1)); !errors.Is(err, ErrStreamStalled) {
+		t.Fatalf("read error %v, want %v", err, ErrStreamStalled)
+	}
+}
+
+func TestTCPSilentPeerDropped(t *testing.T) {
+	checkNoLeaks(t)
+	old := tcpHandshakeTimeout
+	tcpHandshakeTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { tcpHandshakeTimeout = old })
+	id := newTestIdentity(t)
+	ln, err := listenTCP("127.0.0.1:0", id.TLSConfig(true, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// A peer that connects and never starts TLS is dropped after the
+	// handshake timeout; the 10 s read deadline is only a backstop.
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	if err == nil || (errors.As(err, &ne) && ne.Timeout()) {
+		t.Fatalf("silent peer kept open (read %d, %v)", n, err)
+	}
+}
+
+const benchBytes = 256 << 20
+
+// benchMove writes benchBytes split across the writers and waits until the
+// readers have read it all.
+func benchMove(b *testing.B, ws []io.Writer, rs []io.Reader) {
+	b.Helper()
+	per := benchBytes / len(ws)
+	b.SetBytes(benchBytes)
+	buf := make([]byte, 1<<20)
+	errc := make(chan error, len(rs))
+	b.ResetTimer()
+	for range b.N {
+		for _, r := range rs {
+			go func() {
+				rb := make([]byte, 256<<10)
+				left := per
+				for left > 0 {
+					n, err := r.Read(rb[:min(len(rb), left)])
+					left -= n
+					if err != nil {
+						errc <- err
+						return
+					}
+				}
+				errc <- nil
+			}()
+		}
+		var wg errgroup.Group
+		for _, w := range ws {
+			wg.Go(func() error {
+				for left := per; left > 0; left -= len(buf) {
+					if _, err := w.Write(buf[:min(len(buf), left)]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		if err := wg.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		for range rs {
+			if err := <-errc; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkTCPStream moves 256 MiB per op over our TCP transport on
+// loopback (1 and 4 streams), next to a bare TLS 1.3 connection as the ceiling.
+func BenchmarkTCPStream(b *testing.B) {
+	srvID, cliID := newTestIdentity(b), newTestIdentity(b)
+	for _, n := range []int{1, 4} {
+		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
+			ln, err := listenTCP("127.0.0.1:0", srvID.TLSConfig(true, nil))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			ctx := b.Context()
+			c, err := dialTCP(ctx, ln.Addr().String(), cliID.TLSConfig(false, nil))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close(0, "")
+			sc, err := ln.Accept(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sc.Close(0, "")
+			var ws []io.Writer
+			var rs []io.Reader
+			for range n {
+				w, err := c.OpenStream(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := sc.AcceptStream(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ws, rs = append(ws, w), append(rs, r)
+			}
+			benchMove(b, ws, rs)
+			b.StopTimer()
+			m := c.Metrics()
+			b.ReportMetric(float64(m.BytesSent)/float64(m.SendCalls), "bytes/sendcall")
+		})
+	}
+	b.Run("bare-tls", func(b *testing.B) {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", srvID.TLSConfig(true, nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ln.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}()
+		c, err := tls.Dial("tcp", ln.Addr().String(), cliID.TLSConfig(false, nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		// The server's handshake completes on its first read.
+		sc, ok := <-accepted
+		if !ok {
+			b.Fatal("accept failed")
+		}
+		defer sc.Close()
+		benchMove(b, []io.Writer{c}, []io.Reader{sc})
+	})
+}

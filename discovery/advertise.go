@@ -1,0 +1,249 @@
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grandcat/zeroconf"
+)
+
+// Service is what this device advertises.
+type Service struct {
+	Name     string // device name; the instance label is derived from it
+	ID       string // device ID (full base32 form)
+	QUICPort int    // UDP port of the QUIC listener; the SRV record points here
+	TCPPort  int    // TCP+TLS port; 0 when not listening
+	OS       string // default runtime.GOOS
+}
+
+// AdvertiseOption tunes an Advertiser.
+type AdvertiseOption func(*advertiseOptions)
+
+type advertiseOptions struct {
+	poll       time.Duration
+	interfaces func() ([]net.Interface, error)
+	logf       func(string, ...any)
+}
+
+// WithInterfacePoll sets how often interfaces are checked for changes
+// (default 3 s); a change re-registers the service.
+func WithInterfacePoll(d time.Duration) AdvertiseOption {
+	return func(o *advertiseOptions) { o.poll = d }
+}
+
+// WithInterfaceLister replaces net.Interfaces (tests).
+func WithInterfaceLister(f func() ([]net.Interface, error)) AdvertiseOption {
+	return func(o *advertiseOptions) { o.interfaces = f }
+}
+
+// WithAdvertiseLog receives debug messages.
+func WithAdvertiseLog(f func(string, ...any)) AdvertiseOption {
+	return func(o *advertiseOptions) { o.logf = f }
+}
+
+// Advertiser keeps this device's mDNS advertisement up to date until Close.
+type Advertiser struct {
+	opts advertiseOptions
+	stop chan struct{}
+	done chan struct{}
+
+	mu     sync.Mutex // guards the fields below
+	svc    Service
+	server *zeroconf.Server
+	ifKey  string
+	err    error
+	closed bool
+}
+
+// Advertise starts advertising svc on every multicast interface and keeps
+// doing so as interfaces come and go. With no usable interface yet it
+// still succeeds and registers as soon as one appears (Err says why not).
+func Advertise(svc Service, opts ...AdvertiseOption) (*Advertiser, error) {
+	o := advertiseOptions{poll: 3 * time.Second, interfaces: net.Interfaces}
+	for _, f := range opts {
+		f(&o)
+	}
+	svc, err := validService(svc)
+	if err != nil {
+		return nil, fmt.Errorf("advertise: %w", err)
+	}
+	a := &Advertiser{opts: o, svc: svc, stop: make(chan struct{}), done: make(chan struct{})}
+	a.mu.Lock()
+	a.registerLocked()
+	a.mu.Unlock()
+	go a.watch()
+	return a, nil
+}
+
+func validService(svc Service) (Service, error) {
+	id, err := normalizeID(svc.ID)
+	if err != nil {
+		return svc, err
+	}
+	svc.ID = id
+	if svc.QUICPort <= 0 && svc.TCPPort <= 0 || svc.QUICPort > 65535 || svc.TCPPort > 65535 || svc.QUICPort < 0 || svc.TCPPort < 0 {
+		return svc, errors.New("need a QUIC or TCP port in 1..65535")
+	}
+	if svc.OS == "" {
+		svc.OS = runtime.GOOS
+	}
+	if len(svc.OS) > maxOSLen || !isToken(svc.OS) {
+		return svc, fmt.Errorf("bad OS %q", svc.OS)
+	}
+	name, err := cleanName(instanceLabel(svc.Name))
+	if err != nil {
+		name = "Ferry"
+	}
+	svc.Name = name
+	return svc, nil
+}
+
+// Update changes what is advertised (name, ports) and re-announces.
+func (a *Advertiser) Update(svc Service) error {
+	svc, err := validService(svc)
+	if err != nil {
+		return fmt.Errorf("advertise update: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errors.New("advertise update: advertiser closed")
+	}
+	if svc == a.svc && a.server != nil {
+		return nil
+	}
+	a.svc = svc
+	a.registerLocked()
+	return a.err
+}
+
+// Service returns what is being advertised (after validation).
+func (a *Advertiser) Service() Service {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.svc
+}
+
+// Err reports why the last registration failed, or nil when advertising.
+func (a *Advertiser) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// Close sends goodbye packets and stops advertising.
+func (a *Advertiser) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	close(a.stop)
+	a.mu.Unlock()
+	<-a.done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.server != nil {
+		a.server.Shutdown() // sends the goodbye (TTL 0) records
+		a.server = nil
+	}
+	return nil
+}
+
+func (a *Advertiser) watch() {
+	defer close(a.done)
+	t := time.NewTicker(a.opts.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stop:
+			return
+		case <-t.C:
+		}
+		ifaces, err := multicastInterfaces(a.opts.interfaces)
+		if err != nil {
+			continue
+		}
+		key := ifaceKey(ifaces)
+		a.mu.Lock()
+		if key != a.ifKey && !a.closed {
+			if a.opts.logf != nil {
+				a.opts.logf("advertise: interfaces changed, re-registering")
+			}
+			a.registerLocked()
+		}
+		a.mu.Unlock()
+	}
+}
+
+// hostName is our SRV target: unique per device, so two Ferry instances on
+// one host (or in namespaces sharing a host name) and the system's own
+// responder never claim the same A records.
+func hostName(id string) string {
+	// zeroconf appends the domain itself.
+	return "ferry-" + strings.ToLower(id[:16])
+}
+
+// registerLocked (re)registers the service with zeroconf. Called with a.mu held.
+func (a *Advertiser) registerLocked() {
+	if a.server != nil {
+		a.server.Shutdown()
+		a.server = nil
+	}
+	ifaces, err := multicastInterfaces(a.opts.interfaces)
+	if err != nil {
+		a.err = fmt.Errorf("advertise: list interfaces: %w", err)
+		return
+	}
+	a.ifKey = ifaceKey(ifaces)
+	ips := advertisedIPs(ifaces)
+	if len(ifaces) == 0 || len(ips) == 0 {
+		a.err = fmt.Errorf("advertise: %w", ErrNoMulticast)
+		return
+	}
+	port := a.svc.QUICPort
+	if port == 0 {
+		port = a.svc.TCPPort
+	}
+	srv, err := zeroconf.RegisterProxy(instanceLabel(a.svc.Name), ServiceType, Domain, port,
+		hostName(a.svc.ID), ips, buildTXT(a.svc), ifaces)
+	if err != nil {
+		a.err = fmt.Errorf("advertise: %w", err)
+		return
+	}
+	a.server, a.err = srv, nil
+}
+
+// advertisedIPs lists the unicast addresses of ifaces.
+func advertisedIPs(ifaces []net.Interface) []string {
+	var out []string
+	for _, ifi := range ifaces {
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(ipn.IP)
+			if !ok {
+				continue
+			}
+			ip = ip.Unmap()
+			if ip.IsLoopback() || ip.IsMulticast() || ip.IsUnspecified() {
+				continue
+			}
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}

@@ -1,0 +1,333 @@
+package discovery
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Environment of the helper mode: the test binary re-executes itself inside
+// a network namespace and runs one Ferry advertiser + browser there.
+const (
+	helperEnv     = "FERRY_DISCOVERY_HELPER"
+	helperIDEnv   = "FERRY_HELPER_ID"
+	helperNameEnv = "FERRY_HELPER_NAME"
+	helperModeEnv = "FERRY_HELPER_MODE" // "" (advertise+browse) or "doctor"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(runHelper())
+	}
+	os.Exit(m.Run())
+}
+
+// helperLine is one JSON line printed by the helper.
+type helperLine struct {
+	Ev     string   `json:"ev"` // start, ready, appeared, changed, gone, refused, closed, error
+	ID     string   `json:"id,omitempty"`
+	Name   string   `json:"name,omitempty"`
+	Addrs  []string `json:"addrs,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	NS     int64    `json:"ns"` // wall clock, Unix nanoseconds
+	Err    string   `json:"err,omitempty"`
+	Report *Report  `json:"report,omitempty"`
+	// Goroutines before start and after a clean shutdown (leak check).
+	GoroutinesBefore int `json:"g_before,omitempty"`
+	GoroutinesAfter  int `json:"g_after,omitempty"`
+}
+
+// runHelper advertises and browses until stdin closes, printing events.
+func runHelper() int {
+	start := time.Now()
+	enc := json.NewEncoder(os.Stdout)
+	emit := func(l helperLine) {
+		if l.NS == 0 {
+			l.NS = time.Now().UnixNano()
+		}
+		_ = enc.Encode(l)
+	}
+	emit(helperLine{Ev: "start", NS: start.UnixNano()})
+	if os.Getenv(helperModeEnv) == "doctor" {
+		r := Diagnose(context.Background(), DiagnoseOptions{Ports: []int{40000}})
+		emit(helperLine{Ev: "report", Report: &r})
+		return 0
+	}
+	before := runtime.NumGoroutine()
+	id, name := os.Getenv(helperIDEnv), os.Getenv(helperNameEnv)
+	d, err := New(Options{SelfID: id})
+	if err != nil {
+		emit(helperLine{Ev: "error", Err: err.Error()})
+		return 1
+	}
+	events, unsub := d.Subscribe(256)
+	defer unsub()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.Run(ctx) }()
+	adv, err := Advertise(Service{Name: name, ID: id, QUICPort: 40000, TCPPort: 40001})
+	if err != nil {
+		emit(helperLine{Ev: "error", Err: err.Error()})
+		cancel()
+		return 1
+	}
+	emit(helperLine{Ev: "ready"})
+	stdinClosed := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(stdinClosed) }()
+	for {
+		select {
+		case e := <-events:
+			l := helperLine{Ev: string(e.Kind), ID: e.Peer.ID, Name: e.Peer.Name, Reason: e.Reason}
+			for _, a := range e.Peer.Addrs {
+				l.Addrs = append(l.Addrs, a.String())
+			}
+			emit(l)
+		case err := <-runErr:
+			emit(helperLine{Ev: "error", Err: err.Error()})
+			adv.Close()
+			return 1
+		case <-stdinClosed:
+			adv.Close()
+			cancel()
+			<-runErr
+			unsub()
+			// zeroconf's announcement goroutine may outlive Shutdown by up
+			// to 3 s (it sleeps between announcements): poll, bounded.
+			after := runtime.NumGoroutine()
+			for deadline := time.Now().Add(5 * time.Second); os.Getenv("FERRY_HELPER_LEAKCHECK") == "1" && after > before && time.Now().Before(deadline); after = runtime.NumGoroutine() {
+				time.Sleep(50 * time.Millisecond)
+			}
+			emit(helperLine{Ev: "closed", GoroutinesBefore: before, GoroutinesAfter: after})
+			return 0
+		}
+	}
+}
+
+// randomID returns a fresh, valid device ID.
+func randomID(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)
+}
+
+func requireRootAndIP(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: network namespace tests need root (run as root, e.g. in CI's container)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipping: the ip command (iproute2) is not installed")
+	}
+}
+
+func run(t testing.TB, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+var nsCounter atomic.Int64
+
+// vethPair creates two network namespaces joined by a veth pair, with
+// 10.<x>.<y>.1/24 and .2/24, and removes them when the test ends.
+func vethPair(t testing.TB) (nsA, nsB, ipA, ipB string) {
+	t.Helper()
+	n := nsCounter.Add(1)
+	tag := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
+	nsA, nsB = "fdA"+tag, "fdB"+tag
+	for _, ns := range []string{nsA, nsB} {
+		run(t, "ip", "netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	}
+	vA, vB := "va"+tag, "vb"+tag
+	run(t, "ip", "link", "add", vA, "netns", nsA, "type", "veth", "peer", "name", vB, "netns", nsB)
+	sub := fmt.Sprintf("10.%d.%d", 100+n%100, os.Getpid()%250)
+	ipA, ipB = sub+".1", sub+".2"
+	for _, c := range [][]string{
+		{nsA, "addr", "add", ipA + "/24", "dev", vA}, {nsB, "addr", "add", ipB + "/24", "dev", vB},
+		{nsA, "link", "set", vA, "up"}, {nsB, "link", "set", vB, "up"},
+		{nsA, "link", "set", "lo", "up"}, {nsB, "link", "set", "lo", "up"},
+	} {
+		run(t, "ip", append([]string{"-n", c[0]}, c[1:]...)...)
+	}
+	return nsA, nsB, ipA, ipB
+}
+
+// helper is a running helper process inside a namespace.
+type helper struct {
+	id, name string
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	lines    chan helperLine
+}
+
+func startHelper(t testing.TB, ns, name string, env ...string) *helper {
+	t.Helper()
+	h := &helper{id: randomID(t), name: name, lines: make(chan helperLine, 1024)}
+	h.cmd = exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^$")
+	h.cmd.Env = append(os.Environ(), helperEnv+"=1", helperIDEnv+"="+h.id, helperNameEnv+"="+name)
+	h.cmd.Env = append(h.cmd.Env, env...)
+	h.cmd.Stderr = &testWriter{t: t, prefix: ns + ": "}
+	var err error
+	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.stdin.Close()
+		done := make(chan struct{})
+		go func() { h.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			h.cmd.Process.Kill()
+			<-done
+		}
+	})
+	go func() {
+		defer close(h.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var l helperLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				continue // not ours (e.g. zeroconf's log lines go to stderr anyway)
+			}
+			h.lines <- l
+		}
+	}()
+	return h
+}
+
+// waitFor returns the first line for which match is true, failing the test
+// when the helper exits, reports an error, or the deadline passes.
+func (h *helper) waitFor(t testing.TB, what string, limit time.Duration, match func(helperLine) bool) helperLine {
+	t.Helper()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				t.Fatalf("%s: helper exited while waiting for %s", h.name, what)
+			}
+			if l.Ev == "error" {
+				t.Fatalf("%s: helper error: %s", h.name, l.Err)
+			}
+			if (l.Ev == "appeared" || l.Ev == "changed") && l.ID == h.id {
+				t.Errorf("%s: own ID appeared in its table", h.name)
+			}
+			if match(l) {
+				return l
+			}
+		case <-timer.C:
+			t.Fatalf("%s: no %s within %v", h.name, what, limit)
+		}
+	}
+}
+
+type testWriter struct {
+	t      testing.TB
+	prefix string
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s%s", w.prefix, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestNamespacesFindAndLoseEachOther is the issue's acceptance test: two
+// Ferry instances in two namespaces over veth find each other within 2 s
+// and lose each other within a few seconds of a clean shutdown.
+func TestNamespacesFindAndLoseEachOther(t *testing.T) {
+	requireRootAndIP(t)
+	nsA, nsB, ipA, ipB := vethPair(t)
+	a := startHelper(t, nsA, "Alpha")
+	b := startHelper(t, nsB, "Bravo", "FERRY_HELPER_LEAKCHECK=1")
+	startA := a.waitFor(t, "start", 10*time.Second, func(l helperLine) bool { return l.Ev == "start" })
+	startB := b.waitFor(t, "start", 10*time.Second, func(l helperLine) bool { return l.Ev == "start" })
+	started := time.Unix(0, max(startA.NS, startB.NS))
+
+	seenB := a.waitFor(t, "Bravo appearing", 2*time.Second, func(l helperLine) bool { return l.Ev == "appeared" && l.ID == b.id })
+	seenA := b.waitFor(t, "Alpha appearing", 2*time.Second, func(l helperLine) bool { return l.Ev == "appeared" && l.ID == a.id })
+	t.Logf("Alpha saw Bravo after %v, Bravo saw Alpha after %v",
+		time.Unix(0, seenB.NS).Sub(started), time.Unix(0, seenA.NS).Sub(started))
+	if seenB.Name != "Bravo" || seenA.Name != "Alpha" {
+		t.Errorf("names: got %q and %q", seenB.Name, seenA.Name)
+	}
+	if !slices.Contains(seenB.Addrs, ipB) || seenB.Addrs[0] != ipB {
+		t.Errorf("Alpha's addresses for Bravo = %v, want %s first", seenB.Addrs, ipB)
+	}
+	if !slices.Contains(seenA.Addrs, ipA) {
+		t.Errorf("Bravo's addresses for Alpha = %v, want %s", seenA.Addrs, ipA)
+	}
+
+	// Clean shutdown of Bravo: Alpha must see it go, by goodbye.
+	stop := time.Now()
+	b.stdin.Close()
+	closed := b.waitFor(t, "clean shutdown", 10*time.Second, func(l helperLine) bool { return l.Ev == "closed" })
+	if closed.GoroutinesAfter > closed.GoroutinesBefore {
+		t.Errorf("goroutines leaked: %d before, %d after shutdown", closed.GoroutinesBefore, closed.GoroutinesAfter)
+	}
+	gone := a.waitFor(t, "Bravo leaving", 5*time.Second, func(l helperLine) bool { return l.Ev == "gone" && l.ID == b.id })
+	t.Logf("Alpha lost Bravo %v after shutdown began (reason %q)", time.Unix(0, gone.NS).Sub(stop), gone.Reason)
+	if gone.Reason != "goodbye" {
+		t.Errorf("Bravo left by %q, want goodbye", gone.Reason)
+	}
+}
+
+// TestNamespaceDiscoveryLatency measures (and only logs) how long a device
+// takes to appear on another one: from the start of the newcomer's process
+// to the appearance event on the device already running, over
+// FERRY_LATENCY_RUNS runs (default 20). Run with -v to see the median.
+func TestNamespaceDiscoveryLatency(t *testing.T) {
+	requireRootAndIP(t)
+	if testing.Short() {
+		t.Skip("skipping latency measurement in -short mode")
+	}
+	runs := 20
+	if s := os.Getenv("FERRY_LATENCY_RUNS"); s != "" {
+		fmt.Sscan(s, &runs)
+	}
+	nsA, nsB, _, _ := vethPair(t)
+	a := startHelper(t, nsA, "Stayer")
+	a.waitFor(t, "ready", 10*time.Second, func(l helperLine) bool { return l.Ev == "ready" })
+	var lat, leave []time.Duration
+	for i := 0; i < runs; i++ {
+		b := startHelper(t, nsB, fmt.Sprintf("Newcomer %d", i))
+		st := b.waitFor(t, "start", 10*time.Second, func(l helperLine) bool { return l.Ev == "start" })
+		seen := a.waitFor(t, "newcomer", 10*time.Second, func(l helperLine) bool { return l.Ev == "appeared" && l.ID == b.id })
+		lat = append(lat, time.Unix(0, seen.NS).Sub(time.Unix(0, st.NS)))
+		stop := time.Now()
+		b.stdin.Close()
+		gone := a.waitFor(t, "newcomer leaving", 30*time.Second, func(l helperLine) bool { return l.Ev == "gone" && l.ID == b.id })
+		leave = append(leave, time.Unix(0, gone.NS).Sub(stop))
+		b.cmd.Wait()
+	}
+	slices.Sort(lat)
+	slices.Sort(leave)
+	t.Logf("discovery latency over %d runs: median %v, min %v, max %v", runs, lat[len(lat)/2], lat[0], lat[len(lat)-1])
+	t.Logf("departure latency over %d runs: median %v, max %v", runs, leave[len(leave)/2], leave[len(leave)-1])
+}

@@ -64,13 +64,15 @@ func parseLabFlags(args []string) (labOptions, error) {
 	rtts := fs.String("rtt", "", "RTTs, e.g. 1ms,20ms,120ms (default: 1ms,20ms,120ms; quick: 20ms)")
 	losses := fs.String("loss", "", "loss rates in percent, e.g. 0,0.5,1,2,5 (default; quick: 0,2)")
 	rate := fs.Float64("rate", 100, "bottleneck rate in Mbit/s, both directions")
-	fs.BoolVar(&o.bursty, "bursty", true, "add a bursty-loss (Gilbert-Elliott) profile per RTT")
+	fs.BoolVar(&o.bursty, "bursty", true, "add a bursty-loss (Gilbert-Elliott) profile per RTT (quick: off)")
 	fs.DurationVar(&o.budget, "budget", 0, "scale workloads down so a loss-limited TCP flow needs about this long (default 60s, quick 5s)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up on one transfer after this long (default 10m, quick 1m)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	o.cmdline = "ferry-bench lab " + strings.Join(args, " ")
+	burstySet := false
+	fs.Visit(func(f *flag.Flag) { burstySet = burstySet || f.Name == "bursty" })
 	o.tools = splitList(*tools)
 	for _, t := range o.tools {
 		if _, ok := toolByName(t); !ok {
@@ -86,6 +88,9 @@ func parseLabFlags(args []string) (labOptions, error) {
 	defRTT, defLoss := "1ms,20ms,120ms", "0,0.5,1,2,5"
 	if o.quick {
 		defRTT, defLoss = "20ms", "0,2"
+		if !burstySet {
+			o.bursty = false
+		}
 		if o.runs == 0 {
 			o.runs = 1
 		}
@@ -200,9 +205,9 @@ var baseWorkloads = map[string]workload{
 }
 
 var quickWorkloads = map[string]workload{
-	"A": {"A", 1, 16 << 20},
-	"B": {"B", 20, 1 << 20},
-	"C": {"C", 200, 16 << 10},
+	"A": {"A", 1, 8 << 20},
+	"B": {"B", 10, 512 << 10},
+	"C": {"C", 100, 16 << 10},
 }
 
 // scaled shrinks w so that a single loss-limited TCP flow (Mathis et al.:

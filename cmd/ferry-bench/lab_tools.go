@@ -388,7 +388,7 @@ func runIperf3(ctx context.Context, e *benchEnv, files []string, dst string) (ru
 		total += st.Size()
 	}
 	port := strconv.Itoa(randomPort())
-	srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, "iperf3", "-s", "-1", "-B", e.rcvAddr.String(), "-p", port), "Server listening", false)
+	srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, "iperf3", "-s", "-1", "--forceflush", "-B", e.rcvAddr.String(), "-p", port), "Server listening", false)
 	if err != nil {
 		return runResult{}, err
 	}
@@ -507,6 +507,7 @@ func startSSHD(ctx context.Context, e *benchEnv) (*sshServer, error) {
 		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
 		"PidFile none",
 		"UsePAM no",
+		"UseDNS no",
 		"StrictModes no",
 		"PermitRootLogin prohibit-password",
 		"PasswordAuthentication no",
@@ -528,6 +529,7 @@ func startSSHD(ctx context.Context, e *benchEnv) (*sshServer, error) {
 		"-o", "StrictHostKeyChecking=no",
 		"-o", "UserKnownHostsFile=/dev/null",
 		"-o", "BatchMode=yes",
+		"-o", "GSSAPIAuthentication=no",
 		"-o", "LogLevel=ERROR",
 	}}, nil
 }

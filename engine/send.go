@@ -114,11 +114,16 @@ type fileLeaves struct {
 }
 
 func (tx *sender) run(ctx context.Context, to Target, want identity.DeviceID, opts SendOptions) error {
-	e, t := tx.e, tx.t
-	conn, reason, err := e.dial(ctx, to, want, opts.Transport)
+	conn, reason, err := tx.e.dial(ctx, to, want, opts.Transport)
 	if err != nil {
 		return err
 	}
+	return tx.session(ctx, conn, reason, dialledAddr(to, conn), opts)
+}
+
+// session runs the sending side of the protocol over an established connection.
+func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, opts SendOptions) error {
+	e, t := tx.e, tx.t
 	tx.conn, tx.reason = conn, reason
 	t.mu.Lock()
 	t.conn = conn
@@ -148,7 +153,7 @@ func (tx *sender) run(ctx context.Context, to Target, want identity.DeviceID, op
 	t.mu.Lock()
 	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
-	if err := e.trust.Seen(conn.PeerID(), h.Name, dialledAddr(to, conn)); err != nil {
+	if err := e.trust.Seen(conn.PeerID(), h.Name, addr); err != nil {
 		e.log.Warn("trust store", "err", err)
 	}
 

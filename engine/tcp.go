@@ -82,6 +82,28 @@ var ErrStreamStalled = errors.New("stream stalled")
 
 var errTCPSessionClosed = errors.New("tcp: session closed")
 
+// tcpJoinLen is the size of the join header: token, then flag.
+const tcpJoinLen = tcpTokenLen + 1
+
+// appendJoinHeader appends the header a dialer sends after the handshake.
+func appendJoinHeader(b []byte, token [tcpTokenLen]byte, flag byte) []byte {
+	return append(append(b, token[:]...), flag)
+}
+
+// parseJoinHeader parses the header read from a dialer (peer input).
+func parseJoinHeader(b []byte) (token [tcpTokenLen]byte, flag byte, err error) {
+	if len(b) != tcpJoinLen {
+		return token, 0, errTCPBad
+	}
+	copy(token[:], b)
+	flag = b[tcpTokenLen]
+	switch flag {
+	case tcpFlagNew, tcpFlagJoin, tcpFlagSpare:
+		return token, flag, nil
+	}
+	return token, 0, errTCPBad
+}
+
 // Refusals by status byte; each wraps ErrTCPRefused.
 var (
 	errTCPUnknown = fmt.Errorf("%w: unknown session", ErrTCPRefused)
@@ -230,14 +252,12 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 		fail()
 		return
 	}
-	var hdr [tcpTokenLen + 1]byte
+	var hdr [tcpJoinLen]byte
 	if _, err := io.ReadFull(tc, hdr[:]); err != nil {
 		fail()
 		return
 	}
-	var token [tcpTokenLen]byte
-	copy(token[:], hdr[:tcpTokenLen])
-	flag := hdr[tcpTokenLen]
+	token, flag, herr := parseJoinHeader(hdr[:])
 
 	var (
 		sess *tcpConn
@@ -245,6 +265,8 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 	)
 	l.mu.Lock()
 	switch {
+	case herr != nil:
+		st = tcpStatusBad
 	case l.closed:
 		st = tcpStatusBusy
 	case flag == tcpFlagNew:
@@ -260,7 +282,7 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 		default:
 			st, sess = tcpStatusBusy, nil
 		}
-	case flag == tcpFlagJoin || flag == tcpFlagSpare:
+	default: // join or spare
 		sess = l.sessions[token]
 		switch {
 		case sess == nil:
@@ -268,8 +290,6 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 		case sess.peer != peer:
 			st, sess = tcpStatusPeer, nil
 		}
-	default:
-		st = tcpStatusBad
 	}
 	l.mu.Unlock()
 
@@ -279,6 +299,9 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 		s, err = sess.add(tc, cc, flag == tcpFlagNew)
 		if err != nil {
 			st = tcpStatusFull
+			if errors.Is(err, errTCPSessionClosed) {
+				st = tcpStatusUnknown
+			}
 			if flag == tcpFlagNew {
 				sess.Close(0, "")
 			}
@@ -311,15 +334,21 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 	}
 }
 
-// Accept returns the next new session.
+// Accept returns the next new session. A session whose control stream
+// nobody accepted within tcpUnclaimedTimeout has ended and is skipped.
 func (l *tcpListener) Accept(ctx context.Context) (Conn, error) {
-	select {
-	case c := <-l.accepted:
-		return c, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-l.ctx.Done():
-		return nil, net.ErrClosed
+	for {
+		select {
+		case c := <-l.accepted:
+			if c.ctx.Err() != nil {
+				continue
+			}
+			return c, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-l.ctx.Done():
+			return nil, net.ErrClosed
+		}
 	}
 }
 
@@ -382,7 +411,7 @@ type tcpConn struct {
 	spares   chan *tcpSpare  // listener only: spares to claim in OpenStream
 	wg       sync.WaitGroup  // goroutines of the session (spare loop, spare watchers)
 
-	firstCh  chan *tcpStream // dialer only: the first connection until OpenStream takes it
+	firstCh chan *tcpStream // dialer only: the first connection until OpenStream takes it
 	// spareParked is closed when the dialer's first spare is parked: from
 	// then on the listener side notices at once if this session ends.
 	spareParked chan struct{}
@@ -489,10 +518,7 @@ func (c *tcpConn) dial(ctx context.Context, flag byte) (*tcpStream, error) {
 	if !same {
 		return fail(fmt.Errorf("%w: peer certificate changed within the session", ErrTCPRefused))
 	}
-	var hdr [tcpTokenLen + 1]byte
-	copy(hdr[:], c.token[:])
-	hdr[tcpTokenLen] = flag
-	if _, err := tc.Write(hdr[:]); err != nil {
+	if _, err := tc.Write(appendJoinHeader(nil, c.token, flag)); err != nil {
 		return fail(err)
 	}
 	// In TLS 1.3 the server checks our certificate after our handshake

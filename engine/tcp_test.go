@@ -244,6 +244,56 @@ func TestTCPStreamsBothWays(t *testing.T) {
 	}
 }
 
+var joinTok = [tcpTokenLen]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+
+// joinHeaderCases test parseJoinHeader and seed its fuzzer.
+var joinHeaderCases = []struct {
+	name string
+	in   []byte
+	ok   bool
+}{
+	{"new", appendJoinHeader(nil, joinTok, tcpFlagNew), true},
+	{"join", appendJoinHeader(nil, joinTok, tcpFlagJoin), true},
+	{"spare", appendJoinHeader(nil, joinTok, tcpFlagSpare), true},
+	{"zero flag", appendJoinHeader(nil, joinTok, 0), false},
+	{"unknown flag", appendJoinHeader(nil, joinTok, 0xff), false},
+	{"short", joinTok[:], false},
+	{"long", append(appendJoinHeader(nil, joinTok, tcpFlagJoin), 0), false},
+	{"empty", nil, false},
+}
+
+func TestParseJoinHeader(t *testing.T) {
+	for _, tc := range joinHeaderCases {
+		t.Run(tc.name, func(t *testing.T) {
+			token, _, err := parseJoinHeader(tc.in)
+			if (err == nil) != tc.ok {
+				t.Fatalf("parseJoinHeader(%x) = %v, want ok=%v", tc.in, err, tc.ok)
+			}
+			if tc.ok && token != joinTok {
+				t.Fatalf("token %x, want %x", token, joinTok)
+			}
+		})
+	}
+}
+
+func FuzzParseJoinHeader(f *testing.F) {
+	for _, tc := range joinHeaderCases {
+		f.Add(tc.in)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		token, flag, err := parseJoinHeader(in)
+		if err != nil {
+			if !errors.Is(err, ErrTCPRefused) {
+				t.Fatalf("error %v does not wrap ErrTCPRefused", err)
+			}
+			return
+		}
+		if out := appendJoinHeader(nil, token, flag); string(out) != string(in) {
+			t.Fatalf("round trip %x -> %x", in, out)
+		}
+	})
+}
+
 // rawJoin dials one connection with a chosen token and flag, the way a
 // (possibly hostile) peer could.
 func rawJoin(ctx context.Context, addr string, id *identity.Identity, expect identity.DeviceID, token [tcpTokenLen]byte, flag byte) error {
@@ -645,6 +695,9 @@ func BenchmarkTCPStream(b *testing.B) {
 		accepted := make(chan net.Conn, 1)
 		go func() {
 			c, err := ln.Accept()
+			if err == nil {
+				err = c.(*tls.Conn).Handshake()
+			}
 			if err != nil {
 				close(accepted)
 				return
@@ -656,7 +709,6 @@ func BenchmarkTCPStream(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer c.Close()
-		// The server's handshake completes on its first read.
 		sc, ok := <-accepted
 		if !ok {
 			b.Fatal("accept failed")

@@ -17,6 +17,12 @@ import (
 // reused for receiving.
 var ErrNotRegular = errors.New("partial is not a regular file")
 
+// ErrInUse means the partial file for a name is already open through this
+// Dest, possibly under a name differing only in letter case on a
+// case-insensitive file system ("a.txt" and "A.TXT" on Windows or macOS).
+// Receive the second file after the first is finalized or discarded.
+var ErrInUse = errors.New("partial is already open")
+
 // ErrTooManyCopies means maxNumbered numbered names ("name (1).ext", ...)
 // were all taken.
 var ErrTooManyCopies = errors.New("too many files with the same name")
@@ -42,6 +48,9 @@ type Dest struct {
 	// link is Root.Link; tests replace it to exercise the fallback used
 	// where hard links are unsupported.
 	link func(oldname, newname string) error
+
+	mu   sync.Mutex               // guards the field below
+	open map[*Partial]fs.FileInfo // open partials, to detect two names sharing one file
 }
 
 // Open opens dir as a destination, creating it (and its parents) if it does
@@ -54,7 +63,7 @@ func Open(dir string) (*Dest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
-	return &Dest{dir: dir, root: root, link: root.Link}, nil
+	return &Dest{dir: dir, root: root, link: root.Link, open: map[*Partial]fs.FileInfo{}}, nil
 }
 
 // Dir returns the destination folder as given to Open, e.g. for CheckSpace.
@@ -75,6 +84,7 @@ func (d *Dest) Close() error {
 type Partial struct {
 	f    *os.File
 	name string // OS-form path relative to the root, ending in PartialSuffix
+	d    *Dest
 
 	closeOnce sync.Once
 	closeErr  error
@@ -110,7 +120,12 @@ func (p *Partial) Sync() error { return p.f.Sync() }
 // Close closes the partial file and keeps it on disk for a later resume.
 // Closing twice is harmless.
 func (p *Partial) Close() error {
-	p.closeOnce.Do(func() { p.closeErr = p.f.Close() })
+	p.closeOnce.Do(func() {
+		p.d.mu.Lock()
+		delete(p.d.open, p)
+		p.d.mu.Unlock()
+		p.closeErr = p.f.Close()
+	})
 	return p.closeErr
 }
 
@@ -132,8 +147,10 @@ func split(rel string) (dirs []string, base string, err error) {
 // and opens "<rel>.partial" for reading and writing. An existing partial of
 // the same name is reused as it is (resume relies on that; see
 // Partial.Size), unless it is not a regular file, which fails with
-// ErrNotRegular. Two CreatePartial calls for the same rel share one file:
-// the caller must not receive the same name twice at once.
+// ErrNotRegular. While a Partial is open, a second CreatePartial that would
+// open the same file (the same rel, or on a case-insensitive file system a
+// rel differing only in case) fails with ErrInUse, so two transfers never
+// write into one file.
 func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 	dirs, base, err := split(rel)
 	if err != nil {
@@ -161,7 +178,19 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		f.Close()
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
-	return &Partial{f: f, name: name}, nil
+	p := &Partial{f: f, name: name, d: d}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// The file system decides which names are the same file, so compare
+	// identities rather than names.
+	for _, other := range d.open {
+		if os.SameFile(fi, other) {
+			f.Close()
+			return nil, fmt.Errorf("store: create %q: %s: %w", rel, filepath.ToSlash(name), ErrInUse)
+		}
+	}
+	d.open[p] = fi
+	return p, nil
 }
 
 // PartialPath returns the slash-separated path, relative to the
@@ -179,8 +208,9 @@ func (d *Dest) PartialPath(rel string) (string, error) {
 	return filepath.ToSlash(filepath.Join(dir, base+PartialSuffix)), nil
 }
 
-// Discard closes p and removes it from disk: what a failed or cancelled
-// transfer that will not be resumed leaves behind is nothing.
+// Discard closes p and removes it from disk: a failed or cancelled transfer
+// that will not be resumed leaves no file behind. Folders created for it stay,
+// as other files may be arriving in them.
 func (d *Dest) Discard(p *Partial) error {
 	p.Close() // a close error does not matter: the file is going away
 	if err := d.root.Remove(p.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -189,26 +219,22 @@ func (d *Dest) Discard(p *Partial) error {
 	return nil
 }
 
-// Finalize syncs and closes p and gives it its final name rel (validated
+// Finalize syncs and closes p (open or already closed) and gives it its final name rel (validated
 // like CreatePartial's), without ever overwriting anything: if rel is taken
 // by a file, folder or symlink, the file is saved as "name (1).ext",
 // "name (2).ext", ... ("archive (1).tar.gz", ".bashrc (1)"). It returns the
 // slash-separated path actually used, relative to the destination.
 //
 // If savedAs is not empty the file is saved under that name, even when err
-// reports that the partial could not be removed afterwards.
+// reports that the partial could not be removed afterwards. If it is empty,
+// the partial stays on disk, closed: Discard it, or reopen it with
+// CreatePartial to retry.
 func (d *Dest) Finalize(p *Partial, rel string) (savedAs string, err error) {
 	dirs, base, err := split(rel)
 	if err != nil {
 		return "", err
 	}
-	// A final name must never point at data that is not on disk yet.
-	if err := p.f.Sync(); err != nil {
-		p.Close()
-		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
-	}
-	// Closed before linking or renaming: Windows cannot rename an open file.
-	if err := p.Close(); err != nil {
+	if err := d.syncClose(p); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
 	dir, err := d.resolveDir(dirs, true)
@@ -233,6 +259,27 @@ func (d *Dest) Finalize(p *Partial, rel string) (savedAs string, err error) {
 		return savedAs, nil
 	}
 	return "", fmt.Errorf("store: finalize %q: %w", rel, ErrTooManyCopies)
+}
+
+// syncClose commits p to stable storage, because a final name must never
+// point at data that is not on disk yet, and closes it, because Windows
+// cannot rename an open file. A partial the caller closed already is synced
+// through a fresh handle.
+func (d *Dest) syncClose(p *Partial) error {
+	err := p.f.Sync()
+	if errors.Is(err, os.ErrClosed) {
+		var f *os.File
+		if f, err = d.root.OpenFile(p.name, os.O_RDWR, 0); err == nil {
+			err = f.Sync()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // place gives the file at oldname the additional name newname, failing with

@@ -244,9 +244,6 @@ func TestFinalizeWithoutHardLinks(t *testing.T) {
 	assertTree(t, dir, map[string]string{"a.txt": "old", "a (1).txt": "new"})
 
 	// Any other link error is reported, and the partial stays for a retry.
-	d.link = func(oldname, newname string) error {
-		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: fs.ErrPermission}
-	}
 	d.link = func(string, string) error { return errBoom }
 	p, err := d.CreatePartial("b.txt")
 	if err != nil {
@@ -336,6 +333,44 @@ func TestFolderClashesWithFile(t *testing.T) {
 		"docs (1)/sub/b.txt": "b",
 		"pics (2)/c.jpg":     "c",
 	})
+}
+
+func TestPartialInUse(t *testing.T) {
+	d, _ := openDest(t)
+	p, err := d.CreatePartial("a/b.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreatePartial("a/b.txt"); !errors.Is(err, ErrInUse) {
+		t.Errorf("second CreatePartial while open: %v, want ErrInUse", err)
+	}
+	// Only refused where the file system makes it the same file.
+	q, err := d.CreatePartial("a/B.TXT")
+	caseInsensitive := errors.Is(err, ErrInUse)
+	if err != nil && !caseInsensitive {
+		t.Fatal(err)
+	}
+	if !caseInsensitive {
+		d.Discard(q)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err = d.CreatePartial("a/b.txt")
+	if err != nil {
+		t.Fatalf("CreatePartial after Close: %v", err)
+	}
+	d.Discard(p)
+	if p, err = d.CreatePartial("a/b.txt"); err != nil {
+		t.Fatalf("CreatePartial after Discard: %v", err)
+	}
+	if _, err := d.Finalize(p, "a/b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = d.CreatePartial("a/b.txt"); err != nil {
+		t.Fatalf("CreatePartial after Finalize: %v", err)
+	}
+	d.Discard(p)
 }
 
 func TestPartialReuse(t *testing.T) {
@@ -506,4 +541,52 @@ func TestNumbered(t *testing.T) {
 			t.Errorf("numbered(%q, %d, %v) = %q: %d bytes, valid UTF-8 %v", tc.name, tc.n, tc.file, got, len(got), utf8.ValidString(got))
 		}
 	}
+}
+
+func TestOpenAndMisuse(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	writeFile(t, filepath.Dir(file), "file", "x")
+	if _, err := Open(file); err == nil {
+		t.Error("Open on a file: no error")
+	}
+	if _, err := Open(filepath.Join(file, "sub")); err == nil {
+		t.Error("Open below a file: no error")
+	}
+
+	d, dir := openDest(t)
+	if d.Dir() != dir {
+		t.Errorf("Dir() = %q, want %q", d.Dir(), dir)
+	}
+	p, err := d.CreatePartial("a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(p); err != nil {
+		t.Fatal(err)
+	}
+	// A partial the caller closed already can still be finalized.
+	if p, err = d.CreatePartial("closed.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("c"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "closed.txt"); err != nil || saved != "closed.txt" {
+		t.Errorf("Finalize after Close = %q, %v", saved, err)
+	}
+	// Finalizing a discarded partial fails and creates nothing.
+	p, err = d.CreatePartial("a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(p); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "a.txt"); err == nil || saved != "" {
+		t.Errorf("Finalize after Discard = %q, %v; want an error", saved, err)
+	}
+	assertTree(t, dir, map[string]string{"closed.txt": "c"})
 }

@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// rawPeer is a scripted sender that can break every rule of the protocol.
+type rawPeer struct {
+	t    *testing.T
+	id   *identity.Identity
+	conn *pipeConn
+	ctl  *control
+}
+
+// connectRaw starts recv.serve on one end of a pipe and returns the other end.
+func connectRaw(t *testing.T, recv *Engine) (*rawPeer, <-chan struct{}) {
+	t.Helper()
+	id, err := identity.LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, srv := newPipeConns(id.ID, recv.ident.ID)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		recv.serve(context.Background(), srv)
+	}()
+	t.Cleanup(func() { cli.Close(0, ""); <-done })
+	return &rawPeer{t: t, id: id, conn: cli}, done
+}
+
+func (p *rawPeer) hello() error {
+	s, err := p.conn.OpenStream(context.Background())
+	if err != nil {
+		return err
+	}
+	s.Write([]byte{wire.KindControl})
+	p.ctl = newControl(s)
+	if err := p.ctl.send(&wire.Hello{Version: wire.Version, Name: "mallory", ID: p.id.ID.String()}); err != nil {
+		return err
+	}
+	_, err = expect[*wire.Hello](p.ctl.recvTimeout(5 * time.Second))
+	return err
+}
+
+func (p *rawPeer) offer(files ...wire.FileEntry) {
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: len(files), TotalBytes: total})
+	p.ctl.send(&wire.OfferFiles{Start: 0, Files: files})
+}
+
+// data opens a data stream and writes raw frames.
+func (p *rawPeer) data(frames ...[]byte) {
+	s, err := p.conn.OpenStream(context.Background())
+	if err != nil {
+		return
+	}
+	s.Write([]byte{wire.KindData})
+	for _, f := range frames {
+		if _, err := s.Write(f); err != nil {
+			return
+		}
+	}
+	s.Close()
+}
+
+func frame(file, chunk uint32, data []byte, leaf merkle.Hash) []byte {
+	b := make([]byte, wire.DataHeaderLen+len(data))
+	wire.DataHeader{File: file, Chunk: chunk, Length: uint32(len(data)), Leaf: leaf}.Put(b)
+	copy(b[wire.DataHeaderLen:], data)
+	return b
+}
+
+func rootFrame(file uint32, root merkle.Hash) []byte {
+	b := make([]byte, wire.DataHeaderLen)
+	wire.DataHeader{File: file, Chunk: wire.RootChunk, Leaf: root}.Put(b)
+	return b
+}
+
+// waitAccepted reads the receiver's decision.
+func (p *rawPeer) waitAccepted() bool {
+	d, err := expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
+	return err == nil && d.Accept
+}
+
+func TestHostilePeers(t *testing.T) {
+	good := []byte("hello, world")
+	goodLeaf := merkle.Leaf(good)
+	goodRoot := merkle.Root([]merkle.Hash{goodLeaf})
+	cases := []struct {
+		name   string
+		accept AcceptPolicy
+		script func(p *rawPeer)
+		want   string // in the receiver's result error; "" = no transfer registered
+	}{
+		{"garbage instead of a stream kind", AcceptAll, func(p *rawPeer) {
+			s, _ := p.conn.OpenStream(context.Background())
+			s.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		}, ""},
+		{"garbage control message", AcceptAll, func(p *rawPeer) {
+			s, _ := p.conn.OpenStream(context.Background())
+			s.Write([]byte{wire.KindControl, 0xff, 0xff, 0xff, 0xff, 0xff})
+		}, ""},
+		{"hello naming another device", AcceptAll, func(p *rawPeer) {
+			s, _ := p.conn.OpenStream(context.Background())
+			s.Write([]byte{wire.KindControl})
+			c := newControl(s)
+			other, _ := identity.LoadOrCreate(p.t.TempDir())
+			c.send(&wire.Hello{Version: wire.Version, Name: "x", ID: other.ID.String()})
+		}, ""},
+		{"path traversal", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "../../etc/passwd", Size: int64(len(good))})
+		}, "refused"},
+		{"absolute path", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "/etc/passwd", Size: int64(len(good))})
+		}, "refused"},
+		{"duplicate names", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: 1}, wire.FileEntry{Path: "A.TXT", Size: 1})
+		}, "offered twice"},
+		{"total size lie", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 1, TotalBytes: 5})
+			p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "a.txt", Size: 500}}})
+		}, "add up"},
+		{"manifest part out of order", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 2, TotalBytes: 2})
+			p.ctl.send(&wire.OfferFiles{Start: 1, Files: []wire.FileEntry{{Path: "a.txt", Size: 1}}})
+		}, "does not continue"},
+		{"data before accept", AcceptAsk, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
+			p.data(frame(0, 0, good, goodLeaf), rootFrame(0, goodRoot))
+		}, "before the offer was accepted"},
+		{"chunk longer than the offer says", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: 5})
+			if p.waitAccepted() {
+				p.data(frame(0, 0, good, goodLeaf))
+			}
+		}, "the offer implies"},
+		{"chunk beyond the end of the file", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
+			if p.waitAccepted() {
+				p.data(frame(0, 7, good, goodLeaf))
+			}
+		}, "the offer implies"},
+		{"data for a file that was not offered", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
+			if p.waitAccepted() {
+				p.data(frame(3, 0, good, goodLeaf))
+			}
+		}, "does not exist in the offer"},
+		{"root that does not match the data", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
+			if p.waitAccepted() {
+				p.data(frame(0, 0, good, goodLeaf), rootFrame(0, merkle.Leaf([]byte("other"))))
+				p.ctl.send(&wire.SenderDone{})
+				p.ctl.recvTimeout(5 * time.Second) // the file result
+				p.ctl.recvTimeout(5 * time.Second) // the transfer result
+			}
+		}, "could not be saved"},
+		{"leaf that never matches", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
+			if p.waitAccepted() {
+				go func() { // the receiver asks again on the control stream: keep reading it
+					for {
+						if _, err := p.ctl.recv(); err != nil {
+							return
+						}
+					}
+				}()
+				bad := merkle.Leaf([]byte("x"))
+				var frames [][]byte
+				for range maxChunkRetries + 1 {
+					frames = append(frames, frame(0, 0, good, bad))
+				}
+				p.data(frames...)
+				p.ctl.send(&wire.SenderDone{})
+			}
+		}, "could not be saved"},
+		{"root frame with a payload", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
+			if p.waitAccepted() {
+				p.data(frame(0, wire.RootChunk, good, goodRoot))
+			}
+		}, "root frame with"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recv := testEngine(t, Options{Accept: c.accept})
+			events, unsub := recv.Subscribe(256)
+			defer unsub()
+			p, done := connectRaw(t, recv)
+			go c.script(p)
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				p.conn.Close(0, "")
+				<-done
+				if c.want != "" {
+					t.Fatal("the receiver did not end the session by itself")
+				}
+			}
+			var result *Result
+			for len(events) > 0 {
+				if ev := <-events; ev.Kind == EventResult {
+					result = ev.Result
+				}
+			}
+			if c.want == "" {
+				if result != nil {
+					t.Errorf("a transfer was reported: %+v", result)
+				}
+			} else if result == nil || result.State == StateDone || !strings.Contains(result.Err, c.want) {
+				t.Errorf("result %+v, want a failure mentioning %q", result, c.want)
+			}
+			entries, _ := os.ReadDir(recv.DownloadDir())
+			for _, e := range entries {
+				t.Errorf("written: %s", e.Name())
+			}
+		})
+	}
+}
+
+// TestReceiverKeepsServingAfterHostilePeer: bad input ends one transfer, not the engine.
+func TestReceiverKeepsServingAfterHostilePeer(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	p, done := connectRaw(t, recv)
+	p.hello()
+	p.offer(wire.FileEntry{Path: "../x", Size: 1})
+	<-done
+	send := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "ok.txt")
+	writeFile(t, src, 1000)
+	if res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "quic"}); res.State != StateDone {
+		t.Fatalf("%s: %s", res.State, res.Err)
+	}
+}
+
+// TestProtocolOverPipe runs the real sender against the real receiver without sockets.
+func TestProtocolOverPipe(t *testing.T) {
+	recv := testEngine(t, Options{})
+	send := testEngine(t, Options{ChunkSize: 64 << 10})
+	cli, srv := newPipeConns(send.ident.ID, recv.ident.ID)
+	served := make(chan struct{})
+	go func() { defer close(served); recv.serve(context.Background(), srv) }()
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "d", "a.bin"), 1<<20+7)
+	writeFile(t, filepath.Join(src, "d", "b.bin"), 0)
+	files, err := buildManifest([]string{filepath.Join(src, "d")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &Transfer{id: "pipe", dir: Sending, done: make(chan struct{}), started: time.Now()}
+	tx := &sender{e: send, t: tr, files: files, chunkSize: 64 << 10}
+	if err := tx.session(context.Background(), cli, "test", "", SendOptions{Streams: 3}); err != nil {
+		t.Fatal(err)
+	}
+	cli.Close(0, "")
+	<-served
+	if tx.verified.Load() != 2 {
+		t.Fatalf("verified %d of 2", tx.verified.Load())
+	}
+	sameTree(t, filepath.Join(src, "d"), recv.DownloadDir())
+}

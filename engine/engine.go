@@ -64,6 +64,9 @@ type Options struct {
 	MaxPrompts int
 	// NoQUIC and NoTCP disable a listener (tests of the fallback).
 	NoQUIC, NoTCP bool
+	// SyncFiles fsyncs every received file before it gets its final name.
+	// Off by default, like rsync and scp (see store.Dest.SyncOnFinalize).
+	SyncFiles bool
 	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.
 	ChunkSize int
 	// Logger receives diagnostics; nil discards them.

@@ -350,6 +350,7 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 	if err != nil {
 		return decision{Decision: Decision{Reason: "cannot open the download folder"}, code: wire.CodeIO}, fmt.Errorf("download folder: %w", err)
 	}
+	dest.SyncOnFinalize = e.opts.SyncFiles
 	rx.dest, rx.destDir = dest, dir
 	for _, i := range accepted {
 		f := rx.manifest[i]

@@ -49,6 +49,12 @@ type Dest struct {
 	// where hard links are unsupported.
 	link func(oldname, newname string) error
 
+	// SyncOnFinalize fsyncs every file before it gets its final name. Off by
+	// default, like rsync and scp: a per-file fsync costs more than the
+	// transfer of a small file, and resume re-checks partial data by CRC32C
+	// instead of trusting that it reached the disk.
+	SyncOnFinalize bool
+
 	mu   sync.Mutex               // guards the field below
 	open map[*Partial]fs.FileInfo // open partials, to detect two names sharing one file
 }
@@ -219,7 +225,7 @@ func (d *Dest) Discard(p *Partial) error {
 	return nil
 }
 
-// Finalize syncs and closes p (open or already closed) and gives it its final name rel (validated
+// Finalize closes p (open or already closed; synced first when SyncOnFinalize is set) and gives it its final name rel (validated
 // like CreatePartial's), without ever overwriting anything: if rel is taken
 // by a file, folder or symlink, the file is saved as "name (1).ext",
 // "name (2).ext", ... ("archive (1).tar.gz", ".bashrc (1)"). It returns the
@@ -261,11 +267,14 @@ func (d *Dest) Finalize(p *Partial, rel string) (savedAs string, err error) {
 	return "", fmt.Errorf("store: finalize %q: %w", rel, ErrTooManyCopies)
 }
 
-// syncClose commits p to stable storage, because a final name must never
-// point at data that is not on disk yet, and closes it, because Windows
+// syncClose commits p to stable storage when SyncOnFinalize asks for it (a
+// final name then never points at data that is not on disk yet), and closes it, because Windows
 // cannot rename an open file. A partial the caller closed already is synced
 // through a fresh handle.
 func (d *Dest) syncClose(p *Partial) error {
+	if !d.SyncOnFinalize {
+		return p.Close()
+	}
 	err := p.f.Sync()
 	if errors.Is(err, os.ErrClosed) {
 		var f *os.File

@@ -118,14 +118,17 @@ func TestReceiveHappyPath(t *testing.T) {
 		strings.Repeat("deep/", 40) + "leaf",
 		strings.Repeat("n", MaxElementBytes-len(PartialSuffix)),
 	} {
-		t.Run(rel[:min(len(rel), 20)], func(t *testing.T) {
-			d, dir := openDest(t)
-			data := bytes.Repeat([]byte(rel), 1000)
-			if saved := receive(t, d, rel, data); saved != rel {
-				t.Errorf("saved as %q, want %q", saved, rel)
-			}
-			assertTree(t, dir, map[string]string{rel: string(data)})
-		})
+		for _, sync := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/sync=%v", rel[:min(len(rel), 20)], sync), func(t *testing.T) {
+				d, dir := openDest(t)
+				d.SyncOnFinalize = sync
+				data := bytes.Repeat([]byte(rel), 1000)
+				if saved := receive(t, d, rel, data); saved != rel {
+					t.Errorf("saved as %q, want %q", saved, rel)
+				}
+				assertTree(t, dir, map[string]string{rel: string(data)})
+			})
+		}
 	}
 }
 

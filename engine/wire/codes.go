@@ -45,6 +45,9 @@ var codeErr = map[Code]error{
 	CodeVersion: ErrVersion,
 }
 
+var codeOrder = []Code{CodeCancelled, CodeDeclined, CodeUntrusted, CodeBusy, CodeTimeout, CodeNoSpace,
+	CodeBadName, CodeVersion, CodeProtocol, CodeVerifyFailed, CodeIO}
+
 // RemoteError is an error the peer reported, with its own words.
 type RemoteError struct {
 	Code   Code
@@ -71,8 +74,9 @@ func CodeOf(err error) Code {
 	if errors.As(err, &re) {
 		return re.Code
 	}
-	for c, s := range codeErr {
-		if errors.Is(err, s) {
+	// In a fixed order, so an error wrapping two sentinels always gets the same code.
+	for _, c := range codeOrder {
+		if errors.Is(err, codeErr[c]) {
 			return c
 		}
 	}

@@ -133,6 +133,11 @@ func (m *Hello) validate() error {
 	if len(m.Features) > 32 || len(m.OS) > 32 || len(m.Pair) > 256 {
 		return protoErr("hello: oversized fields")
 	}
+	for _, f := range m.Features {
+		if len(f) > 32 {
+			return protoErr("hello: feature name of %d bytes", len(f))
+		}
+	}
 	return nil
 }
 

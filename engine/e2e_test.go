@@ -304,17 +304,19 @@ func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
 	if r := tr.Result(); r.State != StateCancelled {
 		t.Fatalf("state %s %q", r.State, r.Err)
 	}
-	// The receiver notices and cleans up.
+	// The receiver notices; it keeps only the .partial (for resume), never a final-named file.
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		entries, _ := os.ReadDir(recv.DownloadDir())
-		if len(entries) == 0 {
-			break
-		}
+	for len(recv.Partials()) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("receiver kept %v", entries)
+			t.Fatal("the receiver saved no resume state")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	entries, _ := os.ReadDir(recv.DownloadDir())
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".partial") {
+			t.Errorf("final-named file after cancel: %s", e.Name())
+		}
 	}
 }
 

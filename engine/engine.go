@@ -149,6 +149,7 @@ type Engine struct {
 	listeners   []listener
 	stopListen  context.CancelFunc
 	transfers   map[string]*Transfer
+	resuming    map[string]*receiver // resume key -> the session holding its partials
 	prompts     int
 	closed      bool
 }
@@ -201,7 +202,7 @@ func New(opts Options) (*Engine, error) {
 		ident: id, trust: trust, log: log, opts: opts,
 		ctx: ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
-		transfers: map[string]*Transfer{},
+		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
 	}, nil
 }
 
@@ -564,6 +565,35 @@ func (e *Engine) Close() error {
 	e.cancel()
 	e.wg.Wait()
 	return err
+}
+
+// errSuperseded ends a receiving session when a new attempt at the same
+// transfer (same sender, same files) arrives: the new one takes its partials.
+var errSuperseded = errors.New("a newer attempt at the same transfer took over")
+
+// takeOverResume makes rx the holder of its resume key, ending an older
+// session that still holds it and waiting until that one saved its state.
+func (e *Engine) takeOverResume(rx *receiver) {
+	e.mu.Lock()
+	old := e.resuming[rx.resumeKey]
+	e.resuming[rx.resumeKey] = rx
+	e.mu.Unlock()
+	if old != nil {
+		old.t.cancel(errSuperseded)
+		select {
+		case <-old.done:
+		case <-time.After(10 * time.Second):
+			e.log.Warn("an older session did not end in time", "key", rx.resumeKey)
+		}
+	}
+}
+
+func (e *Engine) releaseResume(rx *receiver) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rx.resumeKey != "" && e.resuming[rx.resumeKey] == rx {
+		delete(e.resuming, rx.resumeKey)
+	}
 }
 
 // publish sends an event about t.

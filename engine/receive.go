@@ -74,7 +74,8 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
 	t.cancel = tcancel
-	rx := &receiver{e: e, t: t, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{})}
+	rx := &receiver{e: e, t: t, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{})}
+	defer close(rx.done)
 	err = rx.run(tctx)
 	switch {
 	case errors.Is(err, errSessionDone):
@@ -90,7 +91,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		code, reason := closeReason(err)
 		c.Close(code, reason)
 	}
-	rx.cleanup()
+	rx.cleanup(err == nil)
 	if !rx.registered {
 		// Nothing was offered (or the offer was malformed): report it only if
 		// something went wrong, so a probe leaves no trace.
@@ -116,6 +117,8 @@ type rxFile struct {
 	retries    map[uint32]int
 	resolved   bool
 	finalizing bool
+	ok         bool   // resolved and saved
+	savedAs    string // where it was saved
 }
 
 // receiver is the receiving side of one transfer.
@@ -133,6 +136,12 @@ type receiver struct {
 	accepted   atomic.Bool
 	bytes      atomic.Int64
 	resent     atomic.Int64
+	dirty      atomic.Bool // resume state changed since the last save
+
+	resumeKey string
+	haves     []*wire.Have // resume: what we hold already, sent before the decision
+	preDone   []*rxFile    // resume: files saved by an earlier attempt
+	done      chan struct{} // closed when the session has ended
 
 	mu         sync.Mutex // guards the fields below
 	files      map[uint32]*rxFile
@@ -201,10 +210,24 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 			wd.Files = append(wd.Files, uint32(i))
 		}
 	}
+	for _, h := range rx.haves {
+		if err := rx.ctl.send(h); err != nil {
+			return err
+		}
+	}
+	for _, f := range rx.preDone {
+		if err := rx.ctl.send(&wire.Have{File: f.idx, Done: true}); err != nil {
+			return err
+		}
+	}
 	if err := rx.ctl.send(wd); err != nil {
 		return err
 	}
 	rx.e.setState(rx.t, StateActive)
+	for _, f := range rx.preDone {
+		rx.resolve(f, true, f.savedAs, "", "")
+	}
+	g.Go(func() error { return rx.saveResumeLoop(ctx) })
 	var total int64
 	for _, f := range rx.files {
 		total += f.entry.Size
@@ -357,6 +380,7 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 		n := merkle.Chunks(f.Size, rx.offer.ChunkSize)
 		rx.files[uint32(i)] = &rxFile{idx: uint32(i), entry: f, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
 	}
+	rx.resumeFrom(dir)
 	if d.AlwaysAccept {
 		if err := e.trust.SetAlwaysAccept(rx.c.PeerID(), rx.t.peer.Name, true); err != nil {
 			e.log.Warn("trust store", "err", err)
@@ -557,6 +581,7 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher 
 	f.tree.Set(int(h.Chunk), leaf)
 	f.crcs[h.Chunk] = crc
 	rx.mu.Unlock()
+	rx.dirty.Store(true)
 	rx.bytes.Add(int64(len(data)))
 	rx.maybeFinalize(f)
 	return nil
@@ -617,6 +642,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 		return
 	}
 	f.resolved = true
+	f.ok, f.savedAs = ok, savedAs
 	rx.resolvedN++
 	if ok {
 		rx.verified++
@@ -684,8 +710,10 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	return final
 }
 
-// cleanup removes partial files of a transfer that did not finish.
-func (rx *receiver) cleanup() {
+// cleanup ends the session's hold on the destination. A transfer that
+// finished drops its resume state; one that did not keeps its .partial files
+// and saves where it got to, so the next attempt only fetches what is missing.
+func (rx *receiver) cleanup(finished bool) {
 	rx.mu.Lock()
 	var parts []*store.Partial
 	for _, f := range rx.files {
@@ -696,9 +724,70 @@ func (rx *receiver) cleanup() {
 	}
 	rx.mu.Unlock()
 	for _, p := range parts {
-		rx.dest.Discard(p)
+		p.Close()
 	}
+	switch {
+	case rx.resumeKey == "" || !rx.accepted.Load():
+	case finished:
+		rx.e.dropResume(rx.resumeKey)
+	default:
+		if s := rx.snapshotResume(); len(s.Files) > 0 {
+			if err := rx.e.saveResume(rx.resumeKey, s); err != nil {
+				rx.e.log.Warn("save resume state", "err", err)
+			}
+		} else {
+			rx.e.dropResume(rx.resumeKey)
+		}
+	}
+	rx.e.releaseResume(rx)
 	if rx.dest != nil {
 		rx.dest.Close()
 	}
+}
+
+// saveResumeLoop writes the resume state at most once a second while chunks land.
+func (rx *receiver) saveResumeLoop(ctx context.Context) error {
+	if rx.resumeKey == "" {
+		return nil
+	}
+	tick := time.NewTicker(resumeSaveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if rx.dirty.Swap(false) {
+				if err := rx.e.saveResume(rx.resumeKey, rx.snapshotResume()); err != nil {
+					rx.e.log.Warn("save resume state", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// resumeFrom takes over an earlier attempt at the same transfer: it ends a
+// session that still holds it, then restores what its state lists.
+func (rx *receiver) resumeFrom(dir string) {
+	if rx.offer.Manifest == "" {
+		return
+	}
+	e := rx.e
+	rx.resumeKey = resumeKey(rx.c.PeerID(), rx.offer.Manifest)
+	e.takeOverResume(rx)
+	s, err := e.loadResume(rx.resumeKey)
+	if err != nil {
+		e.log.Warn("ignoring resume state", "err", err)
+		e.dropResume(rx.resumeKey)
+		return
+	}
+	if s == nil {
+		return
+	}
+	if err := validResume(s, rx.c.PeerID(), rx.offer, rx.manifest, dir); err != nil {
+		e.log.Warn("ignoring resume state", "reason", err)
+		e.dropResume(rx.resumeKey)
+		return
+	}
+	rx.haves, rx.preDone = rx.restore(s)
 }

@@ -98,7 +98,9 @@ type sender struct {
 
 	accepted []int // indexes of accepted files, in sending order
 	sent     atomic.Int64
+	skipped  atomic.Int64 // resume: bytes the receiver already had
 	resent   atomic.Int64
+	haves    map[uint32]*wire.Have
 	verified atomic.Int64
 	resolved atomic.Int64
 
@@ -111,6 +113,8 @@ type sender struct {
 
 type fileLeaves struct {
 	tree *merkle.Tree
+	done bool   // resume: the receiver saved it in an earlier attempt
+	have []byte // resume: chunks the receiver holds (read and hashed here, not sent)
 }
 
 func (tx *sender) run(ctx context.Context, to Target, want identity.DeviceID, opts SendOptions) error {
@@ -161,10 +165,9 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		return err
 	}
 	e.setState(t, StateWaiting)
-	// The receiver's user may take as long as their prompt allows: no deadline here.
-	d, err := expect[*wire.Decision](tx.ctl.recv())
+	d, err := tx.readDecision()
 	if err != nil {
-		return fmt.Errorf("waiting for the receiver: %w", unexpectedEOF(err))
+		return err
 	}
 	if !d.Accept {
 		code := d.Code
@@ -223,6 +226,35 @@ func (tx *sender) offer() error {
 	return nil
 }
 
+// readDecision reads what the receiver already has (resume) and its decision.
+// The receiver's user may take as long as their prompt allows: no deadline here.
+func (tx *sender) readDecision() (*wire.Decision, error) {
+	tx.haves = map[uint32]*wire.Have{}
+	for {
+		m, err := tx.ctl.recv()
+		if err != nil {
+			return nil, fmt.Errorf("waiting for the receiver: %w", unexpectedEOF(err))
+		}
+		switch m := m.(type) {
+		case *wire.Have:
+			if int(m.File) >= len(tx.files) || tx.haves[m.File] != nil {
+				return nil, fmt.Errorf("%w: resume data for file %d", wire.ErrProtocol, m.File)
+			}
+			n := merkle.Chunks(tx.files[m.File].Size, tx.chunkSize)
+			if !m.Done && len(m.Chunks) != (n+7)/8 {
+				return nil, fmt.Errorf("%w: resume bitmap of %d bytes for %d chunks", wire.ErrProtocol, len(m.Chunks), n)
+			}
+			tx.haves[m.File] = m
+		case *wire.Decision:
+			return m, nil
+		case *wire.Cancel:
+			return nil, &wire.RemoteError{Code: m.Code, Reason: m.Reason}
+		default:
+			return nil, fmt.Errorf("%w: expected a decision, got %v", wire.ErrProtocol, m.Type())
+		}
+	}
+}
+
 func (tx *sender) accept(d *wire.Decision) error {
 	if d.Files == nil {
 		for i := range tx.files {
@@ -240,7 +272,14 @@ func (tx *sender) accept(d *wire.Decision) error {
 	}
 	tx.leaves = make(map[int]*fileLeaves, len(tx.accepted))
 	for _, i := range tx.accepted {
-		tx.leaves[i] = &fileLeaves{tree: merkle.NewTree(merkle.Chunks(tx.files[i].Size, tx.chunkSize))}
+		fl := &fileLeaves{tree: merkle.NewTree(merkle.Chunks(tx.files[i].Size, tx.chunkSize))}
+		if h := tx.haves[uint32(i)]; h != nil {
+			fl.done, fl.have = h.Done, h.Chunks
+			if h.Done {
+				tx.skipped.Add(tx.files[i].Size)
+			}
+		}
+		tx.leaves[i] = fl
 	}
 	tx.retries = make(chan wire.NeedChunk, 64)
 	return nil
@@ -262,7 +301,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		tx.e.watchProgress(gctx, tx.t, tx.sent.Load, total, func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
+		tx.e.watchProgress(gctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, total, func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
 		return nil
 	})
 	result := make(chan error, 1)
@@ -300,7 +339,11 @@ func (tx *sender) take() (file, chunk int, ok bool) {
 	defer tx.mu.Unlock()
 	for tx.cursor.file < len(tx.accepted) {
 		fi := tx.accepted[tx.cursor.file]
-		n := tx.leaves[fi].tree.Len()
+		fl := tx.leaves[fi]
+		n := fl.tree.Len()
+		if fl.done {
+			n = 0
+		}
 		if tx.cursor.chunk < n {
 			c := tx.cursor.chunk
 			tx.cursor.chunk++
@@ -369,17 +412,27 @@ func (tx *sender) sendChunk(w *bufio.Writer, f *os.File, fi, ci int, buf []byte,
 		return fmt.Errorf("cannot read %s: %w", lf.src, err)
 	}
 	leaf := hasher.Leaf(data)
-	wire.DataHeader{File: uint32(fi), Chunk: uint32(ci), Length: uint32(n), Leaf: leaf}.Put(buf)
-	if _, err := w.Write(buf[:wire.DataHeaderLen+n]); err != nil {
-		return err
+	fl := tx.leaves[fi]
+	// Resume: a chunk the receiver holds is read and hashed (the root needs
+	// its leaf) but not sent.
+	held := !resend && fl.have != nil && ci/8 < len(fl.have) && fl.have[ci/8]&(1<<(ci%8)) != 0
+	if !held {
+		wire.DataHeader{File: uint32(fi), Chunk: uint32(ci), Length: uint32(n), Leaf: leaf}.Put(buf)
+		if _, err := w.Write(buf[:wire.DataHeaderLen+n]); err != nil {
+			return err
+		}
 	}
-	if resend {
+	switch {
+	case resend:
 		tx.resent.Add(int64(n))
 		return w.Flush()
+	case held:
+		tx.skipped.Add(int64(n))
+	default:
+		tx.sent.Add(int64(n))
 	}
-	tx.sent.Add(int64(n))
 	tx.mu.Lock()
-	tree := tx.leaves[fi].tree
+	tree := fl.tree
 	tree.Set(ci, leaf)
 	complete := tree.Missing() == 0
 	tx.mu.Unlock()

@@ -28,4 +28,12 @@ func init() {
 		},
 		dial: dialQUIC,
 	})
+	registerTransport(transportKind{
+		name:     "tcp",
+		priority: 1,
+		listen: func(addr string, tlsConf *tls.Config) (listener, error) {
+			return listenTCP(addr, tlsConf)
+		},
+		dial: dialTCP,
+	})
 }

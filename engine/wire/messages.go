@@ -51,10 +51,12 @@ type Decision struct {
 }
 
 // Have tells the sender which chunks of a file the receiver already holds
-// (resume). Chunks is a bitmap, chunk i in bit i%8 of byte i/8.
+// (resume). Have messages come right before the Decision. Chunks is a bitmap, chunk i in bit i%8 of byte i/8.
 type Have struct {
 	File   uint32 `json:"file"`
 	Chunks []byte `json:"chunks"`
+	// Done: the file was saved in an earlier attempt; nothing of it is needed.
+	Done bool `json:"done,omitempty"`
 }
 
 // FileDone tells the receiver that every chunk of a file was sent, and the

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// interrupt starts a send and cancels it once about half of it was written.
+func interrupt(t *testing.T, send, recv *Engine, paths []string, tp string, total int64) Result {
+	t.Helper()
+	old := progressEvery.Swap(int64(2 * time.Millisecond)) // see the transfer mid-way even on a fast loopback
+	defer progressEvery.Store(old)
+	events, unsub := send.Subscribe(1024)
+	defer unsub()
+	revents, runsub := recv.Subscribe(1024)
+	defer runsub()
+	tr, err := send.Send(context.Background(), target(recv), paths, SendOptions{Transport: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range events {
+		if ev.TransferID == tr.ID() && ev.Kind == EventProgress && ev.Progress.Bytes > total/2 {
+			tr.Cancel()
+			break
+		}
+		if ev.TransferID == tr.ID() && ev.Kind == EventResult {
+			t.Fatal("finished before it could be interrupted")
+		}
+	}
+	<-tr.Done()
+	// Wait until the receiver's session ended: its final resume state is saved by then.
+	timeout := time.After(15 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-revents:
+			done = ev.Kind == EventResult
+		case <-timeout:
+			t.Fatal("the receiver did not notice the interruption")
+		}
+	}
+	if len(recv.Partials()) == 0 {
+		t.Fatal("no resume state saved")
+	}
+	return tr.Result()
+}
+
+func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
+	for _, tp := range transportsUnderTest() {
+		t.Run(tp, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{})
+			src := t.TempDir()
+			const size = 96 << 20
+			big := filepath.Join(src, "big.bin")
+			writeFile(t, big, size)
+			small := filepath.Join(src, "small.txt")
+			writeFile(t, small, 1000)
+
+			first := interrupt(t, send, recv, []string{small, big}, tp, size)
+			held := recv.Partials()[0].Bytes
+			if held == 0 {
+				t.Fatal("the partial holds nothing")
+			}
+			res := sendWait(t, send, target(recv), []string{small, big}, SendOptions{Transport: tp})
+			if res.State != StateDone || res.Verified != 2 {
+				t.Fatalf("resume: %s %q (%d verified)", res.State, res.Err, res.Verified)
+			}
+			sameTree(t, big, recv.DownloadDir())
+			sameTree(t, small, recv.DownloadDir())
+			// Only what was missing travelled again (plus chunks in flight when it stopped).
+			if res.Bytes > size-held+int64(8<<20) {
+				t.Errorf("second attempt sent %d bytes; %d of %d were already there", res.Bytes, held, size)
+			}
+			t.Logf("first attempt sent %d, receiver held %d, second sent %d", first.Bytes, held, res.Bytes)
+			if len(recv.Partials()) != 0 {
+				t.Error("resume state left after success")
+			}
+			noPartials(t, recv.DownloadDir())
+		})
+	}
+}
+
+func TestResumeRefetchesCorruptChunk(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	const size = 64 << 20
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, size)
+	interrupt(t, send, recv, []string{big}, "quic", size)
+	held := recv.Partials()[0].Bytes
+
+	// Flip a byte in the first chunk on disk: its CRC32C no longer matches.
+	part := filepath.Join(recv.DownloadDir(), "big.bin.partial")
+	f, err := os.OpenFile(part, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	f.ReadAt(b[:], 100)
+	b[0] ^= 0xff
+	f.WriteAt(b[:], 100)
+	f.Close()
+
+	res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "quic"})
+	if res.State != StateDone {
+		t.Fatalf("%s %q", res.State, res.Err)
+	}
+	sameTree(t, big, recv.DownloadDir())
+	if res.Bytes < size-held+(1<<20) {
+		t.Errorf("sent %d bytes; the corrupt chunk (1 MiB) should have travelled again on top of the %d missing", res.Bytes, size-held)
+	}
+}
+
+func TestResumeStateFromAnotherPeerIsIgnored(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	alice := testEngine(t, Options{})
+	mallory := testEngine(t, Options{})
+	src := t.TempDir()
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, 48<<20)
+	interrupt(t, alice, recv, []string{big}, "quic", 48<<20)
+	// Mallory offers the very same files: the state is keyed by the proven
+	// device, so nothing of Alice's partial is trusted for Mallory.
+	res := sendWait(t, mallory, target(recv), []string{big}, SendOptions{Transport: "quic"})
+	if res.State != StateDone || res.Bytes != 48<<20 {
+		t.Fatalf("%s %q: sent %d bytes, want all %d", res.State, res.Err, res.Bytes, 48<<20)
+	}
+}
+
+func TestTamperedResumeStateIsIgnored(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, 48<<20)
+	interrupt(t, send, recv, []string{big}, "quic", 48<<20)
+	key := recv.Partials()[0].Key
+	for _, garbage := range []string{"{not json", `{"version":1,"files":[{"index":0,"path":"../../etc/passwd","size":5}]}`, ""} {
+		os.WriteFile(recv.resumePath(key), []byte(garbage), 0o600)
+		if _, err := recv.loadResume(key); garbage == "{not json" && err == nil {
+			t.Error("garbage state loaded")
+		}
+	}
+	res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "quic"})
+	if res.State != StateDone {
+		t.Fatalf("%s %q", res.State, res.Err)
+	}
+	sameTree(t, big, recv.DownloadDir())
+}

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/grandcat/zeroconf"
+	"github.com/miekg/dns"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // Service is what this device advertises.
@@ -56,6 +59,8 @@ type Advertiser struct {
 	mu     sync.Mutex // guards the fields below
 	svc    Service
 	server *zeroconf.Server
+	regSvc Service         // what server advertises
+	regIfs []net.Interface // where
 	ifKey  string
 	err    error
 	closed bool
@@ -150,10 +155,7 @@ func (a *Advertiser) Close() error {
 	<-a.done
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.server != nil {
-		a.server.Shutdown() // sends the goodbye (TTL 0) records
-		a.server = nil
-	}
+	a.shutdownLocked()
 	return nil
 }
 
@@ -193,10 +195,7 @@ func hostName(id string) string {
 
 // registerLocked (re)registers the service with zeroconf. Called with a.mu held.
 func (a *Advertiser) registerLocked() {
-	if a.server != nil {
-		a.server.Shutdown()
-		a.server = nil
-	}
+	a.shutdownLocked()
 	ifaces, err := multicastInterfaces(a.opts.interfaces)
 	if err != nil {
 		a.err = fmt.Errorf("advertise: list interfaces: %w", err)
@@ -212,13 +211,114 @@ func (a *Advertiser) registerLocked() {
 	if port == 0 {
 		port = a.svc.TCPPort
 	}
-	srv, err := zeroconf.RegisterProxy(instanceLabel(a.svc.Name), ServiceType, Domain, port,
+	srv, err := zeroconf.RegisterProxy(presentationLabel(instanceLabel(a.svc.Name)), ServiceType, Domain, port,
 		hostName(a.svc.ID), ips, buildTXT(a.svc), ifaces)
 	if err != nil {
 		a.err = fmt.Errorf("advertise: %w", err)
 		return
 	}
 	a.server, a.err = srv, nil
+	a.regSvc, a.regIfs = a.svc, ifaces
+	solicitAnnouncement(ifaces, presentationLabel(instanceLabel(a.svc.Name)))
+}
+
+// presentationLabel escapes a raw DNS label the way miekg/dns prints it
+// ("My Mac" -> "My\ Mac", non-ASCII bytes as \DDD). zeroconf compares
+// query names, which miekg/dns unpacks into this form, with its instance
+// name as a plain string: registered unescaped, a name with a space or
+// non-ASCII letter would never be answered when asked for directly.
+func presentationLabel(raw string) string {
+	if raw == "" || len(raw) > 63 {
+		return raw
+	}
+	wire := append([]byte{byte(len(raw))}, raw...)
+	wire = append(wire, 0)
+	s, _, err := dns.UnpackDomainName(wire, 0)
+	if err != nil {
+		return raw
+	}
+	return strings.TrimSuffix(s, ".")
+}
+
+// shutdownLocked stops the zeroconf server and says goodbye. zeroconf's
+// Shutdown sends a goodbye itself, but its announcement goroutine (which
+// Shutdown does not stop) can send one more announcement just after it,
+// which would keep us listed on other devices until their TTL; ours goes
+// out after the server's sockets are closed, so it is the last word.
+// Called with a.mu held.
+func (a *Advertiser) shutdownLocked() {
+	if a.server == nil {
+		return
+	}
+	a.server.Shutdown()
+	a.server = nil
+	sendMDNS(a.regIfs, goodbyeMsg(a.regSvc))
+}
+
+// goodbyeMsg is svc's PTR, SRV and TXT records with TTL 0 (RFC 6762 10.1).
+func goodbyeMsg(svc Service) *dns.Msg {
+	inst := presentationLabel(instanceLabel(svc.Name)) + "." + ServiceType + "." + Domain
+	port := svc.QUICPort
+	if port == 0 {
+		port = svc.TCPPort
+	}
+	m := new(dns.Msg)
+	m.Response = true
+	m.Authoritative = true
+	m.Answer = []dns.RR{
+		&dns.PTR{Hdr: dns.RR_Header{Name: ServiceType + "." + Domain, Rrtype: dns.TypePTR, Class: dns.ClassINET}, Ptr: inst},
+		&dns.SRV{Hdr: dns.RR_Header{Name: inst, Rrtype: dns.TypeSRV, Class: dns.ClassINET}, Port: uint16(port), Target: hostName(svc.ID) + "." + Domain},
+		&dns.TXT{Hdr: dns.RR_Header{Name: inst, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: buildTXT(svc)},
+	}
+	return m
+}
+
+// sendMDNS multicasts m on every interface (IPv4 and IPv6) from port 5353
+// (RFC 6762 11: responders such as Avahi ignore responses from other
+// ports), shared through SO_REUSEADDR; from an ephemeral port if that fails.
+func sendMDNS(ifaces []net.Interface, m *dns.Msg) {
+	buf, err := m.Pack()
+	if err != nil {
+		return
+	}
+	// Go binds a multicast listen address as the wildcard with SO_REUSEADDR.
+	u, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(224, 0, 0, 0), Port: mdnsPort})
+	if err != nil {
+		u, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
+	}
+	if err == nil {
+		c := ipv4.NewPacketConn(u)
+		for _, ifi := range ifaces {
+			_, _ = c.WriteTo(buf, &ipv4.ControlMessage{IfIndex: ifi.Index}, &net.UDPAddr{IP: mdnsGroup4, Port: mdnsPort})
+		}
+		u.Close()
+	}
+	u, err = net.ListenUDP("udp6", &net.UDPAddr{IP: net.ParseIP("ff02::"), Port: mdnsPort})
+	if err != nil {
+		u, err = net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6unspecified})
+	}
+	if err == nil {
+		c := ipv6.NewPacketConn(u)
+		for _, ifi := range ifaces {
+			_, _ = c.WriteTo(buf, &ipv6.ControlMessage{IfIndex: ifi.Index}, &net.UDPAddr{IP: mdnsGroup6, Port: mdnsPort})
+		}
+		u.Close()
+	}
+}
+
+// solicitAnnouncement asks for our own instance's records over multicast.
+// zeroconf's responder answers by multicast on every interface, which
+// announces us at once; its own first announcement only follows its
+// probes, up to 500 ms later.
+func solicitAnnouncement(ifaces []net.Interface, label string) {
+	// label is in presentation form, which Pack turns back into the raw label.
+	m := new(dns.Msg)
+	name := label + "." + ServiceType + "." + Domain
+	m.Question = []dns.Question{
+		{Name: name, Qtype: dns.TypeSRV, Qclass: dns.ClassINET},
+		{Name: name, Qtype: dns.TypeTXT, Qclass: dns.ClassINET},
+	}
+	sendMDNS(ifaces, m)
 }
 
 // advertisedIPs lists the unicast addresses of ifaces.

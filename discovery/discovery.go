@@ -191,6 +191,7 @@ type Discovery struct {
 	ifNames   map[int]string // interface index -> name, for IPv6 zones
 	asked     map[string]time.Time
 	stats     Stats
+	mdnsErr   error
 }
 
 // Stats counts what the browser dropped, for diagnostics.
@@ -204,6 +205,7 @@ type Stats struct {
 type entry struct {
 	peer    Peer
 	expires time.Time
+	leaving bool // a goodbye arrived: gone at expires unless heard again
 	// addrs holds when each address expires: responders such as Avahi send
 	// IPv4 and IPv6 addresses in separate packets, so sightings merge.
 	addrs map[netip.Addr]time.Time
@@ -416,6 +418,7 @@ func (d *Discovery) observe(p Peer, ttl time.Duration) {
 	}
 	if exp := now.Add(ttl); exp.After(e.expires) || p.Source != old.Source || p.Source == SourceMDNS {
 		e.expires = exp
+		e.leaving = false
 	}
 	d.applyRefusals(&p)
 	e.peer = p
@@ -453,32 +456,43 @@ func (d *Discovery) removeLocked(id, reason string) {
 	d.publish(Event{Kind: PeerGone, Peer: e.peer, Reason: reason})
 }
 
+// goodbyeGrace is how long a peer that said goodbye stays, so that a
+// re-registration (rename, port or interface change: goodbye followed at
+// once by a new announcement) does not flicker gone/appeared.
+const goodbyeGrace = time.Second
+
 // goodbye handles an mDNS goodbye for the instance label (and the ID, when
 // the goodbye carried a TXT record). Called with d.mu held.
 func (d *Discovery) goodbye(id, label string, from netip.Addr) {
+	leave := func(e *entry) {
+		if exp := d.opts.Now().Add(goodbyeGrace); exp.Before(e.expires) {
+			e.expires = exp
+		}
+		e.leaving = true
+	}
 	if id != "" {
 		if e, ok := d.peers[id]; ok && e.peer.Source == SourceMDNS {
-			d.removeLocked(id, "goodbye")
+			leave(e)
 		}
 		return
 	}
 	// Only a PTR goodbye: match by instance name, narrowed to the sender's
 	// address when that identifies one of several same-named peers.
-	var byName, byAddr []string
-	for pid, e := range d.peers {
+	var byName, byAddr []*entry
+	for _, e := range d.peers {
 		if e.peer.Source != SourceMDNS || !strings.EqualFold(instanceLabel(e.peer.Name), label) {
 			continue
 		}
-		byName = append(byName, pid)
+		byName = append(byName, e)
 		if from.IsValid() && slices.Contains(e.peer.Addrs, from.WithZone("")) {
-			byAddr = append(byAddr, pid)
+			byAddr = append(byAddr, e)
 		}
 	}
 	if len(byAddr) > 0 {
 		byName = byAddr
 	}
-	for _, pid := range byName {
-		d.removeLocked(pid, "goodbye")
+	for _, e := range byName {
+		leave(e)
 	}
 }
 
@@ -489,7 +503,23 @@ func (d *Discovery) expire() {
 	now := d.opts.Now()
 	for id, e := range d.peers {
 		if !now.Before(e.expires) {
-			d.removeLocked(id, "expired")
+			reason := "expired"
+			if e.leaving {
+				reason = "goodbye"
+			}
+			d.removeLocked(id, reason)
+			continue
+		}
+		if len(e.addrs) == 0 {
+			continue
+		}
+		addrs := d.sortAddrs(e.mergeAddrs(nil, now, now))
+		if !slices.Equal(addrs, e.peer.Addrs) {
+			p := e.peer
+			p.Addrs = addrs
+			d.applyRefusals(&p)
+			e.peer = p
+			d.publish(Event{Kind: PeerChanged, Peer: p, Reason: "address expired"})
 		}
 	}
 	for k, t := range d.asked {
@@ -607,7 +637,14 @@ func (d *Discovery) sortAddrs(in []netip.Addr) []netip.Addr {
 		}
 		return r
 	}
-	slices.SortStableFunc(out, func(a, b netip.Addr) int { return rank(a) - rank(b) })
+	// Ties break on the address itself: out is built from a map, and a
+	// stable order keeps "changed" events meaningful.
+	slices.SortFunc(out, func(a, b netip.Addr) int {
+		if r := rank(a) - rank(b); r != 0 {
+			return r
+		}
+		return a.Compare(b)
+	})
 	return out
 }
 

@@ -229,9 +229,15 @@ func checkMDNSSocket() Finding {
 	ifaces, err := multicastInterfaces(net.Interfaces)
 	if err == nil {
 		var c *mdnsConn
-		c, err = openMDNS(ifaces)
+		c, err = openMDNS()
 		if err == nil {
+			n := c.join(ifaces)
 			c.close()
+			if n == 0 {
+				err = ErrNoMulticast
+			}
+		}
+		if err == nil {
 			return Finding{Check: "mdns-socket", Severity: SeverityOK, Message: "UDP port 5353 (mDNS) can be opened and joined."}
 		}
 	}
@@ -406,8 +412,12 @@ func selfTest(ctx context.Context, timeout time.Duration) (Finding, []Peer) {
 		}
 	}
 	if !seen {
+		why := ""
+		if err := d.Err(); err != nil {
+			why = " (" + err.Error() + ")"
+		}
 		return Finding{Check: "self-test", Severity: SeverityWarning,
-			Message: "Our own test advertisement did not come back within " + timeout.String() + ": multicast does not seem to work here, so other devices probably cannot see this one either.",
+			Message: "Our own test advertisement did not come back within " + timeout.String() + why + ": multicast does not seem to work here, so other devices probably cannot see this one either.",
 			Fix:     "Check firewall rules for UDP 5353, disable \"AP/client isolation\" on the router, or add devices by address."}, others
 	}
 	return Finding{Check: "self-test", Severity: SeverityOK,

@@ -64,8 +64,8 @@ func multicastInterfaces(list func() ([]net.Interface, error)) ([]net.Interface,
 
 // openMDNS binds UDP 5353 (shared with other responders through
 // SO_REUSEADDR, which Go sets for multicast listen addresses) on both
-// families and joins the mDNS groups on ifaces.
-func openMDNS(ifaces []net.Interface) (*mdnsConn, error) {
+// families. The caller joins the groups with join.
+func openMDNS() (*mdnsConn, error) {
 	c := &mdnsConn{joined: map[string]bool{}}
 	var errs []error
 	if u, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(224, 0, 0, 0), Port: mdnsPort}); err != nil {
@@ -86,10 +86,6 @@ func openMDNS(ifaces []net.Interface) (*mdnsConn, error) {
 	}
 	if c.v4 == nil && c.v6 == nil {
 		return nil, fmt.Errorf("open mdns: %w", errors.Join(errs...))
-	}
-	if c.join(ifaces) == 0 {
-		c.close()
-		return nil, fmt.Errorf("open mdns: %w", ErrNoMulticast)
 	}
 	return c, nil
 }
@@ -180,20 +176,11 @@ func browseQuery() *dns.Msg {
 
 // Run browses until ctx ends: it opens the mDNS sockets, queries at once,
 // then periodically, follows interface changes, expires peers and probes
-// remembered ones. It returns ctx's error after every goroutine it started
-// has stopped, or an error wrapping ErrNoMulticast when mDNS cannot run at
-// all (remembered and manual peers still need Run: use RunProbesOnly).
+// remembered ones. It keeps running without a network (or when UDP 5353
+// cannot be opened) and picks mDNS up when that changes; Err says what is
+// wrong meanwhile. It returns ctx's error once every goroutine it started
+// has stopped.
 func (d *Discovery) Run(ctx context.Context) error {
-	ifaces, err := multicastInterfaces(d.opts.Interfaces)
-	if err != nil {
-		return fmt.Errorf("discovery: list interfaces: %w", err)
-	}
-	all, _ := d.opts.Interfaces()
-	d.setInterfaces(all)
-	conn, err := openMDNS(ifaces)
-	if err != nil {
-		return fmt.Errorf("discovery: %w", err)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -201,48 +188,8 @@ func (d *Discovery) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); f(ctx) }()
 	}
-	var ifMu sync.Mutex // guards cur
-	cur := ifaces
-	current := func() []net.Interface { ifMu.Lock(); defer ifMu.Unlock(); return cur }
-	if conn.v4 != nil {
-		start(func(ctx context.Context) { d.recvLoop(ctx, conn, current, read4(conn.v4)) })
-	}
-	if conn.v6 != nil {
-		start(func(ctx context.Context) { d.recvLoop(ctx, conn, current, read6(conn.v6)) })
-	}
-	requery := make(chan struct{}, 1)
-	start(func(ctx context.Context) { d.queryLoop(ctx, conn, current, requery) })
 	start(func(ctx context.Context) {
-		t := time.NewTicker(d.opts.InterfacePoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			now, err := multicastInterfaces(d.opts.Interfaces)
-			if err != nil {
-				continue
-			}
-			all, _ := d.opts.Interfaces()
-			d.setInterfaces(all)
-			if ifaceKey(now) == ifaceKey(current()) {
-				continue
-			}
-			d.logf("discovery: interfaces changed: %s", ifaceKey(now))
-			conn.join(now)
-			ifMu.Lock()
-			cur = now
-			ifMu.Unlock()
-			select {
-			case requery <- struct{}{}:
-			default:
-			}
-		}
-	})
-	start(func(ctx context.Context) {
-		t := time.NewTicker(time.Second)
+		t := time.NewTicker(goodbyeGrace / 4)
 		defer t.Stop()
 		for {
 			select {
@@ -254,10 +201,109 @@ func (d *Discovery) Run(ctx context.Context) error {
 		}
 	})
 	start(d.probeLoop)
+	start(d.mdnsLoop)
 	<-ctx.Done()
-	conn.close() // unblocks the receive loops
 	wg.Wait()
 	return ctx.Err()
+}
+
+// Err reports why mDNS discovery is not working right now (no usable
+// interface, UDP 5353 unavailable), or nil. Remembered and manual peers are
+// still probed meanwhile.
+func (d *Discovery) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mdnsErr
+}
+
+func (d *Discovery) setErr(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil && (d.mdnsErr == nil || d.mdnsErr.Error() != err.Error()) {
+		d.logf("discovery: %v", err)
+	}
+	d.mdnsErr = err
+}
+
+// currentInterfaces refreshes our interface view and returns the
+// multicast-capable ones.
+func (d *Discovery) currentInterfaces() []net.Interface {
+	all, err := d.opts.Interfaces()
+	if err != nil {
+		d.setErr(fmt.Errorf("discovery: list interfaces: %w", err))
+		return nil
+	}
+	d.setInterfaces(all)
+	mc, _ := multicastInterfaces(func() ([]net.Interface, error) { return all, nil })
+	return mc
+}
+
+// mdnsLoop opens the mDNS sockets (retrying every InterfacePoll until it
+// can) and then browses until ctx ends.
+func (d *Discovery) mdnsLoop(ctx context.Context) {
+	var conn *mdnsConn
+	ifaces := d.currentInterfaces()
+	for {
+		var err error
+		if conn, err = openMDNS(); err == nil {
+			break
+		}
+		d.setErr(fmt.Errorf("discovery: %w", err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d.opts.InterfacePoll):
+		}
+		ifaces = d.currentInterfaces()
+	}
+	var wg sync.WaitGroup
+	start := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	var ifMu sync.Mutex // guards cur
+	cur := ifaces
+	current := func() []net.Interface { ifMu.Lock(); defer ifMu.Unlock(); return cur }
+	joined := func(n int) {
+		if n == 0 {
+			d.setErr(fmt.Errorf("discovery: %w", ErrNoMulticast))
+		} else {
+			d.setErr(nil)
+		}
+	}
+	joined(conn.join(ifaces))
+	if conn.v4 != nil {
+		start(func(ctx context.Context) { d.recvLoop(ctx, conn, current, read4(conn.v4)) })
+	}
+	if conn.v6 != nil {
+		start(func(ctx context.Context) { d.recvLoop(ctx, conn, current, read6(conn.v6)) })
+	}
+	requery := make(chan struct{}, 1)
+	start(func(ctx context.Context) { d.queryLoop(ctx, conn, current, requery) })
+	t := time.NewTicker(d.opts.InterfacePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			conn.close() // unblocks the receive loops
+			wg.Wait()
+			return
+		case <-t.C:
+		}
+		now := d.currentInterfaces()
+		if ifaceKey(now) == ifaceKey(current()) {
+			continue
+		}
+		d.logf("discovery: interfaces changed: %s", ifaceKey(now))
+		joined(conn.join(now))
+		ifMu.Lock()
+		cur = now
+		ifMu.Unlock()
+		select {
+		case requery <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // ifaceKey fingerprints an interface list: names, flags and addresses.
@@ -436,7 +482,7 @@ func (d *Discovery) handleMessage(msg *dns.Msg, ifIndex int, from netip.Addr) *d
 		var info txtInfo
 		var txtErr error
 		if r.txt != nil {
-			info, txtErr = parseTXT(r.txt.Txt)
+			info, txtErr = parseTXT(rawTXT(r.txt.Txt))
 			if txtErr != nil {
 				d.stats.BadTXT++
 			}
@@ -522,6 +568,20 @@ func (d *Discovery) followUp(m *dns.Msg, name string, r *instanceRecords, now ti
 		}
 	}
 	return m
+}
+
+// rawTXT undoes miekg/dns's escaping of TXT strings (\DDD for bytes
+// outside printable ASCII, \" and \\). Only as many strings as parseTXT
+// accepts are converted; one more makes it reject the record.
+func rawTXT(txt []string) []string {
+	if len(txt) > maxTXTStrings+1 {
+		txt = txt[:maxTXTStrings+1]
+	}
+	out := make([]string, len(txt))
+	for i, s := range txt {
+		out[i] = unescapeLabel(s)
+	}
+	return out
 }
 
 // unescapeLabel undoes miekg/dns's presentation escapes (\. \032 \\).

@@ -77,18 +77,36 @@ func runHelper() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runErr := make(chan error, 1)
-	go func() { runErr <- d.Run(ctx) }()
+	if os.Getenv(helperModeEnv) == "advertise-only" {
+		go func() { <-ctx.Done(); runErr <- ctx.Err() }()
+	} else {
+		go func() { runErr <- d.Run(ctx) }()
+	}
 	adv, err := Advertise(Service{Name: name, ID: id, QUICPort: 40000, TCPPort: 40001})
 	if err != nil {
 		emit(helperLine{Ev: "error", Err: err.Error()})
 		cancel()
 		return 1
 	}
-	emit(helperLine{Ev: "ready"})
+	emit(helperLine{Ev: "ready", Err: errString(adv.Err())})
+	// stdin carries commands ("name NEW"); EOF means shut down cleanly.
 	stdinClosed := make(chan struct{})
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(stdinClosed) }()
+	commands := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			commands <- sc.Text()
+		}
+		close(stdinClosed)
+	}()
 	for {
 		select {
+		case c := <-commands:
+			if newName, ok := strings.CutPrefix(c, "name "); ok {
+				if err := adv.Update(Service{Name: newName, ID: id, QUICPort: 40000, TCPPort: 40001}); err != nil {
+					emit(helperLine{Ev: "error", Err: err.Error()})
+				}
+			}
 		case e := <-events:
 			l := helperLine{Ev: string(e.Kind), ID: e.Peer.ID, Name: e.Peer.Name, Reason: e.Reason}
 			for _, a := range e.Peer.Addrs {
@@ -114,6 +132,13 @@ func runHelper() int {
 			return 0
 		}
 	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // randomID returns a fresh, valid device ID.
@@ -149,6 +174,14 @@ var nsCounter atomic.Int64
 // 10.<x>.<y>.1/24 and .2/24, and removes them when the test ends.
 func vethPair(t testing.TB) (nsA, nsB, ipA, ipB string) {
 	t.Helper()
+	nsA, nsB, ipA, ipB, up := vethPairDown(t)
+	up()
+	return nsA, nsB, ipA, ipB
+}
+
+// vethPairDown is vethPair with the veth links left down until up is called.
+func vethPairDown(t testing.TB) (nsA, nsB, ipA, ipB string, up func()) {
+	t.Helper()
 	n := nsCounter.Add(1)
 	tag := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
 	nsA, nsB = "fdA"+tag, "fdB"+tag
@@ -162,12 +195,15 @@ func vethPair(t testing.TB) (nsA, nsB, ipA, ipB string) {
 	ipA, ipB = sub+".1", sub+".2"
 	for _, c := range [][]string{
 		{nsA, "addr", "add", ipA + "/24", "dev", vA}, {nsB, "addr", "add", ipB + "/24", "dev", vB},
-		{nsA, "link", "set", vA, "up"}, {nsB, "link", "set", vB, "up"},
 		{nsA, "link", "set", "lo", "up"}, {nsB, "link", "set", "lo", "up"},
 	} {
 		run(t, "ip", append([]string{"-n", c[0]}, c[1:]...)...)
 	}
-	return nsA, nsB, ipA, ipB
+	return nsA, nsB, ipA, ipB, func() {
+		t.Helper()
+		run(t, "ip", "-n", nsA, "link", "set", vA, "up")
+		run(t, "ip", "-n", nsB, "link", "set", vB, "up")
+	}
 }
 
 // helper is a running helper process inside a namespace.
@@ -176,6 +212,8 @@ type helper struct {
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
 	lines    chan helperLine
+	// tolerateErrors: "error" lines do not fail the test.
+	tolerateErrors bool
 }
 
 func startHelper(t testing.TB, ns, name string, env ...string) *helper {
@@ -233,7 +271,7 @@ func (h *helper) waitFor(t testing.TB, what string, limit time.Duration, match f
 			if !ok {
 				t.Fatalf("%s: helper exited while waiting for %s", h.name, what)
 			}
-			if l.Ev == "error" {
+			if l.Ev == "error" && !h.tolerateErrors {
 				t.Fatalf("%s: helper error: %s", h.name, l.Err)
 			}
 			if (l.Ev == "appeared" || l.Ev == "changed") && l.ID == h.id {
@@ -316,7 +354,7 @@ func TestNamespaceDiscoveryLatency(t *testing.T) {
 	a.waitFor(t, "ready", 10*time.Second, func(l helperLine) bool { return l.Ev == "ready" })
 	var lat, leave []time.Duration
 	for i := 0; i < runs; i++ {
-		b := startHelper(t, nsB, fmt.Sprintf("Newcomer %d", i))
+		b := startHelper(t, nsB, fmt.Sprintf("Newcomer %d", i), os.Getenv("FERRY_LATENCY_NEWCOMER_ENV"))
 		st := b.waitFor(t, "start", 10*time.Second, func(l helperLine) bool { return l.Ev == "start" })
 		seen := a.waitFor(t, "newcomer", 10*time.Second, func(l helperLine) bool { return l.Ev == "appeared" && l.ID == b.id })
 		lat = append(lat, time.Unix(0, seen.NS).Sub(time.Unix(0, st.NS)))
@@ -326,8 +364,47 @@ func TestNamespaceDiscoveryLatency(t *testing.T) {
 		leave = append(leave, time.Unix(0, gone.NS).Sub(stop))
 		b.cmd.Wait()
 	}
+	t.Logf("discovery latencies in run order: %v", lat)
 	slices.Sort(lat)
 	slices.Sort(leave)
 	t.Logf("discovery latency over %d runs: median %v, min %v, max %v", runs, lat[len(lat)/2], lat[0], lat[len(lat)-1])
 	t.Logf("departure latency over %d runs: median %v, max %v", runs, leave[len(leave)/2], leave[len(leave)-1])
+}
+
+// TestNamespacesLinkComesUpLaterAndRename: both devices start without a
+// usable network; when the link comes up they re-register and re-join and
+// find each other; a rename shows up as one change, without a gone event.
+func TestNamespacesLinkComesUpLaterAndRename(t *testing.T) {
+	requireRootAndIP(t)
+	nsA, nsB, _, ipB, up := vethPairDown(t)
+	a := startHelper(t, nsA, "Alpha")
+	b := startHelper(t, nsB, "Bravo")
+	for _, h := range []*helper{a, b} {
+		l := h.waitFor(t, "ready", 10*time.Second, func(l helperLine) bool { return l.Ev == "ready" })
+		if l.Err == "" {
+			t.Errorf("%s: advertising reported no problem without a usable interface", h.name)
+		}
+	}
+	linkUp := time.Now()
+	up()
+	// Interfaces are polled every 3 s; then the announcement and the queries go out.
+	seen := a.waitFor(t, "Bravo after link up", 15*time.Second, func(l helperLine) bool { return l.Ev == "appeared" && l.ID == b.id })
+	b.waitFor(t, "Alpha after link up", 15*time.Second, func(l helperLine) bool { return l.Ev == "appeared" && l.ID == a.id })
+	t.Logf("found each other %v after the link came up", time.Unix(0, seen.NS).Sub(linkUp))
+	if !slices.Contains(seen.Addrs, ipB) {
+		t.Errorf("Bravo's addresses %v lack %s", seen.Addrs, ipB)
+	}
+
+	if _, err := io.WriteString(b.stdin, "name Bravo Renamed\n"); err != nil {
+		t.Fatal(err)
+	}
+	l := a.waitFor(t, "the new name", 10*time.Second, func(l helperLine) bool {
+		if l.ID == b.id && l.Ev == "gone" {
+			t.Errorf("rename flickered: %+v", l)
+		}
+		return l.ID == b.id && l.Name == "Bravo Renamed"
+	})
+	if l.Ev != "changed" {
+		t.Errorf("rename reported as %q, want changed", l.Ev)
+	}
 }

@@ -108,14 +108,22 @@ func TestAppearChangeExpire(t *testing.T) {
 	clk.Add(10 * time.Second)
 	d.handleMessage(announcement("Desk", idN(1), "h1.local.", 3200, "192.0.2.7"), 0, netip.Addr{})
 	noEvent(t, ev)
-	// A new address is a change.
+	// A new address is a change; sightings merge (Avahi sends A and AAAA
+	// in separate packets).
+	clk.Add(5 * time.Second)
 	d.handleMessage(announcement("Desk", idN(1), "h1.local.", 3200, "192.0.2.8"), 0, netip.Addr{})
-	if e := recv(t, ev); e.Kind != PeerChanged || e.Peer.Addrs[0].String() != "192.0.2.8" {
+	if e := recv(t, ev); e.Kind != PeerChanged || fmt.Sprint(e.Peer.Addrs) != "[192.0.2.7 192.0.2.8]" {
+		t.Fatalf("event %+v", e)
+	}
+	// .7 was last heard 16 s ago (PeerTTL): it goes, .8 stays.
+	clk.Add(11 * time.Second)
+	d.expire()
+	if e := recv(t, ev); e.Kind != PeerChanged || fmt.Sprint(e.Peer.Addrs) != "[192.0.2.8]" {
 		t.Fatalf("event %+v", e)
 	}
 	// Not heard for PeerTTL (16 s by default here): expired, even though the
 	// record TTL was 3200 s.
-	clk.Add(15 * time.Second)
+	clk.Add(4 * time.Second)
 	d.expire()
 	noEvent(t, ev)
 	clk.Add(2 * time.Second)
@@ -139,15 +147,20 @@ func TestRecordTTLShorterThanPeerTTL(t *testing.T) {
 }
 
 func TestGoodbye(t *testing.T) {
-	d, _ := newTestDiscovery(t, Options{})
+	d, clk := newTestDiscovery(t, Options{})
 	ev, cancel := d.Subscribe(16)
 	defer cancel()
 	d.handleMessage(announcement("Desk", idN(1), "h1.local.", 120, "192.0.2.7"), 0, netip.Addr{})
 	d.handleMessage(announcement("Desk", idN(2), "h2.local.", 120, "192.0.2.9"), 0, netip.Addr{})
 	recv(t, ev)
 	recv(t, ev)
-	// zeroconf's goodbye: every record with TTL 0, TXT included.
+	// zeroconf's goodbye: every record with TTL 0, TXT included. The peer
+	// goes after a grace second unless it is announced again.
 	d.handleMessage(announcement("Desk", idN(1), "h1.local.", 0, "192.0.2.7"), 0, netip.MustParseAddr("192.0.2.7"))
+	d.expire()
+	noEvent(t, ev)
+	clk.Add(goodbyeGrace)
+	d.expire()
 	if e := recv(t, ev); e.Kind != PeerGone || e.Reason != "goodbye" || e.Peer.ID != idN(1) {
 		t.Fatalf("event %+v", e)
 	}
@@ -159,6 +172,8 @@ func TestGoodbye(t *testing.T) {
 	bye.Response = true
 	bye.Answer = []dns.RR{&dns.PTR{Hdr: dns.RR_Header{Name: serviceFQDN, Rrtype: dns.TypePTR, Class: dns.ClassINET}, Ptr: "Desk." + serviceFQDN}}
 	d.handleMessage(bye, 0, netip.MustParseAddr("192.0.2.10"))
+	clk.Add(goodbyeGrace)
+	d.expire()
 	if e := recv(t, ev); e.Kind != PeerGone || e.Peer.ID != idN(3) {
 		t.Fatalf("event %+v", e)
 	}
@@ -166,6 +181,25 @@ func TestGoodbye(t *testing.T) {
 	if ps := d.Peers(); len(ps) != 1 || ps[0].ID != idN(2) {
 		t.Fatalf("peers %+v", ps)
 	}
+}
+
+// TestGoodbyeThenReannounce: a rename re-registers (goodbye for the old
+// instance, announcement of the new one): one change event, no flicker.
+func TestGoodbyeThenReannounce(t *testing.T) {
+	d, clk := newTestDiscovery(t, Options{})
+	ev, cancel := d.Subscribe(16)
+	defer cancel()
+	d.handleMessage(announcement("Old", idN(1), "h1.local.", 120, "192.0.2.7"), 0, netip.Addr{})
+	recv(t, ev)
+	d.handleMessage(announcement("Old", idN(1), "h1.local.", 0, "192.0.2.7"), 0, netip.Addr{})
+	clk.Add(300 * time.Millisecond)
+	d.handleMessage(announcement("New", idN(1), "h1.local.", 120, "192.0.2.7"), 0, netip.Addr{})
+	clk.Add(goodbyeGrace)
+	d.expire()
+	if e := recv(t, ev); e.Kind != PeerChanged || e.Peer.Name != "New" {
+		t.Fatalf("event %+v", e)
+	}
+	noEvent(t, ev)
 }
 
 func TestOwnIDExcluded(t *testing.T) {

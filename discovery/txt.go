@@ -121,6 +121,10 @@ func buildTXT(s Service) []string {
 	if s.Name != "" {
 		txt = append(txt, txtName+"="+s.Name)
 	}
+	// miekg/dns reads backslash escapes when packing TXT strings.
+	for i := range txt {
+		txt[i] = strings.ReplaceAll(txt[i], `\`, `\\`)
+	}
 	return txt
 }
 

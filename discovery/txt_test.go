@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/miekg/dns"
 )
 
 var goodID = strings.Repeat("A", IDLen)
@@ -79,6 +81,29 @@ func TestBuildTXTRoundTrip(t *testing.T) {
 	}
 }
 
+// TestTXTSurvivesTheWire packs our TXT as zeroconf does and parses it as
+// the browser does: names with non-ASCII letters, quotes and backslashes
+// come back unchanged.
+func TestTXTSurvivesTheWire(t *testing.T) {
+	for _, name := range []string{"Desk", "Zoë's Mac", `back\slash "quoted"`, "日本語の名前"} {
+		svc := Service{Name: name, ID: goodID, QUICPort: 1000, OS: "linux"}
+		m := new(dns.Msg)
+		m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: "x.local.", Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 1}, Txt: buildTXT(svc)}}
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got dns.Msg
+		if err := got.Unpack(b); err != nil {
+			t.Fatal(err)
+		}
+		info, err := parseTXT(rawTXT(got.Answer[0].(*dns.TXT).Txt))
+		if err != nil || info.Name != name {
+			t.Errorf("%q came back as %q (%v)", name, info.Name, err)
+		}
+	}
+}
+
 func TestInstanceLabel(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain":                 "plain",
@@ -115,4 +140,30 @@ func FuzzParseTXT(f *testing.F) {
 			t.Fatalf("accepted oversized fields %+v", info)
 		}
 	})
+}
+
+// TestPresentationLabelMatchesQueries: zeroconf compares the names of
+// incoming questions (unpacked by miekg/dns into presentation form) with
+// its instance name as strings; registering the presentation form makes
+// names with spaces and non-ASCII letters answerable.
+func TestPresentationLabelMatchesQueries(t *testing.T) {
+	for _, raw := range []string{"plain", "My Mac", "Zoë's (work) laptop", `semi;colon "q"`} {
+		label := presentationLabel(instanceLabel(raw))
+		q := new(dns.Msg)
+		q.SetQuestion(label+"."+ServiceType+"."+Domain, dns.TypeSRV)
+		b, err := q.Pack()
+		if err != nil {
+			t.Fatalf("%q: pack: %v", raw, err)
+		}
+		var got dns.Msg
+		if err := got.Unpack(b); err != nil {
+			t.Fatal(err)
+		}
+		if want := label + "." + ServiceType + "." + Domain; got.Question[0].Name != want {
+			t.Errorf("%q: query arrives as %q, zeroconf compares with %q", raw, got.Question[0].Name, want)
+		}
+		if back := unescapeLabel(label); back != instanceLabel(raw) {
+			t.Errorf("%q: unescapeLabel(%q) = %q", raw, label, back)
+		}
+	}
 }

@@ -1,0 +1,300 @@
+// Package app wires Ferry's desktop app together: the engine, discovery,
+// the UI, the tray, settings and history. It is the only package of the GUI
+// that imports fyne.io/fyne/v2/app (and with it the OpenGL driver).
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"fyne.io/fyne/v2"
+	fyneapp "fyne.io/fyne/v2/app"
+	"fyne.io/fyne/v2/driver/desktop"
+
+	"github.com/ferrydrop/ferry/discovery"
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/ui"
+)
+
+// AppID is the application ID Fyne uses (notifications, preferences).
+const AppID = "io.ferrydrop.ferry"
+
+// Options configure the desktop app.
+type Options struct {
+	// ConfigDir holds identity, trust, settings and history; empty means
+	// os.UserConfigDir()/Ferry. Separate dirs give separate instances.
+	ConfigDir string
+	// Minimized starts hidden in the tray (when there is a tray).
+	Minimized bool
+	// Icon is the app and tray icon (PNG).
+	Icon []byte
+	// Logger receives diagnostics; nil means warnings and errors to stderr.
+	Logger *slog.Logger
+}
+
+// DefaultConfigDir is os.UserConfigDir()/Ferry.
+func DefaultConfigDir() (string, error) {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("config dir: %w", err)
+	}
+	return filepath.Join(d, "Ferry"), nil
+}
+
+// Run starts the app and returns when the user quits.
+func Run(opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	dir := opts.ConfigDir
+	var autostartArgs []string
+	if dir == "" {
+		d, err := DefaultConfigDir()
+		if err != nil {
+			return err
+		}
+		dir = d
+	} else {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("config dir: %w", err)
+		}
+		dir = abs
+		autostartArgs = []string{"--config", dir}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("config dir: %w", err)
+	}
+
+	home, _ := os.UserHomeDir()
+	settings, err := openSettings(dir, ui.Settings{DownloadDir: filepath.Join(home, "Downloads"), Policy: ui.PolicyEveryone, AutoAcceptTrusted: true})
+	if err != nil {
+		log.Warn("settings unreadable; using defaults", "err", err)
+	}
+	history, err := openHistory(dir)
+	if err != nil {
+		log.Warn("history unreadable; starting a new one", "err", err)
+	}
+	s := settings.get()
+	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
+		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log})
+	if err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+	defer eng.Close()
+	if s.DeviceName == "" {
+		s.DeviceName = eng.Name()
+		_ = settings.save(s)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	disc, err := discovery.New(discovery.Options{SelfID: eng.ID(), Prober: prober(eng), Remembered: remembered(eng)})
+	if err != nil {
+		return fmt.Errorf("start discovery: %w", err)
+	}
+
+	a := fyneapp.NewWithID(AppID)
+	var icon fyne.Resource
+	if len(opts.Icon) > 0 {
+		icon = fyne.NewStaticResource("ferry.png", opts.Icon)
+		a.SetIcon(icon)
+	}
+	w := a.NewWindow("Ferry — " + ui.EscapeName(s.DeviceName))
+	w.Resize(fyne.NewSize(980, 640))
+	w.SetMaster()
+
+	transfers := make(chan ui.TransferEvent, 256)
+	devices := make(chan ui.DeviceEvent, 256)
+	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, openURL: a.OpenURL,
+		autostartArgs: autostartArgs, names: map[string]ui.Peer{}}
+	b.synthetic = func(ev ui.TransferEvent) {
+		select {
+		case transfers <- ev:
+		case <-ctx.Done():
+		}
+	}
+	defer b.close()
+
+	u := ui.New(a, w, b, ui.Device{ID: eng.ID(), Name: eng.Name()}, ui.Options{})
+	u.OnShow = func() { w.Show(); w.RequestFocus() }
+	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
+
+	// The tray needs a D-Bus session bus on Linux: without one Fyne's
+	// systray fails and App.Quit later panics.
+	tray := false
+	if desk, ok := a.(desktop.App); ok && trayAvailable() {
+		desk.SetSystemTrayMenu(u.Tray())
+		if icon != nil {
+			desk.SetSystemTrayIcon(icon)
+		}
+		u.OnTrayChanged = desk.SetSystemTrayMenu
+		tray = true
+	}
+	w.SetCloseIntercept(func() {
+		if !u.HandleClose(tray) {
+			a.Quit()
+		}
+	})
+
+	if s.Policy != ui.PolicyOff {
+		if err := b.setReceiving(true); err != nil {
+			log.Error("receiving could not start", "err", err)
+			fyne.Do(func() {
+				a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
+			})
+		}
+	}
+
+	var wg sync.WaitGroup
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Warn(name+" stopped", "err", err)
+			}
+		}()
+	}
+	run("discovery", disc.Run)
+	run("engine events", func(ctx context.Context) error { return pumpTransfers(ctx, eng, b, transfers, devices) })
+	run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, devices) })
+	run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
+	run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
+
+	if !(tray && (opts.Minimized || s.StartMinimized)) {
+		w.Show()
+	}
+	a.Run()
+	cancel()
+	wg.Wait()
+	return nil
+}
+
+// trayAvailable reports whether a system tray can work here.
+func trayAvailable() bool { return trayPlatformOK() }
+
+// remembered lists trusted peers for discovery's direct probes.
+func remembered(eng *engine.Engine) func() []discovery.Remembered {
+	return func() []discovery.Remembered {
+		var out []discovery.Remembered
+		for _, t := range eng.Trusted() {
+			r := discovery.Remembered{ID: t.ID, Name: t.Name}
+			if t.LastAddr != "" {
+				r.Addrs = []string{t.LastAddr}
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+}
+
+// pumpTransfers forwards engine events to the UI, recording finished
+// transfers in the history first (so the UI's reload sees them) and
+// refreshing the trust state of the peer.
+func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan<- ui.TransferEvent, devices chan<- ui.DeviceEvent) error {
+	evs, stop := eng.Subscribe(256)
+	defer stop()
+	for {
+		var ev engine.Event
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-evs:
+			if !ok {
+				return nil
+			}
+			ev = e
+		}
+		uev, ok := toUITransfer(ev)
+		if !ok {
+			continue
+		}
+		b.fillPeer(&uev)
+		if uev.Kind == ui.TransferResult && uev.Result != nil {
+			if err := b.history.add(historyEntry(uev)); err != nil {
+				slog.Warn("history", "err", err)
+			}
+		}
+		select {
+		case out <- uev:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if uev.Kind == ui.TransferResult && uev.Peer.ID != "" {
+			// Accepting ("always accept") or a first transfer may have changed trust.
+			for _, p := range b.disc.Peers() {
+				if p.ID == uev.Peer.ID {
+					select {
+					case devices <- ui.DeviceEvent{Kind: ui.DeviceChanged, Device: toUIDevice(p, b.trust(p.ID), true)}:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+			}
+		}
+	}
+}
+
+// pumpDevices forwards discovery events and lists remembered devices.
+func pumpDevices(ctx context.Context, eng *engine.Engine, disc *discovery.Discovery, out chan<- ui.DeviceEvent) error {
+	evs, stop := disc.Subscribe(128)
+	defer stop()
+	trusted := func(id string) trust { return trustOf(eng.Trusted(), id) }
+	send := func(ev ui.DeviceEvent) error {
+		select {
+		case out <- ev:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range disc.Peers() {
+		seen[p.ID] = true
+		if err := send(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: toUIDevice(p, trusted(p.ID), true)}); err != nil {
+			return err
+		}
+	}
+	for _, t := range eng.Trusted() {
+		if !seen[t.ID] {
+			if err := send(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: rememberedDevice(t)}); err != nil {
+				return err
+			}
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-evs:
+			if !ok {
+				return nil
+			}
+			var err error
+			switch ev.Kind {
+			case discovery.PeerAppeared:
+				err = send(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: toUIDevice(ev.Peer, trusted(ev.Peer.ID), true)})
+			case discovery.PeerChanged:
+				err = send(ui.DeviceEvent{Kind: ui.DeviceChanged, Device: toUIDevice(ev.Peer, trusted(ev.Peer.ID), true)})
+			case discovery.PeerGone, discovery.PeerRefused:
+				err = send(ui.DeviceEvent{Kind: ui.DeviceGone, Device: toUIDevice(ev.Peer, trusted(ev.Peer.ID), false)})
+			case discovery.EventsLost:
+				for _, p := range disc.Peers() {
+					if err = send(ui.DeviceEvent{Kind: ui.DeviceChanged, Device: toUIDevice(p, trusted(p.ID), true)}); err != nil {
+						break
+					}
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}

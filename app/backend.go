@@ -1,0 +1,229 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sync"
+
+	"github.com/ferrydrop/ferry/app/autostart"
+	"github.com/ferrydrop/ferry/discovery"
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/ui"
+)
+
+// backend is the thin adapter that gives the UI the engine, discovery,
+// settings and history behind ui.Backend.
+type backend struct {
+	ctx      context.Context // ends when the app quits
+	eng      *engine.Engine
+	disc     *discovery.Discovery
+	settings *settingsStore
+	history  *historyStore
+	openURL  func(*url.URL) error
+	// autostartArgs start this instance again at login (its --config).
+	autostartArgs []string
+	// synthetic delivers events the engine never sees (a send that could
+	// not even start) to the UI's transfer stream.
+	synthetic func(ui.TransferEvent)
+	// advertiseOpts tune the mDNS advertisement (tests keep it off the network).
+	advertiseOpts []discovery.AdvertiseOption
+
+	mu        sync.Mutex // guards the fields below
+	adv       *discovery.Advertiser
+	names     map[string]ui.Peer // outgoing transfer ID -> the device it goes to
+	nextLocal int
+}
+
+var _ ui.Backend = (*backend)(nil)
+
+// Send starts a transfer in the background: reading the files can take a
+// while and must not freeze the window.
+func (b *backend) Send(dev ui.Device, paths []string) error {
+	if dev.QUICAddr == "" && dev.TCPAddr == "" {
+		return errors.New("this device has no known address; wait until it is visible or add it by address")
+	}
+	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID}
+	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
+	go func() {
+		t, err := b.eng.Send(b.ctx, to, paths, engine.SendOptions{})
+		if err != nil {
+			b.mu.Lock()
+			b.nextLocal++
+			id := fmt.Sprintf("local-%d", b.nextLocal)
+			b.mu.Unlock()
+			b.synthetic(ui.TransferEvent{Kind: ui.TransferResult, ID: id, Direction: ui.Outgoing, Peer: peer,
+				State: ui.StateFailed, Result: &ui.Result{State: ui.StateFailed, Err: "could not start: " + err.Error()}})
+			return
+		}
+		b.mu.Lock()
+		b.names[t.ID()] = peer
+		b.mu.Unlock()
+	}()
+	return nil
+}
+
+// fillPeer names the peer of an outgoing transfer before its handshake did.
+func (b *backend) fillPeer(ev *ui.TransferEvent) {
+	if ev.Direction != ui.Outgoing {
+		return
+	}
+	b.mu.Lock()
+	p, ok := b.names[ev.ID]
+	if ok && ev.Kind == ui.TransferResult {
+		delete(b.names, ev.ID)
+	}
+	b.mu.Unlock()
+	if !ok {
+		return
+	}
+	if ev.Peer.Name == "" {
+		ev.Peer.Name = p.Name
+	}
+	if ev.Peer.ID == "" {
+		ev.Peer.ID = p.ID
+	}
+}
+
+func (b *backend) Decide(id string, d ui.Decision) error {
+	return b.eng.Decide(id, engine.Decision{Accept: d.Accept, AlwaysAccept: d.AlwaysAccept, Reason: d.Reason})
+}
+
+func (b *backend) Cancel(id string) error { return b.eng.Cancel(id) }
+
+func (b *backend) AddDevice(ctx context.Context, addr string) (ui.Device, error) {
+	if _, p, err := net.SplitHostPort(addr); err != nil || p == "" {
+		return ui.Device{}, fmt.Errorf("%q is not an address: enter it like 192.168.1.20:52000", addr)
+	}
+	p, err := b.disc.AddManual(ctx, addr)
+	if errors.Is(err, discovery.ErrNoProber) {
+		// No way to ask who is there before sending: list the address as
+		// unverified; the engine's handshake still pins the key it meets.
+		return ui.Device{Name: addr, QUICAddr: addr, TCPAddr: addr, Online: true, Source: "manual", Unverified: true}, nil
+	}
+	if err != nil {
+		return ui.Device{}, err
+	}
+	return toUIDevice(p, b.trust(p.ID), true), nil
+}
+
+func (b *backend) trust(id string) trust { return trustOf(b.eng.Trusted(), id) }
+
+func (b *backend) Settings() ui.Settings { return b.settings.get() }
+
+// SaveSettings applies s to the engine, the advertisement and the login
+// item, then stores it.
+func (b *backend) SaveSettings(s ui.Settings) error {
+	old := b.settings.get()
+	var errs []error
+	if s.DeviceName != old.DeviceName && s.DeviceName != "" {
+		b.eng.SetName(s.DeviceName)
+	}
+	if s.DownloadDir != old.DownloadDir {
+		if err := b.eng.SetDownloadDir(s.DownloadDir); err != nil {
+			errs = append(errs, fmt.Errorf("download folder: %w", err))
+			s.DownloadDir = old.DownloadDir
+		}
+	}
+	b.eng.SetAccept(acceptPolicy(s.Policy), s.AutoAcceptTrusted)
+	if err := b.setReceiving(s.Policy != ui.PolicyOff); err != nil {
+		errs = append(errs, err)
+	}
+	if s.StartAtLogin != old.StartAtLogin || s.StartAtLogin && !autostart.Enabled() {
+		var err error
+		if s.StartAtLogin {
+			err = autostart.Enable(autostart.Entry{Args: append([]string{"--minimized"}, b.autostartArgs...)})
+		} else {
+			err = autostart.Disable()
+		}
+		if err != nil {
+			errs = append(errs, err)
+			s.StartAtLogin = old.StartAtLogin
+		}
+	}
+	if err := b.settings.save(s); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func acceptPolicy(p ui.Policy) engine.AcceptPolicy {
+	if p == ui.PolicyTrusted {
+		return engine.AcceptTrusted
+	}
+	return engine.AcceptAsk
+}
+
+// setReceiving opens the listeners and advertises them, or withdraws the
+// advertisement and closes the listeners.
+func (b *backend) setReceiving(on bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !on {
+		var errs []error
+		if b.adv != nil {
+			errs = append(errs, b.adv.Close())
+			b.adv = nil
+		}
+		errs = append(errs, b.eng.StopReceiving())
+		return errors.Join(errs...)
+	}
+	if err := b.eng.Start(b.ctx); err != nil {
+		return fmt.Errorf("start receiving: %w", err)
+	}
+	svc := b.service()
+	if b.adv != nil {
+		// An advertiser without a usable interface yet keeps trying by
+		// itself (Err says why); that is no reason to fail a settings save.
+		_ = b.adv.Update(svc)
+		return nil
+	}
+	adv, err := discovery.Advertise(svc, b.advertiseOpts...)
+	if err != nil {
+		return fmt.Errorf("advertise: %w", err)
+	}
+	b.adv = adv
+	return nil
+}
+
+func (b *backend) service() discovery.Service {
+	q, t := b.eng.Addrs()
+	return discovery.Service{Name: b.eng.Name(), ID: b.eng.ID(), QUICPort: port(q), TCPPort: port(t)}
+}
+
+func (b *backend) History() []ui.HistoryEntry { return b.history.list() }
+
+func (b *backend) OpenFolder(p string) error {
+	if _, err := os.Stat(p); err != nil {
+		return fmt.Errorf("the folder %s is gone", p)
+	}
+	return b.openURL(&url.URL{Scheme: "file", Path: p})
+}
+
+// close withdraws the advertisement.
+func (b *backend) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.adv != nil {
+		b.adv.Close()
+		b.adv = nil
+	}
+}
+
+// prober lets discovery verify manual and remembered peers with a TLS
+// handshake, once the engine offers Probe.
+func prober(eng *engine.Engine) discovery.Prober {
+	p, ok := any(eng).(interface {
+		Probe(ctx context.Context, addr string) (engine.PeerInfo, error)
+	})
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, addr string) (string, string, error) {
+		info, err := p.Probe(ctx, addr)
+		return info.ID, info.Name, err
+	}
+}

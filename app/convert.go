@@ -1,0 +1,140 @@
+package app
+
+import (
+	"time"
+
+	"github.com/ferrydrop/ferry/discovery"
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/ui"
+)
+
+// This file translates engine and discovery values into the UI's terms.
+
+var transferKinds = map[engine.EventKind]ui.TransferEventKind{
+	engine.EventOffer:     ui.TransferOffer,
+	engine.EventState:     ui.TransferState,
+	engine.EventProgress:  ui.TransferProgress,
+	engine.EventFile:      ui.TransferFile,
+	engine.EventMetrics:   ui.TransferMetrics,
+	engine.EventTransport: ui.TransferTransport,
+	engine.EventResult:    ui.TransferResult,
+}
+
+func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func toUIDirection(d engine.Direction) ui.Direction {
+	if d == engine.Receiving {
+		return ui.Incoming
+	}
+	return ui.Outgoing
+}
+
+func toUIMetrics(m *engine.Metrics) *ui.Metrics {
+	if m == nil {
+		return nil
+	}
+	return &ui.Metrics{
+		Transport:        m.Transport,
+		SmoothedRTT:      msDur(m.SmoothedRTTms),
+		MinRTT:           msDur(m.MinRTTms),
+		CongestionWindow: m.CongestionWindow,
+		CongestionEvents: m.CongestionEvents,
+		PacketsLost:      m.PacketsLost,
+		PathMTU:          m.PathMTU,
+		DatagramsPerCall: m.DatagramsPerCall(),
+		GSO:              m.GSO,
+		RecvBuffer:       m.RecvBuffer,
+		Connections:      m.Connections,
+	}
+}
+
+// toUITransfer converts one engine event; ok is false for kinds the UI does not know.
+func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
+	kind, ok := transferKinds[ev.Kind]
+	if !ok {
+		return ui.TransferEvent{}, false
+	}
+	out := ui.TransferEvent{
+		Kind:      kind,
+		ID:        ev.TransferID,
+		Direction: toUIDirection(ev.Direction),
+		Peer:      ui.Peer{ID: ev.Peer.ID, Name: ev.Peer.Name, Trusted: ev.Peer.Trusted, Addr: ev.Peer.Addr},
+		State:     ui.State(ev.State),
+		Metrics:   toUIMetrics(ev.Metrics),
+		Time:      ev.Time,
+	}
+	if o := ev.Offer; o != nil {
+		uo := &ui.Offer{Total: o.TotalBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires}
+		for _, f := range o.Files {
+			uo.Files = append(uo.Files, ui.FileInfo{Path: f.Path, Size: f.Size})
+		}
+		out.Offer = uo
+	}
+	if p := ev.Progress; p != nil {
+		out.Progress = &ui.Progress{Bytes: p.Bytes, Total: p.TotalBytes, Files: p.Files, TotalFiles: p.TotalFiles,
+			Rate: p.Rate, ETA: time.Duration(p.ETA * float64(time.Second))}
+	}
+	if f := ev.File; f != nil {
+		out.File = &ui.FileResult{Path: f.Path, SavedAs: f.SavedAs, Size: f.Size, Verified: f.Verified, Root: f.Root, Err: f.Err}
+	}
+	if t := ev.Transport; t != nil {
+		out.Transport, out.Reason = t.Name, t.Reason
+	}
+	if r := ev.Result; r != nil {
+		out.Result = &ui.Result{State: ui.State(r.State), Err: r.Err, Files: r.Files, Verified: r.Verified, Bytes: r.Bytes,
+			Duration: time.Duration(r.Duration * float64(time.Second)), Transport: r.Transport, Destination: r.Destination,
+			Metrics: toUIMetrics(r.Metrics)}
+		if out.State == "" {
+			out.State = out.Result.State
+		}
+	}
+	return out, true
+}
+
+// historyEntry is what the history keeps of a finished transfer.
+func historyEntry(ev ui.TransferEvent) ui.HistoryEntry {
+	r := ev.Result
+	return ui.HistoryEntry{
+		ID: ev.ID, Direction: ev.Direction, PeerName: ev.Peer.Name, PeerID: ev.Peer.ID,
+		Files: r.Files, Bytes: r.Bytes, State: r.State, Err: r.Err, Transport: r.Transport,
+		Destination: r.Destination, Finished: ev.Time, Duration: r.Duration.Seconds(),
+	}
+}
+
+// toUIDevice converts a discovery peer.
+func toUIDevice(p discovery.Peer, tr trust, online bool) ui.Device {
+	d := ui.Device{
+		ID: p.ID, Name: p.Name, OS: p.OS, Trusted: tr.trusted, Known: tr.known, Online: online,
+		LastSeen: p.LastSeen, Source: string(p.Source), Addrs: p.DialAddrs(),
+	}
+	if p.QUICPort > 0 || p.Direct != "" {
+		if a := p.DialAddrs(); len(a) > 0 {
+			d.QUICAddr = a[0]
+		}
+	}
+	if a := p.TCPDialAddrs(); len(a) > 0 {
+		d.TCPAddr = a[0]
+	}
+	return d
+}
+
+// rememberedDevice is a trusted peer that discovery does not see right now.
+func rememberedDevice(t engine.TrustedPeer) ui.Device {
+	return ui.Device{ID: t.ID, Name: t.Name, Trusted: t.AlwaysAccept, Known: true, Online: false, LastSeen: t.LastSeen,
+		Source: "remembered", QUICAddr: t.LastAddr, TCPAddr: t.LastAddr}
+}
+
+// trust is what the engine's trust store says about a device.
+type trust struct{ known, trusted bool }
+
+// trustOf looks a device up in the engine's trust store: known means its key
+// is pinned from an earlier exchange, trusted that its offers are accepted
+// without asking (the engine's PeerInfo.Trusted).
+func trustOf(peers []engine.TrustedPeer, id string) trust {
+	for _, t := range peers {
+		if t.ID == id {
+			return trust{known: true, trusted: t.AlwaysAccept}
+		}
+	}
+	return trust{}
+}

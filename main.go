@@ -1,0 +1,38 @@
+// Command ferry is Ferry's desktop app: drop files on a nearby device to send
+// them, accept incoming files with one click, keep receiving from the tray.
+//
+// Usage:
+//
+//	ferry [--config DIR] [--minimized]
+//
+// --config DIR keeps identity, trust, settings and history in DIR instead of
+// the user config dir (separate instances on one machine); --minimized starts
+// in the tray (used by the login item).
+package main
+
+import (
+	_ "embed"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/ferrydrop/ferry/app"
+)
+
+//go:embed assets/icon.png
+var icon []byte
+
+func main() {
+	config := flag.String("config", "", "config `dir` (default: the user config dir/Ferry)")
+	minimized := flag.Bool("minimized", false, "start minimised to the tray")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "ferry: unexpected arguments %q\n", flag.Args())
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := app.Run(app.Options{ConfigDir: *config, Minimized: *minimized, Icon: icon}); err != nil {
+		fmt.Fprintln(os.Stderr, "ferry:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# gui-smoke.sh: build the real desktop app, start two instances with separate
+# --config dirs under Xvfb (with a D-Bus session and dunst for notifications),
+# send a file from B to A through the engine, accept it in A's prompt with the
+# keyboard, check the received bytes, and save screenshots of both windows in
+# ./testoutput/ (git-ignored).
+#
+#   scripts/gui-smoke.sh            # run it
+#   KEEP=1 scripts/gui-smoke.sh     # keep the config dirs for a look
+#
+# Needs: Xvfb, dbus-run-session (dbus-x11), dunst, xdotool, imagemagick (import).
+# The instances find each other through the smoke-only hooks in app/smoke.go
+# (FERRY_SMOKE_STATUS / FERRY_SMOKE_SEND), so it works without multicast.
+set -euo pipefail
+
+if [[ "${FERRY_SMOKE_INNER:-}" != 1 ]]; then
+	cd "$(dirname "$0")/.."
+	out="$PWD/testoutput/gui-smoke"
+	rm -rf "$out" && mkdir -p "$out"
+	echo "building ferry..."
+	go build -o "$out/ferry" .
+	display=":$((90 + RANDOM % 100))"
+	Xvfb "$display" -screen 0 2000x1400x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
+	xvfb=$!
+	trap 'kill "$xvfb" 2>/dev/null || true' EXIT
+	for _ in $(seq 100); do
+		[[ -e "/tmp/.X11-unix/X${display#:}" ]] && break
+		sleep 0.1
+	done
+	DISPLAY="$display" FERRY_SMOKE_INNER=1 OUT="$out" dbus-run-session -- "$0"
+	exit $?
+fi
+
+# ---- inside Xvfb and the D-Bus session ----
+out="$OUT"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# dunst logs every notification summary so we can wait on them.
+cat >"$out/notify.sh" <<'SH'
+#!/bin/sh
+echo "$1|$2|$3" >>"$NOTIFY_LOG"
+SH
+chmod +x "$out/notify.sh"
+cat >"$out/dunstrc" <<RC
+[global]
+    origin = bottom-left
+    offset = 10x10
+    width = 400
+[log]
+    summary = "*"
+    script = $out/notify.sh
+RC
+NOTIFY_LOG="$out/notifications.log" dunst -config "$out/dunstrc" >"$out/dunst.log" 2>&1 &
+pids+=($!)
+touch "$out/notifications.log"
+
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+	local t=$1 what=$2
+	shift 2
+	for _ in $(seq $((t * 10))); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.1
+	done
+	echo "FAIL: timed out waiting for $what" >&2
+	return 1
+}
+
+window_of() { xdotool search --name "^Ferry — $1\$" | head -1; }
+visible_window_of() { xdotool search --onlyvisible --name "^Ferry — $1\$" | head -1; }
+has_window() { [[ -n "$(window_of "$1")" ]]; }
+has_visible_window() { [[ -n "$(visible_window_of "$1")" ]]; }
+
+snap() { # snap WINDOW FILE
+	import -window "$1" "$out/$2"
+	echo "screenshot: $out/$2"
+}
+
+mkdir -p "$out/cfgA" "$out/cfgB" "$out/recvA" "$out/sendB"
+cat >"$out/cfgA/settings.json" <<JSON
+{"device_name": "Ferry A", "download_dir": "$out/recvA", "policy": "everyone", "auto_accept_trusted": true}
+JSON
+cat >"$out/cfgB/settings.json" <<JSON
+{"device_name": "Ferry B", "download_dir": "$out/sendB", "policy": "everyone", "auto_accept_trusted": true}
+JSON
+head -c 3000000 /dev/urandom >"$out/sendB/holiday photos.bin"
+
+# A starts minimised to the tray: the incoming offer must bring its window up.
+FERRY_SMOKE_STATUS="$out/a.json" "$out/ferry" --config "$out/cfgA" --minimized >"$out/a.log" 2>&1 &
+pids+=($!)
+wait_for 30 "instance A to listen" test -s "$out/a.json"
+if has_visible_window "Ferry A"; then
+	echo "FAIL: A started with --minimized but its window is visible" >&2
+	exit 1
+fi
+
+addr=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["quic"])' "$out/a.json")
+addr="127.0.0.1:${addr##*:}"
+FYNE_THEME=light FERRY_SMOKE_SEND="$addr=$out/sendB/holiday photos.bin" \
+	"$out/ferry" --config "$out/cfgB" >"$out/b.log" 2>&1 &
+pids+=($!)
+wait_for 30 "window B" has_visible_window "Ferry B"
+winB=$(window_of "Ferry B")
+xdotool windowmove --sync "$winB" 1010 0 || true
+
+wait_for 30 "the offer prompt in A" grep -q "Incoming files" "$out/notifications.log"
+has_window "Ferry A" || { echo "FAIL: no window A" >&2; exit 1; }
+wait_for 10 "A's window to appear for the offer" has_visible_window "Ferry A"
+winA=$(visible_window_of "Ferry A")
+xdotool windowmove --sync "$winA" 0 0 || true
+sleep 1 # let the dialog finish drawing before the screenshot
+snap "$winA" a-prompt.png
+snap "$winB" b-waiting.png
+
+# Accept with the keyboard: the prompt starts on Decline; Tab moves to Accept.
+xdotool windowfocus --sync "$winA" || true
+xdotool key --window "$winA" Tab space
+
+wait_for 60 "the file to arrive in A" test -f "$out/recvA/holiday photos.bin"
+wait_for 60 "A's history to record the transfer" grep -q '"done"' "$out/cfgA/history.json"
+cmp "$out/sendB/holiday photos.bin" "$out/recvA/holiday photos.bin"
+echo "OK: file received intact"
+wait_for 30 "B's history to record the transfer" grep -q '"done"' "$out/cfgB/history.json"
+sleep 1
+snap "$winA" a-done.png
+snap "$winB" b-done.png
+
+# The details view of B's transfer (connection metrics, per-file results):
+# click its Details button, found at the right end of the transfer's state line.
+xdotool mousemove --window "$winB" 925 272 click 1
+sleep 1
+snap "$winB" b-details.png
+echo "notifications:"
+cat "$out/notifications.log"
+echo "PASS"

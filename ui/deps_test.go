@@ -1,0 +1,21 @@
+package ui
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestNoAppDriverImport keeps ui headless-testable: it must not pull in
+// fyne.io/fyne/v2/app (and with it glfw and cgo).
+func TestNoAppDriverImport(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list unavailable: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "fyne.io/fyne/v2/app" || strings.HasPrefix(dep, "github.com/go-gl/") {
+			t.Errorf("ui depends on %s", dep)
+		}
+	}
+}

@@ -1,0 +1,259 @@
+package ui
+
+import (
+	"image/color"
+	"sort"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// deviceList renders the devices that discovery reports. It keeps only what
+// it draws: the latest Device per key.
+type deviceList struct {
+	u       *UI
+	devices map[string]Device
+	rows    []*deviceRow // in display order, for hit-testing drops
+	box     *fyne.Container
+	empty   fyne.CanvasObject
+	scroll  *container.Scroll
+}
+
+// deviceRow is one drawn device; obj is what a drop is hit-tested against.
+type deviceRow struct {
+	dev  Device
+	obj  fyne.CanvasObject
+	send *widget.Button
+}
+
+func newDeviceList(u *UI) *deviceList {
+	l := &deviceList{u: u, devices: make(map[string]Device)}
+	hint := widget.NewLabel("Looking for devices on your network…\n\nOpen Ferry on the other device, or add it by address.")
+	hint.Wrapping = fyne.TextWrapWord
+	hint.Alignment = fyne.TextAlignCenter
+	hint.Importance = widget.LowImportance
+	l.empty = hint
+	l.box = container.NewVBox()
+	l.scroll = container.NewVScroll(l.box)
+	l.render()
+	return l
+}
+
+// apply merges one discovery event into the list and redraws it.
+func (l *deviceList) apply(ev DeviceEvent) {
+	key := ev.Device.Key()
+	if key == "" {
+		return
+	}
+	switch ev.Kind {
+	case DeviceGone:
+		d, ok := l.devices[key]
+		if !ok {
+			return
+		}
+		if !d.Trusted && !d.Known && d.Source != "remembered" && !ev.Device.Trusted && !ev.Device.Known {
+			delete(l.devices, key) // a stranger that left: nothing to remember
+			break
+		}
+		d.Online = false
+		if !ev.Device.LastSeen.IsZero() {
+			d.LastSeen = ev.Device.LastSeen
+		}
+		l.devices[key] = d
+	default:
+		d := ev.Device
+		// A device added by address first has no ID; once its ID is known,
+		// drop the address-keyed entry so it is not listed twice.
+		if d.ID != "" {
+			for k, old := range l.devices {
+				if old.ID == "" && (old.QUICAddr != "" && old.QUICAddr == d.QUICAddr || old.TCPAddr != "" && old.TCPAddr == d.TCPAddr) {
+					delete(l.devices, k)
+				}
+			}
+		}
+		l.devices[key] = d
+	}
+	l.render()
+}
+
+// ordered returns the devices as shown: online first, then by name.
+func (l *deviceList) ordered() []Device {
+	out := make([]Device, 0, len(l.devices))
+	for _, d := range l.devices {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Online != out[j].Online {
+			return out[i].Online
+		}
+		ni, nj := strings.ToLower(out[i].Name), strings.ToLower(out[j].Name)
+		if ni != nj {
+			return ni < nj
+		}
+		return out[i].Key() < out[j].Key()
+	})
+	return out
+}
+
+// online returns the devices that can be sent to right now.
+func (l *deviceList) online() []Device {
+	var out []Device
+	for _, d := range l.ordered() {
+		if d.Online {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (l *deviceList) render() {
+	l.rows = l.rows[:0]
+	l.box.Objects = nil
+	devs := l.ordered()
+	if len(devs) == 0 {
+		l.box.Objects = []fyne.CanvasObject{l.empty}
+	}
+	now := l.u.now()
+	for _, d := range devs {
+		r := l.newRow(d, now)
+		l.rows = append(l.rows, r)
+		l.box.Objects = append(l.box.Objects, r.obj)
+	}
+	l.box.Refresh()
+}
+
+// phoneIcon is a plain phone outline (Fyne's theme has none); themed, so
+// it follows the foreground colour in light and dark.
+var phoneIcon = theme.NewThemedResource(fyne.NewStaticResource("phone.svg", []byte(
+	`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path d="M16 1H8C6.34 1 5 2.34 5 4v16c0 1.66 1.34 3 3 3h8c1.66 0 3-1.34 3-3V4c0-1.66-1.34-3-3-3zm1 17H7V4h10v14zm-3 3h-4v-1h4v1z"/></svg>`)))
+
+func osIcon(goos string) fyne.Resource {
+	switch goos {
+	case "android", "ios":
+		return phoneIcon
+	case "":
+		return theme.QuestionIcon()
+	}
+	return theme.ComputerIcon()
+}
+
+func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
+	r := &deviceRow{dev: d}
+	icon := osIcon(d.OS)
+	if !d.Online {
+		icon = theme.NewDisabledResource(icon)
+	}
+	img := widget.NewIcon(icon)
+
+	name := widget.NewLabelWithStyle(EscapeName(displayName(d)), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	name.Truncation = fyne.TextTruncateEllipsis
+	parts := []string{}
+	if os := OSLabel(d.OS); os != "" {
+		parts = append(parts, os)
+	}
+	if d.ID != "" {
+		parts = append(parts, ShortID(d.ID))
+	}
+	switch {
+	case d.Trusted:
+		parts = append(parts, "trusted")
+	case d.Known:
+		parts = append(parts, "known")
+	case d.Unverified:
+		parts = append(parts, "not verified yet")
+	default:
+		parts = append(parts, "new")
+	}
+	var tr []string
+	if d.QUICAddr != "" {
+		tr = append(tr, "QUIC")
+	}
+	if d.TCPAddr != "" {
+		tr = append(tr, "TCP")
+	}
+	if len(tr) > 0 {
+		parts = append(parts, strings.Join(tr, "+"))
+	}
+	if !d.Online {
+		// Offline first, so truncation never hides it.
+		parts = append([]string{"Offline", LastSeen(d.LastSeen, now)}, parts...)
+	}
+	info := widget.NewLabel(strings.Join(parts, " · "))
+	info.SizeName = theme.SizeNameCaptionText
+	info.Truncation = fyne.TextTruncateEllipsis
+
+	dev := d
+	r.send = widget.NewButtonWithIcon("Send…", theme.UploadIcon(), func() { l.u.pickAndSend(&dev) })
+	if !d.Online && d.QUICAddr == "" && d.TCPAddr == "" {
+		r.send.Disable()
+	}
+	if !d.Online {
+		r.send.Importance = widget.LowImportance
+	}
+
+	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
+	if !d.Online {
+		bg.FillColor = color.Transparent
+		bg.StrokeColor = theme.Color(theme.ColorNameInputBackground)
+		bg.StrokeWidth = 1
+	}
+	bg.CornerRadius = theme.InputRadiusSize()
+	text := container.New(&tightVBox{}, name, info)
+	row := container.NewBorder(nil, nil, container.NewPadded(img), container.NewCenter(r.send), text)
+	r.obj = container.NewStack(bg, container.NewPadded(row))
+	return r
+}
+
+func displayName(d Device) string {
+	if d.Name != "" {
+		return d.Name
+	}
+	if d.ID != "" {
+		return "Device " + ShortID(d.ID)
+	}
+	return d.Key()
+}
+
+// rowAt returns the device row under pos (canvas coordinates), or nil.
+func (l *deviceList) rowAt(pos fyne.Position) *deviceRow {
+	drv := fyne.CurrentApp().Driver()
+	for _, r := range l.rows {
+		p := drv.AbsolutePositionForObject(r.obj)
+		s := r.obj.Size()
+		if pos.X >= p.X && pos.X < p.X+s.Width && pos.Y >= p.Y && pos.Y < p.Y+s.Height {
+			return r
+		}
+	}
+	return nil
+}
+
+// tightVBox stacks objects vertically without padding between them.
+type tightVBox struct{}
+
+func (tightVBox) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var s fyne.Size
+	for _, o := range objs {
+		m := o.MinSize()
+		s.Width = max(s.Width, m.Width)
+		s.Height += m.Height
+	}
+	return s.SubtractWidthHeight(0, theme.Padding()*float32(max(len(objs)-1, 0)))
+}
+
+func (tightVBox) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	y := float32(0)
+	for i, o := range objs {
+		h := o.MinSize().Height
+		if i > 0 {
+			y -= theme.Padding()
+		}
+		o.Move(fyne.NewPos(0, y))
+		o.Resize(fyne.NewSize(size.Width, h))
+		y += h
+	}
+}

@@ -1,0 +1,214 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// EscapeName returns a file or device name as it is safe to show: names made
+// only of printable characters come back unchanged; any other name (control
+// characters, bidirectional overrides that could disguise an extension,
+// zero-width or invalid UTF-8) is shown quoted with those characters escaped,
+// the way strconv.Quote does, so the user sees exactly what was sent.
+func EscapeName(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case suspicious(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func needsEscape(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if suspicious(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// suspicious reports runes that are invisible or change how the text around
+// them is displayed.
+func suspicious(r rune) bool {
+	switch {
+	case r == ' ':
+		return false
+	case unicode.IsControl(r):
+		return true
+	case unicode.Is(unicode.Bidi_Control, r):
+		return true
+	case r == '\u200b' || r == '\u200c' || r == '\u200d' || r == '\u2060' || r == '\ufeff':
+		return true // zero-width characters
+	case unicode.IsSpace(r):
+		return true // odd spaces: only the plain space is shown as is
+	case !unicode.IsPrint(r):
+		return true
+	}
+	return false
+}
+
+// HumanBytes formats a byte count for people: "0 B", "999 B", "1.5 kB", "12.3 MB".
+func HumanBytes(n int64) string {
+	if n < 0 {
+		return "unknown"
+	}
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
+
+// HumanRate formats bytes per second.
+func HumanRate(bps float64) string {
+	if bps <= 0 {
+		return ""
+	}
+	return HumanBytes(int64(bps)) + "/s"
+}
+
+// HumanETA formats a remaining time: "12 s left", "3 min left", "2 h 5 min left".
+func HumanETA(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return ""
+	case d < time.Minute:
+		return fmt.Sprintf("%d s left", int(d.Seconds()+0.5))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min left", int(d.Minutes()+0.5))
+	default:
+		h := int(d.Hours())
+		return fmt.Sprintf("%d h %d min left", h, int(d.Minutes())-60*h)
+	}
+}
+
+// ShortID is the short form of a device ID: its first 8 characters, as "ABCD-EFGH".
+func ShortID(id string) string {
+	if len(id) < 8 {
+		return id
+	}
+	return id[:4] + "-" + id[4:8]
+}
+
+// GroupID is the human form of a device ID: groups of 4 joined by '-'.
+func GroupID(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i += 4 {
+		if i > 0 {
+			b.WriteByte('-')
+		}
+		b.WriteString(id[i:min(i+4, len(id))])
+	}
+	return b.String()
+}
+
+// LastSeen formats how long ago a device was seen.
+func LastSeen(t, now time.Time) string {
+	if t.IsZero() {
+		return "not seen yet"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "last seen just now"
+	case d < time.Hour:
+		return fmt.Sprintf("last seen %d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("last seen %d h ago", int(d.Hours()))
+	default:
+		return "last seen " + t.Format("2 Jan 2006")
+	}
+}
+
+// OSLabel names an operating system as users know it.
+func OSLabel(goos string) string {
+	switch goos {
+	case "linux":
+		return "Linux"
+	case "darwin":
+		return "macOS"
+	case "windows":
+		return "Windows"
+	case "android":
+		return "Android"
+	case "ios":
+		return "iOS"
+	case "freebsd", "openbsd", "netbsd":
+		return "BSD"
+	case "":
+		return ""
+	}
+	return EscapeName(goos)
+}
+
+// StateLabel is what the transfer list says for a state.
+func StateLabel(s State, dir Direction) string {
+	switch s {
+	case StateConnecting:
+		return "Connecting…"
+	case StateWaiting:
+		if dir == Incoming {
+			return "Waiting for you to accept"
+		}
+		return "Waiting for accept"
+	case StateActive:
+		if dir == Incoming {
+			return "Receiving"
+		}
+		return "Sending"
+	case StateVerifying:
+		return "Verifying"
+	case StatePaused:
+		return "Paused"
+	case StateDone:
+		return "Done"
+	case StateFailed:
+		return "Failed"
+	case StateDeclined:
+		return "Declined"
+	case StateCancelled:
+		return "Cancelled"
+	}
+	return EscapeName(string(s))
+}
+
+// TransportLabel shows a transport name.
+func TransportLabel(t string) string {
+	switch strings.ToLower(t) {
+	case "quic":
+		return "QUIC"
+	case "tcp":
+		return "TCP"
+	}
+	return strings.ToUpper(EscapeName(t))
+}

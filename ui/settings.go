@@ -1,0 +1,109 @@
+package ui
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+var policyLabels = []string{
+	"Everyone nearby (ask me)",
+	"Only trusted devices",
+	"Nobody: receiving off",
+}
+
+var policies = []Policy{PolicyEveryone, PolicyTrusted, PolicyOff}
+
+func policyLabel(p Policy) string {
+	for i, q := range policies {
+		if q == p {
+			return policyLabels[i]
+		}
+	}
+	return policyLabels[0]
+}
+
+func labelPolicy(l string) Policy {
+	for i, q := range policyLabels {
+		if q == l {
+			return policies[i]
+		}
+	}
+	return PolicyEveryone
+}
+
+// settingsView is the Settings tab: a form over Backend.Settings.
+type settingsView struct {
+	u         *UI
+	name      *widget.Entry
+	dir       *widget.Entry
+	policy    *widget.RadioGroup
+	auto      *widget.Check
+	login     *widget.Check
+	minimized *widget.Check
+	save      *widget.Button
+	obj       fyne.CanvasObject
+}
+
+func newSettingsView(u *UI) *settingsView {
+	v := &settingsView{u: u}
+	v.name = widget.NewEntry()
+	v.name.SetPlaceHolder("How other devices see this one")
+	v.dir = widget.NewEntry()
+	browse := widget.NewButtonWithIcon("Choose…", theme.FolderOpenIcon(), func() {
+		d := dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
+			if err == nil && l != nil {
+				v.dir.SetText(l.Path())
+			}
+		}, u.win)
+		d.Show()
+	})
+	v.policy = widget.NewRadioGroup(policyLabels, nil)
+	v.policy.Required = true
+	v.auto = widget.NewCheck("Accept files from trusted devices without asking", nil)
+	v.login = widget.NewCheck("Start Ferry when I log in", nil)
+	v.minimized = widget.NewCheck("Start minimised to the tray", nil)
+	v.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), v.apply)
+	v.save.Importance = widget.HighImportance
+	revert := widget.NewButton("Revert", v.load)
+
+	id := widget.NewLabel(GroupID(u.self.ID))
+	id.Wrapping = fyne.TextWrapBreak
+	form := widget.NewForm(
+		widget.NewFormItem("Device name", v.name),
+		widget.NewFormItem("Device ID", id),
+		widget.NewFormItem("Save files to", container.NewBorder(nil, nil, nil, browse, v.dir)),
+		widget.NewFormItem("Who may send", v.policy),
+		widget.NewFormItem("", v.auto),
+		widget.NewFormItem("", v.login),
+		widget.NewFormItem("", v.minimized),
+	)
+	v.obj = container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), revert, v.save))))
+	v.load()
+	return v
+}
+
+// load shows the saved settings.
+func (v *settingsView) load() {
+	s := v.u.be.Settings()
+	v.name.SetText(s.DeviceName)
+	v.dir.SetText(s.DownloadDir)
+	v.policy.SetSelected(policyLabel(s.Policy))
+	v.auto.SetChecked(s.AutoAcceptTrusted)
+	v.login.SetChecked(s.StartAtLogin)
+	v.minimized.SetChecked(s.StartMinimized)
+}
+
+// apply saves the form through the backend.
+func (v *settingsView) apply() {
+	s := v.u.be.Settings()
+	s.DeviceName = v.name.Text
+	s.DownloadDir = v.dir.Text
+	s.Policy = labelPolicy(v.policy.Selected)
+	s.AutoAcceptTrusted = v.auto.Checked
+	s.StartAtLogin = v.login.Checked
+	s.StartMinimized = v.minimized.Checked
+	v.u.saveSettings(s)
+}

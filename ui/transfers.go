@@ -1,0 +1,368 @@
+package ui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// transferView is what the UI shows of one transfer: the merge of the
+// engine's events about it, nothing more.
+type transferView struct {
+	id        string
+	dir       Direction
+	peer      Peer
+	state     State
+	files     int
+	total     int64
+	progress  Progress
+	transport string
+	reason    string
+	metrics   *Metrics
+	results   []FileResult
+	result    *Result
+	dest      string
+	started   time.Time
+
+	// widgets
+	obj      fyne.CanvasObject
+	title    *widget.Label
+	sub      *widget.Label
+	bar      *widget.ProgressBar
+	stateLbl *widget.Label
+	cancel   *widget.Button
+	open     *widget.Button
+	details  *widget.Button
+}
+
+// transferList renders transfers in both directions, newest first.
+type transferList struct {
+	u      *UI
+	byID   map[string]*transferView
+	order  []string // newest first
+	box    *fyne.Container
+	empty  fyne.CanvasObject
+	scroll *container.Scroll
+	// detail is the open details dialog, refreshed live.
+	detail      *dialog.CustomDialog
+	detailID    string
+	detailLabel *widget.Label
+	detailFiles *widget.Label
+}
+
+func newTransferList(u *UI) *transferList {
+	l := &transferList{u: u, byID: make(map[string]*transferView)}
+	hint := widget.NewLabel("No transfers yet. Drop files on a device to send them.")
+	hint.Wrapping = fyne.TextWrapWord
+	hint.Alignment = fyne.TextAlignCenter
+	hint.Importance = widget.LowImportance
+	l.empty = hint
+	l.box = container.NewVBox(l.empty)
+	l.scroll = container.NewVScroll(l.box)
+	return l
+}
+
+// apply merges one engine event into its transfer's row.
+func (l *transferList) apply(ev TransferEvent) {
+	v, ok := l.byID[ev.ID]
+	if !ok {
+		v = &transferView{id: ev.ID, dir: ev.Direction, peer: ev.Peer, state: StateConnecting, started: ev.Time}
+		l.byID[ev.ID] = v
+		l.order = append([]string{ev.ID}, l.order...)
+		l.build(v)
+		l.relayout()
+	}
+	if ev.Peer.Name != "" || ev.Peer.ID != "" {
+		v.peer = ev.Peer
+	}
+	if ev.State != "" && !(v.state.Final() && !ev.State.Final()) {
+		v.state = ev.State
+	}
+	switch ev.Kind {
+	case TransferOffer:
+		if ev.Offer != nil {
+			v.files, v.total, v.dest = len(ev.Offer.Files), ev.Offer.Total, ev.Offer.Dest
+		}
+	case TransferProgress:
+		if p := ev.Progress; p != nil {
+			v.progress = *p
+			if p.TotalFiles > 0 {
+				v.files = p.TotalFiles
+			}
+			if p.Total > 0 {
+				v.total = p.Total
+			}
+		}
+	case TransferFile:
+		if ev.File != nil {
+			v.results = append(v.results, *ev.File)
+		}
+	case TransferMetrics:
+		v.metrics = ev.Metrics
+		if v.transport == "" && ev.Metrics != nil {
+			v.transport = ev.Metrics.Transport
+		}
+	case TransferTransport:
+		v.transport, v.reason = ev.Transport, ev.Reason
+	case TransferResult:
+		if r := ev.Result; r != nil {
+			v.result = r
+			v.state = r.State
+			if r.Transport != "" {
+				v.transport = r.Transport
+			}
+			if r.Metrics != nil {
+				v.metrics = r.Metrics
+			}
+			if r.Destination != "" {
+				v.dest = r.Destination
+			}
+			if r.Files > 0 {
+				v.files = r.Files
+			}
+			if v.total == 0 && r.State == StateDone {
+				v.total = r.Bytes
+			}
+			if r.State == StateDone && v.total > 0 {
+				v.progress.Bytes = v.total
+			}
+		}
+	}
+	l.refresh(v)
+	if l.detail != nil && l.detailID == v.id {
+		l.fillDetails(v)
+	}
+}
+
+func (l *transferList) relayout() {
+	objs := make([]fyne.CanvasObject, 0, len(l.order))
+	for _, id := range l.order {
+		objs = append(objs, l.byID[id].obj)
+	}
+	if len(objs) == 0 {
+		objs = append(objs, l.empty)
+	}
+	l.box.Objects = objs
+	l.box.Refresh()
+}
+
+// clearFinished drops finished transfers from the list (they stay in History).
+func (l *transferList) clearFinished() {
+	keep := l.order[:0]
+	for _, id := range l.order {
+		if l.byID[id].state.Final() {
+			delete(l.byID, id)
+			continue
+		}
+		keep = append(keep, id)
+	}
+	l.order = keep
+	l.relayout()
+}
+
+func (l *transferList) build(v *transferView) {
+	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.title.Truncation = fyne.TextTruncateEllipsis
+	v.sub = widget.NewLabel("")
+	v.sub.SizeName = theme.SizeNameCaptionText
+	v.sub.Truncation = fyne.TextTruncateEllipsis
+	v.bar = widget.NewProgressBar()
+	v.stateLbl = widget.NewLabel("")
+	v.stateLbl.Truncation = fyne.TextTruncateEllipsis
+	id := v.id
+	v.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { l.u.cancel(id) })
+	v.open = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), func() { l.u.openFolder(l.byID[id]) })
+	v.details = widget.NewButtonWithIcon("Details", theme.InfoIcon(), func() { l.showDetails(id) })
+	icon := theme.UploadIcon()
+	if v.dir == Incoming {
+		icon = theme.DownloadIcon()
+	}
+	buttons := container.NewHBox(v.details, v.open, v.cancel)
+	head := container.NewBorder(nil, nil, widget.NewIcon(icon), nil, v.title)
+	foot := container.NewBorder(nil, nil, nil, buttons, v.stateLbl)
+	v.obj = container.NewVBox(head, v.bar, v.sub, foot, widget.NewSeparator())
+}
+
+func (l *transferList) refresh(v *transferView) {
+	who := EscapeName(v.peer.Name)
+	if who == "" {
+		who = ShortID(v.peer.ID)
+	}
+	if v.dir == Incoming {
+		v.title.SetText("From " + who)
+	} else {
+		v.title.SetText("To " + who)
+	}
+
+	var parts []string
+	if v.files > 0 {
+		parts = append(parts, plural(v.files, "file"))
+	}
+	if v.total > 0 {
+		if v.progress.Bytes > 0 && !v.state.Final() {
+			parts = append(parts, HumanBytes(v.progress.Bytes)+" of "+HumanBytes(v.total))
+		} else {
+			parts = append(parts, HumanBytes(v.total))
+		}
+	}
+	if v.state == StateActive || v.state == StateVerifying {
+		if r := HumanRate(v.progress.Rate); r != "" {
+			parts = append(parts, r)
+		}
+		if e := HumanETA(v.progress.ETA); e != "" {
+			parts = append(parts, e)
+		}
+	}
+	if v.transport != "" {
+		parts = append(parts, TransportLabel(v.transport))
+	}
+	v.sub.SetText(strings.Join(parts, " · "))
+
+	if v.total > 0 {
+		v.bar.SetValue(float64(v.progress.Bytes) / float64(v.total))
+	} else if v.state == StateDone {
+		v.bar.SetValue(1)
+	}
+
+	label := StateLabel(v.state, v.dir)
+	v.stateLbl.Importance = widget.MediumImportance
+	switch v.state {
+	case StateFailed, StateDeclined:
+		v.stateLbl.Importance = widget.DangerImportance
+		if v.result != nil && v.result.Err != "" {
+			label += ": " + v.result.Err
+		}
+	case StateDone:
+		v.stateLbl.Importance = widget.SuccessImportance
+		if v.result != nil && v.result.Verified > 0 {
+			label += fmt.Sprintf(" · %d verified", v.result.Verified)
+		}
+	case StateCancelled:
+		v.stateLbl.Importance = widget.LowImportance
+	}
+	v.stateLbl.SetText(label)
+
+	if v.state.Final() {
+		v.cancel.Hide()
+	} else {
+		v.cancel.Show()
+	}
+	if v.state == StateDone && v.dir == Incoming && v.dest != "" {
+		v.open.Show()
+	} else {
+		v.open.Hide()
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func (l *transferList) showDetails(id string) {
+	v := l.byID[id]
+	if v == nil {
+		return
+	}
+	l.detailLabel = widget.NewLabel("")
+	l.detailFiles = widget.NewLabel("")
+	l.detailFiles.Wrapping = fyne.TextWrapBreak
+	files := container.NewVScroll(l.detailFiles)
+	files.SetMinSize(fyne.NewSize(460, 160))
+	content := container.NewVBox(
+		widget.NewLabelWithStyle("Connection", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		l.detailLabel,
+		widget.NewLabelWithStyle("Files", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		files,
+	)
+	l.detailID = id
+	l.detail = dialog.NewCustom("Transfer details", "Close", content, l.u.win)
+	l.detail.SetOnClosed(func() { l.detail, l.detailID = nil, "" })
+	l.fillDetails(v)
+	l.detail.Show()
+}
+
+// detailsText renders the live connection metrics of a transfer.
+func detailsText(v *transferView) string {
+	var b strings.Builder
+	tr := TransportLabel(v.transport)
+	if v.transport == "" {
+		tr = "not chosen yet"
+	}
+	fmt.Fprintf(&b, "Transport: %s", tr)
+	if v.reason != "" {
+		fmt.Fprintf(&b, " (%s)", v.reason)
+	}
+	b.WriteByte('\n')
+	m := v.metrics
+	if m == nil {
+		b.WriteString("No connection metrics yet.")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Round-trip time: %s (min %s)\n", fmtDur(m.SmoothedRTT), fmtDur(m.MinRTT))
+	fmt.Fprintf(&b, "Congestion window: %s\n", HumanBytes(m.CongestionWindow))
+	fmt.Fprintf(&b, "Congestion events: %d · packets lost: %d\n", m.CongestionEvents, m.PacketsLost)
+	if m.PathMTU > 0 {
+		fmt.Fprintf(&b, "Path MTU: %d bytes\n", m.PathMTU)
+	}
+	if m.DatagramsPerCall > 0 {
+		gso := "off"
+		if m.GSO {
+			gso = "on"
+		}
+		fmt.Fprintf(&b, "Datagrams per send call: %.1f (GSO %s)\n", m.DatagramsPerCall, gso)
+	}
+	if m.RecvBuffer > 0 {
+		fmt.Fprintf(&b, "UDP receive buffer: %s\n", HumanBytes(int64(m.RecvBuffer)))
+	}
+	if m.Connections > 0 {
+		fmt.Fprintf(&b, "TCP connections: %d\n", m.Connections)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func filesText(v *transferView) string {
+	if len(v.results) == 0 {
+		return "No file finished yet."
+	}
+	var b strings.Builder
+	for _, f := range v.results {
+		name := EscapeName(f.Path)
+		if f.SavedAs != "" && f.SavedAs != f.Path {
+			name += " → " + EscapeName(filepath.Base(f.SavedAs))
+		}
+		switch {
+		case f.Err != "":
+			fmt.Fprintf(&b, "✗ %s (%s): %s\n", name, HumanBytes(f.Size), f.Err)
+		case f.Verified:
+			fmt.Fprintf(&b, "✓ %s (%s) verified\n", name, HumanBytes(f.Size))
+		default:
+			fmt.Fprintf(&b, "• %s (%s) not verified\n", name, HumanBytes(f.Size))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func fmtDur(d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	}
+	return d.Round(100 * time.Microsecond).String()
+}
+
+func (l *transferList) fillDetails(v *transferView) {
+	l.detailLabel.SetText(detailsText(v))
+	l.detailFiles.SetText(filesText(v))
+}

@@ -93,9 +93,10 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	rx.cleanup(err == nil)
 	if !rx.registered {
-		// Nothing was offered (or the offer was malformed): report it only if
-		// something went wrong, so a probe leaves no trace.
-		if err == nil || errors.Is(err, io.EOF) {
+		// A peer that hung up before offering anything (a Probe, say) leaves
+		// no trace; a malformed offer is reported.
+		if !rx.offered && !errors.Is(err, wire.ErrProtocol) && !errors.Is(err, wire.ErrBadName) {
+			e.log.Debug("connection ended before an offer", "peer", c.RemoteAddr(), "err", err)
 			return
 		}
 		if err := e.register(t); err != nil {
@@ -133,6 +134,7 @@ type receiver struct {
 	dest       *store.Dest
 	destDir    string
 	registered bool
+	offered    bool // an offer arrived (a probe sends none)
 	accepted   atomic.Bool
 	bytes      atomic.Int64
 	resent     atomic.Int64
@@ -279,7 +281,7 @@ func (rx *receiver) readOffer() error {
 	if err != nil {
 		return err
 	}
-	rx.offer = offer
+	rx.offer, rx.offered = offer, true
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
 	var sum int64
 	seen := make(map[string]bool, min(offer.Files, wire.MaxFilesPerPart))

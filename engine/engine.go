@@ -64,6 +64,14 @@ type Options struct {
 	MaxPrompts int
 	// NoQUIC and NoTCP disable a listener (tests of the fallback).
 	NoQUIC, NoTCP bool
+	// RetryFor is how long a sender keeps reconnecting after the connection
+	// drops (peer killed, network gone, machine asleep); zero means 2 minutes,
+	// negative means never retry.
+	RetryFor time.Duration
+	// MaxPartialAge discards unfinished incoming transfers (.partial files and
+	// resume state) not touched for this long, when receiving starts; zero
+	// means 7 days, negative keeps them forever.
+	MaxPartialAge time.Duration
 	// SyncFiles fsyncs every received file before it gets its final name.
 	// Off by default, like rsync and scp (see store.Dest.SyncOnFinalize).
 	SyncFiles bool
@@ -324,6 +332,18 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	lctx, stop := context.WithCancel(e.ctx)
 	e.listeners, e.stopListen = lns, stop
+	if age := e.opts.MaxPartialAge; age >= 0 {
+		if age == 0 {
+			age = 7 * 24 * time.Hour
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			if n := e.CleanPartials(age); n > 0 {
+				e.log.Info("discarded old unfinished transfers", "count", n, "older than", age)
+			}
+		}()
+	}
 	for _, ln := range lns {
 		e.wg.Add(1)
 		go func() {
@@ -456,11 +476,19 @@ type Transfer struct {
 	started   time.Time
 	decisions chan Decision // receiving side, while an offer waits for an answer
 
-	mu     sync.Mutex // guards the fields below
-	peer   PeerInfo
-	state  State
-	result Result
-	conn   Conn
+	// Sending side: what was sent where (for Retry), and pause/resume signals.
+	paths    []string
+	target   Target
+	opts     SendOptions
+	resume   chan struct{}
+	pauseNow chan struct{}
+
+	mu          sync.Mutex // guards the fields below
+	peer        PeerInfo
+	state       State
+	result      Result
+	conn        Conn
+	stopAttempt context.CancelCauseFunc // ends the current attempt (pause)
 }
 
 // ID identifies the transfer in events and in Decide/Cancel.
@@ -525,6 +553,19 @@ func (e *Engine) transfer(id string) (*Transfer, error) {
 // Transfer returns the handle of a known transfer.
 func (e *Engine) Transfer(id string) (*Transfer, error) { return e.transfer(id) }
 
+// Retry sends a finished sending transfer's files again to the same
+// target. Whatever the receiver kept from the earlier attempt is not sent again.
+func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
+	t, err := e.transfer(id)
+	if err != nil {
+		return nil, err
+	}
+	if t.dir != Sending {
+		return nil, fmt.Errorf("transfer %s was received here: the sender can send it again", id)
+	}
+	return e.Send(ctx, t.target, t.paths, t.opts)
+}
+
 // Cancel stops a transfer.
 func (e *Engine) Cancel(id string) error {
 	t, err := e.transfer(id)
@@ -561,10 +602,11 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.mu.Unlock()
-	err := e.StopReceiving()
+	// Sessions end first, while the sockets are still open, so that peers are
+	// told (QUIC's CONNECTION_CLOSE) instead of waiting for an idle timeout.
 	e.cancel()
 	e.wg.Wait()
-	return err
+	return e.StopReceiving()
 }
 
 // errSuperseded ends a receiving session when a new attempt at the same

@@ -48,6 +48,8 @@ const (
 	StateFailed     State = "failed"
 	StateDeclined   State = "declined"
 	StateCancelled  State = "cancelled"
+	StatePaused     State = "paused"       // sending paused by the user; Resume continues
+	StateRetrying   State = "reconnecting" // the connection dropped; retrying with back-off
 )
 
 // Final reports whether no further state follows s.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,13 +23,26 @@ import (
 // millisecond and the overflow looks like network loss to the congestion controller.
 const udpBufferSize = 4 << 20
 
+// quicIdleTimeout is how long a silent peer is given before the connection
+// counts as lost (a killed process sends no goodbye). Short, because a lost
+// connection is cheap: the sender reconnects and resumes. FERRY_QUIC_IDLE_TIMEOUT
+// (a Go duration) overrides it for tests and the lab.
+var quicIdleTimeout = envDuration("FERRY_QUIC_IDLE_TIMEOUT", 10*time.Second)
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
 // quicConfig sizes flow control for high bandwidth-delay paths (1 Gbit/s at
 // 100 ms needs ~12 MB in flight) while bounding what one peer can make us buffer.
 func quicConfig() *quic.Config {
 	return &quic.Config{
 		HandshakeIdleTimeout:           5 * time.Second,
-		MaxIdleTimeout:                 30 * time.Second,
-		KeepAlivePeriod:                5 * time.Second,
+		MaxIdleTimeout:                 quicIdleTimeout,
+		KeepAlivePeriod:                quicIdleTimeout / 4,
 		InitialStreamReceiveWindow:     2 << 20,
 		MaxStreamReceiveWindow:         8 << 20,
 		InitialConnectionReceiveWindow: 8 << 20,
@@ -219,7 +233,7 @@ func newQUICConn(c *quic.Conn, udp *countingUDP, tr *quic.Transport, rec *record
 func (q *quicConn) OpenStream(ctx context.Context) (Stream, error) {
 	s, err := q.c.OpenStreamSync(ctx)
 	if err != nil {
-		return nil, err
+		return nil, quicError(err)
 	}
 	return quicStream{s}, nil
 }
@@ -271,8 +285,29 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 type quicStream struct{ s *quic.Stream }
 
-func (s quicStream) Read(p []byte) (int, error)  { return s.s.Read(p) }
-func (s quicStream) Write(p []byte) (int, error) { return s.s.Write(p) }
+func (s quicStream) Read(p []byte) (int, error) {
+	n, err := s.s.Read(p)
+	return n, quicError(err)
+}
+
+func (s quicStream) Write(p []byte) (int, error) {
+	n, err := s.s.Write(p)
+	return n, quicError(err)
+}
+
+// quicError turns the peer's connection-close reason into the RemoteError it
+// stands for, so the user reads why the peer ended the transfer.
+func quicError(err error) error {
+	var ae *quic.ApplicationError
+	if err != nil && errors.As(err, &ae) && ae.Remote && ae.ErrorCode != 0 {
+		return remoteClose(ae.ErrorMessage)
+	}
+	var ie *quic.IdleTimeoutError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("the connection went silent for %v: %w", quicIdleTimeout, err)
+	}
+	return err
+}
 func (s quicStream) Close() error                { return s.s.Close() }
 func (s quicStream) Abort() {
 	s.s.CancelRead(1)

@@ -159,11 +159,11 @@ func (rx *receiver) run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	// Whatever ends the session closes the connection, which unblocks every reader.
 	stop := context.AfterFunc(gctx, func() {
-		code, reason := closeReason(context.Cause(gctx))
-		if errors.Is(context.Cause(gctx), errSessionDone) {
-			code, reason = 0, ""
+		cause := context.Cause(gctx)
+		if errors.Is(cause, errSessionDone) {
+			cause = nil
 		}
-		rx.c.Close(code, reason)
+		closeWith(rx.c, rx.ctl, cause)
 	})
 	defer stop()
 	// Data streams are watched from the start: data that arrives before the

@@ -151,3 +151,33 @@ func TestTamperedResumeStateIsIgnored(t *testing.T) {
 	}
 	sameTree(t, big, recv.DownloadDir())
 }
+
+func TestOldPartialsAreCleanedUp(t *testing.T) {
+	cfg, dl := t.TempDir(), t.TempDir()
+	recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
+	send := testEngine(t, Options{})
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, 48<<20)
+	interrupt(t, send, recv, []string{big}, "quic", 48<<20)
+	p := recv.Partials()[0]
+	if p.Bytes == 0 || p.PeerID != send.ID() {
+		t.Fatalf("partial %+v", p)
+	}
+	recv.Close()
+	// Young partials survive a restart ...
+	r2 := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl, MaxPartialAge: time.Hour})
+	r2.Close()
+	if len(r2.Partials()) != 1 {
+		t.Fatal("a young partial was discarded")
+	}
+	// ... old ones do not.
+	r3 := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl, MaxPartialAge: time.Nanosecond})
+	r3.Close() // waits for the clean-up
+	if len(r3.Partials()) != 0 {
+		t.Fatal("old resume state kept")
+	}
+	entries, _ := os.ReadDir(dl)
+	if len(entries) != 0 {
+		t.Fatalf("old partial files kept: %v", entries)
+	}
+}

@@ -50,7 +50,8 @@ func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendO
 	if err != nil {
 		return nil, err
 	}
-	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: time.Now(), state: StateConnecting}
+	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: time.Now(), state: StateConnecting,
+		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), target: to, opts: opts}
 	tctx, cancel := context.WithCancelCause(e.ctx)
 	t.cancel = cancel
 	if err := e.register(t); err != nil {
@@ -70,20 +71,144 @@ func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendO
 
 func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want identity.DeviceID, files []localFile, opts SendOptions) {
 	e.publish(t, Event{Kind: EventState, State: StateConnecting})
-	tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize}
-	err := tx.run(ctx, to, want, opts)
-	if cause := context.Cause(ctx); cause != nil && (err == nil || errors.Is(cause, errCancelledByUser)) && !errors.Is(err, errSessionDone) {
-		err = cause
+	retryFor := e.opts.RetryFor
+	if retryFor == 0 {
+		retryFor = 2 * time.Minute
 	}
-	if errors.Is(err, errSessionDone) {
-		err = nil
+	var sent, resent int64
+	var firstFailure time.Time
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, stopAttempt := context.WithCancelCause(ctx)
+		t.mu.Lock()
+		t.stopAttempt = stopAttempt
+		t.mu.Unlock()
+		tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize}
+		err := tx.run(actx, to, want, opts)
+		if cause := context.Cause(actx); cause != nil && !errors.Is(err, errSessionDone) &&
+			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused)) {
+			err = cause
+		}
+		stopAttempt(nil)
+		if errors.Is(err, errSessionDone) {
+			err = nil
+		}
+		if tx.conn != nil {
+			closeWith(tx.conn, tx.ctl, err)
+		}
+		sent += tx.sent.Load()
+		resent += tx.resent.Load()
+		if err == nil || ctx.Err() != nil || (!retryable(err) && !errors.Is(err, errPaused)) {
+			if err != nil && attempt > 1 && !errors.Is(err, errCancelledByUser) && retryable(err) {
+				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+			}
+			st, msg := endState(err)
+			e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
+				Bytes: sent, Reason: tx.reason, Resent: resent})
+			return
+		}
+		if errors.Is(err, errPaused) {
+			e.setState(t, StatePaused)
+			select {
+			case <-t.resume:
+				firstFailure, backoff = time.Time{}, 500*time.Millisecond
+				e.setState(t, StateConnecting)
+				continue
+			case <-ctx.Done():
+				continue // the next attempt ends at once and reports the cancel
+			}
+		}
+		if firstFailure.IsZero() {
+			firstFailure = time.Now()
+		}
+		if time.Since(firstFailure) > retryFor || retryFor < 0 {
+			st, msg := endState(fmt.Errorf("gave up after %d attempts in %v: %w", attempt, retryFor, err))
+			e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
+				Bytes: sent, Reason: tx.reason, Resent: resent})
+			return
+		}
+		e.log.Info("transfer interrupted; retrying", "transfer", t.id, "err", err, "in", backoff)
+		e.publish(t, Event{Kind: EventState, State: StateRetrying, Result: &Result{State: StateRetrying, Err: sentence(err)}})
+		t.mu.Lock()
+		t.state = StateRetrying
+		t.mu.Unlock()
+		timer := time.NewTimer(backoff)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-t.pauseNow:
+			timer.Stop()
+			e.setState(t, StatePaused)
+			select {
+			case <-t.resume:
+			case <-ctx.Done():
+			}
+			firstFailure = time.Time{}
+		}
+		backoff = min(2*backoff, 10*time.Second)
 	}
-	if tx.conn != nil {
-		tx.conn.Close(closeReason(err))
+}
+
+// retryable reports whether an attempt may succeed if tried again: lost
+// connections are; a decision, a verdict or a broken rule is not.
+func retryable(err error) bool {
+	var mm *identity.MismatchError
+	var kc *identity.KeyChangedError
+	var re *wire.RemoteError
+	switch {
+	case errors.Is(err, errCancelledByUser), errors.Is(err, context.Canceled), errors.Is(err, ErrClosed),
+		errors.Is(err, ErrNothingToSend), errors.As(err, &mm), errors.As(err, &kc):
+		return false
+	case errors.As(err, &re):
+		return re.Code == wire.CodeIO || re.Code == wire.CodeTimeout && re.Reason == ""
+	case errors.Is(err, wire.ErrProtocol), errors.Is(err, wire.ErrVersion), errors.Is(err, wire.ErrBadName),
+		errors.Is(err, wire.ErrVerifyFailed), errors.Is(err, wire.ErrDeclined), errors.Is(err, wire.ErrNoSpace):
+		return false
 	}
-	st, msg := endState(err)
-	e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
-		Bytes: tx.sent.Load(), Reason: tx.reason, Resent: tx.resent.Load()})
+	return true
+}
+
+// errPaused ends the current attempt of a paused transfer.
+var errPaused = errors.New("paused")
+
+// Pause stops a sending transfer after the chunks in flight; the receiver
+// keeps what arrived. Resume continues it where it stopped.
+func (e *Engine) Pause(id string) error {
+	t, err := e.transfer(id)
+	if err != nil {
+		return err
+	}
+	if t.dir != Sending {
+		return fmt.Errorf("transfer %s: only the sending side can pause; cancel here and the sender can resume later", id)
+	}
+	t.mu.Lock()
+	stop, final := t.stopAttempt, t.state.Final()
+	t.mu.Unlock()
+	if final {
+		return fmt.Errorf("transfer %s has already ended", id)
+	}
+	select {
+	case t.pauseNow <- struct{}{}:
+	default:
+	}
+	if stop != nil {
+		stop(errPaused)
+	}
+	return nil
+}
+
+// Resume continues a paused sending transfer.
+func (e *Engine) Resume(id string) error {
+	t, err := e.transfer(id)
+	if err != nil {
+		return err
+	}
+	select {
+	case t.resume <- struct{}{}:
+		return nil
+	default:
+		return fmt.Errorf("transfer %s is not paused", id)
+	}
 }
 
 // sender is the sending side of one transfer.
@@ -133,8 +258,8 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	t.conn = conn
 	t.mu.Unlock()
 	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: conn.Transport(), Reason: reason}})
-	stop := context.AfterFunc(ctx, func() { conn.Close(closeReason(context.Cause(ctx))) })
-	defer stop()
+	stopEarly := context.AfterFunc(ctx, func() { closeWith(conn, nil, context.Cause(ctx)) })
+	defer stopEarly()
 
 	s, err := conn.OpenStream(ctx)
 	if err != nil {
@@ -143,7 +268,12 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	if _, err := s.Write([]byte{wire.KindControl}); err != nil {
 		return fmt.Errorf("control stream: %w", err)
 	}
-	tx.ctl = newControl(s)
+	ctl := newControl(s)
+	tx.ctl = ctl
+	if stopEarly() { // from now on a cancel also tells the peer why, on the control stream
+		stop := context.AfterFunc(ctx, func() { closeWith(conn, ctl, context.Cause(ctx)) })
+		defer stop()
+	}
 	if err := tx.ctl.send(e.hello()); err != nil {
 		return err
 	}

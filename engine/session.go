@@ -98,6 +98,29 @@ func closeReason(err error) (uint64, string) {
 	return 1, string(code) + ":" + msg
 }
 
+// closeWith ends a connection because of err. Before closing it tells the
+// peer why on the control stream, because TCP has no close reason of its own
+// (QUIC carries closeReason in CONNECTION_CLOSE as well).
+func closeWith(c Conn, ctl *control, err error) {
+	code, reason := closeReason(err)
+	if code != 0 && ctl != nil {
+		_, msg, _ := strings.Cut(reason, ":")
+		wc, _, _ := strings.Cut(reason, ":")
+		sent := make(chan struct{})
+		go func() {
+			ctl.send(&wire.Cancel{Code: wire.Code(wc), Reason: msg})
+			close(sent)
+		}()
+		t := time.NewTimer(300 * time.Millisecond)
+		select {
+		case <-sent:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	c.Close(code, reason)
+}
+
 // remoteClose turns a connection-close reason from the peer back into a RemoteError.
 func remoteClose(reason string) error {
 	code, msg, ok := strings.Cut(reason, ":")

@@ -18,7 +18,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +46,7 @@ type labOptions struct {
 	losses    []float64
 	rate      int64
 	bursty    bool
+	cc        string        // default TCP congestion control in the lab
 	budget    time.Duration // target duration of the slowest expected transfer in a cell
 	timeout   time.Duration // hard limit per transfer
 	cmdline   string
@@ -64,6 +64,7 @@ func parseLabFlags(args []string) (labOptions, error) {
 	rtts := fs.String("rtt", "", "RTTs, e.g. 1ms,20ms,120ms (default: 1ms,20ms,120ms; quick: 20ms)")
 	losses := fs.String("loss", "", "loss rates in percent, e.g. 0,0.5,1,2,5 (default; quick: 0,2)")
 	rate := fs.Float64("rate", 100, "bottleneck rate in Mbit/s, both directions")
+	fs.StringVar(&o.cc, "cc", "cubic", "default TCP congestion control inside the lab (used by iperf3, scp, rsync and Ferry's TCP); \"\" inherits the host's")
 	fs.BoolVar(&o.bursty, "bursty", true, "add a bursty-loss (Gilbert-Elliott) profile per RTT (quick: off)")
 	fs.DurationVar(&o.budget, "budget", 0, "scale workloads down so a loss-limited TCP flow needs about this long (default 60s, quick 5s)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up on one transfer after this long (default 10m, quick 1m)")
@@ -246,7 +247,14 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	lab, err := netlab.New(ctx, netlab.Config{NamePrefix: "ferrybench"})
+	lab, err := netlab.New(ctx, netlab.Config{NamePrefix: "ferrybench", CongestionControl: o.cc})
+	if errors.Is(err, netlab.ErrCongestionControlNotAllowed) {
+		// Do not change the host's sysctl behind the user's back: say so,
+		// run with the inherited default, and the report names it.
+		fmt.Fprintf(out, "warning: %v\nwarning: running with the host's default congestion control instead\n", err)
+		o.cc = ""
+		lab, err = netlab.New(ctx, netlab.Config{NamePrefix: "ferrybench"})
+	}
 	if err != nil {
 		return err
 	}
@@ -313,9 +321,6 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 					}
 				}
 				rep.addCell(c)
-			}
-			if err := os.RemoveAll(filepath.Dir(files[0])); err != nil {
-				return err
 			}
 		}
 	}

@@ -29,7 +29,7 @@ type report struct {
 var csvHeader = []string{
 	"profile", "rtt_ms", "loss_pct", "bursty", "rate_mbit", "workload", "files", "bytes",
 	"tool", "run", "status", "seconds", "goodput_mbit", "first_file_s", "transport",
-	"wire_lost_pkts", "queue_drops_pkts", "tcp_retrans_segs", "note",
+	"wire_lost_pkts", "queue_drops_pkts", "tcp_retrans_segs", "congestion_events", "datagrams_per_send_call", "srtt_ms", "note",
 }
 
 func newReport(o labOptions) (*report, error) {
@@ -61,7 +61,7 @@ func (r *report) addRun(c cell, x runResult) error {
 		p.name(), ms(p.rtt), strconv.FormatFloat(100*p.meanLoss(), 'f', -1, 64), strconv.FormatBool(p.burst != nil),
 		strconv.FormatFloat(float64(p.rate)/1e6, 'f', -1, 64), w.name, strconv.Itoa(w.files), strconv.FormatInt(w.bytes(), 10),
 		c.tool, strconv.Itoa(x.run), string(x.status), f3(x.seconds), f3(x.goodput), f3(x.firstFile), x.transport,
-		u(x.wireLost), u(x.queueDrop), u(x.retrans), x.note,
+		u(x.wireLost), u(x.queueDrop), u(x.retrans), i64(x.congEvents), f3(x.dgPerCall), f3(x.srttMs), x.note,
 	}
 	if err := r.csv.Write(row); err != nil {
 		return err
@@ -87,6 +87,12 @@ func f3(f float64) string {
 	return strconv.FormatFloat(f, 'f', 3, 64)
 }
 func u(v uint64) string { return strconv.FormatUint(v, 10) }
+func i64(v int64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatInt(v, 10)
+}
 
 func (r *report) write(elapsed time.Duration) error {
 	var b strings.Builder
@@ -98,22 +104,25 @@ func (r *report) write(elapsed time.Duration) error {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "Network: internal/netlab (TUN + user-space forwarder, no netem), one path, "+
 		"%g Mbit/s bottleneck in both directions with a 50 ms tail-drop queue, half the RTT of delay each way, "+
-		"loss on the data direction only. Bursty profile: Gilbert-Elliott p=%g r=%g, 80%% loss in Bad "+
+		"loss on the data direction only. Default TCP congestion control in the lab: %s. Bursty profile: Gilbert-Elliott p=%g r=%g, 80%% loss in Bad "+
 		"(mean %.2f%%, bursts of ~%g packets).\n\n",
-		float64(r.o.rate)/1e6, burstyProfile.P, burstyProfile.R, 100*burstyProfile.MeanLoss(), 1/burstyProfile.R)
+		float64(r.o.rate)/1e6, ccName(r.o.cc), burstyProfile.P, burstyProfile.R, 100*burstyProfile.MeanLoss(), 1/burstyProfile.R)
 	fmt.Fprintf(&b, "Workloads are scaled down per cell so that a loss-limited TCP flow (Mathis) needs about %s; "+
 		"every contender of a cell moves the same files. Each cell is the median of %d run(s). "+
 		"Seconds are wall clock of the sending command (connection setup included); iperf3's goodput is its "+
 		"own receiver figure. `lost` = packets the lab dropped on purpose (random/bursty), `qdrop` = tail drops "+
 		"at the bottleneck (congestion), `retrans` = TCP segments retransmitted by the sender namespace. "+
 		"`vs tls-cubic` is the completion-time speed-up over the single TLS-over-TCP stream with the default "+
-		"congestion control.\n\n", r.o.budget, r.o.runs)
+		"congestion control. `first file`: TLS measures it at the receiver from accept, Ferry from the "+
+		"sender's launch to its first verified-file event.\n\n", r.o.budget, r.o.runs)
 	fmt.Fprintf(&b, "Raw data: [lab-results.csv](lab-results.csv), [lab-results.jsonl](lab-results.jsonl) (with Ferry's metrics).\n\n")
 	if r.svg() {
 		fmt.Fprintf(&b, "![completion time vs loss](lab-results.svg)\n\n")
 	}
-	fmt.Fprintf(&b, "| profile | workload | tool | seconds | goodput Mbit/s | first file s | lost | qdrop | retrans | vs tls-cubic | note |\n")
-	fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	r.targets(&b)
+	fmt.Fprintf(&b, "## All cells\n\n")
+	fmt.Fprintf(&b, "| profile | workload | tool | seconds | goodput Mbit/s | first file s | lost | qdrop | retrans | cong. events | dgrams/send | vs tls-cubic | note |\n")
+	fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for i, c := range r.cells {
 		m, ok := c.median()
 		wl := fmt.Sprintf("%s %dx%s", c.workload.name, c.workload.files, fmtBytes(c.workload.size))
@@ -122,7 +131,7 @@ func (r *report) write(elapsed time.Duration) error {
 			if len(c.runs) > 0 {
 				note = string(c.runs[0].status) + ": " + c.runs[0].note
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | | | | | | | | %s |\n", c.profile.name(), wl, c.tool, mdEscape(note))
+			fmt.Fprintf(&b, "| %s | %s | %s | | | | | | | | | | %s |\n", c.profile.name(), wl, c.tool, mdEscape(note))
 			continue
 		}
 		vs := ""
@@ -133,10 +142,100 @@ func (r *report) write(elapsed time.Duration) error {
 		if m.firstFile > 0 {
 			ff = fmt.Sprintf("%.2f", m.firstFile)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %s | %d | %d | %d | %s | %s |\n",
-			c.profile.name(), wl, c.tool, m.seconds, m.goodput, ff, m.wireLost, m.queueDrop, m.retrans, vs, mdEscape(m.transport))
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %s | %d | %d | %d | %s | %s | %s | %s |\n",
+			c.profile.name(), wl, c.tool, m.seconds, m.goodput, ff, m.wireLost, m.queueDrop, m.retrans,
+			i64(m.congEvents), f3(m.dgPerCall), vs, mdEscape(m.transport))
 	}
 	return os.WriteFile(filepath.Join(r.o.out, "lab-results.md"), []byte(b.String()), 0o644)
+}
+
+// find returns the median of tool's cell with the same profile and workload.
+func (r *report) find(c cell, tool string) (runResult, bool) {
+	for _, o := range r.cells {
+		if o.tool == tool && o.profile.name() == c.profile.name() && o.workload == c.workload {
+			return o.median()
+		}
+	}
+	return runResult{}, false
+}
+
+// targets checks the goals of issue 7 against the measured medians and
+// writes what holds, what does not, and what could not be judged.
+func (r *report) targets(b *strings.Builder) {
+	fmt.Fprintf(b, "## Targets\n\n")
+	n := 0
+	line := func(format string, args ...any) {
+		fmt.Fprintf(b, "- "+format+"\n", args...)
+		n++
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**NOT met**"
+	}
+	checked, within := 0, 0
+	for _, c := range r.cells {
+		if c.tool != "ferry-auto" {
+			continue
+		}
+		auto, ok := c.median()
+		p := c.profile
+		if !ok {
+			line("%s, workload %s: ferry-auto has no result (%s).", p.name(), c.workload.name, firstNote(c))
+			continue
+		}
+		// auto within 10%% of the better of tcp and quic.
+		tcp, okT := r.find(c, "ferry-tcp")
+		quic, okQ := r.find(c, "ferry-quic")
+		if okT || okQ {
+			best := math.Inf(1)
+			if okT {
+				best = tcp.seconds
+			}
+			if okQ {
+				best = min(best, quic.seconds)
+			}
+			checked++
+			if auto.seconds <= 1.1*best {
+				within++
+			} else {
+				line("%s, workload %s: ferry-auto %.2fs is more than 10%% slower than the better of ferry-tcp/quic (%.2fs): %s.",
+					p.name(), c.workload.name, auto.seconds, best, verdict(false))
+			}
+		}
+		if p.burst == nil && p.rtt == 120*time.Millisecond && p.loss == 0.02 && c.workload.name == "B" {
+			if ref, ok := r.find(c, "tls-cubic"); ok {
+				line("120 ms, 2%%, B: ferry-auto %.2fs vs TLS/TCP cubic %.2fs = %.2fx (target >= 3x): %s.",
+					auto.seconds, ref.seconds, ref.seconds/auto.seconds, verdict(ref.seconds >= 3*auto.seconds))
+			}
+			for _, t := range []string{"scp", "rsync"} {
+				if ref, ok := r.find(c, t); ok {
+					line("120 ms, 2%%, B: ferry-auto %.2fs vs %s %.2fs (target: faster): %s.", auto.seconds, t, ref.seconds, verdict(auto.seconds < ref.seconds))
+				}
+			}
+		}
+		if p.burst == nil && p.rtt == time.Millisecond && p.loss == 0 && c.workload.name == "A" {
+			if ip, ok := r.find(c, "iperf3"); ok {
+				line("1 ms, clean, A: ferry-auto %.1f Mbit/s vs iperf3 %.1f Mbit/s = %.0f%% (target >= 90%%): %s.",
+					auto.goodput, ip.goodput, 100*auto.goodput/ip.goodput, verdict(auto.goodput >= 0.9*ip.goodput))
+			}
+		}
+	}
+	if checked > 0 {
+		line("ferry-auto within 10%% of the better of ferry-tcp and ferry-quic in %d of %d cells: %s.", within, checked, verdict(within == checked))
+	}
+	if n == 0 {
+		fmt.Fprintf(b, "No target applies to the cells measured.\n")
+	}
+	fmt.Fprintf(b, "\n")
+}
+
+func firstNote(c cell) string {
+	if len(c.runs) == 0 {
+		return "not run"
+	}
+	return string(c.runs[0].status) + ": " + c.runs[0].note
 }
 
 // reference finds the tls-cubic median of the same profile and workload.
@@ -148,6 +247,17 @@ func (r *report) reference(i int) (runResult, bool) {
 		}
 	}
 	return runResult{}, false
+}
+
+func ccName(cc string) string {
+	if cc == "" {
+		b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+		if err != nil {
+			return "inherited from the host"
+		}
+		return strings.TrimSpace(string(b)) + " (inherited from the host)"
+	}
+	return cc
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

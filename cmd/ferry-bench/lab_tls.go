@@ -23,7 +23,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -66,24 +65,6 @@ func runLabTLS(ctx context.Context, args []string, out io.Writer) error {
 		return tlsSend(ctx, *to, *cc, fs.Args(), out)
 	}
 	return fmt.Errorf("lab-tls: unknown mode %q", args[0])
-}
-
-func setCC(cc string) func(network, address string, c syscall.RawConn) error {
-	return func(network, address string, c syscall.RawConn) error {
-		if cc == "" {
-			return nil
-		}
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptString(int(fd), syscall.IPPROTO_TCP, 13 /* TCP_CONGESTION */, cc)
-		}); err != nil {
-			return err
-		}
-		if serr != nil {
-			return fmt.Errorf("set TCP_CONGESTION %s: %w", cc, serr)
-		}
-		return nil
-	}
 }
 
 // selfSigned makes a throwaway certificate: the baseline measures transport

@@ -88,6 +88,10 @@ type runResult struct {
 	queueDrop uint64 // tail drops at the bottleneck, both directions
 	retrans   uint64 // TCP segments retransmitted by the Sender namespace
 	extra     json.RawMessage
+	// From Ferry's own metrics, when present.
+	congEvents int64
+	dgPerCall  float64
+	srttMs     float64
 }
 
 func (r runResult) summary() string {
@@ -145,6 +149,12 @@ func (e *benchEnv) workloadFiles(w workload) ([]string, error) {
 	if files, ok := e.files[w]; ok {
 		return files, nil
 	}
+	// Keep one set on disk at a time: a full run's sets add up to GiBs.
+	for _, old := range e.files {
+		if err := os.RemoveAll(filepath.Dir(old[0])); err != nil {
+			return nil, err
+		}
+	}
 	dir := filepath.Join(e.tmp, fmt.Sprintf("src-%s-%dx%d", w.name, w.files, w.size))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -172,10 +182,7 @@ func (e *benchEnv) workloadFiles(w workload) ([]string, error) {
 		}
 		files = append(files, p)
 	}
-	if e.files == nil {
-		e.files = map[workload][]string{}
-	}
-	e.files = map[workload][]string{w: files} // keep one set on disk at a time
+	e.files = map[workload][]string{w: files}
 	return files, nil
 }
 
@@ -581,7 +588,11 @@ func ferryBinary(ctx context.Context, given, tmp string) (string, error) {
 
 // ferryEvent is the part of ferry-cli's JSON event lines the bench reads.
 type ferryEvent struct {
-	Kind   string `json:"kind"`
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	File *struct {
+		Verified bool `json:"verified"`
+	} `json:"file"`
 	Result *struct {
 		State           string          `json:"state"`
 		Bytes           int64           `json:"bytes"`
@@ -621,21 +632,26 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			to = tcpAddr
 		}
 		if to == "" {
-			return runResult{}, fmt.Errorf("ferry-cli receive announced %q", srv.line)
+			return runResult{}, fmt.Errorf("ferry-cli receive announced no usable %s address", transport)
 		}
 		args := append([]string{"send", "--config", cfgS, "--to", to, "--transport", transport, "--json"}, files...)
+		start := time.Now()
 		out, err := runCmd(e.lab.Command(ctx, netlab.Sender, e.ferry, args...))
 		if err != nil {
 			return runResult{}, err
 		}
 		var last *ferryEvent
+		var firstFile float64
 		for _, line := range bytes.Split(out, []byte("\n")) {
 			var ev ferryEvent
 			if json.Unmarshal(line, &ev) != nil {
 				continue
 			}
-			if ev.Kind == "result" {
+			switch {
+			case ev.Kind == "result":
 				last = &ev
+			case ev.Kind == "file" && ev.File != nil && ev.File.Verified && firstFile == 0 && !ev.Time.IsZero():
+				firstFile = ev.Time.Sub(start).Seconds()
 			}
 		}
 		if last == nil || last.Result == nil {
@@ -649,13 +665,30 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		if err := srv.wait(wctx); err != nil {
 			return runResult{}, fmt.Errorf("ferry-cli receive --once: %w", err)
 		}
-		// TODO(bench): first-file time and stalls once the CLI's per-file
-		// events are settled; the metrics blob is kept in the JSONL output.
-		return runResult{
+		// The whole metrics blob goes to the JSONL output; a few fields
+		// become columns.
+		r := runResult{
 			transport: last.Result.Transport,
+			firstFile: firstFile,
 			extra:     last.Result.Metrics,
-		}, nil
+		}
+		var m ferryMetrics
+		if len(last.Result.Metrics) > 0 && json.Unmarshal(last.Result.Metrics, &m) == nil {
+			r.congEvents, r.srttMs = m.CongestionEvents, m.SRTTms
+			if m.SendCalls > 0 {
+				r.dgPerCall = float64(m.DatagramsSent) / float64(m.SendCalls)
+			}
+		}
+		return r, nil
 	}
+}
+
+// ferryMetrics is the part of the engine's metrics JSON the report shows.
+type ferryMetrics struct {
+	SRTTms           float64 `json:"srtt_ms"`
+	CongestionEvents int64   `json:"congestion_events"`
+	DatagramsSent    int64   `json:"datagrams_sent"`
+	SendCalls        int64   `json:"send_calls"`
 }
 
 // parseListening reads "listening quic=HOST:PORT tcp=HOST:PORT".

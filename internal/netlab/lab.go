@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"time"
 )
 
 // Namespace roles, the ns argument of the Lab methods.
@@ -40,6 +39,13 @@ type Config struct {
 	// Seed seeds the impairment randomness; 0 picks a random seed (see
 	// (*Lab).Seed to log it).
 	Seed uint64
+	// CongestionControl, when set, becomes the default TCP congestion
+	// control of both namespaces (net.ipv4.tcp_congestion_control, e.g.
+	// "cubic" or "bbr"). "" keeps what new namespaces inherit from the host,
+	// which is not necessarily what typical hosts run. The kernel only
+	// accepts one listed in the host's net.ipv4.tcp_allowed_congestion_control
+	// (New fails with ErrCongestionControlNotAllowed otherwise).
+	CongestionControl string
 	// NamePrefix prefixes the namespace names; "" means "ferrylab". Stale
 	// namespaces with this prefix left by dead processes are removed by New.
 	NamePrefix string
@@ -62,6 +68,10 @@ var (
 	ErrUnknownPath = errors.New("netlab: unknown path")
 	// ErrUnknownNamespace is returned for a namespace other than Sender or Receiver.
 	ErrUnknownNamespace = errors.New("netlab: unknown namespace")
+	// ErrCongestionControlNotAllowed means Config.CongestionControl is not in
+	// the host's net.ipv4.tcp_allowed_congestion_control, which the kernel
+	// requires of a namespace's default (root may still pick it per socket).
+	ErrCongestionControlNotAllowed = errors.New("netlab: congestion control not allowed as a namespace default")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("netlab: lab closed")
 )
@@ -105,10 +115,4 @@ func pathAddr(ns string, i int) netip.Addr {
 		last = 2
 	}
 	return netip.AddrFrom4([4]byte{10, 77, byte(i + 1), last})
-}
-
-// DefaultQueue is a convenience for building impairments: the bottleneck
-// queue that holds d worth of traffic at rate bits per second.
-func DefaultQueue(rate int64, d time.Duration) int {
-	return int(rate / 8 * int64(d) / int64(time.Second))
 }

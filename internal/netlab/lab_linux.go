@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +76,13 @@ func New(ctx context.Context, cfg Config) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cc := cfg.CongestionControl; cc != "" && cc != "reno" {
+		allowed, err := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+		if err == nil && !slices.Contains(strings.Fields(string(allowed)), cc) {
+			return nil, fmt.Errorf("%w: %q is not in net.ipv4.tcp_allowed_congestion_control (%s); allow it with: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\"",
+				ErrCongestionControlNotAllowed, cc, strings.TrimSpace(string(allowed)), strings.TrimSpace(string(allowed)), cc)
+		}
+	}
 	sweepStale(ctx, cfg.NamePrefix)
 	seed := cfg.Seed
 	if seed == 0 {
@@ -119,6 +127,14 @@ func (l *Lab) setup(ctx context.Context) error {
 		})
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("disable ipv6 in %s: %w", ns, err)
+		}
+		if cc := l.cfg.CongestionControl; cc != "" {
+			err := l.Do(role, func() error {
+				return os.WriteFile("/proc/sys/net/ipv4/tcp_congestion_control", []byte(cc), 0)
+			})
+			if err != nil {
+				return fmt.Errorf("congestion control %q in %s: %w", cc, ns, err)
+			}
 		}
 	}
 	for i, pc := range l.cfg.Paths {

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/internal/netlab"
+)
+
+// parseListening reads another program's output: table cases double as fuzz
+// seeds.
+var listeningCases = []struct {
+	line      string
+	quic, tcp string
+}{
+	{"listening quic=10.77.1.2:4242 tcp=10.77.1.2:4243", "10.77.1.2:4242", "10.77.1.2:4243"},
+	{"listening quic=10.77.1.2:4242 tcp= id=ABC name=\"vm\"", "10.77.1.2:4242", ""},
+	{"listening tcp=[::1]:80", "", "[::1]:80"},
+	{"listening quic=nonsense tcp=also:nonsense", "", ""},
+	{"", "", ""},
+	{"quic=quic=1.2.3.4:5", "", ""},
+}
+
+func TestParseListening(t *testing.T) {
+	for _, c := range listeningCases {
+		q, tc := parseListening(c.line)
+		if q != c.quic || tc != c.tcp {
+			t.Errorf("parseListening(%q) = %q, %q; want %q, %q", c.line, q, tc, c.quic, c.tcp)
+		}
+	}
+}
+
+func FuzzParseListening(f *testing.F) {
+	for _, c := range listeningCases {
+		f.Add(c.line)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		q, tc := parseListening(line)
+		if q != "" && !strings.Contains(line, "quic="+q) {
+			t.Errorf("quic address %q not in %q", q, line)
+		}
+		if tc != "" && !strings.Contains(line, "tcp="+tc) {
+			t.Errorf("tcp address %q not in %q", tc, line)
+		}
+	})
+}
+
+func TestWorkloadScaled(t *testing.T) {
+	const rate = 100e6
+	cases := []struct {
+		name    string
+		w       workload
+		p       profile
+		budget  time.Duration
+		files   int
+		size    int64
+		shrunk  bool
+		maxSecs float64 // the Mathis-rate transfer time must stay below this
+	}{
+		{"clean link keeps A", baseWorkloads["A"], profile{rtt: time.Millisecond, rate: rate}, 2 * time.Minute, 1, 1 << 30, false, 0},
+		{"lossy long link shrinks A", baseWorkloads["A"], profile{rtt: 120 * time.Millisecond, loss: 0.05, rate: rate}, time.Minute, 1, 0, true, 60},
+		{"lossy long link drops files of B", baseWorkloads["B"], profile{rtt: 120 * time.Millisecond, loss: 0.02, rate: rate}, time.Minute, 0, 2 << 20, true, 0},
+		{"C never below 10 files", baseWorkloads["C"], profile{rtt: 120 * time.Millisecond, loss: 0.05, rate: rate}, time.Second, 10, 16 << 10, true, 0},
+	}
+	for _, c := range cases {
+		got := c.w.scaled(c.p, c.budget)
+		if (got != c.w) != c.shrunk {
+			t.Errorf("%s: scaled = %+v, shrunk want %v", c.name, got, c.shrunk)
+		}
+		if c.files != 0 && got.files != c.files {
+			t.Errorf("%s: files = %d, want %d", c.name, got.files, c.files)
+		}
+		if c.size != 0 && got.size != c.size {
+			t.Errorf("%s: size = %d, want %d", c.name, got.size, c.size)
+		}
+		if got.files < 1 || got.size < 1 {
+			t.Errorf("%s: empty workload %+v", c.name, got)
+		}
+	}
+}
+
+func TestParseLabFlags(t *testing.T) {
+	o, err := parseLabFlags([]string{"--quick"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.runs != 1 || o.bursty || len(o.rtts) != 1 || len(o.losses) != 2 {
+		t.Errorf("quick defaults: %+v", o)
+	}
+	o, err = parseLabFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.runs != 3 || !o.bursty || len(o.rtts) != 3 || len(o.losses) != 5 || o.rate != 100e6 {
+		t.Errorf("full defaults: %+v", o)
+	}
+	for _, bad := range [][]string{{"--tools", "ftp"}, {"--loss", "150"}, {"--rtt", "fast"}, {"--workloads", "Z"}, {"--rate", "0"}} {
+		if _, err := parseLabFlags(bad); err == nil {
+			t.Errorf("parseLabFlags(%q) accepted", bad)
+		}
+	}
+}
+
+// TestLabQuickTLS runs the real suite end to end for the TLS baselines on
+// one small cell (root only): the binary is built, the lab comes up, both
+// helpers run in their namespaces and the report files are written.
+func TestLabQuickTLS(t *testing.T) {
+	if err := netlab.Available(); err != nil {
+		t.Skipf("skipping lab bench test: %v", err)
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the bench binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ferry-bench")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "lab", "--quick", "--tools", "tls-cubic,tls-bbr", "--workloads", "C", "--loss", "0,1", "--out", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ferry-bench lab: %v\n%s", err, b)
+	} else {
+		t.Logf("%s", b)
+	}
+	f, err := os.Open(filepath.Join(out, "lab-results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1+4 {
+		t.Fatalf("%d CSV rows, want header + 4", len(rows))
+	}
+	for _, r := range rows[1:] {
+		if r[10] != "ok" {
+			t.Errorf("run not ok: %v", r)
+		}
+	}
+	for _, name := range []string{"lab-results.md", "lab-results.jsonl", "lab-results.svg"} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestReportTargets: the markdown judges the targets from medians.
+func TestReportTargets(t *testing.T) {
+	o, err := parseLabFlags([]string{"--out", t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := newReport(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.close()
+	p := profile{rtt: 120 * time.Millisecond, loss: 0.02, rate: o.rate}
+	w := baseWorkloads["B"]
+	secs := map[string][]float64{
+		"tls-cubic":  {30, 31, 29},
+		"scp":        {40},
+		"rsync":      {20},
+		"ferry-tcp":  {6},
+		"ferry-quic": {5},
+		"ferry-auto": {9, 100, 8}, // median 9: 3.3x cubic, slower than 1.1 x 5
+	}
+	for tool, ss := range secs {
+		c := cell{profile: p, workload: w, tool: tool}
+		for _, s := range ss {
+			c.runs = append(c.runs, runResult{status: statusOK, seconds: s})
+		}
+		rep.addCell(c)
+	}
+	if err := rep.write(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(o.out, "lab-results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ferry-auto 9.00s vs TLS/TCP cubic 30.00s = 3.33x (target >= 3x): **met**",
+		"ferry-auto 9.00s vs scp 40.00s (target: faster): **met**",
+		"ferry-auto 9.00s vs rsync 20.00s (target: faster): **met**",
+		"ferry-auto 9.00s is more than 10% slower than the better of ferry-tcp/quic (5.00s): **NOT met**",
+		"within 10% of the better of ferry-tcp and ferry-quic in 0 of 1 cells: **NOT met**",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// waitProgress returns once the transfer moved more than frac of total.
+func waitProgress(t *testing.T, events <-chan Event, id string, total int64, frac float64) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev := <-events:
+			if ev.TransferID != id {
+				continue
+			}
+			if ev.Kind == EventProgress && float64(ev.Progress.Bytes) > frac*float64(total) {
+				return
+			}
+			if ev.Kind == EventResult {
+				t.Fatalf("finished early: %+v", ev.Result)
+			}
+		case <-timeout:
+			t.Fatal("no progress")
+		}
+	}
+}
+
+func TestSenderResumesAfterReceiverRestart(t *testing.T) {
+	old := progressEvery.Swap(int64(2 * time.Millisecond))
+	defer progressEvery.Store(old)
+	for _, tp := range transportsUnderTest() {
+		t.Run(tp, func(t *testing.T) {
+			cfg, dl := t.TempDir(), t.TempDir()
+			recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
+			to := target(recv)
+			send := testEngine(t, Options{RetryFor: 30 * time.Second})
+			const size = 128 << 20
+			big := filepath.Join(t.TempDir(), "big.bin")
+			writeFile(t, big, size)
+			events, unsub := send.Subscribe(4096)
+			defer unsub()
+			tr, err := send.Send(context.Background(), to, []string{big}, SendOptions{Transport: tp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitProgress(t, events, tr.ID(), size, 0.3)
+			recv.Close()
+			// The same device comes back on the same address.
+			listen := to.QUICAddr
+			if tp == "tcp" {
+				listen = to.TCPAddr
+			}
+			startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl, Listen: listen, NoQUIC: tp == "tcp", NoTCP: tp == "quic"})
+			select {
+			case <-tr.Done():
+			case <-time.After(time.Minute):
+				t.Fatal("did not finish after the receiver came back")
+			}
+			res := tr.Result()
+			if res.State != StateDone {
+				t.Fatalf("%s: %s", res.State, res.Err)
+			}
+			sameTree(t, big, dl)
+			if res.Bytes > size+size/4 {
+				t.Errorf("sent %d bytes in all for a %d-byte file: resume did not save much", res.Bytes, size)
+			}
+			t.Logf("%s: %d bytes sent for %d", tp, res.Bytes, size)
+		})
+	}
+}
+
+func TestPauseAndResume(t *testing.T) {
+	old := progressEvery.Swap(int64(2 * time.Millisecond))
+	defer progressEvery.Store(old)
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	const size = 128 << 20
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	events, unsub := send.Subscribe(4096)
+	defer unsub()
+	tr, err := send.Send(context.Background(), target(recv), []string{big}, SendOptions{Transport: "quic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProgress(t, events, tr.ID(), size, 0.25)
+	if err := send.Pause(tr.ID()); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(30 * time.Second)
+	for paused := false; !paused; {
+		select {
+		case ev := <-events:
+			paused = ev.TransferID == tr.ID() && ev.Kind == EventState && ev.State == StatePaused
+			if ev.Kind == EventResult {
+				t.Fatalf("ended instead of pausing: %+v", ev.Result)
+			}
+		case <-timeout:
+			t.Fatal("never paused")
+		}
+	}
+	if err := send.Resume(tr.ID()); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	res := tr.Result()
+	if res.State != StateDone {
+		t.Fatalf("%s: %s", res.State, res.Err)
+	}
+	sameTree(t, big, recv.DownloadDir())
+	if res.Bytes > size+size/4 {
+		t.Errorf("sent %d bytes in all for %d", res.Bytes, size)
+	}
+	if err := send.Resume(tr.ID()); err == nil {
+		t.Error("Resume of a finished transfer succeeded")
+	}
+}

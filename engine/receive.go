@@ -252,6 +252,11 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			select {
+			case <-rx.complete: // the sender hung up after the verdict: that is the normal end
+				return rx.final
+			default:
+			}
 			return fmt.Errorf("control stream: %w", unexpectedEOF(err))
 		}
 		switch m := m.(type) {

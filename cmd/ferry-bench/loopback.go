@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 )
 
 func init() {
@@ -265,15 +264,4 @@ func loopFerry(ctx context.Context, bin, work, src, transport string) (loopResul
 func loopLastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return lines[len(lines)-1]
-}
-
-// maxRSS is the peak resident set of a finished process, in KiB (Linux).
-func loopMaxRSS(ps *os.ProcessState) int64 {
-	if ps == nil {
-		return 0
-	}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss
-	}
-	return 0
 }

@@ -48,6 +48,17 @@ func (p *printer) event(ev engine.Event) {
 		if p.bar {
 			p.drawBar(ev.Progress)
 		}
+	case engine.EventState:
+		switch ev.State {
+		case engine.StatePaused:
+			p.line("paused (send SIGUSR1 again, or re-run the same command later, to resume)")
+		case engine.StateRetrying:
+			reason := ""
+			if ev.Result != nil {
+				reason = ": " + ev.Result.Err
+			}
+			p.line("connection lost%s; reconnecting...", reason)
+		}
 	case engine.EventTransport:
 		p.line("transport: %s (%s)", ev.Transport.Name, ev.Transport.Reason)
 	case engine.EventFile:

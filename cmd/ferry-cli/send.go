@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine"
 )
@@ -31,6 +32,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	streams := fs.Int("streams", 0, "parallel data streams (0: the transport's default)")
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of a progress bar")
 	name := fs.String("name", "", "device `NAME` shown to the receiver")
+	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep reconnecting this long after the connection drops (0: never)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,7 +53,11 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *id != "" {
 		target.ID = *id
 	}
-	e, err := engine.New(engine.Options{ConfigDir: dir, Name: *name})
+	rf := *retryFor
+	if rf == 0 {
+		rf = -1 // the engine's "never"
+	}
+	e, err := engine.New(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf})
 	if err != nil {
 		return err
 	}
@@ -63,6 +69,8 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopToggle := pauseOnSignal(e, tr.ID(), errOut)
+	defer stopToggle()
 	for ev := range events {
 		if ev.TransferID != tr.ID() {
 			continue

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,7 +139,7 @@ type receiver struct {
 	accepted   atomic.Bool
 	bytes      atomic.Int64
 	resent     atomic.Int64
-	dirty      atomic.Bool // resume state changed since the last save
+	journal    *journal // resume: one record per landed chunk
 
 	resumeKey string
 	haves     []*wire.Have // resume: what we hold already, sent before the decision
@@ -588,7 +589,11 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher 
 	f.tree.Set(int(h.Chunk), leaf)
 	f.crcs[h.Chunk] = crc
 	rx.mu.Unlock()
-	rx.dirty.Store(true)
+	if rx.journal != nil {
+		if err := rx.journal.chunk(h.File, h.Chunk, crc, leaf); err != nil {
+			rx.e.log.Warn("resume journal", "err", err)
+		}
+	}
 	rx.bytes.Add(int64(len(data)))
 	rx.maybeFinalize(f)
 	return nil
@@ -672,6 +677,11 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 		}
 	}
 	rx.e.publish(rx.t, Event{Kind: EventFile, File: fr})
+	if ok && rx.journal != nil {
+		if err := rx.journal.saved(f.idx, savedAs); err != nil {
+			rx.e.log.Warn("resume journal", "err", err)
+		}
+	}
 	if err := rx.ctl.send(&wire.FileResult{File: f.idx, OK: ok, SavedAs: savedAs, Code: code, Reason: reason}); err != nil {
 		rx.t.cancel(err)
 	}
@@ -733,13 +743,16 @@ func (rx *receiver) cleanup(finished bool) {
 	for _, p := range parts {
 		p.Close()
 	}
+	if rx.journal != nil {
+		rx.journal.close()
+	}
 	switch {
-	case rx.resumeKey == "" || !rx.accepted.Load():
+	case rx.resumeKey == "" || rx.journal == nil:
 	case finished:
 		rx.e.dropResume(rx.resumeKey)
 	default:
-		if s := rx.snapshotResume(); len(s.Files) > 0 {
-			if err := rx.e.saveResume(rx.resumeKey, s); err != nil {
+		if s := rx.snapshotResume(); s.held() {
+			if err := rx.e.compactResume(rx.resumeKey, s); err != nil {
 				rx.e.log.Warn("save resume state", "err", err)
 			}
 		} else {
@@ -752,9 +765,10 @@ func (rx *receiver) cleanup(finished bool) {
 	}
 }
 
-// saveResumeLoop writes the resume state at most once a second while chunks land.
+// saveResumeLoop makes the journal durable at most once a second while
+// chunks land (never once per chunk: that would cost throughput).
 func (rx *receiver) saveResumeLoop(ctx context.Context) error {
-	if rx.resumeKey == "" {
+	if rx.journal == nil {
 		return nil
 	}
 	tick := time.NewTicker(resumeSaveEvery)
@@ -764,10 +778,8 @@ func (rx *receiver) saveResumeLoop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			if rx.dirty.Swap(false) {
-				if err := rx.e.saveResume(rx.resumeKey, rx.snapshotResume()); err != nil {
-					rx.e.log.Warn("save resume state", "err", err)
-				}
+			if err := rx.journal.sync(); err != nil {
+				rx.e.log.Warn("resume journal", "err", err)
 			}
 		}
 	}
@@ -782,6 +794,7 @@ func (rx *receiver) resumeFrom(dir string) {
 	e := rx.e
 	rx.resumeKey = resumeKey(rx.c.PeerID(), rx.offer.Manifest)
 	e.takeOverResume(rx)
+	defer rx.startJournal()
 	s, err := e.loadResume(rx.resumeKey)
 	if err != nil {
 		e.log.Warn("ignoring resume state", "err", err)
@@ -797,4 +810,24 @@ func (rx *receiver) resumeFrom(dir string) {
 		return
 	}
 	rx.haves, rx.preDone = rx.restore(s)
+}
+
+// startJournal writes a snapshot of where this attempt starts (listing every
+// accepted file) and opens an empty journal for what lands from now on.
+func (rx *receiver) startJournal() {
+	e := rx.e
+	if err := os.MkdirAll(e.resumeDir(), 0o700); err != nil {
+		e.log.Warn("resume state", "err", err)
+		return
+	}
+	if err := e.compactResume(rx.resumeKey, rx.snapshotResume()); err != nil {
+		e.log.Warn("resume state", "err", err)
+		return
+	}
+	j, err := createJournal(e.journalPath(rx.resumeKey))
+	if err != nil {
+		e.log.Warn("resume journal", "err", err)
+		return
+	}
+	rx.journal = j
 }

@@ -66,8 +66,26 @@ func (e *Engine) resumeDir() string { return filepath.Join(e.opts.ConfigDir, res
 
 func (e *Engine) resumePath(key string) string { return filepath.Join(e.resumeDir(), key+".json") }
 
-// loadResume reads the state for key; a missing file is (nil, nil).
+func (e *Engine) journalPath(key string) string { return filepath.Join(e.resumeDir(), key+".log") }
+
+// loadResume reads the snapshot for key and replays its journal; a missing
+// snapshot is (nil, nil).
 func (e *Engine) loadResume(key string) (*resumeState, error) {
+	s, err := e.loadSnapshot(key)
+	if err != nil || s == nil {
+		return s, err
+	}
+	recs, err := readJournal(e.journalPath(key))
+	if err != nil {
+		return nil, err
+	}
+	if err := applyJournal(s, recs); err != nil {
+		return nil, fmt.Errorf("resume state %s is damaged: %w", key, err)
+	}
+	return s, nil
+}
+
+func (e *Engine) loadSnapshot(key string) (*resumeState, error) {
 	f, err := os.Open(e.resumePath(key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -98,9 +116,22 @@ func (e *Engine) saveResume(key string, s *resumeState) error {
 }
 
 func (e *Engine) dropResume(key string) {
-	if err := os.Remove(e.resumePath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		e.log.Warn("remove resume state", "err", err)
+	for _, p := range []string{e.resumePath(key), e.journalPath(key)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			e.log.Warn("remove resume state", "err", err)
+		}
 	}
+}
+
+// compactResume folds the journal into a fresh snapshot and empties it.
+func (e *Engine) compactResume(key string, s *resumeState) error {
+	if err := e.saveResume(key, s); err != nil {
+		return err
+	}
+	if err := os.Remove(e.journalPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // validResume checks a loaded state against the offer it would resume. A
@@ -166,22 +197,19 @@ func (rx *receiver) snapshotResume() *resumeState {
 		case f.resolved:
 			continue // failed: it starts over
 		default:
+			// Every file still to come is listed, with or without data, so
+			// that journal records always find their file.
 			n := f.tree.Len()
 			rf.Have = make([]byte, (n+7)/8)
 			rf.Leaves = make([]byte, 32*n)
 			rf.CRCs = make([]uint32, n)
-			any := false
 			for c := 0; c < n; c++ {
 				if f.tree.Has(c) {
-					any = true
 					setBit(rf.Have, c)
 					l := f.tree.Leaf(c)
 					copy(rf.Leaves[32*c:], l[:])
 					rf.CRCs[c] = f.crcs[c]
 				}
-			}
-			if !any {
-				continue
 			}
 		}
 		s.Files = append(s.Files, rf)
@@ -266,6 +294,9 @@ func (e *Engine) Partials() []PartialTransfer {
 	var out []PartialTransfer
 	for _, de := range entries {
 		key, ok := strings.CutSuffix(de.Name(), ".json")
+		if strings.HasPrefix(de.Name(), ".") {
+			continue // a temporary file of an atomic write
+		}
 		if !ok {
 			continue
 		}
@@ -274,6 +305,9 @@ func (e *Engine) Partials() []PartialTransfer {
 			continue
 		}
 		p := PartialTransfer{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: len(s.Files), Updated: s.Updated}
+		if st, err := os.Stat(e.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
+			p.Updated = st.ModTime()
+		}
 		for _, f := range s.Files {
 			if f.Done {
 				continue
@@ -324,4 +358,19 @@ func (e *Engine) CleanPartials(maxAge time.Duration) int {
 		}
 	}
 	return n
+}
+
+// held reports whether the state holds anything worth resuming.
+func (s *resumeState) held() bool {
+	for _, f := range s.Files {
+		if f.Done {
+			return true
+		}
+		for _, b := range f.Have {
+			if b != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -308,7 +308,7 @@ func quicError(err error) error {
 	}
 	return err
 }
-func (s quicStream) Close() error                { return s.s.Close() }
+func (s quicStream) Close() error { return s.s.Close() }
 func (s quicStream) Abort() {
 	s.s.CancelRead(1)
 	s.s.CancelWrite(1)

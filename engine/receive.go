@@ -142,8 +142,8 @@ type receiver struct {
 	journal    *journal // resume: one record per landed chunk
 
 	resumeKey string
-	haves     []*wire.Have // resume: what we hold already, sent before the decision
-	preDone   []*rxFile    // resume: files saved by an earlier attempt
+	haves     []*wire.Have  // resume: what we hold already, sent before the decision
+	preDone   []*rxFile     // resume: files saved by an earlier attempt
 	done      chan struct{} // closed when the session has ended
 
 	mu         sync.Mutex // guards the fields below

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/ferrydrop/ferry/discovery"
@@ -26,18 +27,33 @@ func (doctorFailed) Error() string {
 }
 func (doctorFailed) ExitCode() int { return 1 }
 
+// diagnose is discovery.Diagnose; tests replace it.
+var diagnose = discovery.Diagnose
+
+func mustAtoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
 func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs, _ := newFlagSet("doctor", errOut)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for our own test advertisement")
 	noSelfTest := fs.Bool("no-selftest", false, "do not advertise a test service on the network")
+	port := fs.Int("port", mustAtoi(defaultPort), "the `PORT` receive listens on (QUIC and TCP), checked in the firewall rules")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	r := discovery.Diagnose(ctx, discovery.DiagnoseOptions{SelfTestTimeout: *timeout, SkipSelfTest: *noSelfTest})
+	if *port <= 0 || *port > 65535 {
+		return fmt.Errorf("%w: --port must be in 1..65535", errUsage)
+	}
+	r := diagnose(ctx, discovery.DiagnoseOptions{Ports: []int{*port}, SelfTestTimeout: *timeout, SkipSelfTest: *noSelfTest})
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ferrydrop/ferry/discovery"
+	"github.com/ferrydrop/ferry/engine"
 )
 
 func init() {
@@ -22,7 +22,7 @@ func init() {
 }
 
 func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs, _ := newFlagSet("peers", errOut) // --config is accepted; browsing needs no identity yet
+	fs, cfg := newFlagSet("peers", errOut)
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to listen, e.g. 3s")
 	asJSON := fs.Bool("json", false, "print one JSON object per peer")
 	if err := parseFlags(fs, args); err != nil {
@@ -34,7 +34,18 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *timeout <= 0 {
 		return fmt.Errorf("%w: --timeout must be positive", errUsage)
 	}
-	d, err := discovery.New(discovery.Options{})
+	dir, err := configDir(*cfg)
+	if err != nil {
+		return err
+	}
+	// The engine gives our own ID (so we do not list ourselves), the devices
+	// we remember and the prober that finds them where multicast is blocked.
+	e, err := engine.New(engine.Options{ConfigDir: dir})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	d, err := newDiscovery(e)
 	if err != nil {
 		return err
 	}
@@ -44,6 +55,9 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("cannot listen for devices (%v); run \"ferry-cli doctor\" to see why", err)
 	}
 	peers := d.Peers()
+	if err := d.Err(); err != nil {
+		fmt.Fprintf(errOut, "Local network discovery is not working (%v); only remembered devices were looked for. Run \"ferry-cli doctor\" to see why.\n", err)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		for _, p := range peers {

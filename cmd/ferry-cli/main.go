@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"syscall"
 )
@@ -33,8 +34,16 @@ var errUsage = errors.New("usage")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	// FERRY_CPUPROFILE=FILE writes a CPU profile of the run (performance work).
+	if path := os.Getenv("FERRY_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+		}
+	}
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	pprof.StopCPUProfile()
+	stop()
+	os.Exit(code)
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {

@@ -55,8 +55,59 @@ type Dest struct {
 	// instead of trusting that it reached the disk.
 	SyncOnFinalize bool
 
-	mu   sync.Mutex               // guards the field below
+	mu   sync.Mutex               // guards the fields below
 	open map[*Partial]fs.FileInfo // open partials, to detect two names sharing one file
+	// subs caches a Root per folder inside the destination, so that the
+	// several operations on each file do not walk its path again every time
+	// (os.Root opens every path element; six openat calls per received file
+	// became one).
+	subs map[string]*os.Root
+}
+
+// maxSubRoots bounds the folder cache (each entry holds a descriptor);
+// folders beyond it are reached from the destination's Root as before.
+const maxSubRoots = 128
+
+// at returns the Root to use for name (relative to the destination, OS form)
+// and name relative to that Root. Cached Roots stay open until Close, so a
+// Root handed out is never closed under a concurrent operation.
+func (d *Dest) at(name string) (*os.Root, string) {
+	dir, base := filepath.Dir(name), filepath.Base(name)
+	if dir == "." || dir == "" {
+		return d.root, base
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r, ok := d.subs[dir]; ok {
+		return r, base
+	}
+	if len(d.subs) >= maxSubRoots {
+		return d.root, name
+	}
+	r, err := d.root.OpenRoot(dir)
+	if err != nil {
+		return d.root, name
+	}
+	d.subs[dir] = r
+	return r, base
+}
+
+// linkNames is Root.Link through the folder cache.
+func (d *Dest) linkNames(oldname, newname string) error {
+	if filepath.Dir(oldname) == filepath.Dir(newname) {
+		r, o := d.at(oldname)
+		_, n := d.at(newname)
+		if r != d.root {
+			return r.Link(o, n)
+		}
+	}
+	return d.root.Link(oldname, newname)
+}
+
+// removeName is Root.Remove through the folder cache.
+func (d *Dest) removeName(name string) error {
+	r, n := d.at(name)
+	return r.Remove(n)
 }
 
 // Open opens dir as a destination, creating it (and its parents) if it does
@@ -69,7 +120,9 @@ func Open(dir string) (*Dest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
-	return &Dest{dir: dir, root: root, link: root.Link, open: map[*Partial]fs.FileInfo{}}, nil
+	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, subs: map[string]*os.Root{}}
+	d.link = d.linkNames
+	return d, nil
 }
 
 // Dir returns the destination folder as given to Open, e.g. for CheckSpace.
@@ -78,6 +131,12 @@ func (d *Dest) Dir() string { return d.dir }
 // Close releases the destination folder. Open Partials stay usable for
 // writing but cannot be finalized or discarded through a closed Dest.
 func (d *Dest) Close() error {
+	d.mu.Lock()
+	for k, r := range d.subs {
+		r.Close()
+		delete(d.subs, k)
+	}
+	d.mu.Unlock()
 	if err := d.root.Close(); err != nil {
 		return fmt.Errorf("store: close %q: %w", d.dir, err)
 	}
@@ -167,11 +226,12 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
 	name := filepath.Join(dir, base+PartialSuffix)
+	sub, subName := d.at(name)
 	// Refuse before opening, so a FIFO or device is never opened at all...
-	if fi, err := d.root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+	if fi, err := sub.Lstat(subName); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("store: create %q: %s is %v: %w", rel, filepath.ToSlash(name), fi.Mode().Type(), ErrNotRegular)
 	}
-	f, err := d.root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := sub.OpenFile(subName, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
@@ -219,7 +279,7 @@ func (d *Dest) PartialPath(rel string) (string, error) {
 // as other files may be arriving in them.
 func (d *Dest) Discard(p *Partial) error {
 	p.Close() // a close error does not matter: the file is going away
-	if err := d.root.Remove(p.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := d.removeName(p.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: discard %q: %w", p.Name(), err)
 	}
 	return nil
@@ -258,7 +318,7 @@ func (d *Dest) Finalize(p *Partial, rel string) (savedAs string, err error) {
 		}
 		savedAs = filepath.ToSlash(name)
 		if linked {
-			if err := d.root.Remove(p.name); err != nil {
+			if err := d.removeName(p.name); err != nil {
 				return savedAs, fmt.Errorf("store: finalize %q: saved as %q but could not remove the partial: %w", rel, savedAs, err)
 			}
 		}

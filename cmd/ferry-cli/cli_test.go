@@ -1,0 +1,594 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/discovery"
+	"github.com/ferrydrop/ferry/engine"
+)
+
+func TestMain(m *testing.M) {
+	// Nothing here may multicast onto the host's network: discovery sees no
+	// interfaces, as on a machine without a LAN, so names resolve only
+	// through remembered devices (direct probes and the trust store).
+	discoveryInterfaces = func() ([]net.Interface, error) { return nil, nil }
+	resolveWait = 1500 * time.Millisecond
+	os.Exit(m.Run())
+}
+
+// syncBuffer collects a command's output; it is written from the command's
+// goroutine and read from the test's.
+type syncBuffer struct {
+	mu        sync.Mutex // guards the fields below
+	b         bytes.Buffer
+	listening chan string // receives receive's "listening ..." line once
+	sent      bool
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{listening: make(chan string, 1)} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Write(p)
+	if !s.sent {
+		for _, l := range strings.Split(s.b.String(), "\n") {
+			if strings.HasPrefix(l, "listening ") {
+				s.listening <- l
+				s.sent = true
+				break
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runCLI runs one ferry-cli command to completion.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(t.Context(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// receiver is a `ferry-cli receive` running in the background.
+type receiver struct {
+	quic, tcp, id string
+	dir           string
+	out, errOut   *syncBuffer
+	cancel        context.CancelFunc
+	exit          chan int
+	once          sync.Once
+	code          int
+}
+
+// startReceiver runs receive on a loopback port with its own config and
+// download dirs (cfg, when not empty, is reused) and waits until it listens.
+func startReceiver(t *testing.T, cfg string, args ...string) *receiver {
+	t.Helper()
+	if cfg == "" {
+		cfg = t.TempDir()
+	}
+	r := &receiver{dir: t.TempDir(), out: newSyncBuffer(), errOut: newSyncBuffer(), exit: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	full := append([]string{"receive", "--config", cfg, "--dir", r.dir}, args...)
+	if !slices.Contains(args, "--listen") {
+		full = append(full, "--listen", "127.0.0.1:0")
+	}
+	go func() { r.exit <- run(ctx, full, r.out, r.errOut) }()
+	t.Cleanup(func() { r.stop() })
+	select {
+	case line := <-r.out.listening:
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "quic":
+				r.quic = v
+			case "tcp":
+				r.tcp = v
+			case "id":
+				r.id = v
+			}
+		}
+	case code := <-r.exit:
+		r.exit <- code
+		t.Fatalf("receive exited with %d before listening: %s", code, r.errOut)
+	}
+	if r.quic == "" || r.id == "" {
+		t.Fatalf("bad listening line: %q", r.out)
+	}
+	return r
+}
+
+// wait returns receive's exit code once it has ended by itself.
+func (r *receiver) wait() int {
+	r.once.Do(func() { r.code = <-r.exit })
+	return r.code
+}
+
+// stop cancels receive and waits for it to exit.
+func (r *receiver) stop() int {
+	r.cancel()
+	return r.wait()
+}
+
+// files lists what the receiver saved, relative to its download dir.
+func (r *receiver) files(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(r.dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(r.dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// writeFile creates a file with content under a fresh temp dir.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// lastEvent decodes the last JSON line of send --json.
+func lastEvent(t *testing.T, stdout string) engine.Event {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var ev engine.Event
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ev); err != nil {
+		t.Fatalf("last line is not a JSON event: %v\n%s", err, stdout)
+	}
+	return ev
+}
+
+// oneLine checks that stderr is a single "ferry-cli CMD: reason" line.
+func oneLine(t *testing.T, stderr, cmd string) string {
+	t.Helper()
+	s := strings.TrimSuffix(stderr, "\n")
+	if s == "" || strings.Contains(s, "\n") || !strings.HasPrefix(s, "ferry-cli "+cmd+": ") || len(s) == len("ferry-cli "+cmd+": ") {
+		t.Fatalf("stderr is not one line with a reason: %q", stderr)
+	}
+	t.Log(s)
+	return s
+}
+
+func TestSendReceiveLoopback(t *testing.T) {
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	src := writeFile(t, "hello.txt", "hello, ferry\n")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--json", src)
+	if code != 0 {
+		t.Fatalf("send exit %d: %s", code, stderr)
+	}
+	ev := lastEvent(t, stdout)
+	if ev.Kind != engine.EventResult || ev.Result == nil || ev.Result.State != engine.StateDone || ev.Result.Verified != 1 {
+		t.Fatalf("last event is not a done result: %+v", ev)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive --once exit %d: %s", code, r.errOut)
+	}
+	got, err := os.ReadFile(filepath.Join(r.dir, "hello.txt"))
+	if err != nil || string(got) != "hello, ferry\n" {
+		t.Fatalf("received %q, %v", got, err)
+	}
+}
+
+func TestSendDeclined(t *testing.T) {
+	// A receiver that only accepts trusted devices declines a new sender.
+	r := startReceiver(t, "", "--once", "--accept", "trusted", "--no-discovery")
+	src := writeFile(t, "no.txt", "unwanted")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--json", src)
+	if code == 0 {
+		t.Fatalf("send to a declining receiver exited 0: %s", stdout)
+	}
+	oneLine(t, stderr, "send")
+	if ev := lastEvent(t, stdout); ev.Result == nil || ev.Result.State != engine.StateDeclined {
+		t.Fatalf("last event is not a declined result: %+v", ev)
+	}
+	if code := r.wait(); code == 0 {
+		t.Fatal("receive --once exited 0 after declining")
+	}
+	if f := r.files(t); len(f) != 0 {
+		t.Fatalf("declined transfer left files: %v", f)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	file := writeFile(t, "f", "x")
+	cfg := t.TempDir()
+	for _, args := range [][]string{
+		{},
+		{"no-such-command"},
+		{"send", "--config", cfg, file},
+		{"send", "--config", cfg, "--to", "127.0.0.1:1"},
+		{"send", "--config", cfg, "--bogus", "--to", "127.0.0.1:1", file},
+		{"receive", "--config", cfg, "--accept", "maybe"},
+		{"peers", "--config", cfg, "extra"},
+		{"peers", "--config", cfg, "--timeout", "0s"},
+		{"doctor", "--port", "70000"},
+		{"id", "--config", cfg, "--nope"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 2 || stderr == "" {
+			t.Errorf("%q: exit %d, stderr %q; want 2 with a message", args, code, stderr)
+		}
+	}
+}
+
+func TestIDJSONCreatesConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "new", "ferry")
+	read := func() map[string]string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, "id", "--config", cfg, "--name", "Test Box", "--json")
+		if code != 0 {
+			t.Fatalf("id exit %d: %s", code, stderr)
+		}
+		var m map[string]string
+		if err := json.Unmarshal([]byte(stdout), &m); err != nil {
+			t.Fatalf("id --json: %v: %q", err, stdout)
+		}
+		return m
+	}
+	first := read()
+	if first["name"] != "Test Box" || len(first["id"]) != 52 || strings.ReplaceAll(first["human_id"], "-", "") != first["id"] {
+		t.Fatalf("id --json: %v", first)
+	}
+	entries, err := os.ReadDir(cfg)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("--config %s was not populated: %v %v", cfg, entries, err)
+	}
+	if again := read(); again["id"] != first["id"] {
+		t.Fatalf("identity not kept in --config: %s then %s", first["id"], again["id"])
+	}
+}
+
+// TestSendByRememberedName sends once by address, then by the receiver's
+// name and by an ID prefix: with no multicast, both resolve through the
+// trust store's remembered address, and the handshake must prove the ID.
+func TestSendByRememberedName(t *testing.T) {
+	r := startReceiver(t, "", "--accept", "all", "--no-discovery", "--name", "Lab Receiver")
+	cfg := t.TempDir()
+	send := func(to, file string) {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, "send", "--config", cfg, "--to", to, "--json", writeFile(t, file, file))
+		if code != 0 {
+			t.Fatalf("send --to %s exit %d: %s", to, code, stderr)
+		}
+		if ev := lastEvent(t, stdout); ev.Result == nil || ev.Result.State != engine.StateDone || ev.Peer.ID != r.id {
+			t.Fatalf("send --to %s: last event %+v", to, ev)
+		}
+	}
+	// Unknown before the first transfer.
+	code, _, stderr := runCLI(t, "send", "--config", cfg, "--to", "lab receiver", writeFile(t, "x", "x"))
+	if code == 0 || !strings.Contains(stderr, "no device called") {
+		t.Fatalf("unknown name: exit %d, %q", code, stderr)
+	}
+	oneLine(t, stderr, "send")
+	if _, err := resolveByDiscovery(t.Context(), r.id[:6], cfg, io.Discard); !errors.Is(err, errNoDevice) {
+		t.Fatalf("resolve: %v, want errNoDevice", err)
+	}
+
+	send(r.quic, "one.txt")
+	send("lab receiver", "two.txt") // names match ignoring case
+	send(r.id[:8], "three.txt")
+
+	tgt, err := resolveByDiscovery(t.Context(), "Lab Receiver", cfg, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tgt.ID != r.id || tgt.QUICAddr != r.quic && tgt.Addr != r.quic {
+		t.Fatalf("resolved %+v; want ID %s at %s", tgt, r.id, r.quic)
+	}
+	want := []string{"one.txt", "three.txt", "two.txt"}
+	if got := r.files(t); !slices.Equal(got, want) {
+		t.Fatalf("received %v, want %v", got, want)
+	}
+}
+
+// TestNameMustProveIdentity replaces a remembered receiver with another
+// device on the same address and name: sending by name must refuse it.
+func TestNameMustProveIdentity(t *testing.T) {
+	a := startReceiver(t, "", "--accept", "all", "--no-discovery", "--name", "twin")
+	cfg := t.TempDir()
+	if code, _, stderr := runCLI(t, "send", "--config", cfg, "--to", a.quic, writeFile(t, "a.txt", "a")); code != 0 {
+		t.Fatalf("first send: %s", stderr)
+	}
+	a.stop()
+	b := startReceiver(t, "", "--accept", "all", "--no-discovery", "--name", "twin", "--listen", a.quic)
+	if b.id == a.id {
+		t.Fatal("two receivers share an ID")
+	}
+	code, _, stderr := runCLI(t, "send", "--config", cfg, "--to", "twin", writeFile(t, "b.txt", "b"))
+	if code == 0 {
+		t.Fatalf("send by name reached a different device: %s", stderr)
+	}
+	if !strings.Contains(stderr, "last known address") {
+		t.Fatalf("expected the trust-store fallback note: %q", stderr)
+	}
+	if f := b.files(t); len(f) != 0 {
+		t.Fatalf("impostor received %v", f)
+	}
+}
+
+// TestAmbiguousName: two remembered devices share a name; sending by that
+// name lists both instead of picking one.
+func TestAmbiguousName(t *testing.T) {
+	cfg := t.TempDir()
+	var ids []string
+	for range 2 {
+		r := startReceiver(t, "", "--accept", "all", "--no-discovery", "--name", "same")
+		if code, _, stderr := runCLI(t, "send", "--config", cfg, "--to", r.quic, writeFile(t, "f", "f")); code != 0 {
+			t.Fatalf("send: %s", stderr)
+		}
+		ids = append(ids, r.id)
+		r.stop() // offline, so only the trust store knows them
+	}
+	code, _, stderr := runCLI(t, "send", "--config", cfg, "--to", "same", writeFile(t, "g", "g"))
+	if code == 0 {
+		t.Fatal("ambiguous name accepted")
+	}
+	line := oneLine(t, stderr, "send")
+	for _, id := range ids {
+		if !strings.Contains(line, id[:8]) {
+			t.Fatalf("candidate %s not listed: %s", id[:8], line)
+		}
+	}
+	if _, err := resolveByDiscovery(t.Context(), "SAME", cfg, io.Discard); !errors.Is(err, errAmbiguousDevice) {
+		t.Fatalf("resolve: %v, want errAmbiguousDevice", err)
+	}
+	// The full ID is never ambiguous; it resolves to the remembered
+	// address, pinned to that ID. (Resolved, not sent: sending to an
+	// offline device retries for minutes.)
+	var note bytes.Buffer
+	tgt, err := resolveByDiscovery(t.Context(), ids[0], cfg, &note)
+	if err != nil || tgt.ID != ids[0] || tgt.Addr == "" || !strings.Contains(note.String(), "last known address") {
+		t.Fatalf("full ID: %+v, %v, note %q", tgt, err, note.String())
+	}
+}
+
+func TestPeersListsRememberedDevice(t *testing.T) {
+	r := startReceiver(t, "", "--accept", "all", "--no-discovery", "--name", "Shelf")
+	cfg := t.TempDir()
+	if code, _, stderr := runCLI(t, "send", "--config", cfg, "--to", r.quic, writeFile(t, "f", "f")); code != 0 {
+		t.Fatalf("send: %s", stderr)
+	}
+	code, stdout, stderr := runCLI(t, "peers", "--config", cfg, "--json", "--timeout", "3s")
+	if code != 0 {
+		t.Fatalf("peers exit %d: %s", code, stderr)
+	}
+	var found []discovery.Peer
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	for dec.More() {
+		var p discovery.Peer
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("peers --json: %v: %q", err, stdout)
+		}
+		found = append(found, p)
+	}
+	if len(found) != 1 || found[0].ID != r.id || found[0].Name != "Shelf" || found[0].Source != discovery.SourceRemembered {
+		t.Fatalf("peers: %+v (stderr %q)", found, stderr)
+	}
+	if !strings.Contains(stderr, "not working") {
+		t.Fatalf("peers did not say that mDNS is unavailable: %q", stderr)
+	}
+}
+
+func TestReceiveAdvertisesWithoutMulticast(t *testing.T) {
+	// Discovery on: with no multicast interface the receiver still works
+	// and says why it is not visible.
+	r := startReceiver(t, "", "--once", "--accept", "all")
+	if code, _, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, writeFile(t, "f", "f")); code != 0 {
+		t.Fatalf("send: %s", stderr)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive exit %d", code)
+	}
+	if !strings.Contains(r.errOut.String(), "not visible on the local network yet") {
+		t.Fatalf("receive stderr: %q", r.errOut)
+	}
+}
+
+func TestDoctorChecksOurPorts(t *testing.T) {
+	var got discovery.DiagnoseOptions
+	diagnose = func(ctx context.Context, o discovery.DiagnoseOptions) discovery.Report {
+		got = o
+		return discovery.Report{Findings: []discovery.Finding{{Check: "firewall", Severity: discovery.SeverityError,
+			Message: "A firewall rule drops port 47800.", Fix: "Allow it."}}}
+	}
+	t.Cleanup(func() { diagnose = discovery.Diagnose })
+	code, stdout, _ := runCLI(t, "doctor", "--no-selftest")
+	if code != 1 || !slices.Equal(got.Ports, []int{47800}) || !got.SkipSelfTest {
+		t.Fatalf("doctor exit %d, options %+v", code, got)
+	}
+	if !strings.Contains(stdout, "drops port 47800") || !strings.Contains(stdout, "Allow it.") {
+		t.Fatalf("doctor output: %q", stdout)
+	}
+	if code, _, _ := runCLI(t, "doctor", "--no-selftest", "--port", "9000"); code != 1 || !slices.Equal(got.Ports, []int{9000}) {
+		t.Fatalf("--port 9000: exit %d, ports %v", code, got.Ports)
+	}
+}
+
+func TestMatch(t *testing.T) {
+	const idA = "AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMM"
+	const idB = "AAAAZZZZCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMM"
+	cs := []candidate{{Name: "Laptop", ID: idA}, {Name: "laptop", ID: idB}, {Name: "AAAABB", ID: "XXXX" + idA[4:]}}
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"", nil},
+		{"nothing", nil},
+		{"LAPTOP", []string{idA, idB}},       // names ignore case
+		{idA, []string{idA}},                 // exact ID
+		{"aaaa-bbbb", []string{idA}},         // prefix, dashes and case ignored
+		{"AAAA", []string{idA, idB}},         // ambiguous prefix
+		{"AAA", nil},                         // too short for a prefix
+		{"AAAABB", []string{idA}},            // a prefix beats a name
+		{"xxxx", []string{"XXXX" + idA[4:]}}, // prefix
+		{" Laptop ", []string{idA, idB}},     // spaces trimmed
+		{"AAAA BBBB", []string{idA}},         // spaced human form
+		{"Laptop\x00", nil},                  // no control tricks
+	} {
+		var got []string
+		for _, c := range match(tc.q, cs) {
+			got = append(got, c.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("match(%q) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestIsHostPort(t *testing.T) {
+	for s, want := range map[string]bool{
+		"127.0.0.1:47800": true, "[::1]:9": true, "host.local:47800": true,
+		"laptop": false, "127.0.0.1": false, ":47800": false, "a:b": false, "h:0": false, "h:70000": false,
+		"AAAA-BBBB": false,
+	} {
+		if got := isHostPort(s); got != want {
+			t.Errorf("isHostPort(%q) = %v", s, got)
+		}
+	}
+}
+
+// TestNamespacesSendByName runs the real binary in two network namespaces
+// joined by a veth pair: receive advertises over mDNS, and send --to NAME
+// (with an empty trust store) and peers find it there. It needs root.
+func TestNamespacesSendByName(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: network namespace tests need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipping: the ip command (iproute2) is not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "ferry-cli")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tag := strconv.Itoa(os.Getpid() % 100000)
+	nsA, nsB := "fcA"+tag, "fcB"+tag
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	for _, ns := range []string{nsA, nsB} {
+		ip("netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	}
+	ip("link", "add", "fva"+tag, "netns", nsA, "type", "veth", "peer", "name", "fvb"+tag, "netns", nsB)
+	ip("-n", nsA, "addr", "add", "10.77.1.1/24", "dev", "fva"+tag)
+	ip("-n", nsB, "addr", "add", "10.77.1.2/24", "dev", "fvb"+tag)
+	for _, c := range [][]string{{nsA, "lo"}, {nsB, "lo"}, {nsA, "fva" + tag}, {nsB, "fvb" + tag}} {
+		ip("-n", c[0], "link", "set", c[1], "up")
+	}
+
+	// The receiver, on the default port, advertising.
+	rdir := t.TempDir()
+	recv := exec.Command("ip", "netns", "exec", nsA, bin, "receive", "--config", t.TempDir(), "--dir", rdir,
+		"--accept", "all", "--once", "--name", "Netns Box")
+	stdout, err := recv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rerr bytes.Buffer
+	recv.Stderr = &rerr
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan string, 1)
+	waited := make(chan error, 1)
+	go func() {
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			select {
+			case first <- lines.Text():
+			default:
+			}
+		}
+		close(first)
+		waited <- recv.Wait()
+	}()
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			_ = recv.Process.Kill()
+			<-waited
+		}
+	})
+	listening := <-first
+	if !strings.HasPrefix(listening, "listening ") {
+		t.Fatalf("receive did not start: %q", listening)
+	}
+	if !strings.Contains(listening, ":"+defaultPort) {
+		t.Errorf("receive did not use the default port: %s", listening)
+	}
+	_, id, _ := strings.Cut(listening, " id=")
+	id, _, _ = strings.Cut(id, " ")
+
+	inB := func(args ...string) (string, string, error) {
+		cmd := exec.Command("ip", append([]string{"netns", "exec", nsB, bin}, args...)...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		return o.String(), e.String(), err
+	}
+	out, errOut, err := inB("peers", "--config", t.TempDir(), "--json", "--timeout", "3s")
+	if err != nil {
+		t.Fatalf("peers: %v %s", err, errOut)
+	}
+	var p discovery.Peer
+	if err := json.Unmarshal([]byte(out), &p); err != nil || p.ID != id || p.Source != discovery.SourceMDNS || p.Name != "Netns Box" ||
+		p.OS != runtime.GOOS || !slices.Contains(p.DialAddrs(), "10.77.1.1:"+defaultPort) {
+		t.Fatalf("peers in the other namespace: %q %v (stderr %s)", out, err, errOut)
+	}
+
+	src := writeFile(t, "over-mdns.txt", "found by name\n")
+	out, errOut, err = inB("send", "--config", t.TempDir(), "--to", "netns box", "--json", src)
+	if err != nil {
+		t.Fatalf("send by name: %v %s", err, errOut)
+	}
+	if ev := lastEvent(t, out); ev.Result == nil || ev.Result.State != engine.StateDone || ev.Peer.ID != id {
+		t.Fatalf("send by name: %+v", ev)
+	}
+	err = <-waited
+	exited = true
+	if err != nil {
+		t.Fatalf("receive --once: %v %s", err, rerr.String())
+	}
+	if got, err := os.ReadFile(filepath.Join(rdir, "over-mdns.txt")); err != nil || string(got) != "found by name\n" {
+		t.Fatalf("received %q, %v", got, err)
+	}
+}

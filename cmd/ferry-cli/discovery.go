@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferrydrop/ferry/discovery"
+	"github.com/ferrydrop/ferry/engine"
+)
+
+// This file connects the CLI to the discovery package: receive advertises
+// the engine, send resolves device names and IDs, peers lists devices.
+
+func init() {
+	advertise = advertiseEngine
+	resolveTarget = resolveByDiscovery
+}
+
+// discoveryInterfaces lists the network interfaces mDNS may use. Tests
+// replace it (with none) so that nothing is multicast from a test run.
+var discoveryInterfaces = net.Interfaces
+
+// resolveWait bounds how long send --to NAME looks for the device (a
+// variable for tests).
+var resolveWait = 3 * time.Second
+
+// resolveSettle is how long send keeps listening after a name or ID prefix
+// first matched, so that a second device answering to it is noticed
+// instead of picking whichever answered first.
+const resolveSettle = 500 * time.Millisecond
+
+// advertiseEngine announces a receiving engine on the local network until
+// the returned function is called; that function sends the goodbye.
+func advertiseEngine(ctx context.Context, e *engine.Engine, errOut io.Writer) (func(), error) {
+	q, t := e.Addrs()
+	svc := discovery.Service{Name: e.Name(), ID: e.ID(), QUICPort: portOf(q), TCPPort: portOf(t), OS: runtime.GOOS}
+	a, err := discovery.Advertise(svc, discovery.WithInterfaceLister(discoveryInterfaces))
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Err(); err != nil {
+		// Advertise keeps trying as interfaces come up; say why it is not visible yet.
+		fmt.Fprintf(errOut, "ferry-cli receive: not visible on the local network yet (%v); senders can use --to %s\n", err, hostPortHint(q, t))
+	}
+	return func() { a.Close() }, nil
+}
+
+// portOf returns the port of a "host:port" listener address, 0 when there is none.
+func portOf(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n <= 0 || n > 65535 {
+		return 0
+	}
+	return n
+}
+
+func hostPortHint(q, t string) string {
+	a := q
+	if a == "" {
+		a = t
+	}
+	if p := portOf(a); p > 0 {
+		return "HOST:" + strconv.Itoa(p)
+	}
+	return "HOST:PORT"
+}
+
+// isHostPort reports whether s is "host:port" with a numeric port (an
+// address, not a device name).
+func isHostPort(s string) bool {
+	h, _, err := net.SplitHostPort(s)
+	return err == nil && h != "" && portOf(s) > 0
+}
+
+// newDiscovery returns a Discovery that hides e itself and probes the devices
+// e remembers, so that they are found where multicast does not work.
+func newDiscovery(e *engine.Engine) (*discovery.Discovery, error) {
+	return discovery.New(discovery.Options{
+		SelfID:     e.ID(),
+		Interfaces: discoveryInterfaces,
+		Remembered: func() []discovery.Remembered { return remembered(e.Trusted()) },
+		Prober: func(ctx context.Context, addr string) (string, string, error) {
+			info, err := e.Probe(ctx, addr)
+			return info.ID, info.Name, err
+		},
+	})
+}
+
+// remembered turns the trust store into probe targets for discovery.
+func remembered(trusted []engine.TrustedPeer) []discovery.Remembered {
+	var out []discovery.Remembered
+	for _, p := range trusted {
+		if p.LastAddr == "" {
+			continue
+		}
+		out = append(out, discovery.Remembered{ID: p.ID, Name: p.Name, Addrs: []string{p.LastAddr}})
+	}
+	return out
+}
+
+// runDiscovery starts d in the background until ctx ends; the returned
+// function cancels it and waits for it to stop.
+func runDiscovery(ctx context.Context, d *discovery.Discovery) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.Run(ctx) // it only returns ctx's error; d.Err tells what is wrong meanwhile
+	}()
+	return func() { cancel(); <-done }
+}
+
+// candidate is a device that --to may mean.
+type candidate struct {
+	Name, ID, Addr string
+}
+
+func (c candidate) String() string {
+	s := fmt.Sprintf("%s (%s", c.Name, short(c.ID))
+	if c.Addr != "" {
+		s += " at " + c.Addr
+	}
+	return s + ")"
+}
+
+// normalizeQueryID turns a typed ID or ID prefix into the stored form.
+func normalizeQueryID(q string) string {
+	return strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(q))
+}
+
+// match picks the candidates a query means, with discovery.Resolve's rules:
+// an exact device ID, else an ID prefix of at least 4 characters, else the
+// device name ignoring case.
+func match(query string, cs []candidate) []candidate {
+	q := strings.TrimSpace(query)
+	if q == "" {
+		return nil
+	}
+	idq := normalizeQueryID(q)
+	var byPrefix, byName []candidate
+	for _, c := range cs {
+		if c.ID == idq {
+			return []candidate{c}
+		}
+		if len(idq) >= 4 && strings.HasPrefix(c.ID, idq) {
+			byPrefix = append(byPrefix, c)
+		}
+		if strings.EqualFold(c.Name, q) {
+			byName = append(byName, c)
+		}
+	}
+	if len(byPrefix) > 0 {
+		return byPrefix
+	}
+	return byName
+}
+
+func peerCandidates(ps []discovery.Peer) []candidate {
+	out := make([]candidate, 0, len(ps))
+	for _, p := range ps {
+		c := candidate{Name: p.Name, ID: p.ID}
+		if a := p.DialAddrs(); len(a) > 0 {
+			c.Addr = a[0]
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func trustedCandidates(ps []engine.TrustedPeer) []candidate {
+	out := make([]candidate, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, candidate{Name: p.Name, ID: p.ID, Addr: p.LastAddr})
+	}
+	return out
+}
+
+func listCandidates(cs []candidate) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = c.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// Errors of send --to NAME, wrapped in a resolveError that says what to do.
+var (
+	errNoDevice        = errors.New("no such device")
+	errAmbiguousDevice = errors.New("more than one device matches")
+)
+
+// resolveError is a sentence for the user that wraps one of the errors above.
+type resolveError struct {
+	kind error
+	msg  string
+}
+
+func (e *resolveError) Error() string { return e.msg }
+func (e *resolveError) Unwrap() error { return e.kind }
+
+func ambiguous(to string, cs []candidate) error {
+	return &resolveError{errAmbiguousDevice, fmt.Sprintf("%q could be %s; pass --to with the device ID", to, listCandidates(cs))}
+}
+
+// resolveByDiscovery turns --to into a target: "host:port" as given, or a
+// device name, ID or ID prefix looked up on the local network (mDNS and
+// direct probes of remembered devices) and then in the trust store. A
+// target found by name carries the device ID, so the TLS handshake must
+// prove it.
+func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (engine.Target, error) {
+	if isHostPort(to) {
+		return engine.Target{Addr: to}, nil
+	}
+	if strings.TrimSpace(to) == "" {
+		return engine.Target{}, fmt.Errorf("%w: --to is empty", errUsage)
+	}
+	dir, err := configDir(cfg)
+	if err != nil {
+		return engine.Target{}, err
+	}
+	e, err := engine.New(engine.Options{ConfigDir: dir})
+	if err != nil {
+		return engine.Target{}, err
+	}
+	defer e.Close()
+	d, err := newDiscovery(e)
+	if err != nil {
+		return engine.Target{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, resolveWait)
+	defer cancel()
+	stop := runDiscovery(rctx, d)
+	defer stop()
+
+	p, err := d.Resolve(rctx, to)
+	if err == nil && normalizeQueryID(to) != p.ID {
+		// A name or prefix matched: give a second device a moment to answer too.
+		settle, cancelSettle := context.WithTimeout(rctx, resolveSettle)
+		<-settle.Done()
+		cancelSettle()
+		if ctx.Err() != nil {
+			return engine.Target{}, ctx.Err()
+		}
+		done, cancelDone := context.WithCancel(ctx)
+		cancelDone() // Resolve with an ended context only looks at the table
+		p, err = d.Resolve(done, to)
+	}
+	switch {
+	case err == nil:
+		return peerTarget(p), nil
+	case errors.Is(err, discovery.ErrAmbiguous):
+		return engine.Target{}, ambiguous(to, match(to, peerCandidates(d.Peers())))
+	case errors.Is(err, discovery.ErrRefused):
+		return engine.Target{}, fmt.Errorf("%q answered with a different identity than it advertises, so Ferry will not send to it: %w", to, err)
+	case !errors.Is(err, discovery.ErrNotFound):
+		return engine.Target{}, err
+	}
+	if ctx.Err() != nil {
+		return engine.Target{}, ctx.Err()
+	}
+
+	// Not seen on the network: fall back to the address we last reached it at.
+	cs := match(to, trustedCandidates(e.Trusted()))
+	switch {
+	case len(cs) == 1 && cs[0].Addr != "":
+		fmt.Fprintf(errOut, "ferry-cli send: %s was not seen on the local network; trying its last known address %s\n", cs[0], cs[0].Addr)
+		return engine.Target{Addr: cs[0].Addr, ID: cs[0].ID}, nil
+	case len(cs) > 1:
+		return engine.Target{}, ambiguous(to, cs)
+	}
+	why := ""
+	if derr := d.Err(); derr != nil {
+		why = fmt.Sprintf(" (local network discovery is not working: %v; run \"ferry-cli doctor\")", derr)
+	}
+	return engine.Target{}, &resolveError{errNoDevice, fmt.Sprintf(
+		"no device called %q answered within %v and none is remembered%s; run \"ferry-cli peers\" to list devices, or pass --to HOST:PORT",
+		to, resolveWait, why)}
+}
+
+// peerTarget is where to send to a discovered peer: its best QUIC and TCP
+// addresses, and its ID, which the TLS handshake must prove.
+func peerTarget(p discovery.Peer) engine.Target {
+	t := engine.Target{ID: p.ID}
+	if a := p.DialAddrs(); len(a) > 0 {
+		t.QUICAddr = a[0]
+	}
+	if a := p.TCPDialAddrs(); len(a) > 0 {
+		t.TCPAddr = a[0]
+	} else if p.Direct != "" {
+		// A probed peer advertises no TCP port; Ferry listens for TCP on the
+		// QUIC port number, and the ID check guards a wrong guess.
+		t.TCPAddr = p.Direct
+	}
+	return t
+}

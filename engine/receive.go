@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -486,8 +487,11 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	buf := make([]byte, rx.offer.ChunkSize)
 	var hdr [wire.DataHeaderLen]byte
 	hasher := merkle.NewHasher()
+	// Buffered: many small frames per read from the transport. Chunks larger
+	// than the buffer are read straight into buf.
+	r := bufio.NewReaderSize(s, 256<<10)
 	for {
-		h, err := wire.ReadDataHeader(s, hdr[:])
+		h, err := wire.ReadDataHeader(r, hdr[:])
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -509,7 +513,7 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 				h.Length, merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(h.Chunk)))
 		}
 		data := buf[:h.Length]
-		if _, err := io.ReadFull(s, data); err != nil {
+		if _, err := io.ReadFull(r, data); err != nil {
 			return nilIfDone(ctx, unexpectedEOF(err))
 		}
 		if err := rx.landChunk(f, h, data, hasher); err != nil {
@@ -589,7 +593,9 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher 
 	f.tree.Set(int(h.Chunk), leaf)
 	f.crcs[h.Chunk] = crc
 	rx.mu.Unlock()
-	if rx.journal != nil {
+	// A single-chunk file needs no chunk record: it is saved (and journaled
+	// as saved) as soon as its root arrives, right behind it.
+	if rx.journal != nil && f.tree.Len() > 1 {
 		if err := rx.journal.chunk(h.File, h.Chunk, crc, leaf); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
 		}
@@ -682,7 +688,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 			rx.e.log.Warn("resume journal", "err", err)
 		}
 	}
-	if err := rx.ctl.send(&wire.FileResult{File: f.idx, OK: ok, SavedAs: savedAs, Code: code, Reason: reason}); err != nil {
+	if err := rx.ctl.sendLazy(&wire.FileResult{File: f.idx, OK: ok, SavedAs: savedAs, Code: code, Reason: reason}); err != nil {
 		rx.t.cancel(err)
 	}
 	rx.checkComplete()

@@ -18,23 +18,59 @@ import (
 // control is the control stream of a session: messages are written whole
 // from any goroutine and read by one.
 type control struct {
-	s  Stream
-	r  *bufio.Reader
-	mu sync.Mutex // guards w
-	w  *bufio.Writer
+	s       Stream
+	r       *bufio.Reader
+	mu      sync.Mutex // guards the fields below
+	w       *bufio.Writer
+	pending bool  // a lazy flush is scheduled
+	err     error // a lazy flush failed
 }
+
+// lazyFlushDelay batches high-volume messages (one FileResult per received
+// file): thousands of small files cost a handful of stream writes, not one
+// wake-up of the transport each.
+const lazyFlushDelay = 2 * time.Millisecond
 
 func newControl(s Stream) *control {
 	return &control{s: s, r: bufio.NewReaderSize(s, 64<<10), w: bufio.NewWriterSize(s, 64<<10)}
 }
 
+// send writes m and flushes it (and anything batched before it) at once.
 func (c *control) send(m wire.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
 	if err := wire.WriteMessage(c.w, m); err != nil {
 		return err
 	}
 	return c.w.Flush()
+}
+
+// sendLazy writes m and flushes it within lazyFlushDelay, together with
+// whatever else is sent meanwhile. Order with send is kept.
+func (c *control) sendLazy(m wire.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	if err := wire.WriteMessage(c.w, m); err != nil {
+		return err
+	}
+	if !c.pending {
+		c.pending = true
+		time.AfterFunc(lazyFlushDelay, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.pending = false
+			if c.err == nil {
+				c.err = c.w.Flush()
+			}
+		})
+	}
+	return nil
 }
 
 func (c *control) recv() (wire.Message, error) { return wire.ReadMessage(c.r) }

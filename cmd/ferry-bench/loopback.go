@@ -125,7 +125,6 @@ func runLoopback(ctx context.Context, args []string, out io.Writer) error {
 			rows = append(rows, row)
 			fmt.Fprintln(out, row)
 		}
-		os.RemoveAll(src)
 	}
 	if *mdOut != "" {
 		return os.WriteFile(*mdOut, []byte(strings.Join(rows, "\n")+"\n"), 0o644)
@@ -184,11 +183,13 @@ func loopMakeFiles(dir string, w loopWorkload) error {
 
 // runFerry moves src with ferry-cli send/receive as two processes.
 func loopFerry(ctx context.Context, bin, work, src, transport string) (loopResult, error) {
+	// Received files stay until the whole run ends: deleting thousands of
+	// files just before creating thousands more makes ext4 search its inode
+	// tables for recently deleted inodes, and would measure that instead.
 	dst, err := os.MkdirTemp(work, "dst-")
 	if err != nil {
 		return loopResult{}, err
 	}
-	defer os.RemoveAll(dst)
 	rcfg, scfg := filepath.Join(work, "cfg-recv"), filepath.Join(work, "cfg-send")
 	recv := exec.CommandContext(ctx, bin, "receive", "--config", rcfg, "--dir", dst, "--listen", "127.0.0.1:0",
 		"--accept", "all", "--once", "--json", "--no-discovery")

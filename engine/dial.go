@@ -127,24 +127,47 @@ func drainLoser(results <-chan dialResult, pending int) {
 	}
 }
 
-// pickForPath decides between the QUIC connection we have and TCP, using the
-// RTT QUIC measured during its handshake. On a clean local link TCP moves more
-// bytes per second (kernel offloads; see docs/transport-choice.md); on a path
-// with real latency QUIC's per-stream loss isolation wins.
+// pickForPath decides between the QUIC connection we have and TCP, following
+// what ferry-bench measured (docs/transport-choice.md):
+//   - on a clean local link (RTT under cleanRTT) kernel TCP moves more bytes
+//     per second than quic-go (segmentation offload, no user-space pacing);
+//   - on a long or lossy path TCP with BBR beats QUIC by a wide margin,
+//     because quic-go's congestion control is Reno-style and fixed;
+//   - only with a loss-based TCP (Cubic, Reno) on such a path does QUIC's
+//     per-stream loss isolation make it the better choice.
 func (e *Engine) pickForPath(ctx context.Context, q Conn, dialOne func(context.Context, string) (Conn, error)) (Conn, string, error) {
 	m := q.Metrics()
 	rtt := time.Duration(m.SmoothedRTTms * float64(time.Millisecond))
-	if rtt >= cleanRTT || !tcpFasterOnCleanPaths {
-		return q, fmt.Sprintf("RTT %.1f ms: QUIC isolates loss per stream on paths with latency", m.SmoothedRTTms), nil
-	}
 	tctx, cancel := context.WithTimeout(ctx, tcpUpgradeWait)
 	defer cancel()
 	t, err := dialOne(tctx, "tcp")
 	if err != nil {
-		return q, fmt.Sprintf("clean path (RTT %.2f ms) but TCP did not connect: %v", m.SmoothedRTTms, err), nil
+		return q, fmt.Sprintf("TCP did not connect (%v); QUIC answered with RTT %.2f ms", shortErr(err), m.SmoothedRTTms), nil
 	}
-	q.Close(0, "switching to tcp")
-	return t, fmt.Sprintf("clean low-latency path (RTT %.2f ms): TCP is faster here", m.SmoothedRTTms), nil
+	tm := t.Metrics()
+	switch {
+	case rtt < cleanRTT && tcpFasterOnCleanPaths:
+		q.Close(0, "switching to tcp")
+		return t, fmt.Sprintf("clean low-latency path (RTT %.2f ms): TCP moves more bytes per second here", m.SmoothedRTTms), nil
+	case tm.CongestionControl == "bbr":
+		q.Close(0, "switching to tcp")
+		return t, fmt.Sprintf("RTT %.1f ms: TCP with BBR copes with latency and loss better than QUIC's Reno-style control", m.SmoothedRTTms), nil
+	default:
+		t.Close(0, "quic chosen")
+		cc := tm.CongestionControl
+		if cc == "" {
+			cc = "a loss-based congestion control"
+		}
+		return q, fmt.Sprintf("RTT %.1f ms and TCP uses %s: QUIC isolates loss per stream", m.SmoothedRTTms, cc), nil
+	}
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return s
 }
 
 // connectError turns dial failures into a sentence about what to check.

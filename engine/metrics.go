@@ -4,24 +4,26 @@ package engine
 // transport cannot measure stay zero (TCP has no path MTU probing of its own;
 // its RTT comes from TCP_INFO where the platform has it).
 type Metrics struct {
-	Transport        string  `json:"transport"`
-	SmoothedRTTms    float64 `json:"srtt_ms"`
-	MinRTTms         float64 `json:"min_rtt_ms"`
-	LatestRTTms      float64 `json:"latest_rtt_ms"`
-	CongestionWindow int64   `json:"cwnd_bytes"`
-	CongestionEvents int64   `json:"congestion_events"`
-	PacketsLost      int64   `json:"packets_lost"`
-	BytesLost        int64   `json:"bytes_lost"`
-	DatagramsSent    int64   `json:"datagrams_sent"`
-	DatagramsRecv    int64   `json:"datagrams_received"`
-	BytesSent        int64   `json:"bytes_sent"`
-	BytesRecv        int64   `json:"bytes_received"`
-	SendCalls        int64   `json:"send_calls"` // write syscalls on the socket; DatagramsSent/SendCalls shows GSO at work
-	PathMTU          int     `json:"path_mtu"`
-	GSO              bool    `json:"gso"`
-	RecvBuffer       int     `json:"udp_recv_buffer"` // what the kernel granted
-	SendBuffer       int     `json:"udp_send_buffer"`
-	Connections      int     `json:"connections,omitempty"` // TCP: parallel connections in use
+	Transport string `json:"transport"`
+	// CongestionControl: "bbr", "cubic"... for TCP; QUIC's (quic-go) is always Reno-style.
+	CongestionControl string  `json:"congestion_control,omitempty"`
+	SmoothedRTTms     float64 `json:"srtt_ms"`
+	MinRTTms          float64 `json:"min_rtt_ms"`
+	LatestRTTms       float64 `json:"latest_rtt_ms"`
+	CongestionWindow  int64   `json:"cwnd_bytes"`
+	CongestionEvents  int64   `json:"congestion_events"`
+	PacketsLost       int64   `json:"packets_lost"`
+	BytesLost         int64   `json:"bytes_lost"`
+	DatagramsSent     int64   `json:"datagrams_sent"`
+	DatagramsRecv     int64   `json:"datagrams_received"`
+	BytesSent         int64   `json:"bytes_sent"`
+	BytesRecv         int64   `json:"bytes_received"`
+	SendCalls         int64   `json:"send_calls"` // write syscalls on the socket; DatagramsSent/SendCalls shows GSO at work
+	PathMTU           int     `json:"path_mtu"`
+	GSO               bool    `json:"gso"`
+	RecvBuffer        int     `json:"udp_recv_buffer"` // what the kernel granted
+	SendBuffer        int     `json:"udp_send_buffer"`
+	Connections       int     `json:"connections,omitempty"` // TCP: parallel connections in use
 }
 
 // DatagramsPerCall is DatagramsSent / SendCalls, or 0 when nothing was sent.

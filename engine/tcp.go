@@ -759,6 +759,7 @@ func (c *tcpConn) Metrics() Metrics {
 		retrans += st.retrans
 		m.CongestionWindow += st.cwnd
 		if s == first {
+			m.CongestionControl = st.cc
 			m.SmoothedRTTms = ms(st.srtt)
 			m.MinRTTms = ms(st.minRTT)
 			m.LatestRTTms = ms(st.srtt) // TCP_INFO keeps no separate latest sample

@@ -26,6 +26,7 @@ type tcpStats struct {
 	srtt, minRTT time.Duration
 	cwnd         int64
 	retrans      int64
+	cc           string
 }
 
 func tcpInfo(c *net.TCPConn) (tcpStats, bool) { return tcpStats{}, false }

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAutoTransport: auto completes whichever transport is blocked, and on
+// the clean loopback path it picks TCP (measured faster here) and says why.
+func TestAutoTransport(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, src, 3<<20)
+	cases := []struct {
+		name          string
+		noQUIC, noTCP bool
+		want          string
+		reason        string
+	}{
+		{"both open", false, false, "tcp", "clean low-latency path"},
+		{"UDP blocked (no UDP socket)", true, false, "tcp", "QUIC did not answer"},
+		{"TCP blocked", false, true, "quic", "TCP did not connect"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recv := startReceiver(t, Options{NoQUIC: c.noQUIC, NoTCP: c.noTCP})
+			// Dial the same port for both, as discovery would advertise it: the
+			// blocked one then finds nothing listening.
+			port := recv.listenPort()
+			send := testEngine(t, Options{})
+			events, unsub := send.Subscribe(256)
+			defer unsub()
+			start := time.Now()
+			tr, err := send.Send(context.Background(), Target{Addr: "127.0.0.1:" + port}, []string{src}, SendOptions{Transport: "auto"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chosen time.Duration
+			var info *TransportInfo
+			for ev := range events {
+				if ev.Kind == EventTransport && info == nil {
+					info, chosen = ev.Transport, time.Since(start)
+				}
+				if ev.Kind == EventResult {
+					break
+				}
+			}
+			res := tr.Result()
+			if res.State != StateDone || res.Transport != c.want {
+				t.Fatalf("%s over %q: %s", res.State, res.Transport, res.Err)
+			}
+			if info == nil || !strings.Contains(info.Reason, c.reason) || res.Reason != info.Reason {
+				t.Errorf("transport event %+v, result reason %q; want a reason mentioning %q", info, res.Reason, c.reason)
+			}
+			// The bound: a blocked transport costs at most about a second.
+			if chosen > 2*time.Second {
+				t.Errorf("choosing the transport took %v", chosen)
+			}
+			t.Logf("%s: %s after %v (%s)", c.name, info.Name, chosen.Round(time.Millisecond), info.Reason)
+		})
+	}
+}
+
+// listenPort is the port number of the engine's listener(s).
+func (e *Engine) listenPort() string {
+	q, tc := e.Addrs()
+	a := q
+	if a == "" {
+		a = tc
+	}
+	return a[strings.LastIndex(a, ":")+1:]
+}

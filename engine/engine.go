@@ -72,6 +72,9 @@ type Options struct {
 	// resume state) not touched for this long, when receiving starts; zero
 	// means 7 days, negative keeps them forever.
 	MaxPartialAge time.Duration
+	// DisableResume keeps no resume state for incoming transfers (to measure
+	// what keeping it costs); an interrupted transfer then starts over.
+	DisableResume bool
 	// SyncFiles fsyncs every received file before it gets its final name.
 	// Off by default, like rsync and scp (see store.Dest.SyncOnFinalize).
 	SyncFiles bool

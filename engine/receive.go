@@ -794,7 +794,7 @@ func (rx *receiver) saveResumeLoop(ctx context.Context) error {
 // resumeFrom takes over an earlier attempt at the same transfer: it ends a
 // session that still holds it, then restores what its state lists.
 func (rx *receiver) resumeFrom(dir string) {
-	if rx.offer.Manifest == "" {
+	if rx.offer.Manifest == "" || rx.e.opts.DisableResume {
 		return
 	}
 	e := rx.e

@@ -33,6 +33,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	name := fs.String("name", "", "device `NAME` shown to senders")
 	asJSON := fs.Bool("json", false, "print one JSON event per line")
 	noDiscovery := fs.Bool("no-discovery", false, "do not advertise this device on the local network")
+	noResume := fs.Bool("no-resume", false, "keep no resume state (benchmarks: measures what resume costs)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen}
+	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume}
 	if opts.Listen == "" {
 		opts.Listen = ":" + defaultPort
 	}

@@ -116,7 +116,7 @@ type rxFile struct {
 	tree       *merkle.Tree
 	crcs       []uint32 // storage assertion per chunk (resume re-checks what is on disk)
 	part       *store.Partial
-	root       []byte // the sender's root, from FileDone
+	root       []byte // the sender's root, from its root frame
 	retries    map[uint32]int
 	resolved   bool
 	finalizing bool

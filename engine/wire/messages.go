@@ -59,13 +59,6 @@ type Have struct {
 	Done bool `json:"done,omitempty"`
 }
 
-// FileDone tells the receiver that every chunk of a file was sent, and the
-// root the sender computed from what it read.
-type FileDone struct {
-	File uint32 `json:"file"`
-	Root []byte `json:"root"`
-}
-
 // NeedChunk asks the sender to send a chunk again (its leaf did not match).
 type NeedChunk struct {
 	File  uint32 `json:"file"`
@@ -105,7 +98,6 @@ func (*Offer) Type() Type      { return TOffer }
 func (*OfferFiles) Type() Type { return TOfferFiles }
 func (*Decision) Type() Type   { return TDecision }
 func (*Have) Type() Type       { return THave }
-func (*FileDone) Type() Type   { return TFileDone }
 func (*NeedChunk) Type() Type  { return TNeedChunk }
 func (*FileResult) Type() Type { return TFileResult }
 func (*SenderDone) Type() Type { return TSenderDone }
@@ -184,13 +176,6 @@ func (m *Decision) validate() error {
 func (m *Have) validate() error {
 	if len(m.Chunks) > MaxMessage/2 {
 		return protoErr("have: bitmap too long")
-	}
-	return nil
-}
-
-func (m *FileDone) validate() error {
-	if len(m.Root) != 32 {
-		return protoErr("file done: root of %d bytes", len(m.Root))
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ const (
 	TOffer      Type = 2
 	TOfferFiles Type = 3
 	TDecision   Type = 4
-	TFileDone   Type = 5
+	_           Type = 5 // retired: roots travel in-band as root frames (RootChunk)
 	TNeedChunk  Type = 6
 	TFileResult Type = 7
 	TSenderDone Type = 8
@@ -65,7 +65,7 @@ const (
 
 func (t Type) String() string {
 	names := map[Type]string{THello: "hello", TOffer: "offer", TOfferFiles: "offer-files", TDecision: "decision",
-		TFileDone: "file-done", TNeedChunk: "need-chunk", TFileResult: "file-result", TSenderDone: "sender-done",
+		TNeedChunk: "need-chunk", TFileResult: "file-result", TSenderDone: "sender-done",
 		TResult: "result", TCancel: "cancel", THave: "have"}
 	if n, ok := names[t]; ok {
 		return n
@@ -147,8 +147,6 @@ func newMessage(t Type) Message {
 		return &OfferFiles{}
 	case TDecision:
 		return &Decision{}
-	case TFileDone:
-		return &FileDone{}
 	case TNeedChunk:
 		return &NeedChunk{}
 	case TFileResult:

@@ -43,7 +43,6 @@ func validMessages() []wire.Message {
 		&wire.Have{File: 7, Chunks: []byte{0xff, 0x01, 0x00}},
 		&wire.Have{File: 0, Chunks: []byte{}},
 		&wire.Have{File: 0},
-		&wire.FileDone{File: 4294967295, Root: root32(0xab)},
 		&wire.NeedChunk{File: 1, Chunk: 99},
 		&wire.FileResult{File: 3, OK: true, SavedAs: "b (1).txt"},
 		&wire.FileResult{File: 3, OK: false, Code: wire.CodeVerifyFailed, Reason: "chunk 4 mismatched twice"},
@@ -240,7 +239,6 @@ var hostileCases = []struct {
 	{"files as object", frame(wire.TOfferFiles, `{"start":0,"files":{}}`), wire.ErrProtocol},
 	{"file index negative", frame(wire.TNeedChunk, `{"file":-1,"chunk":0}`), wire.ErrProtocol},
 	{"file index over uint32", frame(wire.TNeedChunk, `{"file":4294967296,"chunk":0}`), wire.ErrProtocol},
-	{"root not base64", frame(wire.TFileDone, `{"file":0,"root":"!!!"}`), wire.ErrProtocol},
 	{"hello version 0", frame(wire.THello, `{"version":0,"id":"`+validID+`"}`), wire.ErrProtocol},
 	{"hello version negative", frame(wire.THello, `{"version":-1,"id":"`+validID+`"}`), wire.ErrProtocol},
 	{"hello no id", frame(wire.THello, `{"version":1}`), wire.ErrProtocol},
@@ -269,9 +267,6 @@ var hostileCases = []struct {
 	{"decision reason 1025 bytes", frame(wire.TDecision, `{"accept":false,"reason":"`+strings.Repeat("r", 1025)+`"}`), wire.ErrProtocol},
 	{"decision reason invalid utf-8", frame(wire.TDecision, "{\"accept\":false,\"reason\":\"\xed\xa0\x80\"}"), wire.ErrProtocol},
 	{"decision negative index", frame(wire.TDecision, `{"accept":true,"files":[-1]}`), wire.ErrProtocol},
-	{"file done no root", frame(wire.TFileDone, `{"file":0}`), wire.ErrProtocol},
-	{"file done root 31 bytes", frame(wire.TFileDone, `{"file":0,"root":`+b64root(31)+`}`), wire.ErrProtocol},
-	{"file done root 33 bytes", frame(wire.TFileDone, `{"file":0,"root":`+b64root(33)+`}`), wire.ErrProtocol},
 	{"file result saved-as invalid utf-8", frame(wire.TFileResult, "{\"file\":0,\"ok\":true,\"saved_as\":\"\xff\"}"), wire.ErrProtocol},
 	{"file result saved-as 4097 bytes", frame(wire.TFileResult, `{"file":0,"ok":true,"saved_as":"`+strings.Repeat("s", 4097)+`"}`), wire.ErrProtocol},
 	{"file result reason 1025 bytes", frame(wire.TFileResult, `{"file":0,"reason":"`+strings.Repeat("r", 1025)+`"}`), wire.ErrProtocol},
@@ -596,8 +591,8 @@ func TestTypeString(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if len(seen) != 11 {
-		t.Errorf("%d distinct type names, want 11", len(seen))
+	if len(seen) != 10 {
+		t.Errorf("%d distinct type names, want 10", len(seen))
 	}
 	if got := wire.Type(200).String(); got != "type(200)" {
 		t.Errorf("Type(200).String() = %q", got)

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
@@ -477,7 +478,8 @@ type Transfer struct {
 	cancel    context.CancelCauseFunc
 	done      chan struct{}
 	started   time.Time
-	decisions chan Decision // receiving side, while an offer waits for an answer
+	decisions chan Decision // receiving side: the user's answer to the offer
+	asking    atomic.Bool   // an offer is waiting for that answer
 
 	// Sending side: what was sent where (for Retry), and pause/resume signals.
 	paths    []string
@@ -585,7 +587,7 @@ func (e *Engine) Decide(id string, d Decision) error {
 	if err != nil {
 		return err
 	}
-	if t.decisions == nil {
+	if !t.asking.Load() {
 		return fmt.Errorf("transfer %s is not waiting for a decision", id)
 	}
 	select {

@@ -284,3 +284,50 @@ func TestProtocolOverPipe(t *testing.T) {
 	}
 	sameTree(t, filepath.Join(src, "d"), recv.DownloadDir())
 }
+
+// TestPartialAcceptance: the receiver accepts some of the files; only those
+// travel, and data for the others is refused.
+func TestPartialAcceptance(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	send := testEngine(t, Options{})
+	events, unsub := recv.Subscribe(64)
+	defer unsub()
+	go func() {
+		for ev := range events {
+			if ev.Kind == EventOffer {
+				recv.Decide(ev.TransferID, Decision{Accept: true, Files: []int{1}})
+			}
+		}
+	}()
+	src := t.TempDir()
+	a, b := filepath.Join(src, "a.txt"), filepath.Join(src, "b.txt")
+	writeFile(t, a, 100)
+	writeFile(t, b, 200)
+	res := sendWait(t, send, target(recv), []string{a, b}, SendOptions{Transport: "quic"})
+	if res.State != StateDone || res.Files != 1 || res.Verified != 1 {
+		t.Fatalf("%s %q: %d of %d", res.State, res.Err, res.Verified, res.Files)
+	}
+	if _, err := os.Stat(filepath.Join(recv.DownloadDir(), "a.txt")); err == nil {
+		t.Error("a file that was not accepted arrived")
+	}
+	sameTree(t, b, recv.DownloadDir())
+
+	// A raw peer that sends the declined file anyway is stopped.
+	p, done := connectRaw(t, recv)
+	good := []byte("hello")
+	go func() {
+		p.hello()
+		p.offer(wire.FileEntry{Path: "x.txt", Size: 5}, wire.FileEntry{Path: "y.txt", Size: 5})
+		if p.waitAccepted() {
+			p.data(frame(0, 0, good, merkle.Leaf(good)))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the receiver kept serving a peer that sent data for a declined file")
+	}
+	if _, err := os.Stat(filepath.Join(recv.DownloadDir(), "x.txt.partial")); err == nil {
+		t.Error("data for a declined file was written")
+	}
+}

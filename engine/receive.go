@@ -72,6 +72,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	t := &Transfer{
 		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: time.Now(),
 		peer: e.peerInfo(peerID, h.Name, c.RemoteAddr()), conn: c, state: StateWaiting,
+		decisions: make(chan Decision, 1),
 	}
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
@@ -413,7 +414,8 @@ func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (dec
 		e.prompts--
 		e.mu.Unlock()
 	}()
-	rx.t.decisions = make(chan Decision, 1)
+	rx.t.asking.Store(true)
+	defer rx.t.asking.Store(false)
 	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: time.Now().Add(e.opts.PromptTimeout)}
 	if free < 0 {
 		info.FreeBytes = -1

@@ -48,8 +48,15 @@ func (b *backend) Send(dev ui.Device, paths []string) error {
 	}
 	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID}
 	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
+	b.start(peer, func() (*engine.Transfer, error) { return b.eng.Send(b.ctx, to, paths, engine.SendOptions{}) })
+	return nil
+}
+
+// start runs send in the background and names the transfer it starts after
+// peer; a transfer that cannot even start is reported as a failed row.
+func (b *backend) start(peer ui.Peer, send func() (*engine.Transfer, error)) {
 	go func() {
-		t, err := b.eng.Send(b.ctx, to, paths, engine.SendOptions{})
+		t, err := send()
 		if err != nil {
 			b.mu.Lock()
 			b.nextLocal++
@@ -63,8 +70,44 @@ func (b *backend) Send(dev ui.Device, paths []string) error {
 		b.names[t.ID()] = peer
 		b.mu.Unlock()
 	}()
+}
+
+// Pause pauses a sending transfer.
+func (b *backend) Pause(id string) error { return b.eng.Pause(id) }
+
+// Resume continues a paused sending transfer.
+func (b *backend) Resume(id string) error { return b.eng.Resume(id) }
+
+// Retry sends a finished sending transfer's files again in the background
+// (the engine re-reads the files); the new transfer reports like Send's.
+func (b *backend) Retry(id string) error {
+	if _, err := b.eng.Transfer(id); err != nil {
+		return errors.New("this transfer is no longer known here (Ferry was restarted since it ran): send the files again")
+	}
+	var peer ui.Peer
+	for _, e := range b.history.list() {
+		if e.ID == id {
+			peer = ui.Peer{ID: e.PeerID, Name: e.PeerName}
+			break
+		}
+	}
+	b.start(peer, func() (*engine.Transfer, error) { return b.eng.Retry(b.ctx, id) })
 	return nil
 }
+
+// Partials lists unfinished incoming transfers.
+func (b *backend) Partials() []ui.PartialTransfer {
+	ps := b.eng.Partials()
+	out := make([]ui.PartialTransfer, len(ps))
+	for i, p := range ps {
+		out[i] = ui.PartialTransfer{Key: p.Key, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files,
+			Bytes: p.Bytes, Updated: p.Updated}
+	}
+	return out
+}
+
+// DiscardPartial deletes an unfinished transfer's partial files.
+func (b *backend) DiscardPartial(key string) error { return b.eng.DiscardPartial(key) }
 
 // fillPeer names the peer of an outgoing transfer before its handshake did.
 func (b *backend) fillPeer(ev *ui.TransferEvent) {
@@ -98,12 +141,8 @@ func (b *backend) AddDevice(ctx context.Context, addr string) (ui.Device, error)
 	if _, p, err := net.SplitHostPort(addr); err != nil || p == "" {
 		return ui.Device{}, fmt.Errorf("%q is not an address: enter it like 192.168.1.20:52000", addr)
 	}
+	// A TLS handshake (engine.Probe) proves the ID before the device is listed.
 	p, err := b.disc.AddManual(ctx, addr)
-	if errors.Is(err, discovery.ErrNoProber) {
-		// No way to ask who is there before sending: list the address as
-		// unverified; the engine's handshake still pins the key it meets.
-		return ui.Device{Name: addr, QUICAddr: addr, TCPAddr: addr, Online: true, Source: "manual", Unverified: true}, nil
-	}
 	if err != nil {
 		return ui.Device{}, err
 	}
@@ -214,16 +253,10 @@ func (b *backend) close() {
 }
 
 // prober lets discovery verify manual and remembered peers with a TLS
-// handshake, once the engine offers Probe.
+// handshake that proves the device ID.
 func prober(eng *engine.Engine) discovery.Prober {
-	p, ok := any(eng).(interface {
-		Probe(ctx context.Context, addr string) (engine.PeerInfo, error)
-	})
-	if !ok {
-		return nil
-	}
 	return func(ctx context.Context, addr string) (string, string, error) {
-		info, err := p.Probe(ctx, addr)
+		info, err := eng.Probe(ctx, addr)
 		return info.ID, info.Name, err
 	}
 }

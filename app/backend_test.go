@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
@@ -24,7 +25,7 @@ func newTestBackend(t *testing.T) *backend {
 	}
 	t.Cleanup(func() { eng.Close() })
 	noIfaces := func() ([]net.Interface, error) { return nil, nil }
-	disc, err := discovery.New(discovery.Options{SelfID: eng.ID(), Interfaces: noIfaces})
+	disc, err := discovery.New(discovery.Options{SelfID: eng.ID(), Interfaces: noIfaces, Prober: prober(eng)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +128,119 @@ func TestSendFailureBecomesFailedRow(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
+func TestAddDeviceVerifiesTheID(t *testing.T) {
+	b := newTestBackend(t)
+	recv, err := engine.New(engine.Options{ConfigDir: t.TempDir(), Name: "Receiver", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { recv.Close() })
+	if err := recv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := recv.Addrs()
+	dev, err := b.AddDevice(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev.ID != recv.ID() || dev.Name != "Receiver" || dev.Unverified || dev.QUICAddr == "" {
+		t.Errorf("device = %+v, want the receiver's proven ID %s", dev, recv.ID())
+	}
+	// Nobody answers on a closed port: no row for a bare address.
+	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.LocalAddr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if d, err := b.AddDevice(ctx, dead); err == nil {
+		t.Errorf("AddDevice(%s) with nobody there = %+v", dead, d)
+	}
+}
+
 func TestAddDeviceChecksTheAddress(t *testing.T) {
 	b := newTestBackend(t)
 	for _, bad := range []string{"", "10.0.0.1", "host:", "::1"} {
 		if _, err := b.AddDevice(context.Background(), bad); err == nil {
 			t.Errorf("AddDevice(%q) accepted", bad)
 		}
+	}
+}
+
+// TestRetryThroughBackend sends to a real receiving engine on loopback that
+// declines, retries through the backend, and checks that a new transfer to
+// the same device appears in the UI's event stream, named after it.
+func TestRetryThroughBackend(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	b := newTestBackend(t)
+	recv, err := engine.New(engine.Options{ConfigDir: t.TempDir(), Name: "Receiver", DownloadDir: t.TempDir(),
+		Listen: "127.0.0.1:0", Accept: engine.AcceptAsk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { recv.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := recv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	offers, stop := recv.Subscribe(64)
+	t.Cleanup(stop)
+	out := make(chan ui.TransferEvent, 256)
+	go pumpTransfers(ctx, b.eng, b, out, make(chan ui.DeviceEvent, 16))
+
+	file := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q, tc := recv.Addrs()
+	dev := ui.Device{ID: recv.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}
+	if err := b.Send(dev, []string{file}); err != nil {
+		t.Fatal(err)
+	}
+	decide := func(accept bool) {
+		t.Helper()
+		for ev := range offers {
+			if ev.Kind == engine.EventOffer {
+				if err := recv.Decide(ev.TransferID, engine.Decision{Accept: accept}); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+	result := func() ui.TransferEvent {
+		t.Helper()
+		for ev := range out {
+			if ev.Kind == ui.TransferResult {
+				return ev
+			}
+		}
+		panic("unreachable")
+	}
+	decide(false)
+	first := result()
+	if first.Result.State != ui.StateDeclined {
+		t.Fatalf("first attempt: %+v", first.Result)
+	}
+
+	if err := b.Pause(first.ID); err == nil {
+		t.Error("Pause of a finished transfer succeeded")
+	}
+	if err := b.Retry("no-such-transfer"); err == nil {
+		t.Error("Retry of an unknown transfer succeeded")
+	}
+	if err := b.Retry(first.ID); err != nil {
+		t.Fatal(err)
+	}
+	decide(true)
+	second := result()
+	if second.ID == first.ID || second.Result.State != ui.StateDone || second.Peer.Name != "Receiver" || second.Peer.ID != recv.ID() {
+		t.Fatalf("retry: id %s (first %s), result %+v, peer %+v", second.ID, first.ID, second.Result, second.Peer)
+	}
+	if ps := b.Partials(); len(ps) != 0 {
+		t.Errorf("sender holds partials: %+v", ps)
 	}
 }

@@ -34,17 +34,18 @@ func toUIMetrics(m *engine.Metrics) *ui.Metrics {
 		return nil
 	}
 	return &ui.Metrics{
-		Transport:        m.Transport,
-		SmoothedRTT:      msDur(m.SmoothedRTTms),
-		MinRTT:           msDur(m.MinRTTms),
-		CongestionWindow: m.CongestionWindow,
-		CongestionEvents: m.CongestionEvents,
-		PacketsLost:      m.PacketsLost,
-		PathMTU:          m.PathMTU,
-		DatagramsPerCall: m.DatagramsPerCall(),
-		GSO:              m.GSO,
-		RecvBuffer:       m.RecvBuffer,
-		Connections:      m.Connections,
+		Transport:         m.Transport,
+		SmoothedRTT:       msDur(m.SmoothedRTTms),
+		MinRTT:            msDur(m.MinRTTms),
+		CongestionWindow:  m.CongestionWindow,
+		CongestionEvents:  m.CongestionEvents,
+		PacketsLost:       m.PacketsLost,
+		PathMTU:           m.PathMTU,
+		DatagramsPerCall:  m.DatagramsPerCall(),
+		GSO:               m.GSO,
+		RecvBuffer:        m.RecvBuffer,
+		Connections:       m.Connections,
+		CongestionControl: m.CongestionControl,
 	}
 }
 
@@ -82,8 +83,8 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 	}
 	if r := ev.Result; r != nil {
 		out.Result = &ui.Result{State: ui.State(r.State), Err: r.Err, Files: r.Files, Verified: r.Verified, Bytes: r.Bytes,
-			Duration: time.Duration(r.Duration * float64(time.Second)), Transport: r.Transport, Destination: r.Destination,
-			Metrics: toUIMetrics(r.Metrics)}
+			Duration: time.Duration(r.Duration * float64(time.Second)), Transport: r.Transport, TransportReason: r.Reason,
+			Resent: r.Resent, Destination: r.Destination, Metrics: toUIMetrics(r.Metrics)}
 		if out.State == "" {
 			out.State = out.Result.State
 		}

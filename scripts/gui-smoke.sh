@@ -3,10 +3,11 @@
 # --config dirs under Xvfb (with a D-Bus session and dunst for notifications),
 # send a file from B to A through the engine, accept it in A's prompt with the
 # keyboard, check the received bytes, and save screenshots of both windows in
-# ./testoutput/ (git-ignored).
+# ./testoutput/gui-smoke/ (git-ignored), or in $SMOKE_OUT when set.
 #
 #   scripts/gui-smoke.sh            # run it
-#   KEEP=1 scripts/gui-smoke.sh     # keep the config dirs for a look
+#   SMOKE_MB=20 scripts/gui-smoke.sh  # send a smaller file (default 200 MB, big
+#                                     # enough for the details view to show metrics)
 #
 # Needs: Xvfb, dbus-run-session (dbus-x11), dunst, xdotool, imagemagick (import).
 # The instances find each other through the smoke-only hooks in app/smoke.go
@@ -15,7 +16,7 @@ set -euo pipefail
 
 if [[ "${FERRY_SMOKE_INNER:-}" != 1 ]]; then
 	cd "$(dirname "$0")/.."
-	out="$PWD/testoutput/gui-smoke"
+	out="${SMOKE_OUT:-$PWD/testoutput/gui-smoke}"
 	rm -rf "$out" && mkdir -p "$out"
 	echo "building ferry..."
 	go build -o "$out/ferry" .
@@ -87,7 +88,7 @@ JSON
 cat >"$out/cfgB/settings.json" <<JSON
 {"device_name": "Ferry B", "download_dir": "$out/sendB", "policy": "everyone", "auto_accept_trusted": true}
 JSON
-head -c 3000000 /dev/urandom >"$out/sendB/holiday photos.bin"
+head -c "$(( ${SMOKE_MB:-200} * 1000000 ))" /dev/urandom >"$out/sendB/holiday photos.bin"
 
 # A starts minimised to the tray: the incoming offer must bring its window up.
 FERRY_SMOKE_STATUS="$out/a.json" "$out/ferry" --config "$out/cfgA" --minimized >"$out/a.log" 2>&1 &

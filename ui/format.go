@@ -190,6 +190,8 @@ func StateLabel(s State, dir Direction) string {
 		return "Verifying"
 	case StatePaused:
 		return "Paused"
+	case StateRetrying:
+		return "Reconnecting…"
 	case StateDone:
 		return "Done"
 	case StateFailed:

@@ -29,6 +29,17 @@ func populate(u *UI, be *fakeBackend, c *clock) {
 	u.ApplyTransfer(TransferEvent{Kind: TransferTransport, ID: "s1", Direction: Outgoing, State: StateActive, Peer: Peer{ID: idAlice, Name: "Alice's laptop"}, Transport: "quic"})
 	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "s1", Direction: Outgoing, State: StateActive,
 		Progress: &Progress{Bytes: 612_000_000, Total: 1_480_000_000, Files: 3, TotalFiles: 7, Rate: 112e6, ETA: 8 * time.Second}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "s2", Direction: Outgoing, State: StatePaused, Peer: Peer{ID: idBob, Name: "Bob's phone"},
+		Progress: &Progress{Bytes: 40_000_000, Total: 120_000_000, TotalFiles: 2}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "s3", Direction: Outgoing, State: StateRetrying, Peer: Peer{Name: "Office PC"},
+		Result: &Result{State: StateRetrying, Err: "the connection was lost"}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "s4", Direction: Outgoing, Peer: Peer{Name: "Office PC"},
+		Result: &Result{State: StateFailed, Err: "Office PC stopped answering", Files: 3}})
+	be.partials = []PartialTransfer{
+		{Key: "k1", PeerName: "Alice's laptop", Files: 3, Bytes: 812_000_000, Updated: c.t.Add(-20 * time.Minute)},
+		{Key: "k2", PeerID: idBob, Files: 1, Bytes: 4_000_000_000, Updated: c.t.Add(-72 * time.Hour)},
+	}
+	u.partials.reload()
 	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r1", Direction: Incoming, Peer: Peer{Name: "Bob's phone"},
 		Result: &Result{State: StateDone, Files: 4, Verified: 4, Bytes: 9_800_000, Transport: "tcp", Destination: "/home/u/Downloads"}})
 }

@@ -80,7 +80,9 @@ func newSettingsView(u *UI) *settingsView {
 		widget.NewFormItem("", v.login),
 		widget.NewFormItem("", v.minimized),
 	)
-	v.obj = container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), revert, v.save))))
+	u.partials = newPartialsView(u)
+	v.obj = container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), revert, v.save),
+		widget.NewSeparator(), u.partials.obj)))
 	v.load()
 	return v
 }

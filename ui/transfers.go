@@ -25,6 +25,7 @@ type transferView struct {
 	progress  Progress
 	transport string
 	reason    string
+	note      string // why it is reconnecting, from the engine's state event
 	metrics   *Metrics
 	results   []FileResult
 	result    *Result
@@ -38,8 +39,13 @@ type transferView struct {
 	bar      *widget.ProgressBar
 	stateLbl *widget.Label
 	cancel   *widget.Button
+	pause    *widget.Button
+	resume   *widget.Button
+	retry    *widget.Button
 	open     *widget.Button
 	details  *widget.Button
+	buttons  *fyne.Container
+	foot     *fyne.Container
 }
 
 // transferList renders transfers in both directions, newest first.
@@ -85,6 +91,12 @@ func (l *transferList) apply(ev TransferEvent) {
 	if ev.State != "" && !(v.state.Final() && !ev.State.Final()) {
 		v.state = ev.State
 	}
+	switch {
+	case v.state != StateRetrying:
+		v.note = ""
+	case ev.Kind == TransferState && ev.Result != nil && ev.Result.Err != "":
+		v.note = ev.Result.Err
+	}
 	switch ev.Kind {
 	case TransferOffer:
 		if ev.Offer != nil {
@@ -118,8 +130,11 @@ func (l *transferList) apply(ev TransferEvent) {
 			if r.Transport != "" {
 				v.transport = r.Transport
 			}
+			if r.TransportReason != "" && v.reason == "" {
+				v.reason = r.TransportReason
+			}
 			if r.Metrics != nil {
-				v.metrics = r.Metrics
+				v.metrics = finalMetrics(v.metrics, r.Metrics)
 			}
 			if r.Destination != "" {
 				v.dest = r.Destination
@@ -175,19 +190,22 @@ func (l *transferList) build(v *transferView) {
 	v.sub.Truncation = fyne.TextTruncateEllipsis
 	v.bar = widget.NewProgressBar()
 	v.stateLbl = widget.NewLabel("")
-	v.stateLbl.Truncation = fyne.TextTruncateEllipsis
+	v.stateLbl.Wrapping = fyne.TextWrapWord // a reconnect reason may be long
 	id := v.id
 	v.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { l.u.cancel(id) })
+	v.pause = widget.NewButtonWithIcon("Pause", theme.MediaPauseIcon(), func() { l.u.pause(id) })
+	v.resume = widget.NewButtonWithIcon("Resume", theme.MediaPlayIcon(), func() { l.u.resume(id) })
+	v.retry = widget.NewButtonWithIcon("Resume", theme.MediaReplayIcon(), func() { l.retry(id) })
 	v.open = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), func() { l.u.openFolder(l.byID[id]) })
 	v.details = widget.NewButtonWithIcon("Details", theme.InfoIcon(), func() { l.showDetails(id) })
 	icon := theme.UploadIcon()
 	if v.dir == Incoming {
 		icon = theme.DownloadIcon()
 	}
-	buttons := container.NewHBox(v.details, v.open, v.cancel)
+	v.buttons = container.NewHBox(v.details, v.open, v.pause, v.resume, v.retry, v.cancel)
 	head := container.NewBorder(nil, nil, widget.NewIcon(icon), nil, v.title)
-	foot := container.NewBorder(nil, nil, nil, buttons, v.stateLbl)
-	v.obj = container.NewVBox(head, v.bar, v.sub, foot, widget.NewSeparator())
+	v.foot = container.NewBorder(nil, nil, nil, v.buttons, v.stateLbl)
+	v.obj = container.NewVBox(head, v.bar, v.sub, v.foot, widget.NewSeparator())
 }
 
 func (l *transferList) refresh(v *transferView) {
@@ -212,7 +230,7 @@ func (l *transferList) refresh(v *transferView) {
 			parts = append(parts, HumanBytes(v.total))
 		}
 	}
-	if v.state == StateActive || v.state == StateVerifying {
+	if v.state == StateActive {
 		if r := HumanRate(v.progress.Rate); r != "" {
 			parts = append(parts, r)
 		}
@@ -246,19 +264,58 @@ func (l *transferList) refresh(v *transferView) {
 		}
 	case StateCancelled:
 		v.stateLbl.Importance = widget.LowImportance
+	case StatePaused:
+		v.stateLbl.Importance = widget.WarningImportance
+	case StateRetrying:
+		v.stateLbl.Importance = widget.WarningImportance
+		if v.note != "" {
+			label += " (" + v.note + ")"
+		}
 	}
 	v.stateLbl.SetText(label)
 
-	if v.state.Final() {
-		v.cancel.Hide()
-	} else {
-		v.cancel.Show()
+	showIf(v.cancel, !v.state.Final())
+	out := v.dir == Outgoing
+	showIf(v.pause, out && canPause(v.state))
+	showIf(v.resume, out && v.state == StatePaused)
+	showIf(v.retry, out && (v.state == StateFailed || v.state == StateCancelled))
+	showIf(v.open, v.state == StateDone && v.dir == Incoming && v.dest != "")
+	// Showing or hiding a button changes the buttons' width: lay the line out again.
+	v.buttons.Refresh()
+	v.foot.Refresh()
+}
+
+// canPause reports whether a sending transfer in state s can be paused:
+// once data may flow, and while it reconnects.
+func canPause(s State) bool {
+	switch s {
+	case StateConnecting, StateActive, StateVerifying, StateRetrying:
+		return true
 	}
-	if v.state == StateDone && v.dir == Incoming && v.dest != "" {
-		v.open.Show()
+	return false
+}
+
+func showIf(o fyne.CanvasObject, show bool) {
+	if show {
+		o.Show()
 	} else {
-		v.open.Hide()
+		o.Hide()
 	}
+}
+
+// retry sends a failed or cancelled transfer's files again. The new transfer
+// gets its own row from its events; this row's button is spent.
+func (l *transferList) retry(id string) {
+	v := l.byID[id]
+	if v == nil {
+		return
+	}
+	if err := l.u.be.Retry(id); err != nil {
+		l.u.showError("Could not resume the transfer", err)
+		return
+	}
+	v.retry.Disable()
+	v.retry.SetText("Resumed")
 }
 
 func plural(n int, what string) string {
@@ -308,9 +365,23 @@ func detailsText(v *transferView) string {
 		b.WriteString("No connection metrics yet.")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "Round-trip time: %s (min %s)\n", fmtDur(m.SmoothedRTT), fmtDur(m.MinRTT))
-	fmt.Fprintf(&b, "Congestion window: %s\n", HumanBytes(m.CongestionWindow))
-	fmt.Fprintf(&b, "Congestion events: %d · packets lost: %d\n", m.CongestionEvents, m.PacketsLost)
+	if m.SmoothedRTT > 0 {
+		fmt.Fprintf(&b, "Round-trip time: %s (min %s)\n", fmtDur(m.SmoothedRTT), fmtDur(m.MinRTT))
+	}
+	if m.CongestionControl != "" {
+		fmt.Fprintf(&b, "Congestion control: %s\n", EscapeName(m.CongestionControl))
+	}
+	if m.CongestionWindow > 0 {
+		fmt.Fprintf(&b, "Congestion window: %s\n", HumanBytes(m.CongestionWindow))
+	}
+	switch {
+	case m.measured() && strings.EqualFold(m.Transport, "tcp"):
+		fmt.Fprintf(&b, "Segments retransmitted: %d\n", m.PacketsLost)
+	case m.measured():
+		fmt.Fprintf(&b, "Congestion events: %d · packets lost: %d\n", m.CongestionEvents, m.PacketsLost)
+	default:
+		b.WriteString("The connection reported no round-trip or window figures.\n")
+	}
 	if m.PathMTU > 0 {
 		fmt.Fprintf(&b, "Path MTU: %d bytes\n", m.PathMTU)
 	}
@@ -322,12 +393,57 @@ func detailsText(v *transferView) string {
 		fmt.Fprintf(&b, "Datagrams per send call: %.1f (GSO %s)\n", m.DatagramsPerCall, gso)
 	}
 	if m.RecvBuffer > 0 {
-		fmt.Fprintf(&b, "UDP receive buffer: %s\n", HumanBytes(int64(m.RecvBuffer)))
+		fmt.Fprintf(&b, "Socket receive buffer: %s\n", HumanBytes(int64(m.RecvBuffer)))
 	}
 	if m.Connections > 0 {
 		fmt.Fprintf(&b, "TCP connections: %d\n", m.Connections)
 	}
+	if r := v.result; r != nil && r.Resent > 0 {
+		fmt.Fprintf(&b, "Sent again after reconnecting: %s\n", HumanBytes(r.Resent))
+	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// finalMetrics is the result's metrics with the gaps filled from the last
+// live snapshot: a closed TCP connection no longer reports its round-trip
+// time or window, only its totals.
+func finalMetrics(live, final *Metrics) *Metrics {
+	if live == nil {
+		return final
+	}
+	m := *final
+	if m.Transport == "" {
+		m.Transport = live.Transport
+	}
+	if m.SmoothedRTT == 0 {
+		m.SmoothedRTT, m.MinRTT = live.SmoothedRTT, live.MinRTT
+	}
+	if m.CongestionWindow == 0 {
+		m.CongestionWindow = live.CongestionWindow
+	}
+	if m.CongestionControl == "" {
+		m.CongestionControl = live.CongestionControl
+	}
+	if m.PathMTU == 0 {
+		m.PathMTU = live.PathMTU
+	}
+	if m.DatagramsPerCall == 0 {
+		m.DatagramsPerCall, m.GSO = live.DatagramsPerCall, live.GSO
+	}
+	if m.RecvBuffer == 0 {
+		m.RecvBuffer = live.RecvBuffer
+	}
+	if m.Connections == 0 {
+		m.Connections = live.Connections
+	}
+	m.CongestionEvents = max(m.CongestionEvents, live.CongestionEvents)
+	m.PacketsLost = max(m.PacketsLost, live.PacketsLost)
+	return &m
+}
+
+// measured reports whether m holds figures the transport actually measured.
+func (m *Metrics) measured() bool {
+	return m.SmoothedRTT > 0 || m.CongestionWindow > 0 || m.CongestionEvents > 0 || m.PacketsLost > 0
 }
 
 func filesText(v *transferView) string {

@@ -16,6 +16,18 @@ type Backend interface {
 	Decide(transferID string, d Decision) error
 	// Cancel stops a transfer in either direction.
 	Cancel(transferID string) error
+	// Pause stops a sending transfer after the chunks in flight; Resume
+	// continues it where it stopped.
+	Pause(transferID string) error
+	Resume(transferID string) error
+	// Retry sends a failed or cancelled sending transfer's files again to the
+	// same device, as a new transfer whose events arrive like Send's; what
+	// the receiver kept is not sent again.
+	Retry(transferID string) error
+	// Partials lists unfinished incoming transfers kept for resume, newest
+	// first; DiscardPartial deletes one's partial files.
+	Partials() []PartialTransfer
+	DiscardPartial(key string) error
 	// AddDevice asks who answers at a "host:port" and remembers it.
 	AddDevice(ctx context.Context, addr string) (Device, error)
 	// Settings returns the saved settings; SaveSettings applies and stores
@@ -83,13 +95,14 @@ const (
 // State is the state of a transfer, with the engine's values.
 type State string
 
-// Transfer states. Paused is reported while a transfer waits to resume.
+// Transfer states, with the engine's values.
 const (
 	StateConnecting State = "connecting"
 	StateWaiting    State = "waiting"
 	StateActive     State = "active"
 	StateVerifying  State = "verifying"
-	StatePaused     State = "paused"
+	StatePaused     State = "paused"       // a sending transfer paused by the user
+	StateRetrying   State = "reconnecting" // the connection dropped; the sender retries
 	StateDone       State = "done"
 	StateFailed     State = "failed"
 	StateDeclined   State = "declined"
@@ -149,6 +162,8 @@ type Metrics struct {
 	GSO              bool
 	RecvBuffer       int
 	Connections      int
+	// CongestionControl is the TCP algorithm ("bbr", "cubic"); empty for QUIC.
+	CongestionControl string
 }
 
 // FileResult is the outcome of one file.
@@ -163,13 +178,17 @@ type FileResult struct {
 
 // Result summarises a finished transfer.
 type Result struct {
-	State       State
-	Err         string // a sentence for the user
-	Files       int
-	Verified    int
-	Bytes       int64
-	Duration    time.Duration
-	Transport   string
+	State     State
+	Err       string // a sentence for the user
+	Files     int
+	Verified  int
+	Bytes     int64
+	Duration  time.Duration
+	Transport string
+	// TransportReason says why that transport was used.
+	TransportReason string
+	// Resent counts bytes sent twice (after a reconnect).
+	Resent      int64
 	Destination string
 	Metrics     *Metrics // the connection's last metrics, when known
 }
@@ -249,4 +268,16 @@ type HistoryEntry struct {
 	Destination string    `json:"destination,omitempty"`
 	Finished    time.Time `json:"finished"`
 	Duration    float64   `json:"duration_seconds"`
+}
+
+// PartialTransfer is an unfinished incoming transfer whose verified parts
+// are kept on disk so that the sender can resume it.
+type PartialTransfer struct {
+	Key      string // identifies it to Backend.DiscardPartial
+	PeerID   string
+	PeerName string
+	Dest     string // the folder its files go to
+	Files    int
+	Bytes    int64 // disk space its partial files hold
+	Updated  time.Time
 }

@@ -51,6 +51,7 @@ type UI struct {
 	prompts   *promptQueue
 	history   *historyView
 	settings  *settingsView
+	partials  *partialsView
 	tabs      *container.AppTabs
 	status    *widget.Label
 	self      Device
@@ -135,6 +136,11 @@ func (u *UI) layout() fyne.CanvasObject {
 		container.NewTabItemWithIcon("History", theme.HistoryIcon(), u.history.obj),
 		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), u.settings.obj),
 	)
+	u.tabs.OnSelected = func(t *container.TabItem) {
+		if t.Content == u.settings.obj {
+			u.partials.reload()
+		}
+	}
 	return u.tabs
 }
 
@@ -181,6 +187,9 @@ func (u *UI) ApplyTransfer(ev TransferEvent) {
 	case TransferResult:
 		u.prompts.remove(ev.ID) // withdrawn by the sender or timed out in the engine
 		u.history.reload()
+		if ev.Direction == Incoming {
+			u.partials.reload() // it may have left partial files, or used them up
+		}
 		u.rebuildTray()
 		u.notifyResult(ev)
 	}
@@ -403,6 +412,18 @@ func (u *UI) showAddDevice() {
 func (u *UI) cancel(id string) {
 	if err := u.be.Cancel(id); err != nil && !errors.Is(err, context.Canceled) {
 		u.showError("Could not cancel the transfer", err)
+	}
+}
+
+func (u *UI) pause(id string) {
+	if err := u.be.Pause(id); err != nil {
+		u.showError("Could not pause the transfer", err)
+	}
+}
+
+func (u *UI) resume(id string) {
+	if err := u.be.Resume(id); err != nil {
+		u.showError("Could not resume the transfer", err)
 	}
 }
 

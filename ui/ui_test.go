@@ -24,6 +24,11 @@ type fakeBackend struct {
 	history   []HistoryEntry
 	opened    []string
 	sendErr   error
+	pauses    []string
+	resumes   []string
+	retries   []string
+	partials  []PartialTransfer
+	discarded []string
 }
 
 type sendCall struct {
@@ -54,6 +59,24 @@ func (f *fakeBackend) Decide(id string, d Decision) error {
 
 func (f *fakeBackend) Cancel(id string) error {
 	f.cancels = append(f.cancels, id)
+	return nil
+}
+
+func (f *fakeBackend) Pause(id string) error  { f.pauses = append(f.pauses, id); return nil }
+func (f *fakeBackend) Resume(id string) error { f.resumes = append(f.resumes, id); return nil }
+func (f *fakeBackend) Retry(id string) error  { f.retries = append(f.retries, id); return nil }
+
+func (f *fakeBackend) Partials() []PartialTransfer { return f.partials }
+
+func (f *fakeBackend) DiscardPartial(key string) error {
+	f.discarded = append(f.discarded, key)
+	kept := f.partials[:0]
+	for _, p := range f.partials {
+		if p.Key != key {
+			kept = append(kept, p)
+		}
+	}
+	f.partials = kept
 	return nil
 }
 

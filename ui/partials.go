@@ -1,0 +1,113 @@
+package ui
+
+import (
+	"fmt"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// partialsView is the "Unfinished transfers" section of the Settings tab:
+// incoming transfers whose verified parts are kept on disk so that the
+// sender can resume them, with the space they hold. It shows what
+// Backend.Partials says each time it is reloaded.
+type partialsView struct {
+	u     *UI
+	total *widget.Label
+	box   *fyne.Container
+	rows  []*partialRow
+	obj   fyne.CanvasObject
+}
+
+// partialRow is one unfinished transfer.
+type partialRow struct {
+	p       PartialTransfer
+	text    *widget.Label
+	discard *widget.Button
+}
+
+func newPartialsView(u *UI) *partialsView {
+	v := &partialsView{u: u}
+	head := widget.NewLabelWithStyle("Unfinished transfers", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	hint := widget.NewLabel("Files that stopped arriving are kept so the sender can resume them. Discard them to free the space.")
+	hint.Wrapping = fyne.TextWrapWord
+	hint.SizeName = theme.SizeNameCaptionText
+	v.total = widget.NewLabel("")
+	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), v.reload)
+	v.box = container.NewVBox()
+	v.obj = container.NewVBox(
+		container.NewBorder(nil, nil, nil, refresh, head),
+		hint,
+		v.total,
+		v.box,
+	)
+	v.reload()
+	return v
+}
+
+// reload lists the backend's unfinished transfers again.
+func (v *partialsView) reload() {
+	ps := v.u.be.Partials()
+	now := v.u.now()
+	var total int64
+	v.rows = v.rows[:0]
+	objs := make([]fyne.CanvasObject, 0, len(ps))
+	for _, p := range ps {
+		total += p.Bytes
+		r := &partialRow{p: p}
+		r.text = widget.NewLabel(partialText(p, now))
+		r.text.Truncation = fyne.TextTruncateEllipsis
+		key := p.Key
+		r.discard = widget.NewButtonWithIcon("Discard", theme.DeleteIcon(), func() { v.discard(key) })
+		v.rows = append(v.rows, r)
+		objs = append(objs, container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), r.discard, r.text))
+	}
+	if len(ps) == 0 {
+		v.total.SetText("None: no space is held by partial files.")
+	} else {
+		v.total.SetText(fmt.Sprintf("%s held by %s.", HumanBytes(total), plural(len(ps), "unfinished transfer")))
+	}
+	v.box.Objects = objs
+	v.box.Refresh()
+}
+
+func (v *partialsView) discard(key string) {
+	if err := v.u.be.DiscardPartial(key); err != nil {
+		v.u.showError("Could not discard the partial files", err)
+	}
+	v.reload()
+}
+
+// partialText is one row: who sent it, how many files, the space held and
+// how long ago it last made progress.
+func partialText(p PartialTransfer, now time.Time) string {
+	who := EscapeName(p.PeerName)
+	if who == "" {
+		who = ShortID(p.PeerID)
+	}
+	if who == "" {
+		who = "an unknown device"
+	}
+	return fmt.Sprintf("From %s · %s · %s held · %s", who, plural(p.Files, "file"), HumanBytes(p.Bytes), Age(p.Updated, now))
+}
+
+// Age says how long ago t was, for lists ("5 min ago").
+func Age(t, now time.Time) string {
+	if t.IsZero() {
+		return "age unknown"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+	}
+}

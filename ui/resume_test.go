@@ -1,0 +1,164 @@
+package ui
+
+import (
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+)
+
+func TestPauseResumeReachBackendAndRowRendersStates(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	id := "s1"
+	alice := Peer{ID: idAlice, Name: "Alice"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: id, Direction: Outgoing, State: StateActive, Peer: alice,
+		Progress: &Progress{Bytes: 10, Total: 100, Rate: 1e6, ETA: time.Second}})
+	v := u.transfers.byID[id]
+	if !v.pause.Visible() || v.resume.Visible() || v.retry.Visible() {
+		t.Fatalf("active send: pause %v resume %v retry %v, want only pause", v.pause.Visible(), v.resume.Visible(), v.retry.Visible())
+	}
+
+	// The buttons are keyboard reachable: focusable, and Space presses them.
+	var f fyne.Focusable = v.pause
+	u.win.Canvas().Focus(f)
+	v.pause.TypedKey(&fyne.KeyEvent{Name: fyne.KeySpace})
+	if len(be.pauses) != 1 || be.pauses[0] != id {
+		t.Fatalf("pauses = %v, want [%s]", be.pauses, id)
+	}
+
+	// The row shows what the engine says, not what was asked.
+	if v.stateLbl.Text != "Sending" {
+		t.Errorf("before the engine's paused event: state %q", v.stateLbl.Text)
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StatePaused})
+	if v.stateLbl.Text != "Paused" || v.pause.Visible() || !v.resume.Visible() || !v.cancel.Visible() {
+		t.Fatalf("paused: state %q pause %v resume %v cancel %v", v.stateLbl.Text, v.pause.Visible(), v.resume.Visible(), v.cancel.Visible())
+	}
+	if v.bar.Value != 0.1 || contains(v.sub.Text, "MB/s") {
+		t.Errorf("paused: bar %v, sub %q (no rate while paused)", v.bar.Value, v.sub.Text)
+	}
+	test.Tap(v.resume)
+	if len(be.resumes) != 1 || be.resumes[0] != id {
+		t.Fatalf("resumes = %v", be.resumes)
+	}
+
+	// Reconnecting carries the engine's reason in the state event's result.
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateRetrying,
+		Result: &Result{State: StateRetrying, Err: "the connection to Alice was lost"}})
+	if want := "Reconnecting… (the connection to Alice was lost)"; v.stateLbl.Text != want {
+		t.Errorf("reconnecting: state %q, want %q", v.stateLbl.Text, want)
+	}
+	if !v.pause.Visible() || v.resume.Visible() || v.result != nil {
+		t.Errorf("reconnecting: pause %v resume %v result %v", v.pause.Visible(), v.resume.Visible(), v.result)
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateActive})
+	if v.stateLbl.Text != "Sending" {
+		t.Errorf("after reconnecting: state %q", v.stateLbl.Text)
+	}
+
+	// The receiving side has no pause: only the sender can.
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "r1", Direction: Incoming, State: StateActive, Peer: alice})
+	r := u.transfers.byID["r1"]
+	if r.pause.Visible() || r.resume.Visible() || r.retry.Visible() {
+		t.Errorf("incoming: pause %v resume %v retry %v", r.pause.Visible(), r.resume.Visible(), r.retry.Visible())
+	}
+}
+
+func TestRetryFailedSendStartsNewTransfer(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	alice := Peer{ID: idAlice, Name: "Alice"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "old", Direction: Outgoing, State: StateActive, Peer: alice})
+	old := u.transfers.byID["old"]
+	if old.retry.Visible() {
+		t.Fatal("retry offered on an active transfer")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "old", Direction: Outgoing, Peer: alice,
+		Result: &Result{State: StateFailed, Err: "gave up after 5 attempts", Transport: "tcp", TransportReason: "UDP blocked"}})
+	if !old.retry.Visible() || old.pause.Visible() || old.cancel.Visible() {
+		t.Fatalf("failed: retry %v pause %v cancel %v", old.retry.Visible(), old.pause.Visible(), old.cancel.Visible())
+	}
+	if got := detailsText(old); !contains(got, "Transport: TCP (UDP blocked)") {
+		t.Errorf("details %q lack the transport reason", got)
+	}
+
+	test.Tap(old.retry)
+	if len(be.retries) != 1 || be.retries[0] != "old" {
+		t.Fatalf("retries = %v", be.retries)
+	}
+	if !old.retry.Disabled() {
+		t.Error("retry still enabled after it started a new transfer")
+	}
+	// The new transfer shows up from its own events, on top.
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "new", Direction: Outgoing, State: StateConnecting, Peer: alice})
+	if len(u.transfers.order) != 2 || u.transfers.order[0] != "new" {
+		t.Fatalf("order = %v, want the new transfer first", u.transfers.order)
+	}
+	if nv := u.transfers.byID["new"]; nv.title.Text != "To Alice" || nv.stateLbl.Text != "Connecting…" || !nv.pause.Visible() {
+		t.Errorf("new row: %q %q pause %v", nv.title.Text, nv.stateLbl.Text, nv.pause.Visible())
+	}
+
+	// Cancelled sends can be resumed too; declined ones cannot.
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "c", Direction: Outgoing, Peer: alice, Result: &Result{State: StateCancelled}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "d", Direction: Outgoing, Peer: alice, Result: &Result{State: StateDeclined}})
+	if !u.transfers.byID["c"].retry.Visible() || u.transfers.byID["d"].retry.Visible() {
+		t.Errorf("retry visible: cancelled %v, declined %v", u.transfers.byID["c"].retry.Visible(), u.transfers.byID["d"].retry.Visible())
+	}
+}
+
+func TestPartialsListAndDiscard(t *testing.T) {
+	u, be, c := newTestUI(t)
+	if got := u.partials.total.Text; !contains(got, "None") {
+		t.Errorf("no partials: %q", got)
+	}
+	be.partials = []PartialTransfer{
+		{Key: "k1", PeerID: idAlice, PeerName: "Alice", Files: 3, Bytes: 150_000_000, Updated: c.t.Add(-5 * time.Minute)},
+		{Key: "k2", PeerID: idBob, Files: 1, Bytes: 50_000_000, Updated: c.t.Add(-50 * time.Hour)},
+	}
+	u.tabs.SelectIndex(2) // opening Settings lists them afresh
+	if len(u.partials.rows) != 2 {
+		t.Fatalf("rows = %d, want 2", len(u.partials.rows))
+	}
+	if got := u.partials.total.Text; got != "200.0 MB held by 2 unfinished transfers." {
+		t.Errorf("total = %q", got)
+	}
+	if got := u.partials.rows[0].text.Text; got != "From Alice · 3 files · 150.0 MB held · 5 min ago" {
+		t.Errorf("row 0 = %q", got)
+	}
+	if got := u.partials.rows[1].text.Text; !contains(got, ShortID(idBob), "1 file", "50.0 MB", "2 days ago") {
+		t.Errorf("row 1 = %q", got)
+	}
+
+	test.Tap(u.partials.rows[0].discard)
+	if len(be.discarded) != 1 || be.discarded[0] != "k1" {
+		t.Fatalf("discarded = %v", be.discarded)
+	}
+	if len(u.partials.rows) != 1 || u.partials.total.Text != "50.0 MB held by 1 unfinished transfer." {
+		t.Errorf("after discard: %d rows, total %q", len(u.partials.rows), u.partials.total.Text)
+	}
+
+	// An incoming transfer that ends may leave partial files: the list follows.
+	be.partials = append(be.partials, PartialTransfer{Key: "k3", PeerName: "Carol", Files: 2, Bytes: 1000, Updated: c.t})
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r9", Direction: Incoming, Peer: Peer{Name: "Carol"},
+		Result: &Result{State: StateFailed, Err: "the connection was lost"}})
+	if len(u.partials.rows) != 2 {
+		t.Errorf("after a failed receive: %d rows, want 2", len(u.partials.rows))
+	}
+}
+
+func TestDetailsKeepLiveMetricsTheResultLacks(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	id := "t1"
+	u.ApplyTransfer(TransferEvent{Kind: TransferTransport, ID: id, Direction: Outgoing, State: StateActive, Peer: Peer{Name: "Alice"},
+		Transport: "tcp", Reason: "TCP moves more bytes per second here"})
+	u.ApplyTransfer(TransferEvent{Kind: TransferMetrics, ID: id, State: StateActive, Metrics: &Metrics{Transport: "tcp",
+		CongestionControl: "bbr", SmoothedRTT: 2 * time.Millisecond, MinRTT: time.Millisecond, CongestionWindow: 3_000_000, PacketsLost: 4, Connections: 2}})
+	// The closed connection reports its totals only.
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Outgoing, Result: &Result{State: StateDone, Files: 1, Bytes: 10,
+		Transport: "tcp", Resent: 2_000_000, Metrics: &Metrics{Transport: "tcp", PacketsLost: 29, Connections: 2}}})
+	got := detailsText(u.transfers.byID[id])
+	if !contains(got, "Transport: TCP (TCP moves more bytes per second here)", "Round-trip time: 2.00 ms (min 1.00 ms)",
+		"Congestion control: bbr", "Congestion window: 3.0 MB", "Segments retransmitted: 29", "TCP connections: 2", "Sent again after reconnecting: 2.0 MB") {
+		t.Errorf("details = %q", got)
+	}
+}

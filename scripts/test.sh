@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11
+pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3
       avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync)
 if command -v apt-get >/dev/null && command -v dpkg-query >/dev/null; then
   missing=()

@@ -48,7 +48,20 @@ func (b *backend) Send(dev ui.Device, paths []string) error {
 	}
 	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID}
 	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
-	b.start(peer, func() (*engine.Transfer, error) { return b.eng.Send(b.ctx, to, paths, engine.SendOptions{}) })
+	b.start(peer, func() (*engine.Transfer, error) {
+		t, err := b.eng.Send(b.ctx, to, paths, engine.SendOptions{})
+		if err == nil && dev.ID != "" && b.disc != nil {
+			// The advertised ID is only a hint: if TLS proves another device
+			// there, discovery must stop offering that address for this ID.
+			go func() {
+				<-t.Done()
+				if r := t.Result(); r.PresentedID != "" {
+					b.disc.ReportMismatch(dev.ID, r.PresentedID, dev.QUICAddr)
+				}
+			}()
+		}
+		return t, err
+	})
 	return nil
 }
 

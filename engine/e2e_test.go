@@ -250,9 +250,11 @@ func TestPinnedIDMismatchIsRefused(t *testing.T) {
 	writeFile(t, p, 10)
 	to := target(recv)
 	to.ID = other.ID()
-	res := sendWait(t, send, to, []string{p}, SendOptions{Transport: "quic"})
-	if res.State != StateFailed || !strings.Contains(res.Err, "not the expected device") {
-		t.Fatalf("got %s %q", res.State, res.Err)
+	for _, tp := range transportsUnderTest() {
+		res := sendWait(t, send, to, []string{p}, SendOptions{Transport: tp})
+		if res.State != StateFailed || !strings.Contains(res.Err, "not the expected device") || res.PresentedID != recv.ID() {
+			t.Fatalf("%s: got %s %q, presented %q", tp, res.State, res.Err, res.PresentedID)
+		}
 	}
 	to.ID = recv.ID()
 	if res := sendWait(t, send, to, []string{p}, SendOptions{Transport: "quic"}); res.State != StateDone {

@@ -106,18 +106,21 @@ type FileResult struct {
 
 // Result summarises a finished transfer.
 type Result struct {
-	State       State    `json:"state"`
-	Err         string   `json:"error,omitempty"` // a sentence for the user
-	Files       int      `json:"files"`
-	Verified    int      `json:"verified"`
-	Bytes       int64    `json:"bytes"`      // payload bytes sent or received
-	WireBytes   int64    `json:"wire_bytes"` // bytes on the wire (transport counters)
-	Duration    float64  `json:"duration_seconds"`
-	Transport   string   `json:"transport"`
-	Reason      string   `json:"transport_reason,omitempty"`
-	Metrics     *Metrics `json:"metrics,omitempty"`
-	Resent      int64    `json:"resent_bytes,omitempty"`
-	Destination string   `json:"destination,omitempty"`
+	State     State    `json:"state"`
+	Err       string   `json:"error,omitempty"` // a sentence for the user
+	Files     int      `json:"files"`
+	Verified  int      `json:"verified"`
+	Bytes     int64    `json:"bytes"`      // payload bytes sent or received
+	WireBytes int64    `json:"wire_bytes"` // bytes on the wire (transport counters)
+	Duration  float64  `json:"duration_seconds"`
+	Transport string   `json:"transport"`
+	Reason    string   `json:"transport_reason,omitempty"`
+	Metrics   *Metrics `json:"metrics,omitempty"`
+	Resent    int64    `json:"resent_bytes,omitempty"`
+	// PresentedID is set when another device than the expected one answered
+	// (discovery is told, so it stops offering that address for that ID).
+	PresentedID string `json:"presented_id,omitempty"`
+	Destination string `json:"destination,omitempty"`
 }
 
 // TransportInfo says which transport carries a transfer and why.

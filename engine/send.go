@@ -103,8 +103,13 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 			}
 			st, msg := endState(err)
-			e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
-				Bytes: sent, Reason: tx.reason, Resent: resent})
+			r := Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
+				Bytes: sent, Reason: tx.reason, Resent: resent}
+			var mm *identity.MismatchError
+			if errors.As(err, &mm) {
+				r.PresentedID = mm.Presented.String()
+			}
+			e.finish(t, r)
 			return
 		}
 		if errors.Is(err, errPaused) {
@@ -670,16 +675,25 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 
 // dial connects to the target with the requested transport and checks who answers.
 func (e *Engine) dial(ctx context.Context, to Target, want identity.DeviceID, transport string) (Conn, string, error) {
+	// The refusal is remembered here because QUIC reports a failed
+	// handshake as a transport error carrying only the message.
+	var refused atomic.Pointer[identity.MismatchError]
 	verify := func(addr string) func(identity.DeviceID) error {
 		return func(got identity.DeviceID) error {
 			if !want.IsZero() {
 				if got != want {
-					return &identity.MismatchError{Expected: want, Presented: got}
+					me := &identity.MismatchError{Expected: want, Presented: got}
+					refused.Store(me)
+					return me
 				}
 				return nil
 			}
 			return e.trust.CheckAddr(addr, got)
 		}
 	}
-	return e.dialTransports(ctx, to, verify, transport)
+	c, reason, err := e.dialTransports(ctx, to, verify, transport)
+	if me := refused.Load(); err != nil && me != nil {
+		return nil, "", me
+	}
+	return c, reason, err
 }

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// bytesStream is a Stream over fixed input (writes vanish).
+type bytesStream struct{ *bytes.Reader }
+
+func (bytesStream) Write(p []byte) (int, error) { return len(p), nil }
+func (bytesStream) Close() error                { return nil }
+func (bytesStream) Abort()                      {}
+
+func encode(msgs ...wire.Message) []byte {
+	var b bytes.Buffer
+	for _, m := range msgs {
+		wire.WriteMessage(&b, m)
+	}
+	return b.Bytes()
+}
+
+// FuzzReadOffer feeds arbitrary control-stream bytes to the receiver's offer
+// parser: it never panics, and whatever it accepts is a manifest of safe
+// names that adds up to the announced total.
+func FuzzReadOffer(f *testing.F) {
+	good := []wire.FileEntry{{Path: "a.txt", Size: 3}, {Path: "d/b.bin", Size: 5}}
+	seeds := [][]byte{
+		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 2, TotalBytes: 8}, &wire.OfferFiles{Files: good}),
+		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 1, TotalBytes: 1}, &wire.OfferFiles{Files: []wire.FileEntry{{Path: "../x", Size: 1}}}),
+		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 2, TotalBytes: 2}, &wire.OfferFiles{Start: 1, Files: good[:1]}),
+		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 1, TotalBytes: 9}, &wire.OfferFiles{Files: good[:1]}),
+		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 0}),
+		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 3, TotalBytes: 3}, &wire.OfferFiles{Files: []wire.FileEntry{{Path: "A", Size: 1}, {Path: "a", Size: 1}}}),
+		{0xff, 0, 0, 0, 0},
+		nil,
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rx := &receiver{ctl: newControl(bytesStream{bytes.NewReader(data)})}
+		if err := rx.readOffer(); err != nil {
+			return
+		}
+		var sum int64
+		for _, fe := range rx.manifest {
+			if err := store.ValidatePath(fe.Path); err != nil {
+				t.Fatalf("accepted %q: %v", fe.Path, err)
+			}
+			if fe.Size < 0 {
+				t.Fatalf("negative size accepted")
+			}
+			sum += fe.Size
+		}
+		if len(rx.manifest) != rx.offer.Files || sum != rx.offer.TotalBytes {
+			t.Fatalf("accepted %d files / %d bytes for an offer of %d / %d", len(rx.manifest), sum, rx.offer.Files, rx.offer.TotalBytes)
+		}
+	})
+}

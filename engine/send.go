@@ -123,6 +123,11 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 				continue // the next attempt ends at once and reports the cancel
 			}
 		}
+		if tx.sent.Load() > 0 {
+			// The attempt reconnected and made progress: RetryFor bounds each
+			// outage, not the whole transfer, and back-off starts small again.
+			firstFailure, backoff = time.Time{}, 500*time.Millisecond
+		}
 		if firstFailure.IsZero() {
 			firstFailure = time.Now()
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine"
 )
@@ -34,6 +35,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	asJSON := fs.Bool("json", false, "print one JSON event per line")
 	noDiscovery := fs.Bool("no-discovery", false, "do not advertise this device on the local network")
 	noResume := fs.Bool("no-resume", false, "keep no resume state (benchmarks: measures what resume costs)")
+	maxAge := fs.Duration("partial-max-age", 7*24*time.Hour, "discard unfinished incoming transfers untouched for this long (0: keep forever)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,7 +47,8 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume}
+	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume,
+		MaxPartialAge: keepForever(*maxAge)}
 	if opts.Listen == "" {
 		opts.Listen = ":" + defaultPort
 	}
@@ -114,6 +117,14 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 			}
 		}
 	}
+}
+
+// keepForever maps the flag's 0 ("keep forever") to the engine's negative age.
+func keepForever(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // prompter asks the terminal user about offers, one at a time.

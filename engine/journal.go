@@ -53,8 +53,11 @@ func createJournal(path string) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &journal{f: f, w: bufio.NewWriterSize(f, 4096)}, nil
+	return newJournal(f), nil
 }
+
+// newJournal appends to an open file.
+func newJournal(f *os.File) *journal { return &journal{f: f, w: bufio.NewWriterSize(f, 4096)} }
 
 func (j *journal) append(payload []byte) error {
 	var hdr [4]byte

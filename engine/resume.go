@@ -347,8 +347,10 @@ func (e *Engine) DiscardPartial(key string) error {
 	return nil
 }
 
-// CleanPartials discards unfinished transfers not touched for longer than maxAge.
+// CleanPartials discards unfinished transfers not touched for longer than
+// maxAge (and the sender-side leaf caches of the same age).
 func (e *Engine) CleanPartials(maxAge time.Duration) int {
+	e.cleanLeafCaches(maxAge)
 	n := 0
 	for _, p := range e.Partials() {
 		if time.Since(p.Updated) > maxAge {

@@ -61,6 +61,13 @@ func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
 
 			first := interrupt(t, send, recv, []string{small, big}, tp, size)
 			held := recv.Partials()[0].Bytes
+			caches, _ := filepath.Glob(filepath.Join(send.resumeDir(), "send-*.log"))
+			if len(caches) != 1 {
+				t.Fatalf("sender leaf caches after the interruption: %v", caches)
+			}
+			if recs, _ := readJournal(caches[0]); len(recs) == 0 {
+				t.Fatal("the sender's leaf cache is empty")
+			}
 			if held == 0 {
 				t.Fatal("the partial holds nothing")
 			}
@@ -77,6 +84,9 @@ func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
 			t.Logf("first attempt sent %d, receiver held %d, second sent %d", first.Bytes, held, res.Bytes)
 			if len(recv.Partials()) != 0 {
 				t.Error("resume state left after success")
+			}
+			if caches, _ := filepath.Glob(filepath.Join(send.resumeDir(), "send-*.log")); len(caches) != 0 {
+				t.Errorf("sender leaf cache left after success: %v", caches)
 			}
 			noPartials(t, recv.DownloadDir())
 		})

@@ -98,6 +98,7 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 		}
 		sent += tx.sent.Load()
 		resent += tx.resent.Load()
+		tx.cache.close(err == nil)
 		if err == nil || ctx.Err() != nil || (!retryable(err) && !errors.Is(err, errPaused)) {
 			if err != nil && attempt > 1 && !errors.Is(err, errCancelledByUser) && retryable(err) {
 				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
@@ -240,6 +241,8 @@ type sender struct {
 	resolved atomic.Int64
 
 	retries chan wire.NeedChunk // chunks the receiver asked for again
+	manifest string
+	cache    *leafCache // leaves of earlier attempts, so resume need not re-read held chunks
 
 	mu     sync.Mutex // guards the fields below
 	cursor struct{ file, chunk int }
@@ -336,8 +339,9 @@ func (tx *sender) offer() error {
 	for _, f := range tx.files {
 		total += f.Size
 	}
+	tx.manifest = manifestID(tx.files, tx.chunkSize)
 	if err := tx.ctl.send(&wire.Offer{Transfer: tx.t.id, ChunkSize: tx.chunkSize, Files: len(tx.files), TotalBytes: total,
-		Manifest: manifestID(tx.files, tx.chunkSize)}); err != nil {
+		Manifest: tx.manifest}); err != nil {
 		return err
 	}
 	const part = 2048 // files per manifest message
@@ -410,6 +414,7 @@ func (tx *sender) accept(d *wire.Decision) error {
 			tx.accepted = append(tx.accepted, int(i))
 		}
 	}
+	tx.cache = tx.e.openLeafCache(tx.manifest, len(tx.haves) > 0)
 	tx.leaves = make(map[int]*fileLeaves, len(tx.accepted))
 	for _, i := range tx.accepted {
 		fl := &fileLeaves{tree: merkle.NewTree(merkle.Chunks(tx.files[i].Size, tx.chunkSize))}
@@ -545,17 +550,23 @@ func (tx *sender) sendChunk(w *bufio.Writer, f *os.File, fi, ci int, buf []byte,
 	lf := tx.files[fi]
 	n := merkle.ChunkLen(lf.Size, tx.chunkSize, ci)
 	data := buf[wire.DataHeaderLen : wire.DataHeaderLen+n]
-	if _, err := f.ReadAt(data, int64(ci)*int64(tx.chunkSize)); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s became shorter while it was being sent", lf.src)
-		}
-		return fmt.Errorf("cannot read %s: %w", lf.src, err)
-	}
-	leaf := hasher.Leaf(data)
 	fl := tx.leaves[fi]
-	// Resume: a chunk the receiver holds is read and hashed (the root needs
-	// its leaf) but not sent.
+	// Resume: a chunk the receiver holds is not sent; the root still needs
+	// its leaf, which the sender's leaf cache usually has (else: read and hash).
 	held := !resend && fl.have != nil && ci/8 < len(fl.have) && fl.have[ci/8]&(1<<(ci%8)) != 0
+	leaf, cached := tx.cache.leaf(fi, ci)
+	if !held || !cached {
+		if _, err := f.ReadAt(data, int64(ci)*int64(tx.chunkSize)); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("%s became shorter while it was being sent", lf.src)
+			}
+			return fmt.Errorf("cannot read %s: %w", lf.src, err)
+		}
+		leaf = hasher.Leaf(data)
+		if fl.tree.Len() > 1 {
+			tx.cache.add(fi, ci, leaf)
+		}
+	}
 	if !held {
 		wire.DataHeader{File: uint32(fi), Chunk: uint32(ci), Length: uint32(n), Leaf: leaf}.Put(buf)
 		if _, err := w.Write(buf[:wire.DataHeaderLen+n]); err != nil {

@@ -240,7 +240,7 @@ type sender struct {
 	verified atomic.Int64
 	resolved atomic.Int64
 
-	retries chan wire.NeedChunk // chunks the receiver asked for again
+	retries  chan wire.NeedChunk // chunks the receiver asked for again
 	manifest string
 	cache    *leafCache // leaves of earlier attempts, so resume need not re-read held chunks
 

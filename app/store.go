@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/ferrydrop/ferry/internal/atomicfile"
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -23,34 +24,10 @@ const (
 // writeFileAtomic writes data to path: temp -> fsync -> rename, then fsyncs
 // the directory, so a crash leaves either the old file or the new one.
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // not supported everywhere (Windows); the rename is what matters
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, data, 0o600)
 }
 
 // loadJSON reads path into v; a missing file leaves v alone.

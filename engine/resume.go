@@ -18,6 +18,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/atomicfile"
 )
 
 // Resume state: for every incoming transfer that did not finish, which chunks
@@ -112,7 +113,7 @@ func (e *Engine) saveResume(key string, s *resumeState) error {
 	if err != nil {
 		return err
 	}
-	return identity.WriteFileAtomic(e.resumePath(key), data, 0o600)
+	return atomicfile.Write(e.resumePath(key), data, 0o600)
 }
 
 func (e *Engine) dropResume(key string) {

@@ -6,18 +6,8 @@ cd "$(dirname "$0")/.."
 
 pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3
       avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync)
-if command -v apt-get >/dev/null && command -v dpkg-query >/dev/null; then
-  missing=()
-  for p in "${pkgs[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing: ${missing[*]}"
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-  fi
-fi
+. scripts/apt-ensure.sh
+apt_ensure "${pkgs[@]}"
 
 echo "== go vet"
 go vet ./...

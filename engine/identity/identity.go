@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/atomicfile"
 )
 
 // DeviceID is the SHA-256 of a device certificate's SubjectPublicKeyInfo.
@@ -135,10 +137,10 @@ func create(dir string) (*Identity, error) {
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 	// Key first: a crash between the two leaves "only one exists", which
 	// LoadOrCreate reports instead of silently replacing an identity.
-	if err := WriteFileAtomic(filepath.Join(dir, keyFile), keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, keyFile), keyPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("identity: %w", err)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, certFile), certPEM, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, certFile), certPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("identity: %w", err)
 	}
 	return fromPEM(certPEM, keyPEM)
@@ -155,39 +157,4 @@ func fromPEM(certPEM, keyPEM []byte) (*Identity, error) {
 	}
 	cert.Leaf = leaf
 	return &Identity{Cert: cert, ID: IDFromCert(leaf)}, nil
-}
-
-// WriteFileAtomic writes data to a temporary file in the same folder, fsyncs
-// it, renames it over name and fsyncs the folder.
-func WriteFileAtomic(name string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // best effort: not every platform can fsync a folder
-		d.Close()
-	}
-	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/atomicfile"
 )
 
 // Peer is what the trust store remembers about a device we talked to.
@@ -216,7 +218,7 @@ func (s *Store) save() error {
 	if err != nil {
 		return fmt.Errorf("trust store: %w", err)
 	}
-	if err := WriteFileAtomic(s.path, data, 0o600); err != nil {
+	if err := atomicfile.Write(s.path, data, 0o600); err != nil {
 		return fmt.Errorf("trust store: %w", err)
 	}
 	return nil

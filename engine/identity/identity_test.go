@@ -1,0 +1,110 @@
+package identity
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadOrCreatePersistsPrivately(t *testing.T) {
+	dir := t.TempDir()
+	a, err := LoadOrCreate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadOrCreate(dir)
+	if err != nil || a.ID != b.ID {
+		t.Fatalf("second load: %v, ID %s vs %s", err, b.ID, a.ID)
+	}
+	for _, f := range []string{certFile, keyFile} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v", f, err, st.Mode().Perm())
+		}
+	}
+	os.Remove(filepath.Join(dir, certFile))
+	if _, err := LoadOrCreate(dir); err == nil || !strings.Contains(err.Error(), "only one of") {
+		t.Errorf("half an identity: %v", err)
+	}
+}
+
+// idCases double as the fuzz seeds of FuzzParseID.
+var idCases = []struct {
+	in string
+	ok bool
+}{
+	{"", false},
+	{"ABC", false},
+	{strings.Repeat("A", 52), true},
+	{strings.Repeat("a", 52), true},
+	{strings.Repeat("AAAA-", 13)[:64], true},
+	{strings.Repeat("A", 51), false},
+	{strings.Repeat("A", 53), false},
+	{strings.Repeat("1", 52), false}, // not base32
+	{strings.Repeat("A", 51) + "\x00", false},
+}
+
+func TestParseID(t *testing.T) {
+	for _, c := range idCases {
+		_, err := ParseID(c.in)
+		if (err == nil) != c.ok {
+			t.Errorf("ParseID(%q) err=%v, want ok=%v", c.in, err, c.ok)
+		}
+	}
+	id, _ := LoadOrCreate(t.TempDir())
+	for _, form := range []string{id.ID.String(), id.ID.Human(), strings.ToLower(id.ID.Human())} {
+		got, err := ParseID(form)
+		if err != nil || got != id.ID {
+			t.Errorf("ParseID(%q) = %v, %v", form, got, err)
+		}
+	}
+}
+
+func FuzzParseID(f *testing.F) {
+	for _, c := range idCases {
+		f.Add(c.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseID(s)
+		if err != nil {
+			return
+		}
+		if again, err := ParseID(id.String()); err != nil || again != id {
+			t.Fatalf("round trip of %q failed", s)
+		}
+	})
+}
+
+func TestTrustStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := LoadOrCreate(t.TempDir())
+	b, _ := LoadOrCreate(t.TempDir())
+	if err := s.Seen(a.ID, "desk", "10.0.0.5:47800"); err != nil {
+		t.Fatal(err)
+	}
+	// Another key at a known address is refused; a known key anywhere is fine.
+	if err := s.CheckAddr("10.0.0.5:47800", b.ID); err == nil {
+		t.Error("a new key at a known address was accepted")
+	}
+	if err := s.CheckAddr("10.0.0.5:47800", a.ID); err != nil {
+		t.Error(err)
+	}
+	s.SetAlwaysAccept(a.ID, "", true)
+	s2, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := s2.Get(a.ID)
+	if !ok || !p.AlwaysAccept || p.Name != "desk" || p.LastAddrs[0] != "10.0.0.5:47800" {
+		t.Fatalf("reloaded %+v", p)
+	}
+	os.WriteFile(filepath.Join(dir, trustFile), []byte("{broken"), 0o600)
+	if _, err := OpenStore(dir); err == nil {
+		t.Error("a damaged trust store was silently accepted")
+	}
+}

@@ -468,7 +468,12 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		if gctx.Err() != nil {
 			return nil
 		}
-		return tx.ctl.send(&wire.SenderDone{})
+		if err := tx.ctl.send(&wire.SenderDone{}); err != nil {
+			return err
+		}
+		// Every byte is out; what is left is the receiver's verdict.
+		tx.e.setState(tx.t, StateVerifying)
+		return nil
 	})
 	g.Go(func() error { return tx.serveRetries(gctx) })
 	err := g.Wait()

@@ -144,7 +144,14 @@ func listenQUIC(addr string, tlsConf *tls.Config) (*quicListener, error) {
 			return context.WithValue(ctx, recorderKey{}, &recorder{}), nil
 		},
 	}
-	ln, err := tr.Listen(tlsConf, quicConfig())
+	// No tracer on the receiving side: with a tracer quic-go builds a qlog
+	// event for every packet, which cost ~20 % of the receiver's throughput
+	// (1 GiB on loopback: 104-115 MB/s traced on both sides, 120-133 traced on
+	// the sender only). What the tracer adds (congestion events, path MTU)
+	// describes the data direction, which the sender traces.
+	lc := quicConfig()
+	lc.Tracer = nil
+	ln, err := tr.Listen(tlsConf, lc)
 	if err != nil {
 		tr.Close()
 		udp.Close()

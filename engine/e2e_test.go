@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ferrydrop/ferry/engine/wire"
 )
 
 // testEngine returns an engine with its own config and download folders.
@@ -333,5 +331,3 @@ func TestNothingToSend(t *testing.T) {
 		t.Fatal("missing path accepted")
 	}
 }
-
-var _ = wire.Version

@@ -32,7 +32,9 @@ func TestGUISmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Generous: on a cold build cache the script's `go build` compiles the GUI
+	// toolkit (cgo) first, which takes minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, script)
 	out := t.TempDir()

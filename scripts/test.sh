@@ -9,6 +9,8 @@ pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbu
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
 
+echo "== go build (the first build compiles the GUI toolkit, cgo: minutes on a cold cache)"
+go build ./...
 echo "== go vet"
 go vet ./...
 echo "== go test"

@@ -325,25 +325,36 @@ func solicitAnnouncement(ifaces []net.Interface, label string) {
 func advertisedIPs(ifaces []net.Interface) []string {
 	var out []string
 	for _, ifi := range ifaces {
-		addrs, err := ifi.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			ip, ok := netip.AddrFromSlice(ipn.IP)
-			if !ok {
-				continue
-			}
-			ip = ip.Unmap()
+		for _, p := range interfacePrefixes(ifi) {
+			ip := p.Addr()
 			if ip.IsLoopback() || ip.IsMulticast() || ip.IsUnspecified() {
 				continue
 			}
 			out = append(out, ip.String())
 		}
+	}
+	return out
+}
+
+// interfacePrefixes lists an interface's addresses with their prefix
+// lengths (IPv4-mapped addresses unmapped).
+func interfacePrefixes(ifi net.Interface) []netip.Prefix {
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(ipn.IP)
+		if !ok {
+			continue
+		}
+		ones, _ := ipn.Mask.Size()
+		out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
 	}
 	return out
 }

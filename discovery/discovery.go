@@ -655,21 +655,8 @@ func (d *Discovery) setInterfaces(ifaces []net.Interface) {
 	names := map[int]string{}
 	for _, ifi := range ifaces {
 		names[ifi.Index] = ifi.Name
-		addrs, err := ifi.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			ip, ok := netip.AddrFromSlice(ipn.IP)
-			if !ok {
-				continue
-			}
-			ones, _ := ipn.Mask.Size()
-			nets = append(nets, netip.PrefixFrom(ip.Unmap(), ones).Masked())
+		for _, p := range interfacePrefixes(ifi) {
+			nets = append(nets, p.Masked())
 		}
 	}
 	d.mu.Lock()

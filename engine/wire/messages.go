@@ -167,6 +167,9 @@ func (m *OfferFiles) validate() error {
 }
 
 func (m *Decision) validate() error {
+	if err := checkCode(m.Code); err != nil {
+		return err
+	}
 	if len(m.Files) > MaxFiles {
 		return protoErr("decision: %d files", len(m.Files))
 	}
@@ -183,6 +186,9 @@ func (m *Have) validate() error {
 func (m *NeedChunk) validate() error { return nil }
 
 func (m *FileResult) validate() error {
+	if err := checkCode(m.Code); err != nil {
+		return err
+	}
 	if err := checkText("saved name", m.SavedAs, 4096); err != nil {
 		return err
 	}
@@ -192,10 +198,22 @@ func (m *FileResult) validate() error {
 func (m *SenderDone) validate() error { return nil }
 
 func (m *Result) validate() error {
-	if m.Files < 0 || m.Verified < 0 || m.Verified > m.Files {
+	if err := checkCode(m.Code); err != nil {
+		return err
+	}
+	if m.Files < 0 || m.Files > MaxFiles || m.Verified < 0 || m.Verified > m.Files {
 		return protoErr("result: %d of %d files verified", m.Verified, m.Files)
 	}
 	return checkText("reason", m.Reason, MaxReasonLen)
 }
 
-func (m *Cancel) validate() error { return checkText("reason", m.Reason, MaxReasonLen) }
+func (m *Cancel) validate() error {
+	if err := checkCode(m.Code); err != nil {
+		return err
+	}
+	return checkText("reason", m.Reason, MaxReasonLen)
+}
+
+// checkCode bounds a peer's error code; unknown codes are kept (a newer peer
+// may know more) and read as generic errors.
+func checkCode(c Code) error { return checkText("error code", string(c), 32) }

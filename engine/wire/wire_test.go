@@ -271,6 +271,8 @@ var hostileCases = []struct {
 	{"file result saved-as 4097 bytes", frame(wire.TFileResult, `{"file":0,"ok":true,"saved_as":"`+strings.Repeat("s", 4097)+`"}`), wire.ErrProtocol},
 	{"file result reason 1025 bytes", frame(wire.TFileResult, `{"file":0,"reason":"`+strings.Repeat("r", 1025)+`"}`), wire.ErrProtocol},
 	{"result verified > files", frame(wire.TResult, `{"ok":true,"files":1,"verified":2}`), wire.ErrProtocol},
+	{"result with more files than any offer", frame(wire.TResult, `{"ok":true,"files":1000001,"verified":0}`), wire.ErrProtocol},
+	{"cancel with a huge code", frame(wire.TCancel, `{"code":"`+strings.Repeat("x", 33)+`"}`), wire.ErrProtocol},
 	{"result negative files", frame(wire.TResult, `{"ok":false,"files":-1,"verified":-1}`), wire.ErrProtocol},
 	{"result negative verified", frame(wire.TResult, `{"ok":false,"files":1,"verified":-1}`), wire.ErrProtocol},
 	{"result reason invalid utf-8", frame(wire.TResult, "{\"ok\":false,\"reason\":\"\x80\"}"), wire.ErrProtocol},

@@ -10,6 +10,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -112,10 +113,21 @@ func ReadMessage(r io.Reader) (Message, error) {
 	if m == nil {
 		return nil, protoErr("unknown message type %d", hdr[0])
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
+	// Grow with what actually arrives: a peer that announces 4 MiB and sends
+	// nothing makes us hold nothing.
+	var buf bytes.Buffer
+	if n > 64<<10 {
+		buf.Grow(64 << 10)
+	} else {
+		buf.Grow(int(n))
+	}
+	if k, err := buf.ReadFrom(io.LimitReader(r, int64(n))); err != nil || k != int64(n) {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, fmt.Errorf("wire: read %v body: %w", m.Type(), unexpected(err))
 	}
+	body := buf.Bytes()
 	// encoding/json would silently turn invalid UTF-8 into U+FFFD, hiding it
 	// from the field checks; refuse it instead.
 	if !utf8.Valid(body) {

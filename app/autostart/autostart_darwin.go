@@ -4,7 +4,6 @@ package autostart
 
 import (
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,26 +61,4 @@ func Enable(e Entry) error {
 		return fmt.Errorf("autostart: %w", err)
 	}
 	return nil
-}
-
-// Disable removes the LaunchAgent; a missing one is not an error.
-func Disable() error {
-	p, err := Path()
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("autostart: %w", err)
-	}
-	return nil
-}
-
-// Enabled reports whether the LaunchAgent exists.
-func Enabled() bool {
-	p, err := Path()
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(p)
-	return err == nil
 }

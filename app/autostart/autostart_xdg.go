@@ -3,7 +3,6 @@
 package autostart
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,28 +42,6 @@ func Enable(e Entry) error {
 		return fmt.Errorf("autostart: %w", err)
 	}
 	return nil
-}
-
-// Disable removes the autostart entry; a missing one is not an error.
-func Disable() error {
-	p, err := Path()
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("autostart: %w", err)
-	}
-	return nil
-}
-
-// Enabled reports whether the autostart entry exists.
-func Enabled() bool {
-	p, err := Path()
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(p)
-	return err == nil
 }
 
 // execQuote quotes one argument of a desktop entry's Exec key as the

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,9 @@ func TestAutoTransport(t *testing.T) {
 		want          string
 		reason        string
 	}{
-		{"both open", false, false, "tcp", "clean low-latency path"},
+		// Loopback's RTT is under cleanRTT unless the race detector and a
+		// busy machine slow the handshake; then BBR is the reason for TCP.
+		{"both open", false, false, "tcp", "clean low-latency path|TCP with BBR"},
 		{"UDP blocked (no UDP socket)", true, false, "tcp", "QUIC did not answer"},
 		{"TCP blocked", false, true, "quic", "TCP did not connect"},
 	}
@@ -51,7 +54,7 @@ func TestAutoTransport(t *testing.T) {
 			if res.State != StateDone || res.Transport != c.want {
 				t.Fatalf("%s over %q: %s", res.State, res.Transport, res.Err)
 			}
-			if info == nil || !strings.Contains(info.Reason, c.reason) || res.Reason != info.Reason {
+			if info == nil || !regexp.MustCompile(c.reason).MatchString(info.Reason) || res.Reason != info.Reason {
 				t.Errorf("transport event %+v, result reason %q; want a reason mentioning %q", info, res.Reason, c.reason)
 			}
 			// The bound: a blocked transport costs at most about a second.

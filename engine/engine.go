@@ -79,6 +79,10 @@ type Options struct {
 	// SyncFiles fsyncs every received file before it gets its final name.
 	// Off by default, like rsync and scp (see store.Dest.SyncOnFinalize).
 	SyncFiles bool
+	// BufferedWrites writes received chunks through the page cache. By
+	// default whole chunks of large files skip it on Linux (O_DIRECT, see
+	// store.Dest.SetDirectWrites), which halves the receiver's write cost.
+	BufferedWrites bool
 	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.
 	ChunkSize int
 	// Logger receives diagnostics; nil discards them.

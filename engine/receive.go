@@ -388,6 +388,7 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 		return decision{Decision: Decision{Reason: "cannot open the download folder"}, code: wire.CodeIO}, fmt.Errorf("download folder: %w", err)
 	}
 	dest.SyncOnFinalize = e.opts.SyncFiles
+	dest.SetDirectWrites(!e.opts.BufferedWrites)
 	rx.dest, rx.destDir = dest, dir
 	for _, i := range accepted {
 		f := rx.manifest[i]
@@ -490,7 +491,7 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	if kind != wire.KindData {
 		return fmt.Errorf("%w: a second control stream", wire.ErrProtocol)
 	}
-	buf := make([]byte, rx.offer.ChunkSize)
+	buf := store.AlignedBuffer(rx.offer.ChunkSize)
 	var hdr [wire.DataHeaderLen]byte
 	hasher := merkle.NewHasher()
 	// Buffered: many small frames per read from the transport. Chunks larger

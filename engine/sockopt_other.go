@@ -8,4 +8,4 @@ import "syscall"
 func socketBuffers(c syscall.Conn) (recv, send int) { return 0, 0 }
 
 // countDatagrams: only Linux batches datagrams with UDP_SEGMENT.
-func countDatagrams(payload int, oob []byte) int { return 1 }
+func countDatagrams(payload int, oob []byte) (n, seg int) { return 1, payload }

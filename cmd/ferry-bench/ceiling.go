@@ -22,6 +22,28 @@ import (
 
 func init() {
 	register(command{name: "ceiling-server", summary: "(internal) the receiving end of a bare-stream ceiling run", run: runCeilingServer})
+	register(command{name: "ceiling", summary: "one bare TLS or QUIC stream run on loopback, memory to memory", run: runCeilingCmd})
+}
+
+// runCeilingCmd runs one bare-stream ceiling by itself, e.g. to profile it or
+// to measure its CPU cost next to Ferry's.
+func runCeilingCmd(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("ceiling", flag.ContinueOnError)
+	proto := fs.String("proto", "quic", "tls or quic")
+	mib := fs.Int64("mib", 1024, "MiB to move")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r, err := runCeiling(ctx, self, *proto, *mib<<20)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: %.0f MB/s, %.2f s, receiver peak RSS %d KiB\n", *proto, r.mbps, r.seconds, r.rssRecvKB)
+	return nil
 }
 
 // ceilingTLS gives both ends of a ceiling run a throwaway certificate.

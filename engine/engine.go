@@ -79,10 +79,11 @@ type Options struct {
 	// SyncFiles fsyncs every received file before it gets its final name.
 	// Off by default, like rsync and scp (see store.Dest.SyncOnFinalize).
 	SyncFiles bool
-	// BufferedWrites writes received chunks through the page cache. By
-	// default whole chunks of large files skip it on Linux (O_DIRECT, see
-	// store.Dest.SetDirectWrites), which halves the receiver's write cost.
-	BufferedWrites bool
+	// BufferedIO reads sent and writes received chunks through the page
+	// cache. By default whole chunks skip it on Linux (O_DIRECT, see package
+	// directio): on this project's VM that took a 1 GiB receive from 1.5
+	// CPU-s in pwrite to 0.1 s, and the sender's read from 0.4 s to ~0.1 s.
+	BufferedIO bool
 	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.
 	ChunkSize int
 	// Logger receives diagnostics; nil discards them.

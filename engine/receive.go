@@ -388,7 +388,7 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 		return decision{Decision: Decision{Reason: "cannot open the download folder"}, code: wire.CodeIO}, fmt.Errorf("download folder: %w", err)
 	}
 	dest.SyncOnFinalize = e.opts.SyncFiles
-	dest.SetDirectWrites(!e.opts.BufferedWrites)
+	dest.SetDirectWrites(!e.opts.BufferedIO)
 	rx.dest, rx.destDir = dest, dir
 	for _, i := range accepted {
 		f := rx.manifest[i]
@@ -495,8 +495,11 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	var hdr [wire.DataHeaderLen]byte
 	hasher := merkle.NewHasher()
 	// Buffered: many small frames per read from the transport. Chunks larger
-	// than the buffer are read straight into buf.
-	r := bufio.NewReaderSize(s, 256<<10)
+	// than the buffer are read straight into buf, except for what the buffer
+	// already holds after their header, which is copied twice: a small
+	// buffer keeps that share small (with 256 KiB, up to a quarter of a 1 MiB
+	// chunk was).
+	r := bufio.NewReaderSize(s, 64<<10)
 	for {
 		h, err := wire.ReadDataHeader(r, hdr[:])
 		if errors.Is(err, io.EOF) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/internal/directio"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -83,7 +84,7 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 		t.mu.Lock()
 		t.stopAttempt = stopAttempt
 		t.mu.Unlock()
-		tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize}
+		tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize, direct: !e.opts.BufferedIO}
 		err := tx.run(actx, to, want, opts)
 		if cause := context.Cause(actx); cause != nil && !errors.Is(err, errSessionDone) &&
 			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused)) {
@@ -228,6 +229,7 @@ type sender struct {
 	t         *Transfer
 	files     []localFile
 	chunkSize int
+	direct    bool // whole chunks are read with direct I/O (Options.BufferedIO off)
 	conn      Conn
 	ctl       *control
 	reason    string // why this transport was chosen
@@ -519,27 +521,30 @@ func (tx *sender) worker(ctx context.Context) error {
 	if err := w.WriteByte(wire.KindData); err != nil {
 		return nilIfDone(ctx, err)
 	}
-	buf := make([]byte, wire.DataHeaderLen+tx.chunkSize)
+	buf := frameBuffer(tx.chunkSize)
 	hasher := merkle.NewHasher()
 	var cur *os.File
+	var dio *directio.File
 	curIdx := -1
-	defer func() {
+	closeCur := func() {
 		if cur != nil {
+			dio.Close()
 			cur.Close()
 		}
-	}()
+	}
+	defer closeCur()
 	for ; ok; fi, ci, ok = tx.take() {
 		if fi != curIdx {
-			if cur != nil {
-				cur.Close()
-			}
+			closeCur()
 			cur, err = os.Open(tx.files[fi].src)
 			if err != nil {
+				cur = nil
 				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src, err)
 			}
+			dio = directio.New(cur, os.O_RDONLY, tx.direct)
 			curIdx = fi
 		}
-		if err := tx.sendChunk(w, cur, fi, ci, buf, hasher, false); err != nil {
+		if err := tx.sendChunk(w, dio, fi, ci, buf, hasher, false); err != nil {
 			return nilIfDone(ctx, err)
 		}
 	}
@@ -549,9 +554,15 @@ func (tx *sender) worker(ctx context.Context) error {
 	return s.Close()
 }
 
+// frameBuffer holds one data frame: a header, then a chunk that starts
+// directio.Align-aligned, so whole chunks can be direct reads.
+func frameBuffer(chunkSize int) []byte {
+	return directio.Buffer(directio.Align + chunkSize)[directio.Align-wire.DataHeaderLen:]
+}
+
 // sendChunk reads chunk ci of file fi, hashes it, writes the frame, and
 // announces the file's root once all its chunks were read.
-func (tx *sender) sendChunk(w *bufio.Writer, f *os.File, fi, ci int, buf []byte, hasher *merkle.Hasher, resend bool) error {
+func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []byte, hasher *merkle.Hasher, resend bool) error {
 	lf := tx.files[fi]
 	n := merkle.ChunkLen(lf.Size, tx.chunkSize, ci)
 	data := buf[wire.DataHeaderLen : wire.DataHeaderLen+n]
@@ -660,7 +671,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 func (tx *sender) serveRetries(ctx context.Context) error {
 	var w *bufio.Writer
 	var s Stream
-	buf := make([]byte, wire.DataHeaderLen+tx.chunkSize)
+	buf := frameBuffer(tx.chunkSize)
 	hasher := merkle.NewHasher()
 	for {
 		var r wire.NeedChunk

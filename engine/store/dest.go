@@ -11,7 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
-	"unsafe"
+
+	"github.com/ferrydrop/ferry/internal/directio"
 )
 
 // ErrNotRegular means a partial file's name is taken by something that is
@@ -68,38 +69,17 @@ type Dest struct {
 	subs map[string]*os.Root
 }
 
-// DirectAlign is the alignment of buffer, offset and length that a write
-// needs to skip the page cache; DirectMin is the smallest write that tries.
-// Small writes gain nothing from it: the device round trip costs more than
-// the copy.
-const (
-	DirectAlign = 4096
-	DirectMin   = 256 << 10
-)
-
 // SetDirectWrites turns direct writes on or off for partials' large aligned
-// writes (Linux O_DIRECT; elsewhere a no-op). On a VM or a busy machine the
-// page cache often costs more CPU than the network stack (allocating and
-// copying every page, then writing it back): a direct write is one DMA
-// from our buffer. Any file system that refuses falls back to the cache.
+// writes, for partials created from then on (Linux O_DIRECT; elsewhere a
+// no-op). On a VM or a busy machine the page cache often costs more CPU than
+// the network stack (allocating and copying every page, then writing it
+// back): a direct write is one DMA from our buffer. A file system that
+// refuses gets ordinary writes.
 func (d *Dest) SetDirectWrites(on bool) { d.directWrites.Store(on) }
 
-// isAligned reports whether a write of b at off can be a direct write.
-func isAligned(b []byte, off int64) bool {
-	return off%DirectAlign == 0 && len(b)%DirectAlign == 0 &&
-		uintptr(unsafe.Pointer(unsafe.SliceData(b)))%DirectAlign == 0
-}
-
-// AlignedBuffer returns a zeroed buffer of n bytes whose start is
-// DirectAlign-aligned, so whole chunks read into it can be direct writes.
-func AlignedBuffer(n int) []byte {
-	b := make([]byte, n+DirectAlign)
-	skip := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) % DirectAlign)
-	if skip != 0 {
-		skip = DirectAlign - skip
-	}
-	return b[skip : skip+n : skip+n]
-}
+// AlignedBuffer returns a buffer of n bytes for chunks that can be direct
+// writes.
+func AlignedBuffer(n int) []byte { return directio.Buffer(n) }
 
 // maxSubRoots bounds the folder cache (each entry holds a descriptor);
 // folders beyond it are reached from the destination's Root as before.
@@ -188,9 +168,7 @@ type Partial struct {
 	name string // OS-form path relative to the root, ending in PartialSuffix
 	d    *Dest
 
-	dmu       sync.Mutex
-	direct    *os.File // O_DIRECT descriptor for large aligned writes, opened on first use
-	directOff bool     // direct writes are off for this file (not asked for, or failed)
+	dio *directio.File // large aligned writes skip the page cache (SetDirectWrites)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -202,41 +180,8 @@ func (p *Partial) Name() string { return filepath.ToSlash(p.name) }
 
 // WriteAt writes b at offset off (see os.File.WriteAt). With direct writes
 // on (Dest.SetDirectWrites), a large write whose buffer, offset and length
-// are DirectAlign-aligned skips the page cache.
-func (p *Partial) WriteAt(b []byte, off int64) (int, error) {
-	if len(b) >= DirectMin && isAligned(b, off) {
-		if df := p.directFile(); df != nil {
-			n, err := df.WriteAt(b, off)
-			if err == nil || n > 0 || !directUnsupported(err) {
-				return n, err
-			}
-			p.dmu.Lock()
-			p.directOff = true // the file system refused: write through the cache from now on
-			p.dmu.Unlock()
-		}
-	}
-	return p.f.WriteAt(b, off)
-}
-
-// directFile returns the partial's O_DIRECT descriptor, or nil when direct
-// writes are off or unavailable.
-func (p *Partial) directFile() *os.File {
-	p.dmu.Lock()
-	defer p.dmu.Unlock()
-	if p.direct != nil || p.directOff {
-		return p.direct
-	}
-	if !p.d.directWrites.Load() {
-		return nil
-	}
-	df, err := openDirect(p.f)
-	if err != nil {
-		p.directOff = true
-		return nil
-	}
-	p.direct = df
-	return df
-}
+// are aligned (directio.Aligned; see AlignedBuffer) skips the page cache.
+func (p *Partial) WriteAt(b []byte, off int64) (int, error) { return p.dio.WriteAt(b, off) }
 
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash
 // what a previous attempt wrote before resuming.
@@ -265,13 +210,7 @@ func (p *Partial) Close() error {
 		p.d.mu.Lock()
 		delete(p.d.open, p)
 		p.d.mu.Unlock()
-		p.dmu.Lock()
-		if p.direct != nil {
-			p.direct.Close()
-			p.direct = nil
-		}
-		p.directOff = true
-		p.dmu.Unlock()
+		p.dio.Close()
 		p.closeErr = p.f.Close()
 	})
 	return p.closeErr
@@ -327,7 +266,7 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		f.Close()
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
-	p := &Partial{f: f, name: name, d: d}
+	p := &Partial{f: f, name: name, d: d, dio: directio.New(f, os.O_WRONLY, d.directWrites.Load())}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// The file system decides which names are the same file, so compare

@@ -19,10 +19,10 @@ func TestDirectWritesUsedOnExt4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.WriteAt(AlignedBuffer(DirectMin), 0); err != nil {
+	if _, err := p.WriteAt(AlignedBuffer(1 << 20), 0); err != nil {
 		t.Fatal(err)
 	}
-	if p.direct == nil {
+	if !p.dio.Direct() {
 		t.Fatal("an aligned write on ext4 did not use O_DIRECT")
 	}
 }

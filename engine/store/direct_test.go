@@ -36,7 +36,7 @@ func TestDirectWritesMixWithBuffered(t *testing.T) {
 			if _, err := p.WriteAt(odd, chunk); err != nil {
 				t.Fatal(err)
 			}
-			usedDirect := p.direct != nil
+			usedDirect := p.dio.Direct()
 			got := make([]byte, len(want))
 			if _, err := p.ReadAt(got, 0); err != nil {
 				t.Fatal(err)
@@ -59,23 +59,5 @@ func TestDirectWritesMixWithBuffered(t *testing.T) {
 				t.Error("direct writes used although off")
 			}
 		})
-	}
-}
-
-func TestAlignedBuffer(t *testing.T) {
-	for _, n := range []int{0, 1, DirectAlign, 1 << 20} {
-		b := AlignedBuffer(n)
-		if len(b) != n || cap(b) != n {
-			t.Fatalf("AlignedBuffer(%d): len %d cap %d", n, len(b), cap(b))
-		}
-		if n > 0 && !isAligned(b[:n&^(DirectAlign-1)], 0) && n >= DirectAlign {
-			t.Fatalf("AlignedBuffer(%d) is not aligned", n)
-		}
-	}
-	if isAligned(make([]byte, DirectAlign+1)[1:], 0) {
-		t.Fatal("an offset buffer counted as aligned")
-	}
-	if isAligned(AlignedBuffer(DirectAlign), 512) || isAligned(AlignedBuffer(DirectAlign)[:100], 0) {
-		t.Fatal("misaligned offset or length counted as aligned")
 	}
 }

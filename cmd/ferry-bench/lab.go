@@ -36,20 +36,21 @@ func init() {
 
 // labOptions are the flags of `ferry-bench lab`.
 type labOptions struct {
-	quick     bool
-	out       string
-	runs      int
-	ferryCLI  string
-	tools     []string
-	workloads []string
-	rtts      []time.Duration
-	losses    []float64
-	rate      int64
-	bursty    bool
-	cc        string        // default TCP congestion control in the lab
-	budget    time.Duration // target duration of the slowest expected transfer in a cell
-	timeout   time.Duration // hard limit per transfer
-	cmdline   string
+	quick        bool
+	out          string
+	runs         int
+	ferryCLI     string
+	tools        []string
+	workloads    []string
+	rtts         []time.Duration
+	losses       []float64
+	rate         int64
+	bursty       bool
+	cc           string // default TCP congestion control in the lab
+	baselineRuns int
+	budget       time.Duration // target duration of the slowest expected transfer in a cell
+	timeout      time.Duration // hard limit per transfer
+	cmdline      string
 }
 
 func parseLabFlags(args []string) (labOptions, error) {
@@ -58,6 +59,7 @@ func parseLabFlags(args []string) (labOptions, error) {
 	fs.BoolVar(&o.quick, "quick", false, "a few cells with small files (CI smoke run, a couple of minutes)")
 	fs.StringVar(&o.out, "out", "docs/benchmarks", "directory for lab-results.{csv,md,jsonl,svg}")
 	fs.IntVar(&o.runs, "runs", 0, "runs per cell, the median is reported (default 3, quick 1)")
+	fs.IntVar(&o.baselineRuns, "baseline-runs", 0, "runs per cell for the tools that are not Ferry (default: --runs)")
 	fs.StringVar(&o.ferryCLI, "ferry-cli", "", "ferry-cli binary (default: go build ./cmd/ferry-cli into a temp dir)")
 	tools := fs.String("tools", strings.Join(toolNames(), ","), "contenders to run")
 	workloads := fs.String("workloads", "A,B,C", "workloads: A (1 x 1 GiB), B (500 x 2 MiB), C (5000 x 16 KiB)")
@@ -104,6 +106,9 @@ func parseLabFlags(args []string) (labOptions, error) {
 	}
 	if o.runs == 0 {
 		o.runs = 3
+	}
+	if o.baselineRuns == 0 || o.baselineRuns > o.runs {
+		o.baselineRuns = o.runs
 	}
 	if o.budget == 0 {
 		o.budget = time.Minute
@@ -317,7 +322,10 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 						return err
 					}
 					if r.status != statusOK {
-						break // a skipped or failed tool does not get better by repeating
+						break // a skipped, failed or timed-out tool does not get better by repeating
+					}
+					if run >= o.baselineRuns && !strings.HasPrefix(t.name, "ferry-") {
+						break
 					}
 				}
 				rep.addCell(c)
@@ -339,11 +347,12 @@ type cell struct {
 	runs     []runResult
 }
 
-// median returns the run with the median duration among the good runs.
+// median returns the run with the median duration among the good runs; a
+// timed-out run counts as taking the whole timeout.
 func (c cell) median() (runResult, bool) {
 	var ok []runResult
 	for _, r := range c.runs {
-		if r.status == statusOK {
+		if r.status == statusOK || r.status == statusTimeout {
 			ok = append(ok, r)
 		}
 	}

@@ -108,13 +108,14 @@ func (r *report) write(elapsed time.Duration) error {
 		"(mean %.2f%%, bursts of ~%g packets).\n\n",
 		float64(r.o.rate)/1e6, ccName(r.o.cc), burstyProfile.P, burstyProfile.R, 100*burstyProfile.MeanLoss(), 1/burstyProfile.R)
 	fmt.Fprintf(&b, "Workloads are scaled down per cell so that a loss-limited TCP flow (Mathis) needs about %s; "+
-		"every contender of a cell moves the same files. Each cell is the median of %d run(s). "+
+		"every contender of a cell moves the same files. Each Ferry cell is the median of %d run(s), each other tool's of %d; "+
+		"a transfer still running after %v is stopped and shown as \"> %.0f\" (speed-ups over it as bounds). "+
 		"Seconds are wall clock of the sending command (connection setup included); iperf3's goodput is its "+
 		"own receiver figure. `lost` = packets the lab dropped on purpose (random/bursty), `qdrop` = tail drops "+
 		"at the bottleneck (congestion), `retrans` = TCP segments retransmitted by the sender namespace. "+
 		"`vs tls-cubic` is the completion-time speed-up over the single TLS-over-TCP stream with the default "+
 		"congestion control. `first file`: TLS measures it at the receiver from accept, Ferry from the "+
-		"sender's launch to its first verified-file event.\n\n", r.o.budget, r.o.runs)
+		"sender's launch to its first verified-file event.\n\n", r.o.budget, r.o.runs, r.o.baselineRuns, r.o.timeout, r.o.timeout.Seconds())
 	fmt.Fprintf(&b, "Raw data: [lab-results.csv](lab-results.csv), [lab-results.jsonl](lab-results.jsonl) (with Ferry's metrics).\n\n")
 	if r.svg() {
 		fmt.Fprintf(&b, "![completion time vs loss](lab-results.svg)\n\n")
@@ -136,14 +137,18 @@ func (r *report) write(elapsed time.Duration) error {
 		}
 		vs := ""
 		if ref, ok := r.reference(i); ok && c.tool != "tls-cubic" && c.tool != "iperf3" {
-			vs = fmt.Sprintf("%.2fx", ref.seconds/m.seconds)
+			vs = speedup(ref, m)
+		}
+		secs := fmt.Sprintf("%.2f", m.seconds)
+		if m.status == statusTimeout {
+			secs = fmt.Sprintf("> %.0f", m.seconds)
 		}
 		ff := ""
 		if m.firstFile > 0 {
 			ff = fmt.Sprintf("%.2f", m.firstFile)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %s | %d | %d | %d | %s | %s | %s | %s |\n",
-			c.profile.name(), wl, c.tool, m.seconds, m.goodput, ff, m.wireLost, m.queueDrop, m.retrans,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f | %s | %d | %d | %d | %s | %s | %s | %s |\n",
+			c.profile.name(), wl, c.tool, secs, m.goodput, ff, m.wireLost, m.queueDrop, m.retrans,
 			i64(m.congEvents), f3(m.dgPerCall), vs, mdEscape(m.transport))
 	}
 	return os.WriteFile(filepath.Join(r.o.out, "lab-results.md"), []byte(b.String()), 0o644)
@@ -205,9 +210,9 @@ func (r *report) targets(b *strings.Builder) {
 			}
 		}
 		if p.burst == nil && p.rtt == 120*time.Millisecond && p.loss == 0.02 && c.workload.name == "B" {
-			if ref, ok := r.find(c, "tls-cubic"); ok {
-				line("120 ms, 2%%, B: ferry-auto %.2fs vs TLS/TCP cubic %.2fs = %.2fx (target >= 3x): %s.",
-					auto.seconds, ref.seconds, ref.seconds/auto.seconds, verdict(ref.seconds >= 3*auto.seconds))
+			if ref, ok := r.find(c, "tls-cubic"); ok && auto.status == statusOK {
+				line("120 ms, 2%%, B: ferry-auto %.2fs vs TLS/TCP cubic %s = %s (target >= 3x): %s.",
+					auto.seconds, fmtSecs(ref), speedup(ref, auto), verdict(ref.seconds >= 3*auto.seconds))
 			}
 			for _, t := range []string{"scp", "rsync"} {
 				if ref, ok := r.find(c, t); ok {
@@ -236,6 +241,26 @@ func firstNote(c cell) string {
 		return "not run"
 	}
 	return string(c.runs[0].status) + ": " + c.runs[0].note
+}
+
+// speedup is ref's time over m's, as a bound when either timed out.
+func speedup(ref, m runResult) string {
+	switch {
+	case m.status == statusTimeout && ref.status == statusTimeout:
+		return "?"
+	case m.status == statusTimeout:
+		return fmt.Sprintf("<= %.2fx", ref.seconds/m.seconds)
+	case ref.status == statusTimeout:
+		return fmt.Sprintf(">= %.2fx", ref.seconds/m.seconds)
+	}
+	return fmt.Sprintf("%.2fx", ref.seconds/m.seconds)
+}
+
+func fmtSecs(r runResult) string {
+	if r.status == statusTimeout {
+		return fmt.Sprintf("> %.0fs (timed out)", r.seconds)
+	}
+	return fmt.Sprintf("%.2fs", r.seconds)
 }
 
 // reference finds the tls-cubic median of the same profile and workload.

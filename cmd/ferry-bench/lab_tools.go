@@ -67,6 +67,10 @@ const (
 	statusOK      runStatus = "ok"
 	statusSkipped runStatus = "skipped"
 	statusFailed  runStatus = "failed"
+	// statusTimeout: the transfer did not finish within --timeout. It counts
+	// as taking the whole timeout, so medians and speed-ups over it are
+	// bounds (shown as "> N" and ">= Nx"), not failures.
+	statusTimeout runStatus = "timed out"
 )
 
 // skipError marks a contender that cannot run here (missing binary, ...).
@@ -204,6 +208,10 @@ func (e *benchEnv) runOne(ctx context.Context, t labTool, files []string, w work
 		var skip skipError
 		if errors.As(err, &skip) {
 			return runResult{status: statusSkipped, note: skip.reason}
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return runResult{status: statusTimeout, seconds: e.timeout.Seconds(),
+				note: fmt.Sprintf("not done after %v", e.timeout)}
 		}
 		return runResult{status: statusFailed, note: oneLine(err.Error())}
 	}

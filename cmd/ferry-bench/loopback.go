@@ -119,7 +119,7 @@ func runLoopback(ctx context.Context, args []string, out io.Writer) error {
 				if err != nil {
 					return fmt.Errorf("%s ceiling: %w", proto, err)
 				}
-				cells[proto] = append(cells[proto], r)
+				cells["bare-"+proto] = append(cells["bare-"+proto], r)
 				ceil[proto] = r.mbps
 			}
 			disk, err := diskCeiling(work, w)
@@ -143,7 +143,7 @@ func runLoopback(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "  %s round %d/%d done\n", w.name, round+1, *runs)
 		}
 		for _, proto := range []string{"tls", "quic"} {
-			r := loopMedianOf(cells[proto])
+			r := loopMedianOf(cells["bare-"+proto])
 			row := fmt.Sprintf("| %s | bare %s stream | %.0f | %.2f | 1.00 | %.0f / %.0f | same bytes, memory to memory |",
 				w.name, map[string]string{"tls": "TLS-over-TCP", "quic": "quic-go"}[proto], r.mbps, r.seconds,
 				float64(r.rssSendKB)/1024, float64(r.rssRecvKB)/1024)

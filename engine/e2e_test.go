@@ -129,6 +129,24 @@ func transportsUnderTest() []string {
 	return out
 }
 
+// receivedResult delivers the result of the next transfer e receives.
+func receivedResult(t *testing.T, e *Engine) <-chan Result {
+	t.Helper()
+	events, unsub := e.Subscribe(4096)
+	out := make(chan Result, 1)
+	go func() {
+		defer unsub()
+		for ev := range events {
+			if ev.Kind == EventResult && ev.Direction == Receiving && ev.Result != nil {
+				out <- *ev.Result
+				return
+			}
+		}
+		close(out)
+	}()
+	return out
+}
+
 func TestTransferEndToEnd(t *testing.T) {
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
@@ -150,9 +168,15 @@ func TestTransferEndToEnd(t *testing.T) {
 			writeFile(t, filepath.Join(tree, "empty"), 0)
 			writeFile(t, filepath.Join(tree, "ünïcødé 文件 🚀.txt"), 999)
 
+			got := receivedResult(t, recv)
 			res := sendWait(t, send, target(recv), []string{big, tree}, SendOptions{Transport: tp})
 			if res.State != StateDone {
 				t.Fatalf("state %s: %s", res.State, res.Err)
+			}
+			// The receiving side reports its streams' stalls (head-of-line
+			// blocking) with the threshold it used.
+			if rr := <-got; rr.Verified != 504 || rr.Stalls == nil || rr.Stalls.ThresholdMs < 10 {
+				t.Errorf("receiver's result: %+v, stalls %+v", rr, rr.Stalls)
 			}
 			if res.Verified != res.Files || res.Files != 504 {
 				t.Fatalf("verified %d of %d files, want 504", res.Verified, res.Files)

@@ -3,6 +3,8 @@ package engine
 import (
 	"sync"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
 // EventKind names what an Event reports.
@@ -121,6 +123,9 @@ type Result struct {
 	// (discovery is told, so it stops offering that address for that ID).
 	PresentedID string `json:"presented_id,omitempty"`
 	Destination string `json:"destination,omitempty"`
+	// Stalls: on the receiving side, how often and how long the data
+	// streams waited for their next bytes (head-of-line blocking).
+	Stalls *stallmeter.Stats `json:"stalls,omitempty"`
 }
 
 // TransportInfo says which transport carries a transfer and why.

@@ -19,6 +19,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -77,7 +78,8 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
 	t.cancel = tcancel
-	rx := &receiver{e: e, t: t, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{})}
+	rx := &receiver{e: e, t: t, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}),
+		stalls: stallmeter.New(0)}
 	defer close(rx.done)
 	err = rx.run(tctx)
 	switch {
@@ -107,8 +109,9 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		}
 	}
 	st, msg := endState(err)
+	stalls := rx.stalls.Stats()
 	e.finish(t, Result{State: st, Err: msg, Files: len(rx.files), Verified: rx.verified, Bytes: rx.bytes.Load(),
-		Destination: rx.destDir, Resent: rx.resent.Load()})
+		Destination: rx.destDir, Resent: rx.resent.Load(), Stalls: &stalls})
 }
 
 type rxFile struct {
@@ -142,10 +145,14 @@ type receiver struct {
 	destDir    string
 	registered bool
 	offered    bool // an offer arrived (a probe sends none)
-	accepted   atomic.Bool
-	bytes      atomic.Int64
-	resent     atomic.Int64
-	journal    *journal // resume: one record per landed chunk
+	// stalls counts the data streams' long waits (head-of-line blocking);
+	// its threshold follows the path's RTT, set when data starts.
+	stalls    *stallmeter.Meter
+	stallOnce sync.Once
+	accepted  atomic.Bool
+	bytes     atomic.Int64
+	resent    atomic.Int64
+	journal   *journal // resume: one record per landed chunk
 
 	resumeKey string
 	haves     []*wire.Have  // resume: what we hold already, sent before the decision
@@ -515,7 +522,10 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 		}
 		landed <- err
 	}()
-	err = rx.readFrames(ctx, s, jobs, free, &failed)
+	rx.stallOnce.Do(func() {
+		rx.stalls.SetThreshold(stallmeter.Threshold(time.Duration(rx.c.Metrics().MinRTTms * float64(time.Millisecond))))
+	})
+	err = rx.readFrames(ctx, rx.stalls.Reader(s), jobs, free, &failed)
 	close(jobs)
 	if lerr := <-landed; lerr != nil {
 		return lerr
@@ -532,7 +542,7 @@ type landing struct {
 
 // readFrames reads a data stream's frames and hands each chunk to the
 // lander, until the stream ends or the lander failed.
-func (rx *receiver) readFrames(ctx context.Context, s Stream, jobs chan<- landing, free chan []byte, failed *atomic.Bool) error {
+func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- landing, free chan []byte, failed *atomic.Bool) error {
 	var hdr [wire.DataHeaderLen]byte
 	// Buffered: many small frames per read from the transport. Chunks larger
 	// than the buffer are read straight into buf, except for what the buffer

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/merkle"
-	"github.com/ferrydrop/ferry/internal/directio"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/directio"
 )
 
 // Default parallel data streams per transport. On loopback a single QUIC

@@ -298,6 +298,7 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 		if err := p.apply(lab); err != nil {
 			return err
 		}
+		env.rtt = p.rtt
 		for _, wname := range o.workloads {
 			w := wls[wname].scaled(p, o.budget)
 			files, err := env.workloadFiles(w)

@@ -29,7 +29,8 @@ type report struct {
 var csvHeader = []string{
 	"profile", "rtt_ms", "loss_pct", "bursty", "rate_mbit", "workload", "files", "bytes",
 	"tool", "run", "status", "seconds", "goodput_mbit", "first_file_s", "transport",
-	"wire_lost_pkts", "queue_drops_pkts", "tcp_retrans_segs", "congestion_events", "datagrams_per_send_call", "srtt_ms", "note",
+	"wire_lost_pkts", "queue_drops_pkts", "tcp_retrans_segs", "congestion_events", "datagrams_per_send_call", "srtt_ms",
+	"stalls", "stalled_streams", "stall_seconds", "longest_stall_s", "stall_threshold_ms", "stalls_per_lost_pkt", "note",
 }
 
 func newReport(o labOptions) (*report, error) {
@@ -61,8 +62,14 @@ func (r *report) addRun(c cell, x runResult) error {
 		p.name(), ms(p.rtt), strconv.FormatFloat(100*p.meanLoss(), 'f', -1, 64), strconv.FormatBool(p.burst != nil),
 		strconv.FormatFloat(float64(p.rate)/1e6, 'f', -1, 64), w.name, strconv.Itoa(w.files), strconv.FormatInt(w.bytes(), 10),
 		c.tool, strconv.Itoa(x.run), string(x.status), f3(x.seconds), f3(x.goodput), f3(x.firstFile), x.transport,
-		u(x.wireLost), u(x.queueDrop), u(x.retrans), i64(x.congEvents), f3(x.dgPerCall), f3(x.srttMs), x.note,
+		u(x.wireLost), u(x.queueDrop), u(x.retrans), i64(x.congEvents), f3(x.dgPerCall), f3(x.srttMs),
 	}
+	if st := x.stalls; st != nil {
+		row = append(row, strconv.FormatInt(st.Stalls, 10), strconv.FormatInt(st.StalledStreams, 10), f3(st.Seconds), f3(st.LongestSeconds), f3(st.ThresholdMs), x.stallsPerLoss())
+	} else {
+		row = append(row, "", "", "", "", "", "")
+	}
+	row = append(row, x.note)
 	if err := r.csv.Write(row); err != nil {
 		return err
 	}
@@ -122,8 +129,8 @@ func (r *report) write(elapsed time.Duration) error {
 	}
 	r.targets(&b)
 	fmt.Fprintf(&b, "## All cells\n\n")
-	fmt.Fprintf(&b, "| profile | workload | tool | seconds | goodput Mbit/s | first file s | lost | qdrop | retrans | cong. events | dgrams/send | vs tls-cubic | note |\n")
-	fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, "| profile | workload | tool | seconds | goodput Mbit/s | first file s | lost | qdrop | retrans | cong. events | dgrams/send | stalls (streams) | stall s | stalls/lost pkt | vs tls-cubic | note |\n")
+	fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for i, c := range r.cells {
 		m, ok := c.median()
 		wl := fmt.Sprintf("%s %dx%s", c.workload.name, c.workload.files, fmtBytes(c.workload.size))
@@ -132,7 +139,7 @@ func (r *report) write(elapsed time.Duration) error {
 			if len(c.runs) > 0 {
 				note = string(c.runs[0].status) + ": " + c.runs[0].note
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | | | | | | | | | | %s |\n", c.profile.name(), wl, c.tool, mdEscape(note))
+			fmt.Fprintf(&b, "| %s | %s | %s | | | | | | | | | | | | | %s |\n", c.profile.name(), wl, c.tool, mdEscape(note))
 			continue
 		}
 		vs := ""
@@ -147,9 +154,14 @@ func (r *report) write(elapsed time.Duration) error {
 		if m.firstFile > 0 {
 			ff = fmt.Sprintf("%.2f", m.firstFile)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f | %s | %d | %d | %d | %s | %s | %s | %s |\n",
+		stalls, stallSecs := "", ""
+		if st := m.stalls; st != nil {
+			stalls = fmt.Sprintf("%d (%d)", st.Stalls, st.StalledStreams)
+			stallSecs = fmt.Sprintf("%.2f", st.Seconds)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f | %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n",
 			c.profile.name(), wl, c.tool, secs, m.goodput, ff, m.wireLost, m.queueDrop, m.retrans,
-			i64(m.congEvents), f3(m.dgPerCall), vs, mdEscape(m.transport))
+			i64(m.congEvents), f3(m.dgPerCall), stalls, stallSecs, m.stallsPerLoss(), vs, mdEscape(m.transport))
 	}
 	return os.WriteFile(filepath.Join(r.o.out, "lab-results.md"), []byte(b.String()), 0o644)
 }
@@ -241,6 +253,15 @@ func firstNote(c cell) string {
 		return "not run"
 	}
 	return string(c.runs[0].status) + ": " + c.runs[0].note
+}
+
+// stallsPerLoss is stream stalls per packet the lab dropped on purpose;
+// empty when either is unknown or nothing was dropped.
+func (x runResult) stallsPerLoss() string {
+	if x.stalls == nil || x.wireLost == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", float64(x.stalls.Stalls)/float64(x.wireLost))
 }
 
 // speedup is ref's time over m's, as a bound when either timed out.

@@ -24,6 +24,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
 func init() {
@@ -41,6 +43,8 @@ type tlsResult struct {
 	Seconds          float64 `json:"duration_seconds"`
 	FirstFileSeconds float64 `json:"first_file_seconds,omitempty"`
 	CC               string  `json:"cc"`
+	// Stalls of the one stream, by the rule Ferry's receiver uses.
+	Stalls *stallmeter.Stats `json:"stalls,omitempty"`
 }
 
 func runLabTLS(ctx context.Context, args []string, out io.Writer) error {
@@ -53,10 +57,11 @@ func runLabTLS(ctx context.Context, args []string, out io.Writer) error {
 	case "recv":
 		listen := fs.String("listen", "", "address to listen on")
 		dir := fs.String("dir", "", "directory to write the files into")
+		rtt := fs.Duration("rtt", 0, "the path's RTT, for the stall threshold (0: count no stalls)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		return tlsRecv(ctx, *listen, *dir, out)
+		return tlsRecv(ctx, *listen, *dir, *rtt, out)
 	case "send":
 		to := fs.String("to", "", "receiver address")
 		if err := fs.Parse(args[1:]); err != nil {
@@ -86,7 +91,7 @@ func selfSigned() (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
-func tlsRecv(ctx context.Context, listen, dir string, out io.Writer) error {
+func tlsRecv(ctx context.Context, listen, dir string, rtt time.Duration, out io.Writer) error {
 	cert, err := selfSigned()
 	if err != nil {
 		return fmt.Errorf("lab-tls recv: %w", err)
@@ -116,7 +121,13 @@ func tlsRecv(ctx context.Context, listen, dir string, out io.Writer) error {
 	defer conn.Close()
 	stopConn := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stopConn()
-	br := bufio.NewReaderSize(conn, 256<<10)
+	var meter *stallmeter.Meter
+	if rtt > 0 {
+		meter = stallmeter.New(stallmeter.Threshold(rtt))
+	} else {
+		meter = stallmeter.New(0)
+	}
+	br := bufio.NewReaderSize(meter.Reader(conn), 256<<10)
 	res := tlsResult{}
 	for {
 		var nl [2]byte
@@ -151,6 +162,10 @@ func tlsRecv(ctx context.Context, listen, dir string, out io.Writer) error {
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
+	if rtt > 0 {
+		st := meter.Stats()
+		res.Stalls = &st
+	}
 	if _, err := conn.Write([]byte{1}); err != nil {
 		return fmt.Errorf("lab-tls recv: ack: %w", err)
 	}

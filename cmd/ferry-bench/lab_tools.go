@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/internal/netlab"
+	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
 // labTool is one contender. run moves files (in the Sender namespace's view
@@ -96,6 +97,8 @@ type runResult struct {
 	congEvents int64
 	dgPerCall  float64
 	srttMs     float64
+	// Receiver-side stream stalls (Ferry and the TLS baselines).
+	stalls *stallmeter.Stats
 }
 
 func (r runResult) summary() string {
@@ -113,6 +116,7 @@ type benchEnv struct {
 	rcvAddr netip.Addr
 	timeout time.Duration
 	out     io.Writer
+	rtt     time.Duration // the current profile's RTT (stall threshold of the TLS baselines)
 
 	ssh      *sshServer
 	sshErr   error
@@ -438,7 +442,8 @@ func runIperf3(ctx context.Context, e *benchEnv, files []string, dst string) (ru
 func tlsTool(cc string) func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
 	return func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
 		listen := netip.AddrPortFrom(e.rcvAddr, 0).String()
-		srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, e.self, "lab-tls", "recv", "--listen", listen, "--dir", dst), "listening ", false)
+		srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, e.self, "lab-tls", "recv", "--listen", listen, "--dir", dst,
+			"--rtt", e.rtt.String()), "listening ", false)
 		if err != nil {
 			return runResult{}, err
 		}
@@ -465,6 +470,7 @@ func tlsTool(cc string) func(ctx context.Context, e *benchEnv, files []string, d
 			if json.Unmarshal([]byte(l), &rr) == nil && rr.Files > 0 {
 				// Receiver clock from accept; the handshake adds about one RTT.
 				r.firstFile = rr.FirstFileSeconds
+				r.stalls = rr.Stalls
 			}
 		}
 		return r, nil
@@ -602,13 +608,14 @@ type ferryEvent struct {
 		Verified bool `json:"verified"`
 	} `json:"file"`
 	Result *struct {
-		State           string          `json:"state"`
-		Bytes           int64           `json:"bytes"`
-		WireBytes       int64           `json:"wire_bytes"`
-		DurationSeconds float64         `json:"duration_seconds"`
-		Transport       string          `json:"transport"`
-		Metrics         json.RawMessage `json:"metrics"`
-		Error           string          `json:"error"`
+		State           string            `json:"state"`
+		Bytes           int64             `json:"bytes"`
+		WireBytes       int64             `json:"wire_bytes"`
+		DurationSeconds float64           `json:"duration_seconds"`
+		Transport       string            `json:"transport"`
+		Metrics         json.RawMessage   `json:"metrics"`
+		Error           string            `json:"error"`
+		Stalls          *stallmeter.Stats `json:"stalls"`
 	} `json:"result"`
 }
 
@@ -673,12 +680,20 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		if err := srv.wait(wctx); err != nil {
 			return runResult{}, fmt.Errorf("ferry-cli receive --once: %w", err)
 		}
+		var stalls *stallmeter.Stats
+		for _, l := range srv.rest {
+			var ev ferryEvent
+			if json.Unmarshal([]byte(l), &ev) == nil && ev.Kind == "result" && ev.Result != nil {
+				stalls = ev.Result.Stalls
+			}
+		}
 		// The whole metrics blob goes to the JSONL output; a few fields
 		// become columns.
 		r := runResult{
 			transport: last.Result.Transport,
 			firstFile: firstFile,
 			extra:     last.Result.Metrics,
+			stalls:    stalls,
 		}
 		var m ferryMetrics
 		if len(last.Result.Metrics) > 0 && json.Unmarshal(last.Result.Metrics, &m) == nil {

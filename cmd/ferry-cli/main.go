@@ -110,3 +110,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// bufferedIO: FERRY_BUFFERED_IO=1 makes file data go through the page cache
+// (engine.Options.BufferedIO), to compare with direct I/O.
+func bufferedIO() bool { return os.Getenv("FERRY_BUFFERED_IO") == "1" }

@@ -47,7 +47,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume,
+	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume, BufferedIO: bufferedIO(),
 		MaxPartialAge: keepForever(*maxAge)}
 	if opts.Listen == "" {
 		opts.Listen = ":" + defaultPort

@@ -19,7 +19,7 @@ func TestDirectWritesUsedOnExt4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.WriteAt(AlignedBuffer(1 << 20), 0); err != nil {
+	if _, err := p.WriteAt(AlignedBuffer(1<<20), 0); err != nil {
 		t.Fatal(err)
 	}
 	if !p.dio.Direct() {

@@ -2,9 +2,10 @@ package engine
 
 // Metrics is a snapshot of one connection's transport metrics. Fields a
 // transport cannot measure stay zero: TCP has no path MTU probing of its own
-// and its RTT comes from TCP_INFO where the platform has it; a QUIC receiver
-// does not trace (it costs throughput), so congestion events and path MTU,
-// which describe the data direction, come from the sender.
+// and its RTT comes from TCP_INFO where the platform has it. QUIC's come
+// without a qlog tracer (it costs throughput): ConnectionStats, the socket
+// wrapper, and a window watcher for congestion events; the path MTU shows on
+// the side that sends full-size packets.
 type Metrics struct {
 	Transport string `json:"transport"`
 	// CongestionControl: "bbr", "cubic"... for TCP; QUIC's (quic-go) is always Reno-style.

@@ -140,9 +140,17 @@ func TestLabQuickTLS(t *testing.T) {
 	if len(rows) != 1+4 {
 		t.Fatalf("%d CSV rows, want header + 4", len(rows))
 	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
 	for _, r := range rows[1:] {
-		if r[10] != "ok" {
+		if r[col["status"]] != "ok" {
 			t.Errorf("run not ok: %v", r)
+		}
+		// The TLS receiver meters its stream; 20 ms RTT gives the 10 ms floor.
+		if r[col["stall_threshold_ms"]] != "10.000" || r[col["stalls"]] == "" {
+			t.Errorf("no stall figures: %v", r)
 		}
 	}
 	for _, name := range []string{"lab-results.md", "lab-results.jsonl", "lab-results.svg"} {
@@ -193,6 +201,45 @@ func TestReportTargets(t *testing.T) {
 		"ferry-auto 9.00s vs rsync 20.00s (target: faster): **met**",
 		"ferry-auto 9.00s is more than 10% slower than the better of ferry-tcp/quic (5.00s): **NOT met**",
 		"within 10% of the better of ferry-tcp and ferry-quic in 0 of 1 cells: **NOT met**",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// A timed-out baseline makes the speed-up a bound, and the table says so.
+func TestReportTimeoutIsABound(t *testing.T) {
+	o, err := parseLabFlags([]string{"--out", t.TempDir(), "--timeout", "60s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := newReport(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.close()
+	p := profile{rtt: 120 * time.Millisecond, loss: 0.02, rate: o.rate}
+	w := baseWorkloads["B"]
+	for tool, r := range map[string]runResult{
+		"tls-cubic":  {status: statusTimeout, seconds: 60},
+		"ferry-tcp":  {status: statusOK, seconds: 4},
+		"ferry-quic": {status: statusTimeout, seconds: 60},
+		"ferry-auto": {status: statusOK, seconds: 4},
+	} {
+		rep.addCell(cell{profile: p, workload: w, tool: tool, runs: []runResult{r}})
+	}
+	if err := rep.write(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(o.out, "lab-results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ferry-auto 4.00s vs TLS/TCP cubic > 60s (timed out) = >= 15.00x (target >= 3x): **met**",
+		"| ferry-quic | > 60 |",
+		"within 10% of the better of ferry-tcp and ferry-quic in 1 of 1 cells: **met**",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -424,6 +424,11 @@ type tcpConn struct {
 	first   *tcpStream
 	streams map[*tcpStream]struct{}
 	retired tcpStats // counters of connections already closed
+	// lastPath is what TCP_INFO said of a connection as it closed, so the
+	// final result still reports the path once every connection is gone;
+	// peak is the most connections in use at once.
+	lastPath tcpStats
+	peak     int
 	closed  bool
 }
 
@@ -460,6 +465,7 @@ func (c *tcpConn) add(tc *tls.Conn, cc *countConn, first bool) (*tcpStream, erro
 		return nil, tcpStatusErr(tcpStatusFull)
 	}
 	c.streams[s] = struct{}{}
+	c.peak = max(c.peak, len(c.streams))
 	if first {
 		c.first = s
 	}
@@ -472,6 +478,9 @@ func (c *tcpConn) remove(s *tcpStream) {
 	if _, ok := c.streams[s]; ok {
 		delete(c.streams, s)
 		c.retired.retrans += st.retrans
+		if st.srtt > 0 {
+			c.lastPath = st
+		}
 	}
 	c.mu.Unlock()
 }
@@ -743,6 +752,7 @@ func (c *tcpConn) Metrics() Metrics {
 		streams = append(streams, s)
 	}
 	retrans := c.retired.retrans
+	last, peak := c.lastPath, c.peak
 	c.mu.Unlock()
 	m := Metrics{
 		Transport:   "tcp",
@@ -768,6 +778,14 @@ func (c *tcpConn) Metrics() Metrics {
 	m.PacketsLost = retrans
 	if first != nil {
 		m.RecvBuffer, m.SendBuffer = socketBuffers(first.raw)
+	}
+	if m.SmoothedRTTms == 0 && last.srtt > 0 {
+		// The session is over (or its first connection is): report the path
+		// as the last connection to close saw it.
+		m.CongestionControl = last.cc
+		m.SmoothedRTTms, m.MinRTTms, m.LatestRTTms = ms(last.srtt), ms(last.minRTT), ms(last.srtt)
+		m.CongestionWindow = max(m.CongestionWindow, last.cwnd)
+		m.Connections = max(m.Connections, peak)
 	}
 	return m
 }

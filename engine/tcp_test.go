@@ -514,6 +514,10 @@ func TestTCPCloseEndsEverything(t *testing.T) {
 					t.Errorf("%s: read ended cleanly after the session was closed", name)
 				}
 			}
+			// The final metrics still describe the path the session used.
+			if m := p.client.Metrics(); runtime.GOOS == "linux" && (m.SmoothedRTTms <= 0 || m.Connections < 2 || m.CongestionControl == "") {
+				t.Errorf("metrics after close lost the path: %+v", m)
+			}
 			if _, err := p.client.OpenStream(ctx); err == nil {
 				t.Error("OpenStream after close succeeded")
 			}

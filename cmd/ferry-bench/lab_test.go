@@ -188,24 +188,13 @@ func TestReportTargets(t *testing.T) {
 		}
 		rep.addCell(c)
 	}
-	if err := rep.write(time.Second); err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(filepath.Join(o.out, "lab-results.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	reportHas(t, rep, o.out,
 		"ferry-auto 9.00s vs TLS/TCP cubic 30.00s = 3.33x (target >= 3x): **met**",
 		"ferry-auto 9.00s vs scp 40.00s (target: faster): **met**",
 		"ferry-auto 9.00s vs rsync 20.00s (target: faster): **met**",
 		"ferry-auto 9.00s is more than 10% slower than the better of ferry-tcp/quic (5.00s): **NOT met**",
 		"within 10% of the better of ferry-tcp and ferry-quic in 0 of 1 cells: **NOT met**",
-	} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
-	}
+	)
 }
 
 // A timed-out baseline makes the speed-up a bound, and the table says so.
@@ -229,18 +218,24 @@ func TestReportTimeoutIsABound(t *testing.T) {
 	} {
 		rep.addCell(cell{profile: p, workload: w, tool: tool, runs: []runResult{r}})
 	}
-	if err := rep.write(time.Second); err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(filepath.Join(o.out, "lab-results.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	reportHas(t, rep, o.out,
 		"ferry-auto 4.00s vs TLS/TCP cubic > 60s (timed out) = >= 15.00x (target >= 3x): **met**",
 		"| ferry-quic | > 60 |",
 		"within 10% of the better of ferry-tcp and ferry-quic in 1 of 1 cells: **met**",
-	} {
+	)
+}
+
+// reportHas writes rep's markdown into out and checks it holds every want.
+func reportHas(t *testing.T, rep *report, out string, wants ...string) {
+	t.Helper()
+	if err := rep.write(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "lab-results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range wants {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/directio"
 	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
@@ -504,7 +505,7 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	// stopping the stream. Two buffers circulate between them.
 	free := make(chan []byte, 2)
 	for range 2 {
-		free <- store.AlignedBuffer(rx.offer.ChunkSize)
+		free <- directio.Buffer(rx.offer.ChunkSize)
 	}
 	jobs := make(chan landing, 1)
 	var failed atomic.Bool

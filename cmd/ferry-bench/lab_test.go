@@ -162,16 +162,7 @@ func TestLabQuickTLS(t *testing.T) {
 
 // TestReportTargets: the markdown judges the targets from medians.
 func TestReportTargets(t *testing.T) {
-	o, err := parseLabFlags([]string{"--out", t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := newReport(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rep.close()
-	p := profile{rtt: 120 * time.Millisecond, loss: 0.02, rate: o.rate}
+	rep, o, p := newTargetReport(t)
 	w := baseWorkloads["B"]
 	secs := map[string][]float64{
 		"tls-cubic":  {30, 31, 29},
@@ -199,16 +190,7 @@ func TestReportTargets(t *testing.T) {
 
 // A timed-out baseline makes the speed-up a bound, and the table says so.
 func TestReportTimeoutIsABound(t *testing.T) {
-	o, err := parseLabFlags([]string{"--out", t.TempDir(), "--timeout", "60s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := newReport(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rep.close()
-	p := profile{rtt: 120 * time.Millisecond, loss: 0.02, rate: o.rate}
+	rep, o, p := newTargetReport(t, "--timeout", "60s")
 	w := baseWorkloads["B"]
 	for tool, r := range map[string]runResult{
 		"tls-cubic":  {status: statusTimeout, seconds: 60},
@@ -240,4 +222,20 @@ func reportHas(t *testing.T, rep *report, out string, wants ...string) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+}
+
+// newTargetReport opens a report in a temp folder for the cell the issue's
+// main target names: 120 ms, 2 % loss.
+func newTargetReport(t *testing.T, flags ...string) (*report, labOptions, profile) {
+	t.Helper()
+	o, err := parseLabFlags(append([]string{"--out", t.TempDir()}, flags...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := newReport(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rep.close)
+	return rep, o, profile{rtt: 120 * time.Millisecond, loss: 0.02, rate: o.rate}
 }

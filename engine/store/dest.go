@@ -77,10 +77,6 @@ type Dest struct {
 // refuses gets ordinary writes.
 func (d *Dest) SetDirectWrites(on bool) { d.directWrites.Store(on) }
 
-// AlignedBuffer returns a buffer of n bytes for chunks that can be direct
-// writes.
-func AlignedBuffer(n int) []byte { return directio.Buffer(n) }
-
 // maxSubRoots bounds the folder cache (each entry holds a descriptor);
 // folders beyond it are reached from the destination's Root as before.
 const maxSubRoots = 128
@@ -180,7 +176,7 @@ func (p *Partial) Name() string { return filepath.ToSlash(p.name) }
 
 // WriteAt writes b at offset off (see os.File.WriteAt). With direct writes
 // on (Dest.SetDirectWrites), a large write whose buffer, offset and length
-// are aligned (directio.Aligned; see AlignedBuffer) skips the page cache.
+// are aligned (directio.Aligned; see directio.Buffer) skips the page cache.
 func (p *Partial) WriteAt(b []byte, off int64) (int, error) { return p.dio.WriteAt(b, off) }
 
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash

@@ -3,6 +3,8 @@ package store
 import (
 	"syscall"
 	"testing"
+
+	"github.com/ferrydrop/ferry/internal/directio"
 )
 
 // On ext4 (this project's CI), aligned chunk writes must really skip the
@@ -19,7 +21,7 @@ func TestDirectWritesUsedOnExt4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.WriteAt(AlignedBuffer(1<<20), 0); err != nil {
+	if _, err := p.WriteAt(directio.Buffer(1<<20), 0); err != nil {
 		t.Fatal(err)
 	}
 	if !p.dio.Direct() {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/ferrydrop/ferry/internal/directio"
 )
 
 // Direct writes and page-cache writes land in one file in any order, and
@@ -23,7 +25,7 @@ func TestDirectWritesMixWithBuffered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			buf := AlignedBuffer(chunk)
+			buf := directio.Buffer(chunk)
 			for _, i := range []int{2, 0, 3, 1} { // out of order, as chunks land
 				n := copy(buf, want[i*chunk:])
 				if _, err := p.WriteAt(buf[:n], int64(i*chunk)); err != nil {

@@ -429,7 +429,7 @@ type tcpConn struct {
 	// peak is the most connections in use at once.
 	lastPath tcpStats
 	peak     int
-	closed  bool
+	closed   bool
 }
 
 func newTCPConn(client bool, token [tcpTokenLen]byte, peer identity.DeviceID, remote string) *tcpConn {

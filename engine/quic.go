@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -108,72 +107,6 @@ func listenUDP(addr string) (*countingUDP, error) {
 	uc.SetReadBuffer(udpBufferSize)
 	uc.SetWriteBuffer(udpBufferSize)
 	return &countingUDP{UDPConn: uc}, nil
-}
-
-// quicListener accepts QUIC connections on one UDP socket.
-type quicListener struct {
-	udp *countingUDP
-	tr  *quic.Transport
-	ln  *quic.Listener
-}
-
-func listenQUIC(addr string, tlsConf *tls.Config) (*quicListener, error) {
-	udp, err := listenUDP(addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen quic: %w", err)
-	}
-	tr := &quic.Transport{Conn: udp}
-	ln, err := tr.Listen(tlsConf, quicConfig())
-	if err != nil {
-		tr.Close()
-		udp.Close()
-		return nil, fmt.Errorf("listen quic: %w", err)
-	}
-	return &quicListener{udp: udp, tr: tr, ln: ln}, nil
-}
-
-func (l *quicListener) Addr() net.Addr { return l.udp.LocalAddr() }
-
-func (l *quicListener) Accept(ctx context.Context) (Conn, error) {
-	c, err := l.ln.Accept(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return newQUICConn(c, l.udp, nil)
-}
-
-func (l *quicListener) Close() error {
-	err := l.ln.Close()
-	l.tr.Close()
-	l.udp.Close()
-	return err
-}
-
-// dialQUIC dials over a Transport of its own, kept open for the
-// connection's whole life: connection migration (AddPath/Probe/Switch) needs
-// client connection IDs, which quic.DialAddr does not use, and closing the
-// original Transport after a switch would kill the connection.
-func dialQUIC(ctx context.Context, addr string, tlsConf *tls.Config) (Conn, error) {
-	ra, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
-	}
-	local := ":0"
-	if ra.IP.To4() != nil {
-		local = "0.0.0.0:0"
-	}
-	udp, err := listenUDP(local)
-	if err != nil {
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
-	}
-	tr := &quic.Transport{Conn: udp}
-	c, err := tr.Dial(ctx, ra, tlsConf, quicConfig())
-	if err != nil {
-		tr.Close()
-		udp.Close()
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
-	}
-	return newQUICConn(c, udp, tr)
 }
 
 type quicConn struct {

@@ -88,6 +88,11 @@ func quicPush(t *testing.T, ln *quicListener, addr string, size int64) (client, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(0, "") })
+	// The listener returns a session once its first stream's header arrived.
+	st, err := c.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := ln.Accept(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -101,10 +106,6 @@ func quicPush(t *testing.T, ln *quicListener, addr string, size int64) (client, 
 		}
 		done <- err
 	}()
-	st, err := c.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	buf := make([]byte, 256<<10)
 	for left := size; left > 0; left -= int64(len(buf)) {
 		if _, err := st.Write(buf[:min(left, int64(len(buf)))]); err != nil {

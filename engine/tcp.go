@@ -73,8 +73,9 @@ var (
 	tcpKeepAlive = 5 * time.Second
 )
 
-// ErrTCPRefused is returned by dialTCP and OpenStream when the listener refuses a connection.
-var ErrTCPRefused = errors.New("tcp: connection refused by peer")
+// ErrTCPRefused is returned by dialTCP and OpenStream when the listener
+// refuses a connection (and by a QUIC session's join, see quicsession.go).
+var ErrTCPRefused = errors.New("connection refused by peer")
 
 // ErrStreamStalled is returned by a TCP stream whose Read or Write made no
 // progress for tcpStallTimeout.

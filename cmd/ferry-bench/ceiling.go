@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"github.com/zeebo/blake3"
 
 	"github.com/ferrydrop/ferry/engine/identity"
 )
@@ -25,24 +26,58 @@ func init() {
 	register(command{name: "ceiling", summary: "one bare TLS or QUIC stream run on loopback, memory to memory", run: runCeilingCmd})
 }
 
+// ceilingSpec says what a bare-stream ceiling run moves and how.
+type ceilingSpec struct {
+	proto string // "tls" or "quic"
+	bytes int64
+	conns int  // parallel connections, one stream each, bytes split evenly
+	hash  bool // BLAKE3 every byte on both sides, as Ferry's integrity check must
+}
+
+func (s ceilingSpec) args() []string {
+	return []string{"--proto", s.proto, "--bytes", strconv.FormatInt(s.bytes, 10),
+		"--conns", strconv.Itoa(s.conns), "--hash=" + strconv.FormatBool(s.hash)}
+}
+
+// share is how many bytes connection i moves.
+func (s ceilingSpec) share(i int) int64 {
+	n := s.bytes / int64(s.conns)
+	if i == 0 {
+		n += s.bytes % int64(s.conns)
+	}
+	return n
+}
+
+func ceilingFlags(fs *flag.FlagSet, s *ceilingSpec) {
+	fs.StringVar(&s.proto, "proto", "quic", "tls or quic")
+	fs.IntVar(&s.conns, "conns", 1, "parallel connections (one stream each)")
+	fs.BoolVar(&s.hash, "hash", false, "BLAKE3 every byte on both sides")
+}
+
 // runCeilingCmd runs one bare-stream ceiling by itself, e.g. to profile it or
 // to measure its CPU cost next to Ferry's.
 func runCeilingCmd(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("ceiling", flag.ContinueOnError)
-	proto := fs.String("proto", "quic", "tls or quic")
+	var spec ceilingSpec
+	ceilingFlags(fs, &spec)
 	mib := fs.Int64("mib", 1024, "MiB to move")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	spec.bytes = *mib << 20
+	if spec.conns < 1 {
+		return errors.New("--conns must be at least 1")
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	r, err := runCeiling(ctx, self, *proto, *mib<<20)
+	r, err := runCeiling(ctx, self, spec)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: %.0f MB/s, %.2f s, receiver peak RSS %d KiB\n", *proto, r.mbps, r.seconds, r.rssRecvKB)
+	fmt.Fprintf(out, "%s x%d hash=%v: %.0f MB/s, %.2f s, receiver peak RSS %d KiB\n",
+		spec.proto, spec.conns, spec.hash, r.mbps, r.seconds, r.rssRecvKB)
 	return nil
 }
 
@@ -66,11 +101,23 @@ func quicCeilingConfig() *quic.Config {
 		InitialConnectionReceiveWindow: 8 << 20, MaxConnectionReceiveWindow: 32 << 20}
 }
 
-// runCeilingServer accepts one stream, reads n bytes, answers one byte.
+func ceilingUDP() (*net.UDPConn, error) {
+	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	uc.SetReadBuffer(4 << 20)
+	uc.SetWriteBuffer(4 << 20)
+	return uc, nil
+}
+
+// runCeilingServer accepts spec.conns streams, reads each one's share and
+// answers one byte on each.
 func runCeilingServer(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("ceiling-server", flag.ContinueOnError)
-	proto := fs.String("proto", "tls", "tls or quic")
-	n := fs.Int64("bytes", 0, "bytes to read")
+	var spec ceilingSpec
+	ceilingFlags(fs, &spec)
+	fs.Int64Var(&spec.bytes, "bytes", 0, "bytes to read")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,60 +125,76 @@ func runCeilingServer(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var rw io.ReadWriter
-	switch *proto {
+	var accept func() (io.ReadWriter, error)
+	switch spec.proto {
 	case "tls":
 		ln, err := tls.Listen("tcp", "127.0.0.1:0", tlsConf)
 		if err != nil {
 			return err
 		}
+		defer ln.Close()
 		fmt.Fprintf(out, "addr=%s\n", ln.Addr())
-		c, err := ln.Accept()
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		rw = c
+		accept = func() (io.ReadWriter, error) { return ln.Accept() }
 	case "quic":
-		uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		uc, err := ceilingUDP()
 		if err != nil {
 			return err
 		}
-		uc.SetReadBuffer(4 << 20)
-		uc.SetWriteBuffer(4 << 20)
 		tr := &quic.Transport{Conn: uc}
+		defer tr.Close()
 		ln, err := tr.Listen(tlsConf, quicCeilingConfig())
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "addr=%s\n", uc.LocalAddr())
-		c, err := ln.Accept(ctx)
-		if err != nil {
-			return err
+		accept = func() (io.ReadWriter, error) {
+			c, err := ln.Accept(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.AcceptStream(ctx)
 		}
-		s, err := c.AcceptStream(ctx)
-		if err != nil {
-			return err
-		}
-		defer c.CloseWithError(0, "")
-		rw = s
 	default:
-		return fmt.Errorf("unknown proto %q", *proto)
+		return fmt.Errorf("unknown proto %q", spec.proto)
 	}
-	if _, err := io.CopyN(io.Discard, rw, *n); err != nil {
-		return err
+	errs := make(chan error, spec.conns)
+	for i := range spec.conns {
+		rw, err := accept()
+		if err != nil {
+			return err
+		}
+		go func() { errs <- ceilingRead(rw, spec.share(i), spec.hash) }()
 	}
-	if _, err := rw.Write([]byte{1}); err != nil {
-		return err
+	for range spec.conns {
+		if err := <-errs; err != nil {
+			return err
+		}
 	}
-	// Let the byte leave before the process (and its socket) goes.
+	// Let the answers leave before the process (and its sockets) goes.
 	time.Sleep(100 * time.Millisecond)
 	return nil
 }
 
-// runCeiling moves n bytes over one bare stream to a child process.
-func runCeiling(ctx context.Context, self, proto string, n int64) (loopResult, error) {
-	srv := exec.CommandContext(ctx, self, "ceiling-server", "--proto", proto, "--bytes", strconv.FormatInt(n, 10))
+// ceilingRead reads n bytes (hashing them if asked) and answers one byte.
+func ceilingRead(rw io.ReadWriter, n int64, hash bool) error {
+	var dst io.Writer = io.Discard
+	if hash {
+		dst = blake3.New()
+	}
+	buf := make([]byte, 256<<10)
+	if _, err := io.CopyBuffer(dst, io.LimitReader(rw, n), buf); err != nil {
+		return err
+	}
+	_, err := rw.Write([]byte{1})
+	return err
+}
+
+// runCeiling moves spec.bytes over bare streams to a child process.
+func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult, error) {
+	if spec.conns < 1 {
+		spec.conns = 1
+	}
+	srv := exec.CommandContext(ctx, self, append([]string{"ceiling-server"}, spec.args()...)...)
 	sout, err := srv.StdoutPipe()
 	if err != nil {
 		return loopResult{}, err
@@ -151,50 +214,73 @@ func runCeiling(ctx context.Context, self, proto string, n int64) (loopResult, e
 		return loopResult{}, err
 	}
 	start := time.Now()
-	var rw io.ReadWriter
-	var done func()
-	switch proto {
-	case "tls":
-		c, err := tls.Dial("tcp", addr, tlsConf)
-		if err != nil {
-			return loopResult{}, err
-		}
-		rw, done = c, func() { c.Close() }
-	case "quic":
-		ra, _ := net.ResolveUDPAddr("udp", addr)
-		uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			return loopResult{}, err
-		}
-		uc.SetReadBuffer(4 << 20)
-		uc.SetWriteBuffer(4 << 20)
-		tr := &quic.Transport{Conn: uc}
-		c, err := tr.Dial(ctx, ra, tlsConf, quicCeilingConfig())
-		if err != nil {
-			return loopResult{}, err
-		}
-		s, err := c.OpenStreamSync(ctx)
-		if err != nil {
-			return loopResult{}, err
-		}
-		rw, done = s, func() { c.CloseWithError(0, ""); tr.Close() }
+	errs := make(chan error, spec.conns)
+	for i := range spec.conns {
+		go func() { errs <- ceilingSend(ctx, spec.proto, addr, tlsConf, spec.share(i), spec.hash) }()
 	}
-	defer done()
-	buf := make([]byte, 1<<20)
-	for left := n; left > 0; {
-		k := min(left, int64(len(buf)))
-		if _, err := rw.Write(buf[:k]); err != nil {
+	for range spec.conns {
+		if err := <-errs; err != nil {
 			return loopResult{}, err
 		}
-		left -= k
-	}
-	var ack [1]byte
-	if _, err := io.ReadFull(rw, ack[:]); err != nil {
-		return loopResult{}, fmt.Errorf("no acknowledgement: %w", err)
 	}
 	secs := time.Since(start).Seconds()
 	if err := srv.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return loopResult{}, err
 	}
-	return loopResult{seconds: secs, mbps: float64(n) / secs / 1e6, rssRecvKB: loopMaxRSS(srv.ProcessState)}, nil
+	return loopResult{seconds: secs, mbps: float64(spec.bytes) / secs / 1e6, rssRecvKB: loopMaxRSS(srv.ProcessState)}, nil
+}
+
+// ceilingSend dials one connection, writes n bytes on one stream (hashing
+// each buffer first if asked) and waits for the answer.
+func ceilingSend(ctx context.Context, proto, addr string, tlsConf *tls.Config, n int64, hash bool) error {
+	var rw io.ReadWriter
+	switch proto {
+	case "tls":
+		c, err := tls.Dial("tcp", addr, tlsConf)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		rw = c
+	case "quic":
+		ra, err := net.ResolveUDPAddr("udp", addr)
+		if err != nil {
+			return err
+		}
+		uc, err := ceilingUDP()
+		if err != nil {
+			return err
+		}
+		tr := &quic.Transport{Conn: uc}
+		defer tr.Close()
+		c, err := tr.Dial(ctx, ra, tlsConf, quicCeilingConfig())
+		if err != nil {
+			return err
+		}
+		defer c.CloseWithError(0, "")
+		s, err := c.OpenStreamSync(ctx)
+		if err != nil {
+			return err
+		}
+		rw = s
+	default:
+		return fmt.Errorf("unknown proto %q", proto)
+	}
+	h := blake3.New()
+	buf := make([]byte, 1<<20)
+	for left := n; left > 0; {
+		k := min(left, int64(len(buf)))
+		if hash {
+			h.Write(buf[:k])
+		}
+		if _, err := rw.Write(buf[:k]); err != nil {
+			return err
+		}
+		left -= k
+	}
+	var ack [1]byte
+	if _, err := io.ReadFull(rw, ack[:]); err != nil {
+		return fmt.Errorf("no acknowledgement: %w", err)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
@@ -17,6 +18,12 @@ var (
 	// link, where kernel TCP's offloads beat QUIC on bytes per second.
 	cleanRTT = 5 * time.Millisecond
 )
+
+// autoSwitch turns on auto's start-on-QUIC-then-maybe-TCP mode on paths that
+// are not clean local links (autoswitch.go); off, auto picks one transport
+// before the transfer starts (pickForPath). FERRY_AUTO_SWITCH=0 turns it off
+// so the lab can compare.
+var autoSwitch = os.Getenv("FERRY_AUTO_SWITCH") != "0"
 
 // tcpUpgradeWait bounds how long auto waits for TCP after QUIC connected
 // before it settles for QUIC: long enough for one lost SYN (retried after
@@ -74,7 +81,12 @@ func (e *Engine) dialTransports(ctx context.Context, to Target, verify func(addr
 	}
 
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	keepRace := false // an autoConn keeps the TCP dial going
+	defer func() {
+		if !keepRace {
+			cancel()
+		}
+	}()
 	results := make(chan dialResult, 2)
 	start := func(kind string) {
 		go func() {
@@ -131,6 +143,13 @@ func (e *Engine) dialTransports(ctx context.Context, to Target, verify func(addr
 				case <-ctx.Done():
 					go drainLoser(results, pending)
 					return nil, context.Cause(ctx)
+				}
+			}
+			if q, ok := r.conn.(*quicSession); ok && autoSwitch {
+				if rtt := r.conn.Metrics().SmoothedRTTms; rtt >= ms(cleanRTT) {
+					keepRace = true
+					return newAutoConn(q, tcp, cancel), fmt.Sprintf("RTT %.1f ms: QUIC answered first and starts at once; "+
+						"TCP takes the rest of the batch if it connects with BBR and QUIC sees random loss", rtt), nil
 				}
 			}
 			return e.pickForPath(ctx, r.conn, tcp)

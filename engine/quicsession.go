@@ -78,16 +78,21 @@ type quicSession struct {
 	remote  *net.UDPAddr
 	tlsConf *tls.Config
 	extras  []*quicExtra // connections being added or added
+	// answered is closed once the peer wrote on the first stream: by then
+	// the listener has registered the session (see autoswitch.go).
+	answered     chan struct{}
+	answeredOnce sync.Once
 
 	// listener only
 	incoming   chan Stream   // the first stream, then streams of every connection
 	acceptDone chan struct{} // closed when the primary stops accepting
 	acceptErr  error         // why; read after acceptDone
 
-	mu     sync.Mutex
-	conns  []*quicConn // primary first
-	opened int         // dialer: streams opened so far
-	closed bool
+	mu       sync.Mutex
+	conns    []*quicConn // primary first
+	attached []Conn      // listener: TCP sessions auto moved the data to (see autoswitch.go)
+	opened   int         // dialer: streams opened so far
+	closed   bool
 }
 
 // quicExtra is one extra connection a dialer is adding.
@@ -127,6 +132,7 @@ func dialQUIC(ctx context.Context, addr string, tlsConf *tls.Config) (Conn, erro
 	rand.Read(token[:])
 	s := newQUICSession(true, token, c)
 	s.remote, s.tlsConf = ra, tlsConf
+	s.answered = make(chan struct{})
 	return s, nil
 }
 
@@ -181,7 +187,7 @@ func (s *quicSession) OpenStream(ctx context.Context) (Stream, error) {
 			st.Abort()
 			return nil, quicError(err)
 		}
-		return st, nil
+		return firstStream{st, s}, nil
 	}
 	c := s.primary
 	if x != nil {
@@ -195,6 +201,20 @@ func (s *quicSession) OpenStream(ctx context.Context) (Stream, error) {
 		}
 	}
 	return c.OpenStream(ctx)
+}
+
+// firstStream is the dialer's first stream; it notes the peer's first answer.
+type firstStream struct {
+	Stream
+	s *quicSession
+}
+
+func (f firstStream) Read(p []byte) (int, error) {
+	n, err := f.Stream.Read(p)
+	if n > 0 {
+		f.s.answeredOnce.Do(func() { close(f.s.answered) })
+	}
+	return n, err
 }
 
 // startExtras begins adding connections if the path is a clean local link.
@@ -264,7 +284,7 @@ func listenerSession(primary *quicConn, token [tcpTokenLen]byte, first Stream) *
 	s.incoming = make(chan Stream, 64)
 	s.acceptDone = make(chan struct{})
 	s.incoming <- first
-	go s.acceptFrom(primary)
+	go s.acceptFrom(primary, true)
 	return s
 }
 
@@ -282,26 +302,44 @@ func (s *quicSession) add(c *quicConn) byte {
 		return tcpStatusFull
 	}
 	s.conns = append(s.conns, c)
-	go s.acceptFrom(c)
+	go s.acceptFrom(c, false)
+	return tcpStatusOK
+}
+
+// attach adds a connection of another transport (auto's TCP session) whose
+// streams the session accepts from now on; the session closes it when it ends.
+func (s *quicSession) attach(c Conn) byte {
+	if c.PeerID() != s.primary.peer {
+		return tcpStatusPeer
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed || s.client:
+		return tcpStatusUnknown
+	case len(s.attached) > 0:
+		return tcpStatusFull
+	}
+	s.attached = append(s.attached, c)
+	go s.acceptFrom(c, false)
 	return tcpStatusOK
 }
 
 // acceptFrom feeds the session the streams the dialer opens on c.
-func (s *quicSession) acceptFrom(c *quicConn) {
+func (s *quicSession) acceptFrom(c Conn, primary bool) {
 	for {
-		st, err := c.c.AcceptStream(s.ctx)
+		st, err := c.AcceptStream(s.ctx)
 		if err != nil {
-			if c == s.primary {
+			if primary {
 				s.acceptErr = err
 				close(s.acceptDone)
 			}
 			return
 		}
 		select {
-		case s.incoming <- quicStream{st}:
+		case s.incoming <- st:
 		case <-s.ctx.Done():
-			st.CancelRead(0)
-			st.CancelWrite(0)
+			st.Abort()
 			return
 		}
 	}
@@ -343,8 +381,12 @@ func (s *quicSession) closeExtras(code uint64, reason string) {
 	s.mu.Lock()
 	s.closed = true
 	conns := s.conns[1:]
+	attached := s.attached
 	s.mu.Unlock()
 	for _, c := range conns {
+		c.Close(code, reason)
+	}
+	for _, c := range attached {
 		c.Close(code, reason)
 	}
 }
@@ -460,9 +502,7 @@ func (l *quicListener) handshake(qc *quic.Conn) {
 		l.start(c, token, quicStream{st})
 		return
 	}
-	l.mu.Lock()
-	s := l.sessions[token]
-	l.mu.Unlock()
+	s := l.session(token)
 	status := tcpStatusUnknown
 	if s != nil {
 		status = s.add(c)
@@ -502,6 +542,13 @@ func (l *quicListener) start(c *quicConn, token [tcpTokenLen]byte, first Stream)
 	default:
 		s.Close(1, errTCPBusy.Error())
 	}
+}
+
+// session finds a running session by its token.
+func (l *quicListener) session(token [tcpTokenLen]byte) *quicSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sessions[token]
 }
 
 func (l *quicListener) Accept(ctx context.Context) (Conn, error) {

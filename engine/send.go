@@ -232,7 +232,8 @@ type sender struct {
 	direct    bool // whole chunks are read with direct I/O (Options.BufferedIO off)
 	conn      Conn
 	ctl       *control
-	reason    string // why this transport was chosen
+	reason    string       // why this transport was chosen
+	gen       atomic.Int64 // bumped when auto moves the data to TCP (autoswitch.go)
 
 	accepted []int // indexes of accepted files, in sending order
 	sent     atomic.Int64
@@ -457,12 +458,42 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		result <- err
 		return err
 	})
-	var workers sync.WaitGroup
+	var workers, firstGen sync.WaitGroup
 	for range streams {
+		workers.Add(1)
+		firstGen.Add(1)
+		g.Go(func() error {
+			defer workers.Done()
+			defer firstGen.Done()
+			return tx.worker(gctx, 0)
+		})
+	}
+	if sw, ok := tx.conn.(switcher); ok {
+		// auto may move the data to TCP mid-batch: the workers on QUIC
+		// finish the chunk in hand, new ones carry on over TCP.
+		firstDone := make(chan struct{})
+		go func() { firstGen.Wait(); close(firstDone) }()
 		workers.Add(1)
 		g.Go(func() error {
 			defer workers.Done()
-			return tx.worker(gctx)
+			select {
+			case <-sw.Switched():
+			case <-firstDone:
+				return nil
+			case <-gctx.Done():
+				return nil
+			}
+			tx.gen.Add(1)
+			tx.reason = sw.SwitchReason()
+			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: tx.conn.Transport(), Reason: tx.reason}})
+			for range defaultTCPStreams {
+				workers.Add(1)
+				g.Go(func() error {
+					defer workers.Done()
+					return tx.worker(gctx, 1)
+				})
+			}
+			return nil
 		})
 	}
 	g.Go(func() error {
@@ -507,8 +538,9 @@ func (tx *sender) take() (file, chunk int, ok bool) {
 	return 0, 0, false
 }
 
-// worker owns one data stream and sends chunks until none are left.
-func (tx *sender) worker(ctx context.Context) error {
+// worker owns one data stream and sends chunks until none are left, or
+// until the data moved to another transport (tx.gen is no longer gen).
+func (tx *sender) worker(ctx context.Context, gen int64) error {
 	fi, ci, ok := tx.take()
 	if !ok {
 		return nil
@@ -546,6 +578,9 @@ func (tx *sender) worker(ctx context.Context) error {
 		}
 		if err := tx.sendChunk(w, dio, fi, ci, buf, hasher, false); err != nil {
 			return nilIfDone(ctx, err)
+		}
+		if tx.gen.Load() != gen {
+			break
 		}
 	}
 	if err := w.Flush(); err != nil {

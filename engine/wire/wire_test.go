@@ -566,7 +566,8 @@ func TestReadKind(t *testing.T) {
 		{[]byte{wire.KindControl}, wire.KindControl, nil},
 		{[]byte{wire.KindData, 0xff}, wire.KindData, nil},
 		{[]byte{0}, 0, wire.ErrProtocol},
-		{[]byte{3}, 0, wire.ErrProtocol},
+		{[]byte{wire.KindAttach}, wire.KindAttach, nil},
+		{[]byte{4}, 0, wire.ErrProtocol},
 		{[]byte{0xff}, 0, wire.ErrProtocol},
 	}
 	for _, tc := range cases {

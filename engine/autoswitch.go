@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// On a path that is not a clean local link, auto does not wait for TCP: the
+// transfer starts at once on QUIC, which answered first, while the TCP dial
+// Happy Eyeballs started goes on. The lab (docs/benchmarks/lab-analysis.md)
+// says why:
+//
+//   - small batches on long paths are round-trip bound, and QUIC needs fewer
+//     round trips (no TCP handshake per connection, a larger first window);
+//   - on a clean long path quic-go's Reno fills the pipe better than four BBR
+//     connections, which overflow a shallow bottleneck queue;
+//   - but with random loss quic-go's Reno collapses (20 ms / 2 %: 31 s where
+//     TCP with BBR needs 2.2 s).
+//
+// So once TCP is connected with BBR it is attached to the QUIC session (its
+// first stream carries wire.KindAttach and the session token; the receiver
+// answers one status byte), and the rest of the batch moves to TCP as soon
+// as QUIC loses a packet while its RTT shows no queue: loss that congestion
+// did not cause. A loss with a standing queue (QUIC's own slow start filling
+// the bottleneck) is no reason to move. Verified files stay verified: chunks
+// in flight on QUIC finish there, new chunks go to TCP.
+
+// autoTCPWait bounds how long auto keeps the TCP dial going beside QUIC.
+var autoTCPWait = 10 * time.Second
+
+// lossSample is how often the loss watcher reads QUIC's statistics.
+const lossSample = 10 * time.Millisecond
+
+// lossRTTSlack is the scheduling noise allowed on top of the minimum RTT
+// when telling random loss (a variable so loaded test machines can widen it).
+var lossRTTSlack = 2 * time.Millisecond
+
+// randomLoss tells a loss that congestion did not cause: the RTT measured
+// when it was detected shows no queue (within a quarter of the minimum RTT
+// plus lossRTTSlack).
+func randomLoss(latest, minRTT time.Duration) bool {
+	return latest <= minRTT+minRTT/4+lossRTTSlack
+}
+
+// switcher is a Conn whose data may move to another transport mid-batch.
+type switcher interface {
+	// Switched is closed when new data streams go to the other transport.
+	Switched() <-chan struct{}
+	// SwitchReason says why, once Switched is closed.
+	SwitchReason() string
+}
+
+// autoConn is the dialer's connection for auto on a path that is not a
+// clean local link: a QUIC session that may hand its data to TCP.
+type autoConn struct {
+	*quicSession
+	dialTCP  func(context.Context) (Conn, error)
+	stopDial context.CancelFunc // ends the Happy Eyeballs race's context
+
+	switched chan struct{}
+
+	mu     sync.Mutex
+	tcp    Conn
+	attach Stream // the TCP session's first stream, kept open while attached
+	reason string
+}
+
+func newAutoConn(q *quicSession, dialTCP func(context.Context) (Conn, error), stopDial context.CancelFunc) *autoConn {
+	a := &autoConn{quicSession: q, dialTCP: dialTCP, stopDial: stopDial, switched: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+func (a *autoConn) run() {
+	defer a.stopDial()
+	loss := make(chan string, 1)
+	go a.watchLoss(loss)
+	ctx, cancel := context.WithTimeout(a.ctx, autoTCPWait)
+	t, err := a.dialTCP(ctx)
+	cancel()
+	if err != nil {
+		return // QUIC carries the whole batch
+	}
+	if cc := t.Metrics().CongestionControl; cc != "bbr" {
+		t.Close(0, "quic chosen")
+		return
+	}
+	// The receiver knows the session once it answered on the control stream.
+	select {
+	case <-a.answered:
+	case <-a.ctx.Done():
+		t.Close(0, "session ended")
+		return
+	}
+	st, err := attachTCP(a.ctx, t, a.token)
+	if err != nil {
+		t.Close(0, "attach failed")
+		return
+	}
+	a.mu.Lock()
+	if a.ctx.Err() != nil {
+		a.mu.Unlock()
+		t.Close(0, "session ended")
+		return
+	}
+	a.tcp, a.attach = t, st
+	a.mu.Unlock()
+	select {
+	case why := <-loss:
+		a.mu.Lock()
+		a.reason = why
+		a.mu.Unlock()
+		close(a.switched)
+	case <-a.ctx.Done():
+	}
+}
+
+// watchLoss reports the first random loss QUIC sees.
+func (a *autoConn) watchLoss(out chan<- string) {
+	tick := time.NewTicker(lossSample)
+	defer tick.Stop()
+	var lost uint64
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		st := a.primary.c.ConnectionStats()
+		if st.PacketsLost <= lost {
+			continue
+		}
+		lost = st.PacketsLost
+		if randomLoss(st.LatestRTT, st.MinRTT) {
+			out <- fmt.Sprintf("QUIC lost packets with no queue on the path (RTT %.1f ms, minimum %.1f ms): "+
+				"random loss, which TCP with BBR handles far better than QUIC's Reno-style control; "+
+				"the rest of the batch moves to TCP", ms(st.LatestRTT), ms(st.MinRTT))
+			return
+		}
+	}
+}
+
+// attachTCP asks the receiver to add a TCP session to the QUIC session with
+// this token, on the TCP session's first stream.
+func attachTCP(ctx context.Context, t Conn, token [tcpTokenLen]byte) (Stream, error) {
+	st, err := t.OpenStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, st.Abort)
+	defer stop()
+	watch := time.AfterFunc(handshakeTimeout, st.Abort)
+	defer watch.Stop()
+	hdr := append([]byte{wire.KindAttach}, token[:]...)
+	if _, err := st.Write(hdr); err != nil {
+		st.Abort()
+		return nil, err
+	}
+	var status [1]byte
+	if _, err := io.ReadFull(st, status[:]); err != nil {
+		st.Abort()
+		return nil, err
+	}
+	if err := tcpStatusErr(status[0]); err != nil {
+		st.Abort()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (a *autoConn) Switched() <-chan struct{} { return a.switched }
+
+func (a *autoConn) SwitchReason() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reason
+}
+
+func (a *autoConn) isSwitched() bool {
+	select {
+	case <-a.switched:
+		return true
+	default:
+		return false
+	}
+}
+
+// OpenStream opens the control stream on QUIC, and data streams on TCP once switched.
+func (a *autoConn) OpenStream(ctx context.Context) (Stream, error) {
+	if a.isSwitched() {
+		a.mu.Lock()
+		t := a.tcp
+		a.mu.Unlock()
+		return t.OpenStream(ctx)
+	}
+	return a.quicSession.OpenStream(ctx)
+}
+
+func (a *autoConn) Transport() string {
+	if a.isSwitched() {
+		return "tcp"
+	}
+	return "quic"
+}
+
+// Metrics are those of the transport carrying the data.
+func (a *autoConn) Metrics() Metrics {
+	if a.isSwitched() {
+		a.mu.Lock()
+		t := a.tcp
+		a.mu.Unlock()
+		return t.Metrics()
+	}
+	return a.quicSession.Metrics()
+}
+
+func (a *autoConn) Close(code uint64, reason string) error {
+	err := a.quicSession.Close(code, reason)
+	a.mu.Lock()
+	t := a.tcp
+	a.mu.Unlock()
+	if t != nil {
+		t.Close(code, reason)
+	}
+	return err
+}
+
+// attach serves an incoming TCP session whose first stream is KindAttach:
+// it joins the running QUIC session with that token, which then owns it.
+func (e *Engine) attach(c Conn, s Stream) bool {
+	var token [tcpTokenLen]byte
+	if _, err := io.ReadFull(s, token[:]); err != nil {
+		return false
+	}
+	status := tcpStatusUnknown
+	if c.Transport() == "tcp" {
+		if q := e.quicSession(token); q != nil {
+			status = q.attach(c)
+		}
+	}
+	if _, err := s.Write([]byte{status}); err != nil || status != tcpStatusOK {
+		if status != tcpStatusOK {
+			e.log.Info("attach refused", "peer", c.RemoteAddr(), "err", tcpStatusErr(status))
+		}
+		return false
+	}
+	return true
+}
+
+// quicSession finds a running QUIC session on this engine's listeners.
+func (e *Engine) quicSession(token [tcpTokenLen]byte) *quicSession {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range e.listeners {
+		if ql, ok := l.(*quicListener); ok {
+			if s := ql.session(token); s != nil {
+				return s
+			}
+		}
+	}
+	return nil
+}

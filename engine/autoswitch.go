@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -49,10 +50,11 @@ func randomLoss(latest, minRTT time.Duration) bool {
 
 // switcher is a Conn whose data may move to another transport mid-batch.
 type switcher interface {
-	// Switched is closed when new data streams go to the other transport.
-	Switched() <-chan struct{}
-	// SwitchReason says why, once Switched is closed.
-	SwitchReason() string
+	// SwitchAdvised is closed when the data should move to the other transport.
+	SwitchAdvised() <-chan struct{}
+	// Switch makes new streams open on the other transport and says why;
+	// the sender calls it once, after SwitchAdvised, if data is left to send.
+	Switch() string
 }
 
 // autoConn is the dialer's connection for auto on a path that is not a
@@ -62,7 +64,8 @@ type autoConn struct {
 	dialTCP  func(context.Context) (Conn, error)
 	stopDial context.CancelFunc // ends the Happy Eyeballs race's context
 
-	switched chan struct{}
+	advised  chan struct{}
+	switched atomic.Bool
 
 	mu     sync.Mutex
 	tcp    Conn
@@ -71,7 +74,7 @@ type autoConn struct {
 }
 
 func newAutoConn(q *quicSession, dialTCP func(context.Context) (Conn, error), stopDial context.CancelFunc) *autoConn {
-	a := &autoConn{quicSession: q, dialTCP: dialTCP, stopDial: stopDial, switched: make(chan struct{})}
+	a := &autoConn{quicSession: q, dialTCP: dialTCP, stopDial: stopDial, advised: make(chan struct{})}
 	go a.run()
 	return a
 }
@@ -115,7 +118,7 @@ func (a *autoConn) run() {
 		a.mu.Lock()
 		a.reason = why
 		a.mu.Unlock()
-		close(a.switched)
+		close(a.advised)
 	case <-a.ctx.Done():
 	}
 }
@@ -173,22 +176,16 @@ func attachTCP(ctx context.Context, t Conn, token [tcpTokenLen]byte) (Stream, er
 	return st, nil
 }
 
-func (a *autoConn) Switched() <-chan struct{} { return a.switched }
+func (a *autoConn) SwitchAdvised() <-chan struct{} { return a.advised }
 
-func (a *autoConn) SwitchReason() string {
+func (a *autoConn) Switch() string {
+	a.switched.Store(true)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.reason
 }
 
-func (a *autoConn) isSwitched() bool {
-	select {
-	case <-a.switched:
-		return true
-	default:
-		return false
-	}
-}
+func (a *autoConn) isSwitched() bool { return a.switched.Load() }
 
 // OpenStream opens the control stream on QUIC, and data streams on TCP once switched.
 func (a *autoConn) OpenStream(ctx context.Context) (Stream, error) {

@@ -477,14 +477,19 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		g.Go(func() error {
 			defer workers.Done()
 			select {
-			case <-sw.Switched():
+			case <-sw.SwitchAdvised():
 			case <-firstDone:
 				return nil
 			case <-gctx.Done():
 				return nil
 			}
+			select {
+			case <-firstDone:
+				return nil // every chunk went out on QUIC: nothing to move
+			default:
+			}
+			tx.reason = sw.Switch()
 			tx.gen.Add(1)
-			tx.reason = sw.SwitchReason()
 			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: tx.conn.Transport(), Reason: tx.reason}})
 			for range defaultTCPStreams {
 				workers.Add(1)

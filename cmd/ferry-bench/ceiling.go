@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/internal/directio"
 )
 
 func init() {
@@ -32,11 +35,23 @@ type ceilingSpec struct {
 	bytes int64
 	conns int  // parallel connections, one stream each, bytes split evenly
 	hash  bool // BLAKE3 every byte on both sides, as Ferry's integrity check must
+	// files, when set, is a folder: the sender reads the bytes from
+	// files/src and the receiver writes them to files/dst-N, both in 1 MiB
+	// direct I/O blocks, the file work Ferry cannot skip.
+	files string
 }
 
 func (s ceilingSpec) args() []string {
 	return []string{"--proto", s.proto, "--bytes", strconv.FormatInt(s.bytes, 10),
-		"--conns", strconv.Itoa(s.conns), "--hash=" + strconv.FormatBool(s.hash)}
+		"--conns", strconv.Itoa(s.conns), "--hash=" + strconv.FormatBool(s.hash), "--files", s.files}
+}
+
+// base is where connection i's share starts in the source file.
+func (s ceilingSpec) base(i int) int64 {
+	if i == 0 {
+		return 0
+	}
+	return int64(i)*(s.bytes/int64(s.conns)) + s.bytes%int64(s.conns)
 }
 
 // share is how many bytes connection i moves.
@@ -52,6 +67,7 @@ func ceilingFlags(fs *flag.FlagSet, s *ceilingSpec) {
 	fs.StringVar(&s.proto, "proto", "quic", "tls or quic")
 	fs.IntVar(&s.conns, "conns", 1, "parallel connections (one stream each)")
 	fs.BoolVar(&s.hash, "hash", false, "BLAKE3 every byte on both sides")
+	fs.StringVar(&s.files, "files", "", "read from and write to real files in this `DIR` (direct I/O), as Ferry does")
 }
 
 // runCeilingCmd runs one bare-stream ceiling by itself, e.g. to profile it or
@@ -68,6 +84,18 @@ func runCeilingCmd(ctx context.Context, args []string, out io.Writer) error {
 	if spec.conns < 1 {
 		return errors.New("--conns must be at least 1")
 	}
+	if spec.files != "" {
+		// A folder of our own inside the one given: it is removed afterwards.
+		dir, err := os.MkdirTemp(spec.files, "ferry-ceiling-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		spec.files = dir
+		if err := ceilingSource(dir, spec.bytes); err != nil {
+			return err
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -76,8 +104,8 @@ func runCeilingCmd(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s x%d hash=%v: %.0f MB/s, %.2f s, receiver peak RSS %d KiB\n",
-		spec.proto, spec.conns, spec.hash, r.mbps, r.seconds, r.rssRecvKB)
+	fmt.Fprintf(out, "%s x%d hash=%v files=%v: %.0f MB/s, %.2f s, receiver peak RSS %d KiB\n",
+		spec.proto, spec.conns, spec.hash, spec.files != "", r.mbps, r.seconds, r.rssRecvKB)
 	return nil
 }
 
@@ -163,7 +191,7 @@ func runCeilingServer(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		go func() { errs <- ceilingRead(rw, spec.share(i), spec.hash) }()
+		go func() { errs <- ceilingRead(rw, spec, i) }()
 	}
 	for range spec.conns {
 		if err := <-errs; err != nil {
@@ -175,18 +203,66 @@ func runCeilingServer(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// ceilingRead reads n bytes (hashing them if asked) and answers one byte.
-func ceilingRead(rw io.ReadWriter, n int64, hash bool) error {
-	var dst io.Writer = io.Discard
-	if hash {
-		dst = blake3.New()
-	}
-	buf := make([]byte, 256<<10)
-	if _, err := io.CopyBuffer(dst, io.LimitReader(rw, n), buf); err != nil {
-		return err
+// ceilingRead reads connection i's share (hashing it and writing it to a
+// file if asked) and answers one byte.
+func ceilingRead(rw io.ReadWriter, spec ceilingSpec, i int) error {
+	n := spec.share(i)
+	if spec.files == "" {
+		var dst io.Writer = io.Discard
+		if spec.hash {
+			dst = blake3.New()
+		}
+		buf := make([]byte, 256<<10)
+		if _, err := io.CopyBuffer(dst, io.LimitReader(rw, n), buf); err != nil {
+			return err
+		}
+	} else {
+		f, err := os.Create(filepath.Join(spec.files, "dst-"+strconv.Itoa(i)))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out := directio.New(f, os.O_WRONLY, true)
+		defer out.Close()
+		h := blake3.New()
+		buf := directio.Buffer(1 << 20)
+		for off := int64(0); off < n; {
+			b := buf[:min(int64(len(buf)), n-off)]
+			if _, err := io.ReadFull(rw, b); err != nil {
+				return err
+			}
+			if spec.hash {
+				h.Write(b)
+			}
+			if _, err := out.WriteAt(b, off); err != nil {
+				return err
+			}
+			off += int64(len(b))
+		}
 	}
 	_, err := rw.Write([]byte{1})
 	return err
+}
+
+// ceilingSource writes the file a --files ceiling run sends.
+func ceilingSource(dir string, n int64) error {
+	f, err := os.Create(filepath.Join(dir, "src"))
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	rand.Read(buf)
+	for left := n; left > 0; left -= int64(len(buf)) {
+		if _, err := f.Write(buf[:min(left, int64(len(buf)))]); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // runCeiling moves spec.bytes over bare streams to a child process.
@@ -216,7 +292,7 @@ func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult,
 	start := time.Now()
 	errs := make(chan error, spec.conns)
 	for i := range spec.conns {
-		go func() { errs <- ceilingSend(ctx, spec.proto, addr, tlsConf, spec.share(i), spec.hash) }()
+		go func() { errs <- ceilingSend(ctx, addr, tlsConf, spec, i) }()
 	}
 	for range spec.conns {
 		if err := <-errs; err != nil {
@@ -232,7 +308,18 @@ func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult,
 
 // ceilingSend dials one connection, writes n bytes on one stream (hashing
 // each buffer first if asked) and waits for the answer.
-func ceilingSend(ctx context.Context, proto, addr string, tlsConf *tls.Config, n int64, hash bool) error {
+func ceilingSend(ctx context.Context, addr string, tlsConf *tls.Config, spec ceilingSpec, i int) error {
+	proto, n, hash := spec.proto, spec.share(i), spec.hash
+	var src *directio.File
+	if spec.files != "" {
+		f, err := os.Open(filepath.Join(spec.files, "src"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		src = directio.New(f, os.O_RDONLY, true)
+		defer src.Close()
+	}
 	var rw io.ReadWriter
 	switch proto {
 	case "tls":
@@ -267,9 +354,14 @@ func ceilingSend(ctx context.Context, proto, addr string, tlsConf *tls.Config, n
 		return fmt.Errorf("unknown proto %q", proto)
 	}
 	h := blake3.New()
-	buf := make([]byte, 1<<20)
+	buf := directio.Buffer(1 << 20)
 	for left := n; left > 0; {
 		k := min(left, int64(len(buf)))
+		if src != nil {
+			if _, err := src.ReadAt(buf[:k], spec.base(i)+n-left); err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+		}
 		if hash {
 			h.Write(buf[:k])
 		}

@@ -50,3 +50,25 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// TestCeilingModes runs the bare-stream ceiling with several connections,
+// hashing and real files, and checks it cleans up after itself.
+func TestCeilingModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves a few dozen MB")
+	}
+	dir := t.TempDir()
+	for _, proto := range []string{"tls", "quic"} {
+		var out bytes.Buffer
+		args := []string{"--proto", proto, "--conns", "2", "--hash", "--files", dir, "--mib", "8"}
+		if err := runCeilingCmd(context.Background(), args, &out); err != nil {
+			t.Fatalf("%s: %v", proto, err)
+		}
+		if !strings.Contains(out.String(), proto+" x2 hash=true files=true: ") {
+			t.Errorf("output %q", out.String())
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

@@ -607,6 +607,9 @@ type ferryEvent struct {
 	File *struct {
 		Verified bool `json:"verified"`
 	} `json:"file"`
+	Transport *struct {
+		Name string `json:"name"`
+	} `json:"transport"`
 	Result *struct {
 		State           string            `json:"state"`
 		Bytes           int64             `json:"bytes"`
@@ -657,6 +660,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		}
 		var last *ferryEvent
 		var firstFile float64
+		var carriers []string // transports in the order they carried data (auto may switch)
 		for _, line := range bytes.Split(out, []byte("\n")) {
 			var ev ferryEvent
 			if json.Unmarshal(line, &ev) != nil {
@@ -665,6 +669,8 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			switch {
 			case ev.Kind == "result":
 				last = &ev
+			case ev.Kind == "transport" && ev.Transport != nil:
+				carriers = append(carriers, ev.Transport.Name)
 			case ev.Kind == "file" && ev.File != nil && ev.File.Verified && firstFile == 0 && !ev.Time.IsZero():
 				firstFile = ev.Time.Sub(start).Seconds()
 			}
@@ -689,8 +695,12 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		}
 		// The whole metrics blob goes to the JSONL output; a few fields
 		// become columns.
+		carried := last.Result.Transport
+		if len(carriers) > 1 {
+			carried = strings.Join(carriers, "->")
+		}
 		r := runResult{
-			transport: last.Result.Transport,
+			transport: carried,
 			firstFile: firstFile,
 			extra:     last.Result.Metrics,
 			stalls:    stalls,

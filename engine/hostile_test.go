@@ -198,6 +198,14 @@ func TestHostilePeers(t *testing.T) {
 				p.ctl.send(&wire.SenderDone{})
 			}
 		}, "could not be saved"},
+		{"two different roots for one file", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: 2 * int64(len(good))})
+			if p.waitAccepted() {
+				// The file lacks its second chunk, so the first root stays open.
+				p.data(rootFrame(0, goodRoot), rootFrame(0, merkle.Leaf([]byte("other"))))
+			}
+		}, "two different roots"},
 		{"root frame with a payload", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})

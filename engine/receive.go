@@ -607,8 +607,14 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader) error {
 	}
 	rx.mu.Lock()
 	if f.root != nil {
+		same := bytes.Equal(f.root, h.Leaf[:])
 		rx.mu.Unlock()
-		return fmt.Errorf("%w: the root of file %d was sent twice", wire.ErrProtocol, h.File)
+		if same {
+			// A second copy: auto moved the data to another transport while
+			// the first was still in flight on the old one.
+			return nil
+		}
+		return fmt.Errorf("%w: file %d was sent with two different roots", wire.ErrProtocol, h.File)
 	}
 	f.root = append([]byte(nil), h.Leaf[:]...)
 	rx.mu.Unlock()

@@ -250,7 +250,24 @@ type sender struct {
 	mu     sync.Mutex // guards the fields below
 	cursor struct{ file, chunk int }
 	leaves map[int]*fileLeaves
+	// Chunks a switch of transport (autoswitch.go) sends again: those that
+	// may still be in flight on the first transport's streams.
+	moved         []chunkRef
+	inFlight      map[int][]chunkRef // worker -> its recent chunks, while on the first transport
+	resolvedFiles map[int]bool
 }
+
+// chunkRef is one chunk written on a stream, and where it ended there.
+type chunkRef struct {
+	file, chunk int
+	end         int64
+}
+
+// inFlightWindow is how far behind the write offset a chunk may still be
+// unread by the receiver: flow control lets a stream run at most its
+// window (quicConfig: MaxStreamReceiveWindow) ahead of what the receiver
+// consumed, plus what the stack buffers.
+const inFlightWindow = 8<<20 + 4<<20
 
 type fileLeaves struct {
 	tree *merkle.Tree
@@ -458,52 +475,57 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		result <- err
 		return err
 	})
-	var workers, firstGen sync.WaitGroup
-	for range streams {
-		workers.Add(1)
+	// doneWriting closes once every chunk went out once: then SenderDone.
+	doneWriting := make(chan struct{})
+	var doneOnce sync.Once
+	markDone := func() { doneOnce.Do(func() { close(doneWriting) }) }
+	var firstGen sync.WaitGroup
+	for w := range streams {
 		firstGen.Add(1)
 		g.Go(func() error {
-			defer workers.Done()
 			defer firstGen.Done()
-			return tx.worker(gctx, 0)
+			return tx.worker(gctx, 0, w)
 		})
 	}
+	g.Go(func() error {
+		firstGen.Wait()
+		markDone()
+		return nil
+	})
 	if sw, ok := tx.conn.(switcher); ok {
-		// auto may move the data to TCP mid-batch: the workers on QUIC
-		// finish the chunk in hand, new ones carry on over TCP.
-		firstDone := make(chan struct{})
-		go func() { firstGen.Wait(); close(firstDone) }()
-		workers.Add(1)
+		// auto may move the data to TCP mid-batch: the workers on QUIC stop
+		// taking chunks, the chunks that may still be in flight there are
+		// sent again over TCP (the receiver drops whichever copy lands
+		// second), and new workers carry on over TCP.
 		g.Go(func() error {
-			defer workers.Done()
 			select {
 			case <-sw.SwitchAdvised():
-			case <-firstDone:
-				return nil
 			case <-gctx.Done():
 				return nil
 			}
-			select {
-			case <-firstDone:
-				return nil // every chunk went out on QUIC: nothing to move
-			default:
+			if tx.allResolved() {
+				return nil
 			}
 			tx.reason = sw.Switch()
-			tx.gen.Add(1)
+			tx.moveInFlight()
 			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: tx.conn.Transport(), Reason: tx.reason}})
-			for range defaultTCPStreams {
-				workers.Add(1)
+			var next sync.WaitGroup
+			for w := range defaultTCPStreams {
+				next.Add(1)
 				g.Go(func() error {
-					defer workers.Done()
-					return tx.worker(gctx, 1)
+					defer next.Done()
+					return tx.worker(gctx, 1, streams+w)
 				})
 			}
+			next.Wait()
+			markDone() // the first workers may still crawl: what they hold went again
 			return nil
 		})
 	}
 	g.Go(func() error {
-		workers.Wait()
-		if gctx.Err() != nil {
+		select {
+		case <-doneWriting:
+		case <-gctx.Done():
 			return nil
 		}
 		if err := tx.ctl.send(&wire.SenderDone{}); err != nil {
@@ -521,10 +543,30 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	return err
 }
 
-// take returns the next (file, chunk) to send, or ok=false when all are taken.
-func (tx *sender) take() (file, chunk int, ok bool) {
+// workerState is what take needs to know of the worker asking.
+type workerState struct {
+	gen    int64 // the transport generation the worker sends on
+	id     int
+	track  bool  // record chunks in flight (first transport of a switcher)
+	offset int64 // bytes written on the worker's stream
+}
+
+// take returns the next (file, chunk) to send, or ok=false when all are
+// taken or the data moved to another transport; moved chunks (sent again
+// after a switch of transport) come first.
+func (tx *sender) take(ws *workerState) (file, chunk int, moved, ok bool) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
+	if tx.gen.Load() != ws.gen {
+		return 0, 0, false, false
+	}
+	for len(tx.moved) > 0 {
+		c := tx.moved[0]
+		tx.moved = tx.moved[1:]
+		if !tx.resolvedFiles[c.file] {
+			return c.file, c.chunk, true, true
+		}
+	}
 	for tx.cursor.file < len(tx.accepted) {
 		fi := tx.accepted[tx.cursor.file]
 		fl := tx.leaves[fi]
@@ -535,18 +577,61 @@ func (tx *sender) take() (file, chunk int, ok bool) {
 		if tx.cursor.chunk < n {
 			c := tx.cursor.chunk
 			tx.cursor.chunk++
-			return fi, c, true
+			if ws.track {
+				tx.noteInFlight(ws, fi, c)
+			}
+			return fi, c, false, true
 		}
 		tx.cursor.file++
 		tx.cursor.chunk = 0
 	}
-	return 0, 0, false
+	return 0, 0, false, false
 }
+
+// noteInFlight records a chunk a worker is about to write on its stream of
+// the first transport, and forgets those that must have been read by now.
+// Called with tx.mu held.
+func (tx *sender) noteInFlight(ws *workerState, fi, ci int) {
+	ws.offset += int64(wire.DataHeaderLen + merkle.ChunkLen(tx.files[fi].Size, tx.chunkSize, ci))
+	if tx.inFlight == nil {
+		tx.inFlight = map[int][]chunkRef{}
+	}
+	refs := append(tx.inFlight[ws.id], chunkRef{fi, ci, ws.offset})
+	for len(refs) > 1 && refs[0].end < ws.offset-inFlightWindow {
+		refs = refs[1:]
+	}
+	tx.inFlight[ws.id] = refs
+}
+
+// moveInFlight ends the first transport's generation and queues again every
+// chunk that may still be in flight on its streams.
+func (tx *sender) moveInFlight() {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.gen.Add(1)
+	for _, refs := range tx.inFlight {
+		tx.moved = append(tx.moved, refs...)
+	}
+	tx.inFlight = nil
+}
+
+func (tx *sender) noteResolved(fi int) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.resolvedFiles == nil {
+		tx.resolvedFiles = map[int]bool{}
+	}
+	tx.resolvedFiles[fi] = true
+}
+
+func (tx *sender) allResolved() bool { return int(tx.resolved.Load()) == len(tx.accepted) }
 
 // worker owns one data stream and sends chunks until none are left, or
 // until the data moved to another transport (tx.gen is no longer gen).
-func (tx *sender) worker(ctx context.Context, gen int64) error {
-	fi, ci, ok := tx.take()
+func (tx *sender) worker(ctx context.Context, gen int64, id int) error {
+	_, track := tx.conn.(switcher)
+	ws := &workerState{gen: gen, id: id, track: track && gen == 0}
+	fi, ci, moved, ok := tx.take(ws)
 	if !ok {
 		return nil
 	}
@@ -554,6 +639,8 @@ func (tx *sender) worker(ctx context.Context, gen int64) error {
 	if err != nil {
 		return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
 	}
+	// A write stuck on a slow path must not outlive the transfer.
+	defer context.AfterFunc(ctx, s.Abort)()
 	w := bufio.NewWriterSize(s, 256<<10)
 	if err := w.WriteByte(wire.KindData); err != nil {
 		return nilIfDone(ctx, err)
@@ -570,7 +657,7 @@ func (tx *sender) worker(ctx context.Context, gen int64) error {
 		}
 	}
 	defer closeCur()
-	for ; ok; fi, ci, ok = tx.take() {
+	for ; ok; fi, ci, moved, ok = tx.take(ws) {
 		if fi != curIdx {
 			closeCur()
 			cur, err = os.Open(tx.files[fi].src)
@@ -581,11 +668,12 @@ func (tx *sender) worker(ctx context.Context, gen int64) error {
 			dio = directio.New(cur, os.O_RDONLY, tx.direct)
 			curIdx = fi
 		}
-		if err := tx.sendChunk(w, dio, fi, ci, buf, hasher, false); err != nil {
-			return nilIfDone(ctx, err)
+		mode := sendFresh
+		if moved {
+			mode = sendMoved
 		}
-		if tx.gen.Load() != gen {
-			break
+		if err := tx.sendChunk(w, dio, fi, ci, buf, hasher, mode); err != nil {
+			return nilIfDone(ctx, err)
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -600,9 +688,21 @@ func frameBuffer(chunkSize int) []byte {
 	return directio.Buffer(directio.Align + chunkSize)[directio.Align-wire.DataHeaderLen:]
 }
 
+// How sendChunk sends: a chunk's first time, again because the receiver
+// asked (its root went already), or again after a switch of transport (the
+// first copy may be stuck on the old one, and its root with it).
+type sendMode int
+
+const (
+	sendFresh sendMode = iota
+	sendResend
+	sendMoved
+)
+
 // sendChunk reads chunk ci of file fi, hashes it, writes the frame, and
 // announces the file's root once all its chunks were read.
-func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []byte, hasher *merkle.Hasher, resend bool) error {
+func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []byte, hasher *merkle.Hasher, mode sendMode) error {
+	resend := mode == sendResend
 	lf := tx.files[fi]
 	n := merkle.ChunkLen(lf.Size, tx.chunkSize, ci)
 	data := buf[wire.DataHeaderLen : wire.DataHeaderLen+n]
@@ -633,6 +733,8 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	case resend:
 		tx.resent.Add(int64(n))
 		return w.Flush()
+	case mode == sendMoved:
+		tx.resent.Add(int64(n))
 	case held:
 		tx.skipped.Add(int64(n))
 	default:
@@ -664,6 +766,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 			if _, ok := tx.leaves[int(m.File)]; !ok {
 				return fmt.Errorf("%w: result for file %d, which is not being sent", wire.ErrProtocol, m.File)
 			}
+			tx.noteResolved(int(m.File))
 			tx.resolved.Add(1)
 			lf := tx.files[m.File]
 			fr := &FileResult{Path: lf.Path, Size: lf.Size, Verified: m.OK, Err: m.Reason}
@@ -737,7 +840,7 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src, err)
 		}
-		err = tx.sendChunk(w, f, int(r.File), int(r.Chunk), buf, hasher, true)
+		err = tx.sendChunk(w, f, int(r.File), int(r.Chunk), buf, hasher, sendResend)
 		f.Close()
 		if err != nil {
 			return nilIfDone(ctx, err)

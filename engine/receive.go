@@ -504,7 +504,7 @@ func (rx *receiver) acceptData(ctx context.Context, g *errgroup.Group) error {
 func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	kind, err := wire.ReadKind(s)
 	if err != nil {
-		return nilIfDone(ctx, err)
+		return rx.dataEnded(ctx, err)
 	}
 	if kind != wire.KindData {
 		return fmt.Errorf("%w: a second control stream", wire.ErrProtocol)
@@ -567,7 +567,7 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- lan
 			return nil
 		}
 		if err != nil {
-			return nilIfDone(ctx, err)
+			return rx.dataEnded(ctx, err)
 		}
 		f, err := rx.file(h.File)
 		if err != nil {
@@ -586,11 +586,23 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- lan
 		buf := <-free
 		if _, err := io.ReadFull(r, buf[:h.Length]); err != nil {
 			free <- buf
-			return nilIfDone(ctx, unexpectedEOF(err))
+			return rx.dataEnded(ctx, unexpectedEOF(err))
 		}
 		jobs <- landing{f: f, h: h, buf: buf}
 	}
 	return nil
+}
+
+// dataEnded filters a data stream's read error: none once the session is
+// ending or every file is settled (the sender may hang up, and the
+// connection's streams then fail in any order).
+func (rx *receiver) dataEnded(ctx context.Context, err error) error {
+	select {
+	case <-rx.complete:
+		return nil
+	default:
+	}
+	return nilIfDone(ctx, err)
 }
 
 func nilIfDone(ctx context.Context, err error) error {

@@ -38,14 +38,17 @@ var autoTCPWait = 10 * time.Second
 const lossSample = 10 * time.Millisecond
 
 // lossRTTSlack is the scheduling noise allowed on top of the minimum RTT
-// when telling random loss (a variable so loaded test machines can widen it).
-var lossRTTSlack = 2 * time.Millisecond
+// when telling random loss, in nanoseconds (2 ms; tests on a loaded machine
+// widen it while transfers of earlier tests may still read it).
+var lossRTTSlack atomic.Int64
+
+func init() { lossRTTSlack.Store(int64(2 * time.Millisecond)) }
 
 // randomLoss tells a loss that congestion did not cause: the RTT measured
 // when it was detected shows no queue (within a quarter of the minimum RTT
 // plus lossRTTSlack).
 func randomLoss(latest, minRTT time.Duration) bool {
-	return latest <= minRTT+minRTT/4+lossRTTSlack
+	return latest <= minRTT+minRTT/4+time.Duration(lossRTTSlack.Load())
 }
 
 // switcher is a Conn whose data may move to another transport mid-batch.

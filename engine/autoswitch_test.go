@@ -70,16 +70,27 @@ func TestAutoSwitchesToTCPOnRandomLoss(t *testing.T) {
 	longPath(t)
 	// Loopback has no queue to tell, but a busy machine (the race detector)
 	// delays RTT samples by milliseconds; the classifier has its own test.
-	old := lossRTTSlack
-	lossRTTSlack = time.Second
-	t.Cleanup(func() { lossRTTSlack = old })
+	old := lossRTTSlack.Swap(int64(time.Second))
+	t.Cleanup(func() { lossRTTSlack.Store(old) })
 	recv := startReceiver(t, Options{})
 	q, tc := recv.Addrs()
 	relay := newLossyRelay(t, q, 0.05)
 	send := testEngine(t, Options{})
 	src := filepath.Join(t.TempDir(), "a.bin")
 	data := writeFile(t, src, 24<<20)
+	rxEvents, unsub := recv.Subscribe(1024)
+	defer unsub()
 	res, infos := transportEvents(t, send, Target{QUICAddr: relay.Addr(), TCPAddr: tc}, src)
+	// The receiver ends well too: the streams left on QUIC break when the
+	// sender hangs up, after everything was settled.
+	for ev := range rxEvents {
+		if ev.Kind == EventResult {
+			if ev.Result.State != StateDone {
+				t.Errorf("receiver: %s: %s", ev.Result.State, ev.Result.Err)
+			}
+			break
+		}
+	}
 	if res.State != StateDone || res.Verified != 1 {
 		t.Fatalf("%s: %s", res.State, res.Err)
 	}

@@ -489,7 +489,9 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	}
 	g.Go(func() error {
 		firstGen.Wait()
-		markDone()
+		if tx.gen.Load() == 0 { // else the workers stopped for a switch, which marks the end
+			markDone()
+		}
 		return nil
 	})
 	if sw, ok := tx.conn.(switcher); ok {

@@ -81,6 +81,9 @@ func (r *report) addRun(c cell, x runResult) error {
 	if len(x.extra) > 0 {
 		rec["metrics"] = x.extra
 	}
+	if len(x.reasons) > 0 {
+		rec["transport_reasons"] = x.reasons
+	}
 	return json.NewEncoder(r.jsonl).Encode(rec)
 }
 

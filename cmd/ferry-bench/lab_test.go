@@ -106,9 +106,10 @@ func TestParseLabFlags(t *testing.T) {
 	}
 }
 
-// TestLabQuickTLS runs the real suite end to end for the TLS baselines on
-// one small cell (root only): the binary is built, the lab comes up, both
-// helpers run in their namespaces and the report files are written.
+// TestLabQuickTLS runs the real suite end to end for the TLS baselines and
+// Ferry's auto on one small cell (root only): the binaries are built, the lab
+// comes up, both sides run in their namespaces and the report files are
+// written. At 20 ms with 1 % loss auto starts on QUIC and moves to TCP.
 func TestLabQuickTLS(t *testing.T) {
 	if err := netlab.Available(); err != nil {
 		t.Skipf("skipping lab bench test: %v", err)
@@ -121,8 +122,13 @@ func TestLabQuickTLS(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	cli := filepath.Join(dir, "ferry-cli")
+	if out, err := exec.Command("go", "build", "-o", cli, "../ferry-cli").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(bin, "lab", "--quick", "--tools", "tls-cubic,tls-bbr", "--workloads", "C", "--loss", "0,1", "--out", out)
+	cmd := exec.Command(bin, "lab", "--quick", "--tools", "tls-cubic,tls-bbr,ferry-auto", "--workloads", "C", "--loss", "0,1",
+		"--ferry-cli", cli, "--out", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ferry-bench lab: %v\n%s", err, b)
 	} else {
@@ -137,8 +143,8 @@ func TestLabQuickTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1+4 {
-		t.Fatalf("%d CSV rows, want header + 4", len(rows))
+	if len(rows) != 1+6 {
+		t.Fatalf("%d CSV rows, want header + 6", len(rows))
 	}
 	col := map[string]int{}
 	for i, h := range rows[0] {
@@ -148,9 +154,16 @@ func TestLabQuickTLS(t *testing.T) {
 		if r[col["status"]] != "ok" {
 			t.Errorf("run not ok: %v", r)
 		}
-		// The TLS receiver meters its stream; 20 ms RTT gives the 10 ms floor.
+		// Both receivers meter their streams; 20 ms RTT gives the 10 ms floor.
 		if r[col["stall_threshold_ms"]] != "10.000" || r[col["stalls"]] == "" {
 			t.Errorf("no stall figures: %v", r)
+		}
+		if r[col["tool"]] == "ferry-auto" && r[col["loss_pct"]] == "1" && r[col["transport"]] != "quic->tcp" {
+			// 1 % of a few thousand packets: QUIC sees random loss well
+			// before the batch ends (if the kernel gives TCP BBR).
+			if b, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); strings.Contains(string(b), "bbr") {
+				t.Errorf("auto at 1 %% loss carried by %q, want quic->tcp", r[col["transport"]])
+			}
 		}
 	}
 	for _, name := range []string{"lab-results.md", "lab-results.jsonl", "lab-results.svg"} {

@@ -93,6 +93,7 @@ type runResult struct {
 	queueDrop uint64 // tail drops at the bottleneck, both directions
 	retrans   uint64 // TCP segments retransmitted by the Sender namespace
 	extra     json.RawMessage
+	reasons   []string // Ferry: why each transport carried the data, in order
 	// From Ferry's own metrics, when present.
 	congEvents int64
 	dgPerCall  float64
@@ -608,7 +609,8 @@ type ferryEvent struct {
 		Verified bool `json:"verified"`
 	} `json:"file"`
 	Transport *struct {
-		Name string `json:"name"`
+		Name   string `json:"name"`
+		Reason string `json:"reason"`
 	} `json:"transport"`
 	Result *struct {
 		State           string            `json:"state"`
@@ -660,7 +662,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		}
 		var last *ferryEvent
 		var firstFile float64
-		var carriers []string // transports in the order they carried data (auto may switch)
+		var carriers, reasons []string // transports in the order they carried data (auto may switch), and why
 		for _, line := range bytes.Split(out, []byte("\n")) {
 			var ev ferryEvent
 			if json.Unmarshal(line, &ev) != nil {
@@ -671,6 +673,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 				last = &ev
 			case ev.Kind == "transport" && ev.Transport != nil:
 				carriers = append(carriers, ev.Transport.Name)
+				reasons = append(reasons, ev.Transport.Reason)
 			case ev.Kind == "file" && ev.File != nil && ev.File.Verified && firstFile == 0 && !ev.Time.IsZero():
 				firstFile = ev.Time.Sub(start).Seconds()
 			}
@@ -703,6 +706,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			transport: carried,
 			firstFile: firstFile,
 			extra:     last.Result.Metrics,
+			reasons:   reasons,
 			stalls:    stalls,
 		}
 		var m ferryMetrics

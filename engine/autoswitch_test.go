@@ -35,9 +35,9 @@ func TestRandomLoss(t *testing.T) {
 // longPath makes loopback count as a path that is not a clean local link,
 // so auto starts on QUIC and may move to TCP.
 func longPath(t *testing.T) {
-	old := cleanRTT
-	cleanRTT = 0
-	t.Cleanup(func() { cleanRTT = old })
+	oldClean, oldSwitch := cleanRTT, switchRTT
+	cleanRTT, switchRTT = 0, 0
+	t.Cleanup(func() { cleanRTT, switchRTT = oldClean, oldSwitch })
 }
 
 func transportEvents(t *testing.T, s *Engine, to Target, src string) (Result, []TransportInfo) {

@@ -17,6 +17,13 @@ var (
 	// cleanRTT is the round trip under which a path counts as a clean local
 	// link, where kernel TCP's offloads beat QUIC on bytes per second.
 	cleanRTT = 5 * time.Millisecond
+	// switchRTT is the round trip from which auto starts on QUIC and moves
+	// to TCP on random loss (autoswitch.go), rather than picking TCP with
+	// BBR before it starts: where round trips are dear, QUIC's fewer of them
+	// and its better use of a clean long pipe pay for the switch; on shorter
+	// paths the switch costs more than it saves (lab: 20 ms, 0.5-2 % loss,
+	// B: 2.3-2.4 s with the switch, 2.1 s over TCP from the start).
+	switchRTT = 50 * time.Millisecond
 )
 
 // autoSwitch turns on auto's start-on-QUIC-then-maybe-TCP mode on paths that
@@ -146,7 +153,7 @@ func (e *Engine) dialTransports(ctx context.Context, to Target, verify func(addr
 				}
 			}
 			if q, ok := r.conn.(*quicSession); ok && autoSwitch {
-				if rtt := r.conn.Metrics().SmoothedRTTms; rtt >= ms(cleanRTT) {
+				if rtt := r.conn.Metrics().SmoothedRTTms; rtt >= ms(switchRTT) {
 					keepRace = true
 					return newAutoConn(q, tcp, cancel), fmt.Sprintf("RTT %.1f ms: QUIC answered first and starts at once; "+
 						"TCP takes the rest of the batch if it connects with BBR and QUIC sees random loss", rtt), nil

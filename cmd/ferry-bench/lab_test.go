@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,7 @@ func TestParseLabFlags(t *testing.T) {
 // TestLabQuickTLS runs the real suite end to end for the TLS baselines and
 // Ferry's auto on one small cell (root only): the binaries are built, the lab
 // comes up, both sides run in their namespaces and the report files are
-// written. At 20 ms with 1 % loss auto starts on QUIC and moves to TCP.
+// written.
 func TestLabQuickTLS(t *testing.T) {
 	if err := netlab.Available(); err != nil {
 		t.Skipf("skipping lab bench test: %v", err)
@@ -154,15 +155,15 @@ func TestLabQuickTLS(t *testing.T) {
 		if r[col["status"]] != "ok" {
 			t.Errorf("run not ok: %v", r)
 		}
-		// Both receivers meter their streams; 20 ms RTT gives the 10 ms floor.
-		if r[col["stall_threshold_ms"]] != "10.000" || r[col["stalls"]] == "" {
+		// Both receivers meter their streams; at 20 ms RTT the threshold is
+		// the 10 ms floor, or half the RTT Ferry measured (a little more).
+		if th, err := strconv.ParseFloat(r[col["stall_threshold_ms"]], 64); err != nil || th < 10 || th > 15 || r[col["stalls"]] == "" {
 			t.Errorf("no stall figures: %v", r)
 		}
-		if r[col["tool"]] == "ferry-auto" && r[col["loss_pct"]] == "1" && r[col["transport"]] != "quic->tcp" {
-			// 1 % of a few thousand packets: QUIC sees random loss well
-			// before the batch ends (if the kernel gives TCP BBR).
+		// At 20 ms auto picks before it starts: TCP, where the kernel gives it BBR.
+		if r[col["tool"]] == "ferry-auto" && r[col["transport"]] != "tcp" {
 			if b, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); strings.Contains(string(b), "bbr") {
-				t.Errorf("auto at 1 %% loss carried by %q, want quic->tcp", r[col["transport"]])
+				t.Errorf("auto carried by %q, want tcp", r[col["transport"]])
 			}
 		}
 	}

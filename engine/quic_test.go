@@ -83,21 +83,7 @@ func (r *lossyRelay) toClient() {
 func quicPush(t *testing.T, ln *quicListener, addr string, size int64) (client, server Conn) {
 	t.Helper()
 	ctx := t.Context()
-	c, err := dialQUIC(ctx, addr, newTestIdentity(t).TLSConfig(false, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(0, "") })
-	// The listener returns a session once its first stream's header arrived.
-	st, err := c.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ln.Accept(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(0, "") })
+	c, s, st := sessionPair(t, ln, addr)
 	done := make(chan error, 1)
 	go func() {
 		st, err := s.AcceptStream(ctx)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/resume"
 )
 
 // AcceptPolicy says who may send to this device without a prompt.
@@ -148,11 +149,12 @@ var ErrClosed = errors.New("engine closed")
 
 // Engine sends and receives files. Create it with New; it is safe for concurrent use.
 type Engine struct {
-	ident *identity.Identity
-	trust *identity.Store
-	bus   Bus
-	log   *slog.Logger
-	opts  Options
+	ident  *identity.Identity
+	trust  *identity.Store
+	resume *resume.Dir // resume state of unfinished transfers
+	bus    Bus
+	log    *slog.Logger
+	opts   Options
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -217,7 +219,8 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Engine{
 		ident: id, trust: trust, log: log, opts: opts,
-		ctx: ctx, cancel: cancel,
+		resume: resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, nil),
+		ctx:    ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
 	}, nil

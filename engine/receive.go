@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -131,6 +131,7 @@ type rxFile struct {
 	tree       *merkle.Tree
 	crcs       []uint32 // storage assertion per chunk (resume re-checks what is on disk)
 	part       *store.Partial
+	partName   string // the partial's name in the destination, once created (resume finds it by it)
 	root       []byte // the sender's root, from its root frame
 	retries    map[uint32]int
 	resolved   bool
@@ -163,7 +164,7 @@ type receiver struct {
 	accepted  atomic.Bool
 	bytes     atomic.Int64
 	resent    atomic.Int64
-	journal   *journal // resume: one record per landed chunk
+	journal   *resume.Journal // resume: one record per landed chunk
 
 	resumeKey string
 	haves     []*wire.Have  // resume: what we hold already, sent before the decision
@@ -659,7 +660,7 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher 
 			rx.mu.Unlock()
 			return fmt.Errorf("%w: more than %d files in flight at once", wire.ErrProtocol, maxOpenPartials)
 		}
-		p, err := rx.dest.CreatePartial(f.entry.Path)
+		p, err := rx.createPartial(f)
 		if err != nil {
 			rx.mu.Unlock()
 			rx.resolve(f, false, "", wire.CodeIO, err.Error())
@@ -688,7 +689,7 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher 
 	// A single-chunk file needs no chunk record: it is saved (and journaled
 	// as saved) as soon as its root arrives, right behind it.
 	if rx.journal != nil && f.tree.Len() > 1 {
-		if err := rx.journal.chunk(h.File, h.Chunk, crc, leaf); err != nil {
+		if err := rx.journal.Chunk(h.File, h.Chunk, crc, leaf); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
 		}
 	}
@@ -716,7 +717,7 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 	if part == nil {
 		// An empty file's single empty chunk may be the only thing that
 		// creates it; make sure something exists to rename.
-		p, err := rx.dest.CreatePartial(f.entry.Path)
+		p, err := rx.createPartial(f)
 		if err != nil {
 			rx.mu.Unlock()
 			rx.resolve(f, false, "", wire.CodeIO, err.Error())
@@ -732,7 +733,7 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 		rx.resolve(f, false, "", wire.CodeVerifyFailed, "the file's BLAKE3 root does not match the sender's")
 		return
 	}
-	saved, err := rx.dest.Finalize(part, f.entry.Path)
+	saved, err := rx.dest.Finalize(part, f.entry.Path, f.entry.Size)
 	if err != nil {
 		rx.resolve(f, false, "", wire.CodeIO, err.Error())
 		return
@@ -772,7 +773,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	}
 	rx.e.publish(rx.t, Event{Kind: EventFile, File: fr})
 	if ok && rx.journal != nil {
-		if err := rx.journal.saved(f.idx, savedAs); err != nil {
+		if err := rx.journal.Saved(f.idx, savedAs); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
 		}
 	}
@@ -834,7 +835,9 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 
 // cleanup ends the session's hold on the destination. A transfer that
 // finished drops its resume state; one that did not keeps its .partial files
-// and saves where it got to, so the next attempt only fetches what is missing.
+// and saves where it got to, so the next attempt only fetches what is
+// missing. Without resume state (resume off, or an offer that names no
+// manifest) nothing could find the partials again: they are removed.
 func (rx *receiver) cleanup(finished bool) {
 	rx.mu.Lock()
 	var parts []*store.Partial
@@ -845,29 +848,50 @@ func (rx *receiver) cleanup(finished bool) {
 		}
 	}
 	rx.mu.Unlock()
+	keep := rx.journal != nil
 	for _, p := range parts {
-		p.Close()
+		if keep {
+			p.Close()
+		} else {
+			rx.dest.Discard(p)
+		}
 	}
 	if rx.journal != nil {
-		rx.journal.close()
+		rx.journal.Close()
 	}
 	switch {
 	case rx.resumeKey == "" || rx.journal == nil:
 	case finished:
-		rx.e.dropResume(rx.resumeKey)
+		rx.e.resume.Drop(rx.resumeKey)
 	default:
-		if s := rx.snapshotResume(); s.held() {
-			if err := rx.e.compactResume(rx.resumeKey, s); err != nil {
+		if s := rx.snapshotResume(); s.Held() {
+			if err := rx.e.resume.Compact(rx.resumeKey, s); err != nil {
 				rx.e.log.Warn("save resume state", "err", err)
 			}
 		} else {
-			rx.e.dropResume(rx.resumeKey)
+			rx.discardStale(s)
 		}
 	}
 	rx.e.releaseResume(rx)
 	if rx.dest != nil {
 		rx.dest.Close()
 	}
+}
+
+// createPartial creates f's partial and journals its name before any of its
+// chunks. Called with rx.mu held.
+func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
+	p, err := rx.dest.CreatePartial(f.entry.Path)
+	if err != nil {
+		return nil, err
+	}
+	f.partName = p.Name()
+	if rx.journal != nil {
+		if err := rx.journal.Partial(f.idx, f.partName); err != nil {
+			rx.e.log.Warn("resume journal", "err", err)
+		}
+	}
+	return p, nil
 }
 
 // saveResumeLoop makes the journal durable at most once a second while
@@ -883,56 +907,12 @@ func (rx *receiver) saveResumeLoop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			if err := rx.journal.sync(); err != nil {
+			if err := rx.journal.Sync(); err != nil {
 				rx.e.log.Warn("resume journal", "err", err)
 			}
 		}
 	}
 }
 
-// resumeFrom takes over an earlier attempt at the same transfer: it ends a
-// session that still holds it, then restores what its state lists.
-func (rx *receiver) resumeFrom(dir string) {
-	if rx.offer.Manifest == "" || rx.e.opts.DisableResume {
-		return
-	}
-	e := rx.e
-	rx.resumeKey = resumeKey(rx.c.PeerID(), rx.offer.Manifest)
-	e.takeOverResume(rx)
-	defer rx.startJournal()
-	s, err := e.loadResume(rx.resumeKey)
-	if err != nil {
-		e.log.Warn("ignoring resume state", "err", err)
-		e.dropResume(rx.resumeKey)
-		return
-	}
-	if s == nil {
-		return
-	}
-	if err := validResume(s, rx.c.PeerID(), rx.offer, rx.manifest, dir); err != nil {
-		e.log.Warn("ignoring resume state", "reason", err)
-		e.dropResume(rx.resumeKey)
-		return
-	}
-	rx.haves, rx.preDone = rx.restore(s)
-}
-
-// startJournal writes a snapshot of where this attempt starts (listing every
-// accepted file) and opens an empty journal for what lands from now on.
-func (rx *receiver) startJournal() {
-	e := rx.e
-	if err := os.MkdirAll(e.resumeDir(), 0o700); err != nil {
-		e.log.Warn("resume state", "err", err)
-		return
-	}
-	if err := e.compactResume(rx.resumeKey, rx.snapshotResume()); err != nil {
-		e.log.Warn("resume state", "err", err)
-		return
-	}
-	j, err := createJournal(e.journalPath(rx.resumeKey))
-	if err != nil {
-		e.log.Warn("resume journal", "err", err)
-		return
-	}
-	rx.journal = j
-}
+// resumeSaveEvery is how often the resume journal is made durable.
+const resumeSaveEvery = time.Second

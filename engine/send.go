@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/directio"
@@ -99,7 +100,7 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 		}
 		sent += tx.sent.Load()
 		resent += tx.resent.Load()
-		tx.cache.close(err == nil)
+		tx.cache.Close(err == nil)
 		if err == nil || ctx.Err() != nil || (!retryable(err) && !errors.Is(err, errPaused)) {
 			if err != nil && attempt > 1 && !errors.Is(err, errCancelledByUser) && retryable(err) {
 				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
@@ -245,7 +246,7 @@ type sender struct {
 
 	retries  chan wire.NeedChunk // chunks the receiver asked for again
 	manifest string
-	cache    *leafCache // leaves of earlier attempts, so resume need not re-read held chunks
+	cache    *resume.LeafCache // leaves of earlier attempts, so resume need not re-read held chunks
 
 	mu     sync.Mutex // guards the fields below
 	cursor struct{ file, chunk int }
@@ -434,7 +435,7 @@ func (tx *sender) accept(d *wire.Decision) error {
 			tx.accepted = append(tx.accepted, int(i))
 		}
 	}
-	tx.cache = tx.e.openLeafCache(tx.manifest, len(tx.haves) > 0)
+	tx.cache = tx.e.resume.LeafCache(tx.manifest, len(tx.haves) > 0)
 	tx.leaves = make(map[int]*fileLeaves, len(tx.accepted))
 	for _, i := range tx.accepted {
 		fl := &fileLeaves{tree: merkle.NewTree(merkle.Chunks(tx.files[i].Size, tx.chunkSize))}
@@ -712,7 +713,7 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	// Resume: a chunk the receiver holds is not sent; the root still needs
 	// its leaf, which the sender's leaf cache usually has (else: read and hash).
 	held := !resend && fl.have != nil && ci/8 < len(fl.have) && fl.have[ci/8]&(1<<(ci%8)) != 0
-	leaf, cached := tx.cache.leaf(fi, ci)
+	leaf, cached := tx.cache.Leaf(fi, ci)
 	if !held || !cached {
 		if _, err := f.ReadAt(data, int64(ci)*int64(tx.chunkSize)); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
 			if errors.Is(err, io.EOF) {
@@ -722,7 +723,7 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 		}
 		leaf = hasher.Leaf(data)
 		if fl.tree.Len() > 1 {
-			tx.cache.add(fi, ci, leaf)
+			tx.cache.Add(fi, ci, leaf)
 		}
 	}
 	if !held {

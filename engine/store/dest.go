@@ -67,6 +67,9 @@ type Dest struct {
 	// (os.Root opens every path element; six openat calls per received file
 	// became one).
 	subs map[string]*os.Root
+	// stale holds Roots of folders that moved away (forgetMoved): they may
+	// still be in use by a concurrent operation, so they close with the Dest.
+	stale []*os.Root
 }
 
 // SetDirectWrites turns direct writes on or off for partials' large aligned
@@ -149,6 +152,10 @@ func (d *Dest) Close() error {
 		r.Close()
 		delete(d.subs, k)
 	}
+	for _, r := range d.stale {
+		r.Close()
+	}
+	d.stale = nil
 	d.mu.Unlock()
 	if err := d.root.Close(); err != nil {
 		return fmt.Errorf("store: close %q: %w", d.dir, err)
@@ -227,13 +234,13 @@ func split(rel string) (dirs []string, base string, err error) {
 }
 
 // CreatePartial validates rel, creates its folders inside the destination
-// and opens "<rel>.partial" for reading and writing. An existing partial of
-// the same name is reused as it is (resume relies on that; see
-// Partial.Size), unless it is not a regular file, which fails with
-// ErrNotRegular. While a Partial is open, a second CreatePartial that would
-// open the same file (the same rel, or on a case-insensitive file system a
-// rel differing only in case) fails with ErrInUse, so two transfers never
-// write into one file.
+// and creates a new, empty partial for it: "<rel>.partial", or "<stem>
+// (n)<ext>.partial" when that name is taken. It never opens an existing file:
+// a partial left by another transfer (another device, another offer) or
+// planted by a local user (a hard link to a file outside the folder, a
+// symlink, a FIFO) is left alone, so peer bytes only ever land in a file this
+// call created. Partial.Name tells where the partial is, so that the
+// transfer's resume state can find it again with OpenPartial.
 func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 	dirs, base, err := split(rel)
 	if err != nil {
@@ -243,24 +250,93 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
-	name := filepath.Join(dir, base+PartialSuffix)
-	sub, subName := d.at(name)
+	d.forgetMoved(dir)
+	for n := 0; n < maxNumbered; n++ {
+		name := filepath.Join(dir, numbered(base, n, true)+PartialSuffix)
+		sub, subName := d.at(name)
+		// O_EXCL: created here and now, never an existing file or a
+		// symlink's target.
+		f, err := sub.OpenFile(subName, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: create %q: %w", rel, err)
+		}
+		p, err := d.adopt(f, name, true)
+		if err != nil {
+			f.Close()
+			sub.Remove(subName)
+			return nil, fmt.Errorf("store: create %q: %w", rel, err)
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("store: create %q: %w", rel, ErrTooManyCopies)
+}
+
+// OpenPartial reopens a partial that an earlier attempt at the same transfer
+// created (name as returned by Partial.Name), to resume into it. It refuses
+// anything that is not a plain regular file with a single link, so a
+// partial swapped for a hard link or a symlink by a local user since is
+// never written through.
+func (d *Dest) OpenPartial(name string) (*Partial, error) {
+	rel, ok := strings.CutSuffix(name, PartialSuffix)
+	if !ok {
+		return nil, fmt.Errorf("store: reopen %q: %w", name, ErrNotPartial)
+	}
+	if _, _, err := split(rel); err != nil {
+		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
+	}
+	osName := filepath.FromSlash(name)
+	// Where the folders are now: a folder moved away by a local process is
+	// not followed.
+	d.forgetMoved(filepath.Dir(osName))
+	sub, subName := d.at(osName)
 	// Refuse before opening, so a FIFO or device is never opened at all...
-	if fi, err := sub.Lstat(subName); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("store: create %q: %s is %v: %w", rel, filepath.ToSlash(name), fi.Mode().Type(), ErrNotRegular)
-	}
-	f, err := sub.OpenFile(subName, os.O_RDWR|os.O_CREATE, 0o644)
+	fi, err := sub.Lstat(subName)
 	if err != nil {
-		return nil, fmt.Errorf("store: create %q: %w", rel, err)
+		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
 	}
-	// ...and check what was really opened, in case it was swapped meanwhile.
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%s is %v: %w", filepath.ToSlash(name), fi.Mode().Type(), ErrNotRegular)
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("store: reopen %q: %v: %w", name, fi.Mode().Type(), ErrNotRegular)
 	}
+	f, err := sub.OpenFile(subName, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
+	}
+	// ...and check that what was opened is what was looked at.
+	if ofi, err := f.Stat(); err != nil || !os.SameFile(fi, ofi) {
+		f.Close()
+		return nil, fmt.Errorf("store: reopen %q: the file changed while it was opened: %w", name, ErrNotRegular)
+	}
+	p, err := d.adopt(f, osName, false)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("store: create %q: %w", rel, err)
+		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// ErrNotPartial means a name given to OpenPartial is not a partial's name.
+var ErrNotPartial = errors.New("not a partial file's name")
+
+// ErrLinked means a partial file has more than one name (a hard link): its
+// bytes would also appear elsewhere, possibly outside the destination.
+var ErrLinked = errors.New("partial has other hard links")
+
+// adopt checks an opened partial (a regular file with one link, empty when
+// fresh) and registers it as open.
+func (d *Dest) adopt(f *os.File, name string, fresh bool) (*Partial, error) {
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is %v: %w", filepath.ToSlash(name), fi.Mode().Type(), ErrNotRegular)
+	case linkCount(fi) > 1:
+		return nil, fmt.Errorf("%s: %w", filepath.ToSlash(name), ErrLinked)
+	case fresh && fi.Size() != 0:
+		return nil, fmt.Errorf("%s is not empty after creation: %w", filepath.ToSlash(name), ErrNotRegular)
 	}
 	p := &Partial{f: f, name: name, d: d, dio: directio.New(f, os.O_WRONLY, d.directWrites.Load())}
 	d.mu.Lock()
@@ -269,8 +345,7 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 	// identities rather than names.
 	for _, other := range d.open {
 		if os.SameFile(fi, other) {
-			f.Close()
-			return nil, fmt.Errorf("store: create %q: %s: %w", rel, filepath.ToSlash(name), ErrInUse)
+			return nil, fmt.Errorf("%s: %w", filepath.ToSlash(name), ErrInUse)
 		}
 	}
 	d.open[p] = fi
@@ -278,8 +353,9 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 }
 
 // PartialPath returns the slash-separated path, relative to the
-// destination, of the partial that CreatePartial(rel) would open, without
-// creating anything. A resume offer can look it up to see what is there.
+// destination, of the first name CreatePartial(rel) tries, without creating
+// anything. (CreatePartial picks another name when that one is taken: keep
+// Partial.Name to find a partial again.)
 func (d *Dest) PartialPath(rel string) (string, error) {
 	dirs, base, err := split(rel)
 	if err != nil {
@@ -303,28 +379,40 @@ func (d *Dest) Discard(p *Partial) error {
 	return nil
 }
 
-// Finalize closes p (open or already closed; synced first when SyncOnFinalize is set) and gives it its final name rel (validated
-// like CreatePartial's), without ever overwriting anything: if rel is taken
-// by a file, folder or symlink, the file is saved as "name (1).ext",
-// "name (2).ext", ... ("archive (1).tar.gz", ".bashrc (1)"). It returns the
-// slash-separated path actually used, relative to the destination.
+// Finalize cuts p to size (the size the sender declared: a partial never
+// carries bytes beyond it into a final file), closes it (synced first when
+// SyncOnFinalize is set) and gives it its final name rel (validated like
+// CreatePartial's), without ever overwriting anything: if rel is taken by a
+// file, folder or symlink, the file is saved as "name (1).ext", "name
+// (2).ext", ... ("archive (1).tar.gz", ".bashrc (1)"). It returns the
+// slash-separated path actually used, relative to the destination. A partial
+// whose folder was moved out of the destination meanwhile is not followed
+// there: Finalize fails instead.
 //
 // If savedAs is not empty the file is saved under that name, even when err
 // reports that the partial could not be removed afterwards. If it is empty,
 // the partial stays on disk, closed: Discard it, or reopen it with
-// CreatePartial to retry.
-func (d *Dest) Finalize(p *Partial, rel string) (savedAs string, err error) {
+// OpenPartial to retry.
+func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err error) {
 	dirs, base, err := split(rel)
 	if err != nil {
 		return "", err
 	}
+	if size < 0 {
+		return "", fmt.Errorf("store: finalize %q: negative size %d", rel, size)
+	}
+	if err := d.truncate(p, size); err != nil {
+		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	}
 	if err := d.syncClose(p); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
+	d.forgetMoved(filepath.Dir(p.name))
 	dir, err := d.resolveDir(dirs, true)
 	if err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
+	d.forgetMoved(dir)
 	for n := 0; n < maxNumbered; n++ {
 		name := filepath.Join(dir, numbered(base, n, true))
 		linked, err := d.place(p.name, name)
@@ -343,6 +431,56 @@ func (d *Dest) Finalize(p *Partial, rel string) (savedAs string, err error) {
 		return savedAs, nil
 	}
 	return "", fmt.Errorf("store: finalize %q: %w", rel, ErrTooManyCopies)
+}
+
+// truncate sets p's size, through its open descriptor or, once closed, a
+// fresh one.
+func (d *Dest) truncate(p *Partial, size int64) error {
+	err := p.f.Truncate(size)
+	if !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	sub, subName := d.at(p.name)
+	f, err := sub.OpenFile(subName, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// forgetMoved drops the cached Root of folder dir (OS form, relative to the
+// destination) when it is no longer the folder found at that path from the
+// destination's Root: a local process moved or replaced it, and a cached
+// descriptor would follow it out of the destination.
+func (d *Dest) forgetMoved(dir string) {
+	if dir == "." || dir == "" {
+		return
+	}
+	d.mu.Lock()
+	r, ok := d.subs[dir]
+	d.mu.Unlock()
+	if !ok {
+		return
+	}
+	now, err := d.root.Lstat(dir)
+	cached, cerr := r.Stat(".")
+	if err == nil && cerr == nil && now.IsDir() && os.SameFile(now, cached) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// Every cached folder below it moved with it; the others are checked
+	// when next used. A Root handed out before stays open until Close.
+	for k, sub := range d.subs {
+		if k == dir || strings.HasPrefix(k, dir+string(filepath.Separator)) {
+			d.stale = append(d.stale, sub)
+			delete(d.subs, k)
+		}
+	}
 }
 
 // syncClose commits p to stable storage when SyncOnFinalize asks for it (a

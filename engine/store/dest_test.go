@@ -47,7 +47,7 @@ func receive(t *testing.T, d *Dest, rel string, data []byte) string {
 	if _, err := p.WriteAt(data[:half], 0); err != nil {
 		t.Fatal(err)
 	}
-	saved, err := d.Finalize(p, rel)
+	saved, err := d.Finalize(p, rel, int64(len(data)))
 	if err != nil {
 		t.Fatalf("Finalize(%q): %v", rel, err)
 	}
@@ -217,7 +217,7 @@ func TestFinalizeRace(t *testing.T) {
 		}
 		return realLink(oldname, newname)
 	}
-	saved, err := d.Finalize(p, "a.txt")
+	saved, err := d.Finalize(p, "a.txt", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestFinalizeWithoutHardLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if saved, err := d.Finalize(p, "b.txt"); !errors.Is(err, errBoom) || saved != "" {
+	if saved, err := d.Finalize(p, "b.txt", 0); !errors.Is(err, errBoom) || saved != "" {
 		t.Errorf("Finalize with a failing link = %q, %v; want \"\", %v", saved, err, errBoom)
 	}
 	assertTree(t, dir, map[string]string{"a.txt": "old", "a (1).txt": "new", "b.txt.partial": ""})
@@ -277,9 +277,17 @@ func TestSymlinkOutsideCannotBeUsed(t *testing.T) {
 	if saved := receive(t, d, "in/y.txt", []byte("y")); saved != "in (1)/y.txt" {
 		t.Errorf("saved as %q, want %q", saved, "in (1)/y.txt")
 	}
-	// A partial that is a symlink is refused, not followed.
-	if _, err := d.CreatePartial("p.txt"); !errors.Is(err, ErrNotRegular) {
-		t.Errorf("CreatePartial over a symlinked partial: %v, want ErrNotRegular", err)
+	// A partial name taken by a symlink is never followed: the new partial
+	// gets a name of its own, and reopening the symlink is refused.
+	p, err := d.CreatePartial("p.txt")
+	if err != nil || p.Name() != "p (1).txt.partial" {
+		t.Errorf("CreatePartial beside a symlinked partial = %v, %v; want p (1).txt.partial", p, err)
+	}
+	if err == nil {
+		d.Discard(p)
+	}
+	if _, err := d.OpenPartial("p.txt.partial"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("OpenPartial of a symlink: %v, want ErrNotRegular", err)
 	}
 	assertTree(t, outside, map[string]string{})
 	assertTree(t, dir, map[string]string{
@@ -318,7 +326,7 @@ func TestFolderClashesWithFile(t *testing.T) {
 	if _, err := p.WriteAt([]byte("a"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if saved, err := d.Finalize(p, "docs/a.txt"); err != nil || saved != "docs (1)/a.txt" {
+	if saved, err := d.Finalize(p, "docs/a.txt", 1); err != nil || saved != "docs (1)/a.txt" {
 		t.Errorf("Finalize = %q, %v; want %q", saved, err, "docs (1)/a.txt")
 	}
 	// Every file of the folder lands in the same renamed folder.
@@ -338,42 +346,50 @@ func TestFolderClashesWithFile(t *testing.T) {
 	})
 }
 
-func TestPartialInUse(t *testing.T) {
+func TestPartialsAreNeverShared(t *testing.T) {
 	d, _ := openDest(t)
 	p, err := d.CreatePartial("a/b.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreatePartial("a/b.txt"); !errors.Is(err, ErrInUse) {
-		t.Errorf("second CreatePartial while open: %v, want ErrInUse", err)
+	// A second transfer of the same name gets a partial of its own.
+	q, err := d.CreatePartial("a/b.txt")
+	if err != nil || q.Name() == p.Name() {
+		t.Fatalf("second CreatePartial = %v, %v; want a new partial beside %s", q, err, p.Name())
 	}
-	// Only refused where the file system makes it the same file.
-	q, err := d.CreatePartial("a/B.TXT")
-	caseInsensitive := errors.Is(err, ErrInUse)
-	if err != nil && !caseInsensitive {
-		t.Fatal(err)
+	// Reopening an open partial is refused, also under a name differing in
+	// case where the file system makes it the same file.
+	if _, err := d.OpenPartial(p.Name()); !errors.Is(err, ErrInUse) {
+		t.Errorf("OpenPartial while open: %v, want ErrInUse", err)
 	}
-	if !caseInsensitive {
-		d.Discard(q)
+	if r, err := d.OpenPartial("a/B.TXT.partial"); err == nil {
+		t.Errorf("OpenPartial of a name never created opened %s", r.Name())
+	} else if !errors.Is(err, ErrInUse) && !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenPartial(a/B.TXT.partial): %v", err)
 	}
+	d.Discard(q)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p, err = d.CreatePartial("a/b.txt")
+	r, err := d.OpenPartial(p.Name())
 	if err != nil {
-		t.Fatalf("CreatePartial after Close: %v", err)
+		t.Fatalf("OpenPartial after Close: %v", err)
 	}
-	d.Discard(p)
-	if p, err = d.CreatePartial("a/b.txt"); err != nil {
-		t.Fatalf("CreatePartial after Discard: %v", err)
-	}
-	if _, err := d.Finalize(p, "a/b.txt"); err != nil {
+	if _, err := d.Finalize(r, "a/b.txt", 0); err != nil {
 		t.Fatal(err)
 	}
-	if p, err = d.CreatePartial("a/b.txt"); err != nil {
-		t.Fatalf("CreatePartial after Finalize: %v", err)
+	if _, err := d.OpenPartial(p.Name()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenPartial after Finalize: %v, want ErrNotExist", err)
+	}
+	if p, err = d.CreatePartial("a/b.txt"); err != nil || p.Name() != "a/b.txt.partial" {
+		t.Fatalf("CreatePartial after Finalize = %v, %v", p, err)
 	}
 	d.Discard(p)
+	for _, bad := range []string{"a/b.txt", "../x.partial", "a/con.txt.partial", ""} {
+		if _, err := d.OpenPartial(bad); err == nil {
+			t.Errorf("OpenPartial(%q) succeeded", bad)
+		}
+	}
 }
 
 func TestPartialReuse(t *testing.T) {
@@ -391,11 +407,11 @@ func TestPartialReuse(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if pp, err := d.PartialPath("dir/f.bin"); err != nil || pp != "dir/f.bin.partial" {
-		t.Errorf("PartialPath = %q, %v", pp, err)
+	if pp, err := d.PartialPath("dir/f.bin"); err != nil || pp != "dir/f.bin.partial" || p.Name() != pp {
+		t.Errorf("PartialPath = %q, %v; partial %q", pp, err, p.Name())
 	}
 
-	p, err = d.CreatePartial("dir/f.bin") // a resumed transfer
+	p, err = d.OpenPartial(p.Name()) // a resumed transfer
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,18 +431,120 @@ func TestPartialReuse(t *testing.T) {
 	if err := p.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if saved, err := d.Finalize(p, "dir/f.bin"); err != nil || saved != "dir/f.bin" {
+	if saved, err := d.Finalize(p, "dir/f.bin", 6); err != nil || saved != "dir/f.bin" {
 		t.Fatalf("Finalize = %q, %v", saved, err)
 	}
 	assertTree(t, dir, map[string]string{"dir/f.bin": "hello!"})
 
-	// A folder where the partial should be is refused.
+	// A folder where the partial would be is left alone.
 	if err := os.Mkdir(filepath.Join(dir, "g.partial"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreatePartial("g"); !errors.Is(err, ErrNotRegular) {
-		t.Errorf("CreatePartial over a folder: %v, want ErrNotRegular", err)
+	if p, err := d.CreatePartial("g"); err != nil || p.Name() != "g (1).partial" {
+		t.Errorf("CreatePartial beside a folder = %v, %v; want g (1).partial", p, err)
+	} else {
+		d.Discard(p)
 	}
+	if _, err := d.OpenPartial("g.partial"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("OpenPartial of a folder: %v, want ErrNotRegular", err)
+	}
+}
+
+// A partial only ever holds what this transfer wrote, and a final file
+// exactly the declared size: a stale, longer partial of the same name (left
+// by another device's transfer) is neither reused nor carried into the file.
+func TestStalePartialNeverReused(t *testing.T) {
+	d, dir := openDest(t)
+	writeFile(t, dir, "stale/report.txt.partial", strings.Repeat("A", 12288))
+	p, err := d.CreatePartial("stale/report.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size, _ := p.Size(); size != 0 || p.Name() == "stale/report.txt.partial" {
+		t.Fatalf("new partial %s has %d bytes; want a fresh, empty file", p.Name(), size)
+	}
+	if _, err := p.WriteAt([]byte("seventeen bytes!!"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "stale/report.txt", 17); err != nil || saved != "stale/report.txt" {
+		t.Fatalf("Finalize = %q, %v", saved, err)
+	}
+	assertTree(t, dir, map[string]string{
+		"stale/report.txt.partial": strings.Repeat("A", 12288),
+		"stale/report.txt":         "seventeen bytes!!",
+	})
+	// Finalize cuts whatever lies beyond the declared size.
+	q, err := d.OpenPartial("stale/report.txt.partial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(q, "other.txt", 4); err != nil || saved != "other.txt" {
+		t.Fatalf("Finalize = %q, %v", saved, err)
+	}
+	assertTree(t, dir, map[string]string{
+		"stale/report.txt": "seventeen bytes!!",
+		"other.txt":        "AAAA",
+	})
+}
+
+// A hard link planted under a partial's name never receives peer bytes: the
+// linked file outside the destination stays as it was.
+func TestHardLinkedPartialRefused(t *testing.T) {
+	d, dir := openDest(t)
+	outside := filepath.Join(t.TempDir(), "secret")
+	writeFile(t, filepath.Dir(outside), "secret", "do not touch")
+	if err := os.Link(outside, filepath.Join(dir, "x.txt.partial")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	p, err := d.CreatePartial("x.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name() == "x.txt.partial" {
+		t.Fatal("CreatePartial reused the planted link")
+	}
+	if _, err := p.WriteAt([]byte("peer"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Finalize(p, "x.txt", 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.OpenPartial("x.txt.partial"); !errors.Is(err, ErrLinked) {
+		t.Errorf("OpenPartial of a hard link: %v, want ErrLinked", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "do not touch" {
+		t.Errorf("the file outside now holds %q", b)
+	}
+}
+
+// A folder moved out of the destination while files arrive in it is not
+// followed through a cached handle: later files land inside, under the
+// folder's name, and a partial that moved away fails instead of landing
+// outside.
+func TestMovedFolderNotFollowed(t *testing.T) {
+	d, dir := openDest(t)
+	away := filepath.Join(t.TempDir(), "moved")
+	if saved := receive(t, d, "album/1.jpg", []byte("one")); saved != "album/1.jpg" {
+		t.Fatalf("saved as %q", saved)
+	}
+	p, err := d.CreatePartial("album/2.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("two"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "album"), away); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "album/2.jpg", 3); err == nil {
+		t.Errorf("a partial moved out of the destination was finalized as %q", saved)
+	}
+	if saved := receive(t, d, "album/3.jpg", []byte("three")); saved != "album/3.jpg" {
+		t.Errorf("saved as %q", saved)
+	}
+	assertTree(t, dir, map[string]string{"album/3.jpg": "three"})
+	assertTree(t, away, map[string]string{"1.jpg": "one", "2.jpg.partial": "two"})
 }
 
 func TestDiscardLeavesNothing(t *testing.T) {
@@ -469,7 +587,7 @@ func TestBadNamesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if saved, err := d.Finalize(p, "../ok.txt"); !errors.Is(err, ErrBadName) || saved != "" {
+	if saved, err := d.Finalize(p, "../ok.txt", 0); !errors.Is(err, ErrBadName) || saved != "" {
 		t.Errorf("Finalize to ../ok.txt = %q, %v; want ErrBadName", saved, err)
 	}
 	if err := d.Discard(p); err != nil {
@@ -495,7 +613,7 @@ func TestConcurrentFinalize(t *testing.T) {
 		if _, err := p.WriteAt([]byte(fmt.Sprint(i)), 0); err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() { saved[i], errs[i] = d.Finalize(p, "same/name.txt") })
+		wg.Go(func() { saved[i], errs[i] = d.Finalize(p, "same/name.txt", 1) })
 	}
 	wg.Wait()
 	want := map[string]string{}
@@ -577,7 +695,7 @@ func TestOpenAndMisuse(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if saved, err := d.Finalize(p, "closed.txt"); err != nil || saved != "closed.txt" {
+	if saved, err := d.Finalize(p, "closed.txt", 1); err != nil || saved != "closed.txt" {
 		t.Errorf("Finalize after Close = %q, %v", saved, err)
 	}
 	// Finalizing a discarded partial fails and creates nothing.
@@ -588,7 +706,7 @@ func TestOpenAndMisuse(t *testing.T) {
 	if err := d.Discard(p); err != nil {
 		t.Fatal(err)
 	}
-	if saved, err := d.Finalize(p, "a.txt"); err == nil || saved != "" {
+	if saved, err := d.Finalize(p, "a.txt", 4); err == nil || saved != "" {
 		t.Errorf("Finalize after Discard = %q, %v; want an error", saved, err)
 	}
 	assertTree(t, dir, map[string]string{"closed.txt": "c"})

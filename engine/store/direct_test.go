@@ -46,7 +46,7 @@ func TestDirectWritesMixWithBuffered(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatal("read back differs from what was written")
 			}
-			if _, err := d.Finalize(p, "big.bin"); err != nil {
+			if _, err := d.Finalize(p, "big.bin", int64(len(want))); err != nil {
 				t.Fatal(err)
 			}
 			if b, err := os.ReadFile(filepath.Join(dir, "big.bin")); err != nil || !bytes.Equal(b, want) {

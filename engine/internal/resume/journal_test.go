@@ -1,7 +1,8 @@
-package engine
+package resume
 
 import (
 	"bytes"
+	"hash/crc32"
 	"path/filepath"
 	"testing"
 
@@ -15,18 +16,22 @@ func TestJournalRoundTripAndTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaf := merkle.Leaf([]byte("x"))
-	j.chunk(3, 7, 0xdeadbeef, leaf)
-	j.saved(4, "photos/a (1).jpg")
-	j.sync()
-	j.close()
+	j.Chunk(3, 7, 0xdeadbeef, leaf)
+	j.Partial(3, "photos/b (1).jpg.partial")
+	j.Saved(4, "photos/a (1).jpg")
+	j.Sync()
+	j.Close()
 	recs, err := readJournal(path)
-	if err != nil || len(recs) != 2 {
+	if err != nil || len(recs) != 3 {
 		t.Fatalf("%d records, err %v", len(recs), err)
 	}
 	if r := recs[0]; r.typ != recChunk || r.file != 3 || r.chunk != 7 || r.crc != 0xdeadbeef || r.leaf != leaf {
 		t.Errorf("chunk record %+v", r)
 	}
-	if r := recs[1]; r.typ != recSaved || r.file != 4 || r.savedAs != "photos/a (1).jpg" {
+	if r := recs[1]; r.typ != recPartial || r.file != 3 || r.name != "photos/b (1).jpg.partial" {
+		t.Errorf("partial record %+v", r)
+	}
+	if r := recs[2]; r.typ != recSaved || r.file != 4 || r.name != "photos/a (1).jpg" {
 		t.Errorf("saved record %+v", r)
 	}
 }
@@ -44,6 +49,7 @@ var journalCases = []struct {
 	{"bad crc", append([]byte{0, 0, 0, 5, recSaved, 0, 0, 0, 1}, 1, 2, 3, 4), 0},
 	{"unknown type", validRecord([]byte{9, 0, 0, 0, 1}), 0},
 	{"short chunk record", validRecord([]byte{recChunk, 0, 0, 0, 1, 2, 3}), 0},
+	{"partial record", validRecord([]byte{recPartial, 0, 0, 0, 1, 'a', '.', 'p'}), 1},
 	{"good then torn", append(validRecord([]byte{recSaved, 0, 0, 0, 1, 'a'}), 0, 0, 0, 9, recSaved), 1},
 }
 
@@ -52,7 +58,7 @@ func validRecord(p []byte) []byte {
 	n := len(p)
 	b.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 	b.Write(p)
-	sum := crc32c(p)
+	sum := crc32.Checksum(p, castagnoli)
 	b.Write([]byte{byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)})
 	return b.Bytes()
 }
@@ -71,20 +77,27 @@ func FuzzParseJournal(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs := parseJournal(bytes.NewReader(data))
-		s := &resumeState{Files: []resumeFile{{Index: 0, Have: make([]byte, 1), Leaves: make([]byte, 32*4), CRCs: make([]uint32, 4)}}}
+		s := &State{Files: []File{{Index: 0, Have: make([]byte, 1), Leaves: make([]byte, 32*4), CRCs: make([]uint32, 4)}}}
 		applyJournal(s, recs) // must never panic, whatever the records say
 	})
 }
 
 func TestApplyJournalRefusesUnknownFiles(t *testing.T) {
-	s := &resumeState{Files: []resumeFile{{Index: 0, Have: make([]byte, 1), Leaves: make([]byte, 32), CRCs: make([]uint32, 1)}}}
-	if err := applyJournal(s, []journalRec{{typ: recChunk, file: 5}}); err == nil {
+	s := &State{Files: []File{{Index: 0, Have: make([]byte, 1), Leaves: make([]byte, 32), CRCs: make([]uint32, 1)}}}
+	if err := applyJournal(s, []record{{typ: recChunk, file: 5}}); err == nil {
 		t.Error("a record for an unknown file was applied")
 	}
-	if err := applyJournal(s, []journalRec{{typ: recChunk, file: 0, chunk: 1}}); err == nil {
+	if err := applyJournal(s, []record{{typ: recChunk, file: 0, chunk: 1}}); err == nil {
 		t.Error("a chunk out of range was applied")
 	}
-	if err := applyJournal(s, []journalRec{{typ: recChunk, file: 0, chunk: 0, crc: 7}}); err != nil || !bit(s.Files[0].Have, 0) || s.Files[0].CRCs[0] != 7 {
+	if err := applyJournal(s, []record{{typ: recChunk, file: 0, chunk: 0, crc: 7}}); err != nil || !s.Files[0].Has(0) || s.Files[0].CRCs[0] != 7 {
 		t.Errorf("good record: err %v, state %+v", err, s.Files[0])
+	}
+	if err := applyJournal(s, []record{{typ: recPartial, file: 0, name: "x (1).partial"}, {typ: recSaved, file: 0, name: "x (1)"}}); err != nil ||
+		!s.Files[0].Done || s.Files[0].SavedAs != "x (1)" || s.Files[0].Partial != "" {
+		t.Errorf("partial then saved: err %v, state %+v", err, s.Files[0])
+	}
+	if err := applyJournal(s, []record{{typ: recChunk, file: 0, chunk: 0}}); err == nil {
+		t.Error("a chunk of a saved file was applied")
 	}
 }

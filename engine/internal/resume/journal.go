@@ -1,11 +1,11 @@
-package engine
+package resume
 
 import (
 	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+	"hash/crc32" // CRC32C frames journal records against torn writes; not security.
 	"io"
 	"io/fs"
 	"os"
@@ -15,17 +15,21 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 )
 
-// journal appends one small record per landed chunk (and one per saved file)
-// to <key>.log, next to the resume snapshot. A killed process loses nothing it
-// wrote (the page cache keeps it), so a restart re-fetches only what was in
-// flight; fsync at intervals bounds what a power cut can lose, and the
-// CRC32C re-check on resume catches whatever did not reach the disk.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Journal appends one small record per landed chunk, per partial file
+// created and per saved file to <key>.log, next to the snapshot. A killed
+// process loses nothing it wrote (the page cache keeps it), so a restart
+// re-fetches only what was in flight; Sync at intervals bounds what a power
+// cut can lose, and the CRC32C re-check on resume catches whatever did not
+// reach the disk.
 //
 // Record: uint32 length, payload, uint32 CRC32C of the payload. Payload: a
 // type byte and the file index, then for a chunk its index, CRC32C and leaf,
-// for a saved file the name it was saved as. Reading stops at the first torn
-// or damaged record: everything before it is good.
-type journal struct {
+// for a partial its name, for a saved file the name it was saved as.
+// Reading stops at the first torn or damaged record: everything before it is
+// good.
+type Journal struct {
 	mu      sync.Mutex // guards the fields below
 	f       *os.File
 	w       *bufio.Writer
@@ -33,28 +37,29 @@ type journal struct {
 	pending bool // a lazy flush is scheduled
 }
 
-// lazyJournalDelay batches "saved" records: thousands of small files cost a
+// lazyDelay batches "saved" records: thousands of small files cost a
 // handful of writes instead of one each (about 8 % of workload C).
-const lazyJournalDelay = 2 * time.Millisecond
+const lazyDelay = 2 * time.Millisecond
 
 const (
-	recChunk byte = 1
-	recSaved byte = 2
+	recChunk   byte = 1
+	recSaved   byte = 2
+	recPartial byte = 3
 
-	maxJournalRecord = 8 << 10
+	maxRecord = 8 << 10
 )
 
-type journalRec struct {
-	typ     byte
-	file    uint32
-	chunk   uint32
-	crc     uint32
-	leaf    merkle.Hash
-	savedAs string
+type record struct {
+	typ   byte
+	file  uint32
+	chunk uint32
+	crc   uint32
+	leaf  merkle.Hash
+	name  string // recSaved: saved as; recPartial: the partial's name
 }
 
 // createJournal starts an empty journal at path (replacing an old one).
-func createJournal(path string) (*journal, error) {
+func createJournal(path string) (*Journal, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -63,13 +68,11 @@ func createJournal(path string) (*journal, error) {
 }
 
 // newJournal appends to an open file.
-func newJournal(f *os.File) *journal { return &journal{f: f, w: bufio.NewWriterSize(f, 4096)} }
+func newJournal(f *os.File) *Journal { return &Journal{f: f, w: bufio.NewWriterSize(f, 4096)} }
 
-func (j *journal) append(payload []byte) error { return j.write(payload, false) }
-
-// write appends a record; lazy ones reach the file within lazyJournalDelay
-// (or with the next record that is not lazy), the others at once.
-func (j *journal) write(payload []byte, lazy bool) error {
+// write appends a record; lazy ones reach the file within lazyDelay (or
+// with the next record that is not lazy), the others at once.
+func (j *Journal) write(payload []byte, lazy bool) error {
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(payload)))
 	var sum [4]byte
@@ -86,7 +89,7 @@ func (j *journal) write(payload []byte, lazy bool) error {
 	if lazy {
 		if !j.pending {
 			j.pending = true
-			time.AfterFunc(lazyJournalDelay, func() {
+			time.AfterFunc(lazyDelay, func() {
 				j.mu.Lock()
 				defer j.mu.Unlock()
 				j.pending = false
@@ -101,29 +104,40 @@ func (j *journal) write(payload []byte, lazy bool) error {
 	return j.w.Flush()
 }
 
-func (j *journal) chunk(file, chunk, crc uint32, leaf merkle.Hash) error {
+// Chunk records that chunk landed in file with this CRC32C and leaf.
+func (j *Journal) Chunk(file, chunk, crc uint32, leaf merkle.Hash) error {
 	var p [1 + 4 + 4 + 4 + 32]byte
 	p[0] = recChunk
 	binary.BigEndian.PutUint32(p[1:], file)
 	binary.BigEndian.PutUint32(p[5:], chunk)
 	binary.BigEndian.PutUint32(p[9:], crc)
 	copy(p[13:], leaf[:])
-	return j.append(p[:])
+	return j.write(p[:], false)
 }
 
-// saved records that a file got its final name. It is written lazily: a
+// Partial records the name of file's partial, right after it was created
+// and before any chunk of it is recorded.
+func (j *Journal) Partial(file uint32, name string) error {
+	return j.write(named(recPartial, file, name), false)
+}
+
+// Saved records that a file got its final name. It is written lazily: a
 // crash within those milliseconds makes the next attempt fetch the file again
 // (saved as "name (1).ext"); nothing is lost or overwritten.
-func (j *journal) saved(file uint32, savedAs string) error {
-	p := make([]byte, 5+len(savedAs))
-	p[0] = recSaved
-	binary.BigEndian.PutUint32(p[1:], file)
-	copy(p[5:], savedAs)
-	return j.write(p, true)
+func (j *Journal) Saved(file uint32, savedAs string) error {
+	return j.write(named(recSaved, file, savedAs), true)
 }
 
-// sync makes the journal durable if anything was appended since the last sync.
-func (j *journal) sync() error {
+func named(typ byte, file uint32, name string) []byte {
+	p := make([]byte, 5+len(name))
+	p[0] = typ
+	binary.BigEndian.PutUint32(p[1:], file)
+	copy(p[5:], name)
+	return p
+}
+
+// Sync makes the journal durable if anything was appended since the last sync.
+func (j *Journal) Sync() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil || !j.dirty {
@@ -136,7 +150,8 @@ func (j *journal) sync() error {
 	return j.f.Sync()
 }
 
-func (j *journal) close() {
+// Close flushes and closes the journal.
+func (j *Journal) Close() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f != nil {
@@ -148,7 +163,7 @@ func (j *journal) close() {
 
 // readJournal returns the good records of the journal at path (none if it
 // does not exist), stopping at the first torn or damaged one.
-func readJournal(path string) ([]journalRec, error) {
+func readJournal(path string) ([]record, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -160,15 +175,15 @@ func readJournal(path string) ([]journalRec, error) {
 	return parseJournal(bufio.NewReader(f)), nil
 }
 
-func parseJournal(r io.Reader) []journalRec {
-	var out []journalRec
+func parseJournal(r io.Reader) []record {
+	var out []record
 	var hdr, sum [4]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return out
 		}
 		n := binary.BigEndian.Uint32(hdr[:])
-		if n < 5 || n > maxJournalRecord {
+		if n < 5 || n > maxRecord {
 			return out
 		}
 		p := make([]byte, n)
@@ -178,14 +193,14 @@ func parseJournal(r io.Reader) []journalRec {
 		if _, err := io.ReadFull(r, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != crc32.Checksum(p, castagnoli) {
 			return out
 		}
-		rec := journalRec{typ: p[0], file: binary.BigEndian.Uint32(p[1:])}
+		rec := record{typ: p[0], file: binary.BigEndian.Uint32(p[1:])}
 		switch {
 		case rec.typ == recChunk && n == 45:
 			rec.chunk = binary.BigEndian.Uint32(p[5:])
 			rec.crc = binary.BigEndian.Uint32(p[9:])
 			copy(rec.leaf[:], p[13:])
-		case rec.typ == recSaved:
-			rec.savedAs = string(p[5:])
+		case rec.typ == recSaved, rec.typ == recPartial:
+			rec.name = string(p[5:])
 		default:
 			return out
 		}
@@ -195,8 +210,8 @@ func parseJournal(r io.Reader) []journalRec {
 
 // applyJournal replays records onto a snapshot. Records that do not fit the
 // snapshot (unknown file, chunk out of range) make the whole state suspect.
-func applyJournal(s *resumeState, recs []journalRec) error {
-	byIdx := make(map[uint32]*resumeFile, len(s.Files))
+func applyJournal(s *State, recs []record) error {
+	byIdx := make(map[uint32]*File, len(s.Files))
 	for i := range s.Files {
 		byIdx[s.Files[i].Index] = &s.Files[i]
 	}
@@ -207,18 +222,16 @@ func applyJournal(s *resumeState, recs []journalRec) error {
 		}
 		switch r.typ {
 		case recChunk:
-			if int(r.chunk) >= len(f.CRCs) || len(f.Have) < (len(f.CRCs)+7)/8 || len(f.Leaves) != 32*len(f.CRCs) {
+			if f.Done || int(r.chunk) >= len(f.CRCs) || len(f.Have) < (len(f.CRCs)+7)/8 || len(f.Leaves) != 32*len(f.CRCs) {
 				return fmt.Errorf("journal names chunk %d of file %d", r.chunk, r.file)
 			}
-			setBit(f.Have, int(r.chunk))
-			f.CRCs[r.chunk] = r.crc
-			copy(f.Leaves[32*r.chunk:], r.leaf[:])
+			f.Set(int(r.chunk), r.leaf, r.crc)
+		case recPartial:
+			f.Partial = r.name
 		case recSaved:
-			f.Done, f.SavedAs = true, r.savedAs
-			f.Have, f.Leaves, f.CRCs = nil, nil, nil
+			f.Done, f.SavedAs = true, r.name
+			f.Partial, f.Have, f.Leaves, f.CRCs = "", nil, nil, nil
 		}
 	}
 	return nil
 }
-
-func crc32c(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }

@@ -1,0 +1,332 @@
+// Package resume keeps what an unfinished transfer needs to continue later:
+// on the receiving side, which chunks of which partial files are on disk
+// (with their BLAKE3 leaves and CRC32C), and on the sending side the leaves
+// it already computed. It knows nothing of the wire protocol or transports:
+// callers describe the offer (peer, manifest ID, chunk size, files) and get
+// back what was held.
+//
+// Receiving state lives in <dir>/<key>.json (a snapshot, written temp ->
+// fsync -> rename) plus <key>.log (a journal with one small record per
+// landed chunk, per partial created and per saved file). It is only a hint:
+// the caller re-checks every listed chunk against its CRC32C before trusting
+// it, and the final BLAKE3 root still decides.
+package resume
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/internal/atomicfile"
+)
+
+// Version is the snapshot format. Version 2 records each partial's name:
+// partials are created exclusively and may not carry the file's own name.
+const Version = 2
+
+// maxStateFile bounds a snapshot we are willing to read.
+const maxStateFile = 256 << 20
+
+// State is the record of one unfinished incoming transfer.
+type State struct {
+	Version   int       `json:"version"`
+	Peer      string    `json:"peer"`
+	PeerName  string    `json:"peer_name"`
+	Manifest  string    `json:"manifest"`
+	ChunkSize int       `json:"chunk_size"`
+	Dest      string    `json:"dest"`
+	Updated   time.Time `json:"updated"`
+	Files     []File    `json:"files"`
+}
+
+// File is one accepted file of a State.
+type File struct {
+	Index uint32 `json:"index"`
+	Path  string `json:"path"`
+	Size  int64  `json:"size"`
+	// Partial is the partial file's slash path relative to Dest, once created.
+	Partial string   `json:"partial,omitempty"`
+	Done    bool     `json:"done,omitempty"`
+	SavedAs string   `json:"saved_as,omitempty"`
+	Have    []byte   `json:"have,omitempty"`   // chunk bitmap
+	Leaves  []byte   `json:"leaves,omitempty"` // 32 bytes per chunk
+	CRCs    []uint32 `json:"crcs,omitempty"`
+}
+
+// NewFile returns the entry of a file with n chunks and nothing held yet.
+func NewFile(index uint32, path string, size int64, n int) File {
+	return File{Index: index, Path: path, Size: size,
+		Have: make([]byte, (n+7)/8), Leaves: make([]byte, 32*n), CRCs: make([]uint32, n)}
+}
+
+// Has reports whether chunk c is held.
+func (f *File) Has(c int) bool { return c/8 < len(f.Have) && bit(f.Have, c) }
+
+// Leaf returns chunk c's leaf.
+func (f *File) Leaf(c int) merkle.Hash {
+	var l merkle.Hash
+	copy(l[:], f.Leaves[32*c:32*c+32])
+	return l
+}
+
+// Set records chunk c as held.
+func (f *File) Set(c int, leaf merkle.Hash, crc uint32) {
+	setBit(f.Have, c)
+	copy(f.Leaves[32*c:], leaf[:])
+	f.CRCs[c] = crc
+}
+
+// Held reports whether the state holds anything worth resuming.
+func (s *State) Held() bool {
+	for _, f := range s.Files {
+		if f.Done {
+			return true
+		}
+		for _, b := range f.Have {
+			if b != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Offered describes the offer a state is checked against.
+type Offered struct {
+	Peer      string
+	Manifest  string
+	ChunkSize int
+	Dest      string
+	// Files are the offer's files, by index.
+	Files []OfferedFile
+}
+
+// OfferedFile is one file of an offer.
+type OfferedFile struct {
+	Path string
+	Size int64
+}
+
+// Check refuses a loaded state that does not fit the offer it would resume
+// (tampered, another peer, another folder, another offer). validName checks
+// a path from the state the way the store checks a peer's names.
+func (s *State) Check(o Offered, validName func(string) error) error {
+	switch {
+	case s.Version != Version:
+		return fmt.Errorf("version %d", s.Version)
+	case s.Peer != o.Peer:
+		return errors.New("it belongs to another device")
+	case s.Manifest != o.Manifest || s.ChunkSize != o.ChunkSize:
+		return errors.New("it is for another offer")
+	case filepath.Clean(s.Dest) != filepath.Clean(o.Dest):
+		return errors.New("it is for another download folder")
+	}
+	seen := map[uint32]bool{}
+	for _, f := range s.Files {
+		if int(f.Index) >= len(o.Files) || seen[f.Index] {
+			return fmt.Errorf("file index %d", f.Index)
+		}
+		seen[f.Index] = true
+		m := o.Files[f.Index]
+		if f.Path != m.Path || f.Size != m.Size {
+			return fmt.Errorf("file %d does not match the offer", f.Index)
+		}
+		if err := validName(f.Path); err != nil {
+			return err
+		}
+		if f.Done {
+			if err := validName(f.SavedAs); err != nil {
+				return err
+			}
+			continue
+		}
+		if f.Partial != "" {
+			if err := validPartialName(f.Partial, validName); err != nil {
+				return err
+			}
+		}
+		n := merkle.Chunks(f.Size, o.ChunkSize)
+		if len(f.Have) != (n+7)/8 || len(f.Leaves) != 32*n || len(f.CRCs) != n {
+			return fmt.Errorf("file %d has bitmaps of the wrong size", f.Index)
+		}
+	}
+	return nil
+}
+
+// PartialSuffix ends every partial file's name (the store's convention).
+const PartialSuffix = ".partial"
+
+func validPartialName(name string, validName func(string) error) error {
+	rel, ok := strings.CutSuffix(name, PartialSuffix)
+	if !ok {
+		return fmt.Errorf("partial %q has no %s suffix", name, PartialSuffix)
+	}
+	return validName(rel)
+}
+
+func bit(b []byte, i int) bool { return b[i/8]&(1<<(i%8)) != 0 }
+func setBit(b []byte, i int)   { b[i/8] |= 1 << (i % 8) }
+
+// Key names the state of one offer from one device.
+func Key(peer, manifest string) string {
+	h := sha256.Sum256([]byte(peer + "\x00" + manifest))
+	return hex.EncodeToString(h[:16])
+}
+
+// Dir is the folder holding resume state (<config>/resume). Its methods are
+// safe for concurrent use on different keys.
+type Dir struct {
+	path string
+	log  *slog.Logger
+	now  func() time.Time
+}
+
+// Open returns the resume folder at path; log and now may be nil.
+func Open(path string, log *slog.Logger, now func() time.Time) *Dir {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Dir{path: path, log: log, now: now}
+}
+
+// Path is the folder.
+func (d *Dir) Path() string { return d.path }
+
+func (d *Dir) snapshotPath(key string) string { return filepath.Join(d.path, key+".json") }
+func (d *Dir) journalPath(key string) string  { return filepath.Join(d.path, key+".log") }
+
+// Load reads the snapshot for key and replays its journal; a missing
+// snapshot is (nil, nil).
+func (d *Dir) Load(key string) (*State, error) {
+	s, err := d.loadSnapshot(key)
+	if err != nil || s == nil {
+		return s, err
+	}
+	recs, err := readJournal(d.journalPath(key))
+	if err != nil {
+		return nil, err
+	}
+	if err := applyJournal(s, recs); err != nil {
+		return nil, fmt.Errorf("resume state %s is damaged: %w", key, err)
+	}
+	return s, nil
+}
+
+func (d *Dir) loadSnapshot(key string) (*State, error) {
+	f, err := os.Open(d.snapshotPath(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.Size() > maxStateFile {
+		return nil, fmt.Errorf("resume state %s is too large", key)
+	}
+	var s State
+	if err := json.NewDecoder(f).Decode(&s); err != nil {
+		return nil, fmt.Errorf("resume state %s is damaged: %w", key, err)
+	}
+	return &s, nil
+}
+
+// Compact writes s as key's snapshot and empties its journal.
+func (d *Dir) Compact(key string, s *State) error {
+	if err := os.MkdirAll(d.path, 0o700); err != nil {
+		return err
+	}
+	s.Version = Version
+	s.Updated = d.now()
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(d.snapshotPath(key), data, 0o600); err != nil {
+		return err
+	}
+	if err := os.Remove(d.journalPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Drop removes key's state.
+func (d *Dir) Drop(key string) {
+	for _, p := range []string{d.snapshotPath(key), d.journalPath(key)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.log.Warn("remove resume state", "err", err)
+		}
+	}
+}
+
+// Start writes s as where an attempt starts and opens an empty journal for
+// what happens from now on.
+func (d *Dir) Start(key string, s *State) (*Journal, error) {
+	if err := d.Compact(key, s); err != nil {
+		return nil, err
+	}
+	return createJournal(d.journalPath(key))
+}
+
+// Summary describes an unfinished incoming transfer.
+type Summary struct {
+	Key      string
+	PeerID   string
+	PeerName string
+	Dest     string
+	Files    int
+	Bytes    int64 // verified bytes held on disk
+	Updated  time.Time
+	// Partials are the partial files' slash paths relative to Dest.
+	Partials []string
+}
+
+// List returns every state, most recently touched first.
+func (d *Dir) List() []Summary {
+	entries, _ := os.ReadDir(d.path)
+	var out []Summary
+	for _, de := range entries {
+		key, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok || strings.HasPrefix(de.Name(), ".") {
+			continue // a temporary file of an atomic write, a journal, a leaf cache
+		}
+		s, err := d.Load(key)
+		if err != nil || s == nil {
+			continue
+		}
+		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: len(s.Files), Updated: s.Updated}
+		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
+			p.Updated = st.ModTime()
+		}
+		for _, f := range s.Files {
+			if f.Done {
+				continue
+			}
+			if f.Partial != "" {
+				p.Partials = append(p.Partials, f.Partial)
+			}
+			for c := 0; c < len(f.CRCs); c++ {
+				if f.Has(c) {
+					p.Bytes += int64(merkle.ChunkLen(f.Size, s.ChunkSize, c))
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Updated.After(out[j].Updated) })
+	return out
+}

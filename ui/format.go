@@ -2,75 +2,15 @@ package ui
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
-// EscapeName returns a file or device name as it is safe to show: names made
-// only of printable characters come back unchanged; any other name (control
-// characters, bidirectional overrides that could disguise an extension,
-// zero-width or invalid UTF-8) is shown quoted with those characters escaped,
-// the way strconv.Quote does, so the user sees exactly what was sent.
-func EscapeName(s string) string {
-	if !needsEscape(s) {
-		return s
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case suspicious(r):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-		i += size
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-func needsEscape(s string) bool {
-	if !utf8.ValidString(s) {
-		return true
-	}
-	for _, r := range s {
-		if suspicious(r) {
-			return true
-		}
-	}
-	return false
-}
-
-// suspicious reports runes that are invisible or change how the text around
-// them is displayed.
-func suspicious(r rune) bool {
-	switch {
-	case r == ' ':
-		return false
-	case unicode.IsControl(r):
-		return true
-	case unicode.Is(unicode.Bidi_Control, r):
-		return true
-	case r == '\u200b' || r == '\u200c' || r == '\u200d' || r == '\u2060' || r == '\ufeff':
-		return true // zero-width characters
-	case unicode.IsSpace(r):
-		return true // odd spaces: only the plain space is shown as is
-	case !unicode.IsPrint(r):
-		return true
-	}
-	return false
-}
+// EscapeName returns a file or device name as it is safe to show (see
+// safetext.Name: invisible and display-changing characters are escaped).
+func EscapeName(s string) string { return safetext.Name(s) }
 
 // HumanBytes formats a byte count for people: "0 B", "999 B", "1.5 kB", "12.3 MB".
 func HumanBytes(n int64) string {

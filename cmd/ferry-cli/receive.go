@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 func init() {
@@ -157,7 +158,7 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event) engine.Decision {
 			fmt.Fprintf(p.out, "  ... and %d more\n", len(o.Files)-10)
 			break
 		}
-		fmt.Fprintf(p.out, "  %s (%s)\n", escapeName(f.Path), humanBytes(f.Size))
+		fmt.Fprintf(p.out, "  %s (%s)\n", safetext.Name(f.Path), humanBytes(f.Size))
 	}
 	fmt.Fprint(p.out, "Accept? [y]es / [n]o / [a]lways from this device: ")
 	line, err := p.in.ReadString('\n')
@@ -178,20 +179,4 @@ func short(id string) string {
 		return id[:8]
 	}
 	return id
-}
-
-// escapeName shows control and bidi characters in a peer's file name as
-// escapes, so a name cannot disguise itself on the terminal.
-func escapeName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0),
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

@@ -1,0 +1,84 @@
+// Package safetext shows text that came from a peer (file and device names)
+// so that it cannot disguise itself: what the user reads is exactly what was
+// sent. The GUI and the CLI both use it, so a name looks the same in both.
+package safetext
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Name returns a file or device name as it is safe to show: names made only
+// of printable characters, with no space at either end, come back unchanged;
+// any other name (control characters, bidirectional overrides that could
+// disguise an extension, zero-width characters or a BOM, odd spaces, leading
+// or trailing spaces, invalid UTF-8) is shown quoted with the invisible
+// characters escaped, the way strconv.Quote does.
+func Name(s string) string {
+	if !NeedsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case Suspicious(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// NeedsEscape reports whether Name would quote s: it has an invisible or
+// display-changing character, a space at either end of s or of one of its
+// slash-separated elements, or is not valid UTF-8.
+func NeedsEscape(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if Suspicious(r) {
+			return true
+		}
+	}
+	for _, e := range strings.Split(s, "/") {
+		if strings.HasPrefix(e, " ") || strings.HasSuffix(e, " ") {
+			return true
+		}
+	}
+	return false
+}
+
+// Suspicious reports runes that are invisible or change how the text around
+// them is displayed.
+func Suspicious(r rune) bool {
+	switch {
+	case r == ' ':
+		return false
+	case unicode.IsControl(r):
+		return true
+	case unicode.Is(unicode.Bidi_Control, r):
+		return true
+	case r == '\u200b' || r == '\u200c' || r == '\u200d' || r == '\u2060' || r == '\ufeff':
+		return true // zero-width characters and the BOM
+	case unicode.IsSpace(r):
+		return true // odd spaces: only the plain space is shown as is
+	case !unicode.IsPrint(r):
+		return true
+	}
+	return false
+}

@@ -1,0 +1,59 @@
+package safetext
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// cases double as the fuzz corpus.
+var cases = []struct{ in, want string }{
+	{"report.pdf", "report.pdf"},
+	{"Ferien 2026/Strand.jpg", "Ferien 2026/Strand.jpg"},
+	{"日本語.txt", "日本語.txt"},
+	{"a\u202etxt.exe", `"a\u202etxt.exe"`},   // right-to-left override
+	{"new\nline", `"new\nline"`},             // control character
+	{"zero\u200bwidth", `"zero\u200bwidth"`}, // zero-width space
+	{"\ufeffbom.txt", `"\ufeffbom.txt"`},     // byte order mark
+	{"bad\xffutf8", `"bad\xffutf8"`},         // invalid UTF-8
+	{"quote\"\x01", `"quote\"\x01"`},         // quote inside an escaped name
+	{"tab\there", `"tab\there"`},
+	{"nbsp\u00a0x", `"nbsp\u00a0x"`},
+	{" leading.txt", `" leading.txt"`},
+	{"dir/ inner.txt", `"dir/ inner.txt"`},
+	{"trailing /x", `"trailing /x"`},
+	{"in between.txt", "in between.txt"},
+}
+
+func TestName(t *testing.T) {
+	for _, c := range cases {
+		if got := Name(c.in); got != c.want {
+			t.Errorf("Name(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzName: whatever a peer sends, the shown text has no invisible or
+// display-changing character, and a name that needed no escaping is shown as is.
+func FuzzName(f *testing.F) {
+	for _, c := range cases {
+		f.Add(c.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Name(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Name(%q) = %q is not valid UTF-8", s, got)
+		}
+		if NeedsEscape(s) && !strings.HasPrefix(got, `"`) {
+			t.Fatalf("escaped name %q not quoted", got)
+		}
+		for _, r := range got {
+			if Suspicious(r) {
+				t.Fatalf("Name(%q) = %q shows %U", s, got, r)
+			}
+		}
+		if !NeedsEscape(s) && got != s {
+			t.Fatalf("Name(%q) = %q changed a plain name", s, got)
+		}
+	})
+}

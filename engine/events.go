@@ -73,8 +73,11 @@ type PeerInfo struct {
 
 // FileInfo is one entry of an offer as shown to the user.
 type FileInfo struct {
-	Path string `json:"path"` // relative, slash-separated
+	Path string `json:"path"` // relative, slash-separated; show it with safetext.Name
 	Size int64  `json:"size"`
+	// Refused, when set, says why this file will not be received whatever
+	// the answer (a name that cannot be stored safely); the others can be.
+	Refused string `json:"refused,omitempty"`
 }
 
 // OfferInfo is what the receiving user decides on.
@@ -119,6 +122,9 @@ type Result struct {
 	Reason    string   `json:"transport_reason,omitempty"`
 	Metrics   *Metrics `json:"metrics,omitempty"`
 	Resent    int64    `json:"resent_bytes,omitempty"`
+	// Refused counts offered files the receiver refused by name; each has
+	// its EventFile with the reason.
+	Refused int `json:"refused,omitempty"`
 	// PresentedID is set when another device than the expected one answered
 	// (discovery is told, so it stops offering that address for that ID).
 	PresentedID string `json:"presented_id,omitempty"`

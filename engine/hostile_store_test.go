@@ -139,3 +139,98 @@ func TestProtocolErrorLeavesNoUnlistedPartial(t *testing.T) {
 		})
 	}
 }
+
+// Issue #14 (9): one name the receiver cannot store refuses that file only;
+// the prompt shows it escaped with the reason, the rest arrives, and both
+// sides report the refusal per file.
+func TestOneBadNameRefusesOnlyThatFile(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	send := testEngine(t, Options{})
+	revents, unsub := recv.Subscribe(256)
+	defer unsub()
+	offers := make(chan *OfferInfo, 1)
+	go func() {
+		for ev := range revents {
+			if ev.Kind == EventOffer {
+				offers <- ev.Offer
+				recv.Decide(ev.TransferID, Decision{Accept: true})
+			}
+		}
+	}()
+	src := filepath.Join(t.TempDir(), "album")
+	for _, name := range []string{"ok.txt", "tab\there.txt", "photo\u202egpj.exe", "same.txt", "SAME.TXT"} {
+		writeFile(t, filepath.Join(src, name), 100)
+	}
+	sevents, sunsub := send.Subscribe(256)
+	defer sunsub()
+	res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if res.State != StateDone || res.Files != 3 || res.Verified != 3 || res.Refused != 2 {
+		t.Fatalf("result %s %q: %d of %d verified, %d refused; want 3 of 3, 2 refused", res.State, res.Err, res.Verified, res.Files, res.Refused)
+	}
+	offer := <-offers
+	refused := map[string]string{}
+	for _, f := range offer.Files {
+		if f.Refused != "" {
+			refused[f.Path] = f.Refused
+		}
+	}
+	if len(refused) != 2 || refused["album/tab\there.txt"] == "" || refused["album/photo\u202egpj.exe"] == "" {
+		t.Errorf("the prompt's refused files: %q", refused)
+	}
+	var failed []string
+	for len(sevents) > 0 {
+		if ev := <-sevents; ev.Kind == EventFile && !ev.File.Verified {
+			failed = append(failed, ev.File.Path+": "+ev.File.Err)
+		}
+	}
+	if len(failed) != 2 {
+		t.Errorf("sender's failed files: %q, want the two refused names", failed)
+	}
+	for _, name := range []string{"ok.txt", "same.txt", "SAME.TXT"} {
+		if _, err := os.Stat(filepath.Join(recv.DownloadDir(), "album", name)); err != nil {
+			t.Errorf("%s did not arrive: %v", name, err)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(recv.DownloadDir(), "album"))
+	if len(entries) != 3 {
+		t.Errorf("album holds %d entries, want 3", len(entries))
+	}
+}
+
+// Issue #14 (3): an offer larger than the free space is refused with the
+// figures before the user is asked.
+func TestNoSpaceRefusedBeforeThePrompt(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk})
+	events, unsub := recv.Subscribe(256)
+	defer unsub()
+	var d *wire.Decision
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.offer(wire.FileEntry{Path: "huge.bin", Size: 1 << 60})
+		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
+		p.conn.Close(0, "")
+	})
+	if d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "needed") {
+		t.Fatalf("decision %+v, want a no-space refusal with the figures", d)
+	}
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventOffer {
+			t.Fatal("the user was asked about an offer that cannot fit")
+		}
+	}
+}
+
+// The very same name twice in one offer: the second is refused, the first goes on.
+func TestSameNameTwiceRefusesTheSecond(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	var d *wire.Decision
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.offer(wire.FileEntry{Path: "a.txt", Size: 1}, wire.FileEntry{Path: "a.txt", Size: 1})
+		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
+		p.conn.Close(0, "")
+	})
+	if d == nil || !d.Accept || len(d.Files) != 1 || d.Files[0] != 0 || len(d.Refused) != 1 || d.Refused[0].File != 1 {
+		t.Fatalf("decision %+v, want file 0 accepted and file 1 refused", d)
+	}
+}

@@ -128,10 +128,10 @@ func TestHostilePeers(t *testing.T) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "/etc/passwd", Size: int64(len(good))})
 		}, "refused"},
-		{"duplicate names", AcceptAll, func(p *rawPeer) {
+		{"every name refused", AcceptAll, func(p *rawPeer) {
 			p.hello()
-			p.offer(wire.FileEntry{Path: "a.txt", Size: 1}, wire.FileEntry{Path: "A.TXT", Size: 1})
-		}, "offered twice"},
+			p.offer(wire.FileEntry{Path: "../a.txt", Size: 1}, wire.FileEntry{Path: "con.txt", Size: 1}, wire.FileEntry{Path: "tab\t", Size: 1})
+		}, "refused"},
 		{"total size lie", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 1, TotalBytes: 5})

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -20,6 +20,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/directio"
+	"github.com/ferrydrop/ferry/internal/safetext"
 	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
@@ -121,7 +122,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	st, msg := endState(err)
 	stalls := rx.stalls.Stats()
-	e.finish(t, Result{State: st, Err: msg, Files: len(rx.files), Verified: rx.verified, Bytes: rx.bytes.Load(),
+	e.finish(t, Result{State: st, Err: msg, Files: len(rx.files), Refused: len(rx.refused), Verified: rx.verified, Bytes: rx.bytes.Load(),
 		Destination: rx.destDir, Resent: rx.resent.Load(), Stalls: &stalls})
 }
 
@@ -153,6 +154,8 @@ type receiver struct {
 
 	offer      *wire.Offer
 	manifest   []wire.FileEntry
+	refused    []wire.Refusal // offered files refused by name, whatever the user decides
+	refusedIdx map[int]bool
 	dest       *store.Dest
 	destDir    string
 	registered bool
@@ -232,11 +235,16 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 		return &wire.RemoteError{Code: decision.code, Reason: decision.Reason}
 	}
 	rx.accepted.Store(true)
-	wd := &wire.Decision{Accept: true}
+	wd := &wire.Decision{Accept: true, Refused: rx.refused}
 	if decision.Files != nil {
+		wd.Files = make([]uint32, 0, len(decision.Files))
 		for _, i := range decision.Files {
 			wd.Files = append(wd.Files, uint32(i))
 		}
+	}
+	for _, r := range rx.refused {
+		f := rx.manifest[r.File]
+		rx.e.publish(rx.t, Event{Kind: EventFile, File: &FileResult{Path: f.Path, Size: f.Size, Err: refusalSentence(r)}})
 	}
 	for _, h := range rx.haves {
 		if err := rx.ctl.send(h); err != nil {
@@ -326,25 +334,59 @@ func (rx *receiver) readOffer() error {
 				wire.ErrProtocol, part.Start, len(part.Files), len(rx.manifest), offer.Files)
 		}
 		for _, f := range part.Files {
-			if err := store.ValidatePath(f.Path); err != nil {
-				return fmt.Errorf("%w: %v", wire.ErrBadName, err)
-			}
-			key := strings.ToLower(f.Path)
-			if seen[key] {
-				return fmt.Errorf("%w: %q is offered twice", wire.ErrBadName, f.Path)
-			}
-			seen[key] = true
+			idx := len(rx.manifest)
+			rx.manifest = append(rx.manifest, f)
 			sum += f.Size
 			if sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
-			rx.manifest = append(rx.manifest, f)
+			// A name we cannot store safely refuses that file, not the offer.
+			var ne *store.NameError
+			if err := store.ValidatePath(f.Path); errors.As(err, &ne) {
+				rx.refuse(idx, wire.CodeBadName, ne.Reason)
+				continue
+			} else if err != nil {
+				rx.refuse(idx, wire.CodeBadName, "the name cannot be stored")
+				continue
+			}
+			// Names differing only in case are both received: on a
+			// case-insensitive file system the second gets a number (its
+			// partial is created exclusively, its final name never
+			// overwrites). The very same name twice is refused.
+			if seen[f.Path] {
+				rx.refuse(idx, wire.CodeBadName, "the offer names this file twice")
+				continue
+			}
+			seen[f.Path] = true
 		}
+		if len(rx.refused) > wire.MaxRefusals {
+			return fmt.Errorf("%w: over %d of the offered names cannot be stored", wire.ErrBadName, wire.MaxRefusals)
+		}
+	}
+	if len(rx.refused) > 0 && len(rx.refused) == len(rx.manifest) {
+		r := rx.refused[0]
+		return fmt.Errorf("%w: %s: %s", wire.ErrBadName, safetext.Name(rx.manifest[r.File].Path), r.Reason)
 	}
 	if sum != offer.TotalBytes {
 		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
 	}
 	return nil
+}
+
+// refuse records that offered file idx will not be accepted, whatever the
+// user decides: the rest of the offer goes on.
+func (rx *receiver) refuse(idx int, code wire.Code, reason string) {
+	if len(reason) > wire.MaxRefusalLen {
+		reason = reason[:wire.MaxRefusalLen]
+		for !utf8.ValidString(reason) {
+			reason = reason[:len(reason)-1]
+		}
+	}
+	if rx.refusedIdx == nil {
+		rx.refusedIdx = map[int]bool{}
+	}
+	rx.refusedIdx[idx] = true
+	rx.refused = append(rx.refused, wire.Refusal{File: uint32(idx), Code: code, Reason: reason})
 }
 
 type decision struct {
@@ -360,10 +402,17 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 	e.mu.Unlock()
 	trusted := rx.t.peer.Trusted
 	var total int64
-	for _, f := range rx.manifest {
-		total += f.Size
+	for i, f := range rx.manifest {
+		if !rx.refusedIdx[i] {
+			total += f.Size
+		}
 	}
 	free, _ := store.FreeSpace(dir)
+	// An offer that cannot fit is refused before anyone is asked, with the
+	// figures: a "yes" could not be kept.
+	if err := noSpace(dir, total); err != nil {
+		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
+	}
 
 	var d decision
 	switch {
@@ -385,21 +434,28 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 	accepted := make([]int, 0, len(rx.manifest))
 	if d.Files == nil {
 		for i := range rx.manifest {
-			accepted = append(accepted, i)
+			if !rx.refusedIdx[i] {
+				accepted = append(accepted, i)
+			}
 		}
 	} else {
 		for _, i := range d.Files {
 			if i < 0 || i >= len(rx.manifest) {
 				return d, fmt.Errorf("decision names file %d of %d", i, len(rx.manifest))
 			}
-			accepted = append(accepted, i)
+			if !rx.refusedIdx[i] {
+				accepted = append(accepted, i)
+			}
 		}
+	}
+	if len(rx.refused) > 0 {
+		d.Files = accepted // "all" no longer means every offered file
 	}
 	var need int64
 	for _, i := range accepted {
 		need += rx.manifest[i].Size
 	}
-	if err := store.CheckSpace(dir, need); err != nil {
+	if err := noSpace(dir, need); err != nil {
 		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
 	}
 	dest, err := store.Open(dir)
@@ -421,6 +477,17 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 		}
 	}
 	return d, nil
+}
+
+// noSpace returns the *store.SpaceError when dir cannot hold need bytes. A
+// file system whose free space cannot be measured accepts blind: writing
+// then fails per file with a clear error, which loses nothing.
+func noSpace(dir string, need int64) error {
+	var se *store.SpaceError
+	if err := store.CheckSpace(dir, need); errors.As(err, &se) {
+		return se
+	}
+	return nil
 }
 
 // ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
@@ -446,6 +513,9 @@ func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (dec
 	}
 	for _, f := range rx.manifest {
 		info.Files = append(info.Files, FileInfo{Path: f.Path, Size: f.Size})
+	}
+	for _, r := range rx.refused {
+		info.Files[r.File].Refused = r.Reason
 	}
 	e.publish(rx.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
 	timer := time.NewTimer(e.opts.PromptTimeout)

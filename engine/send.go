@@ -106,7 +106,7 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 			}
 			st, msg := endState(err)
-			r := Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
+			r := Result{State: st, Err: msg, Files: len(tx.accepted), Refused: tx.refused, Verified: int(tx.verified.Load()),
 				Bytes: sent, Reason: tx.reason, Resent: resent}
 			var mm *identity.MismatchError
 			if errors.As(err, &mm) {
@@ -237,6 +237,7 @@ type sender struct {
 	gen       atomic.Int64 // bumped when auto moves the data to TCP (autoswitch.go)
 
 	accepted []int // indexes of accepted files, in sending order
+	refused  int   // files the receiver refused by name
 	sent     atomic.Int64
 	skipped  atomic.Int64 // resume: bytes the receiver already had
 	resent   atomic.Int64
@@ -245,6 +246,7 @@ type sender struct {
 	resolved atomic.Int64
 
 	retries  chan wire.NeedChunk // chunks the receiver asked for again
+	asked    map[[2]uint32]int   // (file, chunk) -> times asked again; read by readControl only
 	manifest string
 	cache    *resume.LeafCache // leaves of earlier attempts, so resume need not re-read held chunks
 
@@ -391,12 +393,18 @@ func (tx *sender) offer() error {
 	return nil
 }
 
+// decisionWait bounds how long a sender waits for the receiver's answer: far
+// longer than any prompt stays open (2 minutes by default), short enough that
+// a receiver that never answers cannot hold a sender for ever.
+const decisionWait = 15 * time.Minute
+
 // readDecision reads what the receiver already has (resume) and its decision.
-// The receiver's user may take as long as their prompt allows: no deadline here.
+// The receiver's user may take as long as their prompt allows.
 func (tx *sender) readDecision() (*wire.Decision, error) {
 	tx.haves = map[uint32]*wire.Have{}
+	deadline := time.Now().Add(decisionWait)
 	for {
-		m, err := tx.ctl.recv()
+		m, err := tx.ctl.recvTimeout(max(time.Until(deadline), time.Millisecond))
 		if err != nil {
 			return nil, fmt.Errorf("waiting for the receiver: %w", unexpectedEOF(err))
 		}
@@ -421,19 +429,33 @@ func (tx *sender) readDecision() (*wire.Decision, error) {
 }
 
 func (tx *sender) accept(d *wire.Decision) error {
+	refused := make(map[uint32]bool, len(d.Refused))
+	for _, r := range d.Refused {
+		if int(r.File) >= len(tx.files) || refused[r.File] {
+			return fmt.Errorf("%w: the receiver refused file %d of %d", wire.ErrProtocol, r.File, len(tx.files))
+		}
+		refused[r.File] = true
+	}
 	if d.Files == nil {
 		for i := range tx.files {
-			tx.accepted = append(tx.accepted, i)
+			if !refused[uint32(i)] {
+				tx.accepted = append(tx.accepted, i)
+			}
 		}
 	} else {
 		seen := map[uint32]bool{}
 		for _, i := range d.Files {
-			if int(i) >= len(tx.files) || seen[i] {
+			if int(i) >= len(tx.files) || seen[i] || refused[i] {
 				return fmt.Errorf("%w: the receiver accepted file %d of %d", wire.ErrProtocol, i, len(tx.files))
 			}
 			seen[i] = true
 			tx.accepted = append(tx.accepted, int(i))
 		}
+	}
+	tx.refused = len(d.Refused)
+	for _, r := range d.Refused {
+		lf := tx.files[r.File]
+		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: refusalSentence(r)}})
 	}
 	tx.cache = tx.e.resume.LeafCache(tx.manifest, len(tx.haves) > 0)
 	tx.leaves = make(map[int]*fileLeaves, len(tx.accepted))
@@ -618,13 +640,18 @@ func (tx *sender) moveInFlight() {
 	tx.inFlight = nil
 }
 
-func (tx *sender) noteResolved(fi int) {
+// noteResolved records a file's result; false if it had one already.
+func (tx *sender) noteResolved(fi int) bool {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if tx.resolvedFiles == nil {
 		tx.resolvedFiles = map[int]bool{}
 	}
+	if tx.resolvedFiles[fi] {
+		return false
+	}
 	tx.resolvedFiles[fi] = true
+	return true
 }
 
 func (tx *sender) allResolved() bool { return int(tx.resolved.Load()) == len(tx.accepted) }
@@ -769,7 +796,9 @@ func (tx *sender) readControl(ctx context.Context) error {
 			if _, ok := tx.leaves[int(m.File)]; !ok {
 				return fmt.Errorf("%w: result for file %d, which is not being sent", wire.ErrProtocol, m.File)
 			}
-			tx.noteResolved(int(m.File))
+			if !tx.noteResolved(int(m.File)) {
+				return fmt.Errorf("%w: a second result for file %d", wire.ErrProtocol, m.File)
+			}
 			tx.resolved.Add(1)
 			lf := tx.files[m.File]
 			fr := &FileResult{Path: lf.Path, Size: lf.Size, Verified: m.OK, Err: m.Reason}
@@ -790,6 +819,15 @@ func (tx *sender) readControl(ctx context.Context) error {
 			if !ok || int(m.Chunk) >= fl.tree.Len() {
 				return fmt.Errorf("%w: re-request of chunk %d of file %d", wire.ErrProtocol, m.Chunk, m.File)
 			}
+			// A receiver gives up on a chunk after maxChunkRetries bad
+			// copies; one that keeps asking is not receiving.
+			if tx.asked == nil {
+				tx.asked = map[[2]uint32]int{}
+			}
+			key := [2]uint32{m.File, m.Chunk}
+			if tx.asked[key]++; tx.asked[key] > maxChunkRetries {
+				return fmt.Errorf("%w: the receiver asked for chunk %d of file %d %d times", wire.ErrProtocol, m.Chunk, m.File, tx.asked[key])
+			}
 			select {
 			case tx.retries <- *m:
 			case <-ctx.Done():
@@ -802,6 +840,11 @@ func (tx *sender) readControl(ctx context.Context) error {
 					code = wire.CodeVerifyFailed
 				}
 				return &wire.RemoteError{Code: code, Reason: m.Reason}
+			}
+			// Success is believed file by file: every accepted file needs
+			// its own verified result first.
+			if n := int(tx.verified.Load()); n != len(tx.accepted) || m.Verified != n || m.Files != n {
+				return fmt.Errorf("%w: the receiver reported success, but verified %d of %d files", wire.ErrProtocol, n, len(tx.accepted))
 			}
 			return errSessionDone
 		case *wire.Cancel:

@@ -197,6 +197,22 @@ func sentence(err error) string {
 	return s
 }
 
+// refusalSentence says why the receiver refused one file of an offer.
+func refusalSentence(r wire.Refusal) string {
+	if r.Reason == "" {
+		return sentence(&wire.RemoteError{Code: r.Code})
+	}
+	return sentence(fmt.Errorf("%w: %s", codeSentinel(r.Code), r.Reason))
+}
+
+// codeSentinel is the sentinel error of a wire code (ErrIO for unknown ones).
+func codeSentinel(c wire.Code) error {
+	if err := (&wire.RemoteError{Code: c}).Unwrap(); err != nil {
+		return err
+	}
+	return wire.ErrIO
+}
+
 // peerInfo builds what events say about a peer.
 func (e *Engine) peerInfo(id identity.DeviceID, name, addr string) PeerInfo {
 	p, known := e.trust.Get(id)

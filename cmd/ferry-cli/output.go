@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -65,17 +66,20 @@ func (p *printer) event(ev engine.Event) {
 		f := ev.File
 		switch {
 		case !f.Verified:
-			p.line("FAILED  %s: %s", f.Path, f.Err)
+			p.line("FAILED  %s: %s", safetext.Name(f.Path), f.Err)
 		case f.SavedAs != "":
-			p.line("ok      %s (saved as %s)", f.Path, f.SavedAs)
+			p.line("ok      %s (saved as %s)", safetext.Name(f.Path), safetext.Name(f.SavedAs))
 		case !p.bar:
-			p.line("ok      %s", f.Path)
+			p.line("ok      %s", safetext.Name(f.Path))
 		}
 	case engine.EventResult:
 		r := ev.Result
 		if r.State == engine.StateDone {
 			p.line("done: %d of %d files verified, %s in %.2fs (%s/s) over %s", r.Verified, r.Files,
 				humanBytes(r.Bytes), r.Duration, humanBytes(int64(float64(r.Bytes)/max(r.Duration, 1e-9))), r.Transport)
+			if r.Refused > 0 {
+				p.line("refused: %d file(s) the receiver cannot store under their names (see FAILED above)", r.Refused)
+			}
 		} else {
 			p.line("%s: %s", r.State, r.Err)
 		}

@@ -158,6 +158,10 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event) engine.Decision {
 			fmt.Fprintf(p.out, "  ... and %d more\n", len(o.Files)-10)
 			break
 		}
+		if f.Refused != "" {
+			fmt.Fprintf(p.out, "  %s (%s) REFUSED: %s\n", safetext.Name(f.Path), humanBytes(f.Size), f.Refused)
+			continue
+		}
 		fmt.Fprintf(p.out, "  %s (%s)\n", safetext.Name(f.Path), humanBytes(f.Size))
 	}
 	fmt.Fprint(p.out, "Accept? [y]es / [n]o / [a]lways from this device: ")

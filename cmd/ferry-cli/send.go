@@ -85,6 +85,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if r.State != engine.StateDone || r.Verified != r.Files {
 		return exitError{code: 1, err: errors.New(r.Err)}
 	}
+	if r.Refused > 0 {
+		return exitError{code: 1, err: fmt.Errorf("the receiver refused %d file(s) by name; the others arrived", r.Refused)}
+	}
 	return nil
 }
 

@@ -48,6 +48,16 @@ type Decision struct {
 	Files  []uint32 `json:"files"`
 	Code   Code     `json:"code,omitempty"`
 	Reason string   `json:"reason,omitempty"`
+	// Refused lists offered files the receiver refused by itself (a name it
+	// cannot store safely, say) while it accepts the others.
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is one offered file the receiver refused, and why.
+type Refusal struct {
+	File   uint32 `json:"file"`
+	Code   Code   `json:"code"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Have tells the sender which chunks of a file the receiver already holds
@@ -172,6 +182,17 @@ func (m *Decision) validate() error {
 	}
 	if len(m.Files) > MaxFiles {
 		return protoErr("decision: %d files", len(m.Files))
+	}
+	if len(m.Refused) > MaxRefusals {
+		return protoErr("decision: %d refusals (limit %d)", len(m.Refused), MaxRefusals)
+	}
+	for _, r := range m.Refused {
+		if err := checkCode(r.Code); err != nil {
+			return err
+		}
+		if err := checkText("refusal reason", r.Reason, MaxRefusalLen); err != nil {
+			return err
+		}
 	}
 	return checkText("reason", m.Reason, MaxReasonLen)
 }

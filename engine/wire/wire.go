@@ -44,6 +44,8 @@ const (
 	MaxFilesPerPart = 8192      // files in one OfferFiles message
 	MaxNameLen      = 255       // device name, bytes
 	MaxReasonLen    = 1024      // free-text reasons, bytes
+	MaxRefusals     = 1000      // files one decision may refuse by name
+	MaxRefusalLen   = 256       // the reason of one refusal, bytes
 )
 
 // ErrProtocol marks a peer that broke the protocol; it wraps the detail.

@@ -40,6 +40,7 @@ func validMessages() []wire.Message {
 		// ("all files") on the way.
 		&wire.Decision{Accept: true, Files: []uint32{}},
 		&wire.Decision{Accept: false, Code: wire.CodeNoSpace, Reason: "3.2 GB needed, 1.1 GB free"},
+		&wire.Decision{Accept: true, Files: []uint32{1}, Refused: []wire.Refusal{{File: 0, Code: wire.CodeBadName, Reason: "tab in the name"}}},
 		&wire.Have{File: 7, Chunks: []byte{0xff, 0x01, 0x00}},
 		&wire.Have{File: 0, Chunks: []byte{}},
 		&wire.Have{File: 0},
@@ -267,6 +268,10 @@ var hostileCases = []struct {
 	{"decision reason 1025 bytes", frame(wire.TDecision, `{"accept":false,"reason":"`+strings.Repeat("r", 1025)+`"}`), wire.ErrProtocol},
 	{"decision reason invalid utf-8", frame(wire.TDecision, "{\"accept\":false,\"reason\":\"\xed\xa0\x80\"}"), wire.ErrProtocol},
 	{"decision negative index", frame(wire.TDecision, `{"accept":true,"files":[-1]}`), wire.ErrProtocol},
+	{"decision too many refusals", frame(wire.TDecision, `{"accept":true,"files":[],"refused":[`+strings.Repeat(`{"file":1,"code":"bad_name"},`, wire.MaxRefusals)+`{"file":1,"code":"bad_name"}]}`), wire.ErrProtocol},
+	{"decision refusal reason 257 bytes", frame(wire.TDecision, `{"accept":true,"refused":[{"file":1,"code":"bad_name","reason":"`+strings.Repeat("r", 257)+`"}]}`), wire.ErrProtocol},
+	{"decision refusal huge code", frame(wire.TDecision, `{"accept":true,"refused":[{"file":1,"code":"`+strings.Repeat("c", 33)+`"}]}`), wire.ErrProtocol},
+	{"decision refusal negative index", frame(wire.TDecision, `{"accept":true,"refused":[{"file":-1,"code":"bad_name"}]}`), wire.ErrProtocol},
 	{"file result saved-as invalid utf-8", frame(wire.TFileResult, "{\"file\":0,\"ok\":true,\"saved_as\":\"\xff\"}"), wire.ErrProtocol},
 	{"file result saved-as 4097 bytes", frame(wire.TFileResult, `{"file":0,"ok":true,"saved_as":"`+strings.Repeat("s", 4097)+`"}`), wire.ErrProtocol},
 	{"file result reason 1025 bytes", frame(wire.TFileResult, `{"file":0,"reason":"`+strings.Repeat("r", 1025)+`"}`), wire.ErrProtocol},

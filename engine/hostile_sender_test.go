@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// rawReceiver is a scripted receiver that lies to a real sender.
+type rawReceiver struct {
+	t    *testing.T
+	conn *pipeConn
+	ctl  *control
+	// offer and files are what the sender offered.
+	offer *wire.Offer
+	files []wire.FileEntry
+}
+
+// greet accepts the sender's control stream, answers its hello and reads the offer.
+func (r *rawReceiver) greet(id *identity.Identity) error {
+	s, err := r.conn.AcceptStream(context.Background())
+	if err != nil {
+		return err
+	}
+	if k, err := wire.ReadKind(s); err != nil || k != wire.KindControl {
+		return errors.New("no control stream")
+	}
+	r.ctl = newControl(s)
+	if _, err := expect[*wire.Hello](r.ctl.recvTimeout(5 * time.Second)); err != nil {
+		return err
+	}
+	if err := r.ctl.send(&wire.Hello{Version: wire.Version, Name: "liar", ID: id.ID.String()}); err != nil {
+		return err
+	}
+	if r.offer, err = expect[*wire.Offer](r.ctl.recvTimeout(5 * time.Second)); err != nil {
+		return err
+	}
+	for len(r.files) < r.offer.Files {
+		part, err := expect[*wire.OfferFiles](r.ctl.recvTimeout(5 * time.Second))
+		if err != nil {
+			return err
+		}
+		r.files = append(r.files, part.Files...)
+	}
+	return nil
+}
+
+// drainData reads and drops whatever the sender writes on data streams.
+func (r *rawReceiver) drainData() {
+	for {
+		s, err := r.conn.AcceptStream(context.Background())
+		if err != nil {
+			return
+		}
+		go func() {
+			var b [64 << 10]byte
+			for {
+				if _, err := s.Read(b[:]); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// againstLiar runs a real sender (two files of 3 chunks each) against script
+// and returns the session's error and what the sender verified.
+func againstLiar(t *testing.T, script func(r *rawReceiver)) (error, int64) {
+	t.Helper()
+	send := testEngine(t, Options{ChunkSize: 4096})
+	liar, err := identity.LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "d", "a.bin"), 3*4096)
+	writeFile(t, filepath.Join(src, "d", "b.bin"), 3*4096)
+	files, err := buildManifest([]string{filepath.Join(src, "d")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, srv := newPipeConns(send.ident.ID, liar.ID)
+	r := &rawReceiver{t: t, conn: srv}
+	scripted := make(chan struct{})
+	go func() {
+		defer close(scripted)
+		if err := r.greet(liar); err != nil {
+			return
+		}
+		script(r)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tr := &Transfer{id: "liar", dir: Sending, done: make(chan struct{}), started: time.Now()}
+	tx := &sender{e: send, t: tr, files: files, chunkSize: 4096}
+	err = tx.session(ctx, cli, "test", "", SendOptions{Streams: 2})
+	if ctx.Err() != nil {
+		t.Fatal("the sender did not end the session by itself")
+	}
+	cli.Close(0, "")
+	<-scripted
+	return err, tx.verified.Load()
+}
+
+// hostileReceivers are scripted receivers that break the rules, as the
+// messages they answer with (after a well-formed hello); each must make the
+// real sender end with a protocol error that names the lie. The cases double
+// as FuzzSenderControl's corpus.
+var hostileReceivers = []struct {
+	name string
+	msgs []wire.Message
+	want string
+}{
+	{"have for a file not offered", []wire.Message{&wire.Have{File: 7, Chunks: []byte{1}}}, "resume data for file 7"},
+	{"have bitmap of the wrong size", []wire.Message{&wire.Have{File: 0, Chunks: []byte{1, 2, 3}}}, "resume bitmap"},
+	{"two haves for one file", []wire.Message{&wire.Have{File: 0, Chunks: []byte{1}}, &wire.Have{File: 0, Chunks: []byte{1}}},
+		"resume data for file 0"},
+	{"accepts a file out of range", []wire.Message{&wire.Decision{Accept: true, Files: []uint32{0, 5}}}, "accepted file 5"},
+	{"accepts a file twice", []wire.Message{&wire.Decision{Accept: true, Files: []uint32{1, 1}}}, "accepted file 1"},
+	{"refuses a file out of range", []wire.Message{&wire.Decision{Accept: true, Refused: []wire.Refusal{{File: 9, Code: wire.CodeBadName}}}},
+		"refused file 9"},
+	{"refuses and accepts one file", []wire.Message{&wire.Decision{Accept: true, Files: []uint32{0}, Refused: []wire.Refusal{{File: 0, Code: wire.CodeBadName}}}},
+		"accepted file 0"},
+	{"asks again for a file not accepted", []wire.Message{&wire.Decision{Accept: true, Files: []uint32{0}}, &wire.NeedChunk{File: 1, Chunk: 0}},
+		"re-request of chunk 0 of file 1"},
+	{"asks again for a chunk beyond the file", []wire.Message{&wire.Decision{Accept: true}, &wire.NeedChunk{File: 0, Chunk: 3}},
+		"re-request of chunk 3"},
+	{"asks again without end", append([]wire.Message{&wire.Decision{Accept: true}}, repeat(&wire.NeedChunk{File: 0, Chunk: 1}, 100)...),
+		"asked for chunk 1 of file 0 4 times"},
+	{"result for a file not being sent", []wire.Message{&wire.Decision{Accept: true, Files: []uint32{0}}, &wire.FileResult{File: 1, OK: true}},
+		"result for file 1"},
+	{"two results for one file", []wire.Message{&wire.Decision{Accept: true}, &wire.FileResult{File: 0, OK: true}, &wire.FileResult{File: 0, OK: true}},
+		"a second result for file 0"},
+	{"success without file results", []wire.Message{&wire.Decision{Accept: true}, &wire.Result{OK: true, Files: 2, Verified: 2}},
+		"verified 0 of 2"},
+	{"success with a failed file", []wire.Message{&wire.Decision{Accept: true}, &wire.FileResult{File: 0, OK: true},
+		&wire.FileResult{File: 1, OK: false, Code: wire.CodeIO}, &wire.Result{OK: true, Files: 2, Verified: 2}}, "verified 1 of 2"},
+	{"a message out of place", []wire.Message{&wire.Decision{Accept: true}, &wire.Offer{Transfer: "x", ChunkSize: 4096}}, "unexpected offer"},
+	{"offer instead of a decision", []wire.Message{&wire.Offer{Transfer: "x", ChunkSize: 4096}}, "expected a decision"},
+}
+
+func repeat(m wire.Message, n int) []wire.Message {
+	out := make([]wire.Message, n)
+	for i := range out {
+		out[i] = m
+	}
+	return out
+}
+
+// answer writes raw control bytes, then keeps reading both the control
+// stream and the data streams, as a receiver that listens but lies would.
+func (r *rawReceiver) answer(raw []byte) {
+	go r.drainData()
+	r.ctl.s.Write(raw)
+	for {
+		if _, err := r.ctl.recv(); err != nil {
+			return
+		}
+	}
+}
+
+func TestHostileReceivers(t *testing.T) {
+	for _, c := range hostileReceivers {
+		t.Run(c.name, func(t *testing.T) {
+			err, verified := againstLiar(t, func(r *rawReceiver) { r.answer(encode(c.msgs...)) })
+			if !errors.Is(err, wire.ErrProtocol) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("sender ended with %v; want a protocol error mentioning %q", err, c.want)
+			}
+			// No more files count as verified than results said so.
+			var oks int64
+			for _, m := range c.msgs {
+				if fr, ok := m.(*wire.FileResult); ok && fr.OK {
+					oks++
+				}
+			}
+			if verified > min(oks, 2) {
+				t.Errorf("the sender counted %d verified files", verified)
+			}
+		})
+	}
+}
+
+// FuzzSenderControl feeds a real sender arbitrary bytes as the receiver's
+// answers (after a well-formed hello), then hangs up: the sender never
+// panics and ends by itself.
+func FuzzSenderControl(f *testing.F) {
+	for _, c := range hostileReceivers {
+		f.Add(encode(c.msgs...))
+	}
+	f.Add(encode(&wire.Decision{Accept: false, Code: wire.CodeDeclined}))
+	f.Fuzz(func(t *testing.T, answers []byte) {
+		if len(answers) > 1<<16 {
+			return
+		}
+		againstLiar(t, func(r *rawReceiver) {
+			go r.drainData()
+			r.ctl.s.Write(answers)
+			r.ctl.s.Close() // and hang up
+			for {
+				if _, err := r.ctl.recv(); err != nil {
+					return
+				}
+			}
+		})
+	})
+}

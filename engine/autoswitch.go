@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -250,14 +251,14 @@ func (e *Engine) attach(c Conn, s Stream) bool {
 	if _, err := io.ReadFull(s, token[:]); err != nil {
 		return false
 	}
-	status := tcpStatusUnknown
+	status := byte(errcode.StatusOf(errcode.ErrUnknownSession))
 	if c.Transport() == "tcp" {
 		if q := e.quicSession(token); q != nil {
 			status = q.attach(c)
 		}
 	}
-	if _, err := s.Write([]byte{status}); err != nil || status != tcpStatusOK {
-		if status != tcpStatusOK {
+	if _, err := s.Write([]byte{status}); err != nil || status != byte(errcode.StatusOK) {
+		if status != byte(errcode.StatusOK) {
 			e.log.Info("attach refused", "peer", c.RemoteAddr(), "err", tcpStatusErr(status))
 		}
 		return false

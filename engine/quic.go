@@ -13,6 +13,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 )
 
 // udpBufferSize is what we ask the kernel for on every QUIC socket: at high
@@ -123,7 +124,7 @@ type quicConn struct {
 func newQUICConn(c *quic.Conn, udp *countingUDP, tr *quic.Transport) (*quicConn, error) {
 	peer, err := identity.PeerID(c.ConnectionState().TLS)
 	if err != nil {
-		c.CloseWithError(1, "no certificate")
+		c.CloseWithError(quic.ApplicationErrorCode(errcode.AppOf(errcode.CodeProtocol)), "no certificate")
 		return nil, err
 	}
 	qc := &quicConn{c: c, udp: udp, tr: tr, peer: peer}
@@ -236,7 +237,7 @@ func (s quicStream) Write(p []byte) (int, error) {
 func quicError(err error) error {
 	var ae *quic.ApplicationError
 	if err != nil && errors.As(err, &ae) && ae.Remote && ae.ErrorCode != 0 {
-		return remoteClose(ae.ErrorMessage)
+		return errcode.FromApp(errcode.App(ae.ErrorCode), ae.ErrorMessage)
 	}
 	var ie *quic.IdleTimeoutError
 	if errors.As(err, &ie) {
@@ -246,8 +247,8 @@ func quicError(err error) error {
 }
 func (s quicStream) Close() error { return s.s.Close() }
 func (s quicStream) Abort() {
-	s.s.CancelRead(1)
-	s.s.CancelWrite(1)
+	s.s.CancelRead(quic.StreamErrorCode(errcode.AppStreamAborted))
+	s.s.CancelWrite(quic.StreamErrorCode(errcode.AppStreamAborted))
 }
 
 // isQUICClosed reports errors that just mean the connection ended.

@@ -16,6 +16,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 )
 
 // A QUIC session is the group of QUIC connections one dialer holds to a peer
@@ -291,38 +292,38 @@ func listenerSession(primary *quicConn, token [tcpTokenLen]byte, first Stream) *
 // add joins a connection to a listener's session.
 func (s *quicSession) add(c *quicConn) byte {
 	if c.peer != s.primary.peer {
-		return tcpStatusPeer
+		return byte(errcode.StatusOf(errcode.ErrPeerMismatch))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return tcpStatusUnknown
+		return byte(errcode.StatusOf(errcode.ErrUnknownSession))
 	case len(s.conns) >= quicMaxSessionConns:
-		return tcpStatusFull
+		return byte(errcode.StatusOf(errcode.ErrSessionFull))
 	}
 	s.conns = append(s.conns, c)
 	go s.acceptFrom(c, false)
-	return tcpStatusOK
+	return byte(errcode.StatusOK)
 }
 
 // attach adds a connection of another transport (auto's TCP session) whose
 // streams the session accepts from now on; the session closes it when it ends.
 func (s *quicSession) attach(c Conn) byte {
 	if c.PeerID() != s.primary.peer {
-		return tcpStatusPeer
+		return byte(errcode.StatusOf(errcode.ErrPeerMismatch))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed || s.client:
-		return tcpStatusUnknown
+		return byte(errcode.StatusOf(errcode.ErrUnknownSession))
 	case len(s.attached) > 0:
-		return tcpStatusFull
+		return byte(errcode.StatusOf(errcode.ErrSessionFull))
 	}
 	s.attached = append(s.attached, c)
 	go s.acceptFrom(c, false)
-	return tcpStatusOK
+	return byte(errcode.StatusOK)
 }
 
 // acceptFrom feeds the session the streams the dialer opens on c.
@@ -464,13 +465,13 @@ func (l *quicListener) acceptLoop() {
 		case l.pending <- struct{}{}:
 			go l.handshake(c)
 		default:
-			c.CloseWithError(1, "listener busy")
+			c.CloseWithError(quic.ApplicationErrorCode(errcode.AppOfErr(errcode.ErrListenerBusy)), errcode.ErrListenerBusy.Error())
 		}
 	}
 }
 
 // quicRefuse closes a connection whose header was refused; the code and reason reach the peer.
-func quicRefuse(c *quicConn, err error) { c.Close(1, err.Error()) }
+func quicRefuse(c *quicConn, err error) { c.Close(uint64(errcode.AppOfErr(err)), err.Error()) }
 
 // handshake reads a new connection's header and starts or joins its session.
 func (l *quicListener) handshake(qc *quic.Conn) {
@@ -503,13 +504,13 @@ func (l *quicListener) handshake(qc *quic.Conn) {
 		return
 	}
 	s := l.session(token)
-	status := tcpStatusUnknown
+	status := byte(errcode.StatusOf(errcode.ErrUnknownSession))
 	if s != nil {
 		status = s.add(c)
 	}
 	st.Write([]byte{status})
 	st.Close()
-	if status != tcpStatusOK {
+	if status != byte(errcode.StatusOK) {
 		// Give the answer time to arrive: the dialer closes once it read it.
 		select {
 		case <-c.Done():
@@ -540,7 +541,7 @@ func (l *quicListener) start(c *quicConn, token [tcpTokenLen]byte, first Stream)
 	select {
 	case l.ready <- s:
 	default:
-		s.Close(1, errTCPBusy.Error())
+		s.Close(uint64(errcode.AppOfErr(errTCPBusy)), errTCPBusy.Error())
 	}
 }
 

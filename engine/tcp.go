@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 )
 
 // The TCP transport carries many streams per peer as a "session" of TLS
@@ -39,13 +40,6 @@ const (
 	tcpFlagNew   byte = 1
 	tcpFlagJoin  byte = 2
 	tcpFlagSpare byte = 3
-
-	tcpStatusOK      byte = 0
-	tcpStatusUnknown byte = 1 // no such session (or it ended)
-	tcpStatusPeer    byte = 2 // certificate differs from the session's
-	tcpStatusFull    byte = 3 // session at tcpMaxSessionConns
-	tcpStatusBusy    byte = 4 // listener's accept queue is full
-	tcpStatusBad     byte = 5 // malformed header
 
 	tcpClaim byte = 0xC1
 
@@ -75,7 +69,7 @@ var (
 
 // ErrTCPRefused is returned by dialTCP and OpenStream when the listener
 // refuses a connection (and by a QUIC session's join, see quicsession.go).
-var ErrTCPRefused = errors.New("connection refused by peer")
+var ErrTCPRefused = errcode.ErrRefused
 
 // ErrStreamStalled is returned by a TCP stream whose Read or Write made no
 // progress for tcpStallTimeout.
@@ -105,33 +99,17 @@ func parseJoinHeader(b []byte) (token [tcpTokenLen]byte, flag byte, err error) {
 	return token, 0, errTCPBad
 }
 
-// Refusals by status byte; each wraps ErrTCPRefused.
+// Refusals by status byte (package errcode has the table); each wraps ErrTCPRefused.
 var (
-	errTCPUnknown = fmt.Errorf("%w: unknown session", ErrTCPRefused)
-	errTCPPeer    = fmt.Errorf("%w: certificate differs from the session's", ErrTCPRefused)
-	errTCPFull    = fmt.Errorf("%w: too many connections in session", ErrTCPRefused)
-	errTCPBusy    = fmt.Errorf("%w: listener busy", ErrTCPRefused)
-	errTCPBad     = fmt.Errorf("%w: bad join header", ErrTCPRefused)
+	errTCPUnknown = errcode.ErrUnknownSession
+	errTCPPeer    = errcode.ErrPeerMismatch
+	errTCPFull    = errcode.ErrSessionFull
+	errTCPBusy    = errcode.ErrListenerBusy
+	errTCPBad     = errcode.ErrBadHeader
 	errTCPClaim   = errors.New("tcp: bad spare claim")
 )
 
-func tcpStatusErr(st byte) error {
-	switch st {
-	case tcpStatusOK:
-		return nil
-	case tcpStatusUnknown:
-		return errTCPUnknown
-	case tcpStatusPeer:
-		return errTCPPeer
-	case tcpStatusFull:
-		return errTCPFull
-	case tcpStatusBusy:
-		return errTCPBusy
-	case tcpStatusBad:
-		return errTCPBad
-	}
-	return fmt.Errorf("%w: status %d", ErrTCPRefused, st)
-}
+func tcpStatusErr(st byte) error { return errcode.FromStatus(errcode.Status(st)) }
 
 // countConn counts the bytes and write calls on one TCP socket (TLS records
 // included, like QUIC's counters include packet headers). It embeds the
@@ -262,17 +240,17 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 
 	var (
 		sess *tcpConn
-		st   = tcpStatusOK
+		st   = byte(errcode.StatusOK)
 	)
 	l.mu.Lock()
 	switch {
 	case herr != nil:
-		st = tcpStatusBad
+		st = byte(errcode.StatusOf(errcode.ErrBadHeader))
 	case l.closed:
-		st = tcpStatusBusy
+		st = byte(errcode.StatusOf(errcode.ErrListenerBusy))
 	case flag == tcpFlagNew:
 		if _, dup := l.sessions[token]; dup {
-			st = tcpStatusBad
+			st = byte(errcode.StatusOf(errcode.ErrBadHeader))
 			break
 		}
 		sess = newTCPConn(false, token, peer, raw.RemoteAddr().String())
@@ -281,15 +259,15 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 		case l.accepted <- sess:
 			l.sessions[token] = sess
 		default:
-			st, sess = tcpStatusBusy, nil
+			st, sess = byte(errcode.StatusOf(errcode.ErrListenerBusy)), nil
 		}
 	default: // join or spare
 		sess = l.sessions[token]
 		switch {
 		case sess == nil:
-			st = tcpStatusUnknown
+			st = byte(errcode.StatusOf(errcode.ErrUnknownSession))
 		case sess.peer != peer:
-			st, sess = tcpStatusPeer, nil
+			st, sess = byte(errcode.StatusOf(errcode.ErrPeerMismatch)), nil
 		}
 	}
 	l.mu.Unlock()
@@ -299,16 +277,16 @@ func (l *tcpListener) handshake(raw *net.TCPConn) {
 		cc.sess = sess
 		s, err = sess.add(tc, cc, flag == tcpFlagNew)
 		if err != nil {
-			st = tcpStatusFull
+			st = byte(errcode.StatusOf(errcode.ErrSessionFull))
 			if errors.Is(err, errTCPSessionClosed) {
-				st = tcpStatusUnknown
+				st = byte(errcode.StatusOf(errcode.ErrUnknownSession))
 			}
 			if flag == tcpFlagNew {
 				sess.Close(0, "")
 			}
 		}
 	}
-	if _, err := tc.Write([]byte{st}); err != nil || st != tcpStatusOK {
+	if _, err := tc.Write([]byte{st}); err != nil || st != byte(errcode.StatusOK) {
 		if s != nil {
 			s.release()
 		}
@@ -463,7 +441,7 @@ func (c *tcpConn) add(tc *tls.Conn, cc *countConn, first bool) (*tcpStream, erro
 		return nil, errTCPSessionClosed
 	}
 	if len(c.streams) >= tcpMaxSessionConns {
-		return nil, tcpStatusErr(tcpStatusFull)
+		return nil, tcpStatusErr(byte(errcode.StatusOf(errcode.ErrSessionFull)))
 	}
 	c.streams[s] = struct{}{}
 	c.peak = max(c.peak, len(c.streams))

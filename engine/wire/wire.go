@@ -46,9 +46,6 @@ const (
 	MaxReasonLen    = 1024      // free-text reasons, bytes
 )
 
-// ErrProtocol marks a peer that broke the protocol; it wraps the detail.
-var ErrProtocol = errors.New("protocol violation")
-
 func protoErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
 }

@@ -22,6 +22,9 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
+	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 )
 
 // AcceptPolicy says who may send to this device without a prompt.
@@ -86,6 +89,11 @@ type Options struct {
 	BufferedIO bool
 	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.
 	ChunkSize int
+	// Transport tunes the transports; the zero value is the default of each field.
+	Transport TransportConfig
+	// ProgressInterval is how often a transfer publishes progress (and
+	// metrics every fourth time); zero means 250 ms.
+	ProgressInterval time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -153,6 +161,10 @@ type Engine struct {
 	bus   Bus
 	log   *slog.Logger
 	opts  Options
+	// transports is the transport table; reg knows the sessions of every
+	// listener, so that one transport's session can take over another's.
+	transports []auto.Entry
+	reg        *join.Registry
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -163,19 +175,12 @@ type Engine struct {
 	downloadDir string
 	accept      AcceptPolicy
 	autoTrusted bool
-	listeners   []listener
+	listeners   []transport.Listener
 	stopListen  context.CancelFunc
 	transfers   map[string]*Transfer
 	resuming    map[string]*receiver // resume key -> the session holding its partials
 	prompts     int
 	closed      bool
-}
-
-// listener is a QUIC or TCP listener.
-type listener interface {
-	Accept(ctx context.Context) (Conn, error)
-	Addr() net.Addr
-	Close() error
 }
 
 // New loads (or creates, on first run) the device identity and trust store.
@@ -210,6 +215,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
 	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = 250 * time.Millisecond
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -217,6 +225,7 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Engine{
 		ident: id, trust: trust, log: log, opts: opts,
+		transports: transportTable(opts.Transport), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
@@ -363,48 +372,53 @@ func (e *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// listen opens the listeners on addr, trying to give TCP the port number
-// that QUIC got when addr asks for any port.
-func (e *Engine) listen(addr string) ([]listener, error) {
+// listen opens the listeners on addr, trying to give every transport the
+// port number the first one got when addr asks for any port.
+func (e *Engine) listen(addr string) ([]transport.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", addr, err)
 	}
-	var lns []listener
+	var lns []transport.Listener
 	closeAll := func() {
 		for _, l := range lns {
 			l.Close()
 		}
 	}
 	tlsConf := e.ident.TLSConfig(true, nil) // receivers accept any key (TOFU); the hello is checked against it
-	if q, ok := transports["quic"]; ok && !e.opts.NoQUIC {
-		ql, err := q.listen(addr, tlsConf)
-		if err != nil {
-			return nil, err
+	for _, k := range e.transports {
+		if k.Kind == transport.QUIC && e.opts.NoQUIC || k.Kind == transport.TCP && e.opts.NoTCP {
+			continue
 		}
-		lns = append(lns, ql)
-		port = strconv.Itoa(ql.Addr().(*net.UDPAddr).Port)
-	}
-	if t, ok := transports["tcp"]; ok && !e.opts.NoTCP {
-		tl, err := t.listen(net.JoinHostPort(host, port), tlsConf)
-		if err != nil && !isAnyPort(addr) {
-			closeAll()
-			return nil, err
-		}
-		if err != nil {
-			// QUIC's port number is taken for TCP: any free port will do; discovery advertises both.
-			tl, err = t.listen(net.JoinHostPort(host, "0"), tlsConf)
+		l, err := k.Listen(net.JoinHostPort(host, port), tlsConf, e.reg)
+		if err != nil && len(lns) > 0 && isAnyPort(addr) {
+			// The first one's port number is taken for this one: any free
+			// port will do; discovery advertises both.
+			l, err = k.Listen(net.JoinHostPort(host, "0"), tlsConf, e.reg)
 		}
 		if err != nil {
 			closeAll()
 			return nil, err
 		}
-		lns = append(lns, tl)
+		if len(lns) == 0 {
+			port = strconv.Itoa(portOf(l.Addr()))
+		}
+		lns = append(lns, l)
 	}
 	if len(lns) == 0 {
 		return nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
 	}
 	return lns, nil
+}
+
+func portOf(a net.Addr) int {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.Port
+	case *net.TCPAddr:
+		return a.Port
+	}
+	return 0
 }
 
 func isAnyPort(addr string) bool {
@@ -440,17 +454,17 @@ func (e *Engine) Addrs() (quicAddr, tcpAddr string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, l := range e.listeners {
-		switch a := l.Addr().(type) {
-		case *net.UDPAddr:
-			quicAddr = a.String()
-		case *net.TCPAddr:
-			tcpAddr = a.String()
+		switch l.Kind() {
+		case transport.QUIC:
+			quicAddr = l.Addr().String()
+		case transport.TCP:
+			tcpAddr = l.Addr().String()
 		}
 	}
 	return quicAddr, tcpAddr
 }
 
-func (e *Engine) acceptLoop(ctx context.Context, ln listener) {
+func (e *Engine) acceptLoop(ctx context.Context, ln transport.Listener) {
 	for {
 		c, err := ln.Accept(ctx)
 		if err != nil {
@@ -677,7 +691,7 @@ func (e *Engine) finish(t *Transfer, r Result) {
 		m := t.conn.Metrics()
 		r.Metrics = &m
 		r.WireBytes = m.BytesSent + m.BytesRecv
-		r.Transport = t.conn.Transport()
+		r.Transport = string(t.conn.Transport())
 	}
 	t.state = r.State
 	t.result = r

@@ -38,12 +38,7 @@ var errSessionDone = errors.New("session done")
 
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
-	owned := false // an attached connection belongs to its QUIC session
-	defer func() {
-		if !owned {
-			c.Close(0, "")
-		}
-	}()
+	defer c.Close(0, "")
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := c.AcceptStream(hctx)
 	cancel()
@@ -52,11 +47,6 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	watch := time.AfterFunc(handshakeTimeout, s.Abort)
 	kind, err := wire.ReadKind(s)
-	if err == nil && kind == wire.KindAttach {
-		owned = e.attach(c, s)
-		watch.Stop()
-		return
-	}
 	if err != nil || kind != wire.KindControl {
 		watch.Stop()
 		c.Close(closeReason(fmt.Errorf("%w: the first stream is not a control stream", wire.ErrProtocol)))

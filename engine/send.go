@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/directio"
@@ -31,10 +32,8 @@ const (
 // and checked before it returns; the transfer itself runs in the background
 // and reports through events and the returned handle.
 func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendOptions) (*Transfer, error) {
-	switch opts.Transport {
-	case "", "auto", "quic", "tcp":
-	default:
-		return nil, fmt.Errorf("unknown transport %q: use auto, quic or tcp", opts.Transport)
+	if _, err := parseTransport(opts.Transport); err != nil {
+		return nil, err
 	}
 	if to.quicAddr() == "" && to.tcpAddr() == "" {
 		return nil, errors.New("no address to send to")
@@ -233,7 +232,10 @@ type sender struct {
 	conn      Conn
 	ctl       *control
 	reason    string       // why this transport was chosen
-	gen       atomic.Int64 // bumped when auto moves the data to TCP (autoswitch.go)
+	gen       atomic.Int64 // bumped when auto moves the data to TCP (transport/auto)
+	// window is how far behind a stream's write offset a chunk may still be
+	// unread by the receiver on the first transport of a switcher.
+	window int64
 
 	accepted []int // indexes of accepted files, in sending order
 	sent     atomic.Int64
@@ -250,7 +252,7 @@ type sender struct {
 	mu     sync.Mutex // guards the fields below
 	cursor struct{ file, chunk int }
 	leaves map[int]*fileLeaves
-	// Chunks a switch of transport (autoswitch.go) sends again: those that
+	// Chunks a switch of transport (transport/auto) sends again: those that
 	// may still be in flight on the first transport's streams.
 	moved         []chunkRef
 	inFlight      map[int][]chunkRef // worker -> its recent chunks, while on the first transport
@@ -263,12 +265,6 @@ type chunkRef struct {
 	end         int64
 }
 
-// inFlightWindow is how far behind the write offset a chunk may still be
-// unread by the receiver: flow control lets a stream run at most its
-// window (quicConfig: MaxStreamReceiveWindow) ahead of what the receiver
-// consumed, plus what the stack buffers.
-const inFlightWindow = 8<<20 + 4<<20
-
 type fileLeaves struct {
 	tree *merkle.Tree
 	done bool   // resume: the receiver saved it in an earlier attempt
@@ -276,7 +272,8 @@ type fileLeaves struct {
 }
 
 func (tx *sender) run(ctx context.Context, to Target, want identity.DeviceID, opts SendOptions) error {
-	conn, reason, err := tx.e.dial(ctx, to, want, opts.Transport)
+	kind, _ := parseTransport(opts.Transport)
+	conn, reason, err := tx.e.dial(ctx, to, want, kind)
 	if err != nil {
 		return err
 	}
@@ -290,7 +287,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	t.mu.Lock()
 	t.conn = conn
 	t.mu.Unlock()
-	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: conn.Transport(), Reason: reason}})
+	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(conn.Transport()), Reason: reason}})
 	stopEarly := context.AfterFunc(ctx, func() { closeWith(conn, nil, context.Cause(ctx)) })
 	defer stopEarly()
 
@@ -346,12 +343,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	return tx.transfer(ctx, opts)
 }
 
-func dialledAddr(to Target, c Conn) string {
-	if c.Transport() == "quic" {
-		return to.quicAddr()
-	}
-	return to.tcpAddr()
-}
+func dialledAddr(to Target, c Conn) string { return to.addr(c.Transport()) }
 
 // offer sends the offer and its manifest in bounded parts.
 func (tx *sender) offer() error {
@@ -453,10 +445,13 @@ func (tx *sender) accept(d *wire.Decision) error {
 // transfer moves the accepted files over parallel data streams and waits for
 // the receiver's verdict.
 func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
+	if sw, ok := tx.conn.(switcher); ok {
+		tx.window = sw.InFlightWindow()
+	}
 	streams := opts.Streams
 	if streams <= 0 {
 		streams = defaultQUICStreams
-		if tx.conn.Transport() == "tcp" {
+		if tx.conn.Transport() == transport.TCP {
 			streams = defaultTCPStreams
 		}
 	}
@@ -510,7 +505,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 			}
 			tx.reason = sw.Switch()
 			tx.moveInFlight()
-			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: tx.conn.Transport(), Reason: tx.reason}})
+			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(tx.conn.Transport()), Reason: tx.reason}})
 			var next sync.WaitGroup
 			for w := range defaultTCPStreams {
 				next.Add(1)
@@ -599,7 +594,7 @@ func (tx *sender) noteInFlight(ws *workerState, fi, ci int) {
 		tx.inFlight = map[int][]chunkRef{}
 	}
 	refs := append(tx.inFlight[ws.id], chunkRef{fi, ci, ws.offset})
-	for len(refs) > 1 && refs[0].end < ws.offset-inFlightWindow {
+	for len(refs) > 1 && refs[0].end < ws.offset-tx.window {
 		refs = refs[1:]
 	}
 	tx.inFlight[ws.id] = refs
@@ -848,29 +843,4 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 			return nilIfDone(ctx, err)
 		}
 	}
-}
-
-// dial connects to the target with the requested transport and checks who answers.
-func (e *Engine) dial(ctx context.Context, to Target, want identity.DeviceID, transport string) (Conn, string, error) {
-	// The refusal is remembered here because QUIC reports a failed
-	// handshake as a transport error carrying only the message.
-	var refused atomic.Pointer[identity.MismatchError]
-	verify := func(addr string) func(identity.DeviceID) error {
-		return func(got identity.DeviceID) error {
-			if !want.IsZero() {
-				if got != want {
-					me := &identity.MismatchError{Expected: want, Presented: got}
-					refused.Store(me)
-					return me
-				}
-				return nil
-			}
-			return e.trust.CheckAddr(addr, got)
-		}
-	}
-	c, reason, err := e.dialTransports(ctx, to, verify, transport)
-	if me := refused.Load(); err != nil && me != nil {
-		return nil, "", me
-	}
-	return c, reason, err
 }

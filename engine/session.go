@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
@@ -198,15 +197,10 @@ func (e *Engine) peerInfo(id identity.DeviceID, name, addr string) PeerInfo {
 	return PeerInfo{Name: name, ID: id.String(), Trusted: known && p.AlwaysAccept, Addr: addr}
 }
 
-// progressEvery is how often progress is published, in nanoseconds (metrics
-// every fourth time). Atomic because tests shorten it while engines run.
-var progressEvery atomic.Int64
-
-func init() { progressEvery.Store(int64(250 * time.Millisecond)) }
-
-// watchProgress publishes coalesced progress (4/s) and metrics (1/s) until ctx ends.
+// watchProgress publishes coalesced progress (every Options.ProgressInterval)
+// and metrics (every fourth time) until ctx ends.
 func (e *Engine) watchProgress(ctx context.Context, t *Transfer, bytes func() int64, total int64, files func() int, totalFiles int) {
-	tick := time.NewTicker(time.Duration(progressEvery.Load()))
+	tick := time.NewTicker(e.opts.ProgressInterval)
 	defer tick.Stop()
 	var last int64
 	lastT := time.Now()

@@ -47,8 +47,9 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume, BufferedIO: bufferedIO(),
+	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume,
 		MaxPartialAge: keepForever(*maxAge)}
+	opts = envOptions(opts)
 	if opts.Listen == "" {
 		opts.Listen = ":" + defaultPort
 	}

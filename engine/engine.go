@@ -94,9 +94,22 @@ type Options struct {
 	// ProgressInterval is how often a transfer publishes progress (and
 	// metrics every fourth time); zero means 250 ms.
 	ProgressInterval time.Duration
+	// Clock stamps what the engine records and reports (event times,
+	// durations, prompt expiry, retry budgets); nil means the system clock.
+	// Socket deadlines and timers stay on the system clock.
+	Clock Clock
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
+
+// Clock tells the time; tests inject one.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Target says where to send: an address and, optionally, who must answer there.
 type Target struct {
@@ -218,6 +231,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 250 * time.Millisecond
 	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -239,6 +255,9 @@ func defaultName() string {
 	}
 	return h
 }
+
+// now is the engine clock's time.
+func (e *Engine) now() time.Time { return e.opts.Clock.Now() }
 
 // ID is this device's full ID.
 func (e *Engine) ID() string { return e.ident.ID.String() }
@@ -666,6 +685,9 @@ func (e *Engine) releaseResume(rx *receiver) {
 func (e *Engine) publish(t *Transfer, ev Event) {
 	t.mu.Lock()
 	ev.TransferID, ev.Direction, ev.Peer = t.id, t.dir, t.peer
+	if ev.Time.IsZero() {
+		ev.Time = e.now()
+	}
 	if ev.State == "" {
 		ev.State = t.state
 	}
@@ -686,7 +708,7 @@ func (e *Engine) setState(t *Transfer, s State) {
 // finish records the result, publishes it and closes Done.
 func (e *Engine) finish(t *Transfer, r Result) {
 	t.mu.Lock()
-	r.Duration = time.Since(t.started).Seconds()
+	r.Duration = e.now().Sub(t.started).Seconds()
 	if t.conn != nil {
 		m := t.conn.Metrics()
 		r.Metrics = &m

@@ -72,7 +72,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 
 	t := &Transfer{
-		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: time.Now(),
+		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
 		peer: e.peerInfo(peerID, h.Name, c.RemoteAddr()), conn: c, state: StateWaiting,
 		decisions: make(chan Decision, 1),
 	}
@@ -429,7 +429,7 @@ func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (dec
 	}()
 	rx.t.asking.Store(true)
 	defer rx.t.asking.Store(false)
-	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: time.Now().Add(e.opts.PromptTimeout)}
+	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout)}
 	if free < 0 {
 		info.FreeBytes = -1
 	}

@@ -50,7 +50,7 @@ func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendO
 	if err != nil {
 		return nil, err
 	}
-	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: time.Now(), state: StateConnecting,
+	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
 		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), target: to, opts: opts}
 	tctx, cancel := context.WithCancelCause(e.ctx)
 	t.cancel = cancel
@@ -130,9 +130,9 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 			firstFailure, backoff = time.Time{}, 500*time.Millisecond
 		}
 		if firstFailure.IsZero() {
-			firstFailure = time.Now()
+			firstFailure = e.now()
 		}
-		if time.Since(firstFailure) > retryFor || retryFor < 0 {
+		if e.now().Sub(firstFailure) > retryFor || retryFor < 0 {
 			st, msg := endState(fmt.Errorf("gave up after %d attempts in %v: %w", attempt, retryFor, err))
 			e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
 				Bytes: sent, Reason: tx.reason, Resent: resent})

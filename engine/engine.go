@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -183,17 +184,18 @@ type Engine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the engine starts
 
-	mu          sync.Mutex // guards the fields below
-	name        string
-	downloadDir string
-	accept      AcceptPolicy
-	autoTrusted bool
-	listeners   []transport.Listener
-	stopListen  context.CancelFunc
-	transfers   map[string]*Transfer
-	resuming    map[string]*receiver // resume key -> the session holding its partials
-	prompts     int
-	closed      bool
+	mu           sync.Mutex // guards the fields below
+	name         string
+	downloadDir  string
+	accept       AcceptPolicy
+	autoTrusted  bool
+	listeners    []transport.Listener
+	listenStatus []ListenerStatus
+	stopListen   context.CancelFunc
+	transfers    map[string]*Transfer
+	resuming     map[string]*receiver // resume key -> the session holding its partials
+	prompts      int
+	closed       bool
 }
 
 // New loads (or creates, on first run) the device identity and trust store.
@@ -349,7 +351,9 @@ func (e *Engine) Forget(id string) error {
 	return e.trust.Forget(did)
 }
 
-// Start opens the QUIC and TCP listeners: receiving is on until StopReceiving or Close.
+// Start opens a listener per transport: receiving is on until StopReceiving
+// or Close. A transport that cannot listen is reported (EventListener,
+// Listeners) while the others carry on; Start fails only when none listens.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -363,12 +367,18 @@ func (e *Engine) Start(ctx context.Context) error {
 	if addr == "" {
 		addr = ":0"
 	}
-	lns, err := e.listen(addr)
+	lns, statuses, err := e.listen(addr)
 	if err != nil {
 		return err
 	}
 	lctx, stop := context.WithCancel(e.ctx)
-	e.listeners, e.stopListen = lns, stop
+	e.listeners, e.listenStatus, e.stopListen = lns, statuses, stop
+	for _, st := range statuses {
+		if st.Err != "" {
+			e.log.Warn("a transport is not listening; the others carry on", "transport", st.Transport, "err", st.Err)
+			e.bus.Publish(Event{Kind: EventListener, Time: e.now(), Listener: &st})
+		}
+	}
 	if age := e.opts.MaxPartialAge; age >= 0 {
 		if age == 0 {
 			age = 7 * 24 * time.Hour
@@ -391,19 +401,42 @@ func (e *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// listen opens the listeners on addr, trying to give every transport the
-// port number the first one got when addr asks for any port.
-func (e *Engine) listen(addr string) ([]transport.Listener, error) {
+// ListenerStatus says whether one transport listens, and if not, why.
+type ListenerStatus struct {
+	Transport string `json:"transport"`
+	// Addr is where it listens; empty when it does not.
+	Addr string `json:"addr,omitempty"`
+	// Err says why it does not listen, as a sentence for the user.
+	Err string `json:"error,omitempty"`
+}
+
+// Listeners reports each transport's listener since the last Start: where
+// it listens, or why it could not (the others carry on without it). Empty
+// while not receiving.
+func (e *Engine) Listeners() []ListenerStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.listeners) == 0 {
+		return nil
+	}
+	return slices.Clone(e.listenStatus)
+}
+
+// listen opens a listener per transport on addr, each on its own: one that
+// cannot start (its port taken, a platform without UDP) is reported in the
+// statuses, and the others carry on. When addr asks for any port, the
+// later ones try the port number the first one got. It fails only when no
+// listener starts.
+func (e *Engine) listen(addr string) ([]transport.Listener, []ListenerStatus, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen address %q: %w", addr, err)
+		return nil, nil, fmt.Errorf("listen address %q: %w", addr, err)
 	}
-	var lns []transport.Listener
-	closeAll := func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}
+	var (
+		lns      []transport.Listener
+		statuses []ListenerStatus
+		errs     []error
+	)
 	tlsConf := e.ident.TLSConfig(true, nil) // receivers accept any key (TOFU); the hello is checked against it
 	for _, k := range e.transports {
 		if k.Kind == transport.QUIC && e.opts.NoQUIC || k.Kind == transport.TCP && e.opts.NoTCP {
@@ -416,18 +449,23 @@ func (e *Engine) listen(addr string) ([]transport.Listener, error) {
 			l, err = k.Listen(net.JoinHostPort(host, "0"), tlsConf, e.reg)
 		}
 		if err != nil {
-			closeAll()
-			return nil, err
+			errs = append(errs, err)
+			statuses = append(statuses, ListenerStatus{Transport: string(k.Kind), Err: sentence(err)})
+			continue
 		}
 		if len(lns) == 0 {
 			port = strconv.Itoa(portOf(l.Addr()))
 		}
 		lns = append(lns, l)
+		statuses = append(statuses, ListenerStatus{Transport: string(k.Kind), Addr: l.Addr().String()})
 	}
 	if len(lns) == 0 {
-		return nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
+		if len(errs) == 0 {
+			return nil, nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
+		}
+		return nil, nil, errors.Join(errs...)
 	}
-	return lns, nil
+	return lns, statuses, nil
 }
 
 func portOf(a net.Addr) int {

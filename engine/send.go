@@ -166,9 +166,10 @@ func retryable(err error) bool {
 	var mm *identity.MismatchError
 	var kc *identity.KeyChangedError
 	var re *wire.RemoteError
+	var le *LocalError // our own socket: trying again will not help
 	switch {
 	case errors.Is(err, errCancelledByUser), errors.Is(err, context.Canceled), errors.Is(err, ErrClosed),
-		errors.Is(err, ErrNothingToSend), errors.As(err, &mm), errors.As(err, &kc):
+		errors.Is(err, ErrNothingToSend), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
 		return false
 	case errors.As(err, &re):
 		return re.Code == wire.CodeIO || re.Code == wire.CodeTimeout && re.Reason == ""

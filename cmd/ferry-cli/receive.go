@@ -82,6 +82,11 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 			return err
 		}
 	}
+	for _, st := range e.Listeners() {
+		if st.Err != "" {
+			fmt.Fprintf(errOut, "ferry-cli receive: %s is not listening, the other transports receive: %s\n", strings.ToUpper(st.Transport), st.Err)
+		}
+	}
 	q, t := e.Addrs()
 	fmt.Fprintf(out, "listening quic=%s tcp=%s id=%s name=%q dir=%q\n", q, t, e.ID(), e.Name(), e.DownloadDir())
 	if !*noDiscovery {

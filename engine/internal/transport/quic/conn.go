@@ -98,7 +98,7 @@ func (c *countingUDP) sent(n, seg int) {
 	}
 }
 
-// listenUDP opens a socket of our own; its failures are local.
+// listenUDP opens a socket of our own.
 func listenUDP(addr string) (*countingUDP, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
@@ -106,7 +106,7 @@ func listenUDP(addr string) (*countingUDP, error) {
 	}
 	uc, err := net.ListenUDP("udp", ua)
 	if err != nil {
-		return nil, transport.Local(err)
+		return nil, err
 	}
 	// Best effort: the kernel may clamp (rmem_max); we report what it granted.
 	uc.SetReadBuffer(udpBufferSize)
@@ -163,7 +163,7 @@ func dialConn(ctx context.Context, ra *net.UDPAddr, tlsConf *tls.Config, cfg tra
 	}
 	udp, err := listenUDP(local)
 	if err != nil {
-		return nil, err
+		return nil, &transport.LocalError{Err: err} // our own socket
 	}
 	tr := &quic.Transport{Conn: udp}
 	c, err := tr.Dial(ctx, ra, tlsConf, quicConfig(cfg))

@@ -32,16 +32,17 @@ type Listener struct {
 // Listen opens a listener on addr whose sessions are known to reg.
 func Listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.Config) (*Listener, error) {
 	cfg = cfg.WithDefaults()
+	// A listener's socket is ours: whatever keeps it from opening is local.
 	udp, err := listenUDP(addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen quic: %w", err)
+		return nil, &transport.LocalError{Err: fmt.Errorf("listen quic: %w", err)}
 	}
 	tr := &quic.Transport{Conn: udp}
 	ln, err := tr.Listen(tlsConf, quicConfig(cfg))
 	if err != nil {
 		tr.Close()
 		udp.Close()
-		return nil, fmt.Errorf("listen quic: %w", transport.Local(err))
+		return nil, &transport.LocalError{Err: fmt.Errorf("listen quic: %w", err)}
 	}
 	l := &Listener{cfg: cfg, tlsConf: tlsConf, udp: udp, tr: tr, ln: ln,
 		gate: join.NewGate(reg, transport.QUIC, cfg.HandshakeTimeout)}

@@ -83,7 +83,8 @@ func Listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 	lc := net.ListenConfig{KeepAliveConfig: keepAlive(cfg), Control: control(cfg)}
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen tcp: %w", transport.Local(err))
+		// A listener's socket is ours: whatever keeps it from opening is local.
+		return nil, &transport.LocalError{Err: fmt.Errorf("listen tcp: %w", err)}
 	}
 	l := &Listener{ln: ln, tlsConf: tlsConf, cfg: cfg, gate: join.NewGate(reg, transport.TCP, cfg.HandshakeTimeout)}
 	l.wg.Add(1)

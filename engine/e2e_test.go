@@ -121,10 +121,8 @@ func noPartials(t *testing.T, dir string) {
 
 func transportsUnderTest() []string {
 	var out []string
-	for _, k := range []string{"quic", "tcp"} {
-		if _, ok := transports[k]; ok {
-			out = append(out, k)
-		}
+	for _, k := range transportTable(TransportConfig{}) {
+		out = append(out, string(k.Kind))
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -23,6 +24,9 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
+	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 )
 
 // AcceptPolicy says who may send to this device without a prompt.
@@ -87,9 +91,27 @@ type Options struct {
 	BufferedIO bool
 	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.
 	ChunkSize int
+	// Transport tunes the transports; the zero value is the default of each field.
+	Transport TransportConfig
+	// ProgressInterval is how often a transfer publishes progress (and
+	// metrics every fourth time); zero means 250 ms.
+	ProgressInterval time.Duration
+	// Clock stamps what the engine records and reports (event times,
+	// durations, prompt expiry, retry budgets); nil means the system clock.
+	// Socket deadlines and timers stay on the system clock.
+	Clock Clock
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
+
+// Clock tells the time; tests inject one.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Target says where to send: an address and, optionally, who must answer there.
 type Target struct {
@@ -155,29 +177,27 @@ type Engine struct {
 	bus    Bus
 	log    *slog.Logger
 	opts   Options
+	// transports is the transport table; reg knows the sessions of every
+	// listener, so that one transport's session can take over another's.
+	transports []auto.Entry
+	reg        *join.Registry
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the engine starts
 
-	mu          sync.Mutex // guards the fields below
-	name        string
-	downloadDir string
-	accept      AcceptPolicy
-	autoTrusted bool
-	listeners   []listener
-	stopListen  context.CancelFunc
-	transfers   map[string]*Transfer
-	resuming    map[string]*receiver // resume key -> the session holding its partials
-	prompts     int
-	closed      bool
-}
-
-// listener is a QUIC or TCP listener.
-type listener interface {
-	Accept(ctx context.Context) (Conn, error)
-	Addr() net.Addr
-	Close() error
+	mu           sync.Mutex // guards the fields below
+	name         string
+	downloadDir  string
+	accept       AcceptPolicy
+	autoTrusted  bool
+	listeners    []transport.Listener
+	listenStatus []ListenerStatus
+	stopListen   context.CancelFunc
+	transfers    map[string]*Transfer
+	resuming     map[string]*receiver // resume key -> the session holding its partials
+	prompts      int
+	closed       bool
 }
 
 // New loads (or creates, on first run) the device identity and trust store.
@@ -212,6 +232,12 @@ func New(opts Options) (*Engine, error) {
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
 	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = 250 * time.Millisecond
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -219,8 +245,9 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Engine{
 		ident: id, trust: trust, log: log, opts: opts,
-		resume: resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, nil),
-		ctx:    ctx, cancel: cancel,
+		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
+		transports: transportTable(opts.Transport), reg: join.NewRegistry(),
+		ctx: ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
 	}, nil
@@ -233,6 +260,9 @@ func defaultName() string {
 	}
 	return h
 }
+
+// now is the engine clock's time.
+func (e *Engine) now() time.Time { return e.opts.Clock.Now() }
 
 // ID is this device's full ID.
 func (e *Engine) ID() string { return e.ident.ID.String() }
@@ -324,7 +354,9 @@ func (e *Engine) Forget(id string) error {
 	return e.trust.Forget(did)
 }
 
-// Start opens the QUIC and TCP listeners: receiving is on until StopReceiving or Close.
+// Start opens a listener per transport: receiving is on until StopReceiving
+// or Close. A transport that cannot listen is reported (EventListener,
+// Listeners) while the others carry on; Start fails only when none listens.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -338,12 +370,18 @@ func (e *Engine) Start(ctx context.Context) error {
 	if addr == "" {
 		addr = ":0"
 	}
-	lns, err := e.listen(addr)
+	lns, statuses, err := e.listen(addr)
 	if err != nil {
 		return err
 	}
 	lctx, stop := context.WithCancel(e.ctx)
-	e.listeners, e.stopListen = lns, stop
+	e.listeners, e.listenStatus, e.stopListen = lns, statuses, stop
+	for _, st := range statuses {
+		if st.Err != "" {
+			e.log.Warn("a transport is not listening; the others carry on", "transport", st.Transport, "err", st.Err)
+			e.bus.Publish(Event{Kind: EventListener, Time: e.now(), Listener: &st})
+		}
+	}
 	if age := e.opts.MaxPartialAge; age >= 0 {
 		if age == 0 {
 			age = 7 * 24 * time.Hour
@@ -366,48 +404,81 @@ func (e *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// listen opens the listeners on addr, trying to give TCP the port number
-// that QUIC got when addr asks for any port.
-func (e *Engine) listen(addr string) ([]listener, error) {
+// ListenerStatus says whether one transport listens, and if not, why.
+type ListenerStatus struct {
+	Transport string `json:"transport"`
+	// Addr is where it listens; empty when it does not.
+	Addr string `json:"addr,omitempty"`
+	// Err says why it does not listen, as a sentence for the user.
+	Err string `json:"error,omitempty"`
+}
+
+// Listeners reports each transport's listener since the last Start: where
+// it listens, or why it could not (the others carry on without it). Empty
+// while not receiving.
+func (e *Engine) Listeners() []ListenerStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.listeners) == 0 {
+		return nil
+	}
+	return slices.Clone(e.listenStatus)
+}
+
+// listen opens a listener per transport on addr, each on its own: one that
+// cannot start (its port taken, a platform without UDP) is reported in the
+// statuses, and the others carry on. When addr asks for any port, the
+// later ones try the port number the first one got. It fails only when no
+// listener starts.
+func (e *Engine) listen(addr string) ([]transport.Listener, []ListenerStatus, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen address %q: %w", addr, err)
+		return nil, nil, fmt.Errorf("listen address %q: %w", addr, err)
 	}
-	var lns []listener
-	closeAll := func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}
+	var (
+		lns      []transport.Listener
+		statuses []ListenerStatus
+		errs     []error
+	)
 	tlsConf := e.ident.TLSConfig(true, nil) // receivers accept any key (TOFU); the hello is checked against it
-	if q, ok := transports["quic"]; ok && !e.opts.NoQUIC {
-		ql, err := q.listen(addr, tlsConf)
-		if err != nil {
-			return nil, err
+	for _, k := range e.transports {
+		if k.Kind == transport.QUIC && e.opts.NoQUIC || k.Kind == transport.TCP && e.opts.NoTCP {
+			continue
 		}
-		lns = append(lns, ql)
-		port = strconv.Itoa(ql.Addr().(*net.UDPAddr).Port)
-	}
-	if t, ok := transports["tcp"]; ok && !e.opts.NoTCP {
-		tl, err := t.listen(net.JoinHostPort(host, port), tlsConf)
-		if err != nil && !isAnyPort(addr) {
-			closeAll()
-			return nil, err
+		l, err := k.Listen(net.JoinHostPort(host, port), tlsConf, e.reg)
+		if err != nil && len(lns) > 0 && isAnyPort(addr) {
+			// The first one's port number is taken for this one: any free
+			// port will do; discovery advertises both.
+			l, err = k.Listen(net.JoinHostPort(host, "0"), tlsConf, e.reg)
 		}
 		if err != nil {
-			// QUIC's port number is taken for TCP: any free port will do; discovery advertises both.
-			tl, err = t.listen(net.JoinHostPort(host, "0"), tlsConf)
+			errs = append(errs, err)
+			statuses = append(statuses, ListenerStatus{Transport: string(k.Kind), Err: sentence(err)})
+			continue
 		}
-		if err != nil {
-			closeAll()
-			return nil, err
+		if len(lns) == 0 {
+			port = strconv.Itoa(portOf(l.Addr()))
 		}
-		lns = append(lns, tl)
+		lns = append(lns, l)
+		statuses = append(statuses, ListenerStatus{Transport: string(k.Kind), Addr: l.Addr().String()})
 	}
 	if len(lns) == 0 {
-		return nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
+		if len(errs) == 0 {
+			return nil, nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
+		}
+		return nil, nil, errors.Join(errs...)
 	}
-	return lns, nil
+	return lns, statuses, nil
+}
+
+func portOf(a net.Addr) int {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.Port
+	case *net.TCPAddr:
+		return a.Port
+	}
+	return 0
 }
 
 func isAnyPort(addr string) bool {
@@ -443,17 +514,17 @@ func (e *Engine) Addrs() (quicAddr, tcpAddr string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, l := range e.listeners {
-		switch a := l.Addr().(type) {
-		case *net.UDPAddr:
-			quicAddr = a.String()
-		case *net.TCPAddr:
-			tcpAddr = a.String()
+		switch l.Kind() {
+		case transport.QUIC:
+			quicAddr = l.Addr().String()
+		case transport.TCP:
+			tcpAddr = l.Addr().String()
 		}
 	}
 	return quicAddr, tcpAddr
 }
 
-func (e *Engine) acceptLoop(ctx context.Context, ln listener) {
+func (e *Engine) acceptLoop(ctx context.Context, ln transport.Listener) {
 	for {
 		c, err := ln.Accept(ctx)
 		if err != nil {
@@ -655,6 +726,9 @@ func (e *Engine) releaseResume(rx *receiver) {
 func (e *Engine) publish(t *Transfer, ev Event) {
 	t.mu.Lock()
 	ev.TransferID, ev.Direction, ev.Peer = t.id, t.dir, t.peer
+	if ev.Time.IsZero() {
+		ev.Time = e.now()
+	}
 	if ev.State == "" {
 		ev.State = t.state
 	}
@@ -675,12 +749,12 @@ func (e *Engine) setState(t *Transfer, s State) {
 // finish records the result, publishes it and closes Done.
 func (e *Engine) finish(t *Transfer, r Result) {
 	t.mu.Lock()
-	r.Duration = time.Since(t.started).Seconds()
+	r.Duration = e.now().Sub(t.started).Seconds()
 	if t.conn != nil {
 		m := t.conn.Metrics()
 		r.Metrics = &m
 		r.WireBytes = m.BytesSent + m.BytesRecv
-		r.Transport = t.conn.Transport()
+		r.Transport = string(t.conn.Transport())
 	}
 	t.state = r.State
 	t.result = r

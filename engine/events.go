@@ -26,6 +26,9 @@ const (
 	EventResult EventKind = "result"
 	// EventTransport: the transport carrying the transfer was chosen (or changed), with the reason.
 	EventTransport EventKind = "transport"
+	// EventListener: a transport could not listen (Listener says which and
+	// why); receiving goes on over the others. It belongs to no transfer.
+	EventListener EventKind = "listener"
 )
 
 // Direction says whether we send or receive a transfer.
@@ -143,18 +146,19 @@ type TransportInfo struct {
 // Event is one thing the engine reports. Exactly the field matching Kind is set
 // (State is set on every event).
 type Event struct {
-	Time       time.Time      `json:"time"`
-	Kind       EventKind      `json:"kind"`
-	TransferID string         `json:"transfer"`
-	Direction  Direction      `json:"direction"`
-	Peer       PeerInfo       `json:"peer"`
-	State      State          `json:"state"`
-	Offer      *OfferInfo     `json:"offer,omitempty"`
-	Progress   *Progress      `json:"progress,omitempty"`
-	File       *FileResult    `json:"file,omitempty"`
-	Metrics    *Metrics       `json:"metrics,omitempty"`
-	Result     *Result        `json:"result,omitempty"`
-	Transport  *TransportInfo `json:"transport,omitempty"`
+	Time       time.Time       `json:"time"`
+	Kind       EventKind       `json:"kind"`
+	TransferID string          `json:"transfer"`
+	Direction  Direction       `json:"direction"`
+	Peer       PeerInfo        `json:"peer"`
+	State      State           `json:"state"`
+	Offer      *OfferInfo      `json:"offer,omitempty"`
+	Progress   *Progress       `json:"progress,omitempty"`
+	File       *FileResult     `json:"file,omitempty"`
+	Metrics    *Metrics        `json:"metrics,omitempty"`
+	Result     *Result         `json:"result,omitempty"`
+	Transport  *TransportInfo  `json:"transport,omitempty"`
+	Listener   *ListenerStatus `json:"listener,omitempty"`
 }
 
 // Bus fans events out to subscribers without ever blocking the publisher: a

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
 )
 
 // pipeStream is one direction-pair of in-memory pipes with half-close, so
@@ -73,7 +74,7 @@ func (c *pipeConn) AcceptStream(ctx context.Context) (Stream, error) {
 
 func (c *pipeConn) PeerID() identity.DeviceID { return c.peer }
 func (c *pipeConn) RemoteAddr() string        { return "pipe" }
-func (c *pipeConn) Transport() string         { return "pipe" }
+func (c *pipeConn) Transport() transport.Kind { return "pipe" }
 func (c *pipeConn) Metrics() Metrics          { return Metrics{Transport: "pipe"} }
 func (c *pipeConn) Done() <-chan struct{}     { return c.done }
 

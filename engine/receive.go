@@ -39,12 +39,7 @@ var errSessionDone = errors.New("session done")
 
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
-	owned := false // an attached connection belongs to its QUIC session
-	defer func() {
-		if !owned {
-			c.Close(0, "")
-		}
-	}()
+	defer c.Close(0, "")
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := c.AcceptStream(hctx)
 	cancel()
@@ -53,11 +48,6 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	watch := time.AfterFunc(handshakeTimeout, s.Abort)
 	kind, err := wire.ReadKind(s)
-	if err == nil && kind == wire.KindAttach {
-		owned = e.attach(c, s)
-		watch.Stop()
-		return
-	}
 	if err != nil || kind != wire.KindControl {
 		watch.Stop()
 		c.Close(closeReason(fmt.Errorf("%w: the first stream is not a control stream", wire.ErrProtocol)))
@@ -83,7 +73,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 
 	t := &Transfer{
-		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: time.Now(),
+		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
 		peer: e.peerInfo(peerID, h.Name, c.RemoteAddr()), conn: c, state: StateWaiting,
 		decisions: make(chan Decision, 1),
 	}
@@ -507,7 +497,7 @@ func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (dec
 	}()
 	rx.t.asking.Store(true)
 	defer rx.t.asking.Store(false)
-	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: time.Now().Add(e.opts.PromptTimeout)}
+	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout)}
 	if free < 0 {
 		info.FreeBytes = -1
 	}

@@ -243,7 +243,7 @@ func (e *Engine) CleanPartials(maxAge time.Duration) int {
 	e.resume.CleanLeafCaches(maxAge)
 	n := 0
 	for _, p := range e.Partials() {
-		if time.Since(p.Updated) > maxAge {
+		if e.now().Sub(p.Updated) > maxAge {
 			if e.DiscardPartial(p.Key) == nil {
 				n++
 			}

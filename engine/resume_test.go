@@ -11,8 +11,7 @@ import (
 // interrupt starts a send and cancels it once about half of it was written.
 func interrupt(t *testing.T, send, recv *Engine, paths []string, tp string, total int64) Result {
 	t.Helper()
-	old := progressEvery.Swap(int64(2 * time.Millisecond)) // see the transfer mid-way even on a fast loopback
-	defer progressEvery.Store(old)
+	send.opts.ProgressInterval = 2 * time.Millisecond // see the transfer mid-way even on a fast loopback (send is idle here)
 	events, unsub := send.Subscribe(1024)
 	defer unsub()
 	revents, runsub := recv.Subscribe(1024)

@@ -30,14 +30,12 @@ func waitProgress(t *testing.T, events <-chan Event, id string, total int64, fra
 }
 
 func TestSenderResumesAfterReceiverRestart(t *testing.T) {
-	old := progressEvery.Swap(int64(2 * time.Millisecond))
-	defer progressEvery.Store(old)
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			cfg, dl := t.TempDir(), t.TempDir()
 			recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
 			to := target(recv)
-			send := testEngine(t, Options{RetryFor: 30 * time.Second})
+			send := testEngine(t, Options{RetryFor: 30 * time.Second, ProgressInterval: 2 * time.Millisecond})
 			const size = 128 << 20
 			big := filepath.Join(t.TempDir(), "big.bin")
 			writeFile(t, big, size)
@@ -74,10 +72,8 @@ func TestSenderResumesAfterReceiverRestart(t *testing.T) {
 }
 
 func TestPauseAndResume(t *testing.T) {
-	old := progressEvery.Swap(int64(2 * time.Millisecond))
-	defer progressEvery.Store(old)
 	recv := startReceiver(t, Options{})
-	send := testEngine(t, Options{})
+	send := testEngine(t, Options{ProgressInterval: 2 * time.Millisecond})
 	const size = 128 << 20
 	big := filepath.Join(t.TempDir(), "big.bin")
 	writeFile(t, big, size)

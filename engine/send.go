@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/directio"
@@ -32,10 +33,8 @@ const (
 // and checked before it returns; the transfer itself runs in the background
 // and reports through events and the returned handle.
 func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendOptions) (*Transfer, error) {
-	switch opts.Transport {
-	case "", "auto", "quic", "tcp":
-	default:
-		return nil, fmt.Errorf("unknown transport %q: use auto, quic or tcp", opts.Transport)
+	if _, err := parseTransport(opts.Transport); err != nil {
+		return nil, err
 	}
 	if to.quicAddr() == "" && to.tcpAddr() == "" {
 		return nil, errors.New("no address to send to")
@@ -52,7 +51,7 @@ func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendO
 	if err != nil {
 		return nil, err
 	}
-	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: time.Now(), state: StateConnecting,
+	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
 		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), target: to, opts: opts}
 	tctx, cancel := context.WithCancelCause(e.ctx)
 	t.cancel = cancel
@@ -132,9 +131,9 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 			firstFailure, backoff = time.Time{}, 500*time.Millisecond
 		}
 		if firstFailure.IsZero() {
-			firstFailure = time.Now()
+			firstFailure = e.now()
 		}
-		if time.Since(firstFailure) > retryFor || retryFor < 0 {
+		if e.now().Sub(firstFailure) > retryFor || retryFor < 0 {
 			st, msg := endState(fmt.Errorf("gave up after %d attempts in %v: %w", attempt, retryFor, err))
 			e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
 				Bytes: sent, Reason: tx.reason, Resent: resent})
@@ -168,9 +167,10 @@ func retryable(err error) bool {
 	var mm *identity.MismatchError
 	var kc *identity.KeyChangedError
 	var re *wire.RemoteError
+	var le *LocalError // our own socket: trying again will not help
 	switch {
 	case errors.Is(err, errCancelledByUser), errors.Is(err, context.Canceled), errors.Is(err, ErrClosed),
-		errors.Is(err, ErrNothingToSend), errors.As(err, &mm), errors.As(err, &kc):
+		errors.Is(err, ErrNothingToSend), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
 		return false
 	case errors.As(err, &re):
 		return re.Code == wire.CodeIO || re.Code == wire.CodeTimeout && re.Reason == ""
@@ -234,7 +234,10 @@ type sender struct {
 	conn      Conn
 	ctl       *control
 	reason    string       // why this transport was chosen
-	gen       atomic.Int64 // bumped when auto moves the data to TCP (autoswitch.go)
+	gen       atomic.Int64 // bumped when auto moves the data to TCP (transport/auto)
+	// window is how far behind a stream's write offset a chunk may still be
+	// unread by the receiver on the first transport of a switcher.
+	window int64
 
 	accepted []int // indexes of accepted files, in sending order
 	refused  int   // files the receiver refused by name
@@ -253,7 +256,7 @@ type sender struct {
 	mu     sync.Mutex // guards the fields below
 	cursor struct{ file, chunk int }
 	leaves map[int]*fileLeaves
-	// Chunks a switch of transport (autoswitch.go) sends again: those that
+	// Chunks a switch of transport (transport/auto) sends again: those that
 	// may still be in flight on the first transport's streams.
 	moved         []chunkRef
 	inFlight      map[int][]chunkRef // worker -> its recent chunks, while on the first transport
@@ -266,12 +269,6 @@ type chunkRef struct {
 	end         int64
 }
 
-// inFlightWindow is how far behind the write offset a chunk may still be
-// unread by the receiver: flow control lets a stream run at most its
-// window (quicConfig: MaxStreamReceiveWindow) ahead of what the receiver
-// consumed, plus what the stack buffers.
-const inFlightWindow = 8<<20 + 4<<20
-
 type fileLeaves struct {
 	tree *merkle.Tree
 	done bool   // resume: the receiver saved it in an earlier attempt
@@ -279,7 +276,8 @@ type fileLeaves struct {
 }
 
 func (tx *sender) run(ctx context.Context, to Target, want identity.DeviceID, opts SendOptions) error {
-	conn, reason, err := tx.e.dial(ctx, to, want, opts.Transport)
+	kind, _ := parseTransport(opts.Transport)
+	conn, reason, err := tx.e.dial(ctx, to, want, kind)
 	if err != nil {
 		return err
 	}
@@ -293,7 +291,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	t.mu.Lock()
 	t.conn = conn
 	t.mu.Unlock()
-	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: conn.Transport(), Reason: reason}})
+	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(conn.Transport()), Reason: reason}})
 	stopEarly := context.AfterFunc(ctx, func() { closeWith(conn, nil, context.Cause(ctx)) })
 	defer stopEarly()
 
@@ -349,12 +347,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	return tx.transfer(ctx, opts)
 }
 
-func dialledAddr(to Target, c Conn) string {
-	if c.Transport() == "quic" {
-		return to.quicAddr()
-	}
-	return to.tcpAddr()
-}
+func dialledAddr(to Target, c Conn) string { return to.addr(c.Transport()) }
 
 // offer sends the offer and its manifest in bounded parts.
 func (tx *sender) offer() error {
@@ -476,10 +469,13 @@ func (tx *sender) accept(d *wire.Decision) error {
 // transfer moves the accepted files over parallel data streams and waits for
 // the receiver's verdict.
 func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
+	if sw, ok := tx.conn.(switcher); ok {
+		tx.window = sw.InFlightWindow()
+	}
 	streams := opts.Streams
 	if streams <= 0 {
 		streams = defaultQUICStreams
-		if tx.conn.Transport() == "tcp" {
+		if tx.conn.Transport() == transport.TCP {
 			streams = defaultTCPStreams
 		}
 	}
@@ -533,7 +529,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 			}
 			tx.reason = sw.Switch()
 			tx.moveInFlight()
-			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: tx.conn.Transport(), Reason: tx.reason}})
+			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(tx.conn.Transport()), Reason: tx.reason}})
 			var next sync.WaitGroup
 			for w := range defaultTCPStreams {
 				next.Add(1)
@@ -622,7 +618,7 @@ func (tx *sender) noteInFlight(ws *workerState, fi, ci int) {
 		tx.inFlight = map[int][]chunkRef{}
 	}
 	refs := append(tx.inFlight[ws.id], chunkRef{fi, ci, ws.offset})
-	for len(refs) > 1 && refs[0].end < ws.offset-inFlightWindow {
+	for len(refs) > 1 && refs[0].end < ws.offset-tx.window {
 		refs = refs[1:]
 	}
 	tx.inFlight[ws.id] = refs
@@ -892,29 +888,4 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 			return nilIfDone(ctx, err)
 		}
 	}
-}
-
-// dial connects to the target with the requested transport and checks who answers.
-func (e *Engine) dial(ctx context.Context, to Target, want identity.DeviceID, transport string) (Conn, string, error) {
-	// The refusal is remembered here because QUIC reports a failed
-	// handshake as a transport error carrying only the message.
-	var refused atomic.Pointer[identity.MismatchError]
-	verify := func(addr string) func(identity.DeviceID) error {
-		return func(got identity.DeviceID) error {
-			if !want.IsZero() {
-				if got != want {
-					me := &identity.MismatchError{Expected: want, Presented: got}
-					refused.Store(me)
-					return me
-				}
-				return nil
-			}
-			return e.trust.CheckAddr(addr, got)
-		}
-	}
-	c, reason, err := e.dialTransports(ctx, to, verify, transport)
-	if me := refused.Load(); err != nil && me != nil {
-		return nil, "", me
-	}
-	return c, reason, err
 }

@@ -8,10 +8,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -117,21 +117,26 @@ func checkHello(h *wire.Hello, c Conn) error {
 	return nil
 }
 
-// Closing a connection carries a wire code and a reason, so that the peer
-// learns why even when queued stream data is dropped (QUIC discards it).
+// Closing a connection carries the error's QUIC application code (from the
+// one table, package errcode) and a reason, so that the peer learns why even
+// when queued stream data is dropped (QUIC discards it).
 func closeReason(err error) (uint64, string) {
 	if err == nil {
 		return 0, ""
-	}
-	code := wire.CodeOf(err)
-	if errors.Is(err, errCancelledByUser) {
-		code = wire.CodeCancelled
 	}
 	msg := err.Error()
 	if len(msg) > 200 {
 		msg = msg[:200]
 	}
-	return 1, string(code) + ":" + msg
+	return uint64(errcode.AppOf(closeCode(err))), msg
+}
+
+// closeCode is the wire code that tells the peer why we end a session.
+func closeCode(err error) wire.Code {
+	if errors.Is(err, errCancelledByUser) {
+		return wire.CodeCancelled
+	}
+	return wire.CodeOf(err)
 }
 
 // closeWith ends a connection because of err. Before closing it tells the
@@ -140,11 +145,9 @@ func closeReason(err error) (uint64, string) {
 func closeWith(c Conn, ctl *control, err error) {
 	code, reason := closeReason(err)
 	if code != 0 && ctl != nil {
-		_, msg, _ := strings.Cut(reason, ":")
-		wc, _, _ := strings.Cut(reason, ":")
 		sent := make(chan struct{})
 		go func() {
-			ctl.send(&wire.Cancel{Code: wire.Code(wc), Reason: msg})
+			ctl.send(&wire.Cancel{Code: closeCode(err), Reason: reason})
 			close(sent)
 		}()
 		t := time.NewTimer(300 * time.Millisecond)
@@ -155,15 +158,6 @@ func closeWith(c Conn, ctl *control, err error) {
 		t.Stop()
 	}
 	c.Close(code, reason)
-}
-
-// remoteClose turns a connection-close reason from the peer back into a RemoteError.
-func remoteClose(reason string) error {
-	code, msg, ok := strings.Cut(reason, ":")
-	if !ok {
-		return &wire.RemoteError{Code: wire.CodeIO, Reason: reason}
-	}
-	return &wire.RemoteError{Code: wire.Code(code), Reason: msg}
 }
 
 // endState maps the error that ended a transfer to its final state and a
@@ -219,15 +213,10 @@ func (e *Engine) peerInfo(id identity.DeviceID, name, addr string) PeerInfo {
 	return PeerInfo{Name: name, ID: id.String(), Trusted: known && p.AlwaysAccept, Addr: addr}
 }
 
-// progressEvery is how often progress is published, in nanoseconds (metrics
-// every fourth time). Atomic because tests shorten it while engines run.
-var progressEvery atomic.Int64
-
-func init() { progressEvery.Store(int64(250 * time.Millisecond)) }
-
-// watchProgress publishes coalesced progress (4/s) and metrics (1/s) until ctx ends.
+// watchProgress publishes coalesced progress (every Options.ProgressInterval)
+// and metrics (every fourth time) until ctx ends.
 func (e *Engine) watchProgress(ctx context.Context, t *Transfer, bytes func() int64, total int64, files func() int, totalFiles int) {
-	tick := time.NewTicker(time.Duration(progressEvery.Load()))
+	tick := time.NewTicker(e.opts.ProgressInterval)
 	defer tick.Stop()
 	var last int64
 	lastT := time.Now()

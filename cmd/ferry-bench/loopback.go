@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/cmd/internal/ferryenv"
 )
 
 func init() {
@@ -197,7 +197,7 @@ var loopCeilings = []struct {
 }
 
 // loopQUICConns is how many QUIC connections Ferry's sessions use on loopback.
-func loopQUICConns() int { return engine.QUICSessionConns() }
+func loopQUICConns() int { return ferryenv.Transport().WithDefaults().QUICConns }
 
 // diskCeiling writes the workload's bytes as files into a fresh folder on the
 // same file system, the way a receiver does, without any network: what the

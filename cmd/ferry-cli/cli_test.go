@@ -117,7 +117,7 @@ func startReceiver(t *testing.T, cfg string, args ...string) *receiver {
 		r.exit <- code
 		t.Fatalf("receive exited with %d before listening: %s", code, r.errOut)
 	}
-	if r.quic == "" || r.id == "" {
+	if r.quic == "" && r.tcp == "" || r.id == "" {
 		t.Fatalf("bad listening line: %q", r.out)
 	}
 	return r
@@ -201,6 +201,35 @@ func TestSendReceiveLoopback(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(r.dir, "hello.txt"))
 	if err != nil || string(got) != "hello, ferry\n" {
 		t.Fatalf("received %q, %v", got, err)
+	}
+}
+
+// TestReceiveWithoutQUIC: another program holds the UDP port, so QUIC cannot
+// listen; receive says so and receives over TCP on the same port.
+func TestReceiveWithoutQUIC(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	port := pc.LocalAddr().String()
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery", "--listen", port)
+	if r.quic != "" || r.tcp != port {
+		t.Fatalf("listening quic=%q tcp=%q, want TCP alone on %s", r.quic, r.tcp, port)
+	}
+	if !strings.Contains(r.errOut.String(), "QUIC is not listening") {
+		t.Errorf("no word about QUIC: %q", r.errOut)
+	}
+	src := writeFile(t, "hello.txt", "over tcp\n")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", port, "--json", src)
+	if code != 0 {
+		t.Fatalf("send exit %d: %s", code, stderr)
+	}
+	if ev := lastEvent(t, stdout); ev.Result == nil || ev.Result.State != engine.StateDone || ev.Result.Transport != "tcp" {
+		t.Fatalf("last event %+v", ev)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive --once exit %d: %s", code, r.errOut)
 	}
 }
 

@@ -229,7 +229,7 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (
 	if err != nil {
 		return engine.Target{}, err
 	}
-	e, err := engine.New(engine.Options{ConfigDir: dir})
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir}))
 	if err != nil {
 		return engine.Target{}, err
 	}

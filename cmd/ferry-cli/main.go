@@ -14,6 +14,9 @@ import (
 	"runtime/pprof"
 	"sort"
 	"syscall"
+
+	"github.com/ferrydrop/ferry/cmd/internal/ferryenv"
+	"github.com/ferrydrop/ferry/engine"
 )
 
 // command is one ferry-cli subcommand. run gets the arguments after the
@@ -111,6 +114,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// bufferedIO: FERRY_BUFFERED_IO=1 makes file data go through the page cache
-// (engine.Options.BufferedIO), to compare with direct I/O.
-func bufferedIO() bool { return os.Getenv("FERRY_BUFFERED_IO") == "1" }
+// envOptions are the engine options the environment sets (see package ferryenv).
+func envOptions(o engine.Options) engine.Options {
+	o.BufferedIO = ferryenv.BufferedIO()
+	o.Transport = ferryenv.Transport()
+	return o
+}

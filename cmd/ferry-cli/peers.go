@@ -40,7 +40,7 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	// The engine gives our own ID (so we do not list ourselves), the devices
 	// we remember and the prober that finds them where multicast is blocked.
-	e, err := engine.New(engine.Options{ConfigDir: dir})
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir}))
 	if err != nil {
 		return err
 	}

@@ -48,8 +48,9 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume, BufferedIO: bufferedIO(),
+	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume,
 		MaxPartialAge: keepForever(*maxAge)}
+	opts = envOptions(opts)
 	if opts.Listen == "" {
 		opts.Listen = ":" + defaultPort
 	}
@@ -80,6 +81,11 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		defer unsub()
 		if err := e.Start(ctx); err != nil {
 			return err
+		}
+	}
+	for _, st := range e.Listeners() {
+		if st.Err != "" {
+			fmt.Fprintf(errOut, "ferry-cli receive: %s is not listening, the other transports receive: %s\n", strings.ToUpper(st.Transport), st.Err)
 		}
 	}
 	q, t := e.Addrs()

@@ -57,7 +57,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if rf == 0 {
 		rf = -1 // the engine's "never"
 	}
-	e, err := engine.New(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf, BufferedIO: bufferedIO()})
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf}))
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // io.Reader/io.Writer so it runs over QUIC streams, TCP+TLS connections and
 // net.Pipe alike.
 //
-// Every stream starts with one kind byte (KindControl, KindData or KindAttach). The control
+// Every stream starts with one kind byte (KindControl or KindData). The control
 // stream carries length-prefixed messages: a type byte, a big-endian uint32
 // length, and a JSON body of at most MaxMessage bytes. Data streams carry
 // chunk frames: a fixed 44-byte header (file index, chunk index, length, BLAKE3
@@ -26,14 +26,9 @@ const Version = 1
 const (
 	KindControl byte = 1
 	KindData    byte = 2
-	// KindAttach is the first stream of a TCP session that joins a running
-	// QUIC session (auto moving data to TCP): AttachLen bytes of the QUIC
-	// session's token follow, and the receiver answers one status byte.
-	KindAttach byte = 3
+	// Kind 3 is retired: auto's attach is a transport join now (see
+	// engine/internal/transport/join).
 )
-
-// AttachLen is the length of the token after KindAttach.
-const AttachLen = 16
 
 // Limits on what a peer can make us allocate or do.
 const (
@@ -47,9 +42,6 @@ const (
 	MaxRefusals     = 1000      // files one decision may refuse by name
 	MaxRefusalLen   = 256       // the reason of one refusal, bytes
 )
-
-// ErrProtocol marks a peer that broke the protocol; it wraps the detail.
-var ErrProtocol = errors.New("protocol violation")
 
 func protoErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
@@ -234,7 +226,7 @@ func ReadKind(r io.Reader) (byte, error) {
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return 0, err
 	}
-	if b[0] != KindControl && b[0] != KindData && b[0] != KindAttach {
+	if b[0] != KindControl && b[0] != KindData {
 		return 0, protoErr("unknown stream kind %d", b[0])
 	}
 	return b[0], nil

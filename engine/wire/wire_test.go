@@ -571,7 +571,7 @@ func TestReadKind(t *testing.T) {
 		{[]byte{wire.KindControl}, wire.KindControl, nil},
 		{[]byte{wire.KindData, 0xff}, wire.KindData, nil},
 		{[]byte{0}, 0, wire.ErrProtocol},
-		{[]byte{wire.KindAttach}, wire.KindAttach, nil},
+		{[]byte{3}, 0, wire.ErrProtocol}, // retired: attach is a transport join now
 		{[]byte{4}, 0, wire.ErrProtocol},
 		{[]byte{0xff}, 0, wire.ErrProtocol},
 	}

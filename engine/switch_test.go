@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,35 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
-func TestRandomLoss(t *testing.T) {
-	ms := time.Millisecond
-	for _, tc := range []struct {
-		latest, min time.Duration
-		want        bool
-	}{
-		{120 * ms, 120 * ms, true},
-		{145 * ms, 120 * ms, true},             // within a quarter
-		{170 * ms, 120 * ms, false},            // a 50 ms queue stood
-		{2 * ms, 100 * time.Microsecond, true}, // loopback scheduling noise
-		{30 * ms, 20 * ms, false},
-	} {
-		if got := randomLoss(tc.latest, tc.min); got != tc.want {
-			t.Errorf("randomLoss(%v, %v) = %v", tc.latest, tc.min, got)
-		}
-	}
-}
-
 // longPath makes loopback count as a path that is not a clean local link,
 // so auto starts on QUIC and may move to TCP.
-func longPath(t *testing.T) {
-	oldClean, oldSwitch := cleanRTT, switchRTT
-	cleanRTT, switchRTT = 0, 0
-	t.Cleanup(func() { cleanRTT, switchRTT = oldClean, oldSwitch })
-}
+var longPath = TransportConfig{CleanRTT: -1, SwitchRTT: -1}
 
 func transportEvents(t *testing.T, s *Engine, to Target, src string) (Result, []TransportInfo) {
 	t.Helper()
@@ -64,18 +42,18 @@ func transportEvents(t *testing.T, s *Engine, to Target, src string) (Result, []
 // the batch to TCP (with BBR); the file arrives verified and the result says
 // TCP carried it, and why.
 func TestAutoSwitchesToTCPOnRandomLoss(t *testing.T) {
-	if !tcpHasBBR(t) {
+	t.Parallel()
+	if !transporttest.HasBBR() {
 		t.Skip("the kernel offers no BBR: auto keeps QUIC, nothing to switch")
 	}
-	longPath(t)
+	cfg := longPath
 	// Loopback has no queue to tell, but a busy machine (the race detector)
 	// delays RTT samples by milliseconds; the classifier has its own test.
-	old := lossRTTSlack.Swap(int64(time.Second))
-	t.Cleanup(func() { lossRTTSlack.Store(old) })
+	cfg.LossRTTSlack = time.Second
 	recv := startReceiver(t, Options{})
 	q, tc := recv.Addrs()
-	relay := newLossyRelay(t, q, 0.05)
-	send := testEngine(t, Options{})
+	relay := transporttest.NewLossyRelay(t, q, 0.05)
+	send := testEngine(t, Options{Transport: cfg})
 	src := filepath.Join(t.TempDir(), "a.bin")
 	data := writeFile(t, src, 24<<20)
 	rxEvents, unsub := recv.Subscribe(1024)
@@ -112,9 +90,9 @@ func TestAutoSwitchesToTCPOnRandomLoss(t *testing.T) {
 
 // Without loss QUIC keeps the batch it started.
 func TestAutoStartsOnQUICOnLongPaths(t *testing.T) {
-	longPath(t)
+	t.Parallel()
 	recv := startReceiver(t, Options{})
-	send := testEngine(t, Options{})
+	send := testEngine(t, Options{Transport: longPath})
 	src := filepath.Join(t.TempDir(), "a.bin")
 	writeFile(t, src, 4<<20)
 	res, infos := transportEvents(t, send, target(recv), src)
@@ -127,76 +105,14 @@ func TestAutoStartsOnQUICOnLongPaths(t *testing.T) {
 	t.Logf("events %+v", infos)
 }
 
-// An attach names a running QUIC session and must come from its peer; the
-// receiver refuses anything else and keeps serving the session.
-func TestAttachRefused(t *testing.T) {
-	recv := startReceiver(t, Options{})
-	q, tc := recv.Addrs()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	owner := newTestIdentity(t)
-	c, err := dialQUIC(ctx, q, owner.TLSConfig(false, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(0, "")
-	if _, err := c.OpenStream(ctx); err != nil { // registers the session
-		t.Fatal(err)
-	}
-	token := c.(*quicSession).token
-	for deadline := time.Now().Add(5 * time.Second); recv.quicSession(token) == nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the receiver never registered the session")
-		}
-	}
-	var unknown [tcpTokenLen]byte
-	for _, tc2 := range []struct {
-		name  string
-		dial  func() (Conn, error)
-		token [tcpTokenLen]byte
-		want  error
-	}{
-		{"unknown token", func() (Conn, error) { return dialTCP(ctx, tc, owner.TLSConfig(false, nil)) }, unknown, errTCPUnknown},
-		{"other device", func() (Conn, error) { return dialTCP(ctx, tc, newTestIdentity(t).TLSConfig(false, nil)) }, token, errTCPPeer},
-		{"over QUIC", func() (Conn, error) { return dialQUIC(ctx, q, owner.TLSConfig(false, nil)) }, token, nil},
-		{"the session's peer", func() (Conn, error) { return dialTCP(ctx, tc, owner.TLSConfig(false, nil)) }, token, nil},
-		{"a second attach", func() (Conn, error) { return dialTCP(ctx, tc, owner.TLSConfig(false, nil)) }, token, errTCPFull},
-	} {
-		t.Run(tc2.name, func(t *testing.T) {
-			conn, err := tc2.dial()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(0, "")
-			_, err = attachTCP(ctx, conn, tc2.token)
-			switch {
-			case tc2.name == "over QUIC":
-				// A QUIC session's first stream must carry the session
-				// header: the listener closes the connection.
-				if err == nil {
-					t.Error("attach over QUIC accepted")
-				}
-			case !errors.Is(err, tc2.want) && (tc2.want != nil || err != nil):
-				t.Errorf("attach: %v, want %v", err, tc2.want)
-			}
-		})
-	}
-}
-
-// tcpHasBBR reports whether Ferry's TCP sockets get BBR here.
-func tcpHasBBR(t *testing.T) bool {
-	t.Helper()
-	b, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
-	return tcpCongestion == "" && strings.Contains(string(b), "bbr")
-}
-
 // A switch stops the first transport's workers, and the new ones first send
 // again what may still be in flight there (at most a flow-control window per
 // stream), then carry on where the first ones stopped; chunks of files the
 // receiver already saved are not sent again.
 func TestSwitchMovesChunksInFlight(t *testing.T) {
-	const chunk = 1 << 20
-	tx := &sender{chunkSize: chunk, leaves: map[int]*fileLeaves{}}
+	t.Parallel()
+	const chunk, inFlightWindow = 1 << 20, 12 << 20
+	tx := &sender{chunkSize: chunk, leaves: map[int]*fileLeaves{}, window: inFlightWindow}
 	for i, size := range []int64{40 * chunk, 2 * chunk} {
 		tx.files = append(tx.files, localFile{FileEntry: wire.FileEntry{Path: fmt.Sprint(i), Size: size}})
 		tx.accepted = append(tx.accepted, i)

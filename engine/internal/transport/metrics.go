@@ -1,4 +1,4 @@
-package engine
+package transport
 
 // Metrics is a snapshot of one connection's transport metrics. Fields a
 // transport cannot measure stay zero: TCP has no path MTU probing of its own

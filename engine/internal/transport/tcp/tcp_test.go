@@ -1,4 +1,4 @@
-package engine
+package tcp
 
 import (
 	"context"
@@ -18,63 +18,50 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
 )
 
-func newTestIdentity(t testing.TB) *identity.Identity {
-	t.Helper()
-	id, err := identity.LoadOrCreate(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
+func TestMain(m *testing.M) { transporttest.Main(m) }
 
-// checkNoLeaks fails the test if goroutines started during it are still
-// running once its cleanups ran. Registered first, so it runs last.
-func checkNoLeaks(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		var n int
-		for range 200 { // up to ~2 s for exiting goroutines to be reaped
-			if n = runtime.NumGoroutine(); n <= before {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		buf := make([]byte, 1<<20)
-		t.Errorf("goroutine leak: %d before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
-	})
-}
+var newTestIdentity = transporttest.Identity
 
-type tcpTestPair struct {
-	ln             *tcpListener
-	client, server Conn
+type testPair struct {
+	ln             *Listener
+	client, server *Session
+	first          transport.Stream // the client's first stream (the control stream)
 	srvID, cliID   *identity.Identity
 }
 
-// newTCPTestPair dials one session over loopback and accepts it.
-func newTCPTestPair(t *testing.T) *tcpTestPair {
+// newPair dials one session over loopback, opens its first stream and
+// accepts the session.
+func newPair(t *testing.T, cfg transport.Config) *testPair {
 	t.Helper()
-	p := &tcpTestPair{srvID: newTestIdentity(t), cliID: newTestIdentity(t)}
-	ln, err := listenTCP("127.0.0.1:0", p.srvID.TLSConfig(true, nil))
+	p := &testPair{srvID: newTestIdentity(t), cliID: newTestIdentity(t)}
+	ln, err := Listen("127.0.0.1:0", p.srvID.TLSConfig(true, nil), join.NewRegistry(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	p.ln = ln
 	ctx := t.Context()
-	c, err := dialTCP(ctx, ln.Addr().String(), p.cliID.TLSConfig(false, nil))
+	c, err := Dial(ctx, ln.Addr().String(), p.cliID.TLSConfig(false, nil), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(0, "") })
+	// The session starts at the listener with the dialer's first stream.
+	if p.first, err = c.OpenStream(ctx); err != nil {
+		t.Fatal(err)
+	}
 	s, err := ln.Accept(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(0, "") })
-	p.client, p.server = c, s
+	p.client, p.server = c, s.(*Session)
 	if got, want := s.PeerID(), identity.IDFromCert(p.cliID.Cert.Leaf); got != want {
 		t.Fatalf("server sees peer %s, want %s", got.Short(), want.Short())
 	}
@@ -84,21 +71,18 @@ func newTCPTestPair(t *testing.T) *tcpTestPair {
 	return p
 }
 
-func TestTCPStreamsBothWays(t *testing.T) {
-	checkNoLeaks(t)
-	p := newTCPTestPair(t)
+func TestStreamsBothWays(t *testing.T) {
+	t.Parallel()
+	p := newPair(t, transport.Config{})
 	ctx := t.Context()
 
 	// The control stream is the session's first connection on both sides.
-	cc, err := p.client.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cc := p.first
 	sc, err := p.server.AcceptStream(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cc.(*tcpStream).first || !sc.(*tcpStream).first {
+	if !cc.(*stream).first || !sc.(*stream).first {
 		t.Fatal("first OpenStream/AcceptStream is not the session's first connection")
 	}
 	if _, err := cc.Write([]byte("hello")); err != nil {
@@ -122,7 +106,7 @@ func TestTCPStreamsBothWays(t *testing.T) {
 		mu      sync.Mutex
 		results = map[string]result{}
 	)
-	run := func(side string, s Stream, tag byte, opener bool) error {
+	run := func(side string, s transport.Stream, tag byte, opener bool) error {
 		if opener {
 			if _, err := s.Write([]byte{tag}); err != nil {
 				return err
@@ -167,8 +151,8 @@ func TestTCPStreamsBothWays(t *testing.T) {
 	for i := range perSide {
 		for _, opener := range []struct {
 			name     string
-			open     Conn
-			accept   Conn
+			open     transport.Conn
+			accept   transport.Conn
 			tag      byte
 			openSide string
 		}{
@@ -220,16 +204,16 @@ func TestTCPStreamsBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := js.(*tcpStream).tc.ConnectionState(); !st.DidResume {
+	if st := js.(*stream).tc.ConnectionState(); !st.DidResume {
 		t.Error("join did not resume the TLS session")
 	} else if id, err := identity.PeerID(st); err != nil || id != p.client.PeerID() {
 		t.Errorf("resumed join: peer %v, %v", id, err)
 	}
 	js.Abort()
 
-	for _, c := range []Conn{p.client, p.server} {
+	for _, c := range []transport.Conn{p.client, p.server} {
 		m := c.Metrics()
-		if m.Transport != "tcp" || c.Transport() != "tcp" {
+		if m.Transport != string(transport.TCP) || c.Transport() != transport.TCP {
 			t.Errorf("transport %q/%q", m.Transport, c.Transport())
 		}
 		if m.BytesSent < perSide*2*size || m.BytesRecv < perSide*2*size || m.SendCalls == 0 {
@@ -244,91 +228,41 @@ func TestTCPStreamsBothWays(t *testing.T) {
 	}
 }
 
-var joinTok = [tcpTokenLen]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-
-// joinHeaderCases test parseJoinHeader and seed its fuzzer.
-var joinHeaderCases = []struct {
-	name string
-	in   []byte
-	ok   bool
-}{
-	{"new", appendJoinHeader(nil, joinTok, tcpFlagNew), true},
-	{"join", appendJoinHeader(nil, joinTok, tcpFlagJoin), true},
-	{"spare", appendJoinHeader(nil, joinTok, tcpFlagSpare), true},
-	{"zero flag", appendJoinHeader(nil, joinTok, 0), false},
-	{"unknown flag", appendJoinHeader(nil, joinTok, 0xff), false},
-	{"short", joinTok[:], false},
-	{"long", append(appendJoinHeader(nil, joinTok, tcpFlagJoin), 0), false},
-	{"empty", nil, false},
-}
-
-func TestParseJoinHeader(t *testing.T) {
-	for _, tc := range joinHeaderCases {
-		t.Run(tc.name, func(t *testing.T) {
-			token, _, err := parseJoinHeader(tc.in)
-			if (err == nil) != tc.ok {
-				t.Fatalf("parseJoinHeader(%x) = %v, want ok=%v", tc.in, err, tc.ok)
-			}
-			if tc.ok && token != joinTok {
-				t.Fatalf("token %x, want %x", token, joinTok)
-			}
-		})
-	}
-}
-
-func FuzzParseJoinHeader(f *testing.F) {
-	for _, tc := range joinHeaderCases {
-		f.Add(tc.in)
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		token, flag, err := parseJoinHeader(in)
-		if err != nil {
-			if !errors.Is(err, ErrTCPRefused) {
-				t.Fatalf("error %v does not wrap ErrTCPRefused", err)
-			}
-			return
-		}
-		if out := appendJoinHeader(nil, token, flag); string(out) != string(in) {
-			t.Fatalf("round trip %x -> %x", in, out)
-		}
-	})
-}
-
 // rawJoin dials one connection with a chosen token and flag, the way a
 // (possibly hostile) peer could.
-func rawJoin(ctx context.Context, addr string, id *identity.Identity, expect identity.DeviceID, token [tcpTokenLen]byte, flag byte) error {
-	c := newTCPConn(true, token, expect, addr)
+func rawJoin(ctx context.Context, addr string, id *identity.Identity, expect identity.DeviceID, token join.Token, flag join.Flag) error {
+	c := newSession(transport.Config{}.WithDefaults(), true, token, expect, addr)
 	defer c.Close(0, "")
 	c.addr, c.tlsConf = addr, id.TLSConfig(false, nil)
 	_, err := c.dial(ctx, flag)
 	return err
 }
 
-func TestTCPJoinRefused(t *testing.T) {
-	checkNoLeaks(t)
-	p := newTCPTestPair(t)
+func TestJoinRefused(t *testing.T) {
+	t.Parallel()
+	p := newPair(t, transport.Config{})
 	stranger := newTestIdentity(t)
-	token := p.client.(*tcpConn).token
+	token := p.client.Token()
 	srv := p.client.PeerID()
-	var unknown [tcpTokenLen]byte
-	rand.Read(unknown[:])
+	unknown := join.NewToken()
 	for _, tc := range []struct {
 		name  string
 		id    *identity.Identity
-		token [tcpTokenLen]byte
-		flag  byte
+		token join.Token
+		flag  join.Flag
 		want  error
 	}{
-		{"unknown token", p.cliID, unknown, tcpFlagJoin, errTCPUnknown},
-		{"unknown token spare", p.cliID, unknown, tcpFlagSpare, errTCPUnknown},
-		{"other certificate", stranger, token, tcpFlagJoin, errTCPPeer},
-		{"other certificate spare", stranger, token, tcpFlagSpare, errTCPPeer},
-		{"reused token as new", p.cliID, token, tcpFlagNew, errTCPBad},
-		{"bad flag", p.cliID, token, 9, errTCPBad},
+		{"unknown token", p.cliID, unknown, join.FlagJoin, errcode.ErrUnknownSession},
+		{"unknown token spare", p.cliID, unknown, join.FlagSpare, errcode.ErrUnknownSession},
+		{"unknown token attach", p.cliID, unknown, join.FlagAttach, errcode.ErrUnknownSession},
+		{"other certificate", stranger, token, join.FlagJoin, errcode.ErrPeerMismatch},
+		{"other certificate spare", stranger, token, join.FlagSpare, errcode.ErrPeerMismatch},
+		{"reused token as new", p.cliID, token, join.FlagNew, errcode.ErrBadHeader},
+		{"bad flag", p.cliID, token, 9, errcode.ErrBadHeader},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := rawJoin(t.Context(), p.ln.Addr().String(), tc.id, srv, tc.token, tc.flag)
-			if !errors.Is(err, tc.want) || !errors.Is(err, ErrTCPRefused) {
+			if !errors.Is(err, tc.want) || !errors.Is(err, errcode.ErrRefused) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})
@@ -341,9 +275,9 @@ func TestTCPJoinRefused(t *testing.T) {
 	s.Abort()
 }
 
-func TestTCPJoinLimit(t *testing.T) {
-	checkNoLeaks(t)
-	p := newTCPTestPair(t)
+func TestJoinLimit(t *testing.T) {
+	t.Parallel()
+	p := newPair(t, transport.Config{})
 	ctx := t.Context()
 	// The listener side accepts every stream and reads it until it breaks.
 	var readers sync.WaitGroup
@@ -366,24 +300,24 @@ func TestTCPJoinLimit(t *testing.T) {
 		p.server.Close(0, "")
 		readers.Wait()
 	})
-	var opened []Stream
+	var opened []transport.Stream
 	var err error
-	for range tcpMaxSessionConns + 1 {
-		var s Stream
+	for range maxSessionConns + 1 {
+		var s transport.Stream
 		if s, err = p.client.OpenStream(ctx); err != nil {
 			break
 		}
 		opened = append(opened, s)
 	}
-	if !errors.Is(err, ErrTCPRefused) && !errors.Is(err, errTCPFull) {
+	if !errors.Is(err, errcode.ErrSessionFull) {
 		t.Fatalf("after %d streams: got %v, want a refusal", len(opened), err)
 	}
-	if len(opened) > tcpMaxSessionConns {
-		t.Fatalf("opened %d streams, limit %d", len(opened), tcpMaxSessionConns)
+	if len(opened) > maxSessionConns {
+		t.Fatalf("opened %d streams, limit %d", len(opened), maxSessionConns)
 	}
 	// Closing streams frees room again, once the listener side has seen
 	// the resets (its readers fail and free the connections).
-	for _, s := range opened[1:] {
+	for _, s := range opened {
 		s.Abort()
 	}
 	for {
@@ -392,33 +326,26 @@ func TestTCPJoinLimit(t *testing.T) {
 			s.Abort()
 			break
 		}
-		if !errors.Is(err, errTCPFull) {
+		if !errors.Is(err, errcode.ErrSessionFull) {
 			t.Fatalf("after freeing: %v", err)
 		}
 		runtime.Gosched()
 	}
 }
 
-func TestTCPUnclaimedStreamDropped(t *testing.T) {
-	checkNoLeaks(t)
-	old := tcpUnclaimedTimeout
-	tcpUnclaimedTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { tcpUnclaimedTimeout = old })
-	p := newTCPTestPair(t)
+func TestUnclaimedStreamDropped(t *testing.T) {
+	t.Parallel()
+	p := newPair(t, transport.Config{UnclaimedTimeout: 200 * time.Millisecond})
 	ctx := t.Context()
 	if _, err := p.server.AcceptStream(ctx); err != nil { // control, claimed
 		t.Fatal(err)
 	}
-	s, err := p.client.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err = p.client.OpenStream(ctx) // a join nobody accepts
+	s, err := p.client.OpenStream(ctx) // a join nobody accepts
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The listener drops it: our read fails instead of waiting forever.
-	if _, err := s.Read(make([]byte, 1)); err == nil || errors.Is(err, ErrStreamStalled) {
+	if _, err := s.Read(make([]byte, 1)); err == nil || errors.Is(err, transport.ErrStreamStalled) {
 		t.Fatalf("read on unclaimed stream: %v, want a reset", err)
 	}
 	// The session itself lives on.
@@ -429,8 +356,8 @@ func TestTCPUnclaimedStreamDropped(t *testing.T) {
 	}
 }
 
-func TestTCPVerifyRejects(t *testing.T) {
-	checkNoLeaks(t)
+func TestVerifyRejects(t *testing.T) {
+	t.Parallel()
 	srvID, cliID := newTestIdentity(t), newTestIdentity(t)
 	errNo := errors.New("not paired")
 	reject := func(identity.DeviceID) error { return errNo }
@@ -442,27 +369,36 @@ func TestTCPVerifyRejects(t *testing.T) {
 		{"client rejects server", nil, reject},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := listenTCP("127.0.0.1:0", srvID.TLSConfig(true, tc.srvVer))
+			reg := join.NewRegistry()
+			ln, err := Listen("127.0.0.1:0", srvID.TLSConfig(true, tc.srvVer), reg, transport.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			c, err := dialTCP(t.Context(), ln.Addr().String(), cliID.TLSConfig(false, tc.cliVer))
+			// In TLS 1.3 the server checks our certificate after our side of
+			// the handshake: its refusal shows with the first stream.
+			c, err := Dial(t.Context(), ln.Addr().String(), cliID.TLSConfig(false, tc.cliVer), transport.Config{})
 			if err == nil {
+				_, err = c.OpenStream(t.Context())
 				c.Close(0, "")
-				t.Fatal("dial succeeded")
+			}
+			if err == nil {
+				t.Fatal("the session started")
 			}
 			if tc.cliVer != nil && !errors.Is(err, errNo) {
 				t.Fatalf("got %v, want %v", err, errNo)
 			}
 			// The listener stays healthy: an accepted peer gets through.
-			ln2, err := listenTCP("127.0.0.1:0", srvID.TLSConfig(true, nil))
+			ln2, err := Listen("127.0.0.1:0", srvID.TLSConfig(true, nil), reg, transport.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ln2.Close()
-			c, err = dialTCP(t.Context(), ln2.Addr().String(), cliID.TLSConfig(false, nil))
+			c, err = Dial(t.Context(), ln2.Addr().String(), cliID.TLSConfig(false, nil), transport.Config{})
 			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.OpenStream(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			c.Close(0, "")
@@ -470,13 +406,14 @@ func TestTCPVerifyRejects(t *testing.T) {
 	}
 }
 
-func TestTCPCloseEndsEverything(t *testing.T) {
+func TestCloseEndsEverything(t *testing.T) {
+	t.Parallel()
 	for _, closer := range []string{"client", "server", "listener"} {
 		t.Run(closer, func(t *testing.T) {
-			checkNoLeaks(t)
-			p := newTCPTestPair(t)
+			t.Parallel()
+			p := newPair(t, transport.Config{})
 			ctx := t.Context()
-			cc, _ := p.client.OpenStream(ctx)
+			cc := p.first
 			sc, _ := p.server.AcceptStream(ctx)
 			ds, err := p.client.OpenStream(ctx)
 			if err != nil {
@@ -491,7 +428,7 @@ func TestTCPCloseEndsEverything(t *testing.T) {
 			}
 			// Until the dialer's spare is parked, the listener side only
 			// notices through its streams.
-			<-p.client.(*tcpConn).spareParked
+			<-p.client.SpareParked()
 			switch closer {
 			case "client":
 				p.client.Close(0, "done")
@@ -501,7 +438,7 @@ func TestTCPCloseEndsEverything(t *testing.T) {
 				p.ln.Close()
 			}
 			// Both sides learn it: Done fires without anyone reading.
-			for _, c := range []Conn{p.client, p.server} {
+			for _, c := range []transport.Conn{p.client, p.server} {
 				select {
 				case <-c.Done():
 				case <-ctx.Done():
@@ -509,7 +446,7 @@ func TestTCPCloseEndsEverything(t *testing.T) {
 				}
 			}
 			// Blocked and later reads fail rather than hang or end cleanly.
-			for name, s := range map[string]Stream{"client control": cc, "server control": sc, "server data": dr} {
+			for name, s := range map[string]transport.Stream{"client control": cc, "server control": sc, "server data": dr} {
 				if _, err := io.ReadAll(s); err == nil {
 					t.Errorf("%s: read ended cleanly after the session was closed", name)
 				}
@@ -528,16 +465,10 @@ func TestTCPCloseEndsEverything(t *testing.T) {
 	}
 }
 
-func TestTCPStallWatchdog(t *testing.T) {
-	checkNoLeaks(t)
-	old := tcpStallTimeout
-	tcpStallTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { tcpStallTimeout = old })
-	p := newTCPTestPair(t)
+func TestStallWatchdog(t *testing.T) {
+	t.Parallel()
+	p := newPair(t, transport.Config{StallTimeout: 300 * time.Millisecond})
 	ctx := t.Context()
-	if _, err := p.client.OpenStream(ctx); err != nil { // control
-		t.Fatal(err)
-	}
 	s, err := p.client.OpenStream(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -557,8 +488,8 @@ func TestTCPStallWatchdog(t *testing.T) {
 			break
 		}
 	}
-	if !errors.Is(err, ErrStreamStalled) {
-		t.Fatalf("write error %v, want %v", err, ErrStreamStalled)
+	if !errors.Is(err, transport.ErrStreamStalled) {
+		t.Fatalf("write error %v, want %v", err, transport.ErrStreamStalled)
 	}
 
 	// A read waiting on a silent peer fails the same way.
@@ -569,18 +500,15 @@ func TestTCPStallWatchdog(t *testing.T) {
 	if _, err := p.server.AcceptStream(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.Read(make([]byte, 1)); !errors.Is(err, ErrStreamStalled) {
-		t.Fatalf("read error %v, want %v", err, ErrStreamStalled)
+	if _, err := s2.Read(make([]byte, 1)); !errors.Is(err, transport.ErrStreamStalled) {
+		t.Fatalf("read error %v, want %v", err, transport.ErrStreamStalled)
 	}
 }
 
-func TestTCPSilentPeerDropped(t *testing.T) {
-	checkNoLeaks(t)
-	old := tcpHandshakeTimeout
-	tcpHandshakeTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { tcpHandshakeTimeout = old })
+func TestSilentPeerDropped(t *testing.T) {
+	t.Parallel()
 	id := newTestIdentity(t)
-	ln, err := listenTCP("127.0.0.1:0", id.TLSConfig(true, nil))
+	ln, err := Listen("127.0.0.1:0", id.TLSConfig(true, nil), join.NewRegistry(), transport.Config{HandshakeTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,25 +583,32 @@ func BenchmarkTCPStream(b *testing.B) {
 	srvID, cliID := newTestIdentity(b), newTestIdentity(b)
 	for _, n := range []int{1, 4} {
 		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
-			ln, err := listenTCP("127.0.0.1:0", srvID.TLSConfig(true, nil))
+			ln, err := Listen("127.0.0.1:0", srvID.TLSConfig(true, nil), join.NewRegistry(), transport.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer ln.Close()
 			ctx := b.Context()
-			c, err := dialTCP(ctx, ln.Addr().String(), cliID.TLSConfig(false, nil))
+			c, err := Dial(ctx, ln.Addr().String(), cliID.TLSConfig(false, nil), transport.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer c.Close(0, "")
+			first, err := c.OpenStream(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
 			sc, err := ln.Accept(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer sc.Close(0, "")
-			var ws []io.Writer
-			var rs []io.Reader
-			for range n {
+			r0, err := sc.AcceptStream(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ws, rs := []io.Writer{first}, []io.Reader{r0}
+			for range n - 1 {
 				w, err := c.OpenStream(ctx)
 				if err != nil {
 					b.Fatal(err)

@@ -1,27 +1,10 @@
-package engine
+package quic
 
 import (
 	"encoding/binary"
-	"net"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// socketBuffers reports the receive and send buffer sizes the kernel granted.
-// Linux reports double the requested value (it counts its own overhead); we
-// halve it so the figure matches what was asked for.
-func socketBuffers(c syscall.Conn) (recv, send int) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return 0, 0
-	}
-	rc.Control(func(fd uintptr) {
-		recv, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
-		send, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
-	})
-	return recv / 2, send / 2
-}
 
 // countDatagrams returns how many datagrams one sendmsg carried and the size
 // of each but the last: with UDP_SEGMENT (GSO) the payload is split into
@@ -43,5 +26,3 @@ func countDatagrams(payload int, oob []byte) (n, seg int) {
 	}
 	return 1, payload
 }
-
-var _ net.Conn = (*net.UDPConn)(nil)

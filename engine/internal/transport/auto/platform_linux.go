@@ -1,5 +1,5 @@
-package engine
+package auto
 
 // tcpFasterOnCleanPaths: measured on Linux loopback with GSO, TLS over kernel
-// TCP moves about 2-3x the bytes per second of a quic-go stream (ferry-bench loopback).
+// TCP moves more bytes per second than a quic-go stream (ferry-bench loopback).
 const tcpFasterOnCleanPaths = true

@@ -1,0 +1,40 @@
+// Package ferryenv maps the FERRY_* environment variables that tune the
+// engine onto its configuration. Only commands read the environment: the
+// engine takes everything through engine.Options.
+//
+//	FERRY_QUIC_IDLE_TIMEOUT  Go duration  TransportConfig.QUICIdleTimeout (tests, the lab)
+//	FERRY_QUIC_CONNS         integer > 0  TransportConfig.QUICConns (1 turns QUIC's extra connections off)
+//	FERRY_AUTO_SWITCH        "0"          TransportConfig.NoAutoSwitch (auto picks one transport up front)
+//	FERRY_TCP_CC             name         TransportConfig.TCPCongestion ("cubic", "bbr"...; Linux)
+//	FERRY_BUFFERED_IO        "1"          Options.BufferedIO (page cache instead of direct I/O)
+//
+// A value that does not parse is ignored, as before these were options.
+package ferryenv
+
+import (
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine"
+)
+
+// Transport returns the transport configuration the environment asks for.
+func Transport() engine.TransportConfig { return transport(os.Getenv) }
+
+func transport(getenv func(string) string) engine.TransportConfig {
+	var c engine.TransportConfig
+	if d, err := time.ParseDuration(getenv("FERRY_QUIC_IDLE_TIMEOUT")); err == nil && d > 0 {
+		c.QUICIdleTimeout = d
+	}
+	if n, err := strconv.Atoi(getenv("FERRY_QUIC_CONNS")); err == nil && n > 0 {
+		c.QUICConns = n
+	}
+	c.NoAutoSwitch = getenv("FERRY_AUTO_SWITCH") == "0"
+	c.TCPCongestion = getenv("FERRY_TCP_CC")
+	return c
+}
+
+// BufferedIO reports FERRY_BUFFERED_IO=1: file data goes through the page
+// cache (engine.Options.BufferedIO), to compare with direct I/O.
+func BufferedIO() bool { return os.Getenv("FERRY_BUFFERED_IO") == "1" }

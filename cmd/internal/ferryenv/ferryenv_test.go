@@ -1,0 +1,25 @@
+package ferryenv
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine"
+)
+
+func TestTransport(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want engine.TransportConfig
+	}{
+		{nil, engine.TransportConfig{}},
+		{map[string]string{"FERRY_QUIC_IDLE_TIMEOUT": "2s", "FERRY_QUIC_CONNS": "1", "FERRY_AUTO_SWITCH": "0", "FERRY_TCP_CC": "cubic"},
+			engine.TransportConfig{QUICIdleTimeout: 2 * time.Second, QUICConns: 1, NoAutoSwitch: true, TCPCongestion: "cubic"}},
+		{map[string]string{"FERRY_QUIC_IDLE_TIMEOUT": "soon", "FERRY_QUIC_CONNS": "-3", "FERRY_AUTO_SWITCH": "1"}, engine.TransportConfig{}},
+	} {
+		got := transport(func(k string) string { return tc.env[k] })
+		if got != tc.want {
+			t.Errorf("%v: got %+v, want %+v", tc.env, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package auto
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/internal/transport/quic"
+	"github.com/ferrydrop/ferry/engine/internal/transport/tcp"
+	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+)
+
+func TestMain(m *testing.M) { transporttest.Main(m) }
+
+func TestRandomLoss(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		latest, min time.Duration
+		want        bool
+	}{
+		{120 * ms, 120 * ms, true},
+		{145 * ms, 120 * ms, true},             // within a quarter
+		{170 * ms, 120 * ms, false},            // a 50 ms queue stood
+		{2 * ms, 100 * time.Microsecond, true}, // loopback scheduling noise
+		{30 * ms, 20 * ms, false},
+	} {
+		if got := randomLoss(tc.latest, tc.min, 2*ms); got != tc.want {
+			t.Errorf("randomLoss(%v, %v) = %v", tc.latest, tc.min, got)
+		}
+	}
+}
+
+// fakeConn is a session a fake dial returns.
+type fakeConn struct {
+	transport.Conn // nil: only Close and Transport are used
+	kind           transport.Kind
+	closed         *atomic.Int32
+}
+
+func (f *fakeConn) Transport() transport.Kind { return f.kind }
+func (f *fakeConn) Close(uint64, string) error {
+	f.closed.Add(1)
+	return nil
+}
+
+// fakeEntry dials after delay (or fails with err, or waits for the
+// context when delay < 0).
+func fakeEntry(kind transport.Kind, prio int, delay time.Duration, err error, closed *atomic.Int32) Entry {
+	return Entry{Kind: kind, Priority: prio, Dial: func(ctx context.Context, addr string, _ *tls.Config) (transport.Conn, error) {
+		if delay < 0 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &fakeConn{kind: kind, closed: closed}, nil
+	}}
+}
+
+func anyAddr(transport.Kind) string { return "x" }
+
+func raceDial(e Entry) func(ctx context.Context, e Entry) (transport.Conn, error) {
+	return func(ctx context.Context, e Entry) (transport.Conn, error) { return e.Dial(ctx, "x", nil) }
+}
+
+func TestRaceBuckets(t *testing.T) {
+	t.Parallel()
+	errDown := errors.New("down")
+	for _, tc := range []struct {
+		name    string
+		entries []Entry
+		head    time.Duration
+		want    transport.Kind
+		losers  int32 // sessions that connected and were closed
+	}{
+		// The first bucket never answers: the second starts after its head start.
+		{"head start", []Entry{fakeEntry("a", 0, -1, nil, nil), fakeEntry("b", 1, 0, nil, nil)}, 20 * time.Millisecond, "b", 0},
+		// The first bucket failed: the second starts at once (an hour's head start is never waited).
+		{"first failed", []Entry{fakeEntry("a", 0, 0, errDown, nil), fakeEntry("b", 1, 0, nil, nil)}, time.Hour, "b", 0},
+		// Equal priorities dial together; the first to connect wins, the other is closed.
+		{"same bucket", []Entry{fakeEntry("a", 0, 0, nil, nil), fakeEntry("b", 0, 0, nil, nil)}, time.Hour, "", 1},
+		// Priority orders, not the order of the table.
+		{"priority", []Entry{fakeEntry("b", 1, 0, nil, nil), fakeEntry("a", 0, 0, nil, nil)}, time.Hour, "a", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var closed atomic.Int32
+			for i := range tc.entries {
+				e := tc.entries[i]
+				dial := e.Dial
+				e.Dial = func(ctx context.Context, addr string, c *tls.Config) (transport.Conn, error) {
+					conn, err := dial(ctx, addr, c)
+					if f, ok := conn.(*fakeConn); ok {
+						f.closed = &closed
+					}
+					return conn, err
+				}
+				tc.entries[i] = e
+			}
+			r := newRace(t.Context(), tc.entries, tc.head, raceDial(Entry{}))
+			var winner transport.Conn
+			for winner == nil {
+				res, ok := r.next(t.Context())
+				if !ok {
+					t.Fatal("no dial connected")
+				}
+				winner = res.conn
+			}
+			r.close()
+			if tc.want != "" && winner.Transport() != tc.want {
+				t.Errorf("%s won, want %s", winner.Transport(), tc.want)
+			}
+			if got := closed.Load(); got != tc.losers {
+				t.Errorf("%d losers closed, want %d", got, tc.losers)
+			}
+		})
+	}
+}
+
+func TestErrorsStayLocalOnlyWhenAllAre(t *testing.T) {
+	t.Parallel()
+	local := &transport.LocalError{Err: errors.New("socket: too many open files")}
+	var le *transport.LocalError
+	if err := joinErrs([]error{tagged("quic", local), tagged("tcp", local)}); !errors.As(err, &le) {
+		t.Errorf("every transport failed locally, but %v is not a LocalError", err)
+	}
+	if err := joinErrs([]error{tagged("quic", local), tagged("tcp", errors.New("connection refused"))}); errors.As(err, &le) {
+		t.Errorf("TCP reached no peer, yet %v is a LocalError (it would never be retried)", err)
+	}
+	table := []Entry{fakeEntry("quic", 0, 0, local, nil), fakeEntry("tcp", 1, 0, local, nil)}
+	if _, err := First(t.Context(), table, anyAddr, func(string) *tls.Config { return nil }); !errors.As(err, &le) {
+		t.Errorf("First: %v", err)
+	}
+}
+
+// An attach names a running QUIC session and must come from its peer; the
+// listener refuses anything else and keeps serving the session.
+func TestAttach(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	reg := join.NewRegistry()
+	srv := transporttest.Identity(t)
+	ql, err := quic.Listen("127.0.0.1:0", srv.TLSConfig(true, nil), reg, transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ql.Close()
+	tl, err := tcp.Listen("127.0.0.1:0", srv.TLSConfig(true, nil), reg, transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	owner := transporttest.Identity(t)
+	q, err := quic.Dial(ctx, ql.Addr().String(), owner.TLSConfig(false, nil), transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(0, "")
+	if _, err := q.OpenStream(ctx); err != nil { // registers the session
+		t.Fatal(err)
+	}
+	qs, err := ql.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qs.Close(0, "")
+	if _, err := qs.AcceptStream(ctx); err != nil { // the first stream
+		t.Fatal(err)
+	}
+	token := q.Token()
+	dialTCP := func(id *identity.Identity) *tcp.Session {
+		c, err := tcp.Dial(ctx, tl.Addr().String(), id.TLSConfig(false, nil), transport.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(0, "") })
+		return c
+	}
+	for _, tc := range []struct {
+		name  string
+		id    *identity.Identity
+		token join.Token
+		want  error
+	}{
+		{"unknown token", owner, join.NewToken(), errcode.ErrUnknownSession},
+		{"other device", transporttest.Identity(t), token, errcode.ErrPeerMismatch},
+		{"the session's peer", owner, token, nil},
+		{"a second attach", owner, token, errcode.ErrSessionFull},
+	} {
+		c := dialTCP(tc.id)
+		err := c.Attach(ctx, tc.token)
+		if !errors.Is(err, tc.want) && (tc.want != nil || err != nil) {
+			t.Fatalf("%s: attach: %v, want %v", tc.name, err, tc.want)
+		}
+		if err != nil {
+			continue
+		}
+		// The QUIC session accepts the TCP session's streams now.
+		st, err := c.OpenStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Write([]byte("over tcp")); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		got, err := qs.AcceptStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 8)
+		if _, err := got.Read(buf); err != nil || string(buf) != "over tcp" {
+			t.Fatalf("read %q, %v", buf, err)
+		}
+	}
+	// Ending the QUIC session ends the TCP session that took its data.
+	qs.Close(0, "")
+	select {
+	case <-q.Done():
+	case <-ctx.Done():
+		t.Fatal("the QUIC session outlived its close")
+	}
+}
+
+// A race against real listeners: TCP wins when QUIC has nobody listening.
+func TestDialFallsBackToTCP(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("CI_NO_NET") != "" {
+		t.Skip()
+	}
+	srv := transporttest.Identity(t)
+	tl, err := tcp.Listen("127.0.0.1:0", srv.TLSConfig(true, nil), join.NewRegistry(), transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	// A UDP port with nothing QUIC behind it.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	cfg := transport.Config{HeadStart: 10 * time.Millisecond}
+	cli := transporttest.Identity(t)
+	table := []Entry{
+		{Kind: transport.QUIC, Priority: 0, Dial: func(ctx context.Context, addr string, c *tls.Config) (transport.Conn, error) {
+			return transport.AsConn(quic.Dial(ctx, addr, c, cfg))
+		}},
+		{Kind: transport.TCP, Priority: 1, Dial: func(ctx context.Context, addr string, c *tls.Config) (transport.Conn, error) {
+			return transport.AsConn(tcp.Dial(ctx, addr, c, cfg))
+		}},
+	}
+	addrs := map[transport.Kind]string{transport.QUIC: pc.LocalAddr().String(), transport.TCP: tl.Addr().String()}
+	c, why, err := Dial(t.Context(), Request{Table: table, Addr: func(k transport.Kind) string { return addrs[k] },
+		TLS: func(string) *tls.Config { return cli.TLSConfig(false, nil) }, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(0, "")
+	if c.Transport() != transport.TCP {
+		t.Errorf("%s won (%s)", c.Transport(), why)
+	}
+}

@@ -1,0 +1,108 @@
+package transport
+
+import "time"
+
+// Config tunes the transports of one engine. The zero value of every field
+// is usable and means the default written next to it; tests and the lab set
+// fields (ferry-cli and ferry-bench map their FERRY_* variables onto them).
+// Numbers measured in the lab that led to the defaults are in
+// docs/transport-choice.md and docs/benchmarks/.
+type Config struct {
+	// HandshakeTimeout bounds a new connection's TLS handshake plus its join
+	// header. Zero means 10 s.
+	HandshakeTimeout time.Duration
+
+	// StallTimeout fails a TCP stream whose Read or Write makes no progress
+	// for this long (the effective limit lies between 15/16 of it and all of
+	// it). A session's first stream is exempt when reading: it may wait for
+	// a user to answer; its liveness comes from KeepAlive and UserTimeout.
+	// Zero means 30 s.
+	StallTimeout time.Duration
+	// UnclaimedTimeout drops a joined TCP stream that AcceptStream has not
+	// returned within this time, so a peer cannot pile up idle connections.
+	// Zero means 10 s.
+	UnclaimedTimeout time.Duration
+	// KeepAlive is the idle time and probe interval of TCP keepalive. Zero means 5 s.
+	KeepAlive time.Duration
+	// UserTimeout (TCP_USER_TIMEOUT, Linux) fails a TCP connection whose sent
+	// data stays unacknowledged this long. Zero means 30 s.
+	UserTimeout time.Duration
+	// TCPCongestion is the congestion control set on every TCP socket
+	// (TCP_CONGESTION on Linux: "reno", "cubic", "bbr"... as allowed by
+	// net.ipv4.tcp_allowed_congestion_control); a socket that cannot have it
+	// fails. Empty asks for BBR, best effort, and keeps the kernel's default
+	// where BBR is not allowed. (FERRY_TCP_CC)
+	TCPCongestion string
+
+	// QUICIdleTimeout is how long a silent QUIC peer is given before the
+	// connection counts as lost (a killed process sends no goodbye). Short,
+	// because a lost connection is cheap: the sender reconnects and resumes.
+	// Zero means 10 s. (FERRY_QUIC_IDLE_TIMEOUT)
+	QUICIdleTimeout time.Duration
+	// QUICConns is how many QUIC connections a session uses on a clean local
+	// path, where one connection's goroutine in quic-go, not the wire, caps a
+	// transfer. Zero means 2; 1 turns the extra connections off; at most
+	// MaxQUICConns. (FERRY_QUIC_CONNS)
+	QUICConns int
+	// JoinTimeout bounds an extra QUIC connection's handshake and join
+	// answer. Zero means 2 s.
+	JoinTimeout time.Duration
+
+	// HeadStart is the head start each priority bucket of a dial race gets
+	// before the next bucket dials too (QUIC's over TCP, Happy Eyeballs):
+	// UDP blocked or dropped costs at most this much. Zero means 200 ms.
+	HeadStart time.Duration
+	// CleanRTT is the round trip under which a path counts as a clean local
+	// link, where kernel TCP's offloads beat QUIC. Zero means 5 ms; negative
+	// means no path is clean.
+	CleanRTT time.Duration
+	// SwitchRTT is the round trip from which auto starts on QUIC and moves
+	// the rest of a batch to TCP on random loss, rather than picking one
+	// transport before it starts. Zero means 50 ms; negative means every path.
+	SwitchRTT time.Duration
+	// NoAutoSwitch turns that off: auto always picks one transport before
+	// the transfer starts. (FERRY_AUTO_SWITCH=0)
+	NoAutoSwitch bool
+	// UpgradeWait is how long auto waits for TCP after QUIC connected before
+	// it settles for QUIC, plus four round trips: long enough for one lost
+	// SYN (retried after 1 s) and a lost handshake flight. Zero means 2.5 s.
+	UpgradeWait time.Duration
+	// SwitchDialWait bounds how long auto keeps dialling TCP beside a
+	// transfer that started on QUIC. Zero means 10 s.
+	SwitchDialWait time.Duration
+	// LossRTTSlack is the scheduling noise allowed on top of the minimum RTT
+	// when telling random loss from a queue. Zero means 2 ms.
+	LossRTTSlack time.Duration
+}
+
+// MaxQUICConns bounds the connections of one QUIC session.
+const MaxQUICConns = 8
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HandshakeTimeout, 10*time.Second)
+	def(&c.StallTimeout, 30*time.Second)
+	def(&c.UnclaimedTimeout, 10*time.Second)
+	def(&c.KeepAlive, 5*time.Second)
+	def(&c.UserTimeout, 30*time.Second)
+	def(&c.QUICIdleTimeout, 10*time.Second)
+	def(&c.JoinTimeout, 2*time.Second)
+	def(&c.HeadStart, 200*time.Millisecond)
+	def(&c.CleanRTT, 5*time.Millisecond)
+	def(&c.SwitchRTT, 50*time.Millisecond)
+	def(&c.UpgradeWait, 2500*time.Millisecond)
+	def(&c.SwitchDialWait, 10*time.Second)
+	def(&c.LossRTTSlack, 2*time.Millisecond)
+	c.CleanRTT = max(c.CleanRTT, 0)
+	c.SwitchRTT = max(c.SwitchRTT, 0)
+	if c.QUICConns <= 0 {
+		c.QUICConns = 2
+	}
+	c.QUICConns = min(c.QUICConns, MaxQUICConns)
+	return c
+}

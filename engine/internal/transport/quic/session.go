@@ -1,0 +1,394 @@
+package quic
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+)
+
+// A QUIC session is the group of QUIC connections one dialer holds to a peer
+// for one exchange. quic-go runs each connection in one goroutine (packing,
+// encrypting, acknowledging), and on a fast local link that goroutine, not
+// the wire, caps a transfer (`ferry-bench ceiling --proto quic --conns 2`,
+// docs/benchmarks/loopback.md). So on a clean local path (RTT under
+// Config.CleanRTT) the dialer adds connections as soon as it opens its second
+// stream (the first data stream), and spreads streams over them round-robin.
+// On longer paths a session stays one connection, so a transfer is one
+// congestion-controlled flow where paths are shared.
+//
+// The first stream the dialer opens on each connection starts with a join
+// header (package join):
+//
+//   - FlagNew: the stream is the session's first stream (the control
+//     stream) and carries on with the protocol; the listener's Accept
+//     returns the session. No status answers it.
+//   - FlagJoin: the connection joins the session with that token. The
+//     listener answers one status byte and the stream ends; the dialer uses
+//     the connection only after an OK.
+//
+// The listener's own streams (OpenStream) and the dialer's AcceptStream use
+// the first connection only; the session ends when the first connection does.
+
+// Session is a QUIC session: the Conn of the QUIC transport.
+type Session struct {
+	cfg     transport.Config
+	client  bool
+	token   join.Token
+	primary *conn
+
+	ctx    context.Context // ends with Close or when the primary ends
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the session's goroutines
+
+	// dialer only
+	remote  *net.UDPAddr
+	tlsConf *tls.Config
+	extras  []*extra // connections being added or added
+	// registered is closed once the peer wrote on the first stream: by then
+	// the listener has registered the session.
+	registered     chan struct{}
+	registeredOnce sync.Once
+
+	// listener only
+	incoming   chan transport.Stream // the first stream, then streams of every connection
+	acceptDone chan struct{}         // closed when the primary stops accepting
+	acceptErr  error                 // why; read after acceptDone
+
+	mu        sync.Mutex // guards the fields below
+	conns     []*conn    // primary first
+	takenOver []transport.Conn
+	opened    int // dialer: streams opened so far
+	closed    bool
+}
+
+// extra is one extra connection a dialer is adding.
+type extra struct {
+	ready chan struct{} // closed once conn is set or the join failed
+	conn  *conn
+}
+
+func newSession(cfg transport.Config, client bool, token join.Token, primary *conn) *Session {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Session{cfg: cfg, client: client, token: token, primary: primary, ctx: ctx, cancel: cancel,
+		conns: []*conn{primary}}
+	s.wg.Go(func() {
+		select {
+		case <-primary.done():
+			// The session lives and dies with its first connection.
+			s.closeExtras(0, "session ended")
+		case <-ctx.Done():
+		}
+		cancel()
+	})
+	return s
+}
+
+// Dial dials a new session: its first connection now, extra ones when the
+// second stream is opened on a clean local path.
+func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config) (*Session, error) {
+	cfg = cfg.WithDefaults()
+	ra, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
+	}
+	c, err := dialConn(ctx, ra, tlsConf, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
+	}
+	s := newSession(cfg, true, join.NewToken(), c)
+	s.remote, s.tlsConf = ra, tlsConf
+	s.registered = make(chan struct{})
+	return s, nil
+}
+
+// OpenStream opens a stream. The dialer's first stream carries the session
+// header; later ones go round-robin over the session's connections.
+func (s *Session) OpenStream(ctx context.Context) (transport.Stream, error) {
+	if !s.client {
+		return s.primary.openStream(ctx)
+	}
+	s.mu.Lock()
+	n := s.opened
+	s.opened++
+	if n == 1 {
+		s.startExtras()
+	}
+	var x *extra
+	if n > 0 {
+		if slot := n % (1 + len(s.extras)); slot > 0 {
+			x = s.extras[slot-1]
+		}
+	}
+	s.mu.Unlock()
+	if n == 0 {
+		st, err := s.primary.openStream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := st.Write(join.AppendHeader(nil, s.token, join.FlagNew)); err != nil {
+			st.Abort()
+			return nil, err
+		}
+		return firstStream{st, s}, nil
+	}
+	c := s.primary
+	if x != nil {
+		select {
+		case <-x.ready:
+			if x.conn != nil {
+				c = x.conn
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return c.openStream(ctx)
+}
+
+// firstStream is the dialer's first stream; it notes the peer's first answer.
+type firstStream struct {
+	transport.Stream
+	s *Session
+}
+
+func (f firstStream) Read(p []byte) (int, error) {
+	n, err := f.Stream.Read(p)
+	if n > 0 {
+		f.s.registeredOnce.Do(func() { close(f.s.registered) })
+	}
+	return n, err
+}
+
+// startExtras begins adding connections if the path is a clean local link.
+// Called with s.mu held, once.
+func (s *Session) startExtras() {
+	rtt := s.primary.c.ConnectionStats().SmoothedRTT
+	if s.cfg.QUICConns < 2 || rtt >= s.cfg.CleanRTT || s.closed {
+		return
+	}
+	for range s.cfg.QUICConns - 1 {
+		x := &extra{ready: make(chan struct{})}
+		s.extras = append(s.extras, x)
+		s.wg.Go(func() { s.join(x) })
+	}
+}
+
+// join dials one extra connection and asks the listener to add it. A join
+// that fails only costs the parallelism: its streams go to the first
+// connection.
+func (s *Session) join(x *extra) {
+	defer close(x.ready)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.JoinTimeout)
+	defer cancel()
+	c, err := dialConn(ctx, s.remote, s.tlsConf, s.cfg)
+	if err != nil {
+		return
+	}
+	if err := joinConn(ctx, c, s.token); err != nil {
+		c.closeWait(0, "join failed")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.closeWait(0, "session ended")
+		return
+	}
+	s.conns = append(s.conns, c)
+	x.conn = c
+}
+
+// joinConn sends the join header on a new connection and reads the answer.
+func joinConn(ctx context.Context, c *conn, token join.Token) error {
+	st, err := c.c.OpenStreamSync(ctx)
+	if err != nil {
+		return c.err(err)
+	}
+	defer st.CancelRead(0)
+	if d, ok := ctx.Deadline(); ok {
+		st.SetDeadline(d)
+	}
+	if _, err := st.Write(join.AppendHeader(nil, token, join.FlagJoin)); err != nil {
+		return c.err(err)
+	}
+	st.Close()
+	if err := join.ReadStatus(st); err != nil {
+		return c.err(err)
+	}
+	return nil
+}
+
+// newListenerSession starts the listener's side of a new session whose
+// first stream (header read) is first; an attaching session has none.
+func newListenerSession(cfg transport.Config, primary *conn, token join.Token, first transport.Stream) *Session {
+	s := newSession(cfg, false, token, primary)
+	s.incoming = make(chan transport.Stream, 64)
+	s.acceptDone = make(chan struct{})
+	if first != nil {
+		s.incoming <- first
+	}
+	s.wg.Go(func() { s.acceptFrom(primary.acceptStream, true) })
+	return s
+}
+
+// add joins a connection to a listener's session.
+func (s *Session) add(c *conn) error {
+	if err := join.CheckPeer(s.primary.peer, c.peer); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := join.CheckRoom(len(s.conns), transport.MaxQUICConns, s.closed); err != nil {
+		return err
+	}
+	s.conns = append(s.conns, c)
+	s.wg.Go(func() { s.acceptFrom(c.acceptStream, false) })
+	return nil
+}
+
+// TakeOver accepts the streams of a session of another transport from now
+// on (auto moving a batch to TCP, see join.TakeOver); the session closes it
+// when it ends. One at most.
+func (s *Session) TakeOver(c transport.Conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := join.CheckRoom(len(s.takenOver), 1, s.closed || s.client); err != nil {
+		return err
+	}
+	s.takenOver = append(s.takenOver, c)
+	s.wg.Go(func() { s.acceptFrom(c.AcceptStream, false) })
+	return nil
+}
+
+// acceptFrom feeds the session the streams the dialer opens on one connection.
+func (s *Session) acceptFrom(accept func(context.Context) (transport.Stream, error), primary bool) {
+	for {
+		st, err := accept(s.ctx)
+		if err != nil {
+			if primary {
+				s.acceptErr = err
+				close(s.acceptDone)
+			}
+			return
+		}
+		select {
+		case s.incoming <- st:
+		case <-s.ctx.Done():
+			st.Abort()
+			return
+		}
+	}
+}
+
+// AcceptStream returns the next stream the peer opened.
+func (s *Session) AcceptStream(ctx context.Context) (transport.Stream, error) {
+	if s.client {
+		return s.primary.acceptStream(ctx)
+	}
+	select {
+	case st := <-s.incoming:
+		return st, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.acceptDone:
+		select {
+		case st := <-s.incoming:
+			return st, nil
+		default:
+		}
+		return nil, s.acceptErr
+	}
+}
+
+// PeerID is the device the first connection proved.
+func (s *Session) PeerID() identity.DeviceID { return s.primary.peer }
+
+// RemoteAddr is the peer's address.
+func (s *Session) RemoteAddr() string { return s.primary.c.RemoteAddr().String() }
+
+// Transport is transport.QUIC.
+func (s *Session) Transport() transport.Kind { return transport.QUIC }
+
+// Done is closed when the first connection ended.
+func (s *Session) Done() <-chan struct{} { return s.primary.done() }
+
+// Token is the session's token (join.Attachable).
+func (s *Session) Token() join.Token { return s.token }
+
+// Registered is closed once the listener knows the session (join.Attachable).
+func (s *Session) Registered() <-chan struct{} { return s.registered }
+
+// InFlightWindow is how far behind a stream's write offset its data may be
+// unread by the peer (transport.Switcher).
+func (s *Session) InFlightWindow() int64 { return inFlightWindow }
+
+// PathSample reads the first connection's path figures (transport.PathSampler).
+func (s *Session) PathSample() transport.PathSample {
+	st := s.primary.c.ConnectionStats()
+	return transport.PathSample{SmoothedRTT: st.SmoothedRTT, MinRTT: st.MinRTT, LatestRTT: st.LatestRTT, PacketsLost: st.PacketsLost}
+}
+
+// Close ends the first connection (its code and reason reach the peer
+// first), then the others, and waits for the session's goroutines.
+func (s *Session) Close(code uint64, reason string) error {
+	err := s.primary.close(code, reason)
+	s.closeExtras(code, reason)
+	s.cancel()
+	s.wg.Wait()
+	s.primary.wg.Wait()
+	return err
+}
+
+func (s *Session) closeExtras(code uint64, reason string) {
+	s.mu.Lock()
+	s.closed = true
+	conns := s.conns[1:]
+	takenOver := s.takenOver
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.closeWait(code, reason)
+	}
+	for _, c := range takenOver {
+		c.Close(code, reason)
+	}
+}
+
+// Metrics adds up the session's connections. RTTs and the path MTU are the
+// first connection's; counters of a socket shared by several connections
+// (the listener's) count once.
+func (s *Session) Metrics() transport.Metrics {
+	s.mu.Lock()
+	conns := append([]*conn(nil), s.conns...)
+	s.mu.Unlock()
+	m := conns[0].metrics()
+	m.Connections = len(conns)
+	for _, c := range conns[1:] {
+		x := c.metrics()
+		m.CongestionWindow += x.CongestionWindow
+		m.CongestionEvents += x.CongestionEvents
+		m.PacketsLost += x.PacketsLost
+		m.BytesLost += x.BytesLost
+		m.DatagramsRecv += x.DatagramsRecv
+		m.BytesSent += x.BytesSent
+		m.BytesRecv += x.BytesRecv
+		if c.udp != conns[0].udp {
+			m.DatagramsSent += x.DatagramsSent
+			m.SendCalls += x.SendCalls
+		}
+	}
+	return m
+}
+
+var errNoStream = errors.New("no stream")
+
+// answerWait is how long a refused join's status gets to arrive before the
+// connection closes (the dialer closes once it read it).
+const answerWait = time.Second

@@ -1,0 +1,169 @@
+// Package transport is the seam between Ferry's protocol and the ways to
+// carry it. The protocol sees only this package's types: a Conn to one peer
+// that carries many Streams, a Listener that accepts Conns, and the Metrics
+// a Conn measures.
+//
+// The words mean one thing each, for every transport:
+//   - a session is the group of connections of one exchange with a peer,
+//     and the Conn the protocol holds (subpackage join holds the
+//     sub-protocol that groups them);
+//   - a connection is one QUIC connection or one TLS-over-TCP connection;
+//   - a stream is a QUIC stream or, for TCP, one TLS connection of the session.
+//
+// The transports live in subpackages: quic (the only package that imports
+// quic-go), tcp, and auto, which races the others and picks one for the path.
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+)
+
+// Kind names a transport.
+type Kind string
+
+// The transports.
+const (
+	QUIC Kind = "quic"
+	TCP  Kind = "tcp"
+)
+
+// Stream is one ordered, reliable byte stream inside a session: a QUIC
+// stream, or one TLS connection of a TCP session. The protocol is written
+// against this interface only.
+type Stream interface {
+	io.Reader
+	io.Writer
+	// Close ends our write direction; the peer reads io.EOF after the data.
+	Close() error
+	// Abort resets both directions at once (error paths).
+	Abort()
+}
+
+// Conn is an authenticated session with one peer that carries many streams.
+type Conn interface {
+	OpenStream(ctx context.Context) (Stream, error)
+	AcceptStream(ctx context.Context) (Stream, error)
+	// PeerID is the device ID proven by the TLS handshake.
+	PeerID() identity.DeviceID
+	RemoteAddr() string
+	// Transport is the kind of transport carrying the session now.
+	Transport() Kind
+	// Metrics returns a snapshot of the transport's counters.
+	Metrics() Metrics
+	// Close ends the session. code is a QUIC application error code from
+	// package errcode (0 means a normal end); QUIC sends it and reason to
+	// the peer in CONNECTION_CLOSE, TCP has no close frame and drops them.
+	Close(code uint64, reason string) error
+	// Done is closed when the session is gone.
+	Done() <-chan struct{}
+}
+
+// Listener accepts sessions on one socket.
+type Listener interface {
+	// Accept returns the next new session.
+	Accept(ctx context.Context) (Conn, error)
+	Addr() net.Addr
+	Kind() Kind
+	// Withdraw stops taking new sessions. Sessions already accepted go on
+	// (and may still add connections where their transport needs that); the
+	// socket is released once the last of them ended.
+	Withdraw()
+	// Resume takes new sessions again after Withdraw; it reports false once
+	// the listener released its socket (listen anew then).
+	Resume() bool
+	// Close ends every session, releases the socket and waits for the
+	// listener's goroutines.
+	Close() error
+}
+
+// Switcher is a Conn whose data may move to another transport mid-batch
+// (auto on a path that is not a clean local link).
+type Switcher interface {
+	// SwitchAdvised is closed when the data should move to the other transport.
+	SwitchAdvised() <-chan struct{}
+	// Switch makes new streams open on the other transport and says why;
+	// the sender calls it once, after SwitchAdvised, if data is left to send.
+	Switch() string
+	// InFlightWindow is how far behind a stream's write offset its data may
+	// still be unread by the peer on the first transport: what a switch
+	// must send again.
+	InFlightWindow() int64
+}
+
+// PathSample is a cheap snapshot of what a QUIC connection knows of its
+// path, for watchers that sample it often.
+type PathSample struct {
+	SmoothedRTT, MinRTT, LatestRTT time.Duration
+	PacketsLost                    uint64
+}
+
+// PathSampler is a Conn that measures its path itself (QUIC).
+type PathSampler interface {
+	PathSample() PathSample
+}
+
+// ErrStreamStalled is returned by a stream whose Read or Write made no
+// progress for Config.StallTimeout.
+var ErrStreamStalled = errors.New("stream stalled")
+
+// ErrSessionClosed is returned by a session's calls after it ended.
+var ErrSessionClosed = errors.New("session closed")
+
+// LocalError is a failure of this device, not of the path or the peer: our
+// own socket could not be opened. Trying again will not help.
+type LocalError struct {
+	Err error
+}
+
+func (e *LocalError) Error() string {
+	return "could not open a network socket on this device: " + e.Err.Error()
+}
+
+func (e *LocalError) Unwrap() error { return e.Err }
+
+// Local wraps err in a LocalError when it comes from opening our own socket
+// (socket, bind, setsockopt or a platform's socket set-up call), and returns
+// it unchanged otherwise: a failed connect or a lost handshake is the path's.
+func Local(err error) error {
+	var le *LocalError
+	if err == nil || errors.As(err, &le) {
+		return err
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		switch se.Syscall {
+		case "connect", "connectex", "sendto", "sendmsg", "write", "writemsg", "wsasendto", "wsasendmsg",
+			"read", "recvfrom", "recvmsg", "wsarecvfrom", "wsarecvmsg", "getsockopt":
+			return err
+		}
+		return &LocalError{Err: err}
+	}
+	return err
+}
+
+// Ms converts a duration to float milliseconds, as Metrics reports them.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// AsConn returns a dial's session as a Conn, and a nil Conn (not a typed
+// nil) with an error.
+func AsConn[C Conn](c C, err error) (Conn, error) {
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AsListener is AsConn for listeners.
+func AsListener[L Listener](l L, err error) (Listener, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}

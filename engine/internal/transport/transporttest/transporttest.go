@@ -1,0 +1,151 @@
+// Package transporttest holds what the transport packages' tests share:
+// identities, a goroutine leak check, a lossy UDP relay. Only tests import it.
+package transporttest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+)
+
+// Identity returns a new device identity in a temp folder.
+func Identity(t testing.TB) *identity.Identity {
+	t.Helper()
+	id, err := identity.LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// Main runs a package's tests and then fails them if goroutines started
+// during the run are still there (every component's Close must wait for
+// its goroutines). Call it from TestMain; it works with t.Parallel.
+func Main(m *testing.M) {
+	before := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 {
+		if err := settle(before); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// settle waits up to ~5 s for the goroutine count to fall back to n.
+func settle(n int) error {
+	var now int
+	for range 500 {
+		if now = runtime.NumGoroutine(); now <= n {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	buf := make([]byte, 1<<20)
+	return fmt.Errorf("goroutine leak: %d before the tests, %d after\n%s", n, now, buf[:runtime.Stack(buf, true)])
+}
+
+// CheckNoLeaks fails t if goroutines started during it still run once its
+// cleanups ran. Registered first, so it runs last. Not for parallel tests.
+func CheckNoLeaks(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		if err := settle(before); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// HasBBR reports whether the kernel offers BBR to this process's TCP sockets.
+func HasBBR() bool {
+	b, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+	return strings.Contains(string(b), "bbr")
+}
+
+// LossyRelay forwards UDP datagrams between one client and a server on
+// loopback, dropping a share of those going to the server: enough loss for
+// congestion events without the (root-only) network lab.
+type LossyRelay struct {
+	conn   *net.UDPConn
+	server *net.UDPAddr
+	drop   float64
+	up     *net.UDPConn // the relay's socket towards the server
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex // guards client
+	client *net.UDPAddr
+}
+
+// NewLossyRelay relays to server, dropping drop (0..1) of the datagrams
+// towards it; it stops when t ends.
+func NewLossyRelay(t testing.TB, server string, drop float64) *LossyRelay {
+	t.Helper()
+	sa, err := net.ResolveUDPAddr("udp", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := net.DialUDP("udp", nil, sa)
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	r := &LossyRelay{conn: c, server: sa, drop: drop, up: up}
+	r.wg.Go(r.toServer)
+	r.wg.Go(r.toClient)
+	t.Cleanup(func() {
+		c.Close()
+		up.Close()
+		r.wg.Wait()
+	})
+	return r
+}
+
+// Addr is where clients send.
+func (r *LossyRelay) Addr() string { return r.conn.LocalAddr().String() }
+
+func (r *LossyRelay) toServer() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := r.conn.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		r.client = from
+		r.mu.Unlock()
+		if rand.Float64() < r.drop {
+			continue
+		}
+		r.up.Write(buf[:n])
+	}
+}
+
+func (r *LossyRelay) toClient() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.up.Read(buf)
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		to := r.client
+		r.mu.Unlock()
+		if to != nil {
+			r.conn.WriteToUDP(buf[:n], to)
+		}
+	}
+}

@@ -27,6 +27,8 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/bufpool"
 )
 
 // AcceptPolicy says who may send to this device without a prompt.
@@ -96,6 +98,10 @@ type Options struct {
 	// ProgressInterval is how often a transfer publishes progress (and
 	// metrics every fourth time); zero means 250 ms.
 	ProgressInterval time.Duration
+	// SessionIdleTimeout closes an accepted incoming session over which
+	// nothing arrives (no data, no control message) for this long; zero
+	// means 1 minute.
+	SessionIdleTimeout time.Duration
 	// Clock stamps what the engine records and reports (event times,
 	// durations, prompt expiry, retry budgets); nil means the system clock.
 	// Socket deadlines and timers stay on the system clock.
@@ -174,9 +180,11 @@ type Engine struct {
 	ident  *identity.Identity
 	trust  *identity.Store
 	resume *resume.Dir // resume state of unfinished transfers
-	bus    Bus
-	log    *slog.Logger
-	opts   Options
+	// bufs bounds the chunk buffers of every receiving session together.
+	bufs *bufpool.Pool
+	bus  Bus
+	log  *slog.Logger
+	opts Options
 	// transports is the transport table; reg knows the sessions of every
 	// listener, so that one transport's session can take over another's.
 	transports []auto.Entry
@@ -186,18 +194,19 @@ type Engine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the engine starts
 
-	mu           sync.Mutex // guards the fields below
-	name         string
-	downloadDir  string
-	accept       AcceptPolicy
-	autoTrusted  bool
-	listeners    []transport.Listener
-	listenStatus []ListenerStatus
-	stopListen   context.CancelFunc
-	transfers    map[string]*Transfer
-	resuming     map[string]*receiver // resume key -> the session holding its partials
-	prompts      int
-	closed       bool
+	mu               sync.Mutex // guards the fields below
+	name             string
+	downloadDir      string
+	accept           AcceptPolicy
+	autoTrusted      bool
+	listeners        []transport.Listener
+	listenStatus     []ListenerStatus
+	stopListen       context.CancelFunc
+	transfers        map[string]*Transfer
+	resuming         map[string]*receiver // resume key -> the session holding its partials
+	acceptedSessions int                  // incoming sessions that accepted an offer, running now
+	prompts          int
+	closed           bool
 }
 
 // New loads (or creates, on first run) the device identity and trust store.
@@ -232,6 +241,10 @@ func New(opts Options) (*Engine, error) {
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
 	}
+	opts.ChunkSize = min(max(opts.ChunkSize, wire.MinChunkSize), wire.MaxChunkSize)
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = time.Minute
+	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 250 * time.Millisecond
 	}
@@ -245,6 +258,7 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Engine{
 		ident: id, trust: trust, log: log, opts: opts,
+		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
 		transports: transportTable(opts.Transport), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,

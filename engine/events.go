@@ -76,8 +76,10 @@ type PeerInfo struct {
 
 // FileInfo is one entry of an offer as shown to the user.
 type FileInfo struct {
-	Path string `json:"path"` // relative, slash-separated; show it with safetext.Name
-	Size int64  `json:"size"`
+	// Index is the file's place in the offer (what Decision.Files lists).
+	Index int    `json:"index"`
+	Path  string `json:"path"` // relative, slash-separated; show it with safetext.Name
+	Size  int64  `json:"size"`
 	// Refused, when set, says why this file will not be received whatever
 	// the answer (a name that cannot be stored safely); the others can be.
 	Refused string `json:"refused,omitempty"`
@@ -85,11 +87,23 @@ type FileInfo struct {
 
 // OfferInfo is what the receiving user decides on.
 type OfferInfo struct {
-	Files      []FileInfo `json:"files"`
-	TotalBytes int64      `json:"total_bytes"`
-	Dest       string     `json:"dest"`
-	FreeBytes  int64      `json:"free_bytes"` // -1 when unknown
-	Expires    time.Time  `json:"expires"`
+	// Count is the number of files offered. Files lists the first ones
+	// (up to 1000) and every refused one: a large offer is summarised by
+	// Folders, not listed whole.
+	Count      int          `json:"count"`
+	Files      []FileInfo   `json:"files"`
+	Folders    []FolderInfo `json:"folders,omitempty"`
+	TotalBytes int64        `json:"total_bytes"`
+	Dest       string       `json:"dest"`
+	FreeBytes  int64        `json:"free_bytes"` // -1 when unknown
+	Expires    time.Time    `json:"expires"`
+}
+
+// FolderInfo summarises one top-level folder of an offer.
+type FolderInfo struct {
+	Path  string `json:"path"`
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
 }
 
 // Progress is a coalesced progress report.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,12 +21,25 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
-	"github.com/ferrydrop/ferry/internal/directio"
+	"github.com/ferrydrop/ferry/internal/bufpool"
 	"github.com/ferrydrop/ferry/internal/safetext"
 	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// What a peer can make a receiver hold is bounded (issue #14): chunk
+// buffers come from one budget for all sessions (bufpool), each session
+// holding at most its quota, on at most maxDataStreams streams; offers carry
+// at most maxOfferFiles files and maxOfferPathBytes of names.
+const (
+	receiveBufferBudget = 128 << 20 // chunk buffers of all receiving sessions together
+	receiveBufferIdle   = 16 << 20  // released buffers kept for the next chunks
+	sessionBufferQuota  = 32 << 20  // chunk buffers of one session
+	maxDataStreams      = 16        // data streams of one session (a Ferry sender opens at most 9)
+	maxOfferFiles       = 100_000
+	maxOfferPathBytes   = 16 << 20
+)
 
 const (
 	handshakeTimeout = 10 * time.Second
@@ -155,6 +170,9 @@ type receiver struct {
 	stalls    *stallmeter.Meter
 	stallOnce sync.Once
 	accepted  atomic.Bool
+	quota     *bufpool.Quota // this session's share of the engine's chunk buffers
+	streams   atomic.Int32   // data streams accepted
+	active    atomic.Int64   // unix nanoseconds of the last data or control message (idle watchdog)
 	bytes     atomic.Int64
 	resent    atomic.Int64
 	journal   *resume.Journal // resume: one record per landed chunk
@@ -224,6 +242,10 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 		rx.lingerForPeer(ctx)
 		return &wire.RemoteError{Code: decision.code, Reason: decision.Reason}
 	}
+	rx.quota = rx.e.bufs.Quota(sessionBufferQuota)
+	rx.e.sessionStarted()
+	defer rx.e.sessionEnded(len(rx.manifest))
+	rx.touch()
 	rx.accepted.Store(true)
 	wd := &wire.Decision{Accept: true, Refused: rx.refused}
 	if decision.Files != nil {
@@ -267,6 +289,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 		return nil
 	})
 	g.Go(func() error { return rx.finishWhenComplete(ctx) })
+	g.Go(func() error { return rx.watchIdle(ctx) })
 	if len(rx.files) == 0 {
 		rx.checkComplete()
 	}
@@ -283,6 +306,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 			}
 			return fmt.Errorf("control stream: %w", unexpectedEOF(err))
 		}
+		rx.touch()
 		switch m := m.(type) {
 		case *wire.SenderDone:
 			rx.mu.Lock()
@@ -293,6 +317,64 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 			return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
 		default:
 			return fmt.Errorf("%w: unexpected %v message", wire.ErrProtocol, m.Type())
+		}
+	}
+}
+
+// sessionStarted and sessionEnded count the accepted incoming sessions.
+// When the last one ends, the chunk buffers it kept go back to the system,
+// and so does the memory of a large manifest (the runtime would return it
+// only minutes later): a receiver left running goes back to its idle size.
+func (e *Engine) sessionStarted() {
+	e.mu.Lock()
+	e.acceptedSessions++
+	e.mu.Unlock()
+}
+
+func (e *Engine) sessionEnded(files int) {
+	e.mu.Lock()
+	e.acceptedSessions--
+	last := e.acceptedSessions == 0
+	e.mu.Unlock()
+	if !last {
+		return
+	}
+	e.bufs.Trim()
+	if files >= bigManifest {
+		debug.FreeOSMemory()
+	}
+}
+
+// bigManifest is the offer size from which the end of a session returns
+// freed memory to the system at once.
+const bigManifest = 10_000
+
+// touch notes that the sender is alive (the idle watchdog).
+func (rx *receiver) touch() { rx.active.Store(time.Now().UnixNano()) }
+
+// watchIdle ends an accepted session over which nothing arrives for
+// Options.SessionIdleTimeout: a peer that holds a session open without using it
+// (issue #14). Once the sender said it is done, the wait is ours.
+func (rx *receiver) watchIdle(ctx context.Context) error {
+	limit := rx.e.opts.SessionIdleTimeout
+	tick := time.NewTicker(limit / 8)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-rx.complete:
+			return nil
+		case now := <-tick.C:
+			rx.mu.Lock()
+			done := rx.senderDone
+			rx.mu.Unlock()
+			if done {
+				return nil
+			}
+			if idle := now.Sub(time.Unix(0, rx.active.Load())); idle > limit {
+				return fmt.Errorf("%w: nothing arrived for %v after the offer was accepted", wire.ErrTimeout, idle.Round(time.Second))
+			}
 		}
 	}
 }
@@ -311,6 +393,11 @@ func (rx *receiver) readOffer() error {
 		return err
 	}
 	rx.offer, rx.offered = offer, true
+	if offer.Files > maxOfferFiles {
+		return fmt.Errorf("%w: %d files; this device takes up to %d in one transfer (send the folder in parts or as an archive)",
+			wire.ErrTooLarge, offer.Files, maxOfferFiles)
+	}
+	var pathBytes int
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
 	var sum int64
 	seen := make(map[string]bool, min(offer.Files, wire.MaxFilesPerPart))
@@ -324,6 +411,10 @@ func (rx *receiver) readOffer() error {
 				wire.ErrProtocol, part.Start, len(part.Files), len(rx.manifest), offer.Files)
 		}
 		for _, f := range part.Files {
+			if pathBytes += len(f.Path); pathBytes > maxOfferPathBytes {
+				return fmt.Errorf("%w: the file names add up to over %d MB; this device takes up to that in one transfer",
+					wire.ErrTooLarge, maxOfferPathBytes>>20)
+			}
 			idx := len(rx.manifest)
 			rx.manifest = append(rx.manifest, f)
 			sum += f.Size
@@ -469,6 +560,38 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 	return d, nil
 }
 
+// maxPromptFiles bounds the files an offer event lists: a prompt shows a
+// summary of a large offer (its folders), not a million lines.
+const maxPromptFiles = 1000
+
+// summary describes the offer for a prompt: its file count, the first
+// maxPromptFiles files and every refused one, and its top-level folders.
+func (rx *receiver) summary() (count int, files []FileInfo, folders []FolderInfo) {
+	refused := make(map[int]string, len(rx.refused))
+	for _, r := range rx.refused {
+		refused[int(r.File)] = r.Reason
+	}
+	byName := map[string]int{}
+	for i, f := range rx.manifest {
+		if why, no := refused[i]; i < maxPromptFiles || no {
+			files = append(files, FileInfo{Index: i, Path: f.Path, Size: f.Size, Refused: why})
+		}
+		top, _, nested := strings.Cut(f.Path, "/")
+		if !nested {
+			continue
+		}
+		k, ok := byName[top]
+		if !ok {
+			k = len(folders)
+			byName[top] = k
+			folders = append(folders, FolderInfo{Path: top})
+		}
+		folders[k].Files++
+		folders[k].Bytes += f.Size
+	}
+	return len(rx.manifest), files, folders
+}
+
 // noSpace returns the *store.SpaceError when dir cannot hold need bytes. A
 // file system whose free space cannot be measured accepts blind: writing
 // then fails per file with a clear error, which loses nothing.
@@ -501,12 +624,7 @@ func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (dec
 	if free < 0 {
 		info.FreeBytes = -1
 	}
-	for _, f := range rx.manifest {
-		info.Files = append(info.Files, FileInfo{Path: f.Path, Size: f.Size})
-	}
-	for _, r := range rx.refused {
-		info.Files[r.File].Refused = r.Reason
-	}
+	info.Count, info.Files, info.Folders = rx.summary()
 	e.publish(rx.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
 	timer := time.NewTimer(e.opts.PromptTimeout)
 	defer timer.Stop()
@@ -557,6 +675,10 @@ func (rx *receiver) acceptData(ctx context.Context, g *errgroup.Group) error {
 			s.Abort()
 			return fmt.Errorf("%w: the peer sent file data before the offer was accepted", wire.ErrProtocol)
 		}
+		if rx.streams.Add(1) > maxDataStreams {
+			s.Abort()
+			return fmt.Errorf("%w: more than %d data streams", wire.ErrProtocol, maxDataStreams)
+		}
 		g.Go(func() error { return rx.serveData(ctx, s) })
 	}
 }
@@ -573,11 +695,8 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	// Two stages per stream: this goroutine reads frames while a lander
 	// hashes, checks and writes the previous chunk, so a write that waits
 	// for the device (direct writes do) overlaps the next read instead of
-	// stopping the stream. Two buffers circulate between them.
-	free := make(chan []byte, 2)
-	for range 2 {
-		free <- directio.Buffer(rx.offer.ChunkSize)
-	}
+	// stopping the stream. Buffers come from the session's quota and go
+	// back once landed.
 	jobs := make(chan landing, 1)
 	var failed atomic.Bool
 	landed := make(chan error, 1)
@@ -590,14 +709,14 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 					failed.Store(true)
 				}
 			}
-			free <- j.buf
+			rx.quota.Put(j.buf)
 		}
 		landed <- err
 	}()
 	rx.stallOnce.Do(func() {
 		rx.stalls.SetThreshold(stallmeter.Threshold(time.Duration(rx.c.Metrics().MinRTTms * float64(time.Millisecond))))
 	})
-	err = rx.readFrames(ctx, rx.stalls.Reader(s), jobs, free, &failed)
+	err = rx.readFrames(ctx, rx.stalls.Reader(s), jobs, &failed)
 	close(jobs)
 	if lerr := <-landed; lerr != nil {
 		return lerr
@@ -614,7 +733,7 @@ type landing struct {
 
 // readFrames reads a data stream's frames and hands each chunk to the
 // lander, until the stream ends or the lander failed.
-func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- landing, free chan []byte, failed *atomic.Bool) error {
+func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- landing, failed *atomic.Bool) error {
 	var hdr [wire.DataHeaderLen]byte
 	// Buffered: many small frames per read from the transport. Chunks larger
 	// than the buffer are read straight into buf, except for what the buffer
@@ -644,11 +763,15 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- lan
 			return fmt.Errorf("%w: chunk %d of %q has %d bytes; the offer implies %d", wire.ErrProtocol, h.Chunk, f.entry.Path,
 				h.Length, merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(h.Chunk)))
 		}
-		buf := <-free
+		buf, err := rx.quota.Get(ctx, rx.offer.ChunkSize)
+		if err != nil {
+			return nilIfDone(ctx, err)
+		}
 		if _, err := io.ReadFull(r, buf[:h.Length]); err != nil {
-			free <- buf
+			rx.quota.Put(buf)
 			return rx.dataEnded(ctx, unexpectedEOF(err))
 		}
+		rx.touch()
 		jobs <- landing{f: f, h: h, buf: buf}
 	}
 	return nil

@@ -27,6 +27,9 @@ import (
 const (
 	defaultQUICStreams = 4
 	defaultTCPStreams  = 4
+	// maxSendStreams bounds SendOptions.Streams: with the streams a switch
+	// of transport and re-sends add, a receiver sees at most 13 (it takes 16).
+	maxSendStreams = 8
 )
 
 // Send offers paths (files and folders) to the device at to. Files are read
@@ -472,7 +475,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	if sw, ok := tx.conn.(switcher); ok {
 		tx.window = sw.InFlightWindow()
 	}
-	streams := opts.Streams
+	streams := min(opts.Streams, maxSendStreams)
 	if streams <= 0 {
 		streams = defaultQUICStreams
 		if tx.conn.Transport() == transport.TCP {

@@ -20,6 +20,7 @@ const (
 	CodeTimeout      = errcode.CodeTimeout
 	CodeBusy         = errcode.CodeBusy
 	CodeVersion      = errcode.CodeVersion
+	CodeTooLarge     = errcode.CodeTooLarge
 )
 
 // Sentinel errors for the codes.
@@ -34,6 +35,7 @@ var (
 	ErrTimeout      = errcode.ErrTimeout
 	ErrBusy         = errcode.ErrBusy
 	ErrVersion      = errcode.ErrVersion
+	ErrTooLarge     = errcode.ErrTooLarge
 	// ErrProtocol marks a peer that broke the protocol; it wraps the detail.
 	ErrProtocol = errcode.ErrProtocol
 )

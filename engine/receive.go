@@ -110,8 +110,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		err = cause
 	}
 	if err != nil {
-		code, reason := closeReason(err)
-		c.Close(code, reason)
+		closeWith(c, ctl, err) // TCP learns why only from the cancel on the control stream
 	}
 	rx.cleanup(err == nil)
 	if !rx.registered {

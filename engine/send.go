@@ -105,7 +105,7 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 		tx.cache.Close(err == nil)
 		if err == nil || ctx.Err() != nil || (!retryable(err) && !errors.Is(err, errPaused)) {
 			if err != nil && attempt > 1 && !errors.Is(err, errCancelledByUser) && retryable(err) {
-				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+				err = fmt.Errorf("gave up after %s: %w", attempts(attempt), err)
 			}
 			st, msg := endState(err)
 			r := Result{State: st, Err: msg, Files: len(tx.accepted), Refused: tx.refused, Verified: int(tx.verified.Load()),
@@ -137,7 +137,10 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 			firstFailure = e.now()
 		}
 		if e.now().Sub(firstFailure) > retryFor || retryFor < 0 {
-			st, msg := endState(fmt.Errorf("gave up after %d attempts in %v: %w", attempt, retryFor, err))
+			if retryFor >= 0 { // negative: the first failure is the end, nothing was given up
+				err = fmt.Errorf("gave up after %s in %v: %w", attempts(attempt), retryFor, err)
+			}
+			st, msg := endState(err)
 			e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
 				Bytes: sent, Reason: tx.reason, Resent: resent})
 			return
@@ -162,6 +165,13 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 		}
 		backoff = min(2*backoff, 10*time.Second)
 	}
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }
 
 // retryable reports whether an attempt may succeed if tried again: lost

@@ -699,6 +699,13 @@ func (t *Transfer) Result() Result {
 	return t.result
 }
 
+// peerName is the other device's name, as far as it is known yet.
+func (t *Transfer) peerName() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.peer.Name
+}
+
 // Cancel stops the transfer; the peer is told.
 func (t *Transfer) Cancel() { t.cancel(errCancelledByUser) }
 
@@ -748,8 +755,9 @@ func (e *Engine) transfer(id string) (*Transfer, error) {
 // Transfer returns the handle of a known transfer.
 func (e *Engine) Transfer(id string) (*Transfer, error) { return e.transfer(id) }
 
-// Retry sends a finished sending transfer's files again to the same
-// target. Whatever the receiver kept from the earlier attempt is not sent again.
+// Retry continues a finished sending transfer: its files go again to the
+// same target under the same transfer ID. Whatever the receiver kept from
+// the earlier sessions is not sent again, and the result counts every session.
 func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	t, err := e.transfer(id)
 	if err != nil {
@@ -758,7 +766,14 @@ func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	if t.dir != Sending {
 		return nil, fmt.Errorf("transfer %s was received here: the sender can send it again", id)
 	}
-	return e.Send(ctx, t.target, t.paths, t.opts)
+	select {
+	case <-t.done:
+	default:
+		return nil, fmt.Errorf("transfer %s is still running", id)
+	}
+	// The same transfer goes on: same ID (one row in the app), totals
+	// counted over every session.
+	return e.send(ctx, id, t.Result(), t.target, t.paths, t.opts)
 }
 
 // Cancel stops a transfer.

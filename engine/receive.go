@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -22,24 +19,14 @@ import (
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
-	"github.com/ferrydrop/ferry/internal/safetext"
 	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// What a peer can make a receiver hold is bounded (issue #14): chunk
-// buffers come from one budget for all sessions (bufpool), each session
-// holding at most its quota, on at most maxDataStreams streams; offers carry
-// at most maxOfferFiles files and maxOfferPathBytes of names.
-const (
-	receiveBufferBudget = 128 << 20 // chunk buffers of all receiving sessions together
-	receiveBufferIdle   = 16 << 20  // released buffers kept for the next chunks
-	sessionBufferQuota  = 32 << 20  // chunk buffers of one session
-	maxDataStreams      = 16        // data streams of one session (a Ferry sender opens at most 9)
-	maxOfferFiles       = 100_000
-	maxOfferPathBytes   = 16 << 20
-)
+// maxDataStreams bounds a session's data streams (a Ferry sender opens at
+// most 13: see maxSendStreams).
+const maxDataStreams = 16
 
 const (
 	handshakeTimeout = 10 * time.Second
@@ -87,15 +74,11 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		e.log.Warn("trust store", "err", err)
 	}
 
-	t := &Transfer{
-		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
-		peer: e.peerInfo(peerID, h.Name, c.RemoteAddr()), conn: c, state: StateWaiting,
-		decisions: make(chan Decision, 1),
-	}
+	in := e.newInbox(peerID, h.Name, c.RemoteAddr(), c)
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
-	t.cancel = tcancel
-	rx := &receiver{e: e, t: t, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}),
+	in.t.cancel = tcancel
+	rx := &receiver{inbox: in, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
 	err = rx.run(tctx)
@@ -106,28 +89,15 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		// Every goroutine stopped without a verdict: the context ended.
 		err = context.Cause(tctx)
 	}
-	if cause := context.Cause(tctx); errors.Is(cause, errCancelledByUser) {
+	if cause := context.Cause(tctx); errors.Is(cause, errCancelledByUser) || errors.Is(cause, errSuperseded) {
 		err = cause
 	}
 	if err != nil {
 		closeWith(c, ctl, err) // TCP learns why only from the cancel on the control stream
 	}
-	rx.cleanup(err == nil)
-	if !rx.registered {
-		// A peer that hung up before offering anything (a Probe, say) leaves
-		// no trace; a malformed offer is reported.
-		if !rx.offered && !errors.Is(err, wire.ErrProtocol) && !errors.Is(err, wire.ErrBadName) {
-			e.log.Debug("connection ended before an offer", "peer", c.RemoteAddr(), "err", err)
-			return
-		}
-		if err := e.register(t); err != nil {
-			return
-		}
-	}
-	st, msg := endState(err)
+	resumable := rx.cleanup(err == nil)
 	stalls := rx.stalls.Stats()
-	e.finish(t, Result{State: st, Err: msg, Files: len(rx.files), Refused: len(rx.refused), Verified: rx.verified, Bytes: rx.bytes.Load(),
-		Destination: rx.destDir, Resent: rx.resent.Load(), Stalls: &stalls})
+	in.finish(err, resumable, Result{Resent: rx.resent.Load(), Stalls: &stalls})
 }
 
 type rxFile struct {
@@ -149,21 +119,17 @@ type rxFile struct {
 	wmu sync.Mutex
 }
 
-// receiver is the receiving side of one transfer.
+// receiver is the Ferry wire protocol's receiving session: the control
+// stream, chunk frames checked against BLAKE3 leaves and roots, re-requests,
+// and resume by chunk. What every receiving protocol shares (limits, policy,
+// prompt, space, destination, per-file outcomes, the end) is its inbox.
 type receiver struct {
-	e   *Engine
-	t   *Transfer
+	*inbox
 	c   Conn
 	ctl *control
 
-	offer      *wire.Offer
-	manifest   []wire.FileEntry
-	refused    []wire.Refusal // offered files refused by name, whatever the user decides
-	refusedIdx map[int]bool
-	dest       *store.Dest
-	destDir    string
-	registered bool
-	offered    bool // an offer arrived (a probe sends none)
+	offer    *wire.Offer
+	manifest []wire.FileEntry
 	// stalls counts the data streams' long waits (head-of-line blocking);
 	// its threshold follows the path's RTT, set when data starts.
 	stalls    *stallmeter.Meter
@@ -172,20 +138,19 @@ type receiver struct {
 	quota     *bufpool.Quota // this session's share of the engine's chunk buffers
 	streams   atomic.Int32   // data streams accepted
 	active    atomic.Int64   // unix nanoseconds of the last data or control message (idle watchdog)
-	bytes     atomic.Int64
 	resent    atomic.Int64
 	journal   *resume.Journal // resume: one record per landed chunk
 
 	resumeKey string
-	haves     []*wire.Have  // resume: what we hold already, sent before the decision
-	preDone   []*rxFile     // resume: files saved by an earlier attempt
-	done      chan struct{} // closed when the session has ended
+	haves     []*wire.Have          // resume: what we hold already, sent before the decision
+	preDone   []*rxFile             // resume: files saved by an earlier attempt
+	done      chan struct{}         // closed when the session has ended
+	ctlDone   chan struct{}         // closed when readControl returned
+	verdict   atomic.Pointer[error] // the session's own end, once decided (a decline)
 
 	mu         sync.Mutex // guards the fields below
 	files      map[uint32]*rxFile
 	open       int
-	resolvedN  int
-	verified   int
 	senderDone bool
 	complete   chan struct{} // closed once every file is resolved and the sender is done
 	final      error         // set when complete closes: errSessionDone or why files failed
@@ -208,14 +173,25 @@ func (rx *receiver) run(ctx context.Context) error {
 	g.Go(func() error {
 		select {
 		case <-rx.c.Done():
-			select {
-			case <-rx.complete:
-				return rx.final // the sender hung up after everything was settled
-			default:
-				return fmt.Errorf("the connection to the sender was lost: %w", io.ErrUnexpectedEOF)
-			}
 		case <-gctx.Done():
 			return nil
+		}
+		// A cancel the sender sent before it closed is still to be read:
+		// the control stream's reader speaks first, if it runs.
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-rx.ctlDone:
+			return nil
+		case <-gctx.Done():
+			return nil
+		case <-t.C:
+		}
+		select {
+		case <-rx.complete:
+			return rx.final // the sender hung up after everything was settled
+		default:
+			return rx.settle(errConnectionLost)
 		}
 	})
 	g.Go(func() error { return rx.control(gctx, g) })
@@ -224,38 +200,44 @@ func (rx *receiver) run(ctx context.Context) error {
 
 // control reads the offer, decides, then serves the control stream until the end.
 func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
-	if err := rx.readOffer(); err != nil {
+	if err := rx.takeOffer(); err != nil {
 		return err
 	}
-	if err := rx.e.register(rx.t); err != nil {
+	if err := rx.register(); err != nil {
 		return err
 	}
-	rx.registered = true
+	g.Go(func() error { return rx.readControl(ctx) })
 	decision, err := rx.decide(ctx)
 	if err != nil {
 		return err
 	}
 	if !decision.Accept {
+		verdict := errDecided(decision)
+		rx.verdict.Store(&verdict)
 		rx.ctl.send(&wire.Decision{Accept: false, Code: decision.code, Reason: decision.Reason})
 		// Give the decline time to arrive before the connection closes.
 		rx.lingerForPeer(ctx)
-		return &wire.RemoteError{Code: decision.code, Reason: decision.Reason}
+		return verdict
 	}
+	for _, i := range rx.inbox.accepted {
+		f := rx.manifest[i]
+		n := merkle.Chunks(f.Size, rx.offer.ChunkSize)
+		rx.files[uint32(i)] = &rxFile{idx: uint32(i), entry: f, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
+	}
+	rx.resumeFrom(rx.destDir)
 	rx.quota = rx.e.bufs.Quota(sessionBufferQuota)
-	rx.e.sessionStarted()
-	defer rx.e.sessionEnded(len(rx.manifest))
+	rx.begin()
 	rx.touch()
 	rx.accepted.Store(true)
-	wd := &wire.Decision{Accept: true, Refused: rx.refused}
+	wd := &wire.Decision{Accept: true}
+	for _, r := range rx.refused {
+		wd.Refused = append(wd.Refused, wire.Refusal{File: uint32(r.idx), Code: r.code, Reason: r.reason})
+	}
 	if decision.Files != nil {
 		wd.Files = make([]uint32, 0, len(decision.Files))
 		for _, i := range decision.Files {
 			wd.Files = append(wd.Files, uint32(i))
 		}
-	}
-	for _, r := range rx.refused {
-		f := rx.manifest[r.File]
-		rx.e.publish(rx.t, Event{Kind: EventFile, File: &FileResult{Path: f.Path, Size: f.Size, Err: refusalSentence(r)}})
 	}
 	for _, h := range rx.haves {
 		if err := rx.ctl.send(h); err != nil {
@@ -270,21 +252,12 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	if err := rx.ctl.send(wd); err != nil {
 		return err
 	}
-	rx.e.setState(rx.t, StateActive)
 	for _, f := range rx.preDone {
 		rx.resolve(f, true, f.savedAs, "", "")
 	}
 	g.Go(func() error { return rx.saveResumeLoop(ctx) })
-	var total int64
-	for _, f := range rx.files {
-		total += f.entry.Size
-	}
 	g.Go(func() error {
-		rx.e.watchProgress(ctx, rx.t, rx.bytes.Load, total, func() int {
-			rx.mu.Lock()
-			defer rx.mu.Unlock()
-			return rx.resolvedN
-		}, len(rx.files))
+		rx.watchProgress(ctx)
 		return nil
 	})
 	g.Go(func() error { return rx.finishWhenComplete(ctx) })
@@ -292,6 +265,14 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	if len(rx.files) == 0 {
 		rx.checkComplete()
 	}
+	return nil
+}
+
+// readControl serves the sender's control messages from the offer on: a
+// cancel while the user is still asked ends the session at once, with the
+// sender's reason.
+func (rx *receiver) readControl(ctx context.Context) error {
+	defer close(rx.ctlDone)
 	for {
 		m, err := rx.ctl.recv()
 		if err != nil {
@@ -303,11 +284,14 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 				return rx.final
 			default:
 			}
-			return fmt.Errorf("control stream: %w", unexpectedEOF(err))
+			return rx.settle(fmt.Errorf("control stream: %w", unexpectedEOF(err)))
 		}
 		rx.touch()
 		switch m := m.(type) {
 		case *wire.SenderDone:
+			if !rx.accepted.Load() {
+				return fmt.Errorf("%w: the sender said it was done before the offer was accepted", wire.ErrProtocol)
+			}
 			rx.mu.Lock()
 			rx.senderDone = true
 			rx.mu.Unlock()
@@ -320,33 +304,14 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	}
 }
 
-// sessionStarted and sessionEnded count the accepted incoming sessions.
-// When the last one ends, the chunk buffers it kept go back to the system,
-// and so does the memory of a large manifest (the runtime would return it
-// only minutes later): a receiver left running goes back to its idle size.
-func (e *Engine) sessionStarted() {
-	e.mu.Lock()
-	e.acceptedSessions++
-	e.mu.Unlock()
-}
-
-func (e *Engine) sessionEnded(files int) {
-	e.mu.Lock()
-	e.acceptedSessions--
-	last := e.acceptedSessions == 0
-	e.mu.Unlock()
-	if !last {
-		return
+// settle returns the session's own verdict once it has one (a decline sent
+// to the sender): whatever the connection does afterwards does not change it.
+func (rx *receiver) settle(err error) error {
+	if v := rx.verdict.Load(); v != nil {
+		return *v
 	}
-	e.bufs.Trim()
-	if files >= bigManifest {
-		debug.FreeOSMemory()
-	}
+	return err
 }
-
-// bigManifest is the offer size from which the end of a session returns
-// freed memory to the system at once.
-const bigManifest = 10_000
 
 // touch notes that the sender is alive (the idle watchdog).
 func (rx *receiver) touch() { rx.active.Store(time.Now().UnixNano()) }
@@ -385,21 +350,31 @@ func unexpectedEOF(err error) error {
 	return err
 }
 
+// takeOffer reads the offer and hands it to the inbox.
+func (rx *receiver) takeOffer() error {
+	if err := rx.readOffer(); err != nil {
+		return err
+	}
+	files := make([]offeredFile, len(rx.manifest))
+	for i, f := range rx.manifest {
+		files[i] = offeredFile{Path: f.Path, Size: f.Size}
+	}
+	return rx.inbox.offer(rx.offer.Manifest, files)
+}
+
 // readOffer reads and checks the offer and its manifest.
 func (rx *receiver) readOffer() error {
 	offer, err := expect[*wire.Offer](rx.ctl.recvTimeout(offerTimeout))
 	if err != nil {
 		return err
 	}
-	rx.offer, rx.offered = offer, true
-	if offer.Files > maxOfferFiles {
-		return fmt.Errorf("%w: %d files; this device takes up to %d in one transfer (send the folder in parts or as an archive)",
-			wire.ErrTooLarge, offer.Files, maxOfferFiles)
+	rx.offer = offer
+	rx.inbox.offered = true
+	if err := checkCount(offer.Files); err != nil {
+		return err
 	}
-	var pathBytes int
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
 	var sum int64
-	seen := make(map[string]bool, min(offer.Files, wire.MaxFilesPerPart))
 	for len(rx.manifest) < offer.Files {
 		part, err := expect[*wire.OfferFiles](rx.ctl.recvTimeout(offerTimeout))
 		if err != nil {
@@ -410,234 +385,16 @@ func (rx *receiver) readOffer() error {
 				wire.ErrProtocol, part.Start, len(part.Files), len(rx.manifest), offer.Files)
 		}
 		for _, f := range part.Files {
-			if pathBytes += len(f.Path); pathBytes > maxOfferPathBytes {
-				return fmt.Errorf("%w: the file names add up to over %d MB; this device takes up to that in one transfer",
-					wire.ErrTooLarge, maxOfferPathBytes>>20)
-			}
-			idx := len(rx.manifest)
 			rx.manifest = append(rx.manifest, f)
-			sum += f.Size
-			if sum < 0 {
+			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
-			// A name we cannot store safely refuses that file, not the offer.
-			var ne *store.NameError
-			if err := store.ValidatePath(f.Path); errors.As(err, &ne) {
-				rx.refuse(idx, wire.CodeBadName, ne.Reason)
-				continue
-			} else if err != nil {
-				rx.refuse(idx, wire.CodeBadName, "the name cannot be stored")
-				continue
-			}
-			// Names differing only in case are both received: on a
-			// case-insensitive file system the second gets a number (its
-			// partial is created exclusively, its final name never
-			// overwrites). The very same name twice is refused.
-			if seen[f.Path] {
-				rx.refuse(idx, wire.CodeBadName, "the offer names this file twice")
-				continue
-			}
-			seen[f.Path] = true
 		}
-		if len(rx.refused) > wire.MaxRefusals {
-			return fmt.Errorf("%w: over %d of the offered names cannot be stored", wire.ErrBadName, wire.MaxRefusals)
-		}
-	}
-	if len(rx.refused) > 0 && len(rx.refused) == len(rx.manifest) {
-		r := rx.refused[0]
-		return fmt.Errorf("%w: %s: %s", wire.ErrBadName, safetext.Name(rx.manifest[r.File].Path), r.Reason)
 	}
 	if sum != offer.TotalBytes {
 		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
 	}
 	return nil
-}
-
-// refuse records that offered file idx will not be accepted, whatever the
-// user decides: the rest of the offer goes on.
-func (rx *receiver) refuse(idx int, code wire.Code, reason string) {
-	if len(reason) > wire.MaxRefusalLen {
-		reason = reason[:wire.MaxRefusalLen]
-		for !utf8.ValidString(reason) {
-			reason = reason[:len(reason)-1]
-		}
-	}
-	if rx.refusedIdx == nil {
-		rx.refusedIdx = map[int]bool{}
-	}
-	rx.refusedIdx[idx] = true
-	rx.refused = append(rx.refused, wire.Refusal{File: uint32(idx), Code: code, Reason: reason})
-}
-
-type decision struct {
-	Decision
-	code wire.Code
-}
-
-// decide applies the accept policy, asking the user when it says so.
-func (rx *receiver) decide(ctx context.Context) (decision, error) {
-	e := rx.e
-	e.mu.Lock()
-	policy, autoTrusted, dir := e.accept, e.autoTrusted, e.downloadDir
-	e.mu.Unlock()
-	trusted := rx.t.peer.Trusted
-	var total int64
-	for i, f := range rx.manifest {
-		if !rx.refusedIdx[i] {
-			total += f.Size
-		}
-	}
-	free, _ := store.FreeSpace(dir)
-	// An offer that cannot fit is refused before anyone is asked, with the
-	// figures: a "yes" could not be kept.
-	if err := noSpace(dir, total); err != nil {
-		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
-	}
-
-	var d decision
-	switch {
-	case policy == AcceptAll, policy == AcceptTrusted && trusted, policy == AcceptAsk && autoTrusted && trusted:
-		d.Accept = true
-	case policy == AcceptTrusted:
-		return decision{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, code: wire.CodeUntrusted}, nil
-	default:
-		var err error
-		d, err = rx.ask(ctx, dir, total, free)
-		if err != nil {
-			return d, err
-		}
-	}
-	if !d.Accept {
-		return d, nil
-	}
-	// Narrow to the accepted files, then check space for exactly those.
-	accepted := make([]int, 0, len(rx.manifest))
-	if d.Files == nil {
-		for i := range rx.manifest {
-			if !rx.refusedIdx[i] {
-				accepted = append(accepted, i)
-			}
-		}
-	} else {
-		for _, i := range d.Files {
-			if i < 0 || i >= len(rx.manifest) {
-				return d, fmt.Errorf("decision names file %d of %d", i, len(rx.manifest))
-			}
-			if !rx.refusedIdx[i] {
-				accepted = append(accepted, i)
-			}
-		}
-	}
-	if len(rx.refused) > 0 {
-		d.Files = accepted // "all" no longer means every offered file
-	}
-	var need int64
-	for _, i := range accepted {
-		need += rx.manifest[i].Size
-	}
-	if err := noSpace(dir, need); err != nil {
-		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
-	}
-	dest, err := store.Open(dir)
-	if err != nil {
-		return decision{Decision: Decision{Reason: "cannot open the download folder"}, code: wire.CodeIO}, fmt.Errorf("download folder: %w", err)
-	}
-	dest.SyncOnFinalize = e.opts.SyncFiles
-	dest.SetDirectWrites(!e.opts.BufferedIO)
-	rx.dest, rx.destDir = dest, dir
-	for _, i := range accepted {
-		f := rx.manifest[i]
-		n := merkle.Chunks(f.Size, rx.offer.ChunkSize)
-		rx.files[uint32(i)] = &rxFile{idx: uint32(i), entry: f, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
-	}
-	rx.resumeFrom(dir)
-	if d.AlwaysAccept {
-		if err := e.trust.SetAlwaysAccept(rx.c.PeerID(), rx.t.peer.Name, true); err != nil {
-			e.log.Warn("trust store", "err", err)
-		}
-	}
-	return d, nil
-}
-
-// maxPromptFiles bounds the files an offer event lists: a prompt shows a
-// summary of a large offer (its folders), not a million lines.
-const maxPromptFiles = 1000
-
-// summary describes the offer for a prompt: its file count, the first
-// maxPromptFiles files and every refused one, and its top-level folders.
-func (rx *receiver) summary() (count int, files []FileInfo, folders []FolderInfo) {
-	refused := make(map[int]string, len(rx.refused))
-	for _, r := range rx.refused {
-		refused[int(r.File)] = r.Reason
-	}
-	byName := map[string]int{}
-	for i, f := range rx.manifest {
-		if why, no := refused[i]; i < maxPromptFiles || no {
-			files = append(files, FileInfo{Index: i, Path: f.Path, Size: f.Size, Refused: why})
-		}
-		top, _, nested := strings.Cut(f.Path, "/")
-		if !nested {
-			continue
-		}
-		k, ok := byName[top]
-		if !ok {
-			k = len(folders)
-			byName[top] = k
-			folders = append(folders, FolderInfo{Path: top})
-		}
-		folders[k].Files++
-		folders[k].Bytes += f.Size
-	}
-	return len(rx.manifest), files, folders
-}
-
-// noSpace returns the *store.SpaceError when dir cannot hold need bytes. A
-// file system whose free space cannot be measured accepts blind: writing
-// then fails per file with a clear error, which loses nothing.
-func noSpace(dir string, need int64) error {
-	var se *store.SpaceError
-	if err := store.CheckSpace(dir, need); errors.As(err, &se) {
-		return se
-	}
-	return nil
-}
-
-// ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
-func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
-	e := rx.e
-	e.mu.Lock()
-	if e.prompts >= e.opts.MaxPrompts {
-		e.mu.Unlock()
-		return decision{Decision: Decision{Reason: "too many offers are waiting for an answer; try again in a moment"}, code: wire.CodeBusy}, nil
-	}
-	e.prompts++
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.prompts--
-		e.mu.Unlock()
-	}()
-	rx.t.asking.Store(true)
-	defer rx.t.asking.Store(false)
-	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout)}
-	if free < 0 {
-		info.FreeBytes = -1
-	}
-	info.Count, info.Files, info.Folders = rx.summary()
-	e.publish(rx.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
-	timer := time.NewTimer(e.opts.PromptTimeout)
-	defer timer.Stop()
-	select {
-	case d := <-rx.t.decisions:
-		if !d.Accept && d.Reason == "" {
-			d.Reason = "the receiver declined"
-		}
-		return decision{Decision: d, code: wire.CodeDeclined}, nil
-	case <-timer.C:
-		return decision{Decision: Decision{Reason: "nobody answered the prompt in time"}, code: wire.CodeTimeout}, nil
-	case <-ctx.Done():
-		return decision{}, context.Cause(ctx)
-	}
 }
 
 func (rx *receiver) lingerForPeer(ctx context.Context) {
@@ -785,7 +542,22 @@ func (rx *receiver) dataEnded(ctx context.Context, err error) error {
 		return nil
 	default:
 	}
-	return nilIfDone(ctx, err)
+	if ctx.Err() != nil {
+		return nil
+	}
+	// A data stream that breaks is most often the whole connection ending
+	// (TCP resets a paused or cancelled sender's streams): the control
+	// stream tells why, if the sender said, so its reader speaks first.
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-rx.ctlDone:
+		return nil
+	case <-ctx.Done():
+		return nil
+	case <-t.C:
+	}
+	return err
 }
 
 func nilIfDone(ctx context.Context, err error) error {
@@ -945,15 +717,6 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	if part != nil && !ok {
 		rx.dest.Discard(part)
 	}
-	fr := &FileResult{Path: f.entry.Path, Size: f.entry.Size, Verified: ok, Err: reason}
-	if ok {
-		root, _ := f.tree.Root()
-		fr.Root = fmt.Sprintf("%x", root[:])
-		if savedAs != f.entry.Path {
-			fr.SavedAs = savedAs
-		}
-	}
-	rx.e.publish(rx.t, Event{Kind: EventFile, File: fr})
 	if ok && rx.journal != nil {
 		if err := rx.journal.Saved(f.idx, savedAs); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
@@ -962,30 +725,31 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	if err := rx.ctl.sendLazy(&wire.FileResult{File: f.idx, OK: ok, SavedAs: savedAs, Code: code, Reason: reason}); err != nil {
 		rx.t.cancel(err)
 	}
-	// Counted only now that its FileResult is queued: counted earlier, the
-	// last file's resolve could lose the race to another file's
-	// checkComplete, whose final Result then overtook this FileResult and
-	// the sender reported 4999 of 5000 files verified (seen once in the
-	// loopback bench, workload C over TCP).
-	rx.mu.Lock()
-	rx.resolvedN++
+	// Counted (by inbox.resolved) only now that its FileResult is queued:
+	// counted earlier, the last file's resolve could lose the race to
+	// another file's checkComplete, whose final Result then overtook this
+	// FileResult and the sender reported 4999 of 5000 files verified (seen
+	// once in the loopback bench, workload C over TCP).
+	var root string
 	if ok {
-		rx.verified++
+		r, _ := f.tree.Root()
+		root = fmt.Sprintf("%x", r[:])
 	}
-	rx.mu.Unlock()
+	rx.resolved(int(f.idx), ok, savedAs, root, reason)
 	rx.checkComplete()
 }
 
 func (rx *receiver) checkComplete() {
+	resolved, verified := rx.counts()
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
-	if rx.senderDone && rx.resolvedN == len(rx.files) {
+	if rx.senderDone && resolved == len(rx.files) {
 		select {
 		case <-rx.complete:
 		default:
 			rx.final = errSessionDone
-			if n := len(rx.files); rx.verified != n {
-				rx.final = &wire.RemoteError{Code: wire.CodeVerifyFailed, Reason: fmt.Sprintf("%d of %d files could not be saved", n-rx.verified, n)}
+			if n := len(rx.files); verified != n {
+				rx.final = fmt.Errorf("%w: %d of %d files could not be saved", wire.ErrVerifyFailed, n-verified, n)
 			}
 			close(rx.complete)
 		}
@@ -1001,12 +765,13 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 		return nil
 	}
 	rx.mu.Lock()
-	n, v, final := len(rx.files), rx.verified, rx.final
+	final := rx.final
 	rx.mu.Unlock()
+	_, v := rx.counts()
+	n := len(rx.files)
 	res := &wire.Result{OK: n == v, Files: n, Verified: v}
-	var re *wire.RemoteError
-	if errors.As(final, &re) {
-		res.Code, res.Reason = re.Code, re.Reason
+	if n != v {
+		res.Code, res.Reason = wire.CodeVerifyFailed, fmt.Sprintf("%d of %d files could not be saved", n-v, n)
 	}
 	if err := rx.ctl.send(res); err != nil {
 		return err
@@ -1015,12 +780,13 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	return final
 }
 
-// cleanup ends the session's hold on the destination. A transfer that
-// finished drops its resume state; one that did not keeps its .partial files
-// and saves where it got to, so the next attempt only fetches what is
-// missing. Without resume state (resume off, or an offer that names no
-// manifest) nothing could find the partials again: they are removed.
-func (rx *receiver) cleanup(finished bool) {
+// cleanup ends the session's hold on the destination and reports whether
+// partial data was kept for a later session. A transfer that finished drops
+// its resume state; one that did not keeps its .partial files and saves
+// where it got to, so the next attempt only fetches what is missing.
+// Without resume state (resume off, or an offer that names no manifest)
+// nothing could find the partials again: they are removed.
+func (rx *receiver) cleanup(finished bool) (resumable bool) {
 	rx.mu.Lock()
 	var parts []*store.Partial
 	for _, f := range rx.files {
@@ -1050,14 +816,13 @@ func (rx *receiver) cleanup(finished bool) {
 			if err := rx.e.resume.Compact(rx.resumeKey, s); err != nil {
 				rx.e.log.Warn("save resume state", "err", err)
 			}
+			resumable = true
 		} else {
 			rx.discardStale(s)
 		}
 	}
 	rx.e.releaseResume(rx)
-	if rx.dest != nil {
-		rx.dest.Close()
-	}
+	return resumable
 }
 
 // createPartial creates f's partial and journals its name before any of its

@@ -121,8 +121,8 @@ func TestStopReceivingNowEndsRunningTransfers(t *testing.T) {
 			if err := recv.StopReceivingNow(); err != nil {
 				t.Fatal(err)
 			}
-			if res := waitDone(t, tr); res.State != StateCancelled || res.Err != "The other device cancelled the transfer." {
-				t.Errorf("sender: %s: %s", res.State, res.Err)
+			if res := waitDone(t, tr); res.State != StateCancelled || res.Code != "cancelled" || !res.ByPeer || !strings.HasPrefix(res.Err, "Cancelled by ") {
+				t.Errorf("sender: %s %s (by peer %v): %s", res.State, res.Code, res.ByPeer, res.Err)
 			}
 			if res := <-results; res.State != StateCancelled {
 				t.Errorf("receiver: %s: %s", res.State, res.Err)

@@ -21,6 +21,8 @@ const (
 	CodeBusy         = errcode.CodeBusy
 	CodeVersion      = errcode.CodeVersion
 	CodeTooLarge     = errcode.CodeTooLarge
+	CodePaused       = errcode.CodePaused
+	CodeExpired      = errcode.CodeExpired
 )
 
 // Sentinel errors for the codes.
@@ -36,6 +38,8 @@ var (
 	ErrBusy         = errcode.ErrBusy
 	ErrVersion      = errcode.ErrVersion
 	ErrTooLarge     = errcode.ErrTooLarge
+	ErrPaused       = errcode.ErrPaused
+	ErrExpired      = errcode.ErrExpired
 	// ErrProtocol marks a peer that broke the protocol; it wraps the detail.
 	ErrProtocol = errcode.ErrProtocol
 )

@@ -20,7 +20,7 @@ func populate(u *UI, be *fakeBackend, c *clock) {
 		{ID: "h2", Direction: Outgoing, PeerName: "Office PC", Files: 1, Bytes: 2_100_000_000, State: StateFailed, Err: "Office PC's disk is full", Finished: c.t.Add(-3 * time.Hour)},
 	}
 	u.history.reload()
-	u.rebuildTray()
+	u.updateTray()
 	a := alice(true)
 	a.Trusted = true
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: a})

@@ -297,3 +297,7 @@ func (u *UI) confirmQuitWithoutTray() {
 	d.Resize(fyne.NewSize(440, 0))
 	u.showModal(d, &modal{dismiss: d.Hide, confirm: func() { d.Hide(); u.quit() }}, quit)
 }
+
+// ShowError shows an error that the app found out about later (a folder
+// that no app could open). Call it on the Fyne goroutine.
+func (u *UI) ShowError(what string, err error) { u.showError(what, err) }

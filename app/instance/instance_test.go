@@ -168,4 +168,3 @@ func TestLockDiesWithItsProcess(t *testing.T) {
 	}
 	<-got
 }
-

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/ferrydrop/ferry/internal/atomicfile"
@@ -70,6 +71,8 @@ func openSettings(dir string, defaults ui.Settings) (*settingsStore, error) {
 	default:
 		st.s.Policy = ui.PolicyEveryone
 	}
+	// Names saved before they were trimmed on save keep no stray spaces.
+	st.s.DeviceName = strings.TrimSpace(st.s.DeviceName)
 	if st.s.DownloadDir == "" {
 		st.s.DownloadDir = defaults.DownloadDir
 	}

@@ -194,6 +194,9 @@ func (c *chooser) refresh() {
 	c.list.Refresh()
 }
 
+// dialogPad is the room a Fyne dialog leaves on each side of its content.
+const dialogPad = 24
+
 // fit sizes the dialog to its list; the window bounds it and the list scrolls.
 func (c *chooser) fit() { fitScroll(c.dlg, c.scroll, 420) }
 
@@ -202,6 +205,11 @@ func (c *chooser) fit() { fitScroll(c.dlg, c.scroll, 420) }
 // beyond its window: there the content gets what is left above the buttons
 // and scrolls, so the buttons stay visible at any window size.
 func fitScroll(d dialog.Dialog, s *container.Scroll, width float32) {
+	// Wrapping labels know their height only once they know their width:
+	// lay the content out at about the width it will get first.
+	inner := width - 2*dialogPad
+	s.Content.Resize(fyne.NewSize(inner, s.Content.MinSize().Height))
+	s.Content.Resize(fyne.NewSize(inner, s.Content.MinSize().Height))
 	s.SetMinSize(s.Content.MinSize())
 	natural := d.MinSize()
 	s.SetMinSize(fyne.NewSize(0, 0))

@@ -128,14 +128,14 @@ const maxPromptFiles = 200
 // trustLine says what this device knows of the sender, in the words the
 // device list uses (trusted, known, new).
 func (q *promptQueue) trustLine(peer Peer) *widget.Label {
-	known := peer.Known
+	known, trusted := peer.Known, peer.Trusted
 	if d, ok := q.u.devices.devices[peer.ID]; ok && peer.ID != "" {
-		known = known || d.Known || d.Trusted
+		known, trusted = known || d.Known, trusted || d.Trusted
 	}
 	l := widget.NewLabel("New device: check the ID with its owner")
 	l.Importance = widget.WarningImportance
 	switch {
-	case peer.Trusted:
+	case trusted:
 		l.SetText("Trusted device")
 		l.Importance = widget.SuccessImportance
 	case known:

@@ -123,7 +123,7 @@ func describe(o Outcome, dir Direction, who string, timeout time.Duration) Statu
 		return set("Verifying", "", widget.MediumImportance)
 	case StatePaused:
 		if o.ByPeer || in {
-			return set("Paused by "+other, fmt.Sprintf("Paused by %s: it continues when they resume it", other), widget.WarningImportance)
+			return set("Paused by "+other, "", widget.WarningImportance)
 		}
 		return set("Paused by you", "", widget.WarningImportance)
 	case StateRetrying:

@@ -263,7 +263,11 @@ func (l *transferList) refresh(v *transferView) {
 	v.stateLbl.Importance = st.Importance
 	v.stateLbl.SetText(label)
 
-	showIf(v.cancel, !v.state.Final())
+	// A receiving transfer paused or interrupted by its sender has nothing
+	// running here to cancel: it goes on when the sender comes back, and
+	// Settings lists its partial files to discard.
+	stopped := v.dir == Incoming && (v.state == StatePaused || v.state == StateInterrupted)
+	showIf(v.cancel, !v.state.Final() && !stopped)
 	out := v.dir == Outgoing
 	showIf(v.pause, out && canPause(v.state))
 	showIf(v.resume, out && v.state == StatePaused)

@@ -29,6 +29,7 @@ type fakeBackend struct {
 	retries   []string
 	partials  []PartialTransfer
 	discarded []string
+	openErr   error
 }
 
 type sendCall struct {
@@ -90,7 +91,7 @@ func (f *fakeBackend) SaveSettings(s Settings) error {
 	return nil
 }
 func (f *fakeBackend) History() []HistoryEntry   { return f.history }
-func (f *fakeBackend) OpenFolder(p string) error { f.opened = append(f.opened, p); return nil }
+func (f *fakeBackend) OpenFolder(p string) error { f.opened = append(f.opened, p); return f.openErr }
 
 const (
 	idAlice = "AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMM"

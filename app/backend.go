@@ -189,8 +189,8 @@ func (b *backend) intend(id string, f func(*intent)) {
 
 // explain completes an event with what the engine's events do not carry
 // today but this device knows: who stopped a transfer and why (from what
-// the user did here), the files of an offer that was never accepted, and
-// whether the sender of an offer is known. Offers and results keep
+// the user did here) and the files of an offer that was never accepted.
+// Offers and results keep
 // b.intents in step: an entry lives from the offer (or the user's action)
 // to the transfer's result.
 func (b *backend) explain(ev *ui.TransferEvent) {
@@ -199,9 +199,6 @@ func (b *backend) explain(ev *ui.TransferEvent) {
 		if ev.Offer != nil {
 			o := *ev.Offer
 			b.intend(ev.ID, func(in *intent) { in.offer = &o })
-		}
-		if ev.Peer.ID != "" {
-			ev.Peer.Known = b.trust(ev.Peer.ID).known
 		}
 	case ui.TransferResult:
 		b.mu.Lock()

@@ -14,14 +14,17 @@ import (
 	"github.com/ferrydrop/ferry/ui"
 )
 
-// Hooks for scripts/gui-smoke.sh only. They do nothing unless their
-// environment variable is set.
+// Hooks for scripts/gui-smoke.sh and the GUI end-to-end test only. They do
+// nothing unless their environment variable is set. They stand in for
+// mDNS, which a test cannot count on.
 //
 //	FERRY_SMOKE_STATUS=file     write {"id","name","quic","tcp"} once receiving
 //	FERRY_SMOKE_SEND=addr=path  add the device at addr, then send path to it
+//	FERRY_SMOKE_ADD=addr        add the device at addr (a row to drop files on)
 const (
 	envSmokeStatus = "FERRY_SMOKE_STATUS"
 	envSmokeSend   = "FERRY_SMOKE_SEND"
+	envSmokeAdd    = "FERRY_SMOKE_ADD"
 )
 
 func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
@@ -35,6 +38,11 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 			return fmt.Errorf("smoke status: %w", err)
 		}
 	}
+	if addr := os.Getenv(envSmokeAdd); addr != "" {
+		if _, err := smokeAdd(ctx, b, u, addr); err != nil {
+			return fmt.Errorf("smoke add: %w", err)
+		}
+	}
 	spec := os.Getenv(envSmokeSend)
 	if spec == "" {
 		return nil
@@ -43,6 +51,15 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	if !ok {
 		return errors.New("smoke send: want addr=path")
 	}
+	dev, err := smokeAdd(ctx, b, u, addr)
+	if err != nil {
+		return fmt.Errorf("smoke send: %w", err)
+	}
+	return b.Send(dev, []string{path})
+}
+
+// smokeAdd adds the device at addr to the list, retrying while it starts.
+func smokeAdd(ctx context.Context, b *backend, u *ui.UI, addr string) (ui.Device, error) {
 	var dev ui.Device
 	var err error
 	for i := 0; i < 20; i++ {
@@ -58,8 +75,8 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("smoke send: %w", err)
+		return ui.Device{}, err
 	}
 	fyne.Do(func() { u.ApplyDevice(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: dev}) })
-	return b.Send(dev, []string{path})
+	return dev, nil
 }

@@ -87,7 +87,7 @@ func goldenOffer() TransferEvent {
 		o.Total += f.Size
 	}
 	return TransferEvent{Kind: TransferOffer, ID: "p1", Direction: Incoming, State: StateWaiting,
-		Peer: Peer{ID: idMac, Name: "Alice's MacBook", Known: true}, Offer: o}
+		Peer: Peer{ID: idMac, Name: "Alice's MacBook"}, Offer: o}
 }
 
 // goldenDetails finishes the transfer to Alice and opens its details.

@@ -118,7 +118,15 @@ func (b *button) CreateRenderer() fyne.WidgetRenderer {
 	ring := canvas.NewRectangle(color.Transparent)
 	ring.StrokeWidth = 2
 	ring.CornerRadius = theme.InputRadiusSize()
-	r := &ringRenderer{WidgetRenderer: b.Button.CreateRenderer(), ring: ring, focused: func() bool { return b.focused }}
+	r := &ringRenderer{WidgetRenderer: b.Button.CreateRenderer(), ring: ring, focused: func() bool { return b.focused },
+		color: func() color.Color {
+			// The accent colour on a plain button; on a coloured one
+			// (the default action) the text colour, which stands out there.
+			if b.Importance == widget.MediumImportance || b.Importance == widget.LowImportance {
+				return theme.Color(theme.ColorNamePrimary)
+			}
+			return theme.Color(theme.ColorNameForeground)
+		}}
 	r.Refresh()
 	return r
 }
@@ -128,6 +136,7 @@ type ringRenderer struct {
 	fyne.WidgetRenderer
 	ring    *canvas.Rectangle
 	focused func() bool
+	color   func() color.Color
 }
 
 func (r *ringRenderer) Layout(size fyne.Size) {
@@ -145,7 +154,7 @@ func (r *ringRenderer) Refresh() {
 	r.WidgetRenderer.Refresh()
 	r.ring.StrokeColor = color.Transparent
 	if r.focused() {
-		r.ring.StrokeColor = theme.Color(theme.ColorNamePrimary)
+		r.ring.StrokeColor = r.color()
 	}
 	r.ring.Refresh()
 }

@@ -125,12 +125,15 @@ func (q *promptQueue) updateMore() {
 // maxPromptFiles bounds the files a prompt lists by name; the rest are counted.
 const maxPromptFiles = 200
 
-// trustLine says what this device knows of the sender, in the words the
-// device list uses (trusted, known, new).
+// trustLine says what this device knows of the sender, in the words its
+// row in the device list uses (trusted, known, new). The row is what the
+// user saw before the offer: the engine itself remembers every device from
+// its first connection on, so by the time an offer arrives it knows even a
+// new one.
 func (q *promptQueue) trustLine(peer Peer) *widget.Label {
-	known, trusted := peer.Known, peer.Trusted
+	known, trusted := false, peer.Trusted
 	if d, ok := q.u.devices.devices[peer.ID]; ok && peer.ID != "" {
-		known, trusted = known || d.Known, trusted || d.Trusted
+		known, trusted = d.Known, trusted || d.Trusted
 	}
 	l := widget.NewLabel("New device: check the ID with its owner")
 	l.Importance = widget.WarningImportance
@@ -139,7 +142,7 @@ func (q *promptQueue) trustLine(peer Peer) *widget.Label {
 		l.SetText("Trusted device")
 		l.Importance = widget.SuccessImportance
 	case known:
-		l.SetText("Known device: you exchanged files before")
+		l.SetText("Known device: it connected to this one before")
 		l.Importance = widget.MediumImportance
 	}
 	return l

@@ -126,7 +126,6 @@ type Peer struct {
 	ID      string
 	Name    string
 	Trusted bool // its offers are accepted without asking
-	Known   bool // files were exchanged before: its key is pinned
 	Addr    string
 }
 

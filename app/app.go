@@ -119,7 +119,9 @@ func Run(opts Options) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	disc, err := discovery.New(discovery.Options{SelfID: eng.ID(), Prober: prober(eng), Remembered: remembered(eng)})
+	dopts := discovery.Options{SelfID: eng.ID(), Prober: prober(eng), Remembered: remembered(eng)}
+	advOpts := smokeIsolate(&dopts)
+	disc, err := discovery.New(dopts)
 	if err != nil {
 		return fmt.Errorf("start discovery: %w", err)
 	}
@@ -145,7 +147,7 @@ func Run(opts Options) error {
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
 	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history,
-		autostartArgs: autostartArgs, names: map[string]ui.Peer{}}
+		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts}
 	b.synthetic = func(ev ui.TransferEvent) {
 		select {
 		case transfers <- ev:

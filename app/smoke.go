@@ -9,7 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"net"
+
 	"fyne.io/fyne/v2"
+
+	"github.com/ferrydrop/ferry/discovery"
 
 	"github.com/ferrydrop/ferry/ui"
 )
@@ -20,12 +24,27 @@ import (
 //
 //	FERRY_SMOKE_STATUS=file     write {"id","name","quic","tcp"} once receiving
 //	FERRY_SMOKE_SEND=addr=path  add the device at addr, then send path to it
-//	FERRY_SMOKE_ADD=addr        add the device at addr (a row to drop files on)
+//	FERRY_SMOKE_ADD=addr        add the device at addr (a row to drop files on);
+//	                            with FERRY_SMOKE_STATUS, write file.added after it
+//	FERRY_SMOKE_ISOLATED=1      no mDNS: neither see nor be seen by other Ferrys
+//	                            on the network (the device list is the test's)
 const (
-	envSmokeStatus = "FERRY_SMOKE_STATUS"
-	envSmokeSend   = "FERRY_SMOKE_SEND"
-	envSmokeAdd    = "FERRY_SMOKE_ADD"
+	envSmokeStatus   = "FERRY_SMOKE_STATUS"
+	envSmokeSend     = "FERRY_SMOKE_SEND"
+	envSmokeAdd      = "FERRY_SMOKE_ADD"
+	envSmokeIsolated = "FERRY_SMOKE_ISOLATED"
 )
+
+// smokeIsolate keeps discovery and the advertisement off the network when
+// FERRY_SMOKE_ISOLATED is set; it returns the advertisement's options.
+func smokeIsolate(o *discovery.Options) []discovery.AdvertiseOption {
+	if os.Getenv(envSmokeIsolated) == "" {
+		return nil
+	}
+	none := func() ([]net.Interface, error) { return nil, nil }
+	o.Interfaces = none
+	return []discovery.AdvertiseOption{discovery.WithInterfaceLister(none)}
+}
 
 func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	if f := os.Getenv(envSmokeStatus); f != "" {
@@ -39,8 +58,17 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 		}
 	}
 	if addr := os.Getenv(envSmokeAdd); addr != "" {
-		if _, err := smokeAdd(ctx, b, u, addr); err != nil {
+		dev, err := smokeAdd(ctx, b, u, addr)
+		if err != nil {
 			return fmt.Errorf("smoke add: %w", err)
+		}
+		if f := os.Getenv(envSmokeStatus); f != "" {
+			// Tell the test the row is there to drop files on.
+			fyne.DoAndWait(func() {})
+			data, _ := json.Marshal(map[string]string{"added": dev.ID})
+			if err := writeFileAtomic(f+".added", data); err != nil {
+				return fmt.Errorf("smoke add: %w", err)
+			}
 		}
 	}
 	spec := os.Getenv(envSmokeSend)

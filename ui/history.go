@@ -105,16 +105,25 @@ func historyTitle(e HistoryEntry, timeout time.Duration) string {
 	if e.Direction == Incoming {
 		verb, prep = "Received", "from"
 	}
-	if e.State != StateDone {
-		return fmt.Sprintf("%s: %s %s %s", historyStatus(e, timeout).Short, plural(e.Files, "file"), prep, historyWho(e))
+	files := plural(e.Files, "file")
+	if e.Files == 0 {
+		// An offer that was never accepted, where the engine did not say
+		// what it held: "0 files" would be wrong.
+		files = "files"
 	}
-	return fmt.Sprintf("%s %s %s %s", verb, plural(e.Files, "file"), prep, historyWho(e))
+	if e.State != StateDone {
+		return fmt.Sprintf("%s: %s %s %s", historyStatus(e, timeout).Short, files, prep, historyWho(e))
+	}
+	return fmt.Sprintf("%s %s %s %s", verb, files, prep, historyWho(e))
 }
 
 // historyLine is the second line: when, how much, how, and in words what
 // happened when it did not arrive; the engine's own text is in Details.
 func historyLine(e HistoryEntry, timeout time.Duration) string {
-	s := e.Finished.Local().Format("2 Jan 15:04") + " · " + HumanBytes(e.Bytes)
+	s := e.Finished.Local().Format("2 Jan 15:04")
+	if e.Bytes > 0 || e.State == StateDone {
+		s += " · " + HumanBytes(e.Bytes)
+	}
 	if e.Transport != "" {
 		s += " · " + TransportLabel(e.Transport)
 	}

@@ -99,3 +99,20 @@ func TestOneRowAcrossPauses(t *testing.T) {
 	}
 	_ = be
 }
+
+func TestHistoryTitles(t *testing.T) {
+	for _, c := range []struct {
+		e    HistoryEntry
+		want string
+	}{
+		{HistoryEntry{Direction: Incoming, PeerName: "Alice", Files: 3, State: StateDone}, "Received 3 files from Alice"},
+		{HistoryEntry{Direction: Outgoing, PeerName: "Alice", Files: 1, State: StateDone}, "Sent 1 file to Alice"},
+		{HistoryEntry{Direction: Outgoing, PeerName: "Alice", State: StateDeclined, Code: CodeDeclined, ByPeer: true}, "Declined by Alice: files to Alice"},
+		{HistoryEntry{Direction: Incoming, PeerName: "Alice", Files: 2, State: StateDeclined, Code: CodeExpired}, "Expired: 2 files from Alice"},
+		{HistoryEntry{Direction: Incoming, PeerID: idAlice, Files: 2, State: StateCancelled, Code: CodeCancelled, ByPeer: true}, "Cancelled by AAAA-BBBB: 2 files from AAAA-BBBB"},
+	} {
+		if got := historyTitle(c.e, 2*time.Minute); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
+		}
+	}
+}

@@ -58,9 +58,17 @@ def drop(win_id, x, y, paths):
     src.set_selection_owner(selection, X.CurrentTime)
     data = "".join("file://" + urllib.parse.quote(p) + "\r\n" for p in paths).encode()
 
+    # The pointer moves onto the spot as a hand would: a few positions, each
+    # sent once the target answered the one before (as the protocol wants).
+    # A target only learns where the drop is from these messages; GLFW, for
+    # one, ignores a position equal to the last one it saw.
+    path = [(x - 30, y - 10), (x - 10, y - 3), (x, y)]
     send_client_message(d, target, atom(d, "XdndEnter"), [src.id, version << 24, uri_list, 0, 0])
-    send_client_message(d, target, atom(d, "XdndPosition"), [src.id, 0, (x << 16) | y, X.CurrentTime, copy])
 
+    def position(px, py):
+        send_client_message(d, target, atom(d, "XdndPosition"), [src.id, 0, (px << 16) | py, X.CurrentTime, copy])
+
+    position(*path.pop(0))
     deadline = time.monotonic() + TIMEOUT
     dropped = False
     while True:
@@ -68,6 +76,9 @@ def drop(win_id, x, y, paths):
         if ev is None:
             sys.exit("timed out (dropped=%s)" % dropped)
         if ev.type == X.ClientMessage and ev.client_type == atom(d, "XdndStatus"):
+            if path:
+                position(*path.pop(0))
+                continue
             accepted = ev.data[1][1] & 1
             if not accepted:
                 sys.exit("target does not accept the drop at %d,%d" % (x, y))

@@ -201,13 +201,16 @@ func (b *backend) explain(ev *ui.TransferEvent) {
 			b.intend(ev.ID, func(in *intent) { in.offer = &o })
 		}
 	case ui.TransferResult:
-		b.mu.Lock()
-		in := b.intents[ev.ID]
-		delete(b.intents, ev.ID)
-		b.mu.Unlock()
 		if ev.Result == nil {
 			return
 		}
+		b.mu.Lock()
+		in := b.intents[ev.ID]
+		if ev.Result.State.Final() {
+			// Paused or interrupted transfers go on under the same ID.
+			delete(b.intents, ev.ID)
+		}
+		b.mu.Unlock()
 		var know intent
 		if in != nil {
 			know = *in

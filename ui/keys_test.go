@@ -316,3 +316,20 @@ func join(s []string) string {
 	}
 	return out
 }
+
+func TestEscapeCancelsFileDialogs(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	for _, open := range []func(){func() { u.pickAndSend(nil) }, func() { u.pickFolderAndSend(nil) }, u.settings.browse.OnTapped} {
+		open()
+		if overlays(u) != 1 {
+			t.Fatalf("file dialog not shown: %d overlays", overlays(u))
+		}
+		press(u, fyne.KeyEscape)
+		if overlays(u) != 0 || len(u.modals) != 0 {
+			t.Fatalf("Escape left %d overlays, %d modals", overlays(u), len(u.modals))
+		}
+	}
+	if len(be.sends) != 0 {
+		t.Fatalf("a cancelled file dialog sent %+v", be.sends)
+	}
+}

@@ -46,6 +46,7 @@ type settingsView struct {
 	login     *widget.Check
 	minimized *widget.Check
 	save      *button
+	browse    *button
 	obj       fyne.CanvasObject
 }
 
@@ -54,7 +55,7 @@ func newSettingsView(u *UI) *settingsView {
 	v.name = widget.NewEntry()
 	v.name.SetPlaceHolder("How other devices see this one")
 	v.dir = widget.NewEntry()
-	browse := u.newButton("Choose…", theme.FolderOpenIcon(), func() {
+	v.browse = u.newButton("Choose…", theme.FolderOpenIcon(), func() {
 		u.showFileDialog(dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
 			if err == nil && l != nil {
 				v.dir.SetText(l.Path())
@@ -75,7 +76,7 @@ func newSettingsView(u *UI) *settingsView {
 	form := widget.NewForm(
 		widget.NewFormItem("Device name", v.name),
 		widget.NewFormItem("Device ID", id),
-		widget.NewFormItem("Save files to", container.NewBorder(nil, nil, nil, browse, v.dir)),
+		widget.NewFormItem("Save files to", container.NewBorder(nil, nil, nil, v.browse, v.dir)),
 		widget.NewFormItem("Who may send", v.policy),
 		widget.NewFormItem("", v.auto),
 		widget.NewFormItem("", v.login),

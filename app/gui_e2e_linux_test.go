@@ -205,7 +205,7 @@ type xDesktop struct {
 	out     string
 
 	mu      sync.Mutex // guards the fields below
-	seen  []notification
+	seen    []notification
 	items   map[string]string // bus name of a tray item -> its object path
 	watcher bool
 }

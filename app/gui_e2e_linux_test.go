@@ -204,10 +204,9 @@ type xDesktop struct {
 	python  string
 	out     string
 
-	mu      sync.Mutex // guards the fields below
-	seen    []notification
-	items   map[string]string // bus name of a tray item -> its object path
-	watcher bool
+	mu    sync.Mutex // guards the fields below
+	seen  []notification
+	items map[string]string // bus name of a tray item -> its object path
 }
 
 type notification struct{ app, summary, body string }

@@ -1,10 +1,13 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -114,5 +117,34 @@ func TestHistoryTitles(t *testing.T) {
 		if got := historyTitle(c.e, 2*time.Minute); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
 		}
+	}
+}
+
+// TestNotificationsTellHonestEnds: a pause or cancel by the other device is
+// no failure, and what the user did here raises no notification.
+func TestNotificationsTellHonestEnds(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	alice := Peer{ID: idAlice, Name: "Alice"}
+	for i, c := range []struct {
+		dir  Direction
+		r    Result
+		want *fyne.Notification
+	}{
+		{Incoming, Result{State: StatePaused, Code: CodePaused, ByPeer: true}, fyne.NewNotification("Transfer paused", "Paused by Alice.")},
+		{Incoming, Result{State: StateCancelled, Code: CodeCancelled, ByPeer: true, Files: 2}, fyne.NewNotification("Transfer cancelled", "Cancelled by Alice.")},
+		{Incoming, Result{State: StateInterrupted, Code: CodeConnectionLost}, fyne.NewNotification("Transfer interrupted",
+			"Interrupted — will resume when Alice is back. What arrived so far is kept.")},
+		{Outgoing, Result{State: StateDeclined, Code: CodeDeclined, ByPeer: true}, fyne.NewNotification("Files not sent", "Declined by Alice.")},
+		{Outgoing, Result{State: StateDeclined, Code: CodeExpired, ByPeer: true}, fyne.NewNotification("Files not sent", "Expired: Alice did not answer in time.")},
+		{Outgoing, Result{State: StateFailed, Err: "control stream: unexpected EOF"}, fyne.NewNotification("Transfer failed",
+			"The transfer with Alice did not finish. Its Details in Ferry say why.")},
+		{Outgoing, Result{State: StateCancelled, Code: CodeCancelled}, nil},
+		{Incoming, Result{State: StateDeclined, Code: CodeDeclined}, nil},
+		{Incoming, Result{State: StateDeclined, Code: CodeExpired}, nil},
+	} {
+		r := c.r
+		test.AssertNotificationSent(t, c.want, func() {
+			u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: fmt.Sprint("n", i), Direction: c.dir, Peer: alice, Result: &r})
+		})
 	}
 }

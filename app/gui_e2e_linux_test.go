@@ -214,7 +214,7 @@ type notification struct{ app, summary, body string }
 func newDesktop(t *testing.T) *xDesktop {
 	t.Helper()
 	var missing []string
-	for _, tool := range []string{"Xvfb", "dbus-daemon", "xdotool"} {
+	for _, tool := range []string{"Xvfb", "dbus-daemon", "xdotool", "import"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
 		}
@@ -227,7 +227,7 @@ func newDesktop(t *testing.T) *xDesktop {
 		missing = append(missing, "python3-xlib")
 	}
 	if len(missing) > 0 {
-		t.Skipf("GUI end-to-end test needs %v (apt-get install xvfb dbus-daemon xdotool python3-xlib)", missing)
+		t.Skipf("GUI end-to-end test needs %v (apt-get install xvfb dbus-daemon xdotool imagemagick python3-xlib)", missing)
 	}
 	d := &xDesktop{python: python, items: map[string]string{}, out: os.Getenv("FERRY_E2E_OUT")}
 	if d.out == "" {

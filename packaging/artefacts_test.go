@@ -195,14 +195,39 @@ func command(ctx context.Context, dir string, env []string, name string, args ..
 	return cmd
 }
 
-// run runs a command to completion and fails the test if it fails.
+// run runs a command to completion, fails the test if it fails, and returns
+// its standard output. Output goes through files, not pipes: a Wine program
+// can leave wineserver and its services running with the pipe's end, and
+// Wait would wait for them.
 func run(t *testing.T, dir string, env []string, name string, args ...string) string {
 	t.Helper()
-	out, err := command(t.Context(), dir, env, name, args...).CombinedOutput()
+	stdout, stderr, err := runFiles(t, dir, env, name, args...)
 	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, stdout, stderr)
 	}
-	return string(out)
+	return stdout
+}
+
+// runFiles runs a command with its output in temporary files.
+func runFiles(t *testing.T, dir string, env []string, name string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	tmp := t.TempDir()
+	outF, err := os.Create(filepath.Join(tmp, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outF.Close()
+	errF, err := os.Create(filepath.Join(tmp, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	cmd := command(t.Context(), dir, env, name, args...)
+	cmd.Stdout, cmd.Stderr = outF, errF
+	err = cmd.Run()
+	o, _ := os.ReadFile(outF.Name())
+	e, _ := os.ReadFile(errF.Name())
+	return string(o), string(e), err
 }
 
 // sha256File is the hex SHA-256 of a file.
@@ -223,10 +248,9 @@ func sha256File(t *testing.T, path string) string {
 // receiver is a `ferry-cli receive --once` running as a child process.
 type receiver struct {
 	quic, tcp string
-	dir       string
-	cmd       *exec.Cmd
-	stderr    *lockedWriter
-	done      chan error
+	stderr    string // its stderr file
+	exited    chan struct{}
+	err       error // Wait's result, once exited is closed
 }
 
 // startReceiver starts argv (a ferry-cli receive command line, maybe under
@@ -235,35 +259,55 @@ type receiver struct {
 func startReceiver(t *testing.T, env []string, argv ...string) (*receiver, string) {
 	t.Helper()
 	cmd := command(t.Context(), "", env, argv[0], argv[1:]...)
-	stdout, err := cmd.StdoutPipe()
+	// Files, not Go-managed pipes, so Wait returns when the receiver exits
+	// even if a Wine helper process holds its output open.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &receiver{cmd: cmd, stderr: &lockedWriter{}, done: make(chan error, 1)}
-	cmd.Stderr = r.stderr
+	r := &receiver{stderr: filepath.Join(t.TempDir(), "stderr"), exited: make(chan struct{})}
+	errF, err := os.Create(r.stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	cmd.Stdout, cmd.Stderr = pw, errF
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string)
+	pw.Close()
 	go func() {
-		sc := bufio.NewScanner(stdout)
+		r.err = cmd.Wait()
+		close(r.exited)
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			if l := sc.Text(); strings.HasPrefix(l, "listening ") {
-				lines <- l
+				select {
+				case lines <- l:
+				default:
+				}
 			}
 		}
-		close(lines)
-		r.done <- cmd.Wait()
 	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		<-r.done
+		<-r.exited
+		pr.Close() // ends the scanner even if a Wine helper keeps the pipe open
 	})
-	line, ok := <-lines
-	if !ok {
-		err := <-r.done
-		r.done <- err
-		return nil, fmt.Sprintf("%v: %s", err, r.stderr.String())
+	var line string
+	select {
+	case line = <-lines:
+	case <-r.exited:
+		select {
+		case line = <-lines: // said it and exited at once
+		default:
+			return nil, fmt.Sprintf("%v: %s", r.err, r.stderrText())
+		}
+	case <-t.Context().Done():
+		t.Fatal("the receiver never said it was listening")
 	}
 	for _, f := range strings.Fields(line) {
 		k, v, _ := strings.Cut(f, "=")
@@ -274,11 +318,12 @@ func startReceiver(t *testing.T, env []string, argv ...string) (*receiver, strin
 			r.tcp = v
 		}
 	}
-	go func() {
-		for range lines { // keep draining stdout
-		}
-	}()
 	return r, ""
+}
+
+func (r *receiver) stderrText() string {
+	b, _ := os.ReadFile(r.stderr)
+	return string(b)
 }
 
 // wait waits for the receiver to exit by itself (--once) and fails the test
@@ -286,10 +331,9 @@ func startReceiver(t *testing.T, env []string, argv ...string) (*receiver, strin
 func (r *receiver) wait(t *testing.T) {
 	t.Helper()
 	select {
-	case err := <-r.done:
-		r.done <- err
-		if err != nil {
-			t.Fatalf("receiver: %v\n%s", err, r.stderr.String())
+	case <-r.exited:
+		if r.err != nil {
+			t.Fatalf("receiver: %v\n%s", r.err, r.stderrText())
 		}
 	case <-t.Context().Done():
 		t.Fatal("receiver did not finish")

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -20,7 +21,7 @@ import (
 var debFiles = map[string]string{
 	"/usr/bin/ferry":     "-rwxr-xr-x",
 	"/usr/bin/ferry-cli": "-rwxr-xr-x",
-	"/usr/share/applications/io.ferrydrop.ferry.desktop":   "-rw-r--r--",
+	"/usr/share/applications/io.ferrydrop.ferry.desktop":  "-rw-r--r--",
 	"/usr/share/metainfo/io.ferrydrop.ferry.metainfo.xml": "-rw-r--r--",
 }
 
@@ -319,13 +320,16 @@ func TestDebAppDrawsWindow(t *testing.T) {
 	app := command(t.Context(), dir, env, "dbus-run-session", "--", filepath.Join(root, "usr/bin/ferry"), "--config", cfg)
 	logBuf := &lockedWriter{}
 	app.Stdout, app.Stderr = logBuf, logBuf
+	// Its own process group: killing dbus-run-session alone would leave the
+	// app running (and writing into the temp dir being removed).
+	app.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := app.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- app.Wait() }()
 	t.Cleanup(func() {
-		app.Process.Kill()
+		syscall.Kill(-app.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
 
@@ -345,8 +349,21 @@ func TestDebAppDrawsWindow(t *testing.T) {
 
 	shot := filepath.Join(dir, "window.png")
 	var last contentStats
+	var lastErr error
+	defer func() {
+		if t.Failed() {
+			t.Logf("last screenshot: %+v (import: %v)", last, lastErr)
+		}
+		if out := os.Getenv("FERRY_PACKAGE_OUT"); out != "" {
+			if b, err := os.ReadFile(shot); err == nil {
+				os.WriteFile(filepath.Join(out, "deb-app-window.png"), b, 0o644)
+			}
+		}
+	}()
 	poll(t, 30*time.Second, "the window to draw its content", exited, logBuf, func() bool {
-		if err := command(t.Context(), dir, env, "import", "-window", win, shot).Run(); err != nil {
+		_, stderr, err := runFiles(t, dir, env, "import", "-window", win, shot)
+		if lastErr = err; err != nil {
+			lastErr = fmt.Errorf("%w: %s", err, stderr)
 			return false
 		}
 		last = screenshotStats(t, shot)
@@ -354,11 +371,6 @@ func TestDebAppDrawsWindow(t *testing.T) {
 	})
 	t.Logf("window %dx%d: %d colours, background %.0f%%, %d accent pixels, %d text pixels",
 		last.w, last.h, last.colours, 100*last.dominant, last.accent, last.text)
-	if out := os.Getenv("FERRY_PACKAGE_OUT"); out != "" {
-		if b, err := os.ReadFile(shot); err == nil {
-			os.WriteFile(filepath.Join(out, "deb-app-window.png"), b, 0o644)
-		}
-	}
 }
 
 // poll calls ok every 100 ms until it returns true, the app exits, or the
@@ -426,8 +438,10 @@ type contentStats struct {
 }
 
 // looksDrawn: a blank, black or half-drawn window fails at least one of these.
+// (The background's share depends on how many devices discovery finds on the
+// machine's network, so its bound is loose; the others carry the check.)
 func (s contentStats) looksDrawn() bool {
-	return s.w >= 400 && s.h >= 300 && s.colours >= 64 && s.dominant < 0.9 && s.accent >= 500 && s.text >= 2000
+	return s.w >= 400 && s.h >= 300 && s.colours >= 64 && s.dominant < 0.97 && s.accent >= 500 && s.text >= 2000
 }
 
 func screenshotStats(t *testing.T, path string) contentStats {

@@ -277,9 +277,28 @@ func newWine(t *testing.T) *wine {
 			wineErr = fmt.Errorf("building the bcryptprimitives.dll stand-in: %v\n%s", err, out)
 			return
 		}
-		if out, err := command(ctx, "", w.env(), "wineboot", "-i").CombinedOutput(); err != nil {
-			wineErr = fmt.Errorf("wineboot: %v\n%s", err, out)
+		// A wineserver that outlives each wine command (for up to two minutes
+		// without clients, so none is left behind for long), started with its
+		// output in a file: the services wineboot starts inherit it, and
+		// would otherwise hold a test's pipes open.
+		if err := os.MkdirAll(w.prefix, 0o755); err != nil {
+			wineErr = err
 			return
+		}
+		logF, err := os.Create(filepath.Join(scratch, "wine.log"))
+		if err != nil {
+			wineErr = err
+			return
+		}
+		defer logF.Close()
+		for _, argv := range [][]string{{"wineserver", "-p120"}, {"wineboot", "-i"}} {
+			cmd := command(ctx, "", w.env(), argv[0], argv[1:]...)
+			cmd.Stdout, cmd.Stderr = logF, logF
+			if err := cmd.Run(); err != nil {
+				log, _ := os.ReadFile(logF.Name())
+				wineErr = fmt.Errorf("%s: %v\n%s", argv[0], err, log)
+				return
+			}
 		}
 		b, err := os.ReadFile(dll)
 		if err == nil {
@@ -375,8 +394,8 @@ func TestWindowsInstaller(t *testing.T) {
 		t.Errorf("no Start menu entry: %v", err)
 	}
 	reg := func(key string) string {
-		out, _ := command(t.Context(), "", w.env(), "wine", "reg", "query", key).CombinedOutput()
-		return string(out)
+		out, _, _ := runFiles(t, "", w.env(), "wine", "reg", "query", key) // fails once the key is gone
+		return out
 	}
 	const uninstKey = `HKCU\Software\Microsoft\Windows\CurrentVersion\Uninstall\Ferry`
 	const runKey = `HKCU\Software\Microsoft\Windows\CurrentVersion\Run`

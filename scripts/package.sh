@@ -35,52 +35,59 @@
 # list); for windows: gcc-mingw-w64-x86-64, nsis. Checked by `go test ./packaging`.
 set -euo pipefail
 export LC_ALL=C # one sort order and date format everywhere
-cd "$(dirname "$0")/.."
-root=$PWD
-dist=${DIST:-$root/dist}
-mkdir -p "$dist"
-dist=$(cd "$dist" && pwd)
 
-# ---- what we are building ----
-version=$(sed -n 's/^Version *= *"\(.*\)"/\1/p' FyneApp.toml)
-[[ -n "$version" ]] || { echo "package.sh: no Version in FyneApp.toml" >&2; exit 1; }
-if [[ -z "${FERRY_COMMIT:-}" || -z "${SOURCE_DATE_EPOCH:-}" ]]; then
-	git rev-parse --git-dir >/dev/null 2>&1 || {
-		echo "package.sh: not a git checkout: set FERRY_COMMIT and SOURCE_DATE_EPOCH" >&2
-		exit 1
-	}
-fi
-if [[ -z "${FERRY_COMMIT:-}" ]]; then
-	FERRY_COMMIT=$(git rev-parse --short=12 HEAD)
-	[[ -z "$(git status --porcelain --untracked-files=no)" ]] || FERRY_COMMIT+=-dirty
-fi
-export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
-date_iso=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null ||
-	date -u -r "$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ) # GNU, BSD/macOS
-date_day=${date_iso%%T*}
+# setup works out what to build and how, from FyneApp.toml, git and the
+# environment; its variables are the script's globals.
+setup() {
+	cd "$(dirname "$0")/.."
+	root=$PWD
+	dist=${DIST:-$root/dist}
+	mkdir -p "$dist"
+	dist=$(cd "$dist" && pwd)
 
-pkg=github.com/ferrydrop/ferry/internal/version
-ldflags="-s -w -buildid= -X $pkg.Version=$version -X $pkg.Commit=$FERRY_COMMIT -X $pkg.Date=$date_iso"
-# -buildvcs=false: the stamps above say the same, and a copy of the tree
-# without .git then builds the same bytes.
-gobuild=(go build -trimpath -buildvcs=false ${FERRY_BUILD_FLAGS:-})
-# FyneApp.toml's [Migrations] fyneDo = true: what `fyne build` would add.
-guitags=migrated_fynedo
+	# ---- what we are building ----
+	version=$(sed -n 's/^Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+	[[ -n "$version" ]] || { echo "package.sh: no Version in FyneApp.toml" >&2; exit 1; }
+	if [[ -z "${FERRY_COMMIT:-}" || -z "${SOURCE_DATE_EPOCH:-}" ]]; then
+		git rev-parse --git-dir >/dev/null 2>&1 || {
+			echo "package.sh: not a git checkout: set FERRY_COMMIT and SOURCE_DATE_EPOCH" >&2
+			exit 1
+		}
+	fi
+	if [[ -z "${FERRY_COMMIT:-}" ]]; then
+		FERRY_COMMIT=$(git rev-parse --short=12 HEAD)
+		[[ -z "$(git status --porcelain --untracked-files=no)" ]] || FERRY_COMMIT+=-dirty
+	fi
+	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
+	date_iso=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null ||
+		date -u -r "$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ) # GNU, BSD/macOS
+	date_day=${date_iso%%T*}
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"; [[ -z "${syso_in_tree:-}" ]] || rm -f "$syso_in_tree"' EXIT
+	pkg=github.com/ferrydrop/ferry/internal/version
+	ldflags="-s -w -buildid= -X $pkg.Version=$version -X $pkg.Commit=$FERRY_COMMIT -X $pkg.Date=$date_iso"
+	# -buildvcs=false: the stamps above say the same, and a copy of the tree
+	# without .git then builds the same bytes.
+	read -r -a extra_flags <<<"${FERRY_BUILD_FLAGS:-}"
+	# (The ${a[@]+...} form: macOS's bash 3.2 calls an empty array unset.)
+	gobuild=(go build -trimpath -buildvcs=false ${extra_flags[@]+"${extra_flags[@]}"})
+	# FyneApp.toml's [Migrations] fyneDo = true: what `fyne build` would add.
+	guitags=migrated_fynedo
 
-os=$(go env GOHOSTOS)
-targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(all)
-if [[ " ${targets[*]} " == *" all "* ]]; then
-	case $os in
-	linux) targets=(cli deb tarball windows) ;;
-	darwin) targets=(cli macos) ;;
-	*) targets=(cli) ;;
-	esac
-fi
-echo "== Ferry $version (commit $FERRY_COMMIT, $date_iso) -> $dist: ${targets[*]}"
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"; [[ -z "${syso_in_tree:-}" ]] || rm -f "$syso_in_tree"' EXIT
+
+	os=$(go env GOHOSTOS)
+	targets=("$@")
+	[[ ${#targets[@]} -gt 0 ]] || targets=(all)
+	if [[ " ${targets[*]} " == *" all "* ]]; then
+		case $os in
+		linux) targets=(cli deb tarball windows) ;;
+		darwin) targets=(cli macos) ;;
+		*) targets=(cli) ;;
+		esac
+	fi
+	echo "== Ferry $version (commit $FERRY_COMMIT, $date_iso) -> $dist: ${targets[*]}"
+}
 
 log() { echo "-- $*"; }
 
@@ -129,10 +136,10 @@ build_cli() {
 			icons
 			winres "$work/cli-res" ferry-cli "Ferry command-line client"
 			with_syso "$work/cli-res/rsrc.syso" "$root/cmd/ferry-cli" \
-				env CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch "${gobuild[@]}" -ldflags "$ldflags" -o "$out" ./cmd/ferry-cli
+				env CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" "${gobuild[@]}" -ldflags "$ldflags" -o "$out" ./cmd/ferry-cli
 			sign "$out"
 		else
-			CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch "${gobuild[@]}" -ldflags "$ldflags" -o "$out" ./cmd/ferry-cli
+			CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" "${gobuild[@]}" -ldflags "$ldflags" -o "$out" ./cmd/ferry-cli
 		fi
 	done
 }
@@ -195,7 +202,7 @@ build_tarball() {
 	tar -xJf "$d/Ferry.tar.xz" -C "$d/tree"
 	tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
 		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-		-C "$d/tree" -cf - . | xz -9 -T1 >"$out"
+		-C "$d/tree" -cf - . | xz -T1 >"$out" # level: XZ_OPT, else 6
 }
 
 build_windows() {
@@ -256,26 +263,34 @@ build_macos() {
 	(cd "$dist" && ditto -c -k --keepParent Ferry.app "Ferry-$version-macos-$arch.zip")
 }
 
-for t in "${targets[@]}"; do
-	case $t in
-	cli) build_cli ;;
-	deb) build_deb ;;
-	tarball) build_tarball ;;
-	windows) build_windows ;;
-	macos) build_macos ;;
-	*)
-		echo "package.sh: unknown target $t (cli, deb, tarball, windows, macos, all)" >&2
-		exit 2
-		;;
-	esac
-done
+main() {
+	setup "$@"
+	for t in "${targets[@]}"; do
+		case $t in
+		cli) build_cli ;;
+		deb) build_deb ;;
+		tarball) build_tarball ;;
+		windows) build_windows ;;
+		macos) build_macos ;;
+		*)
+			echo "package.sh: unknown target $t (cli, deb, tarball, windows, macos, all)" >&2
+			exit 2
+			;;
+		esac
+	done
 
-sha256() { if command -v sha256sum >/dev/null; then sha256sum "$@"; else shasum -a 256 "$@"; fi; }
-(
-	cd "$dist"
-	files=()
-	for f in *; do [[ -f $f && $f != SHA256SUMS ]] && files+=("$f"); done
-	if [[ ${#files[@]} -gt 0 ]]; then sha256 "${files[@]}" >SHA256SUMS; fi
-)
-echo "== $dist"
-(cd "$dist" && ls -l)
+	sha256() { if command -v sha256sum >/dev/null; then sha256sum "$@"; else shasum -a 256 "$@"; fi; }
+	(
+		cd "$dist"
+		files=()
+		for f in *; do [[ -f $f && $f != SHA256SUMS ]] && files+=("$f"); done
+		if [[ ${#files[@]} -gt 0 ]]; then sha256 "${files[@]}" >SHA256SUMS; fi
+	)
+	echo "== $dist"
+	(cd "$dist" && ls -l)
+}
+
+# One line that runs everything: bash reads a script as it goes, and this way
+# it has read all of it before it starts, so editing (or pulling) this file
+# during a long build cannot break the build.
+main "$@"; exit $?

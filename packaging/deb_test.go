@@ -317,11 +317,22 @@ func TestDebAppDrawsWindow(t *testing.T) {
 		"DISPLAY=" + display, "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
 		"FERRY_SMOKE_STATUS=" + status, // written once the app receives and its window is up
 	}
-	app := command(t.Context(), dir, env, "dbus-run-session", "--", filepath.Join(root, "usr/bin/ferry"), "--config", cfg)
+	ready := func() bool { _, err := os.Stat(status); return err == nil }
+	appDrawsWindow(t, dir, env, "Ferry — Packaging Test", "deb-app-window.png", ready,
+		"dbus-run-session", "--", filepath.Join(root, "usr/bin/ferry"), "--config", cfg)
+}
+
+// appDrawsWindow starts argv (the app, under dbus-run-session or Wine) with
+// env (which names the X display), waits until ready says so and a visible
+// window titled title appears, and then until a screenshot of that window
+// shows real content. FERRY_PACKAGE_OUT=DIR keeps the screenshot as DIR/shotName.
+func appDrawsWindow(t *testing.T, dir string, env []string, title, shotName string, ready func() bool, argv ...string) {
+	t.Helper()
+	app := command(t.Context(), dir, env, argv[0], argv[1:]...)
 	logBuf := &lockedWriter{}
 	app.Stdout, app.Stderr = logBuf, logBuf
-	// Its own process group: killing dbus-run-session alone would leave the
-	// app running (and writing into the temp dir being removed).
+	// Its own process group: killing dbus-run-session (or wine) alone could
+	// leave the app running, writing into the temp dir being removed.
 	app.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := app.Start(); err != nil {
 		t.Fatal(err)
@@ -333,17 +344,13 @@ func TestDebAppDrawsWindow(t *testing.T) {
 		<-exited
 	})
 
-	xdo := func(args ...string) (string, error) {
-		out, err := command(t.Context(), dir, env, "xdotool", args...).Output()
-		return strings.TrimSpace(string(out)), err
-	}
 	var win string
 	poll(t, 60*time.Second, "the app's window", exited, logBuf, func() bool {
-		if _, err := os.Stat(status); err != nil {
+		if ready != nil && !ready() {
 			return false
 		}
-		w, err := xdo("search", "--onlyvisible", "--name", "^Ferry — Packaging Test$")
-		win, _, _ = strings.Cut(w, "\n")
+		w, _, err := runFiles(t, dir, env, "xdotool", "search", "--onlyvisible", "--name", "^"+title+"$")
+		win, _, _ = strings.Cut(strings.TrimSpace(w), "\n")
 		return err == nil && win != ""
 	})
 
@@ -356,7 +363,7 @@ func TestDebAppDrawsWindow(t *testing.T) {
 		}
 		if out := os.Getenv("FERRY_PACKAGE_OUT"); out != "" {
 			if b, err := os.ReadFile(shot); err == nil {
-				os.WriteFile(filepath.Join(out, "deb-app-window.png"), b, 0o644)
+				os.WriteFile(filepath.Join(out, shotName), b, 0o644)
 			}
 		}
 	}()

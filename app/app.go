@@ -16,6 +16,7 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
 
+	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/ui"
@@ -90,6 +91,12 @@ func Run(opts Options) error {
 	defer eng.Close()
 	if s.DeviceName == "" {
 		s.DeviceName = eng.Name()
+		_ = settings.save(s)
+	}
+	// The login item can be made or removed outside the app too (the Windows
+	// installer writes the same Run value): the setting shows what is there.
+	if on := autostart.Enabled(); on != s.StartAtLogin {
+		s.StartAtLogin = on
 		_ = settings.save(s)
 	}
 

@@ -21,6 +21,9 @@ Target amd64-unicode
 ManifestDPIAware true
 RequestExecutionLevel user
 SetCompressor /SOLID lzma
+; Store no file times: the files get the install time, and two builds of the
+; same files give the same installer (reproducible builds).
+SetDateSave off
 
 !include MUI2.nsh
 !include FileFunc.nsh

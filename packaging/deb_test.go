@@ -148,7 +148,7 @@ func TestDebPackage(t *testing.T) {
 			t.Errorf("ferry-cli --version = %q, want it to start with %q", out, want)
 		}
 		out = run(t, "", nil, filepath.Join(root, "usr/bin/ferry"), "--version")
-		if full {
+		if realApps {
 			want = fmt.Sprintf("ferry %s (commit %s, %s,", a.version, a.commit, a.date)
 		} else {
 			want = "ferry " // the stand-in app is a plain go build: "dev"

@@ -37,7 +37,7 @@ func TestWindowsResources(t *testing.T) {
 		{"Ferry-VERSION-windows-amd64-setup.exe", "", "Ferry installer", true, false},
 	} {
 		t.Run(strings.ReplaceAll(tc.file, "VERSION", "V"), func(t *testing.T) {
-			if tc.original == "ferry.exe" && !full {
+			if tc.original == "ferry.exe" && !realApps {
 				// The stand-in (the CLI) is what TestCLIBinaries checks already.
 				t.Skip("FERRY_PACKAGE_FULL=1 builds the real app")
 			}
@@ -414,7 +414,7 @@ func TestWindowsInstaller(t *testing.T) {
 	if out := run(t, "", w.env(), "wine", filepath.Join(target, "ferry-cli.exe"), "--version"); !strings.Contains(out, a.version) {
 		t.Errorf("installed ferry-cli.exe --version = %q", out)
 	}
-	if full {
+	if realApps {
 		t.Run("installed app draws its window", func(t *testing.T) {
 			installedAppDrawsWindow(t, w, filepath.Join(target, "ferry.exe"))
 		})

@@ -18,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 
 	"github.com/ferrydrop/ferry/app/instance"
+	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/ui"
@@ -114,6 +115,12 @@ func Run(opts Options) error {
 	defer eng.Close()
 	if s.DeviceName == "" {
 		s.DeviceName = eng.Name()
+		_ = settings.save(s)
+	}
+	// The login item can be made or removed outside the app too (the Windows
+	// installer writes the same Run value): the setting shows what is there.
+	if on := autostart.Enabled(); on != s.StartAtLogin {
+		s.StartAtLogin = on
 		_ = settings.save(s)
 	}
 

@@ -692,9 +692,15 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 		return
 	}
 	saved, err := rx.dest.Finalize(part, f.entry.Path, f.entry.Size)
-	if err != nil {
+	if err != nil && saved == "" {
 		rx.resolve(f, false, "", wire.CodeIO, err.Error())
 		return
+	}
+	if err != nil {
+		// Saved whole under its name; only the partial's extra name could
+		// not be removed (seen under Wine, whose file system lacks the call
+		// Go's os.Root uses). The file is good: say so, and keep the note.
+		rx.e.log.Warn("file saved, partial left behind", "file", saved, "err", err)
 	}
 	rx.mu.Lock()
 	f.part = nil

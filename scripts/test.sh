@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3 python3-xlib
-      avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync)
+      avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync
+      # packaging checks (go test ./packaging): Windows cross builds, the installer, Wine, .deb metadata
+      gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils)
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
 
@@ -16,4 +18,6 @@ go vet ./...
 echo "== go test"
 # -race on the engine and discovery (where the concurrency lives); the rest plain.
 go test -race -count=1 -timeout 20m ./engine/... ./discovery/...
-go test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery)
+go test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery -e /packaging)
+echo "== packaging: build every artefact with scripts/package.sh, install and run them (~6-8 min)"
+go test -count=1 -timeout 30m ./packaging

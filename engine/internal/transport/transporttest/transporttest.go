@@ -149,3 +149,27 @@ func (r *LossyRelay) toClient() {
 		}
 	}
 }
+
+// LoopbackSource returns 127.0.0.n, an address a test may dial from to
+// stand for another host (Linux routes all of 127/8 to loopback). It skips
+// the test where the address cannot be bound (macOS has only 127.0.0.1).
+func LoopbackSource(t testing.TB, n int) net.IP {
+	t.Helper()
+	ip := net.IPv4(127, 0, byte(n>>8), byte(n))
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
+	if err != nil {
+		t.Skipf("cannot use %v as a second loopback host: %v", ip, err)
+	}
+	c.Close()
+	return ip
+}
+
+// WaitFor polls cond until it holds, failing t after 10 s.
+func WaitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+	}
+}

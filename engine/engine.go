@@ -71,6 +71,10 @@ type Options struct {
 	// MaxPrompts bounds offers waiting for an answer at once; zero means 8.
 	// Further offers are declined as busy instead of stacking up.
 	MaxPrompts int
+	// MuteDeclined is how long offers from an untrusted device, and from
+	// its address, are declined without asking after the user declined one
+	// of its offers; zero means 2 minutes, negative mutes nobody.
+	MuteDeclined time.Duration
 	// NoQUIC and NoTCP disable a listener (tests of the fallback).
 	NoQUIC, NoTCP bool
 	// RetryFor is how long a sender keeps reconnecting after the connection
@@ -183,6 +187,9 @@ type Engine struct {
 	resume *resume.Dir // resume state of unfinished transfers
 	// bufs bounds the chunk buffers of every receiving session together.
 	bufs *bufpool.Pool
+	// admit shares what incoming sessions may hold before a decision fairly
+	// between addresses and devices, and remembers whom the user muted.
+	admit *admission
 	bus  Bus
 	log  *slog.Logger
 	opts Options
@@ -218,7 +225,6 @@ type Engine struct {
 	transfers        map[string]*Transfer
 	resuming         map[string]*receiver // resume key -> the session holding its partials
 	acceptedSessions int                  // incoming sessions that accepted an offer, running now
-	prompts          int
 	closed           bool
 }
 
@@ -251,6 +257,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.MaxPrompts <= 0 {
 		opts.MaxPrompts = 8
 	}
+	if opts.MuteDeclined == 0 {
+		opts.MuteDeclined = defaultMuteDeclined
+	}
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
 	}
@@ -274,6 +283,7 @@ func New(opts Options) (*Engine, error) {
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
+		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
 		transports: transportTable(opts.Transport), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,

@@ -55,6 +55,12 @@ var errSessionDone = errors.New("session done")
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
 	defer c.Close(0, "")
+	tk, refused := e.admit.arrive(c.RemoteAddr(), c.PeerID(), func() { c.Close(closeReason(errReceiverBusy)) })
+	if refused != nil {
+		c.Close(closeReason(refused))
+		return
+	}
+	defer tk.decided()
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := c.AcceptStream(hctx)
 	cancel()
@@ -75,17 +81,19 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		err = checkHello(h, c)
 	}
 	if err == nil {
+		if muted := tk.checkMuted(e.isTrusted(c.PeerID())); muted != nil {
+			err = muted
+		}
+	}
+	if err == nil {
 		err = ctl.send(e.hello())
 	}
 	if err != nil {
 		e.log.Info("incoming connection refused", "peer", c.RemoteAddr(), "err", err)
-		c.Close(closeReason(err))
+		closeWith(c, ctl, err)
 		return
 	}
 	peerID := c.PeerID()
-	if err := e.trust.Seen(peerID, h.Name, ""); err != nil {
-		e.log.Warn("trust store", "err", err)
-	}
 
 	t := &Transfer{
 		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
@@ -95,7 +103,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
 	t.cancel = tcancel
-	rx := &receiver{e: e, t: t, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}),
+	rx := &receiver{e: e, t: t, c: c, ctl: ctl, ticket: tk, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
 	err = rx.run(tctx)
@@ -155,6 +163,9 @@ type receiver struct {
 	t   *Transfer
 	c   Conn
 	ctl *control
+	// ticket is the session's standing with the engine's admission: what it
+	// may hold until its offer is decided (issue #14).
+	ticket *ticket
 
 	offer      *wire.Offer
 	manifest   []wire.FileEntry
@@ -224,7 +235,9 @@ func (rx *receiver) run(ctx context.Context) error {
 
 // control reads the offer, decides, then serves the control stream until the end.
 func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
-	if err := rx.readOffer(); err != nil {
+	err := rx.readOffer()
+	rx.ticket.decided() // from here on, the prompt's own bounds apply
+	if err != nil {
 		return err
 	}
 	if err := rx.e.register(rx.t); err != nil {
@@ -235,7 +248,9 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	if err != nil {
 		return err
 	}
-	if !decision.Accept {
+	if decision.Accept {
+		rx.e.acceptedFrom(rx.c.PeerID(), rx.t.peer.Name)
+	} else {
 		rx.ctl.send(&wire.Decision{Accept: false, Code: decision.code, Reason: decision.Reason})
 		// Give the decline time to arrive before the connection closes.
 		rx.lingerForPeer(ctx)
@@ -605,18 +620,11 @@ func noSpace(dir string, need int64) error {
 // ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
 func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
 	e := rx.e
-	e.mu.Lock()
-	if e.prompts >= e.opts.MaxPrompts {
-		e.mu.Unlock()
-		return decision{Decision: Decision{Reason: "too many offers are waiting for an answer; try again in a moment"}, code: wire.CodeBusy}, nil
+	place, refused := rx.ticket.prompt()
+	if refused != nil {
+		return refusal(refused), nil
 	}
-	e.prompts++
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.prompts--
-		e.mu.Unlock()
-	}()
+	defer place.release()
 	rx.t.asking.Store(true)
 	defer rx.t.asking.Store(false)
 	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout)}
@@ -629,10 +637,15 @@ func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (dec
 	defer timer.Stop()
 	select {
 	case d := <-rx.t.decisions:
-		if !d.Accept && d.Reason == "" {
-			d.Reason = "the receiver declined"
+		if !d.Accept {
+			rx.ticket.declined()
+			if d.Reason == "" {
+				d.Reason = "the receiver declined"
+			}
 		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
+	case <-place.evicted:
+		return refusal(errReceiverBusy), nil
 	case <-timer.C:
 		return decision{Decision: Decision{Reason: "nobody answered the prompt in time"}, code: wire.CodeTimeout}, nil
 	case <-ctx.Done():

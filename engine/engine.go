@@ -190,9 +190,9 @@ type Engine struct {
 	// admit shares what incoming sessions may hold before a decision fairly
 	// between addresses and devices, and remembers whom the user muted.
 	admit *admission
-	bus  Bus
-	log  *slog.Logger
-	opts Options
+	bus   Bus
+	log   *slog.Logger
+	opts  Options
 	// transports is the transport table; reg knows the sessions of every
 	// listener, so that one transport's session can take over another's.
 	transports []auto.Entry

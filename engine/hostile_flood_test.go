@@ -306,7 +306,9 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	for i := range maxWaitingSessionsPerDevice {
 		connectRawAs(t, recv, id, fmt.Sprintf("203.0.113.%d:1", i))
 	}
-	waitUntil(t, func() bool { return recv.admit.waiting.Held() == maxWaitingSessionsPerSource+maxWaitingSessionsPerDevice })
+	waitUntil(t, func() bool {
+		return recv.admit.waiting.Held() == maxWaitingSessionsPerSource+maxWaitingSessionsPerDevice
+	})
 	_, done = connectRawAs(t, recv, id, "203.0.113.99:1")
 	select {
 	case <-done:

@@ -200,3 +200,13 @@ func (p *promptTicket) release() {
 	delete(a.prompting, p.t.peer)
 	a.mu.Unlock()
 }
+
+// refuseEarly refuses a session right after the peer's hello, before
+// anything is asked or written: a muted device or address, or an untrusted
+// device using the name of a paired one.
+func (e *Engine) refuseEarly(tk *ticket, h *wire.Hello, c Conn) *wire.RemoteError {
+	if refused := tk.checkMuted(e.isTrusted(c.PeerID())); refused != nil {
+		return refused
+	}
+	return e.checkImpersonation(c.PeerID(), h.Name, c.RemoteAddr())
+}

@@ -680,6 +680,8 @@ type Transfer struct {
 	started   time.Time
 	decisions chan Decision // receiving side: the user's answer to the offer
 	asking    atomic.Bool   // an offer is waiting for that answer
+	// pair is the session's verification code (pairing), once known.
+	pair atomic.Pointer[pairState]
 
 	// Sending side: what was sent where (for Retry), and pause/resume signals.
 	paths    []string

@@ -81,12 +81,14 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		err = checkHello(h, c)
 	}
 	if err == nil {
-		if muted := tk.checkMuted(e.isTrusted(c.PeerID())); muted != nil {
-			err = muted
+		if refused := e.refuseEarly(tk, h, c); refused != nil {
+			err = refused
 		}
 	}
+	var code string
+	var pairOnly bool
 	if err == nil {
-		err = ctl.send(e.hello())
+		code, pairOnly, err = e.answerHello(ctl, h, c.PeerID())
 	}
 	if err != nil {
 		e.log.Info("incoming connection refused", "peer", c.RemoteAddr(), "err", err)
@@ -103,6 +105,11 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
 	t.cancel = tcancel
+	e.setPair(t, code, peerID, h.Name, "", pairOnly)
+	if pairOnly {
+		e.servePair(tctx, c, ctl, tk, t)
+		return
+	}
 	rx := &receiver{e: e, t: t, c: c, ctl: ctl, ticket: tk, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
@@ -244,6 +251,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 		return err
 	}
 	rx.registered = true
+	rx.e.announcePair(rx.t)
 	decision, err := rx.decide(ctx)
 	if err != nil {
 		return err
@@ -567,9 +575,7 @@ func (rx *receiver) decide(ctx context.Context) (decision, error) {
 	}
 	rx.resumeFrom(dir)
 	if d.AlwaysAccept {
-		if err := e.trust.SetAlwaysAccept(rx.c.PeerID(), rx.t.peer.Name, true); err != nil {
-			e.log.Warn("trust store", "err", err)
-		}
+		e.alwaysAccept(rx.t, rx.c.PeerID())
 	}
 	return d, nil
 }
@@ -627,7 +633,8 @@ func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (dec
 	defer place.release()
 	rx.t.asking.Store(true)
 	defer rx.t.asking.Store(false)
-	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout)}
+	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout),
+		PairCode: e.untrustedCode(rx.t)}
 	if free < 0 {
 		info.FreeBytes = -1
 	}

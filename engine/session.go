@@ -133,6 +133,9 @@ func closeReason(err error) (uint64, string) {
 
 // closeCode is the wire code that tells the peer why we end a session.
 func closeCode(err error) wire.Code {
+	if errors.Is(err, errPairMismatch) {
+		return wire.CodeUntrusted
+	}
 	if errors.Is(err, errCancelledByUser) {
 		return wire.CodeCancelled
 	}
@@ -166,6 +169,8 @@ func endState(err error) (State, string) {
 	switch {
 	case err == nil:
 		return StateDone, ""
+	case errors.Is(err, errPairMismatch):
+		return StateFailed, sentence(err)
 	case errors.Is(err, errCancelledByUser):
 		return StateCancelled, "Cancelled."
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrClosed):

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3
-      avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync)
+      avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync curl)
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
 
@@ -17,3 +17,7 @@ echo "== go test"
 # -race on the engine and discovery (where the concurrency lives); the rest plain.
 go test -race -count=1 -timeout 20m ./engine/... ./discovery/...
 go test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery)
+echo "== fuzz: every target a few seconds (scripts/fuzz.sh; about 3 minutes)"
+scripts/fuzz.sh 4s
+echo "== govulncheck (scripts/vulncheck.sh; skipped with a message where the database cannot be reached)"
+scripts/vulncheck.sh

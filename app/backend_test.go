@@ -179,8 +179,10 @@ func TestAddDeviceChecksTheAddress(t *testing.T) {
 func TestRetryThroughBackend(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	b := newTestBackend(t)
+	// Declining would mute this sender for a while (issue #14); the test
+	// retries at once, as a user who changed their mind would.
 	recv, err := engine.New(engine.Options{ConfigDir: t.TempDir(), Name: "Receiver", DownloadDir: t.TempDir(),
-		Listen: "127.0.0.1:0", Accept: engine.AcceptAsk})
+		Listen: "127.0.0.1:0", Accept: engine.AcceptAsk, MuteDeclined: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

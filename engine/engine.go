@@ -71,6 +71,10 @@ type Options struct {
 	// MaxPrompts bounds offers waiting for an answer at once; zero means 8.
 	// Further offers are declined as busy instead of stacking up.
 	MaxPrompts int
+	// MuteDeclined is how long offers from an untrusted device, and from
+	// its address, are declined without asking after the user declined one
+	// of its offers; zero means 2 minutes, negative mutes nobody.
+	MuteDeclined time.Duration
 	// NoQUIC and NoTCP disable a listener (tests of the fallback).
 	NoQUIC, NoTCP bool
 	// RetryFor is how long a sender keeps reconnecting after the connection
@@ -186,9 +190,12 @@ type Engine struct {
 	resume *resume.Dir // resume state of unfinished transfers
 	// bufs bounds the chunk buffers of every receiving session together.
 	bufs *bufpool.Pool
-	bus  Bus
-	log  *slog.Logger
-	opts Options
+	// admit shares what incoming sessions may hold before a decision fairly
+	// between addresses and devices, and remembers whom the user muted.
+	admit *admission
+	bus   Bus
+	log   *slog.Logger
+	opts  Options
 	// transports is the transport table; reg knows the sessions of every
 	// listener, so that one transport's session can take over another's.
 	transports []auto.Entry
@@ -221,7 +228,6 @@ type Engine struct {
 	transfers        map[string]*Transfer
 	resuming         map[string]*receiver // resume key -> the session holding its partials
 	acceptedSessions int                  // incoming sessions that accepted an offer, running now
-	prompts          int
 	closed           bool
 }
 
@@ -254,6 +260,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.MaxPrompts <= 0 {
 		opts.MaxPrompts = 8
 	}
+	if opts.MuteDeclined == 0 {
+		opts.MuteDeclined = defaultMuteDeclined
+	}
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
 	}
@@ -277,6 +286,7 @@ func New(opts Options) (*Engine, error) {
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
+		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
 		transports: transportTable(opts.Transport), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,
@@ -673,6 +683,8 @@ type Transfer struct {
 	started   time.Time
 	decisions chan Decision // receiving side: the user's answer to the offer
 	asking    atomic.Bool   // an offer is waiting for that answer
+	// pair is the session's verification code (pairing), once known.
+	pair atomic.Pointer[pairState]
 
 	// Sending side: what was sent where (for Retry), and pause/resume signals.
 	paths    []string

@@ -158,6 +158,7 @@ func (o *outbox) finish(err error, last attemptOutcome, sent, resent int64) {
 	if errors.As(err, &mm) {
 		r.PresentedID = mm.Presented.String()
 	}
+	o.e.warnKeyChange(o.t, err)
 	o.e.finish(o.t, r)
 }
 

@@ -193,7 +193,8 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		stop := context.AfterFunc(ctx, func() { closeWith(conn, ctl, context.Cause(ctx)) })
 		defer stop()
 	}
-	if err := tx.ctl.send(e.hello()); err != nil {
+	pd := newPairDialer()
+	if err := tx.ctl.send(pd.hello(e)); err != nil {
 		return err
 	}
 	h, err := expect[*wire.Hello](tx.ctl.recvTimeout(handshakeTimeout))
@@ -203,9 +204,15 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	if err := checkHello(h, conn); err != nil {
 		return err
 	}
+	code, err := pd.finish(tx.ctl, h, e.ident.ID, conn.PeerID(), false)
+	if err != nil {
+		return err
+	}
 	t.mu.Lock()
 	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
+	e.setPair(t, code, conn.PeerID(), h.Name, addr, false)
+	e.announcePair(t)
 	if err := e.trust.Seen(conn.PeerID(), h.Name, addr); err != nil {
 		e.log.Warn("trust store", "err", err)
 	}

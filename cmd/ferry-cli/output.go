@@ -60,6 +60,11 @@ func (p *printer) event(ev engine.Event) {
 			}
 			p.line("connection lost%s; reconnecting...", reason)
 		}
+	case engine.EventPair:
+		p.line("verification code %s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
+			ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
+	case engine.EventKeyChanged:
+		p.line("WARNING: %s", ev.KeyChange.Warning)
 	case engine.EventTransport:
 		p.line("transport: %s (%s)", ev.Transport.Name, ev.Transport.Reason)
 	case engine.EventFile:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 func init() {
@@ -33,6 +34,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of a progress bar")
 	name := fs.String("name", "", "device `NAME` shown to the receiver")
 	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep reconnecting this long after the connection drops (0: never)")
+	pair := fs.Bool("pair", false, "if the receiver is not trusted yet, ask to check its verification code; a match trusts it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -71,11 +73,20 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	stopToggle := pauseOnSignal(e, tr.ID(), errOut)
 	defer stopToggle()
+	answers := newPrompter(stdin, errOut)
 	for ev := range events {
 		if ev.TransferID != tr.ID() {
 			continue
 		}
 		p.event(ev)
+		if ev.Kind == engine.EventPair && *pair {
+			go func() {
+				ok := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code))
+				if err := e.ConfirmPair(tr.ID(), ok); err != nil {
+					fmt.Fprintf(errOut, "ferry-cli send: %v\n", err)
+				}
+			}()
+		}
 		if ev.Kind == engine.EventResult {
 			break
 		}

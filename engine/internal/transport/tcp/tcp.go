@@ -119,8 +119,8 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		raw := c.(*net.TCPConn)
-		if !l.gate.Handshake(func(ctx context.Context) { l.handshake(ctx, raw) }) {
-			c.Close() // too many handshakes in flight: shed load
+		if !l.gate.Handshake(raw.RemoteAddr().String(), func(ctx context.Context) { l.handshake(ctx, raw) }) {
+			c.Close() // too many handshakes in flight from its source: shed load
 		}
 	}
 }

@@ -17,8 +17,8 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
 
-	"github.com/ferrydrop/ferry/app/instance"
 	"github.com/ferrydrop/ferry/app/autostart"
+	"github.com/ferrydrop/ferry/app/instance"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/ui"

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,7 +28,11 @@ func TestCLIBinaries(t *testing.T) {
 		{"ferry-cli-VERSION-darwin-amd64", machoCPU(macho.CpuAmd64), "x86-64 Mach-O"},
 		{"ferry-cli-VERSION-darwin-arm64", machoCPU(macho.CpuArm64), "arm64 Mach-O"},
 	} {
-		t.Run(strings.TrimPrefix(tc.name, "ferry-cli-VERSION-"), func(t *testing.T) {
+		target := strings.Replace(strings.TrimSuffix(strings.TrimPrefix(tc.name, "ferry-cli-VERSION-"), ".exe"), "-", "/", 1)
+		t.Run(target, func(t *testing.T) {
+			if !realApps && !slices.Contains(quickCLITargets, target) {
+				t.Skip("built with FERRY_PACKAGE_FULL=1")
+			}
 			f, err := os.Open(a.path(tc.name))
 			if err != nil {
 				t.Fatal(err)

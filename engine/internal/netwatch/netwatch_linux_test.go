@@ -4,8 +4,8 @@ package netwatch
 
 import (
 	"context"
-	"net"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"

@@ -173,6 +173,7 @@ type Event struct {
 	Result     *Result         `json:"result,omitempty"`
 	Transport  *TransportInfo  `json:"transport,omitempty"`
 	Listener   *ListenerStatus `json:"listener,omitempty"`
+	Path       *PathInfo       `json:"path,omitempty"`
 }
 
 // Bus fans events out to subscribers without ever blocking the publisher: a

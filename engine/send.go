@@ -90,7 +90,7 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 		tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize, direct: !e.opts.BufferedIO}
 		err := tx.run(actx, to, want, opts)
 		if cause := context.Cause(actx); cause != nil && !errors.Is(err, errSessionDone) &&
-			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused)) {
+			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused) || errors.Is(cause, errPathGone)) {
 			err = cause
 		}
 		stopAttempt(nil)
@@ -290,11 +290,12 @@ type fileLeaves struct {
 
 func (tx *sender) run(ctx context.Context, to Target, want identity.DeviceID, opts SendOptions) error {
 	kind, _ := parseTransport(opts.Transport)
-	conn, reason, err := tx.e.dial(ctx, to, want, kind)
+	// A target that follows its device is looked up again on every attempt.
+	conn, reason, at, err := tx.e.dialTarget(ctx, to, want, kind)
 	if err != nil {
 		return err
 	}
-	return tx.session(ctx, conn, reason, dialledAddr(to, conn), opts)
+	return tx.session(ctx, conn, reason, dialledAddr(at, conn), opts)
 }
 
 // session runs the sending side of the protocol over an established connection.
@@ -303,7 +304,9 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	tx.conn, tx.reason = conn, reason
 	t.mu.Lock()
 	t.conn = conn
+	stopAttempt := t.stopAttempt
 	t.mu.Unlock()
+	defer e.watchPath(ctx, t, conn, stopAttempt)() // connection migration (migrate.go)
 	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(conn.Transport()), Reason: reason}})
 	stopEarly := context.AfterFunc(ctx, func() { closeWith(conn, nil, context.Cause(ctx)) })
 	defer stopEarly()

@@ -25,7 +25,8 @@ type transferView struct {
 	progress  Progress
 	transport string
 	reason    string
-	note      string // why it is reconnecting, from the engine's state event
+	note      string    // why it is reconnecting, from the engine's state event
+	moved     time.Time // when the network path last changed under it (TransferPath)
 	metrics   *Metrics
 	results   []FileResult
 	result    *Result
@@ -123,6 +124,11 @@ func (l *transferList) apply(ev TransferEvent) {
 		}
 	case TransferTransport:
 		v.transport, v.reason = ev.Transport, ev.Reason
+	case TransferPath:
+		v.moved = time.Now()
+		if ev.Path != nil && ev.Path.Moved == "peer" {
+			v.peer.Addr = ev.Path.To
+		}
 	case TransferResult:
 		if r := ev.Result; r != nil {
 			v.result = r
@@ -250,6 +256,9 @@ func (l *transferList) refresh(v *transferView) {
 	}
 
 	label := StateLabel(v.state, v.dir)
+	if !v.state.Final() && time.Since(v.moved) < networkChangedNote {
+		label += " · Network changed — continuing"
+	}
 	v.stateLbl.Importance = widget.MediumImportance
 	switch v.state {
 	case StateFailed, StateDeclined:
@@ -284,6 +293,9 @@ func (l *transferList) refresh(v *transferView) {
 	v.buttons.Refresh()
 	v.foot.Refresh()
 }
+
+// networkChangedNote is how long a row says the network changed under it.
+const networkChangedNote = 5 * time.Second
 
 // canPause reports whether a sending transfer in state s can be paused:
 // once data may flow, and while it reconnects.

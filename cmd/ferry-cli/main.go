@@ -117,6 +117,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // envOptions are the engine options the environment sets (see package ferryenv).
 func envOptions(o engine.Options) engine.Options {
 	o.BufferedIO = ferryenv.BufferedIO()
+	o.ProgressInterval = ferryenv.ProgressInterval()
 	o.Transport = ferryenv.Transport()
 	return o
 }

@@ -150,7 +150,11 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 		t.mu.Lock()
 		t.state = StateRetrying
 		t.mu.Unlock()
-		timer := time.NewTimer(backoff)
+		wait := backoff
+		if errors.Is(err, errPathGone) {
+			wait = 0 // the network moved under a TCP session: reconnect on the new path at once
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
 		case <-ctx.Done():

@@ -103,6 +103,7 @@ type migRun struct {
 	rcv                      *migProc
 	rcvMu                    sync.Mutex
 	restartedAt, listeningAt time.Time
+	ports                    []string // the receiver's ports, in order
 }
 
 // migResult is what one run measured.
@@ -316,7 +317,7 @@ type migProc struct {
 
 func (m *migRun) start(ctx context.Context, ns string, args ...string) (*migProc, error) {
 	cmd := m.lab.Command(ctx, ns, m.ferry, args...)
-	cmd.Env = append(os.Environ(), "FERRY_PROGRESS_INTERVAL=20ms")
+	cmd.Env = append(os.Environ(), "FERRY_PROGRESS_INTERVAL=20ms", "FERRY_LOG=info")
 	p := &migProc{cmd: cmd, lines: make(chan migEvent, 1<<16), first: make(chan string, 1), done: make(chan struct{})}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -348,8 +349,12 @@ func (m *migRun) start(ctx context.Context, ns string, args ...string) (*migProc
 }
 
 // startReceiver starts a receiver on a free port and returns its port.
-func (m *migRun) startReceiver(ctx context.Context, discovery bool) (string, error) {
-	args := []string{"receive", "--config", m.cfgR, "--dir", m.dst, "--listen", "0.0.0.0:0", "--accept", "all", "--once", "--json"}
+func (m *migRun) startReceiver(ctx context.Context, discovery, once bool) (string, error) {
+	args := []string{"receive", "--config", m.cfgR, "--dir", m.dst, "--listen", "0.0.0.0:0", "--accept", "all", "--json"}
+	if once {
+		// One session: a receiver the sender reconnects to must stay.
+		args = append(args, "--once")
+	}
 	if !discovery {
 		args = append(args, "--no-discovery")
 	}
@@ -385,7 +390,8 @@ func (m *migRun) restartReceiver(ctx context.Context) error {
 	old.cmd.Process.Kill()
 	<-old.done
 	m.restartedAt = time.Now()
-	_, err := m.startReceiver(ctx, true)
+	port, err := m.startReceiver(ctx, true, false)
+	m.ports = append(m.ports, port)
 	return err
 }
 
@@ -406,10 +412,11 @@ func (m *migRun) transfer(ctx context.Context, c migCase, res *migResult) error 
 	defer os.RemoveAll(m.cfgR)
 	defer os.RemoveAll(m.dst)
 	defer os.RemoveAll(cfgS)
-	port, err := m.startReceiver(ctx, c.restart)
+	port, err := m.startReceiver(ctx, c.restart, c.sameSession)
 	if err != nil {
 		return err
 	}
+	m.ports = append(m.ports, port)
 	defer func() {
 		if p := m.receiver(); p != nil {
 			p.cmd.Process.Kill()
@@ -491,7 +498,7 @@ func (m *migRun) transfer(ctx context.Context, c migCase, res *migResult) error 
 		if result.Result != nil {
 			msg = result.Result.State + ": " + result.Result.Error
 		}
-		return fmt.Errorf("transfer did not finish: %s", msg)
+		return fmt.Errorf("transfer did not finish (receiver ports %v): %s; sender log: %s", m.ports, msg, lastLines(snd.stderr.String(), 12))
 	}
 	res.ResentB = result.Result.Bytes + result.Result.Resent - m.size
 	if acted.IsZero() {
@@ -583,3 +590,9 @@ func pctI(v []int64, p int) int64 {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// lastLines is the end of a log, for an error message.
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(l[max(0, len(l)-n):], " | ")
+}

@@ -118,6 +118,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func envOptions(o engine.Options) engine.Options {
 	o.BufferedIO = ferryenv.BufferedIO()
 	o.ProgressInterval = ferryenv.ProgressInterval()
+	if o.Logger == nil {
+		o.Logger = ferryenv.Logger()
+	}
 	o.Transport = ferryenv.Transport()
 	return o
 }

@@ -8,11 +8,13 @@
 //	FERRY_TCP_CC             name         TransportConfig.TCPCongestion ("cubic", "bbr"...; Linux)
 //	FERRY_BUFFERED_IO        "1"          Options.BufferedIO (page cache instead of direct I/O)
 //	FERRY_PROGRESS_INTERVAL  Go duration  Options.ProgressInterval (the migration bench times gaps with it)
+//	FERRY_LOG                debug|info   Options.Logger: the engine's diagnostics on stderr
 //
 // A value that does not parse is ignored, as before these were options.
 package ferryenv
 
 import (
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -48,4 +50,14 @@ func ProgressInterval() time.Duration {
 		return 0
 	}
 	return d
+}
+
+// Logger is FERRY_LOG: the engine's diagnostics at that level ("debug",
+// "info", "warn") as text on stderr, or nil (discarded) when unset.
+func Logger() *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(os.Getenv("FERRY_LOG"))); err != nil || os.Getenv("FERRY_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }

@@ -125,7 +125,7 @@ func (l *transferList) apply(ev TransferEvent) {
 	case TransferTransport:
 		v.transport, v.reason = ev.Transport, ev.Reason
 	case TransferPath:
-		v.moved = time.Now()
+		v.moved = l.u.now()
 		if ev.Path != nil && ev.Path.Moved == "peer" {
 			v.peer.Addr = ev.Path.To
 		}
@@ -256,7 +256,7 @@ func (l *transferList) refresh(v *transferView) {
 	}
 
 	label := StateLabel(v.state, v.dir)
-	if !v.state.Final() && time.Since(v.moved) < networkChangedNote {
+	if !v.state.Final() && l.u.now().Sub(v.moved) < networkChangedNote {
 		label += " · Network changed — continuing"
 	}
 	v.stateLbl.Importance = widget.MediumImportance

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -120,6 +121,9 @@ type migrator struct {
 
 	standbyOnce sync.Once
 	standbyUp   chan struct{} // closed when a standby first answered (tests wait for it)
+
+	checking bool       // a peerGone check runs
+	gone     chan error // its answer: non-nil when the peer's port is closed
 }
 
 // episode is one change of path being carried out.
@@ -139,7 +143,8 @@ type probeResult struct {
 func newMigrator(c *conn, nw transport.Network, remote *net.UDPAddr, cfg transport.Config, report func(transport.PathChange)) *migrator {
 	return &migrator{c: c, nw: nw, remote: remote, cfg: cfg, report: report,
 		socks: map[netip.Addr]*altSocket{}, standbys: map[netip.Addr]*standby{}, onSystem: true,
-		local: preferredSource(remote), results: make(chan probeResult, 2*maxStandbys+2), standbyUp: make(chan struct{})}
+		local: preferredSource(remote), results: make(chan probeResult, 2*maxStandbys+2), standbyUp: make(chan struct{}),
+		gone: make(chan error, 1)}
 }
 
 // run follows the network until the connection ends, then closes the
@@ -167,6 +172,14 @@ func (m *migrator) run() {
 			m.networkChanged(time.Now())
 		case r := <-m.results:
 			m.probed(r, time.Now())
+		case err := <-m.gone:
+			m.checking = false
+			if err != nil {
+				// Nobody listens there any more (the peer stopped, or
+				// restarted elsewhere): end the connection now rather than
+				// after the idle timeout, so the sender looks again.
+				m.c.c.CloseWithError(0, err.Error())
+			}
 		case now := <-t.C:
 			m.sample(now)
 		}
@@ -206,7 +219,43 @@ func (m *migrator) sample(now time.Time) {
 	if limit > 0 && now.Sub(m.silentSince) >= limit {
 		m.silentSince = now // another silent period before the next try
 		m.leave(now, reasonSilent, nil)
+		if !m.checking {
+			m.checking = true
+			m.probes.Go(func() { m.gone <- peerGone(m.ctx, m.remote) })
+		}
 	}
+}
+
+// errPeerGone ends a connection whose peer's port turned out closed.
+var errPeerGone = errors.New("the other device's port is closed: it stopped, or restarted elsewhere")
+
+// peerGone asks the peer's host whether anything still listens on the
+// peer's port: a datagram from a connected socket that the host refuses
+// (ICMP port unreachable) comes back as an error on that socket, which
+// quic-go's unconnected socket never sees. A QUIC listener drops the
+// one-byte datagram; no answer at all (filtered, or a dead path) tells
+// nothing.
+func peerGone(ctx context.Context, remote *net.UDPAddr) error {
+	c, err := net.DialUDP("udp", nil, remote)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	for range 2 { // the first refusal may be reported on the second send
+		if _, err := c.Write([]byte{0}); err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return errPeerGone
+			}
+			return nil
+		}
+		if _, err := c.Read(make([]byte, 1)); errors.Is(err, syscall.ECONNREFUSED) {
+			return errPeerGone
+		}
+	}
+	return nil
 }
 
 // sendErrors counts the datagrams the system refused on every socket of

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/netip"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go"
 
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
@@ -211,5 +214,24 @@ func TestLeavesSilentPath(t *testing.T) {
 
 	if m := c.Metrics(); m.DatagramsSent == 0 || m.SendCalls == 0 {
 		t.Errorf("metrics lost the migrated sockets' counts: %+v", m)
+	}
+}
+
+// A peer that vanished without a word (killed) while its host still
+// answers: the dialler notices the closed port once the path falls silent
+// and ends the connection itself, long before the idle timeout.
+func TestPeerGoneEndsConnection(t *testing.T) {
+	c, s, relay := relayedPair(t, newFakeNetwork("127.0.0.1"))
+	f := startFlow(t, c, s)
+	f.moreThan(t, 1<<20)
+	relay.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection outlived its peer")
+	}
+	var ae *quic.ApplicationError
+	if err := context.Cause(c.primary.c.Context()); !errors.As(err, &ae) || ae.Remote || ae.ErrorCode != 0 {
+		t.Errorf("the connection ended with %v, want our own close for the closed port", err)
 	}
 }

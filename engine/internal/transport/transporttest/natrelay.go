@@ -42,7 +42,7 @@ func NewNATRelay(t testing.TB, server string) *NATRelay {
 	}
 	r := &NATRelay{conn: c, server: sa, clients: map[netip.AddrPort]*natMapping{}, cut: map[netip.Addr]bool{}}
 	r.wg.Go(r.fromClients)
-	t.Cleanup(r.close)
+	t.Cleanup(r.Close)
 	return r
 }
 
@@ -131,8 +131,14 @@ func (r *NATRelay) toClient(m *natMapping, up *net.UDPConn) {
 	}
 }
 
-func (r *NATRelay) close() {
+// Close stops the relay at once, as a killed process would: its port is
+// closed and nobody says goodbye.
+func (r *NATRelay) Close() {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
 	r.closed = true
 	for _, m := range r.clients {
 		m.up.Close()

@@ -32,26 +32,23 @@ import (
 // sends a path probe only when its congestion window lets it send, and on a
 // dead path the window stays full of packets nobody acknowledges. Switching
 // needs no packet: it declares the old path's packets lost and starts the
-// new path with a fresh window. Standbys are not probed at other times:
-// with quic-go v0.65, a probe nobody answers while the connection runs on a
-// path other than its first one ended the connection in our tests (the
-// listener, having answered an earlier probe from the standby's address,
-// follows the dialler's packets around in ways we did not untangle). So
-// the migrator
+// new path with a fresh window. So the migrator
 //
 //   - notes each change of the system's choice after the network changed,
 //     and reports it once the peer answers on the new path;
 //   - when the path in use stays silent (datagrams sent, nothing back for
-//     Config.PathSilence) switches to a validated standby (a Wi-Fi link that
-//     is up but dead, which no system event reveals), and to the next one
-//     if that one is silent too;
-//   - when it runs on a bound path, keeps the system's choice (a new
-//     unbound socket) as a standby, and goes back to it when the network
-//     changes and it answers, or at once when the bound address is removed.
+//     Config.PathSilence), switches to a validated standby (a Wi-Fi link
+//     that is up but dead, which no system event reveals), and asks the
+//     peer's host whether its port is still open (see peerGone);
+//   - leaves a bound path at once for a validated standby when its address
+//     is removed.
 //
 // It never switches to a path that did not answer a probe, and it keeps
-// every socket it opened until the connection ends (one per local address,
-// plus a few unbound ones).
+// every socket it opened until the connection ends. Once on a bound path
+// it probes nothing more: with quic-go v0.65 a probe nobody answers while
+// the connection runs on a path other than its first one ended the
+// connection in our tests. Should that path fail too, the connection ends
+// by its idle timeout and the sender reconnects and resumes.
 
 // migrateSample is how often the migrator looks at the connection's counters.
 const migrateSample = 25 * time.Millisecond
@@ -70,12 +67,8 @@ const (
 	reasonAddrGone  = "address removed"
 	reasonRoute     = "route changed"
 	reasonSilent    = "path silent"
-	reasonPreferred = "preferred path answers again"
 	reasonPeerMoved = "peer address changed"
 )
-
-// unbound is the standby key of the system's choice (an unbound socket).
-var unbound = netip.Addr{}
 
 // altSocket is a socket, and its Transport, that a migrated path uses.
 type altSocket struct {
@@ -85,7 +78,7 @@ type altSocket struct {
 
 // standby is a path the connection may switch to.
 type standby struct {
-	local     netip.Addr // unbound: the system's choice
+	local     netip.Addr // the address its socket is bound to
 	sock      *altSocket
 	path      *quic.Path
 	probing   bool
@@ -103,13 +96,11 @@ type migrator struct {
 	report func(transport.PathChange) // nil: the session reports another connection's changes
 
 	socks    map[netip.Addr]*altSocket // bound sockets, by local address
-	unbound  []*altSocket              // system-routed sockets opened so far (see socket)
 	onSystem bool                      // the path in use lets the system pick the source address
 	local    netip.Addr                // the source address in use (the system's choice when last asked)
 	active   *standby                  // the standby switched to last (nil: the first path)
 	standbys map[netip.Addr]*standby
 	results  chan probeResult
-	wantBack bool // on a bound path, the system's choice changed: go back to it once it answers
 	started  bool // the peer answered once: standbys may be probed
 
 	lastRecv, sentAtRecv, errsAtRecv uint64
@@ -153,7 +144,7 @@ func (m *migrator) run() {
 	m.ctx = m.c.c.Context()
 	defer func() {
 		m.probes.Wait()
-		for _, s := range append(slices.Collect(maps.Values(m.socks)), m.unbound...) {
+		for s := range maps.Values(m.socks) {
 			s.tr.Close()
 			s.udp.Close()
 		}
@@ -262,7 +253,7 @@ func peerGone(ctx context.Context, remote *net.UDPAddr) error {
 // the connection.
 func (m *migrator) sendErrors() uint64 {
 	n := m.c.udp.sendErrors.Load()
-	for _, s := range append(slices.Collect(maps.Values(m.socks)), m.unbound...) {
+	for s := range maps.Values(m.socks) {
 		n += s.udp.sendErrors.Load()
 	}
 	return uint64(n)
@@ -286,24 +277,19 @@ func (m *migrator) networkChanged(now time.Time) {
 	case m.onSystem && !pref.IsValid():
 		m.leave(now, reasonAddrGone, nil) // no route at all: do not wait for the silence
 	case !m.onSystem && reason == reasonAddrGone:
-		m.leave(now, reason, m.standbys[unbound])
-	case !m.onSystem && pref.IsValid() && pref != m.local:
-		m.wantBack = true
+		m.leave(now, reason, nil)
 	}
 	m.refresh(true)
 }
 
 // refresh makes the standbys match the local addresses: a path from each
-// other address (and the system's choice, on a bound path), probed when
-// new, or again when again is set.
+// other address, probed when new, or again when again is set. Only while
+// the connection runs on its first path (see the comment at the top).
 func (m *migrator) refresh(again bool) {
-	if !m.started {
+	if !m.started || !m.onSystem {
 		return
 	}
 	want := map[netip.Addr]bool{}
-	if !m.onSystem {
-		want[unbound] = true
-	}
 	for _, a := range m.nw.Addrs() {
 		if len(want) < maxStandbys && a != m.local && a.Is4() == (m.remote.IP.To4() != nil) {
 			want[a] = true
@@ -328,10 +314,9 @@ func (m *migrator) refresh(again bool) {
 }
 
 // probe (re)validates a standby path in the background; the result comes
-// back to run. A standby unbound socket is opened anew each time: the
-// system may route it another way now.
+// back to run.
 func (m *migrator) probe(sb *standby) {
-	if sb.path == nil || sb.local == unbound {
+	if sb.path == nil {
 		s, err := m.socket(sb.local)
 		if err != nil {
 			return
@@ -339,9 +324,6 @@ func (m *migrator) probe(sb *standby) {
 		p, err := m.c.c.AddPath(s.tr)
 		if err != nil {
 			return
-		}
-		if sb.path != nil {
-			sb.path.Close()
 		}
 		sb.sock, sb.path = s, p
 	}
@@ -366,24 +348,19 @@ func (m *migrator) probed(r probeResult, now time.Time) {
 	}
 	sb.validated, sb.took = now, r.took
 	m.standbyOnce.Do(func() { close(m.standbyUp) })
-	switch {
-	case m.ep != nil && m.ep.change.To == "" && m.ep.change.Reason != reasonRoute:
+	if m.ep != nil && m.ep.change.To == "" && m.ep.change.Reason != reasonRoute {
 		m.leave(now, m.ep.change.Reason, sb) // waiting to leave: this one answers
-	case m.wantBack && sb.local == unbound && !m.onSystem:
-		m.wantBack = false
-		m.begin(now, transport.PathChange{Local: true, From: m.local.String(), Reason: reasonPreferred})
-		m.switchTo(sb)
 	}
 }
 
-// leave switches to a validated standby (prefer first, else the system's
-// choice, else any) that this episode did not try yet.
+// leave switches to a validated standby (prefer first, else any) that this
+// episode did not try yet.
 func (m *migrator) leave(now time.Time, reason string, prefer *standby) {
 	m.begin(now, transport.PathChange{Local: true, From: m.local.String(), Reason: reason})
 	usable := func(sb *standby) bool {
 		return sb != nil && sb != m.active && !sb.validated.IsZero() && !m.ep.tried[sb]
 	}
-	cands := []*standby{prefer, m.standbys[unbound]}
+	cands := []*standby{prefer}
 	keys := slices.SortedFunc(maps.Keys(m.standbys), netip.Addr.Compare)
 	for _, a := range keys {
 		cands = append(cands, m.standbys[a])
@@ -410,11 +387,8 @@ func (m *migrator) switchTo(sb *standby) {
 		prev.validated = time.Time{} // it fell silent, or the network changed: probe it before use
 	}
 	m.active = sb
-	m.onSystem = sb.local == unbound
+	m.onSystem = false
 	m.local = sb.local
-	if m.onSystem {
-		m.local = preferredSource(m.remote)
-	}
 	m.c.setLocal(m.local)
 	m.ep.change.To = m.local.String()
 	m.ep.change.Probe = sb.took
@@ -442,39 +416,20 @@ func (m *migrator) finish() {
 	}
 }
 
-// socket returns the socket for paths from local, opening it on first use.
-// An unbound socket is opened anew each time, at most maxUnbound of them.
+// socket returns the socket bound to local, opening it on first use.
 func (m *migrator) socket(local netip.Addr) (*altSocket, error) {
 	if s := m.socks[local]; s != nil {
 		return s, nil
 	}
-	addr := "0.0.0.0:0"
-	if local.IsValid() {
-		addr = netip.AddrPortFrom(local, 0).String()
-	} else if m.remote.IP.To4() == nil {
-		addr = "[::]:0"
-	}
-	if !local.IsValid() && len(m.unbound) >= maxUnbound {
-		return nil, errTooManySockets
-	}
-	udp, err := listenUDP(addr)
+	udp, err := listenUDP(netip.AddrPortFrom(local, 0).String())
 	if err != nil {
 		return nil, err
 	}
 	s := &altSocket{udp: udp, tr: &quic.Transport{Conn: udp}}
-	if local.IsValid() {
-		m.socks[local] = s
-	} else {
-		m.unbound = append(m.unbound, s)
-	}
+	m.socks[local] = s
 	m.c.addSocket(udp)
 	return s, nil
 }
-
-// maxUnbound bounds the system-routed sockets a connection opens after its first.
-const maxUnbound = 4
-
-var errTooManySockets = errors.New("too many sockets for one connection")
 
 // preferredSource is the source address the system picks for datagrams to
 // remote now (the invalid Addr when it has no route): a connected UDP

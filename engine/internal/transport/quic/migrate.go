@@ -27,8 +27,8 @@ import (
 //
 // On top of it, the migrator of each dialled connection keeps standby
 // paths: one from each other local address (AddPath on a Transport bound
-// to it), probed once the peer first answered and again after every
-// network change. They must be validated before they are needed: quic-go
+// to it), probed once the peer first answered, or when the address
+// appears. They must be validated before they are needed: quic-go
 // sends a path probe only when its congestion window lets it send, and on a
 // dead path the window stays full of packets nobody acknowledges. Switching
 // needs no packet: it declares the old path's packets lost and starts the
@@ -188,7 +188,7 @@ func (m *migrator) sample(now time.Time) {
 		m.silentSince = time.Time{}
 		if !m.started {
 			m.started = true
-			m.refresh(false)
+			m.refresh()
 		}
 		if ep := m.ep; ep != nil {
 			ep.maxGap = max(ep.maxGap, gap)
@@ -279,13 +279,16 @@ func (m *migrator) networkChanged(now time.Time) {
 	case !m.onSystem && reason == reasonAddrGone:
 		m.leave(now, reason, nil)
 	}
-	m.refresh(true)
+	m.refresh()
 }
 
 // refresh makes the standbys match the local addresses: a path from each
-// other address, probed when new, or again when again is set. Only while
-// the connection runs on its first path (see the comment at the top).
-func (m *migrator) refresh(again bool) {
+// other address, probed when new or when its last probe failed. A standby
+// that answered is not probed again: quic-go takes its validation back
+// while a new probe is out, and a network change is just when the
+// connection may need it. Only while the connection runs on its first path
+// (see the comment at the top).
+func (m *migrator) refresh() {
 	if !m.started || !m.onSystem {
 		return
 	}
@@ -306,7 +309,7 @@ func (m *migrator) refresh(again bool) {
 		if sb == nil {
 			sb = &standby{local: a}
 			m.standbys[a] = sb
-		} else if !again && !sb.validated.IsZero() || sb.probing || sb == m.active {
+		} else if !sb.validated.IsZero() || sb.probing || sb == m.active {
 			continue
 		}
 		m.probe(sb)

@@ -300,7 +300,9 @@ func (m *migrator) refresh() {
 	}
 	for a, sb := range m.standbys {
 		if !want[a] && sb != m.active && !sb.probing {
-			sb.path.Close()
+			if sb.path != nil {
+				sb.path.Close()
+			}
 			delete(m.standbys, a)
 		}
 	}
@@ -320,12 +322,16 @@ func (m *migrator) refresh() {
 // back to run.
 func (m *migrator) probe(sb *standby) {
 	if sb.path == nil {
+		// The address may be gone already (the network moves on while we
+		// look): forget the standby; the next change brings it back.
 		s, err := m.socket(sb.local)
 		if err != nil {
+			delete(m.standbys, sb.local)
 			return
 		}
 		p, err := m.c.c.AddPath(s.tr)
 		if err != nil {
+			delete(m.standbys, sb.local)
 			return
 		}
 		sb.sock, sb.path = s, p

@@ -235,3 +235,19 @@ func TestPeerGoneEndsConnection(t *testing.T) {
 		t.Errorf("the connection ended with %v, want our own close for the closed port", err)
 	}
 }
+
+// An address that is listed but cannot be used any more (removed while the
+// migrator looked at it) gives no standby, and its disappearance later
+// harms nothing.
+func TestStandbyOnVanishedAddress(t *testing.T) {
+	nw := newFakeNetwork("127.0.0.1", "192.0.2.1") // 192.0.2.1: listed, but no socket binds to it here
+	c, s, _ := relayedPair(t, nw)
+	f := startFlow(t, c, s)
+	f.moreThan(t, 4<<20)
+	nw.set("127.0.0.1")
+	at := f.received.Load()
+	f.moreThan(t, at+4<<20)
+	nw.set("127.0.0.1", "192.0.2.1")
+	nw.set("127.0.0.1")
+	f.moreThan(t, f.received.Load()+4<<20)
+}

@@ -145,6 +145,11 @@ type conn struct {
 	peer identity.DeviceID
 	cfg  transport.Config
 
+	// Read once: after a migration quic-go replaces what ConnectionState,
+	// RemoteAddr and LocalAddr read on a dialled connection without a lock.
+	gso    bool
+	remote string // a dialled connection's peer address (it does not change)
+
 	congestion atomic.Int64               // congestion-window reductions seen (see watchCongestion)
 	local      atomic.Pointer[netip.Addr] // dialled: the source address in use (see migrator)
 
@@ -159,7 +164,8 @@ type conn struct {
 // connection owns (nil for accepted ones): it is closed, with the socket,
 // when the connection ends.
 func newConn(c *quic.Conn, udp *countingUDP, tr *quic.Transport, cfg transport.Config) (*conn, error) {
-	peer, err := identity.PeerID(c.ConnectionState().TLS)
+	state := c.ConnectionState()
+	peer, err := identity.PeerID(state.TLS)
 	if err != nil {
 		c.CloseWithError(quic.ApplicationErrorCode(errcode.AppOf(errcode.CodeProtocol)), "no certificate")
 		if tr != nil {
@@ -168,7 +174,10 @@ func newConn(c *quic.Conn, udp *countingUDP, tr *quic.Transport, cfg transport.C
 		}
 		return nil, err
 	}
-	qc := &conn{c: c, udp: udp, peer: peer, cfg: cfg}
+	qc := &conn{c: c, udp: udp, peer: peer, cfg: cfg, gso: state.GSO}
+	if tr != nil {
+		qc.remote = c.RemoteAddr().String()
+	}
 	qc.wg.Go(qc.watchCongestion)
 	if tr != nil {
 		qc.wg.Go(func() {
@@ -178,6 +187,15 @@ func newConn(c *quic.Conn, udp *countingUDP, tr *quic.Transport, cfg transport.C
 		})
 	}
 	return qc, nil
+}
+
+// remoteAddr is the peer's address: fixed for a dialled connection, the
+// one quic-go last validated for an accepted one (the peer may move).
+func (q *conn) remoteAddr() string {
+	if q.remote != "" {
+		return q.remote
+	}
+	return q.c.RemoteAddr().String()
 }
 
 // setLocal records the source address the connection uses now.
@@ -318,7 +336,7 @@ func (q *conn) metrics() transport.Metrics {
 		BytesRecv:         int64(st.BytesReceived),
 		SendCalls:         calls,
 		PathMTU:           int(mtu),
-		GSO:               q.c.ConnectionState().GSO,
+		GSO:               q.gso,
 		RecvBuffer:        recv,
 		SendBuffer:        send,
 	}

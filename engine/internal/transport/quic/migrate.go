@@ -294,7 +294,7 @@ func (m *migrator) refresh() {
 	}
 	want := map[netip.Addr]bool{}
 	for _, a := range m.nw.Addrs() {
-		if len(want) < maxStandbys && a != m.local && a.Is4() == (m.remote.IP.To4() != nil) {
+		if len(want) < maxStandbys && a != m.local && m.canReach(a) {
 			want[a] = true
 		}
 	}
@@ -316,6 +316,13 @@ func (m *migrator) refresh() {
 		}
 		m.probe(sb)
 	}
+}
+
+// canReach reports whether a path from local may reach the peer: the same
+// address family, and loopback only towards loopback (a peer on this
+// machine needs no standby on the network, nor the reverse).
+func (m *migrator) canReach(local netip.Addr) bool {
+	return local.Is4() == (m.remote.IP.To4() != nil) && local.IsLoopback() == m.remote.IP.IsLoopback()
 }
 
 // probe (re)validates a standby path in the background; the result comes
@@ -466,7 +473,7 @@ func (w *peerWatcher) run() {
 	ctx := w.c.c.Context()
 	t := time.NewTicker(migrateSample)
 	defer t.Stop()
-	last := w.c.c.RemoteAddr().String()
+	last := w.c.remoteAddr()
 	var lastRecv uint64
 	lastRecvAt := time.Now()
 	// gaps remembers the recent waits for the peer's packets: the stall of
@@ -488,7 +495,7 @@ func (w *peerWatcher) run() {
 			for len(gaps) > 0 && now.Sub(gaps[0].at) > 2*time.Second {
 				gaps = gaps[1:]
 			}
-			ra := w.c.c.RemoteAddr().String()
+			ra := w.c.remoteAddr()
 			if ra == last {
 				continue
 			}

@@ -351,7 +351,7 @@ func (s *Session) AcceptStream(ctx context.Context) (transport.Stream, error) {
 func (s *Session) PeerID() identity.DeviceID { return s.primary.peer }
 
 // RemoteAddr is the peer's address.
-func (s *Session) RemoteAddr() string { return s.primary.c.RemoteAddr().String() }
+func (s *Session) RemoteAddr() string { return s.primary.remoteAddr() }
 
 // Transport is transport.QUIC.
 func (s *Session) Transport() transport.Kind { return transport.QUIC }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
@@ -111,6 +112,10 @@ type Options struct {
 	// durations, prompt expiry, retry budgets); nil means the system clock.
 	// Socket deadlines and timers stay on the system clock.
 	Clock Clock
+	// Resolver finds where a device is now, for sends whose Target follows
+	// the device (Target.Follow); nil: the engine looks only at the
+	// target's addresses and the ones it remembers.
+	Resolver Resolver
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -130,6 +135,13 @@ type Target struct {
 	Addr, QUICAddr, TCPAddr string
 	// ID, when set, is the device ID the peer must prove; a different key is refused.
 	ID string
+	// Follow, with ID set, makes the addresses only where the device was
+	// seen: each attempt (the first, every reconnect, Retry) looks the
+	// device up again by ID (Options.Resolver, then the addresses above,
+	// then the ones it was last reached at, then those hosts on
+	// DefaultPort), so a device that moved or restarted on another port is
+	// found. Without it the addresses are explicit and dialled as given.
+	Follow bool
 }
 
 func (t Target) quicAddr() string {
@@ -200,6 +212,8 @@ type Engine struct {
 	// listener, so that one transport's session can take over another's.
 	transports []auto.Entry
 	reg        *join.Registry
+	// netw tells the transports when this device's network changes.
+	netw *netwatch.Watcher
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -282,13 +296,14 @@ func New(opts Options) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rxCtx, stopRx := context.WithCancelCause(ctx)
-	return &Engine{
+	netw := netwatch.New(netwatch.Options{})
+	return &Engine{netw: netw,
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
 		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
-		transports: transportTable(opts.Transport), reg: join.NewRegistry(),
+		transports: transportTable(opts.Transport, netw), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
@@ -842,6 +857,7 @@ func (e *Engine) Close() error {
 	for _, l := range draining {
 		errs = append(errs, l.Close())
 	}
+	e.netw.Close()
 	return errors.Join(errs...)
 }
 

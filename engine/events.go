@@ -202,6 +202,7 @@ type Event struct {
 	Listener   *ListenerStatus `json:"listener,omitempty"`
 	Pair       *PairInfo       `json:"pair,omitempty"`
 	KeyChange  *KeyChange      `json:"key_change,omitempty"`
+	Path       *PathInfo       `json:"path,omitempty"`
 }
 
 // PairInfo is the verification code of a session with a device.

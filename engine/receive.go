@@ -96,7 +96,9 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	rx := &receiver{inbox: in, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
+	stopWatch := e.watchPath(tctx, in.t, c, nil) // the peer's moves (migrate.go)
 	err = rx.run(tctx)
+	stopWatch()
 	switch {
 	case errors.Is(err, errSessionDone):
 		err = nil

@@ -142,11 +142,12 @@ type fileLeaves struct {
 
 func (tx *sender) run(ctx context.Context) error {
 	kind, _ := parseTransport(tx.opts.Transport)
-	conn, reason, err := tx.e.dial(ctx, tx.to, tx.want, kind)
+	// A target that follows its device is looked up again on every attempt.
+	conn, reason, at, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind)
 	if err != nil {
 		return err
 	}
-	return tx.session(ctx, conn, reason, dialledAddr(tx.to, conn), tx.opts)
+	return tx.session(ctx, conn, reason, dialledAddr(at, conn), tx.opts)
 }
 
 // end tells the receiver why the attempt ended (if it did not finish) and
@@ -175,7 +176,9 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	tx.conn, tx.reason = conn, reason
 	t.mu.Lock()
 	t.conn = conn
+	stopAttempt := t.stopAttempt
 	t.mu.Unlock()
+	defer e.watchPath(ctx, t, conn, stopAttempt)() // connection migration (migrate.go)
 	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(conn.Transport()), Reason: reason}})
 	stopEarly := context.AfterFunc(ctx, func() { closeWith(conn, nil, context.Cause(ctx)) })
 	defer stopEarly()

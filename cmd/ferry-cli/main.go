@@ -120,6 +120,10 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // envOptions are the engine options the environment sets (see package ferryenv).
 func envOptions(o engine.Options) engine.Options {
 	o.BufferedIO = ferryenv.BufferedIO()
+	o.ProgressInterval = ferryenv.ProgressInterval()
+	if o.Logger == nil {
+		o.Logger = ferryenv.Logger()
+	}
 	o.Transport = ferryenv.Transport()
 	return o
 }

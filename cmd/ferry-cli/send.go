@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
@@ -59,11 +60,19 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if rf == 0 {
 		rf = -1 // the engine's "never"
 	}
-	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf}))
+	// A device named by name or ID is followed: every attempt looks it up
+	// again (a receiver that restarted on another port is found); an
+	// explicit HOST:PORT is dialled as given.
+	target.Follow = target.ID != "" && !isHostPortArg(*to)
+	resolver := &peerresolve.Resolver{}
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf, Resolver: resolver}))
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	if target.Follow {
+		defer follow(ctx, e, resolver)()
+	}
 	p := newPrinter(out, *asJSON)
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
@@ -100,6 +109,18 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return exitError{code: 1, err: fmt.Errorf("the receiver refused %d file(s) by name; the others arrived", r.Refused)}
 	}
 	return nil
+}
+
+// follow keeps discovery running for the send, for resolver; it is a
+// variable so discovery can provide it (see discovery.go).
+var follow = func(ctx context.Context, e *engine.Engine, resolver *peerresolve.Resolver) (stop func()) {
+	return func() {}
+}
+
+// isHostPortArg reports whether --to is an address rather than a device.
+func isHostPortArg(to string) bool {
+	_, _, err := net.SplitHostPort(to)
+	return err == nil
 }
 
 // exitError carries a process exit code; its message was already printed.

@@ -8,8 +8,9 @@ type Hello struct {
 	Name    string `json:"name"`
 	ID      string `json:"id"` // must equal the ID proven by TLS
 	OS      string `json:"os,omitempty"`
-	// Features lists optional capabilities ("resume"; "pair" is reserved for
-	// the pairing step, where both screens show a verification code).
+	// Features lists optional capabilities (FeatureResume, FeatureText;
+	// "pair" is reserved for the pairing step, where both screens show a
+	// verification code).
 	Features []string `json:"features,omitempty"`
 	// Pair is reserved for the pairing step's commitment; empty today.
 	Pair string `json:"pair,omitempty"`
@@ -24,6 +25,12 @@ type Offer struct {
 	// Manifest identifies the offered file set (a hash of paths, sizes and
 	// mtimes) so a receiver can recognise an offer it has partial data for.
 	Manifest string `json:"manifest,omitempty"`
+	// Text is the offer's text item (a message, a link, what was on the
+	// clipboard): UTF-8, at most MaxTextLen bytes. It travels with the offer,
+	// so the receiver's prompt can show it; nothing of it is written to disk
+	// unless the receiving user chooses. Only sent to peers whose Hello
+	// lists FeatureText.
+	Text string `json:"text,omitempty"`
 }
 
 // FileEntry is one offered file.
@@ -158,7 +165,7 @@ func (m *Offer) validate() error {
 	case len(m.Manifest) > 128:
 		return protoErr("offer: manifest ID too long")
 	}
-	return nil
+	return checkText("offer text", m.Text, MaxTextLen)
 }
 
 func (m *OfferFiles) validate() error {

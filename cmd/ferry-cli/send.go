@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 func init() {
-	register(command{name: "send", summary: "send files and folders to a device", run: runSend})
+	register(command{name: "send", summary: "send files, folders or a text to one device or several", run: runSend})
 }
 
 // resolveTarget turns --to into a target. It is a variable so discovery can
@@ -24,10 +28,21 @@ var resolveTarget = func(ctx context.Context, to string, cfg string, errOut io.W
 	return engine.Target{Addr: to}, nil
 }
 
+// stdin is where --text - reads the text (tests replace it).
+var stdin io.Reader = os.Stdin
+
+// repeated is a flag that may be given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
 func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs, cfg := newFlagSet("send", errOut)
-	to := fs.String("to", "", "receiver `HOST:PORT`, device name or ID")
-	id := fs.String("id", "", "refuse the receiver unless it proves this device `ID`")
+	var tos repeated
+	fs.Var(&tos, "to", "receiver `HOST:PORT`, device name or ID; repeat it to send to several devices")
+	id := fs.String("id", "", "refuse the receiver unless it proves this device `ID` (one --to only)")
+	text := fs.String("text", "", "send this `TEXT` (a message, a link); - reads it from standard input")
 	transport := fs.String("transport", "auto", "`auto`, quic or tcp")
 	streams := fs.Int("streams", 0, "parallel data streams (0: the transport's default)")
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of a progress bar")
@@ -36,22 +51,42 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *to == "" {
+	if len(tos) == 0 {
 		return fmt.Errorf("%w: --to is required", errUsage)
 	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: no files or folders to send", errUsage)
+	if *id != "" && len(tos) > 1 {
+		return fmt.Errorf("%w: --id checks one receiver; with several --to, name each by its device ID instead", errUsage)
+	}
+	textGiven := false
+	fs.Visit(func(f *flag.Flag) { textGiven = textGiven || f.Name == "text" })
+	items := engine.Items{Paths: fs.Args(), Text: *text}
+	if *text == "-" {
+		t, err := readText(stdin)
+		if err != nil {
+			return err
+		}
+		items.Text = t
+	}
+	if textGiven && items.Text == "" {
+		return fmt.Errorf("%w: the text is empty", errUsage)
+	}
+	if fs.NArg() == 0 && items.Text == "" {
+		return fmt.Errorf("%w: no files, folders or --text to send", errUsage)
 	}
 	dir, err := configDir(*cfg)
 	if err != nil {
 		return err
 	}
-	target, err := resolveTarget(ctx, *to, *cfg, errOut)
-	if err != nil {
-		return err
-	}
-	if *id != "" {
-		target.ID = *id
+	var targets []engine.Target
+	for _, to := range tos {
+		target, err := resolveTarget(ctx, to, *cfg, errOut)
+		if err != nil {
+			return err
+		}
+		if *id != "" {
+			target.ID = *id
+		}
+		targets = append(targets, target)
 	}
 	rf := *retryFor
 	if rf == 0 {
@@ -62,33 +97,86 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer e.Close()
+	several := len(targets) > 1
 	p := newPrinter(out, *asJSON)
+	if several {
+		p.bar = false // one bar cannot show several transfers
+	}
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
-	tr, err := e.Send(ctx, target, fs.Args(), engine.SendOptions{Transport: *transport, Streams: *streams})
-	if err != nil {
-		return err
+	// Each recipient gets a transfer of its own: its own progress, result
+	// and resume. One that cannot even start stops none of the others.
+	label := map[string]string{} // transfer ID -> the --to it goes to
+	var trs []*engine.Transfer
+	var failed []string
+	for i, target := range targets {
+		tr, err := e.SendItems(ctx, target, items, engine.SendOptions{Transport: *transport, Streams: *streams})
+		if err != nil {
+			if !several {
+				return err
+			}
+			fmt.Fprintf(errOut, "ferry-cli send: %s: %v\n", safetext.Name(tos[i]), err)
+			failed = append(failed, tos[i])
+			continue
+		}
+		label[tr.ID()] = tos[i]
+		trs = append(trs, tr)
 	}
-	stopToggle := pauseOnSignal(e, tr.ID(), errOut)
+	var ids []string
+	for _, tr := range trs {
+		ids = append(ids, tr.ID())
+	}
+	stopToggle := pauseOnSignal(e, ids, errOut)
 	defer stopToggle()
-	for ev := range events {
-		if ev.TransferID != tr.ID() {
+	if several {
+		p.prefix = func(ev engine.Event) string { return "[" + safetext.Name(label[ev.TransferID]) + "] " }
+	}
+	pending := len(trs)
+	for pending > 0 {
+		ev, ok := <-events
+		if !ok {
+			break
+		}
+		if _, mine := label[ev.TransferID]; !mine {
 			continue
 		}
 		p.event(ev)
 		if ev.Kind == engine.EventResult {
-			break
+			pending--
 		}
 	}
-	<-tr.Done()
-	r := tr.Result()
-	if r.State != engine.StateDone || r.Verified != r.Files {
-		return exitError{code: 1, err: errors.New(r.Err)}
+	var refused int
+	var last error
+	for _, tr := range trs {
+		<-tr.Done()
+		r := tr.Result()
+		if r.State != engine.StateDone || r.Verified != r.Files {
+			failed = append(failed, label[tr.ID()])
+			last = errors.New(r.Err)
+		}
+		refused += r.Refused
 	}
-	if r.Refused > 0 {
-		return exitError{code: 1, err: fmt.Errorf("the receiver refused %d file(s) by name; the others arrived", r.Refused)}
+	switch {
+	case len(failed) > 0 && !several:
+		return exitError{code: 1, err: last}
+	case len(failed) > 0:
+		return exitError{code: 1, err: fmt.Errorf("%d of %d recipients did not receive everything: %s", len(failed), len(targets), strings.Join(failed, ", "))}
+	case refused > 0:
+		return exitError{code: 1, err: fmt.Errorf("the receiver refused %d file(s) by name; the others arrived", refused)}
 	}
 	return nil
+}
+
+// readText reads --text - from r: at most engine.MaxTextBytes of UTF-8.
+func readText(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, engine.MaxTextBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read the text from standard input: %w", err)
+	}
+	if len(b) > engine.MaxTextBytes {
+		return "", fmt.Errorf("%w: the text on standard input is over %d KB; send it as a file", errUsage, engine.MaxTextBytes>>10)
+	}
+	return string(b), nil
 }
 
 // exitError carries a process exit code; its message was already printed.
@@ -99,3 +187,5 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) ExitCode() int { return e.code }
+
+

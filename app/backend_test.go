@@ -111,7 +111,7 @@ func TestStartAtLoginWritesAutostartEntry(t *testing.T) {
 
 func TestSendWithoutAddressFailsAtOnce(t *testing.T) {
 	b := newTestBackend(t)
-	if err := b.Send(ui.Device{Name: "x"}, []string{"/tmp"}); err == nil {
+	if err := b.Send(ui.Device{Name: "x"}, ui.Items{Paths: []string{"/tmp"}}); err == nil {
 		t.Fatal("Send to a device without address succeeded")
 	}
 }
@@ -121,7 +121,7 @@ func TestSendFailureBecomesFailedRow(t *testing.T) {
 	got := make(chan ui.TransferEvent, 1)
 	b.synthetic = func(ev ui.TransferEvent) { got <- ev }
 	missing := filepath.Join(t.TempDir(), "does-not-exist")
-	if err := b.Send(ui.Device{Name: "Peer", QUICAddr: "127.0.0.1:9"}, []string{missing}); err != nil {
+	if err := b.Send(ui.Device{Name: "Peer", QUICAddr: "127.0.0.1:9"}, ui.Items{Paths: []string{missing}}); err != nil {
 		t.Fatal(err)
 	}
 	ev := <-got
@@ -143,7 +143,7 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := recv.Addrs()
-	dev, err := b.AddDevice(context.Background(), q)
+	dev, err := b.AddDevice(context.Background(), q, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if d, err := b.AddDevice(ctx, dead); err == nil {
+	if d, err := b.AddDevice(ctx, dead, ""); err == nil {
 		t.Errorf("AddDevice(%s) with nobody there = %+v", dead, d)
 	}
 }
@@ -167,7 +167,7 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 func TestAddDeviceChecksTheAddress(t *testing.T) {
 	b := newTestBackend(t)
 	for _, bad := range []string{"", "10.0.0.1", "host:", "::1"} {
-		if _, err := b.AddDevice(context.Background(), bad); err == nil {
+		if _, err := b.AddDevice(context.Background(), bad, ""); err == nil {
 			t.Errorf("AddDevice(%q) accepted", bad)
 		}
 	}
@@ -201,7 +201,7 @@ func TestRetryThroughBackend(t *testing.T) {
 	}
 	q, tc := recv.Addrs()
 	dev := ui.Device{ID: recv.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}
-	if err := b.Send(dev, []string{file}); err != nil {
+	if err := b.Send(dev, ui.Items{Paths: []string{file}}); err != nil {
 		t.Fatal(err)
 	}
 	decide := func(accept bool) {

@@ -273,10 +273,10 @@ func startAndRead(t *testing.T, name string, args ...string) string {
 	return strings.TrimSpace(line)
 }
 
-// notifier is org.freedesktop.Notifications, recording what it is sent.
-type notifier struct{ d *xDesktop }
+// notifyServer is org.freedesktop.Notifications, recording what it is sent.
+type notifyServer struct{ d *xDesktop }
 
-func (n notifier) Notify(app string, _ uint32, _ string, summary, body string, _ []string, _ map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
+func (n notifyServer) Notify(app string, _ uint32, _ string, summary, body string, _ []string, _ map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
 	n.d.mu.Lock()
 	defer n.d.mu.Unlock()
 	n.d.seen = append(n.d.seen, notification{app, summary, body})
@@ -285,7 +285,7 @@ func (n notifier) Notify(app string, _ uint32, _ string, summary, body string, _
 
 func (d *xDesktop) serveNotifications(t *testing.T) {
 	t.Helper()
-	if err := d.conn.Export(notifier{d}, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+	if err := d.conn.Export(notifyServer{d}, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := d.conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {

@@ -83,7 +83,7 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	if err != nil {
 		return fmt.Errorf("smoke send: %w", err)
 	}
-	return b.Send(dev, []string{path})
+	return b.Send(dev, ui.Items{Paths: []string{path}})
 }
 
 // smokeAdd adds the device at addr to the list, retrying while it starts.
@@ -92,7 +92,7 @@ func smokeAdd(ctx context.Context, b *backend, u *ui.UI, addr string) (ui.Device
 	var err error
 	for i := 0; i < 20; i++ {
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		dev, err = b.AddDevice(actx, addr)
+		dev, err = b.AddDevice(actx, addr, "")
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			break

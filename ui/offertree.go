@@ -128,7 +128,11 @@ func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObje
 			}
 			more -= v.listedIn("")
 		}
-		name.SetText(fmt.Sprintf("and %s more", plural(more, "file")))
+		what := "files"
+		if more == 1 {
+			what = "file"
+		}
+		name.SetText(fmt.Sprintf("and %d more %s", more, what))
 		name.Importance = widget.LowImportance
 		size.SetText("")
 	}

@@ -459,7 +459,9 @@ type textEntry struct {
 func (u *UI) newTextEntry() *textEntry {
 	e := &textEntry{u: u}
 	e.MultiLine = true
-	e.Wrapping = fyne.TextWrapWord
+	// No wrapping: Fyne re-wraps the whole text on every change, which
+	// took minutes for a pasted 64 KB line (a long text scrolls sideways).
+	e.Wrapping = fyne.TextWrapOff
 	e.ExtendBaseWidget(e)
 	return e
 }

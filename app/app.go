@@ -195,6 +195,7 @@ func Run(opts Options) error {
 				a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 			})
 		}
+		u.SelfChanged() // the addresses it receives on
 	}
 
 	var wg sync.WaitGroup

@@ -43,7 +43,11 @@ func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: st, history: h, names: map[string]ui.Peer{},
+	devs, err := openDevices(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: st, history: h, devices: devs, names: map[string]ui.Peer{},
 		synthetic:     func(ui.TransferEvent) {},
 		advertiseOpts: []discovery.AdvertiseOption{discovery.WithInterfaceLister(noIfaces)}}
 	t.Cleanup(b.close)

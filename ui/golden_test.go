@@ -15,15 +15,18 @@ import (
 	"fyne.io/fyne/v2/theme"
 )
 
-// Golden images: the main window, the incoming prompt and the details of a
-// transfer, at the smallest window (488x320) and at the default size
+// Golden images: the main window, the incoming prompt (files grouped by
+// folder; a text), the details of a transfer, the send sheet to several
+// devices, History, the Devices page of Settings and this device's address
+// with its QR code, at the smallest window (488x320) and at the default size
 // (980x640), in light and dark, drawn by Fyne's software renderer. The
 // images in testdata/golden were looked at by a person; a change that
 // alters them fails here until someone looks again and runs
 //
 //	go test ./ui -run TestGolden -update-golden
 //
-// (docs/screenshots/ holds copies of the dark 980x640 ones for the README).
+// (docs/screenshots/ holds copies of the dark 980x640 ones for the README;
+// self-large-dark is address.png there).
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite ui/testdata/golden/*.png from this run")
 

@@ -87,12 +87,32 @@ func (q *promptQueue) offer(ev TransferEvent) {
 
 // answer sends the user's decision for the shown prompt and moves on.
 func (q *promptQueue) answer(p *prompt, d Decision) {
+	if d.Accept && d.Dest != "" && q.queued(p.ev.ID) {
+		// A folder chosen with Save to… may turn out unusable: then the
+		// prompt stays, so another can be chosen.
+		if err := q.u.be.Decide(p.ev.ID, d); err != nil {
+			q.u.showError("Could not save the files there", err)
+			return
+		}
+		q.remove(p.ev.ID)
+		return
+	}
 	if !q.remove(p.ev.ID) {
 		return
 	}
 	if err := q.u.be.Decide(p.ev.ID, d); err != nil {
 		q.u.showError("Could not answer the offer", err)
 	}
+}
+
+// queued reports whether the offer id waits for an answer.
+func (q *promptQueue) queued(id string) bool {
+	for _, p := range q.queue {
+		if p.ev.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // remove drops a prompt (answered, expired or withdrawn by the sender) and

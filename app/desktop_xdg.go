@@ -151,11 +151,12 @@ func (n *notifier) withActions(title, body string, actions []ui.NoticeAction) {
 		if len(actions) > 0 {
 			n.mu.Lock()
 			n.pending[id] = actions
-			if len(n.pending) > 64 { // the server never said they closed: forget the oldest
-				for k := range n.pending {
-					if k < id-32 {
-						delete(n.pending, k)
-					}
+			for k := range n.pending {
+				if len(n.pending) <= 64 {
+					break
+				}
+				if k != id { // the server never said these closed: bound what is kept
+					delete(n.pending, k)
 				}
 			}
 			n.mu.Unlock()

@@ -61,8 +61,8 @@ func TestGUIEndToEnd(t *testing.T) {
 	d.xdotool(t, "windowmove", "--sync", winB, "0", "0")
 	d.xdotool(t, "windowsize", "--sync", winB, "980", "640")
 	d.xdotool(t, "windowmove", "--sync", winA, "1000", "0")
-	d.xdotool(t, "windowmove", "--sync", winD, "1000", "660")
-	baseA, baseB, baseD := d.drawn(t, winA), d.drawn(t, winB), d.drawn(t, winD)
+	d.xdotool(t, "windowmove", "--sync", winD, "1000", "660") // off B, whose pixels the test reads
+	baseA, baseB := d.drawn(t, winA), d.drawn(t, winB)
 	// promptShown waits for A's prompt: the notification comes first, then
 	// the dialog dims the window.
 	promptShown := func(t *testing.T, n int) {
@@ -149,9 +149,10 @@ func TestGUIEndToEnd(t *testing.T) {
 
 	// Text and three files to two devices, each on its own: the files are
 	// picked in the portal's dialog (this test plays the portal), both
-	// devices are checked in the send sheet; A accepts in the notification,
-	// D with the keyboard; A's "Files received" notification shows the
+	// devices are checked in the send sheet with the keyboard; A's "Files
+	// received" notification shows the
 	// folder (xdg-open, where no file manager answers FileManager1).
+	// Both receivers accept in the notification.
 	t.Run("text and three files to two devices", func(t *testing.T) {
 		pics := []string{randomFile(t, root, "pic 1.jpg", 20_000), randomFile(t, root, "pic 2.jpg", 30_000), randomFile(t, root, "plan.pdf", 40_000)}
 		d.mu.Lock()
@@ -160,12 +161,12 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.keys(t, winB, "ctrl+o")
 		d.waitFor(t, "the send sheet", func() bool { return d.dimmed(t, winB, baseB) })
 		d.keys(t, winB, "space", "Tab", "space", "Return")
+		// Both accept in the notification (the keyboard's Accept is
+		// covered above): no window focus to race with under load.
 		acceptBoth := func(n int) {
 			t.Helper()
 			d.press(t, d.latest(t, A, "Incoming files", n+3), "accept")
-			d.latest(t, D, "Incoming files", n)
-			d.waitFor(t, "D's prompt", func() bool { return d.dimmed(t, winD, baseD) })
-			d.keys(t, winD, "Tab", "Return")
+			d.press(t, d.latest(t, D, "Incoming files", n), "accept")
 		}
 		acceptBoth(1)
 		for _, p := range []*ferry{A, D} {

@@ -77,7 +77,7 @@ func TestHistoryBoundsTexts(t *testing.T) {
 	}
 	big := strings.Repeat("é", engine.MaxTextBytes/2)
 	for i := 0; i < 100; i++ {
-		if err := h.add(ui.HistoryEntry{ID: string(rune('a' + i%26)) + strings.Repeat("x", i), Text: big, Finished: time.Now()}); err != nil {
+		if err := h.add(ui.HistoryEntry{ID: string(rune('a'+i%26)) + strings.Repeat("x", i), Text: big, Finished: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -67,7 +67,7 @@ type UI struct {
 	tray      trayMenu
 	ask       *chooser
 	thumbs    map[string]image.Image // thumbnails by path (nil: not a picture)
-	modals    []*modal // shown dialogs, topmost last (keys.go)
+	modals    []*modal               // shown dialogs, topmost last (keys.go)
 	// lastOnPolicy is the policy to restore when receiving is switched back on.
 	lastOnPolicy Policy
 

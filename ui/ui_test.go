@@ -102,9 +102,9 @@ func (f *fakeBackend) SaveSettings(s Settings) error {
 	f.settings = s
 	return nil
 }
-func (f *fakeBackend) History() []HistoryEntry   { return f.history }
-func (f *fakeBackend) ClearHistory() error        { f.history = nil; return nil }
-func (f *fakeBackend) OpenFile(p string) error    { f.files = append(f.files, p); return f.openErr }
+func (f *fakeBackend) History() []HistoryEntry { return f.history }
+func (f *fakeBackend) ClearHistory() error     { f.history = nil; return nil }
+func (f *fakeBackend) OpenFile(p string) error { f.files = append(f.files, p); return f.openErr }
 func (f *fakeBackend) ShowInFolder(p string) error {
 	f.shown = append(f.shown, p)
 	return f.openErr

@@ -187,5 +187,3 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) ExitCode() int { return e.code }
-
-

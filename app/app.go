@@ -107,6 +107,10 @@ func Run(opts Options) error {
 	if err != nil {
 		log.Warn("history unreadable; starting a new one", "err", err)
 	}
+	names, err := openDevices(dir)
+	if err != nil {
+		log.Warn("device names unreadable; using the names devices announce", "err", err)
+	}
 	s := settings.get()
 	// Sends follow their device by ID (a receiver that moved or restarted
 	// on another port is found again): the engine asks discovery's table.
@@ -158,7 +162,7 @@ func Run(opts Options) error {
 
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
-	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history,
+	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, devices: names,
 		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts}
 	b.synthetic = func(ev ui.TransferEvent) {
 		select {
@@ -168,7 +172,9 @@ func Run(opts Options) error {
 	}
 	defer b.close()
 
-	u := ui.New(a, w, b, ui.Device{ID: eng.ID(), Name: eng.Name()}, ui.Options{Notify: newNotifier(a, opts.Icon, log)})
+	notes := newNotifier(a, opts.Icon, log)
+	u := ui.New(a, w, b, ui.Device{ID: eng.ID(), Name: eng.Name()}, ui.Options{Notify: notes.plain, NotifyActions: notes.withActions,
+		Picker: newPicker(ctx, w, log)})
 	u.OnShow = func() { w.Show(); w.RequestFocus() }
 	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 	u.OnQuit = a.Quit
@@ -201,6 +207,7 @@ func Run(opts Options) error {
 				a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 			})
 		}
+		u.SelfChanged() // the addresses it receives on
 	}
 
 	var wg sync.WaitGroup
@@ -215,9 +222,10 @@ func Run(opts Options) error {
 	}
 	run("discovery", disc.Run)
 	run("engine events", func(ctx context.Context) error { return pumpTransfers(ctx, eng, b, transfers, devices) })
-	run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, devices) })
+	run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, devices) })
 	run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
 	run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
+	run("notification buttons", notes.listen)
 	run("instance", func(ctx context.Context) error {
 		return inst.Serve(ctx, func(r instance.Request) { fyne.Do(func() { u.OpenFiles(r.Files) }) })
 	})
@@ -302,9 +310,12 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 			continue
 		}
 		b.fillPeer(&uev)
-		b.explain(&uev)
+		if n := b.devices.nickname(uev.Peer.ID); n != "" {
+			uev.Peer.Name = n
+		}
+		know := b.explain(&uev)
 		if uev.Kind == ui.TransferResult && uev.Result != nil {
-			if err := b.history.add(historyEntry(uev)); err != nil {
+			if err := b.history.add(historyEntry(uev, know)); err != nil {
 				slog.Warn("history", "err", err)
 			}
 		}
@@ -318,7 +329,7 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 			for _, p := range b.disc.Peers() {
 				if p.ID == uev.Peer.ID {
 					select {
-					case devices <- ui.DeviceEvent{Kind: ui.DeviceChanged, Device: toUIDevice(p, b.trust(p.ID), true)}:
+					case devices <- ui.DeviceEvent{Kind: ui.DeviceChanged, Device: b.named(toUIDevice(p, b.trust(p.ID), true))}:
 					case <-ctx.Done():
 						return ctx.Err()
 					}
@@ -329,11 +340,12 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 }
 
 // pumpDevices forwards discovery events and lists remembered devices.
-func pumpDevices(ctx context.Context, eng *engine.Engine, disc *discovery.Discovery, out chan<- ui.DeviceEvent) error {
+func pumpDevices(ctx context.Context, eng *engine.Engine, disc *discovery.Discovery, named func(ui.Device) ui.Device, out chan<- ui.DeviceEvent) error {
 	evs, stop := disc.Subscribe(128)
 	defer stop()
 	trusted := func(id string) trust { return trustOf(eng.Trusted(), id) }
 	send := func(ev ui.DeviceEvent) error {
+		ev.Device = named(ev.Device) // the user's own name for it, if any
 		select {
 		case out <- ev:
 			return nil

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/internal/opener"
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -23,6 +27,7 @@ type backend struct {
 	disc     *discovery.Discovery
 	settings *settingsStore
 	history  *historyStore
+	devices  *deviceStore // the user's own names for devices
 	// autostartArgs start this instance again at login (its --config).
 	autostartArgs []string
 	// synthetic delivers events the engine never sees (a send that could
@@ -48,7 +53,7 @@ var _ ui.Backend = (*backend)(nil)
 
 // Send starts a transfer in the background: reading the files can take a
 // while and must not freeze the window.
-func (b *backend) Send(dev ui.Device, paths []string) error {
+func (b *backend) Send(dev ui.Device, items ui.Items) error {
 	if dev.QUICAddr == "" && dev.TCPAddr == "" {
 		return &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
 	}
@@ -56,8 +61,8 @@ func (b *backend) Send(dev ui.Device, paths []string) error {
 	// attempt, reconnect and Resume looks it up again (engine.Target.Follow).
 	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID, Follow: dev.ID != ""}
 	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
-	b.start(peer, func() (*engine.Transfer, error) {
-		t, err := b.eng.Send(b.ctx, to, paths, engine.SendOptions{})
+	b.start(peer, items.Paths, func() (*engine.Transfer, error) {
+		t, err := b.eng.SendItems(b.ctx, to, engine.Items{Paths: items.Paths, Text: items.Text}, engine.SendOptions{})
 		if err == nil && dev.ID != "" && b.disc != nil {
 			// The advertised ID is only a hint: if TLS proves another device
 			// there, discovery must stop offering that address for this ID.
@@ -74,8 +79,9 @@ func (b *backend) Send(dev ui.Device, paths []string) error {
 }
 
 // start runs send in the background and names the transfer it starts after
-// peer; a transfer that cannot even start is reported as a failed row.
-func (b *backend) start(peer ui.Peer, send func() (*engine.Transfer, error)) {
+// peer (paths are what it sends, for the history); a transfer that cannot
+// even start is reported as a failed row.
+func (b *backend) start(peer ui.Peer, paths []string, send func() (*engine.Transfer, error)) {
 	go func() {
 		t, err := send()
 		if err != nil {
@@ -90,6 +96,9 @@ func (b *backend) start(peer ui.Peer, send func() (*engine.Transfer, error)) {
 		b.mu.Lock()
 		b.names[t.ID()] = peer
 		b.mu.Unlock()
+		if len(paths) > 0 {
+			b.intend(t.ID(), func(in *intent) { in.sent = paths })
+		}
 	}()
 }
 
@@ -106,13 +115,15 @@ func (b *backend) Retry(id string) error {
 		return errors.New("this transfer is no longer known here (Ferry was restarted since it ran): send the files again")
 	}
 	var peer ui.Peer
+	var paths []string
 	for _, e := range b.history.list() {
 		if e.ID == id {
 			peer = ui.Peer{ID: e.PeerID, Name: e.PeerName}
+			paths = e.Paths
 			break
 		}
 	}
-	b.start(peer, func() (*engine.Transfer, error) { return b.eng.Retry(b.ctx, id) })
+	b.start(peer, paths, func() (*engine.Transfer, error) { return b.eng.Retry(b.ctx, id) })
 	return nil
 }
 
@@ -154,7 +165,11 @@ func (b *backend) fillPeer(ev *ui.TransferEvent) {
 
 func (b *backend) Decide(id string, d ui.Decision) error {
 	b.intend(id, func(in *intent) { in.decided, in.expired = true, d.Expired })
-	return b.eng.Decide(id, engine.Decision{Accept: d.Accept, AlwaysAccept: d.AlwaysAccept, Reason: d.Reason, Expired: d.Expired})
+	err := b.eng.Decide(id, engine.Decision{Accept: d.Accept, AlwaysAccept: d.AlwaysAccept, Reason: d.Reason, Expired: d.Expired, Dest: d.Dest})
+	if err != nil && d.Dest != "" {
+		return &ui.Problem{Text: fmt.Sprintf("The folder %s cannot be used for received files. Choose another one.", d.Dest), Err: err}
+	}
+	return err
 }
 
 func (b *backend) Cancel(id string) error {
@@ -162,16 +177,28 @@ func (b *backend) Cancel(id string) error {
 	return b.eng.Cancel(id)
 }
 
-func (b *backend) AddDevice(ctx context.Context, addr string) (ui.Device, error) {
+func (b *backend) AddDevice(ctx context.Context, addr, id string) (ui.Device, error) {
 	if _, p, err := net.SplitHostPort(addr); err != nil || p == "" {
-		return ui.Device{}, &ui.Problem{Text: "Enter the address with its port, like 192.168.1.20:52000."}
+		return ui.Device{}, &ui.Problem{Text: "Enter the address with its port, like 192.168.1.20:47800."}
+	}
+	if id != "" {
+		// A link names the device that must answer: a different one there
+		// is not added.
+		info, err := b.eng.Probe(ctx, addr)
+		if err != nil {
+			return ui.Device{}, &ui.Problem{Text: "No Ferry device answered at that address. Check that Ferry is open and receiving on the other device, and that both are on the same network.", Err: err}
+		}
+		if info.ID != id {
+			return ui.Device{}, &ui.Problem{Text: fmt.Sprintf("Another device answered at %s (%s, not %s). Check the link with the other device's owner.",
+				addr, ui.ShortID(info.ID), ui.ShortID(id))}
+		}
 	}
 	// A TLS handshake (engine.Probe) proves the ID before the device is listed.
 	p, err := b.disc.AddManual(ctx, addr)
 	if err != nil {
 		return ui.Device{}, &ui.Problem{Text: "No Ferry device could be added at that address. Check it, and that Ferry is open and receiving on the other device.", Err: err}
 	}
-	return toUIDevice(p, b.trust(p.ID), true), nil
+	return b.named(toUIDevice(p, b.trust(p.ID), true)), nil
 }
 
 // intend records what this device did to a transfer.
@@ -195,16 +222,28 @@ func (b *backend) intend(id string, f func(*intent)) {
 // Offers and results keep
 // b.intents in step: an entry lives from the offer (or the user's action)
 // to the transfer's result.
-func (b *backend) explain(ev *ui.TransferEvent) {
+func (b *backend) explain(ev *ui.TransferEvent) intent {
 	switch ev.Kind {
 	case ui.TransferOffer:
 		if ev.Offer != nil {
 			o := *ev.Offer
 			b.intend(ev.ID, func(in *intent) { in.offer = &o })
 		}
+	case ui.TransferFile:
+		if f := ev.File; f != nil && f.Verified && ev.Direction == ui.Incoming {
+			b.intend(ev.ID, func(in *intent) {
+				if len(in.saved) < maxHistoryPaths {
+					rel := f.Path
+					if f.SavedAs != "" {
+						rel = f.SavedAs
+					}
+					in.saved = append(in.saved, rel)
+				}
+			})
+		}
 	case ui.TransferResult:
 		if ev.Result == nil {
-			return
+			return intent{}
 		}
 		b.mu.Lock()
 		in := b.intents[ev.ID]
@@ -218,7 +257,9 @@ func (b *backend) explain(ev *ui.TransferEvent) {
 			know = *in
 		}
 		fillOutcome(ev.Result, ev.Direction, know, ev.Time, b.ctx.Err() != nil)
+		return know
 	}
+	return intent{}
 }
 
 func (b *backend) trust(id string) trust { return trustOf(b.eng.Trusted(), id) }
@@ -308,11 +349,106 @@ func (b *backend) service() discovery.Service {
 
 func (b *backend) History() []ui.HistoryEntry { return b.history.list() }
 
+// ClearHistory forgets every finished transfer.
+func (b *backend) ClearHistory() error { return b.history.clear() }
+
 func (b *backend) OpenFolder(p string) error {
 	if _, err := os.Stat(p); err != nil {
 		return &ui.Problem{Text: fmt.Sprintf("The folder %s is no longer there.", p), Err: err}
 	}
 	return b.openFolder(p)
+}
+
+// OpenFile opens a file with the desktop's app for it.
+func (b *backend) OpenFile(p string) error {
+	if _, err := os.Stat(p); err != nil {
+		return &ui.Problem{Text: fmt.Sprintf("%s is no longer there: it was moved or deleted.", p), Err: err}
+	}
+	return b.launch("Could not open the file", p, opener.Open)
+}
+
+// ShowInFolder shows a file in its folder, selected where the file manager can.
+func (b *backend) ShowInFolder(p string) error {
+	if _, err := os.Stat(p); err != nil {
+		return b.OpenFolder(filepath.Dir(p))
+	}
+	return b.launch("Could not show the file", p, opener.Reveal)
+}
+
+// launch runs an opener on p and reports a failure it finds out about
+// later (xdg-open exits once no app took the file).
+func (b *backend) launch(what, p string, open func(string) (*opener.Started, error)) error {
+	s, err := open(p)
+	if err != nil {
+		return &ui.Problem{Text: fmt.Sprintf("No app is set up to open files on this computer. The file is %s.", p), Err: err}
+	}
+	go func() {
+		if err := s.Wait(); err != nil && b.problem != nil {
+			b.problem(what, &ui.Problem{Text: fmt.Sprintf("No app could open %s.", p), Err: err})
+		}
+	}()
+	return nil
+}
+
+// Thumbnail decodes a picture and scales it down (see thumbnail).
+func (b *backend) Thumbnail(p string) image.Image { return thumbnail(p, thumbPixels) }
+
+// FreeSpace is the space left on dir's disk, -1 when unknown.
+func (b *backend) FreeSpace(dir string) int64 {
+	n, err := store.FreeSpace(dir)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// SelfAddresses are this device's addresses with the port it receives on,
+// the ones on private networks first.
+func (b *backend) SelfAddresses() []string {
+	q, t := b.eng.Addrs()
+	p := port(q)
+	if p == 0 {
+		p = port(t)
+	}
+	if p == 0 {
+		return nil
+	}
+	return hostAddrs(p, net.Interfaces)
+}
+
+// KnownDevices lists the engine's trust store, with the user's own names.
+func (b *backend) KnownDevices() []ui.KnownDevice {
+	var out []ui.KnownDevice
+	for _, t := range b.eng.Trusted() {
+		d := ui.KnownDevice{ID: t.ID, Name: t.Name, Announced: t.Name, LastSeen: t.LastSeen, LastAddr: t.LastAddr, AutoAccept: t.AlwaysAccept}
+		if n := b.devices.nickname(t.ID); n != "" {
+			d.Name, d.Renamed = n, true
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// SetAutoAccept turns accepting a device's offers without asking on or off.
+func (b *backend) SetAutoAccept(id string, on bool) error { return b.eng.SetTrusted(id, on) }
+
+// RenameDevice gives a device a name of the user's own ("" drops it).
+func (b *backend) RenameDevice(id, name string) error { return b.devices.setNickname(id, name) }
+
+// ForgetDevice removes a device from the trust store (and its name here).
+func (b *backend) ForgetDevice(id string) error {
+	if err := b.eng.Forget(id); err != nil {
+		return err
+	}
+	return b.devices.setNickname(id, "")
+}
+
+// named gives a device the user's own name for it.
+func (b *backend) named(d ui.Device) ui.Device {
+	if n := b.devices.nickname(d.ID); n != "" {
+		d.Name = n
+	}
+	return d
 }
 
 // close withdraws the advertisement.

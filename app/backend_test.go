@@ -46,7 +46,11 @@ func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: st, history: h, names: map[string]ui.Peer{},
+	devs, err := openDevices(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: st, history: h, devices: devs, names: map[string]ui.Peer{},
 		synthetic:     func(ui.TransferEvent) {},
 		advertiseOpts: []discovery.AdvertiseOption{discovery.WithInterfaceLister(noIfaces)}}
 	t.Cleanup(b.close)
@@ -114,7 +118,7 @@ func TestStartAtLoginWritesAutostartEntry(t *testing.T) {
 
 func TestSendWithoutAddressFailsAtOnce(t *testing.T) {
 	b := newTestBackend(t)
-	if err := b.Send(ui.Device{Name: "x"}, []string{"/tmp"}); err == nil {
+	if err := b.Send(ui.Device{Name: "x"}, ui.Items{Paths: []string{"/tmp"}}); err == nil {
 		t.Fatal("Send to a device without address succeeded")
 	}
 }
@@ -124,7 +128,7 @@ func TestSendFailureBecomesFailedRow(t *testing.T) {
 	got := make(chan ui.TransferEvent, 1)
 	b.synthetic = func(ev ui.TransferEvent) { got <- ev }
 	missing := filepath.Join(t.TempDir(), "does-not-exist")
-	if err := b.Send(ui.Device{Name: "Peer", QUICAddr: "127.0.0.1:9"}, []string{missing}); err != nil {
+	if err := b.Send(ui.Device{Name: "Peer", QUICAddr: "127.0.0.1:9"}, ui.Items{Paths: []string{missing}}); err != nil {
 		t.Fatal(err)
 	}
 	ev := <-got
@@ -146,7 +150,7 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := recv.Addrs()
-	dev, err := b.AddDevice(context.Background(), q)
+	dev, err := b.AddDevice(context.Background(), q, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +166,7 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if d, err := b.AddDevice(ctx, dead); err == nil {
+	if d, err := b.AddDevice(ctx, dead, ""); err == nil {
 		t.Errorf("AddDevice(%s) with nobody there = %+v", dead, d)
 	}
 }
@@ -170,7 +174,7 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 func TestAddDeviceChecksTheAddress(t *testing.T) {
 	b := newTestBackend(t)
 	for _, bad := range []string{"", "10.0.0.1", "host:", "::1"} {
-		if _, err := b.AddDevice(context.Background(), bad); err == nil {
+		if _, err := b.AddDevice(context.Background(), bad, ""); err == nil {
 			t.Errorf("AddDevice(%q) accepted", bad)
 		}
 	}
@@ -206,7 +210,7 @@ func TestRetryThroughBackend(t *testing.T) {
 	}
 	q, tc := recv.Addrs()
 	dev := ui.Device{ID: recv.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}
-	if err := b.Send(dev, []string{file}); err != nil {
+	if err := b.Send(dev, ui.Items{Paths: []string{file}}); err != nil {
 		t.Fatal(err)
 	}
 	decide := func(accept bool) {
@@ -293,7 +297,7 @@ func TestResumeAfterReceiverMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, tc := recv.Addrs()
-	if err := b.Send(ui.Device{ID: recv.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}, []string{file}); err != nil {
+	if err := b.Send(ui.Device{ID: recv.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}, ui.Items{Paths: []string{file}}); err != nil {
 		t.Fatal(err)
 	}
 	first := result()

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/ferrydrop/ferry/discovery"
@@ -66,9 +67,12 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		Time:      ev.Time,
 	}
 	if o := ev.Offer; o != nil {
-		uo := &ui.Offer{Count: o.Count, Total: o.TotalBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires}
+		uo := &ui.Offer{Count: o.Count, Total: o.TotalBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires, Text: o.Text}
 		for _, f := range o.Files {
-			uo.Files = append(uo.Files, ui.FileInfo{Path: f.Path, Size: f.Size})
+			uo.Files = append(uo.Files, ui.FileInfo{Path: f.Path, Size: f.Size, Refused: f.Refused})
+		}
+		for _, f := range o.Folders {
+			uo.Folders = append(uo.Folders, ui.FolderInfo{Path: f.Path, Files: f.Files, Bytes: f.Bytes})
 		}
 		out.Offer = uo
 	}
@@ -89,7 +93,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		out.Result = &ui.Result{State: ui.State(r.State), Code: ui.Code(r.Code), ByPeer: r.ByPeer, Err: r.Err,
 			Files: r.Files, Verified: r.Verified, Bytes: r.Bytes,
 			Duration: time.Duration(r.Duration * float64(time.Second)), Transport: r.Transport, TransportReason: r.Reason,
-			Resent: r.Resent, Destination: r.Destination, Metrics: toUIMetrics(r.Metrics)}
+			Resent: r.Resent, Destination: r.Destination, Metrics: toUIMetrics(r.Metrics), Text: r.Text}
 		if out.State == "" {
 			out.State = out.Result.State
 		}
@@ -106,6 +110,8 @@ type intent struct {
 	decided   bool
 	expired   bool
 	offer     *ui.Offer
+	sent      []string // the files and folders this device sent (absolute)
+	saved     []string // the first files received, as saved (relative)
 }
 
 // fillOutcome sets r.Code and r.ByPeer where the engine left them empty
@@ -152,14 +158,37 @@ func fillOutcome(r *ui.Result, dir ui.Direction, in intent, at time.Time, quitti
 	}
 }
 
-// historyEntry is what the history keeps of a finished transfer.
-func historyEntry(ev ui.TransferEvent) ui.HistoryEntry {
+// historyEntry is what the history keeps of a finished transfer: in is
+// what this device saw of it (what was offered, sent and saved).
+func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
 	r := ev.Result
-	return ui.HistoryEntry{
+	e := ui.HistoryEntry{
 		ID: ev.ID, Direction: ev.Direction, PeerName: ev.Peer.Name, PeerID: ev.Peer.ID,
 		Files: r.Files, Bytes: r.Bytes, State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err,
 		Transport: r.Transport, Destination: r.Destination, Finished: ev.Time, Duration: r.Duration.Seconds(),
+		Text: r.Text,
 	}
+	if in.offer != nil {
+		e.Names, e.Items = ui.OfferNames(in.offer)
+		if len(e.Names) > 3 {
+			e.Names = e.Names[:3]
+		}
+		if e.Text == "" && ev.Direction == ui.Outgoing {
+			e.Text = in.offer.Text // what was offered, even if not taken
+		}
+	}
+	switch {
+	case ev.Direction == ui.Outgoing:
+		e.Paths = in.sent
+	case r.Destination != "":
+		for _, rel := range in.saved {
+			e.Paths = append(e.Paths, filepath.Join(r.Destination, filepath.FromSlash(rel)))
+		}
+	}
+	if len(e.Paths) > maxHistoryPaths {
+		e.Paths = e.Paths[:maxHistoryPaths]
+	}
+	return e
 }
 
 // toUIDevice converts a discovery peer.

@@ -28,7 +28,7 @@ func TestToUITransfer(t *testing.T) {
 	if r == nil || r.State != ui.StateDone || r.Duration != 2*time.Second || r.Metrics.DatagramsPerCall != 10 || r.Metrics.SmoothedRTT != 1500*time.Microsecond {
 		t.Fatalf("result = %+v", r)
 	}
-	h := historyEntry(got)
+	h := historyEntry(got, intent{})
 	if h.ID != "x" || h.Files != 2 || h.State != ui.StateDone || !h.Finished.Equal(now) || h.Duration != 2 {
 		t.Fatalf("history entry = %+v", h)
 	}

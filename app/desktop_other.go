@@ -20,10 +20,22 @@ func trayHost() bool { return true }
 
 func waitTrayHost(context.Context) bool { return true }
 
-// newNotifier uses Fyne's notifications, which name the app properly here.
-func newNotifier(a fyne.App, _ []byte, _ *slog.Logger) func(title, body string) {
-	return func(title, body string) { a.SendNotification(fyne.NewNotification(title, body)) }
-}
+// notifier uses Fyne's notifications, which name the app properly here;
+// they have no buttons.
+type notifier struct{ a fyne.App }
+
+func newNotifier(a fyne.App, _ []byte, _ *slog.Logger) *notifier { return &notifier{a: a} }
+
+func (n *notifier) plain(title, body string) { n.a.SendNotification(fyne.NewNotification(title, body)) }
+
+func (n *notifier) withActions(title, body string, _ []ui.NoticeAction) { n.plain(title, body) }
+
+func (n *notifier) listen(context.Context) error { return nil }
+
+// newPicker: Windows' and macOS's own file dialogs are not wired in yet
+// (they need cgo against their SDKs, which this project cannot build or
+// test here); the UI shows Fyne's dialog.
+func newPicker(context.Context, fyne.Window, *slog.Logger) ui.Picker { return nil }
 
 // folderOpener opens folders through the OS (Finder, Explorer).
 func folderOpener(a fyne.App, _ func(string, error)) func(string) error {

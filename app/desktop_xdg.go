@@ -10,10 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver"
 
+	"github.com/ferrydrop/ferry/app/portal"
 	"github.com/ferrydrop/ferry/ui"
 	"github.com/godbus/dbus/v5"
 )
@@ -77,25 +81,162 @@ func waitTrayHost(ctx context.Context) bool {
 	}
 }
 
-// newNotifier sends desktop notifications from "Ferry": Fyne's own name
-// the sender by the app ID ("io.ferrydrop.ferry") on Linux. Without a
-// session bus it falls back to Fyne's.
-func newNotifier(a fyne.App, icon []byte, log *slog.Logger) func(title, body string) {
-	conn, err := dbus.SessionBus()
-	if err != nil {
-		return func(title, body string) { a.SendNotification(fyne.NewNotification(title, body)) }
+// notifier sends desktop notifications from "Ferry" over D-Bus (Fyne's own
+// name the sender by the app ID, "io.ferrydrop.ferry", on Linux), with
+// buttons where the notification server shows them (its capabilities list
+// "actions"): Accept and Decline on an offer, Open on what arrived. Without
+// a session bus it falls back to Fyne's.
+type notifier struct {
+	a        fyne.App
+	conn     *dbus.Conn // nil: no session bus
+	iconPath string
+	log      *slog.Logger
+
+	capsOnce sync.Once
+	actions  bool // the server shows buttons
+
+	mu      sync.Mutex                   // guards pending
+	pending map[uint32][]ui.NoticeAction // notification ID -> its buttons
+}
+
+const (
+	notifyDest = "org.freedesktop.Notifications"
+	notifyPath = "/org/freedesktop/Notifications"
+	notifyIfc  = "org.freedesktop.Notifications"
+)
+
+func newNotifier(a fyne.App, icon []byte, log *slog.Logger) *notifier {
+	n := &notifier{a: a, log: log, pending: map[uint32][]ui.NoticeAction{}}
+	if conn, err := dbus.SessionBus(); err == nil { // shared with Fyne: never closed here
+		n.conn = conn
+		n.iconPath = cachedIcon(icon)
 	}
-	iconPath := cachedIcon(icon)
-	return func(title, body string) {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			obj := conn.Object("org.freedesktop.Notifications", "/org/freedesktop/Notifications")
-			call := obj.CallWithContext(ctx, "org.freedesktop.Notifications.Notify", 0, "Ferry", uint32(0), iconPath,
-				title, body, []string{}, map[string]dbus.Variant{}, int32(-1))
-			if call.Err != nil {
-				log.Warn("notification not shown", "title", title, "err", call.Err)
+	return n
+}
+
+// plain shows a notification without buttons.
+func (n *notifier) plain(title, body string) { n.withActions(title, body, nil) }
+
+// withActions shows a notification with buttons where the server has them.
+func (n *notifier) withActions(title, body string, actions []ui.NoticeAction) {
+	if n.conn == nil {
+		n.a.SendNotification(fyne.NewNotification(title, body))
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		obj := n.conn.Object(notifyDest, notifyPath)
+		n.capsOnce.Do(func() {
+			var caps []string
+			if obj.CallWithContext(ctx, notifyIfc+".GetCapabilities", 0).Store(&caps) == nil {
+				n.actions = slices.Contains(caps, "actions")
 			}
+		})
+		keys := []string{}
+		if n.actions {
+			for _, a := range actions {
+				keys = append(keys, a.Key, a.Label)
+			}
+		} else {
+			actions = nil
+		}
+		var id uint32
+		err := obj.CallWithContext(ctx, notifyIfc+".Notify", 0, "Ferry", uint32(0), n.iconPath,
+			title, body, keys, map[string]dbus.Variant{}, int32(-1)).Store(&id)
+		if err != nil {
+			n.log.Warn("notification not shown", "title", title, "err", err)
+			return
+		}
+		if len(actions) > 0 {
+			n.mu.Lock()
+			n.pending[id] = actions
+			for k := range n.pending {
+				if len(n.pending) <= 64 {
+					break
+				}
+				if k != id { // the server never said these closed: bound what is kept
+					delete(n.pending, k)
+				}
+			}
+			n.mu.Unlock()
+		}
+	}()
+}
+
+// listen runs the buttons the user presses on Ferry's notifications until
+// ctx ends.
+func (n *notifier) listen(ctx context.Context) error {
+	if n.conn == nil {
+		return nil
+	}
+	opts := []dbus.MatchOption{dbus.WithMatchObjectPath(notifyPath), dbus.WithMatchInterface(notifyIfc)}
+	if err := n.conn.AddMatchSignalContext(ctx, opts...); err != nil {
+		return fmt.Errorf("notification buttons: %w", err)
+	}
+	defer n.conn.RemoveMatchSignalContext(context.Background(), opts...)
+	ch := make(chan *dbus.Signal, 16)
+	n.conn.Signal(ch)
+	defer n.conn.RemoveSignal(ch)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case sig := <-ch:
+			if sig == nil || len(sig.Body) != 2 {
+				continue
+			}
+			id, _ := sig.Body[0].(uint32)
+			switch sig.Name {
+			case notifyIfc + ".ActionInvoked":
+				key, _ := sig.Body[1].(string)
+				n.mu.Lock()
+				acts := n.pending[id]
+				n.mu.Unlock()
+				for _, a := range acts {
+					if a.Key == key && a.Do != nil {
+						fyne.Do(a.Do)
+						break
+					}
+				}
+			case notifyIfc + ".NotificationClosed":
+				n.mu.Lock()
+				delete(n.pending, id)
+				n.mu.Unlock()
+			}
+		}
+	}
+}
+
+// newPicker asks the XDG desktop portal for files (the desktop's own
+// dialog: several files, typed paths, the usual places); where no portal
+// answers, the UI shows Fyne's dialog.
+func newPicker(ctx context.Context, w fyne.Window, log *slog.Logger) ui.Picker {
+	return func(req ui.PickRequest, done func([]string, error)) {
+		conn, err := dbus.SessionBus()
+		if err != nil {
+			done(nil, ui.ErrNoPicker)
+			return
+		}
+		parent := ""
+		if nw, ok := w.(driver.NativeWindow); ok {
+			nw.RunNative(func(c any) {
+				if x, ok := c.(driver.X11WindowContext); ok && x.WindowHandle != 0 {
+					parent = fmt.Sprintf("x11:%x", x.WindowHandle)
+				}
+			})
+		}
+		go func() {
+			paths, err := portal.OpenFiles(ctx, conn, portal.Request{Parent: parent, Title: req.Title, Folders: req.Folders,
+				Multiple: req.Multiple})
+			if errors.Is(err, portal.ErrUnavailable) {
+				log.Info("no file chooser portal; using Fyne's dialog", "err", err)
+				err = ui.ErrNoPicker
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			fyne.Do(func() { done(paths, err) })
 		}()
 	}
 }

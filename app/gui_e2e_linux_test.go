@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,14 +51,17 @@ func TestGUIEndToEnd(t *testing.T) {
 	bin := buildFerry(t)
 	root := t.TempDir()
 	A := d.start(t, bin, root, "Ferry A", nil)
+	D := d.start(t, bin, root, "Ferry D", nil)
 	A.waitStatus(t)
-	B := d.start(t, bin, root, "Ferry B", []string{"FERRY_SMOKE_ADD=127.0.0.1:" + A.port(t)})
+	D.waitStatus(t)
+	B := d.start(t, bin, root, "Ferry B", []string{"FERRY_SMOKE_ADD=127.0.0.1:" + A.port(t) + ",127.0.0.1:" + D.port(t)})
 	B.waitStatus(t)
-	waitFor(t, "B to list A", 30*time.Second, func() bool { return fileExists(B.status + ".added") })
-	winA, winB := d.window(t, "Ferry A"), d.window(t, "Ferry B")
+	waitFor(t, "B to list A and D", 30*time.Second, func() bool { return fileExists(B.status + ".added") })
+	winA, winB, winD := d.window(t, "Ferry A"), d.window(t, "Ferry B"), d.window(t, "Ferry D")
 	d.xdotool(t, "windowmove", "--sync", winB, "0", "0")
 	d.xdotool(t, "windowsize", "--sync", winB, "980", "640")
 	d.xdotool(t, "windowmove", "--sync", winA, "1000", "0")
+	d.xdotool(t, "windowmove", "--sync", winD, "1000", "660") // off B, whose pixels the test reads
 	baseA, baseB := d.drawn(t, winA), d.drawn(t, winB)
 	// promptShown waits for A's prompt: the notification comes first, then
 	// the dialog dims the window.
@@ -101,14 +106,69 @@ func TestGUIEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("second launch: %v\n%s", err, out)
 		}
-		// The chooser opens in the running B with A focused: Return sends.
+		// The send sheet opens in the running B with A's check focused:
+		// Space checks it, Return sends.
 		d.waitFor(t, "the chooser", func() bool { return d.dimmed(t, winB, baseB) })
 		d.screenshot(t, winB, "e2e-chooser.png")
-		d.keys(t, winB, "Return")
+		d.keys(t, winB, "space", "Return")
 		promptShown(t, 2)
 		d.keys(t, winA, "Tab", "Return")
 		got := filepath.Join(A.downloads, filepath.Base(file3))
 		waitFor(t, "the handed-over file at A", 30*time.Second, func() bool { return sameFile(file3, got) })
+	})
+
+	// Text and three files to two devices, each on its own: the files are
+	// picked in the portal's dialog (this test plays the portal), both
+	// devices are checked in the send sheet with the keyboard; A's "Files
+	// received" notification shows the
+	// folder (xdg-open, where no file manager answers FileManager1).
+	// Both receivers accept in the notification.
+	t.Run("text and three files to two devices", func(t *testing.T) {
+		pics := []string{randomFile(t, root, "pic 1.jpg", 20_000), randomFile(t, root, "pic 2.jpg", 30_000), randomFile(t, root, "plan.pdf", 40_000)}
+		d.mu.Lock()
+		d.chosen = pics
+		d.mu.Unlock()
+		d.keys(t, winB, "ctrl+o")
+		d.waitFor(t, "the send sheet", func() bool { return d.dimmed(t, winB, baseB) })
+		d.keys(t, winB, "space", "Tab", "space", "Return")
+		// Both accept in the notification (the keyboard's Accept is
+		// covered above): no window focus to race with under load.
+		acceptBoth := func(n int) {
+			t.Helper()
+			d.press(t, d.latest(t, A, "Incoming files", n+2), "accept")
+			d.press(t, d.latest(t, D, "Incoming files", n), "accept")
+		}
+		acceptBoth(1)
+		for _, p := range []*ferry{A, D} {
+			for _, f := range pics {
+				got := filepath.Join(p.downloads, filepath.Base(f))
+				waitFor(t, p.name+" to have "+filepath.Base(f), 30*time.Second, func() bool { return sameFile(f, got) })
+			}
+		}
+		d.screenshot(t, winB, "e2e-two-devices.png")
+
+		text := "Tickets: https://example.org/t/42"
+		d.keys(t, winB, "ctrl+t")
+		d.waitFor(t, "the text dialog", func() bool { return d.dimmed(t, winB, baseB) })
+		d.xdotool(t, "type", "--delay", "20", text)
+		d.keys(t, winB, "Tab", "Tab", "Return") // past Cancel to "Choose devices…"
+		d.keys(t, winB, "space", "Tab", "space", "Return")
+		acceptBoth(2)
+		for _, p := range []*ferry{A, D} {
+			waitFor(t, p.name+"'s text in its history", 30*time.Second, func() bool { return p.lastHistory(t).Text == text })
+		}
+		if f := filepath.Join(A.downloads, "Tickets"); fileExists(f) {
+			t.Error("the text was written to disk")
+		}
+		d.screenshot(t, winA, "e2e-text.png")
+
+		// The files' notification at A: its button shows them in their folder.
+		got := d.latest(t, A, "Files received", 3)
+		d.press(t, got, "default")
+		waitFor(t, "xdg-open on A's download folder", 30*time.Second, func() bool {
+			b, _ := os.ReadFile(d.opened)
+			return strings.Contains(string(b), A.downloads+"\n")
+		})
 	})
 
 	// Declined last among the offers: a declined device is muted for a
@@ -116,7 +176,7 @@ func TestGUIEndToEnd(t *testing.T) {
 	file2 := randomFile(t, root, "notes.txt", 1234)
 	t.Run("escape declines", func(t *testing.T) {
 		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file2)
-		promptShown(t, 3)
+		promptShown(t, 5)
 		d.keys(t, winA, "Escape")
 		waitFor(t, "A's history", 30*time.Second, func() bool { return A.lastHistory(t).State == ui.StateDeclined })
 		waitFor(t, "B's history", 30*time.Second, func() bool { return B.lastHistory(t).State == ui.StateDeclined })
@@ -136,9 +196,8 @@ func TestGUIEndToEnd(t *testing.T) {
 			t.Fatalf("tray menu %q lost Quit", labels)
 		}
 		recent := strings.Join(m.find("Recent transfers").labels(), "|")
-		// The sending side does not learn what it offered from today's
-		// engine; the title then leaves the count out rather than say 0.
-		if !strings.Contains(recent, "Declined by Ferry A: ") || strings.Contains(recent, "0 files") || !strings.Contains(recent, "Sent 1 file to Ferry A") {
+		// A declined offer names what was offered, never "0 files".
+		if !strings.Contains(recent, "Declined by Ferry A: ") || strings.Contains(recent, "0 files") || !strings.Contains(recent, "Sent 3 files to Ferry A") {
 			t.Fatalf("recent transfers %q", recent)
 		}
 	})
@@ -195,23 +254,35 @@ func TestGUIEndToEnd(t *testing.T) {
 	if err := A.stop(); err != nil {
 		t.Errorf("A: %v", err)
 	}
+	if err := D.stop(); err != nil {
+		t.Errorf("D: %v", err)
+	}
 }
 
 // xDesktop is an X server and a D-Bus session bus, with this test playing
 // the notification server and the tray host.
 type xDesktop struct {
+	path    string // PATH for Ferry, with the fake xdg-open first
 	display string
 	bus     string
 	conn    *dbus.Conn
 	python  string
 	out     string
 
-	mu    sync.Mutex // guards the fields below
-	seen  []notification
-	items map[string]string // bus name of a tray item -> its object path
+	opened string // the fake xdg-open's log: one argument per line
+
+	mu     sync.Mutex // guards the fields below
+	seen   []notification
+	items  map[string]string // bus name of a tray item -> its object path
+	chosen []string          // what the portal's file dialog "chooses"
 }
 
-type notification struct{ app, summary, body string }
+type notification struct {
+	id                 uint32
+	sender             string // the D-Bus name of the process that sent it
+	app, summary, body string
+	actions            []string // key, label, key, label...
+}
 
 func newDesktop(t *testing.T) *xDesktop {
 	t.Helper()
@@ -249,6 +320,15 @@ func newDesktop(t *testing.T) *xDesktop {
 	d.conn = conn
 	d.serveNotifications(t)
 	d.serveWatcher(t)
+	d.servePortal(t)
+	// xdg-open records what Ferry opens (no file manager runs here).
+	bin := t.TempDir()
+	d.opened = filepath.Join(bin, "opened")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$1\" >> " + d.opened + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.path = bin + ":" + os.Getenv("PATH")
 	return d
 }
 
@@ -275,19 +355,91 @@ func startAndRead(t *testing.T, name string, args ...string) string {
 	return strings.TrimSpace(line)
 }
 
-// notifier is org.freedesktop.Notifications, recording what it is sent.
-type notifier struct{ d *xDesktop }
+// notifyServer is org.freedesktop.Notifications, recording what it is sent.
+type notifyServer struct{ d *xDesktop }
 
-func (n notifier) Notify(app string, _ uint32, _ string, summary, body string, _ []string, _ map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
+func (n notifyServer) Notify(sender dbus.Sender, app string, _ uint32, _ string, summary, body string, actions []string, _ map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
 	n.d.mu.Lock()
 	defer n.d.mu.Unlock()
-	n.d.seen = append(n.d.seen, notification{app, summary, body})
-	return uint32(len(n.d.seen)), nil
+	id := uint32(len(n.d.seen) + 1)
+	n.d.seen = append(n.d.seen, notification{id: id, sender: string(sender), app: app, summary: summary, body: body, actions: actions})
+	return id, nil
+}
+
+// GetCapabilities: this server shows buttons (Accept, Decline, Open).
+func (n notifyServer) GetCapabilities() ([]string, *dbus.Error) {
+	return []string{"actions", "body"}, nil
+}
+
+// press presses the button key on notification x, as the desktop does when
+// the user clicks it.
+func (d *xDesktop) press(t *testing.T, x notification, key string) {
+	t.Helper()
+	if !slices.Contains(x.actions, key) {
+		t.Fatalf("notification %q has no button %q: %q", x.summary, key, x.actions)
+	}
+	if err := d.conn.Emit("/org/freedesktop/Notifications", "org.freedesktop.Notifications.ActionInvoked", x.id, key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// latest waits for the n-th notification titled summary from p and returns it.
+func (d *xDesktop) latest(t *testing.T, p *ferry, summary string, n int) notification {
+	t.Helper()
+	var got notification
+	waitFor(t, fmt.Sprintf("%s's notification %q #%d", p.name, summary, n), 30*time.Second, func() bool {
+		c := 0
+		for _, x := range d.notes() {
+			if x.summary == summary && d.pidOf(x.sender) == p.cmd.Process.Pid {
+				c++
+				got = x
+			}
+		}
+		return c >= n
+	})
+	return got
+}
+
+// pidOf is the process behind a D-Bus name.
+func (d *xDesktop) pidOf(name string) int {
+	var pid uint32
+	if d.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, name).Store(&pid) != nil {
+		return -1
+	}
+	return int(pid)
+}
+
+// portalServer is org.freedesktop.portal.FileChooser: it "chooses" the files the
+// test put in next, as the desktop's dialog would.
+type portalServer struct{ d *xDesktop }
+
+func (p portalServer) OpenFile(sender dbus.Sender, _, _ string, opts map[string]dbus.Variant) (dbus.ObjectPath, *dbus.Error) {
+	p.d.mu.Lock()
+	files := p.d.chosen
+	p.d.mu.Unlock()
+	var uris []string
+	for _, f := range files {
+		uris = append(uris, (&url.URL{Scheme: "file", Path: f}).String())
+	}
+	token, _ := opts["handle_token"].Value().(string)
+	handle := dbus.ObjectPath("/org/freedesktop/portal/desktop/request/" + strings.ReplaceAll(strings.TrimPrefix(string(sender), ":"), ".", "_") + "/" + token)
+	go p.d.conn.Emit(handle, "org.freedesktop.portal.Request.Response", uint32(0), map[string]dbus.Variant{"uris": dbus.MakeVariant(uris)})
+	return handle, nil
+}
+
+func (d *xDesktop) servePortal(t *testing.T) {
+	t.Helper()
+	if err := d.conn.Export(portalServer{d}, "/org/freedesktop/portal/desktop", "org.freedesktop.portal.FileChooser"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := d.conn.RequestName("org.freedesktop.portal.Desktop", dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("portal name: %v %v", r, err)
+	}
 }
 
 func (d *xDesktop) serveNotifications(t *testing.T) {
 	t.Helper()
-	if err := d.conn.Export(notifier{d}, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+	if err := d.conn.Export(notifyServer{d}, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := d.conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
@@ -468,7 +620,7 @@ func (m *menuItem) click(t *testing.T) {
 func (d *xDesktop) env(root string) []string {
 	return append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.bus,
 		"XDG_CONFIG_HOME="+filepath.Join(root, "xdg-config"), "XDG_CACHE_HOME="+filepath.Join(root, "xdg-cache"),
-		"XDG_RUNTIME_DIR="+root, "FYNE_THEME=dark", "FERRY_SMOKE_ISOLATED=1")
+		"XDG_RUNTIME_DIR="+root, "FYNE_THEME=dark", "FERRY_SMOKE_ISOLATED=1", "PATH="+d.path)
 }
 
 func (d *xDesktop) xdotool(t *testing.T, args ...string) string {

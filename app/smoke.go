@@ -24,8 +24,9 @@ import (
 //
 //	FERRY_SMOKE_STATUS=file     write {"id","name","quic","tcp"} once receiving
 //	FERRY_SMOKE_SEND=addr=path  add the device at addr, then send path to it
-//	FERRY_SMOKE_ADD=addr        add the device at addr (a row to drop files on);
-//	                            with FERRY_SMOKE_STATUS, write file.added after it
+//	FERRY_SMOKE_ADD=addr[,addr] add the devices at these addresses (rows to drop
+//	                            files on); with FERRY_SMOKE_STATUS, write
+//	                            file.added after them
 //	FERRY_SMOKE_ISOLATED=1      no mDNS: neither see nor be seen by other Ferrys
 //	                            on the network (the device list is the test's)
 const (
@@ -57,15 +58,19 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 			return fmt.Errorf("smoke status: %w", err)
 		}
 	}
-	if addr := os.Getenv(envSmokeAdd); addr != "" {
-		dev, err := smokeAdd(ctx, b, u, addr)
-		if err != nil {
-			return fmt.Errorf("smoke add: %w", err)
+	if addrs := os.Getenv(envSmokeAdd); addrs != "" {
+		var ids []string
+		for _, addr := range strings.Split(addrs, ",") {
+			dev, err := smokeAdd(ctx, b, u, addr)
+			if err != nil {
+				return fmt.Errorf("smoke add: %w", err)
+			}
+			ids = append(ids, dev.ID)
 		}
 		if f := os.Getenv(envSmokeStatus); f != "" {
-			// Tell the test the row is there to drop files on.
+			// Tell the test the rows are there to drop files on.
 			fyne.DoAndWait(func() {})
-			data, _ := json.Marshal(map[string]string{"added": dev.ID})
+			data, _ := json.Marshal(map[string]string{"added": strings.Join(ids, ",")})
 			if err := writeFileAtomic(f+".added", data); err != nil {
 				return fmt.Errorf("smoke add: %w", err)
 			}
@@ -83,7 +88,7 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	if err != nil {
 		return fmt.Errorf("smoke send: %w", err)
 	}
-	return b.Send(dev, []string{path})
+	return b.Send(dev, ui.Items{Paths: []string{path}})
 }
 
 // smokeAdd adds the device at addr to the list, retrying while it starts.
@@ -92,7 +97,7 @@ func smokeAdd(ctx context.Context, b *backend, u *ui.UI, addr string) (ui.Device
 	var err error
 	for i := 0; i < 20; i++ {
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		dev, err = b.AddDevice(actx, addr)
+		dev, err = b.AddDevice(actx, addr, "")
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			break

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/internal/atomicfile"
 	"github.com/ferrydrop/ferry/ui"
@@ -18,8 +19,15 @@ import (
 const (
 	settingsFile = "settings.json"
 	historyFile  = "history.json"
+	devicesFile  = "devices.json"
 	// maxHistory bounds the history file; the oldest entries go first.
 	maxHistory = 500
+	// maxHistoryText bounds the texts the history keeps in full, all
+	// entries together; older texts are cut to historyTextCut bytes.
+	maxHistoryText = 4 << 20
+	historyTextCut = 1 << 10
+	// maxHistoryPaths bounds the files one entry names for Open and Show.
+	maxHistoryPaths = 20
 )
 
 // writeFileAtomic writes data to path: temp -> fsync -> rename, then fsyncs
@@ -135,8 +143,92 @@ func (h *historyStore) add(e ui.HistoryEntry) error {
 	if len(h.entries) > maxHistory {
 		h.entries = h.entries[:maxHistory]
 	}
+	// Texts are up to 64 KiB each: keep the newest in full, cut the rest.
+	total := 0
+	for i := range h.entries {
+		e := &h.entries[i]
+		if total += len(e.Text); total > maxHistoryText && len(e.Text) > historyTextCut {
+			e.Text = cutText(e.Text, historyTextCut)
+		}
+	}
 	if err := saveJSON(h.path, h.entries); err != nil {
 		return fmt.Errorf("save history: %w", err)
+	}
+	return nil
+}
+
+// clear forgets every entry.
+func (h *historyStore) clear() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.entries = nil
+	if err := saveJSON(h.path, []ui.HistoryEntry{}); err != nil {
+		return fmt.Errorf("clear history: %w", err)
+	}
+	return nil
+}
+
+// cutText shortens s to at most n bytes on a rune boundary, marked with "…".
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// deviceStore keeps the user's own names for devices in <config>/devices.json.
+type deviceStore struct {
+	path  string
+	mu    sync.Mutex        // guards names
+	names map[string]string // device ID -> the user's name for it
+}
+
+func openDevices(dir string) (*deviceStore, error) {
+	d := &deviceStore{path: filepath.Join(dir, devicesFile), names: map[string]string{}}
+	var saved struct {
+		Names map[string]string `json:"names"`
+	}
+	if err := loadJSON(d.path, &saved); err != nil {
+		return d, fmt.Errorf("load devices: %w", err)
+	}
+	for id, n := range saved.Names {
+		if n = strings.TrimSpace(n); n != "" && len(n) <= 255 {
+			d.names[id] = n
+		}
+	}
+	return d, nil
+}
+
+func (d *deviceStore) nickname(id string) string {
+	if d == nil || id == "" {
+		return ""
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.names[id]
+}
+
+// setNickname names device id ("" drops the name) and saves the file.
+func (d *deviceStore) setNickname(id, name string) error {
+	name = strings.TrimSpace(name)
+	if len(name) > 255 {
+		return &ui.Problem{Text: "That name is too long: use at most 255 bytes."}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if name == "" {
+		delete(d.names, id)
+	} else {
+		d.names[id] = name
+	}
+	if err := saveJSON(d.path, struct {
+		Names map[string]string `json:"names"`
+	}{d.names}); err != nil {
+		return fmt.Errorf("save devices: %w", err)
 	}
 	return nil
 }

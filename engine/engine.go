@@ -178,6 +178,10 @@ type Decision struct {
 	// Expired: nobody answered; the prompt declined by itself (the sender
 	// reads "Expired", not "Declined").
 	Expired bool
+	// Dest, when set, is the folder this offer's files go to instead of the
+	// download folder ("Save to…"); it is created if missing. Decide checks
+	// it as SetDownloadDir does.
+	Dest string
 }
 
 // TrustedPeer is a device this one has exchanged files with.
@@ -352,20 +356,30 @@ func (e *Engine) DownloadDir() string {
 
 // SetDownloadDir changes where files of later transfers go. The folder is created if missing.
 func (e *Engine) SetDownloadDir(dir string) error {
-	if dir == "" {
-		return errors.New("no download folder given")
-	}
-	abs, err := filepath.Abs(dir)
+	abs, err := usableDir(dir)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return fmt.Errorf("cannot use %s as the download folder: %w", abs, err)
 	}
 	e.mu.Lock()
 	e.downloadDir = abs
 	e.mu.Unlock()
 	return nil
+}
+
+// usableDir makes dir absolute and creates it if missing: a folder
+// received files can go to.
+func usableDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no download folder given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", fmt.Errorf("cannot use %s as the download folder: %w", abs, err)
+	}
+	return abs, nil
 }
 
 // SetAccept changes the receiving policy for later offers.
@@ -703,6 +717,7 @@ type Transfer struct {
 
 	// Sending side: what was sent where (for Retry), and pause/resume signals.
 	paths    []string
+	text     string
 	target   Target
 	opts     SendOptions
 	resume   chan struct{}
@@ -803,7 +818,7 @@ func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	}
 	// The same transfer goes on: same ID (one row in the app), totals
 	// counted over every session.
-	return e.send(ctx, id, t.Result(), t.target, t.paths, t.opts)
+	return e.send(ctx, id, t.Result(), t.target, Items{Paths: t.paths, Text: t.text}, t.opts)
 }
 
 // Cancel stops a transfer.
@@ -824,6 +839,11 @@ func (e *Engine) Decide(id string, d Decision) error {
 	}
 	if !t.asking.Load() {
 		return fmt.Errorf("transfer %s is not waiting for a decision", id)
+	}
+	if d.Accept && d.Dest != "" {
+		if d.Dest, err = usableDir(d.Dest); err != nil {
+			return err
+		}
 	}
 	select {
 	case t.decisions <- d:

@@ -12,7 +12,10 @@ type EventKind string
 
 // The kinds of event the engine publishes.
 const (
-	// EventOffer: a peer offers files to us. Answer with Engine.Decide.
+	// EventOffer: an offer. Receiving: a peer offers files (and maybe a
+	// text) to us; answer with Engine.Decide. Sending: what this side
+	// offers, published when the transfer starts (Dest, FreeBytes and
+	// Expires are unset there, and no answer is needed).
 	EventOffer EventKind = "offer"
 	// EventState: a transfer changed state (waiting, sending, verifying, done, failed...).
 	EventState EventKind = "state"
@@ -113,6 +116,11 @@ type OfferInfo struct {
 	// trusted yet (see EventPair): shown with the offer, the user may
 	// confirm it (Engine.ConfirmPair) to trust the sender.
 	PairCode string `json:"pair_code,omitempty"`
+	// Text is the offer's text item (a message, a link, a clipboard), ""
+	// when it has none: UTF-8, at most wire.MaxTextLen bytes, from the peer:
+	// show it with safetext.Text. Accepting the offer accepts it; it is
+	// never written to disk by the engine.
+	Text string `json:"text,omitempty"`
 }
 
 // FolderInfo summarises one top-level folder of an offer.
@@ -176,6 +184,10 @@ type Result struct {
 	// Stalls: on the receiving side, how often and how long the data
 	// streams waited for their next bytes (head-of-line blocking).
 	Stalls *stallmeter.Stats `json:"stalls,omitempty"`
+	// Text is the transfer's text item once the receiver accepted the
+	// offer (on both sides), else "". Receiving, it came from the peer:
+	// show it with safetext.Text.
+	Text string `json:"text,omitempty"`
 }
 
 // TransportInfo says which transport carries a transfer and why.

@@ -36,6 +36,7 @@ type inbox struct {
 	ticket *ticket
 
 	files      []offeredFile
+	text       string // the offer's text item, "" when none
 	refused    []nameRefusal
 	refusedIdx map[int]bool
 	accepted   []int // after decide: the files accepted, in offer order
@@ -107,12 +108,13 @@ func checkCount(n int) error {
 	return nil
 }
 
-// offer takes the offer's files. key identifies the offer across attempts
-// (the same files from the same device), or is empty: a transfer with a key
-// keeps one ID across its sessions, so a resumed transfer is the same
-// transfer. Names that cannot be stored are refused one by one; an offer
-// over the limits, or with no file left, is refused whole.
-func (in *inbox) offer(key string, files []offeredFile) error {
+// offer takes the offer's files and its text item (""when none). key
+// identifies the offer across attempts (the same files from the same
+// device), or is empty: a transfer with a key keeps one ID across its
+// sessions, so a resumed transfer is the same transfer. Names that cannot
+// be stored are refused one by one; an offer over the limits, or with
+// neither a file left nor a text, is refused whole.
+func (in *inbox) offer(key string, files []offeredFile, text string) error {
 	in.offered = true
 	if key != "" {
 		in.t.id = "r-" + resume.Key(in.peer.String(), key)
@@ -120,6 +122,10 @@ func (in *inbox) offer(key string, files []offeredFile) error {
 	if err := checkCount(len(files)); err != nil {
 		return err
 	}
+	if err := checkText(text); err != nil {
+		return err
+	}
+	in.text = text
 	var pathBytes int
 	seen := make(map[string]bool, len(files))
 	for i, f := range files {
@@ -150,9 +156,21 @@ func (in *inbox) offer(key string, files []offeredFile) error {
 	if len(in.refused) > maxRefusals {
 		return fmt.Errorf("%w: over %d of the offered names cannot be stored", wire.ErrBadName, maxRefusals)
 	}
-	if len(in.refused) > 0 && len(in.refused) == len(files) {
+	if len(in.refused) > 0 && len(in.refused) == len(files) && text == "" {
 		r := in.refused[0]
 		return fmt.Errorf("%w: %s: %s", wire.ErrBadName, safetext.Name(files[r.idx].Path), r.reason)
+	}
+	return nil
+}
+
+// checkText bounds an offer's text item, whichever protocol carried it.
+func checkText(text string) error {
+	if len(text) > wire.MaxTextLen {
+		return fmt.Errorf("%w: a text of %d bytes; this device takes up to %d KB of text in one offer (send it as a file)",
+			wire.ErrTooLarge, len(text), wire.MaxTextLen>>10)
+	}
+	if !utf8.ValidString(text) {
+		return fmt.Errorf("%w: the offered text is not valid UTF-8", wire.ErrProtocol)
 	}
 	return nil
 }
@@ -235,6 +253,10 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 	if !d.Accept {
 		return d, nil
 	}
+	if d.Dest != "" {
+		// This offer goes where the user chose (Decide checked the folder).
+		dir = d.Dest
+	}
 	// Narrow to the accepted files, then check space for exactly those.
 	accepted := make([]int, 0, len(in.files))
 	if d.Files == nil {
@@ -292,6 +314,7 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 		info.FreeBytes = -1
 	}
 	info.Count, info.Files, info.Folders = in.summary()
+	info.Text = in.text
 	e.publish(in.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
 	timer := time.NewTimer(e.opts.PromptTimeout)
 	defer timer.Stop()
@@ -321,8 +344,15 @@ func (in *inbox) summary() (count int, files []FileInfo, folders []FolderInfo) {
 	for _, r := range in.refused {
 		refused[r.idx] = r.reason
 	}
+	return summarize(in.files, refused)
+}
+
+// summarize describes files for an offer event: their count, the first
+// maxPromptFiles and every one in refused (index -> why), and their
+// top-level folders with counts and sizes.
+func summarize(all []offeredFile, refused map[int]string) (count int, files []FileInfo, folders []FolderInfo) {
 	byName := map[string]int{}
-	for i, f := range in.files {
+	for i, f := range all {
 		if why, no := refused[i]; i < maxPromptFiles || no {
 			files = append(files, FileInfo{Index: i, Path: f.Path, Size: f.Size, Refused: why})
 		}
@@ -339,7 +369,7 @@ func (in *inbox) summary() (count int, files []FileInfo, folders []FolderInfo) {
 		folders[k].Files++
 		folders[k].Bytes += f.Size
 	}
-	return len(in.files), files, folders
+	return len(all), files, folders
 }
 
 // noSpace returns the *store.SpaceError when dir cannot hold need bytes. A
@@ -455,7 +485,9 @@ func (in *inbox) finish(err error, resumable bool, r Result) {
 	r.Bytes = in.bytes.Load()
 	_, r.Verified = in.counts()
 	r.Files, r.TotalBytes = len(in.accepted), in.acceptedBytes()
-	if !in.started {
+	if in.started {
+		r.Text = in.text // accepted with the offer, whatever became of the files
+	} else {
 		// Never accepted: say what was offered.
 		r.Files = len(in.files)
 		for _, f := range in.files {

@@ -90,10 +90,17 @@ func buildManifest(paths []string) ([]localFile, error) {
 	return files, nil
 }
 
-// manifestID identifies a file set (paths, sizes, mtimes, chunk size) so a
-// receiver can match a new offer against partial data of an earlier one.
-func manifestID(files []localFile, chunkSize int) string {
+// manifestID identifies a file set (paths, sizes, mtimes, chunk size) and
+// the text offered with it, so a receiver can match a new offer against
+// partial data of an earlier one.
+func manifestID(files []localFile, chunkSize int, text string) string {
 	h := sha256.New()
+	if text != "" {
+		// Offers of the same files with different texts are different transfers.
+		t := sha256.Sum256([]byte(text))
+		h.Write([]byte("text\x00"))
+		h.Write(t[:])
+	}
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(chunkSize))
 	h.Write(b[:])

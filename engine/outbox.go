@@ -20,6 +20,7 @@ type outbox struct {
 	e     *Engine
 	t     *Transfer
 	files []localFile
+	text  string // the offer's text item, "" when none
 	// newAttempt starts the protocol's next attempt.
 	newAttempt func() attempt
 	// prior holds the totals of the sessions this transfer had before a Retry.
@@ -151,6 +152,7 @@ func (o *outbox) finish(err error, last attemptOutcome, sent, resent int64) {
 	endOf(err, o.t.peerName(), false).apply(&r)
 	if last.accepted >= 0 {
 		r.Files, r.Refused, r.Verified, r.TotalBytes = last.accepted, last.refused, last.verified, last.total
+		r.Text = o.text
 	} else {
 		// The receiver never decided: say what was offered.
 		r.Files = len(o.files)
@@ -164,6 +166,18 @@ func (o *outbox) finish(err error, last attemptOutcome, sent, resent int64) {
 	}
 	o.e.warnKeyChange(o.t, err)
 	o.e.finish(o.t, r)
+}
+
+// summary describes what the outbox offers, for its EventOffer.
+func (o *outbox) summary() *OfferInfo {
+	all := make([]offeredFile, len(o.files))
+	info := &OfferInfo{FreeBytes: -1, Text: o.text}
+	for i, f := range o.files {
+		all[i] = offeredFile{Path: f.Path, Size: f.Size}
+		info.TotalBytes += f.Size
+	}
+	info.Count, info.Files, info.Folders = summarize(all, nil)
+	return info
 }
 
 func attempts(n int) string {
@@ -182,7 +196,7 @@ func retryable(err error) bool {
 	var le *LocalError // our own socket: trying again will not help
 	switch {
 	case errors.Is(err, errCancelledByUser), errors.Is(err, context.Canceled), errors.Is(err, ErrClosed),
-		errors.Is(err, ErrNothingToSend), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
+		errors.Is(err, ErrNothingToSend), errors.Is(err, ErrTextUnsupported), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
 		return false
 	case errors.As(err, &re):
 		return re.Code == wire.CodeIO || re.Code == wire.CodeTimeout && re.Reason == ""

@@ -374,7 +374,7 @@ func (rx *receiver) takeOffer() error {
 	for i, f := range rx.manifest {
 		files[i] = offeredFile{Path: f.Path, Size: f.Size}
 	}
-	return rx.inbox.offer(rx.offer.Manifest, files)
+	return rx.inbox.offer(rx.offer.Manifest, files, rx.offer.Text)
 }
 
 // readOffer reads and checks the offer and its manifest.

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -36,13 +38,53 @@ const (
 // and checked before it returns; the transfer itself runs in the background
 // and reports through events and the returned handle.
 func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendOptions) (*Transfer, error) {
-	return e.send(ctx, newTransferID(), Result{}, to, paths, opts)
+	return e.SendItems(ctx, to, Items{Paths: paths}, opts)
+}
+
+// Items is what one transfer offers: files and folders, a text item, or both.
+type Items struct {
+	// Paths are files and folders: a file is offered under its base name,
+	// a folder keeps its structure under its own name.
+	Paths []string
+	// Text is a message, a link or what was on the clipboard: UTF-8, at most
+	// MaxTextBytes. The receiver's prompt shows it and nothing of it is
+	// written to disk there; a receiver whose Ferry predates text offers
+	// refuses it (ErrTextUnsupported).
+	Text string
+}
+
+// MaxTextBytes bounds the text item of one offer.
+const MaxTextBytes = wire.MaxTextLen
+
+// ErrTextUnsupported: the receiver's Ferry is too old to take a text item.
+var ErrTextUnsupported = errors.New("the receiving device's Ferry cannot receive text yet: update it, or send the text as a file")
+
+// SendItems offers items to the device at to; see Send. Several recipients
+// are several SendItems: each transfer has its own progress, result and
+// resume.
+func (e *Engine) SendItems(ctx context.Context, to Target, items Items, opts SendOptions) (*Transfer, error) {
+	return e.send(ctx, newTransferID(), Result{}, to, items, opts)
+}
+
+// checkOutgoingText checks a text item before it is offered.
+func checkOutgoingText(text string) error {
+	if len(text) > MaxTextBytes {
+		return fmt.Errorf("the text is %d bytes, over the %d KB a text item can carry: send it as a file", len(text), MaxTextBytes>>10)
+	}
+	if !utf8.ValidString(text) {
+		return errors.New("the text is not valid UTF-8: send it as a file")
+	}
+	return nil
 }
 
 // send starts the sending transfer id; prior holds the totals of its
 // earlier sessions (Retry continues a transfer under its ID).
-func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, paths []string, opts SendOptions) (*Transfer, error) {
+func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, items Items, opts SendOptions) (*Transfer, error) {
+	paths := items.Paths
 	if _, err := parseTransport(opts.Transport); err != nil {
+		return nil, err
+	}
+	if err := checkOutgoingText(items.Text); err != nil {
 		return nil, err
 	}
 	if to.quicAddr() == "" && to.tcpAddr() == "" {
@@ -56,22 +98,27 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, p
 		}
 		want = id
 	}
-	files, err := buildManifest(paths)
-	if err != nil {
-		return nil, err
+	var files []localFile
+	if len(paths) > 0 || items.Text == "" {
+		var err error
+		if files, err = buildManifest(paths); err != nil {
+			return nil, err
+		}
 	}
 	t := &Transfer{id: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
-		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), target: to, opts: opts}
+		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), text: items.Text,
+		target: to, opts: opts}
 	tctx, cancel := context.WithCancelCause(e.ctx)
 	t.cancel = cancel
 	if err := e.register(t); err != nil {
 		cancel(nil)
 		return nil, err
 	}
-	o := &outbox{e: e, t: t, files: files, prior: prior}
+	o := &outbox{e: e, t: t, files: files, text: items.Text, prior: prior}
 	o.newAttempt = func() attempt {
-		return &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize, direct: !e.opts.BufferedIO, to: to, want: want, opts: opts}
+		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: e.opts.ChunkSize, direct: !e.opts.BufferedIO, to: to, want: want, opts: opts}
 	}
+	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: o.summary()})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
 	go func() {
@@ -93,6 +140,7 @@ type sender struct {
 	want      identity.DeviceID // the device that must answer (zero: trust on first use)
 	opts      SendOptions
 	files     []localFile
+	text      string // the offer's text item
 	chunkSize int
 	direct    bool // whole chunks are read with direct I/O (Options.BufferedIO off)
 	conn      Conn
@@ -207,6 +255,9 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	if err := checkHello(h, conn); err != nil {
 		return err
 	}
+	if tx.text != "" && !slices.Contains(h.Features, wire.FeatureText) {
+		return ErrTextUnsupported
+	}
 	code, err := pd.finish(tx.ctl, h, e.ident.ID, conn.PeerID(), false)
 	if err != nil {
 		return err
@@ -251,9 +302,13 @@ func (tx *sender) offer() error {
 	for _, f := range tx.files {
 		total += f.Size
 	}
-	tx.manifest = manifestID(tx.files, tx.chunkSize)
+	if len(tx.files) > 0 {
+		// Without files there is nothing to resume: no manifest, and each
+		// text is a transfer of its own on the receiver.
+		tx.manifest = manifestID(tx.files, tx.chunkSize, tx.text)
+	}
 	if err := tx.ctl.send(&wire.Offer{Transfer: tx.t.id, ChunkSize: tx.chunkSize, Files: len(tx.files), TotalBytes: total,
-		Manifest: tx.manifest}); err != nil {
+		Manifest: tx.manifest, Text: tx.text}); err != nil {
 		return err
 	}
 	const part = 2048 // files per manifest message

@@ -18,7 +18,9 @@ import (
 type deviceList struct {
 	u       *UI
 	devices map[string]Device
-	rows    []*deviceRow // in display order, for hit-testing drops
+	checked map[string]bool // device key -> checked, to send to several at once
+	lit     string          // the key of the row that just got a drop
+	rows    []*deviceRow    // in display order, for hit-testing drops
 	box     *fyne.Container
 	empty   fyne.CanvasObject
 	scroll  *container.Scroll
@@ -29,10 +31,12 @@ type deviceRow struct {
 	dev  Device
 	obj  fyne.CanvasObject
 	send *button
+	pick *check // checks it for a send to several devices
+	bg   *canvas.Rectangle
 }
 
 func newDeviceList(u *UI) *deviceList {
-	l := &deviceList{u: u, devices: make(map[string]Device)}
+	l := &deviceList{u: u, devices: make(map[string]Device), checked: map[string]bool{}}
 	hint := widget.NewLabel("Looking for devices on your network…\n\nOpen Ferry on the other device, or add it by address.")
 	hint.Wrapping = fyne.TextWrapWord
 	hint.Alignment = fyne.TextAlignCenter
@@ -98,6 +102,35 @@ func (l *deviceList) ordered() []Device {
 		return out[i].Key() < out[j].Key()
 	})
 	return out
+}
+
+// selected returns the checked devices that can be sent to right now.
+func (l *deviceList) selected() []Device {
+	var out []Device
+	for _, d := range l.online() {
+		if l.checked[d.Key()] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (l *deviceList) isSelected(d Device) bool { return l.checked[d.Key()] }
+
+// flash lights row r for a moment: files were dropped on it. Fyne reports
+// no drag-over (GLFW 3.3 has no drag-enter event), so this is the nearest
+// the list can come to lighting the row under the files.
+func (l *deviceList) flash(r *deviceRow) {
+	l.lit = r.dev.Key()
+	l.render()
+	time.AfterFunc(1500*time.Millisecond, func() {
+		l.u.opt.Do(func() {
+			if l.lit == r.dev.Key() {
+				l.lit = ""
+				l.render()
+			}
+		})
+	})
 }
 
 // online returns the devices that can be sent to right now.
@@ -188,7 +221,14 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	info.Truncation = fyne.TextTruncateEllipsis
 
 	dev := d
-	r.send = l.u.newButton("Send…", theme.UploadIcon(), func() { l.u.pickAndSend(&dev) })
+	key := d.Key()
+	r.send = l.u.newButton("Send…", theme.UploadIcon(), nil)
+	r.send.OnTapped = func() { l.showSendMenu(r.send, dev) }
+	r.pick = l.u.newCheck("", func(on bool) { l.checked[key] = on })
+	r.pick.Checked = l.checked[key]
+	if !d.Online {
+		r.pick.Disable()
+	}
 	if !d.Online && d.QUICAddr == "" && d.TCPAddr == "" {
 		r.send.Disable()
 	}
@@ -202,11 +242,31 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 		bg.StrokeColor = theme.Color(theme.ColorNameInputBackground)
 		bg.StrokeWidth = 1
 	}
+	if l.lit == key {
+		bg.StrokeColor = theme.Color(theme.ColorNamePrimary)
+		bg.StrokeWidth = 2
+	}
 	bg.CornerRadius = theme.InputRadiusSize()
+	r.bg = bg
 	text := container.New(&tightVBox{}, name, info)
-	row := container.NewBorder(nil, nil, container.NewPadded(img), container.NewCenter(r.send), text)
+	row := container.NewBorder(nil, nil, container.NewHBox(container.NewCenter(r.pick), container.NewPadded(img)), container.NewCenter(r.send), text)
 	r.obj = container.NewStack(bg, container.NewPadded(row))
 	return r
+}
+
+// showSendMenu offers what to send to dev: files, a folder, a text, the clipboard.
+func (l *deviceList) showSendMenu(at fyne.CanvasObject, dev Device) {
+	u := l.u
+	devs := []Device{dev}
+	menu := fyne.NewMenu("",
+		fyne.NewMenuItem("Files…", func() { u.pickAndSend(devs) }),
+		fyne.NewMenuItem("Folder…", func() { u.pickFolderAndSend(devs) }),
+		fyne.NewMenuItem("Text…", func() { u.showSendText(devs, "") }),
+		fyne.NewMenuItem("Clipboard", func() { u.sendClipboard(devs) }),
+	)
+	c := u.win.Canvas()
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(at).AddXY(0, at.Size().Height)
+	widget.ShowPopUpMenuAtPosition(menu, c, pos)
 }
 
 func displayName(d Device) string {

@@ -3,10 +3,6 @@ package ui
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -99,106 +95,8 @@ func (u *UI) showFileDialog(d *dialog.FileDialog) {
 	u.showModal(d, &modal{dismiss: d.Dismiss}, nil)
 }
 
-// pickAndSend lets the user choose a file, then sends it to dev (or asks which device).
-func (u *UI) pickAndSend(dev *Device) {
-	u.showFileDialog(dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil || r == nil {
-			return
-		}
-		p := r.URI().Path()
-		_ = r.Close()
-		u.sendOrAsk(dev, []string{p})
-	}, u.win))
-}
-
-// pickFolderAndSend lets the user choose a folder to send.
-func (u *UI) pickFolderAndSend(dev *Device) {
-	u.showFileDialog(dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
-		if err != nil || l == nil {
-			return
-		}
-		u.sendOrAsk(dev, []string{l.Path()})
-	}, u.win))
-}
-
-func (u *UI) sendOrAsk(dev *Device, paths []string) {
-	if dev != nil {
-		u.send(*dev, paths)
-		return
-	}
-	u.askDevice(paths)
-}
-
-// chooser asks which device files should go to. It lists the devices online
-// now and follows the device list while it is open, so it can be shown
-// before any device was found (files given on the command line at start).
-type chooser struct {
-	u       *UI
-	paths   []string
-	devices []Device
-	buttons []*button // one per device, in order
-	list    *fyne.Container
-	scroll  *container.Scroll
-	dlg     *dialog.CustomDialog
-}
-
-// askDevice shows the device chooser for paths, replacing one already open.
-func (u *UI) askDevice(paths []string) {
-	if u.ask != nil {
-		u.ask.dlg.Hide()
-	}
-	c := &chooser{u: u, paths: paths, list: container.NewVBox()}
-	what := plural(len(paths), "item")
-	if len(paths) == 1 {
-		what = EscapeName(filepath.Base(paths[0]))
-	}
-	cancel := u.newButton("Cancel", nil, func() { c.dlg.Hide() })
-	c.scroll = container.NewVScroll(c.list)
-	c.dlg = dialog.NewCustomWithoutButtons("Send "+what+" to…", c.scroll, u.win)
-	c.dlg.SetButtons([]fyne.CanvasObject{cancel})
-	c.dlg.SetOnClosed(func() {
-		if u.ask == c {
-			u.ask = nil
-		}
-	})
-	u.ask = c
-	c.refresh()
-	var first fyne.Focusable = cancel
-	if len(c.buttons) > 0 {
-		first = c.buttons[0]
-	}
-	u.showModal(c.dlg, &modal{dismiss: c.dlg.Hide, confirm: func() { c.choose(0) }}, first)
-	c.fit()
-}
-
-// refresh lists the devices online now.
-func (c *chooser) refresh() {
-	c.devices = c.u.devices.online()
-	c.buttons = c.buttons[:0]
-	objs := make([]fyne.CanvasObject, 0, len(c.devices)+1)
-	for i, d := range c.devices {
-		b := c.u.newButton(fmt.Sprintf("%s (%s)", EscapeName(displayName(d)), ShortID(d.ID)), osIcon(d.OS), func() { c.choose(i) })
-		b.Alignment = widget.ButtonAlignLeading
-		if i == 0 {
-			b.Importance = widget.HighImportance
-		}
-		c.buttons = append(c.buttons, b)
-		objs = append(objs, b)
-	}
-	if len(c.devices) == 0 {
-		l := widget.NewLabel("Looking for devices… Open Ferry on the other device, or add it by address.")
-		l.Wrapping = fyne.TextWrapWord
-		objs = append(objs, l)
-	}
-	c.list.Objects = objs
-	c.list.Refresh()
-}
-
 // dialogPad is the room a Fyne dialog leaves on each side of its content.
 const dialogPad = 24
-
-// fit sizes the dialog to its list; the window bounds it and the list scrolls.
-func (c *chooser) fit() { fitScroll(c.dlg, c.scroll, 420) }
 
 // fitScroll sizes a dialog whose content is the scroll s to show all of s
 // at width (or wider when the content needs it). A modal dialog never grows
@@ -216,50 +114,18 @@ func fitScroll(d dialog.Dialog, s *container.Scroll, width float32) {
 	d.Resize(fyne.NewSize(max(width, natural.Width), natural.Height))
 }
 
-// devicesChanged keeps an open chooser in step with the device list.
-func (c *chooser) devicesChanged() {
-	focused := c.u.win.Canvas().Focused()
-	hadFocus := false
-	for _, b := range c.buttons {
-		if fyne.Focusable(b) == focused {
-			hadFocus = true
-		}
-	}
-	wasEmpty := len(c.buttons) == 0
-	c.refresh()
-	c.fit()
-	if (hadFocus || wasEmpty) && len(c.buttons) > 0 {
-		c.u.win.Canvas().Focus(c.buttons[0])
-	}
-}
-
-// choose sends to the i-th device listed.
-func (c *chooser) choose(i int) {
-	if i < 0 || i >= len(c.devices) {
-		return
-	}
-	c.dlg.Hide()
-	c.u.send(c.devices[i], c.paths)
-}
-
-// validAddr reports whether s looks like "host:port".
-func validAddr(s string) bool {
-	h, p, err := net.SplitHostPort(s)
-	return err == nil && h != "" && p != ""
-}
-
 // showAddDevice asks for an address and adds the device that answers there.
 func (u *UI) showAddDevice() {
 	addr := u.newEntry()
-	addr.SetPlaceHolder("192.168.1.20:52000")
-	hint := widget.NewLabel("The address Ferry shows on the other device, with its port.")
+	addr.SetPlaceHolder("192.168.1.20:47800 or ferry://…")
+	hint := widget.NewLabel("The address or link Ferry shows on the other device (\"My address\"), with its port.")
 	hint.Wrapping = fyne.TextWrapWord
 	hint.SizeName = theme.SizeNameCaptionText
 	var d *dialog.CustomDialog
 	submit := func() {
-		a := strings.TrimSpace(addr.Text)
-		if !validAddr(a) {
-			hint.SetText("Enter an address with its port, like 192.168.1.20:52000.")
+		a, id, err := ParseDeviceAddress(addr.Text)
+		if err != nil {
+			hint.SetText("Enter an address with its port, like 192.168.1.20:47800, or the other device's ferry:// link.")
 			hint.Importance = widget.DangerImportance
 			hint.Refresh()
 			u.win.Canvas().Focus(addr)
@@ -269,7 +135,7 @@ func (u *UI) showAddDevice() {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			dev, err := u.be.AddDevice(ctx, a)
+			dev, err := u.be.AddDevice(ctx, a, id)
 			u.opt.Do(func() {
 				if err != nil {
 					u.showError("Could not add the device at "+EscapeName(a), err)

@@ -12,6 +12,10 @@ import (
 // safetext.Name: invisible and display-changing characters are escaped).
 func EscapeName(s string) string { return safetext.Name(s) }
 
+// EscapeText returns a text from a peer (a message, a link) as it is safe
+// to show across lines (see safetext.Text).
+func EscapeText(s string) string { return safetext.Text(s) }
+
 // HumanBytes formats a byte count for people: "0 B", "999 B", "1.5 kB", "12.3 MB".
 func HumanBytes(n int64) string {
 	if n < 0 {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -14,15 +15,18 @@ import (
 	"fyne.io/fyne/v2/theme"
 )
 
-// Golden images: the main window, the incoming prompt and the details of a
-// transfer, at the smallest window (488x320) and at the default size
+// Golden images: the main window, the incoming prompt (files grouped by
+// folder; a text), the details of a transfer, the send sheet to several
+// devices, History, the Devices page of Settings and this device's address
+// with its QR code, at the smallest window (488x320) and at the default size
 // (980x640), in light and dark, drawn by Fyne's software renderer. The
 // images in testdata/golden were looked at by a person; a change that
 // alters them fails here until someone looks again and runs
 //
 //	go test ./ui -run TestGolden -update-golden
 //
-// (docs/screenshots/ holds copies of the dark 980x640 ones for the README).
+// (docs/screenshots/ holds copies of the dark 980x640 ones for the README;
+// self-large-dark is address.png there).
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite ui/testdata/golden/*.png from this run")
 
@@ -44,14 +48,27 @@ func goldenState(u *UI, be *fakeBackend, c *clock) {
 	be.settings = Settings{DeviceName: "Sam's laptop", DownloadDir: "/home/sam/Downloads", Policy: PolicyEveryone, AutoAcceptTrusted: true}
 	u.self = Device{ID: idSam, Name: "Sam's laptop"}
 	u.updateStatus()
+	be.addrs = []string{"192.168.1.20:47800", "[fd00::20]:47800"}
 	be.history = []HistoryEntry{
 		{ID: "h1", Direction: Incoming, PeerName: "Pixel 8", PeerID: idPixel, Files: 4, Bytes: 9_800_000, State: StateDone, Transport: "tcp",
-			Destination: "/home/sam/Downloads", Finished: c.t.Add(-40 * time.Minute)},
+			Destination: "/home/sam/Downloads", Finished: c.t.Add(-40 * time.Minute), Names: []string{"IMG_2051.jpg", "IMG_2052.jpg", "IMG_2053.jpg"},
+			Items: 4, Paths: []string{"/home/sam/Downloads/IMG_2051.jpg", "/home/sam/Downloads/IMG_2052.jpg"}},
+		{ID: "h4", Direction: Incoming, PeerName: "Alice's MacBook", PeerID: idMac, State: StateDone, Transport: "quic",
+			Finished: c.t.Add(-50 * time.Minute), Text: "https://example.org/tickets/2026-12-04"},
 		{ID: "h2", Direction: Outgoing, PeerName: "Office PC", PeerID: idOffPC, Files: 1, Bytes: 2_100_000_000, State: StateFailed,
-			Code: CodeNoSpace, ByPeer: true, Err: "Not enough space on the receiver: 2.1 GB needed, 0.8 GB free.", Finished: c.t.Add(-3 * time.Hour)},
+			Code: CodeNoSpace, ByPeer: true, Err: "Not enough space on the receiver: 2.1 GB needed, 0.8 GB free.", Finished: c.t.Add(-3 * time.Hour),
+			Names: []string{"backup-2026.tar"}, Items: 1, Paths: []string{"/home/sam/backup-2026.tar"}},
 		{ID: "h3", Direction: Incoming, PeerName: "Jonas's desktop", Files: 12, Bytes: 310_000_000, State: StateDeclined, Code: CodeExpired,
-			Finished: c.t.Add(-26 * time.Hour)},
+			Finished: c.t.Add(-26 * time.Hour), Names: []string{"Thesis drafts"}, Items: 1},
 	}
+	be.known = []KnownDevice{
+		{ID: idPixel, Name: "Sam's phone", Announced: "Pixel 8", Renamed: true, LastSeen: c.t.Add(-2 * time.Minute), AutoAccept: true},
+		{ID: idMac, Name: "Alice's MacBook", Announced: "Alice's MacBook", LastSeen: c.t.Add(-10 * time.Minute)},
+		{ID: idOffPC, Name: "Office PC", Announced: "Office PC", LastSeen: c.t.Add(-26 * time.Hour)},
+	}
+	// A picture received from the phone: its thumbnail, as the backend would draw it.
+	u.thumbs["/home/sam/Downloads/IMG_2051.jpg"] = goldenPicture()
+	u.updateStatus()
 	u.history.reload()
 	u.updateTray()
 	mac := Device{ID: idMac, Name: "Alice's MacBook", OS: "darwin", QUICAddr: "192.168.1.23:52000", TCPAddr: "192.168.1.23:52000",
@@ -63,29 +80,89 @@ func goldenState(u *UI, be *fakeBackend, c *clock) {
 		TCPAddr: "192.168.1.7:52000", LastSeen: c.t.Add(-26 * time.Hour), Source: "remembered"}})
 
 	alice := Peer{ID: idMac, Name: "Alice's MacBook"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "s1", Direction: Outgoing, State: StateConnecting, Peer: alice,
+		Offer: &Offer{Count: 7, Total: 1_480_000_000, FreeBytes: -1, Folders: []FolderInfo{{Path: "Holiday 2026", Files: 6, Bytes: 1_400_000_000}},
+			Files: []FileInfo{{Path: "Holiday 2026/beach.mov", Size: 1_400_000_000}, {Path: "itinerary.pdf", Size: 80_000_000}}}})
 	u.ApplyTransfer(TransferEvent{Kind: TransferTransport, ID: "s1", Direction: Outgoing, State: StateActive, Peer: alice, Transport: "quic",
 		Reason: "QUIC is the default on this network"})
 	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "s1", Direction: Outgoing, State: StateActive,
 		Progress: &Progress{Bytes: 612_000_000, Total: 1_480_000_000, Files: 3, TotalFiles: 7, Rate: 112e6, ETA: 8 * time.Second}})
 	jonas := Peer{ID: "JONASDSK" + idPixel[8:], Name: "Jonas's desktop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "r2", Direction: Incoming, State: StateActive, Peer: jonas,
+		Offer: &Offer{Count: 12, Total: 310_000_000, FreeBytes: -1, Folders: []FolderInfo{{Path: "Thesis drafts", Files: 12, Bytes: 310_000_000}}}})
 	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "r2", Direction: Incoming, State: StateActive, Peer: jonas,
 		Progress: &Progress{Bytes: 96_000_000, Total: 310_000_000, Files: 4, TotalFiles: 12}})
 	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r2", Direction: Incoming, Peer: jonas,
 		Result: &Result{State: StatePaused, Code: CodePaused, ByPeer: true, Files: 12, Bytes: 96_000_000}})
-	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r1", Direction: Incoming, Peer: Peer{ID: idPixel, Name: "Pixel 8"},
+	pixel := Peer{ID: idPixel, Name: "Pixel 8"}
+	var photos []FileInfo
+	for _, n := range []string{"IMG_2051.jpg", "IMG_2052.jpg", "IMG_2053.jpg", "IMG_2054.jpg"} {
+		photos = append(photos, FileInfo{Path: n, Size: 2_450_000})
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "r1", Direction: Incoming, State: StateActive, Peer: pixel,
+		Offer: &Offer{Count: 4, Total: 9_800_000, FreeBytes: -1, Dest: "/home/sam/Downloads", Files: photos}})
+	for _, f := range photos {
+		u.ApplyTransfer(TransferEvent{Kind: TransferFile, ID: "r1", Direction: Incoming, State: StateActive, Peer: pixel,
+			File: &FileResult{Path: f.Path, Size: f.Size, Verified: true}})
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r1", Direction: Incoming, Peer: pixel,
 		Result: &Result{State: StateDone, Files: 4, Verified: 4, Bytes: 9_800_000, Transport: "tcp", Destination: "/home/sam/Downloads"}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "t1", Direction: Incoming, Peer: alice,
+		Result: &Result{State: StateDone, Transport: "quic", Text: "https://example.org/tickets/2026-12-04"}})
+}
+
+// goldenPicture stands in for a thumbnail of a holiday photo.
+func goldenPicture() image.Image {
+	img := image.NewRGBA(image.Rect(0, 0, 96, 72))
+	for y := 0; y < 72; y++ {
+		for x := 0; x < 96; x++ {
+			sky := y < 40
+			c := color.RGBA{R: uint8(60 + x), G: uint8(140 + y), B: 230, A: 255}
+			if !sky {
+				c = color.RGBA{R: 230, G: uint8(200 - y), B: uint8(120 + x/2), A: 255}
+			}
+			img.Set(x, y, c)
+		}
+	}
+	return img
+}
+
+// goldenTextOffer is a text from Alice: a link, and a character that would
+// reverse what follows it, shown escaped.
+func goldenTextOffer() TransferEvent {
+	return TransferEvent{Kind: TransferOffer, ID: "p2", Direction: Incoming, State: StateWaiting, Peer: Peer{ID: idMac, Name: "Alice's MacBook"},
+		Offer: &Offer{FreeBytes: -1, Dest: "/home/sam/Downloads",
+			Text: "Tickets for Friday: https://example.org/tickets/2026-12-04\nSeats 14 and 15, row F.\nAnd the file is invoice\u202efdp.exe — don't open it."}}
+}
+
+// goldenSend opens the send sheet for three files with two devices checked.
+func goldenSend(u *UI) {
+	u.askSend(Items{Paths: []string{"/home/sam/Pictures/IMG_3001.jpg", "/home/sam/Pictures/IMG_3002.jpg", "/home/sam/Documents/plan.pdf"}}, nil)
+	u.ask.choose(0)
+	u.ask.choose(1)
+}
+
+// goldenDevices shows the Devices page of Settings.
+func goldenDevices(u *UI) {
+	u.tabs.SelectIndex(2)
+	u.settings.tabs.SelectIndex(1)
 }
 
 // goldenOffer is an offer from Alice's MacBook.
 func goldenOffer() TransferEvent {
-	o := &Offer{Dest: "/home/sam/Downloads", FreeBytes: 212_000_000_000}
+	o := &Offer{Dest: "/home/sam/Downloads", FreeBytes: 212_000_000_000, Expires: time.Date(2026, 11, 29, 12, 1, 47, 0, time.UTC)}
 	for _, f := range []FileInfo{
-		{"Holiday 2026/IMG_2041.jpg", 4_200_000}, {"Holiday 2026/IMG_2042.jpg", 3_900_000}, {"Holiday 2026/IMG_2047.heic", 2_800_000},
-		{"Holiday 2026/beach.mov", 148_000_000}, {"Holiday 2026/route.gpx", 86_000},
+		{Path: "Holiday 2026/IMG_2041.jpg", Size: 4_200_000}, {Path: "Holiday 2026/IMG_2042.jpg", Size: 3_900_000},
+		{Path: "Holiday 2026/IMG_2047.heic", Size: 2_800_000}, {Path: "Holiday 2026/beach.mov", Size: 148_000_000},
+		{Path: "Holiday 2026/route.gpx", Size: 86_000},
 	} {
 		o.Files = append(o.Files, f)
 		o.Total += f.Size
 	}
+	o.Folders = []FolderInfo{{Path: "Holiday 2026", Files: 5, Bytes: o.Total}}
+	o.Files = append(o.Files, FileInfo{Path: "notes.txt", Size: 2_300})
+	o.Total += 2_300
+	o.Count = len(o.Files)
 	return TransferEvent{Kind: TransferOffer, ID: "p1", Direction: Incoming, State: StateWaiting,
 		Peer: Peer{ID: idMac, Name: "Alice's MacBook"}, Offer: o}
 }
@@ -120,6 +197,11 @@ func TestGolden(t *testing.T) {
 				{"main", func(*UI) {}},
 				{"prompt", func(u *UI) { u.ApplyTransfer(goldenOffer()) }},
 				{"details", goldenDetails},
+				{"send", goldenSend},
+				{"text", func(u *UI) { u.ApplyTransfer(goldenTextOffer()) }},
+				{"history", func(u *UI) { u.tabs.SelectIndex(1) }},
+				{"devices", goldenDevices},
+				{"self", func(u *UI) { u.showSelf() }},
 			} {
 				name := fmt.Sprintf("%s-%s-%s", view.name, size.name, variant.name)
 				t.Run(name, func(t *testing.T) {

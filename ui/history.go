@@ -2,19 +2,27 @@ package ui
 
 import (
 	"fmt"
+	"image"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
-// historyView lists finished transfers as the backend stored them.
+// historyView lists finished transfers as the backend stored them, the
+// ones matching the search box.
 type historyView struct {
 	u       *UI
-	entries []HistoryEntry
+	all     []HistoryEntry
+	entries []HistoryEntry // shown: those matching search
+	search  *entry
+	clear   *button
 	list    *widget.List
 	empty   *widget.Label
 	obj     fyne.CanvasObject
@@ -30,39 +38,143 @@ func newHistoryView(u *UI) *historyView {
 			sub := widget.NewLabel("")
 			sub.SizeName = theme.SizeNameCaptionText
 			sub.Truncation = fyne.TextTruncateEllipsis
-			open := u.newButton("Open folder", theme.FolderOpenIcon(), nil)
 			details := u.newButton("", theme.InfoIcon(), nil)
-			return container.NewBorder(nil, nil, widget.NewIcon(theme.UploadIcon()), container.NewHBox(details, open), container.New(&tightVBox{}, title, sub))
+			cp := u.newButton("Copy", theme.ContentCopyIcon(), nil)
+			open := u.newButton("Open", theme.FileIcon(), nil)
+			show := u.newButton("Show in folder", theme.FolderOpenIcon(), nil)
+			thumb := canvas.NewImageFromResource(nil)
+			thumb.FillMode = canvas.ImageFillContain
+			thumb.SetMinSize(fyne.NewSize(thumbSize, thumbSize))
+			icon := container.NewStack(container.NewCenter(widget.NewIcon(theme.UploadIcon())), thumb)
+			return container.NewBorder(nil, nil, icon, container.NewHBox(details, cp, open, show), container.New(&tightVBox{}, title, sub))
 		},
 		func(i widget.ListItemID, obj fyne.CanvasObject) {
-			e := v.entries[i]
-			c := obj.(*fyne.Container)
-			text := c.Objects[0].(*fyne.Container)
-			icon := c.Objects[1].(*widget.Icon)
-			btns := c.Objects[2].(*fyne.Container)
-			details, open := btns.Objects[0].(*button), btns.Objects[1].(*button)
-			text.Objects[0].(*widget.Label).SetText(historyTitle(e, u.opt.PromptTimeout))
-			text.Objects[1].(*widget.Label).SetText(historyLine(e, u.opt.PromptTimeout))
-			details.OnTapped = func() { v.showDetails(e) }
-			if e.Direction == Incoming {
-				icon.SetResource(theme.DownloadIcon())
-			} else {
-				icon.SetResource(theme.UploadIcon())
+			if i >= len(v.entries) {
+				return
 			}
-			if e.Direction == Incoming && e.State == StateDone && e.Destination != "" {
-				dest := e.Destination
-				open.OnTapped = func() { v.u.openPath(dest) }
-				open.Show()
-			} else {
-				open.Hide()
-			}
+			v.fill(v.entries[i], obj.(*fyne.Container))
 		},
 	)
 	v.empty = widget.NewLabel("Finished transfers appear here.")
 	v.empty.Alignment = fyne.TextAlignCenter
-	v.obj = container.NewStack(v.list, container.NewVBox(v.empty))
+	v.search = u.newEntry()
+	v.search.SetPlaceHolder("Search by device, file name or text")
+	v.search.OnChanged = func(string) { v.filter() }
+	v.clear = u.newButton("Clear history…", theme.DeleteIcon(), v.confirmClear)
+	top := container.NewBorder(nil, nil, nil, v.clear, v.search)
+	v.obj = container.NewBorder(container.NewPadded(top), nil, nil, nil, container.NewStack(v.list, container.NewVBox(v.empty)))
 	v.reload()
 	return v
+}
+
+// fill draws entry e into a list row.
+func (v *historyView) fill(e HistoryEntry, c *fyne.Container) {
+	u := v.u
+	text := c.Objects[0].(*fyne.Container)
+	icons := c.Objects[1].(*fyne.Container)
+	btns := c.Objects[2].(*fyne.Container)
+	icon := icons.Objects[0].(*fyne.Container).Objects[0].(*widget.Icon)
+	thumb := icons.Objects[1].(*canvas.Image)
+	details, cp, open, show := btns.Objects[0].(*button), btns.Objects[1].(*button), btns.Objects[2].(*button), btns.Objects[3].(*button)
+	text.Objects[0].(*widget.Label).SetText(historyTitle(e, u.opt.PromptTimeout))
+	text.Objects[1].(*widget.Label).SetText(historyLine(e, u.opt.PromptTimeout))
+	details.OnTapped = func() { v.showDetails(e) }
+	if e.Direction == Incoming {
+		icon.SetResource(theme.DownloadIcon())
+	} else {
+		icon.SetResource(theme.UploadIcon())
+	}
+	thumb.Image = nil
+	thumb.Hide()
+	done := e.State == StateDone
+	paths := e.Paths
+	showIf(cp, e.Text != "")
+	cp.OnTapped = func() { u.copyText(e.Text) }
+	showIf(open, done && e.Direction == Incoming && len(paths) == 1)
+	if len(paths) > 0 {
+		first := paths[0]
+		open.OnTapped = func() { u.openFile(first) }
+		show.OnTapped = func() { u.showInFolder(first) }
+		if done && e.Direction == Incoming && isImage(first) {
+			u.loadThumb(first, func(img image.Image) {
+				// The row may show another entry by now.
+				if len(e.Paths) > 0 && thumb.Image == nil && v.showing(c, e) {
+					thumb.Image = img
+					thumb.Show()
+					thumb.Refresh()
+				}
+			})
+		}
+	} else if e.Destination != "" {
+		dest := e.Destination
+		show.OnTapped = func() { u.openPath(dest) }
+	}
+	showIf(show, done && (len(paths) > 0 || e.Direction == Incoming && e.Destination != "" && e.Files > 0))
+	c.Refresh() // the buttons shown changed: lay the row out again
+}
+
+// showing reports whether row c still shows e.
+func (v *historyView) showing(c *fyne.Container, e HistoryEntry) bool {
+	t := c.Objects[0].(*fyne.Container).Objects[1].(*widget.Label).Text
+	return t == historyLine(e, v.u.opt.PromptTimeout)
+}
+
+// confirmClear asks before forgetting every finished transfer.
+func (v *historyView) confirmClear() {
+	u := v.u
+	text := widget.NewLabel("Ferry forgets every finished transfer. Received files stay where they are.")
+	text.Wrapping = fyne.TextWrapWord
+	var d *dialog.CustomDialog
+	keep := u.newButton("Keep", nil, func() { d.Hide() })
+	clear := u.newButton("Clear history", theme.DeleteIcon(), func() {
+		d.Hide()
+		if err := u.be.ClearHistory(); err != nil {
+			u.showError("Could not clear the history", err)
+		}
+		v.reload()
+		u.updateTray()
+	})
+	clear.Importance = widget.DangerImportance
+	d = dialog.NewCustomWithoutButtons("Clear the history?", text, u.win)
+	d.SetButtons([]fyne.CanvasObject{keep, clear})
+	d.Resize(fyne.NewSize(440, 0))
+	u.showModal(d, &modal{dismiss: d.Hide}, keep)
+}
+
+// filter shows the entries matching the search box: every word must be
+// in the device's name, the files' names, the text or how it ended.
+func (v *historyView) filter() {
+	words := strings.Fields(strings.ToLower(v.search.Text))
+	v.entries = v.entries[:0]
+	for _, e := range v.all {
+		hay := strings.ToLower(strings.Join(append([]string{e.PeerName, e.Text, historyTitle(e, v.u.opt.PromptTimeout)}, e.Names...), "\n"))
+		match := true
+		for _, w := range words {
+			if !strings.Contains(hay, w) {
+				match = false
+				break
+			}
+		}
+		if match {
+			v.entries = append(v.entries, e)
+		}
+	}
+	v.list.Refresh()
+	switch {
+	case len(v.all) == 0:
+		v.empty.SetText("Finished transfers appear here.")
+		v.empty.Show()
+	case len(v.entries) == 0:
+		v.empty.SetText("No transfer matches.")
+		v.empty.Show()
+	default:
+		v.empty.Hide()
+	}
+	if len(v.all) == 0 {
+		v.clear.Disable()
+	} else {
+		v.clear.Enable()
+	}
 }
 
 // showDetails shows what the history kept of one transfer, with the
@@ -73,17 +185,18 @@ func (v *historyView) showDetails(e HistoryEntry) {
 	if e.Destination != "" {
 		text += "\nSaved to " + e.Destination
 	}
+	if what := ItemsText(e.Names, e.Items, ""); what != "" {
+		text += "\n" + what
+	}
+	if e.Text != "" {
+		text += "\n\nText:\n" + clipLines(EscapeText(e.Text), 2000)
+	}
 	v.u.showMessage(historyTitle(e, v.u.opt.PromptTimeout), text, st.Detail)
 }
 
 func (v *historyView) reload() {
-	v.entries = v.u.be.History()
-	v.list.Refresh()
-	if len(v.entries) == 0 {
-		v.empty.Show()
-	} else {
-		v.empty.Hide()
-	}
+	v.all = v.u.be.History()
+	v.filter()
 }
 
 // historyStatus is how the entry ended, in the words rows use.
@@ -106,10 +219,15 @@ func historyTitle(e HistoryEntry, timeout time.Duration) string {
 		verb, prep = "Received", "from"
 	}
 	files := plural(e.Files, "file")
-	if e.Files == 0 {
+	switch {
+	case e.Files == 0 && e.Text != "":
+		files = "a text"
+	case e.Files == 0:
 		// An offer that was never accepted, where the engine did not say
 		// what it held: "0 files" would be wrong.
 		files = "files"
+	case e.Text != "":
+		files = "a text and " + files
 	}
 	if e.State != StateDone {
 		return fmt.Sprintf("%s: %s %s %s", historyStatus(e, timeout).Short, files, prep, historyWho(e))
@@ -121,7 +239,10 @@ func historyTitle(e HistoryEntry, timeout time.Duration) string {
 // happened when it did not arrive; the engine's own text is in Details.
 func historyLine(e HistoryEntry, timeout time.Duration) string {
 	s := e.Finished.Local().Format("2 Jan 15:04")
-	if e.Bytes > 0 || e.State == StateDone {
+	if what := ItemsText(e.Names, e.Items, e.Text); what != "" {
+		s = what + " · " + s
+	}
+	if e.Bytes > 0 || e.State == StateDone && e.Files > 0 {
 		s += " · " + HumanBytes(e.Bytes)
 	}
 	if e.Transport != "" {
@@ -136,3 +257,12 @@ func historyLine(e HistoryEntry, timeout time.Duration) string {
 }
 
 func layoutSpacer() fyne.CanvasObject { return layout.NewSpacer() }
+
+// clipLines shortens a multi-line text to n runes, keeping its lines.
+func clipLines(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -194,11 +194,14 @@ func (u *UI) newCheck(label string, changed func(bool)) *check {
 	return c
 }
 
-// TypedKey passes Escape to the dialog.
+// TypedKey passes Escape and Enter to the dialog (Space checks).
 func (c *check) TypedKey(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeyEscape {
+	switch ev.Name {
+	case fyne.KeyEscape:
 		c.u.escape()
-		return
+	case fyne.KeyReturn, fyne.KeyEnter:
+		c.u.enter()
+	default:
+		c.Check.TypedKey(ev)
 	}
-	c.Check.TypedKey(ev)
 }

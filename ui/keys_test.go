@@ -158,12 +158,13 @@ func TestChooserFollowsDevicesAndTakesEnter(t *testing.T) {
 	u, be, _ := newTestUI(t)
 	// Files from the command line before any device was found.
 	u.OpenFiles([]string{"/home/u/report.pdf"})
-	if u.ask == nil || len(u.ask.buttons) != 0 {
+	if u.ask == nil || len(u.ask.checks) != 0 {
 		t.Fatal("no chooser while no device is online")
 	}
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
-	if len(u.ask.buttons) != 1 || u.win.Canvas().Focused() != fyne.Focusable(u.ask.buttons[0]) {
-		t.Fatalf("chooser: %d buttons, focus %T", len(u.ask.buttons), u.win.Canvas().Focused())
+	// The only device is checked, and focused: Enter sends.
+	if len(u.ask.checks) != 1 || !u.ask.checks[0].Checked || u.win.Canvas().Focused() != fyne.Focusable(u.ask.checks[0]) {
+		t.Fatalf("chooser: %d checks, focus %T", len(u.ask.checks), u.win.Canvas().Focused())
 	}
 	press(u, fyne.KeyReturn)
 	if len(be.sends) != 1 || be.sends[0].dev.ID != idAlice || be.sends[0].paths[0] != "/home/u/report.pdf" {

@@ -2,9 +2,11 @@ package ui
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
@@ -17,12 +19,18 @@ type prompt struct {
 	deadline time.Time
 
 	// set while shown
-	dlg     *dialog.CustomDialog
-	accept  *button
-	decline *button
-	always  *check
-	more    *widget.Label
-	scroll  *container.Scroll
+	dlg       *dialog.CustomDialog
+	accept    *button
+	decline   *button
+	always    *check
+	more      *widget.Label
+	scroll    *container.Scroll
+	countdown *widget.Label
+	destLbl   *widget.Label
+	space     *widget.Label
+	choose    *button
+	tree      *offerTreeView
+	dest      string // "Save to…": where this offer goes ("" is the download folder)
 }
 
 // promptQueue shows incoming offers one at a time. It is bounded: an offer
@@ -54,9 +62,22 @@ func (q *promptQueue) offer(ev TransferEvent) {
 	q.queue = append(q.queue, p)
 	body := fmt.Sprintf("%s wants to send you files.", who)
 	if o := ev.Offer; o != nil {
-		body = fmt.Sprintf("%s wants to send you %s (%s).", who, plural(o.FileCount(), "file"), HumanBytes(o.Total))
+		switch {
+		case o.Text != "" && o.FileCount() == 0:
+			body = fmt.Sprintf("%s wants to send you a text.", who)
+		case o.Text != "":
+			body = fmt.Sprintf("%s wants to send you a text and %s (%s).", who, plural(o.FileCount(), "file"), HumanBytes(o.Total))
+		default:
+			body = fmt.Sprintf("%s wants to send you %s (%s).", who, plural(o.FileCount(), "file"), HumanBytes(o.Total))
+		}
 	}
-	q.u.notify("Incoming files", body)
+	// Accept and Decline right in the notification, where the desktop
+	// shows its buttons; a click on it shows the prompt.
+	q.u.notifyActions("Incoming files", body, []NoticeAction{
+		{Key: "accept", Label: "Accept", Do: func() { q.answer(p, Decision{Accept: true}) }},
+		{Key: "decline", Label: "Decline", Do: func() { q.answer(p, Decision{Accept: false, Reason: "declined"}) }},
+		{Key: "default", Label: "Show", Do: q.u.revealWindow},
+	})
 	if len(q.queue) == 1 {
 		q.show(p)
 	} else {
@@ -66,12 +87,32 @@ func (q *promptQueue) offer(ev TransferEvent) {
 
 // answer sends the user's decision for the shown prompt and moves on.
 func (q *promptQueue) answer(p *prompt, d Decision) {
+	if d.Accept && d.Dest != "" && q.queued(p.ev.ID) {
+		// A folder chosen with Save to… may turn out unusable: then the
+		// prompt stays, so another can be chosen.
+		if err := q.u.be.Decide(p.ev.ID, d); err != nil {
+			q.u.showError("Could not save the files there", err)
+			return
+		}
+		q.remove(p.ev.ID)
+		return
+	}
 	if !q.remove(p.ev.ID) {
 		return
 	}
 	if err := q.u.be.Decide(p.ev.ID, d); err != nil {
 		q.u.showError("Could not answer the offer", err)
 	}
+}
+
+// queued reports whether the offer id waits for an answer.
+func (q *promptQueue) queued(id string) bool {
+	for _, p := range q.queue {
+		if p.ev.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // remove drops a prompt (answered, expired or withdrawn by the sender) and
@@ -96,8 +137,15 @@ func (q *promptQueue) remove(id string) bool {
 	return false
 }
 
-// expire declines every prompt whose deadline is before now.
+// expire declines every prompt whose deadline is before now, and counts
+// down on the one shown.
 func (q *promptQueue) expire(now time.Time) {
+	if len(q.queue) > 0 && q.queue[0].countdown != nil {
+		p := q.queue[0]
+		if t := countdownText(p.deadline.Sub(now)); p.countdown.Text != t {
+			p.countdown.SetText(t)
+		}
+	}
 	for _, p := range append([]*prompt(nil), q.queue...) {
 		if now.Before(p.deadline) {
 			continue
@@ -121,9 +169,6 @@ func (q *promptQueue) updateMore() {
 		more.Hide()
 	}
 }
-
-// maxPromptFiles bounds the files a prompt lists by name; the rest are counted.
-const maxPromptFiles = 200
 
 // trustLine says what this device knows of the sender, in the words its
 // row in the device list uses (trusted, known, new). The row is what the
@@ -161,63 +206,56 @@ func (q *promptQueue) show(p *prompt) {
 	id.SizeName = theme.SizeNameCaptionText
 	id.Wrapping = fyne.TextWrapBreak
 
-	files := container.New(&tightVBox{})
-	for i, f := range o.Files {
-		if i == maxPromptFiles {
-			more := widget.NewLabel(fmt.Sprintf("and %s more", plural(o.FileCount()-i, "file")))
-			more.Importance = widget.LowImportance
-			files.Add(more)
-			break
-		}
-		name := widget.NewLabel(EscapeName(f.Path))
-		name.Truncation = fyne.TextTruncateEllipsis
-		size := widget.NewLabel(HumanBytes(f.Size))
-		files.Add(container.NewBorder(nil, nil, nil, size, name))
+	objs := []fyne.CanvasObject{
+		container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), nil, container.New(&tightVBox{}, who, q.trustLine(ev.Peer))),
+		id,
 	}
+	if o.Text != "" {
+		objs = append(objs, textBox(o.Text))
+	}
+	if o.FileCount() > 0 {
+		p.tree = offerTree(o)
+		objs = append(objs, p.tree.obj)
+	}
+	p.countdown = widget.NewLabel(countdownText(p.deadline.Sub(u.now())))
+	p.countdown.Importance = widget.WarningImportance
+	summary := widget.NewLabel(offerSummary(o))
+	objs = append(objs, container.NewBorder(nil, nil, nil, p.countdown, summary))
 
-	summary := fmt.Sprintf("%s, %s in total", plural(o.FileCount(), "file"), HumanBytes(o.Total))
-	space := widget.NewLabel("")
-	if o.FreeBytes >= 0 {
-		space.SetText(HumanBytes(o.FreeBytes) + " free")
-		if o.FreeBytes < o.Total {
-			space.SetText(fmt.Sprintf("Not enough space: %s needed, %s free", HumanBytes(o.Total), HumanBytes(o.FreeBytes)))
-			space.Importance = widget.DangerImportance
-			space.Wrapping = fyne.TextWrapWord
-		}
+	p.accept = u.newButton("Accept", theme.ConfirmIcon(), func() {
+		q.answer(p, Decision{Accept: true, AlwaysAccept: p.always.Checked, Dest: p.dest})
+	})
+	p.accept.Importance = widget.HighImportance
+	if o.FileCount() > 0 {
+		p.destLbl = widget.NewLabel("Save to " + EscapeName(o.Dest))
+		p.destLbl.Wrapping = fyne.TextWrapBreak
+		p.choose = u.newButton("Change…", theme.FolderOpenIcon(), func() {
+			u.pick(PickRequest{Title: "Save the files to", Folders: true}, func(paths []string) {
+				p.dest = paths[0]
+				p.destLbl.SetText("Save to " + EscapeName(p.dest))
+				q.showSpace(p, o, u.be.FreeSpace(p.dest))
+			})
+		})
+		p.space = widget.NewLabel("")
+		objs = append(objs, container.NewBorder(nil, nil, nil, container.NewCenter(p.choose), p.destLbl), p.space)
+		q.showSpace(p, o, o.FreeBytes)
 	}
-	destLbl := widget.NewLabel("Save to " + EscapeName(o.Dest))
-	destLbl.Wrapping = fyne.TextWrapBreak
 
 	p.always = u.newCheck("Always accept from this device", nil)
 	p.more = widget.NewLabel("")
 	p.more.Importance = widget.LowImportance
 	p.more.Hide()
+	objs = append(objs, p.always, p.more)
 
-	content := container.NewVBox(
-		container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), nil, container.New(&tightVBox{}, who, q.trustLine(ev.Peer))),
-		id,
-		files,
-		widget.NewLabel(summary),
-		destLbl,
-		space,
-		p.always,
-		p.more,
-	)
-	if o.FreeBytes < 0 {
-		space.Hide()
-	}
 	decline := func() { q.answer(p, Decision{Accept: false, Reason: "declined"}) }
 	p.decline = u.newButton("Decline", theme.CancelIcon(), decline)
-	p.accept = u.newButton("Accept", theme.ConfirmIcon(), func() {
-		q.answer(p, Decision{Accept: true, AlwaysAccept: p.always.Checked})
-	})
-	p.accept.Importance = widget.HighImportance
-	if o.FreeBytes >= 0 && o.FreeBytes < o.Total {
-		p.accept.Disable()
-	}
 	// The content scrolls; the buttons below it stay visible at any window size.
-	p.scroll = container.NewVScroll(container.NewPadded(content))
-	p.dlg = dialog.NewCustomWithoutButtons("Incoming files", p.scroll, u.win)
+	p.scroll = container.NewVScroll(container.NewPadded(container.NewVBox(objs...)))
+	title := "Incoming files"
+	if o.Text != "" && o.FileCount() == 0 {
+		title = "Incoming text"
+	}
+	p.dlg = dialog.NewCustomWithoutButtons(title, p.scroll, u.win)
 	p.dlg.SetButtons([]fyne.CanvasObject{p.decline, p.accept})
 	p.dlg.SetOnClosed(func() {
 		// p.dlg is still set only when the dialog was closed other than
@@ -233,4 +271,60 @@ func (q *promptQueue) show(p *prompt) {
 	// Keyboard: start on Decline so a stray key press never accepts files;
 	// Tab moves to Accept. Escape declines; Enter presses the focused button.
 	u.showModal(p.dlg, &modal{dismiss: decline}, p.decline)
+}
+
+// showSpace says how much room the destination has, and keeps Accept off
+// when the files cannot fit.
+func (q *promptQueue) showSpace(p *prompt, o *Offer, free int64) {
+	p.space.Importance = widget.MediumImportance
+	p.space.Wrapping = fyne.TextWrapOff
+	p.accept.Enable()
+	switch {
+	case free < 0:
+		p.space.Hide()
+		return
+	case free < o.Total:
+		p.space.SetText(fmt.Sprintf("Not enough space: %s needed, %s free", HumanBytes(o.Total), HumanBytes(free)))
+		p.space.Importance = widget.DangerImportance
+		p.space.Wrapping = fyne.TextWrapWord
+		p.accept.Disable()
+	default:
+		p.space.SetText(HumanBytes(free) + " free")
+	}
+	p.space.Show()
+	p.space.Refresh()
+}
+
+// offerSummary sums an offer up in one line.
+func offerSummary(o *Offer) string {
+	switch {
+	case o.FileCount() == 0 && o.Text != "":
+		return fmt.Sprintf("A text of %s", HumanBytes(int64(len(o.Text))))
+	case o.Text != "":
+		return fmt.Sprintf("A text and %s, %s in total", plural(o.FileCount(), "file"), HumanBytes(o.Total))
+	}
+	return fmt.Sprintf("%s, %s in total", plural(o.FileCount(), "file"), HumanBytes(o.Total))
+}
+
+// countdownText says how long the prompt waits for an answer.
+func countdownText(left time.Duration) string {
+	if left < 0 {
+		left = 0
+	}
+	s := int(left.Round(time.Second) / time.Second)
+	return fmt.Sprintf("Expires in %d:%02d", s/60, s%60)
+}
+
+// textBox shows an offered text, escaped, in a scrolling box of its own
+// (a long text does not push the buttons away).
+func textBox(text string) fyne.CanvasObject {
+	l := widget.NewLabel(EscapeText(text))
+	l.Wrapping = fyne.TextWrapBreak
+	l.Selectable = true
+	s := container.NewVScroll(l)
+	lines := strings.Count(text, "\n") + 1 + len(text)/60
+	s.SetMinSize(fyne.NewSize(0, float32(min(max(lines, 2), 6))*(theme.TextSize()+theme.Padding()*1.5)+2*theme.InnerPadding()))
+	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
+	bg.CornerRadius = theme.InputRadiusSize()
+	return container.NewStack(bg, s)
 }

@@ -5,7 +5,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -49,6 +48,7 @@ type settingsView struct {
 	minimized *widget.Check
 	save      *button
 	browse    *button
+	tabs      *container.AppTabs // General, Devices
 	obj       fyne.CanvasObject
 }
 
@@ -58,11 +58,7 @@ func newSettingsView(u *UI) *settingsView {
 	v.name.SetPlaceHolder("How other devices see this one")
 	v.dir = widget.NewEntry()
 	v.browse = u.newButton("Choose…", theme.FolderOpenIcon(), func() {
-		u.showFileDialog(dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
-			if err == nil && l != nil {
-				v.dir.SetText(l.Path())
-			}
-		}, u.win))
+		u.pick(PickRequest{Title: "Save received files to", Folders: true}, func(paths []string) { v.dir.SetText(paths[0]) })
 	})
 	v.policy = widget.NewRadioGroup(policyLabels, nil)
 	v.policy.Required = true
@@ -86,8 +82,19 @@ func newSettingsView(u *UI) *settingsView {
 		widget.NewFormItem("Ferry version", widget.NewLabel(version.Get().Short())),
 	)
 	u.partials = newPartialsView(u)
-	v.obj = container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), revert, v.save),
+	u.known = newKnownView(u)
+	general := container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), revert, v.save),
 		widget.NewSeparator(), u.partials.obj)))
+	v.tabs = container.NewAppTabs(
+		container.NewTabItem("General", general),
+		container.NewTabItem("Devices", u.known.obj),
+	)
+	v.tabs.OnSelected = func(t *container.TabItem) {
+		if t.Content == u.known.obj {
+			u.known.reload()
+		}
+	}
+	v.obj = v.tabs
 	v.load()
 	return v
 }

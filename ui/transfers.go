@@ -2,11 +2,13 @@ package ui
 
 import (
 	"fmt"
+	"image"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
@@ -32,6 +34,11 @@ type transferView struct {
 	result    *Result
 	dest      string
 	started   time.Time
+	names     []string // the first top-level files and folders offered
+	items     int      // how many top-level items were offered
+	text      string   // the offer's text item
+
+	thumbFor string // the file the thumbnail shows (asked once)
 
 	// widgets
 	obj      fyne.CanvasObject
@@ -43,8 +50,13 @@ type transferView struct {
 	pause    *button
 	resume   *button
 	retry    *button
-	open     *button
+	open     *button // "Open": the one file received
+	show     *button // "Show in folder": the received files' folder
+	copyText *button
+	openLink *button
 	details  *button
+	what     *widget.Label // the text, for a text transfer
+	thumb    *canvas.Image
 	buttons  *fyne.Container
 	foot     *fyne.Container
 }
@@ -105,8 +117,10 @@ func (l *transferList) apply(ev TransferEvent) {
 	}
 	switch ev.Kind {
 	case TransferOffer:
-		if ev.Offer != nil {
-			v.files, v.total, v.dest = ev.Offer.FileCount(), ev.Offer.Total, ev.Offer.Dest
+		if o := ev.Offer; o != nil {
+			v.files, v.total, v.dest = o.FileCount(), o.Total, o.Dest
+			v.names, v.items = OfferNames(o)
+			v.text = o.Text
 		}
 	case TransferProgress:
 		if p := ev.Progress; p != nil {
@@ -149,6 +163,9 @@ func (l *transferList) apply(ev TransferEvent) {
 			}
 			if r.Destination != "" {
 				v.dest = r.Destination
+			}
+			if r.Text != "" {
+				v.text = r.Text
 			}
 			if r.Files > 0 {
 				v.files = r.Files
@@ -208,16 +225,89 @@ func (l *transferList) build(v *transferView) {
 	v.pause = u.newButton("Pause", theme.MediaPauseIcon(), func() { u.pause(id) })
 	v.resume = u.newButton("Resume", theme.MediaPlayIcon(), func() { u.resume(id) })
 	v.retry = u.newButton("Resume", theme.MediaReplayIcon(), func() { l.retry(id) })
-	v.open = u.newButton("Open folder", theme.FolderOpenIcon(), func() { u.openFolder(l.byID[id]) })
+	v.open = u.newButton("Open", theme.FileIcon(), func() {
+		if p := savedPaths(l.byID[id]); len(p) > 0 {
+			u.openFile(p[0])
+		}
+	})
+	v.show = u.newButton("Show in folder", theme.FolderOpenIcon(), func() { u.showReceived(l.byID[id]) })
+	v.copyText = u.newButton("Copy", theme.ContentCopyIcon(), func() { u.copyText(l.byID[id].text) })
+	v.openLink = u.newButton("Open link", theme.ComputerIcon(), func() {
+		if link := TextLink(l.byID[id].text); link != nil {
+			u.openLink(link)
+		}
+	})
 	v.details = u.newButton("Details", theme.InfoIcon(), func() { l.showDetails(id) })
 	icon := theme.UploadIcon()
 	if v.dir == Incoming {
 		icon = theme.DownloadIcon()
 	}
-	v.buttons = container.NewHBox(v.details, v.open, v.pause, v.resume, v.retry, v.cancel)
-	head := container.NewBorder(nil, nil, widget.NewIcon(icon), nil, v.title)
+	v.what = widget.NewLabel("")
+	v.what.Truncation = fyne.TextTruncateEllipsis
+	v.what.Hide()
+	v.thumb = canvas.NewImageFromResource(nil)
+	v.thumb.FillMode = canvas.ImageFillContain
+	v.thumb.SetMinSize(fyne.NewSize(thumbSize, thumbSize))
+	v.thumb.Hide()
+	v.buttons = container.NewHBox(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.cancel)
+	head := container.NewBorder(nil, nil, widget.NewIcon(icon), v.thumb, v.title)
 	v.foot = container.New(&footLayout{}, v.stateLbl, v.buttons)
-	v.obj = container.NewVBox(head, v.bar, v.sub, v.foot, widget.NewSeparator())
+	v.obj = container.NewVBox(head, v.what, v.bar, v.sub, v.foot, widget.NewSeparator())
+}
+
+// thumbSize is the side of a received picture's thumbnail.
+const thumbSize = 40
+
+// savedPaths are the received files as saved, absolute, in arrival order.
+func savedPaths(v *transferView) []string {
+	if v == nil || v.dir != Incoming || v.dest == "" {
+		return nil
+	}
+	var out []string
+	for _, f := range v.results {
+		if !f.Verified {
+			continue
+		}
+		rel := f.Path
+		if f.SavedAs != "" {
+			rel = f.SavedAs
+		}
+		out = append(out, filepath.Join(v.dest, filepath.FromSlash(rel)))
+	}
+	return out
+}
+
+// showReceived opens the received files' folder, the first file selected.
+func (u *UI) showReceived(v *transferView) {
+	if p := savedPaths(v); len(p) > 0 {
+		u.showInFolder(p[0])
+		return
+	}
+	u.openFolder(v)
+}
+
+// receivedActions are the buttons of a "Files received" notification.
+func (u *UI) receivedActions(id string) []NoticeAction {
+	v := u.transfers.byID[id]
+	paths := savedPaths(v)
+	switch {
+	case len(paths) == 1:
+		p := paths[0]
+		return []NoticeAction{{Key: "default", Label: "Open", Do: func() { u.openFile(p) }},
+			{Key: "show", Label: "Show in folder", Do: func() { u.showInFolder(p) }}}
+	case len(paths) > 1:
+		return []NoticeAction{{Key: "default", Label: "Show in folder", Do: func() { u.showReceived(v) }}}
+	}
+	return nil
+}
+
+// isImage reports whether a file's name says it is a picture Go can decode.
+func isImage(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".jpg", ".jpeg", ".png", ".gif":
+		return true
+	}
+	return false
 }
 
 func (l *transferList) refresh(v *transferView) {
@@ -225,10 +315,21 @@ func (l *transferList) refresh(v *transferView) {
 	if who == "" {
 		who = ShortID(v.peer.ID)
 	}
+	title := "To " + who
 	if v.dir == Incoming {
-		v.title.SetText("From " + who)
-	} else {
-		v.title.SetText("To " + who)
+		title = "From " + who
+	}
+	if what := ItemsText(v.names, v.items, v.text); what != "" {
+		title += ": " + what
+	}
+	v.title.SetText(title)
+	if v.text != "" {
+		v.what.SetText(clip(EscapeText(v.text), 300))
+		if !v.what.Visible() {
+			v.what.Show()
+			v.obj.Refresh() // lay the row out again with the text in it
+			l.box.Refresh()
+		}
 	}
 
 	var parts []string
@@ -281,7 +382,14 @@ func (l *transferList) refresh(v *transferView) {
 	showIf(v.pause, out && canPause(v.state))
 	showIf(v.resume, out && v.state == StatePaused)
 	showIf(v.retry, out && (v.state == StateFailed || v.state == StateCancelled))
-	showIf(v.open, v.state == StateDone && v.dir == Incoming && v.dest != "")
+	in := v.dir == Incoming
+	saved := savedPaths(v)
+	done := v.state == StateDone
+	showIf(v.open, done && in && len(saved) == 1)
+	showIf(v.show, done && in && (len(saved) > 0 || v.dest != "" && v.files > 0))
+	showIf(v.copyText, v.text != "" && (done || !in))
+	showIf(v.openLink, v.text != "" && done && in && TextLink(v.text) != nil)
+	l.u.thumbnail(v, saved)
 	// Showing or hiding a button changes the buttons' width: lay the line out again.
 	v.buttons.Refresh()
 	v.foot.Refresh()
@@ -564,4 +672,47 @@ func (f *footLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
 		return fyne.NewSize(bm.Width, max(lm.Height, bm.Height))
 	}
 	return fyne.NewSize(bm.Width, lm.Height+theme.Padding()+bm.Height)
+}
+
+// thumbnail shows a picture of the first received image of v, loaded off
+// the Fyne goroutine once.
+func (u *UI) thumbnail(v *transferView, saved []string) {
+	if v.thumbFor != "" {
+		return
+	}
+	for _, p := range saved {
+		if isImage(p) {
+			v.thumbFor = p
+			u.loadThumb(p, func(img image.Image) {
+				v.thumb.Image = img
+				v.thumb.Show()
+				v.obj.Refresh() // the row grows to the picture's height
+				u.transfers.box.Refresh()
+			})
+			return
+		}
+	}
+}
+
+// loadThumb asks the backend for a thumbnail of p and hands it to set on
+// the Fyne goroutine; pictures already loaded come from a small cache.
+func (u *UI) loadThumb(p string, set func(image.Image)) {
+	if img, ok := u.thumbs[p]; ok {
+		if img != nil {
+			set(img)
+		}
+		return
+	}
+	go func() {
+		img := u.be.Thumbnail(p)
+		u.opt.Do(func() {
+			if len(u.thumbs) > 256 {
+				clear(u.thumbs)
+			}
+			u.thumbs[p] = img
+			if img != nil {
+				set(img)
+			}
+		})
+	}()
 }

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"context"
+	"errors"
+	"image"
 	"time"
 )
 
@@ -10,8 +12,10 @@ import (
 // that records the calls. Every method may be called on the Fyne goroutine, so
 // none of them may block for long: Send and AddDevice start work and return.
 type Backend interface {
-	// Send starts sending paths to dev. Its progress arrives as TransferEvents.
-	Send(dev Device, paths []string) error
+	// Send starts sending items to dev. Its progress arrives as
+	// TransferEvents. Several recipients are several Sends: each transfer
+	// has its own progress, result and resume.
+	Send(dev Device, items Items) error
 	// Decide answers an incoming offer.
 	Decide(transferID string, d Decision) error
 	// Cancel stops a transfer in either direction.
@@ -28,16 +32,88 @@ type Backend interface {
 	// first; DiscardPartial deletes one's partial files.
 	Partials() []PartialTransfer
 	DiscardPartial(key string) error
-	// AddDevice asks who answers at a "host:port" and remembers it.
-	AddDevice(ctx context.Context, addr string) (Device, error)
+	// AddDevice asks who answers at a "host:port" and remembers it; id,
+	// when set (from a device link), is the device ID it must prove.
+	AddDevice(ctx context.Context, addr, id string) (Device, error)
 	// Settings returns the saved settings; SaveSettings applies and stores
 	// them (PolicyOff closes the listeners and withdraws the advertisement).
 	Settings() Settings
 	SaveSettings(s Settings) error
-	// History returns finished transfers, newest first.
+	// History returns finished transfers, newest first; ClearHistory
+	// forgets them all.
 	History() []HistoryEntry
+	ClearHistory() error
 	// OpenFolder shows a folder in the OS file manager.
 	OpenFolder(path string) error
+	// OpenFile opens a file with the app the desktop uses for it.
+	OpenFile(path string) error
+	// ShowInFolder opens the folder holding path in the file manager, with
+	// path selected where the platform can.
+	ShowInFolder(path string) error
+	// Thumbnail returns a small picture of an image file, or nil when path
+	// is no image it can read. It reads and decodes the file: call it off
+	// the Fyne goroutine.
+	Thumbnail(path string) image.Image
+	// FreeSpace is the space left on the disk holding dir, -1 when unknown.
+	FreeSpace(dir string) int64
+	// SelfAddresses are the "host:port" addresses this device receives on,
+	// best first (empty while receiving is off).
+	SelfAddresses() []string
+	// KnownDevices lists the devices this one has exchanged files with,
+	// most recent first. SetAutoAccept, RenameDevice and ForgetDevice
+	// change one of them; a name of "" restores the one it announces.
+	KnownDevices() []KnownDevice
+	SetAutoAccept(id string, on bool) error
+	RenameDevice(id, name string) error
+	ForgetDevice(id string) error
+}
+
+// Items is what one send offers: files and folders, a text, or both.
+type Items struct {
+	Paths []string
+	// Text is a message, a link or what was on the clipboard: at most
+	// MaxTextBytes of UTF-8.
+	Text string
+}
+
+// MaxTextBytes bounds the text of one send (the engine's MaxTextBytes).
+const MaxTextBytes = 64 << 10
+
+// KnownDevice is a device this one has exchanged files with.
+type KnownDevice struct {
+	ID string
+	// Name is what the user calls it: their own name for it, else the one
+	// it announces (Announced).
+	Name       string
+	Announced  string
+	Renamed    bool // Name is the user's own
+	LastSeen   time.Time
+	LastAddr   string
+	AutoAccept bool // its offers are accepted without asking
+}
+
+// PickRequest asks for files or folders.
+type PickRequest struct {
+	Title    string
+	Folders  bool // folders, not files
+	Multiple bool
+}
+
+// Picker shows the platform's own file dialog (the XDG desktop portal on
+// Linux). done is called once, on the Fyne goroutine, with the chosen paths
+// (none: cancelled) or with ErrNoPicker when there is no such dialog here;
+// the UI then shows Fyne's own.
+type Picker func(req PickRequest, done func(paths []string, err error))
+
+// ErrNoPicker: the platform has no file dialog Ferry can use.
+var ErrNoPicker = errors.New("no platform file dialog")
+
+// NoticeAction is a button on a desktop notification; Do runs on the Fyne
+// goroutine. Key names it to the desktop ("default" is a click on the
+// notification itself).
+type NoticeAction struct {
+	Key, Label string
+	Do         func()
 }
 
 // Device is one row of the device list: a peer seen nearby or remembered.
@@ -133,18 +209,33 @@ type Peer struct {
 type FileInfo struct {
 	Path string // relative, slash-separated, as the sender named it
 	Size int64
+	// Refused says why this file will not be received whatever the answer
+	// (a name that cannot be stored); "" for the others.
+	Refused string
 }
 
-// Offer is what the receiving user decides on.
+// FolderInfo summarises one top-level folder of an offer.
+type FolderInfo struct {
+	Path  string
+	Files int
+	Bytes int64
+}
+
+// Offer is what the receiving user decides on (and, sending, what is offered).
 type Offer struct {
 	// Count is the number of files offered; Files lists the first ones
-	// (a large offer is not listed whole).
+	// (a large offer is not listed whole) and Folders sums up its
+	// top-level folders.
 	Count     int
 	Files     []FileInfo
+	Folders   []FolderInfo
 	Total     int64
 	Dest      string
 	FreeBytes int64 // -1 when unknown
 	Expires   time.Time
+	// Text is the offer's text item, as the peer sent it ("" when none):
+	// show it with EscapeText.
+	Text string
 }
 
 // FileCount is the number of files offered.
@@ -206,6 +297,8 @@ type Result struct {
 	Resent      int64
 	Destination string
 	Metrics     *Metrics // the connection's last metrics, when known
+	// Text is the transfer's text item once the receiver accepted it.
+	Text string
 }
 
 // TransferEventKind says which field of a TransferEvent is set.
@@ -258,6 +351,8 @@ type Decision struct {
 	Reason       string
 	// Expired: nobody answered; the prompt declined the offer by itself.
 	Expired bool
+	// Dest, when set, is where this offer's files go ("Save to…").
+	Dest string
 }
 
 // Policy says who may send to this device.
@@ -302,6 +397,15 @@ type HistoryEntry struct {
 	Destination string    `json:"destination,omitempty"`
 	Finished    time.Time `json:"finished"`
 	Duration    float64   `json:"duration_seconds"`
+	// Names are the first top-level files and folders of the transfer, and
+	// Items how many there were (ItemsText says "a.jpg, b.jpg and 3 more").
+	Names []string `json:"names,omitempty"`
+	Items int      `json:"items,omitempty"`
+	// Paths are the first files as saved (received) or the files and
+	// folders sent, absolute: what Open and Show in folder open.
+	Paths []string `json:"paths,omitempty"`
+	// Text is the text item, when the transfer had one.
+	Text string `json:"text,omitempty"`
 }
 
 // PartialTransfer is an unfinished incoming transfer whose verified parts

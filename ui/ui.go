@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -36,6 +38,12 @@ type Options struct {
 	// Notify shows a desktop notification; nil means the Fyne app's
 	// SendNotification (which names the sender by the app ID on Linux).
 	Notify func(title, body string)
+	// NotifyActions shows a notification with buttons (Accept and Decline
+	// on an offer, Open on what arrived) where the desktop shows them; nil
+	// means Notify, without the buttons.
+	NotifyActions func(title, body string, actions []NoticeAction)
+	// Picker is the platform's file dialog; nil means Fyne's.
+	Picker Picker
 }
 
 // UI is Ferry's main window content, its dialogs and its tray menu.
@@ -52,12 +60,14 @@ type UI struct {
 	history   *historyView
 	settings  *settingsView
 	partials  *partialsView
+	known     *knownView
 	tabs      *container.AppTabs
 	status    *widget.Label
 	self      Device
 	tray      trayMenu
 	ask       *chooser
-	modals    []*modal // shown dialogs, topmost last (keys.go)
+	thumbs    map[string]image.Image // thumbnails by path (nil: not a picture)
+	modals    []*modal               // shown dialogs, topmost last (keys.go)
 	// lastOnPolicy is the policy to restore when receiving is switched back on.
 	lastOnPolicy Policy
 
@@ -96,7 +106,7 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 	if opt.RecentInTray <= 0 {
 		opt.RecentInTray = 5
 	}
-	u := &UI{app: a, win: win, be: be, opt: opt, self: self}
+	u := &UI{app: a, win: win, be: be, opt: opt, self: self, thumbs: map[string]image.Image{}}
 	u.prompts = &promptQueue{u: u}
 	u.devices = newDeviceList(u)
 	u.transfers = newTransferList(u)
@@ -120,13 +130,16 @@ func (u *UI) layout() fyne.CanvasObject {
 
 	sendFile := u.newButton("Send files…", theme.FileIcon(), func() { u.pickAndSend(nil) })
 	sendFile.Importance = widget.HighImportance
-	sendDir := u.newButton("Send folder…", theme.FolderIcon(), func() { u.pickFolderAndSend(nil) })
-	add := u.newButton("Add device by address…", theme.ContentAddIcon(), u.showAddDevice)
+	sendDir := u.newButton("Folder…", theme.FolderIcon(), func() { u.pickFolderAndSend(nil) })
+	sendText := u.newButton("Text…", theme.DocumentIcon(), func() { u.showSendText(nil, "") })
+	add := u.newButton("Add device…", theme.ContentAddIcon(), u.showAddDevice)
+	me := u.newButton("My address", theme.InfoIcon(), u.showSelf)
 
 	devHead := widget.NewLabelWithStyle("Nearby devices", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	devHint := widget.NewLabel("Drop files on a device to send them.")
+	devHint := widget.NewLabel("Drop files on a device to send them; check several to send to all.")
 	devHint.SizeName = theme.SizeNameCaptionText
-	devices := container.NewBorder(container.New(&tightVBox{}, devHead, devHint), container.NewVBox(add), nil, nil, u.devices.scroll)
+	devHint.Truncation = fyne.TextTruncateEllipsis
+	devices := container.NewBorder(container.New(&tightVBox{}, devHead, devHint), container.NewHBox(add, me), nil, nil, u.devices.scroll)
 
 	clear := u.newButton("Clear finished", theme.ContentClearIcon(), u.transfers.clearFinished)
 	trHead := container.NewBorder(nil, nil, nil, clear, widget.NewLabelWithStyle("Transfers", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
@@ -134,7 +147,7 @@ func (u *UI) layout() fyne.CanvasObject {
 
 	split := container.NewHSplit(container.NewPadded(devices), container.NewPadded(transfers))
 	split.Offset = 0.45
-	top := container.NewBorder(nil, widget.NewSeparator(), nil, container.NewHBox(sendFile, sendDir), u.status)
+	top := container.NewBorder(nil, widget.NewSeparator(), nil, container.NewHBox(sendFile, sendDir, sendText), u.status)
 	home := container.NewBorder(container.NewPadded(top), nil, nil, nil, split)
 
 	u.tabs = container.NewAppTabs(
@@ -145,6 +158,7 @@ func (u *UI) layout() fyne.CanvasObject {
 	u.tabs.OnSelected = func(t *container.TabItem) {
 		if t.Content == u.settings.obj {
 			u.partials.reload()
+			u.known.reload()
 		}
 	}
 	return u.tabs
@@ -165,7 +179,13 @@ func (u *UI) updateStatus() {
 	case PolicyOff:
 		state = "receiving off"
 	}
-	u.status.SetText(fmt.Sprintf("This device: %s · %s · %s", EscapeName(name), ShortID(u.self.ID), state))
+	parts := []string{"This device: " + EscapeName(name), ShortID(u.self.ID)}
+	if s.Policy != PolicyOff {
+		if addrs := u.be.SelfAddresses(); len(addrs) > 0 {
+			parts = append(parts, addrs[0])
+		}
+	}
+	u.status.SetText(strings.Join(append(parts, state), " · "))
 }
 
 var (
@@ -173,14 +193,20 @@ var (
 	shortcutAdd      = &desktop.CustomShortcut{KeyName: fyne.KeyD, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutSettings = &desktop.CustomShortcut{KeyName: fyne.KeyComma, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutQuit     = &desktop.CustomShortcut{KeyName: fyne.KeyQ, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutText     = &desktop.CustomShortcut{KeyName: fyne.KeyT, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutClip     = &desktop.CustomShortcut{KeyName: fyne.KeyV, Modifier: fyne.KeyModifierShortcutDefault | fyne.KeyModifierShift}
 )
 
 func (u *UI) addShortcuts() {
 	c := u.win.Canvas()
-	c.AddShortcut(shortcutOpen, func(fyne.Shortcut) { u.pickAndSend(nil) })
+	c.AddShortcut(shortcutOpen, func(fyne.Shortcut) { u.pickAndSend(u.devices.selected()) })
 	c.AddShortcut(shortcutAdd, func(fyne.Shortcut) { u.showAddDevice() })
 	c.AddShortcut(shortcutSettings, func(fyne.Shortcut) { u.tabs.SelectIndex(2) })
 	c.AddShortcut(shortcutQuit, func(fyne.Shortcut) { u.quit() })
+	c.AddShortcut(shortcutText, func(fyne.Shortcut) { u.showSendText(u.devices.selected(), "") })
+	c.AddShortcut(shortcutClip, func(fyne.Shortcut) { u.sendClipboard(u.devices.selected()) })
+	// Ctrl+V with nothing focused: files or text from the clipboard.
+	c.AddShortcut(&fyne.ShortcutPaste{}, func(fyne.Shortcut) { u.paste() })
 }
 
 // mainMenu is the window's menu. Quit is ours, so that it ends Ferry the
@@ -196,7 +222,11 @@ func (u *UI) mainMenu() *fyne.MainMenu {
 	file := fyne.NewMenu("Ferry",
 		item("Send files…", shortcutOpen, func() { u.pickAndSend(nil) }),
 		item("Send folder…", nil, func() { u.pickFolderAndSend(nil) }),
+		item("Send text…", shortcutText, func() { u.showSendText(u.devices.selected(), "") }),
+		item("Send clipboard", shortcutClip, func() { u.sendClipboard(u.devices.selected()) }),
+		fyne.NewMenuItemSeparator(),
 		item("Add device by address…", shortcutAdd, u.showAddDevice),
+		item("This device's address…", nil, u.showSelf),
 		item("Settings", shortcutSettings, func() { u.tabs.SelectIndex(2) }),
 		fyne.NewMenuItemSeparator(),
 		quit,
@@ -210,6 +240,11 @@ func (u *UI) quit() {
 		u.OnQuit()
 	}
 }
+
+// SelfChanged redraws what the window says about this device (its
+// addresses change when receiving starts or stops). Call it on the Fyne
+// goroutine.
+func (u *UI) SelfChanged() { u.updateStatus() }
 
 // ApplyDevice renders one discovery event. Call it on the Fyne goroutine
 // (Run does); from elsewhere wrap it in fyne.Do.
@@ -323,7 +358,10 @@ func (u *UI) Run(ctx context.Context, devices <-chan DeviceEvent, transfers <-ch
 }
 
 // HandleDrop is the window's drop handler: files dropped on a device row go
-// to that device; dropped anywhere else, the user is asked which device.
+// to that device, or to every checked device when the row is one of them;
+// dropped anywhere else, the send sheet asks to whom (the checked devices
+// ticked). Fyne reports no drag-over, so the row is lit when the files
+// land, to show where they went.
 func (u *UI) HandleDrop(pos fyne.Position, uris []fyne.URI) {
 	var paths []string
 	for _, x := range uris {
@@ -334,18 +372,18 @@ func (u *UI) HandleDrop(pos fyne.Position, uris []fyne.URI) {
 	if len(paths) == 0 {
 		return
 	}
+	items := Items{Paths: paths}
+	sel := u.devices.selected()
 	if r := u.devices.rowAt(pos); r != nil {
-		u.send(r.dev, paths)
+		u.devices.flash(r)
+		if u.devices.isSelected(r.dev) && len(sel) > 1 {
+			u.sendOrAsk(sel, items)
+			return
+		}
+		u.send(r.dev, items)
 		return
 	}
-	u.askDevice(paths)
-}
-
-// send asks the backend to send and reports a failure to start.
-func (u *UI) send(d Device, paths []string) {
-	if err := u.be.Send(d, paths); err != nil {
-		u.showError("Could not send to "+EscapeName(displayName(d)), err)
-	}
+	u.askSend(items, sel)
 }
 
 func (u *UI) cancel(id string) {
@@ -376,6 +414,18 @@ func (u *UI) openFolder(v *transferView) {
 func (u *UI) openPath(p string) {
 	if err := u.be.OpenFolder(p); err != nil {
 		u.showError("Could not open the folder", err)
+	}
+}
+
+func (u *UI) openFile(p string) {
+	if err := u.be.OpenFile(p); err != nil {
+		u.showError("Could not open the file", err)
+	}
+}
+
+func (u *UI) showInFolder(p string) {
+	if err := u.be.ShowInFolder(p); err != nil {
+		u.showError("Could not show the file in its folder", err)
 	}
 }
 
@@ -460,6 +510,15 @@ func (u *UI) revealWindow() {
 	u.win.Show()
 }
 
+// notifyActions shows a notification with buttons where the desktop can.
+func (u *UI) notifyActions(title, body string, actions []NoticeAction) {
+	if u.opt.NotifyActions != nil {
+		u.opt.NotifyActions(title, body, actions)
+		return
+	}
+	u.notify(title, body)
+}
+
 func (u *UI) notify(title, body string) {
 	if u.opt.Notify != nil {
 		u.opt.Notify(title, body)
@@ -483,8 +542,15 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	st := describe(Outcome{State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err}, ev.Direction, who, u.opt.PromptTimeout)
 	files := plural(r.Files, "file")
 	switch {
+	case r.State == StateDone && in && r.Text != "" && r.Files == 0:
+		text := r.Text
+		actions := []NoticeAction{{Key: "default", Label: "Copy", Do: func() { u.copyText(text) }}}
+		if link := TextLink(text); link != nil {
+			actions = append(actions, NoticeAction{Key: "open", Label: "Open link", Do: func() { u.openLink(link) }})
+		}
+		u.notifyActions("Text from "+who, clip(EscapeText(text), 200), actions)
 	case r.State == StateDone && in:
-		u.notify("Files received", fmt.Sprintf("Received %s (%s) from %s.", files, HumanBytes(r.Bytes), who))
+		u.notifyActions("Files received", fmt.Sprintf("Received %s (%s) from %s.", files, HumanBytes(r.Bytes), who), u.receivedActions(ev.ID))
 	case r.State == StateDone:
 		u.notify("Files sent", fmt.Sprintf("Sent %s (%s) to %s.", files, HumanBytes(r.Bytes), who))
 	case r.Code == CodeExpired && in, r.State == StateDeclined && in && !r.ByPeer:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"strings"
 	"sync"
 	"testing"
@@ -30,21 +31,29 @@ type fakeBackend struct {
 	partials  []PartialTransfer
 	discarded []string
 	openErr   error
+	files     []string // OpenFile calls
+	shown     []string // ShowInFolder calls
+	known     []KnownDevice
+	renamed   map[string]string
+	added     []string // AddDevice calls, "addr id"
+	addrs     []string
+	free      int64
 }
 
 type sendCall struct {
 	dev   Device
 	paths []string
+	text  string
 }
 
 func newFake() *fakeBackend {
 	return &fakeBackend{decisions: map[string]Decision{}, settings: Settings{DeviceName: "Desk", DownloadDir: "/tmp/in", Policy: PolicyEveryone}}
 }
 
-func (f *fakeBackend) Send(d Device, paths []string) error {
+func (f *fakeBackend) Send(d Device, items Items) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sends = append(f.sends, sendCall{d, paths})
+	f.sends = append(f.sends, sendCall{d, items.Paths, items.Text})
 	return f.sendErr
 }
 
@@ -81,7 +90,10 @@ func (f *fakeBackend) DiscardPartial(key string) error {
 	return nil
 }
 
-func (f *fakeBackend) AddDevice(_ context.Context, addr string) (Device, error) {
+func (f *fakeBackend) AddDevice(_ context.Context, addr, id string) (Device, error) {
+	f.mu.Lock()
+	f.added = append(f.added, addr+" "+id)
+	f.mu.Unlock()
 	return Device{Name: "manual", QUICAddr: addr, Online: true, Source: "manual", Unverified: true}, nil
 }
 
@@ -90,7 +102,46 @@ func (f *fakeBackend) SaveSettings(s Settings) error {
 	f.settings = s
 	return nil
 }
-func (f *fakeBackend) History() []HistoryEntry   { return f.history }
+func (f *fakeBackend) History() []HistoryEntry { return f.history }
+func (f *fakeBackend) ClearHistory() error     { f.history = nil; return nil }
+func (f *fakeBackend) OpenFile(p string) error { f.files = append(f.files, p); return f.openErr }
+func (f *fakeBackend) ShowInFolder(p string) error {
+	f.shown = append(f.shown, p)
+	return f.openErr
+}
+func (f *fakeBackend) Thumbnail(string) image.Image { return nil }
+func (f *fakeBackend) FreeSpace(string) int64       { return f.free }
+func (f *fakeBackend) SelfAddresses() []string      { return f.addrs }
+func (f *fakeBackend) KnownDevices() []KnownDevice  { return f.known }
+func (f *fakeBackend) SetAutoAccept(id string, on bool) error {
+	for i := range f.known {
+		if f.known[i].ID == id {
+			f.known[i].AutoAccept = on
+		}
+	}
+	return nil
+}
+func (f *fakeBackend) RenameDevice(id, name string) error {
+	for i := range f.known {
+		if f.known[i].ID == id {
+			f.known[i].Name, f.known[i].Renamed = name, name != ""
+			if name == "" {
+				f.known[i].Name = f.known[i].Announced
+			}
+		}
+	}
+	return nil
+}
+func (f *fakeBackend) ForgetDevice(id string) error {
+	kept := f.known[:0]
+	for _, d := range f.known {
+		if d.ID != id {
+			kept = append(kept, d)
+		}
+	}
+	f.known = kept
+	return nil
+}
 func (f *fakeBackend) OpenFolder(p string) error { f.opened = append(f.opened, p); return f.openErr }
 
 const (
@@ -199,7 +250,7 @@ func TestDropElsewhereAsksWhichDevice(t *testing.T) {
 	if u.ask == nil {
 		t.Fatal("no device question shown")
 	}
-	test.Tap(u.ask.buttons[0])
+	test.Tap(u.ask.sendBtn)
 	if len(be.sends) != 1 || be.sends[0].dev.ID != idAlice {
 		t.Fatalf("sends = %+v, want one to Alice", be.sends)
 	}
@@ -209,7 +260,7 @@ func TestSendFailureIsShownNotLost(t *testing.T) {
 	u, be, _ := newTestUI(t)
 	be.sendErr = errors.New("device unreachable")
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
-	u.send(alice(true), []string{"/tmp/x"})
+	u.send(alice(true), Items{Paths: []string{"/tmp/x"}})
 	if len(be.sends) != 1 {
 		t.Fatal("send not attempted")
 	}
@@ -331,12 +382,46 @@ func TestDoneIncomingOffersOpenFolderAndNotifies(t *testing.T) {
 			Result: &Result{State: StateDone, Files: 2, Verified: 2, Bytes: 2000, Destination: "/home/u/Downloads"}})
 	})
 	v := u.transfers.byID["r1"]
-	if !v.open.Visible() || v.bar.Value != 1 {
-		t.Fatalf("open visible %v, bar %v", v.open.Visible(), v.bar.Value)
+	// No file results were reported: the folder is what can be shown.
+	if !v.show.Visible() || v.open.Visible() || v.bar.Value != 1 {
+		t.Fatalf("show visible %v, open visible %v, bar %v", v.show.Visible(), v.open.Visible(), v.bar.Value)
 	}
-	test.Tap(v.open)
+	test.Tap(v.show)
 	if len(be.opened) != 1 || be.opened[0] != "/home/u/Downloads" {
 		t.Errorf("opened = %v", be.opened)
+	}
+}
+
+// One file received: Open opens it, Show in folder shows it selected, and
+// the notification's buttons do the same.
+func TestOneReceivedFileOpensAndShows(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	var notes []string
+	var acts []NoticeAction
+	u.opt.NotifyActions = func(title, _ string, a []NoticeAction) { notes = append(notes, title); acts = a }
+	u.ApplyTransfer(offerEvent("r1", 1))
+	test.Tap(u.prompts.queue[0].accept)
+	u.ApplyTransfer(TransferEvent{Kind: TransferFile, ID: "r1", Direction: Incoming, State: StateActive,
+		File: &FileResult{Path: "a.txt", SavedAs: "a (1).txt", Size: 10, Verified: true}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r1", Direction: Incoming, Peer: Peer{Name: "Alice"},
+		Result: &Result{State: StateDone, Files: 1, Verified: 1, Bytes: 10, Destination: "/home/u/Downloads"}})
+	v := u.transfers.byID["r1"]
+	if !v.open.Visible() || !v.show.Visible() {
+		t.Fatalf("open %v, show %v", v.open.Visible(), v.show.Visible())
+	}
+	test.Tap(v.open)
+	test.Tap(v.show)
+	want := "/home/u/Downloads/a (1).txt"
+	if len(be.files) != 1 || be.files[0] != want || len(be.shown) != 1 || be.shown[0] != want {
+		t.Fatalf("opened %v, shown %v; want %s", be.files, be.shown, want)
+	}
+	if notes[len(notes)-1] != "Files received" || len(acts) != 2 || acts[0].Label != "Open" || acts[1].Label != "Show in folder" {
+		t.Fatalf("notification %v with %+v", notes, acts)
+	}
+	acts[0].Do()
+	acts[1].Do()
+	if len(be.files) != 2 || len(be.shown) != 2 {
+		t.Fatalf("the notification's buttons did nothing: %v %v", be.files, be.shown)
 	}
 }
 

@@ -20,6 +20,10 @@ func TestSettingsShowVersion(t *testing.T) {
 		switch x := o.(type) {
 		case *container.Scroll:
 			walk(x.Content)
+		case *container.AppTabs:
+			for _, it := range x.Items {
+				walk(it.Content)
+			}
 		case *fyne.Container:
 			for _, c := range x.Objects {
 				walk(c)

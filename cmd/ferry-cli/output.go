@@ -31,6 +31,9 @@ type printer struct {
 	json    bool
 	bar     bool
 	lastBar int
+	// prefix, when set, starts every plain line (several recipients: which one).
+	prefix func(engine.Event) string
+	cur    engine.Event // the event being printed (for prefix)
 }
 
 func newPrinter(out io.Writer, asJSON bool) *printer {
@@ -44,6 +47,7 @@ func (p *printer) event(ev engine.Event) {
 		json.NewEncoder(p.out).Encode(ev)
 		return
 	}
+	p.cur = ev
 	switch ev.Kind {
 	case engine.EventProgress:
 		if p.bar {
@@ -86,7 +90,13 @@ func (p *printer) event(ev engine.Event) {
 		}
 	case engine.EventResult:
 		r := ev.Result
-		if r.State == engine.StateDone {
+		if r.Text != "" && ev.Direction == engine.Receiving {
+			// The peer's text, escaped so that nothing in it can disguise itself.
+			p.line("text from %s:\n%s", safetext.Name(ev.Peer.Name), safetext.Text(r.Text))
+		}
+		if r.State == engine.StateDone && r.Files == 0 && r.Text != "" {
+			p.line("done: text delivered")
+		} else if r.State == engine.StateDone {
 			p.line("done: %d of %d files verified, %s in %.2fs (%s/s) over %s", r.Verified, r.Files,
 				humanBytes(r.Bytes), r.Duration, humanBytes(int64(float64(r.Bytes)/max(r.Duration, 1e-9))), r.Transport)
 			if r.Refused > 0 {
@@ -103,6 +113,9 @@ func (p *printer) line(format string, args ...any) {
 	if p.lastBar > 0 {
 		fmt.Fprintf(p.out, "\r%s\r", strings.Repeat(" ", p.lastBar))
 		p.lastBar = 0
+	}
+	if p.prefix != nil {
+		fmt.Fprint(p.out, p.prefix(p.cur))
 	}
 	fmt.Fprintf(p.out, format+"\n", args...)
 }

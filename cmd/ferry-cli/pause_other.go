@@ -10,4 +10,4 @@ import (
 
 // pauseOnSignal: there is no SIGUSR1 here; stop with Ctrl-C and re-run the
 // same command to resume.
-func pauseOnSignal(e *engine.Engine, id string, errOut io.Writer) func() { return func() {} }
+func pauseOnSignal(e *engine.Engine, ids []string, errOut io.Writer) func() { return func() {} }

@@ -12,9 +12,10 @@ import (
 	"github.com/ferrydrop/ferry/engine"
 )
 
-// pauseOnSignal toggles pause/resume of a sending transfer on SIGUSR1
-// (`kill -USR1 PID`). It returns a function that stops listening.
-func pauseOnSignal(e *engine.Engine, id string, errOut io.Writer) func() {
+// pauseOnSignal toggles pause/resume of the sending transfers ids (one per
+// recipient) on SIGUSR1 (`kill -USR1 PID`). It returns a function that
+// stops listening.
+func pauseOnSignal(e *engine.Engine, ids []string, errOut io.Writer) func() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGUSR1)
 	done := make(chan struct{})
@@ -25,17 +26,23 @@ func pauseOnSignal(e *engine.Engine, id string, errOut io.Writer) func() {
 			case <-done:
 				return
 			case <-sig:
-				var err error
-				if paused {
-					err = e.Resume(id)
-				} else {
-					err = e.Pause(id)
+				ok := false
+				for _, id := range ids {
+					var err error
+					if paused {
+						err = e.Resume(id)
+					} else {
+						err = e.Pause(id)
+					}
+					if err != nil {
+						fmt.Fprintf(errOut, "ferry-cli send: %v\n", err)
+						continue
+					}
+					ok = true
 				}
-				if err != nil {
-					fmt.Fprintf(errOut, "ferry-cli send: %v\n", err)
-					continue
+				if ok {
+					paused = !paused
 				}
-				paused = !paused
 			}
 		}
 	}()

@@ -179,8 +179,21 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	if ev.Peer.Trusted {
 		trust = "trusted"
 	}
-	fmt.Fprintf(p.out, "\n%s (%s, %s) wants to send %d file(s), %s, into %s (%s free):\n",
-		ev.Peer.Name, short(ev.Peer.ID), trust, o.Count, humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
+	if o.Text != "" {
+		fmt.Fprintf(p.out, "\n%s (%s, %s) wants to send a text:\n", safetext.Name(ev.Peer.Name), short(ev.Peer.ID), trust)
+		lines := strings.Split(safetext.Text(o.Text), "\n")
+		for i, l := range lines {
+			if i == maxPromptLines {
+				fmt.Fprintf(p.out, "  ... and %d more lines (all of it is printed once accepted)\n", len(lines)-i)
+				break
+			}
+			fmt.Fprintf(p.out, "  | %s\n", l)
+		}
+	}
+	if o.Count > 0 || o.Text == "" {
+		fmt.Fprintf(p.out, "\n%s (%s, %s) wants to send %d file(s), %s, into %s (%s free):\n",
+			safetext.Name(ev.Peer.Name), short(ev.Peer.ID), trust, o.Count, humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
+	}
 	for i, f := range o.Files {
 		if i == 10 {
 			fmt.Fprintf(p.out, "  ... and %d more\n", o.Count-10)
@@ -215,6 +228,9 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	}
 	return engine.Decision{Reason: "the receiver declined"}
 }
+
+// maxPromptLines bounds the lines of a text the prompt shows.
+const maxPromptLines = 40
 
 func short(id string) string {
 	if len(id) > 8 {

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -14,7 +16,7 @@ import (
 )
 
 func init() {
-	register(command{name: "send", summary: "send files and folders to a device", run: runSend})
+	register(command{name: "send", summary: "send files, folders or a text to one device or several", run: runSend})
 }
 
 // resolveTarget turns --to into a target. It is a variable so discovery can
@@ -26,89 +28,173 @@ var resolveTarget = func(ctx context.Context, to string, cfg string, errOut io.W
 	return engine.Target{Addr: to}, nil
 }
 
+// repeated is a flag that may be given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
 func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs, cfg := newFlagSet("send", errOut)
-	to := fs.String("to", "", "receiver `HOST:PORT`, device name or ID")
-	id := fs.String("id", "", "refuse the receiver unless it proves this device `ID`")
+	var tos repeated
+	fs.Var(&tos, "to", "receiver `HOST:PORT`, device name or ID; repeat it to send to several devices")
+	id := fs.String("id", "", "refuse the receiver unless it proves this device `ID` (one --to only)")
+	text := fs.String("text", "", "send this `TEXT` (a message, a link); - reads it from standard input")
 	transport := fs.String("transport", "auto", "`auto`, quic or tcp")
 	streams := fs.Int("streams", 0, "parallel data streams (0: the transport's default)")
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of a progress bar")
 	name := fs.String("name", "", "device `NAME` shown to the receiver")
 	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep reconnecting this long after the connection drops (0: never)")
-	pair := fs.Bool("pair", false, "if the receiver is not trusted yet, ask to check its verification code; a match trusts it")
+	pair := fs.Bool("pair", false, "if a receiver is not trusted yet, ask to check its verification code; a match trusts it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *to == "" {
+	if len(tos) == 0 {
 		return fmt.Errorf("%w: --to is required", errUsage)
 	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: no files or folders to send", errUsage)
+	if *id != "" && len(tos) > 1 {
+		return fmt.Errorf("%w: --id checks one receiver; with several --to, name each by its device ID instead", errUsage)
+	}
+	textGiven := false
+	fs.Visit(func(f *flag.Flag) { textGiven = textGiven || f.Name == "text" })
+	items := engine.Items{Paths: fs.Args(), Text: *text}
+	if *text == "-" {
+		t, err := readText(stdin)
+		if err != nil {
+			return err
+		}
+		items.Text = t
+	}
+	if textGiven && items.Text == "" {
+		return fmt.Errorf("%w: the text is empty", errUsage)
+	}
+	if fs.NArg() == 0 && items.Text == "" {
+		return fmt.Errorf("%w: no files, folders or --text to send", errUsage)
 	}
 	dir, err := configDir(*cfg)
 	if err != nil {
 		return err
 	}
-	target, err := resolveTarget(ctx, *to, *cfg, errOut)
-	if err != nil {
-		return err
-	}
-	if *id != "" {
-		target.ID = *id
+	var targets []engine.Target
+	follows := false
+	for _, to := range tos {
+		target, err := resolveTarget(ctx, to, *cfg, errOut)
+		if err != nil {
+			return err
+		}
+		if *id != "" {
+			target.ID = *id
+		}
+		// A device named by name or ID is followed: every attempt looks it
+		// up again (a receiver that restarted on another port is found); an
+		// explicit HOST:PORT is dialled as given.
+		target.Follow = target.ID != "" && !isHostPortArg(to)
+		follows = follows || target.Follow
+		targets = append(targets, target)
 	}
 	rf := *retryFor
 	if rf == 0 {
 		rf = -1 // the engine's "never"
 	}
-	// A device named by name or ID is followed: every attempt looks it up
-	// again (a receiver that restarted on another port is found); an
-	// explicit HOST:PORT is dialled as given.
-	target.Follow = target.ID != "" && !isHostPortArg(*to)
 	resolver := &peerresolve.Resolver{}
 	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf, Resolver: resolver}))
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if target.Follow {
+	if follows {
 		defer follow(ctx, e, resolver)()
 	}
+	several := len(targets) > 1
 	p := newPrinter(out, *asJSON)
+	if several {
+		p.bar = false // one bar cannot show several transfers
+	}
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
-	tr, err := e.Send(ctx, target, fs.Args(), engine.SendOptions{Transport: *transport, Streams: *streams})
-	if err != nil {
-		return err
+	// Each recipient gets a transfer of its own: its own progress, result
+	// and resume. One that cannot even start stops none of the others.
+	label := map[string]string{} // transfer ID -> the --to it goes to
+	var trs []*engine.Transfer
+	var failed []string
+	for i, target := range targets {
+		tr, err := e.SendItems(ctx, target, items, engine.SendOptions{Transport: *transport, Streams: *streams})
+		if err != nil {
+			if !several {
+				return err
+			}
+			fmt.Fprintf(errOut, "ferry-cli send: %s: %v\n", safetext.Name(tos[i]), err)
+			failed = append(failed, tos[i])
+			continue
+		}
+		label[tr.ID()] = tos[i]
+		trs = append(trs, tr)
 	}
-	stopToggle := pauseOnSignal(e, tr.ID(), errOut)
+	var ids []string
+	for _, tr := range trs {
+		ids = append(ids, tr.ID())
+	}
+	stopToggle := pauseOnSignal(e, ids, errOut)
 	defer stopToggle()
+	if several {
+		p.prefix = func(ev engine.Event) string { return "[" + safetext.Name(label[ev.TransferID]) + "] " }
+	}
 	answers := newPrompter(stdin, errOut)
-	for ev := range events {
-		if ev.TransferID != tr.ID() {
+	pending := len(trs)
+	for pending > 0 {
+		ev, ok := <-events
+		if !ok {
+			break
+		}
+		if _, mine := label[ev.TransferID]; !mine {
 			continue
 		}
 		p.event(ev)
 		if ev.Kind == engine.EventPair && *pair {
+			id := ev.TransferID
 			go func() {
 				ok := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code))
-				if err := e.ConfirmPair(tr.ID(), ok); err != nil {
+				if err := e.ConfirmPair(id, ok); err != nil {
 					fmt.Fprintf(errOut, "ferry-cli send: %v\n", err)
 				}
 			}()
 		}
 		if ev.Kind == engine.EventResult {
-			break
+			pending--
 		}
 	}
-	<-tr.Done()
-	r := tr.Result()
-	if r.State != engine.StateDone || r.Verified != r.Files {
-		return exitError{code: 1, err: errors.New(r.Err)}
+	var refused int
+	var last error
+	for _, tr := range trs {
+		<-tr.Done()
+		r := tr.Result()
+		if r.State != engine.StateDone || r.Verified != r.Files {
+			failed = append(failed, label[tr.ID()])
+			last = errors.New(r.Err)
+		}
+		refused += r.Refused
 	}
-	if r.Refused > 0 {
-		return exitError{code: 1, err: fmt.Errorf("the receiver refused %d file(s) by name; the others arrived", r.Refused)}
+	switch {
+	case len(failed) > 0 && !several:
+		return exitError{code: 1, err: last}
+	case len(failed) > 0:
+		return exitError{code: 1, err: fmt.Errorf("%d of %d recipients did not receive everything: %s", len(failed), len(targets), strings.Join(failed, ", "))}
+	case refused > 0:
+		return exitError{code: 1, err: fmt.Errorf("the receiver refused %d file(s) by name; the others arrived", refused)}
 	}
 	return nil
+}
+
+// readText reads --text - from r: at most engine.MaxTextBytes of UTF-8.
+func readText(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, engine.MaxTextBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read the text from standard input: %w", err)
+	}
+	if len(b) > engine.MaxTextBytes {
+		return "", fmt.Errorf("%w: the text on standard input is over %d KB; send it as a file", errUsage, engine.MaxTextBytes>>10)
+	}
+	return string(b), nil
 }
 
 // follow keeps discovery running for the send, for resolver; it is a

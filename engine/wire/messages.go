@@ -8,9 +8,9 @@ type Hello struct {
 	Name    string `json:"name"`
 	ID      string `json:"id"` // must equal the ID proven by TLS
 	OS      string `json:"os,omitempty"`
-	// Features lists optional capabilities: "resume", and "pair" (the
-	// pairing step, where both screens show the same verification code;
-	// see package engine/internal/pairing).
+	// Features lists optional capabilities (FeatureResume, FeatureText, and
+	// "pair": the pairing step, where both screens show the same
+	// verification code; see package engine/internal/pairing).
 	Features []string `json:"features,omitempty"`
 	// Pair is the pairing step's opening move, when both sides offer "pair":
 	// in the dialer's hello the commitment to its nonce, in the listener's
@@ -42,6 +42,12 @@ type Offer struct {
 	// Manifest identifies the offered file set (a hash of paths, sizes and
 	// mtimes) so a receiver can recognise an offer it has partial data for.
 	Manifest string `json:"manifest,omitempty"`
+	// Text is the offer's text item (a message, a link, what was on the
+	// clipboard): UTF-8, at most MaxTextLen bytes. It travels with the offer,
+	// so the receiver's prompt can show it; nothing of it is written to disk
+	// unless the receiving user chooses. Only sent to peers whose Hello
+	// lists FeatureText.
+	Text string `json:"text,omitempty"`
 }
 
 // FileEntry is one offered file.
@@ -187,7 +193,7 @@ func (m *Offer) validate() error {
 	case len(m.Manifest) > 128:
 		return protoErr("offer: manifest ID too long")
 	}
-	return nil
+	return checkText("offer text", m.Text, MaxTextLen)
 }
 
 func (m *OfferFiles) validate() error {

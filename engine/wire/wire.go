@@ -41,6 +41,13 @@ const (
 	MaxReasonLen    = 1024      // free-text reasons, bytes
 	MaxRefusals     = 1000      // files one decision may refuse by name
 	MaxRefusalLen   = 256       // the reason of one refusal, bytes
+	MaxTextLen      = 64 << 10  // the text item of an offer (a message, a link, a clipboard), bytes
+)
+
+// Features a Hello may list: optional capabilities of the peer's build.
+const (
+	FeatureResume = "resume" // it reports what it holds of an earlier attempt (Have)
+	FeatureText   = "text"   // it takes offers with a text item (Offer.Text)
 )
 
 func protoErr(format string, args ...any) error {

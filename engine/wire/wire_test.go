@@ -27,6 +27,9 @@ func validMessages() []wire.Message {
 		&wire.Hello{Version: 1, Name: "", ID: validID},
 		&wire.Offer{Transfer: "t-1", ChunkSize: wire.MinChunkSize, Files: 3, TotalBytes: 1 << 40, Manifest: "m"},
 		&wire.Offer{Transfer: strings.Repeat("x", 64), ChunkSize: wire.MaxChunkSize, Files: wire.MaxFiles},
+		&wire.Offer{Transfer: "t-2", ChunkSize: wire.MinChunkSize, Text: "see https://example.org/?q=1\n\tand \u202e this ✈"},
+		// A text item is bounded in bytes: 32768 two-byte runes are exactly MaxTextLen.
+		&wire.Offer{Transfer: "t-3", ChunkSize: wire.MinChunkSize, Files: 1, TotalBytes: 5, Text: strings.Repeat("é", wire.MaxTextLen/2)},
 		&wire.OfferFiles{Start: 2, Files: []wire.FileEntry{
 			{Path: "a/b.txt", Size: 10, Mode: 0o644, MTime: 1_700_000_000_000_000_000},
 			{Path: "empty", Size: 0},
@@ -265,6 +268,10 @@ var hostileCases = []struct {
 	{"offer negative files", frame(wire.TOffer, `{"transfer":"t","chunk_size":4096,"files":-1}`), wire.ErrProtocol},
 	{"offer negative total", frame(wire.TOffer, `{"transfer":"t","chunk_size":4096,"total_bytes":-1}`), wire.ErrProtocol},
 	{"offer long manifest", frame(wire.TOffer, `{"transfer":"t","chunk_size":4096,"manifest":"`+strings.Repeat("m", 129)+`"}`), wire.ErrProtocol},
+	{"offer text over MaxTextLen", frame(wire.TOffer, `{"transfer":"t","chunk_size":4096,"text":"`+strings.Repeat("t", wire.MaxTextLen+1)+`"}`), wire.ErrProtocol},
+	{"offer text escaped over MaxTextLen", frame(wire.TOffer, `{"transfer":"t","chunk_size":4096,"text":"`+strings.Repeat(`\u00e9`, wire.MaxTextLen/2+1)+`"}`), wire.ErrProtocol},
+	{"offer text invalid utf-8", frame(wire.TOffer, "{\"transfer\":\"t\",\"chunk_size\":4096,\"text\":\"a\xffb\"}"), wire.ErrProtocol},
+	{"offer text as number", frame(wire.TOffer, `{"transfer":"t","chunk_size":4096,"text":42}`), wire.ErrProtocol},
 	{"offer files negative start", frame(wire.TOfferFiles, `{"start":-1,"files":[]}`), wire.ErrProtocol},
 	{"offer files start over max", frame(wire.TOfferFiles, `{"start":1000001,"files":[]}`), wire.ErrProtocol},
 	{"offer files too many entries", frame(wire.TOfferFiles, `{"start":0,"files":[`+strings.Repeat(`{},`, wire.MaxFilesPerPart)+`{}]}`), wire.ErrProtocol},

@@ -82,3 +82,46 @@ func Suspicious(r rune) bool {
 	}
 	return false
 }
+
+// Text returns a text item from a peer (a message, a link, a clipboard) as
+// it is safe to show across several lines: line breaks (\n, and \r\n as
+// one) and tabs stay; every other invisible or display-changing character,
+// and invalid UTF-8, is shown escaped in place (\u202e, \r, \xff), so
+// nothing in it can reorder or hide what the user reads. Plain text comes
+// back unchanged. It does not quote: a text is not one name.
+func Text(s string) string {
+	if !textNeedsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			// \r\n reads as the line break it is.
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case Suspicious(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func textNeedsEscape(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if r != '\n' && r != '\t' && Suspicious(r) {
+			return true
+		}
+	}
+	return false
+}

@@ -57,3 +57,49 @@ func FuzzName(f *testing.F) {
 		}
 	})
 }
+
+// textCases double as the fuzz corpus of FuzzText.
+var textCases = []struct{ in, want string }{
+	{"see you at 8", "see you at 8"},
+	{"line one\nline two\n\tindented", "line one\nline two\n\tindented"},
+	{"windows\r\nlines\r\n", "windows\nlines\n"},
+	{"lone\rreturn", `lone\rreturn`},
+	{"https://example.org/\u202egnp.exe", `https://example.org/\u202egnp.exe`},
+	{"zero\u200bwidth and \ufeffbom", `zero\u200bwidth and \ufeffbom`},
+	{"bad\xffutf8", `bad\xffutf8`},
+	{"bell\x07 and nul\x00", `bell\a and nul\x00`},
+	{"日本語 ✈ émoji 🙂", "日本語 ✈ émoji 🙂"},
+	{`C:\Users\sam`, `C:\Users\sam`},
+	{"", ""},
+}
+
+func TestText(t *testing.T) {
+	for _, c := range textCases {
+		if got := Text(c.in); got != c.want {
+			t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzText: whatever a peer sends as text, what is shown is valid UTF-8 with
+// no invisible or display-changing character but line breaks and tabs, and
+// a plain text is shown as is.
+func FuzzText(f *testing.F) {
+	for _, c := range textCases {
+		f.Add(c.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Text(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Text(%q) = %q is not valid UTF-8", s, got)
+		}
+		for _, r := range got {
+			if r != '\n' && r != '\t' && Suspicious(r) {
+				t.Fatalf("Text(%q) = %q shows %U", s, got, r)
+			}
+		}
+		if !textNeedsEscape(s) && got != s {
+			t.Fatalf("Text(%q) = %q changed a plain text", s, got)
+		}
+	})
+}

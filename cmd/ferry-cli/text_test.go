@@ -1,0 +1,97 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine"
+)
+
+// send --text delivers a text, which receive prints escaped and never saves.
+func TestSendText(t *testing.T) {
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	text := "meet at 8\nphoto\u202egpj.exe"
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--text", text)
+	if code != 0 {
+		t.Fatalf("send exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "done: text delivered") {
+		t.Errorf("send said %q", stdout)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive exit %d: %s", code, r.errOut)
+	}
+	if out := r.out.String(); !strings.Contains(out, "meet at 8\nphoto\\u202egpj.exe") || strings.Contains(out, "\u202e") {
+		t.Errorf("receive did not print the text escaped:\n%s", out)
+	}
+	if f := r.files(t); len(f) != 0 {
+		t.Errorf("a text left files: %v", f)
+	}
+}
+
+// send --text - reads the text from standard input, up to the limit.
+func TestSendTextFromStdin(t *testing.T) {
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	stdin = strings.NewReader("https://example.org/some/page?x=1\n")
+	defer func() { stdin = os.Stdin }()
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--json", "--text", "-")
+	if code != 0 {
+		t.Fatalf("send exit %d: %s", code, stderr)
+	}
+	if ev := lastEvent(t, stdout); ev.Result == nil || ev.Result.Text != "https://example.org/some/page?x=1\n" {
+		t.Fatalf("last event %+v", ev)
+	}
+	r.wait()
+
+	stdin = strings.NewReader(strings.Repeat("x", engine.MaxTextBytes+1))
+	code, _, stderr = runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--text", "-")
+	if code != 2 || !strings.Contains(stderr, "KB") {
+		t.Fatalf("an oversized text: exit %d %q, want a usage error naming the limit", code, stderr)
+	}
+	stdin = strings.NewReader("")
+	if code, _, _ := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--text", "-"); code != 2 {
+		t.Fatalf("an empty text: exit %d, want 2", code)
+	}
+}
+
+// send --to A --to B --to DEAD sends to each on its own: the dead one fails,
+// the others receive everything, and the exit status says one failed.
+func TestSendSeveralRecipients(t *testing.T) {
+	a := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	b := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	src := writeFile(t, "group.txt", "for everyone\n")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--retry-for", "0", "--transport", "tcp",
+		"--to", a.tcp, "--to", dead, "--to", b.tcp, "--text", "see attached", src)
+	if code != 1 || !strings.Contains(stderr, "1 of 3 recipients") || !strings.Contains(stderr, dead) {
+		t.Fatalf("send exit %d, stderr %q; want 1 naming the dead recipient", code, stderr)
+	}
+	for _, want := range []string{"[" + a.tcp + "] done", "[" + b.tcp + "] done", "[" + dead + "] failed"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no line %q in:\n%s", want, stdout)
+		}
+	}
+	for _, r := range []*receiver{a, b} {
+		if code := r.wait(); code != 0 {
+			t.Errorf("receive exit %d: %s", code, r.errOut)
+		}
+		got, err := os.ReadFile(filepath.Join(r.dir, "group.txt"))
+		if err != nil || string(got) != "for everyone\n" {
+			t.Errorf("received %q, %v", got, err)
+		}
+		if !strings.Contains(r.out.String(), "see attached") { // printed before --once exits
+			t.Errorf("receive did not print the text:\n%s", r.out)
+		}
+	}
+	if code, _, _ := runCLI(t, "send", "--config", t.TempDir(), "--to", a.tcp, "--to", b.tcp, "--id", a.id, src); code != 2 {
+		t.Errorf("--id with several --to: exit %d, want 2", code)
+	}
+}

@@ -1,0 +1,162 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// knownView is the Devices page of Settings: the devices this one has
+// exchanged files with, with their ID and when they were last seen, and
+// for each auto-accept on or off, a name of the user's own, and Forget.
+type knownView struct {
+	u    *UI
+	box  *fyne.Container
+	rows []*knownRow
+	obj  fyne.CanvasObject
+}
+
+// knownRow is one known device.
+type knownRow struct {
+	d      KnownDevice
+	auto   *check
+	rename *button
+	forget *button
+}
+
+func newKnownView(u *UI) *knownView {
+	v := &knownView{u: u, box: container.NewVBox()}
+	hint := widget.NewLabel("Devices you exchanged files with. Their keys are remembered, so another device cannot pose as them. " +
+		"Forget one to meet it as new next time.")
+	hint.Wrapping = fyne.TextWrapWord
+	hint.SizeName = theme.SizeNameCaptionText
+	v.obj = container.NewVScroll(container.NewPadded(container.NewVBox(hint, v.box)))
+	v.reload()
+	return v
+}
+
+// reload lists the backend's known devices again.
+func (v *knownView) reload() {
+	u := v.u
+	now := u.now()
+	v.rows = v.rows[:0]
+	var objs []fyne.CanvasObject
+	for _, d := range u.be.KnownDevices() {
+		r := &knownRow{d: d}
+		id := d.ID
+		name := widget.NewLabelWithStyle(EscapeName(d.Name), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		name.Truncation = fyne.TextTruncateEllipsis
+		parts := []string{GroupID(d.ID)}
+		if d.Renamed && d.Announced != "" {
+			parts = append([]string{"calls itself " + EscapeName(d.Announced)}, parts...)
+		}
+		info := widget.NewLabel(strings.Join(parts, " · ") + "\n" + strings.ToUpper(LastSeen(d.LastSeen, now)[:1]) + LastSeen(d.LastSeen, now)[1:])
+		info.SizeName = theme.SizeNameCaptionText
+		info.Wrapping = fyne.TextWrapBreak
+		r.auto = u.newCheck("Accept without asking", func(on bool) {
+			if err := u.be.SetAutoAccept(id, on); err != nil {
+				u.showError("Could not change the device", err)
+			}
+			v.reload()
+			u.devicesTrustChanged(id, on)
+		})
+		r.auto.Checked = d.AutoAccept
+		dev := d
+		r.rename = u.newButton("Rename…", theme.DocumentCreateIcon(), func() { v.showRename(dev) })
+		r.forget = u.newButton("Forget…", theme.DeleteIcon(), func() { v.confirmForget(dev) })
+		v.rows = append(v.rows, r)
+		objs = append(objs, container.NewVBox(
+			container.NewBorder(nil, nil, widget.NewIcon(theme.ComputerIcon()), nil, name),
+			info,
+			container.NewHBox(r.auto, layoutSpacer(), r.rename, r.forget),
+			widget.NewSeparator(),
+		))
+	}
+	if len(objs) == 0 {
+		l := widget.NewLabel("No devices yet: once you send or receive files, the other device is listed here.")
+		l.Wrapping = fyne.TextWrapWord
+		l.Importance = widget.LowImportance
+		objs = append(objs, l)
+	}
+	v.box.Objects = objs
+	v.box.Refresh()
+}
+
+// showRename asks for the user's own name for d ("" restores its own).
+func (v *knownView) showRename(d KnownDevice) {
+	u := v.u
+	in := u.newEntry()
+	in.SetText(d.Name)
+	in.SetPlaceHolder(d.Announced)
+	hint := widget.NewLabel(fmt.Sprintf("Shown instead of the name it announces (%s). Leave it empty to use that name again.", EscapeName(d.Announced)))
+	hint.Wrapping = fyne.TextWrapWord
+	hint.SizeName = theme.SizeNameCaptionText
+	var dlg *dialog.CustomDialog
+	save := func() {
+		dlg.Hide()
+		if err := u.be.RenameDevice(d.ID, strings.TrimSpace(in.Text)); err != nil {
+			u.showError("Could not rename the device", err)
+		}
+		v.reload()
+	}
+	in.OnSubmitted = func(string) { save() }
+	ok := u.newButton("Rename", nil, save)
+	ok.Importance = widget.HighImportance
+	cancel := u.newButton("Cancel", nil, func() { dlg.Hide() })
+	dlg = dialog.NewCustomWithoutButtons("Rename "+EscapeName(d.Name), container.NewVBox(in, hint), u.win)
+	dlg.SetButtons([]fyne.CanvasObject{cancel, ok})
+	dlg.Resize(fyne.NewSize(440, 0))
+	u.showModal(dlg, &modal{dismiss: dlg.Hide, confirm: save}, in)
+}
+
+// confirmForget asks before forgetting d.
+func (v *knownView) confirmForget(d KnownDevice) {
+	u := v.u
+	text := widget.NewLabel(fmt.Sprintf("%s is no longer trusted or remembered. If it connects again, Ferry treats it as a new device and asks before accepting its files.",
+		EscapeName(d.Name)))
+	text.Wrapping = fyne.TextWrapWord
+	var dlg *dialog.CustomDialog
+	keep := u.newButton("Keep", nil, func() { dlg.Hide() })
+	forget := u.newButton("Forget", theme.DeleteIcon(), func() {
+		dlg.Hide()
+		if err := u.be.ForgetDevice(d.ID); err != nil {
+			u.showError("Could not forget the device", err)
+		}
+		v.reload()
+		u.devicesTrustChanged(d.ID, false)
+	})
+	forget.Importance = widget.DangerImportance
+	dlg = dialog.NewCustomWithoutButtons("Forget "+EscapeName(d.Name)+"?", text, u.win)
+	dlg.SetButtons([]fyne.CanvasObject{keep, forget})
+	dlg.Resize(fyne.NewSize(440, 0))
+	u.showModal(dlg, &modal{dismiss: dlg.Hide}, keep)
+}
+
+// devicesTrustChanged redraws a device row after its trust changed here.
+func (u *UI) devicesTrustChanged(id string, trusted bool) {
+	d, ok := u.devices.devices[id]
+	if !ok {
+		return
+	}
+	d.Trusted = trusted
+	if !trusted && !u.isKnown(id) {
+		d.Known = false
+	}
+	u.devices.devices[id] = d
+	u.devices.render()
+}
+
+// isKnown reports whether the backend still knows device id.
+func (u *UI) isKnown(id string) bool {
+	for _, d := range u.be.KnownDevices() {
+		if d.ID == id {
+			return true
+		}
+	}
+	return false
+}

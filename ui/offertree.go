@@ -1,0 +1,162 @@
+package ui
+
+import (
+	"fmt"
+	"image/color"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// offerTreeView is an offer's files grouped by top-level folder: each
+// folder with its file count and size (the offer's own summary, so a folder
+// of 100,000 files is one line), the files the offer lists under it, and
+// the loose files. It scrolls; it is as tall as its rows up to a bound.
+type offerTreeView struct {
+	o    *Offer
+	tree *widget.Tree
+	obj  fyne.CanvasObject
+	// children of each node: "" is the root; "d<i>" folder i of o.Folders;
+	// "f<i>" file i of o.Files; "m" and "m<i>" say how many more files
+	// there are than listed (at the top, in folder i).
+	children map[string][]string
+}
+
+// maxTreeRows is how many rows the tree shows before it scrolls.
+const maxTreeRows = 8
+
+// openTreeFiles: offers listing at most this many files show every folder open.
+const openTreeFiles = 12
+
+func offerTree(o *Offer) *offerTreeView {
+	v := &offerTreeView{o: o, children: map[string][]string{}}
+	folder := map[string]string{} // top-level folder name -> its node
+	for i, f := range o.Folders {
+		id := "d" + strconv.Itoa(i)
+		folder[f.Path] = id
+		v.children[""] = append(v.children[""], id)
+	}
+	listed := map[string]int{}
+	loose := 0
+	for i, f := range o.Files {
+		id := "f" + strconv.Itoa(i)
+		top, _, nested := strings.Cut(f.Path, "/")
+		if d, ok := folder[top]; nested && ok {
+			v.children[d] = append(v.children[d], id)
+			listed[d]++
+			continue
+		}
+		v.children[""] = append(v.children[""], id)
+		loose++
+	}
+	inFolders := 0
+	for i, f := range o.Folders {
+		id := "d" + strconv.Itoa(i)
+		inFolders += f.Files
+		if f.Files > listed[id] {
+			v.children[id] = append(v.children[id], "m"+strconv.Itoa(i))
+		}
+	}
+	if o.FileCount()-inFolders > loose {
+		v.children[""] = append(v.children[""], "m")
+	}
+	v.tree = widget.NewTree(
+		func(id widget.TreeNodeID) []widget.TreeNodeID { return v.children[id] },
+		func(id widget.TreeNodeID) bool { return id == "" || strings.HasPrefix(id, "d") },
+		func(bool) fyne.CanvasObject {
+			name := widget.NewLabel("")
+			name.Truncation = fyne.TextTruncateEllipsis
+			size := widget.NewLabel("")
+			return container.NewBorder(nil, nil, widget.NewIcon(theme.FileIcon()), size, name)
+		},
+		v.update,
+	)
+	rows := len(v.children[""])
+	if len(o.Files) <= openTreeFiles {
+		v.tree.OpenAllBranches()
+		for _, c := range v.children[""] {
+			rows += len(v.children[c])
+		}
+	}
+	tmpl := v.tree.CreateNode(false).MinSize().Height + theme.Padding()
+	spacer := canvas.NewRectangle(color.Transparent)
+	spacer.SetMinSize(fyne.NewSize(0, float32(min(rows, maxTreeRows))*tmpl))
+	v.obj = container.NewStack(spacer, v.tree)
+	return v
+}
+
+func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObject) {
+	c := obj.(*fyne.Container)
+	name := c.Objects[0].(*widget.Label)
+	icon := c.Objects[1].(*widget.Icon)
+	size := c.Objects[2].(*widget.Label)
+	name.Importance, size.Importance = widget.MediumImportance, widget.MediumImportance
+	n, _ := strconv.Atoi(strings.TrimLeft(id, "dfm"))
+	switch {
+	case strings.HasPrefix(id, "d"):
+		f := v.o.Folders[n]
+		icon.SetResource(theme.FolderIcon())
+		name.SetText(fmt.Sprintf("%s — %s", EscapeName(f.Path), plural(f.Files, "file")))
+		size.SetText(HumanBytes(f.Bytes))
+	case strings.HasPrefix(id, "f"):
+		f := v.o.Files[n]
+		icon.SetResource(theme.FileIcon())
+		shown := f.Path
+		if top, rest, nested := strings.Cut(f.Path, "/"); nested && v.inFolder(top) {
+			shown = rest // the folder above says where it is
+		}
+		name.SetText(EscapeName(shown))
+		size.SetText(HumanBytes(f.Size))
+		if f.Refused != "" {
+			name.SetText(EscapeName(shown) + ": " + f.Refused)
+			name.Importance, size.Importance = widget.DangerImportance, widget.DangerImportance
+			icon.SetResource(theme.ErrorIcon())
+		}
+	default:
+		icon.SetResource(theme.MoreHorizontalIcon())
+		more := v.o.FileCount()
+		if id != "m" {
+			more = v.o.Folders[n].Files - v.listedIn("d"+strconv.Itoa(n))
+		} else {
+			for _, f := range v.o.Folders {
+				more -= f.Files
+			}
+			more -= v.listedIn("")
+		}
+		what := "files"
+		if more == 1 {
+			what = "file"
+		}
+		name.SetText(fmt.Sprintf("and %d more %s", more, what))
+		name.Importance = widget.LowImportance
+		size.SetText("")
+	}
+	name.Refresh()
+	size.Refresh()
+}
+
+// inFolder reports whether top is one of the offer's folders.
+func (v *offerTreeView) inFolder(top string) bool {
+	for _, f := range v.o.Folders {
+		if f.Path == top {
+			return true
+		}
+	}
+	return false
+}
+
+// listedIn counts the files listed under node id.
+func (v *offerTreeView) listedIn(id string) int {
+	n := 0
+	for _, c := range v.children[id] {
+		if strings.HasPrefix(c, "f") {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,407 @@
+package ui
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+var desktopCtrlEnter = desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierControl}
+
+func splitHostPort(s string) (string, string, error) { return net.SplitHostPort(s) }
+
+// rowLabel is the name label's text of a tree row.
+func rowLabel(o fyne.CanvasObject) string { return o.(*fyne.Container).Objects[0].(*widget.Label).Text }
+
+// renderedText is every label's text under o.
+func renderedText(o fyne.CanvasObject) string {
+	var b strings.Builder
+	walk(o, func(x fyne.CanvasObject) {
+		if l, ok := x.(*widget.Label); ok {
+			b.WriteString(l.Text + "\n")
+		}
+	})
+	return b.String()
+}
+
+// dangerButton is the red button of the topmost dialog (Forget, Clear).
+func dangerButton(t *testing.T, u *UI) *button {
+	t.Helper()
+	var found *button
+	walk(u.win.Canvas().Overlays().Top(), func(x fyne.CanvasObject) {
+		if b, ok := x.(*button); ok && b.Importance == widget.DangerImportance {
+			found = b
+		}
+	})
+	if found == nil {
+		t.Fatal("no red button in the dialog")
+	}
+	return found
+}
+
+// waitFor waits for what a goroutine of the UI does (AddDevice runs off
+// the Fyne goroutine).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond) // polling the fake backend, not waiting for readiness
+	}
+}
+
+func bob(online bool) Device {
+	return Device{ID: idBob, Name: "Bob's phone", OS: "android", QUICAddr: "10.0.0.9:4000", Online: online, Source: "mdns"}
+}
+
+// The send sheet lists the online devices with a check each; Send sends
+// to every checked one, each as a transfer of its own, and needs one.
+func TestChooserSendsToEveryCheckedDevice(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "OFF" + idAlice[3:], Name: "Away", Source: "remembered"}})
+	u.askSend(Items{Paths: []string{"/a.jpg", "/b.jpg", "/c.pdf"}}, nil)
+	c := u.ask
+	if len(c.checks) != 2 {
+		t.Fatalf("%d checks, want the 2 online devices", len(c.checks))
+	}
+	if c.checks[0].Checked || c.checks[1].Checked || !c.sendBtn.Disabled() {
+		t.Fatal("with two devices none is checked, and Send waits for one")
+	}
+	if !strings.Contains(c.what.Text, "a.jpg, b.jpg and 1 more") {
+		t.Errorf("the sheet says %q", c.what.Text)
+	}
+	test.Tap(c.checks[0])
+	test.Tap(c.checks[1])
+	if c.sendBtn.Disabled() || !strings.Contains(c.head.Text, "2 devices") {
+		t.Fatalf("two checked: Send disabled %v, head %q", c.sendBtn.Disabled(), c.head.Text)
+	}
+	test.Tap(c.sendBtn)
+	if len(be.sends) != 2 || be.sends[0].dev.ID != idAlice || be.sends[1].dev.ID != idBob || len(be.sends[1].paths) != 3 {
+		t.Fatalf("sends %+v, want the three files to each", be.sends)
+	}
+	if u.ask != nil {
+		t.Fatal("the sheet stayed open")
+	}
+}
+
+// Devices checked in the list: a drop on one of them goes to all; a drop
+// on another device goes to that one; dropped elsewhere, the sheet opens
+// with them checked. A dropped-on row is lit.
+func TestMultiDropOnASelection(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.win.Resize(fyne.NewSize(900, 600))
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "CAROL" + idAlice[5:], Name: "Carol", QUICAddr: "10.0.0.3:1", Online: true}})
+	test.Tap(u.devices.rows[0].pick) // Alice
+	test.Tap(u.devices.rows[1].pick) // Bob
+	if got := u.devices.selected(); len(got) != 2 {
+		t.Fatalf("selected %v", got)
+	}
+	center := func(r *deviceRow) fyne.Position {
+		p := fyne.CurrentApp().Driver().AbsolutePositionForObject(r.obj)
+		return p.Add(fyne.NewPos(r.obj.Size().Width/2, r.obj.Size().Height/2))
+	}
+	u.HandleDrop(center(u.devices.rows[1]), []fyne.URI{fileURI("/tmp/x.txt")})
+	if len(be.sends) != 2 || u.devices.lit != u.devices.rows[1].dev.Key() {
+		t.Fatalf("a drop on a checked row sent %+v (lit %q); want both checked devices", be.sends, u.devices.lit)
+	}
+	u.HandleDrop(center(u.devices.rows[2]), []fyne.URI{fileURI("/tmp/y.txt")})
+	if len(be.sends) != 3 || be.sends[2].dev.Name != "Carol" {
+		t.Fatalf("a drop on an unchecked row: %+v", be.sends)
+	}
+	u.HandleDrop(fyne.NewPos(890, 590), []fyne.URI{fileURI("/tmp/z.txt")})
+	if u.ask == nil || !u.ask.checks[0].Checked || !u.ask.checks[1].Checked || u.ask.checks[2].Checked {
+		t.Fatal("the sheet does not start with the checked devices")
+	}
+}
+
+// Send text: the byte limit is shown and kept; Ctrl+Enter or the button
+// goes on to the devices.
+func TestSendText(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	u.showSendText([]Device{alice(true)}, "")
+	in, ok := u.win.Canvas().Focused().(*textEntry)
+	if !ok {
+		t.Fatalf("focus on %T, want the text", u.win.Canvas().Focused())
+	}
+	in.SetText(strings.Repeat("x", MaxTextBytes+1))
+	in.TypedShortcut(&desktopCtrlEnter)
+	if len(be.sends) != 0 {
+		t.Fatal("a text over the limit was sent")
+	}
+	in.SetText("see you at 8\nbring the map")
+	in.TypedShortcut(&desktopCtrlEnter)
+	if len(be.sends) != 1 || be.sends[0].text != "see you at 8\nbring the map" || be.sends[0].dev.ID != idAlice {
+		t.Fatalf("sends %+v", be.sends)
+	}
+}
+
+// The clipboard: paths and file:// URIs of files that exist go as files
+// (what file managers copy), anything else as a text.
+func TestSendClipboard(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a b.txt"), filepath.Join(dir, "c.txt")
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dev := []Device{alice(true)}
+	u.app.Clipboard().SetContent("# copied\r\nfile://" + strings.ReplaceAll(a, " ", "%20") + "\r\n" + b + "\n")
+	u.sendClipboard(dev)
+	if len(be.sends) != 1 || strings.Join(be.sends[0].paths, "|") != a+"|"+b {
+		t.Fatalf("files from the clipboard: %+v", be.sends)
+	}
+	u.app.Clipboard().SetContent("https://example.org/x")
+	u.sendClipboard(dev)
+	if len(be.sends) != 2 || be.sends[1].text != "https://example.org/x" || be.sends[1].paths != nil {
+		t.Fatalf("text from the clipboard: %+v", be.sends)
+	}
+	for _, notFiles := range []string{a + "\n/does/not/exist", "relative/path", "file://otherhost/x", ""} {
+		if p := ClipboardPaths(notFiles); p != nil {
+			t.Errorf("ClipboardPaths(%q) = %q", notFiles, p)
+		}
+	}
+}
+
+// The prompt counts down, groups the files by folder (with the offer's
+// counts and sizes, more than it lists), shows an offered text escaped,
+// and Save to… takes the chosen folder into the decision.
+func TestPromptCountdownFoldersTextAndSaveTo(t *testing.T) {
+	u, be, c := newTestUI(t)
+	be.free = 1 << 40
+	picked := ""
+	u.opt.Picker = func(req PickRequest, done func([]string, error)) {
+		if !req.Folders {
+			t.Error("Save to… asked for files")
+		}
+		done([]string{"/media/usb/in"}, nil)
+		picked = "yes"
+	}
+	o := &Offer{Count: 1203, Total: 5_000_000, FreeBytes: 1 << 40, Dest: "/home/u/Downloads", Text: "look\u202eat this",
+		Folders: []FolderInfo{{Path: "Photos", Files: 1200, Bytes: 4_900_000}}}
+	for i := 0; i < 3; i++ {
+		o.Files = append(o.Files, FileInfo{Path: "Photos/p" + string(rune('0'+i)) + ".jpg", Size: 1000})
+	}
+	o.Files = append(o.Files, FileInfo{Path: "a.txt", Size: 10}, FileInfo{Path: "b\ttab.txt", Size: 10, Refused: "a tab in the name"})
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "p1", Direction: Incoming, State: StateWaiting, Peer: Peer{ID: idAlice, Name: "Alice"}, Offer: o})
+	p := u.prompts.queue[0]
+	if p.countdown.Text != "Expires in 2:00" {
+		t.Errorf("countdown %q", p.countdown.Text)
+	}
+	u.ExpirePrompts(c.t.Add(75 * time.Second))
+	if p.countdown.Text != "Expires in 0:45" {
+		t.Errorf("countdown after 75 s %q", p.countdown.Text)
+	}
+	tr := p.tree
+	root := tr.children[""]
+	if len(root) != 4 || root[0] != "d0" || root[3] != "m" {
+		t.Fatalf("tree root %v, want the folder, two loose files and a 'more'", root)
+	}
+	if kids := tr.children["d0"]; len(kids) != 4 || kids[3] != "m0" {
+		t.Fatalf("folder children %v, want 3 files and 'and 1197 more'", kids)
+	}
+	node := tr.tree.CreateNode(true)
+	tr.update("d0", true, node)
+	if got := rowLabel(node); got != "Photos — 1200 files" {
+		t.Errorf("folder row %q", got)
+	}
+	tr.update("m0", false, node)
+	if got := rowLabel(node); got != "and 1197 more files" {
+		t.Errorf("more row %q", got)
+	}
+	tr.update("f4", false, node)
+	if got := rowLabel(node); !strings.Contains(got, `"b\ttab.txt": a tab in the name`) {
+		t.Errorf("refused row %q", got)
+	}
+	if !strings.Contains(renderedText(p.scroll.Content), `look\u202eat this`) {
+		t.Error("the offered text is not shown escaped")
+	}
+	test.Tap(p.choose)
+	if picked == "" || p.destLbl.Text != "Save to /media/usb/in" {
+		t.Fatalf("Save to… shows %q", p.destLbl.Text)
+	}
+	test.Tap(p.accept)
+	if d := be.decisions["p1"]; !d.Accept || d.Dest != "/media/usb/in" {
+		t.Fatalf("decision %+v", d)
+	}
+}
+
+// Accept and Decline in the notification answer the offer; a second press
+// (the prompt is gone) does nothing.
+func TestNotificationButtonsAnswerTheOffer(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	var acts []NoticeAction
+	u.opt.NotifyActions = func(_, _ string, a []NoticeAction) { acts = a }
+	u.ApplyTransfer(offerEvent("n1", 1))
+	if len(acts) < 2 || acts[0].Key != "accept" || acts[1].Key != "decline" {
+		t.Fatalf("actions %+v", acts)
+	}
+	acts[0].Do()
+	acts[1].Do()
+	if d, ok := be.decisions["n1"]; !ok || !d.Accept || len(u.prompts.queue) != 0 {
+		t.Fatalf("decision %+v, queue %d", d, len(u.prompts.queue))
+	}
+}
+
+// The Devices page: auto-accept, rename and forget reach the backend.
+func TestDevicesPage(t *testing.T) {
+	u, be, c := newTestUI(t)
+	be.known = []KnownDevice{
+		{ID: idAlice, Name: "Alice's laptop", Announced: "Alice's laptop", LastSeen: c.t.Add(-time.Hour)},
+		{ID: idBob, Name: "Bob's phone", Announced: "Bob's phone", AutoAccept: true},
+	}
+	u.known.reload()
+	v := u.known
+	if len(v.rows) != 2 || v.rows[0].auto.Checked || !v.rows[1].auto.Checked {
+		t.Fatalf("rows %+v", v.rows)
+	}
+	test.Tap(v.rows[0].auto)
+	if !be.known[0].AutoAccept {
+		t.Error("auto-accept did not reach the backend")
+	}
+	test.Tap(v.rows[0].rename)
+	in := u.win.Canvas().Focused().(*entry)
+	in.SetText("  Work laptop ")
+	press(u, fyne.KeyReturn)
+	if be.known[0].Name != "Work laptop" || !be.known[0].Renamed {
+		t.Fatalf("renamed to %+v", be.known[0])
+	}
+	if !strings.Contains(renderedText(v.box), "calls itself Alice's laptop") {
+		t.Error("the page does not say what the device calls itself")
+	}
+	test.Tap(v.rows[1].forget)
+	press(u, fyne.KeyEscape) // Keep
+	if len(be.known) != 2 {
+		t.Fatal("Escape forgot the device")
+	}
+	test.Tap(v.rows[1].forget)
+	dangerButton(t, u).OnTapped()
+	if len(be.known) != 1 || be.known[0].ID != idAlice {
+		t.Fatalf("known %+v after Forget", be.known)
+	}
+}
+
+// A device link carries address and ID; "Add device" takes it or host:port.
+func TestDeviceLinks(t *testing.T) {
+	link := DeviceLink("192.168.1.20:47800", idAlice)
+	if addr, id, err := ParseDeviceAddress(link); err != nil || addr != "192.168.1.20:47800" || id != idAlice {
+		t.Fatalf("ParseDeviceAddress(%q) = %q %q %v", link, addr, id, err)
+	}
+	v6 := DeviceLink("[fd00::20]:47800", idAlice)
+	if addr, _, err := ParseDeviceAddress(" " + v6 + "\n"); err != nil || addr != "[fd00::20]:47800" {
+		t.Fatalf("v6 link %q: %q %v", v6, addr, err)
+	}
+	if addr, id, err := ParseDeviceAddress("10.0.0.2:4000"); err != nil || addr != "10.0.0.2:4000" || id != "" {
+		t.Fatalf("host:port: %q %q %v", addr, id, err)
+	}
+	for _, bad := range deviceAddressCases {
+		if addr, id, err := ParseDeviceAddress(bad); err == nil {
+			t.Errorf("ParseDeviceAddress(%q) = %q %q", bad, addr, id)
+		}
+	}
+	u, be, _ := newTestUI(t)
+	u.showAddDevice()
+	in := u.win.Canvas().Focused().(*entry)
+	in.SetText(link)
+	press(u, fyne.KeyReturn)
+	waitFor(t, func() bool { be.mu.Lock(); defer be.mu.Unlock(); return len(be.added) == 1 })
+	if be.added[0] != "192.168.1.20:47800 "+idAlice {
+		t.Fatalf("AddDevice got %q", be.added)
+	}
+}
+
+// deviceAddressCases are inputs "Add device" must refuse; they double as
+// FuzzParseDeviceAddress's corpus.
+var deviceAddressCases = []string{"", "host", "ferry://", "ferry://:47800", "ferry://h:47800?id=nope",
+	"ferry://h:47800?id=" + strings.Repeat("A", 53), "a b:1", strings.Repeat("x", 600) + ":1", "http://h:1/x"}
+
+func FuzzParseDeviceAddress(f *testing.F) {
+	for _, c := range deviceAddressCases {
+		f.Add(c)
+	}
+	f.Add(DeviceLink("10.0.0.1:1", idAlice))
+	f.Fuzz(func(t *testing.T, s string) {
+		addr, id, err := ParseDeviceAddress(s)
+		if err != nil {
+			return
+		}
+		if _, _, err := splitHostPort(addr); err != nil || id != "" && !validID(id) {
+			t.Fatalf("ParseDeviceAddress(%q) = %q %q", s, addr, id)
+		}
+	})
+}
+
+// TextLink opens only whole http(s) and mailto links.
+func TestTextLink(t *testing.T) {
+	for in, want := range map[string]bool{
+		"https://example.org/a?b=c": true, " http://x.org \n": true, "mailto:a@b.org": true,
+		"see https://example.org": false, "javascript:alert(1)": false, "file:///etc/passwd": false, "https://": false, "": false,
+	} {
+		if got := TextLink(in) != nil; got != want {
+			t.Errorf("TextLink(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// Names of what a transfer holds.
+func TestItemsText(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		items int
+		text  string
+		want  string
+	}{
+		{[]string{"a.jpg", "b.jpg", "c.jpg"}, 5, "", "a.jpg, b.jpg and 3 more"},
+		{[]string{"Photos"}, 1, "", "Photos"},
+		{nil, 0, "hi", "a text"},
+		{[]string{"a.jpg"}, 1, "hi", "a.jpg and a text"},
+		{[]string{"a\u202egpj.exe"}, 1, "", `"a\u202egpj.exe"`},
+	} {
+		if got := ItemsText(c.names, c.items, c.text); got != c.want {
+			t.Errorf("ItemsText(%q, %d, %q) = %q, want %q", c.names, c.items, c.text, got, c.want)
+		}
+	}
+}
+
+// History search matches device names, file names and texts; Clear asks first.
+func TestHistorySearchAndClear(t *testing.T) {
+	u, be, c := newTestUI(t)
+	be.history = []HistoryEntry{
+		{ID: "1", Direction: Incoming, PeerName: "Alice", Files: 2, State: StateDone, Names: []string{"beach.jpg", "dune.jpg"}, Items: 2, Finished: c.t},
+		{ID: "2", Direction: Outgoing, PeerName: "Bob", State: StateDone, Text: "the wifi password is hunter2", Finished: c.t},
+	}
+	u.history.reload()
+	for q, want := range map[string]int{"": 2, "alice": 1, "BEACH": 1, "hunter2": 1, "bob wifi": 1, "carol": 0} {
+		u.history.search.SetText(q)
+		if len(u.history.entries) != want {
+			t.Errorf("search %q: %d entries, want %d", q, len(u.history.entries), want)
+		}
+	}
+	u.history.search.SetText("")
+	test.Tap(u.history.clear)
+	press(u, fyne.KeyEscape)
+	if len(be.history) != 2 {
+		t.Fatal("Escape cleared the history")
+	}
+	test.Tap(u.history.clear)
+	dangerButton(t, u).OnTapped()
+	if len(be.history) != 0 || len(u.history.entries) != 0 {
+		t.Fatal("the history was not cleared")
+	}
+}

@@ -25,6 +25,18 @@ const (
 	maxMuted                    = 4096 // devices and addresses remembered as muted
 )
 
+// The manifests held at once (offers being read, asked about, or received)
+// share one budget of files and name bytes, so many large offers cannot
+// add up beyond what one receiver holds (a 100,000-file offer costs about
+// 70 MB; docs/hostile.md has the figures): one source may hold one offer
+// of the largest size, and the others share what is left.
+const (
+	manifestFiles          = 120_000
+	manifestNameBytes      = 20 << 20
+	manifestFilesPerSource = maxOfferFiles
+	manifestNamesPerSource = maxOfferPathBytes
+)
+
 // Refusals of the admission, as the sender reads them.
 var (
 	// errReceiverBusy refuses a session while others hold what it needs.
@@ -36,6 +48,9 @@ var (
 	// errMuted refuses offers from a device (or address) whose offer the user declined a moment ago.
 	errMuted = &wire.RemoteError{Code: wire.CodeDeclined,
 		Reason: "the receiver declined an offer from this device a moment ago; try again in a few minutes"}
+	// errManifestsFull refuses an offer whose manifest does not fit beside the others held.
+	errManifestsFull = &wire.RemoteError{Code: wire.CodeBusy,
+		Reason: "the receiver is taking other large offers; try again when they are done, or send fewer files at once"}
 )
 
 // refusal is the decision that refuses an offer with one of the errors above.
@@ -55,17 +70,23 @@ type admission struct {
 	byDevice  map[identity.DeviceID]int
 	prompting map[identity.DeviceID]bool
 	muted     map[string]time.Time // "device ID" or "@source" -> muted until
+	held      manifestLoad         // manifests held, in all
+	heldBy    map[string]*manifestLoad
 }
+
+// manifestLoad is an amount of manifest held.
+type manifestLoad struct{ files, names int }
 
 func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *admission {
 	return &admission{
 		now:       now,
 		muteFor:   muteFor,
-		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource}),
+		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource, Floor: 2}),
 		prompts:   fair.New(fair.Limits{Total: maxPrompts, PerSource: maxPromptsPerSource}),
 		byDevice:  map[identity.DeviceID]int{},
 		prompting: map[identity.DeviceID]bool{},
 		muted:     map[string]time.Time{},
+		heldBy:    map[string]*manifestLoad{},
 	}
 }
 
@@ -75,9 +96,10 @@ type ticket struct {
 	src  string
 	peer identity.DeviceID
 
-	mu      sync.Mutex // guards the fields below
-	slot    *fair.Slot // held until the offer is decided
-	counted bool       // counted in byDevice
+	mu       sync.Mutex // guards the fields below
+	slot     *fair.Slot // held until the offer is decided
+	counted  bool       // counted in byDevice
+	manifest manifestLoad
 }
 
 // arrive admits a new session from remote ("host:port") proven to be peer,
@@ -116,6 +138,60 @@ func (t *ticket) decided() {
 		}
 		t.a.mu.Unlock()
 	}
+}
+
+// end gives back everything the session held; called when it ended.
+func (t *ticket) end() {
+	t.decided()
+	t.mu.Lock()
+	m := t.manifest
+	t.manifest = manifestLoad{}
+	t.mu.Unlock()
+	if m == (manifestLoad{}) {
+		return
+	}
+	a := t.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held.files -= m.files
+	a.held.names -= m.names
+	if by := a.heldBy[t.src]; by != nil {
+		by.files -= m.files
+		by.names -= m.names
+		if *by == (manifestLoad{}) {
+			delete(a.heldBy, t.src)
+		}
+	}
+}
+
+// holdManifest charges files and name bytes of the session's offer to the
+// manifest budget, as they arrive, or refuses the offer. A nil ticket (a
+// receiver outside an engine, in tests) charges nothing.
+func (t *ticket) holdManifest(files, names int) *wire.RemoteError {
+	if t == nil {
+		return nil
+	}
+	a := t.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	by := a.heldBy[t.src]
+	if by == nil {
+		by = &manifestLoad{}
+	}
+	if a.held.files+files > manifestFiles || a.held.names+names > manifestNameBytes ||
+		by.files+files > manifestFilesPerSource || by.names+names > manifestNamesPerSource {
+		return errManifestsFull
+	}
+	a.heldBy[t.src] = by
+	by.files += files
+	by.names += names
+	a.held.files += files
+	a.held.names += names
+	t.mu.Lock()
+	t.manifest.files += files
+	t.manifest.names += names
+	t.mu.Unlock()
+	return nil
 }
 
 // checkMuted refuses an untrusted device, or any untrusted device at an
@@ -209,4 +285,20 @@ func (e *Engine) refuseEarly(tk *ticket, h *wire.Hello, c Conn) *wire.RemoteErro
 		return refused
 	}
 	return e.checkImpersonation(c.PeerID(), h.Name, c.RemoteAddr())
+}
+
+// namesOf is the name bytes of files.
+func namesOf(files []wire.FileEntry) int {
+	n := 0
+	for _, f := range files {
+		n += len(f.Path)
+	}
+	return n
+}
+
+// heldFiles is the number of offered files held now (tests).
+func (a *admission) heldFiles() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held.files
 }

@@ -225,6 +225,8 @@ type Engine struct {
 	transfers        map[string]*Transfer
 	resuming         map[string]*receiver // resume key -> the session holding its partials
 	acceptedSessions int                  // incoming sessions that accepted an offer, running now
+	trimming         bool                 // trimLoop runs (from the first Start)
+	serving          int                  // incoming sessions being served (any stage)
 	closed           bool
 }
 
@@ -440,6 +442,14 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	lctx, stop := context.WithCancel(e.ctx)
 	e.listeners, e.listenStatus, e.stopListen = lns, statuses, stop
+	if !e.trimming {
+		e.trimming = true
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.trimLoop(e.ctx)
+		}()
+	}
 	for _, st := range statuses {
 		if st.Err != "" {
 			e.log.Warn("a transport is not listening; the others carry on", "transport", st.Transport, "err", st.Err)
@@ -657,11 +667,15 @@ func (e *Engine) acceptLoop(ctx context.Context, ln transport.Listener) {
 		rxCtx := e.rxCtx
 		e.wg.Add(1)
 		e.rxWG.Add(1)
+		e.serving++
 		e.mu.Unlock()
 		go func() {
 			defer e.wg.Done()
 			defer e.rxWG.Done()
 			e.serve(rxCtx, c)
+			e.mu.Lock()
+			e.serving--
+			e.mu.Unlock()
 		}()
 	}
 }

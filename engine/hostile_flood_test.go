@@ -330,3 +330,46 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// The manifests held at once share one budget: an offer that does not fit
+// beside the others is refused as busy, before its manifest is read; one
+// address may hold the largest offer, no more; the budget comes back when
+// a session ends.
+func TestManifestBudget(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	// announce offers files and sends none of its manifest: the session
+	// holds its share while the receiver waits for the parts.
+	announce := func(addr string, files int) (*rawPeer, <-chan struct{}, <-chan answer) {
+		p, done := connectRawAs(t, recv, newIdentity(t), addr)
+		out := make(chan answer, 1)
+		go func() {
+			if err := p.hello(); err != nil {
+				out <- answer{err: err}
+				return
+			}
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: files, TotalBytes: int64(files)})
+			_, err := expect[*wire.Decision](p.ctl.recv())
+			out <- answer{err: err}
+		}()
+		return p, done, out
+	}
+	big, bigDone, _ := announce("192.0.2.1:1", maxOfferFiles)
+	waitUntil(t, func() bool { return recv.admit.heldFiles() == maxOfferFiles })
+	// The same address holds no more.
+	_, _, ch := announce("192.0.2.1:2", 10)
+	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
+		t.Fatalf("a second offer from the address holding the largest one: %v", a.err)
+	}
+	// Others share what is left.
+	_, _, ch = announce("198.51.100.7:1", manifestFiles-maxOfferFiles+1)
+	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
+		t.Fatalf("an offer beyond what is left: %v", a.err)
+	}
+	_, ch = offerFrom(t, recv, newIdentity(t), "198.51.100.7:2")
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("a small offer beside the large one: %+v, %v", a.d, a.err)
+	}
+	big.conn.Close(0, "")
+	<-bigDone
+	waitUntil(t, func() bool { return recv.admit.heldFiles() <= 1 })
+}

@@ -60,7 +60,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		c.Close(closeReason(refused))
 		return
 	}
-	defer tk.decided()
+	defer tk.end()
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := c.AcceptStream(hctx)
 	cancel()
@@ -419,6 +419,9 @@ func (rx *receiver) readOffer() error {
 		return fmt.Errorf("%w: %d files; this device takes up to %d in one transfer (send the folder in parts or as an archive)",
 			wire.ErrTooLarge, offer.Files, maxOfferFiles)
 	}
+	if refused := rx.ticket.holdManifest(offer.Files, 0); refused != nil {
+		return refused
+	}
 	var pathBytes int
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
 	var sum int64
@@ -461,6 +464,9 @@ func (rx *receiver) readOffer() error {
 				continue
 			}
 			seen[f.Path] = true
+		}
+		if refused := rx.ticket.holdManifest(0, namesOf(part.Files)); refused != nil {
+			return refused
 		}
 		if len(rx.refused) > wire.MaxRefusals {
 			return fmt.Errorf("%w: over %d of the offered names cannot be stored", wire.ErrBadName, wire.MaxRefusals)

@@ -40,9 +40,9 @@ func TestNoStreamFlood(t *testing.T) {
 				})
 				// A shed connection is closed by the listener at once;
 				// the others sit there, opening nothing.
-				if _, err := tr.Dial(t.Context(), ra, tlsConf, cfg); err != nil {
-					t.Fatal(err)
-				}
+				// Beyond what one address may hold, quic-go refuses the
+				// connection before its handshake.
+				tr.Dial(t.Context(), ra, tlsConf, cfg)
 			}
 			want := min(join.MaxPendingPerSource*sources, join.MaxPending)
 			transporttest.WaitFor(t, func() bool { return ln.gate.Pending() == want })

@@ -903,6 +903,10 @@ func (e *Engine) finish(t *Transfer, r Result) {
 		r.Metrics = &m
 		r.WireBytes = m.BytesSent + m.BytesRecv
 		r.Transport = string(t.conn.Transport())
+		// The engine keeps finished transfers (for Retry and the history):
+		// not their sessions, which can hold what the peer left unread
+		// (issue #14: MBs of stream data per session after an attack).
+		t.conn = nil
 	}
 	t.state = r.State
 	t.result = r

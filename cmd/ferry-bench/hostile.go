@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,7 +110,7 @@ func hostileScenarios() []hostileScenario {
 		{"stalled-chunks", "8 accepted sessions (4 QUIC, 4 TCP) from 8 addresses, each with 16 streams holding a 4 MiB chunk short of its last byte", "all",
 			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
 				var mu sync.Mutex
-				var errs []string
+				ended := map[string]int{} // why the receiver ended a session early
 				var wg sync.WaitGroup
 				for i := range 8 {
 					kind, addr := "quic", rx.quic
@@ -119,8 +120,15 @@ func hostileScenarios() []hostileScenario {
 					wg.Go(func() {
 						err := stallChunks(ctx, peer(work, i), kind, addr)
 						if err != nil && ctx.Err() == nil {
+							why := "other: " + err.Error()
+							switch {
+							case strings.Contains(err.Error(), "nothing arrived"):
+								why = "idle session watchdog"
+							case kind == "tcp":
+								why = "TCP stall watchdog" // the receiver resets a stream that makes no progress
+							}
 							mu.Lock()
-							errs = append(errs, err.Error())
+							ended[why]++
 							mu.Unlock()
 						}
 					})
@@ -130,7 +138,12 @@ func hostileScenarios() []hostileScenario {
 					ready()
 				}()
 				wg.Wait()
-				return fmt.Sprintf("%d of 8 sessions failed early %v", len(errs), errs), nil
+				var whys []string
+				for why, n := range ended {
+					whys = append(whys, fmt.Sprintf("%d by the %s", n, why))
+				}
+				sort.Strings(whys)
+				return fmt.Sprintf("8 sessions holding 16 × 4 MiB each; ended by the receiver before the attack did: %s", strings.Join(whys, ", ")), nil
 			}},
 		{"big-manifests", "8 accepted offers at once from 8 addresses, each 100,000 files with 160-byte names (16 MB of names)", "all",
 			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {

@@ -42,6 +42,40 @@ type hostileScenario struct {
 }
 
 func hostileScenarios() []hostileScenario {
+	all := hostileAttacks()
+	byName := map[string]hostileScenario{}
+	for _, sc := range all {
+		byName[sc.name] = sc
+	}
+	// The worst: the memory attacks and the costliest flood at once.
+	parts := []hostileScenario{byName["stalled-chunks"], byName["big-manifests"], byName["silent-quic-100-sources"]}
+	return append(all, hostileScenario{"combined", "stalled-chunks, big-manifests and silent-quic-100-sources at once", "all",
+		func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+			var wg sync.WaitGroup
+			stats := make([]string, len(parts))
+			errs := make([]error, len(parts))
+			readies := make(chan struct{}, len(parts))
+			for i, p := range parts {
+				wg.Go(func() {
+					stats[i], errs[i] = p.attack(ctx, rx, work, func() { readies <- struct{}{} })
+				})
+			}
+			go func() {
+				for range parts {
+					select {
+					case <-readies:
+					case <-ctx.Done():
+						return
+					}
+				}
+				ready()
+			}()
+			wg.Wait()
+			return strings.Join(stats, "; "), errors.Join(errs...)
+		}})
+}
+
+func hostileAttacks() []hostileScenario {
 	src := func(i int) string { return fmt.Sprintf("127.0.%d.%d", 1+i/250, 1+i%250) }
 	peer := func(work string, i int) hostile.Peer { return hostile.Peer{From: src(i), Dir: work} }
 	floodUntil := func(ctx context.Context, ready func(), warm time.Duration, run func(ctx context.Context)) {

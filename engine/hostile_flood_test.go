@@ -373,3 +373,35 @@ func TestManifestBudget(t *testing.T) {
 	<-bigDone
 	waitUntil(t, func() bool { return recv.admit.heldFiles() <= 1 })
 }
+
+// A finished transfer, which the engine keeps for its history, keeps no
+// session: a session can hold megabytes the peer left unread.
+func TestFinishedTransferDropsItsSession(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 1000)
+	if r := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "quic"}); r.State != StateDone {
+		t.Fatalf("%s: %s", r.State, r.Err)
+	}
+	for _, e := range []*Engine{send, recv} {
+		waitUntil(t, func() bool {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			for _, tr := range e.transfers {
+				select {
+				case <-tr.done:
+				default:
+					return false
+				}
+				tr.mu.Lock()
+				kept := tr.conn != nil
+				tr.mu.Unlock()
+				if kept {
+					t.Fatal("a finished transfer keeps its session")
+				}
+			}
+			return len(e.transfers) > 0
+		})
+	}
+}

@@ -13,16 +13,19 @@ import (
 // it is bounded per source address and per device, and shared fairly
 // between sources (package fair), so that a flood keeps no real sender out
 // (issue #14): sessions between their arrival and the decision on their
-// offer, and offers waiting for the user's answer. A device whose offer
-// the user declined is muted for a while, and so is its address, since a
-// new identity costs a flooder nothing.
+// offer, and offers waiting for the user's answer. A device whose offers
+// the user declined twice within the mute period is muted for that long,
+// and so is an address whose offers were declined twice, since a new
+// identity costs a flooder nothing. (Once is forgiven: a user who declined
+// by mistake can take the sender's retry.)
 const (
 	maxWaitingSessions          = 32 // sessions waiting for their hello, offer or decision
 	maxWaitingSessionsPerSource = 8
 	maxWaitingSessionsPerDevice = 4
 	maxPromptsPerSource         = 2 // offers from one address waiting for an answer; one per device
 	defaultMuteDeclined         = 2 * time.Minute
-	maxMuted                    = 4096 // devices and addresses remembered as muted
+	maxMuted                    = 4096 // devices and addresses remembered as declined
+	strikesToMute               = 2    // declines within the mute period that mute
 )
 
 // The manifests held at once (offers being read, asked about, or received)
@@ -69,9 +72,17 @@ type admission struct {
 	mu        sync.Mutex // guards the fields below
 	byDevice  map[identity.DeviceID]int
 	prompting map[identity.DeviceID]bool
-	muted     map[string]time.Time // "device ID" or "@source" -> muted until
+	muted     map[string]*declines // by "device ID" or "@source"
+	warned    map[string]time.Time // warnings given (warnDue), by what they are about
 	held      manifestLoad         // manifests held, in all
 	heldBy    map[string]*manifestLoad
+}
+
+// declines is what the user declined of one device or address lately.
+type declines struct {
+	last    time.Time // the latest decline
+	strikes int       // declines, each within the mute period of the one before
+	until   time.Time // muted until then
 }
 
 // manifestLoad is an amount of manifest held.
@@ -85,7 +96,8 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 		prompts:   fair.New(fair.Limits{Total: maxPrompts, PerSource: maxPromptsPerSource}),
 		byDevice:  map[identity.DeviceID]int{},
 		prompting: map[identity.DeviceID]bool{},
-		muted:     map[string]time.Time{},
+		muted:     map[string]*declines{},
+		warned:    map[string]time.Time{},
 		heldBy:    map[string]*manifestLoad{},
 	}
 }
@@ -195,7 +207,7 @@ func (t *ticket) holdManifest(files, names int) *wire.RemoteError {
 }
 
 // checkMuted refuses an untrusted device, or any untrusted device at an
-// address, whose offer the user declined within the mute period.
+// address, that is muted.
 func (t *ticket) checkMuted(trusted bool) *wire.RemoteError {
 	if trusted {
 		return nil
@@ -205,17 +217,15 @@ func (t *ticket) checkMuted(trusted bool) *wire.RemoteError {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, k := range []string{t.peer.String(), "@" + t.src} {
-		if until, ok := a.muted[k]; ok {
-			if now.Before(until) {
-				return errMuted
-			}
-			delete(a.muted, k)
+		if d := a.muted[k]; d != nil && now.Before(d.until) {
+			return errMuted
 		}
 	}
 	return nil
 }
 
-// declined mutes the device and its address after the user declined its offer.
+// declined counts a decline by the user against the device and its
+// address; the second within the mute period mutes them.
 func (t *ticket) declined() {
 	a := t.a
 	if a.muteFor <= 0 {
@@ -224,20 +234,30 @@ func (t *ticket) declined() {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for k, until := range a.muted {
-		if !now.Before(until) {
-			delete(a.muted, k)
+	if len(a.muted) >= maxMuted {
+		for k, d := range a.muted {
+			if now.Sub(d.last) > a.muteFor && !now.Before(d.until) {
+				delete(a.muted, k)
+			}
+		}
+		for k := range a.muted {
+			if len(a.muted) < maxMuted {
+				break
+			}
+			delete(a.muted, k) // an attacker's many addresses must not grow the map
 		}
 	}
-	for k := range a.muted {
-		if len(a.muted) < maxMuted {
-			break
+	for _, k := range []string{t.peer.String(), "@" + t.src} {
+		d := a.muted[k]
+		if d == nil || now.Sub(d.last) > a.muteFor {
+			d = &declines{}
+			a.muted[k] = d
 		}
-		delete(a.muted, k) // an attacker's many addresses must not grow the map
+		d.last = now
+		if d.strikes++; d.strikes >= strikesToMute {
+			d.until = now.Add(a.muteFor)
+		}
 	}
-	until := now.Add(a.muteFor)
-	a.muted[t.peer.String()] = until
-	a.muted["@"+t.src] = until
 }
 
 // promptTicket is an offer's place among those waiting for an answer.
@@ -301,4 +321,24 @@ func (a *admission) heldFiles() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.held.files
+}
+
+// warnDue reports whether a warning about key may be given now: once a
+// minute at most, so that a peer repeating what raised it cannot flood the
+// user with warnings.
+func (a *admission) warnDue(key string) bool {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if last, ok := a.warned[key]; ok && now.Sub(last) < time.Minute {
+		return false
+	}
+	for k := range a.warned {
+		if len(a.warned) < maxMuted {
+			break
+		}
+		delete(a.warned, k)
+	}
+	a.warned[key] = now
+	return true
 }

@@ -71,9 +71,10 @@ type Options struct {
 	// MaxPrompts bounds offers waiting for an answer at once; zero means 8.
 	// Further offers are declined as busy instead of stacking up.
 	MaxPrompts int
-	// MuteDeclined is how long offers from an untrusted device, and from
-	// its address, are declined without asking after the user declined one
-	// of its offers; zero means 2 minutes, negative mutes nobody.
+	// MuteDeclined is how long offers from an untrusted device, or from an
+	// address, are declined without asking once the user declined two of
+	// its offers within that time; zero means 2 minutes, negative mutes
+	// nobody.
 	MuteDeclined time.Duration
 	// NoQUIC and NoTCP disable a listener (tests of the fallback).
 	NoQUIC, NoTCP bool
@@ -172,6 +173,8 @@ type TrustedPeer struct {
 	LastAddr     string
 	LastSeen     time.Time
 	AlwaysAccept bool
+	// Paired: the user confirmed its verification code (ConfirmPair, Pair).
+	Paired bool
 }
 
 // ErrUnknownTransfer is returned for a transfer ID the engine does not know.
@@ -367,7 +370,7 @@ func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) { return e.bus.Sub
 func (e *Engine) Trusted() []TrustedPeer {
 	var out []TrustedPeer
 	for _, p := range e.trust.List() {
-		tp := TrustedPeer{ID: p.ID, Name: p.Name, LastSeen: p.LastSeen, AlwaysAccept: p.AlwaysAccept}
+		tp := TrustedPeer{ID: p.ID, Name: p.Name, LastSeen: p.LastSeen, AlwaysAccept: p.AlwaysAccept, Paired: p.Paired}
 		if len(p.LastAddrs) > 0 {
 			tp.LastAddr = p.LastAddrs[0]
 		}

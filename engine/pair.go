@@ -400,14 +400,18 @@ func (e *Engine) checkImpersonation(peer identity.DeviceID, name, addr string) *
 	if !ok {
 		return nil
 	}
+	refusal := &wire.RemoteError{Code: wire.CodeUntrusted,
+		Reason: "this receiver has paired with another device of the same name: rename this device, or have the receiver forget the old one"}
+	if !e.admit.warnDue(known.ID + "/" + peer.String()) {
+		return refusal
+	}
 	warning := fmt.Sprintf("A device calling itself %q tried to connect with a key that is not the one of the %q you paired with (%s). "+
 		"If that device was reinstalled, forget the old one here and pair again; otherwise someone may be pretending to be it.",
 		name, known.Name, shortOf(known.ID))
 	e.bus.Publish(Event{Kind: EventKeyChanged, Time: e.now(), Direction: Receiving,
 		Peer:      PeerInfo{Name: name, ID: peer.String(), Addr: addr},
 		KeyChange: &KeyChange{Known: PeerInfo{Name: known.Name, ID: known.ID, Trusted: true}, PresentedID: peer.String(), Warning: warning}})
-	return &wire.RemoteError{Code: wire.CodeUntrusted,
-		Reason: "this receiver has paired with another device of the same name: rename this device, or have the receiver forget the old one"}
+	return refusal
 }
 
 // warnKeyChange publishes EventKeyChanged when a send or a pairing failed

@@ -13,16 +13,33 @@ import (
 // it is bounded per source address and per device, and shared fairly
 // between sources (package fair), so that a flood keeps no real sender out
 // (issue #14): sessions between their arrival and the decision on their
-// offer, and offers waiting for the user's answer. A device whose offer
-// the user declined is muted for a while, and so is its address, since a
-// new identity costs a flooder nothing.
+// offer, and offers waiting for the user's answer. A device whose offers
+// the user declined twice within the mute period is muted for that long,
+// and so is an address whose offers were declined twice, since a new
+// identity costs a flooder nothing. (Once is forgiven: a user who declined
+// by mistake can take the sender's retry.)
 const (
 	maxWaitingSessions          = 32 // sessions waiting for their hello, offer or decision
 	maxWaitingSessionsPerSource = 8
 	maxWaitingSessionsPerDevice = 4
 	maxPromptsPerSource         = 2 // offers from one address waiting for an answer; one per device
 	defaultMuteDeclined         = 2 * time.Minute
-	maxMuted                    = 4096 // devices and addresses remembered as muted
+	maxMuted                    = 4096 // devices and addresses remembered as declined
+	strikesToMute               = 2    // declines within the mute period that mute
+)
+
+// The manifests held at once (offers being read, asked about, or received)
+// share one budget of files and name bytes, so many large offers cannot
+// add up beyond what one receiver holds (a 100,000-file offer costs about
+// 70 MB; docs/hostile.md has the figures): one source may hold one offer
+// of the largest size, and the others share what is left.
+const (
+	manifestFiles          = 120_000
+	manifestNameBytes      = 20 << 20
+	manifestFilesPerSource = maxOfferFiles
+	// One part over the largest offer's names, so that an offer over that
+	// limit is refused as too large (by the inbox) rather than as busy.
+	manifestNamesPerSource = maxOfferPathBytes + wire.MaxMessage
 )
 
 // Refusals of the admission, as the sender reads them.
@@ -36,6 +53,9 @@ var (
 	// errMuted refuses offers from a device (or address) whose offer the user declined a moment ago.
 	errMuted = &wire.RemoteError{Code: wire.CodeDeclined,
 		Reason: "the receiver declined an offer from this device a moment ago; try again in a few minutes"}
+	// errManifestsFull refuses an offer whose manifest does not fit beside the others held.
+	errManifestsFull = &wire.RemoteError{Code: wire.CodeBusy,
+		Reason: "the receiver is taking other large offers; try again when they are done, or send fewer files at once"}
 )
 
 // refusal is the decision that refuses an offer with one of the errors above.
@@ -54,18 +74,33 @@ type admission struct {
 	mu        sync.Mutex // guards the fields below
 	byDevice  map[identity.DeviceID]int
 	prompting map[identity.DeviceID]bool
-	muted     map[string]time.Time // "device ID" or "@source" -> muted until
+	muted     map[string]*declines // by "device ID" or "@source"
+	warned    map[string]time.Time // warnings given (warnDue), by what they are about
+	held      manifestLoad         // manifests held, in all
+	heldBy    map[string]*manifestLoad
 }
+
+// declines is what the user declined of one device or address lately.
+type declines struct {
+	last    time.Time // the latest decline
+	strikes int       // declines, each within the mute period of the one before
+	until   time.Time // muted until then
+}
+
+// manifestLoad is an amount of manifest held.
+type manifestLoad struct{ files, names int }
 
 func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *admission {
 	return &admission{
 		now:       now,
 		muteFor:   muteFor,
-		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource}),
+		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource, Floor: 2}),
 		prompts:   fair.New(fair.Limits{Total: maxPrompts, PerSource: maxPromptsPerSource}),
 		byDevice:  map[identity.DeviceID]int{},
 		prompting: map[identity.DeviceID]bool{},
-		muted:     map[string]time.Time{},
+		muted:     map[string]*declines{},
+		warned:    map[string]time.Time{},
+		heldBy:    map[string]*manifestLoad{},
 	}
 }
 
@@ -75,9 +110,10 @@ type ticket struct {
 	src  string
 	peer identity.DeviceID
 
-	mu      sync.Mutex // guards the fields below
-	slot    *fair.Slot // held until the offer is decided
-	counted bool       // counted in byDevice
+	mu       sync.Mutex // guards the fields below
+	slot     *fair.Slot // held until the offer is decided
+	counted  bool       // counted in byDevice
+	manifest manifestLoad
 }
 
 // arrive admits a new session from remote ("host:port") proven to be peer,
@@ -118,8 +154,62 @@ func (t *ticket) decided() {
 	}
 }
 
+// end gives back everything the session held; called when it ended.
+func (t *ticket) end() {
+	t.decided()
+	t.mu.Lock()
+	m := t.manifest
+	t.manifest = manifestLoad{}
+	t.mu.Unlock()
+	if m == (manifestLoad{}) {
+		return
+	}
+	a := t.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held.files -= m.files
+	a.held.names -= m.names
+	if by := a.heldBy[t.src]; by != nil {
+		by.files -= m.files
+		by.names -= m.names
+		if *by == (manifestLoad{}) {
+			delete(a.heldBy, t.src)
+		}
+	}
+}
+
+// holdManifest charges files and name bytes of the session's offer to the
+// manifest budget, as they arrive, or refuses the offer. A nil ticket (a
+// receiver outside an engine, in tests) charges nothing.
+func (t *ticket) holdManifest(files, names int) *wire.RemoteError {
+	if t == nil {
+		return nil
+	}
+	a := t.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	by := a.heldBy[t.src]
+	if by == nil {
+		by = &manifestLoad{}
+	}
+	if a.held.files+files > manifestFiles || a.held.names+names > manifestNameBytes ||
+		by.files+files > manifestFilesPerSource || by.names+names > manifestNamesPerSource {
+		return errManifestsFull
+	}
+	a.heldBy[t.src] = by
+	by.files += files
+	by.names += names
+	a.held.files += files
+	a.held.names += names
+	t.mu.Lock()
+	t.manifest.files += files
+	t.manifest.names += names
+	t.mu.Unlock()
+	return nil
+}
+
 // checkMuted refuses an untrusted device, or any untrusted device at an
-// address, whose offer the user declined within the mute period.
+// address, that is muted.
 func (t *ticket) checkMuted(trusted bool) *wire.RemoteError {
 	if trusted {
 		return nil
@@ -129,17 +219,15 @@ func (t *ticket) checkMuted(trusted bool) *wire.RemoteError {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, k := range []string{t.peer.String(), "@" + t.src} {
-		if until, ok := a.muted[k]; ok {
-			if now.Before(until) {
-				return errMuted
-			}
-			delete(a.muted, k)
+		if d := a.muted[k]; d != nil && now.Before(d.until) {
+			return errMuted
 		}
 	}
 	return nil
 }
 
-// declined mutes the device and its address after the user declined its offer.
+// declined counts a decline by the user against the device and its
+// address; the second within the mute period mutes them.
 func (t *ticket) declined() {
 	a := t.a
 	if a.muteFor <= 0 {
@@ -148,20 +236,30 @@ func (t *ticket) declined() {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for k, until := range a.muted {
-		if !now.Before(until) {
-			delete(a.muted, k)
+	if len(a.muted) >= maxMuted {
+		for k, d := range a.muted {
+			if now.Sub(d.last) > a.muteFor && !now.Before(d.until) {
+				delete(a.muted, k)
+			}
+		}
+		for k := range a.muted {
+			if len(a.muted) < maxMuted {
+				break
+			}
+			delete(a.muted, k) // an attacker's many addresses must not grow the map
 		}
 	}
-	for k := range a.muted {
-		if len(a.muted) < maxMuted {
-			break
+	for _, k := range []string{t.peer.String(), "@" + t.src} {
+		d := a.muted[k]
+		if d == nil || now.Sub(d.last) > a.muteFor {
+			d = &declines{}
+			a.muted[k] = d
 		}
-		delete(a.muted, k) // an attacker's many addresses must not grow the map
+		d.last = now
+		if d.strikes++; d.strikes >= strikesToMute {
+			d.until = now.Add(a.muteFor)
+		}
 	}
-	until := now.Add(a.muteFor)
-	a.muted[t.peer.String()] = until
-	a.muted["@"+t.src] = until
 }
 
 // promptTicket is an offer's place among those waiting for an answer.
@@ -209,4 +307,40 @@ func (e *Engine) refuseEarly(tk *ticket, h *wire.Hello, c Conn) *wire.RemoteErro
 		return refused
 	}
 	return e.checkImpersonation(c.PeerID(), h.Name, c.RemoteAddr())
+}
+
+// namesOf is the name bytes of files.
+func namesOf(files []wire.FileEntry) int {
+	n := 0
+	for _, f := range files {
+		n += len(f.Path)
+	}
+	return n
+}
+
+// heldFiles is the number of offered files held now (tests).
+func (a *admission) heldFiles() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held.files
+}
+
+// warnDue reports whether a warning about key may be given now: once a
+// minute at most, so that a peer repeating what raised it cannot flood the
+// user with warnings.
+func (a *admission) warnDue(key string) bool {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if last, ok := a.warned[key]; ok && now.Sub(last) < time.Minute {
+		return false
+	}
+	for k := range a.warned {
+		if len(a.warned) < maxMuted {
+			break
+		}
+		delete(a.warned, k)
+	}
+	a.warned[key] = now
+	return true
 }

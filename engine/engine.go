@@ -72,9 +72,10 @@ type Options struct {
 	// MaxPrompts bounds offers waiting for an answer at once; zero means 8.
 	// Further offers are declined as busy instead of stacking up.
 	MaxPrompts int
-	// MuteDeclined is how long offers from an untrusted device, and from
-	// its address, are declined without asking after the user declined one
-	// of its offers; zero means 2 minutes, negative mutes nobody.
+	// MuteDeclined is how long offers from an untrusted device, or from an
+	// address, are declined without asking once the user declined two of
+	// its offers within that time; zero means 2 minutes, negative mutes
+	// nobody.
 	MuteDeclined time.Duration
 	// NoQUIC and NoTCP disable a listener (tests of the fallback).
 	NoQUIC, NoTCP bool
@@ -191,6 +192,8 @@ type TrustedPeer struct {
 	LastAddr     string
 	LastSeen     time.Time
 	AlwaysAccept bool
+	// Paired: the user confirmed its verification code (ConfirmPair, Pair).
+	Paired bool
 }
 
 // ErrUnknownTransfer is returned for a transfer ID the engine does not know.
@@ -246,6 +249,8 @@ type Engine struct {
 	transfers        map[string]*Transfer
 	resuming         map[string]*receiver // resume key -> the session holding its partials
 	acceptedSessions int                  // incoming sessions that accepted an offer, running now
+	trimming         bool                 // trimLoop runs (from the first Start)
+	serving          int                  // incoming sessions being served (any stage)
 	closed           bool
 }
 
@@ -397,7 +402,7 @@ func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) { return e.bus.Sub
 func (e *Engine) Trusted() []TrustedPeer {
 	var out []TrustedPeer
 	for _, p := range e.trust.List() {
-		tp := TrustedPeer{ID: p.ID, Name: p.Name, LastSeen: p.LastSeen, AlwaysAccept: p.AlwaysAccept}
+		tp := TrustedPeer{ID: p.ID, Name: p.Name, LastSeen: p.LastSeen, AlwaysAccept: p.AlwaysAccept, Paired: p.Paired}
 		if len(p.LastAddrs) > 0 {
 			tp.LastAddr = p.LastAddrs[0]
 		}
@@ -472,6 +477,14 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	lctx, stop := context.WithCancel(e.ctx)
 	e.listeners, e.listenStatus, e.stopListen = lns, statuses, stop
+	if !e.trimming {
+		e.trimming = true
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.trimLoop(e.ctx)
+		}()
+	}
 	for _, st := range statuses {
 		if st.Err != "" {
 			e.log.Warn("a transport is not listening; the others carry on", "transport", st.Transport, "err", st.Err)
@@ -689,11 +702,15 @@ func (e *Engine) acceptLoop(ctx context.Context, ln transport.Listener) {
 		rxCtx := e.rxCtx
 		e.wg.Add(1)
 		e.rxWG.Add(1)
+		e.serving++
 		e.mu.Unlock()
 		go func() {
 			defer e.wg.Done()
 			defer e.rxWG.Done()
 			e.serve(rxCtx, c)
+			e.mu.Lock()
+			e.serving--
+			e.mu.Unlock()
 		}()
 	}
 }
@@ -943,6 +960,10 @@ func (e *Engine) finish(t *Transfer, r Result) {
 		r.Metrics = &m
 		r.WireBytes = m.BytesSent + m.BytesRecv
 		r.Transport = string(t.conn.Transport())
+		// The engine keeps finished transfers (for Retry and the history):
+		// not their sessions, which can hold what the peer left unread
+		// (issue #14: MBs of stream data per session after an attack).
+		t.conn = nil
 	}
 	t.state = r.State
 	t.result = r

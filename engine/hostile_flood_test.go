@@ -205,23 +205,31 @@ func TestOnePromptPerDevice(t *testing.T) {
 	}
 }
 
-// Issue #14 (5): a device whose offer the user declined is muted for a
-// while, and so is its address (a new identity is free); a trusted device
-// there is not; the mute ends.
+// Issue #14 (5): a device whose offers the user declined twice is muted
+// for a while, and so is its address (a new identity is free); a trusted
+// device there is not; the mute ends. One decline is forgiven.
 func TestDeclinedDeviceIsMuted(t *testing.T) {
 	clock := &setClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	recv := testEngine(t, Options{Accept: AcceptAsk, Clock: clock})
 	seen := watchOffers(t, recv)
 	const addr = "192.0.2.66:5000"
 	pest := newIdentity(t)
-	_, ch := offerFrom(t, recv, pest, addr)
-	<-seen.new
-	tid, _ := seen.transfer(pest)
-	if err := recv.Decide(tid, Decision{}); err != nil {
-		t.Fatal(err)
-	}
-	if a := waitAnswer(t, ch); a.err != nil || a.d.Accept || a.d.Code != wire.CodeDeclined {
-		t.Fatalf("declined offer: %+v, %v", a.d, a.err)
+	var tid string
+	for i := range strikesToMute {
+		_, ch := offerFrom(t, recv, pest, addr)
+		for {
+			<-seen.new
+			if id, ok := seen.transfer(pest); ok && id != tid {
+				tid = id
+				break
+			}
+		}
+		if err := recv.Decide(tid, Decision{}); err != nil {
+			t.Fatal(err)
+		}
+		if a := waitAnswer(t, ch); a.err != nil || a.d.Accept || a.d.Code != wire.CodeDeclined {
+			t.Fatalf("declined offer %d: %+v, %v", i+1, a.d, a.err)
+		}
 	}
 
 	muted := func(id *identity.Identity, addr string) bool {
@@ -328,5 +336,80 @@ func waitUntil(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met in time")
 		}
+	}
+}
+
+// The manifests held at once share one budget: an offer that does not fit
+// beside the others is refused as busy, before its manifest is read; one
+// address may hold the largest offer, no more; the budget comes back when
+// a session ends.
+func TestManifestBudget(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	// announce offers files and sends none of its manifest: the session
+	// holds its share while the receiver waits for the parts.
+	announce := func(addr string, files int) (*rawPeer, <-chan struct{}, <-chan answer) {
+		p, done := connectRawAs(t, recv, newIdentity(t), addr)
+		out := make(chan answer, 1)
+		go func() {
+			if err := p.hello(); err != nil {
+				out <- answer{err: err}
+				return
+			}
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: files, TotalBytes: int64(files)})
+			_, err := expect[*wire.Decision](p.ctl.recv())
+			out <- answer{err: err}
+		}()
+		return p, done, out
+	}
+	big, bigDone, _ := announce("192.0.2.1:1", maxOfferFiles)
+	waitUntil(t, func() bool { return recv.admit.heldFiles() == maxOfferFiles })
+	// The same address holds no more.
+	_, _, ch := announce("192.0.2.1:2", 10)
+	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
+		t.Fatalf("a second offer from the address holding the largest one: %v", a.err)
+	}
+	// Others share what is left.
+	_, _, ch = announce("198.51.100.7:1", manifestFiles-maxOfferFiles+1)
+	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
+		t.Fatalf("an offer beyond what is left: %v", a.err)
+	}
+	_, ch = offerFrom(t, recv, newIdentity(t), "198.51.100.7:2")
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("a small offer beside the large one: %+v, %v", a.d, a.err)
+	}
+	big.conn.Close(0, "")
+	<-bigDone
+	waitUntil(t, func() bool { return recv.admit.heldFiles() <= 1 })
+}
+
+// A finished transfer, which the engine keeps for its history, keeps no
+// session: a session can hold megabytes the peer left unread.
+func TestFinishedTransferDropsItsSession(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 1000)
+	if r := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "quic"}); r.State != StateDone {
+		t.Fatalf("%s: %s", r.State, r.Err)
+	}
+	for _, e := range []*Engine{send, recv} {
+		waitUntil(t, func() bool {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			for _, tr := range e.transfers {
+				select {
+				case <-tr.done:
+				default:
+					return false
+				}
+				tr.mu.Lock()
+				kept := tr.conn != nil
+				tr.mu.Unlock()
+				if kept {
+					t.Fatal("a finished transfer keeps its session")
+				}
+			}
+			return len(e.transfers) > 0
+		})
 	}
 }

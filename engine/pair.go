@@ -282,7 +282,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket
 	err := func() error {
 		place, refused := tk.prompt()
 		if refused != nil {
-			return refused
+			return errDecided(refusal(refused)) // ours to tell the peer
 		}
 		defer place.release()
 		if err := e.register(t); err != nil {
@@ -357,7 +357,7 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 		case <-timer.C:
 			return fmt.Errorf("%w: the verification code was not confirmed within %v", wire.ErrTimeout, e.opts.PromptTimeout)
 		case <-evicted:
-			return errReceiverBusy
+			return errDecided(refusal(errReceiverBusy))
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -402,14 +402,18 @@ func (e *Engine) checkImpersonation(peer identity.DeviceID, name, addr string) *
 	if !ok {
 		return nil
 	}
+	refusal := &wire.RemoteError{Code: wire.CodeUntrusted,
+		Reason: "this receiver has paired with another device of the same name: rename this device, or have the receiver forget the old one"}
+	if !e.admit.warnDue(known.ID + "/" + peer.String()) {
+		return refusal
+	}
 	warning := fmt.Sprintf("A device calling itself %q tried to connect with a key that is not the one of the %q you paired with (%s). "+
 		"If that device was reinstalled, forget the old one here and pair again; otherwise someone may be pretending to be it.",
 		name, known.Name, shortOf(known.ID))
 	e.bus.Publish(Event{Kind: EventKeyChanged, Time: e.now(), Direction: Receiving,
 		Peer:      PeerInfo{Name: name, ID: peer.String(), Addr: addr},
 		KeyChange: &KeyChange{Known: PeerInfo{Name: known.Name, ID: known.ID, Trusted: true}, PresentedID: peer.String(), Warning: warning}})
-	return &wire.RemoteError{Code: wire.CodeUntrusted,
-		Reason: "this receiver has paired with another device of the same name: rename this device, or have the receiver forget the old one"}
+	return refusal
 }
 
 // warnKeyChange publishes EventKeyChanged when a send or a pairing failed

@@ -99,6 +99,11 @@ func TestPairingCodeOnFirstContact(t *testing.T) {
 	if !trusts(recv, send.ID()) || !trusts(send, recv.ID()) {
 		t.Fatal("confirmed codes did not make the devices trusted")
 	}
+	for _, p := range recv.Trusted() {
+		if p.ID == send.ID() && !p.Paired {
+			t.Error("the sender is not listed as paired")
+		}
+	}
 	// Trusted now: no code is shown any more.
 	recv.SetAccept(AcceptAsk, true)
 	if r := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "quic"}); r.State != StateDone {

@@ -47,7 +47,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		c.Close(closeReason(refused))
 		return
 	}
-	defer tk.decided()
+	defer tk.end()
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := c.AcceptStream(hctx)
 	cancel()
@@ -388,6 +388,11 @@ func (rx *receiver) readOffer() error {
 	if err := checkCount(offer.Files); err != nil {
 		return err
 	}
+	// The manifests held at once share a budget: it is taken as the parts
+	// arrive, so a peer's names are refused before they pile up.
+	if refused := rx.ticket.holdManifest(offer.Files, 0); refused != nil {
+		return errDecided(refusal(refused)) // ours to tell the peer
+	}
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
 	var sum int64
 	for len(rx.manifest) < offer.Files {
@@ -404,6 +409,9 @@ func (rx *receiver) readOffer() error {
 			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
+		}
+		if refused := rx.ticket.holdManifest(0, namesOf(part.Files)); refused != nil {
+			return errDecided(refusal(refused))
 		}
 	}
 	if sum != offer.TotalBytes {

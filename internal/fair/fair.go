@@ -5,11 +5,13 @@
 //
 // Each source holds at most PerSource slots. When every slot is taken, a
 // newcomer takes the oldest slot of the source that holds the most, provided
-// that source holds more than the newcomer does: the holder is told through
-// the evict function it gave. A flood from one source then costs PerSource
-// slots, and a flood from many sources churns among its own slots, oldest
-// first, while a real peer's slot, young and short-lived, is rarely the
-// oldest.
+// that source holds more than the newcomer does; and a newcomer holding
+// fewer than Floor slots takes the oldest slot of any other source: the
+// holder is told through the evict function it gave. A flood from one
+// source then costs PerSource slots, and a flood from many sources churns
+// among its own slots, oldest first, while a real peer's slots, young and
+// short-lived, are rarely the oldest; the real peer gets the few it needs
+// at once (Floor) even when every other source holds as few.
 package fair
 
 import (
@@ -23,6 +25,9 @@ type Limits struct {
 	Total int
 	// PerSource bounds the slots one source holds at once.
 	PerSource int
+	// Floor is how many slots a source may take from others that hold as
+	// few as it does, oldest first (at most PerSource).
+	Floor int
 }
 
 // Slots hands out slots within Limits. It is safe for concurrent use.
@@ -48,6 +53,7 @@ type Slot struct {
 func New(lim Limits) *Slots {
 	lim.Total = max(lim.Total, 1)
 	lim.PerSource = max(lim.PerSource, 1)
+	lim.Floor = min(max(lim.Floor, 0), lim.PerSource)
 	return &Slots{lim: lim, bySource: map[string][]*Slot{}}
 }
 
@@ -65,7 +71,7 @@ func (s *Slots) Take(src string, evict func()) *Slot {
 	}
 	var victim *Slot
 	if s.held >= s.lim.Total {
-		victim = s.victimLocked(mine)
+		victim = s.victimLocked(src, mine)
 		if victim == nil {
 			s.mu.Unlock()
 			return nil
@@ -83,20 +89,27 @@ func (s *Slots) Take(src string, evict func()) *Slot {
 	return sl
 }
 
-// victimLocked picks the slot a newcomer holding mine slots may take: the
-// oldest slot of the source holding the most, if it holds more than mine.
-// Among sources holding as many, the one with the oldest slot loses.
-func (s *Slots) victimLocked(mine int) *Slot {
-	var victim *Slot
+// victimLocked picks the slot a newcomer from src holding mine slots may
+// take: the oldest slot of the source holding the most, if it holds more
+// than mine (among sources holding as many, the one with the oldest slot
+// loses); else, below Floor, the oldest slot of any other source.
+func (s *Slots) victimLocked(src string, mine int) *Slot {
+	var victim, oldest *Slot
 	most := 0
-	for _, held := range s.bySource {
+	for from, held := range s.bySource {
 		n := len(held)
+		if from != src && (oldest == nil || held[0].seq < oldest.seq) {
+			oldest = held[0]
+		}
 		if n <= mine {
 			continue
 		}
 		if victim == nil || n > most || n == most && held[0].seq < victim.seq {
 			victim, most = held[0], n
 		}
+	}
+	if victim == nil && mine < s.lim.Floor {
+		victim = oldest
 	}
 	return victim
 }

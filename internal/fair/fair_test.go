@@ -101,3 +101,27 @@ func TestSource(t *testing.T) {
 		}
 	}
 }
+
+// Below Floor, a newcomer takes the oldest slots even from sources holding
+// as few as it does: a real peer gets the handshakes it needs at once while
+// many sources hold one each.
+func TestFloor(t *testing.T) {
+	t.Parallel()
+	s := New(Limits{Total: 8, PerSource: 8, Floor: 3})
+	evicted := map[string]bool{}
+	for i := range 8 {
+		src := fmt.Sprintf("flood%d", i)
+		s.Take(src, func() { evicted[src] = true })
+	}
+	for i := range 3 {
+		if s.Take("peer", nil) == nil {
+			t.Fatalf("the peer's slot %d was refused below the floor", i+1)
+		}
+	}
+	if !evicted["flood0"] || !evicted["flood1"] || !evicted["flood2"] || len(evicted) != 3 {
+		t.Fatalf("evicted %v, want the three oldest", evicted)
+	}
+	if s.Take("peer", nil) != nil {
+		t.Fatal("the peer took a fourth slot from sources holding one each")
+	}
+}

@@ -11,6 +11,10 @@ type Config struct {
 	// HandshakeTimeout bounds a new connection's TLS handshake plus its join
 	// header. Zero means 10 s.
 	HandshakeTimeout time.Duration
+	// LocalIP is the address dialled connections come from; empty lets the
+	// system choose. (ferry-bench hostile floods from other loopback
+	// addresses than the real sender's.)
+	LocalIP string
 
 	// StallTimeout fails a TCP stream whose Read or Write makes no progress
 	// for this long (the effective limit lies between 15/16 of it and all of

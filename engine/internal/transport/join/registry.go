@@ -20,6 +20,10 @@ const (
 	// connection, data streams, a spare); a flood from one address gets no
 	// more than this, and a flood from many churns among its own slots.
 	MaxPendingPerSource = 16
+	// PendingFloor is how many handshakes a source may have at once
+	// however many other sources hold one each: what a real sender opens
+	// together (its first connection, data streams and a spare).
+	PendingFloor = 8
 	// AcceptQueue bounds new sessions waiting for Accept.
 	AcceptQueue = 16
 )
@@ -66,7 +70,7 @@ func NewGate(reg *Registry, kind transport.Kind, timeout time.Duration) *Gate {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Gate{reg: reg, kind: kind, timeout: timeout, ctx: ctx, cancel: cancel,
 		queue:   make(chan transport.Conn, AcceptQueue),
-		pending: fair.New(fair.Limits{Total: MaxPending, PerSource: MaxPendingPerSource}),
+		pending: fair.New(fair.Limits{Total: MaxPending, PerSource: MaxPendingPerSource, Floor: PendingFloor}),
 		mine:    make(map[Token]transport.Conn)}
 }
 

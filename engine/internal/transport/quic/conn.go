@@ -233,6 +233,9 @@ func dialConn(ctx context.Context, ra *net.UDPAddr, tlsConf *tls.Config, cfg tra
 	if ra.IP.To4() != nil {
 		local = "0.0.0.0:0"
 	}
+	if cfg.LocalIP != "" {
+		local = net.JoinHostPort(cfg.LocalIP, "0")
+	}
 	udp, err := listenUDP(local)
 	if err != nil {
 		return nil, &transport.LocalError{Err: err} // our own socket

@@ -40,9 +40,9 @@ func TestNoStreamFlood(t *testing.T) {
 				})
 				// A shed connection is closed by the listener at once;
 				// the others sit there, opening nothing.
-				if _, err := tr.Dial(t.Context(), ra, tlsConf, cfg); err != nil {
-					t.Fatal(err)
-				}
+				// Beyond what one address may hold, quic-go refuses the
+				// connection before its handshake.
+				tr.Dial(t.Context(), ra, tlsConf, cfg)
 			}
 			want := min(join.MaxPendingPerSource*sources, join.MaxPending)
 			transporttest.WaitFor(t, func() bool { return ln.gate.Pending() == want })
@@ -63,5 +63,37 @@ func TestNoStreamFlood(t *testing.T) {
 			}
 			s.Close(0, "")
 		})
+	}
+}
+
+// quic-go asks the listener about every new connection before any
+// cryptography; one address gets maxLiveConnsPerSource live ones at most,
+// and a place comes back when one of them ends.
+func TestLiveConnectionsPerSource(t *testing.T) {
+	t.Parallel()
+	ln := newListener(t, transport.Config{})
+	from := &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 1000}}
+	var cancels []context.CancelFunc
+	for i := range maxLiveConnsPerSource {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancels = append(cancels, cancel)
+		if _, err := ln.admit(ctx, from); err != nil {
+			t.Fatalf("connection %d refused: %v", i+1, err)
+		}
+	}
+	if _, err := ln.admit(t.Context(), from); err == nil {
+		t.Fatal("one connection too many from one address was let in")
+	}
+	other := &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(198, 51, 100, 1), Port: 1000}}
+	if _, err := ln.admit(t.Context(), other); err != nil {
+		t.Fatalf("another address was refused: %v", err)
+	}
+	cancels[0]() // quic-go ends a connection's context when it ends
+	transporttest.WaitFor(t, func() bool {
+		_, err := ln.admit(t.Context(), from)
+		return err == nil
+	})
+	for _, c := range cancels {
+		c()
 	}
 }

@@ -3,6 +3,7 @@ package quic
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/internal/fair"
 )
 
 // Listener accepts QUIC sessions on one UDP socket.
@@ -23,6 +25,9 @@ type Listener struct {
 	tr      *quic.Transport
 	gate    *join.Gate
 	wg      sync.WaitGroup // accept loops
+
+	liveMu sync.Mutex     // guards live
+	live   map[string]int // connections per source (see admit)
 
 	mu          sync.Mutex     // guards the fields below
 	ln          *quic.Listener // nil while withdrawn
@@ -37,17 +42,48 @@ func Listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 	if err != nil {
 		return nil, &transport.LocalError{Err: fmt.Errorf("listen quic: %w", err)}
 	}
-	tr := &quic.Transport{Conn: udp}
-	ln, err := tr.Listen(tlsConf, quicConfig(cfg))
+	l := &Listener{cfg: cfg, tlsConf: tlsConf, udp: udp, live: map[string]int{},
+		gate: join.NewGate(reg, transport.QUIC, cfg.HandshakeTimeout)}
+	l.tr = &quic.Transport{Conn: udp, ConnContext: l.admit}
+	ln, err := l.tr.Listen(tlsConf, quicConfig(cfg))
 	if err != nil {
-		tr.Close()
+		l.tr.Close()
 		udp.Close()
 		return nil, &transport.LocalError{Err: fmt.Errorf("listen quic: %w", err)}
 	}
-	l := &Listener{cfg: cfg, tlsConf: tlsConf, udp: udp, tr: tr, ln: ln,
-		gate: join.NewGate(reg, transport.QUIC, cfg.HandshakeTimeout)}
+	l.ln = ln
 	l.wg.Go(func() { l.acceptLoop(ln) })
 	return l, nil
+}
+
+// maxLiveConnsPerSource bounds the QUIC connections one source address
+// holds at once, from its first packet (before any cryptography) to its
+// end: a real sender uses a few sessions of up to transport.MaxQUICConns.
+// Beyond, quic-go refuses the connection at once (CONNECTION_REFUSED), so
+// a flood from one address costs this many handshakes at most.
+const maxLiveConnsPerSource = 4 * transport.MaxQUICConns
+
+var errSourceBusy = errors.New("too many connections from this address")
+
+// admit is the quic.Transport's ConnContext: it counts a new connection
+// against its source, or refuses it.
+func (l *Listener) admit(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+	src := fair.Source(ci.RemoteAddr.String())
+	l.liveMu.Lock()
+	defer l.liveMu.Unlock()
+	if l.live[src] >= maxLiveConnsPerSource {
+		return nil, errSourceBusy
+	}
+	l.live[src]++
+	// quic-go ends ctx when the connection is closed or its handshake failed.
+	context.AfterFunc(ctx, func() {
+		l.liveMu.Lock()
+		defer l.liveMu.Unlock()
+		if l.live[src]--; l.live[src] <= 0 {
+			delete(l.live, src)
+		}
+	})
+	return ctx, nil
 }
 
 // Addr is the listening address.

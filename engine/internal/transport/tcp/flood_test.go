@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
@@ -56,7 +58,21 @@ func TestIdleConnectionFlood(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Close(0, "")
+			defer s.Close(0, "")
+			// Its data streams join at once, several handshakes together.
+			var g errgroup.Group
+			for range 4 {
+				g.Go(func() error {
+					st, err := c.OpenStream(t.Context())
+					if err == nil {
+						st.Abort()
+					}
+					return err
+				})
+			}
+			if err := g.Wait(); err != nil {
+				t.Fatalf("a real sender could not open its data streams during the flood: %v", err)
+			}
 		})
 	}
 }

@@ -341,6 +341,9 @@ func (c *Session) connect(ctx context.Context) (*stream, error) {
 	defer cancel()
 	defer context.AfterFunc(c.ctx, cancel)()
 	d := net.Dialer{KeepAliveConfig: keepAlive(c.cfg), Control: control(c.cfg)}
+	if c.cfg.LocalIP != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(c.cfg.LocalIP)}
+	}
 	nc, err := d.DialContext(ctx, "tcp", c.addr)
 	if err != nil {
 		return nil, transport.Local(err)

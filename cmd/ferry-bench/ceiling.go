@@ -280,6 +280,7 @@ func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult,
 		return loopResult{}, err
 	}
 	defer srv.Process.Kill()
+	srvPeak := watchPeak(srv.Process.Pid)
 	line, err := bufio.NewReader(sout).ReadString('\n')
 	if err != nil {
 		return loopResult{}, fmt.Errorf("ceiling server: %w", err)
@@ -289,7 +290,7 @@ func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult,
 	if err != nil {
 		return loopResult{}, err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	errs := make(chan error, spec.conns)
 	for i := range spec.conns {
 		go func() { errs <- ceilingSend(ctx, addr, tlsConf, spec, i) }()
@@ -299,11 +300,15 @@ func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult,
 			return loopResult{}, err
 		}
 	}
-	secs := time.Since(start).Seconds()
-	if err := srv.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+	secs, cpuSend := time.Since(start).Seconds(), selfCPU()-cpu0
+	err = srv.Wait()
+	recvKB := srvPeak()
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return loopResult{}, err
 	}
-	return loopResult{seconds: secs, mbps: float64(spec.bytes) / secs / 1e6, rssRecvKB: loopMaxRSS(srv.ProcessState)}, nil
+	// The sending side is this process, which does nothing else meanwhile.
+	return loopResult{seconds: secs, mbps: float64(spec.bytes) / secs / 1e6, rssRecvKB: recvKB,
+		cpuSend: cpuSend, cpuRecv: cpuSeconds(srv.ProcessState)}, nil
 }
 
 // ceilingSend dials one connection, writes n bytes on one stream (hashing

@@ -112,7 +112,7 @@ func parseLoopFlags(args []string) (loopOptions, error) {
 	fs.StringVar(&o.dir, "dir", "", "folder for the files of A and B: source and destination on the same disk (default: a temp folder)")
 	fs.StringVar(&o.smallDir, "small-dir", "/dev/shm", "folder for the files of C (\"\" = as --dir): on this VM's disk, creating thousands of files right after deleting thousands measures the file system's discard, not the tools")
 	fs.StringVar(&o.cli, "cli", "", "ferry-cli binary (default: built from this checkout)")
-	fs.StringVar(&o.compare, "compare", "", "a second ferry-cli `BINARY` (e.g. built from an older commit), run in the same rounds with rows of its own")
+	fs.StringVar(&o.compare, "compare", "", "other ferry-cli `BINARIES` (comma-separated, e.g. built from older commits), run in the same rounds with rows of their own, labelled by file name")
 	bl := fs.String("baselines", "croc,rsync,scp", "other tools to run in the same rounds (rsync -e ssh and scp to a private sshd on loopback, croc through a local relay); each is skipped if not installed")
 	fs.StringVar(&o.croc, "croc", "", "croc binary (default: croc in PATH or in $(go env GOPATH)/bin)")
 	fs.BoolVar(&o.ceilings, "ceilings", true, "also run the bare TLS and QUIC streams, memory to memory")
@@ -253,14 +253,12 @@ func (e *loopEnv) cells(ctx context.Context, o loopOptions, self, bin string) []
 		}
 	}
 	ferryCells(bin, "")
-	if o.compare != "" {
-		c := loopCell{key: "ferry (" + filepath.Base(o.compare) + ")", skip: errors.New("not found")}
-		if _, err := os.Stat(o.compare); err == nil {
-			ferryCells(o.compare, filepath.Base(o.compare))
-		} else {
-			c.skip = err
-			cells = append(cells, c)
+	for _, other := range splitList(o.compare) {
+		if _, err := os.Stat(other); err != nil {
+			cells = append(cells, loopCell{key: "ferry (" + filepath.Base(other) + ")", skip: err})
+			continue
 		}
+		ferryCells(other, filepath.Base(other))
 	}
 	for _, b := range o.baselines {
 		cells = append(cells, loopBaselines[b](ctx, e, o))

@@ -19,6 +19,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/directio"
+	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 // Default parallel data streams per transport. On loopback a single QUIC
@@ -84,7 +85,10 @@ func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want ident
 		t.mu.Lock()
 		t.stopAttempt = stopAttempt
 		t.mu.Unlock()
-		tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize, direct: !e.opts.BufferedIO}
+		tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize, io: fileio.Auto}
+		if e.opts.BufferedIO {
+			tx.io = fileio.Buffered
+		}
 		err := tx.run(actx, to, want, opts)
 		if cause := context.Cause(actx); cause != nil && !errors.Is(err, errSessionDone) &&
 			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused)) {
@@ -230,7 +234,7 @@ type sender struct {
 	t         *Transfer
 	files     []localFile
 	chunkSize int
-	direct    bool // whole chunks are read with direct I/O (Options.BufferedIO off)
+	io        fileio.Mode // how chunks are read (Options.BufferedIO)
 	conn      Conn
 	ctl       *control
 	reason    string       // why this transport was chosen
@@ -674,11 +678,11 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int) error {
 	buf := frameBuffer(tx.chunkSize)
 	hasher := merkle.NewHasher()
 	var cur *os.File
-	var dio *directio.File
+	var rd *fileio.Reader
 	curIdx := -1
 	closeCur := func() {
 		if cur != nil {
-			dio.Close()
+			rd.Close()
 			cur.Close()
 		}
 	}
@@ -691,14 +695,14 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int) error {
 				cur = nil
 				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src, err)
 			}
-			dio = directio.New(cur, os.O_RDONLY, tx.direct)
+			rd = fileio.NewReader(cur, tx.io)
 			curIdx = fi
 		}
 		mode := sendFresh
 		if moved {
 			mode = sendMoved
 		}
-		if err := tx.sendChunk(w, dio, fi, ci, buf, hasher, mode); err != nil {
+		if err := tx.sendChunk(w, rd, fi, ci, buf, hasher, mode); err != nil {
 			return nilIfDone(ctx, err)
 		}
 	}

@@ -237,8 +237,8 @@ func TestRetryThroughBackend(t *testing.T) {
 	}
 	decide(true)
 	second := result()
-	if second.ID == first.ID || second.Result.State != ui.StateDone || second.Peer.Name != "Receiver" || second.Peer.ID != recv.ID() {
-		t.Fatalf("retry: id %s (first %s), result %+v, peer %+v", second.ID, first.ID, second.Result, second.Peer)
+	if second.ID != first.ID || second.Result.State != ui.StateDone || second.Peer.Name != "Receiver" || second.Peer.ID != recv.ID() {
+		t.Fatalf("retry: id %s (want the same transfer, %s), result %+v, peer %+v", second.ID, first.ID, second.Result, second.Peer)
 	}
 	if ps := b.Partials(); len(ps) != 0 {
 		t.Errorf("sender holds partials: %+v", ps)

@@ -23,10 +23,13 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/bufpool"
 )
 
 // AcceptPolicy says who may send to this device without a prompt.
@@ -98,6 +101,10 @@ type Options struct {
 	// ProgressInterval is how often a transfer publishes progress (and
 	// metrics every fourth time); zero means 250 ms.
 	ProgressInterval time.Duration
+	// SessionIdleTimeout closes an accepted incoming session over which
+	// nothing arrives (no data, no control message) for this long; zero
+	// means 1 minute.
+	SessionIdleTimeout time.Duration
 	// Clock stamps what the engine records and reports (event times,
 	// durations, prompt expiry, retry budgets); nil means the system clock.
 	// Socket deadlines and timers stay on the system clock.
@@ -176,9 +183,11 @@ type Engine struct {
 	ident  *identity.Identity
 	trust  *identity.Store
 	resume *resume.Dir // resume state of unfinished transfers
-	bus    Bus
-	log    *slog.Logger
-	opts   Options
+	// bufs bounds the chunk buffers of every receiving session together.
+	bufs *bufpool.Pool
+	bus  Bus
+	log  *slog.Logger
+	opts Options
 	// transports is the transport table; reg knows the sessions of every
 	// listener, so that one transport's session can take over another's.
 	transports []auto.Entry
@@ -187,6 +196,11 @@ type Engine struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the engine starts
+	rxWG   sync.WaitGroup // the goroutines serving incoming sessions (also in wg)
+
+	// listenMu orders Start, StopReceiving and Close; it is held while
+	// listeners open and close, so e.mu need not be.
+	listenMu sync.Mutex
 
 	mu           sync.Mutex // guards the fields below
 	name         string
@@ -196,10 +210,18 @@ type Engine struct {
 	listeners    []transport.Listener
 	listenStatus []ListenerStatus
 	stopListen   context.CancelFunc
-	transfers    map[string]*Transfer
-	resuming     map[string]*receiver // resume key -> the session holding its partials
-	prompts      int
-	closed       bool
+	// draining are listeners StopReceiving withdrew while the transfers they
+	// carry finish; Start takes them back, Close closes them.
+	draining []transport.Listener
+	// rxCtx is the context of incoming sessions; StopReceivingNow ends it
+	// (with errStoppedReceiving) and starts a new one.
+	rxCtx            context.Context
+	stopRx           context.CancelCauseFunc
+	transfers        map[string]*Transfer
+	resuming         map[string]*receiver // resume key -> the session holding its partials
+	acceptedSessions int                  // incoming sessions that accepted an offer, running now
+	prompts          int
+	closed           bool
 }
 
 // New loads (or creates, on first run) the device identity and trust store.
@@ -234,6 +256,10 @@ func New(opts Options) (*Engine, error) {
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
 	}
+	opts.ChunkSize = min(max(opts.ChunkSize, wire.MinChunkSize), wire.MaxChunkSize)
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = time.Minute
+	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 250 * time.Millisecond
 	}
@@ -245,8 +271,11 @@ func New(opts Options) (*Engine, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	rxCtx, stopRx := context.WithCancelCause(ctx)
 	return &Engine{
+		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
+		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
 		transports: transportTable(opts.Transport), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,
@@ -360,21 +389,46 @@ func (e *Engine) Forget(id string) error {
 // or Close. A transport that cannot listen is reported (EventListener,
 // Listeners) while the others carry on; Start fails only when none listens.
 func (e *Engine) Start(ctx context.Context) error {
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	closed, receiving, draining := e.closed, len(e.listeners) > 0, e.draining
+	e.draining = nil
+	e.mu.Unlock()
+	if closed {
 		return ErrClosed
 	}
-	if len(e.listeners) > 0 {
+	if receiving {
 		return nil
+	}
+	// Listeners withdrawn by StopReceiving still hold their sockets while
+	// transfers finish: take them back (a new one could not have the port).
+	kept := map[transport.Kind]transport.Listener{}
+	for _, l := range draining {
+		if l.Resume() {
+			kept[l.Kind()] = l
+		} else {
+			l.Close()
+		}
 	}
 	addr := e.opts.Listen
 	if addr == "" {
 		addr = ":0"
 	}
-	lns, statuses, err := e.listen(addr)
+	lns, statuses, err := e.listen(addr, kept)
 	if err != nil {
+		for _, l := range kept {
+			l.Close()
+		}
 		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		for _, l := range lns {
+			l.Close()
+		}
+		return ErrClosed
 	}
 	lctx, stop := context.WithCancel(e.ctx)
 	e.listeners, e.listenStatus, e.stopListen = lns, statuses, stop
@@ -430,9 +484,10 @@ func (e *Engine) Listeners() []ListenerStatus {
 // listen opens a listener per transport on addr, each on its own: one that
 // cannot start (its port taken, a platform without UDP) is reported in the
 // statuses, and the others carry on. When addr asks for any port, the
-// later ones try the port number the first one got. It fails only when no
+// later ones try the port number the first one got. A kept listener (one
+// StopReceiving withdrew) serves its transport again. It fails only when no
 // listener starts.
-func (e *Engine) listen(addr string) ([]transport.Listener, []ListenerStatus, error) {
+func (e *Engine) listen(addr string, kept map[transport.Kind]transport.Listener) ([]transport.Listener, []ListenerStatus, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen address %q: %w", addr, err)
@@ -442,12 +497,20 @@ func (e *Engine) listen(addr string) ([]transport.Listener, []ListenerStatus, er
 		statuses []ListenerStatus
 		errs     []error
 	)
+	if isAnyPort(addr) {
+		for _, l := range kept { // new listeners try the port the kept ones hold
+			port = strconv.Itoa(portOf(l.Addr()))
+		}
+	}
 	tlsConf := e.ident.TLSConfig(true, nil) // receivers accept any key (TOFU); the hello is checked against it
 	for _, k := range e.transports {
 		if k.Kind == transport.QUIC && e.opts.NoQUIC || k.Kind == transport.TCP && e.opts.NoTCP {
 			continue
 		}
-		l, err := k.Listen(net.JoinHostPort(host, port), tlsConf, e.reg)
+		l, err := kept[k.Kind], error(nil)
+		if l == nil {
+			l, err = k.Listen(net.JoinHostPort(host, port), tlsConf, e.reg)
+		}
 		if err != nil && len(lns) > 0 && isAnyPort(addr) {
 			// The first one's port number is taken for this one: any free
 			// port will do; discovery advertises both.
@@ -488,20 +551,58 @@ func isAnyPort(addr string) bool {
 	return p == "" || p == "0"
 }
 
-// StopReceiving closes the listeners. Transfers already running go on.
+// errStoppedReceiving ends incoming transfers when receiving is turned off
+// with StopReceivingNow; the sender is told the transfer was cancelled.
+var errStoppedReceiving = fmt.Errorf("%w: receiving was turned off", errCancelledByUser)
+
+// StopReceiving stops taking new transfers: the listeners stop accepting
+// sessions (new senders are refused or find nobody), while the transfers
+// being received go on to their end; each listener releases its socket
+// after the last of them. Start takes receiving up again.
 func (e *Engine) StopReceiving() error {
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
+	e.withdraw()
+	return nil
+}
+
+// StopReceivingNow stops taking new transfers and ends the ones being
+// received as well (each sender is told at once), then closes the listeners.
+func (e *Engine) StopReceivingNow() error {
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
+	e.withdraw()
+	e.mu.Lock()
+	stopRx := e.stopRx
+	e.rxCtx, e.stopRx = context.WithCancelCause(e.ctx)
+	draining := e.draining
+	e.draining = nil
+	e.mu.Unlock()
+	stopRx(errStoppedReceiving)
+	// Sessions end first, while the sockets are still open, so that peers
+	// are told (QUIC's CONNECTION_CLOSE) instead of waiting for an idle timeout.
+	e.rxWG.Wait()
+	var errs []error
+	for _, l := range draining {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// withdraw stops the accept loops and withdraws the listeners. Called
+// with listenMu held.
+func (e *Engine) withdraw() {
 	e.mu.Lock()
 	lns, stop := e.listeners, e.stopListen
-	e.listeners, e.stopListen = nil, nil
+	e.listeners, e.listenStatus, e.stopListen = nil, nil, nil
+	e.draining = append(e.draining, lns...)
 	e.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
-	var errs []error
 	for _, l := range lns {
-		errs = append(errs, l.Close())
+		l.Withdraw()
 	}
-	return errors.Join(errs...)
 }
 
 // Receiving reports whether the listeners are open.
@@ -539,10 +640,20 @@ func (e *Engine) acceptLoop(ctx context.Context, ln transport.Listener) {
 			}
 			return
 		}
+		e.mu.Lock()
+		if ctx.Err() != nil { // withdrawn meanwhile: StopReceivingNow may be waiting for rxWG
+			e.mu.Unlock()
+			c.Close(uint64(errcode.AppOfErr(errcode.ErrNotReceiving)), errcode.ErrNotReceiving.Error())
+			return
+		}
+		rxCtx := e.rxCtx
 		e.wg.Add(1)
+		e.rxWG.Add(1)
+		e.mu.Unlock()
 		go func() {
 			defer e.wg.Done()
-			e.serve(e.ctx, c)
+			defer e.rxWG.Done()
+			e.serve(rxCtx, c)
 		}()
 	}
 }
@@ -588,6 +699,13 @@ func (t *Transfer) Result() Result {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.result
+}
+
+// peerName is the other device's name, as far as it is known yet.
+func (t *Transfer) peerName() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.peer.Name
 }
 
 // Cancel stops the transfer; the peer is told.
@@ -639,8 +757,9 @@ func (e *Engine) transfer(id string) (*Transfer, error) {
 // Transfer returns the handle of a known transfer.
 func (e *Engine) Transfer(id string) (*Transfer, error) { return e.transfer(id) }
 
-// Retry sends a finished sending transfer's files again to the same
-// target. Whatever the receiver kept from the earlier attempt is not sent again.
+// Retry continues a finished sending transfer: its files go again to the
+// same target under the same transfer ID. Whatever the receiver kept from
+// the earlier sessions is not sent again, and the result counts every session.
 func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	t, err := e.transfer(id)
 	if err != nil {
@@ -649,7 +768,14 @@ func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	if t.dir != Sending {
 		return nil, fmt.Errorf("transfer %s was received here: the sender can send it again", id)
 	}
-	return e.Send(ctx, t.target, t.paths, t.opts)
+	select {
+	case <-t.done:
+	default:
+		return nil, fmt.Errorf("transfer %s is still running", id)
+	}
+	// The same transfer goes on: same ID (one row in the app), totals
+	// counted over every session.
+	return e.send(ctx, id, t.Result(), t.target, t.paths, t.opts)
 }
 
 // Cancel stops a transfer.
@@ -692,7 +818,18 @@ func (e *Engine) Close() error {
 	// told (QUIC's CONNECTION_CLOSE) instead of waiting for an idle timeout.
 	e.cancel()
 	e.wg.Wait()
-	return e.StopReceiving()
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
+	e.withdraw()
+	e.mu.Lock()
+	draining := e.draining
+	e.draining = nil
+	e.mu.Unlock()
+	var errs []error
+	for _, l := range draining {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // errSuperseded ends a receiving session when a new attempt at the same

@@ -53,8 +53,12 @@ const (
 	StateFailed     State = "failed"
 	StateDeclined   State = "declined"
 	StateCancelled  State = "cancelled"
-	StatePaused     State = "paused"       // sending paused by the user; Resume continues
-	StateRetrying   State = "reconnecting" // the connection dropped; retrying with back-off
+	StatePaused     State = "paused" // sending paused by the user (or, receiving, by the sender); Resume continues
+	// StateInterrupted: a receiving session lost its sender; the data that
+	// arrived is kept, and the transfer continues (same ID) when the sender
+	// comes back.
+	StateInterrupted State = "interrupted"
+	StateRetrying    State = "reconnecting" // the connection dropped; retrying with back-off
 )
 
 // Final reports whether no further state follows s.
@@ -76,8 +80,10 @@ type PeerInfo struct {
 
 // FileInfo is one entry of an offer as shown to the user.
 type FileInfo struct {
-	Path string `json:"path"` // relative, slash-separated; show it with safetext.Name
-	Size int64  `json:"size"`
+	// Index is the file's place in the offer (what Decision.Files lists).
+	Index int    `json:"index"`
+	Path  string `json:"path"` // relative, slash-separated; show it with safetext.Name
+	Size  int64  `json:"size"`
 	// Refused, when set, says why this file will not be received whatever
 	// the answer (a name that cannot be stored safely); the others can be.
 	Refused string `json:"refused,omitempty"`
@@ -85,11 +91,23 @@ type FileInfo struct {
 
 // OfferInfo is what the receiving user decides on.
 type OfferInfo struct {
-	Files      []FileInfo `json:"files"`
-	TotalBytes int64      `json:"total_bytes"`
-	Dest       string     `json:"dest"`
-	FreeBytes  int64      `json:"free_bytes"` // -1 when unknown
-	Expires    time.Time  `json:"expires"`
+	// Count is the number of files offered. Files lists the first ones
+	// (up to 1000) and every refused one: a large offer is summarised by
+	// Folders, not listed whole.
+	Count      int          `json:"count"`
+	Files      []FileInfo   `json:"files"`
+	Folders    []FolderInfo `json:"folders,omitempty"`
+	TotalBytes int64        `json:"total_bytes"`
+	Dest       string       `json:"dest"`
+	FreeBytes  int64        `json:"free_bytes"` // -1 when unknown
+	Expires    time.Time    `json:"expires"`
+}
+
+// FolderInfo summarises one top-level folder of an offer.
+type FolderInfo struct {
+	Path  string `json:"path"`
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
 }
 
 // Progress is a coalesced progress report.
@@ -114,17 +132,28 @@ type FileResult struct {
 
 // Result summarises a finished transfer.
 type Result struct {
-	State     State    `json:"state"`
-	Err       string   `json:"error,omitempty"` // a sentence for the user
-	Files     int      `json:"files"`
-	Verified  int      `json:"verified"`
-	Bytes     int64    `json:"bytes"`      // payload bytes sent or received
-	WireBytes int64    `json:"wire_bytes"` // bytes on the wire (transport counters)
-	Duration  float64  `json:"duration_seconds"`
-	Transport string   `json:"transport"`
-	Reason    string   `json:"transport_reason,omitempty"`
-	Metrics   *Metrics `json:"metrics,omitempty"`
-	Resent    int64    `json:"resent_bytes,omitempty"`
+	State State  `json:"state"`
+	Err   string `json:"error,omitempty"` // a sentence for the user
+	// Code says why it ended: "" when done, else a wire error code
+	// ("cancelled", "paused", "declined", "expired", "busy", "no_space",
+	// "untrusted", "too_large", "verify_failed", "io", "protocol", ...) or
+	// "connection_lost".
+	Code string `json:"code,omitempty"`
+	// ByPeer: the end came from the other device (its cancel, decline, pause).
+	ByPeer bool `json:"by_peer,omitempty"`
+	// Detail is the technical error behind Err, for a Details view.
+	Detail string `json:"detail,omitempty"`
+	// TotalBytes is the size of what was accepted (offered, when nothing was).
+	TotalBytes int64    `json:"total_bytes,omitempty"`
+	Files      int      `json:"files"`
+	Verified   int      `json:"verified"`
+	Bytes      int64    `json:"bytes"`      // payload bytes sent or received
+	WireBytes  int64    `json:"wire_bytes"` // bytes on the wire (transport counters)
+	Duration   float64  `json:"duration_seconds"`
+	Transport  string   `json:"transport"`
+	Reason     string   `json:"transport_reason,omitempty"`
+	Metrics    *Metrics `json:"metrics,omitempty"`
+	Resent     int64    `json:"resent_bytes,omitempty"`
 	// Refused counts offered files the receiver refused by name; each has
 	// its EventFile with the reason.
 	Refused int `json:"refused,omitempty"`

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,17 +24,22 @@ func (p *rawPeer) offerManifest(manifest string, chunk int, files ...wire.FileEn
 	p.ctl.send(&wire.OfferFiles{Start: 0, Files: files})
 }
 
-// runRaw runs script against recv's serve and waits for the session to end.
+// runRaw runs script against recv's serve and waits for both to end.
 func runRaw(t *testing.T, recv *Engine, script func(p *rawPeer)) {
 	t.Helper()
 	p, done := connectRaw(t, recv)
-	go script(p)
+	scripted := make(chan struct{})
+	go func() {
+		defer close(scripted)
+		script(p)
+	}()
 	select {
 	case <-done:
 	case <-time.After(15 * time.Second):
-		p.conn.Close(0, "")
-		<-done
 	}
+	p.conn.Close(0, "") // unblocks a script still reading or writing
+	<-done
+	<-scripted
 }
 
 // Issue #14 (1): a partial left by one device's transfer is never reused by
@@ -232,5 +239,94 @@ func TestSameNameTwiceRefusesTheSecond(t *testing.T) {
 	})
 	if d == nil || !d.Accept || len(d.Files) != 1 || d.Files[0] != 0 || len(d.Refused) != 1 || d.Refused[0].File != 1 {
 		t.Fatalf("decision %+v, want file 0 accepted and file 1 refused", d)
+	}
+}
+
+// Issue #14 (6): an accepted session that never sends data is closed after
+// the idle timeout, with a reason.
+func TestIdleAcceptedSessionIsClosed(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll, SessionIdleTimeout: 300 * time.Millisecond})
+	events, unsub := recv.Subscribe(256)
+	defer unsub()
+	var closed wire.Message
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.offer(wire.FileEntry{Path: "a.txt", Size: 10})
+		if p.waitAccepted() {
+			closed, _ = p.ctl.recvTimeout(10 * time.Second) // the receiver's goodbye
+		}
+	})
+	if c, ok := closed.(*wire.Cancel); !ok || c.Code != wire.CodeTimeout {
+		t.Errorf("the idle peer was told %#v, want a timeout cancel", closed)
+	}
+	var res *Result
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventResult {
+			res = ev.Result
+		}
+	}
+	if res == nil || res.State != StateFailed || !strings.Contains(res.Err, "nothing arrived") {
+		t.Errorf("receiver result %+v", res)
+	}
+}
+
+// Issue #14 (4): what a peer controls is bounded: files per offer, name
+// bytes, data streams per session.
+func TestOfferAndStreamLimits(t *testing.T) {
+	cases := []struct {
+		name   string
+		script func(p *rawPeer)
+		want   string
+	}{
+		{"too many files", func(p *rawPeer) {
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: maxOfferFiles + 1, TotalBytes: 0})
+		}, "takes up to 100000"},
+		{"too many name bytes", func(p *rawPeer) {
+			const n = 5000
+			long := strings.Repeat("n", 250) + "/" // 16 of them: over 4000 bytes per name, 20 MB in all
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: n})
+			for start := 0; start < n; start += 500 {
+				var files []wire.FileEntry
+				for i := start; i < start+500; i++ {
+					files = append(files, wire.FileEntry{Path: strings.Repeat(long, 15) + fmt.Sprint(i)})
+				}
+				if p.ctl.send(&wire.OfferFiles{Start: start, Files: files}) != nil {
+					return
+				}
+			}
+		}, "file names add up"},
+		{"too many data streams", func(p *rawPeer) {
+			p.offer(wire.FileEntry{Path: "a.txt", Size: 10})
+			if p.waitAccepted() {
+				for range maxDataStreams + 1 {
+					s, err := p.conn.OpenStream(context.Background())
+					if err != nil {
+						return
+					}
+					s.Write([]byte{wire.KindData})
+				}
+			}
+		}, "more than 16 data streams"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recv := testEngine(t, Options{Accept: AcceptAll})
+			events, unsub := recv.Subscribe(256)
+			defer unsub()
+			runRaw(t, recv, func(p *rawPeer) {
+				if p.hello() == nil {
+					c.script(p)
+				}
+			})
+			var res *Result
+			for len(events) > 0 {
+				if ev := <-events; ev.Kind == EventResult {
+					res = ev.Result
+				}
+			}
+			if res == nil || res.State == StateDone || !strings.Contains(res.Err, c.want) {
+				t.Errorf("result %+v, want a failure mentioning %q", res, c.want)
+			}
+		})
 	}
 }

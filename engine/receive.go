@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -19,12 +18,15 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
-	"github.com/ferrydrop/ferry/internal/directio"
-	"github.com/ferrydrop/ferry/internal/safetext"
+	"github.com/ferrydrop/ferry/internal/bufpool"
 	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// maxDataStreams bounds a session's data streams (a Ferry sender opens at
+// most 13: see maxSendStreams).
+const maxDataStreams = 16
 
 const (
 	handshakeTimeout = 10 * time.Second
@@ -72,15 +74,11 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		e.log.Warn("trust store", "err", err)
 	}
 
-	t := &Transfer{
-		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
-		peer: e.peerInfo(peerID, h.Name, c.RemoteAddr()), conn: c, state: StateWaiting,
-		decisions: make(chan Decision, 1),
-	}
+	in := e.newInbox(peerID, h.Name, c.RemoteAddr(), c)
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
-	t.cancel = tcancel
-	rx := &receiver{e: e, t: t, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}),
+	in.t.cancel = tcancel
+	rx := &receiver{inbox: in, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
 	err = rx.run(tctx)
@@ -91,29 +89,15 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		// Every goroutine stopped without a verdict: the context ended.
 		err = context.Cause(tctx)
 	}
-	if cause := context.Cause(tctx); errors.Is(cause, errCancelledByUser) {
+	if cause := context.Cause(tctx); errors.Is(cause, errCancelledByUser) || errors.Is(cause, errSuperseded) {
 		err = cause
 	}
 	if err != nil {
-		code, reason := closeReason(err)
-		c.Close(code, reason)
+		closeWith(c, ctl, err) // TCP learns why only from the cancel on the control stream
 	}
-	rx.cleanup(err == nil)
-	if !rx.registered {
-		// A peer that hung up before offering anything (a Probe, say) leaves
-		// no trace; a malformed offer is reported.
-		if !rx.offered && !errors.Is(err, wire.ErrProtocol) && !errors.Is(err, wire.ErrBadName) {
-			e.log.Debug("connection ended before an offer", "peer", c.RemoteAddr(), "err", err)
-			return
-		}
-		if err := e.register(t); err != nil {
-			return
-		}
-	}
-	st, msg := endState(err)
+	resumable := rx.cleanup(err == nil)
 	stalls := rx.stalls.Stats()
-	e.finish(t, Result{State: st, Err: msg, Files: len(rx.files), Refused: len(rx.refused), Verified: rx.verified, Bytes: rx.bytes.Load(),
-		Destination: rx.destDir, Resent: rx.resent.Load(), Stalls: &stalls})
+	in.finish(err, resumable, Result{Resent: rx.resent.Load(), Stalls: &stalls})
 }
 
 type rxFile struct {
@@ -131,40 +115,38 @@ type rxFile struct {
 	savedAs    string // where it was saved
 }
 
-// receiver is the receiving side of one transfer.
+// receiver is the Ferry wire protocol's receiving session: the control
+// stream, chunk frames checked against BLAKE3 leaves and roots, re-requests,
+// and resume by chunk. What every receiving protocol shares (limits, policy,
+// prompt, space, destination, per-file outcomes, the end) is its inbox.
 type receiver struct {
-	e   *Engine
-	t   *Transfer
+	*inbox
 	c   Conn
 	ctl *control
 
-	offer      *wire.Offer
-	manifest   []wire.FileEntry
-	refused    []wire.Refusal // offered files refused by name, whatever the user decides
-	refusedIdx map[int]bool
-	dest       *store.Dest
-	destDir    string
-	registered bool
-	offered    bool // an offer arrived (a probe sends none)
+	offer    *wire.Offer
+	manifest []wire.FileEntry
 	// stalls counts the data streams' long waits (head-of-line blocking);
 	// its threshold follows the path's RTT, set when data starts.
 	stalls    *stallmeter.Meter
 	stallOnce sync.Once
 	accepted  atomic.Bool
-	bytes     atomic.Int64
+	quota     *bufpool.Quota // this session's share of the engine's chunk buffers
+	streams   atomic.Int32   // data streams accepted
+	active    atomic.Int64   // unix nanoseconds of the last data or control message (idle watchdog)
 	resent    atomic.Int64
 	journal   *resume.Journal // resume: one record per landed chunk
 
 	resumeKey string
-	haves     []*wire.Have  // resume: what we hold already, sent before the decision
-	preDone   []*rxFile     // resume: files saved by an earlier attempt
-	done      chan struct{} // closed when the session has ended
+	haves     []*wire.Have          // resume: what we hold already, sent before the decision
+	preDone   []*rxFile             // resume: files saved by an earlier attempt
+	done      chan struct{}         // closed when the session has ended
+	ctlDone   chan struct{}         // closed when readControl returned
+	verdict   atomic.Pointer[error] // the session's own end, once decided (a decline)
 
 	mu         sync.Mutex // guards the fields below
 	files      map[uint32]*rxFile
 	open       int
-	resolvedN  int
-	verified   int
 	senderDone bool
 	complete   chan struct{} // closed once every file is resolved and the sender is done
 	final      error         // set when complete closes: errSessionDone or why files failed
@@ -187,14 +169,25 @@ func (rx *receiver) run(ctx context.Context) error {
 	g.Go(func() error {
 		select {
 		case <-rx.c.Done():
-			select {
-			case <-rx.complete:
-				return rx.final // the sender hung up after everything was settled
-			default:
-				return fmt.Errorf("the connection to the sender was lost: %w", io.ErrUnexpectedEOF)
-			}
 		case <-gctx.Done():
 			return nil
+		}
+		// A cancel the sender sent before it closed is still to be read:
+		// the control stream's reader speaks first, if it runs.
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-rx.ctlDone:
+			return nil
+		case <-gctx.Done():
+			return nil
+		case <-t.C:
+		}
+		select {
+		case <-rx.complete:
+			return rx.final // the sender hung up after everything was settled
+		default:
+			return rx.settle(errConnectionLost)
 		}
 	})
 	g.Go(func() error { return rx.control(gctx, g) })
@@ -203,34 +196,44 @@ func (rx *receiver) run(ctx context.Context) error {
 
 // control reads the offer, decides, then serves the control stream until the end.
 func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
-	if err := rx.readOffer(); err != nil {
+	if err := rx.takeOffer(); err != nil {
 		return err
 	}
-	if err := rx.e.register(rx.t); err != nil {
+	if err := rx.register(); err != nil {
 		return err
 	}
-	rx.registered = true
+	g.Go(func() error { return rx.readControl(ctx) })
 	decision, err := rx.decide(ctx)
 	if err != nil {
 		return err
 	}
 	if !decision.Accept {
+		verdict := errDecided(decision)
+		rx.verdict.Store(&verdict)
 		rx.ctl.send(&wire.Decision{Accept: false, Code: decision.code, Reason: decision.Reason})
 		// Give the decline time to arrive before the connection closes.
 		rx.lingerForPeer(ctx)
-		return &wire.RemoteError{Code: decision.code, Reason: decision.Reason}
+		return verdict
 	}
+	for _, i := range rx.inbox.accepted {
+		f := rx.manifest[i]
+		n := merkle.Chunks(f.Size, rx.offer.ChunkSize)
+		rx.files[uint32(i)] = &rxFile{idx: uint32(i), entry: f, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
+	}
+	rx.resumeFrom(rx.destDir)
+	rx.quota = rx.e.bufs.Quota(sessionBufferQuota)
+	rx.begin()
+	rx.touch()
 	rx.accepted.Store(true)
-	wd := &wire.Decision{Accept: true, Refused: rx.refused}
+	wd := &wire.Decision{Accept: true}
+	for _, r := range rx.refused {
+		wd.Refused = append(wd.Refused, wire.Refusal{File: uint32(r.idx), Code: r.code, Reason: r.reason})
+	}
 	if decision.Files != nil {
 		wd.Files = make([]uint32, 0, len(decision.Files))
 		for _, i := range decision.Files {
 			wd.Files = append(wd.Files, uint32(i))
 		}
-	}
-	for _, r := range rx.refused {
-		f := rx.manifest[r.File]
-		rx.e.publish(rx.t, Event{Kind: EventFile, File: &FileResult{Path: f.Path, Size: f.Size, Err: refusalSentence(r)}})
 	}
 	for _, h := range rx.haves {
 		if err := rx.ctl.send(h); err != nil {
@@ -245,27 +248,27 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	if err := rx.ctl.send(wd); err != nil {
 		return err
 	}
-	rx.e.setState(rx.t, StateActive)
 	for _, f := range rx.preDone {
 		rx.resolve(f, true, f.savedAs, "", "")
 	}
 	g.Go(func() error { return rx.saveResumeLoop(ctx) })
-	var total int64
-	for _, f := range rx.files {
-		total += f.entry.Size
-	}
 	g.Go(func() error {
-		rx.e.watchProgress(ctx, rx.t, rx.bytes.Load, total, func() int {
-			rx.mu.Lock()
-			defer rx.mu.Unlock()
-			return rx.resolvedN
-		}, len(rx.files))
+		rx.watchProgress(ctx)
 		return nil
 	})
 	g.Go(func() error { return rx.finishWhenComplete(ctx) })
+	g.Go(func() error { return rx.watchIdle(ctx) })
 	if len(rx.files) == 0 {
 		rx.checkComplete()
 	}
+	return nil
+}
+
+// readControl serves the sender's control messages from the offer on: a
+// cancel while the user is still asked ends the session at once, with the
+// sender's reason.
+func (rx *receiver) readControl(ctx context.Context) error {
+	defer close(rx.ctlDone)
 	for {
 		m, err := rx.ctl.recv()
 		if err != nil {
@@ -277,10 +280,14 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 				return rx.final
 			default:
 			}
-			return fmt.Errorf("control stream: %w", unexpectedEOF(err))
+			return rx.settle(fmt.Errorf("control stream: %w", unexpectedEOF(err)))
 		}
+		rx.touch()
 		switch m := m.(type) {
 		case *wire.SenderDone:
+			if !rx.accepted.Load() {
+				return fmt.Errorf("%w: the sender said it was done before the offer was accepted", wire.ErrProtocol)
+			}
 			rx.mu.Lock()
 			rx.senderDone = true
 			rx.mu.Unlock()
@@ -293,11 +300,62 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	}
 }
 
+// settle returns the session's own verdict once it has one (a decline sent
+// to the sender): whatever the connection does afterwards does not change it.
+func (rx *receiver) settle(err error) error {
+	if v := rx.verdict.Load(); v != nil {
+		return *v
+	}
+	return err
+}
+
+// touch notes that the sender is alive (the idle watchdog).
+func (rx *receiver) touch() { rx.active.Store(time.Now().UnixNano()) }
+
+// watchIdle ends an accepted session over which nothing arrives for
+// Options.SessionIdleTimeout: a peer that holds a session open without using it
+// (issue #14). Once the sender said it is done, the wait is ours.
+func (rx *receiver) watchIdle(ctx context.Context) error {
+	limit := rx.e.opts.SessionIdleTimeout
+	tick := time.NewTicker(limit / 8)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-rx.complete:
+			return nil
+		case now := <-tick.C:
+			rx.mu.Lock()
+			done := rx.senderDone
+			rx.mu.Unlock()
+			if done {
+				return nil
+			}
+			if idle := now.Sub(time.Unix(0, rx.active.Load())); idle > limit {
+				return fmt.Errorf("%w: nothing arrived for %v after the offer was accepted", wire.ErrTimeout, idle.Round(time.Second))
+			}
+		}
+	}
+}
+
 func unexpectedEOF(err error) error {
 	if errors.Is(err, io.EOF) {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// takeOffer reads the offer and hands it to the inbox.
+func (rx *receiver) takeOffer() error {
+	if err := rx.readOffer(); err != nil {
+		return err
+	}
+	files := make([]offeredFile, len(rx.manifest))
+	for i, f := range rx.manifest {
+		files[i] = offeredFile{Path: f.Path, Size: f.Size}
+	}
+	return rx.inbox.offer(rx.offer.Manifest, files)
 }
 
 // readOffer reads and checks the offer and its manifest.
@@ -306,10 +364,13 @@ func (rx *receiver) readOffer() error {
 	if err != nil {
 		return err
 	}
-	rx.offer, rx.offered = offer, true
+	rx.offer = offer
+	rx.inbox.offered = true
+	if err := checkCount(offer.Files); err != nil {
+		return err
+	}
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
 	var sum int64
-	seen := make(map[string]bool, min(offer.Files, wire.MaxFilesPerPart))
 	for len(rx.manifest) < offer.Files {
 		part, err := expect[*wire.OfferFiles](rx.ctl.recvTimeout(offerTimeout))
 		if err != nil {
@@ -320,203 +381,16 @@ func (rx *receiver) readOffer() error {
 				wire.ErrProtocol, part.Start, len(part.Files), len(rx.manifest), offer.Files)
 		}
 		for _, f := range part.Files {
-			idx := len(rx.manifest)
 			rx.manifest = append(rx.manifest, f)
-			sum += f.Size
-			if sum < 0 {
+			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
-			// A name we cannot store safely refuses that file, not the offer.
-			var ne *store.NameError
-			if err := store.ValidatePath(f.Path); errors.As(err, &ne) {
-				rx.refuse(idx, wire.CodeBadName, ne.Reason)
-				continue
-			} else if err != nil {
-				rx.refuse(idx, wire.CodeBadName, "the name cannot be stored")
-				continue
-			}
-			// Names differing only in case are both received: on a
-			// case-insensitive file system the second gets a number (its
-			// partial is created exclusively, its final name never
-			// overwrites). The very same name twice is refused.
-			if seen[f.Path] {
-				rx.refuse(idx, wire.CodeBadName, "the offer names this file twice")
-				continue
-			}
-			seen[f.Path] = true
 		}
-		if len(rx.refused) > wire.MaxRefusals {
-			return fmt.Errorf("%w: over %d of the offered names cannot be stored", wire.ErrBadName, wire.MaxRefusals)
-		}
-	}
-	if len(rx.refused) > 0 && len(rx.refused) == len(rx.manifest) {
-		r := rx.refused[0]
-		return fmt.Errorf("%w: %s: %s", wire.ErrBadName, safetext.Name(rx.manifest[r.File].Path), r.Reason)
 	}
 	if sum != offer.TotalBytes {
 		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
 	}
 	return nil
-}
-
-// refuse records that offered file idx will not be accepted, whatever the
-// user decides: the rest of the offer goes on.
-func (rx *receiver) refuse(idx int, code wire.Code, reason string) {
-	if len(reason) > wire.MaxRefusalLen {
-		reason = reason[:wire.MaxRefusalLen]
-		for !utf8.ValidString(reason) {
-			reason = reason[:len(reason)-1]
-		}
-	}
-	if rx.refusedIdx == nil {
-		rx.refusedIdx = map[int]bool{}
-	}
-	rx.refusedIdx[idx] = true
-	rx.refused = append(rx.refused, wire.Refusal{File: uint32(idx), Code: code, Reason: reason})
-}
-
-type decision struct {
-	Decision
-	code wire.Code
-}
-
-// decide applies the accept policy, asking the user when it says so.
-func (rx *receiver) decide(ctx context.Context) (decision, error) {
-	e := rx.e
-	e.mu.Lock()
-	policy, autoTrusted, dir := e.accept, e.autoTrusted, e.downloadDir
-	e.mu.Unlock()
-	trusted := rx.t.peer.Trusted
-	var total int64
-	for i, f := range rx.manifest {
-		if !rx.refusedIdx[i] {
-			total += f.Size
-		}
-	}
-	free, _ := store.FreeSpace(dir)
-	// An offer that cannot fit is refused before anyone is asked, with the
-	// figures: a "yes" could not be kept.
-	if err := noSpace(dir, total); err != nil {
-		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
-	}
-
-	var d decision
-	switch {
-	case policy == AcceptAll, policy == AcceptTrusted && trusted, policy == AcceptAsk && autoTrusted && trusted:
-		d.Accept = true
-	case policy == AcceptTrusted:
-		return decision{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, code: wire.CodeUntrusted}, nil
-	default:
-		var err error
-		d, err = rx.ask(ctx, dir, total, free)
-		if err != nil {
-			return d, err
-		}
-	}
-	if !d.Accept {
-		return d, nil
-	}
-	// Narrow to the accepted files, then check space for exactly those.
-	accepted := make([]int, 0, len(rx.manifest))
-	if d.Files == nil {
-		for i := range rx.manifest {
-			if !rx.refusedIdx[i] {
-				accepted = append(accepted, i)
-			}
-		}
-	} else {
-		for _, i := range d.Files {
-			if i < 0 || i >= len(rx.manifest) {
-				return d, fmt.Errorf("decision names file %d of %d", i, len(rx.manifest))
-			}
-			if !rx.refusedIdx[i] {
-				accepted = append(accepted, i)
-			}
-		}
-	}
-	if len(rx.refused) > 0 {
-		d.Files = accepted // "all" no longer means every offered file
-	}
-	var need int64
-	for _, i := range accepted {
-		need += rx.manifest[i].Size
-	}
-	if err := noSpace(dir, need); err != nil {
-		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
-	}
-	dest, err := store.Open(dir)
-	if err != nil {
-		return decision{Decision: Decision{Reason: "cannot open the download folder"}, code: wire.CodeIO}, fmt.Errorf("download folder: %w", err)
-	}
-	dest.SyncOnFinalize = e.opts.SyncFiles
-	dest.SetBufferedIO(e.opts.BufferedIO)
-	rx.dest, rx.destDir = dest, dir
-	for _, i := range accepted {
-		f := rx.manifest[i]
-		n := merkle.Chunks(f.Size, rx.offer.ChunkSize)
-		rx.files[uint32(i)] = &rxFile{idx: uint32(i), entry: f, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
-	}
-	rx.resumeFrom(dir)
-	if d.AlwaysAccept {
-		if err := e.trust.SetAlwaysAccept(rx.c.PeerID(), rx.t.peer.Name, true); err != nil {
-			e.log.Warn("trust store", "err", err)
-		}
-	}
-	return d, nil
-}
-
-// noSpace returns the *store.SpaceError when dir cannot hold need bytes. A
-// file system whose free space cannot be measured accepts blind: writing
-// then fails per file with a clear error, which loses nothing.
-func noSpace(dir string, need int64) error {
-	var se *store.SpaceError
-	if err := store.CheckSpace(dir, need); errors.As(err, &se) {
-		return se
-	}
-	return nil
-}
-
-// ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
-func (rx *receiver) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
-	e := rx.e
-	e.mu.Lock()
-	if e.prompts >= e.opts.MaxPrompts {
-		e.mu.Unlock()
-		return decision{Decision: Decision{Reason: "too many offers are waiting for an answer; try again in a moment"}, code: wire.CodeBusy}, nil
-	}
-	e.prompts++
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.prompts--
-		e.mu.Unlock()
-	}()
-	rx.t.asking.Store(true)
-	defer rx.t.asking.Store(false)
-	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout)}
-	if free < 0 {
-		info.FreeBytes = -1
-	}
-	for _, f := range rx.manifest {
-		info.Files = append(info.Files, FileInfo{Path: f.Path, Size: f.Size})
-	}
-	for _, r := range rx.refused {
-		info.Files[r.File].Refused = r.Reason
-	}
-	e.publish(rx.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
-	timer := time.NewTimer(e.opts.PromptTimeout)
-	defer timer.Stop()
-	select {
-	case d := <-rx.t.decisions:
-		if !d.Accept && d.Reason == "" {
-			d.Reason = "the receiver declined"
-		}
-		return decision{Decision: d, code: wire.CodeDeclined}, nil
-	case <-timer.C:
-		return decision{Decision: Decision{Reason: "nobody answered the prompt in time"}, code: wire.CodeTimeout}, nil
-	case <-ctx.Done():
-		return decision{}, context.Cause(ctx)
-	}
 }
 
 func (rx *receiver) lingerForPeer(ctx context.Context) {
@@ -553,6 +427,10 @@ func (rx *receiver) acceptData(ctx context.Context, g *errgroup.Group) error {
 			s.Abort()
 			return fmt.Errorf("%w: the peer sent file data before the offer was accepted", wire.ErrProtocol)
 		}
+		if rx.streams.Add(1) > maxDataStreams {
+			s.Abort()
+			return fmt.Errorf("%w: more than %d data streams", wire.ErrProtocol, maxDataStreams)
+		}
 		g.Go(func() error { return rx.serveData(ctx, s) })
 	}
 }
@@ -569,11 +447,8 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	// Two stages per stream: this goroutine reads frames while a lander
 	// hashes, checks and writes the previous chunk, so a write that waits
 	// for the device (direct writes do) overlaps the next read instead of
-	// stopping the stream. Two buffers circulate between them.
-	free := make(chan []byte, 2)
-	for range 2 {
-		free <- directio.Buffer(rx.offer.ChunkSize)
-	}
+	// stopping the stream. Buffers come from the session's quota and go
+	// back once landed.
 	jobs := make(chan landing, 1)
 	var failed atomic.Bool
 	landed := make(chan error, 1)
@@ -586,14 +461,14 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 					failed.Store(true)
 				}
 			}
-			free <- j.buf
+			rx.quota.Put(j.buf)
 		}
 		landed <- err
 	}()
 	rx.stallOnce.Do(func() {
 		rx.stalls.SetThreshold(stallmeter.Threshold(time.Duration(rx.c.Metrics().MinRTTms * float64(time.Millisecond))))
 	})
-	err = rx.readFrames(ctx, rx.stalls.Reader(s), jobs, free, &failed)
+	err = rx.readFrames(ctx, rx.stalls.Reader(s), jobs, &failed)
 	close(jobs)
 	if lerr := <-landed; lerr != nil {
 		return lerr
@@ -610,7 +485,7 @@ type landing struct {
 
 // readFrames reads a data stream's frames and hands each chunk to the
 // lander, until the stream ends or the lander failed.
-func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- landing, free chan []byte, failed *atomic.Bool) error {
+func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- landing, failed *atomic.Bool) error {
 	var hdr [wire.DataHeaderLen]byte
 	// Buffered: many small frames per read from the transport. Chunks larger
 	// than the buffer are read straight into buf, except for what the buffer
@@ -640,11 +515,15 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- lan
 			return fmt.Errorf("%w: chunk %d of %q has %d bytes; the offer implies %d", wire.ErrProtocol, h.Chunk, f.entry.Path,
 				h.Length, merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(h.Chunk)))
 		}
-		buf := <-free
+		buf, err := rx.quota.Get(ctx, rx.offer.ChunkSize)
+		if err != nil {
+			return nilIfDone(ctx, err)
+		}
 		if _, err := io.ReadFull(r, buf[:h.Length]); err != nil {
-			free <- buf
+			rx.quota.Put(buf)
 			return rx.dataEnded(ctx, unexpectedEOF(err))
 		}
+		rx.touch()
 		jobs <- landing{f: f, h: h, buf: buf}
 	}
 	return nil
@@ -659,7 +538,22 @@ func (rx *receiver) dataEnded(ctx context.Context, err error) error {
 		return nil
 	default:
 	}
-	return nilIfDone(ctx, err)
+	if ctx.Err() != nil {
+		return nil
+	}
+	// A data stream that breaks is most often the whole connection ending
+	// (TCP resets a paused or cancelled sender's streams): the control
+	// stream tells why, if the sender said, so its reader speaks first.
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-rx.ctlDone:
+		return nil
+	case <-ctx.Done():
+		return nil
+	case <-t.C:
+	}
+	return err
 }
 
 func nilIfDone(ctx context.Context, err error) error {
@@ -819,15 +713,6 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	if part != nil && !ok {
 		rx.dest.Discard(part)
 	}
-	fr := &FileResult{Path: f.entry.Path, Size: f.entry.Size, Verified: ok, Err: reason}
-	if ok {
-		root, _ := f.tree.Root()
-		fr.Root = fmt.Sprintf("%x", root[:])
-		if savedAs != f.entry.Path {
-			fr.SavedAs = savedAs
-		}
-	}
-	rx.e.publish(rx.t, Event{Kind: EventFile, File: fr})
 	if ok && rx.journal != nil {
 		if err := rx.journal.Saved(f.idx, savedAs); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
@@ -836,30 +721,31 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	if err := rx.ctl.sendLazy(&wire.FileResult{File: f.idx, OK: ok, SavedAs: savedAs, Code: code, Reason: reason}); err != nil {
 		rx.t.cancel(err)
 	}
-	// Counted only now that its FileResult is queued: counted earlier, the
-	// last file's resolve could lose the race to another file's
-	// checkComplete, whose final Result then overtook this FileResult and
-	// the sender reported 4999 of 5000 files verified (seen once in the
-	// loopback bench, workload C over TCP).
-	rx.mu.Lock()
-	rx.resolvedN++
+	// Counted (by inbox.resolved) only now that its FileResult is queued:
+	// counted earlier, the last file's resolve could lose the race to
+	// another file's checkComplete, whose final Result then overtook this
+	// FileResult and the sender reported 4999 of 5000 files verified (seen
+	// once in the loopback bench, workload C over TCP).
+	var root string
 	if ok {
-		rx.verified++
+		r, _ := f.tree.Root()
+		root = fmt.Sprintf("%x", r[:])
 	}
-	rx.mu.Unlock()
+	rx.resolved(int(f.idx), ok, savedAs, root, reason)
 	rx.checkComplete()
 }
 
 func (rx *receiver) checkComplete() {
+	resolved, verified := rx.counts()
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
-	if rx.senderDone && rx.resolvedN == len(rx.files) {
+	if rx.senderDone && resolved == len(rx.files) {
 		select {
 		case <-rx.complete:
 		default:
 			rx.final = errSessionDone
-			if n := len(rx.files); rx.verified != n {
-				rx.final = &wire.RemoteError{Code: wire.CodeVerifyFailed, Reason: fmt.Sprintf("%d of %d files could not be saved", n-rx.verified, n)}
+			if n := len(rx.files); verified != n {
+				rx.final = fmt.Errorf("%w: %d of %d files could not be saved", wire.ErrVerifyFailed, n-verified, n)
 			}
 			close(rx.complete)
 		}
@@ -875,12 +761,13 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 		return nil
 	}
 	rx.mu.Lock()
-	n, v, final := len(rx.files), rx.verified, rx.final
+	final := rx.final
 	rx.mu.Unlock()
+	_, v := rx.counts()
+	n := len(rx.files)
 	res := &wire.Result{OK: n == v, Files: n, Verified: v}
-	var re *wire.RemoteError
-	if errors.As(final, &re) {
-		res.Code, res.Reason = re.Code, re.Reason
+	if n != v {
+		res.Code, res.Reason = wire.CodeVerifyFailed, fmt.Sprintf("%d of %d files could not be saved", n-v, n)
 	}
 	if err := rx.ctl.send(res); err != nil {
 		return err
@@ -889,12 +776,13 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	return final
 }
 
-// cleanup ends the session's hold on the destination. A transfer that
-// finished drops its resume state; one that did not keeps its .partial files
-// and saves where it got to, so the next attempt only fetches what is
-// missing. Without resume state (resume off, or an offer that names no
-// manifest) nothing could find the partials again: they are removed.
-func (rx *receiver) cleanup(finished bool) {
+// cleanup ends the session's hold on the destination and reports whether
+// partial data was kept for a later session. A transfer that finished drops
+// its resume state; one that did not keeps its .partial files and saves
+// where it got to, so the next attempt only fetches what is missing.
+// Without resume state (resume off, or an offer that names no manifest)
+// nothing could find the partials again: they are removed.
+func (rx *receiver) cleanup(finished bool) (resumable bool) {
 	rx.mu.Lock()
 	var parts []*store.Partial
 	for _, f := range rx.files {
@@ -924,14 +812,13 @@ func (rx *receiver) cleanup(finished bool) {
 			if err := rx.e.resume.Compact(rx.resumeKey, s); err != nil {
 				rx.e.log.Warn("save resume state", "err", err)
 			}
+			resumable = true
 		} else {
 			rx.discardStale(s)
 		}
 	}
 	rx.e.releaseResume(rx)
-	if rx.dest != nil {
-		rx.dest.Close()
-	}
+	return resumable
 }
 
 // createPartial creates f's partial and journals its name before any of its

@@ -28,12 +28,21 @@ import (
 const (
 	defaultQUICStreams = 4
 	defaultTCPStreams  = 4
+	// maxSendStreams bounds SendOptions.Streams: with the streams a switch
+	// of transport and re-sends add, a receiver sees at most 13 (it takes 16).
+	maxSendStreams = 8
 )
 
 // Send offers paths (files and folders) to the device at to. Files are read
 // and checked before it returns; the transfer itself runs in the background
 // and reports through events and the returned handle.
 func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendOptions) (*Transfer, error) {
+	return e.send(ctx, newTransferID(), Result{}, to, paths, opts)
+}
+
+// send starts the sending transfer id; prior holds the totals of its
+// earlier sessions (Retry continues a transfer under its ID).
+func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, paths []string, opts SendOptions) (*Transfer, error) {
 	if _, err := parseTransport(opts.Transport); err != nil {
 		return nil, err
 	}
@@ -52,7 +61,7 @@ func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendO
 	if err != nil {
 		return nil, err
 	}
-	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
+	t := &Transfer{id: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
 		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), target: to, opts: opts}
 	tctx, cancel := context.WithCancelCause(e.ctx)
 	t.cancel = cancel
@@ -60,178 +69,34 @@ func (e *Engine) Send(ctx context.Context, to Target, paths []string, opts SendO
 		cancel(nil)
 		return nil, err
 	}
+	o := &outbox{e: e, t: t, files: files, prior: prior}
+	readMode := fileio.Auto
+	if e.opts.BufferedIO {
+		readMode = fileio.Buffered
+	}
+	o.newAttempt = func() attempt {
+		return &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize, io: readMode, to: to, want: want, opts: opts}
+	}
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		defer stopLink()
 		defer cancel(nil)
-		e.runSend(tctx, t, to, want, files, opts)
+		o.run(tctx)
 	}()
 	return t, nil
 }
 
-func (e *Engine) runSend(ctx context.Context, t *Transfer, to Target, want identity.DeviceID, files []localFile, opts SendOptions) {
-	e.publish(t, Event{Kind: EventState, State: StateConnecting})
-	retryFor := e.opts.RetryFor
-	if retryFor == 0 {
-		retryFor = 2 * time.Minute
-	}
-	var sent, resent int64
-	var firstFailure time.Time
-	backoff := 500 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		actx, stopAttempt := context.WithCancelCause(ctx)
-		t.mu.Lock()
-		t.stopAttempt = stopAttempt
-		t.mu.Unlock()
-		tx := &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize, io: fileio.Auto}
-		if e.opts.BufferedIO {
-			tx.io = fileio.Buffered
-		}
-		err := tx.run(actx, to, want, opts)
-		if cause := context.Cause(actx); cause != nil && !errors.Is(err, errSessionDone) &&
-			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused)) {
-			err = cause
-		}
-		stopAttempt(nil)
-		if errors.Is(err, errSessionDone) {
-			err = nil
-		}
-		if tx.conn != nil {
-			closeWith(tx.conn, tx.ctl, err)
-		}
-		sent += tx.sent.Load()
-		resent += tx.resent.Load()
-		tx.cache.Close(err == nil)
-		if err == nil || ctx.Err() != nil || (!retryable(err) && !errors.Is(err, errPaused)) {
-			if err != nil && attempt > 1 && !errors.Is(err, errCancelledByUser) && retryable(err) {
-				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
-			}
-			st, msg := endState(err)
-			r := Result{State: st, Err: msg, Files: len(tx.accepted), Refused: tx.refused, Verified: int(tx.verified.Load()),
-				Bytes: sent, Reason: tx.reason, Resent: resent}
-			var mm *identity.MismatchError
-			if errors.As(err, &mm) {
-				r.PresentedID = mm.Presented.String()
-			}
-			e.finish(t, r)
-			return
-		}
-		if errors.Is(err, errPaused) {
-			e.setState(t, StatePaused)
-			select {
-			case <-t.resume:
-				firstFailure, backoff = time.Time{}, 500*time.Millisecond
-				e.setState(t, StateConnecting)
-				continue
-			case <-ctx.Done():
-				continue // the next attempt ends at once and reports the cancel
-			}
-		}
-		if tx.sent.Load() > 0 {
-			// The attempt reconnected and made progress: RetryFor bounds each
-			// outage, not the whole transfer, and back-off starts small again.
-			firstFailure, backoff = time.Time{}, 500*time.Millisecond
-		}
-		if firstFailure.IsZero() {
-			firstFailure = e.now()
-		}
-		if e.now().Sub(firstFailure) > retryFor || retryFor < 0 {
-			st, msg := endState(fmt.Errorf("gave up after %d attempts in %v: %w", attempt, retryFor, err))
-			e.finish(t, Result{State: st, Err: msg, Files: len(tx.accepted), Verified: int(tx.verified.Load()),
-				Bytes: sent, Reason: tx.reason, Resent: resent})
-			return
-		}
-		e.log.Info("transfer interrupted; retrying", "transfer", t.id, "err", err, "in", backoff)
-		e.publish(t, Event{Kind: EventState, State: StateRetrying, Result: &Result{State: StateRetrying, Err: sentence(err)}})
-		t.mu.Lock()
-		t.state = StateRetrying
-		t.mu.Unlock()
-		timer := time.NewTimer(backoff)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-		case <-t.pauseNow:
-			timer.Stop()
-			e.setState(t, StatePaused)
-			select {
-			case <-t.resume:
-			case <-ctx.Done():
-			}
-			firstFailure = time.Time{}
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
-}
-
-// retryable reports whether an attempt may succeed if tried again: lost
-// connections are; a decision, a verdict or a broken rule is not.
-func retryable(err error) bool {
-	var mm *identity.MismatchError
-	var kc *identity.KeyChangedError
-	var re *wire.RemoteError
-	var le *LocalError // our own socket: trying again will not help
-	switch {
-	case errors.Is(err, errCancelledByUser), errors.Is(err, context.Canceled), errors.Is(err, ErrClosed),
-		errors.Is(err, ErrNothingToSend), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
-		return false
-	case errors.As(err, &re):
-		return re.Code == wire.CodeIO || re.Code == wire.CodeTimeout && re.Reason == ""
-	case errors.Is(err, wire.ErrProtocol), errors.Is(err, wire.ErrVersion), errors.Is(err, wire.ErrBadName),
-		errors.Is(err, wire.ErrVerifyFailed), errors.Is(err, wire.ErrDeclined), errors.Is(err, wire.ErrNoSpace):
-		return false
-	}
-	return true
-}
-
-// errPaused ends the current attempt of a paused transfer.
-var errPaused = errors.New("paused")
-
-// Pause stops a sending transfer after the chunks in flight; the receiver
-// keeps what arrived. Resume continues it where it stopped.
-func (e *Engine) Pause(id string) error {
-	t, err := e.transfer(id)
-	if err != nil {
-		return err
-	}
-	if t.dir != Sending {
-		return fmt.Errorf("transfer %s: only the sending side can pause; cancel here and the sender can resume later", id)
-	}
-	t.mu.Lock()
-	stop, final := t.stopAttempt, t.state.Final()
-	t.mu.Unlock()
-	if final {
-		return fmt.Errorf("transfer %s has already ended", id)
-	}
-	select {
-	case t.pauseNow <- struct{}{}:
-	default:
-	}
-	if stop != nil {
-		stop(errPaused)
-	}
-	return nil
-}
-
-// Resume continues a paused sending transfer.
-func (e *Engine) Resume(id string) error {
-	t, err := e.transfer(id)
-	if err != nil {
-		return err
-	}
-	select {
-	case t.resume <- struct{}{}:
-		return nil
-	default:
-		return fmt.Errorf("transfer %s is not paused", id)
-	}
-}
-
-// sender is the sending side of one transfer.
+// sender is one attempt of the Ferry wire protocol's sending side: it
+// dials, offers, and moves chunk frames over parallel data streams until
+// the receiver's verdict. The outbox around it retries, pauses and reports.
 type sender struct {
 	e         *Engine
 	t         *Transfer
+	to        Target
+	want      identity.DeviceID // the device that must answer (zero: trust on first use)
+	opts      SendOptions
 	files     []localFile
 	chunkSize int
 	io        fileio.Mode // how chunks are read (Options.BufferedIO)
@@ -243,6 +108,7 @@ type sender struct {
 	// unread by the receiver on the first transport of a switcher.
 	window int64
 
+	decided  bool  // the receiver answered the offer
 	accepted []int // indexes of accepted files, in sending order
 	refused  int   // files the receiver refused by name
 	sent     atomic.Int64
@@ -279,13 +145,33 @@ type fileLeaves struct {
 	have []byte // resume: chunks the receiver holds (read and hashed here, not sent)
 }
 
-func (tx *sender) run(ctx context.Context, to Target, want identity.DeviceID, opts SendOptions) error {
-	kind, _ := parseTransport(opts.Transport)
-	conn, reason, err := tx.e.dial(ctx, to, want, kind)
+func (tx *sender) run(ctx context.Context) error {
+	kind, _ := parseTransport(tx.opts.Transport)
+	conn, reason, err := tx.e.dial(ctx, tx.to, tx.want, kind)
 	if err != nil {
 		return err
 	}
-	return tx.session(ctx, conn, reason, dialledAddr(to, conn), opts)
+	return tx.session(ctx, conn, reason, dialledAddr(tx.to, conn), tx.opts)
+}
+
+// end tells the receiver why the attempt ended (if it did not finish) and
+// closes the connection and the leaf cache.
+func (tx *sender) end(err error) {
+	if tx.conn != nil {
+		closeWith(tx.conn, tx.ctl, err)
+	}
+	tx.cache.Close(err == nil)
+}
+
+func (tx *sender) outcome() attemptOutcome {
+	out := attemptOutcome{sent: tx.sent.Load(), resent: tx.resent.Load(), accepted: -1, reason: tx.reason}
+	if tx.decided {
+		out.accepted, out.refused, out.verified = len(tx.accepted), tx.refused, int(tx.verified.Load())
+		for _, i := range tx.accepted {
+			out.total += tx.files[i].Size
+		}
+	}
+	return out
 }
 
 // session runs the sending side of the protocol over an established connection.
@@ -347,6 +233,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	if err := tx.accept(d); err != nil {
 		return err
 	}
+	tx.decided = true
 	e.setState(t, StateActive)
 	return tx.transfer(ctx, opts)
 }
@@ -452,7 +339,7 @@ func (tx *sender) accept(d *wire.Decision) error {
 	tx.refused = len(d.Refused)
 	for _, r := range d.Refused {
 		lf := tx.files[r.File]
-		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: refusalSentence(r)}})
+		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: refusalSentence(r.Code, r.Reason)}})
 	}
 	tx.cache = tx.e.resume.LeafCache(tx.manifest, len(tx.haves) > 0)
 	tx.leaves = make(map[int]*fileLeaves, len(tx.accepted))
@@ -476,7 +363,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	if sw, ok := tx.conn.(switcher); ok {
 		tx.window = sw.InFlightWindow()
 	}
-	streams := opts.Streams
+	streams := min(opts.Streams, maxSendStreams)
 	if streams <= 0 {
 		streams = defaultQUICStreams
 		if tx.conn.Transport() == transport.TCP {

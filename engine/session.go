@@ -143,6 +143,13 @@ func closeCode(err error) wire.Code {
 // peer why on the control stream, because TCP has no close reason of its own
 // (QUIC carries closeReason in CONNECTION_CLOSE as well).
 func closeWith(c Conn, ctl *control, err error) {
+	var re *wire.RemoteError
+	if errors.As(err, &re) {
+		// The peer ended it and knows why; echoing its reason back would
+		// only race with its own account of the end.
+		c.Close(0, "")
+		return
+	}
 	code, reason := closeReason(err)
 	if code != 0 && ctl != nil {
 		sent := make(chan struct{})
@@ -160,24 +167,6 @@ func closeWith(c Conn, ctl *control, err error) {
 	c.Close(code, reason)
 }
 
-// endState maps the error that ended a transfer to its final state and a
-// sentence for the user.
-func endState(err error) (State, string) {
-	switch {
-	case err == nil:
-		return StateDone, ""
-	case errors.Is(err, errCancelledByUser):
-		return StateCancelled, "Cancelled."
-	case errors.Is(err, context.Canceled), errors.Is(err, ErrClosed):
-		return StateCancelled, "Ferry was closed before the transfer finished."
-	case errors.Is(err, wire.ErrCancelled):
-		return StateCancelled, "The other device cancelled the transfer."
-	case errors.Is(err, wire.ErrDeclined), errors.Is(err, wire.ErrUntrusted), errors.Is(err, wire.ErrBusy):
-		return StateDeclined, sentence(err)
-	}
-	return StateFailed, sentence(err)
-}
-
 // sentence makes an error readable: first letter upper case, a final period.
 func sentence(err error) string {
 	s := err.Error()
@@ -192,11 +181,11 @@ func sentence(err error) string {
 }
 
 // refusalSentence says why the receiver refused one file of an offer.
-func refusalSentence(r wire.Refusal) string {
-	if r.Reason == "" {
-		return sentence(&wire.RemoteError{Code: r.Code})
+func refusalSentence(code wire.Code, reason string) string {
+	if reason == "" {
+		return sentence(codeSentinel(code))
 	}
-	return sentence(fmt.Errorf("%w: %s", codeSentinel(r.Code), r.Reason))
+	return sentence(fmt.Errorf("%w: %s", codeSentinel(code), reason))
 }
 
 // codeSentinel is the sentinel error of a wire code (ErrIO for unknown ones).

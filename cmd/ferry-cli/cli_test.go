@@ -458,6 +458,12 @@ func TestDoctorChecksOurPorts(t *testing.T) {
 			Message: "A firewall rule drops port 47800.", Fix: "Allow it."}}}
 	}
 	t.Cleanup(func() { diagnose = discovery.Diagnose })
+	var listenPort int
+	checkListen = func(ctx context.Context, port int) []discovery.Finding {
+		listenPort = port
+		return nil
+	}
+	t.Cleanup(func() { checkListen = listenFindings })
 	code, stdout, _ := runCLI(t, "doctor", "--no-selftest")
 	if code != 1 || !slices.Equal(got.Ports, []int{47800}) || !got.SkipSelfTest {
 		t.Fatalf("doctor exit %d, options %+v", code, got)
@@ -465,8 +471,27 @@ func TestDoctorChecksOurPorts(t *testing.T) {
 	if !strings.Contains(stdout, "drops port 47800") || !strings.Contains(stdout, "Allow it.") {
 		t.Fatalf("doctor output: %q", stdout)
 	}
-	if code, _, _ := runCLI(t, "doctor", "--no-selftest", "--port", "9000"); code != 1 || !slices.Equal(got.Ports, []int{9000}) {
-		t.Fatalf("--port 9000: exit %d, ports %v", code, got.Ports)
+	if code, _, _ := runCLI(t, "doctor", "--no-selftest", "--port", "9000"); code != 1 || !slices.Equal(got.Ports, []int{9000}) || listenPort != 9000 {
+		t.Fatalf("--port 9000: exit %d, ports %v, listen check on %d", code, got.Ports, listenPort)
+	}
+}
+
+// The doctor says when a transport cannot listen on the port (here: another
+// program holds the UDP port).
+func TestListenFindings(t *testing.T) {
+	pc, err := net.ListenPacket("udp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	fs := listenFindings(t.Context(), port)
+	if len(fs) != 1 || fs[0].Severity != discovery.SeverityWarning || !strings.HasPrefix(fs[0].Message, "QUIC cannot listen") {
+		t.Fatalf("findings %+v", fs)
+	}
+	pc.Close()
+	if fs := listenFindings(t.Context(), port); len(fs) != 1 || fs[0].Severity != discovery.SeverityOK {
+		t.Fatalf("with the port free: %+v", fs)
 	}
 }
 

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ferrydrop/ferry/discovery"
+	"github.com/ferrydrop/ferry/engine"
 )
 
 func init() {
@@ -54,6 +57,7 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return fmt.Errorf("%w: --port must be in 1..65535", errUsage)
 	}
 	r := diagnose(ctx, discovery.DiagnoseOptions{Ports: []int{*port}, SelfTestTimeout: *timeout, SkipSelfTest: *noSelfTest})
+	r.Findings = append(r.Findings, checkListen(ctx, *port)...)
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -79,4 +83,40 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return doctorFailed{}
 	}
 	return nil
+}
+
+// checkListen is listenFindings; tests replace it.
+var checkListen = listenFindings
+
+// listenFindings opens Ferry's listeners on port, as receive would, and
+// says which transports could not listen there and why.
+func listenFindings(ctx context.Context, port int) []discovery.Finding {
+	dir, err := os.MkdirTemp("", "ferry-doctor-")
+	if err != nil {
+		return nil
+	}
+	defer os.RemoveAll(dir)
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Listen: ":" + strconv.Itoa(port), MaxPartialAge: -1}))
+	if err != nil {
+		return nil
+	}
+	defer e.Close()
+	fix := fmt.Sprintf("If Ferry is receiving here already, that is why; otherwise free port %d or receive on another one (receive --listen).", port)
+	if err := e.Start(ctx); err != nil {
+		return []discovery.Finding{{Check: "listen", Severity: discovery.SeverityWarning,
+			Message: fmt.Sprintf("Ferry cannot listen on port %d: %v.", port, err), Fix: fix}}
+	}
+	var out []discovery.Finding
+	for _, st := range e.Listeners() {
+		if st.Err != "" {
+			out = append(out, discovery.Finding{Check: "listen", Severity: discovery.SeverityWarning,
+				Message: fmt.Sprintf("%s cannot listen on port %d, so Ferry would receive over the other transport only: %s",
+					strings.ToUpper(st.Transport), port, st.Err), Fix: fix})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, discovery.Finding{Check: "listen", Severity: discovery.SeverityOK,
+			Message: fmt.Sprintf("QUIC (UDP) and TCP can both listen on port %d.", port)})
+	}
+	return out
 }

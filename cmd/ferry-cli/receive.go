@@ -158,10 +158,10 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event) engine.Decision {
 		trust = "trusted"
 	}
 	fmt.Fprintf(p.out, "\n%s (%s, %s) wants to send %d file(s), %s, into %s (%s free):\n",
-		ev.Peer.Name, short(ev.Peer.ID), trust, len(o.Files), humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
+		ev.Peer.Name, short(ev.Peer.ID), trust, o.Count, humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
 	for i, f := range o.Files {
 		if i == 10 {
-			fmt.Fprintf(p.out, "  ... and %d more\n", len(o.Files)-10)
+			fmt.Fprintf(p.out, "  ... and %d more\n", o.Count-10)
 			break
 		}
 		if f.Refused != "" {

@@ -20,6 +20,9 @@ const (
 	CodeTimeout      = errcode.CodeTimeout
 	CodeBusy         = errcode.CodeBusy
 	CodeVersion      = errcode.CodeVersion
+	CodeTooLarge     = errcode.CodeTooLarge
+	CodePaused       = errcode.CodePaused
+	CodeExpired      = errcode.CodeExpired
 )
 
 // Sentinel errors for the codes.
@@ -34,6 +37,9 @@ var (
 	ErrTimeout      = errcode.ErrTimeout
 	ErrBusy         = errcode.ErrBusy
 	ErrVersion      = errcode.ErrVersion
+	ErrTooLarge     = errcode.ErrTooLarge
+	ErrPaused       = errcode.ErrPaused
+	ErrExpired      = errcode.ErrExpired
 	// ErrProtocol marks a peer that broke the protocol; it wraps the detail.
 	ErrProtocol = errcode.ErrProtocol
 )

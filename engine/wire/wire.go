@@ -33,7 +33,7 @@ const (
 // Limits on what a peer can make us allocate or do.
 const (
 	MaxMessage      = 4 << 20   // one control message body
-	MaxChunkSize    = 16 << 20  // largest chunk size an offer may use
+	MaxChunkSize    = 4 << 20   // largest chunk size an offer may use (it bounds the receiver's buffers)
 	MinChunkSize    = 4 << 10   // smallest chunk size an offer may use
 	MaxFiles        = 1_000_000 // files in one offer
 	MaxFilesPerPart = 8192      // files in one OfferFiles message

@@ -253,7 +253,7 @@ var hostileCases = []struct {
 	{"offer transfer 65 bytes", frame(wire.TOffer, `{"transfer":"`+strings.Repeat("t", 65)+`","chunk_size":4096}`), wire.ErrProtocol},
 	{"offer chunk size 0", frame(wire.TOffer, `{"transfer":"t","chunk_size":0}`), wire.ErrProtocol},
 	{"offer chunk size under min", frame(wire.TOffer, `{"transfer":"t","chunk_size":4095}`), wire.ErrProtocol},
-	{"offer chunk size over max", frame(wire.TOffer, `{"transfer":"t","chunk_size":16777217}`), wire.ErrProtocol},
+	{"offer chunk size over max", frame(wire.TOffer, `{"transfer":"t","chunk_size":4194305}`), wire.ErrProtocol},
 	{"offer chunk size negative", frame(wire.TOffer, `{"transfer":"t","chunk_size":-4096}`), wire.ErrProtocol},
 	{"offer too many files", frame(wire.TOffer, `{"transfer":"t","chunk_size":4096,"files":1000001}`), wire.ErrProtocol},
 	{"offer negative files", frame(wire.TOffer, `{"transfer":"t","chunk_size":4096,"files":-1}`), wire.ErrProtocol},

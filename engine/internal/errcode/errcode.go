@@ -30,6 +30,9 @@ const (
 	CodeTimeout      Code = "timeout"
 	CodeBusy         Code = "busy"
 	CodeVersion      Code = "version"
+	CodeTooLarge     Code = "too_large"
+	CodePaused       Code = "paused"
+	CodeExpired      Code = "expired"
 
 	// Join refusals (see package join). They end a connection before any
 	// control stream exists, so no control message carries them; they have
@@ -55,6 +58,9 @@ var (
 	ErrTimeout      = errors.New("no answer in time")
 	ErrBusy         = errors.New("the receiver is busy")
 	ErrVersion      = errors.New("incompatible protocol version")
+	ErrTooLarge     = errors.New("the offer is larger than the receiver takes in one transfer")
+	ErrPaused       = errors.New("paused")
+	ErrExpired      = errors.New("the offer was not answered in time")
 )
 
 // ErrRefused is wrapped by every join refusal: the listener would not let a
@@ -114,6 +120,9 @@ var table = []row{
 	{CodeProtocol, ErrProtocol, StatusOK, 0x18},
 	{CodeVerifyFailed, ErrVerifyFailed, StatusOK, 0x19},
 	{CodeIO, ErrIO, StatusOK, 0x1a},
+	{CodeTooLarge, ErrTooLarge, StatusOK, 0x1b},
+	{CodePaused, ErrPaused, StatusOK, 0x1c},
+	{CodeExpired, ErrExpired, StatusOK, 0x1d},
 
 	{CodeUnknownSession, ErrUnknownSession, 1, 0x21},
 	{CodePeerMismatch, ErrPeerMismatch, 2, 0x22},

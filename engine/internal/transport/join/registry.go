@@ -214,6 +214,7 @@ func (g *Gate) Accept(ctx context.Context) (transport.Conn, error) {
 		case s := <-g.queue:
 			select {
 			case <-s.Done():
+				s.Close(0, "") // ended while queued: free what it holds
 				continue
 			default:
 			}

@@ -359,3 +359,38 @@ func TestBadHeader(t *testing.T) {
 		})
 	}
 }
+
+// Withdraw stops new connections and keeps the socket for the running
+// session, which goes on; the socket goes with the last session. A close
+// with a code reaches the peer as the error it stands for.
+func TestWithdrawAndCloseReason(t *testing.T) {
+	t.Parallel()
+	ln := newListener(t, transport.Config{})
+	c, s, _ := sessionPair(t, ln, ln.Addr().String(), transport.Config{CleanRTT: -1})
+	ln.Withdraw()
+	pushStreams(t, c, s, 1, 64<<10)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if late, err := Dial(ctx, ln.Addr().String(), newTestIdentity(t).TLSConfig(false, nil), transport.Config{}); err == nil {
+		late.Close(0, "")
+		t.Error("a new connection after Withdraw")
+	}
+	s.Close(uint64(errcode.AppOf(errcode.CodeCancelled)), "receiving was turned off")
+	_, err := c.AcceptStream(t.Context())
+	var re *errcode.RemoteError
+	if !errors.As(err, &re) || re.Code != errcode.CodeCancelled || re.Reason != "receiving was turned off" {
+		t.Fatalf("the peer read %v", err)
+	}
+	// The last session ended: the socket is released.
+	for {
+		pc, err := net.ListenPacket("udp", ln.Addr().String())
+		if err == nil {
+			pc.Close()
+			break
+		}
+		runtime.Gosched()
+	}
+	if ln.Resume() {
+		t.Error("Resume after the socket was released")
+	}
+}

@@ -487,7 +487,7 @@ func (c *Session) spareLoop() {
 		if err != nil || b[0] != claim {
 			// A parked spare only ends when the peer's session does.
 			s.Abort()
-			c.shutdown(false)
+			c.shutdown(endPeer)
 			return
 		}
 		c.incoming <- s
@@ -513,7 +513,7 @@ func (c *Session) OpenStream(ctx context.Context) (transport.Stream, error) {
 			s, err := c.start(ctx, c.token, join.FlagNew)
 			c.startMu.Unlock()
 			if err != nil {
-				c.shutdown(false)
+				c.shutdown(endLocal)
 				return nil, fmt.Errorf("tcp open stream: %w", err)
 			}
 			return s, nil
@@ -607,7 +607,7 @@ func (c *Session) watchSpare(sp *spare) {
 	sp.echo <- err
 	if err != nil && !sp.claimed.Load() {
 		sp.s.Abort()
-		c.shutdown(false)
+		c.shutdown(endPeer)
 	}
 }
 
@@ -629,16 +629,44 @@ func (c *Session) goTracked(f func()) bool {
 // Close ends every connection of the session and waits for its goroutines.
 // TCP has no connection-level close frame: the peer sees its streams reset
 // (or ended, where both sides had finished writing) and its Done fires, but
-// it does not learn code and reason.
+// it does not learn code and reason. With a code (an error), every stream is
+// reset but the first, which ends after what was written on it: the
+// protocol's cancel message, which tells the peer why.
 func (c *Session) Close(code uint64, reason string) error {
-	c.shutdown(code != 0)
+	how := endLocal
+	if code != 0 {
+		how = endAbort
+	}
+	c.shutdown(how)
+	c.mu.Lock()
+	first := c.first
+	c.mu.Unlock()
+	if first != nil {
+		first.closeConn() // left open when the peer ended the session
+	}
 	c.wg.Wait()
 	return nil
 }
 
+// ending says how a session ends.
+type ending int
+
+const (
+	// endLocal: streams still writing are reset, so the peer reads an error
+	// rather than a clean end; finished ones close gracefully.
+	endLocal ending = iota
+	// endAbort: every stream is reset but the first, which closes after
+	// what was written on it (see Close).
+	endAbort
+	// endPeer: the peer ended the session. Every stream closes but the
+	// first, whose reader still gets what the peer wrote last (its cancel)
+	// before the end; Close closes it.
+	endPeer
+)
+
 // shutdown closes the session without waiting for its goroutines, so they
 // may call it themselves.
-func (c *Session) shutdown(abort bool) {
+func (c *Session) shutdown(how ending) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -652,9 +680,11 @@ func (c *Session) shutdown(abort bool) {
 	c.mu.Unlock()
 	c.cancel()
 	for _, s := range streams {
-		// A stream still writing is reset, so the peer reads an error rather
-		// than a clean end; finished ones close gracefully.
-		if abort || !s.writeDone.Load() {
+		switch {
+		case s.first && how == endPeer:
+			continue
+		case s.first && how == endAbort:
+		case how == endAbort || !s.writeDone.Load():
 			s.raw.SetLinger(0)
 		}
 		s.closeConn()
@@ -778,7 +808,7 @@ func (s *stream) Read(p []byte) (int, error) {
 		err = s.stalled(err)
 		s.Abort() // the connection is broken: free it
 		if s.first {
-			s.sess.shutdown(true)
+			s.sess.shutdown(endAbort)
 		}
 	}
 	return n, err
@@ -795,7 +825,7 @@ func (s *stream) Write(p []byte) (int, error) {
 			err = s.stalled(err)
 			s.Abort()
 			if s.first {
-				s.sess.shutdown(true)
+				s.sess.shutdown(endAbort)
 			}
 			return done, err
 		}
@@ -827,7 +857,7 @@ func (s *stream) Abort() {
 func (s *stream) release() {
 	s.closeConn()
 	if s.first {
-		s.sess.shutdown(false)
+		s.sess.shutdown(endLocal)
 	}
 }
 

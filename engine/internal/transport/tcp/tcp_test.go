@@ -656,3 +656,74 @@ func BenchmarkTCPStream(b *testing.B) {
 		benchMove(b, []io.Writer{c}, []io.Reader{sc})
 	})
 }
+
+// Withdraw refuses new sessions but lets a running one go on, joins
+// included; the socket goes once the last session ended.
+func TestWithdraw(t *testing.T) {
+	t.Parallel()
+	p := newPair(t, transport.Config{})
+	ctx := t.Context()
+	addr := p.ln.Addr().String()
+	p.ln.Withdraw()
+	late, err := Dial(ctx, addr, newTestIdentity(t).TLSConfig(false, nil), transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close(0, "")
+	if _, err := late.OpenStream(ctx); !errors.Is(err, errcode.ErrNotReceiving) {
+		t.Errorf("a new session after Withdraw: %v", err)
+	}
+	// The running session still adds streams (they join at the listener).
+	s, err := p.client.OpenStream(ctx)
+	if err != nil {
+		t.Fatalf("join after Withdraw: %v", err)
+	}
+	s.Abort()
+	p.client.Close(0, "")
+	p.server.Close(0, "")
+	// Released: nobody listens there any more, and Resume cannot take it back.
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		c.Close()
+		runtime.Gosched()
+	}
+	if p.ln.Resume() {
+		t.Error("Resume after the socket was released")
+	}
+}
+
+// A session closed with an error code resets its streams, but its first
+// stream delivers what was written on it before the end (the protocol's
+// cancel: TCP has no close reason of its own).
+func TestCloseWithCodeDeliversLastWords(t *testing.T) {
+	t.Parallel()
+	for _, closer := range []string{"client", "server"} {
+		t.Run(closer, func(t *testing.T) {
+			t.Parallel()
+			p := newPair(t, transport.Config{})
+			ctx := t.Context()
+			sc, err := p.server.AcceptStream(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The dialer's spare must be parked, so the peer notices at once.
+			<-p.client.SpareParked()
+			w, r, closing, other := p.first, sc, transport.Conn(p.client), transport.Conn(p.server)
+			if closer == "server" {
+				w, r, closing, other = sc, p.first, p.server, p.client
+			}
+			if _, err := w.Write([]byte("cancel: why")); err != nil {
+				t.Fatal(err)
+			}
+			closing.Close(uint64(errcode.AppOf(errcode.CodeCancelled)), "why")
+			<-other.Done()
+			got, err := io.ReadAll(r)
+			if string(got) != "cancel: why" {
+				t.Fatalf("read %q (%v) before the end", got, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,463 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/resume"
+	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/safetext"
+)
+
+// An inbox is one offer from a peer, whatever protocol carries it. It owns
+// what every receiving protocol shares: the limits on what a peer may offer,
+// names that cannot be stored (refused one by one), the receiving policy,
+// trust, the space check, the prompt, the destination folder, progress, each
+// file's outcome and the transfer's end. A protocol session (the Ferry wire
+// session in receive.go; another protocol later, beside it) reads the offer
+// off its own wire, hands it to offer, asks decide, moves the bytes into
+// in.dest (package store) its own way, and reports each file with resolved
+// and the end with finish.
+type inbox struct {
+	e    *Engine
+	t    *Transfer
+	peer identity.DeviceID
+
+	files      []offeredFile
+	refused    []refusal
+	refusedIdx map[int]bool
+	accepted   []int // after decide: the files accepted, in offer order
+	dest       *store.Dest
+	destDir    string
+	registered bool
+	offered    bool // an offer arrived (a probe sends none)
+	started    bool // the offer was accepted and the session counted (see begin)
+	bytes      atomic.Int64
+
+	mu        sync.Mutex // guards the fields below
+	resolvedN int
+	verified  int
+}
+
+// offeredFile is one file of an incoming offer, as any protocol describes it.
+type offeredFile struct {
+	Path string // relative, slash-separated, as the peer sent it
+	Size int64
+}
+
+// refusal is one offered file the inbox refused by itself, and why.
+type refusal struct {
+	idx    int
+	code   wire.Code
+	reason string
+}
+
+// What a peer can make a receiver hold is bounded (issue #14): chunk
+// buffers come from one budget for all sessions (bufpool), each session
+// holding at most its quota; offers carry at most maxOfferFiles files and
+// maxOfferPathBytes of names, and at most maxRefusals of them can be
+// refused by name.
+const (
+	receiveBufferBudget = 128 << 20 // chunk buffers of all receiving sessions together
+	receiveBufferIdle   = 16 << 20  // released buffers kept for the next chunks
+	sessionBufferQuota  = 32 << 20  // chunk buffers of one session
+	maxOfferFiles       = 100_000
+	maxOfferPathBytes   = 16 << 20
+	maxRefusals         = wire.MaxRefusals
+	maxRefusalLen       = wire.MaxRefusalLen
+	// maxPromptFiles bounds the files an offer event lists: a prompt shows
+	// a summary of a large offer (its folders), not a million lines.
+	maxPromptFiles = 1000
+	// bigManifest is the offer size from which the end of a session
+	// returns freed memory to the system at once.
+	bigManifest = 10_000
+)
+
+// newInbox starts the receiving side of an exchange with a peer whose
+// identity (and name, as it gave it) is known; conn, when the protocol has
+// one, provides the metrics.
+func (e *Engine) newInbox(peer identity.DeviceID, name, addr string, conn Conn) *inbox {
+	t := &Transfer{
+		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
+		peer: e.peerInfo(peer, name, addr), conn: conn, state: StateWaiting,
+		decisions: make(chan Decision, 1),
+	}
+	return &inbox{e: e, t: t, peer: peer}
+}
+
+// checkCount refuses an offer of more files than a receiver takes, before
+// its manifest is read.
+func checkCount(n int) error {
+	if n > maxOfferFiles {
+		return fmt.Errorf("%w: %d files; this device takes up to %d in one transfer (send the folder in parts or as an archive)",
+			wire.ErrTooLarge, n, maxOfferFiles)
+	}
+	return nil
+}
+
+// offer takes the offer's files. key identifies the offer across attempts
+// (the same files from the same device), or is empty: a transfer with a key
+// keeps one ID across its sessions, so a resumed transfer is the same
+// transfer. Names that cannot be stored are refused one by one; an offer
+// over the limits, or with no file left, is refused whole.
+func (in *inbox) offer(key string, files []offeredFile) error {
+	in.offered = true
+	if key != "" {
+		in.t.id = "r-" + resume.Key(in.peer.String(), key)
+	}
+	if err := checkCount(len(files)); err != nil {
+		return err
+	}
+	var pathBytes int
+	seen := make(map[string]bool, len(files))
+	for i, f := range files {
+		if pathBytes += len(f.Path); pathBytes > maxOfferPathBytes {
+			return fmt.Errorf("%w: the file names add up to over %d MB; this device takes up to that in one transfer",
+				wire.ErrTooLarge, maxOfferPathBytes>>20)
+		}
+		// A name we cannot store safely refuses that file, not the offer.
+		var ne *store.NameError
+		if err := store.ValidatePath(f.Path); errors.As(err, &ne) {
+			in.refuse(i, wire.CodeBadName, ne.Reason)
+			continue
+		} else if err != nil {
+			in.refuse(i, wire.CodeBadName, "the name cannot be stored")
+			continue
+		}
+		// Names differing only in case are both received: on a
+		// case-insensitive file system the second gets a number (its
+		// partial is created exclusively, its final name never
+		// overwrites). The very same name twice is refused.
+		if seen[f.Path] {
+			in.refuse(i, wire.CodeBadName, "the offer names this file twice")
+			continue
+		}
+		seen[f.Path] = true
+	}
+	in.files = files
+	if len(in.refused) > maxRefusals {
+		return fmt.Errorf("%w: over %d of the offered names cannot be stored", wire.ErrBadName, maxRefusals)
+	}
+	if len(in.refused) > 0 && len(in.refused) == len(files) {
+		r := in.refused[0]
+		return fmt.Errorf("%w: %s: %s", wire.ErrBadName, safetext.Name(files[r.idx].Path), r.reason)
+	}
+	return nil
+}
+
+// refuse records that offered file idx will not be accepted, whatever the
+// user decides: the rest of the offer goes on.
+func (in *inbox) refuse(idx int, code wire.Code, reason string) {
+	if len(reason) > maxRefusalLen {
+		reason = reason[:maxRefusalLen]
+		for !utf8.ValidString(reason) {
+			reason = reason[:len(reason)-1]
+		}
+	}
+	if in.refusedIdx == nil {
+		in.refusedIdx = map[int]bool{}
+	}
+	in.refusedIdx[idx] = true
+	in.refused = append(in.refused, refusal{idx: idx, code: code, reason: reason})
+}
+
+// register makes the transfer known (events, Decide, Cancel). A later
+// session of the same transfer takes over its ID.
+func (in *inbox) register() error {
+	if err := in.e.register(in.t); err != nil {
+		return err
+	}
+	in.registered = true
+	return nil
+}
+
+// decision is the answer to an offer, with the wire code of a refusal.
+type decision struct {
+	Decision
+	code wire.Code
+}
+
+// errDecided is a refusal this side decided (policy, prompt, space): the
+// receiver's own end, not the peer's.
+func errDecided(d decision) error {
+	if d.Reason == "" {
+		return codeSentinel(d.code)
+	}
+	return fmt.Errorf("%w: %s", codeSentinel(d.code), d.Reason)
+}
+
+// decide applies the accept policy, asking the user when it says so; on
+// acceptance it opens the destination and fills in.accepted.
+func (in *inbox) decide(ctx context.Context) (decision, error) {
+	e := in.e
+	e.mu.Lock()
+	policy, autoTrusted, dir := e.accept, e.autoTrusted, e.downloadDir
+	e.mu.Unlock()
+	trusted := in.t.peer.Trusted
+	var total int64
+	for i, f := range in.files {
+		if !in.refusedIdx[i] {
+			total += f.Size
+		}
+	}
+	free, _ := store.FreeSpace(dir)
+	// An offer that cannot fit is refused before anyone is asked, with the
+	// figures: a "yes" could not be kept.
+	if err := noSpace(dir, total); err != nil {
+		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
+	}
+
+	var d decision
+	switch {
+	case policy == AcceptAll, policy == AcceptTrusted && trusted, policy == AcceptAsk && autoTrusted && trusted:
+		d.Accept = true
+	case policy == AcceptTrusted:
+		return decision{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, code: wire.CodeUntrusted}, nil
+	default:
+		var err error
+		d, err = in.ask(ctx, dir, total, free)
+		if err != nil {
+			return d, err
+		}
+	}
+	if !d.Accept {
+		return d, nil
+	}
+	// Narrow to the accepted files, then check space for exactly those.
+	accepted := make([]int, 0, len(in.files))
+	if d.Files == nil {
+		for i := range in.files {
+			if !in.refusedIdx[i] {
+				accepted = append(accepted, i)
+			}
+		}
+	} else {
+		for _, i := range d.Files {
+			if i < 0 || i >= len(in.files) {
+				return d, fmt.Errorf("decision names file %d of %d", i, len(in.files))
+			}
+			if !in.refusedIdx[i] {
+				accepted = append(accepted, i)
+			}
+		}
+	}
+	if len(in.refused) > 0 {
+		d.Files = accepted // "all" no longer means every offered file
+	}
+	var need int64
+	for _, i := range accepted {
+		need += in.files[i].Size
+	}
+	if err := noSpace(dir, need); err != nil {
+		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
+	}
+	dest, err := store.Open(dir)
+	if err != nil {
+		return decision{Decision: Decision{Reason: "cannot open the download folder"}, code: wire.CodeIO}, fmt.Errorf("download folder: %w", err)
+	}
+	dest.SyncOnFinalize = e.opts.SyncFiles
+	dest.SetBufferedIO(e.opts.BufferedIO)
+	in.dest, in.destDir, in.accepted = dest, dir, accepted
+	if d.AlwaysAccept {
+		if err := e.trust.SetAlwaysAccept(in.peer, in.t.peer.Name, true); err != nil {
+			e.log.Warn("trust store", "err", err)
+		}
+	}
+	return d, nil
+}
+
+// ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
+func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
+	e := in.e
+	e.mu.Lock()
+	if e.prompts >= e.opts.MaxPrompts {
+		e.mu.Unlock()
+		return decision{Decision: Decision{Reason: "too many offers are waiting for an answer; try again in a moment"}, code: wire.CodeBusy}, nil
+	}
+	e.prompts++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.prompts--
+		e.mu.Unlock()
+	}()
+	in.t.asking.Store(true)
+	defer in.t.asking.Store(false)
+	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout)}
+	if free < 0 {
+		info.FreeBytes = -1
+	}
+	info.Count, info.Files, info.Folders = in.summary()
+	e.publish(in.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
+	timer := time.NewTimer(e.opts.PromptTimeout)
+	defer timer.Stop()
+	select {
+	case d := <-in.t.decisions:
+		return decision{Decision: d, code: wire.CodeDeclined}, nil
+	case <-timer.C:
+		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},
+			code: wire.CodeExpired}, nil
+	case <-ctx.Done():
+		return decision{}, context.Cause(ctx)
+	}
+}
+
+// summary describes the offer for a prompt: its file count, the first
+// maxPromptFiles files and every refused one, and its top-level folders.
+func (in *inbox) summary() (count int, files []FileInfo, folders []FolderInfo) {
+	refused := make(map[int]string, len(in.refused))
+	for _, r := range in.refused {
+		refused[r.idx] = r.reason
+	}
+	byName := map[string]int{}
+	for i, f := range in.files {
+		if why, no := refused[i]; i < maxPromptFiles || no {
+			files = append(files, FileInfo{Index: i, Path: f.Path, Size: f.Size, Refused: why})
+		}
+		top, _, nested := strings.Cut(f.Path, "/")
+		if !nested {
+			continue
+		}
+		k, ok := byName[top]
+		if !ok {
+			k = len(folders)
+			byName[top] = k
+			folders = append(folders, FolderInfo{Path: top})
+		}
+		folders[k].Files++
+		folders[k].Bytes += f.Size
+	}
+	return len(in.files), files, folders
+}
+
+// noSpace returns the *store.SpaceError when dir cannot hold need bytes. A
+// file system whose free space cannot be measured accepts blind: writing
+// then fails per file with a clear error, which loses nothing.
+func noSpace(dir string, need int64) error {
+	var se *store.SpaceError
+	if err := store.CheckSpace(dir, need); errors.As(err, &se) {
+		return se
+	}
+	return nil
+}
+
+// begin marks the accepted offer as running: the refused files are
+// reported, the state turns active, and the session counts toward the
+// engine's receiving sessions until finish.
+func (in *inbox) begin() {
+	in.started = true
+	in.e.mu.Lock()
+	in.e.acceptedSessions++
+	in.e.mu.Unlock()
+	for _, r := range in.refused {
+		f := in.files[r.idx]
+		in.e.publish(in.t, Event{Kind: EventFile, File: &FileResult{Path: f.Path, Size: f.Size, Err: refusalSentence(r.code, r.reason)}})
+	}
+	in.e.setState(in.t, StateActive)
+}
+
+// acceptedBytes is the size of the accepted files.
+func (in *inbox) acceptedBytes() int64 {
+	var n int64
+	for _, i := range in.accepted {
+		n += in.files[i].Size
+	}
+	return n
+}
+
+// watchProgress publishes the inbox's progress until ctx ends.
+func (in *inbox) watchProgress(ctx context.Context) {
+	in.e.watchProgress(ctx, in.t, in.bytes.Load, in.acceptedBytes(), func() int {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return in.resolvedN
+	}, len(in.accepted))
+}
+
+// resolved reports one file's outcome (saved as savedAs, or failed for
+// reason) and returns how many are resolved now.
+func (in *inbox) resolved(idx int, ok bool, savedAs, root, reason string) int {
+	f := in.files[idx]
+	fr := &FileResult{Path: f.Path, Size: f.Size, Verified: ok, Err: reason, Root: root}
+	if ok && savedAs != f.Path {
+		fr.SavedAs = savedAs
+	}
+	in.e.publish(in.t, Event{Kind: EventFile, File: fr})
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.resolvedN++
+	if ok {
+		in.verified++
+	}
+	return in.resolvedN
+}
+
+// counts are the files resolved and verified so far.
+func (in *inbox) counts() (resolved, verified int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.resolvedN, in.verified
+}
+
+// finish ends the inbox: it releases the session's hold on the engine and
+// reports the result, in honest words (see endOf). resumable says whether
+// partial data was kept for a later session. A peer that hung up before
+// offering anything (a Probe, say) leaves no trace; a malformed offer is
+// reported; a session that a newer one of the same transfer took over says
+// nothing (the newer one speaks for the transfer).
+func (in *inbox) finish(err error, resumable bool, r Result) {
+	e := in.e
+	if in.started {
+		e.mu.Lock()
+		e.acceptedSessions--
+		last := e.acceptedSessions == 0
+		e.mu.Unlock()
+		if last {
+			// The chunk buffers kept go back to the system, and so does the
+			// memory of a large manifest (the runtime would return it only
+			// minutes later): a receiver left running goes back to its idle size.
+			e.bufs.Trim()
+			if len(in.files) >= bigManifest {
+				debug.FreeOSMemory()
+			}
+		}
+	}
+	if in.dest != nil {
+		in.dest.Close()
+	}
+	if errors.Is(err, errSuperseded) {
+		return
+	}
+	if !in.registered {
+		if !in.offered && !errors.Is(err, wire.ErrProtocol) && !errors.Is(err, wire.ErrBadName) && !errors.Is(err, wire.ErrTooLarge) {
+			e.log.Debug("connection ended before an offer", "peer", in.t.peer.Addr, "err", err)
+			return
+		}
+		if e.register(in.t) != nil {
+			return
+		}
+	}
+	endOf(err, in.t.peer.Name, resumable).apply(&r)
+	r.Refused = len(in.refused)
+	r.Destination = in.destDir
+	r.Bytes = in.bytes.Load()
+	_, r.Verified = in.counts()
+	r.Files, r.TotalBytes = len(in.accepted), in.acceptedBytes()
+	if !in.started {
+		// Never accepted: say what was offered.
+		r.Files = len(in.files)
+		for _, f := range in.files {
+			r.TotalBytes += f.Size
+		}
+	}
+	e.finish(in.t, r)
+}

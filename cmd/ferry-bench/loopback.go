@@ -98,6 +98,7 @@ type loopOptions struct {
 	croc       string
 	ceilings   bool
 	md         string
+	svg        string
 	resumeCost bool
 	profile    string
 }
@@ -117,6 +118,7 @@ func parseLoopFlags(args []string) (loopOptions, error) {
 	fs.StringVar(&o.croc, "croc", "", "croc binary (default: croc in PATH or in $(go env GOPATH)/bin)")
 	fs.BoolVar(&o.ceilings, "ceilings", true, "also run the bare TLS and QUIC streams, memory to memory")
 	fs.StringVar(&o.md, "md", "", "also write the markdown tables to this `FILE`")
+	fs.StringVar(&o.svg, "svg", "", "also draw the median wall times into this `FILE` (SVG)")
 	fs.BoolVar(&o.resumeCost, "resume-cost", false, "also run each transport with the receiver keeping no resume state")
 	fs.StringVar(&o.profile, "profile", "", "write CPU profiles of both Ferry processes of every run into this `DIR`")
 	if err := fs.Parse(args); err != nil {
@@ -195,6 +197,11 @@ func runLoopback(ctx context.Context, args []string, out io.Writer) error {
 	md := loopMarkdown(tables, cells, o, started)
 	fmt.Fprintln(out)
 	fmt.Fprint(out, md)
+	if o.svg != "" {
+		if err := os.WriteFile(o.svg, []byte(loopSVG(tables, started)), 0o644); err != nil {
+			return err
+		}
+	}
 	if o.md != "" {
 		return os.WriteFile(o.md, []byte(md), 0o644)
 	}
@@ -733,4 +740,58 @@ func cpuSeconds(ps *os.ProcessState) float64 {
 func loopLastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return lines[len(lines)-1]
+}
+
+// loopSVG draws one panel per workload: a bar per transfer tool (Ferry's
+// variants and the baselines), as long as its median wall time.
+func loopSVG(tables []loopTable, started time.Time) string {
+	const (
+		W, labelW, barW = 720, 260, 380
+		rowH, gap       = 18, 30
+	)
+	var rows [][]loopCell
+	H := 40
+	for _, t := range tables {
+		var rs []loopCell
+		for _, c := range t.cells {
+			if !c.ceiling && c.skip == nil && len(t.results[c.key]) > 0 {
+				rs = append(rs, c)
+			}
+		}
+		rows = append(rows, rs)
+		H += gap + len(rs)*rowH
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14">Loopback, median wall seconds (shorter is better), %s</text>`+"\n", started.Format("2006-01-02"))
+	y := 40
+	for i, t := range tables {
+		y += gap
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold">%s</text>`+"\n", y-8, t.w)
+		longest := 0.0
+		for _, c := range rows[i] {
+			longest = max(longest, loopMedianOf(t.results[c.key]).seconds)
+		}
+		for _, c := range rows[i] {
+			s := loopMedianOf(t.results[c.key]).seconds
+			color := "#4a7ebb"
+			if c.baseline {
+				color = "#999999"
+			} else if strings.Contains(c.key, "(") {
+				color = "#a8c4e5" // a compared binary
+			}
+			w := int(float64(barW) * s / longest)
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", labelW-6, y+rowH-5, svgEscape(c.key))
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", labelW, y+2, max(w, 1), rowH-4, color)
+			fmt.Fprintf(&b, `<text x="%d" y="%d">%.2f s</text>`+"\n", labelW+w+4, y+rowH-5, s)
+			y += rowH
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func svgEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

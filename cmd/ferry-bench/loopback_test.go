@@ -28,7 +28,7 @@ func TestLoopbackQuick(t *testing.T) {
 	md := filepath.Join(dir, "loopback.md")
 	// The compared binary is the same one: its rows must still be its own.
 	err := runLoopback(context.Background(), []string{"--quick", "--workloads", "B,C", "--transports", "quic,tcp",
-		"--cli", cli, "--compare", cli, "--baselines", "rsync", "--dir", dir, "--small-dir", "", "--md", md}, &out)
+		"--cli", cli, "--compare", cli, "--baselines", "rsync", "--dir", dir, "--small-dir", "", "--md", md, "--svg", filepath.Join(dir, "loopback.svg")}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -43,6 +43,9 @@ func TestLoopbackQuick(t *testing.T) {
 		if !strings.Contains(string(table), w) {
 			t.Errorf("no row %q in\n%s", w, table)
 		}
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "loopback.svg")); err != nil || !strings.Contains(string(svg), ">ferry tcp (ferry-cli)<") {
+		t.Errorf("chart: %v\n%s", err, svg)
 	}
 }
 

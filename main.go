@@ -3,11 +3,14 @@
 //
 // Usage:
 //
-//	ferry [--config DIR] [--minimized]
+//	ferry [--config DIR] [--minimized] [FILE...]
 //
 // --config DIR keeps identity, trust, settings and history in DIR instead of
 // the user config dir (separate instances on one machine); --minimized starts
-// in the tray (used by the login item).
+// in the tray (used by the login item; only where a tray shows icons). FILEs
+// open the device chooser to send them. One Ferry runs per config dir: a
+// later launch hands its FILEs to the running one, which raises its window,
+// and exits (file managers' "Open with Ferry" works this way).
 package main
 
 import (
@@ -26,12 +29,7 @@ func main() {
 	config := flag.String("config", "", "config `dir` (default: the user config dir/Ferry)")
 	minimized := flag.Bool("minimized", false, "start minimised to the tray")
 	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "ferry: unexpected arguments %q\n", flag.Args())
-		flag.Usage()
-		os.Exit(2)
-	}
-	if err := app.Run(app.Options{ConfigDir: *config, Minimized: *minimized, Icon: icon}); err != nil {
+	if err := app.Run(app.Options{ConfigDir: *config, Minimized: *minimized, Files: flag.Args(), Icon: icon}); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)
 		os.Exit(1)
 	}

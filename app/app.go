@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
 
+	"github.com/ferrydrop/ferry/app/instance"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/ui"
@@ -31,6 +33,9 @@ type Options struct {
 	ConfigDir string
 	// Minimized starts hidden in the tray (when there is a tray).
 	Minimized bool
+	// Files to send: the device chooser opens for them. When Ferry already
+	// runs with this config dir, they are handed to it and Run returns.
+	Files []string
 	// Icon is the app and tray icon (PNG).
 	Icon []byte
 	// Logger receives diagnostics; nil means warnings and errors to stderr.
@@ -71,6 +76,25 @@ func Run(opts Options) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("config dir: %w", err)
 	}
+	files, err := absFiles(opts.Files)
+	if err != nil {
+		return err
+	}
+	// One Ferry per config dir: a second launch hands its files over.
+	inst, err := instance.Claim(dir)
+	if errors.Is(err, instance.ErrRunning) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := instance.HandOver(ctx, dir, instance.Request{Files: files}); err != nil {
+			return fmt.Errorf("ferry is already running with %s but did not answer: %w", dir, err)
+		}
+		log.Info("handed over to the running instance", "files", len(files))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer inst.Close()
 
 	home, _ := os.UserHomeDir()
 	settings, err := openSettings(dir, ui.Settings{DownloadDir: filepath.Join(home, "Downloads"), Policy: ui.PolicyEveryone, AutoAcceptTrusted: true})
@@ -95,12 +119,22 @@ func Run(opts Options) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	disc, err := discovery.New(discovery.Options{SelfID: eng.ID(), Prober: prober(eng), Remembered: remembered(eng)})
+	dopts := discovery.Options{SelfID: eng.ID(), Prober: prober(eng), Remembered: remembered(eng)}
+	advOpts := smokeIsolate(&dopts)
+	disc, err := discovery.New(dopts)
 	if err != nil {
 		return fmt.Errorf("start discovery: %w", err)
 	}
 
 	a := fyneapp.NewWithID(AppID)
+	if m := a.Metadata(); m.Name == "" {
+		// Built without `fyne package`: the tray would show the app ID.
+		m.Name = "Ferry"
+		if m.ID == "" {
+			m.ID = AppID
+		}
+		fyneapp.SetMetadata(m)
+	}
 	var icon fyne.Resource
 	if len(opts.Icon) > 0 {
 		icon = fyne.NewStaticResource("ferry.png", opts.Icon)
@@ -112,8 +146,8 @@ func Run(opts Options) error {
 
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
-	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, openURL: a.OpenURL,
-		autostartArgs: autostartArgs, names: map[string]ui.Peer{}}
+	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history,
+		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts}
 	b.synthetic = func(ev ui.TransferEvent) {
 		select {
 		case transfers <- ev:
@@ -122,23 +156,28 @@ func Run(opts Options) error {
 	}
 	defer b.close()
 
-	u := ui.New(a, w, b, ui.Device{ID: eng.ID(), Name: eng.Name()}, ui.Options{})
+	u := ui.New(a, w, b, ui.Device{ID: eng.ID(), Name: eng.Name()}, ui.Options{Notify: newNotifier(a, opts.Icon, log)})
 	u.OnShow = func() { w.Show(); w.RequestFocus() }
 	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
+	u.OnQuit = a.Quit
+	b.problem = func(what string, err error) { fyne.Do(func() { u.ShowError(what, err) }) }
+	b.openFolder = folderOpener(a, b.problem)
 
 	// The tray needs a D-Bus session bus on Linux: without one Fyne's
-	// systray fails and App.Quit later panics.
+	// systray fails and App.Quit later panics. Whether a tray host shows
+	// the icon is asked each time it matters: panels come and go.
 	tray := false
 	if desk, ok := a.(desktop.App); ok && trayAvailable() {
 		desk.SetSystemTrayMenu(u.Tray())
 		if icon != nil {
 			desk.SetSystemTrayIcon(icon)
 		}
+		// The menu changes in place; installing it again redraws it.
 		u.OnTrayChanged = desk.SetSystemTrayMenu
 		tray = true
 	}
 	w.SetCloseIntercept(func() {
-		if !u.HandleClose(tray) {
+		if !u.HandleClose(tray && trayHost()) {
 			a.Quit()
 		}
 	})
@@ -167,9 +206,23 @@ func Run(opts Options) error {
 	run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, devices) })
 	run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
 	run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
+	run("instance", func(ctx context.Context) error {
+		return inst.Serve(ctx, func(r instance.Request) { fyne.Do(func() { u.OpenFiles(r.Files) }) })
+	})
 
-	if !(tray && (opts.Minimized || s.StartMinimized)) {
+	// Start hidden only where the tray can bring the window back; at login
+	// the panel may come up a moment after Ferry.
+	hidden := false
+	if tray && len(files) == 0 && (opts.Minimized || s.StartMinimized) {
+		wctx, wcancel := context.WithTimeout(ctx, trayWait)
+		hidden = waitTrayHost(wctx)
+		wcancel()
+	}
+	if !hidden {
 		w.Show()
+	}
+	if len(files) > 0 {
+		u.OpenFiles(files)
 	}
 	a.Run()
 	cancel()
@@ -179,6 +232,26 @@ func Run(opts Options) error {
 
 // trayAvailable reports whether a system tray can work here.
 func trayAvailable() bool { return trayPlatformOK() }
+
+// trayWait bounds how long a --minimized start waits for a tray host.
+const trayWait = 5 * time.Second
+
+// absFiles makes the files given on the command line absolute (the running
+// instance has another working directory) and checks that they exist.
+func absFiles(paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("cannot send %s: %w", p, err)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
 
 // remembered lists trusted peers for discovery's direct probes.
 func remembered(eng *engine.Engine) func() []discovery.Remembered {
@@ -217,6 +290,7 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 			continue
 		}
 		b.fillPeer(&uev)
+		b.explain(&uev)
 		if uev.Kind == ui.TransferResult && uev.Result != nil {
 			if err := b.history.add(historyEntry(uev)); err != nil {
 				slog.Warn("history", "err", err)

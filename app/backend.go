@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/ferrydrop/ferry/app/autostart"
@@ -23,7 +23,6 @@ type backend struct {
 	disc     *discovery.Discovery
 	settings *settingsStore
 	history  *historyStore
-	openURL  func(*url.URL) error
 	// autostartArgs start this instance again at login (its --config).
 	autostartArgs []string
 	// synthetic delivers events the engine never sees (a send that could
@@ -31,10 +30,17 @@ type backend struct {
 	synthetic func(ui.TransferEvent)
 	// advertiseOpts tune the mDNS advertisement (tests keep it off the network).
 	advertiseOpts []discovery.AdvertiseOption
+	// openFolder shows a folder in the file manager; a failure it finds out
+	// about later (no handler) goes to problem.
+	openFolder func(path string) error
+	// problem shows an error that happened after the call that caused it
+	// returned. May be nil.
+	problem func(what string, err error)
 
 	mu        sync.Mutex // guards the fields below
 	adv       *discovery.Advertiser
 	names     map[string]ui.Peer // outgoing transfer ID -> the device it goes to
+	intents   map[string]*intent // transfer ID -> what this device did to it
 	nextLocal int
 }
 
@@ -44,7 +50,7 @@ var _ ui.Backend = (*backend)(nil)
 // while and must not freeze the window.
 func (b *backend) Send(dev ui.Device, paths []string) error {
 	if dev.QUICAddr == "" && dev.TCPAddr == "" {
-		return errors.New("this device has no known address; wait until it is visible or add it by address")
+		return &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
 	}
 	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID}
 	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
@@ -76,7 +82,7 @@ func (b *backend) start(peer ui.Peer, send func() (*engine.Transfer, error)) {
 			id := fmt.Sprintf("local-%d", b.nextLocal)
 			b.mu.Unlock()
 			b.synthetic(ui.TransferEvent{Kind: ui.TransferResult, ID: id, Direction: ui.Outgoing, Peer: peer,
-				State: ui.StateFailed, Result: &ui.Result{State: ui.StateFailed, Err: "could not start: " + err.Error()}})
+				State: ui.StateFailed, Result: &ui.Result{State: ui.StateFailed, Err: "The transfer could not start: " + err.Error() + "."}})
 			return
 		}
 		b.mu.Lock()
@@ -145,21 +151,72 @@ func (b *backend) fillPeer(ev *ui.TransferEvent) {
 }
 
 func (b *backend) Decide(id string, d ui.Decision) error {
-	return b.eng.Decide(id, engine.Decision{Accept: d.Accept, AlwaysAccept: d.AlwaysAccept, Reason: d.Reason})
+	b.intend(id, func(in *intent) { in.decided, in.expired = true, d.Expired })
+	return b.eng.Decide(id, engine.Decision{Accept: d.Accept, AlwaysAccept: d.AlwaysAccept, Reason: d.Reason, Expired: d.Expired})
 }
 
-func (b *backend) Cancel(id string) error { return b.eng.Cancel(id) }
+func (b *backend) Cancel(id string) error {
+	b.intend(id, func(in *intent) { in.cancelled = true })
+	return b.eng.Cancel(id)
+}
 
 func (b *backend) AddDevice(ctx context.Context, addr string) (ui.Device, error) {
 	if _, p, err := net.SplitHostPort(addr); err != nil || p == "" {
-		return ui.Device{}, fmt.Errorf("%q is not an address: enter it like 192.168.1.20:52000", addr)
+		return ui.Device{}, &ui.Problem{Text: "Enter the address with its port, like 192.168.1.20:52000."}
 	}
 	// A TLS handshake (engine.Probe) proves the ID before the device is listed.
 	p, err := b.disc.AddManual(ctx, addr)
 	if err != nil {
-		return ui.Device{}, err
+		return ui.Device{}, &ui.Problem{Text: "No Ferry device could be added at that address. Check it, and that Ferry is open and receiving on the other device.", Err: err}
 	}
 	return toUIDevice(p, b.trust(p.ID), true), nil
+}
+
+// intend records what this device did to a transfer.
+func (b *backend) intend(id string, f func(*intent)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	in := b.intents[id]
+	if in == nil {
+		if b.intents == nil {
+			b.intents = map[string]*intent{}
+		}
+		in = &intent{}
+		b.intents[id] = in
+	}
+	f(in)
+}
+
+// explain completes an event with what the engine's events do not carry
+// today but this device knows: who stopped a transfer and why (from what
+// the user did here) and the files of an offer that was never accepted.
+// Offers and results keep
+// b.intents in step: an entry lives from the offer (or the user's action)
+// to the transfer's result.
+func (b *backend) explain(ev *ui.TransferEvent) {
+	switch ev.Kind {
+	case ui.TransferOffer:
+		if ev.Offer != nil {
+			o := *ev.Offer
+			b.intend(ev.ID, func(in *intent) { in.offer = &o })
+		}
+	case ui.TransferResult:
+		if ev.Result == nil {
+			return
+		}
+		b.mu.Lock()
+		in := b.intents[ev.ID]
+		if ev.Result.State.Final() {
+			// Paused or interrupted transfers go on under the same ID.
+			delete(b.intents, ev.ID)
+		}
+		b.mu.Unlock()
+		var know intent
+		if in != nil {
+			know = *in
+		}
+		fillOutcome(ev.Result, ev.Direction, know, ev.Time, b.ctx.Err() != nil)
+	}
 }
 
 func (b *backend) trust(id string) trust { return trustOf(b.eng.Trusted(), id) }
@@ -170,6 +227,7 @@ func (b *backend) Settings() ui.Settings { return b.settings.get() }
 // item, then stores it.
 func (b *backend) SaveSettings(s ui.Settings) error {
 	old := b.settings.get()
+	s.DeviceName = strings.TrimSpace(s.DeviceName)
 	var errs []error
 	if s.DeviceName != old.DeviceName && s.DeviceName != "" {
 		b.eng.SetName(s.DeviceName)
@@ -250,9 +308,9 @@ func (b *backend) History() []ui.HistoryEntry { return b.history.list() }
 
 func (b *backend) OpenFolder(p string) error {
 	if _, err := os.Stat(p); err != nil {
-		return fmt.Errorf("the folder %s is gone", p)
+		return &ui.Problem{Text: fmt.Sprintf("The folder %s is no longer there.", p), Err: err}
 	}
-	return b.openURL(&url.URL{Scheme: "file", Path: p})
+	return b.openFolder(p)
 }
 
 // close withdraws the advertisement.

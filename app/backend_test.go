@@ -16,10 +16,14 @@ import (
 
 // newTestBackend wires a real engine (listening on loopback only) with a
 // discovery that never touches the network.
-func newTestBackend(t *testing.T) *backend {
+func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
 	t.Helper()
 	dir := t.TempDir()
-	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: "test", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	eo := engine.Options{ConfigDir: dir, Name: "test", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"}
+	for _, f := range tune {
+		f(&eo)
+	}
+	eng, err := engine.New(eo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		Time:      ev.Time,
 	}
 	if o := ev.Offer; o != nil {
-		uo := &ui.Offer{Total: o.TotalBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires}
+		uo := &ui.Offer{Count: o.Count, Total: o.TotalBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires}
 		for _, f := range o.Files {
 			uo.Files = append(uo.Files, ui.FileInfo{Path: f.Path, Size: f.Size})
 		}
@@ -82,7 +82,8 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		out.Transport, out.Reason = t.Name, t.Reason
 	}
 	if r := ev.Result; r != nil {
-		out.Result = &ui.Result{State: ui.State(r.State), Err: r.Err, Files: r.Files, Verified: r.Verified, Bytes: r.Bytes,
+		out.Result = &ui.Result{State: ui.State(r.State), Code: ui.Code(r.Code), ByPeer: r.ByPeer, Err: r.Err,
+			Files: r.Files, Verified: r.Verified, Bytes: r.Bytes,
 			Duration: time.Duration(r.Duration * float64(time.Second)), Transport: r.Transport, TransportReason: r.Reason,
 			Resent: r.Resent, Destination: r.Destination, Metrics: toUIMetrics(r.Metrics)}
 		if out.State == "" {
@@ -92,13 +93,68 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 	return out, true
 }
 
+// intent is what this device did to a transfer and saw of it, which the
+// engine's result does not say: whether the user cancelled it here, whether
+// the prompt answered (and whether it answered because nobody did), and
+// what was offered.
+type intent struct {
+	cancelled bool
+	decided   bool
+	expired   bool
+	offer     *ui.Offer
+}
+
+// fillOutcome sets r.Code and r.ByPeer where the engine left them empty
+// (an older engine's events, or states it reports without a code),
+// from the state it reported and what this device did (in); at is when the
+// transfer ended, quitting whether Ferry is closing. It also counts the
+// offered files of an offer that ended unaccepted, which the engine reports
+// as none.
+func fillOutcome(r *ui.Result, dir ui.Direction, in intent, at time.Time, quitting bool) {
+	incoming := dir == ui.Incoming
+	if r.Code == ui.CodeNone {
+		switch r.State {
+		case ui.StateCancelled:
+			// Closing Ferry cancels what runs; that was this side too.
+			r.Code, r.ByPeer = ui.CodeCancelled, !in.cancelled && !quitting
+		case ui.StateDeclined:
+			switch {
+			case !incoming:
+				r.Code, r.ByPeer = ui.CodeDeclined, true
+			case in.expired:
+				r.Code = ui.CodeExpired
+			case in.decided:
+				r.Code = ui.CodeDeclined
+			}
+			// Incoming and undecided: the engine's policy declined it
+			// (no space, untrusted, busy); the code stays unknown.
+		case ui.StateFailed:
+			// The engine ends an unanswered offer itself when its own
+			// prompt timer fires; the user never answered, and the offer's
+			// deadline had passed.
+			if incoming && in.offer != nil && !in.decided && !in.offer.Expires.IsZero() && !at.Before(in.offer.Expires) || in.expired {
+				r.Code = ui.CodeExpired
+			}
+		}
+	}
+	if r.State != ui.StateDone && in.offer != nil {
+		// An offer that ended before any byte arrived: say what was offered.
+		if r.Files == 0 {
+			r.Files = in.offer.FileCount()
+		}
+		if r.Bytes == 0 {
+			r.Bytes = in.offer.Total
+		}
+	}
+}
+
 // historyEntry is what the history keeps of a finished transfer.
 func historyEntry(ev ui.TransferEvent) ui.HistoryEntry {
 	r := ev.Result
 	return ui.HistoryEntry{
 		ID: ev.ID, Direction: ev.Direction, PeerName: ev.Peer.Name, PeerID: ev.Peer.ID,
-		Files: r.Files, Bytes: r.Bytes, State: r.State, Err: r.Err, Transport: r.Transport,
-		Destination: r.Destination, Finished: ev.Time, Duration: r.Duration.Seconds(),
+		Files: r.Files, Bytes: r.Bytes, State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err,
+		Transport: r.Transport, Destination: r.Destination, Finished: ev.Time, Duration: r.Duration.Seconds(),
 	}
 }
 

@@ -60,3 +60,46 @@ func TestTrustOf(t *testing.T) {
 		}
 	}
 }
+
+// TestFillOutcome: today's engine reports a state and a text; what this
+// device did decides who stopped a transfer and why.
+func TestFillOutcome(t *testing.T) {
+	end := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	offer := &ui.Offer{Files: []ui.FileInfo{{Path: "a", Size: 10}, {Path: "b", Size: 20}}, Total: 30, Expires: end.Add(-time.Second)}
+	later := &ui.Offer{Files: offer.Files, Total: 30, Expires: end.Add(time.Minute)}
+	for _, c := range []struct {
+		name     string
+		state    ui.State
+		dir      ui.Direction
+		in       intent
+		quitting bool
+		code     ui.Code
+		byPeer   bool
+		files    int
+	}{
+		{"done", ui.StateDone, ui.Outgoing, intent{}, false, ui.CodeNone, false, 0},
+		{"cancelled here", ui.StateCancelled, ui.Outgoing, intent{cancelled: true}, false, ui.CodeCancelled, false, 0},
+		{"cancelled by the sender", ui.StateCancelled, ui.Incoming, intent{}, false, ui.CodeCancelled, true, 0},
+		{"withdrawn offer", ui.StateCancelled, ui.Incoming, intent{offer: later}, false, ui.CodeCancelled, true, 2},
+		{"cancelled by quitting", ui.StateCancelled, ui.Outgoing, intent{}, true, ui.CodeCancelled, false, 0},
+		{"receiver declined", ui.StateDeclined, ui.Outgoing, intent{}, false, ui.CodeDeclined, true, 0},
+		{"declined here", ui.StateDeclined, ui.Incoming, intent{decided: true, offer: later}, false, ui.CodeDeclined, false, 2},
+		{"prompt expired", ui.StateDeclined, ui.Incoming, intent{decided: true, expired: true, offer: offer}, false, ui.CodeExpired, false, 2},
+		{"engine timer expired", ui.StateFailed, ui.Incoming, intent{offer: offer}, false, ui.CodeExpired, false, 2},
+		{"lost while asking", ui.StateFailed, ui.Incoming, intent{offer: later}, false, ui.CodeNone, false, 2},
+		{"declined by policy", ui.StateDeclined, ui.Incoming, intent{}, false, ui.CodeNone, false, 0},
+		{"failed", ui.StateFailed, ui.Outgoing, intent{}, false, ui.CodeNone, false, 0},
+	} {
+		r := &ui.Result{State: c.state}
+		fillOutcome(r, c.dir, c.in, end, c.quitting)
+		if r.Code != c.code || r.ByPeer != c.byPeer || r.Files != c.files {
+			t.Errorf("%s: code %q by peer %v files %d, want %q %v %d", c.name, r.Code, r.ByPeer, r.Files, c.code, c.byPeer, c.files)
+		}
+	}
+	// A code the engine gave is kept.
+	r := &ui.Result{State: ui.StateFailed, Code: ui.CodeNoSpace, ByPeer: true}
+	fillOutcome(r, ui.Outgoing, intent{cancelled: true}, end, false)
+	if r.Code != ui.CodeNoSpace || !r.ByPeer {
+		t.Errorf("engine code overwritten: %+v", r)
+	}
+}

@@ -9,20 +9,42 @@ import (
 	"strings"
 	"time"
 
+	"net"
+
 	"fyne.io/fyne/v2"
+
+	"github.com/ferrydrop/ferry/discovery"
 
 	"github.com/ferrydrop/ferry/ui"
 )
 
-// Hooks for scripts/gui-smoke.sh only. They do nothing unless their
-// environment variable is set.
+// Hooks for scripts/gui-smoke.sh and the GUI end-to-end test only. They do
+// nothing unless their environment variable is set. They stand in for
+// mDNS, which a test cannot count on.
 //
 //	FERRY_SMOKE_STATUS=file     write {"id","name","quic","tcp"} once receiving
 //	FERRY_SMOKE_SEND=addr=path  add the device at addr, then send path to it
+//	FERRY_SMOKE_ADD=addr        add the device at addr (a row to drop files on);
+//	                            with FERRY_SMOKE_STATUS, write file.added after it
+//	FERRY_SMOKE_ISOLATED=1      no mDNS: neither see nor be seen by other Ferrys
+//	                            on the network (the device list is the test's)
 const (
-	envSmokeStatus = "FERRY_SMOKE_STATUS"
-	envSmokeSend   = "FERRY_SMOKE_SEND"
+	envSmokeStatus   = "FERRY_SMOKE_STATUS"
+	envSmokeSend     = "FERRY_SMOKE_SEND"
+	envSmokeAdd      = "FERRY_SMOKE_ADD"
+	envSmokeIsolated = "FERRY_SMOKE_ISOLATED"
 )
+
+// smokeIsolate keeps discovery and the advertisement off the network when
+// FERRY_SMOKE_ISOLATED is set; it returns the advertisement's options.
+func smokeIsolate(o *discovery.Options) []discovery.AdvertiseOption {
+	if os.Getenv(envSmokeIsolated) == "" {
+		return nil
+	}
+	none := func() ([]net.Interface, error) { return nil, nil }
+	o.Interfaces = none
+	return []discovery.AdvertiseOption{discovery.WithInterfaceLister(none)}
+}
 
 func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	if f := os.Getenv(envSmokeStatus); f != "" {
@@ -35,6 +57,20 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 			return fmt.Errorf("smoke status: %w", err)
 		}
 	}
+	if addr := os.Getenv(envSmokeAdd); addr != "" {
+		dev, err := smokeAdd(ctx, b, u, addr)
+		if err != nil {
+			return fmt.Errorf("smoke add: %w", err)
+		}
+		if f := os.Getenv(envSmokeStatus); f != "" {
+			// Tell the test the row is there to drop files on.
+			fyne.DoAndWait(func() {})
+			data, _ := json.Marshal(map[string]string{"added": dev.ID})
+			if err := writeFileAtomic(f+".added", data); err != nil {
+				return fmt.Errorf("smoke add: %w", err)
+			}
+		}
+	}
 	spec := os.Getenv(envSmokeSend)
 	if spec == "" {
 		return nil
@@ -43,6 +79,15 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	if !ok {
 		return errors.New("smoke send: want addr=path")
 	}
+	dev, err := smokeAdd(ctx, b, u, addr)
+	if err != nil {
+		return fmt.Errorf("smoke send: %w", err)
+	}
+	return b.Send(dev, []string{path})
+}
+
+// smokeAdd adds the device at addr to the list, retrying while it starts.
+func smokeAdd(ctx context.Context, b *backend, u *ui.UI, addr string) (ui.Device, error) {
 	var dev ui.Device
 	var err error
 	for i := 0; i < 20; i++ {
@@ -58,8 +103,8 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("smoke send: %w", err)
+		return ui.Device{}, err
 	}
 	fyne.Do(func() { u.ApplyDevice(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: dev}) })
-	return b.Send(dev, []string{path})
+	return dev, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/ferrydrop/ferry/internal/atomicfile"
@@ -70,6 +71,8 @@ func openSettings(dir string, defaults ui.Settings) (*settingsStore, error) {
 	default:
 		st.s.Policy = ui.PolicyEveryone
 	}
+	// Names saved before they were trimmed on save keep no stray spaces.
+	st.s.DeviceName = strings.TrimSpace(st.s.DeviceName)
 	if st.s.DownloadDir == "" {
 		st.s.DownloadDir = defaults.DownloadDir
 	}
@@ -115,16 +118,20 @@ func (h *historyStore) list() []ui.HistoryEntry {
 	return append([]ui.HistoryEntry(nil), h.entries...)
 }
 
-// add records a finished transfer (once per ID) and saves the file.
+// add records how a transfer ended and saves the file. A transfer that
+// stopped for now (interrupted, paused by the sender) and later ends keeps
+// one entry: the later one replaces it, on top.
 func (h *historyStore) add(e ui.HistoryEntry) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	kept := make([]ui.HistoryEntry, 0, len(h.entries)+1)
+	kept = append(kept, e)
 	for _, old := range h.entries {
-		if old.ID == e.ID {
-			return nil
+		if old.ID != e.ID {
+			kept = append(kept, old)
 		}
 	}
-	h.entries = append([]ui.HistoryEntry{e}, h.entries...)
+	h.entries = kept
 	if len(h.entries) > maxHistory {
 		h.entries = h.entries[:maxHistory]
 	}

@@ -16,8 +16,12 @@ func TestHistoryPersistsAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	for i, id := range []string{"a", "b", "a"} {
-		if err := h.add(ui.HistoryEntry{ID: id, PeerName: "Alice", Files: 1, State: ui.StateDone, Finished: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+	// "a" is interrupted, "b" arrives, then "a" resumes and arrives: one entry each.
+	for i, e := range []struct {
+		id string
+		st ui.State
+	}{{"a", ui.StateInterrupted}, {"b", ui.StateDone}, {"a", ui.StateDone}} {
+		if err := h.add(ui.HistoryEntry{ID: e.id, PeerName: "Alice", Files: 1, State: e.st, Finished: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -26,8 +30,8 @@ func TestHistoryPersistsAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := h2.list()
-	if len(got) != 2 || got[0].ID != "b" || got[1].ID != "a" {
-		t.Fatalf("reloaded history = %+v, want b then a (no duplicate)", got)
+	if len(got) != 2 || got[0].ID != "a" || got[0].State != ui.StateDone || got[1].ID != "b" {
+		t.Fatalf("reloaded history = %+v, want a (done, replacing its interruption) then b", got)
 	}
 	tmp, _ := filepath.Glob(filepath.Join(dir, ".tmp-*"))
 	if len(tmp) != 0 {

@@ -161,6 +161,9 @@ type Decision struct {
 	Reason string
 	// AlwaysAccept trusts the sender and accepts its future offers without asking.
 	AlwaysAccept bool
+	// Expired: nobody answered; the prompt declined by itself (the sender
+	// reads "Expired", not "Declined").
+	Expired bool
 }
 
 // TrustedPeer is a device this one has exchanged files with.

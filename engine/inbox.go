@@ -302,6 +302,9 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 	defer timer.Stop()
 	select {
 	case d := <-in.t.decisions:
+		if !d.Accept && d.Expired {
+			return decision{Decision: d, code: wire.CodeExpired}, nil
+		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
 	case <-timer.C:
 		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},

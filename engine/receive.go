@@ -172,16 +172,9 @@ func (rx *receiver) run(ctx context.Context) error {
 		case <-gctx.Done():
 			return nil
 		}
-		// A cancel the sender sent before it closed is still to be read:
-		// the control stream's reader speaks first, if it runs.
-		t := time.NewTimer(time.Second)
-		defer t.Stop()
-		select {
-		case <-rx.ctlDone:
+		// A cancel the sender sent before it closed is still to be read.
+		if rx.controlSpeaksFirst(gctx) {
 			return nil
-		case <-gctx.Done():
-			return nil
-		case <-t.C:
 		}
 		select {
 		case <-rx.complete:
@@ -542,18 +535,29 @@ func (rx *receiver) dataEnded(ctx context.Context, err error) error {
 		return nil
 	}
 	// A data stream that breaks is most often the whole connection ending
-	// (TCP resets a paused or cancelled sender's streams): the control
-	// stream tells why, if the sender said, so its reader speaks first.
+	// (TCP resets a paused or cancelled sender's streams).
+	if rx.controlSpeaksFirst(ctx) {
+		return nil
+	}
+	return err
+}
+
+// controlSpeaksFirst waits a moment for the control stream's reader when
+// the connection or a stream broke: the sender's reason for ending (a
+// cancel, a pause) is on the control stream, so its account of the end
+// wins over a broken stream's. It reports whether the reader (or the
+// session) ended meanwhile.
+func (rx *receiver) controlSpeaksFirst(ctx context.Context) bool {
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	select {
 	case <-rx.ctlDone:
-		return nil
+		return true
 	case <-ctx.Done():
-		return nil
+		return true
 	case <-t.C:
+		return false
 	}
-	return err
 }
 
 func nilIfDone(ctx context.Context, err error) error {

@@ -197,30 +197,17 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 	return haves, done
 }
 
-// PartialTransfer describes an unfinished incoming transfer kept for resume.
-type PartialTransfer struct {
-	Key      string
-	PeerID   string
-	PeerName string
-	Dest     string
-	Files    int
-	Bytes    int64 // verified bytes held on disk
-	Updated  time.Time
-}
+// PartialTransfer describes an unfinished incoming transfer kept for resume:
+// who sent it, where it goes, and the verified bytes its partial files hold.
+type PartialTransfer = resume.Summary
 
-// Partials lists unfinished incoming transfers and the disk space they hold.
-func (e *Engine) Partials() []PartialTransfer {
-	var out []PartialTransfer
-	for _, s := range e.resume.List() {
-		out = append(out, PartialTransfer{Key: s.Key, PeerID: s.PeerID, PeerName: s.PeerName, Dest: s.Dest,
-			Files: s.Files, Bytes: s.Bytes, Updated: s.Updated})
-	}
-	return out
-}
+// Partials lists unfinished incoming transfers and the disk space they hold,
+// most recently touched first.
+func (e *Engine) Partials() []PartialTransfer { return e.resume.List() }
 
 // DiscardPartial removes an unfinished transfer's .partial files and state.
 func (e *Engine) DiscardPartial(key string) error {
-	for _, s := range e.resume.List() {
+	for _, s := range e.Partials() {
 		if s.Key != key {
 			continue
 		}

@@ -90,18 +90,17 @@ cat >"$out/cfgB/settings.json" <<JSON
 JSON
 head -c "$(( ${SMOKE_MB:-200} * 1000000 ))" /dev/urandom >"$out/sendB/holiday photos.bin"
 
-# A starts minimised to the tray: the incoming offer must bring its window up.
-FERRY_SMOKE_STATUS="$out/a.json" "$out/ferry" --config "$out/cfgA" --minimized >"$out/a.log" 2>&1 &
+# A is asked to start minimised, but this desktop has no tray host (nobody
+# owns org.kde.StatusNotifierWatcher): hidden, it could not be brought back,
+# so its window shows.
+FERRY_SMOKE_ISOLATED=1 FERRY_SMOKE_STATUS="$out/a.json" "$out/ferry" --config "$out/cfgA" --minimized >"$out/a.log" 2>&1 &
 pids+=($!)
 wait_for 30 "instance A to listen" test -s "$out/a.json"
-if has_visible_window "Ferry A"; then
-	echo "FAIL: A started with --minimized but its window is visible" >&2
-	exit 1
-fi
+wait_for 10 "A's window (no tray to minimise to)" has_visible_window "Ferry A"
 
 addr=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["quic"])' "$out/a.json")
 addr="127.0.0.1:${addr##*:}"
-FYNE_THEME=light FERRY_SMOKE_SEND="$addr=$out/sendB/holiday photos.bin" \
+FYNE_THEME=light FERRY_SMOKE_ISOLATED=1 FERRY_SMOKE_SEND="$addr=$out/sendB/holiday photos.bin" \
 	"$out/ferry" --config "$out/cfgB" >"$out/b.log" 2>&1 &
 pids+=($!)
 wait_for 30 "window B" has_visible_window "Ferry B"
@@ -131,8 +130,9 @@ snap "$winA" a-done.png
 snap "$winB" b-done.png
 
 # The details view of B's transfer (connection metrics, per-file results):
-# click its Details button, found at the right end of the transfer's state line.
-xdotool mousemove --window "$winB" 925 272 click 1
+# click its Details button, at the right end of the transfer's state line
+# (below the window menu bar).
+xdotool mousemove --window "$winB" 925 300 click 1
 sleep 1
 snap "$winB" b-details.png
 echo "notifications:"

@@ -28,7 +28,7 @@ type deviceList struct {
 type deviceRow struct {
 	dev  Device
 	obj  fyne.CanvasObject
-	send *widget.Button
+	send *button
 }
 
 func newDeviceList(u *UI) *deviceList {
@@ -188,7 +188,7 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	info.Truncation = fyne.TextTruncateEllipsis
 
 	dev := d
-	r.send = widget.NewButtonWithIcon("Send…", theme.UploadIcon(), func() { l.u.pickAndSend(&dev) })
+	r.send = l.u.newButton("Send…", theme.UploadIcon(), func() { l.u.pickAndSend(&dev) })
 	if !d.Online && d.QUICAddr == "" && d.TCPAddr == "" {
 		r.send.Disable()
 	}

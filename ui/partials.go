@@ -26,7 +26,7 @@ type partialsView struct {
 type partialRow struct {
 	p       PartialTransfer
 	text    *widget.Label
-	discard *widget.Button
+	discard *button
 }
 
 func newPartialsView(u *UI) *partialsView {
@@ -36,7 +36,7 @@ func newPartialsView(u *UI) *partialsView {
 	hint.Wrapping = fyne.TextWrapWord
 	hint.SizeName = theme.SizeNameCaptionText
 	v.total = widget.NewLabel("")
-	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), v.reload)
+	refresh := u.newButton("Refresh", theme.ViewRefreshIcon(), v.reload)
 	v.box = container.NewVBox()
 	v.obj = container.NewVBox(
 		container.NewBorder(nil, nil, nil, refresh, head),
@@ -61,7 +61,7 @@ func (v *partialsView) reload() {
 		r.text = widget.NewLabel(partialText(p, now))
 		r.text.Truncation = fyne.TextTruncateEllipsis
 		key := p.Key
-		r.discard = widget.NewButtonWithIcon("Discard", theme.DeleteIcon(), func() { v.discard(key) })
+		r.discard = v.u.newButton("Discard", theme.DeleteIcon(), func() { v.discard(key) })
 		v.rows = append(v.rows, r)
 		objs = append(objs, container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), r.discard, r.text))
 	}

@@ -18,10 +18,11 @@ type prompt struct {
 
 	// set while shown
 	dlg     *dialog.CustomDialog
-	accept  *widget.Button
-	decline *widget.Button
-	always  *widget.Check
+	accept  *button
+	decline *button
+	always  *check
 	more    *widget.Label
+	scroll  *container.Scroll
 }
 
 // promptQueue shows incoming offers one at a time. It is bounded: an offer
@@ -53,7 +54,7 @@ func (q *promptQueue) offer(ev TransferEvent) {
 	q.queue = append(q.queue, p)
 	body := fmt.Sprintf("%s wants to send you files.", who)
 	if o := ev.Offer; o != nil {
-		body = fmt.Sprintf("%s wants to send you %s (%s).", who, plural(len(o.Files), "file"), HumanBytes(o.Total))
+		body = fmt.Sprintf("%s wants to send you %s (%s).", who, plural(o.FileCount(), "file"), HumanBytes(o.Total))
 	}
 	q.u.notify("Incoming files", body)
 	if len(q.queue) == 1 {
@@ -102,8 +103,9 @@ func (q *promptQueue) expire(now time.Time) {
 			continue
 		}
 		q.remove(p.ev.ID)
-		_ = q.u.be.Decide(p.ev.ID, Decision{Accept: false, Reason: "the offer was not answered in time"})
-		q.u.notify("Offer expired", fmt.Sprintf("The offer from %s was declined because nobody answered.", EscapeName(p.ev.Peer.Name)))
+		_ = q.u.be.Decide(p.ev.ID, Decision{Accept: false, Expired: true, Reason: "the offer was not answered in time"})
+		q.u.notify("Offer expired", fmt.Sprintf("The offer from %s was declined because nobody answered in %s.",
+			EscapeName(p.ev.Peer.Name), humanWait(q.u.opt.PromptTimeout)))
 	}
 }
 
@@ -120,93 +122,115 @@ func (q *promptQueue) updateMore() {
 	}
 }
 
+// maxPromptFiles bounds the files a prompt lists by name; the rest are counted.
+const maxPromptFiles = 200
+
+// trustLine says what this device knows of the sender, in the words its
+// row in the device list uses (trusted, known, new). The row is what the
+// user saw before the offer: the engine itself remembers every device from
+// its first connection on, so by the time an offer arrives it knows even a
+// new one.
+func (q *promptQueue) trustLine(peer Peer) *widget.Label {
+	known, trusted := false, peer.Trusted
+	if d, ok := q.u.devices.devices[peer.ID]; ok && peer.ID != "" {
+		known, trusted = d.Known, trusted || d.Trusted
+	}
+	l := widget.NewLabel("New device: check the ID with its owner")
+	l.Importance = widget.WarningImportance
+	switch {
+	case trusted:
+		l.SetText("Trusted device")
+		l.Importance = widget.SuccessImportance
+	case known:
+		l.SetText("Known device: it connected to this one before")
+		l.Importance = widget.MediumImportance
+	}
+	return l
+}
+
 func (q *promptQueue) show(p *prompt) {
 	ev := p.ev
 	o := ev.Offer
 	if o == nil {
 		o = &Offer{FreeBytes: -1}
 	}
+	u := q.u
 	who := widget.NewLabelWithStyle(EscapeName(ev.Peer.Name), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	who.Truncation = fyne.TextTruncateEllipsis
-	trust := widget.NewLabel("New device: check the ID with its owner")
-	trust.Importance = widget.WarningImportance
-	if ev.Peer.Trusted {
-		trust.SetText("Trusted device")
-		trust.Importance = widget.SuccessImportance
-	}
 	id := widget.NewLabel("Device ID " + GroupID(ev.Peer.ID))
 	id.SizeName = theme.SizeNameCaptionText
 	id.Wrapping = fyne.TextWrapBreak
 
-	files := widget.NewList(
-		func() int { return len(o.Files) },
-		func() fyne.CanvasObject {
-			name := widget.NewLabel("")
-			name.Truncation = fyne.TextTruncateEllipsis
-			size := widget.NewLabel("000.0 MB") // sized for the widest size text
-			size.Alignment = fyne.TextAlignTrailing
-			return container.NewBorder(nil, nil, nil, size, name)
-		},
-		func(i widget.ListItemID, obj fyne.CanvasObject) {
-			c := obj.(*fyne.Container)
-			c.Objects[0].(*widget.Label).SetText(EscapeName(o.Files[i].Path))
-			c.Objects[1].(*widget.Label).SetText(HumanBytes(o.Files[i].Size))
-		},
-	)
-	rows := min(max(len(o.Files), 1), 5)
-	listBox := container.NewGridWrap(fyne.NewSize(480, float32(rows)*files.MinSize().Height+float32(rows)*theme.Padding()), files)
+	files := container.New(&tightVBox{})
+	for i, f := range o.Files {
+		if i == maxPromptFiles {
+			more := widget.NewLabel(fmt.Sprintf("and %s more", plural(o.FileCount()-i, "file")))
+			more.Importance = widget.LowImportance
+			files.Add(more)
+			break
+		}
+		name := widget.NewLabel(EscapeName(f.Path))
+		name.Truncation = fyne.TextTruncateEllipsis
+		size := widget.NewLabel(HumanBytes(f.Size))
+		files.Add(container.NewBorder(nil, nil, nil, size, name))
+	}
 
-	summary := fmt.Sprintf("%s, %s in total", plural(len(o.Files), "file"), HumanBytes(o.Total))
-	dest := "Save to " + o.Dest
+	summary := fmt.Sprintf("%s, %s in total", plural(o.FileCount(), "file"), HumanBytes(o.Total))
 	space := widget.NewLabel("")
 	if o.FreeBytes >= 0 {
 		space.SetText(HumanBytes(o.FreeBytes) + " free")
 		if o.FreeBytes < o.Total {
 			space.SetText(fmt.Sprintf("Not enough space: %s needed, %s free", HumanBytes(o.Total), HumanBytes(o.FreeBytes)))
 			space.Importance = widget.DangerImportance
+			space.Wrapping = fyne.TextWrapWord
 		}
 	}
-	destLbl := widget.NewLabel(dest)
-	destLbl.Truncation = fyne.TextTruncateEllipsis
+	destLbl := widget.NewLabel("Save to " + EscapeName(o.Dest))
+	destLbl.Wrapping = fyne.TextWrapBreak
 
-	p.always = widget.NewCheck("Always accept from this device", nil)
+	p.always = u.newCheck("Always accept from this device", nil)
 	p.more = widget.NewLabel("")
 	p.more.Importance = widget.LowImportance
 	p.more.Hide()
 
 	content := container.NewVBox(
-		container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), nil, container.New(&tightVBox{}, who, trust)),
+		container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), nil, container.New(&tightVBox{}, who, q.trustLine(ev.Peer))),
 		id,
-		listBox,
+		files,
 		widget.NewLabel(summary),
-		container.NewBorder(nil, nil, nil, space, destLbl),
+		destLbl,
+		space,
 		p.always,
 		p.more,
 	)
-	p.decline = widget.NewButtonWithIcon("Decline", theme.CancelIcon(), func() {
-		q.answer(p, Decision{Accept: false, Reason: "declined"})
-	})
-	p.accept = widget.NewButtonWithIcon("Accept", theme.ConfirmIcon(), func() {
+	if o.FreeBytes < 0 {
+		space.Hide()
+	}
+	decline := func() { q.answer(p, Decision{Accept: false, Reason: "declined"}) }
+	p.decline = u.newButton("Decline", theme.CancelIcon(), decline)
+	p.accept = u.newButton("Accept", theme.ConfirmIcon(), func() {
 		q.answer(p, Decision{Accept: true, AlwaysAccept: p.always.Checked})
 	})
 	p.accept.Importance = widget.HighImportance
 	if o.FreeBytes >= 0 && o.FreeBytes < o.Total {
 		p.accept.Disable()
 	}
-	p.dlg = dialog.NewCustomWithoutButtons("Incoming files", content, q.u.win)
+	// The content scrolls; the buttons below it stay visible at any window size.
+	p.scroll = container.NewVScroll(container.NewPadded(content))
+	p.dlg = dialog.NewCustomWithoutButtons("Incoming files", p.scroll, u.win)
 	p.dlg.SetButtons([]fyne.CanvasObject{p.decline, p.accept})
 	p.dlg.SetOnClosed(func() {
 		// p.dlg is still set only when the dialog was closed other than
-		// through remove (e.g. Escape): take that as a decline.
+		// through remove: take that as a decline.
 		if p.dlg != nil {
 			p.dlg = nil
-			q.answer(p, Decision{Accept: false, Reason: "declined"})
+			decline()
 		}
 	})
 	q.updateMore()
-	q.u.revealWindow()
-	p.dlg.Show()
+	u.revealWindow()
+	fitScroll(p.dlg, p.scroll, 520)
 	// Keyboard: start on Decline so a stray key press never accepts files;
-	// Tab moves to Accept.
-	q.u.win.Canvas().Focus(p.decline)
+	// Tab moves to Accept. Escape declines; Enter presses the focused button.
+	u.showModal(p.dlg, &modal{dismiss: decline}, p.decline)
 }

@@ -20,7 +20,7 @@ func populate(u *UI, be *fakeBackend, c *clock) {
 		{ID: "h2", Direction: Outgoing, PeerName: "Office PC", Files: 1, Bytes: 2_100_000_000, State: StateFailed, Err: "Office PC's disk is full", Finished: c.t.Add(-3 * time.Hour)},
 	}
 	u.history.reload()
-	u.rebuildTray()
+	u.updateTray()
 	a := alice(true)
 	a.Trusted = true
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: a})
@@ -72,9 +72,8 @@ func TestRenderAtScalesAndThemes(t *testing.T) {
 			u.ApplyTransfer(odd)
 			save(t, dir, variant.name+"-prompt-"+scaleName(scale)+".png", u.win)
 
-			// Fyne's tray adds a separator and Quit to our items.
-			items := append(append([]*fyne.MenuItem(nil), u.Tray().Items...), fyne.NewMenuItemSeparator(), fyne.NewMenuItem("Quit", nil))
-			w := test.NewTempWindow(t, widget.NewMenu(fyne.NewMenu("", items...)))
+			// The tray menu as the tray host lists it (Quit is ours, last).
+			w := test.NewTempWindow(t, widget.NewMenu(fyne.NewMenu("", u.Tray().Items...)))
 			w.Canvas().(test.WindowlessCanvas).SetScale(scale)
 			w.Resize(fyne.NewSize(240, 190))
 			save(t, dir, variant.name+"-tray-"+scaleName(scale)+".png", w)

@@ -32,7 +32,7 @@ func TestPauseResumeReachBackendAndRowRendersStates(t *testing.T) {
 		t.Errorf("before the engine's paused event: state %q", v.stateLbl.Text)
 	}
 	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StatePaused})
-	if v.stateLbl.Text != "Paused" || v.pause.Visible() || !v.resume.Visible() || !v.cancel.Visible() {
+	if v.stateLbl.Text != "Paused by you" || v.pause.Visible() || !v.resume.Visible() || !v.cancel.Visible() {
 		t.Fatalf("paused: state %q pause %v resume %v cancel %v", v.stateLbl.Text, v.pause.Visible(), v.resume.Visible(), v.cancel.Visible())
 	}
 	if v.bar.Value != 0.1 || contains(v.sub.Text, "MB/s") {
@@ -46,8 +46,11 @@ func TestPauseResumeReachBackendAndRowRendersStates(t *testing.T) {
 	// Reconnecting carries the engine's reason in the state event's result.
 	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateRetrying,
 		Result: &Result{State: StateRetrying, Err: "the connection to Alice was lost"}})
-	if want := "Reconnecting… (the connection to Alice was lost)"; v.stateLbl.Text != want {
+	if want := "Reconnecting to Alice…"; v.stateLbl.Text != want {
 		t.Errorf("reconnecting: state %q, want %q", v.stateLbl.Text, want)
+	}
+	if got := statusText(u.transfers.status(v)); !contains(got, "the connection to Alice was lost") {
+		t.Errorf("reconnecting: details %q lack the engine's reason", got)
 	}
 	if !v.pause.Visible() || v.resume.Visible() || v.result != nil {
 		t.Errorf("reconnecting: pause %v resume %v result %v", v.pause.Visible(), v.resume.Visible(), v.result)

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"strings"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
@@ -43,7 +45,8 @@ type settingsView struct {
 	auto      *widget.Check
 	login     *widget.Check
 	minimized *widget.Check
-	save      *widget.Button
+	save      *button
+	browse    *button
 	obj       fyne.CanvasObject
 }
 
@@ -52,29 +55,28 @@ func newSettingsView(u *UI) *settingsView {
 	v.name = widget.NewEntry()
 	v.name.SetPlaceHolder("How other devices see this one")
 	v.dir = widget.NewEntry()
-	browse := widget.NewButtonWithIcon("Choose…", theme.FolderOpenIcon(), func() {
-		d := dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
+	v.browse = u.newButton("Choose…", theme.FolderOpenIcon(), func() {
+		u.showFileDialog(dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
 			if err == nil && l != nil {
 				v.dir.SetText(l.Path())
 			}
-		}, u.win)
-		d.Show()
+		}, u.win))
 	})
 	v.policy = widget.NewRadioGroup(policyLabels, nil)
 	v.policy.Required = true
 	v.auto = widget.NewCheck("Accept files from trusted devices without asking", nil)
 	v.login = widget.NewCheck("Start Ferry when I log in", nil)
 	v.minimized = widget.NewCheck("Start minimised to the tray", nil)
-	v.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), v.apply)
+	v.save = u.newButton("Save", theme.DocumentSaveIcon(), v.apply)
 	v.save.Importance = widget.HighImportance
-	revert := widget.NewButton("Revert", v.load)
+	revert := u.newButton("Revert", nil, v.load)
 
 	id := widget.NewLabel(GroupID(u.self.ID))
 	id.Wrapping = fyne.TextWrapBreak
 	form := widget.NewForm(
 		widget.NewFormItem("Device name", v.name),
 		widget.NewFormItem("Device ID", id),
-		widget.NewFormItem("Save files to", container.NewBorder(nil, nil, nil, browse, v.dir)),
+		widget.NewFormItem("Save files to", container.NewBorder(nil, nil, nil, v.browse, v.dir)),
 		widget.NewFormItem("Who may send", v.policy),
 		widget.NewFormItem("", v.auto),
 		widget.NewFormItem("", v.login),
@@ -101,8 +103,9 @@ func (v *settingsView) load() {
 // apply saves the form through the backend.
 func (v *settingsView) apply() {
 	s := v.u.be.Settings()
-	s.DeviceName = v.name.Text
-	s.DownloadDir = v.dir.Text
+	// Stray spaces from typing or pasting would be part of the name others see.
+	s.DeviceName = strings.TrimSpace(v.name.Text)
+	s.DownloadDir = strings.TrimSpace(v.dir.Text)
 	s.Policy = labelPolicy(v.policy.Selected)
 	s.AutoAcceptTrusted = v.auto.Checked
 	s.StartAtLogin = v.login.Checked

@@ -38,12 +38,12 @@ type transferView struct {
 	sub      *widget.Label
 	bar      *widget.ProgressBar
 	stateLbl *widget.Label
-	cancel   *widget.Button
-	pause    *widget.Button
-	resume   *widget.Button
-	retry    *widget.Button
-	open     *widget.Button
-	details  *widget.Button
+	cancel   *button
+	pause    *button
+	resume   *button
+	retry    *button
+	open     *button
+	details  *button
 	buttons  *fyne.Container
 	foot     *fyne.Container
 }
@@ -57,10 +57,11 @@ type transferList struct {
 	empty  fyne.CanvasObject
 	scroll *container.Scroll
 	// detail is the open details dialog, refreshed live.
-	detail      *dialog.CustomDialog
-	detailID    string
-	detailLabel *widget.Label
-	detailFiles *widget.Label
+	detail       *dialog.CustomDialog
+	detailID     string
+	detailStatus *widget.Label
+	detailLabel  *widget.Label
+	detailFiles  *widget.Label
 }
 
 func newTransferList(u *UI) *transferList {
@@ -90,6 +91,10 @@ func (l *transferList) apply(ev TransferEvent) {
 	}
 	if ev.State != "" && !(v.state.Final() && !ev.State.Final()) {
 		v.state = ev.State
+		if v.result != nil && !v.result.State.Final() && ev.Kind != TransferResult && ev.State != v.result.State {
+			// Paused or interrupted before; going again now (same transfer).
+			v.result = nil
+		}
 	}
 	switch {
 	case v.state != StateRetrying:
@@ -100,7 +105,7 @@ func (l *transferList) apply(ev TransferEvent) {
 	switch ev.Kind {
 	case TransferOffer:
 		if ev.Offer != nil {
-			v.files, v.total, v.dest = len(ev.Offer.Files), ev.Offer.Total, ev.Offer.Dest
+			v.files, v.total, v.dest = ev.Offer.FileCount(), ev.Offer.Total, ev.Offer.Dest
 		}
 	case TransferProgress:
 		if p := ev.Progress; p != nil {
@@ -124,7 +129,7 @@ func (l *transferList) apply(ev TransferEvent) {
 	case TransferTransport:
 		v.transport, v.reason = ev.Transport, ev.Reason
 	case TransferResult:
-		if r := ev.Result; r != nil {
+		if r := ev.Result; r != nil && !(v.state.Final() && !r.State.Final()) {
 			v.result = r
 			v.state = r.State
 			if r.Transport != "" {
@@ -190,21 +195,22 @@ func (l *transferList) build(v *transferView) {
 	v.sub.Truncation = fyne.TextTruncateEllipsis
 	v.bar = widget.NewProgressBar()
 	v.stateLbl = widget.NewLabel("")
-	v.stateLbl.Wrapping = fyne.TextWrapWord // a reconnect reason may be long
+	v.stateLbl.Wrapping = fyne.TextWrapWord // a long state wraps; it never stretches the buttons
 	id := v.id
-	v.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { l.u.cancel(id) })
-	v.pause = widget.NewButtonWithIcon("Pause", theme.MediaPauseIcon(), func() { l.u.pause(id) })
-	v.resume = widget.NewButtonWithIcon("Resume", theme.MediaPlayIcon(), func() { l.u.resume(id) })
-	v.retry = widget.NewButtonWithIcon("Resume", theme.MediaReplayIcon(), func() { l.retry(id) })
-	v.open = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), func() { l.u.openFolder(l.byID[id]) })
-	v.details = widget.NewButtonWithIcon("Details", theme.InfoIcon(), func() { l.showDetails(id) })
+	u := l.u
+	v.cancel = u.newButton("Cancel", theme.CancelIcon(), func() { u.cancel(id) })
+	v.pause = u.newButton("Pause", theme.MediaPauseIcon(), func() { u.pause(id) })
+	v.resume = u.newButton("Resume", theme.MediaPlayIcon(), func() { u.resume(id) })
+	v.retry = u.newButton("Resume", theme.MediaReplayIcon(), func() { l.retry(id) })
+	v.open = u.newButton("Open folder", theme.FolderOpenIcon(), func() { u.openFolder(l.byID[id]) })
+	v.details = u.newButton("Details", theme.InfoIcon(), func() { l.showDetails(id) })
 	icon := theme.UploadIcon()
 	if v.dir == Incoming {
 		icon = theme.DownloadIcon()
 	}
 	v.buttons = container.NewHBox(v.details, v.open, v.pause, v.resume, v.retry, v.cancel)
 	head := container.NewBorder(nil, nil, widget.NewIcon(icon), nil, v.title)
-	v.foot = container.NewBorder(nil, nil, nil, v.buttons, v.stateLbl)
+	v.foot = container.New(&footLayout{}, v.stateLbl, v.buttons)
 	v.obj = container.NewVBox(head, v.bar, v.sub, v.foot, widget.NewSeparator())
 }
 
@@ -249,32 +255,19 @@ func (l *transferList) refresh(v *transferView) {
 		v.bar.SetValue(1)
 	}
 
-	label := StateLabel(v.state, v.dir)
-	v.stateLbl.Importance = widget.MediumImportance
-	switch v.state {
-	case StateFailed, StateDeclined:
-		v.stateLbl.Importance = widget.DangerImportance
-		if v.result != nil && v.result.Err != "" {
-			label += ": " + v.result.Err
-		}
-	case StateDone:
-		v.stateLbl.Importance = widget.SuccessImportance
-		if v.result != nil && v.result.Verified > 0 {
-			label += fmt.Sprintf(" · %d verified", v.result.Verified)
-		}
-	case StateCancelled:
-		v.stateLbl.Importance = widget.LowImportance
-	case StatePaused:
-		v.stateLbl.Importance = widget.WarningImportance
-	case StateRetrying:
-		v.stateLbl.Importance = widget.WarningImportance
-		if v.note != "" {
-			label += " (" + v.note + ")"
-		}
+	st := l.status(v)
+	label := st.Text
+	if v.state == StateDone && v.result != nil && v.result.Verified > 0 {
+		label += fmt.Sprintf(" · %d verified", v.result.Verified)
 	}
+	v.stateLbl.Importance = st.Importance
 	v.stateLbl.SetText(label)
 
-	showIf(v.cancel, !v.state.Final())
+	// A receiving transfer paused or interrupted by its sender has nothing
+	// running here to cancel: it goes on when the sender comes back, and
+	// Settings lists its partial files to discard.
+	stopped := v.dir == Incoming && (v.state == StatePaused || v.state == StateInterrupted)
+	showIf(v.cancel, !v.state.Final() && !stopped)
 	out := v.dir == Outgoing
 	showIf(v.pause, out && canPause(v.state))
 	showIf(v.resume, out && v.state == StatePaused)
@@ -283,6 +276,22 @@ func (l *transferList) refresh(v *transferView) {
 	// Showing or hiding a button changes the buttons' width: lay the line out again.
 	v.buttons.Refresh()
 	v.foot.Refresh()
+}
+
+// status is what the row says: the state and the result's reason in words.
+func (l *transferList) status(v *transferView) Status {
+	o := Outcome{State: v.state}
+	if r := v.result; r != nil {
+		o.Code, o.ByPeer, o.Err = r.Code, r.ByPeer, r.Err
+	}
+	if v.state == StateRetrying {
+		o.Err = v.note
+	}
+	who := EscapeName(v.peer.Name)
+	if who == "" {
+		who = ShortID(v.peer.ID)
+	}
+	return describe(o, v.dir, who, l.u.opt.PromptTimeout)
 }
 
 // canPause reports whether a sending transfer in state s can be paused:
@@ -330,22 +339,39 @@ func (l *transferList) showDetails(id string) {
 	if v == nil {
 		return
 	}
+	l.detailStatus = widget.NewLabel("")
+	l.detailStatus.Wrapping = fyne.TextWrapWord
 	l.detailLabel = widget.NewLabel("")
+	l.detailLabel.Wrapping = fyne.TextWrapWord
 	l.detailFiles = widget.NewLabel("")
 	l.detailFiles.Wrapping = fyne.TextWrapBreak
-	files := container.NewVScroll(l.detailFiles)
-	files.SetMinSize(fyne.NewSize(460, 160))
+	bold := func(s string) *widget.Label {
+		return widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	}
 	content := container.NewVBox(
-		widget.NewLabelWithStyle("Connection", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		l.detailLabel,
-		widget.NewLabelWithStyle("Files", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		files,
+		bold("Status"), l.detailStatus,
+		bold("Connection"), l.detailLabel,
+		bold("Files"), l.detailFiles,
 	)
+	scroll := container.NewVScroll(content)
 	l.detailID = id
-	l.detail = dialog.NewCustom("Transfer details", "Close", content, l.u.win)
-	l.detail.SetOnClosed(func() { l.detail, l.detailID = nil, "" })
+	d := dialog.NewCustomWithoutButtons("Transfer details", scroll, l.u.win)
+	closeBtn := l.u.newButton("Close", nil, d.Hide)
+	d.SetButtons([]fyne.CanvasObject{closeBtn})
+	d.SetOnClosed(func() { l.detail, l.detailID = nil, "" })
+	l.detail = d
 	l.fillDetails(v)
-	l.detail.Show()
+	fitScroll(d, scroll, 520)
+	l.u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide}, closeBtn)
+}
+
+// statusText is the Status section of Details: the state in words, then
+// the engine's own text about it.
+func statusText(st Status) string {
+	if st.Detail == "" || st.Detail == st.Text {
+		return st.Text
+	}
+	return st.Text + "\nWhat the engine reported: " + st.Detail
 }
 
 // detailsText renders the live connection metrics of a transfer.
@@ -479,6 +505,51 @@ func fmtDur(d time.Duration) string {
 }
 
 func (l *transferList) fillDetails(v *transferView) {
+	l.detailStatus.SetText(statusText(l.status(v)))
 	l.detailLabel.SetText(detailsText(v))
 	l.detailFiles.SetText(filesText(v))
+}
+
+// footLayout lays out a row's state text and its buttons: on one line when
+// the text fits beside the buttons, else the text above and the buttons
+// below, right-aligned. The text wraps; the buttons keep their own height.
+// It remembers the last width it laid out, which is what a wrapping label's
+// height depends on.
+type footLayout struct{ width float32 }
+
+// oneLine reports whether the label's text fits beside the buttons in width w.
+func (f *footLayout) oneLine(objs []fyne.CanvasObject, w float32) bool {
+	lbl := objs[0].(*widget.Label)
+	text := fyne.MeasureText(lbl.Text, theme.TextSize(), lbl.TextStyle).Width + 2*theme.InnerPadding()
+	return w == 0 || text+theme.Padding()+objs[1].MinSize().Width <= w
+}
+
+func (f *footLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	f.width = size.Width
+	lbl, btns := objs[0], objs[1]
+	bm := btns.MinSize()
+	if f.oneLine(objs, size.Width) {
+		lw := size.Width - bm.Width - theme.Padding()
+		lbl.Resize(fyne.NewSize(lw, lbl.MinSize().Height))
+		lh := lbl.MinSize().Height
+		lbl.Resize(fyne.NewSize(lw, lh))
+		lbl.Move(fyne.NewPos(0, (max(lh, bm.Height)-lh)/2))
+		btns.Resize(bm)
+		btns.Move(fyne.NewPos(size.Width-bm.Width, (max(lh, bm.Height)-bm.Height)/2))
+		return
+	}
+	lbl.Resize(fyne.NewSize(size.Width, lbl.MinSize().Height))
+	lh := lbl.MinSize().Height
+	lbl.Resize(fyne.NewSize(size.Width, lh))
+	lbl.Move(fyne.NewPos(0, 0))
+	btns.Resize(bm)
+	btns.Move(fyne.NewPos(max(size.Width-bm.Width, 0), lh+theme.Padding()))
+}
+
+func (f *footLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	lm, bm := objs[0].MinSize(), objs[1].MinSize()
+	if f.oneLine(objs, f.width) {
+		return fyne.NewSize(bm.Width, max(lm.Height, bm.Height))
+	}
+	return fyne.NewSize(bm.Width, lm.Height+theme.Padding()+bm.Height)
 }

@@ -103,10 +103,13 @@ const (
 	StateVerifying  State = "verifying"
 	StatePaused     State = "paused"       // a sending transfer paused by the user
 	StateRetrying   State = "reconnecting" // the connection dropped; the sender retries
-	StateDone       State = "done"
-	StateFailed     State = "failed"
-	StateDeclined   State = "declined"
-	StateCancelled  State = "cancelled"
+	// StateInterrupted: the receiving side lost its sender; what arrived is
+	// kept and the transfer continues, under the same ID, when the sender is back.
+	StateInterrupted State = "interrupted"
+	StateDone        State = "done"
+	StateFailed      State = "failed"
+	StateDeclined    State = "declined"
+	StateCancelled   State = "cancelled"
 )
 
 // Final reports whether no further state follows s.
@@ -122,7 +125,7 @@ func (s State) Final() bool {
 type Peer struct {
 	ID      string
 	Name    string
-	Trusted bool
+	Trusted bool // its offers are accepted without asking
 	Addr    string
 }
 
@@ -134,12 +137,18 @@ type FileInfo struct {
 
 // Offer is what the receiving user decides on.
 type Offer struct {
+	// Count is the number of files offered; Files lists the first ones
+	// (a large offer is not listed whole).
+	Count     int
 	Files     []FileInfo
 	Total     int64
 	Dest      string
 	FreeBytes int64 // -1 when unknown
 	Expires   time.Time
 }
+
+// FileCount is the number of files offered.
+func (o *Offer) FileCount() int { return max(o.Count, len(o.Files)) }
 
 // Progress is a coalesced progress report.
 type Progress struct {
@@ -176,10 +185,16 @@ type FileResult struct {
 	Err      string
 }
 
-// Result summarises a finished transfer.
+// Result summarises a transfer that ended, or stopped for now (paused by
+// the other device, interrupted).
 type Result struct {
-	State     State
-	Err       string // a sentence for the user
+	State State
+	// Code says why it ended; ByPeer that the other device did it. The
+	// words the user sees come from these (see describe).
+	Code   Code
+	ByPeer bool
+	// Err is the engine's own text about the end, shown in Details.
+	Err       string
 	Files     int
 	Verified  int
 	Bytes     int64
@@ -229,6 +244,8 @@ type Decision struct {
 	Accept       bool
 	AlwaysAccept bool
 	Reason       string
+	// Expired: nobody answered; the prompt declined the offer by itself.
+	Expired bool
 }
 
 // Policy says who may send to this device.
@@ -252,6 +269,9 @@ type Settings struct {
 	// TrayNoticeShown records that we told the user once that closing the
 	// window keeps Ferry running in the tray.
 	TrayNoticeShown bool `json:"tray_notice_shown"`
+	// NoTrayNoticeShown records that we told the user once that, with no
+	// tray on this desktop, closing the window quits Ferry.
+	NoTrayNoticeShown bool `json:"no_tray_notice_shown,omitempty"`
 }
 
 // HistoryEntry is one finished transfer kept across restarts.
@@ -263,6 +283,8 @@ type HistoryEntry struct {
 	Files       int       `json:"files"`
 	Bytes       int64     `json:"bytes"`
 	State       State     `json:"state"`
+	Code        Code      `json:"code,omitempty"`
+	ByPeer      bool      `json:"by_peer,omitempty"`
 	Err         string    `json:"error,omitempty"`
 	Transport   string    `json:"transport,omitempty"`
 	Destination string    `json:"destination,omitempty"`

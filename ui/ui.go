@@ -8,13 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
@@ -36,6 +33,9 @@ type Options struct {
 	MaxPrompts int
 	// RecentInTray is how many finished transfers the tray menu lists; zero means 5.
 	RecentInTray int
+	// Notify shows a desktop notification; nil means the Fyne app's
+	// SendNotification (which names the sender by the app ID on Linux).
+	Notify func(title, body string)
 }
 
 // UI is Ferry's main window content, its dialogs and its tray menu.
@@ -55,14 +55,18 @@ type UI struct {
 	tabs      *container.AppTabs
 	status    *widget.Label
 	self      Device
-	tray      *fyne.Menu
-	ask       *askDialog
+	tray      trayMenu
+	ask       *chooser
+	modals    []*modal // shown dialogs, topmost last (keys.go)
 	// lastOnPolicy is the policy to restore when receiving is switched back on.
 	lastOnPolicy Policy
 
-	// OnTrayChanged is called with the rebuilt tray menu whenever its
-	// content changes (the app re-installs it). May be nil.
+	// OnTrayChanged is called with the tray menu after its items changed in
+	// place (the app refreshes the installed tray). May be nil.
 	OnTrayChanged func(*fyne.Menu)
+	// OnQuit is called when the user chooses Quit (tray, window menu,
+	// Ctrl+Q, or closing the window where that quits). Nil does nothing.
+	OnQuit func()
 	// OnShow is called when the UI wants the window visible (an offer
 	// arrived, or "Open Ferry" was chosen). Nil means win.Show().
 	OnShow func()
@@ -98,10 +102,12 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 	u.transfers = newTransferList(u)
 	u.history = newHistoryView(u)
 	u.settings = newSettingsView(u)
+	u.buildTray()
 	win.SetContent(u.layout())
+	win.SetMainMenu(u.mainMenu())
 	win.SetOnDropped(u.HandleDrop)
+	win.Canvas().SetOnTypedKey(u.typedKey)
 	u.addShortcuts()
-	u.rebuildTray()
 	return u
 }
 
@@ -112,17 +118,17 @@ func (u *UI) layout() fyne.CanvasObject {
 	u.status.Truncation = fyne.TextTruncateEllipsis
 	u.updateStatus()
 
-	sendFile := widget.NewButtonWithIcon("Send files…", theme.FileIcon(), func() { u.pickAndSend(nil) })
+	sendFile := u.newButton("Send files…", theme.FileIcon(), func() { u.pickAndSend(nil) })
 	sendFile.Importance = widget.HighImportance
-	sendDir := widget.NewButtonWithIcon("Send folder…", theme.FolderIcon(), func() { u.pickFolderAndSend(nil) })
-	add := widget.NewButtonWithIcon("Add device by address…", theme.ContentAddIcon(), u.showAddDevice)
+	sendDir := u.newButton("Send folder…", theme.FolderIcon(), func() { u.pickFolderAndSend(nil) })
+	add := u.newButton("Add device by address…", theme.ContentAddIcon(), u.showAddDevice)
 
 	devHead := widget.NewLabelWithStyle("Nearby devices", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	devHint := widget.NewLabel("Drop files on a device to send them.")
 	devHint.SizeName = theme.SizeNameCaptionText
 	devices := container.NewBorder(container.New(&tightVBox{}, devHead, devHint), container.NewVBox(add), nil, nil, u.devices.scroll)
 
-	clear := widget.NewButtonWithIcon("Clear finished", theme.ContentClearIcon(), u.transfers.clearFinished)
+	clear := u.newButton("Clear finished", theme.ContentClearIcon(), u.transfers.clearFinished)
 	trHead := container.NewBorder(nil, nil, nil, clear, widget.NewLabelWithStyle("Transfers", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 	transfers := container.NewBorder(trHead, nil, nil, nil, u.transfers.scroll)
 
@@ -162,16 +168,66 @@ func (u *UI) updateStatus() {
 	u.status.SetText(fmt.Sprintf("This device: %s · %s · %s", EscapeName(name), ShortID(u.self.ID), state))
 }
 
+var (
+	shortcutOpen     = &desktop.CustomShortcut{KeyName: fyne.KeyO, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutAdd      = &desktop.CustomShortcut{KeyName: fyne.KeyD, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutSettings = &desktop.CustomShortcut{KeyName: fyne.KeyComma, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutQuit     = &desktop.CustomShortcut{KeyName: fyne.KeyQ, Modifier: fyne.KeyModifierShortcutDefault}
+)
+
 func (u *UI) addShortcuts() {
 	c := u.win.Canvas()
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyO, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { u.pickAndSend(nil) })
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyD, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { u.showAddDevice() })
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyComma, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { u.tabs.SelectIndex(2) })
+	c.AddShortcut(shortcutOpen, func(fyne.Shortcut) { u.pickAndSend(nil) })
+	c.AddShortcut(shortcutAdd, func(fyne.Shortcut) { u.showAddDevice() })
+	c.AddShortcut(shortcutSettings, func(fyne.Shortcut) { u.tabs.SelectIndex(2) })
+	c.AddShortcut(shortcutQuit, func(fyne.Shortcut) { u.quit() })
+}
+
+// mainMenu is the window's menu. Quit is ours, so that it ends Ferry the
+// same way from everywhere.
+func (u *UI) mainMenu() *fyne.MainMenu {
+	item := func(label string, sc fyne.Shortcut, action func()) *fyne.MenuItem {
+		i := fyne.NewMenuItem(label, action)
+		i.Shortcut = sc
+		return i
+	}
+	quit := item("Quit", shortcutQuit, u.quit)
+	quit.IsQuit = true
+	file := fyne.NewMenu("Ferry",
+		item("Send files…", shortcutOpen, func() { u.pickAndSend(nil) }),
+		item("Send folder…", nil, func() { u.pickFolderAndSend(nil) }),
+		item("Add device by address…", shortcutAdd, u.showAddDevice),
+		item("Settings", shortcutSettings, func() { u.tabs.SelectIndex(2) }),
+		fyne.NewMenuItemSeparator(),
+		quit,
+	)
+	return fyne.NewMainMenu(file)
+}
+
+// quit ends Ferry (through the app).
+func (u *UI) quit() {
+	if u.OnQuit != nil {
+		u.OnQuit()
+	}
 }
 
 // ApplyDevice renders one discovery event. Call it on the Fyne goroutine
 // (Run does); from elsewhere wrap it in fyne.Do.
-func (u *UI) ApplyDevice(ev DeviceEvent) { u.devices.apply(ev) }
+func (u *UI) ApplyDevice(ev DeviceEvent) {
+	u.devices.apply(ev)
+	if u.ask != nil {
+		u.ask.devicesChanged()
+	}
+}
+
+// OpenFiles raises the window and asks which device the files go to: files
+// given on the command line, by this launch or by a second one.
+func (u *UI) OpenFiles(paths []string) {
+	u.revealWindow()
+	if len(paths) > 0 {
+		u.askDevice(paths)
+	}
+}
 
 // ApplyTransfer renders one transfer event. Call it on the Fyne goroutine.
 func (u *UI) ApplyTransfer(ev TransferEvent) {
@@ -190,7 +246,7 @@ func (u *UI) ApplyTransfer(ev TransferEvent) {
 		if ev.Direction == Incoming {
 			u.partials.reload() // it may have left partial files, or used them up
 		}
-		u.rebuildTray()
+		u.updateTray()
 		u.notifyResult(ev)
 	}
 }
@@ -292,123 +348,6 @@ func (u *UI) send(d Device, paths []string) {
 	}
 }
 
-// pickAndSend lets the user choose a file, then sends it to dev (or asks which device).
-func (u *UI) pickAndSend(dev *Device) {
-	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil || r == nil {
-			return
-		}
-		p := r.URI().Path()
-		_ = r.Close()
-		u.sendOrAsk(dev, []string{p})
-	}, u.win)
-	u.fitDialog(d)
-	d.Show()
-}
-
-// pickFolderAndSend lets the user choose a folder to send.
-func (u *UI) pickFolderAndSend(dev *Device) {
-	d := dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
-		if err != nil || l == nil {
-			return
-		}
-		u.sendOrAsk(dev, []string{l.Path()})
-	}, u.win)
-	u.fitDialog(d)
-	d.Show()
-}
-
-func (u *UI) fitDialog(d *dialog.FileDialog) {
-	s := u.win.Canvas().Size()
-	if s.Width > 200 && s.Height > 200 {
-		d.Resize(fyne.NewSize(s.Width*0.9, s.Height*0.9))
-	}
-}
-
-func (u *UI) sendOrAsk(dev *Device, paths []string) {
-	if dev != nil {
-		u.send(*dev, paths)
-		return
-	}
-	u.askDevice(paths)
-}
-
-// askDialog asks which device files should go to.
-type askDialog struct {
-	paths   []string
-	devices []Device
-	choice  *widget.RadioGroup
-	send    *widget.Button
-	dlg     *dialog.CustomDialog
-}
-
-func (u *UI) askDevice(paths []string) {
-	online := u.devices.online()
-	if len(online) == 0 {
-		dialog.ShowInformation("No device nearby",
-			"No device is visible right now. Open Ferry on the other device, or add it by address.", u.win)
-		return
-	}
-	a := &askDialog{paths: paths, devices: online}
-	labels := make([]string, len(online))
-	for i, d := range online {
-		labels[i] = fmt.Sprintf("%s (%s)", EscapeName(displayName(d)), ShortID(d.ID))
-	}
-	a.choice = widget.NewRadioGroup(labels, nil)
-	a.choice.Required = true
-	a.choice.SetSelected(labels[0])
-	what := plural(len(paths), "item")
-	if len(paths) == 1 {
-		what = EscapeName(filepath.Base(paths[0]))
-	}
-	cancel := widget.NewButton("Cancel", func() { a.dlg.Hide() })
-	a.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), func() {
-		a.dlg.Hide()
-		for i, l := range labels {
-			if l == a.choice.Selected {
-				u.send(a.devices[i], a.paths)
-			}
-		}
-	})
-	a.send.Importance = widget.HighImportance
-	a.dlg = dialog.NewCustomWithoutButtons("Send "+what+" to…", a.choice, u.win)
-	a.dlg.SetButtons([]fyne.CanvasObject{cancel, a.send})
-	a.dlg.SetOnClosed(func() {
-		if u.ask == a {
-			u.ask = nil
-		}
-	})
-	u.ask = a
-	a.dlg.Show()
-}
-
-func (u *UI) showAddDevice() {
-	entry := widget.NewEntry()
-	entry.SetPlaceHolder("192.168.1.20:52000")
-	items := []*widget.FormItem{widget.NewFormItem("Address", entry)}
-	d := dialog.NewForm("Add device by address", "Add", "Cancel", items, func(ok bool) {
-		if !ok {
-			return
-		}
-		addr := strings.TrimSpace(entry.Text)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			dev, err := u.be.AddDevice(ctx, addr)
-			u.opt.Do(func() {
-				if err != nil {
-					u.showError("Could not add "+EscapeName(addr), err)
-					return
-				}
-				u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: dev})
-			})
-		}()
-	}, u.win)
-	d.Resize(fyne.NewSize(420, 0))
-	d.Show()
-	u.win.Canvas().Focus(entry)
-}
-
 func (u *UI) cancel(id string) {
 	if err := u.be.Cancel(id); err != nil && !errors.Is(err, context.Canceled) {
 		u.showError("Could not cancel the transfer", err)
@@ -447,7 +386,7 @@ func (u *UI) saveSettings(s Settings) {
 	}
 	u.settings.load()
 	u.updateStatus()
-	u.rebuildTray()
+	u.updateTray()
 	if u.OnSettingsSaved != nil {
 		u.OnSettingsSaved(u.be.Settings())
 	}
@@ -474,15 +413,32 @@ func (u *UI) SetReceiving(on bool) {
 	u.saveSettings(s)
 }
 
-// HandleClose is the window's close intercept. With a tray and receiving
-// on it hides the window (telling the user once that Ferry keeps running)
-// and returns true; otherwise it returns false and the app should quit.
-func (u *UI) HandleClose(tray bool) bool {
-	if !tray || !u.receiving() {
+// HandleClose is the window's close intercept; trayHost says whether a
+// tray shows Ferry's icon right now. It returns true when it handled the
+// close and false when the app should quit:
+//   - with a tray and receiving on, it hides the window (telling the user
+//     once that Ferry keeps running in the tray);
+//   - without a tray and receiving on, it asks once whether to quit (there
+//     would be no way back to a hidden window), then quits;
+//   - with receiving off, closing quits.
+func (u *UI) HandleClose(trayHost bool) bool {
+	if !u.receiving() {
 		return false
 	}
+	s := u.be.Settings()
+	if !trayHost {
+		if s.NoTrayNoticeShown {
+			return false
+		}
+		s.NoTrayNoticeShown = true
+		if err := u.be.SaveSettings(s); err != nil {
+			u.showError("Could not save the settings", err)
+		}
+		u.confirmQuitWithoutTray()
+		return true
+	}
 	u.win.Hide()
-	if s := u.be.Settings(); !s.TrayNoticeShown {
+	if !s.TrayNoticeShown {
 		u.notify("Ferry is still receiving",
 			"Ferry keeps running in the tray so nearby devices can send you files. Quit it from the tray menu.")
 		s.TrayNoticeShown = true
@@ -496,40 +452,6 @@ func (u *UI) HandleClose(tray bool) bool {
 // Receiving reports whether this device accepts offers.
 func (u *UI) Receiving() bool { return u.receiving() }
 
-// Tray returns the tray menu (Fyne appends Quit itself).
-func (u *UI) Tray() *fyne.Menu { return u.tray }
-
-func (u *UI) rebuildTray() {
-	open := fyne.NewMenuItem("Open Ferry", u.revealWindow)
-	recv := fyne.NewMenuItem("Receiving", func() { u.SetReceiving(!u.receiving()) })
-	recv.Checked = u.receiving()
-	recent := fyne.NewMenuItem("Recent transfers", nil)
-	var items []*fyne.MenuItem
-	for i, e := range u.be.History() {
-		if i >= u.opt.RecentInTray {
-			break
-		}
-		item := fyne.NewMenuItem(historyTitle(e), nil)
-		if e.Direction == Incoming && e.State == StateDone && e.Destination != "" {
-			dest := e.Destination
-			item.Action = func() { u.openPath(dest) }
-		} else {
-			item.Action = func() { u.revealWindow(); u.tabs.SelectIndex(1) }
-		}
-		items = append(items, item)
-	}
-	if len(items) == 0 {
-		none := fyne.NewMenuItem("None yet", nil)
-		none.Disabled = true
-		items = append(items, none)
-	}
-	recent.ChildMenu = fyne.NewMenu("", items...)
-	u.tray = fyne.NewMenu("Ferry", open, recv, fyne.NewMenuItemSeparator(), recent)
-	if u.OnTrayChanged != nil {
-		u.OnTrayChanged(u.tray)
-	}
-}
-
 func (u *UI) revealWindow() {
 	if u.OnShow != nil {
 		u.OnShow()
@@ -539,34 +461,49 @@ func (u *UI) revealWindow() {
 }
 
 func (u *UI) notify(title, body string) {
+	if u.opt.Notify != nil {
+		u.opt.Notify(title, body)
+		return
+	}
 	u.app.SendNotification(fyne.NewNotification(title, body))
 }
 
+// notifyResult tells the user how a transfer ended, unless they did it
+// themselves (cancelled, declined) or were already told (an expired offer).
 func (u *UI) notifyResult(ev TransferEvent) {
 	r := ev.Result
 	if r == nil {
 		return
 	}
 	who := EscapeName(ev.Peer.Name)
+	if who == "" {
+		who = ShortID(ev.Peer.ID)
+	}
+	in := ev.Direction == Incoming
+	st := describe(Outcome{State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err}, ev.Direction, who, u.opt.PromptTimeout)
 	files := plural(r.Files, "file")
 	switch {
-	case r.State == StateDone && ev.Direction == Incoming:
+	case r.State == StateDone && in:
 		u.notify("Files received", fmt.Sprintf("Received %s (%s) from %s.", files, HumanBytes(r.Bytes), who))
 	case r.State == StateDone:
 		u.notify("Files sent", fmt.Sprintf("Sent %s (%s) to %s.", files, HumanBytes(r.Bytes), who))
+	case r.Code == CodeExpired && in, r.State == StateDeclined && in && !r.ByPeer:
+		// The user declined, or the prompt already said it expired.
+	case r.State == StateCancelled && !r.ByPeer, r.Code == CodeCancelled && !r.ByPeer:
+		// The user cancelled it.
+	case r.State == StateDeclined, r.Code == CodeDeclined, r.Code == CodeExpired, r.Code == CodeBusy, r.Code == CodeUntrusted:
+		u.notify("Files not sent", st.Text+".")
+	case r.State == StateCancelled, r.Code == CodeCancelled:
+		u.notify("Transfer cancelled", st.Text+".")
+	case r.State == StatePaused, r.Code == CodePaused:
+		u.notify("Transfer paused", st.Text+".")
+	case r.State == StateInterrupted:
+		u.notify("Transfer interrupted", st.Text+". What arrived so far is kept.")
+	case r.State == StateFailed && r.Code == CodeNone:
+		u.notify("Transfer failed", fmt.Sprintf("The transfer with %s did not finish. Its Details in Ferry say why.", who))
 	case r.State == StateFailed:
-		msg := r.Err
-		if msg == "" {
-			msg = "the connection was lost"
-		}
-		u.notify("Transfer failed", fmt.Sprintf("The transfer with %s failed: %s", who, msg))
-	case r.State == StateDeclined && ev.Direction == Outgoing:
-		u.notify("Transfer declined", fmt.Sprintf("%s declined the files.", who))
+		u.notify("Transfer failed", fmt.Sprintf("The transfer with %s failed: %s.", who, failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, in, who)))
 	}
-}
-
-func (u *UI) showError(what string, err error) {
-	dialog.ShowError(fmt.Errorf("%s: %w", what, err), u.win)
 }
 
 // fileURI turns a local path into a URI (used by tests and by the app's hooks).

@@ -29,6 +29,7 @@ type fakeBackend struct {
 	retries   []string
 	partials  []PartialTransfer
 	discarded []string
+	openErr   error
 }
 
 type sendCall struct {
@@ -90,7 +91,7 @@ func (f *fakeBackend) SaveSettings(s Settings) error {
 	return nil
 }
 func (f *fakeBackend) History() []HistoryEntry   { return f.history }
-func (f *fakeBackend) OpenFolder(p string) error { f.opened = append(f.opened, p); return nil }
+func (f *fakeBackend) OpenFolder(p string) error { f.opened = append(f.opened, p); return f.openErr }
 
 const (
 	idAlice = "AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMM"
@@ -198,7 +199,7 @@ func TestDropElsewhereAsksWhichDevice(t *testing.T) {
 	if u.ask == nil {
 		t.Fatal("no device question shown")
 	}
-	test.Tap(u.ask.send)
+	test.Tap(u.ask.buttons[0])
 	if len(be.sends) != 1 || be.sends[0].dev.ID != idAlice {
 		t.Fatalf("sends = %+v, want one to Alice", be.sends)
 	}
@@ -296,7 +297,7 @@ func TestProgressUpdatesRow(t *testing.T) {
 	id := "x1"
 	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateWaiting, Peer: Peer{ID: idAlice, Name: "Alice"}})
 	v := u.transfers.byID[id]
-	if v.stateLbl.Text != "Waiting for accept" {
+	if v.stateLbl.Text != "Waiting for Alice to accept" {
 		t.Errorf("state = %q", v.stateLbl.Text)
 	}
 	u.ApplyTransfer(TransferEvent{Kind: TransferTransport, ID: id, Direction: Outgoing, State: StateActive, Transport: "quic", Reason: "preferred"})
@@ -312,11 +313,11 @@ func TestProgressUpdatesRow(t *testing.T) {
 	if len(be.cancels) != 1 || be.cancels[0] != id {
 		t.Errorf("cancel = %v", be.cancels)
 	}
-	test.AssertNotificationSent(t, fyne.NewNotification("Transfer failed", "The transfer with Alice failed: Alice's disk is full"), func() {
+	test.AssertNotificationSent(t, fyne.NewNotification("Transfer failed", "The transfer with Alice failed: not enough space on Alice."), func() {
 		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Outgoing, State: StateFailed, Peer: Peer{Name: "Alice"},
-			Result: &Result{State: StateFailed, Err: "Alice's disk is full"}})
+			Result: &Result{State: StateFailed, Code: CodeNoSpace, ByPeer: true, Err: "Not enough space on the receiver: 3 GB needed."}})
 	})
-	if v.stateLbl.Text != "Failed: Alice's disk is full" || v.cancel.Visible() {
+	if v.stateLbl.Text != "Failed: not enough space on Alice" || v.cancel.Visible() {
 		t.Errorf("after failure: state %q, cancel visible %v", v.stateLbl.Text, v.cancel.Visible())
 	}
 }
@@ -446,9 +447,6 @@ func contains(s string, parts ...string) bool {
 
 func TestCloseHidesToTrayOnceNoticed(t *testing.T) {
 	u, be, _ := newTestUI(t)
-	if u.HandleClose(false) {
-		t.Fatal("without a tray, closing must quit")
-	}
 	test.AssertNotificationSent(t, fyne.NewNotification("Ferry is still receiving",
 		"Ferry keeps running in the tray so nearby devices can send you files. Quit it from the tray menu."), func() {
 		if !u.HandleClose(true) {

@@ -1,0 +1,727 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/ferrydrop/ferry/ui"
+)
+
+// TestGUIEndToEnd drives the real app as a person does, on an X server of
+// its own (Xvfb) with a D-Bus session of its own:
+//
+//   - a file dragged from an XDND source (scripts/e2e/x11.py) and dropped
+//     on a device row is offered to the other instance, whose prompt is
+//     accepted with the keyboard (Tab, Return); the bytes arrive intact;
+//   - Escape declines the next offer: both sides record it as declined
+//     (and who declined), with the offered file counted;
+//   - the tray is read and clicked over D-Bus through a
+//     StatusNotifierWatcher this test plays (com.canonical.dbusmenu): it is
+//     titled "Ferry", keeps Quit after its menu changed, "Open Ferry" brings
+//     a hidden window back and Quit ends the process;
+//   - a second launch with a file hands it to the running instance, which
+//     shows the device chooser (Return sends), and exits 0;
+//   - with no tray host, --minimized still shows the window, and closing
+//     it says once that Ferry will quit, then quits: no process is left.
+//
+// Notifications go to a notification server this test plays; all must
+// come from "Ferry". Screenshots land in $FERRY_E2E_OUT (else a temp dir,
+// named in the log). It skips when Xvfb, dbus-daemon, xdotool or
+// python3-xlib are missing. About 40 s with a warm build cache.
+func TestGUIEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("GUI end-to-end test skipped in -short mode")
+	}
+	d := newDesktop(t)
+	bin := buildFerry(t)
+	root := t.TempDir()
+	A := d.start(t, bin, root, "Ferry A", nil)
+	A.waitStatus(t)
+	B := d.start(t, bin, root, "Ferry B", []string{"FERRY_SMOKE_ADD=127.0.0.1:" + A.port(t)})
+	B.waitStatus(t)
+	waitFor(t, "B to list A", 30*time.Second, func() bool { return fileExists(B.status + ".added") })
+	winA, winB := d.window(t, "Ferry A"), d.window(t, "Ferry B")
+	d.xdotool(t, "windowmove", "--sync", winB, "0", "0")
+	d.xdotool(t, "windowsize", "--sync", winB, "980", "640")
+	d.xdotool(t, "windowmove", "--sync", winA, "1000", "0")
+	baseA, baseB := d.drawn(t, winA), d.drawn(t, winB)
+	// promptShown waits for A's prompt: the notification comes first, then
+	// the dialog dims the window.
+	promptShown := func(t *testing.T, n int) {
+		t.Helper()
+		d.waitNotification(t, "Incoming files", n)
+		d.waitFor(t, "A's prompt", func() bool { return d.dimmed(t, winA, baseA) })
+	}
+
+	t.Run("tray", func(t *testing.T) {
+		m := d.trayMenu(t, B)
+		if got := m.labels(); strings.Join(got, "|") != "Open Ferry|Receiving|Recent transfers|Quit" {
+			t.Fatalf("tray menu %q", got)
+		}
+		if title := d.trayTitle(t, B); title != "Ferry" {
+			t.Fatalf("tray title %q, want Ferry", title)
+		}
+	})
+
+	// The first device row of B's list (the only one: A), in screen
+	// coordinates: below the menu bar, tabs, status line and list header.
+	const rowX, rowY = 150, 230
+	file1 := randomFile(t, root, "holiday photo.jpg", 300_000)
+	t.Run("drop and accept with the keyboard", func(t *testing.T) {
+		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file1)
+		promptShown(t, 1)
+		d.screenshot(t, winA, "e2e-prompt.png")
+		d.keys(t, winA, "Tab", "Return")
+		got := filepath.Join(A.downloads, filepath.Base(file1))
+		waitFor(t, "the file at A", 30*time.Second, func() bool { return sameFile(file1, got) })
+		waitFor(t, "B's history", 30*time.Second, func() bool { return B.lastHistory(t).State == ui.StateDone })
+		d.waitNotification(t, "Files received", 1)
+		d.waitNotification(t, "Files sent", 1)
+		d.screenshot(t, winB, "e2e-sent.png")
+	})
+
+	file2 := randomFile(t, root, "notes.txt", 1234)
+	t.Run("escape declines", func(t *testing.T) {
+		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file2)
+		promptShown(t, 2)
+		d.keys(t, winA, "Escape")
+		waitFor(t, "A's history", 30*time.Second, func() bool { return A.lastHistory(t).State == ui.StateDeclined })
+		waitFor(t, "B's history", 30*time.Second, func() bool { return B.lastHistory(t).State == ui.StateDeclined })
+		if e := A.lastHistory(t); e.Code != ui.CodeDeclined || e.ByPeer || e.Files != 1 || e.Bytes != 1234 {
+			t.Errorf("A's entry %+v, want declined by A with the offered file", e)
+		}
+		if e := B.lastHistory(t); e.Code != ui.CodeDeclined || !e.ByPeer {
+			t.Errorf("B's entry %+v, want declined by the peer", e)
+		}
+		d.screenshot(t, winB, "e2e-declined.png")
+	})
+
+	t.Run("tray after changes", func(t *testing.T) {
+		m := d.trayMenu(t, B)
+		labels := m.labels()
+		if len(labels) == 0 || labels[len(labels)-1] != "Quit" {
+			t.Fatalf("tray menu %q lost Quit", labels)
+		}
+		recent := strings.Join(m.find("Recent transfers").labels(), "|")
+		// The sending side does not learn what it offered from today's
+		// engine; the title then leaves the count out rather than say 0.
+		if !strings.Contains(recent, "Declined by Ferry A: ") || strings.Contains(recent, "0 files") || !strings.Contains(recent, "Sent 1 file to Ferry A") {
+			t.Fatalf("recent transfers %q", recent)
+		}
+	})
+
+	file3 := randomFile(t, root, "report.pdf", 50_000)
+	t.Run("second launch hands over", func(t *testing.T) {
+		cmd := exec.Command(bin, "--config", B.config, file3)
+		cmd.Env = d.env(root)
+		out, err := runWithin(cmd, 20*time.Second)
+		if err != nil {
+			t.Fatalf("second launch: %v\n%s", err, out)
+		}
+		// The chooser opens in the running B with A focused: Return sends.
+		d.waitFor(t, "the chooser", func() bool { return d.dimmed(t, winB, baseB) })
+		d.screenshot(t, winB, "e2e-chooser.png")
+		d.keys(t, winB, "Return")
+		promptShown(t, 3)
+		d.keys(t, winA, "Tab", "Return")
+		got := filepath.Join(A.downloads, filepath.Base(file3))
+		waitFor(t, "the handed-over file at A", 30*time.Second, func() bool { return sameFile(file3, got) })
+	})
+
+	t.Run("close hides to the tray, Quit ends it", func(t *testing.T) {
+		d.x11(t, "close", winB)
+		d.waitFor(t, "B's window to hide", func() bool { return !d.visible(t, "Ferry B") })
+		d.waitNotification(t, "Ferry is still receiving", 1)
+		if !B.running() {
+			t.Fatal("closing with a tray ended the process")
+		}
+		d.trayMenu(t, B).find("Open Ferry").click(t)
+		d.waitFor(t, "B's window back", func() bool { return d.visible(t, "Ferry B") })
+		d.trayMenu(t, B).find("Quit").click(t)
+		if err := B.wait(20 * time.Second); err != nil {
+			t.Fatalf("after Quit: %v", err)
+		}
+	})
+
+	t.Run("no tray host", func(t *testing.T) {
+		d.stopWatcher(t)
+		C := d.start(t, bin, root, "Ferry C", nil, "--minimized")
+		// Minimised only where a tray can bring it back: here it shows.
+		d.waitFor(t, "C's window", func() bool { return d.visible(t, "Ferry C") })
+		winC := d.window(t, "Ferry C")
+		baseC := d.drawn(t, winC)
+		d.x11(t, "close", winC)
+		d.waitFor(t, "the quit question", func() bool { return d.dimmed(t, winC, baseC) })
+		d.screenshot(t, winC, "e2e-no-tray.png")
+		if !C.running() {
+			t.Fatal("C quit before the user answered")
+		}
+		d.keys(t, winC, "Return") // "Quit Ferry" has the focus
+		if err := C.wait(20 * time.Second); err != nil {
+			t.Fatalf("after Quit Ferry: %v", err)
+		}
+		// Told once: the next close quits at once.
+		C = d.start(t, bin, root, "Ferry C", nil)
+		d.waitFor(t, "C's window again", func() bool { return d.visible(t, "Ferry C") })
+		d.x11(t, "close", d.window(t, "Ferry C"))
+		if err := C.wait(20 * time.Second); err != nil {
+			t.Fatalf("second close without tray: %v", err)
+		}
+	})
+
+	t.Run("notifications say Ferry", func(t *testing.T) {
+		for _, n := range d.notes() {
+			if n.app != "Ferry" {
+				t.Errorf("notification %q from %q", n.summary, n.app)
+			}
+		}
+	})
+
+	if err := A.stop(); err != nil {
+		t.Errorf("A: %v", err)
+	}
+}
+
+// xDesktop is an X server and a D-Bus session bus, with this test playing
+// the notification server and the tray host.
+type xDesktop struct {
+	display string
+	bus     string
+	conn    *dbus.Conn
+	python  string
+	out     string
+
+	mu    sync.Mutex // guards the fields below
+	seen  []notification
+	items map[string]string // bus name of a tray item -> its object path
+}
+
+type notification struct{ app, summary, body string }
+
+func newDesktop(t *testing.T) *xDesktop {
+	t.Helper()
+	var missing []string
+	for _, tool := range []string{"Xvfb", "dbus-daemon", "xdotool", "import"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	python := "/usr/bin/python3" // Debian's, where apt puts python3-xlib
+	if _, err := os.Stat(python); err != nil {
+		python = "python3"
+	}
+	if err := exec.Command(python, "-c", "import Xlib").Run(); err != nil {
+		missing = append(missing, "python3-xlib")
+	}
+	if len(missing) > 0 {
+		t.Skipf("GUI end-to-end test needs %v (apt-get install xvfb dbus-daemon xdotool imagemagick python3-xlib)", missing)
+	}
+	d := &xDesktop{python: python, items: map[string]string{}, out: os.Getenv("FERRY_E2E_OUT")}
+	if d.out == "" {
+		d.out = t.TempDir()
+	}
+	if err := os.MkdirAll(d.out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", d.out)
+	d.display = ":" + startAndRead(t, "Xvfb", "-displayfd", "3", "-screen", "0", "2000x1200x24", "-nolisten", "tcp")
+	d.bus = startAndRead(t, "dbus-daemon", "--session", "--nofork", "--print-address=3")
+	conn, err := dbus.Connect(d.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	d.conn = conn
+	d.serveNotifications(t)
+	d.serveWatcher(t)
+	return d
+}
+
+// startAndRead starts a daemon that writes one line (its display or
+// address) to fd 3 once it is ready, and returns that line.
+func startAndRead(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(r).ReadString('\n')
+	r.Close()
+	if err != nil {
+		t.Fatalf("%s did not start: %v", name, err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// notifier is org.freedesktop.Notifications, recording what it is sent.
+type notifier struct{ d *xDesktop }
+
+func (n notifier) Notify(app string, _ uint32, _ string, summary, body string, _ []string, _ map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
+	n.d.mu.Lock()
+	defer n.d.mu.Unlock()
+	n.d.seen = append(n.d.seen, notification{app, summary, body})
+	return uint32(len(n.d.seen)), nil
+}
+
+func (d *xDesktop) serveNotifications(t *testing.T) {
+	t.Helper()
+	if err := d.conn.Export(notifier{d}, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := d.conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("notification server name: %v %v", r, err)
+	}
+}
+
+func (d *xDesktop) notes() []notification {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]notification(nil), d.seen...)
+}
+
+// waitNotification waits until n notifications titled summary arrived.
+func (d *xDesktop) waitNotification(t *testing.T, summary string, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("notification %q #%d", summary, n), 30*time.Second, func() bool {
+		c := 0
+		for _, x := range d.notes() {
+			if x.summary == summary {
+				c++
+			}
+		}
+		return c >= n
+	})
+}
+
+// watcher is org.kde.StatusNotifierWatcher, the tray host's registry.
+type watcher struct{ d *xDesktop }
+
+func (w watcher) RegisterStatusNotifierItem(sender dbus.Sender, path string) *dbus.Error {
+	w.d.mu.Lock()
+	defer w.d.mu.Unlock()
+	w.d.items[string(sender)] = path
+	return nil
+}
+
+func (w watcher) RegisterStatusNotifierHost(dbus.Sender, string) *dbus.Error { return nil }
+
+func (d *xDesktop) serveWatcher(t *testing.T) {
+	t.Helper()
+	if err := d.conn.Export(watcher{d}, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := d.conn.RequestName("org.kde.StatusNotifierWatcher", dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("watcher name: %v %v", r, err)
+	}
+}
+
+// stopWatcher leaves the desktop without a tray host.
+func (d *xDesktop) stopWatcher(t *testing.T) {
+	t.Helper()
+	if _, err := d.conn.ReleaseName("org.kde.StatusNotifierWatcher"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trayItem returns the bus name of p's tray item once it registered.
+func (d *xDesktop) trayItem(t *testing.T, p *ferry) string {
+	t.Helper()
+	var name string
+	waitFor(t, p.name+"'s tray item", 30*time.Second, func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for n := range d.items {
+			var pid uint32
+			if d.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, n).Store(&pid) == nil && int(pid) == p.cmd.Process.Pid {
+				name = n
+				return true
+			}
+		}
+		return false
+	})
+	return name
+}
+
+func (d *xDesktop) trayTitle(t *testing.T, p *ferry) string {
+	t.Helper()
+	v, err := d.conn.Object(d.trayItem(t, p), "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.Title")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := v.Value().(string)
+	return s
+}
+
+// menuItem is one entry of a dbusmenu layout.
+type menuItem struct {
+	conn     *dbus.Conn
+	dest     string
+	id       int32
+	label    string
+	sep      bool
+	children []*menuItem
+}
+
+// trayMenu reads p's tray menu as a tray host does.
+func (d *xDesktop) trayMenu(t *testing.T, p *ferry) *menuItem {
+	t.Helper()
+	dest := d.trayItem(t, p)
+	var rev uint32
+	var layout struct {
+		ID       int32
+		Props    map[string]dbus.Variant
+		Children []dbus.Variant
+	}
+	err := d.conn.Object(dest, "/StatusNotifierMenu").Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Store(&rev, &layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &menuItem{conn: d.conn, dest: dest, id: layout.ID}
+	m.children = parseChildren(d.conn, dest, layout.Children)
+	return m
+}
+
+func parseChildren(conn *dbus.Conn, dest string, vs []dbus.Variant) []*menuItem {
+	var out []*menuItem
+	for _, v := range vs {
+		f, ok := v.Value().([]interface{})
+		if !ok || len(f) != 3 {
+			continue
+		}
+		it := &menuItem{conn: conn, dest: dest}
+		it.id, _ = f[0].(int32)
+		props, _ := f[1].(map[string]dbus.Variant)
+		if l, ok := props["label"]; ok {
+			it.label, _ = l.Value().(string)
+		}
+		if ty, ok := props["type"]; ok {
+			s, _ := ty.Value().(string)
+			it.sep = s == "separator"
+		}
+		if vis, ok := props["visible"]; ok {
+			if b, _ := vis.Value().(bool); !b {
+				continue
+			}
+		}
+		kids, _ := f[2].([]dbus.Variant)
+		it.children = parseChildren(conn, dest, kids)
+		out = append(out, it)
+	}
+	return out
+}
+
+// labels lists the item's children, separators left out.
+func (m *menuItem) labels() []string {
+	var out []string
+	for _, c := range m.children {
+		if !c.sep {
+			out = append(out, c.label)
+		}
+	}
+	return out
+}
+
+func (m *menuItem) find(label string) *menuItem {
+	for _, c := range m.children {
+		if c.label == label {
+			return c
+		}
+	}
+	return &menuItem{conn: m.conn, dest: m.dest, id: -1, label: label}
+}
+
+func (m *menuItem) click(t *testing.T) {
+	t.Helper()
+	if m.id < 0 {
+		t.Fatalf("no menu item %q", m.label)
+	}
+	err := m.conn.Object(m.dest, "/StatusNotifierMenu").Call("com.canonical.dbusmenu.Event", 0, m.id, "clicked",
+		dbus.MakeVariant(""), uint32(time.Now().Unix())).Err
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// env is the environment of a process on this desktop.
+func (d *xDesktop) env(root string) []string {
+	return append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.bus,
+		"XDG_CONFIG_HOME="+filepath.Join(root, "xdg-config"), "XDG_CACHE_HOME="+filepath.Join(root, "xdg-cache"),
+		"XDG_RUNTIME_DIR="+root, "FYNE_THEME=dark", "FERRY_SMOKE_ISOLATED=1")
+}
+
+func (d *xDesktop) xdotool(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("xdotool", args...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+d.display)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("xdotool %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (d *xDesktop) x11(t *testing.T, args ...string) {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "e2e", "x11.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(d.python, append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+d.display)
+	if out, err := runWithin(cmd, 30*time.Second); err != nil {
+		t.Fatalf("x11.py %v: %v\n%s", args, err, out)
+	}
+}
+
+// search lists the windows titled "Ferry — name".
+func (d *xDesktop) search(name string, visible bool) []string {
+	args := []string{"search"}
+	if visible {
+		args = append(args, "--onlyvisible")
+	}
+	cmd := exec.Command("xdotool", append(args, "--name", "^Ferry — "+name+"$")...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+d.display)
+	out, _ := cmd.Output() // no match exits 1
+	return strings.Fields(string(out))
+}
+
+func (d *xDesktop) window(t *testing.T, name string) string {
+	t.Helper()
+	var w []string
+	waitFor(t, "window "+name, 30*time.Second, func() bool { w = d.search(name, true); return len(w) > 0 })
+	return w[0]
+}
+
+func (d *xDesktop) visible(_ *testing.T, name string) bool { return len(d.search(name, true)) > 0 }
+
+func (d *xDesktop) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	waitFor(t, what, 30*time.Second, cond)
+}
+
+// keys types keys into win, as real key presses (XTEST) to the focused window.
+func (d *xDesktop) keys(t *testing.T, win string, keys ...string) {
+	t.Helper()
+	d.xdotool(t, "windowfocus", "--sync", win)
+	d.xdotool(t, append([]string{"key", "--delay", "100"}, keys...)...)
+}
+
+// dimmed tells whether win shows a modal dialog: Fyne dims the window
+// behind one, so its top left (the menu bar) is darker than base, its
+// brightness without a dialog.
+func (d *xDesktop) dimmed(t *testing.T, win string, base float64) bool {
+	t.Helper()
+	return d.brightness(t, win) < 0.8*base
+}
+
+// drawn waits until win shows its menu bar (a mapped window is black until
+// its first frame) and returns the bar's brightness.
+func (d *xDesktop) drawn(t *testing.T, win string) float64 {
+	t.Helper()
+	var b float64
+	d.waitFor(t, "the window's first frame", func() bool { b = d.brightness(t, win); return b > 20 })
+	return b
+}
+
+// brightness is the mean brightness (0-255) of the top-left 40x20 pixels
+// of win, where the menu bar is.
+func (d *xDesktop) brightness(t *testing.T, win string) float64 {
+	t.Helper()
+	cmd := exec.Command("import", "-window", win, "-crop", "40x20+0+0", "-colorspace", "Gray", "-format", "%[fx:255*mean]", "info:")
+	cmd.Env = append(os.Environ(), "DISPLAY="+d.display)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil {
+		t.Fatalf("brightness %q: %v", out, err)
+	}
+	return v
+}
+
+func (d *xDesktop) screenshot(t *testing.T, win, name string) {
+	t.Helper()
+	cmd := exec.Command("import", "-window", win, filepath.Join(d.out, name))
+	cmd.Env = append(os.Environ(), "DISPLAY="+d.display)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("screenshot %s: %v %s", name, err, out)
+	}
+}
+
+// ferry is one running instance of the app.
+type ferry struct {
+	name, config, downloads, status string
+	cmd                             *exec.Cmd
+	done                            chan struct{}
+	err                             error
+}
+
+func (d *xDesktop) start(t *testing.T, bin, root, name string, env []string, args ...string) *ferry {
+	t.Helper()
+	slug := strings.ReplaceAll(strings.ToLower(name), " ", "-")
+	p := &ferry{name: name, config: filepath.Join(root, slug, "config"), downloads: filepath.Join(root, slug, "Downloads"),
+		status: filepath.Join(root, slug, "status.json"), done: make(chan struct{})}
+	for _, dir := range []string{p.config, p.downloads} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(p.config, settingsFile)); err != nil {
+		s := ui.Settings{DeviceName: name, DownloadDir: p.downloads, Policy: ui.PolicyEveryone}
+		if err := saveJSON(filepath.Join(p.config, settingsFile), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.cmd = exec.Command(bin, append([]string{"--config", p.config}, args...)...)
+	p.cmd.Env = append(append(d.env(root), "FERRY_SMOKE_STATUS="+p.status), env...)
+	log, err := os.Create(filepath.Join(d.out, slug+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); log.Close(); close(p.done) }()
+	t.Cleanup(func() {
+		if p.running() {
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+func (p *ferry) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// wait waits for the process to end by itself and reports how it ended.
+func (p *ferry) wait(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		return fmt.Errorf("%s still running after %v", p.name, timeout)
+	}
+}
+
+// stop asks the process to end (SIGTERM) and waits for it.
+func (p *ferry) stop() error {
+	if !p.running() {
+		return p.err
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	return p.wait(20 * time.Second)
+}
+
+func (p *ferry) waitStatus(t *testing.T) {
+	t.Helper()
+	waitFor(t, p.name+" to listen", 30*time.Second, func() bool { return fileExists(p.status) })
+}
+
+func (p *ferry) port(t *testing.T) string {
+	t.Helper()
+	var st map[string]string
+	data, err := os.ReadFile(p.status)
+	if err == nil {
+		err = json.Unmarshal(data, &st)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.LastIndexByte(st["quic"], ':')
+	return st["quic"][i+1:]
+}
+
+// lastHistory is the newest entry of the instance's history file.
+func (p *ferry) lastHistory(t *testing.T) ui.HistoryEntry {
+	t.Helper()
+	var h []ui.HistoryEntry
+	if err := loadJSON(filepath.Join(p.config, historyFile), &h); err != nil || len(h) == 0 {
+		return ui.HistoryEntry{}
+	}
+	return h[0]
+}
+
+// buildFerry builds the desktop app once per test run.
+func buildFerry(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ferry")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold cache compiles glfw
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func runWithin(cmd *exec.Cmd, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+	c.Env = cmd.Env
+	return c.CombinedOutput()
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func randomFile(t *testing.T, dir, name string, size int) string {
+	t.Helper()
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(i*7 + i/251)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func sameFile(a, b string) bool {
+	x, err1 := os.ReadFile(a)
+	y, err2 := os.ReadFile(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}

@@ -1,0 +1,311 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// Problem is an error whose Text is written for people: what happened and
+// what to do. Err keeps the technical cause, which the error dialog shows
+// under Details. Backends return it where they can say more than the cause.
+type Problem struct {
+	Text string
+	Err  error
+}
+
+func (p *Problem) Error() string {
+	if p.Err == nil {
+		return p.Text
+	}
+	return p.Text + ": " + p.Err.Error()
+}
+
+func (p *Problem) Unwrap() error { return p.Err }
+
+// showError tells the user that what failed. The sentence comes from a
+// Problem when err holds one; any technical text waits behind Details.
+func (u *UI) showError(what string, err error) {
+	text, detail := "", err.Error()
+	var p *Problem
+	if errors.As(err, &p) {
+		text, detail = p.Text, ""
+		if p.Err != nil {
+			detail = p.Err.Error()
+		}
+	}
+	u.showMessage(what, text, detail)
+}
+
+// showMessage shows a headline, an optional sentence and optional technical
+// detail behind a Details button. Escape or Enter closes it.
+func (u *UI) showMessage(title, text, detail string) {
+	var objs []fyne.CanvasObject
+	if text != "" {
+		l := widget.NewLabel(text)
+		l.Wrapping = fyne.TextWrapWord
+		objs = append(objs, l)
+	}
+	var d *dialog.CustomDialog
+	closeBtn := u.newButton("Close", nil, func() { d.Hide() })
+	closeBtn.Importance = widget.HighImportance
+	buttons := []fyne.CanvasObject{closeBtn}
+	if detail != "" {
+		more := widget.NewLabel(detail)
+		more.Wrapping = fyne.TextWrapBreak
+		more.Hide()
+		objs = append(objs, more)
+		var toggle *button
+		toggle = u.newButton("Details", theme.InfoIcon(), func() {
+			if more.Visible() {
+				more.Hide()
+				toggle.SetText("Details")
+			} else {
+				more.Show()
+				toggle.SetText("Hide details")
+			}
+			d.Resize(fyne.NewSize(440, d.MinSize().Height))
+		})
+		buttons = append([]fyne.CanvasObject{toggle}, buttons...)
+	}
+	if len(objs) == 0 {
+		objs = append(objs, widget.NewLabel(""))
+	}
+	d = dialog.NewCustomWithoutButtons(title, container.NewVBox(objs...), u.win)
+	d.SetButtons(buttons)
+	d.Resize(fyne.NewSize(440, 0))
+	u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide}, closeBtn)
+}
+
+// showFileDialog shows one of Fyne's file dialogs, nearly as large as the
+// window, with Escape cancelling it.
+func (u *UI) showFileDialog(d *dialog.FileDialog) {
+	s := u.win.Canvas().Size()
+	if s.Width > 200 && s.Height > 200 {
+		d.Resize(fyne.NewSize(s.Width*0.9, s.Height*0.9))
+	}
+	// Its own buttons are Fyne's and do not pass Escape on; nothing focused
+	// means Escape reaches the canvas.
+	u.showModal(d, &modal{dismiss: d.Dismiss}, nil)
+}
+
+// pickAndSend lets the user choose a file, then sends it to dev (or asks which device).
+func (u *UI) pickAndSend(dev *Device) {
+	u.showFileDialog(dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil || r == nil {
+			return
+		}
+		p := r.URI().Path()
+		_ = r.Close()
+		u.sendOrAsk(dev, []string{p})
+	}, u.win))
+}
+
+// pickFolderAndSend lets the user choose a folder to send.
+func (u *UI) pickFolderAndSend(dev *Device) {
+	u.showFileDialog(dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
+		if err != nil || l == nil {
+			return
+		}
+		u.sendOrAsk(dev, []string{l.Path()})
+	}, u.win))
+}
+
+func (u *UI) sendOrAsk(dev *Device, paths []string) {
+	if dev != nil {
+		u.send(*dev, paths)
+		return
+	}
+	u.askDevice(paths)
+}
+
+// chooser asks which device files should go to. It lists the devices online
+// now and follows the device list while it is open, so it can be shown
+// before any device was found (files given on the command line at start).
+type chooser struct {
+	u       *UI
+	paths   []string
+	devices []Device
+	buttons []*button // one per device, in order
+	list    *fyne.Container
+	scroll  *container.Scroll
+	dlg     *dialog.CustomDialog
+}
+
+// askDevice shows the device chooser for paths, replacing one already open.
+func (u *UI) askDevice(paths []string) {
+	if u.ask != nil {
+		u.ask.dlg.Hide()
+	}
+	c := &chooser{u: u, paths: paths, list: container.NewVBox()}
+	what := plural(len(paths), "item")
+	if len(paths) == 1 {
+		what = EscapeName(filepath.Base(paths[0]))
+	}
+	cancel := u.newButton("Cancel", nil, func() { c.dlg.Hide() })
+	c.scroll = container.NewVScroll(c.list)
+	c.dlg = dialog.NewCustomWithoutButtons("Send "+what+" to…", c.scroll, u.win)
+	c.dlg.SetButtons([]fyne.CanvasObject{cancel})
+	c.dlg.SetOnClosed(func() {
+		if u.ask == c {
+			u.ask = nil
+		}
+	})
+	u.ask = c
+	c.refresh()
+	var first fyne.Focusable = cancel
+	if len(c.buttons) > 0 {
+		first = c.buttons[0]
+	}
+	u.showModal(c.dlg, &modal{dismiss: c.dlg.Hide, confirm: func() { c.choose(0) }}, first)
+	c.fit()
+}
+
+// refresh lists the devices online now.
+func (c *chooser) refresh() {
+	c.devices = c.u.devices.online()
+	c.buttons = c.buttons[:0]
+	objs := make([]fyne.CanvasObject, 0, len(c.devices)+1)
+	for i, d := range c.devices {
+		b := c.u.newButton(fmt.Sprintf("%s (%s)", EscapeName(displayName(d)), ShortID(d.ID)), osIcon(d.OS), func() { c.choose(i) })
+		b.Alignment = widget.ButtonAlignLeading
+		if i == 0 {
+			b.Importance = widget.HighImportance
+		}
+		c.buttons = append(c.buttons, b)
+		objs = append(objs, b)
+	}
+	if len(c.devices) == 0 {
+		l := widget.NewLabel("Looking for devices… Open Ferry on the other device, or add it by address.")
+		l.Wrapping = fyne.TextWrapWord
+		objs = append(objs, l)
+	}
+	c.list.Objects = objs
+	c.list.Refresh()
+}
+
+// dialogPad is the room a Fyne dialog leaves on each side of its content.
+const dialogPad = 24
+
+// fit sizes the dialog to its list; the window bounds it and the list scrolls.
+func (c *chooser) fit() { fitScroll(c.dlg, c.scroll, 420) }
+
+// fitScroll sizes a dialog whose content is the scroll s to show all of s
+// at width (or wider when the content needs it). A modal dialog never grows
+// beyond its window: there the content gets what is left above the buttons
+// and scrolls, so the buttons stay visible at any window size.
+func fitScroll(d dialog.Dialog, s *container.Scroll, width float32) {
+	// Wrapping labels know their height only once they know their width:
+	// lay the content out at about the width it will get first.
+	inner := width - 2*dialogPad
+	s.Content.Resize(fyne.NewSize(inner, s.Content.MinSize().Height))
+	s.Content.Resize(fyne.NewSize(inner, s.Content.MinSize().Height))
+	s.SetMinSize(s.Content.MinSize())
+	natural := d.MinSize()
+	s.SetMinSize(fyne.NewSize(0, 0))
+	d.Resize(fyne.NewSize(max(width, natural.Width), natural.Height))
+}
+
+// devicesChanged keeps an open chooser in step with the device list.
+func (c *chooser) devicesChanged() {
+	focused := c.u.win.Canvas().Focused()
+	hadFocus := false
+	for _, b := range c.buttons {
+		if fyne.Focusable(b) == focused {
+			hadFocus = true
+		}
+	}
+	wasEmpty := len(c.buttons) == 0
+	c.refresh()
+	c.fit()
+	if (hadFocus || wasEmpty) && len(c.buttons) > 0 {
+		c.u.win.Canvas().Focus(c.buttons[0])
+	}
+}
+
+// choose sends to the i-th device listed.
+func (c *chooser) choose(i int) {
+	if i < 0 || i >= len(c.devices) {
+		return
+	}
+	c.dlg.Hide()
+	c.u.send(c.devices[i], c.paths)
+}
+
+// validAddr reports whether s looks like "host:port".
+func validAddr(s string) bool {
+	h, p, err := net.SplitHostPort(s)
+	return err == nil && h != "" && p != ""
+}
+
+// showAddDevice asks for an address and adds the device that answers there.
+func (u *UI) showAddDevice() {
+	addr := u.newEntry()
+	addr.SetPlaceHolder("192.168.1.20:52000")
+	hint := widget.NewLabel("The address Ferry shows on the other device, with its port.")
+	hint.Wrapping = fyne.TextWrapWord
+	hint.SizeName = theme.SizeNameCaptionText
+	var d *dialog.CustomDialog
+	submit := func() {
+		a := strings.TrimSpace(addr.Text)
+		if !validAddr(a) {
+			hint.SetText("Enter an address with its port, like 192.168.1.20:52000.")
+			hint.Importance = widget.DangerImportance
+			hint.Refresh()
+			u.win.Canvas().Focus(addr)
+			return
+		}
+		d.Hide()
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			dev, err := u.be.AddDevice(ctx, a)
+			u.opt.Do(func() {
+				if err != nil {
+					u.showError("Could not add the device at "+EscapeName(a), err)
+					return
+				}
+				u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: dev})
+			})
+		}()
+	}
+	addr.OnSubmitted = func(string) { submit() }
+	add := u.newButton("Add", theme.ContentAddIcon(), submit)
+	add.Importance = widget.HighImportance
+	cancel := u.newButton("Cancel", nil, func() { d.Hide() })
+	form := widget.NewForm(widget.NewFormItem("Address", addr))
+	d = dialog.NewCustomWithoutButtons("Add device by address", container.NewVBox(form, hint), u.win)
+	d.SetButtons([]fyne.CanvasObject{cancel, add})
+	d.Resize(fyne.NewSize(440, 0))
+	u.showModal(d, &modal{dismiss: d.Hide, confirm: submit}, addr)
+}
+
+// confirmQuitWithoutTray tells the user, the first time they close the
+// window on a desktop without a tray, that closing quits Ferry.
+func (u *UI) confirmQuitWithoutTray() {
+	text := widget.NewLabel("This desktop shows no tray icons, so Ferry cannot keep running in the background. " +
+		"Closing the window quits Ferry, and nearby devices can no longer send you files until you open it again.")
+	text.Wrapping = fyne.TextWrapWord
+	var d *dialog.CustomDialog
+	keep := u.newButton("Keep Ferry open", nil, func() { d.Hide() })
+	quit := u.newButton("Quit Ferry", nil, func() { d.Hide(); u.quit() })
+	quit.Importance = widget.HighImportance
+	d = dialog.NewCustomWithoutButtons("Quit Ferry?", text, u.win)
+	d.SetButtons([]fyne.CanvasObject{keep, quit})
+	d.Resize(fyne.NewSize(440, 0))
+	u.showModal(d, &modal{dismiss: d.Hide, confirm: func() { d.Hide(); u.quit() }}, quit)
+}
+
+// ShowError shows an error that the app found out about later (a folder
+// that no app could open). Call it on the Fyne goroutine.
+func (u *UI) ShowError(what string, err error) { u.showError(what, err) }

@@ -1,0 +1,335 @@
+package ui
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+func key(name fyne.KeyName) *fyne.KeyEvent { return &fyne.KeyEvent{Name: name} }
+
+// press sends a key the way the window does: to the focused widget, else
+// to the canvas.
+func press(u *UI, name fyne.KeyName) {
+	if f := u.win.Canvas().Focused(); f != nil {
+		f.TypedKey(key(name))
+		return
+	}
+	u.win.Canvas().OnTypedKey()(key(name))
+}
+
+func overlays(u *UI) int { return len(u.win.Canvas().Overlays().List()) }
+
+func TestEscapeDeclinesThePromptWhereverTheFocusIs(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyTransfer(offerEvent("t1", 1))
+	p := u.prompts.queue[0]
+	if u.win.Canvas().Focused() != fyne.Focusable(p.decline) {
+		t.Fatal("the prompt does not start on Decline")
+	}
+	u.win.Canvas().Focus(p.always) // somewhere else in the dialog
+	press(u, fyne.KeyEscape)
+	if d, ok := be.decisions["t1"]; !ok || d.Accept {
+		t.Fatalf("Escape: decision %+v %v, want a decline", d, ok)
+	}
+	if overlays(u) != 0 || len(u.modals) != 0 {
+		t.Fatalf("after Escape: %d overlays, %d modals", overlays(u), len(u.modals))
+	}
+
+	// Nothing focused: Escape reaches the canvas and still declines.
+	u.ApplyTransfer(offerEvent("t2", 1))
+	u.win.Canvas().Unfocus()
+	press(u, fyne.KeyEscape)
+	if d, ok := be.decisions["t2"]; !ok || d.Accept {
+		t.Fatalf("Escape without focus: decision %+v %v", d, ok)
+	}
+}
+
+func TestEnterPressesTheFocusedButton(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyTransfer(offerEvent("t1", 1))
+	p := u.prompts.queue[0]
+	test.FocusNext(u.win.Canvas()) // Tab: from Decline to Accept
+	if u.win.Canvas().Focused() != fyne.Focusable(p.accept) {
+		t.Fatalf("Tab from Decline focused %T", u.win.Canvas().Focused())
+	}
+	press(u, fyne.KeyReturn)
+	if d, ok := be.decisions["t1"]; !ok || !d.Accept {
+		t.Fatalf("Enter on Accept: decision %+v %v", d, ok)
+	}
+	// With nothing focused Enter does not accept files: the prompt has no
+	// default that takes them.
+	u.ApplyTransfer(offerEvent("t2", 1))
+	u.win.Canvas().Unfocus()
+	press(u, fyne.KeyReturn)
+	if _, ok := be.decisions["t2"]; ok {
+		t.Fatal("Enter without focus answered the prompt")
+	}
+}
+
+func TestEscapeClosesDetailsAndErrors(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "s", Direction: Outgoing, State: StateActive, Peer: Peer{Name: "Alice"}})
+	test.Tap(u.transfers.byID["s"].details)
+	if u.transfers.detail == nil || overlays(u) != 1 {
+		t.Fatal("details not shown")
+	}
+	press(u, fyne.KeyEscape)
+	if u.transfers.detail != nil || overlays(u) != 0 {
+		t.Fatal("Escape left the details open")
+	}
+
+	u.showError("Could not send to Alice", &Problem{Text: "Ferry does not know where Alice is.", Err: errors.New("dial udp: no route")})
+	if overlays(u) != 1 {
+		t.Fatal("error not shown")
+	}
+	press(u, fyne.KeyReturn) // focus starts on Close
+	if overlays(u) != 0 {
+		t.Fatal("Enter left the error open")
+	}
+	u.showError("Could not open the folder", errors.New("xdg-open: exit status 3"))
+	u.win.Canvas().Unfocus()
+	press(u, fyne.KeyEscape)
+	if overlays(u) != 0 {
+		t.Fatal("Escape left the error open")
+	}
+}
+
+func TestErrorKeepsTechnicalTextBehindDetails(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.showError("Could not add the device at 10.0.0.2:1", &Problem{Text: "No Ferry device could be added at that address.", Err: errors.New("add: dial: connection refused")})
+	var labels []*widget.Label
+	walk(u.win.Canvas().Overlays().Top(), func(o fyne.CanvasObject) {
+		if l, ok := o.(*widget.Label); ok {
+			labels = append(labels, l)
+		}
+	})
+	var shown, hidden []string
+	for _, l := range labels {
+		if l.Visible() {
+			shown = append(shown, l.Text)
+		} else {
+			hidden = append(hidden, l.Text)
+		}
+	}
+	if !contains(join(shown), "No Ferry device could be added") || contains(join(shown), "connection refused") || !contains(join(hidden), "connection refused") {
+		t.Fatalf("shown %q, hidden %q", shown, hidden)
+	}
+}
+
+func TestAddDeviceFormKeyboard(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	added := make(chan string, 1)
+	u.opt.Do = func(f func()) { f(); added <- "done" }
+	u.showAddDevice()
+	e, ok := u.win.Canvas().Focused().(*entry)
+	if !ok {
+		t.Fatalf("focus on %T, want the address entry", u.win.Canvas().Focused())
+	}
+	// A bare host is not an address: the form says so and stays open.
+	test.Type(e, "not an address")
+	press(u, fyne.KeyReturn)
+	if overlays(u) != 1 || len(u.devices.rows) != 0 {
+		t.Fatalf("invalid address: %d overlays, %d devices", overlays(u), len(u.devices.rows))
+	}
+	e.SetText("10.0.0.2:4000")
+	press(u, fyne.KeyReturn)
+	select {
+	case <-added:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the device was not added")
+	}
+	if overlays(u) != 0 || len(u.devices.rows) != 1 {
+		t.Fatalf("after Enter: %d overlays, %d devices", overlays(u), len(u.devices.rows))
+	}
+	// Escape cancels the form.
+	u.showAddDevice()
+	press(u, fyne.KeyEscape)
+	if overlays(u) != 0 {
+		t.Fatal("Escape left the form open")
+	}
+}
+
+func TestChooserFollowsDevicesAndTakesEnter(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	// Files from the command line before any device was found.
+	u.OpenFiles([]string{"/home/u/report.pdf"})
+	if u.ask == nil || len(u.ask.buttons) != 0 {
+		t.Fatal("no chooser while no device is online")
+	}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	if len(u.ask.buttons) != 1 || u.win.Canvas().Focused() != fyne.Focusable(u.ask.buttons[0]) {
+		t.Fatalf("chooser: %d buttons, focus %T", len(u.ask.buttons), u.win.Canvas().Focused())
+	}
+	press(u, fyne.KeyReturn)
+	if len(be.sends) != 1 || be.sends[0].dev.ID != idAlice || be.sends[0].paths[0] != "/home/u/report.pdf" {
+		t.Fatalf("sends = %+v", be.sends)
+	}
+	if u.ask != nil || overlays(u) != 0 {
+		t.Fatal("chooser still open")
+	}
+	u.OpenFiles([]string{"/a"})
+	press(u, fyne.KeyEscape)
+	if u.ask != nil || len(be.sends) != 1 {
+		t.Fatal("Escape did not cancel the chooser")
+	}
+}
+
+func TestTrayMenuKeepsQuit(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	quits := 0
+	u.OnQuit = func() { quits++ }
+	var installed []*fyne.Menu
+	u.OnTrayChanged = func(m *fyne.Menu) { installed = append(installed, m) }
+	m := u.Tray()
+	last := func() *fyne.MenuItem { return m.Items[len(m.Items)-1] }
+	if last().Label != "Quit" || !last().IsQuit {
+		t.Fatalf("last item %q", last().Label)
+	}
+	be.history = []HistoryEntry{{ID: "h", PeerName: "Alice", Files: 1, State: StateDone}}
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "h", Direction: Outgoing, Peer: Peer{Name: "Alice"}, Result: &Result{State: StateDone, Files: 1}})
+	u.SetReceiving(false)
+	if len(installed) < 2 || installed[0] != m || installed[len(installed)-1] != m || u.Tray() != m {
+		t.Fatal("the tray menu was replaced instead of updated")
+	}
+	if last().Label != "Quit" || m.Items[1].Checked || m.Items[3].ChildMenu.Items[0].Label != "Sent 1 file to Alice" {
+		t.Fatalf("after updates: last %q, receiving %v, recent %q", last().Label, m.Items[1].Checked, m.Items[3].ChildMenu.Items[0].Label)
+	}
+	last().Action()
+	// The window's menu has the same Quit.
+	file := u.win.MainMenu().Items[0]
+	file.Items[len(file.Items)-1].Action()
+	if quits != 2 {
+		t.Fatalf("quits = %d, want 2", quits)
+	}
+}
+
+func TestCloseWithoutTrayQuitsAfterSayingSoOnce(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	quits := 0
+	u.OnQuit = func() { quits++ }
+	if !u.HandleClose(false) || overlays(u) != 1 || !be.settings.NoTrayNoticeShown {
+		t.Fatalf("first close without tray: %d overlays, notice %v", overlays(u), be.settings.NoTrayNoticeShown)
+	}
+	press(u, fyne.KeyReturn) // "Quit Ferry" has the focus
+	if quits != 1 || overlays(u) != 0 {
+		t.Fatalf("quits = %d, overlays %d", quits, overlays(u))
+	}
+	if u.HandleClose(false) {
+		t.Fatal("later closes without a tray must quit")
+	}
+	// Receiving off: nothing runs in the background, closing quits.
+	be.settings.Policy = PolicyOff
+	if u.HandleClose(true) {
+		t.Fatal("receiving off: closing must quit")
+	}
+}
+
+func TestSettingsTrimTheName(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.settings.name.SetText("  Desk 2 ")
+	test.Tap(u.settings.save)
+	if be.settings.DeviceName != "Desk 2" {
+		t.Fatalf("saved name %q", be.settings.DeviceName)
+	}
+}
+
+func TestOpenFolderFailureIsShown(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	be.openErr = &Problem{Text: "No app is set up to open folders on this computer. The files are in /home/u/Downloads.", Err: errors.New("xdg-open: not found")}
+	u.openPath("/home/u/Downloads")
+	if overlays(u) != 1 {
+		t.Fatal("a failed Open folder said nothing")
+	}
+}
+
+// TestPromptFitsTheSmallestWindow: at 488x320 the buttons stay inside the
+// window, below the (scrolling) content, and the checkbox is reachable.
+func TestPromptFitsTheSmallestWindow(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.win.Resize(sizeMin)
+	u.ApplyTransfer(offerEvent("t1", 12))
+	p := u.prompts.queue[0]
+	drv := fyne.CurrentApp().Driver()
+	win := u.win.Canvas().Size()
+	for _, b := range []*button{p.decline, p.accept} {
+		pos, size := drv.AbsolutePositionForObject(b), b.Size()
+		if pos.X < 0 || pos.Y < 0 || pos.X+size.Width > win.Width || pos.Y+size.Height > win.Height || size.Height == 0 {
+			t.Fatalf("%s at %v size %v is outside the %v window", b.Text, pos, size, win)
+		}
+	}
+	sp, ss := drv.AbsolutePositionForObject(p.scroll), p.scroll.Size()
+	if sp.Y+ss.Height > drv.AbsolutePositionForObject(p.accept).Y {
+		t.Fatalf("content (to y=%v) overlaps the buttons (from y=%v)", sp.Y+ss.Height, drv.AbsolutePositionForObject(p.accept).Y)
+	}
+	if p.scroll.Content.Size().Height <= ss.Height {
+		t.Fatal("12 files fit into 320 pixels? the content should scroll")
+	}
+	// The checkbox scrolls into view.
+	p.scroll.ScrollToBottom()
+	cp := drv.AbsolutePositionForObject(p.always)
+	if cp.Y < sp.Y || cp.Y+p.always.Size().Height > sp.Y+ss.Height {
+		t.Fatalf("checkbox at y=%v not within the content area %v..%v after scrolling", cp.Y, sp.Y, sp.Y+ss.Height)
+	}
+}
+
+// TestLongStateWrapsInsteadOfStretchingButtons: at the smallest width a
+// long state moves the buttons below the text; they keep their height.
+func TestLongStateWrapsInsteadOfStretchingButtons(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.win.Resize(sizeMin)
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "s", Direction: Outgoing, Peer: Peer{Name: "A device with a very long name indeed"},
+		Result: &Result{State: StateDeclined, Code: CodeBusy, ByPeer: true}})
+	v := u.transfers.byID["s"]
+	u.win.Content().Refresh()
+	if h, want := v.details.Size().Height, v.details.MinSize().Height; h > want+1 {
+		t.Fatalf("Details button %v high, its own height is %v", h, want)
+	}
+	drv := fyne.CurrentApp().Driver()
+	if drv.AbsolutePositionForObject(v.buttons).Y < drv.AbsolutePositionForObject(v.stateLbl).Y+v.stateLbl.Size().Height-1 {
+		t.Fatal("the buttons sit beside a state that does not fit there")
+	}
+}
+
+func walk(o fyne.CanvasObject, f func(fyne.CanvasObject)) {
+	f(o)
+	switch x := o.(type) {
+	case *fyne.Container:
+		for _, c := range x.Objects {
+			walk(c, f)
+		}
+	case fyne.Widget:
+		for _, c := range test.WidgetRenderer(x).Objects() {
+			walk(c, f)
+		}
+	}
+}
+
+func join(s []string) string {
+	out := ""
+	for _, x := range s {
+		out += x + "\n"
+	}
+	return out
+}
+
+func TestEscapeCancelsFileDialogs(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	for _, open := range []func(){func() { u.pickAndSend(nil) }, func() { u.pickFolderAndSend(nil) }, u.settings.browse.OnTapped} {
+		open()
+		if overlays(u) != 1 {
+			t.Fatalf("file dialog not shown: %d overlays", overlays(u))
+		}
+		press(u, fyne.KeyEscape)
+		if overlays(u) != 0 || len(u.modals) != 0 {
+			t.Fatalf("Escape left %d overlays, %d modals", overlays(u), len(u.modals))
+		}
+	}
+	if len(be.sends) != 0 {
+		t.Fatalf("a cancelled file dialog sent %+v", be.sends)
+	}
+}

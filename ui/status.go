@@ -1,0 +1,198 @@
+package ui
+
+import (
+	"fmt"
+	"time"
+
+	"fyne.io/fyne/v2/widget"
+)
+
+// This file is the one place that turns how a transfer stands into words
+// and a colour. Rows, history, the tray and notifications all ask it, so a
+// transfer is never "Failed" in one place and "Paused" in another.
+
+// Code says why a transfer ended or stopped, with the engine's values.
+type Code string
+
+// Why a transfer ended or stopped. The zero value means the engine did not
+// say; the words then stay general and the engine's own text is shown in
+// Details.
+const (
+	CodeNone           Code = ""
+	CodeCancelled      Code = "cancelled"
+	CodePaused         Code = "paused"
+	CodeDeclined       Code = "declined"
+	CodeExpired        Code = "expired" // nobody answered the offer in time
+	CodeBusy           Code = "busy"    // too many offers were waiting
+	CodeNoSpace        Code = "no_space"
+	CodeUntrusted      Code = "untrusted" // the receiver takes files from trusted devices only
+	CodeConnectionLost Code = "connection_lost"
+	CodeVerifyFailed   Code = "verify_failed"
+	CodeIO             Code = "io"
+	CodeProtocol       Code = "protocol"
+)
+
+// Outcome is what the engine says about how a transfer stands: its state
+// and, once it stopped, why and who stopped it.
+type Outcome struct {
+	State State
+	Code  Code
+	// ByPeer: the other device did it (paused, cancelled, declined, ran out of space).
+	ByPeer bool
+	// Err is the engine's own text, shown in Details.
+	Err string
+}
+
+// Status is what the UI shows for an Outcome.
+type Status struct {
+	// Short names the state in a few words ("Declined by Alice"), for
+	// history titles and the tray.
+	Short string
+	// Text is the sentence a transfer row shows.
+	Text string
+	// Importance colours it: danger only for what went wrong.
+	Importance widget.Importance
+	// Detail is the technical text behind it, for Details; may be empty.
+	Detail string
+}
+
+// describe turns an outcome into words. who names the other device as the
+// user knows it ("" when unknown); timeout is how long this device's prompt
+// waits for an answer.
+func describe(o Outcome, dir Direction, who string, timeout time.Duration) Status {
+	in := dir == Incoming
+	other := who
+	if other == "" {
+		other = "the sender"
+		if !in {
+			other = "the receiver"
+		}
+	}
+	s := Status{Importance: widget.MediumImportance, Detail: o.Err}
+	set := func(short, text string, imp widget.Importance) Status {
+		s.Short, s.Text, s.Importance = short, text, imp
+		if s.Text == "" {
+			s.Text = short
+		}
+		return s
+	}
+	if o.State == StateFailed {
+		// A stop reason carried by a failed state reads as that stop.
+		switch o.Code {
+		case CodePaused:
+			o.State = StatePaused
+		case CodeCancelled:
+			o.State = StateCancelled
+		case CodeDeclined:
+			o.State = StateDeclined
+		}
+	}
+	// Codes that mean "nobody took the files" read the same whatever state
+	// carried them (an offer that timed out may end as failed or declined).
+	switch o.Code {
+	case CodeExpired:
+		if in {
+			return set("Expired", "Expired: not answered in "+humanWait(timeout), widget.LowImportance)
+		}
+		return set("Expired", fmt.Sprintf("Expired: %s did not answer in time", other), widget.WarningImportance)
+	case CodeUntrusted:
+		if in {
+			return set("Declined", fmt.Sprintf("Declined: %s is not a trusted device", other), widget.LowImportance)
+		}
+		return set("Declined by "+other, fmt.Sprintf("Declined: %s only accepts files from trusted devices", other), widget.WarningImportance)
+	case CodeBusy:
+		if in {
+			return set("Declined", "Declined: too many offers were waiting", widget.LowImportance)
+		}
+		return set("Declined by "+other, fmt.Sprintf("Declined: %s is busy with other offers; try again in a moment", other), widget.WarningImportance)
+	}
+	switch o.State {
+	case StateConnecting:
+		return set("Connecting", "Connecting…", widget.MediumImportance)
+	case StateWaiting:
+		if in {
+			return set("Waiting for you", "Waiting for you to accept", widget.MediumImportance)
+		}
+		return set("Waiting", fmt.Sprintf("Waiting for %s to accept", other), widget.MediumImportance)
+	case StateActive:
+		if in {
+			return set("Receiving", "", widget.MediumImportance)
+		}
+		return set("Sending", "", widget.MediumImportance)
+	case StateVerifying:
+		return set("Verifying", "", widget.MediumImportance)
+	case StatePaused:
+		if o.ByPeer || in {
+			return set("Paused by "+other, "", widget.WarningImportance)
+		}
+		return set("Paused by you", "", widget.WarningImportance)
+	case StateRetrying:
+		return set("Reconnecting", fmt.Sprintf("Reconnecting to %s…", other), widget.WarningImportance)
+	case StateInterrupted:
+		return set("Interrupted", fmt.Sprintf("Interrupted — will resume when %s is back", other), widget.WarningImportance)
+	case StateDone:
+		if in {
+			return set("Received", "Done", widget.SuccessImportance)
+		}
+		return set("Sent", "Done", widget.SuccessImportance)
+	case StateDeclined:
+		switch {
+		case o.ByPeer || !in && o.Code == CodeDeclined:
+			return set("Declined by "+other, "", widget.WarningImportance)
+		case in && o.Code == CodeDeclined:
+			return set("Declined by you", "", widget.LowImportance)
+		case in:
+			// Declined here without the user being asked: the engine's
+			// policy (no space, not trusted, too many offers) did it.
+			return set("Declined", "Declined automatically: Details says why", widget.LowImportance)
+		}
+		return set("Declined by "+other, "", widget.WarningImportance)
+	case StateCancelled:
+		if o.ByPeer {
+			return set("Cancelled by "+other, "", widget.LowImportance)
+		}
+		return set("Cancelled by you", "", widget.LowImportance)
+	case StateFailed:
+		return set("Failed", "Failed: "+failure(o, in, other), widget.DangerImportance)
+	}
+	return set(EscapeName(string(o.State)), "", widget.MediumImportance)
+}
+
+// failure says in a few words why a transfer failed.
+func failure(o Outcome, in bool, other string) string {
+	switch o.Code {
+	case CodeNoSpace:
+		if in && !o.ByPeer {
+			return "not enough space on this device"
+		}
+		return "not enough space on " + other
+	case CodeConnectionLost:
+		return "the connection to " + other + " was lost"
+	case CodeVerifyFailed:
+		return "some files did not arrive intact"
+	case CodeIO:
+		switch {
+		case in && o.ByPeer:
+			return other + " could not read the files"
+		case in:
+			return "the files could not be saved here"
+		case o.ByPeer:
+			return other + " could not save the files"
+		}
+		return "the files could not be read here"
+	case CodeProtocol:
+		return other + " sent something this version of Ferry does not understand"
+	}
+	return "see Details for the reason"
+}
+
+// humanWait formats a prompt timeout: "2 minutes", "45 seconds".
+func humanWait(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "time"
+	case d%time.Minute == 0:
+		return plural(int(d/time.Minute), "minute")
+	}
+	return plural(int(d.Round(time.Second)/time.Second), "second")
+}

@@ -98,3 +98,16 @@ func TestCeilingModes(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestFileIOQuick runs every case of the file I/O bench once on a small file.
+func TestFileIOQuick(t *testing.T) {
+	var out bytes.Buffer
+	if err := runFileIO(context.Background(), []string{"--dir", t.TempDir(), "--mib", "8", "--rounds", "1"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ioCases() {
+		if !strings.Contains(out.String(), "| "+c.name+" |") {
+			t.Errorf("no row for %q in\n%s", c.name, out.String())
+		}
+	}
+}

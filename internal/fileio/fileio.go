@@ -159,9 +159,9 @@ var ErrNoSpace = errors.New("not enough space")
 // length, so that parallel direct writes into it are overwrites (which ext4
 // lets run side by side) and the file is laid out in few extents. Where the
 // file system cannot preallocate, or the file is small (minReserve),
-// Reserve does nothing and returns nil. A
-// file system that is full returns an error matching ErrNoSpace. Call it
-// before writing; the file's final size is set when it is finished.
+// Reserve does nothing and returns nil. A file system that is full returns
+// an error matching ErrNoSpace. Call it before writing; the file's final
+// size is set when it is finished.
 func (w *Writer) Reserve(size int64) error {
 	if size < minReserve {
 		return nil

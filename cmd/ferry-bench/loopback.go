@@ -109,7 +109,7 @@ func parseLoopFlags(args []string) (loopOptions, error) {
 	fs.BoolVar(&o.quick, "quick", false, "small files and one run per cell (CI)")
 	fs.IntVar(&o.runs, "runs", 3, "rounds; each round runs every cell once, and the median is reported")
 	fs.StringVar(&o.workloads, "workloads", "A,B,C", "workloads to run")
-	tps := fs.String("transports", "quic,tcp,auto", "Ferry variants: a transport, optionally followed by +NAME=VALUE environment settings for both processes (e.g. tcp+FERRY_BUFFERED_IO=1)")
+	tps := fs.String("transports", "quic,tcp,auto", "Ferry variants: a transport, optionally followed by +NAME=VALUE environment settings for both processes and +--flag=value flags for the sender (e.g. tcp+FERRY_BUFFERED_IO=1, quic+--streams=2)")
 	fs.StringVar(&o.dir, "dir", "", "folder for the files of A and B: source and destination on the same disk (default: a temp folder)")
 	fs.StringVar(&o.smallDir, "small-dir", "/dev/shm", "folder for the files of C (\"\" = as --dir): on this VM's disk, creating thousands of files right after deleting thousands measures the file system's discard, not the tools")
 	fs.StringVar(&o.cli, "cli", "", "ferry-cli binary (default: built from this checkout)")
@@ -274,17 +274,28 @@ func (e *loopEnv) cells(ctx context.Context, o loopOptions, self, bin string) []
 }
 
 // ferryVariant is one way of running Ferry: a transport, whether the
-// receiver keeps resume state, and extra environment for both processes.
+// receiver keeps resume state, extra environment for both processes and
+// extra flags for the sender.
 type ferryVariant struct {
 	transport string
 	noResume  bool
 	env       []string
+	sendArgs  []string
 }
 
+// parseFerryVariant reads "TRANSPORT[+NAME=VALUE|+--flag=value]...[/no-resume]".
 func parseFerryVariant(v string) ferryVariant {
 	v, noResume := strings.CutSuffix(v, "/no-resume")
 	parts := strings.Split(v, "+")
-	return ferryVariant{transport: parts[0], noResume: noResume, env: parts[1:]}
+	fv := ferryVariant{transport: parts[0], noResume: noResume, env: []string{}}
+	for _, p := range parts[1:] {
+		if strings.HasPrefix(p, "-") {
+			fv.sendArgs = append(fv.sendArgs, p)
+		} else {
+			fv.env = append(fv.env, p)
+		}
+	}
+	return fv
 }
 
 // loopTable holds one workload's results: every cell's runs, and per round
@@ -688,7 +699,8 @@ func loopFerry(ctx context.Context, bin, work, src, dst string, v ferryVariant, 
 	if v.transport == "tcp" || addr == "" {
 		addr = tcpAddr
 	}
-	send := exec.CommandContext(ctx, bin, "send", "--config", filepath.Join(cfg, "send"), "--to", addr, "--transport", v.transport, "--json", src)
+	sendArgs := append([]string{"send", "--config", filepath.Join(cfg, "send"), "--to", addr, "--transport", v.transport, "--json"}, v.sendArgs...)
+	send := exec.CommandContext(ctx, bin, append(sendArgs, src)...)
 	send.Env = append(slices.Clone(env), sendEnv...)
 	outb, sendKB, err := runWatched(send)
 	secs := time.Since(start).Seconds()

@@ -57,9 +57,11 @@ func TestParseFerryVariant(t *testing.T) {
 		{"tcp", ferryVariant{transport: "tcp", env: []string{}}},
 		{"quic/no-resume", ferryVariant{transport: "quic", noResume: true, env: []string{}}},
 		{"tcp+FERRY_BUFFERED_IO=1+X=2/no-resume", ferryVariant{transport: "tcp", noResume: true, env: []string{"FERRY_BUFFERED_IO=1", "X=2"}}},
+		{"quic+--streams=2+X=1", ferryVariant{transport: "quic", env: []string{"X=1"}, sendArgs: []string{"--streams=2"}}},
 	} {
 		got := parseFerryVariant(c.in)
-		if got.transport != c.want.transport || got.noResume != c.want.noResume || strings.Join(got.env, " ") != strings.Join(c.want.env, " ") {
+		if got.transport != c.want.transport || got.noResume != c.want.noResume || strings.Join(got.env, " ") != strings.Join(c.want.env, " ") ||
+			strings.Join(got.sendArgs, " ") != strings.Join(c.want.sendArgs, " ") {
 			t.Errorf("parseFerryVariant(%q) = %+v, want %+v", c.in, got, c.want)
 		}
 	}

@@ -306,6 +306,7 @@ type loopTable struct {
 	results map[string][]loopResult
 	speedup map[string][]float64 // best baseline seconds / cell seconds, per round
 	cpuQT   []float64            // ferry quic CPU / ferry tcp CPU, per round
+	cpuTCP  map[string][]float64 // a Ferry cell's CPU / ferry tcp's CPU, per round
 }
 
 // runWorkload runs o.runs rounds of every cell on w. Rounds, not blocks:
@@ -314,7 +315,7 @@ type loopTable struct {
 // drifts by ±15 % from minute to minute and that other people share, that
 // compares like with like.
 func (e *loopEnv) runWorkload(ctx context.Context, o loopOptions, w loopWorkload, base string, cells []loopCell) (loopTable, error) {
-	t := loopTable{w: w, cells: cells, results: map[string][]loopResult{}, speedup: map[string][]float64{}}
+	t := loopTable{w: w, cells: cells, results: map[string][]loopResult{}, speedup: map[string][]float64{}, cpuTCP: map[string][]float64{}}
 	src := filepath.Join(base, "src-"+w.name)
 	if err := loopMakeFiles(src, w); err != nil {
 		return t, err
@@ -350,6 +351,11 @@ func (e *loopEnv) runWorkload(ctx context.Context, o loopOptions, w loopWorkload
 		}
 		if q, tc := got["ferry quic"], got["ferry tcp"]; q.cpu() > 0 && tc.cpu() > 0 {
 			t.cpuQT = append(t.cpuQT, q.cpu()/tc.cpu())
+		}
+		for _, c := range cells {
+			if r, ok := got[c.key]; ok && !c.ceiling && !c.baseline && c.key != "ferry tcp" && got["ferry tcp"].cpu() > 0 {
+				t.cpuTCP[c.key] = append(t.cpuTCP[c.key], r.cpu()/got["ferry tcp"].cpu())
+			}
 		}
 		fmt.Fprintf(e.out, "  %s round %d/%d done\n", w.name, round+1, o.runs)
 	}
@@ -430,6 +436,9 @@ func (t loopTable) rows() []string {
 		}
 		if r.sendCalls > 0 && r.transport == "quic" {
 			notes = append(notes, fmt.Sprintf("%.1f datagrams/send call", float64(r.datagrams)/float64(r.sendCalls)))
+		}
+		if x := t.cpuTCP[c.key]; len(x) > 0 {
+			notes = append(notes, fmt.Sprintf("CPU %.2fx ferry tcp's (rounds %s)", median(x), joinRatios(x)))
 		}
 		if r.cpuOther > 0 {
 			notes = append(notes, fmt.Sprintf("relay %.1f CPU-s/GiB counted on the receiving side", medianOf(rs, func(r loopResult) float64 { return r.cpuOther })/gib))

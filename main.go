@@ -4,6 +4,7 @@
 // Usage:
 //
 //	ferry [--config DIR] [--minimized] [FILE...]
+//	ferry --version
 //
 // --config DIR keeps identity, trust, settings and history in DIR instead of
 // the user config dir (separate instances on one machine); --minimized starts
@@ -20,6 +21,7 @@ import (
 	"os"
 
 	"github.com/ferrydrop/ferry/app"
+	"github.com/ferrydrop/ferry/internal/version"
 )
 
 //go:embed assets/icon.png
@@ -28,7 +30,12 @@ var icon []byte
 func main() {
 	config := flag.String("config", "", "config `dir` (default: the user config dir/Ferry)")
 	minimized := flag.Bool("minimized", false, "start minimised to the tray")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("ferry", version.Get())
+		return
+	}
 	if err := app.Run(app.Options{ConfigDir: *config, Minimized: *minimized, Files: flag.Args(), Icon: icon}); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)
 		os.Exit(1)

@@ -17,9 +17,11 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
 
+	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/app/instance"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -106,14 +108,23 @@ func Run(opts Options) error {
 		log.Warn("history unreadable; starting a new one", "err", err)
 	}
 	s := settings.get()
+	// Sends follow their device by ID (a receiver that moved or restarted
+	// on another port is found again): the engine asks discovery's table.
+	resolver := &peerresolve.Resolver{}
 	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
-		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log})
+		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver})
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}
 	defer eng.Close()
 	if s.DeviceName == "" {
 		s.DeviceName = eng.Name()
+		_ = settings.save(s)
+	}
+	// The login item can be made or removed outside the app too (the Windows
+	// installer writes the same Run value): the setting shows what is there.
+	if on := autostart.Enabled(); on != s.StartAtLogin {
+		s.StartAtLogin = on
 		_ = settings.save(s)
 	}
 
@@ -125,6 +136,7 @@ func Run(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("start discovery: %w", err)
 	}
+	resolver.Use(disc)
 
 	a := fyneapp.NewWithID(AppID)
 	if m := a.Metadata(); m.Name == "" {

@@ -52,7 +52,9 @@ func (b *backend) Send(dev ui.Device, paths []string) error {
 	if dev.QUICAddr == "" && dev.TCPAddr == "" {
 		return &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
 	}
-	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID}
+	// With an ID the addresses are only where the device was seen: every
+	// attempt, reconnect and Resume looks it up again (engine.Target.Follow).
+	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID, Follow: dev.ID != ""}
 	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
 	b.start(peer, func() (*engine.Transfer, error) {
 		t, err := b.eng.Send(b.ctx, to, paths, engine.SendOptions{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -19,7 +20,8 @@ import (
 func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
 	t.Helper()
 	dir := t.TempDir()
-	eo := engine.Options{ConfigDir: dir, Name: "test", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"}
+	resolver := &peerresolve.Resolver{}
+	eo := engine.Options{ConfigDir: dir, Name: "test", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0", Resolver: resolver}
 	for _, f := range tune {
 		f(&eo)
 	}
@@ -33,6 +35,7 @@ func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	resolver.Use(disc)
 	st, err := openSettings(dir, ui.Settings{DeviceName: "test", DownloadDir: t.TempDir(), Policy: ui.PolicyEveryone})
 	if err != nil {
 		t.Fatal(err)
@@ -179,8 +182,10 @@ func TestAddDeviceChecksTheAddress(t *testing.T) {
 func TestRetryThroughBackend(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	b := newTestBackend(t)
+	// Declining would mute this sender for a while (issue #14); the test
+	// retries at once, as a user who changed their mind would.
 	recv, err := engine.New(engine.Options{ConfigDir: t.TempDir(), Name: "Receiver", DownloadDir: t.TempDir(),
-		Listen: "127.0.0.1:0", Accept: engine.AcceptAsk})
+		Listen: "127.0.0.1:0", Accept: engine.AcceptAsk, MuteDeclined: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,5 +251,68 @@ func TestRetryThroughBackend(t *testing.T) {
 	}
 	if ps := b.Partials(); len(ps) != 0 {
 		t.Errorf("sender holds partials: %+v", ps)
+	}
+}
+
+// TestResumeAfterReceiverMoved: a send the receiver declined is resumed
+// from its row after the receiver restarted on another port; the backend's
+// send follows the device by ID, so Resume finds it where discovery sees
+// it now instead of dialling the old port.
+func TestResumeAfterReceiverMoved(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	b := newTestBackend(t)
+	rcvDir := t.TempDir()
+	start := func(accept engine.AcceptPolicy) *engine.Engine {
+		t.Helper()
+		e, err := engine.New(engine.Options{ConfigDir: rcvDir, Name: "Receiver", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0", Accept: accept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	recv := start(engine.AcceptTrusted) // refuses the unknown sender
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out := make(chan ui.TransferEvent, 256)
+	go pumpTransfers(ctx, b.eng, b, out, make(chan ui.DeviceEvent, 16))
+	result := func() ui.TransferEvent {
+		t.Helper()
+		for ev := range out {
+			if ev.Kind == ui.TransferResult {
+				return ev
+			}
+		}
+		panic("unreachable")
+	}
+	file := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q, tc := recv.Addrs()
+	if err := b.Send(ui.Device{ID: recv.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}, []string{file}); err != nil {
+		t.Fatal(err)
+	}
+	first := result()
+	if first.Result.State == ui.StateDone {
+		t.Fatalf("first attempt: %+v", first.Result)
+	}
+	recv.Close()
+	moved := start(engine.AcceptAll) // same device, another port
+	mq, _ := moved.Addrs()
+	if mq == q {
+		t.Fatalf("the receiver came back on the same address %s", q)
+	}
+	if _, err := b.disc.AddManual(ctx, mq); err != nil { // discovery sees it there now
+		t.Fatal(err)
+	}
+	if err := b.Retry(first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if second := result(); second.Result.State != ui.StateDone {
+		t.Fatalf("Resume after the receiver moved: %+v", second.Result)
 	}
 }

@@ -18,6 +18,7 @@ var transferKinds = map[engine.EventKind]ui.TransferEventKind{
 	engine.EventMetrics:   ui.TransferMetrics,
 	engine.EventTransport: ui.TransferTransport,
 	engine.EventResult:    ui.TransferResult,
+	engine.EventPath:      ui.TransferPath,
 }
 
 func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
@@ -80,6 +81,9 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 	}
 	if t := ev.Transport; t != nil {
 		out.Transport, out.Reason = t.Name, t.Reason
+	}
+	if p := ev.Path; p != nil {
+		out.Path = &ui.PathChange{Moved: p.Moved, From: p.From, To: p.To, Reason: p.Reason, Stall: msDur(p.StallMs)}
 	}
 	if r := ev.Result; r != nil {
 		out.Result = &ui.Result{State: ui.State(r.State), Code: ui.Code(r.Code), ByPeer: r.ByPeer, Err: r.Err,

@@ -121,7 +121,7 @@ func noPartials(t *testing.T, dir string) {
 
 func transportsUnderTest() []string {
 	var out []string
-	for _, k := range transportTable(TransportConfig{}) {
+	for _, k := range transportTable(TransportConfig{}, nil) {
 		out = append(out, string(k.Kind))
 	}
 	return out

@@ -46,6 +46,8 @@ func endOf(err error, peer string, resumable bool) ending {
 	switch {
 	case err == nil:
 		return ending{state: StateDone}
+	case errors.Is(err, errPairMismatch):
+		e.state, e.code, e.text = StateFailed, string(wire.CodeUntrusted), sentence(err)
 	case errors.Is(err, errStoppedReceiving):
 		e.state, e.code, e.text = StateCancelled, string(wire.CodeCancelled), "Stopped: receiving was turned off."
 	case errors.Is(err, errCancelledByUser):

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
@@ -71,6 +72,10 @@ type Options struct {
 	// MaxPrompts bounds offers waiting for an answer at once; zero means 8.
 	// Further offers are declined as busy instead of stacking up.
 	MaxPrompts int
+	// MuteDeclined is how long offers from an untrusted device, and from
+	// its address, are declined without asking after the user declined one
+	// of its offers; zero means 2 minutes, negative mutes nobody.
+	MuteDeclined time.Duration
 	// NoQUIC and NoTCP disable a listener (tests of the fallback).
 	NoQUIC, NoTCP bool
 	// RetryFor is how long a sender keeps reconnecting after the connection
@@ -109,6 +114,10 @@ type Options struct {
 	// durations, prompt expiry, retry budgets); nil means the system clock.
 	// Socket deadlines and timers stay on the system clock.
 	Clock Clock
+	// Resolver finds where a device is now, for sends whose Target follows
+	// the device (Target.Follow); nil: the engine looks only at the
+	// target's addresses and the ones it remembers.
+	Resolver Resolver
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -128,6 +137,13 @@ type Target struct {
 	Addr, QUICAddr, TCPAddr string
 	// ID, when set, is the device ID the peer must prove; a different key is refused.
 	ID string
+	// Follow, with ID set, makes the addresses only where the device was
+	// seen: each attempt (the first, every reconnect, Retry) looks the
+	// device up again by ID (Options.Resolver, then the addresses above,
+	// then the ones it was last reached at, then those hosts on
+	// DefaultPort), so a device that moved or restarted on another port is
+	// found. Without it the addresses are explicit and dialled as given.
+	Follow bool
 }
 
 func (t Target) quicAddr() string {
@@ -188,13 +204,18 @@ type Engine struct {
 	resume *resume.Dir // resume state of unfinished transfers
 	// bufs bounds the chunk buffers of every receiving session together.
 	bufs *bufpool.Pool
-	bus  Bus
-	log  *slog.Logger
-	opts Options
+	// admit shares what incoming sessions may hold before a decision fairly
+	// between addresses and devices, and remembers whom the user muted.
+	admit *admission
+	bus   Bus
+	log   *slog.Logger
+	opts  Options
 	// transports is the transport table; reg knows the sessions of every
 	// listener, so that one transport's session can take over another's.
 	transports []auto.Entry
 	reg        *join.Registry
+	// netw tells the transports when this device's network changes.
+	netw *netwatch.Watcher
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -223,7 +244,6 @@ type Engine struct {
 	transfers        map[string]*Transfer
 	resuming         map[string]*receiver // resume key -> the session holding its partials
 	acceptedSessions int                  // incoming sessions that accepted an offer, running now
-	prompts          int
 	closed           bool
 }
 
@@ -256,6 +276,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.MaxPrompts <= 0 {
 		opts.MaxPrompts = 8
 	}
+	if opts.MuteDeclined == 0 {
+		opts.MuteDeclined = defaultMuteDeclined
+	}
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
 	}
@@ -275,12 +298,14 @@ func New(opts Options) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rxCtx, stopRx := context.WithCancelCause(ctx)
-	return &Engine{
+	netw := netwatch.New(netwatch.Options{})
+	return &Engine{netw: netw,
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
+		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
-		transports: transportTable(opts.Transport), reg: join.NewRegistry(),
+		transports: transportTable(opts.Transport, netw), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
@@ -675,6 +700,8 @@ type Transfer struct {
 	started   time.Time
 	decisions chan Decision // receiving side: the user's answer to the offer
 	asking    atomic.Bool   // an offer is waiting for that answer
+	// pair is the session's verification code (pairing), once known.
+	pair atomic.Pointer[pairState]
 
 	// Sending side: what was sent where (for Retry), and pause/resume signals.
 	paths    []string
@@ -832,6 +859,7 @@ func (e *Engine) Close() error {
 	for _, l := range draining {
 		errs = append(errs, l.Close())
 	}
+	e.netw.Close()
 	return errors.Join(errs...)
 }
 

@@ -29,6 +29,14 @@ const (
 	// EventListener: a transport could not listen (Listener says which and
 	// why); receiving goes on over the others. It belongs to no transfer.
 	EventListener EventKind = "listener"
+	// EventPair: the verification code of a transfer with a device this one
+	// does not trust yet (Pair), or of a pairing request (Pair.Only). Both
+	// screens show the same code; the user says whether they match with
+	// Engine.ConfirmPair, which trusts the device, or ends the transfer.
+	EventPair EventKind = "pair"
+	// EventKeyChanged: a device known here presented another key (KeyChange).
+	// The connection was refused: the user should be warned clearly.
+	EventKeyChanged EventKind = "key_changed"
 )
 
 // Direction says whether we send or receive a transfer.
@@ -74,7 +82,7 @@ func (s State) Final() bool {
 type PeerInfo struct {
 	Name    string `json:"name"`
 	ID      string `json:"id"`      // full device ID (base32)
-	Trusted bool   `json:"trusted"` // known before this connection
+	Trusted bool   `json:"trusted"` // the user trusts it: paired, or marked trusted
 	Addr    string `json:"addr,omitempty"`
 }
 
@@ -101,6 +109,10 @@ type OfferInfo struct {
 	Dest       string       `json:"dest"`
 	FreeBytes  int64        `json:"free_bytes"` // -1 when unknown
 	Expires    time.Time    `json:"expires"`
+	// PairCode is the session's verification code when the sender is not
+	// trusted yet (see EventPair): shown with the offer, the user may
+	// confirm it (Engine.ConfirmPair) to trust the sender.
+	PairCode string `json:"pair_code,omitempty"`
 }
 
 // FolderInfo summarises one top-level folder of an offer.
@@ -188,6 +200,28 @@ type Event struct {
 	Result     *Result         `json:"result,omitempty"`
 	Transport  *TransportInfo  `json:"transport,omitempty"`
 	Listener   *ListenerStatus `json:"listener,omitempty"`
+	Pair       *PairInfo       `json:"pair,omitempty"`
+	KeyChange  *KeyChange      `json:"key_change,omitempty"`
+	Path       *PathInfo       `json:"path,omitempty"`
+}
+
+// PairInfo is the verification code of a session with a device.
+type PairInfo struct {
+	// Code is six digits, "123 456"; the other device shows the same one
+	// unless someone is in the middle.
+	Code string `json:"code"`
+	// Only: the peer asks to pair, and offers no files.
+	Only bool `json:"only,omitempty"`
+}
+
+// KeyChange describes a known device that presented another key.
+type KeyChange struct {
+	// Known is the device as this one knows it.
+	Known PeerInfo `json:"known"`
+	// PresentedID is the key (device ID) presented instead.
+	PresentedID string `json:"presented_id"`
+	// Warning is a sentence for the user: what happened and what to do.
+	Warning string `json:"warning"`
 }
 
 // Bus fans events out to subscribers without ever blocking the publisher: a

@@ -24,11 +24,24 @@ type rawPeer struct {
 // connectRaw starts recv.serve on one end of a pipe and returns the other end.
 func connectRaw(t *testing.T, recv *Engine) (*rawPeer, <-chan struct{}) {
 	t.Helper()
+	return connectRawAs(t, recv, newIdentity(t), "")
+}
+
+func newIdentity(t *testing.T) *identity.Identity {
+	t.Helper()
 	id, err := identity.LoadOrCreate(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return id
+}
+
+// connectRawAs is connectRaw for a chosen identity, coming from addr
+// ("host:port"; empty: "pipe").
+func connectRawAs(t *testing.T, recv *Engine, id *identity.Identity, addr string) (*rawPeer, <-chan struct{}) {
+	t.Helper()
 	cli, srv := newPipeConns(id.ID, recv.ident.ID)
+	srv.addr = addr
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

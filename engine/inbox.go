@@ -31,9 +31,12 @@ type inbox struct {
 	e    *Engine
 	t    *Transfer
 	peer identity.DeviceID
+	// ticket is the offer's standing with the engine's admission: what it
+	// may hold until it is decided, and its place among the prompts (issue #14).
+	ticket *ticket
 
 	files      []offeredFile
-	refused    []refusal
+	refused    []nameRefusal
 	refusedIdx map[int]bool
 	accepted   []int // after decide: the files accepted, in offer order
 	dest       *store.Dest
@@ -54,8 +57,8 @@ type offeredFile struct {
 	Size int64
 }
 
-// refusal is one offered file the inbox refused by itself, and why.
-type refusal struct {
+// nameRefusal is one offered file the inbox refused by itself, and why.
+type nameRefusal struct {
 	idx    int
 	code   wire.Code
 	reason string
@@ -85,13 +88,13 @@ const (
 // newInbox starts the receiving side of an exchange with a peer whose
 // identity (and name, as it gave it) is known; conn, when the protocol has
 // one, provides the metrics.
-func (e *Engine) newInbox(peer identity.DeviceID, name, addr string, conn Conn) *inbox {
+func (e *Engine) newInbox(peer identity.DeviceID, name, addr string, conn Conn, tk *ticket) *inbox {
 	t := &Transfer{
 		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
 		peer: e.peerInfo(peer, name, addr), conn: conn, state: StateWaiting,
 		decisions: make(chan Decision, 1),
 	}
-	return &inbox{e: e, t: t, peer: peer}
+	return &inbox{e: e, t: t, peer: peer, ticket: tk}
 }
 
 // checkCount refuses an offer of more files than a receiver takes, before
@@ -167,7 +170,7 @@ func (in *inbox) refuse(idx int, code wire.Code, reason string) {
 		in.refusedIdx = map[int]bool{}
 	}
 	in.refusedIdx[idx] = true
-	in.refused = append(in.refused, refusal{idx: idx, code: code, reason: reason})
+	in.refused = append(in.refused, nameRefusal{idx: idx, code: code, reason: reason})
 }
 
 // register makes the transfer known (events, Decide, Cancel). A later
@@ -268,9 +271,7 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 	dest.SetBufferedIO(e.opts.BufferedIO)
 	in.dest, in.destDir, in.accepted = dest, dir, accepted
 	if d.AlwaysAccept {
-		if err := e.trust.SetAlwaysAccept(in.peer, in.t.peer.Name, true); err != nil {
-			e.log.Warn("trust store", "err", err)
-		}
+		e.alwaysAccept(in.t, in.peer)
 	}
 	return d, nil
 }
@@ -278,21 +279,15 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 // ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
 func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
 	e := in.e
-	e.mu.Lock()
-	if e.prompts >= e.opts.MaxPrompts {
-		e.mu.Unlock()
-		return decision{Decision: Decision{Reason: "too many offers are waiting for an answer; try again in a moment"}, code: wire.CodeBusy}, nil
+	place, refused := in.ticket.prompt()
+	if refused != nil {
+		return refusal(refused), nil
 	}
-	e.prompts++
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.prompts--
-		e.mu.Unlock()
-	}()
+	defer place.release()
 	in.t.asking.Store(true)
 	defer in.t.asking.Store(false)
-	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout)}
+	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout),
+		PairCode: e.untrustedCode(in.t)}
 	if free < 0 {
 		info.FreeBytes = -1
 	}
@@ -305,7 +300,12 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 		if !d.Accept && d.Expired {
 			return decision{Decision: d, code: wire.CodeExpired}, nil
 		}
+		if !d.Accept {
+			in.ticket.declined()
+		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
+	case <-place.evicted:
+		return refusal(errReceiverBusy), nil
 	case <-timer.C:
 		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},
 			code: wire.CodeExpired}, nil

@@ -69,7 +69,7 @@ func (o *outbox) run(ctx context.Context) {
 		a := o.newAttempt()
 		err := a.run(actx)
 		if cause := context.Cause(actx); cause != nil && !errors.Is(err, errSessionDone) &&
-			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused)) {
+			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused) || errors.Is(cause, errPathGone)) {
 			err = cause
 		}
 		stopAttempt(nil)
@@ -122,7 +122,11 @@ func (o *outbox) run(ctx context.Context) {
 		t.mu.Lock()
 		t.state = StateRetrying
 		t.mu.Unlock()
-		timer := time.NewTimer(backoff)
+		wait := backoff
+		if errors.Is(err, errPathGone) {
+			wait = 0 // the network moved under a TCP session: reconnect on the new path at once
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
@@ -158,6 +162,7 @@ func (o *outbox) finish(err error, last attemptOutcome, sent, resent int64) {
 	if errors.As(err, &mm) {
 		r.PresentedID = mm.Presented.String()
 	}
+	o.e.warnKeyChange(o.t, err)
 	o.e.finish(o.t, r)
 }
 

@@ -27,6 +27,7 @@ func (s pipeStream) Abort() {
 // pipeConn is one end of an in-memory connection.
 type pipeConn struct {
 	peer   identity.DeviceID
+	addr   string // RemoteAddr; "pipe" when empty
 	other  *pipeConn
 	accept chan Stream
 	done   chan struct{}
@@ -73,7 +74,12 @@ func (c *pipeConn) AcceptStream(ctx context.Context) (Stream, error) {
 }
 
 func (c *pipeConn) PeerID() identity.DeviceID { return c.peer }
-func (c *pipeConn) RemoteAddr() string        { return "pipe" }
+func (c *pipeConn) RemoteAddr() string {
+	if c.addr == "" {
+		return "pipe"
+	}
+	return c.addr
+}
 func (c *pipeConn) Transport() transport.Kind { return "pipe" }
 func (c *pipeConn) Metrics() Metrics          { return Metrics{Transport: "pipe"} }
 func (c *pipeConn) Done() <-chan struct{}     { return c.done }

@@ -42,6 +42,12 @@ var errSessionDone = errors.New("session done")
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
 	defer c.Close(0, "")
+	tk, refused := e.admit.arrive(c.RemoteAddr(), c.PeerID(), func() { c.Close(closeReason(errReceiverBusy)) })
+	if refused != nil {
+		c.Close(closeReason(refused))
+		return
+	}
+	defer tk.decided()
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := c.AcceptStream(hctx)
 	cancel()
@@ -62,26 +68,37 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		err = checkHello(h, c)
 	}
 	if err == nil {
-		err = ctl.send(e.hello())
+		if refused := e.refuseEarly(tk, h, c); refused != nil {
+			err = errDecided(refusal(refused)) // ours to tell the peer (closeWith sends it)
+		}
+	}
+	var code string
+	var pairOnly bool
+	if err == nil {
+		code, pairOnly, err = e.answerHello(ctl, h, c.PeerID())
 	}
 	if err != nil {
 		e.log.Info("incoming connection refused", "peer", c.RemoteAddr(), "err", err)
-		c.Close(closeReason(err))
+		closeWith(c, ctl, err)
 		return
 	}
 	peerID := c.PeerID()
-	if err := e.trust.Seen(peerID, h.Name, ""); err != nil {
-		e.log.Warn("trust store", "err", err)
-	}
 
-	in := e.newInbox(peerID, h.Name, c.RemoteAddr(), c)
+	in := e.newInbox(peerID, h.Name, c.RemoteAddr(), c, tk)
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
 	in.t.cancel = tcancel
+	e.setPair(in.t, code, peerID, h.Name, "", pairOnly)
+	if pairOnly {
+		e.servePair(tctx, c, ctl, tk, in.t)
+		return
+	}
 	rx := &receiver{inbox: in, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
+	stopWatch := e.watchPath(tctx, in.t, c, nil) // the peer's moves (migrate.go)
 	err = rx.run(tctx)
+	stopWatch()
 	switch {
 	case errors.Is(err, errSessionDone):
 		err = nil
@@ -189,18 +206,23 @@ func (rx *receiver) run(ctx context.Context) error {
 
 // control reads the offer, decides, then serves the control stream until the end.
 func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
-	if err := rx.takeOffer(); err != nil {
+	err := rx.takeOffer()
+	rx.ticket.decided() // from here on, the prompt's own bounds apply
+	if err != nil {
 		return err
 	}
 	if err := rx.register(); err != nil {
 		return err
 	}
+	rx.e.announcePair(rx.t)
 	g.Go(func() error { return rx.readControl(ctx) })
 	decision, err := rx.decide(ctx)
 	if err != nil {
 		return err
 	}
-	if !decision.Accept {
+	if decision.Accept {
+		rx.e.acceptedFrom(rx.c.PeerID(), rx.t.peer.Name)
+	} else {
 		verdict := errDecided(decision)
 		rx.verdict.Store(&verdict)
 		rx.ctl.send(&wire.Decision{Accept: false, Code: decision.code, Reason: decision.Reason})
@@ -688,9 +710,15 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 		return
 	}
 	saved, err := rx.dest.Finalize(part, f.entry.Path, f.entry.Size)
-	if err != nil {
+	if err != nil && saved == "" {
 		rx.resolve(f, false, "", wire.CodeIO, err.Error())
 		return
+	}
+	if err != nil {
+		// Saved whole under its name; only the partial's extra name could
+		// not be removed (seen under Wine, whose file system lacks the call
+		// Go's os.Root uses). The file is good: say so, and keep the note.
+		rx.e.log.Warn("file saved, partial left behind", "file", saved, "err", err)
 	}
 	rx.mu.Lock()
 	f.part = nil

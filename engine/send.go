@@ -147,11 +147,12 @@ type fileLeaves struct {
 
 func (tx *sender) run(ctx context.Context) error {
 	kind, _ := parseTransport(tx.opts.Transport)
-	conn, reason, err := tx.e.dial(ctx, tx.to, tx.want, kind)
+	// A target that follows its device is looked up again on every attempt.
+	conn, reason, at, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind)
 	if err != nil {
 		return err
 	}
-	return tx.session(ctx, conn, reason, dialledAddr(tx.to, conn), tx.opts)
+	return tx.session(ctx, conn, reason, dialledAddr(at, conn), tx.opts)
 }
 
 // end tells the receiver why the attempt ended (if it did not finish) and
@@ -180,7 +181,9 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	tx.conn, tx.reason = conn, reason
 	t.mu.Lock()
 	t.conn = conn
+	stopAttempt := t.stopAttempt
 	t.mu.Unlock()
+	defer e.watchPath(ctx, t, conn, stopAttempt)() // connection migration (migrate.go)
 	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(conn.Transport()), Reason: reason}})
 	stopEarly := context.AfterFunc(ctx, func() { closeWith(conn, nil, context.Cause(ctx)) })
 	defer stopEarly()
@@ -198,7 +201,8 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		stop := context.AfterFunc(ctx, func() { closeWith(conn, ctl, context.Cause(ctx)) })
 		defer stop()
 	}
-	if err := tx.ctl.send(e.hello()); err != nil {
+	pd := newPairDialer()
+	if err := tx.ctl.send(pd.hello(e)); err != nil {
 		return err
 	}
 	h, err := expect[*wire.Hello](tx.ctl.recvTimeout(handshakeTimeout))
@@ -208,9 +212,15 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	if err := checkHello(h, conn); err != nil {
 		return err
 	}
+	code, err := pd.finish(tx.ctl, h, e.ident.ID, conn.PeerID(), false)
+	if err != nil {
+		return err
+	}
 	t.mu.Lock()
 	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
+	e.setPair(t, code, conn.PeerID(), h.Name, addr, false)
+	e.announcePair(t)
 	if err := e.trust.Seen(conn.PeerID(), h.Name, addr); err != nil {
 		e.log.Warn("trust store", "err", err)
 	}

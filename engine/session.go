@@ -133,6 +133,9 @@ func closeReason(err error) (uint64, string) {
 
 // closeCode is the wire code that tells the peer why we end a session.
 func closeCode(err error) wire.Code {
+	if errors.Is(err, errPairMismatch) {
+		return wire.CodeUntrusted
+	}
 	if errors.Is(err, errCancelledByUser) {
 		return wire.CodeCancelled
 	}

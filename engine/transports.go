@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
@@ -37,7 +38,12 @@ type switcher = transport.Switcher
 
 // transportTable is the engine's transport table: what it listens on and
 // dials, in priority order (QUIC first: it answers in fewer round trips).
-func transportTable(cfg TransportConfig) []auto.Entry {
+// QUIC connections follow nw's changes (connection migration); nw may be nil.
+func transportTable(cfg TransportConfig, nw *netwatch.Watcher) []auto.Entry {
+	var network transport.Network
+	if nw != nil {
+		network = nw
+	}
 	return []auto.Entry{
 		{
 			Kind:     transport.QUIC,
@@ -46,7 +52,7 @@ func transportTable(cfg TransportConfig) []auto.Entry {
 				return transport.AsListener(quic.Listen(addr, tlsConf, reg, cfg))
 			},
 			Dial: func(ctx context.Context, addr string, tlsConf *tls.Config) (transport.Conn, error) {
-				return transport.AsConn(quic.Dial(ctx, addr, tlsConf, cfg))
+				return transport.AsConn(quic.DialNetwork(ctx, addr, tlsConf, cfg, network))
 			},
 		},
 		{

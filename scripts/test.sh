@@ -5,7 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3 python3-xlib
-      avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync)
+      avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync
+      # packaging checks (go test ./packaging): Windows cross builds, the installer, Wine, .deb metadata
+      gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils
+      curl)
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
 
@@ -16,4 +19,10 @@ go vet ./...
 echo "== go test"
 # -race on the engine and discovery (where the concurrency lives); the rest plain.
 go test -race -count=1 -timeout 20m ./engine/... ./discovery/...
-go test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery)
+go test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery -e /packaging)
+echo "== fuzz: every target a few seconds (scripts/fuzz.sh; about 3 minutes)"
+scripts/fuzz.sh 4s
+echo "== govulncheck (scripts/vulncheck.sh; skipped with a message where the database cannot be reached)"
+scripts/vulncheck.sh
+echo "== packaging: build every artefact with scripts/package.sh, install and run them (~6-8 min)"
+go test -count=1 -timeout 30m ./packaging

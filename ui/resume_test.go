@@ -165,3 +165,27 @@ func TestDetailsKeepLiveMetricsTheResultLacks(t *testing.T) {
 		t.Errorf("details = %q", got)
 	}
 }
+
+// A change of network path under a transfer shows on its row for a few
+// seconds, then the row reads as before; the peer's new address is kept.
+func TestNetworkChangedNote(t *testing.T) {
+	u, _, c := newTestUI(t)
+	id := "m1"
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: id, Direction: Outgoing, State: StateActive, Peer: Peer{ID: idAlice, Name: "Alice"},
+		Progress: &Progress{Bytes: 10, Total: 100}})
+	v := u.transfers.byID[id]
+	plain := v.stateLbl.Text
+	u.ApplyTransfer(TransferEvent{Kind: TransferPath, ID: id, Direction: Outgoing, State: StateActive,
+		Path: &PathChange{Moved: "peer", From: "10.0.0.5:4000", To: "10.0.0.5:4100", Reason: "peer address changed"}})
+	if want := plain + " · Network changed — continuing"; v.stateLbl.Text != want {
+		t.Errorf("state after a path change = %q, want %q", v.stateLbl.Text, want)
+	}
+	if v.peer.Addr != "10.0.0.5:4100" {
+		t.Errorf("peer address = %q, want the new one", v.peer.Addr)
+	}
+	c.t = c.t.Add(networkChangedNote + time.Second)
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: id, Direction: Outgoing, State: StateActive, Progress: &Progress{Bytes: 20, Total: 100}})
+	if v.stateLbl.Text != plain {
+		t.Errorf("state later = %q, want %q", v.stateLbl.Text, plain)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/internal/version"
 )
 
 var policyLabels = []string{
@@ -81,6 +83,7 @@ func newSettingsView(u *UI) *settingsView {
 		widget.NewFormItem("", v.auto),
 		widget.NewFormItem("", v.login),
 		widget.NewFormItem("", v.minimized),
+		widget.NewFormItem("Ferry version", widget.NewLabel(version.Get().Short())),
 	)
 	u.partials = newPartialsView(u)
 	v.obj = container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), revert, v.save),

@@ -25,7 +25,8 @@ type transferView struct {
 	progress  Progress
 	transport string
 	reason    string
-	note      string // why it is reconnecting, from the engine's state event
+	note      string    // why it is reconnecting, from the engine's state event
+	moved     time.Time // when the network path last changed under it (TransferPath)
 	metrics   *Metrics
 	results   []FileResult
 	result    *Result
@@ -128,6 +129,11 @@ func (l *transferList) apply(ev TransferEvent) {
 		}
 	case TransferTransport:
 		v.transport, v.reason = ev.Transport, ev.Reason
+	case TransferPath:
+		v.moved = l.u.now()
+		if ev.Path != nil && ev.Path.Moved == "peer" {
+			v.peer.Addr = ev.Path.To
+		}
 	case TransferResult:
 		if r := ev.Result; r != nil && !(v.state.Final() && !r.State.Final()) {
 			v.result = r
@@ -257,6 +263,9 @@ func (l *transferList) refresh(v *transferView) {
 
 	st := l.status(v)
 	label := st.Text
+	if !v.state.Final() && l.u.now().Sub(v.moved) < networkChangedNote {
+		label += " · Network changed — continuing"
+	}
 	if v.state == StateDone && v.result != nil && v.result.Verified > 0 {
 		label += fmt.Sprintf(" · %d verified", v.result.Verified)
 	}
@@ -293,6 +302,9 @@ func (l *transferList) status(v *transferView) Status {
 	}
 	return describe(o, v.dir, who, l.u.opt.PromptTimeout)
 }
+
+// networkChangedNote is how long a row says the network changed under it.
+const networkChangedNote = 5 * time.Second
 
 // canPause reports whether a sending transfer in state s can be paused:
 // once data may flow, and while it reconnects.

@@ -220,7 +220,18 @@ const (
 	TransferMetrics
 	TransferTransport
 	TransferResult
+	// TransferPath: the network path under the transfer changed and it goes
+	// on (connection migration); Path says how.
+	TransferPath
 )
+
+// PathChange is one change of the network path under a transfer.
+type PathChange struct {
+	Moved    string // "local" (this device's address changed) or "peer"
+	From, To string
+	Reason   string
+	Stall    time.Duration
+}
 
 // TransferEvent is one engine event about a transfer, in the UI's terms.
 type TransferEvent struct {
@@ -234,8 +245,9 @@ type TransferEvent struct {
 	File      *FileResult
 	Metrics   *Metrics
 	Result    *Result
-	Transport string // "quic" or "tcp" (TransferTransport)
-	Reason    string // why that transport (TransferTransport)
+	Transport string      // "quic" or "tcp" (TransferTransport)
+	Reason    string      // why that transport (TransferTransport)
+	Path      *PathChange // TransferPath
 	Time      time.Time
 }
 

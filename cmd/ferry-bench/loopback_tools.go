@@ -143,7 +143,7 @@ func (e *loopEnv) crocCell(bin string) loopCell {
 		}
 		secs := time.Since(start).Seconds()
 		if sender.werr != nil {
-			return loopResult{}, fmt.Errorf("croc send: %v: %s", sender.werr, oneLine(lastLines(sender.stderr.String(), 3)))
+			return loopResult{}, fmt.Errorf("croc send: %v: %s", sender.werr, lastLines(sender.stderr.String(), 3))
 		}
 		relay.kill()
 		return loopResult{seconds: secs, transport: "relay",
@@ -281,9 +281,4 @@ func filesIn(dir string) ([]string, error) {
 		}
 	}
 	return files, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/peerresolve"
 )
 
 // This file connects the CLI to the discovery package: receive advertises
@@ -21,6 +22,18 @@ import (
 func init() {
 	advertise = advertiseEngine
 	resolveTarget = resolveByDiscovery
+	follow = followByDiscovery
+}
+
+// followByDiscovery runs discovery beside a send to a device named by name
+// or ID, so that each attempt finds it where it is now.
+func followByDiscovery(ctx context.Context, e *engine.Engine, resolver *peerresolve.Resolver) (stop func()) {
+	d, err := newDiscovery(e)
+	if err != nil {
+		return func() {}
+	}
+	resolver.Use(d)
+	return runDiscovery(ctx, d)
 }
 
 // discoveryInterfaces lists the network interfaces mDNS may use. Tests
@@ -291,16 +304,8 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (
 // peerTarget is where to send to a discovered peer: its best QUIC and TCP
 // addresses, and its ID, which the TLS handshake must prove.
 func peerTarget(p discovery.Peer) engine.Target {
-	t := engine.Target{ID: p.ID}
-	if a := p.DialAddrs(); len(a) > 0 {
-		t.QUICAddr = a[0]
+	if ts := peerresolve.Targets(p); len(ts) > 0 {
+		return ts[0]
 	}
-	if a := p.TCPDialAddrs(); len(a) > 0 {
-		t.TCPAddr = a[0]
-	} else if p.Direct != "" {
-		// A probed peer advertises no TCP port; Ferry listens for TCP on the
-		// QUIC port number, and the ID check guards a wrong guess.
-		t.TCPAddr = p.Direct
-	}
-	return t
+	return engine.Target{ID: p.ID}
 }

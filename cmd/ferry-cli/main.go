@@ -57,6 +57,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(errOut, "ferry-cli: unknown command %q\n", args[0])
@@ -117,6 +120,10 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // envOptions are the engine options the environment sets (see package ferryenv).
 func envOptions(o engine.Options) engine.Options {
 	o.BufferedIO = ferryenv.BufferedIO()
+	o.ProgressInterval = ferryenv.ProgressInterval()
+	if o.Logger == nil {
+		o.Logger = ferryenv.Logger()
+	}
 	o.Transport = ferryenv.Transport()
 	return o
 }

@@ -60,8 +60,20 @@ func (p *printer) event(ev engine.Event) {
 			}
 			p.line("connection lost%s; reconnecting...", reason)
 		}
+	case engine.EventPair:
+		p.line("verification code %s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
+			ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
+	case engine.EventKeyChanged:
+		p.line("WARNING: %s", ev.KeyChange.Warning)
 	case engine.EventTransport:
 		p.line("transport: %s (%s)", ev.Transport.Name, ev.Transport.Reason)
+	case engine.EventPath:
+		pi := ev.Path
+		who := "this device"
+		if pi.Moved == "peer" {
+			who = "the other device"
+		}
+		p.line("network changed (%s: %s -> %s, %s); continuing after a %.0f ms stall", who, pi.From, pi.To, pi.Reason, pi.StallMs)
 	case engine.EventFile:
 		f := ev.File
 		switch {

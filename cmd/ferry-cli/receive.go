@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -36,6 +36,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	asJSON := fs.Bool("json", false, "print one JSON event per line")
 	noDiscovery := fs.Bool("no-discovery", false, "do not advertise this device on the local network")
 	noResume := fs.Bool("no-resume", false, "keep no resume state (benchmarks: measures what resume costs)")
+	pair := fs.Bool("pair", false, "ask to check the verification code of every sender not trusted yet; a match trusts it")
 	maxAge := fs.Duration("partial-max-age", 7*24*time.Hour, "discard unfinished incoming transfers untouched for this long (0: keep forever)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -99,7 +100,8 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	}
 	p := newPrinter(out, *asJSON)
-	answers := newPrompter(os.Stdin, errOut)
+	answers := newPrompter(stdin, errOut)
+	var asking sync.WaitGroup // code questions: --once waits for the answer before it exits
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,13 +111,31 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 			switch ev.Kind {
 			case engine.EventOffer:
 				go func() {
-					d := answers.ask(ctx, ev)
+					d := answers.ask(ctx, ev, func(ok bool) error { return e.ConfirmPair(ev.TransferID, ok) })
 					if err := e.Decide(ev.TransferID, d); err != nil {
+						fmt.Fprintf(errOut, "ferry-cli receive: %v\n", err)
+					}
+				}()
+			case engine.EventPair:
+				if !ev.Pair.Only && !*pair {
+					break
+				}
+				asking.Add(1)
+				go func() {
+					defer asking.Done()
+					q := fmt.Sprintf("\n%s (%s) sends with verification code %s. Does its screen show the same code? [y/n]: ",
+						safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
+					if ev.Pair.Only {
+						q = fmt.Sprintf("\n%s (%s) asks to pair, with verification code %s. Does its screen show the same code? [y/n]: ",
+							safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
+					}
+					if err := e.ConfirmPair(ev.TransferID, answers.confirmCode(ctx, q)); err != nil {
 						fmt.Fprintf(errOut, "ferry-cli receive: %v\n", err)
 					}
 				}()
 			case engine.EventResult:
 				if *once {
+					asking.Wait()
 					if ev.Result.State != engine.StateDone {
 						return exitError{code: 1, err: errors.New(ev.Result.Err)}
 					}
@@ -145,7 +165,9 @@ func newPrompter(in io.Reader, out io.Writer) *prompter {
 	return &prompter{in: bufio.NewReader(in), out: out, sem: make(chan struct{}, 1)}
 }
 
-func (p *prompter) ask(ctx context.Context, ev engine.Event) engine.Decision {
+// ask asks about an offer; confirm records the user's verdict on the
+// sender's verification code, asked when the user wants to trust it.
+func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match bool) error) engine.Decision {
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -170,6 +192,9 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event) engine.Decision {
 		}
 		fmt.Fprintf(p.out, "  %s (%s)\n", safetext.Name(f.Path), humanBytes(f.Size))
 	}
+	if o.PairCode != "" {
+		fmt.Fprintf(p.out, "  verification code %s: [a]lways asks you to check that the sender's screen shows it\n", o.PairCode)
+	}
 	fmt.Fprint(p.out, "Accept? [y]es / [n]o / [a]lways from this device: ")
 	line, err := p.in.ReadString('\n')
 	if err != nil && line == "" {
@@ -179,6 +204,13 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event) engine.Decision {
 	case "y", "yes":
 		return engine.Decision{Accept: true}
 	case "a", "always":
+		if o.PairCode == "" { // trusted already
+			return engine.Decision{Accept: true}
+		}
+		match := p.yes(fmt.Sprintf("Does the sender's screen show the code %s? [y/n]: ", o.PairCode))
+		if err := confirm(match); err != nil || !match {
+			return engine.Decision{Reason: "the verification codes did not match"}
+		}
 		return engine.Decision{Accept: true, AlwaysAccept: true}
 	}
 	return engine.Decision{Reason: "the receiver declined"}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/peerresolve"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 func init() {
@@ -33,6 +35,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of a progress bar")
 	name := fs.String("name", "", "device `NAME` shown to the receiver")
 	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep reconnecting this long after the connection drops (0: never)")
+	pair := fs.Bool("pair", false, "if the receiver is not trusted yet, ask to check its verification code; a match trusts it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,11 +60,19 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if rf == 0 {
 		rf = -1 // the engine's "never"
 	}
-	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf}))
+	// A device named by name or ID is followed: every attempt looks it up
+	// again (a receiver that restarted on another port is found); an
+	// explicit HOST:PORT is dialled as given.
+	target.Follow = target.ID != "" && !isHostPortArg(*to)
+	resolver := &peerresolve.Resolver{}
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf, Resolver: resolver}))
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	if target.Follow {
+		defer follow(ctx, e, resolver)()
+	}
 	p := newPrinter(out, *asJSON)
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
@@ -71,11 +82,20 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	stopToggle := pauseOnSignal(e, tr.ID(), errOut)
 	defer stopToggle()
+	answers := newPrompter(stdin, errOut)
 	for ev := range events {
 		if ev.TransferID != tr.ID() {
 			continue
 		}
 		p.event(ev)
+		if ev.Kind == engine.EventPair && *pair {
+			go func() {
+				ok := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code))
+				if err := e.ConfirmPair(tr.ID(), ok); err != nil {
+					fmt.Fprintf(errOut, "ferry-cli send: %v\n", err)
+				}
+			}()
+		}
 		if ev.Kind == engine.EventResult {
 			break
 		}
@@ -89,6 +109,18 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return exitError{code: 1, err: fmt.Errorf("the receiver refused %d file(s) by name; the others arrived", r.Refused)}
 	}
 	return nil
+}
+
+// follow keeps discovery running for the send, for resolver; it is a
+// variable so discovery can provide it (see discovery.go).
+var follow = func(ctx context.Context, e *engine.Engine, resolver *peerresolve.Resolver) (stop func()) {
+	return func() {}
+}
+
+// isHostPortArg reports whether --to is an address rather than a device.
+func isHostPortArg(to string) bool {
+	_, _, err := net.SplitHostPort(to)
+	return err == nil
 }
 
 // exitError carries a process exit code; its message was already printed.

@@ -25,6 +25,10 @@ type Peer struct {
 	LastAddrs []string `json:"last_addrs,omitempty"`
 	// AlwaysAccept: the user trusts this device and accepts its offers without asking.
 	AlwaysAccept bool `json:"always_accept"`
+	// Paired: the user confirmed the device's verification code (that is
+	// how a device becomes trusted now); PairedAt says when.
+	Paired   bool      `json:"paired,omitempty"`
+	PairedAt time.Time `json:"paired_at,omitzero"`
 }
 
 // KeyChangedError reports a known device (by address) that now presents a different key.
@@ -171,6 +175,46 @@ func (s *Store) SetAlwaysAccept(id DeviceID, name string, on bool) error {
 	p.AlwaysAccept = on
 	s.mu.Unlock()
 	return s.save()
+}
+
+// Pair records that the user confirmed the device's verification code:
+// the device is trusted from now on.
+func (s *Store) Pair(id DeviceID, name, addr string, at time.Time) error {
+	s.mu.Lock()
+	p, ok := s.byID[id.String()]
+	if !ok {
+		p = &Peer{ID: id.String(), FirstSeen: at}
+		s.byID[p.ID] = p
+		s.evictLocked()
+	}
+	if name != "" {
+		p.Name = name
+	}
+	p.LastSeen = at
+	if addr != "" {
+		p.LastAddrs = slices.DeleteFunc(p.LastAddrs, func(a string) bool { return a == addr })
+		p.LastAddrs = append([]string{addr}, p.LastAddrs...)
+		p.LastAddrs = p.LastAddrs[:min(len(p.LastAddrs), maxAddrs)]
+	}
+	p.AlwaysAccept, p.Paired, p.PairedAt = true, true, at
+	s.mu.Unlock()
+	return s.save()
+}
+
+// PairedNamed returns a paired device called name, other than id: another
+// key that claims the name of a device the user paired with.
+func (s *Store) PairedNamed(name string, id DeviceID) (Peer, bool) {
+	if name == "" {
+		return Peer{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.byID {
+		if p.Paired && p.Name == name && p.ID != id.String() {
+			return clonePeer(p), true
+		}
+	}
+	return Peer{}, false
 }
 
 // Forget removes a device.

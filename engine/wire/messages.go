@@ -8,11 +8,29 @@ type Hello struct {
 	Name    string `json:"name"`
 	ID      string `json:"id"` // must equal the ID proven by TLS
 	OS      string `json:"os,omitempty"`
-	// Features lists optional capabilities ("resume"; "pair" is reserved for
-	// the pairing step, where both screens show a verification code).
+	// Features lists optional capabilities: "resume", and "pair" (the
+	// pairing step, where both screens show the same verification code;
+	// see package engine/internal/pairing).
 	Features []string `json:"features,omitempty"`
-	// Pair is reserved for the pairing step's commitment; empty today.
+	// Pair is the pairing step's opening move, when both sides offer "pair":
+	// in the dialer's hello the commitment to its nonce, in the listener's
+	// hello its nonce (hex). A PairReveal from the dialer follows.
 	Pair string `json:"pair,omitempty"`
+}
+
+// PairReveal is the dialer's nonce, which its hello committed to. It comes
+// right after the hellos when both offered "pair", before anything else.
+type PairReveal struct {
+	Nonce string `json:"nonce"` // hex
+	// Only asks for pairing alone: no offer follows; each side tells the
+	// other its user's verdict on the code (PairConfirm), and the session ends.
+	Only bool `json:"only,omitempty"`
+}
+
+// PairConfirm tells the peer of a pairing-only session whether this side's
+// user confirmed that both screens show the same code.
+type PairConfirm struct {
+	OK bool `json:"ok"`
 }
 
 // Offer opens a transfer; OfferFiles messages with the manifest follow.
@@ -103,16 +121,18 @@ type Cancel struct {
 }
 
 // Type implementations.
-func (*Hello) Type() Type      { return THello }
-func (*Offer) Type() Type      { return TOffer }
-func (*OfferFiles) Type() Type { return TOfferFiles }
-func (*Decision) Type() Type   { return TDecision }
-func (*Have) Type() Type       { return THave }
-func (*NeedChunk) Type() Type  { return TNeedChunk }
-func (*FileResult) Type() Type { return TFileResult }
-func (*SenderDone) Type() Type { return TSenderDone }
-func (*Result) Type() Type     { return TResult }
-func (*Cancel) Type() Type     { return TCancel }
+func (*Hello) Type() Type       { return THello }
+func (*Offer) Type() Type       { return TOffer }
+func (*OfferFiles) Type() Type  { return TOfferFiles }
+func (*Decision) Type() Type    { return TDecision }
+func (*Have) Type() Type        { return THave }
+func (*NeedChunk) Type() Type   { return TNeedChunk }
+func (*FileResult) Type() Type  { return TFileResult }
+func (*SenderDone) Type() Type  { return TSenderDone }
+func (*Result) Type() Type      { return TResult }
+func (*Cancel) Type() Type      { return TCancel }
+func (*PairReveal) Type() Type  { return TPairReveal }
+func (*PairConfirm) Type() Type { return TPairConfirm }
 
 func checkText(field, s string, max int) error {
 	if len(s) > max {
@@ -144,6 +164,15 @@ func (m *Hello) validate() error {
 	}
 	return nil
 }
+
+func (m *PairReveal) validate() error {
+	if len(m.Nonce) > 256 {
+		return protoErr("pair reveal: nonce of %d bytes", len(m.Nonce))
+	}
+	return nil
+}
+
+func (m *PairConfirm) validate() error { return nil }
 
 func (m *Offer) validate() error {
 	switch {

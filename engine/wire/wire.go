@@ -52,23 +52,25 @@ type Type uint8
 
 // Control message types.
 const (
-	THello      Type = 1
-	TOffer      Type = 2
-	TOfferFiles Type = 3
-	TDecision   Type = 4
-	_           Type = 5 // retired: roots travel in-band as root frames (RootChunk)
-	TNeedChunk  Type = 6
-	TFileResult Type = 7
-	TSenderDone Type = 8
-	TResult     Type = 9
-	TCancel     Type = 10
-	THave       Type = 11
+	THello       Type = 1
+	TOffer       Type = 2
+	TOfferFiles  Type = 3
+	TDecision    Type = 4
+	_            Type = 5 // retired: roots travel in-band as root frames (RootChunk)
+	TNeedChunk   Type = 6
+	TFileResult  Type = 7
+	TSenderDone  Type = 8
+	TResult      Type = 9
+	TCancel      Type = 10
+	THave        Type = 11
+	TPairReveal  Type = 12
+	TPairConfirm Type = 13
 )
 
 func (t Type) String() string {
 	names := map[Type]string{THello: "hello", TOffer: "offer", TOfferFiles: "offer-files", TDecision: "decision",
 		TNeedChunk: "need-chunk", TFileResult: "file-result", TSenderDone: "sender-done",
-		TResult: "result", TCancel: "cancel", THave: "have"}
+		TResult: "result", TCancel: "cancel", THave: "have", TPairReveal: "pair-reveal", TPairConfirm: "pair-confirm"}
 	if n, ok := names[t]; ok {
 		return n
 	}
@@ -154,6 +156,10 @@ func newMessage(t Type) Message {
 	switch t {
 	case THello:
 		return &Hello{}
+	case TPairReveal:
+		return &PairReveal{}
+	case TPairConfirm:
+		return &PairConfirm{}
 	case TOffer:
 		return &Offer{}
 	case TOfferFiles:

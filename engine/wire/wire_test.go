@@ -51,6 +51,10 @@ func validMessages() []wire.Message {
 		&wire.Result{OK: true, Files: 5, Verified: 5},
 		&wire.Result{OK: false, Files: 5, Verified: 2, Code: wire.CodeIO, Reason: "disk error"},
 		&wire.Cancel{Code: wire.CodeCancelled, Reason: "user pressed cancel"},
+		&wire.PairReveal{Nonce: strings.Repeat("ab", 32)},
+		&wire.PairReveal{Nonce: strings.Repeat("ab", 32), Only: true},
+		&wire.PairConfirm{OK: true},
+		&wire.PairConfirm{},
 		&wire.Cancel{Code: wire.CodeTimeout},
 		// Limits are in bytes: 512 two-byte runes are exactly MaxReasonLen.
 		&wire.Cancel{Code: wire.CodeBusy, Reason: strings.Repeat("é", wire.MaxReasonLen/2)},
@@ -226,7 +230,9 @@ var hostileCases = []struct {
 	{"length 0xFFFFFFFF", header(wire.THello, 0xFFFFFFFF), wire.ErrProtocol},
 	{"length 0xFFFFFFFF unknown type", header(200, 0xFFFFFFFF), wire.ErrProtocol},
 	{"type 0", frame(0, `{}`), wire.ErrProtocol},
-	{"type 12", frame(12, `{}`), wire.ErrProtocol},
+	{"type 14", frame(14, `{}`), wire.ErrProtocol},
+	{"pair reveal nonce 257 bytes", frame(wire.TPairReveal, `{"nonce":"`+strings.Repeat("a", 257)+`"}`), wire.ErrProtocol},
+	{"pair confirm not an object", frame(wire.TPairConfirm, `[1]`), wire.ErrProtocol},
 	{"type 200", frame(200, `{}`), wire.ErrProtocol},
 	{"type 255 no body", header(255, 0), wire.ErrProtocol},
 	{"empty body", frame(wire.TSenderDone, ``), wire.ErrProtocol},
@@ -599,8 +605,8 @@ func TestTypeString(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if len(seen) != 10 {
-		t.Errorf("%d distinct type names, want 10", len(seen))
+	if len(seen) != 12 {
+		t.Errorf("%d distinct type names, want 12", len(seen))
 	}
 	if got := wire.Type(200).String(); got != "type(200)" {
 		t.Errorf("Type(200).String() = %q", got)

@@ -7,11 +7,14 @@
 //	FERRY_AUTO_SWITCH        "0"          TransportConfig.NoAutoSwitch (auto picks one transport up front)
 //	FERRY_TCP_CC             name         TransportConfig.TCPCongestion ("cubic", "bbr"...; Linux)
 //	FERRY_BUFFERED_IO        "1"          Options.BufferedIO (page cache only, no direct I/O)
+//	FERRY_PROGRESS_INTERVAL  Go duration  Options.ProgressInterval (the migration bench times gaps with it)
+//	FERRY_LOG                debug|info   Options.Logger: the engine's diagnostics on stderr
 //
 // A value that does not parse is ignored, as before these were options.
 package ferryenv
 
 import (
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -39,3 +42,23 @@ func transport(getenv func(string) string) engine.TransportConfig {
 // cache only (engine.Options.BufferedIO), to compare with the default, which
 // follows the data (direct I/O for what is not cached).
 func BufferedIO() bool { return os.Getenv("FERRY_BUFFERED_IO") == "1" }
+
+// ProgressInterval is FERRY_PROGRESS_INTERVAL (zero when unset or bad):
+// how often a transfer reports progress (engine.Options.ProgressInterval).
+func ProgressInterval() time.Duration {
+	d, err := time.ParseDuration(os.Getenv("FERRY_PROGRESS_INTERVAL"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+// Logger is FERRY_LOG: the engine's diagnostics at that level ("debug",
+// "info", "warn") as text on stderr, or nil (discarded) when unset.
+func Logger() *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(os.Getenv("FERRY_LOG"))); err != nil || os.Getenv("FERRY_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

@@ -70,6 +70,12 @@ type Config struct {
 	// SwitchDialWait bounds how long auto keeps dialling TCP beside a
 	// transfer that started on QUIC. Zero means 10 s.
 	SwitchDialWait time.Duration
+	// PathSilence is how long the path a dialled QUIC connection uses may
+	// stay silent (packets sent, nothing received) before the connection
+	// tries a path from another local address. Zero means three smoothed
+	// round trips, at least 300 ms; negative turns the search off (the
+	// system's own choice of source address still applies).
+	PathSilence time.Duration
 	// LossRTTSlack is the scheduling noise allowed on top of the minimum RTT
 	// when telling random loss from a queue. Zero means 2 ms.
 	LossRTTSlack time.Duration

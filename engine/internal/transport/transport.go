@@ -19,6 +19,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"time"
 
@@ -107,6 +108,47 @@ type PathSample struct {
 // PathSampler is a Conn that measures its path itself (QUIC).
 type PathSampler interface {
 	PathSample() PathSample
+}
+
+// Network tells a transport what this device's network looks like and when
+// it changes (package netwatch implements it).
+type Network interface {
+	// Changed returns a channel closed at the next change after the call.
+	Changed() <-chan struct{}
+	// Addrs lists the addresses a path can start from now.
+	Addrs() []netip.Addr
+}
+
+// PathChange is one change of the network path under a session: a QUIC
+// connection that migrated, or a peer whose address changed under it.
+type PathChange struct {
+	// Local is true when this device's address changed (it moved, or it
+	// left a silent path); false when the peer's did (the peer moved, or a
+	// NAT gave it another port).
+	Local bool
+	// From and To are the addresses before and after: this device's local
+	// address when Local, else the peer's address.
+	From, To string
+	// Reason says why, in a few words.
+	Reason string
+	// Probe is how long validating the new path took (zero when this side
+	// did not probe: the system or the peer moved the path).
+	Probe time.Duration
+	// Stall is the longest time nothing came from the peer around the
+	// change, measured to the first packet on the new path.
+	Stall time.Duration
+}
+
+// PathReporter is a Conn whose network path may change under it.
+type PathReporter interface {
+	// PathChanges delivers each change of the session's path. Changes are
+	// dropped while the channel is full.
+	PathChanges() <-chan PathChange
+}
+
+// LocalAddresser is a Conn that knows the local address its path uses now.
+type LocalAddresser interface {
+	LocalAddr() string
 }
 
 // ErrStreamStalled is returned by a stream whose Read or Write made no

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -274,24 +275,47 @@ func TestGateHandshakeBounds(t *testing.T) {
 	block := make(chan struct{})
 	var timedOut sync.WaitGroup
 	timedOut.Add(1)
-	if !g.Handshake(func(ctx context.Context) {
+	if !g.Handshake("192.0.2.1:1", func(ctx context.Context) {
 		<-ctx.Done() // the handshake timeout ends it
 		timedOut.Done()
 	}) {
 		t.Fatal("first handshake shed")
 	}
 	timedOut.Wait()
-	waitFor(t, func() bool { return len(g.pending) == 0 })
+	waitFor(t, func() bool { return g.Pending() == 0 })
+	g.Close()
+
+	g = NewGate(NewRegistry(), transport.TCP, time.Minute)
+	// One source gets MaxPendingPerSource handshakes, no more.
+	evicted := make(chan struct{}, MaxPending)
 	n := 0
-	for g.Handshake(func(ctx context.Context) { <-block }) {
+	for g.Handshake("192.0.2.1:1", func(ctx context.Context) {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			evicted <- struct{}{}
+		}
+	}) {
 		n++
 	}
-	if n != MaxPending {
-		t.Errorf("%d handshakes in flight before shedding, want %d", n, MaxPending)
+	if n != MaxPendingPerSource {
+		t.Errorf("%d handshakes in flight from one source, want %d", n, MaxPendingPerSource)
+	}
+	// Many sources fill the gate; a newcomer then takes the oldest slot of
+	// the busiest source, whose handshake ends.
+	for i := 0; g.Pending() < MaxPending; i++ {
+		g.Handshake(fmt.Sprintf("192.0.2.%d:1", 2+i), func(ctx context.Context) { <-block })
+	}
+	if !g.Handshake("198.51.100.1:1", func(ctx context.Context) { <-block }) {
+		t.Fatal("a newcomer was shed while one source held many slots")
+	}
+	<-evicted // the busiest source's oldest handshake ended
+	if g.Pending() != MaxPending {
+		t.Errorf("%d in flight, want %d", g.Pending(), MaxPending)
 	}
 	close(block)
 	g.Close()
-	if g.Handshake(func(context.Context) {}) {
+	if g.Handshake("192.0.2.1:1", func(context.Context) {}) {
 		t.Error("a closed gate ran a handshake")
 	}
 }

@@ -9,11 +9,17 @@ import (
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/internal/fair"
 )
 
 const (
 	// MaxPending bounds handshakes in flight per listener.
 	MaxPending = 64
+	// MaxPendingPerSource bounds the handshakes in flight from one source
+	// address (package fair): a real sender needs a few at once (its first
+	// connection, data streams, a spare); a flood from one address gets no
+	// more than this, and a flood from many churns among its own slots.
+	MaxPendingPerSource = 16
 	// AcceptQueue bounds new sessions waiting for Accept.
 	AcceptQueue = 16
 )
@@ -43,7 +49,7 @@ type Gate struct {
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
 	queue   chan transport.Conn
-	pending chan struct{} // semaphore: handshakes in flight
+	pending *fair.Slots // handshakes in flight, shared fairly by source
 	wg      sync.WaitGroup
 
 	mu        sync.Mutex // guards the fields below
@@ -59,34 +65,41 @@ type Gate struct {
 func NewGate(reg *Registry, kind transport.Kind, timeout time.Duration) *Gate {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Gate{reg: reg, kind: kind, timeout: timeout, ctx: ctx, cancel: cancel,
-		queue: make(chan transport.Conn, AcceptQueue), pending: make(chan struct{}, MaxPending),
-		mine: make(map[Token]transport.Conn)}
+		queue:   make(chan transport.Conn, AcceptQueue),
+		pending: fair.New(fair.Limits{Total: MaxPending, PerSource: MaxPendingPerSource}),
+		mine:    make(map[Token]transport.Conn)}
 }
 
 // Context ends when the gate is closed.
 func (g *Gate) Context() context.Context { return g.ctx }
 
-// Handshake runs f for one new connection in a goroutine Close waits for,
-// with a context that ends after the handshake timeout or at Close. It
-// reports false, running nothing, when MaxPending handshakes are in flight
-// or the gate is closed: the caller sheds the connection.
-func (g *Gate) Handshake(f func(ctx context.Context)) bool {
-	select {
-	case g.pending <- struct{}{}:
-	default:
+// Handshake runs f for one new connection from remote ("host:port") in a
+// goroutine Close waits for, with a context that ends after the handshake
+// timeout, at Close, or when a newcomer from a less busy source takes its
+// slot (package fair). It reports false, running nothing, when the
+// connection's source may not have a slot now or the gate is closed: the
+// caller sheds the connection.
+func (g *Gate) Handshake(remote string, f func(ctx context.Context)) bool {
+	ctx, cancel := context.WithTimeout(g.ctx, g.timeout)
+	slot := g.pending.Take(fair.Source(remote), cancel)
+	if slot == nil {
+		cancel()
 		return false
 	}
 	ok := g.Go(func() {
-		defer func() { <-g.pending }()
-		ctx, cancel := context.WithTimeout(g.ctx, g.timeout)
+		defer slot.Release()
 		defer cancel()
 		f(ctx)
 	})
 	if !ok {
-		<-g.pending
+		slot.Release()
+		cancel()
 	}
 	return ok
 }
+
+// Pending is the number of handshakes in flight.
+func (g *Gate) Pending() int { return g.pending.Held() }
 
 // Go runs f in a goroutine Close waits for, unless the gate is closed.
 func (g *Gate) Go(f func()) bool {

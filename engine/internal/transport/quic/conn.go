@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,17 +69,40 @@ type countingUDP struct {
 	datagrams atomic.Int64
 	mtu       atomic.Int64 // largest datagram size sent in a row (see sent)
 	last      atomic.Int64 // size of the previous single datagram
+	// sendErrors counts datagrams the system refused because the path is
+	// gone (see lost).
+	sendErrors atomic.Int64
 }
 
 func (c *countingUDP) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (int, int, error) {
 	n, seg := countDatagrams(len(b), oob)
 	c.sent(n, seg)
-	return c.UDPConn.WriteMsgUDP(b, oob, addr)
+	nb, noob, err := c.UDPConn.WriteMsgUDP(b, oob, addr)
+	if err != nil && c.lost(err) {
+		return len(b), len(oob), nil
+	}
+	return nb, noob, err
 }
 
 func (c *countingUDP) WriteTo(b []byte, addr net.Addr) (int, error) {
 	c.sent(1, len(b))
-	return c.UDPConn.WriteTo(b, addr)
+	n, err := c.UDPConn.WriteTo(b, addr)
+	if err != nil && c.lost(err) {
+		return len(b), nil
+	}
+	return n, err
+}
+
+// lost reports whether a send error only means that the path is gone for
+// now (no route, address removed, link down): quic-go closes a connection
+// on any send error, so these count as datagrams lost on the way, which
+// loss recovery and migration deal with.
+func (c *countingUDP) lost(err error) bool {
+	if !pathGone(err) {
+		return false
+	}
+	c.sendErrors.Add(1)
+	return true
 }
 
 // sent records one send call of n datagrams of size seg. The path MTU is the
@@ -121,7 +145,16 @@ type conn struct {
 	peer identity.DeviceID
 	cfg  transport.Config
 
-	congestion atomic.Int64 // congestion-window reductions seen (see watchCongestion)
+	// Read once: after a migration quic-go replaces what ConnectionState,
+	// RemoteAddr and LocalAddr read on a dialled connection without a lock.
+	gso    bool
+	remote string // a dialled connection's peer address (it does not change)
+
+	congestion atomic.Int64               // congestion-window reductions seen (see watchCongestion)
+	local      atomic.Pointer[netip.Addr] // dialled: the source address in use (see migrator)
+
+	mu  sync.Mutex     // guards alt
+	alt []*countingUDP // sockets of migrated paths (dialled connections)
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup // watchCongestion, and the socket closer of a dialled connection
@@ -131,7 +164,8 @@ type conn struct {
 // connection owns (nil for accepted ones): it is closed, with the socket,
 // when the connection ends.
 func newConn(c *quic.Conn, udp *countingUDP, tr *quic.Transport, cfg transport.Config) (*conn, error) {
-	peer, err := identity.PeerID(c.ConnectionState().TLS)
+	state := c.ConnectionState()
+	peer, err := identity.PeerID(state.TLS)
 	if err != nil {
 		c.CloseWithError(quic.ApplicationErrorCode(errcode.AppOf(errcode.CodeProtocol)), "no certificate")
 		if tr != nil {
@@ -140,7 +174,10 @@ func newConn(c *quic.Conn, udp *countingUDP, tr *quic.Transport, cfg transport.C
 		}
 		return nil, err
 	}
-	qc := &conn{c: c, udp: udp, peer: peer, cfg: cfg}
+	qc := &conn{c: c, udp: udp, peer: peer, cfg: cfg, gso: state.GSO}
+	if tr != nil {
+		qc.remote = c.RemoteAddr().String()
+	}
 	qc.wg.Go(qc.watchCongestion)
 	if tr != nil {
 		qc.wg.Go(func() {
@@ -150,6 +187,41 @@ func newConn(c *quic.Conn, udp *countingUDP, tr *quic.Transport, cfg transport.C
 		})
 	}
 	return qc, nil
+}
+
+// remoteAddr is the peer's address: fixed for a dialled connection, the
+// one quic-go last validated for an accepted one (the peer may move).
+func (q *conn) remoteAddr() string {
+	if q.remote != "" {
+		return q.remote
+	}
+	return q.c.RemoteAddr().String()
+}
+
+// setLocal records the source address the connection uses now.
+func (q *conn) setLocal(a netip.Addr) { q.local.Store(&a) }
+
+// localAddr is the source address in use: a dialled connection's as its
+// migrator last saw it, else the socket's.
+func (q *conn) localAddr() string {
+	if a := q.local.Load(); a != nil && a.IsValid() {
+		return a.String()
+	}
+	return q.udp.LocalAddr().String()
+}
+
+// addSocket adds a migrated path's socket to the connection's counters.
+func (q *conn) addSocket(u *countingUDP) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.alt = append(q.alt, u)
+}
+
+// sockets lists the connection's sockets, the first one first.
+func (q *conn) sockets() []*countingUDP {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]*countingUDP{q.udp}, q.alt...)
 }
 
 // dialConn dials over a Transport of its own, kept open for the
@@ -242,6 +314,12 @@ func (q *conn) refuse(refusal error) {
 func (q *conn) metrics() transport.Metrics {
 	st := q.c.ConnectionStats()
 	recv, send := transport.SocketBuffers(q.udp.UDPConn)
+	var datagrams, calls, mtu int64
+	for _, u := range q.sockets() {
+		datagrams += u.datagrams.Load()
+		calls += u.calls.Load()
+		mtu = max(mtu, u.mtu.Load())
+	}
 	return transport.Metrics{
 		Transport:         string(transport.QUIC),
 		CongestionControl: "reno",
@@ -252,13 +330,13 @@ func (q *conn) metrics() transport.Metrics {
 		CongestionEvents:  q.congestion.Load(),
 		PacketsLost:       int64(st.PacketsLost),
 		BytesLost:         int64(st.BytesLost),
-		DatagramsSent:     q.udp.datagrams.Load(),
+		DatagramsSent:     datagrams,
 		DatagramsRecv:     int64(st.PacketsReceived),
 		BytesSent:         int64(st.BytesSent),
 		BytesRecv:         int64(st.BytesReceived),
-		SendCalls:         q.udp.calls.Load(),
-		PathMTU:           int(q.udp.mtu.Load()),
-		GSO:               q.c.ConnectionState().GSO,
+		SendCalls:         calls,
+		PathMTU:           int(mtu),
+		GSO:               q.gso,
 		RecvBuffer:        recv,
 		SendBuffer:        send,
 	}

@@ -62,7 +62,7 @@ func (l *Listener) acceptLoop(ln *quic.Listener) {
 		if err != nil {
 			return
 		}
-		if !l.gate.Handshake(func(ctx context.Context) { l.handshake(ctx, c) }) {
+		if !l.gate.Handshake(c.RemoteAddr().String(), func(ctx context.Context) { l.handshake(ctx, c) }) {
 			c.CloseWithError(quic.ApplicationErrorCode(errcode.AppOfErr(errcode.ErrListenerBusy)), errcode.ErrListenerBusy.Error())
 		}
 	}

@@ -47,11 +47,14 @@ type Session struct {
 	ctx    context.Context // ends with Close or when the primary ends
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the session's goroutines
+	paths  chan transport.PathChange
 
 	// dialer only
 	remote  *net.UDPAddr
 	tlsConf *tls.Config
-	extras  []*extra // connections being added or added
+	nw      transport.Network // nil: the connections do not follow the network
+	mig     *migrator         // the first connection's
+	extras  []*extra          // connections being added or added
 	// registered is closed once the peer wrote on the first stream: by then
 	// the listener has registered the session.
 	registered     chan struct{}
@@ -78,7 +81,7 @@ type extra struct {
 func newSession(cfg transport.Config, client bool, token join.Token, primary *conn) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{cfg: cfg, client: client, token: token, primary: primary, ctx: ctx, cancel: cancel,
-		conns: []*conn{primary}}
+		conns: []*conn{primary}, paths: make(chan transport.PathChange, 16)}
 	s.wg.Go(func() {
 		select {
 		case <-primary.done():
@@ -92,8 +95,16 @@ func newSession(cfg transport.Config, client bool, token join.Token, primary *co
 }
 
 // Dial dials a new session: its first connection now, extra ones when the
-// second stream is opened on a clean local path.
+// second stream is opened on a clean local path. Its connections follow
+// the network only as far as the system routes them (see DialNetwork).
 func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config) (*Session, error) {
+	return DialNetwork(ctx, addr, tlsConf, cfg, nil)
+}
+
+// DialNetwork is Dial for a session whose connections follow nw's changes
+// and leave a silent path for another local address (connection
+// migration, see migrator); it reports each change (PathChanges).
+func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config, nw transport.Network) (*Session, error) {
 	cfg = cfg.WithDefaults()
 	ra, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
@@ -104,10 +115,36 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
 	}
 	s := newSession(cfg, true, join.NewToken(), c)
-	s.remote, s.tlsConf = ra, tlsConf
+	s.remote, s.tlsConf, s.nw = ra, tlsConf, nw
 	s.registered = make(chan struct{})
+	s.mig = s.follow(c, s.reportPath)
 	return s, nil
 }
+
+// follow starts the migrator of a dialled connection.
+func (s *Session) follow(c *conn, report func(transport.PathChange)) *migrator {
+	if s.nw == nil {
+		return nil
+	}
+	m := newMigrator(c, s.nw, s.remote, s.cfg, report)
+	c.wg.Go(m.run)
+	return m
+}
+
+// reportPath hands a path change to PathChanges, dropping it when nobody reads.
+func (s *Session) reportPath(c transport.PathChange) {
+	select {
+	case s.paths <- c:
+	default:
+	}
+}
+
+// PathChanges delivers the changes of the session's path: its first
+// connection's migrations (dialer), or the peer's moves (listener).
+func (s *Session) PathChanges() <-chan transport.PathChange { return s.paths }
+
+// LocalAddr is the local address the first connection uses now.
+func (s *Session) LocalAddr() string { return s.primary.localAddr() }
 
 // OpenStream opens a stream. The dialer's first stream carries the session
 // header; later ones go round-robin over the session's connections.
@@ -210,6 +247,7 @@ func (s *Session) join(x *extra) {
 	}
 	s.conns = append(s.conns, c)
 	x.conn = c
+	s.follow(c, nil) // the first connection's changes stand for the session's
 }
 
 // joinConn sends the join header on a new connection and reads the answer.
@@ -242,6 +280,7 @@ func newListenerSession(cfg transport.Config, primary *conn, token join.Token, f
 		s.incoming <- first
 	}
 	s.wg.Go(func() { s.acceptFrom(primary.acceptStream, true) })
+	s.wg.Go((&peerWatcher{c: primary, report: s.reportPath}).run)
 	return s
 }
 
@@ -318,7 +357,7 @@ func (s *Session) AcceptStream(ctx context.Context) (transport.Stream, error) {
 func (s *Session) PeerID() identity.DeviceID { return s.primary.peer }
 
 // RemoteAddr is the peer's address.
-func (s *Session) RemoteAddr() string { return s.primary.c.RemoteAddr().String() }
+func (s *Session) RemoteAddr() string { return s.primary.remoteAddr() }
 
 // Transport is transport.QUIC.
 func (s *Session) Transport() transport.Kind { return transport.QUIC }

@@ -119,8 +119,8 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		raw := c.(*net.TCPConn)
-		if !l.gate.Handshake(func(ctx context.Context) { l.handshake(ctx, raw) }) {
-			c.Close() // too many handshakes in flight: shed load
+		if !l.gate.Handshake(raw.RemoteAddr().String(), func(ctx context.Context) { l.handshake(ctx, raw) }) {
+			c.Close() // too many handshakes in flight from its source: shed load
 		}
 	}
 }
@@ -238,6 +238,7 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
 	}
 	sess.remote = s.raw.RemoteAddr().String()
+	sess.local = s.raw.LocalAddr().String()
 	return sess, nil
 }
 
@@ -246,6 +247,7 @@ type Session struct {
 	cfg     transport.Config
 	client  bool
 	remote  string
+	local   string      // dialer only: the first connection's local address
 	addr    string      // dialer only
 	tlsConf *tls.Config // dialer only, with its session cache
 
@@ -582,6 +584,11 @@ func (c *Session) PeerID() identity.DeviceID {
 
 // RemoteAddr is the peer's address.
 func (c *Session) RemoteAddr() string { return c.remote }
+
+// LocalAddr is the local address of a dialled session's first connection
+// (transport.LocalAddresser): TCP cannot move a connection, so when it goes
+// away the session is lost.
+func (c *Session) LocalAddr() string { return c.local }
 
 // Transport is transport.TCP.
 func (c *Session) Transport() transport.Kind { return transport.TCP }

@@ -30,7 +30,7 @@ func Identity(t testing.TB) *identity.Identity {
 // during the run are still there (every component's Close must wait for
 // its goroutines). Call it from TestMain; it works with t.Parallel.
 func Main(m *testing.M) {
-	before := runtime.NumGoroutine()
+	before := goroutines()
 	code := m.Run()
 	if code == 0 {
 		if err := settle(before); err != nil {
@@ -41,11 +41,25 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// goroutines counts the running goroutines but the runtime's own helpers
+// that a test run may start and never stop (the signal loop that fuzzing
+// starts, for one).
+func goroutines() int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if !strings.Contains(g, "os/signal.loop") {
+			n++
+		}
+	}
+	return n
+}
+
 // settle waits up to ~5 s for the goroutine count to fall back to n.
 func settle(n int) error {
 	var now int
 	for range 500 {
-		if now = runtime.NumGoroutine(); now <= n {
+		if now = goroutines(); now <= n {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -58,7 +72,7 @@ func settle(n int) error {
 // cleanups ran. Registered first, so it runs last. Not for parallel tests.
 func CheckNoLeaks(t *testing.T) {
 	t.Helper()
-	before := runtime.NumGoroutine()
+	before := goroutines()
 	t.Cleanup(func() {
 		if err := settle(before); err != nil {
 			t.Error(err)
@@ -146,6 +160,30 @@ func (r *LossyRelay) toClient() {
 		r.mu.Unlock()
 		if to != nil {
 			r.conn.WriteToUDP(buf[:n], to)
+		}
+	}
+}
+
+// LoopbackSource returns 127.0.0.n, an address a test may dial from to
+// stand for another host (Linux routes all of 127/8 to loopback). It skips
+// the test where the address cannot be bound (macOS has only 127.0.0.1).
+func LoopbackSource(t testing.TB, n int) net.IP {
+	t.Helper()
+	ip := net.IPv4(127, 0, byte(n>>8), byte(n))
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
+	if err != nil {
+		t.Skipf("cannot use %v as a second loopback host: %v", ip, err)
+	}
+	c.Close()
+	return ip
+}
+
+// WaitFor polls cond until it holds, failing t after 10 s.
+func WaitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
 		}
 	}
 }

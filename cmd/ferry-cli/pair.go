@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/safetext"
+)
+
+func init() {
+	register(command{name: "pair", summary: "pair with a device: both screens show a code to compare; a match trusts it", run: runPair})
+}
+
+// stdin is where the commands read the user's answers (tests replace it).
+var stdin io.Reader = os.Stdin
+
+func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs, cfg := newFlagSet("pair", errOut)
+	to := fs.String("to", "", "the device to pair with: `HOST:PORT`, device name or ID (it must be receiving)")
+	id := fs.String("id", "", "refuse the device unless it proves this device `ID`")
+	name := fs.String("name", "", "device `NAME` shown to the other device")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *to == "" {
+		return fmt.Errorf("%w: --to is required", errUsage)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	dir, err := configDir(*cfg)
+	if err != nil {
+		return err
+	}
+	target, err := resolveTarget(ctx, *to, *cfg, errOut)
+	if err != nil {
+		return err
+	}
+	if *id != "" {
+		target.ID = *id
+	}
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: *name}))
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	events, unsub := e.Subscribe(256)
+	defer unsub()
+	tr, err := e.Pair(ctx, target)
+	if err != nil {
+		return err
+	}
+	answers := newPrompter(stdin, errOut)
+	p := newPrinter(out, false)
+	var peer engine.PeerInfo
+	for ev := range events {
+		if ev.TransferID != tr.ID() {
+			continue
+		}
+		switch ev.Kind {
+		case engine.EventPair:
+			peer = ev.Peer
+			fmt.Fprintf(out, "Pairing with %s (%s). Verification code: %s\n", safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
+			go func() {
+				ok := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the same code? [y/n]: ", safetext.Name(ev.Peer.Name)))
+				if err := e.ConfirmPair(tr.ID(), ok); err != nil {
+					fmt.Fprintf(errOut, "ferry-cli pair: %v\n", err)
+				}
+				if ok {
+					fmt.Fprintln(out, "Waiting for the other device's user to confirm...")
+				}
+			}()
+		case engine.EventKeyChanged:
+			p.event(ev)
+		}
+		if ev.Kind == engine.EventResult {
+			break
+		}
+	}
+	<-tr.Done()
+	r := tr.Result()
+	if r.State != engine.StateDone {
+		return exitError{code: 1, err: errors.New(r.Err)}
+	}
+	fmt.Fprintf(out, "Paired with %s (%s): each device now trusts the other.\n", safetext.Name(peer.Name), short(peer.ID))
+	return nil
+}
+
+// confirmCode asks the user a yes/no question about a verification code.
+func (p *prompter) confirmCode(ctx context.Context, question string) bool {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	defer func() { <-p.sem }()
+	return p.yes(question)
+}
+
+// yes asks a yes/no question; anything but yes is no. Called with sem held.
+func (p *prompter) yes(question string) bool {
+	fmt.Fprint(p.out, question)
+	line, err := p.in.ReadString('\n')
+	if err != nil && line == "" {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}

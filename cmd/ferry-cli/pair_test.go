@@ -1,0 +1,112 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine"
+)
+
+// yesReader answers every question with "y".
+type yesReader struct{}
+
+func (yesReader) Read(p []byte) (int, error) { return copy(p, "y\n"), nil }
+
+// answerYes makes the commands of this test answer yes to every question.
+func answerYes(t *testing.T) {
+	old := stdin
+	stdin = yesReader{}
+	t.Cleanup(func() { stdin = old })
+}
+
+// trusts reports whether the device with config cfg trusts id.
+func trusts(t *testing.T, cfg, id string) bool {
+	t.Helper()
+	e, err := engine.New(engine.Options{ConfigDir: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, p := range e.Trusted() {
+		if p.ID == id {
+			return p.AlwaysAccept
+		}
+	}
+	return false
+}
+
+func idOf(t *testing.T, cfg string) string {
+	t.Helper()
+	e, err := engine.New(engine.Options{ConfigDir: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	return e.ID()
+}
+
+// ferry-cli pair against a receiving device: both show the code, both users
+// confirm, and each device trusts the other.
+func TestPairCommand(t *testing.T) {
+	answerYes(t)
+	rcfg, pcfg := t.TempDir(), t.TempDir()
+	r := startReceiver(t, rcfg, "--accept", "trusted", "--no-discovery")
+	code, stdout, stderr := runCLI(t, "pair", "--config", pcfg, "--to", r.quic)
+	if code != 0 {
+		t.Fatalf("pair exit %d: %s %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Verification code: ") || !strings.Contains(stdout, "Paired with") {
+		t.Fatalf("pair output: %s", stdout)
+	}
+	if !strings.Contains(r.errOut.String(), "asks to pair") {
+		t.Fatalf("the receiver did not ask: %s", r.errOut)
+	}
+	r.stop()
+	if !trusts(t, rcfg, idOf(t, pcfg)) || !trusts(t, pcfg, r.id) {
+		t.Fatal("the devices do not trust each other after pairing")
+	}
+	// Trusted now: a receiver that takes files only from trusted devices takes them.
+	r = startReceiver(t, rcfg, "--once", "--accept", "trusted", "--no-discovery")
+	if code, _, stderr := runCLI(t, "send", "--config", pcfg, "--to", r.quic, writeFile(t, "a.txt", "a")); code != 0 {
+		t.Fatalf("send after pairing: %s", stderr)
+	}
+}
+
+// send --pair and receive --pair: the code is checked during a transfer.
+func TestPairDuringTransfer(t *testing.T) {
+	answerYes(t)
+	rcfg, scfg := t.TempDir(), t.TempDir()
+	r := startReceiver(t, rcfg, "--once", "--accept", "all", "--pair", "--no-discovery")
+	code, stdout, stderr := runCLI(t, "send", "--config", scfg, "--pair", "--to", r.quic, writeFile(t, "a.txt", "a"))
+	if code != 0 {
+		t.Fatalf("send --pair exit %d: %s %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "verification code") {
+		t.Fatalf("no code shown: %s", stdout)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive exit %d: %s", code, r.errOut)
+	}
+	if !trusts(t, rcfg, idOf(t, scfg)) || !trusts(t, scfg, r.id) {
+		t.Fatal("the devices do not trust each other after confirming the code")
+	}
+}
+
+// A known receiver that presents another key: a hard failure with a warning.
+func TestKeyChangeWarningPrinted(t *testing.T) {
+	scfg := t.TempDir()
+	r := startReceiver(t, "", "--accept", "all", "--no-discovery")
+	if code, _, stderr := runCLI(t, "send", "--config", scfg, "--to", r.quic, writeFile(t, "a.txt", "a")); code != 0 {
+		t.Fatalf("first send: %s", stderr)
+	}
+	addr := r.quic
+	r.stop()
+	startReceiver(t, "", "--accept", "all", "--no-discovery", "--listen", addr)
+	code, stdout, stderr := runCLI(t, "send", "--config", scfg, "--to", addr, "--transport", "quic", writeFile(t, "b.txt", "b"))
+	if code == 0 {
+		t.Fatal("send to a device with a new key succeeded")
+	}
+	if !strings.Contains(stdout, "WARNING: ") {
+		t.Fatalf("no warning: stdout %q, stderr %q", stdout, stderr)
+	}
+}

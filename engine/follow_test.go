@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeResolver answers with whatever the test says the device's address is now.
+type fakeResolver struct {
+	mu    sync.Mutex
+	at    map[string]Target
+	calls atomic.Int64
+}
+
+func (r *fakeResolver) ResolvePeer(_ context.Context, id string) []Target {
+	r.calls.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.at[id]; ok {
+		return []Target{t}
+	}
+	return nil
+}
+
+func (r *fakeResolver) set(id string, t Target) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at == nil {
+		r.at = map[string]Target{}
+	}
+	r.at[id] = t
+}
+
+// The receiver restarts on another port mid-transfer; the sender, which
+// addressed it by ID, finds it through the resolver and finishes without
+// help, sending again little more than what was in flight.
+func TestFollowFindsMovedReceiver(t *testing.T) {
+	cfg, dl := t.TempDir(), t.TempDir()
+	recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
+	res := &fakeResolver{}
+	send := testEngine(t, Options{RetryFor: 30 * time.Second, ProgressInterval: 2 * time.Millisecond, Resolver: res})
+	const size = 96 << 20
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	events, unsub := send.Subscribe(4096)
+	defer unsub()
+	to := target(recv)
+	to.ID, to.Follow = recv.ID(), true
+	tr, err := send.Send(context.Background(), to, []string{big}, SendOptions{Transport: "quic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProgress(t, events, tr.ID(), size, 0.3)
+	recv.Close()
+	moved := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl}) // any free port: not the old one
+	res.set(moved.ID(), target(moved))
+	select {
+	case <-tr.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("did not finish after the receiver moved")
+	}
+	r := tr.Result()
+	if r.State != StateDone {
+		t.Fatalf("%s: %s", r.State, r.Err)
+	}
+	sameTree(t, big, dl)
+	if r.Bytes > size+size/4 {
+		t.Errorf("sent %d bytes in all for a %d-byte file: resume did not save much", r.Bytes, size)
+	}
+	if res.calls.Load() < 2 {
+		t.Errorf("the resolver was asked %d times; want every attempt", res.calls.Load())
+	}
+	t.Logf("%d bytes sent for %d, %d look-ups", r.Bytes, size, res.calls.Load())
+}
+
+// Retry of a failed send looks the device up again too; an explicit
+// address (Follow off) is dialled as given and the resolver is not asked.
+func TestRetryFollowsAndExplicitStays(t *testing.T) {
+	cfg, dl := t.TempDir(), t.TempDir()
+	recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
+	res := &fakeResolver{}
+	send := testEngine(t, Options{RetryFor: -1, Resolver: res})
+	small := filepath.Join(t.TempDir(), "small.bin")
+	writeFile(t, small, 1<<20)
+
+	explicit := target(recv)
+	explicit.ID = recv.ID()
+	tr, err := send.Send(context.Background(), explicit, []string{small}, SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateDone || res.calls.Load() != 0 {
+		t.Fatalf("explicit send: %s %s, resolver asked %d times", r.State, r.Err, res.calls.Load())
+	}
+
+	follow := explicit
+	follow.Follow = true
+	recv.Close()
+	tr, err = send.Send(context.Background(), follow, []string{small}, SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateFailed {
+		t.Fatalf("send to a closed receiver: %s", r.State)
+	}
+	moved := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: t.TempDir()})
+	res.set(moved.ID(), target(moved))
+	again, err := send.Retry(context.Background(), tr.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-again.Done()
+	if r := again.Result(); r.State != StateDone {
+		t.Fatalf("Retry after the receiver moved: %s: %s", r.State, r.Err)
+	}
+}

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// Tests of issue #14 item 5 at the protocol level: what incoming sessions
+// may hold before a decision is bounded per address and per device and
+// shared fairly, declined devices are muted, and unknown devices are not
+// written to the trust store. The transports' own floods (idle TCP
+// connections, QUIC connections without streams) are tested in their
+// packages; ferry-bench hostile floods a real receiver.
+
+// setClock is a clock tests move by hand.
+type setClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *setClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *setClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// answer is what a scripted sender read after its offer.
+type answer struct {
+	d   *wire.Decision
+	err error
+}
+
+// offerFrom connects a scripted sender with identity id from addr, offers
+// one small file, and delivers the receiver's answer on the channel.
+func offerFrom(t *testing.T, recv *Engine, id *identity.Identity, addr string) (*rawPeer, <-chan answer) {
+	t.Helper()
+	p, _ := connectRawAs(t, recv, id, addr)
+	out := make(chan answer, 1)
+	go func() {
+		if err := p.hello(); err != nil {
+			out <- answer{err: err}
+			return
+		}
+		p.offer(wire.FileEntry{Path: "a.txt", Size: 12})
+		d, err := expect[*wire.Decision](p.ctl.recv())
+		out <- answer{d, err}
+	}()
+	return p, out
+}
+
+// offersSeen collects the EventOffer of each device, by device ID.
+type offersSeen struct {
+	mu  sync.Mutex
+	ids map[string]string // device ID -> transfer ID
+	new chan struct{}     // a token per offer event
+}
+
+func watchOffers(t *testing.T, e *Engine) *offersSeen {
+	t.Helper()
+	events, unsub := e.Subscribe(1024)
+	t.Cleanup(unsub)
+	o := &offersSeen{ids: map[string]string{}, new: make(chan struct{}, 1024)}
+	go func() {
+		for ev := range events {
+			if ev.Kind == EventOffer {
+				o.mu.Lock()
+				o.ids[ev.Peer.ID] = ev.TransferID
+				o.mu.Unlock()
+				o.new <- struct{}{}
+			}
+		}
+	}()
+	return o
+}
+
+func (o *offersSeen) transfer(id *identity.Identity) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	tid, ok := o.ids[id.ID.String()]
+	return tid, ok
+}
+
+func (o *offersSeen) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.ids)
+}
+
+// waitAnswer waits for a scripted sender's answer.
+func waitAnswer(t *testing.T, ch <-chan answer) answer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		return a
+	case <-time.After(15 * time.Second):
+		t.Fatal("no answer to the offer")
+		return answer{}
+	}
+}
+
+func isBusy(a answer) bool {
+	return a.d != nil && !a.d.Accept && a.d.Code == wire.CodeBusy || errors.Is(a.err, wire.ErrBusy)
+}
+
+// One flooder, a fresh identity per offer, from one address: it holds at
+// most maxPromptsPerSource prompts, the rest are refused as busy, and a
+// real sender from another address still gets asked about.
+func TestPromptFloodFromOneAddress(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk})
+	seen := watchOffers(t, recv)
+	const flood = 6
+	var answers []<-chan answer
+	for i := range flood {
+		_, ch := offerFrom(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.66:%d", 5000+i))
+		answers = append(answers, ch)
+	}
+	busy := 0
+	for _, ch := range answers[:flood] {
+		select {
+		case a := <-ch:
+			if !isBusy(a) {
+				t.Fatalf("a flood offer was answered %+v, %v", a.d, a.err)
+			}
+			busy++
+		case <-seen.new:
+		}
+		if busy == flood-maxPromptsPerSource {
+			break
+		}
+	}
+	for seen.count() < maxPromptsPerSource {
+		<-seen.new
+	}
+	if n := seen.count(); n != maxPromptsPerSource {
+		t.Fatalf("the flood raised %d prompts, want %d", n, maxPromptsPerSource)
+	}
+
+	real := newIdentity(t)
+	_, ch := offerFrom(t, recv, real, "198.51.100.7:47000")
+	for {
+		<-seen.new
+		if tid, ok := seen.transfer(real); ok {
+			if err := recv.Decide(tid, Decision{Accept: true}); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("the real sender's offer: %+v, %v", a.d, a.err)
+	}
+}
+
+// A flood from as many addresses as there are prompts fills them all; a
+// real sender's offer then takes the oldest prompt's place (its sender is
+// told the receiver is busy) instead of being refused.
+func TestPromptFloodFromManyAddresses(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk, MaxPrompts: 4})
+	seen := watchOffers(t, recv)
+	var first <-chan answer
+	for i := range 4 {
+		_, ch := offerFrom(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.%d:5000", 10+i))
+		<-seen.new // in order: the first is the oldest
+		if i == 0 {
+			first = ch
+		}
+	}
+	real := newIdentity(t)
+	offerFrom(t, recv, real, "198.51.100.7:47000")
+	for {
+		<-seen.new
+		if _, ok := seen.transfer(real); ok {
+			break
+		}
+	}
+	if a := waitAnswer(t, first); !isBusy(a) {
+		t.Fatalf("the oldest flood offer was answered %+v, %v; want busy", a.d, a.err)
+	}
+}
+
+// One prompt per device: a second offer while the first waits is refused.
+func TestOnePromptPerDevice(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk})
+	seen := watchOffers(t, recv)
+	id := newIdentity(t)
+	offerFrom(t, recv, id, "198.51.100.7:1")
+	<-seen.new
+	_, ch := offerFrom(t, recv, id, "203.0.113.9:1")
+	if a := waitAnswer(t, ch); !isBusy(a) {
+		t.Fatalf("a second offer from the device: %+v, %v; want busy", a.d, a.err)
+	}
+}
+
+// Issue #14 (5): a device whose offer the user declined is muted for a
+// while, and so is its address (a new identity is free); a trusted device
+// there is not; the mute ends.
+func TestDeclinedDeviceIsMuted(t *testing.T) {
+	clock := &setClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	recv := testEngine(t, Options{Accept: AcceptAsk, Clock: clock})
+	seen := watchOffers(t, recv)
+	const addr = "192.0.2.66:5000"
+	pest := newIdentity(t)
+	_, ch := offerFrom(t, recv, pest, addr)
+	<-seen.new
+	tid, _ := seen.transfer(pest)
+	if err := recv.Decide(tid, Decision{}); err != nil {
+		t.Fatal(err)
+	}
+	if a := waitAnswer(t, ch); a.err != nil || a.d.Accept || a.d.Code != wire.CodeDeclined {
+		t.Fatalf("declined offer: %+v, %v", a.d, a.err)
+	}
+
+	muted := func(id *identity.Identity, addr string) bool {
+		t.Helper()
+		_, ch := offerFrom(t, recv, id, addr)
+		a := waitAnswer(t, ch)
+		var re *wire.RemoteError
+		return errors.As(a.err, &re) && re.Code == wire.CodeDeclined
+	}
+	if !muted(pest, "203.0.113.9:1") {
+		t.Error("the declined device was not muted")
+	}
+	if !muted(newIdentity(t), "192.0.2.66:6000") {
+		t.Error("a new identity at the declined device's address was not muted")
+	}
+	friend := newIdentity(t)
+	if err := recv.SetTrusted(friend.ID.String(), true); err != nil {
+		t.Fatal(err)
+	}
+	before := seen.count()
+	offerFrom(t, recv, friend, addr)
+	for seen.count() == before {
+		<-seen.new
+	}
+	if _, ok := seen.transfer(friend); !ok {
+		t.Error("a trusted device at the muted address was not asked about")
+	}
+	clock.add(defaultMuteDeclined + time.Second)
+	offerFrom(t, recv, pest, addr)
+	for {
+		<-seen.new
+		if tid2, ok := seen.transfer(pest); ok && tid2 != tid {
+			break
+		}
+	}
+}
+
+// Issue #14 (5): a fresh identity per offer writes nothing to the trust
+// store; a device is recorded once an offer of it is accepted.
+func TestUnknownDevicesNotRecorded(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptTrusted})
+	for range 20 {
+		_, ch := offerFrom(t, recv, newIdentity(t), "192.0.2.66:5000")
+		if a := waitAnswer(t, ch); a.err != nil || a.d.Accept {
+			t.Fatalf("an untrusted offer: %+v, %v", a.d, a.err)
+		}
+	}
+	if n := len(recv.Trusted()); n != 0 {
+		t.Errorf("%d refused devices recorded", n)
+	}
+	if _, err := os.Stat(filepath.Join(recv.opts.ConfigDir, "trust.json")); err == nil {
+		t.Error("trust.json was written for refused devices")
+	}
+	recv.SetAccept(AcceptAll, false)
+	id := newIdentity(t)
+	_, ch := offerFrom(t, recv, id, "198.51.100.7:1")
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("offer: %+v, %v", a.d, a.err)
+	}
+	if got := recv.Trusted(); len(got) != 1 || got[0].ID != id.ID.String() {
+		t.Errorf("after an accepted offer the trust store holds %+v", got)
+	}
+}
+
+// Sessions waiting for their hello and offer are bounded per address and
+// per device: a flood of silent sessions keeps no one else out.
+func TestWaitingSessionsBounded(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	for i := range maxWaitingSessionsPerSource {
+		connectRawAs(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.66:%d", i)) // silent
+	}
+	waitUntil(t, func() bool { return recv.admit.waiting.HeldBy("192.0.2.66") == maxWaitingSessionsPerSource })
+	p, done := connectRawAs(t, recv, newIdentity(t), "192.0.2.66:99")
+	select {
+	case <-done: // refused at once
+	case <-time.After(15 * time.Second):
+		t.Fatal("a session beyond the address's bound was served")
+	}
+	p.conn.Close(0, "")
+
+	id := newIdentity(t)
+	for i := range maxWaitingSessionsPerDevice {
+		connectRawAs(t, recv, id, fmt.Sprintf("203.0.113.%d:1", i))
+	}
+	waitUntil(t, func() bool {
+		return recv.admit.waiting.Held() == maxWaitingSessionsPerSource+maxWaitingSessionsPerDevice
+	})
+	_, done = connectRawAs(t, recv, id, "203.0.113.99:1")
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("a session beyond the device's bound was served")
+	}
+
+	_, ch := offerFrom(t, recv, newIdentity(t), "198.51.100.7:1")
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("a real sender during the flood: %+v, %v", a.d, a.err)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+	}
+}

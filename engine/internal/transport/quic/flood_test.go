@@ -1,0 +1,67 @@
+package quic
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+)
+
+// Issue #14 (5): QUIC connections that finish their handshake and never
+// open a stream do not keep a real sender out ("listener busy"), whether
+// they come from one address or from many.
+func TestNoStreamFlood(t *testing.T) {
+	t.Parallel()
+	const flood = 100 // more than join.MaxPending; ferry-bench hostile runs 1000
+	for _, sources := range []int{1, flood} {
+		t.Run(fmt.Sprintf("%d sources", sources), func(t *testing.T) {
+			t.Parallel()
+			ln := newListener(t, transport.Config{HandshakeTimeout: time.Minute})
+			ra := ln.Addr().(*net.UDPAddr)
+			tlsConf := newTestIdentity(t).TLSConfig(false, nil)
+			cfg := quicConfig(transport.Config{}.WithDefaults())
+			for i := range flood {
+				from := transporttest.LoopbackSource(t, 2+i%sources)
+				udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: from})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr := &quic.Transport{Conn: udp}
+				t.Cleanup(func() {
+					tr.Close()
+					udp.Close()
+				})
+				// A shed connection is closed by the listener at once;
+				// the others sit there, opening nothing.
+				if _, err := tr.Dial(t.Context(), ra, tlsConf, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := min(join.MaxPendingPerSource*sources, join.MaxPending)
+			transporttest.WaitFor(t, func() bool { return ln.gate.Pending() == want })
+
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			c, err := Dial(ctx, ln.Addr().String(), newTestIdentity(t).TLSConfig(false, nil), transport.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(0, "")
+			if _, err := c.OpenStream(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s, err := ln.Accept(ctx)
+			if err != nil {
+				t.Fatalf("a real sender's session was not accepted during the flood: %v", err)
+			}
+			s.Close(0, "")
+		})
+	}
+}

@@ -1,0 +1,253 @@
+package quic
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+)
+
+// fakeNetwork is a transport.Network a test changes by hand.
+type fakeNetwork struct {
+	mu      sync.Mutex
+	addrs   []netip.Addr
+	changed chan struct{}
+}
+
+func newFakeNetwork(addrs ...string) *fakeNetwork {
+	n := &fakeNetwork{changed: make(chan struct{})}
+	for _, a := range addrs {
+		n.addrs = append(n.addrs, netip.MustParseAddr(a))
+	}
+	return n
+}
+
+func (n *fakeNetwork) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.changed
+}
+
+func (n *fakeNetwork) Addrs() []netip.Addr {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.addrs)
+}
+
+// set replaces the addresses and tells the watchers.
+func (n *fakeNetwork) set(addrs ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.addrs = nil
+	for _, a := range addrs {
+		n.addrs = append(n.addrs, netip.MustParseAddr(a))
+	}
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// flow keeps writing on a stream of c that s reads, until the test ends;
+// received counts what arrived.
+type flow struct {
+	received atomic.Int64
+	err      chan error
+}
+
+func startFlow(t *testing.T, c, s *Session) *flow {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	f := &flow{err: make(chan error, 2)}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	st, err := c.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	context.AfterFunc(ctx, st.Abort)
+	wg.Go(func() {
+		buf := make([]byte, 64<<10)
+		for ctx.Err() == nil {
+			if _, err := st.Write(buf); err != nil {
+				if ctx.Err() == nil {
+					f.err <- err
+				}
+				return
+			}
+		}
+		st.Abort()
+	})
+	rs, err := s.AcceptStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	context.AfterFunc(ctx, rs.Abort)
+	wg.Go(func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := rs.Read(buf)
+			f.received.Add(int64(n))
+			if err != nil {
+				if ctx.Err() == nil && err != io.EOF {
+					f.err <- err
+				}
+				return
+			}
+		}
+	})
+	return f
+}
+
+// moreThan waits until the flow has carried more than n bytes, failing the
+// test if the flow breaks first or nothing moves for 20 s.
+func (f *flow) moreThan(t *testing.T, n int64) {
+	t.Helper()
+	last, lastAt := f.received.Load(), time.Now()
+	for f.received.Load() <= n {
+		select {
+		case err := <-f.err:
+			t.Fatalf("the flow broke after %d bytes: %v", f.received.Load(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if now := f.received.Load(); now != last {
+			last, lastAt = now, time.Now()
+		} else if time.Since(lastAt) > 20*time.Second {
+			t.Fatalf("the flow stopped at %d bytes", now)
+		}
+	}
+}
+
+// nextChange waits for a session's next path change.
+func nextChange(t *testing.T, s *Session, f *flow) transport.PathChange {
+	t.Helper()
+	select {
+	case c := <-s.PathChanges():
+		t.Logf("path change: %+v", c)
+		return c
+	case err := <-f.err:
+		t.Fatalf("the flow broke before the path changed: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no path change reported")
+	}
+	panic("unreachable")
+}
+
+// relayedPair dials a session through a NAT relay in front of a listener.
+func relayedPair(t *testing.T, nw transport.Network) (c, s *Session, relay *transporttest.NATRelay) {
+	t.Helper()
+	ln := newListener(t, transport.Config{})
+	relay = transporttest.NewNATRelay(t, ln.Addr().String())
+	ctx := t.Context()
+	cfg := transport.Config{QUICConns: 1}
+	c, err := DialNetwork(ctx, relay.Addr(), newTestIdentity(t).TLSConfig(false, nil), cfg, nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(0, "") })
+	first, err := c.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Write([]byte{0})
+	sc, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close(0, "") })
+	if _, err := sc.AcceptStream(ctx); err != nil { // the first stream, header read
+		t.Fatal(err)
+	}
+	return c, sc.(*Session), relay
+}
+
+// NAT rebinding: the client's source port changes under the connection;
+// the listener validates the new address and follows it, the stream goes
+// on, and the listener's session reports the peer's move.
+func TestNATRebindingFollowed(t *testing.T) {
+	c, s, relay := relayedPair(t, nil)
+	f := startFlow(t, c, s)
+	f.moreThan(t, 4<<20)
+	if err := relay.Rebind(); err != nil {
+		t.Fatal(err)
+	}
+	ch := nextChange(t, s, f)
+	if ch.Local || ch.From == ch.To || ch.Reason != reasonPeerMoved {
+		t.Errorf("listener reported %+v, want the peer's move", ch)
+	}
+	at := f.received.Load()
+	f.moreThan(t, at+4<<20)
+}
+
+// A path that goes silent with its address still there (a Wi-Fi link up
+// but dead): the dialler probes a path from its other address, switches,
+// and the stream goes on.
+func TestLeavesSilentPath(t *testing.T) {
+	nw := newFakeNetwork("127.0.0.1", "127.0.0.2")
+	c, s, relay := relayedPair(t, nw)
+	f := startFlow(t, c, s)
+	f.moreThan(t, 4<<20)
+	select {
+	case <-c.mig.standbyUp: // the path from 127.0.0.2 answered its probe
+	case <-time.After(20 * time.Second):
+		t.Fatal("the standby path never answered")
+	}
+
+	relay.Cut(netip.MustParseAddr("127.0.0.1"), true)
+	ch := nextChange(t, c, f)
+	if !ch.Local || ch.From != "127.0.0.1" || ch.To != "127.0.0.2" || ch.Reason != reasonSilent || ch.Probe <= 0 {
+		t.Errorf("dialler reported %+v, want 127.0.0.1 -> 127.0.0.2 after a silence, probed", ch)
+	}
+	if got := c.LocalAddr(); got != "127.0.0.2" {
+		t.Errorf("LocalAddr = %s after the move", got)
+	}
+	at := f.received.Load()
+	f.moreThan(t, at+4<<20)
+
+	if m := c.Metrics(); m.DatagramsSent == 0 || m.SendCalls == 0 {
+		t.Errorf("metrics lost the migrated sockets' counts: %+v", m)
+	}
+}
+
+// A peer that vanished without a word (killed) while its host still
+// answers: the dialler notices the closed port once the path falls silent
+// and ends the connection itself, long before the idle timeout.
+func TestPeerGoneEndsConnection(t *testing.T) {
+	c, s, relay := relayedPair(t, newFakeNetwork("127.0.0.1"))
+	f := startFlow(t, c, s)
+	f.moreThan(t, 1<<20)
+	relay.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection outlived its peer")
+	}
+	var ae *quic.ApplicationError
+	if err := context.Cause(c.primary.c.Context()); !errors.As(err, &ae) || ae.Remote || ae.ErrorCode != 0 {
+		t.Errorf("the connection ended with %v, want our own close for the closed port", err)
+	}
+}
+
+// An address that is listed but cannot be used any more (removed while the
+// migrator looked at it) gives no standby, and its disappearance later
+// harms nothing.
+func TestStandbyOnVanishedAddress(t *testing.T) {
+	nw := newFakeNetwork("127.0.0.1", "192.0.2.1") // 192.0.2.1: listed, but no socket binds to it here
+	c, s, _ := relayedPair(t, nw)
+	f := startFlow(t, c, s)
+	f.moreThan(t, 4<<20)
+	nw.set("127.0.0.1")
+	at := f.received.Load()
+	f.moreThan(t, at+4<<20)
+	nw.set("127.0.0.1", "192.0.2.1")
+	nw.set("127.0.0.1")
+	f.moreThan(t, f.received.Load()+4<<20)
+}

@@ -1,0 +1,62 @@
+package tcp
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+)
+
+// Issue #14 (5): idle TCP connections, each held until the handshake
+// timeout, do not keep a real sender out, whether they come from one
+// address or from many.
+func TestIdleConnectionFlood(t *testing.T) {
+	t.Parallel()
+	for _, sources := range []int{1, join.MaxPending} {
+		t.Run(fmt.Sprintf("%d sources", sources), func(t *testing.T) {
+			t.Parallel()
+			srv, cli := newTestIdentity(t), newTestIdentity(t)
+			ln, err := Listen("127.0.0.1:0", srv.TLSConfig(true, nil), join.NewRegistry(), transport.Config{HandshakeTimeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			// The flood comes from other loopback addresses than the sender's.
+			var idle []net.Conn
+			t.Cleanup(func() {
+				for _, c := range idle {
+					c.Close()
+				}
+			})
+			for i := range 64 {
+				from := transporttest.LoopbackSource(t, 2+i%sources)
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: from}}
+				c, err := d.DialContext(t.Context(), "tcp", ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				idle = append(idle, c)
+			}
+			want := min(64, join.MaxPendingPerSource*sources, join.MaxPending)
+			transporttest.WaitFor(t, func() bool { return ln.gate.Pending() == want })
+
+			c, err := Dial(t.Context(), ln.Addr().String(), cli.TLSConfig(false, nil), transport.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close(0, "") })
+			if _, err := c.OpenStream(t.Context()); err != nil {
+				t.Fatalf("a real sender could not start its session during the flood: %v", err)
+			}
+			s, err := ln.Accept(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close(0, "")
+		})
+	}
+}

@@ -1,0 +1,445 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/pairing"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// Pairing (issue #14): every session between two Ferry devices runs a
+// commit-then-reveal exchange inside its hellos (package pairing), so both
+// ends know the same six-digit verification code. With a device this one
+// does not trust yet, the code is shown (EventPair, OfferInfo.PairCode); the
+// user compares it with the other screen and says so with ConfirmPair: a
+// match trusts the device, a mismatch ends the transfer. Pair runs the
+// exchange alone, with no files (ferry-cli pair): then both users must
+// confirm, and each side tells the other (PairConfirm).
+
+// featurePair is the hello feature of the pairing step.
+const featurePair = "pair"
+
+var (
+	// ErrNoPairCode is returned by ConfirmPair for a transfer without a
+	// verification code (its peer does not pair, or it is already trusted).
+	ErrNoPairCode = errors.New("this transfer has no verification code to confirm")
+	// errPairMismatch ends a transfer whose user said the two screens show
+	// different codes.
+	errPairMismatch = fmt.Errorf("%w: the verification codes on the two screens did not match, so another device may be "+
+		"intercepting the connection; the transfer was stopped and the device is not trusted", errCancelledByUser)
+	// errPeerRejectedCode: the other user said the codes differ, or declined to pair.
+	errPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", wire.ErrUntrusted)
+	// errCannotPair: the peer runs a Ferry without pairing.
+	errCannotPair = errors.New("the other device cannot pair (it runs an older Ferry): update it and try again")
+)
+
+// pairState is a transfer's verification code and what the user said of it.
+type pairState struct {
+	code string
+	peer identity.DeviceID
+	name string
+	addr string // where we dialled it (sender side), remembered with it
+	only bool   // a pairing-only session
+	// answers carries the user's verdicts on a pairing-only session.
+	answers   chan bool
+	confirmed atomic.Bool
+}
+
+// offersPair reports whether a hello opens the pairing step.
+func offersPair(h *wire.Hello) bool {
+	return h.Pair != "" && slices.Contains(h.Features, featurePair)
+}
+
+// helloPair is our hello carrying the pairing step's opening move.
+func (e *Engine) helloPair(move string) *wire.Hello {
+	h := e.hello()
+	h.Features = append(h.Features, featurePair)
+	h.Pair = move
+	return h
+}
+
+// pairDialer is the dialer's side of the exchange: its nonce.
+type pairDialer struct{ nonce pairing.Nonce }
+
+func newPairDialer() pairDialer { return pairDialer{nonce: pairing.NewNonce()} }
+
+// hello is the dialer's hello, committing to its nonce.
+func (p pairDialer) hello(e *Engine) *wire.Hello { return e.helloPair(pairing.Commit(p.nonce)) }
+
+// finish reveals the dialer's nonce once the listener's hello arrived, and
+// returns the code; "" when the listener does not pair.
+func (p pairDialer) finish(ctl *control, h *wire.Hello, self, peer identity.DeviceID, only bool) (string, error) {
+	if !offersPair(h) {
+		return "", nil
+	}
+	theirs, err := pairing.ParseNonce(h.Pair)
+	if err != nil {
+		return "", fmt.Errorf("%w: hello: %w", wire.ErrProtocol, err)
+	}
+	if err := ctl.send(&wire.PairReveal{Nonce: p.nonce.String(), Only: only}); err != nil {
+		return "", err
+	}
+	return pairing.Code(self, peer, p.nonce, theirs), nil
+}
+
+// answerHello is the listener's answer to the dialer's hello: its own
+// hello, and when the dialer pairs, its nonce and then the dialer's reveal.
+// It returns the code ("" without pairing) and whether the dialer asks for
+// pairing alone.
+func (e *Engine) answerHello(ctl *control, h *wire.Hello, peer identity.DeviceID) (code string, only bool, err error) {
+	if !offersPair(h) {
+		return "", false, ctl.send(e.hello())
+	}
+	mine := pairing.NewNonce()
+	if err := ctl.send(e.helloPair(mine.String())); err != nil {
+		return "", false, err
+	}
+	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))
+	if err != nil {
+		return "", false, err
+	}
+	theirs, err := pairing.CheckReveal(h.Pair, rv.Nonce)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: %w", wire.ErrProtocol, err)
+	}
+	return pairing.Code(peer, e.ident.ID, theirs, mine), rv.Only, nil
+}
+
+// setPair keeps a transfer's code, for ConfirmPair and the prompt.
+func (e *Engine) setPair(t *Transfer, code string, peer identity.DeviceID, name, addr string, only bool) *pairState {
+	if code == "" {
+		return nil
+	}
+	ps := &pairState{code: code, peer: peer, name: name, addr: addr, only: only, answers: make(chan bool, 1)}
+	t.pair.Store(ps)
+	return ps
+}
+
+// announcePair shows the code of a transfer with a device not trusted yet
+// (EventPair). A transfer must be registered first, for ConfirmPair.
+func (e *Engine) announcePair(t *Transfer) {
+	ps := t.pair.Load()
+	if ps == nil || !ps.only && e.isTrusted(ps.peer) {
+		return
+	}
+	e.publish(t, Event{Kind: EventPair, Pair: &PairInfo{Code: ps.code, Only: ps.only}})
+}
+
+// untrustedCode is the code to show with an offer: none for a trusted sender.
+func (e *Engine) untrustedCode(t *Transfer) string {
+	ps := t.pair.Load()
+	if ps == nil || e.isTrusted(ps.peer) {
+		return ""
+	}
+	return ps.code
+}
+
+// ConfirmPair records the user's verdict on a transfer's verification code
+// (EventPair): match means both screens show the same code, and the peer
+// becomes a trusted device; a mismatch ends the transfer, and the peer is
+// told. On a pairing-only session (Pair), the devices are paired once both
+// users confirmed.
+func (e *Engine) ConfirmPair(transferID string, match bool) error {
+	t, err := e.transfer(transferID)
+	if err != nil {
+		return err
+	}
+	ps := t.pair.Load()
+	if ps == nil {
+		return fmt.Errorf("transfer %s: %w", transferID, ErrNoPairCode)
+	}
+	if ps.only {
+		select {
+		case ps.answers <- match:
+			return nil
+		default:
+			return fmt.Errorf("transfer %s: the verification code was answered already", transferID)
+		}
+	}
+	if !match {
+		t.cancel(errPairMismatch)
+		return nil
+	}
+	if ps.confirmed.Swap(true) {
+		return nil
+	}
+	return e.trust.Pair(ps.peer, ps.name, ps.addr, e.now())
+}
+
+// alwaysAccept applies a decision's AlwaysAccept: a device becomes trusted
+// only through its verification code (ConfirmPair), so without one
+// confirmed it changes nothing.
+func (e *Engine) alwaysAccept(t *Transfer, peer identity.DeviceID) {
+	if ps := t.pair.Load(); e.isTrusted(peer) || ps != nil && ps.confirmed.Load() {
+		return
+	}
+	e.log.Warn("\"always accept\" ignored: the sender's verification code was not confirmed", "peer", peer.Short())
+}
+
+// Pair connects to the device at to and runs the pairing step alone: both
+// screens show the same code (EventPair with Only set), and once both users
+// confirmed it (ConfirmPair), each device trusts the other. The returned
+// transfer ends done when they are paired.
+func (e *Engine) Pair(ctx context.Context, to Target) (*Transfer, error) {
+	if to.quicAddr() == "" && to.tcpAddr() == "" {
+		return nil, errors.New("no address to pair with")
+	}
+	var want identity.DeviceID
+	if to.ID != "" {
+		id, err := identity.ParseID(to.ID)
+		if err != nil {
+			return nil, err
+		}
+		want = id
+	}
+	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
+		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), target: to}
+	tctx, cancel := context.WithCancelCause(e.ctx)
+	t.cancel = cancel
+	if err := e.register(t); err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer stopLink()
+		defer cancel(nil)
+		err := e.runPair(tctx, t, to, want)
+		if cause := context.Cause(tctx); err != nil && errors.Is(cause, errCancelledByUser) {
+			err = cause
+		}
+		e.warnKeyChange(t, err)
+		var r Result
+		endOf(err, t.peerName(), false).apply(&r)
+		e.finish(t, r)
+	}()
+	return t, nil
+}
+
+// runPair is the dialer's side of a pairing-only session.
+func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want identity.DeviceID) (err error) {
+	e.publish(t, Event{Kind: EventState, State: StateConnecting})
+	conn, reason, err := e.dial(ctx, to, want, "")
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.conn = conn
+	t.mu.Unlock()
+	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(conn.Transport()), Reason: reason}})
+	var ctl *control
+	defer func() { closeWith(conn, ctl, err) }()
+	stop := context.AfterFunc(ctx, func() { conn.Close(closeReason(context.Cause(ctx))) })
+	defer stop()
+	s, err := conn.OpenStream(ctx)
+	if err != nil {
+		return fmt.Errorf("open control stream: %w", err)
+	}
+	if _, err = s.Write([]byte{wire.KindControl}); err != nil {
+		return fmt.Errorf("control stream: %w", err)
+	}
+	ctl = newControl(s)
+	pd := newPairDialer()
+	if err = ctl.send(pd.hello(e)); err != nil {
+		return err
+	}
+	h, err := expect[*wire.Hello](ctl.recvTimeout(handshakeTimeout))
+	if err != nil {
+		return fmt.Errorf("hello: %w", err)
+	}
+	if err = checkHello(h, conn); err != nil {
+		return err
+	}
+	code, err := pd.finish(ctl, h, e.ident.ID, conn.PeerID(), true)
+	if err != nil {
+		return err
+	}
+	if code == "" {
+		return errCannotPair
+	}
+	addr := dialledAddr(to, conn)
+	t.mu.Lock()
+	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
+	t.mu.Unlock()
+	ps := e.setPair(t, code, conn.PeerID(), h.Name, addr, true)
+	e.setState(t, StateWaiting)
+	e.announcePair(t)
+	return e.pairExchange(ctx, conn, ctl, ps, nil, false)
+}
+
+// servePair is the listener's side of a pairing-only session, whose hellos
+// were exchanged: it is a prompt like an offer, bounded the same way.
+func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket, t *Transfer) {
+	tk.decided()
+	err := func() error {
+		place, refused := tk.prompt()
+		if refused != nil {
+			return refused
+		}
+		defer place.release()
+		if err := e.register(t); err != nil {
+			return err
+		}
+		e.announcePair(t)
+		err := e.pairExchange(ctx, c, ctl, t.pair.Load(), place.evicted, true)
+		if errors.Is(err, errPairMismatch) {
+			tk.declined()
+		}
+		return err
+	}()
+	if err != nil {
+		closeWith(c, ctl, err)
+	}
+	if _, err := e.transfer(t.id); err != nil {
+		return // refused before it was registered: no trace
+	}
+	var r Result
+	endOf(err, t.peerName(), false).apply(&r)
+	e.finish(t, r)
+}
+
+// pairExchange waits for this side's user (ConfirmPair) and the peer's
+// (PairConfirm), then trusts the peer. The listener then says so (Result)
+// and waits for the dialer to hang up; the dialer waits for that word, so
+// that its own confirmation is not lost by closing early.
+func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pairState, evicted <-chan struct{}, listener bool) error {
+	msgs := make(chan wire.Message, 4)
+	readErr := make(chan error, 1)
+	go func() { // ends when the session is closed, which our caller does
+		for {
+			m, err := ctl.recv()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	timer := time.NewTimer(e.opts.PromptTimeout)
+	defer timer.Stop()
+	var mine, theirs bool
+	for !mine || !theirs {
+		select {
+		case ok := <-ps.answers:
+			if err := ctl.send(&wire.PairConfirm{OK: ok}); err != nil {
+				return err
+			}
+			if !ok {
+				return errPairMismatch
+			}
+			mine = true
+		case m := <-msgs:
+			switch m := m.(type) {
+			case *wire.PairConfirm:
+				if !m.OK {
+					return errPeerRejectedCode
+				}
+				theirs = true
+			case *wire.Cancel:
+				return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
+			default:
+				return fmt.Errorf("%w: unexpected %v message while pairing", wire.ErrProtocol, m.Type())
+			}
+		case err := <-readErr:
+			return fmt.Errorf("the other device hung up before the code was confirmed: %w", unexpectedEOF(err))
+		case <-timer.C:
+			return fmt.Errorf("%w: the verification code was not confirmed within %v", wire.ErrTimeout, e.opts.PromptTimeout)
+		case <-evicted:
+			return errReceiverBusy
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	ps.confirmed.Store(true)
+	if err := e.trust.Pair(ps.peer, ps.name, ps.addr, e.now()); err != nil {
+		e.log.Warn("trust store", "err", err)
+	}
+	wait := time.NewTimer(lingerAfterDone)
+	defer wait.Stop()
+	if listener {
+		if err := ctl.send(&wire.Result{OK: true}); err != nil {
+			return err
+		}
+		select {
+		case <-c.Done():
+		case <-readErr:
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	select {
+	case <-msgs: // the listener's word: our confirmation arrived
+	case <-readErr:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// checkImpersonation refuses a device that is not trusted but calls itself
+// by the name of a device the user paired with: the same device with a new
+// key (reinstalled, or someone pretending). It is a hard failure with a
+// clear warning (EventKeyChanged); the user forgets the old device to pair
+// the new one.
+func (e *Engine) checkImpersonation(peer identity.DeviceID, name, addr string) *wire.RemoteError {
+	if e.isTrusted(peer) {
+		return nil
+	}
+	known, ok := e.trust.PairedNamed(name, peer)
+	if !ok {
+		return nil
+	}
+	warning := fmt.Sprintf("A device calling itself %q tried to connect with a key that is not the one of the %q you paired with (%s). "+
+		"If that device was reinstalled, forget the old one here and pair again; otherwise someone may be pretending to be it.",
+		name, known.Name, shortOf(known.ID))
+	e.bus.Publish(Event{Kind: EventKeyChanged, Time: e.now(), Direction: Receiving,
+		Peer:      PeerInfo{Name: name, ID: peer.String(), Addr: addr},
+		KeyChange: &KeyChange{Known: PeerInfo{Name: known.Name, ID: known.ID, Trusted: true}, PresentedID: peer.String(), Warning: warning}})
+	return &wire.RemoteError{Code: wire.CodeUntrusted,
+		Reason: "this receiver has paired with another device of the same name: rename this device, or have the receiver forget the old one"}
+}
+
+// warnKeyChange publishes EventKeyChanged when a send or a pairing failed
+// because a known device presented another key.
+func (e *Engine) warnKeyChange(t *Transfer, err error) {
+	var kc *identity.KeyChangedError
+	var mm *identity.MismatchError
+	var change *KeyChange
+	switch {
+	case errors.As(err, &kc):
+		change = &KeyChange{Known: PeerInfo{Name: kc.Known.Name, ID: kc.Known.ID, Trusted: kc.Known.AlwaysAccept, Addr: kc.Addr},
+			PresentedID: kc.Presented.String(), Warning: sentence(kc)}
+	case errors.As(err, &mm):
+		known, ok := e.trust.Get(mm.Expected)
+		if !ok {
+			return // an ID the user typed, not a device known here
+		}
+		change = &KeyChange{Known: PeerInfo{Name: known.Name, ID: known.ID, Trusted: known.AlwaysAccept},
+			PresentedID: mm.Presented.String(),
+			Warning: sentence(fmt.Errorf("%q (%s) answered with another key (%s): if it was reinstalled, forget it here and pair again; "+
+				"otherwise someone may be pretending to be it", known.Name, shortOf(known.ID), mm.Presented.Short()))}
+	default:
+		return
+	}
+	e.publish(t, Event{Kind: EventKeyChanged, KeyChange: change})
+}
+
+func shortOf(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/internal/pairing"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// firstEvent waits for the first event of kind on ch.
+func firstEvent(t *testing.T, ch <-chan Event, kind EventKind) Event {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-ch:
+			if ev.Kind == kind {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no %s event", kind)
+		}
+	}
+}
+
+func trusts(e *Engine, id string) bool {
+	for _, p := range e.Trusted() {
+		if p.ID == id {
+			return p.AlwaysAccept
+		}
+	}
+	return false
+}
+
+// On first contact both screens show the same code; each side's user
+// confirming it makes the other device trusted there.
+func TestPairingCodeOnFirstContact(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	send := testEngine(t, Options{})
+	rxEvents, unsub := recv.Subscribe(256)
+	defer unsub()
+	txEvents, unsub2 := send.Subscribe(256)
+	defer unsub2()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "quic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txPair := firstEvent(t, txEvents, EventPair)
+	rxPair := firstEvent(t, rxEvents, EventPair)
+	offer := firstEvent(t, rxEvents, EventOffer)
+	if txPair.Pair.Code == "" || txPair.Pair.Code != rxPair.Pair.Code || offer.Offer.PairCode != rxPair.Pair.Code {
+		t.Fatalf("codes: sender %q, receiver %q, offer %q", txPair.Pair.Code, rxPair.Pair.Code, offer.Offer.PairCode)
+	}
+	if offer.Peer.Trusted {
+		t.Fatal("an unpaired sender is shown as trusted")
+	}
+	// "Always accept" without a confirmed code trusts nobody.
+	if err := recv.Decide(offer.TransferID, Decision{Accept: true, AlwaysAccept: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateDone {
+		t.Fatalf("%s: %s", r.State, r.Err)
+	}
+	if trusts(recv, send.ID()) {
+		t.Fatal("the sender became trusted without its code being confirmed")
+	}
+
+	// Second transfer: both users confirm the code.
+	tr, err = send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txPair = firstEvent(t, txEvents, EventPair)
+	offer = firstEvent(t, rxEvents, EventOffer)
+	if offer.Offer.PairCode != txPair.Pair.Code {
+		t.Fatalf("codes: sender %q, receiver %q", txPair.Pair.Code, offer.Offer.PairCode)
+	}
+	if err := send.ConfirmPair(tr.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv.ConfirmPair(offer.TransferID, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv.Decide(offer.TransferID, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateDone {
+		t.Fatalf("%s: %s", r.State, r.Err)
+	}
+	if !trusts(recv, send.ID()) || !trusts(send, recv.ID()) {
+		t.Fatal("confirmed codes did not make the devices trusted")
+	}
+	// Trusted now: no code is shown any more.
+	recv.SetAccept(AcceptAsk, true)
+	if r := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "quic"}); r.State != StateDone {
+		t.Fatalf("trusted sender: %s %s", r.State, r.Err)
+	}
+	for len(txEvents) > 0 {
+		if ev := <-txEvents; ev.Kind == EventPair {
+			t.Fatal("a code was shown for a trusted device")
+		}
+	}
+}
+
+// A user who sees different codes stops the transfer; nothing is trusted
+// and the other side is told why.
+func TestPairingMismatchStopsTransfer(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	send := testEngine(t, Options{})
+	rxEvents, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "quic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offer := firstEvent(t, rxEvents, EventOffer)
+	if err := send.ConfirmPair(tr.ID(), false); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateFailed || !strings.Contains(r.Err, "did not match") {
+		t.Fatalf("sender: %s %q", r.State, r.Err)
+	}
+	res := firstEvent(t, rxEvents, EventResult)
+	if res.TransferID != offer.TransferID || res.Result.State == StateDone {
+		t.Fatalf("receiver: %+v", res.Result)
+	}
+	if trusts(recv, send.ID()) || trusts(send, recv.ID()) {
+		t.Fatal("a device was trusted after a mismatch")
+	}
+}
+
+// Pairing alone (ferry-cli pair): both users must confirm; each device then
+// trusts the other.
+func TestPairOnly(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		dialer, listener bool
+	}{
+		{"both confirm", true, true},
+		{"listener refuses", true, false},
+		{"dialer refuses", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recv := startReceiver(t, Options{Accept: AcceptAsk})
+			a := testEngine(t, Options{})
+			rxEvents, unsub := recv.Subscribe(256)
+			defer unsub()
+			txEvents, unsub2 := a.Subscribe(256)
+			defer unsub2()
+			tr, err := a.Pair(t.Context(), target(recv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			txPair := firstEvent(t, txEvents, EventPair)
+			rxPair := firstEvent(t, rxEvents, EventPair)
+			if !txPair.Pair.Only || !rxPair.Pair.Only || txPair.Pair.Code != rxPair.Pair.Code {
+				t.Fatalf("pair events: %+v, %+v", txPair.Pair, rxPair.Pair)
+			}
+			if err := recv.ConfirmPair(rxPair.TransferID, c.listener); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.ConfirmPair(tr.ID(), c.dialer); err != nil {
+				t.Fatal(err)
+			}
+			<-tr.Done()
+			rxRes := firstEvent(t, rxEvents, EventResult)
+			ok := c.dialer && c.listener
+			if got := tr.Result().State == StateDone; got != ok {
+				t.Fatalf("dialer: %s %q", tr.Result().State, tr.Result().Err)
+			}
+			if got := rxRes.Result.State == StateDone; got != ok {
+				t.Fatalf("listener: %s %q", rxRes.Result.State, rxRes.Result.Err)
+			}
+			if trusts(recv, a.ID()) != ok || trusts(a, recv.ID()) != ok {
+				t.Fatalf("trusted: listener %v, dialer %v; want %v", trusts(recv, a.ID()), trusts(a, recv.ID()), ok)
+			}
+		})
+	}
+}
+
+// A device that does not trust the sender yet but calls itself by the name
+// of a paired device is refused, with a warning event.
+func TestPairedNameWithNewKeyIsRefused(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	events, unsub := recv.Subscribe(64)
+	defer unsub()
+	desk := newIdentity(t)
+	if err := recv.trust.Pair(desk.ID, "mallory", "", time.Now()); err != nil { // rawPeer's hello says "mallory"
+		t.Fatal(err)
+	}
+	_, ch := offerFrom(t, recv, newIdentity(t), "192.0.2.1:1")
+	a := waitAnswer(t, ch)
+	if !errors.Is(a.err, wire.ErrUntrusted) {
+		t.Fatalf("an impostor of a paired name: %+v, %v", a.d, a.err)
+	}
+	ev := firstEvent(t, events, EventKeyChanged)
+	if ev.KeyChange.Known.ID != desk.ID.String() || ev.KeyChange.Warning == "" {
+		t.Fatalf("warning: %+v", ev.KeyChange)
+	}
+	// The paired device itself is welcome.
+	_, ch = offerFrom(t, recv, desk, "192.0.2.1:1")
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("the paired device: %+v, %v", a.d, a.err)
+	}
+}
+
+// A sender whose known receiver presents another key fails hard, with a
+// warning event (the CLI prints it).
+func TestKeyChangeWarning(t *testing.T) {
+	recv := startReceiver(t, Options{NoTCP: true})
+	send := testEngine(t, Options{})
+	events, unsub := send.Subscribe(64)
+	defer unsub()
+	p := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, p, 10)
+	to := target(recv)
+	if res := sendWait(t, send, to, []string{p}, SendOptions{Transport: "quic"}); res.State != StateDone {
+		t.Fatal(res.Err)
+	}
+	recv.Close()
+	startReceiver(t, Options{Listen: to.QUICAddr, NoTCP: true})
+	res := sendWait(t, send, Target{QUICAddr: to.QUICAddr}, []string{p}, SendOptions{Transport: "quic"})
+	if res.State != StateFailed {
+		t.Fatalf("%s %q", res.State, res.Err)
+	}
+	ev := firstEvent(t, events, EventKeyChanged)
+	if ev.KeyChange.Known.ID != recv.ID() || ev.KeyChange.Warning == "" {
+		t.Fatalf("warning: %+v", ev.KeyChange)
+	}
+}
+
+// A dialer that reveals another nonce than it committed to (a man in the
+// middle trying to pick its nonce after seeing the listener's) is refused.
+func TestPairRevealMustMatchCommitment(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	p, done := connectRaw(t, recv)
+	committed, other := pairing.NewNonce(), pairing.NewNonce()
+	go func() {
+		s, err := p.conn.OpenStream(context.Background())
+		if err != nil {
+			return
+		}
+		s.Write([]byte{wire.KindControl})
+		p.ctl = newControl(s)
+		p.ctl.send(&wire.Hello{Version: wire.Version, Name: "mallory", ID: p.id.ID.String(),
+			Features: []string{featurePair}, Pair: pairing.Commit(committed)})
+		if _, err := expect[*wire.Hello](p.ctl.recv()); err != nil {
+			return
+		}
+		p.ctl.send(&wire.PairReveal{Nonce: other.String()})
+		p.offer(wire.FileEntry{Path: "a.txt", Size: 1})
+	}()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the receiver kept a session whose reveal does not match")
+	}
+	if n := len(recv.Trusted()); n != 0 {
+		t.Fatalf("%d devices recorded", n)
+	}
+}

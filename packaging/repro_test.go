@@ -1,0 +1,119 @@
+package packaging
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Two builds of the same source in different folders give the same bytes:
+// the CLI and the .deb (and the tarball, which package.sh normalises).
+//
+// The second build runs in a copy of the tree under another path, with
+// FERRY_BUILD_FLAGS=-a so the go command compiles every package again
+// instead of taking the first build's cache. Without FERRY_PACKAGE_FULL it
+// rebuilds the Linux CLI only, and both .debs carry the same stand-in app
+// binary (a cold cgo build does not fit in CI): that shows the CLI and the
+// packaging are reproducible. FERRY_PACKAGE_FULL=1 rebuilds and compares every
+// CLI, the release app inside the .deb, and the Windows app and installer.
+func TestReproducible(t *testing.T) {
+	a := dist(t)
+	if givenDist != "" && !full {
+		t.Skip("FERRY_PACKAGE_DIST without FERRY_PACKAGE_FULL=1: nothing rebuilt to compare with")
+	}
+	root := repoRootOrPanic()
+	copyDir := filepath.Join(scratch, "second-build-elsewhere", "src", "ferry")
+	copySource(t, root, copyDir)
+
+	epoch, err := time.Parse(time.RFC3339, a.date)
+	if err != nil {
+		t.Fatal(err)
+	}
+	distB := filepath.Join(scratch, "dist-b")
+	env := []string{
+		"DIST=" + distB,
+		"FERRY_COMMIT=" + a.commit,
+		"SOURCE_DATE_EPOCH=" + strconv.FormatInt(epoch.Unix(), 10),
+		"FERRY_BUILD_FLAGS=-a",
+	}
+	targets := []string{"cli", "deb", "tarball"}
+	compare := []string{"ferry-cli-VERSION-linux-amd64", "ferry_VERSION-1_amd64.deb", "Ferry-VERSION-linux-amd64.tar.xz"}
+	if full {
+		targets = append(targets, "windows")
+		compare = append(compare, "ferry-cli-VERSION-linux-arm64", "ferry-cli-VERSION-windows-amd64.exe", "ferry-cli-VERSION-windows-arm64.exe",
+			"ferry-cli-VERSION-darwin-amd64", "ferry-cli-VERSION-darwin-arm64",
+			"Ferry-VERSION-windows-amd64.exe", "Ferry-VERSION-windows-amd64-setup.exe")
+	} else {
+		// The first build's stand-in app, and its fast xz for the tarball.
+		for _, e := range a.env {
+			if strings.HasPrefix(e, "FERRY_LINUX_APP=") || strings.HasPrefix(e, "XZ_OPT=") {
+				env = append(env, e)
+			}
+		}
+		env = append(env, "CLI_TARGETS=linux/amd64")
+	}
+	run(t, copyDir, env, "scripts/package.sh", targets...)
+
+	for _, name := range compare {
+		first, second := a.path(name), filepath.Join(distB, filepath.Base(a.path(name)))
+		h1, h2 := sha256File(t, first), sha256File(t, second)
+		if h1 != h2 {
+			t.Errorf("%s differs between the two builds: %s vs %s", filepath.Base(first), h1, h2)
+		} else {
+			t.Logf("%s: identical, sha256 %s", filepath.Base(first), h1)
+		}
+	}
+}
+
+// copySource copies the files git knows in root (tracked, and untracked but
+// not ignored: the tree as it is being tested) to dst, or, outside a git
+// checkout, every regular file except the build outputs.
+func copySource(t *testing.T, root, dst string) {
+	t.Helper()
+	var files []string
+	if out, err := command(t.Context(), root, nil, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output(); err == nil {
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+	} else {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			if d.IsDir() && (rel == ".git" || rel == "dist" || rel == "testoutput" || rel == "bin") {
+				return filepath.SkipDir
+			}
+			if d.Type().IsRegular() {
+				files = append(files, rel)
+			}
+			return nil
+		})
+	}
+	for _, f := range files {
+		src := filepath.Join(root, f)
+		info, err := os.Lstat(src)
+		if err != nil {
+			continue // deleted in the working tree but still in the index
+		}
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dst, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+; Ferry's Windows installer (NSIS 3). Per-user: it installs into
+; %LOCALAPPDATA%\Programs\Ferry and writes only to HKEY_CURRENT_USER, so it
+; needs no administrator rights. scripts/package.sh builds it:
+;
+;   makensis -DVERSION=0.1.0 -DVERSION4=0.1.0.0 -DSRC=DIR -DOUTFILE=setup.exe ferry.nsi
+;
+; where DIR holds ferry.exe, ferry-cli.exe and ferry.ico.
+;
+; Silent install: setup.exe /S [/AUTOSTART] [/D=C:\folder] (/D last, unquoted).
+; The firewall rule is the one thing a per-user install cannot do by itself:
+; Windows lets only administrators add one. When the user ticks that box the
+; installer asks Windows to run netsh elevated, which shows the UAC prompt;
+; if the user declines, nothing is added and the finish page says how to do it
+; later. /FIREWALL on the command line ticks the box (and so shows the prompt).
+; Uninstall: uninstall.exe [/S]. Settings, identity and history in %APPDATA%\Ferry
+; stay, as do received files.
+
+; A 64-bit installer for a 64-bit app (Ferry has no 32-bit build); it also
+; runs under Debian's 64-bit-only Wine, where the packaging tests run it.
+Target amd64-unicode
+ManifestDPIAware true
+RequestExecutionLevel user
+SetCompressor /SOLID lzma
+; Store no file times: the files get the install time, and two builds of the
+; same files give the same installer (reproducible builds).
+SetDateSave off
+
+!include MUI2.nsh
+!include FileFunc.nsh
+!include LogicLib.nsh
+!include Sections.nsh
+
+!macro RequireDefine NAME
+	!ifndef ${NAME}
+		!error "define ${NAME} (makensis -D${NAME}=...; see the top of this file)"
+	!endif
+!macroend
+!insertmacro RequireDefine VERSION
+!insertmacro RequireDefine VERSION4
+!insertmacro RequireDefine SRC
+!insertmacro RequireDefine OUTFILE
+
+!define UNINSTKEY "Software\Microsoft\Windows\CurrentVersion\Uninstall\Ferry"
+; The app's "Start Ferry when I log in" setting writes this same value
+; (app/autostart), so the installer and the app can each undo what the other did.
+!define RUNKEY "Software\Microsoft\Windows\CurrentVersion\Run"
+!define RUNVALUE "Ferry"
+!define STATEKEY "Software\Ferry"
+!define FWRULE "Ferry"
+!define FWRULECLI "Ferry (command line)"
+
+Name "Ferry"
+OutFile "${OUTFILE}"
+InstallDir "$LOCALAPPDATA\Programs\Ferry"
+InstallDirRegKey HKCU "${STATEKEY}" "InstallDir"
+BrandingText "Ferry ${VERSION}"
+
+VIProductVersion "${VERSION4}"
+VIFileVersion "${VERSION4}"
+VIAddVersionKey "ProductName" "Ferry"
+VIAddVersionKey "ProductVersion" "${VERSION}"
+VIAddVersionKey "FileVersion" "${VERSION}"
+VIAddVersionKey "FileDescription" "Ferry installer"
+VIAddVersionKey "CompanyName" "Ferry developers"
+VIAddVersionKey "LegalCopyright" "Ferry developers"
+
+!define MUI_ICON "${SRC}\ferry.ico"
+!define MUI_UNICON "${SRC}\ferry.ico"
+!define MUI_COMPONENTSPAGE_SMALLDESC
+!define MUI_FINISHPAGE_RUN "$INSTDIR\ferry.exe"
+!define MUI_FINISHPAGE_RUN_TEXT "Start Ferry now"
+!define MUI_FINISHPAGE_TEXT "$FinishText"
+
+Var FinishText
+
+!insertmacro MUI_PAGE_WELCOME
+!insertmacro MUI_PAGE_COMPONENTS
+!insertmacro MUI_PAGE_DIRECTORY
+!insertmacro MUI_PAGE_INSTFILES
+!insertmacro MUI_PAGE_FINISH
+!insertmacro MUI_UNPAGE_CONFIRM
+!insertmacro MUI_UNPAGE_INSTFILES
+!insertmacro MUI_LANGUAGE "English"
+
+Section "Ferry (required)" SecApp
+	SectionIn RO
+	SetOutPath "$INSTDIR"
+	File "${SRC}\ferry.exe"
+	File "${SRC}\ferry-cli.exe"
+	WriteUninstaller "$INSTDIR\uninstall.exe"
+	CreateShortcut "$SMPROGRAMS\Ferry.lnk" "$INSTDIR\ferry.exe" "" "$INSTDIR\ferry.exe" 0 SW_SHOWNORMAL "" "Send files to nearby devices"
+
+	WriteRegStr HKCU "${STATEKEY}" "InstallDir" "$INSTDIR"
+	WriteRegStr HKCU "${UNINSTKEY}" "DisplayName" "Ferry"
+	WriteRegStr HKCU "${UNINSTKEY}" "DisplayVersion" "${VERSION}"
+	WriteRegStr HKCU "${UNINSTKEY}" "Publisher" "Ferry developers"
+	WriteRegStr HKCU "${UNINSTKEY}" "URLInfoAbout" "https://github.com/ferrydrop/ferry"
+	WriteRegStr HKCU "${UNINSTKEY}" "DisplayIcon" "$INSTDIR\ferry.exe"
+	WriteRegStr HKCU "${UNINSTKEY}" "InstallLocation" "$INSTDIR"
+	WriteRegStr HKCU "${UNINSTKEY}" "UninstallString" '"$INSTDIR\uninstall.exe"'
+	WriteRegStr HKCU "${UNINSTKEY}" "QuietUninstallString" '"$INSTDIR\uninstall.exe" /S'
+	WriteRegDWORD HKCU "${UNINSTKEY}" "NoModify" 1
+	WriteRegDWORD HKCU "${UNINSTKEY}" "NoRepair" 1
+	${GetSize} "$INSTDIR" "/S=0K" $0 $1 $2
+	WriteRegDWORD HKCU "${UNINSTKEY}" "EstimatedSize" $0
+SectionEnd
+
+Section /o "Start Ferry when I log in" SecAutostart
+	WriteRegStr HKCU "${RUNKEY}" "${RUNVALUE}" '"$INSTDIR\ferry.exe" --minimized'
+SectionEnd
+
+Section /o "Allow Ferry through Windows Firewall (asks for administrator approval)" SecFirewall
+	; One inbound rule per program, any port: Ferry listens on 47800 (UDP for
+	; QUIC, TCP) or on a free port when that one is taken, and answers mDNS on
+	; UDP 5353. Private and domain networks only: on a network Windows calls
+	; Public, nearby devices stay blocked (the README says so).
+	DetailPrint "Asking Windows to add the firewall rules (administrator approval)..."
+	ClearErrors
+	ExecShellWait "runas" "$SYSDIR\cmd.exe" '/c netsh advfirewall firewall add rule name="${FWRULE}" dir=in action=allow program="$INSTDIR\ferry.exe" enable=yes profile=private,domain & netsh advfirewall firewall add rule name="${FWRULECLI}" dir=in action=allow program="$INSTDIR\ferry-cli.exe" enable=yes profile=private,domain' SW_HIDE
+	; Whether it worked: reading rules needs no elevation.
+	nsExec::Exec '"$SYSDIR\netsh.exe" advfirewall firewall show rule name="${FWRULE}"'
+	Pop $0
+	${If} $0 == 0
+		WriteRegDWORD HKCU "${STATEKEY}" "FirewallRule" 1
+		DetailPrint "Firewall rules added."
+	${Else}
+		DetailPrint "The firewall rules were not added."
+		StrCpy $FinishText "$FinishText$\r$\n$\r$\nThe firewall rule was not added (administrator approval was declined or failed). Windows will ask when Ferry first receives; choose Allow on private networks."
+	${EndIf}
+SectionEnd
+
+!insertmacro MUI_FUNCTION_DESCRIPTION_BEGIN
+	!insertmacro MUI_DESCRIPTION_TEXT ${SecApp} "The Ferry app, the ferry-cli command-line client, a Start menu entry and the uninstaller."
+	!insertmacro MUI_DESCRIPTION_TEXT ${SecAutostart} "Start Ferry minimised to the tray when you log in, so it can receive. You can change this later in Ferry's Settings."
+	!insertmacro MUI_DESCRIPTION_TEXT ${SecFirewall} "Add inbound rules for Ferry on private networks, so other devices can find and reach this one. Windows asks an administrator to approve it."
+!insertmacro MUI_FUNCTION_DESCRIPTION_END
+
+Function .onInit
+	StrCpy $FinishText "Ferry ${VERSION} is installed. Find it in the Start menu."
+	${GetParameters} $R0
+	ClearErrors
+	${GetOptions} $R0 "/AUTOSTART" $R1
+	${IfNot} ${Errors}
+		!insertmacro SelectSection ${SecAutostart}
+	${EndIf}
+	ClearErrors
+	${GetOptions} $R0 "/FIREWALL" $R1
+	${IfNot} ${Errors}
+		!insertmacro SelectSection ${SecFirewall}
+	${EndIf}
+FunctionEnd
+
+Section "Uninstall"
+	Delete "$INSTDIR\ferry.exe"
+	Delete "$INSTDIR\ferry-cli.exe"
+	Delete "$INSTDIR\uninstall.exe"
+	RMDir "$INSTDIR"
+	Delete "$SMPROGRAMS\Ferry.lnk"
+	DeleteRegValue HKCU "${RUNKEY}" "${RUNVALUE}"
+
+	; Removing the firewall rules needs administrator approval again: ask,
+	; but never in a silent uninstall (a rule for a deleted program is inert).
+	ReadRegDWORD $0 HKCU "${STATEKEY}" "FirewallRule"
+	${If} $0 == 1
+	${AndIfNot} ${Silent}
+		MessageBox MB_YESNO|MB_ICONQUESTION "Remove Ferry's Windows Firewall rules too? Windows will ask for administrator approval." IDNO fw_done
+		ExecShellWait "runas" "$SYSDIR\cmd.exe" '/c netsh advfirewall firewall delete rule name="${FWRULE}" & netsh advfirewall firewall delete rule name="${FWRULECLI}"' SW_HIDE
+		fw_done:
+	${EndIf}
+
+	DeleteRegKey HKCU "${UNINSTKEY}"
+	DeleteRegKey HKCU "${STATEKEY}"
+SectionEnd

@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# package.sh: builds Ferry's release artefacts into dist/ with a SHA256SUMS file.
+#
+#   scripts/package.sh                  # everything this machine can build
+#   scripts/package.sh cli deb          # only these targets
+#   DIST=/tmp/out scripts/package.sh    # into another folder
+#
+# Targets:
+#   cli      ferry-cli for linux, windows and darwin x amd64, arm64 (pure Go);
+#            CLI_TARGETS="linux/amd64 windows/amd64" narrows the list
+#   deb      ferry_VERSION-1_amd64.deb: app, CLI, desktop entry, icons, AppStream
+#   tarball  Ferry-VERSION-linux-amd64.tar.xz made by `fyne package -os linux`
+#   windows  the GUI .exe (mingw-w64, icon and version resources) and the
+#            per-user NSIS installer Ferry-VERSION-windows-amd64-setup.exe
+#   macos    Ferry.app via `fyne package -os darwin` (only on macOS)
+#   all      every target above that this OS can build (the default)
+#
+# Release builds are reproducible: -trimpath, no build ID, no VCS stamp from
+# the go command, version/commit/date stamped with -X from the last commit,
+# SOURCE_DATE_EPOCH (the last commit's time) on every file in the archives.
+# Outside a git checkout set FERRY_COMMIT and SOURCE_DATE_EPOCH yourself.
+#
+# Environment:
+#   DIST               output folder (default: ./dist)
+#   FERRY_COMMIT       commit to stamp (default: git rev-parse --short=12 HEAD, "-dirty" if modified)
+#   SOURCE_DATE_EPOCH  build time stamp (default: the last commit's time)
+#   FERRY_LINUX_APP    use this prebuilt linux/amd64 app binary for deb and tarball
+#   FERRY_WINDOWS_APP  use this prebuilt ferry.exe in the installer
+#                      (both for the packaging tests: they skip cold cgo builds)
+#   FERRY_BUILD_FLAGS  more go build flags for the release builds (e.g. -a)
+#   SIGN_PFX, SIGN_PASS  Authenticode-sign the Windows .exe files with osslsigncode
+#   MACOS_SIGN_IDENTITY  codesign Ferry.app with this Developer ID (hardened runtime)
+#
+# Needs: Go; for deb, tarball: gcc and the Fyne build packages (scripts/run.sh's
+# list); for windows: gcc-mingw-w64-x86-64, nsis. Checked by `go test ./packaging`.
+set -euo pipefail
+export LC_ALL=C # one sort order and date format everywhere
+
+# setup works out what to build and how, from FyneApp.toml, git and the
+# environment; its variables are the script's globals.
+setup() {
+	cd "$(dirname "$0")/.."
+	root=$PWD
+	dist=${DIST:-$root/dist}
+	mkdir -p "$dist"
+	dist=$(cd "$dist" && pwd)
+
+	# ---- what we are building ----
+	version=$(sed -n 's/^Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+	[[ -n "$version" ]] || { echo "package.sh: no Version in FyneApp.toml" >&2; exit 1; }
+	if [[ -z "${FERRY_COMMIT:-}" || -z "${SOURCE_DATE_EPOCH:-}" ]]; then
+		git rev-parse --git-dir >/dev/null 2>&1 || {
+			echo "package.sh: not a git checkout: set FERRY_COMMIT and SOURCE_DATE_EPOCH" >&2
+			exit 1
+		}
+	fi
+	if [[ -z "${FERRY_COMMIT:-}" ]]; then
+		FERRY_COMMIT=$(git rev-parse --short=12 HEAD)
+		[[ -z "$(git status --porcelain --untracked-files=no)" ]] || FERRY_COMMIT+=-dirty
+	fi
+	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
+	date_iso=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null ||
+		date -u -r "$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ) # GNU, BSD/macOS
+	date_day=${date_iso%%T*}
+
+	pkg=github.com/ferrydrop/ferry/internal/version
+	ldflags="-s -w -buildid= -X $pkg.Version=$version -X $pkg.Commit=$FERRY_COMMIT -X $pkg.Date=$date_iso"
+	# -buildvcs=false: the stamps above say the same, and a copy of the tree
+	# without .git then builds the same bytes.
+	read -r -a extra_flags <<<"${FERRY_BUILD_FLAGS:-}"
+	# (The ${a[@]+...} form: macOS's bash 3.2 calls an empty array unset.)
+	gobuild=(go build -trimpath -buildvcs=false ${extra_flags[@]+"${extra_flags[@]}"})
+	# FyneApp.toml's [Migrations] fyneDo = true: what `fyne build` would add.
+	guitags=migrated_fynedo
+
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"; [[ -z "${syso_in_tree:-}" ]] || rm -f "$syso_in_tree"' EXIT
+
+	os=$(go env GOHOSTOS)
+	targets=("$@")
+	[[ ${#targets[@]} -gt 0 ]] || targets=(all)
+	if [[ " ${targets[*]} " == *" all "* ]]; then
+		case $os in
+		linux) targets=(cli deb tarball windows) ;;
+		darwin) targets=(cli macos) ;;
+		*) targets=(cli) ;;
+		esac
+	fi
+	echo "== Ferry $version (commit $FERRY_COMMIT, $date_iso) -> $dist: ${targets[*]}"
+}
+
+log() { echo "-- $*"; }
+
+# ---- pieces shared by several targets ----
+
+# linux_bins builds the linux/amd64 app and CLI into $work/linux once.
+linux_bins() {
+	[[ -e "$work/linux/ferry" ]] && return 0
+	mkdir -p "$work/linux"
+	if [[ -n "${FERRY_LINUX_APP:-}" ]]; then
+		log "linux/amd64 app: using $FERRY_LINUX_APP"
+		cp "$FERRY_LINUX_APP" "$work/linux/ferry"
+	else
+		log "linux/amd64 app (cgo; minutes on a cold build cache)"
+		CGO_ENABLED=1 GOOS=linux GOARCH=amd64 "${gobuild[@]}" -tags "$guitags" -ldflags "$ldflags" -o "$work/linux/ferry" .
+	fi
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "${gobuild[@]}" -ldflags "$ldflags" -o "$work/linux/ferry-cli" ./cmd/ferry-cli
+}
+
+# icons renders the icon sizes and the .ico into $work/icons once.
+icons() {
+	[[ -e "$work/icons/ferry.ico" ]] && return 0
+	go run ./packaging/tool icons assets/icon.png "$work/icons"
+}
+
+# sign FILE: Authenticode signature when a certificate is configured.
+sign() {
+	[[ -n "${SIGN_PFX:-}" ]] || return 0
+	log "signing $(basename "$1")"
+	osslsigncode sign -pkcs12 "$SIGN_PFX" -pass "${SIGN_PASS:-}" -n "Ferry" \
+		-i https://github.com/ferrydrop/ferry -t http://timestamp.digicert.com \
+		-in "$1" -out "$1.signed"
+	mv "$1.signed" "$1"
+}
+
+# ---- targets ----
+
+build_cli() {
+	local t goos goarch ext out
+	for t in ${CLI_TARGETS:-linux/amd64 linux/arm64 windows/amd64 windows/arm64 darwin/amd64 darwin/arm64}; do
+		goos=${t%/*} goarch=${t#*/} ext=""
+		[[ $goos == windows ]] && ext=.exe
+		out="$dist/ferry-cli-$version-$goos-$goarch$ext"
+		log "ferry-cli $goos/$goarch"
+		if [[ $goos == windows && $goarch == amd64 ]]; then
+			icons
+			winres "$work/cli-res" ferry-cli "Ferry command-line client"
+			with_syso "$work/cli-res/rsrc.syso" "$root/cmd/ferry-cli" \
+				env CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" "${gobuild[@]}" -ldflags "$ldflags" -o "$out" ./cmd/ferry-cli
+			sign "$out"
+		else
+			CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" "${gobuild[@]}" -ldflags "$ldflags" -o "$out" ./cmd/ferry-cli
+		fi
+	done
+}
+
+# winres DIR NAME DESCRIPTION: compiles packaging/windows/ferry.rc.in for
+# NAME.exe into DIR/rsrc.syso (windows/amd64 only: Debian's mingw-w64
+# windres writes no arm64 objects).
+winres() {
+	local dir=$1 name=$2 desc=$3 v4=$version.0
+	mkdir -p "$dir"
+	sed -e "s|@VERSION@|$version|g" -e "s|@VERSION_COMMAS@|${v4//./,}|g" \
+		-e "s|@COMMIT@|$FERRY_COMMIT|g" -e "s|@NAME@|$name|g" -e "s|@DESCRIPTION@|$desc|g" \
+		-e "s|@YEAR@|${date_day%%-*}|g" \
+		packaging/windows/ferry.rc.in >"$dir/ferry.rc"
+	cp "$work/icons/ferry.ico" packaging/windows/ferry.manifest "$dir/"
+	x86_64-w64-mingw32-windres --target=pe-x86-64 -i "$dir/ferry.rc" -O coff -o "$dir/rsrc.syso"
+}
+
+# with_syso SYSO PKGDIR COMMAND...: runs COMMAND (a go build) with SYSO in the
+# package folder, where the Go linker looks for it (go build -overlay does not
+# cover .syso files), and removes it afterwards. *.syso is git-ignored.
+syso_in_tree=""
+with_syso() {
+	local syso=$1 pkgdir=$2
+	shift 2
+	syso_in_tree=$pkgdir/zz_package_windows_amd64.syso
+	cp "$syso" "$syso_in_tree"
+	local rc=0
+	"$@" || rc=$?
+	rm -f "$syso_in_tree"
+	syso_in_tree=""
+	return $rc
+}
+
+build_deb() {
+	linux_bins
+	icons
+	log "ferry_${version}-1_amd64.deb"
+	sed -e "s|@VERSION@|$version|g" -e "s|@DATE@|$date_day|g" \
+		packaging/linux/io.ferrydrop.ferry.metainfo.xml.in >"$work/io.ferrydrop.ferry.metainfo.xml"
+	cp -r "$work/icons" "$work/linux/icons"
+	cp "$work/io.ferrydrop.ferry.metainfo.xml" "$work/linux/"
+	VERSION=$version ARCH=amd64 BUILD=$work/linux go run ./packaging/tool deb packaging/linux/nfpm.yaml "$dist/ferry_${version}-1_amd64.deb"
+}
+
+build_tarball() {
+	linux_bins
+	local d=$work/fyne-linux out="$dist/Ferry-$version-linux-amd64.tar.xz"
+	log "$(basename "$out") (fyne package)"
+	mkdir -p "$d/assets" "$d/tree"
+	cp FyneApp.toml "$d/"
+	cp assets/icon.png "$d/assets/"
+	# fyne wants Go code in its folder even when it only packages --executable;
+	# it writes its output there too, so it runs in a scratch copy.
+	printf 'package main\n\nfunc main() {}\n' >"$d/main.go"
+	(cd "$d" && go run fyne.io/tools/cmd/fyne@v1.7.4 package -os linux --release \
+		--executable "$work/linux/ferry" --app-version "$version" >/dev/null)
+	# fyne's tarball carries the copy times and tar's directory order;
+	# repack it in name order with the commit's time and root as owner.
+	tar -xJf "$d/Ferry.tar.xz" -C "$d/tree"
+	tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+		-C "$d/tree" -cf - . | xz -T1 >"$out" # level: XZ_OPT, else 6
+}
+
+build_windows() {
+	icons
+	local d=$work/windows
+	mkdir -p "$d"
+	if [[ -n "${FERRY_WINDOWS_APP:-}" ]]; then
+		log "windows/amd64 app: using $FERRY_WINDOWS_APP"
+		cp "$FERRY_WINDOWS_APP" "$d/ferry.exe"
+	else
+		log "windows/amd64 app (cgo with mingw-w64; ~8 minutes on a cold build cache)"
+		winres "$d/res" ferry "Ferry"
+		with_syso "$d/res/rsrc.syso" "$root" \
+			env CC=x86_64-w64-mingw32-gcc CGO_ENABLED=1 GOOS=windows GOARCH=amd64 "${gobuild[@]}" -tags "$guitags" \
+			-ldflags "$ldflags -H windowsgui" -o "$d/ferry.exe" .
+		sign "$d/ferry.exe"
+	fi
+	cp "$d/ferry.exe" "$dist/Ferry-$version-windows-amd64.exe"
+	local cli="$dist/ferry-cli-$version-windows-amd64.exe"
+	if [[ ! -e "$cli" ]]; then
+		CLI_TARGETS=windows/amd64 build_cli
+	fi
+	cp "$cli" "$d/ferry-cli.exe"
+	log "Ferry-$version-windows-amd64-setup.exe (NSIS)"
+	cp "$work/icons/ferry.ico" "$d/"
+	makensis -V2 -INPUTCHARSET UTF8 -DVERSION="$version" -DVERSION4="$version.0" -DSRC="$d" \
+		-DOUTFILE="$dist/Ferry-$version-windows-amd64-setup.exe" packaging/windows/ferry.nsi
+	sign "$dist/Ferry-$version-windows-amd64-setup.exe"
+}
+
+build_macos() {
+	if [[ $os != darwin ]]; then
+		echo "package.sh: macos: the .app needs macOS (its SDK); see .github/workflows/macos.yml" >&2
+		return 1
+	fi
+	# .github/workflows/macos.yml runs this on a macOS runner and notarizes.
+	local d=$work/macos arch
+	arch=$(go env GOARCH)
+	mkdir -p "$d"
+	CGO_ENABLED=1 "${gobuild[@]}" -tags "$guitags" -ldflags "$ldflags" -o "$d/ferry" .
+	(cd "$d" && cp "$root/FyneApp.toml" . && mkdir -p assets && cp "$root/assets/icon.png" assets/ &&
+		printf 'package main\n\nfunc main() {}\n' >main.go &&
+		go run fyne.io/tools/cmd/fyne@v1.7.4 package -os darwin --release --executable "$d/ferry" \
+			--app-version "$version" >/dev/null)
+	# fyne's Info.plist lacks what macOS 15 needs for local-network discovery,
+	# and names a minimum macOS older than Go supports.
+	local plist=$d/Ferry.app/Contents/Info.plist
+	/usr/libexec/PlistBuddy -c "Merge $root/packaging/macos/Info.extra.plist" "$plist"
+	/usr/libexec/PlistBuddy -c "Set :LSMinimumSystemVersion 12.0" "$plist"
+	plutil -lint "$plist"
+	if [[ -n "${MACOS_SIGN_IDENTITY:-}" ]]; then
+		# Hardened runtime and a secure timestamp: what notarization requires.
+		codesign --force --options runtime --timestamp --sign "$MACOS_SIGN_IDENTITY" "$d/Ferry.app"
+		codesign --verify --strict --verbose=2 "$d/Ferry.app"
+	fi
+	rm -rf "$dist/Ferry.app"
+	cp -R "$d/Ferry.app" "$dist/Ferry.app"
+	(cd "$dist" && ditto -c -k --keepParent Ferry.app "Ferry-$version-macos-$arch.zip")
+}
+
+main() {
+	setup "$@"
+	for t in "${targets[@]}"; do
+		case $t in
+		cli) build_cli ;;
+		deb) build_deb ;;
+		tarball) build_tarball ;;
+		windows) build_windows ;;
+		macos) build_macos ;;
+		*)
+			echo "package.sh: unknown target $t (cli, deb, tarball, windows, macos, all)" >&2
+			exit 2
+			;;
+		esac
+	done
+
+	sha256() { if command -v sha256sum >/dev/null; then sha256sum "$@"; else shasum -a 256 "$@"; fi; }
+	(
+		cd "$dist"
+		files=()
+		for f in *; do [[ -f $f && $f != SHA256SUMS ]] && files+=("$f"); done
+		if [[ ${#files[@]} -gt 0 ]]; then sha256 "${files[@]}" >SHA256SUMS; fi
+	)
+	echo "== $dist"
+	(cd "$dist" && ls -l)
+}
+
+# One line that runs everything: bash reads a script as it goes, and this way
+# it has read all of it before it starts, so editing (or pulling) this file
+# during a long build cannot break the build.
+main "$@"; exit $?

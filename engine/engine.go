@@ -94,9 +94,11 @@ type Options struct {
 	// Off by default, like rsync and scp (see store.Dest.SyncOnFinalize).
 	SyncFiles bool
 	// BufferedIO reads sent and writes received chunks through the page
-	// cache. By default whole chunks skip it on Linux (O_DIRECT, see package
-	// directio): on this project's VM that took a 1 GiB receive from 1.5
-	// CPU-s in pwrite to 0.1 s, and the sender's read from 0.4 s to ~0.1 s.
+	// cache only. By default file I/O follows the data (package fileio, on
+	// Linux): a chunk in the page cache is read from it and one that is not
+	// with direct I/O; whole received chunks are direct writes into a
+	// preallocated file, the rest goes through the cache with write-behind.
+	// Measurements: docs/benchmarks/README.md ("File I/O").
 	BufferedIO bool
 	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.
 	ChunkSize int

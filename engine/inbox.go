@@ -290,7 +290,7 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 		return decision{Decision: Decision{Reason: "cannot open the download folder"}, code: wire.CodeIO}, fmt.Errorf("download folder: %w", err)
 	}
 	dest.SyncOnFinalize = e.opts.SyncFiles
-	dest.SetDirectWrites(!e.opts.BufferedIO)
+	dest.SetBufferedIO(e.opts.BufferedIO)
 	in.dest, in.destDir, in.accepted = dest, dir, accepted
 	if d.AlwaysAccept {
 		e.alwaysAccept(in.t, in.peer)

@@ -130,10 +130,6 @@ type rxFile struct {
 	finalizing bool
 	ok         bool   // resolved and saved
 	savedAs    string // where it was saved
-	// wmu serialises writes into the partial: concurrent pwrite(2)s into one
-	// file make ext4 spin on the inode lock (it cost a core on 1 GiB); Go's
-	// mutex parks the other streams instead.
-	wmu sync.Mutex
 }
 
 // receiver is the Ferry wire protocol's receiving session: the control
@@ -661,9 +657,9 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher 
 	rx.mu.Unlock()
 
 	if len(data) > 0 {
-		f.wmu.Lock()
+		// Several streams may write into one partial at once: it runs side
+		// by side what can (see store.Partial.WriteAt).
 		_, err := part.WriteAt(data, int64(h.Chunk)*int64(rx.offer.ChunkSize))
-		f.wmu.Unlock()
 		if err != nil {
 			rx.resolve(f, false, "", wire.CodeIO, fmt.Sprintf("cannot write %s: %v", f.entry.Path, err))
 			return nil
@@ -873,6 +869,11 @@ func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
 		return nil, err
 	}
 	f.partName = p.Name()
+	// Preallocate, so the streams write into it side by side. Best effort: on
+	// a full disk the writes fail and say so.
+	if err := p.Reserve(f.entry.Size); err != nil {
+		rx.e.log.Warn("preallocate", "file", f.entry.Path, "err", err)
+	}
 	if rx.journal != nil {
 		if err := rx.journal.Partial(f.idx, f.partName); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)

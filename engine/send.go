@@ -21,6 +21,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/directio"
+	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 // Default parallel data streams per transport. On loopback a single QUIC
@@ -115,8 +116,12 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		return nil, err
 	}
 	o := &outbox{e: e, t: t, files: files, text: items.Text, prior: prior}
+	readMode := fileio.Auto
+	if e.opts.BufferedIO {
+		readMode = fileio.Buffered
+	}
 	o.newAttempt = func() attempt {
-		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: e.opts.ChunkSize, direct: !e.opts.BufferedIO, to: to, want: want, opts: opts}
+		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: e.opts.ChunkSize, io: readMode, to: to, want: want, opts: opts}
 	}
 	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: o.summary()})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
@@ -142,7 +147,7 @@ type sender struct {
 	files     []localFile
 	text      string // the offer's text item
 	chunkSize int
-	direct    bool // whole chunks are read with direct I/O (Options.BufferedIO off)
+	io        fileio.Mode // how chunks are read (Options.BufferedIO)
 	conn      Conn
 	ctl       *control
 	reason    string       // why this transport was chosen
@@ -625,11 +630,11 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int) error {
 	buf := frameBuffer(tx.chunkSize)
 	hasher := merkle.NewHasher()
 	var cur *os.File
-	var dio *directio.File
+	var rd *fileio.Reader
 	curIdx := -1
 	closeCur := func() {
 		if cur != nil {
-			dio.Close()
+			rd.Close()
 			cur.Close()
 		}
 	}
@@ -642,14 +647,14 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int) error {
 				cur = nil
 				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src, err)
 			}
-			dio = directio.New(cur, os.O_RDONLY, tx.direct)
+			rd = fileio.NewReader(cur, tx.io)
 			curIdx = fi
 		}
 		mode := sendFresh
 		if moved {
 			mode = sendMoved
 		}
-		if err := tx.sendChunk(w, dio, fi, ci, buf, hasher, mode); err != nil {
+		if err := tx.sendChunk(w, rd, fi, ci, buf, hasher, mode); err != nil {
 			return nilIfDone(ctx, err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/internal/directio"
+	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 func init() {
@@ -36,8 +37,8 @@ type ceilingSpec struct {
 	conns int  // parallel connections, one stream each, bytes split evenly
 	hash  bool // BLAKE3 every byte on both sides, as Ferry's integrity check must
 	// files, when set, is a folder: the sender reads the bytes from
-	// files/src and the receiver writes them to files/dst-N, both in 1 MiB
-	// direct I/O blocks, the file work Ferry cannot skip.
+	// files/src and the receiver writes them to files/dst-N, in 1 MiB blocks
+	// the way Ferry does (package fileio), the file work Ferry cannot skip.
 	files string
 }
 
@@ -67,7 +68,7 @@ func ceilingFlags(fs *flag.FlagSet, s *ceilingSpec) {
 	fs.StringVar(&s.proto, "proto", "quic", "tls or quic")
 	fs.IntVar(&s.conns, "conns", 1, "parallel connections (one stream each)")
 	fs.BoolVar(&s.hash, "hash", false, "BLAKE3 every byte on both sides")
-	fs.StringVar(&s.files, "files", "", "read from and write to real files in this `DIR` (direct I/O), as Ferry does")
+	fs.StringVar(&s.files, "files", "", "read from and write to real files in this `DIR`, as Ferry does (package fileio)")
 }
 
 // runCeilingCmd runs one bare-stream ceiling by itself, e.g. to profile it or
@@ -222,8 +223,11 @@ func ceilingRead(rw io.ReadWriter, spec ceilingSpec, i int) error {
 			return err
 		}
 		defer f.Close()
-		out := directio.New(f, os.O_WRONLY, true)
+		out := fileio.NewWriter(f, fileio.Auto)
 		defer out.Close()
+		if err := out.Reserve(n); err != nil {
+			return err
+		}
 		h := blake3.New()
 		buf := directio.Buffer(1 << 20)
 		for off := int64(0); off < n; {
@@ -280,6 +284,7 @@ func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult,
 		return loopResult{}, err
 	}
 	defer srv.Process.Kill()
+	srvPeak := watchPeak(srv.Process.Pid)
 	line, err := bufio.NewReader(sout).ReadString('\n')
 	if err != nil {
 		return loopResult{}, fmt.Errorf("ceiling server: %w", err)
@@ -289,7 +294,7 @@ func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult,
 	if err != nil {
 		return loopResult{}, err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	errs := make(chan error, spec.conns)
 	for i := range spec.conns {
 		go func() { errs <- ceilingSend(ctx, addr, tlsConf, spec, i) }()
@@ -299,25 +304,29 @@ func runCeiling(ctx context.Context, self string, spec ceilingSpec) (loopResult,
 			return loopResult{}, err
 		}
 	}
-	secs := time.Since(start).Seconds()
-	if err := srv.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+	secs, cpuSend := time.Since(start).Seconds(), selfCPU()-cpu0
+	err = srv.Wait()
+	recvKB := srvPeak()
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return loopResult{}, err
 	}
-	return loopResult{seconds: secs, mbps: float64(spec.bytes) / secs / 1e6, rssRecvKB: loopMaxRSS(srv.ProcessState)}, nil
+	// The sending side is this process, which does nothing else meanwhile.
+	return loopResult{seconds: secs, mbps: float64(spec.bytes) / secs / 1e6, rssRecvKB: recvKB,
+		cpuSend: cpuSend, cpuRecv: cpuSeconds(srv.ProcessState)}, nil
 }
 
 // ceilingSend dials one connection, writes n bytes on one stream (hashing
 // each buffer first if asked) and waits for the answer.
 func ceilingSend(ctx context.Context, addr string, tlsConf *tls.Config, spec ceilingSpec, i int) error {
 	proto, n, hash := spec.proto, spec.share(i), spec.hash
-	var src *directio.File
+	var src *fileio.Reader
 	if spec.files != "" {
 		f, err := os.Open(filepath.Join(spec.files, "src"))
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		src = directio.New(f, os.O_RDONLY, true)
+		src = fileio.NewReader(f, fileio.Auto)
 		defer src.Close()
 	}
 	var rw io.ReadWriter

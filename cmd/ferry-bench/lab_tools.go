@@ -483,77 +483,22 @@ func tlsTool(cc string) func(ctx context.Context, e *benchEnv, files []string, d
 type sshServer struct {
 	srv  *server
 	port string
-	opts []string // ssh client options
+	kit  *sshKit
 }
 
 // startSSHD runs a private sshd in the Receiver namespace with a throwaway
 // host key and a throwaway client key, both in the bench's temp dir.
 func startSSHD(ctx context.Context, e *benchEnv) (*sshServer, error) {
-	sshd, err := exec.LookPath("sshd")
+	kit, err := newSSHKit(ctx, filepath.Join(e.tmp, "ssh"))
 	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/sshd"); serr != nil {
-			return nil, skipError{"sshd not installed (apt install openssh-server)"}
-		}
-		sshd = "/usr/sbin/sshd"
-	}
-	for _, b := range []string{"ssh", "ssh-keygen", "scp", "rsync"} {
-		if _, err := exec.LookPath(b); err != nil {
-			return nil, skipError{b + " not installed"}
-		}
-	}
-	dir := filepath.Join(e.tmp, "ssh")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	// Debian's sshd insists on its privilege-separation directory.
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-		return nil, err
-	}
-	for _, k := range []string{"host_key", "client_key"} {
-		if _, err := runCmd(exec.CommandContext(ctx, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k))); err != nil {
-			return nil, err
-		}
-	}
-	pub, err := os.ReadFile(filepath.Join(dir, "client_key.pub"))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600); err != nil {
 		return nil, err
 	}
 	port := strconv.Itoa(randomPort())
-	conf := strings.Join([]string{
-		"Port " + port,
-		"ListenAddress " + e.rcvAddr.String(),
-		"HostKey " + filepath.Join(dir, "host_key"),
-		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
-		"PidFile none",
-		"UsePAM no",
-		"UseDNS no",
-		"StrictModes no",
-		"PermitRootLogin prohibit-password",
-		"PasswordAuthentication no",
-		"KbdInteractiveAuthentication no",
-		"Subsystem sftp internal-sftp",
-		"MaxStartups 100",
-		"",
-	}, "\n")
-	cfg := filepath.Join(dir, "sshd_config")
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		return nil, err
-	}
-	srv, err := startServer(ctx, e.lab.Command(context.WithoutCancel(ctx), netlab.Receiver, sshd, "-D", "-e", "-f", cfg), "Server listening", true)
+	srv, err := startServer(ctx, e.lab.Command(context.WithoutCancel(ctx), netlab.Receiver, kit.sshd, kit.sshdArgs(e.rcvAddr, port, false)...), "Server listening", true)
 	if err != nil {
 		return nil, err
 	}
-	return &sshServer{srv: srv, port: port, opts: []string{
-		"-i", filepath.Join(dir, "client_key"),
-		"-o", "StrictHostKeyChecking=no",
-		"-o", "UserKnownHostsFile=/dev/null",
-		"-o", "BatchMode=yes",
-		"-o", "GSSAPIAuthentication=no",
-		"-o", "LogLevel=ERROR",
-	}}, nil
+	return &sshServer{srv: srv, port: port, kit: kit}, nil
 }
 
 func (s *sshServer) close() { s.srv.kill() }
@@ -562,10 +507,7 @@ func runSCP(ctx context.Context, e *benchEnv, files []string, dst string) (runRe
 	if e.sshErr != nil {
 		return runResult{}, skipError{e.sshErr.Error()}
 	}
-	args := append([]string{"-q", "-P", e.ssh.port}, e.ssh.opts...)
-	args = append(args, files...)
-	args = append(args, "root@"+e.rcvAddr.String()+":"+dst+"/")
-	if _, err := runCmd(e.lab.Command(ctx, netlab.Sender, "scp", args...)); err != nil {
+	if _, err := runCmd(e.lab.Command(ctx, netlab.Sender, "scp", e.ssh.kit.scpArgs(e.ssh.port, files, e.rcvAddr, dst)...)); err != nil {
 		return runResult{}, err
 	}
 	return runResult{transport: "ssh"}, nil
@@ -575,9 +517,7 @@ func runRsync(ctx context.Context, e *benchEnv, files []string, dst string) (run
 	if e.sshErr != nil {
 		return runResult{}, skipError{e.sshErr.Error()}
 	}
-	sshCmd := "ssh -p " + e.ssh.port + " " + strings.Join(e.ssh.opts, " ")
-	args := []string{"-a", "-e", sshCmd, filepath.Dir(files[0]) + "/", "root@" + e.rcvAddr.String() + ":" + dst + "/"}
-	if _, err := runCmd(e.lab.Command(ctx, netlab.Sender, "rsync", args...)); err != nil {
+	if _, err := runCmd(e.lab.Command(ctx, netlab.Sender, "rsync", e.ssh.kit.rsyncArgs(e.ssh.port, filepath.Dir(files[0]), e.rcvAddr, dst)...)); err != nil {
 		return runResult{}, err
 	}
 	return runResult{transport: "ssh"}, nil

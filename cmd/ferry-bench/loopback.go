@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	register(command{name: "loopback", summary: "workloads A/B/C end to end on loopback vs the bare TLS and QUIC ceilings", run: runLoopback})
+	register(command{name: "loopback", summary: "workloads A/B/C end to end on loopback: Ferry, rsync/scp/croc and the bare TLS and QUIC ceilings", run: runLoopback})
 }
 
 // workload is a set of files to move.
@@ -32,6 +32,21 @@ type loopWorkload struct {
 
 func (w loopWorkload) bytes() int64 { return int64(w.files) * w.size }
 
+func (w loopWorkload) String() string {
+	return fmt.Sprintf("%s: %d x %s", w.name, w.files, sizeName(w.size))
+}
+
+func sizeName(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	default:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+}
+
 func loopWorkloads(quick bool) []loopWorkload {
 	if quick {
 		return []loopWorkload{{"A", 1, 128 << 20}, {"B", 50, 2 << 20}, {"C", 500, 16 << 10}}
@@ -39,42 +54,110 @@ func loopWorkloads(quick bool) []loopWorkload {
 	return []loopWorkload{{"A", 1, 1 << 30}, {"B", 500, 2 << 20}, {"C", 5000, 16 << 10}}
 }
 
-// loopResult is one measured run.
+// loopResult is one measured run. seconds is wall time: from launching the
+// first process of the transfer (Ferry's receiver, the sshd, croc's sender)
+// to the sender's exit.
 type loopResult struct {
-	seconds    float64
-	mbps       float64
-	rssSendKB  int64
-	rssRecvKB  int64
-	transport  string
-	reason     string
-	wireBytes  int64
-	sendCalls  int64
-	datagrams  int64
-	congestion int64
+	seconds float64
+	mbps    float64
+	// CPU-s (user + system) of each side's processes and their children;
+	// other is a third party (croc's relay). Zero: not measured.
+	cpuSend, cpuRecv, cpuOther float64
+	rssSendKB, rssRecvKB       int64
+	engineSeconds              float64 // Ferry's own transfer duration
+	transport                  string
+	reason                     string
+	wireBytes                  int64
+	sendCalls                  int64
+	datagrams                  int64
+	congestion                 int64
+}
+
+func (r loopResult) cpu() float64 { return r.cpuSend + r.cpuRecv + r.cpuOther }
+
+// loopCell is one row of the table: something that moves a workload.
+type loopCell struct {
+	key      string // row label
+	baseline bool   // not Ferry: "x best baseline" compares against these
+	ceiling  bool   // memory to memory, not a transfer of files
+	run      func(ctx context.Context, w loopWorkload, src, dst string) (loopResult, error)
+	skip     error // set when the cell cannot run here: a row says why
+}
+
+// loopOptions are the flags of `ferry-bench loopback`.
+type loopOptions struct {
+	quick      bool
+	runs       int
+	workloads  string
+	transports []string
+	dir        string
+	smallDir   string
+	cli        string
+	compare    string
+	baselines  []string
+	croc       string
+	ceilings   bool
+	md         string
+	svg        string
+	resumeCost bool
+	profile    string
+}
+
+func parseLoopFlags(args []string) (loopOptions, error) {
+	fs := flag.NewFlagSet("ferry-bench loopback", flag.ContinueOnError)
+	var o loopOptions
+	fs.BoolVar(&o.quick, "quick", false, "small files and one run per cell (CI)")
+	fs.IntVar(&o.runs, "runs", 3, "rounds; each round runs every cell once, and the median is reported")
+	fs.StringVar(&o.workloads, "workloads", "A,B,C", "workloads to run")
+	tps := fs.String("transports", "quic,tcp,auto", "Ferry variants: a transport, optionally followed by +NAME=VALUE environment settings for both processes and +--flag=value flags for the sender (e.g. tcp+FERRY_BUFFERED_IO=1, quic+--streams=2)")
+	fs.StringVar(&o.dir, "dir", "", "folder for the files of A and B: source and destination on the same disk (default: a temp folder)")
+	fs.StringVar(&o.smallDir, "small-dir", "/dev/shm", "folder for the files of C (\"\" = as --dir): on this VM's disk, creating thousands of files right after deleting thousands measures the file system's discard, not the tools")
+	fs.StringVar(&o.cli, "cli", "", "ferry-cli binary (default: built from this checkout)")
+	fs.StringVar(&o.compare, "compare", "", "other ferry-cli `BINARIES` (comma-separated, e.g. built from older commits), run in the same rounds with rows of their own, labelled by file name")
+	bl := fs.String("baselines", "croc,rsync,scp", "other tools to run in the same rounds (rsync -e ssh and scp to a private sshd on loopback, croc through a local relay); each is skipped if not installed")
+	fs.StringVar(&o.croc, "croc", "", "croc binary (default: croc in PATH or in $(go env GOPATH)/bin)")
+	fs.BoolVar(&o.ceilings, "ceilings", true, "also run the bare TLS and QUIC streams, memory to memory")
+	fs.StringVar(&o.md, "md", "", "also write the markdown tables to this `FILE`")
+	fs.StringVar(&o.svg, "svg", "", "also draw the median wall times into this `FILE` (SVG)")
+	fs.BoolVar(&o.resumeCost, "resume-cost", false, "also run each transport with the receiver keeping no resume state")
+	fs.StringVar(&o.profile, "profile", "", "write CPU profiles of both Ferry processes of every run into this `DIR`")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.quick {
+		o.runs = 1
+	}
+	if o.runs < 1 {
+		return o, errors.New("--runs must be at least 1")
+	}
+	o.transports = splitList(*tps)
+	o.baselines = splitList(*bl)
+	for _, b := range o.baselines {
+		if _, ok := loopBaselines[b]; !ok {
+			return o, fmt.Errorf("unknown baseline %q (have rsync, scp, croc)", b)
+		}
+	}
+	return o, nil
 }
 
 func runLoopback(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("ferry-bench loopback", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "small files and one run per cell (CI)")
-	runs := fs.Int("runs", 3, "runs per cell (the median is reported)")
-	which := fs.String("workloads", "A,B,C", "workloads to run")
-	tps := fs.String("transports", "quic,tcp,auto", "Ferry transports to measure")
-	dir := fs.String("dir", "", "folder for the test files (default: a temp folder on disk)")
-	cli := fs.String("cli", "", "ferry-cli binary (default: built from this checkout)")
-	mdOut := fs.String("md", "", "also write the markdown table to this `FILE`")
-	resumeCost := fs.Bool("resume-cost", false, "also run each transport with the receiver keeping no resume state")
-	if err := fs.Parse(args); err != nil {
+	o, err := parseLoopFlags(args)
+	if err != nil {
 		return err
 	}
-	if *quick {
-		*runs = 1
-	}
-	work, err := os.MkdirTemp(*dir, "ferry-bench-")
+	work, err := os.MkdirTemp(o.dir, "ferry-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	bin := *cli
+	smallWork := work
+	if o.smallDir != "" {
+		if smallWork, err = os.MkdirTemp(o.smallDir, "ferry-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(smallWork)
+	}
+	bin := o.cli
 	if bin == "" {
 		bin = filepath.Join(work, "ferry-cli")
 		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ferry-cli")
@@ -87,99 +170,347 @@ func runLoopback(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var rows []string
-	rows = append(rows, "| workload | what | MB/s | seconds | x ceiling | peak RSS send / recv (MiB) | notes |",
-		"|---|---|---|---|---|---|---|")
-	fmt.Fprintf(out, "ferry-bench loopback: %d run(s) per cell, files in %s\n", *runs, work)
-	for _, w := range loopWorkloads(*quick) {
-		if !strings.Contains(*which, w.name) {
+	env := &loopEnv{work: work, out: out}
+	defer env.close()
+	cells := env.cells(ctx, o, self, bin)
+	started := time.Now().UTC()
+	fmt.Fprintf(out, "ferry-bench loopback: %d round(s), A/B files in %s, C files in %s, started %s\n",
+		o.runs, work, smallWork, started.Format("2006-01-02 15:04 MST"))
+	var tables []loopTable
+	for _, w := range loopWorkloads(o.quick) {
+		if !slices.Contains(splitList(o.workloads), w.name) {
 			continue
 		}
-		src := filepath.Join(work, "src-"+w.name)
-		if err := loopMakeFiles(src, w); err != nil {
+		base := work
+		if w.name == "C" {
+			base = smallWork
+		}
+		t, err := env.runWorkload(ctx, o, w, base, cells)
+		if err != nil {
 			return err
 		}
-		variants := strings.Split(*tps, ",")
-		if *resumeCost {
-			for _, tp := range strings.Split(*tps, ",") {
-				variants = append(variants, tp+"/no-resume")
-			}
+		tables = append(tables, t)
+		for _, row := range t.rows() {
+			fmt.Fprintln(out, row)
 		}
-		// Rounds, not blocks: each round runs every cell once, back to back,
-		// and a Ferry cell's ratio is the median of its per-round ratios to
-		// the ceiling of the same round. On a VM whose speed drifts by ±15 %
-		// from minute to minute, that compares like with like.
-		cells := map[string][]loopResult{}
-		ratios := map[string][]float64{}
-		ratiosConns := map[string][]float64{} // QUIC: to bare connections as many as Ferry's
-		for round := range *runs {
-			ceil := map[string]float64{}
-			for _, c := range loopCeilings {
-				spec := ceilingSpec{proto: c.proto, bytes: w.bytes(), conns: c.conns}
+	}
+	md := loopMarkdown(tables, cells, o, started)
+	fmt.Fprintln(out)
+	fmt.Fprint(out, md)
+	if o.svg != "" {
+		if err := os.WriteFile(o.svg, []byte(loopSVG(tables, started)), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.md != "" {
+		return os.WriteFile(o.md, []byte(md), 0o644)
+	}
+	return nil
+}
+
+// loopEnv is what the cells of a run share.
+type loopEnv struct {
+	work string
+	out  io.Writer
+	ssh  *sshKit
+}
+
+func (e *loopEnv) close() {}
+
+// cells lists every row of a run, in table order: ceilings, the disk,
+// Ferry's variants (and the compared binary's), then the baselines.
+func (e *loopEnv) cells(ctx context.Context, o loopOptions, self, bin string) []loopCell {
+	var cells []loopCell
+	if o.ceilings {
+		for _, c := range loopCeilings {
+			spec := ceilingSpec{proto: c.proto, conns: c.conns}
+			cells = append(cells, loopCell{key: c.what, ceiling: true, run: func(ctx context.Context, w loopWorkload, _, _ string) (loopResult, error) {
+				spec := spec
+				spec.bytes = w.bytes()
 				r, err := runCeiling(ctx, self, spec)
 				if err != nil { // one retry: a lost handshake on a busy machine is not a ceiling
 					r, err = runCeiling(ctx, self, spec)
 				}
-				if err != nil {
-					return fmt.Errorf("%s ceiling: %w", c.key, err)
-				}
-				cells[c.key] = append(cells[c.key], r)
-				ceil[c.key] = r.mbps
+				return r, err
+			}})
+		}
+	}
+	cells = append(cells, loopCell{key: "disk write (same files, same folder)", ceiling: true,
+		run: func(_ context.Context, w loopWorkload, _, dst string) (loopResult, error) { return diskCeiling(dst, w) }})
+	variants := slices.Clone(o.transports)
+	if o.resumeCost {
+		for _, tp := range o.transports {
+			variants = append(variants, tp+"/no-resume")
+		}
+	}
+	ferryCells := func(bin, label string) {
+		for _, v := range variants {
+			fv := parseFerryVariant(v)
+			key := "ferry " + v
+			if label != "" {
+				key += " (" + label + ")"
 			}
-			disk, err := diskCeiling(work, w)
+			profile := ""
+			if o.profile != "" {
+				profile = filepath.Join(o.profile, strings.NewReplacer(" ", "_", "/", "_", "(", "", ")", "", "=", "-", "+", "_").Replace(key))
+			}
+			cells = append(cells, loopCell{key: key, run: func(ctx context.Context, w loopWorkload, src, dst string) (loopResult, error) {
+				return loopFerry(ctx, bin, e.work, src, dst, fv, profile)
+			}})
+		}
+	}
+	ferryCells(bin, "")
+	for _, other := range splitList(o.compare) {
+		if _, err := os.Stat(other); err != nil {
+			cells = append(cells, loopCell{key: "ferry (" + filepath.Base(other) + ")", skip: err})
+			continue
+		}
+		ferryCells(other, filepath.Base(other))
+	}
+	for _, b := range o.baselines {
+		cells = append(cells, loopBaselines[b](ctx, e, o))
+	}
+	return cells
+}
+
+// ferryVariant is one way of running Ferry: a transport, whether the
+// receiver keeps resume state, extra environment for both processes and
+// extra flags for the sender.
+type ferryVariant struct {
+	transport string
+	noResume  bool
+	env       []string
+	sendArgs  []string
+}
+
+// parseFerryVariant reads "TRANSPORT[+NAME=VALUE|+--flag=value]...[/no-resume]".
+func parseFerryVariant(v string) ferryVariant {
+	v, noResume := strings.CutSuffix(v, "/no-resume")
+	parts := strings.Split(v, "+")
+	fv := ferryVariant{transport: parts[0], noResume: noResume, env: []string{}}
+	for _, p := range parts[1:] {
+		if strings.HasPrefix(p, "-") {
+			fv.sendArgs = append(fv.sendArgs, p)
+		} else {
+			fv.env = append(fv.env, p)
+		}
+	}
+	return fv
+}
+
+// loopTable holds one workload's results: every cell's runs, and per round
+// the ratio of the best baseline's time to each cell's.
+type loopTable struct {
+	w       loopWorkload
+	cells   []loopCell
+	results map[string][]loopResult
+	speedup map[string][]float64 // best baseline seconds / cell seconds, per round
+	cpuQT   []float64            // ferry quic CPU / ferry tcp CPU, per round
+	cpuTCP  map[string][]float64 // a Ferry cell's CPU / ferry tcp's CPU, per round
+}
+
+// runWorkload runs o.runs rounds of every cell on w. Rounds, not blocks:
+// each round runs every cell once, back to back (starting one cell later
+// each round), and ratios are taken within a round. On a VM whose speed
+// drifts by ±15 % from minute to minute and that other people share, that
+// compares like with like.
+func (e *loopEnv) runWorkload(ctx context.Context, o loopOptions, w loopWorkload, base string, cells []loopCell) (loopTable, error) {
+	t := loopTable{w: w, cells: cells, results: map[string][]loopResult{}, speedup: map[string][]float64{}, cpuTCP: map[string][]float64{}}
+	src := filepath.Join(base, "src-"+w.name)
+	if err := loopMakeFiles(src, w); err != nil {
+		return t, err
+	}
+	defer os.RemoveAll(src)
+	for round := range o.runs {
+		if err := loopWarm(src); err != nil {
+			return t, err
+		}
+		got := map[string]loopResult{}
+		for i := range cells {
+			c := cells[(i+round)%len(cells)]
+			if c.skip != nil {
+				continue
+			}
+			r, err := loopRunCell(ctx, c, w, src, base)
 			if err != nil {
-				return fmt.Errorf("disk ceiling: %w", err)
+				return t, fmt.Errorf("%s, workload %s: %w", c.key, w.name, err)
 			}
-			cells["disk"] = append(cells["disk"], disk)
-			for _, variant := range variants {
-				tp, noResume := strings.CutSuffix(variant, "/no-resume")
-				r, err := loopFerry(ctx, bin, work, src, tp, noResume)
-				if err != nil {
-					return fmt.Errorf("ferry %s %s: %w", variant, w.name, err)
-				}
-				c := ceil["bare-quic"]
-				if r.transport == "tcp" {
-					c = ceil["bare-tls"]
-				} else {
-					ratiosConns[variant] = append(ratiosConns[variant], r.mbps/ceil["bare-quic-conns"])
-				}
-				cells[variant] = append(cells[variant], r)
-				ratios[variant] = append(ratios[variant], r.mbps/c)
-			}
-			fmt.Fprintf(out, "  %s round %d/%d done\n", w.name, round+1, *runs)
+			got[c.key] = r
+			t.results[c.key] = append(t.results[c.key], r)
 		}
-		for _, c := range loopCeilings {
-			r := loopMedianOf(cells[c.key])
-			row := fmt.Sprintf("| %s | %s | %.0f | %.2f | %s | %.0f / %.0f | same bytes, memory to memory |",
-				w.name, c.what, r.mbps, r.seconds, c.ratio, float64(r.rssSendKB)/1024, float64(r.rssRecvKB)/1024)
-			rows = append(rows, row)
-			fmt.Fprintln(out, row)
+		best := 0.0
+		for _, c := range cells {
+			if r, ok := got[c.key]; ok && c.baseline && (best == 0 || r.seconds < best) {
+				best = r.seconds
+			}
 		}
-		disk := loopMedianOf(cells["disk"])
-		row := fmt.Sprintf("| %s | disk write (same files, same folder) | %.0f | %.2f | | | create + 1 MiB writes + close, no network |", w.name, disk.mbps, disk.seconds)
-		rows = append(rows, row)
-		fmt.Fprintln(out, row)
-		for _, variant := range variants {
-			r := loopMedianOf(cells[variant])
-			note := fmt.Sprintf("carried by %s", r.transport)
-			if r.sendCalls > 0 && r.transport == "quic" {
-				note += fmt.Sprintf("; %.1f datagrams/send call", float64(r.datagrams)/float64(r.sendCalls))
+		for _, c := range cells {
+			if r, ok := got[c.key]; ok && best > 0 && !c.ceiling {
+				t.speedup[c.key] = append(t.speedup[c.key], best/r.seconds)
 			}
-			rs := ratios[variant]
-			note += "; per-round ratios " + joinRatios(rs)
-			if rc := ratiosConns[variant]; len(rc) > 0 {
-				note += fmt.Sprintf("; %.2fx bare quic-go over %d connections", median(rc), loopQUICConns())
+		}
+		if q, tc := got["ferry quic"], got["ferry tcp"]; q.cpu() > 0 && tc.cpu() > 0 {
+			t.cpuQT = append(t.cpuQT, q.cpu()/tc.cpu())
+		}
+		for _, c := range cells {
+			if r, ok := got[c.key]; ok && !c.ceiling && !c.baseline && c.key != "ferry tcp" && got["ferry tcp"].cpu() > 0 {
+				t.cpuTCP[c.key] = append(t.cpuTCP[c.key], r.cpu()/got["ferry tcp"].cpu())
 			}
-			row := fmt.Sprintf("| %s | ferry %s | %.0f | %.2f | %.2f | %.0f / %.0f | %s |", w.name, variant, r.mbps, r.seconds,
-				median(rs), float64(r.rssSendKB)/1024, float64(r.rssRecvKB)/1024, note)
-			rows = append(rows, row)
-			fmt.Fprintln(out, row)
+		}
+		fmt.Fprintf(e.out, "  %s round %d/%d done\n", w.name, round+1, o.runs)
+	}
+	return t, nil
+}
+
+// loopRunCell runs one cell into a fresh destination folder and checks that
+// every byte landed.
+func loopRunCell(ctx context.Context, c loopCell, w loopWorkload, src, base string) (loopResult, error) {
+	dst, err := os.MkdirTemp(base, "dst-")
+	if err != nil {
+		return loopResult{}, err
+	}
+	// Few large files are removed after the run, so their dirty pages do not
+	// throttle the next one. Many small files on a disk stay until the whole
+	// run ends: deleting thousands of files just before creating thousands
+	// more makes ext4 search its inode tables for recently deleted inodes,
+	// and would measure that instead.
+	if w.files < 1000 || onTmpfs(base) {
+		defer os.RemoveAll(dst)
+	}
+	flushDirty() // start every run with the disk caught up, outside the timed part
+	r, err := c.run(ctx, w, src, dst)
+	if err != nil {
+		return r, err
+	}
+	if !c.ceiling {
+		landed, err := dirBytes(dst)
+		if err != nil {
+			return r, err
+		}
+		if landed != w.bytes() {
+			return r, fmt.Errorf("%d of %d bytes landed", landed, w.bytes())
 		}
 	}
-	if *mdOut != "" {
-		return os.WriteFile(*mdOut, []byte(strings.Join(rows, "\n")+"\n"), 0o644)
+	if r.mbps == 0 && r.seconds > 0 {
+		r.mbps = float64(w.bytes()) / r.seconds / 1e6
 	}
-	return nil
+	return r, nil
+}
+
+// rows are the detailed table's rows for one workload.
+func (t loopTable) rows() []string {
+	var rows []string
+	gib := float64(t.w.bytes()) / (1 << 30)
+	for _, c := range t.cells {
+		if c.skip != nil {
+			rows = append(rows, fmt.Sprintf("| %s | %s | | | | | | skipped: %v |", t.w.name, c.key, c.skip))
+			continue
+		}
+		rs := t.results[c.key]
+		if len(rs) == 0 {
+			continue
+		}
+		r := loopMedianOf(rs)
+		speed := ""
+		if s := t.speedup[c.key]; len(s) > 0 {
+			speed = fmt.Sprintf("%.2f", median(s))
+		}
+		cpu := ""
+		if r.cpu() > 0 {
+			cpu = fmt.Sprintf("%.1f + %.1f", medianOf(rs, func(r loopResult) float64 { return r.cpuSend })/gib,
+				medianOf(rs, func(r loopResult) float64 { return r.cpuRecv + r.cpuOther })/gib)
+		}
+		rss := ""
+		if r.rssRecvKB > 0 {
+			rss = fmt.Sprintf("%.0f / %.0f", float64(r.rssSendKB)/1024, float64(r.rssRecvKB)/1024)
+		}
+		var notes []string
+		switch {
+		case c.ceiling && strings.HasPrefix(c.key, "disk"):
+			notes = append(notes, "create + 1 MiB writes + close, no network")
+		case c.ceiling:
+			notes = append(notes, "same bytes, memory to memory")
+		}
+		if r.transport != "" && !c.baseline {
+			notes = append(notes, "carried by "+r.transport)
+		}
+		if r.sendCalls > 0 && r.transport == "quic" {
+			notes = append(notes, fmt.Sprintf("%.1f datagrams/send call", float64(r.datagrams)/float64(r.sendCalls)))
+		}
+		if x := t.cpuTCP[c.key]; len(x) > 0 {
+			notes = append(notes, fmt.Sprintf("CPU %.2fx ferry tcp's (rounds %s)", median(x), joinRatios(x)))
+		}
+		if r.cpuOther > 0 {
+			notes = append(notes, fmt.Sprintf("relay %.1f CPU-s/GiB counted on the receiving side", medianOf(rs, func(r loopResult) float64 { return r.cpuOther })/gib))
+		}
+		if len(rs) > 1 {
+			notes = append(notes, "runs "+joinSeconds(rs))
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %.2f | %.0f | %s | %s | %s | %s |", t.w.name, c.key, r.seconds, r.mbps,
+			speed, cpu, rss, strings.Join(notes, "; ")))
+	}
+	if len(t.cpuQT) > 0 {
+		rows = append(rows, fmt.Sprintf("| %s | ferry quic CPU / ferry tcp CPU | | | | %.2fx | | per round %s |", t.w.name, median(t.cpuQT), joinRatios(t.cpuQT)))
+	}
+	return rows
+}
+
+// loopMarkdown renders a run: a summary in the issue's layout (tools across,
+// workloads down), then the detailed rows.
+func loopMarkdown(tables []loopTable, cells []loopCell, o loopOptions, started time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run of %s, %d round(s), median wall seconds (launch of the first process to the sender's exit):\n\n",
+		started.Format("2006-01-02 15:04 MST"), o.runs)
+	var cols []loopCell
+	for _, c := range cells {
+		if c.baseline {
+			cols = append(cols, c)
+		}
+	}
+	for _, c := range cells {
+		if !c.baseline && !c.ceiling && c.skip == nil {
+			cols = append(cols, c)
+		}
+	}
+	b.WriteString("| workload |")
+	for _, c := range cols {
+		b.WriteString(" " + c.key + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
+	for _, t := range tables {
+		fmt.Fprintf(&b, "| %s |", t.w)
+		for _, c := range cols {
+			if rs := t.results[c.key]; len(rs) > 0 {
+				fmt.Fprintf(&b, " %.2f s |", loopMedianOf(rs).seconds)
+			} else {
+				b.WriteString(" - |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	for _, t := range tables {
+		if t.w.name == "C" {
+			continue // per-file costs, not per byte
+		}
+		gib := float64(t.w.bytes()) / (1 << 30)
+		fmt.Fprintf(&b, "| CPU-s per GiB, %s (both sides) |", t.w.name)
+		for _, c := range cols {
+			if rs := t.results[c.key]; len(rs) > 0 && rs[0].cpu() > 0 {
+				fmt.Fprintf(&b, " %.1f |", medianOf(rs, loopResult.cpu)/gib)
+			} else {
+				b.WriteString(" - |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n| workload | what | seconds | MB/s | x best baseline | CPU-s/GiB send + recv | peak RSS send / recv (MiB) | notes |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, t := range tables {
+		for _, row := range t.rows() {
+			b.WriteString(row + "\n")
+		}
+	}
+	return b.String()
 }
 
 // loopCeilings are the bare-stream runs of every round. The issue's QUIC
@@ -187,30 +518,21 @@ func runLoopback(ctx context.Context, args []string, out io.Writer) error {
 // quicSessionConns connections on loopback, so the same bytes over that many
 // bare connections are measured too.
 var loopCeilings = []struct {
-	key, what, ratio string
-	proto            string
-	conns            int
+	what  string
+	proto string
+	conns int
 }{
-	{"bare-tls", "bare TLS-over-TCP stream", "1.00", "tls", 1},
-	{"bare-quic", "bare quic-go stream", "1.00", "quic", 1},
-	{"bare-quic-conns", fmt.Sprintf("bare quic-go, %d connections", loopQUICConns()), "", "quic", loopQUICConns()},
+	{"bare TLS-over-TCP stream", "tls", 1},
+	{"bare quic-go stream", "quic", 1},
+	{fmt.Sprintf("bare quic-go, %d connections", loopQUICConns()), "quic", loopQUICConns()},
 }
 
 // loopQUICConns is how many QUIC connections Ferry's sessions use on loopback.
 func loopQUICConns() int { return ferryenv.Transport().WithDefaults().QUICConns }
 
-// diskCeiling writes the workload's bytes as files into a fresh folder on the
-// same file system, the way a receiver does, without any network: what the
-// disk path alone allows.
-func diskCeiling(work string, w loopWorkload) (loopResult, error) {
-	dst, err := os.MkdirTemp(work, "disk-")
-	if err != nil {
-		return loopResult{}, err
-	}
-	if w.files < 1000 {
-		defer os.RemoveAll(dst)
-	}
-	flushDirty()
+// diskCeiling writes the workload's bytes as files into dst, the way a
+// receiver does, without any network: what the disk path alone allows.
+func diskCeiling(dst string, w loopWorkload) (loopResult, error) {
 	buf := make([]byte, 1<<20)
 	start := time.Now()
 	for i := range w.files {
@@ -245,6 +567,15 @@ func loopMedianOf(rs []loopResult) loopResult {
 	return m
 }
 
+// medianOf is the median of f over the runs.
+func medianOf(rs []loopResult, f func(loopResult) float64) float64 {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = f(r)
+	}
+	return median(xs)
+}
+
 // median of xs (the upper middle one for an even count, like loopMedianOf).
 func median(xs []float64) float64 {
 	xs = slices.Clone(xs)
@@ -258,6 +589,14 @@ func joinRatios(xs []float64) string {
 		parts[i] = fmt.Sprintf("%.2f", x)
 	}
 	return strings.Join(parts, " ")
+}
+
+func joinSeconds(rs []loopResult) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%.2f", r.seconds)
+	}
+	return strings.Join(parts, " ") + " s"
 }
 
 func loopMakeFiles(dir string, w loopWorkload) error {
@@ -295,50 +634,69 @@ func loopMakeFiles(dir string, w loopWorkload) error {
 	return nil
 }
 
-// runFerry moves src with ferry-cli send/receive as two processes.
-func loopFerry(ctx context.Context, bin, work, src, transport string, noResume bool) (loopResult, error) {
-	dst, err := os.MkdirTemp(work, "dst-")
+// loopWarm reads every source file once, so each round starts with the
+// sources in the page cache, as they are right after being written or
+// downloaded.
+func loopWarm(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for _, e := range entries {
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		_, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loopFerry moves src into dst with ferry-cli send/receive as two processes.
+func loopFerry(ctx context.Context, bin, work, src, dst string, v ferryVariant, profile string) (loopResult, error) {
+	cfg, err := os.MkdirTemp(work, "cfg-")
 	if err != nil {
 		return loopResult{}, err
 	}
-	// Few large files are removed after the run, so their dirty pages do not
-	// throttle the next one. Many small files stay until the whole run ends:
-	// deleting thousands of files just before creating thousands more makes
-	// ext4 search its inode tables for recently deleted inodes, and would
-	// measure that instead.
-	if n, _ := os.ReadDir(src); len(n) < 1000 {
-		defer os.RemoveAll(dst)
-	}
-	flushDirty() // start every run with the disk caught up, outside the timed part
-	rcfg, scfg := filepath.Join(work, "cfg-recv"), filepath.Join(work, "cfg-send")
-	args := []string{"receive", "--config", rcfg, "--dir", dst, "--listen", "127.0.0.1:0",
+	defer os.RemoveAll(cfg)
+	env := append(os.Environ(), v.env...)
+	args := []string{"receive", "--config", filepath.Join(cfg, "recv"), "--dir", dst, "--listen", "127.0.0.1:0",
 		"--accept", "all", "--once", "--json", "--no-discovery"}
-	if noResume {
+	if v.noResume {
 		args = append(args, "--no-resume")
 	}
 	recv := exec.CommandContext(ctx, bin, args...)
+	recv.Env = env
+	var sendEnv []string
+	if profile != "" {
+		if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
+			return loopResult{}, err
+		}
+		stamp := time.Now().Format("150405.000")
+		recv.Env = append(slices.Clone(env), "FERRY_CPUPROFILE="+profile+"-"+stamp+"-recv.pprof")
+		sendEnv = []string{"FERRY_CPUPROFILE=" + profile + "-" + stamp + "-send.pprof"}
+	}
 	rout, err := recv.StdoutPipe()
 	if err != nil {
 		return loopResult{}, err
 	}
 	recv.Stderr = os.Stderr
+	start := time.Now()
 	if err := recv.Start(); err != nil {
 		return loopResult{}, err
 	}
 	defer recv.Process.Kill()
+	recvPeak := watchPeak(recv.Process.Pid)
 	sc := bufio.NewScanner(rout)
 	var quicAddr, tcpAddr string
 	for sc.Scan() {
 		if f, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-			for _, kv := range strings.Fields(f) {
-				k, v, _ := strings.Cut(kv, "=")
-				switch k {
-				case "quic":
-					quicAddr = v
-				case "tcp":
-					tcpAddr = v
-				}
-			}
+			quicAddr, tcpAddr = parseListening(f)
 			break
 		}
 	}
@@ -347,16 +705,20 @@ func loopFerry(ctx context.Context, bin, work, src, transport string, noResume b
 		return loopResult{}, errors.New("receiver did not start")
 	}
 	addr := quicAddr
-	if transport == "tcp" || addr == "" {
+	if v.transport == "tcp" || addr == "" {
 		addr = tcpAddr
 	}
-	send := exec.CommandContext(ctx, bin, "send", "--config", scfg, "--to", addr, "--transport", transport, "--json", src)
-	send.Stderr = os.Stderr
-	outb, err := send.Output()
+	sendArgs := append([]string{"send", "--config", filepath.Join(cfg, "send"), "--to", addr, "--transport", v.transport, "--json"}, v.sendArgs...)
+	send := exec.CommandContext(ctx, bin, append(sendArgs, src)...)
+	send.Env = append(slices.Clone(env), sendEnv...)
+	outb, sendKB, err := runWatched(send)
+	secs := time.Since(start).Seconds()
 	if err != nil {
 		return loopResult{}, fmt.Errorf("send: %w: %s", err, loopLastLine(outb))
 	}
-	if err := recv.Wait(); err != nil {
+	err = recv.Wait()
+	recvKB := recvPeak()
+	if err != nil {
 		return loopResult{}, fmt.Errorf("receiver: %w", err)
 	}
 	var ev struct {
@@ -379,14 +741,78 @@ func loopFerry(ctx context.Context, bin, work, src, transport string, noResume b
 	}
 	r := ev.Result
 	return loopResult{
-		seconds: r.Duration, mbps: float64(r.Bytes) / r.Duration / 1e6,
-		rssSendKB: loopMaxRSS(send.ProcessState), rssRecvKB: loopMaxRSS(recv.ProcessState),
+		seconds: secs, mbps: float64(r.Bytes) / secs / 1e6, engineSeconds: r.Duration,
+		cpuSend: cpuSeconds(send.ProcessState), cpuRecv: cpuSeconds(recv.ProcessState),
+		rssSendKB: sendKB, rssRecvKB: recvKB,
 		transport: r.Transport, reason: r.Reason, wireBytes: r.WireBytes,
 		sendCalls: r.Metrics.SendCalls, datagrams: r.Metrics.Datagrams, congestion: r.Metrics.Congestion,
 	}, nil
 }
 
+// cpuSeconds is the user + system time of a finished process and of the
+// children it waited for.
+func cpuSeconds(ps *os.ProcessState) float64 {
+	if ps == nil {
+		return 0
+	}
+	return (ps.UserTime() + ps.SystemTime()).Seconds()
+}
+
 func loopLastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return lines[len(lines)-1]
+}
+
+// loopSVG draws one panel per workload: a bar per transfer tool (Ferry's
+// variants and the baselines), as long as its median wall time.
+func loopSVG(tables []loopTable, started time.Time) string {
+	const (
+		W, labelW, barW = 720, 260, 380
+		rowH, gap       = 18, 30
+	)
+	var rows [][]loopCell
+	H := 40
+	for _, t := range tables {
+		var rs []loopCell
+		for _, c := range t.cells {
+			if !c.ceiling && c.skip == nil && len(t.results[c.key]) > 0 {
+				rs = append(rs, c)
+			}
+		}
+		rows = append(rows, rs)
+		H += gap + len(rs)*rowH
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14">Loopback, median wall seconds (shorter is better), %s</text>`+"\n", started.Format("2006-01-02"))
+	y := 40
+	for i, t := range tables {
+		y += gap
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold">%s</text>`+"\n", y-8, t.w)
+		longest := 0.0
+		for _, c := range rows[i] {
+			longest = max(longest, loopMedianOf(t.results[c.key]).seconds)
+		}
+		for _, c := range rows[i] {
+			s := loopMedianOf(t.results[c.key]).seconds
+			color := "#4a7ebb"
+			if c.baseline {
+				color = "#999999"
+			} else if strings.Contains(c.key, "(") {
+				color = "#a8c4e5" // a compared binary
+			}
+			w := int(float64(barW) * s / longest)
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", labelW-6, y+rowH-5, svgEscape(c.key))
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", labelW, y+2, max(w, 1), rowH-4, color)
+			fmt.Fprintf(&b, `<text x="%d" y="%d">%.2f s</text>`+"\n", labelW+w+4, y+rowH-5, s)
+			y += rowH
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func svgEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

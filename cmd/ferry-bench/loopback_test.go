@@ -26,15 +26,43 @@ func TestLoopbackQuick(t *testing.T) {
 	// routes that back to the command.
 	var out bytes.Buffer
 	md := filepath.Join(dir, "loopback.md")
-	err := runLoopback(context.Background(), []string{"--quick", "--workloads", "B,C", "--transports", "quic,tcp", "--cli", cli, "--dir", dir, "--md", md}, &out)
+	// The compared binary is the same one: its rows must still be its own.
+	err := runLoopback(context.Background(), []string{"--quick", "--workloads", "B,C", "--transports", "quic,tcp",
+		"--cli", cli, "--compare", cli, "--baselines", "rsync", "--dir", dir, "--small-dir", "", "--md", md, "--svg", filepath.Join(dir, "loopback.svg")}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("\n%s", out.String())
 	table, _ := os.ReadFile(md)
-	for _, want := range []string{"| B | bare quic-go stream", "| B | ferry quic", "| B | ferry tcp", "| C | ferry quic", "| C | disk write"} {
-		if !strings.Contains(string(table), want) {
-			t.Errorf("no row %q in\n%s", want, table)
+	want := []string{"| B | bare quic-go stream", "| B | ferry quic |", "| B | ferry tcp |", "| C | ferry quic |", "| C | disk write",
+		"| B | ferry tcp (ferry-cli) |", "| C | ferry quic (ferry-cli) |", "| B: 50 x 2 MiB |", "| CPU-s per GiB, B (both sides) |"}
+	if _, err := exec.LookPath("rsync"); err == nil {
+		want = append(want, "| B | rsync -e ssh |")
+	}
+	for _, w := range want {
+		if !strings.Contains(string(table), w) {
+			t.Errorf("no row %q in\n%s", w, table)
+		}
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "loopback.svg")); err != nil || !strings.Contains(string(svg), ">ferry tcp (ferry-cli)<") {
+		t.Errorf("chart: %v\n%s", err, svg)
+	}
+}
+
+func TestParseFerryVariant(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want ferryVariant
+	}{
+		{"tcp", ferryVariant{transport: "tcp", env: []string{}}},
+		{"quic/no-resume", ferryVariant{transport: "quic", noResume: true, env: []string{}}},
+		{"tcp+FERRY_BUFFERED_IO=1+X=2/no-resume", ferryVariant{transport: "tcp", noResume: true, env: []string{"FERRY_BUFFERED_IO=1", "X=2"}}},
+		{"quic+--streams=2+X=1", ferryVariant{transport: "quic", env: []string{"X=1"}, sendArgs: []string{"--streams=2"}}},
+	} {
+		got := parseFerryVariant(c.in)
+		if got.transport != c.want.transport || got.noResume != c.want.noResume || strings.Join(got.env, " ") != strings.Join(c.want.env, " ") ||
+			strings.Join(got.sendArgs, " ") != strings.Join(c.want.sendArgs, " ") {
+			t.Errorf("parseFerryVariant(%q) = %+v, want %+v", c.in, got, c.want)
 		}
 	}
 }
@@ -70,5 +98,18 @@ func TestCeilingModes(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestFileIOQuick runs every case of the file I/O bench once on a small file.
+func TestFileIOQuick(t *testing.T) {
+	var out bytes.Buffer
+	if err := runFileIO(context.Background(), []string{"--dir", t.TempDir(), "--mib", "8", "--rounds", "1"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ioCases() {
+		if !strings.Contains(out.String(), "| "+c.name+" |") {
+			t.Errorf("no row for %q in\n%s", c.name, out.String())
+		}
 	}
 }

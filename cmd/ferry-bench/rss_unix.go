@@ -2,20 +2,15 @@
 
 package main
 
-import (
-	"os"
-	"syscall"
-)
+import "syscall"
 
-// loopMaxRSS is the peak resident set of a finished process, in KiB (Linux).
-func loopMaxRSS(ps *os.ProcessState) int64 {
-	if ps == nil {
+// selfCPU is this process's user + system time so far, in seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
 	}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss
-	}
-	return 0
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // flushDirty writes dirty pages back (sync(2)) so one run's writes do not

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/ferrydrop/ferry/internal/directio"
+	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 // ErrNotRegular means a partial file's name is taken by something that is
@@ -58,7 +58,7 @@ type Dest struct {
 	// instead of trusting that it reached the disk.
 	SyncOnFinalize bool
 
-	directWrites atomic.Bool // see SetDirectWrites
+	bufferedIO atomic.Bool // see SetBufferedIO
 
 	mu   sync.Mutex               // guards the fields below
 	open map[*Partial]fs.FileInfo // open partials, to detect two names sharing one file
@@ -72,13 +72,11 @@ type Dest struct {
 	stale []*os.Root
 }
 
-// SetDirectWrites turns direct writes on or off for partials' large aligned
-// writes, for partials created from then on (Linux O_DIRECT; elsewhere a
-// no-op). On a VM or a busy machine the page cache often costs more CPU than
-// the network stack (allocating and copying every page, then writing it
-// back): a direct write is one DMA from our buffer. A file system that
-// refuses gets ordinary writes.
-func (d *Dest) SetDirectWrites(on bool) { d.directWrites.Store(on) }
+// SetBufferedIO makes partials created from then on write everything
+// through the page cache. By default whole aligned chunks are direct writes
+// (Linux O_DIRECT; a file system that refuses gets ordinary writes) and the
+// rest goes through the cache with write-behind: see package fileio.
+func (d *Dest) SetBufferedIO(on bool) { d.bufferedIO.Store(on) }
 
 // maxSubRoots bounds the folder cache (each entry holds a descriptor);
 // folders beyond it are reached from the destination's Root as before.
@@ -171,7 +169,7 @@ type Partial struct {
 	name string // OS-form path relative to the root, ending in PartialSuffix
 	d    *Dest
 
-	dio *directio.File // large aligned writes skip the page cache (SetDirectWrites)
+	w *fileio.Writer // how bytes reach the file (SetBufferedIO)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -181,10 +179,20 @@ type Partial struct {
 // destination, e.g. "photos/a.jpg.partial".
 func (p *Partial) Name() string { return filepath.ToSlash(p.name) }
 
-// WriteAt writes b at offset off (see os.File.WriteAt). With direct writes
-// on (Dest.SetDirectWrites), a large write whose buffer, offset and length
-// are aligned (directio.Aligned; see directio.Buffer) skips the page cache.
-func (p *Partial) WriteAt(b []byte, off int64) (int, error) { return p.dio.WriteAt(b, off) }
+// WriteAt writes b at offset off (see os.File.WriteAt). Unless the Dest
+// does buffered I/O (SetBufferedIO), a large write whose buffer, offset and
+// length are aligned (directio.Aligned; see directio.Buffer) skips the page
+// cache. Writes from several goroutines at once are fine: those that can run
+// side by side do (direct writes inside the Reserved size), the others are
+// serialised.
+func (p *Partial) WriteAt(b []byte, off int64) (int, error) { return p.w.WriteAt(b, off) }
+
+// Reserve preallocates the partial's first size bytes (the size the sender
+// declared) where the file system can, so that chunks written by several
+// streams at once do not contend and the file is laid out in few extents.
+// Small files are left as they are. An error matching fileio.ErrNoSpace
+// means the disk is full; any other failure to preallocate is not an error.
+func (p *Partial) Reserve(size int64) error { return p.w.Reserve(size) }
 
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash
 // what a previous attempt wrote before resuming.
@@ -213,7 +221,7 @@ func (p *Partial) Close() error {
 		p.d.mu.Lock()
 		delete(p.d.open, p)
 		p.d.mu.Unlock()
-		p.dio.Close()
+		p.w.Close()
 		p.closeErr = p.f.Close()
 	})
 	return p.closeErr
@@ -338,7 +346,11 @@ func (d *Dest) adopt(f *os.File, name string, fresh bool) (*Partial, error) {
 	case fresh && fi.Size() != 0:
 		return nil, fmt.Errorf("%s is not empty after creation: %w", filepath.ToSlash(name), ErrNotRegular)
 	}
-	p := &Partial{f: f, name: name, d: d, dio: directio.New(f, os.O_WRONLY, d.directWrites.Load())}
+	mode := fileio.Auto
+	if d.bufferedIO.Load() {
+		mode = fileio.Buffered
+	}
+	p := &Partial{f: f, name: name, d: d, w: fileio.NewWriter(f, mode)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// The file system decides which names are the same file, so compare

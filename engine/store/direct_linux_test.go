@@ -15,7 +15,6 @@ func TestDirectWritesUsedOnExt4(t *testing.T) {
 	if err := syscall.Statfs(dir, &st); err != nil || st.Type != 0xEF53 {
 		t.Skipf("%s is not on ext4", dir)
 	}
-	d.SetDirectWrites(true)
 	p, err := d.CreatePartial("x")
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +23,7 @@ func TestDirectWritesUsedOnExt4(t *testing.T) {
 	if _, err := p.WriteAt(directio.Buffer(1<<20), 0); err != nil {
 		t.Fatal(err)
 	}
-	if !p.dio.Direct() {
+	if _, direct := p.w.Stats(); direct != 1<<20 {
 		t.Fatal("an aligned write on ext4 did not use O_DIRECT")
 	}
 }

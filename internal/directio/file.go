@@ -53,11 +53,13 @@ func (d *File) WriteAt(b []byte, off int64) (int, error) {
 	return d.f.WriteAt(b, off)
 }
 
-// Direct reports whether a direct descriptor is open (tests, metrics).
+// Direct reports whether direct I/O is in use: a direct descriptor is open
+// and the file system did not refuse it (tests, metrics, callers that treat
+// cached writes differently).
 func (d *File) Direct() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.direct != nil
+	return d.direct != nil && !d.off
 }
 
 // Close closes the direct descriptor, if any; f stays open.
@@ -86,7 +88,10 @@ func (d *File) directFor(b []byte, off int64) *os.File {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.direct != nil || d.off {
+	if d.off {
+		return nil // refused or closed; a direct descriptor stays open until Close
+	}
+	if d.direct != nil {
 		return d.direct
 	}
 	df, err := Reopen(d.f, d.flag)

@@ -6,7 +6,7 @@
 //	FERRY_QUIC_CONNS         integer > 0  TransportConfig.QUICConns (1 turns QUIC's extra connections off)
 //	FERRY_AUTO_SWITCH        "0"          TransportConfig.NoAutoSwitch (auto picks one transport up front)
 //	FERRY_TCP_CC             name         TransportConfig.TCPCongestion ("cubic", "bbr"...; Linux)
-//	FERRY_BUFFERED_IO        "1"          Options.BufferedIO (page cache instead of direct I/O)
+//	FERRY_BUFFERED_IO        "1"          Options.BufferedIO (page cache only, no direct I/O)
 //	FERRY_PROGRESS_INTERVAL  Go duration  Options.ProgressInterval (the migration bench times gaps with it)
 //	FERRY_LOG                debug|info   Options.Logger: the engine's diagnostics on stderr
 //
@@ -39,7 +39,8 @@ func transport(getenv func(string) string) engine.TransportConfig {
 }
 
 // BufferedIO reports FERRY_BUFFERED_IO=1: file data goes through the page
-// cache (engine.Options.BufferedIO), to compare with direct I/O.
+// cache only (engine.Options.BufferedIO), to compare with the default, which
+// follows the data (direct I/O for what is not cached).
 func BufferedIO() bool { return os.Getenv("FERRY_BUFFERED_IO") == "1" }
 
 // ProgressInterval is FERRY_PROGRESS_INTERVAL (zero when unset or bad):

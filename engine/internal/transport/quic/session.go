@@ -206,8 +206,14 @@ func (f firstStream) Read(p []byte) (int, error) {
 
 // startExtras begins adding connections if the path is a clean local link.
 // Called with s.mu held, once.
+//
+// The path's length is its minimum RTT: the smoothed one still carries the
+// handshake's samples, which on a busy machine include seconds of
+// scheduling and crypto work (5-10 ms on loopback with other processes
+// running, against a minimum of 0.05 ms), and a session that stayed one
+// connection there spent ~20 % more CPU per byte (docs/transport-choice.md).
 func (s *Session) startExtras() {
-	rtt := s.primary.c.ConnectionStats().SmoothedRTT
+	rtt := s.primary.c.ConnectionStats().MinRTT
 	if s.cfg.QUICConns < 2 || rtt >= s.cfg.CleanRTT || s.closed {
 		return
 	}

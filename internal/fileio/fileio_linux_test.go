@@ -1,0 +1,233 @@
+package fileio
+
+import (
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ferrydrop/ferry/internal/directio"
+)
+
+// onDisk skips tests that need a real disk file system (tmpfs neither drops
+// pages nor does direct I/O).
+func onDisk(t *testing.T, dir string) {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil || st.Type == 0x01021994 {
+		t.Skipf("%s is not on a disk file system", dir)
+	}
+}
+
+// uncachedFile writes size random bytes to a file, flushes it and drops it
+// from the page cache.
+func uncachedFile(t *testing.T, size int) *os.File {
+	t.Helper()
+	dir := t.TempDir()
+	onDisk(t, dir)
+	data := make([]byte, size)
+	rand.Read(data)
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Both ways of asking the kernel (cachestat, and mincore for kernels before
+// 6.5) see a file leave the cache and come back.
+func TestResidency(t *testing.T) {
+	const size = 32 << 20
+	for _, c := range []struct {
+		name      string
+		cachestat bool
+	}{{"cachestat", true}, {"mincore", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := uncachedFile(t, size)
+			p := &pageResidency{f: f, cachestat: c.cachestat}
+			defer p.close()
+			if c.cachestat && !haveCachestat() {
+				var cs unix.Cachestat_t
+				err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{Len: size}, &cs, 0)
+				if err == nil {
+					t.Fatal("cachestat works on a file, yet the probe said it is missing")
+				}
+				t.Skipf("no cachestat here: %v", err)
+			}
+			share := func(off, n int64) float64 {
+				t.Helper()
+				s, known := p.cachedShare(off, n)
+				if !known {
+					t.Fatalf("residency of [%d, +%d) unknown", off, n)
+				}
+				return s
+			}
+			if s := share(0, size); s > 0.1 {
+				t.Fatalf("%.2f of a dropped file counted as cached", s)
+			}
+			// Read the first eighth; readahead may fetch a little beyond.
+			buf := make([]byte, size/8)
+			if _, err := f.ReadAt(buf, 0); err != nil {
+				t.Fatal(err)
+			}
+			if s := share(0, size/8); s < 0.99 {
+				t.Fatalf("only %.2f of the part just read counted as cached", s)
+			}
+			if s := share(size/2, size/2); s > 0.1 {
+				t.Fatalf("%.2f of the second half, never read, counted as cached", s)
+			}
+		})
+	}
+}
+
+// A real Reader reads a file that is not cached directly, and one that is
+// through the cache.
+func TestReaderFollowsTheCache(t *testing.T) {
+	const size = 4 << 20
+	f := uncachedFile(t, size)
+	r := NewReader(f, Auto)
+	defer r.Close()
+	buf := directio.Buffer(1 << 20)
+	read := func() {
+		for off := int64(0); off < size; off += int64(len(buf)) {
+			if _, err := r.ReadAt(buf, off); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	read()
+	cached, direct := r.Stats()
+	if direct != size {
+		t.Fatalf("not cached: %d bytes read directly, %d through the cache", direct, cached)
+	}
+	// Direct reads do not fill the cache; an ordinary read does.
+	if _, err := f.ReadAt(make([]byte, size), 0); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	if c2, d2 := r.Stats(); c2-cached != size || d2 != direct {
+		t.Fatalf("cached: %d more bytes through the cache, %d more directly", c2-cached, d2-direct)
+	}
+}
+
+// Write-behind keeps a big file's dirty data and cached data bounded while
+// it is written through the cache.
+func TestWriteBehindBoundsTheCache(t *testing.T) {
+	dir := t.TempDir()
+	onDisk(t, dir)
+	f, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stat := func() unix.Cachestat_t {
+		var cs unix.Cachestat_t
+		err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &cs, 0)
+		if errors.Is(err, unix.ENOSYS) {
+			t.Skip("no cachestat on this kernel to look with")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	w := NewWriter(f, Buffered)
+	const size = 24 * window
+	buf := make([]byte, 1<<20)
+	rand.Read(buf)
+	page := uint64(os.Getpagesize())
+	var maxDirty, maxCached uint64
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		if _, err := w.WriteAt(buf, off); err != nil {
+			t.Fatal(err)
+		}
+		cs := stat()
+		maxDirty, maxCached = max(maxDirty, cs.Dirty*page), max(maxCached, cs.Cache*page)
+	}
+	w.Close()
+	t.Logf("wrote %d MiB: at most %d MiB dirty, %d MiB cached", size>>20, maxDirty>>20, maxCached>>20)
+	if maxDirty > window+uint64(len(buf)) {
+		t.Errorf("%d bytes dirty at once; write-behind starts every %d", maxDirty, window)
+	}
+	if limit := uint64(lag+2) * window; maxCached > limit {
+		t.Errorf("%d bytes cached at once; write-behind keeps about %d", maxCached, limit)
+	}
+	if buffered, direct := w.Stats(); buffered != size || direct != 0 {
+		t.Errorf("stats %d buffered, %d direct", buffered, direct)
+	}
+}
+
+// Preallocation makes the reserved size the file's size on a real file
+// system, and a full file system is an error the caller can name.
+func TestReserve(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := NewWriter(f, Auto)
+	defer w.Close()
+	if err := w.Reserve(3 << 20); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	if w.reserved.Load() == 0 {
+		t.Skipf("no fallocate on %s", dir)
+	}
+	if fi.Size() != 3<<20 {
+		t.Fatalf("size %d after Reserve(3 MiB)", fi.Size())
+	}
+
+	full := newWriter(f, Auto, sysOps{fallocate: func(*os.File, int64) error { return unix.ENOSPC }})
+	if err := full.Reserve(1 << 40); !errors.Is(err, ErrNoSpace) || !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("Reserve on a full file system: %v", err)
+	}
+}
+
+// On ext4 (this project's CI), whole chunks into a reserved file are direct
+// writes, and several run at once without losing a byte.
+func TestParallelDirectWritesOnExt4(t *testing.T) {
+	dir := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil || st.Type != 0xEF53 {
+		t.Skipf("%s is not on ext4", dir)
+	}
+	path := filepath.Join(dir, "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := make([]byte, 32*directio.Min+5)
+	rand.Read(want)
+	w := NewWriter(f, Auto)
+	if err := w.Reserve(int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	writeChunks(t, w, want)
+	w.Close()
+	buffered, direct := w.Stats()
+	if direct != 32*directio.Min || buffered != 5 {
+		t.Fatalf("%d bytes direct, %d buffered", direct, buffered)
+	}
+	got, _ := os.ReadFile(path)
+	if string(got) != string(want) {
+		t.Fatal("read back differs")
+	}
+}

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package fileio
+
+import (
+	"errors"
+	"os"
+)
+
+// Elsewhere there is no preallocation, write-behind or residency check here:
+// files are written and read as usual (directio has no direct I/O either).
+var platformOps = sysOps{
+	fallocate:      func(*os.File, int64) error { return errors.ErrUnsupported },
+	startWriteback: func(*os.File, int64, int64) {},
+	dropCached:     func(*os.File, int64, int64) {},
+}
+
+func isNoSpace(error) bool { return false }
+
+type unknownResidency struct{}
+
+func newResidency(*os.File) residency { return unknownResidency{} }
+
+func (unknownResidency) cachedShare(int64, int64) (float64, bool) { return 0, false }
+func (unknownResidency) close()                                   {}

@@ -47,6 +47,7 @@ type labOptions struct {
 	rate         int64
 	bursty       bool
 	cc           string // default TCP congestion control in the lab
+	bbr          bool   // Ferry may pick BBR (false: as on typical desktops, it cannot)
 	baselineRuns int
 	budget       time.Duration // target duration of the slowest expected transfer in a cell
 	timeout      time.Duration // hard limit per transfer
@@ -67,6 +68,8 @@ func parseLabFlags(args []string) (labOptions, error) {
 	losses := fs.String("loss", "", "loss rates in percent, e.g. 0,0.5,1,2,5 (default; quick: 0,2)")
 	rate := fs.Float64("rate", 100, "bottleneck rate in Mbit/s, both directions")
 	fs.StringVar(&o.cc, "cc", "cubic", "default TCP congestion control inside the lab (used by iperf3, scp, rsync and Ferry's TCP); \"\" inherits the host's")
+	fs.BoolVar(&o.bbr, "bbr", true, "let Ferry pick BBR for its TCP sockets, as root can; false: BBR unavailable, as on typical desktops "+
+		"(Ferry runs under `ferry-bench no-cc`, which refuses TCP_CONGESTION, so its sockets keep --cc; tls-bbr is skipped)")
 	fs.BoolVar(&o.bursty, "bursty", true, "add a bursty-loss (Gilbert-Elliott) profile per RTT (quick: off)")
 	fs.DurationVar(&o.budget, "budget", 0, "scale workloads down so a loss-limited TCP flow needs about this long (default 60s, quick 5s)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up on one transfer after this long (default 10m, quick 1m)")
@@ -264,7 +267,7 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer lab.Close()
-	env := &benchEnv{lab: lab, tmp: tmp, timeout: o.timeout, out: out}
+	env := &benchEnv{lab: lab, tmp: tmp, timeout: o.timeout, out: out, noBBR: !o.bbr}
 	if env.self, err = os.Executable(); err != nil {
 		return err
 	}

@@ -114,9 +114,9 @@ func (r *report) write(elapsed time.Duration) error {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "Network: internal/netlab (TUN + user-space forwarder, no netem), one path, "+
 		"%g Mbit/s bottleneck in both directions with a 50 ms tail-drop queue, half the RTT of delay each way, "+
-		"loss on the data direction only. Default TCP congestion control in the lab: %s. Bursty profile: Gilbert-Elliott p=%g r=%g, 80%% loss in Bad "+
+		"loss on the data direction only. Default TCP congestion control in the lab: %s. %s Bursty profile: Gilbert-Elliott p=%g r=%g, 80%% loss in Bad "+
 		"(mean %.2f%%, bursts of ~%g packets).\n\n",
-		float64(r.o.rate)/1e6, ccName(r.o.cc), burstyProfile.P, burstyProfile.R, 100*burstyProfile.MeanLoss(), 1/burstyProfile.R)
+		float64(r.o.rate)/1e6, ccName(r.o.cc), bbrNote(r.o.bbr), burstyProfile.P, burstyProfile.R, 100*burstyProfile.MeanLoss(), 1/burstyProfile.R)
 	fmt.Fprintf(&b, "Workloads are scaled down per cell so that a loss-limited TCP flow (Mathis) needs about %s; "+
 		"every contender of a cell moves the same files. Each Ferry cell is the median of %d run(s), each other tool's of %d; "+
 		"a transfer still running after %v is stopped and shown as \"> %.0f\" (speed-ups over it as bounds). "+
@@ -307,6 +307,14 @@ func ccName(cc string) string {
 		return strings.TrimSpace(string(b)) + " (inherited from the host)"
 	}
 	return cc
+}
+
+func bbrNote(bbr bool) string {
+	if bbr {
+		return "Ferry may pick BBR for its TCP sockets (as root can here; `--bbr`)."
+	}
+	return "**BBR unavailable** (`--bbr=false`), as on typical desktops: Ferry runs under `ferry-bench no-cc`, " +
+		"which refuses its choice of TCP congestion control, so its TCP sockets run the lab's default; tls-bbr is skipped."
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

@@ -118,6 +118,7 @@ type benchEnv struct {
 	timeout time.Duration
 	out     io.Writer
 	rtt     time.Duration // the current profile's RTT (stall threshold of the TLS baselines)
+	noBBR   bool          // BBR unavailable: Ferry cannot choose its congestion control, tls-bbr is skipped
 
 	ssh      *sshServer
 	sshErr   error
@@ -442,6 +443,9 @@ func runIperf3(ctx context.Context, e *benchEnv, files []string, dst string) (ru
 
 func tlsTool(cc string) func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
 	return func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+		if cc == "bbr" && e.noBBR {
+			return runResult{}, skipError{"BBR unavailable (--bbr=false)"}
+		}
 		listen := netip.AddrPortFrom(e.rcvAddr, 0).String()
 		srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, e.self, "lab-tls", "recv", "--listen", listen, "--dir", dst,
 			"--rtt", e.rtt.String()), "listening ", false)
@@ -601,6 +605,14 @@ func ferryBinary(ctx context.Context, given, tmp string) (string, error) {
 	return bin, nil
 }
 
+// ferryCommand runs ferry-cli in namespace ns; without BBR, under no-cc.
+func (e *benchEnv) ferryCommand(ctx context.Context, ns string, args ...string) *exec.Cmd {
+	if e.noBBR {
+		return e.lab.Command(ctx, ns, e.self, append([]string{"no-cc", e.ferry}, args...)...)
+	}
+	return e.lab.Command(ctx, ns, e.ferry, args...)
+}
+
 // ferryEvent is the part of ferry-cli's JSON event lines the bench reads.
 type ferryEvent struct {
 	Time time.Time `json:"time"`
@@ -640,7 +652,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		}
 		defer os.RemoveAll(cfgS)
 		listen := netip.AddrPortFrom(e.rcvAddr, 0).String()
-		srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, e.ferry, "receive", "--config", cfgR, "--dir", dst,
+		srv, err := startServer(ctx, e.ferryCommand(ctx, netlab.Receiver, "receive", "--config", cfgR, "--dir", dst,
 			"--listen", listen, "--accept", "all", "--once", "--json", "--no-discovery"), "listening ", false)
 		if err != nil {
 			return runResult{}, skipError{"ferry-cli receive: " + oneLine(err.Error())}
@@ -656,7 +668,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		}
 		args := append([]string{"send", "--config", cfgS, "--to", to, "--transport", transport, "--json"}, files...)
 		start := time.Now()
-		out, err := runCmd(e.lab.Command(ctx, netlab.Sender, e.ferry, args...))
+		out, err := runCmd(e.ferryCommand(ctx, netlab.Sender, args...))
 		if err != nil {
 			return runResult{}, err
 		}

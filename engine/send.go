@@ -27,9 +27,12 @@ import (
 const (
 	defaultQUICStreams = 4
 	defaultTCPStreams  = 4
-	// maxSendStreams bounds SendOptions.Streams: with the streams a switch
-	// of transport and re-sends add, a receiver sees at most 13 (it takes 16).
-	maxSendStreams = 8
+	// maxSendStreams bounds SendOptions.Streams and the streams a session
+	// that spreads over more flows asks for (a QUIC session of 16
+	// connections: its first four streams and one on each other
+	// connection): with the streams a switch of transport and re-sends add,
+	// a receiver sees at most 24 (it takes 32).
+	maxSendStreams = 19
 )
 
 // Send offers paths (files and folders) to the device at to. Files are read
@@ -70,7 +73,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, p
 	}
 	o := &outbox{e: e, t: t, files: files, prior: prior}
 	o.newAttempt = func() attempt {
-		return &sender{e: e, t: t, files: files, chunkSize: e.opts.ChunkSize, direct: !e.opts.BufferedIO, to: to, want: want, opts: opts}
+		return &sender{e: e, t: t, files: files, chunkSize: batchChunkSize(files, e.opts.ChunkSize), direct: !e.opts.BufferedIO, to: to, want: want, opts: opts}
 	}
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
@@ -81,6 +84,32 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, p
 		o.run(tctx)
 	}()
 	return t, nil
+}
+
+// Chunks are what parallel streams share out. A session on a lossy path may
+// grow to 16 flows (transport/spread); a batch of a few chunks would leave
+// most of them idle, and wait at its end for the last chunk on the slowest
+// one. So a batch is cut into at least batchChunks chunks where chunks of at
+// least minBatchChunk allow it.
+const (
+	batchChunks   = 64
+	minBatchChunk = 64 << 10
+)
+
+// batchChunkSize is the chunk size for files: limit (Options.ChunkSize), or
+// less for a batch under batchChunks chunks of it, in powers of two down to
+// minBatchChunk (and aligned for direct reads). It depends on the files only, so every attempt of a
+// transfer cuts them alike (resume).
+func batchChunkSize(files []localFile, limit int) int {
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	size := limit
+	for size/2 >= minBatchChunk && size%(2*directio.Align) == 0 && total < int64(batchChunks)*int64(size) {
+		size /= 2
+	}
+	return size
 }
 
 // sender is one attempt of the Ferry wire protocol's sending side: it
@@ -384,21 +413,56 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	doneWriting := make(chan struct{})
 	var doneOnce sync.Once
 	markDone := func() { doneOnce.Do(func() { close(doneWriting) }) }
-	var firstGen sync.WaitGroup
-	for w := range streams {
-		firstGen.Add(1)
+	firstGen := newCrew()
+	nextID := 0
+	startFirst := func() bool {
+		if !firstGen.join() {
+			return false // every worker finished: no chunk is left to take
+		}
+		id := nextID
+		nextID++
 		g.Go(func() error {
-			defer firstGen.Done()
-			return tx.worker(gctx, 0, w)
+			defer firstGen.leave()
+			return tx.worker(gctx, 0, id)
 		})
+		return true
+	}
+	for range streams {
+		startFirst()
 	}
 	g.Go(func() error {
-		firstGen.Wait()
+		select {
+		case <-firstGen.done:
+		case <-gctx.Done():
+			return nil
+		}
 		if tx.gen.Load() == 0 { // else the workers stopped for a switch, which marks the end
 			markDone()
 		}
 		return nil
 	})
+	if sp, ok := tx.conn.(spreader); ok {
+		// The path showed random loss: more streams, over more flows, carry
+		// more (transport/spread). They take chunks like the others.
+		g.Go(func() error {
+			open := streams
+			for {
+				select {
+				case n, ok := <-sp.StreamsAdvised():
+					if !ok {
+						return nil
+					}
+					for ; open < min(n, maxSendStreams) && tx.gen.Load() == 0; open++ {
+						if !startFirst() {
+							return nil
+						}
+					}
+				case <-gctx.Done():
+					return nil
+				}
+			}
+		})
+	}
 	if sw, ok := tx.conn.(switcher); ok {
 		// auto may move the data to TCP mid-batch: the workers on QUIC stop
 		// taking chunks, the chunks that may still be in flight there are
@@ -421,7 +485,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 				next.Add(1)
 				g.Go(func() error {
 					defer next.Done()
-					return tx.worker(gctx, 1, streams+w)
+					return tx.worker(gctx, 1, maxSendStreams+w)
 				})
 			}
 			next.Wait()
@@ -448,6 +512,40 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		return nil
 	}
 	return err
+}
+
+// crew counts the workers of a transfer's first transport. More may join
+// while any of them is at work; once the last one left (no chunk was left
+// to take), done is closed and no more join.
+type crew struct {
+	done chan struct{}
+
+	mu      sync.Mutex // guards the fields below
+	running int
+	ended   bool
+}
+
+func newCrew() *crew { return &crew{done: make(chan struct{})} }
+
+// join counts one more worker, unless the crew ended.
+func (c *crew) join() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return false
+	}
+	c.running++
+	return true
+}
+
+// leave counts a worker out; the last one ends the crew.
+func (c *crew) leave() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running--; c.running == 0 {
+		c.ended = true
+		close(c.done)
+	}
 }
 
 // workerState is what take needs to know of the worker asking.

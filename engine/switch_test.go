@@ -99,10 +99,41 @@ func TestAutoStartsOnQUICOnLongPaths(t *testing.T) {
 	if res.State != StateDone || res.Verified != 1 {
 		t.Fatalf("%s: %s", res.State, res.Err)
 	}
-	if len(infos) == 0 || infos[0].Name != "quic" || !strings.Contains(infos[0].Reason, "starts at once") {
+	want := "starts at once"
+	if !transporttest.HasBBR() {
+		want = "cannot use BBR"
+	}
+	if len(infos) == 0 || infos[0].Name != "quic" || !strings.Contains(infos[0].Reason, want) {
 		t.Fatalf("transport events %+v", infos)
 	}
 	t.Logf("events %+v", infos)
+}
+
+// Where TCP cannot run BBR (as on typical desktops), auto does not wait for
+// TCP off a clean local link: QUIC carries the batch, and on random loss it
+// spreads over more connections, which the result's metrics show.
+func TestAutoWithoutBBRSpreadsQUIC(t *testing.T) {
+	t.Parallel()
+	cfg := longPath
+	cfg.TCPCongestion = "reno" // any loss-based control: BBR is not for us
+	cfg.LossRTTSlack = time.Second
+	cfg.MaxFlows = 4
+	recv := startReceiver(t, Options{})
+	q, tc := recv.Addrs()
+	relay := transporttest.NewLossyRelay(t, q, 0.05)
+	send := testEngine(t, Options{Transport: cfg})
+	src := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, src, 16<<20)
+	res, infos := transportEvents(t, send, Target{QUICAddr: relay.Addr(), TCPAddr: tc}, src)
+	if res.State != StateDone || res.Verified != 1 {
+		t.Fatalf("%s: %s", res.State, res.Err)
+	}
+	if len(infos) != 1 || infos[0].Name != "quic" || !strings.Contains(infos[0].Reason, "cannot use BBR") {
+		t.Fatalf("transport events %+v", infos)
+	}
+	if res.Metrics == nil || res.Metrics.Connections < 2 {
+		t.Errorf("5%% loss, yet the session stayed on one connection: %+v", res.Metrics)
+	}
 }
 
 // A switch stops the first transport's workers, and the new ones first send

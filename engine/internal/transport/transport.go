@@ -97,6 +97,16 @@ type Switcher interface {
 	InFlightWindow() int64
 }
 
+// Spreader is a dialled Conn that may ask for more data streams while a
+// transfer runs: its path showed random loss, which caps every loss-based
+// flow, and more parallel flows carry more (package spread).
+type Spreader interface {
+	// StreamsAdvised delivers how many data streams the sender should have
+	// open, each time that grows; a value not taken yet is replaced by the
+	// next. It is closed when no more advice will come.
+	StreamsAdvised() <-chan int
+}
+
 // PathSample is a cheap snapshot of what a QUIC connection knows of its
 // path, for watchers that sample it often.
 type PathSample struct {

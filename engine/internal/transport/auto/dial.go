@@ -94,8 +94,15 @@ func Dial(ctx context.Context, req Request) (transport.Conn, string, error) {
 		// SYN already), not a new one.
 		q := res.conn
 		tcp := func(ctx context.Context) (transport.Conn, error) { return r.wait(ctx, transport.TCP) }
+		rtt := q.Metrics().SmoothedRTTms
+		if !tcpBBR(req.Table) && (rtt >= transport.Ms(cfg.CleanRTT) || !tcpFasterOnCleanPaths) {
+			// Loss-based TCP has nothing QUIC lacks off a clean local link,
+			// and QUIC's loss recovery is quicker: no need to wait for TCP.
+			return q, fmt.Sprintf("RTT %.1f ms and TCP cannot use BBR on this device: QUIC carries the batch, "+
+				"over more connections if the path shows random loss", rtt), nil
+		}
 		if !cfg.NoAutoSwitch {
-			if rtt := q.Metrics().SmoothedRTTms; rtt >= transport.Ms(cfg.SwitchRTT) {
+			if rtt >= transport.Ms(cfg.SwitchRTT) {
 				if sc, ok := newSwitchConn(q, r, cfg); ok {
 					keep = true
 					return sc, fmt.Sprintf("RTT %.1f ms: QUIC answered first and starts at once; "+
@@ -106,6 +113,12 @@ func Dial(ctx context.Context, req Request) (transport.Conn, string, error) {
 		c, why := pick(ctx, cfg, q, tcp)
 		return c, why, nil
 	}
+}
+
+// tcpBBR reports whether TCP's connections will run BBR here.
+func tcpBBR(table []Entry) bool {
+	e, ok := Find(table, transport.TCP)
+	return ok && e.BBR != nil && e.BBR()
 }
 
 func kindName(k transport.Kind) string {

@@ -168,6 +168,15 @@ func (a *switchConn) watchLoss(out chan<- string) {
 	}
 }
 
+// StreamsAdvised is the QUIC session's (transport.Spreader): before a
+// switch QUIC may grow on random loss; TCP, with BBR, does not need to.
+func (a *switchConn) StreamsAdvised() <-chan int {
+	if sp, ok := a.Conn.(transport.Spreader); ok {
+		return sp.StreamsAdvised()
+	}
+	return nil
+}
+
 // SwitchAdvised is closed when the data should move to TCP.
 func (a *switchConn) SwitchAdvised() <-chan struct{} { return a.advised }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/internal/transport/spread"
 )
 
 const (
@@ -238,7 +239,55 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
 	}
 	sess.remote = s.raw.RemoteAddr().String()
+	// BBR does not read random loss as congestion: one connection per
+	// stream is enough. A loss-based control (Cubic, Reno) gains from more.
+	if st, ok := tcpInfo(s.raw); ok && st.cc != "bbr" && sess.cfg.MaxFlows > 1 {
+		sess.spread = spread.Watch(sess.ctx, spread.Rule{Max: sess.cfg.MaxFlows, Slack: sess.cfg.LossRTTSlack}, 1, sess.sample)
+	}
 	return sess, nil
+}
+
+// sample is what the session's connections measured of the path: segments
+// sent and retransmitted by every connection, the smallest minimum RTT and
+// the mean smoothed RTT of those carrying data.
+func (c *Session) sample() spread.Sample {
+	c.mu.Lock()
+	streams := make([]*stream, 0, len(c.streams))
+	for s := range c.streams {
+		streams = append(streams, s)
+	}
+	out := spread.Sample{Sent: uint64(c.retired.sent), Lost: uint64(c.retired.retrans)}
+	c.mu.Unlock()
+	var srtt time.Duration
+	for _, s := range streams {
+		st, ok := tcpInfo(s.raw)
+		if !ok {
+			continue
+		}
+		out.Sent += uint64(st.sent)
+		out.Lost += uint64(st.retrans)
+		if st.minRTT > 0 && (out.MinRTT == 0 || st.minRTT < out.MinRTT) {
+			out.MinRTT = st.minRTT
+		}
+		if !s.first && st.sent >= 4 { // more than a join header: a data stream
+			out.Flows++
+			srtt += st.srtt
+		}
+	}
+	if out.Flows > 0 {
+		out.SRTT = srtt / time.Duration(out.Flows)
+	}
+	return out
+}
+
+// StreamsAdvised delivers how many streams (each its own connection) the
+// sender should have open (transport.Spreader); nil when the session does
+// not grow: a listener's, or one whose congestion control is BBR.
+func (c *Session) StreamsAdvised() <-chan int {
+	if c.spread == nil {
+		return nil
+	}
+	return c.spread.Advice()
 }
 
 // Session is one session: the Conn of the TCP transport.
@@ -261,6 +310,10 @@ type Session struct {
 	parkOnce    sync.Once
 
 	bytesSent, bytesRecv, sendCalls atomic.Int64
+
+	// spread advises more connections on random loss (dialer, loss-based
+	// congestion control only); set before the session is handed out.
+	spread *spread.Watcher
 
 	// startMu orders the dialer's first header (FlagNew or FlagAttach)
 	// before every join.
@@ -325,6 +378,7 @@ func (c *Session) remove(s *stream) {
 	if _, ok := c.streams[s]; ok {
 		delete(c.streams, s)
 		c.retired.retrans += st.retrans
+		c.retired.sent += st.sent
 		if st.srtt > 0 {
 			c.lastPath = st
 		}
@@ -643,6 +697,9 @@ func (c *Session) Close(code uint64, reason string) error {
 	c.mu.Unlock()
 	if first != nil {
 		first.closeConn() // left open when the peer ended the session
+	}
+	if c.spread != nil {
+		c.spread.Stop()
 	}
 	c.wg.Wait()
 	return nil

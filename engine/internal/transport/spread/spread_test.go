@@ -43,7 +43,7 @@ func (p path) run(j *Judge, ticks int, seed uint64) (grew []int, first int) {
 }
 
 func flat(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
-func rate(p float64) func(int) float64            { return func(int) float64 { return p } }
+func rate(p float64) func(int) float64             { return func(int) float64 { return p } }
 
 func TestJudge(t *testing.T) {
 	ms := time.Millisecond

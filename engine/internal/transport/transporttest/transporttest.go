@@ -83,7 +83,7 @@ type LossyRelay struct {
 	drop   float64
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // guards the fields below
+	mu     sync.Mutex              // guards the fields below
 	ups    map[string]*net.UDPConn // client address -> socket towards the server
 	closed bool
 }

@@ -448,11 +448,16 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 			open := streams
 			for {
 				select {
-				case n, ok := <-sp.StreamsAdvised():
+				case adv, ok := <-sp.StreamsAdvised():
 					if !ok {
 						return nil
 					}
-					for ; open < min(n, maxSendStreams) && tx.gen.Load() == 0; open++ {
+					if tx.gen.Load() != 0 {
+						return nil // the data moved to another transport
+					}
+					tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
+						Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
+					for ; open < min(adv.Streams, maxSendStreams); open++ {
 						if !startFirst() {
 							return nil
 						}

@@ -333,6 +333,10 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 					}
 				}
 				rep.addCell(c)
+				// Long sweeps leave a readable report at every step.
+				if err := rep.write(time.Since(started)); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -30,7 +30,7 @@ var csvHeader = []string{
 	"profile", "rtt_ms", "loss_pct", "bursty", "rate_mbit", "workload", "files", "bytes",
 	"tool", "run", "status", "seconds", "goodput_mbit", "first_file_s", "transport",
 	"wire_lost_pkts", "queue_drops_pkts", "tcp_retrans_segs", "congestion_events", "datagrams_per_send_call", "srtt_ms",
-	"stalls", "stalled_streams", "stall_seconds", "longest_stall_s", "stall_threshold_ms", "stalls_per_lost_pkt", "note",
+	"stalls", "stalled_streams", "stall_seconds", "longest_stall_s", "stall_threshold_ms", "stalls_per_lost_pkt", "flows", "note",
 }
 
 func newReport(o labOptions) (*report, error) {
@@ -69,7 +69,7 @@ func (r *report) addRun(c cell, x runResult) error {
 	} else {
 		row = append(row, "", "", "", "", "", "")
 	}
-	row = append(row, x.note)
+	row = append(row, i64(int64(x.flows)), x.note)
 	if err := r.csv.Write(row); err != nil {
 		return err
 	}
@@ -83,6 +83,9 @@ func (r *report) addRun(c cell, x runResult) error {
 	}
 	if len(x.reasons) > 0 {
 		rec["transport_reasons"] = x.reasons
+	}
+	if len(x.flowSteps) > 0 {
+		rec["flow_steps"] = x.flowSteps
 	}
 	return json.NewEncoder(r.jsonl).Encode(rec)
 }
@@ -164,7 +167,7 @@ func (r *report) write(elapsed time.Duration) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f | %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n",
 			c.profile.name(), wl, c.tool, secs, m.goodput, ff, m.wireLost, m.queueDrop, m.retrans,
-			i64(m.congEvents), f3(m.dgPerCall), stalls, stallSecs, m.stallsPerLoss(), vs, mdEscape(m.transport))
+			i64(m.congEvents), f3(m.dgPerCall), stalls, stallSecs, m.stallsPerLoss(), vs, mdEscape(m.carried()))
 	}
 	return os.WriteFile(filepath.Join(r.o.out, "lab-results.md"), []byte(b.String()), 0o644)
 }
@@ -256,6 +259,15 @@ func firstNote(c cell) string {
 		return "not run"
 	}
 	return string(c.runs[0].status) + ": " + c.runs[0].note
+}
+
+// carried names the transport that carried the data, with the flows it
+// spread over on random loss.
+func (x runResult) carried() string {
+	if x.flows > 0 {
+		return fmt.Sprintf("%s, %d flows", x.transport, x.flows)
+	}
+	return x.transport
 }
 
 // stallsPerLoss is stream stalls per packet the lab dropped on purpose;

@@ -94,6 +94,8 @@ type runResult struct {
 	retrans   uint64 // TCP segments retransmitted by the Sender namespace
 	extra     json.RawMessage
 	reasons   []string // Ferry: why each transport carried the data, in order
+	flows     int      // Ferry: the flows its session grew to on random loss (0: it did not grow)
+	flowSteps []string // Ferry: each growth, "flows@seconds since the start"
 	// From Ferry's own metrics, when present.
 	congEvents int64
 	dgPerCall  float64
@@ -623,6 +625,7 @@ type ferryEvent struct {
 	Transport *struct {
 		Name   string `json:"name"`
 		Reason string `json:"reason"`
+		Flows  int    `json:"flows"`
 	} `json:"transport"`
 	Result *struct {
 		State           string            `json:"state"`
@@ -675,6 +678,8 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		var last *ferryEvent
 		var firstFile float64
 		var carriers, reasons []string // transports in the order they carried data (auto may switch), and why
+		var steps []string             // the session's growth on random loss: "flows@seconds"
+		flows := 0
 		for _, line := range bytes.Split(out, []byte("\n")) {
 			var ev ferryEvent
 			if json.Unmarshal(line, &ev) != nil {
@@ -683,6 +688,11 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			switch {
 			case ev.Kind == "result":
 				last = &ev
+			case ev.Kind == "transport" && ev.Transport != nil && ev.Transport.Flows > 0:
+				// The session spread over more flows on random loss.
+				flows = ev.Transport.Flows
+				steps = append(steps, fmt.Sprintf("%d@%.2fs", flows, ev.Time.Sub(start).Seconds()))
+				reasons = append(reasons, ev.Transport.Reason)
 			case ev.Kind == "transport" && ev.Transport != nil:
 				carriers = append(carriers, ev.Transport.Name)
 				reasons = append(reasons, ev.Transport.Reason)
@@ -720,6 +730,8 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			extra:     last.Result.Metrics,
 			reasons:   reasons,
 			stalls:    stalls,
+			flows:     flows,
+			flowSteps: steps,
 		}
 		var m ferryMetrics
 		if len(last.Result.Metrics) > 0 && json.Unmarshal(last.Result.Metrics, &m) == nil {

@@ -101,10 +101,20 @@ type Switcher interface {
 // transfer runs: its path showed random loss, which caps every loss-based
 // flow, and more parallel flows carry more (package spread).
 type Spreader interface {
-	// StreamsAdvised delivers how many data streams the sender should have
-	// open, each time that grows; a value not taken yet is replaced by the
-	// next. It is closed when no more advice will come.
-	StreamsAdvised() <-chan int
+	// StreamsAdvised delivers advice each time the session grows; advice
+	// not taken yet is replaced by the next. It is closed when no more
+	// advice will come.
+	StreamsAdvised() <-chan Advice
+}
+
+// Advice is what a Spreader asks of the sender.
+type Advice struct {
+	// Streams is how many data streams the sender should have open.
+	Streams int
+	// Flows is how many congestion-controlled flows the session grows to.
+	Flows int
+	// Reason says what the session saw, for the transfer's events.
+	Reason string
 }
 
 // PathSample is a cheap snapshot of what a QUIC connection knows of its

@@ -170,7 +170,7 @@ func (a *switchConn) watchLoss(out chan<- string) {
 
 // StreamsAdvised is the QUIC session's (transport.Spreader): before a
 // switch QUIC may grow on random loss; TCP, with BBR, does not need to.
-func (a *switchConn) StreamsAdvised() <-chan int {
+func (a *switchConn) StreamsAdvised() <-chan transport.Advice {
 	if sp, ok := a.Conn.(transport.Spreader); ok {
 		return sp.StreamsAdvised()
 	}

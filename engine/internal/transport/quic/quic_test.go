@@ -294,11 +294,14 @@ func TestSessionGrowsOnRandomLoss(t *testing.T) {
 	streams := 1
 	for streams < 4 {
 		select {
-		case n, ok := <-c.StreamsAdvised():
+		case adv, ok := <-c.StreamsAdvised():
 			if !ok {
 				t.Fatal("advice ended before 4 streams")
 			}
-			for ; streams < n; streams++ {
+			if !strings.Contains(adv.Reason, "random loss") || adv.Flows < 2 {
+				t.Errorf("advice %+v", adv)
+			}
+			for ; streams < adv.Streams; streams++ {
 				push()
 			}
 		case <-ctx.Done():

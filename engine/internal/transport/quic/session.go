@@ -57,7 +57,7 @@ type Session struct {
 	tlsConf *tls.Config
 	// advice carries the streams the sender should open (transport.Spreader);
 	// nil when the session does not grow.
-	advice chan int
+	advice chan transport.Advice
 	// registered is closed once the peer wrote on the first stream: by then
 	// the listener has registered the session.
 	registered     chan struct{}
@@ -127,7 +127,7 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 	close(primary.ready)
 	s.slots = []*slot{primary}
 	if cfg.MaxFlows > 1 {
-		s.advice = make(chan int, 1)
+		s.advice = make(chan transport.Advice, 1)
 		w := spread.Watch(s.ctx, spread.Rule{Max: cfg.MaxFlows, Slack: cfg.LossRTTSlack}, 1, s.sample)
 		s.wg.Go(func() { s.follow(w) })
 	}
@@ -170,13 +170,13 @@ func (s *Session) follow(w *spread.Watcher) {
 		case <-s.advice:
 		default:
 		}
-		s.advice <- streams
+		s.advice <- transport.Advice{Streams: streams, Flows: n, Reason: w.Reason().Describe("QUIC connections")}
 	}
 }
 
 // StreamsAdvised delivers how many data streams the sender should have open
 // (transport.Spreader); nil on a listener's session or without growth.
-func (s *Session) StreamsAdvised() <-chan int { return s.advice }
+func (s *Session) StreamsAdvised() <-chan transport.Advice { return s.advice }
 
 // OpenStream opens a stream. The dialer's first stream carries the session
 // header; later ones go round-robin over the session's connections.

@@ -24,6 +24,7 @@ package spread
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -103,6 +104,14 @@ type Reason struct {
 	LossRate float64       // lost over sent in the window
 	SRTT     time.Duration // largest smoothed RTT in the window
 	MinRTT   time.Duration
+}
+
+// Describe says what r saw in words, for a session whose flows are called
+// flows ("QUIC connections", "TCP connections").
+func (r Reason) Describe(flows string) string {
+	return fmt.Sprintf("random loss: %.1f %% of packets lost with no queue on the path (RTT %.0f ms, minimum %.0f ms); "+
+		"each loss-based flow is capped by it, so the batch spreads over %d %s", 100*r.LossRate,
+		float64(r.SRTT)/float64(time.Millisecond), float64(r.MinRTT)/float64(time.Millisecond), r.Flows, flows)
 }
 
 // NewJudge starts judging a session that has flows flows now.

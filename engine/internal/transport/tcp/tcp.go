@@ -242,9 +242,24 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 	// BBR does not read random loss as congestion: one connection per
 	// stream is enough. A loss-based control (Cubic, Reno) gains from more.
 	if st, ok := tcpInfo(s.raw); ok && st.cc != "bbr" && sess.cfg.MaxFlows > 1 {
-		sess.spread = spread.Watch(sess.ctx, spread.Rule{Max: sess.cfg.MaxFlows, Slack: sess.cfg.LossRTTSlack}, 1, sess.sample)
+		w := spread.Watch(sess.ctx, spread.Rule{Max: sess.cfg.MaxFlows, Slack: sess.cfg.LossRTTSlack}, 1, sess.sample)
+		sess.advice = make(chan transport.Advice, 1)
+		sess.wg.Go(func() { sess.follow(w) })
 	}
 	return sess, nil
+}
+
+// follow passes w's advice on: for TCP a flow is a stream.
+func (c *Session) follow(w *spread.Watcher) {
+	defer close(c.advice)
+	defer w.Stop()
+	for n := range w.Advice() {
+		select { // replace advice the sender did not take yet
+		case <-c.advice:
+		default:
+		}
+		c.advice <- transport.Advice{Streams: n, Flows: n, Reason: w.Reason().Describe("TCP connections")}
+	}
 }
 
 // sample is what the session's connections measured of the path: segments
@@ -283,12 +298,7 @@ func (c *Session) sample() spread.Sample {
 // StreamsAdvised delivers how many streams (each its own connection) the
 // sender should have open (transport.Spreader); nil when the session does
 // not grow: a listener's, or one whose congestion control is BBR.
-func (c *Session) StreamsAdvised() <-chan int {
-	if c.spread == nil {
-		return nil
-	}
-	return c.spread.Advice()
-}
+func (c *Session) StreamsAdvised() <-chan transport.Advice { return c.advice }
 
 // Session is one session: the Conn of the TCP transport.
 type Session struct {
@@ -311,9 +321,9 @@ type Session struct {
 
 	bytesSent, bytesRecv, sendCalls atomic.Int64
 
-	// spread advises more connections on random loss (dialer, loss-based
-	// congestion control only); set before the session is handed out.
-	spread *spread.Watcher
+	// advice carries spread's advice (dialer, loss-based congestion
+	// control only); set before the session is handed out.
+	advice chan transport.Advice
 
 	// startMu orders the dialer's first header (FlagNew or FlagAttach)
 	// before every join.
@@ -697,9 +707,6 @@ func (c *Session) Close(code uint64, reason string) error {
 	c.mu.Unlock()
 	if first != nil {
 		first.closeConn() // left open when the peer ended the session
-	}
-	if c.spread != nil {
-		c.spread.Stop()
 	}
 	c.wg.Wait()
 	return nil

@@ -155,6 +155,24 @@ type sender struct {
 	moved         []chunkRef
 	inFlight      map[int][]chunkRef // worker -> its recent chunks, while on the first transport
 	resolvedFiles map[int]bool
+	// Endgame: once the session spread over more flows (random loss), a
+	// worker that finds no chunk left sends again the chunk another worker
+	// has been on longest, once, so the batch does not wait for the
+	// slowest of many loss-limited flows; the receiver keeps the first copy.
+	endgame bool
+	working map[int]working // worker -> the chunk it took last
+	takes   uint64          // chunks taken so far: the order of working's entries
+	doubled map[[2]int]bool // chunks the endgame sent again
+	// takenAll is closed when the endgame began: every chunk was taken, so
+	// the receiver may hear SenderDone while copies still travel.
+	takenAll     chan struct{}
+	takenAllOnce sync.Once
+}
+
+// working is the chunk a worker took last, and when (in takes).
+type working struct {
+	file, chunk int
+	since       uint64
 }
 
 // chunkRef is one chunk written on a stream, and where it ended there.
@@ -427,12 +445,14 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		})
 		return true
 	}
+	tx.takenAll = make(chan struct{})
 	for range streams {
 		startFirst()
 	}
 	g.Go(func() error {
 		select {
 		case <-firstGen.done:
+		case <-tx.takenAll:
 		case <-gctx.Done():
 			return nil
 		}
@@ -455,6 +475,9 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 					if tx.gen.Load() != 0 {
 						return nil // the data moved to another transport
 					}
+					tx.mu.Lock()
+					tx.endgame = true
+					tx.mu.Unlock()
 					tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
 						Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
 					for ; open < min(adv.Streams, maxSendStreams); open++ {
@@ -590,12 +613,53 @@ func (tx *sender) take(ws *workerState) (file, chunk int, moved, ok bool) {
 			if ws.track {
 				tx.noteInFlight(ws, fi, c)
 			}
+			tx.noteWorking(ws, fi, c)
 			return fi, c, false, true
 		}
 		tx.cursor.file++
 		tx.cursor.chunk = 0
 	}
+	if tx.endgame {
+		tx.takenAllOnce.Do(func() { close(tx.takenAll) })
+		if fi, ci, ok := tx.straggler(ws); ok {
+			tx.noteWorking(ws, fi, ci)
+			return fi, ci, true, true
+		}
+	}
 	return 0, 0, false, false
+}
+
+// noteWorking records the chunk a worker took. Called with tx.mu held.
+func (tx *sender) noteWorking(ws *workerState, fi, ci int) {
+	if tx.working == nil {
+		tx.working = map[int]working{}
+	}
+	tx.takes++
+	tx.working[ws.id] = working{fi, ci, tx.takes}
+}
+
+// straggler picks for ws the chunk another worker has been on longest, of
+// a file not yet settled, that the endgame did not send again yet. Called
+// with tx.mu held.
+func (tx *sender) straggler(ws *workerState) (file, chunk int, ok bool) {
+	var best working
+	for id, w := range tx.working {
+		key := [2]int{w.file, w.chunk}
+		if id == ws.id || tx.doubled[key] || tx.resolvedFiles[w.file] {
+			continue
+		}
+		if !ok || w.since < best.since {
+			best, ok = w, true
+		}
+	}
+	if !ok {
+		return 0, 0, false
+	}
+	if tx.doubled == nil {
+		tx.doubled = map[[2]int]bool{}
+	}
+	tx.doubled[[2]int{best.file, best.chunk}] = true
+	return best.file, best.chunk, true
 }
 
 // noteInFlight records a chunk a worker is about to write on its stream of
@@ -623,6 +687,7 @@ func (tx *sender) moveInFlight() {
 		tx.moved = append(tx.moved, refs...)
 	}
 	tx.inFlight = nil
+	tx.working = nil // sent again as moved chunks
 }
 
 // noteResolved records a file's result; false if it had one already.

@@ -17,14 +17,16 @@
 // bottleneck) do not count, and a neighbour's congestion costs a flow far
 // less than MinLoss: on a clean shared bottleneck the flows do not grow, so
 // a transfer does not crowd out its neighbours. Each window that shows
-// random loss doubles the flows in use, up to Rule.Max; once the flows fill the
-// path, its queue stops the growth. The measurements behind the numbers are
+// random loss multiplies the flows in use by sqrt(loss rate / MinLoss) (at
+// least 2), up to Rule.Max; once the flows fill the path, a standing queue
+// stops the growth. The measurements behind the numbers are
 // in docs/transport-choice.md.
 package spread
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -94,7 +96,8 @@ type Judge struct {
 	lossRounds int       // round trips of the window in which packets were lost
 	roundStart time.Time // when the last counted loss round began
 	lastLost   uint64
-	maxSRTT    time.Duration
+	sumSRTT    time.Duration // over the window's samples
+	samples    int
 	why        Reason
 }
 
@@ -102,16 +105,23 @@ type Judge struct {
 type Reason struct {
 	Flows    int           // flows after the verdict
 	LossRate float64       // lost over sent in the window
-	SRTT     time.Duration // largest smoothed RTT in the window
+	SRTT     time.Duration // mean smoothed RTT over the window
 	MinRTT   time.Duration
 }
 
 // Describe says what r saw in words, for a session whose flows are called
 // flows ("QUIC connections", "TCP connections").
 func (r Reason) Describe(flows string) string {
-	return fmt.Sprintf("random loss: %.1f %% of packets lost with no queue on the path (RTT %.0f ms, minimum %.0f ms); "+
+	return fmt.Sprintf("random loss: %.1f %% of packets lost with no queue on the path (RTT %s, minimum %s); "+
 		"each loss-based flow is capped by it, so the batch spreads over %d %s", 100*r.LossRate,
-		float64(r.SRTT)/float64(time.Millisecond), float64(r.MinRTT)/float64(time.Millisecond), r.Flows, flows)
+		ms(r.SRTT), ms(r.MinRTT), r.Flows, flows)
+}
+
+func ms(d time.Duration) string {
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
 }
 
 // NewJudge starts judging a session that has flows flows now.
@@ -135,7 +145,8 @@ func (j *Judge) Observe(now time.Time, s Sample) bool {
 		j.reset(now, s)
 		return false
 	}
-	j.maxSRTT = max(j.maxSRTT, s.SRTT)
+	j.sumSRTT += s.SRTT
+	j.samples++
 	if s.Lost > j.lastLost {
 		j.lastLost = s.Lost
 		if j.lossRounds == 0 || now.Sub(j.roundStart) >= s.SRTT {
@@ -152,16 +163,16 @@ func (j *Judge) Observe(now time.Time, s Sample) bool {
 	}
 	j.flows = max(j.flows, min(s.Flows, j.rule.Max))
 	sent, lost := s.Sent-j.first.Sent, s.Lost-j.first.Lost
-	queued := Queued(j.maxSRTT, s.MinRTT, j.rule.Slack)
+	srtt := j.sumSRTT / time.Duration(max(j.samples, 1))
 	rate := float64(lost) / float64(max(sent, 1))
-	why := Reason{LossRate: rate, SRTT: j.maxSRTT, MinRTT: s.MinRTT}
+	why := Reason{LossRate: rate, SRTT: srtt, MinRTT: s.MinRTT}
 	j.reset(now, s)
-	if queued || rate < j.rule.MinLoss {
-		// A queue means the path is full: congestion, ours or a
+	if Queued(srtt, s.MinRTT, j.rule.Slack) || rate < j.rule.MinLoss {
+		// A standing queue means the path is full: congestion, ours or a
 		// neighbour's, which more flows would only make worse.
 		return false
 	}
-	j.flows = min(2*j.flows, j.rule.Max)
+	j.flows = min(j.flows*growth(rate, j.rule.MinLoss), j.rule.Max)
 	why.Flows = j.flows
 	j.why = why
 	return true
@@ -169,7 +180,15 @@ func (j *Judge) Observe(now time.Time, s Sample) bool {
 
 func (j *Judge) reset(now time.Time, s Sample) {
 	j.start, j.first, j.lastLost = now, s, s.Lost
-	j.lossRounds, j.maxSRTT = 0, s.SRTT
+	j.lossRounds, j.sumSRTT, j.samples = 0, 0, 0
+}
+
+// growth is the factor a verdict of random loss at rate multiplies the
+// flows by: a loss-based flow's window is about 1.22/sqrt(rate) packets, so
+// sqrt(rate/minLoss) flows together hold the window one flow would hold at
+// minLoss (rounded up, at least 2): 5 at 2 %, 3 at 0.5 %.
+func growth(rate, minLoss float64) int {
+	return max(2, int(math.Ceil(math.Sqrt(rate/minLoss))))
 }
 
 // Watcher samples a session's path on its own goroutine and publishes the

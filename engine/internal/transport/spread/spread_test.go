@@ -53,9 +53,11 @@ func TestJudge(t *testing.T) {
 		flows int
 		want  []int // flows after each growth
 	}{
-		{"2% random loss at 120 ms grows to the maximum", path{120 * ms, 10, rate(0.02), flat(121 * ms)}, 1, []int{2, 4, 8, 16}},
-		{"2% random loss at 20 ms, TCP's four flows", path{20 * ms, 40, rate(0.02), flat(20 * ms)}, 4, []int{8, 16}},
-		{"0.5% random loss at 120 ms", path{120 * ms, 20, rate(0.005), flat(122 * ms)}, 4, []int{8, 16}},
+		{"2% random loss at 120 ms grows to the maximum", path{120 * ms, 10, rate(0.02), flat(121 * ms)}, 1, []int{4, 16}},
+		{"2% random loss at 20 ms, TCP's four flows", path{20 * ms, 40, rate(0.02), flat(20 * ms)}, 4, []int{12, 16}},
+		{"0.5% random loss at 120 ms", path{120 * ms, 20, rate(0.005), flat(122 * ms)}, 4, []int{12, 16}},
+		{"random loss, RTT samples that jitter", path{20 * ms, 40, rate(0.02),
+			func(i int) time.Duration { return 20*ms + time.Duration(i%5)*3*ms }}, 4, []int{12, 16}},
 		{"clean path", path{20 * ms, 80, rate(0), flat(21 * ms)}, 1, nil},
 		{"losses only when a queue stands (a shared bottleneck)", path{20 * ms, 80,
 			func(i int) float64 {
@@ -88,6 +90,17 @@ func TestJudge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestGrowth(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		want int
+	}{{0.001, 2}, {0.005, 3}, {0.01, 4}, {0.02, 5}, {0.05, 8}} {
+		if got := growth(c.rate, 0.001); got != c.want {
+			t.Errorf("growth(%v) = %d, want %d", c.rate, got, c.want)
+		}
 	}
 }
 

@@ -87,6 +87,9 @@ func (r *report) addRun(c cell, x runResult) error {
 	if len(x.flowSteps) > 0 {
 		rec["flow_steps"] = x.flowSteps
 	}
+	if x.resent > 0 {
+		rec["resent_bytes"] = x.resent
+	}
 	return json.NewEncoder(r.jsonl).Encode(rec)
 }
 

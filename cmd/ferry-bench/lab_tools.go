@@ -96,6 +96,7 @@ type runResult struct {
 	reasons   []string // Ferry: why each transport carried the data, in order
 	flows     int      // Ferry: the flows its session grew to on random loss (0: it did not grow)
 	flowSteps []string // Ferry: each growth, "flows@seconds since the start"
+	resent    int64    // Ferry: payload bytes sent more than once (switch, endgame, re-requests)
 	// From Ferry's own metrics, when present.
 	congEvents int64
 	dgPerCall  float64
@@ -631,6 +632,7 @@ type ferryEvent struct {
 		State           string            `json:"state"`
 		Bytes           int64             `json:"bytes"`
 		WireBytes       int64             `json:"wire_bytes"`
+		Resent          int64             `json:"resent_bytes"`
 		DurationSeconds float64           `json:"duration_seconds"`
 		Transport       string            `json:"transport"`
 		Metrics         json.RawMessage   `json:"metrics"`
@@ -732,6 +734,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			stalls:    stalls,
 			flows:     flows,
 			flowSteps: steps,
+			resent:    last.Result.Resent,
 		}
 		var m ferryMetrics
 		if len(last.Result.Metrics) > 0 && json.Unmarshal(last.Result.Metrics, &m) == nil {

@@ -87,25 +87,30 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, p
 }
 
 // Chunks are what parallel streams share out. A session on a lossy path may
-// grow to 16 flows (transport/spread); a batch of a few chunks would leave
-// most of them idle, and wait at its end for the last chunk on the slowest
-// one. So a batch is cut into at least batchChunks chunks where chunks of at
-// least minBatchChunk allow it.
+// grow to 16 flows and about 20 streams (transport/spread); a batch of a few
+// chunks would leave most of them idle, and wait at its end for the last
+// chunk on the slowest one. So a batch under smallBatch bytes is cut into
+// about batchChunks chunks, of at least minBatchChunk; larger batches, where
+// chunks are plenty, keep Options.ChunkSize (bigger reads and writes).
 const (
-	batchChunks   = 64
+	smallBatch    = 64 << 20
+	batchChunks   = 256
 	minBatchChunk = 64 << 10
 )
 
 // batchChunkSize is the chunk size for files: limit (Options.ChunkSize), or
-// less for a batch under batchChunks chunks of it, in powers of two down to
-// minBatchChunk (and aligned for direct reads). It depends on the files only, so every attempt of a
-// transfer cuts them alike (resume).
+// for a small batch less, in halvings down to minBatchChunk (staying
+// aligned for direct reads). It depends on the files only, so every attempt
+// of a transfer cuts them alike (resume).
 func batchChunkSize(files []localFile, limit int) int {
 	var total int64
 	for _, f := range files {
 		total += f.Size
 	}
 	size := limit
+	if total >= smallBatch {
+		return size
+	}
 	for size/2 >= minBatchChunk && size%(2*directio.Align) == 0 && total < int64(batchChunks)*int64(size) {
 		size /= 2
 	}
@@ -433,7 +438,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	markDone := func() { doneOnce.Do(func() { close(doneWriting) }) }
 	firstGen := newCrew()
 	nextID := 0
-	startFirst := func() bool {
+	startFirst := func(late bool) bool {
 		if !firstGen.join() {
 			return false // every worker finished: no chunk is left to take
 		}
@@ -441,13 +446,13 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		nextID++
 		g.Go(func() error {
 			defer firstGen.leave()
-			return tx.worker(gctx, 0, id)
+			return tx.worker(gctx, 0, id, late)
 		})
 		return true
 	}
 	tx.takenAll = make(chan struct{})
 	for range streams {
-		startFirst()
+		startFirst(false)
 	}
 	g.Go(func() error {
 		select {
@@ -481,7 +486,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 					tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
 						Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
 					for ; open < min(adv.Streams, maxSendStreams); open++ {
-						if !startFirst() {
+						if !startFirst(true) {
 							return nil
 						}
 					}
@@ -513,7 +518,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 				next.Add(1)
 				g.Go(func() error {
 					defer next.Done()
-					return tx.worker(gctx, 1, maxSendStreams+w)
+					return tx.worker(gctx, 1, maxSendStreams+w, false)
 				})
 			}
 			next.Wait()
@@ -708,16 +713,40 @@ func (tx *sender) allResolved() bool { return int(tx.resolved.Load()) == len(tx.
 
 // worker owns one data stream and sends chunks until none are left, or
 // until the data moved to another transport (tx.gen is no longer gen).
-func (tx *sender) worker(ctx context.Context, gen int64, id int) error {
+//
+// A worker takes its first chunk before it opens its stream, so a small
+// batch opens no stream it does not need; a worker added when the session
+// grew (late) opens its stream first, as its connection may still be
+// joining: a chunk taken meanwhile would wait for the join.
+func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) error {
 	_, track := tx.conn.(switcher)
 	ws := &workerState{gen: gen, id: id, track: track && gen == 0}
-	fi, ci, moved, ok := tx.take(ws)
-	if !ok {
+	var (
+		s                 Stream
+		err               error
+		fi, ci            int
+		moved, ok, opened bool
+	)
+	if late {
+		if s, err = tx.conn.OpenStream(ctx); err != nil {
+			return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
+		}
+		opened = true
+	}
+	if fi, ci, moved, ok = tx.take(ws); !ok {
+		if opened { // a data stream that ends at once
+			if _, err := s.Write([]byte{wire.KindData}); err != nil {
+				s.Abort()
+				return nil
+			}
+			return s.Close()
+		}
 		return nil
 	}
-	s, err := tx.conn.OpenStream(ctx)
-	if err != nil {
-		return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
+	if !opened {
+		if s, err = tx.conn.OpenStream(ctx); err != nil {
+			return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
+		}
 	}
 	// A write stuck on a slow path must not outlive the transfer.
 	defer context.AfterFunc(ctx, s.Abort)()

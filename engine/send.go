@@ -411,6 +411,9 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		tx.window = sw.InFlightWindow()
 	}
 	streams := min(opts.Streams, maxSendStreams)
+	if sp, ok := tx.conn.(spreader); ok && streams <= 0 {
+		streams = sp.DataStreams()
+	}
 	if streams <= 0 {
 		streams = defaultQUICStreams
 		if tx.conn.Transport() == transport.TCP {

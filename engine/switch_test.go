@@ -125,7 +125,7 @@ func TestAutoWithoutBBRSpreadsQUIC(t *testing.T) {
 	relay := transporttest.NewLossyRelay(t, q, 0.05)
 	send := testEngine(t, Options{Transport: cfg})
 	src := filepath.Join(t.TempDir(), "a.bin")
-	writeFile(t, src, 16<<20)
+	writeFile(t, src, 64<<20) // long enough for the loss to be judged, even on a fast machine
 	res, infos := transportEvents(t, send, Target{QUICAddr: relay.Addr(), TCPAddr: tc}, src, true)
 	if res.State != StateDone || res.Verified != 1 {
 		t.Fatalf("%s: %s", res.State, res.Err)

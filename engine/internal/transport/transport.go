@@ -101,6 +101,11 @@ type Switcher interface {
 // transfer runs: its path showed random loss, which caps every loss-based
 // flow, and more parallel flows carry more (package spread).
 type Spreader interface {
+	// DataStreams is how many data streams the sender should start with;
+	// 0 leaves it to the sender. A session that grows by adding connections
+	// starts with one stream on its one connection, so that every
+	// connection it adds carries as much as the first.
+	DataStreams() int
 	// StreamsAdvised delivers advice each time the session grows; advice
 	// not taken yet is replaced by the next. It is closed when no more
 	// advice will come.

@@ -177,6 +177,14 @@ func (a *switchConn) StreamsAdvised() <-chan transport.Advice {
 	return nil
 }
 
+// DataStreams is the QUIC session's (transport.Spreader).
+func (a *switchConn) DataStreams() int {
+	if sp, ok := a.Conn.(transport.Spreader); ok {
+		return sp.DataStreams()
+	}
+	return 0
+}
+
 // SwitchAdvised is closed when the data should move to TCP.
 func (a *switchConn) SwitchAdvised() <-chan struct{} { return a.advised }
 

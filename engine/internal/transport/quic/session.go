@@ -174,6 +174,20 @@ func (s *Session) follow(w *spread.Watcher) {
 	}
 }
 
+// DataStreams is one for a session that may grow (transport.Spreader):
+// streams share their connection's congestion window, so four streams on
+// the first connection would each carry a quarter of what one stream on
+// each added connection does, and hold the batch's last chunks longest
+// (lab: 120 ms, 2 % loss, 380 small files, 6-9 s against 3-4 s). On a
+// clean local link, where the session adds its connections at once, and
+// without growth the sender keeps its default.
+func (s *Session) DataStreams() int {
+	if !s.client || s.advice == nil || s.primary.c.ConnectionStats().SmoothedRTT < s.cfg.CleanRTT {
+		return 0
+	}
+	return 1
+}
+
 // StreamsAdvised delivers how many data streams the sender should have open
 // (transport.Spreader); nil on a listener's session or without growth.
 func (s *Session) StreamsAdvised() <-chan transport.Advice { return s.advice }

@@ -300,6 +300,10 @@ func (c *Session) sample() spread.Sample {
 // not grow: a listener's, or one whose congestion control is BBR.
 func (c *Session) StreamsAdvised() <-chan transport.Advice { return c.advice }
 
+// DataStreams leaves the first streams to the sender (transport.Spreader):
+// each is a connection of its own already.
+func (c *Session) DataStreams() int { return 0 }
+
 // Session is one session: the Conn of the TCP transport.
 type Session struct {
 	cfg     transport.Config

@@ -146,6 +146,27 @@ func parseLabFlags(args []string) (labOptions, error) {
 	return o, nil
 }
 
+// newBenchLab brings up a lab whose TCP runs cc where nothing chooses its
+// own. With BBR available cc becomes the namespaces' default, so a socket
+// that asks for BBR (Ferry, tls-bbr) keeps it; where the host's allowed
+// list refuses that, the lab says so and keeps the inherited default (cc
+// becomes ""). Without BBR the lab's routes impose cc on every connection
+// (Ferry cannot choose then anyway, see no-cc), whatever the host allows.
+func newBenchLab(ctx context.Context, prefix string, cc *string, bbr bool, out io.Writer) (*netlab.Lab, error) {
+	if !bbr {
+		return netlab.New(ctx, netlab.Config{NamePrefix: prefix, RouteCongestionControl: *cc})
+	}
+	lab, err := netlab.New(ctx, netlab.Config{NamePrefix: prefix, CongestionControl: *cc})
+	if errors.Is(err, netlab.ErrCongestionControlNotAllowed) {
+		// Do not change the host's sysctl behind the user's back: say so,
+		// run with the inherited default, and the report names it.
+		fmt.Fprintf(out, "warning: %v\nwarning: running with the host's default congestion control instead\n", err)
+		*cc = ""
+		lab, err = netlab.New(ctx, netlab.Config{NamePrefix: prefix})
+	}
+	return lab, err
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -255,14 +276,7 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	lab, err := netlab.New(ctx, netlab.Config{NamePrefix: "ferrybench", CongestionControl: o.cc})
-	if errors.Is(err, netlab.ErrCongestionControlNotAllowed) {
-		// Do not change the host's sysctl behind the user's back: say so,
-		// run with the inherited default, and the report names it.
-		fmt.Fprintf(out, "warning: %v\nwarning: running with the host's default congestion control instead\n", err)
-		o.cc = ""
-		lab, err = netlab.New(ctx, netlab.Config{NamePrefix: "ferrybench"})
-	}
+	lab, err := newBenchLab(ctx, "ferrybench", &o.cc, o.bbr, out)
 	if err != nil {
 		return err
 	}

@@ -329,7 +329,8 @@ func bbrNote(bbr bool) string {
 		return "Ferry may pick BBR for its TCP sockets (as root can here; `--bbr`)."
 	}
 	return "**BBR unavailable** (`--bbr=false`), as on typical desktops: Ferry runs under `ferry-bench no-cc`, " +
-		"which refuses its choice of TCP congestion control, so its TCP sockets run the lab's default; tls-bbr is skipped."
+		"which refuses its choice of TCP congestion control, the lab's routes impose the congestion control above on every " +
+		"TCP connection (`ip route ... congctl`), and tls-bbr is skipped."
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

@@ -77,7 +77,7 @@ func runShare(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	lab, err := netlab.New(ctx, netlab.Config{NamePrefix: "ferryshare", CongestionControl: *cc})
+	lab, err := newBenchLab(ctx, "ferryshare", cc, *bbr, io.Discard)
 	if err != nil {
 		return err
 	}

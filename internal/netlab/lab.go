@@ -39,16 +39,23 @@ type Config struct {
 	// Seed seeds the impairment randomness; 0 picks a random seed (see
 	// (*Lab).Seed to log it).
 	Seed uint64
-	// CongestionControl, when set, is the TCP congestion control of every
-	// socket on the lab's paths that does not pick its own (e.g. "cubic" or
-	// "bbr"): the routes carry it (congctl), and it is also both
-	// namespaces' default (net.ipv4.tcp_congestion_control) where the host's
-	// global net.ipv4.tcp_allowed_congestion_control lets a namespace have
-	// it. "" keeps what new namespaces inherit from the host, which is not
-	// necessarily what typical hosts run. It must be loaded (listed in
-	// net.ipv4.tcp_available_congestion_control): New fails with
-	// ErrCongestionControlNotAllowed otherwise.
+	// CongestionControl, when set, becomes the default TCP congestion
+	// control of both namespaces (net.ipv4.tcp_congestion_control, e.g.
+	// "cubic" or "bbr"). "" keeps what new namespaces inherit from the host,
+	// which is not necessarily what typical hosts run. The kernel only
+	// accepts one listed in the host's net.ipv4.tcp_allowed_congestion_control
+	// (New fails with ErrCongestionControlNotAllowed otherwise).
 	CongestionControl string
+	// RouteCongestionControl, when set, is imposed on every TCP connection
+	// across the lab's paths, both ends: the routes carry it (ip route ...
+	// congctl), which needs no entry in the host's allowed list (global, and
+	// read-only inside a namespace). The kernel applies it when a socket
+	// connects or is accepted, over whatever the socket chose before, so
+	// it suits labs where no program may choose its own (BBR unavailable);
+	// a socket may still change it once connected. It must be loaded (listed
+	// in net.ipv4.tcp_available_congestion_control): New fails with
+	// ErrCongestionControlNotAllowed otherwise.
+	RouteCongestionControl string
 	// NamePrefix prefixes the namespace names; "" means "ferrylab". Stale
 	// namespaces with this prefix left by dead processes are removed by New.
 	NamePrefix string
@@ -71,8 +78,10 @@ var (
 	ErrUnknownPath = errors.New("netlab: unknown path")
 	// ErrUnknownNamespace is returned for a namespace other than Sender or Receiver.
 	ErrUnknownNamespace = errors.New("netlab: unknown namespace")
-	// ErrCongestionControlNotAllowed means Config.CongestionControl cannot
-	// be the lab's: the kernel has no such congestion control loaded.
+	// ErrCongestionControlNotAllowed means Config.CongestionControl is not in
+	// the host's net.ipv4.tcp_allowed_congestion_control, which the kernel
+	// requires of a namespace's default (root may still pick it per socket),
+	// or Config.RouteCongestionControl is not loaded.
 	ErrCongestionControlNotAllowed = errors.New("netlab: congestion control not allowed as a namespace default")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("netlab: lab closed")

@@ -76,7 +76,12 @@ func New(ctx context.Context, cfg Config) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cc := cfg.CongestionControl; cc != "" && !ccListed("available", cc) {
+	if cc := cfg.CongestionControl; cc != "" && !ccListed("allowed", cc) {
+		allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+		return nil, fmt.Errorf("%w: %q is not in net.ipv4.tcp_allowed_congestion_control (%s); allow it with: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\"",
+			ErrCongestionControlNotAllowed, cc, strings.TrimSpace(string(allowed)), strings.TrimSpace(string(allowed)), cc)
+	}
+	if cc := cfg.RouteCongestionControl; cc != "" && !ccListed("available", cc) {
 		avail, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
 		return nil, fmt.Errorf("%w: %q is not in net.ipv4.tcp_available_congestion_control (%s); load it with: modprobe tcp_%s",
 			ErrCongestionControlNotAllowed, cc, strings.TrimSpace(string(avail)), cc)
@@ -126,9 +131,7 @@ func (l *Lab) setup(ctx context.Context) error {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("disable ipv6 in %s: %w", ns, err)
 		}
-		// A namespace's default must be in the host's (global) allowed list;
-		// where it is not, the routes below still carry it (congctl).
-		if cc := l.cfg.CongestionControl; cc != "" && ccListed("allowed", cc) {
+		if cc := l.cfg.CongestionControl; cc != "" {
 			err := l.Do(role, func() error {
 				return os.WriteFile("/proc/sys/net/ipv4/tcp_congestion_control", []byte(cc), 0)
 			})
@@ -189,12 +192,10 @@ func (l *Lab) setup(ctx context.Context) error {
 	return nil
 }
 
-// congctl is the route attribute that gives the lab's routes
-// Config.CongestionControl: unlike a namespace's default, a route's needs
-// no entry in the host's allowed list. A socket that sets its own
-// (TCP_CONGESTION) still has its own.
+// congctl is the route attribute that imposes
+// Config.RouteCongestionControl.
 func (l *Lab) congctl() []string {
-	if cc := l.cfg.CongestionControl; cc != "" {
+	if cc := l.cfg.RouteCongestionControl; cc != "" {
 		return []string{"congctl", cc}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -629,16 +630,17 @@ func TestCongestionControlNotAllowed(t *testing.T) {
 	}
 }
 
-// TestCongestionControlOnRoutes: a connection across the lab runs the lab's
-// congestion control on both ends, though the host's allowed list (global,
-// read-only inside a namespace) may not let a namespace make it its default;
-// a socket that asks for its own keeps it.
-func TestCongestionControlOnRoutes(t *testing.T) {
+// TestRouteCongestionControl: a connection across the lab runs the
+// congestion control its routes impose, on both ends, though the host's
+// allowed list (global, read-only inside a namespace) may not let a
+// namespace make it its default, and over what a socket chose before it
+// connected; once connected a socket may still change it.
+func TestRouteCongestionControl(t *testing.T) {
 	for _, cc := range []string{"cubic", "reno"} {
 		if !ccListed("available", cc) {
 			continue
 		}
-		lab := newLab(t, Config{CongestionControl: cc})
+		lab := newLab(t, Config{RouteCongestionControl: cc})
 		ln, err := lab.Listen(Receiver, "tcp4", netip.AddrPortFrom(lab.MustAddr(Receiver, "main"), 0).String())
 		if err != nil {
 			t.Fatal(err)
@@ -649,7 +651,16 @@ func TestCongestionControlOnRoutes(t *testing.T) {
 			c, _ := ln.Accept()
 			accepted <- c
 		}()
-		c, err := lab.Dial(context.Background(), Sender, "tcp4", ln.Addr().String())
+		var c net.Conn
+		err = lab.Do(Sender, func() error {
+			d := net.Dialer{Control: func(network, address string, rc syscall.RawConn) error {
+				rc.Control(func(fd uintptr) { unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, "reno") })
+				return nil
+			}}
+			var err error
+			c, err = d.Dial("tcp4", ln.Addr().String())
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -664,6 +675,9 @@ func TestCongestionControlOnRoutes(t *testing.T) {
 				t.Errorf("lab %s: %s socket runs %q", cc, side, got)
 			}
 		}
+	}
+	if _, err := New(context.Background(), Config{RouteCongestionControl: "no-such-cc"}); !errors.Is(err, ErrCongestionControlNotAllowed) {
+		t.Errorf("New with an unknown route congestion control: %v", err)
 	}
 }
 

@@ -195,8 +195,10 @@ func labQuickTLS(t *testing.T, bin, cli string) {
 		if th, err := strconv.ParseFloat(r["stall_threshold_ms"], 64); err != nil || th < 10 || th > 15 || r["stalls"] == "" {
 			t.Errorf("no stall figures: %v", r)
 		}
-		// At 20 ms auto picks before it starts: TCP, where the kernel gives it BBR.
-		if r["tool"] == "ferry-auto" && r["transport"] != "tcp" {
+		// At 20 ms auto picks before it starts: TCP, where the kernel gives
+		// it BBR. (A handshake RTT inflated past 50 ms by a busy machine
+		// starts it on QUIC, and the batch moves to TCP.)
+		if r["tool"] == "ferry-auto" && r["transport"] != "tcp" && r["transport"] != "quic->tcp" {
 			if b, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); strings.Contains(string(b), "bbr") {
 				t.Errorf("auto carried by %q, want tcp", r["transport"])
 			}

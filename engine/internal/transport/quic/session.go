@@ -139,13 +139,13 @@ func (s *Session) sample() spread.Sample {
 	s.mu.Lock()
 	conns := append([]*conn(nil), s.conns...)
 	s.mu.Unlock()
-	var out spread.Sample
+	out := spread.Sample{Flows: len(conns)}
 	for i, c := range conns {
 		st := c.c.ConnectionStats()
 		out.Sent += st.PacketsSent
 		out.Lost += st.PacketsLost
 		if i == 0 {
-			out.SRTT, out.MinRTT = st.SmoothedRTT, st.MinRTT
+			out.SRTT, out.MinRTT, out.LatestRTT = st.SmoothedRTT, st.MinRTT, st.LatestRTT
 		}
 	}
 	return out

@@ -12,11 +12,13 @@
 //
 // So a session starts with its usual flows, and grows them while its path
 // shows random loss: packets lost in at least two round trips of a window,
-// at a rate of at least Rule.MinLoss, while the RTT showed no queue. Losses
-// with a queue (the session's own slow start, or a neighbour sharing the
-// bottleneck) do not count, and a neighbour's congestion costs a flow far
-// less than MinLoss: on a clean shared bottleneck the flows do not grow, so
-// a transfer does not crowd out its neighbours. Each window that shows
+// at a rate of at least Rule.MinLoss, while the RTT showed no queue. A full
+// queue drops packets when the RTT is at its highest, random loss strikes
+// whatever the RTT: each loss is told by the latest RTT around it, and a
+// window with more than one loss in five at a queued RTT, or with a
+// standing queue, does not count. So the session's own slow start, or a
+// neighbour filling a shared bottleneck, does not make the flows grow: a
+// transfer does not crowd out its neighbours. Each window that shows
 // random loss multiplies the flows in use by sqrt(loss rate / MinLoss) (at
 // least 2), up to Rule.Max; once the flows fill the path, a standing queue
 // stops the growth. The measurements behind the numbers are
@@ -37,8 +39,9 @@ type Sample struct {
 	// Sent and Lost count packets (QUIC) or segments (TCP) sent, and those
 	// declared lost (TCP: retransmitted).
 	Sent, Lost uint64
-	// SRTT and MinRTT are the smoothed and the minimum round trip.
-	SRTT, MinRTT time.Duration
+	// SRTT and MinRTT are the smoothed and the minimum round trip;
+	// LatestRTT is the latest sample (SRTT where the session keeps none).
+	SRTT, MinRTT, LatestRTT time.Duration
 	// Flows is how many flows carry data now, if the session knows (0:
 	// as many as advised).
 	Flows int
@@ -93,9 +96,11 @@ type Judge struct {
 	// the current window
 	start      time.Time
 	first      Sample
-	lossRounds int       // round trips of the window in which packets were lost
+	lossRounds int       // round trips of the window in which packets were lost at random
 	roundStart time.Time // when the last counted loss round began
 	lastLost   uint64
+	randomLost uint64 // losses seen while the RTT showed no queue
+	queueLost  uint64 // losses seen while it did
 	sumSRTT    time.Duration // over the window's samples
 	samples    int
 	why        Reason
@@ -148,10 +153,22 @@ func (j *Judge) Observe(now time.Time, s Sample) bool {
 	j.sumSRTT += s.SRTT
 	j.samples++
 	if s.Lost > j.lastLost {
+		// A loss is told by the RTT around it: a full queue drops packets
+		// while the RTT is at its highest, random loss strikes at any RTT.
+		lost := s.Lost - j.lastLost
 		j.lastLost = s.Lost
-		if j.lossRounds == 0 || now.Sub(j.roundStart) >= s.SRTT {
-			j.lossRounds++
-			j.roundStart = now
+		latest := s.LatestRTT
+		if latest <= 0 {
+			latest = s.SRTT
+		}
+		if Queued(latest, s.MinRTT, j.rule.Slack) {
+			j.queueLost += lost
+		} else {
+			j.randomLost += lost
+			if j.lossRounds == 0 || now.Sub(j.roundStart) >= s.SRTT {
+				j.lossRounds++
+				j.roundStart = now
+			}
 		}
 	}
 	age := now.Sub(j.start)
@@ -162,14 +179,16 @@ func (j *Judge) Observe(now time.Time, s Sample) bool {
 		return false
 	}
 	j.flows = max(j.flows, min(s.Flows, j.rule.Max))
-	sent, lost := s.Sent-j.first.Sent, s.Lost-j.first.Lost
+	sent := s.Sent - j.first.Sent
 	srtt := j.sumSRTT / time.Duration(max(j.samples, 1))
-	rate := float64(lost) / float64(max(sent, 1))
+	rate := float64(j.randomLost) / float64(max(sent, 1))
 	why := Reason{LossRate: rate, SRTT: srtt, MinRTT: s.MinRTT}
+	congested := j.queueLost*4 > j.randomLost
 	j.reset(now, s)
-	if Queued(srtt, s.MinRTT, j.rule.Slack) || rate < j.rule.MinLoss {
-		// A standing queue means the path is full: congestion, ours or a
-		// neighbour's, which more flows would only make worse.
+	if congested || Queued(srtt, s.MinRTT, j.rule.Slack) || rate < j.rule.MinLoss {
+		// Losses with a queue behind them, or a standing queue: the path
+		// is full, congestion, ours or a neighbour's, which more flows
+		// would only make worse.
 		return false
 	}
 	j.flows = min(j.flows*growth(rate, j.rule.MinLoss), j.rule.Max)
@@ -180,7 +199,7 @@ func (j *Judge) Observe(now time.Time, s Sample) bool {
 
 func (j *Judge) reset(now time.Time, s Sample) {
 	j.start, j.first, j.lastLost = now, s, s.Lost
-	j.lossRounds, j.sumSRTT, j.samples = 0, 0, 0
+	j.lossRounds, j.sumSRTT, j.samples, j.randomLost, j.queueLost = 0, 0, 0, 0, 0
 }
 
 // growth is the factor a verdict of random loss at rate multiplies the

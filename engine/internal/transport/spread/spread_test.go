@@ -57,7 +57,19 @@ func TestJudge(t *testing.T) {
 		{"2% random loss at 20 ms, TCP's four flows", path{20 * ms, 40, rate(0.02), flat(20 * ms)}, 4, []int{12, 16}},
 		{"0.5% random loss at 120 ms", path{120 * ms, 20, rate(0.005), flat(122 * ms)}, 4, []int{12, 16}},
 		{"random loss, RTT samples that jitter", path{20 * ms, 40, rate(0.02),
-			func(i int) time.Duration { return 20*ms + time.Duration(i%5)*3*ms }}, 4, []int{12, 16}},
+			func(i int) time.Duration { return 20*ms + time.Duration(i%5)*3*ms }}, 4, []int{16}},
+		// A neighbour's Cubic flow fills a 20 Mbit/s, 50 ms queue: the RTT
+		// saws between 49 and 70 ms (the session met the queue standing:
+		// its minimum is 49), and the queue drops packets at its top, often
+		// enough for a small window (0.5 %): congestion, not random loss.
+		{"a neighbour's sawtooth", path{49 * ms, 20,
+			func(i int) float64 {
+				if i%40 >= 38 {
+					return 0.05
+				}
+				return 0
+			},
+			func(i int) time.Duration { return 49*ms + time.Duration(i%40)*ms/2 + time.Duration(i%40/38)*ms }}, 1, nil},
 		{"clean path", path{20 * ms, 80, rate(0), flat(21 * ms)}, 1, nil},
 		{"losses only when a queue stands (a shared bottleneck)", path{20 * ms, 80,
 			func(i int) float64 {

@@ -99,8 +99,8 @@ type Judge struct {
 	lossRounds int       // round trips of the window in which packets were lost at random
 	roundStart time.Time // when the last counted loss round began
 	lastLost   uint64
-	randomLost uint64 // losses seen while the RTT showed no queue
-	queueLost  uint64 // losses seen while it did
+	randomLost uint64        // losses seen while the RTT showed no queue
+	queueLost  uint64        // losses seen while it did
 	sumSRTT    time.Duration // over the window's samples
 	samples    int
 	why        Reason

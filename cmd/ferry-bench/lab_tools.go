@@ -674,6 +674,11 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		args := append([]string{"send", "--config", cfgS, "--to", to, "--transport", transport, "--json"}, files...)
 		start := time.Now()
 		out, err := runCmd(e.ferryCommand(ctx, netlab.Sender, args...))
+		// The sending command's wall clock, as for the other tools: it ends
+		// once the receiver verified every file. The receiver's own exit
+		// comes later, by up to its linger when the sender's QUIC
+		// CONNECTION_CLOSE is lost (nothing resends it).
+		sent := time.Since(start).Seconds()
 		if err != nil {
 			return runResult{}, err
 		}
@@ -727,6 +732,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			carried = strings.Join(carriers, "->")
 		}
 		r := runResult{
+			seconds:   sent,
 			transport: carried,
 			firstFile: firstFile,
 			extra:     last.Result.Metrics,

@@ -208,16 +208,20 @@ func labQuickTLS(t *testing.T, bin, cli string) {
 
 // labQuickNoBBR: one lossy cell with BBR unavailable, as on typical
 // desktops. auto keeps QUIC, spreads it over more connections on the random
-// loss, and beats the single TLS stream (Cubic) by a wide margin.
+// loss, and beats the single TLS stream (Cubic) by a wide margin; Ferry's
+// TCP, with Cubic, spreads over more connections too.
 func labQuickNoBBR(t *testing.T, bin, cli string) {
 	rows, records := labRun(t, bin, "--quick", "--bbr=false", "--rtt", "20ms", "--loss", "2", "--workloads", "A",
-		"--tools", "tls-cubic,ferry-auto", "--ferry-cli", cli)
+		"--tools", "tls-cubic,ferry-tcp,ferry-auto", "--ferry-cli", cli)
 	secs := map[string]float64{}
 	for _, r := range rows {
 		if r["status"] != "ok" {
 			t.Fatalf("run not ok: %v", r)
 		}
 		secs[r["tool"]], _ = strconv.ParseFloat(r["seconds"], 64)
+		if n, _ := strconv.Atoi(r["flows"]); r["tool"] == "ferry-tcp" && n <= 4 {
+			t.Errorf("Ferry's TCP (Cubic) did not grow past its four connections on 2%% random loss: %v", r)
+		}
 		if r["tool"] == "ferry-auto" {
 			if r["transport"] != "quic" {
 				t.Errorf("auto carried by %q, want quic", r["transport"])

@@ -194,6 +194,10 @@ type Result struct {
 type TransportInfo struct {
 	Name   string `json:"name"` // "quic" or "tcp"
 	Reason string `json:"reason"`
+	// Flows is set when the transport spread the batch over more
+	// congestion-controlled flows (QUIC or TCP connections) because the
+	// path showed random loss: how many it grows to.
+	Flows int `json:"flows,omitempty"`
 }
 
 // Event is one thing the engine reports. Exactly the field matching Kind is set

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -306,7 +307,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 					s.Write([]byte{wire.KindData})
 				}
 			}
-		}, "more than 16 data streams"},
+		}, "more than " + strconv.Itoa(maxDataStreams) + " data streams"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -25,8 +25,8 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // maxDataStreams bounds a session's data streams (a Ferry sender opens at
-// most 13: see maxSendStreams).
-const maxDataStreams = 16
+// most 24: see maxSendStreams).
+const maxDataStreams = 32
 
 const (
 	handshakeTimeout = 10 * time.Second

@@ -30,9 +30,12 @@ import (
 const (
 	defaultQUICStreams = 4
 	defaultTCPStreams  = 4
-	// maxSendStreams bounds SendOptions.Streams: with the streams a switch
-	// of transport and re-sends add, a receiver sees at most 13 (it takes 16).
-	maxSendStreams = 8
+	// maxSendStreams bounds SendOptions.Streams and the streams a session
+	// that spreads over more flows asks for (a QUIC session of 16
+	// connections: its first four streams and one on each other
+	// connection): with the streams a switch of transport and re-sends add,
+	// a receiver sees at most 24 (it takes 32).
+	maxSendStreams = 19
 )
 
 // Send offers paths (files and folders) to the device at to. Files are read
@@ -121,7 +124,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		readMode = fileio.Buffered
 	}
 	o.newAttempt = func() attempt {
-		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: e.opts.ChunkSize, io: readMode, to: to, want: want, opts: opts}
+		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: batchChunkSize(files, e.opts.ChunkSize), io: readMode, to: to, want: want, opts: opts}
 	}
 	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: o.summary()})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
@@ -133,6 +136,37 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		o.run(tctx)
 	}()
 	return t, nil
+}
+
+// Chunks are what parallel streams share out. A session on a lossy path may
+// grow to 16 flows and about 20 streams (transport/spread); a batch of a few
+// chunks would leave most of them idle, and wait at its end for the last
+// chunk on the slowest one. So a batch under smallBatch bytes is cut into
+// about batchChunks chunks, of at least minBatchChunk; larger batches, where
+// chunks are plenty, keep Options.ChunkSize (bigger reads and writes).
+const (
+	smallBatch    = 64 << 20
+	batchChunks   = 256
+	minBatchChunk = 64 << 10
+)
+
+// batchChunkSize is the chunk size for files: limit (Options.ChunkSize), or
+// for a small batch less, in halvings down to minBatchChunk (staying
+// aligned for direct reads). It depends on the files only, so every attempt
+// of a transfer cuts them alike (resume).
+func batchChunkSize(files []localFile, limit int) int {
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	size := limit
+	if total >= smallBatch {
+		return size
+	}
+	for size/2 >= minBatchChunk && size%(2*directio.Align) == 0 && total < int64(batchChunks)*int64(size) {
+		size /= 2
+	}
+	return size
 }
 
 // sender is one attempt of the Ferry wire protocol's sending side: it
@@ -179,6 +213,24 @@ type sender struct {
 	moved         []chunkRef
 	inFlight      map[int][]chunkRef // worker -> its recent chunks, while on the first transport
 	resolvedFiles map[int]bool
+	// Endgame: once the session spread over more flows (random loss), a
+	// worker that finds no chunk left sends again the chunk another worker
+	// has been on longest, once, so the batch does not wait for the
+	// slowest of many loss-limited flows; the receiver keeps the first copy.
+	endgame bool
+	working map[int]working // worker -> the chunk it took last
+	takes   uint64          // chunks taken so far: the order of working's entries
+	doubled map[[2]int]bool // chunks the endgame sent again
+	// takenAll is closed when the endgame began: every chunk was taken, so
+	// the receiver may hear SenderDone while copies still travel.
+	takenAll     chan struct{}
+	takenAllOnce sync.Once
+}
+
+// working is the chunk a worker took last, and when (in takes).
+type working struct {
+	file, chunk int
+	since       uint64
 }
 
 // chunkRef is one chunk written on a stream, and where it ended there.
@@ -429,6 +481,9 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		tx.window = sw.InFlightWindow()
 	}
 	streams := min(opts.Streams, maxSendStreams)
+	if sp, ok := tx.conn.(spreader); ok && streams <= 0 {
+		streams = sp.DataStreams()
+	}
 	if streams <= 0 {
 		streams = defaultQUICStreams
 		if tx.conn.Transport() == transport.TCP {
@@ -454,21 +509,66 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	doneWriting := make(chan struct{})
 	var doneOnce sync.Once
 	markDone := func() { doneOnce.Do(func() { close(doneWriting) }) }
-	var firstGen sync.WaitGroup
-	for w := range streams {
-		firstGen.Add(1)
+	firstGen := newCrew()
+	nextID := 0
+	startFirst := func(late bool) bool {
+		if !firstGen.join() {
+			return false // every worker finished: no chunk is left to take
+		}
+		id := nextID
+		nextID++
 		g.Go(func() error {
-			defer firstGen.Done()
-			return tx.worker(gctx, 0, w)
+			defer firstGen.leave()
+			return tx.worker(gctx, 0, id, late)
 		})
+		return true
+	}
+	tx.takenAll = make(chan struct{})
+	for range streams {
+		startFirst(false)
 	}
 	g.Go(func() error {
-		firstGen.Wait()
+		select {
+		case <-firstGen.done:
+		case <-tx.takenAll:
+		case <-gctx.Done():
+			return nil
+		}
 		if tx.gen.Load() == 0 { // else the workers stopped for a switch, which marks the end
 			markDone()
 		}
 		return nil
 	})
+	if sp, ok := tx.conn.(spreader); ok {
+		// The path showed random loss: more streams, over more flows, carry
+		// more (transport/spread). They take chunks like the others.
+		g.Go(func() error {
+			open := streams
+			for {
+				select {
+				case adv, ok := <-sp.StreamsAdvised():
+					if !ok {
+						return nil
+					}
+					if tx.gen.Load() != 0 {
+						return nil // the data moved to another transport
+					}
+					tx.mu.Lock()
+					tx.endgame = true
+					tx.mu.Unlock()
+					tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
+						Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
+					for ; open < min(adv.Streams, maxSendStreams); open++ {
+						if !startFirst(true) {
+							return nil
+						}
+					}
+				case <-gctx.Done():
+					return nil
+				}
+			}
+		})
+	}
 	if sw, ok := tx.conn.(switcher); ok {
 		// auto may move the data to TCP mid-batch: the workers on QUIC stop
 		// taking chunks, the chunks that may still be in flight there are
@@ -491,7 +591,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 				next.Add(1)
 				g.Go(func() error {
 					defer next.Done()
-					return tx.worker(gctx, 1, streams+w)
+					return tx.worker(gctx, 1, maxSendStreams+w, false)
 				})
 			}
 			next.Wait()
@@ -518,6 +618,40 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		return nil
 	}
 	return err
+}
+
+// crew counts the workers of a transfer's first transport. More may join
+// while any of them is at work; once the last one left (no chunk was left
+// to take), done is closed and no more join.
+type crew struct {
+	done chan struct{}
+
+	mu      sync.Mutex // guards the fields below
+	running int
+	ended   bool
+}
+
+func newCrew() *crew { return &crew{done: make(chan struct{})} }
+
+// join counts one more worker, unless the crew ended.
+func (c *crew) join() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return false
+	}
+	c.running++
+	return true
+}
+
+// leave counts a worker out; the last one ends the crew.
+func (c *crew) leave() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running--; c.running == 0 {
+		c.ended = true
+		close(c.done)
+	}
 }
 
 // workerState is what take needs to know of the worker asking.
@@ -557,12 +691,53 @@ func (tx *sender) take(ws *workerState) (file, chunk int, moved, ok bool) {
 			if ws.track {
 				tx.noteInFlight(ws, fi, c)
 			}
+			tx.noteWorking(ws, fi, c)
 			return fi, c, false, true
 		}
 		tx.cursor.file++
 		tx.cursor.chunk = 0
 	}
+	if tx.endgame {
+		tx.takenAllOnce.Do(func() { close(tx.takenAll) })
+		if fi, ci, ok := tx.straggler(ws); ok {
+			tx.noteWorking(ws, fi, ci)
+			return fi, ci, true, true
+		}
+	}
 	return 0, 0, false, false
+}
+
+// noteWorking records the chunk a worker took. Called with tx.mu held.
+func (tx *sender) noteWorking(ws *workerState, fi, ci int) {
+	if tx.working == nil {
+		tx.working = map[int]working{}
+	}
+	tx.takes++
+	tx.working[ws.id] = working{fi, ci, tx.takes}
+}
+
+// straggler picks for ws the chunk another worker has been on longest, of
+// a file not yet settled, that the endgame did not send again yet. Called
+// with tx.mu held.
+func (tx *sender) straggler(ws *workerState) (file, chunk int, ok bool) {
+	var best working
+	for id, w := range tx.working {
+		key := [2]int{w.file, w.chunk}
+		if id == ws.id || tx.doubled[key] || tx.resolvedFiles[w.file] {
+			continue
+		}
+		if !ok || w.since < best.since {
+			best, ok = w, true
+		}
+	}
+	if !ok {
+		return 0, 0, false
+	}
+	if tx.doubled == nil {
+		tx.doubled = map[[2]int]bool{}
+	}
+	tx.doubled[[2]int{best.file, best.chunk}] = true
+	return best.file, best.chunk, true
 }
 
 // noteInFlight records a chunk a worker is about to write on its stream of
@@ -590,6 +765,7 @@ func (tx *sender) moveInFlight() {
 		tx.moved = append(tx.moved, refs...)
 	}
 	tx.inFlight = nil
+	tx.working = nil // sent again as moved chunks
 }
 
 // noteResolved records a file's result; false if it had one already.
@@ -610,16 +786,40 @@ func (tx *sender) allResolved() bool { return int(tx.resolved.Load()) == len(tx.
 
 // worker owns one data stream and sends chunks until none are left, or
 // until the data moved to another transport (tx.gen is no longer gen).
-func (tx *sender) worker(ctx context.Context, gen int64, id int) error {
+//
+// A worker takes its first chunk before it opens its stream, so a small
+// batch opens no stream it does not need; a worker added when the session
+// grew (late) opens its stream first, as its connection may still be
+// joining: a chunk taken meanwhile would wait for the join.
+func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) error {
 	_, track := tx.conn.(switcher)
 	ws := &workerState{gen: gen, id: id, track: track && gen == 0}
-	fi, ci, moved, ok := tx.take(ws)
-	if !ok {
+	var (
+		s                 Stream
+		err               error
+		fi, ci            int
+		moved, ok, opened bool
+	)
+	if late {
+		if s, err = tx.conn.OpenStream(ctx); err != nil {
+			return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
+		}
+		opened = true
+	}
+	if fi, ci, moved, ok = tx.take(ws); !ok {
+		if opened { // a data stream that ends at once
+			if _, err := s.Write([]byte{wire.KindData}); err != nil {
+				s.Abort()
+				return nil
+			}
+			return s.Close()
+		}
 		return nil
 	}
-	s, err := tx.conn.OpenStream(ctx)
-	if err != nil {
-		return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
+	if !opened {
+		if s, err = tx.conn.OpenStream(ctx); err != nil {
+			return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
+		}
 	}
 	// A write stuck on a slow path must not outlive the transfer.
 	defer context.AfterFunc(ctx, s.Abort)()

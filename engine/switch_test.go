@@ -18,7 +18,9 @@ import (
 // so auto starts on QUIC and may move to TCP.
 var longPath = TransportConfig{CleanRTT: -1, SwitchRTT: -1}
 
-func transportEvents(t *testing.T, s *Engine, to Target, src string) (Result, []TransportInfo) {
+// transportEvents sends src and returns the result and the transport events:
+// the choices, and with keepGrowth the growth on random loss too.
+func transportEvents(t *testing.T, s *Engine, to Target, src string, keepGrowth bool) (Result, []TransportInfo) {
 	t.Helper()
 	events, unsub := s.Subscribe(1024)
 	defer unsub()
@@ -28,7 +30,7 @@ func transportEvents(t *testing.T, s *Engine, to Target, src string) (Result, []
 	}
 	var infos []TransportInfo
 	for ev := range events {
-		if ev.Kind == EventTransport {
+		if ev.Kind == EventTransport && (ev.Transport.Flows == 0 || keepGrowth) {
 			infos = append(infos, *ev.Transport)
 		}
 		if ev.Kind == EventResult {
@@ -58,7 +60,7 @@ func TestAutoSwitchesToTCPOnRandomLoss(t *testing.T) {
 	data := writeFile(t, src, 24<<20)
 	rxEvents, unsub := recv.Subscribe(1024)
 	defer unsub()
-	res, infos := transportEvents(t, send, Target{QUICAddr: relay.Addr(), TCPAddr: tc}, src)
+	res, infos := transportEvents(t, send, Target{QUICAddr: relay.Addr(), TCPAddr: tc}, src, false)
 	// The receiver ends well too: the streams left on QUIC break when the
 	// sender hangs up, after everything was settled.
 	for ev := range rxEvents {
@@ -95,14 +97,50 @@ func TestAutoStartsOnQUICOnLongPaths(t *testing.T) {
 	send := testEngine(t, Options{Transport: longPath})
 	src := filepath.Join(t.TempDir(), "a.bin")
 	writeFile(t, src, 4<<20)
-	res, infos := transportEvents(t, send, target(recv), src)
+	res, infos := transportEvents(t, send, target(recv), src, false)
 	if res.State != StateDone || res.Verified != 1 {
 		t.Fatalf("%s: %s", res.State, res.Err)
 	}
-	if len(infos) == 0 || infos[0].Name != "quic" || !strings.Contains(infos[0].Reason, "starts at once") {
+	want := "starts at once"
+	if !transporttest.HasBBR() {
+		want = "cannot use BBR"
+	}
+	if len(infos) == 0 || infos[0].Name != "quic" || !strings.Contains(infos[0].Reason, want) {
 		t.Fatalf("transport events %+v", infos)
 	}
 	t.Logf("events %+v", infos)
+}
+
+// Where TCP cannot run BBR (as on typical desktops), auto does not wait for
+// TCP off a clean local link: QUIC carries the batch, and on random loss it
+// spreads over more connections, which the result's metrics show.
+func TestAutoWithoutBBRSpreadsQUIC(t *testing.T) {
+	t.Parallel()
+	cfg := longPath
+	cfg.TCPCongestion = "reno" // any loss-based control: BBR is not for us
+	cfg.LossRTTSlack = time.Second
+	cfg.MaxFlows = 4
+	recv := startReceiver(t, Options{})
+	q, tc := recv.Addrs()
+	relay := transporttest.NewLossyRelay(t, q, 0.05)
+	send := testEngine(t, Options{Transport: cfg})
+	src := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, src, 64<<20) // long enough for the loss to be judged, even on a fast machine
+	res, infos := transportEvents(t, send, Target{QUICAddr: relay.Addr(), TCPAddr: tc}, src, true)
+	if res.State != StateDone || res.Verified != 1 {
+		t.Fatalf("%s: %s", res.State, res.Err)
+	}
+	if len(infos) < 2 || infos[0].Name != "quic" || !strings.Contains(infos[0].Reason, "cannot use BBR") {
+		t.Fatalf("transport events %+v", infos)
+	}
+	for _, in := range infos[1:] { // each growth says what the path showed
+		if in.Name != "quic" || in.Flows < 2 || !strings.Contains(in.Reason, "random loss") {
+			t.Errorf("growth event %+v", in)
+		}
+	}
+	if res.Metrics == nil || res.Metrics.Connections < 2 {
+		t.Errorf("5%% loss, yet the session stayed on one connection: %+v", res.Metrics)
+	}
 }
 
 // A switch stops the first transport's workers, and the new ones first send

@@ -36,6 +36,9 @@ type (
 // switcher is a Conn whose data may move to another transport mid-batch.
 type switcher = transport.Switcher
 
+// spreader is a Conn that may ask for more data streams mid-batch.
+type spreader = transport.Spreader
+
 // transportTable is the engine's transport table: what it listens on and
 // dials, in priority order (QUIC first: it answers in fewer round trips).
 // QUIC connections follow nw's changes (connection migration); nw may be nil.
@@ -64,6 +67,7 @@ func transportTable(cfg TransportConfig, nw *netwatch.Watcher) []auto.Entry {
 			Dial: func(ctx context.Context, addr string, tlsConf *tls.Config) (transport.Conn, error) {
 				return transport.AsConn(tcp.Dial(ctx, addr, tlsConf, cfg))
 			},
+			BBR: func() bool { return tcp.BBR(cfg) },
 		},
 	}
 }

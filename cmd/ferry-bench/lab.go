@@ -47,6 +47,7 @@ type labOptions struct {
 	rate         int64
 	bursty       bool
 	cc           string // default TCP congestion control in the lab
+	bbr          bool   // Ferry may pick BBR (false: as on typical desktops, it cannot)
 	baselineRuns int
 	budget       time.Duration // target duration of the slowest expected transfer in a cell
 	timeout      time.Duration // hard limit per transfer
@@ -67,6 +68,8 @@ func parseLabFlags(args []string) (labOptions, error) {
 	losses := fs.String("loss", "", "loss rates in percent, e.g. 0,0.5,1,2,5 (default; quick: 0,2)")
 	rate := fs.Float64("rate", 100, "bottleneck rate in Mbit/s, both directions")
 	fs.StringVar(&o.cc, "cc", "cubic", "default TCP congestion control inside the lab (used by iperf3, scp, rsync and Ferry's TCP); \"\" inherits the host's")
+	fs.BoolVar(&o.bbr, "bbr", true, "let Ferry pick BBR for its TCP sockets, as root can; false: BBR unavailable, as on typical desktops "+
+		"(Ferry runs under `ferry-bench no-cc`, which refuses TCP_CONGESTION, so its sockets keep --cc; tls-bbr is skipped)")
 	fs.BoolVar(&o.bursty, "bursty", true, "add a bursty-loss (Gilbert-Elliott) profile per RTT (quick: off)")
 	fs.DurationVar(&o.budget, "budget", 0, "scale workloads down so a loss-limited TCP flow needs about this long (default 60s, quick 5s)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up on one transfer after this long (default 10m, quick 1m)")
@@ -141,6 +144,27 @@ func parseLabFlags(args []string) (labOptions, error) {
 	}
 	o.rate = int64(*rate * 1e6)
 	return o, nil
+}
+
+// newBenchLab brings up a lab whose TCP runs cc where nothing chooses its
+// own. With BBR available cc becomes the namespaces' default, so a socket
+// that asks for BBR (Ferry, tls-bbr) keeps it; where the host's allowed
+// list refuses that, the lab says so and keeps the inherited default (cc
+// becomes ""). Without BBR the lab's routes impose cc on every connection
+// (Ferry cannot choose then anyway, see no-cc), whatever the host allows.
+func newBenchLab(ctx context.Context, prefix string, cc *string, bbr bool, out io.Writer) (*netlab.Lab, error) {
+	if !bbr {
+		return netlab.New(ctx, netlab.Config{NamePrefix: prefix, RouteCongestionControl: *cc})
+	}
+	lab, err := netlab.New(ctx, netlab.Config{NamePrefix: prefix, CongestionControl: *cc})
+	if errors.Is(err, netlab.ErrCongestionControlNotAllowed) {
+		// Do not change the host's sysctl behind the user's back: say so,
+		// run with the inherited default, and the report names it.
+		fmt.Fprintf(out, "warning: %v\nwarning: running with the host's default congestion control instead\n", err)
+		*cc = ""
+		lab, err = netlab.New(ctx, netlab.Config{NamePrefix: prefix})
+	}
+	return lab, err
 }
 
 func splitList(s string) []string {
@@ -252,19 +276,12 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	lab, err := netlab.New(ctx, netlab.Config{NamePrefix: "ferrybench", CongestionControl: o.cc})
-	if errors.Is(err, netlab.ErrCongestionControlNotAllowed) {
-		// Do not change the host's sysctl behind the user's back: say so,
-		// run with the inherited default, and the report names it.
-		fmt.Fprintf(out, "warning: %v\nwarning: running with the host's default congestion control instead\n", err)
-		o.cc = ""
-		lab, err = netlab.New(ctx, netlab.Config{NamePrefix: "ferrybench"})
-	}
+	lab, err := newBenchLab(ctx, "ferrybench", &o.cc, o.bbr, out)
 	if err != nil {
 		return err
 	}
 	defer lab.Close()
-	env := &benchEnv{lab: lab, tmp: tmp, timeout: o.timeout, out: out}
+	env := &benchEnv{lab: lab, tmp: tmp, timeout: o.timeout, out: out, noBBR: !o.bbr}
 	if env.self, err = os.Executable(); err != nil {
 		return err
 	}
@@ -330,6 +347,10 @@ func runLab(ctx context.Context, args []string, out io.Writer) error {
 					}
 				}
 				rep.addCell(c)
+				// Long sweeps leave a readable report at every step.
+				if err := rep.write(time.Since(started)); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -30,7 +30,7 @@ var csvHeader = []string{
 	"profile", "rtt_ms", "loss_pct", "bursty", "rate_mbit", "workload", "files", "bytes",
 	"tool", "run", "status", "seconds", "goodput_mbit", "first_file_s", "transport",
 	"wire_lost_pkts", "queue_drops_pkts", "tcp_retrans_segs", "congestion_events", "datagrams_per_send_call", "srtt_ms",
-	"stalls", "stalled_streams", "stall_seconds", "longest_stall_s", "stall_threshold_ms", "stalls_per_lost_pkt", "note",
+	"stalls", "stalled_streams", "stall_seconds", "longest_stall_s", "stall_threshold_ms", "stalls_per_lost_pkt", "flows", "note",
 }
 
 func newReport(o labOptions) (*report, error) {
@@ -69,7 +69,7 @@ func (r *report) addRun(c cell, x runResult) error {
 	} else {
 		row = append(row, "", "", "", "", "", "")
 	}
-	row = append(row, x.note)
+	row = append(row, i64(int64(x.flows)), x.note)
 	if err := r.csv.Write(row); err != nil {
 		return err
 	}
@@ -83,6 +83,12 @@ func (r *report) addRun(c cell, x runResult) error {
 	}
 	if len(x.reasons) > 0 {
 		rec["transport_reasons"] = x.reasons
+	}
+	if len(x.flowSteps) > 0 {
+		rec["flow_steps"] = x.flowSteps
+	}
+	if x.resent > 0 {
+		rec["resent_bytes"] = x.resent
 	}
 	return json.NewEncoder(r.jsonl).Encode(rec)
 }
@@ -114,9 +120,9 @@ func (r *report) write(elapsed time.Duration) error {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "Network: internal/netlab (TUN + user-space forwarder, no netem), one path, "+
 		"%g Mbit/s bottleneck in both directions with a 50 ms tail-drop queue, half the RTT of delay each way, "+
-		"loss on the data direction only. Default TCP congestion control in the lab: %s. Bursty profile: Gilbert-Elliott p=%g r=%g, 80%% loss in Bad "+
+		"loss on the data direction only. Default TCP congestion control in the lab: %s. %s Bursty profile: Gilbert-Elliott p=%g r=%g, 80%% loss in Bad "+
 		"(mean %.2f%%, bursts of ~%g packets).\n\n",
-		float64(r.o.rate)/1e6, ccName(r.o.cc), burstyProfile.P, burstyProfile.R, 100*burstyProfile.MeanLoss(), 1/burstyProfile.R)
+		float64(r.o.rate)/1e6, ccName(r.o.cc), bbrNote(r.o.bbr), burstyProfile.P, burstyProfile.R, 100*burstyProfile.MeanLoss(), 1/burstyProfile.R)
 	fmt.Fprintf(&b, "Workloads are scaled down per cell so that a loss-limited TCP flow (Mathis) needs about %s; "+
 		"every contender of a cell moves the same files. Each Ferry cell is the median of %d run(s), each other tool's of %d; "+
 		"a transfer still running after %v is stopped and shown as \"> %.0f\" (speed-ups over it as bounds). "+
@@ -164,7 +170,7 @@ func (r *report) write(elapsed time.Duration) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f | %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n",
 			c.profile.name(), wl, c.tool, secs, m.goodput, ff, m.wireLost, m.queueDrop, m.retrans,
-			i64(m.congEvents), f3(m.dgPerCall), stalls, stallSecs, m.stallsPerLoss(), vs, mdEscape(m.transport))
+			i64(m.congEvents), f3(m.dgPerCall), stalls, stallSecs, m.stallsPerLoss(), vs, mdEscape(m.carried()))
 	}
 	return os.WriteFile(filepath.Join(r.o.out, "lab-results.md"), []byte(b.String()), 0o644)
 }
@@ -258,6 +264,15 @@ func firstNote(c cell) string {
 	return string(c.runs[0].status) + ": " + c.runs[0].note
 }
 
+// carried names the transport that carried the data, with the flows it
+// spread over on random loss.
+func (x runResult) carried() string {
+	if x.flows > 0 {
+		return fmt.Sprintf("%s, %d flows", x.transport, x.flows)
+	}
+	return x.transport
+}
+
 // stallsPerLoss is stream stalls per packet the lab dropped on purpose;
 // empty when either is unknown or nothing was dropped.
 func (x runResult) stallsPerLoss() string {
@@ -307,6 +322,15 @@ func ccName(cc string) string {
 		return strings.TrimSpace(string(b)) + " (inherited from the host)"
 	}
 	return cc
+}
+
+func bbrNote(bbr bool) string {
+	if bbr {
+		return "Ferry may pick BBR for its TCP sockets (as root can here; `--bbr`)."
+	}
+	return "**BBR unavailable** (`--bbr=false`), as on typical desktops: Ferry runs under `ferry-bench no-cc`, " +
+		"which refuses its choice of TCP congestion control, the lab's routes impose the congestion control above on every " +
+		"TCP connection (`ip route ... congctl`), and tls-bbr is skipped."
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

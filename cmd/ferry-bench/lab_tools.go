@@ -94,6 +94,9 @@ type runResult struct {
 	retrans   uint64 // TCP segments retransmitted by the Sender namespace
 	extra     json.RawMessage
 	reasons   []string // Ferry: why each transport carried the data, in order
+	flows     int      // Ferry: the flows its session grew to on random loss (0: it did not grow)
+	flowSteps []string // Ferry: each growth, "flows@seconds since the start"
+	resent    int64    // Ferry: payload bytes sent more than once (switch, endgame, re-requests)
 	// From Ferry's own metrics, when present.
 	congEvents int64
 	dgPerCall  float64
@@ -118,6 +121,7 @@ type benchEnv struct {
 	timeout time.Duration
 	out     io.Writer
 	rtt     time.Duration // the current profile's RTT (stall threshold of the TLS baselines)
+	noBBR   bool          // BBR unavailable: Ferry cannot choose its congestion control, tls-bbr is skipped
 
 	ssh      *sshServer
 	sshErr   error
@@ -442,6 +446,9 @@ func runIperf3(ctx context.Context, e *benchEnv, files []string, dst string) (ru
 
 func tlsTool(cc string) func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
 	return func(ctx context.Context, e *benchEnv, files []string, dst string) (runResult, error) {
+		if cc == "bbr" && e.noBBR {
+			return runResult{}, skipError{"BBR unavailable (--bbr=false)"}
+		}
 		listen := netip.AddrPortFrom(e.rcvAddr, 0).String()
 		srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, e.self, "lab-tls", "recv", "--listen", listen, "--dir", dst,
 			"--rtt", e.rtt.String()), "listening ", false)
@@ -541,6 +548,14 @@ func ferryBinary(ctx context.Context, given, tmp string) (string, error) {
 	return bin, nil
 }
 
+// ferryCommand runs ferry-cli in namespace ns; without BBR, under no-cc.
+func (e *benchEnv) ferryCommand(ctx context.Context, ns string, args ...string) *exec.Cmd {
+	if e.noBBR {
+		return e.lab.Command(ctx, ns, e.self, append([]string{"no-cc", e.ferry}, args...)...)
+	}
+	return e.lab.Command(ctx, ns, e.ferry, args...)
+}
+
 // ferryEvent is the part of ferry-cli's JSON event lines the bench reads.
 type ferryEvent struct {
 	Time time.Time `json:"time"`
@@ -551,11 +566,13 @@ type ferryEvent struct {
 	Transport *struct {
 		Name   string `json:"name"`
 		Reason string `json:"reason"`
+		Flows  int    `json:"flows"`
 	} `json:"transport"`
 	Result *struct {
 		State           string            `json:"state"`
 		Bytes           int64             `json:"bytes"`
 		WireBytes       int64             `json:"wire_bytes"`
+		Resent          int64             `json:"resent_bytes"`
 		DurationSeconds float64           `json:"duration_seconds"`
 		Transport       string            `json:"transport"`
 		Metrics         json.RawMessage   `json:"metrics"`
@@ -580,7 +597,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		}
 		defer os.RemoveAll(cfgS)
 		listen := netip.AddrPortFrom(e.rcvAddr, 0).String()
-		srv, err := startServer(ctx, e.lab.Command(ctx, netlab.Receiver, e.ferry, "receive", "--config", cfgR, "--dir", dst,
+		srv, err := startServer(ctx, e.ferryCommand(ctx, netlab.Receiver, "receive", "--config", cfgR, "--dir", dst,
 			"--listen", listen, "--accept", "all", "--once", "--json", "--no-discovery"), "listening ", false)
 		if err != nil {
 			return runResult{}, skipError{"ferry-cli receive: " + oneLine(err.Error())}
@@ -596,13 +613,20 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		}
 		args := append([]string{"send", "--config", cfgS, "--to", to, "--transport", transport, "--json"}, files...)
 		start := time.Now()
-		out, err := runCmd(e.lab.Command(ctx, netlab.Sender, e.ferry, args...))
+		out, err := runCmd(e.ferryCommand(ctx, netlab.Sender, args...))
+		// The sending command's wall clock, as for the other tools: it ends
+		// once the receiver verified every file. The receiver's own exit
+		// comes later, by up to its linger when the sender's QUIC
+		// CONNECTION_CLOSE is lost (nothing resends it).
+		sent := time.Since(start).Seconds()
 		if err != nil {
 			return runResult{}, err
 		}
 		var last *ferryEvent
 		var firstFile float64
 		var carriers, reasons []string // transports in the order they carried data (auto may switch), and why
+		var steps []string             // the session's growth on random loss: "flows@seconds"
+		flows := 0
 		for _, line := range bytes.Split(out, []byte("\n")) {
 			var ev ferryEvent
 			if json.Unmarshal(line, &ev) != nil {
@@ -611,6 +635,11 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			switch {
 			case ev.Kind == "result":
 				last = &ev
+			case ev.Kind == "transport" && ev.Transport != nil && ev.Transport.Flows > 0:
+				// The session spread over more flows on random loss.
+				flows = ev.Transport.Flows
+				steps = append(steps, fmt.Sprintf("%d@%.2fs", flows, ev.Time.Sub(start).Seconds()))
+				reasons = append(reasons, ev.Transport.Reason)
 			case ev.Kind == "transport" && ev.Transport != nil:
 				carriers = append(carriers, ev.Transport.Name)
 				reasons = append(reasons, ev.Transport.Reason)
@@ -643,11 +672,15 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 			carried = strings.Join(carriers, "->")
 		}
 		r := runResult{
+			seconds:   sent,
 			transport: carried,
 			firstFile: firstFile,
 			extra:     last.Result.Metrics,
 			reasons:   reasons,
 			stalls:    stalls,
+			flows:     flows,
+			flowSteps: steps,
+			resent:    last.Result.Resent,
 		}
 		var m ferryMetrics
 		if len(last.Result.Metrics) > 0 && json.Unmarshal(last.Result.Metrics, &m) == nil {

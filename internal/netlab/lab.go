@@ -46,6 +46,16 @@ type Config struct {
 	// accepts one listed in the host's net.ipv4.tcp_allowed_congestion_control
 	// (New fails with ErrCongestionControlNotAllowed otherwise).
 	CongestionControl string
+	// RouteCongestionControl, when set, is imposed on every TCP connection
+	// across the lab's paths, both ends: the routes carry it (ip route ...
+	// congctl), which needs no entry in the host's allowed list (global, and
+	// read-only inside a namespace). The kernel applies it when a socket
+	// connects or is accepted, over whatever the socket chose before, so
+	// it suits labs where no program may choose its own (BBR unavailable);
+	// a socket may still change it once connected. It must be loaded (listed
+	// in net.ipv4.tcp_available_congestion_control): New fails with
+	// ErrCongestionControlNotAllowed otherwise.
+	RouteCongestionControl string
 	// NamePrefix prefixes the namespace names; "" means "ferrylab". Stale
 	// namespaces with this prefix left by dead processes are removed by New.
 	NamePrefix string
@@ -70,7 +80,8 @@ var (
 	ErrUnknownNamespace = errors.New("netlab: unknown namespace")
 	// ErrCongestionControlNotAllowed means Config.CongestionControl is not in
 	// the host's net.ipv4.tcp_allowed_congestion_control, which the kernel
-	// requires of a namespace's default (root may still pick it per socket).
+	// requires of a namespace's default (root may still pick it per socket),
+	// or Config.RouteCongestionControl is not loaded.
 	ErrCongestionControlNotAllowed = errors.New("netlab: congestion control not allowed as a namespace default")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("netlab: lab closed")

@@ -76,12 +76,15 @@ func New(ctx context.Context, cfg Config) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cc := cfg.CongestionControl; cc != "" && cc != "reno" {
-		allowed, err := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-		if err == nil && !slices.Contains(strings.Fields(string(allowed)), cc) {
-			return nil, fmt.Errorf("%w: %q is not in net.ipv4.tcp_allowed_congestion_control (%s); allow it with: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\"",
-				ErrCongestionControlNotAllowed, cc, strings.TrimSpace(string(allowed)), strings.TrimSpace(string(allowed)), cc)
-		}
+	if cc := cfg.CongestionControl; cc != "" && !ccListed("allowed", cc) {
+		allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+		return nil, fmt.Errorf("%w: %q is not in net.ipv4.tcp_allowed_congestion_control (%s); allow it with: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\"",
+			ErrCongestionControlNotAllowed, cc, strings.TrimSpace(string(allowed)), strings.TrimSpace(string(allowed)), cc)
+	}
+	if cc := cfg.RouteCongestionControl; cc != "" && !ccListed("available", cc) {
+		avail, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+		return nil, fmt.Errorf("%w: %q is not in net.ipv4.tcp_available_congestion_control (%s); load it with: modprobe tcp_%s",
+			ErrCongestionControlNotAllowed, cc, strings.TrimSpace(string(avail)), cc)
 	}
 	sweepStale(ctx, cfg.NamePrefix)
 	seed := cfg.Seed
@@ -162,13 +165,19 @@ func (l *Lab) setup(ctx context.Context) error {
 			if err := ipCmd(ctx, "-n", ns, "link", "set", ifname, "mtu", strconv.Itoa(pc.MTU), "txqueuelen", "1000", "up"); err != nil {
 				return err
 			}
+			if cc := l.congctl(); cc != nil {
+				args := append([]string{"-n", ns, "route", "replace", peer.String() + "/32", "dev", ifname, "proto", "kernel", "scope", "link", "src", local.String()}, cc...)
+				if err := ipCmd(ctx, args...); err != nil {
+					return err
+				}
+			}
 		}
 		// Sender: a socket bound to this path's address leaves through it.
 		ns, table := l.names[Sender], strconv.Itoa(100+i)
 		if err := ipCmd(ctx, "-n", ns, "rule", "add", "from", pathAddr(Sender, i).String(), "table", table, "priority", strconv.Itoa(1000+i)); err != nil {
 			return err
 		}
-		if err := ipCmd(ctx, "-n", ns, "route", "add", "default", "dev", ifname, "table", table); err != nil {
+		if err := ipCmd(ctx, append([]string{"-n", ns, "route", "add", "default", "dev", ifname, "table", table}, l.congctl()...)...); err != nil {
 			return err
 		}
 		bufSize := pc.MTU + 64
@@ -181,6 +190,22 @@ func (l *Lab) setup(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// congctl is the route attribute that imposes
+// Config.RouteCongestionControl.
+func (l *Lab) congctl() []string {
+	if cc := l.cfg.RouteCongestionControl; cc != "" {
+		return []string{"congctl", cc}
+	}
+	return nil
+}
+
+// ccListed reports whether cc is in net.ipv4.tcp_<list>_congestion_control
+// ("reno" always is).
+func ccListed(list, cc string) bool {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_" + list + "_congestion_control")
+	return cc == "reno" || err == nil && slices.Contains(strings.Fields(string(b)), cc)
 }
 
 func tunName(i int, name string) string {

@@ -17,8 +17,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestPingRTT: the round trip equals the sum of the configured one-way delays,
@@ -625,6 +628,72 @@ func TestCongestionControlNotAllowed(t *testing.T) {
 	if !errors.Is(err, ErrCongestionControlNotAllowed) {
 		t.Fatalf("New with an unknown congestion control: %v", err)
 	}
+}
+
+// TestRouteCongestionControl: a connection across the lab runs the
+// congestion control its routes impose, on both ends, though the host's
+// allowed list (global, read-only inside a namespace) may not let a
+// namespace make it its default, and over what a socket chose before it
+// connected; once connected a socket may still change it.
+func TestRouteCongestionControl(t *testing.T) {
+	for _, cc := range []string{"cubic", "reno"} {
+		if !ccListed("available", cc) {
+			continue
+		}
+		lab := newLab(t, Config{RouteCongestionControl: cc})
+		ln, err := lab.Listen(Receiver, "tcp4", netip.AddrPortFrom(lab.MustAddr(Receiver, "main"), 0).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, _ := ln.Accept()
+			accepted <- c
+		}()
+		var c net.Conn
+		err = lab.Do(Sender, func() error {
+			d := net.Dialer{Control: func(network, address string, rc syscall.RawConn) error {
+				rc.Control(func(fd uintptr) { unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, "reno") })
+				return nil
+			}}
+			var err error
+			c, err = d.Dial("tcp4", ln.Addr().String())
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		a := <-accepted
+		if a == nil {
+			t.Fatal("accept failed")
+		}
+		defer a.Close()
+		for side, conn := range map[string]net.Conn{"sender": c, "receiver": a} {
+			if got := congestionOf(t, conn); got != cc {
+				t.Errorf("lab %s: %s socket runs %q", cc, side, got)
+			}
+		}
+	}
+	if _, err := New(context.Background(), Config{RouteCongestionControl: "no-such-cc"}); !errors.Is(err, ErrCongestionControlNotAllowed) {
+		t.Errorf("New with an unknown route congestion control: %v", err)
+	}
+}
+
+func congestionOf(t *testing.T, c net.Conn) string {
+	t.Helper()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	var gerr error
+	rc.Control(func(fd uintptr) { got, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) })
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return strings.TrimRight(got, "\x00")
 }
 
 // TestStaleSweep: New removes namespaces left behind by a dead process.

@@ -4,6 +4,7 @@
 //
 //	FERRY_QUIC_IDLE_TIMEOUT  Go duration  TransportConfig.QUICIdleTimeout (tests, the lab)
 //	FERRY_QUIC_CONNS         integer > 0  TransportConfig.QUICConns (1 turns QUIC's extra connections off)
+//	FERRY_MAX_FLOWS          integer > 0  TransportConfig.MaxFlows (1 turns the growth on random loss off)
 //	FERRY_AUTO_SWITCH        "0"          TransportConfig.NoAutoSwitch (auto picks one transport up front)
 //	FERRY_TCP_CC             name         TransportConfig.TCPCongestion ("cubic", "bbr"...; Linux)
 //	FERRY_BUFFERED_IO        "1"          Options.BufferedIO (page cache only, no direct I/O)
@@ -32,6 +33,9 @@ func transport(getenv func(string) string) engine.TransportConfig {
 	}
 	if n, err := strconv.Atoi(getenv("FERRY_QUIC_CONNS")); err == nil && n > 0 {
 		c.QUICConns = n
+	}
+	if n, err := strconv.Atoi(getenv("FERRY_MAX_FLOWS")); err == nil && n > 0 {
+		c.MaxFlows = n
 	}
 	c.NoAutoSwitch = getenv("FERRY_AUTO_SWITCH") == "0"
 	c.TCPCongestion = getenv("FERRY_TCP_CC")

@@ -13,9 +13,9 @@ func TestTransport(t *testing.T) {
 		want engine.TransportConfig
 	}{
 		{nil, engine.TransportConfig{}},
-		{map[string]string{"FERRY_QUIC_IDLE_TIMEOUT": "2s", "FERRY_QUIC_CONNS": "1", "FERRY_AUTO_SWITCH": "0", "FERRY_TCP_CC": "cubic"},
-			engine.TransportConfig{QUICIdleTimeout: 2 * time.Second, QUICConns: 1, NoAutoSwitch: true, TCPCongestion: "cubic"}},
-		{map[string]string{"FERRY_QUIC_IDLE_TIMEOUT": "soon", "FERRY_QUIC_CONNS": "-3", "FERRY_AUTO_SWITCH": "1"}, engine.TransportConfig{}},
+		{map[string]string{"FERRY_QUIC_IDLE_TIMEOUT": "2s", "FERRY_QUIC_CONNS": "1", "FERRY_AUTO_SWITCH": "0", "FERRY_TCP_CC": "cubic", "FERRY_MAX_FLOWS": "1"},
+			engine.TransportConfig{QUICIdleTimeout: 2 * time.Second, QUICConns: 1, NoAutoSwitch: true, TCPCongestion: "cubic", MaxFlows: 1}},
+		{map[string]string{"FERRY_QUIC_IDLE_TIMEOUT": "soon", "FERRY_QUIC_CONNS": "-3", "FERRY_AUTO_SWITCH": "1", "FERRY_MAX_FLOWS": "many"}, engine.TransportConfig{}},
 	} {
 		got := transport(func(k string) string { return tc.env[k] })
 		if got != tc.want {

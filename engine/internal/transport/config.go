@@ -51,6 +51,12 @@ type Config struct {
 	// JoinTimeout bounds an extra QUIC connection's handshake and join
 	// answer. Zero means 2 s.
 	JoinTimeout time.Duration
+	// MaxFlows bounds the parallel congestion-controlled flows (QUIC
+	// connections, TCP connections carrying data) a dialled session grows
+	// to when its path shows random loss and its congestion control is
+	// loss-based (package spread). Zero means MaxSpreadFlows; 1 turns the
+	// growth off. (FERRY_MAX_FLOWS)
+	MaxFlows int
 
 	// HeadStart is the head start each priority bucket of a dial race gets
 	// before the next bucket dials too (QUIC's over TCP, Happy Eyeballs):
@@ -85,8 +91,11 @@ type Config struct {
 	LossRTTSlack time.Duration
 }
 
+// MaxSpreadFlows is the default and the largest Config.MaxFlows.
+const MaxSpreadFlows = 16
+
 // MaxQUICConns bounds the connections of one QUIC session.
-const MaxQUICConns = 8
+const MaxQUICConns = MaxSpreadFlows
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
@@ -114,5 +123,9 @@ func (c Config) WithDefaults() Config {
 		c.QUICConns = 2
 	}
 	c.QUICConns = min(c.QUICConns, MaxQUICConns)
+	if c.MaxFlows <= 0 {
+		c.MaxFlows = MaxSpreadFlows
+	}
+	c.MaxFlows = min(c.MaxFlows, MaxSpreadFlows)
 	return c
 }

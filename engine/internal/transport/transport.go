@@ -98,6 +98,31 @@ type Switcher interface {
 	InFlightWindow() int64
 }
 
+// Spreader is a dialled Conn that may ask for more data streams while a
+// transfer runs: its path showed random loss, which caps every loss-based
+// flow, and more parallel flows carry more (package spread).
+type Spreader interface {
+	// DataStreams is how many data streams the sender should start with;
+	// 0 leaves it to the sender. A session that grows by adding connections
+	// starts with one stream on its one connection, so that every
+	// connection it adds carries as much as the first.
+	DataStreams() int
+	// StreamsAdvised delivers advice each time the session grows; advice
+	// not taken yet is replaced by the next. It is closed when no more
+	// advice will come.
+	StreamsAdvised() <-chan Advice
+}
+
+// Advice is what a Spreader asks of the sender.
+type Advice struct {
+	// Streams is how many data streams the sender should have open.
+	Streams int
+	// Flows is how many congestion-controlled flows the session grows to.
+	Flows int
+	// Reason says what the session saw, for the transfer's events.
+	Reason string
+}
+
 // PathSample is a cheap snapshot of what a QUIC connection knows of its
 // path, for watchers that sample it often.
 type PathSample struct {

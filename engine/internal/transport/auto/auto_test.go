@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ type fakeConn struct {
 }
 
 func (f *fakeConn) Transport() transport.Kind { return f.kind }
+func (f *fakeConn) Metrics() transport.Metrics {
+	return transport.Metrics{SmoothedRTTms: 100, CongestionControl: "cubic"}
+}
 func (f *fakeConn) Close(uint64, string) error {
 	f.closed.Add(1)
 	return nil
@@ -272,5 +276,42 @@ func TestDialFallsBackToTCP(t *testing.T) {
 	defer c.Close(0, "")
 	if c.Transport() != transport.TCP {
 		t.Errorf("%s won (%s)", c.Transport(), why)
+	}
+}
+
+// Where TCP cannot run BBR, a TCP session that won the race off a clean
+// local link waits a little for QUIC (whose handshake may have lost a
+// packet): QUIC takes the batch if it answers, else TCP keeps it.
+func TestTCPWithoutBBRWaitsForQUIC(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		quicDelay time.Duration
+		want      transport.Kind
+		why       string
+	}{
+		{"QUIC answers soon after", 30 * time.Millisecond, transport.QUIC, "answered"},
+		{"QUIC never answers", -1, transport.TCP, "did not answer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var closed atomic.Int32
+			table := []Entry{
+				fakeEntry(transport.QUIC, 0, tc.quicDelay, nil, &closed),
+				fakeEntry(transport.TCP, 1, 0, nil, &closed),
+			}
+			// Head start 10 ms, RTT 100 ms: QUIC gets until 10 + 4 x 100 ms after TCP.
+			cfg := transport.Config{HeadStart: 10 * time.Millisecond, CleanRTT: -1}
+			c, why, err := Dial(t.Context(), Request{Table: table, Addr: anyAddr, TLS: func(string) *tls.Config { return nil }, Config: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Transport() != tc.want || !strings.Contains(why, tc.why) || !strings.Contains(why, "cannot use BBR") {
+				t.Errorf("%s: %s", c.Transport(), why)
+			}
+			if tc.want == transport.QUIC && closed.Load() != 1 {
+				t.Errorf("%d sessions closed, want the TCP one", closed.Load())
+			}
+		})
 	}
 }

@@ -85,6 +85,13 @@ func Dial(ctx context.Context, req Request) (transport.Conn, string, error) {
 			}
 			errs = append(errs, tagged(res.kind, res.err))
 			continue
+		case res.kind != transport.QUIC && res.kind == transport.TCP && !tcpBBR(req.Table) &&
+			res.conn.Metrics().SmoothedRTTms >= transport.Ms(cfg.CleanRTT):
+			// TCP won, but cannot run BBR, and the path is no clean local
+			// link: QUIC spreads better over random loss (quicker loss
+			// recovery), and on a long lossy path its handshake may simply
+			// have lost a packet. It gets a little longer.
+			return preferQUIC(ctx, cfg, r, res.conn)
 		case res.kind != transport.QUIC:
 			// First secure connection wins; the race closes the loser.
 			return res.conn, fmt.Sprintf("%s connected first (QUIC did not answer within %v)", kindName(res.kind), cfg.HeadStart), nil
@@ -94,8 +101,15 @@ func Dial(ctx context.Context, req Request) (transport.Conn, string, error) {
 		// SYN already), not a new one.
 		q := res.conn
 		tcp := func(ctx context.Context) (transport.Conn, error) { return r.wait(ctx, transport.TCP) }
+		rtt := q.Metrics().SmoothedRTTms
+		if !tcpBBR(req.Table) && (rtt >= transport.Ms(cfg.CleanRTT) || !tcpFasterOnCleanPaths) {
+			// Loss-based TCP has nothing QUIC lacks off a clean local link,
+			// and QUIC's loss recovery is quicker: no need to wait for TCP.
+			return q, fmt.Sprintf("RTT %.1f ms and TCP cannot use BBR on this device: QUIC carries the batch, "+
+				"over more connections if the path shows random loss", rtt), nil
+		}
 		if !cfg.NoAutoSwitch {
-			if rtt := q.Metrics().SmoothedRTTms; rtt >= transport.Ms(cfg.SwitchRTT) {
+			if rtt >= transport.Ms(cfg.SwitchRTT) {
 				if sc, ok := newSwitchConn(q, r, cfg); ok {
 					keep = true
 					return sc, fmt.Sprintf("RTT %.1f ms: QUIC answered first and starts at once; "+
@@ -106,6 +120,33 @@ func Dial(ctx context.Context, req Request) (transport.Conn, string, error) {
 		c, why := pick(ctx, cfg, q, tcp)
 		return c, why, nil
 	}
+}
+
+// preferQUIC waits a little longer for QUIC's dial after TCP won the race
+// with a loss-based congestion control: as long as QUIC's head start plus
+// four of TCP's round trips. QUIC takes the batch if it connects; TCP does
+// otherwise (UDP blocked costs that wait).
+func preferQUIC(ctx context.Context, cfg transport.Config, r *race, t transport.Conn) (transport.Conn, string, error) {
+	rtt := t.Metrics().SmoothedRTTms
+	wait := cfg.HeadStart + 4*time.Duration(rtt*float64(time.Millisecond))
+	qctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	start := time.Now()
+	q, err := r.wait(qctx, transport.QUIC)
+	if err != nil || q == nil {
+		return t, fmt.Sprintf("TCP connected first and QUIC did not answer within %v more (RTT %.1f ms); "+
+			"TCP cannot use BBR on this device: it carries the batch, over more connections if the path shows random loss",
+			wait.Round(time.Millisecond), rtt), nil
+	}
+	t.Close(0, "quic chosen")
+	return q, fmt.Sprintf("RTT %.1f ms and TCP cannot use BBR on this device: QUIC, which answered %v after TCP, carries the batch, "+
+		"over more connections if the path shows random loss", rtt, time.Since(start).Round(time.Millisecond)), nil
+}
+
+// tcpBBR reports whether TCP's connections will run BBR here.
+func tcpBBR(table []Entry) bool {
+	e, ok := Find(table, transport.TCP)
+	return ok && e.BBR != nil && e.BBR()
 }
 
 func kindName(k transport.Kind) string {

@@ -28,6 +28,9 @@ type Entry struct {
 	Listen func(addr string, tlsConf *tls.Config, reg *join.Registry) (transport.Listener, error)
 	// Dial opens a session to addr.
 	Dial func(ctx context.Context, addr string, tlsConf *tls.Config) (transport.Conn, error)
+	// BBR reports whether the transport's connections run BBR on this
+	// device, known before dialling; nil means they do not.
+	BBR func() bool
 }
 
 // Find returns the entry of kind.

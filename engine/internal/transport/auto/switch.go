@@ -168,6 +168,23 @@ func (a *switchConn) watchLoss(out chan<- string) {
 	}
 }
 
+// StreamsAdvised is the QUIC session's (transport.Spreader): before a
+// switch QUIC may grow on random loss; TCP, with BBR, does not need to.
+func (a *switchConn) StreamsAdvised() <-chan transport.Advice {
+	if sp, ok := a.Conn.(transport.Spreader); ok {
+		return sp.StreamsAdvised()
+	}
+	return nil
+}
+
+// DataStreams is the QUIC session's (transport.Spreader).
+func (a *switchConn) DataStreams() int {
+	if sp, ok := a.Conn.(transport.Spreader); ok {
+		return sp.DataStreams()
+	}
+	return 0
+}
+
 // SwitchAdvised is closed when the data should move to TCP.
 func (a *switchConn) SwitchAdvised() <-chan struct{} { return a.advised }
 

@@ -250,6 +250,83 @@ func TestSessionOneConnection(t *testing.T) {
 	}
 }
 
+// On a path with random loss a session grows to more connections (package
+// spread), tells the sender how many streams to open, and places them on
+// the new connections; without loss it does not (TestSessionOneConnection).
+func TestSessionGrowsOnRandomLoss(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	ln := newListener(t, transport.Config{})
+	relay := transporttest.NewLossyRelay(t, ln.Addr().String(), 0.05)
+	// Loopback has no queue to tell, but a busy machine delays RTT samples
+	// by milliseconds: the queue test is spread's.
+	cfg := transport.Config{CleanRTT: -1, MaxFlows: 4, LossRTTSlack: time.Second}
+	c, s, _ := sessionPair(t, ln, relay.Addr(), cfg)
+	if _, err := s.AcceptStream(ctx); err != nil { // the first stream
+		t.Fatal(err)
+	}
+	go func() { // the listener drains every data stream
+		for {
+			st, err := s.AcceptStream(ctx)
+			if err != nil {
+				return
+			}
+			go io.Copy(io.Discard, st)
+		}
+	}()
+	push := func() {
+		st, err := c.OpenStream(ctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		go func() {
+			buf := make([]byte, 64<<10)
+			for ctx.Err() == nil {
+				if _, err := st.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	push()
+	streams := 1
+	for streams < 4 {
+		select {
+		case adv, ok := <-c.StreamsAdvised():
+			if !ok {
+				t.Fatal("advice ended before 4 streams")
+			}
+			if !strings.Contains(adv.Reason, "random loss") || adv.Flows < 2 {
+				t.Errorf("advice %+v", adv)
+			}
+			for ; streams < adv.Streams; streams++ {
+				push()
+			}
+		case <-ctx.Done():
+			t.Fatalf("5%% loss: no advice beyond %d streams", streams)
+		}
+	}
+	if m := c.Metrics(); m.Connections != 4 {
+		t.Errorf("dialer: %d connections, want 4", m.Connections)
+	}
+	c.mu.Lock()
+	for i, x := range c.slots {
+		want := 1 // a data stream each; the first connection has the control stream too
+		if i == 0 {
+			want = 2
+		}
+		if x.streams != want {
+			t.Errorf("connection %d carries %d streams, want %d", i, x.streams, want)
+		}
+	}
+	c.mu.Unlock()
+	if m := s.Metrics(); m.Connections != 4 {
+		t.Errorf("listener: %d connections, want 4", m.Connections)
+	}
+}
+
 // Hostile joins are refused with the status that says why, and never reach
 // the session; the session itself carries on.
 func TestJoinRefused(t *testing.T) {

@@ -64,6 +64,22 @@ func control(cfg transport.Config) func(network, address string, rc syscall.RawC
 	}
 }
 
+// BBR reports whether this device's TCP connections will run BBR with cfg:
+// it asks a fresh socket for it, as control does. Unprivileged processes
+// get it only where net.ipv4.tcp_allowed_congestion_control lists it (or it
+// is the default), which typical desktops do not.
+func BBR(cfg transport.Config) bool {
+	if cfg.TCPCongestion != "" {
+		return cfg.TCPCongestion == "bbr"
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, "bbr") == nil
+}
+
 // setOptions tunes one connected socket, best effort.
 func setOptions(c *net.TCPConn, cfg transport.Config) {
 	rmax, wmax := sysctlMax()
@@ -87,6 +103,7 @@ type stats struct {
 	srtt, minRTT time.Duration
 	cwnd         int64 // bytes
 	retrans      int64 // segments retransmitted over the connection's life
+	sent         int64 // data segments sent over the connection's life, retransmissions included
 	cc           string
 }
 
@@ -112,5 +129,6 @@ func tcpInfo(c *net.TCPConn) (stats, bool) {
 		minRTT:  time.Duration(info.Min_rtt) * time.Microsecond,
 		cwnd:    int64(info.Snd_cwnd) * int64(info.Snd_mss),
 		retrans: int64(info.Total_retrans),
+		sent:    int64(info.Data_segs_out),
 	}, true
 }

@@ -19,6 +19,10 @@ func control(cfg transport.Config) func(network, address string, rc syscall.RawC
 	return func(network, address string, rc syscall.RawConn) error { return nil }
 }
 
+// BBR reports whether this device's TCP connections will run BBR: no, the
+// choice is Linux's (TCP_CONGESTION).
+func BBR(cfg transport.Config) bool { return false }
+
 func setOptions(c *net.TCPConn, cfg transport.Config) {
 	c.SetReadBuffer(bufferSize)
 	c.SetWriteBuffer(bufferSize)
@@ -29,6 +33,7 @@ type stats struct {
 	srtt, minRTT time.Duration
 	cwnd         int64
 	retrans      int64
+	sent         int64
 	cc           string
 }
 

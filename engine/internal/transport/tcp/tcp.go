@@ -34,6 +34,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/internal/transport/spread"
 )
 
 const (
@@ -239,8 +240,70 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 	}
 	sess.remote = s.raw.RemoteAddr().String()
 	sess.local = s.raw.LocalAddr().String()
+	// BBR does not read random loss as congestion: one connection per
+	// stream is enough. A loss-based control (Cubic, Reno) gains from more.
+	if st, ok := tcpInfo(s.raw); ok && st.cc != "bbr" && sess.cfg.MaxFlows > 1 {
+		w := spread.Watch(sess.ctx, spread.Rule{Max: sess.cfg.MaxFlows, Slack: sess.cfg.LossRTTSlack}, 1, sess.sample)
+		sess.advice = make(chan transport.Advice, 1)
+		sess.wg.Go(func() { sess.follow(w) })
+	}
 	return sess, nil
 }
+
+// follow passes w's advice on: for TCP a flow is a stream.
+func (c *Session) follow(w *spread.Watcher) {
+	defer close(c.advice)
+	defer w.Stop()
+	for n := range w.Advice() {
+		select { // replace advice the sender did not take yet
+		case <-c.advice:
+		default:
+		}
+		c.advice <- transport.Advice{Streams: n, Flows: n, Reason: w.Reason().Describe("TCP connections")}
+	}
+}
+
+// sample is what the session's connections measured of the path: segments
+// sent and retransmitted by every connection, the smallest minimum RTT and
+// the mean smoothed RTT of those carrying data.
+func (c *Session) sample() spread.Sample {
+	c.mu.Lock()
+	streams := make([]*stream, 0, len(c.streams))
+	for s := range c.streams {
+		streams = append(streams, s)
+	}
+	out := spread.Sample{Sent: uint64(c.retired.sent), Lost: uint64(c.retired.retrans)}
+	c.mu.Unlock()
+	var srtt time.Duration
+	for _, s := range streams {
+		st, ok := tcpInfo(s.raw)
+		if !ok {
+			continue
+		}
+		out.Sent += uint64(st.sent)
+		out.Lost += uint64(st.retrans)
+		if st.minRTT > 0 && (out.MinRTT == 0 || st.minRTT < out.MinRTT) {
+			out.MinRTT = st.minRTT
+		}
+		if !s.first && st.sent >= 4 { // more than a join header: a data stream
+			out.Flows++
+			srtt += st.srtt
+		}
+	}
+	if out.Flows > 0 {
+		out.SRTT = srtt / time.Duration(out.Flows)
+	}
+	return out
+}
+
+// StreamsAdvised delivers how many streams (each its own connection) the
+// sender should have open (transport.Spreader); nil when the session does
+// not grow: a listener's, or one whose congestion control is BBR.
+func (c *Session) StreamsAdvised() <-chan transport.Advice { return c.advice }
+
+// DataStreams leaves the first streams to the sender (transport.Spreader):
+// each is a connection of its own already.
+func (c *Session) DataStreams() int { return 0 }
 
 // Session is one session: the Conn of the TCP transport.
 type Session struct {
@@ -263,6 +326,10 @@ type Session struct {
 	parkOnce    sync.Once
 
 	bytesSent, bytesRecv, sendCalls atomic.Int64
+
+	// advice carries spread's advice (dialer, loss-based congestion
+	// control only); set before the session is handed out.
+	advice chan transport.Advice
 
 	// startMu orders the dialer's first header (FlagNew or FlagAttach)
 	// before every join.
@@ -327,6 +394,7 @@ func (c *Session) remove(s *stream) {
 	if _, ok := c.streams[s]; ok {
 		delete(c.streams, s)
 		c.retired.retrans += st.retrans
+		c.retired.sent += st.sent
 		if st.srtt > 0 {
 			c.lastPath = st
 		}

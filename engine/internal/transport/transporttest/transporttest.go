@@ -86,18 +86,20 @@ func HasBBR() bool {
 	return strings.Contains(string(b), "bbr")
 }
 
-// LossyRelay forwards UDP datagrams between one client and a server on
+// LossyRelay forwards UDP datagrams between clients and a server on
 // loopback, dropping a share of those going to the server: enough loss for
-// congestion events without the (root-only) network lab.
+// congestion events without the (root-only) network lab. Each client
+// address gets a socket of its own towards the server, as a NAT would give
+// it, so a session of several QUIC connections crosses it too.
 type LossyRelay struct {
 	conn   *net.UDPConn
 	server *net.UDPAddr
 	drop   float64
-	up     *net.UDPConn // the relay's socket towards the server
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // guards client
-	client *net.UDPAddr
+	mu     sync.Mutex              // guards the fields below
+	ups    map[string]*net.UDPConn // client address -> socket towards the server
+	closed bool
 }
 
 // NewLossyRelay relays to server, dropping drop (0..1) of the datagrams
@@ -112,17 +114,16 @@ func NewLossyRelay(t testing.TB, server string, drop float64) *LossyRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := net.DialUDP("udp", nil, sa)
-	if err != nil {
-		c.Close()
-		t.Fatal(err)
-	}
-	r := &LossyRelay{conn: c, server: sa, drop: drop, up: up}
+	r := &LossyRelay{conn: c, server: sa, drop: drop, ups: map[string]*net.UDPConn{}}
 	r.wg.Go(r.toServer)
-	r.wg.Go(r.toClient)
 	t.Cleanup(func() {
 		c.Close()
-		up.Close()
+		r.mu.Lock()
+		r.closed = true
+		for _, up := range r.ups {
+			up.Close()
+		}
+		r.mu.Unlock()
 		r.wg.Wait()
 	})
 	return r
@@ -138,29 +139,45 @@ func (r *LossyRelay) toServer() {
 		if err != nil {
 			return
 		}
-		r.mu.Lock()
-		r.client = from
-		r.mu.Unlock()
+		up := r.upFor(from)
+		if up == nil {
+			return
+		}
 		if rand.Float64() < r.drop {
 			continue
 		}
-		r.up.Write(buf[:n])
+		up.Write(buf[:n])
 	}
 }
 
-func (r *LossyRelay) toClient() {
+// upFor returns the socket towards the server for client, opening it (and
+// its way back) on first use; nil once the relay closed.
+func (r *LossyRelay) upFor(client *net.UDPAddr) *net.UDPConn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	if up, ok := r.ups[client.String()]; ok {
+		return up
+	}
+	up, err := net.DialUDP("udp", nil, r.server)
+	if err != nil {
+		return nil
+	}
+	r.ups[client.String()] = up
+	r.wg.Go(func() { r.toClient(up, client) })
+	return up
+}
+
+func (r *LossyRelay) toClient(up *net.UDPConn, client *net.UDPAddr) {
 	buf := make([]byte, 64<<10)
 	for {
-		n, err := r.up.Read(buf)
+		n, err := up.Read(buf)
 		if err != nil {
 			return
 		}
-		r.mu.Lock()
-		to := r.client
-		r.mu.Unlock()
-		if to != nil {
-			r.conn.WriteToUDP(buf[:n], to)
-		}
+		r.conn.WriteToUDP(buf[:n], client)
 	}
 }
 

@@ -120,3 +120,64 @@ func TestRetryFollowsAndExplicitStays(t *testing.T) {
 		t.Fatalf("Retry after the receiver moved: %s: %s", r.State, r.Err)
 	}
 }
+
+// Receiving turned off and on again mid-transfer (the receiver's listeners
+// come back on another port): the sender is told at once, and its Retry
+// (the app's Resume) finds the device again by ID and sends only what the
+// receiver does not have yet.
+func TestRetryAfterReceivingOffAndOn(t *testing.T) {
+	recv := startReceiver(t, Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir()})
+	res := &fakeResolver{}
+	send := testEngine(t, Options{RetryFor: -1, ProgressInterval: 2 * time.Millisecond, Resolver: res})
+	const size = 96 << 20
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	events, unsub := send.Subscribe(4096)
+	defer unsub()
+	to := target(recv)
+	to.ID, to.Follow = recv.ID(), true
+	tr, err := send.Send(context.Background(), to, []string{big}, SendOptions{Transport: "quic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProgress(t, events, tr.ID(), size, 0.3)
+	before, _ := recv.Addrs()
+	if err := recv.StopReceivingNow(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the sender was not told that receiving was turned off")
+	}
+	if r := tr.Result(); r.State == StateDone {
+		t.Fatalf("finished although the receiver stopped receiving at 30 %%")
+	}
+	if err := recv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := recv.Addrs()
+	t.Logf("QUIC listener %s before, %s after", before, after)
+	res.set(recv.ID(), target(recv))
+	calls := res.calls.Load()
+	again, err := send.Retry(context.Background(), tr.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-again.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("Retry did not finish")
+	}
+	r := again.Result()
+	if r.State != StateDone {
+		t.Fatalf("Retry after receiving came back: %s: %s", r.State, r.Err)
+	}
+	sameTree(t, big, recv.opts.DownloadDir)
+	if res.calls.Load() == calls {
+		t.Error("Retry did not look the device up again")
+	}
+	if r.Bytes > size+size/4 {
+		t.Errorf("sent %d bytes in all for a %d-byte file: the receiver's partial was not resumed", r.Bytes, size)
+	}
+}

@@ -105,6 +105,23 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// A local link never grows, whatever it loses (there the losses are mostly
+// a host's socket buffers); the same loss on a longer path still does.
+func TestJudgeLocal(t *testing.T) {
+	ms := time.Millisecond
+	local := path{600 * time.Microsecond, 200, rate(0.06), flat(2400 * time.Microsecond)}
+	if got, _ := local.run(NewJudge(Rule{Local: 5 * ms}, 2), 1000, 7); got != nil {
+		t.Errorf("a 0.6 ms path losing 6 %% grew %v with Local 5 ms", got)
+	}
+	if got, _ := local.run(NewJudge(Rule{}, 2), 1000, 7); got == nil {
+		t.Error("without Local the same path did not grow: the case tests nothing")
+	}
+	far := path{20 * ms, 40, rate(0.02), flat(20 * ms)}
+	if got, _ := far.run(NewJudge(Rule{Local: 5 * ms}, 4), 1000, 7); got == nil {
+		t.Error("a 20 ms path with 2 % random loss did not grow with Local 5 ms")
+	}
+}
+
 func TestGrowth(t *testing.T) {
 	for _, c := range []struct {
 		rate float64

@@ -88,7 +88,7 @@ type pairView struct {
 	dlg     *dialog.CustomDialog
 	content *fyne.Container
 	scroll  *container.Scroll // the content scrolls in a small window; the buttons stay
-	shown   bool // on screen
+	shown   bool              // on screen
 	m       *modal
 	code    *widget.Label
 	box     fyne.CanvasObject // the code panel, hidden until the code arrives

@@ -84,6 +84,8 @@ func TestGUIEndToEnd(t *testing.T) {
 	// The first device row of B's list (the only one: A), in screen
 	// coordinates: below the menu bar, tabs, status line and list header.
 	const rowX, rowY = 150, 230
+	// The Send… button of a row, and the distance between rows.
+	const sendX, rowStep = 387, 74
 	file1 := randomFile(t, root, "holiday photo.jpg", 300_000)
 	t.Run("drop and accept with the keyboard", func(t *testing.T) {
 		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file1)
@@ -169,6 +171,30 @@ func TestGUIEndToEnd(t *testing.T) {
 			b, _ := os.ReadFile(d.opened)
 			return strings.Contains(string(b), A.downloads+"\n")
 		})
+	})
+
+	// Pair… from the Send… menu of D's row (the second; Up picks the
+	// menu's last item, Return takes it): both windows show the code, each
+	// user says it matches with the keyboard (Tab from Codes differ to
+	// Codes match, Return), and each device then trusts the other.
+	t.Run("pair with the keyboard", func(t *testing.T) {
+		baseD := d.drawn(t, winD)
+		d.xdotool(t, "mousemove", "--window", winB, strconv.Itoa(sendX), strconv.Itoa(rowY+rowStep))
+		d.xdotool(t, "click", "1")
+		d.keys(t, winB, "Up", "Return")
+		d.waitNotification(t, "Pairing request", 1)
+		d.waitFor(t, "D's pairing dialog", func() bool { return d.dimmed(t, winD, baseD) })
+		d.screenshot(t, winB, "e2e-pair-sender.png")
+		d.screenshot(t, winD, "e2e-pair-receiver.png")
+		if paired(t, B, D) || paired(t, D, B) {
+			t.Fatal("paired before anyone compared the codes")
+		}
+		d.keys(t, winD, "Tab", "Return")
+		d.keys(t, winB, "Tab", "Return")
+		waitFor(t, "B and D to trust each other", 30*time.Second, func() bool { return paired(t, B, D) && paired(t, D, B) })
+		d.screenshot(t, winB, "e2e-paired.png")
+		d.keys(t, winB, "Escape")
+		d.keys(t, winD, "Escape")
 	})
 
 	// Declined last among the offers: a declined device is muted for a
@@ -822,6 +848,35 @@ func (p *ferry) lastHistory(t *testing.T) ui.HistoryEntry {
 		return ui.HistoryEntry{}
 	}
 	return h[0]
+}
+
+// id is the device ID p writes to its status file.
+func (p *ferry) id(t *testing.T) string {
+	t.Helper()
+	var st map[string]string
+	if err := loadJSON(p.status, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st["id"]
+}
+
+// paired reports whether p's trust store says it paired with q.
+func paired(t *testing.T, p, q *ferry) bool {
+	t.Helper()
+	var peers []struct {
+		ID     string `json:"id"`
+		Paired bool   `json:"paired"`
+	}
+	if err := loadJSON(filepath.Join(p.config, "trust.json"), &peers); err != nil {
+		return false
+	}
+	id := q.id(t)
+	for _, x := range peers {
+		if x.ID == id {
+			return x.Paired
+		}
+	}
+	return false
 }
 
 // buildFerry builds the desktop app once per test run.

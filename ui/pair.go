@@ -363,6 +363,11 @@ func (u *UI) devicePaired(id string) {
 		u.devices.devices[id] = d
 		u.devices.render()
 	}
+	for _, v := range u.transfers.byID {
+		if v.peer.ID == id && v.pair.obj.Visible() {
+			u.transfers.refreshPair(v) // no code left to ask about
+		}
+	}
 	if u.known != nil {
 		u.known.reload()
 	}
@@ -417,7 +422,8 @@ func (l *transferList) newPairStrip(v *transferView) *pairStrip {
 	s.match.Importance = widget.HighImportance
 	caption := widget.NewLabel("Verification code")
 	caption.SizeName = theme.SizeNameCaptionText
-	s.obj = container.NewBorder(nil, nil, container.New(&tightVBox{}, caption, s.code), container.NewCenter(container.NewHBox(s.differ, s.match)), s.line)
+	head := container.NewBorder(nil, nil, container.New(&tightVBox{}, caption, s.code), container.NewCenter(container.NewHBox(s.differ, s.match)))
+	s.obj = container.NewVBox(head, s.line)
 	s.obj.Hide()
 	return s
 }
@@ -442,8 +448,10 @@ func (l *transferList) answerCode(id string, match bool) {
 // still be trusted through it, gone once answered.
 func (l *transferList) refreshPair(v *transferView) {
 	s := v.pair
+	d, listed := l.u.devices.devices[v.peer.ID]
 	ask := v.dir == Outgoing && v.pairCode != "" && !v.codeAnswered &&
-		(!v.state.Final() || v.state == StateDone)
+		(!v.state.Final() || v.state == StateDone) &&
+		!(listed && d.Paired) // paired meanwhile (Pair…, or another transfer's code)
 	if !ask {
 		if s.obj.Visible() {
 			s.obj.Hide()
@@ -452,8 +460,13 @@ func (l *transferList) refreshPair(v *transferView) {
 		}
 		return
 	}
-	s.code.SetText(GroupCode(v.pairCode))
-	s.line.SetText(checkLine(peerWho(v.peer)) + " If it does, Ferry trusts it from now on.")
+	// Progress refreshes the row often: only text that changed is set.
+	if c := GroupCode(v.pairCode); s.code.Text != c {
+		s.code.SetText(c)
+	}
+	if line := checkLine(peerWho(v.peer)) + " If it does, Ferry trusts it from now on."; s.line.Text != line {
+		s.line.SetText(line)
+	}
 	if !s.obj.Visible() {
 		s.obj.Show()
 		v.obj.Refresh()

@@ -388,3 +388,21 @@ func TestDevicesPagePairs(t *testing.T) {
 		t.Fatalf("Pair calls %+v", be.paired)
 	}
 }
+
+// Once a device is paired (here through Pair…), rows of earlier sends to
+// it stop asking about their codes.
+func TestPairedDeviceRowsStopAsking(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "105 277"}})
+	v := u.transfers.byID["s1"]
+	if !v.pair.obj.Visible() {
+		t.Fatal("no code asked")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "p1", Direction: Outgoing, State: StateDone, Peer: peer, Pairing: true,
+		Result: &Result{State: StateDone}})
+	if v.pair.obj.Visible() {
+		t.Fatal("the row still asks about the code of a paired device")
+	}
+}

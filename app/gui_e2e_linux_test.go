@@ -34,6 +34,9 @@ import (
 //     StatusNotifierWatcher this test plays (com.canonical.dbusmenu): it is
 //     titled "Ferry", keeps Quit after its menu changed, "Open Ferry" brings
 //     a hidden window back and Quit ends the process;
+//   - Pair… from a device's Send… menu, chosen with the keyboard, shows
+//     the same verification code on both screens (photographed); both
+//     users confirm with the keyboard and both trust stores say paired;
 //   - a second launch with a file hands it to the running instance, which
 //     shows the device chooser (Return sends), and exits 0;
 //   - with no tray host, --minimized still shows the window, and closing

@@ -241,6 +241,7 @@ func Run(opts Options) error {
 	if !hidden {
 		w.Show()
 	}
+	u.SetWindowShown(!hidden)
 	if len(files) > 0 {
 		u.OpenFiles(files)
 	}
@@ -309,12 +310,18 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 		if !ok {
 			continue
 		}
+		b.markPairing(&uev)
 		b.fillPeer(&uev)
 		if n := b.devices.nickname(uev.Peer.ID); n != "" {
 			uev.Peer.Name = n
 		}
+		if k := uev.KeyChange; k != nil {
+			if n := b.devices.nickname(k.Known.ID); n != "" {
+				k.Known.Name = n
+			}
+		}
 		know := b.explain(&uev)
-		if uev.Kind == ui.TransferResult && uev.Result != nil {
+		if uev.Kind == ui.TransferResult && uev.Result != nil && !uev.Pairing {
 			if err := b.history.add(historyEntry(uev, know)); err != nil {
 				slog.Warn("history", "err", err)
 			}

@@ -42,10 +42,13 @@ type backend struct {
 	// returned. May be nil.
 	problem func(what string, err error)
 
-	mu        sync.Mutex // guards the fields below
-	adv       *discovery.Advertiser
-	names     map[string]ui.Peer // outgoing transfer ID -> the device it goes to
-	intents   map[string]*intent // transfer ID -> what this device did to it
+	mu      sync.Mutex // guards the fields below
+	adv     *discovery.Advertiser
+	names   map[string]ui.Peer // outgoing transfer ID -> the device it goes to
+	intents map[string]*intent // transfer ID -> what this device did to it
+	// pairings are the transfers that pair without files (Pair, or a
+	// device asking), from their start to their result.
+	pairings  map[string]bool
 	nextLocal int
 }
 
@@ -420,7 +423,8 @@ func (b *backend) SelfAddresses() []string {
 func (b *backend) KnownDevices() []ui.KnownDevice {
 	var out []ui.KnownDevice
 	for _, t := range b.eng.Trusted() {
-		d := ui.KnownDevice{ID: t.ID, Name: t.Name, Announced: t.Name, LastSeen: t.LastSeen, LastAddr: t.LastAddr, AutoAccept: t.AlwaysAccept}
+		d := ui.KnownDevice{ID: t.ID, Name: t.Name, Announced: t.Name, LastSeen: t.LastSeen, LastAddr: t.LastAddr, AutoAccept: t.AlwaysAccept,
+			Paired: t.Paired}
 		if n := b.devices.nickname(t.ID); n != "" {
 			d.Name, d.Renamed = n, true
 		}
@@ -441,6 +445,52 @@ func (b *backend) ForgetDevice(id string) error {
 		return err
 	}
 	return b.devices.setNickname(id, "")
+}
+
+// Pair starts pairing with dev without files. b.mu is held until the
+// transfer is recorded as a pairing, so that pumpTransfers, which asks
+// under b.mu, never sees one of its events unmarked.
+func (b *backend) Pair(dev ui.Device) (string, error) {
+	if dev.QUICAddr == "" && dev.TCPAddr == "" {
+		return "", &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
+	}
+	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID, Follow: dev.ID != ""}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, err := b.eng.Pair(b.ctx, to)
+	if err != nil {
+		return "", &ui.Problem{Text: "Pairing could not start.", Err: err}
+	}
+	if b.pairings == nil {
+		b.pairings = map[string]bool{}
+	}
+	b.pairings[t.ID()] = true
+	b.names[t.ID()] = ui.Peer{ID: dev.ID, Name: dev.Name}
+	return t.ID(), nil
+}
+
+// ConfirmPair passes the user's verdict on a verification code.
+func (b *backend) ConfirmPair(id string, match bool) error { return b.eng.ConfirmPair(id, match) }
+
+// markPairing sets ev.Pairing for the events of a pairing without files:
+// started here (Pair), or a device asking (its code arrives first). A
+// pairing's result ends its record.
+func (b *backend) markPairing(ev *ui.TransferEvent) {
+	if ev.ID == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ev.Kind == ui.TransferPair && ev.Pair != nil && ev.Pair.Only {
+		if b.pairings == nil {
+			b.pairings = map[string]bool{}
+		}
+		b.pairings[ev.ID] = true
+	}
+	ev.Pairing = b.pairings[ev.ID]
+	if ev.Pairing && ev.Kind == ui.TransferResult {
+		delete(b.pairings, ev.ID)
+	}
 }
 
 // named gives a device the user's own name for it.

@@ -12,14 +12,16 @@ import (
 // This file translates engine and discovery values into the UI's terms.
 
 var transferKinds = map[engine.EventKind]ui.TransferEventKind{
-	engine.EventOffer:     ui.TransferOffer,
-	engine.EventState:     ui.TransferState,
-	engine.EventProgress:  ui.TransferProgress,
-	engine.EventFile:      ui.TransferFile,
-	engine.EventMetrics:   ui.TransferMetrics,
-	engine.EventTransport: ui.TransferTransport,
-	engine.EventResult:    ui.TransferResult,
-	engine.EventPath:      ui.TransferPath,
+	engine.EventOffer:      ui.TransferOffer,
+	engine.EventState:      ui.TransferState,
+	engine.EventProgress:   ui.TransferProgress,
+	engine.EventFile:       ui.TransferFile,
+	engine.EventMetrics:    ui.TransferMetrics,
+	engine.EventTransport:  ui.TransferTransport,
+	engine.EventResult:     ui.TransferResult,
+	engine.EventPath:       ui.TransferPath,
+	engine.EventPair:       ui.TransferPair,
+	engine.EventKeyChanged: ui.TransferKeyChanged,
 }
 
 func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
@@ -67,7 +69,8 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		Time:      ev.Time,
 	}
 	if o := ev.Offer; o != nil {
-		uo := &ui.Offer{Count: o.Count, Total: o.TotalBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires, Text: o.Text}
+		uo := &ui.Offer{Count: o.Count, Total: o.TotalBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires, Text: o.Text,
+			PairCode: o.PairCode}
 		for _, f := range o.Files {
 			uo.Files = append(uo.Files, ui.FileInfo{Path: f.Path, Size: f.Size, Refused: f.Refused})
 		}
@@ -88,6 +91,14 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 	}
 	if p := ev.Path; p != nil {
 		out.Path = &ui.PathChange{Moved: p.Moved, From: p.From, To: p.To, Reason: p.Reason, Stall: msDur(p.StallMs)}
+	}
+	if p := ev.Pair; p != nil {
+		out.Pair = &ui.PairCode{Code: p.Code, Only: p.Only}
+	}
+	if k := ev.KeyChange; k != nil {
+		out.KeyChange = &ui.KeyChange{
+			Known:       ui.Peer{ID: k.Known.ID, Name: k.Known.Name, Trusted: k.Known.Trusted, Addr: k.Known.Addr},
+			PresentedID: k.PresentedID, Warning: k.Warning}
 	}
 	if r := ev.Result; r != nil {
 		out.Result = &ui.Result{State: ui.State(r.State), Code: ui.Code(r.Code), ByPeer: r.ByPeer, Err: r.Err,
@@ -194,7 +205,7 @@ func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
 // toUIDevice converts a discovery peer.
 func toUIDevice(p discovery.Peer, tr trust, online bool) ui.Device {
 	d := ui.Device{
-		ID: p.ID, Name: p.Name, OS: p.OS, Trusted: tr.trusted, Known: tr.known, Online: online,
+		ID: p.ID, Name: p.Name, OS: p.OS, Trusted: tr.trusted, Known: tr.known, Paired: tr.paired, Online: online,
 		LastSeen: p.LastSeen, Source: string(p.Source), Addrs: p.DialAddrs(),
 	}
 	if p.QUICPort > 0 || p.Direct != "" {
@@ -210,20 +221,21 @@ func toUIDevice(p discovery.Peer, tr trust, online bool) ui.Device {
 
 // rememberedDevice is a trusted peer that discovery does not see right now.
 func rememberedDevice(t engine.TrustedPeer) ui.Device {
-	return ui.Device{ID: t.ID, Name: t.Name, Trusted: t.AlwaysAccept, Known: true, Online: false, LastSeen: t.LastSeen,
+	return ui.Device{ID: t.ID, Name: t.Name, Trusted: t.AlwaysAccept, Known: true, Paired: t.Paired, Online: false, LastSeen: t.LastSeen,
 		Source: "remembered", QUICAddr: t.LastAddr, TCPAddr: t.LastAddr}
 }
 
 // trust is what the engine's trust store says about a device.
-type trust struct{ known, trusted bool }
+type trust struct{ known, trusted, paired bool }
 
 // trustOf looks a device up in the engine's trust store: known means its key
 // is pinned from an earlier exchange, trusted that its offers are accepted
-// without asking (the engine's PeerInfo.Trusted).
+// without asking (the engine's PeerInfo.Trusted), paired that the user
+// compared its verification code.
 func trustOf(peers []engine.TrustedPeer, id string) trust {
 	for _, t := range peers {
 		if t.ID == id {
-			return trust{known: true, trusted: t.AlwaysAccept}
+			return trust{known: true, trusted: t.AlwaysAccept, paired: t.Paired}
 		}
 	}
 	return trust{}

@@ -54,7 +54,7 @@ func TestTrustOf(t *testing.T) {
 	for _, c := range []struct {
 		id   string
 		want trust
-	}{{"A", trust{true, true}}, {"B", trust{known: true}}, {"C", trust{}}} {
+	}{{"A", trust{known: true, trusted: true}}, {"B", trust{known: true}}, {"C", trust{}}} {
 		if got := trustOf(peers, c.id); got != c.want {
 			t.Errorf("trustOf(%s) = %+v, want %+v", c.id, got, c.want)
 		}

@@ -34,6 +34,9 @@ import (
 //     StatusNotifierWatcher this test plays (com.canonical.dbusmenu): it is
 //     titled "Ferry", keeps Quit after its menu changed, "Open Ferry" brings
 //     a hidden window back and Quit ends the process;
+//   - Pair… from a device's Send… menu, chosen with the keyboard, shows
+//     the same verification code on both screens (photographed); both
+//     users confirm with the keyboard and both trust stores say paired;
 //   - a second launch with a file hands it to the running instance, which
 //     shows the device chooser (Return sends), and exits 0;
 //   - with no tray host, --minimized still shows the window, and closing
@@ -84,6 +87,8 @@ func TestGUIEndToEnd(t *testing.T) {
 	// The first device row of B's list (the only one: A), in screen
 	// coordinates: below the menu bar, tabs, status line and list header.
 	const rowX, rowY = 150, 230
+	// The Send… button of a row, and the distance between rows.
+	const sendX, rowStep = 387, 74
 	file1 := randomFile(t, root, "holiday photo.jpg", 300_000)
 	t.Run("drop and accept with the keyboard", func(t *testing.T) {
 		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file1)
@@ -171,6 +176,30 @@ func TestGUIEndToEnd(t *testing.T) {
 		})
 	})
 
+	// Pair… from the Send… menu of D's row (the second; Up picks the
+	// menu's last item, Return takes it): both windows show the code, each
+	// user says it matches with the keyboard (Tab from Codes differ to
+	// Codes match, Return), and each device then trusts the other.
+	t.Run("pair with the keyboard", func(t *testing.T) {
+		baseD := d.drawn(t, winD)
+		d.xdotool(t, "mousemove", "--window", winB, strconv.Itoa(sendX), strconv.Itoa(rowY+rowStep))
+		d.xdotool(t, "click", "1")
+		d.keys(t, winB, "Up", "Return")
+		d.waitNotification(t, "Pairing request", 1)
+		d.waitFor(t, "D's pairing dialog", func() bool { return d.dimmed(t, winD, baseD) })
+		d.screenshot(t, winB, "e2e-pair-sender.png")
+		d.screenshot(t, winD, "e2e-pair-receiver.png")
+		if paired(t, B, D) || paired(t, D, B) {
+			t.Fatal("paired before anyone compared the codes")
+		}
+		d.keys(t, winD, "Tab", "Return")
+		d.keys(t, winB, "Tab", "Return")
+		waitFor(t, "B and D to trust each other", 30*time.Second, func() bool { return paired(t, B, D) && paired(t, D, B) })
+		d.screenshot(t, winB, "e2e-paired.png")
+		d.keys(t, winB, "Escape")
+		d.keys(t, winD, "Escape")
+	})
+
 	// Declined last among the offers: a declined device is muted for a
 	// while (issue #14), so nothing after this offers B's files to A again.
 	file2 := randomFile(t, root, "notes.txt", 1234)
@@ -190,14 +219,21 @@ func TestGUIEndToEnd(t *testing.T) {
 	})
 
 	t.Run("tray after changes", func(t *testing.T) {
-		m := d.trayMenu(t, B)
-		labels := m.labels()
+		// The history is written before the UI hears of the result: on a
+		// busy machine the menu follows a moment later.
+		var labels []string
+		var recent string
+		waitFor(t, "the decline in B's tray menu", 30*time.Second, func() bool {
+			m := d.trayMenu(t, B)
+			labels = m.labels()
+			recent = strings.Join(m.find("Recent transfers").labels(), "|")
+			return strings.Contains(recent, "Declined by Ferry A: ")
+		})
 		if len(labels) == 0 || labels[len(labels)-1] != "Quit" {
 			t.Fatalf("tray menu %q lost Quit", labels)
 		}
-		recent := strings.Join(m.find("Recent transfers").labels(), "|")
 		// A declined offer names what was offered, never "0 files".
-		if !strings.Contains(recent, "Declined by Ferry A: ") || strings.Contains(recent, "0 files") || !strings.Contains(recent, "Sent 3 files to Ferry A") {
+		if strings.Contains(recent, "0 files") || !strings.Contains(recent, "Sent 3 files to Ferry A") {
 			t.Fatalf("recent transfers %q", recent)
 		}
 	})
@@ -822,6 +858,35 @@ func (p *ferry) lastHistory(t *testing.T) ui.HistoryEntry {
 		return ui.HistoryEntry{}
 	}
 	return h[0]
+}
+
+// id is the device ID p writes to its status file.
+func (p *ferry) id(t *testing.T) string {
+	t.Helper()
+	var st map[string]string
+	if err := loadJSON(p.status, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st["id"]
+}
+
+// paired reports whether p's trust store says it paired with q.
+func paired(t *testing.T, p, q *ferry) bool {
+	t.Helper()
+	var peers []struct {
+		ID     string `json:"id"`
+		Paired bool   `json:"paired"`
+	}
+	if err := loadJSON(filepath.Join(p.config, "trust.json"), &peers); err != nil {
+		return false
+	}
+	id := q.id(t)
+	for _, x := range peers {
+		if x.ID == id {
+			return x.Paired
+		}
+	}
+	return false
 }
 
 // buildFerry builds the desktop app once per test run.

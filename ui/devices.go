@@ -193,6 +193,8 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 		parts = append(parts, ShortID(d.ID))
 	}
 	switch {
+	case d.Paired:
+		parts = append(parts, "paired")
 	case d.Trusted:
 		parts = append(parts, "trusted")
 	case d.Known:
@@ -264,9 +266,19 @@ func (l *deviceList) showSendMenu(at fyne.CanvasObject, dev Device) {
 		fyne.NewMenuItem("Text…", func() { u.showSendText(devs, "") }),
 		fyne.NewMenuItem("Clipboard", func() { u.sendClipboard(devs) }),
 	)
+	if canPair(dev) {
+		menu.Items = append(menu.Items, fyne.NewMenuItemSeparator(),
+			fyne.NewMenuItem("Pair…", func() { u.pairWith(dev) }))
+	}
 	c := u.win.Canvas()
 	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(at).AddXY(0, at.Size().Height)
 	widget.ShowPopUpMenuAtPosition(menu, c, pos)
+}
+
+// canPair reports whether Pair… is offered for d: online, reachable, and
+// not paired yet.
+func canPair(d Device) bool {
+	return d.Online && !d.Paired && (d.QUICAddr != "" || d.TCPAddr != "")
 }
 
 func displayName(d Device) string {

@@ -17,8 +17,9 @@ import (
 
 // Golden images: the main window, the incoming prompt (files grouped by
 // folder; a text), the details of a transfer, the send sheet to several
-// devices, History, the Devices page of Settings and this device's address
-// with its QR code, at the smallest window (488x320) and at the default size
+// devices, History, the Devices page of Settings, this device's address
+// with its QR code, the prompt of a sender not trusted yet (its
+// verification code), the pairing dialog and the key-change warning, at the smallest window (488x320) and at the default size
 // (980x640), in light and dark, drawn by Fyne's software renderer. The
 // images in testdata/golden were looked at by a person; a change that
 // alters them fails here until someone looks again and runs
@@ -62,7 +63,7 @@ func goldenState(u *UI, be *fakeBackend, c *clock) {
 			Finished: c.t.Add(-26 * time.Hour), Names: []string{"Thesis drafts"}, Items: 1},
 	}
 	be.known = []KnownDevice{
-		{ID: idPixel, Name: "Sam's phone", Announced: "Pixel 8", Renamed: true, LastSeen: c.t.Add(-2 * time.Minute), AutoAccept: true},
+		{ID: idPixel, Name: "Sam's phone", Announced: "Pixel 8", Renamed: true, LastSeen: c.t.Add(-2 * time.Minute), AutoAccept: true, Paired: true},
 		{ID: idMac, Name: "Alice's MacBook", Announced: "Alice's MacBook", LastSeen: c.t.Add(-10 * time.Minute)},
 		{ID: idOffPC, Name: "Office PC", Announced: "Office PC", LastSeen: c.t.Add(-26 * time.Hour)},
 	}
@@ -75,7 +76,7 @@ func goldenState(u *UI, be *fakeBackend, c *clock) {
 		Online: true, Known: true, Source: "mdns"}
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: mac})
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idPixel, Name: "Pixel 8", OS: "android",
-		QUICAddr: "192.168.1.41:52000", Online: true, Trusted: true, Known: true, Source: "mdns"}})
+		QUICAddr: "192.168.1.41:52000", Online: true, Trusted: true, Known: true, Paired: true, Source: "mdns"}})
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idOffPC, Name: "Office PC", OS: "windows", Known: true,
 		TCPAddr: "192.168.1.7:52000", LastSeen: c.t.Add(-26 * time.Hour), Source: "remembered"}})
 
@@ -167,6 +168,30 @@ func goldenOffer() TransferEvent {
 		Peer: Peer{ID: idMac, Name: "Alice's MacBook"}, Offer: o}
 }
 
+// goldenCodeOffer is an offer from a device not trusted yet, with its
+// verification code.
+func goldenCodeOffer() TransferEvent {
+	ev := goldenOffer()
+	ev.Offer.PairCode = "482 913"
+	return ev
+}
+
+// goldenPairing is Pair… on Alice's MacBook once the code arrived.
+func goldenPairing(u *UI) {
+	mac := u.devices.devices[idMac]
+	u.pairWith(mac)
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "pair-1", Direction: Outgoing, State: StateWaiting, Pairing: true,
+		Peer: Peer{ID: idMac, Name: "Alice's MacBook"}, Pair: &PairCode{Code: "771 204", Only: true}})
+}
+
+// goldenKeyChanged is the warning about a paired device with a new key.
+func goldenKeyChanged(u *UI) {
+	u.ApplyTransfer(TransferEvent{Kind: TransferKeyChanged, Direction: Incoming, Peer: Peer{ID: idOffPC, Name: "Sam's phone"},
+		KeyChange: &KeyChange{Known: Peer{ID: idPixel, Name: "Sam's phone", Trusted: true}, PresentedID: idOffPC,
+			Warning: `A device calling itself "Sam's phone" tried to connect with a key that is not the one of the "Sam's phone" you paired with (PIXEL8Z3). ` +
+				"If that device was reinstalled, forget the old one here and pair again; otherwise someone may be pretending to be it."}})
+}
+
 // goldenDetails finishes the transfer to Alice and opens its details.
 func goldenDetails(u *UI) {
 	u.ApplyTransfer(TransferEvent{Kind: TransferMetrics, ID: "s1", State: StateActive, Metrics: &Metrics{Transport: "quic",
@@ -202,6 +227,9 @@ func TestGolden(t *testing.T) {
 				{"history", func(u *UI) { u.tabs.SelectIndex(1) }},
 				{"devices", goldenDevices},
 				{"self", func(u *UI) { u.showSelf() }},
+				{"codeprompt", func(u *UI) { u.ApplyTransfer(goldenCodeOffer()) }},
+				{"pairing", goldenPairing},
+				{"keychanged", goldenKeyChanged},
 			} {
 				name := fmt.Sprintf("%s-%s-%s", view.name, size.name, variant.name)
 				t.Run(name, func(t *testing.T) {

@@ -27,12 +27,14 @@ type knownRow struct {
 	auto   *check
 	rename *button
 	forget *button
+	pair   *button // Pair…, on a device not paired yet
+	paired *widget.Label
 }
 
 func newKnownView(u *UI) *knownView {
 	v := &knownView{u: u, box: container.NewVBox()}
 	hint := widget.NewLabel("Devices you exchanged files with. Their keys are remembered, so another device cannot pose as them. " +
-		"Forget one to meet it as new next time.")
+		"Pair with one to compare a code on both screens and be sure it is that device. Forget one to meet it as new next time.")
 	hint.Wrapping = fyne.TextWrapWord
 	hint.SizeName = theme.SizeNameCaptionText
 	v.obj = container.NewVScroll(container.NewPadded(container.NewVBox(hint, v.box)))
@@ -69,11 +71,26 @@ func (v *knownView) reload() {
 		dev := d
 		r.rename = u.newButton("Rename…", theme.DocumentCreateIcon(), func() { v.showRename(dev) })
 		r.forget = u.newButton("Forget…", theme.DeleteIcon(), func() { v.confirmForget(dev) })
+		r.pair = u.newButton("Pair…", theme.ConfirmIcon(), func() { u.pairWith(v.pairTarget(dev)) })
+		r.paired = widget.NewLabel("Paired: you compared its code")
+		r.paired.Importance = widget.SuccessImportance
+		r.paired.SizeName = theme.SizeNameCaptionText
+		if d.Paired {
+			r.pair.Hide()
+		} else {
+			r.paired.SetText("Not paired: compare codes with Pair… to be sure it is this device")
+			r.paired.Importance = widget.MediumImportance
+			if !v.pairTarget(dev).Online {
+				r.pair.Disable() // nowhere to reach it now
+			}
+		}
+		r.paired.Wrapping = fyne.TextWrapWord
 		v.rows = append(v.rows, r)
 		objs = append(objs, container.NewVBox(
 			container.NewBorder(nil, nil, widget.NewIcon(theme.ComputerIcon()), nil, name),
 			info,
-			container.NewHBox(r.auto, layoutSpacer(), r.rename, r.forget),
+			r.paired,
+			container.NewHBox(r.auto, layoutSpacer(), r.pair, r.rename, r.forget),
 			widget.NewSeparator(),
 		))
 	}
@@ -85,6 +102,15 @@ func (v *knownView) reload() {
 	}
 	v.box.Objects = objs
 	v.box.Refresh()
+}
+
+// pairTarget is where to reach a known device to pair with it: as the
+// device list sees it when it is nearby, else at its last address.
+func (v *knownView) pairTarget(d KnownDevice) Device {
+	if dev, ok := v.u.devices.devices[d.ID]; ok && dev.Online {
+		return dev
+	}
+	return Device{ID: d.ID, Name: d.Name, QUICAddr: d.LastAddr, TCPAddr: d.LastAddr, Online: d.LastAddr != "", Known: true}
 }
 
 // showRename asks for the user's own name for d ("" restores its own).

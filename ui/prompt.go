@@ -30,8 +30,14 @@ type prompt struct {
 	space     *widget.Label
 	choose    *button
 	tree      *offerTreeView
-	dest      string // "Save to…": where this offer goes ("" is the download folder)
+	dest      string               // "Save to…": where this offer goes ("" is the download folder)
+	code      *widget.Label        // the sender's verification code (untrusted sender)
+	check     *dialog.CustomDialog // "Compare the codes", on top of the prompt
+	checkBtns [2]*button           // its Codes differ and Codes match
 }
+
+// pairRequest reports whether the prompt is a device asking to pair (no files).
+func (p *prompt) pairRequest() bool { return p.ev.Kind == TransferPair }
 
 // promptQueue shows incoming offers one at a time. It is bounded: an offer
 // that arrives while the queue is full is declined at once, so a noisy peer
@@ -49,7 +55,13 @@ func (q *promptQueue) offer(ev TransferEvent) {
 		}
 	}
 	who := EscapeName(ev.Peer.Name)
+	pair := ev.Kind == TransferPair
 	if len(q.queue) >= q.u.opt.MaxPrompts {
+		if pair {
+			_ = q.u.be.Cancel(ev.ID)
+			q.u.notify("Pairing request declined", fmt.Sprintf("%s asked to pair, but too many requests were already waiting.", who))
+			return
+		}
 		_ = q.u.be.Decide(ev.ID, Decision{Accept: false, Reason: "too many offers are waiting; try again later"})
 		q.u.notify("Offer declined", fmt.Sprintf("%s wanted to send files, but too many offers were already waiting.", who))
 		return
@@ -60,6 +72,17 @@ func (q *promptQueue) offer(ev TransferEvent) {
 	}
 	p := &prompt{ev: ev, deadline: deadline}
 	q.queue = append(q.queue, p)
+	if pair {
+		// Nothing to answer from the notification: the codes must be compared.
+		q.u.notifyActions("Pairing request", fmt.Sprintf("%s asks to pair. Compare the codes on both screens.", who),
+			[]NoticeAction{{Key: "default", Label: "Show", Do: q.u.revealWindow}})
+		if len(q.queue) == 1 {
+			q.show(p)
+		} else {
+			q.updateMore()
+		}
+		return
+	}
 	body := fmt.Sprintf("%s wants to send you files.", who)
 	if o := ev.Offer; o != nil {
 		switch {
@@ -123,6 +146,11 @@ func (q *promptQueue) remove(id string) bool {
 			continue
 		}
 		q.queue = append(q.queue[:i], q.queue[i+1:]...)
+		if p.check != nil {
+			d := p.check
+			p.check = nil
+			d.Hide()
+		}
 		if p.dlg != nil {
 			d := p.dlg
 			p.dlg = nil
@@ -150,7 +178,16 @@ func (q *promptQueue) expire(now time.Time) {
 		if now.Before(p.deadline) {
 			continue
 		}
+		if v := q.u.pairs[p.ev.ID]; v != nil && p.pairRequest() {
+			v.answered = true // closing its dialog must not cancel it twice
+		}
 		q.remove(p.ev.ID)
+		if p.pairRequest() {
+			_ = q.u.be.Cancel(p.ev.ID)
+			q.u.notify("Pairing request expired", fmt.Sprintf("The pairing request from %s was declined because nobody answered in %s.",
+				EscapeName(p.ev.Peer.Name), humanWait(q.u.opt.PromptTimeout)))
+			continue
+		}
 		_ = q.u.be.Decide(p.ev.ID, Decision{Accept: false, Expired: true, Reason: "the offer was not answered in time"})
 		q.u.notify("Offer expired", fmt.Sprintf("The offer from %s was declined because nobody answered in %s.",
 			EscapeName(p.ev.Peer.Name), humanWait(q.u.opt.PromptTimeout)))
@@ -163,7 +200,7 @@ func (q *promptQueue) updateMore() {
 	}
 	more := q.queue[0].more
 	if n := len(q.queue) - 1; n > 0 {
-		more.SetText(fmt.Sprintf("%d more offer(s) waiting", n))
+		more.SetText(fmt.Sprintf("%d more request(s) waiting", n))
 		more.Show()
 	} else {
 		more.Hide()
@@ -194,6 +231,10 @@ func (q *promptQueue) trustLine(peer Peer) *widget.Label {
 }
 
 func (q *promptQueue) show(p *prompt) {
+	if p.pairRequest() {
+		q.showPairRequest(p)
+		return
+	}
 	ev := p.ev
 	o := ev.Offer
 	if o == nil {
@@ -210,6 +251,10 @@ func (q *promptQueue) show(p *prompt) {
 		container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), nil, container.New(&tightVBox{}, who, q.trustLine(ev.Peer))),
 		id,
 	}
+	if o.PairCode != "" {
+		p.code = codeLabel(o.PairCode)
+		objs = append(objs, codeBox(p.code, widget.NewLabel(fmt.Sprintf("Check that %s shows the same code before you trust it.", peerWho(ev.Peer)))))
+	}
 	if o.Text != "" {
 		objs = append(objs, textBox(o.Text))
 	}
@@ -223,6 +268,10 @@ func (q *promptQueue) show(p *prompt) {
 	objs = append(objs, container.NewBorder(nil, nil, nil, p.countdown, summary))
 
 	p.accept = u.newButton("Accept", theme.ConfirmIcon(), func() {
+		if p.always.Checked && o.PairCode != "" {
+			q.checkCode(p) // trusting a new device takes the codes first
+			return
+		}
 		q.answer(p, Decision{Accept: true, AlwaysAccept: p.always.Checked, Dest: p.dest})
 	})
 	p.accept.Importance = widget.HighImportance
@@ -241,7 +290,11 @@ func (q *promptQueue) show(p *prompt) {
 		q.showSpace(p, o, o.FreeBytes)
 	}
 
-	p.always = u.newCheck("Always accept from this device", nil)
+	always := "Always accept from this device"
+	if o.PairCode != "" {
+		always = "Always accept from this device (after comparing the codes)"
+	}
+	p.always = u.newCheck(always, nil)
 	p.more = widget.NewLabel("")
 	p.more.Importance = widget.LowImportance
 	p.more.Hide()
@@ -327,4 +380,45 @@ func textBox(text string) fyne.CanvasObject {
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	bg.CornerRadius = theme.InputRadiusSize()
 	return container.NewStack(bg, s)
+}
+
+// checkCode asks, before an offer is accepted with "Always accept", whether
+// the sender's screen shows the same code: a match trusts the sender and
+// accepts; a mismatch stops the transfer (the engine says why in its row);
+// Escape goes back to the prompt.
+func (q *promptQueue) checkCode(p *prompt) {
+	u := q.u
+	who := peerWho(p.ev.Peer)
+	line := widget.NewLabel(fmt.Sprintf("Does %s show this code? If the codes differ, another device may be in the middle: the transfer is stopped.", who))
+	var d *dialog.CustomDialog
+	back := u.newButton("Back", nil, func() {
+		d.Hide()
+		u.win.Canvas().Focus(p.accept)
+	})
+	differ := u.newButton("Codes differ", theme.CancelIcon(), func() {
+		d.Hide()
+		if u.confirmPair(p.ev.ID, false) {
+			q.remove(p.ev.ID) // the engine stopped the transfer: no answer to give
+		}
+	})
+	differ.Importance = widget.DangerImportance
+	match := u.newButton("Codes match", theme.ConfirmIcon(), func() {
+		d.Hide()
+		if u.confirmPair(p.ev.ID, true) {
+			q.answer(p, Decision{Accept: true, AlwaysAccept: true, Dest: p.dest})
+		}
+	})
+	match.Importance = widget.HighImportance
+	d = dialog.NewCustomWithoutButtons("Compare the codes", codeBox(codeLabel(p.ev.Offer.PairCode), line), u.win)
+	d.SetButtons([]fyne.CanvasObject{back, differ, match})
+	d.Resize(fyne.NewSize(460, 0))
+	p.check, p.checkBtns = d, [2]*button{differ, match}
+	m := &modal{dismiss: d.Hide}
+	u.showModal(d, m, differ)
+	d.SetOnClosed(func() {
+		u.dropModal(m)
+		if p.check == d {
+			p.check = nil
+		}
+	})
 }

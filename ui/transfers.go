@@ -37,6 +37,11 @@ type transferView struct {
 	names     []string // the first top-level files and folders offered
 	items     int      // how many top-level items were offered
 	text      string   // the offer's text item
+	// pairCode is the session's verification code with a device not
+	// trusted yet; codeAnswered says the user compared it here.
+	pairCode     string
+	codeAnswered bool
+	codeMatched  bool
 
 	thumbFor string // the file the thumbnail shows (asked once)
 
@@ -59,6 +64,7 @@ type transferView struct {
 	thumb    *canvas.Image
 	buttons  *fyne.Container
 	foot     *fyne.Container
+	pair     *pairStrip
 }
 
 // transferList renders transfers in both directions, newest first.
@@ -121,6 +127,13 @@ func (l *transferList) apply(ev TransferEvent) {
 			v.files, v.total, v.dest = o.FileCount(), o.Total, o.Dest
 			v.names, v.items = OfferNames(o)
 			v.text = o.Text
+			if o.PairCode != "" {
+				v.pairCode = o.PairCode
+			}
+		}
+	case TransferPair:
+		if ev.Pair != nil {
+			v.pairCode = ev.Pair.Code
 		}
 	case TransferProgress:
 		if p := ev.Progress; p != nil {
@@ -252,7 +265,8 @@ func (l *transferList) build(v *transferView) {
 	v.buttons = container.NewHBox(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.cancel)
 	head := container.NewBorder(nil, nil, widget.NewIcon(icon), v.thumb, v.title)
 	v.foot = container.New(&footLayout{}, v.stateLbl, v.buttons)
-	v.obj = container.NewVBox(head, v.what, v.bar, v.sub, v.foot, widget.NewSeparator())
+	v.pair = l.newPairStrip(v)
+	v.obj = container.NewVBox(head, v.what, v.bar, v.sub, v.pair.obj, v.foot, widget.NewSeparator())
 }
 
 // thumbSize is the side of a received picture's thumbnail.
@@ -390,6 +404,7 @@ func (l *transferList) refresh(v *transferView) {
 	showIf(v.copyText, v.text != "" && (done || !in))
 	showIf(v.openLink, v.text != "" && done && in && TextLink(v.text) != nil)
 	l.u.thumbnail(v, saved)
+	l.refreshPair(v)
 	// Showing or hiding a button changes the buttons' width: lay the line out again.
 	v.buttons.Refresh()
 	v.foot.Refresh()
@@ -408,7 +423,14 @@ func (l *transferList) status(v *transferView) Status {
 	if who == "" {
 		who = ShortID(v.peer.ID)
 	}
-	return describe(o, v.dir, who, l.u.opt.PromptTimeout)
+	st := describe(o, v.dir, who, l.u.opt.PromptTimeout)
+	if v.pairCode != "" && o.Code == CodeUntrusted && o.Err != "" && v.state.Final() {
+		// Ended over the verification code (a user saw different codes):
+		// the engine's sentence says so, where the code alone reads as a
+		// policy refusal.
+		st.Short, st.Text, st.Importance = "Stopped: the codes differ", strings.TrimSuffix(EscapeText(o.Err), "."), widget.DangerImportance
+	}
+	return st
 }
 
 // networkChangedNote is how long a row says the network changed under it.

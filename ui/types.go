@@ -66,6 +66,14 @@ type Backend interface {
 	SetAutoAccept(id string, on bool) error
 	RenameDevice(id, name string) error
 	ForgetDevice(id string) error
+	// Pair starts pairing with dev, without files, and returns the ID of
+	// the pairing's transfer: its verification code arrives as a
+	// TransferPair event with Pair.Only set, its end as a TransferResult.
+	Pair(dev Device) (transferID string, err error)
+	// ConfirmPair says whether the other device's screen shows the same
+	// verification code as a TransferPair event (or an offer's PairCode):
+	// a match trusts the device, a mismatch stops the transfer.
+	ConfirmPair(transferID string, match bool) error
 }
 
 // Items is what one send offers: files and folders, a text, or both.
@@ -90,6 +98,9 @@ type KnownDevice struct {
 	LastSeen   time.Time
 	LastAddr   string
 	AutoAccept bool // its offers are accepted without asking
+	// Paired: the user checked its verification code (pairing, or
+	// "always accept" on an offer); its key cannot change unnoticed.
+	Paired bool
 }
 
 // PickRequest asks for files or folders.
@@ -126,6 +137,7 @@ type Device struct {
 	TCPAddr    string   // "host:port" of its TCP listener, "" when none
 	Trusted    bool     // its files are accepted without asking ("always accept")
 	Known      bool     // we exchanged files before: its key is pinned
+	Paired     bool     // the user checked its verification code
 	Online     bool     // seen on the network right now
 	LastSeen   time.Time
 	Source     string // "mdns", "manual", "remembered"
@@ -236,6 +248,10 @@ type Offer struct {
 	// Text is the offer's text item, as the peer sent it ("" when none):
 	// show it with EscapeText.
 	Text string
+	// PairCode is the verification code of a sender not trusted yet
+	// ("123 456"; "" for a trusted one): trusting it ("always accept")
+	// takes the user's word that the sender's screen shows the same.
+	PairCode string
 }
 
 // FileCount is the number of files offered.
@@ -316,7 +332,28 @@ const (
 	// TransferPath: the network path under the transfer changed and it goes
 	// on (connection migration); Path says how.
 	TransferPath
+	// TransferPair: the verification code of a transfer with a device not
+	// trusted yet, or of a pairing (Pair.Only); answer with ConfirmPair.
+	TransferPair
+	// TransferKeyChanged: a device known here presented another key and
+	// was refused (KeyChange). ID may be empty: a refused connection that
+	// never became a transfer.
+	TransferKeyChanged
 )
+
+// PairCode is the verification code both screens show.
+type PairCode struct {
+	Code string // six digits, "123 456"
+	// Only: a pairing without files (Backend.Pair, or a device asking).
+	Only bool
+}
+
+// KeyChange is a known device that presented another key.
+type KeyChange struct {
+	Known       Peer   // the device as this one knows it
+	PresentedID string // the key it presented instead
+	Warning     string // what happened and what to do, as a sentence
+}
 
 // PathChange is one change of the network path under a transfer.
 type PathChange struct {
@@ -341,7 +378,12 @@ type TransferEvent struct {
 	Transport string      // "quic" or "tcp" (TransferTransport)
 	Reason    string      // why that transport (TransferTransport)
 	Path      *PathChange // TransferPath
-	Time      time.Time
+	Pair      *PairCode   // TransferPair
+	KeyChange *KeyChange  // TransferKeyChanged
+	// Pairing: the transfer is a pairing without files (Backend.Pair or a
+	// device asking to pair); it is no transfer row and no history entry.
+	Pairing bool
+	Time    time.Time
 }
 
 // Decision is the receiving user's answer to an offer.

@@ -68,6 +68,12 @@ type UI struct {
 	ask       *chooser
 	thumbs    map[string]image.Image // thumbnails by path (nil: not a picture)
 	modals    []*modal               // shown dialogs, topmost last (keys.go)
+	pairs     map[string]*pairView   // pairing dialogs by transfer ID (pair.go)
+	// keyWarnings are the key-change warnings on screen (one per pair of keys).
+	keyWarnings map[keyWarning]bool
+	// hidden: the window was hidden to the tray (or started there); warnings
+	// then go to notifications.
+	hidden bool
 	// lastOnPolicy is the policy to restore when receiving is switched back on.
 	lastOnPolicy Policy
 
@@ -106,7 +112,8 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 	if opt.RecentInTray <= 0 {
 		opt.RecentInTray = 5
 	}
-	u := &UI{app: a, win: win, be: be, opt: opt, self: self, thumbs: map[string]image.Image{}}
+	u := &UI{app: a, win: win, be: be, opt: opt, self: self, thumbs: map[string]image.Image{},
+		pairs: map[string]*pairView{}, keyWarnings: map[keyWarning]bool{}}
 	u.prompts = &promptQueue{u: u}
 	u.devices = newDeviceList(u)
 	u.transfers = newTransferList(u)
@@ -268,6 +275,14 @@ func (u *UI) OpenFiles(paths []string) {
 func (u *UI) ApplyTransfer(ev TransferEvent) {
 	if ev.Time.IsZero() {
 		ev.Time = u.now()
+	}
+	switch {
+	case ev.Kind == TransferKeyChanged:
+		u.keyChanged(ev)
+		return
+	case ev.Pairing:
+		u.applyPairing(ev)
+		return
 	}
 	u.transfers.apply(ev)
 	switch ev.Kind {
@@ -488,6 +503,7 @@ func (u *UI) HandleClose(trayHost bool) bool {
 		return true
 	}
 	u.win.Hide()
+	u.hidden = true
 	if !s.TrayNoticeShown {
 		u.notify("Ferry is still receiving",
 			"Ferry keeps running in the tray so nearby devices can send you files. Quit it from the tray menu.")
@@ -502,7 +518,13 @@ func (u *UI) HandleClose(trayHost bool) bool {
 // Receiving reports whether this device accepts offers.
 func (u *UI) Receiving() bool { return u.receiving() }
 
+// SetWindowShown tells the UI whether its window is on screen (the app
+// starts it hidden in the tray); HandleClose and revealing it keep this up
+// to date afterwards.
+func (u *UI) SetWindowShown(shown bool) { u.hidden = !shown }
+
 func (u *UI) revealWindow() {
+	u.hidden = false
 	if u.OnShow != nil {
 		u.OnShow()
 		return
@@ -541,6 +563,14 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	in := ev.Direction == Incoming
 	st := describe(Outcome{State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err}, ev.Direction, who, u.opt.PromptTimeout)
 	files := plural(r.Files, "file")
+	if v := u.transfers.byID[ev.ID]; v != nil && v.pairCode != "" && r.Code == CodeUntrusted && r.Err != "" {
+		// Stopped over the verification code: by this user (nothing to
+		// tell), or by the other one, whose reason the engine gives.
+		if r.ByPeer {
+			u.notify("Transfer stopped", EscapeText(r.Err))
+		}
+		return
+	}
 	switch {
 	case r.State == StateDone && in && r.Text != "" && r.Files == 0:
 		text := r.Text

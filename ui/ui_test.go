@@ -38,6 +38,24 @@ type fakeBackend struct {
 	added     []string // AddDevice calls, "addr id"
 	addrs     []string
 	free      int64
+	paired    []Device     // Pair calls
+	confirms  []pairAnswer // ConfirmPair calls
+	forgotten []string     // ForgetDevice calls
+}
+
+type pairAnswer struct {
+	id    string
+	match bool
+}
+
+func (f *fakeBackend) Pair(d Device) (string, error) {
+	f.paired = append(f.paired, d)
+	return fmt.Sprintf("pair-%d", len(f.paired)), nil
+}
+
+func (f *fakeBackend) ConfirmPair(id string, match bool) error {
+	f.confirms = append(f.confirms, pairAnswer{id, match})
+	return nil
 }
 
 type sendCall struct {
@@ -133,6 +151,7 @@ func (f *fakeBackend) RenameDevice(id, name string) error {
 	return nil
 }
 func (f *fakeBackend) ForgetDevice(id string) error {
+	f.forgotten = append(f.forgotten, id)
 	kept := f.known[:0]
 	for _, d := range f.known {
 		if d.ID != id {

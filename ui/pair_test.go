@@ -1,0 +1,408 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+const mismatchErr = "Cancelled by the user: the verification codes on the two screens did not match, so another device may be " +
+	"intercepting the connection; the transfer was stopped and the device is not trusted."
+
+// untrustedOffer is an offer from a sender not trusted yet, with its code.
+func untrustedOffer(id string) TransferEvent {
+	ev := offerEvent(id, 2)
+	ev.Offer.PairCode = "482 913"
+	return ev
+}
+
+func TestGroupCode(t *testing.T) {
+	for in, want := range map[string]string{
+		"482913": "482 913", "482 913": "482 913", " 482913": "482 913", "48291": "48291", "abcdef": "abcdef", "": "",
+	} {
+		if got := GroupCode(in); got != want {
+			t.Errorf("GroupCode(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The prompt shows an untrusted sender's code; accepting the files does not
+// need it, but "Always accept" asks whether the codes match first.
+func TestPromptShowsCodeAndAlwaysAcceptChecksIt(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyTransfer(untrustedOffer("t1"))
+	p := u.prompts.queue[0]
+	if p.code == nil || p.code.Text != "482 913" {
+		t.Fatalf("prompt code = %v", p.code)
+	}
+	if txt := renderedText(p.scroll.Content); !contains(txt, "Verification code", "Check that Alice shows the same code before you trust it.") {
+		t.Fatalf("prompt text:\n%s", txt)
+	}
+	p.always.SetChecked(true)
+	test.Tap(p.accept)
+	if len(be.decisions) != 0 || len(be.confirms) != 0 {
+		t.Fatalf("accepted before the codes were compared: %+v %+v", be.decisions, be.confirms)
+	}
+	if p.check == nil {
+		t.Fatal("no code check after Accept with Always accept")
+	}
+	if u.win.Canvas().Focused() != fyne.Focusable(p.checkBtns[0]) {
+		t.Fatal("the code check does not start on Codes differ")
+	}
+	press(u, fyne.KeyEscape) // back to the prompt
+	if p.check != nil || len(be.confirms) != 0 || len(u.prompts.queue) != 1 {
+		t.Fatalf("Escape on the code check: check %v, confirms %+v, queue %d", p.check, be.confirms, len(u.prompts.queue))
+	}
+	test.Tap(p.accept)
+	test.Tap(p.checkBtns[1]) // Codes match
+	if len(be.confirms) != 1 || be.confirms[0] != (pairAnswer{"t1", true}) {
+		t.Fatalf("confirms = %+v", be.confirms)
+	}
+	if d, ok := be.decisions["t1"]; !ok || !d.Accept || !d.AlwaysAccept {
+		t.Fatalf("decision = %+v %v, want accept+always after the match", d, ok)
+	}
+	if len(u.prompts.queue) != 0 || overlays(u) != 0 {
+		t.Fatalf("queue %d, overlays %d after the answer", len(u.prompts.queue), overlays(u))
+	}
+}
+
+// Accepting without "Always accept" leaves the code alone.
+func TestPromptAcceptWithoutTrustAsksNoCode(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyTransfer(untrustedOffer("t1"))
+	test.Tap(u.prompts.queue[0].accept)
+	if d, ok := be.decisions["t1"]; !ok || !d.Accept || d.AlwaysAccept || len(be.confirms) != 0 {
+		t.Fatalf("decision %+v %v, confirms %+v", d, ok, be.confirms)
+	}
+}
+
+// "Codes differ" stops the transfer (the engine does; the UI gives no
+// answer to the offer) and the row shows the engine's reason.
+func TestCodesDifferStopsTheOfferWithTheEnginesReason(t *testing.T) {
+	u, be, c := newTestUI(t)
+	u.ApplyTransfer(untrustedOffer("t1"))
+	p := u.prompts.queue[0]
+	p.always.SetChecked(true)
+	test.Tap(p.accept)
+	test.Tap(p.checkBtns[0]) // Codes differ
+	if len(be.confirms) != 1 || be.confirms[0] != (pairAnswer{"t1", false}) {
+		t.Fatalf("confirms = %+v", be.confirms)
+	}
+	if len(be.decisions) != 0 || len(u.prompts.queue) != 0 || overlays(u) != 0 {
+		t.Fatalf("decisions %+v, queue %d, overlays %d", be.decisions, len(u.prompts.queue), overlays(u))
+	}
+	res := TransferEvent{Kind: TransferResult, ID: "t1", Direction: Incoming, State: StateFailed, Peer: Peer{ID: idAlice, Name: "Alice"},
+		Time: c.t, Result: &Result{State: StateFailed, Code: CodeUntrusted, Err: mismatchErr}}
+	test.AssertNotificationSent(t, nil, func() { u.ApplyTransfer(res) })
+	v := u.transfers.byID["t1"]
+	if !strings.Contains(v.stateLbl.Text, "verification codes on the two screens did not match") || v.stateLbl.Importance != widget.DangerImportance {
+		t.Fatalf("row says %q (%v)", v.stateLbl.Text, v.stateLbl.Importance)
+	}
+
+	// The other side: its user saw different codes; the row and a
+	// notification give the engine's reason.
+	out := TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: Peer{ID: idAlice, Name: "Alice"},
+		Pair: &PairCode{Code: "482 913"}}
+	u.ApplyTransfer(out)
+	reason := "Untrusted: the verification codes on the two screens did not match."
+	test.AssertNotificationSent(t, fyne.NewNotification("Transfer stopped", reason), func() {
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "s1", Direction: Outgoing, State: StateDeclined, Peer: out.Peer,
+			Result: &Result{State: StateDeclined, Code: CodeUntrusted, ByPeer: true, Err: reason}})
+	})
+	if s := u.transfers.byID["s1"]; !strings.Contains(s.stateLbl.Text, "did not match") || s.pair.obj.Visible() {
+		t.Fatalf("sender row says %q, code still asked: %v", s.stateLbl.Text, s.pair.obj.Visible())
+	}
+}
+
+// A sending transfer to a device not trusted yet shows the code in its row
+// with Codes match and Codes differ.
+func TestSendingRowAsksAboutTheCode(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "s1", Direction: Outgoing, State: StateConnecting, Peer: peer})
+	v := u.transfers.byID["s1"]
+	if v.pair.obj.Visible() {
+		t.Fatal("code strip shown before any code")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "105 277"}})
+	if !v.pair.obj.Visible() || v.pair.code.Text != "105 277" || !strings.Contains(v.pair.line.Text, "Check that Alice's laptop shows the same code.") {
+		t.Fatalf("strip visible %v, code %q, line %q", v.pair.obj.Visible(), v.pair.code.Text, v.pair.line.Text)
+	}
+	// It stays askable once the files arrived: the code was that session's.
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "s1", Direction: Outgoing, State: StateDone, Peer: peer,
+		Result: &Result{State: StateDone, Files: 1, Verified: 1}})
+	if !v.pair.obj.Visible() {
+		t.Fatal("the code went away when the transfer finished")
+	}
+	test.Tap(v.pair.match)
+	if len(be.confirms) != 1 || be.confirms[0] != (pairAnswer{"s1", true}) {
+		t.Fatalf("confirms = %+v", be.confirms)
+	}
+	if v.pair.obj.Visible() {
+		t.Fatal("the code is still asked after the answer")
+	}
+	if d := u.devices.devices[idAlice]; !d.Paired || !d.Trusted {
+		t.Fatalf("device after the match: %+v", d)
+	}
+	if !strings.Contains(rowText(u.devices.rows[0]), "paired") {
+		t.Fatalf("device row: %q", rowText(u.devices.rows[0]))
+	}
+
+	// Codes differ on another transfer.
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s2", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "105 277"}})
+	test.Tap(u.transfers.byID["s2"].pair.differ)
+	if len(be.confirms) != 2 || be.confirms[1] != (pairAnswer{"s2", false}) {
+		t.Fatalf("confirms = %+v", be.confirms)
+	}
+}
+
+// Pair… on a device: the dialog connects, shows the code, sends the
+// verdict, waits for the other user and says how it ended.
+func TestPairWithADevice(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	dev := alice(true)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: dev})
+	if !canPair(dev) {
+		t.Fatal("Pair… not offered for an online device not paired yet")
+	}
+	if d := dev; func() bool { d.Paired = true; return canPair(d) }() {
+		t.Fatal("Pair… offered for a paired device")
+	}
+	u.pairWith(dev)
+	if len(be.paired) != 1 || be.paired[0].ID != idAlice {
+		t.Fatalf("Pair calls: %+v", be.paired)
+	}
+	v := u.pairs["pair-1"]
+	if v == nil || !v.shown || v.box.Visible() || !strings.Contains(v.status.Text, "Connecting to Alice's laptop") {
+		t.Fatalf("pair dialog before the code: %+v", v)
+	}
+	if u.win.Canvas().Focused() != fyne.Focusable(v.cancel) {
+		t.Fatal("the dialog does not start on Cancel")
+	}
+	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "pair-1", Direction: Outgoing, State: StateConnecting, Peer: peer, Pairing: true})
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "pair-1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pairing: true,
+		Pair: &PairCode{Code: "771 204", Only: true}})
+	if len(u.transfers.byID) != 0 {
+		t.Fatal("a pairing became a transfer row")
+	}
+	if !v.box.Visible() || v.code.Text != "771 204" || !v.match.Visible() || !v.differ.Visible() || v.cancel.Visible() {
+		t.Fatalf("code %q shown %v; buttons match %v differ %v cancel %v", v.code.Text, v.box.Visible(), v.match.Visible(), v.differ.Visible(), v.cancel.Visible())
+	}
+	if u.win.Canvas().Focused() != fyne.Focusable(v.differ) {
+		t.Fatal("the code does not start on Codes differ")
+	}
+	test.FocusNext(u.win.Canvas()) // Tab to Codes match, Enter presses it
+	press(u, fyne.KeyReturn)
+	if len(be.confirms) != 1 || be.confirms[0] != (pairAnswer{"pair-1", true}) {
+		t.Fatalf("confirms = %+v", be.confirms)
+	}
+	if !strings.Contains(v.status.Text, "Waiting for Alice's laptop to confirm") {
+		t.Fatalf("status after the match: %q", v.status.Text)
+	}
+	test.AssertNotificationSent(t, nil, func() {
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "pair-1", Direction: Outgoing, State: StateDone, Peer: peer, Pairing: true,
+			Result: &Result{State: StateDone}})
+	})
+	if !strings.HasPrefix(v.status.Text, "Paired with Alice's laptop.") || !v.done.Visible() {
+		t.Fatalf("status at the end: %q", v.status.Text)
+	}
+	if d := u.devices.devices[idAlice]; !d.Paired {
+		t.Fatal("the device is not marked paired")
+	}
+	press(u, fyne.KeyEscape)
+	if overlays(u) != 0 || len(u.pairs) != 0 || len(be.cancels) != 0 {
+		t.Fatalf("after closing: overlays %d, views %d, cancels %v", overlays(u), len(u.pairs), be.cancels)
+	}
+}
+
+// Escape before the verdict stops pairing.
+func TestEscapeStopsPairing(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.pairWith(alice(true))
+	press(u, fyne.KeyEscape)
+	if len(be.cancels) != 1 || be.cancels[0] != "pair-1" || overlays(u) != 0 {
+		t.Fatalf("cancels %v, overlays %d", be.cancels, overlays(u))
+	}
+	// Its result, a cancel by this user, needs no word.
+	test.AssertNotificationSent(t, nil, func() {
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "pair-1", Direction: Outgoing, State: StateCancelled, Pairing: true,
+			Result: &Result{State: StateCancelled, Code: CodeCancelled}})
+	})
+}
+
+// A device asking to pair gets a prompt like an offer: queued, bounded,
+// expiring; its verdict reaches the backend, its end shows in the dialog.
+func TestPairRequestPrompt(t *testing.T) {
+	u, be, c := newTestUI(t)
+	peer := Peer{ID: idAlice, Name: "Alice"}
+	req := func(id string) TransferEvent {
+		return TransferEvent{Kind: TransferPair, ID: id, Direction: Incoming, State: StateWaiting, Peer: peer, Pairing: true,
+			Pair: &PairCode{Code: "330 118", Only: true}}
+	}
+	test.AssertNotificationSent(t, fyne.NewNotification("Pairing request", "Alice asks to pair. Compare the codes on both screens."), func() {
+		u.ApplyTransfer(req("r1"))
+	})
+	u.ApplyTransfer(offerEvent("t1", 1)) // an offer waits behind it
+	v := u.pairs["r1"]
+	if len(u.prompts.queue) != 2 || v == nil || v.code.Text != "330 118" || !v.shown {
+		t.Fatalf("queue %d, view %+v", len(u.prompts.queue), v)
+	}
+	if txt := renderedText(v.content); !contains(txt, "Check that Alice shows the same code.", "1 more request(s) waiting", "Expires in 2:00") {
+		t.Fatalf("pairing prompt:\n%s", txt)
+	}
+	test.Tap(v.differ)
+	if len(be.confirms) != 1 || be.confirms[0] != (pairAnswer{"r1", false}) {
+		t.Fatalf("confirms = %+v", be.confirms)
+	}
+	if len(u.prompts.queue) != 1 || u.prompts.queue[0].ev.ID != "t1" || u.prompts.queue[0].dlg == nil {
+		t.Fatal("the offer behind the pairing request is not shown after the verdict")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r1", Direction: Incoming, State: StateFailed, Peer: peer, Pairing: true,
+		Result: &Result{State: StateFailed, Code: CodeUntrusted, Err: mismatchErr}})
+	if !strings.HasPrefix(v.status.Text, "Not paired. Cancelled by the user: the verification codes") {
+		t.Fatalf("status at the end: %q", v.status.Text)
+	}
+	test.Tap(u.prompts.queue[0].decline)
+
+	// Nobody answers: it expires as a cancel, with a word.
+	u.ApplyTransfer(req("r2"))
+	test.AssertNotificationSent(t, fyne.NewNotification("Pairing request expired",
+		"The pairing request from Alice was declined because nobody answered in 2 minutes."), func() {
+		u.ExpirePrompts(c.t.Add(2 * time.Minute))
+	})
+	if len(be.cancels) != 1 || be.cancels[0] != "r2" || len(u.prompts.queue) != 0 {
+		t.Fatalf("cancels %v, queue %d", be.cancels, len(u.prompts.queue))
+	}
+
+	// The peer gives up while the request waits: it goes, with a word.
+	u.ApplyTransfer(req("r3"))
+	test.AssertNotificationSent(t, fyne.NewNotification("Not paired", "Pairing with Alice did not finish. Cancelled by Alice."), func() {
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r3", Direction: Incoming, State: StateCancelled, Peer: peer, Pairing: true,
+			Result: &Result{State: StateCancelled, Code: CodeCancelled, ByPeer: true, Err: "Cancelled by Alice."}})
+	})
+	if len(u.prompts.queue) != 0 || len(be.cancels) != 1 {
+		t.Fatalf("queue %d, cancels %v", len(u.prompts.queue), be.cancels)
+	}
+}
+
+// Requests beyond the queue's bound are refused at once.
+func TestPairRequestsAreBounded(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	for i := range 10 {
+		u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "r" + string(rune('0'+i)), Direction: Incoming, State: StateWaiting,
+			Peer: Peer{ID: idAlice, Name: "Alice"}, Pairing: true, Pair: &PairCode{Code: "330 118", Only: true}})
+	}
+	if len(u.prompts.queue) != 8 || len(be.cancels) != 2 {
+		t.Fatalf("queue %d, cancels %v", len(u.prompts.queue), be.cancels)
+	}
+}
+
+// A known device with a new key: a warning dialog on screen that can
+// forget the old device; a notification while the window is hidden.
+func TestKeyChangedWarns(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	be.known = []KnownDevice{{ID: idAlice, Name: "Alice", Paired: true}}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idAlice, Name: "Alice", Online: true, Trusted: true, Known: true, Paired: true,
+		QUICAddr: "10.0.0.2:4000"}})
+	warning := `"Alice" (AAAABBBB) answered with another key (BOBBBBBB): if it was reinstalled, forget it here and pair again; otherwise someone may be pretending to be it.`
+	ev := TransferEvent{Kind: TransferKeyChanged, ID: "s1", Direction: Outgoing, Peer: Peer{ID: idBob, Name: "Alice"},
+		KeyChange: &KeyChange{Known: Peer{ID: idAlice, Name: "Alice", Trusted: true}, PresentedID: idBob, Warning: warning}}
+	test.AssertNotificationSent(t, nil, func() { u.ApplyTransfer(ev) })
+	if overlays(u) != 1 || !strings.Contains(renderedText(u.win.Canvas().Overlays().Top()), warning) {
+		t.Fatalf("overlays %d:\n%s", overlays(u), renderedText(u.win.Canvas().Overlays().Top()))
+	}
+	if len(u.transfers.byID) != 0 {
+		t.Fatal("the warning made a transfer row")
+	}
+	u.ApplyTransfer(ev) // the same warning again: not stacked
+	if overlays(u) != 1 {
+		t.Fatalf("overlays %d after the same warning again", overlays(u))
+	}
+	dangerButton(t, u).OnTapped() // Forget Alice
+	if len(be.forgotten) != 1 || be.forgotten[0] != idAlice {
+		t.Fatalf("forgotten %v", be.forgotten)
+	}
+	if d := u.devices.devices[idAlice]; d.Trusted || d.Known {
+		t.Fatalf("device after Forget: %+v", d)
+	}
+	press(u, fyne.KeyEscape) // the "forgotten" message
+	if overlays(u) != 0 {
+		t.Fatalf("overlays %d", overlays(u))
+	}
+
+	// Hidden in the tray: a notification, whose Forget button works.
+	var got []NoticeAction
+	u.opt.NotifyActions = func(title, body string, actions []NoticeAction) {
+		if title != "Device key changed" || body != warning {
+			t.Errorf("notification %q: %q", title, body)
+		}
+		got = actions
+	}
+	u.SetWindowShown(false)
+	u.ApplyTransfer(ev)
+	if overlays(u) != 0 || len(got) != 2 {
+		t.Fatalf("hidden: overlays %d, actions %+v", overlays(u), got)
+	}
+	got[1].Do()
+	if len(be.forgotten) != 2 {
+		t.Fatalf("forgotten %v", be.forgotten)
+	}
+	press(u, fyne.KeyEscape)
+	got[0].Do() // Show: the dialog
+	if overlays(u) != 1 || u.hidden {
+		t.Fatalf("Show: overlays %d, hidden %v", overlays(u), u.hidden)
+	}
+}
+
+// The Devices page marks paired devices and offers Pair… on the others.
+func TestDevicesPagePairs(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	be.known = []KnownDevice{
+		{ID: idAlice, Name: "Alice", Announced: "Alice", LastAddr: "10.0.0.2:4000"},
+		{ID: idBob, Name: "Bob", Announced: "Bob", Paired: true, AutoAccept: true},
+	}
+	u.known.reload()
+	a, b := u.known.rows[0], u.known.rows[1]
+	if !a.pair.Visible() || a.pair.Disabled() || b.pair.Visible() {
+		t.Fatalf("Pair… on Alice %v (disabled %v), on Bob %v", a.pair.Visible(), a.pair.Disabled(), b.pair.Visible())
+	}
+	if !strings.HasPrefix(b.paired.Text, "Paired") || !strings.HasPrefix(a.paired.Text, "Not paired") {
+		t.Fatalf("labels %q / %q", a.paired.Text, b.paired.Text)
+	}
+	test.Tap(a.pair)
+	if len(be.paired) != 1 || be.paired[0].ID != idAlice || be.paired[0].QUICAddr != "10.0.0.2:4000" {
+		t.Fatalf("Pair calls %+v", be.paired)
+	}
+	if v := u.pairs["pair-1"]; v == nil || !v.shown {
+		t.Fatal("no pairing dialog")
+	}
+	// A second Pair… on the same device shows the same dialog.
+	test.Tap(a.pair)
+	if len(be.paired) != 1 {
+		t.Fatalf("Pair calls %+v", be.paired)
+	}
+}
+
+// Once a device is paired (here through Pair…), rows of earlier sends to
+// it stop asking about their codes.
+func TestPairedDeviceRowsStopAsking(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "105 277"}})
+	v := u.transfers.byID["s1"]
+	if !v.pair.obj.Visible() {
+		t.Fatal("no code asked")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "p1", Direction: Outgoing, State: StateDone, Peer: peer, Pairing: true,
+		Result: &Result{State: StateDone}})
+	if v.pair.obj.Visible() {
+		t.Fatal("the row still asks about the code of a paired device")
+	}
+}

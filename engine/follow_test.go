@@ -35,6 +35,29 @@ func (r *fakeResolver) set(id string, t Target) {
 	r.at[id] = t
 }
 
+// followedSize is the file the following tests send.
+const followedSize = 96 << 20
+
+// sendFollowedAt30 sends a followedSize file over QUIC to recv by its ID,
+// with the resolver res and the retry time retryFor, and returns once 30 %
+// of it has arrived.
+func sendFollowedAt30(t *testing.T, recv *Engine, res *fakeResolver, retryFor time.Duration) (send *Engine, tr *Transfer, path string) {
+	t.Helper()
+	send = testEngine(t, Options{RetryFor: retryFor, ProgressInterval: 2 * time.Millisecond, Resolver: res})
+	path = filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, path, followedSize)
+	events, unsub := send.Subscribe(4096)
+	defer unsub()
+	to := target(recv)
+	to.ID, to.Follow = recv.ID(), true
+	tr, err := send.Send(context.Background(), to, []string{path}, SendOptions{Transport: "quic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProgress(t, events, tr.ID(), followedSize, 0.3)
+	return send, tr, path
+}
+
 // The receiver restarts on another port mid-transfer; the sender, which
 // addressed it by ID, finds it through the resolver and finishes without
 // help, sending again little more than what was in flight.
@@ -42,19 +65,7 @@ func TestFollowFindsMovedReceiver(t *testing.T) {
 	cfg, dl := t.TempDir(), t.TempDir()
 	recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
 	res := &fakeResolver{}
-	send := testEngine(t, Options{RetryFor: 30 * time.Second, ProgressInterval: 2 * time.Millisecond, Resolver: res})
-	const size = 96 << 20
-	big := filepath.Join(t.TempDir(), "big.bin")
-	writeFile(t, big, size)
-	events, unsub := send.Subscribe(4096)
-	defer unsub()
-	to := target(recv)
-	to.ID, to.Follow = recv.ID(), true
-	tr, err := send.Send(context.Background(), to, []string{big}, SendOptions{Transport: "quic"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitProgress(t, events, tr.ID(), size, 0.3)
+	_, tr, big := sendFollowedAt30(t, recv, res, 30*time.Second)
 	recv.Close()
 	moved := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl}) // any free port: not the old one
 	res.set(moved.ID(), target(moved))
@@ -68,13 +79,13 @@ func TestFollowFindsMovedReceiver(t *testing.T) {
 		t.Fatalf("%s: %s", r.State, r.Err)
 	}
 	sameTree(t, big, dl)
-	if r.Bytes > size+size/4 {
-		t.Errorf("sent %d bytes in all for a %d-byte file: resume did not save much", r.Bytes, size)
+	if r.Bytes > followedSize+followedSize/4 {
+		t.Errorf("sent %d bytes in all for a %d-byte file: resume did not save much", r.Bytes, followedSize)
 	}
 	if res.calls.Load() < 2 {
 		t.Errorf("the resolver was asked %d times; want every attempt", res.calls.Load())
 	}
-	t.Logf("%d bytes sent for %d, %d look-ups", r.Bytes, size, res.calls.Load())
+	t.Logf("%d bytes sent for %d, %d look-ups", r.Bytes, followedSize, res.calls.Load())
 }
 
 // Retry of a failed send looks the device up again too; an explicit
@@ -128,19 +139,7 @@ func TestRetryFollowsAndExplicitStays(t *testing.T) {
 func TestRetryAfterReceivingOffAndOn(t *testing.T) {
 	recv := startReceiver(t, Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir()})
 	res := &fakeResolver{}
-	send := testEngine(t, Options{RetryFor: -1, ProgressInterval: 2 * time.Millisecond, Resolver: res})
-	const size = 96 << 20
-	big := filepath.Join(t.TempDir(), "big.bin")
-	writeFile(t, big, size)
-	events, unsub := send.Subscribe(4096)
-	defer unsub()
-	to := target(recv)
-	to.ID, to.Follow = recv.ID(), true
-	tr, err := send.Send(context.Background(), to, []string{big}, SendOptions{Transport: "quic"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitProgress(t, events, tr.ID(), size, 0.3)
+	send, tr, big := sendFollowedAt30(t, recv, res, -1)
 	before, _ := recv.Addrs()
 	if err := recv.StopReceivingNow(); err != nil {
 		t.Fatal(err)
@@ -177,7 +176,7 @@ func TestRetryAfterReceivingOffAndOn(t *testing.T) {
 	if res.calls.Load() == calls {
 		t.Error("Retry did not look the device up again")
 	}
-	if r.Bytes > size+size/4 {
-		t.Errorf("sent %d bytes in all for a %d-byte file: the receiver's partial was not resumed", r.Bytes, size)
+	if r.Bytes > followedSize+followedSize/4 {
+		t.Errorf("sent %d bytes in all for a %d-byte file: the receiver's partial was not resumed", r.Bytes, followedSize)
 	}
 }

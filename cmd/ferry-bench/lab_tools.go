@@ -386,6 +386,12 @@ func randomPort() int { return 20000 + rand.IntN(30000) }
 func runCmd(cmd *exec.Cmd) ([]byte, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	// When the run times out, what the killed tool started (rsync's ssh)
+	// may still hold the output pipes: give up on them after a while
+	// instead of waiting with it (a lab sweep waited 7 minutes on one).
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = 5 * time.Second
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		name := cmd.Args[0]

@@ -147,6 +147,15 @@ type Target struct {
 	Follow bool
 }
 
+// want is the device that must answer at t: zero when t names no ID
+// (trust on first use).
+func (t Target) want() (identity.DeviceID, error) {
+	if t.ID == "" {
+		return identity.DeviceID{}, nil
+	}
+	return identity.ParseID(t.ID)
+}
+
 func (t Target) quicAddr() string {
 	if t.QUICAddr != "" {
 		return t.QUICAddr

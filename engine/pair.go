@@ -190,13 +190,9 @@ func (e *Engine) Pair(ctx context.Context, to Target) (*Transfer, error) {
 	if to.quicAddr() == "" && to.tcpAddr() == "" {
 		return nil, errors.New("no address to pair with")
 	}
-	var want identity.DeviceID
-	if to.ID != "" {
-		id, err := identity.ParseID(to.ID)
-		if err != nil {
-			return nil, err
-		}
-		want = id
+	want, err := to.want()
+	if err != nil {
+		return nil, err
 	}
 	t := &Transfer{id: newTransferID(), dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
 		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), target: to}

@@ -94,13 +94,9 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	if to.quicAddr() == "" && to.tcpAddr() == "" {
 		return nil, errors.New("no address to send to")
 	}
-	var want identity.DeviceID
-	if to.ID != "" {
-		id, err := identity.ParseID(to.ID)
-		if err != nil {
-			return nil, err
-		}
-		want = id
+	want, err := to.want()
+	if err != nil {
+		return nil, err
 	}
 	var files []localFile
 	if len(paths) > 0 || items.Text == "" {

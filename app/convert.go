@@ -38,18 +38,20 @@ func toUIMetrics(m *engine.Metrics) *ui.Metrics {
 		return nil
 	}
 	return &ui.Metrics{
-		Transport:         m.Transport,
-		SmoothedRTT:       msDur(m.SmoothedRTTms),
-		MinRTT:            msDur(m.MinRTTms),
-		CongestionWindow:  m.CongestionWindow,
-		CongestionEvents:  m.CongestionEvents,
-		PacketsLost:       m.PacketsLost,
-		PathMTU:           m.PathMTU,
-		DatagramsPerCall:  m.DatagramsPerCall(),
-		GSO:               m.GSO,
-		RecvBuffer:        m.RecvBuffer,
-		Connections:       m.Connections,
-		CongestionControl: m.CongestionControl,
+		Transport:            m.Transport,
+		SmoothedRTT:          msDur(m.SmoothedRTTms),
+		MinRTT:               msDur(m.MinRTTms),
+		CongestionWindow:     m.CongestionWindow,
+		CongestionEvents:     m.CongestionEvents,
+		PacketsLost:          m.PacketsLost,
+		PathMTU:              m.PathMTU,
+		DatagramsPerCall:     m.DatagramsPerCall(),
+		GSO:                  m.GSO,
+		DatagramsPerRecvCall: m.DatagramsPerRecvCall(),
+		GRO:                  m.GRO,
+		RecvBuffer:           m.RecvBuffer,
+		Connections:          m.Connections,
+		CongestionControl:    m.CongestionControl,
 	}
 }
 

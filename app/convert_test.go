@@ -20,12 +20,12 @@ func TestToUITransfer(t *testing.T) {
 		t.Fatalf("progress = %+v %+v", got, got.Progress)
 	}
 
-	m := &engine.Metrics{Transport: "quic", SmoothedRTTms: 1.5, DatagramsSent: 100, SendCalls: 10, PathMTU: 1441}
+	m := &engine.Metrics{Transport: "quic", SmoothedRTTms: 1.5, DatagramsSent: 100, SendCalls: 10, PathMTU: 1441, RecvCalls: 4, RecvDatagrams: 100, GRO: true}
 	ev = engine.Event{Time: now, Kind: engine.EventResult, TransferID: "x", Direction: engine.Sending, State: engine.StateDone,
 		Result: &engine.Result{State: engine.StateDone, Files: 2, Verified: 2, Bytes: 10, Duration: 2, Transport: "quic", Metrics: m}}
 	got, _ = toUITransfer(ev)
 	r := got.Result
-	if r == nil || r.State != ui.StateDone || r.Duration != 2*time.Second || r.Metrics.DatagramsPerCall != 10 || r.Metrics.SmoothedRTT != 1500*time.Microsecond {
+	if r == nil || r.State != ui.StateDone || r.Duration != 2*time.Second || r.Metrics.DatagramsPerCall != 10 || r.Metrics.DatagramsPerRecvCall != 25 || !r.Metrics.GRO || r.Metrics.SmoothedRTT != 1500*time.Microsecond {
 		t.Fatalf("result = %+v", r)
 	}
 	h := historyEntry(got, intent{})

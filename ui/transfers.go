@@ -560,6 +560,13 @@ func detailsText(v *transferView) string {
 		}
 		fmt.Fprintf(&b, "Datagrams per send call: %.1f (GSO %s)\n", m.DatagramsPerCall, gso)
 	}
+	if m.DatagramsPerRecvCall > 0 {
+		gro := "off"
+		if m.GRO {
+			gro = "on"
+		}
+		fmt.Fprintf(&b, "Datagrams per receive call: %.1f (GRO %s)\n", m.DatagramsPerRecvCall, gro)
+	}
 	if m.RecvBuffer > 0 {
 		fmt.Fprintf(&b, "Socket receive buffer: %s\n", HumanBytes(int64(m.RecvBuffer)))
 	}
@@ -597,6 +604,9 @@ func finalMetrics(live, final *Metrics) *Metrics {
 	}
 	if m.DatagramsPerCall == 0 {
 		m.DatagramsPerCall, m.GSO = live.DatagramsPerCall, live.GSO
+	}
+	if m.DatagramsPerRecvCall == 0 {
+		m.DatagramsPerRecvCall, m.GRO = live.DatagramsPerRecvCall, live.GRO
 	}
 	if m.RecvBuffer == 0 {
 		m.RecvBuffer = live.RecvBuffer

@@ -276,8 +276,11 @@ type Metrics struct {
 	PathMTU          int
 	DatagramsPerCall float64
 	GSO              bool
-	RecvBuffer       int
-	Connections      int
+	// DatagramsPerRecvCall shows GRO at work on the receiving side.
+	DatagramsPerRecvCall float64
+	GRO                  bool
+	RecvBuffer           int
+	Connections          int
 	// CongestionControl is the TCP algorithm ("bbr", "cubic"); empty for QUIC.
 	CongestionControl string
 }

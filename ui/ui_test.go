@@ -451,10 +451,10 @@ func TestDetailsShowMetricsAndFileResults(t *testing.T) {
 	test.Tap(u.transfers.byID[id].details)
 	u.ApplyTransfer(TransferEvent{Kind: TransferMetrics, ID: id, State: StateActive, Metrics: &Metrics{Transport: "quic",
 		SmoothedRTT: 1500 * time.Microsecond, MinRTT: 300 * time.Microsecond, CongestionWindow: 1_200_000, CongestionEvents: 2,
-		PacketsLost: 7, PathMTU: 1441, DatagramsPerCall: 9.5, GSO: true}})
+		PacketsLost: 7, PathMTU: 1441, DatagramsPerCall: 9.5, GSO: true, DatagramsPerRecvCall: 31.4, GRO: true}})
 	u.ApplyTransfer(TransferEvent{Kind: TransferFile, ID: id, State: StateActive, File: &FileResult{Path: "a\u202etxt.exe", Size: 10, Verified: true}})
 	got := u.transfers.detailLabel.Text + "\n" + u.transfers.detailFiles.Text
-	if !contains(got, "QUIC", "1.50 ms", "1.2 MB", "Congestion events: 2", "packets lost: 7", "Path MTU: 1441", "9.5 (GSO on)", `"a\u202etxt.exe"`, "verified") {
+	if !contains(got, "QUIC", "1.50 ms", "1.2 MB", "Congestion events: 2", "packets lost: 7", "Path MTU: 1441", "9.5 (GSO on)", "receive call: 31.4 (GRO on)", `"a\u202etxt.exe"`, "verified") {
 		t.Errorf("details = %q", got)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,6 +72,8 @@ type loopResult struct {
 	sendCalls                  int64
 	datagrams                  int64
 	congestion                 int64
+	// the receiver's receive calls and the datagrams they brought (GRO)
+	recvCalls, recvDatagrams int64
 }
 
 func (r loopResult) cpu() float64 { return r.cpuSend + r.cpuRecv + r.cpuOther }
@@ -437,6 +440,9 @@ func (t loopTable) rows() []string {
 		if r.sendCalls > 0 && r.transport == "quic" {
 			notes = append(notes, fmt.Sprintf("%.1f datagrams/send call", float64(r.datagrams)/float64(r.sendCalls)))
 		}
+		if r.recvCalls > 0 && r.transport == "quic" {
+			notes = append(notes, fmt.Sprintf("%.1f datagrams/receive call", float64(r.recvDatagrams)/float64(r.recvCalls)))
+		}
 		if x := t.cpuTCP[c.key]; len(x) > 0 {
 			notes = append(notes, fmt.Sprintf("CPU %.2fx ferry tcp's (rounds %s)", median(x), joinRatios(x)))
 		}
@@ -700,7 +706,12 @@ func loopFerry(ctx context.Context, bin, work, src, dst string, v ferryVariant, 
 			break
 		}
 	}
-	go io.Copy(io.Discard, rout)
+	var recvOut bytes.Buffer
+	recvRead := make(chan struct{})
+	go func() {
+		defer close(recvRead)
+		io.Copy(&recvOut, rout)
+	}()
 	if quicAddr == "" && tcpAddr == "" {
 		return loopResult{}, errors.New("receiver did not start")
 	}
@@ -716,6 +727,7 @@ func loopFerry(ctx context.Context, bin, work, src, dst string, v ferryVariant, 
 	if err != nil {
 		return loopResult{}, fmt.Errorf("send: %w: %s", err, loopLastLine(outb))
 	}
+	<-recvRead // the receiver ends after one transfer (--once)
 	err = recv.Wait()
 	recvKB := recvPeak()
 	if err != nil {
@@ -740,7 +752,17 @@ func loopFerry(ctx context.Context, bin, work, src, dst string, v ferryVariant, 
 		return loopResult{}, fmt.Errorf("send did not finish: %s", loopLastLine(outb))
 	}
 	r := ev.Result
+	var rev struct {
+		Result struct {
+			Metrics struct {
+				Calls     int64 `json:"recv_calls"`
+				Datagrams int64 `json:"recv_call_datagrams"`
+			} `json:"metrics"`
+		} `json:"result"`
+	}
+	json.Unmarshal([]byte(loopLastLine(recvOut.Bytes())), &rev) // older builds have no such counts
 	return loopResult{
+		recvCalls: rev.Result.Metrics.Calls, recvDatagrams: rev.Result.Metrics.Datagrams,
 		seconds: secs, mbps: float64(r.Bytes) / secs / 1e6, engineSeconds: r.Duration,
 		cpuSend: cpuSeconds(send.ProcessState), cpuRecv: cpuSeconds(recv.ProcessState),
 		rssSendKB: sendKB, rssRecvKB: recvKB,

@@ -22,11 +22,16 @@ type Metrics struct {
 	BytesSent         int64   `json:"bytes_sent"`
 	BytesRecv         int64   `json:"bytes_received"`
 	SendCalls         int64   `json:"send_calls"` // write syscalls on the socket; DatagramsSent/SendCalls shows GSO at work
-	PathMTU           int     `json:"path_mtu"`
-	GSO               bool    `json:"gso"`
-	RecvBuffer        int     `json:"udp_recv_buffer"` // what the kernel granted
-	SendBuffer        int     `json:"udp_send_buffer"`
-	Connections       int     `json:"connections,omitempty"` // TCP: parallel connections in use
+	// RecvCalls counts receive syscalls on the socket and RecvDatagrams the
+	// datagrams they brought in; RecvDatagrams/RecvCalls shows GRO at work.
+	RecvCalls     int64 `json:"recv_calls,omitempty"`
+	RecvDatagrams int64 `json:"recv_call_datagrams,omitempty"`
+	GRO           bool  `json:"gro,omitempty"`
+	PathMTU       int   `json:"path_mtu"`
+	GSO           bool  `json:"gso"`
+	RecvBuffer    int   `json:"udp_recv_buffer"` // what the kernel granted
+	SendBuffer    int   `json:"udp_send_buffer"`
+	Connections   int   `json:"connections,omitempty"` // TCP: parallel connections in use
 }
 
 // DatagramsPerCall is DatagramsSent / SendCalls, or 0 when nothing was sent.
@@ -35,4 +40,13 @@ func (m Metrics) DatagramsPerCall() float64 {
 		return 0
 	}
 	return float64(m.DatagramsSent) / float64(m.SendCalls)
+}
+
+// DatagramsPerRecvCall is RecvDatagrams / RecvCalls, or 0 when nothing was
+// received.
+func (m Metrics) DatagramsPerRecvCall() float64 {
+	if m.RecvCalls == 0 {
+		return 0
+	}
+	return float64(m.RecvDatagrams) / float64(m.RecvCalls)
 }

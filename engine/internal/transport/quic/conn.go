@@ -61,8 +61,8 @@ func quicConfig(cfg transport.Config) *quic.Config {
 
 // countingUDP counts send calls and the datagrams they carry, and finds the
 // path MTU in use. It embeds the *net.UDPConn so quic-go still finds
-// ReadMsgUDP/WriteMsgUDP/SyscallConn and keeps its GSO and batched-receive
-// paths.
+// ReadMsgUDP/WriteMsgUDP/SyscallConn and keeps its GSO path; on Linux it
+// reads for quic-go with GRO (ReadBatch, gro_linux.go).
 type countingUDP struct {
 	*net.UDPConn
 	calls     atomic.Int64
@@ -72,6 +72,7 @@ type countingUDP struct {
 	// sendErrors counts datagrams the system refused because the path is
 	// gone (see lost).
 	sendErrors atomic.Int64
+	gro        groReader // receiving with UDP GRO (gro_linux.go)
 }
 
 func (c *countingUDP) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (int, int, error) {
@@ -135,7 +136,9 @@ func listenUDP(addr string) (*countingUDP, error) {
 	// Best effort: the kernel may clamp (rmem_max); we report what it granted.
 	uc.SetReadBuffer(udpBufferSize)
 	uc.SetWriteBuffer(udpBufferSize)
-	return &countingUDP{UDPConn: uc}, nil
+	c := &countingUDP{UDPConn: uc}
+	c.enableGRO()
+	return c, nil
 }
 
 // conn is one QUIC connection.
@@ -317,11 +320,14 @@ func (q *conn) refuse(refusal error) {
 func (q *conn) metrics() transport.Metrics {
 	st := q.c.ConnectionStats()
 	recv, send := transport.SocketBuffers(q.udp.UDPConn)
-	var datagrams, calls, mtu int64
+	var datagrams, calls, mtu, rcalls, rdatagrams int64
 	for _, u := range q.sockets() {
 		datagrams += u.datagrams.Load()
 		calls += u.calls.Load()
 		mtu = max(mtu, u.mtu.Load())
+		c, d := u.receiveCounts()
+		rcalls += c
+		rdatagrams += d
 	}
 	return transport.Metrics{
 		Transport:         string(transport.QUIC),
@@ -338,6 +344,9 @@ func (q *conn) metrics() transport.Metrics {
 		BytesSent:         int64(st.BytesSent),
 		BytesRecv:         int64(st.BytesReceived),
 		SendCalls:         calls,
+		RecvCalls:         rcalls,
+		RecvDatagrams:     rdatagrams,
+		GRO:               q.udp.groOn(),
 		PathMTU:           int(mtu),
 		GSO:               q.gso,
 		RecvBuffer:        recv,

@@ -524,6 +524,8 @@ func (s *Session) Metrics() transport.Metrics {
 		if c.udp != conns[0].udp {
 			m.DatagramsSent += x.DatagramsSent
 			m.SendCalls += x.SendCalls
+			m.RecvCalls += x.RecvCalls
+			m.RecvDatagrams += x.RecvDatagrams
 		}
 	}
 	return m

@@ -147,7 +147,16 @@ func sendGSO(t *testing.T, from *net.UDPConn, to *net.UDPAddr, payload []byte, s
 // one receive call; a datagram too big for quic-go's buffer is cut and
 // flagged as the kernel would.
 func TestReadBatchSplitsCoalescedDatagrams(t *testing.T) {
-	rc, err := listenUDP("127.0.0.1:0")
+	for _, ip := range []string{"127.0.0.1", "::1"} {
+		t.Run(ip, func(t *testing.T) { readBatchSplits(t, net.ParseIP(ip)) })
+	}
+}
+
+func readBatchSplits(t *testing.T, ip net.IP) {
+	rc, err := listenUDP(net.JoinHostPort(ip.String(), "0"))
+	if err != nil && ip.To4() == nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +164,7 @@ func TestReadBatchSplitsCoalescedDatagrams(t *testing.T) {
 	if !rc.groOn() {
 		t.Fatal("the kernel refused UDP_GRO (Linux has it since 5.0)")
 	}
-	sc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	sc, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -554,18 +554,10 @@ func detailsText(v *transferView) string {
 		fmt.Fprintf(&b, "Path MTU: %d bytes\n", m.PathMTU)
 	}
 	if m.DatagramsPerCall > 0 {
-		gso := "off"
-		if m.GSO {
-			gso = "on"
-		}
-		fmt.Fprintf(&b, "Datagrams per send call: %.1f (GSO %s)\n", m.DatagramsPerCall, gso)
+		fmt.Fprintf(&b, "Datagrams per send call: %.1f (GSO %s)\n", m.DatagramsPerCall, onOff(m.GSO))
 	}
 	if m.DatagramsPerRecvCall > 0 {
-		gro := "off"
-		if m.GRO {
-			gro = "on"
-		}
-		fmt.Fprintf(&b, "Datagrams per receive call: %.1f (GRO %s)\n", m.DatagramsPerRecvCall, gro)
+		fmt.Fprintf(&b, "Datagrams per receive call: %.1f (GRO %s)\n", m.DatagramsPerRecvCall, onOff(m.GRO))
 	}
 	if m.RecvBuffer > 0 {
 		fmt.Fprintf(&b, "Socket receive buffer: %s\n", HumanBytes(int64(m.RecvBuffer)))
@@ -577,6 +569,14 @@ func detailsText(v *transferView) string {
 		fmt.Fprintf(&b, "Sent again after reconnecting: %s\n", HumanBytes(r.Resent))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// onOff names a setting's state.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // finalMetrics is the result's metrics with the gaps filled from the last

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/fair"
 )
@@ -72,8 +72,8 @@ type admission struct {
 	prompts *fair.Slots   // offers waiting for an answer
 
 	mu        sync.Mutex // guards the fields below
-	byDevice  map[identity.DeviceID]int
-	prompting map[identity.DeviceID]bool
+	byDevice  map[peer.ID]int
+	prompting map[peer.ID]bool
 	muted     map[string]*declines // by "device ID" or "@source"
 	warned    map[string]time.Time // warnings given (warnDue), by what they are about
 	held      manifestLoad         // manifests held, in all
@@ -96,8 +96,8 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 		muteFor:   muteFor,
 		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource, Floor: 2}),
 		prompts:   fair.New(fair.Limits{Total: maxPrompts, PerSource: maxPromptsPerSource}),
-		byDevice:  map[identity.DeviceID]int{},
-		prompting: map[identity.DeviceID]bool{},
+		byDevice:  map[peer.ID]int{},
+		prompting: map[peer.ID]bool{},
 		muted:     map[string]*declines{},
 		warned:    map[string]time.Time{},
 		heldBy:    map[string]*manifestLoad{},
@@ -108,7 +108,7 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 type ticket struct {
 	a    *admission
 	src  string
-	peer identity.DeviceID
+	peer peer.ID
 
 	mu       sync.Mutex // guards the fields below
 	slot     *fair.Slot // held until the offer is decided
@@ -119,7 +119,7 @@ type ticket struct {
 // arrive admits a new session from remote ("host:port") proven to be peer,
 // or refuses it. evict ends the session if a newcomer from a less busy
 // source later takes its place.
-func (a *admission) arrive(remote string, peer identity.DeviceID, evict func()) (*ticket, *wire.RemoteError) {
+func (a *admission) arrive(remote string, peer peer.ID, evict func()) (*ticket, *wire.RemoteError) {
 	t := &ticket{a: a, src: fair.Source(remote), peer: peer}
 	a.mu.Lock()
 	if a.byDevice[peer] >= maxWaitingSessionsPerDevice {
@@ -303,10 +303,10 @@ func (p *promptTicket) release() {
 // anything is asked or written: a muted device or address, or an untrusted
 // device using the name of a paired one.
 func (e *Engine) refuseEarly(tk *ticket, h *wire.Hello, c Conn) *wire.RemoteError {
-	if refused := tk.checkMuted(e.isTrusted(c.PeerID())); refused != nil {
+	if refused := tk.checkMuted(e.isTrusted(c.PeerID().Peer())); refused != nil {
 		return refused
 	}
-	return e.checkImpersonation(c.PeerID(), h.Name, c.RemoteAddr())
+	return e.checkImpersonation(c.PeerID().Peer(), h.Name, c.RemoteAddr())
 }
 
 // namesOf is the name bytes of files.

@@ -29,6 +29,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
 )
@@ -422,23 +423,27 @@ func (e *Engine) Trusted() []TrustedPeer {
 	return out
 }
 
-// SetTrusted marks a device as always accepted (or not).
+// SetTrusted marks a device as always accepted (or not). id is a peer ID
+// as events and Trusted give it (package peer: a Ferry device ID, or
+// "localsend:" and a fingerprint); a peer that proved no key cannot be
+// trusted.
 func (e *Engine) SetTrusted(id string, on bool) error {
-	did, err := identity.ParseID(id)
+	pid, err := peer.Parse(id)
 	if err != nil {
 		return err
 	}
-	p, _ := e.trust.Get(did)
-	return e.trust.SetAlwaysAccept(did, p.Name, on)
+	p, _ := e.trust.Get(pid)
+	return e.trust.SetAlwaysAccept(pid, p.Name, on)
 }
 
-// Forget removes a device from the trust store.
+// Forget removes a device from the trust store; id is a peer ID, as for
+// SetTrusted.
 func (e *Engine) Forget(id string) error {
-	did, err := identity.ParseID(id)
+	pid, err := peer.Parse(id)
 	if err != nil {
 		return err
 	}
-	return e.trust.Forget(did)
+	return e.trust.Forget(pid)
 }
 
 // Start opens a listener per transport: receiving is on until StopReceiving

@@ -55,5 +55,5 @@ func (e *Engine) probeHello(ctx context.Context, c Conn) (PeerInfo, error) {
 	if err := checkHello(h, c); err != nil {
 		return PeerInfo{}, err
 	}
-	return e.peerInfo(c.PeerID(), h.Name, ""), nil
+	return e.peerInfo(c.PeerID().Peer(), h.Name, ""), nil
 }

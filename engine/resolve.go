@@ -60,7 +60,7 @@ func (e *Engine) candidates(ctx context.Context, to Target, id identity.DeviceID
 		cancel()
 	}
 	add(to)
-	if p, ok := e.trust.Get(id); ok {
+	if p, ok := e.trust.Get(id.Peer()); ok {
 		for _, a := range p.LastAddrs {
 			add(Target{Addr: a})
 		}

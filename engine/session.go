@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -200,7 +200,7 @@ func codeSentinel(c wire.Code) error {
 }
 
 // peerInfo builds what events say about a peer.
-func (e *Engine) peerInfo(id identity.DeviceID, name, addr string) PeerInfo {
+func (e *Engine) peerInfo(id peer.ID, name, addr string) PeerInfo {
 	p, known := e.trust.Get(id)
 	return PeerInfo{Name: name, ID: id.String(), Trusted: known && p.AlwaysAccept, Addr: addr}
 }

@@ -84,22 +84,22 @@ func TestTrustStore(t *testing.T) {
 	}
 	a, _ := LoadOrCreate(t.TempDir())
 	b, _ := LoadOrCreate(t.TempDir())
-	if err := s.Seen(a.ID, "desk", "10.0.0.5:47800"); err != nil {
+	if err := s.Seen(a.ID.Peer(), "desk", "10.0.0.5:47800"); err != nil {
 		t.Fatal(err)
 	}
 	// Another key at a known address is refused; a known key anywhere is fine.
-	if err := s.CheckAddr("10.0.0.5:47800", b.ID); err == nil {
+	if err := s.CheckAddr("10.0.0.5:47800", b.ID.Peer()); err == nil {
 		t.Error("a new key at a known address was accepted")
 	}
-	if err := s.CheckAddr("10.0.0.5:47800", a.ID); err != nil {
+	if err := s.CheckAddr("10.0.0.5:47800", a.ID.Peer()); err != nil {
 		t.Error(err)
 	}
-	s.SetAlwaysAccept(a.ID, "", true)
+	s.SetAlwaysAccept(a.ID.Peer(), "", true)
 	s2, err := OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ok := s2.Get(a.ID)
+	p, ok := s2.Get(a.ID.Peer())
 	if !ok || !p.AlwaysAccept || p.Name != "desk" || p.LastAddrs[0] != "10.0.0.5:47800" {
 		t.Fatalf("reloaded %+v", p)
 	}

@@ -21,9 +21,9 @@ type fakeRow struct {
 	mu        sync.Mutex // guards the fields below
 	canResume bool
 	calls     []string
-	open    bool
-	serving chan struct{} // closed when Serve starts
-	served  chan struct{} // closed when Serve returns
+	open      bool
+	serving   chan struct{} // closed when Serve starts
+	served    chan struct{} // closed when Serve returns
 }
 
 func newFakeRow(name string) *fakeRow { return &fakeRow{name: name, canResume: true} }

@@ -125,6 +125,9 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 	if err := checkText(text); err != nil {
 		return err
 	}
+	if len(files) == 0 && text == "" {
+		return fmt.Errorf("%w: the offer holds neither a file nor a text", wire.ErrProtocol)
+	}
 	in.text = text
 	var pathBytes int
 	seen := make(map[string]bool, len(files))
@@ -135,7 +138,7 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 		}
 		// A name we cannot store safely refuses that file, not the offer.
 		var ne *store.NameError
-		if err := store.ValidatePath(f.Path); errors.As(err, &ne) {
+		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
 			in.refuse(i, wire.CodeBadName, ne.Reason)
 			continue
 		} else if err != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -70,7 +71,7 @@ type admission struct {
 	now     func() time.Time
 	muteFor time.Duration // <= 0: declines mute nobody
 	waiting *fair.Slots   // sessions until their offer is decided
-	prompts *fair.Slots   // offers waiting for an answer
+	prompts *promptPlaces // offers waiting for an answer (prompts.go)
 
 	mu        sync.Mutex // guards the fields below
 	byDevice  map[identity.DeviceID]int
@@ -96,7 +97,7 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 		now:       now,
 		muteFor:   muteFor,
 		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource, Floor: 2}),
-		prompts:   fair.New(fair.Limits{Total: maxPrompts, PerSource: maxPromptsPerSource}),
+		prompts:   newPromptPlaces(maxPrompts, maxPromptsPerSource),
 		byDevice:  map[identity.DeviceID]int{},
 		prompting: map[identity.DeviceID]bool{},
 		muted:     map[string]*declines{},
@@ -265,15 +266,14 @@ func (t *ticket) declined() {
 
 // promptTicket is an offer's place among those waiting for an answer.
 type promptTicket struct {
-	t       *ticket
-	slot    *fair.Slot
-	evicted chan struct{} // closed when a newcomer took the place
-	once    sync.Once
+	t     *ticket
+	place func() // gives the place back
 }
 
 // prompt gives the session's offer a place among those waiting for the
-// user: one per device, a few per address, shared fairly by address.
-func (t *ticket) prompt() (*promptTicket, *wire.RemoteError) {
+// user (one per device, a few per address: see promptPlaces), waiting for
+// one until ctx ends.
+func (t *ticket) prompt(ctx context.Context) (*promptTicket, *wire.RemoteError) {
 	a := t.a
 	a.mu.Lock()
 	if a.prompting[t.peer] {
@@ -282,18 +282,21 @@ func (t *ticket) prompt() (*promptTicket, *wire.RemoteError) {
 	}
 	a.prompting[t.peer] = true
 	a.mu.Unlock()
-	p := &promptTicket{t: t, evicted: make(chan struct{})}
-	p.slot = a.prompts.Take(t.src, func() { p.once.Do(func() { close(p.evicted) }) })
-	if p.slot == nil {
+	p := &promptTicket{t: t}
+	place, refused := a.prompts.take(ctx, t.src)
+	if refused != nil {
 		p.release()
-		return nil, errReceiverBusy
+		return nil, refused
 	}
+	p.place = place
 	return p, nil
 }
 
 // release gives the place back once the offer was answered.
 func (p *promptTicket) release() {
-	p.slot.Release()
+	if p.place != nil {
+		p.place()
+	}
 	a := p.t.a
 	a.mu.Lock()
 	delete(a.prompting, p.t.peer)

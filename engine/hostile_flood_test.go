@@ -165,30 +165,59 @@ func TestPromptFloodFromOneAddress(t *testing.T) {
 	}
 }
 
-// A flood from as many addresses as there are prompts fills them all; a
-// real sender's offer then takes the oldest prompt's place (its sender is
-// told the receiver is busy) instead of being refused.
+// Issue #27 (3): a flood from as many addresses as there are prompts
+// fills them all; a real sender's offer from another address then waits
+// for a place instead of evicting a prompt on screen (round 2 evicted the
+// oldest, which under a flood answered at once was the real one), and gets
+// the next place before a flood address that shows a prompt already, even
+// one that queued first. No flood offer is refused meanwhile.
 func TestPromptFloodFromManyAddresses(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAsk, MaxPrompts: 4})
 	seen := watchOffers(t, recv)
-	var first <-chan answer
+	var flood []<-chan answer
+	var floodIDs []*identity.Identity
 	for i := range 4 {
-		_, ch := offerFrom(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.%d:5000", 10+i))
-		<-seen.new // in order: the first is the oldest
-		if i == 0 {
-			first = ch
-		}
+		id := newIdentity(t)
+		_, ch := offerFrom(t, recv, id, fmt.Sprintf("192.0.2.%d:5000", 10+i))
+		<-seen.new
+		flood, floodIDs = append(flood, ch), append(floodIDs, id)
 	}
+	// A second offer from a flood address queues first...
+	_, again := offerFrom(t, recv, newIdentity(t), "192.0.2.10:5001")
+	waitUntil(t, func() bool { return recv.admit.prompts.queued() == 1 })
+	// ...then the real sender's.
 	real := newIdentity(t)
-	offerFrom(t, recv, real, "198.51.100.7:47000")
+	_, ch := offerFrom(t, recv, real, "198.51.100.7:47000")
+	waitUntil(t, func() bool { return recv.admit.prompts.queued() == 2 })
+	if n := recv.admit.prompts.shown(); n != 4 {
+		t.Fatalf("%d prompts shown, want 4", n)
+	}
+	// The user answers one flood prompt: its place goes to the real sender.
+	tid, _ := seen.transfer(floodIDs[1])
+	if err := recv.Decide(tid, Decision{}); err != nil {
+		t.Fatal(err)
+	}
+	if a := waitAnswer(t, flood[1]); a.err != nil || a.d.Accept {
+		t.Fatalf("the declined flood offer: %+v, %v", a.d, a.err)
+	}
 	for {
 		<-seen.new
-		if _, ok := seen.transfer(real); ok {
+		if tid, ok := seen.transfer(real); ok {
+			if err := recv.Decide(tid, Decision{Accept: true}); err != nil {
+				t.Fatal(err)
+			}
 			break
 		}
 	}
-	if a := waitAnswer(t, first); !isBusy(a) {
-		t.Fatalf("the oldest flood offer was answered %+v, %v; want busy", a.d, a.err)
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("the real sender's offer: %+v, %v", a.d, a.err)
+	}
+	for i, c := range append([]<-chan answer{flood[0], flood[2], flood[3]}, again) {
+		select {
+		case a := <-c:
+			t.Errorf("flood offer %d was answered %+v, %v without the user", i, a.d, a.err)
+		default:
+		}
 	}
 }
 

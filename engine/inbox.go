@@ -304,7 +304,7 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 // ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
 func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
 	e := in.e
-	place, refused := in.ticket.prompt()
+	place, refused := in.ticket.prompt(ctx)
 	if refused != nil {
 		return refusal(refused), nil
 	}
@@ -330,8 +330,6 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 			in.ticket.declined()
 		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
-	case <-place.evicted:
-		return refusal(errReceiverBusy), nil
 	case <-timer.C:
 		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},
 			code: wire.CodeExpired}, nil

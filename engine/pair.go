@@ -268,7 +268,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	ps := e.setPair(t, code, conn.PeerID(), h.Name, addr, true)
 	e.setState(t, StateWaiting)
 	e.announcePair(t)
-	return e.pairExchange(ctx, conn, ctl, ps, nil, false)
+	return e.pairExchange(ctx, conn, ctl, ps, false)
 }
 
 // servePair is the listener's side of a pairing-only session, whose hellos
@@ -276,7 +276,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket, t *Transfer) {
 	tk.decided()
 	err := func() error {
-		place, refused := tk.prompt()
+		place, refused := tk.prompt(ctx)
 		if refused != nil {
 			return errDecided(refusal(refused)) // ours to tell the peer
 		}
@@ -285,7 +285,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket
 			return err
 		}
 		e.announcePair(t)
-		err := e.pairExchange(ctx, c, ctl, t.pair.Load(), place.evicted, true)
+		err := e.pairExchange(ctx, c, ctl, t.pair.Load(), true)
 		if errors.Is(err, errPairMismatch) {
 			tk.declined()
 		}
@@ -306,7 +306,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket
 // (PairConfirm), then trusts the peer. The listener then says so (Result)
 // and waits for the dialer to hang up; the dialer waits for that word, so
 // that its own confirmation is not lost by closing early.
-func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pairState, evicted <-chan struct{}, listener bool) error {
+func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pairState, listener bool) error {
 	msgs := make(chan wire.Message, 4)
 	readErr := make(chan error, 1)
 	go func() { // ends when the session is closed, which our caller does
@@ -352,8 +352,6 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 			return fmt.Errorf("the other device hung up before the code was confirmed: %w", unexpectedEOF(err))
 		case <-timer.C:
 			return fmt.Errorf("%w: the verification code was not confirmed within %v", wire.ErrTimeout, e.opts.PromptTimeout)
-		case <-evicted:
-			return errDecided(refusal(errReceiverBusy))
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

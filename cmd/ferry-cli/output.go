@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/safetext"
@@ -38,7 +38,7 @@ type printer struct {
 	// (receive --accept all: nobody asked for it, and a flood of texts
 	// would print each in full); --json prints every text whole.
 	excerpt bool
-	cur    engine.Event // the event being printed (for prefix)
+	cur     engine.Event // the event being printed (for prefix)
 }
 
 func newPrinter(out io.Writer, asJSON bool) *printer {

@@ -263,7 +263,10 @@ func TestPIN(t *testing.T) {
 	}
 	// The PIN asked for after a 401.
 	var asked []bool
-	ask := func(_ context.Context, wrong bool) (string, error) { asked = append(asked, wrong); return "123456", nil }
+	ask := func(_ context.Context, wrong bool) (string, error) {
+		asked = append(asked, wrong)
+		return "123456", nil
+	}
 	if _, err := cl.Send(context.Background(), tg, up, SendOptions{AskPIN: ask}); err != nil || len(asked) != 1 || asked[0] {
 		t.Fatalf("asked %v: %v", asked, err)
 	}

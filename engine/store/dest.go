@@ -56,6 +56,9 @@ type Dest struct {
 	// link is Root.Link; tests replace it to exercise the fallback used
 	// where hard links are unsupported.
 	link func(oldname, newname string) error
+	// rename is renameNoReplace; tests replace it to race it or to
+	// exercise the link fallback.
+	rename func(oldname, newname string) error
 
 	// SyncOnFinalize fsyncs every file before it gets its final name. Off by
 	// default, like rsync and scp: a per-file fsync costs more than the
@@ -141,6 +144,7 @@ func Open(dir string) (*Dest, error) {
 	}
 	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, subs: map[string]*os.Root{}}
 	d.link = d.linkNames
+	d.rename = d.renameNoReplace
 	return d, nil
 }
 
@@ -563,13 +567,20 @@ func (d *Dest) syncClose(p *Partial) error {
 	return err
 }
 
-// place gives the file at oldname the additional name newname, failing with
-// an error matching fs.ErrExist if newname is taken. linked reports whether
-// oldname still exists (and must be removed) afterwards.
+// place gives the file at oldname the name newname, failing with an error
+// matching fs.ErrExist if newname is taken. linked reports whether oldname
+// still exists (and must be removed) afterwards.
 func (d *Dest) place(oldname, newname string) (linked bool, err error) {
+	// A rename that refuses to replace: the partial's name goes in the same
+	// step, so no second name can be left behind, and a file that a racing
+	// process creates between our checks is never overwritten.
+	err = d.rename(oldname, newname)
+	if err == nil || !errors.Is(err, errors.ErrUnsupported) {
+		return false, err
+	}
 	// link(2) creates newname or fails if anything — even a dangling
-	// symlink — has that name, atomically: a file that a racing process
-	// creates between our checks is never overwritten.
+	// symlink — has that name, atomically; the partial's name is removed
+	// afterwards.
 	err = d.link(oldname, newname)
 	if err == nil {
 		return true, nil

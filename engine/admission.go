@@ -72,6 +72,7 @@ type admission struct {
 	muteFor time.Duration // <= 0: declines mute nobody
 	waiting *fair.Slots   // sessions until their offer is decided
 	prompts *promptPlaces // offers waiting for an answer (prompts.go)
+	pairs   *pairTries    // hidden tries at the verification code (pairbudget.go)
 
 	mu        sync.Mutex // guards the fields below
 	byDevice  map[identity.DeviceID]int
@@ -98,6 +99,7 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 		muteFor:   muteFor,
 		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource, Floor: 2}),
 		prompts:   newPromptPlaces(maxPrompts, maxPromptsPerSource),
+		pairs:     newPairTries(now),
 		byDevice:  map[identity.DeviceID]int{},
 		prompting: map[identity.DeviceID]bool{},
 		muted:     map[string]*declines{},

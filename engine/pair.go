@@ -91,15 +91,28 @@ func (p pairDialer) finish(ctl *control, h *wire.Hello, self, peer identity.Devi
 // answerHello is the listener's answer to the dialer's hello: its own
 // hello, and when the dialer pairs, its nonce and then the dialer's reveal.
 // It returns the code ("" without pairing) and whether the dialer asks for
-// pairing alone.
-func (e *Engine) answerHello(ctl *control, h *wire.Hello, peer identity.DeviceID) (code string, only bool, err error) {
+// pairing alone. An untrusted dialer's commitment is answered only while
+// few answered ones were abandoned (pairTries, pairbudget.go).
+func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, only bool, err error) {
 	if !offersPair(h) {
 		return "", false, ctl.send(e.hello())
+	}
+	peer := c.PeerID()
+	hidden := !e.isTrusted(peer) // a try at the code if it is never revealed
+	if hidden {
+		if refused := e.admit.pairs.allow(c.RemoteAddr(), h.Name); refused != nil {
+			return "", false, errDecided(refusal(refused)) // ours to tell the peer
+		}
 	}
 	mine := pairing.NewNonce()
 	if err := ctl.send(e.helloPair(mine.String())); err != nil {
 		return "", false, err
 	}
+	defer func() {
+		if err != nil && hidden {
+			e.admit.pairs.abandoned(c.RemoteAddr(), h.Name)
+		}
+	}()
 	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))
 	if err != nil {
 		return "", false, err

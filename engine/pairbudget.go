@@ -31,11 +31,11 @@ import (
 // waits up to 15 minutes for a decision; a prompt lasts 2). docs/hostile.md
 // has the figures.
 const (
-	pairWindow               = 15 * time.Minute
-	pairTriesPerWindow       = 100
-	pairTriesPerSource       = 10
-	pairTriesPerName         = 10
-	maxPairTriesRemembered   = 4096 // sources and names with hidden tries in the window
+	pairWindow             = 15 * time.Minute
+	pairTriesPerWindow     = 100
+	pairTriesPerSource     = 10
+	pairTriesPerName       = 10
+	maxPairTriesRemembered = 4096 // sources and names with hidden tries in the window
 )
 
 // errPairTries refuses an untrusted device's commitment while too many

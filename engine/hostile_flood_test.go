@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -440,5 +441,79 @@ func TestFinishedTransferDropsItsSession(t *testing.T) {
 			}
 			return len(e.transfers) > 0
 		})
+	}
+}
+
+// Issue #27 (4): declines of new devices from one address mute that
+// address for new devices only, and say so; a device this one knows (an
+// offer of it was accepted once) at the same address, the real sender
+// behind the flooder's NAT, is still asked about.
+func TestAddressMuteSparesKnownDevices(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk})
+	seen := watchOffers(t, recv)
+	const nat = "192.0.2.77"
+	for i := range strikesToMute {
+		id := newIdentity(t)
+		_, ch := offerFrom(t, recv, id, fmt.Sprintf("%s:%d", nat, 5000+i))
+		for {
+			<-seen.new
+			if tid, ok := seen.transfer(id); ok {
+				if err := recv.Decide(tid, Decision{}); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		waitAnswer(t, ch)
+	}
+	_, ch := offerFrom(t, recv, newIdentity(t), nat+":6000")
+	a := waitAnswer(t, ch)
+	var re *wire.RemoteError
+	if !errors.As(a.err, &re) || !strings.Contains(re.Reason, errMutedAddress.Reason) {
+		t.Fatalf("a new device at the muted address: %+v, %v; want %q", a.d, a.err, errMutedAddress.Reason)
+	}
+	real := newIdentity(t)
+	if err := recv.trust.Seen(real.ID, "laptop", ""); err != nil { // it sent here before
+		t.Fatal(err)
+	}
+	_, ch = offerFrom(t, recv, real, nat+":7000")
+	for {
+		<-seen.new
+		if tid, ok := seen.transfer(real); ok {
+			if err := recv.Decide(tid, Decision{Accept: true}); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("a known device at the muted address: %+v, %v", a.d, a.err)
+	}
+}
+
+// Issue #27 (4): one address brings at most maxFreshPerSource new devices
+// within the mute period; devices it brought before still get through.
+func TestFreshIdentitiesPerAddressBounded(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	var ids []*identity.Identity
+	for i := range maxFreshPerSource + 1 {
+		id := newIdentity(t)
+		ids = append(ids, id)
+		_, ch := offerFrom(t, recv, id, fmt.Sprintf("192.0.2.88:%d", 5000+i))
+		a := waitAnswer(t, ch)
+		if i < maxFreshPerSource {
+			if a.err != nil || !a.d.Accept {
+				t.Fatalf("new device %d: %+v, %v", i, a.d, a.err)
+			}
+			continue
+		}
+		var re *wire.RemoteError
+		if !errors.As(a.err, &re) || !strings.Contains(re.Reason, errTooManyNew.Reason) {
+			t.Fatalf("new device %d: %+v, %v; want %q", i, a.d, a.err, errTooManyNew.Reason)
+		}
+	}
+	_, ch := offerFrom(t, recv, ids[0], "192.0.2.88:6000")
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("a device the address brought before: %+v, %v", a.d, a.err)
 	}
 }

@@ -166,7 +166,9 @@ func hostileAttacks() []hostileScenario {
 		{"same-address-idle-tcp", "1000 TCP connections that send nothing, from the real sender's own address", "all",
 			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
 				var st hostile.Stats
-				floodUntil(ctx, ready, 2*time.Second, func(ctx context.Context) { hostile.Peer{From: "127.0.0.1", Dir: work}.FloodIdleTCP(ctx, rx.tcp, 1000, &st) })
+				floodUntil(ctx, ready, 2*time.Second, func(ctx context.Context) {
+					hostile.Peer{From: "127.0.0.1", Dir: work}.FloodIdleTCP(ctx, rx.tcp, 1000, &st)
+				})
 				return st.String(), nil
 			}},
 		{"same-address-silent-quic", "1000 QUIC connections that open no stream, from the real sender's own address", "all",

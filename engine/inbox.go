@@ -125,6 +125,9 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 	if err := checkText(text); err != nil {
 		return err
 	}
+	if len(files) == 0 && text == "" {
+		return fmt.Errorf("%w: the offer holds neither a file nor a text", wire.ErrProtocol)
+	}
 	in.text = text
 	var pathBytes int
 	seen := make(map[string]bool, len(files))
@@ -135,7 +138,7 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 		}
 		// A name we cannot store safely refuses that file, not the offer.
 		var ne *store.NameError
-		if err := store.ValidatePath(f.Path); errors.As(err, &ne) {
+		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
 			in.refuse(i, wire.CodeBadName, ne.Reason)
 			continue
 		} else if err != nil {
@@ -301,7 +304,7 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 // ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
 func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
 	e := in.e
-	place, refused := in.ticket.prompt()
+	place, refused := in.ticket.prompt(ctx)
 	if refused != nil {
 		return refusal(refused), nil
 	}
@@ -327,8 +330,6 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 			in.ticket.declined()
 		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
-	case <-place.evicted:
-		return refusal(errReceiverBusy), nil
 	case <-timer.C:
 		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},
 			code: wire.CodeExpired}, nil

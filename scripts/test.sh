@@ -8,7 +8,9 @@ pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbu
       avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync
       # packaging checks (go test ./packaging): Windows cross builds, the installer, Wine, .deb metadata
       gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils
-      curl)
+      curl
+      # the browser tests of engine/weblink (skipped without it)
+      chromium)
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
 

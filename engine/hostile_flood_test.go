@@ -338,7 +338,7 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("a session beyond the address's bound was served")
 	}
-	p.conn.Close(0, "")
+	p.conn.Close(nil)
 
 	id := newIdentity(t)
 	for i := range maxWaitingSessionsPerDevice {
@@ -407,7 +407,7 @@ func TestManifestBudget(t *testing.T) {
 	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
 		t.Fatalf("a small offer beside the large one: %+v, %v", a.d, a.err)
 	}
-	big.conn.Close(0, "")
+	big.conn.Close(nil)
 	<-bigDone
 	waitUntil(t, func() bool { return recv.admit.heldFiles() <= 1 })
 }

@@ -30,7 +30,7 @@ func grindOnce(t *testing.T, recv *Engine, id *identity.Identity, addr, name str
 		t.Fatal(err)
 	}
 	m, err := p.ctl.recvTimeout(5 * time.Second)
-	p.conn.Close(0, "")
+	p.conn.Close(nil)
 	<-done
 	switch m := m.(type) {
 	case *wire.Hello:

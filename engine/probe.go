@@ -28,7 +28,7 @@ func (e *Engine) Probe(ctx context.Context, addr string) (PeerInfo, error) {
 		return PeerInfo{}, fmt.Errorf("nothing answers at %s: %w", addr, err)
 	}
 	info, err := e.probeHello(ctx, c)
-	c.Close(0, "probe")
+	c.Close(nil)
 	if err != nil {
 		return PeerInfo{}, err
 	}

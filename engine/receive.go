@@ -41,7 +41,7 @@ var errSessionDone = errors.New("session done")
 
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
-	defer c.Close(0, "")
+	defer c.Close(nil)
 	tk, refused := e.admit.arrive(c.RemoteAddr(), c.PeerID().Peer(), func() { c.Close(closeReason(errReceiverBusy)) })
 	if refused != nil {
 		c.Close(closeReason(refused))

@@ -512,7 +512,7 @@ func (e *Engine) acceptLoop(ctx context.Context, ln transport.Listener) error {
 		e.mu.Lock()
 		if ctx.Err() != nil { // withdrawn meanwhile: StopReceivingNow may be waiting for rxWG
 			e.mu.Unlock()
-			c.Close(uint64(errcode.AppOfErr(errcode.ErrNotReceiving)), errcode.ErrNotReceiving.Error())
+			c.Close(errcode.ErrNotReceiving)
 			return nil
 		}
 		rxCtx := e.rxCtx

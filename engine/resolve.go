@@ -133,7 +133,7 @@ func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.Device
 			win = &r
 			cancel() // the others stop dialling
 		default:
-			r.c.Close(0, "another address answered first")
+			r.c.Close(nil)
 		}
 	}
 	if win != nil {

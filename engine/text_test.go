@@ -188,7 +188,7 @@ func TestTextToOlderReceiver(t *testing.T) {
 	tr := &Transfer{id: "old", dir: Sending, done: make(chan struct{}), started: time.Now()}
 	tx := &sender{e: send, t: tr, text: "hi", chunkSize: 4096}
 	err = tx.session(ctx, cli, "test", "", SendOptions{})
-	cli.Close(0, "")
+	cli.Close(nil)
 	<-greeted
 	if !errors.Is(err, ErrTextUnsupported) || retryable(err) {
 		t.Fatalf("session: %v (retryable %v), want ErrTextUnsupported, not retried", err, retryable(err))

@@ -161,7 +161,7 @@ func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, e
 		case res.kind == kind:
 			return res.conn, res.err
 		case res.conn != nil:
-			res.conn.Close(0, "lost the race")
+			res.conn.Close(nil)
 		}
 	}
 }
@@ -186,7 +186,7 @@ func (r *race) close() {
 	}
 	for ; r.running > 0; r.running-- {
 		if res := <-r.results; res.conn != nil {
-			res.conn.Close(0, "lost the race")
+			res.conn.Close(nil)
 		}
 	}
 	r.wg.Wait()

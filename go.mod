@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	fyne.io/fyne/v2 v2.7.1
 	github.com/godbus/dbus/v5 v5.1.0
+	github.com/google/licensecheck v0.3.1
 	github.com/goreleaser/nfpm/v2 v2.48.0
 	github.com/grandcat/zeroconf v1.0.0
 	github.com/miekg/dns v1.1.27
@@ -77,6 +78,7 @@ require (
 	github.com/xanzy/ssh-agent v0.3.3 // indirect
 	github.com/yuin/goldmark v1.7.8 // indirect
 	gitlab.com/digitalxero/go-conventional-commit v1.0.7 // indirect
+	go.digitalxero.dev/rpm v0.3.4 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect

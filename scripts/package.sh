@@ -18,8 +18,8 @@
 #            ferry-cli.exe on the user's PATH) and Ferry-VERSION-windows-amd64-portable.zip
 #   macos    Ferry.app via `fyne package -os darwin` in Ferry-VERSION-macos-ARCH.dmg
 #            (only on macOS)
-#   manifests  winget, Scoop and Homebrew cask manifests into DIST/manifests,
-#            with the checksums of the installer, the zip and the DMGs found in
+#   manifests  winget, Scoop, Homebrew cask and Flatpak manifests into DIST/manifests,
+#            with the checksums of the installer, zip, DMGs and tarball found in
 #            DIST (a release job runs it once every artefact is there)
 #   all      every target above that this OS can build (the default)
 #

@@ -26,7 +26,7 @@ const (
 	shortDesc       = "AirDrop-style file transfer for the local network"
 )
 
-// writeManifests writes winget's, Scoop's and Homebrew's manifests for the
+// writeManifests writes winget's, Scoop's, Homebrew's and Flatpak's manifests for the
 // artefacts of version found in dist into dist/manifests, each with the
 // SHA-256 of the file it downloads. A manifest whose artefact is missing
 // (the DMGs are built on macOS) is skipped with a note; none at all is an
@@ -62,6 +62,17 @@ func writeManifests(dist, version, date string) error {
 		return err
 	} else {
 		fmt.Fprintf(os.Stderr, "manifests: no %s: no Scoop manifest\n", zipName)
+	}
+	tarball := fmt.Sprintf("Ferry-%s-linux-amd64.tar.xz", version)
+	if sum, err := fileSHA256(filepath.Join(dist, tarball)); err == nil {
+		if err := writeFlatpak(filepath.Join(out, "flatpak"), base+"/"+tarball, sum); err != nil {
+			return err
+		}
+		wrote++
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	} else {
+		fmt.Fprintf(os.Stderr, "manifests: no %s: no Flatpak manifest\n", tarball)
 	}
 	arm, errArm := fileSHA256(filepath.Join(dist, fmt.Sprintf("Ferry-%s-macos-arm64.dmg", version)))
 	intel, errIntel := fileSHA256(filepath.Join(dist, fmt.Sprintf("Ferry-%s-macos-amd64.dmg", version)))
@@ -266,6 +277,57 @@ func writeCask(dir, version, base, arm, intel string) error {
 		return fmt.Errorf("manifests: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ferry.rb"), b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("manifests: %w", err)
+	}
+	return nil
+}
+
+// flatpak is the Flatpak (Flathub) manifest: the release tarball's
+// binaries on the freedesktop runtime, with the permissions Ferry needs
+// (network, X11, GL, the tray and notifications, the Downloads folder).
+var flatpak = template.Must(template.New("flatpak").Parse(`# Flatpak manifest for Flathub, written by scripts/package.sh manifests.
+# It repackages the release tarball; build it with
+#   flatpak-builder --user --install build io.ferrydrop.ferry.yml
+app-id: io.ferrydrop.ferry
+runtime: org.freedesktop.Platform
+runtime-version: "24.08"
+sdk: org.freedesktop.Sdk
+command: ferry
+finish-args:
+  - --share=network
+  - --share=ipc
+  - --socket=x11
+  - --device=dri
+  - --filesystem=xdg-download
+  - --talk-name=org.kde.StatusNotifierWatcher
+  - --talk-name=org.freedesktop.Notifications
+modules:
+  - name: ferry
+    buildsystem: simple
+    build-commands:
+      - install -Dm755 usr/local/bin/ferry /app/bin/ferry
+      - install -Dm755 usr/local/bin/ferry-cli /app/bin/ferry-cli
+      - install -Dm644 usr/local/share/applications/io.ferrydrop.ferry.desktop /app/share/applications/io.ferrydrop.ferry.desktop
+      - install -Dm644 usr/local/share/metainfo/io.ferrydrop.ferry.metainfo.xml /app/share/metainfo/io.ferrydrop.ferry.metainfo.xml
+      - mkdir -p /app/share/icons && cp -r usr/local/share/icons/hicolor /app/share/icons/
+      - install -Dm644 -t /app/share/licenses/io.ferrydrop.ferry LICENSE usr/local/share/doc/ferry/THIRD_PARTY_LICENSES
+    sources:
+      - type: archive
+        url: {{.URL}}
+        sha256: {{.Sum}}
+        only-arches:
+          - x86_64
+`))
+
+func writeFlatpak(dir, url, sum string) error {
+	var b bytes.Buffer
+	if err := flatpak.Execute(&b, map[string]string{"URL": url, "Sum": sum}); err != nil {
+		return fmt.Errorf("manifests: flatpak: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("manifests: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "io.ferrydrop.ferry.yml"), b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("manifests: %w", err)
 	}
 	return nil

@@ -2,10 +2,15 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/peer"
 )
 
 // testdata/legacy-config holds config dirs written by Ferry before peers
@@ -119,5 +124,41 @@ func TestLegacyConfigLoads(t *testing.T) {
 	}
 	if len(recv.Partials()) != 0 {
 		t.Fatal("partials left after the resumed transfer")
+	}
+}
+
+// A LocalSend device is trusted and forgotten by its ID like a Ferry one;
+// a peer that proved no key cannot be trusted.
+func TestTrustByPeerKind(t *testing.T) {
+	e := testEngine(t, Options{})
+	ls := "localsend:" + strings.Repeat("AB", 32)
+	if err := e.SetTrusted(ls, true); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range e.Trusted() {
+		found = found || p.ID == ls && p.AlwaysAccept
+	}
+	if !found {
+		t.Fatalf("the LocalSend device is not trusted: %+v", e.Trusted())
+	}
+	pid, err := peer.Parse(ls)
+	if err != nil || !e.isTrusted(pid) {
+		t.Fatalf("isTrusted(%v) false (%v)", pid, err)
+	}
+	if err := e.SetTrusted("anon:192.0.2.9:4000", true); !errors.Is(err, identity.ErrNotProven) {
+		t.Fatalf("trusting an anonymous peer: %v", err)
+	}
+	if e.isTrusted(peer.Anonymous("192.0.2.9:4000")) {
+		t.Fatal("an anonymous peer is trusted")
+	}
+	if err := e.Forget(ls); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Trusted()) != 0 {
+		t.Fatalf("after Forget: %+v", e.Trusted())
+	}
+	if err := e.SetTrusted("bluetooth:1", true); !errors.Is(err, peer.ErrBadID) {
+		t.Fatalf("an unknown kind: %v", err)
 	}
 }

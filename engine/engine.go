@@ -199,6 +199,8 @@ type Decision struct {
 
 // TrustedPeer is a device this one has exchanged files with.
 type TrustedPeer struct {
+	// ID is its peer ID (package peer): a Ferry device ID, or
+	// "localsend:" and a fingerprint; SetTrusted and Forget take it.
 	ID           string
 	Name         string
 	LastAddr     string

@@ -81,8 +81,9 @@ func checkOutgoingText(text string) error {
 	return nil
 }
 
-// send starts the sending transfer id; prior holds the totals of its
-// earlier sessions (Retry continues a transfer under its ID).
+// send starts the sending transfer id, which is its delivery ID; prior
+// holds the totals of its earlier sessions (Retry continues a delivery
+// under its ID).
 func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, items Items, opts SendOptions) (*Transfer, error) {
 	paths := items.Paths
 	if _, err := parseTransport(opts.Transport); err != nil {
@@ -105,7 +106,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 			return nil, err
 		}
 	}
-	t := &Transfer{id: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
+	t := &Transfer{id: id, delivery: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
 		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), text: items.Text,
 		target: to, opts: opts}
 	tctx, cancel := context.WithCancelCause(e.ctx)

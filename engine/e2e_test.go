@@ -302,37 +302,38 @@ func TestKnownAddressWithNewKeyIsRefused(t *testing.T) {
 	}
 }
 
+// A send cancelled mid-way leaves the receiver its .partial (for resume),
+// never a final-named file. The gate holds the data after 4 MiB of 64, so
+// the cancel comes mid-way for certain.
 func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
 	recv := startReceiver(t, Options{})
 	send := testEngine(t, Options{})
 	p := filepath.Join(t.TempDir(), "big.bin")
-	writeFile(t, p, 200<<20)
-	events, unsub := send.Subscribe(256)
-	defer unsub()
-	tr, err := send.Send(context.Background(), target(recv), []string{p}, SendOptions{Transport: "quic"})
+	writeFile(t, p, 64<<20)
+	_, tcpAddr := recv.Addrs()
+	gate := newTCPGate(t, tcpAddr, 4<<20)
+	got := resultsOf(t, recv, Receiving, 1)
+	tr, err := send.Send(context.Background(), Target{TCPAddr: gate.Addr()}, []string{p}, SendOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ev := range events {
-		if ev.Kind == EventProgress && ev.Progress.Bytes > 0 {
-			tr.Cancel()
-			break
-		}
-		if ev.Kind == EventResult {
-			t.Fatalf("finished before it could be cancelled: %+v", ev.Result)
-		}
+	select {
+	case <-gate.Held():
+	case <-tr.Done():
+		t.Fatalf("ended before 4 MiB of 64 passed: %+v", tr.Result())
 	}
+	tr.Cancel()
 	<-tr.Done()
 	if r := tr.Result(); r.State != StateCancelled {
 		t.Fatalf("state %s %q", r.State, r.Err)
 	}
-	// The receiver notices; it keeps only the .partial (for resume), never a final-named file.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(recv.Partials()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the receiver saved no resume state")
-		}
-		time.Sleep(20 * time.Millisecond)
+	gate.Release() // the receiver hears the end
+	if r := next(t, got); r.State != StateCancelled && r.State != StateInterrupted {
+		t.Fatalf("receiver: %s %q", r.State, r.Err)
+	}
+	// Its session has ended: the resume state is saved by then.
+	if len(recv.Partials()) == 0 {
+		t.Fatal("the receiver saved no resume state")
 	}
 	entries, _ := os.ReadDir(recv.DownloadDir())
 	for _, e := range entries {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // results collects both sides' results of transfers, by direction.
@@ -54,9 +56,23 @@ func TestHonestEnds(t *testing.T) {
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
-		recv := startReceiver(t, Options{Accept: AcceptAsk, Name: "Anna", PromptTimeout: 100 * time.Millisecond})
+		// The prompt's two minutes pass on the receiver's clock, at once.
+		start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		clk := clock.NewFake(start)
+		recv := startReceiver(t, Options{Accept: AcceptAsk, Name: "Anna", Clock: clk})
 		got := resultsOf(t, recv, Receiving, 1)
-		tr, _, _ := offerPending(t, recv, "quic")
+		tr, offer, _ := offerPending(t, recv, "quic")
+		if want := start.Add(2 * time.Minute); !offer.Offer.Expires.Equal(want) {
+			t.Errorf("the offer expires at %v, want %v", offer.Offer.Expires, want)
+		}
+		if err := clk.WaitTimers(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2*time.Minute - time.Nanosecond)
+		if clk.Timers() != 1 {
+			t.Fatal("the prompt's timer fired before two minutes passed")
+		}
+		clk.Advance(time.Nanosecond)
 		s, r := waitDone(t, tr), next(t, got)
 		if s.State != StateDeclined || s.Code != "expired" || !s.ByPeer || !strings.HasPrefix(s.Err, "Expired: Anna did not answer") {
 			t.Errorf("sender: %+v", s)

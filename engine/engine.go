@@ -31,6 +31,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // AcceptPolicy says who may send to this device without a prompt.
@@ -112,8 +113,11 @@ type Options struct {
 	// means 1 minute.
 	SessionIdleTimeout time.Duration
 	// Clock stamps what the engine records and reports (event times,
-	// durations, prompt expiry, retry budgets); nil means the system clock.
-	// Socket deadlines and timers stay on the system clock.
+	// durations, prompt expiry, retry budgets, the trust store's dates) and
+	// drives its timers: the dial race's head start (unless
+	// Transport.Clock is set), the back-off between attempts, the prompt's
+	// expiry and the progress ticker. Nil means the system clock. Socket
+	// deadlines stay on the system clock.
 	Clock Clock
 	// Resolver finds where a device is now, for sends whose Target follows
 	// the device (Target.Follow); nil: the engine looks only at the
@@ -123,14 +127,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Clock tells the time; tests inject one.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
+// Clock tells the time and drives timers (package clock); tests inject a
+// clock.Fake and move it on by hand.
+type Clock = clock.Clock
 
 // Target says where to send: an address and, optionally, who must answer there.
 type Target struct {
@@ -274,7 +273,11 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	trust, err := identity.OpenStore(opts.ConfigDir)
+	opts.Clock = clock.Or(opts.Clock)
+	if opts.Transport.Clock == nil {
+		opts.Transport.Clock = opts.Clock
+	}
+	trust, err := identity.OpenStoreWith(opts.ConfigDir, opts.Clock.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -306,9 +309,6 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 250 * time.Millisecond
-	}
-	if opts.Clock == nil {
-		opts.Clock = systemClock{}
 	}
 	log := opts.Logger
 	if log == nil {

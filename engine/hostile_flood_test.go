@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // Tests of issue #14 item 5 at the protocol level: what incoming sessions
@@ -20,23 +21,6 @@ import (
 // connections, QUIC connections without streams) are tested in their
 // packages; ferry-bench hostile floods a real receiver.
 
-// setClock is a clock tests move by hand.
-type setClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *setClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *setClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // answer is what a scripted sender read after its offer.
 type answer struct {
@@ -209,8 +193,8 @@ func TestOnePromptPerDevice(t *testing.T) {
 // for a while, and so is its address (a new identity is free); a trusted
 // device there is not; the mute ends. One decline is forgiven.
 func TestDeclinedDeviceIsMuted(t *testing.T) {
-	clock := &setClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	recv := testEngine(t, Options{Accept: AcceptAsk, Clock: clock})
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	recv := testEngine(t, Options{Accept: AcceptAsk, Clock: clk})
 	seen := watchOffers(t, recv)
 	const addr = "192.0.2.66:5000"
 	pest := newIdentity(t)
@@ -257,7 +241,7 @@ func TestDeclinedDeviceIsMuted(t *testing.T) {
 	if _, ok := seen.transfer(friend); !ok {
 		t.Error("a trusted device at the muted address was not asked about")
 	}
-	clock.add(defaultMuteDeclined + time.Second)
+	clk.Advance(defaultMuteDeclined + time.Second)
 	offerFrom(t, recv, pest, addr)
 	for {
 		<-seen.new

@@ -339,7 +339,7 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 	info.Count, info.Files, info.Folders = in.summary()
 	info.Text = in.text
 	e.publish(in.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
-	timer := time.NewTimer(e.opts.PromptTimeout)
+	timer, expired := e.opts.Clock.NewTimer(e.opts.PromptTimeout)
 	defer timer.Stop()
 	select {
 	case d := <-in.t.decisions:
@@ -352,7 +352,7 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
 	case <-place.evicted:
 		return refusal(errReceiverBusy), nil
-	case <-timer.C:
+	case <-expired:
 		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},
 			code: wire.CodeExpired}, nil
 	case <-ctx.Done():

@@ -127,9 +127,9 @@ func (o *outbox) run(ctx context.Context) {
 		if errors.Is(err, errPathGone) {
 			wait = 0 // the network moved under a TCP session: reconnect on the new path at once
 		}
-		timer := time.NewTimer(wait)
+		timer, fired := e.opts.Clock.NewTimer(wait)
 		select {
-		case <-timer.C:
+		case <-fired:
 		case <-ctx.Done():
 		case <-t.pauseNow:
 			timer.Stop()

@@ -21,7 +21,6 @@ import (
 // connections, QUIC connections without streams) are tested in their
 // packages; ferry-bench hostile floods a real receiver.
 
-
 // answer is what a scripted sender read after its offer.
 type answer struct {
 	d   *wire.Decision

@@ -446,11 +446,45 @@ func (tx *sender) accept(d *wire.Decision) error {
 }
 
 // transfer moves the accepted files over parallel data streams and waits for
-// the receiver's verdict.
+// the receiver's verdict. Its steps run side by side in one errgroup: the
+// progress reports, the control stream, the first transport's workers, the
+// session's growth over more flows (spreader), the move to another
+// transport (switcher), SenderDone once every chunk went out, and re-sends.
 func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	if sw, ok := tx.conn.(switcher); ok {
 		tx.sched.window = sw.InFlightWindow()
 	}
+	streams := tx.streamCount(opts)
+	g, gctx := errgroup.WithContext(ctx)
+	b := &batch{tx: tx, g: g, ctx: gctx, first: newCrew(), doneWriting: make(chan struct{})}
+	g.Go(func() error {
+		tx.watchProgress(gctx)
+		return nil
+	})
+	g.Go(func() error { return tx.readControl(gctx) })
+	for range streams {
+		b.startFirst(false)
+	}
+	g.Go(b.markDoneWhenTaken)
+	if sp, ok := tx.conn.(spreader); ok {
+		g.Go(func() error { return b.grow(sp, streams) })
+	}
+	if sw, ok := tx.conn.(switcher); ok {
+		g.Go(func() error { return b.switchOver(sw) })
+	}
+	g.Go(b.announceDone)
+	g.Go(func() error { return tx.serveRetries(gctx) })
+	err := g.Wait()
+	if errors.Is(err, errSessionDone) {
+		return nil
+	}
+	return err
+}
+
+// streamCount is how many data streams the first transport starts with:
+// SendOptions.Streams, else what a spreading session advises, else the
+// transport's default.
+func (tx *sender) streamCount(opts SendOptions) int {
 	streams := min(opts.Streams, maxSendStreams)
 	if sp, ok := tx.conn.(spreader); ok && streams <= 0 {
 		streams = sp.DataStreams()
@@ -461,131 +495,137 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 			streams = defaultTCPStreams
 		}
 	}
+	return streams
+}
+
+// watchProgress publishes the batch's progress (bytes sent or already held
+// by the receiver, files settled) until ctx ends.
+func (tx *sender) watchProgress(ctx context.Context) {
 	var total int64
 	for _, i := range tx.accepted {
 		total += tx.files[i].Size
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		tx.e.watchProgress(gctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, total, func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
-		return nil
-	})
-	result := make(chan error, 1)
-	g.Go(func() error {
-		err := tx.readControl(gctx)
-		result <- err
-		return err
-	})
+	tx.e.watchProgress(ctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, total,
+		func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
+}
+
+// batch is one transfer's data-moving goroutines and what they share.
+type batch struct {
+	tx    *sender
+	g     *errgroup.Group
+	ctx   context.Context
+	first *crew // the workers of the first transport
+	next  int   // the next first-transport worker's ID
 	// doneWriting closes once every chunk went out once: then SenderDone.
-	doneWriting := make(chan struct{})
-	var doneOnce sync.Once
-	markDone := func() { doneOnce.Do(func() { close(doneWriting) }) }
-	firstGen := newCrew()
-	nextID := 0
-	startFirst := func(late bool) bool {
-		if !firstGen.join() {
-			return false // every worker finished: no chunk is left to take
-		}
-		id := nextID
-		nextID++
-		g.Go(func() error {
-			defer firstGen.leave()
-			return tx.worker(gctx, 0, id, late)
-		})
-		return true
+	doneWriting chan struct{}
+	doneOnce    sync.Once
+}
+
+// startFirst starts one more worker on the first transport (late: the
+// session grew, so its stream may still be joining); false once the crew
+// ended, as no chunk is left to take. Called by one goroutine at a time.
+func (b *batch) startFirst(late bool) bool {
+	if !b.first.join() {
+		return false
 	}
-	for range streams {
-		startFirst(false)
-	}
-	g.Go(func() error {
-		select {
-		case <-firstGen.done:
-		case <-tx.sched.takenAll:
-		case <-gctx.Done():
-			return nil
-		}
-		if tx.sched.generation() == 0 { // else the workers stopped for a switch, which marks the end
-			markDone()
-		}
-		return nil
+	id := b.next
+	b.next++
+	b.g.Go(func() error {
+		defer b.first.leave()
+		return b.tx.worker(b.ctx, 0, id, late)
 	})
-	if sp, ok := tx.conn.(spreader); ok {
-		// The path showed random loss: more streams, over more flows, carry
-		// more (transport/spread). They take chunks like the others.
-		g.Go(func() error {
-			open := streams
-			for {
-				select {
-				case adv, ok := <-sp.StreamsAdvised():
-					if !ok {
-						return nil
-					}
-					if tx.sched.generation() != 0 {
-						return nil // the data moved to another transport
-					}
-					tx.sched.startEndgame()
-					tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
-						Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
-					for ; open < min(adv.Streams, maxSendStreams); open++ {
-						if !startFirst(true) {
-							return nil
-						}
-					}
-				case <-gctx.Done():
+	return true
+}
+
+func (b *batch) markDone() { b.doneOnce.Do(func() { close(b.doneWriting) }) }
+
+// markDoneWhenTaken marks the writing done once the first transport's
+// workers finished, or the endgame took every chunk; after a switch the
+// switch marks it.
+func (b *batch) markDoneWhenTaken() error {
+	select {
+	case <-b.first.done:
+	case <-b.tx.sched.takenAll:
+	case <-b.ctx.Done():
+		return nil
+	}
+	if b.tx.sched.generation() == 0 {
+		b.markDone()
+	}
+	return nil
+}
+
+// grow adds streams when the path showed random loss: more streams, over
+// more flows, carry more (transport/spread). They take chunks like the
+// others, and the endgame begins.
+func (b *batch) grow(sp spreader, open int) error {
+	tx := b.tx
+	for {
+		select {
+		case adv, ok := <-sp.StreamsAdvised():
+			if !ok {
+				return nil
+			}
+			if tx.sched.generation() != 0 {
+				return nil // the data moved to another transport
+			}
+			tx.sched.startEndgame()
+			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
+				Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
+			for ; open < min(adv.Streams, maxSendStreams); open++ {
+				if !b.startFirst(true) {
 					return nil
 				}
 			}
-		})
-	}
-	if sw, ok := tx.conn.(switcher); ok {
-		// auto may move the data to TCP mid-batch: the workers on QUIC stop
-		// taking chunks, the chunks that may still be in flight there are
-		// sent again over TCP (the receiver drops whichever copy lands
-		// second), and new workers carry on over TCP.
-		g.Go(func() error {
-			select {
-			case <-sw.SwitchAdvised():
-			case <-gctx.Done():
-				return nil
-			}
-			if tx.allResolved() {
-				return nil
-			}
-			tx.reason = sw.Switch()
-			tx.sched.moveInFlight()
-			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(tx.conn.Transport()), Reason: tx.reason}})
-			var next sync.WaitGroup
-			for w := range defaultTCPStreams {
-				next.Add(1)
-				g.Go(func() error {
-					defer next.Done()
-					return tx.worker(gctx, 1, maxSendStreams+w, false)
-				})
-			}
-			next.Wait()
-			markDone() // the first workers may still crawl: what they hold went again
-			return nil
-		})
-	}
-	g.Go(func() error {
-		select {
-		case <-doneWriting:
-		case <-gctx.Done():
+		case <-b.ctx.Done():
 			return nil
 		}
-		if err := tx.ctl.send(&wire.SenderDone{}); err != nil {
-			return err
-		}
-		// Every byte is out; what is left is the receiver's verdict.
-		tx.e.setState(tx.t, StateVerifying)
-		return nil
-	})
-	g.Go(func() error { return tx.serveRetries(gctx) })
-	err := g.Wait()
-	if errors.Is(err, errSessionDone) {
+	}
+}
+
+// switchOver follows auto when it moves the data to TCP mid-batch: the
+// workers on QUIC stop taking chunks, the chunks that may still be in
+// flight there are sent again over TCP (the receiver drops whichever copy
+// lands second), and new workers carry on over TCP.
+func (b *batch) switchOver(sw switcher) error {
+	tx := b.tx
+	select {
+	case <-sw.SwitchAdvised():
+	case <-b.ctx.Done():
 		return nil
 	}
-	return err
+	if tx.allResolved() {
+		return nil
+	}
+	tx.reason = sw.Switch()
+	tx.sched.moveInFlight()
+	tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(tx.conn.Transport()), Reason: tx.reason}})
+	var next sync.WaitGroup
+	for w := range defaultTCPStreams {
+		next.Add(1)
+		b.g.Go(func() error {
+			defer next.Done()
+			return tx.worker(b.ctx, 1, maxSendStreams+w, false)
+		})
+	}
+	next.Wait()
+	b.markDone() // the first workers may still crawl: what they hold went again
+	return nil
+}
+
+// announceDone tells the receiver once every chunk went out; what is left
+// is its verdict.
+func (b *batch) announceDone() error {
+	select {
+	case <-b.doneWriting:
+	case <-b.ctx.Done():
+		return nil
+	}
+	if err := b.tx.ctl.send(&wire.SenderDone{}); err != nil {
+		return err
+	}
+	b.tx.e.setState(b.tx.t, StateVerifying)
+	return nil
 }
 
 func (tx *sender) allResolved() bool { return int(tx.resolved.Load()) == len(tx.accepted) }

@@ -11,37 +11,6 @@ import (
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
-// receivedResults collects the receiving side's result events (with their
-// transfer and delivery IDs), up to n.
-func receivedResults(t *testing.T, e *Engine, n int) <-chan Event {
-	t.Helper()
-	events, unsub := e.Subscribe(4096)
-	out := make(chan Event, n)
-	go func() {
-		defer unsub()
-		for ev := range events {
-			if ev.Kind == EventResult && ev.Direction == Receiving {
-				out <- ev
-				if len(out) == n {
-					return
-				}
-			}
-		}
-	}()
-	return out
-}
-
-func nextEvent(t *testing.T, c <-chan Event) Event {
-	t.Helper()
-	select {
-	case ev := <-c:
-		return ev
-	case <-time.After(30 * time.Second):
-		t.Fatal("no result")
-		return Event{}
-	}
-}
-
 // Issue #26, finding 1: the same file sent twice is two deliveries on both
 // sides (two IDs, two results), and a pause and resume of the second is
 // still that second delivery, continuing from its partial data.
@@ -81,6 +50,12 @@ func TestSameFilesTwiceAreTwoDeliveries(t *testing.T) {
 	}
 	if r2.TransferID == r1.TransferID {
 		t.Fatalf("the receiver filed both deliveries as transfer %s", r1.TransferID)
+	}
+	// The sender is paused once it says so (the receiver may hear of it first).
+	for ev := range events {
+		if ev.TransferID == tr.ID() && ev.Kind == EventState && ev.State == StatePaused {
+			break
+		}
 	}
 	if err := send.Resume(tr.ID()); err != nil {
 		t.Fatal(err)

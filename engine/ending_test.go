@@ -10,36 +10,6 @@ import (
 	"github.com/ferrydrop/ferry/internal/clock"
 )
 
-// results collects both sides' results of transfers, by direction.
-func resultsOf(t *testing.T, e *Engine, dir Direction, n int) <-chan Result {
-	t.Helper()
-	events, unsub := e.Subscribe(4096)
-	out := make(chan Result, n)
-	go func() {
-		defer unsub()
-		for ev := range events {
-			if ev.Kind == EventResult && ev.Direction == dir {
-				out <- *ev.Result
-				if len(out) == n {
-					return
-				}
-			}
-		}
-	}()
-	return out
-}
-
-func next(t *testing.T, c <-chan Result) Result {
-	t.Helper()
-	select {
-	case r := <-c:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("no result")
-		return Result{}
-	}
-}
-
 // Issue #15: each end reads in honest words on both sides, with who did it.
 func TestHonestEnds(t *testing.T) {
 	t.Run("declined", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/clock"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Tests of issue #14 item 5 at the protocol level: what incoming sessions
@@ -284,7 +285,7 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	for i := range maxWaitingSessionsPerSource {
 		connectRawAs(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.66:%d", i)) // silent
 	}
-	waitUntil(t, func() bool { return recv.admit.waiting.HeldBy("192.0.2.66") == maxWaitingSessionsPerSource })
+	testutil.WaitFor(t, "the source's waiting sessions to reach their bound", func() bool { return recv.admit.waiting.HeldBy("192.0.2.66") == maxWaitingSessionsPerSource })
 	p, done := connectRawAs(t, recv, newIdentity(t), "192.0.2.66:99")
 	select {
 	case <-done: // refused at once
@@ -297,7 +298,7 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	for i := range maxWaitingSessionsPerDevice {
 		connectRawAs(t, recv, id, fmt.Sprintf("203.0.113.%d:1", i))
 	}
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, "the receiver's admission to settle", func() bool {
 		return recv.admit.waiting.Held() == maxWaitingSessionsPerSource+maxWaitingSessionsPerDevice
 	})
 	_, done = connectRawAs(t, recv, id, "203.0.113.99:1")
@@ -310,15 +311,6 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	_, ch := offerFrom(t, recv, newIdentity(t), "198.51.100.7:1")
 	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
 		t.Fatalf("a real sender during the flood: %+v, %v", a.d, a.err)
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
 	}
 }
 
@@ -345,7 +337,7 @@ func TestManifestBudget(t *testing.T) {
 		return p, done, out
 	}
 	big, bigDone, _ := announce("192.0.2.1:1", maxOfferFiles)
-	waitUntil(t, func() bool { return recv.admit.heldFiles() == maxOfferFiles })
+	testutil.WaitFor(t, "the manifest budget to be held", func() bool { return recv.admit.heldFiles() == maxOfferFiles })
 	// The same address holds no more.
 	_, _, ch := announce("192.0.2.1:2", 10)
 	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
@@ -362,7 +354,7 @@ func TestManifestBudget(t *testing.T) {
 	}
 	big.conn.Close(0, "")
 	<-bigDone
-	waitUntil(t, func() bool { return recv.admit.heldFiles() <= 1 })
+	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.heldFiles() <= 1 })
 }
 
 // A finished transfer, which the engine keeps for its history, keeps no
@@ -376,7 +368,7 @@ func TestFinishedTransferDropsItsSession(t *testing.T) {
 		t.Fatalf("%s: %s", r.State, r.Err)
 	}
 	for _, e := range []*Engine{send, recv} {
-		waitUntil(t, func() bool {
+		testutil.WaitFor(t, "the receiver's admission to settle", func() bool {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			for _, tr := range e.transfers {

@@ -16,7 +16,7 @@ import (
 type Fake struct {
 	mu     sync.Mutex // guards the fields below
 	now    time.Time
-	timers []*fakeTimer // armed, in no order
+	timers []*fakeTimer  // armed, in no order
 	armed  chan struct{} // closed and replaced whenever a timer is armed
 }
 

@@ -24,13 +24,17 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 	WaitForWithin(t, what, waitLimit, cond)
 }
 
-// WaitForWithin is WaitFor with its own bound.
+// WaitForWithin is WaitFor with its own bound. It polls often at first and
+// less as the wait goes on (5 ms doubling to 100 ms), so a condition that
+// runs a command or takes a screenshot does not load the machine.
 func WaitForWithin(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(limit); !cond(); time.Sleep(5 * time.Millisecond) {
+	poll := 5 * time.Millisecond
+	for deadline := time.Now().Add(limit); !cond(); poll = min(2*poll, 100*time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", limit, what)
 		}
+		time.Sleep(poll)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/internal/clock"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -365,4 +366,31 @@ func (g *tcpGate) close() {
 	}
 	g.mu.Unlock()
 	g.wg.Wait()
+}
+
+// waitUntil is testutil.WaitFor for the engine's tests that name no reason.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	testutil.WaitFor(t, "the condition", cond)
+}
+
+// setClock is a clock that only stamps (the pairing budget's, the
+// admission's): tests set its time with add; its timers are the system's.
+// A test that needs timers to follow it takes a clock.Fake.
+type setClock struct {
+	clock.Real
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *setClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *setClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }

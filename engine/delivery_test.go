@@ -15,6 +15,7 @@ import (
 // sides (two IDs, two results), and a pause and resume of the second is
 // still that second delivery, continuing from its partial data.
 func TestSameFilesTwiceAreTwoDeliveries(t *testing.T) {
+	skipIfShort(t)
 	recv := startReceiver(t, Options{Name: "Anna"})
 	send := testEngine(t, Options{Name: "Bob", ProgressInterval: 2 * time.Millisecond})
 	const size = 96 << 20

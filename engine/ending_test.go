@@ -106,6 +106,7 @@ func TestPauseShowsAsPausedAndResumesTheSameTransfer(t *testing.T) {
 // A receiver that loses its sender says it will resume, and the sender's
 // Retry continues the same transfer: same ID, totals over both sessions.
 func TestInterruptedThenRetriedIsOneTransfer(t *testing.T) {
+	skipIfShort(t)
 	recv := startReceiver(t, Options{Name: "Anna"})
 	send := testEngine(t, Options{RetryFor: -1, ProgressInterval: 2 * time.Millisecond})
 	const size = 64 << 20

@@ -26,6 +26,16 @@ import (
 // waits for what it started).
 func TestMain(m *testing.M) { testutil.Main(m) }
 
+// skipIfShort skips a test of long transfers or several sessions (ten
+// seconds and more) in the quick loop (go test -short, scripts/test.sh
+// --quick); the full suite runs it.
+func skipIfShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long transfers: skipped with -short")
+	}
+}
+
 // testEngine returns an engine with its own config and download folders.
 func testEngine(t *testing.T, opts Options) *Engine {
 	t.Helper()

@@ -47,6 +47,7 @@ func interrupt(t *testing.T, send, recv *Engine, paths []string, tp string, tota
 }
 
 func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
+	skipIfShort(t)
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			recv := startReceiver(t, Options{})

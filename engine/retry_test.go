@@ -8,6 +8,7 @@ import (
 )
 
 func TestSenderResumesAfterReceiverRestart(t *testing.T) {
+	skipIfShort(t)
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			cfg, dl := t.TempDir(), t.TempDir()

@@ -75,6 +75,11 @@ func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
 			if res.State != StateDone || res.Verified != 2 {
 				t.Fatalf("resume: %s %q (%d verified)", res.State, res.Err, res.Verified)
 			}
+			// A new send is a delivery of its own, and it resumes the
+			// partial data the cancelled one left.
+			if res.Delivery == "" || res.Delivery == first.Delivery {
+				t.Errorf("the second send is delivery %q, the first was %q", res.Delivery, first.Delivery)
+			}
 			sameTree(t, big, recv.DownloadDir())
 			sameTree(t, small, recv.DownloadDir())
 			// Only what was missing travelled again (plus chunks in flight when it stopped).

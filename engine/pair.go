@@ -100,21 +100,26 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, 
 		return "", false, ctl.send(e.hello())
 	}
 	peer := c.PeerID()
-	hidden := !e.isTrusted(peer) // a try at the code if it is never revealed
-	if hidden && !e.admit.pairs.allow(c.RemoteAddr(), h.Name) {
-		if e.admit.warnDue("pair-tries") {
-			e.log.Warn("not pairing with new devices for a while: many pairing attempts were abandoned halfway (someone may be trying to guess a verification code)",
-				"peer", c.RemoteAddr())
+	// An untrusted dialer's commitment is a try at the code until revealed.
+	trusted := e.isTrusted(peer)
+	var tried time.Time
+	if !trusted {
+		var ok bool
+		if tried, ok = e.admit.pairs.try(c.RemoteAddr(), h.Name); !ok {
+			if e.admit.warnDue("pair-tries") {
+				e.log.Warn("not pairing with new devices for a while: many pairing attempts were abandoned halfway (someone may be trying to guess a verification code)",
+					"peer", c.RemoteAddr())
+			}
+			return "", false, ctl.send(e.hello())
 		}
-		return "", false, ctl.send(e.hello())
 	}
 	mine := pairing.NewNonce()
 	if err := ctl.send(e.helloPair(mine.String())); err != nil {
 		return "", false, err
 	}
 	defer func() {
-		if err != nil && hidden {
-			e.admit.pairs.abandoned(c.RemoteAddr(), h.Name)
+		if err == nil && !trusted {
+			e.admit.pairs.revealed(c.RemoteAddr(), h.Name, tried)
 		}
 	}()
 	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))

@@ -55,26 +55,52 @@ func newPairTries(now func() time.Time) *pairTries {
 	return &pairTries{now: now, bySrc: map[string][]time.Time{}, byName: map[string][]time.Time{}}
 }
 
-// allow reports whether an untrusted device at remote ("host:port")
-// claiming name may have its commitment answered.
-func (p *pairTries) allow(remote, name string) bool {
+// try counts a commitment of an untrusted device at remote ("host:port")
+// claiming name as a hidden try, before it is answered, or reports false
+// when it may not be answered. The count holds until revealed takes it
+// back, so that tries under way at once count too.
+func (p *pairTries) try(remote, name string) (at time.Time, ok bool) {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.all = recent(p.all, now)
 	src := fair.Source(remote)
-	return len(p.all) < pairTriesPerWindow && len(trim(p.bySrc, src, now)) < pairTriesPerSource &&
-		len(trim(p.byName, name, now)) < pairTriesPerName
+	if len(p.all) >= pairTriesPerWindow || len(trim(p.bySrc, src, now)) >= pairTriesPerSource ||
+		len(trim(p.byName, name, now)) >= pairTriesPerName {
+		return now, false
+	}
+	p.all = append(p.all, now)
+	note(p.bySrc, src, now)
+	note(p.byName, name, now)
+	return now, true
 }
 
-// abandoned counts a commitment this device answered that was not revealed.
-func (p *pairTries) abandoned(remote, name string) {
-	now := p.now()
+// revealed takes back the try counted at at: the commitment was revealed.
+func (p *pairTries) revealed(remote, name string, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.all = append(recent(p.all, now), now)
-	note(p.bySrc, fair.Source(remote), now)
-	note(p.byName, name, now)
+	p.all = dropOne(p.all, at)
+	dropKey(p.bySrc, fair.Source(remote), at)
+	dropKey(p.byName, name, at)
+}
+
+// dropKey removes one time equal to at from key k of m.
+func dropKey(m map[string][]time.Time, k string, at time.Time) {
+	if ts := dropOne(m[k], at); len(ts) > 0 {
+		m[k] = ts
+	} else {
+		delete(m, k)
+	}
+}
+
+// dropOne removes one time equal to at from ts.
+func dropOne(ts []time.Time, at time.Time) []time.Time {
+	for i, t := range ts {
+		if t.Equal(at) {
+			return append(ts[:i:i], ts[i+1:]...)
+		}
+	}
+	return ts
 }
 
 // note records a try of key k in m, which holds maxPairTriesRemembered

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,13 +21,15 @@ func grindOnce(t *testing.T, recv *Engine, id *identity.Identity, addr, name str
 	p, done := connectRawAs(t, recv, id, addr)
 	s, err := p.conn.OpenStream(t.Context())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return false, err
 	}
 	s.Write([]byte{wire.KindControl})
 	p.ctl = newControl(s)
 	commit := pairing.Commit(pairing.NewNonce())
 	if err := p.ctl.send(&wire.Hello{Version: wire.Version, Name: name, ID: id.ID.String(), Features: []string{featurePair}, Pair: commit}); err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return false, err
 	}
 	m, err := p.ctl.recvTimeout(5 * time.Second)
 	p.conn.Close(0, "")
@@ -37,8 +40,8 @@ func grindOnce(t *testing.T, recv *Engine, id *identity.Identity, addr, name str
 	case *wire.Cancel:
 		return false, &wire.RemoteError{Code: m.Code, Reason: m.Reason}
 	}
-	t.Fatalf("the listener answered a hello with %v, %v", m, err)
-	return false, nil
+	t.Errorf("the listener answered a hello with %v, %v", m, err)
+	return false, err
 }
 
 // Issue #27 (2): an attacker with a fresh identity and a fresh address for
@@ -116,5 +119,28 @@ func TestPairingGrindPerSourceAndName(t *testing.T) {
 				t.Errorf("%d hidden tries, want %d", tries, pairTriesPerSource)
 			}
 		})
+	}
+}
+
+// Tries under way at once count as they are answered, so an attacker
+// gains nothing by trying in parallel.
+func TestPairingGrindConcurrent(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk})
+	var mu sync.Mutex
+	tries := 0
+	var wg sync.WaitGroup
+	for i := range 2 * pairTriesPerWindow {
+		id := newIdentity(t)
+		wg.Go(func() {
+			if answered, _ := grindOnce(t, recv, id, fmt.Sprintf("198.51.%d.%d:4000", i/250, 1+i%250), fmt.Sprintf("m%d", i)); answered {
+				mu.Lock()
+				tries++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if tries > pairTriesPerWindow {
+		t.Errorf("%d parallel tries were answered, want at most %d", tries, pairTriesPerWindow)
 	}
 }

@@ -386,8 +386,8 @@ func TestManifestBudget(t *testing.T) {
 				return
 			}
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: files, TotalBytes: int64(files)})
-			_, err := expect[*wire.Decision](p.ctl.recv())
-			out <- answer{err: err}
+			d, err := expect[*wire.Decision](p.ctl.recv())
+			out <- answer{d, err}
 		}()
 		return p, done, out
 	}
@@ -395,13 +395,13 @@ func TestManifestBudget(t *testing.T) {
 	waitUntil(t, func() bool { return recv.admit.heldFiles() == maxOfferFiles })
 	// The same address holds no more.
 	_, _, ch := announce("192.0.2.1:2", 10)
-	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
-		t.Fatalf("a second offer from the address holding the largest one: %v", a.err)
+	if a := waitAnswer(t, ch); !isBusy(a) {
+		t.Fatalf("a second offer from the address holding the largest one: %+v, %v", a.d, a.err)
 	}
 	// Others share what is left.
 	_, _, ch = announce("198.51.100.7:1", manifestFiles-maxOfferFiles+1)
-	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
-		t.Fatalf("an offer beyond what is left: %v", a.err)
+	if a := waitAnswer(t, ch); !isBusy(a) {
+		t.Fatalf("an offer beyond what is left: %+v, %v", a.d, a.err)
 	}
 	_, ch = offerFrom(t, recv, newIdentity(t), "198.51.100.7:2")
 	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {

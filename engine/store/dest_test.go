@@ -641,6 +641,49 @@ func TestMovedFolderNotFollowed(t *testing.T) {
 	assertTree(t, away, map[string]string{"1.jpg": "one", "2.jpg.partial": "two"})
 }
 
+// Issue #27 (5): a partial whose folder was moved out of the destination
+// gets no more bytes there (a write through its open descriptor would
+// follow the folder), whether the folder's name is then free or taken by a
+// new folder; nor does it get its final name there. The file inside the
+// destination under the folder's name gets written as usual.
+func TestMovedFolderGetsNoWrites(t *testing.T) {
+	for _, recreate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recreated %v", recreate), func(t *testing.T) {
+			d, dir := openDest(t)
+			away := filepath.Join(t.TempDir(), "moved")
+			p, err := d.CreatePartial("album/deep/2.jpg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.WriteAt([]byte("two"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, "album"), away); err != nil {
+				t.Fatal(err)
+			}
+			if recreate {
+				if err := os.MkdirAll(filepath.Join(dir, "album", "deep"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.WriteAt([]byte("more"), 3); !errors.Is(err, ErrMovedOut) {
+				t.Errorf("a write into a folder moved away: %v, want ErrMovedOut", err)
+			}
+			if err := p.Reserve(1 << 20); !errors.Is(err, ErrMovedOut) {
+				t.Errorf("a reserve in a folder moved away: %v, want ErrMovedOut", err)
+			}
+			if saved, err := d.Finalize(p, "album/deep/2.jpg", 7); !errors.Is(err, ErrMovedOut) {
+				t.Errorf("a partial moved out of the destination: finalized as %q, %v; want ErrMovedOut", saved, err)
+			}
+			assertTree(t, away, map[string]string{"deep/2.jpg.partial": "two"})
+			if saved := receive(t, d, "album/deep/3.jpg", []byte("three")); saved != "album/deep/3.jpg" {
+				t.Errorf("saved as %q", saved)
+			}
+			assertTree(t, dir, map[string]string{"album/deep/3.jpg": "three"})
+		})
+	}
+}
+
 func TestDiscardLeavesNothing(t *testing.T) {
 	d, dir := openDest(t)
 	p, err := d.CreatePartial("a/b/c.txt")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,9 +202,10 @@ func TestManifests(t *testing.T) {
 				Buildsystem   string   `yaml:"buildsystem"`
 				BuildCommands []string `yaml:"build-commands"`
 				Sources       []struct {
-					Type   string `yaml:"type"`
-					URL    string `yaml:"url"`
-					SHA256 string `yaml:"sha256"`
+					Type       string   `yaml:"type"`
+					URL        string   `yaml:"url"`
+					SHA256     string   `yaml:"sha256"`
+					OnlyArches []string `yaml:"only-arches"`
 				} `yaml:"sources"`
 			} `yaml:"modules"`
 		}
@@ -226,7 +228,7 @@ func TestManifests(t *testing.T) {
 			}
 		}
 		mod := mf.Modules[0]
-		if len(mod.Sources) != 1 || mod.Sources[0].Type != "archive" {
+		if len(mod.Sources) != 1 || mod.Sources[0].Type != "archive" || !slices.Equal(mod.Sources[0].OnlyArches, []string{"x86_64"}) {
 			t.Fatalf("sources %+v", mod.Sources)
 		}
 		tarball := artefact(mod.Sources[0].URL)

@@ -388,12 +388,12 @@ func (rx *receiver) readOffer() error {
 	}
 	rx.offer = offer
 	rx.inbox.offered = true
-	if err := rx.checkCount(offer.Files); err != nil {
+	if err := rx.checkCost(offer.Files, 0); err != nil {
 		return err
 	}
 	// The manifests held at once share a budget: it is taken as the parts
 	// arrive, so a peer's names are refused before they pile up.
-	if refused := rx.ticket.holdManifest(offer.Files, 0); refused != nil {
+	if refused := rx.ticket.holdManifest(manifestCost(offer.Files, 0)); refused != nil {
 		return errDecided(refusal(refused)) // ours to tell the peer
 	}
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
@@ -412,11 +412,11 @@ func (rx *receiver) readOffer() error {
 			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
-			if names += int64(len(f.Path)); names > rx.e.opts.ManifestDisk {
-				return rx.tooManyNames() // as the names arrive, not once they are all held
+			if names += int64(len(f.Path)); manifestCost(offer.Files, names) > rx.e.opts.ManifestBudget {
+				return rx.tooLarge() // as the names arrive, not once they are all held
 			}
 		}
-		if refused := rx.ticket.holdManifest(0, namesOf(part.Files)); refused != nil {
+		if refused := rx.ticket.holdManifest(int64(namesOf(part.Files))); refused != nil {
 			return errDecided(refusal(refused))
 		}
 	}

@@ -74,9 +74,9 @@ type admission struct {
 	prompting map[identity.DeviceID]bool
 	muted     map[string]*declines // by "device ID" or "@source"
 	warned    map[string]time.Time // warnings given (warnDue), by what they are about
-	budget    int64            // the manifests one source may hold (Options.ManifestBudget)
-	held      int64            // manifests held, in all
-	heldBy    map[string]int64 // by source
+	budget    int64                // the manifests one source may hold (Options.ManifestBudget)
+	held      int64                // manifests held, in all
+	heldBy    map[string]int64     // by source
 }
 
 // declines is what the user declined of one device or address lately.

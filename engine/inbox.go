@@ -82,8 +82,8 @@ const (
 	// and place among the accepted (9). The per-file state of a file being
 	// received is bounded apart (maxLiveFiles).
 	manifestFileCost = 128
-	maxRefusals         = wire.MaxRefusals
-	maxRefusalLen       = wire.MaxRefusalLen
+	maxRefusals      = wire.MaxRefusals
+	maxRefusalLen    = wire.MaxRefusalLen
 	// maxPromptFiles bounds the files an offer event lists: a prompt shows
 	// a summary of a large offer (its folders), not a million lines.
 	maxPromptFiles = 1000

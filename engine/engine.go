@@ -918,6 +918,7 @@ func (e *Engine) Close() error {
 		errs = append(errs, l.Close())
 	}
 	e.netw.Close()
+	errs = append(errs, e.trust.Flush()) // contacts recorded within the last second
 	return errors.Join(errs...)
 }
 

@@ -134,6 +134,9 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 	if err := checkText(in.e.Name(), text); err != nil {
 		return err
 	}
+	if len(files) == 0 && text == "" {
+		return fmt.Errorf("%w: the offer holds neither a file nor a text", wire.ErrProtocol)
+	}
 	in.text = text
 	var pathBytes int64
 	seen := make(map[string]bool, len(files))
@@ -143,7 +146,7 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 		}
 		// A name we cannot store safely refuses that file, not the offer.
 		var ne *store.NameError
-		if err := store.ValidatePath(f.Path); errors.As(err, &ne) {
+		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
 			in.refuse(i, wire.CodeBadName, ne.Reason)
 			continue
 		} else if err != nil {
@@ -343,7 +346,7 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 // ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
 func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
 	e := in.e
-	place, refused := in.ticket.prompt()
+	place, refused := in.ticket.prompt(ctx)
 	if refused != nil {
 		return refusal(refused), nil
 	}
@@ -369,8 +372,6 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 			in.ticket.declined()
 		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
-	case <-place.evicted:
-		return refusal(errReceiverBusy), nil
 	case <-timer.C:
 		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},
 			code: wire.CodeExpired}, nil

@@ -75,7 +75,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	var code string
 	var pairOnly bool
 	if err == nil {
-		code, pairOnly, err = e.answerHello(ctl, h, c.PeerID())
+		code, pairOnly, err = e.answerHello(ctl, h, c)
 	}
 	if err != nil {
 		e.log.Info("incoming connection refused", "peer", c.RemoteAddr(), "err", err)
@@ -83,6 +83,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		return
 	}
 	peerID := c.PeerID()
+	admitted(c)
 
 	in := e.newInbox(peerID, h.Name, c.RemoteAddr(), c, tk)
 	tctx, tcancel := context.WithCancelCause(ctx)

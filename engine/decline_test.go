@@ -46,7 +46,7 @@ func TestDeclineEndsTheSendAtOnce(t *testing.T) {
 	}{
 		// The count fits, the names of the first part do not.
 		{"too large", Options{Accept: AcceptAll, ManifestBudget: 3000*manifestFileCost + 30_000}, []string{src}, Decision{},
-			[]string{"Declined: Bob's laptop takes file lists of at most 404.3 KB in one transfer"}},
+			[]string{"Declined: Bob's laptop takes file lists of at most " + humanBytes(3000*manifestFileCost+30_000) + " in one transfer"}},
 		{"declined by the user", Options{Accept: AcceptAsk}, []string{small}, Decision{Reason: "not today"},
 			[]string{"Declined by Bob's laptop: not today."}},
 		{"trusted only", Options{Accept: AcceptTrusted}, []string{small}, Decision{},

@@ -109,12 +109,12 @@ type Options struct {
 	ProgressInterval time.Duration
 	// ManifestBudget bounds the memory the file lists of the offers from
 	// one address may take while they are read, asked about and received,
-	// in bytes: each offered file counts manifestFileCost plus its name.
-	// An offer over it is refused as too large, with the figure; all
-	// addresses together hold at most 1.5 times it. Zero means
-	// defaultManifestBudget (256 MiB: a million files with names of 100
-	// bytes; there is no limit on the number of files below the
-	// protocol's million).
+	// in bytes: each offered file counts manifestFileCost (1 KiB, what the
+	// receiver's peak memory grows by per file) plus its name. An offer over
+	// it is refused as too large, with the figure; all addresses together
+	// hold at most 1.5 times it. Zero means defaultManifestBudget (128 MiB:
+	// about 125,000 files). No number of files is refused as such below the
+	// protocol's million.
 	ManifestBudget int64
 	// SessionIdleTimeout closes an accepted incoming session over which
 	// nothing arrives (no data, no control message) for this long; zero

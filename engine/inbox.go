@@ -74,14 +74,17 @@ const (
 	receiveBufferBudget = 128 << 20 // chunk buffers of all receiving sessions together
 	receiveBufferIdle   = 16 << 20  // released buffers kept for the next chunks
 	sessionBufferQuota  = 32 << 20  // chunk buffers of one session
-	// defaultManifestBudget is Options.ManifestBudget's default.
-	defaultManifestBudget = 256 << 20
-	// manifestFileCost is what the receiver holds per offered file besides
-	// its name: its entry as read (40 bytes), as the inbox keeps it (24),
-	// the name check's map while the offer is read (about 48), its status
-	// and place among the accepted (9). The per-file state of a file being
-	// received is bounded apart (maxLiveFiles).
-	manifestFileCost = 128
+	// defaultManifestBudget is Options.ManifestBudget's default: an offer
+	// of about 125,000 files (workload D, 105,252 files, takes 114 MB).
+	defaultManifestBudget = 128 << 20
+	// manifestFileCost is what the receiver's peak memory grows by per
+	// offered file, as measured (a million empty files: 978 MiB RSS when
+	// the offer was accepted; docs/benchmarks/trees.md): the entry as read
+	// and as the inbox keeps it, the name check's map, the decoder's
+	// garbage, the resume snapshot listing every file, and the collector's
+	// headroom. The per-file state of a file being received is bounded
+	// apart (maxLiveFiles).
+	manifestFileCost = 1024
 	maxRefusals      = wire.MaxRefusals
 	maxRefusalLen    = wire.MaxRefusalLen
 	// maxPromptFiles bounds the files an offer event lists: a prompt shows

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -36,5 +39,44 @@ func TestOfferOfManyFilesIsAccepted(t *testing.T) {
 	}
 	if held := recv.admit.heldManifests(); held != 0 {
 		t.Errorf("the ended session still holds %d bytes of manifest budget", held)
+	}
+}
+
+// Issue 30: what a real tree holds that Ferry does not carry is said, not
+// dropped silently: symbolic links (not followed), empty folders, and
+// devices; empty files are sent.
+func TestManifestSaysWhatItSkips(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "tree")
+	for _, d := range []string{"src/a", "empty", "nested/empty/inner"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(root, "src/a/main.go"), 10)
+	writeFile(t, filepath.Join(root, "src/empty.txt"), 0)
+	if err := os.Symlink("a/main.go", filepath.Join(root, "src/link.go")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(root, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	files, skipped, err := buildManifestSkipping([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path)
+	}
+	slices.Sort(got)
+	if want := []string{"tree/src/a/main.go", "tree/src/empty.txt"}; !slices.Equal(got, want) {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+	if skipped.Symlinks != 2 || skipped.EmptyFolders != 4 || skipped.Other != 0 {
+		t.Errorf("skipped %+v, want 2 symbolic links and 4 empty folders (empty, nested, nested/empty, nested/empty/inner)", skipped)
+	}
+	if len(skipped.Examples) == 0 || len(skipped.Examples) > maxSkippedExamples {
+		t.Errorf("examples %v", skipped.Examples)
 	}
 }

@@ -61,3 +61,28 @@ func TestSendRefusedAsTooLargeEndsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// Issue 30: a send says what the folder holds that it does not carry.
+func TestSendSaysWhatItSkips(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "tree")
+	if err := os.MkdirAll(filepath.Join(src, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.txt", filepath.Join(src, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, src)
+	if code != 0 {
+		t.Fatalf("send exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "not sent: 1 symbolic link (not followed), 1 empty folder") {
+		t.Errorf("the send does not say what it skipped:\n%s", stdout)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive --once exit %d", code)
+	}
+}

@@ -822,13 +822,18 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	default:
 		tx.sent.Add(int64(n))
 	}
+	// The root is read under the lock too: in the endgame another stream
+	// may set a leaf of the same file (its straggler's copy) meanwhile.
 	tx.mu.Lock()
 	tree := fl.tree
 	tree.Set(ci, leaf)
 	complete := tree.Missing() == 0
+	var root merkle.Hash
+	if complete {
+		root, _ = tree.Root()
+	}
 	tx.mu.Unlock()
 	if complete {
-		root, _ := tree.Root()
 		wire.DataHeader{File: uint32(fi), Chunk: wire.RootChunk, Leaf: root}.Put(buf)
 		_, err := w.Write(buf[:wire.DataHeaderLen])
 		return err

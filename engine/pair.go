@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/pairing"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -36,13 +37,14 @@ var (
 	// errPeerRejectedCode: the other user said the codes differ, or declined to pair.
 	errPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", wire.ErrUntrusted)
 	// errCannotPair: the peer runs a Ferry without pairing.
-	errCannotPair = errors.New("the other device cannot pair (it runs an older Ferry): update it and try again")
+	errCannotPair = errors.New("the other device did not pair: it runs an older Ferry (update it), or it is not pairing with " +
+		"new devices for a while because many pairing attempts were abandoned halfway (try again later)")
 )
 
 // pairState is a transfer's verification code and what the user said of it.
 type pairState struct {
 	code string
-	peer identity.DeviceID
+	peer peer.ID
 	name string
 	addr string // where we dialled it (sender side), remembered with it
 	only bool   // a pairing-only session
@@ -92,16 +94,24 @@ func (p pairDialer) finish(ctl *control, h *wire.Hello, self, peer identity.Devi
 // hello, and when the dialer pairs, its nonce and then the dialer's reveal.
 // It returns the code ("" without pairing) and whether the dialer asks for
 // pairing alone. An untrusted dialer's commitment is answered only while
-// few answered ones were abandoned (pairTries, pairbudget.go).
+// few answered ones were abandoned (pairTries, pairbudget.go); otherwise
+// the session goes on without a code, as with a Ferry that does not pair.
 func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, only bool, err error) {
 	if !offersPair(h) {
 		return "", false, ctl.send(e.hello())
 	}
 	peer := c.PeerID()
-	hidden := !e.isTrusted(peer) // a try at the code if it is never revealed
-	if hidden {
-		if refused := e.admit.pairs.allow(c.RemoteAddr(), h.Name); refused != nil {
-			return "", false, errDecided(refusal(refused)) // ours to tell the peer
+	// An untrusted dialer's commitment is a try at the code until revealed.
+	trusted := e.isTrusted(peer.Peer())
+	var tried time.Time
+	if !trusted {
+		var ok bool
+		if tried, ok = e.admit.pairs.try(c.RemoteAddr(), h.Name); !ok {
+			if e.admit.warnDue("pair-tries") {
+				e.log.Warn("not pairing with new devices for a while: many pairing attempts were abandoned halfway (someone may be trying to guess a verification code)",
+					"peer", c.RemoteAddr())
+			}
+			return "", false, ctl.send(e.hello())
 		}
 	}
 	mine := pairing.NewNonce()
@@ -109,8 +119,8 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, 
 		return "", false, err
 	}
 	defer func() {
-		if err != nil && hidden {
-			e.admit.pairs.abandoned(c.RemoteAddr(), h.Name)
+		if err == nil && !trusted {
+			e.admit.pairs.revealed(c.RemoteAddr(), h.Name, tried)
 		}
 	}()
 	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))
@@ -125,7 +135,7 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, 
 }
 
 // setPair keeps a transfer's code, for ConfirmPair and the prompt.
-func (e *Engine) setPair(t *Transfer, code string, peer identity.DeviceID, name, addr string, only bool) *pairState {
+func (e *Engine) setPair(t *Transfer, code string, peer peer.ID, name, addr string, only bool) *pairState {
 	if code == "" {
 		return nil
 	}
@@ -188,7 +198,7 @@ func (e *Engine) ConfirmPair(transferID string, match bool) error {
 // alwaysAccept applies a decision's AlwaysAccept: a device becomes trusted
 // only through its verification code (ConfirmPair), so without one
 // confirmed it changes nothing.
-func (e *Engine) alwaysAccept(t *Transfer, peer identity.DeviceID) {
+func (e *Engine) alwaysAccept(t *Transfer, peer peer.ID) {
 	if ps := t.pair.Load(); e.isTrusted(peer) || ps != nil && ps.confirmed.Load() {
 		return
 	}
@@ -276,9 +286,9 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	}
 	addr := dialledAddr(to, conn)
 	t.mu.Lock()
-	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
+	t.peer = e.peerInfo(conn.PeerID().Peer(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
-	ps := e.setPair(t, code, conn.PeerID(), h.Name, addr, true)
+	ps := e.setPair(t, code, conn.PeerID().Peer(), h.Name, addr, true)
 	e.setState(t, StateWaiting)
 	e.announcePair(t)
 	return e.pairExchange(ctx, conn, ctl, ps, false)
@@ -401,7 +411,7 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 // key (reinstalled, or someone pretending). It is a hard failure with a
 // clear warning (EventKeyChanged); the user forgets the old device to pair
 // the new one.
-func (e *Engine) checkImpersonation(peer identity.DeviceID, name, addr string) *wire.RemoteError {
+func (e *Engine) checkImpersonation(peer peer.ID, name, addr string) *wire.RemoteError {
 	if e.isTrusted(peer) {
 		return nil
 	}

@@ -146,7 +146,7 @@ func (p Peer) FloodSilentQUIC(ctx context.Context, addr string, n int, st *Stats
 			st.Failed.Add(1)
 			return
 		}
-		defer s.Close(0, "")
+		defer s.Close(nil)
 		select {
 		case <-s.Done():
 		case <-ctx.Done():
@@ -257,12 +257,15 @@ func (p Peer) FloodWindows(ctx context.Context, addr string, n, streams int, st 
 // hangs up without revealing. Tries counts the receiver's answers with a
 // nonce, the tries the attacker got; Failed the refusals.
 func (p Peer) GrindPairing(ctx context.Context, kind, addr string, n int, st *Stats, tries *atomic.Int64) {
+	var count atomic.Int64
 	flood(ctx, n, func(ctx context.Context) {
 		id, err := p.identity()
 		if err != nil {
 			return
 		}
-		h, err := p.hello(ctx, kind, addr, id, &wire.Hello{Version: wire.Version, Name: "mallory", ID: id.ID.String(),
+		// A name of its own each try: a receiver's count per claimed name binds less.
+		name := fmt.Sprintf("mallory %s %d", p.From, count.Add(1))
+		h, err := p.hello(ctx, kind, addr, id, &wire.Hello{Version: wire.Version, Name: name, ID: id.ID.String(),
 			Features: []string{"resume", "pair"}, Pair: pairing.Commit(pairing.NewNonce())})
 		switch {
 		case err == nil && h.Pair != "":
@@ -341,7 +344,7 @@ func (p Peer) SilentQUIC(ctx context.Context, addr string, n int) (*Hold, int, e
 			continue
 		}
 		ok++
-		h.add(func() { s.Close(0, "") })
+		h.add(func() { s.Close(nil) })
 	}
 	return h, ok, nil
 }
@@ -417,7 +420,7 @@ func (p Peer) connectAs(ctx context.Context, kind, addr string, id *identity.Ide
 	}
 	st, err := c.OpenStream(ctx)
 	if err != nil {
-		c.Close(0, "")
+		c.Close(nil)
 		return nil, err
 	}
 	s := &Session{conn: c, ctl: st, r: bufio.NewReader(st), w: bufio.NewWriter(st)}
@@ -475,7 +478,7 @@ func partSize(files []wire.FileEntry) int {
 // Decision reads the receiver's answer to the offer; a refusal made by
 // closing the session (a cancel) is an error.
 func (s *Session) Decision(ctx context.Context) (*wire.Decision, error) {
-	stop := context.AfterFunc(ctx, func() { s.conn.Close(0, "") })
+	stop := context.AfterFunc(ctx, func() { s.conn.Close(nil) })
 	defer stop()
 	m, err := s.Recv()
 	if err != nil {
@@ -525,4 +528,4 @@ func (s *Session) StallChunks(ctx context.Context, file uint32, chunkLen, stream
 func (s *Session) Done() <-chan struct{} { return s.conn.Done() }
 
 // Close ends the session.
-func (s *Session) Close() { s.conn.Close(0, "") }
+func (s *Session) Close() { s.conn.Close(nil) }

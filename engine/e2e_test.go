@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // testEngine returns an engine with its own config and download folders.
@@ -45,9 +47,35 @@ func startReceiver(t *testing.T, opts Options) *Engine {
 	return e
 }
 
-func target(r *Engine) Target {
-	q, tc := r.Addrs()
-	return Target{QUICAddr: q, TCPAddr: tc}
+func target(r *Engine) Target { return Target{Addrs: r.Addrs()} }
+
+// listening is where e listens for kind ("host:port"), "" when it does not.
+func listening(e *Engine, kind addr.Kind) string {
+	a, _ := addr.First(e.Addrs(), kind)
+	return a.HostPort()
+}
+
+// hostPortOf is to's first address of kind, "" when it has none.
+func hostPortOf(to Target, kind addr.Kind) string {
+	a, _ := addr.First(to.Addrs, kind)
+	return a.HostPort()
+}
+
+// targetAt is a target of one kind at hostport.
+func targetAt(kind addr.Kind, hostport string) Target {
+	return Target{Addrs: []addr.Addr{addr.New(kind, hostport)}}
+}
+
+// onlyListen is Options.NoListen for an engine that listens on kind tp
+// alone ("quic" or "tcp"; "" listens on every kind).
+func onlyListen(tp string) []addr.Kind {
+	var out []addr.Kind
+	for _, k := range []addr.Kind{addr.QUIC, addr.TCP} {
+		if tp != "" && k != addr.Kind(tp) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func writeFile(t *testing.T, path string, size int) []byte {
@@ -294,9 +322,9 @@ func TestKnownAddressWithNewKeyIsRefused(t *testing.T) {
 	}
 	recv.Close()
 	// A different device takes over the same address.
-	imp := startReceiver(t, Options{Listen: to.QUICAddr, NoTCP: true})
+	imp := startReceiver(t, Options{Listen: hostPortOf(to, addr.QUIC), NoListen: onlyListen("quic")})
 	_ = imp
-	res := sendWait(t, send, Target{QUICAddr: to.QUICAddr}, []string{p}, SendOptions{Transport: "quic"})
+	res := sendWait(t, send, targetAt(addr.QUIC, hostPortOf(to, addr.QUIC)), []string{p}, SendOptions{Transport: "quic"})
 	if res.State != StateFailed || !strings.Contains(res.Err, "different key") {
 		t.Fatalf("got %s %q", res.State, res.Err)
 	}
@@ -344,11 +372,11 @@ func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
 
 func TestNothingToSend(t *testing.T) {
 	send := testEngine(t, Options{})
-	_, err := send.Send(context.Background(), Target{Addr: "127.0.0.1:1"}, []string{t.TempDir()}, SendOptions{})
+	_, err := send.Send(context.Background(), Target{Addrs: AddrsAt("127.0.0.1:1")}, []string{t.TempDir()}, SendOptions{})
 	if !errors.Is(err, ErrNothingToSend) {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = send.Send(context.Background(), Target{Addr: "127.0.0.1:1"}, []string{"/does/not/exist"}, SendOptions{})
+	_, err = send.Send(context.Background(), Target{Addrs: AddrsAt("127.0.0.1:1")}, []string{"/does/not/exist"}, SendOptions{})
 	if err == nil {
 		t.Fatal("missing path accepted")
 	}

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
@@ -77,8 +78,9 @@ type Options struct {
 	// its offers within that time; zero means 2 minutes, negative mutes
 	// nobody.
 	MuteDeclined time.Duration
-	// NoQUIC and NoTCP disable a listener (tests of the fallback).
-	NoQUIC, NoTCP bool
+	// NoListen lists kinds of the transport table not to listen on (tests
+	// of the fallback); nil listens on every kind.
+	NoListen []addr.Kind
 	// RetryFor is how long a sender keeps reconnecting after the connection
 	// drops (peer killed, network gone, machine asleep); zero means 2 minutes,
 	// negative means never retry.
@@ -132,10 +134,14 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Target says where to send: an address and, optionally, who must answer there.
+// Target says where to send: the ways to reach a device and, optionally,
+// who must answer there.
 type Target struct {
-	// QUICAddr and TCPAddr are "host:port"; either may be empty. Addr sets both.
-	Addr, QUICAddr, TCPAddr string
+	// Addrs are the device's addresses, best first (AddrsAt gives every
+	// kind at one "host:port"). The addresses of one host are one place:
+	// its kinds race as the transport table says, and each place gets a
+	// head start over the next; the first that connects wins.
+	Addrs []addr.Addr
 	// ID, when set, is the device ID the peer must prove; a different key is refused.
 	ID string
 	// Follow, with ID set, makes the addresses only where the device was
@@ -154,20 +160,6 @@ func (t Target) want() (identity.DeviceID, error) {
 		return identity.DeviceID{}, nil
 	}
 	return identity.ParseID(t.ID)
-}
-
-func (t Target) quicAddr() string {
-	if t.QUICAddr != "" {
-		return t.QUICAddr
-	}
-	return t.Addr
-}
-
-func (t Target) tcpAddr() string {
-	if t.TCPAddr != "" {
-		return t.TCPAddr
-	}
-	return t.Addr
 }
 
 // SendOptions tune one Send.
@@ -568,7 +560,7 @@ func (e *Engine) listen(addr string, kept map[transport.Kind]transport.Listener)
 	}
 	tlsConf := e.ident.TLSConfig(true, nil) // receivers accept any key (TOFU); the hello is checked against it
 	for _, k := range e.transports {
-		if k.Kind == transport.QUIC && e.opts.NoQUIC || k.Kind == transport.TCP && e.opts.NoTCP {
+		if slices.Contains(e.opts.NoListen, k.Kind) {
 			continue
 		}
 		l, err := kept[k.Kind], error(nil)
@@ -593,7 +585,7 @@ func (e *Engine) listen(addr string, kept map[transport.Kind]transport.Listener)
 	}
 	if len(lns) == 0 {
 		if len(errs) == 0 {
-			return nil, nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
+			return nil, nil, errors.New("every transport is disabled: nothing to listen on")
 		}
 		return nil, nil, errors.Join(errs...)
 	}
@@ -676,19 +668,17 @@ func (e *Engine) Receiving() bool {
 	return len(e.listeners) > 0
 }
 
-// Addrs returns the listeners' addresses ("" for one that is off).
-func (e *Engine) Addrs() (quicAddr, tcpAddr string) {
+// Addrs returns where the listeners listen, one address per kind in the
+// transport table's order (a kind that is off has none); empty while not
+// receiving.
+func (e *Engine) Addrs() []addr.Addr {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var out []addr.Addr
 	for _, l := range e.listeners {
-		switch l.Kind() {
-		case transport.QUIC:
-			quicAddr = l.Addr().String()
-		case transport.TCP:
-			tcpAddr = l.Addr().String()
-		}
+		out = append(out, addr.New(l.Kind(), l.Addr().String()))
 	}
-	return quicAddr, tcpAddr
+	return out
 }
 
 func (e *Engine) acceptLoop(ctx context.Context, ln transport.Listener) {

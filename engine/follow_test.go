@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // fakeResolver answers with whatever the test says the device's address is now.
@@ -16,12 +18,12 @@ type fakeResolver struct {
 	calls atomic.Int64
 }
 
-func (r *fakeResolver) ResolvePeer(_ context.Context, id string) []Target {
+func (r *fakeResolver) ResolvePeer(_ context.Context, id string) []addr.Addr {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t, ok := r.at[id]; ok {
-		return []Target{t}
+		return t.Addrs
 	}
 	return nil
 }
@@ -140,7 +142,7 @@ func TestRetryAfterReceivingOffAndOn(t *testing.T) {
 	recv := startReceiver(t, Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir()})
 	res := &fakeResolver{}
 	send, tr, big := sendFollowedAt30(t, recv, res, -1)
-	before, _ := recv.Addrs()
+	before := listening(recv, addr.QUIC)
 	if err := recv.StopReceivingNow(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func TestRetryAfterReceivingOffAndOn(t *testing.T) {
 	if err := recv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := recv.Addrs()
+	after := listening(recv, addr.QUIC)
 	t.Logf("QUIC listener %s before, %s after", before, after)
 	res.set(recv.ID(), target(recv))
 	calls := res.calls.Load()

@@ -12,6 +12,8 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 var desktopCtrlEnter = desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierControl}
@@ -61,7 +63,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func bob(online bool) Device {
-	return Device{ID: idBob, Name: "Bob's phone", OS: "android", QUICAddr: "10.0.0.9:4000", Online: online, Source: "mdns"}
+	return Device{ID: idBob, Name: "Bob's phone", OS: "android", Addrs: reach("10.0.0.9:4000", addr.QUIC), Online: online, Source: "mdns"}
 }
 
 // The send sheet lists the online devices with a check each; Send sends
@@ -104,7 +106,7 @@ func TestMultiDropOnASelection(t *testing.T) {
 	u.win.Resize(fyne.NewSize(900, 600))
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
-	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "CAROL" + idAlice[5:], Name: "Carol", QUICAddr: "10.0.0.3:1", Online: true}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "CAROL" + idAlice[5:], Name: "Carol", Addrs: reach("10.0.0.3:1", addr.QUIC), Online: true}})
 	test.Tap(u.devices.rows[0].pick) // Alice
 	test.Tap(u.devices.rows[1].pick) // Bob
 	if got := u.devices.selected(); len(got) != 2 {

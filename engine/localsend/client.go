@@ -1,0 +1,499 @@
+package localsend
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"crypto/x509"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// ClientConfig configures a Client. Zero values are the defaults given.
+type ClientConfig struct {
+	// Info describes this device (alias, model, type; Port and Protocol
+	// say where its own server listens, if it runs one). Version and
+	// Fingerprint (from Cert) are filled in.
+	Info Info
+	// Cert is presented to servers (the official app 1.18 requires one).
+	// Without it the client presents none.
+	Cert tls.Certificate
+	// Dial opens connections (nil: a net.Dialer); tests use it to dial from
+	// inside a network namespace.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Parallel bounds the uploads of one send at once (0: 4).
+	Parallel int
+	// RequestTimeout bounds each request other than an upload's body and
+	// prepare-upload (which waits for the receiver's user) (0: 10 s).
+	RequestTimeout time.Duration
+	// PromptTimeout bounds the wait for an answer to prepare-upload (0: 5 minutes).
+	PromptTimeout time.Duration
+}
+
+// Client sends to LocalSend servers.
+type Client struct {
+	cfg  ClientConfig
+	info Info
+}
+
+// NewClient makes a client.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 4
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.PromptTimeout <= 0 {
+		cfg.PromptTimeout = 5 * time.Minute
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	}
+	c := &Client{cfg: cfg, info: cfg.Info}
+	c.info.Version = ProtocolVersion
+	if len(cfg.Cert.Certificate) > 0 {
+		c.info.Fingerprint = CertFingerprint(cfg.Cert)
+	} else if c.info.Fingerprint == "" {
+		c.info.Fingerprint = randomToken() // HTTP-mode style: only to skip ourselves
+	}
+	if c.info.DeviceType == "" {
+		c.info.DeviceType = TypeDesktop
+	}
+	c.info.Announce = nil
+	return c
+}
+
+// Info is this device as the client describes it.
+func (c *Client) Info() Info { return c.info }
+
+// Target is a LocalSend server to talk to.
+type Target struct {
+	// Addr is host:port.
+	Addr string
+	// Fingerprint is the one the device announced: its certificate must
+	// have it. Empty accepts any certificate (an address typed by the
+	// user); the one seen is then reported (Result.Fingerprint).
+	Fingerprint string
+	// Scheme is "https" (default) or "http".
+	Scheme string
+}
+
+// conn is one target's HTTP client, with the certificate pinned.
+type conn struct {
+	c    *Client
+	t    Target
+	http *http.Client
+	base string
+
+	mu   sync.Mutex // guards seen
+	seen string     // the fingerprint of the server's certificate
+}
+
+func (c *Client) open(t Target) *conn {
+	k := &conn{c: c, t: t}
+	scheme := "https"
+	if t.Scheme == "http" {
+		scheme = "http"
+	}
+	k.base = scheme + "://" + t.Addr + apiPrefix
+	tlsConf := &tls.Config{
+		// A LocalSend certificate is self-signed: it is checked by its
+		// fingerprint (below), not by a chain or a host name.
+		InsecureSkipVerify: true,
+		MinVersion:         tls.VersionTLS12,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return ErrFingerprint
+			}
+			fp := Fingerprint(raw[0])
+			if t.Fingerprint != "" && !SameFingerprint(fp, t.Fingerprint) {
+				return fmt.Errorf("%w: %s announced %s, its certificate is %s", ErrFingerprint, t.Addr, short(t.Fingerprint), short(fp))
+			}
+			k.mu.Lock()
+			k.seen = fp
+			k.mu.Unlock()
+			return nil
+		},
+	}
+	if len(c.cfg.Cert.Certificate) > 0 {
+		tlsConf.Certificates = []tls.Certificate{c.cfg.Cert}
+	}
+	tr := &http.Transport{
+		DialContext:           c.cfg.Dial,
+		TLSClientConfig:       tlsConf,
+		ForceAttemptHTTP2:     false,
+		MaxConnsPerHost:       c.cfg.Parallel + 1,
+		MaxIdleConnsPerHost:   c.cfg.Parallel + 1,
+		TLSHandshakeTimeout:   c.cfg.RequestTimeout,
+		ResponseHeaderTimeout: 0, // prepare-upload waits for a person
+		IdleConnTimeout:       30 * time.Second,
+	}
+	k.http = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return k
+}
+
+func (k *conn) close() { k.http.CloseIdleConnections() }
+
+func (k *conn) fingerprint() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.seen
+}
+
+func short(fp string) string {
+	if len(fp) > 12 {
+		return fp[:12] + "…"
+	}
+	return fp
+}
+
+// do posts body (JSON unless it is an io.Reader) to route with query q and
+// returns the status and the bounded answer body.
+func (k *conn) do(ctx context.Context, method, route string, q url.Values, body any, size int64, limit int64) (int, []byte, error) {
+	var rd io.Reader
+	ctype := ""
+	switch b := body.(type) {
+	case nil:
+	case io.Reader:
+		rd, ctype = b, "application/octet-stream"
+	default:
+		js, err := json.Marshal(b)
+		if err != nil {
+			return 0, nil, fmt.Errorf("localsend %s: %w", route, err)
+		}
+		rd, ctype, size = bytes.NewReader(js), "application/json", int64(len(js))
+	}
+	u := k.base + route
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, nil, fmt.Errorf("localsend %s: %w", route, err)
+	}
+	if rd != nil {
+		req.ContentLength = size
+		req.Header.Set("Content-Type", ctype)
+		if size == 0 {
+			req.Body = http.NoBody
+		}
+	}
+	resp, err := k.http.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrFingerprint) {
+			return 0, nil, err
+		}
+		return 0, nil, fmt.Errorf("localsend %s: %w", route, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("localsend %s: reading the answer: %w", route, err)
+	}
+	if int64(len(b)) > limit {
+		return resp.StatusCode, nil, fmt.Errorf("localsend %s: %w: the answer is over %d bytes", route, ErrBadInput, limit)
+	}
+	return resp.StatusCode, b, nil
+}
+
+// messageOf is a server's {"message"} text, bounded for display.
+func messageOf(b []byte) string {
+	var m message
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	if len(m.Message) > 200 {
+		return m.Message[:200]
+	}
+	return m.Message
+}
+
+// Register tells the device at t about this one (as an answer to its
+// announcement, or a scan) and returns its info.
+func (c *Client) Register(ctx context.Context, t Target) (Info, error) {
+	return c.infoCall(ctx, t, http.MethodPost, "register", c.info)
+}
+
+// DeviceInfo asks the device at t for its info (GET info).
+func (c *Client) DeviceInfo(ctx context.Context, t Target) (Info, error) {
+	return c.infoCall(ctx, t, http.MethodGet, "info", nil)
+}
+
+func (c *Client) infoCall(ctx context.Context, t Target, method, route string, body any) (Info, error) {
+	k := c.open(t)
+	defer k.close()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	st, b, err := k.do(ctx, method, route, nil, body, 0, MaxSmallBytes)
+	if err != nil {
+		return Info{}, err
+	}
+	if st != http.StatusOK {
+		return Info{}, errorOf(route, st, messageOf(b), false)
+	}
+	var in Info
+	if err := unmarshalBounded(b, MaxSmallBytes, &in); err != nil {
+		return Info{}, fmt.Errorf("localsend %s: %w", route, err)
+	}
+	if err := in.Validate(false); err != nil {
+		return Info{}, fmt.Errorf("localsend %s: %w", route, err)
+	}
+	if fp := k.fingerprint(); fp != "" && t.Scheme != "http" {
+		in.Fingerprint = fp // in HTTPS mode the certificate is the identity
+	}
+	return in, nil
+}
+
+// Upload is one file to send: its entry in the offer (ID, FileName, Size,
+// FileType, optional SHA256 and Preview) and how to read its bytes.
+type Upload struct {
+	File
+	// Open returns the file's bytes from the start; it is called once,
+	// if the receiver accepts the file.
+	Open func() (io.ReadCloser, error)
+}
+
+// SendOptions are the choices of one send.
+type SendOptions struct {
+	// PIN is sent with prepare-upload when set.
+	PIN string
+	// AskPIN is called when the receiver answers 401 (wrong says a PIN
+	// was given and refused); it returns the PIN to try, or an error to
+	// give up. Nil gives up at the first 401.
+	AskPIN func(ctx context.Context, wrong bool) (string, error)
+	// Written is called as each file's bytes go out (id, bytes so far);
+	// from several goroutines at once.
+	Written func(id string, n int64)
+	// Accepted is called once the receiver has decided, with the IDs it
+	// took, before any upload starts.
+	Accepted func(ids []string)
+}
+
+// Result is what a send achieved.
+type Result struct {
+	// SessionID is the receiver's session ("" when it accepted nothing).
+	SessionID string
+	// Accepted lists the files the receiver took; nil when it answered
+	// 204 (nothing to upload: a text offer, say).
+	Accepted []string
+	// Failed maps each accepted file that did not arrive to why.
+	Failed map[string]error
+	// Fingerprint is the receiver's certificate's fingerprint.
+	Fingerprint string
+}
+
+// Send offers files to the server at t, then uploads the accepted ones,
+// Parallel at once. The error is the first failure: the offer's (a
+// *StatusError wrapping ErrDeclined, ErrBusy, ErrTooManyPINs, ...) or a
+// file's (then Result.Failed says which). Cancelling ctx cancels the
+// session on the receiver too.
+func (c *Client) Send(ctx context.Context, t Target, files []Upload, opts SendOptions) (*Result, error) {
+	if len(files) == 0 {
+		return nil, errors.New("localsend send: no files")
+	}
+	k := c.open(t)
+	defer k.close()
+	req := PrepareUpload{Info: c.info, Files: make(map[string]File, len(files))}
+	byID := make(map[string]*Upload, len(files))
+	for i := range files {
+		f := files[i].File
+		if _, dup := byID[f.ID]; dup || f.ID == "" {
+			return nil, fmt.Errorf("localsend send: file ID %q empty or twice", f.ID)
+		}
+		byID[f.ID] = &files[i]
+		req.Files[f.ID] = f
+	}
+	res := &Result{}
+	ans, err := c.prepare(ctx, k, &req, opts)
+	res.Fingerprint = k.fingerprint()
+	if err != nil {
+		return res, err
+	}
+	if ans == nil {
+		if opts.Accepted != nil {
+			opts.Accepted(nil)
+		}
+		return res, nil // 204: nothing to upload
+	}
+	res.SessionID = ans.SessionID
+	for id := range ans.Files {
+		if byID[id] == nil {
+			return res, fmt.Errorf("localsend prepare-upload: %w: a token for file %q that was not offered", ErrBadInput, id)
+		}
+		res.Accepted = append(res.Accepted, id)
+	}
+	sortByOffer(res.Accepted, files)
+	if opts.Accepted != nil {
+		opts.Accepted(res.Accepted)
+	}
+	// A cancel reaches the receiver before the uploads are cut, so that
+	// it ends the session as cancelled rather than as short uploads.
+	uctx, ucancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancelled := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(cancelled)
+		c.cancelSession(k, ans.SessionID)
+		ucancel(context.Cause(ctx))
+	})
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(uctx)
+	g.SetLimit(c.cfg.Parallel)
+	for _, id := range res.Accepted {
+		u := byID[id]
+		tok := ans.Files[id]
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil
+			}
+			if err := c.uploadOne(gctx, k, ans.SessionID, u, tok, opts.Written); err != nil {
+				mu.Lock()
+				if res.Failed == nil {
+					res.Failed = map[string]error{}
+				}
+				res.Failed[id] = err
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if !stop() {
+		<-cancelled
+		return res, context.Cause(ctx)
+	}
+	ucancel(nil)
+	for _, id := range res.Accepted {
+		if err := res.Failed[id]; err != nil {
+			return res, fmt.Errorf("localsend upload of %s: %w", byID[id].FileName, err)
+		}
+	}
+	return res, nil
+}
+
+func sortByOffer(ids []string, files []Upload) {
+	pos := make(map[string]int, len(files))
+	for i, f := range files {
+		pos[f.ID] = i
+	}
+	slices.SortFunc(ids, func(a, b string) int { return pos[a] - pos[b] })
+}
+
+// prepare runs prepare-upload, asking for a PIN on 401; nil answer is 204.
+func (c *Client) prepare(ctx context.Context, k *conn, req *PrepareUpload, opts SendOptions) (*PrepareUploadAnswer, error) {
+	pin := opts.PIN
+	for tries := 0; ; tries++ {
+		q := url.Values{}
+		if pin != "" {
+			q.Set("pin", pin)
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.PromptTimeout)
+		st, b, err := k.do(pctx, http.MethodPost, "prepare-upload", q, req, 0, MaxPrepareBytes)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				c.cancelSession(k, "")
+				return nil, context.Cause(ctx)
+			}
+			return nil, err
+		}
+		switch st {
+		case http.StatusOK:
+			var ans PrepareUploadAnswer
+			if err := unmarshalBounded(b, MaxPrepareBytes, &ans); err != nil {
+				return nil, fmt.Errorf("localsend prepare-upload: %w", err)
+			}
+			if ans.SessionID == "" || len(ans.SessionID) > MaxFieldLen {
+				return nil, fmt.Errorf("localsend prepare-upload: %w: no usable sessionId", ErrBadInput)
+			}
+			return &ans, nil
+		case http.StatusNoContent:
+			return nil, nil
+		case http.StatusUnauthorized:
+			if opts.AskPIN == nil || tries >= 10 {
+				return nil, errorOf("prepare-upload", st, messageOf(b), pin != "")
+			}
+			next, err := opts.AskPIN(ctx, pin != "")
+			if err != nil {
+				return nil, fmt.Errorf("localsend prepare-upload: %w: %w", ErrPINRequired, err)
+			}
+			pin = next
+			continue
+		}
+		return nil, errorOf("prepare-upload", st, messageOf(b), pin != "")
+	}
+}
+
+// uploadOne sends one file's bytes.
+func (c *Client) uploadOne(ctx context.Context, k *conn, session string, u *Upload, token string, written func(string, int64)) error {
+	rc, err := u.Open()
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer rc.Close()
+	// net/http waits for the body's Read to return before it gives up a
+	// cancelled request: closing the source makes a blocked Read return.
+	stop := context.AfterFunc(ctx, func() { rc.Close() })
+	defer stop()
+	var body io.Reader = io.LimitReader(rc, u.Size)
+	if written != nil {
+		body = &countingReader{r: body, id: u.ID, fn: written}
+	}
+	q := url.Values{"sessionId": {session}, "fileId": {u.ID}, "token": {token}}
+	st, b, err := k.do(ctx, http.MethodPost, "upload", q, io.NopCloser(body), u.Size, MaxSmallBytes)
+	if err != nil {
+		return err
+	}
+	if st != http.StatusOK {
+		return errorOf("upload", st, messageOf(b), false)
+	}
+	return nil
+}
+
+// cancelSession tells the receiver the send is cancelled (best effort).
+func (c *Client) cancelSession(k *conn, session string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var q url.Values
+	if session != "" {
+		q = url.Values{"sessionId": {session}}
+	}
+	_, _, _ = k.do(ctx, http.MethodPost, "cancel", q, nil, 0, MaxSmallBytes)
+}
+
+type countingReader struct {
+	r  io.Reader
+	id string
+	n  int64
+	fn func(string, int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.n += int64(n)
+		c.fn(c.id, c.n)
+	}
+	return n, err
+}
+
+// TextUpload is the protocol's text message: one text/plain file whose
+// preview holds the text.
+func TextUpload(id, text string) Upload {
+	return Upload{
+		File: File{ID: id, FileName: id + ".txt", Size: int64(len(text)), FileType: "text/plain", Preview: text},
+		Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(text)), nil },
+	}
+}

@@ -1,0 +1,294 @@
+// Package localsend speaks the LocalSend protocol (v2.x, the HTTPS REST API
+// and multicast discovery that the LocalSend apps use; see
+// https://github.com/localsend/protocol and docs/localsend.md). It is
+// independent of the engine: the server asks a Receiver (an interface this
+// package defines) about each offer and writes each accepted file into the
+// sink the receiver hands back; the client sends files to a LocalSend
+// server; the discoverer announces this device and hears the others.
+//
+// Everything a peer sends is peer input: JSON bodies are read with a byte
+// cap and a nesting bound (decodeJSON), uploads are bounded to the size
+// their offer declared, and tokens are unguessable and bound to their
+// session, file and source address.
+package localsend
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// Protocol constants: the routes' prefix, the default port and the
+// multicast groups of the LocalSend apps.
+const (
+	// ProtocolVersion is the version this package announces. The official
+	// app 1.18 announces "2.2"; nothing documents 2.2 beyond 2.1's API,
+	// which is what this package speaks.
+	ProtocolVersion = "2.2"
+	// DefaultPort is LocalSend's TCP (HTTPS) and UDP (multicast) port.
+	DefaultPort = 53317
+	// MulticastIPv4 and MulticastIPv6 are the groups the apps join.
+	MulticastIPv4 = "224.0.0.167"
+	MulticastIPv6 = "ff12::fd3a:e420"
+	apiPrefix     = "/api/localsend/v2/"
+)
+
+// Device types a peer may announce.
+const (
+	TypeMobile   = "mobile"
+	TypeDesktop  = "desktop"
+	TypeWeb      = "web"
+	TypeHeadless = "headless"
+	TypeServer   = "server"
+)
+
+// Limits on what a peer's JSON may hold. A prepare-upload body is one JSON
+// document with every file's entry (and text previews), so it has a cap of
+// its own; everything else is small.
+const (
+	// MaxPrepareBytes caps a prepare-upload body.
+	MaxPrepareBytes = 32 << 20
+	// MaxSmallBytes caps announcements, registers, info and answers.
+	MaxSmallBytes = 64 << 10
+	// MaxDepth bounds the nesting of any JSON document a peer sends (the
+	// protocol's documents nest three deep).
+	MaxDepth = 8
+	// MaxFiles bounds the files of one offer (the engine's own bound, for
+	// Ferry offers, is the same).
+	MaxFiles = 100_000
+	// MaxFieldLen bounds alias, model, fingerprint, IDs and MIME types.
+	MaxFieldLen = 512
+	// MaxNameLen bounds one file name (a relative path).
+	MaxNameLen = 4096
+	// MaxPreviewLen bounds a text offer's text (the preview field).
+	MaxPreviewLen = 1 << 20
+)
+
+// ErrBadInput means a peer's JSON or parameters break the protocol or the
+// limits above; the server answers 400.
+var ErrBadInput = errors.New("localsend: bad input")
+
+// Info describes a device: what announcements, registers, info answers and
+// an offer's info field carry. Port and Protocol are absent from info
+// answers; Announce is set only in multicast messages.
+type Info struct {
+	Alias       string `json:"alias"`
+	Version     string `json:"version"`
+	DeviceModel string `json:"deviceModel,omitempty"`
+	DeviceType  string `json:"deviceType,omitempty"`
+	Fingerprint string `json:"fingerprint"`
+	Port        int    `json:"port,omitempty"`
+	Protocol    string `json:"protocol,omitempty"` // "https" or "http"
+	Download    bool   `json:"download,omitempty"`
+	Announce    *bool  `json:"announce,omitempty"`
+}
+
+// FileMeta is the optional metadata of an offered file.
+type FileMeta struct {
+	Modified string `json:"modified,omitempty"`
+	Accessed string `json:"accessed,omitempty"`
+}
+
+// File is one file of an offer (prepare-upload) as the protocol has it.
+// FileName is "<folder>/<relative/path>" for a folder's files.
+type File struct {
+	ID       string    `json:"id"`
+	FileName string    `json:"fileName"`
+	Size     int64     `json:"size"`
+	FileType string    `json:"fileType"`
+	SHA256   string    `json:"sha256,omitempty"`
+	Preview  string    `json:"preview,omitempty"`
+	Metadata *FileMeta `json:"metadata,omitempty"`
+}
+
+// PrepareUpload is the body of POST prepare-upload.
+type PrepareUpload struct {
+	Info  Info            `json:"info"`
+	Files map[string]File `json:"files"`
+}
+
+// PrepareUploadAnswer is the 200 answer to prepare-upload: the session and
+// a token for each accepted file.
+type PrepareUploadAnswer struct {
+	SessionID string            `json:"sessionId"`
+	Files     map[string]string `json:"files"`
+}
+
+// message is the body of every error answer.
+type message struct {
+	Message string `json:"message"`
+}
+
+// decodeJSON reads one JSON document of at most limit bytes from r into v,
+// refusing documents nested deeper than MaxDepth, trailing data, and
+// anything encoding/json refuses. Errors wrap ErrBadInput.
+func decodeJSON(r io.Reader, limit int64, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return fmt.Errorf("%w: reading the body: %v", ErrBadInput, err)
+	}
+	return unmarshalBounded(b, limit, v)
+}
+
+// unmarshalBounded is decodeJSON for a document already in memory.
+func unmarshalBounded(b []byte, limit int64, v any) error {
+	if int64(len(b)) > limit {
+		return fmt.Errorf("%w: the body is over %d bytes", ErrBadInput, limit)
+	}
+	if d := depth(b); d > MaxDepth {
+		return fmt.Errorf("%w: the JSON nests deeper than %d", ErrBadInput, MaxDepth)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: data after the JSON document", ErrBadInput)
+	}
+	return nil
+}
+
+// depth is the deepest nesting of objects and arrays in b, reading strings
+// (and their escapes) as opaque; it does not validate b.
+func depth(b []byte) int {
+	d, maxd, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString:
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if d++; d > maxd {
+				maxd = d
+			}
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return maxd
+}
+
+// checkField bounds one short string field of a peer.
+func checkField(name, v string, required bool) error {
+	switch {
+	case required && v == "":
+		return fmt.Errorf("%w: %s is missing", ErrBadInput, name)
+	case len(v) > MaxFieldLen:
+		return fmt.Errorf("%w: %s is over %d bytes", ErrBadInput, name, MaxFieldLen)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%w: %s is not UTF-8", ErrBadInput, name)
+	}
+	return nil
+}
+
+// Validate checks a device description a peer sent. needPort is set for
+// announcements and registers, which say where the device listens.
+func (i *Info) Validate(needPort bool) error {
+	for _, f := range []struct {
+		name, v  string
+		required bool
+	}{
+		{"alias", i.Alias, false}, {"version", i.Version, false}, {"deviceModel", i.DeviceModel, false},
+		{"deviceType", i.DeviceType, false}, {"fingerprint", i.Fingerprint, true}, {"protocol", i.Protocol, false},
+	} {
+		if err := checkField(f.name, f.v, f.required); err != nil {
+			return err
+		}
+	}
+	if needPort && (i.Port <= 0 || i.Port > 65535) {
+		return fmt.Errorf("%w: port %d", ErrBadInput, i.Port)
+	}
+	if i.Port < 0 || i.Port > 65535 {
+		return fmt.Errorf("%w: port %d", ErrBadInput, i.Port)
+	}
+	switch i.Protocol {
+	case "", "https", "http":
+	default:
+		return fmt.Errorf("%w: protocol %q", ErrBadInput, i.Protocol)
+	}
+	return nil
+}
+
+// Scheme is the URL scheme of the device's server ("https" unless it said "http").
+func (i *Info) Scheme() string {
+	if i.Protocol == "http" {
+		return "http"
+	}
+	return "https"
+}
+
+// Validate checks an offer: its sender, at least one and at most MaxFiles
+// files, each with an ID equal to its key, a name, a size >= 0, a sha256
+// of 64 hex digits when given, and bounded fields. File names are checked
+// for safety by whoever stores them (the engine's store), not here.
+func (p *PrepareUpload) Validate() error {
+	if err := p.Info.Validate(false); err != nil {
+		return fmt.Errorf("info: %w", err)
+	}
+	if len(p.Files) == 0 {
+		return fmt.Errorf("%w: no files", ErrBadInput)
+	}
+	if len(p.Files) > MaxFiles {
+		return fmt.Errorf("%w: %d files, over %d", ErrBadInput, len(p.Files), MaxFiles)
+	}
+	for key, f := range p.Files {
+		if err := checkField("file id", key, true); err != nil {
+			return err
+		}
+		if f.ID != "" && f.ID != key {
+			return fmt.Errorf("%w: file %q has id %q", ErrBadInput, key, f.ID)
+		}
+		if f.FileName == "" || len(f.FileName) > MaxNameLen || !utf8.ValidString(f.FileName) {
+			return fmt.Errorf("%w: file %q has no usable name", ErrBadInput, key)
+		}
+		if f.Size < 0 {
+			return fmt.Errorf("%w: file %q has size %d", ErrBadInput, key, f.Size)
+		}
+		if err := checkField("fileType", f.FileType, false); err != nil {
+			return err
+		}
+		if f.SHA256 != "" && !isHex64(f.SHA256) {
+			return fmt.Errorf("%w: file %q: sha256 is not 64 hex digits", ErrBadInput, key)
+		}
+		if len(f.Preview) > MaxPreviewLen || !utf8.ValidString(f.Preview) {
+			return fmt.Errorf("%w: file %q: preview over %d bytes or not UTF-8", ErrBadInput, key, MaxPreviewLen)
+		}
+	}
+	return nil
+}
+
+// TextOf returns the text of a text offer: exactly one file whose type is
+// text/* and whose preview holds the text.
+func (p *PrepareUpload) TextOf() (string, bool) {
+	if len(p.Files) != 1 {
+		return "", false
+	}
+	for _, f := range p.Files {
+		if strings.HasPrefix(f.FileType, "text/") && f.Preview != "" {
+			return f.Preview, true
+		}
+	}
+	return "", false
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

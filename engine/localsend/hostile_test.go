@@ -1,0 +1,253 @@
+package localsend
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// hostileBodies are prepare-upload bodies a peer may send; every one must
+// be refused with 400 (and reach no Receiver), or decode within bounds.
+var hostileBodies = []struct {
+	name string
+	body string
+}{
+	{"empty", ``},
+	{"not json", `hello`},
+	{"array", `[]`},
+	{"no files", `{"info":{"alias":"a","fingerprint":"f"},"files":{}}`},
+	{"files null", `{"info":{"alias":"a","fingerprint":"f"},"files":null}`},
+	{"no fingerprint", `{"info":{"alias":"a"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}}`},
+	{"negative size", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":-1,"fileType":"t"}}}`},
+	{"huge size", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1e30,"fileType":"t"}}}`},
+	{"id differs from key", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"y","fileName":"a","size":1,"fileType":"t"}}}`},
+	{"no name", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"","size":1,"fileType":"t"}}}`},
+	{"bad sha", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t","sha256":"zz"}}}`},
+	{"bad port", `{"info":{"fingerprint":"f","port":70000},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}}`},
+	{"bad protocol", `{"info":{"fingerprint":"f","protocol":"gopher"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}}`},
+	{"long alias", `{"info":{"fingerprint":"f","alias":"` + strings.Repeat("a", MaxFieldLen+1) + `"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}}`},
+	// (Invalid UTF-8 is not refused: encoding/json replaces it with U+FFFD.)
+	{"deep nesting", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t","metadata":` + strings.Repeat(`{"a":`, 50) + `1` + strings.Repeat(`}`, 50) + `}}}`},
+	{"trailing data", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}} {}`},
+	{"wrong types", `{"info":"me","files":[1,2,3]}`},
+	{"long name", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"` + strings.Repeat("n", MaxNameLen+1) + `","size":1,"fileType":"t"}}}`},
+}
+
+func TestHostilePrepareUpload(t *testing.T) {
+	rx := newMemReceiver()
+	_, addr := startServer(t, ServerConfig{Receiver: rx})
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer hc.CloseIdleConnections()
+	for _, c := range hostileBodies {
+		t.Run(c.name, func(t *testing.T) {
+			resp, err := hc.Post("https://"+addr+apiPrefix+"prepare-upload", "application/json", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(b, []byte(`"message"`)) {
+				t.Fatalf("status %d body %s", resp.StatusCode, b)
+			}
+		})
+	}
+	if o := rx.lastOffer(); o != nil {
+		t.Fatalf("a hostile body reached the receiver: %+v", o)
+	}
+	// Over the byte cap.
+	big := `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t","preview":"` + strings.Repeat("a", MaxPrepareBytes) + `"}}}`
+	resp, err := hc.Post("https://"+addr+apiPrefix+"prepare-upload", "application/json", strings.NewReader(big))
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("an over-cap body got %d", resp.StatusCode)
+		}
+	}
+}
+
+// rawUpload posts bytes to upload with the given query.
+func rawUpload(t *testing.T, hc *http.Client, addr, query string, body io.Reader, size int64) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "https://"+addr+apiPrefix+"upload?"+query, body)
+	req.ContentLength = size
+	resp, err := hc.Do(req)
+	if err != nil {
+		return -1
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestHostileUploads(t *testing.T) {
+	rx := newMemReceiver()
+	srv, addr := startServer(t, ServerConfig{Receiver: rx})
+	cl := NewClient(ClientConfig{Cert: testCert(t, 1)})
+	k := cl.open(Target{Addr: addr, Fingerprint: srv.Fingerprint()})
+	defer k.close()
+	req := &PrepareUpload{Info: cl.Info(), Files: map[string]File{
+		"a": {ID: "a", FileName: "a.bin", Size: 10}, "b": {ID: "b", FileName: "b.bin", Size: 10}, "c": {ID: "c", FileName: "c.bin", Size: 10},
+	}}
+	ans, err := cl.prepare(context.Background(), k, req, SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer hc.CloseIdleConnections()
+	q := func(s, f, tok string) string { return fmt.Sprintf("sessionId=%s&fileId=%s&token=%s", s, f, tok) }
+	ten := func() io.Reader { return bytes.NewReader(make([]byte, 10)) }
+	for _, c := range []struct {
+		name  string
+		query string
+		want  int
+	}{
+		{"missing token", "sessionId=" + ans.SessionID + "&fileId=a", 400},
+		{"unknown session", q("nope", "a", ans.Files["a"]), 403},
+		{"token of another file", q(ans.SessionID, "a", ans.Files["b"]), 403},
+		{"guessed token", q(ans.SessionID, "a", strings.Repeat("0", 32)), 403},
+		{"unknown file", q(ans.SessionID, "z", ans.Files["a"]), 403},
+	} {
+		if got := rawUpload(t, hc, addr, c.query, ten(), 10); got != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
+		}
+	}
+	// More bytes than offered: 400, nothing final.
+	if got := rawUpload(t, hc, addr, q(ans.SessionID, "a", ans.Files["a"]), bytes.NewReader(make([]byte, 11)), 11); got != 400 {
+		t.Errorf("long upload: %d", got)
+	}
+	// A second upload of a file is refused.
+	if got := rawUpload(t, hc, addr, q(ans.SessionID, "a", ans.Files["a"]), ten(), 10); got != 403 {
+		t.Errorf("second upload: %d", got)
+	}
+	// Fewer bytes (the connection ends early) leaves the partial aborted.
+	pr, pw := io.Pipe()
+	go func() { pw.Write(make([]byte, 4)); pw.CloseWithError(errors.New("cut")) }()
+	_ = rawUpload(t, hc, addr, q(ans.SessionID, "b", ans.Files["b"]), pr, 10)
+	if got := rawUpload(t, hc, addr, q(ans.SessionID, "c", ans.Files["c"]), ten(), 10); got != 200 {
+		t.Errorf("good upload: %d", got)
+	}
+	if err := <-rx.ends; err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	if rx.files["a.bin"] != nil || rx.files["b.bin"] != nil || rx.files["c.bin"] == nil {
+		t.Fatalf("files %v", rx.files)
+	}
+	if !errors.Is(rx.aborted["a.bin"], ErrSize) || !errors.Is(rx.aborted["b.bin"], ErrSize) {
+		t.Fatalf("aborted %v", rx.aborted)
+	}
+}
+
+func TestUploadFromAnotherAddress(t *testing.T) {
+	rx := newMemReceiver()
+	srv, addr := startServer(t, ServerConfig{Receiver: rx})
+	cl := NewClient(ClientConfig{Cert: testCert(t, 1)})
+	k := cl.open(Target{Addr: addr, Fingerprint: srv.Fingerprint()})
+	defer k.close()
+	ans, err := cl.prepare(context.Background(), k, &PrepareUpload{Info: cl.Info(), Files: map[string]File{"a": {ID: "a", FileName: "a", Size: 1}}}, SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same token from 127.0.0.2 is refused.
+	_, port, _ := net.SplitHostPort(addr)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}}
+	defer hc.CloseIdleConnections()
+	if got := rawUpload(t, hc, "127.0.0.1:"+port, fmt.Sprintf("sessionId=%s&fileId=a&token=%s", ans.SessionID, ans.Files["a"]), strings.NewReader("x"), 1); got != 403 {
+		t.Fatalf("upload from another address: %d", got)
+	}
+}
+
+func TestConnectionsPerAddress(t *testing.T) {
+	rx := newMemReceiver()
+	_, addr := startServer(t, ServerConfig{Receiver: rx, ConnsPerAddr: 2})
+	var conns []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		defer c.Close()
+	}
+	// The third is closed at once: a read sees EOF (or a reset), not a TLS answer.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the third connection from one address stayed open")
+	}
+	// Once one closes, a new one is served.
+	conns[0].Close()
+	for {
+		tc, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+		if err == nil {
+			tc.Close()
+			break
+		}
+		waitABit()
+	}
+}
+
+func FuzzPrepareUpload(f *testing.F) {
+	for _, c := range hostileBodies {
+		f.Add([]byte(c.body))
+	}
+	f.Add([]byte(`{"info":{"alias":"a","fingerprint":"f","port":53317,"protocol":"https"},"files":{"x":{"id":"x","fileName":"d/a.txt","size":3,"fileType":"text/plain","preview":"abc","sha256":"` + strings.Repeat("a", 64) + `"}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p PrepareUpload
+		if unmarshalBounded(b, MaxPrepareBytes, &p) != nil || p.Validate() != nil {
+			return
+		}
+		if len(p.Files) == 0 || len(p.Files) > MaxFiles {
+			t.Fatalf("validated %d files", len(p.Files))
+		}
+		for k, fl := range p.Files {
+			if fl.Size < 0 || fl.FileName == "" || (fl.ID != "" && fl.ID != k) {
+				t.Fatalf("validated file %+v", fl)
+			}
+		}
+		if txt, ok := p.TextOf(); ok && txt == "" {
+			t.Fatal("an empty text offer")
+		}
+	})
+}
+
+func FuzzAnnouncement(f *testing.F) {
+	f.Add([]byte(`{"alias":"a","version":"2.1","fingerprint":"F","port":53317,"protocol":"https","announce":true}`))
+	f.Add([]byte(`{"alias":"a","fingerprint":"F","port":0}`))
+	f.Add([]byte(`{"fingerprint":"F","port":1,"protocol":"http","announce":false,"download":true,"deviceType":"mobile"}`))
+	f.Add([]byte(strings.Repeat("[", 100)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in, err := ParseAnnouncement(b)
+		if err != nil {
+			return
+		}
+		if in.Fingerprint == "" || in.Port <= 0 || in.Port > 65535 || len(in.Alias) > MaxFieldLen {
+			t.Fatalf("accepted %+v", in)
+		}
+	})
+}
+
+func TestDepth(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+	}{
+		{`{}`, 1}, {`{"a":[1,{"b":2}]}`, 3}, {`"{{{{"`, 0}, {`{"a":"\"{["}`, 1}, {`[[[]]]`, 3},
+	} {
+		if got := depth([]byte(c.in)); got != c.want {
+			t.Errorf("depth(%s) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,569 @@
+package localsend
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Receiver is the engine's side of the server: it decides each offer and
+// stores each accepted file. The server calls it from its request
+// goroutines, concurrently for different sessions.
+type Receiver interface {
+	// Offer is asked once for each prepare-upload, and blocks until the
+	// offer is decided or ctx ends (the sender hung up or cancelled, or the
+	// server closed). To refuse, it returns an error wrapping ErrDeclined
+	// (403), ErrBusy (409), ErrTooManyPINs (429) or anything else (500).
+	Offer(ctx context.Context, o *Offer) (Session, error)
+}
+
+// Session is one accepted offer.
+type Session interface {
+	// Accepted lists the IDs of the files the receiver takes: a subset of
+	// the offer's. None (a text offer, say) ends the session at once with
+	// 204 No Content.
+	Accepted() []string
+	// Open returns where the bytes of accepted file id go; the server
+	// calls it once per file, when its upload starts.
+	Open(id string) (Sink, error)
+	// End is called once: with nil when every accepted file has been
+	// committed or has failed; with ErrCancelled, ErrTimeout or ErrClosed
+	// otherwise. No Sink method is called after End returns.
+	End(err error)
+}
+
+// Sink takes one file's bytes, in order.
+type Sink interface {
+	io.Writer
+	// Commit makes the file final once all its declared bytes arrived
+	// (and matched its sha256, when the offer gave one).
+	Commit() error
+	// Abort ends the file without making it final; err says why (ErrSize
+	// for a short or long upload, ErrChecksum, ErrCancelled, ...).
+	Abort(err error)
+}
+
+// Offer is one prepare-upload, as the Receiver sees it.
+type Offer struct {
+	// Sender is the info the client sent; its Fingerprint is only a claim
+	// unless CertFingerprint equals it.
+	Sender Info
+	// CertFingerprint is the fingerprint of the certificate the client
+	// presented, "" when it presented none.
+	CertFingerprint string
+	// Addr is where the request came from.
+	Addr netip.Addr
+	// Files are the offered files, sorted by name.
+	Files []File
+	// Text is the text of a text offer (IsText): one text/* file whose
+	// preview holds it.
+	Text   string
+	IsText bool
+}
+
+// Verified reports whether the sender's fingerprint is proven by the
+// certificate it presented.
+func (o *Offer) Verified() bool { return SameFingerprint(o.CertFingerprint, o.Sender.Fingerprint) }
+
+// ServerConfig configures a Server. Zero values are the defaults given.
+type ServerConfig struct {
+	// Info describes this device: alias, device model and type. Version,
+	// Fingerprint (from Cert) and Protocol ("https") are filled in.
+	Info Info
+	// Cert is the certificate served and whose fingerprint is announced.
+	Cert tls.Certificate
+	// Receiver decides offers and stores files; required.
+	Receiver Receiver
+	// PIN, when set, is required on every prepare-upload (?pin=).
+	PIN string
+	// RequireClientCert refuses clients that present no certificate (the
+	// official app 1.18 does; by default both kinds are served).
+	RequireClientCert bool
+	// OnRegister hears every valid register request (a device answering
+	// this device's announcement, or scanning): its info, address and the
+	// fingerprint of its client certificate ("" when none).
+	OnRegister func(info Info, addr netip.Addr, certFingerprint string)
+	// MaxSessions bounds the sessions at once, pending prompts included
+	// (0: 4); more get 409. MaxSessionsPerAddr bounds them per address (0: 2).
+	MaxSessions, MaxSessionsPerAddr int
+	// ConnsPerAddr bounds the open connections from one address (0: 16);
+	// more are closed at once. MaxConns bounds them all (0: 256).
+	ConnsPerAddr, MaxConns int
+	// ReadHeaderTimeout (0: 10 s) and IdleTimeout (0: 60 s) close slow and idle connections.
+	ReadHeaderTimeout, IdleTimeout time.Duration
+	// SessionIdle ends an accepted session with no upload running or
+	// starting for that long (0: 2 minutes).
+	SessionIdle time.Duration
+	// PINLockout is how long an address that gave 3 wrong PINs gets 429 (0: 5 minutes).
+	PINLockout time.Duration
+	// Log takes the server's debug lines; nil discards them.
+	Log *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// maxWrongPINs is the number of wrong PINs from one address after which it
+// gets 429 (the official app's figure).
+const maxWrongPINs = 3
+
+// maxPINAddrs bounds the addresses whose wrong PINs are remembered.
+const maxPINAddrs = 4096
+
+// Server is Ferry's LocalSend HTTPS server.
+type Server struct {
+	cfg  ServerConfig
+	info Info
+	http *http.Server
+
+	mu       sync.Mutex // guards the fields below
+	sessions map[string]*session
+	pending  map[*pendingOffer]struct{}
+	pins     map[netip.Addr]*pinState
+	closed   bool
+	lns      []net.Listener
+}
+
+type pinState struct {
+	wrong int
+	until time.Time
+}
+
+// pendingOffer is a prepare-upload being decided.
+type pendingOffer struct {
+	addr   netip.Addr
+	cancel context.CancelCauseFunc
+}
+
+// NewServer makes a server; Serve runs it on a listener.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Receiver == nil {
+		return nil, errors.New("localsend server: no receiver")
+	}
+	if len(cfg.Cert.Certificate) == 0 {
+		return nil, errors.New("localsend server: no certificate")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defi := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defi(&cfg.MaxSessions, 4)
+	defi(&cfg.MaxSessionsPerAddr, 2)
+	defi(&cfg.ConnsPerAddr, 16)
+	defi(&cfg.MaxConns, 256)
+	def(&cfg.ReadHeaderTimeout, 10*time.Second)
+	def(&cfg.IdleTimeout, 60*time.Second)
+	def(&cfg.SessionIdle, 2*time.Minute)
+	def(&cfg.PINLockout, 5*time.Minute)
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, sessions: map[string]*session{}, pending: map[*pendingOffer]struct{}{}, pins: map[netip.Addr]*pinState{}}
+	s.info = cfg.Info
+	s.info.Version = ProtocolVersion
+	s.info.Fingerprint = CertFingerprint(cfg.Cert)
+	s.info.Protocol = "https"
+	s.info.Announce = nil
+	if s.info.DeviceType == "" {
+		s.info.DeviceType = TypeDesktop
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+apiPrefix+"prepare-upload", s.prepareUpload)
+	mux.HandleFunc("POST "+apiPrefix+"upload", s.upload)
+	mux.HandleFunc("POST "+apiPrefix+"cancel", s.cancel)
+	mux.HandleFunc("POST "+apiPrefix+"register", s.register)
+	mux.HandleFunc("GET "+apiPrefix+"info", s.infoRoute)
+	clientAuth := tls.RequestClientCert
+	if cfg.RequireClientCert {
+		clientAuth = tls.RequireAnyClientCert
+	}
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cfg.Cert},
+			ClientAuth:   clientAuth, // any self-signed certificate: it is an identity, not a chain
+			MinVersion:   tls.VersionTLS12,
+		},
+	}
+	return s, nil
+}
+
+// Info is this device as the server describes it (announcements, register
+// answers); Port is 0 until the caller sets it.
+func (s *Server) Info() Info { return s.info }
+
+// Fingerprint is this server's fingerprint.
+func (s *Server) Fingerprint() string { return s.info.Fingerprint }
+
+// Serve serves HTTPS on ln until Close; it returns ErrClosed then.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	s.lns = append(s.lns, ln)
+	s.mu.Unlock()
+	lim := newLimitListener(ln, s.cfg.ConnsPerAddr, s.cfg.MaxConns)
+	err := s.http.Serve(tls.NewListener(lim, s.http.TLSConfig))
+	if errors.Is(err, http.ErrServerClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("localsend server: %w", err)
+}
+
+// Close stops the server: listeners and connections close, pending offers
+// and running sessions end with ErrClosed. It waits for the sessions' End.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	for p := range s.pending {
+		p.cancel(ErrClosed)
+	}
+	s.mu.Unlock()
+	err := s.http.Close()
+	for _, ss := range sessions {
+		ss.end(ErrClosed)
+	}
+	return err
+}
+
+// remote is a request's source address.
+func remote(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// certFingerprint is the fingerprint of the client's certificate, if any.
+func certFingerprint(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return ""
+	}
+	return Fingerprint(r.TLS.PeerCertificates[0].Raw)
+}
+
+// fail answers an error with the protocol's {"message": ...} body.
+func fail(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(message{Message: msg})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) infoRoute(w http.ResponseWriter, r *http.Request) {
+	i := s.info
+	i.Port, i.Protocol = 0, ""
+	writeJSON(w, i)
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	var in Info
+	if err := decodeJSON(r.Body, MaxSmallBytes, &in); err != nil {
+		fail(w, http.StatusBadRequest, "invalid body")
+		return
+	}
+	if err := in.Validate(false); err != nil {
+		fail(w, http.StatusBadRequest, "invalid body")
+		return
+	}
+	in.Announce = nil
+	if s.cfg.OnRegister != nil && !SameFingerprint(in.Fingerprint, s.info.Fingerprint) {
+		s.cfg.OnRegister(in, remote(r), certFingerprint(r))
+	}
+	out := s.info
+	out.Port, out.Protocol = 0, ""
+	writeJSON(w, out)
+}
+
+// checkPIN applies the PIN rule to a prepare-upload from addr: nil when no
+// PIN is set or the right one was given.
+func (s *Server) checkPIN(addr netip.Addr, pin string) error {
+	if s.cfg.PIN == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	st := s.pins[addr]
+	if st != nil && st.wrong >= maxWrongPINs {
+		if now.Before(st.until) {
+			return ErrTooManyPINs
+		}
+		delete(s.pins, addr)
+		st = nil
+	}
+	if pin == "" {
+		return ErrPINRequired // a missing PIN is a question, not a wrong try
+	}
+	if subtle.ConstantTimeCompare([]byte(pin), []byte(s.cfg.PIN)) == 1 {
+		delete(s.pins, addr)
+		return nil
+	}
+	if st == nil {
+		if len(s.pins) >= maxPINAddrs {
+			// Forget the addresses that are not locked out; the locked stay.
+			for a, p := range s.pins {
+				if p.wrong < maxWrongPINs {
+					delete(s.pins, a)
+				}
+			}
+			if len(s.pins) >= maxPINAddrs {
+				return ErrTooManyPINs
+			}
+		}
+		st = &pinState{}
+		s.pins[addr] = st
+	}
+	st.wrong++
+	if st.wrong >= maxWrongPINs {
+		st.until = now.Add(s.cfg.PINLockout)
+	}
+	return ErrWrongPIN
+}
+
+func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
+	addr := remote(r)
+	if err := s.checkPIN(addr, r.URL.Query().Get("pin")); err != nil {
+		msg := map[error]string{ErrTooManyPINs: "Too many requests", ErrPINRequired: "PIN required", ErrWrongPIN: "Invalid PIN"}[err]
+		fail(w, statusOf(err), msg)
+		return
+	}
+	var req PrepareUpload
+	if err := decodeJSON(r.Body, MaxPrepareBytes, &req); err != nil {
+		fail(w, http.StatusBadRequest, "Request body malformed")
+		return
+	}
+	if err := req.Validate(); err != nil {
+		fail(w, http.StatusBadRequest, "Request body malformed")
+		return
+	}
+	o := &Offer{Sender: req.Info, CertFingerprint: certFingerprint(r), Addr: addr}
+	o.Sender.Announce = nil
+	o.Files = make([]File, 0, len(req.Files))
+	for id, f := range req.Files {
+		f.ID = id
+		o.Files = append(o.Files, f)
+	}
+	slices.SortFunc(o.Files, func(a, b File) int { return strings.Compare(a.FileName, b.FileName) })
+	o.Text, o.IsText = req.TextOf()
+
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	p := &pendingOffer{addr: addr, cancel: cancel}
+	if err := s.hold(p); err != nil {
+		fail(w, statusOf(err), "Blocked by another session")
+		return
+	}
+	sess, err := s.cfg.Receiver.Offer(ctx, o)
+	s.mu.Lock()
+	delete(s.pending, p)
+	s.mu.Unlock()
+	if err != nil {
+		s.cfg.Log.Debug("localsend offer refused", "from", addr, "err", err)
+		msg := "Rejected"
+		switch statusOf(err) {
+		case http.StatusConflict:
+			msg = "Blocked by another session"
+		case http.StatusInternalServerError:
+			msg = "Unknown error by receiver"
+		}
+		fail(w, statusOf(err), msg)
+		return
+	}
+	if ctx.Err() != nil {
+		// Decided, but the sender cancelled or went away meanwhile.
+		sess.End(context.Cause(ctx))
+		return
+	}
+	byID := make(map[string]File, len(o.Files))
+	for _, f := range o.Files {
+		byID[f.ID] = f
+	}
+	ss := &session{s: s, recv: sess, addr: addr, files: map[string]*upFile{}}
+	ss.id = randomToken()
+	answer := PrepareUploadAnswer{SessionID: ss.id, Files: map[string]string{}}
+	for _, id := range sess.Accepted() {
+		f, ok := byID[id]
+		if !ok || ss.files[id] != nil {
+			continue
+		}
+		tok := randomToken()
+		ss.files[id] = &upFile{File: f, token: tok}
+		answer.Files[id] = tok
+	}
+	if len(ss.files) == 0 {
+		sess.End(nil)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if !s.start(ss) {
+		sess.End(ErrClosed)
+		fail(w, http.StatusInternalServerError, "Server closed")
+		return
+	}
+	writeJSON(w, answer)
+}
+
+// hold reserves a session slot for an offer being decided.
+func (s *Server) hold(p *pendingOffer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	n, perAddr := len(s.pending)+len(s.sessions), 0
+	for q := range s.pending {
+		if q.addr == p.addr {
+			perAddr++
+		}
+	}
+	for _, ss := range s.sessions {
+		if ss.addr == p.addr {
+			perAddr++
+		}
+	}
+	if n >= s.cfg.MaxSessions || perAddr >= s.cfg.MaxSessionsPerAddr {
+		return ErrBusy
+	}
+	s.pending[p] = struct{}{}
+	return nil
+}
+
+// start registers an accepted session and arms its idle timer.
+func (s *Server) start(ss *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.sessions[ss.id] = ss
+	ss.timer = time.AfterFunc(s.cfg.SessionIdle, ss.idle)
+	return true
+}
+
+func (s *Server) lookup(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	sid, fid, tok := q.Get("sessionId"), q.Get("fileId"), q.Get("token")
+	if sid == "" || fid == "" || tok == "" {
+		fail(w, http.StatusBadRequest, "Missing parameters")
+		return
+	}
+	ss := s.lookup(sid)
+	if ss == nil || ss.addr != remote(r) {
+		fail(w, http.StatusForbidden, "Invalid token or IP address")
+		return
+	}
+	f, sink, err := ss.begin(fid, tok, http.NewResponseController(w))
+	if err != nil {
+		fail(w, statusOf(err), "Invalid token or IP address")
+		return
+	}
+	err = ss.done(f, sink, receive(r.Body, f, sink))
+	if err != nil {
+		s.cfg.Log.Debug("localsend upload failed", "file", f.FileName, "err", err)
+		fail(w, statusOf(err), err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// receive copies one upload's body into sink, bounded to the declared size,
+// checking the sha256 when the offer gave one.
+func receive(body io.Reader, f *upFile, sink Sink) error {
+	var h hash.Hash
+	var w io.Writer = sink
+	if f.SHA256 != "" {
+		h = sha256.New()
+		w = io.MultiWriter(sink, h)
+	}
+	n, err := io.CopyBuffer(w, io.LimitReader(body, f.Size+1), make([]byte, 256<<10))
+	f.received.Store(n)
+	switch {
+	case n > f.Size:
+		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.Size)
+	case err != nil:
+		return fmt.Errorf("%w: the upload ended at %d of %d bytes: %v", ErrSize, n, f.Size, err)
+	case n < f.Size:
+		return fmt.Errorf("%w: the upload ended at %d of %d bytes", ErrSize, n, f.Size)
+	case h != nil && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), f.SHA256):
+		return ErrChecksum
+	}
+	return nil
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	addr := remote(r)
+	sid := r.URL.Query().Get("sessionId")
+	if sid == "" {
+		// The app cancels a prepare-upload still being decided this way.
+		s.mu.Lock()
+		for p := range s.pending {
+			if p.addr == addr {
+				p.cancel(ErrCancelled)
+			}
+		}
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	ss := s.lookup(sid)
+	if ss == nil || ss.addr != addr {
+		fail(w, http.StatusForbidden, "Invalid session or IP address")
+		return
+	}
+	ss.end(ErrCancelled)
+	w.WriteHeader(http.StatusOK)
+}
+
+// randomToken is 128 random bits in hex: unguessable session IDs and tokens.
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

@@ -337,7 +337,7 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 			}
 		}
 	}()
-	timer := time.NewTimer(e.opts.PromptTimeout)
+	timer, expired := e.opts.Clock.NewTimer(e.opts.PromptTimeout)
 	defer timer.Stop()
 	var mine, theirs bool
 	for !mine || !theirs {
@@ -364,7 +364,7 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 			}
 		case err := <-readErr:
 			return fmt.Errorf("the other device hung up before the code was confirmed: %w", unexpectedEOF(err))
-		case <-timer.C:
+		case <-expired:
 			return fmt.Errorf("%w: the verification code was not confirmed within %v", wire.ErrTimeout, e.opts.PromptTimeout)
 		case <-ctx.Done():
 			return context.Cause(ctx)

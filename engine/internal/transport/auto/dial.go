@@ -81,7 +81,7 @@ func Dial(ctx context.Context, req Request) (Dialled, error) {
 		}
 		return Dialled{}, errors.New("the peer has no address to dial")
 	}
-	r := newRace(ctx, ls, cfg.HeadStart, req.Stagger, req.dial)
+	r := newRace(ctx, ls, cfg.HeadStart, req.Stagger, cfg.Clock, req.dial)
 	keep := false // a switching session keeps the TCP dial going
 	defer func() {
 		if !keep {

@@ -19,6 +19,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // Entry is one row of the transport table.
@@ -119,7 +120,9 @@ type race struct {
 	nextDue time.Time // when places[opened] starts
 	head    time.Duration
 	stagger time.Duration
-	timer   *time.Timer
+	clock   clock.Clock // drives the stagger and the head start
+	timer   clock.Timer
+	timerC  <-chan time.Time // the timer's channel
 	results chan result
 	running int              // dials whose result was not taken yet
 	failed  map[legKey]error // dials that ended with an error
@@ -129,9 +132,9 @@ type race struct {
 
 // newRace starts the first place. legs come grouped by place (place
 // indexes 0, 1, ... in order).
-func newRace(ctx context.Context, legs []leg, head, stagger time.Duration, dial func(ctx context.Context, l leg) (transport.Conn, error)) *race {
+func newRace(ctx context.Context, legs []leg, head, stagger time.Duration, clk clock.Clock, dial func(ctx context.Context, l leg) (transport.Conn, error)) *race {
 	rctx, cancel := context.WithCancel(ctx)
-	r := &race{ctx: rctx, cancel: cancel, dial: dial, head: head, stagger: stagger,
+	r := &race{ctx: rctx, cancel: cancel, dial: dial, head: head, stagger: stagger, clock: clock.Or(clk),
 		results: make(chan result, len(legs)), failed: map[legKey]error{}, won: -1}
 	for _, l := range legs {
 		for l.place >= len(r.places) {
@@ -178,7 +181,7 @@ func (r *race) startBucket(p *place, now time.Time) {
 // startDue starts every place and bucket whose time came, and arms the
 // timer for the next one.
 func (r *race) startDue() {
-	now := time.Now()
+	now := r.clock.Now()
 	for progressed := true; progressed; {
 		progressed = false
 		if r.won < 0 && r.opened < len(r.places) &&
@@ -209,7 +212,7 @@ func (r *race) startDue() {
 		r.timer = nil
 	}
 	if !next.IsZero() {
-		r.timer = time.NewTimer(next.Sub(now))
+		r.timer, r.timerC = r.clock.NewTimer(next.Sub(now))
 	}
 }
 
@@ -224,7 +227,7 @@ func (r *race) next(ctx context.Context) (res result, ok bool) {
 		}
 		var due <-chan time.Time
 		if r.timer != nil {
-			due = r.timer.C
+			due = r.timerC
 		}
 		select {
 		case <-due:
@@ -306,7 +309,7 @@ func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, e
 	}
 	p := r.places[r.won]
 	for !r.started(p, kind) && p.started < len(p.buckets) {
-		r.startBucket(p, time.Now())
+		r.startBucket(p, r.clock.Now())
 	}
 	if !r.started(p, kind) {
 		return nil, fmt.Errorf("%s is not in the race", kind)
@@ -390,7 +393,7 @@ func legs(table []Entry, addrs []addr.Addr, only transport.Kind) []leg {
 // others are closed. Probes use it.
 func First(ctx context.Context, table []Entry, addrs []addr.Addr, tlsConf func(hostport string) *tls.Config) (transport.Conn, error) {
 	ls := legs(table, addrs, "")
-	r := newRace(ctx, ls, 0, 0, func(ctx context.Context, l leg) (transport.Conn, error) {
+	r := newRace(ctx, ls, 0, 0, nil, func(ctx context.Context, l leg) (transport.Conn, error) {
 		hp := l.addr.HostPort()
 		return l.entry.Dial(ctx, hp, tlsConf(hp))
 	})

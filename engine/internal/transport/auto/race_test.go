@@ -164,7 +164,7 @@ func TestWaitTakesTheWinningPlace(t *testing.T) {
 	by := map[string]behave{"a": {}, "b": {delay: -1}}
 	table := []Entry{hostEntry(transport.QUIC, 0, by, &closed, nil), hostEntry(transport.TCP, 1, by, &closed, nil)}
 	as := append(at("b", table), at("a", table)...)
-	r := newRace(t.Context(), legs(table, as, ""), time.Hour, 0, raceDial) // TCP starts when waited for
+	r := newRace(t.Context(), legs(table, as, ""), time.Hour, 0, nil, raceDial) // TCP starts when waited for
 	defer r.close()
 	var won result
 	for won.conn == nil {

@@ -214,7 +214,7 @@ func TestFollowRacesTheAddresses(t *testing.T) {
 	if r.State != StateDone {
 		t.Fatalf("%s: %s", r.State, r.Err)
 	}
-	p, ok := send.trust.Get(recv.ident.ID)
+	p, ok := send.trust.Get(recv.ident.ID.Peer())
 	if !ok || len(p.LastAddrs) == 0 || p.LastAddrs[0] != listening(recv, addr.QUIC) {
 		t.Errorf("reached at %+v, want %s", p.LastAddrs, listening(recv, addr.QUIC))
 	}

@@ -69,7 +69,7 @@ func (e *Engine) candidates(ctx context.Context, to Target, id identity.DeviceID
 		cancel()
 	}
 	add(to.Addrs)
-	if p, ok := e.trust.Get(id); ok {
+	if p, ok := e.trust.Get(id.Peer()); ok {
 		for _, a := range p.LastAddrs {
 			add(AddrsAt(a))
 		}

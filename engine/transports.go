@@ -111,9 +111,9 @@ func (e *Engine) dial(ctx context.Context, addrs []addr.Addr, stagger time.Durat
 			var err error
 			switch {
 			case want.IsZero():
-				err = e.trust.CheckAddr(hostport, got)
+				err = e.trust.CheckAddr(hostport, got.Peer())
 			case got != want:
-				err = &identity.MismatchError{Expected: want, Presented: got}
+				err = &identity.MismatchError{Expected: want.Peer(), Presented: got.Peer()}
 			}
 			if err != nil {
 				mu.Lock()

@@ -238,7 +238,7 @@ func (r *race) next(ctx context.Context) (res result, ok bool) {
 			p.running--
 			if p.dropped {
 				if res.conn != nil {
-					res.conn.Close(0, "lost the race")
+					res.conn.Close(nil)
 				}
 				continue
 			}
@@ -327,7 +327,7 @@ func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, e
 		case res.place == r.won && res.kind == kind:
 			return res.conn, res.err
 		case res.conn != nil:
-			res.conn.Close(0, "lost the race")
+			res.conn.Close(nil)
 		}
 	}
 }
@@ -352,7 +352,7 @@ func (r *race) close() {
 	}
 	for ; r.running > 0; r.running-- {
 		if res := <-r.results; res.conn != nil {
-			res.conn.Close(0, "lost the race")
+			res.conn.Close(nil)
 		}
 	}
 	r.wg.Wait()

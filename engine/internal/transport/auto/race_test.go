@@ -142,7 +142,7 @@ func TestRacePlaces(t *testing.T) {
 			case err != nil:
 				t.Fatal(err)
 			}
-			defer d.Conn.Close(0, "")
+			defer d.Conn.Close(nil)
 			if tc.wantAt != "?" && d.At.Host() != tc.wantAt {
 				t.Errorf("reached %s, want host %s", d.At, tc.wantAt)
 			}
@@ -185,6 +185,6 @@ func TestWaitTakesTheWinningPlace(t *testing.T) {
 	if c.Transport() != transport.TCP {
 		t.Errorf("waited for %s", c.Transport())
 	}
-	won.conn.Close(0, "")
-	c.Close(0, "")
+	won.conn.Close(nil)
+	c.Close(nil)
 }

@@ -106,11 +106,15 @@ type Options struct {
 	// ProgressInterval is how often a transfer publishes progress (and
 	// metrics every fourth time); zero means 250 ms.
 	ProgressInterval time.Duration
-	// ManifestDisk bounds the file names one device's offers may make this
-	// device hold while they are read, asked about and received, in bytes;
-	// an offer whose names add up to more is refused as too large, with
-	// the figure. Zero means defaultManifestDisk.
-	ManifestDisk int64
+	// ManifestBudget bounds the memory the file lists of the offers from
+	// one address may take while they are read, asked about and received,
+	// in bytes: each offered file counts manifestFileCost (1 KiB, what the
+	// receiver's peak memory grows by per file) plus its name. An offer over
+	// it is refused as too large, with the figure; all addresses together
+	// hold at most 1.5 times it. Zero means defaultManifestBudget (128 MiB:
+	// about 125,000 files). No number of files is refused as such below the
+	// protocol's million.
+	ManifestBudget int64
 	// SessionIdleTimeout closes an accepted incoming session over which
 	// nothing arrives (no data, no control message) for this long; zero
 	// means 1 minute.
@@ -300,8 +304,8 @@ func New(opts Options) (*Engine, error) {
 		opts.ChunkSize = 1 << 20
 	}
 	opts.ChunkSize = min(max(opts.ChunkSize, wire.MinChunkSize), wire.MaxChunkSize)
-	if opts.ManifestDisk <= 0 {
-		opts.ManifestDisk = defaultManifestDisk
+	if opts.ManifestBudget <= 0 {
+		opts.ManifestBudget = defaultManifestBudget
 	}
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = time.Minute
@@ -320,7 +324,7 @@ func New(opts Options) (*Engine, error) {
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
-		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.Clock.Now),
+		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.ManifestBudget, opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
 		transports: transportTable(opts.Transport, netw), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,

@@ -100,9 +100,10 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		return nil, err
 	}
 	var files []localFile
+	var skipped SkippedInfo
 	if len(paths) > 0 || items.Text == "" {
 		var err error
-		if files, err = buildManifest(paths); err != nil {
+		if files, skipped, err = buildManifestSkipping(paths); err != nil {
 			return nil, err
 		}
 	}
@@ -123,7 +124,11 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	o.newAttempt = func() attempt {
 		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: batchChunkSize(files, e.opts.ChunkSize), io: readMode, to: to, want: want, opts: opts}
 	}
-	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: o.summary()})
+	info := o.summary()
+	if skipped.Symlinks+skipped.EmptyFolders+skipped.Other > 0 {
+		info.Skipped = &skipped
+	}
+	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: info})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
 	go func() {
@@ -815,13 +820,18 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	default:
 		tx.sent.Add(int64(n))
 	}
+	// The root is read under the lock too: in the endgame another stream
+	// may set a leaf of the same file (its straggler's copy) meanwhile.
 	tx.mu.Lock()
 	tree := fl.tree
 	tree.Set(ci, leaf)
 	complete := tree.Missing() == 0
+	var root merkle.Hash
+	if complete {
+		root, _ = tree.Root()
+	}
 	tx.mu.Unlock()
 	if complete {
-		root, _ := tree.Root()
 		wire.DataHeader{File: uint32(fi), Chunk: wire.RootChunk, Leaf: root}.Put(buf)
 		_, err := w.Write(buf[:wire.DataHeaderLen])
 		return err

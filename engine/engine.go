@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
@@ -74,8 +75,9 @@ type Options struct {
 	// its offers within that time; zero means 2 minutes, negative mutes
 	// nobody.
 	MuteDeclined time.Duration
-	// NoQUIC and NoTCP disable a listener (tests of the fallback).
-	NoQUIC, NoTCP bool
+	// NoListen lists kinds of the transport table not to listen on (tests
+	// of the fallback); nil listens on every kind.
+	NoListen []addr.Kind
 	// RetryFor is how long a sender keeps reconnecting after the connection
 	// drops (peer killed, network gone, machine asleep); zero means 2 minutes,
 	// negative means never retry.
@@ -136,10 +138,14 @@ type Options struct {
 // clock.Fake and move it on by hand.
 type Clock = clock.Clock
 
-// Target says where to send: an address and, optionally, who must answer there.
+// Target says where to send: the ways to reach a device and, optionally,
+// who must answer there.
 type Target struct {
-	// QUICAddr and TCPAddr are "host:port"; either may be empty. Addr sets both.
-	Addr, QUICAddr, TCPAddr string
+	// Addrs are the device's addresses, best first (AddrsAt gives every
+	// kind at one "host:port"). The addresses of one host are one place:
+	// its kinds race as the transport table says, and each place gets a
+	// head start over the next; the first that connects wins.
+	Addrs []addr.Addr
 	// ID, when set, is the device ID the peer must prove; a different key is refused.
 	ID string
 	// Follow, with ID set, makes the addresses only where the device was
@@ -158,20 +164,6 @@ func (t Target) want() (identity.DeviceID, error) {
 		return identity.DeviceID{}, nil
 	}
 	return identity.ParseID(t.ID)
-}
-
-func (t Target) quicAddr() string {
-	if t.QUICAddr != "" {
-		return t.QUICAddr
-	}
-	return t.Addr
-}
-
-func (t Target) tcpAddr() string {
-	if t.TCPAddr != "" {
-		return t.TCPAddr
-	}
-	return t.Addr
 }
 
 // SendOptions tune one Send.

@@ -92,7 +92,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	if err := checkOutgoingText(items.Text); err != nil {
 		return nil, err
 	}
-	if to.quicAddr() == "" && to.tcpAddr() == "" {
+	if len(to.Addrs) == 0 {
 		return nil, errors.New("no address to send to")
 	}
 	want, err := to.want()
@@ -218,11 +218,11 @@ type fileLeaves struct {
 func (tx *sender) run(ctx context.Context) error {
 	kind, _ := parseTransport(tx.opts.Transport)
 	// A target that follows its device is looked up again on every attempt.
-	conn, reason, at, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind)
+	d, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind)
 	if err != nil {
 		return err
 	}
-	return tx.session(ctx, conn, reason, dialledAddr(at, conn), tx.opts)
+	return tx.session(ctx, d.Conn, d.Why, d.At.HostPort(), tx.opts)
 }
 
 // end tells the receiver why the attempt ended (if it did not finish) and
@@ -316,8 +316,6 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	e.setState(t, StateActive)
 	return tx.transfer(ctx, opts)
 }
-
-func dialledAddr(to Target, c Conn) string { return to.addr(c.Transport()) }
 
 // offerAnswer is the receiver's decision on the offer, or why none came.
 type offerAnswer struct {

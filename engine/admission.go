@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/fair"
 )
@@ -307,6 +308,15 @@ func (e *Engine) refuseEarly(tk *ticket, h *wire.Hello, c Conn) *wire.RemoteErro
 		return refused
 	}
 	return e.checkImpersonation(c.PeerID(), h.Name, c.RemoteAddr())
+}
+
+// admitted tells the transport that c's hello passed and its session
+// holds its place among those waiting for a decision: from now on it may
+// buffer what a transfer needs (transport.Admitter).
+func admitted(c Conn) {
+	if a, ok := c.(transport.Admitter); ok {
+		a.Admitted()
+	}
 }
 
 // namesOf is the name bytes of files.

@@ -83,6 +83,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		return
 	}
 	peerID := c.PeerID()
+	admitted(c)
 
 	in := e.newInbox(peerID, h.Name, c.RemoteAddr(), c, tk)
 	tctx, tcancel := context.WithCancelCause(ctx)

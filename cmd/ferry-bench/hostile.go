@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/hostile"
@@ -48,8 +49,8 @@ func hostileScenarios() []hostileScenario {
 		byName[sc.name] = sc
 	}
 	// The worst: the memory attacks and the costliest flood at once.
-	parts := []hostileScenario{byName["stalled-chunks"], byName["big-manifests"], byName["silent-quic-100-sources"]}
-	return append(all, hostileScenario{"combined", "stalled-chunks, big-manifests and silent-quic-100-sources at once", "all",
+	parts := []hostileScenario{byName["stalled-chunks"], byName["big-manifests"], byName["silent-quic-100-sources"], byName["windows-12-sources"]}
+	return append(all, hostileScenario{"combined", "stalled-chunks, big-manifests, silent-quic-100-sources and windows-12-sources at once", "all",
 		func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
 			var wg sync.WaitGroup
 			stats := make([]string, len(parts))
@@ -124,6 +125,23 @@ func hostileAttacks() []hostileScenario {
 					spread(1000, 100, func(i, n int) { peer(work, i).FloodSilentQUIC(ctx, rx.quic, n, &st) })
 				})
 				return st.String(), nil
+			}},
+		{"windows", "40 QUIC connections from one address, each with a join header one byte short and 5 streams filled as far as flow control lets", "all",
+			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+				var st hostile.Stats
+				var sent atomic.Int64
+				var err error
+				floodUntil(ctx, ready, 3*time.Second, func(ctx context.Context) { err = peer(work, 0).FloodWindows(ctx, rx.quic, 40, 5, &st, &sent) })
+				return fmt.Sprintf("%s; %.0f MB let through", &st, float64(sent.Load())/1e6), err
+			}},
+		{"windows-12-sources", "40 QUIC connections from each of 12 addresses, each with a join header one byte short and 5 streams filled as far as flow control lets", "all",
+			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+				var st hostile.Stats
+				var sent atomic.Int64
+				floodUntil(ctx, ready, 3*time.Second, func(ctx context.Context) {
+					spread(480, 12, func(i, n int) { peer(work, 200+i).FloodWindows(ctx, rx.quic, n, 5, &st, &sent) })
+				})
+				return fmt.Sprintf("%s; %.0f MB let through", &st, float64(sent.Load())/1e6), nil
 			}},
 		{"prompts", "offers from a fresh identity each, 20 waiting at once, from one address (the user declines them)", "ask",
 			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {

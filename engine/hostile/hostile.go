@@ -21,6 +21,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/quic"
 	"github.com/ferrydrop/ferry/engine/internal/transport/tcp"
 	"github.com/ferrydrop/ferry/engine/merkle"
@@ -188,6 +189,64 @@ func (p Peer) FloodOffers(ctx context.Context, kind, addr string, n int, files [
 			st.Failed.Add(1)
 		}
 	})
+}
+
+// FloodWindows keeps n QUIC connections to addr, with one identity, that
+// fill the receiver's flow-control windows before it reads anything: each
+// sends a join header one byte short on its first stream and, on streams
+// more, as much as the receiver lets through, and holds it until the
+// receiver ends the connection; then another comes, until ctx ends (issue
+// #27: 40 connections of 6 streams from one address took a receiver to
+// 368 MiB). Sent counts the bytes the receiver let through.
+func (p Peer) FloodWindows(ctx context.Context, addr string, n, streams int, st *Stats, sent *atomic.Int64) error {
+	id, err := p.identity()
+	if err != nil {
+		return err
+	}
+	hdr := join.AppendHeader(nil, join.NewToken(), join.FlagNew)
+	junk := make([]byte, 64<<10)
+	flood(ctx, n, func(ctx context.Context) {
+		start := time.Now()
+		c, err := quic.DialRaw(ctx, addr, id.TLSConfig(false, nil), p.config())
+		if err != nil {
+			st.Failed.Add(1)
+			return
+		}
+		defer c.Close()
+		stop := context.AfterFunc(ctx, c.Close)
+		defer stop()
+		first, err := c.OpenStream(ctx)
+		if err == nil {
+			_, err = first.Write(hdr[:len(hdr)-1])
+		}
+		if err != nil {
+			st.Failed.Add(1)
+			return
+		}
+		var wg sync.WaitGroup
+		for range streams {
+			s, err := c.OpenStream(ctx)
+			if err != nil {
+				break
+			}
+			wg.Go(func() {
+				for {
+					n, err := s.Write(junk)
+					sent.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait() // until the receiver ends the connection
+		if time.Since(start) < time.Second && ctx.Err() == nil {
+			st.Failed.Add(1)
+		} else {
+			st.Opened.Add(1)
+		}
+	})
+	return nil
 }
 
 // IdleTCP opens n TCP connections to addr that never send a byte, and holds

@@ -30,6 +30,11 @@ var ErrInUse = errors.New("partial is already open")
 // were all taken.
 var ErrTooManyCopies = errors.New("too many files with the same name")
 
+// ErrMovedOut means the folder a file was being received into was moved
+// out of the destination (or replaced) since the file was created there:
+// nothing more is written into it, and the file is not finished there.
+var ErrMovedOut = errors.New("its folder was moved out of the destination")
+
 // maxNumbered bounds the "name (n).ext" search so that a hostile or odd
 // destination cannot make Finalize spin.
 const maxNumbered = 10000
@@ -51,6 +56,9 @@ type Dest struct {
 	// link is Root.Link; tests replace it to exercise the fallback used
 	// where hard links are unsupported.
 	link func(oldname, newname string) error
+	// rename is renameNoReplace; tests replace it to race it or to
+	// exercise the link fallback.
+	rename func(oldname, newname string) error
 
 	// SyncOnFinalize fsyncs every file before it gets its final name. Off by
 	// default, like rsync and scp: a per-file fsync costs more than the
@@ -136,6 +144,7 @@ func Open(dir string) (*Dest, error) {
 	}
 	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, subs: map[string]*os.Root{}}
 	d.link = d.linkNames
+	d.rename = d.renameNoReplace
 	return d, nil
 }
 
@@ -168,6 +177,7 @@ type Partial struct {
 	f    *os.File
 	name string // OS-form path relative to the root, ending in PartialSuffix
 	d    *Dest
+	id   fs.FileInfo // the file's identity, to find it at name (inside)
 
 	w *fileio.Writer // how bytes reach the file (SetBufferedIO)
 
@@ -185,14 +195,40 @@ func (p *Partial) Name() string { return filepath.ToSlash(p.name) }
 // cache. Writes from several goroutines at once are fine: those that can run
 // side by side do (direct writes inside the Reserved size), the others are
 // serialised.
-func (p *Partial) WriteAt(b []byte, off int64) (int, error) { return p.w.WriteAt(b, off) }
+func (p *Partial) WriteAt(b []byte, off int64) (int, error) {
+	if err := p.inside(); err != nil {
+		return 0, err
+	}
+	return p.w.WriteAt(b, off)
+}
+
+// inside fails with ErrMovedOut unless the partial is still the file found
+// at its name from the destination's Root: a local process that moves its
+// folder out of the destination (or replaces the folder) takes the open
+// file along, and a write through the open descriptor would land there.
+// (A partial directly in the destination cannot leave it that way.) The
+// check walks the folders from the Root, a few system calls per write.
+func (p *Partial) inside() error {
+	if filepath.Dir(p.name) == "." {
+		return nil
+	}
+	if now, err := p.d.root.Lstat(p.name); err == nil && os.SameFile(now, p.id) {
+		return nil
+	}
+	return fmt.Errorf("store: %s: %w", filepath.ToSlash(filepath.Dir(p.name)), ErrMovedOut)
+}
 
 // Reserve preallocates the partial's first size bytes (the size the sender
 // declared) where the file system can, so that chunks written by several
 // streams at once do not contend and the file is laid out in few extents.
 // Small files are left as they are. An error matching fileio.ErrNoSpace
 // means the disk is full; any other failure to preallocate is not an error.
-func (p *Partial) Reserve(size int64) error { return p.w.Reserve(size) }
+func (p *Partial) Reserve(size int64) error {
+	if err := p.inside(); err != nil {
+		return err
+	}
+	return p.w.Reserve(size)
+}
 
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash
 // what a previous attempt wrote before resuming.
@@ -272,6 +308,12 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 			return nil, fmt.Errorf("store: create %q: %w", rel, err)
 		}
 		p, err := d.adopt(f, name, true)
+		if err == nil {
+			// The folder may have moved between its resolution and the create.
+			if err = p.inside(); err != nil {
+				p.Close()
+			}
+		}
 		if err != nil {
 			f.Close()
 			sub.Remove(subName)
@@ -350,7 +392,7 @@ func (d *Dest) adopt(f *os.File, name string, fresh bool) (*Partial, error) {
 	if d.bufferedIO.Load() {
 		mode = fileio.Buffered
 	}
-	p := &Partial{f: f, name: name, d: d, w: fileio.NewWriter(f, mode)}
+	p := &Partial{f: f, name: name, d: d, id: fi, w: fileio.NewWriter(f, mode)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// The file system decides which names are the same file, so compare
@@ -413,10 +455,16 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	if size < 0 {
 		return "", fmt.Errorf("store: finalize %q: negative size %d", rel, size)
 	}
+	if err := p.inside(); err != nil { // before the truncate, which writes too
+		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	}
 	if err := d.truncate(p, size); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
 	if err := d.syncClose(p); err != nil {
+		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	}
+	if err := p.inside(); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
 	d.forgetMoved(filepath.Dir(p.name))
@@ -519,13 +567,20 @@ func (d *Dest) syncClose(p *Partial) error {
 	return err
 }
 
-// place gives the file at oldname the additional name newname, failing with
-// an error matching fs.ErrExist if newname is taken. linked reports whether
-// oldname still exists (and must be removed) afterwards.
+// place gives the file at oldname the name newname, failing with an error
+// matching fs.ErrExist if newname is taken. linked reports whether oldname
+// still exists (and must be removed) afterwards.
 func (d *Dest) place(oldname, newname string) (linked bool, err error) {
+	// A rename that refuses to replace: the partial's name goes in the same
+	// step, so no second name can be left behind, and a file that a racing
+	// process creates between our checks is never overwritten.
+	err = d.rename(oldname, newname)
+	if err == nil || !errors.Is(err, errors.ErrUnsupported) {
+		return false, err
+	}
 	// link(2) creates newname or fails if anything — even a dangling
-	// symlink — has that name, atomically: a file that a racing process
-	// creates between our checks is never overwritten.
+	// symlink — has that name, atomically; the partial's name is removed
+	// afterwards.
 	err = d.link(oldname, newname)
 	if err == nil {
 		return true, nil

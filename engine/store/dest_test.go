@@ -192,46 +192,109 @@ func TestFinalizeNameTakenByFolderOrSymlink(t *testing.T) {
 }
 
 // A file that appears under the final name after every check Finalize could
-// make, right before the file is put in place, is still never overwritten.
+// make, right before the file is put in place, is still never overwritten:
+// by the no-replace rename, and by the link where that rename is missing.
 func TestFinalizeRace(t *testing.T) {
-	d, dir := openDest(t)
-	p, err := d.CreatePartial("a.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.WriteAt([]byte("ours"), 0); err != nil {
-		t.Fatal(err)
-	}
-	// First, a racer that was there before Finalize started.
-	writeFile(t, dir, "a.txt", "racer 0")
-	// Then one that creates each candidate name just before we link it.
-	realLink, raced := d.link, 0
-	d.link = func(oldname, newname string) error {
-		if raced < 2 {
-			f, err := os.OpenFile(filepath.Join(dir, newname), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err == nil {
-				raced++
-				fmt.Fprint(f, "racer ", raced)
-				f.Close()
+	for _, viaLink := range []bool{false, true} {
+		t.Run(map[bool]string{false: "rename", true: "link"}[viaLink], func(t *testing.T) {
+			d, dir := openDest(t)
+			p, err := d.CreatePartial("a.txt")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		return realLink(oldname, newname)
+			if _, err := p.WriteAt([]byte("ours"), 0); err != nil {
+				t.Fatal(err)
+			}
+			// First, a racer that was there before Finalize started.
+			writeFile(t, dir, "a.txt", "racer 0")
+			// Then one that creates each candidate name just before we put
+			// the file there.
+			raced := 0
+			race := func(newname string) {
+				if raced < 2 {
+					f, err := os.OpenFile(filepath.Join(dir, newname), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+					if err == nil {
+						raced++
+						fmt.Fprint(f, "racer ", raced)
+						f.Close()
+					}
+				}
+			}
+			realRename, realLink := d.rename, d.link
+			d.rename = func(oldname, newname string) error {
+				if viaLink {
+					return errNoAtomicRename
+				}
+				race(newname)
+				return realRename(oldname, newname)
+			}
+			d.link = func(oldname, newname string) error {
+				if !viaLink {
+					t.Errorf("link(%q, %q) called although the rename works", oldname, newname)
+				}
+				race(newname)
+				return realLink(oldname, newname)
+			}
+			saved, err := d.Finalize(p, "a.txt", 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if saved != "a (3).txt" {
+				t.Errorf("saved as %q, want %q", saved, "a (3).txt")
+			}
+			assertTree(t, dir, map[string]string{
+				"a.txt": "racer 0", "a (1).txt": "racer 1", "a (2).txt": "racer 2", "a (3).txt": "ours",
+			})
+		})
 	}
-	saved, err := d.Finalize(p, "a.txt", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if saved != "a (3).txt" {
-		t.Errorf("saved as %q, want %q", saved, "a (3).txt")
-	}
-	assertTree(t, dir, map[string]string{
-		"a.txt": "racer 0", "a (1).txt": "racer 1", "a (2).txt": "racer 2", "a (3).txt": "ours",
-	})
 }
 
-// Where hard links are unsupported, Finalize renames after a check.
+// The no-replace rename refuses every kind of taken name (a file, a folder,
+// a dangling symlink) with fs.ErrExist and leaves both names as they were;
+// a free name gets the file, with no second name left behind.
+func TestRenameNoReplace(t *testing.T) {
+	d, dir := openDest(t)
+	if err := d.rename("x", "y"); errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("no rename without replacing on this platform or file system: %v", err)
+	}
+	writeFile(t, dir, "src", "ours")
+	writeFile(t, dir, "file", "theirs")
+	if err := os.Mkdir(filepath.Join(dir, "folder"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	taken := []string{"file", "folder"}
+	want := map[string]string{"file": "theirs", "sub/moved": "ours"}
+	// A dangling symlink too, where symlinks can be made (Windows needs
+	// developer mode).
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")); err == nil {
+		taken = append(taken, "dangling")
+		want["dangling"] = "-> " + filepath.Join(dir, "nowhere")
+	}
+	for _, taken := range taken {
+		if err := d.rename("src", taken); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("rename onto %s: %v, want fs.ErrExist", taken, err)
+		}
+	}
+	if err := d.rename("missing", "free"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("rename of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.rename("src", filepath.Join("sub", "moved")); err != nil {
+		t.Fatal(err)
+	}
+	assertTree(t, dir, want)
+	if fi, err := os.Stat(filepath.Join(dir, "sub", "moved")); err != nil || linkCount(fi) != 1 {
+		t.Errorf("renamed file: %v, %d links; want 1", err, linkCount(fi))
+	}
+}
+
+// Where hard links are unsupported (and so is the no-replace rename),
+// Finalize renames after a check.
 func TestFinalizeWithoutHardLinks(t *testing.T) {
 	d, dir := openDest(t)
+	d.rename = func(string, string) error { return errNoAtomicRename }
 	calls := 0
 	d.link = func(oldname, newname string) error {
 		calls++
@@ -256,6 +319,37 @@ func TestFinalizeWithoutHardLinks(t *testing.T) {
 		t.Errorf("Finalize with a failing link = %q, %v; want \"\", %v", saved, err, errBoom)
 	}
 	assertTree(t, dir, map[string]string{"a.txt": "old", "a (1).txt": "new", "b.txt.partial": ""})
+
+	// Any other rename error is reported the same way, without a link.
+	d.rename = func(string, string) error { return errBoom }
+	d.link = func(string, string) error { t.Error("link after a failed rename"); return errBoom }
+	if saved, err := d.Finalize(p, "b.txt", 0); !errors.Is(err, errBoom) || saved != "" {
+		t.Errorf("Finalize with a failing rename = %q, %v; want \"\", %v", saved, err, errBoom)
+	}
+	assertTree(t, dir, map[string]string{"a.txt": "old", "a (1).txt": "new", "b.txt.partial": ""})
+}
+
+// A finalized file has one name: the rename took the partial's away.
+func TestFinalizeLeavesOneName(t *testing.T) {
+	d, dir := openDest(t)
+	d.link = func(oldname, newname string) error {
+		t.Errorf("link(%q, %q): Finalize linked instead of renaming", oldname, newname)
+		return errBoom
+	}
+	if err := os.Mkdir(filepath.Join(dir, "f"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"a.txt", "f/b.txt", "f/g/c.txt"} {
+		receive(t, d, rel, []byte(rel))
+		fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := linkCount(fi); n != 1 {
+			t.Errorf("%s has %d links, want 1", rel, n)
+		}
+	}
+	assertTree(t, dir, map[string]string{"a.txt": "a.txt", "f/b.txt": "f/b.txt", "f/g/c.txt": "f/g/c.txt"})
 }
 
 var errBoom = errors.New("boom")
@@ -545,6 +639,49 @@ func TestMovedFolderNotFollowed(t *testing.T) {
 	}
 	assertTree(t, dir, map[string]string{"album/3.jpg": "three"})
 	assertTree(t, away, map[string]string{"1.jpg": "one", "2.jpg.partial": "two"})
+}
+
+// Issue #27 (5): a partial whose folder was moved out of the destination
+// gets no more bytes there (a write through its open descriptor would
+// follow the folder), whether the folder's name is then free or taken by a
+// new folder; nor does it get its final name there. The file inside the
+// destination under the folder's name gets written as usual.
+func TestMovedFolderGetsNoWrites(t *testing.T) {
+	for _, recreate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recreated %v", recreate), func(t *testing.T) {
+			d, dir := openDest(t)
+			away := filepath.Join(t.TempDir(), "moved")
+			p, err := d.CreatePartial("album/deep/2.jpg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.WriteAt([]byte("two"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, "album"), away); err != nil {
+				t.Fatal(err)
+			}
+			if recreate {
+				if err := os.MkdirAll(filepath.Join(dir, "album", "deep"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.WriteAt([]byte("more"), 3); !errors.Is(err, ErrMovedOut) {
+				t.Errorf("a write into a folder moved away: %v, want ErrMovedOut", err)
+			}
+			if err := p.Reserve(1 << 20); !errors.Is(err, ErrMovedOut) {
+				t.Errorf("a reserve in a folder moved away: %v, want ErrMovedOut", err)
+			}
+			if saved, err := d.Finalize(p, "album/deep/2.jpg", 7); !errors.Is(err, ErrMovedOut) {
+				t.Errorf("a partial moved out of the destination: finalized as %q, %v; want ErrMovedOut", saved, err)
+			}
+			assertTree(t, away, map[string]string{"deep/2.jpg.partial": "two"})
+			if saved := receive(t, d, "album/deep/3.jpg", []byte("three")); saved != "album/deep/3.jpg" {
+				t.Errorf("saved as %q", saved)
+			}
+			assertTree(t, dir, map[string]string{"album/deep/3.jpg": "three"})
+		})
+	}
 }
 
 func TestDiscardLeavesNothing(t *testing.T) {

@@ -98,6 +98,15 @@ type Switcher interface {
 	InFlightWindow() int64
 }
 
+// Admitter is an accepted Conn that buffers little for its peer until the
+// protocol above admits it (QUIC: small flow-control windows until then,
+// and a budget of connections not admitted yet). The engine calls
+// Admitted once the peer's hello passed and the session holds its place
+// among those waiting for a decision.
+type Admitter interface {
+	Admitted()
+}
+
 // Spreader is a dialled Conn that may ask for more data streams while a
 // transfer runs: its path showed random loss, which caps every loss-based
 // flow, and more parallel flows carry more (package spread).

@@ -33,6 +33,21 @@ const (
 	connectionWindow = 32 << 20
 )
 
+// The windows a connection starts with are small: until its session has
+// passed the hello and the engine's admission (Session.Admitted), a peer
+// can make the listener buffer no more than initialConnectionWindow per
+// connection, however many streams it opens (issue #27: 32 connections
+// of one address filling 8 MiB windows took a receiver to 368 MiB). An
+// accepted connection's window grows only once it is admitted
+// (Listener.allowIncrease); quic-go's auto-tuning then doubles it each
+// round trip the application reads it faster than it lasts, as far as
+// streamWindow and connectionWindow, which a real transfer reaches within
+// its first megabytes (docs/hostile.md has the figures).
+const (
+	initialStreamWindow     = 256 << 10
+	initialConnectionWindow = 512 << 10
+)
+
 // inFlightWindow is how far behind a stream's write offset data may still
 // be unread by the peer: flow control lets a stream run at most its window
 // ahead of what the receiver consumed, plus what the socket buffers hold.
@@ -44,9 +59,9 @@ func quicConfig(cfg transport.Config) *quic.Config {
 		HandshakeIdleTimeout:           5 * time.Second,
 		MaxIdleTimeout:                 cfg.QUICIdleTimeout,
 		KeepAlivePeriod:                cfg.QUICIdleTimeout / 4,
-		InitialStreamReceiveWindow:     2 << 20,
+		InitialStreamReceiveWindow:     initialStreamWindow,
 		MaxStreamReceiveWindow:         streamWindow,
-		InitialConnectionReceiveWindow: 8 << 20,
+		InitialConnectionReceiveWindow: initialConnectionWindow,
 		MaxConnectionReceiveWindow:     connectionWindow,
 		MaxIncomingStreams:             256,
 		MaxIncomingUniStreams:          -1,
@@ -152,6 +167,10 @@ type conn struct {
 	// RemoteAddr and LocalAddr read on a dialled connection without a lock.
 	gso    bool
 	remote string // a dialled connection's peer address (it does not change)
+
+	// admission is an accepted connection's standing until its session is
+	// admitted (Listener.waitAdmission); nil for a dialled one.
+	admission *admission
 
 	congestion atomic.Int64               // congestion-window reductions seen (see watchCongestion)
 	local      atomic.Pointer[netip.Addr] // dialled: the source address in use (see migrator)

@@ -368,7 +368,10 @@ func TestJoinRefused(t *testing.T) {
 			}
 		})
 	}
-	// A session is full at MaxQUICConns connections.
+	// A session is full at MaxQUICConns connections. (Its connections are
+	// admitted as they join once the engine admitted it; before, they
+	// would count against their address's places among the unadmitted.)
+	s.Admitted()
 	for i := 1; ; i++ {
 		qc, err := dialConn(ctx, ra, c.tlsConf, cfg)
 		if err != nil {

@@ -74,6 +74,7 @@ type Session struct {
 	mu        sync.Mutex // guards the fields below
 	conns     []*conn    // primary first
 	takenOver []transport.Conn
+	admitted  bool    // listener: the engine admitted the session (Admitted)
 	opened    int     // dialer: streams opened so far
 	slots     []*slot // dialer: the primary, then connections being added or added
 	closed    bool
@@ -392,8 +393,24 @@ func (s *Session) add(c *conn) error {
 		return err
 	}
 	s.conns = append(s.conns, c)
+	if s.admitted {
+		c.admission.admit()
+	}
 	s.wg.Go(func() { s.acceptFrom(c.acceptStream, false) })
 	return nil
+}
+
+// Admitted tells a listener's session that the engine admitted it (its
+// hello passed; transport.Admitter): its connections' flow-control
+// windows may grow from now on, and those it adds are admitted as they
+// join.
+func (s *Session) Admitted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.admitted = true
+	for _, c := range s.conns {
+		c.admission.admit()
+	}
 }
 
 // TakeOver accepts the streams of a session of another transport from now

@@ -1,0 +1,487 @@
+package weblink
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"github.com/ferrydrop/ferry/engine/store"
+	tusd "github.com/tus/tusd/v2/pkg/handler"
+	"github.com/tus/tusd/v2/pkg/memorylocker"
+	xslog "golang.org/x/exp/slog" // the logger type tusd takes
+)
+
+// ChunkSize is the most a browser sends in one upload request: the page's
+// tus-js-client sends chunks of exactly this, and a request with a longer
+// body is refused. After a dropped connection at most one chunk is sent
+// again (less: what reached this side before the drop is kept).
+const ChunkSize = 8 << 20
+
+// Inbox is where a receive link's files go: the engine's inbox (space
+// check, safe names, per-file refusal, progress rows, history), or a plain
+// folder (FolderInbox). The owner accepted on purpose by showing the link,
+// so nobody is asked while it is open.
+type Inbox interface {
+	// Arrive is asked when a browser starts a file. It checks the name and
+	// the space and returns the destination the file is written into, or an
+	// error that refuses this file alone; the error's text is shown in the
+	// page, so it is a sentence for the person sending.
+	Arrive(a Arrival) (*store.Dest, error)
+	// Landed reports the end of a file Arrive accepted: saved as savedAs
+	// (relative to the destination, slash-separated), or not, with err.
+	Landed(a Arrival, savedAs string, err error)
+}
+
+// Arrival is one file a browser sends.
+type Arrival struct {
+	ID   string     // the upload's ID, unique on the link
+	From netip.Addr // the browser's address
+	Name string     // the file's name as the browser gave it, checked by store.ValidatePath
+	Size int64
+}
+
+// ReceiveOptions configure a receive link.
+type ReceiveOptions struct {
+	LinkOptions
+	// MaxOpen bounds the uploads a link holds open, started and not finished
+	// (default 64): each holds a file. A browser reloaded mid-way leaves its
+	// upload open until the same file is picked again or the link ends.
+	MaxOpen int
+	// MaxFileSize bounds one file (default 1 TiB; the Inbox checks space).
+	MaxFileSize int64
+}
+
+// receiver is a receive link's upload side: a tusd handler over an upload
+// table whose bytes go through store.Dest into .partial files.
+type receiver struct {
+	l       *Link
+	inbox   Inbox
+	maxOpen int
+	tus     *tusd.Handler
+
+	mu      sync.Mutex // guards the fields below
+	uploads map[string]*upload
+	open    int
+	stopped bool
+}
+
+// Receive opens a receive link whose files go to inbox.
+func (s *Server) Receive(inbox Inbox, opts ReceiveOptions) (*Link, error) {
+	if opts.MaxOpen <= 0 {
+		opts.MaxOpen = 64
+	}
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = 1 << 40
+	}
+	l, err := s.newLink(KindReceive, opts.LinkOptions)
+	if err != nil {
+		return nil, err
+	}
+	rc := &receiver{l: l, inbox: inbox, maxOpen: opts.MaxOpen, uploads: map[string]*upload{}}
+	l.recv = rc
+	if err := l.open(); err != nil {
+		return nil, err
+	}
+	composer := tusd.NewStoreComposer()
+	composer.UseCore(rc)
+	composer.UseTerminater(rc)
+	composer.UseLocker(memorylocker.New())
+	h, err := tusd.NewHandler(tusd.Config{
+		StoreComposer:        composer,
+		BasePath:             l.Path() + "tus/",
+		MaxSize:              opts.MaxFileSize,
+		DisableDownload:      true,
+		DisableConcatenation: true,
+		// Same origin only: the page is served from here.
+		Cors:   &tusd.CorsConfig{Disable: true},
+		Logger: xslog.New(xslog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		l.end(ErrClosed)
+		return nil, fmt.Errorf("weblink: tus: %w", err)
+	}
+	rc.tus = h
+	return l, nil
+}
+
+// serve answers the upload page and, under "tus/", the tus protocol.
+func (rc *receiver) serve(w http.ResponseWriter, r *http.Request, rest string, dev netip.Addr) {
+	if rest == "" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		rc.page(w)
+		return
+	}
+	if rest != "tus" && !strings.HasPrefix(rest, "tus/") {
+		notFound(w)
+		return
+	}
+	if err := checkUploadRequest(r.Method, r.Header, r.ContentLength); err != nil {
+		http.Error(w, err.Error(), statusOf(err))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, ChunkSize)
+	r = r.WithContext(context.WithValue(r.Context(), deviceKey{}, dev))
+	// tusd's router reads the path below its base.
+	http.StripPrefix(rc.l.Path()+"tus", rc.tus).ServeHTTP(w, r)
+}
+
+// deviceKey carries the browser's address to the data store.
+type deviceKey struct{}
+
+// Errors checkUploadRequest returns.
+var (
+	errLengthRequired = errors.New("an upload request needs a Content-Length")
+	errChunkTooLarge  = fmt.Errorf("an upload request carries at most %d bytes", ChunkSize)
+	errMethod         = errors.New("method not allowed")
+)
+
+// checkUploadRequest bounds a tus request before the handler reads it: only
+// the methods the page uses, a body only on PATCH (and an empty one on
+// POST), always with a Content-Length of at most ChunkSize (an endless or
+// chunked body is refused before a byte of it is read).
+func checkUploadRequest(method string, h http.Header, length int64) error {
+	switch method {
+	case http.MethodPost, http.MethodHead, http.MethodDelete, http.MethodOptions:
+		if length > 0 || h.Get("Transfer-Encoding") != "" {
+			return errChunkTooLarge
+		}
+	case http.MethodPatch:
+		if length < 0 {
+			return errLengthRequired
+		}
+		if length > ChunkSize {
+			return errChunkTooLarge
+		}
+	default:
+		return errMethod
+	}
+	return nil
+}
+
+// statusOf is the HTTP status of checkUploadRequest's errors.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, errLengthRequired):
+		return http.StatusLengthRequired
+	case errors.Is(err, errChunkTooLarge):
+		return http.StatusRequestEntityTooLarge
+	default:
+		return http.StatusMethodNotAllowed
+	}
+}
+
+func (rc *receiver) page(w http.ResponseWriter) {
+	d := rc.l.s.opts.DeviceName
+	render(w, http.StatusOK, "upload", struct {
+		pageData
+		Endpoint, Until string
+		Chunk           int
+	}{pageData{Title: "Send files to " + d, Device: d, PIN: rc.l.HasPIN()}, rc.l.Path() + "tus/", rc.l.until(), ChunkSize})
+}
+
+// upload is one file a browser sends.
+type upload struct {
+	rc   *receiver
+	a    Arrival
+	dest *store.Dest
+	t    *tracker
+
+	mu      sync.Mutex // guards the fields below; held while a chunk is written
+	p       *store.Partial
+	offset  int64
+	done    bool // finished or discarded
+	savedAs string
+}
+
+// Errors the data store answers with: tusd sends their message to the page.
+var (
+	errTooManyOpen = tusd.NewError("ERR_TOO_MANY_UPLOADS", "too many files are being sent at once; wait for some to finish", http.StatusTooManyRequests)
+	errNoLength    = tusd.NewError("ERR_LENGTH_REQUIRED", "the file's size must be given", http.StatusBadRequest)
+	errLinkEnded   = tusd.NewError("ERR_LINK_ENDED", "this link has ended", http.StatusGone)
+)
+
+// refused turns an Inbox refusal into a tusd error carrying its sentence.
+func refused(err error) error {
+	msg := err.Error()
+	var ne *store.NameError
+	if errors.As(err, &ne) {
+		msg = "this name cannot be saved: " + ne.Reason
+	}
+	return tusd.NewError("ERR_REFUSED", msg, http.StatusUnprocessableEntity)
+}
+
+// NewUpload creates an upload (tusd.DataStore): the Inbox decides, then the
+// partial is created.
+func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upload, error) {
+	if info.SizeIsDeferred {
+		return nil, errNoLength
+	}
+	dev, _ := ctx.Value(deviceKey{}).(netip.Addr)
+	name := info.MetaData["filename"]
+	if err := store.ValidatePath(name); err != nil || strings.Contains(name, "/") {
+		if err == nil {
+			err = &store.NameError{Name: name, Reason: "a name with a folder", Err: store.ErrBadName}
+		}
+		return nil, refused(err)
+	}
+	id, err := newUploadID()
+	if err != nil {
+		return nil, err
+	}
+	rc.mu.Lock()
+	if rc.stopped {
+		rc.mu.Unlock()
+		return nil, errLinkEnded
+	}
+	if rc.open >= rc.maxOpen {
+		rc.mu.Unlock()
+		return nil, errTooManyOpen
+	}
+	rc.open++ // held from here; given back when the upload ends or fails below
+	rc.mu.Unlock()
+	a := Arrival{ID: id, From: dev, Name: name, Size: info.Size}
+	dest, err := rc.inbox.Arrive(a)
+	if err != nil {
+		rc.release()
+		return nil, refused(err)
+	}
+	p, err := dest.CreatePartial(name)
+	if err != nil {
+		rc.release()
+		rc.inbox.Landed(a, "", err)
+		return nil, refused(err)
+	}
+	u := &upload{rc: rc, a: a, dest: dest, p: p}
+	rc.mu.Lock()
+	if rc.stopped {
+		rc.mu.Unlock()
+		dest.Discard(p)
+		rc.release()
+		rc.inbox.Landed(a, "", context.Cause(rc.l.ctx))
+		return nil, errLinkEnded
+	}
+	rc.uploads[id] = u
+	rc.mu.Unlock()
+	u.t = rc.l.track(Activity{Device: dev, Upload: true, Name: name, Size: info.Size})
+	return u, nil
+}
+
+func (rc *receiver) release() {
+	rc.mu.Lock()
+	rc.open--
+	rc.mu.Unlock()
+}
+
+// newUploadID is a random upload ID (128 bits, hex).
+func newUploadID() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// GetUpload finds an upload of this link (tusd.DataStore).
+func (rc *receiver) GetUpload(ctx context.Context, id string) (tusd.Upload, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	u, ok := rc.uploads[id]
+	if !ok || rc.stopped {
+		return nil, tusd.ErrNotFound
+	}
+	return u, nil
+}
+
+// AsTerminatableUpload lets the page cancel an upload (tusd.TerminaterDataStore).
+func (rc *receiver) AsTerminatableUpload(u tusd.Upload) tusd.TerminatableUpload { return u.(*upload) }
+
+// WriteChunk appends src at offset (tusd checked it against ours).
+func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done {
+		return 0, tusd.ErrNotFound
+	}
+	if offset != u.offset {
+		return 0, tusd.ErrMismatchOffset
+	}
+	w := &trackWriter{w: io.NewOffsetWriter(u.p, offset), t: u.t}
+	buf := make([]byte, 256<<10)
+	n, err := io.CopyBuffer(w, &linkReader{l: u.rc.l, r: src}, buf)
+	u.offset += n
+	if err != nil && u.rc.l.ctx.Err() != nil {
+		return n, errLinkEnded
+	}
+	return n, err
+}
+
+// GetInfo tells tusd the upload's state.
+func (u *upload) GetInfo(ctx context.Context) (tusd.FileInfo, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return tusd.FileInfo{
+		ID: u.a.ID, Size: u.a.Size, Offset: u.offset,
+		MetaData: tusd.MetaData{"filename": u.a.Name},
+	}, nil
+}
+
+// GetReader is not offered: uploads are not downloadable (DisableDownload).
+func (u *upload) GetReader(ctx context.Context) (io.ReadCloser, error) {
+	return nil, tusd.ErrNotImplemented
+}
+
+// FinishUpload gives the partial its final name, never overwriting.
+func (u *upload) FinishUpload(ctx context.Context) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done {
+		return nil
+	}
+	savedAs, err := u.dest.Finalize(u.p, u.a.Name, u.a.Size)
+	u.done = true
+	u.savedAs = savedAs
+	if err != nil && savedAs == "" {
+		u.dest.Discard(u.p)
+	}
+	u.end(savedAs, err)
+	if err != nil {
+		return tusd.NewError("ERR_SAVE", "the file could not be saved on the receiving device", http.StatusInternalServerError)
+	}
+	return nil
+}
+
+// Terminate discards the upload (the page cancelled it).
+func (u *upload) Terminate(ctx context.Context) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done {
+		return nil
+	}
+	u.done = true
+	u.dest.Discard(u.p)
+	u.end("", errors.New("cancelled in the browser"))
+	return nil
+}
+
+// end reports the upload's end and gives its place back (u.mu held).
+func (u *upload) end(savedAs string, err error) {
+	rc := u.rc
+	rc.mu.Lock()
+	delete(rc.uploads, u.a.ID)
+	rc.open--
+	rc.mu.Unlock()
+	u.t.done(savedAs, err)
+	rc.inbox.Landed(u.a, savedAs, err)
+}
+
+// stop ends every open upload: each waits for its chunk in flight (which
+// stops, its reader seeing the link's end), then its partial is removed.
+func (rc *receiver) stop(why error) {
+	rc.mu.Lock()
+	rc.stopped = true
+	open := make([]*upload, 0, len(rc.uploads))
+	for _, u := range rc.uploads {
+		open = append(open, u)
+	}
+	rc.mu.Unlock()
+	for _, u := range open {
+		u.mu.Lock()
+		if !u.done {
+			u.done = true
+			u.dest.Discard(u.p)
+			u.end("", why)
+		}
+		u.mu.Unlock()
+	}
+}
+
+// linkReader stops reading an upload's body once the link ended.
+type linkReader struct {
+	l *Link
+	r io.Reader
+}
+
+func (r *linkReader) Read(b []byte) (int, error) {
+	if err := r.l.ctx.Err(); err != nil {
+		return 0, context.Cause(r.l.ctx)
+	}
+	return r.r.Read(b)
+}
+
+// trackWriter counts an upload's bytes for its tracker.
+type trackWriter struct {
+	w io.Writer
+	t *tracker
+}
+
+func (w *trackWriter) Write(b []byte) (int, error) {
+	n, err := w.w.Write(b)
+	w.t.add(int64(n))
+	return n, err
+}
+
+// FolderInbox is an Inbox that saves into one folder, with the space
+// check and safe names, and no refusal of its own: ferry-cli's
+// `receive --link`, and tests.
+type FolderInbox struct {
+	dest *store.Dest
+
+	mu       sync.Mutex // guards the fields below
+	reserved int64      // bytes of files accepted and not landed yet
+	sizes    map[string]int64
+}
+
+// NewFolderInbox opens dir (creating it) as a FolderInbox. Close it after
+// the link ended.
+func NewFolderInbox(dir string) (*FolderInbox, error) {
+	d, err := store.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &FolderInbox{dest: d, sizes: map[string]int64{}}, nil
+}
+
+// Arrive accepts a file when its name can be stored and it fits beside the
+// files already arriving.
+func (f *FolderInbox) Arrive(a Arrival) (*store.Dest, error) {
+	if err := store.ValidatePath(a.Name); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := store.CheckSpace(f.dest.Dir(), f.reserved+a.Size); err != nil {
+		var se *store.SpaceError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("not enough space on the receiving device: %s needed, %s free",
+				humanSize(f.reserved+a.Size), humanSize(se.Free))
+		}
+	}
+	f.reserved += a.Size
+	f.sizes[a.ID] = a.Size
+	return f.dest, nil
+}
+
+// Landed gives the file's reserved space back.
+func (f *FolderInbox) Landed(a Arrival, savedAs string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reserved -= f.sizes[a.ID]
+	delete(f.sizes, a.ID)
+}
+
+// Dir is the folder files are saved in.
+func (f *FolderInbox) Dir() string { return f.dest.Dir() }
+
+// Close closes the folder.
+func (f *FolderInbox) Close() error { return f.dest.Close() }

@@ -1,0 +1,118 @@
+package weblink
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// maxFormBytes bounds the body of a request that is not an upload (the PIN
+// form).
+const maxFormBytes = 4 << 10
+
+// serve answers a request for the link; rest is the path after the token.
+func (l *Link) serve(w http.ResponseWriter, r *http.Request, rest string) {
+	if l.expired() {
+		l.end(ErrExpired)
+	}
+	l.mu.Lock()
+	if l.ctx.Err() != nil {
+		l.mu.Unlock()
+		gone(w, context0(l))
+		return
+	}
+	l.wg.Add(1) // before end's cancel (under mu), so Stop waits for us
+	l.mu.Unlock()
+	defer l.wg.Done()
+
+	dev, ok := l.admit(w, r)
+	if !ok {
+		return
+	}
+	if rest == "pin" {
+		l.servePIN(w, r, dev)
+		return
+	}
+	if !l.authorized(r) {
+		if rest == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			l.pinPage(w, http.StatusOK, "")
+			return
+		}
+		http.Error(w, "this link asks for its PIN first", http.StatusForbidden)
+		return
+	}
+	if l.kind == KindReceive {
+		l.recv.serve(w, r, rest, dev)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	l.share.serve(w, r, rest, dev)
+}
+
+// context0 is why the link ended.
+func context0(l *Link) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	return ErrStopped
+}
+
+// servePIN takes the PIN form.
+func (l *Link) servePIN(w http.ResponseWriter, r *http.Request, dev interface{ String() string }) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if l.opts.PIN == "" {
+		http.Redirect(w, r, "./", http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "the form is too large or malformed", http.StatusBadRequest)
+		return
+	}
+	typed := strings.TrimSpace(r.PostForm.Get("pin"))
+	session, err := l.checkPIN(remoteAddr(r), typed)
+	switch {
+	case errors.Is(err, errPINLocked):
+		l.emit(Event{Kind: EventPIN, Device: remoteAddr(r), Err: err})
+		l.pinPage(w, http.StatusForbidden, "Too many wrong PINs were typed for this link. Ask for a new link.")
+		return
+	case errors.Is(err, errWrongPIN):
+		l.emit(Event{Kind: EventPIN, Device: remoteAddr(r), Err: err})
+		l.pinPage(w, http.StatusForbidden, "That PIN is not right. Try again.")
+		return
+	case err != nil:
+		http.Error(w, "cannot open a session", http.StatusInternalServerError)
+		return
+	}
+	l.emit(Event{Kind: EventPIN, Device: remoteAddr(r)})
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: session, Path: l.Path(),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Expires: l.expires, MaxAge: int(time.Until(l.expires).Seconds()) + 1,
+	})
+	http.Redirect(w, r, "./", http.StatusSeeOther)
+}
+
+// notFound answers a path that names no link.
+func notFound(w http.ResponseWriter) {
+	page(w, http.StatusNotFound, "No such link", "This link does not exist. Check that it was typed whole, or ask for a new one.")
+}
+
+// gone answers a link that ended.
+func gone(w http.ResponseWriter, why error) {
+	msg := "This link was stopped by its owner."
+	switch {
+	case errors.Is(why, ErrExpired):
+		msg = "This link expired."
+	case errors.Is(why, ErrOnce):
+		msg = "This link was for one download, which is done."
+	case errors.Is(why, ErrClosed):
+		msg = "Ferry was closed on the device that made this link."
+	}
+	page(w, http.StatusGone, "Link ended", msg+" Ask for a new link.")
+}

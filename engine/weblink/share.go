@@ -1,0 +1,508 @@
+package weblink
+
+import (
+	"archive/zip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ShareOptions configure a share link.
+type ShareOptions struct {
+	LinkOptions
+	// Once ends the link when the first device has every file (the zip, or
+	// each file whole).
+	Once bool
+	// MaxFiles bounds the files a share takes from the paths given
+	// (default 100,000); more is an error.
+	MaxFiles int
+}
+
+// ErrTooManyFiles means the paths given to Share hold more files than
+// ShareOptions.MaxFiles.
+var ErrTooManyFiles = errors.New("weblink: too many files to share")
+
+// ErrNothingToShare means the paths given to Share hold no regular file.
+var ErrNothingToShare = errors.New("weblink: no file to share")
+
+// maxListed bounds the files a share page lists; the zip has them all.
+const maxListed = 1000
+
+// share is the fixed table of a share link's files. A request names a row
+// by its index; each row is opened through the os.Root of the folder it was
+// found in, so no name and no symlink planted since reaches outside it.
+type share struct {
+	l      *Link
+	once   bool
+	files  []shared
+	roots  []*os.Root
+	total  int64
+	thumbs *thumbs
+}
+
+// shared is one row of a share.
+type shared struct {
+	name string // as the browser sees it: slash-separated, relative, unique
+	root *os.Root
+	rel  string // the file's name inside root (OS form)
+	size int64  // when shared; a file that changed since is served as it is now
+}
+
+// Share opens a share link for paths (files and folders; a folder is shared
+// with every regular file below it, symlinks and special files left out).
+func (s *Server) Share(paths []string, opts ShareOptions) (*Link, error) {
+	if opts.MaxFiles <= 0 {
+		opts.MaxFiles = 100_000
+	}
+	l, err := s.newLink(KindShare, opts.LinkOptions)
+	if err != nil {
+		return nil, err
+	}
+	sh := &share{l: l, once: opts.Once}
+	if err := sh.add(paths, opts.MaxFiles); err != nil {
+		sh.close()
+		return nil, err
+	}
+	sh.thumbs = newThumbs(sh)
+	l.share = sh
+	if err := l.open(); err != nil {
+		sh.close()
+		return nil, err
+	}
+	go func() {
+		<-l.ctx.Done()
+		l.wg.Wait()
+		sh.close()
+	}()
+	return l, nil
+}
+
+func (sh *share) close() {
+	for _, r := range sh.roots {
+		r.Close()
+	}
+	sh.roots = nil
+}
+
+// add fills the table from paths.
+func (sh *share) add(paths []string, maxFiles int) error {
+	top := map[string]bool{}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("weblink: share %q: %w", p, err)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return fmt.Errorf("weblink: share: %w", err)
+		}
+		name := uniqueTop(top, filepath.Base(abs))
+		switch {
+		case fi.Mode().IsRegular():
+			root, err := os.OpenRoot(filepath.Dir(abs))
+			if err != nil {
+				return fmt.Errorf("weblink: share %q: %w", p, err)
+			}
+			sh.roots = append(sh.roots, root)
+			sh.files = append(sh.files, shared{name: name, root: root, rel: filepath.Base(abs), size: fi.Size()})
+			sh.total += fi.Size()
+		case fi.IsDir():
+			root, err := os.OpenRoot(abs)
+			if err != nil {
+				return fmt.Errorf("weblink: share %q: %w", p, err)
+			}
+			sh.roots = append(sh.roots, root)
+			err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if !d.Type().IsRegular() {
+					return nil // folders are walked; symlinks, devices, sockets left out
+				}
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				if len(sh.files) >= maxFiles {
+					return fmt.Errorf("%w: over %d", ErrTooManyFiles, maxFiles)
+				}
+				sh.files = append(sh.files, shared{name: name + "/" + rel, root: root, rel: filepath.FromSlash(rel), size: info.Size()})
+				sh.total += info.Size()
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("weblink: share %q: %w", p, err)
+			}
+		default:
+			return fmt.Errorf("weblink: share %q: not a regular file or folder", p)
+		}
+		if len(sh.files) > maxFiles {
+			return fmt.Errorf("%w: over %d", ErrTooManyFiles, maxFiles)
+		}
+	}
+	if len(sh.files) == 0 {
+		return ErrNothingToShare
+	}
+	return nil
+}
+
+// uniqueTop returns name, or "name (n).ext" when a share already has it at
+// the top.
+func uniqueTop(seen map[string]bool, name string) string {
+	cand := name
+	for n := 1; seen[strings.ToLower(cand)]; n++ {
+		ext := path.Ext(name)
+		cand = strings.TrimSuffix(name, ext) + " (" + strconv.Itoa(n) + ")" + ext
+	}
+	seen[strings.ToLower(cand)] = true
+	return cand
+}
+
+// Files lists a share link's files (their names as the browser sees them
+// and their sizes), nil for a receive link.
+func (l *Link) Files() (names []string, sizes []int64) {
+	if l.share == nil {
+		return nil, nil
+	}
+	for _, f := range l.share.files {
+		names = append(names, f.name)
+		sizes = append(sizes, f.size)
+	}
+	return names, sizes
+}
+
+// serve answers the share's requests: the page, "f/<index>/<name>",
+// "t/<index>" (a thumbnail) and "all.zip".
+func (sh *share) serve(w http.ResponseWriter, r *http.Request, rest string, dev netip.Addr) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	switch {
+	case rest == "":
+		sh.page(w)
+	case rest == "all.zip":
+		sh.serveZip(w, r, dev)
+	case strings.HasPrefix(rest, "f/"):
+		i, ok := sh.index(strings.TrimPrefix(rest, "f/"), true)
+		if !ok {
+			notFound(w)
+			return
+		}
+		sh.serveFile(w, r, i, dev)
+	case strings.HasPrefix(rest, "t/"):
+		i, ok := sh.index(strings.TrimPrefix(rest, "t/"), false)
+		if !ok {
+			notFound(w)
+			return
+		}
+		sh.thumbs.serve(w, r, i)
+	default:
+		notFound(w)
+	}
+}
+
+// index parses "<index>" or "<index>/<name>" (the name is for the browser's
+// sake and must be the row's, escaped as in the page) into a row of the table.
+func (sh *share) index(s string, named bool) (int, bool) {
+	num, name, hasName := strings.Cut(s, "/")
+	i, ok := parseIndex(num, len(sh.files))
+	if !ok || hasName != named {
+		return 0, false
+	}
+	if named && name != path.Base(sh.files[i].name) {
+		return 0, false
+	}
+	return i, true
+}
+
+// parseIndex reads a row number: decimal digits only, no sign or leading
+// zero, below n.
+func parseIndex(s string, n int) (int, bool) {
+	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	i := 0
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		i = i*10 + int(c-'0')
+	}
+	return i, i < n
+}
+
+// fileRow is one row of the share page.
+type fileRow struct {
+	Name, Size, Href, ThumbHref string
+	Thumb                       bool
+}
+
+func (sh *share) page(w http.ResponseWriter) {
+	n := min(len(sh.files), maxListed)
+	rows := make([]fileRow, n)
+	for i := range n {
+		f := sh.files[i]
+		rows[i] = fileRow{
+			Name: f.name, Size: humanSize(f.size),
+			Href:  "f/" + strconv.Itoa(i) + "/" + url.PathEscape(path.Base(f.name)),
+			Thumb: isPicture(f.name), ThumbHref: "t/" + strconv.Itoa(i),
+		}
+	}
+	render(w, http.StatusOK, "share", struct {
+		pageData
+		Count        int
+		Total, Until string
+		ZipHref      string
+		Files        []fileRow
+		More         int
+	}{
+		pageData{Title: "Files from " + sh.l.s.opts.DeviceName, Device: sh.l.s.opts.DeviceName, PIN: sh.l.HasPIN()},
+		len(sh.files), humanSize(sh.total), sh.l.until(), "all.zip", rows, len(sh.files) - n,
+	})
+}
+
+// open opens row i through its Root, refusing anything but a regular file.
+func (sh *share) open(i int) (*os.File, os.FileInfo, error) {
+	f := sh.files[i]
+	file, err := f.root.Open(f.rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		file.Close()
+		return nil, nil, fmt.Errorf("%s is no longer a regular file", f.name)
+	}
+	return file, fi, nil
+}
+
+// serveFile answers one file, with ranges (http.ServeContent).
+func (sh *share) serveFile(w http.ResponseWriter, r *http.Request, i int, dev netip.Addr) {
+	file, fi, err := sh.open(i)
+	if err != nil {
+		sh.l.s.opts.Logger.Debug("weblink: open shared file", "err", err)
+		page(w, http.StatusNotFound, "File gone", "This file is no longer there on the sharing device.")
+		return
+	}
+	defer file.Close()
+	name := path.Base(sh.files[i].name)
+	w.Header().Set("Content-Disposition", attachment(name))
+	if r.Method == http.MethodHead {
+		http.ServeContent(w, r, name, fi.ModTime(), file)
+		return
+	}
+	t := sh.l.track(Activity{Device: dev, Name: sh.files[i].name, Size: fi.Size()})
+	cw := &countingWriter{ResponseWriter: w, t: t}
+	http.ServeContent(cw, r, name, fi.ModTime(), &ctxReadSeeker{ctx: sh.l.ctx, rs: file, req: r.Context()})
+	// Whole when the answer carried every byte of the file up to its end:
+	// a full answer, or the last range of a resumed download.
+	whole := cw.status < 300 && cw.n > 0 && endsAtEOF(cw.Header(), cw.n, fi.Size())
+	if fi.Size() == 0 && cw.status == http.StatusOK {
+		whole = true
+	}
+	var derr error
+	if !whole {
+		derr = errors.New("the download stopped before the end")
+		if err := sh.l.ctx.Err(); err != nil {
+			derr = context.Cause(sh.l.ctx)
+		}
+	}
+	t.done(sh.files[i].name, derr)
+	if whole {
+		sh.finished(dev, i)
+	}
+}
+
+// endsAtEOF reports whether an answer of n body bytes ended at the file's
+// last byte: a 200 with all of it, or a 206 whose range ends there.
+func endsAtEOF(h http.Header, n, size int64) bool {
+	cr := h.Get("Content-Range")
+	if cr == "" {
+		return n == size
+	}
+	// "bytes first-last/size"
+	spec, ok := strings.CutPrefix(cr, "bytes ")
+	if !ok {
+		return false
+	}
+	rng, _, _ := strings.Cut(spec, "/")
+	first, last, ok := strings.Cut(rng, "-")
+	if !ok {
+		return false
+	}
+	f, err1 := strconv.ParseInt(first, 10, 64)
+	e, err2 := strconv.ParseInt(last, 10, 64)
+	return err1 == nil && err2 == nil && e == size-1 && n == e-f+1
+}
+
+// finished notes that dev has file i whole (i < 0: the zip, every file),
+// and ends a one-time link once a device has everything.
+func (sh *share) finished(dev netip.Addr, i int) {
+	l := sh.l
+	l.mu.Lock()
+	got := l.doneBy[dev]
+	if got == nil {
+		got = map[int]bool{}
+		l.doneBy[dev] = got
+	}
+	all := i < 0
+	if !all {
+		got[i] = true
+		all = len(got) == len(sh.files)
+	}
+	l.mu.Unlock()
+	if all && sh.once {
+		// Not from inside this request: end waits for requests.
+		go l.end(ErrOnce)
+	}
+}
+
+// zipName is the name the zip is saved under.
+func (sh *share) zipName() string {
+	if len(sh.files) == 1 {
+		return strings.TrimSuffix(path.Base(sh.files[0].name), path.Ext(sh.files[0].name)) + ".zip"
+	}
+	top, _, _ := strings.Cut(sh.files[0].name, "/")
+	for _, f := range sh.files[1:] {
+		if t, _, _ := strings.Cut(f.name, "/"); t != top {
+			return "Files from " + sh.l.s.opts.DeviceName + ".zip"
+		}
+	}
+	return top + ".zip"
+}
+
+// serveZip streams every file as one zip, stored (not recompressed: most of
+// what people share is compressed already, and storing keeps the CPU out of
+// the way), straight from the files: no temporary copy. Its size is not
+// known ahead (each entry's CRC is written after it), so the answer has no
+// Content-Length and cannot be resumed by range; each file can.
+func (sh *share) serveZip(w http.ResponseWriter, r *http.Request, dev netip.Addr) {
+	name := sh.zipName()
+	w.Header().Set("Content-Type", "application/zip")
+	w.Header().Set("Content-Disposition", attachment(name))
+	if r.Method == http.MethodHead {
+		return
+	}
+	t := sh.l.track(Activity{Device: dev, Name: name, Zip: true, Size: -1})
+	cw := &countingWriter{ResponseWriter: w, t: t}
+	err := sh.writeZip(r.Context(), cw)
+	t.done(name, err)
+	if err == nil {
+		sh.finished(dev, -1)
+	}
+}
+
+// writeZip writes the zip of every row to w.
+func (sh *share) writeZip(req context.Context, w io.Writer) error {
+	zw := zip.NewWriter(w)
+	buf := make([]byte, 256<<10)
+	for i, f := range sh.files {
+		file, fi, err := sh.open(i)
+		if err != nil {
+			return fmt.Errorf("zip: %s: %w", f.name, err)
+		}
+		hw, err := zw.CreateHeader(&zip.FileHeader{Name: zipEntryName(f.name), Method: zip.Store, Modified: fi.ModTime()})
+		if err != nil {
+			file.Close()
+			return fmt.Errorf("zip: %w", err)
+		}
+		_, err = io.CopyBuffer(hw, &ctxReadSeeker{ctx: sh.l.ctx, rs: file, req: req}, buf)
+		file.Close()
+		if err != nil {
+			return fmt.Errorf("zip: %s: %w", f.name, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("zip: %w", err)
+	}
+	return nil
+}
+
+// zipEntryName makes a row's name safe as a zip entry for any unzipper: no
+// leading slash, no "." or ".." elements, no backslashes, no drive letter.
+// Rows come from a walk of real folders, so this only guards against odd
+// local names ("a\b" on Linux).
+func zipEntryName(name string) string {
+	elems := strings.Split(name, "/")
+	out := elems[:0]
+	for _, e := range elems {
+		e = strings.NewReplacer("\\", "_", ":", "_").Replace(e)
+		if e == "" || e == "." || e == ".." {
+			continue
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return "file"
+	}
+	return strings.Join(out, "/")
+}
+
+// countingWriter counts the body bytes of an answer for its tracker.
+type countingWriter struct {
+	http.ResponseWriter
+	t      *tracker
+	n      int64
+	status int
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	c.t.add(int64(n))
+	return n, err
+}
+
+// ctxReadSeeker stops reading once the link ended or the request went away.
+type ctxReadSeeker struct {
+	ctx, req context.Context
+	rs       io.ReadSeeker
+}
+
+func (c *ctxReadSeeker) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	if err := c.req.Err(); err != nil {
+		return 0, err
+	}
+	return c.rs.Read(b)
+}
+
+func (c *ctxReadSeeker) Seek(off int64, whence int) (int64, error) { return c.rs.Seek(off, whence) }
+
+// isPicture says whether a name looks like a picture a thumbnail is made of.
+func isPicture(name string) bool {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".jpg", ".jpeg", ".png", ".gif", ".webp":
+		return true
+	}
+	return false
+}

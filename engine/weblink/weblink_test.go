@@ -1,0 +1,419 @@
+package weblink
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// startServer serves on 127.0.0.1:0 for the test.
+func startServer(t *testing.T, opts Options) *Server {
+	t.Helper()
+	s, err := Listen("127.0.0.1:0", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// base is the server's root URL.
+func base(s *Server) string { return "http://" + s.Addr().String() }
+
+// writeFile writes n random bytes (or the given content) under dir.
+func writeFile(t *testing.T, dir, name string, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	rand.Read(b)
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func get(t *testing.T, c *http.Client, u string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, b
+}
+
+func TestShareFileRangeAndZip(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.bin", 300_000)
+	b := writeFile(t, dir, "folder/sub/b.txt", 1234)
+	writeFile(t, dir, "folder/c.bin", 0)
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "folder", "link")); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, Options{DeviceName: "Alice's <laptop>"})
+	l, err := s.Share([]string{filepath.Join(dir, "a.bin"), filepath.Join(dir, "folder")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := l.Files()
+	if want := "a.bin folder/c.bin folder/sub/b.txt"; strings.Join(names, " ") != want {
+		t.Fatalf("files %q, want %q (the symlink left out)", names, want)
+	}
+	c := &http.Client{}
+	res, page := get(t, c, base(s)+l.Path())
+	if res.StatusCode != 200 {
+		t.Fatalf("page: %d", res.StatusCode)
+	}
+	if !bytes.Contains(page, []byte("Alice&#39;s &lt;laptop&gt;")) {
+		t.Errorf("page does not show the escaped device name:\n%s", page)
+	}
+	for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Cache-Control"} {
+		if res.Header.Get(h) == "" {
+			t.Errorf("page lacks %s", h)
+		}
+	}
+	if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control %q", cc)
+	}
+
+	res, got := get(t, c, base(s)+l.Path()+"f/0/a.bin")
+	if res.StatusCode != 200 || !bytes.Equal(got, a) {
+		t.Fatalf("file: %d, %d bytes", res.StatusCode, len(got))
+	}
+	if cd := res.Header.Get("Content-Disposition"); cd != `attachment; filename=a.bin` {
+		t.Errorf("Content-Disposition %q", cd)
+	}
+	res, got = get(t, c, base(s)+l.Path()+"f/0/a.bin", "Range", "bytes=1000-")
+	if res.StatusCode != http.StatusPartialContent || !bytes.Equal(got, a[1000:]) {
+		t.Fatalf("range: %d, %d bytes", res.StatusCode, len(got))
+	}
+	res, got = get(t, c, base(s)+l.Path()+"f/2/b.txt")
+	if res.StatusCode != 200 || !bytes.Equal(got, b) {
+		t.Fatalf("file in folder: %d", res.StatusCode)
+	}
+
+	res, z := get(t, c, base(s)+l.Path()+"all.zip")
+	if res.StatusCode != 200 {
+		t.Fatalf("zip: %d", res.StatusCode)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"a.bin": a, "folder/sub/b.txt": b, "folder/c.bin": {}}
+	for _, f := range zr.File {
+		if f.Method != zip.Store {
+			t.Errorf("%s: method %d, want stored", f.Name, f.Method)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		if w, ok := want[f.Name]; !ok || !bytes.Equal(got, w) {
+			t.Errorf("zip entry %q: %d bytes, unexpected", f.Name, len(got))
+		}
+		delete(want, f.Name)
+	}
+	if len(want) != 0 {
+		t.Errorf("zip lacks %v", want)
+	}
+	acts := l.Activities()
+	if len(acts) != 4 {
+		t.Fatalf("%d activities, want 4", len(acts))
+	}
+	for _, a := range acts {
+		// The range to the end counts as whole: it ends a resumed download.
+		if !a.Done || a.Err != nil {
+			t.Errorf("activity %+v", a)
+		}
+	}
+}
+
+func TestStoppedAndExpiredLinks(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a", 10)
+	var shift atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+	s := startServer(t, Options{Now: clock})
+	stopped, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiring, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{Expire: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{}
+	if res, _ := get(t, c, base(s)+stopped.Path()+"f/0/a"); res.StatusCode != 200 {
+		t.Fatalf("open link: %d", res.StatusCode)
+	}
+	stopped.Stop()
+	if !errors.Is(stopped.Err(), ErrStopped) {
+		t.Errorf("Err %v", stopped.Err())
+	}
+	shift.Store(int64(time.Hour))
+	for _, u := range []string{stopped.Path(), stopped.Path() + "f/0/a", expiring.Path(), expiring.Path() + "all.zip"} {
+		if res, _ := get(t, c, base(s)+u); res.StatusCode != http.StatusGone {
+			t.Errorf("%s: %d, want 410", u, res.StatusCode)
+		}
+	}
+	if !errors.Is(expiring.Err(), ErrExpired) {
+		t.Errorf("Err %v", expiring.Err())
+	}
+	tok, _ := newToken()
+	if res, _ := get(t, c, base(s)+"/l/"+tok+"/"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown token: %d", res.StatusCode)
+	}
+	// Events end with EventEnded, then the channel closes.
+	var last Event
+	for ev := range stopped.Events() {
+		last = ev
+	}
+	if last.Kind != EventEnded || !errors.Is(last.Err, ErrStopped) {
+		t.Errorf("last event %+v", last)
+	}
+}
+
+func TestPIN(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a", 10)
+	s := startServer(t, Options{})
+	l, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711", MaxPINTries: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	res, page := get(t, c, base(s)+l.Path())
+	if res.StatusCode != 200 || !bytes.Contains(page, []byte(`name="pin"`)) {
+		t.Fatalf("no PIN form: %d\n%s", res.StatusCode, page)
+	}
+	if res, _ := get(t, c, base(s)+l.Path()+"f/0/a"); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("file without PIN: %d", res.StatusCode)
+	}
+	post := func(pin string) int {
+		res, err := c.PostForm(base(s)+l.Path()+"pin", url.Values{"pin": {pin}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post("0000"); code != http.StatusForbidden {
+		t.Fatalf("wrong PIN: %d", code)
+	}
+	if code := post("4711"); code != 200 {
+		t.Fatalf("right PIN: %d", code)
+	}
+	if res, _ := get(t, c, base(s)+l.Path()+"f/0/a"); res.StatusCode != 200 {
+		t.Fatalf("file with PIN: %d", res.StatusCode)
+	}
+	// A device without the cookie is still kept out, and the wrong tries
+	// count for the whole link until it locks.
+	other := &http.Client{}
+	for range 2 {
+		res, err := other.PostForm(base(s)+l.Path()+"pin", url.Values{"pin": {"1234"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	res, err = other.PostForm(base(s)+l.Path()+"pin", url.Values{"pin": {"4711"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden || !bytes.Contains(b, []byte("Too many wrong PINs")) {
+		t.Fatalf("locked link took the PIN: %d", res.StatusCode)
+	}
+}
+
+// tusClient is a minimal tus 1.0 client, as the page's tus-js-client
+// speaks it.
+type tusClient struct {
+	c    *http.Client
+	base string // the link's tus endpoint
+}
+
+func (tc *tusClient) create(name string, size int64) (string, *http.Response) {
+	req, _ := http.NewRequest(http.MethodPost, tc.base, nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", strconv.FormatInt(size, 10))
+	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte(name)))
+	res, err := tc.c.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.Header.Get("Location"), res
+}
+
+func (tc *tusClient) patch(loc string, off int64, body []byte) *http.Response {
+	req, _ := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(body))
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.Header.Set("Upload-Offset", strconv.FormatInt(off, 10))
+	res, err := tc.c.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
+}
+
+func (tc *tusClient) head(loc string) (int64, int) {
+	req, _ := http.NewRequest(http.MethodHead, loc, nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	res, err := tc.c.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	res.Body.Close()
+	off, _ := strconv.ParseInt(res.Header.Get("Upload-Offset"), 10, 64)
+	return off, res.StatusCode
+}
+
+// upload sends data whole, chunk by chunk.
+func (tc *tusClient) upload(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	loc, res := tc.create(name, int64(len(data)))
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create %q: %d", name, res.StatusCode)
+	}
+	for off := 0; off < len(data); off += ChunkSize {
+		end := min(off+ChunkSize, len(data))
+		if res := tc.patch(loc, int64(off), data[off:end]); res.StatusCode != http.StatusNoContent {
+			t.Fatalf("patch %q at %d: %d", name, off, res.StatusCode)
+		}
+	}
+	return loc
+}
+
+func startReceive(t *testing.T, opts ReceiveOptions) (*Server, *Link, *FolderInbox, *tusClient) {
+	t.Helper()
+	s := startServer(t, Options{DeviceName: "Alice"})
+	in, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	l, err := s.Receive(in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l, in, &tusClient{c: &http.Client{}, base: base(s) + l.Path() + "tus/"}
+}
+
+func TestReceiveResumes(t *testing.T) {
+	_, l, in, tc := startReceive(t, ReceiveOptions{})
+	data := make([]byte, ChunkSize+12345)
+	rand.Read(data)
+	loc, res := tc.create("photo.jpg", int64(len(data)))
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d", res.StatusCode)
+	}
+	// A first chunk cut short: what arrived is kept, and the offset says so.
+	if res := tc.patch(loc, 0, data[:1000]); res.StatusCode != http.StatusNoContent {
+		t.Fatalf("patch: %d", res.StatusCode)
+	}
+	off, code := tc.head(loc)
+	if code != 200 || off != 1000 {
+		t.Fatalf("head: %d, offset %d", code, off)
+	}
+	// The wrong offset is refused and loses nothing.
+	if res := tc.patch(loc, 0, data[:10]); res.StatusCode != http.StatusConflict {
+		t.Fatalf("wrong offset: %d", res.StatusCode)
+	}
+	if res := tc.patch(loc, 1000, data[1000:ChunkSize]); res.StatusCode != http.StatusNoContent {
+		t.Fatalf("patch: %d", res.StatusCode)
+	}
+	if res := tc.patch(loc, ChunkSize, data[ChunkSize:]); res.StatusCode != http.StatusNoContent {
+		t.Fatalf("patch: %d", res.StatusCode)
+	}
+	got, err := os.ReadFile(filepath.Join(in.Dir(), "photo.jpg"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved file: %v, %d bytes", err, len(got))
+	}
+	// A second file of the same name gets a number.
+	tc.upload(t, "photo.jpg", []byte("second"))
+	if got, err := os.ReadFile(filepath.Join(in.Dir(), "photo (1).jpg")); err != nil || string(got) != "second" {
+		t.Fatalf("second file: %v %q", err, got)
+	}
+	acts := l.Activities()
+	if len(acts) != 2 || !acts[0].Done || acts[0].Err != nil || acts[1].SavedAs != "photo (1).jpg" {
+		t.Fatalf("activities %+v", acts)
+	}
+}
+
+func TestStopDiscardsUploads(t *testing.T) {
+	s, l, in, tc := startReceive(t, ReceiveOptions{})
+	loc, _ := tc.create("half.bin", 100)
+	tc.patch(loc, 0, make([]byte, 50))
+	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 1 || ents[0].Name() != "half.bin.partial" {
+		t.Fatalf("before stop: %v", ents)
+	}
+	l.Stop()
+	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
+		t.Fatalf("after stop, left behind: %v", ents)
+	}
+	if res := tc.patch(loc, 50, make([]byte, 50)); res.StatusCode != http.StatusGone {
+		t.Fatalf("patch after stop: %d", res.StatusCode)
+	}
+	res, _ := get(t, &http.Client{}, base(s)+l.Path())
+	if res.StatusCode != http.StatusGone {
+		t.Fatalf("page after stop: %d", res.StatusCode)
+	}
+	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
+		t.Fatalf("after stop, left behind: %v", ents)
+	}
+}
+
+func TestAttachment(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"a.txt", `attachment; filename=a.txt`},
+		{"my file.txt", `attachment; filename="my file.txt"`},
+		{`a"b\c.txt`, `attachment; filename=a_b_c.txt; filename*=UTF-8''a%22b%5Cc.txt`},
+		{"grüße.txt", `attachment; filename=gr__e.txt; filename*=UTF-8''gr%C3%BC%C3%9Fe.txt`},
+		{"a;b=c.txt", `attachment; filename="a;b=c.txt"`},
+		{"100%.txt", `attachment; filename=100_.txt; filename*=UTF-8''100%25.txt`},
+		{"../../etc/passwd", `attachment; filename=passwd`},
+		{"", `attachment; filename=download`},
+		{"line\r\nX-Evil: 1", `attachment; filename="line__X-Evil: 1"; filename*=UTF-8''line%0D%0AX-Evil%3A%201`},
+	} {
+		if got := attachment(c.in); got != c.want {
+			t.Errorf("attachment(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/internal/lspeer"
+)
+
+// lsReceiver starts an engine with a LocalSend server on 127.0.0.1:0; the
+// sender is the independent test peer.
+func lsEngine(t *testing.T, opts Options, lsOpts LocalSendOptions) (*Engine, *LocalSendServer, string) {
+	t.Helper()
+	e := testEngine(t, opts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsOpts.Listener = ln
+	srv, err := e.ServeLocalSend(lsOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return e, srv, ln.Addr().String()
+}
+
+func testPeer(t *testing.T) *lspeer.Peer {
+	t.Helper()
+	p, err := lspeer.New("Pixel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLocalSendReceiveThroughInbox(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	// A file of the same name is already there: it must not be overwritten.
+	if err := os.WriteFile(filepath.Join(e.DownloadDir(), "a.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := receivedResult(t, e)
+	p := testPeer(t)
+	files := []lspeer.SendFile{{Name: "a.txt", Data: []byte("alpha"), WithSHA: true}, {Name: "album/x/b.bin", Data: bytes.Repeat([]byte{1}, 100_000)}}
+	sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "", files, nil)
+	if err != nil || sr.PrepareStatus != 200 {
+		t.Fatalf("%+v %v", sr, err)
+	}
+	r := <-res
+	if r.State != StateDone || r.Files != 2 || r.Verified != 2 {
+		t.Fatalf("result %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.DownloadDir(), "a.txt")); string(b) != "mine" {
+		t.Fatal("an existing file was overwritten")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.DownloadDir(), "a (1).txt")); string(b) != "alpha" {
+		t.Fatalf("a (1).txt: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.DownloadDir(), "album", "x", "b.bin")); len(b) != 100_000 {
+		t.Fatal("the folder's file did not arrive")
+	}
+	noPartials(t, e.DownloadDir())
+}
+
+func TestLocalSendPromptSaysLocalSend(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{Accept: AcceptAsk}, LocalSendOptions{})
+	events, unsub := e.Subscribe(256)
+	defer unsub()
+	p := testPeer(t)
+	done := make(chan *lspeer.SendResult, 1)
+	go func() {
+		sr, _ := p.Send(context.Background(), addr, srv.Fingerprint(), false, "", "", []lspeer.SendFile{{Name: "n.txt", Data: []byte("x")}}, nil)
+		done <- sr
+	}()
+	for ev := range events {
+		if ev.Kind != EventOffer || ev.Direction != Receiving {
+			continue
+		}
+		pi := ev.Peer
+		if pi.Protocol != ProtocolLocalSend || pi.Name != "Pixel" || pi.Model != "lspeer" || !strings.EqualFold(pi.Fingerprint, p.Fingerprint) || !pi.Unverified || pi.Trusted {
+			t.Fatalf("prompt peer %+v", pi)
+		}
+		if err := e.Decide(ev.TransferID, Decision{Accept: false}); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	if sr := <-done; sr == nil || sr.PrepareStatus != http.StatusForbidden {
+		t.Fatalf("declined offer answered %+v", sr)
+	}
+}
+
+func TestLocalSendClaimedTrustedFingerprintIsRefused(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{Accept: AcceptTrusted}, LocalSendOptions{})
+	p := testPeer(t)
+	// The real device is trusted.
+	if err := e.SetTrusted(lsDeviceID(p.Fingerprint).String(), true); err != nil {
+		t.Fatal(err)
+	}
+	// With its certificate it gets through; claiming its fingerprint
+	// without the certificate does not.
+	one := []lspeer.SendFile{{Name: "t.txt", Data: []byte("x")}}
+	res := receivedResult(t, e)
+	if sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "", one, nil); err != nil || sr.PrepareStatus != 200 {
+		t.Fatalf("trusted device: %+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateDone {
+		t.Fatalf("%+v", r)
+	}
+	if sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), false, "", "", one, nil); err != nil || sr.PrepareStatus != http.StatusForbidden {
+		t.Fatalf("unproven claim: %+v %v", sr, err)
+	}
+}
+
+func TestLocalSendChecksumLeavesNothing(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	res := receivedResult(t, e)
+	p := testPeer(t)
+	sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "", []lspeer.SendFile{{Name: "bad.bin", Data: []byte("data"), SHA256: strings.Repeat("0", 64)}}, nil)
+	if err != nil || sr.UploadStatus["bad.bin"] != http.StatusUnprocessableEntity {
+		t.Fatalf("%+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateFailed || r.Verified != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	emptyDir(t, e.DownloadDir())
+}
+
+func TestLocalSendText(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	res := receivedResult(t, e)
+	p := testPeer(t)
+	sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "https://example.org/a link", nil, nil)
+	if err != nil || sr.PrepareStatus != http.StatusNoContent {
+		t.Fatalf("%+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateDone || r.Text != "https://example.org/a link" {
+		t.Fatalf("result %+v", r)
+	}
+	emptyDir(t, e.DownloadDir())
+}

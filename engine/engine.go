@@ -750,6 +750,8 @@ type Transfer struct {
 	opts     SendOptions
 	resume   chan struct{}
 	pauseNow chan struct{}
+	// ls is set for a send to a LocalSend device (localsend_send.go).
+	ls *lsSend
 
 	mu          sync.Mutex // guards the fields below
 	peer        PeerInfo
@@ -846,6 +848,9 @@ func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	}
 	// The same transfer goes on: same ID (one row in the app), totals
 	// counted over every session.
+	if t.ls != nil {
+		return e.sendLocalSend(ctx, id, t.Result(), t.ls, Items{Paths: t.paths, Text: t.text})
+	}
 	return e.send(ctx, id, t.Result(), t.target, Items{Paths: t.paths, Text: t.text}, t.opts)
 }
 

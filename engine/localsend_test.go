@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"crypto/tls"
 	"context"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/internal/lspeer"
 )
 
@@ -146,3 +148,114 @@ func TestLocalSendText(t *testing.T) {
 	}
 	emptyDir(t, e.DownloadDir())
 }
+
+// lsPeerServer serves the test peer on 127.0.0.1:0.
+func lsPeerServer(t *testing.T, p *lspeer.Peer) LocalSendTarget {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ln) }()
+	t.Cleanup(func() { p.Close(); <-done })
+	return LocalSendTarget{Addr: ln.Addr().String(), Fingerprint: p.Fingerprint, Alias: p.Alias}
+}
+
+func lsSendWait(t *testing.T, e *Engine, to LocalSendTarget, items Items, opts LocalSendSendOptions) (*Transfer, Result) {
+	t.Helper()
+	tr, err := e.SendLocalSend(context.Background(), to, items, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	return tr, tr.Result()
+}
+
+func TestLocalSendSendFilesFolderText(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	p.RequireClientCert = true
+	to := lsPeerServer(t, p)
+	src := t.TempDir()
+	a := writeFile(t, filepath.Join(src, "a.bin"), 70_000)
+	for i := range 12 {
+		writeFile(t, filepath.Join(src, "dir", "sub", "f"+strings.Repeat("x", i)+".txt"), 100+i)
+	}
+	_, r := lsSendWait(t, e, to, Items{Paths: []string{filepath.Join(src, "a.bin"), filepath.Join(src, "dir")}, Text: "and a note"}, LocalSendSendOptions{})
+	if r.State != StateDone || r.Verified != 13 {
+		t.Fatalf("result %+v", r)
+	}
+	got, _, offers, _, _, _ := p.Snapshot()
+	if !bytes.Equal(got["a.bin"], a) || len(got["dir/sub/fxxx.txt"]) != 103 {
+		t.Fatalf("peer got %d files", len(got))
+	}
+	// LocalSend has no text beside files: the text goes as a .txt file.
+	if len(got) != 14 || string(got["text.txt"]) != "and a note" {
+		t.Fatalf("peer got %d files, text %q", len(got), got["text.txt"])
+	}
+	if info := offers[0]["info"].(map[string]any); !strings.EqualFold(info["fingerprint"].(string), localsendFingerprint(t, e)) {
+		t.Fatalf("the offer's fingerprint is not Ferry's certificate's: %v", info)
+	}
+}
+
+func localsendFingerprint(t *testing.T, e *Engine) string {
+	t.Helper()
+	c, err := e.LocalSendCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return localsendCertFingerprint(c)
+}
+
+func TestLocalSendSendDeclinedAndPIN(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	p.Decline = true
+	to := lsPeerServer(t, p)
+	_, r := lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{})
+	if r.State != StateDeclined || r.Err != "Declined by Pixel." {
+		t.Fatalf("result %+v", r)
+	}
+	p.Decline, p.PIN = false, "77"
+	_, r = lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{})
+	if r.State != StateDeclined || !strings.Contains(r.Err, "PIN") {
+		t.Fatalf("no PIN: %+v", r)
+	}
+	_, r = lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{AskPIN: func(context.Context, bool) (string, error) { return "77", nil }})
+	if r.State != StateDone {
+		t.Fatalf("with the PIN asked: %+v", r)
+	}
+}
+
+func TestLocalSendRetrySendsOnlyUnfinished(t *testing.T) {
+	e := testEngine(t, Options{RetryFor: -1})
+	p := testPeer(t)
+	fail := true
+	p.FailUpload = func(name string) bool { return fail && name == "b.bin" }
+	to := lsPeerServer(t, p)
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "a.bin"), 1000)
+	b := writeFile(t, filepath.Join(src, "b.bin"), 2000)
+	tr, r := lsSendWait(t, e, to, Items{Paths: []string{filepath.Join(src, "a.bin"), filepath.Join(src, "b.bin")}}, LocalSendSendOptions{})
+	if r.State != StateFailed || r.Verified != 1 {
+		t.Fatalf("first attempt %+v", r)
+	}
+	fail = false
+	tr2, err := e.Retry(context.Background(), tr.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr2.Done()
+	if r := tr2.Result(); r.State != StateDone || r.Verified != 2 {
+		t.Fatalf("retry %+v", r)
+	}
+	if n := p.UploadCount("a.bin"); n != 1 {
+		t.Fatalf("a.bin was uploaded %d times; Retry must re-send only what did not arrive", n)
+	}
+	if got, _, _, _, _, _ := p.Snapshot(); !bytes.Equal(got["b.bin"], b) {
+		t.Fatal("b.bin did not arrive on retry")
+	}
+}
+
+func localsendCertFingerprint(c tls.Certificate) string { return localsend.CertFingerprint(c) }

@@ -355,10 +355,11 @@ func (c *Client) Send(ctx context.Context, t Target, files []Upload, opts SendOp
 		u := byID[id]
 		tok := ans.Files[id]
 		g.Go(func() error {
-			if gctx.Err() != nil {
-				return nil
+			err := context.Cause(gctx)
+			if err == nil {
+				err = c.uploadOne(gctx, k, ans.SessionID, u, tok, opts.Written)
 			}
-			if err := c.uploadOne(gctx, k, ans.SessionID, u, tok, opts.Written); err != nil {
+			if err != nil {
 				mu.Lock()
 				if res.Failed == nil {
 					res.Failed = map[string]error{}

@@ -53,8 +53,12 @@ type Peer struct {
 	wrongPINs map[string]int
 	sessions  map[string]*psession
 	srv       *http.Server
-	// uploadStarted, when set, hears every upload's start (before its body).
+	// UploadStarted, when set, hears every upload's start (before its body).
 	UploadStarted func(name string)
+	// FailUpload, when set and true for a name, answers that upload 500.
+	FailUpload func(name string) bool
+	// Uploads counts the upload requests per file name.
+	Uploads map[string]int
 }
 
 // Registration is one register request the peer's server received.
@@ -86,7 +90,7 @@ func New(alias string) (*Peer, error) {
 	sum := sha256.Sum256(der)
 	return &Peer{Alias: alias, Cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
 		Fingerprint: strings.ToUpper(hex.EncodeToString(sum[:])), Port: 53317,
-		Received: map[string][]byte{}, Failed: map[string]int{}, wrongPINs: map[string]int{}, sessions: map[string]*psession{}}, nil
+		Received: map[string][]byte{}, Failed: map[string]int{}, Uploads: map[string]int{}, wrongPINs: map[string]int{}, sessions: map[string]*psession{}}, nil
 }
 
 // Info is the device object the peer announces and registers with.
@@ -264,8 +268,17 @@ func (p *Peer) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, _ := f["fileName"].(string)
+	p.mu.Lock()
+	p.Uploads[name]++
+	failIt := p.FailUpload
+	p.mu.Unlock()
 	if started != nil {
 		started(name)
+	}
+	if failIt != nil && failIt(name) {
+		io.Copy(io.Discard, r.Body)
+		reply(w, 500, "failed on purpose")
+		return
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<30))
 	size, _ := f["size"].(float64)
@@ -442,4 +455,11 @@ func (p *Peer) Register(ctx context.Context, addr, fingerprint string) (map[stri
 	var m map[string]any
 	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&m)
 	return m, err
+}
+
+// UploadCount is how many upload requests named the file.
+func (p *Peer) UploadCount(name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Uploads[name]
 }

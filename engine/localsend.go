@@ -43,8 +43,9 @@ type LocalSendOptions struct {
 	// PIN, when set, must be given by every sender (401, and 429 after 3
 	// wrong ones from an address).
 	PIN string
-	// Port is tried first (0: localsend.DefaultPort), then the port used
-	// last time (kept in the config dir), then any free one.
+	// Port is tried first (0: localsend.DefaultPort; negative: any free
+	// port at once), then the port used last time (kept in the config
+	// dir), then any free one.
 	Port int
 	// Host is the address to listen on (empty: all).
 	Host string
@@ -135,6 +136,13 @@ const lastPortFile = "localsend/last-port"
 func (e *Engine) listenLocalSend(host string, preferred int) (net.Listener, bool, error) {
 	if preferred == 0 {
 		preferred = localsend.DefaultPort
+	}
+	if preferred < 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, false, fmt.Errorf("localsend: listen: %w", err)
+		}
+		return ln, false, nil
 	}
 	tries := []int{preferred}
 	if b, err := os.ReadFile(filepath.Join(e.opts.ConfigDir, lastPortFile)); err == nil {

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"bytes"
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"os"

@@ -72,6 +72,12 @@ func NewClient(cfg ClientConfig) *Client {
 	if c.info.DeviceType == "" {
 		c.info.DeviceType = TypeDesktop
 	}
+	if c.info.Port == 0 {
+		c.info.Port = DefaultPort // where a LocalSend server of this device would be
+	}
+	if c.info.Protocol == "" {
+		c.info.Protocol = "https"
+	}
 	c.info.Announce = nil
 	return c
 }

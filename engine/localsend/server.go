@@ -291,9 +291,19 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (s *Server) infoRoute(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, s.answerInfo(r))
+}
+
+// answerInfo is this device as info and register answers give it, with
+// the port the request came in on.
+func (s *Server) answerInfo(r *http.Request) Info {
 	i := s.info
-	i.Port, i.Protocol = 0, ""
-	writeJSON(w, i)
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && i.Port == 0 {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			i.Port = int(ap.Port())
+		}
+	}
+	return i
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
@@ -310,9 +320,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.OnRegister != nil && !SameFingerprint(in.Fingerprint, s.info.Fingerprint) {
 		s.cfg.OnRegister(in, remote(r), certFingerprint(r))
 	}
-	out := s.info
-	out.Port, out.Protocol = 0, ""
-	writeJSON(w, out)
+	writeJSON(w, s.answerInfo(r))
 }
 
 // checkPIN applies the PIN rule to a prepare-upload from addr: nil when no

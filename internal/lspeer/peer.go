@@ -8,6 +8,7 @@
 package lspeer
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -24,6 +25,8 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +58,9 @@ type Peer struct {
 	srv       *http.Server
 	// UploadStarted, when set, hears every upload's start (before its body).
 	UploadStarted func(name string)
+	// SaveDir, when set, streams uploads into files there instead of
+	// keeping them in Received (benchmarks); Received then holds nil.
+	SaveDir string
 	// FailUpload, when set and true for a name, answers that upload 500.
 	FailUpload func(name string) bool
 	// Uploads counts the upload requests per file name.
@@ -280,8 +286,25 @@ func (p *Peer) upload(w http.ResponseWriter, r *http.Request) {
 		reply(w, 500, "failed on purpose")
 		return
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<30))
 	size, _ := f["size"].(float64)
+	if p.SaveDir != "" {
+		status := 200
+		if err := saveUpload(filepath.Join(p.SaveDir, filepath.FromSlash(name)), r.Body, int64(size)); err != nil {
+			status = 400
+		}
+		p.mu.Lock()
+		if status == 200 {
+			p.Received[name] = nil
+		} else {
+			p.Failed[name] = status
+		}
+		p.mu.Unlock()
+		if status != 200 {
+			reply(w, status, "upload failed")
+		}
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<30))
 	status := 200
 	if err != nil || int64(len(b)) != int64(size) {
 		status = 400
@@ -318,10 +341,31 @@ func (p *Peer) Snapshot() (received map[string][]byte, texts []string, offers []
 	return received, append([]string(nil), p.Texts...), append([]map[string]any(nil), p.Offers...), append([]Registration(nil), p.Registers...), p.Cancels, failed
 }
 
+// saveUpload streams an upload of size bytes into a new file at path.
+func saveUpload(path string, body io.Reader, size int64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, io.LimitReader(body, size+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n != size {
+		err = fmt.Errorf("lspeer: %d of %d bytes", n, size)
+	}
+	return err
+}
+
 // SendFile is one file of a send.
 type SendFile struct {
 	Name string
 	Data []byte
+	// Path, when set, is read instead of Data (streamed; never hashed).
+	Path string
 	// SHA256 overrides the checksum sent ("" sends the right one when
 	// WithSHA is set).
 	SHA256  string
@@ -364,7 +408,15 @@ func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool
 	byID := map[string]SendFile{}
 	for i, f := range files {
 		id := fmt.Sprintf("id%d", i)
-		e := map[string]any{"id": id, "fileName": f.Name, "size": len(f.Data), "fileType": "application/octet-stream"}
+		size := int64(len(f.Data))
+		if f.Path != "" {
+			st, err := os.Stat(f.Path)
+			if err != nil {
+				return nil, err
+			}
+			size = st.Size()
+		}
+		e := map[string]any{"id": id, "fileName": f.Name, "size": size, "fileType": "application/octet-stream"}
 		if f.SHA256 != "" {
 			e["sha256"] = f.SHA256
 		} else if f.WithSHA {
@@ -412,7 +464,19 @@ func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool
 	for id, tok := range ans.Files {
 		f := byID[id]
 		u := fmt.Sprintf("https://%s/api/localsend/v2/upload?sessionId=%s&fileId=%s&token=%s", addr, ans.SessionID, id, tok)
-		req, _ := http.NewRequestWithContext(ctx, "POST", u, strings.NewReader(string(f.Data)))
+		var body io.Reader = bytes.NewReader(f.Data)
+		size := int64(len(f.Data))
+		if f.Path != "" {
+			fh, err := os.Open(f.Path)
+			if err != nil {
+				return res, err
+			}
+			st, _ := fh.Stat()
+			body, size = fh, st.Size()
+			defer fh.Close()
+		}
+		req, _ := http.NewRequestWithContext(ctx, "POST", u, body)
+		req.ContentLength = size
 		resp, err := hc.Do(req)
 		if err != nil {
 			res.UploadStatus[f.Name] = -1

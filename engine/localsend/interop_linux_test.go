@@ -24,10 +24,6 @@ import (
 // between them on LocalSend's own port and group, and nothing reaches this
 // machine's interfaces.
 
-// hangGuard bounds a wait for something that must happen, so that a bug
-// fails the test instead of hanging it (it is not a timing assertion).
-const hangGuard = 60 * time.Second
-
 // ferryServer serves a Ferry LocalSend server inside ns at ip:port.
 func ferryServer(t *testing.T, ns *netns.NS, ip string, port int, cfg ServerConfig) (*Server, string) {
 	t.Helper()

@@ -110,6 +110,8 @@ type ServerConfig struct {
 	// SessionIdle ends an accepted session with no upload running or
 	// starting for that long (0: 2 minutes).
 	SessionIdle time.Duration
+	// BodyTimeout bounds the reading of a prepare-upload body (0: 30 s).
+	BodyTimeout time.Duration
 	// PINLockout is how long an address that gave 3 wrong PINs gets 429 (0: 5 minutes).
 	PINLockout time.Duration
 	// Log takes the server's debug lines; nil discards them.
@@ -176,6 +178,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	def(&cfg.IdleTimeout, 60*time.Second)
 	def(&cfg.SessionIdle, 2*time.Minute)
 	def(&cfg.PINLockout, 5*time.Minute)
+	def(&cfg.BodyTimeout, 30*time.Second)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -376,8 +379,30 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		fail(w, statusOf(err), msg)
 		return
 	}
+	// The slot is taken before the body is read: at most MaxSessions
+	// bodies (each up to MaxPrepareBytes) are held and decoded at once.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	p := &pendingOffer{addr: addr, cancel: cancel}
+	if err := s.hold(p); err != nil {
+		fail(w, statusOf(err), "Blocked by another session")
+		return
+	}
+	held := true
+	defer func() {
+		if held {
+			s.mu.Lock()
+			delete(s.pending, p)
+			s.mu.Unlock()
+		}
+	}()
+	// A body trickled in slowly must not hold the slot: it has BodyTimeout.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // sockets keep the system clock
 	var req PrepareUpload
-	if err := decodeJSON(r.Body, MaxPrepareBytes, &req); err != nil {
+	err := decodeJSON(r.Body, MaxPrepareBytes, &req)
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
 		fail(w, http.StatusBadRequest, "Request body malformed")
 		return
 	}
@@ -395,16 +420,10 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(o.Files, func(a, b File) int { return strings.Compare(a.FileName, b.FileName) })
 	o.Text, o.IsText = req.TextOf()
 
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	p := &pendingOffer{addr: addr, cancel: cancel}
-	if err := s.hold(p); err != nil {
-		fail(w, statusOf(err), "Blocked by another session")
-		return
-	}
 	sess, err := s.cfg.Receiver.Offer(ctx, o)
 	s.mu.Lock()
 	delete(s.pending, p)
+	held = false
 	s.mu.Unlock()
 	if err != nil {
 		s.cfg.Log.Debug("localsend offer refused", "from", addr, "err", err)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -16,9 +17,13 @@ import (
 // (issue #14): sessions between their arrival and the decision on their
 // offer, and offers waiting for the user's answer. A device whose offers
 // the user declined twice within the mute period is muted for that long,
-// and so is an address whose offers were declined twice, since a new
-// identity costs a flooder nothing. (Once is forgiven: a user who declined
-// by mistake can take the sender's retry.)
+// and so is an address, for devices this one does not know, whose new
+// devices' offers were declined twice, since a new identity costs a
+// flooder nothing; one address brings maxFreshPerSource new devices per
+// mute period at most. A device known here (an offer of it was accepted)
+// is never muted for its address, so a flooder behind the same NAT does
+// not shut it out (issue #27). (Once is forgiven: a user who declined by
+// mistake can take the sender's retry.)
 const (
 	maxWaitingSessions          = 32 // sessions waiting for their hello, offer or decision
 	maxWaitingSessionsPerSource = 8
@@ -51,9 +56,16 @@ var (
 	// errPromptOpen refuses a second offer from a device whose first waits for an answer.
 	errPromptOpen = &wire.RemoteError{Code: wire.CodeBusy,
 		Reason: "an earlier offer from this device is still waiting for an answer"}
-	// errMuted refuses offers from a device (or address) whose offer the user declined a moment ago.
+	// errMuted refuses offers from a device whose offer the user declined a moment ago.
 	errMuted = &wire.RemoteError{Code: wire.CodeDeclined,
 		Reason: "the receiver declined an offer from this device a moment ago; try again in a few minutes"}
+	// errMutedAddress refuses new devices at an address whose new devices'
+	// offers the user declined a moment ago (the device itself was not).
+	errMutedAddress = &wire.RemoteError{Code: wire.CodeDeclined,
+		Reason: "the receiver declined offers from other new devices at this network address a moment ago; try again in a few minutes"}
+	// errTooManyNew refuses a new device from an address that brought many lately.
+	errTooManyNew = &wire.RemoteError{Code: wire.CodeBusy,
+		Reason: "too many new devices offered files from this network address in the last minutes; try again in a few minutes"}
 	// errManifestsFull refuses an offer whose manifest does not fit beside the others held.
 	errManifestsFull = &wire.RemoteError{Code: wire.CodeBusy,
 		Reason: "the receiver is taking other large offers; try again when they are done, or send fewer files at once"}
@@ -70,7 +82,8 @@ type admission struct {
 	now     func() time.Time
 	muteFor time.Duration // <= 0: declines mute nobody
 	waiting *fair.Slots   // sessions until their offer is decided
-	prompts *fair.Slots   // offers waiting for an answer
+	prompts *promptPlaces // offers waiting for an answer (prompts.go)
+	pairs   *pairTries    // hidden tries at the verification code (pairbudget.go)
 
 	mu        sync.Mutex // guards the fields below
 	byDevice  map[identity.DeviceID]int
@@ -79,7 +92,20 @@ type admission struct {
 	warned    map[string]time.Time // warnings given (warnDue), by what they are about
 	held      manifestLoad         // manifests held, in all
 	heldBy    map[string]*manifestLoad
+	fresh     map[string]*freshIDs // new devices by address, within the mute period
 }
+
+// freshIDs are the devices unknown to this one that an address brought
+// since a time (issue #27 item 4: a new identity costs a flooder nothing,
+// so an address may bring maxFreshPerSource within the mute period).
+type freshIDs struct {
+	since time.Time
+	ids   map[identity.DeviceID]bool
+}
+
+// maxFreshPerSource bounds the new devices one address brings within the
+// mute period: a household behind one address has far fewer.
+const maxFreshPerSource = 32
 
 // declines is what the user declined of one device or address lately.
 type declines struct {
@@ -96,12 +122,14 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 		now:       now,
 		muteFor:   muteFor,
 		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource, Floor: 2}),
-		prompts:   fair.New(fair.Limits{Total: maxPrompts, PerSource: maxPromptsPerSource}),
+		prompts:   newPromptPlaces(maxPrompts, maxPromptsPerSource),
+		pairs:     newPairTries(now),
 		byDevice:  map[identity.DeviceID]int{},
 		prompting: map[identity.DeviceID]bool{},
 		muted:     map[string]*declines{},
 		warned:    map[string]time.Time{},
 		heldBy:    map[string]*manifestLoad{},
+		fresh:     map[string]*freshIDs{},
 	}
 }
 
@@ -112,6 +140,7 @@ type ticket struct {
 	peer identity.DeviceID
 
 	mu       sync.Mutex // guards the fields below
+	known    bool       // the device is in the trust store (refuseEarly)
 	slot     *fair.Slot // held until the offer is decided
 	counted  bool       // counted in byDevice
 	manifest manifestLoad
@@ -209,9 +238,12 @@ func (t *ticket) holdManifest(files, names int) *wire.RemoteError {
 	return nil
 }
 
-// checkMuted refuses an untrusted device, or any untrusted device at an
-// address, that is muted.
-func (t *ticket) checkMuted(trusted bool) *wire.RemoteError {
+// checkMuted refuses an untrusted device that is muted, and a device this
+// one does not know (a fresh identity) at an address that is muted or
+// brought too many of them lately. A device that is known (an offer of it
+// was accepted once) is never muted for its address: the flooder next to
+// it on the same network cannot shut it out.
+func (t *ticket) checkMuted(trusted, known bool) *wire.RemoteError {
 	if trusted {
 		return nil
 	}
@@ -219,16 +251,52 @@ func (t *ticket) checkMuted(trusted bool) *wire.RemoteError {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, k := range []string{t.peer.String(), "@" + t.src} {
-		if d := a.muted[k]; d != nil && now.Before(d.until) {
-			return errMuted
-		}
+	t.mu.Lock()
+	t.known = known
+	t.mu.Unlock()
+	if d := a.muted[t.peer.String()]; d != nil && now.Before(d.until) {
+		return errMuted
 	}
+	if known {
+		return nil
+	}
+	if d := a.muted["@"+t.src]; d != nil && now.Before(d.until) {
+		return errMutedAddress
+	}
+	return a.freshLocked(t.src, t.peer, now)
+}
+
+// freshLocked counts a new device at src, or refuses it when src brought
+// maxFreshPerSource within the mute period.
+func (a *admission) freshLocked(src string, peer identity.DeviceID, now time.Time) *wire.RemoteError {
+	if a.muteFor <= 0 {
+		return nil
+	}
+	f := a.fresh[src]
+	if f == nil || now.Sub(f.since) >= a.muteFor {
+		if len(a.fresh) >= maxMuted {
+			for k, g := range a.fresh {
+				if now.Sub(g.since) >= a.muteFor || len(a.fresh) >= maxMuted {
+					delete(a.fresh, k) // many addresses must not grow the map
+				}
+			}
+		}
+		f = &freshIDs{since: now, ids: map[identity.DeviceID]bool{}}
+		a.fresh[src] = f
+	}
+	if f.ids[peer] {
+		return nil
+	}
+	if len(f.ids) >= maxFreshPerSource {
+		return errTooManyNew
+	}
+	f.ids[peer] = true
 	return nil
 }
 
-// declined counts a decline by the user against the device and its
-// address; the second within the mute period mutes them.
+// declined counts a decline by the user against the device, and against
+// its address when the device was new; the second within the mute period
+// mutes them.
 func (t *ticket) declined() {
 	a := t.a
 	if a.muteFor <= 0 {
@@ -250,7 +318,13 @@ func (t *ticket) declined() {
 			delete(a.muted, k) // an attacker's many addresses must not grow the map
 		}
 	}
-	for _, k := range []string{t.peer.String(), "@" + t.src} {
+	keys := []string{t.peer.String()}
+	t.mu.Lock()
+	if !t.known {
+		keys = append(keys, "@"+t.src)
+	}
+	t.mu.Unlock()
+	for _, k := range keys {
 		d := a.muted[k]
 		if d == nil || now.Sub(d.last) > a.muteFor {
 			d = &declines{}
@@ -265,15 +339,14 @@ func (t *ticket) declined() {
 
 // promptTicket is an offer's place among those waiting for an answer.
 type promptTicket struct {
-	t       *ticket
-	slot    *fair.Slot
-	evicted chan struct{} // closed when a newcomer took the place
-	once    sync.Once
+	t     *ticket
+	place func() // gives the place back
 }
 
 // prompt gives the session's offer a place among those waiting for the
-// user: one per device, a few per address, shared fairly by address.
-func (t *ticket) prompt() (*promptTicket, *wire.RemoteError) {
+// user (one per device, a few per address: see promptPlaces), waiting for
+// one until ctx ends.
+func (t *ticket) prompt(ctx context.Context) (*promptTicket, *wire.RemoteError) {
 	a := t.a
 	a.mu.Lock()
 	if a.prompting[t.peer] {
@@ -282,18 +355,21 @@ func (t *ticket) prompt() (*promptTicket, *wire.RemoteError) {
 	}
 	a.prompting[t.peer] = true
 	a.mu.Unlock()
-	p := &promptTicket{t: t, evicted: make(chan struct{})}
-	p.slot = a.prompts.Take(t.src, func() { p.once.Do(func() { close(p.evicted) }) })
-	if p.slot == nil {
+	p := &promptTicket{t: t}
+	place, refused := a.prompts.take(ctx, t.src)
+	if refused != nil {
 		p.release()
-		return nil, errReceiverBusy
+		return nil, refused
 	}
+	p.place = place
 	return p, nil
 }
 
 // release gives the place back once the offer was answered.
 func (p *promptTicket) release() {
-	p.slot.Release()
+	if p.place != nil {
+		p.place()
+	}
 	a := p.t.a
 	a.mu.Lock()
 	delete(a.prompting, p.t.peer)
@@ -304,7 +380,8 @@ func (p *promptTicket) release() {
 // anything is asked or written: a muted device or address, or an untrusted
 // device using the name of a paired one.
 func (e *Engine) refuseEarly(tk *ticket, h *wire.Hello, c Conn) *wire.RemoteError {
-	if refused := tk.checkMuted(e.isTrusted(c.PeerID())); refused != nil {
+	_, known := e.trust.Get(c.PeerID())
+	if refused := tk.checkMuted(e.isTrusted(c.PeerID()), known); refused != nil {
 		return refused
 	}
 	return e.checkImpersonation(c.PeerID(), h.Name, c.RemoteAddr())

@@ -80,6 +80,10 @@ func endOf(err error, peer string, resumable bool) ending {
 		if r := reasonOf(re); remote && r != "" {
 			e.text = "Declined by " + peer + ": " + r + "."
 		}
+	case errors.Is(err, wire.ErrTooLarge) && remote && reasonOf(re) != "":
+		// The receiver says in its own words what it takes ("Bob's laptop
+		// takes at most ...").
+		e.state, e.text = StateDeclined, "Declined: "+reasonOf(re)+"."
 	case errors.Is(err, wire.ErrUntrusted), errors.Is(err, wire.ErrBusy), errors.Is(err, wire.ErrNoSpace), errors.Is(err, wire.ErrTooLarge):
 		e.state, e.text = StateDeclined, sentence(err)
 	case !remote && errors.Is(err, io.ErrUnexpectedEOF) && resumable:

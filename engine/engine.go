@@ -107,6 +107,11 @@ type Options struct {
 	// ProgressInterval is how often a transfer publishes progress (and
 	// metrics every fourth time); zero means 250 ms.
 	ProgressInterval time.Duration
+	// ManifestDisk bounds the file names one device's offers may make this
+	// device hold while they are read, asked about and received, in bytes;
+	// an offer whose names add up to more is refused as too large, with
+	// the figure. Zero means defaultManifestDisk.
+	ManifestDisk int64
 	// SessionIdleTimeout closes an accepted incoming session over which
 	// nothing arrives (no data, no control message) for this long; zero
 	// means 1 minute.
@@ -301,6 +306,9 @@ func New(opts Options) (*Engine, error) {
 		opts.ChunkSize = 1 << 20
 	}
 	opts.ChunkSize = min(max(opts.ChunkSize, wire.MinChunkSize), wire.MaxChunkSize)
+	if opts.ManifestDisk <= 0 {
+		opts.ManifestDisk = defaultManifestDisk
+	}
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = time.Minute
 	}
@@ -911,6 +919,7 @@ func (e *Engine) Close() error {
 		errs = append(errs, l.Close())
 	}
 	e.netw.Close()
+	errs = append(errs, e.trust.Flush()) // contacts recorded within the last second
 	return errors.Join(errs...)
 }
 

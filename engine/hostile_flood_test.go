@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,30 +166,59 @@ func TestPromptFloodFromOneAddress(t *testing.T) {
 	}
 }
 
-// A flood from as many addresses as there are prompts fills them all; a
-// real sender's offer then takes the oldest prompt's place (its sender is
-// told the receiver is busy) instead of being refused.
+// Issue #27 (3): a flood from as many addresses as there are prompts
+// fills them all; a real sender's offer from another address then waits
+// for a place instead of evicting a prompt on screen (round 2 evicted the
+// oldest, which under a flood answered at once was the real one), and gets
+// the next place before a flood address that shows a prompt already, even
+// one that queued first. No flood offer is refused meanwhile.
 func TestPromptFloodFromManyAddresses(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAsk, MaxPrompts: 4})
 	seen := watchOffers(t, recv)
-	var first <-chan answer
+	var flood []<-chan answer
+	var floodIDs []*identity.Identity
 	for i := range 4 {
-		_, ch := offerFrom(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.%d:5000", 10+i))
-		<-seen.new // in order: the first is the oldest
-		if i == 0 {
-			first = ch
-		}
+		id := newIdentity(t)
+		_, ch := offerFrom(t, recv, id, fmt.Sprintf("192.0.2.%d:5000", 10+i))
+		<-seen.new
+		flood, floodIDs = append(flood, ch), append(floodIDs, id)
 	}
+	// A second offer from a flood address queues first...
+	_, again := offerFrom(t, recv, newIdentity(t), "192.0.2.10:5001")
+	waitUntil(t, func() bool { return recv.admit.prompts.queued() == 1 })
+	// ...then the real sender's.
 	real := newIdentity(t)
-	offerFrom(t, recv, real, "198.51.100.7:47000")
+	_, ch := offerFrom(t, recv, real, "198.51.100.7:47000")
+	waitUntil(t, func() bool { return recv.admit.prompts.queued() == 2 })
+	if n := recv.admit.prompts.shown(); n != 4 {
+		t.Fatalf("%d prompts shown, want 4", n)
+	}
+	// The user answers one flood prompt: its place goes to the real sender.
+	tid, _ := seen.transfer(floodIDs[1])
+	if err := recv.Decide(tid, Decision{}); err != nil {
+		t.Fatal(err)
+	}
+	if a := waitAnswer(t, flood[1]); a.err != nil || a.d.Accept {
+		t.Fatalf("the declined flood offer: %+v, %v", a.d, a.err)
+	}
 	for {
 		<-seen.new
-		if _, ok := seen.transfer(real); ok {
+		if tid, ok := seen.transfer(real); ok {
+			if err := recv.Decide(tid, Decision{Accept: true}); err != nil {
+				t.Fatal(err)
+			}
 			break
 		}
 	}
-	if a := waitAnswer(t, first); !isBusy(a) {
-		t.Fatalf("the oldest flood offer was answered %+v, %v; want busy", a.d, a.err)
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("the real sender's offer: %+v, %v", a.d, a.err)
+	}
+	for i, c := range append([]<-chan answer{flood[0], flood[2], flood[3]}, again) {
+		select {
+		case a := <-c:
+			t.Errorf("flood offer %d was answered %+v, %v without the user", i, a.d, a.err)
+		default:
+		}
 	}
 }
 
@@ -356,8 +386,8 @@ func TestManifestBudget(t *testing.T) {
 				return
 			}
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: files, TotalBytes: int64(files)})
-			_, err := expect[*wire.Decision](p.ctl.recv())
-			out <- answer{err: err}
+			d, err := expect[*wire.Decision](p.ctl.recv())
+			out <- answer{d, err}
 		}()
 		return p, done, out
 	}
@@ -365,13 +395,13 @@ func TestManifestBudget(t *testing.T) {
 	waitUntil(t, func() bool { return recv.admit.heldFiles() == maxOfferFiles })
 	// The same address holds no more.
 	_, _, ch := announce("192.0.2.1:2", 10)
-	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
-		t.Fatalf("a second offer from the address holding the largest one: %v", a.err)
+	if a := waitAnswer(t, ch); !isBusy(a) {
+		t.Fatalf("a second offer from the address holding the largest one: %+v, %v", a.d, a.err)
 	}
 	// Others share what is left.
 	_, _, ch = announce("198.51.100.7:1", manifestFiles-maxOfferFiles+1)
-	if a := waitAnswer(t, ch); !errors.Is(a.err, wire.ErrBusy) {
-		t.Fatalf("an offer beyond what is left: %v", a.err)
+	if a := waitAnswer(t, ch); !isBusy(a) {
+		t.Fatalf("an offer beyond what is left: %+v, %v", a.d, a.err)
 	}
 	_, ch = offerFrom(t, recv, newIdentity(t), "198.51.100.7:2")
 	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
@@ -411,5 +441,79 @@ func TestFinishedTransferDropsItsSession(t *testing.T) {
 			}
 			return len(e.transfers) > 0
 		})
+	}
+}
+
+// Issue #27 (4): declines of new devices from one address mute that
+// address for new devices only, and say so; a device this one knows (an
+// offer of it was accepted once) at the same address, the real sender
+// behind the flooder's NAT, is still asked about.
+func TestAddressMuteSparesKnownDevices(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk})
+	seen := watchOffers(t, recv)
+	const nat = "192.0.2.77"
+	for i := range strikesToMute {
+		id := newIdentity(t)
+		_, ch := offerFrom(t, recv, id, fmt.Sprintf("%s:%d", nat, 5000+i))
+		for {
+			<-seen.new
+			if tid, ok := seen.transfer(id); ok {
+				if err := recv.Decide(tid, Decision{}); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		waitAnswer(t, ch)
+	}
+	_, ch := offerFrom(t, recv, newIdentity(t), nat+":6000")
+	a := waitAnswer(t, ch)
+	var re *wire.RemoteError
+	if !errors.As(a.err, &re) || !strings.Contains(re.Reason, errMutedAddress.Reason) {
+		t.Fatalf("a new device at the muted address: %+v, %v; want %q", a.d, a.err, errMutedAddress.Reason)
+	}
+	real := newIdentity(t)
+	if err := recv.trust.Seen(real.ID, "laptop", ""); err != nil { // it sent here before
+		t.Fatal(err)
+	}
+	_, ch = offerFrom(t, recv, real, nat+":7000")
+	for {
+		<-seen.new
+		if tid, ok := seen.transfer(real); ok {
+			if err := recv.Decide(tid, Decision{Accept: true}); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("a known device at the muted address: %+v, %v", a.d, a.err)
+	}
+}
+
+// Issue #27 (4): one address brings at most maxFreshPerSource new devices
+// within the mute period; devices it brought before still get through.
+func TestFreshIdentitiesPerAddressBounded(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	var ids []*identity.Identity
+	for i := range maxFreshPerSource + 1 {
+		id := newIdentity(t)
+		ids = append(ids, id)
+		_, ch := offerFrom(t, recv, id, fmt.Sprintf("192.0.2.88:%d", 5000+i))
+		a := waitAnswer(t, ch)
+		if i < maxFreshPerSource {
+			if a.err != nil || !a.d.Accept {
+				t.Fatalf("new device %d: %+v, %v", i, a.d, a.err)
+			}
+			continue
+		}
+		var re *wire.RemoteError
+		if !errors.As(a.err, &re) || !strings.Contains(re.Reason, errTooManyNew.Reason) {
+			t.Fatalf("new device %d: %+v, %v; want %q", i, a.d, a.err, errTooManyNew.Reason)
+		}
+	}
+	_, ch := offerFrom(t, recv, ids[0], "192.0.2.88:6000")
+	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
+		t.Fatalf("a device the address brought before: %+v, %v", a.d, a.err)
 	}
 }

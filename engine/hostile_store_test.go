@@ -281,7 +281,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 	}{
 		{"too many files", func(p *rawPeer) {
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: maxOfferFiles + 1, TotalBytes: 0})
-		}, "takes up to 100000"},
+		}, "takes at most 100000 files"},
 		{"too many name bytes", func(p *rawPeer) {
 			const n = 5000
 			long := strings.Repeat("n", 250) + "/" // 16 of them: over 4000 bytes per name, 20 MB in all
@@ -295,7 +295,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 					return
 				}
 			}
-		}, "file names add up"},
+		}, "MB of file names"},
 		{"too many data streams", func(p *rawPeer) {
 			p.offer(wire.FileEntry{Path: "a.txt", Size: 10})
 			if p.waitAccepted() {

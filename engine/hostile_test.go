@@ -145,6 +145,14 @@ func TestHostilePeers(t *testing.T) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "../a.txt", Size: 1}, wire.FileEntry{Path: "con.txt", Size: 1}, wire.FileEntry{Path: "tab\t", Size: 1})
 		}, "refused"},
+		{"empty offer", AcceptAll, func(p *rawPeer) { // issue #27 (6): it was accepted and "done"
+			p.hello()
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10})
+		}, "neither a file nor a text"},
+		{"name too long for its partial", AcceptAll, func(p *rawPeer) { // issue #27 (6): 248-255 bytes failed at write
+			p.hello()
+			p.offer(wire.FileEntry{Path: "d/" + strings.Repeat("n", 250), Size: int64(len(good))})
+		}, "limit 247"},
 		{"total size lie", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 1, TotalBytes: 5})

@@ -76,6 +76,8 @@ const (
 	sessionBufferQuota  = 32 << 20  // chunk buffers of one session
 	maxOfferFiles       = 100_000
 	maxOfferPathBytes   = 16 << 20
+	// defaultManifestDisk is Options.ManifestDisk's default.
+	defaultManifestDisk = maxOfferPathBytes
 	maxRefusals         = wire.MaxRefusals
 	maxRefusalLen       = wire.MaxRefusalLen
 	// maxPromptFiles bounds the files an offer event lists: a prompt shows
@@ -100,10 +102,11 @@ func (e *Engine) newInbox(peer identity.DeviceID, name, addr string, conn Conn, 
 
 // checkCount refuses an offer of more files than a receiver takes, before
 // its manifest is read.
-func checkCount(n int) error {
+func (in *inbox) checkCount(n int) error {
 	if n > maxOfferFiles {
-		return fmt.Errorf("%w: %d files; this device takes up to %d in one transfer (send the folder in parts or as an archive)",
-			wire.ErrTooLarge, n, maxOfferFiles)
+		return &refusedError{code: wire.CodeTooLarge, reason: fmt.Sprintf(
+			"%s takes at most %d files in one transfer, and this one has %d (send the folder in parts or as an archive)",
+			in.e.Name(), maxOfferFiles, n)}
 	}
 	return nil
 }
@@ -119,23 +122,25 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 	if key != "" {
 		in.t.id = "r-" + resume.Key(in.peer.String(), key)
 	}
-	if err := checkCount(len(files)); err != nil {
+	if err := in.checkCount(len(files)); err != nil {
 		return err
 	}
-	if err := checkText(text); err != nil {
+	if err := checkText(in.e.Name(), text); err != nil {
 		return err
+	}
+	if len(files) == 0 && text == "" {
+		return fmt.Errorf("%w: the offer holds neither a file nor a text", wire.ErrProtocol)
 	}
 	in.text = text
 	var pathBytes int
 	seen := make(map[string]bool, len(files))
 	for i, f := range files {
-		if pathBytes += len(f.Path); pathBytes > maxOfferPathBytes {
-			return fmt.Errorf("%w: the file names add up to over %d MB; this device takes up to that in one transfer",
-				wire.ErrTooLarge, maxOfferPathBytes>>20)
+		if pathBytes += len(f.Path); int64(pathBytes) > in.e.opts.ManifestDisk {
+			return in.tooManyNames()
 		}
 		// A name we cannot store safely refuses that file, not the offer.
 		var ne *store.NameError
-		if err := store.ValidatePath(f.Path); errors.As(err, &ne) {
+		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
 			in.refuse(i, wire.CodeBadName, ne.Reason)
 			continue
 		} else if err != nil {
@@ -154,7 +159,7 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 	}
 	in.files = files
 	if len(in.refused) > maxRefusals {
-		return fmt.Errorf("%w: over %d of the offered names cannot be stored", wire.ErrBadName, maxRefusals)
+		return &refusedError{code: wire.CodeBadName, reason: fmt.Sprintf("over %d of the offered names cannot be stored on %s", maxRefusals, in.e.Name())}
 	}
 	if len(in.refused) > 0 && len(in.refused) == len(files) && text == "" {
 		r := in.refused[0]
@@ -163,11 +168,33 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 	return nil
 }
 
-// checkText bounds an offer's text item, whichever protocol carried it.
-func checkText(text string) error {
+// tooManyNames refuses an offer whose file names add up to more than this
+// device holds for one device's offers.
+func (in *inbox) tooManyNames() error {
+	return &refusedError{code: wire.CodeTooLarge, reason: fmt.Sprintf(
+		"%s takes at most %s of file names in one transfer, and the names of this one add up to more (send the folder in parts or as an archive)",
+		in.e.Name(), humanBytes(in.e.opts.ManifestDisk))}
+}
+
+// humanBytes writes n as a user reads it: "4 KB", "16 MB", "1.5 GB".
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<30)), ".0") + " GB"
+	case n >= 1<<20:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MB"
+	case n >= 1<<10:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<10)), ".0") + " KB"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// checkText bounds an offer's text item, whichever protocol carried it;
+// name is this device's.
+func checkText(name, text string) error {
 	if len(text) > wire.MaxTextLen {
-		return fmt.Errorf("%w: a text of %d bytes; this device takes up to %d KB of text in one offer (send it as a file)",
-			wire.ErrTooLarge, len(text), wire.MaxTextLen>>10)
+		return &refusedError{code: wire.CodeTooLarge, reason: fmt.Sprintf(
+			"%s takes at most %d KB of text in one offer, and this text has %d bytes (send it as a file)", name, wire.MaxTextLen>>10, len(text))}
 	}
 	if !utf8.ValidString(text) {
 		return fmt.Errorf("%w: the offered text is not valid UTF-8", wire.ErrProtocol)
@@ -209,12 +236,24 @@ type decision struct {
 
 // errDecided is a refusal this side decided (policy, prompt, space): the
 // receiver's own end, not the peer's.
-func errDecided(d decision) error {
-	if d.Reason == "" {
-		return codeSentinel(d.code)
-	}
-	return fmt.Errorf("%w: %s", codeSentinel(d.code), d.Reason)
+func errDecided(d decision) error { return &refusedError{code: d.code, reason: d.Reason} }
+
+// refusedError is an offer this side refused (a limit, the policy, the
+// prompt, the space check), with the code and the words the sender is told.
+// It matches the code's sentinel (errors.Is).
+type refusedError struct {
+	code   wire.Code
+	reason string
 }
+
+func (e *refusedError) Error() string {
+	if e.reason == "" {
+		return codeSentinel(e.code).Error()
+	}
+	return codeSentinel(e.code).Error() + ": " + e.reason
+}
+
+func (e *refusedError) Unwrap() error { return codeSentinel(e.code) }
 
 // decide applies the accept policy, asking the user when it says so; on
 // acceptance it opens the destination and fills in.accepted.
@@ -301,7 +340,7 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 // ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
 func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
 	e := in.e
-	place, refused := in.ticket.prompt()
+	place, refused := in.ticket.prompt(ctx)
 	if refused != nil {
 		return refusal(refused), nil
 	}
@@ -327,8 +366,6 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 			in.ticket.declined()
 		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
-	case <-place.evicted:
-		return refusal(errReceiverBusy), nil
 	case <-timer.C:
 		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},
 			code: wire.CodeExpired}, nil

@@ -42,7 +42,8 @@ func FuzzReadOffer(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rx := &receiver{inbox: &inbox{t: &Transfer{}}, ctl: newControl(bytesStream{bytes.NewReader(data)})}
+		e := &Engine{name: "fuzz", opts: Options{ManifestDisk: defaultManifestDisk}}
+		rx := &receiver{inbox: &inbox{e: e, t: &Transfer{}}, ctl: newControl(bytesStream{bytes.NewReader(data)})}
 		if err := rx.takeOffer(); err != nil {
 			return
 		}

@@ -91,15 +91,28 @@ func (p pairDialer) finish(ctl *control, h *wire.Hello, self, peer identity.Devi
 // answerHello is the listener's answer to the dialer's hello: its own
 // hello, and when the dialer pairs, its nonce and then the dialer's reveal.
 // It returns the code ("" without pairing) and whether the dialer asks for
-// pairing alone.
-func (e *Engine) answerHello(ctl *control, h *wire.Hello, peer identity.DeviceID) (code string, only bool, err error) {
+// pairing alone. An untrusted dialer's commitment is answered only while
+// few answered ones were abandoned (pairTries, pairbudget.go).
+func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, only bool, err error) {
 	if !offersPair(h) {
 		return "", false, ctl.send(e.hello())
+	}
+	peer := c.PeerID()
+	hidden := !e.isTrusted(peer) // a try at the code if it is never revealed
+	if hidden {
+		if refused := e.admit.pairs.allow(c.RemoteAddr(), h.Name); refused != nil {
+			return "", false, errDecided(refusal(refused)) // ours to tell the peer
+		}
 	}
 	mine := pairing.NewNonce()
 	if err := ctl.send(e.helloPair(mine.String())); err != nil {
 		return "", false, err
 	}
+	defer func() {
+		if err != nil && hidden {
+			e.admit.pairs.abandoned(c.RemoteAddr(), h.Name)
+		}
+	}()
 	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))
 	if err != nil {
 		return "", false, err
@@ -268,7 +281,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	ps := e.setPair(t, code, conn.PeerID(), h.Name, addr, true)
 	e.setState(t, StateWaiting)
 	e.announcePair(t)
-	return e.pairExchange(ctx, conn, ctl, ps, nil, false)
+	return e.pairExchange(ctx, conn, ctl, ps, false)
 }
 
 // servePair is the listener's side of a pairing-only session, whose hellos
@@ -276,7 +289,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket, t *Transfer) {
 	tk.decided()
 	err := func() error {
-		place, refused := tk.prompt()
+		place, refused := tk.prompt(ctx)
 		if refused != nil {
 			return errDecided(refusal(refused)) // ours to tell the peer
 		}
@@ -285,7 +298,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket
 			return err
 		}
 		e.announcePair(t)
-		err := e.pairExchange(ctx, c, ctl, t.pair.Load(), place.evicted, true)
+		err := e.pairExchange(ctx, c, ctl, t.pair.Load(), true)
 		if errors.Is(err, errPairMismatch) {
 			tk.declined()
 		}
@@ -306,7 +319,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket
 // (PairConfirm), then trusts the peer. The listener then says so (Result)
 // and waits for the dialer to hang up; the dialer waits for that word, so
 // that its own confirmation is not lost by closing early.
-func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pairState, evicted <-chan struct{}, listener bool) error {
+func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pairState, listener bool) error {
 	msgs := make(chan wire.Message, 4)
 	readErr := make(chan error, 1)
 	go func() { // ends when the session is closed, which our caller does
@@ -352,8 +365,6 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 			return fmt.Errorf("the other device hung up before the code was confirmed: %w", unexpectedEOF(err))
 		case <-timer.C:
 			return fmt.Errorf("%w: the verification code was not confirmed within %v", wire.ErrTimeout, e.opts.PromptTimeout)
-		case <-evicted:
-			return errDecided(refusal(errReceiverBusy))
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

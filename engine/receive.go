@@ -75,7 +75,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	var code string
 	var pairOnly bool
 	if err == nil {
-		code, pairOnly, err = e.answerHello(ctl, h, c.PeerID())
+		code, pairOnly, err = e.answerHello(ctl, h, c)
 	}
 	if err != nil {
 		e.log.Info("incoming connection refused", "peer", c.RemoteAddr(), "err", err)
@@ -209,6 +209,13 @@ func (rx *receiver) run(ctx context.Context) error {
 func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	err := rx.takeOffer()
 	rx.ticket.decided() // from here on, the prompt's own bounds apply
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		// A limit refused the offer, perhaps part-way through its manifest:
+		// the sender reads why, and keeps sending what it has until then.
+		g.Go(rx.drainControl)
+		return rx.refuse(ctx, err, refused.code, refused.reason)
+	}
 	if err != nil {
 		return err
 	}
@@ -224,12 +231,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	if decision.Accept {
 		rx.e.acceptedFrom(rx.c.PeerID(), rx.t.peer.Name)
 	} else {
-		verdict := errDecided(decision)
-		rx.verdict.Store(&verdict)
-		rx.ctl.send(&wire.Decision{Accept: false, Code: decision.code, Reason: decision.Reason})
-		// Give the decline time to arrive before the connection closes.
-		rx.lingerForPeer(ctx)
-		return verdict
+		return rx.refuse(ctx, errDecided(decision), decision.code, decision.Reason)
 	}
 	for _, i := range rx.inbox.accepted {
 		f := rx.manifest[i]
@@ -382,7 +384,7 @@ func (rx *receiver) readOffer() error {
 	}
 	rx.offer = offer
 	rx.inbox.offered = true
-	if err := checkCount(offer.Files); err != nil {
+	if err := rx.checkCount(offer.Files); err != nil {
 		return err
 	}
 	// The manifests held at once share a budget: it is taken as the parts
@@ -391,7 +393,7 @@ func (rx *receiver) readOffer() error {
 		return errDecided(refusal(refused)) // ours to tell the peer
 	}
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
-	var sum int64
+	var sum, names int64
 	for len(rx.manifest) < offer.Files {
 		part, err := expect[*wire.OfferFiles](rx.ctl.recvTimeout(offerTimeout))
 		if err != nil {
@@ -406,6 +408,9 @@ func (rx *receiver) readOffer() error {
 			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
+			if names += int64(len(f.Path)); names > rx.e.opts.ManifestDisk {
+				return rx.tooManyNames() // as the names arrive, not once they are all held
+			}
 		}
 		if refused := rx.ticket.holdManifest(0, namesOf(part.Files)); refused != nil {
 			return errDecided(refusal(refused))
@@ -414,6 +419,29 @@ func (rx *receiver) readOffer() error {
 	if sum != offer.TotalBytes {
 		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
 	}
+	return nil
+}
+
+// refuse answers the offer with a refusal and ends the session with
+// verdict once the sender hung up (or lingerAfterDone passed): the sender
+// ends at once with the reason, it does not retry.
+func (rx *receiver) refuse(ctx context.Context, verdict error, code wire.Code, reason string) error {
+	rx.verdict.Store(&verdict)
+	// Sent aside: a sender still writing its manifest may read the answer
+	// only once it is done (and a hostile one never); the session's end
+	// unblocks the write.
+	go rx.ctl.send(&wire.Decision{Accept: false, Code: code, Reason: reason})
+	// Give the decline time to arrive before the connection closes.
+	rx.lingerForPeer(ctx)
+	return verdict
+}
+
+// drainControl reads and drops what the sender still writes on the control
+// stream after its offer was refused part-way, until the session ends: a
+// connection closed with unread data is reset (TCP), and a reset would
+// discard the refusal before the sender read it.
+func (rx *receiver) drainControl() error {
+	io.Copy(io.Discard, rx.ctl.r)
 	return nil
 }
 

@@ -324,11 +324,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		e.log.Warn("trust store", "err", err)
 	}
 
-	if err := tx.offer(); err != nil {
-		return err
-	}
-	e.setState(t, StateWaiting)
-	d, err := tx.readDecision()
+	d, err := tx.offerAndDecision()
 	if err != nil {
 		return err
 	}
@@ -349,8 +345,54 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 
 func dialledAddr(to Target, c Conn) string { return to.addr(c.Transport()) }
 
-// offer sends the offer and its manifest in bounded parts.
-func (tx *sender) offer() error {
+// offerAnswer is the receiver's decision on the offer, or why none came.
+type offerAnswer struct {
+	d   *wire.Decision
+	err error
+}
+
+// offerAndDecision sends the offer and reads the receiver's decision. The
+// decision is read while the manifest is still being written: a receiver
+// may refuse the offer part-way (a limit of its own), and its reason, not
+// the broken write that may follow, is the end of the send.
+func (tx *sender) offerAndDecision() (*wire.Decision, error) {
+	answered := make(chan offerAnswer, 1)
+	go func() {
+		d, err := tx.readDecision()
+		answered <- offerAnswer{d, err}
+	}()
+	if err := tx.offer(answered); err != nil {
+		// Whatever the receiver said before the write broke explains it.
+		t := time.NewTimer(refusalWait)
+		defer t.Stop()
+		select {
+		case a := <-answered:
+			if a.err == nil && !a.d.Accept {
+				return a.d, nil
+			}
+			var re *wire.RemoteError
+			if errors.As(a.err, &re) {
+				return nil, a.err
+			}
+		case <-t.C:
+		}
+		return nil, err
+	}
+	tx.e.setState(tx.t, StateWaiting)
+	a := <-answered
+	return a.d, a.err
+}
+
+// refusalWait is how long a sender whose offer could not be written waits
+// for the receiver's reason.
+const refusalWait = 2 * time.Second
+
+// errAnswered stops writing an offer the receiver answered already.
+var errAnswered = fmt.Errorf("%w: the receiver answered before the whole offer was sent", wire.ErrProtocol)
+
+// offer sends the offer and its manifest in bounded parts, until the
+// receiver answers (a refusal part-way), which it leaves in answered.
+func (tx *sender) offer(answered chan offerAnswer) error {
 	var total int64
 	for _, f := range tx.files {
 		total += f.Size
@@ -381,6 +423,12 @@ func (tx *sender) offer() error {
 		entries := make([]wire.FileEntry, 0, end-start)
 		for _, f := range tx.files[start:end] {
 			entries = append(entries, f.FileEntry)
+		}
+		select {
+		case a := <-answered:
+			answered <- a // for offerAndDecision
+			return errAnswered
+		default:
 		}
 		if err := tx.ctl.send(&wire.OfferFiles{Start: start, Files: entries}); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -100,6 +101,59 @@ func needTools(t *testing.T, tools ...string) {
 // buildTools are what package.sh needs for the targets the tests build.
 var buildTools = []string{"go", "gcc", "x86_64-w64-mingw32-gcc", "x86_64-w64-mingw32-windres", "makensis", "xz", "tar"}
 
+// checkThirdParty fails the test unless the third-party licence file text
+// names every module each binary links (as its build info records them),
+// with its version: the file must cover what is really inside.
+func checkThirdParty(t *testing.T, text string, bins ...string) {
+	t.Helper()
+	if !strings.Contains(text, "Go standard library and runtime") || !strings.Contains(text, "Copyright") {
+		t.Errorf("the third-party licence file lacks the Go runtime's licence or any copyright line")
+	}
+	for _, bin := range bins {
+		bi, err := buildinfo.ReadFile(bin)
+		if err != nil {
+			t.Fatalf("%s: %v", bin, err)
+		}
+		if len(bi.Deps) == 0 {
+			t.Errorf("%s: no modules in its build info", bin)
+		}
+		for _, m := range bi.Deps {
+			if m.Replace != nil {
+				m = m.Replace
+			}
+			if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(m.Path) + ` +` + regexp.QuoteMeta(m.Version) + ` `).MatchString(text) {
+				t.Errorf("%s links %s %s, which the third-party licence file does not list", filepath.Base(bin), m.Path, m.Version)
+			}
+		}
+	}
+}
+
+// licenseText is the repository's LICENSE.
+func licenseText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "Apache License") || !strings.Contains(string(b), "Version 2.0, January 2004") {
+		t.Fatal("LICENSE is not the Apache License 2.0")
+	}
+	return string(b)
+}
+
+// sameText fails unless the file at path holds want.
+func sameText(t *testing.T, path, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if string(b) != want {
+		t.Errorf("%s differs from what it should hold (%d bytes, want %d)", path, len(b), len(want))
+	}
+}
+
 // dist builds the artefacts once per test run: every CLI, the .deb, the
 // tarball and the Windows installer. Without FERRY_PACKAGE_FULL the Linux app
 // is a plain `go build` (a warm cache from scripts/test.sh's build serves it)
@@ -152,19 +206,19 @@ func buildArtefacts(root string) (*artefacts, error) {
 		}
 		a.env = append(a.env, "FERRY_LINUX_APP="+app)
 	}
-	out, err := command(ctx, root, a.env, "scripts/package.sh", "cli", "deb", "tarball").CombinedOutput()
+	out, err := command(ctx, root, a.env, "scripts/package.sh", "cli", "deb", "rpm", "tarball").CombinedOutput()
 	a.log = string(out)
 	if err != nil {
-		return nil, fmt.Errorf("package.sh cli deb tarball: %v\n%s", err, out)
+		return nil, fmt.Errorf("package.sh cli deb rpm tarball: %v\n%s", err, out)
 	}
 	winEnv := a.env
 	if !full {
 		winEnv = append(winEnv, "FERRY_WINDOWS_APP="+a.path("ferry-cli-VERSION-windows-amd64.exe"))
 	}
-	out, err = command(ctx, root, winEnv, "scripts/package.sh", "windows").CombinedOutput()
+	out, err = command(ctx, root, winEnv, "scripts/package.sh", "windows", "manifests").CombinedOutput()
 	a.log += string(out)
 	if err != nil {
-		return nil, fmt.Errorf("package.sh windows: %v\n%s", err, out)
+		return nil, fmt.Errorf("package.sh windows manifests: %v\n%s", err, out)
 	}
 	return a, nil
 }

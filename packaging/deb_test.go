@@ -23,6 +23,8 @@ var debFiles = map[string]string{
 	"/usr/bin/ferry-cli": "-rwxr-xr-x",
 	"/usr/share/applications/io.ferrydrop.ferry.desktop":  "-rw-r--r--",
 	"/usr/share/metainfo/io.ferrydrop.ferry.metainfo.xml": "-rw-r--r--",
+	"/usr/share/doc/ferry/copyright":                      "-rw-r--r--",
+	"/usr/share/doc/ferry/THIRD_PARTY_LICENSES":           "-rw-r--r--",
 }
 
 func init() {
@@ -135,6 +137,19 @@ func TestDebPackage(t *testing.T) {
 		if want := fmt.Sprintf(`<release version="%s" date="%s"/>`, a.version, a.date[:10]); !strings.Contains(string(meta), want) {
 			t.Errorf("metainfo lacks %s", want)
 		}
+		if want := "<project_license>Apache-2.0</project_license>"; !strings.Contains(string(meta), want) {
+			t.Errorf("metainfo lacks %s", want)
+		}
+	})
+
+	t.Run("licences", func(t *testing.T) {
+		doc := filepath.Join(root, "usr/share/doc/ferry")
+		third, err := os.ReadFile(filepath.Join(doc, "THIRD_PARTY_LICENSES"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkThirdParty(t, string(third), filepath.Join(root, "usr/bin/ferry"), filepath.Join(root, "usr/bin/ferry-cli"))
+		checkDebianCopyright(t, filepath.Join(doc, "copyright"))
 	})
 
 	t.Run("libraries", func(t *testing.T) {
@@ -156,6 +171,15 @@ func TestDebPackage(t *testing.T) {
 		if !strings.HasPrefix(out, want) {
 			t.Errorf("ferry --version = %q, want it to start with %q", out, want)
 		}
+		// Where the locale is C with an encoding (containers, CI), Fyne
+		// used to log "Error parsing user locale C" at every start.
+		for _, loc := range []string{"C.UTF-8", "C", "POSIX", "de_DE.UTF-8"} {
+			env := []string{"LC_ALL=" + loc, "LANG=" + loc, "LANGUAGE="}
+			_, stderr, err := runFiles(t, "", env, filepath.Join(root, "usr/bin/ferry"), "--version")
+			if err != nil || strings.TrimSpace(stderr) != "" {
+				t.Errorf("LC_ALL=%s ferry --version: %v, stderr %q; want nothing on stderr", loc, err, stderr)
+			}
+		}
 	})
 
 	run(t, "", nil, "dpkg", "--root="+root, "--log=/dev/null", "--no-triggers", "-r", "ferry")
@@ -164,6 +188,35 @@ func TestDebPackage(t *testing.T) {
 			t.Errorf("%s is still there after dpkg -r", p)
 		}
 	}
+}
+
+// checkDebianCopyright parses a copyright file with python3-debian's
+// strict DEP-5 parser (warnings are errors) and checks Ferry's own
+// paragraph and that every module paragraph carries a licence text.
+func checkDebianCopyright(t *testing.T, path string) {
+	t.Helper()
+	const py = `
+import sys, warnings
+warnings.simplefilter("error")
+import debian.copyright as c
+with open(sys.argv[1]) as f:
+    cp = c.Copyright(f, strict=True)
+ps = list(cp.all_files_paragraphs())
+assert ps[0].files == ("*",) and ps[0].license.synopsis == "Apache-2.0", ps[0]
+for p in ps[1:]:
+    assert p.license.text.strip(), ("no licence text", p.files)
+    assert p.copyright.strip(), ("no copyright", p.files)
+print(len(ps))
+`
+	python := "/usr/bin/python3" // Debian's, which python3-debian installs into
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	if _, _, err := runFiles(t, "", nil, python, "-c", "import debian.copyright"); err != nil {
+		t.Skip("python3-debian is not installed (scripts/test.sh installs it)")
+	}
+	out := run(t, "", nil, python, "-c", py, path)
+	t.Logf("copyright: %s file paragraphs, valid DEP-5", strings.TrimSpace(out))
 }
 
 // dependency is one "name (op version)" of a Depends field.

@@ -10,14 +10,15 @@ import (
 )
 
 // Two builds of the same source in different folders give the same bytes:
-// the CLI and the .deb (and the tarball, which package.sh normalises).
+// the CLI, the .deb, the .rpm, the tarball, the Windows installer and
+// portable zip, and the manifests (whose checksums then agree too).
 //
 // The second build runs in a copy of the tree under another path, with
 // FERRY_BUILD_FLAGS=-a so the go command compiles every package again
 // instead of taking the first build's cache. Without FERRY_PACKAGE_FULL it
-// rebuilds the Linux CLI only, and both .debs carry the same stand-in app
-// binary (a cold cgo build does not fit in CI): that shows the CLI and the
-// packaging are reproducible. FERRY_PACKAGE_FULL=1 rebuilds and compares every
+// rebuilds the Linux and Windows CLIs only, and both builds' packages carry
+// the same stand-in app binaries (a cold cgo build does not fit in CI): that
+// shows the CLI and the packaging are reproducible. FERRY_PACKAGE_FULL=1 rebuilds and compares every
 // CLI, the release app inside the .deb, and the Windows app and installer.
 func TestReproducible(t *testing.T) {
 	a := dist(t)
@@ -39,31 +40,34 @@ func TestReproducible(t *testing.T) {
 		"SOURCE_DATE_EPOCH=" + strconv.FormatInt(epoch.Unix(), 10),
 		"FERRY_BUILD_FLAGS=-a",
 	}
-	targets := []string{"cli", "deb", "tarball"}
-	compare := []string{"ferry-cli-VERSION-linux-amd64", "ferry_VERSION-1_amd64.deb", "Ferry-VERSION-linux-amd64.tar.xz"}
+	targets := []string{"cli", "deb", "rpm", "tarball", "windows", "manifests"}
+	compare := []string{"ferry-cli-VERSION-linux-amd64", "ferry-cli-VERSION-windows-amd64.exe",
+		"ferry_VERSION-1_amd64.deb", "ferry-VERSION-1.x86_64.rpm", "Ferry-VERSION-linux-amd64.tar.xz",
+		"Ferry-VERSION-windows-amd64-setup.exe", "Ferry-VERSION-windows-amd64-portable.zip",
+		"manifests/scoop/ferry.json", "manifests/flatpak/io.ferrydrop.ferry.yml",
+		"manifests/winget/manifests/f/FerryDrop/Ferry/VERSION/FerryDrop.Ferry.installer.yaml"}
 	if full {
-		targets = append(targets, "windows")
-		compare = append(compare, "ferry-cli-VERSION-linux-arm64", "ferry-cli-VERSION-windows-amd64.exe", "ferry-cli-VERSION-windows-arm64.exe",
-			"ferry-cli-VERSION-darwin-amd64", "ferry-cli-VERSION-darwin-arm64",
-			"Ferry-VERSION-windows-amd64.exe", "Ferry-VERSION-windows-amd64-setup.exe")
+		compare = append(compare, "ferry-cli-VERSION-linux-arm64", "ferry-cli-VERSION-windows-arm64.exe",
+			"ferry-cli-VERSION-darwin-amd64", "ferry-cli-VERSION-darwin-arm64", "Ferry-VERSION-windows-amd64.exe")
 	} else {
-		// The first build's stand-in app, and its fast xz for the tarball.
+		// The first build's stand-in apps, and its fast xz for the tarball.
 		for _, e := range a.env {
 			if strings.HasPrefix(e, "FERRY_LINUX_APP=") || strings.HasPrefix(e, "XZ_OPT=") {
 				env = append(env, e)
 			}
 		}
-		env = append(env, "CLI_TARGETS=linux/amd64")
+		env = append(env, "CLI_TARGETS=linux/amd64 windows/amd64",
+			"FERRY_WINDOWS_APP="+a.path("ferry-cli-VERSION-windows-amd64.exe"))
 	}
 	run(t, copyDir, env, "scripts/package.sh", targets...)
 
 	for _, name := range compare {
-		first, second := a.path(name), filepath.Join(distB, filepath.Base(a.path(name)))
+		first, second := a.path(name), filepath.Join(distB, strings.TrimPrefix(a.path(name), a.dist+string(filepath.Separator)))
 		h1, h2 := sha256File(t, first), sha256File(t, second)
 		if h1 != h2 {
-			t.Errorf("%s differs between the two builds: %s vs %s", filepath.Base(first), h1, h2)
+			t.Errorf("%s differs between the two builds: %s vs %s", name, h1, h2)
 		} else {
-			t.Logf("%s: identical, sha256 %s", filepath.Base(first), h1)
+			t.Logf("%s: identical, sha256 %s", name, h1)
 		}
 	}
 }

@@ -11,9 +11,19 @@ import (
 	"time"
 )
 
-// The `fyne package` tarball holds the app, its desktop entry, icon and
-// Makefile, normalised (commit time, root owner), and its Makefile installs
-// them; the app in it is the one in the .deb.
+// tarballFiles is what the tarball's Makefile installs, relative to PREFIX.
+var tarballFiles = []string{
+	"bin/ferry", "bin/ferry-cli",
+	"share/applications/io.ferrydrop.ferry.desktop", "share/pixmaps/io.ferrydrop.ferry.png",
+	"share/metainfo/io.ferrydrop.ferry.metainfo.xml",
+	"share/doc/ferry/LICENSE", "share/doc/ferry/THIRD_PARTY_LICENSES",
+	"share/icons/hicolor/256x256/apps/io.ferrydrop.ferry.png",
+}
+
+// The tarball holds the app, ferry-cli, the desktop entry, the icons, the
+// AppStream file, the licences and a Makefile, normalised (commit time, root
+// owner); its Makefile installs them (system-wide with DESTDIR and PREFIX,
+// and per user), and uninstalls them again; the app in it is the one in the .deb.
 func TestTarball(t *testing.T) {
 	a := dist(t)
 	needTools(t, "xz", "tar", "make")
@@ -50,8 +60,7 @@ func TestTarball(t *testing.T) {
 	if err := xz.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ferry/Makefile", "ferry/usr/local/bin/ferry",
-		"ferry/usr/local/share/applications/io.ferrydrop.ferry.desktop", "ferry/usr/local/share/pixmaps/io.ferrydrop.ferry.png"} {
+	for _, want := range append([]string{"ferry/Makefile", "ferry/LICENSE"}, prefixed("ferry/usr/local/", tarballFiles)...) {
 		if !names[want] {
 			t.Errorf("the tarball lacks %s (has %v)", want, names)
 		}
@@ -61,10 +70,39 @@ func TestTarball(t *testing.T) {
 	run(t, "", nil, "tar", "-xJf", path, "-C", dir)
 	dest := filepath.Join(dir, "installed")
 	run(t, filepath.Join(dir, "ferry"), nil, "make", "install", "DESTDIR="+dest, "PREFIX=/usr")
-	for _, f := range []string{"usr/bin/ferry", "usr/share/applications/io.ferrydrop.ferry.desktop", "usr/share/pixmaps/io.ferrydrop.ferry.png"} {
+	for _, f := range prefixed("usr/", tarballFiles) {
 		if _, err := os.Stat(filepath.Join(dest, f)); err != nil {
 			t.Errorf("make install: %v", err)
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(dest, "usr/bin/ferry-cli")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("make install: ferry-cli %v (mode %v), want 0755", err, fi)
+	}
+	sameText(t, filepath.Join(dest, "usr/share/doc/ferry/LICENSE"), licenseText(t))
+	third, err := os.ReadFile(filepath.Join(dest, "usr/share/doc/ferry/THIRD_PARTY_LICENSES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkThirdParty(t, string(third), filepath.Join(dest, "usr/bin/ferry"), filepath.Join(dest, "usr/bin/ferry-cli"))
+	if _, err := exec.LookPath("appstreamcli"); err == nil {
+		run(t, "", nil, "appstreamcli", "validate", "--no-net", "--explain", filepath.Join(dest, "usr/share/metainfo/io.ferrydrop.ferry.metainfo.xml"))
+	}
+	run(t, filepath.Join(dir, "ferry"), nil, "make", "uninstall", "DESTDIR="+dest, "PREFIX=/usr")
+	if left := filesUnder(t, dest); len(left) > 0 {
+		t.Errorf("make uninstall left %v", left)
+	}
+
+	// Per user, into ~/.local, as a user without root would.
+	home := t.TempDir()
+	run(t, filepath.Join(dir, "ferry"), []string{"HOME=" + home}, "make", "user-install")
+	for _, f := range prefixed(".local/", tarballFiles) {
+		if _, err := os.Stat(filepath.Join(home, f)); err != nil {
+			t.Errorf("make user-install: %v", err)
+		}
+	}
+	run(t, filepath.Join(dir, "ferry"), []string{"HOME=" + home}, "make", "user-uninstall")
+	if left := filesUnder(t, home); len(left) > 0 {
+		t.Errorf("make user-uninstall left %v", left)
 	}
 	if _, err := exec.LookPath("desktop-file-validate"); err == nil {
 		if out := run(t, "", nil, "desktop-file-validate", filepath.Join(dest, "usr/share/applications/io.ferrydrop.ferry.desktop")); strings.TrimSpace(out) != "" {
@@ -76,4 +114,25 @@ func TestTarball(t *testing.T) {
 	if sha256File(t, filepath.Join(dest, "usr/bin/ferry")) != sha256File(t, filepath.Join(deb, "usr/bin/ferry")) {
 		t.Error("the tarball's app differs from the .deb's")
 	}
+}
+
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
+}
+
+// filesUnder lists the files (not folders) below dir.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files
 }

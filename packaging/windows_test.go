@@ -1,6 +1,7 @@
 package packaging
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"debug/pe"
@@ -8,11 +9,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf16"
 )
 
@@ -367,6 +372,17 @@ func TestWineCLITransfers(t *testing.T) {
 		run(t, "", nil, linux, "send", "--config", t.TempDir(), "--transport", "tcp", "--to", r.tcp, file)
 		r.wait(t)
 		sameFile(t, file, filepath.Join(in, "from linux.bin"))
+		// Finalising is a rename, not a link and a removal (Wine cannot
+		// remove through os.Root): no "from linux.bin.partial" is left as a
+		// second name of the file.
+		if left := filesUnder(t, in); len(left) != 1 {
+			t.Errorf("the Windows receiver left %v, want only the received file", left)
+		}
+		if fi, err := os.Stat(filepath.Join(in, "from linux.bin")); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
+				t.Errorf("the received file has %d names, want 1", st.Nlink)
+			}
+		}
 	})
 }
 
@@ -379,13 +395,39 @@ func TestWindowsInstaller(t *testing.T) {
 	w := newWine(t)
 	setup := a.path("Ferry-VERSION-windows-amd64-setup.exe")
 	target := filepath.Join(t.TempDir(), "Programs", "Ferry")
+	// A PATH of the user's own, which the installer must extend and the
+	// uninstaller give back unchanged.
+	const userPath = `C:\Users\me\bin`
+	run(t, "", w.env(), "wine", "reg", "add", `HKCU\Environment`, "/v", "Path", "/t", "REG_EXPAND_SZ", "/d", userPath, "/f")
+	t.Cleanup(func() { runFiles(t, "", w.env(), "wine", "reg", "delete", `HKCU\Environment`, "/v", "Path", "/f") })
 	// /S: silent; /AUTOSTART ticks "Start Ferry when I log in"; /D= must come last.
 	run(t, "", w.env(), "wine", setup, "/S", "/AUTOSTART", "/D="+winPath(target))
 
-	for _, f := range []string{"ferry.exe", "ferry-cli.exe", "uninstall.exe"} {
+	for _, f := range []string{"ferry.exe", "ferry-cli.exe", "uninstall.exe", "LICENSE.txt", "THIRD_PARTY_LICENSES.txt"} {
 		if _, err := os.Stat(filepath.Join(target, f)); err != nil {
 			t.Errorf("not installed: %v", err)
 		}
+	}
+	sameText(t, filepath.Join(target, "LICENSE.txt"), licenseText(t))
+	if third, err := os.ReadFile(filepath.Join(target, "THIRD_PARTY_LICENSES.txt")); err == nil {
+		checkThirdParty(t, string(third), filepath.Join(target, "ferry.exe"), filepath.Join(target, "ferry-cli.exe"))
+	}
+	userEnvPath := func() string {
+		out, _, _ := runFiles(t, "", w.env(), "wine", "reg", "query", `HKCU\Environment`, "/v", "Path")
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == "Path" {
+				return strings.TrimSpace(strings.SplitN(l, f[1], 2)[1])
+			}
+		}
+		return ""
+	}
+	if got, want := userEnvPath(), userPath+";"+winPath(target); got != want {
+		t.Errorf("the user's PATH after installing is %q, want %q", got, want)
+	}
+	// A new process finds ferry-cli by name (Wine builds the environment
+	// from the registry at start, as Windows does for a new terminal).
+	if out, stderr, err := runFiles(t, "", w.env(), "wine", "cmd", "/c", "ferry-cli --version"); err != nil || !strings.Contains(out, a.version) {
+		t.Errorf("ferry-cli by name after installing: %v, %q %q", err, out, stderr)
 	}
 	appData := strings.TrimSpace(run(t, "", w.env(), "wine", "cmd", "/c", "echo %APPDATA%"))
 	roaming := strings.TrimSpace(run(t, "", w.env(), "winepath", "-u", appData))
@@ -434,6 +476,64 @@ func TestWindowsInstaller(t *testing.T) {
 	}
 	if r := reg(runKey); strings.Contains(r, "ferry.exe") {
 		t.Errorf("the login item is still there:\n%s", r)
+	}
+	if got := userEnvPath(); got != userPath {
+		t.Errorf("the user's PATH after uninstalling is %q, want %q as before", got, userPath)
+	}
+	if out, _, err := runFiles(t, "", w.env(), "wine", "cmd", "/c", "ferry-cli --version"); err == nil && strings.Contains(out, a.version) {
+		t.Errorf("ferry-cli is still found by name after uninstalling: %q", out)
+	}
+}
+
+// The portable zip holds the app, ferry-cli and the licences in one
+// versioned folder, stamped with the commit's time, and what it holds runs.
+func TestWindowsPortableZip(t *testing.T) {
+	a := dist(t)
+	zr, err := zip.OpenReader(a.path("Ferry-VERSION-windows-amd64-portable.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	commit, err := time.Parse(time.RFC3339, a.date)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+		if !f.Modified.Equal(commit) {
+			t.Errorf("%s is dated %v, want the commit's %v", f.Name, f.Modified, commit)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.Name)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folder := "Ferry-" + a.version + "/"
+	want := []string{folder + "ferry.exe", folder + "ferry-cli.exe", folder + "LICENSE.txt", folder + "THIRD_PARTY_LICENSES.txt"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("zip entries %q, want %q", names, want)
+	}
+	sameFile(t, a.path("ferry-cli-VERSION-windows-amd64.exe"), filepath.Join(dir, "ferry-cli.exe"))
+	sameFile(t, a.path("Ferry-VERSION-windows-amd64.exe"), filepath.Join(dir, "ferry.exe"))
+	sameText(t, filepath.Join(dir, "LICENSE.txt"), licenseText(t))
+	third, err := os.ReadFile(filepath.Join(dir, "THIRD_PARTY_LICENSES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkThirdParty(t, string(third), filepath.Join(dir, "ferry.exe"), filepath.Join(dir, "ferry-cli.exe"))
+	w := newWine(t)
+	if out := run(t, "", w.env(), "wine", filepath.Join(dir, "ferry-cli.exe"), "--version"); !strings.Contains(out, a.version) {
+		t.Errorf("the zip's ferry-cli.exe --version = %q", out)
 	}
 }
 

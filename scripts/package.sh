@@ -8,12 +8,24 @@
 # Targets:
 #   cli      ferry-cli for linux, windows and darwin x amd64, arm64 (pure Go);
 #            CLI_TARGETS="linux/amd64 windows/amd64" narrows the list
-#   deb      ferry_VERSION-1_amd64.deb: app, CLI, desktop entry, icons, AppStream
-#   tarball  Ferry-VERSION-linux-amd64.tar.xz made by `fyne package -os linux`
-#   windows  the GUI .exe (mingw-w64, icon and version resources) and the
-#            per-user NSIS installer Ferry-VERSION-windows-amd64-setup.exe
-#   macos    Ferry.app via `fyne package -os darwin` (only on macOS)
+#   deb      ferry_VERSION-1_amd64.deb: app, CLI, desktop entry, icons, AppStream,
+#            Debian copyright file and third-party licences
+#   rpm      ferry-VERSION-1.x86_64.rpm: the same with Fedora's dependency names
+#   tarball  Ferry-VERSION-linux-amd64.tar.xz: app, CLI, desktop entry, icons,
+#            AppStream, licences and a Makefile (install, user-install)
+#   windows  the GUI .exe (mingw-w64, icon and version resources), the per-user
+#            NSIS installer Ferry-VERSION-windows-amd64-setup.exe (puts
+#            ferry-cli.exe on the user's PATH) and Ferry-VERSION-windows-amd64-portable.zip
+#   macos    Ferry.app via `fyne package -os darwin` in Ferry-VERSION-macos-ARCH.dmg
+#            (only on macOS)
+#   manifests  winget, Scoop, Homebrew cask and Flatpak manifests into DIST/manifests,
+#            with the checksums of the installer, zip, DMGs and tarball found in
+#            DIST (a release job runs it once every artefact is there)
 #   all      every target above that this OS can build (the default)
+#
+# Every artefact carries LICENSE (Apache-2.0) and THIRD_PARTY_LICENSES, the
+# licences of every linked Go module, collected at build time by
+# `go run ./packaging/tool licenses`.
 #
 # Release builds are reproducible: -trimpath, no build ID, no VCS stamp from
 # the go command, version/commit/date stamped with -X from the last commit,
@@ -31,8 +43,10 @@
 #   SIGN_PFX, SIGN_PASS  Authenticode-sign the Windows .exe files with osslsigncode
 #   MACOS_SIGN_IDENTITY  codesign Ferry.app with this Developer ID (hardened runtime)
 #
-# Needs: Go; for deb, tarball: gcc and the Fyne build packages (scripts/run.sh's
-# list); for windows: gcc-mingw-w64-x86-64, nsis. Checked by `go test ./packaging`.
+# Needs: Go; for deb, rpm, tarball: gcc and the Fyne build packages; for
+# windows: gcc-mingw-w64-x86-64, nsis. On Debian and Ubuntu it installs what is
+# missing itself (scripts/apt-ensure.sh, as root or through sudo); elsewhere it
+# says what is missing. Checked by `go test ./packaging`.
 set -euo pipefail
 export LC_ALL=C # one sort order and date format everywhere
 
@@ -81,12 +95,29 @@ setup() {
 	[[ ${#targets[@]} -gt 0 ]] || targets=(all)
 	if [[ " ${targets[*]} " == *" all "* ]]; then
 		case $os in
-		linux) targets=(cli deb tarball windows) ;;
+		linux) targets=(cli deb rpm tarball windows) ;;
 		darwin) targets=(cli macos) ;;
 		*) targets=(cli) ;;
 		esac
 	fi
 	echo "== Ferry $version (commit $FERRY_COMMIT, $date_iso) -> $dist: ${targets[*]}"
+	ensure_tools
+}
+
+# ensure_tools installs the Debian packages the chosen targets need, as
+# scripts/test.sh does, so a fresh machine can run this script first.
+ensure_tools() {
+	[[ $os == linux ]] || return 0
+	local pkgs=() t
+	for t in "${targets[@]}"; do
+		case $t in
+		deb | rpm | tarball) pkgs+=(gcc pkg-config libgl1-mesa-dev xorg-dev xz-utils) ;;
+		windows) pkgs+=(gcc-mingw-w64-x86-64 nsis) ;;
+		esac
+	done
+	[[ ${#pkgs[@]} -gt 0 ]] || return 0
+	. "$root/scripts/apt-ensure.sh"
+	apt_ensure "${pkgs[@]}"
 }
 
 log() { echo "-- $*"; }
@@ -105,6 +136,17 @@ linux_bins() {
 		CGO_ENABLED=1 GOOS=linux GOARCH=amd64 "${gobuild[@]}" -tags "$guitags" -ldflags "$ldflags" -o "$work/linux/ferry" .
 	fi
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "${gobuild[@]}" -ldflags "$ldflags" -o "$work/linux/ferry-cli" ./cmd/ferry-cli
+}
+
+# legal writes LICENSE, THIRD_PARTY_LICENSES (the licences of every module
+# the programs link, on every OS) and Debian's copyright file into
+# $work/legal once.
+legal() {
+	[[ -e "$work/legal/THIRD_PARTY_LICENSES" ]] && return 0
+	mkdir -p "$work/legal"
+	log "third-party licences (go list -deps, licensecheck)"
+	go run ./packaging/tool licenses "$work/legal/THIRD_PARTY_LICENSES" "$work/legal/copyright"
+	cp LICENSE "$work/legal/LICENSE"
 }
 
 # icons renders the icon sizes and the .ico into $work/icons once.
@@ -174,35 +216,56 @@ with_syso() {
 	return $rc
 }
 
-build_deb() {
+# linux_tree puts what the .deb, the .rpm and the tarball share into
+# $work/linux: binaries, icons, filled-in AppStream file, licences.
+linux_tree() {
+	[[ -e "$work/linux/THIRD_PARTY_LICENSES" ]] && return 0
 	linux_bins
 	icons
-	log "ferry_${version}-1_amd64.deb"
+	legal
 	sed -e "s|@VERSION@|$version|g" -e "s|@DATE@|$date_day|g" \
-		packaging/linux/io.ferrydrop.ferry.metainfo.xml.in >"$work/io.ferrydrop.ferry.metainfo.xml"
+		packaging/linux/io.ferrydrop.ferry.metainfo.xml.in >"$work/linux/io.ferrydrop.ferry.metainfo.xml"
 	cp -r "$work/icons" "$work/linux/icons"
-	cp "$work/io.ferrydrop.ferry.metainfo.xml" "$work/linux/"
+	cp "$work/legal/THIRD_PARTY_LICENSES" "$work/legal/copyright" "$work/linux/"
+}
+
+build_deb() {
+	linux_tree
+	log "ferry_${version}-1_amd64.deb"
 	VERSION=$version ARCH=amd64 BUILD=$work/linux go run ./packaging/tool deb packaging/linux/nfpm.yaml "$dist/ferry_${version}-1_amd64.deb"
 }
 
+build_rpm() {
+	linux_tree
+	log "ferry-${version}-1.x86_64.rpm"
+	# nfpm maps ARCH=amd64 to RPM's x86_64.
+	VERSION=$version ARCH=amd64 BUILD=$work/linux go run ./packaging/tool rpm packaging/linux/nfpm.yaml "$dist/ferry-${version}-1.x86_64.rpm"
+}
+
 build_tarball() {
-	linux_bins
-	local d=$work/fyne-linux out="$dist/Ferry-$version-linux-amd64.tar.xz"
-	log "$(basename "$out") (fyne package)"
-	mkdir -p "$d/assets" "$d/tree"
-	cp FyneApp.toml "$d/"
-	cp assets/icon.png "$d/assets/"
-	# fyne wants Go code in its folder even when it only packages --executable;
-	# it writes its output there too, so it runs in a scratch copy.
-	printf 'package main\n\nfunc main() {}\n' >"$d/main.go"
-	(cd "$d" && go run fyne.io/tools/cmd/fyne@v1.7.4 package -os linux --release \
-		--executable "$work/linux/ferry" --app-version "$version" >/dev/null)
-	# fyne's tarball carries the copy times and tar's directory order;
-	# repack it in name order with the commit's time and root as owner.
-	tar -xJf "$d/Ferry.tar.xz" -C "$d/tree"
+	linux_tree
+	local t=$work/tarball/ferry out="$dist/Ferry-$version-linux-amd64.tar.xz" n
+	log "$(basename "$out")"
+	# The layout `fyne package -os linux` made (ferry/Makefile,
+	# ferry/usr/local/...), with the CLI, all icon sizes, the AppStream file and
+	# the licences added, and our own Makefile that installs all of them.
+	rm -rf "$work/tarball"
+	mkdir -p "$t/usr/local/bin" "$t/usr/local/share/applications" "$t/usr/local/share/pixmaps" \
+		"$t/usr/local/share/metainfo" "$t/usr/local/share/doc/ferry"
+	install -m 755 "$work/linux/ferry" "$work/linux/ferry-cli" "$t/usr/local/bin/"
+	install -m 644 packaging/linux/io.ferrydrop.ferry.desktop "$t/usr/local/share/applications/"
+	install -m 644 "$work/icons/hicolor/256x256/apps/io.ferrydrop.ferry.png" "$t/usr/local/share/pixmaps/"
+	mkdir -p "$t/usr/local/share/icons"
+	cp -r "$work/icons/hicolor" "$t/usr/local/share/icons/"
+	install -m 644 "$work/linux/io.ferrydrop.ferry.metainfo.xml" "$t/usr/local/share/metainfo/"
+	install -m 644 LICENSE "$work/legal/THIRD_PARTY_LICENSES" "$t/usr/local/share/doc/ferry/"
+	install -m 644 LICENSE packaging/linux/Makefile "$t/"
+	find "$t" -type d -exec chmod 755 {} +
+	find "$t/usr/local/share" -type f -exec chmod 644 {} +
+	# Name order, the commit's time, root as owner: the same bytes every build.
 	tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
 		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-		-C "$d/tree" -cf - . | xz -T1 >"$out" # level: XZ_OPT, else 6
+		-C "$work/tarball" -cf - ferry | xz -T1 >"$out" # level: XZ_OPT, else 6
 }
 
 build_windows() {
@@ -226,6 +289,13 @@ build_windows() {
 		CLI_TARGETS=windows/amd64 build_cli
 	fi
 	cp "$cli" "$d/ferry-cli.exe"
+	legal
+	# Windows names: .txt so that a double click opens them.
+	cp "$work/legal/LICENSE" "$d/LICENSE.txt"
+	cp "$work/legal/THIRD_PARTY_LICENSES" "$d/THIRD_PARTY_LICENSES.txt"
+	log "Ferry-$version-windows-amd64-portable.zip"
+	go run ./packaging/tool zip "$dist/Ferry-$version-windows-amd64-portable.zip" "Ferry-$version" \
+		"$d/ferry.exe" "$d/ferry-cli.exe" "$d/LICENSE.txt" "$d/THIRD_PARTY_LICENSES.txt"
 	log "Ferry-$version-windows-amd64-setup.exe (NSIS)"
 	cp "$work/icons/ferry.ico" "$d/"
 	makensis -V2 -INPUTCHARSET UTF8 -DVERSION="$version" -DVERSION4="$version.0" -DSRC="$d" \
@@ -242,17 +312,22 @@ build_macos() {
 	local d=$work/macos arch
 	arch=$(go env GOARCH)
 	mkdir -p "$d"
+	legal
 	CGO_ENABLED=1 "${gobuild[@]}" -tags "$guitags" -ldflags "$ldflags" -o "$d/ferry" .
 	(cd "$d" && cp "$root/FyneApp.toml" . && mkdir -p assets && cp "$root/assets/icon.png" assets/ &&
 		printf 'package main\n\nfunc main() {}\n' >main.go &&
 		go run fyne.io/tools/cmd/fyne@v1.7.4 package -os darwin --release --executable "$d/ferry" \
 			--app-version "$version" >/dev/null)
 	# fyne's Info.plist lacks what macOS 15 needs for local-network discovery,
-	# and names a minimum macOS older than Go supports.
+	# names a minimum macOS older than Go supports, and an empty category.
 	local plist=$d/Ferry.app/Contents/Info.plist
 	/usr/libexec/PlistBuddy -c "Merge $root/packaging/macos/Info.extra.plist" "$plist"
 	/usr/libexec/PlistBuddy -c "Set :LSMinimumSystemVersion 12.0" "$plist"
+	# `fyne package` takes no category (only `fyne release` does) and writes
+	# "public.app-category." with nothing after it.
+	/usr/libexec/PlistBuddy -c "Set :LSApplicationCategoryType public.app-category.utilities" "$plist"
 	plutil -lint "$plist"
+	cp "$work/legal/LICENSE" "$work/legal/THIRD_PARTY_LICENSES" "$d/Ferry.app/Contents/Resources/"
 	if [[ -n "${MACOS_SIGN_IDENTITY:-}" ]]; then
 		# Hardened runtime and a secure timestamp: what notarization requires.
 		codesign --force --options runtime --timestamp --sign "$MACOS_SIGN_IDENTITY" "$d/Ferry.app"
@@ -260,20 +335,53 @@ build_macos() {
 	fi
 	rm -rf "$dist/Ferry.app"
 	cp -R "$d/Ferry.app" "$dist/Ferry.app"
-	(cd "$dist" && ditto -c -k --keepParent Ferry.app "Ferry-$version-macos-$arch.zip")
+	# The DMG: the app, a link to /Applications to drag it onto, the licences.
+	local img=$d/dmg
+	mkdir -p "$img"
+	cp -R "$d/Ferry.app" "$img/"
+	ln -s /Applications "$img/Applications"
+	cp "$work/legal/LICENSE" "$work/legal/THIRD_PARTY_LICENSES" "$img/"
+	rm -f "$dist/Ferry-$version-macos-$arch.dmg"
+	hdiutil create -volname "Ferry $version" -srcfolder "$img" -fs HFS+ -format UDZO -ov \
+		"$dist/Ferry-$version-macos-$arch.dmg" >/dev/null
+	if [[ -n "${MACOS_SIGN_IDENTITY:-}" ]]; then
+		codesign --force --timestamp --sign "$MACOS_SIGN_IDENTITY" "$dist/Ferry-$version-macos-$arch.dmg"
+	fi
+}
+
+# sign_macos_cli: the darwin CLIs get a Developer ID signature with the
+# hardened runtime when an identity is configured (notarization needs both).
+sign_macos_cli() {
+	[[ $os == darwin && -n "${MACOS_SIGN_IDENTITY:-}" ]] || return 0
+	local f
+	for f in "$dist"/ferry-cli-"$version"-darwin-*; do
+		[[ -e $f ]] || continue
+		log "signing $(basename "$f")"
+		codesign --force --options runtime --timestamp --sign "$MACOS_SIGN_IDENTITY" "$f"
+		codesign --verify --strict --verbose=2 "$f"
+	done
+}
+
+# build_manifests writes the package-manager manifests for the artefacts in
+# $dist, with their SHA-256 and their release download URLs.
+build_manifests() {
+	log "manifests (winget, Scoop, Homebrew cask) -> $dist/manifests"
+	go run ./packaging/tool manifests "$dist" "$version" "$date_day"
 }
 
 main() {
 	setup "$@"
 	for t in "${targets[@]}"; do
 		case $t in
-		cli) build_cli ;;
+		cli) build_cli && sign_macos_cli ;;
 		deb) build_deb ;;
+		rpm) build_rpm ;;
 		tarball) build_tarball ;;
 		windows) build_windows ;;
 		macos) build_macos ;;
+		manifests) build_manifests ;;
 		*)
-			echo "package.sh: unknown target $t (cli, deb, tarball, windows, macos, all)" >&2
+			echo "package.sh: unknown target $t (cli, deb, rpm, tarball, windows, macos, manifests, all)" >&2
 			exit 2
 			;;
 		esac

@@ -6,9 +6,11 @@ cd "$(dirname "$0")/.."
 
 pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3 python3-xlib
       avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync
-      # packaging checks (go test ./packaging): Windows cross builds, the installer, Wine, .deb metadata
-      gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils
+      # packaging checks (go test ./packaging): Windows cross builds, the installer, Wine, .deb and .rpm metadata
+      gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils rpm python3-debian shellcheck
       curl
+      # the browser tests of engine/weblink (skipped without it)
+      chromium
       # the third-party LocalSend implementation the interop tests run (engine/localsend)
       nodejs npm)
 . scripts/apt-ensure.sh

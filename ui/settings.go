@@ -80,6 +80,7 @@ func newSettingsView(u *UI) *settingsView {
 		widget.NewFormItem("", v.login),
 		widget.NewFormItem("", v.minimized),
 		widget.NewFormItem("Ferry version", widget.NewLabel(version.Get().Short())),
+		widget.NewFormItem("Licence", u.licenceLine()),
 	)
 	u.partials = newPartialsView(u)
 	u.known = newKnownView(u)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,11 @@ type hostileScenario struct {
 	// attack runs until ctx ends; ready is called once its load is in place.
 	attack func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error)
 }
+
+// hostileKnownSender names the scenarios whose real sender sends once
+// before the attack, so that the receiver knows it (a laptop that sent
+// there before, behind the flooder's NAT).
+var hostileKnownSender = map[string]bool{"same-address-declines": true}
 
 func hostileScenarios() []hostileScenario {
 	all := hostileAttacks()
@@ -142,6 +148,46 @@ func hostileAttacks() []hostileScenario {
 					spread(480, 12, func(i, n int) { peer(work, 200+i).FloodWindows(ctx, rx.quic, n, 5, &st, &sent) })
 				})
 				return fmt.Sprintf("%s; %.0f MB let through", &st, float64(sent.Load())/1e6), nil
+			}},
+		{"grind", "tries at the verification code: 32 workers from 16 addresses (TCP and QUIC), a fresh identity each try, hanging up before the reveal", "ask",
+			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+				var st hostile.Stats
+				var tries atomic.Int64
+				start := time.Now()
+				floodUntil(ctx, ready, 3*time.Second, func(ctx context.Context) {
+					spread(32, 16, func(i, n int) {
+						peer(work, 300+i).GrindPairing(ctx, []string{"tcp", "quic"}[i%2], map[int]string{0: rx.tcp, 1: rx.quic}[i%2], n, &st, &tries)
+					})
+				})
+				n, mins := tries.Load(), time.Since(start).Minutes()
+				return fmt.Sprintf("%d tries in %.1f min (%.0f/min), %d refused; a MITM's chance with them: %.1e",
+					n, mins, float64(n)/mins, st.Failed.Load(), 1-math.Pow(1-1e-6, float64(n))), nil
+			}},
+		{"same-address-idle-tcp", "1000 TCP connections that send nothing, from the real sender's own address", "all",
+			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+				var st hostile.Stats
+				floodUntil(ctx, ready, 2*time.Second, func(ctx context.Context) {
+					hostile.Peer{From: "127.0.0.1", Dir: work}.FloodIdleTCP(ctx, rx.tcp, 1000, &st)
+				})
+				return st.String(), nil
+			}},
+		{"same-address-silent-quic", "1000 QUIC connections that open no stream, from the real sender's own address", "all",
+			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+				var st hostile.Stats
+				var err error
+				floodUntil(ctx, ready, 3*time.Second, func(ctx context.Context) {
+					err = hostile.Peer{From: "127.0.0.1", Dir: work}.FloodSilentQUIC(ctx, rx.quic, 1000, &st)
+				})
+				return st.String(), err
+			}},
+		{"same-address-declines", "offers from a fresh identity each, 20 at once, from the real sender's own address (the user declines them; the real sender sent here before)", "ask",
+			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+				var st hostile.Stats
+				files := []wire.FileEntry{{Path: "flood.txt", Size: 1}}
+				floodUntil(ctx, ready, 3*time.Second, func(ctx context.Context) {
+					hostile.Peer{From: "127.0.0.1", Dir: work}.FloodOffers(ctx, "tcp", rx.tcp, 20, files, &st)
+				})
+				return st.String(), nil
 			}},
 		{"prompts", "offers from a fresh identity each, 20 waiting at once, from one address (the user declines them)", "ask",
 			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
@@ -328,6 +374,12 @@ func runHostileScenario(ctx context.Context, bin, work, legit string, sc hostile
 		return res, err
 	}
 	defer rx.stop()
+	scfg := filepath.Join(dir, "cfg-send")
+	if hostileKnownSender[sc.name] {
+		if how, ok := hostileSend(ctx, bin, scfg, rx.tcp, "tcp", legit); !ok {
+			return res, fmt.Errorf("the real sender's first send, before the attack: %s", how)
+		}
+	}
 
 	actx, stopAttack := context.WithCancel(ctx)
 	ready := make(chan struct{})
@@ -345,7 +397,6 @@ func runHostileScenario(ctx context.Context, bin, work, legit string, sc hostile
 		stopAttack()
 		return res, ctx.Err()
 	}
-	scfg := filepath.Join(dir, "cfg-send")
 	res.quic, res.quicOK = hostileSend(ctx, bin, scfg, rx.quic, "quic", legit)
 	res.tcp, res.tcpOK = hostileSend(ctx, bin, scfg, rx.tcp, "tcp", legit)
 	peak := rx.status("VmHWM")

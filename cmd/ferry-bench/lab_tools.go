@@ -317,6 +317,10 @@ func startServer(ctx context.Context, cmd *exec.Cmd, marker string, fromStderr b
 	pr, pw := io.Pipe()
 	if fromStderr {
 		cmd.Stderr = io.MultiWriter(pw, s.stderr)
+		if cmd.Stdout == nil {
+			// Some log to stdout instead (croc 11's --debug does).
+			cmd.Stdout = cmd.Stderr
+		}
 	} else {
 		cmd.Stdout = pw
 		cmd.Stderr = s.stderr

@@ -29,11 +29,23 @@ type loopWorkload struct {
 	name  string
 	files int
 	size  int64
+	// tree: a real tree (workload D, loopback_tree.go) of this many copies
+	// of the Go distribution, measured once built (total bytes).
+	tree  int
+	total int64
 }
 
-func (w loopWorkload) bytes() int64 { return int64(w.files) * w.size }
+func (w loopWorkload) bytes() int64 {
+	if w.tree > 0 {
+		return w.total
+	}
+	return int64(w.files) * w.size
+}
 
 func (w loopWorkload) String() string {
+	if w.tree > 0 {
+		return fmt.Sprintf("%s: %d copies of Go 1.26.8 (%d files, %.2f GB)", w.name, w.tree, w.files, float64(w.total)/1e9)
+	}
 	return fmt.Sprintf("%s: %d x %s", w.name, w.files, sizeName(w.size))
 }
 
@@ -50,9 +62,11 @@ func sizeName(n int64) string {
 
 func loopWorkloads(quick bool) []loopWorkload {
 	if quick {
-		return []loopWorkload{{"A", 1, 128 << 20}, {"B", 50, 2 << 20}, {"C", 500, 16 << 10}}
+		return []loopWorkload{{name: "A", files: 1, size: 128 << 20}, {name: "B", files: 50, size: 2 << 20},
+			{name: "C", files: 500, size: 16 << 10}, treeWorkload(true)}
 	}
-	return []loopWorkload{{"A", 1, 1 << 30}, {"B", 500, 2 << 20}, {"C", 5000, 16 << 10}}
+	return []loopWorkload{{name: "A", files: 1, size: 1 << 30}, {name: "B", files: 500, size: 2 << 20},
+		{name: "C", files: 5000, size: 16 << 10}, treeWorkload(false)}
 }
 
 // loopResult is one measured run. seconds is wall time: from launching the
@@ -104,6 +118,7 @@ type loopOptions struct {
 	svg        string
 	resumeCost bool
 	profile    string
+	treeD      string
 }
 
 func parseLoopFlags(args []string) (loopOptions, error) {
@@ -111,7 +126,8 @@ func parseLoopFlags(args []string) (loopOptions, error) {
 	var o loopOptions
 	fs.BoolVar(&o.quick, "quick", false, "small files and one run per cell (CI)")
 	fs.IntVar(&o.runs, "runs", 3, "rounds; each round runs every cell once, and the median is reported")
-	fs.StringVar(&o.workloads, "workloads", "A,B,C", "workloads to run")
+	fs.StringVar(&o.workloads, "workloads", "A,B,C", "workloads to run (D: a real tree of 105,252 files, 1.6 GB, built by scripts/workload-d.sh; about 3 minutes per cell)")
+	fs.StringVar(&o.treeD, "tree-d", "", "copy workload D from this `DIR` (built by scripts/workload-d.sh) instead of building it")
 	tps := fs.String("transports", "quic,tcp,auto", "Ferry variants: a transport, optionally followed by +NAME=VALUE environment settings for both processes and +--flag=value flags for the sender (e.g. tcp+FERRY_BUFFERED_IO=1, quic+--streams=2)")
 	fs.StringVar(&o.dir, "dir", "", "folder for the files of A and B: source and destination on the same disk (default: a temp folder)")
 	fs.StringVar(&o.smallDir, "small-dir", "/dev/shm", "folder for the files of C (\"\" = as --dir): on this VM's disk, creating thousands of files right after deleting thousands measures the file system's discard, not the tools")
@@ -239,7 +255,12 @@ func (e *loopEnv) cells(ctx context.Context, o loopOptions, self, bin string) []
 		}
 	}
 	cells = append(cells, loopCell{key: "disk write (same files, same folder)", ceiling: true,
-		run: func(_ context.Context, w loopWorkload, _, dst string) (loopResult, error) { return diskCeiling(dst, w) }})
+		run: func(ctx context.Context, w loopWorkload, src, dst string) (loopResult, error) {
+			if w.tree > 0 {
+				return copyCeiling(ctx, src, dst) // cp -R of the tree
+			}
+			return diskCeiling(dst, w)
+		}})
 	variants := slices.Clone(o.transports)
 	if o.resumeCost {
 		for _, tp := range o.transports {
@@ -320,12 +341,22 @@ type loopTable struct {
 func (e *loopEnv) runWorkload(ctx context.Context, o loopOptions, w loopWorkload, base string, cells []loopCell) (loopTable, error) {
 	t := loopTable{w: w, cells: cells, results: map[string][]loopResult{}, speedup: map[string][]float64{}, cpuTCP: map[string][]float64{}}
 	src := filepath.Join(base, "src-"+w.name)
-	if err := loopMakeFiles(src, w); err != nil {
+	if w.tree > 0 {
+		var err error
+		if w.files, w.total, err = makeTree(ctx, src, w, o.treeD); err != nil {
+			return t, err
+		}
+		t.w = w
+	} else if err := loopMakeFiles(src, w); err != nil {
 		return t, err
 	}
 	defer os.RemoveAll(src)
 	for round := range o.runs {
-		if err := loopWarm(src); err != nil {
+		warm := loopWarm
+		if w.tree > 0 {
+			warm = warmTree
+		}
+		if err := warm(src); err != nil {
 			return t, err
 		}
 		got := map[string]loopResult{}
@@ -385,6 +416,12 @@ func loopRunCell(ctx context.Context, c loopCell, w loopWorkload, src, base stri
 	if err != nil {
 		return r, err
 	}
+	if w.tree > 0 && !c.ceiling {
+		// A real tree must arrive exact: every file and folder.
+		if err := sameTreeShape(src, dst); err != nil {
+			return r, err
+		}
+	}
 	if !c.ceiling {
 		landed, err := dirBytes(dst)
 		if err != nil {
@@ -429,6 +466,8 @@ func (t loopTable) rows() []string {
 		}
 		var notes []string
 		switch {
+		case c.ceiling && strings.HasPrefix(c.key, "disk") && t.w.tree > 0:
+			notes = append(notes, "cp -R of the tree, no network")
 		case c.ceiling && strings.HasPrefix(c.key, "disk"):
 			notes = append(notes, "create + 1 MiB writes + close, no network")
 		case c.ceiling:
@@ -445,6 +484,9 @@ func (t loopTable) rows() []string {
 		}
 		if x := t.cpuTCP[c.key]; len(x) > 0 {
 			notes = append(notes, fmt.Sprintf("CPU %.2fx ferry tcp's (rounds %s)", median(x), joinRatios(x)))
+		}
+		if t.w.tree > 0 && r.cpuRecv > 0 && !c.ceiling {
+			notes = append(notes, fmt.Sprintf("receiver %.0f µs CPU per file", medianOf(rs, func(r loopResult) float64 { return r.cpuRecv + r.cpuOther })/float64(t.w.files)*1e6))
 		}
 		if r.cpuOther > 0 {
 			notes = append(notes, fmt.Sprintf("relay %.1f CPU-s/GiB counted on the receiving side", medianOf(rs, func(r loopResult) float64 { return r.cpuOther })/gib))

@@ -51,7 +51,7 @@ func (e *loopEnv) sshCell(ctx context.Context, key, tool string) loopCell {
 		e.ssh = kit
 	}
 	kit := e.ssh
-	c.run = func(ctx context.Context, _ loopWorkload, src, dst string) (loopResult, error) {
+	c.run = func(ctx context.Context, w loopWorkload, src, dst string) (loopResult, error) {
 		port, err := freePorts(1)
 		if err != nil {
 			return loopResult{}, err
@@ -65,9 +65,16 @@ func (e *loopEnv) sshCell(ctx context.Context, key, tool string) loopCell {
 		var args []string
 		switch tool {
 		case "scp":
-			files, err := filesIn(src)
+			list := filesIn
+			if w.tree > 0 {
+				list = topEntries // the tree's folders, with -r
+			}
+			files, err := list(src)
 			if err != nil {
 				return loopResult{}, err
+			}
+			if w.tree > 0 {
+				files = append([]string{"-r"}, files...)
 			}
 			args = kit.scpArgs(port[0], files, loopback, dst)
 		case "rsync":
@@ -172,7 +179,7 @@ func findCroc(given string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("croc not installed (go install github.com/schollz/croc/v10@v10.7.0, or --croc)")
+	return "", errors.New("croc not installed (scripts/install-croc.sh builds the newest, 11.2.5; or --croc)")
 }
 
 // startCrocRelay starts `croc relay` on ports and waits until it listens on

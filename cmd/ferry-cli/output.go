@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/safetext"
@@ -34,6 +35,10 @@ type printer struct {
 	// prefix, when set, starts every plain line (several recipients: which one).
 	prefix func(engine.Event) string
 	cur    engine.Event // the event being printed (for prefix)
+	// excerpt bounds each received text printed to an excerpt
+	// (receive --accept all: nobody asked for it, and a flood of texts
+	// would print each in full); --json prints every text whole.
+	excerpt bool
 }
 
 func newPrinter(out io.Writer, asJSON bool) *printer {
@@ -92,7 +97,11 @@ func (p *printer) event(ev engine.Event) {
 		r := ev.Result
 		if r.Text != "" && ev.Direction == engine.Receiving {
 			// The peer's text, escaped so that nothing in it can disguise itself.
-			p.line("text from %s:\n%s", safetext.Name(ev.Peer.Name), safetext.Text(r.Text))
+			text := safetext.Text(r.Text)
+			if p.excerpt {
+				text = excerpt(text)
+			}
+			p.line("text from %s:\n%s", safetext.Name(ev.Peer.Name), text)
 		}
 		if r.State == engine.StateDone && r.Files == 0 && r.Text != "" {
 			p.line("done: text delivered")
@@ -106,6 +115,32 @@ func (p *printer) event(ev engine.Event) {
 			p.line("%s: %s", r.State, r.Err)
 		}
 	}
+}
+
+// A text's excerpt: its first lines, and no more bytes than this.
+const (
+	excerptLines = 10
+	excerptBytes = 1024
+)
+
+// excerpt cuts an (escaped) text to its first excerptLines lines and
+// excerptBytes bytes, on a rune boundary, and says how much it left out.
+func excerpt(text string) string {
+	cut := min(len(text), excerptBytes)
+	for i, lines := 0, 0; i < cut; i++ {
+		if text[i] == '\n' {
+			if lines++; lines == excerptLines {
+				cut = i
+			}
+		}
+	}
+	for cut > 0 && cut < len(text) && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	if cut >= len(text) {
+		return text
+	}
+	return fmt.Sprintf("%s\n... and %d more bytes (receive with --accept ask or --json to read it all)", text[:cut], len(text)-cut)
 }
 
 // line prints a message, clearing the progress bar first.

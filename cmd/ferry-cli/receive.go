@@ -109,6 +109,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	}
 	p := newPrinter(out, *asJSON)
+	p.excerpt = policy == engine.AcceptAll
 	answers := newPrompter(stdin, errOut)
 	var asking sync.WaitGroup // code questions: --once waits for the answer before it exits
 	for {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine"
 )
@@ -93,5 +94,46 @@ func TestSendSeveralRecipients(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "send", "--config", t.TempDir(), "--to", a.tcp, "--to", b.tcp, "--id", a.id, src); code != 2 {
 		t.Errorf("--id with several --to: exit %d, want 2", code)
+	}
+}
+
+// Issue #27 (6): receive --accept all prints an excerpt of each text, not
+// all of it (a flood of texts printed 133 MB); short texts stay whole.
+func TestTextExcerpt(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		whole      bool
+	}{
+		{"short", "meet at 8", true},
+		{"lines", strings.Repeat("line\n", excerptLines-1) + "last", true},
+		{"many lines", strings.Repeat("line\n", 100), false},
+		{"long line", strings.Repeat("x", 10*excerptBytes), false},
+		{"runes", strings.Repeat("é", excerptBytes), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := excerpt(tc.text)
+			if tc.whole {
+				if got != tc.text {
+					t.Errorf("a short text was cut: %q", got)
+				}
+				return
+			}
+			head, _, ok := strings.Cut(got, "\n... and ")
+			if !ok || !strings.HasPrefix(tc.text, head) || len(head) > excerptBytes || strings.Count(head, "\n") >= excerptLines {
+				t.Errorf("excerpt of %d bytes: %q", len(tc.text), got)
+			}
+			if !utf8.ValidString(head) {
+				t.Errorf("the excerpt cut a rune: %q", head)
+			}
+		})
+	}
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	long := strings.Repeat("0123456789abcdef\n", 3000)
+	if code, _, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--text", long); code != 0 {
+		t.Fatalf("send exit %d: %s", code, stderr)
+	}
+	r.wait()
+	if out := r.out.String(); len(out) > 4*excerptBytes || !strings.Contains(out, "more bytes") {
+		t.Errorf("receive --accept all printed %d bytes for a text of %d:\n%.300s", len(out), len(long), out)
 	}
 }

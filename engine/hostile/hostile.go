@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/pairing"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/quic"
@@ -249,6 +250,56 @@ func (p Peer) FloodWindows(ctx context.Context, addr string, n, streams int, st 
 	return nil
 }
 
+// GrindPairing tries at the receiver's verification code as a man in the
+// middle would (issue #27 item 2), with n workers over kind, a fresh
+// identity each try: it commits to a nonce in its hello and, once the
+// receiver answered with its own nonce (which fixes that session's code),
+// hangs up without revealing. Tries counts the receiver's answers with a
+// nonce, the tries the attacker got; Failed the refusals.
+func (p Peer) GrindPairing(ctx context.Context, kind, addr string, n int, st *Stats, tries *atomic.Int64) {
+	flood(ctx, n, func(ctx context.Context) {
+		id, err := p.identity()
+		if err != nil {
+			return
+		}
+		h, err := p.hello(ctx, kind, addr, id, &wire.Hello{Version: wire.Version, Name: "mallory", ID: id.ID.String(),
+			Features: []string{"resume", "pair"}, Pair: pairing.Commit(pairing.NewNonce())})
+		switch {
+		case err == nil && h.Pair != "":
+			tries.Add(1)
+			st.Opened.Add(1)
+		default:
+			st.Failed.Add(1)
+		}
+	})
+}
+
+// hello dials addr over kind as id, sends hello and reads the answer;
+// the session is closed before it returns.
+func (p Peer) hello(ctx context.Context, kind, addr string, id *identity.Identity, hello *wire.Hello) (*wire.Hello, error) {
+	s, err := p.connectAs(ctx, kind, addr, id)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if err := s.Send(hello); err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, s.Close)
+	defer stop()
+	m, err := wire.ReadMessage(s.r)
+	if err != nil {
+		return nil, err
+	}
+	switch m := m.(type) {
+	case *wire.Hello:
+		return m, nil
+	case *wire.Cancel:
+		return nil, &wire.RemoteError{Code: m.Code, Reason: m.Reason}
+	}
+	return nil, fmt.Errorf("hello: got %v", m.Type())
+}
+
 // IdleTCP opens n TCP connections to addr that never send a byte, and holds
 // them. It returns once all are open (the receiver may close some at once).
 func (p Peer) IdleTCP(ctx context.Context, addr string, n int) (*Hold, error) {
@@ -323,6 +374,35 @@ func (p Peer) Connect(ctx context.Context, kind, addr, name string) (*Session, e
 	if err != nil {
 		return nil, err
 	}
+	s, err := p.connectAs(ctx, kind, addr, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Send(&wire.Hello{Version: wire.Version, Name: name, ID: id.ID.String(), Features: []string{"resume"}}); err != nil {
+		s.Close()
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, s.Close)
+	defer stop()
+	m, err := wire.ReadMessage(s.r)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("hello: %w", err)
+	}
+	switch m := m.(type) {
+	case *wire.Hello:
+		return s, nil
+	case *wire.Cancel:
+		s.Close()
+		return nil, &wire.RemoteError{Code: m.Code, Reason: m.Reason}
+	}
+	s.Close()
+	return nil, fmt.Errorf("hello: got %v", m.Type())
+}
+
+// connectAs dials the receiver as id and opens the control stream.
+func (p Peer) connectAs(ctx context.Context, kind, addr string, id *identity.Identity) (*Session, error) {
+	var err error
 	var c transport.Conn
 	switch kind {
 	case "quic":
@@ -345,26 +425,7 @@ func (p Peer) Connect(ctx context.Context, kind, addr, name string) (*Session, e
 		s.Close()
 		return nil, err
 	}
-	if err := s.Send(&wire.Hello{Version: wire.Version, Name: name, ID: id.ID.String(), Features: []string{"resume"}}); err != nil {
-		s.Close()
-		return nil, err
-	}
-	stop := context.AfterFunc(ctx, func() { c.Close(0, "") })
-	defer stop()
-	m, err := wire.ReadMessage(s.r)
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("hello: %w", err)
-	}
-	switch m := m.(type) {
-	case *wire.Hello:
-		return s, nil
-	case *wire.Cancel:
-		s.Close()
-		return nil, &wire.RemoteError{Code: m.Code, Reason: m.Reason}
-	}
-	s.Close()
-	return nil, fmt.Errorf("hello: got %v", m.Type())
+	return s, nil
 }
 
 // Send writes one control message.

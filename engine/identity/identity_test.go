@@ -1,10 +1,12 @@
 package identity
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoadOrCreatePersistsPrivately(t *testing.T) {
@@ -106,5 +108,47 @@ func TestTrustStore(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, trustFile), []byte("{broken"), 0o600)
 	if _, err := OpenStore(dir); err == nil {
 		t.Error("a damaged trust store was silently accepted")
+	}
+}
+
+// Issue #27 (6): a flood of contacts from fresh identities (accepted
+// offers) costs one write of the trust store per period, not one each;
+// nothing recorded is lost (Flush); a user's decision is written at once.
+func TestSeenWritesBatched(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.every = time.Hour // the test decides when the period ends: Flush
+	const flood = 500
+	ids := make([]DeviceID, flood)
+	for i := range ids {
+		ids[i][0], ids[i][1] = byte(i), byte(i>>8)
+		if err := s.Seen(ids[i], fmt.Sprintf("flood %d", i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.saves != 1 {
+		t.Errorf("%d contacts wrote the store %d times, want once (the first, after a quiet period)", flood, s.saves)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if s.saves != 2 {
+		t.Errorf("Flush wrote %d times in all, want 2", s.saves)
+	}
+	again, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(again.List()); n != flood {
+		t.Errorf("the store holds %d devices after Flush, want %d", n, flood)
+	}
+	if err := s.Flush(); err != nil || s.saves != 2 {
+		t.Errorf("a Flush with nothing due wrote (%d writes, %v)", s.saves, err)
+	}
+	if err := s.SetAlwaysAccept(ids[0], "", true); err != nil || s.saves != 3 {
+		t.Errorf("a user's decision was not written at once (%d writes, %v)", s.saves, err)
 	}
 }

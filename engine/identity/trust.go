@@ -71,12 +71,29 @@ type Store struct {
 	saveMu sync.Mutex // serialises snapshot+write so an older snapshot never lands last
 	mu     sync.Mutex // guards the fields below
 	byID   map[string]*Peer
+
+	// every is how often Seen writes the file at most (seenSaveEvery).
+	every   time.Duration
+	flushMu sync.Mutex  // serialises flushDirty
+	laterMu sync.Mutex  // guards the fields below
+	dirty   bool        // Seen recorded contacts not written yet
+	saved   time.Time   // when Seen's contacts were last written
+	later   *time.Timer // a write Seen scheduled, nil when none is due
+	saves   int         // writes of the file (tests)
+	lastErr error       // the last write's failure, for Flush
 }
+
+// seenSaveEvery bounds how often contacts recorded by Seen are written:
+// a flood of accepted offers from fresh identities (issue #27: 10,000 of
+// them rewrote a 1.1 MB file each, 44.7 s of CPU) costs one write per
+// period. The first contact after a quiet period is written at once; a
+// decision of the user's (SetAlwaysAccept, Pair, Forget) always is.
+const seenSaveEvery = time.Second
 
 // OpenStore loads the trust store from dir (an absent file is an empty store).
 // A corrupt file is an error: we never silently forget whom we trusted.
 func OpenStore(dir string) (*Store, error) {
-	s := &Store{path: filepath.Join(dir, trustFile), byID: map[string]*Peer{}}
+	s := &Store{path: filepath.Join(dir, trustFile), byID: map[string]*Peer{}, every: seenSaveEvery}
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -137,7 +154,9 @@ func (s *Store) CheckAddr(addr string, presented DeviceID) error {
 	return nil
 }
 
-// Seen records contact with a device (trust on first use) and saves the store.
+// Seen records contact with a device (trust on first use) and saves the
+// store: at once after a quiet period, else within a second, together
+// with the other contacts of that second (Flush writes what is due).
 func (s *Store) Seen(id DeviceID, name, addr string) error {
 	now := time.Now()
 	s.mu.Lock()
@@ -159,8 +178,55 @@ func (s *Store) Seen(id DeviceID, name, addr string) error {
 		}
 	}
 	s.mu.Unlock()
-	return s.save()
+	return s.saveSoon()
 }
+
+// saveSoon writes the store now if Seen wrote nothing for a period, and
+// otherwise schedules one write at the end of that period for every
+// contact until then.
+func (s *Store) saveSoon() error {
+	s.laterMu.Lock()
+	s.dirty = true
+	if s.later != nil {
+		s.laterMu.Unlock()
+		return nil // the write due includes this contact
+	}
+	if wait := s.every - time.Since(s.saved); wait > 0 {
+		s.later = time.AfterFunc(wait, func() { s.flushDirty() })
+		s.laterMu.Unlock()
+		return nil
+	}
+	s.laterMu.Unlock()
+	return s.flushDirty()
+}
+
+// flushDirty writes the store if Seen recorded something not written yet.
+func (s *Store) flushDirty() error {
+	s.flushMu.Lock() // a Flush waits for a scheduled write under way
+	defer s.flushMu.Unlock()
+	s.laterMu.Lock()
+	if s.later != nil {
+		s.later.Stop()
+		s.later = nil
+	}
+	if !s.dirty {
+		err := s.lastErr
+		s.laterMu.Unlock()
+		return err
+	}
+	s.dirty = false
+	s.saved = time.Now()
+	s.laterMu.Unlock()
+	err := s.save()
+	s.laterMu.Lock()
+	s.lastErr = err
+	s.laterMu.Unlock()
+	return err
+}
+
+// Flush writes the contacts Seen recorded and did not write yet; call it
+// before the process ends.
+func (s *Store) Flush() error { return s.flushDirty() }
 
 // SetAlwaysAccept marks a device as trusted for automatic acceptance.
 func (s *Store) SetAlwaysAccept(id DeviceID, name string, on bool) error {
@@ -265,5 +331,8 @@ func (s *Store) save() error {
 	if err := atomicfile.Write(s.path, data, 0o600); err != nil {
 		return fmt.Errorf("trust store: %w", err)
 	}
+	s.laterMu.Lock()
+	s.saves++
+	s.laterMu.Unlock()
 	return nil
 }

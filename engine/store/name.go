@@ -122,6 +122,14 @@ func ValidatePath(rel string) error {
 	return nil
 }
 
+// ValidateReceived is ValidatePath for a file to be received here: its
+// name must also leave room for PartialSuffix, which it carries while it
+// arrives (a name of 248-255 bytes is valid but cannot be received).
+func ValidateReceived(rel string) error {
+	_, _, err := split(rel)
+	return err
+}
+
 // isControl reports C0 controls (incl. NUL), DEL and C1 controls.
 func isControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r <= 0x9f)

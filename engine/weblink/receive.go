@@ -228,11 +228,12 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		return nil, errNoLength
 	}
 	dev, _ := ctx.Value(deviceKey{}).(netip.Addr)
-	name := info.MetaData["filename"]
-	if err := store.ValidatePath(name); err != nil || strings.Contains(name, "/") {
-		if err == nil {
-			err = &store.NameError{Name: name, Reason: "a name with a folder", Err: store.ErrBadName}
-		}
+	name := browserName(info.MetaData["filename"])
+	if strings.ContainsAny(name, "/\\") {
+		// A browser sends a file's base name: a path is a trick.
+		return nil, refused(&store.NameError{Name: name, Reason: "the name has a folder in it", Err: store.ErrBadName})
+	}
+	if err := store.ValidatePath(name); err != nil {
 		return nil, refused(err)
 	}
 	id, err := newUploadID()
@@ -281,6 +282,22 @@ func (rc *receiver) release() {
 	rc.mu.Lock()
 	rc.open--
 	rc.mu.Unlock()
+}
+
+// browserName makes a name a browser gave for a file storable where a
+// peer's name would be refused for something its owner cannot help: the
+// characters Windows keeps out of names (a phone allows "Notes: May.txt"),
+// a trailing dot or space. What else ValidatePath refuses (a device name,
+// a ".partial" suffix, control or bidi characters, invalid UTF-8, an empty
+// or over-long name) stays refused.
+func browserName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if strings.ContainsRune(`<>:"|?*`, r) {
+			return '_'
+		}
+		return r
+	}, name)
+	return strings.TrimRight(name, ". ")
 }
 
 // newUploadID is a random upload ID (128 bits, hex).

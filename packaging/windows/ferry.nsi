@@ -4,7 +4,12 @@
 ;
 ;   makensis -DVERSION=0.1.0 -DVERSION4=0.1.0.0 -DSRC=DIR -DOUTFILE=setup.exe ferry.nsi
 ;
-; where DIR holds ferry.exe, ferry-cli.exe and ferry.ico.
+; where DIR holds ferry.exe, ferry-cli.exe, ferry.ico, LICENSE.txt and
+; THIRD_PARTY_LICENSES.txt.
+;
+; The install folder goes on the user's PATH (HKCU\Environment, the per-user
+; part, no elevation), so `ferry-cli` works in a new terminal; the uninstaller
+; takes it off again, and only if this installer put it there.
 ;
 ; Silent install: setup.exe /S [/AUTOSTART] [/D=C:\folder] (/D last, unquoted).
 ; The firewall rule is the one thing a per-user install cannot do by itself:
@@ -29,6 +34,13 @@ SetDateSave off
 !include FileFunc.nsh
 !include LogicLib.nsh
 !include Sections.nsh
+!include StrFunc.nsh
+!include WinMessages.nsh
+
+; StrFunc's functions must be declared before use.
+${StrStr}
+${UnStrStr}
+${UnStrRep}
 
 !macro RequireDefine NAME
 	!ifndef ${NAME}
@@ -87,6 +99,8 @@ Section "Ferry (required)" SecApp
 	SetOutPath "$INSTDIR"
 	File "${SRC}\ferry.exe"
 	File "${SRC}\ferry-cli.exe"
+	File "${SRC}\LICENSE.txt"
+	File "${SRC}\THIRD_PARTY_LICENSES.txt"
 	WriteUninstaller "$INSTDIR\uninstall.exe"
 	CreateShortcut "$SMPROGRAMS\Ferry.lnk" "$INSTDIR\ferry.exe" "" "$INSTDIR\ferry.exe" 0 SW_SHOWNORMAL "" "Send files to nearby devices"
 
@@ -103,7 +117,75 @@ Section "Ferry (required)" SecApp
 	WriteRegDWORD HKCU "${UNINSTKEY}" "NoRepair" 1
 	${GetSize} "$INSTDIR" "/S=0K" $0 $1 $2
 	WriteRegDWORD HKCU "${UNINSTKEY}" "EstimatedSize" $0
+	Call AddToPath
 SectionEnd
+
+; AddToPath appends $INSTDIR to the user's PATH unless it is there already.
+; A PATH too long for NSIS's strings (NSIS_MAX_STRLEN) is left alone rather
+; than cut: ReadRegStr fails on it, and writing back what it read would lose
+; the rest.
+Function AddToPath
+	ClearErrors
+	ReadRegStr $0 HKCU "Environment" "Path"
+	${If} ${Errors}
+		; Missing, or too long to read: tell the two apart.
+		StrCpy $2 0
+		path_enum:
+			EnumRegValue $1 HKCU "Environment" $2
+			StrCmp $1 "" path_missing
+			StrCmp $1 "Path" path_toolong
+			IntOp $2 $2 + 1
+			Goto path_enum
+		path_toolong:
+			DetailPrint "Your PATH is too long to change here: add $INSTDIR to it to use ferry-cli from a terminal."
+			Return
+		path_missing:
+		StrCpy $0 ""
+	${EndIf}
+	${StrStr} $1 ";$0;" ";$INSTDIR;"
+	${If} $1 != ""
+		Return
+	${EndIf}
+	${If} $0 == ""
+		StrCpy $0 "$INSTDIR"
+	${Else}
+		StrCpy $0 "$0;$INSTDIR"
+	${EndIf}
+	WriteRegExpandStr HKCU "Environment" "Path" "$0"
+	WriteRegDWORD HKCU "${STATEKEY}" "AddedToPath" 1
+	DetailPrint "Added $INSTDIR to your PATH (new terminals find ferry-cli)."
+	; Tell Explorer and running shells' parents that the environment changed.
+	SendMessage ${HWND_BROADCAST} ${WM_SETTINGCHANGE} 0 "STR:Environment" /TIMEOUT=5000
+FunctionEnd
+
+; un.RemoveFromPath takes $INSTDIR off the user's PATH if AddToPath put it
+; there, leaving every other entry as it was; an empty PATH is removed.
+Function un.RemoveFromPath
+	ReadRegDWORD $1 HKCU "${STATEKEY}" "AddedToPath"
+	${If} $1 != 1
+		Return
+	${EndIf}
+	ClearErrors
+	ReadRegStr $0 HKCU "Environment" "Path"
+	${If} ${Errors}
+		Return
+	${EndIf}
+	StrCpy $0 ";$0;"
+	${UnStrStr} $1 $0 ";$INSTDIR;"
+	${If} $1 == ""
+		Return
+	${EndIf}
+	${UnStrRep} $0 $0 ";$INSTDIR;" ";"
+	; Drop the separators added above.
+	StrCpy $0 $0 "" 1
+	StrCpy $0 $0 -1
+	${If} $0 == ""
+		DeleteRegValue HKCU "Environment" "Path"
+	${Else}
+		WriteRegExpandStr HKCU "Environment" "Path" "$0"
+	${EndIf}
+	SendMessage ${HWND_BROADCAST} ${WM_SETTINGCHANGE} 0 "STR:Environment" /TIMEOUT=5000
+FunctionEnd
 
 Section /o "Start Ferry when I log in" SecAutostart
 	WriteRegStr HKCU "${RUNKEY}" "${RUNVALUE}" '"$INSTDIR\ferry.exe" --minimized'
@@ -153,10 +235,13 @@ FunctionEnd
 Section "Uninstall"
 	Delete "$INSTDIR\ferry.exe"
 	Delete "$INSTDIR\ferry-cli.exe"
+	Delete "$INSTDIR\LICENSE.txt"
+	Delete "$INSTDIR\THIRD_PARTY_LICENSES.txt"
 	Delete "$INSTDIR\uninstall.exe"
 	RMDir "$INSTDIR"
 	Delete "$SMPROGRAMS\Ferry.lnk"
 	DeleteRegValue HKCU "${RUNKEY}" "${RUNVALUE}"
+	Call un.RemoveFromPath
 
 	; Removing the firewall rules needs administrator approval again: ask,
 	; but never in a silent uninstall (a rule for a deleted program is inert).

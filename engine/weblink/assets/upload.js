@@ -77,9 +77,12 @@
 
   function reason(err) {
     var res = err && err.originalResponse;
-    var body = res && res.getBody && res.getBody();
-    if (body) return body.replace(/^ERR_[A-Z_]+: /, "").trim();
-    return "the connection was lost";
+    if (!res) return "the connection was lost";
+    var st = res.getStatus();
+    if (st === 410) return "this link has ended";
+    var body = (res.getBody && res.getBody()) || "";
+    if (body && body.charAt(0) !== "<") return body.replace(/^ERR_[A-Z_]+: /, "").trim();
+    return "the receiving device refused it (" + st + ")";
   }
 
   function send(job) {

@@ -54,7 +54,7 @@ func listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 		return nil, &transport.LocalError{Err: fmt.Errorf("listen quic: %w", err)}
 	}
 	l := &Listener{cfg: cfg, tlsConf: tlsConf, udp: udp, live: map[string]int{},
-		states: map[*quic.Conn]*admission{},
+		states:     map[*quic.Conn]*admission{},
 		unadmitted: fair.New(unadmitted),
 		gate:       join.NewGate(reg, transport.QUIC, cfg.HandshakeTimeout)}
 	l.tr = &quic.Transport{Conn: udp, ConnContext: l.admit}

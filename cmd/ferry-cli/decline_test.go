@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine"
+)
+
+// Issue 30: an offer the receiver refuses as too large ends the send at
+// once with the receiver's reason, over either transport; before, the
+// sender read a broken pipe and retried for two minutes.
+func TestSendRefusedAsTooLargeEndsAtOnce(t *testing.T) {
+	t.Setenv("FERRY_MANIFEST_DISK", "4096") // this receiver holds 4 KB of names
+	src := filepath.Join(t.TempDir(), "tree")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 { // two manifest parts, 60 KB of names
+		if err := os.WriteFile(filepath.Join(src, fmt.Sprintf("file-%05d.txt", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tp := range []string{"tcp", "quic"} {
+		t.Run(tp, func(t *testing.T) {
+			r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery", "--name", "Bob's laptop")
+			to := r.quic
+			if tp == "tcp" {
+				to = r.tcp
+			}
+			code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", to, "--transport", tp, "--json", src)
+			if code == 0 {
+				t.Fatalf("send of a refused offer exited 0: %s", stdout)
+			}
+			line := oneLine(t, stderr, "send")
+			if !strings.Contains(line, "Bob's laptop takes at most 4 KB of file names") {
+				t.Errorf("stderr %q does not give the receiver's reason", line)
+			}
+			ev := lastEvent(t, stdout)
+			if ev.Result == nil || ev.Result.State != engine.StateDeclined {
+				t.Fatalf("last event is not a declined result: %+v", ev)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+				var e engine.Event
+				if json.Unmarshal([]byte(l), &e) == nil && e.State == engine.StateRetrying {
+					t.Fatalf("the sender retried: %s", l)
+				}
+			}
+			if code := r.wait(); code == 0 {
+				t.Error("receive --once exited 0 after refusing")
+			}
+			if f := r.files(t); len(f) != 0 {
+				t.Errorf("a refused offer left files: %v", f)
+			}
+		})
+	}
+}

@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+)
+
+// grant is what one queued take got.
+type grant struct {
+	src     string
+	release func()
+	refused bool
+}
+
+// queueTake starts a take for src and waits until it is queued (or done).
+func queueTake(t *testing.T, pp *promptPlaces, src string, got chan<- grant) {
+	t.Helper()
+	before := pp.queued()
+	done := make(chan struct{})
+	go func() {
+		r, refused := pp.take(t.Context(), src)
+		close(done)
+		got <- grant{src, r, refused != nil}
+	}()
+	waitUntil(t, func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return pp.queued() > before
+		}
+	})
+}
+
+// Issue #27 (3): when a prompt's place frees, the queued offer of the
+// address that got a place least lately takes it: a real sender that
+// queues behind a running flood gets the next place, not the place after
+// every queued flood offer; and nobody's prompt is taken away meanwhile.
+func TestPromptPlacesRoundRobin(t *testing.T) {
+	pp := newPromptPlaces(1, 2)
+	first, refused := pp.take(t.Context(), "a")
+	if refused != nil {
+		t.Fatal(refused)
+	}
+	got := make(chan grant, 64)
+	const sources = 8
+	for i := range 2 * sources {
+		queueTake(t, pp, fmt.Sprintf("flood%d", i%sources), got)
+	}
+	first()
+	// The user answers the flood's prompts one by one: each address in turn.
+	var shown grant
+	seen := map[string]bool{}
+	for range sources {
+		shown = <-got
+		if shown.refused || seen[shown.src] {
+			t.Fatalf("prompt %+v: every flood address should get one before any gets a second", shown)
+		}
+		seen[shown.src] = true
+		if len(seen) < sources {
+			shown.release()
+		}
+	}
+	queueTake(t, pp, "real", got)
+	if pp.shown() != 1 {
+		t.Fatalf("%d prompts shown, want 1 (the real offer waits, it takes nothing)", pp.shown())
+	}
+	shown.release()
+	if next := <-got; next.src != "real" || next.refused {
+		t.Fatalf("the place after the real sender queued went to %+v, want the real sender", next)
+	} else {
+		next.release()
+	}
+	for range sources {
+		if g := <-got; !g.refused {
+			g.release()
+		}
+	}
+	if pp.shown() != 0 || pp.queued() != 0 || len(pp.held) != 0 || len(pp.lastGrant) != 0 {
+		t.Errorf("left: %d shown, %d queued, %d addresses held, %d remembered", pp.shown(), pp.queued(), len(pp.held), len(pp.lastGrant))
+	}
+}
+
+// A flood that fills the queue from many addresses loses its own oldest
+// queued offer to a newcomer from another address (refused as busy),
+// never a prompt on screen; an address shows maxPromptsPerSource at most.
+func TestPromptQueueShared(t *testing.T) {
+	pp := newPromptPlaces(2, 2)
+	var releases []func()
+	for _, src := range []string{"shown", "shown"} {
+		r, refused := pp.take(t.Context(), src)
+		if refused != nil {
+			t.Fatal(refused)
+		}
+		releases = append(releases, r)
+	}
+	if _, refused := pp.take(t.Context(), "shown"); refused == nil {
+		t.Fatal("an address got a third prompt")
+	}
+	got := make(chan grant, 64)
+	for i := range maxQueuedPrompts {
+		queueTake(t, pp, fmt.Sprintf("flood%d", i/maxQueuedPromptsPerSource), got)
+	}
+	go func() { // it queues in the place of another, so the queue does not grow
+		r, refused := pp.take(t.Context(), "real")
+		got <- grant{"real", r, refused != nil}
+	}()
+	if lost := <-got; !lost.refused || lost.src != "flood0" {
+		t.Fatalf("the newcomer displaced %+v, want flood0's oldest queued offer", lost)
+	}
+	waitUntil(t, func() bool { return pp.queued() == maxQueuedPrompts })
+	if pp.shown() != 2 {
+		t.Fatalf("%d prompts shown, want 2", pp.shown())
+	}
+	for _, r := range releases {
+		r()
+	}
+	for range maxQueuedPrompts {
+		if g := <-got; !g.refused {
+			g.release()
+		}
+	}
+}

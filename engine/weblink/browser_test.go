@@ -1,0 +1,602 @@
+package weblink
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// These tests drive Debian's chromium headless through chromedp: real
+// pages, real downloads, tus-js-client uploading through a real file input.
+
+// newBrowser starts chromium for the test, with a fresh profile, or skips.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (apt-get install chromium): the browser tests are skipped")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelA()
+	})
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// wireListener counts the bytes read from every connection; it can cut
+// every connection and refuse new ones for a while, and throttle reads so
+// that an upload on loopback lasts long enough to be interrupted (a
+// throttle, not a timing assertion: nothing checks how long anything took).
+type wireListener struct {
+	net.Listener
+	read    atomic.Int64
+	rate    atomic.Int64 // bytes per second, 0: as fast as it comes
+	refused chan struct{}
+
+	mu    sync.Mutex // guards the fields below
+	conns map[*wireConn]bool
+	cut   bool
+	next  time.Time // the throttle's next free slot
+}
+
+func newWireListener(t *testing.T) *wireListener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &wireListener{Listener: ln, conns: map[*wireConn]bool{}, refused: make(chan struct{}, 1024)}
+}
+
+func (l *wireListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		if l.cut {
+			l.mu.Unlock()
+			c.Close()
+			select {
+			case l.refused <- struct{}{}:
+			default:
+			}
+			continue
+		}
+		wc := &wireConn{Conn: c, l: l}
+		l.conns[wc] = true
+		l.mu.Unlock()
+		return wc, nil
+	}
+}
+
+// setCut cuts every connection and refuses new ones (on), or takes them
+// again (off).
+func (l *wireListener) setCut(on bool) {
+	l.mu.Lock()
+	l.cut = on
+	var open []*wireConn
+	if on {
+		for c := range l.conns {
+			open = append(open, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+type wireConn struct {
+	net.Conn
+	l *wireListener
+}
+
+func (c *wireConn) Read(b []byte) (int, error) {
+	rate := c.l.rate.Load()
+	if rate > 0 && len(b) > 64<<10 {
+		b = b[:64<<10]
+	}
+	n, err := c.Conn.Read(b)
+	c.l.read.Add(int64(n))
+	if rate > 0 && n > 0 {
+		c.l.mu.Lock()
+		now := time.Now()
+		start := c.l.next
+		if start.Before(now) {
+			start = now
+		}
+		c.l.next = start.Add(time.Duration(int64(n) * int64(time.Second) / rate))
+		wait := c.l.next.Sub(now)
+		c.l.mu.Unlock()
+		time.Sleep(wait)
+	}
+	return n, err
+}
+
+func (c *wireConn) Close() error {
+	c.l.mu.Lock()
+	delete(c.l.conns, c)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// randomFile writes n pseudo-random bytes to dir/name and returns its path.
+func randomFile(t *testing.T, dir, name string, n int64, seed uint64) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	if _, err := io.CopyN(f, src, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// samefile fails the test unless the files a and b hold the same bytes.
+func sameFile(t *testing.T, a, b string) {
+	t.Helper()
+	x, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x, y) {
+		t.Fatalf("%s (%d bytes) and %s (%d bytes) differ", a, len(x), b, len(y))
+	}
+}
+
+// picture writes a small PNG.
+func picture(t *testing.T, p string) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 320, 200))
+	for y := range 200 {
+		for x := range 320 {
+			img.Set(x, y, color.RGBA{uint8(x), uint8(y), 160, 255})
+		}
+	}
+	var buf bytes.Buffer
+	png.Encode(&buf, img)
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// download clicks sel and waits for the browser's download to complete; it
+// returns the downloaded file's path.
+func download(t *testing.T, ctx context.Context, dir, sel string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute) // a stuck browser fails instead of hanging
+	defer cancel()
+	progress := chromedp.Events(ctx, browser.DownloadProgress)
+	if err := chromedp.Do(ctx,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			yes := true
+			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &yes,
+			})
+			return err
+		}),
+		chromedp.Click(chromedp.CSS(sel)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("download of %s: %v", sel, err)
+		}
+		switch ev.State {
+		case browser.DownloadProgressStateCompleted:
+			return filepath.Join(dir, ev.GUID)
+		case browser.DownloadProgressStateCanceled:
+			t.Fatalf("download of %s cancelled", sel)
+		}
+	}
+	t.Fatalf("download of %s: no end", sel)
+	return ""
+}
+
+func TestBrowserShare(t *testing.T) {
+	ctx := newBrowser(t)
+	dir := t.TempDir()
+	big := randomFile(t, dir, "big <b>bold.bin", 20<<20, 1)
+	picture(t, filepath.Join(dir, "photo.png"))
+	os.MkdirAll(filepath.Join(dir, "folder"), 0o755)
+	small := randomFile(t, filepath.Join(dir, "folder"), "grüße.txt", 1000, 2)
+	s := startServer(t, Options{DeviceName: "Alice's laptop"})
+	l, err := s.Share([]string{big, filepath.Join(dir, "photo.png"), filepath.Join(dir, "folder")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
+		t.Fatal(err)
+	}
+	// No markup from a name rendered: the <b> is text.
+	bolds, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("b").length`))
+	if err != nil || bolds != 0 {
+		t.Fatalf("a name's markup rendered (%d <b> elements): %v", bolds, err)
+	}
+	// The picture's thumbnail loaded.
+	w, err := chromedp.Run(ctx, chromedp.Poll[int](`(() => { const i = document.querySelector("img"); return i && i.complete && i.naturalWidth })()`))
+	if err != nil || w != thumbSide {
+		t.Fatalf("thumbnail width %d: %v", w, err)
+	}
+	got := download(t, ctx, t.TempDir(), `a[href^="f/0/"]`)
+	sameFile(t, big, got)
+	got = download(t, ctx, t.TempDir(), `a[href^="f/2/"]`)
+	sameFile(t, small, got)
+
+	z := download(t, ctx, t.TempDir(), `a[href="all.zip"]`)
+	zr, err := zip.OpenReader(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	want := map[string]string{"big <b>bold.bin": big, "photo.png": filepath.Join(dir, "photo.png"), "folder/grüße.txt": small}
+	for _, f := range zr.File {
+		p, ok := want[f.Name]
+		if !ok {
+			t.Fatalf("zip entry %q", f.Name)
+		}
+		delete(want, f.Name)
+		rc, _ := f.Open()
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		orig, _ := os.ReadFile(p)
+		if err != nil || !bytes.Equal(b, orig) {
+			t.Fatalf("zip entry %q differs: %v", f.Name, err)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("zip lacks %v", want)
+	}
+}
+
+func TestBrowserPIN(t *testing.T) {
+	ctx := newBrowser(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "a.txt", 10)
+	s := startServer(t, Options{})
+	l, err := s.Share([]string{filepath.Join(dir, "a.txt")}, ShareOptions{LinkOptions: LinkOptions{PIN: "2468"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base(s)+l.Path()),
+		chromedp.SendKeys(chromedp.CSS("#pin"), "1357"),
+		chromedp.Submit(chromedp.CSS("#pin")),
+		chromedp.WaitVisible(chromedp.CSS("#pin-error")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".files li").length`)); n != 0 {
+		t.Fatalf("wrong PIN shows %d files", n)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#pin"), "2468"),
+		chromedp.Submit(chromedp.CSS("#pin")),
+		chromedp.WaitVisible(chromedp.CSS(".files li")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	title, _ := chromedp.Run(ctx, chromedp.Title())
+	if !strings.HasPrefix(title, "Files from") {
+		t.Fatalf("title %q after the right PIN", title)
+	}
+}
+
+// uploadTo opens a receive link's page and picks files in its input.
+func uploadTo(t *testing.T, ctx context.Context, url string, files ...string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(url),
+		chromedp.SetUploadFiles(chromedp.CSS("#files"), files),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitStatus waits for the upload page's final sentence.
+func waitStatus(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	msg, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("status").textContent`,
+		chromedp.WithPollingTimeout(5*time.Minute)))
+	if err != nil {
+		t.Fatalf("no end in the page: %v", err)
+	}
+	return msg
+}
+
+// starts counts the uploads a link began.
+func starts(l *Link) int {
+	n := 0
+	for _, a := range l.Activities() {
+		if a.Upload {
+			n++
+		}
+	}
+	return n
+}
+
+// waitBytes waits until the link's upload has at least n bytes, from its
+// events (which the test must be the only reader of).
+func waitBytes(t *testing.T, l *Link, n int64) {
+	t.Helper()
+	for ev := range l.Events() {
+		if ev.Activity != nil && ev.Activity.Bytes >= n {
+			return
+		}
+		if ev.Kind == EventDone {
+			t.Fatalf("the upload ended before %d bytes: %+v", n, ev.Activity)
+		}
+	}
+	t.Fatalf("the link ended before %d bytes", n)
+}
+
+// drain reads a link's events to its end, in the background.
+func drain(l *Link) {
+	go func() {
+		for range l.Events() {
+		}
+	}()
+}
+
+func startBrowserReceive(t *testing.T) (*Server, *Link, *FolderInbox, *wireListener) {
+	t.Helper()
+	wl := newWireListener(t)
+	s := Serve(wl, Options{DeviceName: "Alice's laptop"})
+	t.Cleanup(func() { s.Close() })
+	in, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	l, err := s.Receive(in, ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l, in, wl
+}
+
+func TestBrowserUpload(t *testing.T) {
+	ctx := newBrowser(t)
+	src := t.TempDir()
+	files := []string{
+		randomFile(t, src, "big.bin", 200<<20, 3),
+		randomFile(t, src, "<img src=x onerror=alert(1)>.txt", 1234, 4),
+		randomFile(t, src, "empty.txt", 0, 5),
+	}
+	s, l, in, _ := startBrowserReceive(t)
+	drain(l)
+	uploadTo(t, ctx, base(s)+l.Path(), files...)
+	if msg := waitStatus(t, ctx); msg != "3 files sent to Alice's laptop." {
+		t.Fatalf("page says %q", msg)
+	}
+	for _, f := range files {
+		sameFile(t, f, filepath.Join(in.Dir(), browserName(filepath.Base(f))))
+	}
+	if imgs, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("img").length`)); imgs != 0 {
+		t.Fatalf("a name's markup rendered")
+	}
+}
+
+func TestBrowserUploadResumesAfterCut(t *testing.T) {
+	ctx := newBrowser(t)
+	const size = 48 << 20
+	file := randomFile(t, t.TempDir(), "cut.bin", size, 6)
+	s, l, in, wl := startBrowserReceive(t)
+	wl.rate.Store(24 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), file)
+	// Cut once two chunks are in: starting over would then send more than
+	// one chunk twice.
+	waitBytes(t, l, 2*ChunkSize+1)
+	wl.setCut(true)
+	<-wl.refused // the page tried again and was refused
+	wl.setCut(false)
+	wl.rate.Store(0)
+	drain(l)
+	if msg := waitStatus(t, ctx); msg != "1 file sent to Alice's laptop." {
+		t.Fatalf("page says %q", msg)
+	}
+	sameFile(t, file, filepath.Join(in.Dir(), "cut.bin"))
+	if n := starts(l); n != 1 {
+		t.Fatalf("%d uploads began: the page started over", n)
+	}
+	// What came over the wire: the file, at most one chunk again, and the
+	// requests' headers.
+	if read := wl.read.Load(); read > size+ChunkSize+256<<10 {
+		t.Fatalf("%d bytes read for a %d-byte file: more than one chunk sent twice", read, size)
+	} else {
+		t.Logf("%d bytes read for a %d-byte file (%d again)", read, size, read-size)
+	}
+}
+
+func TestBrowserUploadContinuesAfterReload(t *testing.T) {
+	ctx := newBrowser(t)
+	const size = 48 << 20
+	file := randomFile(t, t.TempDir(), "reload.bin", size, 7)
+	s, l, in, wl := startBrowserReceive(t)
+	wl.rate.Store(24 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), file)
+	waitBytes(t, l, 2*ChunkSize+1)
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	wl.rate.Store(0)
+	drain(l)
+	// The user picks the same file again: it continues from the server's
+	// offset, and the page says so.
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS("#files"), []string{file})); err != nil {
+		t.Fatal(err)
+	}
+	if msg := waitStatus(t, ctx); msg != "1 file sent to Alice's laptop." {
+		t.Fatalf("page says %q", msg)
+	}
+	sameFile(t, file, filepath.Join(in.Dir(), "reload.bin"))
+	if n := starts(l); n != 1 {
+		t.Fatalf("%d uploads began: the reload started over", n)
+	}
+	if read := wl.read.Load(); read > size+ChunkSize+256<<10 {
+		t.Fatalf("%d bytes read for a %d-byte file: more than one chunk sent twice", read, size)
+	}
+}
+
+func TestBrowserStoppedAndExpired(t *testing.T) {
+	ctx := newBrowser(t)
+	file := randomFile(t, t.TempDir(), "stop.bin", 48<<20, 8)
+	s, l, in, wl := startBrowserReceive(t)
+	wl.rate.Store(16 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), file)
+	waitBytes(t, l, ChunkSize)
+	l.Stop()
+	wl.rate.Store(0)
+	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
+		t.Fatalf("left behind after Stop: %v", ents)
+	}
+	msg := waitStatus(t, ctx)
+	if !strings.Contains(msg, "not sent") {
+		t.Fatalf("page says %q after Stop", msg)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
+		t.Fatal(err)
+	}
+	if title, _ := chromedp.Run(ctx, chromedp.Title()); title != "Link ended" {
+		t.Fatalf("stopped link shows %q", title)
+	}
+	// An expired share link.
+	var shift atomic.Int64
+	s2 := startServer(t, Options{Now: func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }})
+	dir := t.TempDir()
+	writeFile(t, dir, "a", 10)
+	l2, err := s2.Share([]string{filepath.Join(dir, "a")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shift.Store(int64(2 * time.Hour))
+	if err := chromedp.Do(ctx, chromedp.Navigate(base(s2)+l2.Path())); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	if !strings.Contains(body, "This link expired.") {
+		t.Fatalf("expired link shows %q", body)
+	}
+	if !errors.Is(l2.Err(), ErrExpired) {
+		t.Fatalf("Err %v", l2.Err())
+	}
+}
+
+// TestBrowserScreenshots takes both pages at 360x740 and 1280x800, light
+// and dark. With FERRY_SCREENSHOTS=DIR it writes them there (the committed
+// ones are docs/screenshots/weblink-*.png); otherwise into a temp dir.
+func TestBrowserScreenshots(t *testing.T) {
+	ctx := newBrowser(t)
+	out := os.Getenv("FERRY_SCREENSHOTS")
+	if out == "" {
+		out = t.TempDir()
+	}
+	dir := t.TempDir()
+	picture(t, filepath.Join(dir, "beach.png"))
+	randomFile(t, dir, "Holiday video.mp4", 48_200_000, 9)
+	randomFile(t, dir, "Notes for the trip.pdf", 812_000, 10)
+	s := startServer(t, Options{DeviceName: "Alice's laptop"})
+	sh, err := s.Share([]string{filepath.Join(dir, "beach.png"), filepath.Join(dir, "Holiday video.mp4"), filepath.Join(dir, "Notes for the trip.pdf")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	rl, err := s.Receive(in, ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(rl)
+	src := t.TempDir()
+	sent := []string{randomFile(t, src, "IMG_2041.jpg", 3_400_000, 11), randomFile(t, src, "IMG_2042.jpg", 2_900_000, 12)}
+	for _, size := range [][2]int64{{360, 740}, {1280, 800}} {
+		for _, scheme := range []string{"light", "dark"} {
+			setup := chromedp.Steps(
+				chromedp.EmulateViewport(size[0], size[1]),
+				chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+					_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+						Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+					})
+					return err
+				}),
+			)
+			shot := func(name string) {
+				b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := chromedp.Do(ctx, setup, chromedp.Navigate(base(s)+sh.Path()),
+				chromedp.Poll[chromedp.Void](`document.querySelector("img").complete`)); err != nil {
+				t.Fatal(err)
+			}
+			shot(fmt.Sprintf("weblink-share-%d-%s.png", size[0], scheme))
+			if err := chromedp.Do(ctx, setup, chromedp.Navigate(base(s)+rl.Path()),
+				chromedp.SetUploadFiles(chromedp.CSS("#files"), sent)); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, ctx)
+			shot(fmt.Sprintf("weblink-upload-%d-%s.png", size[0], scheme))
+		}
+	}
+}

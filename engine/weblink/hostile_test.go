@@ -1,0 +1,284 @@
+package weblink
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// secret is a file beside the shared one: nothing may ever serve it.
+const secret = "SECRET-not-shared"
+
+// hostileShare shares one file of a folder that also holds a secret, and
+// plants a symlink to the secret inside a shared folder.
+func hostileShare(t *testing.T, s *Server) *Link {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secret.txt"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "shared"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "shared", "ok.txt"), []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "secret.txt"), filepath.Join(dir, "shared", "ln.txt")); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Share([]string{filepath.Join(dir, "shared")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestHostilePaths(t *testing.T) {
+	s := startServer(t, Options{})
+	l := hostileShare(t, s)
+	tok := strings.TrimSuffix(strings.TrimPrefix(l.Path(), "/l/"), "/")
+	for _, c := range []struct {
+		path string
+		code int
+	}{
+		{"/", 404},
+		{"/l/", 404},
+		{"/l/" + tok + "/f/0/ok.txt", 200},
+		{"/l/" + strings.ToUpper(tok) + "/", 404},
+		{"/l/" + tok[:len(tok)-1] + "/", 404},
+		{"/l/" + tok + "a/", 404},
+		{"/l/" + tok[:len(tok)-1] + "1/", 404}, // outside the alphabet
+		{"/l/../l/" + tok + "/", 404},          // only the canonical path names a link
+		{"/l/" + tok + "/f/0/../../secret.txt", 404},
+		{"/l/" + tok + "/f/0/ln.txt", 404},
+		{"/l/" + tok + "/f/1/ln.txt", 404},
+		{"/l/" + tok + "/f/-1/ok.txt", 404},
+		{"/l/" + tok + "/f/00/ok.txt", 404},
+		{"/l/" + tok + "/f/+0/ok.txt", 404},
+		{"/l/" + tok + "/f/99999999999999999999/ok.txt", 404},
+		{"/l/" + tok + "/f/0/", 404},
+		{"/l/" + tok + "/f/0", 404},
+		{"/l/" + tok + "/f/0/ok.txt/", 404},
+		{"/l/" + tok + "/f/0/OK.TXT", 404},
+		{"/l/" + tok + "/f/0%2F..%2F..%2Fsecret.txt", 404},
+		{"/l/" + tok + "/t/0/x", 404},
+		{"/l/" + tok + "/t/0", 404}, // not a picture
+		{"/l/" + tok + "/tus/", 404},
+		{"/l/" + tok + "/%00", 404},
+		{"/a/page.html", 404},
+		{"/a/../assets/page.html", 404},
+		{"/a/style.css", 200},
+		{"/a/tus-js-client.LICENSE", 200},
+		{"/a/", 404},
+		{"/l/" + tok + "/all.zip", 200},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// Raw, so that nothing cleans the path on the way.
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", c.path)
+			b, _ := io.ReadAll(conn)
+			var code int
+			fmt.Sscanf(string(b), "HTTP/1.1 %d", &code)
+			if code == http.StatusMovedPermanently {
+				code = 200 // a cleaned path is redirected to its canonical form
+			}
+			if code != c.code {
+				t.Errorf("%d, want %d:\n%.300s", code, c.code, b)
+			}
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("the secret was served")
+			}
+			if !bytes.Contains(b, []byte("X-Content-Type-Options: nosniff")) {
+				t.Errorf("no nosniff")
+			}
+		})
+	}
+}
+
+func TestHostileUploads(t *testing.T) {
+	s, l, in, tc := startReceive(t, ReceiveOptions{MaxFileSize: 1 << 30})
+	md := func(name string) string { return "filename " + base64.StdEncoding.EncodeToString([]byte(name)) }
+	type req struct {
+		method string
+		loc    bool // to the upload made for the case, else the endpoint
+		hdr    map[string]string
+		body   io.Reader
+		length int64 // -1: no Content-Length (chunked)
+	}
+	tus := func(m map[string]string) map[string]string {
+		m["Tus-Resumable"] = "1.0.0"
+		return m
+	}
+	patch := func(off string) map[string]string {
+		return tus(map[string]string{"Upload-Offset": off, "Content-Type": "application/offset+octet-stream"})
+	}
+	for _, c := range []struct {
+		name string
+		req  req
+		code int
+	}{
+		{"name with ..", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("../x")})}, 422},
+		{"name with a folder", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a/b")})}, 422},
+		{"absolute name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("/etc/passwd")})}, 422},
+		{"device name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("CON.txt")})}, 422},
+		{"partial name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x.partial")})}, 422},
+		{"control character", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a\nb")})}, 422},
+		{"bidi override", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a\u202etxt.exe")})}, 422},
+		{"long name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md(strings.Repeat("a", 300))})}, 422},
+		{"no name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1"})}, 422},
+		{"bad metadata", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": "filename !!!"})}, 422},
+		{"negative length", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "-1", "Upload-Metadata": md("a")})}, 400},
+		{"deferred length", req{method: "POST", hdr: tus(map[string]string{"Upload-Defer-Length": "1", "Upload-Metadata": md("a")})}, 501},
+		{"over the size bound", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1099511627776", "Upload-Metadata": md("a")})}, 413},
+		{"creation with a body", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "5", "Upload-Metadata": md("a"), "Content-Type": "application/offset+octet-stream"}), body: strings.NewReader("hello"), length: 5}, 413},
+		{"concatenation", req{method: "POST", hdr: tus(map[string]string{"Upload-Concat": "partial", "Upload-Length": "1", "Upload-Metadata": md("a")})}, 201},
+		{"no tus version", req{method: "POST", hdr: map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a")}}, 412},
+		{"wrong offset", req{method: "PATCH", loc: true, hdr: patch("5"), body: strings.NewReader("x"), length: 1}, 409},
+		{"negative offset", req{method: "PATCH", loc: true, hdr: patch("-1"), body: strings.NewReader("x"), length: 1}, 400},
+		{"offset not a number", req{method: "PATCH", loc: true, hdr: patch("0x0"), body: strings.NewReader("x"), length: 1}, 400},
+		{"body past the length", req{method: "PATCH", loc: true, hdr: patch("0"), body: strings.NewReader(strings.Repeat("x", 200)), length: 200}, 413},
+		{"chunk over ChunkSize", req{method: "PATCH", loc: true, hdr: patch("0"), body: io.LimitReader(zeros{}, ChunkSize+1), length: ChunkSize + 1}, 413},
+		{"endless chunked body", req{method: "PATCH", loc: true, hdr: patch("0"), body: zeros{}, length: -1}, 411},
+		{"length changed later", req{method: "PATCH", loc: true, hdr: map[string]string{"Tus-Resumable": "1.0.0", "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream", "Upload-Length": "5"}, body: strings.NewReader("x"), length: 1}, 501},
+		{"wrong content type", req{method: "PATCH", loc: true, hdr: tus(map[string]string{"Upload-Offset": "0", "Content-Type": "text/plain"}), body: strings.NewReader("x"), length: 1}, 400},
+		{"unknown upload", req{method: "HEAD", hdr: tus(map[string]string{})}, 404},
+		{"GET of an upload", req{method: "GET", loc: true, hdr: tus(map[string]string{})}, 405},
+		{"PUT", req{method: "PUT", loc: true, hdr: tus(map[string]string{})}, 405},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := tc.base
+			if c.req.loc {
+				loc, res := tc.create("case.bin", 100)
+				if res.StatusCode != http.StatusCreated {
+					t.Fatalf("create: %d", res.StatusCode)
+				}
+				u = loc
+			} else if c.req.method == "HEAD" {
+				u += "0123456789abcdef0123456789abcdef"
+			}
+			req, _ := http.NewRequest(c.req.method, u, c.req.body)
+			for k, v := range c.req.hdr {
+				req.Header.Set(k, v)
+			}
+			req.ContentLength = c.req.length
+			if c.req.body == nil {
+				req.ContentLength = 0
+			}
+			res, err := tc.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != c.code {
+				t.Errorf("%d, want %d", res.StatusCode, c.code)
+			}
+		})
+	}
+	// Nothing landed outside the folder, nothing but partials of the cases
+	// and no final file.
+	ents, _ := os.ReadDir(in.Dir())
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".partial") {
+			t.Errorf("left in the folder: %s", e.Name())
+		}
+	}
+	l.Stop()
+	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
+		t.Errorf("after Stop: %v", ents)
+	}
+	_ = s
+}
+
+// zeros is an endless body.
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
+}
+
+func TestHostileIdleConnections(t *testing.T) {
+	s := startServer(t, Options{MaxConnsPerAddr: 16, MaxConns: 64})
+	dir := t.TempDir()
+	writeFile(t, dir, "a", 10)
+	l, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 1000 {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			break // the backlog is full: the flood is bounded by the kernel too
+		}
+		conns = append(conns, c)
+	}
+	// Every connection is either held (16) or closed by the server: a read
+	// on the closed ones ends at once. Count the held ones through a
+	// request from another address (127.0.0.2 is loopback too).
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	c := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	res, err := c.Get(base(s) + l.Path() + "f/0/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("another device: %d", res.StatusCode)
+	}
+	from1 := netip.MustParseAddr("127.0.0.1")
+	total, byOne := s.ln.open(from1)
+	if byOne > 16 || total > 64 {
+		t.Errorf("held %d connections from the flooding address, %d in all", byOne, total)
+	}
+}
+
+func TestHostileManyUploads(t *testing.T) {
+	_, l, in, tc := startReceive(t, ReceiveOptions{MaxOpen: 64})
+	tc.c = &http.Client{Transport: &http.Transport{MaxConnsPerHost: 8}}
+	var created, refused, other atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 1000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, res := tc.create(fmt.Sprintf("f%d.bin", i), 10)
+			switch res.StatusCode {
+			case http.StatusCreated:
+				created.Add(1)
+			case http.StatusTooManyRequests:
+				refused.Add(1)
+			default:
+				other.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if created.Load() != 64 || refused.Load() != 1000-64 || other.Load() != 0 {
+		t.Fatalf("created %d, refused %d, other %d", created.Load(), refused.Load(), other.Load())
+	}
+	l.Stop()
+	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
+		t.Errorf("after Stop: %d files left", len(ents))
+	}
+}

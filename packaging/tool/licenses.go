@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	// licensecheck is the classifier pkg.go.dev uses to name a module's
+	// licence; it only names licences, the texts are copied as found.
+	"github.com/google/licensecheck"
+)
+
+// licensePlatforms are the GOOS values Ferry ships for: what is linked
+// differs per OS (x/sys/windows, the GLFW and systray back ends), and every
+// package carries the union, so that one file is right for all of them.
+var licensePlatforms = []string{"linux", "windows", "darwin"}
+
+// licenseFile matches the names a module's licence and notice files have.
+var licenseFile = regexp.MustCompile(`(?i)^(licen[cs]e|copying|notice|unlicense|patents)([.-].*)?$`)
+
+// module is one linked module and the licence files at its root.
+type module struct {
+	Path, Version string
+	IDs           []string // SPDX identifiers licensecheck found, e.g. "MIT"
+	Files         []licenseText
+}
+
+type licenseText struct {
+	Name, Text string
+}
+
+// listModule is what `go list -deps -json` says about a package's module.
+type listModule struct {
+	Path, Version, Dir string
+	Main               bool
+	Replace            *listModule
+}
+
+// linkedModules lists the modules the packages link on every platform,
+// with their licence files, sorted by path. Every module must have one.
+func linkedModules(pkgs []string) ([]module, error) {
+	seen := map[string]listModule{}
+	for _, goos := range licensePlatforms {
+		args := append([]string{"list", "-deps", "-tags", "migrated_fynedo", "-json=ImportPath,Module,Standard"}, pkgs...)
+		cmd := exec.Command("go", args...)
+		// CGO_ENABLED=1: the app's cgo files (GLFW, systray) count.
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=1")
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("go list (GOOS=%s): %w", goos, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for {
+			var p struct {
+				ImportPath string
+				Standard   bool
+				Module     *listModule
+			}
+			if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("go list: %w", err)
+			}
+			if p.Standard || p.Module == nil || p.Module.Main {
+				continue
+			}
+			m := *p.Module
+			if m.Replace != nil {
+				m.Dir = m.Replace.Dir
+			}
+			seen[m.Path] = m
+		}
+	}
+	var mods []module
+	var missing []string
+	for _, m := range seen {
+		files, err := licenseFiles(m.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			missing = append(missing, m.Path+"@"+m.Version)
+			continue
+		}
+		mods = append(mods, module{Path: m.Path, Version: m.Version, IDs: identify(files), Files: files})
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("no licence file at the root of %s: Ferry may not redistribute them", strings.Join(missing, ", "))
+	}
+	slices.SortFunc(mods, func(a, b module) int { return strings.Compare(a.Path, b.Path) })
+	return mods, nil
+}
+
+// licenseFiles reads the licence and notice files in dir, in name order.
+func licenseFiles(dir string) ([]licenseText, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("licenses: %w", err)
+	}
+	var out []licenseText
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !licenseFile.MatchString(e.Name()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("licenses: %w", err)
+		}
+		out = append(out, licenseText{Name: e.Name(), Text: strings.TrimSpace(string(b))})
+	}
+	return out, nil
+}
+
+// identify names the licences in files; "unknown" if licensecheck
+// recognises none (the text is still shipped).
+func identify(files []licenseText) []string {
+	var ids []string
+	for _, f := range files {
+		cov := licensecheck.Scan([]byte(f.Text))
+		for _, m := range cov.Match {
+			if !slices.Contains(ids, m.ID) {
+				ids = append(ids, m.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		ids = []string{"unknown"}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// goLicense is the Go distribution's licence: its runtime and standard
+// library are in every binary.
+func goLicense() (module, error) {
+	out, err := exec.Command("go", "env", "GOROOT", "GOVERSION").Output()
+	if err != nil {
+		return module{}, fmt.Errorf("go env: %w", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		return module{}, fmt.Errorf("go env GOROOT GOVERSION: %q", out)
+	}
+	files, err := licenseFiles(f[0])
+	if err != nil || len(files) == 0 {
+		return module{}, fmt.Errorf("licenses: no LICENSE in GOROOT %s: %v", f[0], err)
+	}
+	return module{Path: "Go standard library and runtime", Version: f[1], IDs: identify(files), Files: files}, nil
+}
+
+// writeLicenses writes the third-party notices for pkgs as text to out and,
+// when copyright is not empty, a machine-readable Debian copyright file
+// (https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/) to it.
+func writeLicenses(out, copyright string, pkgs []string) error {
+	mods, err := linkedModules(pkgs)
+	if err != nil {
+		return err
+	}
+	g, err := goLicense()
+	if err != nil {
+		return err
+	}
+	mods = append([]module{g}, mods...)
+
+	var b strings.Builder
+	b.WriteString("Ferry: third-party software\n\n")
+	b.WriteString("Ferry is licensed under the Apache License, Version 2.0 (see LICENSE).\n")
+	b.WriteString("Its programs link the software below, each under its own licence, whose\n")
+	b.WriteString("full text follows. This file is generated from the modules the build links\n")
+	b.WriteString("(go run ./packaging/tool licenses).\n\n")
+	for _, m := range mods {
+		fmt.Fprintf(&b, "  %-60s %-12s %s\n", m.Path, m.Version, strings.Join(m.IDs, ", "))
+	}
+	for _, m := range mods {
+		fmt.Fprintf(&b, "\n%s\n%s %s (%s)\n", strings.Repeat("=", 78), m.Path, m.Version, strings.Join(m.IDs, ", "))
+		for _, f := range m.Files {
+			fmt.Fprintf(&b, "\n--- %s\n\n%s\n", f.Name, f.Text)
+		}
+	}
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("licenses: %w", err)
+	}
+	if copyright == "" {
+		return nil
+	}
+	if err := os.WriteFile(copyright, []byte(debianCopyright(mods[1:])), 0o644); err != nil {
+		return fmt.Errorf("licenses: %w", err)
+	}
+	return nil
+}
+
+// debianNames maps SPDX identifiers to the short names Debian's copyright
+// format uses where they differ.
+var debianNames = map[string]string{
+	"MIT": "Expat", "BSD-2-Clause": "BSD-2-clause", "BSD-3-Clause": "BSD-3-clause",
+	"GPL-2.0": "GPL-2", "LGPL-2.1": "LGPL-2.1", "MPL-2.0": "MPL-2.0", "Apache-2.0": "Apache-2.0",
+}
+
+// copyrightLine picks a licence text's copyright statements.
+var copyrightLine = regexp.MustCompile(`(?mi)^\s*copyright\s+(?:\(c\)|©|\d).*$`)
+
+// debianCopyright is the DEP-5 copyright file: Ferry under Apache-2.0, then
+// one paragraph per linked module (its path as the Files pattern, the
+// copyright lines of its licence, its licence with the full text).
+func debianCopyright(mods []module) string {
+	var b strings.Builder
+	b.WriteString("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n")
+	b.WriteString("Upstream-Name: Ferry\n")
+	b.WriteString("Upstream-Contact: https://github.com/ferrydrop/ferry/issues\n")
+	b.WriteString("Source: https://github.com/ferrydrop/ferry\n")
+	b.WriteString("Comment: The binaries are statically linked Go programs; the Files paragraphs\n")
+	b.WriteString(" after the first name the Go modules linked into them by module path.\n")
+	b.WriteString(" /usr/share/doc/ferry/THIRD_PARTY_LICENSES has every licence text as found.\n\n")
+	b.WriteString("Files: *\nCopyright: Ferry developers\nLicense: Apache-2.0\n")
+	b.WriteString(" On Debian systems, the full text of the Apache License, Version 2.0 can be\n")
+	b.WriteString(" found in /usr/share/common-licenses/Apache-2.0.\n")
+	for _, m := range mods {
+		names := make([]string, len(m.IDs))
+		for i, id := range m.IDs {
+			if n, ok := debianNames[id]; ok {
+				id = n
+			}
+			names[i] = id
+		}
+		var lines []string
+		for _, f := range m.Files {
+			for _, l := range copyrightLine.FindAllString(f.Text, -1) {
+				l = strings.TrimSpace(regexp.MustCompile(`(?i)^copyright\s*(\(c\)|©)?\s*`).ReplaceAllString(strings.TrimSpace(l), ""))
+				if l != "" && !slices.Contains(lines, l) {
+					lines = append(lines, l)
+				}
+			}
+		}
+		if len(lines) == 0 {
+			lines = []string{"the authors of " + m.Path}
+		}
+		fmt.Fprintf(&b, "\nFiles: %s/*\nCopyright: %s\n", m.Path, strings.Join(lines, "\n "))
+		fmt.Fprintf(&b, "License: %s\n", strings.Join(names, " and "))
+		for i, f := range m.Files {
+			if i > 0 {
+				b.WriteString(" .\n")
+			}
+			for _, l := range strings.Split(f.Text, "\n") {
+				if l = strings.TrimRight(l, " \t\r"); l == "" {
+					b.WriteString(" .\n")
+				} else {
+					b.WriteString(" " + l + "\n")
+				}
+			}
+		}
+	}
+	return b.String()
+}

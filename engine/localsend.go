@@ -250,7 +250,11 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if rerr := tk.holdManifest(len(files), names); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrBusy, rerr.Reason))
 	}
-	if rerr := tk.checkMuted(in.t.peer.Trusted); rerr != nil {
+	_, known := e.trust.Get(peer)
+	if rerr := tk.checkMuted(in.t.peer.Trusted, known && verified); rerr != nil {
+		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
+	}
+	if rerr := e.checkImpersonation(peer, o.Sender.Alias, o.Addr.String()); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
 	err := in.offer("", files, text)

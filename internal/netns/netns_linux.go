@@ -25,7 +25,8 @@ type NS struct {
 	do   chan func()
 }
 
-var counter atomic.Int64
+// nsSeq names the namespaces of one test binary apart.
+var nsSeq atomic.Int64
 
 // Available says why namespaces cannot be made here ("" when they can).
 func Available() string {
@@ -53,7 +54,7 @@ func Pair(t testing.TB) (a, b *NS, ipA, ipB, ifA, ifB string) {
 	if why := Available(); why != "" {
 		t.Skip("skipping: " + why)
 	}
-	n := counter.Add(1)
+	n := nsSeq.Add(1)
 	tag := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
 	names := []string{"lsA" + tag, "lsB" + tag}
 	for _, ns := range names {

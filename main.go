@@ -21,7 +21,7 @@ import (
 	"os"
 
 	"github.com/ferrydrop/ferry/app"
-	_ "github.com/ferrydrop/ferry/internal/cfglocale" // before Fyne's init: no "Error parsing user locale C"
+	_ "github.com/ferrydrop/ferry/app/cfglocale" // before Fyne's init: no "Error parsing user locale C"
 	"github.com/ferrydrop/ferry/internal/version"
 )
 

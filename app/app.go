@@ -59,24 +59,9 @@ func Run(opts Options) error {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	dir := opts.ConfigDir
-	var autostartArgs []string
-	if dir == "" {
-		d, err := DefaultConfigDir()
-		if err != nil {
-			return err
-		}
-		dir = d
-	} else {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return fmt.Errorf("config dir: %w", err)
-		}
-		dir = abs
-		autostartArgs = []string{"--config", dir}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("config dir: %w", err)
+	dir, autostartArgs, err := configDir(opts.ConfigDir)
+	if err != nil {
+		return err
 	}
 	files, err := absFiles(opts.Files)
 	if err != nil {
@@ -98,39 +83,15 @@ func Run(opts Options) error {
 	}
 	defer inst.Close()
 
-	home, _ := os.UserHomeDir()
-	settings, err := openSettings(dir, ui.Settings{DownloadDir: filepath.Join(home, "Downloads"), Policy: ui.PolicyEveryone, AutoAcceptTrusted: true})
-	if err != nil {
-		log.Warn("settings unreadable; using defaults", "err", err)
-	}
-	history, err := openHistory(dir)
-	if err != nil {
-		log.Warn("history unreadable; starting a new one", "err", err)
-	}
-	names, err := openDevices(dir)
-	if err != nil {
-		log.Warn("device names unreadable; using the names devices announce", "err", err)
-	}
-	s := settings.get()
+	settings, history, names := openStores(dir, log)
 	// Sends follow their device by ID (a receiver that moved or restarted
 	// on another port is found again): the engine asks discovery's table.
 	resolver := &peerresolve.Resolver{}
-	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
-		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver})
+	eng, s, err := startEngine(dir, settings, resolver, log)
 	if err != nil {
-		return fmt.Errorf("start engine: %w", err)
+		return err
 	}
 	defer eng.Close()
-	if s.DeviceName == "" {
-		s.DeviceName = eng.Name()
-		_ = settings.save(s)
-	}
-	// The login item can be made or removed outside the app too (the Windows
-	// installer writes the same Run value): the setting shows what is there.
-	if on := autostart.Enabled(); on != s.StartAtLogin {
-		s.StartAtLogin = on
-		_ = settings.save(s)
-	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -142,20 +103,7 @@ func Run(opts Options) error {
 	}
 	resolver.Use(disc)
 
-	a := fyneapp.NewWithID(AppID)
-	if m := a.Metadata(); m.Name == "" {
-		// Built without `fyne package`: the tray would show the app ID.
-		m.Name = "Ferry"
-		if m.ID == "" {
-			m.ID = AppID
-		}
-		fyneapp.SetMetadata(m)
-	}
-	var icon fyne.Resource
-	if len(opts.Icon) > 0 {
-		icon = fyne.NewStaticResource("ferry.png", opts.Icon)
-		a.SetIcon(icon)
-	}
+	a, icon := newFyneApp(opts.Icon)
 	w := a.NewWindow("Ferry — " + ui.EscapeName(s.DeviceName))
 	w.Resize(fyne.NewSize(980, 640))
 	w.SetMaster()
@@ -173,27 +121,9 @@ func Run(opts Options) error {
 	defer b.close()
 
 	notes := newNotifier(a, opts.Icon, log)
-	u := ui.New(a, w, b, ui.Device{ID: eng.ID(), Name: eng.Name()}, ui.Options{Notify: notes.plain, NotifyActions: notes.withActions,
-		Picker: newPicker(ctx, w, log)})
-	u.OnShow = func() { w.Show(); w.RequestFocus() }
-	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
-	u.OnQuit = a.Quit
-	b.problem = func(what string, err error) { fyne.Do(func() { u.ShowError(what, err) }) }
-	b.openFolder = folderOpener(a, b.problem)
+	u := newUI(ctx, a, w, b, notes, log)
 
-	// The tray needs a D-Bus session bus on Linux: without one Fyne's
-	// systray fails and App.Quit later panics. Whether a tray host shows
-	// the icon is asked each time it matters: panels come and go.
-	tray := false
-	if desk, ok := a.(desktop.App); ok && trayAvailable() {
-		desk.SetSystemTrayMenu(u.Tray())
-		if icon != nil {
-			desk.SetSystemTrayIcon(icon)
-		}
-		// The menu changes in place; installing it again redraws it.
-		u.OnTrayChanged = desk.SetSystemTrayMenu
-		tray = true
-	}
+	tray := installTray(a, u, icon)
 	w.SetCloseIntercept(func() {
 		if !u.HandleClose(tray && trayHost()) {
 			a.Quit()
@@ -201,54 +131,188 @@ func Run(opts Options) error {
 	})
 
 	if s.Policy != ui.PolicyOff {
-		if err := b.setReceiving(true); err != nil {
-			log.Error("receiving could not start", "err", err)
-			fyne.Do(func() {
-				a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
-			})
-		}
-		u.SelfChanged() // the addresses it receives on
+		startReceiving(a, b, u, log)
 	}
 
-	var wg sync.WaitGroup
-	run := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				log.Warn(name+" stopped", "err", err)
-			}
-		}()
-	}
-	run("discovery", disc.Run)
-	run("engine events", func(ctx context.Context) error { return pumpTransfers(ctx, eng, b, transfers, devices) })
-	run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, devices) })
-	run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
-	run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
-	run("notification buttons", notes.listen)
-	run("instance", func(ctx context.Context) error {
+	l := &loops{ctx: ctx, log: log}
+	l.run("discovery", disc.Run)
+	l.run("engine events", func(ctx context.Context) error { return pumpTransfers(ctx, eng, b, transfers, devices) })
+	l.run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, devices) })
+	l.run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
+	l.run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
+	l.run("notification buttons", notes.listen)
+	l.run("instance", func(ctx context.Context) error {
 		return inst.Serve(ctx, func(r instance.Request) { fyne.Do(func() { u.OpenFiles(r.Files) }) })
 	})
 
-	// Start hidden only where the tray can bring the window back; at login
-	// the panel may come up a moment after Ferry.
-	hidden := false
-	if tray && len(files) == 0 && (opts.Minimized || s.StartMinimized) {
-		wctx, wcancel := context.WithTimeout(ctx, trayWait)
-		hidden = waitTrayHost(wctx)
-		wcancel()
-	}
-	if !hidden {
-		w.Show()
-	}
-	u.SetWindowShown(!hidden)
+	showAtStart(ctx, w, u, tray && len(files) == 0 && (opts.Minimized || s.StartMinimized))
 	if len(files) > 0 {
 		u.OpenFiles(files)
 	}
 	a.Run()
 	cancel()
-	wg.Wait()
+	l.wg.Wait()
 	return nil
+}
+
+// newUI makes the UI over b in window w, with its hooks into the window,
+// the app and the backend.
+func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *notifier, log *slog.Logger) *ui.UI {
+	u := ui.New(a, w, b, ui.Device{ID: b.eng.ID(), Name: b.eng.Name()}, ui.Options{Notify: notes.plain, NotifyActions: notes.withActions,
+		Picker: newPicker(ctx, w, log)})
+	u.OnShow = func() { w.Show(); w.RequestFocus() }
+	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
+	u.OnQuit = a.Quit
+	b.problem = func(what string, err error) { fyne.Do(func() { u.ShowError(what, err) }) }
+	b.openFolder = folderOpener(a, b.problem)
+	return u
+}
+
+// startReceiving starts listening and advertising; a failure is told in a
+// notification, and the app runs on without receiving.
+func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
+	if err := b.setReceiving(true); err != nil {
+		log.Error("receiving could not start", "err", err)
+		fyne.Do(func() {
+			a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
+		})
+	}
+	u.SelfChanged() // the addresses it receives on
+}
+
+// loops runs the app's long-lived goroutines until ctx ends; wg waits for
+// them.
+type loops struct {
+	ctx context.Context
+	log *slog.Logger
+	wg  sync.WaitGroup
+}
+
+// run starts f; an error other than the end of ctx is logged as name's.
+func (l *loops) run(name string, f func(context.Context) error) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if err := f(l.ctx); err != nil && !errors.Is(err, context.Canceled) {
+			l.log.Warn(name+" stopped", "err", err)
+		}
+	}()
+}
+
+// configDir makes the config dir (given, or the platform's default)
+// absolute and present; a given one is passed on to the login item.
+func configDir(given string) (dir string, autostartArgs []string, err error) {
+	if given == "" {
+		if dir, err = DefaultConfigDir(); err != nil {
+			return "", nil, err
+		}
+	} else {
+		if dir, err = filepath.Abs(given); err != nil {
+			return "", nil, fmt.Errorf("config dir: %w", err)
+		}
+		autostartArgs = []string{"--config", dir}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("config dir: %w", err)
+	}
+	return dir, autostartArgs, nil
+}
+
+// openStores opens the settings, history and device names in dir; a file
+// that cannot be read is reported and replaced by a fresh start.
+func openStores(dir string, log *slog.Logger) (*settingsStore, *historyStore, *deviceStore) {
+	home, _ := os.UserHomeDir()
+	settings, err := openSettings(dir, ui.Settings{DownloadDir: filepath.Join(home, "Downloads"), Policy: ui.PolicyEveryone, AutoAcceptTrusted: true})
+	if err != nil {
+		log.Warn("settings unreadable; using defaults", "err", err)
+	}
+	history, err := openHistory(dir)
+	if err != nil {
+		log.Warn("history unreadable; starting a new one", "err", err)
+	}
+	names, err := openDevices(dir)
+	if err != nil {
+		log.Warn("device names unreadable; using the names devices announce", "err", err)
+	}
+	return settings, history, names
+}
+
+// startEngine starts the engine with the settings, and brings the settings
+// up to date with what is true outside them (the engine's default name, a
+// login item made or removed elsewhere); it returns them as they are now.
+func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, log *slog.Logger) (*engine.Engine, ui.Settings, error) {
+	s := settings.get()
+	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
+		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver})
+	if err != nil {
+		return nil, s, fmt.Errorf("start engine: %w", err)
+	}
+	if s.DeviceName == "" {
+		s.DeviceName = eng.Name()
+		_ = settings.save(s)
+	}
+	// The login item can be made or removed outside the app too (the Windows
+	// installer writes the same Run value): the setting shows what is there.
+	if on := autostart.Enabled(); on != s.StartAtLogin {
+		s.StartAtLogin = on
+		_ = settings.save(s)
+	}
+	return eng, s, nil
+}
+
+// newFyneApp makes the Fyne app with Ferry's metadata and icon (nil when
+// iconPNG is empty).
+func newFyneApp(iconPNG []byte) (fyne.App, fyne.Resource) {
+	a := fyneapp.NewWithID(AppID)
+	if m := a.Metadata(); m.Name == "" {
+		// Built without `fyne package`: the tray would show the app ID.
+		m.Name = "Ferry"
+		if m.ID == "" {
+			m.ID = AppID
+		}
+		fyneapp.SetMetadata(m)
+	}
+	var icon fyne.Resource
+	if len(iconPNG) > 0 {
+		icon = fyne.NewStaticResource("ferry.png", iconPNG)
+		a.SetIcon(icon)
+	}
+	return a, icon
+}
+
+// installTray puts u's tray menu (and icon) in the system tray where there
+// is one, and reports whether it did. The tray needs a D-Bus session bus on
+// Linux: without one Fyne's systray fails and App.Quit later panics.
+// Whether a tray host shows the icon is asked each time it matters: panels
+// come and go.
+func installTray(a fyne.App, u *ui.UI, icon fyne.Resource) bool {
+	desk, ok := a.(desktop.App)
+	if !ok || !trayAvailable() {
+		return false
+	}
+	desk.SetSystemTrayMenu(u.Tray())
+	if icon != nil {
+		desk.SetSystemTrayIcon(icon)
+	}
+	// The menu changes in place; installing it again redraws it.
+	u.OnTrayChanged = desk.SetSystemTrayMenu
+	return true
+}
+
+// showAtStart shows the window, unless minimized is asked and a tray host
+// can bring the window back (at login the panel may come up a moment after
+// Ferry).
+func showAtStart(ctx context.Context, w fyne.Window, u *ui.UI, minimized bool) {
+	hidden := false
+	if minimized {
+		wctx, cancel := context.WithTimeout(ctx, trayWait)
+		hidden = waitTrayHost(wctx)
+		cancel()
+	}
+	if !hidden {
+		w.Show()
+	}
+	u.SetWindowShown(!hidden)
 }
 
 // trayAvailable reports whether a system tray can work here.

@@ -64,6 +64,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 	out := ui.TransferEvent{
 		Kind:      kind,
 		ID:        ev.TransferID,
+		Delivery:  ev.Delivery,
 		Direction: toUIDirection(ev.Direction),
 		Peer:      ui.Peer{ID: ev.Peer.ID, Name: ev.Peer.Name, Trusted: ev.Peer.Trusted, Addr: ev.Peer.Addr},
 		State:     ui.State(ev.State),
@@ -176,7 +177,7 @@ func fillOutcome(r *ui.Result, dir ui.Direction, in intent, at time.Time, quitti
 func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
 	r := ev.Result
 	e := ui.HistoryEntry{
-		ID: ev.ID, Direction: ev.Direction, PeerName: ev.Peer.Name, PeerID: ev.Peer.ID,
+		ID: ev.ID, Delivery: ev.Delivery, Direction: ev.Direction, PeerName: ev.Peer.Name, PeerID: ev.Peer.ID,
 		Files: r.Files, Bytes: r.Bytes, State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err,
 		Transport: r.Transport, Destination: r.Destination, Finished: ev.Time, Duration: r.Duration.Seconds(),
 		Text: r.Text,

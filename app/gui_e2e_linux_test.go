@@ -19,6 +19,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/ferrydrop/ferry/internal/testutil"
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -59,7 +60,7 @@ func TestGUIEndToEnd(t *testing.T) {
 	D.waitStatus(t)
 	B := d.start(t, bin, root, "Ferry B", []string{"FERRY_SMOKE_ADD=127.0.0.1:" + A.port(t) + ",127.0.0.1:" + D.port(t)})
 	B.waitStatus(t)
-	waitFor(t, "B to list A and D", 30*time.Second, func() bool { return fileExists(B.status + ".added") })
+	testutil.WaitFor(t, "B to list A and D", func() bool { return fileExists(B.status + ".added") })
 	winA, winB, winD := d.window(t, "Ferry A"), d.window(t, "Ferry B"), d.window(t, "Ferry D")
 	d.xdotool(t, "windowmove", "--sync", winB, "0", "0")
 	d.xdotool(t, "windowsize", "--sync", winB, "980", "640")
@@ -81,7 +82,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		}
 		// The item registers before its title is set (an empty one at
 		// first): a tray host shows it once it is.
-		waitFor(t, `B's tray title "Ferry"`, 30*time.Second, func() bool { return d.trayTitle(t, B) == "Ferry" })
+		testutil.WaitFor(t, `B's tray title "Ferry"`, func() bool { return d.trayTitle(t, B) == "Ferry" })
 	})
 
 	// The first device row of B's list (the only one: A), in screen
@@ -96,8 +97,8 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.screenshot(t, winA, "e2e-prompt.png")
 		d.keys(t, winA, "Tab", "Return")
 		got := filepath.Join(A.downloads, filepath.Base(file1))
-		waitFor(t, "the file at A", 30*time.Second, func() bool { return sameFile(file1, got) })
-		waitFor(t, "B's history", 30*time.Second, func() bool { return B.lastHistory(t).State == ui.StateDone })
+		testutil.WaitFor(t, "the file at A", func() bool { return sameFile(file1, got) })
+		testutil.WaitFor(t, "B's history", func() bool { return B.lastHistory(t).State == ui.StateDone })
 		d.waitNotification(t, "Files received", 1)
 		d.waitNotification(t, "Files sent", 1)
 		d.screenshot(t, winB, "e2e-sent.png")
@@ -119,7 +120,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		promptShown(t, 2)
 		d.keys(t, winA, "Tab", "Return")
 		got := filepath.Join(A.downloads, filepath.Base(file3))
-		waitFor(t, "the handed-over file at A", 30*time.Second, func() bool { return sameFile(file3, got) })
+		testutil.WaitFor(t, "the handed-over file at A", func() bool { return sameFile(file3, got) })
 	})
 
 	// Text and three files to two devices, each on its own: the files are
@@ -147,7 +148,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		for _, p := range []*ferry{A, D} {
 			for _, f := range pics {
 				got := filepath.Join(p.downloads, filepath.Base(f))
-				waitFor(t, p.name+" to have "+filepath.Base(f), 30*time.Second, func() bool { return sameFile(f, got) })
+				testutil.WaitFor(t, p.name+" to have "+filepath.Base(f), func() bool { return sameFile(f, got) })
 			}
 		}
 		d.screenshot(t, winB, "e2e-two-devices.png")
@@ -160,7 +161,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.keys(t, winB, "space", "Tab", "space", "Return")
 		acceptBoth(2)
 		for _, p := range []*ferry{A, D} {
-			waitFor(t, p.name+"'s text in its history", 30*time.Second, func() bool { return p.lastHistory(t).Text == text })
+			testutil.WaitFor(t, p.name+"'s text in its history", func() bool { return p.lastHistory(t).Text == text })
 		}
 		if f := filepath.Join(A.downloads, "Tickets"); fileExists(f) {
 			t.Error("the text was written to disk")
@@ -170,7 +171,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		// The files' notification at A: its button shows them in their folder.
 		got := d.latest(t, A, "Files received", 3)
 		d.press(t, got, "default")
-		waitFor(t, "xdg-open on A's download folder", 30*time.Second, func() bool {
+		testutil.WaitFor(t, "xdg-open on A's download folder", func() bool {
 			b, _ := os.ReadFile(d.opened)
 			return strings.Contains(string(b), A.downloads+"\n")
 		})
@@ -194,7 +195,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		}
 		d.keys(t, winD, "Tab", "Return")
 		d.keys(t, winB, "Tab", "Return")
-		waitFor(t, "B and D to trust each other", 30*time.Second, func() bool { return paired(t, B, D) && paired(t, D, B) })
+		testutil.WaitFor(t, "B and D to trust each other", func() bool { return paired(t, B, D) && paired(t, D, B) })
 		d.screenshot(t, winB, "e2e-paired.png")
 		d.keys(t, winB, "Escape")
 		d.keys(t, winD, "Escape")
@@ -207,8 +208,8 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file2)
 		promptShown(t, 5)
 		d.keys(t, winA, "Escape")
-		waitFor(t, "A's history", 30*time.Second, func() bool { return A.lastHistory(t).State == ui.StateDeclined })
-		waitFor(t, "B's history", 30*time.Second, func() bool { return B.lastHistory(t).State == ui.StateDeclined })
+		testutil.WaitFor(t, "A's history", func() bool { return A.lastHistory(t).State == ui.StateDeclined })
+		testutil.WaitFor(t, "B's history", func() bool { return B.lastHistory(t).State == ui.StateDeclined })
 		if e := A.lastHistory(t); e.Code != ui.CodeDeclined || e.ByPeer || e.Files != 1 || e.Bytes != 1234 {
 			t.Errorf("A's entry %+v, want declined by A with the offered file", e)
 		}
@@ -223,7 +224,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		// busy machine the menu follows a moment later.
 		var labels []string
 		var recent string
-		waitFor(t, "the decline in B's tray menu", 30*time.Second, func() bool {
+		testutil.WaitFor(t, "the decline in B's tray menu", func() bool {
 			m := d.trayMenu(t, B)
 			labels = m.labels()
 			recent = strings.Join(m.find("Recent transfers").labels(), "|")
@@ -423,7 +424,7 @@ func (d *xDesktop) press(t *testing.T, x notification, key string) {
 func (d *xDesktop) latest(t *testing.T, p *ferry, summary string, n int) notification {
 	t.Helper()
 	var got notification
-	waitFor(t, fmt.Sprintf("%s's notification %q #%d", p.name, summary, n), 30*time.Second, func() bool {
+	testutil.WaitFor(t, fmt.Sprintf("%s's notification %q #%d", p.name, summary, n), func() bool {
 		c := 0
 		for _, x := range d.notes() {
 			if x.summary == summary && d.pidOf(x.sender) == p.cmd.Process.Pid {
@@ -492,7 +493,7 @@ func (d *xDesktop) notes() []notification {
 // waitNotification waits until n notifications titled summary arrived.
 func (d *xDesktop) waitNotification(t *testing.T, summary string, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("notification %q #%d", summary, n), 30*time.Second, func() bool {
+	testutil.WaitFor(t, fmt.Sprintf("notification %q #%d", summary, n), func() bool {
 		c := 0
 		for _, x := range d.notes() {
 			if x.summary == summary {
@@ -537,7 +538,7 @@ func (d *xDesktop) stopWatcher(t *testing.T) {
 func (d *xDesktop) trayItem(t *testing.T, p *ferry) string {
 	t.Helper()
 	var name string
-	waitFor(t, p.name+"'s tray item", 30*time.Second, func() bool {
+	testutil.WaitFor(t, p.name+"'s tray item", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for n := range d.items {
@@ -698,7 +699,7 @@ func (d *xDesktop) search(name string, visible bool) []string {
 func (d *xDesktop) window(t *testing.T, name string) string {
 	t.Helper()
 	var w []string
-	waitFor(t, "window "+name, 30*time.Second, func() bool { w = d.search(name, true); return len(w) > 0 })
+	testutil.WaitFor(t, "window "+name, func() bool { w = d.search(name, true); return len(w) > 0 })
 	return w[0]
 }
 
@@ -706,7 +707,7 @@ func (d *xDesktop) visible(_ *testing.T, name string) bool { return len(d.search
 
 func (d *xDesktop) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	waitFor(t, what, 30*time.Second, cond)
+	testutil.WaitFor(t, what, cond)
 }
 
 // keys types keys into win, as real key presses (XTEST) to the focused window.
@@ -833,7 +834,7 @@ func (p *ferry) stop() error {
 
 func (p *ferry) waitStatus(t *testing.T) {
 	t.Helper()
-	waitFor(t, p.name+" to listen", 30*time.Second, func() bool { return fileExists(p.status) })
+	testutil.WaitFor(t, p.name+" to listen", func() bool { return fileExists(p.status) })
 }
 
 func (p *ferry) port(t *testing.T) string {
@@ -908,20 +909,6 @@ func runWithin(cmd *exec.Cmd, timeout time.Duration) ([]byte, error) {
 	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	c.Env = cmd.Env
 	return c.CombinedOutput()
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

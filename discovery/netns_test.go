@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Environment of the helper mode: the test binary re-executes itself inside
@@ -27,11 +29,12 @@ const (
 	helperModeEnv = "FERRY_HELPER_MODE" // "" (advertise+browse) or "doctor"
 )
 
+// TestMain runs the helper mode, or the tests with the goroutine leak check.
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(runHelper())
 	}
-	os.Exit(m.Run())
+	testutil.Main(m)
 }
 
 // helperLine is one JSON line printed by the helper.

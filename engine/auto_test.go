@@ -57,10 +57,9 @@ func TestAutoTransport(t *testing.T) {
 			if info == nil || !regexp.MustCompile(c.reason).MatchString(info.Reason) || res.Reason != info.Reason {
 				t.Errorf("transport event %+v, result reason %q; want a reason mentioning %q", info, res.Reason, c.reason)
 			}
-			// The bound: a blocked transport costs at most about a second.
-			if chosen > 2*time.Second {
-				t.Errorf("choosing the transport took %v", chosen)
-			}
+			// What a blocked transport costs (its head start) is shown on
+			// the race's clock in auto's TestRaceHeadStartFollowsTheClock,
+			// not timed here.
 			t.Logf("%s: %s after %v (%s)", c.name, info.Name, chosen.Round(time.Millisecond), info.Reason)
 		})
 	}

@@ -3,121 +3,13 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-// testEngine returns an engine with its own config and download folders.
-func testEngine(t *testing.T, opts Options) *Engine {
-	t.Helper()
-	if opts.ConfigDir == "" {
-		opts.ConfigDir = t.TempDir()
-	}
-	if opts.DownloadDir == "" {
-		opts.DownloadDir = t.TempDir()
-	}
-	if opts.Listen == "" {
-		opts.Listen = "127.0.0.1:0"
-	}
-	if opts.Accept == "" {
-		opts.Accept = AcceptAll
-	}
-	e, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
-
-func startReceiver(t *testing.T, opts Options) *Engine {
-	t.Helper()
-	e := testEngine(t, opts)
-	if err := e.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
-func target(r *Engine) Target {
-	q, tc := r.Addrs()
-	return Target{QUICAddr: q, TCPAddr: tc}
-}
-
-func writeFile(t *testing.T, path string, size int) []byte {
-	t.Helper()
-	data := make([]byte, size)
-	rand.Read(data)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// sendWait sends and waits for the result.
-func sendWait(t testing.TB, s *Engine, to Target, paths []string, opts SendOptions) Result {
-	if t == nil {
-		t = &testing.T{}
-	}
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tr, err := s.Send(ctx, to, paths, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-tr.Done():
-	case <-ctx.Done():
-		t.Fatal("transfer did not finish")
-	}
-	return tr.Result()
-}
-
-// sameTree checks that every file under src arrived under dst/base(src) with the same bytes.
-func sameTree(t *testing.T, src, dst string) int {
-	t.Helper()
-	n := 0
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(filepath.Dir(src), p)
-		want, _ := os.ReadFile(p)
-		got, err := os.ReadFile(filepath.Join(dst, rel))
-		if err != nil {
-			return fmt.Errorf("%s missing: %w", rel, err)
-		}
-		if !bytes.Equal(got, want) {
-			return fmt.Errorf("%s differs", rel)
-		}
-		n++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func noPartials(t *testing.T, dir string) {
-	t.Helper()
-	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && strings.HasSuffix(p, ".partial") {
-			t.Errorf("left behind: %s", p)
-		}
-		return nil
-	})
-}
 
 func transportsUnderTest() []string {
 	var out []string
@@ -302,37 +194,38 @@ func TestKnownAddressWithNewKeyIsRefused(t *testing.T) {
 	}
 }
 
+// A send cancelled mid-way leaves the receiver its .partial (for resume),
+// never a final-named file. The gate holds the data after 4 MiB of 64, so
+// the cancel comes mid-way for certain.
 func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
 	recv := startReceiver(t, Options{})
 	send := testEngine(t, Options{})
 	p := filepath.Join(t.TempDir(), "big.bin")
-	writeFile(t, p, 200<<20)
-	events, unsub := send.Subscribe(256)
-	defer unsub()
-	tr, err := send.Send(context.Background(), target(recv), []string{p}, SendOptions{Transport: "quic"})
+	writeFile(t, p, 64<<20)
+	_, tcpAddr := recv.Addrs()
+	gate := newTCPGate(t, tcpAddr, 4<<20)
+	got := resultsOf(t, recv, Receiving, 1)
+	tr, err := send.Send(context.Background(), Target{TCPAddr: gate.Addr()}, []string{p}, SendOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ev := range events {
-		if ev.Kind == EventProgress && ev.Progress.Bytes > 0 {
-			tr.Cancel()
-			break
-		}
-		if ev.Kind == EventResult {
-			t.Fatalf("finished before it could be cancelled: %+v", ev.Result)
-		}
+	select {
+	case <-gate.Held():
+	case <-tr.Done():
+		t.Fatalf("ended before 4 MiB of 64 passed: %+v", tr.Result())
 	}
+	tr.Cancel()
 	<-tr.Done()
 	if r := tr.Result(); r.State != StateCancelled {
 		t.Fatalf("state %s %q", r.State, r.Err)
 	}
-	// The receiver notices; it keeps only the .partial (for resume), never a final-named file.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(recv.Partials()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the receiver saved no resume state")
-		}
-		time.Sleep(20 * time.Millisecond)
+	gate.Release() // the receiver hears the end
+	if r := next(t, got); r.State != StateCancelled && r.State != StateInterrupted {
+		t.Fatalf("receiver: %s %q", r.State, r.Err)
+	}
+	// Its session has ended: the resume state is saved by then.
+	if len(recv.Partials()) == 0 {
+		t.Fatal("the receiver saved no resume state")
 	}
 	entries, _ := os.ReadDir(recv.DownloadDir())
 	for _, e := range entries {

@@ -54,6 +54,9 @@ func endOf(err error, peer string, resumable bool) ending {
 		e.state, e.code, e.text = StateCancelled, string(wire.CodeCancelled), "Cancelled by you."
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrClosed):
 		e.state, e.code, e.text = StateCancelled, string(wire.CodeCancelled), "Ferry was closed before the transfer finished."
+	case errors.Is(err, errTakenOver):
+		e.state, e.code, e.byPeer = StateCancelled, string(wire.CodeCancelled), true
+		e.text = "Replaced by a newer send of the same files from " + peer + ", which continues from what arrived."
 	case errors.Is(err, wire.ErrCancelled):
 		e.state, e.text = StateCancelled, "Cancelled by "+peer+"."
 		if r := reasonOf(re); r != "" {

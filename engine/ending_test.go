@@ -6,37 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/clock"
 )
-
-// results collects both sides' results of transfers, by direction.
-func resultsOf(t *testing.T, e *Engine, dir Direction, n int) <-chan Result {
-	t.Helper()
-	events, unsub := e.Subscribe(4096)
-	out := make(chan Result, n)
-	go func() {
-		defer unsub()
-		for ev := range events {
-			if ev.Kind == EventResult && ev.Direction == dir {
-				out <- *ev.Result
-				if len(out) == n {
-					return
-				}
-			}
-		}
-	}()
-	return out
-}
-
-func next(t *testing.T, c <-chan Result) Result {
-	t.Helper()
-	select {
-	case r := <-c:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("no result")
-		return Result{}
-	}
-}
 
 // Issue #15: each end reads in honest words on both sides, with who did it.
 func TestHonestEnds(t *testing.T) {
@@ -54,9 +26,23 @@ func TestHonestEnds(t *testing.T) {
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
-		recv := startReceiver(t, Options{Accept: AcceptAsk, Name: "Anna", PromptTimeout: 100 * time.Millisecond})
+		// The prompt's two minutes pass on the receiver's clock, at once.
+		start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		clk := clock.NewFake(start)
+		recv := startReceiver(t, Options{Accept: AcceptAsk, Name: "Anna", Clock: clk})
 		got := resultsOf(t, recv, Receiving, 1)
-		tr, _, _ := offerPending(t, recv, "quic")
+		tr, offer, _ := offerPending(t, recv, "quic")
+		if want := start.Add(2 * time.Minute); !offer.Offer.Expires.Equal(want) {
+			t.Errorf("the offer expires at %v, want %v", offer.Offer.Expires, want)
+		}
+		if err := clk.WaitTimers(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2*time.Minute - time.Nanosecond)
+		if clk.Timers() != 1 {
+			t.Fatal("the prompt's timer fired before two minutes passed")
+		}
+		clk.Advance(time.Nanosecond)
 		s, r := waitDone(t, tr), next(t, got)
 		if s.State != StateDeclined || s.Code != "expired" || !s.ByPeer || !strings.HasPrefix(s.Err, "Expired: Anna did not answer") {
 			t.Errorf("sender: %+v", s)
@@ -120,6 +106,7 @@ func TestPauseShowsAsPausedAndResumesTheSameTransfer(t *testing.T) {
 // A receiver that loses its sender says it will resume, and the sender's
 // Retry continues the same transfer: same ID, totals over both sessions.
 func TestInterruptedThenRetriedIsOneTransfer(t *testing.T) {
+	skipIfShort(t)
 	recv := startReceiver(t, Options{Name: "Anna"})
 	send := testEngine(t, Options{RetryFor: -1, ProgressInterval: 2 * time.Millisecond})
 	const size = 64 << 20

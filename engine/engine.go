@@ -31,6 +31,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // AcceptPolicy says who may send to this device without a prompt.
@@ -117,8 +118,11 @@ type Options struct {
 	// means 1 minute.
 	SessionIdleTimeout time.Duration
 	// Clock stamps what the engine records and reports (event times,
-	// durations, prompt expiry, retry budgets); nil means the system clock.
-	// Socket deadlines and timers stay on the system clock.
+	// durations, prompt expiry, retry budgets, the trust store's dates) and
+	// drives its timers: the dial race's head start (unless
+	// Transport.Clock is set), the back-off between attempts, the prompt's
+	// expiry and the progress ticker. Nil means the system clock. Socket
+	// deadlines stay on the system clock.
 	Clock Clock
 	// Resolver finds where a device is now, for sends whose Target follows
 	// the device (Target.Follow); nil: the engine looks only at the
@@ -128,14 +132,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Clock tells the time; tests inject one.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
+// Clock tells the time and drives timers (package clock); tests inject a
+// clock.Fake and move it on by hand.
+type Clock = clock.Clock
 
 // Target says where to send: an address and, optionally, who must answer there.
 type Target struct {
@@ -279,7 +278,11 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	trust, err := identity.OpenStore(opts.ConfigDir)
+	opts.Clock = clock.Or(opts.Clock)
+	if opts.Transport.Clock == nil {
+		opts.Transport.Clock = opts.Clock
+	}
+	trust, err := identity.OpenStoreWith(opts.ConfigDir, opts.Clock.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -314,9 +317,6 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 250 * time.Millisecond
-	}
-	if opts.Clock == nil {
-		opts.Clock = systemClock{}
 	}
 	log := opts.Logger
 	if log == nil {
@@ -763,6 +763,7 @@ type Transfer struct {
 
 	mu          sync.Mutex // guards the fields below
 	peer        PeerInfo
+	delivery    string // see Delivery; a receiver learns it from the offer
 	state       State
 	result      Result
 	conn        Conn
@@ -771,6 +772,19 @@ type Transfer struct {
 
 // ID identifies the transfer in events and in Decide/Cancel.
 func (t *Transfer) ID() string { return t.id }
+
+// Delivery is the ID of the delivery the transfer is: one Send (with its
+// reconnects, pauses and Retry), chosen by the sender and the same on both
+// sides. Two sends of the same files are two deliveries, even where the
+// second resumes the first's partial data. A sender's transfer ID is its
+// delivery ID; a receiver's is derived from the sender and the delivery,
+// so no peer can pick the ID of another's transfer. Empty for a pairing
+// without files.
+func (t *Transfer) Delivery() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.delivery
+}
 
 // Done is closed when the transfer has ended.
 func (t *Transfer) Done() <-chan struct{} { return t.done }
@@ -794,6 +808,8 @@ func (t *Transfer) Cancel() { t.cancel(errCancelledByUser) }
 
 var errCancelledByUser = errors.New("cancelled by the user")
 
+// newTransferID makes a new sending transfer's ID, which is also its
+// delivery ID (see Transfer.Delivery).
 func newTransferID() string {
 	var b [12]byte
 	rand.Read(b[:])
@@ -838,9 +854,11 @@ func (e *Engine) transfer(id string) (*Transfer, error) {
 // Transfer returns the handle of a known transfer.
 func (e *Engine) Transfer(id string) (*Transfer, error) { return e.transfer(id) }
 
-// Retry continues a finished sending transfer: its files go again to the
-// same target under the same transfer ID. Whatever the receiver kept from
-// the earlier sessions is not sent again, and the result counts every session.
+// Retry continues a sending transfer that ended unfinished: its files go
+// again to the same target under the same transfer (and delivery) ID.
+// Whatever the receiver kept from the earlier sessions is not sent again,
+// and the result counts every session. A transfer that was done is sent
+// again as a new delivery, with an ID and totals of its own.
 func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	t, err := e.transfer(id)
 	if err != nil {
@@ -854,12 +872,21 @@ func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	default:
 		return nil, fmt.Errorf("transfer %s is still running", id)
 	}
-	// The same transfer goes on: same ID (one row in the app), totals
-	// counted over every session.
+	items := Items{Paths: t.paths, Text: t.text}
 	if t.ls != nil {
-		return e.sendLocalSend(ctx, id, t.Result(), t.ls, Items{Paths: t.paths, Text: t.text})
+		// LocalSend (localsend_send.go): the files that did not arrive go
+		// again; a delivery that was done is sent again whole.
+		if r := t.Result(); r.State != StateDone {
+			return e.sendLocalSend(ctx, id, r, t.ls, items)
+		}
+		return e.sendLocalSend(ctx, newTransferID(), Result{}, &lsSend{to: t.ls.to, opts: t.ls.opts, delivered: map[int]bool{}}, items)
 	}
-	return e.send(ctx, id, t.Result(), t.target, Items{Paths: t.paths, Text: t.text}, t.opts)
+	if r := t.Result(); r.State != StateDone {
+		// The same delivery goes on: same ID (one row in the app), totals
+		// counted over every session.
+		return e.send(ctx, id, r, t.target, items, t.opts)
+	}
+	return e.send(ctx, newTransferID(), Result{}, t.target, items, t.opts)
 }
 
 // Cancel stops a transfer.
@@ -924,8 +951,15 @@ func (e *Engine) Close() error {
 }
 
 // errSuperseded ends a receiving session when a new attempt at the same
-// transfer (same sender, same files) arrives: the new one takes its partials.
+// delivery (a reconnect) arrives: the new one takes its partials and speaks
+// for the transfer.
 var errSuperseded = errors.New("a newer attempt at the same transfer took over")
+
+// errTakenOver ends a receiving session when another delivery of the same
+// files from the same sender takes over its partial data: the older
+// delivery ends here, and its sender is told (a cancel, so it does not
+// come back for the data the newer one now holds).
+var errTakenOver = fmt.Errorf("%w: a newer send of the same files took over", wire.ErrCancelled)
 
 // takeOverResume makes rx the holder of its resume key, ending an older
 // session that still holds it and waiting until that one saved its state.
@@ -935,7 +969,11 @@ func (e *Engine) takeOverResume(rx *receiver) {
 	e.resuming[rx.resumeKey] = rx
 	e.mu.Unlock()
 	if old != nil {
-		old.t.cancel(errSuperseded)
+		if old.t.ID() == rx.t.ID() {
+			old.t.cancel(errSuperseded)
+		} else {
+			old.t.cancel(errTakenOver)
+		}
 		select {
 		case <-old.done:
 		case <-time.After(10 * time.Second):
@@ -955,7 +993,7 @@ func (e *Engine) releaseResume(rx *receiver) {
 // publish sends an event about t.
 func (e *Engine) publish(t *Transfer, ev Event) {
 	t.mu.Lock()
-	ev.TransferID, ev.Direction, ev.Peer = t.id, t.dir, t.peer
+	ev.TransferID, ev.Delivery, ev.Direction, ev.Peer = t.id, t.delivery, t.dir, t.peer
 	if ev.Time.IsZero() {
 		ev.Time = e.now()
 	}
@@ -990,6 +1028,7 @@ func (e *Engine) finish(t *Transfer, r Result) {
 		// (issue #14: MBs of stream data per session after an attack).
 		t.conn = nil
 	}
+	r.Delivery = t.delivery
 	t.state = r.State
 	t.result = r
 	t.mu.Unlock()

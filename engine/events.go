@@ -161,8 +161,10 @@ type FileResult struct {
 
 // Result summarises a finished transfer.
 type Result struct {
-	State State  `json:"state"`
-	Err   string `json:"error,omitempty"` // a sentence for the user
+	// Delivery is the delivery that ended (Transfer.Delivery).
+	Delivery string `json:"delivery,omitempty"`
+	State    State  `json:"state"`
+	Err      string `json:"error,omitempty"` // a sentence for the user
 	// Code says why it ended: "" when done, else a wire error code
 	// ("cancelled", "paused", "declined", "expired", "busy", "no_space",
 	// "untrusted", "too_large", "verify_failed", "io", "protocol", ...) or
@@ -212,22 +214,26 @@ type TransportInfo struct {
 // Event is one thing the engine reports. Exactly the field matching Kind is set
 // (State is set on every event).
 type Event struct {
-	Time       time.Time       `json:"time"`
-	Kind       EventKind       `json:"kind"`
-	TransferID string          `json:"transfer"`
-	Direction  Direction       `json:"direction"`
-	Peer       PeerInfo        `json:"peer"`
-	State      State           `json:"state"`
-	Offer      *OfferInfo      `json:"offer,omitempty"`
-	Progress   *Progress       `json:"progress,omitempty"`
-	File       *FileResult     `json:"file,omitempty"`
-	Metrics    *Metrics        `json:"metrics,omitempty"`
-	Result     *Result         `json:"result,omitempty"`
-	Transport  *TransportInfo  `json:"transport,omitempty"`
-	Listener   *ListenerStatus `json:"listener,omitempty"`
-	Pair       *PairInfo       `json:"pair,omitempty"`
-	KeyChange  *KeyChange      `json:"key_change,omitempty"`
-	Path       *PathInfo       `json:"path,omitempty"`
+	Time       time.Time `json:"time"`
+	Kind       EventKind `json:"kind"`
+	TransferID string    `json:"transfer"`
+	// Delivery is the ID of the delivery the transfer is (Transfer.Delivery):
+	// the same on both sides, new for every send, kept across reconnects,
+	// pauses and Retry. Empty for a pairing without files.
+	Delivery  string          `json:"delivery,omitempty"`
+	Direction Direction       `json:"direction"`
+	Peer      PeerInfo        `json:"peer"`
+	State     State           `json:"state"`
+	Offer     *OfferInfo      `json:"offer,omitempty"`
+	Progress  *Progress       `json:"progress,omitempty"`
+	File      *FileResult     `json:"file,omitempty"`
+	Metrics   *Metrics        `json:"metrics,omitempty"`
+	Result    *Result         `json:"result,omitempty"`
+	Transport *TransportInfo  `json:"transport,omitempty"`
+	Listener  *ListenerStatus `json:"listener,omitempty"`
+	Pair      *PairInfo       `json:"pair,omitempty"`
+	KeyChange *KeyChange      `json:"key_change,omitempty"`
+	Path      *PathInfo       `json:"path,omitempty"`
 }
 
 // PairInfo is the verification code of a session with a device.

@@ -62,6 +62,7 @@ func sendFollowedAt30(t *testing.T, recv *Engine, res *fakeResolver, retryFor ti
 // addressed it by ID, finds it through the resolver and finishes without
 // help, sending again little more than what was in flight.
 func TestFollowFindsMovedReceiver(t *testing.T) {
+	skipIfShort(t)
 	cfg, dl := t.TempDir(), t.TempDir()
 	recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
 	res := &fakeResolver{}
@@ -91,6 +92,7 @@ func TestFollowFindsMovedReceiver(t *testing.T) {
 // Retry of a failed send looks the device up again too; an explicit
 // address (Follow off) is dialled as given and the resolver is not asked.
 func TestRetryFollowsAndExplicitStays(t *testing.T) {
+	skipIfShort(t)
 	cfg, dl := t.TempDir(), t.TempDir()
 	recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
 	res := &fakeResolver{}
@@ -137,6 +139,7 @@ func TestRetryFollowsAndExplicitStays(t *testing.T) {
 // (the app's Resume) finds the device again by ID and sends only what the
 // receiver does not have yet.
 func TestRetryAfterReceivingOffAndOn(t *testing.T) {
+	skipIfShort(t)
 	recv := startReceiver(t, Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir()})
 	res := &fakeResolver{}
 	send, tr, big := sendFollowedAt30(t, recv, res, -1)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/clock"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Tests of issue #14 item 5 at the protocol level: what incoming sessions
@@ -20,24 +22,6 @@ import (
 // written to the trust store. The transports' own floods (idle TCP
 // connections, QUIC connections without streams) are tested in their
 // packages; ferry-bench hostile floods a real receiver.
-
-// setClock is a clock tests move by hand.
-type setClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *setClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *setClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // answer is what a scripted sender read after its offer.
 type answer struct {
@@ -239,8 +223,8 @@ func TestOnePromptPerDevice(t *testing.T) {
 // for a while, and so is its address (a new identity is free); a trusted
 // device there is not; the mute ends. One decline is forgiven.
 func TestDeclinedDeviceIsMuted(t *testing.T) {
-	clock := &setClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	recv := testEngine(t, Options{Accept: AcceptAsk, Clock: clock})
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	recv := testEngine(t, Options{Accept: AcceptAsk, Clock: clk})
 	seen := watchOffers(t, recv)
 	const addr = "192.0.2.66:5000"
 	pest := newIdentity(t)
@@ -287,7 +271,7 @@ func TestDeclinedDeviceIsMuted(t *testing.T) {
 	if _, ok := seen.transfer(friend); !ok {
 		t.Error("a trusted device at the muted address was not asked about")
 	}
-	clock.add(defaultMuteDeclined + time.Second)
+	clk.Advance(defaultMuteDeclined + time.Second)
 	offerFrom(t, recv, pest, addr)
 	for {
 		<-seen.new
@@ -331,7 +315,7 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	for i := range maxWaitingSessionsPerSource {
 		connectRawAs(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.66:%d", i)) // silent
 	}
-	waitUntil(t, func() bool { return recv.admit.waiting.HeldBy("192.0.2.66") == maxWaitingSessionsPerSource })
+	testutil.WaitFor(t, "the source's waiting sessions to reach their bound", func() bool { return recv.admit.waiting.HeldBy("192.0.2.66") == maxWaitingSessionsPerSource })
 	p, done := connectRawAs(t, recv, newIdentity(t), "192.0.2.66:99")
 	select {
 	case <-done: // refused at once
@@ -344,7 +328,7 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	for i := range maxWaitingSessionsPerDevice {
 		connectRawAs(t, recv, id, fmt.Sprintf("203.0.113.%d:1", i))
 	}
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, "the receiver's admission to settle", func() bool {
 		return recv.admit.waiting.Held() == maxWaitingSessionsPerSource+maxWaitingSessionsPerDevice
 	})
 	_, done = connectRawAs(t, recv, id, "203.0.113.99:1")
@@ -357,15 +341,6 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	_, ch := offerFrom(t, recv, newIdentity(t), "198.51.100.7:1")
 	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
 		t.Fatalf("a real sender during the flood: %+v, %v", a.d, a.err)
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
 	}
 }
 
@@ -392,7 +367,7 @@ func TestManifestBudget(t *testing.T) {
 		return p, done, out
 	}
 	big, bigDone, _ := announce("192.0.2.1:1", maxOfferFiles)
-	waitUntil(t, func() bool { return recv.admit.heldFiles() == maxOfferFiles })
+	testutil.WaitFor(t, "the manifest budget to be held", func() bool { return recv.admit.heldFiles() == maxOfferFiles })
 	// The same address holds no more.
 	_, _, ch := announce("192.0.2.1:2", 10)
 	if a := waitAnswer(t, ch); !isBusy(a) {
@@ -409,7 +384,7 @@ func TestManifestBudget(t *testing.T) {
 	}
 	big.conn.Close(0, "")
 	<-bigDone
-	waitUntil(t, func() bool { return recv.admit.heldFiles() <= 1 })
+	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.heldFiles() <= 1 })
 }
 
 // A finished transfer, which the engine keeps for its history, keeps no
@@ -423,7 +398,7 @@ func TestFinishedTransferDropsItsSession(t *testing.T) {
 		t.Fatalf("%s: %s", r.State, r.Err)
 	}
 	for _, e := range []*Engine{send, recv} {
-		waitUntil(t, func() bool {
+		testutil.WaitFor(t, "the receiver's admission to settle", func() bool {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			for _, tr := range e.transfers {

@@ -70,7 +70,8 @@ func (p *rawPeer) offer(files ...wire.FileEntry) {
 	for _, f := range files {
 		total += f.Size
 	}
-	p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: len(files), TotalBytes: total})
+	// Each offer is a delivery of its own, as a Ferry sender's is.
+	p.ctl.send(&wire.Offer{Transfer: newTransferID(), ChunkSize: 64 << 10, Files: len(files), TotalBytes: total})
 	p.ctl.send(&wire.OfferFiles{Start: 0, Files: files})
 }
 
@@ -158,6 +159,16 @@ func TestHostilePeers(t *testing.T) {
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 1, TotalBytes: 5})
 			p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "a.txt", Size: 500}}})
 		}, "add up"},
+		{"no delivery ID", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.ctl.send(&wire.Offer{ChunkSize: 64 << 10, Files: 1, TotalBytes: 1})
+			p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "a.txt", Size: 1}}})
+		}, "ID of 0 bytes"},
+		{"delivery ID with a path in it", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.ctl.send(&wire.Offer{Transfer: "../../x\n", ChunkSize: 64 << 10, Files: 1, TotalBytes: 1})
+			p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "a.txt", Size: 1}}})
+		}, "delivery ID"},
 		{"manifest part out of order", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 2, TotalBytes: 2})

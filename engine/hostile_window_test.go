@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/hostile"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Issue #27 (1): QUIC connections that fill their streams before the
@@ -45,7 +46,7 @@ func TestWindowFloodBeforeTheHello(t *testing.T) {
 	t.Logf("the real send took %v", time.Since(start))
 	// Each flooding connection is ended by the receiver's handshake
 	// timeout; let a few rounds of them end before counting.
-	waitUntil(t, func() bool { return st.Opened.Load() >= 8 })
+	testutil.WaitFor(t, "eight streams to be opened", func() bool { return st.Opened.Load() >= 8 })
 	cancel()
 	if err := <-flooded; err != nil {
 		t.Fatal(err)

@@ -111,17 +111,22 @@ func (in *inbox) checkCount(n int) error {
 	return nil
 }
 
-// offer takes the offer's files and its text item (""when none). key
-// identifies the offer across attempts (the same files from the same
-// device), or is empty: a transfer with a key keeps one ID across its
-// sessions, so a resumed transfer is the same transfer. Names that cannot
+// offer takes the offer's delivery ID (see Transfer.Delivery), its files
+// and its text item ("" when none). Every session of one delivery (a
+// reconnect, a Retry) has the same transfer ID, so a resumed delivery is
+// the same transfer; another delivery of the same files is another
+// transfer, even where it resumes the same partial data. Names that cannot
 // be stored are refused one by one; an offer over the limits, or with
 // neither a file left nor a text, is refused whole.
-func (in *inbox) offer(key string, files []offeredFile, text string) error {
+func (in *inbox) offer(delivery string, files []offeredFile, text string) error {
 	in.offered = true
-	if key != "" {
-		in.t.id = "r-" + resume.Key(in.peer.String(), key)
+	if err := checkDelivery(delivery); err != nil {
+		return err
 	}
+	in.t.mu.Lock()
+	// Derived from the peer: no peer can take the ID of another's transfer.
+	in.t.id, in.t.delivery = "r-"+resume.Key(in.peer.String(), delivery), delivery
+	in.t.mu.Unlock()
 	if err := in.checkCount(len(files)); err != nil {
 		return err
 	}
@@ -164,6 +169,24 @@ func (in *inbox) offer(key string, files []offeredFile, text string) error {
 	if len(in.refused) > 0 && len(in.refused) == len(files) && text == "" {
 		r := in.refused[0]
 		return fmt.Errorf("%w: %s: %s", wire.ErrBadName, safetext.Name(files[r.idx].Path), r.reason)
+	}
+	return nil
+}
+
+// maxDeliveryID bounds a delivery ID from a peer (Ferry's are 24 hex digits).
+const maxDeliveryID = 64
+
+// checkDelivery checks a delivery ID from a peer: 1 to maxDeliveryID
+// letters, digits, '-' or '_', so it can be shown, logged and stored as is.
+func checkDelivery(id string) error {
+	if id == "" || len(id) > maxDeliveryID {
+		return fmt.Errorf("%w: a delivery ID of %d bytes (1 to %d expected)", wire.ErrProtocol, len(id), maxDeliveryID)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_') {
+			return fmt.Errorf("%w: the delivery ID has a byte 0x%02x (letters, digits, '-' and '_' expected)", wire.ErrProtocol, c)
+		}
 	}
 	return nil
 }
@@ -355,7 +378,7 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 	info.Count, info.Files, info.Folders = in.summary()
 	info.Text = in.text
 	e.publish(in.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})
-	timer := time.NewTimer(e.opts.PromptTimeout)
+	timer, expired := e.opts.Clock.NewTimer(e.opts.PromptTimeout)
 	defer timer.Stop()
 	select {
 	case d := <-in.t.decisions:
@@ -366,7 +389,7 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 			in.ticket.declined()
 		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
-	case <-timer.C:
+	case <-expired:
 		return decision{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", e.opts.PromptTimeout.Round(time.Second))},
 			code: wire.CodeExpired}, nil
 	case <-ctx.Done():

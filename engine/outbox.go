@@ -51,96 +51,160 @@ type attemptOutcome struct {
 // learns that the sender paused (wire.ErrPaused), not that it failed.
 var errPaused = fmt.Errorf("%w by the sender", wire.ErrPaused)
 
+// run makes attempts until one ends the transfer: it succeeds, fails in a
+// way a retry would not mend, is cancelled, or the back-off's budget for
+// one outage (RetryFor) runs out. A pause waits for Resume; an attempt that
+// made progress starts the budget and the back-off afresh.
 func (o *outbox) run(ctx context.Context) {
 	e, t := o.e, o.t
 	e.publish(t, Event{Kind: EventState, State: StateConnecting})
-	retryFor := e.opts.RetryFor
-	if retryFor == 0 {
-		retryFor = 2 * time.Minute
-	}
-	sent, resent := o.prior.Bytes, o.prior.Resent
-	last := attemptOutcome{accepted: -1}
-	var firstFailure time.Time
-	backoff := 500 * time.Millisecond
+	bo := newBackoff(e.opts.RetryFor)
+	tt := totals{sent: o.prior.Bytes, resent: o.prior.Resent, last: attemptOutcome{accepted: -1}}
 	for n := 1; ; n++ {
-		actx, stopAttempt := context.WithCancelCause(ctx)
-		t.mu.Lock()
-		t.stopAttempt = stopAttempt
-		t.mu.Unlock()
-		a := o.newAttempt()
-		err := a.run(actx)
-		if cause := context.Cause(actx); cause != nil && !errors.Is(err, errSessionDone) &&
-			(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused) || errors.Is(cause, errPathGone)) {
-			err = cause
-		}
-		stopAttempt(nil)
-		if errors.Is(err, errSessionDone) {
-			err = nil
-		}
-		a.end(err)
-		out := a.outcome()
-		sent += out.sent
-		resent += out.resent
-		if out.accepted >= 0 {
-			last = out
-		}
+		out, err := o.attempt(ctx)
+		tt.add(out)
 		if err == nil || ctx.Err() != nil || (!retryable(err) && !errors.Is(err, errPaused)) {
 			if err != nil && n > 1 && !errors.Is(err, errCancelledByUser) && retryable(err) {
 				err = fmt.Errorf("gave up after %s: %w", attempts(n), err)
 			}
-			o.finish(err, last, sent, resent)
+			o.finish(err, tt.last, tt.sent, tt.resent)
 			return
 		}
 		if errors.Is(err, errPaused) {
-			e.setState(t, StatePaused)
-			select {
-			case <-t.resume:
-				firstFailure, backoff = time.Time{}, 500*time.Millisecond
+			if o.pause(ctx) {
+				bo.reset()
 				e.setState(t, StateConnecting)
-				continue
-			case <-ctx.Done():
-				continue // the next attempt ends at once and reports the cancel
 			}
+			continue // after a cancel, the next attempt ends at once and reports it
 		}
 		if out.sent > 0 {
 			// The attempt reconnected and made progress: RetryFor bounds each
 			// outage, not the whole transfer, and back-off starts small again.
-			firstFailure, backoff = time.Time{}, 500*time.Millisecond
+			bo.reset()
 		}
-		if firstFailure.IsZero() {
-			firstFailure = e.now()
-		}
-		if e.now().Sub(firstFailure) > retryFor || retryFor < 0 {
-			if retryFor >= 0 { // negative: the first failure is the end, nothing was given up
-				err = fmt.Errorf("gave up after %s in %v: %w", attempts(n), retryFor, err)
+		if bo.exhausted(e.now()) {
+			if bo.retryFor >= 0 { // negative: the first failure is the end, nothing was given up
+				err = fmt.Errorf("gave up after %s in %v: %w", attempts(n), bo.retryFor, err)
 			}
-			o.finish(err, last, sent, resent)
+			o.finish(err, tt.last, tt.sent, tt.resent)
 			return
 		}
-		e.log.Info("transfer interrupted; retrying", "transfer", t.id, "err", err, "in", backoff)
-		end := endOf(err, t.peerName(), false)
-		e.publish(t, Event{Kind: EventState, State: StateRetrying, Result: &Result{State: StateRetrying, Err: end.text, Code: end.code, Detail: end.detail}})
-		t.mu.Lock()
-		t.state = StateRetrying
-		t.mu.Unlock()
-		wait := backoff
-		if errors.Is(err, errPathGone) {
-			wait = 0 // the network moved under a TCP session: reconnect on the new path at once
+		if o.sleep(ctx, err, bo.wait(err)) {
+			bo.first = time.Time{} // paused meanwhile: a new outage starts after the resume
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-		case <-t.pauseNow:
-			timer.Stop()
-			e.setState(t, StatePaused)
-			select {
-			case <-t.resume:
-			case <-ctx.Done():
-			}
-			firstFailure = time.Time{}
-		}
-		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// attempt runs one attempt to its end and says why it ended.
+func (o *outbox) attempt(ctx context.Context) (attemptOutcome, error) {
+	t := o.t
+	actx, stopAttempt := context.WithCancelCause(ctx)
+	t.mu.Lock()
+	t.stopAttempt = stopAttempt
+	t.mu.Unlock()
+	a := o.newAttempt()
+	err := a.run(actx)
+	if cause := context.Cause(actx); cause != nil && !errors.Is(err, errSessionDone) &&
+		(err == nil || errors.Is(cause, errCancelledByUser) || errors.Is(cause, errPaused) || errors.Is(cause, errPathGone)) {
+		err = cause
+	}
+	stopAttempt(nil)
+	if errors.Is(err, errSessionDone) {
+		err = nil
+	}
+	a.end(err)
+	return a.outcome(), err
+}
+
+// pause waits, paused, for Resume (true) or the end of ctx (false).
+func (o *outbox) pause(ctx context.Context) bool {
+	o.e.setState(o.t, StatePaused)
+	select {
+	case <-o.t.resume:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sleep reports the interruption err and waits out the back-off; a Pause
+// meanwhile waits for Resume instead (paused is then true).
+func (o *outbox) sleep(ctx context.Context, err error, wait time.Duration) (paused bool) {
+	e, t := o.e, o.t
+	e.log.Info("transfer interrupted; retrying", "transfer", t.id, "err", err, "in", wait)
+	end := endOf(err, t.peerName(), false)
+	e.publish(t, Event{Kind: EventState, State: StateRetrying, Result: &Result{State: StateRetrying, Err: end.text, Code: end.code, Detail: end.detail}})
+	t.mu.Lock()
+	t.state = StateRetrying
+	t.mu.Unlock()
+	timer, fired := e.opts.Clock.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-fired:
+	case <-ctx.Done():
+	case <-t.pauseNow:
+		o.pause(ctx)
+		return true
+	}
+	return false
+}
+
+// Back-off between attempts: from firstBackoff, doubling up to maxBackoff.
+const (
+	firstBackoff = 500 * time.Millisecond
+	maxBackoff   = 10 * time.Second
+)
+
+// backoff is the wait before the next attempt and the budget of one outage.
+type backoff struct {
+	retryFor time.Duration // Options.RetryFor (negative: no retry)
+	first    time.Time     // the outage's first failure; zero when none
+	next     time.Duration
+}
+
+func newBackoff(retryFor time.Duration) *backoff {
+	if retryFor == 0 {
+		retryFor = 2 * time.Minute
+	}
+	return &backoff{retryFor: retryFor, next: firstBackoff}
+}
+
+// reset starts a new outage with the shortest wait.
+func (b *backoff) reset() { b.first, b.next = time.Time{}, firstBackoff }
+
+// exhausted notes a failure at now and reports whether the outage has
+// outlasted its budget.
+func (b *backoff) exhausted(now time.Time) bool {
+	if b.first.IsZero() {
+		b.first = now
+	}
+	return now.Sub(b.first) > b.retryFor || b.retryFor < 0
+}
+
+// wait is how long to wait after the failure err (no wait when the network
+// moved under a TCP session: reconnect on the new path at once), and
+// doubles the next wait.
+func (b *backoff) wait(err error) time.Duration {
+	w := b.next
+	if errors.Is(err, errPathGone) {
+		w = 0
+	}
+	b.next = min(2*b.next, maxBackoff)
+	return w
+}
+
+// totals adds up the attempts of a transfer: bytes over all of them, counts
+// from the last one the receiver decided on.
+type totals struct {
+	sent, resent int64
+	last         attemptOutcome
+}
+
+func (tt *totals) add(out attemptOutcome) {
+	tt.sent += out.sent
+	tt.resent += out.resent
+	if out.accepted >= 0 {
+		tt.last = out
 	}
 }
 

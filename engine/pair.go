@@ -36,7 +36,8 @@ var (
 	// errPeerRejectedCode: the other user said the codes differ, or declined to pair.
 	errPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", wire.ErrUntrusted)
 	// errCannotPair: the peer runs a Ferry without pairing.
-	errCannotPair = errors.New("the other device cannot pair (it runs an older Ferry): update it and try again")
+	errCannotPair = errors.New("the other device did not pair: it runs an older Ferry (update it), or it is not pairing with " +
+		"new devices for a while because many pairing attempts were abandoned halfway (try again later)")
 )
 
 // pairState is a transfer's verification code and what the user said of it.
@@ -92,16 +93,24 @@ func (p pairDialer) finish(ctl *control, h *wire.Hello, self, peer identity.Devi
 // hello, and when the dialer pairs, its nonce and then the dialer's reveal.
 // It returns the code ("" without pairing) and whether the dialer asks for
 // pairing alone. An untrusted dialer's commitment is answered only while
-// few answered ones were abandoned (pairTries, pairbudget.go).
+// few answered ones were abandoned (pairTries, pairbudget.go); otherwise
+// the session goes on without a code, as with a Ferry that does not pair.
 func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, only bool, err error) {
 	if !offersPair(h) {
 		return "", false, ctl.send(e.hello())
 	}
 	peer := c.PeerID()
-	hidden := !e.isTrusted(peer) // a try at the code if it is never revealed
-	if hidden {
-		if refused := e.admit.pairs.allow(c.RemoteAddr(), h.Name); refused != nil {
-			return "", false, errDecided(refusal(refused)) // ours to tell the peer
+	// An untrusted dialer's commitment is a try at the code until revealed.
+	trusted := e.isTrusted(peer)
+	var tried time.Time
+	if !trusted {
+		var ok bool
+		if tried, ok = e.admit.pairs.try(c.RemoteAddr(), h.Name); !ok {
+			if e.admit.warnDue("pair-tries") {
+				e.log.Warn("not pairing with new devices for a while: many pairing attempts were abandoned halfway (someone may be trying to guess a verification code)",
+					"peer", c.RemoteAddr())
+			}
+			return "", false, ctl.send(e.hello())
 		}
 	}
 	mine := pairing.NewNonce()
@@ -109,8 +118,8 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, 
 		return "", false, err
 	}
 	defer func() {
-		if err != nil && hidden {
-			e.admit.pairs.abandoned(c.RemoteAddr(), h.Name)
+		if err == nil && !trusted {
+			e.admit.pairs.revealed(c.RemoteAddr(), h.Name, tried)
 		}
 	}()
 	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))
@@ -336,7 +345,7 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 			}
 		}
 	}()
-	timer := time.NewTimer(e.opts.PromptTimeout)
+	timer, expired := e.opts.Clock.NewTimer(e.opts.PromptTimeout)
 	defer timer.Stop()
 	var mine, theirs bool
 	for !mine || !theirs {
@@ -363,7 +372,7 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 			}
 		case err := <-readErr:
 			return fmt.Errorf("the other device hung up before the code was confirmed: %w", unexpectedEOF(err))
-		case <-timer.C:
+		case <-expired:
 			return fmt.Errorf("%w: the verification code was not confirmed within %v", wire.ErrTimeout, e.opts.PromptTimeout)
 		case <-ctx.Done():
 			return context.Cause(ctx)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/pairing"
-	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/fair"
 )
 
@@ -17,9 +16,12 @@ import (
 // before revealing its nonce, and nobody sees anything. So every
 // commitment this device answered and that was never revealed is counted,
 // per source address, per claimed device name and in all, within
-// pairWindow; once a count is reached, this device refuses to answer
-// untrusted devices' commitments (that address, that name, or everyone)
-// until the window has moved on. Paired devices are never refused: a MITM
+// pairWindow; once a count is reached, this device answers untrusted
+// devices' commitments (that address's, that name's, or everyone's) with
+// no nonce of its own until the window has moved on: their sessions go on
+// without a verification code, so nobody can pair with this device
+// meanwhile, and a transfer from a new device still works, unverified, as
+// with a Ferry that does not pair. Paired devices keep their codes: a MITM
 // cannot present their keys. A revealed commitment is no hidden try: the
 // session goes on to an offer or a pairing request, which the user sees
 // and which the prompt bounds govern.
@@ -38,11 +40,6 @@ const (
 	maxPairTriesRemembered = 4096 // sources and names with hidden tries in the window
 )
 
-// errPairTries refuses an untrusted device's commitment while too many
-// answered commitments were never revealed.
-var errPairTries = &wire.RemoteError{Code: wire.CodeBusy,
-	Reason: "not pairing with new devices for a while: too many pairing attempts were abandoned halfway lately; try again later"}
-
 // pairTries counts hidden tries at the code (answered commitments never
 // revealed) within pairWindow. It is safe for concurrent use.
 type pairTries struct {
@@ -58,9 +55,11 @@ func newPairTries(now func() time.Time) *pairTries {
 	return &pairTries{now: now, bySrc: map[string][]time.Time{}, byName: map[string][]time.Time{}}
 }
 
-// allow reports whether an untrusted device at remote ("host:port")
-// claiming name may have its commitment answered, or refuses it.
-func (p *pairTries) allow(remote, name string) *wire.RemoteError {
+// try counts a commitment of an untrusted device at remote ("host:port")
+// claiming name as a hidden try, before it is answered, or reports false
+// when it may not be answered. The count holds until revealed takes it
+// back, so that tries under way at once count too.
+func (p *pairTries) try(remote, name string) (at time.Time, ok bool) {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -68,19 +67,40 @@ func (p *pairTries) allow(remote, name string) *wire.RemoteError {
 	src := fair.Source(remote)
 	if len(p.all) >= pairTriesPerWindow || len(trim(p.bySrc, src, now)) >= pairTriesPerSource ||
 		len(trim(p.byName, name, now)) >= pairTriesPerName {
-		return errPairTries
+		return now, false
 	}
-	return nil
+	p.all = append(p.all, now)
+	note(p.bySrc, src, now)
+	note(p.byName, name, now)
+	return now, true
 }
 
-// abandoned counts a commitment this device answered that was not revealed.
-func (p *pairTries) abandoned(remote, name string) {
-	now := p.now()
+// revealed takes back the try counted at at: the commitment was revealed.
+func (p *pairTries) revealed(remote, name string, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.all = append(recent(p.all, now), now)
-	note(p.bySrc, fair.Source(remote), now)
-	note(p.byName, name, now)
+	p.all = dropOne(p.all, at)
+	dropKey(p.bySrc, fair.Source(remote), at)
+	dropKey(p.byName, name, at)
+}
+
+// dropKey removes one time equal to at from key k of m.
+func dropKey(m map[string][]time.Time, k string, at time.Time) {
+	if ts := dropOne(m[k], at); len(ts) > 0 {
+		m[k] = ts
+	} else {
+		delete(m, k)
+	}
+}
+
+// dropOne removes one time equal to at from ts.
+func dropOne(ts []time.Time, at time.Time) []time.Time {
+	for i, t := range ts {
+		if t.Equal(at) {
+			return append(ts[:i:i], ts[i+1:]...)
+		}
+	}
+	return ts
 }
 
 // note records a try of key k in m, which holds maxPairTriesRemembered

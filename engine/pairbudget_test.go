@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"strings"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,13 +21,15 @@ func grindOnce(t *testing.T, recv *Engine, id *identity.Identity, addr, name str
 	p, done := connectRawAs(t, recv, id, addr)
 	s, err := p.conn.OpenStream(t.Context())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return false, err
 	}
 	s.Write([]byte{wire.KindControl})
 	p.ctl = newControl(s)
 	commit := pairing.Commit(pairing.NewNonce())
 	if err := p.ctl.send(&wire.Hello{Version: wire.Version, Name: name, ID: id.ID.String(), Features: []string{featurePair}, Pair: commit}); err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return false, err
 	}
 	m, err := p.ctl.recvTimeout(5 * time.Second)
 	p.conn.Close(0, "")
@@ -38,25 +40,26 @@ func grindOnce(t *testing.T, recv *Engine, id *identity.Identity, addr, name str
 	case *wire.Cancel:
 		return false, &wire.RemoteError{Code: m.Code, Reason: m.Reason}
 	}
-	t.Fatalf("the listener answered a hello with %v, %v", m, err)
-	return false, nil
+	t.Errorf("the listener answered a hello with %v, %v", m, err)
+	return false, err
 }
 
 // Issue #27 (2): an attacker with a fresh identity and a fresh address for
 // every try gets at most pairTriesPerWindow hidden tries at the code in
 // any pairWindow (so a MITM matches with probability at most 1e-4 within
-// the longest wait), paired devices still pair meanwhile, a new device is
-// told why it is refused, and the tries come back as the window moves on.
+// the longest wait), paired devices still pair meanwhile, a new device
+// can still send (its session has no code, so it cannot pair), and the
+// tries come back as the window moves on.
 func TestPairingGrindBounded(t *testing.T) {
 	clock := &setClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	recv := testEngine(t, Options{Accept: AcceptAsk, Clock: clock})
+	recv := startReceiver(t, Options{Clock: clock})
 	tries := 0
 	for i := range 3 * pairTriesPerWindow {
 		answered, refused := grindOnce(t, recv, newIdentity(t), fmt.Sprintf("198.51.%d.%d:4000", i/250, 1+i%250), fmt.Sprintf("mallory %d", i))
 		if answered {
 			tries++
-		} else if !errors.Is(refused, wire.ErrBusy) {
-			t.Fatalf("try %d refused with %v, want busy", i, refused)
+		} else if refused != nil {
+			t.Fatalf("try %d refused with %v, want a hello without pairing", i, refused)
 		}
 		clock.add(time.Second) // 300 tries over 5 minutes: all within one window
 	}
@@ -75,11 +78,15 @@ func TestPairingGrindBounded(t *testing.T) {
 	if answered, refused := grindOnce(t, recv, friend, "203.0.113.5:4000", "friend"); !answered {
 		t.Errorf("a paired device was refused during the grind: %v", refused)
 	}
-	// A new device is, with a reason that says why.
-	_, refused := grindOnce(t, recv, newIdentity(t), "203.0.113.6:4000", "laptop")
-	var re *wire.RemoteError
-	if !errors.As(refused, &re) || !strings.Contains(re.Reason, errPairTries.Reason) {
-		t.Errorf("a new device during the grind: %v, want %q", refused, errPairTries.Reason)
+	// A new device's session goes on without a code: it can send, not pair.
+	if answered, refused := grindOnce(t, recv, newIdentity(t), "203.0.113.6:4000", "laptop"); answered || refused != nil {
+		t.Errorf("a new device during the grind: answered %v, %v; want a hello without pairing", answered, refused)
+	}
+	// A real sender that is new here still sends, without a code.
+	src := filepath.Join(t.TempDir(), "real.txt")
+	writeFile(t, src, 1000)
+	if res := sendWait(t, testEngine(t, Options{}), target(recv), []string{src}, SendOptions{}); res.State != StateDone {
+		t.Errorf("a real send during the grind: %v", res.Err)
 	}
 	// The window moves on.
 	clock.add(pairWindow)
@@ -112,5 +119,28 @@ func TestPairingGrindPerSourceAndName(t *testing.T) {
 				t.Errorf("%d hidden tries, want %d", tries, pairTriesPerSource)
 			}
 		})
+	}
+}
+
+// Tries under way at once count as they are answered, so an attacker
+// gains nothing by trying in parallel.
+func TestPairingGrindConcurrent(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk})
+	var mu sync.Mutex
+	tries := 0
+	var wg sync.WaitGroup
+	for i := range 2 * pairTriesPerWindow {
+		id := newIdentity(t)
+		wg.Go(func() {
+			if answered, _ := grindOnce(t, recv, id, fmt.Sprintf("198.51.%d.%d:4000", i/250, 1+i%250), fmt.Sprintf("m%d", i)); answered {
+				mu.Lock()
+				tries++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if tries > pairTriesPerWindow {
+		t.Errorf("%d parallel tries were answered, want at most %d", tries, pairTriesPerWindow)
 	}
 }

@@ -107,7 +107,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		// Every goroutine stopped without a verdict: the context ended.
 		err = context.Cause(tctx)
 	}
-	if cause := context.Cause(tctx); errors.Is(cause, errCancelledByUser) || errors.Is(cause, errSuperseded) {
+	if cause := context.Cause(tctx); errors.Is(cause, errCancelledByUser) || errors.Is(cause, errSuperseded) || errors.Is(cause, errTakenOver) {
 		err = cause
 	}
 	if err != nil {
@@ -373,7 +373,7 @@ func (rx *receiver) takeOffer() error {
 	for i, f := range rx.manifest {
 		files[i] = offeredFile{Path: f.Path, Size: f.Size}
 	}
-	return rx.inbox.offer(rx.offer.Manifest, files, rx.offer.Text)
+	return rx.inbox.offer(rx.offer.Transfer, files, rx.offer.Text)
 }
 
 // readOffer reads and checks the offer and its manifest.

@@ -47,6 +47,7 @@ func interrupt(t *testing.T, send, recv *Engine, paths []string, tp string, tota
 }
 
 func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
+	skipIfShort(t)
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			recv := startReceiver(t, Options{})
@@ -73,6 +74,11 @@ func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
 			res := sendWait(t, send, target(recv), []string{small, big}, SendOptions{Transport: tp})
 			if res.State != StateDone || res.Verified != 2 {
 				t.Fatalf("resume: %s %q (%d verified)", res.State, res.Err, res.Verified)
+			}
+			// A new send is a delivery of its own, and it resumes the
+			// partial data the cancelled one left.
+			if res.Delivery == "" || res.Delivery == first.Delivery {
+				t.Errorf("the second send is delivery %q, the first was %q", res.Delivery, first.Delivery)
 			}
 			sameTree(t, big, recv.DownloadDir())
 			sameTree(t, small, recv.DownloadDir())

@@ -7,29 +7,8 @@ import (
 	"time"
 )
 
-// waitProgress returns once the transfer moved more than frac of total.
-func waitProgress(t *testing.T, events <-chan Event, id string, total int64, frac float64) {
-	t.Helper()
-	timeout := time.After(time.Minute)
-	for {
-		select {
-		case ev := <-events:
-			if ev.TransferID != id {
-				continue
-			}
-			if ev.Kind == EventProgress && float64(ev.Progress.Bytes) > frac*float64(total) {
-				return
-			}
-			if ev.Kind == EventResult {
-				t.Fatalf("finished early: %+v", ev.Result)
-			}
-		case <-timeout:
-			t.Fatal("no progress")
-		}
-	}
-}
-
 func TestSenderResumesAfterReceiverRestart(t *testing.T) {
+	skipIfShort(t)
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			cfg, dl := t.TempDir(), t.TempDir()

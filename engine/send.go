@@ -81,8 +81,9 @@ func checkOutgoingText(text string) error {
 	return nil
 }
 
-// send starts the sending transfer id; prior holds the totals of its
-// earlier sessions (Retry continues a transfer under its ID).
+// send starts the sending transfer id, which is its delivery ID; prior
+// holds the totals of its earlier sessions (Retry continues a delivery
+// under its ID).
 func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, items Items, opts SendOptions) (*Transfer, error) {
 	paths := items.Paths
 	if _, err := parseTransport(opts.Transport); err != nil {
@@ -105,7 +106,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 			return nil, err
 		}
 	}
-	t := &Transfer{id: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
+	t := &Transfer{id: id, delivery: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
 		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), text: items.Text,
 		target: to, opts: opts}
 	tctx, cancel := context.WithCancelCause(e.ctx)
@@ -180,59 +181,27 @@ type sender struct {
 	io        fileio.Mode // how chunks are read (Options.BufferedIO)
 	conn      Conn
 	ctl       *control
-	reason    string       // why this transport was chosen
-	gen       atomic.Int64 // bumped when auto moves the data to TCP (transport/auto)
-	// window is how far behind a stream's write offset a chunk may still be
-	// unread by the receiver on the first transport of a switcher.
-	window int64
-
-	decided  bool  // the receiver answered the offer
-	accepted []int // indexes of accepted files, in sending order
-	refused  int   // files the receiver refused by name
-	sent     atomic.Int64
-	skipped  atomic.Int64 // resume: bytes the receiver already had
-	resent   atomic.Int64
-	haves    map[uint32]*wire.Have
-	verified atomic.Int64
-	resolved atomic.Int64
+	reason    string // why this transport was chosen
+	decided   bool   // the receiver answered the offer
+	accepted  []int  // indexes of accepted files, in sending order
+	refused   int    // files the receiver refused by name
+	sent      atomic.Int64
+	skipped   atomic.Int64 // resume: bytes the receiver already had
+	resent    atomic.Int64
+	haves     map[uint32]*wire.Have
+	verified  atomic.Int64
+	resolved  atomic.Int64
 
 	retries  chan wire.NeedChunk // chunks the receiver asked for again
 	asked    map[[2]uint32]int   // (file, chunk) -> times asked again; read by readControl only
 	manifest string
 	cache    *resume.LeafCache // leaves of earlier attempts, so resume need not re-read held chunks
 
+	// sched shares the chunks out among the data streams (schedule.go).
+	sched *scheduler
+
 	mu     sync.Mutex // guards the fields below
-	cursor struct{ file, chunk int }
 	leaves map[int]*fileLeaves
-	// Chunks a switch of transport (transport/auto) sends again: those that
-	// may still be in flight on the first transport's streams.
-	moved         []chunkRef
-	inFlight      map[int][]chunkRef // worker -> its recent chunks, while on the first transport
-	resolvedFiles map[int]bool
-	// Endgame: once the session spread over more flows (random loss), a
-	// worker that finds no chunk left sends again the chunk another worker
-	// has been on longest, once, so the batch does not wait for the
-	// slowest of many loss-limited flows; the receiver keeps the first copy.
-	endgame bool
-	working map[int]working // worker -> the chunk it took last
-	takes   uint64          // chunks taken so far: the order of working's entries
-	doubled map[[2]int]bool // chunks the endgame sent again
-	// takenAll is closed when the endgame began: every chunk was taken, so
-	// the receiver may hear SenderDone while copies still travel.
-	takenAll     chan struct{}
-	takenAllOnce sync.Once
-}
-
-// working is the chunk a worker took last, and when (in takes).
-type working struct {
-	file, chunk int
-	since       uint64
-}
-
-// chunkRef is one chunk written on a stream, and where it ended there.
-type chunkRef struct {
-	file, chunk int
-	end         int64
 }
 
 type fileLeaves struct {
@@ -515,15 +484,55 @@ func (tx *sender) accept(d *wire.Decision) error {
 		tx.leaves[i] = fl
 	}
 	tx.retries = make(chan wire.NeedChunk, 64)
+	tx.sched = newScheduler(tx.accepted, func(fi int) int {
+		if fl := tx.leaves[fi]; !fl.done {
+			return fl.tree.Len()
+		}
+		return 0
+	}, func(fi, ci int) int { return merkle.ChunkLen(tx.files[fi].Size, tx.chunkSize, ci) })
 	return nil
 }
 
 // transfer moves the accepted files over parallel data streams and waits for
-// the receiver's verdict.
+// the receiver's verdict. Its steps run side by side in one errgroup: the
+// progress reports, the control stream, the first transport's workers, the
+// session's growth over more flows (spreader), the move to another
+// transport (switcher), SenderDone once every chunk went out, and re-sends.
 func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	if sw, ok := tx.conn.(switcher); ok {
-		tx.window = sw.InFlightWindow()
+		tx.sched.window = sw.InFlightWindow()
 	}
+	streams := tx.streamCount(opts)
+	g, gctx := errgroup.WithContext(ctx)
+	b := &batch{tx: tx, g: g, ctx: gctx, first: newCrew(), doneWriting: make(chan struct{})}
+	g.Go(func() error {
+		tx.watchProgress(gctx)
+		return nil
+	})
+	g.Go(func() error { return tx.readControl(gctx) })
+	for range streams {
+		b.startFirst(false)
+	}
+	g.Go(b.markDoneWhenTaken)
+	if sp, ok := tx.conn.(spreader); ok {
+		g.Go(func() error { return b.grow(sp, streams) })
+	}
+	if sw, ok := tx.conn.(switcher); ok {
+		g.Go(func() error { return b.switchOver(sw) })
+	}
+	g.Go(b.announceDone)
+	g.Go(func() error { return tx.serveRetries(gctx) })
+	err := g.Wait()
+	if errors.Is(err, errSessionDone) {
+		return nil
+	}
+	return err
+}
+
+// streamCount is how many data streams the first transport starts with:
+// SendOptions.Streams, else what a spreading session advises, else the
+// transport's default.
+func (tx *sender) streamCount(opts SendOptions) int {
 	streams := min(opts.Streams, maxSendStreams)
 	if sp, ok := tx.conn.(spreader); ok && streams <= 0 {
 		streams = sp.DataStreams()
@@ -534,302 +543,144 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 			streams = defaultTCPStreams
 		}
 	}
+	return streams
+}
+
+// watchProgress publishes the batch's progress (bytes sent or already held
+// by the receiver, files settled) until ctx ends.
+func (tx *sender) watchProgress(ctx context.Context) {
 	var total int64
 	for _, i := range tx.accepted {
 		total += tx.files[i].Size
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		tx.e.watchProgress(gctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, total, func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
-		return nil
-	})
-	result := make(chan error, 1)
-	g.Go(func() error {
-		err := tx.readControl(gctx)
-		result <- err
-		return err
-	})
+	tx.e.watchProgress(ctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, total,
+		func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
+}
+
+// batch is one transfer's data-moving goroutines and what they share.
+type batch struct {
+	tx    *sender
+	g     *errgroup.Group
+	ctx   context.Context
+	first *crew // the workers of the first transport
+	next  int   // the next first-transport worker's ID
 	// doneWriting closes once every chunk went out once: then SenderDone.
-	doneWriting := make(chan struct{})
-	var doneOnce sync.Once
-	markDone := func() { doneOnce.Do(func() { close(doneWriting) }) }
-	firstGen := newCrew()
-	nextID := 0
-	startFirst := func(late bool) bool {
-		if !firstGen.join() {
-			return false // every worker finished: no chunk is left to take
-		}
-		id := nextID
-		nextID++
-		g.Go(func() error {
-			defer firstGen.leave()
-			return tx.worker(gctx, 0, id, late)
-		})
-		return true
+	doneWriting chan struct{}
+	doneOnce    sync.Once
+}
+
+// startFirst starts one more worker on the first transport (late: the
+// session grew, so its stream may still be joining); false once the crew
+// ended, as no chunk is left to take. Called by one goroutine at a time.
+func (b *batch) startFirst(late bool) bool {
+	if !b.first.join() {
+		return false
 	}
-	tx.takenAll = make(chan struct{})
-	for range streams {
-		startFirst(false)
-	}
-	g.Go(func() error {
-		select {
-		case <-firstGen.done:
-		case <-tx.takenAll:
-		case <-gctx.Done():
-			return nil
-		}
-		if tx.gen.Load() == 0 { // else the workers stopped for a switch, which marks the end
-			markDone()
-		}
-		return nil
+	id := b.next
+	b.next++
+	b.g.Go(func() error {
+		defer b.first.leave()
+		return b.tx.worker(b.ctx, 0, id, late)
 	})
-	if sp, ok := tx.conn.(spreader); ok {
-		// The path showed random loss: more streams, over more flows, carry
-		// more (transport/spread). They take chunks like the others.
-		g.Go(func() error {
-			open := streams
-			for {
-				select {
-				case adv, ok := <-sp.StreamsAdvised():
-					if !ok {
-						return nil
-					}
-					if tx.gen.Load() != 0 {
-						return nil // the data moved to another transport
-					}
-					tx.mu.Lock()
-					tx.endgame = true
-					tx.mu.Unlock()
-					tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
-						Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
-					for ; open < min(adv.Streams, maxSendStreams); open++ {
-						if !startFirst(true) {
-							return nil
-						}
-					}
-				case <-gctx.Done():
+	return true
+}
+
+func (b *batch) markDone() { b.doneOnce.Do(func() { close(b.doneWriting) }) }
+
+// markDoneWhenTaken marks the writing done once the first transport's
+// workers finished, or the endgame took every chunk; after a switch the
+// switch marks it.
+func (b *batch) markDoneWhenTaken() error {
+	select {
+	case <-b.first.done:
+	case <-b.tx.sched.takenAll:
+	case <-b.ctx.Done():
+		return nil
+	}
+	if b.tx.sched.generation() == 0 {
+		b.markDone()
+	}
+	return nil
+}
+
+// grow adds streams when the path showed random loss: more streams, over
+// more flows, carry more (transport/spread). They take chunks like the
+// others, and the endgame begins.
+func (b *batch) grow(sp spreader, open int) error {
+	tx := b.tx
+	for {
+		select {
+		case adv, ok := <-sp.StreamsAdvised():
+			if !ok {
+				return nil
+			}
+			if tx.sched.generation() != 0 {
+				return nil // the data moved to another transport
+			}
+			tx.sched.startEndgame()
+			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
+				Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
+			for ; open < min(adv.Streams, maxSendStreams); open++ {
+				if !b.startFirst(true) {
 					return nil
 				}
 			}
-		})
-	}
-	if sw, ok := tx.conn.(switcher); ok {
-		// auto may move the data to TCP mid-batch: the workers on QUIC stop
-		// taking chunks, the chunks that may still be in flight there are
-		// sent again over TCP (the receiver drops whichever copy lands
-		// second), and new workers carry on over TCP.
-		g.Go(func() error {
-			select {
-			case <-sw.SwitchAdvised():
-			case <-gctx.Done():
-				return nil
-			}
-			if tx.allResolved() {
-				return nil
-			}
-			tx.reason = sw.Switch()
-			tx.moveInFlight()
-			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(tx.conn.Transport()), Reason: tx.reason}})
-			var next sync.WaitGroup
-			for w := range defaultTCPStreams {
-				next.Add(1)
-				g.Go(func() error {
-					defer next.Done()
-					return tx.worker(gctx, 1, maxSendStreams+w, false)
-				})
-			}
-			next.Wait()
-			markDone() // the first workers may still crawl: what they hold went again
-			return nil
-		})
-	}
-	g.Go(func() error {
-		select {
-		case <-doneWriting:
-		case <-gctx.Done():
+		case <-b.ctx.Done():
 			return nil
 		}
-		if err := tx.ctl.send(&wire.SenderDone{}); err != nil {
-			return err
-		}
-		// Every byte is out; what is left is the receiver's verdict.
-		tx.e.setState(tx.t, StateVerifying)
+	}
+}
+
+// switchOver follows auto when it moves the data to TCP mid-batch: the
+// workers on QUIC stop taking chunks, the chunks that may still be in
+// flight there are sent again over TCP (the receiver drops whichever copy
+// lands second), and new workers carry on over TCP.
+func (b *batch) switchOver(sw switcher) error {
+	tx := b.tx
+	select {
+	case <-sw.SwitchAdvised():
+	case <-b.ctx.Done():
 		return nil
-	})
-	g.Go(func() error { return tx.serveRetries(gctx) })
-	err := g.Wait()
-	if errors.Is(err, errSessionDone) {
+	}
+	if tx.allResolved() {
 		return nil
 	}
-	return err
+	tx.reason = sw.Switch()
+	tx.sched.moveInFlight()
+	tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(tx.conn.Transport()), Reason: tx.reason}})
+	var next sync.WaitGroup
+	for w := range defaultTCPStreams {
+		next.Add(1)
+		b.g.Go(func() error {
+			defer next.Done()
+			return tx.worker(b.ctx, 1, maxSendStreams+w, false)
+		})
+	}
+	next.Wait()
+	b.markDone() // the first workers may still crawl: what they hold went again
+	return nil
 }
 
-// crew counts the workers of a transfer's first transport. More may join
-// while any of them is at work; once the last one left (no chunk was left
-// to take), done is closed and no more join.
-type crew struct {
-	done chan struct{}
-
-	mu      sync.Mutex // guards the fields below
-	running int
-	ended   bool
-}
-
-func newCrew() *crew { return &crew{done: make(chan struct{})} }
-
-// join counts one more worker, unless the crew ended.
-func (c *crew) join() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ended {
-		return false
+// announceDone tells the receiver once every chunk went out; what is left
+// is its verdict.
+func (b *batch) announceDone() error {
+	select {
+	case <-b.doneWriting:
+	case <-b.ctx.Done():
+		return nil
 	}
-	c.running++
-	return true
-}
-
-// leave counts a worker out; the last one ends the crew.
-func (c *crew) leave() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.running--; c.running == 0 {
-		c.ended = true
-		close(c.done)
+	if err := b.tx.ctl.send(&wire.SenderDone{}); err != nil {
+		return err
 	}
-}
-
-// workerState is what take needs to know of the worker asking.
-type workerState struct {
-	gen    int64 // the transport generation the worker sends on
-	id     int
-	track  bool  // record chunks in flight (first transport of a switcher)
-	offset int64 // bytes written on the worker's stream
-}
-
-// take returns the next (file, chunk) to send, or ok=false when all are
-// taken or the data moved to another transport; moved chunks (sent again
-// after a switch of transport) come first.
-func (tx *sender) take(ws *workerState) (file, chunk int, moved, ok bool) {
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	if tx.gen.Load() != ws.gen {
-		return 0, 0, false, false
-	}
-	for len(tx.moved) > 0 {
-		c := tx.moved[0]
-		tx.moved = tx.moved[1:]
-		if !tx.resolvedFiles[c.file] {
-			return c.file, c.chunk, true, true
-		}
-	}
-	for tx.cursor.file < len(tx.accepted) {
-		fi := tx.accepted[tx.cursor.file]
-		fl := tx.leaves[fi]
-		n := fl.tree.Len()
-		if fl.done {
-			n = 0
-		}
-		if tx.cursor.chunk < n {
-			c := tx.cursor.chunk
-			tx.cursor.chunk++
-			if ws.track {
-				tx.noteInFlight(ws, fi, c)
-			}
-			tx.noteWorking(ws, fi, c)
-			return fi, c, false, true
-		}
-		tx.cursor.file++
-		tx.cursor.chunk = 0
-	}
-	if tx.endgame {
-		tx.takenAllOnce.Do(func() { close(tx.takenAll) })
-		if fi, ci, ok := tx.straggler(ws); ok {
-			tx.noteWorking(ws, fi, ci)
-			return fi, ci, true, true
-		}
-	}
-	return 0, 0, false, false
-}
-
-// noteWorking records the chunk a worker took. Called with tx.mu held.
-func (tx *sender) noteWorking(ws *workerState, fi, ci int) {
-	if tx.working == nil {
-		tx.working = map[int]working{}
-	}
-	tx.takes++
-	tx.working[ws.id] = working{fi, ci, tx.takes}
-}
-
-// straggler picks for ws the chunk another worker has been on longest, of
-// a file not yet settled, that the endgame did not send again yet. Called
-// with tx.mu held.
-func (tx *sender) straggler(ws *workerState) (file, chunk int, ok bool) {
-	var best working
-	for id, w := range tx.working {
-		key := [2]int{w.file, w.chunk}
-		if id == ws.id || tx.doubled[key] || tx.resolvedFiles[w.file] {
-			continue
-		}
-		if !ok || w.since < best.since {
-			best, ok = w, true
-		}
-	}
-	if !ok {
-		return 0, 0, false
-	}
-	if tx.doubled == nil {
-		tx.doubled = map[[2]int]bool{}
-	}
-	tx.doubled[[2]int{best.file, best.chunk}] = true
-	return best.file, best.chunk, true
-}
-
-// noteInFlight records a chunk a worker is about to write on its stream of
-// the first transport, and forgets those that must have been read by now.
-// Called with tx.mu held.
-func (tx *sender) noteInFlight(ws *workerState, fi, ci int) {
-	ws.offset += int64(wire.DataHeaderLen + merkle.ChunkLen(tx.files[fi].Size, tx.chunkSize, ci))
-	if tx.inFlight == nil {
-		tx.inFlight = map[int][]chunkRef{}
-	}
-	refs := append(tx.inFlight[ws.id], chunkRef{fi, ci, ws.offset})
-	for len(refs) > 1 && refs[0].end < ws.offset-tx.window {
-		refs = refs[1:]
-	}
-	tx.inFlight[ws.id] = refs
-}
-
-// moveInFlight ends the first transport's generation and queues again every
-// chunk that may still be in flight on its streams.
-func (tx *sender) moveInFlight() {
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	tx.gen.Add(1)
-	for _, refs := range tx.inFlight {
-		tx.moved = append(tx.moved, refs...)
-	}
-	tx.inFlight = nil
-	tx.working = nil // sent again as moved chunks
-}
-
-// noteResolved records a file's result; false if it had one already.
-func (tx *sender) noteResolved(fi int) bool {
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	if tx.resolvedFiles == nil {
-		tx.resolvedFiles = map[int]bool{}
-	}
-	if tx.resolvedFiles[fi] {
-		return false
-	}
-	tx.resolvedFiles[fi] = true
-	return true
+	b.tx.e.setState(b.tx.t, StateVerifying)
+	return nil
 }
 
 func (tx *sender) allResolved() bool { return int(tx.resolved.Load()) == len(tx.accepted) }
 
 // worker owns one data stream and sends chunks until none are left, or
-// until the data moved to another transport (tx.gen is no longer gen).
+// until the data moved to another transport (the scheduler's generation is
+// no longer gen).
 //
 // A worker takes its first chunk before it opens its stream, so a small
 // batch opens no stream it does not need; a worker added when the session
@@ -850,7 +701,7 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 		}
 		opened = true
 	}
-	if fi, ci, moved, ok = tx.take(ws); !ok {
+	if fi, ci, moved, ok = tx.sched.take(ws); !ok {
 		if opened { // a data stream that ends at once
 			if _, err := s.Write([]byte{wire.KindData}); err != nil {
 				s.Abort()
@@ -883,7 +734,7 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 		}
 	}
 	defer closeCur()
-	for ; ok; fi, ci, moved, ok = tx.take(ws) {
+	for ; ok; fi, ci, moved, ok = tx.sched.take(ws) {
 		if fi != curIdx {
 			closeCur()
 			cur, err = os.Open(tx.files[fi].src)
@@ -992,7 +843,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 			if _, ok := tx.leaves[int(m.File)]; !ok {
 				return fmt.Errorf("%w: result for file %d, which is not being sent", wire.ErrProtocol, m.File)
 			}
-			if !tx.noteResolved(int(m.File)) {
+			if !tx.sched.noteResolved(int(m.File)) {
 				return fmt.Errorf("%w: a second result for file %d", wire.ErrProtocol, m.File)
 			}
 			tx.resolved.Add(1)

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"fmt"
 	"testing"
 
-	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -39,51 +37,5 @@ func TestBatchChunkSize(t *testing.T) {
 		if got := batchChunkSize(c.files, c.limit); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
-	}
-}
-
-// Endgame: once the session spread over more flows, a worker that finds no
-// chunk left sends again the chunk another worker has been on longest, each
-// once, skipping files the receiver already settled; without the spread it
-// simply stops.
-func TestEndgameSendsStragglersAgain(t *testing.T) {
-	const chunk = 64 << 10
-	tx := &sender{chunkSize: chunk, leaves: map[int]*fileLeaves{}, takenAll: make(chan struct{})}
-	for i, size := range []int64{3 * chunk, chunk} {
-		tx.files = append(tx.files, localFile{FileEntry: wire.FileEntry{Path: fmt.Sprint(i), Size: size}})
-		tx.accepted = append(tx.accepted, i)
-		tx.leaves[i] = &fileLeaves{tree: merkle.NewTree(int(size / chunk))}
-	}
-	ws := []*workerState{{id: 0}, {id: 1}, {id: 2}, {id: 3}}
-	var got [][2]int
-	for _, w := range ws { // four chunks, four workers: (0,0) (0,1) (0,2) (1,0)
-		fi, ci, moved, ok := tx.take(w)
-		if !ok || moved {
-			t.Fatal("ran out of chunks")
-		}
-		got = append(got, [2]int{fi, ci})
-	}
-	if _, _, _, ok := tx.take(ws[0]); ok {
-		t.Fatal("without the endgame a worker took a chunk twice")
-	}
-	tx.endgame = true
-	tx.noteResolved(1) // file 1 is settled: its chunk is not a straggler
-	fi, ci, moved, ok := tx.take(ws[0])
-	if !ok || !moved || [2]int{fi, ci} != got[1] {
-		t.Fatalf("endgame took (%d,%d) moved=%v ok=%v; want the oldest other chunk %v", fi, ci, moved, ok, got[1])
-	}
-	select {
-	case <-tx.takenAll:
-	default:
-		t.Error("takenAll not closed once every chunk was taken")
-	}
-	fi, ci, _, ok = tx.take(ws[1])
-	if !ok || [2]int{fi, ci} != got[2] {
-		t.Fatalf("second straggler (%d,%d), want %v", fi, ci, got[2])
-	}
-	// (0,1) and (0,2) went twice, (1,0) is settled, and worker 0 left (0,0)
-	// behind for another chunk, which counts as written: nothing is left.
-	if fi, ci, _, ok := tx.take(ws[2]); ok {
-		t.Fatalf("a chunk went a third time: (%d,%d)", fi, ci)
 	}
 }

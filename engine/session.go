@@ -208,17 +208,17 @@ func (e *Engine) peerInfo(id identity.DeviceID, name, addr string) PeerInfo {
 // watchProgress publishes coalesced progress (every Options.ProgressInterval)
 // and metrics (every fourth time) until ctx ends.
 func (e *Engine) watchProgress(ctx context.Context, t *Transfer, bytes func() int64, total int64, files func() int, totalFiles int) {
-	tick := time.NewTicker(e.opts.ProgressInterval)
+	tick, ticks := e.opts.Clock.NewTicker(e.opts.ProgressInterval)
 	defer tick.Stop()
 	var last int64
-	lastT := time.Now()
+	lastT := e.now()
 	var rate float64
 	n := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-tick.C:
+		case now := <-ticks:
 			b := bytes()
 			dt := now.Sub(lastT).Seconds()
 			inst := float64(b-last) / dt

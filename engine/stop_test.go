@@ -6,40 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-// offerPending sends a file to a receiver that asks its user, and returns
-// once the offer waits for an answer: a transfer running on the receiver.
-func offerPending(t *testing.T, recv *Engine, tp string) (sent *Transfer, offer Event, src string) {
-	t.Helper()
-	events, unsub := recv.Subscribe(64)
-	defer unsub()
-	send := testEngine(t, Options{RetryFor: -1})
-	src = filepath.Join(t.TempDir(), "a.bin")
-	writeFile(t, src, 2<<20)
-	tr, err := send.Send(context.Background(), target(recv), []string{src}, SendOptions{Transport: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ev := range events {
-		if ev.Kind == EventOffer {
-			return tr, ev, src
-		}
-	}
-	t.Fatal("no offer")
-	return nil, Event{}, ""
-}
-
-func waitDone(t *testing.T, tr *Transfer) Result {
-	t.Helper()
-	select {
-	case <-tr.Done():
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the transfer did not end")
-	}
-	return tr.Result()
-}
 
 // StopReceiving takes no new transfers, and the running ones finish: over
 // TCP their data streams still join the session at the listener.

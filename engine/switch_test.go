@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
-	"github.com/ferrydrop/ferry/engine/merkle"
-	"github.com/ferrydrop/ferry/engine/wire"
 )
 
 // longPath makes loopback count as a path that is not a clean local link,
@@ -140,59 +137,5 @@ func TestAutoWithoutBBRSpreadsQUIC(t *testing.T) {
 	}
 	if res.Metrics == nil || res.Metrics.Connections < 2 {
 		t.Errorf("5%% loss, yet the session stayed on one connection: %+v", res.Metrics)
-	}
-}
-
-// A switch stops the first transport's workers, and the new ones first send
-// again what may still be in flight there (at most a flow-control window per
-// stream), then carry on where the first ones stopped; chunks of files the
-// receiver already saved are not sent again.
-func TestSwitchMovesChunksInFlight(t *testing.T) {
-	t.Parallel()
-	const chunk, inFlightWindow = 1 << 20, 12 << 20
-	tx := &sender{chunkSize: chunk, leaves: map[int]*fileLeaves{}, window: inFlightWindow}
-	for i, size := range []int64{40 * chunk, 2 * chunk} {
-		tx.files = append(tx.files, localFile{FileEntry: wire.FileEntry{Path: fmt.Sprint(i), Size: size}})
-		tx.accepted = append(tx.accepted, i)
-		tx.leaves[i] = &fileLeaves{tree: merkle.NewTree(int(size / chunk))}
-	}
-	first := []*workerState{{id: 0, track: true}, {id: 1, track: true}}
-	for range 15 {
-		for _, ws := range first {
-			if _, _, _, ok := tx.take(ws); !ok {
-				t.Fatal("ran out of chunks")
-			}
-		}
-	}
-	tx.moveInFlight()
-	if _, _, _, ok := tx.take(first[0]); ok {
-		t.Fatal("a worker of the first transport took a chunk after the switch")
-	}
-	// Per stream, what lies more than a window behind its write offset was read.
-	perStream := int(inFlightWindow/(chunk+wire.DataHeaderLen)) + 1
-	if len(tx.moved) < 2 || len(tx.moved) > 2*perStream {
-		t.Fatalf("%d chunks moved, want at most %d per stream", len(tx.moved), perStream)
-	}
-	wantMoved := len(tx.moved)
-	next := &workerState{gen: 1, id: 2}
-	seen := map[[2]int]bool{}
-	for i := range wantMoved {
-		fi, ci, moved, ok := tx.take(next)
-		if !ok || !moved || fi != 0 || ci < 30-2*perStream || ci >= 30 {
-			t.Fatalf("take %d after the switch: file %d chunk %d moved=%v ok=%v", i, fi, ci, moved, ok)
-		}
-		seen[[2]int{fi, ci}] = true
-	}
-	if len(seen) != wantMoved {
-		t.Errorf("moved chunks repeat: %v", seen)
-	}
-	if fi, ci, moved, ok := tx.take(next); !ok || moved || fi != 0 || ci != 30 {
-		t.Errorf("after the moved chunks: file %d chunk %d moved=%v, want file 0 chunk 30", fi, ci, moved)
-	}
-	// Moved chunks of a file the receiver saved meanwhile are dropped.
-	tx.moved = []chunkRef{{file: 1, chunk: 0}, {file: 0, chunk: 29}}
-	tx.noteResolved(1)
-	if fi, ci, moved, _ := tx.take(next); fi != 0 || ci != 29 || !moved {
-		t.Errorf("took file %d chunk %d moved=%v, want file 0 chunk 29", fi, ci, moved)
 	}
 }

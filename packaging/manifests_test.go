@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,6 +115,11 @@ func TestManifests(t *testing.T) {
 			}
 			inst := doc["Installers"].([]any)[0].(map[string]any)
 			url, sum := inst["InstallerUrl"].(string), inst["InstallerSha256"].(string)
+			// The schema really constrains: a checksum that is not one fails.
+			inst["InstallerSha256"] = "not a checksum"
+			if err := schema(t, "winget-manifest.installer.1.10.0.json").Validate(v); err == nil {
+				t.Error("the installer schema accepts a malformed InstallerSha256")
+			}
 			if got := sha256File(t, artefact(url)); !strings.EqualFold(got, sum) || !strings.HasSuffix(url, "-setup.exe") {
 				t.Errorf("installer %s: sha256 %s in the manifest, %s recomputed", url, sum, got)
 			}
@@ -135,6 +141,10 @@ func TestManifests(t *testing.T) {
 		}
 		doc := v.(map[string]any)
 		url, sum := doc["url"].(string), doc["hash"].(string)
+		doc["hash"] = "md5:xyz"
+		if err := schema(t, "scoop-schema.json").Validate(v); err == nil {
+			t.Error("the Scoop schema accepts a malformed hash")
+		}
 		if got := sha256File(t, artefact(url)); got != sum || !strings.HasSuffix(url, "-portable.zip") {
 			t.Errorf("%s: hash %s in the manifest, %s recomputed", url, sum, got)
 		}
@@ -192,9 +202,10 @@ func TestManifests(t *testing.T) {
 				Buildsystem   string   `yaml:"buildsystem"`
 				BuildCommands []string `yaml:"build-commands"`
 				Sources       []struct {
-					Type   string `yaml:"type"`
-					URL    string `yaml:"url"`
-					SHA256 string `yaml:"sha256"`
+					Type       string   `yaml:"type"`
+					URL        string   `yaml:"url"`
+					SHA256     string   `yaml:"sha256"`
+					OnlyArches []string `yaml:"only-arches"`
 				} `yaml:"sources"`
 			} `yaml:"modules"`
 		}
@@ -217,7 +228,7 @@ func TestManifests(t *testing.T) {
 			}
 		}
 		mod := mf.Modules[0]
-		if len(mod.Sources) != 1 || mod.Sources[0].Type != "archive" {
+		if len(mod.Sources) != 1 || mod.Sources[0].Type != "archive" || !slices.Equal(mod.Sources[0].OnlyArches, []string{"x86_64"}) {
 			t.Fatalf("sources %+v", mod.Sources)
 		}
 		tarball := artefact(mod.Sources[0].URL)

@@ -87,10 +87,6 @@ func TestTarball(t *testing.T) {
 	if _, err := exec.LookPath("appstreamcli"); err == nil {
 		run(t, "", nil, "appstreamcli", "validate", "--no-net", "--explain", filepath.Join(dest, "usr/share/metainfo/io.ferrydrop.ferry.metainfo.xml"))
 	}
-	run(t, filepath.Join(dir, "ferry"), nil, "make", "uninstall", "DESTDIR="+dest, "PREFIX=/usr")
-	if left := filesUnder(t, dest); len(left) > 0 {
-		t.Errorf("make uninstall left %v", left)
-	}
 
 	// Per user, into ~/.local, as a user without root would.
 	home := t.TempDir()
@@ -113,6 +109,10 @@ func TestTarball(t *testing.T) {
 	run(t, "", nil, "dpkg-deb", "-x", a.path("ferry_VERSION-1_amd64.deb"), deb)
 	if sha256File(t, filepath.Join(dest, "usr/bin/ferry")) != sha256File(t, filepath.Join(deb, "usr/bin/ferry")) {
 		t.Error("the tarball's app differs from the .deb's")
+	}
+	run(t, filepath.Join(dir, "ferry"), nil, "make", "uninstall", "DESTDIR="+dest, "PREFIX=/usr")
+	if left := filesUnder(t, dest); len(left) > 0 {
+		t.Errorf("make uninstall left %v", left)
 	}
 }
 

@@ -244,7 +244,7 @@ build_rpm() {
 
 build_tarball() {
 	linux_tree
-	local t=$work/tarball/ferry out="$dist/Ferry-$version-linux-amd64.tar.xz" n
+	local t=$work/tarball/ferry out="$dist/Ferry-$version-linux-amd64.tar.xz"
 	log "$(basename "$out")"
 	# The layout `fyne package -os linux` made (ferry/Makefile,
 	# ferry/usr/local/...), with the CLI, all icon sizes, the AppStream file and
@@ -373,7 +373,10 @@ main() {
 	setup "$@"
 	for t in "${targets[@]}"; do
 		case $t in
-		cli) build_cli && sign_macos_cli ;;
+		cli)
+			build_cli
+			sign_macos_cli
+			;;
 		deb) build_deb ;;
 		rpm) build_rpm ;;
 		tarball) build_tarball ;;

@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
 # Runs Ferry's test suite. On Debian/Ubuntu it first installs the system
 # packages the suite needs (as root, or through sudo when available).
+#
+#   scripts/test.sh           the whole suite, as CI runs it
+#   scripts/test.sh --quick   the edit-test loop: build, vet and every package's
+#                             tests with -short (slow tests skip themselves), no
+#                             race detector, fuzzing, govulncheck or packaging
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=false
+case "${1:-}" in
+--quick) quick=true ;;
+"") ;;
+*) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
 
 pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3 python3-xlib
       avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync
@@ -27,6 +38,11 @@ echo "== go build (the first build compiles the GUI toolkit, cgo: minutes on a c
 go build ./...
 echo "== go vet"
 go vet ./...
+if $quick; then
+    echo "== go test -short (quick: no -race, no fuzz, no govulncheck, no packaging)"
+    go test -short -count=1 -timeout 10m $(go list ./... | grep -v /packaging)
+    exit
+fi
 echo "== go test"
 # -race on the engine and discovery (where the concurrency lives); the rest plain.
 go test -race -count=1 -timeout 20m ./engine/... ./discovery/...

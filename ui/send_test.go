@@ -12,6 +12,8 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 var desktopCtrlEnter = desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierControl}
@@ -45,19 +47,6 @@ func dangerButton(t *testing.T, u *UI) *button {
 		t.Fatal("no red button in the dialog")
 	}
 	return found
-}
-
-// waitFor waits for what a goroutine of the UI does (AddDevice runs off
-// the Fyne goroutine).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(5 * time.Millisecond) // polling the fake backend, not waiting for readiness
-	}
 }
 
 func bob(online bool) Device {
@@ -320,7 +309,7 @@ func TestDeviceLinks(t *testing.T) {
 	in := u.win.Canvas().Focused().(*entry)
 	in.SetText(link)
 	press(u, fyne.KeyReturn)
-	waitFor(t, func() bool { be.mu.Lock(); defer be.mu.Unlock(); return len(be.added) == 1 })
+	testutil.WaitFor(t, "the device to be added", func() bool { be.mu.Lock(); defer be.mu.Unlock(); return len(be.added) == 1 })
 	if be.added[0] != "192.168.1.20:47800 "+idAlice {
 		t.Fatalf("AddDevice got %q", be.added)
 	}

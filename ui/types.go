@@ -368,8 +368,12 @@ type PathChange struct {
 
 // TransferEvent is one engine event about a transfer, in the UI's terms.
 type TransferEvent struct {
-	Kind      TransferEventKind
-	ID        string
+	Kind TransferEventKind
+	// ID is the transfer's row: one per delivery on each side.
+	ID string
+	// Delivery is the ID of the delivery the transfer is (engine
+	// Transfer.Delivery): the same on both sides, new for every send.
+	Delivery  string
 	Direction Direction
 	Peer      Peer
 	State     State
@@ -428,7 +432,12 @@ type Settings struct {
 
 // HistoryEntry is one finished transfer kept across restarts.
 type HistoryEntry struct {
-	ID          string    `json:"id"`
+	// ID is the transfer's: one entry per delivery (an interruption is
+	// replaced by how the same delivery ended).
+	ID string `json:"id"`
+	// Delivery is the delivery's ID, the same in the sender's and the
+	// receiver's history; empty in entries written before it existed.
+	Delivery    string    `json:"delivery,omitempty"`
 	Direction   Direction `json:"direction"`
 	PeerName    string    `json:"peer_name"`
 	PeerID      string    `json:"peer_id"`

@@ -39,8 +39,14 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	noResume := fs.Bool("no-resume", false, "keep no resume state (benchmarks: measures what resume costs)")
 	pair := fs.Bool("pair", false, "ask to check the verification code of every sender not trusted yet; a match trusts it")
 	maxAge := fs.Duration("partial-max-age", 7*24*time.Hour, "discard unfinished incoming transfers untouched for this long (0: keep forever)")
+	link := fs.Bool("link", false, "receive from browsers instead: print a link and a QR code whose page sends files here (see share)")
+	linkPIN := fs.String("pin", "", "with --link: ask browsers for this `PIN` first")
+	linkExpire := fs.Duration("expire", time.Hour, "with --link: end the link after this `DURATION`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *link {
+		return runReceiveLink(ctx, linkFlags{listen: *listen, name: *name, pin: *linkPIN, expire: *linkExpire, json: *asJSON}, *dir, out)
 	}
 	policy, err := engine.ParseAcceptPolicy(*accept)
 	if err != nil {

@@ -257,12 +257,15 @@ func (p Peer) FloodWindows(ctx context.Context, addr string, n, streams int, st 
 // hangs up without revealing. Tries counts the receiver's answers with a
 // nonce, the tries the attacker got; Failed the refusals.
 func (p Peer) GrindPairing(ctx context.Context, kind, addr string, n int, st *Stats, tries *atomic.Int64) {
+	var count atomic.Int64
 	flood(ctx, n, func(ctx context.Context) {
 		id, err := p.identity()
 		if err != nil {
 			return
 		}
-		h, err := p.hello(ctx, kind, addr, id, &wire.Hello{Version: wire.Version, Name: "mallory", ID: id.ID.String(),
+		// A name of its own each try: a receiver's count per claimed name binds less.
+		name := fmt.Sprintf("mallory %s %d", p.From, count.Add(1))
+		h, err := p.hello(ctx, kind, addr, id, &wire.Hello{Version: wire.Version, Name: name, ID: id.ID.String(),
 			Features: []string{"resume", "pair"}, Pair: pairing.Commit(pairing.NewNonce())})
 		switch {
 		case err == nil && h.Pair != "":

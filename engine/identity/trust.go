@@ -68,8 +68,9 @@ const (
 // Store pins peers by device ID. It is safe for concurrent use.
 type Store struct {
 	path   string
-	saveMu sync.Mutex // serialises snapshot+write so an older snapshot never lands last
-	mu     sync.Mutex // guards the fields below
+	now    func() time.Time // dates what it records
+	saveMu sync.Mutex       // serialises snapshot+write so an older snapshot never lands last
+	mu     sync.Mutex       // guards the fields below
 	byID   map[string]*Peer
 
 	// every is how often Seen writes the file at most (seenSaveEvery).
@@ -92,8 +93,15 @@ const seenSaveEvery = time.Second
 
 // OpenStore loads the trust store from dir (an absent file is an empty store).
 // A corrupt file is an error: we never silently forget whom we trusted.
-func OpenStore(dir string) (*Store, error) {
-	s := &Store{path: filepath.Join(dir, trustFile), byID: map[string]*Peer{}, every: seenSaveEvery}
+func OpenStore(dir string) (*Store, error) { return OpenStoreWith(dir, time.Now) }
+
+// OpenStoreWith is OpenStore with the clock that dates what the store
+// records (first and last seen, paired at); nil means time.Now.
+func OpenStoreWith(dir string, now func() time.Time) (*Store, error) {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{path: filepath.Join(dir, trustFile), now: now, byID: map[string]*Peer{}, every: seenSaveEvery}
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -158,7 +166,7 @@ func (s *Store) CheckAddr(addr string, presented DeviceID) error {
 // store: at once after a quiet period, else within a second, together
 // with the other contacts of that second (Flush writes what is due).
 func (s *Store) Seen(id DeviceID, name, addr string) error {
-	now := time.Now()
+	now := s.now()
 	s.mu.Lock()
 	p, ok := s.byID[id.String()]
 	if !ok {
@@ -233,7 +241,7 @@ func (s *Store) SetAlwaysAccept(id DeviceID, name string, on bool) error {
 	s.mu.Lock()
 	p, ok := s.byID[id.String()]
 	if !ok {
-		now := time.Now()
+		now := s.now()
 		p = &Peer{ID: id.String(), Name: name, FirstSeen: now, LastSeen: now}
 		s.byID[p.ID] = p
 		s.evictLocked()

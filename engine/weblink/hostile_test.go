@@ -93,7 +93,7 @@ func TestHostilePaths(t *testing.T) {
 			b, _ := io.ReadAll(conn)
 			var code int
 			fmt.Sscanf(string(b), "HTTP/1.1 %d", &code)
-			if code == http.StatusMovedPermanently {
+			if code == http.StatusFound {
 				code = 200 // a cleaned path is redirected to its canonical form
 			}
 			if code != c.code {
@@ -280,5 +280,39 @@ func TestHostileManyUploads(t *testing.T) {
 	l.Stop()
 	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
 		t.Errorf("after Stop: %d files left", len(ents))
+	}
+}
+
+func TestHostilePINForm(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a", 10)
+	s := startServer(t, Options{})
+	l, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{PIN: "1234"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		body io.Reader
+		code int
+	}{
+		{"oversized form", strings.NewReader("pin=" + strings.Repeat("1", maxFormBytes)), http.StatusBadRequest},
+		{"endless form", zeros{}, http.StatusBadRequest},
+		{"over-long PIN", strings.NewReader("pin=" + strings.Repeat("1", maxPINBytes+1)), http.StatusForbidden},
+		{"PIN with a NUL", strings.NewReader("pin=1234%00"), http.StatusForbidden},
+		{"right PIN", strings.NewReader("pin=1234"), http.StatusSeeOther},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, base(s)+l.Path()+"pin", c.body)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			res, err := (&http.Transport{}).RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != c.code {
+				t.Errorf("%d, want %d", res.StatusCode, c.code)
+			}
+		})
 	}
 }

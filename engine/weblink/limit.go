@@ -2,6 +2,7 @@ package weblink
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -80,6 +81,16 @@ func (c *limitConn) Close() error {
 		return nil
 	}
 	return err
+}
+
+// ReadFrom keeps the connection's own ReadFrom reachable through the
+// wrapper, so net/http can send a file with sendfile (splice) rather than
+// copying it through user space.
+func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{c.Conn}, r)
 }
 
 // connAddr is a connection's remote IP address (the zero Addr when it has

@@ -69,7 +69,8 @@ type Link struct {
 
 	ctx    context.Context // cancelled when the link ends
 	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup // requests and goroutines of the link
+	reqs   sync.WaitGroup // requests in flight
+	wg     sync.WaitGroup // the clean-up after the end (which waits for reqs)
 
 	share *share    // KindShare
 	recv  *receiver // KindReceive
@@ -174,8 +175,10 @@ func (l *Link) end(why error) {
 	l.s.remove(l, why)
 	go func() {
 		defer l.wg.Done()
-		// Requests in flight see the cancelled context and return; then
-		// what they left is cleaned up.
+		// Requests in flight see the cancelled context (and past deadlines,
+		// see serve) and return; then what they left is cleaned up, and
+		// nothing can emit any more when the channel closes.
+		l.reqs.Wait()
 		if l.recv != nil {
 			l.recv.stop(context.Cause(l.ctx))
 		}
@@ -301,7 +304,8 @@ func (l *Link) track(a Activity) *tracker {
 	cp := a
 	l.mu.Unlock()
 	l.emit(Event{Kind: EventStart, Device: a.Device, Activity: &cp})
-	return &tracker{l: l, id: a.ID, last: a.Started}
+	// The first bytes are published at once: a row shows it moves.
+	return &tracker{l: l, id: a.ID}
 }
 
 // add counts n more bytes and publishes the progress now and then.

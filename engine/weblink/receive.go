@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ferrydrop/ferry/engine/store"
 	tusd "github.com/tus/tusd/v2/pkg/handler"
@@ -37,6 +38,14 @@ type Inbox interface {
 	// Landed reports the end of a file Arrive accepted: saved as savedAs
 	// (relative to the destination, slash-separated), or not, with err.
 	Landed(a Arrival, savedAs string, err error)
+}
+
+// ProgressInbox is an Inbox that also hears how many bytes of each file
+// have arrived (the engine's progress rows). Progress is called from the
+// upload's request as bytes are written: it must return at once.
+type ProgressInbox interface {
+	Inbox
+	Progress(a Arrival, bytes int64)
 }
 
 // Arrival is one file a browser sends.
@@ -197,6 +206,8 @@ type upload struct {
 	dest *store.Dest
 	t    *tracker
 
+	cancelled atomic.Bool // CancelUpload: the chunk in flight stops at its next read
+
 	mu      sync.Mutex // guards the fields below; held while a chunk is written
 	p       *store.Partial
 	offset  int64
@@ -334,8 +345,15 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 		return 0, tusd.ErrMismatchOffset
 	}
 	w := &trackWriter{w: io.NewOffsetWriter(u.p, offset), t: u.t}
+	if pi, ok := u.rc.inbox.(ProgressInbox); ok {
+		at := offset
+		w.progress = func(n int64) {
+			at += n
+			pi.Progress(u.a, at)
+		}
+	}
 	buf := make([]byte, 256<<10)
-	n, err := io.CopyBuffer(w, &linkReader{l: u.rc.l, r: src}, buf)
+	n, err := io.CopyBuffer(w, &linkReader{l: u.rc.l, r: src, cancelled: &u.cancelled}, buf)
 	u.offset += n
 	if err != nil && u.rc.l.ctx.Err() != nil {
 		return n, errLinkEnded
@@ -402,6 +420,38 @@ func (u *upload) end(savedAs string, err error) {
 	rc.inbox.Landed(u.a, savedAs, err)
 }
 
+// CancelUpload ends one upload of a receive link: its request in flight
+// stops, its partial is removed and the page is told it was not sent. It
+// reports whether the link had that upload open.
+func (l *Link) CancelUpload(id string) bool {
+	if l.recv == nil {
+		return false
+	}
+	rc := l.recv
+	rc.mu.Lock()
+	u, ok := rc.uploads[id]
+	if ok {
+		delete(rc.uploads, id) // GetUpload no longer finds it: 404 to the page
+	}
+	rc.mu.Unlock()
+	if !ok {
+		return false
+	}
+	u.cancelled.Store(true)
+	u.mu.Lock() // waits for a chunk in flight, which stops at its next read
+	defer u.mu.Unlock()
+	if u.done {
+		return false
+	}
+	u.done = true
+	u.dest.Discard(u.p)
+	u.end("", errCancelled)
+	return true
+}
+
+// errCancelled is an upload cancelled on this device.
+var errCancelled = errors.New("cancelled on the receiving device")
+
 // stop ends every open upload: each waits for its chunk in flight (which
 // stops, its reader seeing the link's end), then its partial is removed.
 func (rc *receiver) stop(why error) {
@@ -425,26 +475,34 @@ func (rc *receiver) stop(why error) {
 
 // linkReader stops reading an upload's body once the link ended.
 type linkReader struct {
-	l *Link
-	r io.Reader
+	l         *Link
+	r         io.Reader
+	cancelled *atomic.Bool
 }
 
 func (r *linkReader) Read(b []byte) (int, error) {
 	if err := r.l.ctx.Err(); err != nil {
 		return 0, context.Cause(r.l.ctx)
 	}
+	if r.cancelled.Load() {
+		return 0, errCancelled
+	}
 	return r.r.Read(b)
 }
 
 // trackWriter counts an upload's bytes for its tracker.
 type trackWriter struct {
-	w io.Writer
-	t *tracker
+	w        io.Writer
+	t        *tracker
+	progress func(n int64) // a ProgressInbox's, or nil
 }
 
 func (w *trackWriter) Write(b []byte) (int, error) {
 	n, err := w.w.Write(b)
 	w.t.add(int64(n))
+	if w.progress != nil {
+		w.progress(int64(n))
+	}
 	return n, err
 }
 

@@ -1,6 +1,7 @@
 package weblink
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -22,9 +23,21 @@ func (l *Link) serve(w http.ResponseWriter, r *http.Request, rest string) {
 		gone(w, context0(l))
 		return
 	}
-	l.wg.Add(1) // before end's cancel (under mu), so Stop waits for us
+	l.reqs.Add(1) // before end's cancel (under mu), so the clean-up waits for us
 	l.mu.Unlock()
-	defer l.wg.Done()
+	defer l.reqs.Done()
+	// When the link is stopped or expires, a request blocked on a client
+	// that stopped reading or sending ends at once. A one-time link that
+	// ended lets the requests in flight finish.
+	rc := http.NewResponseController(w)
+	defer context.AfterFunc(l.ctx, func() {
+		if errors.Is(context.Cause(l.ctx), ErrOnce) {
+			return
+		}
+		past := time.Unix(1, 0)
+		rc.SetReadDeadline(past)
+		rc.SetWriteDeadline(past)
+	})()
 
 	dev, ok := l.admit(w, r)
 	if !ok {

@@ -314,7 +314,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rest == "" && !strings.HasSuffix(r.URL.Path, "/") {
 		// The pages use relative links: give them their folder.
-		http.Redirect(w, r, l.Path(), http.StatusMovedPermanently)
+		http.Redirect(w, r, l.Path(), http.StatusFound)
 		return
 	}
 	l.serve(w, r, rest)

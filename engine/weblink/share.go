@@ -480,6 +480,60 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// sendSlice is how much of a file one sendfile call moves before the link's
+// end and the progress are looked at again.
+const sendSlice = 4 << 20
+
+// ReadFrom lets a file reach the connection the way http.FileServer's does
+// (sendfile on Linux, no copy through user space) in slices of sendSlice,
+// checking the link and counting progress between them. A reader that is
+// not one of the share's files is copied as usual.
+func (c *countingWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := c.ResponseWriter.(io.ReaderFrom)
+	limit := int64(-1)
+	if lr, isLimited := src.(*io.LimitedReader); isLimited {
+		limit, src = lr.N, lr.R
+	}
+	cr, isFile := src.(*ctxReadSeeker)
+	var f *os.File
+	if isFile {
+		f, isFile = cr.rs.(*os.File)
+	}
+	if !ok || !isFile {
+		if limit >= 0 {
+			src = io.LimitReader(src, limit)
+		}
+		return io.Copy(writerOnly{c}, src)
+	}
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	var total int64
+	for limit != 0 {
+		if err := cr.err(); err != nil {
+			return total, err
+		}
+		n := int64(sendSlice)
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		m, err := rf.ReadFrom(io.LimitReader(f, n))
+		total += m
+		c.n += m
+		c.t.add(m)
+		if limit > 0 {
+			limit -= m
+		}
+		if err != nil || m < n {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// writerOnly hides a writer's ReadFrom, so io.Copy does not call it again.
+type writerOnly struct{ io.Writer }
+
 // ctxReadSeeker stops reading once the link ended or the request went away.
 type ctxReadSeeker struct {
 	ctx, req context.Context
@@ -487,13 +541,18 @@ type ctxReadSeeker struct {
 }
 
 func (c *ctxReadSeeker) Read(b []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, context.Cause(c.ctx)
-	}
-	if err := c.req.Err(); err != nil {
+	if err := c.err(); err != nil {
 		return 0, err
 	}
 	return c.rs.Read(b)
+}
+
+// err says why reading must stop, or nil.
+func (c *ctxReadSeeker) err() error {
+	if err := c.ctx.Err(); err != nil {
+		return context.Cause(c.ctx)
+	}
+	return c.req.Err()
 }
 
 func (c *ctxReadSeeker) Seek(off int64, whence int) (int64, error) { return c.rs.Seek(off, whence) }

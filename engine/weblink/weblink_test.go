@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -415,5 +417,49 @@ func TestAttachment(t *testing.T) {
 		if got := attachment(c.in); got != c.want {
 			t.Errorf("attachment(%q) = %s, want %s", c.in, got, c.want)
 		}
+	}
+}
+
+func TestStopCutsStalledTransfers(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "big.bin", 64<<20)
+	s := startServer(t, Options{})
+	l, err := s.Share([]string{filepath.Join(dir, "big.bin")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A client that asks and never reads: the server fills the socket and
+	// blocks.
+	conn, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %sf/0/big.bin HTTP/1.1\r\nHost: x\r\n\r\n", l.Path())
+	for ev := range l.Events() {
+		if ev.Kind == EventStart {
+			break
+		}
+	}
+	l.Stop() // returns only once the download's request ended
+
+	_, rl, in, tc := startReceive(t, ReceiveOptions{})
+	loc, _ := tc.create("stalled.bin", 1<<20)
+	u, _ := url.Parse(loc)
+	up, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	// A body that promises 1 MiB and stops after 10 bytes.
+	fmt.Fprintf(up, "PATCH %s HTTP/1.1\r\nHost: x\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: %d\r\n\r\n0123456789", u.Path, 1<<20)
+	for ev := range rl.Events() {
+		if ev.Kind == EventProgress {
+			break
+		}
+	}
+	rl.Stop()
+	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
+		t.Fatalf("after Stop: %v", ents)
 	}
 }

@@ -35,7 +35,10 @@ type PairConfirm struct {
 
 // Offer opens a transfer; OfferFiles messages with the manifest follow.
 type Offer struct {
-	Transfer   string `json:"transfer"` // random ID chosen by the sender
+	// Transfer is the delivery ID, chosen by the sender: the same in every
+	// session of one delivery (reconnects, Retry), new for every send.
+	// Letters, digits, '-' and '_', at most 64 bytes.
+	Transfer   string `json:"transfer"`
 	ChunkSize  int    `json:"chunk_size"`
 	Files      int    `json:"files"`
 	TotalBytes int64  `json:"total_bytes"`

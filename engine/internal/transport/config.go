@@ -1,6 +1,10 @@
 package transport
 
-import "time"
+import (
+	"time"
+
+	"github.com/ferrydrop/ferry/internal/clock"
+)
 
 // Config tunes the transports of one engine. The zero value of every field
 // is usable and means the default written next to it; tests and the lab set
@@ -58,6 +62,9 @@ type Config struct {
 	// growth off. (FERRY_MAX_FLOWS)
 	MaxFlows int
 
+	// Clock drives the dial race's head start; nil means the system clock
+	// (the engine passes its own, Options.Clock).
+	Clock clock.Clock
 	// HeadStart is the head start each priority bucket of a dial race gets
 	// before the next bucket dials too (QUIC's over TCP, Happy Eyeballs):
 	// UDP blocked or dropped costs at most this much. Zero means 200 ms.
@@ -104,6 +111,7 @@ func (c Config) WithDefaults() Config {
 			*d = v
 		}
 	}
+	c.Clock = clock.Or(c.Clock)
 	def(&c.HandshakeTimeout, 10*time.Second)
 	def(&c.StallTimeout, 30*time.Second)
 	def(&c.UnclaimedTimeout, 10*time.Second)

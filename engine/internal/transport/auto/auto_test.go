@@ -17,6 +17,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport/quic"
 	"github.com/ferrydrop/ferry/engine/internal/transport/tcp"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 func TestMain(m *testing.M) { transporttest.Main(m) }
@@ -116,7 +117,7 @@ func TestRaceBuckets(t *testing.T) {
 				}
 				tc.entries[i] = e
 			}
-			r := newRace(t.Context(), tc.entries, tc.head, raceDial)
+			r := newRace(t.Context(), tc.entries, tc.head, nil, raceDial)
 			var winner transport.Conn
 			for winner == nil {
 				res, ok := r.next(t.Context())
@@ -134,6 +135,41 @@ func TestRaceBuckets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The next bucket starts when its head start has passed on the race's
+// clock, not before: a blocked transport costs the head start, no more.
+func TestRaceHeadStartFollowsTheClock(t *testing.T) {
+	t.Parallel()
+	const head = 200 * time.Millisecond
+	fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	var dialled, closed atomic.Int32
+	b := fakeEntry("b", 1, 0, nil, &closed)
+	dialB := b.Dial
+	b.Dial = func(ctx context.Context, addr string, c *tls.Config) (transport.Conn, error) {
+		dialled.Add(1)
+		return dialB(ctx, addr, c)
+	}
+	r := newRace(t.Context(), []Entry{fakeEntry("a", 0, -1, nil, nil), b}, head, fake, raceDial)
+	defer r.close()
+	won := make(chan result, 1)
+	go func() {
+		res, _ := r.next(t.Context())
+		won <- res
+	}()
+	if err := fake.WaitTimers(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(head - time.Nanosecond)
+	if n := dialled.Load(); n != 0 {
+		t.Fatalf("the second bucket dialled %d times before its head start passed", n)
+	}
+	fake.Advance(time.Nanosecond)
+	res := <-won
+	if res.err != nil || res.kind != "b" || dialled.Load() != 1 {
+		t.Fatalf("after the head start: %+v, b dialled %d times", res, dialled.Load())
+	}
+	res.conn.Close(0, "")
 }
 
 func TestErrorsStayLocalOnlyWhenAllAre(t *testing.T) {

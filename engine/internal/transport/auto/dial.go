@@ -62,7 +62,7 @@ func Dial(ctx context.Context, req Request) (transport.Conn, string, error) {
 			entries = append(entries, e)
 		}
 	}
-	r := newRace(ctx, entries, cfg.HeadStart, req.dial)
+	r := newRace(ctx, entries, cfg.HeadStart, cfg.Clock, req.dial)
 	keep := false // a switching session keeps the TCP dial going
 	defer func() {
 		if !keep {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // Entry is one row of the transport table.
@@ -61,7 +62,9 @@ type race struct {
 	buckets [][]Entry
 	started int // buckets started
 	head    time.Duration
-	timer   *time.Timer
+	clock   clock.Clock
+	timer   clock.Timer
+	headC   <-chan time.Time // the timer's channel
 	results chan result
 	running int                      // dials whose result was not taken yet
 	failed  map[transport.Kind]error // dials that ended with an error
@@ -69,7 +72,7 @@ type race struct {
 }
 
 // newRace starts the first bucket of entries.
-func newRace(ctx context.Context, entries []Entry, head time.Duration, dial func(ctx context.Context, e Entry) (transport.Conn, error)) *race {
+func newRace(ctx context.Context, entries []Entry, head time.Duration, clk clock.Clock, dial func(ctx context.Context, e Entry) (transport.Conn, error)) *race {
 	entries = slices.Clone(entries)
 	slices.SortStableFunc(entries, func(a, b Entry) int { return a.Priority - b.Priority })
 	var buckets [][]Entry
@@ -80,7 +83,7 @@ func newRace(ctx context.Context, entries []Entry, head time.Duration, dial func
 		buckets[len(buckets)-1] = append(buckets[len(buckets)-1], e)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	r := &race{ctx: rctx, cancel: cancel, dial: dial, buckets: buckets, head: head,
+	r := &race{ctx: rctx, cancel: cancel, dial: dial, buckets: buckets, head: head, clock: clock.Or(clk),
 		results: make(chan result, len(entries)), failed: map[transport.Kind]error{}}
 	r.startBucket()
 	return r
@@ -106,7 +109,7 @@ func (r *race) startBucket() {
 		r.timer.Stop()
 	}
 	if r.started < len(r.buckets) {
-		r.timer = time.NewTimer(r.head)
+		r.timer, r.headC = r.clock.NewTimer(r.head)
 	}
 }
 
@@ -122,7 +125,7 @@ func (r *race) next(ctx context.Context) (res result, ok bool) {
 		}
 		var head <-chan time.Time
 		if r.timer != nil && r.started < len(r.buckets) {
-			head = r.timer.C
+			head = r.headC
 		}
 		select {
 		case <-head:
@@ -202,7 +205,7 @@ func First(ctx context.Context, table []Entry, addr func(transport.Kind) string,
 			entries = append(entries, e)
 		}
 	}
-	r := newRace(ctx, entries, 0, func(ctx context.Context, e Entry) (transport.Conn, error) {
+	r := newRace(ctx, entries, 0, nil, func(ctx context.Context, e Entry) (transport.Conn, error) {
 		a := addr(e.Kind)
 		return e.Dial(ctx, a, tlsConf(a))
 	})

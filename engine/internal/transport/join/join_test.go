@@ -14,6 +14,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 func TestMain(m *testing.M) { transporttest.Main(m) }
@@ -208,7 +209,7 @@ func TestGate(t *testing.T) {
 	}
 	// Ended sessions leave the registry.
 	a.Close(0, "")
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, "the gate to let the handshake through", func() bool {
 		_, err := quic.Find(tok, identity.DeviceID{1})
 		return errors.Is(err, errcode.ErrUnknownSession)
 	})
@@ -282,7 +283,7 @@ func TestGateHandshakeBounds(t *testing.T) {
 		t.Fatal("first handshake shed")
 	}
 	timedOut.Wait()
-	waitFor(t, func() bool { return g.Pending() == 0 })
+	testutil.WaitFor(t, "the gate to let the handshake through", func() bool { return g.Pending() == 0 })
 	g.Close()
 
 	g = NewGate(NewRegistry(), transport.TCP, time.Minute)
@@ -317,14 +318,5 @@ func TestGateHandshakeBounds(t *testing.T) {
 	g.Close()
 	if g.Handshake("192.0.2.1:1", func(context.Context) {}) {
 		t.Error("a closed gate ran a handshake")
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Issue #14 (5): QUIC connections that finish their handshake and never
@@ -45,7 +46,7 @@ func TestNoStreamFlood(t *testing.T) {
 				tr.Dial(t.Context(), ra, tlsConf, cfg)
 			}
 			want := min(join.MaxPendingPerSource*sources, join.MaxPending)
-			transporttest.WaitFor(t, func() bool { return ln.gate.Pending() == want })
+			testutil.WaitFor(t, "the handshakes to be pending", func() bool { return ln.gate.Pending() == want })
 
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
@@ -89,7 +90,7 @@ func TestLiveConnectionsPerSource(t *testing.T) {
 		t.Fatalf("another address was refused: %v", err)
 	}
 	cancels[0]() // quic-go ends a connection's context when it ends
-	transporttest.WaitFor(t, func() bool {
+	testutil.WaitFor(t, "the source to be admitted again", func() bool {
 		_, err := ln.admit(t.Context(), from)
 		return err == nil
 	})

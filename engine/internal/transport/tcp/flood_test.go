@@ -11,6 +11,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Issue #14 (5): idle TCP connections, each held until the handshake
@@ -44,7 +45,7 @@ func TestIdleConnectionFlood(t *testing.T) {
 				idle = append(idle, c)
 			}
 			want := min(64, join.MaxPendingPerSource*sources, join.MaxPending)
-			transporttest.WaitFor(t, func() bool { return ln.gate.Pending() == want })
+			testutil.WaitFor(t, "the handshakes to be pending", func() bool { return ln.gate.Pending() == want })
 
 			c, err := Dial(t.Context(), ln.Addr().String(), cli.TLSConfig(false, nil), transport.Config{})
 			if err != nil {

@@ -1,19 +1,18 @@
 // Package transporttest holds what the transport packages' tests share:
-// identities, a goroutine leak check, a lossy UDP relay. Only tests import it.
+// identities, the goroutine leak check (package testutil's), a lossy UDP
+// relay. Only tests import it.
 package transporttest
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Identity returns a new device identity in a temp folder.
@@ -26,59 +25,9 @@ func Identity(t testing.TB) *identity.Identity {
 	return id
 }
 
-// Main runs a package's tests and then fails them if goroutines started
-// during the run are still there (every component's Close must wait for
-// its goroutines). Call it from TestMain; it works with t.Parallel.
-func Main(m *testing.M) {
-	before := goroutines()
-	code := m.Run()
-	if code == 0 {
-		if err := settle(before); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// goroutines counts the running goroutines but the runtime's own helpers
-// that a test run may start and never stop (the signal loop that fuzzing
-// starts, for one).
-func goroutines() int {
-	buf := make([]byte, 1<<20)
-	n := 0
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if !strings.Contains(g, "os/signal.loop") {
-			n++
-		}
-	}
-	return n
-}
-
-// settle waits up to ~5 s for the goroutine count to fall back to n.
-func settle(n int) error {
-	var now int
-	for range 500 {
-		if now = goroutines(); now <= n {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	buf := make([]byte, 1<<20)
-	return fmt.Errorf("goroutine leak: %d before the tests, %d after\n%s", n, now, buf[:runtime.Stack(buf, true)])
-}
-
-// CheckNoLeaks fails t if goroutines started during it still run once its
-// cleanups ran. Registered first, so it runs last. Not for parallel tests.
-func CheckNoLeaks(t *testing.T) {
-	t.Helper()
-	before := goroutines()
-	t.Cleanup(func() {
-		if err := settle(before); err != nil {
-			t.Error(err)
-		}
-	})
-}
+// Main runs a package's tests with the goroutine leak check
+// (testutil.Main).
+func Main(m *testing.M) { testutil.Main(m) }
 
 // HasBBR reports whether the kernel offers BBR to this process's TCP sockets.
 func HasBBR() bool {
@@ -193,14 +142,4 @@ func LoopbackSource(t testing.TB, n int) net.IP {
 	}
 	c.Close()
 	return ip
-}
-
-// WaitFor polls cond until it holds, failing t after 10 s.
-func WaitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-	}
 }

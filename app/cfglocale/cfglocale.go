@@ -1,4 +1,5 @@
-// Package cfglocale keeps Fyne from printing "Error parsing user locale C"
+// Package cfglocale (process start-up, like a command: it is the one package
+// outside cmd/ that reads the environment, for the GUI's main) keeps Fyne from printing "Error parsing user locale C"
 // at every start where the locale is C or POSIX with an encoding
 // ("LANG=C.UTF-8", the default of containers, CI runners and minimal
 // installs).

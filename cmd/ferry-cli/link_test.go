@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// runLinkCommand runs a link command with --json and returns its events as
+// they come, and a function that stops it and returns its error.
+func runLinkCommand(t *testing.T, args ...string) (<-chan linkEvent, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		c := commands[args[0]]
+		done <- c.run(ctx, args[1:], pw, io.Discard)
+		pw.Close()
+	}()
+	events := make(chan linkEvent, 1024)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			var ev linkEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Errorf("not a JSON event: %q", sc.Text())
+				continue
+			}
+			events <- ev
+		}
+	}()
+	var once sync.Once
+	var err error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			err = <-done
+			for range events {
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return events, stop
+}
+
+// next returns the next event of the kind, skipping others.
+func next(t *testing.T, events <-chan linkEvent, kind string) linkEvent {
+	t.Helper()
+	for ev := range events {
+		if ev.Event == kind {
+			return ev
+		}
+	}
+	t.Fatalf("no %s event", kind)
+	return linkEvent{}
+}
+
+func TestShareCommand(t *testing.T) {
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("ferry "), 50_000)
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	events, stop := runLinkCommand(t, "share", "--json", "--listen", "127.0.0.1:0", "--once", filepath.Join(dir, "a.txt"))
+	link := next(t, events, "link")
+	res, err := http.Get(link.URL + "f/0/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !bytes.Equal(got, data) {
+		t.Fatalf("download: %d, %d bytes", res.StatusCode, len(got))
+	}
+	done := next(t, events, "done")
+	if done.Name != "a.txt" || done.Error != "" || *done.Bytes != int64(len(data)) {
+		t.Fatalf("done event %+v", done)
+	}
+	// --once: the link ends by itself after the whole download.
+	if ended := next(t, events, "ended"); ended.Error == "" {
+		t.Fatalf("ended event %+v", ended)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReceiveLinkCommand(t *testing.T) {
+	dir := t.TempDir()
+	events, stop := runLinkCommand(t, "receive", "--link", "--json", "--listen", "127.0.0.1:0", "--dir", dir)
+	link := next(t, events, "link")
+	data := []byte("from a browser")
+	req, _ := http.NewRequest(http.MethodPost, link.URL+"tus/", nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", strconv.Itoa(len(data)))
+	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("note.txt")))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d", res.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodPatch, res.Header.Get("Location"), bytes.NewReader(data))
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", "0")
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if done := next(t, events, "done"); !done.Upload || done.Error != "" || done.Name != "note.txt" {
+		t.Fatalf("done event %+v", done)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "note.txt")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved: %v %q", err, got)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,311 @@
+package weblink
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Benchmarks of a link beside a plain file server on loopback, in the same
+// run (docs/weblink.md has the figures and the command). The size is 1 GiB
+// unless FERRY_BENCH_BYTES says otherwise.
+
+func benchSize(b *testing.B) int64 {
+	if s := os.Getenv("FERRY_BENCH_BYTES"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	return 1 << 30
+}
+
+// benchFile writes size pseudo-random bytes once per benchmark.
+func benchFile(b *testing.B, size int64) string {
+	b.Helper()
+	p := filepath.Join(b.TempDir(), "big.bin")
+	f, err := os.Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.CopyN(f, rand.NewChaCha8([32]byte{1}), size); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	return p
+}
+
+// plainServer serves dir with http.FileServer and takes PUTs into it: the
+// baseline.
+func plainServer(b *testing.B, dir string) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fs := http.FileServer(http.Dir(dir))
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			f, err := os.Create(filepath.Join(dir, "put.bin"))
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			io.Copy(f, r.Body)
+			f.Close()
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		fs.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func fetch(b *testing.B, u string, want int64) {
+	res, err := http.Get(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if err != nil || n != want {
+		b.Fatalf("%s: %d bytes, %v", u, n, err)
+	}
+}
+
+func curl(b *testing.B, args ...string) {
+	out, err := exec.Command("curl", append([]string{"-sS", "--fail"}, args...)...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("curl %v: %v: %s", args, err, out)
+	}
+}
+
+// BenchmarkDownload fetches one file through a share link and through a
+// plain file server, with Go's client and with curl.
+func BenchmarkDownload(b *testing.B) {
+	size := benchSize(b)
+	file := benchFile(b, size)
+	s, err := Listen("127.0.0.1:0", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	l, err := s.Share([]string{file}, ShareOptions{LinkOptions: LinkOptions{MaxDevices: 1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	drain(l)
+	link := base(s) + l.Path() + "f/0/big.bin"
+	plain := plainServer(b, filepath.Dir(file)) + "/big.bin"
+	_, haveCurl := exec.LookPath("curl")
+	for _, c := range []struct {
+		name string
+		run  func()
+	}{
+		{"weblink/go", func() { fetch(b, link, size) }},
+		{"plain/go", func() { fetch(b, plain, size) }},
+		{"weblink/curl", func() { curl(b, "-o", "/dev/null", link) }},
+		{"plain/curl", func() { curl(b, "-o", "/dev/null", plain) }},
+	} {
+		if strings.HasSuffix(c.name, "curl") && haveCurl != nil {
+			continue
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(size)
+			for b.Loop() {
+				c.run()
+			}
+		})
+	}
+}
+
+// BenchmarkUpload sends one file through a receive link with a tus client
+// (the page's protocol and chunk size) and as one PUT to a plain server,
+// with Go's client and with curl.
+func BenchmarkUpload(b *testing.B) {
+	size := benchSize(b)
+	file := benchFile(b, size)
+	plainDir := b.TempDir()
+	plain := plainServer(b, plainDir) + "/put.bin"
+	_, haveCurl := exec.LookPath("curl")
+	b.Run("weblink/go-tus", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			b.StopTimer()
+			s, err := Listen("127.0.0.1:0", Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			in, _ := NewFolderInbox(b.TempDir())
+			l, _ := s.Receive(in, ReceiveOptions{})
+			drain(l)
+			b.StartTimer()
+			tusUpload(b, base(s)+l.Path()+"tus/", file, size)
+			b.StopTimer()
+			s.Close()
+			in.Close()
+			b.StartTimer()
+		}
+	})
+	b.Run("plain/go-put", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			f, _ := os.Open(file)
+			req, _ := http.NewRequest(http.MethodPut, plain, f)
+			req.ContentLength = size
+			res, err := http.DefaultClient.Do(req)
+			f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			res.Body.Close()
+		}
+	})
+	if haveCurl == nil {
+		b.Run("plain/curl-put", func(b *testing.B) {
+			b.SetBytes(size)
+			for b.Loop() {
+				curl(b, "-o", "/dev/null", "-T", file, plain)
+			}
+		})
+	}
+}
+
+// tusUpload sends file through a tus endpoint in ChunkSize requests, each
+// body read from the file as it goes.
+func tusUpload(b testing.TB, endpoint, file string, size int64) {
+	req, _ := http.NewRequest(http.MethodPost, endpoint, nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", strconv.FormatInt(size, 10))
+	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte(filepath.Base(file))))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		b.Fatalf("create: %d", res.StatusCode)
+	}
+	loc := res.Header.Get("Location")
+	f, err := os.Open(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	for off := int64(0); off < size; off += ChunkSize {
+		n := min(ChunkSize, size-off)
+		req, _ := http.NewRequest(http.MethodPatch, loc, io.NewSectionReader(f, off, n))
+		req.ContentLength = n
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Upload-Offset", strconv.FormatInt(off, 10))
+		req.Header.Set("Content-Type", "application/offset+octet-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNoContent {
+			b.Fatalf("patch at %d: %d", off, res.StatusCode)
+		}
+	}
+}
+
+// BenchmarkMemory50Clients has 50 tus clients upload at once into one
+// receive link (bodies generated as they are sent, so the clients hold
+// little) and reports the process's peak RSS (VmHWM; run it alone:
+// `go test -run '^$' -bench Memory50 ./engine/weblink`).
+func BenchmarkMemory50Clients(b *testing.B) {
+	const clients = 50
+	per := benchSize(b) / clients
+	s, err := Listen("127.0.0.1:0", Options{MaxConnsPerAddr: 2 * clients})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		in, _ := NewFolderInbox(b.TempDir())
+		l, err := s.Receive(in, ReceiveOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(l)
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tusStream(b, base(s)+l.Path()+"tus/", fmt.Sprintf("c%d.bin", i), per)
+			}()
+		}
+		wg.Wait()
+		l.Stop()
+		in.Close()
+	}
+	b.SetBytes(per * clients)
+	if hwm := peakRSS(); hwm > 0 {
+		b.ReportMetric(float64(hwm)/(1<<20), "peak-RSS-MiB")
+	}
+}
+
+// tusStream uploads size generated bytes.
+func tusStream(b testing.TB, endpoint, name string, size int64) {
+	req, _ := http.NewRequest(http.MethodPost, endpoint, nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", strconv.FormatInt(size, 10))
+	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte(name)))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	res.Body.Close()
+	loc := res.Header.Get("Location")
+	src := rand.NewChaCha8([32]byte{2})
+	for off := int64(0); off < size; off += ChunkSize {
+		n := min(ChunkSize, size-off)
+		req, _ := http.NewRequest(http.MethodPatch, loc, io.LimitReader(src, n))
+		req.ContentLength = n
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Upload-Offset", strconv.FormatInt(off, 10))
+		req.Header.Set("Content-Type", "application/offset+octet-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNoContent {
+			b.Errorf("patch at %d: %d", off, res.StatusCode)
+			return
+		}
+	}
+}
+
+// peakRSS is the process's peak resident set (Linux VmHWM), 0 elsewhere.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(string(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,96 @@
+// Package testutil holds what tests across Ferry's packages share: one
+// poll helper for conditions that no event or channel reports, and a
+// goroutine leak check for a package's whole run. Only tests import it.
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitLimit bounds WaitFor: a bound for a stuck test on a loaded machine,
+// not a speed requirement.
+const waitLimit = 30 * time.Second
+
+// WaitFor polls cond until it holds, failing t (saying what it waited for)
+// after a generous bound. Use it only where nothing can be waited on: an
+// event, a channel or a Done are better.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	WaitForWithin(t, what, waitLimit, cond)
+}
+
+// WaitForWithin is WaitFor with its own bound. It polls often at first and
+// less as the wait goes on (5 ms doubling to 100 ms), so a condition that
+// runs a command or takes a screenshot does not load the machine.
+func WaitForWithin(t testing.TB, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	poll := 5 * time.Millisecond
+	for deadline := time.Now().Add(limit); !cond(); poll = min(2*poll, 100*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// Main runs a package's tests and then fails them if goroutines started
+// during the run are still there (every component's Close must wait for
+// its goroutines). Call it from TestMain; it works with t.Parallel.
+func Main(m *testing.M) {
+	before := goroutines()
+	code := m.Run()
+	if code == 0 {
+		if err := settle(before); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// CheckNoLeaks fails t if goroutines started during it still run once its
+// cleanups ran. Registered first, so it runs last. Not for parallel tests.
+func CheckNoLeaks(t *testing.T) {
+	t.Helper()
+	before := goroutines()
+	t.Cleanup(func() {
+		if err := settle(before); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// goroutines counts the running goroutines but the runtime's own helpers
+// that a test run may start and never stop (the signal loop that fuzzing
+// starts, for one).
+func goroutines() int {
+	n := 0
+	for _, g := range stacks() {
+		if !strings.Contains(g, "os/signal.loop") {
+			n++
+		}
+	}
+	return n
+}
+
+func stacks() []string {
+	buf := make([]byte, 4<<20)
+	return strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n")
+}
+
+// settle waits up to ~10 s for the goroutine count to fall back to n.
+func settle(n int) error {
+	var now int
+	for range 1000 {
+		if now = goroutines(); now <= n {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("goroutine leak: %d before the tests, %d after\n%s", n, now, strings.Join(stacks(), "\n\n"))
+}

@@ -1,0 +1,43 @@
+package testutil
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestWaitForReturnsOnceTheConditionHolds(t *testing.T) {
+	var n atomic.Int32
+	WaitFor(t, "the third call", func() bool { return n.Add(1) >= 3 })
+	if got := n.Load(); got != 3 {
+		t.Errorf("cond called %d times, want 3", got)
+	}
+}
+
+// A condition that never holds fails the test with what was awaited.
+func TestWaitForFailsWithItsReason(t *testing.T) {
+	ft := &fakeT{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WaitForWithin(ft, "Godot", 20*time.Millisecond, func() bool { return false })
+	}()
+	<-done
+	if ft.msg != "timed out after 20ms waiting for Godot" {
+		t.Errorf("failure %q", ft.msg)
+	}
+}
+
+// fakeT records a Fatalf and ends its goroutine, as testing.T would.
+type fakeT struct {
+	testing.TB
+	msg string
+}
+
+func (f *fakeT) Helper() {}
+func (f *fakeT) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}

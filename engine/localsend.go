@@ -257,7 +257,8 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if rerr := e.checkImpersonation(peer, o.Sender.Alias, o.Addr.String()); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
-	err := in.offer("", files, text)
+	// LocalSend has no resume: every prepare-upload is a delivery of its own.
+	err := in.offer(newTransferID(), files, text)
 	tk.decided()
 	decided = true
 	if err != nil {

@@ -84,7 +84,7 @@ func (s State) Final() bool {
 // PeerInfo describes the device at the other end of a transfer.
 type PeerInfo struct {
 	Name    string `json:"name"`
-	ID      string `json:"id"`      // full device ID (base32)
+	ID      string `json:"id"`      // its peer ID (package peer): a Ferry device ID (base32), or "kind:key"
 	Trusted bool   `json:"trusted"` // the user trusts it: paired, or marked trusted
 	Addr    string `json:"addr,omitempty"`
 	// Protocol is "" for Ferry, ProtocolLocalSend for a LocalSend device;
@@ -130,6 +130,10 @@ type OfferInfo struct {
 	// show it with safetext.Text. Accepting the offer accepts it; it is
 	// never written to disk by the engine.
 	Text string `json:"text,omitempty"`
+	// Skipped says, on the sending side, what the given folders hold that
+	// the transfer does not carry (symbolic links, empty folders, devices);
+	// nil when nothing was skipped.
+	Skipped *SkippedInfo `json:"skipped,omitempty"`
 }
 
 // FolderInfo summarises one top-level folder of an offer.

@@ -35,7 +35,7 @@ func TestWindowFloodBeforeTheHello(t *testing.T) {
 	want := writeFile(t, filepath.Join(src, "real.bin"), 8<<20)
 	send := testEngine(t, Options{})
 	start := time.Now()
-	res := sendWait(t, send, Target{QUICAddr: q}, []string{filepath.Join(src, "real.bin")}, SendOptions{Transport: "quic"})
+	res := sendWait(t, send, target(recv), []string{filepath.Join(src, "real.bin")}, SendOptions{Transport: "quic"})
 	if res.State != StateDone {
 		t.Fatalf("the real send during the flood: %v", res.Err)
 	}

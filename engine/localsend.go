@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/localsend"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/atomicfile"
@@ -173,30 +171,23 @@ func (e *Engine) listenLocalSend(host string, preferred int) (net.Listener, bool
 	return nil, false, fmt.Errorf("localsend: listen: %w", first)
 }
 
-// lsDeviceID is the identity a LocalSend device has in the engine: a
-// namespace of its own, so that no fingerprint can ever name a Ferry device.
-func lsDeviceID(fingerprint string) identity.DeviceID {
-	return sha256.Sum256([]byte("ferry localsend device\x00" + strings.ToUpper(fingerprint)))
-}
-
-// randomDeviceID names a sender that proved nothing: a new unknown device
-// every time, so that a claimed fingerprint is never trusted or remembered.
-func randomDeviceID() identity.DeviceID {
-	var id identity.DeviceID
-	_, _ = rand.Read(id[:])
-	return id
-}
-
 // lsReceiver is the engine as the LocalSend server's Receiver.
 type lsReceiver struct{ e *Engine }
 
 // Offer takes one prepare-upload through the inbox.
 func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.Session, error) {
 	e := r.e
+	// A sender with a client certificate is the LocalSend device of its
+	// fingerprint; one without proved nothing: an anonymous peer named by
+	// its address, never trusted or remembered, whatever it claims.
 	verified := o.Verified()
-	peer := randomDeviceID()
+	id := peer.Anonymous(o.Addr.String())
 	if verified {
-		peer = lsDeviceID(o.CertFingerprint)
+		if fid, err := peer.Fingerprint(o.CertFingerprint); err == nil {
+			id = fid
+		} else {
+			verified = false
+		}
 	}
 	addr := netip.AddrPortFrom(o.Addr, 0).String()
 	// The transfer lives beyond the prepare-upload request: its context is
@@ -208,12 +199,12 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	tctx, tcancel := context.WithCancelCause(rxCtx)
 	unlink := context.AfterFunc(ctx, func() { tcancel(context.Cause(ctx)) })
 	defer unlink()
-	tk, refused := e.admit.arrive(addr, peer, func() { tcancel(errReceiverBusy) })
+	tk, refused := e.admit.arrive(addr, id, func() { tcancel(errReceiverBusy) })
 	if refused != nil {
 		tcancel(nil)
 		return nil, fmt.Errorf("%w: %s", localsend.ErrBusy, refused.Reason)
 	}
-	in := e.newInbox(peer, o.Sender.Alias, o.Addr.String(), nil, tk)
+	in := e.newInbox(id, o.Sender.Alias, o.Addr.String(), nil, tk)
 	in.t.cancel = tcancel
 	in.t.peer.Protocol = ProtocolLocalSend
 	in.t.peer.Model = o.Sender.DeviceModel
@@ -247,14 +238,14 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 			names += len(f.FileName)
 		}
 	}
-	if rerr := tk.holdManifest(len(files), names); rerr != nil {
+	if rerr := tk.holdManifest(manifestCost(len(files), int64(names))); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrBusy, rerr.Reason))
 	}
-	_, known := e.trust.Get(peer)
+	_, known := e.trust.Get(id)
 	if rerr := tk.checkMuted(in.t.peer.Trusted, known && verified); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
-	if rerr := e.checkImpersonation(peer, o.Sender.Alias, o.Addr.String()); rerr != nil {
+	if rerr := e.checkImpersonation(id, o.Sender.Alias, o.Addr.String()); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
 	// LocalSend has no resume: every prepare-upload is a delivery of its own.
@@ -285,7 +276,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		return nil, fmt.Errorf("%w: %w", localsend.ErrDeclined, verdict)
 	}
 	if verified {
-		e.acceptedFrom(peer, o.Sender.Alias)
+		e.acceptedFrom(id, o.Sender.Alias)
 	}
 	s.accepted = make([]string, 0, len(in.accepted))
 	for _, i := range in.accepted {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/localsend"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/internal/lspeer"
 )
 
@@ -103,7 +104,7 @@ func TestLocalSendClaimedTrustedFingerprintIsRefused(t *testing.T) {
 	e, srv, addr := lsEngine(t, Options{Accept: AcceptTrusted}, LocalSendOptions{})
 	p := testPeer(t)
 	// The real device is trusted.
-	if err := e.SetTrusted(lsDeviceID(p.Fingerprint).String(), true); err != nil {
+	if err := e.SetTrusted(mustFingerprint(t, p.Fingerprint).String(), true); err != nil {
 		t.Fatal(err)
 	}
 	// With its certificate it gets through; claiming its fingerprint
@@ -259,3 +260,12 @@ func TestLocalSendRetrySendsOnlyUnfinished(t *testing.T) {
 }
 
 func localsendCertFingerprint(c tls.Certificate) string { return localsend.CertFingerprint(c) }
+
+func mustFingerprint(t *testing.T, fp string) peer.ID {
+	t.Helper()
+	id, err := peer.Fingerprint(fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

@@ -100,9 +100,10 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		return nil, err
 	}
 	var files []localFile
+	var skipped SkippedInfo
 	if len(paths) > 0 || items.Text == "" {
 		var err error
-		if files, err = buildManifest(paths); err != nil {
+		if files, skipped, err = buildManifestSkipping(paths); err != nil {
 			return nil, err
 		}
 	}
@@ -123,7 +124,11 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	o.newAttempt = func() attempt {
 		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: batchChunkSize(files, e.opts.ChunkSize), io: readMode, to: to, want: want, opts: opts}
 	}
-	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: o.summary()})
+	info := o.summary()
+	if skipped.Symlinks+skipped.EmptyFolders+skipped.Other > 0 {
+		info.Skipped = &skipped
+	}
+	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: info})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
 	go func() {
@@ -285,11 +290,11 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		return err
 	}
 	t.mu.Lock()
-	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
+	t.peer = e.peerInfo(conn.PeerID().Peer(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
-	e.setPair(t, code, conn.PeerID(), h.Name, addr, false)
+	e.setPair(t, code, conn.PeerID().Peer(), h.Name, addr, false)
 	e.announcePair(t)
-	if err := e.trust.Seen(conn.PeerID(), h.Name, addr); err != nil {
+	if err := e.trust.Seen(conn.PeerID().Peer(), h.Name, addr); err != nil {
 		e.log.Warn("trust store", "err", err)
 	}
 

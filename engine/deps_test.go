@@ -114,6 +114,7 @@ func TestNoEnvironmentOrTunablesBelowCmd(t *testing.T) {
 // notTunable lists package-level variables that look like tunables and are not.
 var notTunable = map[string]bool{
 	"labSeq": true, // internal/netlab: a counter that names labs apart
+	"nsSeq":  true, // internal/netns: a counter that names test namespaces apart
 	// internal/version: stamped by the linker (-ldflags -X), read only.
 	"Version": true,
 	"Commit":  true,

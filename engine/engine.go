@@ -469,6 +469,8 @@ type Transfer struct {
 	opts     SendOptions
 	resume   chan struct{}
 	pauseNow chan struct{}
+	// ls is set for a send to a LocalSend device (localsend_send.go).
+	ls *lsSend
 
 	mu          sync.Mutex // guards the fields below
 	peer        PeerInfo
@@ -582,6 +584,14 @@ func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 		return nil, fmt.Errorf("transfer %s is still running", id)
 	}
 	items := Items{Paths: t.paths, Text: t.text}
+	if t.ls != nil {
+		// LocalSend (localsend_send.go): the files that did not arrive go
+		// again; a delivery that was done is sent again whole.
+		if r := t.Result(); r.State != StateDone {
+			return e.sendLocalSend(ctx, id, r, t.ls, items)
+		}
+		return e.sendLocalSend(ctx, newTransferID(), Result{}, &lsSend{to: t.ls.to, opts: t.ls.opts, delivered: map[int]bool{}}, items)
+	}
 	if r := t.Result(); r.State != StateDone {
 		// The same delivery goes on: same ID (one row in the app), totals
 		// counted over every session.

@@ -87,6 +87,15 @@ type PeerInfo struct {
 	ID      string `json:"id"`      // its peer ID (package peer): a Ferry device ID (base32), or "kind:key"
 	Trusted bool   `json:"trusted"` // the user trusts it: paired, or marked trusted
 	Addr    string `json:"addr,omitempty"`
+	// Protocol is "" for Ferry, ProtocolLocalSend for a LocalSend device;
+	// Model, DeviceType and Fingerprint are what a LocalSend device said.
+	Protocol    string `json:"protocol,omitempty"`
+	Model       string `json:"model,omitempty"`
+	DeviceType  string `json:"device_type,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Unverified says the device proved no identity (a LocalSend sender
+	// without a client certificate): its name and fingerprint are claims.
+	Unverified bool `json:"unverified,omitempty"`
 }
 
 // FileInfo is one entry of an offer as shown to the user.

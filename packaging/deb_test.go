@@ -561,7 +561,7 @@ func TestDebCLISendsToSourceReceiver(t *testing.T) {
 	src := sourceCLI(t)
 	in := t.TempDir()
 	r, why := startReceiver(t, nil, src, "receive", "--config", t.TempDir(), "--dir", in,
-		"--listen", "127.0.0.1:0", "--no-discovery", "--once", "--accept", "all")
+		"--listen", "127.0.0.1:0", "--no-discovery", "--localsend=false", "--once", "--accept", "all")
 	if r == nil {
 		t.Fatalf("receiver did not start: %s", why)
 	}

@@ -346,7 +346,7 @@ func TestWineCLITransfers(t *testing.T) {
 	t.Run("windows to linux", func(t *testing.T) {
 		in := t.TempDir()
 		r, why := startReceiver(t, nil, linux, "receive", "--config", t.TempDir(), "--dir", in,
-			"--listen", "127.0.0.1:0", "--no-discovery", "--once", "--accept", "all")
+			"--listen", "127.0.0.1:0", "--no-discovery", "--localsend=false", "--once", "--accept", "all")
 		if r == nil {
 			t.Fatalf("linux receiver did not start: %s", why)
 		}
@@ -360,7 +360,7 @@ func TestWineCLITransfers(t *testing.T) {
 	t.Run("linux to windows", func(t *testing.T) {
 		in := t.TempDir()
 		r, why := startReceiver(t, w.env(), "wine", exe, "receive", "--config", winPath(t.TempDir()), "--dir", winPath(in),
-			"--listen", "127.0.0.1:0", "--no-discovery", "--once", "--accept", "all")
+			"--listen", "127.0.0.1:0", "--no-discovery", "--localsend=false", "--once", "--accept", "all")
 		if r == nil {
 			// QUIC cannot listen under Wine; the receiver must carry on over TCP.
 			t.Fatalf("windows receiver did not start: %s", why)

@@ -21,9 +21,18 @@ pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbu
       gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils rpm python3-debian shellcheck
       curl
       # the browser tests of engine/weblink (skipped without it)
-      chromium)
+      chromium
+      # the third-party LocalSend implementation the interop tests run (engine/localsend)
+      nodejs npm)
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
+# A LocalSend CLI written by others (npm "localsend", TypeScript), so that a
+# misreading of the protocol shared by Ferry and its own test peer shows up;
+# its tests skip when it cannot be installed.
+if ! command -v localsend >/dev/null; then
+  npm install -g --no-audit --no-fund localsend@0.1.2 >/dev/null 2>&1 \
+    || echo "(npm could not install the third-party LocalSend CLI: its interop tests will skip)"
+fi
 
 echo "== go build (the first build compiles the GUI toolkit, cgo: minutes on a cold cache)"
 go build ./...

@@ -450,7 +450,7 @@ type hostileReceiver struct {
 func startHostileReceiver(ctx context.Context, bin, dir, accept, logFile string) (*hostileReceiver, error) {
 	cfg := filepath.Join(dir, "cfg-recv")
 	cmd := exec.CommandContext(ctx, bin, "receive", "--config", cfg, "--dir", filepath.Join(dir, "in"),
-		"--listen", "127.0.0.1:0", "--accept", accept, "--no-discovery", "--json")
+		"--listen", "127.0.0.1:0", "--accept", accept, "--no-discovery", "--localsend=false", "--json")
 	rx := &hostileReceiver{cmd: cmd, cfg: cfg}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

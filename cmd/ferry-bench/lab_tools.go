@@ -608,7 +608,7 @@ func ferryTool(transport string) func(ctx context.Context, e *benchEnv, files []
 		defer os.RemoveAll(cfgS)
 		listen := netip.AddrPortFrom(e.rcvAddr, 0).String()
 		srv, err := startServer(ctx, e.ferryCommand(ctx, netlab.Receiver, "receive", "--config", cfgR, "--dir", dst,
-			"--listen", listen, "--accept", "all", "--once", "--json", "--no-discovery"), "listening ", false)
+			"--listen", listen, "--accept", "all", "--once", "--json", "--no-discovery", "--localsend=false"), "listening ", false)
 		if err != nil {
 			return runResult{}, skipError{"ferry-cli receive: " + oneLine(err.Error())}
 		}

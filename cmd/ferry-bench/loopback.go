@@ -714,7 +714,7 @@ func loopFerry(ctx context.Context, bin, work, src, dst string, v ferryVariant, 
 	defer os.RemoveAll(cfg)
 	env := append(os.Environ(), v.env...)
 	args := []string{"receive", "--config", filepath.Join(cfg, "recv"), "--dir", dst, "--listen", "127.0.0.1:0",
-		"--accept", "all", "--once", "--json", "--no-discovery"}
+		"--accept", "all", "--once", "--json", "--no-discovery", "--localsend=false"}
 	if v.noResume {
 		args = append(args, "--no-resume")
 	}

@@ -350,7 +350,7 @@ func (m *migRun) start(ctx context.Context, ns string, args ...string) (*migProc
 
 // startReceiver starts a receiver on a free port and returns its port.
 func (m *migRun) startReceiver(ctx context.Context, discovery, once bool) (string, error) {
-	args := []string{"receive", "--config", m.cfgR, "--dir", m.dst, "--listen", "0.0.0.0:0", "--accept", "all", "--json"}
+	args := []string{"receive", "--config", m.cfgR, "--dir", m.dst, "--listen", "0.0.0.0:0", "--accept", "all", "--json", "--localsend=false"}
 	if once {
 		// One session: a receiver the sender reconnects to must stay.
 		args = append(args, "--once")

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 	// interfaces, as on a machine without a LAN, so names resolve only
 	// through remembered devices (direct probes and the trust store).
 	discoveryInterfaces = func() ([]net.Interface, error) { return nil, nil }
+	localsendInterfaces = func() ([]net.Interface, error) { return nil, nil }
 	resolveWait = 1500 * time.Millisecond
 	os.Exit(m.Run())
 }
@@ -40,13 +41,25 @@ type syncBuffer struct {
 	b         bytes.Buffer
 	listening chan string // receives receive's "listening ..." line once
 	sent      bool
+	notify    chan struct{} // signalled after each write (see changed)
 }
 
-func newSyncBuffer() *syncBuffer { return &syncBuffer{listening: make(chan string, 1)} }
+func newSyncBuffer() *syncBuffer {
+	return &syncBuffer{listening: make(chan string, 1), notify: make(chan struct{}, 1)}
+}
+
+// changed is signalled after a write, for tests waiting for some output.
+func (s *syncBuffer) changed() <-chan struct{} { return s.notify }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() {
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+	}()
 	s.b.Write(p)
 	if !s.sent {
 		for _, l := range strings.Split(s.b.String(), "\n") {
@@ -98,6 +111,11 @@ func startReceiver(t *testing.T, cfg string, args ...string) *receiver {
 	full := append([]string{"receive", "--config", cfg, "--dir", r.dir}, args...)
 	if !slices.Contains(args, "--listen") {
 		full = append(full, "--listen", "127.0.0.1:0")
+	}
+	// LocalSend binds its port and multicasts on this machine's own
+	// interfaces: tests turn it on only inside namespaces they create.
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--localsend") }) {
+		full = append(full, "--localsend=false")
 	}
 	go func() { r.exit <- run(ctx, full, r.out, r.errOut) }()
 	t.Cleanup(func() { r.stop() })
@@ -413,7 +431,7 @@ func TestPeersListsRememberedDevice(t *testing.T) {
 	if code, _, stderr := runCLI(t, "send", "--config", cfg, "--to", r.quic, writeFile(t, "f", "f")); code != 0 {
 		t.Fatalf("send: %s", stderr)
 	}
-	code, stdout, stderr := runCLI(t, "peers", "--config", cfg, "--json", "--timeout", "3s")
+	code, stdout, stderr := runCLI(t, "peers", "--config", cfg, "--json", "--timeout", "3s", "--localsend=false")
 	if code != 0 {
 		t.Fatalf("peers exit %d: %s", code, stderr)
 	}
@@ -465,6 +483,8 @@ func TestDoctorChecksOurPorts(t *testing.T) {
 		return nil
 	}
 	t.Cleanup(func() { checkListen = listenFindings })
+	checkLocalSend = func(int) []discovery.Finding { return nil } // binds 53317 and joins groups on this machine
+	t.Cleanup(func() { checkLocalSend = localSendFindings })
 	code, stdout, _ := runCLI(t, "doctor", "--no-selftest")
 	if code != 1 || !slices.Equal(got.Ports, []int{47800}) || !got.SkipSelfTest {
 		t.Fatalf("doctor exit %d, options %+v", code, got)
@@ -626,10 +646,21 @@ func TestNamespacesSendByName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("peers: %v %s", err, errOut)
 	}
+	// One line per device: the receiver as a Ferry device (mDNS) and, since
+	// receive serves LocalSend by default, as a LocalSend device.
 	var p discovery.Peer
-	if err := json.Unmarshal([]byte(out), &p); err != nil || p.ID != id || p.Source != discovery.SourceMDNS || p.Name != "Netns Box" ||
+	var ls lsPeer
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("peers in the other namespace: %q (stderr %s)", out, errOut)
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &p); err != nil || p.ID != id || p.Source != discovery.SourceMDNS || p.Name != "Netns Box" ||
 		p.OS != runtime.GOOS || !slices.Contains(p.HostPorts(), "10.77.1.1:"+defaultPort) {
 		t.Fatalf("peers in the other namespace: %q %v (stderr %s)", out, err, errOut)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &ls); err != nil || ls.Protocol != engine.ProtocolLocalSend || ls.Alias != "Netns Box" ||
+		ls.Address != "10.77.1.1:53317" || !ls.Verified || len(ls.Fingerprint) != 64 {
+		t.Fatalf("the receiver as a LocalSend device: %q %v", lines[1], err)
 	}
 
 	src := writeFile(t, "over-mdns.txt", "found by name\n")

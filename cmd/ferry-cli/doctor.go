@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/localsend"
 )
 
 func init() {
@@ -47,6 +49,7 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error 
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for our own test advertisement")
 	noSelfTest := fs.Bool("no-selftest", false, "do not advertise a test service on the network")
 	port := fs.Int("port", mustAtoi(defaultPort), "the `PORT` receive listens on (QUIC and TCP), checked in the firewall rules")
+	lsPort := fs.Int("localsend-port", localsend.DefaultPort, "the LocalSend `PORT` to check (0: skip the LocalSend checks)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -58,6 +61,9 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error 
 	}
 	r := diagnose(ctx, discovery.DiagnoseOptions{Ports: []int{*port}, SelfTestTimeout: *timeout, SkipSelfTest: *noSelfTest})
 	r.Findings = append(r.Findings, checkListen(ctx, *port)...)
+	if *lsPort > 0 {
+		r.Findings = append(r.Findings, checkLocalSend(*lsPort)...)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -83,6 +89,45 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return doctorFailed{}
 	}
 	return nil
+}
+
+// checkLocalSend is localSendFindings; tests replace it.
+var checkLocalSend = localSendFindings
+
+// localSendFindings says whether LocalSend's TCP and UDP port can be had
+// and which interfaces join its multicast groups (joining announces nothing).
+func localSendFindings(port int) []discovery.Finding {
+	var out []discovery.Finding
+	fix := fmt.Sprintf("If Ferry or LocalSend is running here already, that is why; otherwise free port %d (receive then uses the last port it used, or a free one, which devices that only scan will not find).", port)
+	if ln, err := net.Listen("tcp", ":"+strconv.Itoa(port)); err != nil {
+		out = append(out, discovery.Finding{Check: "localsend", Severity: discovery.SeverityWarning,
+			Message: fmt.Sprintf("LocalSend's port %d (TCP) is taken: %v.", port, err), Fix: fix})
+	} else {
+		ln.Close()
+		out = append(out, discovery.Finding{Check: "localsend", Severity: discovery.SeverityOK,
+			Message: fmt.Sprintf("LocalSend devices can reach this one on port %d (TCP, HTTPS).", port)})
+	}
+	d, err := localsend.NewDiscoverer(localsend.DiscoveryConfig{Port: port, Info: localsend.Info{Fingerprint: "doctor"}, Interfaces: localsendInterfaces})
+	if err != nil {
+		return append(out, discovery.Finding{Check: "localsend", Severity: discovery.SeverityWarning,
+			Message: fmt.Sprintf("LocalSend discovery cannot use UDP port %d: %v.", port, err), Fix: fix})
+	}
+	v4, v6 := d.JoinedInterfaces()
+	d.Close()
+	if len(v4) == 0 {
+		return append(out, discovery.Finding{Check: "localsend", Severity: discovery.SeverityWarning,
+			Message: "No interface joined LocalSend's multicast group " + localsend.MulticastIPv4 + ": LocalSend devices will not see this one announced.",
+			Fix:     "Connect to a network (Wi-Fi or Ethernet); a VPN or a network without multicast needs the device's address typed in (send --protocol localsend --to HOST)."})
+	}
+	return append(out, discovery.Finding{Check: "localsend", Severity: discovery.SeverityOK,
+		Message: fmt.Sprintf("LocalSend multicast: %s joined on %s; %s on %s.", localsend.MulticastIPv4, joinOr(v4), localsend.MulticastIPv6, joinOr(v6))})
+}
+
+func joinOr(names []string) string {
+	if len(names) == 0 {
+		return "no interface"
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkListen is listenFindings; tests replace it.

@@ -225,7 +225,7 @@ func isEvent(kind engine.EventKind, state engine.State) func(string) bool {
 // for transport tp once it listens.
 func startKillReceiver(t *testing.T, bin, cfg, dir, listen, tp string, once bool) (*child, string) {
 	t.Helper()
-	args := []string{"receive", "--listen", listen, "--accept", "all", "--json", "--no-discovery", "--dir", dir, "--config", cfg}
+	args := []string{"receive", "--listen", listen, "--accept", "all", "--json", "--no-discovery", "--localsend=false", "--dir", dir, "--config", cfg}
 	if once {
 		args = append(args, "--once")
 	}

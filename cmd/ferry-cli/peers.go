@@ -25,6 +25,7 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs, cfg := newFlagSet("peers", errOut)
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to listen, e.g. 3s")
 	asJSON := fs.Bool("json", false, "print one JSON object per peer")
+	withLS := fs.Bool("localsend", true, "also list LocalSend devices (announces this device on LocalSend's multicast groups)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,12 +52,25 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	var lsPeers []lsPeer
+	var lsErr error
+	lsDone := make(chan struct{})
+	if *withLS {
+		go func() { defer close(lsDone); lsPeers, lsErr = localSendPeers(ctx, e) }()
+	} else {
+		close(lsDone)
+	}
+	defer func() { <-lsDone }()
 	if err := d.Run(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("cannot listen for devices (%v); run \"ferry-cli doctor\" to see why", err)
 	}
 	peers := d.Peers()
 	if err := d.Err(); err != nil {
 		fmt.Fprintf(errOut, "Local network discovery is not working (%v); only remembered devices were looked for. Run \"ferry-cli doctor\" to see why.\n", err)
+	}
+	<-lsDone
+	if lsErr != nil {
+		fmt.Fprintf(errOut, "LocalSend devices were not looked for: %v\n", lsErr)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(out)
@@ -65,9 +79,9 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 				return err
 			}
 		}
-		return nil
+		return printLocalSendPeers(out, lsPeers, true)
 	}
-	if len(peers) == 0 {
+	if len(peers) == 0 && len(lsPeers) == 0 {
 		fmt.Fprintf(errOut, "No Ferry devices found within %v. Run \"ferry-cli doctor\" to see why.\n", *timeout)
 		return nil
 	}
@@ -82,6 +96,9 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ReplaceAll(p.Name, "\t", " "), p.ShortID(), addr, p.OS, p.Source)
+	}
+	if err := printLocalSendPeers(tw, lsPeers, false); err != nil {
+		return err
 	}
 	return tw.Flush()
 }

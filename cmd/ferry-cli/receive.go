@@ -34,7 +34,8 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	once := fs.Bool("once", false, "exit after one transfer, with its status")
 	name := fs.String("name", "", "device `NAME` shown to senders")
 	asJSON := fs.Bool("json", false, "print one JSON event per line")
-	noDiscovery := fs.Bool("no-discovery", false, "do not advertise this device on the local network")
+	noDiscovery := fs.Bool("no-discovery", false, "do not advertise this device on the local network (nor announce it to LocalSend devices)")
+	lsf := addLocalSendFlags(fs)
 	noResume := fs.Bool("no-resume", false, "keep no resume state (benchmarks: measures what resume costs)")
 	pair := fs.Bool("pair", false, "ask to check the verification code of every sender not trusted yet; a match trusts it")
 	maxAge := fs.Duration("partial-max-age", 7*24*time.Hour, "discard unfinished incoming transfers untouched for this long (0: keep forever)")
@@ -101,6 +102,14 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		fmt.Fprintf(&at, "%s=%s ", st.Transport, st.Addr)
 	}
 	fmt.Fprintf(out, "listening %sid=%s name=%q dir=%q\n", at.String(), e.ID(), e.Name(), e.DownloadDir())
+	if *lsf.on {
+		stop, err := startLocalSend(ctx, e, lsf, !*noDiscovery, errOut)
+		if err != nil {
+			fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices cannot send here: %v\n", err)
+		} else {
+			defer stop()
+		}
+	}
 	if !*noDiscovery {
 		stop, err := advertise(ctx, e, errOut)
 		if err != nil {
@@ -189,6 +198,9 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	trust := "new device"
 	if ev.Peer.Trusted {
 		trust = "trusted"
+	}
+	if ev.Peer.Protocol == engine.ProtocolLocalSend {
+		trust = localSendWho(ev.Peer, trust)
 	}
 	if o.Text != "" {
 		fmt.Fprintf(p.out, "\n%s (%s, %s) wants to send a text:\n", safetext.Name(ev.Peer.Name), short(ev.Peer.ID), trust)

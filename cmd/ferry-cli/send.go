@@ -46,8 +46,16 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	name := fs.String("name", "", "device `NAME` shown to the receiver")
 	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep reconnecting this long after the connection drops (0: never)")
 	pair := fs.Bool("pair", false, "if a receiver is not trusted yet, ask to check its verification code; a match trusts it")
+	protocol := fs.String("protocol", "auto", "`auto` (today: Ferry), ferry or localsend (to a LocalSend device: HOST[:PORT] or its name)")
+	lsPIN := fs.String("localsend-pin", "", "`PIN` for a LocalSend receiver that asks for one (asked here when not given)")
+	lsFP := fs.String("localsend-fingerprint", "", "refuse a LocalSend receiver at HOST:PORT unless its certificate has this `FINGERPRINT`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	switch *protocol {
+	case "auto", "ferry", "localsend":
+	default:
+		return fmt.Errorf("%w: --protocol %q: auto, ferry or localsend", errUsage, *protocol)
 	}
 	if len(tos) == 0 {
 		return fmt.Errorf("%w: --to is required", errUsage)
@@ -74,6 +82,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	dir, err := configDir(*cfg)
 	if err != nil {
 		return err
+	}
+	if *protocol == "localsend" {
+		return runSendLocalSend(ctx, dir, *name, tos, items, *lsPIN, *lsFP, *asJSON, out, errOut)
 	}
 	var targets []engine.Target
 	follows := false

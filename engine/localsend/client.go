@@ -72,6 +72,12 @@ func NewClient(cfg ClientConfig) *Client {
 	if c.info.DeviceType == "" {
 		c.info.DeviceType = TypeDesktop
 	}
+	if c.info.Port == 0 {
+		c.info.Port = DefaultPort // where a LocalSend server of this device would be
+	}
+	if c.info.Protocol == "" {
+		c.info.Protocol = "https"
+	}
 	c.info.Announce = nil
 	return c
 }
@@ -355,10 +361,11 @@ func (c *Client) Send(ctx context.Context, t Target, files []Upload, opts SendOp
 		u := byID[id]
 		tok := ans.Files[id]
 		g.Go(func() error {
-			if gctx.Err() != nil {
-				return nil
+			err := context.Cause(gctx)
+			if err == nil {
+				err = c.uploadOne(gctx, k, ans.SessionID, u, tok, opts.Written)
 			}
-			if err := c.uploadOne(gctx, k, ans.SessionID, u, tok, opts.Written); err != nil {
+			if err != nil {
 				mu.Lock()
 				if res.Failed == nil {
 					res.Failed = map[string]error{}

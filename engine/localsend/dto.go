@@ -73,17 +73,18 @@ const (
 var ErrBadInput = errors.New("localsend: bad input")
 
 // Info describes a device: what announcements, registers, info answers and
-// an offer's info field carry. Port and Protocol are absent from info
-// answers; Announce is set only in multicast messages.
+// an offer's info field carry. Port, Protocol and Download are always
+// written (third-party receivers' schemas require them in an offer);
+// Announce is set only in multicast messages.
 type Info struct {
 	Alias       string `json:"alias"`
 	Version     string `json:"version"`
-	DeviceModel string `json:"deviceModel,omitempty"`
+	DeviceModel string `json:"deviceModel"`
 	DeviceType  string `json:"deviceType,omitempty"`
 	Fingerprint string `json:"fingerprint"`
-	Port        int    `json:"port,omitempty"`
-	Protocol    string `json:"protocol,omitempty"` // "https" or "http"
-	Download    bool   `json:"download,omitempty"`
+	Port        int    `json:"port"`
+	Protocol    string `json:"protocol"` // "https" or "http"
+	Download    bool   `json:"download"`
 	Announce    *bool  `json:"announce,omitempty"`
 }
 

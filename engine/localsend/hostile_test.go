@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hostileBodies are prepare-upload bodies a peer may send; every one must
@@ -250,4 +251,30 @@ func TestDepth(t *testing.T) {
 			t.Errorf("depth(%s) = %d, want %d", c.in, got, c.want)
 		}
 	}
+}
+
+// A prepare-upload whose body trickles in holds its slot for BodyTimeout
+// at most: a real sender gets through afterwards.
+func TestSlowBodyFreesItsSlot(t *testing.T) {
+	rx := newMemReceiver()
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxSessions: 1, BodyTimeout: 300 * time.Millisecond})
+	tc, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	fmt.Fprintf(tc, "POST %sprepare-upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"info\":", apiPrefix)
+	cl := NewClient(ClientConfig{Cert: testCert(t, 1)})
+	deadline := time.Now().Add(hangGuard)
+	for {
+		_, err := cl.Send(context.Background(), Target{Addr: addr, Fingerprint: srv.Fingerprint()}, []Upload{TextUpload("t", "hi")}, SendOptions{})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			t.Fatalf("the real sender: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // retrying a refused send, not waiting for readiness
+	}
+	<-rx.ends
 }

@@ -110,6 +110,8 @@ type ServerConfig struct {
 	// SessionIdle ends an accepted session with no upload running or
 	// starting for that long (0: 2 minutes).
 	SessionIdle time.Duration
+	// BodyTimeout bounds the reading of a prepare-upload body (0: 30 s).
+	BodyTimeout time.Duration
 	// PINLockout is how long an address that gave 3 wrong PINs gets 429 (0: 5 minutes).
 	PINLockout time.Duration
 	// Log takes the server's debug lines; nil discards them.
@@ -176,6 +178,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	def(&cfg.IdleTimeout, 60*time.Second)
 	def(&cfg.SessionIdle, 2*time.Minute)
 	def(&cfg.PINLockout, 5*time.Minute)
+	def(&cfg.BodyTimeout, 30*time.Second)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -291,9 +294,19 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (s *Server) infoRoute(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, s.answerInfo(r))
+}
+
+// answerInfo is this device as info and register answers give it, with
+// the port the request came in on.
+func (s *Server) answerInfo(r *http.Request) Info {
 	i := s.info
-	i.Port, i.Protocol = 0, ""
-	writeJSON(w, i)
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && i.Port == 0 {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			i.Port = int(ap.Port())
+		}
+	}
+	return i
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
@@ -310,9 +323,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.OnRegister != nil && !SameFingerprint(in.Fingerprint, s.info.Fingerprint) {
 		s.cfg.OnRegister(in, remote(r), certFingerprint(r))
 	}
-	out := s.info
-	out.Port, out.Protocol = 0, ""
-	writeJSON(w, out)
+	writeJSON(w, s.answerInfo(r))
 }
 
 // checkPIN applies the PIN rule to a prepare-upload from addr: nil when no
@@ -368,8 +379,30 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		fail(w, statusOf(err), msg)
 		return
 	}
+	// The slot is taken before the body is read: at most MaxSessions
+	// bodies (each up to MaxPrepareBytes) are held and decoded at once.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	p := &pendingOffer{addr: addr, cancel: cancel}
+	if err := s.hold(p); err != nil {
+		fail(w, statusOf(err), "Blocked by another session")
+		return
+	}
+	held := true
+	defer func() {
+		if held {
+			s.mu.Lock()
+			delete(s.pending, p)
+			s.mu.Unlock()
+		}
+	}()
+	// A body trickled in slowly must not hold the slot: it has BodyTimeout.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // sockets keep the system clock
 	var req PrepareUpload
-	if err := decodeJSON(r.Body, MaxPrepareBytes, &req); err != nil {
+	err := decodeJSON(r.Body, MaxPrepareBytes, &req)
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
 		fail(w, http.StatusBadRequest, "Request body malformed")
 		return
 	}
@@ -387,16 +420,10 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(o.Files, func(a, b File) int { return strings.Compare(a.FileName, b.FileName) })
 	o.Text, o.IsText = req.TextOf()
 
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	p := &pendingOffer{addr: addr, cancel: cancel}
-	if err := s.hold(p); err != nil {
-		fail(w, statusOf(err), "Blocked by another session")
-		return
-	}
 	sess, err := s.cfg.Receiver.Offer(ctx, o)
 	s.mu.Lock()
 	delete(s.pending, p)
+	held = false
 	s.mu.Unlock()
 	if err != nil {
 		s.cfg.Log.Debug("localsend offer refused", "from", addr, "err", err)

@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine/localsend"
+	"github.com/ferrydrop/ferry/internal/lspeer"
+)
+
+// BenchmarkLocalSend moves the two workloads (1 GiB in one file;
+// 500 x 2 MiB) on loopback, in one process: Ferry receiving from the
+// independent test peer, Ferry sending to it, and beside them a plain
+// net/http HTTPS upload of the same files (files read from and written to
+// disk, sequential uploads, nothing hashed on either side: like against
+// like). It reports peak-MiB, the process's peak RSS so far (VmHWM, Linux):
+// run one sub-benchmark per process to read it for that one.
+//
+//	go test -run '^$' -bench 'BenchmarkLocalSend/1GiB' -benchtime 1x ./engine
+func BenchmarkLocalSend(b *testing.B) {
+	for _, w := range []struct {
+		name  string
+		files int
+		size  int64
+	}{{"1GiB", 1, 1 << 30}, {"500x2MiB", 500, 2 << 20}} {
+		src := b.TempDir()
+		var names []string
+		buf := make([]byte, 1<<20)
+		for i := range buf {
+			buf[i] = byte(i*131 + 7)
+		}
+		for i := range w.files {
+			name := fmt.Sprintf("set/f%04d.bin", i)
+			path := filepath.Join(src, filepath.FromSlash(name))
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for n := int64(0); n < w.size; n += int64(len(buf)) {
+				f.Write(buf[:min(int64(len(buf)), w.size-n)])
+			}
+			f.Close()
+			names = append(names, name)
+		}
+		total := int64(w.files) * w.size
+		b.Run(w.name+"/plain-https", func(b *testing.B) { benchPlainHTTPS(b, src, names, total) })
+		b.Run(w.name+"/ferry-receives", func(b *testing.B) { benchFerryReceives(b, src, names, total) })
+		b.Run(w.name+"/ferry-sends", func(b *testing.B) { benchFerrySends(b, src, total) })
+	}
+}
+
+// peakRSS reports the process's peak resident set (VmHWM) in MiB.
+func peakRSS(b *testing.B) {
+	s, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(s), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			b.ReportMetric(float64(kb)/1024, "peak-MiB")
+		}
+	}
+}
+
+func benchPlainHTTPS(b *testing.B, src string, names []string, total int64) {
+	dst := b.TempDir()
+	certPEM, keyPEM, err := localsend.NewCertPEM()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cert, _ := tls.X509KeyPair(certPEM, keyPEM)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := filepath.Join(dst, filepath.FromSlash(r.URL.Query().Get("name")))
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		f, err := os.Create(path)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		_, err = io.Copy(f, r.Body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+		}
+	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go srv.ServeTLS(ln, "", "")
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer hc.CloseIdleConnections()
+	b.SetBytes(total)
+	for b.Loop() {
+		os.RemoveAll(dst)
+		for _, n := range names {
+			f, err := os.Open(filepath.Join(src, filepath.FromSlash(n)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, _ := f.Stat()
+			req, _ := http.NewRequest(http.MethodPost, "https://"+ln.Addr().String()+"/?name="+n, f)
+			req.ContentLength = st.Size()
+			resp, err := hc.Do(req)
+			f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatal(resp.Status)
+			}
+		}
+	}
+	peakRSS(b)
+}
+
+func benchFerryReceives(b *testing.B, src string, names []string, total int64) {
+	e, err := New(Options{ConfigDir: b.TempDir(), DownloadDir: b.TempDir(), Accept: AcceptAll})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := e.ServeLocalSend(LocalSendOptions{Listener: ln})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	p, err := lspeer.New("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var files []lspeer.SendFile
+	for _, n := range names {
+		files = append(files, lspeer.SendFile{Name: n, Path: filepath.Join(src, filepath.FromSlash(n))})
+	}
+	events, unsub := e.Subscribe(1 << 14)
+	defer unsub()
+	b.SetBytes(total)
+	for b.Loop() {
+		os.RemoveAll(e.DownloadDir())
+		os.MkdirAll(e.DownloadDir(), 0o755)
+		res, err := p.Send(context.Background(), ln.Addr().String(), srv.Fingerprint(), true, "", "", files, nil)
+		if err != nil || res.PrepareStatus != 200 {
+			b.Fatalf("%+v %v", res, err)
+		}
+		for ev := range events {
+			if ev.Kind == EventResult && ev.Direction == Receiving {
+				if ev.Result.State != StateDone || ev.Result.Verified != len(names) {
+					b.Fatalf("%+v", ev.Result)
+				}
+				break
+			}
+		}
+	}
+	peakRSS(b)
+}
+
+func benchFerrySends(b *testing.B, src string, total int64) {
+	e, err := New(Options{ConfigDir: b.TempDir(), RetryFor: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	p, err := lspeer.New("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst := b.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.SaveDir = dst
+	go p.Serve(ln)
+	defer p.Close()
+	to := LocalSendTarget{Addr: ln.Addr().String(), Fingerprint: p.Fingerprint}
+	b.SetBytes(total)
+	for b.Loop() {
+		os.RemoveAll(dst)
+		tr, err := e.SendLocalSend(context.Background(), to, Items{Paths: []string{filepath.Join(src, "set")}}, LocalSendSendOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-tr.Done()
+		if r := tr.Result(); r.State != StateDone {
+			b.Fatalf("%+v", r)
+		}
+	}
+	peakRSS(b)
+}

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ferrydrop/ferry/engine/localsend"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// LocalSendTarget is a LocalSend device to send to.
+type LocalSendTarget struct {
+	// Addr is host:port of its server.
+	Addr string
+	// Fingerprint is the one it announced: its certificate must have it
+	// (empty: any certificate, for an address typed by the user).
+	Fingerprint string
+	// Scheme is "https" (default) or "http".
+	Scheme string
+	// Alias is its name, for the transfer's row and messages.
+	Alias string
+}
+
+// LocalSendSendOptions are the choices of one LocalSend send.
+type LocalSendSendOptions struct {
+	// PIN is sent with the offer when set.
+	PIN string
+	// AskPIN is called when the receiver asks for a PIN (wrong: one was
+	// given and refused); nil gives up with "a PIN is required".
+	AskPIN func(ctx context.Context, wrong bool) (string, error)
+	// Parallel bounds the uploads at once (0: 4).
+	Parallel int
+	// Dial opens connections (nil: the system's; tests dial inside a namespace).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// lsSend is what a LocalSend transfer keeps across its attempts and Retry:
+// where it goes and which files arrived (LocalSend has no resume, so an
+// attempt re-sends only the files that did not).
+type lsSend struct {
+	to   LocalSendTarget
+	opts LocalSendSendOptions
+
+	mu        sync.Mutex // guards the fields below
+	delivered map[int]bool
+	textDone  bool
+}
+
+// SendLocalSend sends files, folders and/or a text to a LocalSend device:
+// an outbox like a Ferry send (attempts, Retry, results), each attempt a
+// prepare-upload and the uploads of the files not delivered yet.
+func (e *Engine) SendLocalSend(ctx context.Context, to LocalSendTarget, items Items, opts LocalSendSendOptions) (*Transfer, error) {
+	return e.sendLocalSend(ctx, newTransferID(), Result{}, &lsSend{to: to, opts: opts, delivered: map[int]bool{}}, items)
+}
+
+func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls *lsSend, items Items) (*Transfer, error) {
+	if ls.to.Addr == "" {
+		return nil, errors.New("no address to send to")
+	}
+	if err := checkOutgoingText(items.Text); err != nil {
+		return nil, err
+	}
+	var files []localFile
+	if len(items.Paths) > 0 || items.Text == "" {
+		var err error
+		if files, err = buildManifest(items.Paths); err != nil {
+			return nil, err
+		}
+	}
+	cert, err := e.LocalSendCert()
+	if err != nil {
+		return nil, err
+	}
+	t := &Transfer{id: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
+		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), items.Paths...), text: items.Text, ls: ls}
+	t.peer = PeerInfo{Name: ls.to.Alias, Addr: ls.to.Addr, Protocol: ProtocolLocalSend, Fingerprint: ls.to.Fingerprint}
+	tctx, cancel := context.WithCancelCause(e.ctx)
+	t.cancel = cancel
+	if err := e.register(t); err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	client := localsend.NewClient(localsend.ClientConfig{
+		Info: localsend.Info{Alias: e.Name(), DeviceModel: "Ferry", DeviceType: localsend.TypeDesktop},
+		Cert: cert, Parallel: ls.opts.Parallel, Dial: ls.opts.Dial,
+	})
+	o := &outbox{e: e, t: t, files: files, text: items.Text, prior: prior}
+	o.newAttempt = func() attempt { return &lsAttempt{e: e, t: t, ls: ls, client: client, files: files, text: items.Text} }
+	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: o.summary()})
+	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer stopLink()
+		defer cancel(nil)
+		o.run(tctx)
+	}()
+	return t, nil
+}
+
+// lsAttempt is one prepare-upload and its uploads.
+type lsAttempt struct {
+	e      *Engine
+	t      *Transfer
+	ls     *lsSend
+	client *localsend.Client
+	files  []localFile
+	text   string
+
+	sent     atomic.Int64
+	done     atomic.Int64 // files delivered in this attempt
+	accepted int          // -1 until the receiver decided
+	total    int64
+}
+
+// run sends what is not delivered yet.
+func (a *lsAttempt) run(ctx context.Context) error {
+	a.accepted = -1
+	ls := a.ls
+	ls.mu.Lock()
+	var ups []localsend.Upload
+	for i, f := range a.files {
+		if ls.delivered[i] {
+			continue
+		}
+		ups = append(ups, localsend.Upload{
+			File: localsend.File{ID: strconv.Itoa(i), FileName: f.Path, Size: f.Size, FileType: mimeOf(f.Path)},
+			Open: func() (io.ReadCloser, error) { return os.Open(f.src) },
+		})
+	}
+	if a.text != "" && !ls.textDone {
+		ups = append(ups, localsend.TextUpload("text", a.text))
+	}
+	ls.mu.Unlock()
+	if len(ups) == 0 {
+		return nil
+	}
+	sizes := map[string]int64{}
+	for _, u := range ups {
+		sizes[u.ID] = u.Size
+	}
+	var mu sync.Mutex
+	last := map[string]int64{}
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	res, err := a.client.Send(ctx, localsend.Target{Addr: ls.to.Addr, Fingerprint: ls.to.Fingerprint, Scheme: ls.to.Scheme}, ups, localsend.SendOptions{
+		PIN:    ls.opts.PIN,
+		AskPIN: ls.opts.AskPIN,
+		Written: func(id string, n int64) {
+			mu.Lock()
+			d := n - last[id]
+			last[id] = n
+			mu.Unlock()
+			a.sent.Add(d)
+		},
+		Accepted: func(ids []string) {
+			a.accepted = len(ids)
+			for _, id := range ids {
+				a.total += sizes[id]
+			}
+			a.e.setState(a.t, StateActive)
+			go a.e.watchProgress(pctx, a.t, a.sent.Load, a.total, func() int { return int(a.done.Load()) }, len(ids))
+		},
+	})
+	if res != nil {
+		ls.mu.Lock()
+		if a.text != "" && err == nil {
+			ls.textDone = true // a text is delivered by the offer itself (204), or uploaded
+		}
+		for _, id := range res.Accepted {
+			if res.Failed[id] != nil {
+				continue
+			}
+			if i, perr := strconv.Atoi(id); perr == nil {
+				ls.delivered[i] = true
+				a.done.Add(1)
+			}
+		}
+		ls.mu.Unlock()
+		if res.Accepted == nil && err == nil {
+			a.accepted = 0
+		}
+	}
+	if err != nil {
+		return lsSendError(err)
+	}
+	return nil
+}
+
+// end has nothing to release: each Send closes its connections.
+func (a *lsAttempt) end(error) {}
+
+// outcome reports the attempt; verified counts every file delivered so far.
+func (a *lsAttempt) outcome() attemptOutcome {
+	a.ls.mu.Lock()
+	delivered := len(a.ls.delivered)
+	a.ls.mu.Unlock()
+	acc := a.accepted
+	if acc >= 0 {
+		acc = max(acc, delivered)
+	}
+	return attemptOutcome{sent: a.sent.Load(), accepted: acc, verified: delivered, total: a.total, reason: "LocalSend (HTTPS)"}
+}
+
+// lsSendError maps a LocalSend client error to the engine's words: the
+// receiver's refusals become its decisions ("Declined by <alias>"), a
+// certificate that is not the announced one and a checksum mismatch are
+// final, and lost connections are retried.
+func lsSendError(err error) error {
+	switch {
+	case errors.Is(err, localsend.ErrDeclined):
+		return &wire.RemoteError{Code: wire.CodeDeclined}
+	case errors.Is(err, localsend.ErrBusy):
+		return &wire.RemoteError{Code: wire.CodeBusy, Reason: "it is busy with another transfer; try again when it is done"}
+	case errors.Is(err, localsend.ErrTooManyPINs):
+		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "too many wrong PINs; try again in a few minutes"}
+	case errors.Is(err, localsend.ErrWrongPIN):
+		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "wrong PIN"}
+	case errors.Is(err, localsend.ErrPINRequired):
+		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "it asks for a PIN (give it with the send)"}
+	case errors.Is(err, localsend.ErrFingerprint), errors.Is(err, localsend.ErrBadInput):
+		return fmt.Errorf("%w: %w", wire.ErrProtocol, err)
+	case errors.Is(err, localsend.ErrChecksum):
+		return fmt.Errorf("%w: %w", wire.ErrVerifyFailed, err)
+	}
+	return err
+}
+
+// mimeOf is a file's MIME type by its extension (LocalSend shows it).
+func mimeOf(name string) string {
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}

@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine/localsend"
+	"github.com/ferrydrop/ferry/engine/peer"
+	"github.com/ferrydrop/ferry/internal/lspeer"
+)
+
+// lsReceiver starts an engine with a LocalSend server on 127.0.0.1:0; the
+// sender is the independent test peer.
+func lsEngine(t *testing.T, opts Options, lsOpts LocalSendOptions) (*Engine, *LocalSendServer, string) {
+	t.Helper()
+	e := testEngine(t, opts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsOpts.Listener = ln
+	srv, err := e.ServeLocalSend(lsOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return e, srv, ln.Addr().String()
+}
+
+func testPeer(t *testing.T) *lspeer.Peer {
+	t.Helper()
+	p, err := lspeer.New("Pixel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLocalSendReceiveThroughInbox(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	// A file of the same name is already there: it must not be overwritten.
+	if err := os.WriteFile(filepath.Join(e.DownloadDir(), "a.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := receivedResult(t, e)
+	p := testPeer(t)
+	files := []lspeer.SendFile{{Name: "a.txt", Data: []byte("alpha"), WithSHA: true}, {Name: "album/x/b.bin", Data: bytes.Repeat([]byte{1}, 100_000)}}
+	sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "", files, nil)
+	if err != nil || sr.PrepareStatus != 200 {
+		t.Fatalf("%+v %v", sr, err)
+	}
+	r := <-res
+	if r.State != StateDone || r.Files != 2 || r.Verified != 2 {
+		t.Fatalf("result %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.DownloadDir(), "a.txt")); string(b) != "mine" {
+		t.Fatal("an existing file was overwritten")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.DownloadDir(), "a (1).txt")); string(b) != "alpha" {
+		t.Fatalf("a (1).txt: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.DownloadDir(), "album", "x", "b.bin")); len(b) != 100_000 {
+		t.Fatal("the folder's file did not arrive")
+	}
+	noPartials(t, e.DownloadDir())
+}
+
+func TestLocalSendPromptSaysLocalSend(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{Accept: AcceptAsk}, LocalSendOptions{})
+	events, unsub := e.Subscribe(256)
+	defer unsub()
+	p := testPeer(t)
+	done := make(chan *lspeer.SendResult, 1)
+	go func() {
+		sr, _ := p.Send(context.Background(), addr, srv.Fingerprint(), false, "", "", []lspeer.SendFile{{Name: "n.txt", Data: []byte("x")}}, nil)
+		done <- sr
+	}()
+	for ev := range events {
+		if ev.Kind != EventOffer || ev.Direction != Receiving {
+			continue
+		}
+		pi := ev.Peer
+		if pi.Protocol != ProtocolLocalSend || pi.Name != "Pixel" || pi.Model != "lspeer" || !strings.EqualFold(pi.Fingerprint, p.Fingerprint) || !pi.Unverified || pi.Trusted {
+			t.Fatalf("prompt peer %+v", pi)
+		}
+		if err := e.Decide(ev.TransferID, Decision{Accept: false}); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	if sr := <-done; sr == nil || sr.PrepareStatus != http.StatusForbidden {
+		t.Fatalf("declined offer answered %+v", sr)
+	}
+}
+
+func TestLocalSendClaimedTrustedFingerprintIsRefused(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{Accept: AcceptTrusted}, LocalSendOptions{})
+	p := testPeer(t)
+	// The real device is trusted.
+	if err := e.SetTrusted(mustFingerprint(t, p.Fingerprint).String(), true); err != nil {
+		t.Fatal(err)
+	}
+	// With its certificate it gets through; claiming its fingerprint
+	// without the certificate does not.
+	one := []lspeer.SendFile{{Name: "t.txt", Data: []byte("x")}}
+	res := receivedResult(t, e)
+	if sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "", one, nil); err != nil || sr.PrepareStatus != 200 {
+		t.Fatalf("trusted device: %+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateDone {
+		t.Fatalf("%+v", r)
+	}
+	if sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), false, "", "", one, nil); err != nil || sr.PrepareStatus != http.StatusForbidden {
+		t.Fatalf("unproven claim: %+v %v", sr, err)
+	}
+}
+
+func TestLocalSendChecksumLeavesNothing(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	res := receivedResult(t, e)
+	p := testPeer(t)
+	sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "", []lspeer.SendFile{{Name: "bad.bin", Data: []byte("data"), SHA256: strings.Repeat("0", 64)}}, nil)
+	if err != nil || sr.UploadStatus["bad.bin"] != http.StatusUnprocessableEntity {
+		t.Fatalf("%+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateFailed || r.Verified != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	emptyDir(t, e.DownloadDir())
+}
+
+func TestLocalSendText(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	res := receivedResult(t, e)
+	p := testPeer(t)
+	sr, err := p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "https://example.org/a link", nil, nil)
+	if err != nil || sr.PrepareStatus != http.StatusNoContent {
+		t.Fatalf("%+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateDone || r.Text != "https://example.org/a link" {
+		t.Fatalf("result %+v", r)
+	}
+	emptyDir(t, e.DownloadDir())
+}
+
+// lsPeerServer serves the test peer on 127.0.0.1:0.
+func lsPeerServer(t *testing.T, p *lspeer.Peer) LocalSendTarget {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ln) }()
+	t.Cleanup(func() { p.Close(); <-done })
+	return LocalSendTarget{Addr: ln.Addr().String(), Fingerprint: p.Fingerprint, Alias: p.Alias}
+}
+
+func lsSendWait(t *testing.T, e *Engine, to LocalSendTarget, items Items, opts LocalSendSendOptions) (*Transfer, Result) {
+	t.Helper()
+	tr, err := e.SendLocalSend(context.Background(), to, items, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	return tr, tr.Result()
+}
+
+func TestLocalSendSendFilesFolderText(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	p.RequireClientCert = true
+	to := lsPeerServer(t, p)
+	src := t.TempDir()
+	a := writeFile(t, filepath.Join(src, "a.bin"), 70_000)
+	for i := range 12 {
+		writeFile(t, filepath.Join(src, "dir", "sub", "f"+strings.Repeat("x", i)+".txt"), 100+i)
+	}
+	_, r := lsSendWait(t, e, to, Items{Paths: []string{filepath.Join(src, "a.bin"), filepath.Join(src, "dir")}, Text: "and a note"}, LocalSendSendOptions{})
+	if r.State != StateDone || r.Verified != 13 {
+		t.Fatalf("result %+v", r)
+	}
+	got, _, offers, _, _, _ := p.Snapshot()
+	if !bytes.Equal(got["a.bin"], a) || len(got["dir/sub/fxxx.txt"]) != 103 {
+		t.Fatalf("peer got %d files", len(got))
+	}
+	// LocalSend has no text beside files: the text goes as a .txt file.
+	if len(got) != 14 || string(got["text.txt"]) != "and a note" {
+		t.Fatalf("peer got %d files, text %q", len(got), got["text.txt"])
+	}
+	if info := offers[0]["info"].(map[string]any); !strings.EqualFold(info["fingerprint"].(string), localsendFingerprint(t, e)) {
+		t.Fatalf("the offer's fingerprint is not Ferry's certificate's: %v", info)
+	}
+}
+
+func localsendFingerprint(t *testing.T, e *Engine) string {
+	t.Helper()
+	c, err := e.LocalSendCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return localsendCertFingerprint(c)
+}
+
+func TestLocalSendSendDeclinedAndPIN(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	p.Decline = true
+	to := lsPeerServer(t, p)
+	_, r := lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{})
+	if r.State != StateDeclined || r.Err != "Declined by Pixel." {
+		t.Fatalf("result %+v", r)
+	}
+	p.Decline, p.PIN = false, "77"
+	_, r = lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{})
+	if r.State != StateDeclined || !strings.Contains(r.Err, "PIN") {
+		t.Fatalf("no PIN: %+v", r)
+	}
+	_, r = lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{AskPIN: func(context.Context, bool) (string, error) { return "77", nil }})
+	if r.State != StateDone {
+		t.Fatalf("with the PIN asked: %+v", r)
+	}
+}
+
+func TestLocalSendRetrySendsOnlyUnfinished(t *testing.T) {
+	e := testEngine(t, Options{RetryFor: -1})
+	p := testPeer(t)
+	fail := true
+	p.FailUpload = func(name string) bool { return fail && name == "b.bin" }
+	to := lsPeerServer(t, p)
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "a.bin"), 1000)
+	b := writeFile(t, filepath.Join(src, "b.bin"), 2000)
+	tr, r := lsSendWait(t, e, to, Items{Paths: []string{filepath.Join(src, "a.bin"), filepath.Join(src, "b.bin")}}, LocalSendSendOptions{})
+	if r.State != StateFailed || r.Verified != 1 {
+		t.Fatalf("first attempt %+v", r)
+	}
+	fail = false
+	tr2, err := e.Retry(context.Background(), tr.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr2.Done()
+	if r := tr2.Result(); r.State != StateDone || r.Verified != 2 {
+		t.Fatalf("retry %+v", r)
+	}
+	if n := p.UploadCount("a.bin"); n != 1 {
+		t.Fatalf("a.bin was uploaded %d times; Retry must re-send only what did not arrive", n)
+	}
+	if got, _, _, _, _, _ := p.Snapshot(); !bytes.Equal(got["b.bin"], b) {
+		t.Fatal("b.bin did not arrive on retry")
+	}
+}
+
+func localsendCertFingerprint(c tls.Certificate) string { return localsend.CertFingerprint(c) }
+
+func mustFingerprint(t *testing.T, fp string) peer.ID {
+	t.Helper()
+	id, err := peer.Fingerprint(fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

@@ -21,11 +21,13 @@ pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbu
       gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils rpm python3-debian shellcheck
       curl
       # the browser tests of engine/weblink (skipped without it)
-      chromium
-      # the third-party LocalSend implementation the interop tests run (engine/localsend)
-      nodejs npm)
+      chromium)
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
+# Node.js for the third-party LocalSend implementation the interop tests run
+# (engine/localsend). Only where npm is missing: a Node.js installed from
+# elsewhere (NodeSource's nodejs carries its own npm) conflicts with Debian's npm.
+command -v npm >/dev/null || apt_ensure nodejs npm
 # A LocalSend CLI written by others (npm "localsend", TypeScript), so that a
 # misreading of the protocol shared by Ferry and its own test peer shows up;
 # its tests skip when it cannot be installed.

@@ -247,7 +247,7 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 	pc := choosePort(dir, portFree)
 	log.Info("listen port", "port", pc.Port, "why", pc.Why)
 	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
-		Listen: ":" + strconv.Itoa(pc.Port),
+		Listen: ":" + strconv.Itoa(pc.Port), ListenAnyIfTaken: true,
 		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver})
 	if err != nil {
 		return nil, s, fmt.Errorf("start engine: %w", err)

@@ -64,6 +64,10 @@ type Options struct {
 	// Listen is "host:port" for both QUIC (UDP) and TCP; empty means ":0" (any
 	// free port, the same number for both when possible).
 	Listen string
+	// ListenAnyIfTaken: when Listen's port is taken for a transport, that
+	// transport listens on any free port instead of not at all (the app asks
+	// for 47800 and must receive even when another program holds it).
+	ListenAnyIfTaken bool
 	// Accept is the receiving policy; empty means AcceptAsk.
 	Accept AcceptPolicy
 	// AutoAcceptTrusted accepts offers from trusted devices without a prompt under AcceptAsk.
@@ -583,7 +587,7 @@ func (e *Engine) listen(addr string, kept map[transport.Kind]transport.Listener)
 		if l == nil {
 			l, err = k.Listen(net.JoinHostPort(host, port), tlsConf, e.reg)
 		}
-		if err != nil && len(lns) > 0 && isAnyPort(addr) {
+		if err != nil && (len(lns) > 0 && isAnyPort(addr) || e.opts.ListenAnyIfTaken && !isAnyPort(addr)) {
 			// The first one's port number is taken for this one: any free
 			// port will do; discovery advertises both.
 			l, err = k.Listen(net.JoinHostPort(host, "0"), tlsConf, e.reg)

@@ -29,8 +29,11 @@ var licenseFile = regexp.MustCompile(`(?i)^(licen[cs]e|copying|notice|unlicense|
 // module is one linked module and the licence files at its root.
 type module struct {
 	Path, Version string
-	IDs           []string // SPDX identifiers licensecheck found, e.g. "MIT"
-	Files         []licenseText
+	// Pattern is the Debian copyright Files pattern: "<module path>/*",
+	// or for an embedded item its folder in this repository.
+	Pattern string
+	IDs     []string // SPDX identifiers licensecheck found, e.g. "MIT"
+	Files   []licenseText
 }
 
 type licenseText struct {
@@ -44,12 +47,23 @@ type listModule struct {
 	Replace            *listModule
 }
 
+// mainModule is Ferry's module path, as go list reports it.
+const mainModule = "github.com/ferrydrop/ferry"
+
+// embeddedLicense matches the licence file shipped next to third-party
+// code that a package of ours embeds (go:embed), e.g.
+// "tus-js-client.LICENSE" beside a minified script.
+var embeddedLicense = regexp.MustCompile(`(?i)^(.+)[.-](licen[cs]e|copying|notice)(\.txt|\.md)?$`)
+
 // linkedModules lists the modules the packages link on every platform,
-// with their licence files, sorted by path. Every module must have one.
+// with their licence files, sorted by path, and the third-party files our
+// own packages embed that come with a licence file. Every module must have
+// one.
 func linkedModules(pkgs []string) ([]module, error) {
 	seen := map[string]listModule{}
+	embedded := map[string]module{}
 	for _, goos := range licensePlatforms {
-		args := append([]string{"list", "-deps", "-tags", "migrated_fynedo", "-json=ImportPath,Module,Standard"}, pkgs...)
+		args := append([]string{"list", "-deps", "-tags", "migrated_fynedo", "-json=ImportPath,Dir,EmbedFiles,Module,Standard"}, pkgs...)
 		cmd := exec.Command("go", args...)
 		// CGO_ENABLED=1: the app's cgo files (GLFW, systray) count.
 		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=1")
@@ -61,16 +75,23 @@ func linkedModules(pkgs []string) ([]module, error) {
 		dec := json.NewDecoder(bytes.NewReader(out))
 		for {
 			var p struct {
-				ImportPath string
-				Standard   bool
-				Module     *listModule
+				ImportPath, Dir string
+				EmbedFiles      []string
+				Standard        bool
+				Module          *listModule
 			}
 			if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
 				return nil, fmt.Errorf("go list: %w", err)
 			}
-			if p.Standard || p.Module == nil || p.Module.Main {
+			if p.Module != nil && p.Module.Main {
+				if err := embeddedLicenses(p.ImportPath, p.Dir, p.EmbedFiles, embedded); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if p.Standard || p.Module == nil {
 				continue
 			}
 			m := *p.Module
@@ -97,8 +118,32 @@ func linkedModules(pkgs []string) ([]module, error) {
 		slices.Sort(missing)
 		return nil, fmt.Errorf("no licence file at the root of %s: Ferry may not redistribute them", strings.Join(missing, ", "))
 	}
+	for _, m := range embedded {
+		mods = append(mods, m)
+	}
 	slices.SortFunc(mods, func(a, b module) int { return strings.Compare(a.Path, b.Path) })
 	return mods, nil
+}
+
+// embeddedLicenses adds to out the licence files among a package's
+// embedded files, each as the third-party item it names ("tus-js-client,
+// embedded in github.com/ferrydrop/ferry/engine/weblink").
+func embeddedLicenses(importPath, dir string, files []string, out map[string]module) error {
+	for _, f := range files {
+		m := embeddedLicense.FindStringSubmatch(filepath.Base(f))
+		if m == nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if err != nil {
+			return fmt.Errorf("licenses: %w", err)
+		}
+		files := []licenseText{{Name: f, Text: strings.TrimSpace(string(b))}}
+		name := m[1] + ", embedded in " + importPath
+		rel := strings.TrimPrefix(filepath.ToSlash(filepath.Dir(filepath.Join(strings.TrimPrefix(importPath, mainModule+"/"), f))), "./")
+		out[name] = module{Path: name, Version: "(embedded)", Pattern: rel + "/*", IDs: identify(files), Files: files}
+	}
+	return nil
 }
 
 // licenseFiles reads the licence and notice files in dir, in name order.
@@ -244,7 +289,11 @@ func debianCopyright(mods []module) string {
 		if len(lines) == 0 {
 			lines = []string{"the authors of " + m.Path}
 		}
-		fmt.Fprintf(&b, "\nFiles: %s/*\nCopyright: %s\n", m.Path, strings.Join(lines, "\n "))
+		pattern := m.Pattern
+		if pattern == "" {
+			pattern = m.Path + "/*"
+		}
+		fmt.Fprintf(&b, "\nFiles: %s\nCopyright: %s\n", pattern, strings.Join(lines, "\n "))
 		fmt.Fprintf(&b, "License: %s\n", strings.Join(names, " and "))
 		for i, f := range m.Files {
 			if i > 0 {

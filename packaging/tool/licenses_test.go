@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A licence file that a package of ours embeds next to third-party code
+// becomes an item of its own, named and placed; other embedded files do not.
+func TestEmbeddedLicenses(t *testing.T) {
+	dir := t.TempDir()
+	mit := "MIT License\n\nCopyright (c) 2013 Example\n\nPermission is hereby granted, free of charge, to any person obtaining a copy of this software and associated documentation files (the \"Software\"), to deal in the Software without restriction, including without limitation the rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is furnished to do so, subject to the following conditions:\n\nThe above copyright notice and this permission notice shall be included in all copies or substantial portions of the Software.\n\nTHE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.\n"
+	if err := os.MkdirAll(filepath.Join(dir, "assets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"assets/lib.min.js": "js", "assets/lib-js.LICENSE": mit, "assets/page.html": "<p>"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[string]module{}
+	if err := embeddedLicenses(mainModule+"/engine/web", dir, []string{"assets/lib.min.js", "assets/lib-js.LICENSE", "assets/page.html"}, out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 {
+		t.Fatalf("got %d items, want 1: %v", len(out), out)
+	}
+	m, ok := out["lib-js, embedded in "+mainModule+"/engine/web"]
+	if !ok || m.Pattern != "engine/web/assets/*" || strings.Join(m.IDs, ",") != "MIT" || len(m.Files) != 1 {
+		t.Errorf("item %+v", m)
+	}
+	if c := debianCopyright([]module{m}); !strings.Contains(c, "\nFiles: engine/web/assets/*\nCopyright: 2013 Example\nLicense: Expat\n") {
+		t.Errorf("copyright paragraph:\n%s", c)
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/fair"
 )
@@ -86,8 +86,8 @@ type admission struct {
 	pairs   *pairTries    // hidden tries at the verification code (pairbudget.go)
 
 	mu        sync.Mutex // guards the fields below
-	byDevice  map[identity.DeviceID]int
-	prompting map[identity.DeviceID]bool
+	byDevice  map[peer.ID]int
+	prompting map[peer.ID]bool
 	muted     map[string]*declines // by "device ID" or "@source"
 	warned    map[string]time.Time // warnings given (warnDue), by what they are about
 	held      manifestLoad         // manifests held, in all
@@ -100,7 +100,7 @@ type admission struct {
 // so an address may bring maxFreshPerSource within the mute period).
 type freshIDs struct {
 	since time.Time
-	ids   map[identity.DeviceID]bool
+	ids   map[peer.ID]bool
 }
 
 // maxFreshPerSource bounds the new devices one address brings within the
@@ -124,8 +124,8 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource, Floor: 2}),
 		prompts:   newPromptPlaces(maxPrompts, maxPromptsPerSource),
 		pairs:     newPairTries(now),
-		byDevice:  map[identity.DeviceID]int{},
-		prompting: map[identity.DeviceID]bool{},
+		byDevice:  map[peer.ID]int{},
+		prompting: map[peer.ID]bool{},
 		muted:     map[string]*declines{},
 		warned:    map[string]time.Time{},
 		heldBy:    map[string]*manifestLoad{},
@@ -137,7 +137,7 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 type ticket struct {
 	a    *admission
 	src  string
-	peer identity.DeviceID
+	peer peer.ID
 
 	mu       sync.Mutex // guards the fields below
 	known    bool       // the device is in the trust store (refuseEarly)
@@ -149,7 +149,7 @@ type ticket struct {
 // arrive admits a new session from remote ("host:port") proven to be peer,
 // or refuses it. evict ends the session if a newcomer from a less busy
 // source later takes its place.
-func (a *admission) arrive(remote string, peer identity.DeviceID, evict func()) (*ticket, *wire.RemoteError) {
+func (a *admission) arrive(remote string, peer peer.ID, evict func()) (*ticket, *wire.RemoteError) {
 	t := &ticket{a: a, src: fair.Source(remote), peer: peer}
 	a.mu.Lock()
 	if a.byDevice[peer] >= maxWaitingSessionsPerDevice {
@@ -268,7 +268,7 @@ func (t *ticket) checkMuted(trusted, known bool) *wire.RemoteError {
 
 // freshLocked counts a new device at src, or refuses it when src brought
 // maxFreshPerSource within the mute period.
-func (a *admission) freshLocked(src string, peer identity.DeviceID, now time.Time) *wire.RemoteError {
+func (a *admission) freshLocked(src string, id peer.ID, now time.Time) *wire.RemoteError {
 	if a.muteFor <= 0 {
 		return nil
 	}
@@ -281,16 +281,16 @@ func (a *admission) freshLocked(src string, peer identity.DeviceID, now time.Tim
 				}
 			}
 		}
-		f = &freshIDs{since: now, ids: map[identity.DeviceID]bool{}}
+		f = &freshIDs{since: now, ids: map[peer.ID]bool{}}
 		a.fresh[src] = f
 	}
-	if f.ids[peer] {
+	if f.ids[id] {
 		return nil
 	}
 	if len(f.ids) >= maxFreshPerSource {
 		return errTooManyNew
 	}
-	f.ids[peer] = true
+	f.ids[id] = true
 	return nil
 }
 
@@ -380,11 +380,11 @@ func (p *promptTicket) release() {
 // anything is asked or written: a muted device or address, or an untrusted
 // device using the name of a paired one.
 func (e *Engine) refuseEarly(tk *ticket, h *wire.Hello, c Conn) *wire.RemoteError {
-	_, known := e.trust.Get(c.PeerID())
-	if refused := tk.checkMuted(e.isTrusted(c.PeerID()), known); refused != nil {
+	_, known := e.trust.Get(c.PeerID().Peer())
+	if refused := tk.checkMuted(e.isTrusted(c.PeerID().Peer()), known); refused != nil {
 		return refused
 	}
-	return e.checkImpersonation(c.PeerID(), h.Name, c.RemoteAddr())
+	return e.checkImpersonation(c.PeerID().Peer(), h.Name, c.RemoteAddr())
 }
 
 // admitted tells the transport that c's hello passed and its session

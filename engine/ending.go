@@ -24,7 +24,8 @@ type ending struct {
 
 // codeConnectionLost: the other device went away without a word (killed,
 // asleep, out of range); a receiver keeps what arrived for the next attempt.
-const codeConnectionLost = "connection_lost"
+// It is the one table's (package errcode), though it never crosses the wire.
+const codeConnectionLost = string(wire.CodeConnectionLost)
 
 // errConnectionLost is how a receiving session learns that its sender is
 // gone when no stream said so first.
@@ -100,15 +101,25 @@ func endOf(err error, peer string, resumable bool) ending {
 	return e
 }
 
+// Words a peer's reason may hold that only repeat its code, as Ferry
+// devices of every version write them: they are the peer's words on the
+// wire, not this build's error texts, so they are spelled out here (and a
+// change of wording in this build changes nothing of what it reads).
+const userCancelPrefix = "cancelled by the user"
+
+var codeOnlyReasons = map[string]bool{
+	"": true, "declined": true, "the receiver declined": true, "cancelled": true,
+	userCancelPrefix: true, "paused": true, "paused by the sender": true,
+}
+
 // reasonOf is a peer's own words for its error, unless they only repeat the code.
 func reasonOf(re *wire.RemoteError) string {
 	if re == nil {
 		return ""
 	}
 	r := strings.TrimSuffix(strings.TrimSpace(re.Reason), ".")
-	r = strings.TrimPrefix(r, errCancelledByUser.Error()+": ")
-	switch strings.ToLower(r) {
-	case "", "declined", "the receiver declined", "cancelled", errCancelledByUser.Error(), "paused", errPaused.Error():
+	r = strings.TrimPrefix(r, userCancelPrefix+": ")
+	if codeOnlyReasons[strings.ToLower(r)] {
 		return ""
 	}
 	return r

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/clock"
 )
 
@@ -155,4 +157,19 @@ func firstID(t *testing.T, e *Engine) string {
 	}
 	t.Fatal("no sending transfer")
 	return ""
+}
+
+// The words this build sends with its own ends only repeat their codes, so
+// the other side shows no reason for them; a real reason is kept.
+func TestOwnReasonsOnlyRepeatTheCode(t *testing.T) {
+	for _, err := range []error{errCancelledByUser, errPaused, wire.ErrDeclined, wire.ErrCancelled, wire.ErrPaused} {
+		re := &wire.RemoteError{Code: closeCode(err), Reason: errcode.Reason(err)}
+		if r := reasonOf(re); r != "" {
+			t.Errorf("%v reads as the reason %q", err, r)
+		}
+	}
+	re := &wire.RemoteError{Code: wire.CodeCancelled, Reason: errcode.Reason(errStoppedReceiving)}
+	if r := reasonOf(re); r != "receiving was turned off" {
+		t.Errorf("reason %q", r)
+	}
 }

@@ -11,24 +11,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
-	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
-	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
 	"github.com/ferrydrop/ferry/internal/clock"
@@ -206,6 +202,8 @@ type Decision struct {
 
 // TrustedPeer is a device this one has exchanged files with.
 type TrustedPeer struct {
+	// ID is its peer ID (package peer): a Ferry device ID, or
+	// "localsend:" and a fingerprint; SetTrusted and Forget take it.
 	ID           string
 	Name         string
 	LastAddr     string
@@ -246,21 +244,22 @@ type Engine struct {
 	wg     sync.WaitGroup // every goroutine the engine starts
 	rxWG   sync.WaitGroup // the goroutines serving incoming sessions (also in wg)
 
-	// listenMu orders Start, StopReceiving and Close; it is held while
-	// listeners open and close, so e.mu need not be.
+	// listenMu orders Start, StopReceiving, AddReceiver and Close; it is
+	// held while the receiver table's rows open and close, so e.mu need not be.
 	listenMu sync.Mutex
 
-	mu           sync.Mutex // guards the fields below
-	name         string
-	downloadDir  string
-	accept       AcceptPolicy
-	autoTrusted  bool
-	listeners    []transport.Listener
+	// receivers is the receiver table (receivers.go), guarded by listenMu.
+	receivers receiverTable
+
+	mu          sync.Mutex // guards the fields below
+	name        string
+	downloadDir string
+	accept      AcceptPolicy
+	autoTrusted bool
+	// receiving: the receiver table is open (Start); listenStatus says
+	// how each row fared.
+	receiving    bool
 	listenStatus []ListenerStatus
-	stopListen   context.CancelFunc
-	// draining are listeners StopReceiving withdrew while the transfers they
-	// carry finish; Start takes them back, Close closes them.
-	draining []transport.Listener
 	// rxCtx is the context of incoming sessions; StopReceivingNow ends it
 	// (with errStoppedReceiving) and starts a new one.
 	rxCtx            context.Context
@@ -329,7 +328,7 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rxCtx, stopRx := context.WithCancelCause(ctx)
 	netw := netwatch.New(netwatch.Options{})
-	return &Engine{netw: netw,
+	e := &Engine{netw: netw,
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
@@ -339,7 +338,9 @@ func New(opts Options) (*Engine, error) {
 		ctx: ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
-	}, nil
+	}
+	e.receivers.rows = e.ferryReceivers()
+	return e, nil
 }
 
 func defaultName() string {
@@ -434,313 +435,27 @@ func (e *Engine) Trusted() []TrustedPeer {
 	return out
 }
 
-// SetTrusted marks a device as always accepted (or not).
+// SetTrusted marks a device as always accepted (or not). id is a peer ID
+// as events and Trusted give it (package peer: a Ferry device ID, or
+// "localsend:" and a fingerprint); a peer that proved no key cannot be
+// trusted.
 func (e *Engine) SetTrusted(id string, on bool) error {
-	did, err := identity.ParseID(id)
+	pid, err := peer.Parse(id)
 	if err != nil {
 		return err
 	}
-	p, _ := e.trust.Get(did)
-	return e.trust.SetAlwaysAccept(did, p.Name, on)
+	p, _ := e.trust.Get(pid)
+	return e.trust.SetAlwaysAccept(pid, p.Name, on)
 }
 
-// Forget removes a device from the trust store.
+// Forget removes a device from the trust store; id is a peer ID, as for
+// SetTrusted.
 func (e *Engine) Forget(id string) error {
-	did, err := identity.ParseID(id)
+	pid, err := peer.Parse(id)
 	if err != nil {
 		return err
 	}
-	return e.trust.Forget(did)
-}
-
-// Start opens a listener per transport: receiving is on until StopReceiving
-// or Close. A transport that cannot listen is reported (EventListener,
-// Listeners) while the others carry on; Start fails only when none listens.
-func (e *Engine) Start(ctx context.Context) error {
-	e.listenMu.Lock()
-	defer e.listenMu.Unlock()
-	e.mu.Lock()
-	closed, receiving, draining := e.closed, len(e.listeners) > 0, e.draining
-	e.draining = nil
-	e.mu.Unlock()
-	if closed {
-		return ErrClosed
-	}
-	if receiving {
-		return nil
-	}
-	// Listeners withdrawn by StopReceiving still hold their sockets while
-	// transfers finish: take them back (a new one could not have the port).
-	kept := map[transport.Kind]transport.Listener{}
-	for _, l := range draining {
-		if l.Resume() {
-			kept[l.Kind()] = l
-		} else {
-			l.Close()
-		}
-	}
-	addr := e.opts.Listen
-	if addr == "" {
-		addr = ":0"
-	}
-	lns, statuses, err := e.listen(addr, kept)
-	if err != nil {
-		for _, l := range kept {
-			l.Close()
-		}
-		return err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		for _, l := range lns {
-			l.Close()
-		}
-		return ErrClosed
-	}
-	lctx, stop := context.WithCancel(e.ctx)
-	e.listeners, e.listenStatus, e.stopListen = lns, statuses, stop
-	if !e.trimming {
-		e.trimming = true
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.trimLoop(e.ctx)
-		}()
-	}
-	for _, st := range statuses {
-		if st.Err != "" {
-			e.log.Warn("a transport is not listening; the others carry on", "transport", st.Transport, "err", st.Err)
-			e.bus.Publish(Event{Kind: EventListener, Time: e.now(), Listener: &st})
-		}
-	}
-	if age := e.opts.MaxPartialAge; age >= 0 {
-		if age == 0 {
-			age = 7 * 24 * time.Hour
-		}
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			if n := e.CleanPartials(age); n > 0 {
-				e.log.Info("discarded old unfinished transfers", "count", n, "older than", age)
-			}
-		}()
-	}
-	for _, ln := range lns {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.acceptLoop(lctx, ln)
-		}()
-	}
-	return nil
-}
-
-// ListenerStatus says whether one transport listens, and if not, why.
-type ListenerStatus struct {
-	Transport string `json:"transport"`
-	// Addr is where it listens; empty when it does not.
-	Addr string `json:"addr,omitempty"`
-	// Err says why it does not listen, as a sentence for the user.
-	Err string `json:"error,omitempty"`
-}
-
-// Listeners reports each transport's listener since the last Start: where
-// it listens, or why it could not (the others carry on without it). Empty
-// while not receiving.
-func (e *Engine) Listeners() []ListenerStatus {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.listeners) == 0 {
-		return nil
-	}
-	return slices.Clone(e.listenStatus)
-}
-
-// listen opens a listener per transport on addr, each on its own: one that
-// cannot start (its port taken, a platform without UDP) is reported in the
-// statuses, and the others carry on. When addr asks for any port, the
-// later ones try the port number the first one got. A kept listener (one
-// StopReceiving withdrew) serves its transport again. It fails only when no
-// listener starts.
-func (e *Engine) listen(addr string, kept map[transport.Kind]transport.Listener) ([]transport.Listener, []ListenerStatus, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen address %q: %w", addr, err)
-	}
-	var (
-		lns      []transport.Listener
-		statuses []ListenerStatus
-		errs     []error
-	)
-	if isAnyPort(addr) {
-		for _, l := range kept { // new listeners try the port the kept ones hold
-			port = strconv.Itoa(portOf(l.Addr()))
-		}
-	}
-	tlsConf := e.ident.TLSConfig(true, nil) // receivers accept any key (TOFU); the hello is checked against it
-	for _, k := range e.transports {
-		if k.Kind == transport.QUIC && e.opts.NoQUIC || k.Kind == transport.TCP && e.opts.NoTCP {
-			continue
-		}
-		l, err := kept[k.Kind], error(nil)
-		if l == nil {
-			l, err = k.Listen(net.JoinHostPort(host, port), tlsConf, e.reg)
-		}
-		if err != nil && (len(lns) > 0 && isAnyPort(addr) || e.opts.ListenAnyIfTaken && !isAnyPort(addr)) {
-			// The first one's port number is taken for this one: any free
-			// port will do; discovery advertises both.
-			l, err = k.Listen(net.JoinHostPort(host, "0"), tlsConf, e.reg)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			statuses = append(statuses, ListenerStatus{Transport: string(k.Kind), Err: sentence(err)})
-			continue
-		}
-		if len(lns) == 0 {
-			port = strconv.Itoa(portOf(l.Addr()))
-		}
-		lns = append(lns, l)
-		statuses = append(statuses, ListenerStatus{Transport: string(k.Kind), Addr: l.Addr().String()})
-	}
-	if len(lns) == 0 {
-		if len(errs) == 0 {
-			return nil, nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
-		}
-		return nil, nil, errors.Join(errs...)
-	}
-	return lns, statuses, nil
-}
-
-func portOf(a net.Addr) int {
-	switch a := a.(type) {
-	case *net.UDPAddr:
-		return a.Port
-	case *net.TCPAddr:
-		return a.Port
-	}
-	return 0
-}
-
-func isAnyPort(addr string) bool {
-	_, p, _ := net.SplitHostPort(addr)
-	return p == "" || p == "0"
-}
-
-// errStoppedReceiving ends incoming transfers when receiving is turned off
-// with StopReceivingNow; the sender is told the transfer was cancelled.
-var errStoppedReceiving = fmt.Errorf("%w: receiving was turned off", errCancelledByUser)
-
-// StopReceiving stops taking new transfers: the listeners stop accepting
-// sessions (new senders are refused or find nobody), while the transfers
-// being received go on to their end; each listener releases its socket
-// after the last of them. Start takes receiving up again.
-func (e *Engine) StopReceiving() error {
-	e.listenMu.Lock()
-	defer e.listenMu.Unlock()
-	e.withdraw()
-	return nil
-}
-
-// StopReceivingNow stops taking new transfers and ends the ones being
-// received as well (each sender is told at once), then closes the listeners.
-func (e *Engine) StopReceivingNow() error {
-	e.listenMu.Lock()
-	defer e.listenMu.Unlock()
-	e.withdraw()
-	e.mu.Lock()
-	stopRx := e.stopRx
-	e.rxCtx, e.stopRx = context.WithCancelCause(e.ctx)
-	draining := e.draining
-	e.draining = nil
-	e.mu.Unlock()
-	stopRx(errStoppedReceiving)
-	// Sessions end first, while the sockets are still open, so that peers
-	// are told (QUIC's CONNECTION_CLOSE) instead of waiting for an idle timeout.
-	e.rxWG.Wait()
-	var errs []error
-	for _, l := range draining {
-		errs = append(errs, l.Close())
-	}
-	return errors.Join(errs...)
-}
-
-// withdraw stops the accept loops and withdraws the listeners. Called
-// with listenMu held.
-func (e *Engine) withdraw() {
-	e.mu.Lock()
-	lns, stop := e.listeners, e.stopListen
-	e.listeners, e.listenStatus, e.stopListen = nil, nil, nil
-	e.draining = append(e.draining, lns...)
-	e.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	for _, l := range lns {
-		l.Withdraw()
-	}
-}
-
-// Receiving reports whether the listeners are open.
-func (e *Engine) Receiving() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.listeners) > 0
-}
-
-// Addrs returns the listeners' addresses ("" for one that is off).
-func (e *Engine) Addrs() (quicAddr, tcpAddr string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, l := range e.listeners {
-		switch l.Kind() {
-		case transport.QUIC:
-			quicAddr = l.Addr().String()
-		case transport.TCP:
-			tcpAddr = l.Addr().String()
-		}
-	}
-	return quicAddr, tcpAddr
-}
-
-func (e *Engine) acceptLoop(ctx context.Context, ln transport.Listener) {
-	for {
-		c, err := ln.Accept(ctx)
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				e.log.Warn("accept failed", "err", err)
-				if !isTemporary(err) {
-					return
-				}
-				continue
-			}
-			return
-		}
-		e.mu.Lock()
-		if ctx.Err() != nil { // withdrawn meanwhile: StopReceivingNow may be waiting for rxWG
-			e.mu.Unlock()
-			c.Close(uint64(errcode.AppOfErr(errcode.ErrNotReceiving)), errcode.ErrNotReceiving.Error())
-			return
-		}
-		rxCtx := e.rxCtx
-		e.wg.Add(1)
-		e.rxWG.Add(1)
-		e.serving++
-		e.mu.Unlock()
-		go func() {
-			defer e.wg.Done()
-			defer e.rxWG.Done()
-			e.serve(rxCtx, c)
-			e.mu.Lock()
-			e.serving--
-			e.mu.Unlock()
-		}()
-	}
-}
-
-func isTemporary(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return e.trust.Forget(pid)
 }
 
 // Transfer is the handle of one running or finished transfer.
@@ -931,17 +646,9 @@ func (e *Engine) Close() error {
 	e.listenMu.Lock()
 	defer e.listenMu.Unlock()
 	e.withdraw()
-	e.mu.Lock()
-	draining := e.draining
-	e.draining = nil
-	e.mu.Unlock()
-	var errs []error
-	for _, l := range draining {
-		errs = append(errs, l.Close())
-	}
+	err := e.closeDraining()
 	e.netw.Close()
-	errs = append(errs, e.trust.Flush()) // contacts recorded within the last second
-	return errors.Join(errs...)
+	return errors.Join(err, e.trust.Flush()) // contacts recorded within the last second
 }
 
 // errSuperseded ends a receiving session when a new attempt at the same

@@ -84,7 +84,7 @@ func (s State) Final() bool {
 // PeerInfo describes the device at the other end of a transfer.
 type PeerInfo struct {
 	Name    string `json:"name"`
-	ID      string `json:"id"`      // full device ID (base32)
+	ID      string `json:"id"`      // its peer ID (package peer): a Ferry device ID (base32), or "kind:key"
 	Trusted bool   `json:"trusted"` // the user trusts it: paired, or marked trusted
 	Addr    string `json:"addr,omitempty"`
 }

@@ -322,7 +322,7 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("a session beyond the address's bound was served")
 	}
-	p.conn.Close(0, "")
+	p.conn.Close(nil)
 
 	id := newIdentity(t)
 	for i := range maxWaitingSessionsPerDevice {
@@ -382,7 +382,7 @@ func TestManifestBudget(t *testing.T) {
 	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
 		t.Fatalf("a small offer beside the large one: %+v, %v", a.d, a.err)
 	}
-	big.conn.Close(0, "")
+	big.conn.Close(nil)
 	<-bigDone
 	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.heldFiles() <= 1 })
 }
@@ -448,7 +448,7 @@ func TestAddressMuteSparesKnownDevices(t *testing.T) {
 		t.Fatalf("a new device at the muted address: %+v, %v; want %q", a.d, a.err, errMutedAddress.Reason)
 	}
 	real := newIdentity(t)
-	if err := recv.trust.Seen(real.ID, "laptop", ""); err != nil { // it sent here before
+	if err := recv.trust.Seen(real.ID.Peer(), "laptop", ""); err != nil { // it sent here before
 		t.Fatal(err)
 	}
 	_, ch = offerFrom(t, recv, real, nat+":7000")

@@ -103,7 +103,7 @@ func againstLiar(t *testing.T, script func(r *rawReceiver)) (error, int64) {
 	if ctx.Err() != nil {
 		t.Fatal("the sender did not end the session by itself")
 	}
-	cli.Close(0, "")
+	cli.Close(nil)
 	<-scripted
 	return err, tx.verified.Load()
 }

@@ -38,7 +38,7 @@ func runRaw(t *testing.T, recv *Engine, script func(p *rawPeer)) {
 	case <-done:
 	case <-time.After(time.Minute): // a bound for a stuck session, not a speed test
 	}
-	p.conn.Close(0, "") // unblocks a script still reading or writing
+	p.conn.Close(nil) // unblocks a script still reading or writing
 	<-done
 	<-scripted
 }
@@ -72,7 +72,7 @@ func TestStalePartialOfAnotherPeerIsNotReused(t *testing.T) {
 				break
 			}
 		}
-		p.conn.Close(0, "")
+		p.conn.Close(nil)
 	})
 	if n := len(recv.Partials()); n != 1 {
 		t.Fatalf("%d resume states after the first peer dropped, want 1", n)
@@ -90,7 +90,7 @@ func TestStalePartialOfAnotherPeerIsNotReused(t *testing.T) {
 		p.ctl.send(&wire.SenderDone{})
 		p.ctl.recvTimeout(5 * time.Second) // the file's result
 		res, _ = p.ctl.recvTimeout(5 * time.Second)
-		p.conn.Close(0, "")
+		p.conn.Close(nil)
 	})
 	if r, ok := res.(*wire.Result); !ok || !r.OK {
 		t.Fatalf("second transfer: %#v", res)
@@ -216,7 +216,7 @@ func TestNoSpaceRefusedBeforeThePrompt(t *testing.T) {
 		p.hello()
 		p.offer(wire.FileEntry{Path: "huge.bin", Size: 1 << 60})
 		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
-		p.conn.Close(0, "")
+		p.conn.Close(nil)
 	})
 	if d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "needed") {
 		t.Fatalf("decision %+v, want a no-space refusal with the figures", d)
@@ -236,7 +236,7 @@ func TestSameNameTwiceRefusesTheSecond(t *testing.T) {
 		p.hello()
 		p.offer(wire.FileEntry{Path: "a.txt", Size: 1}, wire.FileEntry{Path: "a.txt", Size: 1})
 		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
-		p.conn.Close(0, "")
+		p.conn.Close(nil)
 	})
 	if d == nil || !d.Accept || len(d.Files) != 1 || d.Files[0] != 0 || len(d.Refused) != 1 || d.Refused[0].File != 1 {
 		t.Fatalf("decision %+v, want file 0 accepted and file 1 refused", d)

@@ -47,7 +47,7 @@ func connectRawAs(t *testing.T, recv *Engine, id *identity.Identity, addr string
 		defer close(done)
 		recv.serve(context.Background(), srv)
 	}()
-	t.Cleanup(func() { cli.Close(0, ""); <-done })
+	t.Cleanup(func() { cli.Close(nil); <-done })
 	return &rawPeer{t: t, id: id, conn: cli}, done
 }
 
@@ -256,7 +256,7 @@ func TestHostilePeers(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(15 * time.Second):
-				p.conn.Close(0, "")
+				p.conn.Close(nil)
 				<-done
 				if c.want != "" {
 					t.Fatal("the receiver did not end the session by itself")
@@ -317,7 +317,7 @@ func TestProtocolOverPipe(t *testing.T) {
 	if err := tx.session(context.Background(), cli, "test", "", SendOptions{Streams: 3}); err != nil {
 		t.Fatal(err)
 	}
-	cli.Close(0, "")
+	cli.Close(nil)
 	<-served
 	if tx.verified.Load() != 2 {
 		t.Fatalf("verified %d of 2", tx.verified.Load())

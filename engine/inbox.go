@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/safetext"
@@ -30,7 +30,7 @@ import (
 type inbox struct {
 	e    *Engine
 	t    *Transfer
-	peer identity.DeviceID
+	peer peer.ID
 	// ticket is the offer's standing with the engine's admission: what it
 	// may hold until it is decided, and its place among the prompts (issue #14).
 	ticket *ticket
@@ -91,7 +91,7 @@ const (
 // newInbox starts the receiving side of an exchange with a peer whose
 // identity (and name, as it gave it) is known; conn, when the protocol has
 // one, provides the metrics.
-func (e *Engine) newInbox(peer identity.DeviceID, name, addr string, conn Conn, tk *ticket) *inbox {
+func (e *Engine) newInbox(peer peer.ID, name, addr string, conn Conn, tk *ticket) *inbox {
 	t := &Transfer{
 		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
 		peer: e.peerInfo(peer, name, addr), conn: conn, state: StateWaiting,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/pairing"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -43,7 +44,7 @@ var (
 // pairState is a transfer's verification code and what the user said of it.
 type pairState struct {
 	code string
-	peer identity.DeviceID
+	peer peer.ID
 	name string
 	addr string // where we dialled it (sender side), remembered with it
 	only bool   // a pairing-only session
@@ -101,7 +102,7 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, 
 	}
 	peer := c.PeerID()
 	// An untrusted dialer's commitment is a try at the code until revealed.
-	trusted := e.isTrusted(peer)
+	trusted := e.isTrusted(peer.Peer())
 	var tried time.Time
 	if !trusted {
 		var ok bool
@@ -134,7 +135,7 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, 
 }
 
 // setPair keeps a transfer's code, for ConfirmPair and the prompt.
-func (e *Engine) setPair(t *Transfer, code string, peer identity.DeviceID, name, addr string, only bool) *pairState {
+func (e *Engine) setPair(t *Transfer, code string, peer peer.ID, name, addr string, only bool) *pairState {
 	if code == "" {
 		return nil
 	}
@@ -197,7 +198,7 @@ func (e *Engine) ConfirmPair(transferID string, match bool) error {
 // alwaysAccept applies a decision's AlwaysAccept: a device becomes trusted
 // only through its verification code (ConfirmPair), so without one
 // confirmed it changes nothing.
-func (e *Engine) alwaysAccept(t *Transfer, peer identity.DeviceID) {
+func (e *Engine) alwaysAccept(t *Transfer, peer peer.ID) {
 	if ps := t.pair.Load(); e.isTrusted(peer) || ps != nil && ps.confirmed.Load() {
 		return
 	}
@@ -285,9 +286,9 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	}
 	addr := dialledAddr(to, conn)
 	t.mu.Lock()
-	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
+	t.peer = e.peerInfo(conn.PeerID().Peer(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
-	ps := e.setPair(t, code, conn.PeerID(), h.Name, addr, true)
+	ps := e.setPair(t, code, conn.PeerID().Peer(), h.Name, addr, true)
 	e.setState(t, StateWaiting)
 	e.announcePair(t)
 	return e.pairExchange(ctx, conn, ctl, ps, false)
@@ -410,7 +411,7 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 // key (reinstalled, or someone pretending). It is a hard failure with a
 // clear warning (EventKeyChanged); the user forgets the old device to pair
 // the new one.
-func (e *Engine) checkImpersonation(peer identity.DeviceID, name, addr string) *wire.RemoteError {
+func (e *Engine) checkImpersonation(peer peer.ID, name, addr string) *wire.RemoteError {
 	if e.isTrusted(peer) {
 		return nil
 	}

@@ -202,7 +202,7 @@ func TestPairedNameWithNewKeyIsRefused(t *testing.T) {
 	events, unsub := recv.Subscribe(64)
 	defer unsub()
 	desk := newIdentity(t)
-	if err := recv.trust.Pair(desk.ID, "mallory", "", time.Now()); err != nil { // rawPeer's hello says "mallory"
+	if err := recv.trust.Pair(desk.ID.Peer(), "mallory", "", time.Now()); err != nil { // rawPeer's hello says "mallory"
 		t.Fatal(err)
 	}
 	_, ch := offerFrom(t, recv, newIdentity(t), "192.0.2.1:1")

@@ -32,7 +32,7 @@ func grindOnce(t *testing.T, recv *Engine, id *identity.Identity, addr, name str
 		return false, err
 	}
 	m, err := p.ctl.recvTimeout(5 * time.Second)
-	p.conn.Close(0, "")
+	p.conn.Close(nil)
 	<-done
 	switch m := m.(type) {
 	case *wire.Hello:
@@ -72,7 +72,7 @@ func TestPairingGrindBounded(t *testing.T) {
 
 	// A paired device is not refused: a MITM cannot present its key.
 	friend := newIdentity(t)
-	if err := recv.trust.Pair(friend.ID, "friend", "", clock.Now()); err != nil {
+	if err := recv.trust.Pair(friend.ID.Peer(), "friend", "", clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if answered, refused := grindOnce(t, recv, friend, "203.0.113.5:4000", "friend"); !answered {

@@ -84,7 +84,7 @@ func (c *pipeConn) Transport() transport.Kind { return "pipe" }
 func (c *pipeConn) Metrics() Metrics          { return Metrics{Transport: "pipe"} }
 func (c *pipeConn) Done() <-chan struct{}     { return c.done }
 
-func (c *pipeConn) Close(code uint64, reason string) error {
+func (c *pipeConn) Close(error) error {
 	c.once.Do(func() {
 		close(c.done)
 		for _, end := range []*pipeConn{c, c.other} {

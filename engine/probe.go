@@ -28,7 +28,7 @@ func (e *Engine) Probe(ctx context.Context, addr string) (PeerInfo, error) {
 		return PeerInfo{}, fmt.Errorf("nothing answers at %s: %w", addr, err)
 	}
 	info, err := e.probeHello(ctx, c)
-	c.Close(0, "probe")
+	c.Close(nil)
 	if err != nil {
 		return PeerInfo{}, err
 	}
@@ -55,5 +55,5 @@ func (e *Engine) probeHello(ctx context.Context, c Conn) (PeerInfo, error) {
 	if err := checkHello(h, c); err != nil {
 		return PeerInfo{}, err
 	}
-	return e.peerInfo(c.PeerID(), h.Name, ""), nil
+	return e.peerInfo(c.PeerID().Peer(), h.Name, ""), nil
 }

@@ -41,8 +41,8 @@ var errSessionDone = errors.New("session done")
 
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
-	defer c.Close(0, "")
-	tk, refused := e.admit.arrive(c.RemoteAddr(), c.PeerID(), func() { c.Close(closeReason(errReceiverBusy)) })
+	defer c.Close(nil)
+	tk, refused := e.admit.arrive(c.RemoteAddr(), c.PeerID().Peer(), func() { c.Close(closeReason(errReceiverBusy)) })
 	if refused != nil {
 		c.Close(closeReason(refused))
 		return
@@ -82,7 +82,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		closeWith(c, ctl, err)
 		return
 	}
-	peerID := c.PeerID()
+	peerID := c.PeerID().Peer()
 	admitted(c)
 
 	in := e.newInbox(peerID, h.Name, c.RemoteAddr(), c, tk)
@@ -229,7 +229,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 		return err
 	}
 	if decision.Accept {
-		rx.e.acceptedFrom(rx.c.PeerID(), rx.t.peer.Name)
+		rx.e.acceptedFrom(rx.c.PeerID().Peer(), rx.t.peer.Name)
 	} else {
 		return rx.refuse(ctx, errDecided(decision), decision.code, decision.Reason)
 	}

@@ -60,7 +60,7 @@ func (e *Engine) candidates(ctx context.Context, to Target, id identity.DeviceID
 		cancel()
 	}
 	add(to)
-	if p, ok := e.trust.Get(id); ok {
+	if p, ok := e.trust.Get(id.Peer()); ok {
 		for _, a := range p.LastAddrs {
 			add(Target{Addr: a})
 		}
@@ -133,7 +133,7 @@ func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.Device
 			win = &r
 			cancel() // the others stop dialling
 		default:
-			r.c.Close(0, "another address answered first")
+			r.c.Close(nil)
 		}
 	}
 	if win != nil {

@@ -285,11 +285,11 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		return err
 	}
 	t.mu.Lock()
-	t.peer = e.peerInfo(conn.PeerID(), h.Name, conn.RemoteAddr())
+	t.peer = e.peerInfo(conn.PeerID().Peer(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
-	e.setPair(t, code, conn.PeerID(), h.Name, addr, false)
+	e.setPair(t, code, conn.PeerID().Peer(), h.Name, addr, false)
 	e.announcePair(t)
-	if err := e.trust.Seen(conn.PeerID(), h.Name, addr); err != nil {
+	if err := e.trust.Seen(conn.PeerID().Peer(), h.Name, addr); err != nil {
 		e.log.Warn("trust store", "err", err)
 	}
 

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -117,18 +117,15 @@ func checkHello(h *wire.Hello, c Conn) error {
 	return nil
 }
 
-// Closing a connection carries the error's QUIC application code (from the
-// one table, package errcode) and a reason, so that the peer learns why even
-// when queued stream data is dropped (QUIC discards it).
-func closeReason(err error) (uint64, string) {
+// closeReason is the error a connection is closed with because of err: err
+// with the code that tells the peer why (closeCode); each transport maps it
+// through the one table (package errcode), so that the peer learns why even
+// when queued stream data is dropped (QUIC discards it). nil for nil.
+func closeReason(err error) error {
 	if err == nil {
-		return 0, ""
+		return nil
 	}
-	msg := err.Error()
-	if len(msg) > 200 {
-		msg = msg[:200]
-	}
-	return uint64(errcode.AppOf(closeCode(err))), msg
+	return errcode.WithCode(closeCode(err), err)
 }
 
 // closeCode is the wire code that tells the peer why we end a session.
@@ -150,14 +147,13 @@ func closeWith(c Conn, ctl *control, err error) {
 	if errors.As(err, &re) {
 		// The peer ended it and knows why; echoing its reason back would
 		// only race with its own account of the end.
-		c.Close(0, "")
+		c.Close(nil)
 		return
 	}
-	code, reason := closeReason(err)
-	if code != 0 && ctl != nil {
+	if err != nil && ctl != nil {
 		sent := make(chan struct{})
 		go func() {
-			ctl.send(&wire.Cancel{Code: closeCode(err), Reason: reason})
+			ctl.send(&wire.Cancel{Code: closeCode(err), Reason: errcode.Reason(err)})
 			close(sent)
 		}()
 		t := time.NewTimer(300 * time.Millisecond)
@@ -167,7 +163,7 @@ func closeWith(c Conn, ctl *control, err error) {
 		}
 		t.Stop()
 	}
-	c.Close(code, reason)
+	c.Close(closeReason(err))
 }
 
 // sentence makes an error readable: first letter upper case, a final period.
@@ -200,7 +196,7 @@ func codeSentinel(c wire.Code) error {
 }
 
 // peerInfo builds what events say about a peer.
-func (e *Engine) peerInfo(id identity.DeviceID, name, addr string) PeerInfo {
+func (e *Engine) peerInfo(id peer.ID, name, addr string) PeerInfo {
 	p, known := e.trust.Get(id)
 	return PeerInfo{Name: name, ID: id.String(), Trusted: known && p.AlwaysAccept, Addr: addr}
 }

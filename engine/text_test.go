@@ -155,16 +155,16 @@ func TestTextLimits(t *testing.T) {
 		t.Fatalf("an empty offer: %v, want ErrNothingToSend", err)
 	}
 	// The inbox bounds what any protocol hands it.
-	in := recv.newInbox(send.ident.ID, "mallory", "pipe", nil, nil)
+	in := recv.newInbox(send.ident.ID.Peer(), "mallory", "pipe", nil, nil)
 	if err := in.offer("d1", nil, strings.Repeat("y", MaxTextBytes+1)); !errors.Is(err, wire.ErrTooLarge) {
 		t.Errorf("inbox took an oversized text: %v", err)
 	}
-	in = recv.newInbox(send.ident.ID, "mallory", "pipe", nil, nil)
+	in = recv.newInbox(send.ident.ID.Peer(), "mallory", "pipe", nil, nil)
 	if err := in.offer("d2", nil, "bad \xfe"); !errors.Is(err, wire.ErrProtocol) {
 		t.Errorf("inbox took invalid UTF-8: %v", err)
 	}
 	// A text keeps an offer whose every file name is refused.
-	in = recv.newInbox(send.ident.ID, "mallory", "pipe", nil, nil)
+	in = recv.newInbox(send.ident.ID.Peer(), "mallory", "pipe", nil, nil)
 	if err := in.offer("d3", []offeredFile{{Path: "../escape", Size: 1}}, "still here"); err != nil {
 		t.Errorf("an offer with a text and only refused files: %v", err)
 	}
@@ -188,7 +188,7 @@ func TestTextToOlderReceiver(t *testing.T) {
 	tr := &Transfer{id: "old", dir: Sending, done: make(chan struct{}), started: time.Now()}
 	tx := &sender{e: send, t: tr, text: "hi", chunkSize: 4096}
 	err = tx.session(ctx, cli, "test", "", SendOptions{})
-	cli.Close(0, "")
+	cli.Close(nil)
 	<-greeted
 	if !errors.Is(err, ErrTextUnsupported) || retryable(err) {
 		t.Fatalf("session: %v (retryable %v), want ErrTextUnsupported, not retried", err, retryable(err))

@@ -104,13 +104,13 @@ func (e *Engine) dial(ctx context.Context, to Target, want identity.DeviceID, ki
 		return func(got identity.DeviceID) error {
 			if !want.IsZero() {
 				if got != want {
-					me := &identity.MismatchError{Expected: want, Presented: got}
+					me := &identity.MismatchError{Expected: want.Peer(), Presented: got.Peer()}
 					refused.Store(me)
 					return me
 				}
 				return nil
 			}
-			return e.trust.CheckAddr(addr, got)
+			return e.trust.CheckAddr(addr, got.Peer())
 		}
 	}
 	c, reason, err := auto.Dial(ctx, auto.Request{

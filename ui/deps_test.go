@@ -19,3 +19,20 @@ func TestNoAppDriverImport(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTheCodesOfTheEngine: ui takes the engine's result codes from the
+// one table (engine/wire), and nothing else of the engine: it renders what
+// app hands it.
+func TestOnlyTheCodesOfTheEngine(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list unavailable: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		switch {
+		case dep == "github.com/ferrydrop/ferry/engine/wire", dep == "github.com/ferrydrop/ferry/engine/internal/errcode":
+		case strings.HasPrefix(dep, "github.com/ferrydrop/ferry/engine"):
+			t.Errorf("ui depends on %s", dep)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/engine/wire"
 )
 
 // This file is the one place that turns how a transfer stands into words
@@ -14,22 +16,23 @@ import (
 // Code says why a transfer ended or stopped, with the engine's values.
 type Code string
 
-// Why a transfer ended or stopped. The zero value means the engine did not
-// say; the words then stay general and the engine's own text is shown in
-// Details.
+// Why a transfer ended or stopped: the codes of the engine's one table
+// (package wire re-exports it; plain data, no engine state). The zero value
+// means the engine did not say; the words then stay general and the
+// engine's own text is shown in Details.
 const (
 	CodeNone           Code = ""
-	CodeCancelled      Code = "cancelled"
-	CodePaused         Code = "paused"
-	CodeDeclined       Code = "declined"
-	CodeExpired        Code = "expired" // nobody answered the offer in time
-	CodeBusy           Code = "busy"    // too many offers were waiting
-	CodeNoSpace        Code = "no_space"
-	CodeUntrusted      Code = "untrusted" // the receiver takes files from trusted devices only
-	CodeConnectionLost Code = "connection_lost"
-	CodeVerifyFailed   Code = "verify_failed"
-	CodeIO             Code = "io"
-	CodeProtocol       Code = "protocol"
+	CodeCancelled      Code = Code(wire.CodeCancelled)
+	CodePaused         Code = Code(wire.CodePaused)
+	CodeDeclined       Code = Code(wire.CodeDeclined)
+	CodeExpired        Code = Code(wire.CodeExpired) // nobody answered the offer in time
+	CodeBusy           Code = Code(wire.CodeBusy)    // too many offers were waiting
+	CodeNoSpace        Code = Code(wire.CodeNoSpace)
+	CodeUntrusted      Code = Code(wire.CodeUntrusted) // the receiver takes files from trusted devices only
+	CodeConnectionLost Code = Code(wire.CodeConnectionLost)
+	CodeVerifyFailed   Code = Code(wire.CodeVerifyFailed)
+	CodeIO             Code = Code(wire.CodeIO)
+	CodeProtocol       Code = Code(wire.CodeProtocol)
 )
 
 // Outcome is what the engine says about how a transfer stands: its state

@@ -146,7 +146,7 @@ func (p Peer) FloodSilentQUIC(ctx context.Context, addr string, n int, st *Stats
 			st.Failed.Add(1)
 			return
 		}
-		defer s.Close(0, "")
+		defer s.Close(nil)
 		select {
 		case <-s.Done():
 		case <-ctx.Done():
@@ -344,7 +344,7 @@ func (p Peer) SilentQUIC(ctx context.Context, addr string, n int) (*Hold, int, e
 			continue
 		}
 		ok++
-		h.add(func() { s.Close(0, "") })
+		h.add(func() { s.Close(nil) })
 	}
 	return h, ok, nil
 }
@@ -420,7 +420,7 @@ func (p Peer) connectAs(ctx context.Context, kind, addr string, id *identity.Ide
 	}
 	st, err := c.OpenStream(ctx)
 	if err != nil {
-		c.Close(0, "")
+		c.Close(nil)
 		return nil, err
 	}
 	s := &Session{conn: c, ctl: st, r: bufio.NewReader(st), w: bufio.NewWriter(st)}
@@ -478,7 +478,7 @@ func partSize(files []wire.FileEntry) int {
 // Decision reads the receiver's answer to the offer; a refusal made by
 // closing the session (a cancel) is an error.
 func (s *Session) Decision(ctx context.Context) (*wire.Decision, error) {
-	stop := context.AfterFunc(ctx, func() { s.conn.Close(0, "") })
+	stop := context.AfterFunc(ctx, func() { s.conn.Close(nil) })
 	defer stop()
 	m, err := s.Recv()
 	if err != nil {
@@ -528,4 +528,4 @@ func (s *Session) StallChunks(ctx context.Context, file uint32, chunkLen, stream
 func (s *Session) Done() <-chan struct{} { return s.conn.Done() }
 
 // Close ends the session.
-func (s *Session) Close() { s.conn.Close(0, "") }
+func (s *Session) Close() { s.conn.Close(nil) }

@@ -1,5 +1,6 @@
 // Package identity holds this device's key pair and self-signed certificate,
-// the device ID derived from it, and the trust store that pins peers by ID.
+// the device ID derived from it, and the trust store that pins peers by ID
+// (package peer names them, whatever protocol proved who they are).
 package identity
 
 import (
@@ -10,7 +11,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base32"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -18,16 +18,14 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/internal/atomicfile"
 )
 
 // DeviceID is the SHA-256 of a device certificate's SubjectPublicKeyInfo.
 type DeviceID [32]byte
-
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
 // IDFromCert computes the device ID of a certificate.
 func IDFromCert(cert *x509.Certificate) DeviceID {
@@ -35,20 +33,25 @@ func IDFromCert(cert *x509.Certificate) DeviceID {
 }
 
 // String is the full ID: 52 upper-case base32 characters.
-func (id DeviceID) String() string { return idEncoding.EncodeToString(id[:]) }
+func (id DeviceID) String() string { return peer.FerryKey(id) }
+
+// Peer is the device's peer ID (kind peer.Ferry).
+func (id DeviceID) Peer() peer.ID { return peer.FromFerry(id) }
+
+// DeviceOf is the device ID of a Ferry peer; false for another kind.
+func DeviceOf(p peer.ID) (DeviceID, bool) {
+	if p.Kind != peer.Ferry {
+		return DeviceID{}, false
+	}
+	sum, err := peer.ParseFerryKey(p.Key)
+	if err != nil {
+		return DeviceID{}, false
+	}
+	return DeviceID(sum), true
+}
 
 // Human is the full ID in groups of four, for reading aloud and comparing.
-func (id DeviceID) Human() string {
-	s := id.String()
-	var b strings.Builder
-	for i := 0; i < len(s); i += 4 {
-		if i > 0 {
-			b.WriteByte('-')
-		}
-		b.WriteString(s[i:min(i+4, len(s))])
-	}
-	return b.String()
-}
+func (id DeviceID) Human() string { return id.Peer().Human() }
 
 // Short is the first eight characters, enough to tell devices apart in a list.
 func (id DeviceID) Short() string { return id.String()[:8] }
@@ -57,21 +60,12 @@ func (id DeviceID) Short() string { return id.String()[:8] }
 func (id DeviceID) IsZero() bool { return id == DeviceID{} }
 
 // ErrBadID is returned by ParseID for text that is not a device ID.
-var ErrBadID = errors.New("not a device ID")
+var ErrBadID = peer.ErrBadID
 
 // ParseID accepts the full or human form (dashes, spaces and case are ignored).
 func ParseID(s string) (DeviceID, error) {
-	s = strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(s)))
-	var id DeviceID
-	if len(s) != 52 {
-		return id, fmt.Errorf("parse id %q: %w", s, ErrBadID)
-	}
-	b, err := idEncoding.DecodeString(s)
-	if err != nil || len(b) != 32 {
-		return id, fmt.Errorf("parse id %q: %w", s, ErrBadID)
-	}
-	copy(id[:], b)
-	return id, nil
+	sum, err := peer.ParseFerryKey(s)
+	return DeviceID(sum), err
 }
 
 // Identity is this device's certificate and key.

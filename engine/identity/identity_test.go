@@ -86,22 +86,22 @@ func TestTrustStore(t *testing.T) {
 	}
 	a, _ := LoadOrCreate(t.TempDir())
 	b, _ := LoadOrCreate(t.TempDir())
-	if err := s.Seen(a.ID, "desk", "10.0.0.5:47800"); err != nil {
+	if err := s.Seen(a.ID.Peer(), "desk", "10.0.0.5:47800"); err != nil {
 		t.Fatal(err)
 	}
 	// Another key at a known address is refused; a known key anywhere is fine.
-	if err := s.CheckAddr("10.0.0.5:47800", b.ID); err == nil {
+	if err := s.CheckAddr("10.0.0.5:47800", b.ID.Peer()); err == nil {
 		t.Error("a new key at a known address was accepted")
 	}
-	if err := s.CheckAddr("10.0.0.5:47800", a.ID); err != nil {
+	if err := s.CheckAddr("10.0.0.5:47800", a.ID.Peer()); err != nil {
 		t.Error(err)
 	}
-	s.SetAlwaysAccept(a.ID, "", true)
+	s.SetAlwaysAccept(a.ID.Peer(), "", true)
 	s2, err := OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ok := s2.Get(a.ID)
+	p, ok := s2.Get(a.ID.Peer())
 	if !ok || !p.AlwaysAccept || p.Name != "desk" || p.LastAddrs[0] != "10.0.0.5:47800" {
 		t.Fatalf("reloaded %+v", p)
 	}
@@ -125,7 +125,7 @@ func TestSeenWritesBatched(t *testing.T) {
 	ids := make([]DeviceID, flood)
 	for i := range ids {
 		ids[i][0], ids[i][1] = byte(i), byte(i>>8)
-		if err := s.Seen(ids[i], fmt.Sprintf("flood %d", i), ""); err != nil {
+		if err := s.Seen(ids[i].Peer(), fmt.Sprintf("flood %d", i), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,7 +148,7 @@ func TestSeenWritesBatched(t *testing.T) {
 	if err := s.Flush(); err != nil || s.saves != 2 {
 		t.Errorf("a Flush with nothing due wrote (%d writes, %v)", s.saves, err)
 	}
-	if err := s.SetAlwaysAccept(ids[0], "", true); err != nil || s.saves != 3 {
+	if err := s.SetAlwaysAccept(ids[0].Peer(), "", true); err != nil || s.saves != 3 {
 		t.Errorf("a user's decision was not written at once (%d writes, %v)", s.saves, err)
 	}
 }

@@ -12,11 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/internal/atomicfile"
 )
 
 // Peer is what the trust store remembers about a device we talked to.
 type Peer struct {
+	// ID is the device's peer.ID as String writes it: a Ferry device ID
+	// bare (as trust.json has always held it), another kind as "kind:key".
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	FirstSeen time.Time `json:"first_seen"`
@@ -35,7 +38,7 @@ type Peer struct {
 type KeyChangedError struct {
 	Addr      string
 	Known     Peer
-	Presented DeviceID
+	Presented peer.ID
 }
 
 func (e *KeyChangedError) Error() string {
@@ -45,7 +48,7 @@ func (e *KeyChangedError) Error() string {
 
 // MismatchError reports a peer that is not the device the user asked for.
 type MismatchError struct {
-	Expected, Presented DeviceID
+	Expected, Presented peer.ID
 }
 
 func (e *MismatchError) Error() string {
@@ -65,7 +68,13 @@ const (
 	maxAddrs      = 4
 )
 
-// Store pins peers by device ID. It is safe for concurrent use.
+// ErrNotProven is returned when asked to remember a peer that proved no
+// key (peer.Anon): such a peer is never trusted.
+var ErrNotProven = errors.New("this device proved no key, so it cannot be trusted or remembered")
+
+// Store pins peers by ID (package peer: a Ferry device ID, a LocalSend
+// fingerprint; the kinds never collide). A peer that proved no key is never
+// in it. It is safe for concurrent use.
 type Store struct {
 	path   string
 	now    func() time.Time // dates what it records
@@ -114,16 +123,18 @@ func OpenStoreWith(dir string, now func() time.Time) (*Store, error) {
 		return nil, fmt.Errorf("trust store %s is damaged (%v): move it away to start with no known devices", s.path, err)
 	}
 	for _, p := range peers {
-		if _, err := ParseID(p.ID); err != nil {
+		id, err := peer.Parse(p.ID)
+		if err != nil || !id.Proven() {
 			continue
 		}
+		p.ID = id.String()
 		s.byID[p.ID] = p
 	}
 	return s, nil
 }
 
 // Get returns the record for id.
-func (s *Store) Get(id DeviceID) (Peer, bool) {
+func (s *Store) Get(id peer.ID) (Peer, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.byID[id.String()]
@@ -140,8 +151,10 @@ func clonePeer(p *Peer) Peer {
 }
 
 // CheckAddr refuses a key that differs from the one last seen at addr, unless
-// the presented key is itself known (devices can swap addresses).
-func (s *Store) CheckAddr(addr string, presented DeviceID) error {
+// the presented key is itself known (devices can swap addresses). Only
+// devices of the presented key's kind count: one port of a host may speak
+// Ferry and another LocalSend.
+func (s *Store) CheckAddr(addr string, presented peer.ID) error {
 	if addr == "" {
 		return nil
 	}
@@ -152,7 +165,8 @@ func (s *Store) CheckAddr(addr string, presented DeviceID) error {
 	}
 	var latest *Peer
 	for _, p := range s.byID {
-		if len(p.LastAddrs) > 0 && p.LastAddrs[0] == addr && (latest == nil || p.LastSeen.After(latest.LastSeen)) {
+		if len(p.LastAddrs) > 0 && p.LastAddrs[0] == addr && (latest == nil || p.LastSeen.After(latest.LastSeen)) &&
+			kindOf(p.ID) == presented.Kind {
 			latest = p
 		}
 	}
@@ -162,10 +176,19 @@ func (s *Store) CheckAddr(addr string, presented DeviceID) error {
 	return nil
 }
 
+// kindOf is the kind of a stored ID (the store holds only IDs that parse).
+func kindOf(stored string) peer.Kind {
+	id, _ := peer.Parse(stored)
+	return id.Kind
+}
+
 // Seen records contact with a device (trust on first use) and saves the
 // store: at once after a quiet period, else within a second, together
 // with the other contacts of that second (Flush writes what is due).
-func (s *Store) Seen(id DeviceID, name, addr string) error {
+func (s *Store) Seen(id peer.ID, name, addr string) error {
+	if !id.Proven() {
+		return fmt.Errorf("trust store: %w", ErrNotProven)
+	}
 	now := s.now()
 	s.mu.Lock()
 	p, ok := s.byID[id.String()]
@@ -237,7 +260,10 @@ func (s *Store) flushDirty() error {
 func (s *Store) Flush() error { return s.flushDirty() }
 
 // SetAlwaysAccept marks a device as trusted for automatic acceptance.
-func (s *Store) SetAlwaysAccept(id DeviceID, name string, on bool) error {
+func (s *Store) SetAlwaysAccept(id peer.ID, name string, on bool) error {
+	if !id.Proven() {
+		return fmt.Errorf("trust store: %w", ErrNotProven)
+	}
 	s.mu.Lock()
 	p, ok := s.byID[id.String()]
 	if !ok {
@@ -253,7 +279,10 @@ func (s *Store) SetAlwaysAccept(id DeviceID, name string, on bool) error {
 
 // Pair records that the user confirmed the device's verification code:
 // the device is trusted from now on.
-func (s *Store) Pair(id DeviceID, name, addr string, at time.Time) error {
+func (s *Store) Pair(id peer.ID, name, addr string, at time.Time) error {
+	if !id.Proven() {
+		return fmt.Errorf("trust store: %w", ErrNotProven)
+	}
 	s.mu.Lock()
 	p, ok := s.byID[id.String()]
 	if !ok {
@@ -277,7 +306,7 @@ func (s *Store) Pair(id DeviceID, name, addr string, at time.Time) error {
 
 // PairedNamed returns a paired device called name, other than id: another
 // key that claims the name of a device the user paired with.
-func (s *Store) PairedNamed(name string, id DeviceID) (Peer, bool) {
+func (s *Store) PairedNamed(name string, id peer.ID) (Peer, bool) {
 	if name == "" {
 		return Peer{}, false
 	}
@@ -292,7 +321,7 @@ func (s *Store) PairedNamed(name string, id DeviceID) (Peer, bool) {
 }
 
 // Forget removes a device.
-func (s *Store) Forget(id DeviceID) error {
+func (s *Store) Forget(id peer.ID) error {
 	s.mu.Lock()
 	delete(s.byID, id.String())
 	s.mu.Unlock()

@@ -25,6 +25,10 @@ const (
 	CodeExpired      = errcode.CodeExpired
 )
 
+// CodeConnectionLost is a transfer result's code when the other device went
+// away without a word; it never crosses the wire (package errcode).
+const CodeConnectionLost = errcode.CodeConnectionLost
+
 // Sentinel errors for the codes.
 var (
 	ErrDeclined     = errcode.ErrDeclined

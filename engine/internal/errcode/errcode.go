@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Code is an error code that crosses the wire in control messages.
@@ -44,6 +45,12 @@ const (
 	CodeBadHeader      Code = "bad_header"
 	CodeNotReceiving   Code = "not_receiving"
 )
+
+// CodeConnectionLost is the code of a transfer's result when the other
+// device went away without a word (killed, asleep, out of range). It never
+// crosses the wire, so it has no row, but results carry it beside the
+// table's codes (engine.Result.Code) and the UI names it.
+const CodeConnectionLost Code = "connection_lost"
 
 // Sentinel errors of the protocol.
 var (
@@ -170,8 +177,47 @@ func Sentinel(c Code) error {
 	return r.err
 }
 
-// CodeOf returns the wire code for err (CodeIO when nothing more specific fits).
+// WithCode is err, told to the peer with code c: for an error whose code is
+// not that of a sentinel it wraps (a user's cancel, a mismatched pairing
+// code). Its message and what errors.Is finds are err's.
+func WithCode(c Code, err error) error { return &coded{code: c, err: err} }
+
+type coded struct {
+	code Code
+	err  error
+}
+
+func (e *coded) Error() string { return e.err.Error() }
+func (e *coded) Unwrap() error { return e.err }
+
+// maxReason bounds the reason a connection close carries (QUIC sends it in
+// one CONNECTION_CLOSE frame).
+const maxReason = 200
+
+// Reason is what closing a connection because of err tells the peer in
+// words: its message, cut to maxReason bytes ("" for nil).
+func Reason(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	if len(msg) > maxReason {
+		msg = msg[:maxReason]
+		for len(msg) > 0 && !utf8.ValidString(msg) {
+			msg = msg[:len(msg)-1]
+		}
+	}
+	return msg
+}
+
+// CodeOf returns the wire code for err (CodeIO when nothing more specific
+// fits): the code WithCode gave it, a remote error's own, else the first
+// sentinel of the table it wraps.
 func CodeOf(err error) Code {
+	var c *coded
+	if errors.As(err, &c) {
+		return c.code
+	}
 	var re *RemoteError
 	if errors.As(err, &re) {
 		return re.Code

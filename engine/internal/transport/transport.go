@@ -58,10 +58,12 @@ type Conn interface {
 	Transport() Kind
 	// Metrics returns a snapshot of the transport's counters.
 	Metrics() Metrics
-	// Close ends the session. code is a QUIC application error code from
-	// package errcode (0 means a normal end); QUIC sends it and reason to
-	// the peer in CONNECTION_CLOSE, TCP has no close frame and drops them.
-	Close(code uint64, reason string) error
+	// Close ends the session because of err (nil: a normal end). Each
+	// transport tells the peer through the one table (package errcode):
+	// QUIC sends err's application code and reason in CONNECTION_CLOSE;
+	// TCP has no close frame, so it resets the streams (the protocol's
+	// cancel on the first one says why).
+	Close(err error) error
 	// Done is closed when the session is gone.
 	Done() <-chan struct{}
 }

@@ -52,7 +52,7 @@ func (f *fakeConn) Transport() transport.Kind { return f.kind }
 func (f *fakeConn) Metrics() transport.Metrics {
 	return transport.Metrics{SmoothedRTTms: 100, CongestionControl: "cubic"}
 }
-func (f *fakeConn) Close(uint64, string) error {
+func (f *fakeConn) Close(error) error {
 	f.closed.Add(1)
 	return nil
 }
@@ -169,7 +169,7 @@ func TestRaceHeadStartFollowsTheClock(t *testing.T) {
 	if res.err != nil || res.kind != "b" || dialled.Load() != 1 {
 		t.Fatalf("after the head start: %+v, b dialled %d times", res, dialled.Load())
 	}
-	res.conn.Close(0, "")
+	res.conn.Close(nil)
 }
 
 func TestErrorsStayLocalOnlyWhenAllAre(t *testing.T) {
@@ -211,7 +211,7 @@ func TestAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.Close(0, "")
+	defer q.Close(nil)
 	if _, err := q.OpenStream(ctx); err != nil { // registers the session
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer qs.Close(0, "")
+	defer qs.Close(nil)
 	if _, err := qs.AcceptStream(ctx); err != nil { // the first stream
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestAttach(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { c.Close(0, "") })
+		t.Cleanup(func() { c.Close(nil) })
 		return c
 	}
 	for _, tc := range []struct {
@@ -270,7 +270,7 @@ func TestAttach(t *testing.T) {
 		}
 	}
 	// Ending the QUIC session ends the TCP session that took its data.
-	qs.Close(0, "")
+	qs.Close(nil)
 	select {
 	case <-q.Done():
 	case <-ctx.Done():
@@ -309,7 +309,7 @@ func TestDialFallsBackToTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(0, "")
+	defer c.Close(nil)
 	if c.Transport() != transport.TCP {
 		t.Errorf("%s won (%s)", c.Transport(), why)
 	}

@@ -138,7 +138,7 @@ func preferQUIC(ctx context.Context, cfg transport.Config, r *race, t transport.
 			"TCP cannot use BBR on this device: it carries the batch, over more connections if the path shows random loss",
 			wait.Round(time.Millisecond), rtt), nil
 	}
-	t.Close(0, "quic chosen")
+	t.Close(nil)
 	return q, fmt.Sprintf("RTT %.1f ms and TCP cannot use BBR on this device: QUIC, which answered %v after TCP, carries the batch, "+
 		"over more connections if the path shows random loss", rtt, time.Since(start).Round(time.Millisecond)), nil
 }
@@ -179,13 +179,13 @@ func pick(ctx context.Context, cfg transport.Config, q transport.Conn, tcp func(
 	tm := t.Metrics()
 	switch {
 	case rtt < cfg.CleanRTT && tcpFasterOnCleanPaths:
-		q.Close(0, "switching to tcp")
+		q.Close(nil)
 		return t, fmt.Sprintf("clean low-latency path (RTT %.2f ms): TCP moves more bytes per second here", m.SmoothedRTTms)
 	case tm.CongestionControl == "bbr":
-		q.Close(0, "switching to tcp")
+		q.Close(nil)
 		return t, fmt.Sprintf("RTT %.1f ms: TCP with BBR copes with latency and loss better than QUIC's Reno-style control", m.SmoothedRTTms)
 	default:
-		t.Close(0, "quic chosen")
+		t.Close(nil)
 		cc := tm.CongestionControl
 		if cc == "" {
 			cc = "a loss-based congestion control"

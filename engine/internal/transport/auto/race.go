@@ -164,7 +164,7 @@ func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, e
 		case res.kind == kind:
 			return res.conn, res.err
 		case res.conn != nil:
-			res.conn.Close(0, "lost the race")
+			res.conn.Close(nil)
 		}
 	}
 }
@@ -189,7 +189,7 @@ func (r *race) close() {
 	}
 	for ; r.running > 0; r.running-- {
 		if res := <-r.results; res.conn != nil {
-			res.conn.Close(0, "lost the race")
+			res.conn.Close(nil)
 		}
 	}
 	r.wg.Wait()

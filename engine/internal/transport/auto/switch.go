@@ -94,29 +94,29 @@ func (a *switchConn) run() {
 		return // QUIC carries the whole batch
 	}
 	if t.Metrics().CongestionControl != "bbr" {
-		t.Close(0, "quic chosen")
+		t.Close(nil)
 		return
 	}
 	// The receiver knows the session once it answered on the control stream.
 	select {
 	case <-a.att.Registered():
 	case <-a.ctx.Done():
-		t.Close(0, "session ended")
+		t.Close(nil)
 		return
 	}
 	at, ok := t.(join.Attacher)
 	if !ok {
-		t.Close(0, "quic chosen")
+		t.Close(nil)
 		return
 	}
 	if err := at.Attach(a.ctx, a.att.Token()); err != nil {
-		t.Close(0, "attach failed")
+		t.Close(nil)
 		return
 	}
 	a.mu.Lock()
 	if a.ctx.Err() != nil {
 		a.mu.Unlock()
-		t.Close(0, "session ended")
+		t.Close(nil)
 		return
 	}
 	a.tcp = t
@@ -226,15 +226,15 @@ func (a *switchConn) Metrics() transport.Metrics { return a.data().Metrics() }
 
 // Close ends the QUIC session (its reason reaches the peer first), then TCP,
 // and waits for the switch's goroutines.
-func (a *switchConn) Close(code uint64, reason string) error {
-	err := a.Conn.Close(code, reason)
+func (a *switchConn) Close(why error) error {
+	err := a.Conn.Close(why)
 	a.cancel()
 	a.wg.Wait()
 	a.mu.Lock()
 	t := a.tcp
 	a.mu.Unlock()
 	if t != nil {
-		t.Close(code, reason)
+		t.Close(why)
 	}
 	return err
 }

@@ -136,7 +136,7 @@ func (f *fakeSession) RemoteAddr() string         { return "fake" }
 func (f *fakeSession) Transport() transport.Kind  { return "fake" }
 func (f *fakeSession) Metrics() transport.Metrics { return transport.Metrics{} }
 func (f *fakeSession) Done() <-chan struct{}      { return f.done }
-func (f *fakeSession) Close(uint64, string) error {
+func (f *fakeSession) Close(error) error {
 	f.once.Do(func() { close(f.done) })
 	return nil
 }
@@ -208,7 +208,7 @@ func TestGate(t *testing.T) {
 		t.Errorf("attach to a session that cannot take over: %v", err)
 	}
 	// Ended sessions leave the registry.
-	a.Close(0, "")
+	a.Close(nil)
 	testutil.WaitFor(t, "the gate to let the handshake through", func() bool {
 		_, err := quic.Find(tok, identity.DeviceID{1})
 		return errors.Is(err, errcode.ErrUnknownSession)
@@ -252,14 +252,14 @@ func TestGateWithdraw(t *testing.T) {
 		t.Errorf("start after Resume: %v", err)
 	}
 	got, _ := g.Accept(t.Context())
-	got.Close(0, "")
+	got.Close(nil)
 	g.Withdraw(func() { close(released) })
 	select {
 	case <-released:
 		t.Fatal("released while a session runs")
 	default:
 	}
-	running.Close(0, "")
+	running.Close(nil)
 	select {
 	case <-released:
 	case <-time.After(5 * time.Second):

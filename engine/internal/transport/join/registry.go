@@ -231,7 +231,7 @@ func (g *Gate) Accept(ctx context.Context) (transport.Conn, error) {
 		case s := <-g.queue:
 			select {
 			case <-s.Done():
-				s.Close(0, "") // ended while queued: free what it holds
+				s.Close(nil) // ended while queued: free what it holds
 				continue
 			default:
 			}
@@ -255,7 +255,7 @@ func (g *Gate) Withdraw(onEmpty func()) {
 	for {
 		select {
 		case s := <-g.queue:
-			s.Close(uint64(errcode.AppOfErr(errcode.ErrNotReceiving)), errcode.ErrNotReceiving.Error())
+			s.Close(errcode.ErrNotReceiving)
 			continue
 		default:
 		}
@@ -299,7 +299,7 @@ func (g *Gate) Close() {
 	g.mu.Unlock()
 	g.cancel()
 	for _, s := range sessions {
-		s.Close(0, "listener closed")
+		s.Close(nil) // a normal end: the peer reads no error
 	}
 	g.wg.Wait()
 }

@@ -54,7 +54,7 @@ func TestNoStreamFlood(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close(0, "")
+			defer c.Close(nil)
 			if _, err := c.OpenStream(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func TestNoStreamFlood(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a real sender's session was not accepted during the flood: %v", err)
 			}
-			s.Close(0, "")
+			s.Close(nil)
 		})
 	}
 }

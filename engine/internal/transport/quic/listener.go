@@ -214,7 +214,7 @@ func (l *Listener) handshake(ctx context.Context, qc *quic.Conn, a *admission) {
 	if flag == join.FlagNew {
 		s := newListenerSession(l.cfg, c, token, stream{st, c})
 		if refusal := l.gate.Start(token, s); refusal != nil {
-			s.Close(uint64(errcode.AppOfErr(refusal)), refusal.Error())
+			s.Close(refusal)
 		}
 		return
 	}
@@ -222,7 +222,7 @@ func (l *Listener) handshake(ctx context.Context, qc *quic.Conn, a *admission) {
 	if flag == join.FlagAttach {
 		s := newListenerSession(l.cfg, c, token, nil)
 		if refusal = l.gate.Attach(token, s); refusal != nil {
-			defer s.Close(0, "")
+			defer s.Close(nil)
 		}
 	} else {
 		var sc transport.Conn

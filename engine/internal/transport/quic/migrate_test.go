@@ -152,7 +152,7 @@ func relayedPair(t *testing.T, nw transport.Network) (c, s *Session, relay *tran
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close(0, "") })
+	t.Cleanup(func() { c.Close(nil) })
 	first, err := c.OpenStream(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func relayedPair(t *testing.T, nw transport.Network) (c, s *Session, relay *tran
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sc.Close(0, "") })
+	t.Cleanup(func() { sc.Close(nil) })
 	if _, err := sc.AcceptStream(ctx); err != nil { // the first stream, header read
 		t.Fatal(err)
 	}

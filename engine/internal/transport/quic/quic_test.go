@@ -143,7 +143,7 @@ func sessionPair(t *testing.T, ln *Listener, addr string, cfg transport.Config) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close(0, "") })
+	t.Cleanup(func() { c.Close(nil) })
 	first, err = c.OpenStream(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func sessionPair(t *testing.T, ln *Listener, addr string, cfg transport.Config) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close(0, "") })
+	t.Cleanup(func() { s.Close(nil) })
 	return c, s.(*Session), first
 }
 
@@ -219,7 +219,7 @@ func TestSessionSpreadsStreams(t *testing.T) {
 		}
 	}
 	// Closing the session ends every connection on both sides.
-	c.Close(0, "")
+	c.Close(nil)
 	for i, qc := range conns {
 		select {
 		case <-qc.done():
@@ -458,10 +458,10 @@ func TestWithdrawAndCloseReason(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	if late, err := Dial(ctx, ln.Addr().String(), newTestIdentity(t).TLSConfig(false, nil), transport.Config{}); err == nil {
-		late.Close(0, "")
+		late.Close(nil)
 		t.Error("a new connection after Withdraw")
 	}
-	s.Close(uint64(errcode.AppOf(errcode.CodeCancelled)), "receiving was turned off")
+	s.Close(errcode.WithCode(errcode.CodeCancelled, errors.New("receiving was turned off")))
 	_, err := c.AcceptStream(t.Context())
 	var re *errcode.RemoteError
 	if !errors.As(err, &re) || re.Code != errcode.CodeCancelled || re.Reason != "receiving was turned off" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/spread"
@@ -104,7 +105,7 @@ func newSession(cfg transport.Config, client bool, token join.Token, primary *co
 		select {
 		case <-primary.done():
 			// The session lives and dies with its first connection.
-			s.closeExtras(0, "session ended")
+			s.closeExtras(nil)
 		case <-ctx.Done():
 		}
 		cancel()
@@ -495,18 +496,21 @@ func (s *Session) PathSample() transport.PathSample {
 	return transport.PathSample{SmoothedRTT: st.SmoothedRTT, MinRTT: st.MinRTT, LatestRTT: st.LatestRTT, PacketsLost: st.PacketsLost}
 }
 
-// Close ends the first connection (its code and reason reach the peer
-// first), then the others, and waits for the session's goroutines.
-func (s *Session) Close(code uint64, reason string) error {
+// Close ends the first connection (err's code from the one table, and its
+// reason, reach the peer first), then the others, and waits for the
+// session's goroutines.
+func (s *Session) Close(why error) error {
+	code, reason := uint64(errcode.AppOfErr(why)), errcode.Reason(why)
 	err := s.primary.close(code, reason)
-	s.closeExtras(code, reason)
+	s.closeExtras(why)
 	s.cancel()
 	s.wg.Wait()
 	s.primary.wg.Wait()
 	return err
 }
 
-func (s *Session) closeExtras(code uint64, reason string) {
+func (s *Session) closeExtras(why error) {
+	code, reason := uint64(errcode.AppOfErr(why)), errcode.Reason(why)
 	s.mu.Lock()
 	s.closed = true
 	conns := s.conns[1:]
@@ -516,7 +520,7 @@ func (s *Session) closeExtras(code uint64, reason string) {
 		c.closeWait(code, reason)
 	}
 	for _, c := range takenOver {
-		c.Close(code, reason)
+		c.Close(why)
 	}
 }
 

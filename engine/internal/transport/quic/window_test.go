@@ -116,7 +116,7 @@ func TestUnadmittedBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { c.Close(0, "") })
+		t.Cleanup(func() { c.Close(nil) })
 		if _, err := c.OpenStream(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func TestIdleConnectionFlood(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { c.Close(0, "") })
+			t.Cleanup(func() { c.Close(nil) })
 			if _, err := c.OpenStream(t.Context()); err != nil {
 				t.Fatalf("a real sender could not start its session during the flood: %v", err)
 			}
@@ -59,7 +59,7 @@ func TestIdleConnectionFlood(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close(0, "")
+			defer s.Close(nil)
 			// Its data streams join at once, several handshakes together.
 			var g errgroup.Group
 			for range 4 {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/spread"
@@ -235,7 +236,7 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 	sess.addr, sess.tlsConf = addr, conf
 	s, err := sess.connect(ctx)
 	if err != nil {
-		sess.Close(0, "")
+		sess.Close(nil)
 		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
 	}
 	sess.remote = s.raw.RemoteAddr().String()
@@ -707,12 +708,12 @@ func (c *Session) goTracked(f func()) bool {
 // Close ends every connection of the session and waits for its goroutines.
 // TCP has no connection-level close frame: the peer sees its streams reset
 // (or ended, where both sides had finished writing) and its Done fires, but
-// it does not learn code and reason. With a code (an error), every stream is
+// it does not learn err's code and reason. With an error, every stream is
 // reset but the first, which ends after what was written on it: the
 // protocol's cancel message, which tells the peer why.
-func (c *Session) Close(code uint64, reason string) error {
+func (c *Session) Close(err error) error {
 	how := endLocal
-	if code != 0 {
+	if errcode.AppOfErr(err) != errcode.AppNone {
 		how = endAbort
 	}
 	c.shutdown(how)

@@ -51,7 +51,7 @@ func newPair(t *testing.T, cfg transport.Config) *testPair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close(0, "") })
+	t.Cleanup(func() { c.Close(nil) })
 	// The session starts at the listener with the dialer's first stream.
 	if p.first, err = c.OpenStream(ctx); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func newPair(t *testing.T, cfg transport.Config) *testPair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close(0, "") })
+	t.Cleanup(func() { s.Close(nil) })
 	p.client, p.server = c, s.(*Session)
 	if got, want := s.PeerID(), identity.IDFromCert(p.cliID.Cert.Leaf); got != want {
 		t.Fatalf("server sees peer %s, want %s", got.Short(), want.Short())
@@ -232,7 +232,7 @@ func TestStreamsBothWays(t *testing.T) {
 // (possibly hostile) peer could.
 func rawJoin(ctx context.Context, addr string, id *identity.Identity, expect identity.DeviceID, token join.Token, flag join.Flag) error {
 	c := newSession(transport.Config{}.WithDefaults(), true, token, expect, addr)
-	defer c.Close(0, "")
+	defer c.Close(nil)
 	c.addr, c.tlsConf = addr, id.TLSConfig(false, nil)
 	_, err := c.dial(ctx, flag)
 	return err
@@ -297,7 +297,7 @@ func TestJoinLimit(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() {
-		p.server.Close(0, "")
+		p.server.Close(nil)
 		readers.Wait()
 	})
 	var opened []transport.Stream
@@ -380,7 +380,7 @@ func TestVerifyRejects(t *testing.T) {
 			c, err := Dial(t.Context(), ln.Addr().String(), cliID.TLSConfig(false, tc.cliVer), transport.Config{})
 			if err == nil {
 				_, err = c.OpenStream(t.Context())
-				c.Close(0, "")
+				c.Close(nil)
 			}
 			if err == nil {
 				t.Fatal("the session started")
@@ -401,7 +401,7 @@ func TestVerifyRejects(t *testing.T) {
 			if _, err := c.OpenStream(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			c.Close(0, "")
+			c.Close(nil)
 		})
 	}
 }
@@ -431,9 +431,9 @@ func TestCloseEndsEverything(t *testing.T) {
 			<-p.client.SpareParked()
 			switch closer {
 			case "client":
-				p.client.Close(0, "done")
+				p.client.Close(nil)
 			case "server":
-				p.server.Close(0, "done")
+				p.server.Close(nil)
 			case "listener":
 				p.ln.Close()
 			}
@@ -593,7 +593,7 @@ func BenchmarkTCPStream(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer c.Close(0, "")
+			defer c.Close(nil)
 			first, err := c.OpenStream(ctx)
 			if err != nil {
 				b.Fatal(err)
@@ -602,7 +602,7 @@ func BenchmarkTCPStream(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer sc.Close(0, "")
+			defer sc.Close(nil)
 			r0, err := sc.AcceptStream(ctx)
 			if err != nil {
 				b.Fatal(err)
@@ -669,7 +669,7 @@ func TestWithdraw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer late.Close(0, "")
+	defer late.Close(nil)
 	if _, err := late.OpenStream(ctx); !errors.Is(err, errcode.ErrNotReceiving) {
 		t.Errorf("a new session after Withdraw: %v", err)
 	}
@@ -679,8 +679,8 @@ func TestWithdraw(t *testing.T) {
 		t.Fatalf("join after Withdraw: %v", err)
 	}
 	s.Abort()
-	p.client.Close(0, "")
-	p.server.Close(0, "")
+	p.client.Close(nil)
+	p.server.Close(nil)
 	// Released: nobody listens there any more, and Resume cannot take it back.
 	for {
 		c, err := net.Dial("tcp", addr)
@@ -718,7 +718,7 @@ func TestCloseWithCodeDeliversLastWords(t *testing.T) {
 			if _, err := w.Write([]byte("cancel: why")); err != nil {
 				t.Fatal(err)
 			}
-			closing.Close(uint64(errcode.AppOf(errcode.CodeCancelled)), "why")
+			closing.Close(errcode.WithCode(errcode.CodeCancelled, errors.New("why")))
 			<-other.Done()
 			got, err := io.ReadAll(r)
 			if string(got) != "cancel: why" {

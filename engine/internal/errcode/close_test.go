@@ -1,0 +1,62 @@
+package errcode
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// WithCode gives an error the code it tells the peer, over what it wraps;
+// its message and its sentinels stay its own.
+func TestWithCode(t *testing.T) {
+	userCancel := errors.New("cancelled by the user")
+	stopped := fmt.Errorf("%w: receiving was turned off", userCancel)
+	err := WithCode(CodeCancelled, stopped)
+	if CodeOf(err) != CodeCancelled || AppOfErr(err) != AppOf(CodeCancelled) {
+		t.Fatalf("code %q, app %#x", CodeOf(err), AppOfErr(err))
+	}
+	if !errors.Is(err, userCancel) || err.Error() != stopped.Error() {
+		t.Fatalf("WithCode changed the error: %v", err)
+	}
+	// Over a sentinel of another code, and over a remote error.
+	if got := CodeOf(WithCode(CodeUntrusted, fmt.Errorf("%w: x", ErrCancelled))); got != CodeUntrusted {
+		t.Errorf("over a sentinel: %q", got)
+	}
+	if got := CodeOf(WithCode(CodeBusy, &RemoteError{Code: CodeIO})); got != CodeBusy {
+		t.Errorf("over a remote error: %q", got)
+	}
+	// What the peer decodes from the close is the code and the words.
+	back := FromApp(AppOfErr(err), Reason(err))
+	var re *RemoteError
+	if !errors.As(back, &re) || re.Code != CodeCancelled || re.Reason != stopped.Error() {
+		t.Fatalf("the peer reads %v", back)
+	}
+	// A join refusal keeps its own code and decodes to its sentinel.
+	if got := FromApp(AppOfErr(ErrNotReceiving), Reason(ErrNotReceiving)); !errors.Is(got, ErrNotReceiving) {
+		t.Fatalf("refusal reads %v", got)
+	}
+}
+
+func TestReason(t *testing.T) {
+	if Reason(nil) != "" || AppOfErr(nil) != AppNone {
+		t.Fatal("nil closes normally, without words")
+	}
+	long := errors.New(strings.Repeat("é", 150)) // 300 bytes
+	r := Reason(long)
+	if len(r) > maxReason || !utf8.ValidString(r) || !strings.HasPrefix(long.Error(), r) || len(r) < maxReason-1 {
+		t.Fatalf("Reason cut to %d bytes (valid %v)", len(r), utf8.ValidString(r))
+	}
+}
+
+// connection_lost is a result's code, never the wire's: no row decodes to
+// it and CodeOf never gives it.
+func TestConnectionLostIsNoRow(t *testing.T) {
+	if _, ok := byCode(CodeConnectionLost); ok {
+		t.Fatal("connection_lost has a row")
+	}
+	if Sentinel(CodeConnectionLost) != nil {
+		t.Fatal("connection_lost has a sentinel")
+	}
+}

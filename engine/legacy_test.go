@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/peer"
+)
+
+// testdata/legacy-config holds config dirs written by Ferry before peers
+// had kinds (see its README): a receiver that paired with a sender, took a
+// small file and holds half of an interrupted one, and that sender.
+const (
+	legacyDir      = "testdata/legacy-config"
+	legacyReceiver = "CUSI67W4PGGLISFHIXAEWOHM6JZMWPRUT2M64XYZ6CJS5DSG5OMQ"
+	legacySender   = "RACKTHZHY3KA3RBZJYWIMSSO2CQLTEOD6V7336775KNSJLGUIGSQ"
+	// legacyDest is where the receiver's downloads were: its resume state
+	// names that folder, and a moved folder is another download folder.
+	legacyDest = "/tmp/legacygen/out/downloads"
+	// The interrupted file: legacyPattern's bytes, with the modification
+	// time it had (the offer names it).
+	legacySize  = 4 << 20
+	legacyMTime = 1796159984315761125
+	legacyChunk = 64 << 10
+)
+
+func legacyPattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i/4096)
+	}
+	return b
+}
+
+// copyTree copies the files under src into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A config dir written by the Ferry of before loads unchanged: the same
+// identities, the paired device trusted, the unfinished transfer listed,
+// and a send of the same file resumes it instead of starting over.
+func TestLegacyConfigLoads(t *testing.T) {
+	root := t.TempDir()
+	copyTree(t, legacyDir, root)
+	recvDir, sendDir, dl := filepath.Join(root, "receiver"), filepath.Join(root, "sender"), filepath.Join(root, "downloads")
+	// The one thing moving the fixture changes: the download folder's path.
+	states, _ := filepath.Glob(filepath.Join(recvDir, "resume", "*.json"))
+	if len(states) != 1 {
+		t.Fatalf("resume states in the fixture: %v", states)
+	}
+	st, err := os.ReadFile(states[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(states[0], bytes.ReplaceAll(st, []byte(legacyDest), []byte(dl)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	recv := startReceiver(t, Options{ConfigDir: recvDir, DownloadDir: dl, Accept: AcceptTrusted, MaxPartialAge: -1})
+	send := testEngine(t, Options{ConfigDir: sendDir, ChunkSize: legacyChunk})
+	if recv.ID() != legacyReceiver || send.ID() != legacySender {
+		t.Fatalf("identities: receiver %s, sender %s", recv.ID(), send.ID())
+	}
+	var found bool
+	for _, p := range recv.Trusted() {
+		if p.ID == legacySender {
+			found = p.Paired && p.AlwaysAccept && p.Name == "legacy-sender"
+		}
+	}
+	if !found {
+		t.Fatalf("the paired sender is not trusted: %+v", recv.Trusted())
+	}
+	parts := recv.Partials()
+	if len(parts) != 1 || parts[0].PeerID != legacySender || parts[0].Bytes == 0 {
+		t.Fatalf("partials: %+v", parts)
+	}
+	held := parts[0].Bytes
+
+	src := filepath.Join(t.TempDir(), "big.bin")
+	if err := os.WriteFile(src, legacyPattern(legacySize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Unix(0, legacyMTime)
+	if err := os.Chtimes(src, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	to := target(recv)
+	to.ID = legacyReceiver
+	res := sendWait(t, send, to, []string{src}, SendOptions{Transport: "quic"})
+	if res.State != StateDone || res.Verified != 1 {
+		t.Fatalf("send: %s %q", res.State, res.Err)
+	}
+	if res.Bytes > legacySize-held+legacyChunk*4 {
+		t.Fatalf("sent %d bytes of %d although the receiver held %d: the transfer did not resume", res.Bytes, legacySize, held)
+	}
+	t.Logf("sent %d of %d bytes; the receiver held %d", res.Bytes, legacySize, held)
+	got, err := os.ReadFile(filepath.Join(dl, "big.bin"))
+	if err != nil || !bytes.Equal(got, legacyPattern(legacySize)) {
+		t.Fatalf("received file differs (%v)", err)
+	}
+	if len(recv.Partials()) != 0 {
+		t.Fatal("partials left after the resumed transfer")
+	}
+}
+
+// A LocalSend device is trusted and forgotten by its ID like a Ferry one;
+// a peer that proved no key cannot be trusted.
+func TestTrustByPeerKind(t *testing.T) {
+	e := testEngine(t, Options{})
+	ls := "localsend:" + strings.Repeat("AB", 32)
+	if err := e.SetTrusted(ls, true); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range e.Trusted() {
+		found = found || p.ID == ls && p.AlwaysAccept
+	}
+	if !found {
+		t.Fatalf("the LocalSend device is not trusted: %+v", e.Trusted())
+	}
+	pid, err := peer.Parse(ls)
+	if err != nil || !e.isTrusted(pid) {
+		t.Fatalf("isTrusted(%v) false (%v)", pid, err)
+	}
+	if err := e.SetTrusted("anon:192.0.2.9:4000", true); !errors.Is(err, identity.ErrNotProven) {
+		t.Fatalf("trusting an anonymous peer: %v", err)
+	}
+	if e.isTrusted(peer.Anonymous("192.0.2.9:4000")) {
+		t.Fatal("an anonymous peer is trusted")
+	}
+	if err := e.Forget(ls); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Trusted()) != 0 {
+		t.Fatalf("after Forget: %+v", e.Trusted())
+	}
+	if err := e.SetTrusted("bluetooth:1", true); !errors.Is(err, peer.ErrBadID) {
+		t.Fatalf("an unknown kind: %v", err)
+	}
+}

@@ -60,12 +60,12 @@ var _ ui.Backend = (*backend)(nil)
 // Send starts a transfer in the background: reading the files can take a
 // while and must not freeze the window.
 func (b *backend) Send(dev ui.Device, items ui.Items) error {
-	if dev.QUICAddr == "" && dev.TCPAddr == "" {
+	if len(dev.Addrs) == 0 {
 		return &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
 	}
 	// With an ID the addresses are only where the device was seen: every
 	// attempt, reconnect and Resume looks it up again (engine.Target.Follow).
-	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID, Follow: dev.ID != ""}
+	to := engine.Target{Addrs: dev.Addrs, ID: dev.ID, Follow: dev.ID != ""}
 	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
 	b.start(peer, items.Paths, func() (*engine.Transfer, error) {
 		t, err := b.eng.SendItems(b.ctx, to, engine.Items{Paths: items.Paths, Text: items.Text}, engine.SendOptions{})
@@ -75,7 +75,7 @@ func (b *backend) Send(dev ui.Device, items ui.Items) error {
 			go func() {
 				<-t.Done()
 				if r := t.Result(); r.PresentedID != "" {
-					b.disc.ReportMismatch(dev.ID, r.PresentedID, dev.QUICAddr)
+					b.disc.ReportMismatch(dev.ID, r.PresentedID, dev.Addrs[0].HostPort())
 				}
 			}()
 		}
@@ -352,8 +352,7 @@ func (b *backend) setReceiving(on bool) error {
 }
 
 func (b *backend) service() discovery.Service {
-	q, t := b.eng.Addrs()
-	return discovery.Service{Name: b.eng.Name(), ID: b.eng.ID(), QUICPort: port(q), TCPPort: port(t)}
+	return discovery.Service{Name: b.eng.Name(), ID: b.eng.ID(), Addrs: b.eng.Addrs()}
 }
 
 func (b *backend) History() []ui.HistoryEntry { return b.history.list() }
@@ -414,10 +413,11 @@ func (b *backend) FreeSpace(dir string) int64 {
 // SelfAddresses are this device's addresses with the port it receives on,
 // the ones on private networks first.
 func (b *backend) SelfAddresses() []string {
-	q, t := b.eng.Addrs()
-	p := port(q)
-	if p == 0 {
-		p = port(t)
+	var p int
+	for _, a := range b.eng.Addrs() {
+		if p = port(a.HostPort()); p != 0 {
+			break
+		}
 	}
 	if p == 0 {
 		return nil
@@ -429,8 +429,8 @@ func (b *backend) SelfAddresses() []string {
 func (b *backend) KnownDevices() []ui.KnownDevice {
 	var out []ui.KnownDevice
 	for _, t := range b.eng.Trusted() {
-		d := ui.KnownDevice{ID: t.ID, Name: t.Name, Announced: t.Name, LastSeen: t.LastSeen, LastAddr: t.LastAddr, AutoAccept: t.AlwaysAccept,
-			Paired: t.Paired}
+		d := ui.KnownDevice{ID: t.ID, Name: t.Name, Announced: t.Name, LastSeen: t.LastSeen, LastAddr: t.LastAddr, Addrs: lastAddrs(t),
+			AutoAccept: t.AlwaysAccept, Paired: t.Paired}
 		if n := b.devices.nickname(t.ID); n != "" {
 			d.Name, d.Renamed = n, true
 		}
@@ -457,10 +457,10 @@ func (b *backend) ForgetDevice(id string) error {
 // transfer is recorded as a pairing, so that pumpTransfers, which asks
 // under b.mu, never sees one of its events unmarked.
 func (b *backend) Pair(dev ui.Device) (string, error) {
-	if dev.QUICAddr == "" && dev.TCPAddr == "" {
+	if len(dev.Addrs) == 0 {
 		return "", &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
 	}
-	to := engine.Target{QUICAddr: dev.QUICAddr, TCPAddr: dev.TCPAddr, ID: dev.ID, Follow: dev.ID != ""}
+	to := engine.Target{Addrs: dev.Addrs, ID: dev.ID, Follow: dev.ID != ""}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, err := b.eng.Pair(b.ctx, to)

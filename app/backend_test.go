@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/ui"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // newTestBackend wires a real engine (listening on loopback only) with a
@@ -64,12 +67,12 @@ func TestReceivingOffClosesListenersAndAdvertisement(t *testing.T) {
 	if err := b.SaveSettings(s); err != nil {
 		t.Fatal(err)
 	}
-	q, _ := b.eng.Addrs()
+	q := listening(b.eng, addr.QUIC)
 	if !b.eng.Receiving() || q == "" || b.adv == nil {
 		t.Fatalf("policy everyone: receiving %v, quic %q, advertising %v", b.eng.Receiving(), q, b.adv != nil)
 	}
-	if got := b.adv.Service().QUICPort; got != port(q) {
-		t.Errorf("advertised QUIC port %d, listening on %s", got, q)
+	if got := b.adv.Service().Addrs; !slices.Equal(got, b.eng.Addrs()) {
+		t.Errorf("advertised %v, listening on %v", got, b.eng.Addrs())
 	}
 	s.Policy = ui.PolicyOff
 	if err := b.SaveSettings(s); err != nil {
@@ -81,7 +84,7 @@ func TestReceivingOffClosesListenersAndAdvertisement(t *testing.T) {
 	if c, err := net.Dial("udp", q); err == nil {
 		c.Close() // UDP dials always succeed; the TCP side must refuse
 	}
-	if _, tcp := b.eng.Addrs(); tcp != "" {
+	if tcp := listening(b.eng, addr.TCP); tcp != "" {
 		t.Errorf("TCP still listening on %s", tcp)
 	}
 	reloaded, err := openSettings(filepath.Dir(b.settings.path), ui.Settings{})
@@ -128,7 +131,7 @@ func TestSendFailureBecomesFailedRow(t *testing.T) {
 	got := make(chan ui.TransferEvent, 1)
 	b.synthetic = func(ev ui.TransferEvent) { got <- ev }
 	missing := filepath.Join(t.TempDir(), "does-not-exist")
-	if err := b.Send(ui.Device{Name: "Peer", QUICAddr: "127.0.0.1:9"}, ui.Items{Paths: []string{missing}}); err != nil {
+	if err := b.Send(ui.Device{Name: "Peer", Addrs: []addr.Addr{addr.New(addr.QUIC, "127.0.0.1:9")}}, ui.Items{Paths: []string{missing}}); err != nil {
 		t.Fatal(err)
 	}
 	ev := <-got
@@ -149,12 +152,12 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 	if err := recv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	q, _ := recv.Addrs()
+	q := listening(recv, addr.QUIC)
 	dev, err := b.AddDevice(context.Background(), q, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dev.ID != recv.ID() || dev.Name != "Receiver" || dev.Unverified || dev.QUICAddr == "" {
+	if dev.ID != recv.ID() || dev.Name != "Receiver" || dev.Unverified || len(dev.Addrs) == 0 {
 		t.Errorf("device = %+v, want the receiver's proven ID %s", dev, recv.ID())
 	}
 	// Nobody answers on a closed port: no row for a bare address.
@@ -208,8 +211,7 @@ func TestRetryThroughBackend(t *testing.T) {
 	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	q, tc := recv.Addrs()
-	dev := ui.Device{ID: recv.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}
+	dev := ui.Device{ID: recv.ID(), Name: "Receiver", Addrs: recv.Addrs()}
 	if err := b.Send(dev, ui.Items{Paths: []string{file}}); err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +298,8 @@ func TestResumeAfterReceiverMoved(t *testing.T) {
 	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	q, tc := recv.Addrs()
-	if err := b.Send(ui.Device{ID: recv.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}, ui.Items{Paths: []string{file}}); err != nil {
+	q := listening(recv, addr.QUIC)
+	if err := b.Send(ui.Device{ID: recv.ID(), Name: "Receiver", Addrs: recv.Addrs()}, ui.Items{Paths: []string{file}}); err != nil {
 		t.Fatal(err)
 	}
 	first := result()
@@ -306,7 +308,7 @@ func TestResumeAfterReceiverMoved(t *testing.T) {
 	}
 	recv.Close()
 	moved := start(engine.AcceptAll) // same device, another port
-	mq, _ := moved.Addrs()
+	mq := listening(moved, addr.QUIC)
 	if mq == q {
 		t.Fatalf("the receiver came back on the same address %s", q)
 	}
@@ -319,4 +321,10 @@ func TestResumeAfterReceiverMoved(t *testing.T) {
 	if second := result(); second.Result.State != ui.StateDone {
 		t.Fatalf("Resume after the receiver moved: %+v", second.Result)
 	}
+}
+
+// listening is where e listens for kind ("host:port"), "" when it does not.
+func listening(e *engine.Engine, kind addr.Kind) string {
+	a, _ := addr.First(e.Addrs(), kind)
+	return a.HostPort()
 }

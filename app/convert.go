@@ -6,6 +6,7 @@ import (
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -220,23 +221,24 @@ func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
 func toUIDevice(p discovery.Peer, tr trust, online bool) ui.Device {
 	d := ui.Device{
 		ID: p.ID, Name: p.Name, OS: p.OS, Trusted: tr.trusted, Known: tr.known, Paired: tr.paired, Online: online,
-		LastSeen: p.LastSeen, Source: string(p.Source), Addrs: p.DialAddrs(),
-	}
-	if p.QUICPort > 0 || p.Direct != "" {
-		if a := p.DialAddrs(); len(a) > 0 {
-			d.QUICAddr = a[0]
-		}
-	}
-	if a := p.TCPDialAddrs(); len(a) > 0 {
-		d.TCPAddr = a[0]
+		LastSeen: p.LastSeen, Source: string(p.Source), Addrs: p.Addresses(),
 	}
 	return d
+}
+
+// lastAddrs is where a trusted peer was last reached, over every kind the
+// engine dials.
+func lastAddrs(t engine.TrustedPeer) []addr.Addr {
+	if t.LastAddr == "" {
+		return nil
+	}
+	return engine.AddrsAt(t.LastAddr)
 }
 
 // rememberedDevice is a trusted peer that discovery does not see right now.
 func rememberedDevice(t engine.TrustedPeer) ui.Device {
 	return ui.Device{ID: t.ID, Name: t.Name, Trusted: t.AlwaysAccept, Known: true, Paired: t.Paired, Online: false, LastSeen: t.LastSeen,
-		Source: "remembered", QUICAddr: t.LastAddr, TCPAddr: t.LastAddr}
+		Source: "remembered", Addrs: lastAddrs(t)}
 }
 
 // trust is what the engine's trust store says about a device.

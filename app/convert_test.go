@@ -2,12 +2,15 @@ package app
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/ui"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 func TestToUITransfer(t *testing.T) {
@@ -38,14 +41,20 @@ func TestToUITransfer(t *testing.T) {
 }
 
 func TestToUIDevice(t *testing.T) {
-	p := discovery.Peer{Name: "B", ID: "ID", Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.2")}, QUICPort: 4000, TCPPort: 4001, OS: "linux"}
+	p := discovery.Peer{Name: "B", ID: "ID", Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.2")}, OS: "linux",
+		Ports: []discovery.Port{{Kind: addr.QUIC, Port: 4000}, {Kind: addr.TCP, Port: 4001}}}
 	d := toUIDevice(p, trust{known: true, trusted: true}, true)
-	if d.QUICAddr != "10.0.0.2:4000" || d.TCPAddr != "10.0.0.2:4001" || !d.Trusted || !d.Online || d.OS != "linux" {
+	want := []addr.Addr{addr.New(addr.QUIC, "10.0.0.2:4000"), addr.New(addr.TCP, "10.0.0.2:4001")}
+	if !slices.Equal(d.Addrs, want) || !d.Trusted || !d.Online || d.OS != "linux" {
 		t.Fatalf("device = %+v", d)
 	}
-	p.TCPPort = 0
-	if d := toUIDevice(p, trust{}, false); d.TCPAddr != "" || d.Online {
+	p.Ports = p.Ports[:1]
+	if d := toUIDevice(p, trust{}, false); !slices.Equal(d.Addrs, want[:1]) || d.Online {
 		t.Fatalf("QUIC-only device = %+v", d)
+	}
+	r := rememberedDevice(engine.TrustedPeer{ID: "ID", LastAddr: "10.0.0.3:47800"})
+	if !slices.Equal(r.Addrs, engine.AddrsAt("10.0.0.3:47800")) || r.Online {
+		t.Fatalf("remembered device = %+v", r)
 	}
 }
 

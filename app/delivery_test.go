@@ -44,8 +44,7 @@ func TestSameFileTwiceIsTwoHistoryEntries(t *testing.T) {
 	if err := os.WriteFile(file, make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	q, tc := receiver.eng.Addrs()
-	dev := ui.Device{ID: receiver.eng.ID(), Name: "Receiver", QUICAddr: q, TCPAddr: tc}
+	dev := ui.Device{ID: receiver.eng.ID(), Name: "Receiver", Addrs: receiver.eng.Addrs()}
 	var deliveries []string
 	for range 2 {
 		if err := sender.Send(dev, ui.Items{Paths: []string{file}}); err != nil {

@@ -53,8 +53,7 @@ func offerFromTo(t *testing.T, s, r *side) (ui.TransferEvent, string) {
 	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	q, tc := r.b.eng.Addrs()
-	if err := s.b.Send(ui.Device{ID: r.b.eng.ID(), Name: r.b.eng.Name(), QUICAddr: q, TCPAddr: tc}, ui.Items{Paths: []string{file}}); err != nil {
+	if err := s.b.Send(ui.Device{ID: r.b.eng.ID(), Name: r.b.eng.Name(), Addrs: r.b.eng.Addrs()}, ui.Items{Paths: []string{file}}); err != nil {
 		t.Fatal(err)
 	}
 	offer := r.next(t, ui.TransferOffer)

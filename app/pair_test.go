@@ -72,8 +72,7 @@ func next(t *testing.T, ch <-chan ui.TransferEvent, kind ui.TransferEventKind, i
 // device is how b's UI would list the device of backend other.
 func device(t *testing.T, other *backend) ui.Device {
 	t.Helper()
-	q, tcp := other.eng.Addrs()
-	return ui.Device{ID: other.eng.ID(), Name: other.eng.Name(), QUICAddr: q, TCPAddr: tcp, Online: true}
+	return ui.Device{ID: other.eng.ID(), Name: other.eng.Name(), Addrs: other.eng.Addrs(), Online: true}
 }
 
 func pairedWith(b *backend, id string) bool {

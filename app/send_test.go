@@ -14,6 +14,8 @@ import (
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/ui"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // The UI's bound on a text is the engine's.
@@ -35,7 +37,7 @@ func TestAddDeviceByLinkChecksTheID(t *testing.T) {
 	if err := recv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	q, _ := recv.Addrs()
+	q := listening(recv, addr.QUIC)
 	if dev, err := b.AddDevice(context.Background(), q, recv.ID()); err != nil || dev.ID != recv.ID() {
 		t.Fatalf("the right ID: %+v %v", dev, err)
 	}
@@ -125,8 +127,8 @@ func TestDeviceNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A first exchange makes the device known.
-	q, _ := recv.Addrs()
-	tr, err := b.eng.SendItems(context.Background(), engine.Target{Addr: q}, engine.Items{Text: "hello"}, engine.SendOptions{})
+	q := listening(recv, addr.QUIC)
+	tr, err := b.eng.SendItems(context.Background(), engine.Target{Addrs: engine.AddrsAt(q)}, engine.Items{Text: "hello"}, engine.SendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,10 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	if f := os.Getenv(envSmokeStatus); f != "" {
 		// Written from the Fyne loop, so the window is up (or stays hidden) by then.
 		fyne.DoAndWait(func() {})
-		q, t := b.eng.Addrs()
-		st := map[string]string{"id": b.eng.ID(), "name": b.eng.Name(), "quic": q, "tcp": t}
+		st := map[string]string{"id": b.eng.ID(), "name": b.eng.Name()}
+		for _, l := range b.eng.Listeners() { // "quic" and "tcp": where each listens, "" when it does not
+			st[l.Transport] = l.Addr
+		}
 		data, _ := json.Marshal(st)
 		if err := writeFileAtomic(f, data); err != nil {
 			return fmt.Errorf("smoke status: %w", err)

@@ -6,10 +6,13 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/grandcat/zeroconf"
 	"github.com/miekg/dns"
 	"golang.org/x/net/ipv4"
@@ -18,11 +21,45 @@ import (
 
 // Service is what this device advertises.
 type Service struct {
-	Name     string // device name; the instance label is derived from it
-	ID       string // device ID (full base32 form)
-	QUICPort int    // UDP port of the QUIC listener; the SRV record points here
-	TCPPort  int    // TCP+TLS port; 0 when not listening
-	OS       string // default runtime.GOOS
+	Name string // device name; the instance label is derived from it
+	ID   string // device ID (full base32 form)
+	// Addrs are the device's listeners (Engine.Addrs): the port of each kind
+	// that has a TXT key is advertised (the host is each interface's
+	// address); the SRV record points at the first of them.
+	Addrs []addr.Addr
+	OS    string // default runtime.GOOS
+}
+
+// port is the port svc listens on for kind, 0 when none (or not a port).
+func (svc Service) port(kind addr.Kind) int {
+	a, ok := addr.First(svc.Addrs, kind)
+	if !ok {
+		return 0
+	}
+	_, p, err := net.SplitHostPort(a.HostPort())
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 0 || n > 65535 {
+		return -1
+	}
+	return n
+}
+
+// same reports whether svc and o advertise the same.
+func (svc Service) same(o Service) bool {
+	return svc.Name == o.Name && svc.ID == o.ID && svc.OS == o.OS && slices.Equal(svc.Addrs, o.Addrs)
+}
+
+// srvPort is the port the SRV record points at: the first advertised one.
+func (svc Service) srvPort() int {
+	for _, p := range txtPorts {
+		if n := svc.port(p.kind); n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // AdvertiseOption tunes an Advertiser.
@@ -92,7 +129,13 @@ func validService(svc Service) (Service, error) {
 		return svc, err
 	}
 	svc.ID = id
-	if svc.QUICPort <= 0 && svc.TCPPort <= 0 || svc.QUICPort > 65535 || svc.TCPPort > 65535 || svc.QUICPort < 0 || svc.TCPPort < 0 {
+	svc.Addrs = slices.Clone(svc.Addrs)
+	for _, p := range txtPorts {
+		if svc.port(p.kind) < 0 {
+			return svc, fmt.Errorf("the %s listener has no port in 0..65535", p.kind.Label())
+		}
+	}
+	if svc.srvPort() == 0 {
 		return svc, errors.New("need a QUIC or TCP port in 1..65535")
 	}
 	if svc.OS == "" {
@@ -120,7 +163,7 @@ func (a *Advertiser) Update(svc Service) error {
 	if a.closed {
 		return errors.New("advertise update: advertiser closed")
 	}
-	if svc == a.svc && a.server != nil {
+	if svc.same(a.svc) && a.server != nil {
 		return nil
 	}
 	a.svc = svc
@@ -132,7 +175,9 @@ func (a *Advertiser) Update(svc Service) error {
 func (a *Advertiser) Service() Service {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.svc
+	svc := a.svc
+	svc.Addrs = slices.Clone(svc.Addrs)
+	return svc
 }
 
 // Err reports why the last registration failed, or nil when advertising.
@@ -207,11 +252,7 @@ func (a *Advertiser) registerLocked() {
 		a.err = fmt.Errorf("advertise: %w", ErrNoMulticast)
 		return
 	}
-	port := a.svc.QUICPort
-	if port == 0 {
-		port = a.svc.TCPPort
-	}
-	srv, err := zeroconf.RegisterProxy(presentationLabel(instanceLabel(a.svc.Name)), ServiceType, Domain, port,
+	srv, err := zeroconf.RegisterProxy(presentationLabel(instanceLabel(a.svc.Name)), ServiceType, Domain, a.svc.srvPort(),
 		hostName(a.svc.ID), ips, buildTXT(a.svc), ifaces)
 	if err != nil {
 		a.err = fmt.Errorf("advertise: %w", err)
@@ -258,10 +299,7 @@ func (a *Advertiser) shutdownLocked() {
 // goodbyeMsg is svc's PTR, SRV and TXT records with TTL 0 (RFC 6762 10.1).
 func goodbyeMsg(svc Service) *dns.Msg {
 	inst := presentationLabel(instanceLabel(svc.Name)) + "." + ServiceType + "." + Domain
-	port := svc.QUICPort
-	if port == 0 {
-		port = svc.TCPPort
-	}
+	port := svc.srvPort()
 	m := new(dns.Msg)
 	m.Response = true
 	m.Authoritative = true

@@ -11,7 +11,8 @@
 // Everything a peer advertises is an untrusted hint: the TLS handshake the
 // engine performs decides who a peer is (see ReportMismatch).
 //
-// This package is plain Go: it never imports fyne.io or the engine.
+// This package is plain Go: it never imports fyne.io or the engine; of the
+// engine's packages it uses only addr, the plain data type of addresses.
 package discovery
 
 import (
@@ -25,6 +26,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // ServiceType is the DNS-SD service Ferry advertises and browses for.
@@ -46,15 +49,16 @@ const (
 // Peer is one device seen on the network. Every field except Source,
 // LastSeen and Refused comes from the peer itself and is a hint.
 type Peer struct {
-	Name     string       `json:"name"`
-	ID       string       `json:"id"`
-	Addrs    []netip.Addr `json:"addrs"` // preferred first: same subnet, IPv4, IPv6, link-local
-	QUICPort int          `json:"quic_port,omitempty"`
-	TCPPort  int          `json:"tcp_port,omitempty"`
-	OS       string       `json:"os,omitempty"`
-	Version  int          `json:"version,omitempty"`
-	LastSeen time.Time    `json:"last_seen"`
-	Source   Source       `json:"source"`
+	Name  string       `json:"name"`
+	ID    string       `json:"id"`
+	Addrs []netip.Addr `json:"addrs"` // preferred first: same subnet, IPv4, IPv6, link-local
+	// Ports are the ports it listens on, by kind (its TXT record's "q" and
+	// "t"): with each of Addrs, the ways to reach it (Addresses).
+	Ports    []Port    `json:"ports,omitempty"`
+	OS       string    `json:"os,omitempty"`
+	Version  int       `json:"version,omitempty"`
+	LastSeen time.Time `json:"last_seen"`
+	Source   Source    `json:"source"`
 	// Direct is the "host:port" that answered a direct probe (remembered
 	// and manual peers); it is dialled first.
 	Direct string `json:"direct,omitempty"`
@@ -63,31 +67,55 @@ type Peer struct {
 	Refused bool `json:"refused,omitempty"`
 }
 
-// DialAddrs returns the QUIC "host:port" addresses to try, best first.
-func (p Peer) DialAddrs() []string {
-	return p.dialAddrs(p.QUICPort, p.Direct)
+// Port is a port a device listens on for one kind of address.
+type Port struct {
+	Kind addr.Kind `json:"kind"`
+	Port int       `json:"port"`
 }
 
-// TCPDialAddrs returns the TCP+TLS "host:port" addresses to try, best first.
-func (p Peer) TCPDialAddrs() []string {
-	return p.dialAddrs(p.TCPPort, "")
-}
-
-func (p Peer) dialAddrs(port int, direct string) []string {
+// Addresses returns the ways to reach the peer, best first: Direct first,
+// over each kind the peer listens for on that port number (the first
+// advertised kind when none matches), then each of Addrs over each of
+// Ports. None when the peer is Refused.
+func (p Peer) Addresses() []addr.Addr {
 	if p.Refused {
 		return nil
 	}
+	var out []addr.Addr
+	add := func(a addr.Addr) {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	if p.Direct != "" {
+		_, port, _ := net.SplitHostPort(p.Direct)
+		n := len(out)
+		for _, pt := range p.Ports {
+			if strconv.Itoa(pt.Port) == port {
+				add(addr.New(pt.Kind, p.Direct))
+			}
+		}
+		if len(out) == n {
+			add(addr.New(txtPorts[0].kind, p.Direct))
+		}
+	}
+	for _, h := range p.Addrs {
+		for _, pt := range p.Ports {
+			if pt.Port > 0 && pt.Port <= 65535 {
+				add(addr.New(pt.Kind, netip.AddrPortFrom(h, uint16(pt.Port)).String()))
+			}
+		}
+	}
+	return out
+}
+
+// HostPorts returns the distinct "host:port"s of Addresses, in order: what
+// a user reads as the peer's addresses.
+func (p Peer) HostPorts() []string {
 	var out []string
-	if direct != "" {
-		out = append(out, direct)
-	}
-	if port <= 0 {
-		return out
-	}
-	for _, a := range p.Addrs {
-		s := netip.AddrPortFrom(a, uint16(port)).String()
-		if s != direct {
-			out = append(out, s)
+	for _, a := range p.Addresses() {
+		if hp := a.HostPort(); !slices.Contains(out, hp) {
+			out = append(out, hp)
 		}
 	}
 	return out
@@ -376,6 +404,7 @@ func (d *Discovery) publish(e Event) {
 
 func clonePeer(p Peer) Peer {
 	p.Addrs = slices.Clone(p.Addrs)
+	p.Ports = slices.Clone(p.Ports)
 	return p
 }
 
@@ -429,7 +458,7 @@ func (d *Discovery) observe(p Peer, ttl time.Duration) {
 
 // samePeer compares everything an event subscriber cares about.
 func samePeer(a, b Peer) bool {
-	return a.Name == b.Name && a.QUICPort == b.QUICPort && a.TCPPort == b.TCPPort &&
+	return a.Name == b.Name && slices.Equal(a.Ports, b.Ports) &&
 		a.OS == b.OS && a.Version == b.Version && a.Source == b.Source &&
 		a.Direct == b.Direct && a.Refused == b.Refused && slices.Equal(a.Addrs, b.Addrs)
 }

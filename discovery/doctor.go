@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // Severity grades a Finding.
@@ -375,7 +377,7 @@ func selfTest(ctx context.Context, timeout time.Duration) (Finding, []Peer) {
 	defer unsub()
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.Run(ctx) }()
-	adv, err := Advertise(Service{Name: "ferry-doctor-" + strings.ToLower(id[:6]), ID: id, QUICPort: 9})
+	adv, err := Advertise(Service{Name: "ferry-doctor-" + strings.ToLower(id[:6]), ID: id, Addrs: []addr.Addr{addr.New(addr.QUIC, ":9")}})
 	if err == nil {
 		err = adv.Err()
 		defer adv.Close()

@@ -517,20 +517,16 @@ func (d *Discovery) handleMessage(msg *dns.Msg, ifIndex int, from netip.Addr) *d
 		}
 		ttl = min(ttl, d.opts.PeerTTL)
 		p := Peer{
-			Name:     info.Name,
-			ID:       info.ID,
-			Addrs:    addrs,
-			QUICPort: info.QUICPort,
-			TCPPort:  info.TCPPort,
-			OS:       info.OS,
-			Version:  info.Version,
-			Source:   SourceMDNS,
+			Name:    info.Name,
+			ID:      info.ID,
+			Addrs:   addrs,
+			Ports:   info.Ports, // never empty: parseTXT refuses a record without a port
+			OS:      info.OS,
+			Version: info.Version,
+			Source:  SourceMDNS,
 		}
 		if p.Name == "" {
 			p.Name, _ = cleanName(label)
-		}
-		if p.QUICPort == 0 && info.TCPPort == 0 {
-			p.QUICPort = int(r.srv.Port)
 		}
 		d.observe(p, ttl)
 	}

@@ -85,7 +85,7 @@ func runHelper() int {
 	} else {
 		go func() { runErr <- d.Run(ctx) }()
 	}
-	adv, err := Advertise(Service{Name: name, ID: id, QUICPort: 40000, TCPPort: 40001})
+	adv, err := Advertise(Service{Name: name, ID: id, Addrs: listeners(40000, 40001)})
 	if err != nil {
 		emit(helperLine{Ev: "error", Err: err.Error()})
 		cancel()
@@ -106,7 +106,7 @@ func runHelper() int {
 		select {
 		case c := <-commands:
 			if newName, ok := strings.CutPrefix(c, "name "); ok {
-				if err := adv.Update(Service{Name: newName, ID: id, QUICPort: 40000, TCPPort: 40001}); err != nil {
+				if err := adv.Update(Service{Name: newName, ID: id, Addrs: listeners(40000, 40001)}); err != nil {
 					emit(helperLine{Ev: "error", Err: err.Error()})
 				}
 			}

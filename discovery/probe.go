@@ -148,12 +148,15 @@ func (d *Discovery) probe(ctx context.Context, addr string, src Source) (Peer, e
 	}
 	clean, _ := cleanName(name)
 	return Peer{
-		Name:     clean,
-		ID:       nid,
-		Addrs:    []netip.Addr{ip},
-		QUICPort: port,
-		Source:   src,
-		Direct:   direct,
+		Name:  clean,
+		ID:    nid,
+		Addrs: []netip.Addr{ip},
+		// The probe raced every kind at direct and does not say which
+		// answered: the port is taken as the SRV record's kind's, as an
+		// advertisement would give it.
+		Ports:  []Port{{Kind: txtPorts[0].kind, Port: port}},
+		Source: src,
+		Direct: direct,
 	}, nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 type fakeClock struct {
@@ -98,11 +100,11 @@ func TestAppearChangeExpire(t *testing.T) {
 	if e.Kind != PeerAppeared || e.Peer.Name != "Desk" || e.Peer.ID != idN(1) || e.Peer.Source != SourceMDNS {
 		t.Fatalf("event %+v", e)
 	}
-	if got := e.Peer.DialAddrs(); !slices.Equal(got, []string{"192.0.2.7:4242"}) {
-		t.Fatalf("DialAddrs = %v", got)
+	if got := hostPorts(e.Peer, addr.QUIC); !slices.Equal(got, []string{"192.0.2.7:4242"}) {
+		t.Fatalf("QUIC addresses = %v", got)
 	}
-	if got := e.Peer.TCPDialAddrs(); !slices.Equal(got, []string{"192.0.2.7:4243"}) {
-		t.Fatalf("TCPDialAddrs = %v", got)
+	if got := hostPorts(e.Peer, addr.TCP); !slices.Equal(got, []string{"192.0.2.7:4243"}) {
+		t.Fatalf("TCP addresses = %v", got)
 	}
 	// The same announcement again changes nothing but refreshes the peer.
 	clk.Add(10 * time.Second)
@@ -367,8 +369,8 @@ func TestLinkLocalZoneAndOrdering(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("addrs %v, want %v", got, want)
 	}
-	if da := ps[0].DialAddrs(); da[3] != "[fe80::1%eth0]:4242" {
-		t.Fatalf("DialAddrs %v", da)
+	if da := hostPorts(ps[0], addr.QUIC); da[3] != "[fe80::1%eth0]:4242" {
+		t.Fatalf("QUIC addresses %v", da)
 	}
 }
 
@@ -380,7 +382,7 @@ func TestReportMismatch(t *testing.T) {
 	recv(t, ev)
 	d.ReportMismatch(idN(1), idN(66), "192.0.2.1:4242")
 	e := recv(t, ev)
-	if e.Kind != PeerRefused || e.Peer.Refused || !slices.Equal(e.Peer.DialAddrs(), []string{"192.0.2.2:4242"}) {
+	if e.Kind != PeerRefused || e.Peer.Refused || !slices.Equal(hostPorts(e.Peer, addr.QUIC), []string{"192.0.2.2:4242"}) {
 		t.Fatalf("after first mismatch: %+v", e)
 	}
 	// Re-announcing does not bring the refused address back.
@@ -388,7 +390,7 @@ func TestReportMismatch(t *testing.T) {
 	noEvent(t, ev)
 	d.ReportMismatch(idN(1), idN(66), "192.0.2.2:4242")
 	e = recv(t, ev)
-	if e.Kind != PeerRefused || !e.Peer.Refused || e.Peer.DialAddrs() != nil || !strings.Contains(e.Reason, idN(66)[:8]) {
+	if e.Kind != PeerRefused || !e.Peer.Refused || hostPorts(e.Peer, addr.QUIC) != nil || !strings.Contains(e.Reason, idN(66)[:8]) {
 		t.Fatalf("after second mismatch: %+v", e)
 	}
 	if _, err := d.Resolve(context.Background(), "Victim"); !errors.Is(err, ErrRefused) {
@@ -424,7 +426,7 @@ func TestRememberedAndManual(t *testing.T) {
 	ctx := context.Background()
 	d.probeRound(ctx)
 	ps := d.Peers()
-	if len(ps) != 1 || ps[0].ID != idN(50) || ps[0].Source != SourceRemembered || ps[0].DialAddrs()[0] != "192.0.2.50:7000" {
+	if len(ps) != 1 || ps[0].ID != idN(50) || ps[0].Source != SourceRemembered || hostPorts(ps[0], addr.QUIC)[0] != "192.0.2.50:7000" {
 		t.Fatalf("after probing: %+v", ps)
 	}
 	p, err := d.AddManual(ctx, "192.0.2.70:7000")
@@ -440,7 +442,7 @@ func TestRememberedAndManual(t *testing.T) {
 	// mDNS sighting takes over as the source but keeps the proven address.
 	d.handleMessage(announcement("Remote", idN(50), "h50.local.", 120, "192.0.2.51"), 0, netip.Addr{})
 	p, _ = resolveIn(d.Peers(), idN(50))
-	if p.Source != SourceMDNS || p.DialAddrs()[0] != "192.0.2.50:7000" {
+	if p.Source != SourceMDNS || hostPorts(p, addr.QUIC)[0] != "192.0.2.50:7000" {
 		t.Fatalf("merged peer %+v", p)
 	}
 	// Nothing answers any more: probed peers expire after 3 intervals.
@@ -474,7 +476,9 @@ func TestNoFyneOrEngine(t *testing.T) {
 		t.Skipf("go list unavailable: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "fyne.io/") || dep == "github.com/ferrydrop/ferry/engine" {
+		// Of the engine, only the plain data type of addresses.
+		engine := dep == "github.com/ferrydrop/ferry/engine" || strings.HasPrefix(dep, "github.com/ferrydrop/ferry/engine/")
+		if strings.HasPrefix(dep, "fyne.io/") || engine && dep != "github.com/ferrydrop/ferry/engine/addr" {
 			t.Errorf("discovery depends on %s", dep)
 		}
 	}
@@ -508,4 +512,40 @@ func FuzzHandleMessage(f *testing.F) {
 			t.Fatal("table over its bound")
 		}
 	})
+}
+
+// hostPorts are the "host:port"s of p's addresses of kind, best first.
+func hostPorts(p Peer, kind addr.Kind) []string {
+	var out []string
+	for _, a := range p.Addresses() {
+		if a.Kind == kind {
+			out = append(out, a.HostPort())
+		}
+	}
+	return out
+}
+
+func TestAddresses(t *testing.T) {
+	h1, h2 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("fe80::1%eth0")
+	q, tk := addr.QUIC, addr.TCP
+	for _, tc := range []struct {
+		name string
+		p    Peer
+		want []addr.Addr
+	}{
+		{"advertised", Peer{Addrs: []netip.Addr{h1, h2}, Ports: ports(4242, 4243)},
+			[]addr.Addr{addr.New(q, "192.0.2.1:4242"), addr.New(tk, "192.0.2.1:4243"), addr.New(q, "[fe80::1%eth0]:4242"), addr.New(tk, "[fe80::1%eth0]:4243")}},
+		{"direct on both ports", Peer{Addrs: []netip.Addr{h1}, Ports: ports(7000, 7000), Direct: "192.0.2.9:7000"},
+			[]addr.Addr{addr.New(q, "192.0.2.9:7000"), addr.New(tk, "192.0.2.9:7000"), addr.New(q, "192.0.2.1:7000"), addr.New(tk, "192.0.2.1:7000")}},
+		{"direct on another port", Peer{Addrs: []netip.Addr{h1}, Ports: ports(4242, 4243), Direct: "192.0.2.1:7000"},
+			[]addr.Addr{addr.New(q, "192.0.2.1:7000"), addr.New(q, "192.0.2.1:4242"), addr.New(tk, "192.0.2.1:4243")}},
+		{"direct is advertised too", Peer{Addrs: []netip.Addr{h1}, Ports: ports(4242, 0), Direct: "192.0.2.1:4242"},
+			[]addr.Addr{addr.New(q, "192.0.2.1:4242")}},
+		{"tcp only", Peer{Addrs: []netip.Addr{h1}, Ports: ports(0, 80)}, []addr.Addr{addr.New(tk, "192.0.2.1:80")}},
+		{"refused", Peer{Addrs: []netip.Addr{h1}, Ports: ports(1, 2), Refused: true}, nil},
+	} {
+		if got := tc.p.Addresses(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

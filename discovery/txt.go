@@ -3,10 +3,13 @@ package discovery
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // TXT record keys Ferry advertises. Everything in a TXT record is an
@@ -14,11 +17,34 @@ import (
 const (
 	txtVersion = "v"  // protocol version, decimal
 	txtID      = "id" // device ID, base32 upper case
-	txtQUIC    = "q"  // QUIC UDP port
-	txtTCP     = "t"  // TCP+TLS port (0 or absent: no TCP)
 	txtOS      = "os" // runtime.GOOS of the peer
 	txtName    = "n"  // full device name (the instance label may be truncated)
 )
+
+// txtPorts are the TXT keys of the ports a device listens on, each for the
+// kind of address it names, in the order they are written (0 or absent:
+// not listening on that kind). Every Ferry so far reads "q" and "t" and
+// needs one of them; the SRV record points at the first one listening.
+var txtPorts = []txtPort{
+	{"q", addr.QUIC}, // QUIC UDP port
+	{"t", addr.TCP},  // TCP+TLS port
+}
+
+// txtPort is a TXT key that holds the port of one kind.
+type txtPort struct {
+	key  string
+	kind addr.Kind
+}
+
+// txtPortKind is the kind a TXT port key names, "" for another key.
+func txtPortKind(key string) addr.Kind {
+	for _, p := range txtPorts {
+		if p.key == key {
+			return p.kind
+		}
+	}
+	return ""
+}
 
 // Limits applied to what peers send us, so hostile records cannot grow memory.
 const (
@@ -39,12 +65,11 @@ var ErrBadTXT = errors.New("invalid ferry TXT record")
 
 // txtInfo is what a Ferry TXT record tells us.
 type txtInfo struct {
-	Version  int
-	ID       string
-	QUICPort int
-	TCPPort  int
-	OS       string
-	Name     string
+	Version int
+	ID      string
+	Ports   []Port // in txtPorts order, listening ones only
+	OS      string
+	Name    string
 }
 
 // parseTXT validates a peer's TXT strings. It never panics and allocates at
@@ -70,11 +95,15 @@ func parseTXT(txt []string) (txtInfo, error) {
 		if seen[k] {
 			continue // RFC 6763 6.4: only the first occurrence counts
 		}
+		kind := txtPortKind(k)
 		switch k {
-		case txtVersion, txtID, txtQUIC, txtTCP, txtOS, txtName:
+		case txtVersion, txtID, txtOS, txtName:
 			seen[k] = true
 		default:
-			continue
+			if kind == "" {
+				continue
+			}
+			seen[k] = true
 		}
 		var err error
 		switch k {
@@ -82,10 +111,6 @@ func parseTXT(txt []string) (txtInfo, error) {
 			info.Version, err = parseSmallInt(v, 1, 1<<16)
 		case txtID:
 			info.ID, err = normalizeID(v)
-		case txtQUIC:
-			info.QUICPort, err = parseSmallInt(v, 0, 65535)
-		case txtTCP:
-			info.TCPPort, err = parseSmallInt(v, 0, 65535)
 		case txtOS:
 			if len(v) > maxOSLen || !isToken(v) {
 				err = errors.New("bad os")
@@ -93,6 +118,11 @@ func parseTXT(txt []string) (txtInfo, error) {
 			info.OS = v
 		case txtName:
 			info.Name, err = cleanName(v)
+		default: // a port
+			var n int
+			if n, err = parseSmallInt(v, 0, 65535); n > 0 {
+				info.Ports = append(info.Ports, Port{Kind: kind, Port: n})
+			}
 		}
 		if err != nil {
 			return txtInfo{}, fmt.Errorf("%w: %s: %v", ErrBadTXT, k, err)
@@ -103,10 +133,16 @@ func parseTXT(txt []string) (txtInfo, error) {
 		return txtInfo{}, fmt.Errorf("%w: no version", ErrBadTXT)
 	case info.ID == "":
 		return txtInfo{}, fmt.Errorf("%w: no device ID", ErrBadTXT)
-	case info.QUICPort == 0 && info.TCPPort == 0:
+	case len(info.Ports) == 0:
 		return txtInfo{}, fmt.Errorf("%w: no port", ErrBadTXT)
 	}
+	slices.SortStableFunc(info.Ports, func(a, b Port) int { return portOrder(a.Kind) - portOrder(b.Kind) })
 	return info, nil
+}
+
+// portOrder is kind's place in txtPorts.
+func portOrder(kind addr.Kind) int {
+	return slices.IndexFunc(txtPorts, func(p txtPort) bool { return p.kind == kind })
 }
 
 // buildTXT is the inverse of parseTXT for our own advertisement.
@@ -114,10 +150,11 @@ func buildTXT(s Service) []string {
 	txt := []string{
 		txtVersion + "=" + strconv.Itoa(ProtocolVersion),
 		txtID + "=" + s.ID,
-		txtQUIC + "=" + strconv.Itoa(s.QUICPort),
-		txtTCP + "=" + strconv.Itoa(s.TCPPort),
-		txtOS + "=" + s.OS,
 	}
+	for _, p := range txtPorts {
+		txt = append(txt, p.key+"="+strconv.Itoa(s.port(p.kind)))
+	}
+	txt = append(txt, txtOS+"="+s.OS)
 	if s.Name != "" {
 		txt = append(txt, txtName+"="+s.Name)
 	}

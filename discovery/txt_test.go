@@ -2,13 +2,51 @@ package discovery
 
 import (
 	"errors"
+	"os"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/miekg/dns"
 )
 
 var goodID = strings.Repeat("A", IDLen)
+
+// ports are the Ports of a record with these QUIC and TCP ports (0: none).
+func ports(quic, tcp int) []Port {
+	var out []Port
+	if quic > 0 {
+		out = append(out, Port{Kind: addr.QUIC, Port: quic})
+	}
+	if tcp > 0 {
+		out = append(out, Port{Kind: addr.TCP, Port: tcp})
+	}
+	return out
+}
+
+// listeners are an engine's listening addresses with these QUIC and TCP
+// ports (0: not listening), as Engine.Addrs gives them.
+func listeners(quic, tcp int) []addr.Addr {
+	var out []addr.Addr
+	if quic > 0 {
+		out = append(out, addr.New(addr.QUIC, "[::]:"+strconv.Itoa(quic)))
+	}
+	if tcp > 0 {
+		out = append(out, addr.New(addr.TCP, "[::]:"+strconv.Itoa(tcp)))
+	}
+	return out
+}
+
+func txtKey(kind addr.Kind) string {
+	for _, p := range txtPorts {
+		if p.kind == kind {
+			return p.key
+		}
+	}
+	return ""
+}
 
 // txtCases doubles as the seed corpus of FuzzParseTXT.
 var txtCases = []struct {
@@ -18,17 +56,19 @@ var txtCases = []struct {
 	want txtInfo
 }{
 	{"full", []string{"v=1", "id=" + goodID, "q=4242", "t=4243", "os=linux", "n=Ana's laptop"}, true,
-		txtInfo{Version: 1, ID: goodID, QUICPort: 4242, TCPPort: 4243, OS: "linux", Name: "Ana's laptop"}},
+		txtInfo{Version: 1, ID: goodID, Ports: ports(4242, 4243), OS: "linux", Name: "Ana's laptop"}},
 	{"lower case dashed id", []string{"v=1", "id=" + strings.ToLower(goodID[:4]) + "-" + goodID[4:], "q=1"}, true,
-		txtInfo{Version: 1, ID: goodID, QUICPort: 1}},
-	{"tcp only", []string{"v=1", "id=" + goodID, "t=80"}, true, txtInfo{Version: 1, ID: goodID, TCPPort: 80}},
+		txtInfo{Version: 1, ID: goodID, Ports: ports(1, 0)}},
+	{"tcp only", []string{"v=1", "id=" + goodID, "t=80"}, true, txtInfo{Version: 1, ID: goodID, Ports: ports(0, 80)}},
 	{"unknown keys and flags ignored", []string{"v=2", "x=y", "flag", "id=" + goodID, "q=1"}, true,
-		txtInfo{Version: 2, ID: goodID, QUICPort: 1}},
-	{"first duplicate wins", []string{"v=1", "id=" + goodID, "q=1", "q=2"}, true, txtInfo{Version: 1, ID: goodID, QUICPort: 1}},
+		txtInfo{Version: 2, ID: goodID, Ports: ports(1, 0)}},
+	{"first duplicate wins", []string{"v=1", "id=" + goodID, "q=1", "q=2"}, true, txtInfo{Version: 1, ID: goodID, Ports: ports(1, 0)}},
 	{"empty", nil, false, txtInfo{}},
 	{"no id", []string{"v=1", "q=1"}, false, txtInfo{}},
 	{"no version", []string{"id=" + goodID, "q=1"}, false, txtInfo{}},
 	{"no port", []string{"v=1", "id=" + goodID}, false, txtInfo{}},
+	{"zero ports", []string{"v=1", "id=" + goodID, "q=0", "t=0"}, false, txtInfo{}},
+	{"ports in any order", []string{"v=1", "id=" + goodID, "t=2", "q=1"}, true, txtInfo{Version: 1, ID: goodID, Ports: ports(1, 2)}},
 	{"short id", []string{"v=1", "id=ABCD", "q=1"}, false, txtInfo{}},
 	{"id bad alphabet", []string{"v=1", "id=" + strings.Repeat("1", IDLen), "q=1"}, false, txtInfo{}},
 	{"huge id", []string{"v=1", "id=" + strings.Repeat("A", 250), "q=1"}, false, txtInfo{}},
@@ -46,7 +86,7 @@ var txtCases = []struct {
 	{"string too long", []string{"v=1", "id=" + goodID, "q=1", "x=" + strings.Repeat("y", 300)}, false, txtInfo{}},
 	{"total too long", []string{"v=1", "id=" + goodID, "q=1", strings.Repeat("a", 250), strings.Repeat("b", 250),
 		strings.Repeat("c", 250), strings.Repeat("d", 250), strings.Repeat("e", 250)}, false, txtInfo{}},
-	{"empty key", []string{"=", "v=1", "id=" + goodID, "q=1"}, true, txtInfo{Version: 1, ID: goodID, QUICPort: 1}},
+	{"empty key", []string{"=", "v=1", "id=" + goodID, "q=1"}, true, txtInfo{Version: 1, ID: goodID, Ports: ports(1, 0)}},
 }
 
 func TestParseTXT(t *testing.T) {
@@ -57,7 +97,7 @@ func TestParseTXT(t *testing.T) {
 				if err != nil {
 					t.Fatalf("parseTXT: %v", err)
 				}
-				if got != tc.want {
+				if !reflect.DeepEqual(got, tc.want) {
 					t.Fatalf("parseTXT = %+v, want %+v", got, tc.want)
 				}
 				return
@@ -70,13 +110,13 @@ func TestParseTXT(t *testing.T) {
 }
 
 func TestBuildTXTRoundTrip(t *testing.T) {
-	svc := Service{Name: "Desk", ID: goodID, QUICPort: 1000, TCPPort: 1001, OS: "darwin"}
+	svc := Service{Name: "Desk", ID: goodID, Addrs: listeners(1000, 1001), OS: "darwin"}
 	got, err := parseTXT(buildTXT(svc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := txtInfo{Version: ProtocolVersion, ID: goodID, QUICPort: 1000, TCPPort: 1001, OS: "darwin", Name: "Desk"}
-	if got != want {
+	want := txtInfo{Version: ProtocolVersion, ID: goodID, Ports: ports(1000, 1001), OS: "darwin", Name: "Desk"}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("round trip = %+v, want %+v", got, want)
 	}
 }
@@ -86,7 +126,7 @@ func TestBuildTXTRoundTrip(t *testing.T) {
 // come back unchanged.
 func TestTXTSurvivesTheWire(t *testing.T) {
 	for _, name := range []string{"Desk", "Zoë's Mac", `back\slash "quoted"`, "日本語の名前"} {
-		svc := Service{Name: name, ID: goodID, QUICPort: 1000, OS: "linux"}
+		svc := Service{Name: name, ID: goodID, Addrs: listeners(1000, 0), OS: "linux"}
 		m := new(dns.Msg)
 		m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: "x.local.", Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 1}, Txt: buildTXT(svc)}}
 		b, err := m.Pack()
@@ -133,8 +173,13 @@ func FuzzParseTXT(f *testing.F) {
 		if len(info.ID) != IDLen || !isBase32(info.ID) {
 			t.Fatalf("accepted bad ID %q", info.ID)
 		}
-		if info.QUICPort < 0 || info.QUICPort > 65535 || info.TCPPort < 0 || info.TCPPort > 65535 || info.QUICPort+info.TCPPort == 0 {
+		if len(info.Ports) == 0 || len(info.Ports) > len(txtPorts) {
 			t.Fatalf("accepted bad ports %+v", info)
+		}
+		for _, p := range info.Ports {
+			if p.Port <= 0 || p.Port > 65535 || txtPortKind(txtKey(p.Kind)) != p.Kind {
+				t.Fatalf("accepted bad ports %+v", info)
+			}
 		}
 		if len(info.Name) > MaxNameLen || len(info.OS) > maxOSLen {
 			t.Fatalf("accepted oversized fields %+v", info)
@@ -164,6 +209,51 @@ func TestPresentationLabelMatchesQueries(t *testing.T) {
 		}
 		if back := unescapeLabel(label); back != instanceLabel(raw) {
 			t.Errorf("%q: unescapeLabel(%q) = %q", raw, label, back)
+		}
+	}
+}
+
+// testdata/txt-v1.tsv holds TXT records as main wrote them before
+// addresses had kinds (one record a line, strings tab-separated). The
+// records built now are the same bytes, so every Ferry out there reads
+// them as before; and today's records read back with the same ports.
+func TestTXTAsMainWroteIt(t *testing.T) {
+	data, err := os.ReadFile("testdata/txt-v1.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRST"
+	for i, tc := range []struct {
+		svc       Service
+		quic, tcp int
+	}{
+		{Service{Name: "Desk", ID: id, Addrs: listeners(47800, 47800), OS: "linux"}, 47800, 47800},
+		{Service{Name: "Anna's laptop", ID: id, Addrs: listeners(47800, 51234), OS: "darwin"}, 47800, 51234},
+		{Service{Name: "quic only", ID: id, Addrs: listeners(47800, 0), OS: "windows"}, 47800, 0},
+		{Service{Name: "tcp only", ID: id, Addrs: listeners(0, 47801), OS: "linux"}, 0, 47801},
+		{Service{ID: id, Addrs: listeners(1, 65535), OS: "freebsd"}, 1, 65535},
+	} {
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		if len(lines) != 5 {
+			t.Fatalf("%d records in the file", len(lines))
+		}
+		old := strings.Split(lines[i], "\t")
+		if got := buildTXT(tc.svc); !reflect.DeepEqual(got, old) {
+			t.Errorf("record %d: built %q, main wrote %q", i, got, old)
+		}
+		info, err := parseTXT(old)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if want := ports(tc.quic, tc.tcp); !reflect.DeepEqual(info.Ports, want) {
+			t.Errorf("record %d: ports %v, want %v", i, info.Ports, want)
+		}
+		want := tc.quic // the SRV record points at QUIC's port, else TCP's
+		if want == 0 {
+			want = tc.tcp
+		}
+		if srv := tc.svc.srvPort(); srv != want {
+			t.Errorf("record %d: SRV port %d, want %d", i, srv, want)
 		}
 	}
 }

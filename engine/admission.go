@@ -35,17 +35,15 @@ const (
 )
 
 // The manifests held at once (offers being read, asked about, or received)
-// share one budget of files and name bytes, so many large offers cannot
-// add up beyond what one receiver holds (a 100,000-file offer costs about
-// 70 MB; docs/hostile.md has the figures): one source may hold one offer
-// of the largest size, and the others share what is left.
+// share one budget of memory (manifestCost: files and name bytes), so many
+// large offers cannot add up beyond what one receiver holds: one source may
+// hold one offer of the largest size (Options.ManifestBudget), and all of
+// them together 1.5 times that.
 const (
-	manifestFiles          = 120_000
-	manifestNameBytes      = 20 << 20
-	manifestFilesPerSource = maxOfferFiles
-	// One part over the largest offer's names, so that an offer over that
-	// limit is refused as too large (by the inbox) rather than as busy.
-	manifestNamesPerSource = maxOfferPathBytes + wire.MaxMessage
+	// manifestSlack lets one part more than the largest offer in, so that
+	// an offer over it is refused as too large (by the inbox) rather than
+	// as busy.
+	manifestSlack = wire.MaxMessage
 )
 
 // Refusals of the admission, as the sender reads them.
@@ -90,8 +88,9 @@ type admission struct {
 	prompting map[peer.ID]bool
 	muted     map[string]*declines // by "device ID" or "@source"
 	warned    map[string]time.Time // warnings given (warnDue), by what they are about
-	held      manifestLoad         // manifests held, in all
-	heldBy    map[string]*manifestLoad
+	budget    int64                // the manifests one source may hold (Options.ManifestBudget)
+	held      int64                // manifests held, in all
+	heldBy    map[string]int64     // by source
 	fresh     map[string]*freshIDs // new devices by address, within the mute period
 }
 
@@ -114,13 +113,11 @@ type declines struct {
 	until   time.Time // muted until then
 }
 
-// manifestLoad is an amount of manifest held.
-type manifestLoad struct{ files, names int }
-
-func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *admission {
+func newAdmission(maxPrompts int, muteFor time.Duration, manifestBudget int64, now func() time.Time) *admission {
 	return &admission{
 		now:       now,
 		muteFor:   muteFor,
+		budget:    manifestBudget,
 		waiting:   fair.New(fair.Limits{Total: maxWaitingSessions, PerSource: maxWaitingSessionsPerSource, Floor: 2}),
 		prompts:   newPromptPlaces(maxPrompts, maxPromptsPerSource),
 		pairs:     newPairTries(now),
@@ -128,7 +125,7 @@ func newAdmission(maxPrompts int, muteFor time.Duration, now func() time.Time) *
 		prompting: map[peer.ID]bool{},
 		muted:     map[string]*declines{},
 		warned:    map[string]time.Time{},
-		heldBy:    map[string]*manifestLoad{},
+		heldBy:    map[string]int64{},
 		fresh:     map[string]*freshIDs{},
 	}
 }
@@ -143,7 +140,7 @@ type ticket struct {
 	known    bool       // the device is in the trust store (refuseEarly)
 	slot     *fair.Slot // held until the offer is decided
 	counted  bool       // counted in byDevice
-	manifest manifestLoad
+	manifest int64      // manifest cost held
 }
 
 // arrive admits a new session from remote ("host:port") proven to be peer,
@@ -189,51 +186,37 @@ func (t *ticket) end() {
 	t.decided()
 	t.mu.Lock()
 	m := t.manifest
-	t.manifest = manifestLoad{}
+	t.manifest = 0
 	t.mu.Unlock()
-	if m == (manifestLoad{}) {
+	if m == 0 {
 		return
 	}
 	a := t.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.held.files -= m.files
-	a.held.names -= m.names
-	if by := a.heldBy[t.src]; by != nil {
-		by.files -= m.files
-		by.names -= m.names
-		if *by == (manifestLoad{}) {
-			delete(a.heldBy, t.src)
-		}
+	a.held -= m
+	if a.heldBy[t.src] -= m; a.heldBy[t.src] <= 0 {
+		delete(a.heldBy, t.src)
 	}
 }
 
-// holdManifest charges files and name bytes of the session's offer to the
-// manifest budget, as they arrive, or refuses the offer. A nil ticket (a
-// receiver outside an engine, in tests) charges nothing.
-func (t *ticket) holdManifest(files, names int) *wire.RemoteError {
+// holdManifest charges cost (manifestCost) of the session's offer to the
+// manifest budget, as its parts arrive, or refuses the offer. A nil ticket
+// (a receiver outside an engine, in tests) charges nothing.
+func (t *ticket) holdManifest(cost int64) *wire.RemoteError {
 	if t == nil {
 		return nil
 	}
 	a := t.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	by := a.heldBy[t.src]
-	if by == nil {
-		by = &manifestLoad{}
-	}
-	if a.held.files+files > manifestFiles || a.held.names+names > manifestNameBytes ||
-		by.files+files > manifestFilesPerSource || by.names+names > manifestNamesPerSource {
+	if a.held+cost > a.budget*3/2+manifestSlack || a.heldBy[t.src]+cost > a.budget+manifestSlack {
 		return errManifestsFull
 	}
-	a.heldBy[t.src] = by
-	by.files += files
-	by.names += names
-	a.held.files += files
-	a.held.names += names
+	a.heldBy[t.src] += cost
+	a.held += cost
 	t.mu.Lock()
-	t.manifest.files += files
-	t.manifest.names += names
+	t.manifest += cost
 	t.mu.Unlock()
 	return nil
 }
@@ -405,11 +388,11 @@ func namesOf(files []wire.FileEntry) int {
 	return n
 }
 
-// heldFiles is the number of offered files held now (tests).
-func (a *admission) heldFiles() int {
+// heldManifests is the manifest cost held now (tests).
+func (a *admission) heldManifests() int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.held.files
+	return a.held
 }
 
 // warnDue reports whether a warning about key may be given now: once a

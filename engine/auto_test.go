@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // TestAutoTransport: auto completes whichever transport is blocked, and on
@@ -28,7 +30,7 @@ func TestAutoTransport(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			recv := startReceiver(t, Options{NoQUIC: c.noQUIC, NoTCP: c.noTCP})
+			recv := startReceiver(t, Options{NoListen: noListen(c.noQUIC, c.noTCP)})
 			// Dial the same port for both, as discovery would advertise it: the
 			// blocked one then finds nothing listening.
 			port := recv.listenPort()
@@ -36,7 +38,7 @@ func TestAutoTransport(t *testing.T) {
 			events, unsub := send.Subscribe(256)
 			defer unsub()
 			start := time.Now()
-			tr, err := send.Send(context.Background(), Target{Addr: "127.0.0.1:" + port}, []string{src}, SendOptions{Transport: "auto"})
+			tr, err := send.Send(context.Background(), Target{Addrs: AddrsAt("127.0.0.1:" + port)}, []string{src}, SendOptions{Transport: "auto"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,10 +69,18 @@ func TestAutoTransport(t *testing.T) {
 
 // listenPort is the port number of the engine's listener(s).
 func (e *Engine) listenPort() string {
-	q, tc := e.Addrs()
-	a := q
-	if a == "" {
-		a = tc
-	}
+	a := e.Addrs()[0].HostPort()
 	return a[strings.LastIndex(a, ":")+1:]
+}
+
+func noListen(noQUIC, noTCP bool) []addr.Kind {
+	switch {
+	case noQUIC && noTCP:
+		return []addr.Kind{addr.QUIC, addr.TCP}
+	case noQUIC:
+		return onlyListen("tcp")
+	case noTCP:
+		return onlyListen("quic")
+	}
+	return nil
 }

@@ -72,7 +72,7 @@ func TestBackoffFollowsTheClock(t *testing.T) {
 	gone := listenAndClose(t)
 	events, unsub := send.Subscribe(256)
 	defer unsub()
-	tr, err := send.Send(context.Background(), Target{Addr: gone}, []string{p}, SendOptions{Transport: "tcp"})
+	tr, err := send.Send(context.Background(), Target{Addrs: AddrsAt(gone)}, []string{p}, SendOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
 	}

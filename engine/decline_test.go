@@ -44,8 +44,9 @@ func TestDeclineEndsTheSendAtOnce(t *testing.T) {
 		decide Decision
 		want   []string
 	}{
-		{"too large", Options{Accept: AcceptAll, ManifestDisk: 4 << 10}, []string{src}, Decision{},
-			[]string{"Declined: Bob's laptop takes at most 4 KB of file names in one transfer"}},
+		// The count fits, the names of the first part do not.
+		{"too large", Options{Accept: AcceptAll, ManifestBudget: 3000*manifestFileCost + 30_000}, []string{src}, Decision{},
+			[]string{"Declined: Bob's laptop takes file lists of at most " + humanBytes(3000*manifestFileCost+30_000) + " in one transfer"}},
 		{"declined by the user", Options{Accept: AcceptAsk}, []string{small}, Decision{Reason: "not today"},
 			[]string{"Declined by Bob's laptop: not today."}},
 		{"trusted only", Options{Accept: AcceptTrusted}, []string{small}, Decision{},

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/wire"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // Issue #26, finding 1: the same file sent twice is two deliveries on both
@@ -33,11 +35,11 @@ func TestSameFilesTwiceAreTwoDeliveries(t *testing.T) {
 
 	// The second goes through a gate that holds it after 8 MiB: paused
 	// mid-way for certain, whatever the machine's speed.
-	_, tcpAddr := recv.Addrs()
+	tcpAddr := listening(recv, addr.TCP)
 	gate := newTCPGate(t, tcpAddr, 8<<20)
 	events, unsub := send.Subscribe(4096)
 	defer unsub()
-	tr, err := send.Send(context.Background(), Target{TCPAddr: gate.Addr(), ID: recv.ID()}, []string{big}, SendOptions{Transport: "tcp"})
+	tr, err := send.Send(context.Background(), Target{Addrs: []addr.Addr{addr.New(addr.TCP, gate.Addr())}, ID: recv.ID()}, []string{big}, SendOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestRetryKeepsTheDeliveryUntilDone(t *testing.T) {
 	}
 
 	// An unfinished one (nobody listens there) keeps its ID.
-	gone := Target{Addr: "127.0.0.1:1"}
+	gone := Target{Addrs: AddrsAt("127.0.0.1:1")}
 	failed, err := send.Send(context.Background(), gone, []string{p}, SendOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 func transportsUnderTest() []string {
@@ -186,9 +188,9 @@ func TestKnownAddressWithNewKeyIsRefused(t *testing.T) {
 	}
 	recv.Close()
 	// A different device takes over the same address.
-	imp := startReceiver(t, Options{Listen: to.QUICAddr, NoTCP: true})
+	imp := startReceiver(t, Options{Listen: hostPortOf(to, addr.QUIC), NoListen: onlyListen("quic")})
 	_ = imp
-	res := sendWait(t, send, Target{QUICAddr: to.QUICAddr}, []string{p}, SendOptions{Transport: "quic"})
+	res := sendWait(t, send, targetAt(addr.QUIC, hostPortOf(to, addr.QUIC)), []string{p}, SendOptions{Transport: "quic"})
 	if res.State != StateFailed || !strings.Contains(res.Err, "different key") {
 		t.Fatalf("got %s %q", res.State, res.Err)
 	}
@@ -202,10 +204,9 @@ func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
 	send := testEngine(t, Options{})
 	p := filepath.Join(t.TempDir(), "big.bin")
 	writeFile(t, p, 64<<20)
-	_, tcpAddr := recv.Addrs()
-	gate := newTCPGate(t, tcpAddr, 4<<20)
+	gate := newTCPGate(t, listening(recv, addr.TCP), 4<<20)
 	got := resultsOf(t, recv, Receiving, 1)
-	tr, err := send.Send(context.Background(), Target{TCPAddr: gate.Addr()}, []string{p}, SendOptions{Transport: "tcp"})
+	tr, err := send.Send(context.Background(), targetAt(addr.TCP, gate.Addr()), []string{p}, SendOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,11 +238,11 @@ func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
 
 func TestNothingToSend(t *testing.T) {
 	send := testEngine(t, Options{})
-	_, err := send.Send(context.Background(), Target{Addr: "127.0.0.1:1"}, []string{t.TempDir()}, SendOptions{})
+	_, err := send.Send(context.Background(), Target{Addrs: AddrsAt("127.0.0.1:1")}, []string{t.TempDir()}, SendOptions{})
 	if !errors.Is(err, ErrNothingToSend) {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = send.Send(context.Background(), Target{Addr: "127.0.0.1:1"}, []string{"/does/not/exist"}, SendOptions{})
+	_, err = send.Send(context.Background(), Target{Addrs: AddrsAt("127.0.0.1:1")}, []string{"/does/not/exist"}, SendOptions{})
 	if err == nil {
 		t.Fatal("missing path accepted")
 	}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
@@ -78,8 +79,9 @@ type Options struct {
 	// its offers within that time; zero means 2 minutes, negative mutes
 	// nobody.
 	MuteDeclined time.Duration
-	// NoQUIC and NoTCP disable a listener (tests of the fallback).
-	NoQUIC, NoTCP bool
+	// NoListen lists kinds of the transport table not to listen on (tests
+	// of the fallback); nil listens on every kind.
+	NoListen []addr.Kind
 	// RetryFor is how long a sender keeps reconnecting after the connection
 	// drops (peer killed, network gone, machine asleep); zero means 2 minutes,
 	// negative means never retry.
@@ -108,11 +110,15 @@ type Options struct {
 	// ProgressInterval is how often a transfer publishes progress (and
 	// metrics every fourth time); zero means 250 ms.
 	ProgressInterval time.Duration
-	// ManifestDisk bounds the file names one device's offers may make this
-	// device hold while they are read, asked about and received, in bytes;
-	// an offer whose names add up to more is refused as too large, with
-	// the figure. Zero means defaultManifestDisk.
-	ManifestDisk int64
+	// ManifestBudget bounds the memory the file lists of the offers from
+	// one address may take while they are read, asked about and received,
+	// in bytes: each offered file counts manifestFileCost (1 KiB, what the
+	// receiver's peak memory grows by per file) plus its name. An offer over
+	// it is refused as too large, with the figure; all addresses together
+	// hold at most 1.5 times it. Zero means defaultManifestBudget (128 MiB:
+	// about 125,000 files). No number of files is refused as such below the
+	// protocol's million.
+	ManifestBudget int64
 	// SessionIdleTimeout closes an accepted incoming session over which
 	// nothing arrives (no data, no control message) for this long; zero
 	// means 1 minute.
@@ -136,10 +142,14 @@ type Options struct {
 // clock.Fake and move it on by hand.
 type Clock = clock.Clock
 
-// Target says where to send: an address and, optionally, who must answer there.
+// Target says where to send: the ways to reach a device and, optionally,
+// who must answer there.
 type Target struct {
-	// QUICAddr and TCPAddr are "host:port"; either may be empty. Addr sets both.
-	Addr, QUICAddr, TCPAddr string
+	// Addrs are the device's addresses, best first (AddrsAt gives every
+	// kind at one "host:port"). The addresses of one host are one place:
+	// its kinds race as the transport table says, and each place gets a
+	// head start over the next; the first that connects wins.
+	Addrs []addr.Addr
 	// ID, when set, is the device ID the peer must prove; a different key is refused.
 	ID string
 	// Follow, with ID set, makes the addresses only where the device was
@@ -158,20 +168,6 @@ func (t Target) want() (identity.DeviceID, error) {
 		return identity.DeviceID{}, nil
 	}
 	return identity.ParseID(t.ID)
-}
-
-func (t Target) quicAddr() string {
-	if t.QUICAddr != "" {
-		return t.QUICAddr
-	}
-	return t.Addr
-}
-
-func (t Target) tcpAddr() string {
-	if t.TCPAddr != "" {
-		return t.TCPAddr
-	}
-	return t.Addr
 }
 
 // SendOptions tune one Send.
@@ -312,8 +308,8 @@ func New(opts Options) (*Engine, error) {
 		opts.ChunkSize = 1 << 20
 	}
 	opts.ChunkSize = min(max(opts.ChunkSize, wire.MinChunkSize), wire.MaxChunkSize)
-	if opts.ManifestDisk <= 0 {
-		opts.ManifestDisk = defaultManifestDisk
+	if opts.ManifestBudget <= 0 {
+		opts.ManifestBudget = defaultManifestBudget
 	}
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = time.Minute
@@ -332,7 +328,7 @@ func New(opts Options) (*Engine, error) {
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
-		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.Clock.Now),
+		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.ManifestBudget, opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
 		transports: transportTable(opts.Transport, netw), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,

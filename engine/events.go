@@ -121,6 +121,10 @@ type OfferInfo struct {
 	// show it with safetext.Text. Accepting the offer accepts it; it is
 	// never written to disk by the engine.
 	Text string `json:"text,omitempty"`
+	// Skipped says, on the sending side, what the given folders hold that
+	// the transfer does not carry (symbolic links, empty folders, devices);
+	// nil when nothing was skipped.
+	Skipped *SkippedInfo `json:"skipped,omitempty"`
 }
 
 // FolderInfo summarises one top-level folder of an offer.

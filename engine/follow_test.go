@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // fakeResolver answers with whatever the test says the device's address is now.
@@ -16,12 +19,12 @@ type fakeResolver struct {
 	calls atomic.Int64
 }
 
-func (r *fakeResolver) ResolvePeer(_ context.Context, id string) []Target {
+func (r *fakeResolver) ResolvePeer(_ context.Context, id string) []addr.Addr {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t, ok := r.at[id]; ok {
-		return []Target{t}
+		return t.Addrs
 	}
 	return nil
 }
@@ -143,7 +146,7 @@ func TestRetryAfterReceivingOffAndOn(t *testing.T) {
 	recv := startReceiver(t, Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir()})
 	res := &fakeResolver{}
 	send, tr, big := sendFollowedAt30(t, recv, res, -1)
-	before, _ := recv.Addrs()
+	before := listening(recv, addr.QUIC)
 	if err := recv.StopReceivingNow(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +161,7 @@ func TestRetryAfterReceivingOffAndOn(t *testing.T) {
 	if err := recv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := recv.Addrs()
+	after := listening(recv, addr.QUIC)
 	t.Logf("QUIC listener %s before, %s after", before, after)
 	res.set(recv.ID(), target(recv))
 	calls := res.calls.Load()
@@ -181,5 +184,38 @@ func TestRetryAfterReceivingOffAndOn(t *testing.T) {
 	}
 	if r.Bytes > followedSize+followedSize/4 {
 		t.Errorf("sent %d bytes in all for a %d-byte file: the receiver's partial was not resumed", r.Bytes, followedSize)
+	}
+}
+
+// The addresses of a followed device are one race: a first address where
+// nothing answers (a UDP socket with no QUIC behind it, so the handshake
+// would wait for its timeout) does not hold the send up, the next one gets
+// its turn after the stagger and wins, and another device at a third
+// address (trust on the wrong key) is no reason to give up on the others.
+func TestFollowRacesTheAddresses(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	impostor := startReceiver(t, Options{})
+	dead, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	res := &fakeResolver{}
+	res.set(recv.ID(), Target{Addrs: []addr.Addr{
+		addr.New(addr.QUIC, dead.LocalAddr().String()),
+		addr.New(addr.QUIC, listening(impostor, addr.QUIC)),
+		addr.New(addr.QUIC, listening(recv, addr.QUIC)),
+	}})
+	send := testEngine(t, Options{Resolver: res, RetryFor: -1})
+	src := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, src, 1<<20)
+	to := Target{ID: recv.ID(), Follow: true, Addrs: []addr.Addr{addr.New(addr.QUIC, dead.LocalAddr().String())}}
+	r := sendWait(t, send, to, []string{src}, SendOptions{Transport: "quic"})
+	if r.State != StateDone {
+		t.Fatalf("%s: %s", r.State, r.Err)
+	}
+	p, ok := send.trust.Get(recv.ident.ID.Peer())
+	if !ok || len(p.LastAddrs) == 0 || p.LastAddrs[0] != listening(recv, addr.QUIC) {
+		t.Errorf("reached at %+v, want %s", p.LastAddrs, listening(recv, addr.QUIC))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/clock"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
@@ -68,9 +69,35 @@ func startReceiver(t *testing.T, opts Options) *Engine {
 	return e
 }
 
-func target(r *Engine) Target {
-	q, tc := r.Addrs()
-	return Target{QUICAddr: q, TCPAddr: tc}
+func target(r *Engine) Target { return Target{Addrs: r.Addrs()} }
+
+// listening is where e listens for kind ("host:port"), "" when it does not.
+func listening(e *Engine, kind addr.Kind) string {
+	a, _ := addr.First(e.Addrs(), kind)
+	return a.HostPort()
+}
+
+// hostPortOf is to's first address of kind, "" when it has none.
+func hostPortOf(to Target, kind addr.Kind) string {
+	a, _ := addr.First(to.Addrs, kind)
+	return a.HostPort()
+}
+
+// targetAt is a target of one kind at hostport.
+func targetAt(kind addr.Kind, hostport string) Target {
+	return Target{Addrs: []addr.Addr{addr.New(kind, hostport)}}
+}
+
+// onlyListen is Options.NoListen for an engine that listens on kind tp
+// alone ("quic" or "tcp"; "" listens on every kind).
+func onlyListen(tp string) []addr.Kind {
+	var out []addr.Kind
+	for _, k := range []addr.Kind{addr.QUIC, addr.TCP} {
+		if tp != "" && k != addr.Kind(tp) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func writeFile(t *testing.T, path string, size int) []byte {

@@ -349,7 +349,10 @@ func TestWaitingSessionsBounded(t *testing.T) {
 // address may hold the largest offer, no more; the budget comes back when
 // a session ends.
 func TestManifestBudget(t *testing.T) {
-	recv := testEngine(t, Options{Accept: AcceptAll})
+	// Options.ManifestBudget: 256k files of this test's offers (counts
+	// announced, no names sent) per address.
+	const budget = 32 << 20
+	recv := testEngine(t, Options{Accept: AcceptAll, ManifestBudget: budget})
 	// announce offers files and sends none of its manifest: the session
 	// holds its share while the receiver waits for the parts.
 	announce := func(addr string, files int) (*rawPeer, <-chan struct{}, <-chan answer) {
@@ -366,15 +369,15 @@ func TestManifestBudget(t *testing.T) {
 		}()
 		return p, done, out
 	}
-	big, bigDone, _ := announce("192.0.2.1:1", maxOfferFiles)
-	testutil.WaitFor(t, "the manifest budget to be held", func() bool { return recv.admit.heldFiles() == maxOfferFiles })
+	big, bigDone, _ := announce("192.0.2.1:1", budget/manifestFileCost)
+	testutil.WaitFor(t, "the manifest budget to be held", func() bool { return recv.admit.heldManifests() == budget })
 	// The same address holds no more.
-	_, _, ch := announce("192.0.2.1:2", 10)
+	_, _, ch := announce("192.0.2.1:2", manifestSlack/manifestFileCost+1)
 	if a := waitAnswer(t, ch); !isBusy(a) {
 		t.Fatalf("a second offer from the address holding the largest one: %+v, %v", a.d, a.err)
 	}
 	// Others share what is left.
-	_, _, ch = announce("198.51.100.7:1", manifestFiles-maxOfferFiles+1)
+	_, _, ch = announce("198.51.100.7:1", (budget/2+manifestSlack)/manifestFileCost+1)
 	if a := waitAnswer(t, ch); !isBusy(a) {
 		t.Fatalf("an offer beyond what is left: %+v, %v", a.d, a.err)
 	}
@@ -384,7 +387,7 @@ func TestManifestBudget(t *testing.T) {
 	}
 	big.conn.Close(nil)
 	<-bigDone
-	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.heldFiles() <= 1 })
+	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.heldManifests() <= manifestCost(1, 5) })
 }
 
 // A finished transfer, which the engine keeps for its history, keeps no

@@ -271,8 +271,11 @@ func TestIdleAcceptedSessionIsClosed(t *testing.T) {
 	}
 }
 
-// Issue #14 (4): what a peer controls is bounded: files per offer, name
-// bytes, data streams per session.
+// limitsBudget is the manifest budget of TestOfferAndStreamLimits.
+const limitsBudget = 16 << 20
+
+// Issue #14 (4): what a peer controls is bounded: the memory of an offer's
+// file list (its files and their names), data streams per session.
 func TestOfferAndStreamLimits(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -280,8 +283,9 @@ func TestOfferAndStreamLimits(t *testing.T) {
 		want   string
 	}{
 		{"too many files", func(p *rawPeer) {
-			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: maxOfferFiles + 1, TotalBytes: 0})
-		}, "takes at most 100000 files"},
+			// Refused as soon as the count is known, before any name.
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: limitsBudget/manifestFileCost + 1, TotalBytes: 0})
+		}, "takes file lists of at most 16 MB"},
 		{"too many name bytes", func(p *rawPeer) {
 			const n = 5000
 			long := strings.Repeat("n", 250) + "/" // 16 of them: over 4000 bytes per name, 20 MB in all
@@ -295,7 +299,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 					return
 				}
 			}
-		}, "MB of file names"},
+		}, "takes file lists of at most 16 MB"},
 		{"too many data streams", func(p *rawPeer) {
 			p.offer(wire.FileEntry{Path: "a.txt", Size: 10})
 			if p.waitAccepted() {
@@ -311,7 +315,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			recv := testEngine(t, Options{Accept: AcceptAll})
+			recv := testEngine(t, Options{Accept: AcceptAll, ManifestBudget: limitsBudget})
 			events, unsub := recv.Subscribe(256)
 			defer unsub()
 			runRaw(t, recv, func(p *rawPeer) {

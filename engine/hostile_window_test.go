@@ -11,6 +11,8 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/hostile"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -21,7 +23,7 @@ import (
 func TestWindowFloodBeforeTheHello(t *testing.T) {
 	t.Parallel()
 	recv := startReceiver(t, Options{Transport: TransportConfig{HandshakeTimeout: time.Second}})
-	q, _ := recv.Addrs()
+	q := listening(recv, addr.QUIC)
 	ctx, cancel := context.WithCancel(t.Context())
 	var st hostile.Stats
 	var sent atomic.Int64
@@ -35,7 +37,7 @@ func TestWindowFloodBeforeTheHello(t *testing.T) {
 	want := writeFile(t, filepath.Join(src, "real.bin"), 8<<20)
 	send := testEngine(t, Options{})
 	start := time.Now()
-	res := sendWait(t, send, Target{QUICAddr: q}, []string{filepath.Join(src, "real.bin")}, SendOptions{Transport: "quic"})
+	res := sendWait(t, send, target(recv), []string{filepath.Join(src, "real.bin")}, SendOptions{Transport: "quic"})
 	if res.State != StateDone {
 		t.Fatalf("the real send during the flood: %v", res.Err)
 	}

@@ -67,19 +67,26 @@ type nameRefusal struct {
 
 // What a peer can make a receiver hold is bounded (issue #14): chunk
 // buffers come from one budget for all sessions (bufpool), each session
-// holding at most its quota; offers carry at most maxOfferFiles files and
-// maxOfferPathBytes of names, and at most maxRefusals of them can be
-// refused by name.
+// holding at most its quota; the file lists of offers take at most
+// Options.ManifestBudget per address (issue 30: memory, not a number of
+// files, bounds them), and at most maxRefusals files can be refused by name.
 const (
 	receiveBufferBudget = 128 << 20 // chunk buffers of all receiving sessions together
 	receiveBufferIdle   = 16 << 20  // released buffers kept for the next chunks
 	sessionBufferQuota  = 32 << 20  // chunk buffers of one session
-	maxOfferFiles       = 100_000
-	maxOfferPathBytes   = 16 << 20
-	// defaultManifestDisk is Options.ManifestDisk's default.
-	defaultManifestDisk = maxOfferPathBytes
-	maxRefusals         = wire.MaxRefusals
-	maxRefusalLen       = wire.MaxRefusalLen
+	// defaultManifestBudget is Options.ManifestBudget's default: an offer
+	// of about 125,000 files (workload D, 105,252 files, takes 114 MB).
+	defaultManifestBudget = 128 << 20
+	// manifestFileCost is what the receiver's peak memory grows by per
+	// offered file, as measured (a million empty files: 978 MiB RSS when
+	// the offer was accepted; docs/benchmarks/trees.md): the entry as read
+	// and as the inbox keeps it, the name check's map, the decoder's
+	// garbage, the resume snapshot listing every file, and the collector's
+	// headroom. The per-file state of a file being received is bounded
+	// apart (maxLiveFiles).
+	manifestFileCost = 1024
+	maxRefusals      = wire.MaxRefusals
+	maxRefusalLen    = wire.MaxRefusalLen
 	// maxPromptFiles bounds the files an offer event lists: a prompt shows
 	// a summary of a large offer (its folders), not a million lines.
 	maxPromptFiles = 1000
@@ -100,13 +107,15 @@ func (e *Engine) newInbox(peer peer.ID, name, addr string, conn Conn, tk *ticket
 	return &inbox{e: e, t: t, peer: peer, ticket: tk}
 }
 
-// checkCount refuses an offer of more files than a receiver takes, before
-// its manifest is read.
-func (in *inbox) checkCount(n int) error {
-	if n > maxOfferFiles {
-		return &refusedError{code: wire.CodeTooLarge, reason: fmt.Sprintf(
-			"%s takes at most %d files in one transfer, and this one has %d (send the folder in parts or as an archive)",
-			in.e.Name(), maxOfferFiles, n)}
+// manifestCost is what a file list of files files and names bytes of names
+// costs the receiver (see manifestFileCost).
+func manifestCost(files int, names int64) int64 { return int64(files)*manifestFileCost + names }
+
+// checkCost refuses an offer whose file list takes more memory than this
+// device holds for one address, as soon as that is known.
+func (in *inbox) checkCost(files int, names int64) error {
+	if manifestCost(files, names) > in.e.opts.ManifestBudget {
+		return in.tooLarge()
 	}
 	return nil
 }
@@ -127,7 +136,7 @@ func (in *inbox) offer(delivery string, files []offeredFile, text string) error 
 	// Derived from the peer: no peer can take the ID of another's transfer.
 	in.t.id, in.t.delivery = "r-"+resume.Key(in.peer.String(), delivery), delivery
 	in.t.mu.Unlock()
-	if err := in.checkCount(len(files)); err != nil {
+	if err := in.checkCost(len(files), 0); err != nil {
 		return err
 	}
 	if err := checkText(in.e.Name(), text); err != nil {
@@ -137,11 +146,11 @@ func (in *inbox) offer(delivery string, files []offeredFile, text string) error 
 		return fmt.Errorf("%w: the offer holds neither a file nor a text", wire.ErrProtocol)
 	}
 	in.text = text
-	var pathBytes int
+	var pathBytes int64
 	seen := make(map[string]bool, len(files))
 	for i, f := range files {
-		if pathBytes += len(f.Path); int64(pathBytes) > in.e.opts.ManifestDisk {
-			return in.tooManyNames()
+		if pathBytes += int64(len(f.Path)); manifestCost(len(files), pathBytes) > in.e.opts.ManifestBudget {
+			return in.tooLarge()
 		}
 		// A name we cannot store safely refuses that file, not the offer.
 		var ne *store.NameError
@@ -191,12 +200,12 @@ func checkDelivery(id string) error {
 	return nil
 }
 
-// tooManyNames refuses an offer whose file names add up to more than this
-// device holds for one device's offers.
-func (in *inbox) tooManyNames() error {
+// tooLarge refuses an offer whose file list takes more memory than this
+// device holds for one address.
+func (in *inbox) tooLarge() error {
 	return &refusedError{code: wire.CodeTooLarge, reason: fmt.Sprintf(
-		"%s takes at most %s of file names in one transfer, and the names of this one add up to more (send the folder in parts or as an archive)",
-		in.e.Name(), humanBytes(in.e.opts.ManifestDisk))}
+		"%s takes file lists of at most %s in one transfer (%d bytes per file and its name), and this one is larger (send the folder in parts or as an archive)",
+		in.e.Name(), humanBytes(in.e.opts.ManifestBudget), manifestFileCost)}
 }
 
 // humanBytes writes n as a user reads it: "4 KB", "16 MB", "1.5 GB".

@@ -12,6 +12,8 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // errNoUDP stands for a platform that refuses UDP sockets (Wine, see FACTS).
@@ -54,7 +56,7 @@ func TestListenerFailsAlone(t *testing.T) {
 			if err := recv.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			q, tcpAddr := recv.Addrs()
+			q, tcpAddr := listening(recv, addr.QUIC), listening(recv, addr.TCP)
 			if q != "" || tcpAddr == "" {
 				t.Fatalf("listening quic=%q tcp=%q", q, tcpAddr)
 			}
@@ -72,7 +74,7 @@ func TestListenerFailsAlone(t *testing.T) {
 			send := testEngine(t, Options{})
 			src := filepath.Join(t.TempDir(), "a.bin")
 			writeFile(t, src, 1<<20)
-			res := sendWait(t, send, Target{Addr: tcpAddr}, []string{src}, SendOptions{})
+			res := sendWait(t, send, Target{Addrs: AddrsAt(tcpAddr)}, []string{src}, SendOptions{})
 			if res.State != StateDone || res.Transport != "tcp" {
 				t.Fatalf("%s over %s: %s", res.State, res.Transport, res.Err)
 			}
@@ -82,7 +84,7 @@ func TestListenerFailsAlone(t *testing.T) {
 
 func TestNoListenerStarts(t *testing.T) {
 	t.Parallel()
-	e := testEngine(t, Options{NoTCP: true})
+	e := testEngine(t, Options{NoListen: onlyListen("quic")})
 	withoutQUICListen(e)
 	err := e.Start(context.Background())
 	if !errors.Is(err, errNoUDP) {

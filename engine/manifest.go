@@ -28,6 +28,41 @@ var ErrNothingToSend = errors.New("nothing to send: no regular files in the give
 // keeps its structure under its own name. Symbolic links are not followed
 // inside folders (they could point anywhere, even back up the tree).
 func buildManifest(paths []string) ([]localFile, error) {
+	files, _, err := buildManifestSkipping(paths)
+	return files, err
+}
+
+// SkippedInfo is what the given folders hold that a transfer does not
+// carry: Ferry sends regular files only, each with its folders.
+type SkippedInfo struct {
+	// Symlinks inside the folders: not followed, not sent.
+	Symlinks int `json:"symlinks,omitempty"`
+	// EmptyFolders: folders with nothing to send in them (folders are
+	// implied by their files), not created on the receiver.
+	EmptyFolders int `json:"empty_folders,omitempty"`
+	// Other: devices, sockets, pipes.
+	Other int `json:"other,omitempty"`
+	// Examples are the first few skipped paths, as given.
+	Examples []string `json:"examples,omitempty"`
+}
+
+// maxSkippedExamples bounds SkippedInfo.Examples.
+const maxSkippedExamples = 5
+
+func (s *SkippedInfo) note(path string) {
+	if len(s.Examples) < maxSkippedExamples {
+		s.Examples = append(s.Examples, path)
+	}
+}
+
+// buildManifestSkipping is buildManifest that also says what it skipped.
+func buildManifestSkipping(paths []string) ([]localFile, SkippedInfo, error) {
+	var skipped SkippedInfo
+	files, err := walkManifest(paths, &skipped)
+	return files, skipped, err
+}
+
+func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 	var files []localFile
 	seen := map[string]bool{}
 	add := func(src, rel string, info fs.FileInfo) error {
@@ -60,12 +95,28 @@ func buildManifest(paths []string) ([]localFile, error) {
 		if !info.IsDir() {
 			return nil, fmt.Errorf("%s is not a file or folder", p)
 		}
+		// filled[dir] is whether a file is sent from under dir.
+		filled := map[string]bool{}
+		var dirs []string
 		err = filepath.WalkDir(abs, func(src string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return fmt.Errorf("cannot read %s: %w", src, err)
 			}
-			if !d.Type().IsRegular() {
-				return nil // folders are implied by their files; links and devices are skipped
+			switch {
+			case d.IsDir():
+				dirs = append(dirs, src)
+				return nil // folders are implied by their files
+			case d.Type()&fs.ModeSymlink != 0:
+				skipped.Symlinks++
+				skipped.note(src)
+				return nil
+			case !d.Type().IsRegular():
+				skipped.Other++
+				skipped.note(src)
+				return nil
+			}
+			for dir := filepath.Dir(src); !filled[dir] && len(dir) >= len(abs); dir = filepath.Dir(dir) {
+				filled[dir] = true
 			}
 			info, err := d.Info()
 			if err != nil {
@@ -79,6 +130,12 @@ func buildManifest(paths []string) ([]localFile, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+		for _, d := range dirs {
+			if !filled[d] {
+				skipped.EmptyFolders++
+				skipped.note(d + string(filepath.Separator))
+			}
 		}
 	}
 	if len(files) == 0 {

@@ -42,7 +42,7 @@ func FuzzReadOffer(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e := &Engine{name: "fuzz", opts: Options{ManifestDisk: defaultManifestDisk}}
+		e := &Engine{name: "fuzz", opts: Options{ManifestBudget: defaultManifestBudget}}
 		rx := &receiver{inbox: &inbox{e: e, t: &Transfer{}}, ctl: newControl(bytesStream{bytes.NewReader(data)})}
 		if err := rx.takeOffer(); err != nil {
 			return

@@ -210,7 +210,7 @@ func (e *Engine) alwaysAccept(t *Transfer, peer peer.ID) {
 // confirmed it (ConfirmPair), each device trusts the other. The returned
 // transfer ends done when they are paired.
 func (e *Engine) Pair(ctx context.Context, to Target) (*Transfer, error) {
-	if to.quicAddr() == "" && to.tcpAddr() == "" {
+	if len(to.Addrs) == 0 {
 		return nil, errors.New("no address to pair with")
 	}
 	want, err := to.want()
@@ -246,10 +246,11 @@ func (e *Engine) Pair(ctx context.Context, to Target) (*Transfer, error) {
 // runPair is the dialer's side of a pairing-only session.
 func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want identity.DeviceID) (err error) {
 	e.publish(t, Event{Kind: EventState, State: StateConnecting})
-	conn, reason, err := e.dial(ctx, to, want, "")
+	d, err := e.dial(ctx, to.Addrs, candidateStagger, want, "")
 	if err != nil {
 		return err
 	}
+	conn, reason := d.Conn, d.Why
 	t.mu.Lock()
 	t.conn = conn
 	t.mu.Unlock()
@@ -284,7 +285,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	if code == "" {
 		return errCannotPair
 	}
-	addr := dialledAddr(to, conn)
+	addr := d.At.HostPort()
 	t.mu.Lock()
 	t.peer = e.peerInfo(conn.PeerID().Peer(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/internal/pairing"
 	"github.com/ferrydrop/ferry/engine/wire"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // firstEvent waits for the first event of kind on ch.
@@ -224,7 +226,7 @@ func TestPairedNameWithNewKeyIsRefused(t *testing.T) {
 // A sender whose known receiver presents another key fails hard, with a
 // warning event (the CLI prints it).
 func TestKeyChangeWarning(t *testing.T) {
-	recv := startReceiver(t, Options{NoTCP: true})
+	recv := startReceiver(t, Options{NoListen: onlyListen("quic")})
 	send := testEngine(t, Options{})
 	events, unsub := send.Subscribe(64)
 	defer unsub()
@@ -235,8 +237,8 @@ func TestKeyChangeWarning(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	recv.Close()
-	startReceiver(t, Options{Listen: to.QUICAddr, NoTCP: true})
-	res := sendWait(t, send, Target{QUICAddr: to.QUICAddr}, []string{p}, SendOptions{Transport: "quic"})
+	startReceiver(t, Options{Listen: hostPortOf(to, addr.QUIC), NoListen: onlyListen("quic")})
+	res := sendWait(t, send, targetAt(addr.QUIC, hostPortOf(to, addr.QUIC)), []string{p}, SendOptions{Transport: "quic"})
 	if res.State != StateFailed {
 		t.Fatalf("%s %q", res.State, res.Err)
 	}

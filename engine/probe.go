@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -22,7 +21,7 @@ func (e *Engine) Probe(ctx context.Context, addr string) (PeerInfo, error) {
 	defer cancel()
 	// Dial every transport at once: one of them may be blocked, and a probe
 	// should not wait for its timeout before trying the other.
-	c, err := auto.First(ctx, e.transports, func(transport.Kind) string { return addr },
+	c, err := auto.First(ctx, e.transports, AddrsAt(addr),
 		func(string) *tls.Config { return e.ident.TLSConfig(false, nil) })
 	if err != nil {
 		return PeerInfo{}, fmt.Errorf("nothing answers at %s: %w", addr, err)

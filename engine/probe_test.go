@@ -9,15 +9,11 @@ import (
 func TestProbeLeavesNoTrace(t *testing.T) {
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
-			recv := startReceiver(t, Options{Name: "desk", NoQUIC: tp == "tcp", NoTCP: tp == "quic"})
+			recv := startReceiver(t, Options{Name: "desk", NoListen: onlyListen(tp)})
 			events, unsub := recv.Subscribe(16)
 			defer unsub()
 			prober := testEngine(t, Options{})
-			q, tc := recv.Addrs()
-			addr := q
-			if tp == "tcp" {
-				addr = tc
-			}
+			addr := recv.Addrs()[0].HostPort()
 			info, err := prober.Probe(context.Background(), addr)
 			if err != nil {
 				t.Fatal(err)

@@ -162,8 +162,14 @@ type receiver struct {
 	ctlDone   chan struct{}         // closed when readControl returned
 	verdict   atomic.Pointer[error] // the session's own end, once decided (a decline)
 
-	mu         sync.Mutex // guards the fields below
+	mu sync.Mutex // guards the fields below
+	// files holds the state of the accepted files in flight: created when a
+	// file's first frame arrives (or resume restores it), dropped once the
+	// file is resolved, so a tree of a million files costs a million states
+	// only one by one (issue 30). status says where every offered file is.
 	files      map[uint32]*rxFile
+	status     []fileStatus
+	savedAs    map[uint32]string // files saved under another name than offered
 	open       int
 	senderDone bool
 	complete   chan struct{} // closed once every file is resolved and the sender is done
@@ -233,10 +239,9 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	} else {
 		return rx.refuse(ctx, errDecided(decision), decision.code, decision.Reason)
 	}
+	rx.status = make([]fileStatus, len(rx.manifest))
 	for _, i := range rx.inbox.accepted {
-		f := rx.manifest[i]
-		n := merkle.Chunks(f.Size, rx.offer.ChunkSize)
-		rx.files[uint32(i)] = &rxFile{idx: uint32(i), entry: f, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
+		rx.status[i] = fileAccepted
 	}
 	rx.resumeFrom(rx.destDir)
 	rx.quota = rx.e.bufs.Quota(sessionBufferQuota)
@@ -276,7 +281,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	})
 	g.Go(func() error { return rx.finishWhenComplete(ctx) })
 	g.Go(func() error { return rx.watchIdle(ctx) })
-	if len(rx.files) == 0 {
+	if len(rx.inbox.accepted) == 0 {
 		rx.checkComplete()
 	}
 	return nil
@@ -384,12 +389,12 @@ func (rx *receiver) readOffer() error {
 	}
 	rx.offer = offer
 	rx.inbox.offered = true
-	if err := rx.checkCount(offer.Files); err != nil {
+	if err := rx.checkCost(offer.Files, 0); err != nil {
 		return err
 	}
 	// The manifests held at once share a budget: it is taken as the parts
 	// arrive, so a peer's names are refused before they pile up.
-	if refused := rx.ticket.holdManifest(offer.Files, 0); refused != nil {
+	if refused := rx.ticket.holdManifest(manifestCost(offer.Files, 0)); refused != nil {
 		return errDecided(refusal(refused)) // ours to tell the peer
 	}
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
@@ -408,11 +413,11 @@ func (rx *receiver) readOffer() error {
 			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
-			if names += int64(len(f.Path)); names > rx.e.opts.ManifestDisk {
-				return rx.tooManyNames() // as the names arrive, not once they are all held
+			if names += int64(len(f.Path)); manifestCost(offer.Files, names) > rx.e.opts.ManifestBudget {
+				return rx.tooLarge() // as the names arrive, not once they are all held
 			}
 		}
-		if refused := rx.ticket.holdManifest(0, namesOf(part.Files)); refused != nil {
+		if refused := rx.ticket.holdManifest(int64(namesOf(part.Files))); refused != nil {
 			return errDecided(refusal(refused))
 		}
 	}
@@ -455,16 +460,55 @@ func (rx *receiver) lingerForPeer(ctx context.Context) {
 	}
 }
 
+// fileStatus is where one offered file is in the session.
+type fileStatus uint8
+
+const (
+	fileRefused  fileStatus = iota // not accepted
+	fileAccepted                   // accepted, not resolved yet
+	fileSaved                      // resolved: saved
+	fileFailed                     // resolved: failed
+)
+
+// maxLiveFiles bounds the accepted files with state at once: a real sender
+// has a few per stream in flight (and resume restores at most what the
+// last session held open).
+const maxLiveFiles = 2 * maxOpenPartials
+
+// errResolved is the answer of file for a file already resolved: its late
+// frames (a chunk sent twice, a copy after a switch of transport) are read
+// and dropped.
+var errResolved = errors.New("file already resolved")
+
 func (rx *receiver) file(idx uint32) (*rxFile, error) {
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
-	f, ok := rx.files[idx]
-	if !ok {
-		if int(idx) < len(rx.manifest) {
-			return nil, fmt.Errorf("%w: data for file %d, which was not accepted", wire.ErrProtocol, idx)
-		}
+	return rx.fileLocked(idx, true)
+}
+
+// fileLocked returns the state of accepted file idx, creating it on first
+// use (within maxLiveFiles, unless bound is false: our own resume state).
+// Called with rx.mu held.
+func (rx *receiver) fileLocked(idx uint32, bound bool) (*rxFile, error) {
+	if f, ok := rx.files[idx]; ok {
+		return f, nil
+	}
+	if int(idx) >= len(rx.status) {
 		return nil, fmt.Errorf("%w: file %d does not exist in the offer", wire.ErrProtocol, idx)
 	}
+	switch rx.status[idx] {
+	case fileRefused:
+		return nil, fmt.Errorf("%w: data for file %d, which was not accepted", wire.ErrProtocol, idx)
+	case fileSaved, fileFailed:
+		return nil, errResolved
+	}
+	if bound && len(rx.files) >= maxLiveFiles {
+		return nil, fmt.Errorf("%w: data for more than %d files in flight at once", wire.ErrProtocol, maxLiveFiles)
+	}
+	e := rx.manifest[idx]
+	n := merkle.Chunks(e.Size, rx.offer.ChunkSize)
+	f := &rxFile{idx: idx, entry: e, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
+	rx.files[idx] = f
 	return f, nil
 }
 
@@ -554,6 +598,12 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- lan
 			return rx.dataEnded(ctx, err)
 		}
 		f, err := rx.file(h.File)
+		if errors.Is(err, errResolved) {
+			if err := rx.skipFrame(r, h); err != nil {
+				return rx.dataEnded(ctx, err)
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -579,6 +629,24 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- lan
 		jobs <- landing{f: f, h: h, buf: buf}
 	}
 	return nil
+}
+
+// skipFrame reads and drops a frame of a file already resolved, after
+// checking it against the offer like any other.
+func (rx *receiver) skipFrame(r *bufio.Reader, h wire.DataHeader) error {
+	if h.Chunk == wire.RootChunk {
+		if h.Length != 0 {
+			return fmt.Errorf("%w: a root frame with %d bytes of payload", wire.ErrProtocol, h.Length)
+		}
+		return nil
+	}
+	size := rx.manifest[h.File].Size
+	if int(h.Chunk) >= merkle.Chunks(size, rx.offer.ChunkSize) || int(h.Length) != merkle.ChunkLen(size, rx.offer.ChunkSize, int(h.Chunk)) {
+		return fmt.Errorf("%w: chunk %d of file %d has %d bytes; the offer implies %d", wire.ErrProtocol, h.Chunk, h.File,
+			h.Length, merkle.ChunkLen(size, rx.offer.ChunkSize, int(h.Chunk)))
+	}
+	_, err := r.Discard(int(h.Length))
+	return unexpectedEOF(err)
 }
 
 // dataEnded filters a data stream's read error: none once the session is
@@ -778,6 +846,20 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	if part != nil {
 		rx.open--
 	}
+	// What is left of a resolved file is its status (and a name it was
+	// saved under, when it is not the offered one).
+	delete(rx.files, f.idx)
+	if ok {
+		rx.status[f.idx] = fileSaved
+		if savedAs != f.entry.Path {
+			if rx.savedAs == nil {
+				rx.savedAs = map[uint32]string{}
+			}
+			rx.savedAs[f.idx] = savedAs
+		}
+	} else {
+		rx.status[f.idx] = fileFailed
+	}
 	rx.mu.Unlock()
 	if part != nil && !ok {
 		rx.dest.Discard(part)
@@ -796,9 +878,10 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	// FileResult and the sender reported 4999 of 5000 files verified (seen
 	// once in the loopback bench, workload C over TCP).
 	var root string
-	if ok {
-		r, _ := f.tree.Root()
-		root = fmt.Sprintf("%x", r[:])
+	if ok && f.tree != nil {
+		if r, err := f.tree.Root(); err == nil {
+			root = fmt.Sprintf("%x", r[:])
+		}
 	}
 	rx.resolved(int(f.idx), ok, savedAs, root, reason)
 	rx.checkComplete()
@@ -808,12 +891,12 @@ func (rx *receiver) checkComplete() {
 	resolved, verified := rx.counts()
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
-	if rx.senderDone && resolved == len(rx.files) {
+	if rx.senderDone && resolved == len(rx.inbox.accepted) {
 		select {
 		case <-rx.complete:
 		default:
 			rx.final = errSessionDone
-			if n := len(rx.files); verified != n {
+			if n := len(rx.inbox.accepted); verified != n {
 				rx.final = fmt.Errorf("%w: %d of %d files could not be saved", wire.ErrVerifyFailed, n-verified, n)
 			}
 			close(rx.complete)
@@ -833,7 +916,7 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	final := rx.final
 	rx.mu.Unlock()
 	_, v := rx.counts()
-	n := len(rx.files)
+	n := len(rx.inbox.accepted)
 	res := &wire.Result{OK: n == v, Files: n, Verified: v}
 	if n != v {
 		res.Code, res.Reason = wire.CodeVerifyFailed, fmt.Sprintf("%d of %d files could not be saved", n-v, n)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
@@ -72,7 +73,7 @@ type receiverTable struct {
 func (e *Engine) ferryReceivers() []Receiver {
 	var rows []Receiver
 	for _, k := range e.transports {
-		if k.Kind == transport.QUIC && e.opts.NoQUIC || k.Kind == transport.TCP && e.opts.NoTCP {
+		if slices.Contains(e.opts.NoListen, k.Kind) {
 			continue
 		}
 		rows = append(rows, &ferryReceiver{e: e, kind: k.Kind, port: &e.receivers.ferryPort})
@@ -155,7 +156,7 @@ func (e *Engine) openReceivers() ([]Receiver, []ListenerStatus, error) {
 	}
 	if len(open) == 0 {
 		if len(errs) == 0 {
-			return nil, nil, errors.New("both QUIC and TCP are disabled: nothing to listen on")
+			return nil, nil, errors.New("every transport is disabled: nothing to listen on")
 		}
 		return nil, nil, errors.Join(errs...)
 	}
@@ -351,23 +352,23 @@ func (e *Engine) Receiving() bool {
 	return e.receiving
 }
 
-// Addrs returns the addresses of Ferry's QUIC and TCP rows ("" for one
-// that is off).
-func (e *Engine) Addrs() (quicAddr, tcpAddr string) {
+// Addrs returns where Ferry's rows listen, one address per kind in the
+// transport table's order (a kind that is off has none); empty while not
+// receiving.
+func (e *Engine) Addrs() []addr.Addr {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.receiving {
-		return "", ""
+		return nil
 	}
+	var out []addr.Addr
 	for _, st := range e.listenStatus {
-		switch transport.Kind(st.Transport) {
-		case transport.QUIC:
-			quicAddr = st.Addr
-		case transport.TCP:
-			tcpAddr = st.Addr
+		kind := addr.Kind(st.Transport)
+		if _, ferry := auto.Find(e.transports, kind); ferry && st.Addr != "" {
+			out = append(out, addr.New(kind, st.Addr))
 		}
 	}
-	return quicAddr, tcpAddr
+	return out
 }
 
 // listenAddr is Options.Listen, or any port.

@@ -4,7 +4,6 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/resume"
@@ -105,21 +104,23 @@ func (rx *receiver) snapshotResume() *resume.State {
 	defer rx.mu.Unlock()
 	s := &resume.State{Peer: rx.c.PeerID().String(), PeerName: rx.t.peer.Name,
 		Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: rx.destDir}
-	idx := make([]uint32, 0, len(rx.files))
-	for i := range rx.files {
-		idx = append(idx, i)
-	}
-	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-	for _, i := range idx {
-		f := rx.files[i]
-		switch {
-		case f.resolved && f.ok:
-			s.Files = append(s.Files, resume.File{Index: f.idx, Path: f.entry.Path, Size: f.entry.Size, Done: true, SavedAs: f.savedAs})
-		case f.resolved:
+	for _, i := range rx.inbox.accepted {
+		idx := uint32(i)
+		e := rx.manifest[i]
+		switch f, live := rx.files[idx]; {
+		case rx.status[i] == fileSaved:
+			saved := e.Path
+			if n, ok := rx.savedAs[idx]; ok {
+				saved = n
+			}
+			s.Files = append(s.Files, resume.File{Index: idx, Path: e.Path, Size: e.Size, Done: true, SavedAs: saved})
+		case rx.status[i] == fileFailed:
 			continue // failed: it starts over
+		case !live:
+			// Not begun: listed with nothing held, so that journal records
+			// always find their file.
+			s.Files = append(s.Files, resume.NewFile(idx, e.Path, e.Size, merkle.Chunks(e.Size, rx.offer.ChunkSize)))
 		default:
-			// Every file still to come is listed, with or without data, so
-			// that journal records always find their file.
 			n := f.tree.Len()
 			rf := resume.NewFile(f.idx, f.entry.Path, f.entry.Size, n)
 			rf.Partial = f.partName
@@ -140,21 +141,23 @@ func (rx *receiver) snapshotResume() *resume.State {
 func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile) {
 	buf := make([]byte, rx.offer.ChunkSize)
 	for _, rf := range s.Files {
-		f, ok := rx.files[rf.Index]
-		if !ok {
+		if int(rf.Index) >= len(rx.status) || rx.status[rf.Index] != fileAccepted {
 			continue // not accepted this time
 		}
 		if rf.Done {
-			// Saved in an earlier attempt: trust it only if it is still there, whole.
+			// Saved in an earlier attempt: trust it only if it is still there,
+			// whole. Its state lives until resolve, outside the files in flight.
 			if st, err := os.Lstat(filepath.Join(rx.destDir, filepath.FromSlash(rf.SavedAs))); err == nil && st.Mode().IsRegular() && st.Size() == rf.Size {
-				f.savedAs = rf.SavedAs
-				done = append(done, f)
+				done = append(done, &rxFile{idx: rf.Index, entry: rx.manifest[rf.Index], savedAs: rf.SavedAs})
 			}
 			continue
 		}
 		if rf.Partial == "" {
 			continue
 		}
+		rx.mu.Lock()
+		f, _ := rx.fileLocked(rf.Index, false)
+		rx.mu.Unlock()
 		// Only the partial this transfer created, still a plain file.
 		p, err := rx.dest.OpenPartial(rf.Partial)
 		if err != nil {

@@ -27,11 +27,8 @@ func TestSenderResumesAfterReceiverRestart(t *testing.T) {
 			waitProgress(t, events, tr.ID(), size, 0.3)
 			recv.Close()
 			// The same device comes back on the same address.
-			listen := to.QUICAddr
-			if tp == "tcp" {
-				listen = to.TCPAddr
-			}
-			startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl, Listen: listen, NoQUIC: tp == "tcp", NoTCP: tp == "quic"})
+			listen := to.Addrs[0].HostPort()
+			startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl, Listen: listen, NoListen: onlyListen(tp)})
 			select {
 			case <-tr.Done():
 			case <-time.After(time.Minute):

@@ -92,7 +92,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	if err := checkOutgoingText(items.Text); err != nil {
 		return nil, err
 	}
-	if to.quicAddr() == "" && to.tcpAddr() == "" {
+	if len(to.Addrs) == 0 {
 		return nil, errors.New("no address to send to")
 	}
 	want, err := to.want()
@@ -100,9 +100,10 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		return nil, err
 	}
 	var files []localFile
+	var skipped SkippedInfo
 	if len(paths) > 0 || items.Text == "" {
 		var err error
-		if files, err = buildManifest(paths); err != nil {
+		if files, skipped, err = buildManifestSkipping(paths); err != nil {
 			return nil, err
 		}
 	}
@@ -123,7 +124,11 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	o.newAttempt = func() attempt {
 		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: batchChunkSize(files, e.opts.ChunkSize), io: readMode, to: to, want: want, opts: opts}
 	}
-	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: o.summary()})
+	info := o.summary()
+	if skipped.Symlinks+skipped.EmptyFolders+skipped.Other > 0 {
+		info.Skipped = &skipped
+	}
+	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: info})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
 	go func() {
@@ -213,11 +218,11 @@ type fileLeaves struct {
 func (tx *sender) run(ctx context.Context) error {
 	kind, _ := parseTransport(tx.opts.Transport)
 	// A target that follows its device is looked up again on every attempt.
-	conn, reason, at, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind)
+	d, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind)
 	if err != nil {
 		return err
 	}
-	return tx.session(ctx, conn, reason, dialledAddr(at, conn), tx.opts)
+	return tx.session(ctx, d.Conn, d.Why, d.At.HostPort(), tx.opts)
 }
 
 // end tells the receiver why the attempt ended (if it did not finish) and
@@ -311,8 +316,6 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	e.setState(t, StateActive)
 	return tx.transfer(ctx, opts)
 }
-
-func dialledAddr(to Target, c Conn) string { return to.addr(c.Transport()) }
 
 // offerAnswer is the receiver's decision on the offer, or why none came.
 type offerAnswer struct {
@@ -817,13 +820,18 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	default:
 		tx.sent.Add(int64(n))
 	}
+	// The root is read under the lock too: in the endgame another stream
+	// may set a leaf of the same file (its straggler's copy) meanwhile.
 	tx.mu.Lock()
 	tree := fl.tree
 	tree.Set(ci, leaf)
 	complete := tree.Missing() == 0
+	var root merkle.Hash
+	if complete {
+		root, _ = tree.Root()
+	}
 	tx.mu.Unlock()
 	if complete {
-		root, _ := tree.Root()
 		wire.DataHeader{File: uint32(fi), Chunk: wire.RootChunk, Leaf: root}.Put(buf)
 		_, err := w.Write(buf[:wire.DataHeaderLen])
 		return err

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // StopReceiving takes no new transfers, and the running ones finish: over
@@ -16,7 +19,7 @@ func TestStopReceivingLetsRunningTransfersFinish(t *testing.T) {
 		t.Run(tp, func(t *testing.T) {
 			t.Parallel()
 			recv := startReceiver(t, Options{Accept: AcceptAsk})
-			quicAddr, tcpAddr := recv.Addrs()
+			addrs := recv.Addrs()
 			tr, offer, src := offerPending(t, recv, tp)
 			if err := recv.StopReceiving(); err != nil {
 				t.Fatal(err)
@@ -27,7 +30,7 @@ func TestStopReceivingLetsRunningTransfersFinish(t *testing.T) {
 			if tp == "tcp" {
 				// A new sender is refused at once, and told why.
 				late := testEngine(t, Options{RetryFor: -1})
-				res := sendWait(t, late, Target{QUICAddr: quicAddr, TCPAddr: tcpAddr}, []string{src}, SendOptions{Transport: tp})
+				res := sendWait(t, late, Target{Addrs: addrs}, []string{src}, SendOptions{Transport: tp})
 				if res.State != StateFailed || !strings.Contains(res.Err, "not taking new transfers") && !strings.Contains(res.Err, "refused") {
 					t.Errorf("a new sender: %s: %s", res.State, res.Err)
 				}
@@ -48,7 +51,7 @@ func TestStopReceivingLetsRunningTransfersFinish(t *testing.T) {
 func TestStartAgainWhileDraining(t *testing.T) {
 	t.Parallel()
 	recv := startReceiver(t, Options{Accept: AcceptAsk})
-	q, tc := recv.Addrs()
+	before := recv.Addrs()
 	tr, offer, _ := offerPending(t, recv, "tcp")
 	if err := recv.StopReceiving(); err != nil {
 		t.Fatal(err)
@@ -56,8 +59,8 @@ func TestStartAgainWhileDraining(t *testing.T) {
 	if err := recv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if q2, tc2 := recv.Addrs(); q2 != q || tc2 != tc {
-		t.Errorf("listening at %s/%s, was %s/%s", q2, tc2, q, tc)
+	if after := recv.Addrs(); !slices.Equal(after, before) {
+		t.Errorf("listening at %v, was %v", after, before)
 	}
 	if err := recv.Decide(offer.TransferID, Decision{Accept: true}); err != nil {
 		t.Fatal(err)
@@ -82,7 +85,7 @@ func TestStopReceivingNowEndsRunningTransfers(t *testing.T) {
 		t.Run(tp, func(t *testing.T) {
 			t.Parallel()
 			recv := startReceiver(t, Options{Accept: AcceptAsk})
-			q, tc := recv.Addrs()
+			q, tc := listening(recv, addr.QUIC), listening(recv, addr.TCP)
 			results := receivedResult(t, recv)
 			tr, _, _ := offerPending(t, recv, tp)
 			if err := recv.StopReceivingNow(); err != nil {
@@ -123,7 +126,7 @@ func TestNoRetryReportsTheFailure(t *testing.T) {
 	send := testEngine(t, Options{RetryFor: -1})
 	src := filepath.Join(t.TempDir(), "a.bin")
 	writeFile(t, src, 1<<10)
-	res := sendWait(t, send, Target{TCPAddr: addr}, []string{src}, SendOptions{Transport: "tcp"})
+	res := sendWait(t, send, targetAt("tcp", addr), []string{src}, SendOptions{Transport: "tcp"})
 	if res.State != StateFailed || strings.Contains(res.Err, "ave up") || strings.Contains(res.Err, "-1ns") ||
 		!strings.HasPrefix(res.Err, "Could not connect to the receiver") {
 		t.Fatalf("%s: %q", res.State, res.Err)

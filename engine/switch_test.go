@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // longPath makes loopback count as a path that is not a clean local link,
@@ -50,14 +52,14 @@ func TestAutoSwitchesToTCPOnRandomLoss(t *testing.T) {
 	// delays RTT samples by milliseconds; the classifier has its own test.
 	cfg.LossRTTSlack = time.Second
 	recv := startReceiver(t, Options{})
-	q, tc := recv.Addrs()
+	q, tc := listening(recv, addr.QUIC), listening(recv, addr.TCP)
 	relay := transporttest.NewLossyRelay(t, q, 0.05)
 	send := testEngine(t, Options{Transport: cfg})
 	src := filepath.Join(t.TempDir(), "a.bin")
 	data := writeFile(t, src, 24<<20)
 	rxEvents, unsub := recv.Subscribe(1024)
 	defer unsub()
-	res, infos := transportEvents(t, send, Target{QUICAddr: relay.Addr(), TCPAddr: tc}, src, false)
+	res, infos := transportEvents(t, send, Target{Addrs: []addr.Addr{addr.New(addr.QUIC, relay.Addr()), addr.New(addr.TCP, tc)}}, src, false)
 	// The receiver ends well too: the streams left on QUIC break when the
 	// sender hangs up, after everything was settled.
 	for ev := range rxEvents {
@@ -118,12 +120,12 @@ func TestAutoWithoutBBRSpreadsQUIC(t *testing.T) {
 	cfg.LossRTTSlack = time.Second
 	cfg.MaxFlows = 4
 	recv := startReceiver(t, Options{})
-	q, tc := recv.Addrs()
+	q, tc := listening(recv, addr.QUIC), listening(recv, addr.TCP)
 	relay := transporttest.NewLossyRelay(t, q, 0.05)
 	send := testEngine(t, Options{Transport: cfg})
 	src := filepath.Join(t.TempDir(), "a.bin")
 	writeFile(t, src, 64<<20) // long enough for the loss to be judged, even on a fast machine
-	res, infos := transportEvents(t, send, Target{QUICAddr: relay.Addr(), TCPAddr: tc}, src, true)
+	res, infos := transportEvents(t, send, Target{Addrs: []addr.Addr{addr.New(addr.QUIC, relay.Addr()), addr.New(addr.TCP, tc)}}, src, true)
 	if res.State != StateDone || res.Verified != 1 {
 		t.Fatalf("%s: %s", res.State, res.Err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/wire"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // sendItemsWait sends items and waits for the result.
@@ -270,7 +272,7 @@ func TestSeveralRecipients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := Target{TCPAddr: l.Addr().String()}
+	dead := targetAt(addr.TCP, l.Addr().String())
 	l.Close()
 	src := t.TempDir()
 	p := filepath.Join(src, "photo.jpg")

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
+	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
@@ -72,15 +74,16 @@ func transportTable(cfg TransportConfig, nw *netwatch.Watcher) []auto.Entry {
 	}
 }
 
-// addr is the target's address for a transport.
-func (t Target) addr(k transport.Kind) string {
-	switch k {
-	case transport.QUIC:
-		return t.quicAddr()
-	case transport.TCP:
-		return t.tcpAddr()
+// AddrsAt returns an address of every kind of the transport table at
+// hostport ("host:port"): a device's listeners share one port number when
+// they can, so an address typed by the user, or one a device was last
+// reached at, is tried over every transport.
+func AddrsAt(hostport string) []addr.Addr {
+	var out []addr.Addr
+	for _, e := range transportTable(TransportConfig{}, nil) {
+		out = append(out, addr.New(e.Kind, hostport))
 	}
-	return t.Addr
+	return out
 }
 
 // parseTransport reads SendOptions.Transport: "" or "auto" is auto (the empty Kind).
@@ -94,39 +97,49 @@ func parseTransport(s string) (transport.Kind, error) {
 	return "", fmt.Errorf("unknown transport %q: use auto, quic or tcp", s)
 }
 
-// dial connects to the target with the requested transport and checks who
-// answers, saying why it chose the transport it did.
-func (e *Engine) dial(ctx context.Context, to Target, want identity.DeviceID, kind transport.Kind) (Conn, string, error) {
-	// The refusal is remembered here because QUIC reports a failed
-	// handshake as a transport error carrying only the message.
-	var refused atomic.Pointer[identity.MismatchError]
-	verify := func(addr string) func(identity.DeviceID) error {
+// dial connects to one of addrs with the requested transport (one race
+// over address x kind, each host stagger after the one before) and checks
+// who answers, saying why it chose the transport it did and which address
+// it reached.
+func (e *Engine) dial(ctx context.Context, addrs []addr.Addr, stagger time.Duration, want identity.DeviceID, kind transport.Kind) (auto.Dialled, error) {
+	// Refusals are remembered here, by address, because QUIC reports a
+	// failed handshake as a transport error carrying only the message.
+	var mu sync.Mutex
+	refused := map[string]error{}
+	verify := func(hostport string) func(identity.DeviceID) error {
 		return func(got identity.DeviceID) error {
-			if !want.IsZero() {
-				if got != want {
-					me := &identity.MismatchError{Expected: want.Peer(), Presented: got.Peer()}
-					refused.Store(me)
-					return me
-				}
-				return nil
+			var err error
+			switch {
+			case want.IsZero():
+				err = e.trust.CheckAddr(hostport, got.Peer())
+			case got != want:
+				err = &identity.MismatchError{Expected: want.Peer(), Presented: got.Peer()}
 			}
-			return e.trust.CheckAddr(addr, got.Peer())
+			if err != nil {
+				mu.Lock()
+				refused[hostport] = err
+				mu.Unlock()
+			}
+			return err
 		}
 	}
-	c, reason, err := auto.Dial(ctx, auto.Request{
-		Table:  e.transports,
-		Kind:   kind,
-		Addr:   to.addr,
-		TLS:    func(addr string) *tls.Config { return e.ident.TLSConfig(false, verify(addr)) },
+	d, err := auto.Dial(ctx, auto.Request{
+		Table:   e.transports,
+		Kind:    kind,
+		Addrs:   addrs,
+		Stagger: stagger,
+		TLS:     func(hostport string) *tls.Config { return e.ident.TLSConfig(false, verify(hostport)) },
+		Refused: func(hostport string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return refused[hostport]
+		},
 		Config: e.opts.Transport,
 	})
-	if me := refused.Load(); err != nil && me != nil {
-		return nil, "", me
-	}
 	if err != nil {
-		return nil, "", connectError(err)
+		return auto.Dialled{}, connectError(err)
 	}
-	return c, reason, nil
+	return d, nil
 }
 
 // connectError turns dial failures into a sentence about what to check.

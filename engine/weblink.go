@@ -97,6 +97,7 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 		decisions: make(chan Decision, 1),
 		result:    Result{TotalBytes: a.Size, Files: 1, Destination: dir},
 	}
+	t.delivery = t.id // each upload is a delivery of its own
 	id := a.ID
 	t.cancel = func(error) {
 		b.mu.Lock()

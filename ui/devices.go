@@ -11,6 +11,8 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // deviceList renders the devices that discovery reports. It keeps only what
@@ -75,7 +77,7 @@ func (l *deviceList) apply(ev DeviceEvent) {
 		// drop the address-keyed entry so it is not listed twice.
 		if d.ID != "" {
 			for k, old := range l.devices {
-				if old.ID == "" && (old.QUICAddr != "" && old.QUICAddr == d.QUICAddr || old.TCPAddr != "" && old.TCPAddr == d.TCPAddr) {
+				if old.ID == "" && addr.Shared(old.Addrs, d.Addrs) {
 					delete(l.devices, k)
 				}
 			}
@@ -205,11 +207,8 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 		parts = append(parts, "new")
 	}
 	var tr []string
-	if d.QUICAddr != "" {
-		tr = append(tr, "QUIC")
-	}
-	if d.TCPAddr != "" {
-		tr = append(tr, "TCP")
+	for _, k := range addr.Kinds(d.Addrs) {
+		tr = append(tr, k.Label())
 	}
 	if len(tr) > 0 {
 		parts = append(parts, strings.Join(tr, "+"))
@@ -231,7 +230,7 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	if !d.Online {
 		r.pick.Disable()
 	}
-	if !d.Online && d.QUICAddr == "" && d.TCPAddr == "" {
+	if !d.Online && len(d.Addrs) == 0 {
 		r.send.Disable()
 	}
 	if !d.Online {
@@ -278,7 +277,7 @@ func (l *deviceList) showSendMenu(at fyne.CanvasObject, dev Device) {
 // canPair reports whether Pair… is offered for d: online, reachable, and
 // not paired yet.
 func canPair(d Device) bool {
-	return d.Online && !d.Paired && (d.QUICAddr != "" || d.TCPAddr != "")
+	return d.Online && !d.Paired && len(d.Addrs) > 0
 }
 
 func displayName(d Device) string {

@@ -13,6 +13,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // Golden images: the main window, the incoming prompt (files grouped by
@@ -72,13 +74,13 @@ func goldenState(u *UI, be *fakeBackend, c *clock) {
 	u.updateStatus()
 	u.history.reload()
 	u.updateTray()
-	mac := Device{ID: idMac, Name: "Alice's MacBook", OS: "darwin", QUICAddr: "192.168.1.23:52000", TCPAddr: "192.168.1.23:52000",
+	mac := Device{ID: idMac, Name: "Alice's MacBook", OS: "darwin", Addrs: reach("192.168.1.23:52000", addr.QUIC, addr.TCP),
 		Online: true, Known: true, Source: "mdns"}
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: mac})
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idPixel, Name: "Pixel 8", OS: "android",
-		QUICAddr: "192.168.1.41:52000", Online: true, Trusted: true, Known: true, Paired: true, Source: "mdns"}})
+		Addrs: reach("192.168.1.41:52000", addr.QUIC), Online: true, Trusted: true, Known: true, Paired: true, Source: "mdns"}})
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idOffPC, Name: "Office PC", OS: "windows", Known: true,
-		TCPAddr: "192.168.1.7:52000", LastSeen: c.t.Add(-26 * time.Hour), Source: "remembered"}})
+		Addrs: reach("192.168.1.7:52000", addr.TCP), LastSeen: c.t.Add(-26 * time.Hour), Source: "remembered"}})
 
 	alice := Peer{ID: idMac, Name: "Alice's MacBook"}
 	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "s1", Direction: Outgoing, State: StateConnecting, Peer: alice,

@@ -110,7 +110,7 @@ func (v *knownView) pairTarget(d KnownDevice) Device {
 	if dev, ok := v.u.devices.devices[d.ID]; ok && dev.Online {
 		return dev
 	}
-	return Device{ID: d.ID, Name: d.Name, QUICAddr: d.LastAddr, TCPAddr: d.LastAddr, Online: d.LastAddr != "", Known: true}
+	return Device{ID: d.ID, Name: d.Name, Addrs: d.Addrs, Online: len(d.Addrs) > 0, Known: true}
 }
 
 // showRename asks for the user's own name for d ("" restores its own).

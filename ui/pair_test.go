@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 const mismatchErr = "Cancelled by the user: the verification codes on the two screens did not match, so another device may be " +
@@ -309,7 +312,7 @@ func TestKeyChangedWarns(t *testing.T) {
 	u, be, _ := newTestUI(t)
 	be.known = []KnownDevice{{ID: idAlice, Name: "Alice", Paired: true}}
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idAlice, Name: "Alice", Online: true, Trusted: true, Known: true, Paired: true,
-		QUICAddr: "10.0.0.2:4000"}})
+		Addrs: reach("10.0.0.2:4000", addr.QUIC)}})
 	warning := `"Alice" (AAAABBBB) answered with another key (BOBBBBBB): if it was reinstalled, forget it here and pair again; otherwise someone may be pretending to be it.`
 	ev := TransferEvent{Kind: TransferKeyChanged, ID: "s1", Direction: Outgoing, Peer: Peer{ID: idBob, Name: "Alice"},
 		KeyChange: &KeyChange{Known: Peer{ID: idAlice, Name: "Alice", Trusted: true}, PresentedID: idBob, Warning: warning}}
@@ -364,7 +367,7 @@ func TestKeyChangedWarns(t *testing.T) {
 func TestDevicesPagePairs(t *testing.T) {
 	u, be, _ := newTestUI(t)
 	be.known = []KnownDevice{
-		{ID: idAlice, Name: "Alice", Announced: "Alice", LastAddr: "10.0.0.2:4000"},
+		{ID: idAlice, Name: "Alice", Announced: "Alice", LastAddr: "10.0.0.2:4000", Addrs: reach("10.0.0.2:4000", addr.QUIC, addr.TCP)},
 		{ID: idBob, Name: "Bob", Announced: "Bob", Paired: true, AutoAccept: true},
 	}
 	u.known.reload()
@@ -376,7 +379,7 @@ func TestDevicesPagePairs(t *testing.T) {
 		t.Fatalf("labels %q / %q", a.paired.Text, b.paired.Text)
 	}
 	test.Tap(a.pair)
-	if len(be.paired) != 1 || be.paired[0].ID != idAlice || be.paired[0].QUICAddr != "10.0.0.2:4000" {
+	if len(be.paired) != 1 || be.paired[0].ID != idAlice || !slices.Equal(be.paired[0].Addrs, reach("10.0.0.2:4000", addr.QUIC, addr.TCP)) {
 		t.Fatalf("Pair calls %+v", be.paired)
 	}
 	if v := u.pairs["pair-1"]; v == nil || !v.shown {

@@ -11,6 +11,8 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // populate gives the UI a realistic state: devices, transfers, history.
@@ -24,8 +26,8 @@ func populate(u *UI, be *fakeBackend, c *clock) {
 	a := alice(true)
 	a.Trusted = true
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: a})
-	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idBob, Name: "Bob's phone", OS: "android", QUICAddr: "10.0.0.9:4000", Online: true}})
-	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "OFFICEPC" + idAlice[8:], Name: "Office PC", OS: "windows", Trusted: true, TCPAddr: "10.0.0.7:4000", LastSeen: c.t.Add(-26 * time.Hour), Source: "remembered"}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idBob, Name: "Bob's phone", OS: "android", Addrs: reach("10.0.0.9:4000", addr.QUIC), Online: true}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "OFFICEPC" + idAlice[8:], Name: "Office PC", OS: "windows", Trusted: true, Addrs: reach("10.0.0.7:4000", addr.TCP), LastSeen: c.t.Add(-26 * time.Hour), Source: "remembered"}})
 	u.ApplyTransfer(TransferEvent{Kind: TransferTransport, ID: "s1", Direction: Outgoing, State: StateActive, Peer: Peer{ID: idAlice, Name: "Alice's laptop"}, Transport: "quic"})
 	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "s1", Direction: Outgoing, State: StateActive,
 		Progress: &Progress{Bytes: 612_000_000, Total: 1_480_000_000, Files: 3, TotalFiles: 7, Rate: 112e6, ETA: 8 * time.Second}})

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -50,7 +51,7 @@ func dangerButton(t *testing.T, u *UI) *button {
 }
 
 func bob(online bool) Device {
-	return Device{ID: idBob, Name: "Bob's phone", OS: "android", QUICAddr: "10.0.0.9:4000", Online: online, Source: "mdns"}
+	return Device{ID: idBob, Name: "Bob's phone", OS: "android", Addrs: reach("10.0.0.9:4000", addr.QUIC), Online: online, Source: "mdns"}
 }
 
 // The send sheet lists the online devices with a check each; Send sends
@@ -93,7 +94,7 @@ func TestMultiDropOnASelection(t *testing.T) {
 	u.win.Resize(fyne.NewSize(900, 600))
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
-	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "CAROL" + idAlice[5:], Name: "Carol", QUICAddr: "10.0.0.3:1", Online: true}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "CAROL" + idAlice[5:], Name: "Carol", Addrs: reach("10.0.0.3:1", addr.QUIC), Online: true}})
 	test.Tap(u.devices.rows[0].pick) // Alice
 	test.Tap(u.devices.rows[1].pick) // Bob
 	if got := u.devices.selected(); len(got) != 2 {

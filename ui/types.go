@@ -5,6 +5,8 @@ import (
 	"errors"
 	"image"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // Backend is what the UI asks of the engine and its surroundings. The app
@@ -92,11 +94,14 @@ type KnownDevice struct {
 	ID string
 	// Name is what the user calls it: their own name for it, else the one
 	// it announces (Announced).
-	Name       string
-	Announced  string
-	Renamed    bool // Name is the user's own
-	LastSeen   time.Time
-	LastAddr   string
+	Name      string
+	Announced string
+	Renamed   bool // Name is the user's own
+	LastSeen  time.Time
+	LastAddr  string
+	// Addrs are where to reach it when it is not seen nearby: LastAddr
+	// over every kind Ferry dials.
+	Addrs      []addr.Addr
 	AutoAccept bool // its offers are accepted without asking
 	// Paired: the user checked its verification code (pairing, or
 	// "always accept" on an offer); its key cannot change unnoticed.
@@ -129,16 +134,14 @@ type NoticeAction struct {
 
 // Device is one row of the device list: a peer seen nearby or remembered.
 type Device struct {
-	ID         string   // full device ID (base32, 52 chars); empty while unknown
-	Name       string   // the name the device announces
-	OS         string   // "linux", "darwin", "windows", ... ("" when unknown)
-	Addrs      []string // "host:port" candidates, best first
-	QUICAddr   string   // "host:port" of its QUIC listener, "" when none
-	TCPAddr    string   // "host:port" of its TCP listener, "" when none
-	Trusted    bool     // its files are accepted without asking ("always accept")
-	Known      bool     // we exchanged files before: its key is pinned
-	Paired     bool     // the user checked its verification code
-	Online     bool     // seen on the network right now
+	ID         string      // full device ID (base32, 52 chars); empty while unknown
+	Name       string      // the name the device announces
+	OS         string      // "linux", "darwin", "windows", ... ("" when unknown)
+	Addrs      []addr.Addr // the ways to reach it, best first; none: not reachable now
+	Trusted    bool        // its files are accepted without asking ("always accept")
+	Known      bool        // we exchanged files before: its key is pinned
+	Paired     bool        // the user checked its verification code
+	Online     bool        // seen on the network right now
 	LastSeen   time.Time
 	Source     string // "mdns", "manual", "remembered"
 	Unverified bool   // added by address: the ID was not proven yet
@@ -149,10 +152,10 @@ func (d Device) Key() string {
 	if d.ID != "" {
 		return d.ID
 	}
-	if d.QUICAddr != "" {
-		return d.QUICAddr
+	if len(d.Addrs) > 0 {
+		return d.Addrs[0].HostPort()
 	}
-	return d.TCPAddr
+	return ""
 }
 
 // DeviceEventKind says what happened to a device.

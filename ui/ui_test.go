@@ -13,6 +13,8 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // fakeBackend records what the UI asks for.
@@ -108,11 +110,11 @@ func (f *fakeBackend) DiscardPartial(key string) error {
 	return nil
 }
 
-func (f *fakeBackend) AddDevice(_ context.Context, addr, id string) (Device, error) {
+func (f *fakeBackend) AddDevice(_ context.Context, hostport, id string) (Device, error) {
 	f.mu.Lock()
-	f.added = append(f.added, addr+" "+id)
+	f.added = append(f.added, hostport+" "+id)
 	f.mu.Unlock()
-	return Device{Name: "manual", QUICAddr: addr, Online: true, Source: "manual", Unverified: true}, nil
+	return Device{Name: "manual", Addrs: reach(hostport, addr.QUIC), Online: true, Source: "manual", Unverified: true}, nil
 }
 
 func (f *fakeBackend) Settings() Settings { return f.settings }
@@ -185,7 +187,7 @@ func newTestUI(t *testing.T) (*UI, *fakeBackend, *clock) {
 }
 
 func alice(online bool) Device {
-	return Device{ID: idAlice, Name: "Alice's laptop", OS: "darwin", QUICAddr: "10.0.0.2:4000", TCPAddr: "10.0.0.2:4000", Online: online, Source: "mdns"}
+	return Device{ID: idAlice, Name: "Alice's laptop", OS: "darwin", Addrs: reach("10.0.0.2:4000", addr.QUIC, addr.TCP), Online: online, Source: "mdns"}
 }
 
 func TestDeviceListRendersDiscoveryEvents(t *testing.T) {
@@ -229,7 +231,7 @@ func TestDeviceListRendersDiscoveryEvents(t *testing.T) {
 
 func TestManualDeviceReplacedOnceIDKnown(t *testing.T) {
 	u, _, _ := newTestUI(t)
-	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{QUICAddr: "10.0.0.2:4000", Online: true, Unverified: true}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{Addrs: reach("10.0.0.2:4000", addr.QUIC), Online: true, Unverified: true}})
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
 	if len(u.devices.rows) != 1 {
 		t.Fatalf("rows = %d, want 1 (address entry merged into the ID entry)", len(u.devices.rows))
@@ -239,7 +241,7 @@ func TestManualDeviceReplacedOnceIDKnown(t *testing.T) {
 func TestDropOnRowSendsToThatDevice(t *testing.T) {
 	u, be, _ := newTestUI(t)
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
-	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idBob, Name: "Bob", Online: true, QUICAddr: "10.0.0.3:1"}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idBob, Name: "Bob", Online: true, Addrs: reach("10.0.0.3:1", addr.QUIC)}})
 	u.win.Resize(fyne.NewSize(900, 600))
 
 	var target *deviceRow
@@ -565,4 +567,13 @@ func TestCloseHidesToTrayOnceNoticed(t *testing.T) {
 	if u.HandleClose(true) {
 		t.Fatal("with receiving off, closing must quit")
 	}
+}
+
+// reach is hostport over each of kinds, as a device's addresses.
+func reach(hostport string, kinds ...addr.Kind) []addr.Addr {
+	var out []addr.Addr
+	for _, k := range kinds {
+		out = append(out, addr.New(k, hostport))
+	}
+	return out
 }

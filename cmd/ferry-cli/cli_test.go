@@ -21,6 +21,7 @@ import (
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 func TestMain(m *testing.M) {
@@ -336,7 +337,7 @@ func TestSendByRememberedName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tgt.ID != r.id || tgt.QUICAddr != r.quic && tgt.Addr != r.quic {
+	if tgt.ID != r.id || !slices.ContainsFunc(tgt.Addrs, func(a addr.Addr) bool { return a.HostPort() == r.quic }) {
 		t.Fatalf("resolved %+v; want ID %s at %s", tgt, r.id, r.quic)
 	}
 	want := []string{"one.txt", "three.txt", "two.txt"}
@@ -401,7 +402,7 @@ func TestAmbiguousName(t *testing.T) {
 	// offline device retries for minutes.)
 	var note bytes.Buffer
 	tgt, err := resolveByDiscovery(t.Context(), ids[0], cfg, &note)
-	if err != nil || tgt.ID != ids[0] || tgt.Addr == "" || !strings.Contains(note.String(), "last known address") {
+	if err != nil || tgt.ID != ids[0] || len(tgt.Addrs) == 0 || !strings.Contains(note.String(), "last known address") {
 		t.Fatalf("full ID: %+v, %v, note %q", tgt, err, note.String())
 	}
 }
@@ -627,7 +628,7 @@ func TestNamespacesSendByName(t *testing.T) {
 	}
 	var p discovery.Peer
 	if err := json.Unmarshal([]byte(out), &p); err != nil || p.ID != id || p.Source != discovery.SourceMDNS || p.Name != "Netns Box" ||
-		p.OS != runtime.GOOS || !slices.Contains(p.DialAddrs(), "10.77.1.1:"+defaultPort) {
+		p.OS != runtime.GOOS || !slices.Contains(p.HostPorts(), "10.77.1.1:"+defaultPort) {
 		t.Fatalf("peers in the other namespace: %q %v (stderr %s)", out, err, errOut)
 	}
 

@@ -15,7 +15,9 @@ import (
 // once with the receiver's reason, over either transport; before, the
 // sender read a broken pipe and retried for two minutes.
 func TestSendRefusedAsTooLargeEndsAtOnce(t *testing.T) {
-	t.Setenv("FERRY_MANIFEST_DISK", "4096") // this receiver holds 4 KB of names
+	// This receiver holds the list of 3000 files (1 KiB each) and 30 KB of
+	// names: the names of the first part of the manifest are too many.
+	t.Setenv("FERRY_MANIFEST_BUDGET", "3102000")
 	src := filepath.Join(t.TempDir(), "tree")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
@@ -37,7 +39,7 @@ func TestSendRefusedAsTooLargeEndsAtOnce(t *testing.T) {
 				t.Fatalf("send of a refused offer exited 0: %s", stdout)
 			}
 			line := oneLine(t, stderr, "send")
-			if !strings.Contains(line, "Bob's laptop takes at most 4 KB of file names") {
+			if !strings.Contains(line, "Bob's laptop takes file lists of at most 3 MB") {
 				t.Errorf("stderr %q does not give the receiver's reason", line)
 			}
 			ev := lastEvent(t, stdout)
@@ -57,5 +59,30 @@ func TestSendRefusedAsTooLargeEndsAtOnce(t *testing.T) {
 				t.Errorf("a refused offer left files: %v", f)
 			}
 		})
+	}
+}
+
+// Issue 30: a send says what the folder holds that it does not carry.
+func TestSendSaysWhatItSkips(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "tree")
+	if err := os.MkdirAll(filepath.Join(src, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.txt", filepath.Join(src, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, src)
+	if code != 0 {
+		t.Fatalf("send exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "not sent: 1 symbolic link (not followed), 1 empty folder") {
+		t.Errorf("the send does not say what it skipped:\n%s", stdout)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive --once exit %d", code)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/peerresolve"
 )
 
@@ -52,15 +53,14 @@ const resolveSettle = 500 * time.Millisecond
 // advertiseEngine announces a receiving engine on the local network until
 // the returned function is called; that function sends the goodbye.
 func advertiseEngine(ctx context.Context, e *engine.Engine, errOut io.Writer) (func(), error) {
-	q, t := e.Addrs()
-	svc := discovery.Service{Name: e.Name(), ID: e.ID(), QUICPort: portOf(q), TCPPort: portOf(t), OS: runtime.GOOS}
+	svc := discovery.Service{Name: e.Name(), ID: e.ID(), Addrs: e.Addrs(), OS: runtime.GOOS}
 	a, err := discovery.Advertise(svc, discovery.WithInterfaceLister(discoveryInterfaces))
 	if err != nil {
 		return nil, err
 	}
 	if err := a.Err(); err != nil {
 		// Advertise keeps trying as interfaces come up; say why it is not visible yet.
-		fmt.Fprintf(errOut, "ferry-cli receive: not visible on the local network yet (%v); senders can use --to %s\n", err, hostPortHint(q, t))
+		fmt.Fprintf(errOut, "ferry-cli receive: not visible on the local network yet (%v); senders can use --to %s\n", err, hostPortHint(e.Addrs()))
 	}
 	return func() { a.Close() }, nil
 }
@@ -78,12 +78,11 @@ func portOf(addr string) int {
 	return n
 }
 
-func hostPortHint(q, t string) string {
-	a := q
-	if a == "" {
-		a = t
+func hostPortHint(addrs []addr.Addr) string {
+	if len(addrs) == 0 {
+		return "HOST:PORT"
 	}
-	if p := portOf(a); p > 0 {
+	if p := portOf(addrs[0].HostPort()); p > 0 {
 		return "HOST:" + strconv.Itoa(p)
 	}
 	return "HOST:PORT"
@@ -183,7 +182,7 @@ func peerCandidates(ps []discovery.Peer) []candidate {
 	out := make([]candidate, 0, len(ps))
 	for _, p := range ps {
 		c := candidate{Name: p.Name, ID: p.ID}
-		if a := p.DialAddrs(); len(a) > 0 {
+		if a := p.HostPorts(); len(a) > 0 {
 			c.Addr = a[0]
 		}
 		out = append(out, c)
@@ -233,7 +232,7 @@ func ambiguous(to string, cs []candidate) error {
 // prove it.
 func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (engine.Target, error) {
 	if isHostPort(to) {
-		return engine.Target{Addr: to}, nil
+		return engine.Target{Addrs: engine.AddrsAt(to)}, nil
 	}
 	if strings.TrimSpace(to) == "" {
 		return engine.Target{}, fmt.Errorf("%w: --to is empty", errUsage)
@@ -288,7 +287,7 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (
 	switch {
 	case len(cs) == 1 && cs[0].Addr != "":
 		fmt.Fprintf(errOut, "ferry-cli send: %s was not seen on the local network; trying its last known address %s\n", cs[0], cs[0].Addr)
-		return engine.Target{Addr: cs[0].Addr, ID: cs[0].ID}, nil
+		return engine.Target{Addrs: engine.AddrsAt(cs[0].Addr), ID: cs[0].ID}, nil
 	case len(cs) > 1:
 		return engine.Target{}, ambiguous(to, cs)
 	}
@@ -301,11 +300,8 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (
 		to, resolveWait, why)}
 }
 
-// peerTarget is where to send to a discovered peer: its best QUIC and TCP
-// addresses, and its ID, which the TLS handshake must prove.
+// peerTarget is where to send to a discovered peer: its addresses, and
+// its ID, which the TLS handshake must prove.
 func peerTarget(p discovery.Peer) engine.Target {
-	if ts := peerresolve.Targets(p); len(ts) > 0 {
-		return ts[0]
-	}
-	return engine.Target{ID: p.ID}
+	return engine.Target{Addrs: peerresolve.Addrs(p), ID: p.ID}
 }

@@ -73,7 +73,7 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error 
 		}
 		for _, p := range r.Peers {
 			addr := ""
-			if a := p.DialAddrs(); len(a) > 0 {
+			if a := p.HostPorts(); len(a) > 0 {
 				addr = a[0]
 			}
 			fmt.Fprintf(out, "%-9s found %s (%s) at %s\n", "", p.Name, p.ShortID(), addr)

@@ -56,7 +56,9 @@ func killSettings() killPlan {
 	case os.Getenv("FERRY_KILL_FULL") == "1":
 		return killPlan{size: 512 << 20, kills: 20}
 	case testing.Short():
-		return killPlan{size: 32 << 20, kills: 3}
+		// 64 MiB: a smaller batch is cut into smaller chunks (the engine's
+		// batchChunkSize), and the checks here count 1 MiB ones.
+		return killPlan{size: 64 << 20, kills: 3}
 	}
 	return killPlan{size: 96 << 20, kills: 8}
 }

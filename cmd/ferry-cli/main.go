@@ -121,7 +121,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func envOptions(o engine.Options) engine.Options {
 	o.BufferedIO = ferryenv.BufferedIO()
 	o.ProgressInterval = ferryenv.ProgressInterval()
-	o.ManifestDisk = ferryenv.ManifestDisk()
+	o.ManifestBudget = ferryenv.ManifestBudget()
 	if o.Logger == nil {
 		o.Logger = ferryenv.Logger()
 	}

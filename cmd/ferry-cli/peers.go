@@ -75,7 +75,7 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fmt.Fprintln(tw, "NAME\tID\tADDRESS\tOS\tSOURCE")
 	for _, p := range peers {
 		addr := "-"
-		if a := p.DialAddrs(); len(a) > 0 {
+		if a := p.HostPorts(); len(a) > 0 {
 			addr = a[0]
 			if len(a) > 1 {
 				addr += fmt.Sprintf(" (+%d)", len(a)-1)

@@ -95,8 +95,12 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 			fmt.Fprintf(errOut, "ferry-cli receive: %s is not listening, the other transports receive: %s\n", strings.ToUpper(st.Transport), st.Err)
 		}
 	}
-	q, t := e.Addrs()
-	fmt.Fprintf(out, "listening quic=%s tcp=%s id=%s name=%q dir=%q\n", q, t, e.ID(), e.Name(), e.DownloadDir())
+	// One kind=HOST:PORT per transport (empty for one that does not listen).
+	var at strings.Builder
+	for _, st := range e.Listeners() {
+		fmt.Fprintf(&at, "%s=%s ", st.Transport, st.Addr)
+	}
+	fmt.Fprintf(out, "listening %sid=%s name=%q dir=%q\n", at.String(), e.ID(), e.Name(), e.DownloadDir())
 	if !*noDiscovery {
 		stop, err := advertise(ctx, e, errOut)
 		if err != nil {

@@ -25,7 +25,7 @@ var resolveTarget = func(ctx context.Context, to string, cfg string, errOut io.W
 	if _, _, err := net.SplitHostPort(to); err != nil {
 		return engine.Target{}, fmt.Errorf("%w: --to %q is not HOST:PORT", errUsage, to)
 	}
-	return engine.Target{Addr: to}, nil
+	return engine.Target{Addrs: engine.AddrsAt(to)}, nil
 }
 
 // repeated is a flag that may be given several times.

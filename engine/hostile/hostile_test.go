@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/hostile"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -21,10 +22,10 @@ func TestHostilePeerAgainstAnEngine(t *testing.T) {
 	if err := e.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	q, tc := e.Addrs()
 	p := hostile.Peer{Dir: t.TempDir()}
-	for kind, addr := range map[string]string{"quic": q, "tcp": tc} {
-		s, err := p.Connect(t.Context(), kind, addr, "mallory")
+	for _, a := range e.Addrs() {
+		kind, hp := string(a.Kind), a.HostPort()
+		s, err := p.Connect(t.Context(), kind, hp, "mallory")
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)
 		}
@@ -40,7 +41,8 @@ func TestHostilePeerAgainstAnEngine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
 	var st hostile.Stats
-	p.FloodIdleTCP(ctx, tc, 4, &st)
+	tcpAt, _ := addr.First(e.Addrs(), addr.TCP)
+	p.FloodIdleTCP(ctx, tcpAt.HostPort(), 4, &st)
 	if st.Opened.Load()+st.Failed.Load() == 0 {
 		t.Fatal("the flood did nothing")
 	}

@@ -78,7 +78,17 @@ type Dest struct {
 	// stale holds Roots of folders that moved away (forgetMoved): they may
 	// still be in use by a concurrent operation, so they close with the Dest.
 	stale []*os.Root
+	// dirs caches resolveDir: offered folder (slash path) -> the folder its
+	// files go to, checked to be a folder still on every use. Resolving
+	// element by element from the top costs a walk per element (os.Root
+	// opens every element of a path): for a file 8 folders deep, 80 system
+	// calls, twice per file; the check is one walk.
+	dirs map[string]string
 }
+
+// maxCachedDirs bounds Dest.dirs (an offer names its folders; a hostile
+// one could name a million).
+const maxCachedDirs = 4096
 
 // SetBufferedIO makes partials created from then on write everything
 // through the page cache. By default whole aligned chunks are direct writes
@@ -605,13 +615,33 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 // root, applying the folder-clash rule documented on Dest, and creates the
 // folders if create is set.
 func (d *Dest) resolveDir(elems []string, create bool) (string, error) {
-	dir := ""
+	if len(elems) == 0 {
+		return "", nil
+	}
+	key := strings.Join(elems, "/")
+	d.mu.Lock()
+	dir, ok := d.dirs[key]
+	d.mu.Unlock()
+	if ok {
+		if fi, err := d.root.Lstat(dir); err == nil && fi.IsDir() {
+			return dir, nil
+		}
+	}
+	dir = ""
 	for _, e := range elems {
 		next, err := d.resolveElem(dir, e, create)
 		if err != nil {
 			return "", err
 		}
 		dir = next
+	}
+	if create { // it exists now
+		d.mu.Lock()
+		if d.dirs == nil || len(d.dirs) >= maxCachedDirs {
+			d.dirs = map[string]string{}
+		}
+		d.dirs[key] = dir
+		d.mu.Unlock()
 	}
 	return dir, nil
 }

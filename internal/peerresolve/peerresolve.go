@@ -5,11 +5,12 @@ package peerresolve
 
 import (
 	"context"
-	"net"
+	"slices"
 	"sync/atomic"
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // Resolver is an engine.Resolver backed by a discovery.Discovery. It is
@@ -26,48 +27,35 @@ func (r *Resolver) Use(d *discovery.Discovery) { r.d.Store(d) }
 
 // ResolvePeer returns where discovery sees the device now, best first;
 // nothing when it does not see it (or saw another identity there).
-func (r *Resolver) ResolvePeer(ctx context.Context, id string) []engine.Target {
+func (r *Resolver) ResolvePeer(ctx context.Context, id string) []addr.Addr {
 	d := r.d.Load()
 	if d == nil {
 		return nil
 	}
 	for _, p := range d.Peers() {
 		if p.ID == id && !p.Refused {
-			return Targets(p)
+			return Addrs(p)
 		}
 	}
 	return nil
 }
 
-// Targets lists where to send to a discovered peer, best first: each of its
-// QUIC addresses with the TCP address of the same host, and its ID, which
-// the TLS handshake must prove.
-func Targets(p discovery.Peer) []engine.Target {
-	tcpByHost := map[string]string{}
-	for _, a := range p.TCPDialAddrs() {
-		if h, _, err := net.SplitHostPort(a); err == nil {
-			if _, ok := tcpByHost[h]; !ok {
-				tcpByHost[h] = a
-			}
-		}
+// Addrs lists the ways to reach a discovered peer, best first: at the
+// "host:port" a direct probe proved, every kind the engine dials (a probed
+// peer advertises one port; Ferry listens on every kind at that port
+// number when it can, and the ID check guards a wrong guess), then what it
+// advertises (discovery.Peer.Addresses).
+func Addrs(p discovery.Peer) []addr.Addr {
+	if p.Refused {
+		return nil
 	}
-	var out []engine.Target
-	for _, q := range p.DialAddrs() {
-		t := engine.Target{ID: p.ID, QUICAddr: q}
-		if h, _, err := net.SplitHostPort(q); err == nil {
-			t.TCPAddr = tcpByHost[h]
-			delete(tcpByHost, h)
-		}
-		if t.TCPAddr == "" && q == p.Direct {
-			// A probed peer advertises no TCP port; Ferry listens for TCP on
-			// the QUIC port number, and the ID check guards a wrong guess.
-			t.TCPAddr = q
-		}
-		out = append(out, t)
+	var out []addr.Addr
+	if p.Direct != "" {
+		out = engine.AddrsAt(p.Direct)
 	}
-	for _, a := range p.TCPDialAddrs() {
-		if h, _, _ := net.SplitHostPort(a); tcpByHost[h] == a {
-			out = append(out, engine.Target{ID: p.ID, TCPAddr: a})
+	for _, a := range p.Addresses() {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
 		}
 	}
 	return out

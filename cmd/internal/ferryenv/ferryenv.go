@@ -10,7 +10,7 @@
 //	FERRY_BUFFERED_IO        "1"          Options.BufferedIO (page cache only, no direct I/O)
 //	FERRY_PROGRESS_INTERVAL  Go duration  Options.ProgressInterval (the migration bench times gaps with it)
 //	FERRY_LOG                debug|info   Options.Logger: the engine's diagnostics on stderr
-//	FERRY_MANIFEST_DISK      bytes > 0    Options.ManifestDisk (tests: a receiver that refuses large offers)
+//	FERRY_MANIFEST_BUDGET      bytes > 0    Options.ManifestBudget (tests: a receiver that refuses large offers)
 //
 // A value that does not parse is ignored, as before these were options.
 package ferryenv
@@ -68,11 +68,11 @@ func Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// ManifestDisk is FERRY_MANIFEST_DISK (zero when unset or bad): the file
+// ManifestBudget is FERRY_MANIFEST_BUDGET (zero when unset or bad): the file
 // names one device's offers may make a receiver hold
-// (engine.Options.ManifestDisk).
-func ManifestDisk() int64 {
-	n, err := strconv.ParseInt(os.Getenv("FERRY_MANIFEST_DISK"), 10, 64)
+// (engine.Options.ManifestBudget).
+func ManifestBudget() int64 {
+	n, err := strconv.ParseInt(os.Getenv("FERRY_MANIFEST_BUDGET"), 10, 64)
 	if err != nil || n <= 0 {
 		return 0
 	}

@@ -24,14 +24,14 @@ func TestTransport(t *testing.T) {
 	}
 }
 
-func TestManifestDisk(t *testing.T) {
+func TestManifestBudget(t *testing.T) {
 	for _, tc := range []struct {
 		env  string
 		want int64
 	}{{"", 0}, {"4096", 4096}, {"-1", 0}, {"lots", 0}} {
-		t.Setenv("FERRY_MANIFEST_DISK", tc.env)
-		if got := ManifestDisk(); got != tc.want {
-			t.Errorf("FERRY_MANIFEST_DISK=%q: got %d, want %d", tc.env, got, tc.want)
+		t.Setenv("FERRY_MANIFEST_BUDGET", tc.env)
+		if got := ManifestBudget(); got != tc.want {
+			t.Errorf("FERRY_MANIFEST_BUDGET=%q: got %d, want %d", tc.env, got, tc.want)
 		}
 	}
 }

@@ -23,16 +23,18 @@ import (
 	"os"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 )
 
-// Kind names a transport.
-type Kind string
+// Kind names a transport: the kind of its addresses (package addr), so
+// that a listener's kind and an address's are one value.
+type Kind = addr.Kind
 
 // The transports.
 const (
-	QUIC Kind = "quic"
-	TCP  Kind = "tcp"
+	QUIC = addr.QUIC
+	TCP  = addr.TCP
 )
 
 // Stream is one ordered, reliable byte stream inside a session: a QUIC

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
@@ -79,9 +80,20 @@ func fakeEntry(kind transport.Kind, prio int, delay time.Duration, err error, cl
 	}}
 }
 
-func anyAddr(transport.Kind) string { return "x" }
+// at is one address per entry of table, all on host.
+func at(host string, table []Entry) []addr.Addr {
+	var out []addr.Addr
+	for _, e := range table {
+		out = append(out, addr.New(e.Kind, host+":1"))
+	}
+	return out
+}
 
-func raceDial(ctx context.Context, e Entry) (transport.Conn, error) { return e.Dial(ctx, "x", nil) }
+func raceDial(ctx context.Context, l leg) (transport.Conn, error) {
+	return l.entry.Dial(ctx, l.addr.HostPort(), nil)
+}
+
+func noTLS(string) *tls.Config { return nil }
 
 func TestRaceBuckets(t *testing.T) {
 	t.Parallel()
@@ -117,7 +129,7 @@ func TestRaceBuckets(t *testing.T) {
 				}
 				tc.entries[i] = e
 			}
-			r := newRace(t.Context(), tc.entries, tc.head, nil, raceDial)
+			r := newRace(t.Context(), legs(tc.entries, at("x", tc.entries), ""), tc.head, 0, nil, raceDial)
 			var winner transport.Conn
 			for winner == nil {
 				res, ok := r.next(t.Context())
@@ -150,7 +162,8 @@ func TestRaceHeadStartFollowsTheClock(t *testing.T) {
 		dialled.Add(1)
 		return dialB(ctx, addr, c)
 	}
-	r := newRace(t.Context(), []Entry{fakeEntry("a", 0, -1, nil, nil), b}, head, fake, raceDial)
+	entries := []Entry{fakeEntry("a", 0, -1, nil, nil), b}
+	r := newRace(t.Context(), legs(entries, at("x", entries), ""), head, 0, fake, raceDial)
 	defer r.close()
 	won := make(chan result, 1)
 	go func() {
@@ -183,7 +196,7 @@ func TestErrorsStayLocalOnlyWhenAllAre(t *testing.T) {
 		t.Errorf("TCP reached no peer, yet %v is a LocalError (it would never be retried)", err)
 	}
 	table := []Entry{fakeEntry("quic", 0, 0, local, nil), fakeEntry("tcp", 1, 0, local, nil)}
-	if _, err := First(t.Context(), table, anyAddr, func(string) *tls.Config { return nil }); !errors.As(err, &le) {
+	if _, err := First(t.Context(), table, at("x", table), noTLS); !errors.As(err, &le) {
 		t.Errorf("First: %v", err)
 	}
 }
@@ -303,9 +316,10 @@ func TestDialFallsBackToTCP(t *testing.T) {
 			return transport.AsConn(tcp.Dial(ctx, addr, c, cfg))
 		}},
 	}
-	addrs := map[transport.Kind]string{transport.QUIC: pc.LocalAddr().String(), transport.TCP: tl.Addr().String()}
-	c, why, err := Dial(t.Context(), Request{Table: table, Addr: func(k transport.Kind) string { return addrs[k] },
+	addrs := []addr.Addr{addr.New(transport.QUIC, pc.LocalAddr().String()), addr.New(transport.TCP, tl.Addr().String())}
+	d, err := Dial(t.Context(), Request{Table: table, Addrs: addrs,
 		TLS: func(string) *tls.Config { return cli.TLSConfig(false, nil) }, Config: cfg})
+	c, why := d.Conn, d.Why
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +352,8 @@ func TestTCPWithoutBBRWaitsForQUIC(t *testing.T) {
 			}
 			// Head start 10 ms, RTT 100 ms: QUIC gets until 10 + 4 x 100 ms after TCP.
 			cfg := transport.Config{HeadStart: 10 * time.Millisecond, CleanRTT: -1}
-			c, why, err := Dial(t.Context(), Request{Table: table, Addr: anyAddr, TLS: func(string) *tls.Config { return nil }, Config: cfg})
+			d, err := Dial(t.Context(), Request{Table: table, Addrs: at("x", table), TLS: noTLS, Config: cfg})
+			c, why := d.Conn, d.Why
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 )
@@ -17,116 +18,152 @@ type Request struct {
 	// Kind asks for one transport; empty means auto: race them and pick
 	// the one that suits the path.
 	Kind transport.Kind
-	// Addr is the peer's address for a transport ("" when it has none).
-	Addr func(transport.Kind) string
-	// TLS returns the client configuration for an address.
-	TLS    func(addr string) *tls.Config
-	Config transport.Config
+	// Addrs are where the peer may be, best first. The addresses of one
+	// host are one place: its kinds race as the table's priorities say.
+	// Kinds the table lacks are left out.
+	Addrs []addr.Addr
+	// Stagger is the head start each place gets over the next (a dead
+	// address costs a QUIC dial its whole handshake timeout); zero dials
+	// every place at once.
+	Stagger time.Duration
+	// TLS returns the client configuration for a "host:port".
+	TLS func(hostport string) *tls.Config
+	// Refused, when set, returns the error that proved a different device
+	// at hostport (the TLS check's own; QUIC reports a failed handshake
+	// with its message only), nil when there was none.
+	Refused func(hostport string) error
+	Config  transport.Config
 }
 
-func (r Request) dial(ctx context.Context, e Entry) (transport.Conn, error) {
-	addr := r.Addr(e.Kind)
-	return e.Dial(ctx, addr, r.TLS(addr))
+// Dialled is the session a Dial opened.
+type Dialled struct {
+	Conn transport.Conn
+	// Why says why this transport carries the session.
+	Why string
+	// At is the address the session reached, of its transport's kind.
+	At addr.Addr
 }
 
-// Dial opens a session as req asks and says why it chose its transport.
-func Dial(ctx context.Context, req Request) (transport.Conn, string, error) {
+func (r Request) dial(ctx context.Context, l leg) (transport.Conn, error) {
+	hp := l.addr.HostPort()
+	return l.entry.Dial(ctx, hp, r.TLS(hp))
+}
+
+// wrongDevice reports whether err proves that a different device answered.
+func (r Request) wrongDevice(res result, l addr.Addr) error {
+	var mm *identity.MismatchError
+	var kc *identity.KeyChangedError
+	if errors.As(res.err, &mm) || errors.As(res.err, &kc) {
+		return res.err
+	}
+	if r.Refused != nil {
+		return r.Refused(l.HostPort())
+	}
+	return nil
+}
+
+// Dial opens a session as req asks and says why it chose its transport:
+// one race over (place x kind), the first session that connects decides
+// the place, and at that place auto picks the transport for the path. A
+// place where a different device answered is dropped and the others go
+// on; when every place was such a one, Dial returns that device's error.
+func Dial(ctx context.Context, req Request) (Dialled, error) {
 	cfg := req.Config.WithDefaults()
-	one := func(kind transport.Kind, why string) (transport.Conn, string, error) {
-		e, ok := Find(req.Table, kind)
-		if !ok {
-			return nil, "", fmt.Errorf("%s is not available in this build", kind)
-		}
-		if req.Addr(kind) == "" {
-			return nil, "", fmt.Errorf("the peer has no %s address", kind)
-		}
-		c, err := req.dial(ctx, e)
-		if err != nil {
-			return nil, "", err
-		}
-		return c, why, nil
-	}
 	if req.Kind != "" {
-		return one(req.Kind, "requested with --transport "+string(req.Kind))
-	}
-	_, haveTCP := Find(req.Table, transport.TCP)
-	if !haveTCP || req.Addr(transport.TCP) == "" {
-		return one(transport.QUIC, "TCP is not available")
-	}
-	if req.Addr(transport.QUIC) == "" {
-		return one(transport.TCP, "the peer has no QUIC address")
-	}
-	var entries []Entry
-	for _, e := range req.Table {
-		if req.Addr(e.Kind) != "" {
-			entries = append(entries, e)
+		if _, ok := Find(req.Table, req.Kind); !ok {
+			return Dialled{}, fmt.Errorf("%s is not available in this build", req.Kind)
 		}
 	}
-	r := newRace(ctx, entries, cfg.HeadStart, cfg.Clock, req.dial)
+	ls := legs(req.Table, req.Addrs, req.Kind)
+	if len(ls) == 0 {
+		if req.Kind != "" {
+			return Dialled{}, fmt.Errorf("the peer has no %s address", req.Kind)
+		}
+		return Dialled{}, errors.New("the peer has no address to dial")
+	}
+	r := newRace(ctx, ls, cfg.HeadStart, req.Stagger, cfg.Clock, req.dial)
 	keep := false // a switching session keeps the TCP dial going
 	defer func() {
 		if !keep {
 			r.close()
 		}
 	}()
-	var errs []error
+	var wrong error
 	for {
 		res, ok := r.next(ctx)
 		switch {
 		case !ok:
-			return nil, "", joinErrs(errs)
-		case res.kind == "": // ctx ended
-			return nil, "", res.err
-		case res.err != nil:
-			var mm *identity.MismatchError
-			var kc *identity.KeyChangedError
-			if errors.As(res.err, &mm) || errors.As(res.err, &kc) {
-				return nil, "", res.err // the wrong device answered: do not try harder
+			if errs := r.errs(); len(errs) > 0 || wrong == nil {
+				return Dialled{}, joinErrs(errs)
 			}
-			errs = append(errs, tagged(res.kind, res.err))
-			continue
-		case res.kind != transport.QUIC && res.kind == transport.TCP && !tcpBBR(req.Table) &&
-			res.conn.Metrics().SmoothedRTTms >= transport.Ms(cfg.CleanRTT):
-			// TCP won, but cannot run BBR, and the path is no clean local
-			// link: QUIC spreads better over random loss (quicker loss
-			// recovery), and on a long lossy path its handshake may simply
-			// have lost a packet. It gets a little longer.
-			return preferQUIC(ctx, cfg, r, res.conn)
-		case res.kind != transport.QUIC:
-			// First secure connection wins; the race closes the loser.
-			return res.conn, fmt.Sprintf("%s connected first (QUIC did not answer within %v)", kindName(res.kind), cfg.HeadStart), nil
-		}
-		// QUIC won. pick may still want TCP: the dial under way since the
-		// head start is the one to wait for (it may have survived a lost
-		// SYN already), not a new one.
-		q := res.conn
-		tcp := func(ctx context.Context) (transport.Conn, error) { return r.wait(ctx, transport.TCP) }
-		rtt := q.Metrics().SmoothedRTTms
-		if !tcpBBR(req.Table) && (rtt >= transport.Ms(cfg.CleanRTT) || !tcpFasterOnCleanPaths) {
-			// Loss-based TCP has nothing QUIC lacks off a clean local link,
-			// and QUIC's loss recovery is quicker: no need to wait for TCP.
-			return q, fmt.Sprintf("RTT %.1f ms and TCP cannot use BBR on this device: QUIC carries the batch, "+
-				"over more connections if the path shows random loss", rtt), nil
-		}
-		if !cfg.NoAutoSwitch {
-			if rtt >= transport.Ms(cfg.SwitchRTT) {
-				if sc, ok := newSwitchConn(q, r, cfg); ok {
-					keep = true
-					return sc, fmt.Sprintf("RTT %.1f ms: QUIC answered first and starts at once; "+
-						"TCP takes the rest of the batch if it connects with BBR and QUIC sees random loss", rtt), nil
+			return Dialled{}, wrong
+		case res.place < 0: // ctx ended
+			return Dialled{}, res.err
+		case res.err != nil:
+			at, _ := r.places[res.place].addr(res.kind)
+			if err := req.wrongDevice(res, at); err != nil {
+				// The wrong device answered there: do not try harder at that place.
+				r.drop(res.place)
+				if wrong == nil {
+					wrong = err
 				}
 			}
+			continue
 		}
-		c, why := pick(ctx, cfg, q, tcp)
-		return c, why, nil
+		r.settle(res.place)
+		p := r.places[res.place]
+		c, why := choose(ctx, req, cfg, r, p, res, &keep)
+		at, _ := p.addr(c.Transport())
+		return Dialled{Conn: c, Why: why, At: at}, nil
 	}
+}
+
+// choose picks the transport at the place that won with res.
+func choose(ctx context.Context, req Request, cfg transport.Config, r *race, p *place, res result, keep *bool) (transport.Conn, string) {
+	switch {
+	case req.Kind != "":
+		return res.conn, "requested with --transport " + string(req.Kind)
+	case !p.has(transport.TCP):
+		return res.conn, "TCP is not available"
+	case !p.has(transport.QUIC):
+		return res.conn, "the peer has no QUIC address"
+	case res.kind == transport.TCP && !tcpBBR(req.Table) &&
+		res.conn.Metrics().SmoothedRTTms >= transport.Ms(cfg.CleanRTT):
+		// TCP won, but cannot run BBR, and the path is no clean local
+		// link: QUIC spreads better over random loss (quicker loss
+		// recovery), and on a long lossy path its handshake may simply
+		// have lost a packet. It gets a little longer.
+		return preferQUIC(ctx, cfg, r, res.conn)
+	case res.kind != transport.QUIC:
+		// First secure connection wins; the race closes the loser.
+		return res.conn, fmt.Sprintf("%s connected first (QUIC did not answer within %v)", res.kind.Label(), cfg.HeadStart)
+	}
+	// QUIC won. pick may still want TCP: the dial under way since the
+	// head start is the one to wait for (it may have survived a lost
+	// SYN already), not a new one.
+	q := res.conn
+	rtt := q.Metrics().SmoothedRTTms
+	if !tcpBBR(req.Table) && rtt >= transport.Ms(cfg.CleanRTT) {
+		// Loss-based TCP has nothing QUIC lacks off a clean local link,
+		// and QUIC's loss recovery is quicker: no need to wait for TCP.
+		return q, fmt.Sprintf("RTT %.1f ms and TCP cannot use BBR on this device: QUIC carries the batch, "+
+			"over more connections if the path shows random loss", rtt)
+	}
+	if !cfg.NoAutoSwitch && rtt >= transport.Ms(cfg.SwitchRTT) {
+		if sc, ok := newSwitchConn(q, r, cfg); ok {
+			*keep = true
+			return sc, fmt.Sprintf("RTT %.1f ms: QUIC answered first and starts at once; "+
+				"TCP takes the rest of the batch if it connects with BBR and QUIC sees random loss", rtt)
+		}
+	}
+	return pick(ctx, cfg, q, func(ctx context.Context) (transport.Conn, error) { return r.wait(ctx, transport.TCP) })
 }
 
 // preferQUIC waits a little longer for QUIC's dial after TCP won the race
 // with a loss-based congestion control: as long as QUIC's head start plus
 // four of TCP's round trips. QUIC takes the batch if it connects; TCP does
 // otherwise (UDP blocked costs that wait).
-func preferQUIC(ctx context.Context, cfg transport.Config, r *race, t transport.Conn) (transport.Conn, string, error) {
+func preferQUIC(ctx context.Context, cfg transport.Config, r *race, t transport.Conn) (transport.Conn, string) {
 	rtt := t.Metrics().SmoothedRTTms
 	wait := cfg.HeadStart + 4*time.Duration(rtt*float64(time.Millisecond))
 	qctx, cancel := context.WithTimeout(ctx, wait)
@@ -136,27 +173,17 @@ func preferQUIC(ctx context.Context, cfg transport.Config, r *race, t transport.
 	if err != nil || q == nil {
 		return t, fmt.Sprintf("TCP connected first and QUIC did not answer within %v more (RTT %.1f ms); "+
 			"TCP cannot use BBR on this device: it carries the batch, over more connections if the path shows random loss",
-			wait.Round(time.Millisecond), rtt), nil
+			wait.Round(time.Millisecond), rtt)
 	}
 	t.Close(nil)
 	return q, fmt.Sprintf("RTT %.1f ms and TCP cannot use BBR on this device: QUIC, which answered %v after TCP, carries the batch, "+
-		"over more connections if the path shows random loss", rtt, time.Since(start).Round(time.Millisecond)), nil
+		"over more connections if the path shows random loss", rtt, time.Since(start).Round(time.Millisecond))
 }
 
 // tcpBBR reports whether TCP's connections will run BBR here.
 func tcpBBR(table []Entry) bool {
 	e, ok := Find(table, transport.TCP)
 	return ok && e.BBR != nil && e.BBR()
-}
-
-func kindName(k transport.Kind) string {
-	switch k {
-	case transport.TCP:
-		return "TCP"
-	case transport.QUIC:
-		return "QUIC"
-	}
-	return string(k)
 }
 
 // pick decides between the QUIC session we have and TCP, following what
@@ -178,7 +205,7 @@ func pick(ctx context.Context, cfg transport.Config, q transport.Conn, tcp func(
 	}
 	tm := t.Metrics()
 	switch {
-	case rtt < cfg.CleanRTT && tcpFasterOnCleanPaths:
+	case rtt < cfg.CleanRTT:
 		q.Close(nil)
 		return t, fmt.Sprintf("clean low-latency path (RTT %.2f ms): TCP moves more bytes per second here", m.SmoothedRTTms)
 	case tm.CongestionControl == "bbr":

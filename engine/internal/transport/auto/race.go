@@ -1,5 +1,6 @@
 // Package auto chooses the transport for a session. Its table lists the
-// transports ({Kind, Priority, Listen, Dial}); a race dials them in
+// transports ({Kind, Priority, Listen, Dial}); one race dials the peer's
+// addresses by kind, host after host with a stagger and at each host in
 // priority buckets, each with a head start over the next, in the shape of
 // syncthing's dialParallel; Dial then keeps the winner, or picks another
 // transport for the path, or starts on QUIC and may move the batch to TCP
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/internal/clock"
@@ -44,114 +46,275 @@ func Find(table []Entry, kind transport.Kind) (Entry, bool) {
 	return Entry{}, false
 }
 
-// result is what one dial of a race gave.
-type result struct {
-	kind transport.Kind
-	conn transport.Conn
-	err  error
+// leg is one dial of a race: one row of the table at one place.
+type leg struct {
+	place int
+	entry Entry
+	addr  addr.Addr
 }
 
-// race dials transports by priority: each bucket of equal priority starts
-// once the bucket before it had its head start, or at once when every dial
-// started so far failed. Results come in the order they finish. A race is
-// used by one goroutine; close ends it.
+// place is one host where the peer may be: the legs that dial it, in
+// buckets of equal priority.
+type place struct {
+	buckets [][]leg
+	started int       // buckets started
+	due     time.Time // when its next bucket starts
+	running int       // its dials whose result was not taken yet
+	ctx     context.Context
+	cancel  context.CancelFunc
+	// dropped: another place won, or a different device answered here;
+	// nothing more starts and what still connects is closed.
+	dropped bool
+	errs    []result // its dials' failures
+}
+
+// has reports whether the place has a leg of kind.
+func (p *place) has(kind transport.Kind) bool {
+	_, ok := p.addr(kind)
+	return ok
+}
+
+// addr is the place's address of kind.
+func (p *place) addr(kind transport.Kind) (addr.Addr, bool) {
+	for _, b := range p.buckets {
+		for _, l := range b {
+			if l.entry.Kind == kind {
+				return l.addr, true
+			}
+		}
+	}
+	return addr.Addr{}, false
+}
+
+func (p *place) exhausted() bool {
+	return p.running == 0 && (p.dropped || p.started == len(p.buckets))
+}
+
+// result is what one dial of a race gave.
+type result struct {
+	place int // -1: the caller's context ended
+	kind  transport.Kind
+	conn  transport.Conn
+	err   error
+}
+
+type legKey struct {
+	place int
+	kind  transport.Kind
+}
+
+// race is the one dial race over (address x kind): each place (a host the
+// peer may be at) starts stagger after the one before it, or at once when
+// that one failed everywhere; within a place, the table's priority buckets
+// start head after each other, or at once when every dial of the place
+// started so far failed (syncthing's dialParallel, Happy Eyeballs). Results
+// come in the order they finish. Once a place won (settle), the others are
+// cancelled and whatever they still connect is closed. A race is used by
+// one goroutine; close ends it and waits for every dial's goroutine.
 type race struct {
 	ctx     context.Context // cancelled by close
 	cancel  context.CancelFunc
-	dial    func(ctx context.Context, e Entry) (transport.Conn, error)
-	buckets [][]Entry
-	started int // buckets started
+	dial    func(ctx context.Context, l leg) (transport.Conn, error)
+	places  []*place
+	opened  int       // places started
+	nextDue time.Time // when places[opened] starts
 	head    time.Duration
-	clock   clock.Clock
+	stagger time.Duration
+	clock   clock.Clock // drives the stagger and the head start
 	timer   clock.Timer
-	headC   <-chan time.Time // the timer's channel
+	timerC  <-chan time.Time // the timer's channel
 	results chan result
-	running int                      // dials whose result was not taken yet
-	failed  map[transport.Kind]error // dials that ended with an error
+	running int              // dials whose result was not taken yet
+	failed  map[legKey]error // dials that ended with an error
+	won     int              // the place that won; -1 while none did
 	wg      sync.WaitGroup
 }
 
-// newRace starts the first bucket of entries.
-func newRace(ctx context.Context, entries []Entry, head time.Duration, clk clock.Clock, dial func(ctx context.Context, e Entry) (transport.Conn, error)) *race {
-	entries = slices.Clone(entries)
-	slices.SortStableFunc(entries, func(a, b Entry) int { return a.Priority - b.Priority })
-	var buckets [][]Entry
-	for i, e := range entries {
-		if i == 0 || e.Priority != entries[i-1].Priority {
-			buckets = append(buckets, nil)
-		}
-		buckets[len(buckets)-1] = append(buckets[len(buckets)-1], e)
-	}
+// newRace starts the first place. legs come grouped by place (place
+// indexes 0, 1, ... in order).
+func newRace(ctx context.Context, legs []leg, head, stagger time.Duration, clk clock.Clock, dial func(ctx context.Context, l leg) (transport.Conn, error)) *race {
 	rctx, cancel := context.WithCancel(ctx)
-	r := &race{ctx: rctx, cancel: cancel, dial: dial, buckets: buckets, head: head, clock: clock.Or(clk),
-		results: make(chan result, len(entries)), failed: map[transport.Kind]error{}}
-	r.startBucket()
+	r := &race{ctx: rctx, cancel: cancel, dial: dial, head: head, stagger: stagger, clock: clock.Or(clk),
+		results: make(chan result, len(legs)), failed: map[legKey]error{}, won: -1}
+	for _, l := range legs {
+		for l.place >= len(r.places) {
+			pctx, pcancel := context.WithCancel(rctx)
+			r.places = append(r.places, &place{ctx: pctx, cancel: pcancel})
+		}
+		r.places[l.place].buckets = append(r.places[l.place].buckets, []leg{l})
+	}
+	for _, p := range r.places {
+		var flat []leg
+		for _, b := range p.buckets {
+			flat = append(flat, b...)
+		}
+		slices.SortStableFunc(flat, func(a, b leg) int { return a.entry.Priority - b.entry.Priority })
+		p.buckets = nil
+		for i, l := range flat {
+			if i == 0 || l.entry.Priority != flat[i-1].entry.Priority {
+				p.buckets = append(p.buckets, nil)
+			}
+			p.buckets[len(p.buckets)-1] = append(p.buckets[len(p.buckets)-1], l)
+		}
+	}
+	r.startDue()
 	return r
 }
 
-// startBucket starts the next bucket and arms its head start.
-func (r *race) startBucket() {
-	if r.started >= len(r.buckets) {
-		return
-	}
-	for _, e := range r.buckets[r.started] {
+// startBucket starts the next bucket of p.
+func (r *race) startBucket(p *place, now time.Time) {
+	for _, l := range p.buckets[p.started] {
 		r.running++
+		p.running++
 		r.wg.Go(func() {
-			c, err := r.dial(r.ctx, e)
+			c, err := r.dial(p.ctx, l)
 			if err != nil {
 				c = nil
 			}
-			r.results <- result{e.Kind, c, err}
+			r.results <- result{l.place, l.entry.Kind, c, err}
 		})
 	}
-	r.started++
+	p.started++
+	p.due = now.Add(r.head)
+}
+
+// startDue starts every place and bucket whose time came, and arms the
+// timer for the next one.
+func (r *race) startDue() {
+	now := r.clock.Now()
+	for progressed := true; progressed; {
+		progressed = false
+		if r.won < 0 && r.opened < len(r.places) &&
+			(!now.Before(r.nextDue) || r.running == 0 || r.opened > 0 && r.places[r.opened-1].exhausted()) {
+			r.startBucket(r.places[r.opened], now)
+			r.opened++
+			r.nextDue = now.Add(r.stagger)
+			progressed = true
+		}
+		for _, p := range r.places[:r.opened] {
+			if !p.dropped && p.started < len(p.buckets) && (!now.Before(p.due) || p.running == 0) {
+				r.startBucket(p, now)
+				progressed = true
+			}
+		}
+	}
+	var next time.Time
+	if r.won < 0 && r.opened < len(r.places) {
+		next = r.nextDue
+	}
+	for _, p := range r.places[:r.opened] {
+		if !p.dropped && p.started < len(p.buckets) && (next.IsZero() || p.due.Before(next)) {
+			next = p.due
+		}
+	}
 	if r.timer != nil {
 		r.timer.Stop()
+		r.timer = nil
 	}
-	if r.started < len(r.buckets) {
-		r.timer, r.headC = r.clock.NewTimer(r.head)
+	if !next.IsZero() {
+		r.timer, r.timerC = r.clock.NewTimer(next.Sub(now))
 	}
 }
 
-// next returns the next dial to finish; ok is false when every dial finished.
+// next returns the next dial of a place still in the race to finish; ok
+// is false when every dial finished. Sessions of dropped places are closed
+// on the way.
 func (r *race) next(ctx context.Context) (res result, ok bool) {
 	for {
+		r.startDue()
 		if r.running == 0 {
-			if r.started == len(r.buckets) {
-				return result{}, false
-			}
-			r.startBucket() // everything so far failed: no point waiting
-			continue
+			return result{}, false
 		}
-		var head <-chan time.Time
-		if r.timer != nil && r.started < len(r.buckets) {
-			head = r.headC
+		var due <-chan time.Time
+		if r.timer != nil {
+			due = r.timerC
 		}
 		select {
-		case <-head:
-			r.startBucket()
+		case <-due:
+			r.timer = nil
 		case res := <-r.results:
 			r.running--
+			p := r.places[res.place]
+			p.running--
+			if p.dropped {
+				if res.conn != nil {
+					res.conn.Close(nil)
+				}
+				continue
+			}
 			if res.err != nil {
-				r.failed[res.kind] = res.err
+				r.failed[legKey{res.place, res.kind}] = res.err
+				p.errs = append(p.errs, res)
 			}
 			return res, true
 		case <-ctx.Done():
-			return result{err: context.Cause(ctx)}, true
+			return result{place: -1, err: context.Cause(ctx)}, true
 		}
 	}
 }
 
-// wait returns the result of kind's dial, starting buckets until it runs;
-// results of other kinds that arrive meanwhile lose.
-func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, error) {
-	for r.notStarted(kind) && r.started < len(r.buckets) {
-		r.startBucket()
+// drop takes place i out of the race: a different device answered there.
+func (r *race) drop(i int) {
+	p := r.places[i]
+	p.dropped = true
+	p.cancel()
+}
+
+// settle makes place i the winner: nothing more starts elsewhere, and the
+// other places' dials are cancelled.
+func (r *race) settle(i int) {
+	r.won = i
+	for j, p := range r.places {
+		if j != i && !p.dropped {
+			r.drop(j)
+		}
 	}
-	if r.notStarted(kind) {
+}
+
+// errs are the failures at the best place that failed and was not
+// dropped (the first of them in the order places were given): what a user
+// is told about is the address they would try first. Each names its
+// transport when the race had more than one kind.
+func (r *race) errs() []error {
+	kinds := map[transport.Kind]bool{}
+	for _, p := range r.places {
+		for _, b := range p.buckets {
+			for _, l := range b {
+				kinds[l.entry.Kind] = true
+			}
+		}
+	}
+	for _, p := range r.places {
+		if p.dropped || len(p.errs) == 0 {
+			continue
+		}
+		var out []error
+		for _, res := range p.errs {
+			if len(kinds) > 1 {
+				out = append(out, tagged(res.kind, res.err))
+			} else {
+				out = append(out, res.err)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// wait returns the result of kind's dial at the winning place, starting
+// its buckets until it runs; results that arrive meanwhile lose.
+func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, error) {
+	if r.won < 0 {
+		return nil, errors.New("no place won the race")
+	}
+	p := r.places[r.won]
+	for !r.started(p, kind) && p.started < len(p.buckets) {
+		r.startBucket(p, r.clock.Now())
+	}
+	if !r.started(p, kind) {
 		return nil, fmt.Errorf("%s is not in the race", kind)
 	}
-	if err := r.failed[kind]; err != nil {
+	if err := r.failed[legKey{r.won, kind}]; err != nil {
 		return nil, err
 	}
 	for {
@@ -159,9 +322,9 @@ func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, e
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%s: its dial was taken already", kind)
-		case res.kind == "" && res.err != nil: // ctx ended
+		case res.place < 0: // ctx ended
 			return nil, res.err
-		case res.kind == kind:
+		case res.place == r.won && res.kind == kind:
 			return res.conn, res.err
 		case res.conn != nil:
 			res.conn.Close(nil)
@@ -169,15 +332,15 @@ func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, e
 	}
 }
 
-func (r *race) notStarted(kind transport.Kind) bool {
-	for _, b := range r.buckets[:r.started] {
-		for _, e := range b {
-			if e.Kind == kind {
-				return false
+func (r *race) started(p *place, kind transport.Kind) bool {
+	for _, b := range p.buckets[:p.started] {
+		for _, l := range b {
+			if l.entry.Kind == kind {
+				return true
 			}
 		}
 	}
-	return true
+	return false
 }
 
 // close ends the race: dials still running are cancelled, the sessions
@@ -195,32 +358,54 @@ func (r *race) close() {
 	r.wg.Wait()
 }
 
-// First dials every entry with an address, all at once, and returns the
-// first session that connects; the others are closed. Probes use it.
-func First(ctx context.Context, table []Entry, addr func(transport.Kind) string, tlsConf func(addr string) *tls.Config) (transport.Conn, error) {
-	var entries []Entry
-	for _, e := range table {
-		if addr(e.Kind) != "" {
-			e.Priority = 0
-			entries = append(entries, e)
+// legs groups addrs into places, best first: the addresses of one host
+// are one place (one address per kind); a kind that is not in the table,
+// or is not only (when only is set), is left out.
+func legs(table []Entry, addrs []addr.Addr, only transport.Kind) []leg {
+	var out []leg
+	var hosts []string // place index -> host
+	seen := map[addr.Addr]bool{}
+	for _, a := range addrs {
+		e, ok := Find(table, a.Kind)
+		if !ok || only != "" && a.Kind != only || a.HostPort() == "" || seen[a] {
+			continue
 		}
+		seen[a] = true
+		i := -1
+		for j, h := range hosts {
+			if h == a.Host() && !slices.ContainsFunc(out, func(l leg) bool { return l.place == j && l.entry.Kind == a.Kind }) {
+				i = j // that host, which has no address of this kind yet
+				break
+			}
+		}
+		if i < 0 {
+			i = len(hosts)
+			hosts = append(hosts, a.Host())
+		}
+		out = append(out, leg{place: i, entry: e, addr: a})
 	}
-	r := newRace(ctx, entries, 0, nil, func(ctx context.Context, e Entry) (transport.Conn, error) {
-		a := addr(e.Kind)
-		return e.Dial(ctx, a, tlsConf(a))
+	slices.SortStableFunc(out, func(a, b leg) int { return a.place - b.place })
+	return out
+}
+
+// First dials every address at once, every kind of the table it names
+// with no head start, and returns the first session that connects; the
+// others are closed. Probes use it.
+func First(ctx context.Context, table []Entry, addrs []addr.Addr, tlsConf func(hostport string) *tls.Config) (transport.Conn, error) {
+	ls := legs(table, addrs, "")
+	r := newRace(ctx, ls, 0, 0, nil, func(ctx context.Context, l leg) (transport.Conn, error) {
+		hp := l.addr.HostPort()
+		return l.entry.Dial(ctx, hp, tlsConf(hp))
 	})
 	defer r.close()
-	var errs []error
 	for {
 		res, ok := r.next(ctx)
 		switch {
 		case !ok:
-			return nil, joinErrs(errs)
-		case res.kind == "":
+			return nil, joinErrs(r.errs())
+		case res.place < 0:
 			return nil, res.err
-		case res.err != nil:
-			errs = append(errs, tagged(res.kind, res.err))
-		default:
+		case res.err == nil:
 			return res.conn, nil
 		}
 	}

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// Issue 30: no number of files a user can reach is refused: an offer of
+// 150,000 files (over the 100,000 the receiver took before) is accepted,
+// its parts arriving as a sender writes them.
+func TestOfferOfManyFilesIsAccepted(t *testing.T) {
+	const n = 110_000
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	var accepted bool
+	runRaw(t, recv, func(p *rawPeer) {
+		if p.hello() != nil {
+			return
+		}
+		p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: n})
+		for start := 0; start < n; start += 2048 {
+			files := make([]wire.FileEntry, 0, 2048)
+			for i := start; i < min(start+2048, n); i++ {
+				files = append(files, wire.FileEntry{Path: fmt.Sprintf("photos/%03d/img-%06d.jpg", i/1000, i)})
+			}
+			if p.ctl.send(&wire.OfferFiles{Start: start, Files: files}) != nil {
+				return
+			}
+		}
+		d, err := expect[*wire.Decision](p.ctl.recv()) // however long the receiver takes
+		accepted = err == nil && d.Accept
+	})
+	if !accepted {
+		t.Fatal("an offer of 110,000 files was not accepted")
+	}
+	if held := recv.admit.heldManifests(); held != 0 {
+		t.Errorf("the ended session still holds %d bytes of manifest budget", held)
+	}
+}
+
+// Issue 30: what a real tree holds that Ferry does not carry is said, not
+// dropped silently: symbolic links (not followed), empty folders, and
+// devices; empty files are sent.
+func TestManifestSaysWhatItSkips(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "tree")
+	for _, d := range []string{"src/a", "empty", "nested/empty/inner"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(root, "src/a/main.go"), 10)
+	writeFile(t, filepath.Join(root, "src/empty.txt"), 0)
+	if err := os.Symlink("a/main.go", filepath.Join(root, "src/link.go")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(root, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	files, skipped, err := buildManifestSkipping([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path)
+	}
+	slices.Sort(got)
+	if want := []string{"tree/src/a/main.go", "tree/src/empty.txt"}; !slices.Equal(got, want) {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+	if skipped.Symlinks != 2 || skipped.EmptyFolders != 4 || skipped.Other != 0 {
+		t.Errorf("skipped %+v, want 2 symbolic links and 4 empty folders (empty, nested, nested/empty, nested/empty/inner)", skipped)
+	}
+	if len(skipped.Examples) == 0 || len(skipped.Examples) > maxSkippedExamples {
+		t.Errorf("examples %v", skipped.Examples)
+	}
+}

@@ -334,8 +334,10 @@ func (b *backend) setReceiving(on bool) error {
 		return fmt.Errorf("start receiving: %w", err)
 	}
 	svc := b.service()
-	if p := max(svc.QUICPort, svc.TCPPort); b.portDir != "" && p > 0 {
-		_ = saveLastPort(b.portDir, p) // only a hint for the next start
+	if b.portDir != "" && len(svc.Addrs) > 0 {
+		if p := port(svc.Addrs[0].HostPort()); p > 0 {
+			_ = saveLastPort(b.portDir, p) // only a hint for the next start
+		}
 	}
 	if b.adv != nil {
 		// An advertiser without a usable interface yet keeps trying by

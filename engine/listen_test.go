@@ -157,7 +157,7 @@ func TestListenAnyIfTaken(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ListenAnyIfTaken: %v", err)
 		}
-		q, tcpAddr := e.Addrs()
+		q, tcpAddr := listening(e, addr.QUIC), listening(e, addr.TCP)
 		if q == "" || tcpAddr == "" || strings.HasSuffix(q, fmt.Sprint(":", held)) || strings.HasSuffix(tcpAddr, fmt.Sprint(":", held)) {
 			t.Fatalf("listening quic=%q tcp=%q with port %d held", q, tcpAddr, held)
 		}

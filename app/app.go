@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -111,7 +112,7 @@ func Run(opts Options) error {
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
 	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, devices: names,
-		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts}
+		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir}
 	b.synthetic = func(ev ui.TransferEvent) {
 		select {
 		case transfers <- ev:
@@ -242,7 +243,17 @@ func openStores(dir string, log *slog.Logger) (*settingsStore, *historyStore, *d
 // login item made or removed elsewhere); it returns them as they are now.
 func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, log *slog.Logger) (*engine.Engine, ui.Settings, error) {
 	s := settings.get()
+	if s.DeviceName == "" {
+		s.DeviceName = friendlyName() // "" leaves the host name to the engine
+	}
+	// A stable port: 47800, else the last one used (issue 26, finding 9).
+	listen := smokeListen(func() string {
+		pc := choosePort(dir, portFree)
+		log.Info("listen port", "port", pc.Port, "why", pc.Why)
+		return ":" + strconv.Itoa(pc.Port)
+	})
 	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
+		Listen: listen, ListenAnyIfTaken: true,
 		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver})
 	if err != nil {
 		return nil, s, fmt.Errorf("start engine: %w", err)

@@ -41,6 +41,9 @@ type backend struct {
 	// problem shows an error that happened after the call that caused it
 	// returned. May be nil.
 	problem func(what string, err error)
+	// portDir, when set, is where the port the listeners got is saved, to
+	// be used again when the default port is taken (port.go).
+	portDir string
 
 	mu      sync.Mutex // guards the fields below
 	adv     *discovery.Advertiser
@@ -331,6 +334,11 @@ func (b *backend) setReceiving(on bool) error {
 		return fmt.Errorf("start receiving: %w", err)
 	}
 	svc := b.service()
+	if b.portDir != "" && len(svc.Addrs) > 0 {
+		if p := port(svc.Addrs[0].HostPort()); p > 0 {
+			_ = saveLastPort(b.portDir, p) // only a hint for the next start
+		}
+	}
 	if b.adv != nil {
 		// An advertiser without a usable interface yet keeps trying by
 		// itself (Err says why); that is no reason to fail a settings save.

@@ -192,6 +192,17 @@ func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
 			e.Text = in.offer.Text // what was offered, even if not taken
 		}
 	}
+	if len(e.Names) == 0 && ev.Direction == ui.Outgoing && len(in.sent) > 0 {
+		// A send from the app has no offer event of its own: name the
+		// files and folders it sent, so History search finds it as it
+		// finds a CLI send (issue 26, finding 5).
+		for _, p := range in.sent {
+			if len(e.Names) < 3 {
+				e.Names = append(e.Names, filepath.Base(p))
+			}
+		}
+		e.Items = len(in.sent)
+	}
 	switch {
 	case ev.Direction == ui.Outgoing:
 		e.Paths = in.sent

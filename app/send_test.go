@@ -70,6 +70,18 @@ func TestHistoryEntryNamesFilesAndText(t *testing.T) {
 	}
 }
 
+// A send from the app (no offer event seen here) is named in History by the
+// files and folders it sent, so a search for a file name finds it.
+func TestHistoryEntryNamesAppSend(t *testing.T) {
+	in := intent{sent: []string{"/home/me/Photos", "/home/me/x.txt", "/home/me/y.txt", "/home/me/z.txt"}}
+	ev := ui.TransferEvent{ID: "s1", Direction: ui.Outgoing, Peer: ui.Peer{Name: "Bob"}, Time: time.Now(),
+		Result: &ui.Result{State: ui.StateDone, Files: 4}}
+	e := historyEntry(ev, in)
+	if strings.Join(e.Names, "|") != "Photos|x.txt|y.txt" || e.Items != 4 {
+		t.Fatalf("names %q items %d", e.Names, e.Items)
+	}
+}
+
 // Texts are up to 64 KiB: the history keeps the newest in full and cuts
 // the older ones, so its file stays small.
 func TestHistoryBoundsTexts(t *testing.T) {

@@ -47,6 +47,17 @@ func smokeIsolate(o *discovery.Options) []discovery.AdvertiseOption {
 	return []discovery.AdvertiseOption{discovery.WithInterfaceLister(none)}
 }
 
+// smokeListen is the address chosen by choose, or any free loopback port
+// when FERRY_SMOKE_ISOLATED is set: a test's instances never take (or
+// probe) the app's fixed port, from each other or from a Ferry running on
+// the same machine.
+func smokeListen(choose func() string) string {
+	if os.Getenv(envSmokeIsolated) == "" {
+		return choose()
+	}
+	return "127.0.0.1:0"
+}
+
 func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	if f := os.Getenv(envSmokeStatus); f != "" {
 		// Written from the Fyne loop, so the window is up (or stays hidden) by then.

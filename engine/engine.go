@@ -61,6 +61,10 @@ type Options struct {
 	// Listen is "host:port" for both QUIC (UDP) and TCP; empty means ":0" (any
 	// free port, the same number for both when possible).
 	Listen string
+	// ListenAnyIfTaken: when Listen's port is taken for a transport, that
+	// transport listens on any free port instead of not at all (the app asks
+	// for 47800 and must receive even when another program holds it).
+	ListenAnyIfTaken bool
 	// Accept is the receiving policy; empty means AcceptAsk.
 	Accept AcceptPolicy
 	// AutoAcceptTrusted accepts offers from trusted devices without a prompt under AcceptAsk.

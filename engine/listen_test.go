@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -126,5 +127,39 @@ func TestLocalDialErrorIsNotRetried(t *testing.T) {
 	// Auto carries on over TCP when only QUIC's socket fails.
 	if res := sendWait(t, send, target(recv), []string{src}, SendOptions{}); res.State != StateDone || res.Transport != "tcp" {
 		t.Fatalf("auto: %s over %s: %s", res.State, res.Transport, res.Err)
+	}
+}
+
+// With ListenAnyIfTaken, a port another program holds for both transports
+// is no reason not to receive: both listen on a free port.
+func TestListenAnyIfTaken(t *testing.T) {
+	t.Parallel()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	held := pc.LocalAddr().(*net.UDPAddr).Port
+	tl, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		t.Skipf("TCP port %d not free next to the UDP one: %v", held, err)
+	}
+	defer tl.Close()
+	for _, anyIfTaken := range []bool{false, true} {
+		e := testEngine(t, Options{Listen: pc.LocalAddr().String(), ListenAnyIfTaken: anyIfTaken})
+		err := e.Start(context.Background())
+		if !anyIfTaken {
+			if err == nil {
+				t.Fatal("started on a port held for both transports")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("ListenAnyIfTaken: %v", err)
+		}
+		q, tcpAddr := listening(e, addr.QUIC), listening(e, addr.TCP)
+		if q == "" || tcpAddr == "" || strings.HasSuffix(q, fmt.Sprint(":", held)) || strings.HasSuffix(tcpAddr, fmt.Sprint(":", held)) {
+			t.Fatalf("listening quic=%q tcp=%q with port %d held", q, tcpAddr, held)
+		}
 	}
 }

@@ -438,6 +438,16 @@ func (r *ferryReceiver) Listen() error {
 		// port will do.
 		l, err = k.Listen(net.JoinHostPort(host, "0"), tlsConf, r.e.reg)
 	}
+	if err != nil && !anyPort && r.e.opts.ListenAnyIfTaken {
+		// The asked port is taken (another program): the number the other
+		// rows got, else any free one, rather than not receiving at all.
+		if r.port.port != 0 {
+			l, err = k.Listen(net.JoinHostPort(host, strconv.Itoa(r.port.port)), tlsConf, r.e.reg)
+		}
+		if err != nil {
+			l, err = k.Listen(net.JoinHostPort(host, "0"), tlsConf, r.e.reg)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -24,3 +24,15 @@ func TestHumanFormats(t *testing.T) {
 		t.Errorf("GroupID = %q", got)
 	}
 }
+
+// The text limit reads as README says (64 KiB), and lengths in the same units.
+func TestTextSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{0, "0 B"}, {1023, "1023 B"}, {1024, "1 KiB"}, {1536, "1.5 KiB"}, {MaxTextBytes, "64 KiB"}, {MaxTextBytes + 1, "64 KiB"}} {
+		if got := textSize(tc.n); got != tc.want {
+			t.Errorf("textSize(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -336,11 +337,11 @@ func (u *UI) showSendText(devs []Device, initial string) {
 	next.Importance = widget.HighImportance
 	check := func(s string) bool {
 		n := len(s)
-		count.SetText(fmt.Sprintf("%s of %s", HumanBytes(int64(n)), HumanBytes(MaxTextBytes)))
+		count.SetText(fmt.Sprintf("%s of %s", textSize(n), textSize(MaxTextBytes)))
 		ok := n > 0 && n <= MaxTextBytes && utf8.ValidString(s)
 		count.Importance = widget.LowImportance
 		if n > MaxTextBytes {
-			count.SetText(fmt.Sprintf("Too long: %s of %s. Send it as a file instead.", HumanBytes(int64(n)), HumanBytes(MaxTextBytes)))
+			count.SetText(fmt.Sprintf("Too long: %s of %s. Send it as a file instead.", textSize(n), textSize(MaxTextBytes)))
 			count.Importance = widget.DangerImportance
 		}
 		count.Refresh()
@@ -387,7 +388,7 @@ func (u *UI) sendClipboard(devs []Device) {
 		return
 	}
 	if len(content) > MaxTextBytes || !utf8.ValidString(content) {
-		u.showMessage("The clipboard holds too much text", fmt.Sprintf("A text can be up to %s. Save it as a file and send the file.", HumanBytes(MaxTextBytes)), "")
+		u.showMessage("The clipboard holds too much text", fmt.Sprintf("A text can be up to %s. Save it as a file and send the file.", textSize(MaxTextBytes)), "")
 		return
 	}
 	if len(devs) == 0 {
@@ -486,4 +487,15 @@ func (e *textEntry) TypedShortcut(s fyne.Shortcut) {
 		return
 	}
 	e.Entry.TypedShortcut(s)
+}
+
+// textSize says how long a text is in binary units, the ones its limit is
+// set in: the limit reads "64 KiB" as README says, not "65.5 kB" (issue 26,
+// finding 11).
+func textSize(n int) string {
+	if n < 1<<10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	s := strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + " KiB"
 }

@@ -1,0 +1,347 @@
+// Package transfer is the state of the app's transfers as a pure model: one
+// state machine per delivery, driven only by engine events and the user's
+// actions, with no Fyne in it. Widgets render what it says; history is
+// written from it. A delivery is keyed by its delivery ID (chosen by the
+// sender, the same on both sides), never by its files, so the same files sent
+// twice are two deliveries, two rows and two history entries.
+package transfer
+
+import (
+	"time"
+)
+
+// Phase is where a delivery stands as the user sees it.
+type Phase string
+
+// Phases of a delivery.
+const (
+	Offered      Phase = "offered"      // incoming, waiting for this user's answer
+	Waiting      Phase = "waiting"      // outgoing, waiting for the receiver's answer
+	Connecting   Phase = "connecting"   // not connected yet (never "reconnecting")
+	Sending      Phase = "sending"      // bytes are moving (either direction)
+	Paused       Phase = "paused"       // stopped for now; By says who
+	Reconnecting Phase = "reconnecting" // it was connected, lost the link, and retries
+	Moved        Phase = "moved"        // the network path changed and it goes on
+	Resumed      Phase = "resumed"      // the user resumed it; running again
+	Done         Phase = "done"
+	Failed       Phase = "failed" // Reason says why
+	Cancelled    Phase = "cancelled"
+	Declined     Phase = "declined"
+	Expired      Phase = "expired" // nobody answered the offer in time
+)
+
+// Final reports whether nothing follows p but a new delivery.
+func (p Phase) Final() bool {
+	switch p {
+	case Done, Failed, Cancelled, Declined, Expired:
+		return true
+	}
+	return false
+}
+
+// Running reports whether the delivery is under way: its row offers Pause
+// (sending side) and Cancel.
+func (p Phase) Running() bool {
+	switch p {
+	case Connecting, Sending, Reconnecting, Moved, Resumed:
+		return true
+	}
+	return false
+}
+
+// Actor says who did something to a delivery.
+type Actor string
+
+// Actors.
+const (
+	Nobody Actor = ""
+	You    Actor = "you"
+	Peer   Actor = "peer"
+)
+
+// Reason says why a delivery failed, with the engine's code values.
+type Reason string
+
+// Reasons a delivery fails.
+const (
+	ReasonNone           Reason = ""
+	ReasonConnectionLost Reason = "connection_lost" // the other device went away
+	ReasonUnreachable    Reason = "unreachable"     // it never answered at all
+	ReasonNoSpace        Reason = "no_space"
+	ReasonUntrusted      Reason = "untrusted"
+	ReasonVerifyFailed   Reason = "verify_failed"
+	ReasonIO             Reason = "io" // files could not be read or written here
+	ReasonProtocol       Reason = "protocol"
+)
+
+// Direction of a delivery.
+type Direction int
+
+// Directions.
+const (
+	Outgoing Direction = iota
+	Incoming
+)
+
+// EventKind names what an Event reports.
+type EventKind int
+
+// Event kinds, mirroring the engine's transfer events, and the user's actions.
+const (
+	// EvOffer: a delivery was offered (Files, Text, Total, Peer set).
+	EvOffer EventKind = iota
+	// EvState: the engine's state changed (State set: "waiting",
+	// "connecting", "active", "verifying", "paused", "reconnecting", ...).
+	EvState
+	// EvProgress: Bytes of Total have arrived in this attempt.
+	EvProgress
+	// EvFile: one file ended (File set).
+	EvFile
+	// EvPath: the network path changed under the delivery and it goes on.
+	EvPath
+	// EvResult: the delivery ended or stopped (State, Code, ByPeer, Err).
+	EvResult
+	// ActPause, ActResume, ActCancel: the user pressed the row's button.
+	ActPause
+	ActResume
+	ActCancel
+)
+
+// File is one file of a delivery.
+type File struct {
+	Path string
+	Size int64
+	// Refused says why the receiver will not take it ("" for the others).
+	Refused string
+}
+
+// FileEnd is how one file ended.
+type FileEnd struct {
+	Path     string
+	Size     int64
+	Verified bool
+	Err      string
+}
+
+// Event is one input to the model: an engine event or a user action.
+type Event struct {
+	Kind      EventKind
+	Delivery  string // the delivery ID: the model's only key
+	Direction Direction
+	Peer      string // the other device's name as the user knows it
+	Files     []File // EvOffer
+	Text      bool   // EvOffer: the delivery carries a text
+	Total     int64  // EvOffer, EvProgress
+	State     string // EvState, EvResult: the engine's state value
+	Bytes     int64  // EvProgress: bytes of this delivery in place so far
+	File      *FileEnd
+	Code      string // EvResult: the engine's code
+	ByPeer    bool   // EvResult
+	Err       string // EvResult: the engine's own text, for Details
+	Time      time.Time
+}
+
+// Delivery is the state of one delivery.
+type Delivery struct {
+	ID        string
+	Direction Direction
+	Peer      string
+	Phase     Phase
+	// By says who paused, cancelled or declined it.
+	By Actor
+	// Reason says why it failed; Detail is the engine's own text.
+	Reason Reason
+	Detail string
+	// Moved is set once the network path changed and the delivery went on;
+	// the row says so until it ends.
+	Moved     bool
+	Files     []File
+	Text      bool
+	Total     int64
+	Refused   int // files the receiver would not take
+	Verified  int // files verified in place
+	failedOut int // files that ended with an error
+	// Bytes is how much of Total is in place, each byte counted once across
+	// pauses, reconnects and resumes.
+	Bytes int64
+	// connected: a byte moved or the other side answered at least once, so
+	// a lost link is a reconnect, not a first connection.
+	connected bool
+	Started   time.Time
+	Ended     time.Time
+}
+
+// Model holds every delivery the app has seen this run.
+type Model struct {
+	byID  map[string]*Delivery
+	order []string // first seen first
+}
+
+// New returns an empty model.
+func New() *Model { return &Model{byID: map[string]*Delivery{}} }
+
+// Get returns the delivery with id, or nil.
+func (m *Model) Get(id string) *Delivery { return m.byID[id] }
+
+// Deliveries returns every delivery, newest first.
+func (m *Model) Deliveries() []*Delivery {
+	out := make([]*Delivery, 0, len(m.order))
+	for i := len(m.order) - 1; i >= 0; i-- {
+		out = append(out, m.byID[m.order[i]])
+	}
+	return out
+}
+
+// Apply feeds one event to the model and returns the delivery it changed
+// (nil for an event without a delivery ID). An event for a delivery in a
+// final phase changes nothing but a user's Resume (which the engine answers
+// with the same delivery running again).
+func (m *Model) Apply(ev Event) *Delivery {
+	if ev.Delivery == "" {
+		return nil
+	}
+	d := m.byID[ev.Delivery]
+	if d == nil {
+		d = &Delivery{ID: ev.Delivery, Direction: ev.Direction, Peer: ev.Peer, Started: ev.Time}
+		if ev.Direction == Incoming {
+			d.Phase = Offered
+		} else {
+			d.Phase = Connecting
+		}
+		m.byID[ev.Delivery] = d
+		m.order = append(m.order, ev.Delivery)
+	}
+	if ev.Peer != "" {
+		d.Peer = ev.Peer
+	}
+	if d.Phase.Final() && ev.Kind != ActResume {
+		return d
+	}
+	switch ev.Kind {
+	case EvOffer:
+		d.Files = ev.Files
+		d.Text = ev.Text
+		d.Total = ev.Total
+		d.Refused = 0
+		for _, f := range ev.Files {
+			if f.Refused != "" {
+				d.Refused++
+			}
+		}
+	case EvState:
+		d.state(ev.State)
+	case EvProgress:
+		d.connected = true
+		if ev.Total > 0 {
+			d.Total = ev.Total
+		}
+		// An attempt after a reconnect or resume starts from what the
+		// receiver kept: progress never counts a byte twice.
+		d.Bytes = min(max(d.Bytes, ev.Bytes), max(d.Total, ev.Bytes))
+		if d.Phase != Moved && d.Phase != Resumed || ev.Bytes > 0 {
+			d.Phase = Sending
+		}
+	case EvFile:
+		if ev.File == nil {
+			break
+		}
+		if ev.File.Verified {
+			d.Verified++
+		} else if ev.File.Err != "" {
+			d.failedOut++
+		}
+	case EvPath:
+		d.Moved = true
+		d.Phase = Moved
+	case EvResult:
+		d.result(ev)
+	case ActPause:
+		if d.Phase.Running() {
+			d.Phase, d.By = Paused, You
+		}
+	case ActResume:
+		if d.Phase == Paused || d.Phase == Cancelled || d.Phase == Failed {
+			d.Phase, d.By, d.Reason, d.Detail = Resumed, Nobody, ReasonNone, ""
+			d.Ended = time.Time{}
+		}
+	case ActCancel:
+		if !d.Phase.Final() {
+			d.Phase, d.By = Cancelled, You
+			d.Ended = ev.Time
+		}
+	}
+	return d
+}
+
+func (d *Delivery) state(s string) {
+	switch s {
+	case "waiting":
+		if d.Direction == Outgoing {
+			d.Phase = Waiting
+		}
+		d.connected = true
+	case "connecting":
+		if !d.connected {
+			d.Phase = Connecting
+		}
+	case "active", "verifying":
+		d.connected = true
+		if d.Phase != Moved && d.Phase != Resumed {
+			d.Phase = Sending
+		}
+	case "paused":
+		d.Phase = Paused
+		if d.By == Nobody {
+			d.By = Peer
+		}
+	case "reconnecting", "interrupted":
+		// A send that never reached the other device is still connecting:
+		// "Reconnecting" would claim a connection it never had.
+		if d.connected {
+			d.Phase = Reconnecting
+		} else {
+			d.Phase = Connecting
+		}
+	}
+}
+
+func (d *Delivery) result(ev Event) {
+	prev := d.Phase
+	d.Ended = ev.Time
+	d.Detail = ev.Err
+	by := You
+	if ev.ByPeer {
+		by = Peer
+	}
+	switch ev.State {
+	case "done":
+		d.Phase = Done
+		if d.Total > 0 {
+			d.Bytes = d.Total
+		}
+	case "declined":
+		d.Phase, d.By = Declined, by
+		if ev.Code == "expired" {
+			d.Phase, d.By = Expired, Nobody
+		}
+	case "cancelled":
+		d.Phase, d.By = Cancelled, by
+	case "paused", "interrupted":
+		d.state(ev.State)
+	case "failed":
+		d.Phase = Failed
+		d.Reason = Reason(ev.Code)
+		// A failure while the delivery was trying to reach the other device
+		// again is about the link, whatever the last dial said ("connection
+		// refused" is no local read error): a device reached before went
+		// away, one never reached was unreachable.
+		link := prev == Reconnecting || prev == Connecting || ev.Code == string(ReasonConnectionLost)
+		if link && (d.Reason == ReasonIO || d.Reason == ReasonNone || d.Reason == ReasonConnectionLost) {
+			if d.connected {
+				d.Reason = ReasonConnectionLost
+			} else {
+				d.Reason = ReasonUnreachable
+			}
+		}
+	}
+}

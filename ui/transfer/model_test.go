@@ -1,0 +1,248 @@
+package transfer
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+)
+
+const mb = 1 << 20
+
+func offer(id string, dir Direction, peer string, files ...File) Event {
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	return Event{Kind: EvOffer, Delivery: id, Direction: dir, Peer: peer, Files: files, Total: total}
+}
+
+func st(id, s string) Event            { return Event{Kind: EvState, Delivery: id, State: s} }
+func prog(id string, b int64) Event    { return Event{Kind: EvProgress, Delivery: id, Bytes: b} }
+func act(id string, k EventKind) Event { return Event{Kind: k, Delivery: id} }
+func res(id, state, code string, byPeer bool, err string) Event {
+	return Event{Kind: EvResult, Delivery: id, State: state, Code: code, ByPeer: byPeer, Err: err}
+}
+func fileEnd(id, path string, ok bool, err string) Event {
+	return Event{Kind: EvFile, Delivery: id, File: &FileEnd{Path: path, Verified: ok, Err: err}}
+}
+
+var big = File{Path: "big.bin", Size: 200 * mb}
+
+// want is what one delivery must show after the events.
+type want struct {
+	id      string
+	phase   Phase
+	by      Actor
+	reason  Reason
+	status  string
+	actions []Action
+	bytes   int64 // -1: not checked
+}
+
+func TestDeliveryStateTable(t *testing.T) {
+	cases := []struct {
+		name   string
+		events []Event
+		want   []want
+		rows   int
+	}{{
+		// Finding 1: the same files sent twice are two deliveries; pausing
+		// the second leaves the first done.
+		name: "same files twice, second paused",
+		events: []Event{
+			offer("d1", Incoming, "Alice", big), st("d1", "active"), prog("d1", 200*mb),
+			fileEnd("d1", "big.bin", true, ""), res("d1", "done", "", false, ""),
+			offer("d2", Incoming, "Alice", big), st("d2", "active"), prog("d2", 30*mb),
+			st("d2", "paused"),
+		},
+		want: []want{
+			{id: "d1", phase: Done, status: "Done · 1 verified", actions: []Action{ActionOpen}, bytes: 200 * mb},
+			{id: "d2", phase: Paused, by: Peer, status: "Paused by Alice", actions: []Action{ActionCancel}, bytes: 30 * mb},
+		},
+		rows: 2,
+	}, {
+		// Finding 2: cancel then resume runs again with Pause and Cancel.
+		name: "cancel then resume",
+		events: []Event{
+			offer("s", Outgoing, "Bob", big), st("s", "active"), prog("s", 50*mb),
+			act("s", ActCancel), res("s", "cancelled", "cancelled", false, ""),
+			act("s", ActResume), st("s", "active"), prog("s", 60*mb),
+		},
+		want: []want{{id: "s", phase: Sending, status: "Sending 1 file", actions: []Action{ActionPause, ActionCancel}, bytes: 60 * mb}},
+		rows: 1,
+	}, {
+		// Finding 3: bytes after a resume and a reconnect count once; the
+		// result's own (double-counting) figure is not shown.
+		name: "bytes once across reconnect and resume",
+		events: []Event{
+			offer("s", Outgoing, "Bob", big), st("s", "active"), prog("s", 80*mb),
+			st("s", "reconnecting"), st("s", "active"), prog("s", 70*mb), prog("s", 120*mb),
+			act("s", ActPause), act("s", ActResume), prog("s", 120*mb), prog("s", 200*mb),
+			{Kind: EvResult, Delivery: "s", State: "done", Bytes: 218 * mb},
+		},
+		want: []want{{id: "s", phase: Done, status: "Sent 1 file", bytes: 200 * mb}},
+		rows: 1,
+	}, {
+		name: "a text ends as a text",
+		events: []Event{
+			{Kind: EvOffer, Delivery: "t", Direction: Outgoing, Peer: "vm", Text: true},
+			st("t", "active"), res("t", "done", "", false, ""),
+		},
+		want: []want{{id: "t", phase: Done, status: "Text sent", bytes: -1}},
+		rows: 1,
+	}, {
+		name: "a declined text is not files",
+		events: []Event{
+			{Kind: EvOffer, Delivery: "t", Direction: Incoming, Peer: "vm", Text: true},
+			res("t", "declined", "declined", false, ""),
+		},
+		want: []want{{id: "t", phase: Declined, by: You, status: "Declined by you: a text from vm", bytes: -1}},
+		rows: 1,
+	}, {
+		// Finding 4: a receiver killed mid-send and never back went away;
+		// the last dial's "connection refused" is no local read error.
+		name: "receiver killed and never back",
+		events: []Event{
+			offer("s", Outgoing, "Bob's laptop", big), st("s", "active"), prog("s", 40*mb),
+			st("s", "reconnecting"),
+			res("s", "failed", "io", false, "could not connect: connection refused"),
+		},
+		want: []want{{id: "s", phase: Failed, reason: ReasonConnectionLost,
+			status:  "Bob's laptop went away. Retry sends the rest when it is back.",
+			actions: []Action{ActionRetry}, bytes: 40 * mb}},
+		rows: 1,
+	}, {
+		name: "send to an offline device is not reconnecting",
+		events: []Event{
+			offer("s", Outgoing, "Carol's phone", big), st("s", "connecting"), st("s", "reconnecting"),
+		},
+		want: []want{{id: "s", phase: Connecting, status: "Connecting to Carol's phone…",
+			actions: []Action{ActionPause, ActionCancel}, bytes: 0}},
+		rows: 1,
+	}, {
+		name: "offline device never reached fails as unreachable",
+		events: []Event{
+			offer("s", Outgoing, "Carol's phone", big), st("s", "reconnecting"),
+			res("s", "failed", "io", false, "dial: connection refused"),
+		},
+		want: []want{{id: "s", phase: Failed, reason: ReasonUnreachable,
+			status: "Carol's phone could not be reached. Is it on and receiving?", actions: []Action{ActionRetry}, bytes: 0}},
+		rows: 1,
+	}, {
+		// A real local read error mid-transfer keeps its reason.
+		name: "a real read error stays a read error",
+		events: []Event{
+			offer("s", Outgoing, "Bob", big), st("s", "active"), prog("s", mb),
+			res("s", "failed", "io", false, "read big.bin: input/output error"),
+		},
+		want: []want{{id: "s", phase: Failed, reason: ReasonIO, status: "The files could not be read here", actions: []Action{ActionRetry}, bytes: mb}},
+		rows: 1,
+	}, {
+		name: "receiver's row counts refused files",
+		events: []Event{
+			offer("r", Incoming, "Alice", File{Path: "a", Size: 1}, File{Path: "b", Size: 1},
+				File{Path: "CON", Size: 1, Refused: "reserved name"}),
+			st("r", "active"), fileEnd("r", "a", true, ""), fileEnd("r", "b", true, ""),
+			res("r", "done", "", false, ""),
+		},
+		want: []want{{id: "r", phase: Done, status: "Done · 2 verified · 1 refused", actions: []Action{ActionOpen}, bytes: 3}},
+		rows: 1,
+	}, {
+		// Finding 7: a path event shows "Network changed — continuing".
+		name: "network change while sending",
+		events: []Event{
+			offer("s", Outgoing, "Bob", big), st("s", "active"), prog("s", mb),
+			{Kind: EvPath, Delivery: "s"},
+		},
+		want: []want{{id: "s", phase: Moved, status: "Network changed — continuing", actions: []Action{ActionPause, ActionCancel}, bytes: mb}},
+		rows: 1,
+	}, {
+		name: "network change stays said while it goes on",
+		events: []Event{
+			offer("s", Outgoing, "Bob", big), st("s", "active"), prog("s", mb),
+			{Kind: EvPath, Delivery: "s"}, prog("s", 2*mb),
+		},
+		want: []want{{id: "s", phase: Sending, status: "Network changed — continuing · Sending 1 file", actions: []Action{ActionPause, ActionCancel}, bytes: 2 * mb}},
+		rows: 1,
+	}, {
+		name: "offer expired",
+		events: []Event{
+			offer("r", Incoming, "Alice", big), res("r", "declined", "expired", false, ""),
+		},
+		want: []want{{id: "r", phase: Expired, status: "Expired: nobody answered in time", bytes: 0}},
+		rows: 1,
+	}, {
+		name: "cancelled by the peer",
+		events: []Event{
+			offer("s", Outgoing, "Bob", big), st("s", "waiting"), res("s", "cancelled", "cancelled", true, ""),
+		},
+		want: []want{{id: "s", phase: Cancelled, by: Peer, status: "Cancelled by Bob", actions: []Action{ActionRetry}, bytes: 0}},
+		rows: 1,
+	}, {
+		name: "events after the end change nothing",
+		events: []Event{
+			offer("s", Outgoing, "Bob", big), st("s", "active"), res("s", "done", "", false, ""),
+			st("s", "reconnecting"), prog("s", 5),
+		},
+		want: []want{{id: "s", phase: Done, status: "Sent 1 file", bytes: 200 * mb}},
+		rows: 1,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New()
+			for _, ev := range tc.events {
+				m.Apply(ev)
+			}
+			if got := len(m.Deliveries()); got != tc.rows {
+				t.Fatalf("rows = %d, want %d", got, tc.rows)
+			}
+			for _, w := range tc.want {
+				d := m.Get(w.id)
+				if d == nil {
+					t.Fatalf("no delivery %q", w.id)
+				}
+				if d.Phase != w.phase || d.By != w.by || d.Reason != w.reason {
+					t.Errorf("%s: phase/by/reason = %s/%q/%q, want %s/%q/%q", w.id, d.Phase, d.By, d.Reason, w.phase, w.by, w.reason)
+				}
+				if got := d.Status(); got != w.status {
+					t.Errorf("%s: status = %q, want %q", w.id, got, w.status)
+				}
+				if got := d.Actions(); !slices.Equal(got, w.actions) {
+					t.Errorf("%s: actions = %v, want %v", w.id, got, w.actions)
+				}
+				if w.bytes >= 0 && d.Bytes != w.bytes {
+					t.Errorf("%s: bytes = %d, want %d", w.id, d.Bytes, w.bytes)
+				}
+			}
+		})
+	}
+}
+
+// Finding 1 and 5: history keeps one entry per delivery, with file names,
+// and the same files twice are two entries.
+func TestHistoryOneEntryPerDeliveryWithNames(t *testing.T) {
+	m := New()
+	photos := []File{{Path: "a.jpg", Size: 1}, {Path: "b.jpg", Size: 2}, {Path: "c.jpg", Size: 3}}
+	for _, ev := range []Event{
+		offer("p", Outgoing, "Bob", photos...), st("p", "active"), res("p", "done", "", false, ""),
+		offer("d1", Outgoing, "Bob", big), st("d1", "active"), res("d1", "done", "", false, ""),
+		offer("d2", Outgoing, "Bob", big), st("d2", "active"), prog("d2", mb), act("d2", ActPause),
+		act("d2", ActCancel),
+	} {
+		m.Apply(ev)
+	}
+	h := m.History()
+	var got []string
+	for _, e := range h {
+		got = append(got, e.Delivery+":"+string(e.Phase))
+	}
+	if want := []string{"d2:cancelled", "d1:done", "p:done"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("history = %v, want %v", got, want)
+	}
+	if want := []string{"a.jpg", "b.jpg", "c.jpg"}; !reflect.DeepEqual(h[2].Names, want) {
+		t.Errorf("photos' names = %v, want %v", h[2].Names, want)
+	}
+	if h[1].Bytes != 200*mb || h[0].Bytes != mb {
+		t.Errorf("bytes = %d, %d; the done copy keeps its size, the cancelled one its own", h[1].Bytes, h[0].Bytes)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferrydrop/ferry/cmd/internal/ferryenv"
@@ -714,7 +715,10 @@ func loopFerry(ctx context.Context, bin, work, src, dst string, v ferryVariant, 
 	defer os.RemoveAll(cfg)
 	env := append(os.Environ(), v.env...)
 	args := []string{"receive", "--config", filepath.Join(cfg, "recv"), "--dir", dst, "--listen", "127.0.0.1:0",
-		"--accept", "all", "--once", "--json", "--no-discovery", "--localsend=false"}
+		"--accept", "all", "--once", "--json", "--no-discovery"}
+	if hasReceiveFlag(bin, "localsend") { // a --compare binary from before LocalSend has no such flag
+		args = append(args, "--localsend=false")
+	}
 	if v.noResume {
 		args = append(args, "--no-resume")
 	}
@@ -879,4 +883,19 @@ func loopSVG(tables []loopTable, started time.Time) string {
 
 func svgEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// receiveFlags caches, per ferry-cli binary, the usage text of its receive
+// command.
+var receiveFlags sync.Map
+
+// hasReceiveFlag tells whether bin's receive command has the flag name
+// (older binaries compared with --compare lack newer flags).
+func hasReceiveFlag(bin, name string) bool {
+	usage, ok := receiveFlags.Load(bin)
+	if !ok {
+		out, _ := exec.Command(bin, "receive", "-h").CombinedOutput()
+		usage, _ = receiveFlags.LoadOrStore(bin, string(out))
+	}
+	return strings.Contains(usage.(string), "-"+name+" ") || strings.Contains(usage.(string), "-"+name+"\n")
 }

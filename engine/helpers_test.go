@@ -169,17 +169,24 @@ func noPartials(t *testing.T, dir string) {
 	})
 }
 
-// results collects both sides' results of transfers, by direction.
+// resultsOf collects the results of transfers in direction dir, up to n.
 func resultsOf(t *testing.T, e *Engine, dir Direction, n int) <-chan Result {
+	t.Helper()
+	return collectResults(t, e, dir, n, func(ev Event) Result { return *ev.Result })
+}
+
+// collectResults hands out, as pick makes them, the result events of
+// transfers in direction dir, up to n.
+func collectResults[T any](t *testing.T, e *Engine, dir Direction, n int, pick func(Event) T) <-chan T {
 	t.Helper()
 	events, unsub := e.Subscribe(4096)
 	t.Cleanup(unsub) // ends the collector if fewer results came
-	out := make(chan Result, n)
+	out := make(chan T, n)
 	go func() {
 		defer unsub()
 		for ev := range events {
 			if ev.Kind == EventResult && ev.Direction == dir {
-				out <- *ev.Result
+				out <- pick(ev)
 				if len(out) == n {
 					return
 				}
@@ -258,21 +265,7 @@ func waitDone(t *testing.T, tr *Transfer) Result {
 // transfer and delivery IDs), up to n.
 func receivedResults(t *testing.T, e *Engine, n int) <-chan Event {
 	t.Helper()
-	events, unsub := e.Subscribe(4096)
-	t.Cleanup(unsub) // ends the collector if fewer results came
-	out := make(chan Event, n)
-	go func() {
-		defer unsub()
-		for ev := range events {
-			if ev.Kind == EventResult && ev.Direction == Receiving {
-				out <- ev
-				if len(out) == n {
-					return
-				}
-			}
-		}
-	}()
-	return out
+	return collectResults(t, e, Receiving, n, func(ev Event) Event { return ev })
 }
 
 func nextEvent(t *testing.T, c <-chan Event) Event {

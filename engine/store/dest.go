@@ -181,6 +181,11 @@ type Partial struct {
 
 	let sync.Once // gives back the reference to fo
 
+	// length is the file's length while it is known without asking the
+	// file system (a fresh partial written only through WriteAt: the end
+	// of its furthest write), else -1. Finalize then needs no truncate.
+	length atomic.Int64
+
 	w *fileio.Writer // how bytes reach the file (SetBufferedIO)
 
 	closeOnce sync.Once
@@ -201,7 +206,14 @@ func (p *Partial) WriteAt(b []byte, off int64) (int, error) {
 	if err := p.inside(); err != nil {
 		return 0, err
 	}
-	return p.w.WriteAt(b, off)
+	n, err := p.w.WriteAt(b, off)
+	for end := off + int64(n); ; {
+		old := p.length.Load()
+		if old < 0 || old >= end || p.length.CompareAndSwap(old, end) {
+			break
+		}
+	}
+	return n, err
 }
 
 // inside fails with ErrMovedOut unless the partial is still the file of
@@ -235,6 +247,7 @@ func (p *Partial) Reserve(size int64) error {
 	if err := p.inside(); err != nil {
 		return err
 	}
+	p.length.Store(-1) // preallocation may set it
 	return p.w.Reserve(size)
 }
 
@@ -244,7 +257,10 @@ func (p *Partial) ReadAt(b []byte, off int64) (int, error) { return p.f.ReadAt(b
 
 // Truncate sets the partial's size, e.g. to cut it back to the last verified
 // chunk before resuming.
-func (p *Partial) Truncate(size int64) error { return p.f.Truncate(size) }
+func (p *Partial) Truncate(size int64) error {
+	p.length.Store(-1)
+	return p.f.Truncate(size)
+}
 
 // Size returns the partial's current size: how much a reused partial holds.
 func (p *Partial) Size() (int64, error) {
@@ -306,7 +322,7 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		subName := numbered(base, n, true) + PartialSuffix
 		// O_EXCL: created here and now, never an existing file or a
 		// symlink's target.
-		f, err := fo.root.OpenFile(subName, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := fo.create(subName)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -420,6 +436,9 @@ func (d *Dest) adopt(f *os.File, name string, fresh bool) (*Partial, error) {
 		mode = fileio.Buffered
 	}
 	p := &Partial{f: f, name: name, d: d, id: fi, w: fileio.NewWriter(f, mode)}
+	if !fresh {
+		p.length.Store(-1) // whatever an earlier attempt left
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// The file system decides which names are the same file, so compare
@@ -483,11 +502,13 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	if size < 0 {
 		return "", fmt.Errorf("store: finalize %q: negative size %d", rel, size)
 	}
-	if err := p.inside(); err != nil { // before the truncate, which writes too
-		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
-	}
-	if err := d.truncate(p, size); err != nil {
-		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	if p.length.Load() != size {
+		if err := p.inside(); err != nil { // before the truncate, which writes too
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
+		if err := d.truncate(p, size); err != nil {
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
 	}
 	if err := d.syncClose(p); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)

@@ -638,25 +638,66 @@ func (d *Dest) resolveDir(elems []string, create bool) (string, error) {
 }
 
 // resolveFolder is resolveDir(elems, true) returning the folder, acquired
-// (release it): a cached resolution is used while its folder is still
-// inside the destination (folder.inside), without walking its path.
+// (release it). It starts from the deepest folder of the path resolved
+// before whose folder is still inside the destination (folder.inside), and
+// resolves the rest one element at a time inside its parent, held open
+// (resolveIn): a file in a known folder costs one check, and each new
+// folder a few system calls, not a walk of its whole path from the top.
 func (d *Dest) resolveFolder(elems []string) (*folder, error) {
-	if len(elems) == 0 {
-		return d.top, nil
-	}
-	d.mu.Lock()
-	dir, ok := d.dirs[strings.Join(elems, "/")]
-	d.mu.Unlock()
-	if ok {
-		if fo, err := d.acquire(dir); err == nil {
-			return fo, nil
+	fo, known := d.top, 0
+	for n := len(elems); n > 0 && known == 0; n-- {
+		d.mu.Lock()
+		dir, ok := d.dirs[strings.Join(elems[:n], "/")]
+		d.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if f, err := d.acquire(dir); err == nil {
+			fo, known = f, n
 		}
 	}
-	dir, err := d.walkDir(elems, true)
-	if err != nil {
-		return nil, err
+	for i := known; i < len(elems); i++ {
+		next, err := d.resolveIn(fo, elems[i])
+		d.release(fo)
+		if err != nil {
+			return nil, err
+		}
+		fo = next
+		d.mu.Lock()
+		if d.dirs == nil || len(d.dirs) >= maxCachedDirs {
+			d.dirs = map[string]string{}
+		}
+		d.dirs[strings.Join(elems[:i+1], "/")] = fo.path
+		d.mu.Unlock()
 	}
-	return d.acquire(dir)
+	return fo, nil
+}
+
+// resolveIn applies the folder-clash rule (see Dest) to the peer's folder
+// element elem inside parent, creating the folder if needed, and returns it
+// acquired.
+func (d *Dest) resolveIn(parent *folder, elem string) (*folder, error) {
+	for n := 0; n < maxNumbered; n++ {
+		name := numbered(elem, n, false)
+		fi, err := parent.root.Lstat(name)
+		if err == nil && !fi.IsDir() {
+			continue // never descend into a file, symlink or device
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			err = parent.root.Mkdir(name, 0o755)
+			if errors.Is(err, fs.ErrExist) {
+				// Someone created it first; if it is a folder, share it.
+				if fi, err = parent.root.Lstat(name); err != nil || !fi.IsDir() {
+					continue
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("folder %q: %w", elem, err)
+		}
+		return d.acquireIn(parent, name)
+	}
+	return nil, fmt.Errorf("folder %q: %w", elem, ErrTooManyCopies)
 }
 
 // walkDir resolves elems element by element from the destination's Root

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -52,7 +53,7 @@ type LocalSendOptions struct {
 	// RequireClientCert refuses senders that present no certificate.
 	RequireClientCert bool
 	// OnRegister hears registers (discovery wires its table here).
-	OnRegister func(info localsend.Info, addr netip.Addr, certFingerprint string)
+	OnRegister func(info localsend.Info, addr netip.Addr, cert *x509.Certificate)
 }
 
 // LocalSendServer is the engine's running LocalSend server.
@@ -86,10 +87,16 @@ func (s *LocalSendServer) Close() error {
 	return err
 }
 
-// LocalSendCert is this device's LocalSend certificate (created on first
-// use under the config dir's localsend/ folder).
+// LocalSendCert is the certificate this device serves and presents over
+// LocalSend: its Ferry identity certificate, so that a Ferry device that
+// meets it over LocalSend recognises this device by its key (one device in
+// the device table, the same trust: identity.Store.Recognise). Any
+// self-signed certificate satisfies LocalSend's checks.
 func (e *Engine) LocalSendCert() (tls.Certificate, error) {
-	return localsend.LoadOrCreateCert(filepath.Join(e.opts.ConfigDir, "localsend"))
+	if len(e.ident.Cert.Certificate) == 0 {
+		return tls.Certificate{}, errors.New("localsend: this device has no identity certificate")
+	}
+	return e.ident.Cert, nil
 }
 
 // ServeLocalSend starts the LocalSend server: LocalSend devices may then
@@ -188,6 +195,11 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		} else {
 			verified = false
 		}
+	}
+	if verified && o.Cert != nil {
+		// A Ferry device known here, sending over LocalSend, is that
+		// device (its trust, its name).
+		id = e.trust.Recognise(o.Cert)
 	}
 	addr := netip.AddrPortFrom(o.Addr, 0).String()
 	// The transfer lives beyond the prepare-upload request: its context is

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,9 +48,9 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, announce b
 		port = -1 // the engine's "any free port"
 	}
 	srv, err := e.ServeLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port,
-		OnRegister: func(in localsend.Info, addr netip.Addr, fp string) {
+		OnRegister: func(in localsend.Info, addr netip.Addr, cert *x509.Certificate) {
 			if d := disc.Load(); d != nil {
-				d.HandleRegister(in, addr, fp)
+				d.HandleRegister(in, addr, cert)
 			}
 		}})
 	if err != nil {

@@ -38,16 +38,16 @@ func addLocalSendFlags(fs interface {
 	}
 }
 
-// startLocalSend serves LocalSend for e and, with announce, announces this
-// device on LocalSend's multicast groups and answers the others. It
-// returns what stops both.
+// startLocalSend adds LocalSend's row to e's receiver table (e receives)
+// and, with announce, announces this device on LocalSend's multicast
+// groups and answers the others. It returns what stops the announcing.
 func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, announce bool, errOut io.Writer) (func(), error) {
 	var disc atomic.Pointer[localsend.Discoverer]
 	port := *f.port
 	if port == 0 {
 		port = -1 // the engine's "any free port"
 	}
-	srv, err := e.ServeLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port,
+	row, err := e.AddLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port, DeviceModel: "Ferry",
 		OnRegister: func(in localsend.Info, addr netip.Addr, cert *x509.Certificate) {
 			if d := disc.Load(); d != nil {
 				d.HandleRegister(in, addr, cert)
@@ -57,28 +57,25 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, announce b
 		return nil, err
 	}
 	note := ""
-	if srv.Moved {
-		note = fmt.Sprintf(" (port %d was taken: devices that only scan the network will not find this one)", *f.port)
-	}
-	fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices can send here on port %d%s, fingerprint %s\n", srv.Port(), note, srv.Fingerprint())
-	stops := []func(){func() { srv.Close() }}
-	if announce {
-		d, err := newLocalSendDiscoverer(e, srv.Info(), nil)
-		if err != nil {
-			fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices will not see this one announced: %v\n", err)
-		} else {
-			disc.Store(d)
-			dctx, cancel := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() { defer close(done); _ = d.Run(dctx) }()
-			stops = append(stops, func() { cancel(); <-done })
+	for _, st := range e.Listeners() {
+		if st.Transport == row.Name() && st.Note != "" {
+			note = " (" + st.Note + ")"
 		}
 	}
-	return func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}, nil
+	fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices can send here on port %d%s, fingerprint %s\n", row.Port(), note, row.Fingerprint())
+	if !announce {
+		return func() {}, nil
+	}
+	d, err := newLocalSendDiscoverer(e, row.Info(), nil)
+	if err != nil {
+		fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices will not see this one announced: %v\n", err)
+		return func() {}, nil
+	}
+	disc.Store(d)
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(dctx) }()
+	return func() { cancel(); <-done }, nil
 }
 
 // localsendInterfaces lists the interfaces LocalSend discovery joins and

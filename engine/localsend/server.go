@@ -142,6 +142,10 @@ type Server struct {
 	pins     map[netip.Addr]*pinState
 	closed   bool
 	lns      []net.Listener
+	// withdrawn refuses new offers (Withdraw); onIdle is called once
+	// nothing runs any more, and released says it was.
+	withdrawn, released bool
+	onIdle              func()
 }
 
 type pinState struct {
@@ -393,6 +397,7 @@ func (s *Server) checkPIN(addr netip.Addr, pin string) error {
 }
 
 func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
+	defer s.checkIdle() // last: a withdrawn server may be idle now
 	addr := remote(r)
 	if err := s.checkPIN(addr, r.URL.Query().Get("pin")); err != nil {
 		msg := map[error]string{ErrTooManyPINs: "Too many requests", ErrPINRequired: "PIN required", ErrWrongPIN: "Invalid PIN"}[err]
@@ -405,7 +410,11 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	defer cancel(nil)
 	p := &pendingOffer{addr: addr, cancel: cancel}
 	if err := s.hold(p); err != nil {
-		fail(w, statusOf(err), "Blocked by another session")
+		msg := "Blocked by another session"
+		if errors.Is(err, ErrDeclined) {
+			msg = "Not receiving now"
+		}
+		fail(w, statusOf(err), msg)
 		return
 	}
 	held := true
@@ -497,6 +506,9 @@ func (s *Server) hold(p *pendingOffer) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if s.withdrawn {
+		return errNotReceiving
 	}
 	n, perAddr := len(s.pending)+len(s.sessions), 0
 	for q := range s.pending {

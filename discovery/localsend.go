@@ -137,6 +137,16 @@ func (d *Discovery) SeeLocalSend(dev localsend.Device) {
 		d.setSide(e, info, exp)
 		return
 	}
+	if e := d.sideOf(info.Fingerprint); e != nil {
+		// A device already known as the LocalSend side of a Ferry device.
+		if info.Verified {
+			d.setSide(e, info, exp)
+		} else {
+			e.ls.info.LastSeen = now // a claim keeps it fresh, it moves nothing
+			e.peer.LocalSend.LastSeen = now
+		}
+		return
+	}
 	e, ok := d.peers[id]
 	if !ok {
 		for len(d.peers) >= d.opts.MaxPeers {
@@ -161,6 +171,17 @@ func (d *Discovery) SeeLocalSend(dev localsend.Device) {
 	case !samePeer(old, p):
 		d.publish(Event{Kind: PeerChanged, Peer: p})
 	}
+}
+
+// sideOf is the Ferry entry whose LocalSend side has fingerprint fp.
+// Called with d.mu held.
+func (d *Discovery) sideOf(fp string) *entry {
+	for _, e := range d.peers {
+		if e.ls != nil && e.ls.info.Fingerprint == fp {
+			return e
+		}
+	}
+	return nil
 }
 
 // setSide sets a Ferry entry's LocalSend side. Called with d.mu held.

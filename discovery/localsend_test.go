@@ -125,6 +125,12 @@ func TestDeviceSpeakingBothIsOne(t *testing.T) {
 		if len(ps) != 1 || !ps[0].SpeaksFerry() || !ps[0].SpeaksLocalSend() || ps[0].Name != "desk" {
 			t.Fatalf("peers %+v", ps)
 		}
+		// Its announcements (claims) keep it fresh, and add no second device.
+		d.SeeLocalSend(claim)
+		noEvent(t, ch)
+		if ps := d.Peers(); len(ps) != 1 || !ps[0].LocalSend.Verified {
+			t.Fatalf("after a claim: %+v", ps)
+		}
 		kinds := addr.Kinds(ps[0].Addresses())
 		if !slices.Equal(kinds, []addr.Kind{addr.QUIC, addr.TCP, addr.LocalSend}) {
 			t.Fatalf("kinds %v", kinds)

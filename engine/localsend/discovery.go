@@ -69,6 +69,12 @@ type DiscoveryConfig struct {
 	Interfaces func() ([]net.Interface, error)
 	// OnDevice hears every device seen or seen again; it must not block.
 	OnDevice func(Device)
+	// AnnounceEvery announces again at this interval after the first
+	// three (0: never, as the official app, which announces on demand).
+	// Each announcement is answered by every device, so a table that
+	// expires devices (discovery.Options.LocalSendTTL) needs it: 30 s
+	// against its 90 s.
+	AnnounceEvery time.Duration
 	// MaxAnswers bounds the register answers in flight (0: 8); an
 	// announcement that finds them all busy is answered over UDP.
 	MaxAnswers int
@@ -196,7 +202,8 @@ func (d *Discoverer) JoinedInterfaces() (v4, v6 []string) {
 
 // Run reads announcements and answers until ctx ends or Close; it
 // announces this device 100 ms, 500 ms and 2 s after it starts, as the
-// official app does. It returns nil when ctx ends.
+// official app does, then every AnnounceEvery. It returns nil when ctx
+// ends.
 func (d *Discoverer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -212,6 +219,21 @@ func (d *Discoverer) Run(ctx context.Context) error {
 				t.Stop()
 				return
 			case <-t.C:
+			}
+			if err := d.Announce(); err != nil {
+				d.cfg.Log.Debug("localsend announce", "err", err)
+			}
+		}
+		if d.cfg.AnnounceEvery <= 0 {
+			return
+		}
+		tick := time.NewTicker(d.cfg.AnnounceEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
 			}
 			if err := d.Announce(); err != nil {
 				d.cfg.Log.Debug("localsend announce", "err", err)

@@ -2,11 +2,13 @@ package ui
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // This file is the one place that turns how a transfer stands into words
@@ -156,37 +158,19 @@ func describe(o Outcome, dir Direction, who string, timeout time.Duration) Statu
 		}
 		return set("Cancelled by you", "", widget.LowImportance)
 	case StateFailed:
-		return set("Failed", "Failed: "+failure(o, in, other), widget.DangerImportance)
+		return set("Failed", failure(o, in, other), widget.DangerImportance)
 	}
 	return set(EscapeName(string(o.State)), "", widget.MediumImportance)
 }
 
-// failure says in a few words why a transfer failed.
+// failure says why a transfer failed, from the one table of reasons
+// (transfer.ReasonText), as a sentence without its final period.
 func failure(o Outcome, in bool, other string) string {
-	switch o.Code {
-	case CodeNoSpace:
-		if in && !o.ByPeer {
-			return "not enough space on this device"
-		}
-		return "not enough space on " + other
-	case CodeConnectionLost:
-		return "the connection to " + other + " was lost"
-	case CodeVerifyFailed:
-		return "some files did not arrive intact"
-	case CodeIO:
-		switch {
-		case in && o.ByPeer:
-			return other + " could not read the files"
-		case in:
-			return "the files could not be saved here"
-		case o.ByPeer:
-			return other + " could not save the files"
-		}
-		return "the files could not be read here"
-	case CodeProtocol:
-		return other + " sent something this version of Ferry does not understand"
+	dir := transfer.Outgoing
+	if in {
+		dir = transfer.Incoming
 	}
-	return "see Details for the reason"
+	return strings.TrimSuffix(transfer.ReasonText(transfer.Reason(o.Code), dir, o.ByPeer, other), ".")
 }
 
 // humanWait formats a prompt timeout: "2 minutes", "45 seconds".

@@ -18,6 +18,8 @@ import (
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // Options tune the UI. The zero value is usable.
@@ -401,22 +403,30 @@ func (u *UI) HandleDrop(pos fyne.Position, uris []fyne.URI) {
 	u.askSend(items, sel)
 }
 
-func (u *UI) cancel(id string) {
+// cancel, pause and resume ask the backend and report whether it took the
+// request (the row then shows it at once).
+func (u *UI) cancel(id string) bool {
 	if err := u.be.Cancel(id); err != nil && !errors.Is(err, context.Canceled) {
 		u.showError("Could not cancel the transfer", err)
+		return false
 	}
+	return true
 }
 
-func (u *UI) pause(id string) {
+func (u *UI) pause(id string) bool {
 	if err := u.be.Pause(id); err != nil {
 		u.showError("Could not pause the transfer", err)
+		return false
 	}
+	return true
 }
 
-func (u *UI) resume(id string) {
+func (u *UI) resume(id string) bool {
 	if err := u.be.Resume(id); err != nil {
 		u.showError("Could not resume the transfer", err)
+		return false
 	}
+	return true
 }
 
 func (u *UI) openFolder(v *transferView) {
@@ -598,7 +608,13 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	case r.State == StateFailed && r.Code == CodeNone:
 		u.notify("Transfer failed", fmt.Sprintf("The transfer with %s did not finish. Its Details in Ferry say why.", who))
 	case r.State == StateFailed:
-		u.notify("Transfer failed", fmt.Sprintf("The transfer with %s failed: %s.", who, failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, in, who)))
+		// The row's words: the model knows whether the device was ever
+		// reached (went away, or could not be reached).
+		text := failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, in, who)
+		if v := u.transfers.byID[ev.ID]; v != nil && v.d != nil && v.d.Phase == transfer.Failed {
+			text = strings.TrimSuffix(v.d.Status(), ".")
+		}
+		u.notify("Transfer failed", text+".")
 	}
 }
 

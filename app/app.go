@@ -24,6 +24,7 @@ import (
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/ui"
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // AppID is the application ID Fyne uses (notifications, preferences).
@@ -275,6 +276,7 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 // iconPNG is empty).
 func newFyneApp(iconPNG []byte) (fyne.App, fyne.Resource) {
 	a := fyneapp.NewWithID(AppID)
+	a.Settings().SetTheme(ui.Theme()) // state colours readable in light and dark
 	if m := a.Metadata(); m.Name == "" {
 		// Built without `fyne package`: the tray would show the app ID.
 		m.Name = "Ferry"
@@ -370,6 +372,8 @@ func remembered(eng *engine.Engine) func() []discovery.Remembered {
 func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan<- ui.TransferEvent, devices chan<- ui.DeviceEvent) error {
 	evs, stop := eng.Subscribe(256)
 	defer stop()
+	// History is written from the same transfer model the rows render.
+	model := transfer.New()
 	for {
 		var ev engine.Event
 		select {
@@ -396,8 +400,13 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 			}
 		}
 		know := b.explain(&uev)
+		if !uev.Pairing {
+			for _, me := range ui.DeliveryEvents(uev) {
+				model.Apply(me)
+			}
+		}
 		if uev.Kind == ui.TransferResult && uev.Result != nil && !uev.Pairing {
-			if err := b.history.add(historyEntry(uev, know)); err != nil {
+			if err := b.history.add(historyEntry(uev, know, model.Get(uev.ID))); err != nil {
 				slog.Warn("history", "err", err)
 			}
 		}

@@ -209,3 +209,27 @@ func TestNetworkChangedNote(t *testing.T) {
 		t.Errorf("done: %q still says the network changed", v.stateLbl.Text)
 	}
 }
+
+// Issue 26, finding 3: the notification counts each byte once after a
+// reconnect, and a text sent is a text, not "0 files (0 B)".
+func TestNotificationsCountBytesOnceAndSayText(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	alice := Peer{ID: idAlice, Name: "Alice"}
+	for _, b := range []int64{80, 60, 100} {
+		u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "s", Direction: Outgoing, State: StateActive, Peer: alice,
+			Progress: &Progress{Bytes: b, Total: 100, TotalFiles: 1}})
+	}
+	test.AssertNotificationSent(t, fyne.NewNotification("Files sent", "Sent 1 file (100 B) to Alice."), func() {
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "s", Direction: Outgoing, Peer: alice,
+			Result: &Result{State: StateDone, Files: 1, Bytes: 140}})
+	})
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "t", Direction: Outgoing, Peer: alice, State: StateConnecting,
+		Offer: &Offer{Text: "hello"}})
+	test.AssertNotificationSent(t, fyne.NewNotification("Text sent", "Sent a text to Alice."), func() {
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "t", Direction: Outgoing, Peer: alice,
+			Result: &Result{State: StateDone}})
+	})
+	if got := u.transfers.byID["t"].stateLbl.Text; got != "Text sent" {
+		t.Errorf("text row: %q", got)
+	}
+}

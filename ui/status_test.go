@@ -112,6 +112,8 @@ func TestHistoryTitles(t *testing.T) {
 		{HistoryEntry{Direction: Outgoing, PeerName: "Alice", Files: 1, State: StateDone}, "Sent 1 file to Alice"},
 		{HistoryEntry{Direction: Outgoing, PeerName: "Alice", State: StateDeclined, Code: CodeDeclined, ByPeer: true}, "Declined by Alice: files to Alice"},
 		{HistoryEntry{Direction: Incoming, PeerName: "Alice", Files: 2, State: StateDeclined, Code: CodeExpired}, "Expired: 2 files from Alice"},
+		// Issue 26, finding 3: a declined text is a text, not files.
+		{HistoryEntry{Direction: Incoming, PeerName: "vm", HasText: true, State: StateDeclined, Code: CodeDeclined}, "Declined by you: a text from vm"},
 		{HistoryEntry{Direction: Incoming, PeerID: idAlice, Files: 2, State: StateCancelled, Code: CodeCancelled, ByPeer: true}, "Cancelled by AAAA-BBBB: 2 files from AAAA-BBBB"},
 	} {
 		if got := historyTitle(c.e, 2*time.Minute); got != c.want {

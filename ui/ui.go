@@ -573,6 +573,16 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	in := ev.Direction == Incoming
 	st := describe(Outcome{State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err}, ev.Direction, who, u.opt.PromptTimeout)
 	files := plural(r.Files, "file")
+	// The model's bytes count each byte once; the engine's result counts
+	// what was sent again after a reconnect.
+	bytes := r.Bytes
+	var d *transfer.Delivery
+	if v := u.transfers.byID[ev.ID]; v != nil && v.d != nil {
+		d = v.d
+		if d.Phase == transfer.Done && d.Bytes > 0 {
+			bytes = d.Bytes
+		}
+	}
 	if v := u.transfers.byID[ev.ID]; v != nil && v.pairCode != "" && r.Code == CodeUntrusted && r.Err != "" {
 		// Stopped over the verification code: by this user (nothing to
 		// tell), or by the other one, whose reason the engine gives.
@@ -590,9 +600,11 @@ func (u *UI) notifyResult(ev TransferEvent) {
 		}
 		u.notifyActions("Text from "+who, clip(EscapeText(text), 200), actions)
 	case r.State == StateDone && in:
-		u.notifyActions("Files received", fmt.Sprintf("Received %s (%s) from %s.", files, HumanBytes(r.Bytes), who), u.receivedActions(ev.ID))
+		u.notifyActions("Files received", fmt.Sprintf("Received %s (%s) from %s.", files, HumanBytes(bytes), who), u.receivedActions(ev.ID))
+	case r.State == StateDone && r.Files == 0 && (r.Text != "" || d != nil && d.Text):
+		u.notify("Text sent", fmt.Sprintf("Sent a text to %s.", who))
 	case r.State == StateDone:
-		u.notify("Files sent", fmt.Sprintf("Sent %s (%s) to %s.", files, HumanBytes(r.Bytes), who))
+		u.notify("Files sent", fmt.Sprintf("Sent %s (%s) to %s.", files, HumanBytes(bytes), who))
 	case r.Code == CodeExpired && in, r.State == StateDeclined && in && !r.ByPeer:
 		// The user declined, or the prompt already said it expired.
 	case r.State == StateCancelled && !r.ByPeer, r.Code == CodeCancelled && !r.ByPeer:

@@ -135,7 +135,7 @@ type Event struct {
 	Peer      string // the other device's name as the user knows it
 	Files     []File // EvOffer: the first files (a large offer is not listed whole)
 	Count     int    // EvOffer, EvProgress: how many files in all (0: len(Files))
-	Text      bool   // EvOffer: the delivery carries a text
+	Text      bool   // EvOffer, EvResult: the delivery carries a text
 	Total     int64  // EvOffer, EvProgress
 	State     string // EvState, EvResult: the engine's state value
 	Bytes     int64  // EvProgress: bytes of this delivery in place so far
@@ -372,6 +372,7 @@ func (d *Delivery) state(s string) {
 
 func (d *Delivery) result(ev Event) {
 	d.cancelAsked = false
+	d.Text = d.Text || ev.Text
 	prev := d.Phase
 	d.Ended = ev.Time
 	d.Detail = ev.Err

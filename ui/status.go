@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,4 +184,25 @@ func humanWait(d time.Duration) string {
 		return plural(int(d/time.Minute), "minute")
 	}
 	return plural(int(d.Round(time.Second)/time.Second), "second")
+}
+
+// DefaultPort is the port Ferry listens on when it is free (QUIC over UDP,
+// and TCP); app.DefaultPort is this one.
+const DefaultPort = 47800
+
+// addressText is this device's address for the status line, with its port
+// named: "192.168.1.20 · port 47800", and when the default port was taken,
+// "192.168.1.20 · port 51234 (47800 is taken)", so that a saved address, a
+// link or a firewall rule can be checked against it (issue 26, finding 9).
+func addressText(hostPort string) string {
+	host, p, err := net.SplitHostPort(hostPort)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil {
+		return hostPort
+	}
+	s := fmt.Sprintf("%s · port %d", host, port)
+	if port != DefaultPort {
+		s += fmt.Sprintf(" (%d is taken)", DefaultPort)
+	}
+	return s
 }

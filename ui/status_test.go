@@ -150,3 +150,18 @@ func TestNotificationsTellHonestEnds(t *testing.T) {
 		})
 	}
 }
+
+// Issue 26, finding 9: the status line names the port, and says when it is
+// not the default one.
+func TestAddressTextNamesThePort(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.168.1.20:47800":   "192.168.1.20 · port 47800",
+		"192.168.1.20:51234":   "192.168.1.20 · port 51234 (47800 is taken)",
+		"[fe80::1%eth0]:47800": "fe80::1%eth0 · port 47800",
+		"not an address":       "not an address",
+	} {
+		if got := addressText(in); got != want {
+			t.Errorf("addressText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

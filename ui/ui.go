@@ -191,7 +191,7 @@ func (u *UI) updateStatus() {
 	parts := []string{"This device: " + EscapeName(name), ShortID(u.self.ID)}
 	if s.Policy != PolicyOff {
 		if addrs := u.be.SelfAddresses(); len(addrs) > 0 {
-			parts = append(parts, addrs[0])
+			parts = append(parts, addressText(addrs[0]))
 		}
 	}
 	u.status.SetText(strings.Join(append(parts, state), " · "))

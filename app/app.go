@@ -142,6 +142,9 @@ func Run(opts Options) error {
 	l.run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, devices) })
 	l.run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
 	l.run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
+	l.run("network", func(ctx context.Context) error {
+		return followNetwork(ctx, eng.NetworkChanged, func() { fyne.Do(u.SelfChanged) })
+	})
 	l.run("notification buttons", notes.listen)
 	l.run("instance", func(ctx context.Context) error {
 		return inst.Serve(ctx, func(r instance.Request) { fyne.Do(func() { u.OpenFiles(r.Files) }) })

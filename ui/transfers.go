@@ -170,6 +170,28 @@ func modelPeer(p Peer) string {
 	return peerWho(p)
 }
 
+// deviceRenamed shows a device's new name at once wherever it is shown:
+// its row in Nearby and the rows of its transfers (issue 26, finding 6).
+func (u *UI) deviceRenamed(id, name string) {
+	if id == "" || name == "" {
+		return
+	}
+	if d, ok := u.devices.devices[id]; ok {
+		d.Name = name
+		u.devices.devices[id] = d
+		u.devices.render()
+	}
+	l := u.transfers
+	for _, v := range l.byID {
+		if v.peer.ID != id {
+			continue
+		}
+		v.peer.Name = name
+		l.model.SetPeer(v.id, peerWho(v.peer))
+		l.refresh(v)
+	}
+}
+
 // act feeds the user's action on a row to the model and redraws the row.
 func (l *transferList) act(id string, k transfer.EventKind) {
 	v := l.byID[id]

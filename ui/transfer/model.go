@@ -198,6 +198,13 @@ func New() *Model { return &Model{byID: map[string]*Delivery{}} }
 // Get returns the delivery with id, or nil.
 func (m *Model) Get(id string) *Delivery { return m.byID[id] }
 
+// SetPeer renames the other device of delivery id (the user renamed it).
+func (m *Model) SetPeer(id, name string) {
+	if d := m.byID[id]; d != nil && name != "" {
+		d.Peer = name
+	}
+}
+
 // Deliveries returns every delivery, newest first.
 func (m *Model) Deliveries() []*Delivery {
 	out := make([]*Delivery, 0, len(m.order))

@@ -146,6 +146,9 @@ func Run(opts Options) error {
 		return followNetwork(ctx, eng.NetworkChanged, func() { fyne.Do(u.SelfChanged) })
 	})
 	l.run("notification buttons", notes.listen)
+	if tray {
+		l.run("tray host", func(ctx context.Context) error { return stayInTray(ctx, log) })
+	}
 	l.run("instance", func(ctx context.Context) error {
 		return inst.Serve(ctx, func(r instance.Request) { fyne.Do(func() { u.OpenFiles(r.Files) }) })
 	})
@@ -164,7 +167,7 @@ func Run(opts Options) error {
 // the app and the backend.
 func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *notifier, log *slog.Logger) *ui.UI {
 	u := ui.New(a, w, b, ui.Device{ID: b.eng.ID(), Name: b.eng.Name()}, ui.Options{Notify: notes.plain, NotifyActions: notes.withActions,
-		Picker: newPicker(ctx, w, log)})
+		NotifyTagged: notes.tagged, CloseNotice: notes.close, Picker: newPicker(ctx, w, log)})
 	u.OnShow = func() { w.Show(); w.RequestFocus() }
 	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 	u.OnQuit = a.Quit

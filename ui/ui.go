@@ -44,6 +44,11 @@ type Options struct {
 	// on an offer, Open on what arrived) where the desktop shows them; nil
 	// means Notify, without the buttons.
 	NotifyActions func(title, body string, actions []NoticeAction)
+	// NotifyTagged shows a notification with buttons that the UI may
+	// withdraw later by its tag (an offer answered in the window);
+	// CloseNotice withdraws it. Nil: NotifyActions, and nothing is withdrawn.
+	NotifyTagged func(tag, title, body string, actions []NoticeAction)
+	CloseNotice  func(tag string)
 	// Picker is the platform's file dialog; nil means Fyne's.
 	Picker Picker
 }
@@ -549,6 +554,22 @@ func (u *UI) notifyActions(title, body string, actions []NoticeAction) {
 		return
 	}
 	u.notify(title, body)
+}
+
+// notifyTagged shows a notification that closeNotice(tag) withdraws.
+func (u *UI) notifyTagged(tag, title, body string, actions []NoticeAction) {
+	if u.opt.NotifyTagged != nil {
+		u.opt.NotifyTagged(tag, title, body, actions)
+		return
+	}
+	u.notifyActions(title, body, actions)
+}
+
+// closeNotice withdraws the notification tagged tag, if it is still up.
+func (u *UI) closeNotice(tag string) {
+	if u.opt.CloseNotice != nil {
+		u.opt.CloseNotice(tag)
+	}
 }
 
 func (u *UI) notify(title, body string) {

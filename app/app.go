@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -167,7 +168,8 @@ func Run(opts Options) error {
 // the app and the backend.
 func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *notifier, log *slog.Logger) *ui.UI {
 	u := ui.New(a, w, b, ui.Device{ID: b.eng.ID(), Name: b.eng.Name()}, ui.Options{Notify: notes.plain, NotifyActions: notes.withActions,
-		NotifyTagged: notes.tagged, CloseNotice: notes.close, Picker: newPicker(ctx, w, log)})
+		NotifyTagged: notes.tagged, CloseNotice: notes.close, Picker: newPicker(ctx, w, log),
+		OpenURL: func(l *url.URL) error { return linkOpener(b.problem)(l) }})
 	u.OnShow = func() { w.Show(); w.RequestFocus() }
 	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 	u.OnQuit = a.Quit

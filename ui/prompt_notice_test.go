@@ -1,6 +1,11 @@
 package ui
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+)
 
 // Issue 26, finding 6: an "Incoming files" notification is taken down once
 // the offer is answered in the window (or withdrawn by its sender).
@@ -24,4 +29,34 @@ func TestAnsweredOfferClosesItsNotification(t *testing.T) {
 	if len(closed) != 2 || closed[1] != "r2" {
 		t.Fatalf("after the sender withdrew r2: closed %v", closed)
 	}
+}
+
+// Issue 26, finding 11: Save and Revert in Settings say that they worked.
+func TestSettingsSaveAndRevertSaySo(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	v := u.settings
+	v.name.SetText("Desk")
+	v.save.OnTapped()
+	if be.Settings().DeviceName != "Desk" || !strings.HasPrefix(v.note.Text, "Saved at ") {
+		t.Fatalf("after Save: name %q, note %q", be.Settings().DeviceName, v.note.Text)
+	}
+	v.name.SetText("Something else")
+	revertButton(t, v).OnTapped()
+	if v.name.Text != "Desk" || v.note.Text != "Showing the saved settings again." {
+		t.Fatalf("after Revert: name %q, note %q", v.name.Text, v.note.Text)
+	}
+}
+
+func revertButton(t *testing.T, v *settingsView) *button {
+	t.Helper()
+	var found *button
+	walk(v.obj, func(x fyne.CanvasObject) {
+		if b, ok := x.(*button); ok && b.Text == "Revert" {
+			found = b
+		}
+	})
+	if found == nil {
+		t.Fatal("no Revert button")
+	}
+	return found
 }

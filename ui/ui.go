@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"net/url"
 	"strings"
 	"time"
 
@@ -49,6 +50,10 @@ type Options struct {
 	// CloseNotice withdraws it. Nil: NotifyActions, and nothing is withdrawn.
 	NotifyTagged func(tag, title, body string, actions []NoticeAction)
 	CloseNotice  func(tag string)
+	// OpenURL opens a link in the browser and reports a failure it sees at
+	// once (a later one through the app's own error reporting); nil means
+	// the Fyne app's OpenURL.
+	OpenURL func(*url.URL) error
 	// Picker is the platform's file dialog; nil means Fyne's.
 	Picker Picker
 }
@@ -459,9 +464,11 @@ func (u *UI) showInFolder(p string) {
 	}
 }
 
-func (u *UI) saveSettings(s Settings) {
+// saveSettings saves s and reports whether all of it was saved.
+func (u *UI) saveSettings(s Settings) bool {
 	was := u.receiving()
-	if err := u.be.SaveSettings(s); err != nil {
+	err := u.be.SaveSettings(s)
+	if err != nil {
 		u.showError("Could not save the settings", err)
 	}
 	u.settings.load()
@@ -473,6 +480,7 @@ func (u *UI) saveSettings(s Settings) {
 	if now := u.receiving(); now != was && u.OnReceivingChanged != nil {
 		u.OnReceivingChanged(now)
 	}
+	return err == nil
 }
 
 // SetReceiving switches receiving on (with the last policy that allowed it) or off.

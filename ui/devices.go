@@ -159,6 +159,14 @@ func (l *deviceList) render() {
 		l.rows = append(l.rows, r)
 		l.box.Objects = append(l.box.Objects, r.obj)
 	}
+	// The smallest window shows at least one whole device row, never a
+	// sliver of one (issue 26, finding 11): the list asks for a row's
+	// height (and the box's spacing) as its own minimum.
+	minH := float32(0)
+	if len(l.rows) > 0 {
+		minH = l.rows[0].obj.MinSize().Height + theme.Padding()
+	}
+	l.scroll.SetMinSize(fyne.NewSize(0, minH))
 	l.box.Refresh()
 }
 

@@ -262,6 +262,12 @@ func (q *promptQueue) show(p *prompt) {
 	}
 	if o.FileCount() > 0 {
 		p.tree = offerTree(o)
+		p.tree.OnResize = func() {
+			if p.scroll != nil {
+				p.scroll.Content.Refresh() // the taller tree gets its height
+				p.scroll.Refresh()
+			}
+		}
 		objs = append(objs, p.tree.obj)
 	}
 	p.countdown = widget.NewLabel(countdownText(p.deadline.Sub(u.now())))

@@ -1,10 +1,12 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
 )
 
 // Issue 26, finding 6: an "Incoming files" notification is taken down once
@@ -59,4 +61,41 @@ func revertButton(t *testing.T, v *settingsView) *button {
 		t.Fatal("no Revert button")
 	}
 	return found
+}
+
+// Issue 26, finding 11: at its smallest the window shows a whole device
+// row, not a sliver of one.
+func TestSmallestWindowShowsAWholeDeviceRow(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idAlice, Name: "Alice", Online: true, Source: "mdns"}})
+	u.win.Content().Resize(u.win.Content().MinSize()) // the smallest the window can be
+	row := u.devices.rows[0].obj
+	if got, want := u.devices.scroll.Size().Height, row.MinSize().Height; got < want {
+		t.Fatalf("smallest window: the device list is %.0f high, a row %.0f", got, want)
+	}
+}
+
+// Issue 26, finding 11: opening a folder in the prompt makes the tree
+// taller (up to maxTreeRows rows), not a one-row scroller.
+func TestOpenedFolderGrowsTheOfferTree(t *testing.T) {
+	test.NewTempApp(t)
+	o := &Offer{Count: 20, Folders: []FolderInfo{{Path: "Photos", Files: 20, Bytes: 20}}}
+	for i := range 20 {
+		o.Files = append(o.Files, FileInfo{Path: fmt.Sprintf("Photos/%02d.jpg", i), Size: 1})
+	}
+	v := offerTree(o)
+	resized := 0
+	v.OnResize = func() { resized++ }
+	if got := v.obj.MinSize().Height; got > 1.5*v.rowH {
+		t.Fatalf("closed folder: tree %.0f high, want one row (%.0f)", got, v.rowH)
+	}
+	v.tree.OpenBranch("d0")
+	if got, want := v.obj.MinSize().Height, maxTreeRows*v.rowH; got < want-1 || resized != 1 {
+		t.Fatalf("open folder: tree %.0f high (want %.0f), resized %d", got, want, resized)
+	}
+	v.tree.CloseBranch("d0")
+	if got := v.obj.MinSize().Height; got > 1.5*v.rowH {
+		t.Fatalf("closed again: tree %.0f high", got)
+	}
 }

@@ -50,8 +50,8 @@ type settingsView struct {
 	browse    *button
 	// note says that Save or Revert did what it says (issue 26, finding 11).
 	note *widget.Label
-	tabs      *container.AppTabs // General, Devices
-	obj       fyne.CanvasObject
+	tabs *container.AppTabs // General, Devices
+	obj  fyne.CanvasObject
 }
 
 func newSettingsView(u *UI) *settingsView {

@@ -79,11 +79,11 @@ type Dest struct {
 	// still in use.
 	folders map[string]*folder
 	gone    map[*folder]struct{}
-	// dirs caches resolveDir: offered folder (slash path) -> the folder its
-	// files go to, checked to be a folder still on every use. Resolving
-	// element by element from the top costs a walk per element (os.Root
-	// opens every element of a path): for a file 8 folders deep, 80 system
-	// calls, twice per file; the check is one walk.
+	// dirs caches resolveFolder: offered folder (slash path) -> the folder
+	// its files go to, used while that folder is still inside the
+	// destination (folder.inside, one system call). Resolving element by
+	// element from the top cost a walk per element (os.Root opens every
+	// element of a path): for a file 8 folders deep, 80 system calls.
 	dirs map[string]string
 }
 
@@ -126,19 +126,11 @@ func Open(dir string) (*Dest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
-	f, err := root.Open(".")
+	top, err := newFolder(root, ".", 0)
 	if err != nil {
-		root.Close()
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
-	id, err := f.Stat()
-	if err != nil {
-		f.Close()
-		root.Close()
-		return nil, fmt.Errorf("store: open %q: %w", dir, err)
-	}
-	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{},
-		top:     &folder{path: ".", id: id, root: root, dir: f},
+	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, top: top,
 		folders: map[string]*folder{}, gone: map[*folder]struct{}{}}
 	d.link = d.linkNames
 	d.rename = d.renameNoReplace
@@ -461,7 +453,7 @@ func (d *Dest) PartialPath(rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := d.resolveDir(dirs, false)
+	dir, err := d.resolveDir(dirs)
 	if err != nil {
 		return "", fmt.Errorf("store: partial path %q: %w", rel, err)
 	}
@@ -619,22 +611,30 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 }
 
 // resolveDir maps a peer's folder elements to an OS-form path inside the
-// root, applying the folder-clash rule documented on Dest, and creates the
-// folders if create is set.
-func (d *Dest) resolveDir(elems []string, create bool) (string, error) {
+// root, applying the folder-clash rule documented on Dest, without creating
+// anything (PartialPath): the folder resolveFolder would use, or the first
+// name it would create.
+func (d *Dest) resolveDir(elems []string) (string, error) {
 	if len(elems) == 0 {
 		return "", nil
 	}
-	key := strings.Join(elems, "/")
 	d.mu.Lock()
-	dir, ok := d.dirs[key]
+	dir, ok := d.dirs[strings.Join(elems, "/")]
 	d.mu.Unlock()
 	if ok {
 		if fi, err := d.root.Lstat(dir); err == nil && fi.IsDir() {
 			return dir, nil
 		}
 	}
-	return d.walkDir(elems, create)
+	dir = ""
+	for _, e := range elems {
+		next, err := d.resolveElem(dir, e)
+		if err != nil {
+			return "", err
+		}
+		dir = next
+	}
+	return dir, nil
 }
 
 // resolveFolder is resolveDir(elems, true) returning the folder, acquired
@@ -700,30 +700,7 @@ func (d *Dest) resolveIn(parent *folder, elem string) (*folder, error) {
 	return nil, fmt.Errorf("folder %q: %w", elem, ErrTooManyCopies)
 }
 
-// walkDir resolves elems element by element from the destination's Root
-// (resolveElem) and caches the result when it created the folders.
-func (d *Dest) walkDir(elems []string, create bool) (string, error) {
-	key := strings.Join(elems, "/")
-	dir := ""
-	for _, e := range elems {
-		next, err := d.resolveElem(dir, e, create)
-		if err != nil {
-			return "", err
-		}
-		dir = next
-	}
-	if create { // it exists now
-		d.mu.Lock()
-		if d.dirs == nil || len(d.dirs) >= maxCachedDirs {
-			d.dirs = map[string]string{}
-		}
-		d.dirs[key] = dir
-		d.mu.Unlock()
-	}
-	return dir, nil
-}
-
-func (d *Dest) resolveElem(parent, elem string, create bool) (string, error) {
+func (d *Dest) resolveElem(parent, elem string) (string, error) {
 	for n := 0; n < maxNumbered; n++ {
 		name := filepath.Join(parent, numbered(elem, n, false))
 		fi, err := d.root.Lstat(name)
@@ -736,20 +713,7 @@ func (d *Dest) resolveElem(parent, elem string, create bool) (string, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return "", err
 		}
-		if !create {
-			return name, nil
-		}
-		err = d.root.Mkdir(name, 0o755)
-		if err == nil {
-			return name, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", err
-		}
-		// Someone created it first; if it is a folder, share it.
-		if fi, err := d.root.Lstat(name); err == nil && fi.IsDir() {
-			return name, nil
-		}
+		return name, nil
 	}
 	return "", fmt.Errorf("folder %q: %w", elem, ErrTooManyCopies)
 }

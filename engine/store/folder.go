@@ -42,6 +42,12 @@ func (d *Dest) openFolder(dir string) (*folder, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newFolder(r, dir, strings.Count(dir, string(filepath.Separator))+1)
+}
+
+// newFolder makes a folder of the Root r opened on path; it closes r if
+// that fails.
+func newFolder(r *os.Root, path string, depth int) (*folder, error) {
 	f, err := r.Open(".")
 	if err != nil {
 		r.Close()
@@ -53,7 +59,7 @@ func (d *Dest) openFolder(dir string) (*folder, error) {
 		r.Close()
 		return nil, err
 	}
-	return &folder{path: dir, depth: strings.Count(dir, string(filepath.Separator)) + 1, id: id, root: r, dir: f}, nil
+	return &folder{path: path, depth: depth, id: id, root: r, dir: f}, nil
 }
 
 // acquire returns the folder dir (OS form, relative to the destination;
@@ -102,18 +108,11 @@ func (d *Dest) acquireIn(parent *folder, name string) (*folder, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.Open(".")
+	fo, err = newFolder(r, dir, parent.depth+1)
 	if err != nil {
-		r.Close()
 		return nil, err
 	}
-	id, err := f.Stat()
-	if err != nil {
-		f.Close()
-		r.Close()
-		return nil, err
-	}
-	return d.cache(&folder{path: dir, depth: parent.depth + 1, id: id, root: r, dir: f}), nil
+	return d.cache(fo), nil
 }
 
 // cache puts a folder just opened into the cache with one reference, or

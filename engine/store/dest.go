@@ -325,8 +325,10 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		p, err := d.adopt(f, filepath.Join(fo.path, subName), true)
 		if err == nil {
 			p.fo, p.base = fo, subName
-			// The folder may have moved between its resolution and the create.
-			if err = p.inside(); err != nil {
+			// The folder may have moved between its resolution and the
+			// create (the file itself was just made there, by that name).
+			if !fo.inside(d) {
+				err = fmt.Errorf("%s: %w", filepath.ToSlash(fo.path), ErrMovedOut)
 				p.Close()
 			}
 		}

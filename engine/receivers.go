@@ -66,6 +66,9 @@ type receiverTable struct {
 	serving        sync.WaitGroup     // the Serve calls
 	// ferryPort is the port number the Ferry rows share in one Start.
 	ferryPort sharedPort
+	// links is the row of browser links (links.go), in rows once the
+	// first link was opened.
+	links *linkRow
 }
 
 // ferryReceivers are the rows of Ferry's own protocol: one per row of the

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
+	"net/http"
+	"path"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/weblink"
 )
 
@@ -132,7 +137,7 @@ func (e *Engine) ShareLink(paths []string, opts LinkOptions) (LinkInfo, error) {
 	if err != nil {
 		return LinkInfo{}, fmt.Errorf("share link: %w", err)
 	}
-	return row.follow(srv, l, nil), nil
+	return row.follow(srv, l, nil, opts.PIN), nil
 }
 
 // ReceiveLink opens a receive link: its page sends files into the download
@@ -157,7 +162,7 @@ func (e *Engine) ReceiveLink(opts LinkOptions) (LinkInfo, error) {
 		return LinkInfo{}, fmt.Errorf("receive link: %w", err)
 	}
 	in.Attach(l)
-	return row.follow(srv, l, in), nil
+	return row.follow(srv, l, in, opts.PIN), nil
 }
 
 func linkOptions(o LinkOptions) weblink.LinkOptions {
@@ -298,6 +303,7 @@ type linkRec struct {
 	srv  *weblink.Server
 	l    *weblink.Link
 	in   *BrowserInbox // receive links
+	pin  string
 	urls []string
 	why  error // set before the engine ends the link itself (withdraw)
 }
@@ -423,8 +429,8 @@ func (r *linkRow) Close() error {
 
 // follow registers an open link and publishes what happens on it until it
 // ends.
-func (r *linkRow) follow(s *weblink.Server, l *weblink.Link, in *BrowserInbox) LinkInfo {
-	lr := &linkRec{row: r, srv: s, l: l, in: in, urls: s.URLs(l, s.Hosts())}
+func (r *linkRow) follow(s *weblink.Server, l *weblink.Link, in *BrowserInbox, pin string) LinkInfo {
+	lr := &linkRec{row: r, srv: s, l: l, in: in, pin: pin, urls: s.URLs(l, s.Hosts())}
 	id := linkID(l)
 	r.mu.Lock()
 	r.links[id] = lr
@@ -541,4 +547,51 @@ func linkEnd(err, why error) string {
 		return "The link ended: Ferry was closed."
 	}
 	return "The link was stopped."
+}
+
+// localSendShared is the share LocalSend's download API serves (its
+// prepare-download and download routes, and download: true in the
+// announcements): the newest open share link, nil when none.
+func (e *Engine) localSendShared() localsend.Shared {
+	row := e.linkRowIfAny()
+	if row == nil {
+		return nil
+	}
+	row.mu.Lock()
+	defer row.mu.Unlock()
+	for i := len(row.order) - 1; i >= 0; i-- {
+		if lr := row.order[i]; lr.l.Kind() == weblink.KindShare && lr.l.Err() == nil {
+			return lr
+		}
+	}
+	return nil
+}
+
+// SharedFiles lists a share link's files for LocalSend: each one's ID is
+// its place in the link's table.
+func (lr *linkRec) SharedFiles() []localsend.File {
+	names, sizes := lr.l.Files()
+	out := make([]localsend.File, len(names))
+	for i, n := range names {
+		typ := mime.TypeByExtension(path.Ext(n))
+		if typ == "" {
+			typ = "application/octet-stream"
+		}
+		out[i] = localsend.File{ID: strconv.Itoa(i), FileName: n, Size: sizes[i], FileType: typ}
+	}
+	return out
+}
+
+// SharedPIN is the link's PIN: LocalSend's prepare-download asks for it.
+func (lr *linkRec) SharedPIN() string { return lr.pin }
+
+// ServeShared serves a file as the link's page does (its progress is an
+// activity of the link, Once counts it).
+func (lr *linkRec) ServeShared(w http.ResponseWriter, r *http.Request, id string) {
+	i, err := strconv.Atoi(id)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	lr.l.ServeFile(w, r, i)
 }

@@ -243,3 +243,83 @@ func TestLinkRowFailsAlone(t *testing.T) {
 		t.Fatal("a link opened on a server that cannot listen")
 	}
 }
+
+// TestLocalSendDownloadsShareLink: while a share link is open, the LocalSend
+// server serves it through LocalSend's download API (prepare-download with
+// the link's PIN, download), which the independent test peer speaks; the
+// download shows in the link's live list, and nothing is served once the
+// link is stopped.
+func TestLocalSendDownloadsShareLink(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	events, unsub := e.Subscribe(4096)
+	defer unsub()
+	ctx := context.Background()
+	p := testPeer(t)
+	if srv.Info().Download {
+		t.Fatal("download: true with no share open")
+	}
+	if sh, err := p.PrepareDownload(ctx, addr, srv.Fingerprint(), "", ""); err != nil || sh.Status != http.StatusForbidden {
+		t.Fatalf("prepare-download with no share: %+v %v", sh, err)
+	}
+
+	dir := t.TempDir()
+	want := map[string][]byte{"a.txt": []byte("alpha"), "pics/b.jpg": bytes.Repeat([]byte{7}, 300_000)}
+	os.MkdirAll(filepath.Join(dir, "pics"), 0o755)
+	for n, b := range want {
+		os.WriteFile(filepath.Join(dir, filepath.FromSlash(n)), b, 0o644)
+	}
+	l, err := e.ShareLink([]string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "pics")}, LinkOptions{PIN: "4321"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !srv.Info().Download {
+		t.Fatal("download: false while a share is open")
+	}
+	for _, c := range []struct{ pin, msg string }{{"", "PIN required"}, {"1111", "Invalid PIN"}} {
+		if sh, err := p.PrepareDownload(ctx, addr, srv.Fingerprint(), "", c.pin); err != nil || sh.Status != http.StatusUnauthorized || sh.Message != c.msg {
+			t.Fatalf("PIN %q: %+v %v", c.pin, sh, err)
+		}
+	}
+	sh, err := p.PrepareDownload(ctx, addr, srv.Fingerprint(), "", "4321")
+	if err != nil || sh.Status != 200 || sh.SessionID == "" || len(sh.Files) != 2 || sh.Info["download"] != true {
+		t.Fatalf("prepare-download: %+v %v", sh, err)
+	}
+	for id, f := range sh.Files {
+		name, _ := f["fileName"].(string)
+		status, got, err := p.Download(ctx, addr, srv.Fingerprint(), sh.SessionID, id)
+		if err != nil || status != 200 || !bytes.Equal(got, want[name]) || f["size"] != float64(len(want[name])) {
+			t.Fatalf("download %s (%s): %d, %d bytes, %v", id, name, status, len(got), err)
+		}
+	}
+	linkEvent(t, events, l.ID, func(li *LinkInfo) bool {
+		n := 0
+		for _, a := range li.Activities {
+			if a.Done && a.Err == "" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	// A page reloaded asks again with its session: no PIN needed.
+	if again, err := p.PrepareDownload(ctx, addr, srv.Fingerprint(), sh.SessionID, ""); err != nil || again.Status != 200 || again.SessionID != sh.SessionID {
+		t.Fatalf("prepare-download with its session: %+v %v", again, err)
+	}
+	if status, _, _ := p.Download(ctx, addr, srv.Fingerprint(), sh.SessionID, "7"); status != http.StatusForbidden {
+		t.Fatalf("a file not shared: %d", status)
+	}
+
+	if err := e.StopLink(l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Info().Download {
+		t.Fatal("download: true after the share was stopped")
+	}
+	for id := range sh.Files {
+		if status, _, _ := p.Download(ctx, addr, srv.Fingerprint(), sh.SessionID, id); status != http.StatusForbidden {
+			t.Fatalf("download after Stop: %d", status)
+		}
+	}
+	if again, _ := p.PrepareDownload(ctx, addr, srv.Fingerprint(), sh.SessionID, "4321"); again.Status != http.StatusForbidden {
+		t.Fatalf("prepare-download after Stop: %d", again.Status)
+	}
+}

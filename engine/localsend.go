@@ -110,6 +110,7 @@ func (e *Engine) ServeLocalSend(opts LocalSendOptions) (*LocalSendServer, error)
 		PIN:               opts.PIN,
 		RequireClientCert: opts.RequireClientCert,
 		OnRegister:        opts.OnRegister,
+		Shared:            e.localSendShared, // the download API serves the newest share link
 		Log:               e.log,
 	})
 	if err != nil {

@@ -216,9 +216,11 @@ func (e *Engine) findLink(id string) *linkRec {
 	return row.links[id]
 }
 
+// linkRowIfAny is the link row, nil before the first link. It takes e.mu
+// only (the row is set under it too), so that LocalSend's Info may ask.
 func (e *Engine) linkRowIfAny() *linkRow {
-	e.listenMu.Lock()
-	defer e.listenMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	return e.receivers.links
 }
 
@@ -278,7 +280,9 @@ func (e *Engine) linkServer(receive bool) (*linkRow, error) {
 // with listenMu held.
 func (e *Engine) addLinkRow() *linkRow {
 	row := &linkRow{e: e, links: map[string]*linkRec{}}
+	e.mu.Lock()
 	e.receivers.links = row
+	e.mu.Unlock()
 	e.receivers.rows = append(e.receivers.rows, row)
 	return row
 }

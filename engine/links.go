@@ -79,7 +79,9 @@ type LinkInfo struct {
 	Expires time.Time `json:"expires"`
 	PIN     bool      `json:"pin,omitempty"`
 	// Files are a share link's files (the first 1000) and TotalBytes their
-	// size in all; FileCount counts them all.
+	// size in all; FileCount counts them all. Files never change: events
+	// after a link's first leave them out (ShareLink, Links and Link have
+	// them).
 	Files      []FileInfo `json:"files,omitempty"`
 	FileCount  int        `json:"file_count,omitempty"`
 	TotalBytes int64      `json:"total_bytes,omitempty"`
@@ -309,7 +311,12 @@ type linkRec struct {
 	in   *BrowserInbox // receive links
 	pin  string
 	urls []string
-	why  error // set before the engine ends the link itself (withdraw)
+	// files (the first maxPromptFiles), fileCount and totalBytes are a
+	// share's table, fixed when it opened.
+	files      []FileInfo
+	fileCount  int
+	totalBytes int64
+	why        error // set before the engine ends the link itself (withdraw)
 }
 
 func (r *linkRow) Name() string { return "links" }
@@ -435,6 +442,14 @@ func (r *linkRow) Close() error {
 // ends.
 func (r *linkRow) follow(s *weblink.Server, l *weblink.Link, in *BrowserInbox, pin string) LinkInfo {
 	lr := &linkRec{row: r, srv: s, l: l, in: in, pin: pin, urls: s.URLs(l, s.Hosts())}
+	names, sizes := l.Files() // a share's table never changes
+	lr.fileCount = len(names)
+	for i, n := range names {
+		lr.totalBytes += sizes[i]
+		if i < maxPromptFiles {
+			lr.files = append(lr.files, FileInfo{Index: i, Path: n, Size: sizes[i]})
+		}
+	}
 	id := linkID(l)
 	r.mu.Lock()
 	r.links[id] = lr
@@ -456,7 +471,7 @@ func (r *linkRow) follow(s *weblink.Server, l *weblink.Link, in *BrowserInbox, p
 			if ev.Kind == weblink.EventEnded {
 				break
 			}
-			r.e.publishLink(lr.info())
+			r.e.publishLink(lr.eventInfo())
 		}
 		for range l.Events() { // closed after EventEnded
 		}
@@ -467,7 +482,7 @@ func (r *linkRow) follow(s *weblink.Server, l *weblink.Link, in *BrowserInbox, p
 		delete(r.links, id)
 		r.order = slices.DeleteFunc(r.order, func(x *linkRec) bool { return x == lr })
 		r.mu.Unlock()
-		r.e.publishLink(lr.info())
+		r.e.publishLink(lr.eventInfo())
 	}()
 	return info
 }
@@ -482,21 +497,23 @@ func (e *Engine) publishLink(info LinkInfo) {
 	e.bus.Publish(Event{Kind: EventLink, Time: e.now(), Link: &info})
 }
 
+// eventInfo is a snapshot for an event after the first: without the
+// share's file list, which never changes (the first event, ShareLink, Links
+// and Link have it).
+func (lr *linkRec) eventInfo() LinkInfo { return lr.snapshot(false) }
+
 // info is a snapshot of the link.
-func (lr *linkRec) info() LinkInfo {
+func (lr *linkRec) info() LinkInfo { return lr.snapshot(true) }
+
+func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 	l := lr.l
-	info := LinkInfo{ID: linkID(l), Kind: "share", URLs: lr.urls, Expires: l.Expires(), PIN: l.HasPIN()}
+	info := LinkInfo{ID: linkID(l), Kind: "share", URLs: lr.urls, Expires: l.Expires(), PIN: l.HasPIN(),
+		FileCount: lr.fileCount, TotalBytes: lr.totalBytes}
 	if l.Kind() == weblink.KindReceive {
 		info.Kind = "receive"
-	} else {
-		names, sizes := l.Files()
-		info.FileCount = len(names)
-		for i, n := range names {
-			info.TotalBytes += sizes[i]
-			if i < maxPromptFiles {
-				info.Files = append(info.Files, FileInfo{Index: i, Path: n, Size: sizes[i]})
-			}
-		}
+	}
+	if withFiles {
+		info.Files = slices.Clone(lr.files)
 	}
 	for _, d := range l.Devices() {
 		info.Devices = append(info.Devices, d.String())

@@ -44,6 +44,8 @@ type backend struct {
 	// portDir, when set, is where the port the listeners got is saved, to
 	// be used again when the default port is taken (port.go).
 	portDir string
+	// web holds the browser links (links.go).
+	web linkHub
 
 	mu      sync.Mutex // guards the fields below
 	adv     *discovery.Advertiser
@@ -509,8 +511,9 @@ func (b *backend) named(d ui.Device) ui.Device {
 	return d
 }
 
-// close withdraws the advertisement.
+// close ends the browser links and withdraws the advertisement.
 func (b *backend) close() {
+	b.web.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.adv != nil {

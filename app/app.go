@@ -112,7 +112,8 @@ func Run(opts Options) error {
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
 	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, devices: names,
-		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir}
+		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir,
+		ls: lsHub{isolated: smokeIsolated()}}
 	b.synthetic = func(ev ui.TransferEvent) {
 		select {
 		case transfers <- ev:
@@ -177,6 +178,8 @@ func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
 		fyne.Do(func() {
 			a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 		})
+	} else if err := b.applyLocalSend(b.settings.get()); err != nil {
+		log.Warn("LocalSend", "err", err)
 	}
 	u.SelfChanged() // the addresses it receives on
 }

@@ -46,6 +46,8 @@ type backend struct {
 	portDir string
 	// web holds the browser links (links.go).
 	web linkHub
+	// ls runs LocalSend's server and announcements (localsend.go).
+	ls lsHub
 
 	mu      sync.Mutex // guards the fields below
 	adv     *discovery.Advertiser
@@ -293,6 +295,9 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 	if err := b.setReceiving(s.Policy != ui.PolicyOff); err != nil {
 		errs = append(errs, err)
 	}
+	if err := b.applyLocalSend(s); err != nil {
+		errs = append(errs, err)
+	}
 	if s.StartAtLogin != old.StartAtLogin || s.StartAtLogin && !autostart.Enabled() {
 		var err error
 		if s.StartAtLogin {
@@ -514,6 +519,7 @@ func (b *backend) named(d ui.Device) ui.Device {
 // close ends the browser links and withdraws the advertisement.
 func (b *backend) close() {
 	b.web.close()
+	b.ls.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.adv != nil {

@@ -57,6 +57,13 @@ func toUIMetrics(m *engine.Metrics) *ui.Metrics {
 }
 
 // toUITransfer converts one engine event; ok is false for kinds the UI does not know.
+// toUIPeer is the other end of a transfer, with what a LocalSend device
+// said of itself.
+func toUIPeer(p engine.PeerInfo) ui.Peer {
+	return ui.Peer{ID: p.ID, Name: p.Name, Trusted: p.Trusted, Addr: p.Addr, LocalSend: p.Protocol == engine.ProtocolLocalSend,
+		Model: p.Model, DeviceType: p.DeviceType, Fingerprint: p.Fingerprint, Unverified: p.Unverified}
+}
+
 func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 	kind, ok := transferKinds[ev.Kind]
 	if !ok {
@@ -67,7 +74,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		ID:        ev.TransferID,
 		Delivery:  ev.Delivery,
 		Direction: toUIDirection(ev.Direction),
-		Peer:      ui.Peer{ID: ev.Peer.ID, Name: ev.Peer.Name, Trusted: ev.Peer.Trusted, Addr: ev.Peer.Addr},
+		Peer:      toUIPeer(ev.Peer),
 		State:     ui.State(ev.State),
 		Metrics:   toUIMetrics(ev.Metrics),
 		Time:      ev.Time,

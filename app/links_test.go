@@ -2,8 +2,8 @@ package app
 
 import (
 	"bytes"
-	"errors"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"os"

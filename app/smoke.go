@@ -47,6 +47,9 @@ func smokeIsolate(o *discovery.Options) []discovery.AdvertiseOption {
 	return []discovery.AdvertiseOption{discovery.WithInterfaceLister(none)}
 }
 
+// smokeIsolated reports whether FERRY_SMOKE_ISOLATED keeps the app off the network.
+func smokeIsolated() bool { return os.Getenv(envSmokeIsolated) != "" }
+
 // smokeListen is the address chosen by choose, or any free loopback port
 // when FERRY_SMOKE_ISOLATED is set: a test's instances never take (or
 // probe) the app's fixed port, from each other or from a Ferry running on

@@ -303,4 +303,3 @@ func TestGoldenLinks(t *testing.T) {
 		}
 	}
 }
-

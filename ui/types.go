@@ -218,6 +218,15 @@ type Peer struct {
 	Name    string
 	Trusted bool // its offers are accepted without asking
 	Addr    string
+	// LocalSend says the peer uses LocalSend, not Ferry; Model, DeviceType
+	// and Fingerprint are what it said of itself.
+	LocalSend   bool
+	Model       string
+	DeviceType  string // "mobile", "desktop", "web", "headless", "server"
+	Fingerprint string
+	// Unverified: it proved no identity (a LocalSend sender without a
+	// certificate), so its name and fingerprint are only claims.
+	Unverified bool
 }
 
 // FileInfo is one offered file.
@@ -431,6 +440,15 @@ type Settings struct {
 	// NoTrayNoticeShown records that we told the user once that, with no
 	// tray on this desktop, closing the window quits Ferry.
 	NoTrayNoticeShown bool `json:"no_tray_notice_shown,omitempty"`
+	// LocalSendOff hides this device from LocalSend devices and refuses
+	// their offers; LocalSend is on by default (users expect to see their
+	// phone), so the zero value keeps it on.
+	LocalSendOff bool `json:"localsend_off,omitempty"`
+	// LocalSendPIN, when set, must be given by every LocalSend sender.
+	LocalSendPIN string `json:"localsend_pin,omitempty"`
+	// LocalSendPort is the HTTPS port LocalSend devices send to (0: 53317,
+	// LocalSend's own; taken, the last one used, else a free one).
+	LocalSendPort int `json:"localsend_port,omitempty"`
 }
 
 // HistoryEntry is one finished transfer kept across restarts.

@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/internal/lspeer"
+	"github.com/ferrydrop/ferry/ui"
+)
+
+// The test backend keeps LocalSend on loopback with any free port and no
+// multicast (lsHub.isolated): nothing here binds 53317 or announces.
+
+func TestLocalSendFollowsSettings(t *testing.T) {
+	b := newTestBackend(t)
+	s := b.Settings()
+	if err := b.SaveSettings(s); err != nil {
+		t.Fatal(err)
+	}
+	port, fp, _ := b.ls.status()
+	if port == 0 || len(fp) != 64 {
+		t.Fatalf("LocalSend on by default: port %d, fingerprint %q", port, fp)
+	}
+
+	// A PIN restarts the server with it.
+	s.LocalSendPIN = "2468"
+	if err := b.SaveSettings(s); err != nil {
+		t.Fatal(err)
+	}
+	p, err := lspeer.New("Pixel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _, _ = b.ls.status()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	one := []lspeer.SendFile{{Name: "n.txt", Data: []byte("x")}}
+	if sr, err := p.Send(context.Background(), addr, fp, true, "", "", one, nil); err != nil || sr.PrepareStatus != http.StatusUnauthorized {
+		t.Fatalf("without the PIN: %+v %v", sr, err)
+	}
+
+	for _, c := range []struct {
+		name string
+		edit func(*ui.Settings)
+	}{
+		{"LocalSend off", func(s *ui.Settings) { s.LocalSendOff = true }},
+		{"receiving off", func(s *ui.Settings) { s.LocalSendOff, s.Policy = false, ui.PolicyOff }},
+	} {
+		s2 := s
+		c.edit(&s2)
+		if err := b.SaveSettings(s2); err != nil {
+			t.Fatal(err)
+		}
+		if port, _, _ := b.ls.status(); port != 0 {
+			t.Errorf("%s: LocalSend still serves on %d", c.name, port)
+		}
+		if _, err := p.Send(context.Background(), addr, fp, true, "", "", one, nil); err == nil {
+			t.Errorf("%s: a LocalSend offer still reached this device", c.name)
+		}
+		if err := b.SaveSettings(s); err != nil { // back on
+			t.Fatal(err)
+		}
+	}
+	if got := b.Settings(); got.LocalSendPIN != "2468" || got.LocalSendOff {
+		t.Errorf("saved settings %+v", got)
+	}
+}
+
+// TestLocalSendOfferReachesThePrompt: a LocalSend sender's offer reaches
+// the UI as an offer from a LocalSend peer, with its model and fingerprint,
+// and unverified when it presented no certificate.
+func TestLocalSendOfferReachesThePrompt(t *testing.T) {
+	b := newTestBackend(t)
+	if err := b.SaveSettings(b.Settings()); err != nil {
+		t.Fatal(err)
+	}
+	port, fp, _ := b.ls.status()
+	events, unsub := b.eng.Subscribe(256)
+	defer unsub()
+	p, err := lspeer.New("Pixel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, withCert := range []bool{true, false} {
+		done := make(chan int, 1)
+		go func() {
+			sr, _ := p.Send(context.Background(), "127.0.0.1:"+strconv.Itoa(port), fp, withCert, "", "", []lspeer.SendFile{{Name: "n.txt", Data: []byte("x")}}, nil)
+			if sr == nil {
+				done <- 0
+				return
+			}
+			done <- sr.PrepareStatus
+		}()
+		var offer ui.TransferEvent
+		timeout := time.After(20 * time.Second)
+		for offer.Offer == nil {
+			select {
+			case ev := <-events:
+				if u, ok := toUITransfer(ev); ok && u.Kind == ui.TransferOffer && u.Direction == ui.Incoming && u.State == ui.StateWaiting {
+					offer = u
+				}
+			case <-timeout:
+				t.Fatal("no offer")
+			}
+		}
+		pe := offer.Peer
+		if !pe.LocalSend || pe.Name != "Pixel" || pe.Model != "lspeer" || !strings.EqualFold(pe.Fingerprint, p.Fingerprint) || pe.Unverified == withCert || pe.Trusted {
+			t.Errorf("with certificate %v: peer %+v", withCert, pe)
+		}
+		if err := b.Decide(offer.ID, ui.Decision{Accept: false, Reason: "declined"}); err != nil {
+			t.Fatal(err)
+		}
+		if code := <-done; code != http.StatusForbidden {
+			t.Errorf("declined offer answered %d", code)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/internal/opener"
 	"github.com/ferrydrop/ferry/ui"
@@ -442,6 +443,9 @@ func (b *backend) KnownDevices() []ui.KnownDevice {
 			AutoAccept: t.AlwaysAccept, Paired: t.Paired}
 		if n := b.devices.nickname(t.ID); n != "" {
 			d.Name, d.Renamed = n, true
+		}
+		if id, err := peer.Parse(t.ID); err == nil && id.Kind == peer.LocalSend {
+			d.LocalSend, d.Fingerprint = true, id.Key // known by its certificate
 		}
 		out = append(out, d)
 	}

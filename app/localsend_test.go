@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/lspeer"
 	"github.com/ferrydrop/ferry/ui"
 )
@@ -116,5 +117,69 @@ func TestLocalSendOfferReachesThePrompt(t *testing.T) {
 		if code := <-done; code != http.StatusForbidden {
 			t.Errorf("declined offer answered %d", code)
 		}
+	}
+}
+
+// TestLocalSendKnownDevice: a LocalSend device this one received from is
+// listed on the Devices page by its fingerprint, and can be renamed and
+// forgotten.
+func TestLocalSendKnownDevice(t *testing.T) {
+	b := newTestBackend(t, func(o *engine.Options) { o.Accept = engine.AcceptAsk })
+	if err := b.SaveSettings(b.Settings()); err != nil {
+		t.Fatal(err)
+	}
+	port, fp, _ := b.ls.status()
+	events, unsub := b.eng.Subscribe(256)
+	defer unsub()
+	p, err := lspeer.New("Galaxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		sr, _ := p.Send(context.Background(), "127.0.0.1:"+strconv.Itoa(port), fp, true, "", "", []lspeer.SendFile{{Name: "k.txt", Data: []byte("k")}}, nil)
+		if sr == nil {
+			done <- 0
+			return
+		}
+		done <- sr.PrepareStatus
+	}()
+	timeout := time.After(20 * time.Second)
+	for decided := false; !decided; {
+		select {
+		case ev := <-events:
+			if ev.Kind == engine.EventOffer && ev.Direction == engine.Receiving {
+				if err := b.Decide(ev.TransferID, ui.Decision{Accept: true}); err != nil {
+					t.Fatal(err)
+				}
+				decided = true
+			}
+		case <-timeout:
+			t.Fatal("no offer")
+		}
+	}
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("accepted offer answered %d", code)
+	}
+	var k *ui.KnownDevice
+	for _, d := range b.KnownDevices() {
+		if d.LocalSend {
+			k = &d
+		}
+	}
+	if k == nil || !strings.EqualFold(k.Fingerprint, p.Fingerprint) || k.Name != "Galaxy" {
+		t.Fatalf("known devices %+v", b.KnownDevices())
+	}
+	if err := b.RenameDevice(k.ID, "Sam's phone"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.KnownDevices(); len(got) != 1 || got[0].Name != "Sam's phone" || !got[0].Renamed {
+		t.Errorf("after rename %+v", got)
+	}
+	if err := b.ForgetDevice(k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.KnownDevices(); len(got) != 0 {
+		t.Errorf("after forget %+v", got)
 	}
 }

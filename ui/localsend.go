@@ -9,11 +9,16 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 // LocalSend (issue 24): Ferry's second protocol. What the window shows of
 // it: the settings, the prompt's lines about a LocalSend sender, and the
 // mark of a LocalSend device.
+
+// lsKind is the kind of a LocalSend device's address.
+const lsKind addr.Kind = "localsend"
 
 // LocalSendDefaultPort is LocalSend's own port.
 const LocalSendDefaultPort = 53317
@@ -164,4 +169,27 @@ func (v *localSendSettings) apply(s *Settings) {
 	if p, err := parsePort(v.port.Text); err == nil {
 		s.LocalSendPort = p
 	}
+}
+
+// localSendIcon is a LocalSend device's type as an icon.
+func localSendIcon(kind string) fyne.Resource {
+	switch strings.ToLower(kind) {
+	case "mobile":
+		return phoneIcon
+	case "web":
+		return theme.GridIcon()
+	case "headless", "server":
+		return theme.StorageIcon()
+	}
+	return theme.ComputerIcon()
+}
+
+// shortFingerprint names a LocalSend-only device in its row, as ShortID
+// does a Ferry one: "5D2B-7A91".
+func shortFingerprint(fp string) string {
+	g := strings.ReplaceAll(GroupFingerprint(fp), " ", "")
+	if len(g) < 8 {
+		return g
+	}
+	return g[:4] + "-" + g[4:8]
 }

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 const fpPixel = "5D2B7A91C3E04F68A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718"
@@ -135,6 +138,89 @@ func TestGoldenLocalSend(t *testing.T) {
 				goldenState(u, be, c)
 				u.settings.load()
 				view.show(u)
+				assertGolden(t, name, u.win.Canvas().Capture())
+			})
+		}
+	}
+}
+
+// lsPhone is a phone that speaks only LocalSend.
+func lsPhone() Device {
+	return Device{ID: "localsend:" + fpPixel, Name: "Galaxy S24", Online: true, Source: "localsend",
+		Addrs:     []addr.Addr{{Kind: "localsend", URI: "https://192.168.1.31:53317#" + fpPixel}},
+		LocalSend: &LocalSendInfo{Model: "Samsung", Type: "mobile", Fingerprint: fpPixel, Verified: true}}
+}
+
+func TestLocalSendDeviceRow(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: lsPhone()})
+	both := alice(true)
+	both.LocalSend = &LocalSendInfo{Model: "MacBook", Type: "desktop", Fingerprint: fpPixel}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: both})
+	u.win.Resize(fyne.NewSize(900, 600))
+	var phone, mac *deviceRow
+	for _, r := range u.devices.rows {
+		switch r.dev.Name {
+		case "Galaxy S24":
+			phone = r
+		case "Alice's laptop":
+			mac = r
+		}
+	}
+	if got := rowText(phone); !contains(got, "Galaxy S24", "Samsung", "5D2B-7A91", "LocalSend") || strings.Contains(got, "LOCA") {
+		t.Errorf("LocalSend row %q", got)
+	}
+	if got := rowText(mac); !contains(got, "macOS", ShortID(idAlice), "QUIC+TCP+LocalSend") {
+		t.Errorf("a device that speaks both: %q", got)
+	}
+	if canPair(phone.dev) || !canPair(mac.dev) {
+		t.Error("Pair… is offered to a LocalSend-only device, or not to a Ferry one")
+	}
+
+	// Files dropped on the LocalSend row go to it like to any device.
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(phone.obj).Add(fyne.NewPos(20, phone.obj.Size().Height/2))
+	u.HandleDrop(pos, []fyne.URI{fileURI("/tmp/a.txt")})
+	if len(be.sends) != 1 || be.sends[0].dev.LocalSend == nil || be.sends[0].dev.ID != lsPhone().ID {
+		t.Fatalf("sends = %+v", be.sends)
+	}
+}
+
+func TestLocalSendKnownDevice(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	be.known = []KnownDevice{{ID: "localsend:" + fpPixel, Name: "Galaxy S24", Announced: "Galaxy S24", LocalSend: true, Fingerprint: fpPixel, LastSeen: goldenNow}}
+	u.known.reload()
+	got := texts(u.known.box)
+	if !strings.Contains(got, "LocalSend · fingerprint 5D2B 7A91") || strings.Contains(got, "LOCA-LSEN") {
+		t.Errorf("known LocalSend device:\n%s", got)
+	}
+	if r := u.known.rows[0]; r.pair.Visible() || !r.rename.Visible() || !r.forget.Visible() {
+		t.Error("a LocalSend device offers Pair…, or not Rename…/Forget…")
+	}
+}
+
+func TestGoldenLocalSendDevices(t *testing.T) {
+	for _, variant := range []struct {
+		name  string
+		theme fyne.Theme
+	}{{"light", theme.LightTheme()}, {"dark", theme.DarkTheme()}} { //nolint:staticcheck // fixed variants on purpose
+		for _, view := range []struct {
+			name string
+			show func(u *UI, be *fakeBackend)
+		}{
+			{"lsdevices", func(u *UI, be *fakeBackend) { u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: lsPhone()}) }},
+			{"lsknown", func(u *UI, be *fakeBackend) {
+				be.known = append([]KnownDevice{{ID: "localsend:" + fpPixel, Name: "Galaxy S24", Announced: "Galaxy S24", LocalSend: true,
+					Fingerprint: fpPixel, LastSeen: goldenNow.Add(-1 * time.Minute), AutoAccept: true}}, be.known...)
+				goldenDevices(u)
+			}},
+		} {
+			name := fmt.Sprintf("%s-large-%s", view.name, variant.name)
+			t.Run(name, func(t *testing.T) {
+				u, be, c := newTestUI(t)
+				fyne.CurrentApp().Settings().SetTheme(variant.theme)
+				u.win.Resize(sizeLarge)
+				goldenState(u, be, c)
+				view.show(u, be)
 				assertGolden(t, name, u.win.Canvas().Capture())
 			})
 		}

@@ -106,6 +106,10 @@ type KnownDevice struct {
 	// Paired: the user checked its verification code (pairing, or
 	// "always accept" on an offer); its key cannot change unnoticed.
 	Paired bool
+	// LocalSend: a LocalSend device, known by its certificate's
+	// Fingerprint (LocalSend has no pairing codes).
+	LocalSend   bool
+	Fingerprint string
 }
 
 // PickRequest asks for files or folders.
@@ -145,6 +149,18 @@ type Device struct {
 	LastSeen   time.Time
 	Source     string // "mdns", "manual", "remembered"
 	Unverified bool   // added by address: the ID was not proven yet
+	// LocalSend is set when the device speaks LocalSend (alone, or beside
+	// Ferry): sends to a LocalSend-only device go over LocalSend.
+	LocalSend *LocalSendInfo
+}
+
+// LocalSendInfo is what a LocalSend device says of itself.
+type LocalSendInfo struct {
+	Model       string
+	Type        string // "mobile", "desktop", "web", "headless", "server"
+	Fingerprint string
+	// Verified: it proved its fingerprint over TLS (else it is a claim).
+	Verified bool
 }
 
 // Key identifies a device in the list: its ID, or its address while the ID is unknown.

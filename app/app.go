@@ -165,6 +165,7 @@ func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *no
 	u.OnShow = func() { w.Show(); w.RequestFocus() }
 	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 	u.OnQuit = a.Quit
+	b.askPIN = u.AskPIN
 	b.problem = func(what string, err error) { fyne.Do(func() { u.ShowError(what, err) }) }
 	b.openFolder = folderOpener(a, b.problem)
 	return u

@@ -49,6 +49,9 @@ type backend struct {
 	web linkHub
 	// ls runs LocalSend's server and announcements (localsend.go).
 	ls lsHub
+	// askPIN asks the user for the PIN a LocalSend receiver wants (wrong:
+	// the last one was refused); nil gives up with "a PIN is required".
+	askPIN func(ctx context.Context, device string, wrong bool) (string, error)
 
 	mu      sync.Mutex // guards the fields below
 	adv     *discovery.Advertiser
@@ -67,6 +70,10 @@ var _ ui.Backend = (*backend)(nil)
 func (b *backend) Send(dev ui.Device, items ui.Items) error {
 	if len(dev.Addrs) == 0 {
 		return &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
+	}
+	if to, ok := lsTarget(dev); ok {
+		b.sendLocalSend(dev, to, items)
+		return nil
 	}
 	// With an ID the addresses are only where the device was seen: every
 	// attempt, reconnect and Resume looks it up again (engine.Target.Follow).

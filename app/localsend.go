@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"sync"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/ui"
 )
@@ -126,4 +128,55 @@ func localSendConfig(s ui.Settings, name string) lsConfig {
 // applyLocalSend runs LocalSend as the settings say.
 func (b *backend) applyLocalSend(s ui.Settings) error {
 	return b.ls.apply(b.eng, localSendConfig(s, b.eng.Name()), slog.Default())
+}
+
+// lsTarget is where a send to dev goes over LocalSend: a device with a
+// LocalSend address and none of Ferry's (a device that speaks both gets
+// Ferry's protocol: resume, migration, per-chunk verification).
+func lsTarget(dev ui.Device) (engine.LocalSendTarget, bool) {
+	var ls *addr.Addr
+	for i, a := range dev.Addrs {
+		switch a.Kind {
+		case addr.QUIC, addr.TCP:
+			return engine.LocalSendTarget{}, false
+		case lsAddrKind:
+			if ls == nil {
+				ls = &dev.Addrs[i]
+			}
+		}
+	}
+	if ls == nil {
+		return engine.LocalSendTarget{}, false
+	}
+	// scheme://host:port#FINGERPRINT: the fingerprint its certificate
+	// must have (discovery pins the one it proved or announced).
+	u, err := url.Parse(ls.URI)
+	if err != nil || u.Host == "" {
+		return engine.LocalSendTarget{}, false
+	}
+	fp := u.Fragment
+	if dev.LocalSend != nil && fp == "" {
+		fp = dev.LocalSend.Fingerprint
+	}
+	scheme := "https"
+	if u.Scheme == "http" {
+		scheme = "http"
+	}
+	return engine.LocalSendTarget{Addr: u.Host, Fingerprint: fp, Scheme: scheme, Alias: dev.Name}, true
+}
+
+// lsAddrKind is the kind of a LocalSend device's address.
+const lsAddrKind addr.Kind = "localsend"
+
+// sendLocalSend sends items to a LocalSend device; a receiver that asks
+// for a PIN gets the one the user types (askPIN).
+func (b *backend) sendLocalSend(dev ui.Device, to engine.LocalSendTarget, items ui.Items) {
+	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted, LocalSend: true}
+	opts := engine.LocalSendSendOptions{}
+	if ask := b.askPIN; ask != nil {
+		opts.AskPIN = func(ctx context.Context, wrong bool) (string, error) { return ask(ctx, dev.Name, wrong) }
+	}
+	b.start(peer, items.Paths, func() (*engine.Transfer, error) {
+		return b.eng.SendLocalSend(b.ctx, to, engine.Items{Paths: items.Paths, Text: items.Text}, opts)
+	})
 }

@@ -1,14 +1,19 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/lspeer"
 	"github.com/ferrydrop/ferry/ui"
 )
@@ -181,5 +186,98 @@ func TestLocalSendKnownDevice(t *testing.T) {
 	}
 	if got := b.KnownDevices(); len(got) != 0 {
 		t.Errorf("after forget %+v", got)
+	}
+}
+
+// TestSendToLocalSendDevice: a device with only a LocalSend address gets
+// its files over LocalSend, pinned to its fingerprint, with the PIN the
+// user types when it asks for one.
+func TestSendToLocalSendDevice(t *testing.T) {
+	b := newTestBackend(t)
+	events, unsub := b.eng.Subscribe(256)
+	defer unsub()
+	p, err := lspeer.New("Galaxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.PIN = "1357"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ln) }()
+	defer func() { p.Close(); <-served }()
+	var asked []bool
+	b.askPIN = func(_ context.Context, device string, wrong bool) (string, error) {
+		asked = append(asked, wrong)
+		if device != "Galaxy" {
+			t.Errorf("PIN asked for %q", device)
+		}
+		return "1357", nil
+	}
+	src := filepath.Join(t.TempDir(), "photo.jpg")
+	if err := os.WriteFile(src, bytes.Repeat([]byte{9}, 70_000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev := ui.Device{ID: "localsend:" + p.Fingerprint, Name: "Galaxy", Online: true,
+		Addrs:     []addr.Addr{{Kind: lsAddrKind, URI: "https://" + ln.Addr().String() + "#" + p.Fingerprint}},
+		LocalSend: &ui.LocalSendInfo{Fingerprint: p.Fingerprint, Type: "mobile", Verified: true}}
+	if err := b.Send(dev, ui.Items{Paths: []string{src}}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitResult(t, events)
+	if r.State != ui.StateDone || len(asked) != 1 || asked[0] {
+		t.Fatalf("result %+v, PIN asked %v", r.Result, asked)
+	}
+	got, _, _, _, _, _ := p.Snapshot()
+	if len(got["photo.jpg"]) != 70_000 {
+		t.Fatalf("the device got %d files", len(got))
+	}
+
+	// Pinned: a device that cannot prove the fingerprint gets nothing.
+	dev.Addrs[0].URI = "https://" + ln.Addr().String() + "#" + strings.Repeat("AB", 32)
+	if err := b.Send(dev, ui.Items{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitResult(t, events); r.State == ui.StateDone {
+		t.Fatal("a send went to a device that did not prove the fingerprint")
+	}
+}
+
+func waitResult(t *testing.T, events <-chan engine.Event) ui.TransferEvent {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if u, ok := toUITransfer(ev); ok && u.Kind == ui.TransferResult && u.Direction == ui.Outgoing {
+				return u
+			}
+		case <-timeout:
+			t.Fatal("no result")
+		}
+	}
+}
+
+func TestLSTarget(t *testing.T) {
+	fp := strings.Repeat("AB", 32)
+	ls := addr.Addr{Kind: lsAddrKind, URI: "https://10.0.0.9:53317#" + fp}
+	for _, c := range []struct {
+		name  string
+		addrs []addr.Addr
+		want  engine.LocalSendTarget
+		ok    bool
+	}{
+		{"LocalSend only", []addr.Addr{ls}, engine.LocalSendTarget{Addr: "10.0.0.9:53317", Fingerprint: fp, Scheme: "https", Alias: "P"}, true},
+		{"HTTP mode", []addr.Addr{{Kind: lsAddrKind, URI: "http://10.0.0.9:53317#x1"}}, engine.LocalSendTarget{Addr: "10.0.0.9:53317", Fingerprint: "x1", Scheme: "http", Alias: "P"}, true},
+		{"speaks both: Ferry", []addr.Addr{ls, {Kind: addr.QUIC, URI: "quic://10.0.0.9:47800"}}, engine.LocalSendTarget{}, false},
+		{"Ferry only", []addr.Addr{{Kind: addr.TCP, URI: "tcp://10.0.0.9:47800"}}, engine.LocalSendTarget{}, false},
+		{"no host", []addr.Addr{{Kind: lsAddrKind, URI: "https://#" + fp}}, engine.LocalSendTarget{}, false},
+	} {
+		got, ok := lsTarget(ui.Device{Name: "P", Addrs: c.addrs})
+		if ok != c.ok || got != c.want {
+			t.Errorf("%s: %+v %v, want %+v %v", c.name, got, ok, c.want, c.ok)
+		}
 	}
 }

@@ -1,12 +1,15 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -192,4 +195,72 @@ func shortFingerprint(fp string) string {
 		return g
 	}
 	return g[:4] + "-" + g[4:8]
+}
+
+// ErrNoPIN: the user gave no PIN (cancelled the question).
+var ErrNoPIN = errors.New("no PIN given")
+
+// AskPIN asks for the PIN a LocalSend receiver wants before it takes files
+// (wrong: the last one given was refused). It blocks until the user
+// answers or ctx ends: call it from the sending goroutine, never from the
+// Fyne one.
+func (u *UI) AskPIN(ctx context.Context, device string, wrong bool) (string, error) {
+	answer := make(chan string, 1)
+	var hide func()
+	u.opt.Do(func() { hide = u.showAskPIN(device, wrong, func(pin string) { answer <- pin }) })
+	select {
+	case pin := <-answer:
+		if pin == "" {
+			return "", ErrNoPIN
+		}
+		return pin, nil
+	case <-ctx.Done():
+		u.opt.Do(func() {
+			if hide != nil {
+				hide()
+			}
+		})
+		return "", ctx.Err()
+	}
+}
+
+// showAskPIN shows the PIN question; done gets the PIN, or "" when the
+// user cancels. It returns what takes the question away.
+func (u *UI) showAskPIN(device string, wrong bool, done func(string)) func() {
+	pin := u.newEntry()
+	pin.Password = true
+	text := fmt.Sprintf("%s uses LocalSend and asks for a PIN before it takes files. Type the PIN shown or set on it.", EscapeName(device))
+	if wrong {
+		text = fmt.Sprintf("%s refused that PIN. Type it again (after 3 wrong ones it refuses more for a while).", EscapeName(device))
+	}
+	msg := widget.NewLabel(text)
+	msg.Wrapping = fyne.TextWrapWord
+	answered := false
+	var d *dialog.CustomDialog
+	answer := func(p string) {
+		if answered {
+			return
+		}
+		answered = true
+		d.Hide()
+		done(p)
+	}
+	ok := u.newButton("Send", theme.ConfirmIcon(), func() { answer(strings.TrimSpace(pin.Text)) })
+	ok.Importance = widget.HighImportance
+	cancel := u.newButton("Cancel", theme.CancelIcon(), func() { answer("") })
+	scroll := container.NewVScroll(container.NewVBox(msg, pin))
+	d = dialog.NewCustomWithoutButtons("PIN for "+EscapeName(device), scroll, u.win)
+	d.SetButtons([]fyne.CanvasObject{cancel, ok})
+	fitScroll(d, scroll, 400)
+	u.revealWindow()
+	m := &modal{dismiss: func() { answer("") }, confirm: ok.OnTapped}
+	u.showModal(d, m, pin)
+	d.SetOnClosed(func() {
+		u.dropModal(m)
+		if !answered {
+			answered = true
+			done("")
+		}
+	})
+	return d.Hide
 }

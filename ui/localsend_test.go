@@ -226,3 +226,21 @@ func TestGoldenLocalSendDevices(t *testing.T) {
 		}
 	}
 }
+
+func TestAskPIN(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	var got []string
+	u.showAskPIN("Galaxy S24", false, func(p string) { got = append(got, p) })
+	pin := u.win.Canvas().Focused().(*entry)
+	test.Type(pin, " 1357 ")
+	u.typedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	if len(got) != 1 || got[0] != "1357" || len(u.modals) != 0 {
+		t.Fatalf("answers %q, modals %d", got, len(u.modals))
+	}
+	// Escape cancels: no PIN, once.
+	u.showAskPIN("Galaxy S24", true, func(p string) { got = append(got, p) })
+	u.typedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if len(got) != 2 || got[1] != "" {
+		t.Fatalf("answers %q", got)
+	}
+}

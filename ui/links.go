@@ -290,10 +290,17 @@ func (u *UI) openBrowserLink(req LinkRequest) {
 		u.showError("Could not open the link", errors.New("the link ended at once"))
 		return
 	}
+	u.ShowOpenLink(first, states)
+}
+
+// ShowOpenLink shows a link just opened (first, its first state) and
+// follows the rest of its states until it ends. Call it on the Fyne
+// goroutine.
+func (u *UI) ShowOpenLink(first LinkState, rest <-chan LinkState) {
 	u.ApplyLink(first)
 	u.showLink(first.ID)
 	go func() {
-		for s := range states {
+		for s := range rest {
 			u.opt.Do(func() { u.ApplyLink(s) })
 		}
 	}()
@@ -511,7 +518,7 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 		if r == nil {
 			r = &linkActivityRow{label: widget.NewLabel(""), bar: widget.NewProgressBar()}
 			r.label.Truncation = fyne.TextTruncateEllipsis
-			r.obj = container.New(&tightVBox{}, r.label, r.bar)
+			r.obj = container.NewVBox(r.label, r.bar) // lays out no room for a hidden bar
 			d.bars[a.ID] = r
 			d.acts.Add(r.obj)
 		}
@@ -521,11 +528,13 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 			r.bar.Max = float64(a.Size)
 			r.bar.SetValue(float64(min(a.Bytes, a.Size)))
 		case a.Done && a.Err == "":
+			r.bar.Show()
 			r.bar.Max = 1
 			r.bar.SetValue(1)
 		default:
-			r.bar.Max = 1
-			r.bar.SetValue(0)
+			// No size to measure against (a zip is made as it goes): the
+			// bytes in the line say how far it is.
+			r.bar.Hide()
 		}
 	}
 }

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# gui-reach.sh: the real desktop app with browser links (issue 25), checked
+# in a real window under Xvfb. The app runs inside a network namespace this
+# script makes (loopback and a "LAN" veth pair with 192.168.1.20, .31
+# and .44, nothing else), so nothing it serves or announces reaches this
+# machine's own networks; curl plays the browsers from .31 and .44.
+#
+#   1. a share link (PIN 4821) of a folder: .31 downloads one picture whole
+#      and a film slowly, .44 the zip slowly -> link-share.png
+#   2. a receive link: .31 uploads a photo (tus, as the page does) and a
+#      film slowly -> link-receive.png, then Escape closes the dialog and
+#      the window shows the files as transfers and the open link under the
+#      devices -> link-receive-window.png
+#
+# Screenshots go to testoutput/gui-reach/ (git-ignored), or $REACH_OUT.
+# Needs root (ip netns), Xvfb, xdotool, imagemagick (import), curl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${REACH_OUT:-$PWD/testoutput/gui-reach}"
+rm -rf "$out" && mkdir -p "$out"
+echo "building ferry..."
+go build -o "$out/ferry" .
+
+ns="ferry-reach-$$"
+display=":$((200 + RANDOM % 100))"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+	ip netns del "$ns" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+ip -n "$ns" link add lan0 type veth peer name lan1
+ip -n "$ns" link set lan1 up
+for a in 192.168.1.20 192.168.1.31 192.168.1.44; do ip -n "$ns" addr add "$a/24" dev lan0; done
+ip -n "$ns" link set lan0 up
+
+Xvfb "$display" -screen 0 1400x900x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [[ -e "/tmp/.X11-unix/X${display#:}" ]] && break; sleep 0.1; done
+
+inns() { ip netns exec "$ns" "$@"; }
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+	local t=$1 what=$2
+	shift 2
+	for _ in $(seq $((t * 10))); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.1
+	done
+	echo "FAIL: timed out waiting for $what" >&2
+	return 1
+}
+window() { DISPLAY=$display xdotool search --onlyvisible --name "^Ferry — $1\$" | head -1; }
+snap() { DISPLAY=$display import -window "$1" "$out/$2"; echo "screenshot: $out/$2"; }
+
+# start NAME LINKSPEC: one instance with its own config, showing a link.
+start() {
+	local name=$1 spec=$2 cfg="$out/cfg-$1"
+	mkdir -p "$cfg" "$out/recv-$name"
+	cat >"$cfg/settings.json" <<JSON
+{"device_name": "$name", "download_dir": "$out/recv-$name", "policy": "everyone", "auto_accept_trusted": true, "localsend_off": true}
+JSON
+	inns env -u DBUS_SESSION_BUS_ADDRESS DISPLAY="$display" HOME="$out/home" XDG_CONFIG_HOME="$out/home/.config" FYNE_THEME=dark \
+		FERRY_SMOKE_ISOLATED=1 FERRY_SMOKE_STATUS="$cfg/status.json" FERRY_SMOKE_LINK="$spec" \
+		"$out/ferry" --config "$cfg" >"$out/$name.log" 2>&1 &
+	pids+=($!)
+	wait_for 60 "the link of $name" test -s "$cfg/status.json.link"
+	wait_for 30 "the window of $name" window "$name"
+}
+
+# ---- 1. share link ----
+mkdir -p "$out/share/Holiday 2026"
+head -c 4200000 /dev/urandom >"$out/share/Holiday 2026/IMG_2041.jpg"
+head -c 40000000 /dev/urandom >"$out/share/Holiday 2026/beach.mov"
+head -c 86000 /dev/urandom >"$out/share/Holiday 2026/route.gpx"
+start "Sam's laptop" "share=$out/share/Holiday 2026:4821"
+url=$(cat "$out/cfg-Sam's laptop/status.json.link")
+echo "share link: $url"
+for dev in 31 44; do
+	inns curl -fsS --interface "192.168.1.$dev" -c "$out/jar$dev" -d pin=4821 -o /dev/null "${url}pin"
+done
+page=$(inns curl -fsS --interface 192.168.1.31 -b "$out/jar31" "$url")
+# The page links each file as f/<index>/<name>; find the two by name.
+file_link() { grep -o "f/[0-9]*/$1" <<<"$page" | head -1; }
+inns curl -fsS --interface 192.168.1.31 -b "$out/jar31" -o "$out/got.jpg" "${url}$(file_link IMG_2041.jpg)"
+cmp "$out/got.jpg" "$out/share/Holiday 2026/IMG_2041.jpg"
+inns curl -fsS --interface 192.168.1.31 -b "$out/jar31" --limit-rate 1M -o /dev/null "${url}$(file_link beach.mov)" &
+pids+=($!)
+inns curl -fsS --interface 192.168.1.44 -b "$out/jar44" --limit-rate 1M -o /dev/null "${url}all.zip" &
+pids+=($!)
+sleep 4 # let the slow downloads show progress (a picture, not a readiness wait)
+snap "$(window "Sam's laptop")" link-share.png
+
+# ---- 2. receive link ----
+start "Alice's desktop" "receive"
+url=$(cat "$out/cfg-Alice's desktop/status.json.link")
+echo "receive link: $url"
+# tus_upload FILE NAME [CURL ARGS...]: create the upload, then send it in
+# 4 MiB chunks (a link takes at most one 8 MiB chunk per request), as the
+# page's tus-js-client does.
+tus_upload() {
+	local file=$1 name=$2 size loc off=0 chunk=$((4 << 20))
+	shift 2
+	size=$(stat -c %s "$file")
+	loc=$(inns curl -fsS --interface 192.168.1.31 -D - -o /dev/null -X POST -H 'Tus-Resumable: 1.0.0' \
+		-H "Upload-Length: $size" -H "Upload-Metadata: filename $(printf %s "$name" | base64 -w0)" "${url}tus/" |
+		tr -d '\r' | sed -n 's/^[Ll]ocation: //p')
+	while ((off < size)); do
+		dd if="$file" of="$out/chunk-$name" bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$chunk" status=none
+		inns curl -fsS --interface 192.168.1.31 -X PATCH -H 'Tus-Resumable: 1.0.0' -H "Upload-Offset: $off" \
+			-H 'Content-Type: application/offset+octet-stream' --data-binary "@$out/chunk-$name" "$@" "$loc"
+		off=$((off + $(stat -c %s "$out/chunk-$name")))
+	done
+}
+head -c 3100000 /dev/urandom >"$out/IMG_0420.jpg"
+tus_upload "$out/IMG_0420.jpg" IMG_0420.jpg
+wait_for 20 "the photo in the download folder" cmp "$out/IMG_0420.jpg" "$out/recv-Alice's desktop/IMG_0420.jpg"
+tus_upload "$out/share/Holiday 2026/beach.mov" VID_0421.mov --limit-rate 1M &
+pids+=($!)
+sleep 4
+win=$(window "Alice's desktop")
+snap "$win" link-receive.png
+DISPLAY=$display xdotool key --window "$win" Escape
+sleep 1
+snap "$win" link-receive-window.png
+echo "ok: both links worked in the real window; look at the screenshots in $out"

@@ -113,7 +113,7 @@ func Run(opts Options) error {
 	devices := make(chan ui.DeviceEvent, 256)
 	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, devices: names,
 		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir,
-		ls: lsHub{isolated: smokeIsolated()}}
+		ls: lsHub{isolated: smokeIsolated(), onDevice: disc.SeeLocalSend}}
 	b.synthetic = func(ev ui.TransferEvent) {
 		select {
 		case transfers <- ev:

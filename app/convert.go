@@ -230,6 +230,12 @@ func toUIDevice(p discovery.Peer, tr trust, online bool) ui.Device {
 		ID: p.ID, Name: p.Name, OS: p.OS, Trusted: tr.trusted, Known: tr.known, Paired: tr.paired, Online: online,
 		LastSeen: p.LastSeen, Source: string(p.Source), Addrs: p.Addresses(),
 	}
+	if ls := p.LocalSend; ls != nil {
+		d.LocalSend = &ui.LocalSendInfo{Model: ls.DeviceModel, Type: ls.DeviceType, Fingerprint: ls.Fingerprint, Verified: ls.Verified}
+		if d.Name == "" {
+			d.Name = ls.Alias
+		}
+	}
 	return d
 }
 

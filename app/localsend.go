@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
@@ -28,27 +31,30 @@ type lsConfig struct {
 	name string
 }
 
-// lsHub runs the LocalSend server and its announcements.
+// lsHub runs the LocalSend row of the engine's receiver table and the
+// multicast announcements.
 type lsHub struct {
 	// isolated keeps LocalSend off the network (tests, FERRY_SMOKE_ISOLATED):
 	// loopback only, any free port, no multicast.
 	isolated bool
 	// interfaces lists the interfaces to announce on (nil: every multicast one).
 	interfaces func() ([]net.Interface, error)
-	// onDevice hears the LocalSend devices seen (nil: none).
+	// onDevice hears the LocalSend devices seen (discovery's table; nil: none).
 	onDevice func(localsend.Device)
 
 	mu   sync.Mutex // guards the fields below
 	cfg  lsConfig
-	srv  *engine.LocalSendServer
-	stop func() // ends the announcements
+	row  *engine.LocalSendReceiver
+	eng  *engine.Engine
+	disc atomic.Pointer[localsend.Discoverer] // answers registers (OnRegister)
+	stop func()                               // ends the announcements
 }
 
-// apply starts, restarts or stops the server so that it runs as cfg says.
+// apply adds, replaces or removes the row so that it runs as cfg says.
 func (h *lsHub) apply(eng *engine.Engine, cfg lsConfig, log *slog.Logger) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if cfg == h.cfg && (h.srv != nil) == cfg.on {
+	if cfg == h.cfg && (h.row != nil) == cfg.on {
 		return nil
 	}
 	h.closeLocked()
@@ -56,18 +62,26 @@ func (h *lsHub) apply(eng *engine.Engine, cfg lsConfig, log *slog.Logger) error 
 	if !cfg.on {
 		return nil
 	}
-	opts := engine.LocalSendOptions{PIN: cfg.pin, Port: cfg.port, DeviceModel: "Ferry"}
+	opts := engine.LocalSendOptions{PIN: cfg.pin, Port: cfg.port, DeviceModel: "Ferry",
+		OnRegister: func(in localsend.Info, ip netip.Addr, c *x509.Certificate) {
+			if d := h.disc.Load(); d != nil {
+				d.HandleRegister(in, ip, c)
+			}
+		}}
 	if h.isolated {
 		opts.Host, opts.Port = "127.0.0.1", -1
 	}
-	srv, err := eng.ServeLocalSend(opts)
+	row, err := eng.AddLocalSend(opts)
+	if row != nil {
+		h.row, h.eng = row, eng
+	}
 	if err != nil {
-		h.cfg = lsConfig{}
 		return fmt.Errorf("LocalSend devices cannot send here: %w", err)
 	}
-	h.srv = srv
-	if srv.Moved && log != nil {
-		log.Warn("LocalSend port taken; devices that only scan the network will not find this one", "port", srv.Port())
+	for _, st := range eng.Listeners() {
+		if st.Transport == row.Name() && st.Note != "" && log != nil {
+			log.Warn("LocalSend", "port", row.Port(), "note", st.Note)
+		}
 	}
 	if h.isolated {
 		return nil
@@ -76,7 +90,7 @@ func (h *lsHub) apply(eng *engine.Engine, cfg lsConfig, log *slog.Logger) error 
 	if err != nil {
 		return nil // the server runs; only the announcements are missing
 	}
-	info := srv.Info()
+	info := row.Info()
 	cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
 	d, err := localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: h.onDevice, Interfaces: h.interfaces})
 	if err != nil {
@@ -85,6 +99,7 @@ func (h *lsHub) apply(eng *engine.Engine, cfg lsConfig, log *slog.Logger) error 
 		}
 		return nil
 	}
+	h.disc.Store(d)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(ctx) }()
@@ -92,14 +107,14 @@ func (h *lsHub) apply(eng *engine.Engine, cfg lsConfig, log *slog.Logger) error 
 	return nil
 }
 
-// status says how LocalSend devices reach this one ("" while off).
-func (h *lsHub) status() (port int, fingerprint string, moved bool) {
+// status says how LocalSend devices reach this one (port 0 while off).
+func (h *lsHub) status() (port int, fingerprint string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.srv == nil {
-		return 0, "", false
+	if h.row == nil || h.row.Port() == 0 {
+		return 0, ""
 	}
-	return h.srv.Port(), h.srv.Fingerprint(), h.srv.Moved
+	return h.row.Port(), h.row.Fingerprint()
 }
 
 func (h *lsHub) close() {
@@ -114,9 +129,10 @@ func (h *lsHub) closeLocked() {
 		h.stop()
 		h.stop = nil
 	}
-	if h.srv != nil {
-		h.srv.Close()
-		h.srv = nil
+	h.disc.Store(nil)
+	if h.row != nil {
+		_ = h.eng.RemoveReceiver(h.row)
+		h.row = nil
 	}
 }
 
@@ -166,7 +182,7 @@ func lsTarget(dev ui.Device) (engine.LocalSendTarget, bool) {
 }
 
 // lsAddrKind is the kind of a LocalSend device's address.
-const lsAddrKind addr.Kind = "localsend"
+const lsAddrKind = addr.LocalSend
 
 // sendLocalSend sends items to a LocalSend device; a receiver that asks
 // for a PIN gets the one the user types (askPIN).

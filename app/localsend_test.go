@@ -27,7 +27,7 @@ func TestLocalSendFollowsSettings(t *testing.T) {
 	if err := b.SaveSettings(s); err != nil {
 		t.Fatal(err)
 	}
-	port, fp, _ := b.ls.status()
+	port, fp := b.ls.status()
 	if port == 0 || len(fp) != 64 {
 		t.Fatalf("LocalSend on by default: port %d, fingerprint %q", port, fp)
 	}
@@ -41,7 +41,7 @@ func TestLocalSendFollowsSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, _, _ = b.ls.status()
+	port, _ = b.ls.status()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	one := []lspeer.SendFile{{Name: "n.txt", Data: []byte("x")}}
 	if sr, err := p.Send(context.Background(), addr, fp, true, "", "", one, nil); err != nil || sr.PrepareStatus != http.StatusUnauthorized {
@@ -60,7 +60,7 @@ func TestLocalSendFollowsSettings(t *testing.T) {
 		if err := b.SaveSettings(s2); err != nil {
 			t.Fatal(err)
 		}
-		if port, _, _ := b.ls.status(); port != 0 {
+		if port, _ := b.ls.status(); port != 0 {
 			t.Errorf("%s: LocalSend still serves on %d", c.name, port)
 		}
 		if _, err := p.Send(context.Background(), addr, fp, true, "", "", one, nil); err == nil {
@@ -83,7 +83,7 @@ func TestLocalSendOfferReachesThePrompt(t *testing.T) {
 	if err := b.SaveSettings(b.Settings()); err != nil {
 		t.Fatal(err)
 	}
-	port, fp, _ := b.ls.status()
+	port, fp := b.ls.status()
 	events, unsub := b.eng.Subscribe(256)
 	defer unsub()
 	p, err := lspeer.New("Pixel")
@@ -133,7 +133,7 @@ func TestLocalSendKnownDevice(t *testing.T) {
 	if err := b.SaveSettings(b.Settings()); err != nil {
 		t.Fatal(err)
 	}
-	port, fp, _ := b.ls.status()
+	port, fp := b.ls.status()
 	events, unsub := b.eng.Subscribe(256)
 	defer unsub()
 	p, err := lspeer.New("Galaxy")

@@ -21,7 +21,7 @@ import (
 // mark of a LocalSend device.
 
 // lsKind is the kind of a LocalSend device's address.
-const lsKind addr.Kind = "localsend"
+const lsKind = addr.LocalSend
 
 // LocalSendDefaultPort is LocalSend's own port.
 const LocalSendDefaultPort = 53317

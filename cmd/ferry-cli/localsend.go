@@ -66,7 +66,7 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, announce b
 	if !announce {
 		return func() {}, nil
 	}
-	d, err := newLocalSendDiscoverer(e, row.Info(), nil)
+	d, err := newLocalSendDiscoverer(e, row.Info(), nil, func() bool { return row.Info().Download })
 	if err != nil {
 		fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices will not see this one announced: %v\n", err)
 		return func() {}, nil
@@ -87,9 +87,10 @@ var localsendInterfaces func() ([]net.Interface, error)
 var lsWatchHost = ""
 
 // newLocalSendDiscoverer makes the multicast discoverer: info is announced
-// (nil onDevice: answer only). With no multicast interface it opens
-// nothing (LocalSend's UDP port stays free) and says so.
-func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func(localsend.Device)) (*localsend.Discoverer, error) {
+// (nil onDevice: answer only; download, when set, says whether to announce
+// the download API). With no multicast interface it opens nothing
+// (LocalSend's UDP port stays free) and says so.
+func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func(localsend.Device), download func() bool) (*localsend.Discoverer, error) {
 	if localsendInterfaces != nil {
 		if ifs, err := localsendInterfaces(); err != nil || len(ifs) == 0 {
 			return nil, errors.New("no network interface can carry LocalSend's multicast")
@@ -100,7 +101,7 @@ func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func
 		return nil, err
 	}
 	cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
-	return localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: onDevice, Interfaces: localsendInterfaces})
+	return localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: onDevice, Interfaces: localsendInterfaces, Download: download})
 }
 
 // notReceiving is the Receiver of the register-only server: it takes no
@@ -142,7 +143,7 @@ func watchLocalSend(e *engine.Engine, d *discovery.Discovery) (stop func(), err 
 	go func() { defer close(served); _ = srv.Serve(ln) }()
 	info := srv.Info()
 	info.Port = ln.Addr().(*net.TCPAddr).Port
-	ds, err := newLocalSendDiscoverer(e, info, d.SeeLocalSend)
+	ds, err := newLocalSendDiscoverer(e, info, d.SeeLocalSend, nil)
 	if err != nil {
 		srv.Close()
 		<-served

@@ -162,7 +162,10 @@ func watchLocalSend(e *engine.Engine, d *discovery.Discovery, scan bool) (stop f
 	if scan {
 		cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
 		wg.Add(1)
-		go func() { defer wg.Done(); _ = localsend.Scan(ctx, localsend.ScanConfig{Client: cl, OnDevice: d.SeeLocalSend}) }()
+		go func() {
+			defer wg.Done()
+			_ = localsend.Scan(ctx, localsend.ScanConfig{Client: cl, OnDevice: d.SeeLocalSend})
+		}()
 	}
 	if derr != nil && !scan {
 		stop()

@@ -64,6 +64,8 @@ type receiverTable struct {
 	ctx            context.Context    // the Serve calls' context, while receiving
 	stop           context.CancelFunc // ends it (withdraw)
 	serving        sync.WaitGroup     // the Serve calls
+	// stopRow ends one row's Serve call and waits for it (RemoveReceiver).
+	stopRow map[Receiver]func()
 	// ferryPort is the port number the Ferry rows share in one Start.
 	ferryPort sharedPort
 }
@@ -109,6 +111,35 @@ func (e *Engine) AddReceiver(r Receiver) error {
 	rt.open = append(rt.open, r)
 	e.serveRow(rt.ctx, r)
 	return nil
+}
+
+// RemoveReceiver takes r out of the receiver table: it stops serving, its
+// sessions end and its socket is released (r.Close), and it is no longer
+// listed. It is how a row is turned off on its own (LocalSend off while
+// Ferry receives) or replaced by one with other options.
+func (e *Engine) RemoveReceiver(r Receiver) error {
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
+	rt := &e.receivers
+	if !slices.Contains(rt.rows, r) {
+		return fmt.Errorf("receiver %s: not in the table", r.Name())
+	}
+	if stop, ok := rt.stopRow[r]; ok {
+		stop()
+		delete(rt.stopRow, r)
+	}
+	rt.rows = slices.DeleteFunc(rt.rows, func(x Receiver) bool { return x == r })
+	rt.open = slices.DeleteFunc(rt.open, func(x Receiver) bool { return x == r })
+	rt.draining = slices.DeleteFunc(rt.draining, func(x Receiver) bool { return x == r })
+	e.mu.Lock()
+	for i := range e.listenStatus {
+		if e.listenStatus[i].Transport == r.Name() {
+			e.listenStatus = slices.Delete(e.listenStatus, i, i+1)
+			break
+		}
+	}
+	e.mu.Unlock()
+	return r.Close()
 }
 
 // openRow opens r and says how that went.
@@ -181,11 +212,19 @@ func (e *Engine) openReceivers() ([]Receiver, []ListenerStatus, error) {
 // serveRow runs r's Serve under ctx; a row that stops serving by itself
 // is reported, and the others carry on. Called with listenMu held.
 func (e *Engine) serveRow(ctx context.Context, r Receiver) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	if e.receivers.stopRow == nil {
+		e.receivers.stopRow = map[Receiver]func(){}
+	}
+	e.receivers.stopRow[r] = func() { cancel(); <-done }
 	e.wg.Add(1)
 	e.receivers.serving.Add(1)
 	go func() {
 		defer e.wg.Done()
 		defer e.receivers.serving.Done()
+		defer close(done)
+		defer cancel()
 		err := r.Serve(ctx)
 		if err == nil || ctx.Err() != nil {
 			return
@@ -345,6 +384,7 @@ func (e *Engine) withdraw() {
 	}
 	rt.ctx, rt.stop = nil, nil
 	rt.serving.Wait() // a row's methods are called one at a time
+	clear(rt.stopRow)
 	for _, r := range rt.open {
 		r.Withdraw()
 	}

@@ -39,16 +39,17 @@ func addLocalSendFlags(fs interface {
 	}
 }
 
-// startLocalSend adds LocalSend's row to e's receiver table (e receives)
+// startLocalSend adds LocalSend's row to e's receiver table (e receives),
+// on host (empty: every address),
 // and, with announce, announces this device on LocalSend's multicast
 // groups and answers the others. It returns what stops the announcing.
-func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, announce bool, errOut io.Writer) (func(), error) {
+func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, host string, announce bool, errOut io.Writer) (func(), error) {
 	var disc atomic.Pointer[localsend.Discoverer]
 	port := *f.port
 	if port == 0 {
 		port = -1 // the engine's "any free port"
 	}
-	row, err := e.AddLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port, DeviceModel: "Ferry",
+	row, err := e.AddLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port, Host: host, DeviceModel: "Ferry",
 		OnRegister: func(in localsend.Info, addr netip.Addr, cert *x509.Certificate) {
 			if d := disc.Load(); d != nil {
 				d.HandleRegister(in, addr, cert)

@@ -124,12 +124,23 @@ func lsFloods() []lsFlood {
 				c := lsAttacker(src(0), 64)
 				workers(ctx, 64, func(int) { post(ctx, c, rx.url("prepare-upload"), bytes.NewReader(body), int64(len(body)), st) })
 			}},
-		{"ls-prepare-flood-100-sources", "100 addresses posting 2000-file offers that are accepted and never uploaded", "all",
+		{"ls-prepare-flood-100-sources", "100 addresses posting 2000-file offers without end (the user declines; each muted after two)", "ask",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
 				body := bigOffer(2000)
-				workers(ctx, 100, func(i int) {
-					post(ctx, lsAttacker(src(i), 2), rx.url("prepare-upload"), bytes.NewReader(body), int64(len(body)), st)
-				})
+				clients := make([]*http.Client, 100)
+				for i := range clients {
+					clients[i] = lsAttacker(src(i), 2)
+				}
+				workers(ctx, 100, func(i int) { post(ctx, clients[i], rx.url("prepare-upload"), bytes.NewReader(body), int64(len(body)), st) })
+			}},
+		{"ls-accepted-never-uploaded-100-sources", "100 addresses whose 2000-file offers are accepted (--accept all) and never uploaded", "all",
+			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
+				body := bigOffer(2000)
+				clients := make([]*http.Client, 100)
+				for i := range clients {
+					clients[i] = lsAttacker(src(i), 2)
+				}
+				workers(ctx, 100, func(i int) { post(ctx, clients[i], rx.url("prepare-upload"), bytes.NewReader(body), int64(len(body)), st) })
 			}},
 		{"ls-oversized-bodies", "16 clients from one address streaming 64 MiB offers (the cap is 32 MiB)", "ask",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -277,4 +278,54 @@ func TestSlowBodyFreesItsSlot(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // retrying a refused send, not waiting for readiness
 	}
 	<-rx.ends
+}
+
+// TestConnectionsQuietGivePlace: at the total bound, connections from many
+// addresses that send nothing cannot keep a sender out: a newcomer takes
+// the place of the one quiet longest, once it has been quiet EvictQuiet.
+func TestConnectionsQuietGivePlace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		quiet time.Duration
+		in    bool
+	}{{"quiet ones give way", 20 * time.Millisecond, true}, {"none quiet long enough", time.Hour, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, addr := startServer(t, ServerConfig{Receiver: newMemReceiver(), MaxConns: 3, EvictQuiet: tc.quiet})
+			var idle []net.Conn
+			for i := range 3 {
+				// Distinct loopback addresses, as from three devices.
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(10+i))}}
+				c, err := d.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				idle = append(idle, c)
+			}
+			if tc.in {
+				time.Sleep(2 * tc.quiet) // the idle ones become quiet: the behaviour under test, not readiness
+			}
+			tc2, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+			if tc2 != nil {
+				tc2.Close()
+			}
+			if (err == nil) != tc.in {
+				t.Fatalf("a sender beside 3 idle connections: %v", err)
+			}
+			if !tc.in {
+				return
+			}
+			// One of the idle connections gave its place (EOF or reset).
+			closed := 0
+			for _, c := range idle {
+				c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+				if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+					closed++
+				}
+			}
+			if closed != 1 {
+				t.Fatalf("%d idle connections closed, want 1", closed)
+			}
+		})
+	}
 }

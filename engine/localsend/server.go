@@ -106,8 +106,11 @@ type ServerConfig struct {
 	// (0: 4); more get 409. MaxSessionsPerAddr bounds them per address (0: 2).
 	MaxSessions, MaxSessionsPerAddr int
 	// ConnsPerAddr bounds the open connections from one address (0: 16);
-	// more are closed at once. MaxConns bounds them all (0: 256).
+	// more are closed at once. MaxConns bounds them all (0: 256); at that
+	// bound a newcomer takes the place of the connection quiet longest,
+	// when it has been quiet for EvictQuiet (0: 1 s).
 	ConnsPerAddr, MaxConns int
+	EvictQuiet             time.Duration
 	// ReadHeaderTimeout (0: 10 s) and IdleTimeout (0: 60 s) close slow and idle connections.
 	ReadHeaderTimeout, IdleTimeout time.Duration
 	// SessionIdle ends an accepted session with no upload running or
@@ -186,6 +189,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	def(&cfg.SessionIdle, 2*time.Minute)
 	def(&cfg.PINLockout, 5*time.Minute)
 	def(&cfg.BodyTimeout, 30*time.Second)
+	def(&cfg.EvictQuiet, time.Second)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -243,7 +247,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
-	lim := newLimitListener(ln, s.cfg.ConnsPerAddr, s.cfg.MaxConns)
+	lim := newLimitListener(ln, s.cfg.ConnsPerAddr, s.cfg.MaxConns, s.cfg.EvictQuiet)
 	err := s.http.Serve(tls.NewListener(lim, s.http.TLSConfig))
 	if errors.Is(err, http.ErrServerClosed) {
 		return ErrClosed

@@ -172,19 +172,26 @@ func (ss *session) end(err error) {
 	ss.recv.End(err)
 }
 
-// limitListener closes connections over a per-address or total bound at
-// once, so that one address cannot hold every connection of the server.
+// limitListener bounds the connections per address (more are closed at
+// once, so that one address cannot hold every connection of the server)
+// and in all. At the total bound a newcomer takes the place of the
+// connection that has been quiet longest (no byte read for at least
+// ServerConfig.EvictQuiet), rather than being refused: connections opened from many
+// addresses that send nothing would otherwise keep every sender out until
+// the read-header timeout, and renew themselves as they are dropped.
 type limitListener struct {
 	net.Listener
 	perAddr, total int
+	quiet          time.Duration // ServerConfig.EvictQuiet
 
 	mu     sync.Mutex // guards the fields below
 	byAddr map[netip.Addr]int
 	n      int
+	conns  map[*limitConn]struct{}
 }
 
-func newLimitListener(ln net.Listener, perAddr, total int) *limitListener {
-	return &limitListener{Listener: ln, perAddr: perAddr, total: total, byAddr: map[netip.Addr]int{}}
+func newLimitListener(ln net.Listener, perAddr, total int, quiet time.Duration) *limitListener {
+	return &limitListener{Listener: ln, perAddr: perAddr, total: total, quiet: quiet, byAddr: map[netip.Addr]int{}, conns: map[*limitConn]struct{}{}}
 }
 
 // Accept returns the next connection within the bounds.
@@ -199,34 +206,77 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			a = ap.Addr().Unmap()
 		}
 		l.mu.Lock()
-		if l.byAddr[a] >= l.perAddr || l.n >= l.total {
+		if l.byAddr[a] >= l.perAddr {
 			l.mu.Unlock()
 			c.Close()
 			continue
 		}
+		var victim *limitConn
+		if l.n >= l.total {
+			if victim = l.quietestLocked(); victim == nil {
+				l.mu.Unlock()
+				c.Close()
+				continue
+			}
+			l.dropLocked(victim) // its place is the newcomer's now
+		}
+		lc := &limitConn{Conn: c, l: l, addr: a}
+		lc.active.Store(time.Now().UnixNano())
 		l.byAddr[a]++
 		l.n++
+		l.conns[lc] = struct{}{}
 		l.mu.Unlock()
-		return &limitConn{Conn: c, l: l, addr: a}, nil
+		if victim != nil {
+			victim.Conn.Close()
+		}
+		return lc, nil
 	}
+}
+
+// quietestLocked is the connection quiet longest, if at least l.quiet.
+func (l *limitListener) quietestLocked() *limitConn {
+	var q *limitConn
+	oldest := time.Now().Add(-l.quiet).UnixNano()
+	for c := range l.conns {
+		if t := c.active.Load(); t <= oldest {
+			q, oldest = c, t
+		}
+	}
+	return q
+}
+
+// dropLocked frees c's place (once).
+func (l *limitListener) dropLocked(c *limitConn) {
+	if _, ok := l.conns[c]; !ok {
+		return
+	}
+	delete(l.conns, c)
+	if l.byAddr[c.addr]--; l.byAddr[c.addr] <= 0 {
+		delete(l.byAddr, c.addr)
+	}
+	l.n--
 }
 
 type limitConn struct {
 	net.Conn
-	l    *limitListener
-	addr netip.Addr
-	once sync.Once
+	l      *limitListener
+	addr   netip.Addr
+	active atomic.Int64 // when a byte was last read (UnixNano)
+}
+
+// Read notes the connection's activity.
+func (c *limitConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.active.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // Close closes the connection and frees its place.
 func (c *limitConn) Close() error {
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		if c.l.byAddr[c.addr]--; c.l.byAddr[c.addr] <= 0 {
-			delete(c.l.byAddr, c.addr)
-		}
-		c.l.n--
-		c.l.mu.Unlock()
-	})
+	c.l.mu.Lock()
+	c.l.dropLocked(c)
+	c.l.mu.Unlock()
 	return c.Conn.Close()
 }

@@ -131,7 +131,9 @@ func lsFloods() []lsFlood {
 				for i := range clients {
 					clients[i] = lsAttacker(src(i), 2)
 				}
-				workers(ctx, 100, func(i int) { post(ctx, clients[i], rx.url("prepare-upload"), bytes.NewReader(body), int64(len(body)), st) })
+				workers(ctx, 100, func(i int) {
+					post(ctx, clients[i], rx.url("prepare-upload"), bytes.NewReader(body), int64(len(body)), st)
+				})
 			}},
 		{"ls-accepted-never-uploaded-100-sources", "100 addresses whose 2000-file offers are accepted (--accept all) and never uploaded", "all",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
@@ -140,7 +142,9 @@ func lsFloods() []lsFlood {
 				for i := range clients {
 					clients[i] = lsAttacker(src(i), 2)
 				}
-				workers(ctx, 100, func(i int) { post(ctx, clients[i], rx.url("prepare-upload"), bytes.NewReader(body), int64(len(body)), st) })
+				workers(ctx, 100, func(i int) {
+					post(ctx, clients[i], rx.url("prepare-upload"), bytes.NewReader(body), int64(len(body)), st)
+				})
 			}},
 		{"ls-oversized-bodies", "16 clients from one address streaming 64 MiB offers (the cap is 32 MiB)", "ask",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {

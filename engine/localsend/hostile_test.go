@@ -329,3 +329,36 @@ func TestConnectionsQuietGivePlace(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectionServingKeepsPlace: a prepare-upload waiting for the user
+// reads nothing for as long as the prompt is open; its connection keeps
+// its place however quiet it is, and the newcomer is refused instead.
+func TestConnectionServingKeepsPlace(t *testing.T) {
+	rx := newMemReceiver()
+	rx.block = make(chan struct{})
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxConns: 1, EvictQuiet: 10 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		up := []Upload{{File: File{ID: "a", FileName: "a.txt", Size: 1, FileType: "text/plain"}, Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("a")), nil }}}
+		_, err := NewClient(ClientConfig{Cert: testCert(t, 1)}).Send(context.Background(), Target{Addr: addr, Fingerprint: srv.Fingerprint()}, up, SendOptions{})
+		done <- err
+	}()
+	for {
+		rx.mu.Lock()
+		n := len(rx.offers)
+		rx.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		waitABit()
+	}
+	time.Sleep(50 * time.Millisecond) // quiet for longer than EvictQuiet: the behaviour under test
+	if c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}); err == nil {
+		c.Close()
+		t.Fatal("a newcomer took the place of a request being served")
+	}
+	close(rx.block)
+	if err := <-done; err != nil {
+		t.Fatalf("the send waiting for its answer: %v", err)
+	}
+}

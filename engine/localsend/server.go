@@ -221,6 +221,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
+		ConnState:         markServing,
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{cfg.Cert},
 			ClientAuth:   clientAuth, // any self-signed certificate: it is an identity, not a chain

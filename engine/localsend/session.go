@@ -2,6 +2,7 @@ package localsend
 
 import (
 	"crypto/subtle"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -233,11 +234,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// quietestLocked is the connection quiet longest, if at least l.quiet.
+// quietestLocked is the connection quiet longest, if at least l.quiet,
+// among those not serving a request (a prepare-upload waiting for the
+// user reads nothing, and must not lose its place).
 func (l *limitListener) quietestLocked() *limitConn {
 	var q *limitConn
 	oldest := time.Now().Add(-l.quiet).UnixNano()
 	for c := range l.conns {
+		if c.serving.Load() {
+			continue
+		}
 		if t := c.active.Load(); t <= oldest {
 			q, oldest = c, t
 		}
@@ -259,9 +265,21 @@ func (l *limitListener) dropLocked(c *limitConn) {
 
 type limitConn struct {
 	net.Conn
-	l      *limitListener
-	addr   netip.Addr
-	active atomic.Int64 // when a byte was last read (UnixNano)
+	l       *limitListener
+	addr    netip.Addr
+	active  atomic.Int64 // when a byte was last read (UnixNano)
+	serving atomic.Bool  // a request is being served on it
+}
+
+// markServing is the server's http.Server.ConnState: it tells each
+// connection whether a request is being served on it.
+func markServing(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if lc, ok := c.(*limitConn); ok {
+		lc.serving.Store(st == http.StateActive)
+	}
 }
 
 // Read notes the connection's activity.

@@ -287,14 +287,23 @@ func TestConnectionsQuietGivePlace(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		quiet time.Duration
+		one   bool // the three idle connections come from one address
 		in    bool
-	}{{"quiet ones give way", 20 * time.Millisecond, true}, {"none quiet long enough", time.Hour, false}} {
+	}{
+		{"quiet ones give way", 20 * time.Millisecond, false, true},
+		{"none quiet long enough", time.Hour, false, false},
+		{"an address over its fair share gives way at once", time.Hour, true, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, addr := startServer(t, ServerConfig{Receiver: newMemReceiver(), MaxConns: 3, EvictQuiet: tc.quiet})
 			var idle []net.Conn
 			for i := range 3 {
 				// Distinct loopback addresses, as from three devices.
-				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(10+i))}}
+				from := byte(10 + i)
+				if tc.one {
+					from = 10
+				}
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, from)}}
 				c, err := d.Dial("tcp", addr)
 				if err != nil {
 					t.Fatal(err)
@@ -302,7 +311,7 @@ func TestConnectionsQuietGivePlace(t *testing.T) {
 				defer c.Close()
 				idle = append(idle, c)
 			}
-			if tc.in {
+			if tc.in && !tc.one {
 				time.Sleep(2 * tc.quiet) // the idle ones become quiet: the behaviour under test, not readiness
 			}
 			tc2, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})

@@ -175,11 +175,11 @@ func (ss *session) end(err error) {
 
 // limitListener bounds the connections per address (more are closed at
 // once, so that one address cannot hold every connection of the server)
-// and in all. At the total bound a newcomer takes the place of the
-// connection that has been quiet longest (no byte read for at least
-// ServerConfig.EvictQuiet), rather than being refused: connections opened from many
-// addresses that send nothing would otherwise keep every sender out until
-// the read-header timeout, and renew themselves as they are dropped.
+// and in all. At the total bound a newcomer takes the place of another
+// connection (victimLocked: by fair shares between addresses, else the
+// one quiet longest) rather than being refused: connections opened from
+// many addresses that send nothing would otherwise keep every sender out
+// until the read-header timeout, and renew themselves as they are dropped.
 type limitListener struct {
 	net.Listener
 	perAddr, total int
@@ -214,7 +214,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		var victim *limitConn
 		if l.n >= l.total {
-			if victim = l.quietestLocked(); victim == nil {
+			if victim = l.victimLocked(a); victim == nil {
 				l.mu.Unlock()
 				c.Close()
 				continue
@@ -234,21 +234,32 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// quietestLocked is the connection quiet longest, if at least l.quiet,
-// among those not serving a request (a prepare-upload waiting for the
-// user reads nothing, and must not lose its place).
-func (l *limitListener) quietestLocked() *limitConn {
-	var q *limitConn
-	oldest := time.Now().Add(-l.quiet).UnixNano()
+// victimLocked is the connection a newcomer from addr replaces at the
+// total bound, among those not serving a request (a prepare-upload
+// waiting for the user reads nothing, and must not lose its place): the
+// quietest of an address holding at least two more connections than addr
+// (fair shares: a device that holds none gets in beside many addresses
+// that hold several), else the quietest quiet for at least l.quiet.
+func (l *limitListener) victimLocked(addr netip.Addr) *limitConn {
+	var fair, quiet *limitConn
+	mine := l.byAddr[addr]
+	deadline := time.Now().Add(-l.quiet).UnixNano()
 	for c := range l.conns {
 		if c.serving.Load() {
 			continue
 		}
-		if t := c.active.Load(); t <= oldest {
-			q, oldest = c, t
+		t := c.active.Load()
+		if l.byAddr[c.addr] >= mine+2 && (fair == nil || t < fair.active.Load()) {
+			fair = c
+		}
+		if t <= deadline && (quiet == nil || t < quiet.active.Load()) {
+			quiet = c
 		}
 	}
-	return q
+	if fair != nil {
+		return fair
+	}
+	return quiet
 }
 
 // dropLocked frees c's place (once).

@@ -64,10 +64,17 @@ type receiverTable struct {
 	ctx            context.Context    // the Serve calls' context, while receiving
 	stop           context.CancelFunc // ends it (withdraw)
 	serving        sync.WaitGroup     // the Serve calls
-	// stopRow ends one row's Serve call and waits for it (RemoveReceiver).
-	stopRow map[Receiver]func()
 	// ferryPort is the port number the Ferry rows share in one Start.
 	ferryPort sharedPort
+	// serves are the running Serve calls by row: what ends one row's
+	// Serve alone, and when it returned (RemoveReceiver).
+	serves map[Receiver]rowServe
+}
+
+// rowServe is one row's running Serve call.
+type rowServe struct {
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // ferryReceivers are the rows of Ferry's own protocol: one per row of the
@@ -113,31 +120,31 @@ func (e *Engine) AddReceiver(r Receiver) error {
 	return nil
 }
 
-// RemoveReceiver takes r out of the receiver table: it stops serving, its
-// sessions end and its socket is released (r.Close), and it is no longer
-// listed. It is how a row is turned off on its own (LocalSend off while
-// Ferry receives) or replaced by one with other options.
+// RemoveReceiver takes a row added with AddReceiver out of the receiver
+// table and closes it: the sessions it took end, its socket is released
+// (the app turning LocalSend off, or changing its PIN or port). Rows of
+// Ferry's own protocol are not removed this way.
 func (e *Engine) RemoveReceiver(r Receiver) error {
 	e.listenMu.Lock()
 	defer e.listenMu.Unlock()
 	rt := &e.receivers
-	if !slices.Contains(rt.rows, r) {
-		return fmt.Errorf("receiver %s: not in the table", r.Name())
+	i := slices.Index(rt.rows, r)
+	if i < 0 {
+		return nil
 	}
-	if stop, ok := rt.stopRow[r]; ok {
-		stop()
-		delete(rt.stopRow, r)
+	rt.rows = slices.Delete(rt.rows, i, i+1)
+	if sv, ok := rt.serves[r]; ok {
+		// Its Serve alone ends (not a failure: its context ended), then
+		// Close follows it, one call at a time.
+		sv.stop()
+		<-sv.done
+		delete(rt.serves, r)
 	}
-	rt.rows = slices.DeleteFunc(rt.rows, func(x Receiver) bool { return x == r })
-	rt.open = slices.DeleteFunc(rt.open, func(x Receiver) bool { return x == r })
-	rt.draining = slices.DeleteFunc(rt.draining, func(x Receiver) bool { return x == r })
+	is := func(x Receiver) bool { return x == r }
+	rt.open = slices.DeleteFunc(rt.open, is)
+	rt.draining = slices.DeleteFunc(rt.draining, is)
 	e.mu.Lock()
-	for i := range e.listenStatus {
-		if e.listenStatus[i].Transport == r.Name() {
-			e.listenStatus = slices.Delete(e.listenStatus, i, i+1)
-			break
-		}
-	}
+	e.listenStatus = slices.DeleteFunc(e.listenStatus, func(st ListenerStatus) bool { return st.Transport == r.Name() })
 	e.mu.Unlock()
 	return r.Close()
 }
@@ -212,19 +219,19 @@ func (e *Engine) openReceivers() ([]Receiver, []ListenerStatus, error) {
 // serveRow runs r's Serve under ctx; a row that stops serving by itself
 // is reported, and the others carry on. Called with listenMu held.
 func (e *Engine) serveRow(ctx context.Context, r Receiver) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	if e.receivers.stopRow == nil {
-		e.receivers.stopRow = map[Receiver]func(){}
-	}
-	e.receivers.stopRow[r] = func() { cancel(); <-done }
 	e.wg.Add(1)
 	e.receivers.serving.Add(1)
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	if e.receivers.serves == nil {
+		e.receivers.serves = map[Receiver]rowServe{}
+	}
+	e.receivers.serves[r] = rowServe{stop: stop, done: done}
 	go func() {
 		defer e.wg.Done()
 		defer e.receivers.serving.Done()
 		defer close(done)
-		defer cancel()
+		defer stop()
 		err := r.Serve(ctx)
 		if err == nil || ctx.Err() != nil {
 			return
@@ -384,7 +391,6 @@ func (e *Engine) withdraw() {
 	}
 	rt.ctx, rt.stop = nil, nil
 	rt.serving.Wait() // a row's methods are called one at a time
-	clear(rt.stopRow)
 	for _, r := range rt.open {
 		r.Withdraw()
 	}
@@ -409,6 +415,11 @@ func (e *Engine) Receiving() bool {
 	defer e.mu.Unlock()
 	return e.receiving
 }
+
+// NetworkChanged returns a channel closed at the next change of this
+// device's addresses or links (take a new one after each change): what
+// shows this device's addresses redraws on it, with no polling.
+func (e *Engine) NetworkChanged() <-chan struct{} { return e.netw.Changed() }
 
 // Addrs returns where Ferry's rows listen, one address per kind in the
 // transport table's order (a kind that is off has none); empty while not

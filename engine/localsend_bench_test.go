@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/localsend"
@@ -24,7 +25,9 @@ import (
 // net/http HTTPS upload of the same files (files read from and written to
 // disk, sequential uploads, nothing hashed on either side: like against
 // like). It reports peak-MiB, the process's peak RSS so far (VmHWM, Linux):
-// run one sub-benchmark per process to read it for that one.
+// run one sub-benchmark per process to read it for that one; and cpu-s/op,
+// the CPU time of both ends. hash-first is what a pass hashing every file
+// before the offer would add.
 //
 //	go test -run '^$' -bench 'BenchmarkLocalSend/1GiB' -benchtime 1x ./engine
 func BenchmarkLocalSend(b *testing.B) {
@@ -65,6 +68,7 @@ func BenchmarkLocalSend(b *testing.B) {
 // (to give LocalSend's sha256 without a cache) would add: read and SHA-256
 // each file, from the page cache as a send right after it would.
 func benchHashFirst(b *testing.B, src string, names []string, total int64) {
+	cpu0 := cpuSeconds()
 	b.SetBytes(total)
 	buf := make([]byte, 1<<20)
 	for b.Loop() {
@@ -80,7 +84,20 @@ func benchHashFirst(b *testing.B, src string, names []string, total int64) {
 			f.Close()
 		}
 	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	peakRSS(b)
+}
+
+// cpuSeconds is the CPU time (user and system) this process used so far:
+// both ends of each benchmark run in it, so cpu-s/op is what one transfer
+// costs both sides, a figure that holds on a loaded machine where the
+// wall-clock MB/s do not.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // peakRSS reports the process's peak resident set (VmHWM) in MiB.
@@ -128,6 +145,7 @@ func benchPlainHTTPS(b *testing.B, src string, names []string, total int64) {
 	defer srv.Close()
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer hc.CloseIdleConnections()
+	cpu0 := cpuSeconds()
 	b.SetBytes(total)
 	for b.Loop() {
 		os.RemoveAll(dst)
@@ -151,6 +169,7 @@ func benchPlainHTTPS(b *testing.B, src string, names []string, total int64) {
 			}
 		}
 	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	peakRSS(b)
 }
 
@@ -181,6 +200,7 @@ func benchFerryReceives(b *testing.B, src string, names []string, total int64) {
 	}
 	events, unsub := e.Subscribe(1 << 14)
 	defer unsub()
+	cpu0 := cpuSeconds()
 	b.SetBytes(total)
 	for b.Loop() {
 		os.RemoveAll(e.DownloadDir())
@@ -198,6 +218,7 @@ func benchFerryReceives(b *testing.B, src string, names []string, total int64) {
 			}
 		}
 	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	peakRSS(b)
 }
 
@@ -220,6 +241,7 @@ func benchFerrySends(b *testing.B, src string, total int64) {
 	go p.Serve(ln)
 	defer p.Close()
 	to := LocalSendTarget{Addr: ln.Addr().String(), Fingerprint: p.Fingerprint}
+	cpu0 := cpuSeconds()
 	b.SetBytes(total)
 	for b.Loop() {
 		os.RemoveAll(dst)
@@ -232,5 +254,6 @@ func benchFerrySends(b *testing.B, src string, total int64) {
 			b.Fatalf("%+v", r)
 		}
 	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	peakRSS(b)
 }

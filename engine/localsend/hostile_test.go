@@ -371,3 +371,49 @@ func TestConnectionServingKeepsPlace(t *testing.T) {
 		t.Fatalf("the send waiting for its answer: %v", err)
 	}
 }
+
+// TestOffersBeingDecidedLeaveBodiesFree: a body's place (MaxSessions) is
+// held only while it is read; offers waiting for the Receiver (the user)
+// are bounded by MaxOffers, so offers from many addresses all reach the
+// Receiver, whose admission shares its places fairly, instead of a few
+// of them holding the server busy for everyone.
+func TestOffersBeingDecidedLeaveBodiesFree(t *testing.T) {
+	rx := newMemReceiver()
+	rx.block = make(chan struct{})
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxSessions: 1, MaxOffers: 3})
+	tg := Target{Addr: addr, Fingerprint: srv.Fingerprint()}
+	send := func(from byte) error {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, from)}}
+		cl := NewClient(ClientConfig{Cert: testCert(t, 1), Dial: d.DialContext})
+		_, err := cl.Send(context.Background(), tg, []Upload{bytesUpload("a", fmt.Sprintf("from-%d.txt", from), []byte("x"), false)}, SendOptions{})
+		return err
+	}
+	errs := make(chan error, 3)
+	for i := range 3 {
+		go func() { errs <- send(byte(20 + i)) }()
+	}
+	for {
+		rx.mu.Lock()
+		n := len(rx.offers)
+		rx.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		select {
+		case err := <-errs:
+			t.Fatalf("an offer was refused while the others waited: %v", err)
+		default:
+		}
+		waitABit()
+	}
+	// The fourth is over MaxOffers.
+	if err := send(30); !errors.Is(err, ErrBusy) {
+		t.Fatalf("an offer over MaxOffers: %v", err)
+	}
+	close(rx.block)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

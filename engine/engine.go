@@ -275,6 +275,9 @@ type Engine struct {
 	trimming         bool                 // trimLoop runs (from the first Start)
 	serving          int                  // incoming sessions being served (any stage)
 	closed           bool
+
+	// shaCache is the LocalSend sender's sha256 cache (localsend_hash.go).
+	shaCache lsHashCache
 }
 
 // New loads (or creates, on first run) the device identity and trust store.

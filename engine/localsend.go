@@ -27,8 +27,10 @@ import (
 // a LocalSend device is an outbox attempt like a Ferry send.
 //
 // Several LocalSend sessions may run at once (the official app takes one):
-// the server allows LocalSendOptions.MaxSessions (4) in all and 2 per
-// address, and the engine's admission bounds them further like Ferry's.
+// the server reads at most 4 offers' bodies at once (2 per address) and
+// holds at most 256 offers (8 per address) being decided or uploading;
+// within that, the engine's admission decides who waits, fairly between
+// addresses, like Ferry's.
 
 // ProtocolLocalSend marks a peer that speaks LocalSend (PeerInfo.Protocol).
 const ProtocolLocalSend = "localsend"

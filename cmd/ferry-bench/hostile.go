@@ -180,6 +180,15 @@ func hostileAttacks() []hostileScenario {
 				})
 				return st.String(), err
 			}},
+		{"same-address-stalled-handshakes", "1000 QUIC handshakes that never finish (a first flight, then silence), from the real sender's own address", "all",
+			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+				var st hostile.Stats
+				var err error
+				floodUntil(ctx, ready, 3*time.Second, func(ctx context.Context) {
+					err = hostile.Peer{From: "127.0.0.1", Dir: work}.FloodStalledHandshakes(ctx, rx.quic, 1000, &st)
+				})
+				return st.String(), err
+			}},
 		{"same-address-declines", "offers from a fresh identity each, 20 at once, from the real sender's own address (the user declines them; the real sender sent here before)", "ask",
 			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
 				var st hostile.Stats

@@ -116,7 +116,22 @@ func openRow(r Receiver) (ListenerStatus, error) {
 	if err := r.Listen(); err != nil {
 		return ListenerStatus{Transport: r.Name(), Err: sentence(err)}, err
 	}
-	return ListenerStatus{Transport: r.Name(), Addr: r.Addr().String()}, nil
+	return rowListening(r), nil
+}
+
+// rowListening is the status of a row that listens.
+func rowListening(r Receiver) ListenerStatus {
+	st := ListenerStatus{Transport: r.Name(), Addr: r.Addr().String()}
+	if n, ok := r.(listenNoter); ok {
+		st.Note = n.ListenNote()
+	}
+	return st
+}
+
+// listenNoter is a Receiver that has something to say about where it
+// listens (ListenerStatus.Note).
+type listenNoter interface {
+	ListenNote() string
 }
 
 // openReceivers opens every row for Start: rows StopReceiving withdrew
@@ -143,7 +158,7 @@ func (e *Engine) openReceivers() ([]Receiver, []ListenerStatus, error) {
 	for _, r := range rt.rows {
 		if kept[r] {
 			open = append(open, r)
-			statuses = append(statuses, ListenerStatus{Transport: r.Name(), Addr: r.Addr().String()})
+			statuses = append(statuses, rowListening(r))
 			continue
 		}
 		st, err := openRow(r)
@@ -269,6 +284,9 @@ type ListenerStatus struct {
 	Addr string `json:"addr,omitempty"`
 	// Err says why it does not listen, as a sentence for the user.
 	Err string `json:"error,omitempty"`
+	// Note says something the user should know about where it listens
+	// (LocalSend: the port moved), as a sentence; empty when nothing.
+	Note string `json:"note,omitempty"`
 }
 
 // Listeners reports each row of the receiver table since the last Start:

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	// through remembered devices (direct probes and the trust store).
 	discoveryInterfaces = func() ([]net.Interface, error) { return nil, nil }
 	localsendInterfaces = func() ([]net.Interface, error) { return nil, nil }
+	lsWatchHost = "127.0.0.1"
 	resolveWait = 1500 * time.Millisecond
 	os.Exit(m.Run())
 }
@@ -646,21 +647,21 @@ func TestNamespacesSendByName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("peers: %v %s", err, errOut)
 	}
-	// One line per device: the receiver as a Ferry device (mDNS) and, since
-	// receive serves LocalSend by default, as a LocalSend device.
+	// One device, one line: the receiver speaks Ferry (mDNS) and, since
+	// receive serves LocalSend by default, LocalSend; its LocalSend
+	// certificate proves its Ferry key, so the two are one peer.
 	var p discovery.Peer
-	var ls lsPeer
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 1 {
 		t.Fatalf("peers in the other namespace: %q (stderr %s)", out, errOut)
 	}
 	if err := json.Unmarshal([]byte(lines[0]), &p); err != nil || p.ID != id || p.Source != discovery.SourceMDNS || p.Name != "Netns Box" ||
 		p.OS != runtime.GOOS || !slices.Contains(p.HostPorts(), "10.77.1.1:"+defaultPort) {
 		t.Fatalf("peers in the other namespace: %q %v (stderr %s)", out, err, errOut)
 	}
-	if err := json.Unmarshal([]byte(lines[1]), &ls); err != nil || ls.Protocol != engine.ProtocolLocalSend || ls.Alias != "Netns Box" ||
-		ls.Address != "10.77.1.1:53317" || !ls.Verified || len(ls.Fingerprint) != 64 {
-		t.Fatalf("the receiver as a LocalSend device: %q %v", lines[1], err)
+	if ls := p.LocalSend; ls == nil || ls.Alias != "Netns Box" || ls.Addr.HostPort() != "10.77.1.1:53317" || !ls.Verified || len(ls.Fingerprint) != 64 ||
+		!slices.Contains(p.Addresses(), ls.Addr) {
+		t.Fatalf("the receiver's LocalSend side: %+v", p.LocalSend)
 	}
 
 	src := writeFile(t, "over-mdns.txt", "found by name\n")

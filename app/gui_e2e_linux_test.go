@@ -41,12 +41,19 @@ import (
 //   - a second launch with a file hands it to the running instance, which
 //     shows the device chooser (Return sends), and exits 0;
 //   - with no tray host, --minimized still shows the window, and closing
-//     it says once that Ferry will quit, then quits: no process is left.
+//     it says once that Ferry will quit, then quits: no process is left;
+//   - an offer answered in the window takes its "Incoming files"
+//     notification down (CloseNotification);
+//   - the tray host restarts (after notification buttons were pressed) and
+//     Ferry's icon registers with the new one;
+//   - the desktop turns light while Ferry runs (the portal's color-scheme):
+//     the window follows, online device rows are not drawn dark
+//     (e2e-light.png, e2e-light-receiver.png).
 //
 // Notifications go to a notification server this test plays; all must
 // come from "Ferry". Screenshots land in $FERRY_E2E_OUT (else a temp dir,
 // named in the log). It skips when Xvfb, dbus-daemon, xdotool or
-// python3-xlib are missing. About 40 s with a warm build cache.
+// python3-xlib are missing. About 70 s with a warm build cache.
 func TestGUIEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("GUI end-to-end test skipped in -short mode")

@@ -145,11 +145,11 @@ type Event struct {
 	// Refused: EvResult: offered files the receiver refused by name, all
 	// of them (an offer lists only its first files).
 	Refused int
-	File     *FileEnd
-	Code     string // EvResult: the engine's code
-	ByPeer   bool   // EvResult
-	Err      string // EvResult: the engine's own text, for Details
-	Time     time.Time
+	File    *FileEnd
+	Code    string // EvResult: the engine's code
+	ByPeer  bool   // EvResult
+	Err     string // EvResult: the engine's own text, for Details
+	Time    time.Time
 }
 
 // Delivery is the state of one delivery.

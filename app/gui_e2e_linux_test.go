@@ -113,6 +113,40 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.screenshot(t, winB, "e2e-sent.png")
 	})
 
+	// The same file again is a new delivery (issue 26, findings 1 and 5):
+	// a second copy at A (never over the first), and two History entries on
+	// each side, both done, each naming the file.
+	t.Run("same file twice", func(t *testing.T) {
+		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file1)
+		promptShown(t, 2)
+		d.keys(t, winA, "Tab", "Return")
+		second := filepath.Join(A.downloads, "holiday photo (1).jpg")
+		testutil.WaitFor(t, "the second copy at A", func() bool { return sameFile(file1, second) })
+		done := func(p *ferry) []ui.HistoryEntry {
+			var out []ui.HistoryEntry
+			for _, e := range p.history(t) {
+				if e.State == ui.StateDone && slices.Contains(e.Names, "holiday photo.jpg") {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		for _, p := range []*ferry{A, B} {
+			testutil.WaitFor(t, p.name+"'s two entries", func() bool { return len(done(p)) == 2 })
+			if h := done(p); h[0].Delivery == "" || h[0].Delivery == h[1].Delivery {
+				t.Errorf("%s: deliveries %q and %q, want two", p.name, h[0].Delivery, h[1].Delivery)
+			}
+		}
+		d.waitNotification(t, "Files sent", 2) // the UI has the result too
+		// Painted: the newer row's bar (top) as full as the older one's
+		// (a 300 kB send ends before any progress is drawn).
+		d.waitFor(t, "B's newer row drawn done", func() bool {
+			top, older := d.regionBrightness(t, winB, "400x16+500+218"), d.regionBrightness(t, winB, "400x16+500+506")
+			return top > 0.9*older && top < 1.1*older
+		})
+		d.screenshot(t, winB, "e2e-same-file-twice.png")
+	})
+
 	file3 := randomFile(t, root, "report.pdf", 50_000)
 	t.Run("second launch hands over", func(t *testing.T) {
 		cmd := exec.Command(bin, "--config", B.config, file3)
@@ -126,7 +160,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.waitFor(t, "the chooser", func() bool { return d.dimmed(t, winB, baseB) })
 		d.screenshot(t, winB, "e2e-chooser.png")
 		d.keys(t, winB, "space", "Return")
-		promptShown(t, 2)
+		promptShown(t, 3)
 		d.keys(t, winA, "Tab", "Return")
 		got := filepath.Join(A.downloads, filepath.Base(file3))
 		testutil.WaitFor(t, "the handed-over file at A", func() bool { return sameFile(file3, got) })
@@ -150,7 +184,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		// covered above): no window focus to race with under load.
 		acceptBoth := func(n int) {
 			t.Helper()
-			d.press(t, d.latest(t, A, "Incoming files", n+2), "accept")
+			d.press(t, d.latest(t, A, "Incoming files", n+3), "accept")
 			d.press(t, d.latest(t, D, "Incoming files", n), "accept")
 		}
 		acceptBoth(1)
@@ -178,7 +212,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.screenshot(t, winA, "e2e-text.png")
 
 		// The files' notification at A: its button shows them in their folder.
-		got := d.latest(t, A, "Files received", 3)
+		got := d.latest(t, A, "Files received", 4)
 		d.press(t, got, "default")
 		testutil.WaitFor(t, "xdg-open on A's download folder", func() bool {
 			b, _ := os.ReadFile(d.opened)
@@ -215,7 +249,7 @@ func TestGUIEndToEnd(t *testing.T) {
 	file2 := randomFile(t, root, "notes.txt", 1234)
 	t.Run("escape declines", func(t *testing.T) {
 		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file2)
-		promptShown(t, 5)
+		promptShown(t, 6)
 		d.keys(t, winA, "Escape")
 		testutil.WaitFor(t, "A's history", func() bool { return A.lastHistory(t).State == ui.StateDeclined })
 		testutil.WaitFor(t, "B's history", func() bool { return B.lastHistory(t).State == ui.StateDeclined })
@@ -944,6 +978,16 @@ func (p *ferry) port(t *testing.T) string {
 	}
 	i := strings.LastIndexByte(st["quic"], ':')
 	return st["quic"][i+1:]
+}
+
+// history is the instance's history file, newest first.
+func (p *ferry) history(t *testing.T) []ui.HistoryEntry {
+	t.Helper()
+	var h []ui.HistoryEntry
+	if err := loadJSON(filepath.Join(p.config, historyFile), &h); err != nil {
+		return nil
+	}
+	return h
 }
 
 // lastHistory is the newest entry of the instance's history file.

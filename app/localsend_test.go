@@ -31,6 +31,9 @@ func TestLocalSendFollowsSettings(t *testing.T) {
 	if port == 0 || len(fp) != 64 {
 		t.Fatalf("LocalSend on by default: port %d, fingerprint %q", port, fp)
 	}
+	if p, f, _ := b.LocalSendStatus(); p != port || f != fp {
+		t.Errorf("Settings would say port %d, fingerprint %q", p, f)
+	}
 
 	// A PIN restarts the server with it.
 	s.LocalSendPIN = "2468"
@@ -62,6 +65,9 @@ func TestLocalSendFollowsSettings(t *testing.T) {
 		}
 		if port, _ := b.ls.status(); port != 0 {
 			t.Errorf("%s: LocalSend still serves on %d", c.name, port)
+		}
+		if p, _, _ := b.LocalSendStatus(); p != 0 {
+			t.Errorf("%s: Settings would say it serves on %d", c.name, p)
 		}
 		if _, err := p.Send(context.Background(), addr, fp, true, "", "", one, nil); err == nil {
 			t.Errorf("%s: a LocalSend offer still reached this device", c.name)

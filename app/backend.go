@@ -306,10 +306,16 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 	if err := b.applyLocalSend(s); err != nil {
 		errs = append(errs, err)
 	}
-	if s.StartAtLogin != old.StartAtLogin || s.StartAtLogin && !autostart.Enabled() {
+	// The login item is written again when "Start minimised" changes: it
+	// carries --minimized only when that is checked (issue 26, finding 11).
+	if s.StartAtLogin != old.StartAtLogin || s.StartAtLogin && (!autostart.Enabled() || s.StartMinimized != old.StartMinimized) {
 		var err error
 		if s.StartAtLogin {
-			err = autostart.Enable(autostart.Entry{Args: append([]string{"--minimized"}, b.autostartArgs...)})
+			var args []string
+			if s.StartMinimized {
+				args = append(args, "--minimized")
+			}
+			err = autostart.Enable(autostart.Entry{Args: append(args, b.autostartArgs...)})
 		} else {
 			err = autostart.Disable()
 		}

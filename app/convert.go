@@ -8,6 +8,7 @@ import (
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/ui"
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // This file translates engine and discovery values into the UI's terms.
@@ -181,8 +182,11 @@ func fillOutcome(r *ui.Result, dir ui.Direction, in intent, at time.Time, quitti
 }
 
 // historyEntry is what the history keeps of a finished transfer: in is
-// what this device saw of it (what was offered, sent and saved).
-func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
+// what this device saw of it (what was offered, sent and saved), d its
+// delivery in the transfer model (nil when unknown), whose bytes count each
+// byte once across reconnects and resumes and whose reason knows whether
+// the other device was ever reached.
+func historyEntry(ev ui.TransferEvent, in intent, d *transfer.Delivery) ui.HistoryEntry {
 	r := ev.Result
 	e := ui.HistoryEntry{
 		ID: ev.ID, Delivery: ev.Delivery, Direction: ev.Direction, PeerName: ev.Peer.Name, PeerID: ev.Peer.ID,
@@ -209,6 +213,29 @@ func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
 			}
 		}
 		e.Items = len(in.sent)
+	}
+	if d != nil {
+		if d.Bytes > 0 {
+			// The engine's result counts bytes sent again after a
+			// reconnect (issue 26, finding 3).
+			e.Bytes = d.Bytes
+		}
+		if d.Phase == transfer.Failed && d.Reason != transfer.Reason(r.Code) {
+			// "connection refused" while reconnecting is no read error.
+			e.Code = ui.Code(d.Reason)
+		}
+		e.HasText = d.Text
+		if len(e.Names) == 0 {
+			for _, f := range d.Files {
+				if len(e.Names) == 3 {
+					break
+				}
+				e.Names = append(e.Names, f.Path)
+			}
+			if len(e.Names) > 0 {
+				e.Items = max(e.Items, d.Count)
+			}
+		}
 	}
 	switch {
 	case ev.Direction == ui.Outgoing:

@@ -416,6 +416,11 @@ func (e *Engine) Receiving() bool {
 	return e.receiving
 }
 
+// NetworkChanged returns a channel closed at the next change of this
+// device's addresses or links (take a new one after each change): what
+// shows this device's addresses redraws on it, with no polling.
+func (e *Engine) NetworkChanged() <-chan struct{} { return e.netw.Changed() }
+
 // Addrs returns where Ferry's rows listen, one address per kind in the
 // transport table's order (a kind that is off has none); empty while not
 // receiving.

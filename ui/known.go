@@ -134,8 +134,14 @@ func (v *knownView) showRename(d KnownDevice) {
 	var dlg *dialog.CustomDialog
 	save := func() {
 		dlg.Hide()
-		if err := u.be.RenameDevice(d.ID, strings.TrimSpace(in.Text)); err != nil {
+		name := strings.TrimSpace(in.Text)
+		if err := u.be.RenameDevice(d.ID, name); err != nil {
 			u.showError("Could not rename the device", err)
+		} else {
+			if name == "" {
+				name = d.Announced // its own name again
+			}
+			u.deviceRenamed(d.ID, name)
 		}
 		v.reload()
 	}
@@ -180,7 +186,9 @@ func (u *UI) devicesTrustChanged(id string, trusted bool) {
 	}
 	d.Trusted = trusted
 	if !trusted && !u.isKnown(id) {
-		d.Known = false
+		// Forgotten: no longer paired either, so Pair… is offered at once
+		// (issue 26, finding 6).
+		d.Known, d.Paired = false, false
 	}
 	u.devices.devices[id] = d
 	u.devices.render()

@@ -96,7 +96,8 @@ func (q *promptQueue) offer(ev TransferEvent) {
 	}
 	// Accept and Decline right in the notification, where the desktop
 	// shows its buttons; a click on it shows the prompt.
-	q.u.notifyActions("Incoming files", body, []NoticeAction{
+	// Answered here (or withdrawn), it is taken down again (remove).
+	q.u.notifyTagged(ev.ID, "Incoming files", body, []NoticeAction{
 		{Key: "accept", Label: "Accept", Do: func() { q.answer(p, Decision{Accept: true}) }},
 		{Key: "decline", Label: "Decline", Do: func() { q.answer(p, Decision{Accept: false, Reason: "declined"}) }},
 		{Key: "default", Label: "Show", Do: q.u.revealWindow},
@@ -146,6 +147,7 @@ func (q *promptQueue) remove(id string) bool {
 			continue
 		}
 		q.queue = append(q.queue[:i], q.queue[i+1:]...)
+		q.u.closeNotice(id) // an answered offer's notification goes (issue 26, finding 6)
 		if p.check != nil {
 			d := p.check
 			p.check = nil
@@ -269,6 +271,12 @@ func (q *promptQueue) show(p *prompt) {
 	}
 	if o.FileCount() > 0 {
 		p.tree = offerTree(o)
+		p.tree.OnResize = func() {
+			if p.scroll != nil {
+				p.scroll.Content.Refresh() // the taller tree gets its height
+				p.scroll.Refresh()
+			}
+		}
 		objs = append(objs, p.tree.obj)
 	}
 	p.countdown = widget.NewLabel(countdownText(p.deadline.Sub(u.now())))

@@ -49,8 +49,10 @@ type settingsView struct {
 	localSend *localSendSettings
 	save      *button
 	browse    *button
-	tabs      *container.AppTabs // General, Devices
-	obj       fyne.CanvasObject
+	// note says that Save or Revert did what it says (issue 26, finding 11).
+	note *widget.Label
+	tabs *container.AppTabs // General, Devices
+	obj  fyne.CanvasObject
 }
 
 func newSettingsView(u *UI) *settingsView {
@@ -68,7 +70,12 @@ func newSettingsView(u *UI) *settingsView {
 	v.minimized = widget.NewCheck("Start minimised to the tray", nil)
 	v.save = u.newButton("Save", theme.DocumentSaveIcon(), v.apply)
 	v.save.Importance = widget.HighImportance
-	revert := u.newButton("Revert", nil, v.load)
+	revert := u.newButton("Revert", nil, func() {
+		v.load()
+		v.note.SetText("Showing the saved settings again.")
+	})
+	v.note = widget.NewLabel("")
+	v.note.Importance = widget.SuccessImportance
 
 	id := widget.NewLabel(GroupID(u.self.ID))
 	id.Wrapping = fyne.TextWrapBreak
@@ -93,7 +100,7 @@ func newSettingsView(u *UI) *settingsView {
 	}
 	u.partials = newPartialsView(u)
 	u.known = newKnownView(u)
-	general := container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), revert, v.save),
+	general := container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), v.note, revert, v.save),
 		widget.NewSeparator(), u.partials.obj)))
 	v.tabs = container.NewAppTabs(
 		container.NewTabItem("General", general),
@@ -133,5 +140,9 @@ func (v *settingsView) apply() {
 	s.StartAtLogin = v.login.Checked
 	s.StartMinimized = v.minimized.Checked
 	v.localSend.apply(&s)
-	v.u.saveSettings(s)
+	if v.u.saveSettings(s) {
+		v.note.SetText("Saved at " + v.u.now().Format("15:04:05") + ".")
+	} else {
+		v.note.SetText("")
+	}
 }

@@ -497,6 +497,9 @@ type HistoryEntry struct {
 	Paths []string `json:"paths,omitempty"`
 	// Text is the text item, when the transfer had one.
 	Text string `json:"text,omitempty"`
+	// HasText: the transfer offered a text, kept or not (a declined
+	// text's words are not kept; History still says it was a text).
+	HasText bool `json:"has_text,omitempty"`
 }
 
 // PartialTransfer is an unfinished incoming transfer whose verified parts

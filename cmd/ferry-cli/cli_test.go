@@ -681,3 +681,27 @@ func TestNamespacesSendByName(t *testing.T) {
 		t.Fatalf("received %q, %v", got, err)
 	}
 }
+
+// Issue 26, finding 9: the doctor names the port the app listens on, the
+// default one or the one it uses instead.
+func TestDoctorNamesTheAppPort(t *testing.T) {
+	dir := t.TempDir()
+	if f := appPortFinding(dir, 47800, false); f.Severity != discovery.SeverityOK || !strings.Contains(f.Message, "port 47800, its default") {
+		t.Errorf("free: %+v", f)
+	}
+	if f := appPortFinding(dir, 47800, true); f.Severity != discovery.SeverityWarning || !strings.Contains(f.Message, "free port it picks") {
+		t.Errorf("taken, none saved: %+v", f)
+	}
+	if err := os.WriteFile(filepath.Join(dir, appPortFile), []byte("51234\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f := appPortFinding(dir, 47800, true); !strings.Contains(f.Message, "listens on port 51234 instead") || !strings.Contains(f.Fix, "at port 51234") {
+		t.Errorf("taken, 51234 saved: %+v", f)
+	}
+	if err := os.WriteFile(filepath.Join(dir, appPortFile), []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f := appPortFinding(dir, 47800, true); strings.Contains(f.Message, "junk") || !strings.Contains(f.Message, "free port it picks") {
+		t.Errorf("taken, junk saved: %+v", f)
+	}
+}

@@ -241,6 +241,18 @@ func TestSendToLocalSendDevice(t *testing.T) {
 		t.Fatalf("the device got %d files", len(got))
 	}
 
+	// A text goes as LocalSend's text message (the PIN asked again: a
+	// LocalSend session holds none).
+	if err := b.Send(dev, ui.Items{Text: "see you at 8"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitResult(t, events); r.State != ui.StateDone {
+		t.Fatalf("text: %+v", r.Result)
+	}
+	if _, texts, _, _, _, _ := p.Snapshot(); len(texts) != 1 || texts[0] != "see you at 8" {
+		t.Fatalf("the device got texts %q", texts)
+	}
+
 	// Pinned: a device that cannot prove the fingerprint gets nothing.
 	dev.Addrs[0].URI = "https://" + ln.Addr().String() + "#" + strings.Repeat("AB", 32)
 	if err := b.Send(dev, ui.Items{Text: "hello"}); err != nil {

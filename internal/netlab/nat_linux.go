@@ -118,6 +118,14 @@ func (n *NAT) setup(ctx context.Context) error {
 			return err
 		}
 	}
+	// Packets for private addresses must vanish on the Internet without
+	// an error for the sender, as they do somewhere upstream on the real
+	// one (coturn, for one, stops relaying on a socket whose send failed
+	// with "network unreachable"): the Internet's default route leads to
+	// RouterA, whose firewall drops what answers nothing.
+	if err := ipCmd(ctx, "-n", n.names[Internet], "route", "add", "default", "via", natWANAddr[0].String()); err != nil {
+		return err
+	}
 	for side, host := range []string{HostA, HostB} {
 		if err := ipCmd(ctx, "-n", n.names[host], "route", "add", "default", "via", natLANGateway[side].String()); err != nil {
 			return err

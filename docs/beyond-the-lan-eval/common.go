@@ -4,7 +4,9 @@
 // chosen. Run as root: `go run . lab` builds each lab, starts the servers
 // in the lab's internet namespace and the two peers behind their NATs (this
 // same binary, re-executed inside the namespaces), and prints one line per
-// case.
+// case. Environment: EVAL_ONLY=text runs the cases whose "NATs engine"
+// line contains text; EVAL_VERBOSE=1 prints the peers' and servers' output;
+// EVAL_TCPDUMP=prefix captures RouterA's two sides (needs tcpdump).
 package main
 
 import (

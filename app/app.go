@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/ui"
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // AppID is the application ID Fyne uses (notifications, preferences).
@@ -112,7 +114,8 @@ func Run(opts Options) error {
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
 	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, devices: names,
-		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir}
+		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir,
+		ls: lsHub{isolated: smokeIsolated(), onDevice: disc.SeeLocalSend}}
 	b.synthetic = func(ev ui.TransferEvent) {
 		select {
 		case transfers <- ev:
@@ -141,7 +144,13 @@ func Run(opts Options) error {
 	l.run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, devices) })
 	l.run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
 	l.run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
+	l.run("network", func(ctx context.Context) error {
+		return followNetwork(ctx, eng.NetworkChanged, func() { fyne.Do(u.SelfChanged) })
+	})
 	l.run("notification buttons", notes.listen)
+	if tray {
+		l.run("tray host", func(ctx context.Context) error { return stayInTray(ctx, log) })
+	}
 	l.run("instance", func(ctx context.Context) error {
 		return inst.Serve(ctx, func(r instance.Request) { fyne.Do(func() { u.OpenFiles(r.Files) }) })
 	})
@@ -160,10 +169,12 @@ func Run(opts Options) error {
 // the app and the backend.
 func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *notifier, log *slog.Logger) *ui.UI {
 	u := ui.New(a, w, b, ui.Device{ID: b.eng.ID(), Name: b.eng.Name()}, ui.Options{Notify: notes.plain, NotifyActions: notes.withActions,
-		Picker: newPicker(ctx, w, log)})
+		NotifyTagged: notes.tagged, CloseNotice: notes.close, Picker: newPicker(ctx, w, log),
+		OpenURL: func(l *url.URL) error { return linkOpener(b.problem)(l) }})
 	u.OnShow = func() { w.Show(); w.RequestFocus() }
 	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 	u.OnQuit = a.Quit
+	b.askPIN = u.AskPIN
 	b.problem = func(what string, err error) { fyne.Do(func() { u.ShowError(what, err) }) }
 	b.openFolder = folderOpener(a, b.problem)
 	return u
@@ -177,6 +188,8 @@ func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
 		fyne.Do(func() {
 			a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 		})
+	} else if err := b.applyLocalSend(b.settings.get()); err != nil {
+		log.Warn("LocalSend", "err", err)
 	}
 	u.SelfChanged() // the addresses it receives on
 }
@@ -275,6 +288,7 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 // iconPNG is empty).
 func newFyneApp(iconPNG []byte) (fyne.App, fyne.Resource) {
 	a := fyneapp.NewWithID(AppID)
+	a.Settings().SetTheme(ui.Theme()) // state colours readable in light and dark
 	if m := a.Metadata(); m.Name == "" {
 		// Built without `fyne package`: the tray would show the app ID.
 		m.Name = "Ferry"
@@ -370,6 +384,8 @@ func remembered(eng *engine.Engine) func() []discovery.Remembered {
 func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan<- ui.TransferEvent, devices chan<- ui.DeviceEvent) error {
 	evs, stop := eng.Subscribe(256)
 	defer stop()
+	// History is written from the same transfer model the rows render.
+	model := transfer.New()
 	for {
 		var ev engine.Event
 		select {
@@ -396,8 +412,13 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 			}
 		}
 		know := b.explain(&uev)
+		if !uev.Pairing {
+			for _, me := range ui.DeliveryEvents(uev) {
+				model.Apply(me)
+			}
+		}
 		if uev.Kind == ui.TransferResult && uev.Result != nil && !uev.Pairing {
-			if err := b.history.add(historyEntry(uev, know)); err != nil {
+			if err := b.history.add(historyEntry(uev, know, model.Get(uev.ID))); err != nil {
 				slog.Warn("history", "err", err)
 			}
 		}

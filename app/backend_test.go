@@ -54,7 +54,7 @@ func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
 		t.Fatal(err)
 	}
 	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: st, history: h, devices: devs, names: map[string]ui.Peer{},
-		synthetic:     func(ui.TransferEvent) {},
+		synthetic: func(ui.TransferEvent) {}, ls: lsHub{isolated: true},
 		advertiseOpts: []discovery.AdvertiseOption{discovery.WithInterfaceLister(noIfaces)}}
 	t.Cleanup(b.close)
 	return b
@@ -107,8 +107,17 @@ func TestStartAtLoginWritesAutostartEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := " --minimized --config /some/dir\n"; !contains(string(data), want) {
-		t.Errorf("autostart entry lacks %q:\n%s", want, data)
+	// "Start minimised" is unchecked: the login item opens the window
+	// (issue 26, finding 11).
+	if want := " --config /some/dir\n"; !contains(string(data), want) || contains(string(data), "--minimized") {
+		t.Errorf("autostart entry without Start minimised: want %q and no --minimized:\n%s", want, data)
+	}
+	s.StartMinimized = true
+	if err := b.SaveSettings(s); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ = os.ReadFile(filepath.Join(xdg, "autostart", "ferry.desktop")); !contains(string(data), " --minimized --config /some/dir\n") {
+		t.Errorf("autostart entry with Start minimised lacks --minimized:\n%s", data)
 	}
 	s.StartAtLogin = false
 	if err := b.SaveSettings(s); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/ui"
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // This file translates engine and discovery values into the UI's terms.
@@ -57,6 +58,13 @@ func toUIMetrics(m *engine.Metrics) *ui.Metrics {
 }
 
 // toUITransfer converts one engine event; ok is false for kinds the UI does not know.
+// toUIPeer is the other end of a transfer, with what a LocalSend device
+// said of itself.
+func toUIPeer(p engine.PeerInfo) ui.Peer {
+	return ui.Peer{ID: p.ID, Name: p.Name, Trusted: p.Trusted, Addr: p.Addr, LocalSend: p.Protocol == engine.ProtocolLocalSend,
+		Model: p.Model, DeviceType: p.DeviceType, Fingerprint: p.Fingerprint, Unverified: p.Unverified}
+}
+
 func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 	kind, ok := transferKinds[ev.Kind]
 	if !ok {
@@ -67,7 +75,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		ID:        ev.TransferID,
 		Delivery:  ev.Delivery,
 		Direction: toUIDirection(ev.Direction),
-		Peer:      ui.Peer{ID: ev.Peer.ID, Name: ev.Peer.Name, Trusted: ev.Peer.Trusted, Addr: ev.Peer.Addr},
+		Peer:      toUIPeer(ev.Peer),
 		State:     ui.State(ev.State),
 		Metrics:   toUIMetrics(ev.Metrics),
 		Time:      ev.Time,
@@ -174,8 +182,11 @@ func fillOutcome(r *ui.Result, dir ui.Direction, in intent, at time.Time, quitti
 }
 
 // historyEntry is what the history keeps of a finished transfer: in is
-// what this device saw of it (what was offered, sent and saved).
-func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
+// what this device saw of it (what was offered, sent and saved), d its
+// delivery in the transfer model (nil when unknown), whose bytes count each
+// byte once across reconnects and resumes and whose reason knows whether
+// the other device was ever reached.
+func historyEntry(ev ui.TransferEvent, in intent, d *transfer.Delivery) ui.HistoryEntry {
 	r := ev.Result
 	e := ui.HistoryEntry{
 		ID: ev.ID, Delivery: ev.Delivery, Direction: ev.Direction, PeerName: ev.Peer.Name, PeerID: ev.Peer.ID,
@@ -203,6 +214,29 @@ func historyEntry(ev ui.TransferEvent, in intent) ui.HistoryEntry {
 		}
 		e.Items = len(in.sent)
 	}
+	if d != nil {
+		if d.Bytes > 0 {
+			// The engine's result counts bytes sent again after a
+			// reconnect (issue 26, finding 3).
+			e.Bytes = d.Bytes
+		}
+		if d.Phase == transfer.Failed && d.Reason != transfer.Reason(r.Code) {
+			// "connection refused" while reconnecting is no read error.
+			e.Code = ui.Code(d.Reason)
+		}
+		e.HasText = d.Text
+		if len(e.Names) == 0 {
+			for _, f := range d.Files {
+				if len(e.Names) == 3 {
+					break
+				}
+				e.Names = append(e.Names, f.Path)
+			}
+			if len(e.Names) > 0 {
+				e.Items = max(e.Items, d.Count)
+			}
+		}
+	}
 	switch {
 	case ev.Direction == ui.Outgoing:
 		e.Paths = in.sent
@@ -222,6 +256,12 @@ func toUIDevice(p discovery.Peer, tr trust, online bool) ui.Device {
 	d := ui.Device{
 		ID: p.ID, Name: p.Name, OS: p.OS, Trusted: tr.trusted, Known: tr.known, Paired: tr.paired, Online: online,
 		LastSeen: p.LastSeen, Source: string(p.Source), Addrs: p.Addresses(),
+	}
+	if ls := p.LocalSend; ls != nil {
+		d.LocalSend = &ui.LocalSendInfo{Model: ls.DeviceModel, Type: ls.DeviceType, Fingerprint: ls.Fingerprint, Verified: ls.Verified}
+		if d.Name == "" {
+			d.Name = ls.Alias
+		}
 	}
 	return d
 }

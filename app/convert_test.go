@@ -9,6 +9,7 @@ import (
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/ui"
+	"github.com/ferrydrop/ferry/ui/transfer"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 )
@@ -31,7 +32,7 @@ func TestToUITransfer(t *testing.T) {
 	if r == nil || r.State != ui.StateDone || r.Duration != 2*time.Second || r.Metrics.DatagramsPerCall != 10 || r.Metrics.DatagramsPerRecvCall != 25 || !r.Metrics.GRO || r.Metrics.SmoothedRTT != 1500*time.Microsecond {
 		t.Fatalf("result = %+v", r)
 	}
-	h := historyEntry(got, intent{})
+	h := historyEntry(got, intent{}, nil)
 	if h.ID != "x" || h.Files != 2 || h.State != ui.StateDone || !h.Finished.Equal(now) || h.Duration != 2 {
 		t.Fatalf("history entry = %+v", h)
 	}
@@ -110,5 +111,50 @@ func TestFillOutcome(t *testing.T) {
 	fillOutcome(r, ui.Outgoing, intent{cancelled: true}, end, false)
 	if r.Code != ui.CodeNoSpace || !r.ByPeer {
 		t.Errorf("engine code overwritten: %+v", r)
+	}
+}
+
+// History is written from the transfer model (issue 26, findings 3, 4 and
+// 5): bytes once across a reconnect, "went away" for a receiver killed
+// mid-send, names for a send from the app, "a text" for a declined text.
+func TestHistoryFromTheModel(t *testing.T) {
+	model := transfer.New()
+	feed := func(evs ...ui.TransferEvent) *transfer.Delivery {
+		for _, ev := range evs {
+			for _, me := range ui.DeliveryEvents(ev) {
+				model.Apply(me)
+			}
+		}
+		return model.Get(evs[0].ID)
+	}
+	bob := ui.Peer{ID: "B", Name: "Bob's laptop"}
+	const size = 209_700_000
+	offer := ui.TransferEvent{Kind: ui.TransferOffer, ID: "s", Direction: ui.Outgoing, Peer: bob, State: ui.StateConnecting,
+		Offer: &ui.Offer{Count: 1, Files: []ui.FileInfo{{Path: "big.bin", Size: size}}, Total: size}}
+	prog := func(b int64) ui.TransferEvent {
+		return ui.TransferEvent{Kind: ui.TransferProgress, ID: "s", Direction: ui.Outgoing, State: ui.StateActive,
+			Progress: &ui.Progress{Bytes: b, Total: size}}
+	}
+	retrying := ui.TransferEvent{Kind: ui.TransferState, ID: "s", Direction: ui.Outgoing, State: ui.StateRetrying}
+	failed := ui.TransferEvent{Kind: ui.TransferResult, ID: "s", Direction: ui.Outgoing, Peer: bob,
+		Result: &ui.Result{State: ui.StateFailed, Code: ui.CodeIO, Bytes: 161_500_000, Err: "could not connect: connection refused"}}
+	d := feed(offer, prog(80_000_000), retrying, prog(60_000_000), prog(157_300_000), retrying, failed)
+	e := historyEntry(failed, intent{}, d)
+	if e.Bytes != 157_300_000 {
+		t.Errorf("bytes = %d, want 157300000 (each byte once)", e.Bytes)
+	}
+	if e.Code != ui.Code(transfer.ReasonConnectionLost) {
+		t.Errorf("code = %q, want connection_lost", e.Code)
+	}
+	if !slices.Equal(e.Names, []string{"big.bin"}) {
+		t.Errorf("names = %v", e.Names)
+	}
+
+	declined := ui.TransferEvent{Kind: ui.TransferResult, ID: "t", Direction: ui.Incoming, Peer: bob,
+		Result: &ui.Result{State: ui.StateDeclined, Code: ui.CodeDeclined}}
+	d = feed(ui.TransferEvent{Kind: ui.TransferOffer, ID: "t", Direction: ui.Incoming, Peer: bob, State: ui.StateWaiting,
+		Offer: &ui.Offer{Text: "hello"}}, declined)
+	if e := historyEntry(declined, intent{}, d); !e.HasText || e.Text != "" || e.Files != 0 {
+		t.Errorf("declined text: %+v", e)
 	}
 }

@@ -32,6 +32,11 @@ func (n *notifier) withActions(title, body string, _ []ui.NoticeAction) { n.plai
 
 func (n *notifier) listen(context.Context) error { return nil }
 
+// tagged shows a notification; Fyne's cannot be withdrawn (close does nothing).
+func (n *notifier) tagged(_, title, body string, _ []ui.NoticeAction) { n.plain(title, body) }
+
+func (n *notifier) close(string) {}
+
 // newPicker: Windows' and macOS's own file dialogs are not wired in yet
 // (they need cgo against their SDKs, which this project cannot build or
 // test here); the UI shows Fyne's dialog.
@@ -46,3 +51,6 @@ func folderOpener(a fyne.App, _ func(string, error)) func(string) error {
 		return nil
 	}
 }
+
+// stayInTray: the tray hosts here need no registration again.
+func stayInTray(context.Context, *slog.Logger) error { return nil }

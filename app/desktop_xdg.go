@@ -81,6 +81,62 @@ func waitTrayHost(ctx context.Context) bool {
 	}
 }
 
+// trayItemPath is where Fyne's tray (fyne.io/systray) exports its
+// StatusNotifierItem on the shared session bus connection.
+const trayItemPath = "/StatusNotifierItem"
+
+// stayInTray registers Ferry's tray icon again with every new tray host
+// (NameOwnerChanged of the StatusNotifierWatcher name: the panel was
+// restarted) until ctx ends. fyne.io/systray has such a loop too, but it
+// reads every signal of the shared connection and ends at the first one
+// with fewer than three arguments, such as a notification's ActionInvoked
+// or NotificationClosed: after the first notification Ferry's icon never
+// came back (issue 26, finding 6).
+func stayInTray(ctx context.Context, log *slog.Logger) error {
+	conn, err := dbus.SessionBus() // shared with Fyne's tray: the item lives on it
+	if err != nil {
+		return nil
+	}
+	opts := []dbus.MatchOption{dbus.WithMatchInterface("org.freedesktop.DBus"), dbus.WithMatchMember("NameOwnerChanged"),
+		dbus.WithMatchArg(0, watcherName)}
+	if err := conn.AddMatchSignalContext(ctx, opts...); err != nil {
+		return fmt.Errorf("tray host watch: %w", err)
+	}
+	defer conn.RemoveMatchSignalContext(context.Background(), opts...)
+	ch := make(chan *dbus.Signal, 16)
+	conn.Signal(ch)
+	defer conn.RemoveSignal(ch)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case sig := <-ch:
+			if !newTrayHost(sig) {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := conn.Object(watcherName, "/StatusNotifierWatcher").CallWithContext(rctx,
+				watcherName+".RegisterStatusNotifierItem", 0, trayItemPath).Err
+			cancel()
+			if err != nil {
+				log.Warn("tray icon not registered with the new tray host", "err", err)
+			} else {
+				log.Info("tray icon registered with a new tray host")
+			}
+		}
+	}
+}
+
+// newTrayHost reports whether sig says a tray host took the watcher name.
+func newTrayHost(sig *dbus.Signal) bool {
+	if sig == nil || sig.Name != "org.freedesktop.DBus.NameOwnerChanged" || len(sig.Body) != 3 {
+		return false
+	}
+	name, _ := sig.Body[0].(string)
+	owner, _ := sig.Body[2].(string)
+	return name == watcherName && owner != ""
+}
+
 // notifier sends desktop notifications from "Ferry" over D-Bus (Fyne's own
 // name the sender by the app ID, "io.ferrydrop.ferry", on Linux), with
 // buttons where the notification server shows them (its capabilities list
@@ -95,8 +151,10 @@ type notifier struct {
 	capsOnce sync.Once
 	actions  bool // the server shows buttons
 
-	mu      sync.Mutex                   // guards pending
+	mu      sync.Mutex                   // guards the fields below
 	pending map[uint32][]ui.NoticeAction // notification ID -> its buttons
+	tags    map[string]uint32            // a tagged notification's ID, while it is up
+	closing map[string]bool              // tags withdrawn before the server gave their ID
 }
 
 const (
@@ -106,7 +164,7 @@ const (
 )
 
 func newNotifier(a fyne.App, icon []byte, log *slog.Logger) *notifier {
-	n := &notifier{a: a, log: log, pending: map[uint32][]ui.NoticeAction{}}
+	n := &notifier{a: a, log: log, pending: map[uint32][]ui.NoticeAction{}, tags: map[string]uint32{}, closing: map[string]bool{}}
 	if conn, err := dbus.SessionBus(); err == nil { // shared with Fyne: never closed here
 		n.conn = conn
 		n.iconPath = cachedIcon(icon)
@@ -119,6 +177,39 @@ func (n *notifier) plain(title, body string) { n.withActions(title, body, nil) }
 
 // withActions shows a notification with buttons where the server has them.
 func (n *notifier) withActions(title, body string, actions []ui.NoticeAction) {
+	n.tagged("", title, body, actions)
+}
+
+// close withdraws the notification tagged tag (freedesktop
+// CloseNotification): an offer answered in the window leaves no "Incoming
+// files" behind. Fyne's notification API cannot close one.
+func (n *notifier) close(tag string) {
+	if n.conn == nil || tag == "" {
+		return
+	}
+	n.mu.Lock()
+	id, ok := n.tags[tag]
+	delete(n.tags, tag)
+	if !ok {
+		n.closing[tag] = true // still being shown: closed once its ID is known
+	}
+	n.mu.Unlock()
+	if ok {
+		go n.closeID(id)
+	}
+}
+
+func (n *notifier) closeID(id uint32) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.conn.Object(notifyDest, notifyPath).CallWithContext(ctx, notifyIfc+".CloseNotification", 0, id).Err; err != nil {
+		n.log.Debug("notification not closed", "id", id, "err", err)
+	}
+}
+
+// tagged shows a notification with buttons where the server has them; a
+// tag ("" for none) lets close withdraw it.
+func (n *notifier) tagged(tag, title, body string, actions []ui.NoticeAction) {
 	if n.conn == nil {
 		n.a.SendNotification(fyne.NewNotification(title, body))
 		return
@@ -147,6 +238,19 @@ func (n *notifier) withActions(title, body string, actions []ui.NoticeAction) {
 		if err != nil {
 			n.log.Warn("notification not shown", "title", title, "err", err)
 			return
+		}
+		if tag != "" {
+			n.mu.Lock()
+			closed := n.closing[tag]
+			delete(n.closing, tag)
+			if !closed {
+				n.tags[tag] = id
+			}
+			n.mu.Unlock()
+			if closed {
+				n.closeID(id)
+				return
+			}
 		}
 		if len(actions) > 0 {
 			n.mu.Lock()
@@ -202,6 +306,11 @@ func (n *notifier) listen(ctx context.Context) error {
 			case notifyIfc + ".NotificationClosed":
 				n.mu.Lock()
 				delete(n.pending, id)
+				for tag, tid := range n.tags {
+					if tid == id {
+						delete(n.tags, tag)
+					}
+				}
 				n.mu.Unlock()
 			}
 		}

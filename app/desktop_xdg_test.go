@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -36,5 +38,28 @@ func TestOpenFolderReportsAMissingHandler(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if err := open(dir); !errors.As(err, &p) || !contains(p.Text, "No app is set up to open folders") {
 		t.Fatalf("without xdg-open: %v", err)
+	}
+}
+
+// Only a new owner of the watcher name is a new tray host; the signals of
+// notifications on the same connection (two arguments) are not, and end
+// nothing (issue 26, finding 6).
+func TestNewTrayHost(t *testing.T) {
+	noc := "org.freedesktop.DBus.NameOwnerChanged"
+	for _, c := range []struct {
+		sig  *dbus.Signal
+		want bool
+	}{
+		{&dbus.Signal{Name: noc, Body: []any{watcherName, "", ":1.42"}}, true},
+		{&dbus.Signal{Name: noc, Body: []any{watcherName, ":1.42", ""}}, false}, // the host went away
+		{&dbus.Signal{Name: noc, Body: []any{"org.example.Other", "", ":1.7"}}, false},
+		{&dbus.Signal{Name: notifyIfc + ".ActionInvoked", Body: []any{uint32(3), "accept"}}, false},
+		{&dbus.Signal{Name: notifyIfc + ".NotificationClosed", Body: []any{uint32(3), uint32(2)}}, false},
+		{&dbus.Signal{Name: noc, Body: []any{watcherName, 1, 2}}, false},
+		{nil, false},
+	} {
+		if got := newTrayHost(c.sig); got != c.want {
+			t.Errorf("newTrayHost(%+v) = %v, want %v", c.sig, got, c.want)
+		}
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"strings"
 
 	"github.com/ferrydrop/ferry/internal/atomicfile"
+	"github.com/ferrydrop/ferry/ui"
 )
 
 // DefaultPort is the port the app listens on (UDP for QUIC and TCP) when it
 // is free: a saved address, a shared link and a firewall rule keep working
 // across starts (issue 26, finding 9). The CLI's receive uses the same.
-const DefaultPort = 47800
+const DefaultPort = ui.DefaultPort
 
 // portFile keeps the port the app listened on last, for when DefaultPort is
 // taken (another Ferry, another program).

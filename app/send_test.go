@@ -55,7 +55,7 @@ func TestHistoryEntryNamesFilesAndText(t *testing.T) {
 		saved: []string{"Photos/a.jpg", "x (1).txt"}}
 	ev := ui.TransferEvent{ID: "r1", Direction: ui.Incoming, Peer: ui.Peer{Name: "Alice"}, Time: time.Now(),
 		Result: &ui.Result{State: ui.StateDone, Files: 5, Verified: 5, Destination: "/home/u/in", Text: "hi"}}
-	e := historyEntry(ev, in)
+	e := historyEntry(ev, in, nil)
 	if strings.Join(e.Names, "|") != "Photos|x.txt|y.txt" || e.Items != 3 || e.Text != "hi" {
 		t.Fatalf("entry %+v", e)
 	}
@@ -65,7 +65,7 @@ func TestHistoryEntryNamesFilesAndText(t *testing.T) {
 	// Sent: the local files and folders.
 	ev.Direction = ui.Outgoing
 	in.sent = []string{"/home/me/Photos", "/home/me/x.txt"}
-	if e := historyEntry(ev, in); strings.Join(e.Paths, "|") != "/home/me/Photos|/home/me/x.txt" {
+	if e := historyEntry(ev, in, nil); strings.Join(e.Paths, "|") != "/home/me/Photos|/home/me/x.txt" {
 		t.Fatalf("sent paths %q", e.Paths)
 	}
 }
@@ -76,7 +76,7 @@ func TestHistoryEntryNamesAppSend(t *testing.T) {
 	in := intent{sent: []string{"/home/me/Photos", "/home/me/x.txt", "/home/me/y.txt", "/home/me/z.txt"}}
 	ev := ui.TransferEvent{ID: "s1", Direction: ui.Outgoing, Peer: ui.Peer{Name: "Bob"}, Time: time.Now(),
 		Result: &ui.Result{State: ui.StateDone, Files: 4}}
-	e := historyEntry(ev, in)
+	e := historyEntry(ev, in, nil)
 	if strings.Join(e.Names, "|") != "Photos|x.txt|y.txt" || e.Items != 4 {
 		t.Fatalf("names %q items %d", e.Names, e.Items)
 	}

@@ -11,8 +11,12 @@
 // Everything a peer advertises is an untrusted hint: the TLS handshake the
 // engine performs decides who a peer is (see ReportMismatch).
 //
+// LocalSend devices join the same table (SeeLocalSend; see localsend.go),
+// and a device that speaks both protocols is one peer.
+//
 // This package is plain Go: it never imports fyne.io or the engine; of the
-// engine's packages it uses only addr, the plain data type of addresses.
+// engine's packages it uses only leaves that import nothing of Ferry's:
+// addr (addresses), peer (peer IDs) and localsend (the protocol's types).
 package discovery
 
 import (
@@ -65,6 +69,9 @@ type Peer struct {
 	// Refused is set when every address advertised under this ID proved to
 	// belong to another identity (see ReportMismatch): do not dial it.
 	Refused bool `json:"refused,omitempty"`
+	// LocalSend is set when the device speaks LocalSend (see localsend.go:
+	// a LocalSend-only device, or a Ferry device that speaks both).
+	LocalSend *LocalSend `json:"localsend,omitempty"`
 }
 
 // Port is a port a device listens on for one kind of address.
@@ -76,7 +83,8 @@ type Port struct {
 // Addresses returns the ways to reach the peer, best first: Direct first,
 // over each kind the peer listens for on that port number (the first
 // advertised kind when none matches), then each of Addrs over each of
-// Ports. None when the peer is Refused.
+// Ports, then its LocalSend server (addr.LocalSend). None when the peer is
+// Refused.
 func (p Peer) Addresses() []addr.Addr {
 	if p.Refused {
 		return nil
@@ -105,6 +113,9 @@ func (p Peer) Addresses() []addr.Addr {
 				add(addr.New(pt.Kind, netip.AddrPortFrom(h, uint16(pt.Port)).String()))
 			}
 		}
+	}
+	if p.LocalSend != nil && !p.LocalSend.Addr.IsZero() {
+		add(p.LocalSend.Addr)
 	}
 	return out
 }
@@ -187,6 +198,10 @@ type Options struct {
 	// direct probes.
 	ProbeInterval time.Duration
 	ProbeTimeout  time.Duration
+	// LocalSendTTL is how long a LocalSend device stays after it was last
+	// heard of (default 90 s: announce every 30 s, and each announcement
+	// is answered).
+	LocalSendTTL time.Duration
 	// Interfaces lists network interfaces (default net.Interfaces); tests
 	// replace it.
 	Interfaces func() ([]net.Interface, error)
@@ -237,6 +252,11 @@ type entry struct {
 	// addrs holds when each address expires: responders such as Avahi send
 	// IPv4 and IPv6 addresses in separate packets, so sightings merge.
 	addrs map[netip.Addr]time.Time
+	// ls is a Ferry entry's LocalSend side (nil: none heard of).
+	ls *lsSide
+	// ferryID, on a LocalSend entry, is the Ferry device its proven key
+	// names: it joins that entry when the device is heard over Ferry.
+	ferryID string
 }
 
 // mergeAddrs records addrs as valid until exp, drops expired ones and
@@ -290,6 +310,9 @@ func New(opts Options) (*Discovery, error) {
 	}
 	if opts.PeerTTL <= 0 {
 		opts.PeerTTL = 3*opts.QueryInterval + time.Second
+	}
+	if opts.LocalSendTTL <= 0 {
+		opts.LocalSendTTL = 90 * time.Second
 	}
 	if opts.InterfacePoll <= 0 {
 		opts.InterfacePoll = 3 * time.Second
@@ -405,6 +428,10 @@ func (d *Discovery) publish(e Event) {
 func clonePeer(p Peer) Peer {
 	p.Addrs = slices.Clone(p.Addrs)
 	p.Ports = slices.Clone(p.Ports)
+	if p.LocalSend != nil {
+		ls := *p.LocalSend
+		p.LocalSend = &ls
+	}
 	return p
 }
 
@@ -425,11 +452,13 @@ func (d *Discovery) observe(p Peer, ttl time.Duration) {
 		p.Addrs = d.sortAddrs(e.mergeAddrs(p.Addrs, now, now.Add(ttl)))
 		d.applyRefusals(&p)
 		e.peer = p
+		d.adoptLocalSend(e)
 		d.peers[p.ID] = e
-		d.publish(Event{Kind: PeerAppeared, Peer: p})
+		d.publish(Event{Kind: PeerAppeared, Peer: e.peer})
 		return
 	}
 	old := e.peer
+	p.LocalSend = old.LocalSend
 	if old.Source == SourceMDNS && p.Source != SourceMDNS && now.Before(e.expires) {
 		// mDNS is fresher and more complete than a probe: keep it, only
 		// note the directly proven address.
@@ -460,7 +489,8 @@ func (d *Discovery) observe(p Peer, ttl time.Duration) {
 func samePeer(a, b Peer) bool {
 	return a.Name == b.Name && slices.Equal(a.Ports, b.Ports) &&
 		a.OS == b.OS && a.Version == b.Version && a.Source == b.Source &&
-		a.Direct == b.Direct && a.Refused == b.Refused && slices.Equal(a.Addrs, b.Addrs)
+		a.Direct == b.Direct && a.Refused == b.Refused && slices.Equal(a.Addrs, b.Addrs) &&
+		sameLocalSend(a.LocalSend, b.LocalSend)
 }
 
 func (d *Discovery) evictOldest() {
@@ -531,6 +561,9 @@ func (d *Discovery) expire() {
 	defer d.mu.Unlock()
 	now := d.opts.Now()
 	for id, e := range d.peers {
+		if d.expireSide(id, e, now) {
+			continue
+		}
 		if !now.Before(e.expires) {
 			reason := "expired"
 			if e.leaving {
@@ -724,8 +757,14 @@ func resolveIn(peers []Peer, query string) (Peer, error) {
 		if p.ID == idq {
 			return checkRefused(p)
 		}
-		if len(idq) >= 4 && strings.HasPrefix(p.ID, idq) {
+		if strings.EqualFold(p.ID, q) {
+			return checkRefused(p)
+		}
+		switch {
+		case len(idq) >= 4 && strings.HasPrefix(p.ID, idq):
 			byPrefix = append(byPrefix, p)
+		case p.SpeaksLocalSend() && len(idq) >= 4 && strings.HasPrefix(strings.ToUpper(p.LocalSend.Fingerprint), idq):
+			byPrefix = append(byPrefix, p) // a LocalSend device by its fingerprint
 		}
 		if strings.EqualFold(p.Name, q) {
 			byName = append(byName, p)

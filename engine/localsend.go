@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -47,100 +48,240 @@ type LocalSendOptions struct {
 	Port int
 	// Host is the address to listen on (empty: all).
 	Host string
-	// Listener, when set, is served instead (tests: inside a namespace).
+	// Listener, when set, is served instead, the first time (tests: inside
+	// a namespace); receiving again listens at its address.
 	Listener net.Listener
 	// RequireClientCert refuses senders that present no certificate.
 	RequireClientCert bool
 	// OnRegister hears registers (discovery wires its table here).
-	OnRegister func(info localsend.Info, addr netip.Addr, certFingerprint string)
+	OnRegister func(info localsend.Info, addr netip.Addr, cert *x509.Certificate)
 }
 
-// LocalSendServer is the engine's running LocalSend server.
-type LocalSendServer struct {
-	srv  *localsend.Server
-	ln   net.Listener
-	port int
-	// Moved says the preferred port was taken, so another one is used:
-	// devices that find others only by the /24 scan will not see this one.
-	Moved bool
-	done  chan error
+// LocalSendReceiver is the LocalSend server as a row of the receiver
+// table (named "localsend"; add it with AddLocalSend). Start opens it with
+// Ferry's rows, StopReceiving withdraws it (new offers get 403 while the
+// sessions running finish; the socket is released after the last of
+// them), StopReceivingNow and Close close it; one that cannot open its
+// port, or stops serving, is reported alone (EventListener, Listeners)
+// while the other rows carry on.
+//
+// Its port follows the rule at each Listen: LocalSendOptions.Port
+// (53317 by default) when free, else the port used last time, else any
+// free one; a port other than the one asked for is said in the row's
+// ListenerStatus.Note (devices that find others only by the /24 scan will
+// not see this one).
+type LocalSendReceiver struct {
+	e    *Engine
+	opts LocalSendOptions
+	cert tls.Certificate
+
+	mu    sync.Mutex // guards the fields below
+	srv   *localsend.Server
+	ln    net.Listener
+	moved int           // the port asked for when another one is served; 0 otherwise
+	done  chan struct{} // closed when the server's Serve returns
+	err   error         // what it returned
+	given bool          // opts.Listener was served already
 }
 
-// Port is the TCP port served.
-func (s *LocalSendServer) Port() int { return s.port }
-
-// Fingerprint is this device's LocalSend fingerprint.
-func (s *LocalSendServer) Fingerprint() string { return s.srv.Fingerprint() }
-
-// Info describes this device for announcements (with its port).
-func (s *LocalSendServer) Info() localsend.Info {
-	i := s.srv.Info()
-	i.Port = s.port
-	return i
-}
-
-// Close stops the server; running LocalSend sessions end.
-func (s *LocalSendServer) Close() error {
-	err := s.srv.Close()
-	<-s.done
-	return err
-}
-
-// LocalSendCert is this device's LocalSend certificate (created on first
-// use under the config dir's localsend/ folder).
-func (e *Engine) LocalSendCert() (tls.Certificate, error) {
-	return localsend.LoadOrCreateCert(filepath.Join(e.opts.ConfigDir, "localsend"))
-}
-
-// ServeLocalSend starts the LocalSend server: LocalSend devices may then
-// send to this device, under the engine's receiving policy.
-func (e *Engine) ServeLocalSend(opts LocalSendOptions) (*LocalSendServer, error) {
+// AddLocalSend adds the LocalSend server to the receiver table: LocalSend
+// devices may then send to this device while it receives, under the
+// engine's receiving policy. While receiving it opens at once, and an
+// error to open is returned (the row stays: the next Start tries again).
+func (e *Engine) AddLocalSend(opts LocalSendOptions) (*LocalSendReceiver, error) {
 	cert, err := e.LocalSendCert()
 	if err != nil {
 		return nil, err
 	}
-	alias := opts.Alias
-	if alias == "" {
-		alias = e.Name()
+	if opts.Alias == "" {
+		opts.Alias = e.Name()
 	}
+	r := &LocalSendReceiver{e: e, opts: opts, cert: cert}
+	return r, e.AddReceiver(r)
+}
+
+// Name is the row's name in ListenerStatus and EventListener.
+func (r *LocalSendReceiver) Name() string { return ProtocolLocalSend }
+
+// Listen opens the port (see LocalSendReceiver) and serves it.
+func (r *LocalSendReceiver) Listen() error {
+	o := r.opts
 	srv, err := localsend.NewServer(localsend.ServerConfig{
-		Info:              localsend.Info{Alias: alias, DeviceModel: opts.DeviceModel, DeviceType: opts.DeviceType},
-		Cert:              cert,
-		Receiver:          &lsReceiver{e: e},
-		PIN:               opts.PIN,
-		RequireClientCert: opts.RequireClientCert,
-		OnRegister:        opts.OnRegister,
-		Log:               e.log,
+		Info:              localsend.Info{Alias: o.Alias, DeviceModel: o.DeviceModel, DeviceType: o.DeviceType},
+		Cert:              r.cert,
+		Receiver:          &lsReceiver{e: r.e},
+		PIN:               o.PIN,
+		RequireClientCert: o.RequireClientCert,
+		OnRegister:        o.OnRegister,
+		Log:               r.e.log,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s := &LocalSendServer{srv: srv, ln: opts.Listener, done: make(chan error, 1)}
-	if s.ln == nil {
-		if s.ln, s.Moved, err = e.listenLocalSend(opts.Host, opts.Port); err != nil {
-			return nil, err
+	r.mu.Lock()
+	given := r.given
+	r.mu.Unlock()
+	var (
+		ln    net.Listener
+		moved int
+	)
+	switch {
+	case o.Listener != nil && !given:
+		ln = o.Listener
+	case o.Listener != nil:
+		// Receiving again: the given listener was closed with the row.
+		if ln, err = net.Listen("tcp", o.Listener.Addr().String()); err != nil {
+			return fmt.Errorf("localsend: listen: %w", err)
+		}
+	default:
+		if ln, moved, err = r.e.listenLocalSend(o.Host, o.Port); err != nil {
+			return err
 		}
 	}
-	s.port = portOf(s.ln.Addr())
-	go func() { s.done <- srv.Serve(s.ln) }()
-	return s, nil
+	done := make(chan struct{})
+	r.mu.Lock()
+	r.srv, r.ln, r.moved, r.done, r.err, r.given = srv, ln, moved, done, nil, true
+	r.mu.Unlock()
+	go func() {
+		err := srv.Serve(ln)
+		r.mu.Lock()
+		r.err = err
+		r.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// Serve waits for ctx; the HTTP server runs from Listen until the row
+// closes, since the uploads of running sessions come in on connections of
+// their own even after it is withdrawn. An error says the server stopped.
+func (r *LocalSendReceiver) Serve(ctx context.Context) error {
+	r.mu.Lock()
+	done := r.done
+	r.mu.Unlock()
+	if done == nil {
+		return errors.New("localsend: not listening")
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-done:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.err
+	}
+}
+
+// Addr is where the server listens; nil while it does not.
+func (r *LocalSendReceiver) Addr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ln == nil {
+		return nil
+	}
+	return r.ln.Addr()
+}
+
+// Withdraw refuses new offers; the server closes after its last session.
+func (r *LocalSendReceiver) Withdraw() {
+	r.mu.Lock()
+	srv := r.srv
+	r.mu.Unlock()
+	if srv != nil {
+		srv.Withdraw(func() { r.Close() })
+	}
+}
+
+// Resume takes offers again, unless the server closed meanwhile.
+func (r *LocalSendReceiver) Resume() bool {
+	r.mu.Lock()
+	srv := r.srv
+	r.mu.Unlock()
+	return srv != nil && srv.Resume()
+}
+
+// Close ends the running sessions, releases the port and waits for the
+// server.
+func (r *LocalSendReceiver) Close() error {
+	r.mu.Lock()
+	srv, done := r.srv, r.done
+	r.srv, r.ln = nil, nil
+	r.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Close()
+	<-done
+	return err
+}
+
+// ListenNote says the port moved (see ListenerStatus.Note).
+func (r *LocalSendReceiver) ListenNote() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.moved == 0 || r.ln == nil {
+		return ""
+	}
+	return fmt.Sprintf("port %d was taken, so LocalSend devices reach this one on port %d: devices that find others only by scanning the network will not see it", r.moved, portOf(r.ln.Addr()))
+}
+
+// Port is the TCP port served (0 while not listening).
+func (r *LocalSendReceiver) Port() int {
+	if a := r.Addr(); a != nil {
+		return portOf(a)
+	}
+	return 0
+}
+
+// Moved is the port asked for when another one is served (0 otherwise).
+func (r *LocalSendReceiver) Moved() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.moved
+}
+
+// Fingerprint is this device's LocalSend fingerprint (its certificate's).
+func (r *LocalSendReceiver) Fingerprint() string { return localsend.CertFingerprint(r.cert) }
+
+// Info describes this device for LocalSend announcements: alias, model,
+// type, fingerprint, protocol and the port served now.
+func (r *LocalSendReceiver) Info() localsend.Info {
+	dt := r.opts.DeviceType
+	if dt == "" {
+		dt = localsend.TypeDesktop
+	}
+	return localsend.Info{Alias: r.opts.Alias, DeviceModel: r.opts.DeviceModel, DeviceType: dt,
+		Fingerprint: r.Fingerprint(), Port: r.Port(), Protocol: "https"}
+}
+
+// LocalSendCert is the certificate this device serves and presents over
+// LocalSend: its Ferry identity certificate, so that a Ferry device that
+// meets it over LocalSend recognises this device by its key (one device in
+// the device table, the same trust: identity.Store.Recognise). Any
+// self-signed certificate satisfies LocalSend's checks.
+func (e *Engine) LocalSendCert() (tls.Certificate, error) {
+	if len(e.ident.Cert.Certificate) == 0 {
+		return tls.Certificate{}, errors.New("localsend: this device has no identity certificate")
+	}
+	return e.ident.Cert, nil
 }
 
 // lastPortFile keeps the LocalSend port used last, to reuse when the
 // default is taken (senders that remember this device find it again).
 const lastPortFile = "localsend/last-port"
 
-// listenLocalSend opens the port: preferred, else the last used, else a free one.
-func (e *Engine) listenLocalSend(host string, preferred int) (net.Listener, bool, error) {
+// listenLocalSend opens the port: preferred, else the last used, else a
+// free one. moved is the preferred port when another one was opened.
+func (e *Engine) listenLocalSend(host string, preferred int) (ln net.Listener, moved int, err error) {
 	if preferred == 0 {
 		preferred = localsend.DefaultPort
 	}
 	if preferred < 0 {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
-			return nil, false, fmt.Errorf("localsend: listen: %w", err)
+			return nil, 0, fmt.Errorf("localsend: listen: %w", err)
 		}
-		return ln, false, nil
+		return ln, 0, nil
 	}
 	tries := []int{preferred}
 	if b, err := os.ReadFile(filepath.Join(e.opts.ConfigDir, lastPortFile)); err == nil {
@@ -151,7 +292,7 @@ func (e *Engine) listenLocalSend(host string, preferred int) (net.Listener, bool
 	tries = append(tries, 0)
 	var first error
 	for _, p := range tries {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		ln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 		if err != nil {
 			if first == nil {
 				first = err
@@ -159,16 +300,20 @@ func (e *Engine) listenLocalSend(host string, preferred int) (net.Listener, bool
 			continue
 		}
 		port := portOf(ln.Addr())
-		if err := atomicfile.Write(filepath.Join(e.opts.ConfigDir, lastPortFile), []byte(strconv.Itoa(port)+"\n"), 0o600); err != nil {
+		file := filepath.Join(e.opts.ConfigDir, lastPortFile)
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			e.log.Warn("localsend: cannot remember the port", "err", err)
+		} else if err := atomicfile.Write(file, []byte(strconv.Itoa(port)+"\n"), 0o600); err != nil {
 			e.log.Warn("localsend: cannot remember the port", "err", err)
 		}
 		if port != preferred {
 			e.log.Warn("localsend: port taken; serving on another (devices that only scan will not find this one)",
 				"wanted", preferred, "port", port, "err", first)
+			moved = preferred
 		}
-		return ln, port != preferred, nil
+		return ln, moved, nil
 	}
-	return nil, false, fmt.Errorf("localsend: listen: %w", first)
+	return nil, 0, fmt.Errorf("localsend: listen: %w", first)
 }
 
 // lsReceiver is the engine as the LocalSend server's Receiver.
@@ -188,6 +333,11 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		} else {
 			verified = false
 		}
+	}
+	if verified && o.Cert != nil {
+		// A Ferry device known here, sending over LocalSend, is that
+		// device (its trust, its name).
+		id = e.trust.Recognise(o.Cert)
 	}
 	addr := netip.AddrPortFrom(o.Addr, 0).String()
 	// The transfer lives beyond the prepare-upload request: its context is

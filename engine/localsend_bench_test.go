@@ -131,7 +131,7 @@ func benchPlainHTTPS(b *testing.B, src string, names []string, total int64) {
 }
 
 func benchFerryReceives(b *testing.B, src string, names []string, total int64) {
-	e, err := New(Options{ConfigDir: b.TempDir(), DownloadDir: b.TempDir(), Accept: AcceptAll})
+	e, err := New(Options{ConfigDir: b.TempDir(), DownloadDir: b.TempDir(), Accept: AcceptAll, Listen: "127.0.0.1:0"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,11 +140,13 @@ func benchFerryReceives(b *testing.B, src string, names []string, total int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := e.ServeLocalSend(LocalSendOptions{Listener: ln})
+	if err := e.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := e.AddLocalSend(LocalSendOptions{Listener: ln})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Close()
 	p, err := lspeer.New("bench")
 	if err != nil {
 		b.Fatal(err)

@@ -16,21 +16,20 @@ import (
 	"github.com/ferrydrop/ferry/internal/lspeer"
 )
 
-// lsReceiver starts an engine with a LocalSend server on 127.0.0.1:0; the
-// sender is the independent test peer.
-func lsEngine(t *testing.T, opts Options, lsOpts LocalSendOptions) (*Engine, *LocalSendServer, string) {
+// lsEngine starts a receiving engine with its LocalSend row on
+// 127.0.0.1:0; the sender is the independent test peer.
+func lsEngine(t *testing.T, opts Options, lsOpts LocalSendOptions) (*Engine, *LocalSendReceiver, string) {
 	t.Helper()
-	e := testEngine(t, opts)
+	e := startReceiver(t, opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	lsOpts.Listener = ln
-	srv, err := e.ServeLocalSend(lsOpts)
+	srv, err := e.AddLocalSend(lsOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
 	return e, srv, ln.Addr().String()
 }
 

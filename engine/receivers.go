@@ -66,6 +66,15 @@ type receiverTable struct {
 	serving        sync.WaitGroup     // the Serve calls
 	// ferryPort is the port number the Ferry rows share in one Start.
 	ferryPort sharedPort
+	// serves are the running Serve calls by row: what ends one row's
+	// Serve alone, and when it returned (RemoveReceiver).
+	serves map[Receiver]rowServe
+}
+
+// rowServe is one row's running Serve call.
+type rowServe struct {
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // ferryReceivers are the rows of Ferry's own protocol: one per row of the
@@ -111,12 +120,56 @@ func (e *Engine) AddReceiver(r Receiver) error {
 	return nil
 }
 
+// RemoveReceiver takes a row added with AddReceiver out of the receiver
+// table and closes it: the sessions it took end, its socket is released
+// (the app turning LocalSend off, or changing its PIN or port). Rows of
+// Ferry's own protocol are not removed this way.
+func (e *Engine) RemoveReceiver(r Receiver) error {
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
+	rt := &e.receivers
+	i := slices.Index(rt.rows, r)
+	if i < 0 {
+		return nil
+	}
+	rt.rows = slices.Delete(rt.rows, i, i+1)
+	if sv, ok := rt.serves[r]; ok {
+		// Its Serve alone ends (not a failure: its context ended), then
+		// Close follows it, one call at a time.
+		sv.stop()
+		<-sv.done
+		delete(rt.serves, r)
+	}
+	is := func(x Receiver) bool { return x == r }
+	rt.open = slices.DeleteFunc(rt.open, is)
+	rt.draining = slices.DeleteFunc(rt.draining, is)
+	e.mu.Lock()
+	e.listenStatus = slices.DeleteFunc(e.listenStatus, func(st ListenerStatus) bool { return st.Transport == r.Name() })
+	e.mu.Unlock()
+	return r.Close()
+}
+
 // openRow opens r and says how that went.
 func openRow(r Receiver) (ListenerStatus, error) {
 	if err := r.Listen(); err != nil {
 		return ListenerStatus{Transport: r.Name(), Err: sentence(err)}, err
 	}
-	return ListenerStatus{Transport: r.Name(), Addr: r.Addr().String()}, nil
+	return rowListening(r), nil
+}
+
+// rowListening is the status of a row that listens.
+func rowListening(r Receiver) ListenerStatus {
+	st := ListenerStatus{Transport: r.Name(), Addr: r.Addr().String()}
+	if n, ok := r.(listenNoter); ok {
+		st.Note = n.ListenNote()
+	}
+	return st
+}
+
+// listenNoter is a Receiver that has something to say about where it
+// listens (ListenerStatus.Note).
+type listenNoter interface {
+	ListenNote() string
 }
 
 // openReceivers opens every row for Start: rows StopReceiving withdrew
@@ -143,7 +196,7 @@ func (e *Engine) openReceivers() ([]Receiver, []ListenerStatus, error) {
 	for _, r := range rt.rows {
 		if kept[r] {
 			open = append(open, r)
-			statuses = append(statuses, ListenerStatus{Transport: r.Name(), Addr: r.Addr().String()})
+			statuses = append(statuses, rowListening(r))
 			continue
 		}
 		st, err := openRow(r)
@@ -168,9 +221,17 @@ func (e *Engine) openReceivers() ([]Receiver, []ListenerStatus, error) {
 func (e *Engine) serveRow(ctx context.Context, r Receiver) {
 	e.wg.Add(1)
 	e.receivers.serving.Add(1)
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	if e.receivers.serves == nil {
+		e.receivers.serves = map[Receiver]rowServe{}
+	}
+	e.receivers.serves[r] = rowServe{stop: stop, done: done}
 	go func() {
 		defer e.wg.Done()
 		defer e.receivers.serving.Done()
+		defer close(done)
+		defer stop()
 		err := r.Serve(ctx)
 		if err == nil || ctx.Err() != nil {
 			return
@@ -269,6 +330,9 @@ type ListenerStatus struct {
 	Addr string `json:"addr,omitempty"`
 	// Err says why it does not listen, as a sentence for the user.
 	Err string `json:"error,omitempty"`
+	// Note says something the user should know about where it listens
+	// (LocalSend: the port moved), as a sentence; empty when nothing.
+	Note string `json:"note,omitempty"`
 }
 
 // Listeners reports each row of the receiver table since the last Start:
@@ -351,6 +415,11 @@ func (e *Engine) Receiving() bool {
 	defer e.mu.Unlock()
 	return e.receiving
 }
+
+// NetworkChanged returns a channel closed at the next change of this
+// device's addresses or links (take a new one after each change): what
+// shows this device's addresses redraws on it, with no polling.
+func (e *Engine) NetworkChanged() <-chan struct{} { return e.netw.Changed() }
 
 // Addrs returns where Ferry's rows listen, one address per kind in the
 // transport table's order (a kind that is off has none); empty while not

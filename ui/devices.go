@@ -2,6 +2,7 @@ package ui
 
 import (
 	"image/color"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ type deviceRow struct {
 	obj  fyne.CanvasObject
 	send *button
 	pick *check // checks it for a send to several devices
-	bg   *canvas.Rectangle
+	bg   *rowBackground
 }
 
 func newDeviceList(u *UI) *deviceList {
@@ -159,6 +160,14 @@ func (l *deviceList) render() {
 		l.rows = append(l.rows, r)
 		l.box.Objects = append(l.box.Objects, r.obj)
 	}
+	// The smallest window shows at least one whole device row, never a
+	// sliver of one (issue 26, finding 11): the list asks for a row's
+	// height (and the box's spacing) as its own minimum.
+	minH := float32(0)
+	if len(l.rows) > 0 {
+		minH = l.rows[0].obj.MinSize().Height + theme.Padding()
+	}
+	l.scroll.SetMinSize(fyne.NewSize(0, minH))
 	l.box.Refresh()
 }
 
@@ -180,6 +189,9 @@ func osIcon(goos string) fyne.Resource {
 func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	r := &deviceRow{dev: d}
 	icon := osIcon(d.OS)
+	if d.OS == "" && d.LocalSend != nil {
+		icon = localSendIcon(d.LocalSend.Type)
+	}
 	if !d.Online {
 		icon = theme.NewDisabledResource(icon)
 	}
@@ -190,8 +202,13 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	parts := []string{}
 	if os := OSLabel(d.OS); os != "" {
 		parts = append(parts, os)
+	} else if d.LocalSend != nil && d.LocalSend.Model != "" {
+		parts = append(parts, EscapeName(d.LocalSend.Model))
 	}
-	if d.ID != "" {
+	switch {
+	case d.LocalSend != nil && !validID(d.ID):
+		parts = append(parts, shortFingerprint(d.LocalSend.Fingerprint)) // no Ferry ID
+	case d.ID != "":
 		parts = append(parts, ShortID(d.ID))
 	}
 	switch {
@@ -208,7 +225,14 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	}
 	var tr []string
 	for _, k := range addr.Kinds(d.Addrs) {
+		if k == lsKind {
+			tr = append(tr, "LocalSend")
+			continue
+		}
 		tr = append(tr, k.Label())
+	}
+	if d.LocalSend != nil && !slices.Contains(addr.Kinds(d.Addrs), lsKind) {
+		tr = append(tr, "LocalSend") // the mark, even before its address is known
 	}
 	if len(tr) > 0 {
 		parts = append(parts, strings.Join(tr, "+"))
@@ -237,17 +261,7 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 		r.send.Importance = widget.LowImportance
 	}
 
-	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
-	if !d.Online {
-		bg.FillColor = color.Transparent
-		bg.StrokeColor = theme.Color(theme.ColorNameInputBackground)
-		bg.StrokeWidth = 1
-	}
-	if l.lit == key {
-		bg.StrokeColor = theme.Color(theme.ColorNamePrimary)
-		bg.StrokeWidth = 2
-	}
-	bg.CornerRadius = theme.InputRadiusSize()
+	bg := newRowBackground(d.Online, l.lit == key)
 	r.bg = bg
 	text := container.New(&tightVBox{}, name, info)
 	row := container.NewBorder(nil, nil, container.NewHBox(container.NewCenter(r.pick), container.NewPadded(img)), container.NewCenter(r.send), text)
@@ -274,10 +288,10 @@ func (l *deviceList) showSendMenu(at fyne.CanvasObject, dev Device) {
 	widget.ShowPopUpMenuAtPosition(menu, c, pos)
 }
 
-// canPair reports whether Pair… is offered for d: online, reachable, and
-// not paired yet.
+// canPair reports whether Pair… is offered for d: online, reachable, not
+// paired yet, and a Ferry device (LocalSend has no pairing codes).
 func canPair(d Device) bool {
-	return d.Online && !d.Paired && len(d.Addrs) > 0
+	return d.Online && !d.Paired && len(d.Addrs) > 0 && (d.LocalSend == nil || validID(d.ID))
 }
 
 func displayName(d Device) string {
@@ -327,4 +341,53 @@ func (tightVBox) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 		o.Resize(fyne.NewSize(size.Width, h))
 		y += h
 	}
+}
+
+// rowBackground is a device row's background: filled while the device is
+// online, outlined while it is not, edged in the primary colour when files
+// land on it. Its colours are read from the theme each time it is drawn:
+// the desktop portal turns Fyne light after the window is built, and a
+// rectangle coloured once would keep online rows dark, as if disabled
+// (issue 26, finding 8).
+type rowBackground struct {
+	widget.BaseWidget
+	online, lit bool
+}
+
+func newRowBackground(online, lit bool) *rowBackground {
+	b := &rowBackground{online: online, lit: lit}
+	b.ExtendBaseWidget(b)
+	return b
+}
+
+func (b *rowBackground) CreateRenderer() fyne.WidgetRenderer {
+	r := &rowBackgroundRenderer{b: b, rect: canvas.NewRectangle(color.Transparent)}
+	r.Refresh()
+	return r
+}
+
+type rowBackgroundRenderer struct {
+	b    *rowBackground
+	rect *canvas.Rectangle
+}
+
+func (r *rowBackgroundRenderer) Layout(size fyne.Size)        { r.rect.Resize(size) }
+func (r *rowBackgroundRenderer) MinSize() fyne.Size           { return fyne.Size{} }
+func (r *rowBackgroundRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.rect} }
+func (r *rowBackgroundRenderer) Destroy()                     {}
+
+func (r *rowBackgroundRenderer) Refresh() {
+	th := r.b.Theme()
+	v := fyne.CurrentApp().Settings().ThemeVariant()
+	fill := th.Color(theme.ColorNameInputBackground, v)
+	rect := r.rect
+	rect.FillColor, rect.StrokeColor, rect.StrokeWidth = fill, color.Transparent, 0
+	if !r.b.online {
+		rect.FillColor, rect.StrokeColor, rect.StrokeWidth = color.Transparent, fill, 1
+	}
+	if r.b.lit {
+		rect.StrokeColor, rect.StrokeWidth = th.Color(theme.ColorNamePrimary, v), 2
+	}
+	rect.CornerRadius = th.Size(theme.SizeNameInputRadius)
+	rect.Refresh()
 }

@@ -212,7 +212,7 @@ func TestGolden(t *testing.T) {
 	for _, variant := range []struct {
 		name  string
 		theme fyne.Theme
-	}{{"light", theme.LightTheme()}, {"dark", theme.DarkTheme()}} { //nolint:staticcheck // fixed variants on purpose
+	}{{"light", variantTheme{Theme(), theme.VariantLight}}, {"dark", variantTheme{Theme(), theme.VariantDark}}} {
 		for _, size := range []struct {
 			name string
 			size fyne.Size

@@ -220,7 +220,7 @@ func historyTitle(e HistoryEntry, timeout time.Duration) string {
 	}
 	files := plural(e.Files, "file")
 	switch {
-	case e.Files == 0 && e.Text != "":
+	case e.Files == 0 && (e.Text != "" || e.HasText):
 		files = "a text"
 	case e.Files == 0:
 		// An offer that was never accepted, where the engine did not say

@@ -25,6 +25,13 @@ type offerTreeView struct {
 	// "f<i>" file i of o.Files; "m" and "m<i>" say how many more files
 	// there are than listed (at the top, in folder i).
 	children map[string][]string
+	// spacer holds the tree's height: the rows shown now (open folders
+	// included), up to maxTreeRows; rowH is one row's.
+	spacer *canvas.Rectangle
+	rowH   float32
+	// OnResize, when set, is called after a folder opened or closed
+	// changed the tree's height (the prompt lays itself out again).
+	OnResize func()
 }
 
 // maxTreeRows is how many rows the tree shows before it scrolls.
@@ -76,18 +83,45 @@ func offerTree(o *Offer) *offerTreeView {
 		},
 		v.update,
 	)
-	rows := len(v.children[""])
 	if len(o.Files) <= openTreeFiles {
 		v.tree.OpenAllBranches()
-		for _, c := range v.children[""] {
-			rows += len(v.children[c])
+	}
+	v.rowH = v.tree.CreateNode(false).MinSize().Height + theme.Padding()
+	v.spacer = canvas.NewRectangle(color.Transparent)
+	v.fit()
+	// An opened folder makes the tree taller (up to maxTreeRows), not a
+	// one-row scroller (issue 26, finding 11).
+	v.tree.OnBranchOpened = func(widget.TreeNodeID) { v.resized() }
+	v.tree.OnBranchClosed = func(widget.TreeNodeID) { v.resized() }
+	v.obj = container.NewStack(v.spacer, v.tree)
+	return v
+}
+
+// rows is how many rows the tree shows now: the top level and the
+// contents of every open folder.
+func (v *offerTreeView) rows() int {
+	n := len(v.children[""])
+	for _, c := range v.children[""] {
+		if v.tree.IsBranchOpen(c) {
+			n += len(v.children[c])
 		}
 	}
-	tmpl := v.tree.CreateNode(false).MinSize().Height + theme.Padding()
-	spacer := canvas.NewRectangle(color.Transparent)
-	spacer.SetMinSize(fyne.NewSize(0, float32(min(rows, maxTreeRows))*tmpl))
-	v.obj = container.NewStack(spacer, v.tree)
-	return v
+	return n
+}
+
+// fit sets the tree's height to the rows it shows, up to maxTreeRows.
+func (v *offerTreeView) fit() {
+	v.spacer.SetMinSize(fyne.NewSize(0, float32(min(v.rows(), maxTreeRows))*v.rowH))
+}
+
+func (v *offerTreeView) resized() {
+	v.fit()
+	if v.obj != nil {
+		v.obj.Refresh()
+	}
+	if v.OnResize != nil {
+		v.OnResize()
+	}
 }
 
 func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObject) {

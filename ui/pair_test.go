@@ -409,3 +409,38 @@ func TestPairedDeviceRowsStopAsking(t *testing.T) {
 		t.Fatal("the row still asks about the code of a paired device")
 	}
 }
+
+// Issue 26, finding 6: after Forget the device is no longer "paired" and
+// Pair… is offered at once; a rename shows at once in Nearby and in the
+// rows of its transfers. No discovery event is needed for either.
+func TestForgetAndRenameShowAtOnce(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	be.known = []KnownDevice{{ID: idAlice, Name: "Alice", Announced: "Alice", Paired: true}}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idAlice, Name: "Alice", Online: true, Trusted: true, Known: true, Paired: true,
+		Addrs: reach("10.0.0.2:4000", addr.QUIC)}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "s", Direction: Outgoing, State: StateActive, Peer: Peer{ID: idAlice, Name: "Alice"}})
+	if canPair(u.devices.devices[idAlice]) {
+		t.Fatal("a paired device offers Pair…")
+	}
+
+	u.known.showRename(be.known[0])
+	u.win.Canvas().Focused().(*entry).SetText("Alice's laptop")
+	press(u, fyne.KeyReturn)
+	if d := u.devices.devices[idAlice]; d.Name != "Alice's laptop" {
+		t.Errorf("Nearby after the rename: %q", d.Name)
+	}
+	v := u.transfers.byID["s"]
+	if !strings.Contains(v.title.Text, "Alice's laptop") {
+		t.Errorf("transfer row after the rename: %q", v.title.Text)
+	}
+	if v.d.Peer != "Alice's laptop" {
+		t.Errorf("the model's name after the rename: %q", v.d.Peer)
+	}
+
+	u.known.confirmForget(be.known[0])
+	dangerButton(t, u).OnTapped()
+	d := u.devices.devices[idAlice]
+	if d.Paired || d.Known || d.Trusted || !canPair(d) {
+		t.Fatalf("right after Forget: %+v, Pair… offered %v", d, canPair(d))
+	}
+}

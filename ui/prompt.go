@@ -96,7 +96,8 @@ func (q *promptQueue) offer(ev TransferEvent) {
 	}
 	// Accept and Decline right in the notification, where the desktop
 	// shows its buttons; a click on it shows the prompt.
-	q.u.notifyActions("Incoming files", body, []NoticeAction{
+	// Answered here (or withdrawn), it is taken down again (remove).
+	q.u.notifyTagged(ev.ID, "Incoming files", body, []NoticeAction{
 		{Key: "accept", Label: "Accept", Do: func() { q.answer(p, Decision{Accept: true}) }},
 		{Key: "decline", Label: "Decline", Do: func() { q.answer(p, Decision{Accept: false, Reason: "declined"}) }},
 		{Key: "default", Label: "Show", Do: q.u.revealWindow},
@@ -146,6 +147,7 @@ func (q *promptQueue) remove(id string) bool {
 			continue
 		}
 		q.queue = append(q.queue[:i], q.queue[i+1:]...)
+		q.u.closeNotice(id) // an answered offer's notification goes (issue 26, finding 6)
 		if p.check != nil {
 			d := p.check
 			p.check = nil
@@ -219,7 +221,12 @@ func (q *promptQueue) trustLine(peer Peer) *widget.Label {
 	}
 	l := widget.NewLabel("New device: check the ID with its owner")
 	l.Importance = widget.WarningImportance
+	if peer.LocalSend {
+		l.SetText("New LocalSend device: check the fingerprint with its owner")
+	}
 	switch {
+	case peer.Unverified:
+		l.SetText("Unverified: it proved no identity")
 	case trusted:
 		l.SetText("Trusted device")
 		l.Importance = widget.SuccessImportance
@@ -249,7 +256,11 @@ func (q *promptQueue) show(p *prompt) {
 
 	objs := []fyne.CanvasObject{
 		container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), nil, container.New(&tightVBox{}, who, q.trustLine(ev.Peer))),
-		id,
+	}
+	if ev.Peer.LocalSend {
+		objs = append(objs, localSendLines(ev.Peer)...) // no Ferry device ID to show
+	} else {
+		objs = append(objs, id)
 	}
 	if o.PairCode != "" {
 		p.code = codeLabel(o.PairCode)
@@ -260,6 +271,12 @@ func (q *promptQueue) show(p *prompt) {
 	}
 	if o.FileCount() > 0 {
 		p.tree = offerTree(o)
+		p.tree.OnResize = func() {
+			if p.scroll != nil {
+				p.scroll.Content.Refresh() // the taller tree gets its height
+				p.scroll.Refresh()
+			}
+		}
 		objs = append(objs, p.tree.obj)
 	}
 	p.countdown = widget.NewLabel(countdownText(p.deadline.Sub(u.now())))
@@ -295,6 +312,10 @@ func (q *promptQueue) show(p *prompt) {
 		always = "Always accept from this device (after comparing the codes)"
 	}
 	p.always = u.newCheck(always, nil)
+	if ev.Peer.Unverified {
+		// Nothing proves who it is: there is no device to trust.
+		p.always.Hide()
+	}
 	p.more = widget.NewLabel("")
 	p.more.Importance = widget.LowImportance
 	p.more.Hide()

@@ -157,7 +157,11 @@ func TextLink(text string) *url.URL {
 
 // openLink opens a link from a text in the browser.
 func (u *UI) openLink(l *url.URL) {
-	if err := u.app.OpenURL(l); err != nil {
+	open := u.app.OpenURL
+	if u.opt.OpenURL != nil {
+		open = u.opt.OpenURL
+	}
+	if err := open(l); err != nil {
 		u.showError("Could not open the link", err)
 	}
 }

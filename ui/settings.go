@@ -46,10 +46,13 @@ type settingsView struct {
 	auto      *widget.Check
 	login     *widget.Check
 	minimized *widget.Check
+	localSend *localSendSettings
 	save      *button
 	browse    *button
-	tabs      *container.AppTabs // General, Devices
-	obj       fyne.CanvasObject
+	// note says that Save or Revert did what it says (issue 26, finding 11).
+	note *widget.Label
+	tabs *container.AppTabs // General, Devices
+	obj  fyne.CanvasObject
 }
 
 func newSettingsView(u *UI) *settingsView {
@@ -67,10 +70,16 @@ func newSettingsView(u *UI) *settingsView {
 	v.minimized = widget.NewCheck("Start minimised to the tray", nil)
 	v.save = u.newButton("Save", theme.DocumentSaveIcon(), v.apply)
 	v.save.Importance = widget.HighImportance
-	revert := u.newButton("Revert", nil, v.load)
+	revert := u.newButton("Revert", nil, func() {
+		v.load()
+		v.note.SetText("Showing the saved settings again.")
+	})
+	v.note = widget.NewLabel("")
+	v.note.Importance = widget.SuccessImportance
 
 	id := widget.NewLabel(GroupID(u.self.ID))
 	id.Wrapping = fyne.TextWrapBreak
+	v.localSend = newLocalSendSettings()
 	form := widget.NewForm(
 		widget.NewFormItem("Device name", v.name),
 		widget.NewFormItem("Device ID", id),
@@ -79,12 +88,19 @@ func newSettingsView(u *UI) *settingsView {
 		widget.NewFormItem("", v.auto),
 		widget.NewFormItem("", v.login),
 		widget.NewFormItem("", v.minimized),
+	)
+	for _, it := range v.localSend.items() {
+		form.AppendItem(it)
+	}
+	for _, it := range []*widget.FormItem{
 		widget.NewFormItem("Ferry version", widget.NewLabel(version.Get().Short())),
 		widget.NewFormItem("Licence", u.licenceLine()),
-	)
+	} {
+		form.AppendItem(it)
+	}
 	u.partials = newPartialsView(u)
 	u.known = newKnownView(u)
-	general := container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), revert, v.save),
+	general := container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), v.note, revert, v.save),
 		widget.NewSeparator(), u.partials.obj)))
 	v.tabs = container.NewAppTabs(
 		container.NewTabItem("General", general),
@@ -109,6 +125,7 @@ func (v *settingsView) load() {
 	v.auto.SetChecked(s.AutoAcceptTrusted)
 	v.login.SetChecked(s.StartAtLogin)
 	v.minimized.SetChecked(s.StartMinimized)
+	v.localSend.load(s)
 }
 
 // apply saves the form through the backend.
@@ -121,5 +138,10 @@ func (v *settingsView) apply() {
 	s.AutoAcceptTrusted = v.auto.Checked
 	s.StartAtLogin = v.login.Checked
 	s.StartMinimized = v.minimized.Checked
-	v.u.saveSettings(s)
+	v.localSend.apply(&s)
+	if v.u.saveSettings(s) {
+		v.note.SetText("Saved at " + v.u.now().Format("15:04:05") + ".")
+	} else {
+		v.note.SetText("")
+	}
 }

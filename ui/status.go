@@ -2,11 +2,15 @@ package ui
 
 import (
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // This file is the one place that turns how a transfer stands into words
@@ -156,37 +160,19 @@ func describe(o Outcome, dir Direction, who string, timeout time.Duration) Statu
 		}
 		return set("Cancelled by you", "", widget.LowImportance)
 	case StateFailed:
-		return set("Failed", "Failed: "+failure(o, in, other), widget.DangerImportance)
+		return set("Failed", failure(o, in, other), widget.DangerImportance)
 	}
 	return set(EscapeName(string(o.State)), "", widget.MediumImportance)
 }
 
-// failure says in a few words why a transfer failed.
+// failure says why a transfer failed, from the one table of reasons
+// (transfer.ReasonText), as a sentence without its final period.
 func failure(o Outcome, in bool, other string) string {
-	switch o.Code {
-	case CodeNoSpace:
-		if in && !o.ByPeer {
-			return "not enough space on this device"
-		}
-		return "not enough space on " + other
-	case CodeConnectionLost:
-		return "the connection to " + other + " was lost"
-	case CodeVerifyFailed:
-		return "some files did not arrive intact"
-	case CodeIO:
-		switch {
-		case in && o.ByPeer:
-			return other + " could not read the files"
-		case in:
-			return "the files could not be saved here"
-		case o.ByPeer:
-			return other + " could not save the files"
-		}
-		return "the files could not be read here"
-	case CodeProtocol:
-		return other + " sent something this version of Ferry does not understand"
+	dir := transfer.Outgoing
+	if in {
+		dir = transfer.Incoming
 	}
-	return "see Details for the reason"
+	return strings.TrimSuffix(transfer.ReasonText(transfer.Reason(o.Code), dir, o.ByPeer, other), ".")
 }
 
 // humanWait formats a prompt timeout: "2 minutes", "45 seconds".
@@ -198,4 +184,25 @@ func humanWait(d time.Duration) string {
 		return plural(int(d/time.Minute), "minute")
 	}
 	return plural(int(d.Round(time.Second)/time.Second), "second")
+}
+
+// DefaultPort is the port Ferry listens on when it is free (QUIC over UDP,
+// and TCP); app.DefaultPort is this one.
+const DefaultPort = 47800
+
+// addressText is this device's address for the status line, with its port
+// named: "192.168.1.20 · port 47800", and when the default port was taken,
+// "192.168.1.20 · port 51234 (47800 is taken)", so that a saved address, a
+// link or a firewall rule can be checked against it (issue 26, finding 9).
+func addressText(hostPort string) string {
+	host, p, err := net.SplitHostPort(hostPort)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil {
+		return hostPort
+	}
+	s := fmt.Sprintf("%s · port %d", host, port)
+	if port != DefaultPort {
+		s += fmt.Sprintf(" (%d is taken)", DefaultPort)
+	}
+	return s
 }

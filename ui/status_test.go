@@ -41,14 +41,14 @@ func TestDescribe(t *testing.T) {
 		{Outcome{State: StateDeclined, Code: CodeExpired, ByPeer: true}, out, "Expired: Alice did not answer in time", widget.WarningImportance},
 		{Outcome{State: StateDeclined, Code: CodeUntrusted, ByPeer: true}, out, "Declined: Alice only accepts files from trusted devices", widget.WarningImportance},
 		{Outcome{State: StateDeclined, Code: CodeBusy, ByPeer: true}, out, "Declined: Alice is busy with other offers; try again in a moment", widget.WarningImportance},
-		{Outcome{State: StateFailed, Code: CodeNoSpace, ByPeer: true}, out, "Failed: not enough space on Alice", widget.DangerImportance},
-		{Outcome{State: StateFailed, Code: CodeNoSpace}, in, "Failed: not enough space on this device", widget.DangerImportance},
-		{Outcome{State: StateFailed, Code: CodeConnectionLost}, out, "Failed: the connection to Alice was lost", widget.DangerImportance},
-		{Outcome{State: StateFailed, Code: CodeVerifyFailed}, in, "Failed: some files did not arrive intact", widget.DangerImportance},
-		{Outcome{State: StateFailed, Code: CodeIO, ByPeer: true}, out, "Failed: Alice could not save the files", widget.DangerImportance},
-		{Outcome{State: StateFailed, Code: CodeIO}, in, "Failed: the files could not be saved here", widget.DangerImportance},
-		{Outcome{State: StateFailed, Code: CodeProtocol, ByPeer: true}, in, "Failed: Alice sent something this version of Ferry does not understand", widget.DangerImportance},
-		{Outcome{State: StateFailed, Err: "control stream: unexpected EOF"}, out, "Failed: see Details for the reason", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodeNoSpace, ByPeer: true}, out, "Not enough space on Alice", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodeNoSpace}, in, "Not enough space on this device", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodeConnectionLost}, out, "Alice went away. Retry sends the rest when it is back", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodeVerifyFailed}, in, "Some files arrived damaged and were not kept", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodeIO, ByPeer: true}, out, "Alice could not save the files", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodeIO}, in, "The files could not be saved here", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodeProtocol, ByPeer: true}, in, "Alice sent something this version of Ferry does not understand", widget.DangerImportance},
+		{Outcome{State: StateFailed, Err: "control stream: unexpected EOF"}, out, "Failed: Details says why", widget.DangerImportance},
 		{Outcome{State: StateDone}, in, "Done", widget.SuccessImportance},
 	} {
 		st := describe(c.o, c.dir, "Alice", 2*time.Minute)
@@ -87,7 +87,7 @@ func TestOneRowAcrossPauses(t *testing.T) {
 	}
 	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "r", Direction: Incoming, State: StateActive, Peer: alice,
 		Progress: &Progress{Bytes: 60, Total: 100}})
-	if len(u.transfers.order) != 1 || v.stateLbl.Text != "Receiving" || v.result != nil || !v.cancel.Visible() {
+	if len(u.transfers.order) != 1 || v.stateLbl.Text != "Receiving files" || v.result != nil || !v.cancel.Visible() {
 		t.Fatalf("resumed: %d rows, %q, result %+v", len(u.transfers.order), v.stateLbl.Text, v.result)
 	}
 	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r", Direction: Incoming, Peer: alice,
@@ -112,6 +112,8 @@ func TestHistoryTitles(t *testing.T) {
 		{HistoryEntry{Direction: Outgoing, PeerName: "Alice", Files: 1, State: StateDone}, "Sent 1 file to Alice"},
 		{HistoryEntry{Direction: Outgoing, PeerName: "Alice", State: StateDeclined, Code: CodeDeclined, ByPeer: true}, "Declined by Alice: files to Alice"},
 		{HistoryEntry{Direction: Incoming, PeerName: "Alice", Files: 2, State: StateDeclined, Code: CodeExpired}, "Expired: 2 files from Alice"},
+		// Issue 26, finding 3: a declined text is a text, not files.
+		{HistoryEntry{Direction: Incoming, PeerName: "vm", HasText: true, State: StateDeclined, Code: CodeDeclined}, "Declined by you: a text from vm"},
 		{HistoryEntry{Direction: Incoming, PeerID: idAlice, Files: 2, State: StateCancelled, Code: CodeCancelled, ByPeer: true}, "Cancelled by AAAA-BBBB: 2 files from AAAA-BBBB"},
 	} {
 		if got := historyTitle(c.e, 2*time.Minute); got != c.want {
@@ -146,5 +148,20 @@ func TestNotificationsTellHonestEnds(t *testing.T) {
 		test.AssertNotificationSent(t, c.want, func() {
 			u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: fmt.Sprint("n", i), Direction: c.dir, Peer: alice, Result: &r})
 		})
+	}
+}
+
+// Issue 26, finding 9: the status line names the port, and says when it is
+// not the default one.
+func TestAddressTextNamesThePort(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.168.1.20:47800":   "192.168.1.20 · port 47800",
+		"192.168.1.20:51234":   "192.168.1.20 · port 51234 (47800 is taken)",
+		"[fe80::1%eth0]:47800": "fe80::1%eth0 · port 47800",
+		"not an address":       "not an address",
+	} {
+		if got := addressText(in); got != want {
+			t.Errorf("addressText(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

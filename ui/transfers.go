@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,11 +14,15 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
-// transferView is what the UI shows of one transfer: the merge of the
-// engine's events about it, nothing more.
+// transferView is what the UI shows of one transfer: its delivery's state
+// in the model (d), and what the engine's events say about its connection
+// and files for Details, nothing more.
 type transferView struct {
+	d         *transfer.Delivery // the row's state, words and buttons
 	id        string
 	dir       Direction
 	peer      Peer
@@ -67,9 +72,11 @@ type transferView struct {
 	pair     *pairStrip
 }
 
-// transferList renders transfers in both directions, newest first.
+// transferList renders transfers in both directions, newest first: one row
+// per delivery, drawn from the model.
 type transferList struct {
 	u      *UI
+	model  *transfer.Model
 	byID   map[string]*transferView
 	order  []string // newest first
 	box    *fyne.Container
@@ -84,7 +91,7 @@ type transferList struct {
 }
 
 func newTransferList(u *UI) *transferList {
-	l := &transferList{u: u, byID: make(map[string]*transferView)}
+	l := &transferList{u: u, model: transfer.New(), byID: make(map[string]*transferView)}
 	hint := widget.NewLabel("No transfers yet. Drop files on a device to send them.")
 	hint.Wrapping = fyne.TextWrapWord
 	hint.Alignment = fyne.TextAlignCenter
@@ -93,6 +100,106 @@ func newTransferList(u *UI) *transferList {
 	l.box = container.NewVBox(l.empty)
 	l.scroll = container.NewVScroll(l.box)
 	return l
+}
+
+// DeliveryEvents are the model's inputs for one transfer event (none for
+// what only Details shows: metrics, transport, codes). A transfer's ID is
+// its delivery's on this side (the engine keeps it across reconnects,
+// pauses and Retry, and gives every new send a new one), so the model is
+// keyed by it.
+func DeliveryEvents(ev TransferEvent) []transfer.Event {
+	base := transfer.Event{Delivery: ev.ID, Direction: transfer.Direction(ev.Direction), Peer: modelPeer(ev.Peer), Time: ev.Time}
+	one := func(k transfer.EventKind, f func(*transfer.Event)) []transfer.Event {
+		e := base
+		e.Kind = k
+		if f != nil {
+			f(&e)
+		}
+		return []transfer.Event{e}
+	}
+	switch ev.Kind {
+	case TransferOffer:
+		if ev.Offer == nil {
+			return nil
+		}
+		o := ev.Offer
+		out := one(transfer.EvOffer, func(e *transfer.Event) {
+			e.Count, e.Text, e.Total = o.FileCount(), o.Text != "", o.Total
+			for _, f := range o.Files {
+				e.Files = append(e.Files, transfer.File{Path: f.Path, Size: f.Size, Refused: f.Refused})
+			}
+		})
+		if ev.State != "" {
+			out = append(out, one(transfer.EvState, func(e *transfer.Event) { e.State = string(ev.State) })...)
+		}
+		return out
+	case TransferState:
+		return one(transfer.EvState, func(e *transfer.Event) { e.State = string(ev.State) })
+	case TransferProgress:
+		if ev.Progress == nil {
+			return nil
+		}
+		return one(transfer.EvProgress, func(e *transfer.Event) {
+			e.Bytes, e.Total, e.Count = ev.Progress.Bytes, ev.Progress.Total, ev.Progress.TotalFiles
+		})
+	case TransferFile:
+		if f := ev.File; f != nil {
+			return one(transfer.EvFile, func(e *transfer.Event) {
+				e.File = &transfer.FileEnd{Path: f.Path, Size: f.Size, Verified: f.Verified, Err: f.Err}
+			})
+		}
+	case TransferPath:
+		return one(transfer.EvPath, nil)
+	case TransferResult:
+		if r := ev.Result; r != nil {
+			return one(transfer.EvResult, func(e *transfer.Event) {
+				e.State, e.Code, e.ByPeer, e.Err, e.Bytes = string(r.State), string(r.Code), r.ByPeer, r.Err, r.Bytes
+				e.Verified, e.Text = r.Verified, r.Text != ""
+			})
+		}
+	}
+	return nil
+}
+
+// modelPeer names the other device for the model's words; "" when the
+// event does not say (the model keeps the name it has).
+func modelPeer(p Peer) string {
+	if p.Name == "" && p.ID == "" {
+		return ""
+	}
+	return peerWho(p)
+}
+
+// deviceRenamed shows a device's new name at once wherever it is shown:
+// its row in Nearby and the rows of its transfers (issue 26, finding 6).
+func (u *UI) deviceRenamed(id, name string) {
+	if id == "" || name == "" {
+		return
+	}
+	if d, ok := u.devices.devices[id]; ok {
+		d.Name = name
+		u.devices.devices[id] = d
+		u.devices.render()
+	}
+	l := u.transfers
+	for _, v := range l.byID {
+		if v.peer.ID != id {
+			continue
+		}
+		v.peer.Name = name
+		l.model.SetPeer(v.id, peerWho(v.peer))
+		l.refresh(v)
+	}
+}
+
+// act feeds the user's action on a row to the model and redraws the row.
+func (l *transferList) act(id string, k transfer.EventKind) {
+	v := l.byID[id]
+	if v == nil {
+		return
+	}
+	l.model.Apply(transfer.Event{Kind: k, Delivery: id, Time: l.u.now()})
+	l.refresh(v)
 }
 
 // apply merges one engine event into its transfer's row.
@@ -105,10 +212,20 @@ func (l *transferList) apply(ev TransferEvent) {
 		l.build(v)
 		l.relayout()
 	}
+	for _, e := range DeliveryEvents(ev) {
+		l.model.Apply(e)
+	}
+	if v.d = l.model.Get(ev.ID); v.d == nil {
+		// Kinds the model does not take (metrics) before any other event.
+		v.d = l.model.Apply(transfer.Event{Kind: transfer.EvState, Delivery: ev.ID,
+			Direction: transfer.Direction(ev.Direction), Peer: modelPeer(ev.Peer), Time: ev.Time})
+	}
 	if ev.Peer.Name != "" || ev.Peer.ID != "" {
 		v.peer = ev.Peer
 	}
-	if ev.State != "" && !(v.state.Final() && !ev.State.Final()) {
+	// The model says whether an ended delivery goes on (Retry, Resume):
+	// only then may the engine's state replace a final one.
+	if ev.State != "" && !(v.state.Final() && !ev.State.Final() && v.d.Phase.Final()) {
 		v.state = ev.State
 		if v.result != nil && !v.result.State.Final() && ev.Kind != TransferResult && ev.State != v.result.State {
 			// Paused or interrupted before; going again now (same transfer).
@@ -162,7 +279,7 @@ func (l *transferList) apply(ev TransferEvent) {
 			v.peer.Addr = ev.Path.To
 		}
 	case TransferResult:
-		if r := ev.Result; r != nil && !(v.state.Final() && !r.State.Final()) {
+		if r := ev.Result; r != nil && !(v.state.Final() && !r.State.Final() && v.d.Phase.Final()) {
 			v.result = r
 			v.state = r.State
 			if r.Transport != "" {
@@ -213,7 +330,7 @@ func (l *transferList) relayout() {
 func (l *transferList) clearFinished() {
 	keep := l.order[:0]
 	for _, id := range l.order {
-		if l.byID[id].state.Final() {
+		if l.byID[id].d.Phase.Final() {
 			delete(l.byID, id)
 			continue
 		}
@@ -234,10 +351,22 @@ func (l *transferList) build(v *transferView) {
 	v.stateLbl.Wrapping = fyne.TextWrapWord // a long state wraps; it never stretches the buttons
 	id := v.id
 	u := l.u
-	v.cancel = u.newButton("Cancel", theme.CancelIcon(), func() { u.cancel(id) })
-	v.pause = u.newButton("Pause", theme.MediaPauseIcon(), func() { u.pause(id) })
-	v.resume = u.newButton("Resume", theme.MediaPlayIcon(), func() { u.resume(id) })
-	v.retry = u.newButton("Resume", theme.MediaReplayIcon(), func() { l.retry(id) })
+	v.cancel = u.newButton(string(transfer.ActionCancel), theme.CancelIcon(), func() {
+		if u.cancel(id) {
+			l.act(id, transfer.ActCancel)
+		}
+	})
+	v.pause = u.newButton(string(transfer.ActionPause), theme.MediaPauseIcon(), func() {
+		if u.pause(id) {
+			l.act(id, transfer.ActPause)
+		}
+	})
+	v.resume = u.newButton(string(transfer.ActionResume), theme.MediaPlayIcon(), func() {
+		if u.resume(id) {
+			l.act(id, transfer.ActResume)
+		}
+	})
+	v.retry = u.newButton(string(transfer.ActionRetry), theme.MediaReplayIcon(), func() { l.retry(id) })
 	v.open = u.newButton("Open", theme.FileIcon(), func() {
 		if p := savedPaths(l.byID[id]); len(p) > 0 {
 			u.openFile(p[0])
@@ -350,14 +479,17 @@ func (l *transferList) refresh(v *transferView) {
 	if v.files > 0 {
 		parts = append(parts, plural(v.files, "file"))
 	}
+	// Bytes in place from the model: each byte once across reconnects,
+	// pauses and resumes.
+	inPlace := v.d.Bytes
 	if v.total > 0 {
-		if v.progress.Bytes > 0 && !v.state.Final() {
-			parts = append(parts, HumanBytes(v.progress.Bytes)+" of "+HumanBytes(v.total))
+		if inPlace > 0 && !v.d.Phase.Final() {
+			parts = append(parts, HumanBytes(inPlace)+" of "+HumanBytes(v.total))
 		} else {
 			parts = append(parts, HumanBytes(v.total))
 		}
 	}
-	if v.state == StateActive {
+	if v.state == StateActive && v.d.Phase.Running() {
 		if r := HumanRate(v.progress.Rate); r != "" {
 			parts = append(parts, r)
 		}
@@ -371,34 +503,26 @@ func (l *transferList) refresh(v *transferView) {
 	v.sub.SetText(strings.Join(parts, " · "))
 
 	if v.total > 0 {
-		v.bar.SetValue(float64(v.progress.Bytes) / float64(v.total))
-	} else if v.state == StateDone {
+		v.bar.SetValue(float64(inPlace) / float64(v.total))
+	} else if v.d.Phase == transfer.Done {
 		v.bar.SetValue(1)
 	}
 
-	st := l.status(v)
-	label := st.Text
-	if !v.state.Final() && l.u.now().Sub(v.moved) < networkChangedNote {
-		label += " · Network changed — continuing"
-	}
-	if v.state == StateDone && v.result != nil && v.result.Verified > 0 {
-		label += fmt.Sprintf(" · %d verified", v.result.Verified)
-	}
-	v.stateLbl.Importance = st.Importance
+	label, imp := l.stateText(v)
+	v.stateLbl.Importance = imp
 	v.stateLbl.SetText(label)
 
-	// A receiving transfer paused or interrupted by its sender has nothing
-	// running here to cancel: it goes on when the sender comes back, and
-	// Settings lists its partial files to discard.
-	stopped := v.dir == Incoming && (v.state == StatePaused || v.state == StateInterrupted)
-	showIf(v.cancel, !v.state.Final() && !stopped)
-	out := v.dir == Outgoing
-	showIf(v.pause, out && canPause(v.state))
-	showIf(v.resume, out && v.state == StatePaused)
-	showIf(v.retry, out && (v.state == StateFailed || v.state == StateCancelled))
+	// The buttons are the model's actions: a resumed row runs again with
+	// Pause and Cancel; a receiving row stopped by its sender has nothing
+	// running here to cancel (Settings lists its partial files).
+	acts := v.d.Actions()
+	showIf(v.cancel, slices.Contains(acts, transfer.ActionCancel))
+	showIf(v.pause, slices.Contains(acts, transfer.ActionPause))
+	showIf(v.resume, slices.Contains(acts, transfer.ActionResume))
+	showIf(v.retry, slices.Contains(acts, transfer.ActionRetry))
 	in := v.dir == Incoming
 	saved := savedPaths(v)
-	done := v.state == StateDone
+	done := v.d.Phase == transfer.Done
 	showIf(v.open, done && in && len(saved) == 1)
 	showIf(v.show, done && in && (len(saved) > 0 || v.dest != "" && v.files > 0))
 	showIf(v.copyText, v.text != "" && (done || !in))
@@ -410,31 +534,53 @@ func (l *transferList) refresh(v *transferView) {
 	v.foot.Refresh()
 }
 
-// status is what the row says: the state and the result's reason in words.
+// stateText is the row's state line and its colour.
+func (l *transferList) stateText(v *transferView) (string, widget.Importance) {
+	st := l.status(v)
+	return st.Text, st.Importance
+}
+
+// status is what the row says: the model's words for the delivery, and the
+// engine's own text for Details.
 func (l *transferList) status(v *transferView) Status {
-	o := Outcome{State: v.state}
-	if r := v.result; r != nil {
-		o.Code, o.ByPeer, o.Err = r.Code, r.ByPeer, r.Err
+	d := v.d
+	st := Status{Short: string(d.Phase), Text: d.Status(), Importance: phaseImportance(d), Detail: d.Detail}
+	if d.Phase == transfer.Reconnecting && v.note != "" {
+		st.Detail = v.note // why it reconnects, from the engine's state event
 	}
-	if v.state == StateRetrying {
-		o.Err = v.note
-	}
-	who := EscapeName(v.peer.Name)
-	if who == "" {
-		who = ShortID(v.peer.ID)
-	}
-	st := describe(o, v.dir, who, l.u.opt.PromptTimeout)
-	if v.pairCode != "" && o.Code == CodeUntrusted && o.Err != "" && v.state.Final() {
+	if r := v.result; v.pairCode != "" && r != nil && r.Code == CodeUntrusted && r.Err != "" && d.Phase.Final() {
 		// Ended over the verification code (a user saw different codes):
 		// the engine's sentence says so, where the code alone reads as a
 		// policy refusal.
-		st.Short, st.Text, st.Importance = "Stopped: the codes differ", strings.TrimSuffix(EscapeText(o.Err), "."), widget.DangerImportance
+		st.Short, st.Text, st.Importance = "Stopped: the codes differ", strings.TrimSuffix(EscapeText(r.Err), "."), widget.DangerImportance
 	}
 	return st
 }
 
-// networkChangedNote is how long a row says the network changed under it.
-const networkChangedNote = 5 * time.Second
+// phaseImportance colours a delivery's state: danger only for what went
+// wrong, warning for what waits on someone, success for done. Ends nobody
+// needs to act on (cancelled, declined by you) use the plain text colour:
+// the theme's "low" colour is the disabled one, which is unreadable on
+// both backgrounds (issue 26, finding 8).
+func phaseImportance(d *transfer.Delivery) widget.Importance {
+	switch d.Phase {
+	case transfer.Done:
+		return widget.SuccessImportance
+	case transfer.Failed:
+		return widget.DangerImportance
+	case transfer.Paused, transfer.Reconnecting, transfer.Interrupted, transfer.Moved:
+		return widget.WarningImportance
+	case transfer.Expired:
+		if d.Direction == transfer.Outgoing {
+			return widget.WarningImportance
+		}
+	case transfer.Declined:
+		if d.By == transfer.Peer || d.Direction == transfer.Outgoing {
+			return widget.WarningImportance
+		}
+	}
+	return widget.MediumImportance
+}
 
 // canPause reports whether a sending transfer in state s can be paused:
 // once data may flow, and while it reconnects.
@@ -462,11 +608,12 @@ func (l *transferList) retry(id string) {
 		return
 	}
 	if err := l.u.be.Retry(id); err != nil {
-		l.u.showError("Could not resume the transfer", err)
+		l.u.showError("Could not send the files again", err)
 		return
 	}
-	v.retry.Disable()
-	v.retry.SetText("Resumed")
+	// The same delivery goes on in this row (a finished one comes back as
+	// a new row of its own): it runs again, with Pause and Cancel.
+	l.act(id, transfer.ActResume)
 }
 
 func plural(n int, what string) string {

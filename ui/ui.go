@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"net/url"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // Options tune the UI. The zero value is usable.
@@ -42,6 +45,15 @@ type Options struct {
 	// on an offer, Open on what arrived) where the desktop shows them; nil
 	// means Notify, without the buttons.
 	NotifyActions func(title, body string, actions []NoticeAction)
+	// NotifyTagged shows a notification with buttons that the UI may
+	// withdraw later by its tag (an offer answered in the window);
+	// CloseNotice withdraws it. Nil: NotifyActions, and nothing is withdrawn.
+	NotifyTagged func(tag, title, body string, actions []NoticeAction)
+	CloseNotice  func(tag string)
+	// OpenURL opens a link in the browser and reports a failure it sees at
+	// once (a later one through the app's own error reporting); nil means
+	// the Fyne app's OpenURL.
+	OpenURL func(*url.URL) error
 	// Picker is the platform's file dialog; nil means Fyne's.
 	Picker Picker
 }
@@ -61,6 +73,7 @@ type UI struct {
 	settings  *settingsView
 	partials  *partialsView
 	known     *knownView
+	linkPanel *linkPanel // browser links (links.go)
 	tabs      *container.AppTabs
 	status    *widget.Label
 	self      Device
@@ -146,7 +159,9 @@ func (u *UI) layout() fyne.CanvasObject {
 	devHint := widget.NewLabel("Drop files on a device to send them; check several to send to all.")
 	devHint.SizeName = theme.SizeNameCaptionText
 	devHint.Truncation = fyne.TextTruncateEllipsis
-	devices := container.NewBorder(container.New(&tightVBox{}, devHead, devHint), container.NewHBox(add, me), nil, nil, u.devices.scroll)
+	u.linkPanel = newLinkPanel(u)
+	devices := container.NewBorder(container.New(&tightVBox{}, devHead, devHint), u.linkPanel.under(container.NewHBox(add, me)), nil, nil, u.devices.scroll)
+	u.linkPanel.column = devices
 
 	clear := u.newButton("Clear finished", theme.ContentClearIcon(), u.transfers.clearFinished)
 	trHead := container.NewBorder(nil, nil, nil, clear, widget.NewLabelWithStyle("Transfers", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
@@ -189,7 +204,7 @@ func (u *UI) updateStatus() {
 	parts := []string{"This device: " + EscapeName(name), ShortID(u.self.ID)}
 	if s.Policy != PolicyOff {
 		if addrs := u.be.SelfAddresses(); len(addrs) > 0 {
-			parts = append(parts, addrs[0])
+			parts = append(parts, addressText(addrs[0]))
 		}
 	}
 	u.status.SetText(strings.Join(append(parts, state), " · "))
@@ -232,6 +247,9 @@ func (u *UI) mainMenu() *fyne.MainMenu {
 		item("Send text…", shortcutText, func() { u.showSendText(u.devices.selected(), "") }),
 		item("Send clipboard", shortcutClip, func() { u.sendClipboard(u.devices.selected()) }),
 		fyne.NewMenuItemSeparator(),
+	)
+	file.Items = append(file.Items, u.linkMenuItems()...)
+	file.Items = append(file.Items,
 		item("Add device by address…", shortcutAdd, u.showAddDevice),
 		item("This device's address…", nil, u.showSelf),
 		item("Settings", shortcutSettings, func() { u.tabs.SelectIndex(2) }),
@@ -387,6 +405,10 @@ func (u *UI) HandleDrop(pos fyne.Position, uris []fyne.URI) {
 	if len(paths) == 0 {
 		return
 	}
+	if u.linkPanel.contains(pos) {
+		u.shareViaLink(paths)
+		return
+	}
 	items := Items{Paths: paths}
 	sel := u.devices.selected()
 	if r := u.devices.rowAt(pos); r != nil {
@@ -401,22 +423,30 @@ func (u *UI) HandleDrop(pos fyne.Position, uris []fyne.URI) {
 	u.askSend(items, sel)
 }
 
-func (u *UI) cancel(id string) {
+// cancel, pause and resume ask the backend and report whether it took the
+// request (the row then shows it at once).
+func (u *UI) cancel(id string) bool {
 	if err := u.be.Cancel(id); err != nil && !errors.Is(err, context.Canceled) {
 		u.showError("Could not cancel the transfer", err)
+		return false
 	}
+	return true
 }
 
-func (u *UI) pause(id string) {
+func (u *UI) pause(id string) bool {
 	if err := u.be.Pause(id); err != nil {
 		u.showError("Could not pause the transfer", err)
+		return false
 	}
+	return true
 }
 
-func (u *UI) resume(id string) {
+func (u *UI) resume(id string) bool {
 	if err := u.be.Resume(id); err != nil {
 		u.showError("Could not resume the transfer", err)
+		return false
 	}
+	return true
 }
 
 func (u *UI) openFolder(v *transferView) {
@@ -444,9 +474,11 @@ func (u *UI) showInFolder(p string) {
 	}
 }
 
-func (u *UI) saveSettings(s Settings) {
+// saveSettings saves s and reports whether all of it was saved.
+func (u *UI) saveSettings(s Settings) bool {
 	was := u.receiving()
-	if err := u.be.SaveSettings(s); err != nil {
+	err := u.be.SaveSettings(s)
+	if err != nil {
 		u.showError("Could not save the settings", err)
 	}
 	u.settings.load()
@@ -458,6 +490,7 @@ func (u *UI) saveSettings(s Settings) {
 	if now := u.receiving(); now != was && u.OnReceivingChanged != nil {
 		u.OnReceivingChanged(now)
 	}
+	return err == nil
 }
 
 // SetReceiving switches receiving on (with the last policy that allowed it) or off.
@@ -541,6 +574,22 @@ func (u *UI) notifyActions(title, body string, actions []NoticeAction) {
 	u.notify(title, body)
 }
 
+// notifyTagged shows a notification that closeNotice(tag) withdraws.
+func (u *UI) notifyTagged(tag, title, body string, actions []NoticeAction) {
+	if u.opt.NotifyTagged != nil {
+		u.opt.NotifyTagged(tag, title, body, actions)
+		return
+	}
+	u.notifyActions(title, body, actions)
+}
+
+// closeNotice withdraws the notification tagged tag, if it is still up.
+func (u *UI) closeNotice(tag string) {
+	if u.opt.CloseNotice != nil {
+		u.opt.CloseNotice(tag)
+	}
+}
+
 func (u *UI) notify(title, body string) {
 	if u.opt.Notify != nil {
 		u.opt.Notify(title, body)
@@ -563,6 +612,16 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	in := ev.Direction == Incoming
 	st := describe(Outcome{State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err}, ev.Direction, who, u.opt.PromptTimeout)
 	files := plural(r.Files, "file")
+	// The model's bytes count each byte once; the engine's result counts
+	// what was sent again after a reconnect.
+	bytes := r.Bytes
+	var d *transfer.Delivery
+	if v := u.transfers.byID[ev.ID]; v != nil && v.d != nil {
+		d = v.d
+		if d.Phase == transfer.Done && d.Bytes > 0 {
+			bytes = d.Bytes
+		}
+	}
 	if v := u.transfers.byID[ev.ID]; v != nil && v.pairCode != "" && r.Code == CodeUntrusted && r.Err != "" {
 		// Stopped over the verification code: by this user (nothing to
 		// tell), or by the other one, whose reason the engine gives.
@@ -580,9 +639,11 @@ func (u *UI) notifyResult(ev TransferEvent) {
 		}
 		u.notifyActions("Text from "+who, clip(EscapeText(text), 200), actions)
 	case r.State == StateDone && in:
-		u.notifyActions("Files received", fmt.Sprintf("Received %s (%s) from %s.", files, HumanBytes(r.Bytes), who), u.receivedActions(ev.ID))
+		u.notifyActions("Files received", fmt.Sprintf("Received %s (%s) from %s.", files, HumanBytes(bytes), who), u.receivedActions(ev.ID))
+	case r.State == StateDone && r.Files == 0 && (r.Text != "" || d != nil && d.Text):
+		u.notify("Text sent", fmt.Sprintf("Sent a text to %s.", who))
 	case r.State == StateDone:
-		u.notify("Files sent", fmt.Sprintf("Sent %s (%s) to %s.", files, HumanBytes(r.Bytes), who))
+		u.notify("Files sent", fmt.Sprintf("Sent %s (%s) to %s.", files, HumanBytes(bytes), who))
 	case r.Code == CodeExpired && in, r.State == StateDeclined && in && !r.ByPeer:
 		// The user declined, or the prompt already said it expired.
 	case r.State == StateCancelled && !r.ByPeer, r.Code == CodeCancelled && !r.ByPeer:
@@ -598,7 +659,13 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	case r.State == StateFailed && r.Code == CodeNone:
 		u.notify("Transfer failed", fmt.Sprintf("The transfer with %s did not finish. Its Details in Ferry say why.", who))
 	case r.State == StateFailed:
-		u.notify("Transfer failed", fmt.Sprintf("The transfer with %s failed: %s.", who, failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, in, who)))
+		// The row's words: the model knows whether the device was ever
+		// reached (went away, or could not be reached).
+		text := failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, in, who)
+		if v := u.transfers.byID[ev.ID]; v != nil && v.d != nil && v.d.Phase == transfer.Failed {
+			text = strings.TrimSuffix(v.d.Status(), ".")
+		}
+		u.notify("Transfer failed", text+".")
 	}
 }
 

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	// through remembered devices (direct probes and the trust store).
 	discoveryInterfaces = func() ([]net.Interface, error) { return nil, nil }
 	localsendInterfaces = func() ([]net.Interface, error) { return nil, nil }
+	lsWatchHost = "127.0.0.1"
 	resolveWait = 1500 * time.Millisecond
 	os.Exit(m.Run())
 }
@@ -646,21 +647,21 @@ func TestNamespacesSendByName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("peers: %v %s", err, errOut)
 	}
-	// One line per device: the receiver as a Ferry device (mDNS) and, since
-	// receive serves LocalSend by default, as a LocalSend device.
+	// One device, one line: the receiver speaks Ferry (mDNS) and, since
+	// receive serves LocalSend by default, LocalSend; its LocalSend
+	// certificate proves its Ferry key, so the two are one peer.
 	var p discovery.Peer
-	var ls lsPeer
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 1 {
 		t.Fatalf("peers in the other namespace: %q (stderr %s)", out, errOut)
 	}
 	if err := json.Unmarshal([]byte(lines[0]), &p); err != nil || p.ID != id || p.Source != discovery.SourceMDNS || p.Name != "Netns Box" ||
 		p.OS != runtime.GOOS || !slices.Contains(p.HostPorts(), "10.77.1.1:"+defaultPort) {
 		t.Fatalf("peers in the other namespace: %q %v (stderr %s)", out, err, errOut)
 	}
-	if err := json.Unmarshal([]byte(lines[1]), &ls); err != nil || ls.Protocol != engine.ProtocolLocalSend || ls.Alias != "Netns Box" ||
-		ls.Address != "10.77.1.1:53317" || !ls.Verified || len(ls.Fingerprint) != 64 {
-		t.Fatalf("the receiver as a LocalSend device: %q %v", lines[1], err)
+	if ls := p.LocalSend; ls == nil || ls.Alias != "Netns Box" || ls.Addr.HostPort() != "10.77.1.1:53317" || !ls.Verified || len(ls.Fingerprint) != 64 ||
+		!slices.Contains(p.Addresses(), ls.Addr) {
+		t.Fatalf("the receiver's LocalSend side: %+v", p.LocalSend)
 	}
 
 	src := writeFile(t, "over-mdns.txt", "found by name\n")
@@ -678,5 +679,29 @@ func TestNamespacesSendByName(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(rdir, "over-mdns.txt")); err != nil || string(got) != "found by name\n" {
 		t.Fatalf("received %q, %v", got, err)
+	}
+}
+
+// Issue 26, finding 9: the doctor names the port the app listens on, the
+// default one or the one it uses instead.
+func TestDoctorNamesTheAppPort(t *testing.T) {
+	dir := t.TempDir()
+	if f := appPortFinding(dir, 47800, false); f.Severity != discovery.SeverityOK || !strings.Contains(f.Message, "port 47800, its default") {
+		t.Errorf("free: %+v", f)
+	}
+	if f := appPortFinding(dir, 47800, true); f.Severity != discovery.SeverityWarning || !strings.Contains(f.Message, "free port it picks") {
+		t.Errorf("taken, none saved: %+v", f)
+	}
+	if err := os.WriteFile(filepath.Join(dir, appPortFile), []byte("51234\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f := appPortFinding(dir, 47800, true); !strings.Contains(f.Message, "listens on port 51234 instead") || !strings.Contains(f.Fix, "at port 51234") {
+		t.Errorf("taken, 51234 saved: %+v", f)
+	}
+	if err := os.WriteFile(filepath.Join(dir, appPortFile), []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f := appPortFinding(dir, 47800, true); strings.Contains(f.Message, "junk") || !strings.Contains(f.Message, "free port it picks") {
+		t.Errorf("taken, junk saved: %+v", f)
 	}
 }

@@ -182,6 +182,9 @@ func peerCandidates(ps []discovery.Peer) []candidate {
 	out := make([]candidate, 0, len(ps))
 	for _, p := range ps {
 		c := candidate{Name: p.Name, ID: p.ID}
+		if !p.SpeaksFerry() && p.SpeaksLocalSend() {
+			c.ID = p.LocalSend.Fingerprint // a LocalSend device is named by its fingerprint
+		}
 		if a := p.HostPorts(); len(a) > 0 {
 			c.Addr = a[0]
 		}
@@ -246,28 +249,11 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (
 		return engine.Target{}, err
 	}
 	defer e.Close()
-	d, err := newDiscovery(e)
-	if err != nil {
+	p, d, stop, err := findPeer(ctx, e, to)
+	if err != nil && d == nil {
 		return engine.Target{}, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, resolveWait)
-	defer cancel()
-	stop := runDiscovery(rctx, d)
 	defer stop()
-
-	p, err := d.Resolve(rctx, to)
-	if err == nil && normalizeQueryID(to) != p.ID {
-		// A name or prefix matched: give a second device a moment to answer too.
-		settle, cancelSettle := context.WithTimeout(rctx, resolveSettle)
-		<-settle.Done()
-		cancelSettle()
-		if ctx.Err() != nil {
-			return engine.Target{}, ctx.Err()
-		}
-		done, cancelDone := context.WithCancel(ctx)
-		cancelDone() // Resolve with an ended context only looks at the table
-		p, err = d.Resolve(done, to)
-	}
 	switch {
 	case err == nil:
 		return peerTarget(p), nil
@@ -300,8 +286,65 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (
 		to, resolveWait, why)}
 }
 
+// findPeer looks to up on the local network for up to resolveWait: mDNS,
+// direct probes of the devices e remembers, and LocalSend's discovery. A
+// name or prefix that matched gets resolveSettle more, so that a second
+// device answering to it is noticed. d is nil when discovery could not
+// start; stop ends it.
+func findPeer(ctx context.Context, e *engine.Engine, to string) (p discovery.Peer, d *discovery.Discovery, stop func(), err error) {
+	d, err = newDiscovery(e)
+	if err != nil {
+		return discovery.Peer{}, nil, nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, resolveWait)
+	stopMDNS := runDiscovery(rctx, d)
+	stopLS := func() {}
+	if s, err := watchLocalSend(e, d); err == nil {
+		stopLS = s
+	}
+	stop = func() { stopLS(); stopMDNS(); cancel() }
+	p, err = d.Resolve(rctx, to)
+	if err == nil && normalizeQueryID(to) != p.ID {
+		settle, cancelSettle := context.WithTimeout(rctx, resolveSettle)
+		<-settle.Done()
+		cancelSettle()
+		if ctx.Err() != nil {
+			return discovery.Peer{}, d, stop, ctx.Err()
+		}
+		done, cancelDone := context.WithCancel(ctx)
+		cancelDone() // Resolve with an ended context only looks at the table
+		p, err = d.Resolve(done, to)
+	}
+	return p, d, stop, err
+}
+
+// resolvePeer is findPeer with an engine of its own on the config dir cfg.
+func resolvePeer(ctx context.Context, to, cfg string) (discovery.Peer, error) {
+	dir, err := configDir(cfg)
+	if err != nil {
+		return discovery.Peer{}, err
+	}
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir}))
+	if err != nil {
+		return discovery.Peer{}, err
+	}
+	defer e.Close()
+	p, d, stop, err := findPeer(ctx, e, to)
+	if d != nil {
+		stop()
+	}
+	switch {
+	case errors.Is(err, discovery.ErrAmbiguous):
+		return p, ambiguous(to, match(to, peerCandidates(d.Peers())))
+	case errors.Is(err, discovery.ErrNotFound):
+		return p, &resolveError{errNoDevice, fmt.Sprintf("no device called %q answered within %v; run \"ferry-cli peers\" to list devices, or pass --to HOST:PORT", to, resolveWait)}
+	}
+	return p, err
+}
+
 // peerTarget is where to send to a discovered peer: its addresses, and
-// its ID, which the TLS handshake must prove.
+// its ID, which the TLS handshake must prove. A device that speaks only
+// LocalSend has its LocalSend address alone (lsTargetIn).
 func peerTarget(p discovery.Peer) engine.Target {
 	return engine.Target{Addrs: peerresolve.Addrs(p), ID: p.ID}
 }

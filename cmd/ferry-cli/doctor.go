@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,7 @@ func mustAtoi(s string) int {
 }
 
 func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs, _ := newFlagSet("doctor", errOut)
+	fs, cfg := newFlagSet("doctor", errOut)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for our own test advertisement")
 	noSelfTest := fs.Bool("no-selftest", false, "do not advertise a test service on the network")
@@ -60,7 +61,13 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return fmt.Errorf("%w: --port must be in 1..65535", errUsage)
 	}
 	r := diagnose(ctx, discovery.DiagnoseOptions{Ports: []int{*port}, SelfTestTimeout: *timeout, SkipSelfTest: *noSelfTest})
-	r.Findings = append(r.Findings, checkListen(ctx, *port)...)
+	listen := checkListen(ctx, *port)
+	r.Findings = append(r.Findings, listen...)
+	if *port == mustAtoi(defaultPort) {
+		if dir, err := configDir(*cfg); err == nil {
+			r.Findings = append(r.Findings, appPortFinding(dir, *port, portTaken(listen)))
+		}
+	}
 	if *lsPort > 0 {
 		r.Findings = append(r.Findings, checkLocalSend(*lsPort)...)
 	}
@@ -128,6 +135,45 @@ func joinOr(names []string) string {
 		return "no interface"
 	}
 	return strings.Join(names, ", ")
+}
+
+// appPortFile is where the app keeps the port it listened on last, in its
+// config dir (app/port.go portFile): the port it listens on when the
+// default one is taken.
+const appPortFile = "listen-port"
+
+// portTaken reports whether the listen check found the port taken.
+func portTaken(listen []discovery.Finding) bool {
+	for _, f := range listen {
+		if f.Check == "listen" && f.Severity != discovery.SeverityOK {
+			return true
+		}
+	}
+	return false
+}
+
+// appPortFinding says which port the app listens on (issue 26, finding 9):
+// the default one when it is free, else the last one it used (saved in
+// dir), else one it picks at start, which its status line names.
+func appPortFinding(dir string, port int, taken bool) discovery.Finding {
+	if !taken {
+		return discovery.Finding{Check: "port", Severity: discovery.SeverityOK,
+			Message: fmt.Sprintf("Ferry listens on port %d, its default (QUIC over UDP, and TCP).", port)}
+	}
+	saved := 0
+	if b, err := os.ReadFile(filepath.Join(dir, appPortFile)); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p <= 65535 {
+			saved = p
+		}
+	}
+	if saved != 0 && saved != port {
+		return discovery.Finding{Check: "port", Severity: discovery.SeverityWarning,
+			Message: fmt.Sprintf("Port %d is taken here, so the Ferry app listens on port %d instead, the last one it used.", port, saved),
+			Fix:     fmt.Sprintf("Devices that only know port %d reach this one at port %d: give them that address, or free port %d.", port, saved, port)}
+	}
+	return discovery.Finding{Check: "port", Severity: discovery.SeverityWarning,
+		Message: fmt.Sprintf("Port %d is taken here (by Ferry itself if it is running), so a new Ferry app would listen on a free port it picks at start; its window's status line names it.", port),
+		Fix:     fmt.Sprintf("If Ferry is not running, free port %d.", port)}
 }
 
 // checkListen is listenFindings; tests replace it.

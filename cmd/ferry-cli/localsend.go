@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,11 +10,11 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
@@ -37,56 +38,63 @@ func addLocalSendFlags(fs interface {
 	}
 }
 
-// startLocalSend serves LocalSend for e and, with announce, announces this
-// device on LocalSend's multicast groups and answers the others. It
-// returns what stops both.
+// startLocalSend adds LocalSend's row to e's receiver table (e receives)
+// and, with announce, announces this device on LocalSend's multicast
+// groups and answers the others. It returns what stops the announcing.
 func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, announce bool, errOut io.Writer) (func(), error) {
 	var disc atomic.Pointer[localsend.Discoverer]
 	port := *f.port
 	if port == 0 {
 		port = -1 // the engine's "any free port"
 	}
-	srv, err := e.ServeLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port,
-		OnRegister: func(in localsend.Info, addr netip.Addr, fp string) {
+	row, err := e.AddLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port, DeviceModel: "Ferry",
+		OnRegister: func(in localsend.Info, addr netip.Addr, cert *x509.Certificate) {
 			if d := disc.Load(); d != nil {
-				d.HandleRegister(in, addr, fp)
+				d.HandleRegister(in, addr, cert)
 			}
 		}})
 	if err != nil {
 		return nil, err
 	}
 	note := ""
-	if srv.Moved {
-		note = fmt.Sprintf(" (port %d was taken: devices that only scan the network will not find this one)", *f.port)
-	}
-	fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices can send here on port %d%s, fingerprint %s\n", srv.Port(), note, srv.Fingerprint())
-	stops := []func(){func() { srv.Close() }}
-	if announce {
-		d, err := newLocalSendDiscoverer(e, srv.Info(), nil)
-		if err != nil {
-			fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices will not see this one announced: %v\n", err)
-		} else {
-			disc.Store(d)
-			dctx, cancel := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() { defer close(done); _ = d.Run(dctx) }()
-			stops = append(stops, func() { cancel(); <-done })
+	for _, st := range e.Listeners() {
+		if st.Transport == row.Name() && st.Note != "" {
+			note = " (" + st.Note + ")"
 		}
 	}
-	return func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}, nil
+	fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices can send here on port %d%s, fingerprint %s\n", row.Port(), note, row.Fingerprint())
+	if !announce {
+		return func() {}, nil
+	}
+	d, err := newLocalSendDiscoverer(e, row.Info(), nil)
+	if err != nil {
+		fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices will not see this one announced: %v\n", err)
+		return func() {}, nil
+	}
+	disc.Store(d)
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(dctx) }()
+	return func() { cancel(); <-done }, nil
 }
 
 // localsendInterfaces lists the interfaces LocalSend discovery joins and
 // announces on (nil: every multicast one); tests turn it off.
 var localsendInterfaces func() ([]net.Interface, error)
 
+// lsWatchHost is where the register-only LocalSend server of peers and
+// send listens (empty: every address; tests: loopback).
+var lsWatchHost = ""
+
 // newLocalSendDiscoverer makes the multicast discoverer: info is announced
-// (nil OnDevice: answer only).
+// (nil onDevice: answer only). With no multicast interface it opens
+// nothing (LocalSend's UDP port stays free) and says so.
 func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func(localsend.Device)) (*localsend.Discoverer, error) {
+	if localsendInterfaces != nil {
+		if ifs, err := localsendInterfaces(); err != nil || len(ifs) == 0 {
+			return nil, errors.New("no network interface can carry LocalSend's multicast")
+		}
+	}
 	cert, err := e.LocalSendCert()
 	if err != nil {
 		return nil, err
@@ -95,7 +103,64 @@ func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func
 	return localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: onDevice, Interfaces: localsendInterfaces})
 }
 
-// lsPeer is one LocalSend device as peers prints it.
+// notReceiving is the Receiver of the register-only server: it takes no
+// offers (this process does not receive).
+type notReceiving struct{}
+
+func (notReceiving) Offer(context.Context, *localsend.Offer) (localsend.Session, error) {
+	return nil, fmt.Errorf("%w: this is not a receiving Ferry (ferry-cli peers or send)", localsend.ErrDeclined)
+}
+
+// watchLocalSend feeds d's table with the LocalSend devices of the network
+// until stop: it announces this device and answers the others. A LocalSend
+// app since 1.18 answers an announcement only with a register to the
+// announced port, so a register-only server of its own (offers refused)
+// listens on a free port, and the announcement names it.
+func watchLocalSend(e *engine.Engine, d *discovery.Discovery) (stop func(), err error) {
+	cert, err := e.LocalSendCert()
+	if err != nil {
+		return nil, err
+	}
+	var disc atomic.Pointer[localsend.Discoverer]
+	srv, err := localsend.NewServer(localsend.ServerConfig{
+		Info: localsend.Info{Alias: e.Name(), DeviceModel: "Ferry", DeviceType: localsend.TypeHeadless},
+		Cert: cert, Receiver: notReceiving{},
+		OnRegister: func(in localsend.Info, addr netip.Addr, c *x509.Certificate) {
+			if ds := disc.Load(); ds != nil {
+				ds.HandleRegister(in, addr, c)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(lsWatchHost, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("localsend: listen: %w", err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	info := srv.Info()
+	info.Port = ln.Addr().(*net.TCPAddr).Port
+	ds, err := newLocalSendDiscoverer(e, info, d.SeeLocalSend)
+	if err != nil {
+		srv.Close()
+		<-served
+		return nil, err
+	}
+	disc.Store(ds)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = ds.Run(ctx) }()
+	return func() {
+		cancel()
+		<-ran
+		srv.Close()
+		<-served
+	}, nil
+}
+
+// lsPeer is a device that speaks only LocalSend, as peers --json prints it.
 type lsPeer struct {
 	Protocol    string `json:"protocol"`
 	Alias       string `json:"alias"`
@@ -106,63 +171,41 @@ type lsPeer struct {
 	Verified    bool   `json:"verified"`
 }
 
-// localSendPeers announces for d and collects the LocalSend devices that
-// answer (or announce) until ctx ends.
-func localSendPeers(ctx context.Context, e *engine.Engine) ([]lsPeer, error) {
-	cert, err := e.LocalSendCert()
-	if err != nil {
-		return nil, err
-	}
-	// Port 0 in the announcement: no server here to register with, so
-	// devices answer over UDP (older apps) or by announcing themselves.
-	info := localsend.Info{Alias: e.Name(), DeviceModel: "Ferry", DeviceType: localsend.TypeHeadless, Fingerprint: localsend.CertFingerprint(cert), Port: localsend.DefaultPort, Protocol: "https"}
-	var mu sync.Mutex
-	byFP := map[string]lsPeer{}
-	d, err := newLocalSendDiscoverer(e, info, func(dev localsend.Device) {
-		mu.Lock()
-		defer mu.Unlock()
-		k := strings.ToUpper(dev.Fingerprint)
-		if old, ok := byFP[k]; ok && old.Verified && !dev.Verified {
-			return
-		}
-		byFP[k] = lsPeer{Protocol: engine.ProtocolLocalSend, Alias: dev.Alias, Fingerprint: dev.Fingerprint, Model: dev.DeviceModel,
-			Type: dev.DeviceType, Address: dev.AddrPort(), Verified: dev.Verified}
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Run(ctx); err != nil {
-		return nil, err
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	out := make([]lsPeer, 0, len(byFP))
-	for _, p := range byFP {
-		out = append(out, p)
-	}
-	return out, nil
+// lsPeerOf is p's LocalSend side as peers prints it.
+func lsPeerOf(p discovery.Peer) lsPeer {
+	ls := p.LocalSend
+	return lsPeer{Protocol: engine.ProtocolLocalSend, Alias: ls.Alias, Fingerprint: ls.Fingerprint, Model: ls.DeviceModel,
+		Type: ls.DeviceType, Address: ls.Addr.HostPort(), Verified: ls.Verified}
 }
 
-// findLocalSend looks for a LocalSend device called name (alias, or a
-// fingerprint prefix) for up to wait.
-func findLocalSend(ctx context.Context, e *engine.Engine, name string, wait time.Duration) (engine.LocalSendTarget, error) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	peers, err := localSendPeers(ctx, e)
-	if err != nil {
-		return engine.LocalSendTarget{}, err
+// localSendTarget is where to send to p over LocalSend (false: p does not
+// speak it).
+func localSendTarget(p discovery.Peer) (engine.LocalSendTarget, bool) {
+	if p.LocalSend == nil {
+		return engine.LocalSendTarget{}, false
 	}
-	for _, p := range peers {
-		if strings.EqualFold(p.Alias, name) || len(name) >= 8 && strings.HasPrefix(strings.ToUpper(p.Fingerprint), strings.ToUpper(name)) {
-			return engine.LocalSendTarget{Addr: p.Address, Fingerprint: p.Fingerprint, Alias: p.Alias}, nil
-		}
-	}
-	return engine.LocalSendTarget{}, fmt.Errorf("no LocalSend device called %q answered within %v (is LocalSend open on it, on this network?)", safetext.Name(name), wait)
+	a := p.LocalSend.Addr
+	return engine.LocalSendTarget{Addr: a.HostPort(), Fingerprint: a.Pin(), Scheme: a.Scheme(), Alias: p.LocalSend.Alias}, true
 }
 
-// sendLocalSend runs a send to one LocalSend device and waits for it.
-func sendLocalSend(ctx context.Context, e *engine.Engine, to engine.LocalSendTarget, items engine.Items, pin string, p *printer, answers *prompter) error {
-	ask := func(ctx context.Context, wrong bool) (string, error) {
+// lsTargetIn is a target that resolution found to speak only LocalSend:
+// its one address is of the localsend kind.
+func lsTargetIn(t engine.Target) (engine.LocalSendTarget, bool) {
+	for _, a := range t.Addrs {
+		if a.Kind != addr.LocalSend {
+			return engine.LocalSendTarget{}, false
+		}
+	}
+	if len(t.Addrs) == 0 {
+		return engine.LocalSendTarget{}, false
+	}
+	a := t.Addrs[0]
+	return engine.LocalSendTarget{Addr: a.HostPort(), Fingerprint: a.Pin(), Scheme: a.Scheme()}, true
+}
+
+// askPIN asks the user for the PIN a LocalSend receiver wants.
+func askPIN(answers *prompter) func(ctx context.Context, wrong bool) (string, error) {
+	return func(ctx context.Context, wrong bool) (string, error) {
 		q := "The receiver asks for a PIN: "
 		if wrong {
 			q = "Wrong PIN. PIN: "
@@ -173,6 +216,11 @@ func sendLocalSend(ctx context.Context, e *engine.Engine, to engine.LocalSendTar
 		}
 		return pin, nil
 	}
+}
+
+// sendLocalSend runs a send to one LocalSend device and waits for it.
+func sendLocalSend(ctx context.Context, e *engine.Engine, to engine.LocalSendTarget, items engine.Items, pin string, p *printer, answers *prompter) error {
+	ask := askPIN(answers)
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
 	tr, err := e.SendLocalSend(ctx, to, items, engine.LocalSendSendOptions{PIN: pin, AskPIN: ask})
@@ -196,32 +244,33 @@ func sendLocalSend(ctx context.Context, e *engine.Engine, to engine.LocalSendTar
 }
 
 // localSendTargetOf is --to for --protocol localsend: HOST:PORT, or HOST
-// (LocalSend's port), or a device's alias found on the network.
-func localSendTargetOf(ctx context.Context, e *engine.Engine, to, fingerprint string) (engine.LocalSendTarget, error) {
+// (LocalSend's port), or a device's name or fingerprint found on the
+// network (a device that speaks both is sent to over LocalSend).
+func localSendTargetOf(ctx context.Context, to, cfg, fingerprint string, errOut io.Writer) (engine.LocalSendTarget, error) {
 	if host, port, err := net.SplitHostPort(to); err == nil {
 		return engine.LocalSendTarget{Addr: net.JoinHostPort(host, port), Fingerprint: fingerprint}, nil
 	}
 	if _, err := netip.ParseAddr(to); err == nil {
 		return engine.LocalSendTarget{Addr: net.JoinHostPort(to, fmt.Sprint(localsend.DefaultPort)), Fingerprint: fingerprint}, nil
 	}
-	return findLocalSend(ctx, e, to, 3*time.Second)
+	p, err := resolvePeer(ctx, to, cfg)
+	if err != nil {
+		return engine.LocalSendTarget{}, err
+	}
+	if t, ok := localSendTarget(p); ok {
+		return t, nil
+	}
+	return engine.LocalSendTarget{}, fmt.Errorf("%s was found, but not as a LocalSend device: leave out --protocol localsend to send with Ferry", safetext.Name(to))
 }
 
-// printLocalSendPeers prints peers' LocalSend devices.
-func printLocalSendPeers(out io.Writer, peers []lsPeer, asJSON bool) error {
+// printLocalSendPeer prints a device that speaks only LocalSend.
+func printLocalSendPeer(out io.Writer, p discovery.Peer, asJSON bool) error {
+	lp := lsPeerOf(p)
 	if asJSON {
-		enc := json.NewEncoder(out)
-		for _, p := range peers {
-			if err := enc.Encode(p); err != nil {
-				return err
-			}
-		}
-		return nil
+		return json.NewEncoder(out).Encode(lp)
 	}
-	for _, p := range peers {
-		fmt.Fprintf(out, "%s\t%s\t%s\t%s\tLocalSend %s%s\n", strings.ReplaceAll(safetext.Name(p.Alias), "\t", " "), short(p.Fingerprint), p.Address, p.Model, p.Type, map[bool]string{false: " (unverified)"}[p.Verified])
-	}
-	return nil
+	_, err := fmt.Fprintf(out, "%s\t%s\t%s\t%s\tLocalSend %s%s\n", strings.ReplaceAll(safetext.Name(lp.Alias), "\t", " "), short(lp.Fingerprint), lp.Address, safetext.Name(lp.Model), lp.Type, map[bool]string{false: " (unverified)"}[lp.Verified])
+	return err
 }
 
 // line asks a question and returns the answer's line (false when there is
@@ -242,7 +291,7 @@ func (p *prompter) line(ctx context.Context, question string) (string, bool) {
 }
 
 // runSendLocalSend is send --protocol localsend: one recipient at a time.
-func runSendLocalSend(ctx context.Context, dir, name string, tos []string, items engine.Items, pin, fingerprint string, asJSON bool, out, errOut io.Writer) error {
+func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, items engine.Items, pin, fingerprint string, asJSON bool, out, errOut io.Writer) error {
 	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: name, RetryFor: -1}))
 	if err != nil {
 		return err
@@ -252,7 +301,7 @@ func runSendLocalSend(ctx context.Context, dir, name string, tos []string, items
 	answers := newPrompter(stdin, errOut)
 	var last error
 	for _, to := range tos {
-		tg, err := localSendTargetOf(ctx, e, to, fingerprint)
+		tg, err := localSendTargetOf(ctx, to, cfg, fingerprint, errOut)
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,9 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if _, ok := lsTargetIn(target); ok {
+		return fmt.Errorf("%s speaks only LocalSend: pairing codes are between Ferry devices", safetext.Name(*to))
+	}
 	if *id != "" {
 		target.ID = *id
 	}

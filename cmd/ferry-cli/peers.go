@@ -10,13 +10,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 )
 
 func init() {
 	register(command{
 		name:    "peers",
-		summary: "list Ferry devices on the local network",
+		summary: "list Ferry and LocalSend devices on the local network",
 		run:     runPeers,
 	})
 }
@@ -52,15 +53,15 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	var lsPeers []lsPeer
-	var lsErr error
-	lsDone := make(chan struct{})
 	if *withLS {
-		go func() { defer close(lsDone); lsPeers, lsErr = localSendPeers(ctx, e) }()
-	} else {
-		close(lsDone)
+		// LocalSend devices join the same table; one that speaks both is
+		// one device.
+		if stop, err := watchLocalSend(e, d); err != nil {
+			fmt.Fprintf(errOut, "LocalSend devices were not looked for: %v\n", err)
+		} else {
+			defer stop()
+		}
 	}
-	defer func() { <-lsDone }()
 	if err := d.Run(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("cannot listen for devices (%v); run \"ferry-cli doctor\" to see why", err)
 	}
@@ -68,26 +69,38 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := d.Err(); err != nil {
 		fmt.Fprintf(errOut, "Local network discovery is not working (%v); only remembered devices were looked for. Run \"ferry-cli doctor\" to see why.\n", err)
 	}
-	<-lsDone
-	if lsErr != nil {
-		fmt.Fprintf(errOut, "LocalSend devices were not looked for: %v\n", lsErr)
+	// Ferry devices first (as discovery.Peer, with a "localsend" object
+	// when they speak it too), then the devices that speak only LocalSend
+	// (protocol, alias, fingerprint, model, type, address).
+	var ferry, lsOnly []discovery.Peer
+	for _, p := range peers {
+		if p.SpeaksFerry() {
+			ferry = append(ferry, p)
+		} else if p.SpeaksLocalSend() {
+			lsOnly = append(lsOnly, p)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(out)
-		for _, p := range peers {
+		for _, p := range ferry {
 			if err := enc.Encode(p); err != nil {
 				return err
 			}
 		}
-		return printLocalSendPeers(out, lsPeers, true)
+		for _, p := range lsOnly {
+			if err := printLocalSendPeer(out, p, true); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	if len(peers) == 0 && len(lsPeers) == 0 {
-		fmt.Fprintf(errOut, "No Ferry devices found within %v. Run \"ferry-cli doctor\" to see why.\n", *timeout)
+	if len(peers) == 0 {
+		fmt.Fprintf(errOut, "No devices found within %v. Run \"ferry-cli doctor\" to see why.\n", *timeout)
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tID\tADDRESS\tOS\tSOURCE")
-	for _, p := range peers {
+	for _, p := range ferry {
 		addr := "-"
 		if a := p.HostPorts(); len(a) > 0 {
 			addr = a[0]
@@ -95,10 +108,16 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 				addr += fmt.Sprintf(" (+%d)", len(a)-1)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ReplaceAll(p.Name, "\t", " "), p.ShortID(), addr, p.OS, p.Source)
+		src := string(p.Source)
+		if p.SpeaksLocalSend() {
+			src += " + LocalSend"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ReplaceAll(p.Name, "\t", " "), p.ShortID(), addr, p.OS, src)
 	}
-	if err := printLocalSendPeers(tw, lsPeers, false); err != nil {
-		return err
+	for _, p := range lsOnly {
+		if err := printLocalSendPeer(tw, p, false); err != nil {
+			return err
+		}
 	}
 	return tw.Flush()
 }

@@ -46,7 +46,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	name := fs.String("name", "", "device `NAME` shown to the receiver")
 	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep reconnecting this long after the connection drops (0: never)")
 	pair := fs.Bool("pair", false, "if a receiver is not trusted yet, ask to check its verification code; a match trusts it")
-	protocol := fs.String("protocol", "auto", "`auto` (today: Ferry), ferry or localsend (to a LocalSend device: HOST[:PORT] or its name)")
+	protocol := fs.String("protocol", "auto", "`auto` (the protocol the device speaks; Ferry when it speaks both), ferry or localsend (force LocalSend: HOST[:PORT], or a device's name or fingerprint)")
 	lsPIN := fs.String("localsend-pin", "", "`PIN` for a LocalSend receiver that asks for one (asked here when not given)")
 	lsFP := fs.String("localsend-fingerprint", "", "refuse a LocalSend receiver at HOST:PORT unless its certificate has this `FINGERPRINT`")
 	if err := parseFlags(fs, args); err != nil {
@@ -84,7 +84,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	if *protocol == "localsend" {
-		return runSendLocalSend(ctx, dir, *name, tos, items, *lsPIN, *lsFP, *asJSON, out, errOut)
+		return runSendLocalSend(ctx, dir, *cfg, *name, tos, items, *lsPIN, *lsFP, *asJSON, out, errOut)
 	}
 	var targets []engine.Target
 	follows := false
@@ -98,8 +98,10 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		// A device named by name or ID is followed: every attempt looks it
 		// up again (a receiver that restarted on another port is found); an
-		// explicit HOST:PORT is dialled as given.
-		target.Follow = target.ID != "" && !isHostPortArg(to)
+		// explicit HOST:PORT is dialled as given. A device that speaks only
+		// LocalSend is sent to over LocalSend, at the address found.
+		_, lsOnly := lsTargetIn(target)
+		target.Follow = target.ID != "" && !isHostPortArg(to) && !lsOnly
 		follows = follows || target.Follow
 		targets = append(targets, target)
 	}
@@ -128,8 +130,16 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	label := map[string]string{} // transfer ID -> the --to it goes to
 	var trs []*engine.Transfer
 	var failed []string
+	answers := newPrompter(stdin, errOut)
 	for i, target := range targets {
-		tr, err := e.SendItems(ctx, target, items, engine.SendOptions{Transport: *transport, Streams: *streams})
+		var tr *engine.Transfer
+		var err error
+		if lt, ok := lsTargetIn(target); ok {
+			lt.Alias = tos[i]
+			tr, err = e.SendLocalSend(ctx, lt, items, engine.LocalSendSendOptions{PIN: *lsPIN, AskPIN: askPIN(answers)})
+		} else {
+			tr, err = e.SendItems(ctx, target, items, engine.SendOptions{Transport: *transport, Streams: *streams})
+		}
 		if err != nil {
 			if !several {
 				return err
@@ -150,7 +160,6 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if several {
 		p.prefix = func(ev engine.Event) string { return "[" + safetext.Name(label[ev.TransferID]) + "] " }
 	}
-	answers := newPrompter(stdin, errOut)
 	pending := len(trs)
 	for pending > 0 {
 		ev, ok := <-events

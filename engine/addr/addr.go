@@ -29,10 +29,14 @@ const (
 	QUIC Kind = "quic"
 	// TCP is Ferry's protocol over TLS over TCP: tcp://host:port.
 	TCP Kind = "tcp"
+	// LocalSend is a LocalSend device's HTTPS (or HTTP) server, with the
+	// fingerprint its certificate must have as the URI's fragment:
+	// localsend+https://host:port#FINGERPRINT (see NewLocalSend).
+	LocalSend Kind = "localsend"
 )
 
 // labels are how a user reads the known kinds.
-var labels = map[Kind]string{QUIC: "QUIC", TCP: "TCP"}
+var labels = map[Kind]string{QUIC: "QUIC", TCP: "TCP", LocalSend: "LocalSend"}
 
 // Label is the kind as a user reads it ("QUIC", "TCP"); an unknown kind
 // reads as its name.
@@ -66,6 +70,36 @@ var ErrBad = errors.New("not an address")
 func New(kind Kind, hostport string) Addr {
 	return Addr{Kind: kind, URI: string(kind) + "://" + hostport}
 }
+
+// NewLocalSend returns the address of a LocalSend device's server at
+// hostport: scheme is "https" (anything else but "http" reads as https)
+// and fingerprint the one its certificate must have (HTTPS), or its
+// announced random string (HTTP, which pins nothing).
+// NewLocalSend("https", "192.0.2.9:53317", "AB12...") is
+// localsend+https://192.0.2.9:53317#AB12....
+func NewLocalSend(scheme, hostport, fingerprint string) Addr {
+	if scheme != "http" {
+		scheme = "https"
+	}
+	u := scheme + "://" + hostport
+	if fingerprint != "" {
+		u += "#" + fingerprint
+	}
+	return Addr{Kind: LocalSend, URI: u}
+}
+
+// Pin is the fingerprint a LocalSend address pins (its URI's fragment);
+// "" for other kinds, or none.
+func (a Addr) Pin() string {
+	if a.Kind != LocalSend {
+		return ""
+	}
+	_, frag, _ := strings.Cut(a.URI, "#")
+	return frag
+}
+
+// Scheme is the URI's scheme ("https" for a LocalSend address over TLS).
+func (a Addr) Scheme() string { return a.scheme() }
 
 // Parse reads the text form of an address (String's): "quic://host:port",
 // or "kind+scheme://..." for a kind whose URI has a scheme of its own.

@@ -17,6 +17,8 @@ func TestNewAndParts(t *testing.T) {
 		{New(QUIC, "[fe80::1%eth0]:47800"), "quic://[fe80::1%eth0]:47800", "[fe80::1%eth0]:47800", "fe80::1%eth0"},
 		{New(TCP, "desk.local:47800"), "tcp://desk.local:47800", "desk.local:47800", "desk.local"},
 		{Addr{Kind: "localsend", URI: "https://192.0.2.9:53317/api?fp=ab12"}, "localsend+https://192.0.2.9:53317/api?fp=ab12", "192.0.2.9:53317", "192.0.2.9"},
+		{NewLocalSend("https", "192.0.2.9:53317", "AB12"), "localsend+https://192.0.2.9:53317#AB12", "192.0.2.9:53317", "192.0.2.9"},
+		{NewLocalSend("http", "[2001:db8::9]:53317", ""), "localsend+http://[2001:db8::9]:53317", "[2001:db8::9]:53317", "2001:db8::9"},
 		{Addr{Kind: "rendezvous", URI: "rendezvous://anna-desk"}, "rendezvous://anna-desk", "anna-desk", "anna-desk"},
 	} {
 		if got := tc.a.String(); got != tc.text {
@@ -35,6 +37,19 @@ func TestNewAndParts(t *testing.T) {
 	}
 	if (Addr{}).String() != "" || !(Addr{}).IsZero() || New(QUIC, "h:1").IsZero() {
 		t.Error("zero address")
+	}
+}
+
+func TestLocalSendPin(t *testing.T) {
+	a := NewLocalSend("ftp", "192.0.2.9:53317", "AB12")
+	if a.Scheme() != "https" || a.Pin() != "AB12" || a.Kind.Label() != "LocalSend" {
+		t.Errorf("%v: scheme %q pin %q label %q", a, a.Scheme(), a.Pin(), a.Kind.Label())
+	}
+	if p := New(QUIC, "192.0.2.9:1").Pin(); p != "" {
+		t.Errorf("a QUIC address pins %q", p)
+	}
+	if p := NewLocalSend("http", "h:1", "").Pin(); p != "" {
+		t.Errorf("no fingerprint, pin %q", p)
 	}
 }
 

@@ -104,8 +104,9 @@ type conn struct {
 	http *http.Client
 	base string
 
-	mu   sync.Mutex // guards seen
-	seen string     // the fingerprint of the server's certificate
+	mu   sync.Mutex        // guards the fields below
+	seen string            // the fingerprint of the server's certificate
+	leaf *x509.Certificate // the server's certificate, once an answer came
 }
 
 func (c *Client) open(t Target) *conn {
@@ -205,6 +206,11 @@ func (k *conn) do(ctx context.Context, method, route string, q url.Values, body 
 		return 0, nil, fmt.Errorf("localsend %s: %w", route, err)
 	}
 	defer resp.Body.Close()
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		k.mu.Lock()
+		k.leaf = resp.TLS.PeerCertificates[0]
+		k.mu.Unlock()
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("localsend %s: reading the answer: %w", route, err)
@@ -230,37 +236,50 @@ func messageOf(b []byte) string {
 // Register tells the device at t about this one (as an answer to its
 // announcement, or a scan) and returns its info.
 func (c *Client) Register(ctx context.Context, t Target) (Info, error) {
+	in, _, err := c.register(ctx, t)
+	return in, err
+}
+
+// register is Register, with the certificate the device proved over TLS
+// (nil in HTTP mode).
+func (c *Client) register(ctx context.Context, t Target) (Info, *x509.Certificate, error) {
 	return c.infoCall(ctx, t, http.MethodPost, "register", c.info)
 }
 
 // DeviceInfo asks the device at t for its info (GET info).
 func (c *Client) DeviceInfo(ctx context.Context, t Target) (Info, error) {
-	return c.infoCall(ctx, t, http.MethodGet, "info", nil)
+	in, _, err := c.infoCall(ctx, t, http.MethodGet, "info", nil)
+	return in, err
 }
 
-func (c *Client) infoCall(ctx context.Context, t Target, method, route string, body any) (Info, error) {
+func (c *Client) infoCall(ctx context.Context, t Target, method, route string, body any) (Info, *x509.Certificate, error) {
 	k := c.open(t)
 	defer k.close()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	st, b, err := k.do(ctx, method, route, nil, body, 0, MaxSmallBytes)
 	if err != nil {
-		return Info{}, err
+		return Info{}, nil, err
 	}
 	if st != http.StatusOK {
-		return Info{}, errorOf(route, st, messageOf(b), false)
+		return Info{}, nil, errorOf(route, st, messageOf(b), false)
 	}
 	var in Info
 	if err := unmarshalBounded(b, MaxSmallBytes, &in); err != nil {
-		return Info{}, fmt.Errorf("localsend %s: %w", route, err)
+		return Info{}, nil, fmt.Errorf("localsend %s: %w", route, err)
 	}
 	if err := in.Validate(false); err != nil {
-		return Info{}, fmt.Errorf("localsend %s: %w", route, err)
+		return Info{}, nil, fmt.Errorf("localsend %s: %w", route, err)
 	}
 	if fp := k.fingerprint(); fp != "" && t.Scheme != "http" {
 		in.Fingerprint = fp // in HTTPS mode the certificate is the identity
 	}
-	return in, nil
+	if t.Scheme == "http" {
+		return in, nil, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return in, k.leaf, nil
 }
 
 // Upload is one file to send: its entry in the offer (ID, FileName, Size,

@@ -2,6 +2,8 @@ package localsend
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +27,12 @@ type Device struct {
 	// answered our register pinned to it, or registered with a client
 	// certificate that has it. A multicast announcement alone is a claim.
 	Verified bool
+	// KeyHash is the SHA-256 of the public key (SubjectPublicKeyInfo) of
+	// the certificate that proved the fingerprint, when Verified over TLS;
+	// zero otherwise. A device whose certificate carries a key known from
+	// another protocol (a Ferry device ID is that same hash) is that
+	// device: discovery shows it once.
+	KeyHash [32]byte
 	// Via says how it was heard of: "multicast", "register" or "scan".
 	Via string
 	// Seen is when.
@@ -61,6 +69,12 @@ type DiscoveryConfig struct {
 	Interfaces func() ([]net.Interface, error)
 	// OnDevice hears every device seen or seen again; it must not block.
 	OnDevice func(Device)
+	// AnnounceEvery announces again at this interval after the first
+	// three (0: never, as the official app, which announces on demand).
+	// Each announcement is answered by every device, so a table that
+	// expires devices (discovery.Options.LocalSendTTL) needs it: 30 s
+	// against its 90 s.
+	AnnounceEvery time.Duration
 	// MaxAnswers bounds the register answers in flight (0: 8); an
 	// announcement that finds them all busy is answered over UDP.
 	MaxAnswers int
@@ -188,7 +202,8 @@ func (d *Discoverer) JoinedInterfaces() (v4, v6 []string) {
 
 // Run reads announcements and answers until ctx ends or Close; it
 // announces this device 100 ms, 500 ms and 2 s after it starts, as the
-// official app does. It returns nil when ctx ends.
+// official app does, then every AnnounceEvery. It returns nil when ctx
+// ends.
 func (d *Discoverer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -204,6 +219,21 @@ func (d *Discoverer) Run(ctx context.Context) error {
 				t.Stop()
 				return
 			case <-t.C:
+			}
+			if err := d.Announce(); err != nil {
+				d.cfg.Log.Debug("localsend announce", "err", err)
+			}
+		}
+		if d.cfg.AnnounceEvery <= 0 {
+			return
+		}
+		tick := time.NewTicker(d.cfg.AnnounceEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
 			}
 			if err := d.Announce(); err != nil {
 				d.cfg.Log.Debug("localsend announce", "err", err)
@@ -323,14 +353,14 @@ func (d *Discoverer) handle(ctx context.Context, b []byte, src netip.Addr) {
 		}
 		// Pinned to the announced fingerprint: an announcer that claims
 		// someone else's fingerprint fails here.
-		got, err := d.cfg.Client.Register(ctx, dev.Target())
+		got, cert, err := d.cfg.Client.register(ctx, dev.Target())
 		if err != nil {
 			d.cfg.Log.Debug("localsend register answer failed; answering over UDP", "to", dev.AddrPort(), "err", err)
 			d.answerUDP()
 			return
 		}
 		got.Port, got.Protocol = in.Port, in.Protocol
-		d.seen(Device{Info: got, Addr: src, Verified: in.Scheme() == "https", Via: "register"})
+		d.seen(Device{Info: got, Addr: src, Verified: cert != nil, KeyHash: KeyHash(cert), Via: "register"})
 	}()
 }
 
@@ -363,18 +393,27 @@ func (d *Discoverer) seen(dev Device) {
 
 // HandleRegister takes a register request the server received (wire it to
 // ServerConfig.OnRegister): a device answering our announcement, or
-// scanning. It is verified when the client certificate has its fingerprint.
-func (d *Discoverer) HandleRegister(in Info, addr netip.Addr, certFingerprint string) {
+// scanning. It is verified by its client certificate (nil: none).
+func (d *Discoverer) HandleRegister(in Info, addr netip.Addr, cert *x509.Certificate) {
 	if SameFingerprint(in.Fingerprint, d.cfg.Info.Fingerprint) {
 		return
 	}
-	verified := SameFingerprint(certFingerprint, in.Fingerprint)
-	if certFingerprint != "" && !verified {
-		// A certificate that contradicts the claim: believe the certificate.
-		in.Fingerprint = certFingerprint
-		verified = true
+	dev := Device{Info: in, Addr: addr, Via: "register"}
+	if cert != nil {
+		// The certificate is the identity; a claim that contradicts it
+		// is dropped.
+		dev.Fingerprint, dev.Verified, dev.KeyHash = Fingerprint(cert.Raw), true, KeyHash(cert)
 	}
-	d.seen(Device{Info: in, Addr: addr, Verified: verified, Via: "register"})
+	d.seen(dev)
+}
+
+// KeyHash is the SHA-256 of cert's public key (its SubjectPublicKeyInfo);
+// zero for nil.
+func KeyHash(cert *x509.Certificate) [32]byte {
+	if cert == nil {
+		return [32]byte{}
+	}
+	return sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 }
 
 // announcement is this device's multicast message.

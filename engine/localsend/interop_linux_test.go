@@ -3,6 +3,8 @@ package localsend
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -379,7 +381,7 @@ func TestInteropDiscovery(t *testing.T) {
 	var d *Discoverer
 	cl := NewClient(ClientConfig{Info: Info{Alias: "ferry", Port: DefaultPort, Protocol: "https"}, Cert: testCert(t, 0), Dial: a.Dial})
 	srv, _ := ferryServer(t, a, ipA, DefaultPort, ServerConfig{Info: Info{Alias: "ferry"}, Receiver: newMemReceiver(), Cert: testCert(t, 0),
-		OnRegister: func(in Info, addr netip.Addr, fp string) { d.HandleRegister(in, addr, fp) }})
+		OnRegister: func(in Info, addr netip.Addr, c *x509.Certificate) { d.HandleRegister(in, addr, c) }})
 	info := srv.Info()
 	info.Port = DefaultPort
 	var err error
@@ -395,6 +397,11 @@ func TestInteropDiscovery(t *testing.T) {
 	reg := seen.wait(t, "the peer's register answer", func(dv Device) bool { return dv.Via == "register" && dv.Alias == "phone" })
 	if !reg.Verified || !SameFingerprint(reg.Fingerprint, p.Fingerprint) || reg.Addr.String() != ipB {
 		t.Fatalf("register answer %+v", reg)
+	}
+	// The key that proved it, for discovery to recognise a device it
+	// knows over another protocol.
+	if pc, err := x509.ParseCertificate(p.Cert.Certificate[0]); err != nil || reg.KeyHash != sha256.Sum256(pc.RawSubjectPublicKeyInfo) {
+		t.Fatalf("register answer's key hash %x (%v)", reg.KeyHash, err)
 	}
 	old := seen.wait(t, "the old peer's UDP answer", func(dv Device) bool { return dv.Alias == "old-phone" })
 	if old.Verified || old.Via != "multicast" {

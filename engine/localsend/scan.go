@@ -124,13 +124,13 @@ func Scan(ctx context.Context, cfg ScanConfig) error {
 				hctx, hcancel := context.WithTimeout(gctx, cfg.PerHost)
 				defer hcancel()
 				t := Target{Addr: net.JoinHostPort(a.String(), strconv.Itoa(cfg.Port)), Scheme: cfg.Scheme}
-				in, err := cfg.Client.Register(hctx, t)
+				in, cert, err := cfg.Client.register(hctx, t)
 				if err != nil || SameFingerprint(in.Fingerprint, cfg.Client.Info().Fingerprint) {
 					return nil
 				}
 				in.Port, in.Protocol = cfg.Port, t.Scheme
 				if cfg.OnDevice != nil {
-					cfg.OnDevice(Device{Info: in, Addr: a, Verified: cfg.Scheme != "http", Via: "scan", Seen: time.Now()})
+					cfg.OnDevice(Device{Info: in, Addr: a, Verified: cert != nil, KeyHash: KeyHash(cert), Via: "scan", Seen: time.Now()})
 				}
 				return nil
 			})

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,8 @@ type Offer struct {
 	// CertFingerprint is the fingerprint of the certificate the client
 	// presented, "" when it presented none.
 	CertFingerprint string
+	// Cert is that certificate (nil when none).
+	Cert *x509.Certificate
 	// Addr is where the request came from.
 	Addr netip.Addr
 	// Files are the offered files, sorted by name.
@@ -96,9 +99,9 @@ type ServerConfig struct {
 	// official app 1.18 does; by default both kinds are served).
 	RequireClientCert bool
 	// OnRegister hears every valid register request (a device answering
-	// this device's announcement, or scanning): its info, address and the
-	// fingerprint of its client certificate ("" when none).
-	OnRegister func(info Info, addr netip.Addr, certFingerprint string)
+	// this device's announcement, or scanning): its info, address and its
+	// client certificate (nil when none).
+	OnRegister func(info Info, addr netip.Addr, cert *x509.Certificate)
 	// MaxSessions bounds the sessions at once, pending prompts included
 	// (0: 4); more get 409. MaxSessionsPerAddr bounds them per address (0: 2).
 	MaxSessions, MaxSessionsPerAddr int
@@ -139,6 +142,10 @@ type Server struct {
 	pins     map[netip.Addr]*pinState
 	closed   bool
 	lns      []net.Listener
+	// withdrawn refuses new offers (Withdraw); onIdle is called once
+	// nothing runs any more, and released says it was.
+	withdrawn, released bool
+	onIdle              func()
 }
 
 type pinState struct {
@@ -257,12 +264,21 @@ func (s *Server) Close() error {
 		p.cancel(ErrClosed)
 	}
 	s.mu.Unlock()
-	err := s.http.Close()
 	for _, ss := range sessions {
 		ss.end(ErrClosed)
 	}
-	return err
+	// Handlers still running get a moment to answer: the last upload of a
+	// session ends it before its 200 is written, and a server closed on
+	// that end (receive --once) must not cut the answer. Uploads whose
+	// session ended above fail their next write and answer at once.
+	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+	defer cancel()
+	_ = s.http.Shutdown(ctx)
+	return s.http.Close()
 }
+
+// closeGrace bounds how long Close waits for running handlers to answer.
+const closeGrace = time.Second
 
 // remote is a request's source address.
 func remote(r *http.Request) netip.Addr {
@@ -271,6 +287,14 @@ func remote(r *http.Request) netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr().Unmap()
+}
+
+// clientCert is the client's certificate, if any.
+func clientCert(r *http.Request) *x509.Certificate {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil
+	}
+	return r.TLS.PeerCertificates[0]
 }
 
 // certFingerprint is the fingerprint of the client's certificate, if any.
@@ -321,7 +345,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	in.Announce = nil
 	if s.cfg.OnRegister != nil && !SameFingerprint(in.Fingerprint, s.info.Fingerprint) {
-		s.cfg.OnRegister(in, remote(r), certFingerprint(r))
+		s.cfg.OnRegister(in, remote(r), clientCert(r))
 	}
 	writeJSON(w, s.answerInfo(r))
 }
@@ -373,6 +397,7 @@ func (s *Server) checkPIN(addr netip.Addr, pin string) error {
 }
 
 func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
+	defer s.checkIdle() // last: a withdrawn server may be idle now
 	addr := remote(r)
 	if err := s.checkPIN(addr, r.URL.Query().Get("pin")); err != nil {
 		msg := map[error]string{ErrTooManyPINs: "Too many requests", ErrPINRequired: "PIN required", ErrWrongPIN: "Invalid PIN"}[err]
@@ -385,7 +410,11 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	defer cancel(nil)
 	p := &pendingOffer{addr: addr, cancel: cancel}
 	if err := s.hold(p); err != nil {
-		fail(w, statusOf(err), "Blocked by another session")
+		msg := "Blocked by another session"
+		if errors.Is(err, ErrDeclined) {
+			msg = "Not receiving now"
+		}
+		fail(w, statusOf(err), msg)
 		return
 	}
 	held := true
@@ -410,7 +439,7 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "Request body malformed")
 		return
 	}
-	o := &Offer{Sender: req.Info, CertFingerprint: certFingerprint(r), Addr: addr}
+	o := &Offer{Sender: req.Info, CertFingerprint: certFingerprint(r), Cert: clientCert(r), Addr: addr}
 	o.Sender.Announce = nil
 	o.Files = make([]File, 0, len(req.Files))
 	for id, f := range req.Files {
@@ -477,6 +506,9 @@ func (s *Server) hold(p *pendingOffer) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if s.withdrawn {
+		return errNotReceiving
 	}
 	n, perAddr := len(s.pending)+len(s.sessions), 0
 	for q := range s.pending {

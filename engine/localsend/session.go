@@ -159,6 +159,7 @@ func (ss *session) end(err error) {
 	ss.mu.Unlock()
 	ss.s.mu.Lock()
 	delete(ss.s.sessions, ss.id)
+	ss.s.checkIdleLocked()
 	ss.s.mu.Unlock()
 	cause := err
 	if cause == nil {

@@ -68,16 +68,17 @@ type Dest struct {
 
 	bufferedIO atomic.Bool // see SetBufferedIO
 
-	mu   sync.Mutex               // guards the fields below
-	open map[*Partial]fs.FileInfo // open partials, to detect two names sharing one file
-	// subs caches a Root per folder inside the destination, so that the
-	// several operations on each file do not walk its path again every time
-	// (os.Root opens every path element; six openat calls per received file
-	// became one).
-	subs map[string]*os.Root
-	// stale holds Roots of folders that moved away (forgetMoved): they may
-	// still be in use by a concurrent operation, so they close with the Dest.
-	stale []*os.Root
+	// top is the destination itself as a folder (never out of the cache).
+	top *folder
+
+	mu sync.Mutex // guards the fields below
+	// open holds the open partials, to detect two names sharing one file.
+	open map[*Partial]fs.FileInfo
+	// folders caches the folders inside the destination by path (see
+	// folder and Dest.acquire); gone holds those dropped from it while
+	// still in use.
+	folders map[string]*folder
+	gone    map[*folder]struct{}
 	// dirs caches resolveDir: offered folder (slash path) -> the folder its
 	// files go to, checked to be a folder still on every use. Resolving
 	// element by element from the top costs a walk per element (os.Root
@@ -96,41 +97,13 @@ const maxCachedDirs = 4096
 // rest goes through the cache with write-behind: see package fileio.
 func (d *Dest) SetBufferedIO(on bool) { d.bufferedIO.Store(on) }
 
-// maxSubRoots bounds the folder cache (each entry holds a descriptor);
-// folders beyond it are reached from the destination's Root as before.
-const maxSubRoots = 128
-
-// at returns the Root to use for name (relative to the destination, OS form)
-// and name relative to that Root. Cached Roots stay open until Close, so a
-// Root handed out is never closed under a concurrent operation.
-func (d *Dest) at(name string) (*os.Root, string) {
-	dir, base := filepath.Dir(name), filepath.Base(name)
-	if dir == "." || dir == "" {
-		return d.root, base
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r, ok := d.subs[dir]; ok {
-		return r, base
-	}
-	if len(d.subs) >= maxSubRoots {
-		return d.root, name
-	}
-	r, err := d.root.OpenRoot(dir)
-	if err != nil {
-		return d.root, name
-	}
-	d.subs[dir] = r
-	return r, base
-}
-
 // linkNames is Root.Link through the folder cache.
 func (d *Dest) linkNames(oldname, newname string) error {
 	if filepath.Dir(oldname) == filepath.Dir(newname) {
-		r, o := d.at(oldname)
-		_, n := d.at(newname)
-		if r != d.root {
-			return r.Link(o, n)
+		fo, o := d.in(oldname)
+		defer d.release(fo)
+		if fo != d.top {
+			return fo.root.Link(o, filepath.Base(newname))
 		}
 	}
 	return d.root.Link(oldname, newname)
@@ -138,8 +111,9 @@ func (d *Dest) linkNames(oldname, newname string) error {
 
 // removeName is Root.Remove through the folder cache.
 func (d *Dest) removeName(name string) error {
-	r, n := d.at(name)
-	return r.Remove(n)
+	fo, n := d.in(name)
+	defer d.release(fo)
+	return fo.root.Remove(n)
 }
 
 // Open opens dir as a destination, creating it (and its parents) if it does
@@ -152,7 +126,20 @@ func Open(dir string) (*Dest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
-	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, subs: map[string]*os.Root{}}
+	f, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("store: open %q: %w", dir, err)
+	}
+	id, err := f.Stat()
+	if err != nil {
+		f.Close()
+		root.Close()
+		return nil, fmt.Errorf("store: open %q: %w", dir, err)
+	}
+	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{},
+		top:     &folder{path: ".", id: id, root: root, dir: f},
+		folders: map[string]*folder{}, gone: map[*folder]struct{}{}}
 	d.link = d.linkNames
 	d.rename = d.renameNoReplace
 	return d, nil
@@ -165,15 +152,16 @@ func (d *Dest) Dir() string { return d.dir }
 // writing but cannot be finalized or discarded through a closed Dest.
 func (d *Dest) Close() error {
 	d.mu.Lock()
-	for k, r := range d.subs {
-		r.Close()
-		delete(d.subs, k)
+	for k, fo := range d.folders {
+		fo.close()
+		delete(d.folders, k)
 	}
-	for _, r := range d.stale {
-		r.Close()
+	for fo := range d.gone {
+		fo.close()
+		delete(d.gone, fo)
 	}
-	d.stale = nil
 	d.mu.Unlock()
+	d.top.dir.Close()
 	if err := d.root.Close(); err != nil {
 		return fmt.Errorf("store: close %q: %w", d.dir, err)
 	}
@@ -188,6 +176,10 @@ type Partial struct {
 	name string // OS-form path relative to the root, ending in PartialSuffix
 	d    *Dest
 	id   fs.FileInfo // the file's identity, to find it at name (inside)
+	fo   *folder     // the folder it is in (a reference, given back by letGo)
+	base string      // its name in fo
+
+	let sync.Once // gives back the reference to fo
 
 	w *fileio.Writer // how bytes reach the file (SetBufferedIO)
 
@@ -212,21 +204,24 @@ func (p *Partial) WriteAt(b []byte, off int64) (int, error) {
 	return p.w.WriteAt(b, off)
 }
 
-// inside fails with ErrMovedOut unless the partial is still the file found
-// at its name from the destination's Root: a local process that moves its
-// folder out of the destination (or replaces the folder) takes the open
-// file along, and a write through the open descriptor would land there.
-// (A partial directly in the destination cannot leave it that way.) The
-// check walks the folders from the Root, a few system calls per write.
+// inside fails with ErrMovedOut unless the partial is still the file of
+// its name in its folder and that folder is still inside the destination
+// (folder.inside): a local process that moves the folder out of the
+// destination (or replaces it) takes the open file along, and a write
+// through the open descriptor would land there. (A partial directly in the
+// destination cannot leave it that way.) Two system calls at any depth.
 func (p *Partial) inside() error {
-	if filepath.Dir(p.name) == "." {
+	if p.fo == p.d.top {
 		return nil
 	}
-	if now, err := p.d.root.Lstat(p.name); err == nil && os.SameFile(now, p.id) {
+	if p.fo.holds(p.base, p.id) && p.fo.inside(p.d) {
 		return nil
 	}
 	return fmt.Errorf("store: %s: %w", filepath.ToSlash(filepath.Dir(p.name)), ErrMovedOut)
 }
+
+// letGo gives back the partial's reference to its folder, once.
+func (p *Partial) letGo() { p.let.Do(func() { p.d.release(p.fo) }) }
 
 // Reserve preallocates the partial's first size bytes (the size the sender
 // declared) where the file system can, so that chunks written by several
@@ -234,6 +229,9 @@ func (p *Partial) inside() error {
 // Small files are left as they are. An error matching fileio.ErrNoSpace
 // means the disk is full; any other failure to preallocate is not an error.
 func (p *Partial) Reserve(size int64) error {
+	if !fileio.Reserves(size) {
+		return nil // touches nothing, so needs no check
+	}
 	if err := p.inside(); err != nil {
 		return err
 	}
@@ -300,25 +298,25 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := d.resolveDir(dirs, true)
+	fo, err := d.resolveFolder(dirs)
 	if err != nil {
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
-	d.forgetMoved(dir)
 	for n := 0; n < maxNumbered; n++ {
-		name := filepath.Join(dir, numbered(base, n, true)+PartialSuffix)
-		sub, subName := d.at(name)
+		subName := numbered(base, n, true) + PartialSuffix
 		// O_EXCL: created here and now, never an existing file or a
 		// symlink's target.
-		f, err := sub.OpenFile(subName, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := fo.root.OpenFile(subName, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
+			d.release(fo)
 			return nil, fmt.Errorf("store: create %q: %w", rel, err)
 		}
-		p, err := d.adopt(f, name, true)
+		p, err := d.adopt(f, filepath.Join(fo.path, subName), true)
 		if err == nil {
+			p.fo, p.base = fo, subName
 			// The folder may have moved between its resolution and the create.
 			if err = p.inside(); err != nil {
 				p.Close()
@@ -326,11 +324,13 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		}
 		if err != nil {
 			f.Close()
-			sub.Remove(subName)
+			fo.root.Remove(subName)
+			d.release(fo)
 			return nil, fmt.Errorf("store: create %q: %w", rel, err)
 		}
 		return p, nil
 	}
+	d.release(fo)
 	return nil, fmt.Errorf("store: create %q: %w", rel, ErrTooManyCopies)
 }
 
@@ -350,30 +350,47 @@ func (d *Dest) OpenPartial(name string) (*Partial, error) {
 	osName := filepath.FromSlash(name)
 	// Where the folders are now: a folder moved away by a local process is
 	// not followed.
-	d.forgetMoved(filepath.Dir(osName))
-	sub, subName := d.at(osName)
-	// Refuse before opening, so a FIFO or device is never opened at all...
-	fi, err := sub.Lstat(subName)
+	fo, err := d.acquire(filepath.Dir(osName))
 	if err != nil {
 		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
+	}
+	p, err := d.reopen(fo, osName)
+	if err != nil {
+		d.release(fo)
+		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// reopen opens the partial osName in its folder fo for OpenPartial.
+func (d *Dest) reopen(fo *folder, osName string) (*Partial, error) {
+	subName := osName
+	if fo != d.top {
+		subName = filepath.Base(osName)
+	}
+	// Refuse before opening, so a FIFO or device is never opened at all...
+	fi, err := fo.root.Lstat(subName)
+	if err != nil {
+		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("store: reopen %q: %v: %w", name, fi.Mode().Type(), ErrNotRegular)
+		return nil, fmt.Errorf("%v: %w", fi.Mode().Type(), ErrNotRegular)
 	}
-	f, err := sub.OpenFile(subName, os.O_RDWR, 0)
+	f, err := fo.root.OpenFile(subName, os.O_RDWR, 0)
 	if err != nil {
-		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
+		return nil, err
 	}
 	// ...and check that what was opened is what was looked at.
 	if ofi, err := f.Stat(); err != nil || !os.SameFile(fi, ofi) {
 		f.Close()
-		return nil, fmt.Errorf("store: reopen %q: the file changed while it was opened: %w", name, ErrNotRegular)
+		return nil, fmt.Errorf("the file changed while it was opened: %w", ErrNotRegular)
 	}
 	p, err := d.adopt(f, osName, false)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
+		return nil, err
 	}
+	p.fo, p.base = fo, subName
 	return p, nil
 }
 
@@ -437,6 +454,7 @@ func (d *Dest) PartialPath(rel string) (string, error) {
 // as other files may be arriving in them.
 func (d *Dest) Discard(p *Partial) error {
 	p.Close() // a close error does not matter: the file is going away
+	defer p.letGo()
 	if err := d.removeName(p.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: discard %q: %w", p.Name(), err)
 	}
@@ -477,14 +495,13 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	if err := p.inside(); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
-	d.forgetMoved(filepath.Dir(p.name))
-	dir, err := d.resolveDir(dirs, true)
+	to, err := d.resolveFolder(dirs)
 	if err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
-	d.forgetMoved(dir)
+	defer d.release(to)
 	for n := 0; n < maxNumbered; n++ {
-		name := filepath.Join(dir, numbered(base, n, true))
+		name := filepath.Join(to.path, numbered(base, n, true))
 		linked, err := d.place(p.name, name)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -493,6 +510,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
 		savedAs = filepath.ToSlash(name)
+		p.letGo()
 		if linked {
 			if err := d.removeName(p.name); err != nil {
 				return savedAs, fmt.Errorf("store: finalize %q: saved as %q but could not remove the partial: %w", rel, savedAs, err)
@@ -510,8 +528,7 @@ func (d *Dest) truncate(p *Partial, size int64) error {
 	if !errors.Is(err, os.ErrClosed) {
 		return err
 	}
-	sub, subName := d.at(p.name)
-	f, err := sub.OpenFile(subName, os.O_RDWR, 0)
+	f, err := p.fo.root.OpenFile(p.base, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -520,37 +537,6 @@ func (d *Dest) truncate(p *Partial, size int64) error {
 		err = cerr
 	}
 	return err
-}
-
-// forgetMoved drops the cached Root of folder dir (OS form, relative to the
-// destination) when it is no longer the folder found at that path from the
-// destination's Root: a local process moved or replaced it, and a cached
-// descriptor would follow it out of the destination.
-func (d *Dest) forgetMoved(dir string) {
-	if dir == "." || dir == "" {
-		return
-	}
-	d.mu.Lock()
-	r, ok := d.subs[dir]
-	d.mu.Unlock()
-	if !ok {
-		return
-	}
-	now, err := d.root.Lstat(dir)
-	cached, cerr := r.Stat(".")
-	if err == nil && cerr == nil && now.IsDir() && os.SameFile(now, cached) {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	// Every cached folder below it moved with it; the others are checked
-	// when next used. A Root handed out before stays open until Close.
-	for k, sub := range d.subs {
-		if k == dir || strings.HasPrefix(k, dir+string(filepath.Separator)) {
-			d.stale = append(d.stale, sub)
-			delete(d.subs, k)
-		}
-	}
 }
 
 // syncClose commits p to stable storage when SyncOnFinalize asks for it (a
@@ -627,7 +613,36 @@ func (d *Dest) resolveDir(elems []string, create bool) (string, error) {
 			return dir, nil
 		}
 	}
-	dir = ""
+	return d.walkDir(elems, create)
+}
+
+// resolveFolder is resolveDir(elems, true) returning the folder, acquired
+// (release it): a cached resolution is used while its folder is still
+// inside the destination (folder.inside), without walking its path.
+func (d *Dest) resolveFolder(elems []string) (*folder, error) {
+	if len(elems) == 0 {
+		return d.top, nil
+	}
+	d.mu.Lock()
+	dir, ok := d.dirs[strings.Join(elems, "/")]
+	d.mu.Unlock()
+	if ok {
+		if fo, err := d.acquire(dir); err == nil {
+			return fo, nil
+		}
+	}
+	dir, err := d.walkDir(elems, true)
+	if err != nil {
+		return nil, err
+	}
+	return d.acquire(dir)
+}
+
+// walkDir resolves elems element by element from the destination's Root
+// (resolveElem) and caches the result when it created the folders.
+func (d *Dest) walkDir(elems []string, create bool) (string, error) {
+	key := strings.Join(elems, "/")
+	dir := ""
 	for _, e := range elems {
 		next, err := d.resolveElem(dir, e, create)
 		if err != nil {

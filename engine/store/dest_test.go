@@ -669,7 +669,7 @@ func TestMovedFolderGetsNoWrites(t *testing.T) {
 			if _, err := p.WriteAt([]byte("more"), 3); !errors.Is(err, ErrMovedOut) {
 				t.Errorf("a write into a folder moved away: %v, want ErrMovedOut", err)
 			}
-			if err := p.Reserve(1 << 20); !errors.Is(err, ErrMovedOut) {
+			if err := p.Reserve(4 << 20); !errors.Is(err, ErrMovedOut) { // large enough to preallocate
 				t.Errorf("a reserve in a folder moved away: %v, want ErrMovedOut", err)
 			}
 			if saved, err := d.Finalize(p, "album/deep/2.jpg", 7); !errors.Is(err, ErrMovedOut) {
@@ -847,4 +847,70 @@ func TestOpenAndMisuse(t *testing.T) {
 		t.Errorf("Finalize after Discard = %q, %v; want an error", saved, err)
 	}
 	assertTree(t, dir, map[string]string{"closed.txt": "c"})
+}
+
+// The folder cache stays bounded however many folders a transfer names, and
+// every reference a file takes is given back when it is finalized or
+// discarded, so no descriptor outlives its use.
+func TestFolderCacheBounded(t *testing.T) {
+	d, dir := openDest(t)
+	want := map[string]string{}
+	for i := range 3 * maxFolders {
+		rel := fmt.Sprintf("f%d/sub/x.txt", i)
+		if i%7 == 0 {
+			p, err := d.CreatePartial(rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Discard(p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		receive(t, d, rel, []byte("x"))
+		want[rel] = "x"
+	}
+	assertTree(t, dir, want)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.folders) > maxFolders {
+		t.Errorf("%d folders cached, bound %d", len(d.folders), maxFolders)
+	}
+	for k, fo := range d.folders {
+		if fo.refs != 0 {
+			t.Errorf("folder %s still has %d references", k, fo.refs)
+		}
+	}
+	if len(d.gone) != 0 {
+		t.Errorf("%d dropped folders still open", len(d.gone))
+	}
+}
+
+// A folder moved out of the destination, two levels above the partial,
+// while it is open: the folders cached below it are dropped and released,
+// and the next file of the same folder lands inside.
+func TestMovedAncestorDropsCachedFolders(t *testing.T) {
+	d, dir := openDest(t)
+	p, err := d.CreatePartial("a/b/c/1.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "a"), filepath.Join(t.TempDir(), "away")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("1"), 0); !errors.Is(err, ErrMovedOut) {
+		t.Errorf("write after the move: %v, want ErrMovedOut", err)
+	}
+	if saved := receive(t, d, "a/b/c/2.txt", []byte("2")); saved != "a/b/c/2.txt" {
+		t.Errorf("saved as %q", saved)
+	}
+	if err := d.Discard(p); err != nil {
+		t.Fatal(err)
+	}
+	assertTree(t, dir, map[string]string{"a/b/c/2.txt": "2"})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.gone) != 0 {
+		t.Errorf("%d dropped folders still open after the partial let go", len(d.gone))
+	}
 }

@@ -21,33 +21,23 @@ import (
 // (APFS, HFS+), Windows NtSetInformationFile(FileRenameInformation) with
 // ReplaceIfExists false (what MoveFileEx without MOVEFILE_REPLACE_EXISTING
 // does, but relative to directory handles opened through the Root). The
-// other Unix systems have no portable call and use the link.
+// other Unix systems have no portable call and use the link. The folders
+// come from the folder cache unchecked: the caller has just checked them.
 func (d *Dest) renameNoReplace(oldname, newname string) error {
-	oldDir, oldBase, err := d.openParent(oldname)
+	from, err := d.hold(filepath.Dir(oldname))
 	if err != nil {
 		return err
 	}
-	defer oldDir.Close()
-	newDir, newBase, err := d.openParent(newname)
+	defer d.release(from)
+	to, err := d.hold(filepath.Dir(newname))
 	if err != nil {
 		return err
 	}
-	defer newDir.Close()
-	if err := renameat(oldDir, oldBase, newDir, newBase); err != nil {
+	defer d.release(to)
+	if err := renameat(from.dir, filepath.Base(oldname), to.dir, filepath.Base(newname)); err != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
 	}
 	return nil
-}
-
-// openParent opens the folder that holds name (through the folder cache,
-// so inside the destination) and returns it with name's last element.
-func (d *Dest) openParent(name string) (*os.File, string, error) {
-	r, n := d.at(name)
-	f, err := r.Open(filepath.Dir(n))
-	if err != nil {
-		return nil, "", err
-	}
-	return f, filepath.Base(n), nil
 }
 
 // errNoAtomicRename is what renameat returns where no rename can refuse to

@@ -12,6 +12,16 @@
 // among its own slots, oldest first, while a real peer's slots, young and
 // short-lived, are rarely the oldest; the real peer gets the few it needs
 // at once (Floor) even when every other source holds as few.
+//
+// A flood from the real peer's own source (a laptop behind the flooder's
+// NAT) is another matter: refusing that source's newcomers refuses the real
+// peer too. With Limits.Renew, a newcomer of a source that holds PerSource
+// slots takes the place of the least advanced of them instead, oldest
+// first: its holders rank their slots by how far they got (Slot.SetRank),
+// and a holder that proved itself (Slot.Hold) is never displaced by its
+// own source. Idle
+// connections then churn among themselves while a real peer's, which
+// advances at once, stays.
 package fair
 
 import (
@@ -28,6 +38,10 @@ type Limits struct {
 	// Floor is how many slots a source may take from others that hold as
 	// few as it does, oldest first (at most PerSource).
 	Floor int
+	// Renew lets a source that holds PerSource slots take the place of
+	// the lowest ranked of its own slots that are not held firm (oldest
+	// first among equals), instead of being refused.
+	Renew bool
 }
 
 // Slots hands out slots within Limits. It is safe for concurrent use.
@@ -47,6 +61,8 @@ type Slot struct {
 	seq   uint64
 	evict func()
 	held  bool // guarded by s.mu
+	rank  int  // guarded by s.mu: see SetRank
+	firm  bool // guarded by s.mu: never renewed by its own source (Hold)
 }
 
 // New returns an empty Slots with the given limits (each at least 1).
@@ -58,19 +74,31 @@ func New(lim Limits) *Slots {
 }
 
 // Take claims a slot for src. It returns nil when src may not have one now:
-// it holds PerSource already, or every slot is taken by sources that hold
+// it holds PerSource already (with Renew: none of them may be renewed),
+// or every slot is taken by sources that hold
 // no more than src would. When it takes a slot away from another source,
 // that slot's evict runs (in the caller's goroutine, after Take's own
 // bookkeeping). evict may be nil.
 func (s *Slots) Take(src string, evict func()) *Slot {
+	return s.take(src, evict, 0)
+}
+
+// TakeRanked is Take for a slot ranked from the start (see SetRank).
+func (s *Slots) TakeRanked(src string, rank int, evict func()) *Slot {
+	return s.take(src, evict, rank)
+}
+
+func (s *Slots) take(src string, evict func(), rank int) *Slot {
 	s.mu.Lock()
 	mine := len(s.bySource[src])
-	if mine >= s.lim.PerSource {
-		s.mu.Unlock()
-		return nil
-	}
 	var victim *Slot
-	if s.held >= s.lim.Total {
+	if mine >= s.lim.PerSource {
+		if victim = s.renewLocked(src); victim == nil {
+			s.mu.Unlock()
+			return nil
+		}
+		s.removeLocked(victim)
+	} else if s.held >= s.lim.Total {
 		victim = s.victimLocked(src, mine)
 		if victim == nil {
 			s.mu.Unlock()
@@ -79,7 +107,7 @@ func (s *Slots) Take(src string, evict func()) *Slot {
 		s.removeLocked(victim)
 	}
 	s.seq++
-	sl := &Slot{s: s, src: src, seq: s.seq, evict: evict, held: true}
+	sl := &Slot{s: s, src: src, seq: s.seq, evict: evict, held: true, rank: rank}
 	s.bySource[src] = append(s.bySource[src], sl)
 	s.held++
 	s.mu.Unlock()
@@ -114,6 +142,21 @@ func (s *Slots) victimLocked(src string, mine int) *Slot {
 	return victim
 }
 
+// renewLocked picks the slot of src a newcomer of src takes with Renew:
+// the lowest ranked of those not held firm, the oldest among equals.
+func (s *Slots) renewLocked(src string) *Slot {
+	if !s.lim.Renew {
+		return nil
+	}
+	var victim *Slot
+	for _, sl := range s.bySource[src] { // oldest first
+		if !sl.firm && (victim == nil || sl.rank < victim.rank) {
+			victim = sl
+		}
+	}
+	return victim
+}
+
 func (s *Slots) removeLocked(sl *Slot) {
 	if !sl.held {
 		return
@@ -142,6 +185,31 @@ func (sl *Slot) Release() {
 	}
 	sl.s.mu.Lock()
 	sl.s.removeLocked(sl)
+	sl.s.mu.Unlock()
+}
+
+// SetRank ranks the slot among its source's (0 when taken): with Renew, a
+// newcomer of its source displaces lower ranked slots first, typically
+// those whose holder got less far. A nil Slot may be ranked.
+func (sl *Slot) SetRank(rank int) {
+	if sl == nil {
+		return
+	}
+	sl.s.mu.Lock()
+	sl.rank = rank
+	sl.s.mu.Unlock()
+}
+
+// Hold sets whether the slot is held firm: a firm slot is never taken by a
+// newcomer of its own source (Renew), only released or, as any slot, taken
+// by another source's newcomer (Floor, the busiest source). A nil Slot
+// may be held.
+func (sl *Slot) Hold(firm bool) {
+	if sl == nil {
+		return
+	}
+	sl.s.mu.Lock()
+	sl.firm = firm
 	sl.s.mu.Unlock()
 }
 

@@ -125,3 +125,50 @@ func TestFloor(t *testing.T) {
 		t.Fatal("the peer took a fourth slot from sources holding one each")
 	}
 }
+
+// Issue #27 (4): with Renew, a flood from a real peer's own source churns
+// among its own idle slots, least advanced and oldest first, and never
+// takes a slot its holder held firm; without Renew the source is refused.
+func TestRenewOwnSource(t *testing.T) {
+	t.Parallel()
+	s := New(Limits{Total: 64, PerSource: 4, Renew: true})
+	evicted := map[string]bool{}
+	take := func(name string) *Slot {
+		return s.Take("nat", func() { evicted[name] = true })
+	}
+	take("idle1")
+	real := take("real")
+	take("idle2")
+	idle3 := take("idle3")
+	real.SetRank(1) // the real peer's handshake started
+	if take("idle4") == nil || !evicted["idle1"] {
+		t.Fatalf("a newcomer of a full source was refused or took another slot than the oldest idle one: %v", evicted)
+	}
+	if take("idle5") == nil || !evicted["idle2"] || evicted["real"] {
+		t.Fatalf("the newcomer took the advanced slot before an idle one: %v", evicted)
+	}
+	real.Hold(true)
+	idle3.SetRank(2)
+	for i := range 10 {
+		if take(fmt.Sprint("more", i)) == nil {
+			t.Fatalf("newcomer %d was refused", i)
+		}
+	}
+	// The newcomers displace each other, the least advanced.
+	if evicted["real"] || evicted["idle3"] || !evicted["more7"] || evicted["more8"] || evicted["more9"] || s.HeldBy("nat") != 4 {
+		t.Fatalf("after the flood: evicted %v, the source holds %d", evicted, s.HeldBy("nat"))
+	}
+	// Every slot of the source held firm: the newcomer is refused.
+	f := New(Limits{Total: 8, PerSource: 2, Renew: true})
+	f.Take("nat", nil).Hold(true)
+	f.TakeRanked("nat", 5, nil).Hold(true)
+	if f.Take("nat", nil) != nil {
+		t.Fatal("a newcomer took a slot held firm")
+	}
+	// Without Renew a full source is refused, as before.
+	n := New(Limits{Total: 8, PerSource: 1})
+	n.Take("nat", nil)
+	if n.Take("nat", nil) != nil {
+		t.Fatal("a full source took a slot without Renew")
+	}
+}

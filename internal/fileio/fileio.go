@@ -152,6 +152,10 @@ func newWriter(f *os.File, mode Mode, sys sysOps) *Writer {
 // on thousands of small files.
 const minReserve = 2 << 20
 
+// Reserves reports whether Reserve(size) preallocates (where the file
+// system can): smaller files are left as they are.
+func Reserves(size int64) bool { return size >= minReserve }
+
 // ErrNoSpace means the file system has no room for the reserved size.
 var ErrNoSpace = errors.New("not enough space")
 

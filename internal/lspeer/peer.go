@@ -38,6 +38,9 @@ type Peer struct {
 	Cert        tls.Certificate
 	Fingerprint string
 	Port        int
+	// DeviceModel and DeviceType are what it says of itself (empty:
+	// "lspeer", "headless").
+	DeviceModel, DeviceType string
 
 	// Server behaviour.
 	PIN               string
@@ -101,7 +104,14 @@ func New(alias string) (*Peer, error) {
 
 // Info is the device object the peer announces and registers with.
 func (p *Peer) Info(announce *bool) map[string]any {
-	m := map[string]any{"alias": p.Alias, "version": "2.1", "deviceModel": "lspeer", "deviceType": "headless",
+	model, kind := p.DeviceModel, p.DeviceType
+	if model == "" {
+		model = "lspeer"
+	}
+	if kind == "" {
+		kind = "headless"
+	}
+	m := map[string]any{"alias": p.Alias, "version": "2.1", "deviceModel": model, "deviceType": kind,
 		"fingerprint": p.Fingerprint, "port": p.Port, "protocol": "https", "download": false}
 	if announce != nil {
 		m["announce"] = *announce

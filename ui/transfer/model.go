@@ -23,11 +23,14 @@ const (
 	Reconnecting Phase = "reconnecting" // it was connected, lost the link, and retries
 	Moved        Phase = "moved"        // the network path changed and it goes on
 	Resumed      Phase = "resumed"      // the user resumed it; running again
-	Done         Phase = "done"
-	Failed       Phase = "failed" // Reason says why
-	Cancelled    Phase = "cancelled"
-	Declined     Phase = "declined"
-	Expired      Phase = "expired" // nobody answered the offer in time
+	// Interrupted: receiving, the sender went away; what arrived is kept
+	// and the same delivery goes on when the sender is back.
+	Interrupted Phase = "interrupted"
+	Done        Phase = "done"
+	Failed      Phase = "failed" // Reason says why
+	Cancelled   Phase = "cancelled"
+	Declined    Phase = "declined"
+	Expired     Phase = "expired" // nobody answered the offer in time
 )
 
 // Final reports whether nothing follows p but a new delivery.
@@ -72,6 +75,7 @@ const (
 	ReasonVerifyFailed   Reason = "verify_failed"
 	ReasonIO             Reason = "io" // files could not be read or written here
 	ReasonProtocol       Reason = "protocol"
+	ReasonBusy           Reason = "busy" // declined: too many offers were waiting
 )
 
 // Direction of a delivery.
@@ -129,16 +133,20 @@ type Event struct {
 	Delivery  string // the delivery ID: the model's only key
 	Direction Direction
 	Peer      string // the other device's name as the user knows it
-	Files     []File // EvOffer
-	Text      bool   // EvOffer: the delivery carries a text
+	Files     []File // EvOffer: the first files (a large offer is not listed whole)
+	Count     int    // EvOffer, EvProgress: how many files in all (0: len(Files))
+	Text      bool   // EvOffer, EvResult: the delivery carries a text
 	Total     int64  // EvOffer, EvProgress
 	State     string // EvState, EvResult: the engine's state value
 	Bytes     int64  // EvProgress: bytes of this delivery in place so far
-	File      *FileEnd
-	Code      string // EvResult: the engine's code
-	ByPeer    bool   // EvResult
-	Err       string // EvResult: the engine's own text, for Details
-	Time      time.Time
+	// Verified: EvResult: files verified in place, as the engine counts
+	// them (a file reported before a restart of Ferry has no EvFile here).
+	Verified int
+	File     *FileEnd
+	Code     string // EvResult: the engine's code
+	ByPeer   bool   // EvResult
+	Err      string // EvResult: the engine's own text, for Details
+	Time     time.Time
 }
 
 // Delivery is the state of one delivery.
@@ -154,8 +162,11 @@ type Delivery struct {
 	Detail string
 	// Moved is set once the network path changed and the delivery went on;
 	// the row says so until it ends.
-	Moved     bool
-	Files     []File
+	Moved bool
+	Files []File
+	// Count is how many files the delivery has (Files may list only the
+	// first ones).
+	Count     int
 	Text      bool
 	Total     int64
 	Refused   int // files the receiver would not take
@@ -164,6 +175,10 @@ type Delivery struct {
 	// Bytes is how much of Total is in place, each byte counted once across
 	// pauses, reconnects and resumes.
 	Bytes int64
+	// cancelAsked: the user pressed Cancel and the engine has not said
+	// how it ended yet; its result still counts (it may have failed or
+	// finished first).
+	cancelAsked bool
 	// connected: a byte moved or the other side answered at least once, so
 	// a lost link is a reconnect, not a first connection.
 	connected bool
@@ -182,6 +197,13 @@ func New() *Model { return &Model{byID: map[string]*Delivery{}} }
 
 // Get returns the delivery with id, or nil.
 func (m *Model) Get(id string) *Delivery { return m.byID[id] }
+
+// SetPeer renames the other device of delivery id (the user renamed it).
+func (m *Model) SetPeer(id, name string) {
+	if d := m.byID[id]; d != nil && name != "" {
+		d.Peer = name
+	}
+}
 
 // Deliveries returns every delivery, newest first.
 func (m *Model) Deliveries() []*Delivery {
@@ -214,12 +236,21 @@ func (m *Model) Apply(ev Event) *Delivery {
 	if ev.Peer != "" {
 		d.Peer = ev.Peer
 	}
-	if d.Phase.Final() && ev.Kind != ActResume {
+	if d.Phase.Final() && !d.reopens(ev) && !(ev.Kind == EvResult && d.cancelAsked) {
 		return d
 	}
 	switch ev.Kind {
 	case EvOffer:
+		if d.Phase.Final() {
+			// The sender sends the same delivery again (its Retry): the
+			// same row goes on, with the bytes the receiver kept.
+			d.restart(Offered)
+			if d.Direction == Outgoing {
+				d.Phase = Connecting
+			}
+		}
 		d.Files = ev.Files
+		d.Count = max(ev.Count, len(ev.Files))
 		d.Text = ev.Text
 		d.Total = ev.Total
 		d.Refused = 0
@@ -229,11 +260,17 @@ func (m *Model) Apply(ev Event) *Delivery {
 			}
 		}
 	case EvState:
+		if d.Phase.Final() {
+			d.restart(Connecting)
+		}
 		d.state(ev.State)
 	case EvProgress:
 		d.connected = true
 		if ev.Total > 0 {
 			d.Total = ev.Total
+		}
+		if ev.Count > 0 {
+			d.Count = ev.Count
 		}
 		// An attempt after a reconnect or resume starts from what the
 		// receiver kept: progress never counts a byte twice.
@@ -261,16 +298,45 @@ func (m *Model) Apply(ev Event) *Delivery {
 		}
 	case ActResume:
 		if d.Phase == Paused || d.Phase == Cancelled || d.Phase == Failed {
-			d.Phase, d.By, d.Reason, d.Detail = Resumed, Nobody, ReasonNone, ""
-			d.Ended = time.Time{}
+			d.restart(Resumed)
 		}
 	case ActCancel:
 		if !d.Phase.Final() {
 			d.Phase, d.By = Cancelled, You
 			d.Ended = ev.Time
+			d.cancelAsked = true
 		}
 	}
 	return d
+}
+
+// reopens reports whether ev, arriving for a delivery that ended, starts it
+// again. The engine reuses a delivery's ID only when the same delivery goes
+// on (Retry of one that did not finish, on both sides), so a new offer or a
+// running state is that; the user's Resume is too. A late progress or file
+// event is not.
+func (d *Delivery) reopens(ev Event) bool {
+	if d.Phase == Done {
+		return false // a finished delivery sent again is a new delivery
+	}
+	switch ev.Kind {
+	case ActResume, EvOffer:
+		return true
+	case EvState:
+		switch ev.State {
+		case "connecting", "waiting", "active":
+			return true
+		}
+	}
+	return false
+}
+
+// restart puts an ended or paused delivery back into phase p, keeping its
+// files and the bytes already in place.
+func (d *Delivery) restart(p Phase) {
+	d.Phase, d.By, d.Reason, d.Detail = p, Nobody, ReasonNone, ""
+	d.cancelAsked = false
+	d.Ended = time.Time{}
 }
 
 func (d *Delivery) state(s string) {
@@ -294,7 +360,13 @@ func (d *Delivery) state(s string) {
 		if d.By == Nobody {
 			d.By = Peer
 		}
-	case "reconnecting", "interrupted":
+	case "interrupted":
+		if d.Direction == Incoming {
+			d.Phase = Interrupted
+			break
+		}
+		fallthrough
+	case "reconnecting":
 		// A send that never reached the other device is still connecting:
 		// "Reconnecting" would claim a connection it never had.
 		if d.connected {
@@ -306,6 +378,8 @@ func (d *Delivery) state(s string) {
 }
 
 func (d *Delivery) result(ev Event) {
+	d.cancelAsked = false
+	d.Text = d.Text || ev.Text
 	prev := d.Phase
 	d.Ended = ev.Time
 	d.Detail = ev.Err
@@ -313,24 +387,47 @@ func (d *Delivery) result(ev Event) {
 	if ev.ByPeer {
 		by = Peer
 	}
-	switch ev.State {
+	state := ev.State
+	if state == "failed" {
+		// A stop reason carried by a failed state reads as that stop.
+		switch ev.Code {
+		case "cancelled", "declined", "paused":
+			state = ev.Code
+		case "expired":
+			state = "declined"
+		}
+	}
+	switch state {
 	case "done":
 		d.Phase = Done
+		d.Verified = max(d.Verified, ev.Verified)
 		if d.Total > 0 {
 			d.Bytes = d.Total
 		}
 	case "declined":
 		d.Phase, d.By = Declined, by
-		if ev.Code == "expired" {
+		switch {
+		case ev.Code == "expired":
 			d.Phase, d.By = Expired, Nobody
+		case ev.Code == "untrusted", ev.Code == "busy", ev.Code == "no_space":
+			// The receiver's policy declined it, not a person.
+			d.By, d.Reason = Nobody, Reason(ev.Code)
+		case d.Direction == Incoming && !ev.ByPeer && ev.Code != "declined":
+			// Declined here without the user being asked: the engine's
+			// policy did it; Details has its own words.
+			d.By = Nobody
 		}
 	case "cancelled":
 		d.Phase, d.By = Cancelled, by
 	case "paused", "interrupted":
-		d.state(ev.State)
+		d.state(state)
 	case "failed":
 		d.Phase = Failed
 		d.Reason = Reason(ev.Code)
+		d.By = Nobody
+		if ev.ByPeer {
+			d.By = Peer
+		}
 		// A failure while the delivery was trying to reach the other device
 		// again is about the link, whatever the last dial said ("connection
 		// refused" is no local read error): a device reached before went

@@ -57,7 +57,7 @@ func TestDeliveryStateTable(t *testing.T) {
 		},
 		want: []want{
 			{id: "d1", phase: Done, status: "Done · 1 verified", actions: []Action{ActionOpen}, bytes: 200 * mb},
-			{id: "d2", phase: Paused, by: Peer, status: "Paused by Alice", actions: []Action{ActionCancel}, bytes: 30 * mb},
+			{id: "d2", phase: Paused, by: Peer, status: "Paused by Alice", bytes: 30 * mb},
 		},
 		rows: 2,
 	}, {
@@ -185,6 +185,68 @@ func TestDeliveryStateTable(t *testing.T) {
 			st("s", "reconnecting"), prog("s", 5),
 		},
 		want: []want{{id: "s", phase: Done, status: "Sent 1 file", bytes: 200 * mb}},
+		rows: 1,
+	}, {
+		// The sender's Retry of a cancelled delivery reaches the receiver
+		// as a new offer under the same ID: the same row goes on.
+		name: "receiver's row goes on after the sender's retry",
+		events: []Event{
+			offer("r", Incoming, "Alice", big), st("r", "active"), prog("r", 50*mb),
+			res("r", "cancelled", "cancelled", true, ""),
+			offer("r", Incoming, "Alice", big), st("r", "active"), prog("r", 60*mb),
+		},
+		want: []want{{id: "r", phase: Sending, status: "Receiving 1 file", actions: []Action{ActionCancel}, bytes: 60 * mb}},
+		rows: 1,
+	}, {
+		name: "receiving row interrupted by its sender",
+		events: []Event{
+			offer("r", Incoming, "Alice", big), st("r", "active"), prog("r", 50*mb),
+			res("r", "interrupted", "connection_lost", false, "control stream: unexpected EOF"),
+		},
+		want: []want{{id: "r", phase: Interrupted, status: "Interrupted — will resume when Alice is back", bytes: 50 * mb}},
+		rows: 1,
+	}, {
+		// Cancel pressed while the engine was already failing: the
+		// engine's result says how it ended.
+		name: "cancel pressed, engine failed first",
+		events: []Event{
+			offer("s", Outgoing, "Alice", big), st("s", "active"), prog("s", mb), act("s", ActCancel),
+			res("s", "failed", "no_space", true, "3 GB needed"),
+		},
+		want: []want{{id: "s", phase: Failed, by: Peer, reason: ReasonNoSpace, status: "Not enough space on Alice",
+			actions: []Action{ActionRetry}, bytes: mb}},
+		rows: 1,
+	}, {
+		name: "an offer the engine ended unanswered is expired",
+		events: []Event{
+			offer("r", Incoming, "Alice", big), res("r", "failed", "expired", false, ""),
+		},
+		want: []want{{id: "r", phase: Expired, status: "Expired: nobody answered in time", bytes: 0}},
+		rows: 1,
+	}, {
+		// Declined by the receiver's policy, not by a person.
+		name: "declined because untrusted",
+		events: []Event{
+			offer("s", Outgoing, "Alice", big), res("s", "declined", "untrusted", true, ""),
+		},
+		want: []want{{id: "s", phase: Declined, reason: ReasonUntrusted, status: "Declined: Alice only accepts files from trusted devices", bytes: 0}},
+		rows: 1,
+	}, {
+		name: "declined here by the engine's policy",
+		events: []Event{
+			offer("r", Incoming, "Alice", big), res("r", "declined", "", false, "no space"),
+		},
+		want: []want{{id: "r", phase: Declined, status: "Declined automatically: Details says why", bytes: 0}},
+		rows: 1,
+	}, {
+		// A large offer lists only its first files: the count is the
+		// engine's, and the verified count the result's.
+		name: "counts beyond the listed files",
+		events: []Event{
+			{Kind: EvOffer, Delivery: "r", Direction: Incoming, Peer: "Alice", Files: []File{big}, Count: 199, Total: big.Size},
+			st("r", "active"), {Kind: EvResult, Delivery: "r", State: "done", Verified: 199},
+		},
+		want: []want{{id: "r", phase: Done, status: "Done · 199 verified", actions: []Action{ActionOpen}, bytes: big.Size}},
 		rows: 1,
 	}}
 	for _, tc := range cases {

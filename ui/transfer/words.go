@@ -26,8 +26,11 @@ func (d *Delivery) Actions() []Action {
 		return []Action{ActionCancel}
 	case d.Phase == Paused && d.Direction == Outgoing && d.By == You:
 		return []Action{ActionResume, ActionCancel}
-	case d.Phase == Paused:
-		return []Action{ActionCancel}
+	case d.Phase == Paused, d.Phase == Interrupted:
+		// Receiving, stopped by the sender: nothing runs here to cancel;
+		// it goes on when the sender resumes, and Settings lists its
+		// partial files to discard.
+		return nil
 	case d.Phase == Failed || d.Phase == Cancelled && d.Direction == Outgoing:
 		return []Action{ActionRetry}
 	case d.Phase == Done && d.Direction == Incoming && d.Verified > 0:
@@ -39,7 +42,7 @@ func (d *Delivery) Actions() []Action {
 // what names the delivery's contents in a few words: "a text", "1 file",
 // "3 files", "2 files and a text".
 func (d *Delivery) what() string {
-	n := len(d.Files)
+	n := d.files()
 	switch {
 	case n == 0 && d.Text:
 		return "a text"
@@ -50,6 +53,9 @@ func (d *Delivery) what() string {
 	}
 	return plural(n, "file")
 }
+
+// files is how many files the delivery has.
+func (d *Delivery) files() int { return max(d.Count, len(d.Files)) }
 
 func plural(n int, word string) string {
 	if n == 1 {
@@ -81,6 +87,8 @@ func (d *Delivery) Status() string {
 		s = "Network changed — continuing"
 	case Resumed:
 		s = "Resuming…"
+	case Interrupted:
+		s = fmt.Sprintf("Interrupted — will resume when %s is back", d.who())
 	case Sending:
 		verb := "Sending"
 		if d.Direction == Incoming {
@@ -104,7 +112,9 @@ func (d *Delivery) Status() string {
 		s = d.byText("Cancelled")
 	case Declined:
 		// Say what was declined: a text is not "files".
-		if d.Direction == Incoming {
+		if d.By == Nobody {
+			s = d.declinedByPolicy()
+		} else if d.Direction == Incoming {
 			s = fmt.Sprintf("%s: %s from %s", d.byText("Declined"), d.what(), d.who())
 		} else {
 			s = fmt.Sprintf("%s: %s", d.byText("Declined"), d.what())
@@ -115,6 +125,30 @@ func (d *Delivery) Status() string {
 	return s
 }
 
+// declinedByPolicy says why a receiver's policy declined the delivery
+// without a person deciding.
+func (d *Delivery) declinedByPolicy() string {
+	in := d.Direction == Incoming
+	switch d.Reason {
+	case ReasonUntrusted:
+		if in {
+			return fmt.Sprintf("Declined: %s is not a trusted device", d.who())
+		}
+		return fmt.Sprintf("Declined: %s only accepts files from trusted devices", d.who())
+	case ReasonBusy:
+		if in {
+			return "Declined: too many offers were waiting"
+		}
+		return fmt.Sprintf("Declined: %s is busy with other offers; try again in a moment", d.who())
+	case ReasonNoSpace:
+		return "Declined: " + ReasonText(ReasonNoSpace, d.Direction, !in, d.who())
+	}
+	if in {
+		return "Declined automatically: Details says why"
+	}
+	return "Declined by " + d.who()
+}
+
 func (d *Delivery) byText(verb string) string {
 	if d.By == Peer {
 		return verb + " by " + d.who()
@@ -123,7 +157,7 @@ func (d *Delivery) byText(verb string) string {
 }
 
 func (d *Delivery) doneText() string {
-	if len(d.Files) == 0 && d.Text {
+	if d.files() == 0 && d.Text {
 		if d.Direction == Incoming {
 			return "Text received"
 		}
@@ -133,7 +167,7 @@ func (d *Delivery) doneText() string {
 	if d.Direction == Incoming {
 		parts = append(parts, fmt.Sprintf("Done · %d verified", d.Verified))
 	} else {
-		parts = append(parts, "Sent "+plural(len(d.Files)-d.Refused, "file"))
+		parts = append(parts, "Sent "+plural(d.files()-d.Refused, "file"))
 	}
 	if d.Refused > 0 {
 		parts = append(parts, fmt.Sprintf("%d refused", d.Refused))
@@ -142,26 +176,47 @@ func (d *Delivery) doneText() string {
 }
 
 func (d *Delivery) failedText() string {
-	switch d.Reason {
+	return ReasonText(d.Reason, d.Direction, d.By == Peer, d.who())
+}
+
+// ReasonText says why a delivery failed, in words for the person who reads
+// them: what happened and what they can do. who names the other device.
+// reason is a code of the engine's one table (engine/wire); byPeer says the
+// other device reported it (its disk, its files). It is the only place
+// such words are written: rows, history and notifications all ask it.
+func ReasonText(reason Reason, dir Direction, byPeer bool, who string) string {
+	in := dir == Incoming
+	switch reason {
 	case ReasonConnectionLost:
-		return fmt.Sprintf("%s went away. Retry sends the rest when it is back.", d.who())
+		if in {
+			return fmt.Sprintf("%s went away. What arrived is kept; the rest comes when %s sends again.", who, who)
+		}
+		return fmt.Sprintf("%s went away. Retry sends the rest when it is back.", who)
 	case ReasonUnreachable:
-		return fmt.Sprintf("%s could not be reached. Is it on and receiving?", d.who())
+		return fmt.Sprintf("%s could not be reached. Is it on and receiving?", who)
 	case ReasonNoSpace:
-		return "Not enough space on the receiving disk"
+		if in && !byPeer {
+			return "Not enough space on this device"
+		}
+		return "Not enough space on " + who
 	case ReasonUntrusted:
-		return fmt.Sprintf("%s only accepts files from trusted devices", d.who())
+		return fmt.Sprintf("%s only accepts files from trusted devices", who)
 	case ReasonVerifyFailed:
-		return "The files arrived damaged and were not kept"
+		return "Some files arrived damaged and were not kept"
 	case ReasonIO:
-		if d.Direction == Incoming {
-			return "The files could not be written here"
+		switch {
+		case in && byPeer:
+			return who + " could not read the files"
+		case in:
+			return "The files could not be saved here"
+		case byPeer:
+			return who + " could not save the files"
 		}
 		return "The files could not be read here"
 	case ReasonProtocol:
-		return fmt.Sprintf("%s sent something Ferry does not understand", d.who())
+		return fmt.Sprintf("%s sent something this version of Ferry does not understand", who)
 	}
-	return "Failed"
+	return "Failed: Details says why"
 }
 
 // HistoryEntry is what history keeps of a finished delivery.
@@ -193,7 +248,7 @@ func (m *Model) History() []HistoryEntry {
 		}
 		out = append(out, HistoryEntry{
 			Delivery: d.ID, Direction: d.Direction, Peer: d.Peer, Phase: d.Phase,
-			Title: d.Status(), Names: names, Files: len(d.Files), Refused: d.Refused,
+			Title: d.Status(), Names: names, Files: d.files(), Refused: d.Refused,
 			Bytes: d.Bytes, Text: d.Text,
 		})
 	}

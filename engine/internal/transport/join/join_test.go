@@ -276,7 +276,7 @@ func TestGateHandshakeBounds(t *testing.T) {
 	block := make(chan struct{})
 	var timedOut sync.WaitGroup
 	timedOut.Add(1)
-	if !g.Handshake("192.0.2.1:1", func(ctx context.Context) {
+	if !g.Handshake("192.0.2.1:1", Connected, func(ctx context.Context, _ *Pending) {
 		<-ctx.Done() // the handshake timeout ends it
 		timedOut.Done()
 	}) {
@@ -287,27 +287,57 @@ func TestGateHandshakeBounds(t *testing.T) {
 	g.Close()
 
 	g = NewGate(NewRegistry(), transport.TCP, time.Minute)
-	// One source gets MaxPendingPerSource handshakes, no more.
-	evicted := make(chan struct{}, MaxPending)
-	n := 0
-	for g.Handshake("192.0.2.1:1", func(ctx context.Context) {
-		select {
-		case <-block:
-		case <-ctx.Done():
-			evicted <- struct{}{}
-		}
-	}) {
-		n++
+	// One source gets MaxPendingPerSource handshakes at once; a newcomer
+	// from it then ends the least advanced of them, the oldest first, and
+	// never one that joined (issue #27).
+	evicted := make(chan int, 4*MaxPending)
+	type place struct {
+		i int
+		p *Pending
 	}
-	if n != MaxPendingPerSource {
-		t.Errorf("%d handshakes in flight from one source, want %d", n, MaxPendingPerSource)
+	started := make(chan place, 4*MaxPending)
+	hold := func(i int) func(ctx context.Context, p *Pending) {
+		return func(ctx context.Context, p *Pending) {
+			started <- place{i, p}
+			select {
+			case <-block:
+			case <-ctx.Done():
+				evicted <- i
+			}
+		}
+	}
+	for i := range MaxPendingPerSource {
+		if !g.Handshake("192.0.2.1:1", Connected, hold(i)) {
+			t.Fatalf("handshake %d shed", i)
+		}
+	}
+	for range MaxPendingPerSource {
+		if pl := <-started; pl.i != 0 {
+			pl.p.Reached(Joined)
+		}
+	}
+	// Only the one that did not join is displaced, then the newcomers each other.
+	for i := range 3 {
+		if !g.Handshake("192.0.2.1:1", Connected, hold(100+i)) {
+			t.Fatalf("newcomer %d of a full source was shed", i)
+		}
+	}
+	got := map[int]bool{<-evicted: true, <-evicted: true, <-evicted: true}
+	if !got[0] || !got[100] || !got[101] || g.Pending() != MaxPendingPerSource {
+		t.Fatalf("%d in flight, displaced %v", g.Pending(), got)
+	}
+	for range 3 {
+		(<-started).p.Reached(Joined)
+	}
+	if g.Handshake("192.0.2.1:1", Connected, hold(200)) {
+		t.Error("a newcomer displaced a handshake that joined")
 	}
 	// Many sources fill the gate; a newcomer then takes the oldest slot of
 	// the busiest source, whose handshake ends.
 	for i := 0; g.Pending() < MaxPending; i++ {
-		g.Handshake(fmt.Sprintf("192.0.2.%d:1", 2+i), func(ctx context.Context) { <-block })
+		g.Handshake(fmt.Sprintf("192.0.2.%d:1", 2+i), Connected, func(ctx context.Context, _ *Pending) { <-block })
 	}
-	if !g.Handshake("198.51.100.1:1", func(ctx context.Context) { <-block }) {
+	if !g.Handshake("198.51.100.1:1", Connected, func(ctx context.Context, _ *Pending) { <-block }) {
 		t.Fatal("a newcomer was shed while one source held many slots")
 	}
 	<-evicted // the busiest source's oldest handshake ended
@@ -316,7 +346,7 @@ func TestGateHandshakeBounds(t *testing.T) {
 	}
 	close(block)
 	g.Close()
-	if g.Handshake("192.0.2.1:1", func(context.Context) {}) {
+	if g.Handshake("192.0.2.1:1", Connected, func(context.Context, *Pending) {}) {
 		t.Error("a closed gate ran a handshake")
 	}
 }

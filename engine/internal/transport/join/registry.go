@@ -18,7 +18,9 @@ const (
 	// MaxPendingPerSource bounds the handshakes in flight from one source
 	// address (package fair): a real sender needs a few at once (its first
 	// connection, data streams, a spare); a flood from one address gets no
-	// more than this, and a flood from many churns among its own slots.
+	// more than this, and a flood from many churns among its own slots; a
+	// newcomer from an address holding this many displaces the least
+	// advanced of them (Stage).
 	MaxPendingPerSource = 16
 	// PendingFloor is how many handshakes a source may have at once
 	// however many other sources hold one each: what a real sender opens
@@ -70,30 +72,61 @@ func NewGate(reg *Registry, kind transport.Kind, timeout time.Duration) *Gate {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Gate{reg: reg, kind: kind, timeout: timeout, ctx: ctx, cancel: cancel,
 		queue:   make(chan transport.Conn, AcceptQueue),
-		pending: fair.New(fair.Limits{Total: MaxPending, PerSource: MaxPendingPerSource, Floor: PendingFloor}),
+		pending: fair.New(fair.Limits{Total: MaxPending, PerSource: MaxPendingPerSource, Floor: PendingFloor, Renew: true}),
 		mine:    make(map[Token]transport.Conn)}
 }
 
 // Context ends when the gate is closed.
 func (g *Gate) Context() context.Context { return g.ctx }
 
-// Handshake runs f for one new connection from remote ("host:port") in a
-// goroutine Close waits for, with a context that ends after the handshake
-// timeout, at Close, or when a newcomer from a less busy source takes its
-// slot (package fair). It reports false, running nothing, when the
-// connection's source may not have a slot now or the gate is closed: the
-// caller sheds the connection.
-func (g *Gate) Handshake(remote string, f func(ctx context.Context)) bool {
+// Stage is how far a new connection got before its session was joined.
+// An address holding MaxPendingPerSource handshakes does not refuse its
+// next connection: the newcomer ends the least advanced of that address's
+// handshakes, the oldest first (package fair, Renew), so idle connections
+// from a real sender's own address (a flooder behind the same NAT or on the
+// same host) churn among themselves while the sender's own connection,
+// which advances at once, gets through (issue #27).
+type Stage int
+
+// Stages of a handshake.
+const (
+	Connected  Stage = iota // nothing arrived yet
+	Talking                 // its TLS handshake began (TCP: bytes arrived)
+	Identified              // its TLS handshake finished with a valid identity
+	Joined                  // its join header arrived: it made progress, and its own address no longer displaces it
+)
+
+// Pending is one handshake's place at the gate.
+type Pending struct{ slot *fair.Slot }
+
+// Reached records that the handshake got to s.
+func (p *Pending) Reached(s Stage) {
+	p.slot.SetRank(int(s))
+	if s >= Joined {
+		p.slot.Hold(true)
+	}
+}
+
+// Handshake runs f for one new connection from remote ("host:port"), at
+// stage from, in a goroutine Close waits for, with a context that ends
+// after the handshake timeout, at Close, or when a newcomer takes its
+// place (a less busy source's, or a less advanced one's of its own source;
+// see Stage): f reports its progress on p. It reports false, running
+// nothing, when the connection's source may not have a place now or the
+// gate is closed: the caller sheds the connection.
+func (g *Gate) Handshake(remote string, from Stage, f func(ctx context.Context, p *Pending)) bool {
 	ctx, cancel := context.WithTimeout(g.ctx, g.timeout)
 	slot := g.pending.Take(fair.Source(remote), cancel)
 	if slot == nil {
 		cancel()
 		return false
 	}
+	p := &Pending{slot}
+	p.Reached(from)
 	ok := g.Go(func() {
 		defer slot.Release()
 		defer cancel()
-		f(ctx)
+		f(ctx, p)
 	})
 	if !ok {
 		slot.Release()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,33 +70,146 @@ func TestNoStreamFlood(t *testing.T) {
 }
 
 // quic-go asks the listener about every new connection before any
-// cryptography; one address gets maxLiveConnsPerSource live ones at most,
-// and a place comes back when one of them ends.
+// cryptography. A newcomer from an address that holds
+// maxLiveConnsPerSource connections ends the oldest of them; one that
+// quic-go has not handed over yet lingers, counted, until it ends, and an
+// address gets no more than maxLiveConnsPerSource of those either.
 func TestLiveConnectionsPerSource(t *testing.T) {
 	t.Parallel()
 	ln := newListener(t, transport.Config{})
 	from := &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 1000}}
 	var cancels []context.CancelFunc
-	for i := range maxLiveConnsPerSource {
+	admit := func() error {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancels = append(cancels, cancel)
-		if _, err := ln.admit(ctx, from); err != nil {
+		_, err := ln.admit(ctx, from)
+		return err
+	}
+	for i := range 2 * maxLiveConnsPerSource {
+		if err := admit(); err != nil {
 			t.Fatalf("connection %d refused: %v", i+1, err)
 		}
 	}
-	if _, err := ln.admit(t.Context(), from); err == nil {
-		t.Fatal("one connection too many from one address was let in")
+	if err := admit(); err == nil {
+		t.Fatal("an address got more than it may hold, with those it displaced")
+	}
+	if n := ln.live.HeldBy("192.0.2.7"); n != maxLiveConnsPerSource {
+		t.Fatalf("the address holds %d places, want %d", n, maxLiveConnsPerSource)
 	}
 	other := &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(198, 51, 100, 1), Port: 1000}}
 	if _, err := ln.admit(t.Context(), other); err != nil {
 		t.Fatalf("another address was refused: %v", err)
 	}
-	cancels[0]() // quic-go ends a connection's context when it ends
-	testutil.WaitFor(t, "the source to be admitted again", func() bool {
-		_, err := ln.admit(t.Context(), from)
-		return err == nil
-	})
+	cancels[0]() // quic-go ends a connection's context when it ends: a displaced one
+	testutil.WaitFor(t, "the source to be admitted again", func() bool { return admit() == nil })
 	for _, c := range cancels {
 		c()
+	}
+	testutil.WaitFor(t, "every place to come back", func() bool {
+		ln.liveMu.Lock()
+		defer ln.liveMu.Unlock()
+		return ln.live.HeldBy("192.0.2.7") == 0 && len(ln.lingering) == 0
+	})
+}
+
+// silentConn is a client's socket that sends its first flight and then
+// nothing: once it heard from the listener, every datagram is dropped, so
+// the handshake never finishes.
+type silentConn struct {
+	net.PacketConn
+	heard atomic.Bool
+}
+
+func (c *silentConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, a, err := c.PacketConn.ReadFrom(p)
+	c.heard.Store(true)
+	return n, a, err
+}
+
+func (c *silentConn) WriteTo(p []byte, a net.Addr) (int, error) {
+	if c.heard.Load() {
+		return len(p), nil
+	}
+	return c.PacketConn.WriteTo(p, a)
+}
+
+// Issue #27 (4): floods from the real sender's own address (a flooder behind
+// the same NAT), renewed as fast as the listener ends them, do not keep the
+// sender out: handshakes that never finish, and connections that finish
+// their handshake and never open a stream. A newcomer from an address that
+// holds its share ends the least advanced of them, and the sender's
+// connection advances at once.
+func TestFloodFromOwnAddress(t *testing.T) {
+	t.Parallel()
+	for _, silent := range []bool{true, false} {
+		name := map[bool]string{true: "handshakes that never finish", false: "connections without a stream"}[silent]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ln := newListener(t, transport.Config{HandshakeTimeout: time.Minute})
+			ra := ln.Addr().(*net.UDPAddr)
+			from := transporttest.LoopbackSource(t, 2)
+			tlsConf := newTestIdentity(t).TLSConfig(false, nil)
+			cfg := quicConfig(transport.Config{}.WithDefaults())
+			cfg.HandshakeIdleTimeout = 2 * time.Second
+			ctx, stop := context.WithCancel(t.Context())
+			var flood sync.WaitGroup
+			t.Cleanup(flood.Wait)
+			t.Cleanup(stop)
+			start := time.Now()
+			var dialled, ended atomic.Int64
+			const workers = maxLiveConnsPerSource + 8
+			for range workers {
+				udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: from})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var pc net.PacketConn = udp
+				if silent {
+					pc = &silentConn{PacketConn: udp}
+				}
+				tr := &quic.Transport{Conn: pc}
+				flood.Go(func() {
+					defer udp.Close()
+					defer tr.Close()
+					for ctx.Err() == nil {
+						if silent {
+							pc.(*silentConn).heard.Store(false)
+						}
+						dialled.Add(1)
+						c, err := tr.Dial(ctx, ra, tlsConf, cfg)
+						if err == nil {
+							select { // until the listener ends it
+							case <-c.Context().Done():
+							case <-ctx.Done():
+								c.CloseWithError(0, "")
+							}
+						}
+						ended.Add(1)
+					}
+				})
+			}
+			testutil.WaitFor(t, "the flood to hold its share", func() bool {
+				return ln.live.HeldBy(from.String()) == maxLiveConnsPerSource && ended.Load() > workers
+			})
+
+			t.Logf("flood in place after %v", time.Since(start))
+			start = time.Now()
+			dctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			c, err := Dial(dctx, ln.Addr().String(), newTestIdentity(t).TLSConfig(false, nil), transport.Config{LocalIP: from.String()})
+			if err != nil {
+				t.Fatalf("a real sender behind the flooder's address could not connect: %v", err)
+			}
+			defer c.Close(nil)
+			if _, err := c.OpenStream(dctx); err != nil {
+				t.Fatalf("a real sender behind the flooder's address could not start its session: %v", err)
+			}
+			s, err := ln.Accept(dctx)
+			if err != nil {
+				t.Fatalf("a real sender's session was not accepted during the flood: %v", err)
+			}
+			s.Close(nil)
+			t.Logf("the real session in %v; the flood: %d dials, %d ended", time.Since(start), dialled.Load(), ended.Load())
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -30,13 +31,16 @@ type Listener struct {
 	// unadmitted holds a place for every accepted connection until its
 	// session is admitted (see waitAdmission).
 	unadmitted *fair.Slots
+	// live holds a place for every connection from its first packet to
+	// its end (see admit).
+	live *fair.Slots
 
-	liveMu sync.Mutex                // guards the fields below
-	live   map[string]int            // connections per source (see admit)
-	states map[*quic.Conn]*admission // accepted connections, until they end
+	liveMu    sync.Mutex                // guards the fields below
+	states    map[*quic.Conn]*admission // accepted connections, until they end
+	lingering map[string]int            // per source: connections ended before they were accepted (see admit)
 
-	mu          sync.Mutex     // guards the fields below
-	ln          *quic.Listener // nil while withdrawn
+	mu          sync.Mutex          // guards the fields below
+	ln          *quic.EarlyListener // nil while withdrawn
 	releaseOnce sync.Once
 }
 
@@ -53,12 +57,15 @@ func listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 	if err != nil {
 		return nil, &transport.LocalError{Err: fmt.Errorf("listen quic: %w", err)}
 	}
-	l := &Listener{cfg: cfg, tlsConf: tlsConf, udp: udp, live: map[string]int{},
+	unadmitted.Renew = true
+	l := &Listener{cfg: cfg, tlsConf: tlsConf, udp: udp,
 		states:     map[*quic.Conn]*admission{},
+		lingering:  map[string]int{},
 		unadmitted: fair.New(unadmitted),
+		live:       fair.New(fair.Limits{Total: math.MaxInt, PerSource: maxLiveConnsPerSource, Renew: true}),
 		gate:       join.NewGate(reg, transport.QUIC, cfg.HandshakeTimeout)}
 	l.tr = &quic.Transport{Conn: udp, ConnContext: l.admit}
-	ln, err := l.tr.Listen(tlsConf, l.quicConfig())
+	ln, err := l.tr.ListenEarly(tlsConf, l.quicConfig())
 	if err != nil {
 		l.tr.Close()
 		udp.Close()
@@ -72,31 +79,128 @@ func listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 // maxLiveConnsPerSource bounds the QUIC connections one source address
 // holds at once, from its first packet (before any cryptography) to its
 // end: a real sender uses a few sessions of up to transport.MaxQUICConns.
-// Beyond, quic-go refuses the connection at once (CONNECTION_REFUSED), so
-// a flood from one address costs this many handshakes at most.
+// A newcomer from a source that holds this many ends another of that
+// source's connections that has not joined a session yet (liveRank), the
+// oldest first: a flood of handshakes from a real sender's own address
+// (behind the same NAT, issue #27) then churns among its own connections
+// instead of shutting the sender out. Only when every one of them joined a
+// session does quic-go refuse the newcomer (CONNECTION_REFUSED).
 const maxLiveConnsPerSource = 4 * transport.MaxQUICConns
+
+// Ranks of a live connection: a newcomer of its source ends the lowest
+// ranked first. Once its join header arrived it is never ended for a
+// newcomer of its own source.
+const (
+	liveHandshaking = iota // accepted early: its handshake runs
+	liveHandshook          // its handshake finished, its join header has not arrived
+	// Before quic-go processed its ClientHello there is nothing to close
+	// yet: ended, it lingers until it is accepted (and closed at once) or
+	// its handshake times out. Last, so that a flood costs few of those.
+	liveFirstPacket
+)
 
 var errSourceBusy = errors.New("too many connections from this address")
 
-// admit is the quic.Transport's ConnContext: it counts a new connection
-// against its source, or refuses it.
+// liveConn is a connection's place among the live ones of its source.
+type liveConn struct {
+	l    *Listener
+	src  string
+	slot *fair.Slot
+
+	mu      sync.Mutex // guards the fields below
+	qc      *quic.Conn // once accepted
+	doomed  bool       // a newcomer took its place: close it once accepted
+	lingers bool       // doomed before it was accepted: counted in Listener.lingering
+	ended   bool
+}
+
+type liveKey struct{}
+
+// admit is the quic.Transport's ConnContext: it gives a new connection a
+// place among the live ones of its source, or refuses it. Connections
+// whose place was taken before they could be closed still count against
+// their source (lingering) until they end: a source holds
+// maxLiveConnsPerSource of each at most.
 func (l *Listener) admit(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
-	src := fair.Source(ci.RemoteAddr.String())
+	lc := &liveConn{l: l, src: fair.Source(ci.RemoteAddr.String())}
 	l.liveMu.Lock()
-	defer l.liveMu.Unlock()
-	if l.live[src] >= maxLiveConnsPerSource {
+	lingering := l.lingering[lc.src]
+	l.liveMu.Unlock()
+	if lingering >= maxLiveConnsPerSource {
 		return nil, errSourceBusy
 	}
-	l.live[src]++
+	lc.slot = l.live.TakeRanked(lc.src, liveFirstPacket, lc.end)
+	if lc.slot == nil {
+		return nil, errSourceBusy
+	}
 	// quic-go ends ctx when the connection is closed or its handshake failed.
-	context.AfterFunc(ctx, func() {
-		l.liveMu.Lock()
-		defer l.liveMu.Unlock()
-		if l.live[src]--; l.live[src] <= 0 {
-			delete(l.live, src)
-		}
-	})
-	return ctx, nil
+	context.AfterFunc(ctx, lc.gone)
+	return context.WithValue(ctx, liveKey{}, lc), nil
+}
+
+// end closes the connection a newcomer took the place of, now or once
+// accepted; until then it lingers, counted against its source.
+func (lc *liveConn) end() {
+	lc.mu.Lock()
+	if lc.ended {
+		lc.mu.Unlock()
+		return
+	}
+	lc.doomed = true
+	qc := lc.qc
+	lc.lingers = qc == nil
+	lc.mu.Unlock()
+	if qc != nil {
+		closeBusy(qc)
+		return
+	}
+	lc.l.liveMu.Lock()
+	lc.l.lingering[lc.src]++
+	lc.l.liveMu.Unlock()
+}
+
+// gone frees what the connection held once it ended.
+func (lc *liveConn) gone() {
+	lc.slot.Release()
+	lc.mu.Lock()
+	lc.ended = true
+	lingered := lc.lingers
+	lc.qc = nil
+	lc.mu.Unlock()
+	if !lingered {
+		return
+	}
+	lc.l.liveMu.Lock()
+	defer lc.l.liveMu.Unlock()
+	if lc.l.lingering[lc.src]--; lc.l.lingering[lc.src] <= 0 {
+		delete(lc.l.lingering, lc.src)
+	}
+}
+
+// accepted hands the live place its connection; false if it was taken
+// (the connection is closed).
+func (lc *liveConn) accepted(qc *quic.Conn) bool {
+	lc.mu.Lock()
+	doomed := lc.doomed
+	if !doomed && !lc.ended {
+		lc.qc = qc
+	}
+	lc.mu.Unlock()
+	if doomed {
+		closeBusy(qc) // gone releases its lingering count
+		return false
+	}
+	lc.slot.SetRank(liveHandshaking)
+	return true
+}
+
+func liveOf(qc *quic.Conn) *liveConn {
+	lc, _ := qc.Context().Value(liveKey{}).(*liveConn)
+	return lc
+}
+
+func closeBusy(qc *quic.Conn) {
+	qc.CloseWithError(quic.ApplicationErrorCode(errcode.AppOfErr(errcode.ErrListenerBusy)), errcode.ErrListenerBusy.Error())
 }
 
 // An accepted connection whose session the engine has not admitted yet
@@ -106,8 +210,11 @@ func (l *Listener) admit(ctx context.Context, ci *quic.ClientInfo) (context.Cont
 // so that many addresses together cannot make the listener buffer more
 // than maxUnadmitted × initialConnectionWindow (64 MiB) either: a
 // newcomer takes the place of the oldest connection of the busiest
-// source, which is closed. A real sender needs one place for its first
-// connection, and its session is admitted a round trip after its hello.
+// source, which is closed, and a newcomer from a source that holds its
+// share closes the oldest of that source's connections whose join header
+// has not arrived (package fair, Renew). A real sender needs one place for
+// its first connection, and its session is admitted a round trip after its
+// hello.
 const (
 	maxUnadmitted          = 128
 	maxUnadmittedPerSource = join.MaxPendingPerSource
@@ -153,9 +260,7 @@ func (l *Listener) allowIncrease(qc *quic.Conn, _ uint64) bool {
 // it may. A newcomer from a less busy source closes the connection.
 func (l *Listener) waitAdmission(qc *quic.Conn) (*admission, bool) {
 	a := &admission{}
-	a.slot = l.unadmitted.Take(fair.Source(qc.RemoteAddr().String()), func() {
-		qc.CloseWithError(quic.ApplicationErrorCode(errcode.AppOfErr(errcode.ErrListenerBusy)), errcode.ErrListenerBusy.Error())
-	})
+	a.slot = l.unadmitted.Take(fair.Source(qc.RemoteAddr().String()), func() { closeBusy(qc) })
 	if a.slot == nil {
 		return nil, false
 	}
@@ -177,21 +282,44 @@ func (l *Listener) Addr() net.Addr { return l.udp.LocalAddr() }
 // Kind is transport.QUIC.
 func (l *Listener) Kind() transport.Kind { return transport.QUIC }
 
-func (l *Listener) acceptLoop(ln *quic.Listener) {
+// acceptLoop takes connections as soon as quic-go processed their
+// ClientHello (ListenEarly), so that a newcomer can end one whose
+// handshake stalls (admit); each then waits for its handshake in a
+// goroutine of its own, bounded by quic-go's HandshakeIdleTimeout.
+func (l *Listener) acceptLoop(ln *quic.EarlyListener) {
 	for {
 		c, err := ln.Accept(l.gate.Context())
 		if err != nil {
 			return
 		}
-		a, ok := l.waitAdmission(c)
-		if !ok || !l.gate.Handshake(c.RemoteAddr().String(), func(ctx context.Context) { l.handshake(ctx, c, a) }) {
-			c.CloseWithError(quic.ApplicationErrorCode(errcode.AppOfErr(errcode.ErrListenerBusy)), errcode.ErrListenerBusy.Error())
+		lc := liveOf(c)
+		if lc == nil || !lc.accepted(c) {
+			continue
 		}
+		l.wg.Go(func() { l.handshook(c, lc) })
+	}
+}
+
+// handshook waits for an accepted connection's handshake, then gives it
+// its place among the unadmitted and a handshake at the gate.
+func (l *Listener) handshook(c *quic.Conn, lc *liveConn) {
+	select {
+	case <-c.HandshakeComplete():
+	case <-c.Context().Done():
+		return
+	case <-l.gate.Context().Done():
+		c.CloseWithError(0, "")
+		return
+	}
+	lc.slot.SetRank(liveHandshook)
+	a, ok := l.waitAdmission(c)
+	if !ok || !l.gate.Handshake(c.RemoteAddr().String(), join.Identified, func(ctx context.Context, p *join.Pending) { l.handshake(ctx, c, a, lc, p) }) {
+		closeBusy(c)
 	}
 }
 
 // handshake reads a new connection's header and starts, joins or attaches its session.
-func (l *Listener) handshake(ctx context.Context, qc *quic.Conn, a *admission) {
+func (l *Listener) handshake(ctx context.Context, qc *quic.Conn, a *admission, lc *liveConn, p *join.Pending) {
 	c, err := newConn(qc, l.udp, nil, l.cfg)
 	if err != nil {
 		return
@@ -211,6 +339,10 @@ func (l *Listener) handshake(ctx context.Context, qc *quic.Conn, a *admission) {
 		c.refuse(errcode.ErrBadHeader)
 		return
 	}
+	// It made progress: no newcomer of its own source ends it now.
+	p.Reached(join.Joined)
+	lc.slot.Hold(true)
+	a.slot.Hold(true)
 	if flag == join.FlagNew {
 		s := newListenerSession(l.cfg, c, token, stream{st, c})
 		if refusal := l.gate.Start(token, s); refusal != nil {
@@ -271,7 +403,7 @@ func (l *Listener) Resume() bool {
 	if l.ln != nil {
 		return true
 	}
-	ln, err := l.tr.Listen(l.tlsConf, l.quicConfig())
+	ln, err := l.tr.ListenEarly(l.tlsConf, l.quicConfig())
 	if err != nil {
 		l.gate.Withdraw(l.release)
 		return false

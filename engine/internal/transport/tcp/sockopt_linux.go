@@ -64,6 +64,28 @@ func control(cfg transport.Config) func(network, address string, rc syscall.RawC
 	}
 }
 
+// deferAccept is how long, in seconds, the kernel keeps a connection that
+// sent nothing from the listener (TCP_DEFER_ACCEPT): every Ferry dialer
+// speaks first (its TLS ClientHello), so a real connection is accepted at
+// once while idle ones from a flood reach the accept loop only this late
+// and take no handshake place before (issue #27: a flood from the real
+// sender's own address). After it, the kernel hands them over anyway.
+const deferAccept = 5
+
+// listenControl is control for the listening socket, with TCP_DEFER_ACCEPT.
+func listenControl(cfg transport.Config) func(network, address string, rc syscall.RawConn) error {
+	base := control(cfg)
+	return func(network, address string, rc syscall.RawConn) error {
+		if err := base(network, address, rc); err != nil {
+			return err
+		}
+		rc.Control(func(fd uintptr) { // best effort
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, deferAccept)
+		})
+		return nil
+	}
+}
+
 // BBR reports whether this device's TCP connections will run BBR with cfg:
 // it asks a fresh socket for it, as control does. Unprivileged processes
 // get it only where net.ipv4.tcp_allowed_congestion_control lists it (or it

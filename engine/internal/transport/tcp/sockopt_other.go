@@ -19,6 +19,13 @@ func control(cfg transport.Config) func(network, address string, rc syscall.RawC
 	return func(network, address string, rc syscall.RawConn) error { return nil }
 }
 
+// listenControl is control: without Linux's TCP_DEFER_ACCEPT, idle
+// connections reach the accept loop at once, where the gate's places
+// (join.Stage) make them churn among themselves.
+func listenControl(cfg transport.Config) func(network, address string, rc syscall.RawConn) error {
+	return control(cfg)
+}
+
 // BBR reports whether this device's TCP connections will run BBR: no, the
 // choice is Linux's (TCP_CONGESTION).
 func BBR(cfg transport.Config) bool { return false }

@@ -55,10 +55,17 @@ var errClaim = errors.New("tcp: bad spare claim")
 type countConn struct {
 	*net.TCPConn
 	sess *Session
+	// arrived, if set, is called at the first bytes read, and cleared
+	// (tls.Conn serialises its reads).
+	arrived func()
 }
 
 func (c *countConn) Read(p []byte) (int, error) {
 	n, err := c.TCPConn.Read(p)
+	if n > 0 && c.arrived != nil {
+		c.arrived()
+		c.arrived = nil
+	}
 	c.sess.bytesRecv.Add(int64(n))
 	return n, err
 }
@@ -82,7 +89,7 @@ type Listener struct {
 // Listen opens a listener on addr whose sessions are known to reg.
 func Listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.Config) (*Listener, error) {
 	cfg = cfg.WithDefaults()
-	lc := net.ListenConfig{KeepAliveConfig: keepAlive(cfg), Control: control(cfg)}
+	lc := net.ListenConfig{KeepAliveConfig: keepAlive(cfg), Control: listenControl(cfg)}
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		// A listener's socket is ours: whatever keeps it from opening is local.
@@ -121,19 +128,25 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		raw := c.(*net.TCPConn)
-		if !l.gate.Handshake(raw.RemoteAddr().String(), func(ctx context.Context) { l.handshake(ctx, raw) }) {
+		stage := join.Connected
+		if arrived(raw) {
+			stage = join.Talking
+		}
+		if !l.gate.Handshake(raw.RemoteAddr().String(), stage, func(ctx context.Context, p *join.Pending) { l.handshake(ctx, raw, p) }) {
 			c.Close() // too many handshakes in flight from its source: shed load
 		}
 	}
 }
 
 // handshake runs TLS and reads the join header of one accepted connection,
-// bounded by ctx (the handshake timeout and the listener's life).
-func (l *Listener) handshake(ctx context.Context, raw *net.TCPConn) {
+// bounded by ctx (the handshake timeout, the listener's life, and a
+// newcomer taking its place), reporting its progress on p.
+func (l *Listener) handshake(ctx context.Context, raw *net.TCPConn, p *join.Pending) {
 	// Until the connection is handed over, listener close or timeout kills it.
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
 	setOptions(raw, l.cfg)
-	cc := &countConn{TCPConn: raw, sess: &Session{}} // re-pointed to the session below
+	cc := &countConn{TCPConn: raw, sess: &Session{}, // re-pointed to the session below
+		arrived: func() { p.Reached(join.Talking) }}
 	tc := tls.Server(cc, l.tlsConf)
 	fail := func() {
 		stop()
@@ -148,7 +161,11 @@ func (l *Listener) handshake(ctx context.Context, raw *net.TCPConn) {
 		fail()
 		return
 	}
+	p.Reached(join.Identified)
 	token, flag, refusal := join.ReadHeader(tc)
+	if refusal == nil {
+		p.Reached(join.Joined)
+	}
 	var (
 		sess *Session
 		s    *stream

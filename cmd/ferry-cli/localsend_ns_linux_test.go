@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/localsend"
+	"github.com/ferrydrop/ferry/internal/lspeer"
+	"github.com/ferrydrop/ferry/internal/netns"
+)
+
+// TestNamespacesLocalSendDevice: a device that speaks only LocalSend (the
+// independent test peer, answering announcements with a register as the
+// official app 1.18 does) is listed by peers from the discovery table and
+// sent to by name, with no --protocol: send picks the protocol it speaks.
+func TestNamespacesLocalSendDevice(t *testing.T) {
+	a, b, ipA, _, ifA, _ := netns.Pair(t)
+	bin := filepath.Join(t.TempDir(), "ferry-cli")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	p, err := lspeer.New("Phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Dial = a.Dial
+	ln, err := a.Listen("tcp", net.JoinHostPort(ipA, strconv.Itoa(localsend.DefaultPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ln) }()
+	defer func() { p.Close(); <-served }()
+	var m *lspeer.Multicast
+	a.Do(func() { m, err = p.ListenMulticast(ifA, localsend.DefaultPort) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.AnswerWithRegister = true
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); m.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+
+	inB := func(args ...string) (string, string, error) {
+		cmd := exec.Command("ip", append([]string{"netns", "exec", b.Name, bin}, args...)...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		return o.String(), e.String(), err
+	}
+	out, errOut, err := inB("peers", "--config", t.TempDir(), "--json", "--timeout", "2s")
+	if err != nil {
+		t.Fatalf("peers: %v %s", err, errOut)
+	}
+	var ls lsPeer
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &ls); err != nil || ls.Protocol != engine.ProtocolLocalSend || ls.Alias != "Phone" ||
+		ls.Address != net.JoinHostPort(ipA, strconv.Itoa(localsend.DefaultPort)) || !ls.Verified || !strings.EqualFold(ls.Fingerprint, p.Fingerprint) {
+		t.Fatalf("peers: %q %v (stderr %s)", out, err, errOut)
+	}
+
+	src := writeFile(t, "to-the-phone.txt", "found by name\n")
+	out, errOut, err = inB("send", "--config", t.TempDir(), "--to", "phone", "--json", src)
+	if err != nil {
+		t.Fatalf("send by name: %v %s %s", err, out, errOut)
+	}
+	if ev := lastEvent(t, out); ev.Result == nil || ev.Result.State != engine.StateDone || ev.Peer.Protocol != engine.ProtocolLocalSend {
+		t.Fatalf("send by name: %+v", ev)
+	}
+	got, _, _, _, _, _ := p.Snapshot()
+	if string(got["to-the-phone.txt"]) != "found by name\n" {
+		t.Fatalf("the phone received %q", got)
+	}
+}

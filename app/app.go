@@ -114,7 +114,8 @@ func Run(opts Options) error {
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
 	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, devices: names,
-		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir}
+		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir,
+		ls: lsHub{isolated: smokeIsolated(), onDevice: disc.SeeLocalSend}}
 	b.synthetic = func(ev ui.TransferEvent) {
 		select {
 		case transfers <- ev:
@@ -173,6 +174,7 @@ func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *no
 	u.OnShow = func() { w.Show(); w.RequestFocus() }
 	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 	u.OnQuit = a.Quit
+	b.askPIN = u.AskPIN
 	b.problem = func(what string, err error) { fyne.Do(func() { u.ShowError(what, err) }) }
 	b.openFolder = folderOpener(a, b.problem)
 	return u
@@ -186,6 +188,8 @@ func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
 		fyne.Do(func() {
 			a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 		})
+	} else if err := b.applyLocalSend(b.settings.get()); err != nil {
+		log.Warn("LocalSend", "err", err)
 	}
 	u.SelfChanged() // the addresses it receives on
 }
@@ -284,7 +288,11 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 // iconPNG is empty).
 func newFyneApp(iconPNG []byte) (fyne.App, fyne.Resource) {
 	a := fyneapp.NewWithID(AppID)
-	a.Settings().SetTheme(ui.Theme()) // state colours readable in light and dark
+	// Ferry's theme (state colours readable in light and dark) is set once
+	// the app runs: a theme set before Run stops Fyne from following the
+	// desktop's light or dark setting (its settings watcher is not started
+	// then); one set after keeps following it.
+	a.Lifecycle().SetOnStarted(func() { a.Settings().SetTheme(ui.Theme()) })
 	if m := a.Metadata(); m.Name == "" {
 		// Built without `fyne package`: the tray would show the app ID.
 		m.Name = "Ferry"

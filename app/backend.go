@@ -14,6 +14,7 @@ import (
 	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/internal/opener"
 	"github.com/ferrydrop/ferry/ui"
@@ -44,6 +45,13 @@ type backend struct {
 	// portDir, when set, is where the port the listeners got is saved, to
 	// be used again when the default port is taken (port.go).
 	portDir string
+	// web holds the browser links (links.go).
+	web linkHub
+	// ls runs LocalSend's server and announcements (localsend.go).
+	ls lsHub
+	// askPIN asks the user for the PIN a LocalSend receiver wants (wrong:
+	// the last one was refused); nil gives up with "a PIN is required".
+	askPIN func(ctx context.Context, device string, wrong bool) (string, error)
 
 	mu      sync.Mutex // guards the fields below
 	adv     *discovery.Advertiser
@@ -62,6 +70,10 @@ var _ ui.Backend = (*backend)(nil)
 func (b *backend) Send(dev ui.Device, items ui.Items) error {
 	if len(dev.Addrs) == 0 {
 		return &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
+	}
+	if to, ok := lsTarget(dev); ok {
+		b.sendLocalSend(dev, to, items)
+		return nil
 	}
 	// With an ID the addresses are only where the device was seen: every
 	// attempt, reconnect and Resume looks it up again (engine.Target.Follow).
@@ -291,6 +303,9 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 	if err := b.setReceiving(s.Policy != ui.PolicyOff); err != nil {
 		errs = append(errs, err)
 	}
+	if err := b.applyLocalSend(s); err != nil {
+		errs = append(errs, err)
+	}
 	// The login item is written again when "Start minimised" changes: it
 	// carries --minimized only when that is checked (issue 26, finding 11).
 	if s.StartAtLogin != old.StartAtLogin || s.StartAtLogin && (!autostart.Enabled() || s.StartMinimized != old.StartMinimized) {
@@ -442,6 +457,9 @@ func (b *backend) KnownDevices() []ui.KnownDevice {
 		if n := b.devices.nickname(t.ID); n != "" {
 			d.Name, d.Renamed = n, true
 		}
+		if id, err := peer.Parse(t.ID); err == nil && id.Kind == peer.LocalSend {
+			d.LocalSend, d.Fingerprint = true, id.Key // known by its certificate
+		}
 		out = append(out, d)
 	}
 	return out
@@ -515,8 +533,10 @@ func (b *backend) named(d ui.Device) ui.Device {
 	return d
 }
 
-// close withdraws the advertisement.
+// close ends the browser links and withdraws the advertisement.
 func (b *backend) close() {
+	b.web.close()
+	b.ls.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.adv != nil {

@@ -54,7 +54,7 @@ func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
 		t.Fatal(err)
 	}
 	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: st, history: h, devices: devs, names: map[string]ui.Peer{},
-		synthetic:     func(ui.TransferEvent) {},
+		synthetic: func(ui.TransferEvent) {}, ls: lsHub{isolated: true},
 		advertiseOpts: []discovery.AdvertiseOption{discovery.WithInterfaceLister(noIfaces)}}
 	t.Cleanup(b.close)
 	return b

@@ -58,6 +58,13 @@ func toUIMetrics(m *engine.Metrics) *ui.Metrics {
 }
 
 // toUITransfer converts one engine event; ok is false for kinds the UI does not know.
+// toUIPeer is the other end of a transfer, with what a LocalSend device
+// said of itself.
+func toUIPeer(p engine.PeerInfo) ui.Peer {
+	return ui.Peer{ID: p.ID, Name: p.Name, Trusted: p.Trusted, Addr: p.Addr, LocalSend: p.Protocol == engine.ProtocolLocalSend,
+		Model: p.Model, DeviceType: p.DeviceType, Fingerprint: p.Fingerprint, Unverified: p.Unverified}
+}
+
 func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 	kind, ok := transferKinds[ev.Kind]
 	if !ok {
@@ -68,7 +75,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		ID:        ev.TransferID,
 		Delivery:  ev.Delivery,
 		Direction: toUIDirection(ev.Direction),
-		Peer:      ui.Peer{ID: ev.Peer.ID, Name: ev.Peer.Name, Trusted: ev.Peer.Trusted, Addr: ev.Peer.Addr},
+		Peer:      toUIPeer(ev.Peer),
 		State:     ui.State(ev.State),
 		Metrics:   toUIMetrics(ev.Metrics),
 		Time:      ev.Time,
@@ -109,7 +116,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		out.Result = &ui.Result{State: ui.State(r.State), Code: ui.Code(r.Code), ByPeer: r.ByPeer, Err: r.Err,
 			Files: r.Files, Verified: r.Verified, Bytes: r.Bytes,
 			Duration: time.Duration(r.Duration * float64(time.Second)), Transport: r.Transport, TransportReason: r.Reason,
-			Resent: r.Resent, Destination: r.Destination, Metrics: toUIMetrics(r.Metrics), Text: r.Text}
+			Resent: r.Resent, Refused: r.Refused, Destination: r.Destination, Metrics: toUIMetrics(r.Metrics), Text: r.Text}
 		if out.State == "" {
 			out.State = out.Result.State
 		}
@@ -249,6 +256,12 @@ func toUIDevice(p discovery.Peer, tr trust, online bool) ui.Device {
 	d := ui.Device{
 		ID: p.ID, Name: p.Name, OS: p.OS, Trusted: tr.trusted, Known: tr.known, Paired: tr.paired, Online: online,
 		LastSeen: p.LastSeen, Source: string(p.Source), Addrs: p.Addresses(),
+	}
+	if ls := p.LocalSend; ls != nil {
+		d.LocalSend = &ui.LocalSendInfo{Model: ls.DeviceModel, Type: ls.DeviceType, Fingerprint: ls.Fingerprint, Verified: ls.Verified}
+		if d.Name == "" {
+			d.Name = ls.Alias
+		}
 	}
 	return d
 }

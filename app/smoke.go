@@ -28,12 +28,21 @@ import (
 //	                            files on); with FERRY_SMOKE_STATUS, write
 //	                            file.added after them
 //	FERRY_SMOKE_ISOLATED=1      no mDNS: neither see nor be seen by other Ferrys
-//	                            on the network (the device list is the test's)
+//	                            on the network (the device list is the test's);
+//	                            LocalSend on loopback only, without multicast
+//	FERRY_SMOKE_LINK=share=PATH[:PIN] or receive[:PIN]
+//	                            open a browser link and show it; its URL goes
+//	                            to the status file's ".link"
+//	FERRY_SMOKE_SEND_TO=name=path  once discovery lists a device called name
+//	                            (a LocalSend phone, say), send path to it as
+//	                            a drop on its row would
 const (
 	envSmokeStatus   = "FERRY_SMOKE_STATUS"
 	envSmokeSend     = "FERRY_SMOKE_SEND"
 	envSmokeAdd      = "FERRY_SMOKE_ADD"
 	envSmokeIsolated = "FERRY_SMOKE_ISOLATED"
+	envSmokeLink     = "FERRY_SMOKE_LINK"
+	envSmokeSendTo   = "FERRY_SMOKE_SEND_TO"
 )
 
 // smokeIsolate keeps discovery and the advertisement off the network when
@@ -46,6 +55,9 @@ func smokeIsolate(o *discovery.Options) []discovery.AdvertiseOption {
 	o.Interfaces = none
 	return []discovery.AdvertiseOption{discovery.WithInterfaceLister(none)}
 }
+
+// smokeIsolated reports whether FERRY_SMOKE_ISOLATED keeps the app off the network.
+func smokeIsolated() bool { return os.Getenv(envSmokeIsolated) != "" }
 
 // smokeListen is the address chosen by choose, or any free loopback port
 // when FERRY_SMOKE_ISOLATED is set: a test's instances never take (or
@@ -89,6 +101,16 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 			}
 		}
 	}
+	if spec := os.Getenv(envSmokeSendTo); spec != "" {
+		if err := smokeSendTo(ctx, b, spec); err != nil {
+			return fmt.Errorf("smoke send to: %w", err)
+		}
+	}
+	if spec := os.Getenv(envSmokeLink); spec != "" {
+		if err := smokeLink(b, u, spec); err != nil {
+			return fmt.Errorf("smoke link: %w", err)
+		}
+	}
 	spec := os.Getenv(envSmokeSend)
 	if spec == "" {
 		return nil
@@ -125,4 +147,50 @@ func smokeAdd(ctx context.Context, b *backend, u *ui.UI, addr string) (ui.Device
 	}
 	fyne.Do(func() { u.ApplyDevice(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: dev}) })
 	return dev, nil
+}
+
+// smokeLink opens a browser link as "Create link" does ("share=PATH[,PATH]"
+// or "receive", with ":PIN" after either) and writes its URL to the status
+// file's ".link" for the test to open.
+func smokeLink(b *backend, u *ui.UI, spec string) error {
+	spec, pin, _ := strings.Cut(spec, ":")
+	req := ui.LinkRequest{Kind: ui.LinkReceive, PIN: pin}
+	if paths, ok := strings.CutPrefix(spec, "share="); ok {
+		req = ui.LinkRequest{Kind: ui.LinkShare, Paths: strings.Split(paths, ","), PIN: pin}
+	}
+	states, err := b.OpenLink(req)
+	if err != nil {
+		return err
+	}
+	first := <-states
+	if f := os.Getenv(envSmokeStatus); f != "" {
+		if err := writeFileAtomic(f+".link", []byte(first.URL)); err != nil {
+			return err
+		}
+	}
+	fyne.Do(func() { u.ShowOpenLink(first, states) })
+	return nil
+}
+
+// smokeSendTo waits (up to a minute) for discovery to list the device
+// named in "name=path", then sends path to it through the backend, as a
+// drop on its row does.
+func smokeSendTo(ctx context.Context, b *backend, spec string) error {
+	name, path, ok := strings.Cut(spec, "=")
+	if !ok {
+		return errors.New("want name=path")
+	}
+	for i := 0; i < 120; i++ {
+		for _, p := range b.disc.Peers() {
+			if d := toUIDevice(p, b.trust(p.ID), true); d.Name == name {
+				return b.Send(b.named(d), ui.Items{Paths: []string{path}})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond): // polling the table, not a readiness wait
+		}
+	}
+	return fmt.Errorf("no device called %q appeared", name)
 }

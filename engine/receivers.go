@@ -66,6 +66,19 @@ type receiverTable struct {
 	serving        sync.WaitGroup     // the Serve calls
 	// ferryPort is the port number the Ferry rows share in one Start.
 	ferryPort sharedPort
+	// links is the row of browser links (links.go), in rows once the
+	// first link was opened; set under listenMu and Engine.mu, read under
+	// either.
+	links *linkRow
+	// serves are the running Serve calls by row: what ends one row's
+	// Serve alone, and when it returned (RemoveReceiver).
+	serves map[Receiver]rowServe
+}
+
+// rowServe is one row's running Serve call.
+type rowServe struct {
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // ferryReceivers are the rows of Ferry's own protocol: one per row of the
@@ -109,6 +122,35 @@ func (e *Engine) AddReceiver(r Receiver) error {
 	rt.open = append(rt.open, r)
 	e.serveRow(rt.ctx, r)
 	return nil
+}
+
+// RemoveReceiver takes a row added with AddReceiver out of the receiver
+// table and closes it: the sessions it took end, its socket is released
+// (the app turning LocalSend off, or changing its PIN or port). Rows of
+// Ferry's own protocol are not removed this way.
+func (e *Engine) RemoveReceiver(r Receiver) error {
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
+	rt := &e.receivers
+	i := slices.Index(rt.rows, r)
+	if i < 0 {
+		return nil
+	}
+	rt.rows = slices.Delete(rt.rows, i, i+1)
+	if sv, ok := rt.serves[r]; ok {
+		// Its Serve alone ends (not a failure: its context ended), then
+		// Close follows it, one call at a time.
+		sv.stop()
+		<-sv.done
+		delete(rt.serves, r)
+	}
+	is := func(x Receiver) bool { return x == r }
+	rt.open = slices.DeleteFunc(rt.open, is)
+	rt.draining = slices.DeleteFunc(rt.draining, is)
+	e.mu.Lock()
+	e.listenStatus = slices.DeleteFunc(e.listenStatus, func(st ListenerStatus) bool { return st.Transport == r.Name() })
+	e.mu.Unlock()
+	return r.Close()
 }
 
 // openRow opens r and says how that went.
@@ -183,9 +225,17 @@ func (e *Engine) openReceivers() ([]Receiver, []ListenerStatus, error) {
 func (e *Engine) serveRow(ctx context.Context, r Receiver) {
 	e.wg.Add(1)
 	e.receivers.serving.Add(1)
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	if e.receivers.serves == nil {
+		e.receivers.serves = map[Receiver]rowServe{}
+	}
+	e.receivers.serves[r] = rowServe{stop: stop, done: done}
 	go func() {
 		defer e.wg.Done()
 		defer e.receivers.serving.Done()
+		defer close(done)
+		defer stop()
 		err := r.Serve(ctx)
 		if err == nil || ctx.Err() != nil {
 			return

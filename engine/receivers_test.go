@@ -275,3 +275,58 @@ func TestAddReceiverWhileReceiving(t *testing.T) {
 		t.Fatalf("Ferry's rows: %v", as)
 	}
 }
+
+func TestRemoveReceiver(t *testing.T) {
+	t.Parallel()
+	e := startReceiver(t, Options{})
+	events, unsub := e.Subscribe(64)
+	defer unsub()
+	row := newFakeRow("localsend")
+	if err := e.AddReceiver(row); err != nil {
+		t.Fatal(err)
+	}
+	serving, served := row.chans()
+	<-serving
+	if err := e.RemoveReceiver(row); err != nil {
+		t.Fatal(err)
+	}
+	<-served // its Serve ended, and then it was closed
+	if got := strings.Join(row.Calls(), ","); got != "listen,serve,close" {
+		t.Fatalf("calls %s", got)
+	}
+	if st, ok := statusOf(e, "localsend"); ok {
+		t.Fatalf("a removed row is still listed: %+v", st)
+	}
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventListener {
+			t.Fatalf("a removed row was reported as failing: %+v", ev.Listener)
+		}
+	}
+	// Receiving again leaves it out; removing it twice does nothing.
+	if err := e.StopReceiving(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(row.Calls(), ","); got != "listen,serve,close" {
+		t.Fatalf("a removed row was opened again: %s", got)
+	}
+	if err := e.RemoveReceiver(row); err != nil {
+		t.Fatal(err)
+	}
+	// A withdrawn row (receiving off) is closed without a Serve to end.
+	other := newFakeRow("weblink")
+	if err := e.AddReceiver(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.StopReceiving(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RemoveReceiver(other); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(other.Calls(), ","); got != "listen,serve,withdraw,close" {
+		t.Fatalf("calls %s", got)
+	}
+}

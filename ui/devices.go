@@ -2,6 +2,7 @@ package ui
 
 import (
 	"image/color"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -188,6 +189,9 @@ func osIcon(goos string) fyne.Resource {
 func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	r := &deviceRow{dev: d}
 	icon := osIcon(d.OS)
+	if d.OS == "" && d.LocalSend != nil {
+		icon = localSendIcon(d.LocalSend.Type)
+	}
 	if !d.Online {
 		icon = theme.NewDisabledResource(icon)
 	}
@@ -198,8 +202,13 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	parts := []string{}
 	if os := OSLabel(d.OS); os != "" {
 		parts = append(parts, os)
+	} else if d.LocalSend != nil && d.LocalSend.Model != "" {
+		parts = append(parts, EscapeName(d.LocalSend.Model))
 	}
-	if d.ID != "" {
+	switch {
+	case d.LocalSend != nil && !validID(d.ID):
+		parts = append(parts, shortFingerprint(d.LocalSend.Fingerprint)) // no Ferry ID
+	case d.ID != "":
 		parts = append(parts, ShortID(d.ID))
 	}
 	switch {
@@ -216,7 +225,14 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	}
 	var tr []string
 	for _, k := range addr.Kinds(d.Addrs) {
+		if k == lsKind {
+			tr = append(tr, "LocalSend")
+			continue
+		}
 		tr = append(tr, k.Label())
+	}
+	if d.LocalSend != nil && !slices.Contains(addr.Kinds(d.Addrs), lsKind) {
+		tr = append(tr, "LocalSend") // the mark, even before its address is known
 	}
 	if len(tr) > 0 {
 		parts = append(parts, strings.Join(tr, "+"))
@@ -272,10 +288,10 @@ func (l *deviceList) showSendMenu(at fyne.CanvasObject, dev Device) {
 	widget.ShowPopUpMenuAtPosition(menu, c, pos)
 }
 
-// canPair reports whether Pair… is offered for d: online, reachable, and
-// not paired yet.
+// canPair reports whether Pair… is offered for d: online, reachable, not
+// paired yet, and a Ferry device (LocalSend has no pairing codes).
 func canPair(d Device) bool {
-	return d.Online && !d.Paired && len(d.Addrs) > 0
+	return d.Online && !d.Paired && len(d.Addrs) > 0 && (d.LocalSend == nil || validID(d.ID))
 }
 
 func displayName(d Device) string {

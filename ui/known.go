@@ -54,6 +54,9 @@ func (v *knownView) reload() {
 		name := widget.NewLabelWithStyle(EscapeName(d.Name), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		name.Truncation = fyne.TextTruncateEllipsis
 		parts := []string{GroupID(d.ID)}
+		if d.LocalSend {
+			parts = []string{"LocalSend", "fingerprint " + GroupFingerprint(d.Fingerprint)}
+		}
 		if d.Renamed && d.Announced != "" {
 			parts = append([]string{"calls itself " + EscapeName(d.Announced)}, parts...)
 		}
@@ -75,9 +78,15 @@ func (v *knownView) reload() {
 		r.paired = widget.NewLabel("Paired: you compared its code")
 		r.paired.Importance = widget.SuccessImportance
 		r.paired.SizeName = theme.SizeNameCaptionText
-		if d.Paired {
+		switch {
+		case d.LocalSend:
+			// LocalSend has no pairing codes: its certificate is its identity.
 			r.pair.Hide()
-		} else {
+			r.paired.SetText("Known by its certificate: another device cannot pose as it")
+			r.paired.Importance = widget.MediumImportance
+		case d.Paired:
+			r.pair.Hide()
+		default:
 			r.paired.SetText("Not paired: compare codes with Pair… to be sure it is this device")
 			r.paired.Importance = widget.MediumImportance
 			if !v.pairTarget(dev).Online {

@@ -221,7 +221,12 @@ func (q *promptQueue) trustLine(peer Peer) *widget.Label {
 	}
 	l := widget.NewLabel("New device: check the ID with its owner")
 	l.Importance = widget.WarningImportance
+	if peer.LocalSend {
+		l.SetText("New LocalSend device: check the fingerprint with its owner")
+	}
 	switch {
+	case peer.Unverified:
+		l.SetText("Unverified: it proved no identity")
 	case trusted:
 		l.SetText("Trusted device")
 		l.Importance = widget.SuccessImportance
@@ -251,7 +256,11 @@ func (q *promptQueue) show(p *prompt) {
 
 	objs := []fyne.CanvasObject{
 		container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), nil, container.New(&tightVBox{}, who, q.trustLine(ev.Peer))),
-		id,
+	}
+	if ev.Peer.LocalSend {
+		objs = append(objs, localSendLines(ev.Peer)...) // no Ferry device ID to show
+	} else {
+		objs = append(objs, id)
 	}
 	if o.PairCode != "" {
 		p.code = codeLabel(o.PairCode)
@@ -303,6 +312,10 @@ func (q *promptQueue) show(p *prompt) {
 		always = "Always accept from this device (after comparing the codes)"
 	}
 	p.always = u.newCheck(always, nil)
+	if ev.Peer.Unverified {
+		// Nothing proves who it is: there is no device to trust.
+		p.always.Hide()
+	}
 	p.more = widget.NewLabel("")
 	p.more.Importance = widget.LowImportance
 	p.more.Hide()

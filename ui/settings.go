@@ -46,6 +46,7 @@ type settingsView struct {
 	auto      *widget.Check
 	login     *widget.Check
 	minimized *widget.Check
+	localSend *localSendSettings
 	save      *button
 	browse    *button
 	// note says that Save or Revert did what it says (issue 26, finding 11).
@@ -78,6 +79,7 @@ func newSettingsView(u *UI) *settingsView {
 
 	id := widget.NewLabel(GroupID(u.self.ID))
 	id.Wrapping = fyne.TextWrapBreak
+	v.localSend = newLocalSendSettings()
 	form := widget.NewForm(
 		widget.NewFormItem("Device name", v.name),
 		widget.NewFormItem("Device ID", id),
@@ -86,9 +88,16 @@ func newSettingsView(u *UI) *settingsView {
 		widget.NewFormItem("", v.auto),
 		widget.NewFormItem("", v.login),
 		widget.NewFormItem("", v.minimized),
+	)
+	for _, it := range v.localSend.items() {
+		form.AppendItem(it)
+	}
+	for _, it := range []*widget.FormItem{
 		widget.NewFormItem("Ferry version", widget.NewLabel(version.Get().Short())),
 		widget.NewFormItem("Licence", u.licenceLine()),
-	)
+	} {
+		form.AppendItem(it)
+	}
 	u.partials = newPartialsView(u)
 	u.known = newKnownView(u)
 	general := container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), v.note, revert, v.save),
@@ -116,6 +125,8 @@ func (v *settingsView) load() {
 	v.auto.SetChecked(s.AutoAcceptTrusted)
 	v.login.SetChecked(s.StartAtLogin)
 	v.minimized.SetChecked(s.StartMinimized)
+	v.localSend.load(s)
+	v.localSend.showStatus(v.u.be)
 }
 
 // apply saves the form through the backend.
@@ -128,6 +139,7 @@ func (v *settingsView) apply() {
 	s.AutoAcceptTrusted = v.auto.Checked
 	s.StartAtLogin = v.login.Checked
 	s.StartMinimized = v.minimized.Checked
+	v.localSend.apply(&s)
 	if v.u.saveSettings(s) {
 		v.note.SetText("Saved at " + v.u.now().Format("15:04:05") + ".")
 	} else {

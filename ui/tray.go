@@ -27,7 +27,8 @@ func (u *UI) buildTray() {
 	t.recent.ChildMenu = t.entries
 	t.quit = fyne.NewMenuItem("Quit", u.quit)
 	t.quit.IsQuit = true
-	t.menu = fyne.NewMenu("Ferry", t.open, t.recv, fyne.NewMenuItemSeparator(), t.recent, fyne.NewMenuItemSeparator(), t.quit)
+	items := append([]*fyne.MenuItem{t.open, t.recv, fyne.NewMenuItemSeparator()}, u.linkMenuItems()...)
+	t.menu = fyne.NewMenu("Ferry", append(items, t.recent, fyne.NewMenuItemSeparator(), t.quit)...)
 	u.fillTray()
 }
 

@@ -106,6 +106,10 @@ type KnownDevice struct {
 	// Paired: the user checked its verification code (pairing, or
 	// "always accept" on an offer); its key cannot change unnoticed.
 	Paired bool
+	// LocalSend: a LocalSend device, known by its certificate's
+	// Fingerprint (LocalSend has no pairing codes).
+	LocalSend   bool
+	Fingerprint string
 }
 
 // PickRequest asks for files or folders.
@@ -145,6 +149,18 @@ type Device struct {
 	LastSeen   time.Time
 	Source     string // "mdns", "manual", "remembered"
 	Unverified bool   // added by address: the ID was not proven yet
+	// LocalSend is set when the device speaks LocalSend (alone, or beside
+	// Ferry): sends to a LocalSend-only device go over LocalSend.
+	LocalSend *LocalSendInfo
+}
+
+// LocalSendInfo is what a LocalSend device says of itself.
+type LocalSendInfo struct {
+	Model       string
+	Type        string // "mobile", "desktop", "web", "headless", "server"
+	Fingerprint string
+	// Verified: it proved its fingerprint over TLS (else it is a claim).
+	Verified bool
 }
 
 // Key identifies a device in the list: its ID, or its address while the ID is unknown.
@@ -218,6 +234,15 @@ type Peer struct {
 	Name    string
 	Trusted bool // its offers are accepted without asking
 	Addr    string
+	// LocalSend says the peer uses LocalSend, not Ferry; Model, DeviceType
+	// and Fingerprint are what it said of itself.
+	LocalSend   bool
+	Model       string
+	DeviceType  string // "mobile", "desktop", "web", "headless", "server"
+	Fingerprint string
+	// Unverified: it proved no identity (a LocalSend sender without a
+	// certificate), so its name and fingerprint are only claims.
+	Unverified bool
 }
 
 // FileInfo is one offered file.
@@ -316,7 +341,10 @@ type Result struct {
 	// TransportReason says why that transport was used.
 	TransportReason string
 	// Resent counts bytes sent twice (after a reconnect).
-	Resent      int64
+	Resent int64
+	// Refused counts offered files the receiver refused by name (a large
+	// offer lists only its first files: this counts them all).
+	Refused     int
 	Destination string
 	Metrics     *Metrics // the connection's last metrics, when known
 	// Text is the transfer's text item once the receiver accepted it.
@@ -431,6 +459,15 @@ type Settings struct {
 	// NoTrayNoticeShown records that we told the user once that, with no
 	// tray on this desktop, closing the window quits Ferry.
 	NoTrayNoticeShown bool `json:"no_tray_notice_shown,omitempty"`
+	// LocalSendOff hides this device from LocalSend devices and refuses
+	// their offers; LocalSend is on by default (users expect to see their
+	// phone), so the zero value keeps it on.
+	LocalSendOff bool `json:"localsend_off,omitempty"`
+	// LocalSendPIN, when set, must be given by every LocalSend sender.
+	LocalSendPIN string `json:"localsend_pin,omitempty"`
+	// LocalSendPort is the HTTPS port LocalSend devices send to (0: 53317,
+	// LocalSend's own; taken, the last one used, else a free one).
+	LocalSendPort int `json:"localsend_port,omitempty"`
 }
 
 // HistoryEntry is one finished transfer kept across restarts.

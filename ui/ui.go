@@ -73,6 +73,7 @@ type UI struct {
 	settings  *settingsView
 	partials  *partialsView
 	known     *knownView
+	linkPanel *linkPanel // browser links (links.go)
 	tabs      *container.AppTabs
 	status    *widget.Label
 	self      Device
@@ -158,7 +159,9 @@ func (u *UI) layout() fyne.CanvasObject {
 	devHint := widget.NewLabel("Drop files on a device to send them; check several to send to all.")
 	devHint.SizeName = theme.SizeNameCaptionText
 	devHint.Truncation = fyne.TextTruncateEllipsis
-	devices := container.NewBorder(container.New(&tightVBox{}, devHead, devHint), container.NewHBox(add, me), nil, nil, u.devices.scroll)
+	u.linkPanel = newLinkPanel(u)
+	devices := container.NewBorder(container.New(&tightVBox{}, devHead, devHint), u.linkPanel.under(container.NewHBox(add, me)), nil, nil, u.devices.scroll)
+	u.linkPanel.column = devices
 
 	clear := u.newButton("Clear finished", theme.ContentClearIcon(), u.transfers.clearFinished)
 	trHead := container.NewBorder(nil, nil, nil, clear, widget.NewLabelWithStyle("Transfers", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
@@ -244,6 +247,9 @@ func (u *UI) mainMenu() *fyne.MainMenu {
 		item("Send text…", shortcutText, func() { u.showSendText(u.devices.selected(), "") }),
 		item("Send clipboard", shortcutClip, func() { u.sendClipboard(u.devices.selected()) }),
 		fyne.NewMenuItemSeparator(),
+	)
+	file.Items = append(file.Items, u.linkMenuItems()...)
+	file.Items = append(file.Items,
 		item("Add device by address…", shortcutAdd, u.showAddDevice),
 		item("This device's address…", nil, u.showSelf),
 		item("Settings", shortcutSettings, func() { u.tabs.SelectIndex(2) }),
@@ -263,7 +269,10 @@ func (u *UI) quit() {
 // SelfChanged redraws what the window says about this device (its
 // addresses change when receiving starts or stops). Call it on the Fyne
 // goroutine.
-func (u *UI) SelfChanged() { u.updateStatus() }
+func (u *UI) SelfChanged() {
+	u.updateStatus()
+	u.settings.localSend.showStatus(u.be)
+}
 
 // ApplyDevice renders one discovery event. Call it on the Fyne goroutine
 // (Run does); from elsewhere wrap it in fyne.Do.
@@ -397,6 +406,10 @@ func (u *UI) HandleDrop(pos fyne.Position, uris []fyne.URI) {
 		}
 	}
 	if len(paths) == 0 {
+		return
+	}
+	if u.linkPanel.contains(pos) {
+		u.shareViaLink(paths)
 		return
 	}
 	items := Items{Paths: paths}

@@ -1,0 +1,211 @@
+package app
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/localsend"
+	"github.com/ferrydrop/ferry/ui"
+)
+
+// LocalSend in the app (issue 24): while receiving is on and the setting
+// allows it, the engine's LocalSend server runs (its offers go through the
+// same inbox and prompt as Ferry's) and this device is announced on
+// LocalSend's multicast groups, answering the devices that announce
+// themselves.
+
+// lsConfig is what the LocalSend server runs with; a change restarts it.
+type lsConfig struct {
+	on   bool
+	pin  string
+	port int
+	name string
+}
+
+// lsHub runs the LocalSend row of the engine's receiver table and the
+// multicast announcements.
+type lsHub struct {
+	// isolated keeps LocalSend off the network (tests, FERRY_SMOKE_ISOLATED):
+	// loopback only, any free port, no multicast.
+	isolated bool
+	// interfaces lists the interfaces to announce on (nil: every multicast one).
+	interfaces func() ([]net.Interface, error)
+	// onDevice hears the LocalSend devices seen (discovery's table; nil: none).
+	onDevice func(localsend.Device)
+
+	mu   sync.Mutex // guards the fields below
+	cfg  lsConfig
+	row  *engine.LocalSendReceiver
+	eng  *engine.Engine
+	disc atomic.Pointer[localsend.Discoverer] // answers registers (OnRegister)
+	stop func()                               // ends the announcements
+}
+
+// apply adds, replaces or removes the row so that it runs as cfg says.
+func (h *lsHub) apply(eng *engine.Engine, cfg lsConfig, log *slog.Logger) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cfg == h.cfg && (h.row != nil) == cfg.on {
+		return nil
+	}
+	h.closeLocked()
+	h.cfg = cfg
+	if !cfg.on {
+		return nil
+	}
+	opts := engine.LocalSendOptions{PIN: cfg.pin, Port: cfg.port, DeviceModel: "Ferry",
+		OnRegister: func(in localsend.Info, ip netip.Addr, c *x509.Certificate) {
+			if d := h.disc.Load(); d != nil {
+				d.HandleRegister(in, ip, c)
+			}
+		}}
+	if h.isolated {
+		opts.Host, opts.Port = "127.0.0.1", -1
+	}
+	row, err := eng.AddLocalSend(opts)
+	if row != nil {
+		h.row, h.eng = row, eng
+	}
+	if err != nil {
+		return fmt.Errorf("LocalSend devices cannot send here: %w", err)
+	}
+	for _, st := range eng.Listeners() {
+		if st.Transport == row.Name() && st.Note != "" && log != nil {
+			log.Warn("LocalSend", "port", row.Port(), "note", st.Note)
+		}
+	}
+	if h.isolated {
+		return nil
+	}
+	cert, err := eng.LocalSendCert()
+	if err != nil {
+		return nil // the server runs; only the announcements are missing
+	}
+	info := row.Info()
+	cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
+	d, err := localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: h.onDevice, Interfaces: h.interfaces})
+	if err != nil {
+		if log != nil {
+			log.Warn("LocalSend devices will not see this one announced", "err", err)
+		}
+		return nil
+	}
+	h.disc.Store(d)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(ctx) }()
+	h.stop = func() { cancel(); <-done }
+	return nil
+}
+
+// status says how LocalSend devices reach this one (port 0 while off).
+func (h *lsHub) status() (port int, fingerprint string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.row == nil || h.row.Port() == 0 {
+		return 0, ""
+	}
+	return h.row.Port(), h.row.Fingerprint()
+}
+
+// LocalSendStatus says how LocalSend devices reach this one (Settings).
+func (b *backend) LocalSendStatus() (port int, fingerprint, note string) {
+	port, fingerprint = b.ls.status()
+	if port != 0 {
+		for _, st := range b.eng.Listeners() {
+			if st.Transport == engine.ProtocolLocalSend {
+				note = st.Note
+			}
+		}
+	}
+	return port, fingerprint, note
+}
+
+func (h *lsHub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closeLocked()
+	h.cfg = lsConfig{}
+}
+
+func (h *lsHub) closeLocked() {
+	if h.stop != nil {
+		h.stop()
+		h.stop = nil
+	}
+	h.disc.Store(nil)
+	if h.row != nil {
+		_ = h.eng.RemoveReceiver(h.row)
+		h.row = nil
+	}
+}
+
+// localSendConfig is what the settings ask of LocalSend.
+func localSendConfig(s ui.Settings, name string) lsConfig {
+	return lsConfig{on: s.Policy != ui.PolicyOff && !s.LocalSendOff, pin: s.LocalSendPIN, port: s.LocalSendPort, name: name}
+}
+
+// applyLocalSend runs LocalSend as the settings say.
+func (b *backend) applyLocalSend(s ui.Settings) error {
+	return b.ls.apply(b.eng, localSendConfig(s, b.eng.Name()), slog.Default())
+}
+
+// lsTarget is where a send to dev goes over LocalSend: a device with a
+// LocalSend address and none of Ferry's (a device that speaks both gets
+// Ferry's protocol: resume, migration, per-chunk verification).
+func lsTarget(dev ui.Device) (engine.LocalSendTarget, bool) {
+	var ls *addr.Addr
+	for i, a := range dev.Addrs {
+		switch a.Kind {
+		case addr.QUIC, addr.TCP:
+			return engine.LocalSendTarget{}, false
+		case lsAddrKind:
+			if ls == nil {
+				ls = &dev.Addrs[i]
+			}
+		}
+	}
+	if ls == nil {
+		return engine.LocalSendTarget{}, false
+	}
+	// scheme://host:port#FINGERPRINT: the fingerprint its certificate
+	// must have (discovery pins the one it proved or announced).
+	u, err := url.Parse(ls.URI)
+	if err != nil || u.Host == "" {
+		return engine.LocalSendTarget{}, false
+	}
+	fp := u.Fragment
+	if dev.LocalSend != nil && fp == "" {
+		fp = dev.LocalSend.Fingerprint
+	}
+	scheme := "https"
+	if u.Scheme == "http" {
+		scheme = "http"
+	}
+	return engine.LocalSendTarget{Addr: u.Host, Fingerprint: fp, Scheme: scheme, Alias: dev.Name}, true
+}
+
+// lsAddrKind is the kind of a LocalSend device's address.
+const lsAddrKind = addr.LocalSend
+
+// sendLocalSend sends items to a LocalSend device; a receiver that asks
+// for a PIN gets the one the user types (askPIN).
+func (b *backend) sendLocalSend(dev ui.Device, to engine.LocalSendTarget, items ui.Items) {
+	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted, LocalSend: true}
+	opts := engine.LocalSendSendOptions{}
+	if ask := b.askPIN; ask != nil {
+		opts.AskPIN = func(ctx context.Context, wrong bool) (string, error) { return ask(ctx, dev.Name, wrong) }
+	}
+	b.start(peer, items.Paths, func() (*engine.Transfer, error) {
+		return b.eng.SendLocalSend(b.ctx, to, engine.Items{Paths: items.Paths, Text: items.Text}, opts)
+	})
+}

@@ -1,0 +1,305 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+)
+
+// linkFake is the fake backend with browser links: OpenLink records the
+// request and hands out a channel the test feeds.
+type linkFake struct {
+	*fakeBackend
+	reqs    []LinkRequest
+	stopped []string
+	states  chan LinkState
+	openErr error
+}
+
+func (f *linkFake) OpenLink(req LinkRequest) (<-chan LinkState, error) {
+	if f.openErr != nil {
+		return nil, f.openErr
+	}
+	f.reqs = append(f.reqs, req)
+	f.states = make(chan LinkState, 8)
+	f.states <- linkState(req.Kind, req.PIN)
+	return f.states, nil
+}
+
+func (f *linkFake) StopLink(id string) error {
+	f.stopped = append(f.stopped, id)
+	return nil
+}
+
+var goldenNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// linkState is a link as a backend would report it just after opening.
+func linkState(kind LinkKind, pin string) LinkState {
+	s := LinkState{ID: "link-1", Kind: kind, URL: "http://192.168.1.20:47880/l/k3vq7mzt2xbp4nw6c8rd5hyj2e/",
+		URLs:    []string{"http://192.168.1.20:47880/l/k3vq7mzt2xbp4nw6c8rd5hyj2e/", "http://[fd00::20]:47880/l/k3vq7mzt2xbp4nw6c8rd5hyj2e/"},
+		Expires: goldenNow.Add(time.Hour), PIN: pin}
+	if kind == LinkShare {
+		s.Files, s.Bytes = 3, 160_200_000
+	}
+	return s
+}
+
+// newLinkUI is a UI whose backend has links, and the window shows them.
+func newLinkUI(t *testing.T) (*UI, *linkFake, *clock) {
+	t.Helper()
+	a := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	w.Resize(fyne.NewSize(900, 600))
+	be := &linkFake{fakeBackend: newFake()}
+	c := &clock{t: goldenNow}
+	// Do runs at once: the states arrive on the test's goroutine.
+	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{Now: c.now, Do: func(f func()) { f() }})
+	return u, be, c
+}
+
+func menuLabels(m *fyne.Menu) []string {
+	var out []string
+	for _, i := range m.Items {
+		out = append(out, i.Label)
+	}
+	return out
+}
+
+func TestLinkItemsInMenuAndTray(t *testing.T) {
+	u, _, _ := newLinkUI(t)
+	for name, m := range map[string]*fyne.Menu{"menu": u.mainMenu().Items[0], "tray": u.Tray()} {
+		got := strings.Join(menuLabels(m), "|")
+		if !strings.Contains(got, "Share via link…|Receive via link…") {
+			t.Errorf("%s = %q, want the two link items", name, got)
+		}
+	}
+	if last := u.Tray().Items[len(u.Tray().Items)-1]; !last.IsQuit {
+		t.Errorf("the tray's last item is %q, want Quit", last.Label)
+	}
+	// A backend without links shows none of it.
+	plain, _, _ := newTestUI(t)
+	if got := strings.Join(menuLabels(plain.Tray()), "|"); strings.Contains(got, "via link") {
+		t.Errorf("tray without links = %q", got)
+	}
+	if plain.linkPanel.contains(fyne.NewPos(10, 10)) {
+		t.Error("a backend without links has a drop target for them")
+	}
+}
+
+func TestLinkSetupOpensTheLink(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	s := u.showLinkSetup(LinkShare, []string{"/home/sam/a.jpg", "/home/sam/Holiday"})
+	test.Type(s.pin, " 4821 ")
+	s.expire.SetSelectedIndex(1) // 15 minutes
+	s.once.SetChecked(true)
+	test.Tap(s.create)
+	if len(be.reqs) != 1 {
+		t.Fatalf("OpenLink calls = %d, want 1", len(be.reqs))
+	}
+	want := LinkRequest{Kind: LinkShare, Paths: []string{"/home/sam/a.jpg", "/home/sam/Holiday"}, PIN: "4821", Expire: 15 * time.Minute, Once: true}
+	if got := be.reqs[0]; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("request = %+v, want %+v", got, want)
+	}
+	v := u.linkPanel.open["link-1"]
+	if v == nil || v.dlg == nil {
+		t.Fatal("the link has no row or no dialog")
+	}
+	if got := v.label.Text; !strings.Contains(got, "Share link: 3 files") || !strings.Contains(got, "ends in 1 h") {
+		t.Errorf("row = %q", got)
+	}
+
+	// A receive link with the defaults: one hour, no PIN, never "once".
+	s = u.showLinkSetup(LinkReceive, nil)
+	s.once.SetChecked(true) // not shown for a receive link, and not taken
+	test.Tap(s.create)
+	if got := be.reqs[1]; got.Kind != LinkReceive || got.PIN != "" || got.Expire != DefaultLinkExpire || got.Once {
+		t.Errorf("receive request = %+v", got)
+	}
+}
+
+func TestLinkSetupRefusesLongPIN(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	s := u.showLinkSetup(LinkReceive, nil)
+	s.pin.SetText(strings.Repeat("9", 65))
+	test.Tap(s.create)
+	if len(be.reqs) != 0 {
+		t.Errorf("a 65-character PIN opened a link: %+v", be.reqs)
+	}
+}
+
+func TestLinkOpenErrorIsShown(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	be.openErr = &Problem{Text: "There is no file to share there."}
+	n := len(u.modals)
+	u.openBrowserLink(LinkRequest{Kind: LinkShare, Paths: []string{"/nothing"}})
+	if len(u.modals) != n+1 || len(u.linkPanel.open) != 0 {
+		t.Errorf("modals %d -> %d, open links %d: want the error shown and no link", n, len(u.modals), len(u.linkPanel.open))
+	}
+}
+
+func TestLinkDialogFollowsStates(t *testing.T) {
+	u, be, c := newLinkUI(t)
+	u.openBrowserLink(LinkRequest{Kind: LinkReceive})
+	v := u.linkPanel.open["link-1"]
+	d := v.dlg
+	if !strings.Contains(d.people.Text, "No device") {
+		t.Errorf("people = %q", d.people.Text)
+	}
+	s := linkState(LinkReceive, "")
+	s.Devices = []string{"192.168.1.31"}
+	s.Activities = []LinkActivity{
+		{ID: 1, Device: "192.168.1.31", Upload: true, Name: "IMG_0420.HEIC", Size: 3_000_000, Bytes: 3_000_000, Done: true},
+		{ID: 2, Device: "192.168.1.31", Upload: true, Name: "VID_0421.MOV", Size: 200_000_000, Bytes: 50_000_000},
+	}
+	c.t = c.t.Add(20 * time.Minute)
+	u.ApplyLink(s)
+	if got := d.people.Text; !strings.Contains(got, "1 device") || !strings.Contains(got, "192.168.1.31") {
+		t.Errorf("people = %q", got)
+	}
+	if n := len(d.bars); n != 2 {
+		t.Fatalf("activity rows = %d, want 2", n)
+	}
+	if r := d.bars[2]; r.bar.Value != 50_000_000 || r.bar.Max != 200_000_000 || !strings.Contains(r.label.Text, "sends VID_0421.MOV: 50.0 MB of 200.0 MB") {
+		t.Errorf("upload row = %q %v/%v", r.label.Text, r.bar.Value, r.bar.Max)
+	}
+	if got := d.bars[1].label.Text; !strings.Contains(got, "sent IMG_0420.HEIC") {
+		t.Errorf("finished row = %q", got)
+	}
+	if got := v.label.Text; !strings.Contains(got, "1 device") || !strings.Contains(got, "1 in progress") || !strings.Contains(got, "ends in 40 min") {
+		t.Errorf("window row = %q", got)
+	}
+
+	// Stop asks the backend; the ended state takes the row away and the
+	// dialog says why.
+	test.Tap(d.stop)
+	if len(be.stopped) != 1 || be.stopped[0] != "link-1" {
+		t.Fatalf("StopLink calls = %v", be.stopped)
+	}
+	s.Ended, s.Why = true, "The link was stopped: it answers nothing any more."
+	u.ApplyLink(s)
+	if len(u.linkPanel.open) != 0 || len(u.linkPanel.list.Objects) != 0 {
+		t.Error("an ended link is still listed")
+	}
+	if d.when.Text != s.Why || !d.stop.Disabled() {
+		t.Errorf("ended dialog: %q, stop disabled %v", d.when.Text, d.stop.Disabled())
+	}
+}
+
+func TestLinkDialogClosedKeepsTheLink(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	u.openBrowserLink(LinkRequest{Kind: LinkShare, Paths: []string{"/a"}})
+	v := u.linkPanel.open["link-1"]
+	v.dlg.dlg.Hide()
+	if v.dlg != nil || len(be.stopped) != 0 {
+		t.Fatalf("closing the dialog: dialog %v, stops %v", v.dlg, be.stopped)
+	}
+	if len(u.modals) != 0 {
+		t.Errorf("the closed dialog is still a modal (%d)", len(u.modals))
+	}
+	u.showLink("link-1")
+	if v.dlg == nil {
+		t.Error("Show did not bring the dialog back")
+	}
+}
+
+func TestDropOnLinkPanelShares(t *testing.T) {
+	u, _, _ := newLinkUI(t)
+	u.win.Resize(fyne.NewSize(900, 600))
+	p := u.linkPanel
+	at := fyne.CurrentApp().Driver().AbsolutePositionForObject(p.obj)
+	if p.obj.Size().Height == 0 {
+		t.Fatal("the link panel has no size")
+	}
+	in := at.AddXY(5, p.obj.Size().Height/2)
+	if !p.contains(in) {
+		t.Fatalf("%v is not on the panel at %v size %v", in, at, p.obj.Size())
+	}
+	u.HandleDrop(in, []fyne.URI{fileURI("/home/sam/report.pdf")})
+	if len(u.modals) != 1 {
+		t.Fatalf("modals = %d, want the link setup", len(u.modals))
+	}
+	if u.ask != nil {
+		t.Error("the drop on the panel also opened the send sheet")
+	}
+}
+
+func TestActivityText(t *testing.T) {
+	for _, c := range []struct {
+		a    LinkActivity
+		want string
+	}{
+		{LinkActivity{Device: "10.0.0.5", Name: "a.pdf", Size: 2000, Bytes: 1000}, "10.0.0.5 downloads a.pdf: 1.0 kB of 2.0 kB"},
+		{LinkActivity{Device: "10.0.0.5", Zip: true, Name: "x.zip", Size: -1, Bytes: 5000}, "10.0.0.5 downloads everything as one zip: 5.0 kB"},
+		{LinkActivity{Device: "10.0.0.5", Name: "a.pdf", Size: 2000, Bytes: 2000, Done: true}, "10.0.0.5 downloaded a.pdf (2.0 kB)"},
+		{LinkActivity{Device: "10.0.0.5", Upload: true, Name: "b\u202e.txt", Size: 10, Bytes: 3, Done: true, Err: "the link was stopped"}, "did not finish: the link was stopped"},
+	} {
+		if got := activityText(c.a); !strings.Contains(got, c.want) {
+			t.Errorf("activityText(%+v) = %q, want %q", c.a, got, c.want)
+		}
+		if strings.ContainsRune(activityText(c.a), '\u202e') {
+			t.Errorf("a bidi override reached the label: %q", activityText(c.a))
+		}
+	}
+}
+
+// goldenLinkActivity fills a share link's dialog with downloads.
+func goldenLinkActivity(u *UI, kind LinkKind) {
+	s := linkState(kind, "4821")
+	s.Devices = []string{"192.168.1.31", "192.168.1.44"}
+	if kind == LinkShare {
+		s.Activities = []LinkActivity{
+			{ID: 1, Device: "192.168.1.31", Name: "IMG_2041.jpg", Size: 4_200_000, Bytes: 4_200_000, Done: true},
+			{ID: 2, Device: "192.168.1.31", Name: "beach.mov", Size: 148_000_000, Bytes: 61_000_000},
+			{ID: 3, Device: "192.168.1.44", Name: "Holiday 2026.zip", Zip: true, Size: -1, Bytes: 12_500_000},
+		}
+	} else {
+		s.PIN = ""
+		s.Devices = s.Devices[:1]
+		s.Activities = []LinkActivity{
+			{ID: 1, Device: "192.168.1.31", Upload: true, Name: "IMG_0420.HEIC", Size: 3_100_000, Bytes: 3_100_000, Done: true},
+			{ID: 2, Device: "192.168.1.31", Upload: true, Name: "VID_0421.MOV", Size: 210_000_000, Bytes: 88_000_000},
+		}
+	}
+	u.ApplyLink(s)
+}
+
+func TestGoldenLinks(t *testing.T) {
+	for _, variant := range []struct {
+		name  string
+		theme fyne.Theme
+	}{{"light", theme.LightTheme()}, {"dark", theme.DarkTheme()}} { //nolint:staticcheck // fixed variants on purpose
+		for _, view := range []struct {
+			name string
+			show func(u *UI)
+		}{
+			{"linkmain", func(u *UI) {
+				u.openBrowserLink(LinkRequest{Kind: LinkReceive})
+				u.linkPanel.open["link-1"].dlg.dlg.Hide()
+			}},
+			{"linksetup", func(u *UI) { u.showLinkSetup(LinkShare, []string{"/home/sam/Holiday 2026"}) }},
+			{"linkshare", func(u *UI) {
+				u.openBrowserLink(LinkRequest{Kind: LinkShare, PIN: "4821"})
+				goldenLinkActivity(u, LinkShare)
+			}},
+			{"linkreceive", func(u *UI) {
+				u.openBrowserLink(LinkRequest{Kind: LinkReceive})
+				goldenLinkActivity(u, LinkReceive)
+			}},
+		} {
+			name := fmt.Sprintf("%s-large-%s", view.name, variant.name)
+			t.Run(name, func(t *testing.T) {
+				u, be, c := newLinkUI(t)
+				fyne.CurrentApp().Settings().SetTheme(variant.theme)
+				u.win.Resize(sizeLarge)
+				goldenState(u, be.fakeBackend, c)
+				view.show(u)
+				assertGolden(t, name, u.win.Canvas().Capture())
+			})
+		}
+	}
+}

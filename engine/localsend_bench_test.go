@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/localsend"
@@ -23,7 +25,9 @@ import (
 // net/http HTTPS upload of the same files (files read from and written to
 // disk, sequential uploads, nothing hashed on either side: like against
 // like). It reports peak-MiB, the process's peak RSS so far (VmHWM, Linux):
-// run one sub-benchmark per process to read it for that one.
+// run one sub-benchmark per process to read it for that one; and cpu-s/op,
+// the CPU time of both ends. hash-first is what a pass hashing every file
+// before the offer would add.
 //
 //	go test -run '^$' -bench 'BenchmarkLocalSend/1GiB' -benchtime 1x ./engine
 func BenchmarkLocalSend(b *testing.B) {
@@ -56,7 +60,44 @@ func BenchmarkLocalSend(b *testing.B) {
 		b.Run(w.name+"/plain-https", func(b *testing.B) { benchPlainHTTPS(b, src, names, total) })
 		b.Run(w.name+"/ferry-receives", func(b *testing.B) { benchFerryReceives(b, src, names, total) })
 		b.Run(w.name+"/ferry-sends", func(b *testing.B) { benchFerrySends(b, src, total) })
+		b.Run(w.name+"/hash-first", func(b *testing.B) { benchHashFirst(b, src, names, total) })
 	}
+}
+
+// benchHashFirst is what a pass that hashes every file before the offer
+// (to give LocalSend's sha256 without a cache) would add: read and SHA-256
+// each file, from the page cache as a send right after it would.
+func benchHashFirst(b *testing.B, src string, names []string, total int64) {
+	cpu0 := cpuSeconds()
+	b.SetBytes(total)
+	buf := make([]byte, 1<<20)
+	for b.Loop() {
+		for _, n := range names {
+			f, err := os.Open(filepath.Join(src, filepath.FromSlash(n)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := sha256.New()
+			if _, err := io.CopyBuffer(h, f, buf); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
+	peakRSS(b)
+}
+
+// cpuSeconds is the CPU time (user and system) this process used so far:
+// both ends of each benchmark run in it, so cpu-s/op is what one transfer
+// costs both sides, a figure that holds on a loaded machine where the
+// wall-clock MB/s do not.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // peakRSS reports the process's peak resident set (VmHWM) in MiB.
@@ -104,6 +145,7 @@ func benchPlainHTTPS(b *testing.B, src string, names []string, total int64) {
 	defer srv.Close()
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer hc.CloseIdleConnections()
+	cpu0 := cpuSeconds()
 	b.SetBytes(total)
 	for b.Loop() {
 		os.RemoveAll(dst)
@@ -127,6 +169,7 @@ func benchPlainHTTPS(b *testing.B, src string, names []string, total int64) {
 			}
 		}
 	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	peakRSS(b)
 }
 
@@ -157,6 +200,7 @@ func benchFerryReceives(b *testing.B, src string, names []string, total int64) {
 	}
 	events, unsub := e.Subscribe(1 << 14)
 	defer unsub()
+	cpu0 := cpuSeconds()
 	b.SetBytes(total)
 	for b.Loop() {
 		os.RemoveAll(e.DownloadDir())
@@ -174,6 +218,7 @@ func benchFerryReceives(b *testing.B, src string, names []string, total int64) {
 			}
 		}
 	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	peakRSS(b)
 }
 
@@ -196,6 +241,7 @@ func benchFerrySends(b *testing.B, src string, total int64) {
 	go p.Serve(ln)
 	defer p.Close()
 	to := LocalSendTarget{Addr: ln.Addr().String(), Fingerprint: p.Fingerprint}
+	cpu0 := cpuSeconds()
 	b.SetBytes(total)
 	for b.Loop() {
 		os.RemoveAll(dst)
@@ -208,5 +254,6 @@ func benchFerrySends(b *testing.B, src string, total int64) {
 			b.Fatalf("%+v", r)
 		}
 	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	peakRSS(b)
 }

@@ -186,3 +186,54 @@ func TestLocalSendPortRule(t *testing.T) {
 		t.Fatalf("port %d moved %d status %+v", row.Port(), row.Moved(), st)
 	}
 }
+
+// TestLocalSendRowRemoved: LocalSend turned off on its own (and back on
+// with other options) while Ferry's rows go on receiving.
+func TestLocalSendRowRemoved(t *testing.T) {
+	e, row, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	events, unsub := e.Subscribe(64)
+	defer unsub()
+	ferryRows := len(e.Listeners()) - 1
+	if err := e.RemoveReceiver(row); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Fatal("the removed row's port still answers")
+	}
+	if _, ok := lsStatus(e); ok || len(e.Listeners()) != ferryRows || !e.Receiving() {
+		t.Fatalf("after removing the row: %+v", e.Listeners())
+	}
+	if err := e.RemoveReceiver(row); err != nil {
+		t.Fatalf("removing a removed row: %v", err)
+	}
+	// Back on, with a PIN.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row2, err := e.AddLocalSend(LocalSendOptions{Listener: ln, PIN: "4711"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPeer(t)
+	one := []lspeer.SendFile{{Name: "pin.txt", Data: []byte("x")}}
+	if sr, err := p.Send(context.Background(), ln.Addr().String(), row2.Fingerprint(), true, "", "", one, nil); err != nil || sr.PrepareStatus != http.StatusUnauthorized {
+		t.Fatalf("no PIN: %+v %v", sr, err)
+	}
+	if sr, err := p.Send(context.Background(), ln.Addr().String(), row2.Fingerprint(), true, "4711", "", one, nil); err != nil || sr.UploadStatus["pin.txt"] != 200 {
+		t.Fatalf("with the PIN: %+v %v", sr, err)
+	}
+	// Removing a row reports nothing as a failure.
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventListener {
+				t.Fatalf("removing a row reported %+v", ev.Listener)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ferrydrop/ferry/engine/internal/shacache"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -126,16 +127,30 @@ type lsAttempt struct {
 func (a *lsAttempt) run(ctx context.Context) error {
 	a.accepted = -1
 	ls := a.ls
+	cache := a.e.hashes()
+	hashing := map[string]*fileHash{} // files hashed as they go, to remember
 	ls.mu.Lock()
 	var ups []localsend.Upload
 	for i, f := range a.files {
 		if ls.delivered[i] {
 			continue
 		}
-		ups = append(ups, localsend.Upload{
+		up := localsend.Upload{
 			File: localsend.File{ID: strconv.Itoa(i), FileName: f.Path, Size: f.Size, FileType: mimeOf(f.Path)},
 			Open: func() (io.ReadCloser, error) { return os.Open(f.src) },
-		})
+		}
+		if fi, err := os.Stat(f.src); err == nil && cache != nil {
+			if k, ok := shacache.KeyOf(fi); ok && k.Size == f.Size {
+				if sum, ok := cache.Get(k); ok {
+					up.SHA256 = sum // the receiver checks it (422 on a mismatch)
+				} else {
+					fh := &fileHash{key: k, src: f.src, size: f.Size}
+					hashing[up.ID] = fh
+					up.Open = fh.open
+				}
+			}
+		}
+		ups = append(ups, up)
 	}
 	if a.text != "" && !ls.textDone {
 		ups = append(ups, localsend.TextUpload("text", a.text))
@@ -171,6 +186,22 @@ func (a *lsAttempt) run(ctx context.Context) error {
 			go a.e.watchProgress(pctx, a.t, a.sent.Load, a.total, func() int { return int(a.done.Load()) }, len(ids))
 		},
 	})
+	if res != nil && cache != nil {
+		remembered := false
+		for _, id := range res.Accepted {
+			if fh := hashing[id]; fh != nil && res.Failed[id] == nil {
+				if sum, ok := fh.sum(); ok {
+					cache.Put(fh.key, sum)
+					remembered = true
+				}
+			}
+		}
+		if remembered {
+			if err := cache.Flush(); err != nil {
+				a.e.log.Warn("localsend: the sha256 cache", "err", err)
+			}
+		}
+	}
 	if res != nil {
 		ls.mu.Lock()
 		if a.text != "" && err == nil {

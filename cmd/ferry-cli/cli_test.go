@@ -344,7 +344,7 @@ func TestSendByRememberedName(t *testing.T) {
 		t.Fatalf("unknown name: exit %d, %q", code, stderr)
 	}
 	oneLine(t, stderr, "send")
-	if _, err := resolveByDiscovery(t.Context(), r.id[:6], cfg, io.Discard); !errors.Is(err, errNoDevice) {
+	if _, err := resolveByDiscovery(t.Context(), r.id[:6], cfg, false, io.Discard); !errors.Is(err, errNoDevice) {
 		t.Fatalf("resolve: %v, want errNoDevice", err)
 	}
 
@@ -352,7 +352,7 @@ func TestSendByRememberedName(t *testing.T) {
 	send("lab receiver", "two.txt") // names match ignoring case
 	send(r.id[:8], "three.txt")
 
-	tgt, err := resolveByDiscovery(t.Context(), "Lab Receiver", cfg, &bytes.Buffer{})
+	tgt, err := resolveByDiscovery(t.Context(), "Lab Receiver", cfg, false, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,14 +413,14 @@ func TestAmbiguousName(t *testing.T) {
 			t.Fatalf("candidate %s not listed: %s", id[:8], line)
 		}
 	}
-	if _, err := resolveByDiscovery(t.Context(), "SAME", cfg, io.Discard); !errors.Is(err, errAmbiguousDevice) {
+	if _, err := resolveByDiscovery(t.Context(), "SAME", cfg, false, io.Discard); !errors.Is(err, errAmbiguousDevice) {
 		t.Fatalf("resolve: %v, want errAmbiguousDevice", err)
 	}
 	// The full ID is never ambiguous; it resolves to the remembered
 	// address, pinned to that ID. (Resolved, not sent: sending to an
 	// offline device retries for minutes.)
 	var note bytes.Buffer
-	tgt, err := resolveByDiscovery(t.Context(), ids[0], cfg, &note)
+	tgt, err := resolveByDiscovery(t.Context(), ids[0], cfg, false, &note)
 	if err != nil || tgt.ID != ids[0] || len(tgt.Addrs) == 0 || !strings.Contains(note.String(), "last known address") {
 		t.Fatalf("full ID: %+v, %v, note %q", tgt, err, note.String())
 	}

@@ -233,7 +233,7 @@ func ambiguous(to string, cs []candidate) error {
 // direct probes of remembered devices) and then in the trust store. A
 // target found by name carries the device ID, so the TLS handshake must
 // prove it.
-func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (engine.Target, error) {
+func resolveByDiscovery(ctx context.Context, to, cfg string, lsScan bool, errOut io.Writer) (engine.Target, error) {
 	if isHostPort(to) {
 		return engine.Target{Addrs: engine.AddrsAt(to)}, nil
 	}
@@ -249,7 +249,7 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (
 		return engine.Target{}, err
 	}
 	defer e.Close()
-	p, d, stop, err := findPeer(ctx, e, to)
+	p, d, stop, err := findPeer(ctx, e, to, lsScan)
 	if err != nil && d == nil {
 		return engine.Target{}, err
 	}
@@ -287,11 +287,12 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, errOut io.Writer) (
 }
 
 // findPeer looks to up on the local network for up to resolveWait: mDNS,
-// direct probes of the devices e remembers, and LocalSend's discovery. A
+// direct probes of the devices e remembers, and LocalSend's discovery
+// (with lsScan, its /24 register scan too). A
 // name or prefix that matched gets resolveSettle more, so that a second
 // device answering to it is noticed. d is nil when discovery could not
 // start; stop ends it.
-func findPeer(ctx context.Context, e *engine.Engine, to string) (p discovery.Peer, d *discovery.Discovery, stop func(), err error) {
+func findPeer(ctx context.Context, e *engine.Engine, to string, lsScan bool) (p discovery.Peer, d *discovery.Discovery, stop func(), err error) {
 	d, err = newDiscovery(e)
 	if err != nil {
 		return discovery.Peer{}, nil, nil, err
@@ -299,7 +300,7 @@ func findPeer(ctx context.Context, e *engine.Engine, to string) (p discovery.Pee
 	rctx, cancel := context.WithTimeout(ctx, resolveWait)
 	stopMDNS := runDiscovery(rctx, d)
 	stopLS := func() {}
-	if s, err := watchLocalSend(e, d); err == nil {
+	if s, err := watchLocalSend(e, d, lsScan); err == nil {
 		stopLS = s
 	}
 	stop = func() { stopLS(); stopMDNS(); cancel() }
@@ -319,7 +320,7 @@ func findPeer(ctx context.Context, e *engine.Engine, to string) (p discovery.Pee
 }
 
 // resolvePeer is findPeer with an engine of its own on the config dir cfg.
-func resolvePeer(ctx context.Context, to, cfg string) (discovery.Peer, error) {
+func resolvePeer(ctx context.Context, to, cfg string, lsScan bool) (discovery.Peer, error) {
 	dir, err := configDir(cfg)
 	if err != nil {
 		return discovery.Peer{}, err
@@ -329,7 +330,7 @@ func resolvePeer(ctx context.Context, to, cfg string) (discovery.Peer, error) {
 		return discovery.Peer{}, err
 	}
 	defer e.Close()
-	p, d, stop, err := findPeer(ctx, e, to)
+	p, d, stop, err := findPeer(ctx, e, to, lsScan)
 	if d != nil {
 		stop()
 	}

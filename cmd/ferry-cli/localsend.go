@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ferrydrop/ferry/discovery"
@@ -38,16 +39,17 @@ func addLocalSendFlags(fs interface {
 	}
 }
 
-// startLocalSend adds LocalSend's row to e's receiver table (e receives)
+// startLocalSend adds LocalSend's row to e's receiver table (e receives),
+// on host (empty: every address),
 // and, with announce, announces this device on LocalSend's multicast
 // groups and answers the others. It returns what stops the announcing.
-func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, announce bool, errOut io.Writer) (func(), error) {
+func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, host string, announce bool, errOut io.Writer) (func(), error) {
 	var disc atomic.Pointer[localsend.Discoverer]
 	port := *f.port
 	if port == 0 {
 		port = -1 // the engine's "any free port"
 	}
-	row, err := e.AddLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port, DeviceModel: "Ferry",
+	row, err := e.AddLocalSend(engine.LocalSendOptions{PIN: *f.pin, Port: port, Host: host, DeviceModel: "Ferry",
 		OnRegister: func(in localsend.Info, addr netip.Addr, cert *x509.Certificate) {
 			if d := disc.Load(); d != nil {
 				d.HandleRegister(in, addr, cert)
@@ -66,7 +68,7 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, announce b
 	if !announce {
 		return func() {}, nil
 	}
-	d, err := newLocalSendDiscoverer(e, row.Info(), nil)
+	d, err := newLocalSendDiscoverer(e, row.Info(), nil, func() bool { return row.Info().Download })
 	if err != nil {
 		fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices will not see this one announced: %v\n", err)
 		return func() {}, nil
@@ -87,9 +89,10 @@ var localsendInterfaces func() ([]net.Interface, error)
 var lsWatchHost = ""
 
 // newLocalSendDiscoverer makes the multicast discoverer: info is announced
-// (nil onDevice: answer only). With no multicast interface it opens
-// nothing (LocalSend's UDP port stays free) and says so.
-func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func(localsend.Device)) (*localsend.Discoverer, error) {
+// (nil onDevice: answer only; download, when set, says whether to announce
+// the download API). With no multicast interface it opens nothing
+// (LocalSend's UDP port stays free) and says so.
+func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func(localsend.Device), download func() bool) (*localsend.Discoverer, error) {
 	if localsendInterfaces != nil {
 		if ifs, err := localsendInterfaces(); err != nil || len(ifs) == 0 {
 			return nil, errors.New("no network interface can carry LocalSend's multicast")
@@ -100,7 +103,7 @@ func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func
 		return nil, err
 	}
 	cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
-	return localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: onDevice, Interfaces: localsendInterfaces})
+	return localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: onDevice, Interfaces: localsendInterfaces, Download: download})
 }
 
 // notReceiving is the Receiver of the register-only server: it takes no
@@ -112,11 +115,14 @@ func (notReceiving) Offer(context.Context, *localsend.Offer) (localsend.Session,
 }
 
 // watchLocalSend feeds d's table with the LocalSend devices of the network
-// until stop: it announces this device and answers the others. A LocalSend
-// app since 1.18 answers an announcement only with a register to the
-// announced port, so a register-only server of its own (offers refused)
-// listens on a free port, and the announcement names it.
-func watchLocalSend(e *engine.Engine, d *discovery.Discovery) (stop func(), err error) {
+// until stop: it announces this device and answers the others and, with
+// scan, registers with every host of this device's own /24 networks
+// (localsend.Scan: bounded in time and concurrency), for networks where
+// multicast does not pass. A LocalSend app since 1.18 answers an
+// announcement only with a register to the announced port, so a
+// register-only server of its own (offers refused) listens on a free
+// port, and the announcement names it.
+func watchLocalSend(e *engine.Engine, d *discovery.Discovery, scan bool) (stop func(), err error) {
 	cert, err := e.LocalSendCert()
 	if err != nil {
 		return nil, err
@@ -138,26 +144,36 @@ func watchLocalSend(e *engine.Engine, d *discovery.Discovery) (stop func(), err 
 	if err != nil {
 		return nil, fmt.Errorf("localsend: listen: %w", err)
 	}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(ln) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = srv.Serve(ln) }()
+	stop = func() {
+		cancel()
+		srv.Close()
+		wg.Wait()
+	}
 	info := srv.Info()
 	info.Port = ln.Addr().(*net.TCPAddr).Port
-	ds, err := newLocalSendDiscoverer(e, info, d.SeeLocalSend)
-	if err != nil {
-		srv.Close()
-		<-served
-		return nil, err
+	ds, derr := newLocalSendDiscoverer(e, info, d.SeeLocalSend, nil)
+	if derr == nil {
+		disc.Store(ds)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = ds.Run(ctx) }()
 	}
-	disc.Store(ds)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); _ = ds.Run(ctx) }()
-	return func() {
-		cancel()
-		<-ran
-		srv.Close()
-		<-served
-	}, nil
+	if scan {
+		cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = localsend.Scan(ctx, localsend.ScanConfig{Client: cl, OnDevice: d.SeeLocalSend})
+		}()
+	}
+	if derr != nil && !scan {
+		stop()
+		return nil, derr
+	}
+	return stop, nil
 }
 
 // lsPeer is a device that speaks only LocalSend, as peers --json prints it.
@@ -246,14 +262,14 @@ func sendLocalSend(ctx context.Context, e *engine.Engine, to engine.LocalSendTar
 // localSendTargetOf is --to for --protocol localsend: HOST:PORT, or HOST
 // (LocalSend's port), or a device's name or fingerprint found on the
 // network (a device that speaks both is sent to over LocalSend).
-func localSendTargetOf(ctx context.Context, to, cfg, fingerprint string, errOut io.Writer) (engine.LocalSendTarget, error) {
+func localSendTargetOf(ctx context.Context, to, cfg, fingerprint string, lsScan bool) (engine.LocalSendTarget, error) {
 	if host, port, err := net.SplitHostPort(to); err == nil {
 		return engine.LocalSendTarget{Addr: net.JoinHostPort(host, port), Fingerprint: fingerprint}, nil
 	}
 	if _, err := netip.ParseAddr(to); err == nil {
 		return engine.LocalSendTarget{Addr: net.JoinHostPort(to, fmt.Sprint(localsend.DefaultPort)), Fingerprint: fingerprint}, nil
 	}
-	p, err := resolvePeer(ctx, to, cfg)
+	p, err := resolvePeer(ctx, to, cfg, lsScan)
 	if err != nil {
 		return engine.LocalSendTarget{}, err
 	}
@@ -291,7 +307,7 @@ func (p *prompter) line(ctx context.Context, question string) (string, bool) {
 }
 
 // runSendLocalSend is send --protocol localsend: one recipient at a time.
-func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, items engine.Items, pin, fingerprint string, asJSON bool, out, errOut io.Writer) error {
+func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, items engine.Items, pin, fingerprint string, lsScan, asJSON bool, out, errOut io.Writer) error {
 	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: name, RetryFor: -1}))
 	if err != nil {
 		return err
@@ -301,7 +317,7 @@ func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, 
 	answers := newPrompter(stdin, errOut)
 	var last error
 	for _, to := range tos {
-		tg, err := localSendTargetOf(ctx, to, cfg, fingerprint, errOut)
+		tg, err := localSendTargetOf(ctx, to, cfg, fingerprint, lsScan)
 		if err != nil {
 			return err
 		}

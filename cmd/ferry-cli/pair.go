@@ -37,7 +37,7 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	target, err := resolveTarget(ctx, *to, *cfg, errOut)
+	target, err := resolveTarget(ctx, *to, *cfg, false, errOut)
 	if err != nil {
 		return err
 	}

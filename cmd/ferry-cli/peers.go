@@ -26,6 +26,7 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs, cfg := newFlagSet("peers", errOut)
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to listen, e.g. 3s")
 	asJSON := fs.Bool("json", false, "print one JSON object per peer")
+	lsScan := fs.Bool("localsend-scan", false, "also look for LocalSend devices by registering with every host of this device's own /24 networks (where multicast does not pass; bounded by --timeout)")
 	withLS := fs.Bool("localsend", true, "also list LocalSend devices (announces this device on LocalSend's multicast groups)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -56,7 +57,7 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *withLS {
 		// LocalSend devices join the same table; one that speaks both is
 		// one device.
-		if stop, err := watchLocalSend(e, d); err != nil {
+		if stop, err := watchLocalSend(e, d, *lsScan); err != nil {
 			fmt.Fprintf(errOut, "LocalSend devices were not looked for: %v\n", err)
 		} else {
 			defer stop()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +47,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	if *link {
-		return runReceiveLink(ctx, linkFlags{listen: *listen, name: *name, pin: *linkPIN, expire: *linkExpire, json: *asJSON}, *dir, out)
+		return runReceiveLink(ctx, *cfg, linkFlags{listen: *listen, name: *name, pin: *linkPIN, expire: *linkExpire, json: *asJSON}, *dir, out)
 	}
 	policy, err := engine.ParseAcceptPolicy(*accept)
 	if err != nil {
@@ -103,7 +104,8 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	fmt.Fprintf(out, "listening %sid=%s name=%q dir=%q\n", at.String(), e.ID(), e.Name(), e.DownloadDir())
 	if *lsf.on {
-		stop, err := startLocalSend(ctx, e, lsf, !*noDiscovery, errOut)
+		lsHost, _, _ := net.SplitHostPort(*listen) // LocalSend listens on --listen's host too
+		stop, err := startLocalSend(ctx, e, lsf, lsHost, !*noDiscovery, errOut)
 		if err != nil {
 			fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices cannot send here: %v\n", err)
 		} else {

@@ -21,7 +21,7 @@ func init() {
 
 // resolveTarget turns --to into a target. It is a variable so discovery can
 // extend it to device names and IDs.
-var resolveTarget = func(ctx context.Context, to string, cfg string, errOut io.Writer) (engine.Target, error) {
+var resolveTarget = func(ctx context.Context, to string, cfg string, lsScan bool, errOut io.Writer) (engine.Target, error) {
 	if _, _, err := net.SplitHostPort(to); err != nil {
 		return engine.Target{}, fmt.Errorf("%w: --to %q is not HOST:PORT", errUsage, to)
 	}
@@ -48,6 +48,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	pair := fs.Bool("pair", false, "if a receiver is not trusted yet, ask to check its verification code; a match trusts it")
 	protocol := fs.String("protocol", "auto", "`auto` (the protocol the device speaks; Ferry when it speaks both), ferry or localsend (force LocalSend: HOST[:PORT], or a device's name or fingerprint)")
 	lsPIN := fs.String("localsend-pin", "", "`PIN` for a LocalSend receiver that asks for one (asked here when not given)")
+	lsScan := fs.Bool("localsend-scan", false, "also look for LocalSend devices by registering with every host of this device's own /24 networks (where multicast does not pass)")
 	lsFP := fs.String("localsend-fingerprint", "", "refuse a LocalSend receiver at HOST:PORT unless its certificate has this `FINGERPRINT`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -84,12 +85,12 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	if *protocol == "localsend" {
-		return runSendLocalSend(ctx, dir, *cfg, *name, tos, items, *lsPIN, *lsFP, *asJSON, out, errOut)
+		return runSendLocalSend(ctx, dir, *cfg, *name, tos, items, *lsPIN, *lsFP, *lsScan, *asJSON, out, errOut)
 	}
 	var targets []engine.Target
 	follows := false
 	for _, to := range tos {
-		target, err := resolveTarget(ctx, to, *cfg, errOut)
+		target, err := resolveTarget(ctx, to, *cfg, *lsScan, errOut)
 		if err != nil {
 			return err
 		}

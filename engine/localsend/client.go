@@ -95,6 +95,9 @@ type Target struct {
 	Fingerprint string
 	// Scheme is "https" (default) or "http".
 	Scheme string
+	// conn, when set, is the one connection to use (the scan dials each
+	// host itself, so that no dial outlives its bound).
+	conn net.Conn
 }
 
 // conn is one target's HTTP client, with the certificate pinned.
@@ -138,8 +141,20 @@ func (c *Client) open(t Target) *conn {
 	if len(c.cfg.Cert.Certificate) > 0 {
 		tlsConf.Certificates = []tls.Certificate{c.cfg.Cert}
 	}
+	dial := c.cfg.Dial
+	if t.conn != nil {
+		var once sync.Once
+		dial = func(context.Context, string, string) (net.Conn, error) {
+			var conn net.Conn
+			once.Do(func() { conn = t.conn })
+			if conn == nil {
+				return nil, errors.New("localsend: the one connection was used")
+			}
+			return conn, nil
+		}
+	}
 	tr := &http.Transport{
-		DialContext:           c.cfg.Dial,
+		DialContext:           dial,
 		TLSClientConfig:       tlsConf,
 		ForceAttemptHTTP2:     false,
 		MaxConnsPerHost:       c.cfg.Parallel + 1,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -277,4 +278,142 @@ func TestSlowBodyFreesItsSlot(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // retrying a refused send, not waiting for readiness
 	}
 	<-rx.ends
+}
+
+// TestConnectionsQuietGivePlace: at the total bound, connections from many
+// addresses that send nothing cannot keep a sender out: a newcomer takes
+// the place of the one quiet longest, once it has been quiet EvictQuiet.
+func TestConnectionsQuietGivePlace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		quiet time.Duration
+		one   bool // the three idle connections come from one address
+		in    bool
+	}{
+		{"quiet ones give way", 20 * time.Millisecond, false, true},
+		{"none quiet long enough", time.Hour, false, false},
+		{"an address over its fair share gives way at once", time.Hour, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, addr := startServer(t, ServerConfig{Receiver: newMemReceiver(), MaxConns: 3, EvictQuiet: tc.quiet})
+			var idle []net.Conn
+			for i := range 3 {
+				// Distinct loopback addresses, as from three devices.
+				from := byte(10 + i)
+				if tc.one {
+					from = 10
+				}
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, from)}}
+				c, err := d.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				idle = append(idle, c)
+			}
+			if tc.in && !tc.one {
+				time.Sleep(2 * tc.quiet) // the idle ones become quiet: the behaviour under test, not readiness
+			}
+			tc2, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+			if tc2 != nil {
+				tc2.Close()
+			}
+			if (err == nil) != tc.in {
+				t.Fatalf("a sender beside 3 idle connections: %v", err)
+			}
+			if !tc.in {
+				return
+			}
+			// One of the idle connections gave its place (EOF or reset).
+			closed := 0
+			for _, c := range idle {
+				c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+				if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+					closed++
+				}
+			}
+			if closed != 1 {
+				t.Fatalf("%d idle connections closed, want 1", closed)
+			}
+		})
+	}
+}
+
+// TestConnectionServingKeepsPlace: a prepare-upload waiting for the user
+// reads nothing for as long as the prompt is open; its connection keeps
+// its place however quiet it is, and the newcomer is refused instead.
+func TestConnectionServingKeepsPlace(t *testing.T) {
+	rx := newMemReceiver()
+	rx.block = make(chan struct{})
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxConns: 1, EvictQuiet: 10 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		up := []Upload{{File: File{ID: "a", FileName: "a.txt", Size: 1, FileType: "text/plain"}, Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("a")), nil }}}
+		_, err := NewClient(ClientConfig{Cert: testCert(t, 1)}).Send(context.Background(), Target{Addr: addr, Fingerprint: srv.Fingerprint()}, up, SendOptions{})
+		done <- err
+	}()
+	for {
+		rx.mu.Lock()
+		n := len(rx.offers)
+		rx.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		waitABit()
+	}
+	time.Sleep(50 * time.Millisecond) // quiet for longer than EvictQuiet: the behaviour under test
+	if c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}); err == nil {
+		c.Close()
+		t.Fatal("a newcomer took the place of a request being served")
+	}
+	close(rx.block)
+	if err := <-done; err != nil {
+		t.Fatalf("the send waiting for its answer: %v", err)
+	}
+}
+
+// TestOffersBeingDecidedLeaveBodiesFree: a body's place (MaxSessions) is
+// held only while it is read; offers waiting for the Receiver (the user)
+// are bounded by MaxOffers, so offers from many addresses all reach the
+// Receiver, whose admission shares its places fairly, instead of a few
+// of them holding the server busy for everyone.
+func TestOffersBeingDecidedLeaveBodiesFree(t *testing.T) {
+	rx := newMemReceiver()
+	rx.block = make(chan struct{})
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxSessions: 1, MaxOffers: 3})
+	tg := Target{Addr: addr, Fingerprint: srv.Fingerprint()}
+	send := func(from byte) error {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, from)}}
+		cl := NewClient(ClientConfig{Cert: testCert(t, 1), Dial: d.DialContext})
+		_, err := cl.Send(context.Background(), tg, []Upload{bytesUpload("a", fmt.Sprintf("from-%d.txt", from), []byte("x"), false)}, SendOptions{})
+		return err
+	}
+	errs := make(chan error, 3)
+	for i := range 3 {
+		go func() { errs <- send(byte(20 + i)) }()
+	}
+	for {
+		rx.mu.Lock()
+		n := len(rx.offers)
+		rx.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		select {
+		case err := <-errs:
+			t.Fatalf("an offer was refused while the others waited: %v", err)
+		default:
+		}
+		waitABit()
+	}
+	// The fourth is over MaxOffers.
+	if err := send(30); !errors.Is(err, ErrBusy) {
+		t.Fatalf("an offer over MaxOffers: %v", err)
+	}
+	close(rx.block)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -121,10 +121,23 @@ func Scan(ctx context.Context, cfg ScanConfig) error {
 				break // the broadcast address
 			}
 			g.Go(func() error {
+				if gctx.Err() != nil {
+					return nil // the scan ended while this host waited for a slot
+				}
 				hctx, hcancel := context.WithTimeout(gctx, cfg.PerHost)
 				defer hcancel()
 				t := Target{Addr: net.JoinHostPort(a.String(), strconv.Itoa(cfg.Port)), Scheme: cfg.Scheme}
+				// Dialled here, within the host's bound: a dial that
+				// http.Transport started would go on after the request
+				// ended (it keeps dials for later requests), and hosts
+				// that do not answer would pile up beyond Parallel.
+				conn, err := cfg.Client.cfg.Dial(hctx, "tcp", t.Addr)
+				if err != nil {
+					return nil
+				}
+				t.conn = conn
 				in, cert, err := cfg.Client.register(hctx, t)
+				conn.Close() // the transport's idle close may not reach a conn it never pooled
 				if err != nil || SameFingerprint(in.Fingerprint, cfg.Client.Info().Fingerprint) {
 					return nil
 				}

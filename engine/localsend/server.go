@@ -102,12 +102,23 @@ type ServerConfig struct {
 	// this device's announcement, or scanning): its info, address and its
 	// client certificate (nil when none).
 	OnRegister func(info Info, addr netip.Addr, cert *x509.Certificate)
-	// MaxSessions bounds the sessions at once, pending prompts included
-	// (0: 4); more get 409. MaxSessionsPerAddr bounds them per address (0: 2).
+	// MaxSessions bounds the prepare-upload bodies being read and decoded
+	// at once (each up to MaxPrepareBytes) (0: 4); MaxSessionsPerAddr
+	// bounds them per address (0: 2). More get 409.
 	MaxSessions, MaxSessionsPerAddr int
+	// MaxOffers bounds the offers read and not yet ended (being decided by
+	// the Receiver, or accepted and uploading) (0: 256), MaxOffersPerAddr
+	// per address (0: 8); more get 409. Within them the Receiver decides
+	// who waits: the engine's admission shares its places fairly between
+	// addresses, so a flood from many addresses keeps no sender out, which
+	// a bound of a few sessions here would (ferry-bench hostile-localsend).
+	MaxOffers, MaxOffersPerAddr int
 	// ConnsPerAddr bounds the open connections from one address (0: 16);
-	// more are closed at once. MaxConns bounds them all (0: 256).
+	// more are closed at once. MaxConns bounds them all (0: 256); at that
+	// bound a newcomer takes the place of the connection quiet longest,
+	// when it has been quiet for EvictQuiet (0: 1 s).
 	ConnsPerAddr, MaxConns int
+	EvictQuiet             time.Duration
 	// ReadHeaderTimeout (0: 10 s) and IdleTimeout (0: 60 s) close slow and idle connections.
 	ReadHeaderTimeout, IdleTimeout time.Duration
 	// SessionIdle ends an accepted session with no upload running or
@@ -117,6 +128,9 @@ type ServerConfig struct {
 	BodyTimeout time.Duration
 	// PINLockout is how long an address that gave 3 wrong PINs gets 429 (0: 5 minutes).
 	PINLockout time.Duration
+	// Shared is the share open now for the download API (prepare-download,
+	// download; download.go), nil when none; nil Shared: never.
+	Shared func() Shared
 	// Log takes the server's debug lines; nil discards them.
 	Log *slog.Logger
 	// Now is the clock (nil: time.Now).
@@ -140,6 +154,7 @@ type Server struct {
 	sessions map[string]*session
 	pending  map[*pendingOffer]struct{}
 	pins     map[netip.Addr]*pinState
+	dls      downloadSessions
 	closed   bool
 	lns      []net.Listener
 	// withdrawn refuses new offers (Withdraw); onIdle is called once
@@ -153,10 +168,11 @@ type pinState struct {
 	until time.Time
 }
 
-// pendingOffer is a prepare-upload being decided.
+// pendingOffer is a prepare-upload being read or decided.
 type pendingOffer struct {
-	addr   netip.Addr
-	cancel context.CancelCauseFunc
+	addr    netip.Addr
+	cancel  context.CancelCauseFunc
+	reading bool // its body is being read and decoded (MaxSessions)
 }
 
 // NewServer makes a server; Serve runs it on a listener.
@@ -179,6 +195,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	defi(&cfg.MaxSessions, 4)
 	defi(&cfg.MaxSessionsPerAddr, 2)
+	defi(&cfg.MaxOffers, 256)
+	defi(&cfg.MaxOffersPerAddr, 8)
 	defi(&cfg.ConnsPerAddr, 16)
 	defi(&cfg.MaxConns, 256)
 	def(&cfg.ReadHeaderTimeout, 10*time.Second)
@@ -186,6 +204,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	def(&cfg.SessionIdle, 2*time.Minute)
 	def(&cfg.PINLockout, 5*time.Minute)
 	def(&cfg.BodyTimeout, 30*time.Second)
+	def(&cfg.EvictQuiet, time.Second)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -207,6 +226,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux.HandleFunc("POST "+apiPrefix+"cancel", s.cancel)
 	mux.HandleFunc("POST "+apiPrefix+"register", s.register)
 	mux.HandleFunc("GET "+apiPrefix+"info", s.infoRoute)
+	mux.HandleFunc("POST "+apiPrefix+"prepare-download", s.prepareDownload)
+	mux.HandleFunc("GET "+apiPrefix+"download", s.download)
 	clientAuth := tls.RequestClientCert
 	if cfg.RequireClientCert {
 		clientAuth = tls.RequireAnyClientCert
@@ -217,6 +238,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
+		ConnState:         markServing,
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{cfg.Cert},
 			ClientAuth:   clientAuth, // any self-signed certificate: it is an identity, not a chain
@@ -227,8 +249,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 }
 
 // Info is this device as the server describes it (announcements, register
-// answers); Port is 0 until the caller sets it.
-func (s *Server) Info() Info { return s.info }
+// answers); Port is 0 until the caller sets it. Download says whether a
+// share is open for the download API now.
+func (s *Server) Info() Info {
+	i := s.info
+	i.Download = s.shared() != nil
+	return i
+}
 
 // Fingerprint is this server's fingerprint.
 func (s *Server) Fingerprint() string { return s.info.Fingerprint }
@@ -243,7 +270,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
-	lim := newLimitListener(ln, s.cfg.ConnsPerAddr, s.cfg.MaxConns)
+	lim := newLimitListener(ln, s.cfg.ConnsPerAddr, s.cfg.MaxConns, s.cfg.EvictQuiet)
 	err := s.http.Serve(tls.NewListener(lim, s.http.TLSConfig))
 	if errors.Is(err, http.ErrServerClosed) {
 		return ErrClosed
@@ -324,7 +351,7 @@ func (s *Server) infoRoute(w http.ResponseWriter, r *http.Request) {
 // answerInfo is this device as info and register answers give it, with
 // the port the request came in on.
 func (s *Server) answerInfo(r *http.Request) Info {
-	i := s.info
+	i := s.Info()
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && i.Port == 0 {
 		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
 			i.Port = int(ap.Port())
@@ -353,7 +380,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 // checkPIN applies the PIN rule to a prepare-upload from addr: nil when no
 // PIN is set or the right one was given.
 func (s *Server) checkPIN(addr netip.Addr, pin string) error {
-	if s.cfg.PIN == "" {
+	return s.checkPINFor(s.cfg.PIN, addr, pin)
+}
+
+// checkPINFor applies the PIN rule against want (the upload PIN, or a
+// share's): nil when want is empty or pin is it. Wrong PINs from one
+// address count together whichever PIN they were for.
+func (s *Server) checkPINFor(want string, addr netip.Addr, pin string) error {
+	if want == "" {
 		return nil
 	}
 	s.mu.Lock()
@@ -370,7 +404,7 @@ func (s *Server) checkPIN(addr netip.Addr, pin string) error {
 	if pin == "" {
 		return ErrPINRequired // a missing PIN is a question, not a wrong try
 	}
-	if subtle.ConstantTimeCompare([]byte(pin), []byte(s.cfg.PIN)) == 1 {
+	if subtle.ConstantTimeCompare([]byte(pin), []byte(want)) == 1 {
 		delete(s.pins, addr)
 		return nil
 	}
@@ -404,11 +438,11 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		fail(w, statusOf(err), msg)
 		return
 	}
-	// The slot is taken before the body is read: at most MaxSessions
+	// The place is taken before the body is read: at most MaxSessions
 	// bodies (each up to MaxPrepareBytes) are held and decoded at once.
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	p := &pendingOffer{addr: addr, cancel: cancel}
+	p := &pendingOffer{addr: addr, cancel: cancel, reading: true}
 	if err := s.hold(p); err != nil {
 		msg := "Blocked by another session"
 		if errors.Is(err, ErrDeclined) {
@@ -441,13 +475,22 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	o := &Offer{Sender: req.Info, CertFingerprint: certFingerprint(r), Cert: clientCert(r), Addr: addr}
 	o.Sender.Announce = nil
+	o.Text, o.IsText = req.TextOf()
 	o.Files = make([]File, 0, len(req.Files))
 	for id, f := range req.Files {
 		f.ID = id
+		if !o.IsText {
+			f.Preview = "" // what is held while deciding is the manifest, which the Receiver budgets
+		}
 		o.Files = append(o.Files, f)
 	}
 	slices.SortFunc(o.Files, func(a, b File) int { return strings.Compare(a.FileName, b.FileName) })
-	o.Text, o.IsText = req.TextOf()
+	req = PrepareUpload{}
+	// Read: the body's place goes to the next one; the offer keeps its
+	// place among those being decided.
+	s.mu.Lock()
+	p.reading = false
+	s.mu.Unlock()
 
 	sess, err := s.cfg.Receiver.Offer(ctx, o)
 	s.mu.Lock()
@@ -510,18 +553,25 @@ func (s *Server) hold(p *pendingOffer) error {
 	if s.withdrawn {
 		return errNotReceiving
 	}
-	n, perAddr := len(s.pending)+len(s.sessions), 0
+	reading, readingHere, offersHere := 0, 0, 0
 	for q := range s.pending {
+		if q.reading {
+			reading++
+		}
 		if q.addr == p.addr {
-			perAddr++
+			offersHere++
+			if q.reading {
+				readingHere++
+			}
 		}
 	}
 	for _, ss := range s.sessions {
 		if ss.addr == p.addr {
-			perAddr++
+			offersHere++
 		}
 	}
-	if n >= s.cfg.MaxSessions || perAddr >= s.cfg.MaxSessionsPerAddr {
+	if reading >= s.cfg.MaxSessions || readingHere >= s.cfg.MaxSessionsPerAddr ||
+		len(s.pending)+len(s.sessions) >= s.cfg.MaxOffers || offersHere >= s.cfg.MaxOffersPerAddr {
 		return ErrBusy
 	}
 	s.pending[p] = struct{}{}

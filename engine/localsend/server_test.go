@@ -332,7 +332,7 @@ func TestDeclineAndBusy(t *testing.T) {
 func TestSessionSlots(t *testing.T) {
 	rx := newMemReceiver()
 	rx.block = make(chan struct{})
-	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxSessionsPerAddr: 1})
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxOffersPerAddr: 1})
 	cl := NewClient(ClientConfig{Cert: testCert(t, 1)})
 	tg := Target{Addr: addr, Fingerprint: srv.Fingerprint()}
 	up := []Upload{bytesUpload("a", "a.txt", []byte("x"), false)}

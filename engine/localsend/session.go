@@ -2,6 +2,7 @@ package localsend
 
 import (
 	"crypto/subtle"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -172,19 +173,26 @@ func (ss *session) end(err error) {
 	ss.recv.End(err)
 }
 
-// limitListener closes connections over a per-address or total bound at
-// once, so that one address cannot hold every connection of the server.
+// limitListener bounds the connections per address (more are closed at
+// once, so that one address cannot hold every connection of the server)
+// and in all. At the total bound a newcomer takes the place of another
+// connection (victimLocked: by fair shares between addresses, else the
+// one quiet longest) rather than being refused: connections opened from
+// many addresses that send nothing would otherwise keep every sender out
+// until the read-header timeout, and renew themselves as they are dropped.
 type limitListener struct {
 	net.Listener
 	perAddr, total int
+	quiet          time.Duration // ServerConfig.EvictQuiet
 
 	mu     sync.Mutex // guards the fields below
 	byAddr map[netip.Addr]int
 	n      int
+	conns  map[*limitConn]struct{}
 }
 
-func newLimitListener(ln net.Listener, perAddr, total int) *limitListener {
-	return &limitListener{Listener: ln, perAddr: perAddr, total: total, byAddr: map[netip.Addr]int{}}
+func newLimitListener(ln net.Listener, perAddr, total int, quiet time.Duration) *limitListener {
+	return &limitListener{Listener: ln, perAddr: perAddr, total: total, quiet: quiet, byAddr: map[netip.Addr]int{}, conns: map[*limitConn]struct{}{}}
 }
 
 // Accept returns the next connection within the bounds.
@@ -199,34 +207,105 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			a = ap.Addr().Unmap()
 		}
 		l.mu.Lock()
-		if l.byAddr[a] >= l.perAddr || l.n >= l.total {
+		if l.byAddr[a] >= l.perAddr {
 			l.mu.Unlock()
 			c.Close()
 			continue
 		}
+		var victim *limitConn
+		if l.n >= l.total {
+			if victim = l.victimLocked(a); victim == nil {
+				l.mu.Unlock()
+				c.Close()
+				continue
+			}
+			l.dropLocked(victim) // its place is the newcomer's now
+		}
+		lc := &limitConn{Conn: c, l: l, addr: a}
+		lc.active.Store(time.Now().UnixNano())
 		l.byAddr[a]++
 		l.n++
+		l.conns[lc] = struct{}{}
 		l.mu.Unlock()
-		return &limitConn{Conn: c, l: l, addr: a}, nil
+		if victim != nil {
+			victim.Conn.Close()
+		}
+		return lc, nil
 	}
+}
+
+// victimLocked is the connection a newcomer from addr replaces at the
+// total bound, among those not serving a request (a prepare-upload
+// waiting for the user reads nothing, and must not lose its place): the
+// quietest of an address holding at least two more connections than addr
+// (fair shares: a device that holds none gets in beside many addresses
+// that hold several), else the quietest quiet for at least l.quiet.
+func (l *limitListener) victimLocked(addr netip.Addr) *limitConn {
+	var fair, quiet *limitConn
+	mine := l.byAddr[addr]
+	deadline := time.Now().Add(-l.quiet).UnixNano()
+	for c := range l.conns {
+		if c.serving.Load() {
+			continue
+		}
+		t := c.active.Load()
+		if l.byAddr[c.addr] >= mine+2 && (fair == nil || t < fair.active.Load()) {
+			fair = c
+		}
+		if t <= deadline && (quiet == nil || t < quiet.active.Load()) {
+			quiet = c
+		}
+	}
+	if fair != nil {
+		return fair
+	}
+	return quiet
+}
+
+// dropLocked frees c's place (once).
+func (l *limitListener) dropLocked(c *limitConn) {
+	if _, ok := l.conns[c]; !ok {
+		return
+	}
+	delete(l.conns, c)
+	if l.byAddr[c.addr]--; l.byAddr[c.addr] <= 0 {
+		delete(l.byAddr, c.addr)
+	}
+	l.n--
 }
 
 type limitConn struct {
 	net.Conn
-	l    *limitListener
-	addr netip.Addr
-	once sync.Once
+	l       *limitListener
+	addr    netip.Addr
+	active  atomic.Int64 // when a byte was last read (UnixNano)
+	serving atomic.Bool  // a request is being served on it
+}
+
+// markServing is the server's http.Server.ConnState: it tells each
+// connection whether a request is being served on it.
+func markServing(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if lc, ok := c.(*limitConn); ok {
+		lc.serving.Store(st == http.StateActive)
+	}
+}
+
+// Read notes the connection's activity.
+func (c *limitConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.active.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // Close closes the connection and frees its place.
 func (c *limitConn) Close() error {
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		if c.l.byAddr[c.addr]--; c.l.byAddr[c.addr] <= 0 {
-			delete(c.l.byAddr, c.addr)
-		}
-		c.l.n--
-		c.l.mu.Unlock()
-	})
+	c.l.mu.Lock()
+	c.l.dropLocked(c)
+	c.l.mu.Unlock()
 	return c.Conn.Close()
 }

@@ -1,0 +1,211 @@
+// Package shacache remembers the SHA-256 of files this device sent, keyed
+// by the file's identity (device and inode), size and modification time,
+// so that a later send of the same unchanged file can give LocalSend's
+// optional per-file sha256 without reading the file twice. The hash is
+// taken while the file is uploaded; a file whose identity, size or time
+// changed is a new key, and the old entry ages out.
+//
+// The cache is a hint for the receiver's check, not a proof: a file
+// rewritten in place within one mtime tick with the same size keeps its
+// key, and the receiver then refuses it (422) instead of storing wrong
+// bytes silently.
+package shacache
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/ferrydrop/ferry/internal/atomicfile"
+)
+
+// Key is a file's identity, size and modification time.
+type Key struct {
+	Dev   uint64 `json:"dev"`
+	Ino   uint64 `json:"ino"`
+	Size  int64  `json:"size"`
+	MTime int64  `json:"mtime"` // nanoseconds since the epoch
+}
+
+// KeyOf is the key of the file fi describes; false where the platform
+// gives no file identity (the cache is then not used).
+func KeyOf(fi fs.FileInfo) (Key, bool) {
+	dev, ino, ok := identity(fi)
+	if !ok || !fi.Mode().IsRegular() {
+		return Key{}, false
+	}
+	return Key{Dev: dev, Ino: ino, Size: fi.Size(), MTime: fi.ModTime().UnixNano()}, true
+}
+
+// DefaultMax bounds the entries kept (about 150 bytes each on disk).
+const DefaultMax = 20000
+
+// maxFileBytes bounds the cache file read back.
+const maxFileBytes = 16 << 20
+
+// entry is one remembered hash; Used orders eviction.
+type entry struct {
+	Key
+	SHA256 string `json:"sha256"`
+	Used   uint64 `json:"used"`
+}
+
+// Cache is the hashes of files, kept in one file. Its methods are safe
+// from any goroutine.
+type Cache struct {
+	path string
+	max  int
+
+	mu      sync.Mutex // guards the fields below
+	entries map[Key]*entry
+	clock   uint64
+	dirty   bool
+}
+
+// Open reads the cache at path (none yet: empty). A cache file that does
+// not parse is set aside as path+".bad" and the cache starts empty: it is
+// only a hint, and the user's files are untouched either way.
+func Open(path string, limit int) (*Cache, error) {
+	if limit <= 0 {
+		limit = DefaultMax
+	}
+	c := &Cache{path: path, max: limit, entries: map[Key]*entry{}}
+	b, err := readBounded(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return c, nil
+	case err != nil:
+		return nil, fmt.Errorf("sha256 cache: %w", err)
+	}
+	var list []entry
+	if err := json.Unmarshal(b, &list); err != nil {
+		_ = os.Rename(path, path+".bad")
+		return c, fmt.Errorf("sha256 cache: %s does not parse (set aside as .bad, starting empty): %w", path, err)
+	}
+	for _, e := range list {
+		if !validSum(e.SHA256) || e.Size < 0 {
+			continue
+		}
+		e := e
+		c.entries[e.Key] = &e
+		c.clock = max(c.clock, e.Used)
+	}
+	c.evictLocked()
+	return c, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > maxFileBytes {
+		return nil, fmt.Errorf("%s is over %d bytes", path, maxFileBytes)
+	}
+	return os.ReadFile(path)
+}
+
+func validSum(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == 32
+}
+
+// Get is the SHA-256 (lower-case hex) of the file of key k, if known.
+func (c *Cache) Get(k Key) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if !ok {
+		return "", false
+	}
+	c.clock++
+	e.Used = c.clock
+	c.dirty = true
+	return e.SHA256, true
+}
+
+// Put remembers the SHA-256 of the file of key k.
+func (c *Cache) Put(k Key, sum string) {
+	if !validSum(sum) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clock++
+	c.entries[k] = &entry{Key: k, SHA256: sum, Used: c.clock}
+	c.dirty = true
+	c.evictLocked()
+}
+
+// Len is the number of entries.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
+// evictLocked drops the least recently used entries beyond max.
+func (c *Cache) evictLocked() {
+	if len(c.entries) <= c.max {
+		return
+	}
+	all := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		all = append(all, e)
+	}
+	slices.SortFunc(all, func(a, b *entry) int { return uintCmp(a.Used, b.Used) })
+	for _, e := range all[:len(all)-c.max] {
+		delete(c.entries, e.Key)
+	}
+}
+
+func uintCmp(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Flush writes the cache when it changed (temp, fsync, rename).
+func (c *Cache) Flush() error {
+	c.mu.Lock()
+	if !c.dirty {
+		c.mu.Unlock()
+		return nil
+	}
+	list := make([]entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		list = append(list, *e)
+	}
+	c.dirty = false
+	c.mu.Unlock()
+	slices.SortFunc(list, func(a, b entry) int { return uintCmp(a.Used, b.Used) })
+	b, err := json.Marshal(list)
+	if err != nil {
+		return fmt.Errorf("sha256 cache: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
+		return fmt.Errorf("sha256 cache: %w", err)
+	}
+	if err := atomicfile.Write(c.path, b, 0o600); err != nil {
+		c.mu.Lock()
+		c.dirty = true
+		c.mu.Unlock()
+		return fmt.Errorf("sha256 cache: %w", err)
+	}
+	return nil
+}

@@ -467,9 +467,13 @@ func (rx *hostileReceiver) profilePeaks(ctx context.Context, file string) string
 			var m map[string]float64
 			json.Unmarshal(b, &m)
 			mib := func(k string) float64 { return m[k] / (1 << 20) }
-			return fmt.Sprintf("RSS %.0f MiB; heap in use %.0f MiB (objects %.0f, of which live %.0f), idle not returned %.0f MiB, next GC at %.0f MiB; stacks %.0f MiB; runtime other %.0f MiB; %.0f goroutines; profile %s",
-				float64(last)/1024, mib("HeapInuse"), mib("HeapAlloc"), mib("LiveHeap"), mib("HeapIdle")-mib("HeapReleased"), mib("NextGC"),
-				mib("StackInuse"), mib("GCSys")+mib("OtherSys")+mib("MSpanInuse"), m["Goroutines"], file)
+			// What the Go runtime holds and has not returned; the rest of
+			// RSS is the binary and memory mapped outside the runtime (the
+			// chunk buffers, internal/bufpool).
+			held := mib("Sys") - mib("HeapReleased")
+			return fmt.Sprintf("RSS %.0f MiB: Go runtime %.0f MiB (heap in use %.0f MiB: objects %.0f, of which live %.0f; idle not returned %.0f MiB; next GC at %.0f MiB; stacks %.0f MiB; %.0f goroutines), outside it %.0f MiB (binary, chunk buffers); profile %s",
+				mib("RSS"), held, mib("HeapInuse"), mib("HeapAlloc"), mib("LiveHeap"), mib("HeapIdle")-mib("HeapReleased"), mib("NextGC"),
+				mib("StackInuse"), m["Goroutines"], mib("RSS")-held, file)
 		case <-tick.C:
 		}
 		if rss := rx.status("VmRSS"); rss > last+8<<10 && time.Since(lastAt) >= time.Second {

@@ -76,6 +76,9 @@ const (
 	ReasonIO             Reason = "io" // files could not be read or written here
 	ReasonProtocol       Reason = "protocol"
 	ReasonBusy           Reason = "busy" // declined: too many offers were waiting
+	// ReasonNotPaired: pairing ended without trust (a user said the codes
+	// differ, or did not confirm them); never the receiver's trust policy.
+	ReasonNotPaired Reason = "not_paired"
 )
 
 // Direction of a delivery.

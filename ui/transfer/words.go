@@ -211,6 +211,12 @@ func ReasonText(reason Reason, dir Direction, byPeer bool, who string) string {
 		return "Not enough space on " + who
 	case ReasonUntrusted:
 		return fmt.Sprintf("%s only accepts files from trusted devices", who)
+	case ReasonNotPaired:
+		// Pairing, not a policy: this receiver may accept everyone.
+		if byPeer {
+			return fmt.Sprintf("%s did not confirm the verification code, so the devices are not paired. Compare the codes on both screens and try again.", who)
+		}
+		return fmt.Sprintf("You said the verification codes differ, so this device does not trust %s.", who)
 	case ReasonVerifyFailed:
 		return "Some files arrived damaged and were not kept"
 	case ReasonIO:

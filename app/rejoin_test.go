@@ -1,9 +1,18 @@
 package app
 
 import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/ui"
 	"github.com/ferrydrop/ferry/ui/transfer"
 )
@@ -121,4 +130,142 @@ func TestRejoinCancelAndWhatIsNotWaitedFor(t *testing.T) {
 	if g.r.drop("s2") || g.r.drop("s4") || g.r.drop("s5") {
 		t.Error("a send that does not wait for its device was waiting")
 	}
+}
+
+// The whole path with two engines: the receiver goes away while the offer
+// waits, the send fails as "went away", and when discovery sees the same
+// device again (at another port) the same delivery goes on and finishes,
+// with no user action.
+func TestRejoinWhenTheReceiverIsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two engines and a cut link: about 6 s (the reconnect's QUIC try waits out quic-go's idle timeout)")
+	}
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	// One try to reach it again after the link is cut, then the send ends.
+	// (A QUIC try at the cut link's port waits out its handshake: short.)
+	b := newTestBackend(t, func(o *engine.Options) {
+		o.RetryFor, o.Transport.HandshakeTimeout = time.Millisecond, 300*time.Millisecond
+	})
+	rcvDir := t.TempDir()
+	start := func(accept engine.AcceptPolicy) *engine.Engine {
+		t.Helper()
+		e, err := engine.New(engine.Options{ConfigDir: rcvDir, Name: "Bob's laptop", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0", Accept: accept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	recv := start(engine.AcceptAsk)
+	offers, stop := recv.Subscribe(64)
+	t.Cleanup(stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out, devices := make(chan ui.TransferEvent, 256), make(chan ui.DeviceEvent, 64)
+	go pumpTransfers(ctx, b.eng, b, out, devices)
+	go pumpDevices(ctx, b.eng, b.disc, b.named, b.deviceBack, devices)
+	go func() { // the UI's side of the device channel
+		for {
+			select {
+			case <-devices:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	result := func() ui.TransferEvent {
+		t.Helper()
+		timeout := time.After(time.Minute)
+		for {
+			select {
+			case ev := <-out:
+				if ev.Kind == ui.TransferResult {
+					return ev
+				}
+			case <-timeout:
+				t.Fatal("no result")
+			}
+		}
+	}
+	file := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The receiver is reached through a link the test cuts: it vanishes
+	// without a word, as a killed app or a closed lid does.
+	link := cuttable(t, listening(recv, addr.TCP))
+	if err := b.Send(ui.Device{ID: recv.ID(), Name: "Bob's laptop", Addrs: []addr.Addr{addr.New(addr.TCP, link.addr())}}, ui.Items{Paths: []string{file}}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range offers {
+		if ev.Kind == engine.EventOffer {
+			break
+		}
+	}
+	link.cut() // gone while its user looks at the offer
+	first := result()
+	if !first.Result.Rejoin || first.Result.State != ui.StateFailed {
+		t.Fatalf("the send ended %s (%s, %q), rejoin %v", first.Result.State, first.Result.Code, first.Result.Err, first.Result.Rejoin)
+	}
+	recv.Close()
+	back := start(engine.AcceptAll)
+	if _, err := b.disc.AddManual(ctx, listening(back, addr.QUIC)); err != nil { // discovery sees it again
+		t.Fatal(err)
+	}
+	second := result()
+	if second.ID != first.ID || second.Result.State != ui.StateDone {
+		t.Fatalf("after the device came back: %s %s (%q), want %s done", second.ID, second.Result.State, second.Result.Err, first.ID)
+	}
+}
+
+// link forwards TCP connections to a receiver until cut, which closes them
+// all at once and refuses new ones.
+type link struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func cuttable(t *testing.T, to string) *link {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &link{ln: ln}
+	t.Cleanup(l.cut)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", to)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			l.mu.Lock()
+			l.conns = append(l.conns, c, d)
+			l.mu.Unlock()
+			go func() { io.Copy(d, c); d.Close() }()
+			go func() { io.Copy(c, d); c.Close() }()
+		}
+	}()
+	return l
+}
+
+func (l *link) addr() string { return l.ln.Addr().String() }
+
+func (l *link) cut() {
+	l.ln.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+	l.conns = nil
 }

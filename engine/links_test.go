@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // linkEvent waits for an EventLink of the link id that satisfies ok.
@@ -124,7 +126,7 @@ func TestLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	browserUpload(t, recv.URLs[0]+"tus/", "photo.jpg", len(data), data)
+	testutil.TusUpload(t, recv.URLs[0]+"tus/", "photo.jpg", len(data), data)
 	up := linkEvent(t, events, recv.ID, func(l *LinkInfo) bool { return len(l.Activities) == 1 && l.Activities[0].Done })
 	if a := up.Activities[0]; !a.Upload || a.Name != "photo.jpg" || a.Err != "" || a.Bytes != int64(len(data)) {
 		t.Fatalf("upload activity %+v", a)

@@ -197,3 +197,41 @@ func TestReceiveLinkWhileReceivingOff(t *testing.T) {
 		}
 	}
 }
+
+// The app's LocalSend announcements say download: true while a share link
+// is open (a LocalSend app then offers to fetch it), as the CLI's do.
+func TestLocalSendAnnouncesShareLink(t *testing.T) {
+	b := linkBackend(t)
+	if err := b.SaveSettings(b.Settings()); err != nil { // LocalSend on, as by default
+		t.Fatal(err)
+	}
+	b.ls.mu.Lock()
+	row := b.ls.row
+	b.ls.mu.Unlock()
+	if row == nil {
+		t.Fatal("no LocalSend row")
+	}
+	cfg := b.ls.discoveryConfig(row, nil)
+	if cfg.Download == nil || cfg.Download() || cfg.Info.Fingerprint != row.Fingerprint() {
+		t.Fatalf("before a share: %+v", cfg)
+	}
+	file := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(file, []byte("shared"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	states, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkShare, Paths: []string{file}, Expire: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-states
+	if !cfg.Download() {
+		t.Error("a share link is open, and the announcement does not say download: true")
+	}
+	if err := b.StopLink(first.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, states, func(s ui.LinkState) bool { return s.Ended })
+	if cfg.Download() {
+		t.Error("the share link ended, and the announcement still says download: true")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -415,5 +416,21 @@ func TestOffersBeingDecidedLeaveBodiesFree(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestReadBounded(t *testing.T) {
+	for _, n := range []int{0, 1, readChunk - 1, readChunk, readChunk + 1, 3*readChunk + 7} {
+		b := bytes.Repeat([]byte{'x'}, n)
+		got, err := readBounded(bytes.NewReader(b), int64(n))
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("%d bytes at a limit of %d: %d bytes, %v", n, n, len(got), err)
+		}
+		if _, err := readBounded(bytes.NewReader(append(b, 'y')), int64(n)); !errors.Is(err, ErrBadInput) {
+			t.Fatalf("%d bytes at a limit of %d: %v", n+1, n, err)
+		}
+	}
+	if _, err := readBounded(iotest.ErrReader(io.ErrClosedPipe), 10); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("a failing body: %v", err)
 	}
 }

@@ -420,6 +420,10 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		fail(w, statusOf(err), msg)
 		return
 	}
+	if r.ContentLength > MaxPrepareBytes {
+		fail(w, http.StatusBadRequest, "Request body too large")
+		return
+	}
 	// The place is taken before the body is read: at most MaxSessions
 	// bodies (each up to MaxPrepareBytes) are held and decoded at once.
 	ctx, cancel := context.WithCancelCause(r.Context())

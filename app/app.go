@@ -288,7 +288,11 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 // iconPNG is empty).
 func newFyneApp(iconPNG []byte) (fyne.App, fyne.Resource) {
 	a := fyneapp.NewWithID(AppID)
-	a.Settings().SetTheme(ui.Theme()) // state colours readable in light and dark
+	// Ferry's theme (state colours readable in light and dark) is set once
+	// the app runs: a theme set before Run stops Fyne from following the
+	// desktop's light or dark setting (its settings watcher is not started
+	// then); one set after keeps following it.
+	a.Lifecycle().SetOnStarted(func() { a.Settings().SetTheme(ui.Theme()) })
 	if m := a.Metadata(); m.Name == "" {
 		// Built without `fyne package`: the tray would show the app ID.
 		m.Name = "Ferry"

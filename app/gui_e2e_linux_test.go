@@ -41,12 +41,19 @@ import (
 //   - a second launch with a file hands it to the running instance, which
 //     shows the device chooser (Return sends), and exits 0;
 //   - with no tray host, --minimized still shows the window, and closing
-//     it says once that Ferry will quit, then quits: no process is left.
+//     it says once that Ferry will quit, then quits: no process is left;
+//   - an offer answered in the window takes its "Incoming files"
+//     notification down (CloseNotification);
+//   - the tray host restarts (after notification buttons were pressed) and
+//     Ferry's icon registers with the new one;
+//   - the desktop turns light while Ferry runs (the portal's color-scheme):
+//     the window follows, online device rows are not drawn dark
+//     (e2e-light.png, e2e-light-receiver.png).
 //
 // Notifications go to a notification server this test plays; all must
 // come from "Ferry". Screenshots land in $FERRY_E2E_OUT (else a temp dir,
 // named in the log). It skips when Xvfb, dbus-daemon, xdotool or
-// python3-xlib are missing. About 40 s with a warm build cache.
+// python3-xlib are missing. About 70 s with a warm build cache.
 func TestGUIEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("GUI end-to-end test skipped in -short mode")
@@ -98,10 +105,46 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.keys(t, winA, "Tab", "Return")
 		got := filepath.Join(A.downloads, filepath.Base(file1))
 		testutil.WaitFor(t, "the file at A", func() bool { return sameFile(file1, got) })
+		// Answered in the window: its notification goes (issue 26, finding 6).
+		d.waitClosed(t, d.latest(t, A, "Incoming files", 1))
 		testutil.WaitFor(t, "B's history", func() bool { return B.lastHistory(t).State == ui.StateDone })
 		d.waitNotification(t, "Files received", 1)
 		d.waitNotification(t, "Files sent", 1)
 		d.screenshot(t, winB, "e2e-sent.png")
+	})
+
+	// The same file again is a new delivery (issue 26, findings 1 and 5):
+	// a second copy at A (never over the first), and two History entries on
+	// each side, both done, each naming the file.
+	t.Run("same file twice", func(t *testing.T) {
+		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file1)
+		promptShown(t, 2)
+		d.keys(t, winA, "Tab", "Return")
+		second := filepath.Join(A.downloads, "holiday photo (1).jpg")
+		testutil.WaitFor(t, "the second copy at A", func() bool { return sameFile(file1, second) })
+		done := func(p *ferry) []ui.HistoryEntry {
+			var out []ui.HistoryEntry
+			for _, e := range p.history(t) {
+				if e.State == ui.StateDone && slices.Contains(e.Names, "holiday photo.jpg") {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		for _, p := range []*ferry{A, B} {
+			testutil.WaitFor(t, p.name+"'s two entries", func() bool { return len(done(p)) == 2 })
+			if h := done(p); h[0].Delivery == "" || h[0].Delivery == h[1].Delivery {
+				t.Errorf("%s: deliveries %q and %q, want two", p.name, h[0].Delivery, h[1].Delivery)
+			}
+		}
+		d.waitNotification(t, "Files sent", 2) // the UI has the result too
+		// Painted: the newer row's bar (top) as full as the older one's
+		// (a 300 kB send ends before any progress is drawn).
+		d.waitFor(t, "B's newer row drawn done", func() bool {
+			top, older := d.regionBrightness(t, winB, "400x16+500+218"), d.regionBrightness(t, winB, "400x16+500+506")
+			return top > 0.9*older && top < 1.1*older
+		})
+		d.screenshot(t, winB, "e2e-same-file-twice.png")
 	})
 
 	file3 := randomFile(t, root, "report.pdf", 50_000)
@@ -117,7 +160,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.waitFor(t, "the chooser", func() bool { return d.dimmed(t, winB, baseB) })
 		d.screenshot(t, winB, "e2e-chooser.png")
 		d.keys(t, winB, "space", "Return")
-		promptShown(t, 2)
+		promptShown(t, 3)
 		d.keys(t, winA, "Tab", "Return")
 		got := filepath.Join(A.downloads, filepath.Base(file3))
 		testutil.WaitFor(t, "the handed-over file at A", func() bool { return sameFile(file3, got) })
@@ -141,7 +184,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		// covered above): no window focus to race with under load.
 		acceptBoth := func(n int) {
 			t.Helper()
-			d.press(t, d.latest(t, A, "Incoming files", n+2), "accept")
+			d.press(t, d.latest(t, A, "Incoming files", n+3), "accept")
 			d.press(t, d.latest(t, D, "Incoming files", n), "accept")
 		}
 		acceptBoth(1)
@@ -169,7 +212,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.screenshot(t, winA, "e2e-text.png")
 
 		// The files' notification at A: its button shows them in their folder.
-		got := d.latest(t, A, "Files received", 3)
+		got := d.latest(t, A, "Files received", 4)
 		d.press(t, got, "default")
 		testutil.WaitFor(t, "xdg-open on A's download folder", func() bool {
 			b, _ := os.ReadFile(d.opened)
@@ -206,7 +249,7 @@ func TestGUIEndToEnd(t *testing.T) {
 	file2 := randomFile(t, root, "notes.txt", 1234)
 	t.Run("escape declines", func(t *testing.T) {
 		d.x11(t, "drop", winB, strconv.Itoa(rowX), strconv.Itoa(rowY), file2)
-		promptShown(t, 5)
+		promptShown(t, 6)
 		d.keys(t, winA, "Escape")
 		testutil.WaitFor(t, "A's history", func() bool { return A.lastHistory(t).State == ui.StateDeclined })
 		testutil.WaitFor(t, "B's history", func() bool { return B.lastHistory(t).State == ui.StateDeclined })
@@ -237,6 +280,36 @@ func TestGUIEndToEnd(t *testing.T) {
 		if strings.Contains(recent, "0 files") || !strings.Contains(recent, "Sent 3 files to Ferry A") {
 			t.Fatalf("recent transfers %q", recent)
 		}
+	})
+
+	// The tray host restarts (the panel crashed, or the user restarted
+	// it): Ferry registers its icon with the new one. By now notification
+	// buttons were pressed, whose signals ended fyne.io/systray's own
+	// re-registration loop (issue 26, finding 6).
+	t.Run("tray host restart", func(t *testing.T) {
+		d.stopWatcher(t)
+		d.mu.Lock()
+		clear(d.items)
+		d.mu.Unlock()
+		d.serveWatcher(t)
+		testutil.WaitFor(t, `B's tray title "Ferry" with the new tray host`, func() bool { return d.trayTitle(t, B) == "Ferry" })
+	})
+
+	// The desktop turns light while Ferry runs (the portal's color-scheme
+	// changes): online device rows take the light colours at once, never
+	// drawn dark as if disabled (issue 26, finding 8).
+	t.Run("light theme", func(t *testing.T) {
+		d.setScheme(t, 2)
+		d.waitFor(t, "B's light menu bar", func() bool { return d.brightness(t, winB) > 180 })
+		d.screenshot(t, winB, "e2e-light.png")
+		d.screenshot(t, winA, "e2e-light-receiver.png")
+		// B's first device row (A, online): its background and text.
+		if got := d.regionBrightness(t, winB, "180x40+100+210"); got < 128 {
+			t.Errorf("B's online device row in the light theme: mean brightness %.0f, drawn dark", got)
+		}
+		// Dark again, as the steps below measure their windows in it.
+		d.setScheme(t, 1)
+		d.waitFor(t, "B's dark menu bar", func() bool { return d.brightness(t, winB) < 100 })
 	})
 
 	t.Run("close hides to the tray, Quit ends it", func(t *testing.T) {
@@ -310,8 +383,10 @@ type xDesktop struct {
 
 	mu     sync.Mutex // guards the fields below
 	seen   []notification
+	closed []uint32          // notifications Ferry closed (CloseNotification)
 	items  map[string]string // bus name of a tray item -> its object path
 	chosen []string          // what the portal's file dialog "chooses"
+	scheme uint32            // the portal's color-scheme: 1 dark, 2 light
 }
 
 type notification struct {
@@ -339,7 +414,7 @@ func newDesktop(t *testing.T) *xDesktop {
 	if len(missing) > 0 {
 		t.Skipf("GUI end-to-end test needs %v (apt-get install xvfb dbus-daemon xdotool imagemagick python3-xlib)", missing)
 	}
-	d := &xDesktop{python: python, items: map[string]string{}, out: os.Getenv("FERRY_E2E_OUT")}
+	d := &xDesktop{python: python, items: map[string]string{}, out: os.Getenv("FERRY_E2E_OUT"), scheme: 1}
 	if d.out == "" {
 		d.out = t.TempDir()
 	}
@@ -403,6 +478,24 @@ func (n notifyServer) Notify(sender dbus.Sender, app string, _ uint32, _ string,
 	return id, nil
 }
 
+// CloseNotification records that Ferry took a notification down.
+func (n notifyServer) CloseNotification(id uint32) *dbus.Error {
+	n.d.mu.Lock()
+	defer n.d.mu.Unlock()
+	n.d.closed = append(n.d.closed, id)
+	return nil
+}
+
+// waitClosed waits until Ferry closed notification x.
+func (d *xDesktop) waitClosed(t *testing.T, x notification) {
+	t.Helper()
+	testutil.WaitFor(t, fmt.Sprintf("notification %q #%d closed", x.summary, x.id), func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return slices.Contains(d.closed, x.id)
+	})
+}
+
 // GetCapabilities: this server shows buttons (Accept, Decline, Open).
 func (n notifyServer) GetCapabilities() ([]string, *dbus.Error) {
 	return []string{"actions", "body"}, nil
@@ -464,9 +557,38 @@ func (p portalServer) OpenFile(sender dbus.Sender, _, _ string, opts map[string]
 	return handle, nil
 }
 
+// portalSettings is org.freedesktop.portal.Settings: the desktop's colour
+// scheme, which Fyne reads at start and follows on SettingChanged.
+type portalSettings struct{ d *xDesktop }
+
+func (p portalSettings) ReadOne(namespace, key string) (dbus.Variant, *dbus.Error) {
+	if namespace != "org.freedesktop.appearance" || key != "color-scheme" {
+		return dbus.Variant{}, dbus.NewError("org.freedesktop.portal.Error.NotFound", []any{"no such setting"})
+	}
+	p.d.mu.Lock()
+	defer p.d.mu.Unlock()
+	return dbus.MakeVariant(p.d.scheme), nil
+}
+
+// setScheme switches the desktop to a colour scheme (1 dark, 2 light), as
+// a user does in the desktop's settings while Ferry runs.
+func (d *xDesktop) setScheme(t *testing.T, scheme uint32) {
+	t.Helper()
+	d.mu.Lock()
+	d.scheme = scheme
+	d.mu.Unlock()
+	if err := d.conn.Emit("/org/freedesktop/portal/desktop", "org.freedesktop.portal.Settings.SettingChanged",
+		"org.freedesktop.appearance", "color-scheme", dbus.MakeVariant(scheme)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (d *xDesktop) servePortal(t *testing.T) {
 	t.Helper()
 	if err := d.conn.Export(portalServer{d}, "/org/freedesktop/portal/desktop", "org.freedesktop.portal.FileChooser"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.conn.Export(portalSettings{d}, "/org/freedesktop/portal/desktop", "org.freedesktop.portal.Settings"); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := d.conn.RequestName("org.freedesktop.portal.Desktop", dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
@@ -738,7 +860,14 @@ func (d *xDesktop) drawn(t *testing.T, win string) float64 {
 // of win, where the menu bar is.
 func (d *xDesktop) brightness(t *testing.T, win string) float64 {
 	t.Helper()
-	cmd := exec.Command("import", "-window", win, "-crop", "40x20+0+0", "-colorspace", "Gray", "-format", "%[fx:255*mean]", "info:")
+	return d.regionBrightness(t, win, "40x20+0+0")
+}
+
+// regionBrightness is the mean brightness (0-255) of the part of win that
+// geometry ("WxH+X+Y") names.
+func (d *xDesktop) regionBrightness(t *testing.T, win, geometry string) float64 {
+	t.Helper()
+	cmd := exec.Command("import", "-window", win, "-crop", geometry, "-colorspace", "Gray", "-format", "%[fx:255*mean]", "info:")
 	cmd.Env = append(os.Environ(), "DISPLAY="+d.display)
 	out, err := cmd.Output()
 	if err != nil {
@@ -849,6 +978,16 @@ func (p *ferry) port(t *testing.T) string {
 	}
 	i := strings.LastIndexByte(st["quic"], ':')
 	return st["quic"][i+1:]
+}
+
+// history is the instance's history file, newest first.
+func (p *ferry) history(t *testing.T) []ui.HistoryEntry {
+	t.Helper()
+	var h []ui.HistoryEntry
+	if err := loadJSON(filepath.Join(p.config, historyFile), &h); err != nil {
+		return nil
+	}
+	return h
 }
 
 // lastHistory is the newest entry of the instance's history file.

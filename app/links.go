@@ -57,6 +57,9 @@ var _ ui.Links = (*backend)(nil)
 
 // OpenLink opens a share or receive link and reports its states.
 func (b *backend) OpenLink(req ui.LinkRequest) (<-chan ui.LinkState, error) {
+	if req.Kind == ui.LinkReceive && b.settings.get().Policy == ui.PolicyOff {
+		return nil, errReceivingOff
+	}
 	h := &b.web
 	srv, err := h.server(b.eng.Name())
 	if err != nil {
@@ -116,6 +119,9 @@ func (b *backend) StopLink(id string) error {
 	ol.l.Stop()
 	return nil
 }
+
+// errReceivingOff: a receive link while the user turned receiving off.
+var errReceivingOff = &ui.Problem{Text: "Receiving is off, so this device takes no files, from a link either. Turn receiving on (Settings, or the tray) first."}
 
 // linkProblem turns weblink's errors into the sentence the user sees.
 func linkProblem(err error) error {

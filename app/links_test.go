@@ -192,3 +192,15 @@ func TestReceiveLinkLandsAsATransfer(t *testing.T) {
 		t.Errorf("why = %q", end.Why)
 	}
 }
+
+func TestReceiveLinkWhileReceivingOff(t *testing.T) {
+	b := linkBackend(t)
+	s := b.Settings()
+	s.Policy = ui.PolicyOff
+	if err := b.SaveSettings(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkReceive}); !errors.Is(err, errReceivingOff) {
+		t.Fatalf("a receive link with receiving off: %v", err)
+	}
+}

@@ -117,6 +117,19 @@ func (h *lsHub) status() (port int, fingerprint string) {
 	return h.row.Port(), h.row.Fingerprint()
 }
 
+// LocalSendStatus says how LocalSend devices reach this one (Settings).
+func (b *backend) LocalSendStatus() (port int, fingerprint, note string) {
+	port, fingerprint = b.ls.status()
+	if port != 0 {
+		for _, st := range b.eng.Listeners() {
+			if st.Transport == engine.ProtocolLocalSend {
+				note = st.Note
+			}
+		}
+	}
+	return port, fingerprint, note
+}
+
 func (h *lsHub) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()

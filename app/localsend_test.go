@@ -31,6 +31,9 @@ func TestLocalSendFollowsSettings(t *testing.T) {
 	if port == 0 || len(fp) != 64 {
 		t.Fatalf("LocalSend on by default: port %d, fingerprint %q", port, fp)
 	}
+	if p, f, _ := b.LocalSendStatus(); p != port || f != fp {
+		t.Errorf("Settings would say port %d, fingerprint %q", p, f)
+	}
 
 	// A PIN restarts the server with it.
 	s.LocalSendPIN = "2468"
@@ -62,6 +65,9 @@ func TestLocalSendFollowsSettings(t *testing.T) {
 		}
 		if port, _ := b.ls.status(); port != 0 {
 			t.Errorf("%s: LocalSend still serves on %d", c.name, port)
+		}
+		if p, _, _ := b.LocalSendStatus(); p != 0 {
+			t.Errorf("%s: Settings would say it serves on %d", c.name, p)
 		}
 		if _, err := p.Send(context.Background(), addr, fp, true, "", "", one, nil); err == nil {
 			t.Errorf("%s: a LocalSend offer still reached this device", c.name)
@@ -233,6 +239,18 @@ func TestSendToLocalSendDevice(t *testing.T) {
 	got, _, _, _, _, _ := p.Snapshot()
 	if len(got["photo.jpg"]) != 70_000 {
 		t.Fatalf("the device got %d files", len(got))
+	}
+
+	// A text goes as LocalSend's text message (the PIN asked again: a
+	// LocalSend session holds none).
+	if err := b.Send(dev, ui.Items{Text: "see you at 8"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitResult(t, events); r.State != ui.StateDone {
+		t.Fatalf("text: %+v", r.Result)
+	}
+	if _, texts, _, _, _, _ := p.Snapshot(); len(texts) != 1 || texts[0] != "see you at 8" {
+		t.Fatalf("the device got texts %q", texts)
 	}
 
 	// Pinned: a device that cannot prove the fingerprint gets nothing.

@@ -33,12 +33,16 @@ import (
 //	FERRY_SMOKE_LINK=share=PATH[:PIN] or receive[:PIN]
 //	                            open a browser link and show it; its URL goes
 //	                            to the status file's ".link"
+//	FERRY_SMOKE_SEND_TO=name=path  once discovery lists a device called name
+//	                            (a LocalSend phone, say), send path to it as
+//	                            a drop on its row would
 const (
 	envSmokeStatus   = "FERRY_SMOKE_STATUS"
 	envSmokeSend     = "FERRY_SMOKE_SEND"
 	envSmokeAdd      = "FERRY_SMOKE_ADD"
 	envSmokeIsolated = "FERRY_SMOKE_ISOLATED"
 	envSmokeLink     = "FERRY_SMOKE_LINK"
+	envSmokeSendTo   = "FERRY_SMOKE_SEND_TO"
 )
 
 // smokeIsolate keeps discovery and the advertisement off the network when
@@ -95,6 +99,11 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 			if err := writeFileAtomic(f+".added", data); err != nil {
 				return fmt.Errorf("smoke add: %w", err)
 			}
+		}
+	}
+	if spec := os.Getenv(envSmokeSendTo); spec != "" {
+		if err := smokeSendTo(ctx, b, spec); err != nil {
+			return fmt.Errorf("smoke send to: %w", err)
 		}
 	}
 	if spec := os.Getenv(envSmokeLink); spec != "" {
@@ -161,4 +170,27 @@ func smokeLink(b *backend, u *ui.UI, spec string) error {
 	}
 	fyne.Do(func() { u.ShowOpenLink(first, states) })
 	return nil
+}
+
+// smokeSendTo waits (up to a minute) for discovery to list the device
+// named in "name=path", then sends path to it through the backend, as a
+// drop on its row does.
+func smokeSendTo(ctx context.Context, b *backend, spec string) error {
+	name, path, ok := strings.Cut(spec, "=")
+	if !ok {
+		return errors.New("want name=path")
+	}
+	for i := 0; i < 120; i++ {
+		for _, p := range b.disc.Peers() {
+			if d := toUIDevice(p, b.trust(p.ID), true); d.Name == name {
+				return b.Send(b.named(d), ui.Items{Paths: []string{path}})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond): // polling the table, not a readiness wait
+		}
+	}
+	return fmt.Errorf("no device called %q appeared", name)
 }

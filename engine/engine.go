@@ -65,6 +65,15 @@ type Options struct {
 	// transport listens on any free port instead of not at all (the app asks
 	// for 47800 and must receive even when another program holds it).
 	ListenAnyIfTaken bool
+	// LinkListen is "host:port" for the browser links' HTTP server (links.go;
+	// ListenAnyIfTaken applies to it too); empty means Listen's host with
+	// port 47880 (DefaultLinkPort), or any free port when that is taken or
+	// when Listen asks for any port.
+	LinkListen string
+	// ServeLinks puts the browser-link server in the receiver table from
+	// the start, so that Start opens it (and Listeners reports it) before
+	// any link; otherwise it joins the table at the first link.
+	ServeLinks bool
 	// Accept is the receiving policy; empty means AcceptAsk.
 	Accept AcceptPolicy
 	// AutoAcceptTrusted accepts offers from trusted devices without a prompt under AcceptAsk.
@@ -339,6 +348,9 @@ func New(opts Options) (*Engine, error) {
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
 	}
 	e.receivers.rows = e.ferryReceivers()
+	if opts.ServeLinks {
+		e.addLinkRow()
+	}
 	return e, nil
 }
 

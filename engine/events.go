@@ -238,6 +238,7 @@ type Event struct {
 	Pair      *PairInfo       `json:"pair,omitempty"`
 	KeyChange *KeyChange      `json:"key_change,omitempty"`
 	Path      *PathInfo       `json:"path,omitempty"`
+	Link      *LinkInfo       `json:"link,omitempty"` // EventLink (links.go)
 }
 
 // PairInfo is the verification code of a session with a device.

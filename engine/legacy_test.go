@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
 	"github.com/ferrydrop/ferry/engine/peer"
 )
 
@@ -125,6 +126,40 @@ func TestLegacyConfigLoads(t *testing.T) {
 	if len(recv.Partials()) != 0 {
 		t.Fatal("partials left after the resumed transfer")
 	}
+
+	// Paired before rendezvous secrets existed, the two devices agreed one
+	// at this first contact (issue #29), and the next contact keeps it.
+	rs, ss := legacyRendezvous(t, recv, send)
+	if rs.IsZero() || rs != ss {
+		t.Fatalf("after the first contact: receiver holds %v, sender %v; want one secret", rs.Fingerprint(), ss.Fingerprint())
+	}
+	small := filepath.Join(t.TempDir(), "small.txt")
+	if err := os.WriteFile(small, []byte("again"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := sendWait(t, send, to, []string{small}, SendOptions{Transport: "quic"}); res.State != StateDone {
+		t.Fatalf("second send: %s %q", res.State, res.Err)
+	}
+	rs2, ss2 := legacyRendezvous(t, recv, send)
+	if rs2 != rs || ss2 != ss {
+		t.Fatalf("the second contact changed the secret: receiver %v -> %v, sender %v -> %v",
+			rs.Fingerprint(), rs2.Fingerprint(), ss.Fingerprint(), ss2.Fingerprint())
+	}
+}
+
+// legacyRendezvous is the rendezvous secret each legacy device holds for
+// the other.
+func legacyRendezvous(t *testing.T, recv, send *Engine) (rendezvous.Secret, rendezvous.Secret) {
+	t.Helper()
+	sid, err := peer.Parse(legacySender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rid, err := peer.Parse(legacyReceiver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recv.rendezvousOf(sid), send.rendezvousOf(rid)
 }
 
 // A LocalSend device is trusted and forgotten by its ID like a Ferry one;

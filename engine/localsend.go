@@ -115,6 +115,7 @@ func (r *LocalSendReceiver) Listen() error {
 		PIN:               o.PIN,
 		RequireClientCert: o.RequireClientCert,
 		OnRegister:        o.OnRegister,
+		Shared:            r.e.localSendShared, // the download API serves the newest share link
 		Log:               r.e.log,
 	})
 	if err != nil {
@@ -246,14 +247,16 @@ func (r *LocalSendReceiver) Moved() int {
 func (r *LocalSendReceiver) Fingerprint() string { return localsend.CertFingerprint(r.cert) }
 
 // Info describes this device for LocalSend announcements: alias, model,
-// type, fingerprint, protocol and the port served now.
+// type, fingerprint, protocol, the port served now, and whether a share
+// link is open for the download API.
 func (r *LocalSendReceiver) Info() localsend.Info {
 	dt := r.opts.DeviceType
 	if dt == "" {
 		dt = localsend.TypeDesktop
 	}
 	return localsend.Info{Alias: r.opts.Alias, DeviceModel: r.opts.DeviceModel, DeviceType: dt,
-		Fingerprint: r.Fingerprint(), Port: r.Port(), Protocol: "https"}
+		Fingerprint: r.Fingerprint(), Port: r.Port(), Protocol: "https",
+		Download: r.e.localSendShared() != nil} // a share link is open: the download API serves it
 }
 
 // LocalSendCert is the certificate this device serves and presents over

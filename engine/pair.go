@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/pairing"
+	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -48,6 +49,10 @@ type pairState struct {
 	name string
 	addr string // where we dialled it (sender side), remembered with it
 	only bool   // a pairing-only session
+	// rv is the rendezvous secret of this session's pairing step, kept
+	// with the trust the user gives (zero when the peer does not settle
+	// one).
+	rv rendezvous.Secret
 	// answers carries the user's verdicts on a pairing-only session.
 	answers   chan bool
 	confirmed atomic.Bool
@@ -58,36 +63,61 @@ func offersPair(h *wire.Hello) bool {
 	return h.Pair != "" && slices.Contains(h.Features, featurePair)
 }
 
-// helloPair is our hello carrying the pairing step's opening move.
-func (e *Engine) helloPair(move string) *wire.Hello {
+// helloPair is our hello to peer carrying the pairing step's opening move,
+// and the fingerprint of the rendezvous secret we hold for peer.
+func (e *Engine) helloPair(move string, peer peer.ID) *wire.Hello {
 	h := e.hello()
-	h.Features = append(h.Features, featurePair)
+	h.Features = append(h.Features, featurePair, wire.FeatureRendezvous)
 	h.Pair = move
+	h.Rendezvous = e.rendezvousOf(peer).Fingerprint()
 	return h
 }
 
-// pairDialer is the dialer's side of the exchange: its nonce.
-type pairDialer struct{ nonce pairing.Nonce }
+// pairDone is what a session's pairing step settled: the verification
+// code, and the rendezvous secret both sides derive from the same nonces
+// (zero when the peer does not settle one).
+type pairDone struct {
+	code string
+	rv   rendezvous.Secret
+}
 
-func newPairDialer() pairDialer { return pairDialer{nonce: pairing.NewNonce()} }
+// pairDialer is the dialer's side of the exchange: its nonce, and the
+// rendezvous fingerprint its hello carried.
+type pairDialer struct {
+	nonce pairing.Nonce
+	sent  string
+}
 
-// hello is the dialer's hello, committing to its nonce.
-func (p pairDialer) hello(e *Engine) *wire.Hello { return e.helloPair(pairing.Commit(p.nonce)) }
+func newPairDialer() *pairDialer { return &pairDialer{nonce: pairing.NewNonce()} }
+
+// hello is the dialer's hello to peer, committing to its nonce.
+func (p *pairDialer) hello(e *Engine, peer peer.ID) *wire.Hello {
+	h := e.helloPair(pairing.Commit(p.nonce), peer)
+	p.sent = h.Rendezvous
+	return h
+}
 
 // finish reveals the dialer's nonce once the listener's hello arrived, and
-// returns the code; "" when the listener does not pair.
-func (p pairDialer) finish(ctl *control, h *wire.Hello, self, peer identity.DeviceID, only bool) (string, error) {
+// returns the code and secret; a zero pairDone when the listener does not
+// pair.
+func (p *pairDialer) finish(e *Engine, ctl *control, h *wire.Hello, peer identity.DeviceID, only bool) (pairDone, error) {
 	if !offersPair(h) {
-		return "", nil
+		return pairDone{}, nil
 	}
 	theirs, err := pairing.ParseNonce(h.Pair)
 	if err != nil {
-		return "", fmt.Errorf("%w: hello: %w", wire.ErrProtocol, err)
+		return pairDone{}, fmt.Errorf("%w: hello: %w", wire.ErrProtocol, err)
 	}
 	if err := ctl.send(&wire.PairReveal{Nonce: p.nonce.String(), Only: only}); err != nil {
-		return "", err
+		return pairDone{}, err
 	}
-	return pairing.Code(self, peer, p.nonce, theirs), nil
+	self := e.ident.ID
+	d := pairDone{code: pairing.Code(self, peer, p.nonce, theirs)}
+	if slices.Contains(h.Features, wire.FeatureRendezvous) {
+		d.rv = rendezvous.Derive(self, peer, p.nonce[:], theirs[:])
+		e.settleRendezvous(peer.Peer(), p.sent, h.Rendezvous, d.rv)
+	}
+	return d, nil
 }
 
 // answerHello is the listener's answer to the dialer's hello: its own
@@ -96,9 +126,9 @@ func (p pairDialer) finish(ctl *control, h *wire.Hello, self, peer identity.Devi
 // pairing alone. An untrusted dialer's commitment is answered only while
 // few answered ones were abandoned (pairTries, pairbudget.go); otherwise
 // the session goes on without a code, as with a Ferry that does not pair.
-func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, only bool, err error) {
+func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (done pairDone, only bool, err error) {
 	if !offersPair(h) {
-		return "", false, ctl.send(e.hello())
+		return pairDone{}, false, ctl.send(e.hello())
 	}
 	peer := c.PeerID()
 	// An untrusted dialer's commitment is a try at the code until revealed.
@@ -111,12 +141,13 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, 
 				e.log.Warn("not pairing with new devices for a while: many pairing attempts were abandoned halfway (someone may be trying to guess a verification code)",
 					"peer", c.RemoteAddr())
 			}
-			return "", false, ctl.send(e.hello())
+			return pairDone{}, false, ctl.send(e.hello())
 		}
 	}
 	mine := pairing.NewNonce()
-	if err := ctl.send(e.helloPair(mine.String())); err != nil {
-		return "", false, err
+	ours := e.helloPair(mine.String(), peer.Peer())
+	if err := ctl.send(ours); err != nil {
+		return pairDone{}, false, err
 	}
 	defer func() {
 		if err == nil && !trusted {
@@ -125,21 +156,26 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (code string, 
 	}()
 	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))
 	if err != nil {
-		return "", false, err
+		return pairDone{}, false, err
 	}
 	theirs, err := pairing.CheckReveal(h.Pair, rv.Nonce)
 	if err != nil {
-		return "", false, fmt.Errorf("%w: %w", wire.ErrProtocol, err)
+		return pairDone{}, false, fmt.Errorf("%w: %w", wire.ErrProtocol, err)
 	}
-	return pairing.Code(peer, e.ident.ID, theirs, mine), rv.Only, nil
+	done = pairDone{code: pairing.Code(peer, e.ident.ID, theirs, mine)}
+	if slices.Contains(h.Features, wire.FeatureRendezvous) {
+		done.rv = rendezvous.Derive(peer, e.ident.ID, theirs[:], mine[:])
+		e.settleRendezvous(peer.Peer(), ours.Rendezvous, h.Rendezvous, done.rv)
+	}
+	return done, rv.Only, nil
 }
 
 // setPair keeps a transfer's code, for ConfirmPair and the prompt.
-func (e *Engine) setPair(t *Transfer, code string, peer peer.ID, name, addr string, only bool) *pairState {
-	if code == "" {
+func (e *Engine) setPair(t *Transfer, done pairDone, peer peer.ID, name, addr string, only bool) *pairState {
+	if done.code == "" {
 		return nil
 	}
-	ps := &pairState{code: code, peer: peer, name: name, addr: addr, only: only, answers: make(chan bool, 1)}
+	ps := &pairState{code: done.code, rv: done.rv, peer: peer, name: name, addr: addr, only: only, answers: make(chan bool, 1)}
 	t.pair.Store(ps)
 	return ps
 }
@@ -192,7 +228,11 @@ func (e *Engine) ConfirmPair(transferID string, match bool) error {
 	if ps.confirmed.Swap(true) {
 		return nil
 	}
-	return e.trust.Pair(ps.peer, ps.name, ps.addr, e.now())
+	if err := e.trust.Pair(ps.peer, ps.name, ps.addr, e.now()); err != nil {
+		return err
+	}
+	e.keepRendezvous(ps.peer, ps.rv)
+	return nil
 }
 
 // alwaysAccept applies a decision's AlwaysAccept: a device becomes trusted
@@ -268,7 +308,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	}
 	ctl = newControl(s)
 	pd := newPairDialer()
-	if err = ctl.send(pd.hello(e)); err != nil {
+	if err = ctl.send(pd.hello(e, conn.PeerID().Peer())); err != nil {
 		return err
 	}
 	h, err := expect[*wire.Hello](ctl.recvTimeout(handshakeTimeout))
@@ -278,18 +318,18 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	if err = checkHello(h, conn); err != nil {
 		return err
 	}
-	code, err := pd.finish(ctl, h, e.ident.ID, conn.PeerID(), true)
+	done, err := pd.finish(e, ctl, h, conn.PeerID(), true)
 	if err != nil {
 		return err
 	}
-	if code == "" {
+	if done.code == "" {
 		return errCannotPair
 	}
 	addr := d.At.HostPort()
 	t.mu.Lock()
 	t.peer = e.peerInfo(conn.PeerID().Peer(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
-	ps := e.setPair(t, code, conn.PeerID().Peer(), h.Name, addr, true)
+	ps := e.setPair(t, done, conn.PeerID().Peer(), h.Name, addr, true)
 	e.setState(t, StateWaiting)
 	e.announcePair(t)
 	return e.pairExchange(ctx, conn, ctl, ps, false)
@@ -383,6 +423,8 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 	ps.confirmed.Store(true)
 	if err := e.trust.Pair(ps.peer, ps.name, ps.addr, e.now()); err != nil {
 		e.log.Warn("trust store", "err", err)
+	} else {
+		e.keepRendezvous(ps.peer, ps.rv)
 	}
 	wait := time.NewTimer(lingerAfterDone)
 	defer wait.Stop()

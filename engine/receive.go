@@ -72,10 +72,10 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 			err = errDecided(refusal(refused)) // ours to tell the peer (closeWith sends it)
 		}
 	}
-	var code string
+	var paired pairDone
 	var pairOnly bool
 	if err == nil {
-		code, pairOnly, err = e.answerHello(ctl, h, c)
+		paired, pairOnly, err = e.answerHello(ctl, h, c)
 	}
 	if err != nil {
 		e.log.Info("incoming connection refused", "peer", c.RemoteAddr(), "err", err)
@@ -89,7 +89,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
 	in.t.cancel = tcancel
-	e.setPair(in.t, code, peerID, h.Name, "", pairOnly)
+	e.setPair(in.t, paired, peerID, h.Name, "", pairOnly)
 	if pairOnly {
 		e.servePair(tctx, c, ctl, tk, in.t)
 		return

@@ -66,6 +66,10 @@ type receiverTable struct {
 	serving        sync.WaitGroup     // the Serve calls
 	// ferryPort is the port number the Ferry rows share in one Start.
 	ferryPort sharedPort
+	// links is the row of browser links (links.go), in rows once the
+	// first link was opened; set under listenMu and Engine.mu, read under
+	// either.
+	links *linkRow
 	// serves are the running Serve calls by row: what ends one row's
 	// Serve alone, and when it returned (RemoveReceiver).
 	serves map[Receiver]rowServe

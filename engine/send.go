@@ -272,7 +272,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		defer stop()
 	}
 	pd := newPairDialer()
-	if err := tx.ctl.send(pd.hello(e)); err != nil {
+	if err := tx.ctl.send(pd.hello(e, conn.PeerID().Peer())); err != nil {
 		return err
 	}
 	h, err := expect[*wire.Hello](tx.ctl.recvTimeout(handshakeTimeout))
@@ -285,14 +285,14 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	if tx.text != "" && !slices.Contains(h.Features, wire.FeatureText) {
 		return ErrTextUnsupported
 	}
-	code, err := pd.finish(tx.ctl, h, e.ident.ID, conn.PeerID(), false)
+	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)
 	if err != nil {
 		return err
 	}
 	t.mu.Lock()
 	t.peer = e.peerInfo(conn.PeerID().Peer(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
-	e.setPair(t, code, conn.PeerID().Peer(), h.Name, addr, false)
+	e.setPair(t, done, conn.PeerID().Peer(), h.Name, addr, false)
 	e.announcePair(t)
 	if err := e.trust.Seen(conn.PeerID().Peer(), h.Name, addr); err != nil {
 		e.log.Warn("trust store", "err", err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/weblink"
 )
@@ -41,7 +42,7 @@ func browserUpload(t *testing.T, endpoint, name string, size int, body []byte) s
 }
 
 func TestBrowserInbox(t *testing.T) {
-	e := testEngine(t, Options{Accept: AcceptAsk}) // no prompt for a link the user showed
+	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond}) // no prompt for a link the user showed
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
 	s, err := weblink.Listen("127.0.0.1:0", weblink.Options{})
@@ -85,6 +86,12 @@ func TestBrowserInbox(t *testing.T) {
 	for ev := range events {
 		if ev.Kind == EventState && ev.Peer.Name == "a browser at 127.0.0.1" {
 			id = ev.TransferID
+			break
+		}
+	}
+	// Its progress row moves with the bytes that arrived.
+	for ev := range events {
+		if ev.Kind == EventProgress && ev.TransferID == id && ev.Progress.Bytes == 100 && ev.Progress.TotalBytes == 200 {
 			break
 		}
 	}

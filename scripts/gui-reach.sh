@@ -16,7 +16,9 @@
 #      devices -> link-receive-window.png
 #   3. LocalSend: the phone at .31 announces itself and offers a photo; the
 #      app lists it (LocalSend mark, phone icon, model, fingerprint) and
-#      prompts -> localsend-prompt.png; Escape declines -> localsend-device.png
+#      prompts -> localsend-prompt.png; Escape declines; meanwhile the app
+#      sends a PDF to the phone as a drop on its row would (over LocalSend)
+#      -> localsend-device.png, and the phone has the PDF
 #
 # Screenshots go to testoutput/gui-reach/ (git-ignored), or $REACH_OUT.
 # Needs root (ip netns), Xvfb, xdotool, imagemagick (import), curl.
@@ -73,12 +75,16 @@ snap() { DISPLAY=$display import -window "$1" "$out/$2"; echo "screenshot: $out/
 
 # start NAME [LINKSPEC]: one instance with its own config, showing a link
 # (with LINKSPEC: isolated, LocalSend off) or on the namespace's network
-# with LocalSend on (without).
+# with LocalSend on (without); SEND_TO="name=path" sends path to the device
+# called name once it is listed (FERRY_SMOKE_SEND_TO).
 start() {
 	local name=$1 spec=${2:-} cfg="$out/cfg-$1" env=()
 	mkdir -p "$cfg" "$out/recv-$name"
 	if [[ -n $spec ]]; then
 		env=(FERRY_SMOKE_ISOLATED=1 FERRY_SMOKE_LINK="$spec")
+	fi
+	if [[ -n ${SEND_TO:-} ]]; then
+		env+=(FERRY_SMOKE_SEND_TO="$SEND_TO")
 	fi
 	cat >"$cfg/settings.json" <<JSON
 {"device_name": "$name", "download_dir": "$out/recv-$name", "policy": "everyone", "auto_accept_trusted": true, "localsend_off": $([[ -n $spec ]] && echo true || echo false)}
@@ -154,7 +160,8 @@ sleep 1
 
 # ---- 3. a LocalSend phone ----
 head -c 2400000 /dev/urandom >"$out/IMG_20261202_0931.jpg"
-start "Dana's laptop"
+head -c 1300000 /dev/urandom >"$out/Trip notes.pdf"
+SEND_TO="Galaxy S24=$out/Trip notes.pdf" start "Dana's laptop"
 inb "$out/lspeerd" -iface lan1 -alias "Galaxy S24" -model Samsung -type mobile -send "$out/IMG_20261202_0931.jpg" >"$out/lspeerd.log" 2>&1 &
 pids+=($!)
 win=$(window "Dana's laptop")
@@ -165,4 +172,5 @@ DISPLAY=$display xdotool key --window "$win" Escape
 sleep 2
 snap "$win" localsend-device.png
 grep -q "answered 403" "$out/lspeerd.log" || { echo "FAIL: the phone's offer was not declined:" >&2; cat "$out/lspeerd.log" >&2; exit 1; }
+wait_for 30 "the PDF on the phone" grep -q "received Trip notes.pdf (1300000 bytes)" "$out/lspeerd.log"
 echo "ok: both links and a LocalSend phone worked in the real window; look at the screenshots in $out"

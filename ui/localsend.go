@@ -91,12 +91,21 @@ func GroupFingerprint(fp string) string {
 	return b.String()
 }
 
+// LocalSendStatus is implemented by a Backend that can say how LocalSend
+// devices reach this device: the port served (0 while off), this device's
+// certificate fingerprint, and a note when the port is not the one asked
+// for ("" otherwise).
+type LocalSendStatus interface {
+	LocalSendStatus() (port int, fingerprint, note string)
+}
+
 // localSendSettings is the LocalSend part of the Settings form.
 type localSendSettings struct {
-	on   *widget.Check
-	pin  *widget.Entry
-	port *widget.Entry
-	note *widget.Label
+	on    *widget.Check
+	pin   *widget.Entry
+	port  *widget.Entry
+	note  *widget.Label
+	state *widget.Label // where it serves now, from LocalSendStatus
 }
 
 func newLocalSendSettings() *localSendSettings {
@@ -127,7 +136,32 @@ func newLocalSendSettings() *localSendSettings {
 	v.note = widget.NewLabel("Phones and computers running LocalSend see this device and can send to it, under the same rule of who may send. Devices that find others only by scanning the network look on port 53317.")
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.SizeName = theme.SizeNameCaptionText
+	v.state = widget.NewLabel("")
+	v.state.Wrapping = fyne.TextWrapWord
+	v.state.SizeName = theme.SizeNameCaptionText
+	v.state.Hide()
 	return v
+}
+
+// showStatus says where LocalSend devices reach this one now.
+func (v *localSendSettings) showStatus(be Backend) {
+	st, ok := be.(LocalSendStatus)
+	if !ok {
+		return
+	}
+	port, fp, note := st.LocalSendStatus()
+	if port == 0 {
+		v.state.Hide()
+		return
+	}
+	text := fmt.Sprintf("LocalSend devices reach this one on port %d; its fingerprint starts %s.", port, GroupFingerprint(fp))
+	if note != "" {
+		// The engine's note is a clause ("port 53317 was taken, so ..."):
+		// a sentence of its own here.
+		text += " " + strings.ToUpper(note[:1]) + strings.TrimSuffix(note[1:], ".") + "."
+	}
+	v.state.SetText(text)
+	v.state.Show()
 }
 
 // parsePort reads a port; "" is the default.
@@ -148,7 +182,7 @@ func (v *localSendSettings) items() []*widget.FormItem {
 		widget.NewFormItem("LocalSend", v.on),
 		widget.NewFormItem("LocalSend PIN", v.pin),
 		widget.NewFormItem("LocalSend port", v.port),
-		widget.NewFormItem("", v.note),
+		widget.NewFormItem("", container.NewVBox(v.note, v.state)),
 	}
 }
 

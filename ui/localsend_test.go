@@ -244,3 +244,28 @@ func TestAskPIN(t *testing.T) {
 		t.Fatalf("answers %q", got)
 	}
 }
+
+// lsStatusFake is the fake backend that says where LocalSend serves.
+type lsStatusFake struct {
+	*fakeBackend
+	port int
+	note string
+}
+
+func (f *lsStatusFake) LocalSendStatus() (int, string, string) { return f.port, fpPixel, f.note }
+
+func TestLocalSendStatusInSettings(t *testing.T) {
+	a := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	be := &lsStatusFake{fakeBackend: newFake()}
+	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{})
+	v := u.settings.localSend
+	if v.state.Visible() {
+		t.Fatalf("LocalSend off, but the settings say %q", v.state.Text)
+	}
+	be.port, be.note = 53318, "port 53317 was taken, so LocalSend devices reach this one on port 53318: devices that find others only by scanning the network will not see it"
+	u.SelfChanged() // receiving started
+	if !v.state.Visible() || !strings.Contains(v.state.Text, "port 53318; its fingerprint starts 5D2B 7A91") || !strings.Contains(v.state.Text, " Port 53317 was taken") {
+		t.Errorf("status %q", v.state.Text)
+	}
+}

@@ -126,6 +126,7 @@ func (v *settingsView) load() {
 	v.login.SetChecked(s.StartAtLogin)
 	v.minimized.SetChecked(s.StartMinimized)
 	v.localSend.load(s)
+	v.localSend.showStatus(v.u.be)
 }
 
 // apply saves the form through the backend.

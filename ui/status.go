@@ -192,7 +192,7 @@ const DefaultPort = 47800
 
 // addressText is this device's address for the status line, with its port
 // named: "192.168.1.20 · port 47800", and when the default port was taken,
-// "192.168.1.20 · port 51234 (47800 is taken)", so that a saved address, a
+// "192.168.1.20 · port 51234 (not the usual 47800)", so that a saved address, a
 // link or a firewall rule can be checked against it (issue 26, finding 9).
 func addressText(hostPort string) string {
 	host, p, err := net.SplitHostPort(hostPort)
@@ -202,7 +202,7 @@ func addressText(hostPort string) string {
 	}
 	s := fmt.Sprintf("%s · port %d", host, port)
 	if port != DefaultPort {
-		s += fmt.Sprintf(" (%d is taken)", DefaultPort)
+		s += fmt.Sprintf(" (not the usual %d)", DefaultPort)
 	}
 	return s
 }

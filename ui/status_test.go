@@ -156,7 +156,7 @@ func TestNotificationsTellHonestEnds(t *testing.T) {
 func TestAddressTextNamesThePort(t *testing.T) {
 	for in, want := range map[string]string{
 		"192.168.1.20:47800":   "192.168.1.20 · port 47800",
-		"192.168.1.20:51234":   "192.168.1.20 · port 51234 (47800 is taken)",
+		"192.168.1.20:51234":   "192.168.1.20 · port 51234 (not the usual 47800)",
 		"[fe80::1%eth0]:47800": "fe80::1%eth0 · port 47800",
 		"not an address":       "not an address",
 	} {

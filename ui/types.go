@@ -341,7 +341,10 @@ type Result struct {
 	// TransportReason says why that transport was used.
 	TransportReason string
 	// Resent counts bytes sent twice (after a reconnect).
-	Resent      int64
+	Resent int64
+	// Refused counts offered files the receiver refused by name (a large
+	// offer lists only its first files: this counts them all).
+	Refused     int
 	Destination string
 	Metrics     *Metrics // the connection's last metrics, when known
 	// Text is the transfer's text item once the receiver accepted it.

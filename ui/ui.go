@@ -269,7 +269,10 @@ func (u *UI) quit() {
 // SelfChanged redraws what the window says about this device (its
 // addresses change when receiving starts or stops). Call it on the Fyne
 // goroutine.
-func (u *UI) SelfChanged() { u.updateStatus() }
+func (u *UI) SelfChanged() {
+	u.updateStatus()
+	u.settings.localSend.showStatus(u.be)
+}
 
 // ApplyDevice renders one discovery event. Call it on the Fyne goroutine
 // (Run does); from elsewhere wrap it in fyne.Do.

@@ -180,6 +180,15 @@ func hostileAttacks() []hostileScenario {
 				})
 				return st.String(), err
 			}},
+		{"same-address-stalled-handshakes", "1000 QUIC handshakes that never finish (a first flight, then silence), from the real sender's own address", "all",
+			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
+				var st hostile.Stats
+				var err error
+				floodUntil(ctx, ready, 3*time.Second, func(ctx context.Context) {
+					err = hostile.Peer{From: "127.0.0.1", Dir: work}.FloodStalledHandshakes(ctx, rx.quic, 1000, &st)
+				})
+				return st.String(), err
+			}},
 		{"same-address-declines", "offers from a fresh identity each, 20 at once, from the real sender's own address (the user declines them; the real sender sent here before)", "ask",
 			func(ctx context.Context, rx *hostileReceiver, work string, ready func()) (string, error) {
 				var st hostile.Stats
@@ -317,8 +326,8 @@ func runHostile(ctx context.Context, args []string, out io.Writer) error {
 	if err := os.WriteFile(legit, data, 0o644); err != nil {
 		return err
 	}
-	rows := []string{"| scenario | receiver | attack | real send QUIC | real send TCP | peak RSS (MiB) | RSS after (MiB) | verdict |",
-		"|---|---|---|---|---|---|---|---|"}
+	rows := []string{"| scenario | receiver | attack | real send QUIC | real send TCP | receiver CPU (s) | peak RSS (MiB) | RSS after (MiB) | verdict |",
+		"|---|---|---|---|---|---|---|---|---|"}
 	failed := false
 	for _, sc := range hostileScenarios() {
 		if *which != "" && !strings.Contains(","+*which+",", ","+sc.name+",") {
@@ -333,10 +342,10 @@ func runHostile(ctx context.Context, args []string, out io.Writer) error {
 		if !r.quicOK || !r.tcpOK || r.peakMiB >= hostilePeakLimitMiB || r.afterMiB >= hostileAfterLimitMiB {
 			verdict, failed = "FAIL", true
 		}
-		fmt.Fprintf(out, "   attack: %s\n   real send quic: %s; tcp: %s\n   receiver RSS: peak %.0f MiB, %.0f MiB %.0fs after: %s\n",
-			r.stats, r.quic, r.tcp, r.peakMiB, r.afterMiB, r.settled.Seconds(), verdict)
-		rows = append(rows, fmt.Sprintf("| %s | --accept %s | %s | %s | %s | %.0f | %.0f | %s |", sc.name, sc.accept,
-			strings.ReplaceAll(r.stats, "|", "/"), r.quic, r.tcp, r.peakMiB, r.afterMiB, verdict))
+		fmt.Fprintf(out, "   attack: %s\n   real send quic: %s; tcp: %s\n   receiver CPU: %.1f s; RSS: peak %.0f MiB, %.0f MiB %.0fs after: %s\n",
+			r.stats, r.quic, r.tcp, r.cpu.Seconds(), r.peakMiB, r.afterMiB, r.settled.Seconds(), verdict)
+		rows = append(rows, fmt.Sprintf("| %s | --accept %s | %s | %s | %s | %.1f | %.0f | %.0f | %s |", sc.name, sc.accept,
+			strings.ReplaceAll(r.stats, "|", "/"), r.quic, r.tcp, r.cpu.Seconds(), r.peakMiB, r.afterMiB, verdict))
 	}
 	table := strings.Join(rows, "\n") + "\n"
 	fmt.Fprint(out, "\n"+table)
@@ -358,6 +367,7 @@ type hostileResult struct {
 	quicOK, tcpOK     bool
 	peakMiB, afterMiB float64
 	settled           time.Duration // how long after the attack RSS was measured
+	cpu               time.Duration // the receiver's CPU time (user + system) until the attack ended
 }
 
 // runHostileScenario starts a receiver, attacks it, sends the real file
@@ -400,6 +410,7 @@ func runHostileScenario(ctx context.Context, bin, work, legit string, sc hostile
 	res.quic, res.quicOK = hostileSend(ctx, bin, scfg, rx.quic, "quic", legit)
 	res.tcp, res.tcpOK = hostileSend(ctx, bin, scfg, rx.tcp, "tcp", legit)
 	peak := rx.status("VmHWM")
+	res.cpu = rx.cpu()
 	stopAttack()
 	<-attacked
 	if attackErr != nil {
@@ -529,6 +540,24 @@ func (rx *hostileReceiver) status(field string) int64 {
 		}
 	}
 	return 0
+}
+
+// cpu is the receiver's CPU time so far, user and system (0 when unknown).
+func (rx *hostileReceiver) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", rx.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which ends with the last ')':
+	// utime and stime are the 12th and 13th, in clock ticks (100 a second).
+	_, rest, ok := strings.Cut(string(b[strings.LastIndexByte(string(b), ')')+1:]), " ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // trustSize says how big the receiver's trust store is.

@@ -3,17 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
-	"os"
-	"path/filepath"
-	"sort"
+	"strconv"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine/weblink"
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/safetext"
 	qrcode "github.com/skip2/go-qrcode" // the app's "My address" draws its QR codes with it too
 )
@@ -24,7 +20,7 @@ func init() {
 
 // defaultLinkPort is tried first for links, so that a firewall rule made
 // once keeps working; any free port is used when it is taken.
-const defaultLinkPort = "47880"
+var defaultLinkPort = strconv.Itoa(engine.DefaultLinkPort)
 
 // linkFlags are what share and receive --link have in common.
 type linkFlags struct {
@@ -34,7 +30,7 @@ type linkFlags struct {
 }
 
 func runShare(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs, _ := newFlagSet("share", errOut)
+	fs, cfg := newFlagSet("share", errOut)
 	var lf linkFlags
 	fs.StringVar(&lf.pin, "pin", "", "ask browsers for this `PIN` first (it protects a link that leaked, not against someone reading the network)")
 	fs.DurationVar(&lf.expire, "expire", time.Hour, "end the link after this `DURATION`")
@@ -52,111 +48,82 @@ func runShare(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: name at least one file or folder to share", errUsage)
 	}
-	s, err := listenLink(lf)
+	e, err := linkEngine(*cfg, lf, "")
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	l, err := s.Share(fs.Args(), weblink.ShareOptions{Once: *once, LinkOptions: lf.options()})
+	defer e.Close()
+	events, unsub := e.Subscribe(1024)
+	defer unsub()
+	opts := lf.options()
+	opts.Once = *once
+	l, err := e.ShareLink(fs.Args(), opts)
 	if err != nil {
 		return err
 	}
-	names, sizes := l.Files()
-	var total int64
-	for _, n := range sizes {
-		total += n
+	what := fmt.Sprintf("Sharing %d files (%s)", l.FileCount, humanBytes(l.TotalBytes))
+	if l.FileCount == 1 {
+		what = fmt.Sprintf("Sharing %s (%s)", safetext.Name(l.Files[0].Path), humanBytes(l.TotalBytes))
 	}
-	what := fmt.Sprintf("Sharing %d files (%s)", len(names), humanBytes(total))
-	if len(names) == 1 {
-		what = fmt.Sprintf("Sharing %s (%s)", safetext.Name(names[0]), humanBytes(total))
-	}
-	return followLink(ctx, s, l, lf, out, what)
+	return followLink(ctx, e, events, l, lf, out, what)
 }
 
-// runReceiveLink is `receive --link`: a link whose page sends files here.
-func runReceiveLink(ctx context.Context, lf linkFlags, dir string, out io.Writer) error {
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return fmt.Errorf("no download folder: %w (give one with --dir)", err)
-		}
-		dir = filepath.Join(home, "Downloads")
-	}
-	in, err := weblink.NewFolderInbox(dir)
+// runReceiveLink is `receive --link`: a link whose page sends files here,
+// through the engine's inbox (BrowserInbox: the space check, safe names,
+// per-file refusal, a transfer and a result per file, no prompt).
+func runReceiveLink(ctx context.Context, cfg string, lf linkFlags, dir string, out io.Writer) error {
+	e, err := linkEngine(cfg, lf, dir)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	s, err := listenLink(lf)
+	defer e.Close()
+	events, unsub := e.Subscribe(1024)
+	defer unsub()
+	if err := e.Start(ctx); err != nil {
+		return err
+	}
+	l, err := e.ReceiveLink(lf.options())
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	l, err := s.Receive(in, weblink.ReceiveOptions{LinkOptions: lf.options()})
+	return followLink(ctx, e, events, l, lf, out, "Receiving into "+safetext.Name(e.DownloadDir()))
+}
+
+func (lf linkFlags) options() engine.LinkOptions {
+	return engine.LinkOptions{Expire: lf.expire, PIN: lf.pin}
+}
+
+// linkEngine is an engine that serves links only: on --listen, or on the
+// default port, or any free one (Ferry's own transports do not listen).
+func linkEngine(cfg string, lf linkFlags, dir string) (*engine.Engine, error) {
+	cdir, err := configDir(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return followLink(ctx, s, l, lf, out, "Receiving into "+safetext.Name(in.Dir()))
-}
-
-func (lf linkFlags) options() weblink.LinkOptions {
-	return weblink.LinkOptions{Expire: lf.expire, PIN: lf.pin}
-}
-
-// listenLink opens the link server: on --listen, or on the default port,
-// or any free one.
-func listenLink(lf linkFlags) (*weblink.Server, error) {
-	name := lf.name
-	if name == "" {
-		name, _ = os.Hostname()
+	opts := envOptions(engine.Options{
+		ConfigDir: cdir, Name: lf.name, DownloadDir: dir,
+		NoListen:   []addr.Kind{addr.QUIC, addr.TCP},
+		ServeLinks: true, LinkListen: lf.listen, ListenAnyIfTaken: lf.listen == "",
+	})
+	if opts.LinkListen == "" {
+		opts.LinkListen = ":" + defaultLinkPort
 	}
-	opts := weblink.Options{DeviceName: name}
-	if lf.listen != "" {
-		return weblink.Listen(lf.listen, opts)
-	}
-	s, err := weblink.Listen(":"+defaultLinkPort, opts)
+	e, err := engine.New(opts)
 	if err != nil {
-		s, err = weblink.Listen(":0", opts)
+		return nil, err
 	}
-	return s, err
-}
-
-// linkHosts are the addresses a browser on the LAN can reach the server at:
-// the one it listens on, or every up interface's unicast address (IPv4
-// first; link-local IPv6 left out: a browser cannot use a zone).
-func linkHosts(s *weblink.Server) []netip.Addr {
-	if ap, err := netip.ParseAddrPort(s.Addr().String()); err == nil && !ap.Addr().IsUnspecified() {
-		return []netip.Addr{ap.Addr().Unmap()}
-	}
-	var hosts []netip.Addr
-	ifs, _ := net.Interfaces()
-	for _, ifc := range ifs {
-		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := ifc.Addrs()
-		for _, a := range addrs {
-			pfx, err := netip.ParsePrefix(a.String())
-			if err != nil {
-				continue
-			}
-			ip := pfx.Addr().Unmap()
-			if ip.IsLinkLocalUnicast() || ip.IsLoopback() || ip.IsMulticast() {
-				continue
-			}
-			hosts = append(hosts, ip)
+	if dir != "" {
+		if err := e.SetDownloadDir(dir); err != nil {
+			e.Close()
+			return nil, err
 		}
 	}
-	sort.SliceStable(hosts, func(i, j int) bool { return hosts[i].Is4() && !hosts[j].Is4() })
-	if len(hosts) == 0 {
-		hosts = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
-	}
-	return hosts
+	return e, nil
 }
 
 // linkEvent is one line of --json output.
 type linkEvent struct {
-	Event   string   `json:"event"` // link, device, pin, start, progress, done, ended
+	Event   string   `json:"event"` // link, device, start, progress, done, result, ended
 	URL     string   `json:"url,omitempty"`
 	URLs    []string `json:"urls,omitempty"`
 	Expires string   `json:"expires,omitempty"`
@@ -169,117 +136,142 @@ type linkEvent struct {
 	Size    *int64   `json:"size,omitempty"`
 	Bytes   *int64   `json:"bytes,omitempty"`
 	SavedAs string   `json:"saved_as,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// From and State are a received file's result as the engine keeps it
+	// for history ("a browser at 192.168.1.23", "done").
+	From  string `json:"from,omitempty"`
+	State string `json:"state,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // followLink prints the link (URL and QR code) and what happens on it until
 // it ends or ctx is cancelled (which stops it).
-func followLink(ctx context.Context, s *weblink.Server, l *weblink.Link, lf linkFlags, out io.Writer, what string) error {
-	urls := s.URLs(l, linkHosts(s))
+func followLink(ctx context.Context, e *engine.Engine, events <-chan engine.Event, l engine.LinkInfo, lf linkFlags, out io.Writer, what string) error {
+	urls := l.URLs
 	enc := json.NewEncoder(out)
 	if lf.json {
-		enc.Encode(linkEvent{Event: "link", URL: urls[0], URLs: urls, Expires: l.Expires().UTC().Format(time.RFC3339), PIN: l.HasPIN()})
+		enc.Encode(linkEvent{Event: "link", URL: urls[0], URLs: urls, Expires: l.Expires.UTC().Format(time.RFC3339), PIN: l.PIN})
 	} else {
-		fmt.Fprintf(out, "%s until %s. Open this link in a browser on the same network:\n\n  %s\n", what, l.Expires().Format("15:04"), urls[0])
+		fmt.Fprintf(out, "%s until %s. Open this link in a browser on the same network:\n\n  %s\n", what, l.Expires.Format("15:04"), urls[0])
 		for _, u := range urls[1:] {
 			fmt.Fprintf(out, "  %s\n", u)
 		}
 		if q, err := qrcode.New(urls[0], qrcode.Medium); err == nil {
 			fmt.Fprintf(out, "\n%s\n", q.ToSmallString(false))
 		}
-		if l.HasPIN() {
+		if l.PIN {
 			fmt.Fprintln(out, "The page asks for the PIN.")
 		}
 		fmt.Fprintln(out, "The link is plain HTTP on the local network. Press Ctrl-C to stop it.")
 	}
-	stop := context.AfterFunc(ctx, func() { l.Stop() })
+	stop := context.AfterFunc(ctx, func() { e.StopLink(l.ID) })
 	defer stop()
 	tty := !lf.json && isTerminal(out)
-	for ev := range l.Events() {
+	f := linkFollower{seen: map[int64]bool{}, done: map[int64]bool{}, bytes: map[int64]int64{}, devices: map[string]bool{}}
+	print := func(je linkEvent) {
 		if lf.json {
-			enc.Encode(jsonLinkEvent(ev))
-			continue
+			enc.Encode(je)
+		} else {
+			printLinkEvent(out, je, tty)
 		}
-		printLinkEvent(out, ev, tty)
 	}
-	if err := l.Err(); err != nil && !errors.Is(err, weblink.ErrStopped) && !errors.Is(err, weblink.ErrExpired) && !errors.Is(err, weblink.ErrOnce) {
-		return err
+	for ev := range events {
+		switch {
+		case ev.Kind == engine.EventLink && ev.Link.ID == l.ID:
+			for _, je := range f.events(ev.Link) {
+				print(je)
+			}
+			if ev.Link.Ended {
+				return nil
+			}
+		case ev.Kind == engine.EventResult && ev.Direction == engine.Receiving:
+			// A browser's file as the engine's transfer: its result, as
+			// history keeps it.
+			je := linkEvent{Event: "result", Device: ev.Peer.Addr, From: ev.Peer.Name, State: string(ev.Result.State), Error: ev.Result.Err}
+			print(je)
+		}
 	}
 	return nil
 }
 
-var eventNames = map[weblink.EventKind]string{
-	weblink.EventDevice: "device", weblink.EventPIN: "pin", weblink.EventStart: "start",
-	weblink.EventProgress: "progress", weblink.EventDone: "done", weblink.EventEnded: "ended",
+// linkFollower turns a link's snapshots (EventLink) into what changed: a
+// new device, a download or upload started, moved, ended; the link ended.
+type linkFollower struct {
+	seen, done map[int64]bool
+	bytes      map[int64]int64
+	devices    map[string]bool
 }
 
-func jsonLinkEvent(ev weblink.Event) linkEvent {
-	je := linkEvent{Event: eventNames[ev.Kind]}
-	if ev.Device.IsValid() {
-		je.Device = ev.Device.String()
-	}
-	if ev.Err != nil {
-		je.Error = ev.Err.Error()
-	}
-	if a := ev.Activity; a != nil {
-		je.ID, je.Upload, je.Name, je.Zip, je.SavedAs = a.ID, a.Upload, a.Name, a.Zip, a.SavedAs
-		size, n := a.Size, a.Bytes
-		je.Size, je.Bytes = &size, &n
-		if a.Err != nil {
-			je.Error = a.Err.Error()
+func (f *linkFollower) events(l *engine.LinkInfo) []linkEvent {
+	var out []linkEvent
+	for _, d := range l.Devices {
+		if !f.devices[d] {
+			f.devices[d] = true
+			out = append(out, linkEvent{Event: "device", Device: d})
 		}
 	}
-	return je
+	for _, a := range l.Activities {
+		je := linkEvent{Device: a.Device, ID: a.ID, Upload: a.Upload, Name: a.Name, Zip: a.Zip, SavedAs: a.SavedAs, Error: a.Err}
+		size, n := a.Size, a.Bytes
+		je.Size, je.Bytes = &size, &n
+		if !f.seen[a.ID] {
+			f.seen[a.ID] = true
+			start := je
+			start.Event, start.Error, start.SavedAs = "start", "", ""
+			out = append(out, start)
+		}
+		switch {
+		case a.Done && !f.done[a.ID]:
+			f.done[a.ID] = true
+			je.Event = "done"
+			out = append(out, je)
+		case !a.Done && f.bytes[a.ID] != a.Bytes:
+			je.Event = "progress"
+			out = append(out, je)
+		}
+		f.bytes[a.ID] = a.Bytes
+	}
+	if l.Ended {
+		out = append(out, linkEvent{Event: "ended", Error: l.Err})
+	}
+	return out
 }
 
 // printLinkEvent prints an event for a person: a line per device, file
 // started and ended, and on a terminal a progress line redrawn in place.
-func printLinkEvent(out io.Writer, ev weblink.Event, tty bool) {
-	a := ev.Activity
-	switch ev.Kind {
-	case weblink.EventDevice:
-		fmt.Fprintf(out, "%s opened the link\n", ev.Device)
-	case weblink.EventPIN:
-		if ev.Err != nil {
-			fmt.Fprintf(out, "%s typed a wrong PIN\n", ev.Device)
-		}
-	case weblink.EventStart:
+func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
+	switch a.Event {
+	case "device":
+		fmt.Fprintf(out, "%s opened the link\n", a.Device)
+	case "start":
 		verb := "downloading"
 		if a.Upload {
 			verb = "sending"
 		}
-		fmt.Fprintf(out, "%s is %s %s%s\n", a.Device, verb, safetext.Name(a.Name), sizeNote(a.Size))
-	case weblink.EventProgress:
+		fmt.Fprintf(out, "%s is %s %s%s\n", a.Device, verb, safetext.Name(a.Name), sizeNote(*a.Size))
+	case "progress":
 		if tty {
 			pct := ""
-			if a.Size > 0 {
-				pct = fmt.Sprintf(" %3d%%", a.Bytes*100/a.Size)
+			if *a.Size > 0 {
+				pct = fmt.Sprintf(" %3d%%", *a.Bytes*100 / *a.Size)
 			}
-			fmt.Fprintf(out, "\r  %s%s %s\x1b[K", safetext.Name(a.Name), pct, humanBytes(a.Bytes))
+			fmt.Fprintf(out, "\r  %s%s %s\x1b[K", safetext.Name(a.Name), pct, humanBytes(*a.Bytes))
 		}
-	case weblink.EventDone:
+	case "done":
 		if tty {
 			fmt.Fprint(out, "\r\x1b[K")
 		}
 		switch {
-		case a.Err != nil:
-			fmt.Fprintf(out, "%s: %s did not finish: %v\n", a.Device, safetext.Name(a.Name), a.Err)
+		case a.Error != "":
+			fmt.Fprintf(out, "%s: %s did not finish: %s\n", a.Device, safetext.Name(a.Name), a.Error)
 		case a.Upload && a.SavedAs != "":
 			fmt.Fprintf(out, "%s: received %s, saved as %s\n", a.Device, safetext.Name(a.Name), safetext.Name(a.SavedAs))
 		case a.Upload:
-			fmt.Fprintf(out, "%s: received %s (%s)\n", a.Device, safetext.Name(a.Name), humanBytes(a.Bytes))
+			fmt.Fprintf(out, "%s: received %s (%s)\n", a.Device, safetext.Name(a.Name), humanBytes(*a.Bytes))
 		default:
-			fmt.Fprintf(out, "%s: downloaded %s (%s)\n", a.Device, safetext.Name(a.Name), humanBytes(a.Bytes))
+			fmt.Fprintf(out, "%s: downloaded %s (%s)\n", a.Device, safetext.Name(a.Name), humanBytes(*a.Bytes))
 		}
-	case weblink.EventEnded:
-		switch {
-		case errors.Is(ev.Err, weblink.ErrExpired):
-			fmt.Fprintln(out, "The link expired.")
-		case errors.Is(ev.Err, weblink.ErrOnce):
-			fmt.Fprintln(out, "The link ended after its download.")
-		default:
-			fmt.Fprintln(out, "The link was stopped.")
-		}
+	case "ended":
+		fmt.Fprintln(out, a.Error)
 	}
 }
 

@@ -73,7 +73,7 @@ func TestShareCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	events, stop := runLinkCommand(t, "share", "--json", "--listen", "127.0.0.1:0", "--once", filepath.Join(dir, "a.txt"))
+	events, stop := runLinkCommand(t, "share", "--config", t.TempDir(), "--json", "--listen", "127.0.0.1:0", "--once", filepath.Join(dir, "a.txt"))
 	link := next(t, events, "link")
 	res, err := http.Get(link.URL + "f/0/a.txt")
 	if err != nil {
@@ -99,7 +99,7 @@ func TestShareCommand(t *testing.T) {
 
 func TestReceiveLinkCommand(t *testing.T) {
 	dir := t.TempDir()
-	events, stop := runLinkCommand(t, "receive", "--link", "--json", "--listen", "127.0.0.1:0", "--dir", dir)
+	events, stop := runLinkCommand(t, "receive", "--config", t.TempDir(), "--link", "--json", "--listen", "127.0.0.1:0", "--dir", dir)
 	link := next(t, events, "link")
 	data := []byte("from a browser")
 	req, _ := http.NewRequest(http.MethodPost, link.URL+"tus/", nil)
@@ -122,8 +122,36 @@ func TestReceiveLinkCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if done := next(t, events, "done"); !done.Upload || done.Error != "" || done.Name != "note.txt" {
+	// The file went through the engine's inbox: a transfer with its result,
+	// as history keeps it, from "a browser at" its address, unprompted
+	// (the result and the link's "done" come in either order).
+	got := map[string]linkEvent{}
+	for ev := range events {
+		if ev.Event == "done" || ev.Event == "result" {
+			got[ev.Event] = ev
+		}
+		if len(got) == 2 {
+			break
+		}
+	}
+	if done := got["done"]; !done.Upload || done.Error != "" || done.Name != "note.txt" {
 		t.Fatalf("done event %+v", done)
+	}
+	if r := got["result"]; r.From != "a browser at 127.0.0.1" || r.State != "done" {
+		t.Fatalf("result event %+v", r)
+	}
+	// The inbox refuses a name it cannot store safely, that file alone.
+	req, _ = http.NewRequest(http.MethodPost, link.URL+"tus/", nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", "3")
+	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("x.partial")))
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode < 400 || len(body) == 0 {
+		t.Fatalf("a .partial name: %d %q", res.StatusCode, body)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "note.txt")); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("saved: %v %q", err, got)

@@ -68,7 +68,7 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, host strin
 	if !announce {
 		return func() {}, nil
 	}
-	d, err := newLocalSendDiscoverer(e, row.Info(), nil)
+	d, err := newLocalSendDiscoverer(e, row.Info(), nil, func() bool { return row.Info().Download })
 	if err != nil {
 		fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices will not see this one announced: %v\n", err)
 		return func() {}, nil
@@ -89,9 +89,10 @@ var localsendInterfaces func() ([]net.Interface, error)
 var lsWatchHost = ""
 
 // newLocalSendDiscoverer makes the multicast discoverer: info is announced
-// (nil onDevice: answer only). With no multicast interface it opens
-// nothing (LocalSend's UDP port stays free) and says so.
-func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func(localsend.Device)) (*localsend.Discoverer, error) {
+// (nil onDevice: answer only; download, when set, says whether to announce
+// the download API). With no multicast interface it opens nothing
+// (LocalSend's UDP port stays free) and says so.
+func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func(localsend.Device), download func() bool) (*localsend.Discoverer, error) {
 	if localsendInterfaces != nil {
 		if ifs, err := localsendInterfaces(); err != nil || len(ifs) == 0 {
 			return nil, errors.New("no network interface can carry LocalSend's multicast")
@@ -102,7 +103,7 @@ func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func
 		return nil, err
 	}
 	cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
-	return localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: onDevice, Interfaces: localsendInterfaces})
+	return localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: onDevice, Interfaces: localsendInterfaces, Download: download})
 }
 
 // notReceiving is the Receiver of the register-only server: it takes no
@@ -154,7 +155,7 @@ func watchLocalSend(e *engine.Engine, d *discovery.Discovery, scan bool) (stop f
 	}
 	info := srv.Info()
 	info.Port = ln.Addr().(*net.TCPAddr).Port
-	ds, derr := newLocalSendDiscoverer(e, info, d.SeeLocalSend)
+	ds, derr := newLocalSendDiscoverer(e, info, d.SeeLocalSend, nil)
 	if derr == nil {
 		disc.Store(ds)
 		wg.Add(1)

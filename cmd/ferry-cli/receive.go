@@ -47,7 +47,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	if *link {
-		return runReceiveLink(ctx, linkFlags{listen: *listen, name: *name, pin: *linkPIN, expire: *linkExpire, json: *asJSON}, *dir, out)
+		return runReceiveLink(ctx, *cfg, linkFlags{listen: *listen, name: *name, pin: *linkPIN, expire: *linkExpire, json: *asJSON}, *dir, out)
 	}
 	policy, err := engine.ParseAcceptPolicy(*accept)
 	if err != nil {

@@ -70,6 +70,7 @@ func (h *Hold) Close() {
 
 // Stats counts what a flood did. Its fields are updated atomically.
 type Stats struct {
+	Tried    atomic.Int64 // attempts begun
 	Opened   atomic.Int64 // connections or sessions the receiver let in
 	Failed   atomic.Int64 // dials or hellos that failed (shed, refused)
 	Accepted atomic.Int64 // offers accepted
@@ -87,12 +88,13 @@ func (s *Stats) String() string {
 // refused or ended, so a flood that is shed does not spin.
 const pause = 20 * time.Millisecond
 
-// flood runs n workers of one until ctx ends.
-func flood(ctx context.Context, n int, one func(ctx context.Context)) {
+// flood runs n workers of one until ctx ends, counting the attempts in st.
+func flood(ctx context.Context, st *Stats, n int, one func(ctx context.Context)) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
 			for ctx.Err() == nil {
+				st.Tried.Add(1)
 				one(ctx)
 				select {
 				case <-ctx.Done():
@@ -111,7 +113,7 @@ func (p Peer) FloodIdleTCP(ctx context.Context, addr string, n int, st *Stats) {
 	if p.From != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(p.From)}
 	}
-	flood(ctx, n, func(ctx context.Context) {
+	flood(ctx, st, n, func(ctx context.Context) {
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			st.Failed.Add(1)
@@ -139,7 +141,7 @@ func (p Peer) FloodSilentQUIC(ctx context.Context, addr string, n int, st *Stats
 	if err != nil {
 		return err
 	}
-	flood(ctx, n, func(ctx context.Context) {
+	flood(ctx, st, n, func(ctx context.Context) {
 		start := time.Now()
 		s, err := quic.Dial(ctx, addr, id.TLSConfig(false, nil), p.config())
 		if err != nil {
@@ -160,11 +162,32 @@ func (p Peer) FloodSilentQUIC(ctx context.Context, addr string, n int, st *Stats
 	return nil
 }
 
+// FloodStalledHandshakes keeps n QUIC handshakes with addr that never
+// finish: each sends its first flight (the ClientHello) and, once the
+// receiver answered, nothing more, until the receiver ends it or its
+// handshake times out; then another comes, until ctx ends.
+func (p Peer) FloodStalledHandshakes(ctx context.Context, addr string, n int, st *Stats) error {
+	id, err := p.identity()
+	if err != nil {
+		return err
+	}
+	flood(ctx, st, n, func(ctx context.Context) {
+		start := time.Now()
+		err := quic.StallHandshake(ctx, addr, id.TLSConfig(false, nil), p.From, 10*time.Second)
+		if err != nil || time.Since(start) < time.Second && ctx.Err() == nil {
+			st.Failed.Add(1)
+		} else {
+			st.Opened.Add(1)
+		}
+	})
+	return nil
+}
+
 // FloodOffers keeps n offers of files waiting at the receiver over kind,
 // each from a fresh identity: as soon as one is answered, another comes.
 // An accepted offer is held (no data follows) until ctx ends.
 func (p Peer) FloodOffers(ctx context.Context, kind, addr string, n int, files []wire.FileEntry, st *Stats) {
-	flood(ctx, n, func(ctx context.Context) {
+	flood(ctx, st, n, func(ctx context.Context) {
 		s, err := p.Connect(ctx, kind, addr, "flood")
 		if err == nil {
 			defer s.Close()
@@ -206,7 +229,7 @@ func (p Peer) FloodWindows(ctx context.Context, addr string, n, streams int, st 
 	}
 	hdr := join.AppendHeader(nil, join.NewToken(), join.FlagNew)
 	junk := make([]byte, 64<<10)
-	flood(ctx, n, func(ctx context.Context) {
+	flood(ctx, st, n, func(ctx context.Context) {
 		start := time.Now()
 		c, err := quic.DialRaw(ctx, addr, id.TLSConfig(false, nil), p.config())
 		if err != nil {
@@ -258,7 +281,7 @@ func (p Peer) FloodWindows(ctx context.Context, addr string, n, streams int, st 
 // nonce, the tries the attacker got; Failed the refusals.
 func (p Peer) GrindPairing(ctx context.Context, kind, addr string, n int, st *Stats, tries *atomic.Int64) {
 	var count atomic.Int64
-	flood(ctx, n, func(ctx context.Context) {
+	flood(ctx, st, n, func(ctx context.Context) {
 		id, err := p.identity()
 		if err != nil {
 			return

@@ -32,6 +32,12 @@ type Peer struct {
 	// how a device becomes trusted now); PairedAt says when.
 	Paired   bool      `json:"paired,omitempty"`
 	PairedAt time.Time `json:"paired_at,omitzero"`
+	// Rendezvous is the secret shared with a paired device for finding it
+	// beyond the LAN (hex; package engine/internal/rendezvous), agreed at
+	// pairing or at the first contact after it; RendezvousAt says when.
+	// Files written before issue #29 have none.
+	Rendezvous   string    `json:"rendezvous,omitempty"`
+	RendezvousAt time.Time `json:"rendezvous_at,omitzero"`
 }
 
 // KeyChangedError reports a known device (by address) that now presents a different key.
@@ -300,6 +306,24 @@ func (s *Store) Pair(id peer.ID, name, addr string, at time.Time) error {
 		p.LastAddrs = p.LastAddrs[:min(len(p.LastAddrs), maxAddrs)]
 	}
 	p.AlwaysAccept, p.Paired, p.PairedAt = true, true, at
+	s.mu.Unlock()
+	return s.save()
+}
+
+// ErrNotPaired is returned when asked to keep a rendezvous secret for a
+// device the user did not pair with.
+var ErrNotPaired = errors.New("this device is not paired")
+
+// SetRendezvous keeps the rendezvous secret (hex) shared with a paired
+// device, replacing the one before. Only a paired device has one.
+func (s *Store) SetRendezvous(id peer.ID, secret string, at time.Time) error {
+	s.mu.Lock()
+	p, ok := s.byID[id.String()]
+	if !ok || !p.Paired {
+		s.mu.Unlock()
+		return fmt.Errorf("trust store: rendezvous secret for %s: %w", id.Short(), ErrNotPaired)
+	}
+	p.Rendezvous, p.RendezvousAt = secret, at
 	s.mu.Unlock()
 	return s.save()
 }

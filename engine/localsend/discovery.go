@@ -67,6 +67,10 @@ type DiscoveryConfig struct {
 	// interface that is up and multicast-capable). It is called by
 	// NewDiscoverer only.
 	Interfaces func() ([]net.Interface, error)
+	// Download, when set, says whether this device serves the download API
+	// now (a share is open: Server.Info().Download); announcements then
+	// carry download: true.
+	Download func() bool
 	// OnDevice hears every device seen or seen again; it must not block.
 	OnDevice func(Device)
 	// AnnounceEvery announces again at this interval after the first
@@ -421,6 +425,9 @@ func (d *Discoverer) announcement(announce bool) []byte {
 	in := d.cfg.Info
 	in.Version = ProtocolVersion
 	in.Announce = &announce
+	if d.cfg.Download != nil {
+		in.Download = d.cfg.Download()
+	}
 	b, _ := json.Marshal(in)
 	return b
 }

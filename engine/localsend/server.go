@@ -128,6 +128,9 @@ type ServerConfig struct {
 	BodyTimeout time.Duration
 	// PINLockout is how long an address that gave 3 wrong PINs gets 429 (0: 5 minutes).
 	PINLockout time.Duration
+	// Shared is the share open now for the download API (prepare-download,
+	// download; download.go), nil when none; nil Shared: never.
+	Shared func() Shared
 	// Log takes the server's debug lines; nil discards them.
 	Log *slog.Logger
 	// Now is the clock (nil: time.Now).
@@ -151,6 +154,7 @@ type Server struct {
 	sessions map[string]*session
 	pending  map[*pendingOffer]struct{}
 	pins     map[netip.Addr]*pinState
+	dls      downloadSessions
 	closed   bool
 	lns      []net.Listener
 	// withdrawn refuses new offers (Withdraw); onIdle is called once
@@ -222,6 +226,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux.HandleFunc("POST "+apiPrefix+"cancel", s.cancel)
 	mux.HandleFunc("POST "+apiPrefix+"register", s.register)
 	mux.HandleFunc("GET "+apiPrefix+"info", s.infoRoute)
+	mux.HandleFunc("POST "+apiPrefix+"prepare-download", s.prepareDownload)
+	mux.HandleFunc("GET "+apiPrefix+"download", s.download)
 	clientAuth := tls.RequestClientCert
 	if cfg.RequireClientCert {
 		clientAuth = tls.RequireAnyClientCert
@@ -243,8 +249,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 }
 
 // Info is this device as the server describes it (announcements, register
-// answers); Port is 0 until the caller sets it.
-func (s *Server) Info() Info { return s.info }
+// answers); Port is 0 until the caller sets it. Download says whether a
+// share is open for the download API now.
+func (s *Server) Info() Info {
+	i := s.info
+	i.Download = s.shared() != nil
+	return i
+}
 
 // Fingerprint is this server's fingerprint.
 func (s *Server) Fingerprint() string { return s.info.Fingerprint }
@@ -340,7 +351,7 @@ func (s *Server) infoRoute(w http.ResponseWriter, r *http.Request) {
 // answerInfo is this device as info and register answers give it, with
 // the port the request came in on.
 func (s *Server) answerInfo(r *http.Request) Info {
-	i := s.info
+	i := s.Info()
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && i.Port == 0 {
 		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
 			i.Port = int(ap.Port())
@@ -369,7 +380,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 // checkPIN applies the PIN rule to a prepare-upload from addr: nil when no
 // PIN is set or the right one was given.
 func (s *Server) checkPIN(addr netip.Addr, pin string) error {
-	if s.cfg.PIN == "" {
+	return s.checkPINFor(s.cfg.PIN, addr, pin)
+}
+
+// checkPINFor applies the PIN rule against want (the upload PIN, or a
+// share's): nil when want is empty or pin is it. Wrong PINs from one
+// address count together whichever PIN they were for.
+func (s *Server) checkPINFor(want string, addr netip.Addr, pin string) error {
+	if want == "" {
 		return nil
 	}
 	s.mu.Lock()
@@ -386,7 +404,7 @@ func (s *Server) checkPIN(addr netip.Addr, pin string) error {
 	if pin == "" {
 		return ErrPINRequired // a missing PIN is a question, not a wrong try
 	}
-	if subtle.ConstantTimeCompare([]byte(pin), []byte(s.cfg.PIN)) == 1 {
+	if subtle.ConstantTimeCompare([]byte(pin), []byte(want)) == 1 {
 		delete(s.pins, addr)
 		return nil
 	}

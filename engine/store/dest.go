@@ -79,11 +79,11 @@ type Dest struct {
 	// still in use.
 	folders map[string]*folder
 	gone    map[*folder]struct{}
-	// dirs caches resolveDir: offered folder (slash path) -> the folder its
-	// files go to, checked to be a folder still on every use. Resolving
-	// element by element from the top costs a walk per element (os.Root
-	// opens every element of a path): for a file 8 folders deep, 80 system
-	// calls, twice per file; the check is one walk.
+	// dirs caches resolveFolder: offered folder (slash path) -> the folder
+	// its files go to, used while that folder is still inside the
+	// destination (folder.inside, one system call). Resolving element by
+	// element from the top cost a walk per element (os.Root opens every
+	// element of a path): for a file 8 folders deep, 80 system calls.
 	dirs map[string]string
 }
 
@@ -126,19 +126,11 @@ func Open(dir string) (*Dest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
-	f, err := root.Open(".")
+	top, err := newFolder(root, ".", 0)
 	if err != nil {
-		root.Close()
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
-	id, err := f.Stat()
-	if err != nil {
-		f.Close()
-		root.Close()
-		return nil, fmt.Errorf("store: open %q: %w", dir, err)
-	}
-	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{},
-		top:     &folder{path: ".", id: id, root: root, dir: f},
+	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, top: top,
 		folders: map[string]*folder{}, gone: map[*folder]struct{}{}}
 	d.link = d.linkNames
 	d.rename = d.renameNoReplace
@@ -181,6 +173,11 @@ type Partial struct {
 
 	let sync.Once // gives back the reference to fo
 
+	// length is the file's length while it is known without asking the
+	// file system (a fresh partial written only through WriteAt: the end
+	// of its furthest write), else -1. Finalize then needs no truncate.
+	length atomic.Int64
+
 	w *fileio.Writer // how bytes reach the file (SetBufferedIO)
 
 	closeOnce sync.Once
@@ -201,7 +198,14 @@ func (p *Partial) WriteAt(b []byte, off int64) (int, error) {
 	if err := p.inside(); err != nil {
 		return 0, err
 	}
-	return p.w.WriteAt(b, off)
+	n, err := p.w.WriteAt(b, off)
+	for end := off + int64(n); ; {
+		old := p.length.Load()
+		if old < 0 || old >= end || p.length.CompareAndSwap(old, end) {
+			break
+		}
+	}
+	return n, err
 }
 
 // inside fails with ErrMovedOut unless the partial is still the file of
@@ -235,6 +239,7 @@ func (p *Partial) Reserve(size int64) error {
 	if err := p.inside(); err != nil {
 		return err
 	}
+	p.length.Store(-1) // preallocation may set it
 	return p.w.Reserve(size)
 }
 
@@ -244,7 +249,10 @@ func (p *Partial) ReadAt(b []byte, off int64) (int, error) { return p.f.ReadAt(b
 
 // Truncate sets the partial's size, e.g. to cut it back to the last verified
 // chunk before resuming.
-func (p *Partial) Truncate(size int64) error { return p.f.Truncate(size) }
+func (p *Partial) Truncate(size int64) error {
+	p.length.Store(-1)
+	return p.f.Truncate(size)
+}
 
 // Size returns the partial's current size: how much a reused partial holds.
 func (p *Partial) Size() (int64, error) {
@@ -306,7 +314,7 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		subName := numbered(base, n, true) + PartialSuffix
 		// O_EXCL: created here and now, never an existing file or a
 		// symlink's target.
-		f, err := fo.root.OpenFile(subName, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := fo.create(subName)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -317,8 +325,10 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		p, err := d.adopt(f, filepath.Join(fo.path, subName), true)
 		if err == nil {
 			p.fo, p.base = fo, subName
-			// The folder may have moved between its resolution and the create.
-			if err = p.inside(); err != nil {
+			// The folder may have moved between its resolution and the
+			// create (the file itself was just made there, by that name).
+			if !fo.inside(d) {
+				err = fmt.Errorf("%s: %w", filepath.ToSlash(fo.path), ErrMovedOut)
 				p.Close()
 			}
 		}
@@ -420,6 +430,9 @@ func (d *Dest) adopt(f *os.File, name string, fresh bool) (*Partial, error) {
 		mode = fileio.Buffered
 	}
 	p := &Partial{f: f, name: name, d: d, id: fi, w: fileio.NewWriter(f, mode)}
+	if !fresh {
+		p.length.Store(-1) // whatever an earlier attempt left
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// The file system decides which names are the same file, so compare
@@ -442,7 +455,7 @@ func (d *Dest) PartialPath(rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := d.resolveDir(dirs, false)
+	dir, err := d.resolveDir(dirs)
 	if err != nil {
 		return "", fmt.Errorf("store: partial path %q: %w", rel, err)
 	}
@@ -483,11 +496,13 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	if size < 0 {
 		return "", fmt.Errorf("store: finalize %q: negative size %d", rel, size)
 	}
-	if err := p.inside(); err != nil { // before the truncate, which writes too
-		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
-	}
-	if err := d.truncate(p, size); err != nil {
-		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	if p.length.Load() != size {
+		if err := p.inside(); err != nil { // before the truncate, which writes too
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
+		if err := d.truncate(p, size); err != nil {
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
 	}
 	if err := d.syncClose(p); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
@@ -598,70 +613,96 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 }
 
 // resolveDir maps a peer's folder elements to an OS-form path inside the
-// root, applying the folder-clash rule documented on Dest, and creates the
-// folders if create is set.
-func (d *Dest) resolveDir(elems []string, create bool) (string, error) {
+// root, applying the folder-clash rule documented on Dest, without creating
+// anything (PartialPath): the folder resolveFolder would use, or the first
+// name it would create.
+func (d *Dest) resolveDir(elems []string) (string, error) {
 	if len(elems) == 0 {
 		return "", nil
 	}
-	key := strings.Join(elems, "/")
 	d.mu.Lock()
-	dir, ok := d.dirs[key]
+	dir, ok := d.dirs[strings.Join(elems, "/")]
 	d.mu.Unlock()
 	if ok {
 		if fi, err := d.root.Lstat(dir); err == nil && fi.IsDir() {
 			return dir, nil
 		}
 	}
-	return d.walkDir(elems, create)
-}
-
-// resolveFolder is resolveDir(elems, true) returning the folder, acquired
-// (release it): a cached resolution is used while its folder is still
-// inside the destination (folder.inside), without walking its path.
-func (d *Dest) resolveFolder(elems []string) (*folder, error) {
-	if len(elems) == 0 {
-		return d.top, nil
-	}
-	d.mu.Lock()
-	dir, ok := d.dirs[strings.Join(elems, "/")]
-	d.mu.Unlock()
-	if ok {
-		if fo, err := d.acquire(dir); err == nil {
-			return fo, nil
-		}
-	}
-	dir, err := d.walkDir(elems, true)
-	if err != nil {
-		return nil, err
-	}
-	return d.acquire(dir)
-}
-
-// walkDir resolves elems element by element from the destination's Root
-// (resolveElem) and caches the result when it created the folders.
-func (d *Dest) walkDir(elems []string, create bool) (string, error) {
-	key := strings.Join(elems, "/")
-	dir := ""
+	dir = ""
 	for _, e := range elems {
-		next, err := d.resolveElem(dir, e, create)
+		next, err := d.resolveElem(dir, e)
 		if err != nil {
 			return "", err
 		}
 		dir = next
 	}
-	if create { // it exists now
+	return dir, nil
+}
+
+// resolveFolder is resolveDir(elems, true) returning the folder, acquired
+// (release it). It starts from the deepest folder of the path resolved
+// before whose folder is still inside the destination (folder.inside), and
+// resolves the rest one element at a time inside its parent, held open
+// (resolveIn): a file in a known folder costs one check, and each new
+// folder a few system calls, not a walk of its whole path from the top.
+func (d *Dest) resolveFolder(elems []string) (*folder, error) {
+	fo, known := d.top, 0
+	for n := len(elems); n > 0 && known == 0; n-- {
+		d.mu.Lock()
+		dir, ok := d.dirs[strings.Join(elems[:n], "/")]
+		d.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if f, err := d.acquire(dir); err == nil {
+			fo, known = f, n
+		}
+	}
+	for i := known; i < len(elems); i++ {
+		next, err := d.resolveIn(fo, elems[i])
+		d.release(fo)
+		if err != nil {
+			return nil, err
+		}
+		fo = next
 		d.mu.Lock()
 		if d.dirs == nil || len(d.dirs) >= maxCachedDirs {
 			d.dirs = map[string]string{}
 		}
-		d.dirs[key] = dir
+		d.dirs[strings.Join(elems[:i+1], "/")] = fo.path
 		d.mu.Unlock()
 	}
-	return dir, nil
+	return fo, nil
 }
 
-func (d *Dest) resolveElem(parent, elem string, create bool) (string, error) {
+// resolveIn applies the folder-clash rule (see Dest) to the peer's folder
+// element elem inside parent, creating the folder if needed, and returns it
+// acquired.
+func (d *Dest) resolveIn(parent *folder, elem string) (*folder, error) {
+	for n := 0; n < maxNumbered; n++ {
+		name := numbered(elem, n, false)
+		fi, err := parent.root.Lstat(name)
+		if err == nil && !fi.IsDir() {
+			continue // never descend into a file, symlink or device
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			err = parent.root.Mkdir(name, 0o755)
+			if errors.Is(err, fs.ErrExist) {
+				// Someone created it first; if it is a folder, share it.
+				if fi, err = parent.root.Lstat(name); err != nil || !fi.IsDir() {
+					continue
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("folder %q: %w", elem, err)
+		}
+		return d.acquireIn(parent, name)
+	}
+	return nil, fmt.Errorf("folder %q: %w", elem, ErrTooManyCopies)
+}
+
+func (d *Dest) resolveElem(parent, elem string) (string, error) {
 	for n := 0; n < maxNumbered; n++ {
 		name := filepath.Join(parent, numbered(elem, n, false))
 		fi, err := d.root.Lstat(name)
@@ -674,20 +715,7 @@ func (d *Dest) resolveElem(parent, elem string, create bool) (string, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return "", err
 		}
-		if !create {
-			return name, nil
-		}
-		err = d.root.Mkdir(name, 0o755)
-		if err == nil {
-			return name, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", err
-		}
-		// Someone created it first; if it is a folder, share it.
-		if fi, err := d.root.Lstat(name); err == nil && fi.IsDir() {
-			return name, nil
-		}
+		return name, nil
 	}
 	return "", fmt.Errorf("folder %q: %w", elem, ErrTooManyCopies)
 }

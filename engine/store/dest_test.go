@@ -914,3 +914,41 @@ func TestMovedAncestorDropsCachedFolders(t *testing.T) {
 		t.Errorf("%d dropped folders still open after the partial let go", len(d.gone))
 	}
 }
+
+// Finalize skips the truncate only when the partial's length is known to
+// be the declared size: a fresh partial written past it, short of it,
+// reserved or truncated is still cut (or extended) to exactly that size.
+func TestFinalizeExactSize(t *testing.T) {
+	d, dir := openDest(t)
+	for _, c := range []struct {
+		name  string
+		write func(p *Partial) error
+		size  int64
+		want  string
+	}{
+		{"exact", func(p *Partial) error { _, err := p.WriteAt([]byte("12345"), 0); return err }, 5, "12345"},
+		{"past", func(p *Partial) error { _, err := p.WriteAt([]byte("1234567"), 0); return err }, 5, "12345"},
+		{"short", func(p *Partial) error { _, err := p.WriteAt([]byte("123"), 0); return err }, 5, "123\x00\x00"},
+		{"empty", func(p *Partial) error { return nil }, 0, ""},
+		{"truncated", func(p *Partial) error {
+			if _, err := p.WriteAt([]byte("12345"), 0); err != nil {
+				return err
+			}
+			return p.Truncate(9)
+		}, 5, "12345"},
+	} {
+		p, err := d.CreatePartial(c.name + "/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.write(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Finalize(p, c.name+"/f", c.size); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, c.name, "f")); err != nil || string(b) != c.want {
+			t.Errorf("%s: final file %q, %v; want %q", c.name, b, err, c.want)
+		}
+	}
+}

@@ -42,6 +42,12 @@ func (d *Dest) openFolder(dir string) (*folder, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newFolder(r, dir, strings.Count(dir, string(filepath.Separator))+1)
+}
+
+// newFolder makes a folder of the Root r opened on path; it closes r if
+// that fails.
+func newFolder(r *os.Root, path string, depth int) (*folder, error) {
 	f, err := r.Open(".")
 	if err != nil {
 		r.Close()
@@ -53,7 +59,7 @@ func (d *Dest) openFolder(dir string) (*folder, error) {
 		r.Close()
 		return nil, err
 	}
-	return &folder{path: dir, depth: strings.Count(dir, string(filepath.Separator)) + 1, id: id, root: r, dir: f}, nil
+	return &folder{path: path, depth: depth, id: id, root: r, dir: f}, nil
 }
 
 // acquire returns the folder dir (OS form, relative to the destination;
@@ -84,13 +90,42 @@ func (d *Dest) acquire(dir string) (*folder, error) {
 	if err != nil {
 		return nil, err
 	}
+	return d.cache(fo), nil
+}
+
+// acquireIn is acquire for the folder name (one element) inside parent, a
+// folder held open and just checked: it is opened from there (one openat
+// that follows no symlink), not by walking its path from the top.
+func (d *Dest) acquireIn(parent *folder, name string) (*folder, error) {
+	dir := filepath.Join(parent.path, name)
+	d.mu.Lock()
+	fo := d.folders[dir]
+	d.mu.Unlock()
+	if fo != nil {
+		return d.acquire(dir)
+	}
+	r, err := parent.root.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	fo, err = newFolder(r, dir, parent.depth+1)
+	if err != nil {
+		return nil, err
+	}
+	return d.cache(fo), nil
+}
+
+// cache puts a folder just opened into the cache with one reference, or
+// returns (with a reference) the one a concurrent call put there first. To
+// stay within maxFolders it closes a folder nobody uses.
+func (d *Dest) cache(fo *folder) *folder {
 	fo.refs = 1
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old := d.folders[dir]; old != nil { // a concurrent acquire opened it first
+	if old := d.folders[fo.path]; old != nil {
 		old.refs++
 		fo.close()
-		return old, nil
+		return old
 	}
 	if len(d.folders) >= maxFolders {
 		for k, other := range d.folders {
@@ -101,8 +136,8 @@ func (d *Dest) acquire(dir string) (*folder, error) {
 			}
 		}
 	}
-	d.folders[dir] = fo
-	return fo, nil
+	d.folders[fo.path] = fo
+	return fo
 }
 
 // hold is acquire without the check that a cached folder is still inside

@@ -151,17 +151,30 @@ func isWindowsDevice(e string) bool {
 		e = e[:i]
 	}
 	e = strings.TrimRight(e, " ")
-	switch strings.ToUpper(e) {
-	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
-		return true
+	// This runs for every element of every received file's path: rule most
+	// out by length (names are 3-7 bytes; upper-casing shrinks a dotless ı
+	// by a byte) and upper-case only what is not ASCII.
+	if len(e) < 3 || len(e) > 8 {
+		return false
+	}
+	for i := 0; i < len(e); i++ {
+		if e[i] >= utf8.RuneSelf {
+			e = strings.ToUpper(e)
+			break
+		}
+	}
+	for _, dev := range []string{"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} {
+		if strings.EqualFold(e, dev) {
+			return true
+		}
 	}
 	// COM0-9, LPT0-9 and the superscript digits ¹ ² ³, which Windows also
 	// maps to COM1-3/LPT1-3.
 	if len(e) < 4 {
 		return false
 	}
-	prefix, digit := strings.ToUpper(e[:3]), e[3:]
-	if prefix != "COM" && prefix != "LPT" {
+	prefix, digit := e[:3], e[3:]
+	if !strings.EqualFold(prefix, "COM") && !strings.EqualFold(prefix, "LPT") {
 		return false
 	}
 	switch digit {

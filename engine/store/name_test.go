@@ -118,6 +118,7 @@ var pathCases = []struct {
 	{"LPT³", ErrReservedName},
 	{"CONIN$", ErrReservedName},
 	{"conout$.txt", ErrReservedName},
+	{"conın$.txt", ErrReservedName}, // a dotless ı upper-cases to I
 	// Our own suffix.
 	{"a.partial", ErrReservedName},
 	{"dir/a.txt.partial", ErrReservedName},

@@ -14,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Benchmarks of a link beside a plain file server on loopback, in the same
@@ -94,23 +96,28 @@ func curl(b *testing.B, args ...string) {
 	}
 }
 
-// BenchmarkDownload fetches one file through a share link and through a
-// plain file server, with Go's client and with curl.
-func BenchmarkDownload(b *testing.B) {
-	size := benchSize(b)
+// downloadPair shares a file of benchSize through a link and a plain file
+// server, and returns its size and both URLs.
+func downloadPair(b *testing.B) (size int64, link, plain string) {
+	size = benchSize(b)
 	file := benchFile(b, size)
 	s, err := Listen("127.0.0.1:0", Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
 	l, err := s.Share([]string{file}, ShareOptions{LinkOptions: LinkOptions{MaxDevices: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	drain(l)
-	link := base(s) + l.Path() + "f/0/big.bin"
-	plain := plainServer(b, filepath.Dir(file)) + "/big.bin"
+	return size, base(s) + l.Path() + "f/0/big.bin", plainServer(b, filepath.Dir(file)) + "/big.bin"
+}
+
+// BenchmarkDownload fetches one file through a share link and through a
+// plain file server, with Go's client and with curl.
+func BenchmarkDownload(b *testing.B) {
+	size, link, plain := downloadPair(b)
 	_, haveCurl := exec.LookPath("curl")
 	for _, c := range []struct {
 		name string
@@ -126,11 +133,39 @@ func BenchmarkDownload(b *testing.B) {
 		}
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(size)
+			cpu := cpuTime()
 			for b.Loop() {
 				c.run()
 			}
+			reportCPU(b, cpu)
 		})
 	}
+}
+
+// BenchmarkDownloadPaired fetches the file from the link and from the plain
+// server in turns with Go's client, so both see the same load, and reports
+// each one's wall and CPU seconds per GiB and their ratios (CPU: client
+// and server together, both in this process).
+func BenchmarkDownloadPaired(b *testing.B) {
+	size, link, plain := downloadPair(b)
+	fetch(b, plain, size) // the page cache holds the file for both
+	var wall, cpu [2]time.Duration
+	b.SetBytes(2 * size)
+	for b.Loop() {
+		for i, u := range []string{link, plain} {
+			t0, c0 := time.Now(), cpuTime()
+			fetch(b, u, size)
+			wall[i] += time.Since(t0)
+			cpu[i] += cpuTime() - c0
+		}
+	}
+	gib := float64(b.N) * float64(size) / (1 << 30)
+	b.ReportMetric(wall[0].Seconds()/gib, "link-s/GiB")
+	b.ReportMetric(wall[1].Seconds()/gib, "plain-s/GiB")
+	b.ReportMetric(cpu[0].Seconds()/gib, "link-cpu-s/GiB")
+	b.ReportMetric(cpu[1].Seconds()/gib, "plain-cpu-s/GiB")
+	b.ReportMetric(wall[0].Seconds()/wall[1].Seconds(), "wall-link/plain")
+	b.ReportMetric(cpu[0].Seconds()/cpu[1].Seconds(), "cpu-link/plain")
 }
 
 // BenchmarkUpload sends one file through a receive link with a tus client
@@ -293,6 +328,23 @@ func tusStream(b testing.TB, endpoint, name string, size int64) {
 			return
 		}
 	}
+}
+
+// cpuTime is the CPU time (user+sys) of this process and its waited-for
+// children (curl) so far: on a loaded machine it says more than the
+// wall clock.
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+}
+
+// reportCPU reports the CPU seconds per operation since since (client and
+// server together: both run here).
+func reportCPU(b *testing.B, since time.Duration) {
+	b.ReportMetric((cpuTime()-since).Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // peakRSS is the process's peak resident set (Linux VmHWM), 0 elsewhere.

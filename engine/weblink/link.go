@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,6 +237,18 @@ type Activity struct {
 	// when it differs from Name ("photo (1).jpg").
 	SavedAs string
 	Err     error // why it did not finish, when Done
+}
+
+// Devices returns the addresses of the devices that opened the link.
+func (l *Link) Devices() []netip.Addr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]netip.Addr, 0, len(l.devices))
+	for d := range l.devices {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
 }
 
 // Activities returns the link's transfers, oldest first.

@@ -14,6 +14,30 @@ const maxFormBytes = 4 << 10
 
 // serve answers a request for the link; rest is the path after the token.
 func (l *Link) serve(w http.ResponseWriter, r *http.Request, rest string) {
+	l.enter(w, r, func() { l.route(w, r, rest) })
+}
+
+// ServeFile answers r with file i of a share link (Files' order) the way
+// the link's page downloads it: ranges, an Activity of the device r comes
+// from with its progress, Once, and 410 once the link ended. It is for
+// another protocol's server that serves the share too (LocalSend's
+// download API), which decided beforehand who may download: no PIN is
+// asked here; the link's bound on devices holds.
+func (l *Link) ServeFile(w http.ResponseWriter, r *http.Request, i int) {
+	if l.share == nil || i < 0 || i >= len(l.share.files) {
+		notFound(w)
+		return
+	}
+	l.enter(w, r, func() {
+		if dev, ok := l.admit(w, r); ok {
+			l.share.serveFile(w, r, i, dev)
+		}
+	})
+}
+
+// enter runs fn as one of the link's requests: not at all once the link
+// ended (410), and cut short when it ends meanwhile.
+func (l *Link) enter(w http.ResponseWriter, r *http.Request, fn func()) {
 	if l.expired() {
 		l.end(ErrExpired)
 	}
@@ -38,7 +62,11 @@ func (l *Link) serve(w http.ResponseWriter, r *http.Request, rest string) {
 		rc.SetReadDeadline(past)
 		rc.SetWriteDeadline(past)
 	})()
+	fn()
+}
 
+// route answers a request of the link's own pages.
+func (l *Link) route(w http.ResponseWriter, r *http.Request, rest string) {
 	dev, ok := l.admit(w, r)
 	if !ok {
 		return

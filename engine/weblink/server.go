@@ -46,6 +46,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -125,6 +126,7 @@ type Server struct {
 	ln   *limitListener
 	srv  *http.Server
 	done chan struct{} // closed when Serve returned
+	err  error         // why Serve returned, once done is closed
 
 	mu    sync.Mutex       // guards the fields below
 	links map[string]*Link // open links by token
@@ -162,9 +164,27 @@ func Serve(ln net.Listener, opts Options) *Server {
 	}
 	go func() {
 		defer close(s.done)
-		s.srv.Serve(s.ln)
+		s.err = s.srv.Serve(s.ln)
 	}()
 	return s
+}
+
+// Done is closed when the server stopped serving: closed, or its listener
+// failed (Err says why).
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Err is why the server stopped serving before Close was called, or nil
+// (still serving, or closed).
+func (s *Server) Err() error {
+	select {
+	case <-s.done:
+	default:
+		return nil
+	}
+	if errors.Is(s.err, http.ErrServerClosed) {
+		return nil
+	}
+	return s.err
 }
 
 // Addr is the address the server listens on.
@@ -289,6 +309,48 @@ func (s *Server) URLs(l *Link, hosts []netip.Addr) []string {
 		out = append(out, "http://"+netip.AddrPortFrom(h, uint16(s.Port())).String()+l.Path())
 	}
 	return out
+}
+
+// Hosts are the addresses a browser on the network can reach the server
+// at: the one it listens on, or every up interface's unicast address (IPv4
+// first; link-local IPv6 left out: a browser cannot use a zone), or
+// 127.0.0.1 when there is none.
+func (s *Server) Hosts() []netip.Addr {
+	if ap, err := netip.ParseAddrPort(s.Addr().String()); err == nil && !ap.Addr().IsUnspecified() {
+		return []netip.Addr{ap.Addr().Unmap()}
+	}
+	var hosts []netip.Addr
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			pfx, err := netip.ParsePrefix(a.String())
+			if err != nil {
+				continue
+			}
+			ip := pfx.Addr().Unmap()
+			if ip.IsLinkLocalUnicast() || ip.IsLoopback() || ip.IsMulticast() {
+				continue
+			}
+			hosts = append(hosts, ip)
+		}
+	}
+	slices.SortStableFunc(hosts, func(a, b netip.Addr) int {
+		switch {
+		case a.Is4() && !b.Is4():
+			return -1
+		case b.Is4() && !a.Is4():
+			return 1
+		}
+		return 0
+	})
+	if len(hosts) == 0 {
+		hosts = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	}
+	return hosts
 }
 
 // ServeHTTP routes a request: static assets under /a/, links under /l/.

@@ -1,6 +1,10 @@
 package wire
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
+)
 
 // Hello is the first message on the control stream, in both directions.
 type Hello struct {
@@ -16,6 +20,11 @@ type Hello struct {
 	// in the dialer's hello the commitment to its nonce, in the listener's
 	// hello its nonce (hex). A PairReveal from the dialer follows.
 	Pair string `json:"pair,omitempty"`
+	// Rendezvous, with FeatureRendezvous, is the fingerprint of the
+	// rendezvous secret this side holds for the peer ("" for none; see
+	// engine/internal/rendezvous). When the two differ, paired devices both
+	// adopt the secret of this session's pairing step.
+	Rendezvous string `json:"rendezvous,omitempty"`
 }
 
 // PairReveal is the dialer's nonce, which its hello committed to. It comes
@@ -170,6 +179,9 @@ func (m *Hello) validate() error {
 		if len(f) > 32 {
 			return protoErr("hello: feature name of %d bytes", len(f))
 		}
+	}
+	if err := rendezvous.CheckFingerprint(m.Rendezvous); err != nil {
+		return protoErr("hello: %v", err)
 	}
 	return nil
 }

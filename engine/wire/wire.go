@@ -48,6 +48,9 @@ const (
 const (
 	FeatureResume = "resume" // it reports what it holds of an earlier attempt (Have)
 	FeatureText   = "text"   // it takes offers with a text item (Offer.Text)
+	// FeatureRendezvous: its pairing step also settles the rendezvous
+	// secret (Hello.Rendezvous), the pairing exchange's step for issue #29.
+	FeatureRendezvous = "rendezvous"
 )
 
 func protoErr(format string, args ...any) error {

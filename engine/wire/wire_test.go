@@ -23,7 +23,7 @@ func root32(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 func validMessages() []wire.Message {
 	return []wire.Message{
 		&wire.Hello{Version: wire.Version, Name: "Ana's laptop ✈", ID: validID, OS: "linux",
-			Features: []string{"resume", "pair"}, Pair: "commit"},
+			Features: []string{"resume", "pair", "rendezvous"}, Pair: "commit", Rendezvous: "0123456789abcdef"},
 		&wire.Hello{Version: 1, Name: "", ID: validID},
 		&wire.Offer{Transfer: "t-1", ChunkSize: wire.MinChunkSize, Files: 3, TotalBytes: 1 << 40, Manifest: "m"},
 		&wire.Offer{Transfer: strings.Repeat("x", 64), ChunkSize: wire.MaxChunkSize, Files: wire.MaxFiles},
@@ -258,6 +258,11 @@ var hostileCases = []struct {
 	{"hello 33 features", frame(wire.THello, `{"version":1,"id":"`+validID+`","features":[`+strings.Repeat(`"f",`, 32)+`"f"]}`), wire.ErrProtocol},
 	{"hello long os", frame(wire.THello, `{"version":1,"id":"`+validID+`","os":"`+strings.Repeat("o", 33)+`"}`), wire.ErrProtocol},
 	{"hello long pair", frame(wire.THello, `{"version":1,"id":"`+validID+`","pair":"`+strings.Repeat("p", 257)+`"}`), wire.ErrProtocol},
+	{"hello rendezvous short", frame(wire.THello, `{"version":1,"id":"`+validID+`","rendezvous":"abc"}`), wire.ErrProtocol},
+	{"hello rendezvous long", frame(wire.THello, `{"version":1,"id":"`+validID+`","rendezvous":"`+strings.Repeat("a", 17)+`"}`), wire.ErrProtocol},
+	{"hello rendezvous upper case", frame(wire.THello, `{"version":1,"id":"`+validID+`","rendezvous":"`+strings.Repeat("A", 16)+`"}`), wire.ErrProtocol},
+	{"hello rendezvous not hex", frame(wire.THello, `{"version":1,"id":"`+validID+`","rendezvous":"`+strings.Repeat("g", 16)+`"}`), wire.ErrProtocol},
+	{"hello rendezvous a secret", frame(wire.THello, `{"version":1,"id":"`+validID+`","rendezvous":"`+strings.Repeat("a", 64)+`"}`), wire.ErrProtocol},
 	{"offer no transfer", frame(wire.TOffer, `{"chunk_size":4096,"files":1}`), wire.ErrProtocol},
 	{"offer transfer 65 bytes", frame(wire.TOffer, `{"transfer":"`+strings.Repeat("t", 65)+`","chunk_size":4096}`), wire.ErrProtocol},
 	{"offer chunk size 0", frame(wire.TOffer, `{"transfer":"t","chunk_size":0}`), wire.ErrProtocol},

@@ -25,6 +25,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -536,4 +537,76 @@ func (p *Peer) UploadCount(name string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.Uploads[name]
+}
+
+// Shared is what a device's download API lists (protocol section 5.2).
+type Shared struct {
+	Status    int            // prepare-download's answer
+	Message   string         // its error message, when not 200
+	Info      map[string]any // the sharing device
+	SessionID string
+	Files     map[string]map[string]any // id -> {id, fileName, size, fileType, ...}
+}
+
+// PrepareDownload asks the server at addr for its shared files (POST
+// prepare-download, no body), with sessionID (a session it gave before)
+// and pin when set.
+func (p *Peer) PrepareDownload(ctx context.Context, addr, fingerprint, sessionID, pin string) (*Shared, error) {
+	hc := p.client(fingerprint, false) // a browser, or a CLI: no client certificate
+	defer hc.CloseIdleConnections()
+	q := url.Values{}
+	if sessionID != "" {
+		q.Set("sessionId", sessionID)
+	}
+	if pin != "" {
+		q.Set("pin", pin)
+	}
+	u := "https://" + addr + "/api/localsend/v2/prepare-download"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, _ := http.NewRequestWithContext(ctx, "POST", u, nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	sh := &Shared{Status: resp.StatusCode}
+	if resp.StatusCode != 200 {
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		sh.Message, _ = m["message"].(string)
+		return sh, nil
+	}
+	var ans struct {
+		Info      map[string]any            `json:"info"`
+		SessionID string                    `json:"sessionId"`
+		Files     map[string]map[string]any `json:"files"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return sh, fmt.Errorf("lspeer: prepare-download answer: %w", err)
+	}
+	sh.Info, sh.SessionID, sh.Files = ans.Info, ans.SessionID, ans.Files
+	return sh, nil
+}
+
+// Download fetches one shared file (GET download?sessionId&fileId,
+// protocol section 5.3); it returns the status and, on 200, the bytes.
+func (p *Peer) Download(ctx context.Context, addr, fingerprint, sessionID, fileID string) (int, []byte, error) {
+	hc := p.client(fingerprint, false)
+	defer hc.CloseIdleConnections()
+	q := url.Values{"sessionId": {sessionID}, "fileId": {fileID}}
+	req, _ := http.NewRequestWithContext(ctx, "GET", "https://"+addr+"/api/localsend/v2/download?"+q.Encode(), nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil, nil
+	}
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }

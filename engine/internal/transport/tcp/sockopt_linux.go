@@ -65,12 +65,14 @@ func control(cfg transport.Config) func(network, address string, rc syscall.RawC
 }
 
 // deferAccept is how long, in seconds, the kernel keeps a connection that
-// sent nothing from the listener (TCP_DEFER_ACCEPT): every Ferry dialer
-// speaks first (its TLS ClientHello), so a real connection is accepted at
-// once while idle ones from a flood reach the accept loop only this late
-// and take no handshake place before (issue #27: a flood from the real
-// sender's own address). After it, the kernel hands them over anyway.
-const deferAccept = 5
+// sent nothing from the listener (TCP_DEFER_ACCEPT; it rounds up to its
+// SYN-ACK retransmissions, 1 s then 3 s): every Ferry dialer speaks first
+// (its TLS ClientHello), so a real connection is accepted once its first
+// bytes are there, and starts above any idle one (join.Talking, see
+// arrived), while idle ones from a flood reach the accept loop only later
+// (issue #27: a flood from the real sender's own address). The kernel then
+// hands them over anyway, and they churn among themselves.
+const deferAccept = 1
 
 // listenControl is control for the listening socket, with TCP_DEFER_ACCEPT.
 func listenControl(cfg transport.Config) func(network, address string, rc syscall.RawConn) error {

@@ -14,3 +14,9 @@ func (fo *folder) inside(d *Dest) bool {
 	now, err := d.root.Lstat(fo.path)
 	return err == nil && now.IsDir() && os.SameFile(now, fo.id)
 }
+
+// create creates the file name (one element) in fo, failing if anything
+// has that name (O_EXCL: never an existing file or a symlink's target).
+func (fo *folder) create(name string) (*os.File, error) {
+	return fo.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+}

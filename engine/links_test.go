@@ -1,0 +1,325 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// linkEvent waits for an EventLink of the link id that satisfies ok.
+func linkEvent(t *testing.T, events <-chan Event, id string, ok func(*LinkInfo) bool) *LinkInfo {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventLink && ev.Link.ID == id && ok(ev.Link) {
+				return ev.Link
+			}
+		case <-timeout:
+			t.Fatalf("no such event of link %s", id)
+		}
+	}
+}
+
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+// TestLinks goes through the engine's link API: a share link and a receive
+// link on the receiver table's "links" row, their live lists as events,
+// StopReceiving (receive links end, share links go on), StopLink, and Close.
+func TestLinks(t *testing.T) {
+	e := startReceiver(t, Options{Accept: AcceptAsk}) // no prompt for a link the user showed
+	events, unsub := e.Subscribe(4096)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "notes.txt")
+	data := bytes.Repeat([]byte("ferry "), 20_000)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	share, err := e.ShareLink([]string{src}, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if share.Kind != "share" || share.FileCount != 1 || share.TotalBytes != int64(len(data)) || len(share.URLs) == 0 {
+		t.Fatalf("share link %+v", share)
+	}
+	if !strings.HasPrefix(share.URLs[0], "http://127.0.0.1:") || share.Expires.Sub(time.Now()) < 59*time.Minute {
+		t.Fatalf("share link URL %q, expires %v", share.URLs[0], share.Expires)
+	}
+	var row *ListenerStatus
+	for _, st := range e.Listeners() {
+		if st.Transport == "links" {
+			row = &st
+		}
+	}
+	if row == nil || row.Addr == "" || !strings.HasSuffix(share.URLs[0], "/l/"+share.ID+"/") {
+		t.Fatalf("listeners %+v, link %+v", e.Listeners(), share)
+	}
+	if code, got := get(t, share.URLs[0]+"f/0/notes.txt"); code != 200 || !bytes.Equal(got, data) {
+		t.Fatalf("download: %d, %d bytes", code, len(got))
+	}
+	done := linkEvent(t, events, share.ID, func(l *LinkInfo) bool { return len(l.Activities) == 1 && l.Activities[0].Done })
+	if a := done.Activities[0]; a.Bytes != int64(len(data)) || a.Err != "" || a.Device != "127.0.0.1" || a.Upload {
+		t.Fatalf("download activity %+v", a)
+	}
+	if len(done.Devices) != 1 {
+		t.Fatalf("devices %v", done.Devices)
+	}
+
+	recv, err := e.ReceiveLink(LinkOptions{PIN: "1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recv.Kind != "receive" || !recv.PIN {
+		t.Fatalf("receive link %+v", recv)
+	}
+	if got := e.Links(); len(got) != 2 || got[0].ID != share.ID || got[1].ID != recv.ID {
+		t.Fatalf("links %+v", got)
+	}
+	// The PIN is asked first: an upload without it is refused.
+	req, _ := http.NewRequest(http.MethodPost, recv.URLs[0]+"tus/", nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", "10")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("upload without the PIN: %d", res.StatusCode)
+	}
+	if err := e.StopLink(recv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ended := linkEvent(t, events, recv.ID, func(l *LinkInfo) bool { return l.Ended }); ended.Err != "The link was stopped." {
+		t.Fatalf("stopped link %+v", ended)
+	}
+	if code, _ := get(t, recv.URLs[0]); code != http.StatusGone {
+		t.Fatalf("a stopped link answers %d", code)
+	}
+	if err := e.StopLink(recv.ID); !errors.Is(err, ErrNoLink) {
+		t.Fatalf("stopping it again: %v", err)
+	}
+
+	// An upload lands through the inbox: a transfer of its own, no prompt.
+	recv, err = e.ReceiveLink(LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	browserUpload(t, recv.URLs[0]+"tus/", "photo.jpg", len(data), data)
+	up := linkEvent(t, events, recv.ID, func(l *LinkInfo) bool { return len(l.Activities) == 1 && l.Activities[0].Done })
+	if a := up.Activities[0]; !a.Upload || a.Name != "photo.jpg" || a.Err != "" || a.Bytes != int64(len(data)) {
+		t.Fatalf("upload activity %+v", a)
+	}
+	if got, err := os.ReadFile(filepath.Join(e.DownloadDir(), "photo.jpg")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved: %v", err)
+	}
+
+	// StopReceiving ends the receive link; the share link goes on.
+	if err := e.StopReceiving(); err != nil {
+		t.Fatal(err)
+	}
+	if ended := linkEvent(t, events, recv.ID, func(l *LinkInfo) bool { return l.Ended }); !strings.Contains(ended.Err, "receiving was turned off") {
+		t.Fatalf("receive link after StopReceiving: %+v", ended)
+	}
+	if code, _ := get(t, share.URLs[0]+"f/0/notes.txt"); code != 200 {
+		t.Fatalf("the share link after StopReceiving: %d", code)
+	}
+	if _, err := e.ReceiveLink(LinkOptions{}); err == nil {
+		t.Fatal("a receive link opened while receiving is off")
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Links(); len(got) != 1 || got[0].ID != share.ID {
+		t.Fatalf("links after Start again: %+v", got)
+	}
+	recv, err = e.ReceiveLink(LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Close ends every link (links end when Ferry quits).
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ended := map[string]string{}
+	for len(ended) < 2 {
+		ev := <-events
+		if ev.Kind == EventLink && ev.Link.Ended {
+			ended[ev.Link.ID] = ev.Link.Err
+		}
+	}
+	for _, id := range []string{share.ID, recv.ID} {
+		if ended[id] != "The link ended: Ferry was closed." {
+			t.Fatalf("links after Close: %v", ended)
+		}
+	}
+	if res, err := http.Get(share.URLs[0]); err == nil {
+		res.Body.Close()
+		t.Fatal("the link server still answers after Close")
+	}
+}
+
+// TestShareLinkWhileNotReceiving: a share link opens the server by itself
+// while receiving is off (a withdrawn row: shares only); Close ends it.
+func TestShareLinkWhileNotReceiving(t *testing.T) {
+	e := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "a.bin")
+	os.WriteFile(src, []byte("abc"), 0o644)
+	l, err := e.ShareLink([]string{src}, LinkOptions{Once: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, got := get(t, l.URLs[0]+"f/0/a.bin"); code != 200 || string(got) != "abc" {
+		t.Fatalf("download: %d %q", code, got)
+	}
+	if _, err := e.ReceiveLink(LinkOptions{}); err == nil {
+		t.Fatal("a receive link opened while receiving is off")
+	}
+	// Start takes the row up (its socket is still open).
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ReceiveLink(LinkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if got := e.Links(); len(got) != 0 {
+		t.Fatalf("links after Close: %+v", got)
+	}
+}
+
+// TestLinkRowFailsAlone: a link server that cannot listen is reported as
+// its row (Listeners, EventListener) and Ferry's rows receive on.
+func TestLinkRowFailsAlone(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	e := testEngine(t, Options{ServeLinks: true, LinkListen: taken.Addr().String()})
+	events, unsub := e.Subscribe(256)
+	defer unsub()
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var links, ferry int
+	for _, st := range e.Listeners() {
+		switch {
+		case st.Transport == "links" && st.Err != "" && st.Addr == "":
+			links++
+		case st.Transport != "links" && st.Addr != "":
+			ferry++
+		}
+	}
+	if links != 1 || ferry == 0 {
+		t.Fatalf("listeners %+v", e.Listeners())
+	}
+	for ev := range events {
+		if ev.Kind == EventListener && ev.Listener.Transport == "links" {
+			break
+		}
+	}
+	if _, err := e.ShareLink([]string{t.TempDir()}, LinkOptions{}); err == nil {
+		t.Fatal("a link opened on a server that cannot listen")
+	}
+}
+
+// TestLocalSendDownloadsShareLink: while a share link is open, the LocalSend
+// server serves it through LocalSend's download API (prepare-download with
+// the link's PIN, download), which the independent test peer speaks; the
+// download shows in the link's live list, and nothing is served once the
+// link is stopped.
+func TestLocalSendDownloadsShareLink(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	events, unsub := e.Subscribe(4096)
+	defer unsub()
+	ctx := context.Background()
+	p := testPeer(t)
+	if srv.Info().Download {
+		t.Fatal("download: true with no share open")
+	}
+	if sh, err := p.PrepareDownload(ctx, addr, srv.Fingerprint(), "", ""); err != nil || sh.Status != http.StatusForbidden {
+		t.Fatalf("prepare-download with no share: %+v %v", sh, err)
+	}
+
+	dir := t.TempDir()
+	want := map[string][]byte{"a.txt": []byte("alpha"), "pics/b.jpg": bytes.Repeat([]byte{7}, 300_000)}
+	os.MkdirAll(filepath.Join(dir, "pics"), 0o755)
+	for n, b := range want {
+		os.WriteFile(filepath.Join(dir, filepath.FromSlash(n)), b, 0o644)
+	}
+	l, err := e.ShareLink([]string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "pics")}, LinkOptions{PIN: "4321"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !srv.Info().Download {
+		t.Fatal("download: false while a share is open")
+	}
+	for _, c := range []struct{ pin, msg string }{{"", "PIN required"}, {"1111", "Invalid PIN"}} {
+		if sh, err := p.PrepareDownload(ctx, addr, srv.Fingerprint(), "", c.pin); err != nil || sh.Status != http.StatusUnauthorized || sh.Message != c.msg {
+			t.Fatalf("PIN %q: %+v %v", c.pin, sh, err)
+		}
+	}
+	sh, err := p.PrepareDownload(ctx, addr, srv.Fingerprint(), "", "4321")
+	if err != nil || sh.Status != 200 || sh.SessionID == "" || len(sh.Files) != 2 || sh.Info["download"] != true {
+		t.Fatalf("prepare-download: %+v %v", sh, err)
+	}
+	for id, f := range sh.Files {
+		name, _ := f["fileName"].(string)
+		status, got, err := p.Download(ctx, addr, srv.Fingerprint(), sh.SessionID, id)
+		if err != nil || status != 200 || !bytes.Equal(got, want[name]) || f["size"] != float64(len(want[name])) {
+			t.Fatalf("download %s (%s): %d, %d bytes, %v", id, name, status, len(got), err)
+		}
+	}
+	linkEvent(t, events, l.ID, func(li *LinkInfo) bool {
+		n := 0
+		for _, a := range li.Activities {
+			if a.Done && a.Err == "" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	// A page reloaded asks again with its session: no PIN needed.
+	if again, err := p.PrepareDownload(ctx, addr, srv.Fingerprint(), sh.SessionID, ""); err != nil || again.Status != 200 || again.SessionID != sh.SessionID {
+		t.Fatalf("prepare-download with its session: %+v %v", again, err)
+	}
+	if status, _, _ := p.Download(ctx, addr, srv.Fingerprint(), sh.SessionID, "7"); status != http.StatusForbidden {
+		t.Fatalf("a file not shared: %d", status)
+	}
+
+	if err := e.StopLink(l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Info().Download {
+		t.Fatal("download: true after the share was stopped")
+	}
+	for id := range sh.Files {
+		if status, _, _ := p.Download(ctx, addr, srv.Fingerprint(), sh.SessionID, id); status != http.StatusForbidden {
+			t.Fatalf("download after Stop: %d", status)
+		}
+	}
+	if again, _ := p.PrepareDownload(ctx, addr, srv.Fingerprint(), sh.SessionID, "4321"); again.Status != http.StatusForbidden {
+		t.Fatalf("prepare-download after Stop: %d", again.Status)
+	}
+}

@@ -1,0 +1,206 @@
+package localsend
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// memShared is a share held in memory.
+type memShared struct {
+	pin    string
+	files  map[string][]byte // id -> bytes
+	served atomic.Int32
+}
+
+func (m *memShared) SharedFiles() []File {
+	var out []File
+	for id, b := range m.files {
+		out = append(out, File{ID: id, FileName: "dir/" + id + ".bin", Size: int64(len(b)), FileType: "application/octet-stream"})
+	}
+	return out
+}
+
+func (m *memShared) SharedPIN() string { return m.pin }
+
+func (m *memShared) ServeShared(w http.ResponseWriter, r *http.Request, id string) {
+	m.served.Add(1)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(m.files[id]))
+}
+
+// dlServer is a server whose download API serves *cur (nil: no share).
+func dlServer(t *testing.T, cur *atomic.Pointer[memShared]) *Server {
+	t.Helper()
+	s, err := NewServer(ServerConfig{Cert: testCert(t, 0), Receiver: &memReceiver{}, Shared: func() Shared {
+		if m := cur.Load(); m != nil {
+			return m
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// call sends one request from addr to the server's routes.
+func call(s *Server, method, target, from string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, nil)
+	req.RemoteAddr = from + ":40000"
+	rec := httptest.NewRecorder()
+	s.http.Handler.ServeHTTP(rec, req)
+	return rec
+}
+
+func sessionOf(t *testing.T, rec *httptest.ResponseRecorder) string {
+	t.Helper()
+	var ans PrepareDownloadAnswer
+	if rec.Code != 200 {
+		t.Fatalf("prepare-download: %d %s", rec.Code, rec.Body)
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil || ans.SessionID == "" || !ans.Info.Download {
+		t.Fatalf("prepare-download answer %s: %v", rec.Body, err)
+	}
+	return ans.SessionID
+}
+
+const (
+	pd = apiPrefix + "prepare-download"
+	dl = apiPrefix + "download"
+)
+
+// TestDownloadHostile is the table of hostile requests to the download
+// API: each is refused with the protocol's status and serves no byte.
+func TestDownloadHostile(t *testing.T) {
+	var cur atomic.Pointer[memShared]
+	s := dlServer(t, &cur)
+	const me, other = "192.0.2.1", "192.0.2.2"
+	if rec := call(s, "POST", pd, me); rec.Code != http.StatusForbidden {
+		t.Fatalf("no share: %d", rec.Code)
+	}
+	if s.Info().Download {
+		t.Fatal("Info says download with no share")
+	}
+	sh := &memShared{pin: "1234", files: map[string][]byte{"a": []byte("alpha"), "b": []byte("beta")}}
+	cur.Store(sh)
+	if !s.Info().Download {
+		t.Fatal("Info does not say download while a share is open")
+	}
+	sess := sessionOf(t, call(s, "POST", pd+"?pin=1234", me))
+	long := strings.Repeat("x", MaxFieldLen+1)
+	for _, c := range []struct {
+		name, method, target, from string
+		want                       int
+	}{
+		{"no PIN", "POST", pd, other, 401},
+		{"sessionId twice", "POST", pd + "?pin=1234&sessionId=a&sessionId=b", me, 400},
+		{"pin twice", "POST", pd + "?pin=1234&pin=1234", me, 400},
+		{"PIN too long", "POST", pd + "?pin=" + long, me, 400},
+		{"bad escape", "POST", pd + "?pin=%zz", me, 400},
+		{"prepare with GET", "GET", pd, me, 405},
+		{"download with POST", "POST", dl + "?sessionId=" + sess + "&fileId=a", me, 405},
+		{"no sessionId", "GET", dl + "?fileId=a", me, 400},
+		{"no fileId", "GET", dl + "?sessionId=" + sess, me, 400},
+		{"empty sessionId", "GET", dl + "?sessionId=&fileId=a", me, 400},
+		{"fileId twice", "GET", dl + "?sessionId=" + sess + "&fileId=a&fileId=b", me, 400},
+		{"fileId too long", "GET", dl + "?sessionId=" + sess + "&fileId=" + long, me, 400},
+		{"unknown session", "GET", dl + "?sessionId=00112233445566778899aabbccddeeff&fileId=a", me, 403},
+		{"another address's session", "GET", dl + "?sessionId=" + sess + "&fileId=a", other, 403},
+		{"file not shared", "GET", dl + "?sessionId=" + sess + "&fileId=c", me, 403},
+		{"path as fileId", "GET", dl + "?sessionId=" + sess + "&fileId=..%2F..%2Fetc%2Fpasswd", me, 403},
+		{"file name as fileId", "GET", dl + "?sessionId=" + sess + "&fileId=dir%2Fa.bin", me, 403},
+	} {
+		if rec := call(s, c.method, c.target, c.from); rec.Code != c.want {
+			t.Errorf("%s: %d, want %d (%s)", c.name, rec.Code, c.want, rec.Body)
+		}
+	}
+	if n := sh.served.Load(); n != 0 {
+		t.Fatalf("%d files served to hostile requests", n)
+	}
+	// The right request is served, with a range.
+	req := httptest.NewRequest("GET", dl+"?sessionId="+sess+"&fileId=b", nil)
+	req.RemoteAddr = me + ":1"
+	req.Header.Set("Range", "bytes=1-")
+	rec := httptest.NewRecorder()
+	s.http.Handler.ServeHTTP(rec, req)
+	if rec.Code != 206 || rec.Body.String() != "eta" || rec.Header().Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("range: %d %q %q", rec.Code, rec.Body, rec.Header().Get("Content-Type"))
+	}
+	// A session of another address does not spare that address the PIN.
+	if rec := call(s, "POST", pd+"?sessionId="+sess, other); rec.Code != 401 {
+		t.Fatalf("another address's session without PIN: %d", rec.Code)
+	}
+
+	// Three wrong PINs (401), then 429 even for the right PIN.
+	for i, want := range []int{401, 401, 401, 429} {
+		pin := "0000"
+		if i == 3 {
+			pin = "1234"
+		}
+		if rec := call(s, "POST", pd+"?pin="+pin, "192.0.2.9"); rec.Code != want {
+			t.Fatalf("wrong PIN %d: %d, want %d", i+1, rec.Code, want)
+		}
+	}
+
+	// A share opened since: sessions of the old one are refused.
+	cur.Store(&memShared{files: map[string][]byte{"a": []byte("new")}})
+	if rec := call(s, "GET", dl+"?sessionId="+sess+"&fileId=a", me); rec.Code != 403 {
+		t.Fatalf("an old share's session: %d", rec.Code)
+	}
+	// Sessions are bounded: the oldest are forgotten.
+	first := sessionOf(t, call(s, "POST", pd, me))
+	for range maxDownloadSessions {
+		sessionOf(t, call(s, "POST", pd, me))
+	}
+	if rec := call(s, "GET", dl+"?sessionId="+first+"&fileId=a", me); rec.Code != 403 {
+		t.Fatalf("a session beyond the bound: %d", rec.Code)
+	}
+	if len(s.dls.byID) > maxDownloadSessions {
+		t.Fatalf("%d sessions kept", len(s.dls.byID))
+	}
+	// Stopped: nothing is served.
+	cur.Store(nil)
+	if rec := call(s, "GET", dl+"?sessionId="+first+"&fileId=a", me); rec.Code != 403 {
+		t.Fatalf("after the share ended: %d", rec.Code)
+	}
+}
+
+// TestAnnouncementSaysDownload: announcements carry download: true while
+// the download API is on.
+func TestAnnouncementSaysDownload(t *testing.T) {
+	on := false
+	d := &Discoverer{cfg: DiscoveryConfig{Info: Info{Alias: "x", Fingerprint: "f"}, Download: func() bool { return on }}}
+	for _, want := range []bool{false, true} {
+		on = want
+		var in Info
+		if err := json.Unmarshal(d.announcement(true), &in); err != nil || in.Download != want {
+			t.Fatalf("announcement with download %v: %+v %v", want, in, err)
+		}
+	}
+}
+
+func FuzzDownloadQuery(f *testing.F) {
+	for _, s := range []string{"", "sessionId=a&fileId=b", "sessionId=a&sessionId=b&fileId=c", "fileId=%zz",
+		"pin=1234", "sessionId=" + strings.Repeat("x", MaxFieldLen+1), "a=b;c=d", "sessionId=%00&fileId=..%2F"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		dq, err := parseDownloadQuery(raw)
+		if err == nil {
+			if dq.SessionID == "" || dq.FileID == "" || len(dq.SessionID) > MaxFieldLen || len(dq.FileID) > MaxFieldLen {
+				t.Fatalf("accepted %q as %+v", raw, dq)
+			}
+		} else if dq != (downloadQuery{}) {
+			t.Fatalf("an error with a value: %+v", dq)
+		}
+		pq, err := parsePrepareDownloadQuery(raw)
+		if err == nil && (len(pq.SessionID) > MaxFieldLen || len(pq.PIN) > MaxFieldLen) {
+			t.Fatalf("accepted %q as %+v", raw, pq)
+		}
+	})
+}

@@ -434,3 +434,26 @@ func TestReadBounded(t *testing.T) {
 		t.Fatalf("a failing body: %v", err)
 	}
 }
+
+// TestAcceptedSessionMustStart: an accepted session whose sender begins
+// no upload within StartGrace ends (its place and the Receiver's manifest
+// are freed), long before SessionIdle.
+func TestAcceptedSessionMustStart(t *testing.T) {
+	rx := newMemReceiver()
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, StartGrace: 100 * time.Millisecond})
+	release := make(chan struct{})
+	up := []Upload{{File: File{ID: "a", FileName: "a.txt", Size: 1, FileType: "text/plain"},
+		Open: func() (io.ReadCloser, error) { <-release; return io.NopCloser(strings.NewReader("a")), nil }}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := NewClient(ClientConfig{Cert: testCert(t, 1)}).Send(context.Background(), Target{Addr: addr, Fingerprint: srv.Fingerprint()}, up, SendOptions{})
+		done <- err
+	}()
+	if err := nextEnd(t, rx); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("the session that never began ended with %v", err)
+	}
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("an upload into an ended session succeeded")
+	}
+}

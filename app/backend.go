@@ -45,8 +45,6 @@ type backend struct {
 	// portDir, when set, is where the port the listeners got is saved, to
 	// be used again when the default port is taken (port.go).
 	portDir string
-	// web holds the browser links (links.go).
-	web linkHub
 	// ls runs LocalSend's server and announcements (localsend.go).
 	ls lsHub
 	// askPIN asks the user for the PIN a LocalSend receiver wants (wrong:
@@ -535,7 +533,6 @@ func (b *backend) named(d ui.Device) ui.Device {
 
 // close ends the browser links and withdraws the advertisement.
 func (b *backend) close() {
-	b.web.close()
 	b.ls.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()

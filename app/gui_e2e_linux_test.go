@@ -84,7 +84,7 @@ func TestGUIEndToEnd(t *testing.T) {
 
 	t.Run("tray", func(t *testing.T) {
 		m := d.trayMenu(t, B)
-		if got := m.labels(); strings.Join(got, "|") != "Open Ferry|Receiving|Recent transfers|Quit" {
+		if got := m.labels(); strings.Join(got, "|") != "Open Ferry|Receiving|Share via link…|Receive via link…|Recent transfers|Quit" {
 			t.Fatalf("tray menu %q", got)
 		}
 		// The item registers before its title is set (an empty one at

@@ -14,15 +14,17 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
-	"github.com/ferrydrop/ferry/engine/weblink"
 	"github.com/ferrydrop/ferry/ui"
 )
 
-// linkBackend is a test backend whose link server listens on loopback.
+// linkBackend is a test backend that receives (links are a row of the
+// engine's receiver table), on loopback.
 func linkBackend(t *testing.T) *backend {
 	t.Helper()
 	b := newTestBackend(t)
-	b.web.listen = func(o weblink.Options) (*weblink.Server, error) { return weblink.Listen("127.0.0.1:0", o) }
+	if err := b.setReceiving(true); err != nil {
+		t.Fatal(err)
+	}
 	return b
 }
 
@@ -185,10 +187,12 @@ func TestReceiveLinkLandsAsATransfer(t *testing.T) {
 		t.Errorf("activity %+v", a)
 	}
 
-	// Quitting ends the link.
-	b.close()
+	// Turning receiving off ends a receive link, and says so.
+	if err := b.setReceiving(false); err != nil {
+		t.Fatal(err)
+	}
 	end := waitState(t, states, func(s ui.LinkState) bool { return s.Ended })
-	if !strings.Contains(end.Why, "with Ferry") {
+	if !strings.Contains(end.Why, "receiving was turned off") {
 		t.Errorf("why = %q", end.Why)
 	}
 }
@@ -200,7 +204,9 @@ func TestReceiveLinkWhileReceivingOff(t *testing.T) {
 	if err := b.SaveSettings(s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkReceive}); !errors.Is(err, errReceivingOff) {
-		t.Fatalf("a receive link with receiving off: %v", err)
+	for _, kind := range []ui.LinkKind{ui.LinkReceive, ui.LinkShare} {
+		if _, err := b.OpenLink(ui.LinkRequest{Kind: kind, Paths: []string{t.TempDir()}}); !errors.Is(err, errReceivingOff) {
+			t.Fatalf("a link (kind %d) with receiving off: %v", kind, err)
+		}
 	}
 }

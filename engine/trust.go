@@ -40,9 +40,12 @@ func (e *Engine) rendezvousOf(id peer.ID) rendezvous.Secret {
 // settles rendezvous secrets: when the two fingerprints of the hellos
 // (ours, theirs) do not name one secret, a paired device adopts the
 // session's. Both sides see the same two fingerprints, so both adopt it or
-// neither does; a device paired before issue #29, which holds none, gets
-// it at its next contact. A device not paired yet gets it with the user's
-// confirmation (keepRendezvous).
+// neither does (a session cut between the dialer's reveal and its arrival
+// leaves them apart until the next contact, whose fingerprints differ and
+// settle it again); a device paired before issue #29, which holds none,
+// gets it at its next contact. A device not paired yet gets it with the
+// user's confirmation (keepRendezvous). Only a paired peer can make us
+// write the trust store here.
 func (e *Engine) settleRendezvous(id peer.ID, ours, theirs string, s rendezvous.Secret) {
 	if rendezvous.SameFingerprint(ours, theirs) {
 		return

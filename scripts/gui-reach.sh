@@ -58,6 +58,15 @@ Xvfb "$display" -screen 0 1400x900x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [[ -e "/tmp/.X11-unix/X${display#:}" ]] && break; sleep 0.1; done
 
+# stop_apps ends everything started since Xvfb, and waits for it (ports
+# free). Background jobs are started with ip netns exec itself (which execs
+# the program), not through a shell function, so that their pid is the
+# program's.
+stop_apps() {
+	for p in "${pids[@]:1}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]:1}"; do wait "$p" 2>/dev/null || true; done
+	pids=("${pids[0]}")
+}
 inns() { ip netns exec "$ns" "$@"; }   # the app's side
 inb() { ip netns exec "$nsb" "$@"; }    # the other devices' side
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
@@ -73,15 +82,15 @@ wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
 window() { DISPLAY=$display xdotool search --onlyvisible --name "^Ferry — $1\$" | head -1; }
 snap() { DISPLAY=$display import -window "$1" "$out/$2"; echo "screenshot: $out/$2"; }
 
-# start NAME [LINKSPEC]: one instance with its own config, showing a link
-# (with LINKSPEC: isolated, LocalSend off) or on the namespace's network
-# with LocalSend on (without); SEND_TO="name=path" sends path to the device
+# start NAME [LINKSPEC]: one instance with its own config on namespace A's
+# network, showing a link (with LINKSPEC; LocalSend off) or with LocalSend
+# on (without); SEND_TO="name=path" sends path to the device
 # called name once it is listed (FERRY_SMOKE_SEND_TO).
 start() {
 	local name=$1 spec=${2:-} cfg="$out/cfg-$1" env=()
 	mkdir -p "$cfg" "$out/recv-$name"
 	if [[ -n $spec ]]; then
-		env=(FERRY_SMOKE_ISOLATED=1 FERRY_SMOKE_LINK="$spec")
+		env=(FERRY_SMOKE_LINK="$spec")
 	fi
 	if [[ -n ${SEND_TO:-} ]]; then
 		env+=(FERRY_SMOKE_SEND_TO="$SEND_TO")
@@ -89,7 +98,7 @@ start() {
 	cat >"$cfg/settings.json" <<JSON
 {"device_name": "$name", "download_dir": "$out/recv-$name", "policy": "everyone", "auto_accept_trusted": true, "localsend_off": $([[ -n $spec ]] && echo true || echo false)}
 JSON
-	inns env -u DBUS_SESSION_BUS_ADDRESS DISPLAY="$display" HOME="$out/home" XDG_CONFIG_HOME="$out/home/.config" FYNE_THEME=dark \
+	ip netns exec "$ns" env -u DBUS_SESSION_BUS_ADDRESS DISPLAY="$display" HOME="$out/home" XDG_CONFIG_HOME="$out/home/.config" FYNE_THEME=dark \
 		FERRY_SMOKE_STATUS="$cfg/status.json" "${env[@]}" \
 		"$out/ferry" --config "$cfg" >"$out/$name.log" 2>&1 &
 	pids+=($!)
@@ -115,14 +124,15 @@ page=$(inb curl -fsS --interface 192.168.1.31 -b "$out/jar31" "$url")
 file_link() { grep -o "f/[0-9]*/$1" <<<"$page" | head -1; }
 inb curl -fsS --interface 192.168.1.31 -b "$out/jar31" -o "$out/got.jpg" "${url}$(file_link IMG_2041.jpg)"
 cmp "$out/got.jpg" "$out/share/Holiday 2026/IMG_2041.jpg"
-inb curl -fsS --interface 192.168.1.31 -b "$out/jar31" --limit-rate 1M -o /dev/null "${url}$(file_link beach.mov)" &
+ip netns exec "$nsb" curl -fsS --interface 192.168.1.31 -b "$out/jar31" --limit-rate 1M -o /dev/null "${url}$(file_link beach.mov)" &
 pids+=($!)
-inb curl -fsS --interface 192.168.1.44 -b "$out/jar44" --limit-rate 1M -o /dev/null "${url}all.zip" &
+ip netns exec "$nsb" curl -fsS --interface 192.168.1.44 -b "$out/jar44" --limit-rate 1M -o /dev/null "${url}all.zip" &
 pids+=($!)
 sleep 4 # let the slow downloads show progress (a picture, not a readiness wait)
 snap "$(window "Sam's laptop")" link-share.png
 
 # ---- 2. receive link ----
+stop_apps
 start "Alice's desktop" "receive"
 url=$(cat "$out/cfg-Alice's desktop/status.json.link")
 echo "receive link: $url"
@@ -154,15 +164,13 @@ snap "$win" link-receive.png
 DISPLAY=$display xdotool key --window "$win" Escape
 sleep 1
 snap "$win" link-receive-window.png
-for p in "${pids[@]:1}"; do kill "$p" 2>/dev/null || true; done
-pids=("${pids[0]}")
-sleep 1
+stop_apps
 
 # ---- 3. a LocalSend phone ----
 head -c 2400000 /dev/urandom >"$out/IMG_20261202_0931.jpg"
 head -c 1300000 /dev/urandom >"$out/Trip notes.pdf"
 SEND_TO="Galaxy S24=$out/Trip notes.pdf" start "Dana's laptop"
-inb "$out/lspeerd" -iface lan1 -alias "Galaxy S24" -model Samsung -type mobile -send "$out/IMG_20261202_0931.jpg" >"$out/lspeerd.log" 2>&1 &
+ip netns exec "$nsb" "$out/lspeerd" -iface lan1 -alias "Galaxy S24" -model Samsung -type mobile -send "$out/IMG_20261202_0931.jpg" >"$out/lspeerd.log" 2>&1 &
 pids+=($!)
 win=$(window "Dana's laptop")
 wait_for 20 "the LocalSend phone" grep -q fingerprint "$out/lspeerd.log"

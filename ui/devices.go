@@ -43,7 +43,7 @@ func newDeviceList(u *UI) *deviceList {
 	hint := widget.NewLabel("Looking for devices on your network…\n\nOpen Ferry on the other device, or add it by address.")
 	hint.Wrapping = fyne.TextWrapWord
 	hint.Alignment = fyne.TextAlignCenter
-	hint.Importance = widget.LowImportance
+	hint.TextStyle.Italic = true // a hint, readable (the "low" colour is the disabled one)
 	l.empty = hint
 	l.box = container.NewVBox()
 	l.scroll = container.NewVScroll(l.box)

@@ -106,7 +106,7 @@ func (v *knownView) reload() {
 	if len(objs) == 0 {
 		l := widget.NewLabel("No devices yet: once you send or receive files, the other device is listed here.")
 		l.Wrapping = fyne.TextWrapWord
-		l.Importance = widget.LowImportance
+		l.TextStyle.Italic = true
 		objs = append(objs, l)
 	}
 	v.box.Objects = objs

@@ -130,6 +130,7 @@ func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObje
 	icon := c.Objects[1].(*widget.Icon)
 	size := c.Objects[2].(*widget.Label)
 	name.Importance, size.Importance = widget.MediumImportance, widget.MediumImportance
+	name.TextStyle.Italic = false
 	n, _ := strconv.Atoi(strings.TrimLeft(id, "dfm"))
 	switch {
 	case strings.HasPrefix(id, "d"):
@@ -167,7 +168,7 @@ func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObje
 			what = "file"
 		}
 		name.SetText(fmt.Sprintf("and %d more %s", more, what))
-		name.Importance = widget.LowImportance
+		name.TextStyle.Italic = true
 		size.SetText("")
 	}
 	name.Refresh()

@@ -389,7 +389,7 @@ func (q *promptQueue) showPairRequest(p *prompt) {
 	p.countdown = widget.NewLabel(countdownText(p.deadline.Sub(u.now())))
 	p.countdown.Importance = widget.WarningImportance
 	p.more = widget.NewLabel("")
-	p.more.Importance = widget.LowImportance
+	p.more.TextStyle.Italic = true
 	p.more.Hide()
 	v.content.Add(container.NewHBox(layoutSpacer(), p.countdown))
 	v.content.Add(p.more)

@@ -317,7 +317,7 @@ func (q *promptQueue) show(p *prompt) {
 		p.always.Hide()
 	}
 	p.more = widget.NewLabel("")
-	p.more.Importance = widget.LowImportance
+	p.more.TextStyle.Italic = true
 	p.more.Hide()
 	objs = append(objs, p.always, p.more)
 

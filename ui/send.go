@@ -339,7 +339,7 @@ func (u *UI) showSendText(devs []Device, initial string) {
 		n := len(s)
 		count.SetText(fmt.Sprintf("%s of %s", textSize(n), textSize(MaxTextBytes)))
 		ok := n > 0 && n <= MaxTextBytes && utf8.ValidString(s)
-		count.Importance = widget.LowImportance
+		count.Importance = widget.MediumImportance
 		if n > MaxTextBytes {
 			count.SetText(fmt.Sprintf("Too long: %s of %s. Send it as a file instead.", textSize(n), textSize(MaxTextBytes)))
 			count.Importance = widget.DangerImportance

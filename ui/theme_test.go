@@ -101,3 +101,21 @@ func TestDeviceRowFollowsThemeChange(t *testing.T) {
 		t.Errorf("after the switch to light: fill %v, want %v", got, light)
 	}
 }
+
+// Issue 26, finding 8: no text on the main window, the Devices page or an
+// offer's prompt is drawn in the "low" colour, which is the disabled one
+// (about 1.3:1 on white, 1.5:1 on the dark background).
+func TestNoTextInTheDisabledColour(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.ApplyTransfer(offerEvent("r1", 20))
+	u.known.reload()
+	for name, root := range map[string]fyne.CanvasObject{
+		"window": u.win.Content(), "devices page": u.known.obj, "prompt": u.win.Canvas().Overlays().Top(),
+	} {
+		walk(root, func(x fyne.CanvasObject) {
+			if l, ok := x.(*widget.Label); ok && l.Visible() && l.Text != "" && l.Importance == widget.LowImportance {
+				t.Errorf("%s: %q is drawn in the disabled colour", name, l.Text)
+			}
+		})
+	}
+}

@@ -95,7 +95,7 @@ func newTransferList(u *UI) *transferList {
 	hint := widget.NewLabel("No transfers yet. Drop files on a device to send them.")
 	hint.Wrapping = fyne.TextWrapWord
 	hint.Alignment = fyne.TextAlignCenter
-	hint.Importance = widget.LowImportance
+	hint.TextStyle.Italic = true // a hint, readable (the "low" colour is the disabled one)
 	l.empty = hint
 	l.box = container.NewVBox(l.empty)
 	l.scroll = container.NewVScroll(l.box)

@@ -20,9 +20,16 @@ import (
 // (STUN) and relay (TURN) candidates, swap them through dir, let ICE pick
 // a pair, then run QUIC (quic-go, as Ferry does) over the ICE connection
 // and move n bytes on one stream from side a to side b.
-func icePeer(ctx context.Context, side, dir, server string, n int64) result {
+//
+// With shared, ICE and quic-go share one UDP socket (ICE reads the non-QUIC
+// packets quic-go hands over, through a UDPMux), and QUIC runs on that
+// socket straight to the address ICE chose, unless the pair is relayed.
+func icePeer(ctx context.Context, side, dir, server string, n int64, shared bool) result {
 	start := time.Now()
 	res := result{Engine: "pion/ice", Path: "none"}
+	if shared {
+		res.Engine = "pion/ice, shared socket"
+	}
 	fail := func(err error) result { res.Err = err.Error(); res.Connect = time.Since(start).Seconds(); return res }
 	stunURI, err := stun.ParseURI("stun:" + server)
 	if err != nil {
@@ -33,11 +40,26 @@ func icePeer(ctx context.Context, side, dir, server string, n int64) result {
 		return fail(err)
 	}
 	turnURI.Username, turnURI.Password = "ferry", "ferry"
-	agent, err := ice.NewAgent(&ice.AgentConfig{
+	cfg := &ice.AgentConfig{
 		Urls:           []*stun.URI{stunURI, turnURI},
 		NetworkTypes:   []ice.NetworkType{ice.NetworkTypeUDP4},
 		CandidateTypes: candidateTypes(),
-	})
+	}
+	var tr *quic.Transport
+	if shared {
+		udp, err := net.ListenUDP("udp4", &net.UDPAddr{})
+		if err != nil {
+			return fail(err)
+		}
+		tr = &quic.Transport{Conn: udp}
+		defer tr.Close()
+		mctx, stop := context.WithCancel(ctx)
+		defer stop()
+		mux := ice.NewUniversalUDPMuxDefault(ice.UniversalUDPMuxParams{UDPConn: &nonQUIC{ctx: mctx, tr: tr, local: udp.LocalAddr()}})
+		defer mux.Close()
+		cfg.UDPMux, cfg.UDPMuxSrflx = mux, mux
+	}
+	agent, err := ice.NewAgent(cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -104,8 +126,17 @@ func icePeer(ctx context.Context, side, dir, server string, n int64) result {
 	if pair.Local.Type() == ice.CandidateTypeRelay || pair.Remote.Type() == ice.CandidateTypeRelay {
 		res.Path = "relayed"
 	}
-	tr := &quic.Transport{Conn: &icePacketConn{c: conn, remote: conn.RemoteAddr()}}
-	defer tr.Close()
+	peerAddr := conn.RemoteAddr()
+	// A relay candidate of our own is pion's TURN client: QUIC goes through
+	// ICE's connection. Otherwise the pair's local end is the shared
+	// socket, and QUIC writes to the remote end (a peer, or the peer's
+	// TURN relay) straight from it.
+	if !shared || pair.Local.Type() == ice.CandidateTypeRelay {
+		tr = &quic.Transport{Conn: &icePacketConn{c: conn, remote: conn.RemoteAddr()}}
+		defer tr.Close()
+	} else {
+		res.Detail += " (QUIC on the shared socket)"
+	}
 	srvTLS, cliTLS := tlsPair()
 	qcfg := &quic.Config{MaxIdleTimeout: 10 * time.Second}
 	if side == "b" {
@@ -130,7 +161,7 @@ func icePeer(ctx context.Context, side, dir, server string, n int64) result {
 		<-qc.Context().Done()
 		return res
 	}
-	qc, err := tr.Dial(ctx, conn.RemoteAddr(), cliTLS, qcfg)
+	qc, err := tr.Dial(ctx, peerAddr, cliTLS, qcfg)
 	if err != nil {
 		return fail(fmt.Errorf("quic over ice: %w", err))
 	}
@@ -181,3 +212,20 @@ func candidateTypes() []ice.CandidateType {
 	}
 	return []ice.CandidateType{ice.CandidateTypeHost, ice.CandidateTypeServerReflexive, ice.CandidateTypeRelay}
 }
+
+// nonQUIC is the socket as ICE sees it when it shares it with quic-go:
+// the packets quic-go did not take (STUN), and writes through quic-go's
+// transport.
+type nonQUIC struct {
+	ctx   context.Context
+	tr    *quic.Transport
+	local net.Addr
+}
+
+func (p *nonQUIC) ReadFrom(b []byte) (int, net.Addr, error)  { return p.tr.ReadNonQUICPacket(p.ctx, b) }
+func (p *nonQUIC) WriteTo(b []byte, a net.Addr) (int, error) { return p.tr.WriteTo(b, a) }
+func (p *nonQUIC) Close() error                              { return nil } // the transport's owner closes it
+func (p *nonQUIC) LocalAddr() net.Addr                       { return p.local }
+func (p *nonQUIC) SetDeadline(t time.Time) error             { return nil }
+func (p *nonQUIC) SetReadDeadline(t time.Time) error         { return nil }
+func (p *nonQUIC) SetWriteDeadline(t time.Time) error        { return nil }

@@ -32,6 +32,7 @@ func main() {
 	listen := fs.String("listen", "/ip4/7.0.0.1/udp/4001/quic-v1", "relay listen address")
 	infinite := fs.Bool("infinite", false, "relay without per-circuit limits")
 	n := fs.Int64("bytes", 256<<20, "bytes to move")
+	shared := fs.Bool("shared", false, "ice-peer: ICE and QUIC share one UDP socket")
 	fs.Parse(os.Args[2:])
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -43,7 +44,7 @@ func main() {
 		}
 		return
 	case "ice-peer":
-		r = icePeer(ctx, *side, *dir, *server, *n)
+		r = icePeer(ctx, *side, *dir, *server, *n, *shared)
 	case "p2p-peer":
 		r = p2pPeer(ctx, *side, *dir, *n)
 	case "p2p-relay":
@@ -153,6 +154,9 @@ func lab(n int64) error {
 			{"pion/ice + coturn", [][]string{{"turnserver", "-n", "--listening-ip=7.0.0.1", "--relay-ip=7.0.0.1", "--listening-port=3478",
 				"--lt-cred-mech", "--user=ferry:ferry", "--realm=ferry.lab", "--no-tls", "--no-dtls", "--no-cli", "--fingerprint",
 				"--log-file=stdout", "--verbose", "--min-port=50000", "--max-port=50999"}}, "ice-peer"},
+			{"pion/ice + coturn, shared socket", [][]string{{"turnserver", "-n", "--listening-ip=7.0.0.1", "--relay-ip=7.0.0.1", "--listening-port=3478",
+				"--lt-cred-mech", "--user=ferry:ferry", "--realm=ferry.lab", "--no-tls", "--no-dtls", "--no-cli", "--fingerprint",
+				"--log-file=stdout", "--verbose", "--min-port=50000", "--max-port=50999"}}, "ice-peer -shared"},
 			{"go-libp2p (relay limits default)", [][]string{{self, "p2p-relay"}}, "p2p-peer"},
 			{"go-libp2p (relay unlimited)", [][]string{{self, "p2p-relay", "-infinite"}}, "p2p-peer"},
 		} {
@@ -177,7 +181,7 @@ func lab(n int64) error {
 				}
 				infra = append(infra, cmd)
 			}
-			if c.peer == "ice-peer" {
+			if strings.HasPrefix(c.peer, "ice-peer") {
 				waitUDP(ctx, l, "7.0.0.1:3478")
 			}
 			if f := os.Getenv("EVAL_TCPDUMP"); f != "" {
@@ -198,7 +202,8 @@ func lab(n int64) error {
 				if c.peer == "quic-peer" && side == "b" {
 					role = netlab.Internet
 				}
-				cmd := l.Command(ctx, role, self, c.peer, "-side", side, "-dir", dir, "-bytes", fmt.Sprint(n))
+				args := append(strings.Fields(c.peer), "-side", side, "-dir", dir, "-bytes", fmt.Sprint(n))
+				cmd := l.Command(ctx, role, self, args...)
 				var out bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &out
 				if err := cmd.Start(); err != nil {

@@ -170,6 +170,8 @@ type Partial struct {
 	id   fs.FileInfo // the file's identity, to find it at name (inside)
 	fo   *folder     // the folder it is in (a reference, given back by letGo)
 	base string      // its name in fo
+	rel  string      // the path CreatePartial was given, validated ("" if reopened)
+	file string      // rel's last element
 
 	let sync.Once // gives back the reference to fo
 
@@ -324,7 +326,7 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		}
 		p, err := d.adopt(f, filepath.Join(fo.path, subName), true)
 		if err == nil {
-			p.fo, p.base = fo, subName
+			p.fo, p.base, p.rel, p.file = fo, subName, rel, base
 			// The folder may have moved between its resolution and the
 			// create (the file itself was just made there, by that name).
 			if !fo.inside(d) {
@@ -489,9 +491,13 @@ func (d *Dest) Discard(p *Partial) error {
 // the partial stays on disk, closed: Discard it, or reopen it with
 // OpenPartial to retry.
 func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err error) {
-	dirs, base, err := split(rel)
-	if err != nil {
-		return "", err
+	var dirs []string
+	base := p.file
+	created := p.rel != "" && rel == p.rel // the name it was created for, validated then
+	if !created {
+		if dirs, base, err = split(rel); err != nil {
+			return "", err
+		}
 	}
 	if size < 0 {
 		return "", fmt.Errorf("store: finalize %q: negative size %d", rel, size)
@@ -510,9 +516,14 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	if err := p.inside(); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
-	to, err := d.resolveFolder(dirs)
-	if err != nil {
-		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+	// The name it was created for goes in the folder it was created in,
+	// which inside just checked (resolveFolder would return it again).
+	to := d.keep(p.fo)
+	if !created {
+		d.release(to)
+		if to, err = d.resolveFolder(dirs); err != nil {
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
 	}
 	defer d.release(to)
 	for n := 0; n < maxNumbered; n++ {

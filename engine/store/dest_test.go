@@ -952,3 +952,42 @@ func TestFinalizeExactSize(t *testing.T) {
 		}
 	}
 }
+
+// Finalize under another name than the partial was created for (or a
+// reopened partial, which has none) validates and resolves that name: a
+// bad one is refused, a good one lands in its own folder.
+func TestFinalizeOtherName(t *testing.T) {
+	d, dir := openDest(t)
+	p, err := d.CreatePartial("a/x.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", "../x", "a/../../x"} {
+		if saved, err := d.Finalize(p, bad, 1); !errors.Is(err, ErrBadName) {
+			t.Errorf("Finalize(%q) = %q, %v; want ErrBadName", bad, saved, err)
+		}
+	}
+	if saved, err := d.Finalize(p, "b/y.txt", 1); err != nil || saved != "b/y.txt" {
+		t.Fatalf("Finalize under another name: %q, %v", saved, err)
+	}
+	q, err := d.CreatePartial("c/z.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := q.Name()
+	q.Close()
+	r, err := d.OpenPartial(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(r, "", 0); !errors.Is(err, ErrBadName) {
+		t.Errorf("a reopened partial finalized as %q: %q, %v; want ErrBadName", "", saved, err)
+	}
+	if saved, err := d.Finalize(r, "c/z.txt", 0); err != nil || saved != "c/z.txt" {
+		t.Fatalf("reopened partial: %q, %v", saved, err)
+	}
+	assertTree(t, dir, map[string]string{"b/y.txt": "x", "c/z.txt": ""})
+}

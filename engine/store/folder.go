@@ -159,6 +159,16 @@ func (d *Dest) hold(dir string) (*folder, error) {
 	return d.acquire(dir)
 }
 
+// keep takes another reference to fo, of which the caller holds one.
+func (d *Dest) keep(fo *folder) *folder {
+	if fo != d.top {
+		d.mu.Lock()
+		fo.refs++
+		d.mu.Unlock()
+	}
+	return fo
+}
+
 // release gives back a reference taken by acquire.
 func (d *Dest) release(fo *folder) {
 	if fo == nil || fo == d.top {

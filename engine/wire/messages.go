@@ -1,9 +1,8 @@
 package wire
 
 import (
+	"fmt"
 	"unicode/utf8"
-
-	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
 )
 
 // Hello is the first message on the control stream, in both directions.
@@ -180,8 +179,30 @@ func (m *Hello) validate() error {
 			return protoErr("hello: feature name of %d bytes", len(f))
 		}
 	}
-	if err := rendezvous.CheckFingerprint(m.Rendezvous); err != nil {
+	if err := CheckRendezvousFingerprint(m.Rendezvous); err != nil {
 		return protoErr("hello: %v", err)
+	}
+	return nil
+}
+
+// RendezvousFingerprintLen is the length of Hello.Rendezvous: lowercase hex
+// of a hash of the rendezvous secret (engine/internal/rendezvous makes it;
+// the wire owns its shape, so wire stays a leaf package).
+const RendezvousFingerprintLen = 16
+
+// CheckRendezvousFingerprint checks a fingerprint from a peer: "" or
+// RendezvousFingerprintLen lowercase hex digits.
+func CheckRendezvousFingerprint(fp string) error {
+	if fp == "" {
+		return nil
+	}
+	if len(fp) != RendezvousFingerprintLen {
+		return fmt.Errorf("a rendezvous fingerprint of %d characters", len(fp))
+	}
+	for _, c := range []byte(fp) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return fmt.Errorf("a rendezvous fingerprint with %q", c)
+		}
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/wire"
 )
 
 // SecretLen is the size of a secret.
@@ -28,7 +29,7 @@ const SecretLen = 32
 const Period = time.Hour
 
 // FingerprintLen is the length of a fingerprint's hex form.
-const FingerprintLen = 16
+const FingerprintLen = wire.RendezvousFingerprintLen
 
 // Secret is what two paired devices share. The zero Secret is "none".
 type Secret [SecretLen]byte
@@ -94,16 +95,8 @@ func (s Secret) Fingerprint() string {
 // CheckFingerprint checks a fingerprint from a peer: "" or FingerprintLen
 // lowercase hex digits.
 func CheckFingerprint(fp string) error {
-	if fp == "" {
-		return nil
-	}
-	if len(fp) != FingerprintLen {
-		return fmt.Errorf("%w: a fingerprint of %d characters", ErrBadSecret, len(fp))
-	}
-	for _, c := range []byte(fp) {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return fmt.Errorf("%w: a fingerprint with %q", ErrBadSecret, c)
-		}
+	if err := wire.CheckRendezvousFingerprint(fp); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSecret, err)
 	}
 	return nil
 }

@@ -422,9 +422,13 @@ func (d *Delivery) result(ev Event) {
 		d.Phase = Done
 		d.Verified = max(d.Verified, ev.Verified)
 		d.Refused = max(d.Refused, ev.Refused)
-		if d.Total > 0 {
-			d.Bytes = d.Total
+		if d.Total == 0 {
+			// Neither an offer nor a progress event said the size (a small
+			// file received unasked, between two progress ticks): the
+			// result's bytes are the whole.
+			d.Total = ev.Bytes
 		}
+		d.Bytes = d.Total
 	case "declined":
 		d.Phase, d.By = Declined, by
 		switch {

@@ -62,6 +62,16 @@ func TestDeliveryStateTable(t *testing.T) {
 		},
 		rows: 2,
 	}, {
+		// Received unasked and done before any progress tick: the
+		// result's bytes are the whole, in place.
+		name: "done before any progress",
+		events: []Event{
+			{Kind: EvState, Delivery: "r", Direction: Incoming, State: "active"}, fileEnd("r", "note.txt", true, ""),
+			{Kind: EvResult, Delivery: "r", State: "done", Verified: 1, Bytes: 3 * mb},
+		},
+		want: []want{{id: "r", phase: Done, status: "Done · 1 verified", actions: []Action{ActionOpen}, bytes: 3 * mb}},
+		rows: 1,
+	}, {
 		// Finding 2: cancel then resume runs again with Pause and Cancel.
 		name: "cancel then resume",
 		events: []Event{

@@ -200,7 +200,7 @@ func (b *backend) Decide(id string, d ui.Decision) error {
 func (b *backend) Cancel(id string) error {
 	b.intend(id, func(in *intent) { in.cancelled = true })
 	if b.rejoin.drop(id) {
-		return nil // it ended already and only waited for its device
+		return b.gaveUp(id) // it ended already and only waited for its device
 	}
 	return b.eng.Cancel(id)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"sync"
+	"time"
 
 	"github.com/ferrydrop/ferry/ui"
 	"github.com/ferrydrop/ferry/ui/transfer"
@@ -93,4 +94,17 @@ func (r *rejoin) drop(id string) bool {
 		r.waiting[dev] = rest
 	}
 	return true
+}
+
+// gaveUp records in History that the user cancelled send id while it
+// waited for its device: nothing runs, so no engine result will say so.
+func (b *backend) gaveUp(id string) error {
+	for _, e := range b.history.list() {
+		if e.ID == id {
+			e.State, e.Code, e.ByPeer, e.Finished = ui.StateCancelled, ui.CodeCancelled, false, time.Now()
+			e.Err = "Cancelled by you while Ferry waited for " + e.PeerName + " to come back."
+			return b.history.add(e)
+		}
+	}
+	return nil
 }

@@ -132,6 +132,35 @@ func TestRejoinCancelAndWhatIsNotWaitedFor(t *testing.T) {
 	}
 }
 
+// Cancel of a send that waits for its device asks the engine nothing (the
+// send ended) and History says it was cancelled, by this user.
+func TestCancelWhileWaitingForTheDevice(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	b := newTestBackend(t)
+	ev := failed("s1", bob, ui.CodeConnectionLost)
+	if err := b.history.add(ui.HistoryEntry{ID: "s1", Direction: ui.Outgoing, PeerName: bob.Name, PeerID: bob.ID,
+		State: ui.StateFailed, Code: ui.CodeConnectionLost}); err != nil {
+		t.Fatal(err)
+	}
+	model := transfer.New()
+	for _, e := range append(sendTo("s1", bob), ev) {
+		b.rejoin.mark(&e)
+		for _, me := range ui.DeliveryEvents(e) {
+			model.Apply(me)
+		}
+		b.rejoin.ended(e, model.Get(e.ID))
+	}
+	if err := b.Cancel("s1"); err != nil { // the engine does not know s1: it was not asked
+		t.Fatal(err)
+	}
+	if h := b.history.list(); len(h) != 1 || h[0].State != ui.StateCancelled || h[0].ByPeer {
+		t.Fatalf("history: %+v", h)
+	}
+	if err := b.Cancel("s1"); err == nil {
+		t.Error("a second Cancel found it waiting still")
+	}
+}
+
 // The whole path with two engines: the receiver goes away while the offer
 // waits, the send fails as "went away", and when discovery sees the same
 // device again (at another port) the same delivery goes on and finishes,

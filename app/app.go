@@ -141,7 +141,7 @@ func Run(opts Options) error {
 	l := &loops{ctx: ctx, log: log}
 	l.run("discovery", disc.Run)
 	l.run("engine events", func(ctx context.Context) error { return pumpTransfers(ctx, eng, b, transfers, devices) })
-	l.run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, devices) })
+	l.run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, b.deviceBack, devices) })
 	l.run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
 	l.run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
 	l.run("network", func(ctx context.Context) error {
@@ -416,11 +416,13 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 			}
 		}
 		know := b.explain(&uev)
+		b.rejoin.mark(&uev)
 		if !uev.Pairing {
 			for _, me := range ui.DeliveryEvents(uev) {
 				model.Apply(me)
 			}
 		}
+		b.rejoin.ended(uev, model.Get(uev.ID))
 		if uev.Kind == ui.TransferResult && uev.Result != nil && !uev.Pairing {
 			if err := b.history.add(historyEntry(uev, know, model.Get(uev.ID))); err != nil {
 				slog.Warn("history", "err", err)
@@ -446,8 +448,9 @@ func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan
 	}
 }
 
-// pumpDevices forwards discovery events and lists remembered devices.
-func pumpDevices(ctx context.Context, eng *engine.Engine, disc *discovery.Discovery, named func(ui.Device) ui.Device, out chan<- ui.DeviceEvent) error {
+// pumpDevices forwards discovery events and lists remembered devices;
+// back hears of every device that appears (again), by its ID.
+func pumpDevices(ctx context.Context, eng *engine.Engine, disc *discovery.Discovery, named func(ui.Device) ui.Device, back func(id string), out chan<- ui.DeviceEvent) error {
 	evs, stop := disc.Subscribe(128)
 	defer stop()
 	trusted := func(id string) trust { return trustOf(eng.Trusted(), id) }
@@ -486,6 +489,7 @@ func pumpDevices(ctx context.Context, eng *engine.Engine, disc *discovery.Discov
 			switch ev.Kind {
 			case discovery.PeerAppeared:
 				err = send(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: toUIDevice(ev.Peer, trusted(ev.Peer.ID), true)})
+				back(ev.Peer.ID)
 			case discovery.PeerChanged:
 				err = send(ui.DeviceEvent{Kind: ui.DeviceChanged, Device: toUIDevice(ev.Peer, trusted(ev.Peer.ID), true)})
 			case discovery.PeerGone, discovery.PeerRefused:

@@ -59,6 +59,10 @@ type backend struct {
 	// device asking), from their start to their result.
 	pairings  map[string]bool
 	nextLocal int
+
+	// rejoin sends the rest of a send whose receiver went away when
+	// discovery sees that device again (rejoin.go).
+	rejoin rejoin
 }
 
 var _ ui.Backend = (*backend)(nil)
@@ -127,6 +131,7 @@ func (b *backend) Resume(id string) error { return b.eng.Resume(id) }
 // Retry sends a finished sending transfer's files again in the background
 // (the engine re-reads the files); the new transfer reports like Send's.
 func (b *backend) Retry(id string) error {
+	b.rejoin.drop(id) // the user's Retry (or the rejoin's own) replaces the wait
 	if _, err := b.eng.Transfer(id); err != nil {
 		return errors.New("this transfer is no longer known here (Ferry was restarted since it ran): send the files again")
 	}
@@ -142,6 +147,10 @@ func (b *backend) Retry(id string) error {
 	b.start(peer, paths, func() (*engine.Transfer, error) { return b.eng.Retry(b.ctx, id) })
 	return nil
 }
+
+// deviceBack is discovery seeing the device with id appear (again): the
+// sends that stopped when it went away go on.
+func (b *backend) deviceBack(id string) { b.rejoin.back(id, b.Retry) }
 
 // Partials lists unfinished incoming transfers.
 func (b *backend) Partials() []ui.PartialTransfer {
@@ -190,6 +199,9 @@ func (b *backend) Decide(id string, d ui.Decision) error {
 
 func (b *backend) Cancel(id string) error {
 	b.intend(id, func(in *intent) { in.cancelled = true })
+	if b.rejoin.drop(id) {
+		return b.gaveUp(id) // it ended already and only waited for its device
+	}
 	return b.eng.Cancel(id)
 }
 

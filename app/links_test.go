@@ -2,19 +2,19 @@ package app
 
 import (
 	"bytes"
-	"encoding/base64"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/testutil"
 	"github.com/ferrydrop/ferry/ui"
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // linkBackend is a test backend that receives (links are a row of the
@@ -117,59 +117,37 @@ func TestShareLinkOfNothing(t *testing.T) {
 	}
 }
 
-// tusUpload sends a whole file through a receive link, as the page's
-// tus-js-client would.
-func tusUpload(t *testing.T, endpoint, name string, body []byte) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, endpoint, nil)
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", strconv.Itoa(len(body)))
-	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte(name)))
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d", res.StatusCode)
-	}
-	req, _ = http.NewRequest(http.MethodPatch, res.Header.Get("Location"), bytes.NewReader(body))
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Offset", "0")
-	req.Header.Set("Content-Type", "application/offset+octet-stream")
-	if res, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusNoContent {
-		t.Fatalf("patch: %d", res.StatusCode)
-	}
-}
-
 func TestReceiveLinkLandsAsATransfer(t *testing.T) {
 	b := linkBackend(t)
-	events, unsub := b.eng.Subscribe(256)
-	defer unsub()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	events := make(chan ui.TransferEvent, 256)
+	go pumpTransfers(ctx, b.eng, b, events, make(chan ui.DeviceEvent, 16))
 	states, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkReceive, Expire: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := <-states
 	data := bytes.Repeat([]byte{7}, 300_000)
-	tusUpload(t, first.URL+"tus/", "IMG_0420.jpg", data)
+	testutil.TusUpload(t, first.URL+"tus/", "IMG_0420.jpg", len(data), data)
 
 	// The file is a receiving transfer of the engine, without a prompt:
-	// the window's rows and the history show it like any other.
+	// the window's rows and the history show it like any other, named,
+	// with its size, and whole at the end.
 	var res ui.TransferEvent
+	model := transfer.New()
 	timeout := time.After(20 * time.Second)
 	for res.Result == nil {
 		select {
 		case ev := <-events:
-			if ev.Kind == engine.EventOffer {
+			if ev.Kind == ui.TransferOffer && ev.State == ui.StateWaiting {
 				t.Fatal("a file from the receive link was prompted for")
 			}
-			if u, ok := toUITransfer(ev); ok && u.Kind == ui.TransferResult {
-				res = u
+			for _, me := range ui.DeliveryEvents(ev) {
+				model.Apply(me)
+			}
+			if ev.Kind == ui.TransferResult {
+				res = ev
 			}
 		case <-timeout:
 			t.Fatal("no result for the browser's file")
@@ -177,6 +155,15 @@ func TestReceiveLinkLandsAsATransfer(t *testing.T) {
 	}
 	if res.Direction != ui.Incoming || res.Result.State != ui.StateDone || res.Peer.Name != "a browser at 127.0.0.1" {
 		t.Fatalf("result %+v peer %+v", res.Result, res.Peer)
+	}
+	d := model.Get(res.ID)
+	if d == nil || d.Phase != transfer.Done || len(d.Files) != 1 || d.Files[0].Path != "IMG_0420.jpg" ||
+		d.Total != int64(len(data)) || d.Bytes != d.Total || d.Verified != 1 {
+		t.Fatalf("the row's delivery: %+v", d)
+	}
+	if h := b.History(); len(h) != 1 || strings.Join(h[0].Names, "|") != "IMG_0420.jpg" || h[0].Bytes != int64(len(data)) ||
+		h[0].PeerName != "a browser at 127.0.0.1" {
+		t.Fatalf("history %+v", h)
 	}
 	got, err := os.ReadFile(filepath.Join(b.eng.DownloadDir(), "IMG_0420.jpg"))
 	if err != nil || !bytes.Equal(got, data) {
@@ -208,5 +195,43 @@ func TestReceiveLinkWhileReceivingOff(t *testing.T) {
 		if _, err := b.OpenLink(ui.LinkRequest{Kind: kind, Paths: []string{t.TempDir()}}); !errors.Is(err, errReceivingOff) {
 			t.Fatalf("a link (kind %d) with receiving off: %v", kind, err)
 		}
+	}
+}
+
+// The app's LocalSend announcements say download: true while a share link
+// is open (a LocalSend app then offers to fetch it), as the CLI's do.
+func TestLocalSendAnnouncesShareLink(t *testing.T) {
+	b := linkBackend(t)
+	if err := b.SaveSettings(b.Settings()); err != nil { // LocalSend on, as by default
+		t.Fatal(err)
+	}
+	b.ls.mu.Lock()
+	row := b.ls.row
+	b.ls.mu.Unlock()
+	if row == nil {
+		t.Fatal("no LocalSend row")
+	}
+	cfg := b.ls.discoveryConfig(row, nil)
+	if cfg.Download == nil || cfg.Download() || cfg.Info.Fingerprint != row.Fingerprint() {
+		t.Fatalf("before a share: %+v", cfg)
+	}
+	file := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(file, []byte("shared"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	states, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkShare, Paths: []string{file}, Expire: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-states
+	if !cfg.Download() {
+		t.Error("a share link is open, and the announcement does not say download: true")
+	}
+	if err := b.StopLink(first.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, states, func(s ui.LinkState) bool { return s.Ended })
+	if cfg.Download() {
+		t.Error("the share link ended, and the announcement still says download: true")
 	}
 }

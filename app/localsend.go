@@ -90,9 +90,8 @@ func (h *lsHub) apply(eng *engine.Engine, cfg lsConfig, log *slog.Logger) error 
 	if err != nil {
 		return nil // the server runs; only the announcements are missing
 	}
-	info := row.Info()
-	cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
-	d, err := localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: h.onDevice, Interfaces: h.interfaces})
+	cl := localsend.NewClient(localsend.ClientConfig{Info: row.Info(), Cert: cert})
+	d, err := localsend.NewDiscoverer(h.discoveryConfig(row, cl))
 	if err != nil {
 		if log != nil {
 			log.Warn("LocalSend devices will not see this one announced", "err", err)
@@ -105,6 +104,14 @@ func (h *lsHub) apply(eng *engine.Engine, cfg lsConfig, log *slog.Logger) error 
 	go func() { defer close(done); _ = d.Run(ctx) }()
 	h.stop = func() { cancel(); <-done }
 	return nil
+}
+
+// discoveryConfig is what the announcements say of row: its info, and the
+// download API while a share link is open (download: true, so a LocalSend
+// app offers to fetch the share), asked at each announcement.
+func (h *lsHub) discoveryConfig(row *engine.LocalSendReceiver, cl *localsend.Client) localsend.DiscoveryConfig {
+	return localsend.DiscoveryConfig{Info: row.Info(), Client: cl, OnDevice: h.onDevice, Interfaces: h.interfaces,
+		Download: func() bool { return row.Info().Download }}
 }
 
 // status says how LocalSend devices reach this one (port 0 while off).

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 )
@@ -206,6 +207,8 @@ func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
 	writeFile(t, p, 64<<20)
 	gate := newTCPGate(t, listening(recv, addr.TCP), 4<<20)
 	got := resultsOf(t, recv, Receiving, 1)
+	recvEvents, unsub := recv.Subscribe(4096)
+	t.Cleanup(unsub)
 	tr, err := send.Send(context.Background(), targetAt(addr.TCP, gate.Addr()), []string{p}, SendOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
@@ -214,6 +217,17 @@ func TestCancelBySenderLeavesNoFinalFile(t *testing.T) {
 	case <-gate.Held():
 	case <-tr.Done():
 		t.Fatalf("ended before 4 MiB of 64 passed: %+v", tr.Result())
+	}
+	// The receiver counts a chunk once it landed and was journaled: wait for
+	// one, or (on a loaded machine) the cancel may come before any chunk
+	// landed and there is rightly nothing to resume.
+	for landed := false; !landed; {
+		select {
+		case ev := <-recvEvents:
+			landed = ev.Kind == EventProgress && ev.Direction == Receiving && ev.Progress.Bytes > 0
+		case <-time.After(30 * time.Second):
+			t.Fatal("the receiver landed no chunk of the 4 MiB the gate let through")
+		}
 	}
 	tr.Cancel()
 	<-tr.Done()

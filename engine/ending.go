@@ -48,7 +48,12 @@ func endOf(err error, peer string, resumable bool) ending {
 	case err == nil:
 		return ending{state: StateDone}
 	case errors.Is(err, errPairMismatch):
-		e.state, e.code, e.text = StateFailed, string(wire.CodeUntrusted), sentence(err)
+		// Pairing failures are not the receiver's trust policy: they have
+		// their own code (the peer is told CodeUntrusted, closeCode).
+		e.state, e.code, e.text = StateFailed, string(wire.CodeNotPaired), sentence(err)
+	case errors.Is(err, errPeerRejectedCode):
+		e.state, e.code, e.byPeer = StateFailed, string(wire.CodeNotPaired), true
+		e.text = peer + " did not confirm the verification code, so the devices are not paired."
 	case errors.Is(err, errStoppedReceiving):
 		e.state, e.code, e.text = StateCancelled, string(wire.CodeCancelled), "Stopped: receiving was turned off."
 	case errors.Is(err, errCancelledByUser):

@@ -12,10 +12,12 @@ type EventKind string
 
 // The kinds of event the engine publishes.
 const (
-	// EventOffer: an offer. Receiving: a peer offers files (and maybe a
-	// text) to us; answer with Engine.Decide. Sending: what this side
-	// offers, published when the transfer starts (Dest, FreeBytes and
-	// Expires are unset there, and no answer is needed).
+	// EventOffer: an offer. Receiving, in StateWaiting: a peer offers
+	// files (and maybe a text) to us; answer with Engine.Decide. Receiving,
+	// in StateActive: what arrives without a prompt (a browser's file
+	// through a receive link), Expires unset; no answer is needed. Sending:
+	// what this side offers, published when the transfer starts (Dest,
+	// FreeBytes and Expires are unset there, and no answer is needed).
 	EventOffer EventKind = "offer"
 	// EventState: a transfer changed state (waiting, sending, verifying, done, failed...).
 	EventState EventKind = "state"

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // linkEvent waits for an EventLink of the link id that satisfies ok.
@@ -95,16 +97,8 @@ func TestLinks(t *testing.T) {
 		t.Fatalf("links %+v", got)
 	}
 	// The PIN is asked first: an upload without it is refused.
-	req, _ := http.NewRequest(http.MethodPost, recv.URLs[0]+"tus/", nil)
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", "10")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusForbidden {
-		t.Fatalf("upload without the PIN: %d", res.StatusCode)
+	if status, _, _ := testutil.TusCreate(t, recv.URLs[0]+"tus/", "a.txt", 10); status != http.StatusForbidden {
+		t.Fatalf("upload without the PIN: %d", status)
 	}
 	if err := e.StopLink(recv.ID); err != nil {
 		t.Fatal(err)
@@ -124,7 +118,7 @@ func TestLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	browserUpload(t, recv.URLs[0]+"tus/", "photo.jpg", len(data), data)
+	testutil.TusUpload(t, recv.URLs[0]+"tus/", "photo.jpg", len(data), data)
 	up := linkEvent(t, events, recv.ID, func(l *LinkInfo) bool { return len(l.Activities) == 1 && l.Activities[0].Done })
 	if a := up.Activities[0]; !a.Upload || a.Name != "photo.jpg" || a.Err != "" || a.Bytes != int64(len(data)) {
 		t.Fatalf("upload activity %+v", a)

@@ -408,6 +408,11 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 				}
 				theirs = true
 			case *wire.Cancel:
+				if m.Code == wire.CodeUntrusted {
+					// The peer's user said the codes differ (closeCode):
+					// not its trust policy, which the offer already passed.
+					return fmt.Errorf("%w (%w)", errPeerRejectedCode, &wire.RemoteError{Code: m.Code, Reason: m.Reason})
+				}
 				return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
 			default:
 				return fmt.Errorf("%w: unexpected %v message while pairing", wire.ErrProtocol, m.Type())

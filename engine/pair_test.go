@@ -193,6 +193,20 @@ func TestPairOnly(t *testing.T) {
 			if trusts(recv, a.ID()) != ok || trusts(a, recv.ID()) != ok {
 				t.Fatalf("trusted: listener %v, dialer %v; want %v", trusts(recv, a.ID()), trusts(a, recv.ID()), ok)
 			}
+			if ok {
+				return
+			}
+			// Issue 26, finding 4: a failed pairing says so, on both sides,
+			// and never blames a trust policy (this receiver asks).
+			for who, r := range map[string]Result{"dialer": tr.Result(), "listener": *rxRes.Result} {
+				refused := who == "dialer" && !c.dialer || who == "listener" && !c.listener
+				if r.Code != string(wire.CodeNotPaired) || strings.Contains(r.Err, "trusted devices") {
+					t.Errorf("%s: code %q, %q", who, r.Code, r.Err)
+				}
+				if r.ByPeer == refused {
+					t.Errorf("%s (refused: %v): by peer %v, %q", who, refused, r.ByPeer, r.Err)
+				}
+			}
 		})
 	}
 }

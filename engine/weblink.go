@@ -31,9 +31,10 @@ type BrowserInbox struct {
 
 // browserFile is one file of a browser, as a transfer of the engine.
 type browserFile struct {
-	t     *Transfer
-	bytes atomic.Int64
-	stop  context.CancelFunc // ends the progress watch
+	t       *Transfer
+	bytes   atomic.Int64
+	stop    context.CancelFunc // ends the progress watch
+	watched chan struct{}      // closed when the progress watch returned
 }
 
 // BrowserInbox returns an inbox for one receive link.
@@ -110,12 +111,23 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	if err := e.register(t); err != nil {
 		return nil, err
 	}
-	f := &browserFile{t: t}
+	f := &browserFile{t: t, watched: make(chan struct{})}
 	ctx, stop := context.WithCancel(context.Background())
 	f.stop = stop
 	b.files[id] = f
+	// What arrives, as any receiving transfer's offer says it (the name, the
+	// size, where it goes), so rows and history name the file; active, not
+	// waiting: nobody is asked.
+	offer := &OfferInfo{Count: 1, Files: []FileInfo{{Path: a.Name, Size: a.Size}}, TotalBytes: a.Size, Dest: dir, FreeBytes: -1}
+	if free, err := store.FreeSpace(dir); err == nil {
+		offer.FreeBytes = free
+	}
+	e.publish(t, Event{Kind: EventOffer, State: StateActive, Offer: offer})
 	e.publish(t, Event{Kind: EventState, State: StateActive})
-	go e.watchProgress(ctx, t, f.bytes.Load, a.Size, func() int { return 0 }, 1)
+	go func() {
+		defer close(f.watched)
+		e.watchProgress(ctx, t, f.bytes.Load, a.Size, func() int { return 0 }, 1)
+	}()
 	return b.dest, nil
 }
 
@@ -139,6 +151,7 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 		return
 	}
 	f.stop()
+	<-f.watched // no tick after the last progress below
 	e := b.e
 	fr := &FileResult{Path: a.Name, Size: a.Size, Verified: err == nil && savedAs != ""}
 	if savedAs != a.Name {
@@ -158,6 +171,9 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 			fr.Err = err.Error()
 		}
 	}
+	// The last bytes, which a progress tick may not have seen (a small
+	// file lands between two).
+	e.publish(f.t, Event{Kind: EventProgress, Progress: &Progress{Bytes: r.Bytes, TotalBytes: a.Size, Files: r.Verified, TotalFiles: 1}})
 	e.publish(f.t, Event{Kind: EventFile, File: fr})
 	e.finish(f.t, r)
 }

@@ -2,44 +2,14 @@ package engine
 
 import (
 	"bytes"
-	"encoding/base64"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/weblink"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
-
-// browserUpload creates a tus upload of size bytes on a receive link and
-// sends body (all or part of it) at offset 0.
-func browserUpload(t *testing.T, endpoint, name string, size int, body []byte) string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, endpoint, nil)
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", strconv.Itoa(size))
-	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte(name)))
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d", res.StatusCode)
-	}
-	loc := res.Header.Get("Location")
-	req, _ = http.NewRequest(http.MethodPatch, loc, bytes.NewReader(body))
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Offset", "0")
-	req.Header.Set("Content-Type", "application/offset+octet-stream")
-	if res, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	return loc
-}
 
 func TestBrowserInbox(t *testing.T) {
 	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond}) // no prompt for a link the user showed
@@ -59,11 +29,26 @@ func TestBrowserInbox(t *testing.T) {
 	in.Attach(l)
 	endpoint := "http://" + s.Addr().String() + l.Path() + "tus/"
 	data := bytes.Repeat([]byte("x"), 100_000)
-	browserUpload(t, endpoint, "photo.jpg", len(data), data)
+	testutil.TusUpload(t, endpoint, "photo.jpg", len(data), data)
+	// Its events are a receiving transfer's: an offer that asks nothing,
+	// naming the file and its size, progress up to the whole file, the
+	// file, the result.
 	var r *Result
+	var offer *OfferInfo
+	var last *Progress
 	for ev := range events {
-		if ev.Kind == EventOffer {
-			t.Fatal("a browser's file was prompted for")
+		switch ev.Kind {
+		case EventOffer:
+			if ev.State != StateActive || ev.Direction != Receiving {
+				t.Fatalf("a browser's file was offered as %s, %s: nobody is asked", ev.Direction, ev.State)
+			}
+			offer = ev.Offer
+		case EventProgress:
+			last = ev.Progress
+		case EventState, EventFile:
+			if offer == nil {
+				t.Fatalf("%s before the offer", ev.Kind)
+			}
 		}
 		if ev.Kind == EventResult {
 			r = ev.Result
@@ -76,12 +61,19 @@ func TestBrowserInbox(t *testing.T) {
 	if r.State != StateDone || r.Verified != 1 || r.Bytes != int64(len(data)) {
 		t.Fatalf("result %+v", r)
 	}
+	if offer == nil || offer.Count != 1 || len(offer.Files) != 1 || offer.Files[0].Path != "photo.jpg" ||
+		offer.Files[0].Size != int64(len(data)) || offer.TotalBytes != int64(len(data)) || offer.Dest != e.DownloadDir() {
+		t.Fatalf("offer %+v", offer)
+	}
+	if last == nil || last.Bytes != int64(len(data)) || last.TotalBytes != int64(len(data)) || last.Files != 1 || last.TotalFiles != 1 {
+		t.Fatalf("last progress %+v", last)
+	}
 	if got, err := os.ReadFile(filepath.Join(e.DownloadDir(), "photo.jpg")); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("saved: %v", err)
 	}
 
 	// Cancel on the engine's transfer cancels the upload: its partial goes.
-	browserUpload(t, endpoint, "half.bin", 200, data[:100])
+	testutil.TusUpload(t, endpoint, "half.bin", 200, data[:100])
 	var id string
 	for ev := range events {
 		if ev.Kind == EventState && ev.Peer.Name == "a browser at 127.0.0.1" {

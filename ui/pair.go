@@ -221,6 +221,9 @@ func (v *pairView) finish(r *Result) {
 	case r.State == StateDone:
 		v.status.SetText(fmt.Sprintf("Paired with %s. Each device now trusts the other: files from %s are accepted as your settings say for trusted devices.", who, who))
 		v.status.Importance = widget.SuccessImportance
+	case r.Code == CodeNotPaired:
+		v.status.SetText("Not paired. " + failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, false, who) + ".")
+		v.status.Importance = widget.DangerImportance
 	case r.Err != "":
 		v.status.SetText("Not paired. " + r.Err)
 		v.status.Importance = widget.DangerImportance
@@ -346,6 +349,8 @@ func (u *UI) notifyPairing(ev TransferEvent) {
 		u.notify("Paired", fmt.Sprintf("%s and this device now trust each other.", who))
 	case r.Code == CodeCancelled && !r.ByPeer:
 		// The user stopped it.
+	case r.Code == CodeNotPaired:
+		u.notify("Not paired", failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, false, who)+".")
 	case r.Err != "":
 		u.notify("Not paired", fmt.Sprintf("Pairing with %s did not finish. %s", who, r.Err))
 	default:

@@ -99,7 +99,7 @@ func TestCodesDifferStopsTheOfferWithTheEnginesReason(t *testing.T) {
 		t.Fatalf("decisions %+v, queue %d, overlays %d", be.decisions, len(u.prompts.queue), overlays(u))
 	}
 	res := TransferEvent{Kind: TransferResult, ID: "t1", Direction: Incoming, State: StateFailed, Peer: Peer{ID: idAlice, Name: "Alice"},
-		Time: c.t, Result: &Result{State: StateFailed, Code: CodeUntrusted, Err: mismatchErr}}
+		Time: c.t, Result: &Result{State: StateFailed, Code: CodeNotPaired, Err: mismatchErr}}
 	test.AssertNotificationSent(t, nil, func() { u.ApplyTransfer(res) })
 	v := u.transfers.byID["t1"]
 	if !strings.Contains(v.stateLbl.Text, "verification codes on the two screens did not match") || v.stateLbl.Importance != widget.DangerImportance {
@@ -224,6 +224,33 @@ func TestPairWithADevice(t *testing.T) {
 	}
 }
 
+// Issue 26, finding 4: Pair… with a device whose user did not confirm the
+// code says so, not that the receiver only takes trusted devices (it may
+// accept everyone), in the dialog and, when it is closed, the notification.
+func TestPairRejectedByThePeerSaysSo(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
+	want := "Alice's laptop did not confirm the verification code, so the devices are not paired. Compare the codes on both screens and try again."
+	rejected := func(id string) TransferEvent {
+		return TransferEvent{Kind: TransferResult, ID: id, Direction: Outgoing, State: StateFailed, Peer: peer, Pairing: true,
+			Result: &Result{State: StateFailed, Code: CodeNotPaired, ByPeer: true,
+				Err: "Alice's laptop did not confirm the verification code, so the devices are not paired."}}
+	}
+	u.pairWith(alice(true))
+	v := u.pairs["pair-1"]
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "pair-1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pairing: true,
+		Pair: &PairCode{Code: "771 204", Only: true}})
+	test.Tap(v.match)
+	u.ApplyTransfer(rejected("pair-1"))
+	if v.status.Text != "Not paired. "+want || v.status.Importance != widget.DangerImportance {
+		t.Fatalf("dialog says %q, want %q", v.status.Text, "Not paired. "+want)
+	}
+	press(u, fyne.KeyEscape)
+	u.pairWith(alice(true))
+	press(u, fyne.KeyEscape) // closed: the end is a notification
+	test.AssertNotificationSent(t, fyne.NewNotification("Not paired", want), func() { u.ApplyTransfer(rejected("pair-2")) })
+}
+
 // Escape before the verdict stops pairing.
 func TestEscapeStopsPairing(t *testing.T) {
 	u, be, _ := newTestUI(t)
@@ -267,9 +294,9 @@ func TestPairRequestPrompt(t *testing.T) {
 		t.Fatal("the offer behind the pairing request is not shown after the verdict")
 	}
 	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r1", Direction: Incoming, State: StateFailed, Peer: peer, Pairing: true,
-		Result: &Result{State: StateFailed, Code: CodeUntrusted, Err: mismatchErr}})
-	if !strings.HasPrefix(v.status.Text, "Not paired. Cancelled by the user: the verification codes") {
-		t.Fatalf("status at the end: %q", v.status.Text)
+		Result: &Result{State: StateFailed, Code: CodeNotPaired, Err: mismatchErr}})
+	if want := "Not paired. You said the verification codes differ, so this device does not trust Alice."; v.status.Text != want {
+		t.Fatalf("status at the end: %q, want %q", v.status.Text, want)
 	}
 	test.Tap(u.prompts.queue[0].decline)
 

@@ -233,3 +233,29 @@ func TestNotificationsCountBytesOnceAndSayText(t *testing.T) {
 		t.Errorf("text row: %q", got)
 	}
 }
+
+// A send whose receiver went away, which the app sends on when the device
+// is back (Result.Rejoin): the row says so and offers Retry and Cancel;
+// Cancel gives up on it, and the row says who did.
+func TestRowOfASendWaitingForItsDevice(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	bob := Peer{ID: idAlice, Name: "Bob's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "s", Direction: Outgoing, State: StateActive, Peer: bob})
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "s", Direction: Outgoing, State: StateActive, Progress: &Progress{Bytes: 5, Total: 10}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "s", Direction: Outgoing, Peer: bob,
+		Result: &Result{State: StateFailed, Code: CodeConnectionLost, Rejoin: true}})
+	v := u.transfers.byID["s"]
+	if want := "Bob's laptop went away. Ferry will send the rest when it is back."; v.stateLbl.Text != want {
+		t.Errorf("row says %q, want %q", v.stateLbl.Text, want)
+	}
+	if !v.retry.Visible() || !v.cancel.Visible() || v.pause.Visible() {
+		t.Fatalf("waiting: retry %v cancel %v pause %v", v.retry.Visible(), v.cancel.Visible(), v.pause.Visible())
+	}
+	test.Tap(v.cancel)
+	if len(be.cancels) != 1 || be.cancels[0] != "s" {
+		t.Fatalf("cancels = %v", be.cancels)
+	}
+	if v.stateLbl.Text != "Cancelled by you" || v.cancel.Visible() || !v.retry.Visible() {
+		t.Errorf("after Cancel: %q, cancel %v retry %v", v.stateLbl.Text, v.cancel.Visible(), v.retry.Visible())
+	}
+}

@@ -34,6 +34,7 @@ const (
 	CodeNoSpace        Code = Code(wire.CodeNoSpace)
 	CodeUntrusted      Code = Code(wire.CodeUntrusted) // the receiver takes files from trusted devices only
 	CodeConnectionLost Code = Code(wire.CodeConnectionLost)
+	CodeNotPaired      Code = Code(wire.CodeNotPaired) // pairing ended without trust
 	CodeVerifyFailed   Code = Code(wire.CodeVerifyFailed)
 	CodeIO             Code = Code(wire.CodeIO)
 	CodeProtocol       Code = Code(wire.CodeProtocol)

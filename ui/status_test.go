@@ -44,6 +44,10 @@ func TestDescribe(t *testing.T) {
 		{Outcome{State: StateFailed, Code: CodeNoSpace, ByPeer: true}, out, "Not enough space on Alice", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeNoSpace}, in, "Not enough space on this device", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeConnectionLost}, out, "Alice went away. Retry sends the rest when it is back", widget.DangerImportance},
+		// Issue 26, finding 4: a failed pairing is no trust policy.
+		{Outcome{State: StateFailed, Code: CodeNotPaired, ByPeer: true}, out,
+			"Alice did not confirm the verification code, so the devices are not paired. Compare the codes on both screens and try again", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodeNotPaired}, in, "You said the verification codes differ, so this device does not trust Alice", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeVerifyFailed}, in, "Some files arrived damaged and were not kept", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeIO, ByPeer: true}, out, "Alice could not save the files", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeIO}, in, "The files could not be saved here", widget.DangerImportance},

@@ -155,6 +155,7 @@ func DeliveryEvents(ev TransferEvent) []transfer.Event {
 			return one(transfer.EvResult, func(e *transfer.Event) {
 				e.State, e.Code, e.ByPeer, e.Err, e.Bytes = string(r.State), string(r.Code), r.ByPeer, r.Err, r.Bytes
 				e.Verified, e.Text, e.Refused = r.Verified, r.Text != "", r.Refused
+				e.Rejoin = r.Rejoin
 			})
 		}
 	}

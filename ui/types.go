@@ -331,6 +331,10 @@ type Result struct {
 	// words the user sees come from these (see describe).
 	Code   Code
 	ByPeer bool
+	// Rejoin: the app sends the rest by itself, once, when discovery sees
+	// the other device again, if this failed because that device went
+	// away (app/rejoin.go); Cancel gives up on it.
+	Rejoin bool
 	// Err is the engine's own text about the end, shown in Details.
 	Err       string
 	Files     int

@@ -307,26 +307,11 @@ func runHostile(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "ferry-hostile-")
+	work, bin, legit, err := hostileSetup(ctx, "ferry-hostile-", *cli, *sendMB)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	bin := *cli
-	if bin == "" {
-		bin = filepath.Join(work, "ferry-cli")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ferry-cli")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build ferry-cli (run from the repository root or pass --cli): %w", err)
-		}
-	}
-	legit := filepath.Join(work, "legit.bin")
-	data := make([]byte, *sendMB*1_000_000)
-	rand.Read(data)
-	if err := os.WriteFile(legit, data, 0o644); err != nil {
-		return err
-	}
 	rows := []string{"| scenario | receiver | attack | real send QUIC | real send TCP | receiver CPU (s) | peak RSS (MiB) | RSS after (MiB) | verdict |",
 		"|---|---|---|---|---|---|---|---|---|"}
 	failed := false
@@ -483,11 +468,34 @@ func (rx *hostileReceiver) profilePeaks(ctx context.Context, file string) string
 	}
 }
 
-// hostileSend sends the real file with ferry-cli send; it reports how it went.
-func hostileSend(ctx context.Context, bin, cfg, addr, transport, file string) (string, bool) {
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, bin, "send", "--config", cfg, "--name", "legit", "--to", addr, "--transport", transport, "--json", file)
-	outb, err := cmd.Output()
+// hostileSetup makes the work folder, the ferry-cli binary (cli, or built
+// from this checkout) and the real sender's file of sendMB random MB.
+func hostileSetup(ctx context.Context, prefix, cli string, sendMB int) (work, bin, legit string, err error) {
+	if work, err = os.MkdirTemp("", prefix); err != nil {
+		return "", "", "", err
+	}
+	bin = cli
+	if bin == "" {
+		bin = filepath.Join(work, "ferry-cli")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ferry-cli")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			os.RemoveAll(work)
+			return "", "", "", fmt.Errorf("build ferry-cli (run from the repository root or pass --cli): %w", err)
+		}
+	}
+	legit = filepath.Join(work, "legit.bin")
+	data := make([]byte, sendMB*1_000_000)
+	rand.Read(data)
+	if err := os.WriteFile(legit, data, 0o644); err != nil {
+		os.RemoveAll(work)
+		return "", "", "", err
+	}
+	return work, bin, legit, nil
+}
+
+// sendOutcome reads how a ferry-cli send --json went from its output.
+func sendOutcome(outb []byte, err error, start time.Time) (string, bool) {
 	var ev struct {
 		Result struct {
 			State string `json:"state"`
@@ -503,6 +511,14 @@ func hostileSend(ctx context.Context, bin, cfg, addr, transport, file string) (s
 		return "FAILED: " + why, false
 	}
 	return fmt.Sprintf("done in %.1fs", time.Since(start).Seconds()), true
+}
+
+// hostileSend sends the real file with ferry-cli send; it reports how it went.
+func hostileSend(ctx context.Context, bin, cfg, addr, transport, file string) (string, bool) {
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, bin, "send", "--config", cfg, "--name", "legit", "--to", addr, "--transport", transport, "--json", file)
+	outb, err := cmd.Output()
+	return sendOutcome(outb, err, start)
 }
 
 // hostileReceiver is a ferry-cli receive process under attack.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -240,21 +239,7 @@ func lsSend(ctx context.Context, bin, cfg string, rx *lsReceiver, file string) (
 	cmd := exec.CommandContext(ctx, bin, "send", "--config", cfg, "--name", "legit", "--protocol", "localsend",
 		"--to", rx.addr, "--localsend-fingerprint", rx.fingerprint, "--json", file)
 	outb, err := cmd.Output()
-	var ev struct {
-		Result struct {
-			State string `json:"state"`
-			Err   string `json:"error"`
-		} `json:"result"`
-	}
-	json.Unmarshal([]byte(loopLastLine(outb)), &ev)
-	if err != nil || ev.Result.State != "done" {
-		why := ev.Result.Err
-		if why == "" && err != nil {
-			why = err.Error()
-		}
-		return "FAILED: " + why, false
-	}
-	return fmt.Sprintf("done in %.1fs", time.Since(start).Seconds()), true
+	return sendOutcome(outb, err, start)
 }
 
 func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) error {
@@ -268,26 +253,11 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "ferry-hostile-ls-")
+	work, bin, legit, err := hostileSetup(ctx, "ferry-hostile-ls-", *cli, *sendMB)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	bin := *cli
-	if bin == "" {
-		bin = filepath.Join(work, "ferry-cli")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ferry-cli")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build ferry-cli (run from the repository root or pass --cli): %w", err)
-		}
-	}
-	legit := filepath.Join(work, "legit.bin")
-	data := make([]byte, *sendMB*1_000_000)
-	rand.Read(data)
-	if err := os.WriteFile(legit, data, 0o644); err != nil {
-		return err
-	}
 	rows := []string{"| scenario | receiver | attack | real LocalSend send | peak RSS (MiB) | RSS after (MiB) | verdict |", "|---|---|---|---|---|---|---|"}
 	failed := false
 	for _, sc := range lsFloods() {

@@ -4,15 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // runLinkCommand runs a link command with --json and returns its events as
@@ -102,26 +102,7 @@ func TestReceiveLinkCommand(t *testing.T) {
 	events, stop := runLinkCommand(t, "receive", "--config", t.TempDir(), "--link", "--json", "--listen", "127.0.0.1:0", "--dir", dir)
 	link := next(t, events, "link")
 	data := []byte("from a browser")
-	req, _ := http.NewRequest(http.MethodPost, link.URL+"tus/", nil)
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", strconv.Itoa(len(data)))
-	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("note.txt")))
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d", res.StatusCode)
-	}
-	req, _ = http.NewRequest(http.MethodPatch, res.Header.Get("Location"), bytes.NewReader(data))
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Offset", "0")
-	req.Header.Set("Content-Type", "application/offset+octet-stream")
-	if res, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
+	testutil.TusUpload(t, link.URL+"tus/", "note.txt", len(data), data)
 	// The file went through the engine's inbox: a transfer with its result,
 	// as history keeps it, from "a browser at" its address, unprompted
 	// (the result and the link's "done" come in either order).
@@ -141,17 +122,8 @@ func TestReceiveLinkCommand(t *testing.T) {
 		t.Fatalf("result event %+v", r)
 	}
 	// The inbox refuses a name it cannot store safely, that file alone.
-	req, _ = http.NewRequest(http.MethodPost, link.URL+"tus/", nil)
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", "3")
-	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("x.partial")))
-	if res, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode < 400 || len(body) == 0 {
-		t.Fatalf("a .partial name: %d %q", res.StatusCode, body)
+	if status, _, body := testutil.TusCreate(t, link.URL+"tus/", "x.partial", 3); status < 400 || len(body) == 0 {
+		t.Fatalf("a .partial name: %d %q", status, body)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "note.txt")); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("saved: %v %q", err, got)

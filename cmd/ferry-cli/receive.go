@@ -132,6 +132,9 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 			p.event(ev)
 			switch ev.Kind {
 			case engine.EventOffer:
+				if ev.Direction != engine.Receiving || ev.State != engine.StateWaiting {
+					break // what arrives unasked, or this side's own offer: nothing to answer
+				}
 				go func() {
 					d := answers.ask(ctx, ev, func(ok bool) error { return e.ConfirmPair(ev.TransferID, ok) })
 					if err := e.Decide(ev.TransferID, d); err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -415,5 +416,44 @@ func TestOffersBeingDecidedLeaveBodiesFree(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestReadBounded(t *testing.T) {
+	for _, n := range []int{0, 1, readChunk - 1, readChunk, readChunk + 1, 3*readChunk + 7} {
+		b := bytes.Repeat([]byte{'x'}, n)
+		got, err := readBounded(bytes.NewReader(b), int64(n))
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("%d bytes at a limit of %d: %d bytes, %v", n, n, len(got), err)
+		}
+		if _, err := readBounded(bytes.NewReader(append(b, 'y')), int64(n)); !errors.Is(err, ErrBadInput) {
+			t.Fatalf("%d bytes at a limit of %d: %v", n+1, n, err)
+		}
+	}
+	if _, err := readBounded(iotest.ErrReader(io.ErrClosedPipe), 10); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("a failing body: %v", err)
+	}
+}
+
+// TestAcceptedSessionMustStart: an accepted session whose sender begins
+// no upload within StartGrace ends (its place and the Receiver's manifest
+// are freed), long before SessionIdle.
+func TestAcceptedSessionMustStart(t *testing.T) {
+	rx := newMemReceiver()
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, StartGrace: 100 * time.Millisecond})
+	release := make(chan struct{})
+	up := []Upload{{File: File{ID: "a", FileName: "a.txt", Size: 1, FileType: "text/plain"},
+		Open: func() (io.ReadCloser, error) { <-release; return io.NopCloser(strings.NewReader("a")), nil }}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := NewClient(ClientConfig{Cert: testCert(t, 1)}).Send(context.Background(), Target{Addr: addr, Fingerprint: srv.Fingerprint()}, up, SendOptions{})
+		done <- err
+	}()
+	if err := nextEnd(t, rx); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("the session that never began ended with %v", err)
+	}
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("an upload into an ended session succeeded")
 	}
 }

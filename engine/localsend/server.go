@@ -124,6 +124,10 @@ type ServerConfig struct {
 	// SessionIdle ends an accepted session with no upload running or
 	// starting for that long (0: 2 minutes).
 	SessionIdle time.Duration
+	// StartGrace ends an accepted session whose sender begins no upload
+	// within it (0: 10 s): real senders upload at once, and one that does
+	// not holds a place here and its manifest in the Receiver meanwhile.
+	StartGrace time.Duration
 	// BodyTimeout bounds the reading of a prepare-upload body (0: 30 s).
 	BodyTimeout time.Duration
 	// PINLockout is how long an address that gave 3 wrong PINs gets 429 (0: 5 minutes).
@@ -202,6 +206,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	def(&cfg.ReadHeaderTimeout, 10*time.Second)
 	def(&cfg.IdleTimeout, 60*time.Second)
 	def(&cfg.SessionIdle, 2*time.Minute)
+	def(&cfg.StartGrace, 10*time.Second)
 	def(&cfg.PINLockout, 5*time.Minute)
 	def(&cfg.BodyTimeout, 30*time.Second)
 	def(&cfg.EvictQuiet, time.Second)
@@ -438,6 +443,10 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		fail(w, statusOf(err), msg)
 		return
 	}
+	if r.ContentLength > MaxPrepareBytes {
+		fail(w, http.StatusBadRequest, "Request body too large")
+		return
+	}
 	// The place is taken before the body is read: at most MaxSessions
 	// bodies (each up to MaxPrepareBytes) are held and decoded at once.
 	ctx, cancel := context.WithCancelCause(r.Context())
@@ -586,7 +595,9 @@ func (s *Server) start(ss *session) bool {
 		return false
 	}
 	s.sessions[ss.id] = ss
-	ss.timer = time.AfterFunc(s.cfg.SessionIdle, ss.idle)
+	ss.mu.Lock() // the timer's func reads ss.timer under ss.mu
+	ss.timer = time.AfterFunc(min(s.cfg.StartGrace, s.cfg.SessionIdle), ss.idle)
+	ss.mu.Unlock()
 	return true
 }
 

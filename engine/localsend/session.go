@@ -24,6 +24,7 @@ type session struct {
 	resolved  int
 	uploading int
 	timer     *time.Timer
+	begun     bool // an upload began (the timer runs SessionIdle, not StartGrace)
 	ended     bool
 	// busy counts the goroutines calling the Receiver or a Sink outside
 	// mu: end waits for them, so nothing is called after End.
@@ -58,6 +59,10 @@ func (ss *session) begin(fid, tok string, rc *http.ResponseController) (*upFile,
 	}
 	f.state = fileUploading
 	f.rc = rc
+	if !ss.begun && ss.timer != nil {
+		ss.timer.Reset(ss.s.cfg.SessionIdle) // StartGrace is over
+	}
+	ss.begun = true
 	ss.uploading++
 	ss.busy.Add(1)
 	ss.mu.Unlock()

@@ -29,6 +29,11 @@ const (
 // away without a word; it never crosses the wire (package errcode).
 const CodeConnectionLost = errcode.CodeConnectionLost
 
+// CodeNotPaired is a transfer result's code when pairing ended without
+// trust (the codes differed or were not confirmed); it never crosses the
+// wire (package errcode).
+const CodeNotPaired = errcode.CodeNotPaired
+
 // Sentinel errors for the codes.
 var (
 	ErrDeclined     = errcode.ErrDeclined

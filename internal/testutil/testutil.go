@@ -1,6 +1,7 @@
 // Package testutil holds what tests across Ferry's packages share: one
-// poll helper for conditions that no event or channel reports, and a
-// goroutine leak check for a package's whole run. Only tests import it.
+// poll helper for conditions that no event or channel reports, a
+// goroutine leak check for a package's whole run, and a tus client's
+// requests to a receive link (tus.go). Only tests import it.
 package testutil
 
 import (

@@ -76,6 +76,9 @@ const (
 	ReasonIO             Reason = "io" // files could not be read or written here
 	ReasonProtocol       Reason = "protocol"
 	ReasonBusy           Reason = "busy" // declined: too many offers were waiting
+	// ReasonNotPaired: pairing ended without trust (a user said the codes
+	// differ, or did not confirm them); never the receiver's trust policy.
+	ReasonNotPaired Reason = "not_paired"
 )
 
 // Direction of a delivery.
@@ -148,8 +151,12 @@ type Event struct {
 	File    *FileEnd
 	Code    string // EvResult: the engine's code
 	ByPeer  bool   // EvResult
-	Err     string // EvResult: the engine's own text, for Details
-	Time    time.Time
+	// Rejoin: EvResult: the app sends the rest by itself, once, when
+	// discovery sees the other device again, if this result says it went
+	// away mid-send (the app's rejoin, app/rejoin.go).
+	Rejoin bool
+	Err    string // EvResult: the engine's own text, for Details
+	Time   time.Time
 }
 
 // Delivery is the state of one delivery.
@@ -166,7 +173,10 @@ type Delivery struct {
 	// Moved is set once the network path changed and the delivery went on;
 	// the row says so until it ends.
 	Moved bool
-	Files []File
+	// Rejoin: it failed because the other device went away and the app
+	// sends the rest when that device is back (unless the user cancels).
+	Rejoin bool
+	Files  []File
 	// Count is how many files the delivery has (Files may list only the
 	// first ones).
 	Count     int
@@ -239,7 +249,7 @@ func (m *Model) Apply(ev Event) *Delivery {
 	if ev.Peer != "" {
 		d.Peer = ev.Peer
 	}
-	if d.Phase.Final() && !d.reopens(ev) && !(ev.Kind == EvResult && d.cancelAsked) {
+	if d.Phase.Final() && !d.reopens(ev) && !(ev.Kind == EvResult && d.cancelAsked) && !(ev.Kind == ActCancel && d.Rejoin) {
 		return d
 	}
 	switch ev.Kind {
@@ -304,6 +314,13 @@ func (m *Model) Apply(ev Event) *Delivery {
 			d.restart(Resumed)
 		}
 	case ActCancel:
+		if d.Rejoin {
+			// Nothing runs: Cancel drops the send that waits for the
+			// device to come back.
+			d.Phase, d.By, d.Reason, d.Rejoin = Cancelled, You, ReasonNone, false
+			d.Ended = ev.Time
+			break
+		}
 		if !d.Phase.Final() {
 			d.Phase, d.By = Cancelled, You
 			d.Ended = ev.Time
@@ -338,7 +355,7 @@ func (d *Delivery) reopens(ev Event) bool {
 // files and the bytes already in place.
 func (d *Delivery) restart(p Phase) {
 	d.Phase, d.By, d.Reason, d.Detail = p, Nobody, ReasonNone, ""
-	d.cancelAsked = false
+	d.cancelAsked, d.Rejoin = false, false
 	d.Ended = time.Time{}
 }
 
@@ -381,7 +398,7 @@ func (d *Delivery) state(s string) {
 }
 
 func (d *Delivery) result(ev Event) {
-	d.cancelAsked = false
+	d.cancelAsked, d.Rejoin = false, false
 	d.Text = d.Text || ev.Text
 	prev := d.Phase
 	d.Ended = ev.Time
@@ -405,9 +422,13 @@ func (d *Delivery) result(ev Event) {
 		d.Phase = Done
 		d.Verified = max(d.Verified, ev.Verified)
 		d.Refused = max(d.Refused, ev.Refused)
-		if d.Total > 0 {
-			d.Bytes = d.Total
+		if d.Total == 0 {
+			// Neither an offer nor a progress event said the size (a small
+			// file received unasked, between two progress ticks): the
+			// result's bytes are the whole.
+			d.Total = ev.Bytes
 		}
+		d.Bytes = d.Total
 	case "declined":
 		d.Phase, d.By = Declined, by
 		switch {
@@ -444,5 +465,6 @@ func (d *Delivery) result(ev Event) {
 				d.Reason = ReasonUnreachable
 			}
 		}
+		d.Rejoin = ev.Rejoin && d.Direction == Outgoing && d.Reason == ReasonConnectionLost
 	}
 }

@@ -22,6 +22,7 @@ func act(id string, k EventKind) Event { return Event{Kind: k, Delivery: id} }
 func res(id, state, code string, byPeer bool, err string) Event {
 	return Event{Kind: EvResult, Delivery: id, State: state, Code: code, ByPeer: byPeer, Err: err}
 }
+func rejoin(ev Event) Event { ev.Rejoin = true; return ev }
 func fileEnd(id, path string, ok bool, err string) Event {
 	return Event{Kind: EvFile, Delivery: id, File: &FileEnd{Path: path, Verified: ok, Err: err}}
 }
@@ -60,6 +61,16 @@ func TestDeliveryStateTable(t *testing.T) {
 			{id: "d2", phase: Paused, by: Peer, status: "Paused by Alice", bytes: 30 * mb},
 		},
 		rows: 2,
+	}, {
+		// Received unasked and done before any progress tick: the
+		// result's bytes are the whole, in place.
+		name: "done before any progress",
+		events: []Event{
+			{Kind: EvState, Delivery: "r", Direction: Incoming, State: "active"}, fileEnd("r", "note.txt", true, ""),
+			{Kind: EvResult, Delivery: "r", State: "done", Verified: 1, Bytes: 3 * mb},
+		},
+		want: []want{{id: "r", phase: Done, status: "Done · 1 verified", actions: []Action{ActionOpen}, bytes: 3 * mb}},
+		rows: 1,
 	}, {
 		// Finding 2: cancel then resume runs again with Pause and Cancel.
 		name: "cancel then resume",
@@ -111,6 +122,60 @@ func TestDeliveryStateTable(t *testing.T) {
 			status:  "Bob's laptop went away. Retry sends the rest when it is back.",
 			actions: []Action{ActionRetry}, bytes: 40 * mb}},
 		rows: 1,
+	}, {
+		// The app rejoins: a send whose receiver went away goes on by
+		// itself when discovery sees it again; the row says so and offers
+		// Retry (now) and Cancel (give up).
+		name: "receiver went away, the app sends the rest when it is back",
+		events: []Event{
+			offer("s", Outgoing, "Bob's laptop", big), st("s", "active"), prog("s", 40*mb),
+			st("s", "reconnecting"), rejoin(res("s", "failed", "io", false, "connection refused")),
+		},
+		want: []want{{id: "s", phase: Failed, reason: ReasonConnectionLost,
+			status:  "Bob's laptop went away. Ferry will send the rest when it is back.",
+			actions: []Action{ActionRetry, ActionCancel}, bytes: 40 * mb}},
+		rows: 1,
+	}, {
+		name: "rejoin cancelled by the user",
+		events: []Event{
+			offer("s", Outgoing, "Bob's laptop", big), st("s", "active"), prog("s", 40*mb),
+			rejoin(res("s", "failed", "connection_lost", false, "")), act("s", ActCancel),
+		},
+		want: []want{{id: "s", phase: Cancelled, by: You, status: "Cancelled by you",
+			actions: []Action{ActionRetry}, bytes: 40 * mb}},
+		rows: 1,
+	}, {
+		// The same delivery goes on in its row when the device is back,
+		// from the bytes already there; failing again after its one
+		// rejoin, it says Retry.
+		name: "rejoined, then gone again",
+		events: []Event{
+			offer("s", Outgoing, "Bob's laptop", big), st("s", "active"), prog("s", 40*mb),
+			rejoin(res("s", "failed", "connection_lost", false, "")),
+			st("s", "connecting"), st("s", "active"), prog("s", 90*mb),
+			res("s", "failed", "connection_lost", false, ""),
+		},
+		want: []want{{id: "s", phase: Failed, reason: ReasonConnectionLost,
+			status:  "Bob's laptop went away. Retry sends the rest when it is back.",
+			actions: []Action{ActionRetry}, bytes: 90 * mb}},
+		rows: 1,
+	}, {
+		// Only a device that went away is waited for: one never reached,
+		// or a failure of another kind, is not retried by itself.
+		name: "rejoin only for a device that went away",
+		events: []Event{
+			offer("u", Outgoing, "Carol's phone", big), st("u", "reconnecting"),
+			rejoin(res("u", "failed", "io", false, "dial: connection refused")),
+			offer("v", Outgoing, "Bob's laptop", big), st("v", "active"), prog("v", 10*mb),
+			rejoin(res("v", "failed", "no_space", true, "")),
+		},
+		want: []want{
+			{id: "u", phase: Failed, reason: ReasonUnreachable,
+				status: "Carol's phone could not be reached. Is it on and receiving?", actions: []Action{ActionRetry}, bytes: 0},
+			{id: "v", phase: Failed, by: Peer, reason: ReasonNoSpace,
+				status: "Not enough space on Bob's laptop", actions: []Action{ActionRetry}, bytes: 10 * mb},
+		},
+		rows: 2,
 	}, {
 		name: "send to an offline device is not reconnecting",
 		events: []Event{

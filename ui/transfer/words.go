@@ -31,6 +31,10 @@ func (d *Delivery) Actions() []Action {
 		// it goes on when the sender resumes, and Settings lists its
 		// partial files to discard.
 		return nil
+	case d.Phase == Failed && d.Rejoin:
+		// It goes on by itself when the device is back; Retry tries now,
+		// Cancel gives up on it.
+		return []Action{ActionRetry, ActionCancel}
 	case d.Phase == Failed || d.Phase == Cancelled && d.Direction == Outgoing:
 		return []Action{ActionRetry}
 	case d.Phase == Done && d.Direction == Incoming && d.Verified > 0:
@@ -176,6 +180,9 @@ func (d *Delivery) doneText() string {
 }
 
 func (d *Delivery) failedText() string {
+	if d.Rejoin {
+		return RejoinText(d.who())
+	}
 	return ReasonText(d.Reason, d.Direction, d.By == Peer, d.who())
 }
 
@@ -191,6 +198,9 @@ func ReasonText(reason Reason, dir Direction, byPeer bool, who string) string {
 		if in {
 			return fmt.Sprintf("%s went away. What arrived is kept; the rest comes when %s sends again.", who, who)
 		}
+		// Said of a send the app does not retry by itself (it did once,
+		// or nothing tells it when the device is back); RejoinText is
+		// the words for one it does.
 		return fmt.Sprintf("%s went away. Retry sends the rest when it is back.", who)
 	case ReasonUnreachable:
 		return fmt.Sprintf("%s could not be reached. Is it on and receiving?", who)
@@ -201,6 +211,12 @@ func ReasonText(reason Reason, dir Direction, byPeer bool, who string) string {
 		return "Not enough space on " + who
 	case ReasonUntrusted:
 		return fmt.Sprintf("%s only accepts files from trusted devices", who)
+	case ReasonNotPaired:
+		// Pairing, not a policy: this receiver may accept everyone.
+		if byPeer {
+			return fmt.Sprintf("%s did not confirm the verification code, so the devices are not paired. Compare the codes on both screens and try again.", who)
+		}
+		return fmt.Sprintf("You said the verification codes differ, so this device does not trust %s.", who)
 	case ReasonVerifyFailed:
 		return "Some files arrived damaged and were not kept"
 	case ReasonIO:
@@ -217,6 +233,13 @@ func ReasonText(reason Reason, dir Direction, byPeer bool, who string) string {
 		return fmt.Sprintf("%s sent something this version of Ferry does not understand", who)
 	}
 	return "Failed: Details says why"
+}
+
+// RejoinText says why a send stopped when the other device went away and
+// the app sends the rest by itself when discovery sees it again (Delivery.
+// Rejoin): the words of ReasonText's connection_lost for such a send.
+func RejoinText(who string) string {
+	return fmt.Sprintf("%s went away. Ferry will send the rest when it is back.", who)
 }
 
 // HistoryEntry is what history keeps of a finished delivery.

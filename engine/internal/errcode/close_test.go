@@ -52,11 +52,14 @@ func TestReason(t *testing.T) {
 
 // connection_lost is a result's code, never the wire's: no row decodes to
 // it and CodeOf never gives it.
+// So is not_paired (a pairing that ended without trust).
 func TestConnectionLostIsNoRow(t *testing.T) {
-	if _, ok := byCode(CodeConnectionLost); ok {
-		t.Fatal("connection_lost has a row")
-	}
-	if Sentinel(CodeConnectionLost) != nil {
-		t.Fatal("connection_lost has a sentinel")
+	for _, c := range []Code{CodeConnectionLost, CodeNotPaired} {
+		if _, ok := byCode(c); ok {
+			t.Fatalf("%s has a row", c)
+		}
+		if Sentinel(c) != nil {
+			t.Fatalf("%s has a sentinel", c)
+		}
 	}
 }

@@ -52,6 +52,14 @@ const (
 // table's codes (engine.Result.Code) and the UI names it.
 const CodeConnectionLost Code = "connection_lost"
 
+// CodeNotPaired is the code of a transfer's result when pairing ended
+// without trust: a user said the two screens show different codes, or did
+// not confirm them. Like CodeConnectionLost it is a result's code only: the
+// peer is told with CodeUntrusted, as Ferry always did, and reads such a
+// refusal during pairing as this (engine/pair.go). It is not the receiver's
+// trust policy, and its words must not say so.
+const CodeNotPaired Code = "not_paired"
+
 // Sentinel errors of the protocol.
 var (
 	ErrDeclined     = errors.New("the receiver declined")

@@ -1,0 +1,110 @@
+package app
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ferrydrop/ferry/ui"
+	"github.com/ferrydrop/ferry/ui/transfer"
+)
+
+// rejoin sends the rest of a send whose receiver went away, once, when
+// discovery sees that device again (issue 26: "Bob's laptop went away.
+// Ferry will send the rest when it is back."). It is driven by the events
+// the app already gets: a transfer's result marks the send as waiting for
+// its device (by ID), the device's next appearance retries it as Retry does
+// (the same delivery goes on), and the user's Cancel or Retry drops the
+// wait. It arms no timer and polls nothing. The zero value is ready.
+type rejoin struct {
+	mu      sync.Mutex          // guards the fields below
+	waiting map[string][]string // device ID -> sends waiting for it
+	device  map[string]string   // waiting send -> its device ID
+	done    map[string]bool     // sends already rejoined once
+}
+
+// mark sets Rejoin on a send's failed result when it would be rejoined:
+// an outgoing Ferry send (not a pairing) to a known device, not rejoined
+// before. Whether it failed because the device went away is the transfer
+// model's call: it keeps Rejoin only then (ended reads its verdict).
+func (r *rejoin) mark(ev *ui.TransferEvent) {
+	if ev.Kind != ui.TransferResult || ev.Result == nil || ev.Direction != ui.Outgoing ||
+		ev.Pairing || ev.Peer.ID == "" || ev.Result.State != ui.StateFailed {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev.Result.Rejoin = !r.done[ev.ID]
+}
+
+// ended records the model's verdict d on the result ev that mark saw: the
+// send waits for its device when d keeps Rejoin.
+func (r *rejoin) ended(ev ui.TransferEvent, d *transfer.Delivery) {
+	if ev.Result == nil || !ev.Result.Rejoin || d == nil || !d.Rejoin {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting == nil {
+		r.waiting, r.device, r.done = map[string][]string{}, map[string]string{}, map[string]bool{}
+	}
+	if _, ok := r.device[d.ID]; ok {
+		return
+	}
+	r.device[d.ID] = ev.Peer.ID
+	r.waiting[ev.Peer.ID] = append(r.waiting[ev.Peer.ID], d.ID)
+}
+
+// back is discovery seeing the device with deviceID (again): each send
+// waiting for it is retried with retry, once.
+func (r *rejoin) back(deviceID string, retry func(id string) error) {
+	r.mu.Lock()
+	ids := r.waiting[deviceID]
+	delete(r.waiting, deviceID)
+	for _, id := range ids {
+		delete(r.device, id)
+		r.done[id] = true
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		// A failure to start is reported by retry itself (a failed row);
+		// the send is not waited for again.
+		_ = retry(id)
+	}
+}
+
+// drop stops waiting for send id (the user cancelled or retried it) and
+// reports whether it was waiting.
+func (r *rejoin) drop(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	dev, ok := r.device[id]
+	if !ok {
+		return false
+	}
+	delete(r.device, id)
+	rest := r.waiting[dev][:0:0]
+	for _, w := range r.waiting[dev] {
+		if w != id {
+			rest = append(rest, w)
+		}
+	}
+	if len(rest) == 0 {
+		delete(r.waiting, dev)
+	} else {
+		r.waiting[dev] = rest
+	}
+	return true
+}
+
+// gaveUp records in History that the user cancelled send id while it
+// waited for its device: nothing runs, so no engine result will say so.
+func (b *backend) gaveUp(id string) error {
+	for _, e := range b.history.list() {
+		if e.ID == id {
+			e.State, e.Code, e.ByPeer, e.Finished = ui.StateCancelled, ui.CodeCancelled, false, time.Now()
+			e.Err = "Cancelled by you while Ferry waited for " + e.PeerName + " to come back."
+			return b.history.add(e)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package testutil
+
+import (
+	"bytes"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+)
+
+// TusCreate asks a tus endpoint (a receive link's "tus/") for an upload of
+// size bytes named name, as the link's page (tus-js-client) does, and
+// returns the answer's status, its Location and its body; only a request
+// that gets no answer fails t.
+func TusCreate(t testing.TB, endpoint, name string, size int) (status int, location string, body []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, endpoint, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", strconv.Itoa(size))
+	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte(name)))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ = io.ReadAll(res.Body)
+	return res.StatusCode, res.Header.Get("Location"), body
+}
+
+// TusUpload creates an upload of size bytes and sends body (all of it or
+// its start) at offset 0, failing t unless both are accepted. It returns
+// the upload's URL.
+func TusUpload(t testing.TB, endpoint, name string, size int, body []byte) string {
+	t.Helper()
+	status, loc, _ := TusCreate(t, endpoint, name, size)
+	if status != http.StatusCreated {
+		t.Fatalf("tus create %q: %d", name, status)
+	}
+	req, err := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", "0")
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("tus patch %q: %d", name, res.StatusCode)
+	}
+	return loc
+}

@@ -303,6 +303,7 @@ func runHostile(ctx context.Context, args []string, out io.Writer) error {
 	mdOut := fs.String("md", "", "also write the markdown table to this `FILE`")
 	settle := fs.Duration("settle", 30*time.Second, "how long the receiver gets to give memory back after an attack")
 	rxLog := fs.String("receiver-log", "", "append the receivers' standard error to this `FILE` (diagnosis; GODEBUG=gctrace=1 is passed on)")
+	heapDir := fs.String("heap-profiles", "", "write the receiver's heap profile at its highest RSS during each attack to `DIR`/<scenario>.pprof, with the runtime's figures in .pprof.json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -319,7 +320,7 @@ func runHostile(ctx context.Context, args []string, out io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(out, "== %s: %s\n", sc.name, sc.what)
-		r, err := runHostileScenario(ctx, bin, work, legit, sc, *settle, *rxLog)
+		r, err := runHostileScenario(ctx, bin, work, legit, sc, *settle, *rxLog, *heapDir)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
@@ -329,6 +330,9 @@ func runHostile(ctx context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "   attack: %s\n   real send quic: %s; tcp: %s\n   receiver CPU: %.1f s; RSS: peak %.0f MiB, %.0f MiB %.0fs after: %s\n",
 			r.stats, r.quic, r.tcp, r.cpu.Seconds(), r.peakMiB, r.afterMiB, r.settled.Seconds(), verdict)
+		if r.heap != "" {
+			fmt.Fprintf(out, "   at the highest RSS sampled: %s\n", r.heap)
+		}
 		rows = append(rows, fmt.Sprintf("| %s | --accept %s | %s | %s | %s | %.1f | %.0f | %.0f | %s |", sc.name, sc.accept,
 			strings.ReplaceAll(r.stats, "|", "/"), r.quic, r.tcp, r.cpu.Seconds(), r.peakMiB, r.afterMiB, verdict))
 	}
@@ -353,22 +357,38 @@ type hostileResult struct {
 	peakMiB, afterMiB float64
 	settled           time.Duration // how long after the attack RSS was measured
 	cpu               time.Duration // the receiver's CPU time (user + system) until the attack ended
+	heap              string        // the runtime's memory figures at the highest RSS sampled (--heap-profiles)
 }
 
 // runHostileScenario starts a receiver, attacks it, sends the real file
 // over each transport during the attack, ends the attack and measures.
-func runHostileScenario(ctx context.Context, bin, work, legit string, sc hostileScenario, settle time.Duration, rxLog string) (hostileResult, error) {
-	var res hostileResult
+func runHostileScenario(ctx context.Context, bin, work, legit string, sc hostileScenario, settle time.Duration, rxLog, heapDir string) (res hostileResult, err error) {
 	dir, err := os.MkdirTemp(work, sc.name+"-")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	rx, err := startHostileReceiver(ctx, bin, dir, sc.accept, rxLog)
+	var heapFile string
+	if heapDir != "" {
+		heapFile, err = filepath.Abs(filepath.Join(heapDir, sc.name+".pprof"))
+		if err != nil {
+			return res, err
+		}
+	}
+	rx, err := startHostileReceiver(ctx, bin, dir, sc.accept, rxLog, heapFile)
 	if err != nil {
 		return res, err
 	}
 	defer rx.stop()
+	if heapFile != "" && heapProfileSignal != nil {
+		pctx, stopProfiles := context.WithCancel(ctx)
+		profiled := make(chan struct{})
+		go func() {
+			defer close(profiled)
+			res.heap = rx.profilePeaks(pctx, heapFile)
+		}()
+		defer func() { stopProfiles(); <-profiled }()
+	}
 	scfg := filepath.Join(dir, "cfg-send")
 	if hostileKnownSender[sc.name] {
 		if how, ok := hostileSend(ctx, bin, scfg, rx.tcp, "tcp", legit); !ok {
@@ -411,6 +431,41 @@ func runHostileScenario(ctx context.Context, bin, work, legit string, sc hostile
 	res.settled = time.Since(ended)
 	res.peakMiB, res.afterMiB = float64(max(peak, rx.status("VmHWM")))/1024, float64(after)/1024
 	return res, nil
+}
+
+// profilePeaks has the receiver write a heap profile each time its RSS
+// grew by 8 MiB over the last one taken (at most one a second), until ctx
+// ends; what stays in file is the profile at the highest RSS sampled. It
+// returns the runtime's figures written beside that profile.
+func (rx *hostileReceiver) profilePeaks(ctx context.Context, file string) string {
+	var last int64
+	var lastAt time.Time
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			b, err := os.ReadFile(file + ".json")
+			if err != nil {
+				return ""
+			}
+			var m map[string]float64
+			json.Unmarshal(b, &m)
+			mib := func(k string) float64 { return m[k] / (1 << 20) }
+			// What the Go runtime holds and has not returned; the rest of
+			// RSS is the binary and memory mapped outside the runtime (the
+			// chunk buffers, internal/bufpool).
+			held := mib("Sys") - mib("HeapReleased")
+			return fmt.Sprintf("RSS %.0f MiB: Go runtime %.0f MiB (heap in use %.0f MiB: objects %.0f, of which live %.0f; idle not returned %.0f MiB; next GC at %.0f MiB; stacks %.0f MiB; %.0f goroutines), outside it %.0f MiB (binary, chunk buffers); profile %s",
+				mib("RSS"), held, mib("HeapInuse"), mib("HeapAlloc"), mib("LiveHeap"), mib("HeapIdle")-mib("HeapReleased"), mib("NextGC"),
+				mib("StackInuse"), m["Goroutines"], mib("RSS")-held, file)
+		case <-tick.C:
+		}
+		if rss := rx.status("VmRSS"); rss > last+8<<10 && time.Since(lastAt) >= time.Second {
+			last, lastAt = rss, time.Now()
+			rx.cmd.Process.Signal(heapProfileSignal)
+		}
+	}
 }
 
 // hostileSetup makes the work folder, the ferry-cli binary (cli, or built
@@ -474,10 +529,13 @@ type hostileReceiver struct {
 	stdin     io.WriteCloser
 }
 
-func startHostileReceiver(ctx context.Context, bin, dir, accept, logFile string) (*hostileReceiver, error) {
+func startHostileReceiver(ctx context.Context, bin, dir, accept, logFile, heapFile string) (*hostileReceiver, error) {
 	cfg := filepath.Join(dir, "cfg-recv")
 	cmd := exec.CommandContext(ctx, bin, "receive", "--config", cfg, "--dir", filepath.Join(dir, "in"),
 		"--listen", "127.0.0.1:0", "--accept", accept, "--no-discovery", "--localsend=false", "--json")
+	if heapFile != "" {
+		cmd.Env = append(os.Environ(), "FERRY_HEAPPROFILE="+heapFile)
+	}
 	rx := &hostileReceiver{cmd: cmd, cfg: cfg}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

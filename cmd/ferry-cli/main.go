@@ -43,6 +43,12 @@ func main() {
 			pprof.StartCPUProfile(f)
 		}
 	}
+	// FERRY_HEAPPROFILE=FILE writes a heap profile to FILE, and the
+	// runtime's memory figures to FILE.json, each time the process gets
+	// SIGUSR1 (ferry-bench hostile takes them at the receiver's peak).
+	if path := os.Getenv("FERRY_HEAPPROFILE"); path != "" {
+		heapProfileOnSignal(path)
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
 	stop()

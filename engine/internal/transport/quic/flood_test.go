@@ -113,6 +113,67 @@ func TestLiveConnectionsPerSource(t *testing.T) {
 	})
 }
 
+// Issue #27 (1): connections from every source together that have not
+// sent their join header share maxJoining places: beyond, a newcomer ends
+// the oldest of the busiest source, which lingers (counted against its
+// source) until quic-go hands it over or its handshake ends. A connection
+// that joined a session holds no such place and is never ended for a
+// newcomer of another source.
+func TestJoiningBudget(t *testing.T) {
+	t.Parallel()
+	ln := newListener(t, transport.Config{})
+	admit := func(ip net.IP) (*liveConn, context.CancelFunc) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(t.Context())
+		t.Cleanup(cancel)
+		cctx, err := ln.admit(ctx, &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: ip, Port: 1000}})
+		if err != nil {
+			t.Fatalf("%v refused: %v", ip, err)
+		}
+		return cctx.Value(liveKey{}).(*liveConn), cancel
+	}
+	joined, _ := admit(net.IPv4(198, 51, 100, 1))
+	joined.joining.Release() // what handshake does once the join header arrived
+	const perSource = 8
+	var first *liveConn
+	var firstEnd context.CancelFunc
+	for i := range maxJoining/perSource + 4 {
+		for range perSource {
+			lc, cancel := admit(net.IPv4(192, 0, 2, byte(1+i)))
+			if first == nil {
+				first, firstEnd = lc, cancel
+			}
+		}
+	}
+	if n := ln.joining.Held(); n != maxJoining {
+		t.Fatalf("%d connections hold a place before their join header, want %d", n, maxJoining)
+	}
+	first.mu.Lock()
+	doomed := first.doomed
+	first.mu.Unlock()
+	if !doomed {
+		t.Fatal("the oldest connection of the busiest source was not ended")
+	}
+	joined.mu.Lock()
+	doomed = joined.doomed
+	joined.mu.Unlock()
+	if doomed {
+		t.Fatal("a connection that joined its session was ended for newcomers of other sources")
+	}
+	ln.liveMu.Lock()
+	lingering := ln.lingering["192.0.2.1"]
+	ln.liveMu.Unlock()
+	if lingering == 0 {
+		t.Fatal("an ended connection not handed over yet does not linger")
+	}
+	firstEnd() // quic-go ends its context once it is closed
+	testutil.WaitFor(t, "the ended connection to stop lingering", func() bool {
+		ln.liveMu.Lock()
+		defer ln.liveMu.Unlock()
+		return ln.lingering["192.0.2.1"] == lingering-1
+	})
+}
+
 // Issue #27 (4): floods from the real sender's own address (a flooder behind
 // the same NAT), renewed as fast as the listener ends them, do not keep the
 // sender out: handshakes that never finish, and connections that finish

@@ -34,6 +34,9 @@ type Listener struct {
 	// live holds a place for every connection from its first packet to
 	// its end (see admit).
 	live *fair.Slots
+	// joining holds a place for every connection from its first packet
+	// until its join header arrived (see maxJoining).
+	joining *fair.Slots
 
 	liveMu    sync.Mutex                // guards the fields below
 	states    map[*quic.Conn]*admission // accepted connections, until they end
@@ -63,7 +66,9 @@ func listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 		lingering:  map[string]int{},
 		unadmitted: fair.New(unadmitted),
 		live:       fair.New(fair.Limits{Total: math.MaxInt, PerSource: maxLiveConnsPerSource, Renew: true}),
-		gate:       join.NewGate(reg, transport.QUIC, cfg.HandshakeTimeout)}
+		// Per source, live decides (Renew); joining only shares the total.
+		joining: fair.New(fair.Limits{Total: maxJoining, PerSource: math.MaxInt, Floor: join.PendingFloor}),
+		gate:    join.NewGate(reg, transport.QUIC, cfg.HandshakeTimeout)}
 	l.tr = &quic.Transport{Conn: udp, ConnContext: l.admit}
 	ln, err := l.tr.ListenEarly(tlsConf, l.quicConfig())
 	if err != nil {
@@ -87,6 +92,20 @@ func listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 // session does quic-go refuse the newcomer (CONNECTION_REFUSED).
 const maxLiveConnsPerSource = 4 * transport.MaxQUICConns
 
+// maxJoining bounds the connections, from every source together, that
+// have not sent their join header yet: handshakes in flight and
+// connections that say nothing. Each costs quic-go's connection state,
+// TLS state and three goroutines (about 60 KiB), and the number of them
+// grows with how fast a flood from many addresses dials and how slowly a
+// loaded receiver finishes handshakes: 730 at once under ferry-bench
+// hostile combined (docs/hostile.md), with the heap's garbage collection
+// doubling what they hold. A newcomer beyond it ends the oldest of the
+// source holding the most (package fair), or, while its own source holds
+// fewer than join.PendingFloor, the oldest of any source: a real sender's
+// connections, which send their header a round trip after the handshake,
+// get their places.
+const maxJoining = 256
+
 // Ranks of a live connection: a newcomer of its source ends the lowest
 // ranked first. Once its join header arrived it is never ended for a
 // newcomer of its own source.
@@ -103,9 +122,10 @@ var errSourceBusy = errors.New("too many connections from this address")
 
 // liveConn is a connection's place among the live ones of its source.
 type liveConn struct {
-	l    *Listener
-	src  string
-	slot *fair.Slot
+	l       *Listener
+	src     string
+	slot    *fair.Slot
+	joining *fair.Slot // released once its join header arrived
 
 	mu      sync.Mutex // guards the fields below
 	qc      *quic.Conn // once accepted
@@ -133,6 +153,10 @@ func (l *Listener) admit(ctx context.Context, ci *quic.ClientInfo) (context.Cont
 	if lc.slot == nil {
 		return nil, errSourceBusy
 	}
+	if lc.joining = l.joining.Take(lc.src, lc.end); lc.joining == nil {
+		lc.slot.Release()
+		return nil, errSourceBusy
+	}
 	// quic-go ends ctx when the connection is closed or its handshake failed.
 	context.AfterFunc(ctx, lc.gone)
 	return context.WithValue(ctx, liveKey{}, lc), nil
@@ -142,7 +166,7 @@ func (l *Listener) admit(ctx context.Context, ci *quic.ClientInfo) (context.Cont
 // accepted; until then it lingers, counted against its source.
 func (lc *liveConn) end() {
 	lc.mu.Lock()
-	if lc.ended {
+	if lc.ended || lc.doomed { // both its places may be taken
 		lc.mu.Unlock()
 		return
 	}
@@ -162,6 +186,7 @@ func (lc *liveConn) end() {
 // gone frees what the connection held once it ended.
 func (lc *liveConn) gone() {
 	lc.slot.Release()
+	lc.joining.Release()
 	lc.mu.Lock()
 	lc.ended = true
 	lingered := lc.lingers
@@ -342,6 +367,7 @@ func (l *Listener) handshake(ctx context.Context, qc *quic.Conn, a *admission, l
 	// It made progress: no newcomer of its own source ends it now.
 	p.Reached(join.Joined)
 	lc.slot.Hold(true)
+	lc.joining.Release()
 	a.slot.Hold(true)
 	if flag == join.FlagNew {
 		s := newListenerSession(l.cfg, c, token, stream{st, c})

@@ -49,6 +49,15 @@ type Session interface {
 	End(err error)
 }
 
+// EndingSession is a Session the Receiver may end itself (it gave the
+// session's place to another offer, say): once its Context is done, the
+// server ends the session with ErrCancelled, so that its uploads get 403
+// as for a cancelled session.
+type EndingSession interface {
+	Session
+	Context() context.Context
+}
+
 // Sink takes one file's bytes, in order.
 type Sink interface {
 	io.Writer
@@ -597,6 +606,9 @@ func (s *Server) start(ss *session) bool {
 	s.sessions[ss.id] = ss
 	ss.mu.Lock() // the timer's func reads ss.timer under ss.mu
 	ss.timer = time.AfterFunc(min(s.cfg.StartGrace, s.cfg.SessionIdle), ss.idle)
+	if es, ok := ss.recv.(EndingSession); ok {
+		ss.unwatch = context.AfterFunc(es.Context(), func() { ss.end(ErrCancelled) })
+	}
 	ss.mu.Unlock()
 	return true
 }

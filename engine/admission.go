@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,6 +93,9 @@ type admission struct {
 	budget    int64                // the manifests one source may hold (Options.ManifestBudget)
 	held      int64                // manifests held, in all
 	heldBy    map[string]int64     // by source
+	idle      map[*ticket]uint64   // accepted sessions whose sender began nothing, by when (seq)
+	idleSeq   uint64
+	displaced map[string]time.Time // when an address's idle session was last displaced
 	fresh     map[string]*freshIDs // new devices by address, within the mute period
 }
 
@@ -126,6 +131,8 @@ func newAdmission(maxPrompts int, muteFor time.Duration, manifestBudget int64, n
 		muted:     map[string]*declines{},
 		warned:    map[string]time.Time{},
 		heldBy:    map[string]int64{},
+		idle:      map[*ticket]uint64{},
+		displaced: map[string]time.Time{},
 		fresh:     map[string]*freshIDs{},
 	}
 }
@@ -141,6 +148,11 @@ type ticket struct {
 	slot     *fair.Slot // held until the offer is decided
 	counted  bool       // counted in byDevice
 	manifest int64      // manifest cost held
+
+	// Guarded by a.mu: an accepted session whose sender began no upload
+	// (idleAccepted) may be displaced (evictIdle) by another's offer.
+	evictIdle func()
+	displaced bool
 }
 
 // arrive admits a new session from remote ("host:port") proven to be peer,
@@ -184,6 +196,15 @@ func (t *ticket) decided() {
 // end gives back everything the session held; called when it ended.
 func (t *ticket) end() {
 	t.decided()
+	a := t.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.idle, t)
+	a.releaseManifestLocked(t)
+}
+
+// releaseManifestLocked gives back the manifest cost t holds.
+func (a *admission) releaseManifestLocked(t *ticket) {
 	t.mu.Lock()
 	m := t.manifest
 	t.manifest = 0
@@ -191,9 +212,6 @@ func (t *ticket) end() {
 	if m == 0 {
 		return
 	}
-	a := t.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.held -= m
 	if a.heldBy[t.src] -= m; a.heldBy[t.src] <= 0 {
 		delete(a.heldBy, t.src)
@@ -201,16 +219,24 @@ func (t *ticket) end() {
 }
 
 // holdManifest charges cost (manifestCost) of the session's offer to the
-// manifest budget, as its parts arrive, or refuses the offer. A nil ticket
-// (a receiver outside an engine, in tests) charges nothing.
+// manifest budget, as its parts arrive, or refuses the offer. When the
+// total is full, the offer takes the budget of accepted sessions whose
+// senders began no upload (displaceLocked), by fair shares between
+// addresses. A nil ticket (a receiver outside an engine, in tests)
+// charges nothing.
 func (t *ticket) holdManifest(cost int64) *wire.RemoteError {
 	if t == nil {
 		return nil
 	}
 	a := t.a
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.held+cost > a.budget*3/2+manifestSlack || a.heldBy[t.src]+cost > a.budget+manifestSlack {
+	if a.heldBy[t.src]+cost > a.budget+manifestSlack {
+		a.mu.Unlock()
+		return errManifestsFull
+	}
+	victims := a.displaceLocked(t.src, a.held+cost-(a.budget*3/2+manifestSlack))
+	if a.held+cost > a.budget*3/2+manifestSlack {
+		a.mu.Unlock()
 		return errManifestsFull
 	}
 	a.heldBy[t.src] += cost
@@ -218,7 +244,115 @@ func (t *ticket) holdManifest(cost int64) *wire.RemoteError {
 	t.mu.Lock()
 	t.manifest += cost
 	t.mu.Unlock()
+	a.mu.Unlock()
+	for _, v := range victims {
+		v.evictIdle() // ends the session (errDisplaced); its budget is ours already
+	}
 	return nil
+}
+
+// idleAccepted marks the session's offer accepted with no upload begun:
+// until uploading, another's offer may take its manifest budget, ending
+// the session with evict. A sender that accepted offers hold no place
+// for otherwise fills the budget from many addresses and keeps real
+// senders out (docs/localsend.md, floods).
+func (t *ticket) idleAccepted(evict func()) {
+	if t == nil {
+		return
+	}
+	a := t.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t.displaced {
+		return
+	}
+	a.idleSeq++
+	t.evictIdle = evict
+	a.idle[t] = a.idleSeq
+}
+
+// uploading marks the session's sender as uploading: it is never
+// displaced from now on. False: it was displaced already.
+func (t *ticket) uploading() bool {
+	if t == nil {
+		return true
+	}
+	a := t.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.idle, t)
+	return !t.displaced
+}
+
+// displacedFor is how long an address whose idle accepted session was
+// displaced counts it as still held (the StartGrace the session would
+// have had): otherwise the flood's addresses displace each other's
+// sessions as fast as they post offers, and the churn of 2000-file
+// manifests alone took the receiver's peak memory over its limit.
+const displacedFor = 10 * time.Second
+
+// displaceLocked frees at least need bytes of the manifest budget for an
+// offer from src by taking it from idle accepted sessions, or takes
+// nothing when they cannot free that much. Fair shares: each victim is
+// the oldest idle session of the address holding the most of them, and
+// that address must hold more than src does (counting, for
+// displacedFor, one that src lost so).
+func (a *admission) displaceLocked(src string, need int64) []*ticket {
+	if need <= 0 || len(a.idle) == 0 {
+		return nil
+	}
+	now := a.now()
+	bySrc := map[string][]*ticket{}
+	for t := range a.idle {
+		bySrc[t.src] = append(bySrc[t.src], t)
+	}
+	for _, ts := range bySrc {
+		slices.SortFunc(ts, func(x, y *ticket) int { return cmp.Compare(a.idle[x], a.idle[y]) })
+	}
+	mine := len(bySrc[src])
+	if at, ok := a.displaced[src]; ok && now.Sub(at) < displacedFor {
+		mine++
+	}
+	var victims []*ticket
+	freed := int64(0)
+	for freed < need {
+		from, found := "", false
+		for s, ts := range bySrc {
+			if len(ts) <= mine {
+				continue
+			}
+			if best := bySrc[from]; found && (len(ts) < len(best) || len(ts) == len(best) && a.idle[ts[0]] > a.idle[best[0]]) {
+				continue
+			}
+			from, found = s, true
+		}
+		if !found {
+			return nil // not enough to take fairly: take nothing
+		}
+		v := bySrc[from][0]
+		if bySrc[from] = bySrc[from][1:]; len(bySrc[from]) == 0 {
+			delete(bySrc, from)
+		}
+		v.mu.Lock()
+		freed += v.manifest
+		v.mu.Unlock()
+		victims = append(victims, v)
+	}
+	for k, at := range a.displaced {
+		if len(a.displaced) < maxMuted {
+			break
+		}
+		if now.Sub(at) >= displacedFor || len(a.displaced) >= maxMuted {
+			delete(a.displaced, k) // many addresses must not grow the map
+		}
+	}
+	for _, v := range victims {
+		delete(a.idle, v)
+		v.displaced = true
+		a.displaced[v.src] = now
+		a.releaseManifestLocked(v)
+	}
+	return victims
 }
 
 // checkMuted refuses an untrusted device that is muted, and a device this

@@ -441,8 +441,16 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	pctx, stop := context.WithCancel(tctx)
 	s.stopProgress = stop
 	go in.watchProgress(pctx)
+	// Until its first upload, another's offer may take its budget.
+	tk.idleAccepted(func() { tcancel(errDisplaced) })
 	return s, nil
 }
+
+// errDisplaced ends an accepted LocalSend session whose sender began no
+// upload when another sender's offer needed its manifest budget: many
+// addresses whose accepted offers are never uploaded would otherwise keep
+// every real sender out (docs/localsend.md, floods).
+var errDisplaced = errors.New("the sender began no upload, and another sender's offer took its place")
 
 // lsSession is one accepted LocalSend offer.
 type lsSession struct {
@@ -462,11 +470,18 @@ type lsSession struct {
 // Accepted lists the accepted files' IDs.
 func (s *lsSession) Accepted() []string { return s.accepted }
 
+// Context ends with the transfer (localsend.EndingSession): cancelled or
+// displaced here, the server ends the session and refuses its uploads.
+func (s *lsSession) Context() context.Context { return s.ctx }
+
 // Open creates the file's .partial in the destination.
 func (s *lsSession) Open(id string) (localsend.Sink, error) {
 	idx, ok := s.byID[id]
 	if !ok {
 		return nil, fmt.Errorf("file %q was not offered", id)
+	}
+	if !s.tk.uploading() {
+		return nil, fmt.Errorf("%w: %w", localsend.ErrRejected, errDisplaced)
 	}
 	if err := context.Cause(s.ctx); err != nil {
 		return nil, err
@@ -503,7 +518,7 @@ func (s *lsSession) End(err error) {
 	case err == nil && failed > 0:
 		err = fmt.Errorf("%w: %d of %d files did not arrive", wire.ErrIO, failed, len(s.accepted))
 	}
-	if cause := context.Cause(s.ctx); cause != nil && (errors.Is(cause, errCancelledByUser) || errors.Is(cause, errStoppedReceiving)) {
+	if cause := context.Cause(s.ctx); cause != nil && (errors.Is(cause, errCancelledByUser) || errors.Is(cause, errStoppedReceiving) || errors.Is(cause, errDisplaced)) {
 		err = cause
 	}
 	s.in.finish(err, false, Result{})

@@ -457,3 +457,55 @@ func TestAcceptedSessionMustStart(t *testing.T) {
 		t.Fatal("an upload into an ended session succeeded")
 	}
 }
+
+// TestBodyPlaceWaitsForNewcomer: when every body place is being read, an
+// offer from an address holding none waits for one instead of 409 (a
+// flood posting again after each 409 would otherwise keep the places),
+// while the address reading already gets 409 at once.
+func TestBodyPlaceWaitsForNewcomer(t *testing.T) {
+	rx := newMemReceiver()
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxSessions: 1})
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	tc, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	fmt.Fprintf(tc, "POST %sprepare-upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"info\":", apiPrefix)
+	send := func(from byte) error {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, from)}}
+		cl := NewClient(ClientConfig{Cert: testCert(t, 1), Dial: d.DialContext})
+		_, err := cl.Send(context.Background(), Target{Addr: addr, Fingerprint: srv.Fingerprint()}, []Upload{TextUpload("t", "hi")}, SendOptions{})
+		return err
+	}
+	real := make(chan error, 1)
+	waitFor := func(what string) {
+		for deadline := time.Now().Add(hangGuard); ; waitABit() {
+			select {
+			case err := <-real:
+				t.Fatalf("the newcomer did not wait for a place: %v", err)
+			default:
+			}
+			srv.mu.Lock()
+			pending, waiting := len(srv.pending), len(srv.bodyWait)
+			srv.mu.Unlock()
+			if what == "pending" && pending == 1 || what == "waiting" && waiting == 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d pending, %d waiting", what, pending, waiting)
+			}
+		}
+	}
+	waitFor("pending") // the slow body holds the place
+	if err := send(2); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a second offer from the address being read: %v", err)
+	}
+	go func() { real <- send(3) }()
+	waitFor("waiting")       // the newcomer waits
+	tc.Write([]byte("1234")) // the body ends, malformed: its place is free
+	if err := <-real; err != nil {
+		t.Fatalf("the newcomer: %v", err)
+	}
+	<-rx.ends
+}

@@ -49,6 +49,15 @@ type Session interface {
 	End(err error)
 }
 
+// EndingSession is a Session the Receiver may end itself (it gave the
+// session's place to another offer, say): once its Context is done, the
+// server ends the session with ErrCancelled, so that its uploads get 403
+// as for a cancelled session.
+type EndingSession interface {
+	Session
+	Context() context.Context
+}
+
 // Sink takes one file's bytes, in order.
 type Sink interface {
 	io.Writer
@@ -104,7 +113,8 @@ type ServerConfig struct {
 	OnRegister func(info Info, addr netip.Addr, cert *x509.Certificate)
 	// MaxSessions bounds the prepare-upload bodies being read and decoded
 	// at once (each up to MaxPrepareBytes) (0: 4); MaxSessionsPerAddr
-	// bounds them per address (0: 2). More get 409.
+	// bounds them per address (0: 2). More get 409, except that an offer
+	// from an address holding none waits a moment for a place (hold).
 	MaxSessions, MaxSessionsPerAddr int
 	// MaxOffers bounds the offers read and not yet ended (being decided by
 	// the Receiver, or accepted and uploading) (0: 256), MaxOffersPerAddr
@@ -157,6 +167,7 @@ type Server struct {
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*session
 	pending  map[*pendingOffer]struct{}
+	bodyWait []*bodyWaiter // prepare-uploads waiting for a body place, first come first
 	pins     map[netip.Addr]*pinState
 	dls      downloadSessions
 	closed   bool
@@ -178,6 +189,16 @@ type pendingOffer struct {
 	cancel  context.CancelCauseFunc
 	reading bool // its body is being read and decoded (MaxSessions)
 }
+
+// bodyWaiter is a prepare-upload waiting for a body place (hold).
+type bodyWaiter struct {
+	p       *pendingOffer
+	granted chan struct{} // closed once p holds a place
+}
+
+// bodyWait bounds how long a prepare-upload from an address that holds
+// no offer waits for a body place before 409.
+const bodyWait = 3 * time.Second
 
 // NewServer makes a server; Serve runs it on a listener.
 func NewServer(cfg ServerConfig) (*Server, error) {
@@ -452,7 +473,7 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	p := &pendingOffer{addr: addr, cancel: cancel, reading: true}
-	if err := s.hold(p); err != nil {
+	if err := s.hold(ctx, p); err != nil {
 		msg := "Blocked by another session"
 		if errors.Is(err, ErrDeclined) {
 			msg = "Not receiving now"
@@ -465,6 +486,7 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		if held {
 			s.mu.Lock()
 			delete(s.pending, p)
+			s.grantLocked()
 			s.mu.Unlock()
 		}
 	}()
@@ -499,12 +521,14 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	// place among those being decided.
 	s.mu.Lock()
 	p.reading = false
+	s.grantLocked()
 	s.mu.Unlock()
 
 	sess, err := s.cfg.Receiver.Offer(ctx, o)
 	s.mu.Lock()
 	delete(s.pending, p)
 	held = false
+	s.grantLocked()
 	s.mu.Unlock()
 	if err != nil {
 		s.cfg.Log.Debug("localsend offer refused", "from", addr, "err", err)
@@ -552,14 +576,21 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, answer)
 }
 
-// hold reserves a session slot for an offer being decided.
-func (s *Server) hold(p *pendingOffer) error {
+// hold reserves a session slot for an offer being decided, its body place
+// first. When every body place is taken (MaxSessions), an offer from an
+// address that holds no offer here waits up to bodyWait for one, first
+// come first, rather than get 409: a flood whose clients post again at
+// once after each 409 would otherwise keep the places from any other
+// sender; an address that holds an offer (being read, decided or
+// uploading) or waits already gets 409 at once.
+func (s *Server) hold(ctx context.Context, p *pendingOffer) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return ErrClosed
 	}
 	if s.withdrawn {
+		s.mu.Unlock()
 		return errNotReceiving
 	}
 	reading, readingHere, offersHere := 0, 0, 0
@@ -579,12 +610,61 @@ func (s *Server) hold(p *pendingOffer) error {
 			offersHere++
 		}
 	}
-	if reading >= s.cfg.MaxSessions || readingHere >= s.cfg.MaxSessionsPerAddr ||
-		len(s.pending)+len(s.sessions) >= s.cfg.MaxOffers || offersHere >= s.cfg.MaxOffersPerAddr {
+	waitingHere := slices.ContainsFunc(s.bodyWait, func(w *bodyWaiter) bool { return w.p.addr == p.addr })
+	if readingHere >= s.cfg.MaxSessionsPerAddr || len(s.pending)+len(s.sessions) >= s.cfg.MaxOffers ||
+		offersHere >= s.cfg.MaxOffersPerAddr || waitingHere {
+		s.mu.Unlock()
 		return ErrBusy
 	}
-	s.pending[p] = struct{}{}
-	return nil
+	if reading < s.cfg.MaxSessions && len(s.bodyWait) == 0 {
+		s.pending[p] = struct{}{}
+		s.mu.Unlock()
+		return nil
+	}
+	if offersHere > 0 || len(s.bodyWait) >= s.cfg.MaxOffers {
+		s.mu.Unlock()
+		return ErrBusy
+	}
+	w := &bodyWaiter{p: p, granted: make(chan struct{})}
+	s.bodyWait = append(s.bodyWait, w)
+	s.mu.Unlock()
+	t := time.NewTimer(bodyWait)
+	defer t.Stop()
+	select {
+	case <-w.granted:
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-w.granted:
+		return nil // granted meanwhile: p holds its place
+	default:
+	}
+	s.bodyWait = slices.DeleteFunc(s.bodyWait, func(x *bodyWaiter) bool { return x == w })
+	return ErrBusy
+}
+
+// grantLocked gives the body places free to the offers waiting for one.
+func (s *Server) grantLocked() {
+	if len(s.bodyWait) == 0 || s.closed || s.withdrawn {
+		return
+	}
+	reading := 0
+	for q := range s.pending {
+		if q.reading {
+			reading++
+		}
+	}
+	for len(s.bodyWait) > 0 && reading < s.cfg.MaxSessions && len(s.pending)+len(s.sessions) < s.cfg.MaxOffers {
+		w := s.bodyWait[0]
+		s.bodyWait = s.bodyWait[1:]
+		s.pending[w.p] = struct{}{}
+		reading++
+		close(w.granted)
+	}
 }
 
 // start registers an accepted session and arms its idle timer.
@@ -597,6 +677,9 @@ func (s *Server) start(ss *session) bool {
 	s.sessions[ss.id] = ss
 	ss.mu.Lock() // the timer's func reads ss.timer under ss.mu
 	ss.timer = time.AfterFunc(min(s.cfg.StartGrace, s.cfg.SessionIdle), ss.idle)
+	if es, ok := ss.recv.(EndingSession); ok {
+		ss.unwatch = context.AfterFunc(es.Context(), func() { ss.end(ErrCancelled) })
+	}
 	ss.mu.Unlock()
 	return true
 }

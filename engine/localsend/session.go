@@ -24,7 +24,8 @@ type session struct {
 	resolved  int
 	uploading int
 	timer     *time.Timer
-	begun     bool // an upload began (the timer runs SessionIdle, not StartGrace)
+	begun     bool        // an upload began (the timer runs SessionIdle, not StartGrace)
+	unwatch   func() bool // stops watching an EndingSession's context
 	ended     bool
 	// busy counts the goroutines calling the Receiver or a Sink outside
 	// mu: end waits for them, so nothing is called after End.
@@ -151,6 +152,9 @@ func (ss *session) end(err error) {
 	ss.ended = true
 	if ss.timer != nil {
 		ss.timer.Stop()
+	}
+	if ss.unwatch != nil {
+		ss.unwatch()
 	}
 	var sinks []Sink
 	for _, f := range ss.files {

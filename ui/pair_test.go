@@ -102,7 +102,7 @@ func TestCodesDifferStopsTheOfferWithTheEnginesReason(t *testing.T) {
 		Time: c.t, Result: &Result{State: StateFailed, Code: CodeNotPaired, Err: mismatchErr}}
 	test.AssertNotificationSent(t, nil, func() { u.ApplyTransfer(res) })
 	v := u.transfers.byID["t1"]
-	if !strings.Contains(v.stateLbl.Text, "verification codes on the two screens did not match") || v.stateLbl.Importance != widget.DangerImportance {
+	if !strings.Contains(v.stateLbl.Text, "You said the verification codes differ") || v.stateLbl.Importance != widget.DangerImportance {
 		t.Fatalf("row says %q (%v)", v.stateLbl.Text, v.stateLbl.Importance)
 	}
 

@@ -118,24 +118,8 @@ func (l *Lab) setup(ctx context.Context) error {
 	l.cancel = cancel
 	for _, role := range []string{Sender, Receiver} {
 		ns := l.names[role]
-		if err := ipCmd(ctx, "netns", "add", ns); err != nil {
+		if err := addNamespace(ctx, ns, func(f func() error) error { return l.Do(role, f) }); err != nil {
 			return err
-		}
-		if err := ipCmd(ctx, "-n", ns, "link", "set", "lo", "up"); err != nil {
-			return err
-		}
-		// No IPv6 on the wires: router solicitations and MLD reports would
-		// otherwise cross the impaired paths and skew the counters.
-		err := l.Do(role, func() error {
-			for _, k := range []string{"all", "default"} {
-				if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("disable ipv6 in %s: %w", ns, err)
 		}
 		if cc := l.cfg.CongestionControl; cc != "" {
 			err := l.Do(role, func() error {
@@ -628,3 +612,27 @@ func (d *tunDevice) write(p []byte) error {
 }
 
 func (d *tunDevice) close() error { return d.f.Close() }
+
+// addNamespace creates network namespace ns with its loopback up and no
+// IPv6: router solicitations and MLD reports would otherwise cross the
+// impaired paths and skew the counters. do runs a function inside it.
+func addNamespace(ctx context.Context, ns string, do func(func() error) error) error {
+	if err := ipCmd(ctx, "netns", "add", ns); err != nil {
+		return err
+	}
+	if err := ipCmd(ctx, "-n", ns, "link", "set", "lo", "up"); err != nil {
+		return err
+	}
+	err := do(func() error {
+		for _, k := range []string{"all", "default"} {
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("disable ipv6 in %s: %w", ns, err)
+	}
+	return nil
+}

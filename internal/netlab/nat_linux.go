@@ -68,23 +68,8 @@ func (n *NAT) Config() NATConfig { return n.cfg }
 
 func (n *NAT) setup(ctx context.Context) error {
 	for _, r := range natRoles {
-		ns := n.names[r]
-		if err := ipCmd(ctx, "netns", "add", ns); err != nil {
+		if err := addNamespace(ctx, n.names[r], func(f func() error) error { return n.Do(r, f) }); err != nil {
 			return err
-		}
-		if err := ipCmd(ctx, "-n", ns, "link", "set", "lo", "up"); err != nil {
-			return err
-		}
-		err := n.Do(r, func() error {
-			for _, k := range []string{"all", "default"} {
-				if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("disable ipv6 in %s: %w", ns, err)
 		}
 	}
 	type wire struct {

@@ -196,10 +196,13 @@ func (rx *lsReceiver) url(route string) string {
 
 var lsPortLine = regexp.MustCompile(`LocalSend devices can send here on port (\d+).*fingerprint ([0-9A-F]{64})`)
 
-func startLSReceiver(ctx context.Context, bin, dir, accept string) (*lsReceiver, error) {
+func startLSReceiver(ctx context.Context, bin, dir, accept, heapFile string) (*lsReceiver, error) {
 	cfg := filepath.Join(dir, "cfg-recv")
 	cmd := exec.CommandContext(ctx, bin, "receive", "--config", cfg, "--dir", filepath.Join(dir, "in"),
 		"--listen", "127.0.0.1:0", "--accept", accept, "--no-discovery", "--localsend-port", "0", "--json")
+	if heapFile != "" {
+		cmd.Env = append(os.Environ(), "FERRY_HEAPPROFILE="+heapFile)
+	}
 	rx := &lsReceiver{hostileReceiver: &hostileReceiver{cmd: cmd, cfg: cfg}}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -250,6 +253,7 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 	warm := fs.Duration("warm", 3*time.Second, "how long each attack runs before the real send starts")
 	settle := fs.Duration("settle", 30*time.Second, "how long the receiver gets to give memory back after an attack")
 	mdOut := fs.String("md", "", "also write the markdown table to this `FILE`")
+	heapDir := fs.String("heap-profiles", "", "write the receiver's heap profile at its highest RSS during each attack to `DIR`/<scenario>.pprof, with the runtime's figures in .pprof.json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -269,10 +273,25 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 		if err != nil {
 			return err
 		}
-		rx, err := startLSReceiver(ctx, bin, dir, sc.accept)
+		var heapFile string
+		if *heapDir != "" {
+			if heapFile, err = filepath.Abs(filepath.Join(*heapDir, sc.name+".pprof")); err != nil {
+				return err
+			}
+		}
+		rx, err := startLSReceiver(ctx, bin, dir, sc.accept, heapFile)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
+		var heap string
+		profiled := make(chan struct{})
+		pctx, stopProfiles := context.WithCancel(ctx)
+		go func() {
+			defer close(profiled)
+			if heapFile != "" && heapProfileSignal != nil {
+				heap = rx.profilePeaks(pctx, heapFile)
+			}
+		}()
 		var st lsStats
 		actx, stop := context.WithCancel(ctx)
 		attacked := make(chan struct{})
@@ -285,6 +304,8 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 		peak := rx.status("VmHWM")
 		stop()
 		<-attacked
+		stopProfiles()
+		<-profiled
 		ended := time.Now()
 		after := rx.status("VmRSS")
 		for after >= hostileAfterLimitMiB<<10 && time.Since(ended) < *settle {
@@ -300,6 +321,9 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 		}
 		fmt.Fprintf(out, "   attack: %s\n   real send: %s\n   receiver RSS: peak %.0f MiB, %.0f MiB %.0fs after: %s\n",
 			st.String(), how, peakMiB, afterMiB, time.Since(ended).Seconds(), verdict)
+		if heap != "" {
+			fmt.Fprintf(out, "   at the highest RSS sampled: %s\n", heap)
+		}
 		rows = append(rows, fmt.Sprintf("| %s | --accept %s | %s | %s | %.0f | %.0f | %s |", sc.name, sc.accept, st.String(), how, peakMiB, afterMiB, verdict))
 	}
 	table := strings.Join(rows, "\n") + "\n"

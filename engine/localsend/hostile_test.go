@@ -102,6 +102,11 @@ func TestHostileUploads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A second session of the same files: tokens are bound to their session.
+	other, err := cl.prepare(context.Background(), k, req, SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer hc.CloseIdleConnections()
 	q := func(s, f, tok string) string { return fmt.Sprintf("sessionId=%s&fileId=%s&token=%s", s, f, tok) }
@@ -116,6 +121,7 @@ func TestHostileUploads(t *testing.T) {
 		{"token of another file", q(ans.SessionID, "a", ans.Files["b"]), 403},
 		{"guessed token", q(ans.SessionID, "a", strings.Repeat("0", 32)), 403},
 		{"unknown file", q(ans.SessionID, "z", ans.Files["a"]), 403},
+		{"the file's token in another session", q(other.SessionID, "a", ans.Files["a"]), 403},
 	} {
 		if got := rawUpload(t, hc, addr, c.query, ten(), 10); got != c.want {
 			t.Errorf("%s: status %d, want %d", c.name, got, c.want)

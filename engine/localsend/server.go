@@ -1,6 +1,7 @@
 package localsend
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -36,13 +37,13 @@ type Receiver interface {
 
 // Session is one accepted offer.
 type Session interface {
-	// Accepted lists the IDs of the files the receiver takes: a subset of
-	// the offer's. None (a text offer, say) ends the session at once with
-	// 204 No Content.
-	Accepted() []string
-	// Open returns where the bytes of accepted file id go; the server
-	// calls it once per file, when its upload starts.
-	Open(id string) (Sink, error)
+	// Accepted lists the files the receiver takes, as indexes in the
+	// offer's Files. None (a text offer, say) ends the session at once
+	// with 204 No Content.
+	Accepted() []int
+	// Open returns where the bytes of accepted file Files[index] go; the
+	// server calls it once per file, when its upload starts.
+	Open(index int) (Sink, error)
 	// End is called once: with nil when every accepted file has been
 	// committed or has failed; with ErrCancelled, ErrTimeout or ErrClosed
 	// otherwise. No Sink method is called after End returns.
@@ -547,21 +548,10 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		sess.End(context.Cause(ctx))
 		return
 	}
-	byID := make(map[string]File, len(o.Files))
-	for _, f := range o.Files {
-		byID[f.ID] = f
-	}
-	ss := &session{s: s, recv: sess, addr: addr, files: map[string]*upFile{}}
-	ss.id = randomToken()
-	answer := PrepareUploadAnswer{SessionID: ss.id, Files: map[string]string{}}
-	for _, id := range sess.Accepted() {
-		f, ok := byID[id]
-		if !ok || ss.files[id] != nil {
-			continue
-		}
-		tok := randomToken()
-		ss.files[id] = &upFile{File: f, token: tok}
-		answer.Files[id] = tok
+	ss := newSession(s, sess, addr, o, sess.Accepted())
+	answer := PrepareUploadAnswer{SessionID: ss.id, Files: make(map[string]string, len(ss.files))}
+	for i := range ss.files {
+		answer.Files[ss.files[i].id] = ss.token(ss.files[i].id)
 	}
 	if len(ss.files) == 0 {
 		sess.End(nil)
@@ -709,7 +699,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	err = ss.done(f, sink, receive(r.Body, f, sink))
 	if err != nil {
-		s.cfg.Log.Debug("localsend upload failed", "file", f.FileName, "err", err)
+		s.cfg.Log.Debug("localsend upload failed", "file", f.id, "err", err)
 		fail(w, statusOf(err), err.Error())
 		return
 	}
@@ -721,20 +711,19 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 func receive(body io.Reader, f *upFile, sink Sink) error {
 	var h hash.Hash
 	var w io.Writer = sink
-	if f.SHA256 != "" {
+	if f.sum != nil {
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := io.CopyBuffer(w, io.LimitReader(body, f.Size+1), make([]byte, 256<<10))
-	f.received.Store(n)
+	n, err := io.CopyBuffer(w, io.LimitReader(body, f.size+1), make([]byte, 256<<10))
 	switch {
-	case n > f.Size:
-		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.Size)
+	case n > f.size:
+		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)
 	case err != nil:
-		return fmt.Errorf("%w: the upload ended at %d of %d bytes: %v", ErrSize, n, f.Size, err)
-	case n < f.Size:
-		return fmt.Errorf("%w: the upload ended at %d of %d bytes", ErrSize, n, f.Size)
-	case h != nil && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), f.SHA256):
+		return fmt.Errorf("%w: the upload ended at %d of %d bytes: %v", ErrSize, n, f.size, err)
+	case n < f.size:
+		return fmt.Errorf("%w: the upload ended at %d of %d bytes", ErrSize, n, f.size)
+	case h != nil && !bytes.Equal(h.Sum(nil), f.sum[:]):
 		return ErrChecksum
 	}
 	return nil

@@ -164,6 +164,28 @@ func lsFloods() []lsFlood {
 					pr.Close()
 				})
 			}},
+		{"ls-oversized-bodies-4-sources", "16 clients from 4 addresses streaming 64 MiB offers (the cap is 32 MiB)", "ask",
+			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
+				clients := make([]*http.Client, 4)
+				for i := range clients {
+					clients[i] = lsAttacker(src(i), 4)
+				}
+				chunk := bytes.Repeat([]byte(" "), 1<<20)
+				workers(ctx, 16, func(i int) {
+					pr, pw := io.Pipe()
+					go func() {
+						pw.Write([]byte(`{"info":{"alias":"x","fingerprint":"x"},"files":{"a":{"id":"a","fileName":"a","size":1,"fileType":"x","preview":"`))
+						for range 64 {
+							if _, err := pw.Write(chunk); err != nil {
+								return
+							}
+						}
+						pw.Close()
+					}()
+					post(ctx, clients[i%4], rx.url("prepare-upload"), pr, -1, st)
+					pr.Close()
+				})
+			}},
 		{"ls-idle-https", "1000 TCP connections that send nothing (no TLS hello), from 100 addresses, renewed as they are dropped", "ask",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
 				workers(ctx, 1000, func(i int) {

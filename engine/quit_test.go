@@ -92,3 +92,46 @@ func TestQuitMidTransfer(t *testing.T) {
 		})
 	}
 }
+
+// A receiver that quits is a device going away, not a verdict: the sender
+// keeps trying (the app may be restarted a moment later, as
+// TestSenderResumesAfterReceiverRestart shows), and when the device stays
+// away its last word is the account: it closed Ferry, not "could not
+// connect".
+func TestSenderRetriesAfterReceiverQuits(t *testing.T) {
+	t.Parallel()
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	send := testEngine(t, Options{RetryFor: 1500 * time.Millisecond})
+	events, unsub := send.Subscribe(256)
+	t.Cleanup(unsub)
+	revents, runsub := recv.Subscribe(64)
+	t.Cleanup(runsub)
+	src := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, src, 1<<20)
+	tr, err := send.Send(context.Background(), target(recv), []string{src}, SendOptions{Transport: "quic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range revents {
+		if ev.Kind == EventOffer {
+			break
+		}
+	}
+	if err := recv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := waitDone(t, tr)
+	wentAway(t, "sender", res, StateFailed)
+	if !strings.Contains(res.Detail, "gave up after") {
+		t.Errorf("the sender did not retry: %s", res.Detail)
+	}
+	retried := false
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventState && ev.State == StateRetrying {
+			retried = true
+		}
+	}
+	if !retried {
+		t.Error("no retrying state before the end")
+	}
+}

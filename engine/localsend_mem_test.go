@@ -4,18 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
 	"testing"
-)
 
-// liveHeap is the heap in use once the garbage is collected.
-func liveHeap() int64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
-}
+	"github.com/ferrydrop/ferry/internal/testutil"
+)
 
 // An accepted LocalSend offer that is never uploaded holds its file list
 // until its session ends, and a flood of them from many addresses fills
@@ -34,7 +26,7 @@ func TestAcceptedLocalSendOffersHoldLittle(t *testing.T) {
 	if st, _ := lsOffer(t, lsFromAddr("127.0.3.1"), addr, 10, 1); st != http.StatusOK { // first-use allocations
 		t.Fatalf("the first offer: %d", st)
 	}
-	before := liveHeap()
+	before := testutil.LiveHeap()
 	type held struct {
 		c  *http.Client
 		id string
@@ -48,7 +40,7 @@ func TestAcceptedLocalSendOffersHoldLittle(t *testing.T) {
 		}
 		sessions = append(sessions, held{c, ans.SessionID})
 	}
-	kept := liveHeap() - before
+	kept := testutil.LiveHeap() - before
 	if n := e.admit.idleSessions(); n != offers+1 {
 		t.Fatalf("%d accepted sessions are held, want %d", n, offers+1)
 	}
@@ -69,7 +61,7 @@ func TestAcceptedLocalSendOffersHoldLittle(t *testing.T) {
 		nextEvent(t, results)
 	}
 	// (What stays is the connections' buffers, until the server sees them closed.)
-	if after := liveHeap() - before; after > kept/4 {
+	if after := testutil.LiveHeap() - before; after > kept/4 {
 		t.Errorf("after the sessions ended, %d of %d bytes are still held", after, kept)
 	}
 }

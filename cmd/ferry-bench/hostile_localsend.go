@@ -116,6 +116,29 @@ func lsFloods() []lsFlood {
 		}
 		wg.Wait()
 	}
+	// oversized streams 64 MiB offers (of unknown length) from 16 clients
+	// spread over addrs addresses.
+	oversized := func(ctx context.Context, rx *lsReceiver, st *lsStats, addrs int) {
+		clients := make([]*http.Client, addrs)
+		for i := range clients {
+			clients[i] = lsAttacker(src(i), 16/addrs)
+		}
+		chunk := bytes.Repeat([]byte(" "), 1<<20)
+		workers(ctx, 16, func(i int) {
+			pr, pw := io.Pipe()
+			go func() {
+				pw.Write([]byte(`{"info":{"alias":"x","fingerprint":"x"},"files":{"a":{"id":"a","fileName":"a","size":1,"fileType":"x","preview":"`))
+				for range 64 {
+					if _, err := pw.Write(chunk); err != nil {
+						return
+					}
+				}
+				pw.Close()
+			}()
+			post(ctx, clients[i%addrs], rx.url("prepare-upload"), pr, -1, st)
+			pr.Close()
+		})
+	}
 	return []lsFlood{
 		{"ls-prepare-flood", "64 clients from one address posting 2000-file offers without end (the user declines; muted after two)", "ask",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
@@ -146,46 +169,9 @@ func lsFloods() []lsFlood {
 				})
 			}},
 		{"ls-oversized-bodies", "16 clients from one address streaming 64 MiB offers (the cap is 32 MiB)", "ask",
-			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
-				c := lsAttacker(src(0), 16)
-				chunk := bytes.Repeat([]byte(" "), 1<<20)
-				workers(ctx, 16, func(int) {
-					pr, pw := io.Pipe()
-					go func() {
-						pw.Write([]byte(`{"info":{"alias":"x","fingerprint":"x"},"files":{"a":{"id":"a","fileName":"a","size":1,"fileType":"x","preview":"`))
-						for range 64 {
-							if _, err := pw.Write(chunk); err != nil {
-								return
-							}
-						}
-						pw.Close()
-					}()
-					post(ctx, c, rx.url("prepare-upload"), pr, -1, st)
-					pr.Close()
-				})
-			}},
+			func(ctx context.Context, rx *lsReceiver, st *lsStats) { oversized(ctx, rx, st, 1) }},
 		{"ls-oversized-bodies-4-sources", "16 clients from 4 addresses streaming 64 MiB offers (the cap is 32 MiB)", "ask",
-			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
-				clients := make([]*http.Client, 4)
-				for i := range clients {
-					clients[i] = lsAttacker(src(i), 4)
-				}
-				chunk := bytes.Repeat([]byte(" "), 1<<20)
-				workers(ctx, 16, func(i int) {
-					pr, pw := io.Pipe()
-					go func() {
-						pw.Write([]byte(`{"info":{"alias":"x","fingerprint":"x"},"files":{"a":{"id":"a","fileName":"a","size":1,"fileType":"x","preview":"`))
-						for range 64 {
-							if _, err := pw.Write(chunk); err != nil {
-								return
-							}
-						}
-						pw.Close()
-					}()
-					post(ctx, clients[i%4], rx.url("prepare-upload"), pr, -1, st)
-					pr.Close()
-				})
-			}},
+			func(ctx context.Context, rx *lsReceiver, st *lsStats) { oversized(ctx, rx, st, 4) }},
 		{"ls-idle-https", "1000 TCP connections that send nothing (no TLS hello), from 100 addresses, renewed as they are dropped", "ask",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
 				workers(ctx, 1000, func(i int) {

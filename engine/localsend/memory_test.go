@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // leanReceiver accepts every file of every offer and keeps nothing of it,
@@ -32,15 +33,6 @@ type leanSession struct {
 func (s *leanSession) Accepted() []int        { return s.accepted }
 func (s *leanSession) Open(int) (Sink, error) { return nil, ErrRejected }
 func (s *leanSession) End(err error)          { s.l.ends <- err }
-
-// liveHeap is the heap in use once the garbage is collected.
-func liveHeap() int64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
-}
 
 // floodOffer is a prepare-upload of n files with the names, types and
 // (every other file) checksums a real offer has.
@@ -83,7 +75,7 @@ func TestAcceptedSessionsHoldLittle(t *testing.T) {
 		}
 		return resp
 	}
-	before := liveHeap()
+	before := testutil.LiveHeap()
 	var sessions []string
 	for range offers {
 		resp := post("prepare-upload", body)
@@ -95,7 +87,7 @@ func TestAcceptedSessionsHoldLittle(t *testing.T) {
 		}
 		sessions = append(sessions, ans.SessionID)
 	}
-	held := liveHeap() - before
+	held := testutil.LiveHeap() - before
 	perFile := held / (files * offers)
 	t.Logf("an accepted file held %d bytes", perFile)
 	if perFile > 100 {
@@ -110,7 +102,7 @@ func TestAcceptedSessionsHoldLittle(t *testing.T) {
 	left := len(srv.sessions)
 	srv.mu.Unlock()
 	// (What may stay is the connection's buffers, until the server sees it closed.)
-	if after := liveHeap() - before; left != 0 || after > held/4 {
+	if after := testutil.LiveHeap() - before; left != 0 || after > held/4 {
 		t.Errorf("after the sessions ended: %d left, %d of %d bytes still held", left, after, held)
 	}
 }

@@ -60,7 +60,7 @@ func DefaultConfigDir() (string, error) {
 func Run(opts Options) error {
 	log := opts.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: smokeLogLevel()}))
 	}
 	dir, autostartArgs, err := configDir(opts.ConfigDir)
 	if err != nil {
@@ -266,7 +266,7 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 		return ":" + strconv.Itoa(pc.Port)
 	})
 	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
-		Listen: listen, ListenAnyIfTaken: true,
+		Listen: listen, ListenAnyIfTaken: true, RetryFor: smokeRetryFor(),
 		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver})
 	if err != nil {
 		return nil, s, fmt.Errorf("start engine: %w", err)

@@ -33,10 +33,13 @@ import (
 //   - the receiver killed mid-send and never back: the row leaves
 //     "Sending" for "Reconnecting to Ferry A…", then says Ferry A went away
 //     (never that the files could not be read here) (slow-killed.png,
-//     slow-gone.png).
+//     slow-gone.png);
+//   - the receiver starts again: the send goes on by itself in its row
+//     (the app's rejoin); then its user quits Ferry mid-send: B's row
+//     says Ferry A went away (slow-quit.png, slow-quit-gone.png).
 //
 // It needs root (ip netns, tc) and what TestGUIEndToEnd needs, and takes
-// about two minutes: it runs only with FERRY_E2E_SLOW=1
+// about two and a half minutes: it runs only with FERRY_E2E_SLOW=1
 // (scripts/gui-e2e.sh --slow), not in CI's default run.
 func TestGUISlowLink(t *testing.T) {
 	if testing.Short() || os.Getenv("FERRY_E2E_SLOW") == "" {
@@ -84,7 +87,24 @@ func TestGUISlowLink(t *testing.T) {
 	accept := func(t *testing.T) {
 		t.Helper()
 		accepted++
-		d.press(t, d.latest(t, A, "Incoming files", accepted), "accept")
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var got []notification
+			for _, x := range d.notes() {
+				if x.summary == "Incoming files" && d.pidOf(x.sender) == A.cmd.Process.Pid {
+					got = append(got, x)
+				}
+			}
+			if len(got) >= accepted {
+				d.press(t, got[accepted-1], "accept")
+				return
+			}
+			if time.Now().After(deadline) {
+				d.screenshot(t, d.window(t, "Ferry A"), "slow-failed-A.png")
+				d.screenshot(t, winB, "slow-failed-B.png")
+				data, _ := json.MarshalIndent(A.describe(t), "", "  ")
+				t.Fatalf("no offer #%d at A; A shows %s", accepted, data)
+			}
+		}
 	}
 	// send drops file on A's row and accepts it at A.
 	send := func(t *testing.T, file string) {
@@ -192,6 +212,10 @@ func TestGUISlowLink(t *testing.T) {
 		click(t, r, "Cancel")
 		r = row(t, "cancelled by you", func(r ui.DescribedRow) bool { return r.State == "Cancelled by you" })
 		d.screenshot(t, winB, "slow-cancelled.png")
+		wait(t, "A's row cancelled by B", func() bool {
+			rows := A.describe(t).Transfers
+			return len(rows) > 0 && rows[0].State == "Cancelled by Ferry B"
+		})
 		click(t, r, "Retry")
 		accept(t)
 		// Sending again, on the same row, with Pause and Cancel (finding 2).
@@ -199,6 +223,9 @@ func TestGUISlowLink(t *testing.T) {
 			return strings.HasPrefix(r.State, "Sending") && r.Buttons["Pause"] != [2]int{} && r.Buttons["Cancel"] != [2]int{}
 		})
 		d.screenshot(t, winB, "slow-resumed.png")
+		// Its first speed reads high: the bytes written into the socket
+		// buffers in the first second (A's held bytes no longer count).
+		t.Logf("sending again: %q", r.Sub)
 		click(t, r, "Pause")
 		r = row(t, "the resumed send paused", func(r ui.DescribedRow) bool { return r.State == "Paused by you" })
 		click(t, r, "Resume")
@@ -220,6 +247,9 @@ func TestGUISlowLink(t *testing.T) {
 		<-A.done
 		r := row(t, "no longer sending", func(r ui.DescribedRow) bool { return !strings.HasPrefix(r.State, "Sending") })
 		t.Logf("after the kill: %q", r.State)
+		if r.State != "Reconnecting to Ferry A…" {
+			t.Errorf("B's row says %q after the kill, want Reconnecting to Ferry A…", r.State)
+		}
 		d.screenshot(t, winB, "slow-killed.png")
 		r = row(t, "the end", func(r ui.DescribedRow) bool {
 			return !strings.HasPrefix(r.State, "Reconnecting") && !strings.HasPrefix(r.State, "Sending")
@@ -235,6 +265,42 @@ func TestGUISlowLink(t *testing.T) {
 		e := B.lastHistory(t)
 		if e.State == ui.StateDone || e.State == ui.StateActive {
 			t.Errorf("B's history says %+v", e)
+		}
+	})
+
+	// A starts again: B sends the rest of archive.zip by itself (the app's
+	// rejoin, on discovery's word that A is back), A asks and accepts.
+	// Then A's user quits Ferry mid-send (SIGTERM, as the tray's Quit
+	// ends it): A says going_away, B keeps trying while A may come back,
+	// then says A went away, never that the files could not be saved.
+	t.Run("receiver back, then quits", func(t *testing.T) {
+		A = d.startIn(t, nsA, bin, root, "Ferry A", notIsolated)
+		accepted = 0 // notifications are counted per process
+		accept(t)
+		r := row(t, "archive.zip sending again by itself", func(r ui.DescribedRow) bool {
+			return strings.HasSuffix(r.Title, "archive.zip") && strings.HasPrefix(r.State, "Sending")
+		})
+		wait(t, "archive.zip at A", func() bool { return sameFile(last, filepath.Join(A.downloads, "archive.zip")) })
+		row(t, "archive.zip sent", func(r ui.DescribedRow) bool { return r.State == "Sent 1 file" })
+		if n := len(B.describe(t).Transfers); n != 4 {
+			t.Errorf("B shows %d rows, want 4 (archive.zip went on in its own row)", n)
+		}
+		quit := randomFile(t, root, "quit.bin", 24_000_000)
+		send(t, quit)
+		row(t, "quit.bin under way", under(0.5))
+		if err := A.stop(); err != nil {
+			t.Errorf("A: %v", err)
+		}
+		r = row(t, "no longer sending", func(r ui.DescribedRow) bool { return !strings.HasPrefix(r.State, "Sending") })
+		t.Logf("after A quit: %q", r.State)
+		d.screenshot(t, winB, "slow-quit.png")
+		r = row(t, "the end", func(r ui.DescribedRow) bool {
+			return !strings.HasPrefix(r.State, "Reconnecting") && !strings.HasPrefix(r.State, "Sending")
+		})
+		t.Logf("in the end: %q %v", r.State, r.Buttons)
+		d.screenshot(t, winB, "slow-quit-gone.png")
+		if !strings.HasPrefix(r.State, "Ferry A went away.") {
+			t.Errorf("B's row says %q, want that Ferry A went away", r.State)
 		}
 	})
 

@@ -38,6 +38,8 @@ import (
 //   - Pair… from a device's Send… menu, chosen with the keyboard, shows
 //     the same verification code on both screens (photographed); both
 //     users confirm with the keyboard and both trust stores say paired;
+//   - Forget in Settings' Devices page: the device's row says "new" at
+//     once and Pair… from its Send… menu pairs the two again;
 //   - a second launch with a file hands it to the running instance, which
 //     shows the device chooser (Return sends), and exits 0;
 //   - with no tray host, --minimized still shows the window, and closing
@@ -49,6 +51,8 @@ import (
 //   - the desktop turns light while Ferry runs (the portal's color-scheme):
 //     the window follows, online device rows are not drawn dark
 //     (e2e-light.png, e2e-light-receiver.png).
+//
+// The steps that need a slow link are TestGUISlowLink's.
 //
 // Notifications go to a notification server this test plays; all must
 // come from "Ferry". Screenshots land in $FERRY_E2E_OUT (else a temp dir,

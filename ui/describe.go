@@ -52,7 +52,9 @@ func (u *UI) Describe() Described {
 			if b == nil || !b.Visible() || b.Disabled() {
 				continue
 			}
-			m[b.Text] = u.centre(b)
+			if at := u.centre(b); at[0] > int(b.Size().Width*d.Scale)/2 || at[1] > int(b.Size().Height*d.Scale)/2 {
+				m[b.Text] = at // laid out (a button just shown sits at 0,0 until then)
+			}
 		}
 		return m
 	}

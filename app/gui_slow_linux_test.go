@@ -69,17 +69,23 @@ func TestGUISlowLink(t *testing.T) {
 	d.xdotool(t, "windowmove", "--sync", winA, "1000", "0")
 	d.drawn(t, winB)
 
-	// A's row in B's list: a drop lands on its left part, level with its Send….
-	var rowY int
-	testutil.WaitFor(t, "A's row in B's window", func() bool {
-		for _, r := range B.describe(t).Devices {
-			if r.Title == "Ferry A" && r.Buttons["Send…"][1] > 0 {
-				rowY = r.Buttons["Send…"][1]
-				return true
+	// rowY is where A's row is in B's list (online, over Ferry's own
+	// protocol): a drop lands on its left part, level with its Send….
+	rowY := func(t *testing.T) int {
+		t.Helper()
+		var y int
+		testutil.WaitFor(t, "A's row in B's window", func() bool {
+			for _, r := range B.describe(t).Devices {
+				if r.Title == "Ferry A" && strings.Contains(r.Sub, "QUIC") && !strings.Contains(r.Sub, "Offline") && r.Buttons["Send…"][1] > 0 {
+					y = r.Buttons["Send…"][1]
+					return true
+				}
 			}
-		}
-		return false
-	})
+			return false
+		})
+		return y
+	}
+	rowY(t)
 	accepted := 0
 	// accept accepts A's next offer in its notification. A asks again on
 	// every new attempt of a device it does not trust: after B's Resume
@@ -109,7 +115,7 @@ func TestGUISlowLink(t *testing.T) {
 	// send drops file on A's row and accepts it at A.
 	send := func(t *testing.T, file string) {
 		t.Helper()
-		d.x11(t, "drop", winB, "150", strconv.Itoa(rowY), file)
+		d.x11(t, "drop", winB, "150", strconv.Itoa(rowY(t)), file)
 		accept(t)
 	}
 	// wait waits up to a minute for cond; when it does not come, it says
@@ -143,12 +149,27 @@ func TestGUISlowLink(t *testing.T) {
 			return strings.HasPrefix(r.State, "Sending") && r.Bar > 0.1 && r.Bar < frac && r.Buttons["Pause"] != [2]int{}
 		}
 	}
+	// click clicks button on B's newest row (r, as last seen) once it
+	// stays in place for a moment: a row's layout may still change after
+	// its words did (its verification code goes when the session ends).
 	click := func(t *testing.T, r ui.DescribedRow, button string) {
 		t.Helper()
-		at, ok := r.Buttons[button]
-		if !ok {
-			t.Fatalf("row %q (%q) has no %s button: %v", r.Title, r.State, button, r.Buttons)
-		}
+		var at [2]int
+		wait(t, fmt.Sprintf("%s on the row %q (%q) to stay in place", button, r.Title, r.State), func() bool {
+			place := func() ([2]int, bool) {
+				rows := B.describe(t).Transfers
+				if len(rows) == 0 || rows[0].Title != r.Title {
+					return [2]int{}, false
+				}
+				p, ok := rows[0].Buttons[button]
+				return p, ok
+			}
+			p1, ok1 := place()
+			time.Sleep(300 * time.Millisecond)
+			p2, ok2 := place()
+			at = p2
+			return ok1 && ok2 && p1 == p2
+		})
 		d.xdotool(t, "mousemove", "--window", winB, strconv.Itoa(at[0]), strconv.Itoa(at[1]))
 		d.xdotool(t, "click", "1")
 	}

@@ -272,16 +272,18 @@ func TestGUISlowLink(t *testing.T) {
 			t.Errorf("B's row says %q after the kill, want Reconnecting to Ferry A…", r.State)
 		}
 		d.screenshot(t, winB, "slow-killed.png")
-		r = row(t, "the end", func(r ui.DescribedRow) bool {
-			return !strings.HasPrefix(r.State, "Reconnecting") && !strings.HasPrefix(r.State, "Sending")
+		// The end: its words and, once laid out, its buttons (Retry).
+		r = row(t, "the end, with its buttons", func(r ui.DescribedRow) bool {
+			_, retry := r.Buttons["Retry"]
+			return !strings.HasPrefix(r.State, "Reconnecting") && !strings.HasPrefix(r.State, "Sending") && retry
 		})
 		t.Logf("in the end: %q %v", r.State, r.Buttons)
 		d.screenshot(t, winB, "slow-gone.png")
 		if !strings.HasPrefix(r.State, "Ferry A went away.") {
 			t.Errorf("B's row says %q, want that Ferry A went away", r.State)
 		}
-		if r.Buttons["Retry"] == [2]int{} {
-			t.Errorf("B's row offers %v, want Retry", r.Buttons)
+		if r.Buttons["Cancel"] == [2]int{} {
+			t.Errorf("B's row offers %v, want Retry and Cancel", r.Buttons)
 		}
 		e := B.lastHistory(t)
 		if e.State == ui.StateDone || e.State == ui.StateActive {
@@ -315,8 +317,10 @@ func TestGUISlowLink(t *testing.T) {
 		r = row(t, "no longer sending", func(r ui.DescribedRow) bool { return !strings.HasPrefix(r.State, "Sending") })
 		t.Logf("after A quit: %q", r.State)
 		d.screenshot(t, winB, "slow-quit.png")
-		r = row(t, "the end", func(r ui.DescribedRow) bool {
-			return !strings.HasPrefix(r.State, "Reconnecting") && !strings.HasPrefix(r.State, "Sending")
+		// The end: its words and, once laid out, its buttons (Retry).
+		r = row(t, "the end, with its buttons", func(r ui.DescribedRow) bool {
+			_, retry := r.Buttons["Retry"]
+			return !strings.HasPrefix(r.State, "Reconnecting") && !strings.HasPrefix(r.State, "Sending") && retry
 		})
 		t.Logf("in the end: %q %v", r.State, r.Buttons)
 		d.screenshot(t, winB, "slow-quit-gone.png")

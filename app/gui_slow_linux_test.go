@@ -183,10 +183,11 @@ func TestGUISlowLink(t *testing.T) {
 		send(t, big)
 		r := row(t, "the second send under way", under(0.6))
 		click(t, r, "Pause")
-		r = row(t, "paused by you", func(r ui.DescribedRow) bool { return r.State == "Paused by you" })
-		if r.Buttons["Resume"] == [2]int{} || r.Buttons["Cancel"] == [2]int{} {
-			t.Errorf("paused row's buttons %v, want Resume and Cancel", r.Buttons)
-		}
+		r = row(t, "paused by you, with Resume and Cancel", func(r ui.DescribedRow) bool {
+			_, resume := r.Buttons["Resume"]
+			_, cancel := r.Buttons["Cancel"]
+			return r.State == "Paused by you" && resume && cancel
+		})
 		rows := B.describe(t).Transfers
 		if len(rows) < 2 || rows[1].State != "Sent 1 file" || rows[1].Title != rows[0].Title {
 			t.Errorf("rows %+v: want the paused send above the first one, still sent", rows)

@@ -558,13 +558,13 @@ func (tx *sender) streamCount(opts SendOptions) int {
 }
 
 // watchProgress publishes the batch's progress (bytes sent or already held
-// by the receiver, files settled) until ctx ends.
+// by the receiver, files settled; the rate of those sent) until ctx ends.
 func (tx *sender) watchProgress(ctx context.Context) {
 	var total int64
 	for _, i := range tx.accepted {
 		total += tx.files[i].Size
 	}
-	tx.e.watchProgress(ctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, total,
+	tx.e.watchProgressMoved(ctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, tx.sent.Load, total,
 		func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
 }
 

@@ -210,9 +210,18 @@ func (e *Engine) peerInfo(id peer.ID, name, addr string) PeerInfo {
 // watchProgress publishes coalesced progress (every Options.ProgressInterval)
 // and metrics (every fourth time) until ctx ends.
 func (e *Engine) watchProgress(ctx context.Context, t *Transfer, bytes func() int64, total int64, files func() int, totalFiles int) {
+	e.watchProgressMoved(ctx, t, bytes, bytes, total, files, totalFiles)
+}
+
+// watchProgressMoved is watchProgress where the bytes in place (bytes)
+// include some that never crossed the network (a resumed file's chunks the
+// receiver already held): the rate and the time left come from moved, the
+// bytes that did. Counting held chunks as sent said 10.5 MB/s on a
+// 2.5 MB/s link right after a resume (issue 26).
+func (e *Engine) watchProgressMoved(ctx context.Context, t *Transfer, bytes, moved func() int64, total int64, files func() int, totalFiles int) {
 	tick, ticks := e.opts.Clock.NewTicker(e.opts.ProgressInterval)
 	defer tick.Stop()
-	var last int64
+	last := moved()
 	lastT := e.now()
 	var rate float64
 	n := 0
@@ -221,15 +230,15 @@ func (e *Engine) watchProgress(ctx context.Context, t *Transfer, bytes func() in
 		case <-ctx.Done():
 			return
 		case now := <-ticks:
-			b := bytes()
+			b, m := bytes(), moved()
 			dt := now.Sub(lastT).Seconds()
-			inst := float64(b-last) / dt
+			inst := float64(m-last) / dt
 			if rate == 0 {
 				rate = inst
 			} else {
 				rate = 0.7*rate + 0.3*inst
 			}
-			last, lastT = b, now
+			last, lastT = m, now
 			eta := 0.0
 			if rate > 0 {
 				eta = float64(total-b) / rate

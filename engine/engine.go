@@ -21,6 +21,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
@@ -233,7 +234,9 @@ type Engine struct {
 	bufs *bufpool.Pool
 	// admit shares what incoming sessions may hold before a decision fairly
 	// between addresses and devices, and remembers whom the user muted.
-	admit *admission
+	admit *core.Admission
+	// pairs counts hidden tries at the verification code (pairbudget.go).
+	pairs *pairTries
 	bus   Bus
 	log   *slog.Logger
 	opts  Options
@@ -314,7 +317,7 @@ func New(opts Options) (*Engine, error) {
 		opts.MaxPrompts = 8
 	}
 	if opts.MuteDeclined == 0 {
-		opts.MuteDeclined = defaultMuteDeclined
+		opts.MuteDeclined = core.DefaultMuteDeclined
 	}
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
@@ -340,7 +343,8 @@ func New(opts Options) (*Engine, error) {
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
-		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.ManifestBudget, opts.Clock.Now),
+		admit:      core.NewAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.ManifestBudget, opts.Clock.Now),
+		pairs:      newPairTries(opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
 		transports: transportTable(opts.Transport, netw), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
@@ -33,7 +34,7 @@ type inbox struct {
 	peer peer.ID
 	// ticket is the offer's standing with the engine's admission: what it
 	// may hold until it is decided, and its place among the prompts (issue #14).
-	ticket *ticket
+	ticket *core.Ticket
 
 	files      []offeredFile
 	text       string // the offer's text item, "" when none
@@ -98,7 +99,7 @@ const (
 // newInbox starts the receiving side of an exchange with a peer whose
 // identity (and name, as it gave it) is known; conn, when the protocol has
 // one, provides the metrics.
-func (e *Engine) newInbox(peer peer.ID, name, addr string, conn Conn, tk *ticket) *inbox {
+func (e *Engine) newInbox(peer peer.ID, name, addr string, conn Conn, tk *core.Ticket) *inbox {
 	t := &Transfer{
 		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
 		peer: e.peerInfo(peer, name, addr), conn: conn, state: StateWaiting,
@@ -372,11 +373,11 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 // ask raises an EventOffer and waits for Decide, the prompt timeout, or the end.
 func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decision, error) {
 	e := in.e
-	place, refused := in.ticket.prompt(ctx)
+	place, refused := in.ticket.Prompt(ctx)
 	if refused != nil {
 		return refusal(refused), nil
 	}
-	defer place.release()
+	defer place.Release()
 	in.t.asking.Store(true)
 	defer in.t.asking.Store(false)
 	info := &OfferInfo{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: e.now().Add(e.opts.PromptTimeout),
@@ -395,7 +396,7 @@ func (in *inbox) ask(ctx context.Context, dir string, total, free int64) (decisi
 			return decision{Decision: d, code: wire.CodeExpired}, nil
 		}
 		if !d.Accept {
-			in.ticket.declined()
+			in.ticket.Declined()
 		}
 		return decision{Decision: d, code: wire.CodeDeclined}, nil
 	case <-expired:

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
@@ -354,7 +355,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	tctx, tcancel := context.WithCancelCause(rxCtx)
 	unlink := context.AfterFunc(ctx, func() { tcancel(context.Cause(ctx)) })
 	defer unlink()
-	tk, refused := e.admit.arrive(addr, id, func() { tcancel(errReceiverBusy) })
+	tk, refused := e.admit.Arrive(addr, id, func() { tcancel(core.ErrReceiverBusy) })
 	if refused != nil {
 		tcancel(nil)
 		return nil, fmt.Errorf("%w: %s", localsend.ErrBusy, refused.Reason)
@@ -373,10 +374,10 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	decided := false
 	fail := func(err error) (localsend.Session, error) {
 		if !decided {
-			tk.decided()
+			tk.Decided()
 		}
 		in.finish(err, false, Result{})
-		tk.end()
+		tk.End()
 		tcancel(nil)
 		return nil, err
 	}
@@ -393,11 +394,11 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 			names += len(f.FileName)
 		}
 	}
-	if rerr := tk.holdManifest(manifestCost(len(files), int64(names))); rerr != nil {
+	if rerr := tk.HoldManifest(manifestCost(len(files), int64(names))); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrBusy, rerr.Reason))
 	}
 	_, known := e.trust.Get(id)
-	if rerr := tk.checkMuted(in.t.peer.Trusted, known && verified); rerr != nil {
+	if rerr := tk.CheckMuted(in.t.peer.Trusted, known && verified); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
 	if rerr := e.checkImpersonation(id, o.Sender.Alias, o.Addr.String()); rerr != nil {
@@ -405,7 +406,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	}
 	// LocalSend has no resume: every prepare-upload is a delivery of its own.
 	err := in.offer(newTransferID(), files, text)
-	tk.decided()
+	tk.Decided()
 	decided = true
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", localsend.ErrDeclined, err))
@@ -423,7 +424,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if !d.Accept {
 		verdict := errDecided(d)
 		in.finish(verdict, false, Result{})
-		tk.end()
+		tk.End()
 		tcancel(nil)
 		if d.code == wire.CodeBusy {
 			return nil, fmt.Errorf("%w: %w", localsend.ErrBusy, verdict)
@@ -442,7 +443,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	s.stopProgress = stop
 	go in.watchProgress(pctx)
 	// Until its first upload, another's offer may take its budget.
-	tk.idleAccepted(func() { tcancel(errDisplaced) })
+	tk.IdleAccepted(func() { tcancel(errDisplaced) })
 	return s, nil
 }
 
@@ -455,7 +456,7 @@ var errDisplaced = errors.New("the sender began no upload, and another sender's 
 // lsSession is one accepted LocalSend offer.
 type lsSession struct {
 	in       *inbox
-	tk       *ticket
+	tk       *core.Ticket
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	ids      []string       // offer index -> file ID
@@ -480,7 +481,7 @@ func (s *lsSession) Open(id string) (localsend.Sink, error) {
 	if !ok {
 		return nil, fmt.Errorf("file %q was not offered", id)
 	}
-	if !s.tk.uploading() {
+	if !s.tk.Uploading() {
 		return nil, fmt.Errorf("%w: %w", localsend.ErrRejected, errDisplaced)
 	}
 	if err := context.Cause(s.ctx); err != nil {
@@ -522,7 +523,7 @@ func (s *lsSession) End(err error) {
 		err = cause
 	}
 	s.in.finish(err, false, Result{})
-	s.tk.end()
+	s.tk.End()
 	s.cancel(nil)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/pairing"
 	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
 	"github.com/ferrydrop/ferry/engine/peer"
@@ -136,8 +137,8 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (done pairDone
 	var tried time.Time
 	if !trusted {
 		var ok bool
-		if tried, ok = e.admit.pairs.try(c.RemoteAddr(), h.Name); !ok {
-			if e.admit.warnDue("pair-tries") {
+		if tried, ok = e.pairs.try(c.RemoteAddr(), h.Name); !ok {
+			if e.admit.WarnDue("pair-tries") {
 				e.log.Warn("not pairing with new devices for a while: many pairing attempts were abandoned halfway (someone may be trying to guess a verification code)",
 					"peer", c.RemoteAddr())
 			}
@@ -151,7 +152,7 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (done pairDone
 	}
 	defer func() {
 		if err == nil && !trusted {
-			e.admit.pairs.revealed(c.RemoteAddr(), h.Name, tried)
+			e.pairs.revealed(c.RemoteAddr(), h.Name, tried)
 		}
 	}()
 	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))
@@ -337,21 +338,21 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 
 // servePair is the listener's side of a pairing-only session, whose hellos
 // were exchanged: it is a prompt like an offer, bounded the same way.
-func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket, t *Transfer) {
-	tk.decided()
+func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *core.Ticket, t *Transfer) {
+	tk.Decided()
 	err := func() error {
-		place, refused := tk.prompt(ctx)
+		place, refused := tk.Prompt(ctx)
 		if refused != nil {
 			return errDecided(refusal(refused)) // ours to tell the peer
 		}
-		defer place.release()
+		defer place.Release()
 		if err := e.register(t); err != nil {
 			return err
 		}
 		e.announcePair(t)
 		err := e.pairExchange(ctx, c, ctl, t.pair.Load(), true)
 		if errors.Is(err, errPairMismatch) {
-			tk.declined()
+			tk.Declined()
 		}
 		return err
 	}()
@@ -469,7 +470,7 @@ func (e *Engine) checkImpersonation(peer peer.ID, name, addr string) *wire.Remot
 	}
 	refusal := &wire.RemoteError{Code: wire.CodeUntrusted,
 		Reason: "this receiver has paired with another device of the same name: rename this device, or have the receiver forget the old one"}
-	if !e.admit.warnDue(known.ID + "/" + peer.String()) {
+	if !e.admit.WarnDue(known.ID + "/" + peer.String()) {
 		return refusal
 	}
 	warning := fmt.Sprintf("A device calling itself %q tried to connect with a key that is not the one of the %q you paired with (%s). "+

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
@@ -42,12 +43,12 @@ var errSessionDone = errors.New("session done")
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
 	defer c.Close(nil)
-	tk, refused := e.admit.arrive(c.RemoteAddr(), c.PeerID().Peer(), func() { c.Close(closeReason(errReceiverBusy)) })
+	tk, refused := e.admit.Arrive(c.RemoteAddr(), c.PeerID().Peer(), func() { c.Close(closeReason(core.ErrReceiverBusy)) })
 	if refused != nil {
 		c.Close(closeReason(refused))
 		return
 	}
-	defer tk.end()
+	defer tk.End()
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := c.AcceptStream(hctx)
 	cancel()
@@ -214,7 +215,7 @@ func (rx *receiver) run(ctx context.Context) error {
 // control reads the offer, decides, then serves the control stream until the end.
 func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	err := rx.takeOffer()
-	rx.ticket.decided() // from here on, the prompt's own bounds apply
+	rx.ticket.Decided() // from here on, the prompt's own bounds apply
 	var refused *refusedError
 	if errors.As(err, &refused) {
 		// A limit refused the offer, perhaps part-way through its manifest:
@@ -394,7 +395,7 @@ func (rx *receiver) readOffer() error {
 	}
 	// The manifests held at once share a budget: it is taken as the parts
 	// arrive, so a peer's names are refused before they pile up.
-	if refused := rx.ticket.holdManifest(manifestCost(offer.Files, 0)); refused != nil {
+	if refused := rx.ticket.HoldManifest(manifestCost(offer.Files, 0)); refused != nil {
 		return errDecided(refusal(refused)) // ours to tell the peer
 	}
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
@@ -417,7 +418,7 @@ func (rx *receiver) readOffer() error {
 				return rx.tooLarge() // as the names arrive, not once they are all held
 			}
 		}
-		if refused := rx.ticket.holdManifest(int64(namesOf(part.Files))); refused != nil {
+		if refused := rx.ticket.HoldManifest(int64(namesOf(part.Files))); refused != nil {
 			return errDecided(refusal(refused))
 		}
 	}

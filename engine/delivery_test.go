@@ -137,17 +137,6 @@ func TestRetryKeepsTheDeliveryUntilDone(t *testing.T) {
 	}
 }
 
-// The ending of a delivery whose partial data a newer delivery took over.
-func TestTakenOverEnding(t *testing.T) {
-	e := endOf(errTakenOver, "Bob", true)
-	if e.state != StateCancelled || e.code != string(wire.CodeCancelled) || !e.byPeer || !strings.Contains(e.text, "newer send") {
-		t.Errorf("%+v", e)
-	}
-	if !errors.Is(errTakenOver, wire.ErrCancelled) || wire.CodeOf(errTakenOver) != wire.CodeCancelled {
-		t.Error("the older sender would not hear a cancel")
-	}
-}
-
 var deliveryIDCases = []struct {
 	id string
 	ok bool

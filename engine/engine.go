@@ -32,16 +32,6 @@ import (
 	"github.com/ferrydrop/ferry/internal/clock"
 )
 
-// AcceptPolicy says who may send to this device without a prompt.
-type AcceptPolicy string
-
-// Accept policies.
-const (
-	AcceptAsk     AcceptPolicy = "ask"     // every offer raises an EventOffer and waits for Decide
-	AcceptAll     AcceptPolicy = "all"     // accept everything (tests, benchmarks)
-	AcceptTrusted AcceptPolicy = "trusted" // accept trusted devices silently, refuse others
-)
-
 // ParseAcceptPolicy checks a policy name from a flag or a settings file.
 func ParseAcceptPolicy(s string) (AcceptPolicy, error) {
 	switch p := AcceptPolicy(s); p {
@@ -188,24 +178,6 @@ type SendOptions struct {
 	Streams int
 }
 
-// Decision is the receiving user's answer to an offer.
-type Decision struct {
-	Accept bool
-	// Files lists the indexes of the offered files to accept; nil means all.
-	Files []int
-	// Reason is shown to the sender when declining.
-	Reason string
-	// AlwaysAccept trusts the sender and accepts its future offers without asking.
-	AlwaysAccept bool
-	// Expired: nobody answered; the prompt declined by itself (the sender
-	// reads "Expired", not "Declined").
-	Expired bool
-	// Dest, when set, is the folder this offer's files go to instead of the
-	// download folder ("Save to…"); it is created if missing. Decide checks
-	// it as SetDownloadDir does.
-	Dest string
-}
-
 // TrustedPeer is a device this one has exchanged files with.
 type TrustedPeer struct {
 	// ID is its peer ID (package peer): a Ferry device ID, or
@@ -221,9 +193,6 @@ type TrustedPeer struct {
 
 // ErrUnknownTransfer is returned for a transfer ID the engine does not know.
 var ErrUnknownTransfer = errors.New("unknown transfer")
-
-// ErrClosed is returned by an engine after Close.
-var ErrClosed = errors.New("engine closed")
 
 // Engine sends and receives files. Create it with New; it is safe for concurrent use.
 type Engine struct {
@@ -540,8 +509,6 @@ func (t *Transfer) peerName() string {
 // Cancel stops the transfer; the peer is told.
 func (t *Transfer) Cancel() { t.cancel(errCancelledByUser) }
 
-var errCancelledByUser = errors.New("cancelled by the user")
-
 // newTransferID makes a new sending transfer's ID, which is also its
 // delivery ID (see Transfer.Delivery).
 func newTransferID() string {
@@ -675,17 +642,6 @@ func (e *Engine) Close() error {
 	e.netw.Close()
 	return errors.Join(err, e.trust.Flush()) // contacts recorded within the last second
 }
-
-// errSuperseded ends a receiving session when a new attempt at the same
-// delivery (a reconnect) arrives: the new one takes its partials and speaks
-// for the transfer.
-var errSuperseded = errors.New("a newer attempt at the same transfer took over")
-
-// errTakenOver ends a receiving session when another delivery of the same
-// files from the same sender takes over its partial data: the older
-// delivery ends here, and its sender is told (a cancel, so it does not
-// come back for the data the newer one now holds).
-var errTakenOver = fmt.Errorf("%w: a newer send of the same files took over", wire.ErrCancelled)
 
 // takeOverResume makes rx the holder of its resume key, ending an older
 // session that still holds it and waiting until that one saved its state.

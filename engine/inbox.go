@@ -281,12 +281,12 @@ type refusedError struct {
 
 func (e *refusedError) Error() string {
 	if e.reason == "" {
-		return codeSentinel(e.code).Error()
+		return core.CodeSentinel(e.code).Error()
 	}
-	return codeSentinel(e.code).Error() + ": " + e.reason
+	return core.CodeSentinel(e.code).Error() + ": " + e.reason
 }
 
-func (e *refusedError) Unwrap() error { return codeSentinel(e.code) }
+func (e *refusedError) Unwrap() error { return core.CodeSentinel(e.code) }
 
 // decide applies the accept policy, asking the user when it says so; on
 // acceptance it opens the destination and fills in.accepted.
@@ -306,7 +306,7 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 	// An offer that cannot fit is refused before anyone is asked, with the
 	// figures: a "yes" could not be kept.
 	if err := noSpace(dir, total); err != nil {
-		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
+		return decision{Decision: Decision{Reason: core.Sentence(err)}, code: wire.CodeNoSpace}, nil
 	}
 
 	var d decision
@@ -355,7 +355,7 @@ func (in *inbox) decide(ctx context.Context) (decision, error) {
 		need += in.files[i].Size
 	}
 	if err := noSpace(dir, need); err != nil {
-		return decision{Decision: Decision{Reason: sentence(err)}, code: wire.CodeNoSpace}, nil
+		return decision{Decision: Decision{Reason: core.Sentence(err)}, code: wire.CodeNoSpace}, nil
 	}
 	dest, err := store.Open(dir)
 	if err != nil {
@@ -463,7 +463,7 @@ func (in *inbox) begin() {
 	in.e.mu.Unlock()
 	for _, r := range in.refused {
 		f := in.files[r.idx]
-		in.e.publish(in.t, Event{Kind: EventFile, File: &FileResult{Path: f.Path, Size: f.Size, Err: refusalSentence(r.code, r.reason)}})
+		in.e.publish(in.t, Event{Kind: EventFile, File: &FileResult{Path: f.Path, Size: f.Size, Err: core.RefusalSentence(r.code, r.reason)}})
 	}
 	in.e.setState(in.t, StateActive)
 }
@@ -549,7 +549,7 @@ func (in *inbox) finish(err error, resumable bool, r Result) {
 			return
 		}
 	}
-	endOf(err, in.t.peer.Name, resumable).apply(&r)
+	core.EndOf(err, in.t.peer.Name, resumable).Apply(&r)
 	r.Refused = len(in.refused)
 	r.Destination = in.destDir
 	r.Bytes = in.bytes.Load()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/weblink"
 )
@@ -541,7 +542,7 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 		la := LinkActivity{ID: a.ID, Device: a.Device.String(), Upload: a.Upload, Name: a.Name, Zip: a.Zip,
 			Size: a.Size, Bytes: a.Bytes, Started: a.Started, Done: a.Done, SavedAs: a.SavedAs}
 		if a.Err != nil {
-			la.Err = sentence(a.Err)
+			la.Err = core.Sentence(a.Err)
 		}
 		info.Activities = append(info.Activities, la)
 	}

@@ -490,7 +490,7 @@ func (s *lsSession) Open(id string) (localsend.Sink, error) {
 	f := s.in.files[idx]
 	p, err := s.in.dest.CreatePartial(f.Path)
 	if err != nil {
-		s.resolveFailed(idx, "cannot create the file: "+sentence(err))
+		s.resolveFailed(idx, "cannot create the file: "+core.Sentence(err))
 		return nil, err
 	}
 	return &lsSink{s: s, idx: idx, p: p}, nil
@@ -551,7 +551,7 @@ func (k *lsSink) Commit() error {
 	f := k.s.in.files[k.idx]
 	savedAs, err := k.s.in.dest.Finalize(k.p, f.Path, f.Size)
 	if err != nil {
-		k.s.resolveFailed(k.idx, "cannot save the file: "+sentence(err))
+		k.s.resolveFailed(k.idx, "cannot save the file: "+core.Sentence(err))
 		return err
 	}
 	k.s.in.resolved(k.idx, true, savedAs, "", "")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -46,10 +47,6 @@ type attemptOutcome struct {
 	total        int64  // bytes of the accepted files
 	reason       string // why this transport carries it
 }
-
-// errPaused ends the current attempt of a paused transfer; the receiver
-// learns that the sender paused (wire.ErrPaused), not that it failed.
-var errPaused = fmt.Errorf("%w by the sender", wire.ErrPaused)
 
 // run makes attempts until one ends the transfer: it succeeds, fails in a
 // way a retry would not mend, is cancelled, or the back-off's budget for
@@ -132,8 +129,8 @@ func (o *outbox) pause(ctx context.Context) bool {
 func (o *outbox) sleep(ctx context.Context, err error, wait time.Duration) (paused bool) {
 	e, t := o.e, o.t
 	e.log.Info("transfer interrupted; retrying", "transfer", t.id, "err", err, "in", wait)
-	end := endOf(err, t.peerName(), false)
-	e.publish(t, Event{Kind: EventState, State: StateRetrying, Result: &Result{State: StateRetrying, Err: end.text, Code: end.code, Detail: end.detail}})
+	end := core.EndOf(err, t.peerName(), false)
+	e.publish(t, Event{Kind: EventState, State: StateRetrying, Result: &Result{State: StateRetrying, Err: end.Text, Code: end.Code, Detail: end.Detail}})
 	t.mu.Lock()
 	t.state = StateRetrying
 	t.mu.Unlock()
@@ -213,7 +210,7 @@ func (tt *totals) add(out attemptOutcome) {
 // decided on.
 func (o *outbox) finish(err error, last attemptOutcome, sent, resent int64) {
 	r := Result{Bytes: sent, Resent: resent, Reason: last.reason}
-	endOf(err, o.t.peerName(), false).apply(&r)
+	core.EndOf(err, o.t.peerName(), false).Apply(&r)
 	if last.accepted >= 0 {
 		r.Files, r.Refused, r.Verified, r.TotalBytes = last.accepted, last.refused, last.verified, last.total
 		r.Text = o.text

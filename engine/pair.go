@@ -32,12 +32,6 @@ var (
 	// ErrNoPairCode is returned by ConfirmPair for a transfer without a
 	// verification code (its peer does not pair, or it is already trusted).
 	ErrNoPairCode = errors.New("this transfer has no verification code to confirm")
-	// errPairMismatch ends a transfer whose user said the two screens show
-	// different codes.
-	errPairMismatch = fmt.Errorf("%w: the verification codes on the two screens did not match, so another device may be "+
-		"intercepting the connection; the transfer was stopped and the device is not trusted", errCancelledByUser)
-	// errPeerRejectedCode: the other user said the codes differ, or declined to pair.
-	errPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", wire.ErrUntrusted)
 	// errCannotPair: the peer runs a Ferry without pairing.
 	errCannotPair = errors.New("the other device did not pair: it runs an older Ferry (update it), or it is not pairing with " +
 		"new devices for a while because many pairing attempts were abandoned halfway (try again later)")
@@ -278,7 +272,7 @@ func (e *Engine) Pair(ctx context.Context, to Target) (*Transfer, error) {
 		}
 		e.warnKeyChange(t, err)
 		var r Result
-		endOf(err, t.peerName(), false).apply(&r)
+		core.EndOf(err, t.peerName(), false).Apply(&r)
 		e.finish(t, r)
 	}()
 	return t, nil
@@ -363,7 +357,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *core.T
 		return // refused before it was registered: no trace
 	}
 	var r Result
-	endOf(err, t.peerName(), false).apply(&r)
+	core.EndOf(err, t.peerName(), false).Apply(&r)
 	e.finish(t, r)
 }
 
@@ -491,7 +485,7 @@ func (e *Engine) warnKeyChange(t *Transfer, err error) {
 	switch {
 	case errors.As(err, &kc):
 		change = &KeyChange{Known: PeerInfo{Name: kc.Known.Name, ID: kc.Known.ID, Trusted: kc.Known.AlwaysAccept, Addr: kc.Addr},
-			PresentedID: kc.Presented.String(), Warning: sentence(kc)}
+			PresentedID: kc.Presented.String(), Warning: core.Sentence(kc)}
 	case errors.As(err, &mm):
 		known, ok := e.trust.Get(mm.Expected)
 		if !ok {
@@ -499,7 +493,7 @@ func (e *Engine) warnKeyChange(t *Transfer, err error) {
 		}
 		change = &KeyChange{Known: PeerInfo{Name: known.Name, ID: known.ID, Trusted: known.AlwaysAccept},
 			PresentedID: mm.Presented.String(),
-			Warning: sentence(fmt.Errorf("%q (%s) answered with another key (%s): if it was reinstalled, forget it here and pair again; "+
+			Warning: core.Sentence(fmt.Errorf("%q (%s) answered with another key (%s): if it was reinstalled, forget it here and pair again; "+
 				"otherwise someone may be pretending to be it", known.Name, shortOf(known.ID), mm.Presented.Short()))}
 	default:
 		return

@@ -37,9 +37,6 @@ const (
 	lingerAfterDone  = 5 * time.Second
 )
 
-// errSessionDone ends a session's goroutines after a successful transfer.
-var errSessionDone = errors.New("session done")
-
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
 	defer c.Close(nil)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/merkle"
@@ -59,9 +60,6 @@ type Items struct {
 
 // MaxTextBytes bounds the text item of one offer.
 const MaxTextBytes = wire.MaxTextLen
-
-// ErrTextUnsupported: the receiver's Ferry is too old to take a text item.
-var ErrTextUnsupported = errors.New("the receiving device's Ferry cannot receive text yet: update it, or send the text as a file")
 
 // SendItems offers items to the device at to; see Send. Several recipients
 // are several SendItems: each transfer has its own progress, result and
@@ -472,7 +470,7 @@ func (tx *sender) accept(d *wire.Decision) error {
 	tx.refused = len(d.Refused)
 	for _, r := range d.Refused {
 		lf := tx.files[r.File]
-		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: refusalSentence(r.Code, r.Reason)}})
+		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: core.RefusalSentence(r.Code, r.Reason)}})
 	}
 	tx.cache = tx.e.resume.LeafCache(tx.manifest, len(tx.haves) > 0)
 	tx.leaves = make(map[int]*fileLeaves, len(tx.accepted))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/weblink"
 )
@@ -77,7 +78,7 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 		need += f.t.Result().TotalBytes // files arriving still hold their space
 	}
 	if err := noSpace(dir, need); err != nil {
-		return nil, errors.New(sentence(err))
+		return nil, errors.New(core.Sentence(err))
 	}
 	if b.dest == nil || b.dest.Dir() != dir {
 		d, err := store.Open(dir)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/ferrydrop/ferry/engine/internal/core"
-	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -10,11 +9,6 @@ import (
 // The admission (what incoming sessions may hold before a decision, and
 // whom the user muted) is the core's (package core); these are the Ferry
 // wire session's ends of it.
-
-// refusal is the decision that refuses an offer with one of the errors above.
-func refusal(err *errcode.RemoteError) decision {
-	return decision{Decision: Decision{Reason: err.Reason}, code: err.Code}
-}
 
 // refuseEarly refuses a session right after the peer's hello, before
 // anything is asked or written: a muted device or address, or an untrusted

@@ -19,6 +19,8 @@ type (
 	FileResult = core.FileResult
 	// Result summarises a finished transfer.
 	Result = core.Result
+	// PeerInfo describes the device at the other end of a transfer.
+	PeerInfo = core.PeerInfo
 )
 
 // Accept policies.

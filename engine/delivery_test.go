@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/wire"
 
 	"github.com/ferrydrop/ferry/engine/addr"
@@ -144,9 +145,9 @@ var deliveryIDCases = []struct {
 	{"0123456789abcdef01234567", true},
 	{"t1", true},
 	{"A-b_9", true},
-	{strings.Repeat("a", maxDeliveryID), true},
+	{strings.Repeat("a", core.MaxDeliveryID), true},
 	{"", false},
-	{strings.Repeat("a", maxDeliveryID+1), false},
+	{strings.Repeat("a", core.MaxDeliveryID+1), false},
 	{"../etc", false},
 	{"a b", false},
 	{"a\x00b", false},
@@ -157,12 +158,12 @@ var deliveryIDCases = []struct {
 
 func TestCheckDelivery(t *testing.T) {
 	for _, c := range deliveryIDCases {
-		err := checkDelivery(c.id)
+		err := core.CheckDelivery(c.id)
 		if (err == nil) != c.ok {
-			t.Errorf("checkDelivery(%q) = %v, want ok=%v", c.id, err, c.ok)
+			t.Errorf("core.CheckDelivery(%q) = %v, want ok=%v", c.id, err, c.ok)
 		}
 		if err != nil && !errors.Is(err, wire.ErrProtocol) {
-			t.Errorf("checkDelivery(%q) = %v, not a protocol error", c.id, err)
+			t.Errorf("core.CheckDelivery(%q) = %v, not a protocol error", c.id, err)
 		}
 	}
 }
@@ -174,14 +175,14 @@ func FuzzCheckDelivery(f *testing.F) {
 		f.Add(c.id)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		err := checkDelivery(id)
+		err := core.CheckDelivery(id)
 		if err != nil {
 			if !errors.Is(err, wire.ErrProtocol) {
 				t.Fatalf("%q: %v", id, err)
 			}
 			return
 		}
-		if id == "" || len(id) > maxDeliveryID || strings.ContainsFunc(id, func(r rune) bool {
+		if id == "" || len(id) > core.MaxDeliveryID || strings.ContainsFunc(id, func(r rune) bool {
 			return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' || r == '_')
 		}) {
 			t.Fatalf("%q accepted", id)

@@ -112,10 +112,10 @@ type Options struct {
 	ProgressInterval time.Duration
 	// ManifestBudget bounds the memory the file lists of the offers from
 	// one address may take while they are read, asked about and received,
-	// in bytes: each offered file counts manifestFileCost (1 KiB, what the
+	// in bytes: each offered file counts core.ManifestFileCost (1 KiB, what the
 	// receiver's peak memory grows by per file) plus its name. An offer over
 	// it is refused as too large, with the figure; all addresses together
-	// hold at most 1.5 times it. Zero means defaultManifestBudget (128 MiB:
+	// hold at most 1.5 times it. Zero means core.DefaultManifestBudget (128 MiB:
 	// about 125,000 files). No number of files is refused as such below the
 	// protocol's million.
 	ManifestBudget int64
@@ -293,7 +293,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	opts.ChunkSize = min(max(opts.ChunkSize, wire.MinChunkSize), wire.MaxChunkSize)
 	if opts.ManifestBudget <= 0 {
-		opts.ManifestBudget = defaultManifestBudget
+		opts.ManifestBudget = core.DefaultManifestBudget
 	}
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = time.Minute

@@ -51,23 +51,6 @@ const (
 	Receiving Direction = "receive"
 )
 
-// PeerInfo describes the device at the other end of a transfer.
-type PeerInfo struct {
-	Name    string `json:"name"`
-	ID      string `json:"id"`      // its peer ID (package peer): a Ferry device ID (base32), or "kind:key"
-	Trusted bool   `json:"trusted"` // the user trusts it: paired, or marked trusted
-	Addr    string `json:"addr,omitempty"`
-	// Protocol is "" for Ferry, ProtocolLocalSend for a LocalSend device;
-	// Model, DeviceType and Fingerprint are what a LocalSend device said.
-	Protocol    string `json:"protocol,omitempty"`
-	Model       string `json:"model,omitempty"`
-	DeviceType  string `json:"device_type,omitempty"`
-	Fingerprint string `json:"fingerprint,omitempty"`
-	// Unverified says the device proved no identity (a LocalSend sender
-	// without a client certificate): its name and fingerprint are claims.
-	Unverified bool `json:"unverified,omitempty"`
-}
-
 // OfferInfo is what the receiving user decides on.
 type OfferInfo struct {
 	// Count is the number of files offered. Files lists the first ones

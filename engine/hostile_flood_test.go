@@ -371,15 +371,15 @@ func TestManifestBudget(t *testing.T) {
 		}()
 		return p, done, out
 	}
-	big, bigDone, _ := announce("192.0.2.1:1", budget/manifestFileCost)
+	big, bigDone, _ := announce("192.0.2.1:1", budget/core.ManifestFileCost)
 	testutil.WaitFor(t, "the manifest budget to be held", func() bool { return recv.admit.HeldManifests() == budget })
 	// The same address holds no more.
-	_, _, ch := announce("192.0.2.1:2", core.ManifestSlack/manifestFileCost+1)
+	_, _, ch := announce("192.0.2.1:2", core.ManifestSlack/core.ManifestFileCost+1)
 	if a := waitAnswer(t, ch); !isBusy(a) {
 		t.Fatalf("a second offer from the address holding the largest one: %+v, %v", a.d, a.err)
 	}
 	// Others share what is left.
-	_, _, ch = announce("198.51.100.7:1", (budget/2+core.ManifestSlack)/manifestFileCost+1)
+	_, _, ch = announce("198.51.100.7:1", (budget/2+core.ManifestSlack)/core.ManifestFileCost+1)
 	if a := waitAnswer(t, ch); !isBusy(a) {
 		t.Fatalf("an offer beyond what is left: %+v, %v", a.d, a.err)
 	}
@@ -389,7 +389,7 @@ func TestManifestBudget(t *testing.T) {
 	}
 	big.conn.Close(nil)
 	<-bigDone
-	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.HeldManifests() <= manifestCost(1, 5) })
+	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.HeldManifests() <= core.ManifestCost(1, 5) })
 }
 
 // A finished transfer, which the engine keeps for its history, keeps no

@@ -312,7 +312,7 @@ type linkRec struct {
 	in   *BrowserInbox // receive links
 	pin  string
 	urls []string
-	// files (the first maxPromptFiles), fileCount and totalBytes are a
+	// files (the first core.MaxPromptFiles), fileCount and totalBytes are a
 	// share's table, fixed when it opened.
 	files      []FileInfo
 	fileCount  int
@@ -447,7 +447,7 @@ func (r *linkRow) follow(s *weblink.Server, l *weblink.Link, in *BrowserInbox, p
 	lr.fileCount = len(names)
 	for i, n := range names {
 		lr.totalBytes += sizes[i]
-		if i < maxPromptFiles {
+		if i < core.MaxPromptFiles {
 			lr.files = append(lr.files, FileInfo{Index: i, Path: n, Size: sizes[i]})
 		}
 	}

@@ -376,13 +376,13 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		if !decided {
 			tk.Decided()
 		}
-		in.finish(err, false, Result{})
+		in.Finish(err, false, Result{})
 		tk.End()
 		tcancel(nil)
 		return nil, err
 	}
 	var names int
-	files := make([]offeredFile, 0, len(o.Files))
+	files := make([]core.OfferedFile, 0, len(o.Files))
 	text := ""
 	if o.IsText {
 		text = o.Text
@@ -390,11 +390,11 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		for _, f := range o.Files {
 			s.byID[f.ID] = len(files)
 			s.ids = append(s.ids, f.ID)
-			files = append(files, offeredFile{Path: f.FileName, Size: f.Size})
+			files = append(files, core.OfferedFile{Path: f.FileName, Size: f.Size})
 			names += len(f.FileName)
 		}
 	}
-	if rerr := tk.HoldManifest(manifestCost(len(files), int64(names))); rerr != nil {
+	if rerr := tk.HoldManifest(core.ManifestCost(len(files), int64(names))); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrBusy, rerr.Reason))
 	}
 	_, known := e.trust.Get(id)
@@ -405,16 +405,16 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
 	// LocalSend has no resume: every prepare-upload is a delivery of its own.
-	err := in.offer(newTransferID(), files, text)
+	err := in.Offer(newTransferID(), files, text)
 	tk.Decided()
 	decided = true
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", localsend.ErrDeclined, err))
 	}
-	if err := in.register(); err != nil {
+	if err := in.Register(); err != nil {
 		return fail(err)
 	}
-	d, err := in.decide(tctx)
+	d, err := in.Decide(tctx)
 	if err != nil {
 		if errors.Is(err, localsend.ErrCancelled) {
 			err = &wire.RemoteError{Code: wire.CodeCancelled} // "Cancelled by <alias>."
@@ -422,11 +422,11 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		return fail(err)
 	}
 	if !d.Accept {
-		verdict := errDecided(d)
-		in.finish(verdict, false, Result{})
+		verdict := d.Err()
+		in.Finish(verdict, false, Result{})
 		tk.End()
 		tcancel(nil)
-		if d.code == wire.CodeBusy {
+		if d.Code == wire.CodeBusy {
 			return nil, fmt.Errorf("%w: %w", localsend.ErrBusy, verdict)
 		}
 		return nil, fmt.Errorf("%w: %w", localsend.ErrDeclined, verdict)
@@ -434,14 +434,14 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if verified {
 		e.acceptedFrom(id, o.Sender.Alias)
 	}
-	s.accepted = make([]string, 0, len(in.accepted))
-	for _, i := range in.accepted {
+	s.accepted = make([]string, 0, len(in.Accepted))
+	for _, i := range in.Accepted {
 		s.accepted = append(s.accepted, s.ids[i])
 	}
-	in.begin()
+	in.Begin()
 	pctx, stop := context.WithCancel(tctx)
 	s.stopProgress = stop
-	go in.watchProgress(pctx)
+	go in.WatchProgress(pctx)
 	// Until its first upload, another's offer may take its budget.
 	tk.IdleAccepted(func() { tcancel(errDisplaced) })
 	return s, nil
@@ -487,8 +487,8 @@ func (s *lsSession) Open(id string) (localsend.Sink, error) {
 	if err := context.Cause(s.ctx); err != nil {
 		return nil, err
 	}
-	f := s.in.files[idx]
-	p, err := s.in.dest.CreatePartial(f.Path)
+	f := s.in.Files[idx]
+	p, err := s.in.Dest.CreatePartial(f.Path)
 	if err != nil {
 		s.resolveFailed(idx, "cannot create the file: "+core.Sentence(err))
 		return nil, err
@@ -500,7 +500,7 @@ func (s *lsSession) resolveFailed(idx int, reason string) {
 	s.mu.Lock()
 	s.failed++
 	s.mu.Unlock()
-	s.in.resolved(idx, false, "", "", reason)
+	s.in.Resolved(idx, false, "", "", reason)
 }
 
 // End finishes the inbox.
@@ -522,7 +522,7 @@ func (s *lsSession) End(err error) {
 	if cause := context.Cause(s.ctx); cause != nil && (errors.Is(cause, errCancelledByUser) || errors.Is(cause, errStoppedReceiving) || errors.Is(cause, errDisplaced)) {
 		err = cause
 	}
-	s.in.finish(err, false, Result{})
+	s.in.Finish(err, false, Result{})
 	s.tk.End()
 	s.cancel(nil)
 }
@@ -542,19 +542,19 @@ func (k *lsSink) Write(b []byte) (int, error) {
 	}
 	n, err := k.p.WriteAt(b, k.off)
 	k.off += int64(n)
-	k.s.in.bytes.Add(int64(n))
+	k.s.in.Bytes.Add(int64(n))
 	return n, err
 }
 
 // Commit gives the file its final name (never over an existing one).
 func (k *lsSink) Commit() error {
-	f := k.s.in.files[k.idx]
-	savedAs, err := k.s.in.dest.Finalize(k.p, f.Path, f.Size)
+	f := k.s.in.Files[k.idx]
+	savedAs, err := k.s.in.Dest.Finalize(k.p, f.Path, f.Size)
 	if err != nil {
 		k.s.resolveFailed(k.idx, "cannot save the file: "+core.Sentence(err))
 		return err
 	}
-	k.s.in.resolved(k.idx, true, savedAs, "", "")
+	k.s.in.Resolved(k.idx, true, savedAs, "", "")
 	return nil
 }
 
@@ -565,7 +565,7 @@ func (k *lsSink) Abort(err error) {
 	switch {
 	case errors.Is(err, localsend.ErrChecksum):
 		reason = "the bytes do not match the sender's checksum; nothing was saved"
-		_ = k.s.in.dest.Discard(k.p)
+		_ = k.s.in.Dest.Discard(k.p)
 	case errors.Is(err, localsend.ErrSize):
 		reason = "the upload was not the size offered"
 		_ = k.p.Close()

@@ -231,13 +231,13 @@ func (o *outbox) finish(err error, last attemptOutcome, sent, resent int64) {
 
 // summary describes what the outbox offers, for its EventOffer.
 func (o *outbox) summary() *OfferInfo {
-	all := make([]offeredFile, len(o.files))
+	all := make([]core.OfferedFile, len(o.files))
 	info := &OfferInfo{FreeBytes: -1, Text: o.text}
 	for i, f := range o.files {
-		all[i] = offeredFile{Path: f.Path, Size: f.Size}
+		all[i] = core.OfferedFile{Path: f.Path, Size: f.Size}
 		info.TotalBytes += f.Size
 	}
-	info.Count, info.Files, info.Folders = summarize(all, nil)
+	info.Count, info.Files, info.Folders = core.Summarize(all, nil)
 	return info
 }
 

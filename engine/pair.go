@@ -337,7 +337,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *core.T
 	err := func() error {
 		place, refused := tk.Prompt(ctx)
 		if refused != nil {
-			return errDecided(refusal(refused)) // ours to tell the peer
+			return core.Refusal(refused).Err() // ours to tell the peer
 		}
 		defer place.Release()
 		if err := e.register(t); err != nil {

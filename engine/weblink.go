@@ -77,7 +77,7 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	for _, f := range b.files {
 		need += f.t.Result().TotalBytes // files arriving still hold their space
 	}
-	if err := noSpace(dir, need); err != nil {
+	if err := core.NoSpace(dir, need); err != nil {
 		return nil, errors.New(core.Sentence(err))
 	}
 	if b.dest == nil || b.dest.Dir() != dir {

@@ -152,4 +152,3 @@ type PeerInfo struct {
 	// without a client certificate): its name and fingerprint are claims.
 	Unverified bool `json:"unverified,omitempty"`
 }
-

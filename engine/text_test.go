@@ -193,8 +193,8 @@ func TestTextToOlderReceiver(t *testing.T) {
 	err = tx.session(ctx, cli, "test", "", SendOptions{})
 	cli.Close(nil)
 	<-greeted
-	if !errors.Is(err, ErrTextUnsupported) || retryable(err) {
-		t.Fatalf("session: %v (retryable %v), want ErrTextUnsupported, not retried", err, retryable(err))
+	if !errors.Is(err, ErrTextUnsupported) || core.Retryable(err) {
+		t.Fatalf("session: %v (retryable %v), want ErrTextUnsupported, not retried", err, core.Retryable(err))
 	}
 	if r.offer != nil {
 		t.Fatalf("the older receiver was sent an offer: %+v", r.offer)

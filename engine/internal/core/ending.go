@@ -51,6 +51,13 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		e.State, e.Code, e.Text = StateCancelled, string(errcode.CodeCancelled), "Cancelled by you."
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrClosed):
 		e.State, e.Code, e.Text = StateCancelled, string(errcode.CodeCancelled), "Ferry was closed before the transfer finished."
+	case remote && errors.Is(err, errcode.ErrGoingAway):
+		// Ferry was closed there: the device went away, and said so.
+		e.Code = CodeConnectionLost
+		e.State, e.Text = StateFailed, peer+" went away: Ferry was closed there."
+		if resumable {
+			e.State, e.Text = StateInterrupted, "Interrupted — Ferry was closed on "+peer+"; will resume when it is back."
+		}
 	case errors.Is(err, ErrTakenOver):
 		e.State, e.Code, e.ByPeer = StateCancelled, string(errcode.CodeCancelled), true
 		e.Text = "Replaced by a newer send of the same files from " + peer + ", which continues from what arrived."

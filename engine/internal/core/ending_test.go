@@ -47,6 +47,8 @@ func TestEndOf(t *testing.T) {
 		{ErrPaused, false, StatePaused, "paused", false, "Paused."},
 		{remote(errcode.CodeTooLarge, "Bob takes at most 64 KB of text"), false, StateDeclined, "too_large", true, "Declined: Bob takes at most 64 KB of text."},
 		{remote(errcode.CodeBusy, ""), false, StateDeclined, "busy", true, "The receiver is busy."},
+		{remote(errcode.CodeGoingAway, ""), false, StateFailed, CodeConnectionLost, true, "Bob went away: Ferry was closed there."},
+		{remote(errcode.CodeGoingAway, ""), true, StateInterrupted, CodeConnectionLost, true, "Interrupted — Ferry was closed on Bob; will resume when it is back."},
 		{ErrConnectionLost, true, StateInterrupted, CodeConnectionLost, false, "Interrupted — will resume when Bob is back."},
 		{ErrConnectionLost, false, StateFailed, CodeConnectionLost, false, "The connection to Bob was lost."},
 		{ErrPairMismatch, false, StateFailed, "not_paired", false, Sentence(ErrPairMismatch)},

@@ -91,9 +91,20 @@ func (o *Outbox) Run(ctx context.Context) {
 	o.host.Connecting()
 	bo := newBackoff(o.cfg.RetryFor)
 	tt := totals{sent: o.Prior.Bytes, resent: o.Prior.Resent, last: AttemptOutcome{Accepted: -1}}
+	var away error // the peer said it was closing Ferry, in this outage
 	for n := 1; ; n++ {
 		out, err := o.attempt(ctx)
 		tt.add(out)
+		if out.Sent > 0 {
+			away = nil
+		}
+		if errors.Is(err, errcode.ErrGoingAway) {
+			away = err
+		} else if away != nil && Retryable(err) && !errors.As(err, new(*errcode.RemoteError)) {
+			// Since it said it was closing, the device has only been out of
+			// reach: its own word is the better account of the outage.
+			err = away
+		}
 		if err == nil || ctx.Err() != nil || (!Retryable(err) && !errors.Is(err, ErrPaused)) {
 			if err != nil && n > 1 && !errors.Is(err, ErrCancelledByUser) && Retryable(err) {
 				err = fmt.Errorf("gave up after %s: %w", attempts(n), err)
@@ -270,7 +281,10 @@ func Retryable(err error) bool {
 		errors.Is(err, ErrNothingToSend), errors.Is(err, ErrTextUnsupported), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
 		return false
 	case errors.As(err, &re):
-		return re.Code == errcode.CodeIO || re.Code == errcode.CodeTimeout && re.Reason == ""
+		// Ferry closing there (going_away) is the device going away, as a
+		// lost connection is: it may be back in a moment (an app restarted,
+		// a laptop woken), so the send carries on when it is.
+		return re.Code == errcode.CodeIO || re.Code == errcode.CodeGoingAway || re.Code == errcode.CodeTimeout && re.Reason == ""
 	case errors.Is(err, errcode.ErrProtocol), errors.Is(err, errcode.ErrVersion), errors.Is(err, errcode.ErrBadName),
 		errors.Is(err, errcode.ErrVerifyFailed), errors.Is(err, errcode.ErrDeclined), errors.Is(err, errcode.ErrNoSpace):
 		return false

@@ -2,13 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"github.com/ferrydrop/ferry/engine/internal/core"
-	"github.com/ferrydrop/ferry/engine/wire"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 )
@@ -136,56 +131,4 @@ func TestRetryKeepsTheDeliveryUntilDone(t *testing.T) {
 	if retried.ID() != failed.ID() || retried.Delivery() != failed.Delivery() {
 		t.Errorf("a failed send retried as %q/%q, not %q", retried.ID(), retried.Delivery(), failed.ID())
 	}
-}
-
-var deliveryIDCases = []struct {
-	id string
-	ok bool
-}{
-	{"0123456789abcdef01234567", true},
-	{"t1", true},
-	{"A-b_9", true},
-	{strings.Repeat("a", core.MaxDeliveryID), true},
-	{"", false},
-	{strings.Repeat("a", core.MaxDeliveryID+1), false},
-	{"../etc", false},
-	{"a b", false},
-	{"a\x00b", false},
-	{"ü", false},
-	{"a\nb", false},
-	{"r-1;DROP", false},
-}
-
-func TestCheckDelivery(t *testing.T) {
-	for _, c := range deliveryIDCases {
-		err := core.CheckDelivery(c.id)
-		if (err == nil) != c.ok {
-			t.Errorf("core.CheckDelivery(%q) = %v, want ok=%v", c.id, err, c.ok)
-		}
-		if err != nil && !errors.Is(err, wire.ErrProtocol) {
-			t.Errorf("core.CheckDelivery(%q) = %v, not a protocol error", c.id, err)
-		}
-	}
-}
-
-// FuzzCheckDelivery: a delivery ID from a peer is either refused as a
-// protocol error or safe to show, log and store as it is.
-func FuzzCheckDelivery(f *testing.F) {
-	for _, c := range deliveryIDCases {
-		f.Add(c.id)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		err := core.CheckDelivery(id)
-		if err != nil {
-			if !errors.Is(err, wire.ErrProtocol) {
-				t.Fatalf("%q: %v", id, err)
-			}
-			return
-		}
-		if id == "" || len(id) > core.MaxDeliveryID || strings.ContainsFunc(id, func(r rune) bool {
-			return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' || r == '_')
-		}) {
-			t.Fatalf("%q accepted", id)
-		}
-	})
 }

@@ -1,9 +1,3 @@
-// Package core is the transfer core that every protocol of the engine shares
-// (Ferry's wire session, LocalSend, browser links): what an incoming session
-// may hold before anyone decided to receive from it (the admission), the
-// places of prompts, and how a transfer ended in the user's words. It speaks
-// the neutral codes of the one table (package errcode) and names peers by
-// peer.ID; it imports no protocol package (engine/deps_test.go).
 package core
 
 import (
@@ -42,7 +36,7 @@ const (
 )
 
 // The manifests held at once (offers being read, asked about, or received)
-// share one budget of memory (manifestCost: files and name bytes), so many
+// share one budget of memory (ManifestCost: files and name bytes), so many
 // large offers cannot add up beyond what one receiver holds: one source may
 // hold one offer of the largest size (Options.ManifestBudget), and all of
 // them together 1.5 times that.
@@ -220,7 +214,7 @@ func (a *Admission) releaseManifestLocked(t *Ticket) {
 	}
 }
 
-// HoldManifest charges cost (manifestCost) of the session's offer to the
+// HoldManifest charges cost (ManifestCost) of the session's offer to the
 // manifest budget, as its parts arrive, or refuses the offer. When the
 // total is full, the offer takes the budget of accepted sessions whose
 // senders began no upload (displaceLocked), by fair shares between

@@ -564,7 +564,7 @@ func (in *Inbox) Counts() (resolved, verified int) {
 }
 
 // Finish ends the inbox: it releases the session's hold on the engine and
-// reports the result, in honest words (see endOf). resumable says whether
+// reports the result, in honest words (see EndOf). resumable says whether
 // partial data was kept for a later session. A peer that hung up before
 // offering anything (a Probe, say) leaves no trace; a malformed offer is
 // reported; a session that a newer one of the same transfer took over says

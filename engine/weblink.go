@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/weblink"
 )
@@ -164,7 +165,7 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 		r.Bytes = a.Size
 		r.State, r.Verified = StateDone, 1
 	} else {
-		r.State, r.Code = StateFailed, "cancelled"
+		r.State, r.Code = StateFailed, string(errcode.CodeCancelled)
 		r.Err = "The browser's upload did not finish"
 		if err != nil {
 			r.Err = fmt.Sprintf("The browser's upload did not finish: %v", err)

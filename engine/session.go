@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -170,35 +169,6 @@ func closeWith(c Conn, ctl *control, err error) {
 		t.Stop()
 	}
 	c.Close(closeReason(err))
-}
-
-// sentence makes an error readable: first letter upper case, a final period.
-func sentence(err error) string {
-	s := err.Error()
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
-}
-
-// refusalSentence says why the receiver refused one file of an offer.
-func refusalSentence(code wire.Code, reason string) string {
-	if reason == "" {
-		return sentence(codeSentinel(code))
-	}
-	return sentence(fmt.Errorf("%w: %s", codeSentinel(code), reason))
-}
-
-// codeSentinel is the sentinel error of a wire code (ErrIO for unknown ones).
-func codeSentinel(c wire.Code) error {
-	if err := (&wire.RemoteError{Code: c}).Unwrap(); err != nil {
-		return err
-	}
-	return wire.ErrIO
 }
 
 // peerInfo builds what events say about a peer.

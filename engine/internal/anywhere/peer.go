@@ -78,21 +78,8 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	mb := NewMailbox(req.Relay)
 	defer mb.Close()
 	t := now()
-	names := PresenceNames(req.Secret, req.Peer, t)
-	got, err := mb.Get(ctx, names)
-	if err != nil {
+	if err := lookup(ctx, mb, req, t); err != nil {
 		return nil, err
-	}
-	present := false
-	for i, blobs := range got {
-		for _, b := range blobs {
-			if _, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t); err == nil {
-				present = true
-			}
-		}
-	}
-	if !present {
-		return nil, fmt.Errorf("%w %s", ErrNotFound, req.Relay)
 	}
 	g, err := newAgent(ctx, req.Relay)
 	if err != nil {
@@ -144,6 +131,34 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		}
 	}()
 	return &Conn{Conn: qs, path: g.path(), bridge: b}, nil
+}
+
+// Lookup checks that the device keeps a presence at the relay for this
+// one: ErrRelayUnreachable, ErrNotFound or nil.
+func Lookup(ctx context.Context, req DialRequest) error {
+	mb := NewMailbox(req.Relay)
+	defer mb.Close()
+	now := time.Now
+	if req.Now != nil {
+		now = req.Now
+	}
+	return lookup(ctx, mb, req, now())
+}
+
+func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) error {
+	names := PresenceNames(req.Secret, req.Peer, t)
+	got, err := mb.Get(ctx, names)
+	if err != nil {
+		return err
+	}
+	for i, blobs := range got {
+		for _, b := range blobs {
+			if _, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t); err == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w %s", ErrNotFound, req.Relay)
 }
 
 // waitAnswer polls the call's answer box.
@@ -198,6 +213,8 @@ type Server struct {
 	Log *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Started, if set, is called once the relay took the first presence.
+	Started func()
 }
 
 // PollInterval is how often a receiver looks for calls by default: a
@@ -233,8 +250,15 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	mb := NewMailbox(s.Relay)
 	defer mb.Close()
+	// A look at a name no one uses: the relay answers, or the user hears now.
+	if _, err := mb.Get(ctx, []string{randomHex(NameLen / 2)}); err != nil {
+		return err
+	}
 	if err := s.announce(ctx, mb, now()); err != nil {
 		return err
+	}
+	if s.Started != nil {
+		s.Started()
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()

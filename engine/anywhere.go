@@ -71,15 +71,17 @@ func (e *Engine) dialWithRendezvous(ctx context.Context, rv addr.Addr, lan func(
 		results <- result{d, err, false}
 	}()
 	var errs [2]error
-	for range 2 {
+	for i := range 2 {
 		r := <-results
 		if r.err == nil {
 			cancel()
-			go func() { // the other one may still connect: close it
-				if o := <-results; o.err == nil {
-					o.d.Conn.Close(nil)
-				}
-			}()
+			if i == 0 {
+				go func() { // the other one may still connect: close it
+					if o := <-results; o.err == nil {
+						o.d.Conn.Close(nil)
+					}
+				}()
+			}
 			return r.d, nil
 		}
 		if r.lan {
@@ -106,6 +108,7 @@ func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.D
 	})
 	c, err := anywhere.Dial(ctx, anywhere.DialRequest{
 		Relay: relay, Secret: s, Self: e.ident.ID, Peer: want, TLS: tlsConf, Transport: e.opts.Transport,
+		Loopback: e.anywhereLoopback,
 	})
 	if err != nil {
 		return auto.Dialled{}, anywhereError(err, relay, want)
@@ -168,6 +171,7 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 		Listener: e.quicListenAddr,
 		Log:      e.log,
 		Started:  func() { close(started) },
+		Loopback: e.anywhereLoopback,
 	}
 	done := make(chan error, 1)
 	e.wg.Go(func() { done <- srv.Run(ctx) })

@@ -44,7 +44,9 @@ type agent struct {
 
 // newAgent gathers this device's candidates: host, server-reflexive (the
 // relay's STUN) and relayed (its TURN).
-func newAgent(ctx context.Context, relay string) (*agent, error) {
+// loopback gathers host candidates on loopback only (tests, which send
+// nothing beyond loopback).
+func newAgent(ctx context.Context, relay string, loopback bool) (*agent, error) {
 	stunURI, err := stun.ParseURI("stun:" + relay)
 	if err != nil {
 		return nil, fmt.Errorf("relay address %q: %w", relay, err)
@@ -66,6 +68,8 @@ func newAgent(ctx context.Context, relay string) (*agent, error) {
 		// and host candidates by address are what the peer needs anyway.
 		MulticastDNSMode: ice.MulticastDNSModeDisabled,
 		LoggerFactory:    lf,
+		IncludeLoopback:  loopback,
+		InterfaceFilter:  func(name string) bool { return !loopback || name == "lo" },
 	})
 	if err != nil {
 		return nil, err

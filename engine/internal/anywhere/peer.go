@@ -45,6 +45,8 @@ type DialRequest struct {
 	Transport transport.Config
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Loopback offers loopback addresses only (tests).
+	Loopback bool
 }
 
 // Conn is a QUIC session over an ICE path.
@@ -81,7 +83,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if err := lookup(ctx, mb, req, t); err != nil {
 		return nil, err
 	}
-	g, err := newAgent(ctx, req.Relay)
+	g, err := newAgent(ctx, req.Relay, req.Loopback)
 	if err != nil {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}
@@ -215,6 +217,8 @@ type Server struct {
 	Now func() time.Time
 	// Started, if set, is called once the relay took the first presence.
 	Started func()
+	// Loopback offers loopback addresses only (tests).
+	Loopback bool
 }
 
 // PollInterval is how often a receiver looks for calls by default: a
@@ -399,7 +403,7 @@ func (s *Server) answer(ctx context.Context, mb *Mailbox, p Peer, call Message, 
 	if target == nil {
 		return nil, errors.New("not receiving on QUIC here")
 	}
-	g, err := newAgent(ctx, s.Relay)
+	g, err := newAgent(ctx, s.Relay, s.Loopback)
 	if err != nil {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ import (
 const relayAt = "7.0.0.1:3478"
 
 // natLab builds a NAT lab for one test, or skips it where none can run.
-func natLab(t *testing.T, cfg netlab.NATConfig) *netlab.NAT {
+func natLab(t testing.TB, cfg netlab.NATConfig) *netlab.NAT {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("NAT lab: not with -short")
@@ -45,13 +46,25 @@ func natLab(t *testing.T, cfg netlab.NATConfig) *netlab.NAT {
 	return lab
 }
 
+// buildCLITB builds ferry-cli for a test or a benchmark.
+func buildCLITB(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ferry-cli")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ferry-cli: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // device is a configuration directory with its identity.
 type device struct {
 	name, dir string
 	id        identity.DeviceID
 }
 
-func newDevice(t *testing.T, name string) device {
+func newDevice(t testing.TB, name string) device {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	id, err := identity.LoadOrCreate(dir)
@@ -64,7 +77,7 @@ func newDevice(t *testing.T, name string) device {
 // pairAnywhere records a and b as paired, with a rendezvous secret, in
 // a's trust store (and b's, unless oneSided): what pairing on the LAN
 // leaves behind (pairing itself is tested in package engine).
-func pairAnywhere(t *testing.T, a, b device, oneSided bool) {
+func pairAnywhere(t testing.TB, a, b device, oneSided bool) {
 	t.Helper()
 	var raw [32]byte
 	rand.Read(raw[:])
@@ -93,7 +106,7 @@ func pairAnywhere(t *testing.T, a, b device, oneSided bool) {
 
 // startIn starts bin in ns and waits for a line of its output that
 // contains ready; it is killed when the test ends.
-func startIn(t *testing.T, lab *netlab.NAT, ns, bin, ready string, args ...string) *exec.Cmd {
+func startIn(t testing.TB, lab *netlab.NAT, ns, bin, ready string, args ...string) *exec.Cmd {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := lab.Command(ctx, ns, bin, args...)
@@ -140,7 +153,7 @@ func startIn(t *testing.T, lab *netlab.NAT, ns, bin, ready string, args ...strin
 }
 
 // runIn runs bin in ns to its end, bounded.
-func runIn(t *testing.T, lab *netlab.NAT, ns, bin string, args ...string) (string, error) {
+func runIn(t testing.TB, lab *netlab.NAT, ns, bin string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -155,12 +168,12 @@ func runIn(t *testing.T, lab *netlab.NAT, ns, bin string, args ...string) (strin
 
 // anywhereLab starts a relay and B receiving from anywhere, paired with A;
 // it returns the binary, the devices and B's download folder.
-func anywhereLab(t *testing.T, cfg netlab.NATConfig) (lab *netlab.NAT, bin string, a, b device, inbox string) {
+func anywhereLab(t testing.TB, cfg netlab.NATConfig) (lab *netlab.NAT, bin string, a, b device, inbox string) {
 	t.Helper()
 	start := time.Now()
 	lab = natLab(t, cfg)
 	t.Logf("lab: %.1f s", time.Since(start).Seconds())
-	bin = buildCLI(t)
+	bin = buildCLITB(t)
 	t.Logf("lab and build: %.1f s", time.Since(start).Seconds())
 	a, b = newDevice(t, "Laptop"), newDevice(t, "Desktop")
 	pairAnywhere(t, a, b, false)
@@ -173,7 +186,7 @@ func anywhereLab(t *testing.T, cfg netlab.NATConfig) (lab *netlab.NAT, bin strin
 
 // sendAnywhere sends a fresh file from A to B through the relay and
 // checks it arrived whole; it returns the sender's output.
-func sendAnywhere(t *testing.T, lab *netlab.NAT, bin string, a, b device, inbox string) string {
+func sendAnywhere(t testing.TB, lab *netlab.NAT, bin string, a, b device, inbox string) string {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "report.bin")
 	data := make([]byte, 3<<20+17)
@@ -243,5 +256,90 @@ func TestAnywhereRelayed(t *testing.T) {
 	out := sendAnywhere(t, lab, bin, a, b, inbox)
 	if !strings.Contains(out, "through the internet, relayed") {
 		t.Errorf("the path is not relayed:\n%s", out)
+	}
+}
+
+// procCPU is a process's CPU time so far (user+system), from /proc.
+func procCPU(b testing.TB, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name (which may hold spaces).
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// BenchmarkAnywhere moves FERRY_ANYWHERE_MIB (default 256) MiB from A to B
+// in the NAT lab: over the shared LAN (plain QUIC, the baseline), direct
+// through two endpoint-independent NATs, and relayed (A behind a
+// port-randomising NAT), and reports each process's CPU seconds per GiB.
+//
+//	go test -run '^$' -bench Anywhere -benchtime 1x ./cmd/ferry-cli
+func BenchmarkAnywhere(b *testing.B) {
+	mib := 256
+	if v, err := strconv.Atoi(os.Getenv("FERRY_ANYWHERE_MIB")); err == nil && v > 0 {
+		mib = v
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  netlab.NATConfig
+		lan  bool
+		path string
+	}{
+		{"lan", netlab.NATConfig{SharedLAN: true}, true, ""},
+		{"direct", netlab.NATConfig{}, false, "direct"},
+		{"relayed", netlab.NATConfig{A: netlab.PortRandom}, false, "relayed"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			lab := natLab(b, tc.cfg)
+			bin := buildCLITB(b)
+			a, bdev := newDevice(b, "Laptop"), newDevice(b, "Desktop")
+			pairAnywhere(b, a, bdev, false)
+			inbox := b.TempDir()
+			relay := startIn(b, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
+			recv := startIn(b, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", bdev.dir, "--name", bdev.name, "--dir", inbox,
+				"--listen", ":47800", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+			src := filepath.Join(b.TempDir(), "big.bin")
+			f, err := os.Create(src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			chunk := make([]byte, 1<<20)
+			for range mib {
+				rand.Read(chunk)
+				f.Write(chunk)
+			}
+			f.Close()
+			args := []string{"send", "--config", a.dir, "--name", a.name, "--json", "--to", bdev.name, "--relay", relayAt, src}
+			if tc.lan {
+				args = []string{"send", "--config", a.dir, "--name", a.name, "--json", "--transport", "quic", "--to", "10.99.0.2:47800", src}
+			}
+			r0, v0 := procCPU(b, recv.Process.Pid), procCPU(b, relay.Process.Pid)
+			b.ResetTimer()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			cmd := lab.Command(ctx, netlab.HostA, bin, args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("send: %v\n%s", err, out.String())
+			}
+			wall := time.Since(start)
+			b.StopTimer()
+			if tc.path != "" && !strings.Contains(out.String(), "through the internet, "+tc.path) {
+				b.Fatalf("not %s:\n%s", tc.path, out.String())
+			}
+			gib := float64(mib) / 1024
+			sender := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+			b.ReportMetric(sender.Seconds()/gib, "sender-CPU-s/GiB")
+			b.ReportMetric((procCPU(b, recv.Process.Pid)-r0).Seconds()/gib, "receiver-CPU-s/GiB")
+			b.ReportMetric((procCPU(b, relay.Process.Pid)-v0).Seconds()/gib, "relay-CPU-s/GiB")
+			b.ReportMetric(float64(mib)/wall.Seconds(), "MiB/s")
+		})
 	}
 }

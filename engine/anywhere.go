@@ -11,6 +11,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/anywhere"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/peer"
 )
@@ -172,6 +173,7 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 		Log:      e.log,
 		Started:  func() { close(started) },
 		Loopback: e.anywhereLoopback,
+		NonQUIC:  e.quicNonQUIC,
 	}
 	done := make(chan error, 1)
 	e.wg.Go(func() { done <- srv.Run(ctx) })
@@ -227,6 +229,26 @@ func (e *Engine) quicListenAddr() *net.UDPAddr {
 		ua.IP = net.IPv4(127, 0, 0, 1)
 	}
 	return ua
+}
+
+// quicNonQUIC is the QUIC listener's socket as ICE shares it, nil when
+// there is none.
+func (e *Engine) quicNonQUIC() net.PacketConn {
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
+	for _, r := range e.receivers.open {
+		fr, ok := r.(*ferryReceiver)
+		if !ok || fr.kind != addr.QUIC {
+			continue
+		}
+		fr.mu.Lock()
+		ln := fr.ln
+		fr.mu.Unlock()
+		if ps, ok := ln.(transport.PacketSharer); ok {
+			return ps.NonQUIC()
+		}
+	}
+	return nil
 }
 
 // PairedDevice finds a paired device by name or device ID and returns

@@ -36,6 +36,7 @@ var ErrNoPath = errors.New("no network path to the device: neither a direct one 
 // agent is one side of an ICE session and the candidates it gathered.
 type agent struct {
 	a          *ice.Agent
+	ownMux     *ice.UniversalUDPMuxDefault // a mux only this agent uses: closed with it
 	ufrag, pwd string
 	candidates []string
 	failed     chan struct{} // closed when the agent failed or closed
@@ -46,7 +47,9 @@ type agent struct {
 // relay's STUN) and relayed (its TURN).
 // loopback gathers host candidates on loopback only (tests, which send
 // nothing beyond loopback).
-func newAgent(ctx context.Context, relay string, loopback bool) (*agent, error) {
+// mux, when set, is a socket the agent shares with QUIC: its host and
+// server-reflexive candidates are that socket's.
+func newAgent(ctx context.Context, relay string, loopback bool, mux *ice.UniversalUDPMuxDefault) (*agent, error) {
 	stunURI, err := stun.ParseURI("stun:" + relay)
 	if err != nil {
 		return nil, fmt.Errorf("relay address %q: %w", relay, err)
@@ -58,7 +61,7 @@ func newAgent(ctx context.Context, relay string, loopback bool) (*agent, error) 
 	turnURI.Username, turnURI.Password = TURNUser, TURNPassword
 	lf := logging.NewDefaultLoggerFactory()
 	lf.DefaultLogLevel = logging.LogLevelError
-	a, err := ice.NewAgent(&ice.AgentConfig{
+	cfg := &ice.AgentConfig{
 		Urls:         []*stun.URI{stunURI, turnURI},
 		NetworkTypes: []ice.NetworkType{ice.NetworkTypeUDP4},
 		CandidateTypes: []ice.CandidateType{
@@ -70,7 +73,11 @@ func newAgent(ctx context.Context, relay string, loopback bool) (*agent, error) 
 		LoggerFactory:    lf,
 		IncludeLoopback:  loopback,
 		InterfaceFilter:  func(name string) bool { return !loopback || name == "lo" },
-	})
+	}
+	if mux != nil {
+		cfg.UDPMux, cfg.UDPMuxSrflx = mux, mux
+	}
+	a, err := ice.NewAgent(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +101,7 @@ func newAgent(ctx context.Context, relay string, loopback bool) (*agent, error) 
 		}
 	})
 	if err := a.GatherCandidates(); err != nil {
-		a.Close()
+		g.close()
 		return nil, err
 	}
 	t := time.NewTimer(gatherTimeout)
@@ -103,20 +110,52 @@ func newAgent(ctx context.Context, relay string, loopback bool) (*agent, error) 
 	case <-done:
 	case <-t.C:
 	case <-ctx.Done():
-		a.Close()
+		g.close()
 		return nil, ctx.Err()
 	}
 	if g.ufrag, g.pwd, err = a.GetLocalUserCredentials(); err != nil {
-		a.Close()
+		g.close()
 		return nil, err
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(g.candidates) == 0 {
-		a.Close()
+		g.close()
 		return nil, errors.New("no network address to offer (no interface is up?)")
 	}
 	return g, nil
+}
+
+// newMux is a mux on a socket shared with QUIC.
+func newMux(pc net.PacketConn) *ice.UniversalUDPMuxDefault {
+	lf := logging.NewDefaultLoggerFactory()
+	lf.DefaultLogLevel = logging.LogLevelError
+	return ice.NewUniversalUDPMuxDefault(ice.UniversalUDPMuxParams{UDPConn: pc, Logger: lf.NewLogger("ice")})
+}
+
+// close ends the agent (and its own mux).
+func (g *agent) close() {
+	g.a.Close()
+	if g.ownMux != nil {
+		g.ownMux.Close()
+	}
+}
+
+// localRelayed reports whether this side's end of the chosen pair is a
+// TURN relay candidate: its packets then go through pion's TURN client,
+// not through a socket QUIC could share.
+func (g *agent) localRelayed() bool {
+	pair, err := g.a.GetSelectedCandidatePair()
+	return err != nil || pair == nil || pair.Local.Type() == ice.CandidateTypeRelay
+}
+
+// remoteAddr is the peer's end of the chosen pair.
+func (g *agent) remoteAddr() string {
+	pair, err := g.a.GetSelectedCandidatePair()
+	if err != nil || pair == nil {
+		return ""
+	}
+	return net.JoinHostPort(pair.Remote.Address(), fmt.Sprint(pair.Remote.Port()))
 }
 
 // fill puts this side's ICE fields into m.
@@ -197,6 +236,7 @@ type bridge struct {
 	udp   *net.UDPConn
 	mu    sync.Mutex
 	peer  *net.UDPAddr // the local QUIC socket: fixed, or learned from its first datagram
+	extra func()       // also run at Close
 	once  sync.Once
 	done  chan struct{}
 	wg    sync.WaitGroup
@@ -205,6 +245,19 @@ type bridge struct {
 // newBridge starts a bridge; peer is the local QUIC listener, or nil to
 // learn the local QUIC dialler's address from its first datagram.
 func newBridge(g *agent, c *ice.Conn, peer *net.UDPAddr) (*bridge, error) {
+	if c == nil {
+		// QUIC shares the socket ICE chose: nothing to carry, only the ICE
+		// session to keep until it fails (the peer left) or is closed.
+		b := &bridge{agent: g, done: make(chan struct{})}
+		b.wg.Go(func() {
+			select {
+			case <-g.failed:
+				b.Close()
+			case <-b.done:
+			}
+		})
+		return b, nil
+	}
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, err
@@ -224,7 +277,7 @@ func newBridge(g *agent, c *ice.Conn, peer *net.UDPAddr) (*bridge, error) {
 	return b, nil
 }
 
-// Addr is the bridge's loopback socket.
+// Addr is the bridge's loopback socket (nil when it carries nothing).
 func (b *bridge) Addr() *net.UDPAddr { return b.udp.LocalAddr().(*net.UDPAddr) }
 
 // Done is closed once the bridge closed.
@@ -276,9 +329,14 @@ func (b *bridge) toPeer() {
 func (b *bridge) Close() {
 	b.once.Do(func() {
 		close(b.done)
-		b.udp.Close()
-		b.ice.Close()
-		b.agent.a.Close()
+		if b.udp != nil {
+			b.udp.Close()
+			b.ice.Close()
+		}
+		b.agent.close()
+		if b.extra != nil {
+			b.extra()
+		}
 	})
 }
 

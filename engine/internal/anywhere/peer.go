@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pion/ice/v4"
+
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
@@ -83,14 +85,29 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if err := lookup(ctx, mb, req, t); err != nil {
 		return nil, err
 	}
-	g, err := newAgent(ctx, req.Relay, req.Loopback)
+	// ICE gathers and checks on the socket QUIC will use (quic.Shared), so
+	// that a direct pair costs what QUIC costs on the LAN.
+	local := "0.0.0.0:0"
+	if req.Loopback {
+		local = "127.0.0.1:0"
+	}
+	sock, err := quic.ListenShared(local)
 	if err != nil {
+		return nil, err
+	}
+	mux := newMux(sock.NonQUIC())
+	g, err := newAgent(ctx, req.Relay, req.Loopback, mux)
+	if err != nil {
+		mux.Close()
+		sock.Close()
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}
+	g.ownMux = mux
 	ok := false
 	defer func() {
 		if !ok {
-			g.a.Close()
+			g.close()
+			sock.Close()
 		}
 	}()
 	call := Message{Kind: KindCall, From: req.Self.String(), To: req.Peer.String(), At: t.Unix(), Call: NewCall()}
@@ -111,18 +128,30 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := newBridge(g, ic, nil)
-	if err != nil {
-		return nil, &transport.LocalError{Err: err}
+	var b *bridge
+	var qs *quic.Session
+	if !g.localRelayed() {
+		// Direct from the shared socket to the peer's end of the pair (a
+		// host, its NAT's mapping, or its TURN relay).
+		if qs, err = sock.Dial(ctx, g.remoteAddr(), req.TLS, req.Transport); err != nil {
+			return nil, err
+		}
+		b, _ = newBridge(g, nil, nil)
+	} else {
+		// This side's end is a TURN allocation, which pion's TURN client
+		// holds: QUIC goes through ICE's connection, by the bridge.
+		if b, err = newBridge(g, ic, nil); err != nil {
+			return nil, &transport.LocalError{Err: err}
+		}
+		cfg := req.Transport
+		cfg.MaxFlows = 1 // one QUIC connection: the bridge carries one
+		if qs, err = quic.DialNetwork(ctx, b.Addr().String(), req.TLS, cfg, nil); err != nil {
+			b.Close()
+			b.Wait()
+			return nil, err
+		}
 	}
-	cfg := req.Transport
-	cfg.MaxFlows = 1 // one QUIC connection: the bridge carries one
-	qs, err := quic.DialNetwork(ctx, b.Addr().String(), req.TLS, cfg, nil)
-	if err != nil {
-		b.Close()
-		b.Wait()
-		return nil, err
-	}
+	b.extra = sock.Close // a no-op once a session owns it
 	ok = true
 	go func() {
 		select {
@@ -219,6 +248,10 @@ type Server struct {
 	Started func()
 	// Loopback offers loopback addresses only (tests).
 	Loopback bool
+	// NonQUIC, if set, is the QUIC listener's socket as ICE shares it
+	// (transport.PacketSharer): a direct pair then reaches the listener
+	// itself, with no bridge.
+	NonQUIC func() net.PacketConn
 }
 
 // PollInterval is how often a receiver looks for calls by default: a
@@ -263,6 +296,13 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.Started != nil {
 		s.Started()
+	}
+	var mux *ice.UniversalUDPMuxDefault
+	if s.NonQUIC != nil {
+		if pc := s.NonQUIC(); pc != nil {
+			mux = newMux(pc)
+			defer mux.Close()
+		}
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -312,7 +352,7 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			wg.Go(func() {
 				defer func() { <-slots }()
-				b, err := s.answer(ctx, mb, c.peer, c.msg, now)
+				b, err := s.answer(ctx, mb, mux, c.peer, c.msg, now)
 				if err != nil {
 					log.Warn("rendezvous: answer", "peer", c.peer.ID.Short(), "err", err)
 					return
@@ -398,12 +438,12 @@ func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.
 }
 
 // answer gathers, answers the call and bridges the path to the listener.
-func (s *Server) answer(ctx context.Context, mb *Mailbox, p Peer, call Message, now func() time.Time) (*bridge, error) {
+func (s *Server) answer(ctx context.Context, mb *Mailbox, mux *ice.UniversalUDPMuxDefault, p Peer, call Message, now func() time.Time) (*bridge, error) {
 	target := s.Listener()
 	if target == nil {
 		return nil, errors.New("not receiving on QUIC here")
 	}
-	g, err := newAgent(ctx, s.Relay, s.Loopback)
+	g, err := newAgent(ctx, s.Relay, s.Loopback, mux)
 	if err != nil {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}
@@ -415,17 +455,20 @@ func (s *Server) answer(ctx context.Context, mb *Mailbox, p Peer, call Message, 
 		err = mb.Push(ctx, box, blob)
 	}
 	if err != nil {
-		g.a.Close()
+		g.close()
 		return nil, err
 	}
 	ic, err := g.connect(ctx, call, false)
 	if err != nil {
-		g.a.Close()
+		g.close()
 		return nil, err
+	}
+	if mux != nil && !g.localRelayed() {
+		ic = nil // the peer's QUIC reaches the listener's own socket
 	}
 	b, err := newBridge(g, ic, target)
 	if err != nil {
-		g.a.Close()
+		g.close()
 		return nil, err
 	}
 	if s.Log != nil {

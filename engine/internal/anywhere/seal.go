@@ -20,8 +20,8 @@
 //     through this relay), gathers its candidates, puts a call in the
 //     receiver's call box and waits for the answer in a box named after the
 //     call (AnswerName);
-//   - both then run ICE's connectivity checks, and QUIC runs over the
-//     chosen pair (bridge.go).
+//   - both then run ICE's connectivity checks on the sockets Ferry's QUIC
+//     uses, and QUIC runs over the chosen pair (ice.go, peer.go).
 package anywhere
 
 import (

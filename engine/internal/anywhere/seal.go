@@ -164,6 +164,13 @@ func additional(box string) []byte { return []byte("ferry rendezvous v1\x00" + b
 
 // Seal encodes m for box with the secret s.
 func Seal(s rendezvous.Secret, box string, m Message) ([]byte, error) {
+	var nonce [12]byte
+	rand.Read(nonce[:])
+	return sealNonce(s, box, m, nonce)
+}
+
+// sealNonce is Seal with a given nonce (deterministic test seeds).
+func sealNonce(s rendezvous.Secret, box string, m Message, nonce [12]byte) ([]byte, error) {
 	plain, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -173,7 +180,7 @@ func Seal(s rendezvous.Secret, box string, m Message) ([]byte, error) {
 	}
 	out := make([]byte, 1+12, len(plain)+sealOverhead)
 	out[0] = sealVersion
-	rand.Read(out[1:13])
+	copy(out[1:13], nonce[:])
 	return aead(s).Seal(out, out[1:13], plain, additional(box)), nil
 }
 

@@ -3,6 +3,7 @@ package anywhere
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -153,12 +154,13 @@ func FuzzParseMessage(f *testing.F) {
 func FuzzOpen(f *testing.F) {
 	s := secret(1)
 	box := CallName(s, idB, t0)
-	good, _ := Seal(s, box, goodCall())
+	// A fixed nonce: the fuzzing workers compute the same blob.
+	good, _ := sealNonce(s, box, goodCall(), [12]byte{7})
 	f.Add(good)
 	f.Add([]byte{1})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if m, err := Open(s, box, b, KindCall, idA, idB, t0); err == nil && !bytes.Equal(b, good) {
-			// Only a sealed blob opens: the fuzzer cannot forge one.
+		if m, err := Open(s, box, b, KindCall, idA, idB, t0); err == nil && !reflect.DeepEqual(m, goodCall()) {
+			// Only what was sealed opens: the fuzzer cannot forge a message.
 			t.Fatalf("forged blob opened: %+v", m)
 		}
 	})

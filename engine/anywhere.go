@@ -192,23 +192,37 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 	}
 }
 
-// anywherePeers are the paired devices holding a rendezvous secret.
-func (e *Engine) anywherePeers() []anywhere.Peer {
-	var out []anywhere.Peer
+// pairedDevice is a paired Ferry device of the trust store.
+type pairedDevice struct {
+	name string
+	id   identity.DeviceID
+	peer peer.ID
+}
+
+// pairedDevices lists the paired Ferry devices.
+func (e *Engine) pairedDevices() []pairedDevice {
+	var out []pairedDevice
 	for _, p := range e.trust.List() {
-		if !p.Paired || p.Rendezvous == "" {
+		if !p.Paired {
 			continue
 		}
 		pid, err := peer.Parse(p.ID)
 		if err != nil {
 			continue
 		}
-		id, ok := identity.DeviceOf(pid)
-		if !ok {
-			continue
+		if id, ok := identity.DeviceOf(pid); ok {
+			out = append(out, pairedDevice{name: p.Name, id: id, peer: pid})
 		}
-		if s := e.rendezvousOf(pid); !s.IsZero() {
-			out = append(out, anywhere.Peer{ID: id, Secret: s})
+	}
+	return out
+}
+
+// anywherePeers are the paired devices holding a rendezvous secret.
+func (e *Engine) anywherePeers() []anywhere.Peer {
+	var out []anywhere.Peer
+	for _, d := range e.pairedDevices() {
+		if s := e.rendezvousOf(d.peer); !s.IsZero() {
+			out = append(out, anywhere.Peer{ID: d.id, Secret: s})
 		}
 	}
 	return out
@@ -255,20 +269,9 @@ func (e *Engine) quicNonQUIC() net.PacketConn {
 // its ID; a clear error when there is none (or the name is ambiguous).
 func (e *Engine) PairedDevice(nameOrID string) (string, error) {
 	var found []string
-	for _, p := range e.trust.List() {
-		if !p.Paired {
-			continue
-		}
-		pid, err := peer.Parse(p.ID)
-		if err != nil {
-			continue
-		}
-		id, ok := identity.DeviceOf(pid)
-		if !ok {
-			continue
-		}
-		if p.Name == nameOrID || id.String() == nameOrID || strings.EqualFold(id.Short(), nameOrID) {
-			found = append(found, id.String())
+	for _, d := range e.pairedDevices() {
+		if d.name == nameOrID || d.id.String() == nameOrID || strings.EqualFold(d.id.Short(), nameOrID) {
+			found = append(found, d.id.String())
 		}
 	}
 	switch len(found) {

@@ -46,18 +46,6 @@ func natLab(t testing.TB, cfg netlab.NATConfig) *netlab.NAT {
 	return lab
 }
 
-// buildCLITB builds ferry-cli for a test or a benchmark.
-func buildCLITB(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ferry-cli")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ferry-cli: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // device is a configuration directory with its identity.
 type device struct {
 	name, dir string
@@ -173,7 +161,7 @@ func anywhereLab(t testing.TB, cfg netlab.NATConfig) (lab *netlab.NAT, bin strin
 	start := time.Now()
 	lab = natLab(t, cfg)
 	t.Logf("lab: %.1f s", time.Since(start).Seconds())
-	bin = buildCLITB(t)
+	bin = buildCLI(t)
 	t.Logf("lab and build: %.1f s", time.Since(start).Seconds())
 	a, b = newDevice(t, "Laptop"), newDevice(t, "Desktop")
 	pairAnywhere(t, a, b, false)
@@ -296,7 +284,7 @@ func BenchmarkAnywhere(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			lab := natLab(b, tc.cfg)
-			bin := buildCLITB(b)
+			bin := buildCLI(b)
 			a, bdev := newDevice(b, "Laptop"), newDevice(b, "Desktop")
 			pairAnywhere(b, a, bdev, false)
 			inbox := b.TempDir()

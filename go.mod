@@ -12,6 +12,10 @@ require (
 	github.com/goreleaser/nfpm/v2 v2.48.0
 	github.com/grandcat/zeroconf v1.0.0
 	github.com/miekg/dns v1.1.27
+	github.com/pion/ice/v4 v4.4.9
+	github.com/pion/logging v0.2.4
+	github.com/pion/stun/v4 v4.0.1
+	github.com/pion/turn/v5 v5.1.2
 	github.com/quic-go/quic-go v0.65.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e
@@ -72,13 +76,9 @@ require (
 	github.com/nfnt/resize v0.0.0-20180221191011-83c6a9932646 // indirect
 	github.com/nicksnyder/go-i18n/v2 v2.5.1 // indirect
 	github.com/pion/dtls/v3 v3.1.9 // indirect
-	github.com/pion/ice/v4 v4.4.9 // indirect
-	github.com/pion/logging v0.2.4 // indirect
 	github.com/pion/mdns/v2 v2.2.2 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
-	github.com/pion/stun/v4 v4.0.1 // indirect
 	github.com/pion/transport/v5 v5.0.1 // indirect
-	github.com/pion/turn/v5 v5.1.2 // indirect
 	github.com/pjbgf/sha1cd v0.6.0 // indirect
 	github.com/rymdport/portal v0.4.2 // indirect
 	github.com/sergi/go-diff v1.4.0 // indirect

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -66,6 +67,11 @@ func newDevice(t testing.TB, name string) device {
 // a's trust store (and b's, unless oneSided): what pairing on the LAN
 // leaves behind (pairing itself is tested in package engine).
 func pairAnywhere(t testing.TB, a, b device, oneSided bool) {
+	pairAnywhereAt(t, a, b, oneSided, "")
+}
+
+// pairAnywhereAt is pairAnywhere with the address a last reached b at.
+func pairAnywhereAt(t testing.TB, a, b device, oneSided bool, bAt string) {
 	t.Helper()
 	var raw [32]byte
 	rand.Read(raw[:])
@@ -80,7 +86,11 @@ func pairAnywhere(t testing.TB, a, b device, oneSided bool) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		if err := st.Pair(s[1].id.Peer(), s[1].name, "", now); err != nil {
+		at := ""
+		if s[0] == a {
+			at = bAt
+		}
+		if err := st.Pair(s[1].id.Peer(), s[1].name, at, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.SetRendezvous(s[1].id.Peer(), secret, now); err != nil {
@@ -329,5 +339,100 @@ func BenchmarkAnywhere(b *testing.B) {
 			b.ReportMetric((procCPU(b, relay.Process.Pid)-v0).Seconds()/gib, "relay-CPU-s/GiB")
 			b.ReportMetric(float64(mib)/wall.Seconds(), "MiB/s")
 		})
+	}
+}
+
+// TestAnywhereLeaveLAN: a send that starts on the shared LAN goes on
+// through the internet when the LAN goes away mid-transfer: the sender
+// reconnects by itself (the LAN address first, then the relay), resumes
+// with at most what was in flight sent twice, and the file arrives whole.
+func TestAnywhereLeaveLAN(t *testing.T) {
+	lab := natLab(t, netlab.NATConfig{SharedLAN: true})
+	bin := buildCLI(t)
+	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhereAt(t, a, b, false, "10.99.0.2:47800") // where A last reached B: the shared LAN
+	inbox := t.TempDir()
+	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
+	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", b.dir, "--name", b.name, "--dir", inbox,
+		"--listen", ":47800", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+	src := filepath.Join(t.TempDir(), "big.bin")
+	data := make([]byte, 128<<20)
+	rand.Read(data)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := lab.Command(ctx, netlab.HostA, bin, "send", "--config", a.dir, "--name", a.name, "--json", "--to", b.name, "--relay", relayAt, src)
+	cmd.Env = append(os.Environ(), "FERRY_PROGRESS_INTERVAL=20ms")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type event struct {
+		Time      time.Time `json:"time"`
+		Kind      string    `json:"kind"`
+		State     string    `json:"state"`
+		Transport *struct {
+			Reason string `json:"reason"`
+		} `json:"transport"`
+		Progress *struct {
+			Bytes int64 `json:"bytes"`
+		} `json:"progress"`
+		Result *struct {
+			State string `json:"state"`
+			Bytes int64  `json:"bytes"`
+			Total int64  `json:"total_bytes"`
+		} `json:"result"`
+	}
+	var lines []string
+	var cut, reconnecting, resumed time.Time
+	var reason string
+	var sent int64 = -1
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		var ev event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		switch {
+		case cut.IsZero() && ev.Kind == "progress" && ev.Progress != nil && ev.Progress.Bytes > 0:
+			if err := lab.SetSharedLAN(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			cut = time.Now()
+		case ev.Kind == "state" && ev.State == "reconnecting" && reconnecting.IsZero():
+			reconnecting = ev.Time
+		case ev.Kind == "state" && ev.State == "active" && !reconnecting.IsZero() && resumed.IsZero():
+			resumed = ev.Time
+		case ev.Kind == "transport" && ev.Transport != nil:
+			reason = ev.Transport.Reason
+		case ev.Kind == "result" && ev.Result != nil && ev.Result.State == "done":
+			sent = ev.Result.Bytes - ev.Result.Total
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("send: %v\n%s\n%s", err, strings.Join(lines, "\n"), stderr.String())
+	}
+	if cut.IsZero() || reconnecting.IsZero() {
+		t.Fatalf("the transfer did not lose the LAN mid-way:\n%s", strings.Join(lines, "\n"))
+	}
+	t.Logf("stall from reconnecting to active again: %.1f s; re-sent %d bytes; path %q", resumed.Sub(reconnecting).Seconds(), sent, reason)
+	if !strings.HasPrefix(reason, "through the internet") {
+		t.Errorf("the last path is %q, not through the internet", reason)
+	}
+	if sent < 0 || sent > 32<<20 {
+		t.Errorf("re-sent %d bytes: not a resume", sent)
+	}
+	got, err := os.ReadFile(filepath.Join(inbox, "big.bin"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the file did not arrive whole (%d of %d bytes, %v)", len(got), len(data), err)
 	}
 }

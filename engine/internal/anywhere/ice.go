@@ -73,6 +73,9 @@ func newAgent(ctx context.Context, relay string, loopback bool, mux *ice.Univers
 		LoggerFactory:    lf,
 		IncludeLoopback:  loopback,
 		InterfaceFilter:  func(name string) bool { return !loopback || name == "lo" },
+		// A peer's loopback or unspecified address is this device's own:
+		// no check goes there (a hostile peer would aim them at local services).
+		RemoteIPFilter: func(ip net.IP) bool { return loopback || !ip.IsLoopback() && !ip.IsUnspecified() },
 	}
 	if mux != nil {
 		cfg.UDPMux, cfg.UDPMuxSrflx = mux, mux
@@ -94,6 +97,11 @@ func newAgent(ctx context.Context, relay string, loopback bool, mux *ice.Univers
 		defer mu.Unlock()
 		if c == nil {
 			close(done)
+			return
+		}
+		// A mux on an unspecified socket offers loopback too: no use to the
+		// peer, and not to be published.
+		if ip := net.ParseIP(c.Address()); !loopback && ip != nil && ip.IsLoopback() {
 			return
 		}
 		if len(g.candidates) < MaxCandidates {

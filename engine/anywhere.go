@@ -115,7 +115,9 @@ func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.D
 		return auto.Dialled{}, anywhereError(err, relay, want)
 	}
 	why := "through the internet, " + c.Path().String()
-	e.log.Info("device reached from anywhere", "id", want.Short(), "relay", relay, "path", c.Path().String())
+	st := c.Setup()
+	e.log.Info("device reached from anywhere", "id", want.Short(), "relay", relay, "path", c.Path().String(),
+		"lookup_and_gather", st.Lookup, "answer", st.Answer, "ice_checks", st.Checks, "quic_handshake", st.Handshake)
 	return auto.Dialled{Conn: c, Why: why}, nil
 }
 

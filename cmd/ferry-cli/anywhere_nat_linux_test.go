@@ -153,9 +153,16 @@ func startIn(t testing.TB, lab *netlab.NAT, ns, bin, ready string, args ...strin
 // runIn runs bin in ns to its end, bounded.
 func runIn(t testing.TB, lab *netlab.NAT, ns, bin string, args ...string) (string, error) {
 	t.Helper()
+	return runInEnv(t, lab, ns, nil, bin, args...)
+}
+
+// runInEnv is runIn with more environment variables.
+func runInEnv(t testing.TB, lab *netlab.NAT, ns string, env []string, bin string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := lab.Command(ctx, ns, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -192,9 +199,14 @@ func sendAnywhere(t testing.TB, lab *netlab.NAT, bin string, a, b device, inbox 
 	if err := os.WriteFile(src, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runIn(t, lab, netlab.HostA, bin, "send", "--config", a.dir, "--name", a.name, "--json", "--to", b.name, "--relay", relayAt, src)
+	out, err := runInEnv(t, lab, netlab.HostA, []string{"FERRY_LOG=info"}, bin, "send", "--config", a.dir, "--name", a.name, "--json", "--to", b.name, "--relay", relayAt, src)
 	if err != nil {
 		t.Fatalf("send: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "device reached from anywhere") {
+			t.Log(l[strings.Index(l, "path="):])
+		}
 	}
 	got, err := os.ReadFile(filepath.Join(inbox, "report.bin"))
 	if err != nil || !bytes.Equal(got, data) {

@@ -56,7 +56,25 @@ type Conn struct {
 	transport.Conn
 	path   Path
 	bridge *bridge
+	setup  Setup
 }
+
+// Setup is how long each step of a call took.
+type Setup struct {
+	// Lookup is reading the presence and gathering this side's candidates
+	// (a STUN answer and a TURN allocation from the relay).
+	Lookup time.Duration
+	// Answer is from the call to its answer: the callee's poll interval
+	// and its own gathering.
+	Answer time.Duration
+	// Checks is ICE's connectivity checks.
+	Checks time.Duration
+	// Handshake is QUIC's handshake over the chosen pair.
+	Handshake time.Duration
+}
+
+// Setup says how long the call's steps took.
+func (c *Conn) Setup() Setup { return c.setup }
 
 // Path is the ICE path under the session.
 func (c *Conn) Path() Path { return c.path }
@@ -82,12 +100,15 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	mb := NewMailbox(req.Relay)
 	defer mb.Close()
 	t := now()
+	var st Setup
+	mark := time.Now()
+	lap := func(d *time.Duration) { n := time.Now(); *d = n.Sub(mark); mark = n }
 	if err := lookup(ctx, mb, req, t); err != nil {
 		return nil, err
 	}
 	// ICE gathers and checks on the socket QUIC will use (quic.Shared), so
 	// that a direct pair costs what QUIC costs on the LAN.
-	local := "0.0.0.0:0"
+	local := sourceFor(req.Relay)
 	if req.Loopback {
 		local = "127.0.0.1:0"
 	}
@@ -103,6 +124,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}
 	g.ownMux = mux
+	lap(&st.Lookup) // the presence, the socket and gathering
 	ok := false
 	defer func() {
 		if !ok {
@@ -121,6 +143,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		return nil, err
 	}
 	answer, err := waitAnswer(ctx, mb, req, call.Call, now)
+	lap(&st.Answer)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +151,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	lap(&st.Checks)
 	var b *bridge
 	var qs *quic.Session
 	if !g.localRelayed() {
@@ -161,7 +185,8 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 			qs.Close(nil)
 		}
 	}()
-	return &Conn{Conn: qs, path: g.path(), bridge: b}, nil
+	lap(&st.Handshake)
+	return &Conn{Conn: qs, path: g.path(), bridge: b, setup: st}, nil
 }
 
 // Lookup checks that the device keeps a presence at the relay for this
@@ -190,6 +215,19 @@ func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) erro
 		}
 	}
 	return fmt.Errorf("%w %s", ErrNotFound, req.Relay)
+}
+
+// sourceFor is the local address the system routes to the relay from, as
+// "ip:0": the shared socket binds there, so that its host candidate is that
+// interface's address (a socket on 0.0.0.0 offers loopback too, which ICE
+// then shows as this side's end of the pair).
+func sourceFor(relay string) string {
+	c, err := net.Dial("udp4", relay) // a connected UDP socket sends nothing
+	if err != nil {
+		return "0.0.0.0:0"
+	}
+	defer c.Close()
+	return net.JoinHostPort(c.LocalAddr().(*net.UDPAddr).IP.String(), "0")
 }
 
 // waitAnswer polls the call's answer box.

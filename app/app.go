@@ -193,8 +193,13 @@ func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
 		fyne.Do(func() {
 			a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 		})
-	} else if err := b.applyLocalSend(b.settings.get()); err != nil {
-		log.Warn("LocalSend", "err", err)
+	} else {
+		if err := b.applyLocalSend(b.settings.get()); err != nil {
+			log.Warn("LocalSend", "err", err)
+		}
+		if err := b.applyAnywhere(b.settings.get()); err != nil {
+			log.Warn("beyond the LAN", "err", err)
+		}
 	}
 	u.SelfChanged() // the addresses it receives on
 }

@@ -215,6 +215,9 @@ type Engine struct {
 	reg        *join.Registry
 	// netw tells the transports when this device's network changes.
 	netw *netwatch.Watcher
+	// anywhereLoopback makes calls through a relay offer loopback
+	// addresses only (tests, anywhere.go).
+	anywhereLoopback bool
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc

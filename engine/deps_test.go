@@ -174,7 +174,7 @@ var (
 	corePackage      = "engine/internal/core"
 	sharedPackages   = []string{"engine/addr", "engine/identity", "engine/merkle", "engine/peer", "engine/store",
 		"engine/hostile", // a flooding Ferry peer for tests and ferry-bench, built on wire
-		"engine/relay"} // the server a user runs to reach paired devices beyond the LAN (ferry-cli relay), not a protocol of transfers
+		"engine/relay"}   // the server a user runs to reach paired devices beyond the LAN (ferry-cli relay), not a protocol of transfers
 )
 
 // TestProtocolsDoNotImportEachOther: a protocol package depends on the

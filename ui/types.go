@@ -419,6 +419,10 @@ type TransferEvent struct {
 	Result    *Result
 	Transport string      // "quic" or "tcp" (TransferTransport)
 	Reason    string      // why that transport (TransferTransport)
+	// Route and Relay: TransferTransport: the way the session goes
+	// ("lan", "internet", "relayed"; "" when the engine does not say) and
+	// the relay's "host:port" it went through.
+	Route, Relay string
 	Path      *PathChange // TransferPath
 	Pair      *PairCode   // TransferPair
 	KeyChange *KeyChange  // TransferKeyChanged

@@ -417,19 +417,19 @@ type TransferEvent struct {
 	File      *FileResult
 	Metrics   *Metrics
 	Result    *Result
-	Transport string // "quic" or "tcp" (TransferTransport)
-	Reason    string // why that transport (TransferTransport)
+	Transport string      // "quic" or "tcp" (TransferTransport)
+	Reason    string      // why that transport (TransferTransport)
+	Path      *PathChange // TransferPath
+	Pair      *PairCode   // TransferPair
+	KeyChange *KeyChange  // TransferKeyChanged
+	// Pairing: the transfer is a pairing without files (Backend.Pair or a
+	// device asking to pair); it is no transfer row and no history entry.
+	Pairing bool
 	// Route and Relay: TransferTransport: the way the session goes
 	// ("lan", "internet", "relayed"; "" when the engine does not say) and
 	// the relay's "host:port" it went through.
 	Route, Relay string
-	Path         *PathChange // TransferPath
-	Pair         *PairCode   // TransferPair
-	KeyChange    *KeyChange  // TransferKeyChanged
-	// Pairing: the transfer is a pairing without files (Backend.Pair or a
-	// device asking to pair); it is no transfer row and no history entry.
-	Pairing bool
-	Time    time.Time
+	Time         time.Time
 }
 
 // Decision is the receiving user's answer to an offer.

@@ -1,0 +1,196 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+)
+
+// Issue 30: the app's prompt and transfer row stay responsive while an
+// offer of 10^5 files arrives and runs. Run does what grows with the number
+// of files off the Fyne goroutine (feed.go); each update of the widgets does
+// bounded work. The work is counted (heap allocations per update: every
+// label set, row built and file listed allocates), never timed.
+
+// treeStream is what the engine reports of an incoming transfer of n files
+// in n/100 top-level folders, as the app hands it to Run: the offer
+// (the engine lists the first 1000 files, and every top-level folder),
+// then every file, progress and metrics, a state event every flush files
+// (standing in for Run's tick), and the result.
+func treeStream(id string, n, flush int) []TransferEvent {
+	peer := Peer{ID: idAlice, Name: "Alice"}
+	o := &Offer{Count: n, Total: int64(n) * 10, Dest: "/tmp/in", FreeBytes: 1 << 40}
+	name := func(i int) string { return fmt.Sprintf("d%d/photo-%d.jpg", i/100, i) }
+	for i := range min(n, 1000) {
+		o.Files = append(o.Files, FileInfo{Path: name(i), Size: 10})
+	}
+	for d := range n / 100 {
+		o.Folders = append(o.Folders, FolderInfo{Path: fmt.Sprintf("d%d", d), Files: 100, Bytes: 1000})
+	}
+	evs := []TransferEvent{
+		{Kind: TransferOffer, ID: id, Direction: Incoming, Peer: peer, State: StateWaiting, Offer: o},
+		{Kind: TransferState, ID: id, Direction: Incoming, Peer: peer, State: StateActive},
+	}
+	for i := range n {
+		evs = append(evs, TransferEvent{Kind: TransferFile, ID: id, Direction: Incoming, State: StateActive,
+			File: &FileResult{Path: name(i), Size: 10, Verified: true}})
+		if (i+1)%flush == 0 {
+			evs = append(evs,
+				TransferEvent{Kind: TransferProgress, ID: id, Direction: Incoming, State: StateActive,
+					Progress: &Progress{Bytes: int64(i+1) * 10, Total: int64(n) * 10, Files: i + 1, TotalFiles: n}},
+				TransferEvent{Kind: TransferMetrics, ID: id, Direction: Incoming, State: StateActive, Metrics: &Metrics{Transport: "tcp"}},
+				TransferEvent{Kind: TransferState, ID: id, Direction: Incoming, State: StateActive})
+		}
+	}
+	return append(evs, TransferEvent{Kind: TransferResult, ID: id, Direction: Incoming, Peer: peer, State: StateDone,
+		Result: &Result{State: StateDone, Files: n, Verified: n, Bytes: int64(n) * 10, Destination: "/tmp/in"}})
+}
+
+// uiBackend is the fake backend that notes a call which reads the disk
+// (Partials) made from inside an update of the widgets.
+type uiBackend struct {
+	*fakeBackend
+	mu           sync.Mutex
+	inUI         bool
+	partialsInUI int
+}
+
+func (b *uiBackend) Partials() []PartialTransfer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.inUI {
+		b.partialsInUI++
+	}
+	return b.fakeBackend.Partials()
+}
+
+// uiWork is what the updates of one stream cost the Fyne goroutine.
+type uiWork struct {
+	updates     int    // calls of Options.Do
+	maxAllocs   uint64 // heap allocations of the costliest update
+	maxAt       int    // which update that was
+	allocs      uint64 // in all
+	rows        int    // results a row keeps
+	treeNodes   int    // nodes of the offer's prompt tree
+	detailLines int    // lines of the open Details dialog
+	partialsUI  int    // backend disk reads inside updates
+}
+
+// measureStream runs evs through Run and then each update Run asked for on
+// this goroutine (the Fyne test driver's), counting its heap allocations.
+// Details of the transfer are open from its first update on.
+func measureStream(t testing.TB, evs []TransferEvent) uiWork {
+	a := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	w.Resize(fyne.NewSize(900, 600))
+	be := &uiBackend{fakeBackend: newFake()}
+	var mu sync.Mutex
+	var fns []func()
+	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{Refresh: time.Hour,
+		Do: func(f func()) { mu.Lock(); fns = append(fns, f); mu.Unlock() }})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	tr := make(chan TransferEvent)
+	done := make(chan error)
+	go func() { done <- u.Run(ctx, nil, tr) }()
+	for _, ev := range evs {
+		tr <- ev
+	}
+	// One more event through Run: the last one's update has been asked for.
+	tr <- TransferEvent{Kind: TransferState, ID: "other", Direction: Outgoing, State: StateConnecting}
+	cancel()
+	<-done
+
+	mu.Lock()
+	defer mu.Unlock()
+	var work uiWork
+	work.updates = len(fns)
+	if limit := len(evs)/100 + 100; len(fns) > limit {
+		// Checked before running them: run one by one, an update per file
+		// would take minutes on a quadratic row.
+		t.Fatalf("%d events made %d updates of the widgets (at most %d: file events are folded)", len(evs), len(fns), limit)
+	}
+	var ms runtime.MemStats
+	id := evs[0].ID
+	for i, f := range fns {
+		runtime.ReadMemStats(&ms)
+		before := ms.Mallocs
+		be.mu.Lock()
+		be.inUI = true
+		be.mu.Unlock()
+		f()
+		be.mu.Lock()
+		be.inUI = false
+		be.mu.Unlock()
+		runtime.ReadMemStats(&ms)
+		n := ms.Mallocs - before
+		work.allocs += n
+		if n > work.maxAllocs {
+			work.maxAllocs, work.maxAt = n, i
+		}
+		if len(u.prompts.queue) > 0 && u.prompts.queue[0].tree != nil {
+			nodes := 0
+			for _, c := range u.prompts.queue[0].tree.children {
+				nodes += len(c)
+			}
+			work.treeNodes = max(work.treeNodes, nodes)
+		}
+		if u.transfers.detail == nil && u.transfers.byID[id] != nil {
+			u.transfers.showDetails(id)
+		}
+	}
+	if v := u.transfers.byID[id]; v != nil {
+		work.rows = len(v.results)
+		work.detailLines = len(splitLines(u.transfers.detailFiles.Text))
+	}
+	work.partialsUI = be.partialsInUI
+	return work
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := range len(s) {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func TestUIUpdatesAreBounded(t *testing.T) {
+	small := measureStream(t, treeStream("t", 1_000, 1000))
+	large := measureStream(t, treeStream("t", 100_000, 1000))
+	t.Logf("1,000 files: %d updates, at most %d allocations in one (update %d), %d in all; row keeps %d, tree %d nodes, details %d lines",
+		small.updates, small.maxAllocs, small.maxAt, small.allocs, small.rows, small.treeNodes, small.detailLines)
+	t.Logf("100,000 files: %d updates, at most %d allocations in one (update %d), %d in all; row keeps %d, tree %d nodes, details %d lines",
+		large.updates, large.maxAllocs, large.maxAt, large.allocs, large.rows, large.treeNodes, large.detailLines)
+
+	// The costliest update (building the prompt) costs the same for 10^5
+	// files as for 10^3: the offer lists as many files, and the folders
+	// past maxOfferFolders are summed up off the Fyne goroutine.
+	if large.maxAllocs > small.maxAllocs*3/2+2000 {
+		t.Errorf("the costliest update grew with the files: %d allocations for 100,000 files, %d for 1,000", large.maxAllocs, small.maxAllocs)
+	}
+	// Per update, the stream of a large transfer is no costlier than a
+	// small one's: 100 times the files, about 100 times the updates.
+	perSmall, perLarge := small.allocs/uint64(small.updates), large.allocs/uint64(large.updates)
+	if perLarge > perSmall*2+2000 {
+		t.Errorf("updates cost more with more files: %d allocations each for 100,000 files, %d for 1,000", perLarge, perSmall)
+	}
+	for _, w := range []uiWork{small, large} {
+		if w.rows > maxBatchFiles || w.detailLines > maxBatchFiles+1 || w.treeNodes > maxOfferFiles+maxOfferFolders+2 {
+			t.Errorf("what the widgets keep grew: row %d results, details %d lines, tree %d nodes", w.rows, w.detailLines, w.treeNodes)
+		}
+		if w.partialsUI > 0 {
+			t.Errorf("the partial files were read from the disk %d times inside an update of the widgets", w.partialsUI)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -17,40 +16,6 @@ import (
 // of files off the Fyne goroutine (feed.go); each update of the widgets does
 // bounded work. The work is counted (heap allocations per update: every
 // label set, row built and file listed allocates), never timed.
-
-// treeStream is what the engine reports of an incoming transfer of n files
-// in n/100 top-level folders, as the app hands it to Run: the offer
-// (the engine lists the first 1000 files, and every top-level folder),
-// then every file, progress and metrics, a state event every flush files
-// (standing in for Run's tick), and the result.
-func treeStream(id string, n, flush int) []TransferEvent {
-	peer := Peer{ID: idAlice, Name: "Alice"}
-	o := &Offer{Count: n, Total: int64(n) * 10, Dest: "/tmp/in", FreeBytes: 1 << 40}
-	name := func(i int) string { return fmt.Sprintf("d%d/photo-%d.jpg", i/100, i) }
-	for i := range min(n, 1000) {
-		o.Files = append(o.Files, FileInfo{Path: name(i), Size: 10})
-	}
-	for d := range n / 100 {
-		o.Folders = append(o.Folders, FolderInfo{Path: fmt.Sprintf("d%d", d), Files: 100, Bytes: 1000})
-	}
-	evs := []TransferEvent{
-		{Kind: TransferOffer, ID: id, Direction: Incoming, Peer: peer, State: StateWaiting, Offer: o},
-		{Kind: TransferState, ID: id, Direction: Incoming, Peer: peer, State: StateActive},
-	}
-	for i := range n {
-		evs = append(evs, TransferEvent{Kind: TransferFile, ID: id, Direction: Incoming, State: StateActive,
-			File: &FileResult{Path: name(i), Size: 10, Verified: true}})
-		if (i+1)%flush == 0 {
-			evs = append(evs,
-				TransferEvent{Kind: TransferProgress, ID: id, Direction: Incoming, State: StateActive,
-					Progress: &Progress{Bytes: int64(i+1) * 10, Total: int64(n) * 10, Files: i + 1, TotalFiles: n}},
-				TransferEvent{Kind: TransferMetrics, ID: id, Direction: Incoming, State: StateActive, Metrics: &Metrics{Transport: "tcp"}},
-				TransferEvent{Kind: TransferState, ID: id, Direction: Incoming, State: StateActive})
-		}
-	}
-	return append(evs, TransferEvent{Kind: TransferResult, ID: id, Direction: Incoming, Peer: peer, State: StateDone,
-		Result: &Result{State: StateDone, Files: n, Verified: n, Bytes: int64(n) * 10, Destination: "/tmp/in"}})
-}
 
 // uiBackend is the fake backend that notes a call which reads the disk
 // (Partials) made from inside an update of the widgets.

@@ -5,7 +5,9 @@
 #   docs/benchmarks/trees-million.sh [FERRY_CLI] [WORKDIR]
 # The tree (1000 folders x 1000 empty files) is made once in WORKDIR (on
 # tmpfs by default: 10^6 inodes cost about 1 GB of RAM, no disk writes) and
-# kept for the next run; rm -rf WORKDIR when done.
+# kept for the next run; rm -rf WORKDIR when done. HEAP=1 writes heap
+# profiles of both sides (WORKDIR/recv.heap, send.heap) 20 s after the offer
+# was accepted (FERRY_HEAPPROFILE, SIGUSR1).
 set -u
 B=${1:-/tmp/trees-bin/ferry-cli}
 W=${2:-/dev/shm/trees/m}
@@ -17,15 +19,16 @@ if [[ ! -d $W/tree ]]; then
 fi
 echo "files: $(find $W/tree -type f | wc -l)"
 rm -rf $W/rcfg $W/scfg $W/out; mkdir -p $W/out
+H=${HEAP:-}
 /usr/bin/time -f 'receiver CPU %U user %S sys, max RSS %M KB' -o $W/recv.time \
-  $B receive --config $W/rcfg --dir $W/out --accept all --once --no-discovery --localsend=false --listen 127.0.0.1:0 > $W/recv.out 2>$W/recv.err &
+  env ${H:+FERRY_HEAPPROFILE=$W/recv.heap} $B receive --config $W/rcfg --dir $W/out --accept all --once --no-discovery --localsend=false --listen 127.0.0.1:0 > $W/recv.out 2>$W/recv.err &
 TP=$!
 for i in $(seq 1 100); do grep -q 'tcp=127' $W/recv.out 2>/dev/null && break; sleep 0.1; done
 TO=$(grep -o 'tcp=127.0.0.1:[0-9]*' $W/recv.out | head -1 | cut -d= -f2)
 RP=$(pgrep -P $TP | head -1)
 start=$(date +%s.%N)
 /usr/bin/time -f 'sender CPU %U user %S sys, max RSS %M KB' -o $W/send.time \
-  $B send --config $W/scfg --to $TO --transport tcp --json $W/tree > $W/send.json 2>$W/send.err &
+  env ${H:+FERRY_HEAPPROFILE=$W/send.heap} $B send --config $W/scfg --to $TO --transport tcp --json $W/tree > $W/send.json 2>$W/send.err &
 ST=$!
 sleep 0.2
 SP=$(pgrep -P $ST | head -1)
@@ -36,6 +39,9 @@ for i in $(seq 1 3000); do
   rh=$(grep VmHWM /proc/$RP/status 2>/dev/null | awk '{print $2}'); sh=$(grep VmHWM /proc/$SP/status 2>/dev/null | awk '{print $2}')
   [[ -n $rh ]] && R=$rh; [[ -n $sh ]] && S=$sh
   if [[ -z $acc ]] && grep -q '"state":"active"' $W/send.json 2>/dev/null; then acc=$(echo "$(date +%s.%N) - $start" | bc); echo "accepted (sender active) after $acc s; peak RSS so far: send ${S} KB, recv ${R} KB"; fi
+  if [[ -n $H && -n $acc && ! -e $W/heap.taken ]] && (( $(echo "$(date +%s.%N) - $start - $acc > 20" | bc) )); then
+    kill -USR1 $RP $SP; touch $W/heap.taken; echo "heap profiles taken"
+  fi
   if [[ -n $acc ]] && (( $(echo "$(date +%s.%N) - $start - $acc > 60" | bc) )); then break; fi
   kill -0 $SP 2>/dev/null || break
 done
@@ -44,4 +50,4 @@ grep -o '"files_done":[0-9]*,"total_files":[0-9]*' $W/send.json | tail -1
 kill -INT $SP 2>/dev/null; wait $ST; sleep 3; kill -INT $RP 2>/dev/null; wait $TP
 cat $W/send.time $W/recv.time
 tail -1 $W/send.json | cut -c1-300
-rm -rf $W/out $W/rcfg $W/scfg
+rm -rf $W/out $W/rcfg $W/scfg $W/heap.taken

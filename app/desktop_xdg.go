@@ -16,6 +16,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver"
+	"fyne.io/systray"
 
 	"github.com/ferrydrop/ferry/app/portal"
 	"github.com/ferrydrop/ferry/ui"
@@ -106,6 +107,7 @@ func stayInTray(ctx context.Context, log *slog.Logger) error {
 	ch := make(chan *dbus.Signal, 16)
 	conn.Signal(ch)
 	defer conn.RemoveSignal(ch)
+	go keepTrayTitle(ctx, conn)
 	for {
 		select {
 		case <-ctx.Done():
@@ -123,6 +125,39 @@ func stayInTray(ctx context.Context, log *slog.Logger) error {
 			} else {
 				log.Info("tray icon registered with a new tray host")
 			}
+		}
+	}
+}
+
+// keepTrayTitle gives the tray item its title if Fyne's tray lost it.
+// fyne.io/systray starts the tray's onReady, which sets the title, before
+// it exports the item's properties: a title set after the properties were
+// built and before they were published is dropped, and the item stays
+// untitled (seen at load 10 in the GUI end-to-end test; some XDG tray hosts
+// crash on an untitled item, which is why Fyne sets one). It reads the
+// item's Title as a tray host does and sets it again while it is empty,
+// until it is not or ctx ends.
+func keepTrayTitle(ctx context.Context, conn *dbus.Conn) {
+	title := fyne.CurrentApp().Metadata().Name
+	if title == "" {
+		title = fyne.CurrentApp().UniqueID()
+	}
+	names := conn.Names()
+	if len(names) == 0 {
+		return
+	}
+	item := conn.Object(names[0], trayItemPath)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		if v, err := item.GetProperty("org.kde.StatusNotifierItem.Title"); err == nil {
+			if got, _ := v.Value().(string); got != "" {
+				return
+			}
+			systray.SetTitle(title) // published now: the properties exist
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
 		}
 	}
 }

@@ -60,6 +60,13 @@ func endOf(err error, peer string, resumable bool) ending {
 		e.state, e.code, e.text = StateCancelled, string(wire.CodeCancelled), "Cancelled by you."
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrClosed):
 		e.state, e.code, e.text = StateCancelled, string(wire.CodeCancelled), "Ferry was closed before the transfer finished."
+	case remote && errors.Is(err, wire.ErrGoingAway):
+		// Ferry was closed there: the device went away, and said so.
+		e.code = codeConnectionLost
+		e.state, e.text = StateFailed, peer+" went away: Ferry was closed there."
+		if resumable {
+			e.state, e.text = StateInterrupted, "Interrupted — Ferry was closed on "+peer+"; will resume when it is back."
+		}
 	case errors.Is(err, errTakenOver):
 		e.state, e.code, e.byPeer = StateCancelled, string(wire.CodeCancelled), true
 		e.text = "Replaced by a newer send of the same files from " + peer + ", which continues from what arrived."

@@ -60,9 +60,20 @@ func (o *outbox) run(ctx context.Context) {
 	e.publish(t, Event{Kind: EventState, State: StateConnecting})
 	bo := newBackoff(e.opts.RetryFor)
 	tt := totals{sent: o.prior.Bytes, resent: o.prior.Resent, last: attemptOutcome{accepted: -1}}
+	var away error // the peer said it was closing Ferry, in this outage
 	for n := 1; ; n++ {
 		out, err := o.attempt(ctx)
 		tt.add(out)
+		if out.sent > 0 {
+			away = nil
+		}
+		if errors.Is(err, wire.ErrGoingAway) {
+			away = err
+		} else if away != nil && retryable(err) && !errors.As(err, new(*wire.RemoteError)) {
+			// Since it said it was closing, the device has only been out of
+			// reach: its own word is the better account of the outage.
+			err = away
+		}
 		if err == nil || ctx.Err() != nil || (!retryable(err) && !errors.Is(err, errPaused)) {
 			if err != nil && n > 1 && !errors.Is(err, errCancelledByUser) && retryable(err) {
 				err = fmt.Errorf("gave up after %s: %w", attempts(n), err)
@@ -263,7 +274,10 @@ func retryable(err error) bool {
 		errors.Is(err, ErrNothingToSend), errors.Is(err, ErrTextUnsupported), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
 		return false
 	case errors.As(err, &re):
-		return re.Code == wire.CodeIO || re.Code == wire.CodeTimeout && re.Reason == ""
+		// Ferry closing there (going_away) is the device going away, as a
+		// lost connection is: it may be back in a moment (an app restarted,
+		// a laptop woken), so the send carries on when it is.
+		return re.Code == wire.CodeIO || re.Code == wire.CodeGoingAway || re.Code == wire.CodeTimeout && re.Reason == ""
 	case errors.Is(err, wire.ErrProtocol), errors.Is(err, wire.ErrVersion), errors.Is(err, wire.ErrBadName),
 		errors.Is(err, wire.ErrVerifyFailed), errors.Is(err, wire.ErrDeclined), errors.Is(err, wire.ErrNoSpace):
 		return false

@@ -512,7 +512,8 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		tx.watchProgress(gctx)
 		return nil
 	})
-	g.Go(func() error { return tx.readControl(gctx) })
+	var ctlErr error // what the control stream said last (read after Wait)
+	g.Go(func() error { ctlErr = tx.readControl(gctx); return ctlErr })
 	for range streams {
 		b.startFirst(false)
 	}
@@ -528,6 +529,13 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	err := g.Wait()
 	if errors.Is(err, errSessionDone) {
 		return nil
+	}
+	// Over TCP the peer's streams reset before its cancel is read on the
+	// control stream: its account of the end (closing Ferry, cancelling)
+	// wins over the reset it caused.
+	var re *wire.RemoteError
+	if err != nil && ctx.Err() == nil && errors.As(ctlErr, &re) && !errors.As(err, &re) {
+		err = ctlErr
 	}
 	return err
 }

@@ -129,12 +129,18 @@ func closeReason(err error) error {
 }
 
 // closeCode is the wire code that tells the peer why we end a session.
+// Ferry closing here (Engine.Close, or the context of a send ending: the
+// app or the CLI quitting) is the device going away, not a failure of
+// the peer's files.
 func closeCode(err error) wire.Code {
 	if errors.Is(err, errPairMismatch) {
 		return wire.CodeUntrusted
 	}
 	if errors.Is(err, errCancelledByUser) {
 		return wire.CodeCancelled
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, ErrClosed) {
+		return wire.CodeGoingAway
 	}
 	return wire.CodeOf(err)
 }

@@ -48,6 +48,9 @@ type shareResult struct {
 	Ratio        float64 `json:"ratio"`         // Ferry / iperf3
 	FerrySeconds float64 `json:"ferry_seconds"` // Ferry's transfer
 	Bytes        int64   `json:"bytes"`
+	// Reasons says why each transport carried the data and why the flows
+	// grew, in order: what to read when Flows is not 0.
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 func runShare(ctx context.Context, args []string, out io.Writer) error {
@@ -126,7 +129,7 @@ func runShare(ctx context.Context, args []string, out io.Writer) error {
 	secs := end.Sub(start).Seconds()
 	res := shareResult{
 		RTTms: float64(*rtt) / 1e6, RateMbit: *rate, CC: *cc, BBR: *bbr, Transport: *transport,
-		Carried: r.transport, Flows: r.flows, FerrySeconds: secs, Bytes: size,
+		Carried: r.transport, Flows: r.flows, FerrySeconds: secs, Bytes: size, Reasons: r.reasons,
 		FerryMbit: float64(size) * 8 / secs / 1e6,
 		IperfMbit: ip.mbitBetween(start, end),
 	}

@@ -23,6 +23,7 @@ const (
 	CodeTooLarge     = errcode.CodeTooLarge
 	CodePaused       = errcode.CodePaused
 	CodeExpired      = errcode.CodeExpired
+	CodeGoingAway    = errcode.CodeGoingAway
 )
 
 // CodeConnectionLost is a transfer result's code when the other device went
@@ -49,6 +50,7 @@ var (
 	ErrTooLarge     = errcode.ErrTooLarge
 	ErrPaused       = errcode.ErrPaused
 	ErrExpired      = errcode.ErrExpired
+	ErrGoingAway    = errcode.ErrGoingAway
 	// ErrProtocol marks a peer that broke the protocol; it wraps the detail.
 	ErrProtocol = errcode.ErrProtocol
 )

@@ -136,6 +136,30 @@ func TestDeliveryStateTable(t *testing.T) {
 			actions: []Action{ActionRetry, ActionCancel}, bytes: 40 * mb}},
 		rows: 1,
 	}, {
+		// A receiver that quits Ferry says so (wire code going_away): the
+		// engine ends the send as connection_lost by the peer, which is
+		// the device going away, rejoined when it is back; never "could
+		// not save the files". While the offer waited, and mid-send.
+		name: "receiver quit Ferry while the offer waited",
+		events: []Event{
+			offer("s", Outgoing, "Bob's laptop", big), st("s", "waiting"),
+			rejoin(res("s", "failed", "connection_lost", true, "Bob's laptop went away: Ferry was closed there.")),
+		},
+		want: []want{{id: "s", phase: Failed, by: Peer, reason: ReasonConnectionLost,
+			status:  "Bob's laptop went away. Ferry will send the rest when it is back.",
+			actions: []Action{ActionRetry, ActionCancel}, bytes: 0}},
+		rows: 1,
+	}, {
+		name: "receiver quit Ferry mid-send, rejoined once already",
+		events: []Event{
+			offer("s", Outgoing, "Bob's laptop", big), st("s", "active"), prog("s", 40*mb),
+			res("s", "failed", "connection_lost", true, "Bob's laptop went away: Ferry was closed there."),
+		},
+		want: []want{{id: "s", phase: Failed, by: Peer, reason: ReasonConnectionLost,
+			status:  "Bob's laptop went away. Retry sends the rest when it is back.",
+			actions: []Action{ActionRetry}, bytes: 40 * mb}},
+		rows: 1,
+	}, {
 		name: "rejoin cancelled by the user",
 		events: []Event{
 			offer("s", Outgoing, "Bob's laptop", big), st("s", "active"), prog("s", 40*mb),

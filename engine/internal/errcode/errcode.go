@@ -34,6 +34,13 @@ const (
 	CodeTooLarge     Code = "too_large"
 	CodePaused       Code = "paused"
 	CodeExpired      Code = "expired"
+	// CodeGoingAway: Ferry is closing on this device (Engine.Close, the app
+	// or the CLI quitting), so the session ends; the peer reads it as the
+	// device going away (a result's CodeConnectionLost), not as a failure
+	// of its files. Ferry before it reads it as an unknown code: over
+	// QUIC as CodeIO (FromApp), on the control stream as a code it has no
+	// words for; either way the transfer fails as it did before.
+	CodeGoingAway Code = "going_away"
 
 	// Join refusals (see package join). They end a connection before any
 	// control stream exists, so no control message carries them; they have
@@ -76,6 +83,7 @@ var (
 	ErrTooLarge     = errors.New("the offer is larger than the receiver takes in one transfer")
 	ErrPaused       = errors.New("paused")
 	ErrExpired      = errors.New("the offer was not answered in time")
+	ErrGoingAway    = errors.New("the other device is closing Ferry")
 )
 
 // ErrRefused is wrapped by every join refusal: the listener would not let a
@@ -138,6 +146,7 @@ var table = []row{
 	{CodeTooLarge, ErrTooLarge, StatusOK, 0x1b},
 	{CodePaused, ErrPaused, StatusOK, 0x1c},
 	{CodeExpired, ErrExpired, StatusOK, 0x1d},
+	{CodeGoingAway, ErrGoingAway, StatusOK, 0x1e},
 
 	{CodeUnknownSession, ErrUnknownSession, 1, 0x21},
 	{CodePeerMismatch, ErrPeerMismatch, 2, 0x22},

@@ -3,6 +3,7 @@ package errcode
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -111,5 +112,32 @@ func TestCodeOfOrder(t *testing.T) {
 		if got := CodeOf(both); got != CodeCancelled {
 			t.Fatalf("CodeOf(io+cancelled) = %q, want cancelled", got)
 		}
+	}
+}
+
+// A row added later (going_away was) reaches a build without it as a code
+// it does not know: over QUIC an io error with the code in its words, on
+// the control stream a remote error with no sentinel. Either fails the
+// transfer with the peer's words; neither is mistaken for another row.
+// This build reads such codes of newer peers the same way.
+func TestUnknownCodeReadsSafely(t *testing.T) {
+	const newer = App(0x3f)
+	if _, ok := byCode("no_such_code"); ok {
+		t.Fatal("test code has a row")
+	}
+	for _, r := range table {
+		if r.app == newer {
+			t.Fatalf("%#x has a row", uint64(newer))
+		}
+	}
+	var re *RemoteError
+	got := FromApp(newer, "context canceled")
+	if !errors.As(got, &re) || re.Code != CodeIO || !strings.Contains(re.Reason, "context canceled") {
+		t.Errorf("QUIC: %v", got)
+	}
+	ctl := &RemoteError{Code: "no_such_code", Reason: "context canceled"}
+	if ctl.Unwrap() != nil || Sentinel(ctl.Code) != nil || CodeOf(ctl) != "no_such_code" ||
+		ctl.Error() != "the peer reported an error: context canceled" {
+		t.Errorf("control stream: %v (unwraps to %v)", ctl, ctl.Unwrap())
 	}
 }

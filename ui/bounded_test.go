@@ -1,14 +1,10 @@
 package ui
 
 import (
-	"context"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
-
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/test"
 )
 
 // Issue 30: the app's prompt and transfer row stay responsive while an
@@ -51,26 +47,11 @@ type uiWork struct {
 // this goroutine (the Fyne test driver's), counting its heap allocations.
 // Details of the transfer are open from its first update on.
 func measureStream(t testing.TB, evs []TransferEvent) uiWork {
-	a := test.NewTempApp(t)
-	w := test.NewTempWindow(t, nil)
-	w.Resize(fyne.NewSize(900, 600))
 	be := &uiBackend{fakeBackend: newFake()}
 	var mu sync.Mutex
 	var fns []func()
-	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{Refresh: time.Hour,
-		Do: func(f func()) { mu.Lock(); fns = append(fns, f); mu.Unlock() }})
-
-	ctx, cancel := context.WithCancel(context.Background())
-	tr := make(chan TransferEvent)
-	done := make(chan error)
-	go func() { done <- u.Run(ctx, nil, tr) }()
-	for _, ev := range evs {
-		tr <- ev
-	}
-	// One more event through Run: the last one's update has been asked for.
-	tr <- TransferEvent{Kind: TransferState, ID: "other", Direction: Outgoing, State: StateConnecting}
-	cancel()
-	<-done
+	u := runStream(t, be, Options{Refresh: time.Hour,
+		Do: func(f func()) { mu.Lock(); fns = append(fns, f); mu.Unlock() }}, evs)
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -46,6 +46,28 @@ func treeStream(id string, n, flush int) []TransferEvent {
 		Result: &Result{State: StateDone, Files: n, Verified: n, Bytes: int64(n) * 10, Destination: "/tmp/in"}})
 }
 
+// runStream makes a UI over be in a test window and runs evs through its
+// Run, which hands the updates to opt.Do; it returns once Run has asked for
+// the update of the last event.
+func runStream(t testing.TB, be Backend, opt Options, evs []TransferEvent) *UI {
+	a := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	w.Resize(fyne.NewSize(900, 600))
+	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, opt)
+	ctx, cancel := context.WithCancel(context.Background())
+	tr := make(chan TransferEvent)
+	done := make(chan error)
+	go func() { done <- u.Run(ctx, nil, tr) }()
+	for _, ev := range evs {
+		tr <- ev
+	}
+	// One more event through Run: the last one's update has been asked for.
+	tr <- TransferEvent{Kind: TransferState, ID: "other", Direction: Outgoing, State: StateConnecting}
+	cancel()
+	<-done
+	return u
+}
+
 // uiLoop stands in for the Fyne goroutine: it runs the functions handed to
 // Do one at a time, in order, from a queue without bound (as Fyne's
 // driver does), and notes how long each ran (a stall: nothing is drawn
@@ -137,23 +159,10 @@ func BenchmarkUIStall(b *testing.B) {
 			var stall, cpu, wait time.Duration
 			updates := 0
 			for range b.N {
-				a := test.NewTempApp(b)
-				w := test.NewTempWindow(b, nil)
-				w.Resize(fyne.NewSize(900, 600))
 				loop := newUILoop()
-				u := New(a, w, newFake(), Device{Name: "Desk", ID: idBob}, Options{Refresh: 50 * time.Millisecond, Do: loop.do})
 				stop := make(chan struct{})
 				go loop.run(stop)
-				ctx, cancel := context.WithCancel(context.Background())
-				tr := make(chan TransferEvent)
-				done := make(chan error)
-				go func() { done <- u.Run(ctx, nil, tr) }()
-				for _, ev := range evs {
-					tr <- ev
-				}
-				tr <- TransferEvent{Kind: TransferState, ID: "other", Direction: Outgoing, State: StateConnecting}
-				cancel()
-				<-done
+				runStream(b, newFake(), Options{Refresh: 50 * time.Millisecond, Do: loop.do}, evs)
 				close(stop)
 				<-loop.done
 				stall, wait = max(stall, loop.maxStall), max(wait, loop.maxWait)

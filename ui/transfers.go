@@ -45,12 +45,12 @@ type transferView struct {
 	failed   int
 	saved    int
 	image    string
-	result    *Result
-	dest      string
-	started   time.Time
-	names     []string // the first top-level files and folders offered
-	items     int      // how many top-level items were offered
-	text      string   // the offer's text item
+	result   *Result
+	dest     string
+	started  time.Time
+	names    []string // the first top-level files and folders offered
+	items    int      // how many top-level items were offered
+	text     string   // the offer's text item
 	// pairCode is the session's verification code with a device not
 	// trusted yet; codeAnswered says the user compared it here.
 	pairCode     string

@@ -369,7 +369,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if !verified {
 		in.t.peer.Trusted = false
 	}
-	s := &lsSession{in: in, tk: tk, ctx: tctx, cancel: tcancel, byID: map[string]int{}}
+	s := &lsSession{in: in, tk: tk, ctx: tctx, cancel: tcancel}
 	decided := false
 	fail := func(err error) (localsend.Session, error) {
 		if !decided {
@@ -387,10 +387,8 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		text = o.Text
 	} else {
 		for _, f := range o.Files {
-			s.byID[f.ID] = len(files)
-			s.ids = append(s.ids, f.ID)
 			files = append(files, offeredFile{Path: f.FileName, Size: f.Size})
-			names += len(f.FileName)
+			names += len(f.FileName) + len(f.ID) // the server keeps each accepted file's ID
 		}
 	}
 	if rerr := tk.holdManifest(manifestCost(len(files), int64(names))); rerr != nil {
@@ -433,10 +431,6 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if verified {
 		e.acceptedFrom(id, o.Sender.Alias)
 	}
-	s.accepted = make([]string, 0, len(in.accepted))
-	for _, i := range in.accepted {
-		s.accepted = append(s.accepted, s.ids[i])
-	}
 	in.begin()
 	pctx, stop := context.WithCancel(tctx)
 	s.stopProgress = stop
@@ -454,31 +448,28 @@ var errDisplaced = errors.New("the sender began no upload, and another sender's 
 
 // lsSession is one accepted LocalSend offer.
 type lsSession struct {
-	in       *inbox
-	tk       *ticket
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	ids      []string       // offer index -> file ID
-	byID     map[string]int // file ID -> offer index
-	accepted []string
+	in     *inbox
+	tk     *ticket
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	stopProgress context.CancelFunc
 	mu           sync.Mutex // guards failed
 	failed       int
 }
 
-// Accepted lists the accepted files' IDs.
-func (s *lsSession) Accepted() []string { return s.accepted }
+// Accepted lists the accepted files, as indexes in the offer (the
+// inbox's files are the offer's, in its order).
+func (s *lsSession) Accepted() []int { return s.in.accepted }
 
 // Context ends with the transfer (localsend.EndingSession): cancelled or
 // displaced here, the server ends the session and refuses its uploads.
 func (s *lsSession) Context() context.Context { return s.ctx }
 
-// Open creates the file's .partial in the destination.
-func (s *lsSession) Open(id string) (localsend.Sink, error) {
-	idx, ok := s.byID[id]
-	if !ok {
-		return nil, fmt.Errorf("file %q was not offered", id)
+// Open creates the .partial of the offer's file idx in the destination.
+func (s *lsSession) Open(idx int) (localsend.Sink, error) {
+	if idx < 0 || idx >= len(s.in.files) {
+		return nil, fmt.Errorf("file %d was not offered", idx)
 	}
 	if !s.tk.uploading() {
 		return nil, fmt.Errorf("%w: %w", localsend.ErrRejected, errDisplaced)
@@ -516,7 +507,7 @@ func (s *lsSession) End(err error) {
 	case errors.Is(err, localsend.ErrClosed):
 		err = ErrClosed
 	case err == nil && failed > 0:
-		err = fmt.Errorf("%w: %d of %d files did not arrive", wire.ErrIO, failed, len(s.accepted))
+		err = fmt.Errorf("%w: %d of %d files did not arrive", wire.ErrIO, failed, len(s.in.accepted))
 	}
 	if cause := context.Cause(s.ctx); cause != nil && (errors.Is(cause, errCancelledByUser) || errors.Is(cause, errStoppedReceiving) || errors.Is(cause, errDisplaced)) {
 		err = cause

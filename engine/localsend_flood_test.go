@@ -82,15 +82,16 @@ func (a *admission) idleSessions() int {
 // uploading.
 func TestIdleAcceptedSessionsGivePlace(t *testing.T) {
 	// The total budget (1.5 x 2 MiB + 4 MiB = 7340032 bytes) holds the
-	// uploading sender's offer (1064 files: 1105496 bytes) and three of the
-	// flood's (2000 files: 2078000 bytes each), and 536 bytes are left: too
-	// few for the real sender's one file (1032 bytes).
+	// uploading sender's offer (1023 files: 1069035 bytes, each file 1024
+	// and 21 of name and ID) and three of the flood's (2000 files: 2090000
+	// bytes each), and 997 bytes are left: too few for the real sender's
+	// one file (1024 and its name and ID).
 	const files = 2000
 	e, srv, addr := lsEngine(t, Options{Accept: AcceptAll, ManifestBudget: 2 << 20}, LocalSendOptions{})
 	results := receivedResults(t, e, 64)
 
 	// A sender whose upload began, and stalls halfway.
-	st, upAns := lsOffer(t, lsFromAddr("127.0.0.3"), addr, 1064, 1000)
+	st, upAns := lsOffer(t, lsFromAddr("127.0.0.3"), addr, 1023, 1000)
 	if st != http.StatusOK {
 		t.Fatalf("the uploading sender's offer: %d", st)
 	}

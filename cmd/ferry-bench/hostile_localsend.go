@@ -116,6 +116,29 @@ func lsFloods() []lsFlood {
 		}
 		wg.Wait()
 	}
+	// oversized streams 64 MiB offers (of unknown length) from 16 clients
+	// spread over addrs addresses.
+	oversized := func(ctx context.Context, rx *lsReceiver, st *lsStats, addrs int) {
+		clients := make([]*http.Client, addrs)
+		for i := range clients {
+			clients[i] = lsAttacker(src(i), 16/addrs)
+		}
+		chunk := bytes.Repeat([]byte(" "), 1<<20)
+		workers(ctx, 16, func(i int) {
+			pr, pw := io.Pipe()
+			go func() {
+				pw.Write([]byte(`{"info":{"alias":"x","fingerprint":"x"},"files":{"a":{"id":"a","fileName":"a","size":1,"fileType":"x","preview":"`))
+				for range 64 {
+					if _, err := pw.Write(chunk); err != nil {
+						return
+					}
+				}
+				pw.Close()
+			}()
+			post(ctx, clients[i%addrs], rx.url("prepare-upload"), pr, -1, st)
+			pr.Close()
+		})
+	}
 	return []lsFlood{
 		{"ls-prepare-flood", "64 clients from one address posting 2000-file offers without end (the user declines; muted after two)", "ask",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
@@ -146,24 +169,9 @@ func lsFloods() []lsFlood {
 				})
 			}},
 		{"ls-oversized-bodies", "16 clients from one address streaming 64 MiB offers (the cap is 32 MiB)", "ask",
-			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
-				c := lsAttacker(src(0), 16)
-				chunk := bytes.Repeat([]byte(" "), 1<<20)
-				workers(ctx, 16, func(int) {
-					pr, pw := io.Pipe()
-					go func() {
-						pw.Write([]byte(`{"info":{"alias":"x","fingerprint":"x"},"files":{"a":{"id":"a","fileName":"a","size":1,"fileType":"x","preview":"`))
-						for range 64 {
-							if _, err := pw.Write(chunk); err != nil {
-								return
-							}
-						}
-						pw.Close()
-					}()
-					post(ctx, c, rx.url("prepare-upload"), pr, -1, st)
-					pr.Close()
-				})
-			}},
+			func(ctx context.Context, rx *lsReceiver, st *lsStats) { oversized(ctx, rx, st, 1) }},
+		{"ls-oversized-bodies-4-sources", "16 clients from 4 addresses streaming 64 MiB offers (the cap is 32 MiB)", "ask",
+			func(ctx context.Context, rx *lsReceiver, st *lsStats) { oversized(ctx, rx, st, 4) }},
 		{"ls-idle-https", "1000 TCP connections that send nothing (no TLS hello), from 100 addresses, renewed as they are dropped", "ask",
 			func(ctx context.Context, rx *lsReceiver, st *lsStats) {
 				workers(ctx, 1000, func(i int) {
@@ -196,10 +204,13 @@ func (rx *lsReceiver) url(route string) string {
 
 var lsPortLine = regexp.MustCompile(`LocalSend devices can send here on port (\d+).*fingerprint ([0-9A-F]{64})`)
 
-func startLSReceiver(ctx context.Context, bin, dir, accept string) (*lsReceiver, error) {
+func startLSReceiver(ctx context.Context, bin, dir, accept, heapFile string) (*lsReceiver, error) {
 	cfg := filepath.Join(dir, "cfg-recv")
 	cmd := exec.CommandContext(ctx, bin, "receive", "--config", cfg, "--dir", filepath.Join(dir, "in"),
 		"--listen", "127.0.0.1:0", "--accept", accept, "--no-discovery", "--localsend-port", "0", "--json")
+	if heapFile != "" {
+		cmd.Env = append(os.Environ(), "FERRY_HEAPPROFILE="+heapFile)
+	}
 	rx := &lsReceiver{hostileReceiver: &hostileReceiver{cmd: cmd, cfg: cfg}}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -250,6 +261,7 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 	warm := fs.Duration("warm", 3*time.Second, "how long each attack runs before the real send starts")
 	settle := fs.Duration("settle", 30*time.Second, "how long the receiver gets to give memory back after an attack")
 	mdOut := fs.String("md", "", "also write the markdown table to this `FILE`")
+	heapDir := fs.String("heap-profiles", "", "write the receiver's heap profile at its highest RSS during each attack to `DIR`/<scenario>.pprof, with the runtime's figures in .pprof.json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -269,10 +281,25 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 		if err != nil {
 			return err
 		}
-		rx, err := startLSReceiver(ctx, bin, dir, sc.accept)
+		var heapFile string
+		if *heapDir != "" {
+			if heapFile, err = filepath.Abs(filepath.Join(*heapDir, sc.name+".pprof")); err != nil {
+				return err
+			}
+		}
+		rx, err := startLSReceiver(ctx, bin, dir, sc.accept, heapFile)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
+		var heap string
+		profiled := make(chan struct{})
+		pctx, stopProfiles := context.WithCancel(ctx)
+		go func() {
+			defer close(profiled)
+			if heapFile != "" && heapProfileSignal != nil {
+				heap = rx.profilePeaks(pctx, heapFile)
+			}
+		}()
 		var st lsStats
 		actx, stop := context.WithCancel(ctx)
 		attacked := make(chan struct{})
@@ -285,6 +312,8 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 		peak := rx.status("VmHWM")
 		stop()
 		<-attacked
+		stopProfiles()
+		<-profiled
 		ended := time.Now()
 		after := rx.status("VmRSS")
 		for after >= hostileAfterLimitMiB<<10 && time.Since(ended) < *settle {
@@ -300,6 +329,9 @@ func runHostileLocalSend(ctx context.Context, args []string, out io.Writer) erro
 		}
 		fmt.Fprintf(out, "   attack: %s\n   real send: %s\n   receiver RSS: peak %.0f MiB, %.0f MiB %.0fs after: %s\n",
 			st.String(), how, peakMiB, afterMiB, time.Since(ended).Seconds(), verdict)
+		if heap != "" {
+			fmt.Fprintf(out, "   at the highest RSS sampled: %s\n", heap)
+		}
 		rows = append(rows, fmt.Sprintf("| %s | --accept %s | %s | %s | %.0f | %.0f | %s |", sc.name, sc.accept, st.String(), how, peakMiB, afterMiB, verdict))
 	}
 	table := strings.Join(rows, "\n") + "\n"

@@ -143,13 +143,52 @@ const readChunk = 1 << 20
 // a body over the limit (a flood's) cost about twice the limit in garbage
 // before it was refused.
 func readBounded(r io.Reader, limit int64) ([]byte, error) {
+	return readBudgeted(r, -1, limit, nil)
+}
+
+// errBodyBudget refuses a body that does not fit in what the server holds
+// for the bodies it reads (ServerConfig.MaxBodyBytes) now.
+var errBodyBudget = fmt.Errorf("%w: other offers' bodies are being read", ErrBusy)
+
+// errBodyTooLarge refuses a body of unknown length that could never fit:
+// read in pieces and joined, it needs twice its size.
+var errBodyTooLarge = fmt.Errorf("%w: the body is too large to read without a length", ErrBadInput)
+
+// readBudgeted is readBounded for a body of size bytes (-1: unknown) whose
+// memory is charged to take first (nil: nothing is charged). A body of
+// known size is read into one buffer of that size, charged before it is
+// read (take may wait for it: wait is set); one of unknown size is charged
+// piece by piece, then again for the join, without waiting (a body that
+// holds memory must not wait for more). When take refuses, the read ends
+// with errBodyBudget (or errBodyTooLarge, when take says it never fits).
+func readBudgeted(r io.Reader, size, limit int64, take func(n int64, wait bool) error) ([]byte, error) {
+	if take == nil {
+		take = func(int64, bool) error { return nil }
+	}
+	if size >= 0 && size <= limit {
+		if err := take(size, true); err != nil {
+			return nil, err
+		}
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, fmt.Errorf("%w: reading the body: %v", ErrBadInput, err)
+		}
+		if n, _ := r.Read(make([]byte, 1)); n > 0 { // net/http ends a body at its length; others may not
+			return nil, fmt.Errorf("%w: the body is longer than it said", ErrBadInput)
+		}
+		return buf, nil
+	}
 	var parts [][]byte
 	var total int64
 	for {
-		buf := make([]byte, min(readChunk, limit+1-total))
-		n, err := io.ReadFull(r, buf)
-		parts = append(parts, buf[:n])
-		total += int64(n)
+		n := min(readChunk, limit+1-total)
+		if err := take(n, false); err != nil {
+			return nil, err
+		}
+		buf := make([]byte, n)
+		got, err := io.ReadFull(r, buf)
+		parts = append(parts, buf[:got])
+		total += int64(got)
 		if total > limit {
 			return nil, fmt.Errorf("%w: the body is over %d bytes", ErrBadInput, limit)
 		}
@@ -162,6 +201,9 @@ func readBounded(r io.Reader, limit int64) ([]byte, error) {
 	}
 	if len(parts) == 1 {
 		return parts[0], nil
+	}
+	if err := take(total, false); err != nil {
+		return nil, err
 	}
 	out := make([]byte, 0, total)
 	for _, p := range parts {

@@ -1,6 +1,7 @@
 package localsend
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -9,7 +10,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -102,6 +105,11 @@ func TestHostileUploads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A second session of the same files: tokens are bound to their session.
+	other, err := cl.prepare(context.Background(), k, req, SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer hc.CloseIdleConnections()
 	q := func(s, f, tok string) string { return fmt.Sprintf("sessionId=%s&fileId=%s&token=%s", s, f, tok) }
@@ -116,6 +124,7 @@ func TestHostileUploads(t *testing.T) {
 		{"token of another file", q(ans.SessionID, "a", ans.Files["b"]), 403},
 		{"guessed token", q(ans.SessionID, "a", strings.Repeat("0", 32)), 403},
 		{"unknown file", q(ans.SessionID, "z", ans.Files["a"]), 403},
+		{"the file's token in another session", q(other.SessionID, "a", ans.Files["a"]), 403},
 	} {
 		if got := rawUpload(t, hc, addr, c.query, ten(), 10); got != c.want {
 			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
@@ -433,6 +442,37 @@ func TestReadBounded(t *testing.T) {
 	if _, err := readBounded(iotest.ErrReader(io.ErrClosedPipe), 10); !errors.Is(err, ErrBadInput) {
 		t.Fatalf("a failing body: %v", err)
 	}
+	// A body of known length is one buffer, charged (and waited for) first;
+	// one of unknown length is charged piece by piece and for the join.
+	var charged []int64
+	take := func(n int64, wait bool) error {
+		charged = append(charged, n)
+		if wait != (len(charged) == 1 && n == 5) {
+			t.Fatalf("charge %d waits: %v", n, wait)
+		}
+		return nil
+	}
+	if got, err := readBudgeted(strings.NewReader("hello"), 5, 10, take); err != nil || string(got) != "hello" || !slices.Equal(charged, []int64{5}) {
+		t.Fatalf("known length: %q, %v, charged %v", got, err, charged)
+	}
+	charged = nil
+	if _, err := readBudgeted(strings.NewReader("hello!"), 5, 10, take); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("a body longer than its length: %v", err)
+	}
+	charged = nil
+	if _, err := readBudgeted(strings.NewReader("hell"), 5, 10, take); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("a body shorter than its length: %v", err)
+	}
+	charged = nil
+	n := int64(readChunk + 3)
+	if got, err := readBudgeted(bytes.NewReader(make([]byte, n)), -1, 2*readChunk, take); err != nil || int64(len(got)) != n ||
+		!slices.Equal(charged, []int64{readChunk, readChunk, n}) {
+		t.Fatalf("unknown length: %d bytes, %v, charged %v", len(got), err, charged)
+	}
+	refuse := func(int64, bool) error { return errBodyBudget }
+	if _, err := readBudgeted(strings.NewReader("x"), -1, 10, refuse); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a refused charge: %v", err)
+	}
 }
 
 // TestAcceptedSessionMustStart: an accepted session whose sender begins
@@ -508,4 +548,129 @@ func TestBodyPlaceWaitsForNewcomer(t *testing.T) {
 		t.Fatalf("the newcomer: %v", err)
 	}
 	<-rx.ends
+}
+
+// TestBodyBudget: the prepare-upload bodies being read share
+// MaxBodyBytes. Bodies of unknown length get 409 when their next piece
+// does not fit (bodies streamed towards the cap from four addresses held
+// 4 x 32 MiB, ferry-bench hostile-localsend), and an offer of known length
+// waits for its share rather than being refused.
+func TestBodyBudget(t *testing.T) {
+	rx := newMemReceiver()
+	srv, addr := startServer(t, ServerConfig{Receiver: rx, MaxBodyBytes: 3 << 20})
+	state := func() (held, peak int64) {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.bodyHeld, srv.bodyPeak
+	}
+	// Four addresses stream 1.5 MiB of a body of unknown length, and stop.
+	type streamer struct {
+		tc     *tls.Conn
+		status chan int
+	}
+	var streams []streamer
+	for i := range 4 {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 6, byte(1+i))}}
+		tc, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		st := streamer{tc, make(chan int, 1)}
+		streams = append(streams, st)
+		go func() {
+			chunk := append([]byte(`{"info":{"fingerprint":"f"},"files":{"a":{"id":"a","fileName":"a","size":1,"fileType":"t","preview":"`), bytes.Repeat([]byte("x"), 3<<19)...)
+			fmt.Fprintf(tc, "POST %sprepare-upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n", apiPrefix, len(chunk))
+			tc.Write(append(chunk, "\r\n"...)) // fails once the server answered and closed
+		}()
+		go func() {
+			resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+			if err != nil {
+				st.status <- -1
+				return
+			}
+			resp.Body.Close()
+			st.status <- resp.StatusCode
+		}()
+	}
+	// All but one get 409 as their next piece does not fit; one holds 2 MiB
+	// and waits for more bytes (at least one always does: the last to try
+	// for a piece finds the others' given back).
+	refused, blocked := 0, -1
+	for deadline := time.Now().Add(hangGuard); refused < 3; waitABit() {
+		for i, st := range streams {
+			select {
+			case s := <-st.status:
+				if s != http.StatusConflict {
+					t.Fatalf("a body streamed beyond the budget got %d, want 409", s)
+				}
+				refused++
+				streams[i].status = nil
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			held, peak := state()
+			t.Fatalf("%d bodies refused; %d bytes held, at most %d", refused, held, peak)
+		}
+	}
+	for i, st := range streams {
+		if st.status != nil {
+			blocked = i
+		}
+	}
+	if held, peak := state(); held != 2<<20 || peak > 3<<20 {
+		t.Fatalf("%d bytes held, at most %d: want 2 MiB, at most 3", held, peak)
+	}
+	// An offer of known length (1.3 MB) does not fit beside it: it waits.
+	body := floodOffer(12000)
+	done := make(chan int, 1)
+	go func() {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 6, 9)}}
+		hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		defer hc.CloseIdleConnections()
+		resp, err := hc.Post("https://"+addr+apiPrefix+"prepare-upload", "application/json", strings.NewReader(body))
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	known := func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		for p := range srv.pending {
+			if p.addr == netip.AddrFrom4([4]byte{127, 0, 6, 9}) {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(hangGuard); ; waitABit() {
+		if known() {
+			waitABit()
+			break
+		}
+		select {
+		case s := <-done:
+			t.Fatalf("the offer of known length did not wait: %d", s)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the offer of known length never came")
+		}
+	}
+	// The blocked body ends: joining it needs as much again, which does not
+	// fit (409); its memory is given back, and the waiting offer goes in.
+	fmt.Fprint(streams[blocked].tc, "1\r\n\"\r\n0\r\n\r\n")
+	if s := <-streams[blocked].status; s != http.StatusConflict {
+		t.Fatalf("the body whose join did not fit got %d, want 409", s)
+	}
+	if s := <-done; s != http.StatusOK {
+		t.Fatalf("the offer of known length got %d, want 200", s)
+	}
+	if held, peak := state(); held != 0 || peak > 3<<20 {
+		t.Fatalf("%d bytes held at the end, at most %d", held, peak)
+	}
 }

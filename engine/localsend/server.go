@@ -1,6 +1,7 @@
 package localsend
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -36,13 +37,13 @@ type Receiver interface {
 
 // Session is one accepted offer.
 type Session interface {
-	// Accepted lists the IDs of the files the receiver takes: a subset of
-	// the offer's. None (a text offer, say) ends the session at once with
-	// 204 No Content.
-	Accepted() []string
-	// Open returns where the bytes of accepted file id go; the server
-	// calls it once per file, when its upload starts.
-	Open(id string) (Sink, error)
+	// Accepted lists the files the receiver takes, as indexes in the
+	// offer's Files. None (a text offer, say) ends the session at once
+	// with 204 No Content.
+	Accepted() []int
+	// Open returns where the bytes of accepted file Files[index] go; the
+	// server calls it once per file, when its upload starts.
+	Open(index int) (Sink, error)
 	// End is called once: with nil when every accepted file has been
 	// committed or has failed; with ErrCancelled, ErrTimeout or ErrClosed
 	// otherwise. No Sink method is called after End returns.
@@ -116,6 +117,14 @@ type ServerConfig struct {
 	// bounds them per address (0: 2). More get 409, except that an offer
 	// from an address holding none waits a moment for a place (hold).
 	MaxSessions, MaxSessionsPerAddr int
+	// MaxBodyBytes bounds the memory of the prepare-upload bodies being
+	// read at once (0: 48 MiB, 1.5 x MaxPrepareBytes): a body of known
+	// length takes its length (and waits for it, up to BodyTimeout), one
+	// of unknown length takes its pieces as they come and as much again
+	// to join them (so it may be at most half of this), and gets 409 when
+	// they do not fit. Without it, bodies streamed to the cap from a few
+	// addresses held 4 x 32 MiB (ferry-bench hostile-localsend).
+	MaxBodyBytes int64
 	// MaxOffers bounds the offers read and not yet ended (being decided by
 	// the Receiver, or accepted and uploading) (0: 256), MaxOffersPerAddr
 	// per address (0: 8); more get 409. Within them the Receiver decides
@@ -168,10 +177,15 @@ type Server struct {
 	sessions map[string]*session
 	pending  map[*pendingOffer]struct{}
 	bodyWait []*bodyWaiter // prepare-uploads waiting for a body place, first come first
-	pins     map[netip.Addr]*pinState
-	dls      downloadSessions
-	closed   bool
-	lns      []net.Listener
+	// bodyHeld is the memory of the bodies being read (MaxBodyBytes),
+	// bodyPeak the most it was; bodyFreed is closed when some is given
+	// back (then replaced).
+	bodyHeld, bodyPeak int64
+	bodyFreed          chan struct{}
+	pins               map[netip.Addr]*pinState
+	dls                downloadSessions
+	closed             bool
+	lns                []net.Listener
 	// withdrawn refuses new offers (Withdraw); onIdle is called once
 	// nothing runs any more, and released says it was.
 	withdrawn, released bool
@@ -219,6 +233,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	defi(&cfg.MaxSessions, 4)
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = MaxPrepareBytes * 3 / 2
+	}
 	defi(&cfg.MaxSessionsPerAddr, 2)
 	defi(&cfg.MaxOffers, 256)
 	defi(&cfg.MaxOffersPerAddr, 8)
@@ -237,7 +254,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, sessions: map[string]*session{}, pending: map[*pendingOffer]struct{}{}, pins: map[netip.Addr]*pinState{}}
+	s := &Server{cfg: cfg, sessions: map[string]*session{}, pending: map[*pendingOffer]struct{}{}, pins: map[netip.Addr]*pinState{},
+		bodyFreed: make(chan struct{})}
 	s.info = cfg.Info
 	s.info.Version = ProtocolVersion
 	s.info.Fingerprint = CertFingerprint(cfg.Cert)
@@ -494,8 +512,12 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // sockets keep the system clock
 	var req PrepareUpload
-	err := decodeJSON(r.Body, MaxPrepareBytes, &req)
+	err := s.readPrepare(ctx, r, &req)
 	_ = rc.SetReadDeadline(time.Time{})
+	if errors.Is(err, ErrBusy) {
+		fail(w, http.StatusConflict, "Blocked by another session")
+		return
+	}
 	if err != nil {
 		fail(w, http.StatusBadRequest, "Request body malformed")
 		return
@@ -547,21 +569,10 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		sess.End(context.Cause(ctx))
 		return
 	}
-	byID := make(map[string]File, len(o.Files))
-	for _, f := range o.Files {
-		byID[f.ID] = f
-	}
-	ss := &session{s: s, recv: sess, addr: addr, files: map[string]*upFile{}}
-	ss.id = randomToken()
-	answer := PrepareUploadAnswer{SessionID: ss.id, Files: map[string]string{}}
-	for _, id := range sess.Accepted() {
-		f, ok := byID[id]
-		if !ok || ss.files[id] != nil {
-			continue
-		}
-		tok := randomToken()
-		ss.files[id] = &upFile{File: f, token: tok}
-		answer.Files[id] = tok
+	ss := newSession(s, sess, addr, o, sess.Accepted())
+	answer := PrepareUploadAnswer{SessionID: ss.id, Files: make(map[string]string, len(ss.files))}
+	for i := range ss.files {
+		answer.Files[ss.files[i].id] = ss.token(ss.files[i].id)
 	}
 	if len(ss.files) == 0 {
 		sess.End(nil)
@@ -574,6 +585,75 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, answer)
+}
+
+// readPrepare reads and decodes a prepare-upload body within the memory
+// the server holds for bodies (MaxBodyBytes), which it gives back once
+// the body is decoded.
+func (s *Server) readPrepare(ctx context.Context, r *http.Request, v any) error {
+	var held int64
+	defer func() { s.releaseBody(held) }()
+	take := func(n int64, wait bool) error {
+		if err := s.takeBody(ctx, n, wait); err != nil {
+			return err
+		}
+		held += n
+		return nil
+	}
+	b, err := readBudgeted(r.Body, r.ContentLength, MaxPrepareBytes, take)
+	if err != nil {
+		return err
+	}
+	return unmarshalBounded(b, MaxPrepareBytes, v)
+}
+
+// takeBody takes n bytes of the body budget; when they do not fit, it
+// waits for them if wait is set (until ctx ends or BodyTimeout), else
+// refuses at once. A charge no budget could hold is errBodyTooLarge.
+func (s *Server) takeBody(ctx context.Context, n int64, wait bool) error {
+	var timeout <-chan time.Time
+	for {
+		s.mu.Lock()
+		switch {
+		case s.bodyHeld+n <= s.cfg.MaxBodyBytes:
+			s.bodyHeld += n
+			s.bodyPeak = max(s.bodyPeak, s.bodyHeld)
+			s.mu.Unlock()
+			return nil
+		case n > s.cfg.MaxBodyBytes:
+			s.mu.Unlock()
+			return errBodyTooLarge
+		case !wait:
+			s.mu.Unlock()
+			return errBodyBudget
+		}
+		freed := s.bodyFreed
+		s.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(s.cfg.BodyTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return errBodyBudget
+		case <-timeout:
+			return errBodyBudget
+		}
+	}
+}
+
+// releaseBody gives back n bytes of the body budget.
+func (s *Server) releaseBody(n int64) {
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bodyHeld -= n
+	close(s.bodyFreed)
+	s.bodyFreed = make(chan struct{})
 }
 
 // hold reserves a session slot for an offer being decided, its body place
@@ -709,7 +789,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	err = ss.done(f, sink, receive(r.Body, f, sink))
 	if err != nil {
-		s.cfg.Log.Debug("localsend upload failed", "file", f.FileName, "err", err)
+		s.cfg.Log.Debug("localsend upload failed", "file", f.id, "err", err)
 		fail(w, statusOf(err), err.Error())
 		return
 	}
@@ -721,20 +801,19 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 func receive(body io.Reader, f *upFile, sink Sink) error {
 	var h hash.Hash
 	var w io.Writer = sink
-	if f.SHA256 != "" {
+	if f.sum != nil {
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := io.CopyBuffer(w, io.LimitReader(body, f.Size+1), make([]byte, 256<<10))
-	f.received.Store(n)
+	n, err := io.CopyBuffer(w, io.LimitReader(body, f.size+1), make([]byte, 256<<10))
 	switch {
-	case n > f.Size:
-		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.Size)
+	case n > f.size:
+		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)
 	case err != nil:
-		return fmt.Errorf("%w: the upload ended at %d of %d bytes: %v", ErrSize, n, f.Size, err)
-	case n < f.Size:
-		return fmt.Errorf("%w: the upload ended at %d of %d bytes", ErrSize, n, f.Size)
-	case h != nil && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), f.SHA256):
+		return fmt.Errorf("%w: the upload ended at %d of %d bytes: %v", ErrSize, n, f.size, err)
+	case n < f.size:
+		return fmt.Errorf("%w: the upload ended at %d of %d bytes", ErrSize, n, f.size)
+	case h != nil && !bytes.Equal(h.Sum(nil), f.sum[:]):
 		return ErrChecksum
 	}
 	return nil

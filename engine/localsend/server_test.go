@@ -78,11 +78,22 @@ func (m *memReceiver) Offer(ctx context.Context, o *Offer) (Session, error) {
 			ids = append(ids, f.ID)
 		}
 	}
-	names := map[string]string{}
-	for _, f := range o.Files {
-		names[f.ID] = f.FileName
+	index := map[string]int{}
+	for i, f := range o.Files {
+		index[f.ID] = i
 	}
-	return &memSession{m: m, ids: ids, names: names}, nil
+	ss := &memSession{m: m, names: make([]string, len(o.Files))}
+	for i, f := range o.Files {
+		ss.names[i] = f.FileName
+	}
+	for _, id := range ids {
+		if i, ok := index[id]; ok {
+			ss.accepted = append(ss.accepted, i)
+		} else {
+			ss.accepted = append(ss.accepted, -1) // not offered: the server skips it
+		}
+	}
+	return ss, nil
 }
 
 func (m *memReceiver) lastOffer() *Offer {
@@ -95,14 +106,14 @@ func (m *memReceiver) lastOffer() *Offer {
 }
 
 type memSession struct {
-	m     *memReceiver
-	ids   []string
-	names map[string]string
+	m        *memReceiver
+	accepted []int
+	names    []string // by offer index
 }
 
-func (s *memSession) Accepted() []string { return s.ids }
-func (s *memSession) Open(id string) (Sink, error) {
-	return &memSink{m: s.m, name: s.names[id]}, nil
+func (s *memSession) Accepted() []int { return s.accepted }
+func (s *memSession) Open(i int) (Sink, error) {
+	return &memSink{m: s.m, name: s.names[i]}, nil
 }
 func (s *memSession) End(err error) { s.m.ends <- err }
 

@@ -1,12 +1,18 @@
 package localsend
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,9 +24,14 @@ type session struct {
 	id   string
 	recv Session
 	addr netip.Addr
+	key  [32]byte // derives the files' tokens (token)
 
-	mu        sync.Mutex // guards the fields below
-	files     map[string]*upFile
+	mu sync.Mutex // guards the fields below
+	// files are the accepted files, sorted by ID. A session accepted and
+	// never uploaded holds them until it ends, so they hold what an upload
+	// needs and no more: many addresses may each hold an accepted offer of
+	// thousands of files at once (docs/localsend.md, floods).
+	files     []upFile
 	resolved  int
 	uploading int
 	timer     *time.Timer
@@ -34,15 +45,21 @@ type session struct {
 
 // upFile is one accepted file of a session.
 type upFile struct {
-	File
-	token    string
-	state    fileState
-	rc       *http.ResponseController // of the running upload, to cut it on cancel
-	sink     Sink
-	received atomic.Int64
+	id    string
+	size  int64
+	sum   *[sha256.Size]byte // the sha256 the offer gave; nil when none
+	up    *upload            // while its upload runs
+	index int32              // in Offer.Files: what Session.Open takes
+	state fileState
 }
 
-type fileState int
+// upload is a running upload of one file.
+type upload struct {
+	rc   *http.ResponseController // to cut it on cancel
+	sink Sink                     // nil once done owns it
+}
+
+type fileState uint8
 
 const (
 	filePending fileState = iota
@@ -50,16 +67,60 @@ const (
 	fileResolved
 )
 
+// newSession makes the server's session of an accepted offer: files are
+// o.Files[i] for each i in accepted (others are skipped).
+func newSession(s *Server, recv Session, addr netip.Addr, o *Offer, accepted []int) *session {
+	ss := &session{s: s, id: randomToken(), recv: recv, addr: addr}
+	_, _ = rand.Read(ss.key[:]) // crypto/rand never fails (Go 1.24+)
+	ss.files = make([]upFile, 0, len(accepted))
+	for _, i := range accepted {
+		if i < 0 || i >= len(o.Files) {
+			continue
+		}
+		f := &o.Files[i]
+		uf := upFile{id: f.ID, size: f.Size, index: int32(i)}
+		if f.SHA256 != "" {
+			uf.sum = new([sha256.Size]byte)
+			_, _ = hex.Decode(uf.sum[:], []byte(f.SHA256)) // Validate checked it
+		}
+		ss.files = append(ss.files, uf)
+	}
+	slices.SortFunc(ss.files, func(a, b upFile) int { return strings.Compare(a.id, b.id) })
+	// The offer's IDs are its keys, so they are distinct; an index given
+	// twice gives the same ID twice, which is kept once.
+	ss.files = slices.CompactFunc(ss.files, func(a, b upFile) bool { return a.id == b.id })
+	return ss
+}
+
+// token is file id's upload token: 128 bits of an HMAC under the
+// session's random key, so it is unguessable, bound to the session and
+// the file, and needs no room of its own per file.
+func (ss *session) token(id string) string {
+	m := hmac.New(sha256.New, ss.key[:])
+	m.Write([]byte(id))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// file is the accepted file of ID id, nil when there is none.
+func (ss *session) file(id string) *upFile {
+	i, ok := slices.BinarySearchFunc(ss.files, id, func(f upFile, id string) int { return strings.Compare(f.id, id) })
+	if !ok {
+		return nil
+	}
+	return &ss.files[i]
+}
+
 // begin starts file fid's upload if tok is its token and it is pending.
 func (ss *session) begin(fid, tok string, rc *http.ResponseController) (*upFile, Sink, error) {
+	want := ss.token(fid)
 	ss.mu.Lock()
-	f := ss.files[fid]
-	if ss.ended || f == nil || subtle.ConstantTimeCompare([]byte(tok), []byte(f.token)) != 1 || f.state != filePending {
+	f := ss.file(fid)
+	if ss.ended || f == nil || subtle.ConstantTimeCompare([]byte(tok), []byte(want)) != 1 || f.state != filePending {
 		ss.mu.Unlock()
 		return nil, nil, ErrRejected // a second upload of one file is refused too
 	}
 	f.state = fileUploading
-	f.rc = rc
+	f.up = &upload{rc: rc}
 	if !ss.begun && ss.timer != nil {
 		ss.timer.Reset(ss.s.cfg.SessionIdle) // StartGrace is over
 	}
@@ -68,11 +129,12 @@ func (ss *session) begin(fid, tok string, rc *http.ResponseController) (*upFile,
 	ss.busy.Add(1)
 	ss.mu.Unlock()
 	// Open runs outside the lock: it may touch the disk.
-	sink, err := ss.recv.Open(fid)
+	sink, err := ss.recv.Open(int(f.index))
 	defer ss.busy.Done()
 	if err != nil {
 		ss.mu.Lock()
 		f.state = fileResolved
+		f.up = nil
 		ss.uploading--
 		ss.resolved++
 		all := ss.resolved == len(ss.files) && !ss.ended
@@ -88,7 +150,7 @@ func (ss *session) begin(fid, tok string, rc *http.ResponseController) (*upFile,
 		sink.Abort(ErrCancelled)
 		return nil, nil, ErrRejected
 	}
-	f.sink = sink
+	f.up.sink = sink
 	ss.mu.Unlock()
 	return f, sink, nil
 }
@@ -102,8 +164,7 @@ func (ss *session) done(f *upFile, sink Sink, err error) error {
 		ss.mu.Unlock()
 		return ErrCancelled // end aborted the sink
 	}
-	f.sink = nil // from here on this goroutine owns the sink's end
-	f.rc = nil
+	f.up = nil // from here on this goroutine owns the sink's end
 	ss.busy.Add(1)
 	ss.mu.Unlock()
 	if err == nil {
@@ -157,14 +218,16 @@ func (ss *session) end(err error) {
 		ss.unwatch()
 	}
 	var sinks []Sink
-	for _, f := range ss.files {
-		if f.sink != nil {
-			sinks = append(sinks, f.sink)
-			f.sink = nil
+	for i := range ss.files {
+		up := ss.files[i].up
+		if up == nil {
+			continue
 		}
-		if f.rc != nil {
-			_ = f.rc.SetReadDeadline(time.Now()) // unblocks the upload's read
+		if up.sink != nil {
+			sinks = append(sinks, up.sink)
+			up.sink = nil
 		}
+		_ = up.rc.SetReadDeadline(time.Now()) // unblocks the upload's read
 	}
 	ss.mu.Unlock()
 	ss.s.mu.Lock()

@@ -1,7 +1,8 @@
 // Package testutil holds what tests across Ferry's packages share: one
 // poll helper for conditions that no event or channel reports, a
-// goroutine leak check for a package's whole run, and a tus client's
-// requests to a receive link (tus.go). Only tests import it.
+// goroutine leak check for a package's whole run, the live heap for tests
+// that bound the bytes something holds, and a tus client's requests to a
+// receive link (tus.go). Only tests import it.
 package testutil
 
 import (
@@ -94,4 +95,14 @@ func settle(n int) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("goroutine leak: %d before the tests, %d after\n%s", n, now, strings.Join(stacks(), "\n\n"))
+}
+
+// LiveHeap is the heap in use once the garbage is collected: what a test
+// that bounds the bytes something holds compares before and after.
+func LiveHeap() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

@@ -147,3 +147,21 @@ func TestUIUpdatesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestDetailsCountTheFilesNotListed: a row lists its first files in
+// Details and counts the others in one line.
+func TestDetailsCountTheFilesNotListed(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	evs := treeStream("t", maxBatchFiles+3, maxBatchFiles+4)
+	evs[len(evs)-2].File.Verified, evs[len(evs)-2].File.Err = false, "disk full"
+	for _, ev := range evs[:len(evs)-1] {
+		u.ApplyTransfer(ev)
+	}
+	u.transfers.showDetails("t")
+	if got, want := u.transfers.detailMore.Text, "and 3 more files (of all 103: 102 verified, 1 failed)"; got != want {
+		t.Errorf("Details say %q, want %q", got, want)
+	}
+	if n := len(splitLines(u.transfers.detailFiles.Text)); n != maxBatchFiles {
+		t.Errorf("Details list %d files, want the first %d", n, maxBatchFiles)
+	}
+}

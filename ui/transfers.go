@@ -866,7 +866,11 @@ func moreText(v *transferView) string {
 	if more <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("and %s more (of all %d: %d verified, %d failed)", plural(more, "file"), v.ended, v.verified, v.failed)
+	what := "files"
+	if more == 1 {
+		what = "file"
+	}
+	return fmt.Sprintf("and %d more %s (of all %d: %d verified, %d failed)", more, what, v.ended, v.verified, v.failed)
 }
 
 func fmtDur(d time.Duration) string {

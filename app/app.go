@@ -60,7 +60,7 @@ func DefaultConfigDir() (string, error) {
 func Run(opts Options) error {
 	log := opts.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: smokeLogLevel()}))
 	}
 	dir, autostartArgs, err := configDir(opts.ConfigDir)
 	if err != nil {
@@ -95,6 +95,11 @@ func Run(opts Options) error {
 		return err
 	}
 	defer eng.Close()
+	// Subscribed before receiving starts: an offer that comes at once (a
+	// sender retrying the moment this device announces itself) is shown,
+	// not lost with its sender waiting for the prompt's timeout.
+	engineEvents, unsubscribe := eng.Subscribe(256)
+	defer unsubscribe()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -140,7 +145,7 @@ func Run(opts Options) error {
 
 	l := &loops{ctx: ctx, log: log}
 	l.run("discovery", disc.Run)
-	l.run("engine events", func(ctx context.Context) error { return pumpTransfers(ctx, eng, b, transfers, devices) })
+	l.run("engine events", func(ctx context.Context) error { return pumpEvents(ctx, engineEvents, b, transfers, devices) })
 	l.run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, b.deviceBack, devices) })
 	l.run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
 	l.run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
@@ -188,8 +193,13 @@ func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
 		fyne.Do(func() {
 			a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 		})
-	} else if err := b.applyLocalSend(b.settings.get()); err != nil {
-		log.Warn("LocalSend", "err", err)
+	} else {
+		if err := b.applyLocalSend(b.settings.get()); err != nil {
+			log.Warn("LocalSend", "err", err)
+		}
+		if err := b.applyAnywhere(b.settings.get()); err != nil {
+			log.Warn("beyond the LAN", "err", err)
+		}
 	}
 	u.SelfChanged() // the addresses it receives on
 }
@@ -266,7 +276,7 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 		return ":" + strconv.Itoa(pc.Port)
 	})
 	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
-		Listen: listen, ListenAnyIfTaken: true,
+		Listen: listen, ListenAnyIfTaken: true, RetryFor: smokeRetryFor(),
 		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver})
 	if err != nil {
 		return nil, s, fmt.Errorf("start engine: %w", err)
@@ -388,6 +398,11 @@ func remembered(eng *engine.Engine) func() []discovery.Remembered {
 func pumpTransfers(ctx context.Context, eng *engine.Engine, b *backend, out chan<- ui.TransferEvent, devices chan<- ui.DeviceEvent) error {
 	evs, stop := eng.Subscribe(256)
 	defer stop()
+	return pumpEvents(ctx, evs, b, out, devices)
+}
+
+// pumpEvents is pumpTransfers with the engine's events subscribed already.
+func pumpEvents(ctx context.Context, evs <-chan engine.Event, b *backend, out chan<- ui.TransferEvent, devices chan<- ui.DeviceEvent) error {
 	// History is written from the same transfer model the rows render.
 	model := transfer.New()
 	for {

@@ -47,6 +47,8 @@ type backend struct {
 	portDir string
 	// ls runs LocalSend's server and announcements (localsend.go).
 	ls lsHub
+	// anywhere serves through the settings' relay (anywhere.go).
+	anywhere anywhereHub
 	// askPIN asks the user for the PIN a LocalSend receiver wants (wrong:
 	// the last one was refused); nil gives up with "a PIN is required".
 	askPIN func(ctx context.Context, device string, wrong bool) (string, error)
@@ -70,7 +72,7 @@ var _ ui.Backend = (*backend)(nil)
 // Send starts a transfer in the background: reading the files can take a
 // while and must not freeze the window.
 func (b *backend) Send(dev ui.Device, items ui.Items) error {
-	if len(dev.Addrs) == 0 {
+	if len(dev.Addrs) == 0 && (b.anywhere.relayNow() == "" || !dev.Trusted || dev.ID == "") {
 		return &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
 	}
 	if to, ok := lsTarget(dev); ok {
@@ -79,7 +81,7 @@ func (b *backend) Send(dev ui.Device, items ui.Items) error {
 	}
 	// With an ID the addresses are only where the device was seen: every
 	// attempt, reconnect and Resume looks it up again (engine.Target.Follow).
-	to := engine.Target{Addrs: dev.Addrs, ID: dev.ID, Follow: dev.ID != ""}
+	to := b.anywhere.target(engine.Target{Addrs: dev.Addrs, ID: dev.ID, Follow: dev.ID != ""}, dev)
 	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
 	b.start(peer, items.Paths, func() (*engine.Transfer, error) {
 		t, err := b.eng.SendItems(b.ctx, to, engine.Items{Paths: items.Paths, Text: items.Text}, engine.SendOptions{})
@@ -315,6 +317,9 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 	}
 	if err := b.applyLocalSend(s); err != nil {
 		errs = append(errs, err)
+	}
+	if err := b.applyAnywhere(s); err != nil {
+		errs = append(errs, fmt.Errorf("beyond the LAN: %w", err))
 	}
 	// The login item is written again when "Start minimised" changes: it
 	// carries --minimized only when that is checked (issue 26, finding 11).

@@ -38,6 +38,8 @@ import (
 //   - Pair… from a device's Send… menu, chosen with the keyboard, shows
 //     the same verification code on both screens (photographed); both
 //     users confirm with the keyboard and both trust stores say paired;
+//   - Forget in Settings' Devices page: the device's row says "new" at
+//     once and Pair… from its Send… menu pairs the two again;
 //   - a second launch with a file hands it to the running instance, which
 //     shows the device chooser (Return sends), and exits 0;
 //   - with no tray host, --minimized still shows the window, and closing
@@ -49,6 +51,8 @@ import (
 //   - the desktop turns light while Ferry runs (the portal's color-scheme):
 //     the window follows, online device rows are not drawn dark
 //     (e2e-light.png, e2e-light-receiver.png).
+//
+// The steps that need a slow link are TestGUISlowLink's.
 //
 // Notifications go to a notification server this test plays; all must
 // come from "Ferry". Screenshots land in $FERRY_E2E_OUT (else a temp dir,
@@ -92,6 +96,9 @@ func TestGUIEndToEnd(t *testing.T) {
 		testutil.WaitFor(t, `B's tray title "Ferry"`, func() bool { return d.trayTitle(t, B) == "Ferry" })
 	})
 
+	// The tabs (Nearby, History, Settings) and Settings' own (General,
+	// Devices), in window coordinates.
+	const mainTabsY, nearbyTabX, settingsTabsY, settingsDevicesX = 50, 50, 97, 130
 	// The first device row of B's list (the only one: A), in screen
 	// coordinates: below the menu bar, tabs, status line and list header.
 	const rowX, rowY = 150, 230
@@ -240,6 +247,70 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.keys(t, winB, "Tab", "Return")
 		testutil.WaitFor(t, "B and D to trust each other", func() bool { return paired(t, B, D) && paired(t, D, B) })
 		d.screenshot(t, winB, "e2e-paired.png")
+		d.keys(t, winB, "Escape")
+		d.keys(t, winD, "Escape")
+	})
+
+	// Forget D in Settings' Devices page, then Pair… at once: D's row no
+	// longer says paired and its menu offers Pair… again (issue 26,
+	// finding 6), and pairing works a second time.
+	t.Run("forget then pair again", func(t *testing.T) {
+		// click clicks at a place B's window reports (ui.Described).
+		click := func(at [2]int) {
+			t.Helper()
+			d.xdotool(t, "mousemove", "--window", winB, strconv.Itoa(at[0]), strconv.Itoa(at[1]))
+			d.xdotool(t, "click", "1")
+		}
+		row := func(rows []ui.DescribedRow, name string) (ui.DescribedRow, bool) {
+			for _, r := range rows {
+				if r.Title == name {
+					return r, true
+				}
+			}
+			return ui.DescribedRow{}, false
+		}
+		d.keys(t, winB, "ctrl+comma")
+		d.waitFor(t, "B's Settings", func() bool { return B.describe(t).Tab == "Settings" })
+		click([2]int{settingsDevicesX, settingsTabsY})
+		var known ui.DescribedRow
+		d.waitFor(t, "Ferry D on B's Devices page", func() bool {
+			var ok bool
+			ds := B.describe(t)
+			known, ok = row(ds.Known, "Ferry D")
+			return ds.SettingsTab == "Devices" && ok && known.Buttons["Forget…"][1] > 0
+		})
+		if !strings.HasPrefix(known.State, "Paired") {
+			t.Errorf("Ferry D on the Devices page says %q, want paired", known.State)
+		}
+		click(known.Buttons["Forget…"])
+		d.waitFor(t, "the Forget question", func() bool { return B.describe(t).Dialogs > 0 })
+		d.screenshot(t, winB, "e2e-forget.png")
+		d.keys(t, winB, "Tab", "Return") // from Keep to Forget
+		testutil.WaitFor(t, "B to forget D", func() bool { return !paired(t, B, D) })
+		click([2]int{nearbyTabX, mainTabsY})
+		// At once, not after the next announcement: D's row is not paired.
+		var dev ui.DescribedRow
+		testutil.WaitForWithin(t, "D's row not paired", 2*time.Second, func() bool {
+			var ok bool
+			ds := B.describe(t)
+			dev, ok = row(ds.Devices, "Ferry D")
+			return ds.Tab == "Nearby" && ok && !strings.Contains(dev.Sub, "paired")
+		})
+		d.screenshot(t, winB, "e2e-forgotten.png")
+		// Pair… is the last item of its Send… menu again (Up, Return).
+		baseD := d.drawn(t, winD)
+		click(dev.Buttons["Send…"])
+		d.keys(t, winB, "Up", "Return")
+		d.waitNotification(t, "Pairing request", 2)
+		d.waitFor(t, "D's pairing dialog", func() bool { return d.dimmed(t, winD, baseD) })
+		d.screenshot(t, winB, "e2e-pair-again.png")
+		d.keys(t, winD, "Tab", "Return")
+		d.keys(t, winB, "Tab", "Return")
+		testutil.WaitFor(t, "B and D to trust each other again", func() bool { return paired(t, B, D) && paired(t, D, B) })
+		testutil.WaitFor(t, "D's row paired", func() bool {
+			r, _ := row(B.describe(t).Devices, "Ferry D")
+			return strings.Contains(r.Sub, "paired")
+		})
 		d.keys(t, winB, "Escape")
 		d.keys(t, winD, "Escape")
 	})
@@ -423,7 +494,9 @@ func newDesktop(t *testing.T) *xDesktop {
 	}
 	t.Logf("screenshots in %s", d.out)
 	d.display = ":" + startAndRead(t, "Xvfb", "-displayfd", "3", "-screen", "0", "2000x1200x24", "-nolisten", "tcp")
-	d.bus = startAndRead(t, "dbus-daemon", "--session", "--nofork", "--print-address=3")
+	// The bus on a path, not an abstract socket: those belong to a network
+	// namespace, and the slow-link test runs Ferry in namespaces of its own.
+	d.bus = startAndRead(t, "dbus-daemon", "--session", "--nofork", "--print-address=3", "--address=unix:path="+filepath.Join(t.TempDir(), "bus"))
 	conn, err := dbus.Connect(d.bus)
 	if err != nil {
 		t.Fatal(err)
@@ -892,6 +965,7 @@ func (d *xDesktop) screenshot(t *testing.T, win, name string) {
 // ferry is one running instance of the app.
 type ferry struct {
 	name, config, downloads, status string
+	ui                              string // what its window shows (FERRY_SMOKE_DESCRIBE)
 	cmd                             *exec.Cmd
 	done                            chan struct{}
 	err                             error
@@ -899,9 +973,15 @@ type ferry struct {
 
 func (d *xDesktop) start(t *testing.T, bin, root, name string, env []string, args ...string) *ferry {
 	t.Helper()
+	return d.startIn(t, "", bin, root, name, env, args...)
+}
+
+// startIn starts an instance in network namespace ns ("": this one's).
+func (d *xDesktop) startIn(t *testing.T, ns, bin, root, name string, env []string, args ...string) *ferry {
+	t.Helper()
 	slug := strings.ReplaceAll(strings.ToLower(name), " ", "-")
 	p := &ferry{name: name, config: filepath.Join(root, slug, "config"), downloads: filepath.Join(root, slug, "Downloads"),
-		status: filepath.Join(root, slug, "status.json"), done: make(chan struct{})}
+		status: filepath.Join(root, slug, "status.json"), ui: filepath.Join(root, slug, "ui.json"), done: make(chan struct{})}
 	for _, dir := range []string{p.config, p.downloads} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
@@ -914,7 +994,10 @@ func (d *xDesktop) start(t *testing.T, bin, root, name string, env []string, arg
 		}
 	}
 	p.cmd = exec.Command(bin, append([]string{"--config", p.config}, args...)...)
-	p.cmd.Env = append(append(d.env(root), "FERRY_SMOKE_STATUS="+p.status), env...)
+	if ns != "" { // ip execs the program: the pid stays Ferry's
+		p.cmd = exec.Command("ip", append([]string{"netns", "exec", ns, bin, "--config", p.config}, args...)...)
+	}
+	p.cmd.Env = append(append(d.env(root), "FERRY_SMOKE_STATUS="+p.status, "FERRY_SMOKE_DESCRIBE="+p.ui), env...)
 	log, err := os.Create(filepath.Join(d.out, slug+".log"))
 	if err != nil {
 		t.Fatal(err)

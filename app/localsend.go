@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -41,6 +42,11 @@ type lsHub struct {
 	interfaces func() ([]net.Interface, error)
 	// onDevice hears the LocalSend devices seen (discovery's table; nil: none).
 	onDevice func(localsend.Device)
+
+	// scanSubnets and scanPort replace the own /24s and LocalSend's port
+	// in ScanLocalSend (tests; nil and 0: the real ones).
+	scanSubnets []netip.Prefix
+	scanPort    int
 
 	mu   sync.Mutex // guards the fields below
 	cfg  lsConfig
@@ -154,6 +160,56 @@ func (h *lsHub) closeLocked() {
 		_ = h.eng.RemoveReceiver(h.row)
 		h.row = nil
 	}
+}
+
+// errLocalSendOff: a scan needs this device's LocalSend server, which
+// registers tell the devices asked about.
+var errLocalSendOff = errors.New("LocalSend is off on this device: turn on receiving and \"Let LocalSend devices see and send to this device\" in Settings first")
+
+// ScanLocalSend looks for LocalSend devices by registering with every host
+// of this device's own /24 networks, as LocalSend does where multicast does
+// not pass (bounded: 30 s, 32 hosts at once, 1 s each). The devices that
+// answer join the device list; it reports how many did.
+func (b *backend) ScanLocalSend(ctx context.Context) (int, error) {
+	h := &b.ls
+	h.mu.Lock()
+	row := h.row
+	h.mu.Unlock()
+	if row == nil || row.Port() == 0 {
+		return 0, errLocalSendOff
+	}
+	cert, err := b.eng.LocalSendCert()
+	if err != nil {
+		return 0, err
+	}
+	var mu sync.Mutex
+	found := map[string]bool{}
+	cfg := localsend.ScanConfig{
+		Client:  localsend.NewClient(localsend.ClientConfig{Info: row.Info(), Cert: cert}),
+		Subnets: h.scanSubnets, Port: h.scanPort,
+		OnDevice: func(d localsend.Device) {
+			mu.Lock()
+			found[d.Fingerprint] = true
+			mu.Unlock()
+			if h.onDevice != nil {
+				h.onDevice(d)
+			}
+		},
+	}
+	if cfg.Subnets == nil {
+		if cfg.Subnets, err = localsend.OwnSubnets(); err != nil {
+			return 0, err
+		}
+		if len(cfg.Subnets) == 0 {
+			return 0, errors.New("this device has no network to look on (no IPv4 address on an interface that is up)")
+		}
+	}
+	if err := localsend.Scan(ctx, cfg); err != nil {
+		return 0, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return len(found), ctx.Err()
 }
 
 // localSendConfig is what the settings ask of LocalSend.

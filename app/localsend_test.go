@@ -3,17 +3,21 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/internal/lspeer"
 	"github.com/ferrydrop/ferry/ui"
 )
@@ -297,5 +301,54 @@ func TestLSTarget(t *testing.T) {
 		if ok != c.ok || got != c.want {
 			t.Errorf("%s: %+v %v, want %+v %v", c.name, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestScanLocalSend: the menu's scan registers with every host of the
+// subnet (here loopback's /24, on the test peer's port) and the devices
+// that answer reach the device list; with LocalSend off it says how to turn
+// it on rather than scan.
+func TestScanLocalSend(t *testing.T) {
+	b := newTestBackend(t)
+	if err := b.SaveSettings(b.Settings()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := lspeer.New("Pixel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ln) }()
+	defer func() { p.Close(); <-served }()
+	var seen []localsend.Device
+	var mu sync.Mutex
+	b.ls.onDevice = func(d localsend.Device) { mu.Lock(); seen = append(seen, d); mu.Unlock() }
+	b.ls.scanSubnets = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/24")}
+	b.ls.scanPort = ln.Addr().(*net.TCPAddr).Port
+
+	n, err := b.ScanLocalSend(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("scan found %d: %v", n, err)
+	}
+	mu.Lock()
+	if len(seen) != 1 || seen[0].Fingerprint != p.Fingerprint || !seen[0].Verified || seen[0].Via != "scan" {
+		t.Errorf("devices heard: %+v", seen)
+	}
+	mu.Unlock()
+	if _, _, _, regs, _, _ := p.Snapshot(); len(regs) != 1 {
+		t.Errorf("the peer heard %d registers, want 1", len(regs))
+	}
+
+	s := b.Settings()
+	s.LocalSendOff = true
+	if err := b.SaveSettings(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ScanLocalSend(context.Background()); !errors.Is(err, errLocalSendOff) {
+		t.Errorf("scan with LocalSend off: %v", err)
 	}
 }

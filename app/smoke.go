@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -36,6 +37,11 @@ import (
 //	FERRY_SMOKE_SEND_TO=name=path  once discovery lists a device called name
 //	                            (a LocalSend phone, say), send path to it as
 //	                            a drop on its row would
+//	FERRY_SMOKE_DESCRIBE=file   keep file up to date with what the window shows
+//	                            (ui.Described: rows' words, buttons' places)
+//	FERRY_SMOKE_RETRY_FOR=dur   how long a sender keeps reconnecting (the
+//	                            engine's RetryFor; default 2 minutes)
+//	FERRY_SMOKE_LOG=info|debug  log more than warnings (to stderr)
 const (
 	envSmokeStatus   = "FERRY_SMOKE_STATUS"
 	envSmokeSend     = "FERRY_SMOKE_SEND"
@@ -43,7 +49,45 @@ const (
 	envSmokeIsolated = "FERRY_SMOKE_ISOLATED"
 	envSmokeLink     = "FERRY_SMOKE_LINK"
 	envSmokeSendTo   = "FERRY_SMOKE_SEND_TO"
+	envSmokeDescribe = "FERRY_SMOKE_DESCRIBE"
+	envSmokeRetryFor = "FERRY_SMOKE_RETRY_FOR"
 )
+
+// smokeLogLevel is FERRY_SMOKE_LOG's level, else warnings only.
+func smokeLogLevel() slog.Level {
+	var l slog.Level
+	if l.UnmarshalText([]byte(os.Getenv("FERRY_SMOKE_LOG"))) != nil || os.Getenv("FERRY_SMOKE_LOG") == "" {
+		return slog.LevelWarn
+	}
+	return l
+}
+
+// smokeRetryFor is FERRY_SMOKE_RETRY_FOR, or zero (the engine's default).
+func smokeRetryFor() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(envSmokeRetryFor))
+	return d
+}
+
+// smokeDescribe writes what the window shows to file whenever it changes,
+// until ctx ends. It reads the window every 100 ms: a test hook, never run
+// for a user.
+func smokeDescribe(ctx context.Context, u *ui.UI, file string) {
+	var last []byte
+	for {
+		var d ui.Described
+		fyne.DoAndWait(func() { d = u.Describe() })
+		if data, err := json.Marshal(d); err == nil && string(data) != string(last) {
+			if writeFileAtomic(file, data) == nil {
+				last = data
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
 
 // smokeIsolate keeps discovery and the advertisement off the network when
 // FERRY_SMOKE_ISOLATED is set; it returns the advertisement's options.
@@ -71,6 +115,9 @@ func smokeListen(choose func() string) string {
 }
 
 func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
+	if f := os.Getenv(envSmokeDescribe); f != "" {
+		go smokeDescribe(ctx, u, f)
+	}
 	if f := os.Getenv(envSmokeStatus); f != "" {
 		// Written from the Fyne loop, so the window is up (or stays hidden) by then.
 		fyne.DoAndWait(func() {})

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferrydrop/ferry/engine/internal/core"
 )
 
 // emptyTree makes n empty files under a folder of dir, in folders of at
@@ -45,8 +47,8 @@ func TestDeclineEndsTheSendAtOnce(t *testing.T) {
 		want   []string
 	}{
 		// The count fits, the names of the first part do not.
-		{"too large", Options{Accept: AcceptAll, ManifestBudget: 3000*manifestFileCost + 30_000}, []string{src}, Decision{},
-			[]string{"Declined: Bob's laptop takes file lists of at most " + humanBytes(3000*manifestFileCost+30_000) + " in one transfer"}},
+		{"too large", Options{Accept: AcceptAll, ManifestBudget: 3000*core.ManifestFileCost + 30_000}, []string{src}, Decision{},
+			[]string{"Declined: Bob's laptop takes file lists of at most " + core.HumanBytes(3000*core.ManifestFileCost+30_000) + " in one transfer"}},
 		{"declined by the user", Options{Accept: AcceptAsk}, []string{small}, Decision{Reason: "not today"},
 			[]string{"Declined by Bob's laptop: not today."}},
 		{"trusted only", Options{Accept: AcceptTrusted}, []string{small}, Decision{},

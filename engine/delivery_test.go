@@ -2,12 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"github.com/ferrydrop/ferry/engine/wire"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 )
@@ -135,67 +131,4 @@ func TestRetryKeepsTheDeliveryUntilDone(t *testing.T) {
 	if retried.ID() != failed.ID() || retried.Delivery() != failed.Delivery() {
 		t.Errorf("a failed send retried as %q/%q, not %q", retried.ID(), retried.Delivery(), failed.ID())
 	}
-}
-
-// The ending of a delivery whose partial data a newer delivery took over.
-func TestTakenOverEnding(t *testing.T) {
-	e := endOf(errTakenOver, "Bob", true)
-	if e.state != StateCancelled || e.code != string(wire.CodeCancelled) || !e.byPeer || !strings.Contains(e.text, "newer send") {
-		t.Errorf("%+v", e)
-	}
-	if !errors.Is(errTakenOver, wire.ErrCancelled) || wire.CodeOf(errTakenOver) != wire.CodeCancelled {
-		t.Error("the older sender would not hear a cancel")
-	}
-}
-
-var deliveryIDCases = []struct {
-	id string
-	ok bool
-}{
-	{"0123456789abcdef01234567", true},
-	{"t1", true},
-	{"A-b_9", true},
-	{strings.Repeat("a", maxDeliveryID), true},
-	{"", false},
-	{strings.Repeat("a", maxDeliveryID+1), false},
-	{"../etc", false},
-	{"a b", false},
-	{"a\x00b", false},
-	{"ü", false},
-	{"a\nb", false},
-	{"r-1;DROP", false},
-}
-
-func TestCheckDelivery(t *testing.T) {
-	for _, c := range deliveryIDCases {
-		err := checkDelivery(c.id)
-		if (err == nil) != c.ok {
-			t.Errorf("checkDelivery(%q) = %v, want ok=%v", c.id, err, c.ok)
-		}
-		if err != nil && !errors.Is(err, wire.ErrProtocol) {
-			t.Errorf("checkDelivery(%q) = %v, not a protocol error", c.id, err)
-		}
-	}
-}
-
-// FuzzCheckDelivery: a delivery ID from a peer is either refused as a
-// protocol error or safe to show, log and store as it is.
-func FuzzCheckDelivery(f *testing.F) {
-	for _, c := range deliveryIDCases {
-		f.Add(c.id)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		err := checkDelivery(id)
-		if err != nil {
-			if !errors.Is(err, wire.ErrProtocol) {
-				t.Fatalf("%q: %v", id, err)
-			}
-			return
-		}
-		if id == "" || len(id) > maxDeliveryID || strings.ContainsFunc(id, func(r rune) bool {
-			return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' || r == '_')
-		}) {
-			t.Fatalf("%q accepted", id)
-		}
-	})
 }

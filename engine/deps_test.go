@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -156,4 +158,133 @@ func tunableValue(e ast.Expr) bool {
 		}
 	}
 	return false
+}
+
+// The engine's packages, by what they are to the layering of protocols: a
+// protocol package speaks one protocol (Ferry's wire, LocalSend's HTTPS
+// API, browser links); the core (package core) is the transfer every
+// protocol shares; the rest are shared by all (addresses, peers, keys,
+// safe writes, the transports). Every package directly under engine/ is
+// named here, so that a new one is classified when it comes; those under
+// engine/internal/ are shared unless named.
+const module = "github.com/ferrydrop/ferry/"
+
+var (
+	protocolPackages = []string{"engine/wire", "engine/localsend", "engine/weblink"}
+	corePackage      = "engine/internal/core"
+	sharedPackages   = []string{"engine/addr", "engine/identity", "engine/merkle", "engine/peer", "engine/store",
+		"engine/hostile", // a flooding Ferry peer for tests and ferry-bench, built on wire
+		"engine/relay"}   // the server a user runs to reach paired devices beyond the LAN (ferry-cli relay), not a protocol of transfers
+)
+
+// TestProtocolsDoNotImportEachOther: a protocol package depends on the
+// core, the transports and the store, never on another protocol nor on
+// the engine's root (which glues them together); the core depends on no
+// protocol. Ferry's wire session (engine/receive.go, send.go) and the glue
+// of LocalSend and of links (engine/localsend*.go, weblink.go, links.go)
+// live in the root and use the core.
+func TestProtocolsDoNotImportEachOther(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"engine/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		deps[strings.TrimPrefix(f[0], module)] = f[1:]
+	}
+	for _, p := range append(append([]string{"engine", corePackage}, protocolPackages...), sharedPackages...) {
+		if _, ok := deps[p]; !ok {
+			t.Errorf("%s is not a package any more: is the check still looking at the right packages?", p)
+		}
+	}
+	if !slices.Contains(deps["engine"], module+corePackage) {
+		t.Errorf("the engine does not use %s", corePackage)
+	}
+	for _, v := range layeringViolations(deps) {
+		t.Error(v)
+	}
+}
+
+// layeringViolations applies the rule of TestProtocolsDoNotImportEachOther
+// to a package list: deps maps a package (relative to the module) to its
+// dependencies (import paths, as go list writes them).
+func layeringViolations(deps map[string][]string) []string {
+	protocolOf := func(pkg string) string {
+		pkg = strings.TrimPrefix(pkg, module)
+		for _, p := range protocolPackages {
+			if pkg == p || strings.HasPrefix(pkg, p+"/") {
+				return p
+			}
+		}
+		return ""
+	}
+	var out []string
+	for pkg, ds := range deps {
+		own := protocolOf(pkg)
+		switch {
+		case own == "" && pkg != corePackage && !strings.HasPrefix(pkg, corePackage+"/"):
+			if dir, _, nested := strings.Cut(strings.TrimPrefix(pkg, "engine/"), "/"); pkg != "engine" && dir != "internal" &&
+				!slices.Contains(sharedPackages, "engine/"+dir) && !nested {
+				out = append(out, fmt.Sprintf("%s is neither a protocol, the core nor shared: classify it in deps_test.go", pkg))
+			}
+			continue
+		}
+		what := "the core"
+		if own != "" {
+			what = "protocol package " + pkg
+		}
+		for _, d := range ds {
+			switch p := protocolOf(d); {
+			case d == module+"engine":
+				out = append(out, fmt.Sprintf("%s depends on the engine's root", what))
+			case p != "" && p != own:
+				out = append(out, fmt.Sprintf("%s depends on protocol %s", what, strings.TrimPrefix(d, module)))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The rule finds what it is for, in a planted package list.
+func TestLayeringViolationsFinds(t *testing.T) {
+	t.Parallel()
+	m := func(s string) string { return module + s }
+	for _, c := range []struct {
+		name string
+		deps map[string][]string
+		want []string
+	}{
+		{"clean", map[string][]string{
+			"engine":               {m("engine/internal/core"), m("engine/wire"), m("engine/localsend")},
+			"engine/wire":          {m("engine/internal/errcode"), "io"},
+			"engine/localsend":     {m("engine/internal/core"), m("engine/store"), m("engine/localsend/internal/x")},
+			"engine/internal/core": {m("engine/internal/errcode"), m("engine/peer"), m("engine/store")},
+			"engine/store":         {"os"},
+		}, nil},
+		{"a protocol imports another", map[string][]string{
+			"engine/localsend": {m("engine/wire")},
+			"engine/weblink":   {m("engine/localsend/x")},
+		}, []string{"protocol package engine/localsend depends on protocol engine/wire",
+			"protocol package engine/weblink depends on protocol engine/localsend/x"}},
+		{"a protocol imports the engine", map[string][]string{
+			"engine/weblink/sub": {m("engine")},
+		}, []string{"protocol package engine/weblink/sub depends on the engine's root"}},
+		{"the core imports a protocol", map[string][]string{
+			"engine/internal/core": {m("engine/internal/errcode"), m("engine/wire")},
+		}, []string{"the core depends on protocol engine/wire"}},
+		{"the core imports the engine", map[string][]string{
+			"engine/internal/core": {m("engine")},
+		}, []string{"the core depends on the engine's root"}},
+		{"an unclassified package", map[string][]string{
+			"engine/carrierpigeon": {"io"},
+			"engine/internal/x":    {m("engine/wire")},
+		}, []string{"engine/carrierpigeon is neither a protocol, the core nor shared: classify it in deps_test.go"}},
+	} {
+		if got := layeringViolations(c.deps); !slices.Equal(got, c.want) {
+			t.Errorf("%s: found %q, want %q", c.name, got, c.want)
+		}
+	}
 }

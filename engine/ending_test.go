@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/clock"
@@ -164,12 +165,12 @@ func firstID(t *testing.T, e *Engine) string {
 func TestOwnReasonsOnlyRepeatTheCode(t *testing.T) {
 	for _, err := range []error{errCancelledByUser, errPaused, wire.ErrDeclined, wire.ErrCancelled, wire.ErrPaused} {
 		re := &wire.RemoteError{Code: closeCode(err), Reason: errcode.Reason(err)}
-		if r := reasonOf(re); r != "" {
+		if r := core.ReasonOf(re); r != "" {
 			t.Errorf("%v reads as the reason %q", err, r)
 		}
 	}
 	re := &wire.RemoteError{Code: wire.CodeCancelled, Reason: errcode.Reason(errStoppedReceiving)}
-	if r := reasonOf(re); r != "receiving was turned off" {
+	if r := core.ReasonOf(re); r != "receiving was turned off" {
 		t.Errorf("reason %q", r)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
@@ -29,16 +30,6 @@ import (
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
 	"github.com/ferrydrop/ferry/internal/clock"
-)
-
-// AcceptPolicy says who may send to this device without a prompt.
-type AcceptPolicy string
-
-// Accept policies.
-const (
-	AcceptAsk     AcceptPolicy = "ask"     // every offer raises an EventOffer and waits for Decide
-	AcceptAll     AcceptPolicy = "all"     // accept everything (tests, benchmarks)
-	AcceptTrusted AcceptPolicy = "trusted" // accept trusted devices silently, refuse others
 )
 
 // ParseAcceptPolicy checks a policy name from a flag or a settings file.
@@ -121,10 +112,10 @@ type Options struct {
 	ProgressInterval time.Duration
 	// ManifestBudget bounds the memory the file lists of the offers from
 	// one address may take while they are read, asked about and received,
-	// in bytes: each offered file counts manifestFileCost (1 KiB, what the
+	// in bytes: each offered file counts core.ManifestFileCost (1 KiB, what the
 	// receiver's peak memory grows by per file) plus its name. An offer over
 	// it is refused as too large, with the figure; all addresses together
-	// hold at most 1.5 times it. Zero means defaultManifestBudget (128 MiB:
+	// hold at most 1.5 times it. Zero means core.DefaultManifestBudget (128 MiB:
 	// about 125,000 files). No number of files is refused as such below the
 	// protocol's million.
 	ManifestBudget int64
@@ -187,24 +178,6 @@ type SendOptions struct {
 	Streams int
 }
 
-// Decision is the receiving user's answer to an offer.
-type Decision struct {
-	Accept bool
-	// Files lists the indexes of the offered files to accept; nil means all.
-	Files []int
-	// Reason is shown to the sender when declining.
-	Reason string
-	// AlwaysAccept trusts the sender and accepts its future offers without asking.
-	AlwaysAccept bool
-	// Expired: nobody answered; the prompt declined by itself (the sender
-	// reads "Expired", not "Declined").
-	Expired bool
-	// Dest, when set, is the folder this offer's files go to instead of the
-	// download folder ("Save to…"); it is created if missing. Decide checks
-	// it as SetDownloadDir does.
-	Dest string
-}
-
 // TrustedPeer is a device this one has exchanged files with.
 type TrustedPeer struct {
 	// ID is its peer ID (package peer): a Ferry device ID, or
@@ -221,9 +194,6 @@ type TrustedPeer struct {
 // ErrUnknownTransfer is returned for a transfer ID the engine does not know.
 var ErrUnknownTransfer = errors.New("unknown transfer")
 
-// ErrClosed is returned by an engine after Close.
-var ErrClosed = errors.New("engine closed")
-
 // Engine sends and receives files. Create it with New; it is safe for concurrent use.
 type Engine struct {
 	ident  *identity.Identity
@@ -233,7 +203,9 @@ type Engine struct {
 	bufs *bufpool.Pool
 	// admit shares what incoming sessions may hold before a decision fairly
 	// between addresses and devices, and remembers whom the user muted.
-	admit *admission
+	admit *core.Admission
+	// pairs counts hidden tries at the verification code (pairbudget.go).
+	pairs *pairTries
 	bus   Bus
 	log   *slog.Logger
 	opts  Options
@@ -243,6 +215,9 @@ type Engine struct {
 	reg        *join.Registry
 	// netw tells the transports when this device's network changes.
 	netw *netwatch.Watcher
+	// anywhereLoopback makes calls through a relay offer loopback
+	// addresses only (tests, anywhere.go).
+	anywhereLoopback bool
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -314,14 +289,14 @@ func New(opts Options) (*Engine, error) {
 		opts.MaxPrompts = 8
 	}
 	if opts.MuteDeclined == 0 {
-		opts.MuteDeclined = defaultMuteDeclined
+		opts.MuteDeclined = core.DefaultMuteDeclined
 	}
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = 1 << 20
 	}
 	opts.ChunkSize = min(max(opts.ChunkSize, wire.MinChunkSize), wire.MaxChunkSize)
 	if opts.ManifestBudget <= 0 {
-		opts.ManifestBudget = defaultManifestBudget
+		opts.ManifestBudget = core.DefaultManifestBudget
 	}
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = time.Minute
@@ -340,7 +315,8 @@ func New(opts Options) (*Engine, error) {
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
-		admit:      newAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.ManifestBudget, opts.Clock.Now),
+		admit:      core.NewAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.ManifestBudget, opts.Clock.Now),
+		pairs:      newPairTries(opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
 		transports: transportTable(opts.Transport, netw), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,
@@ -536,8 +512,6 @@ func (t *Transfer) peerName() string {
 // Cancel stops the transfer; the peer is told.
 func (t *Transfer) Cancel() { t.cancel(errCancelledByUser) }
 
-var errCancelledByUser = errors.New("cancelled by the user")
-
 // newTransferID makes a new sending transfer's ID, which is also its
 // delivery ID (see Transfer.Delivery).
 func newTransferID() string {
@@ -671,17 +645,6 @@ func (e *Engine) Close() error {
 	e.netw.Close()
 	return errors.Join(err, e.trust.Flush()) // contacts recorded within the last second
 }
-
-// errSuperseded ends a receiving session when a new attempt at the same
-// delivery (a reconnect) arrives: the new one takes its partials and speaks
-// for the transfer.
-var errSuperseded = errors.New("a newer attempt at the same transfer took over")
-
-// errTakenOver ends a receiving session when another delivery of the same
-// files from the same sender takes over its partial data: the older
-// delivery ends here, and its sender is told (a cancel, so it does not
-// come back for the data the newer one now holds).
-var errTakenOver = fmt.Errorf("%w: a newer send of the same files took over", wire.ErrCancelled)
 
 // takeOverResume makes rx the holder of its resume key, ending an older
 // session that still holds it and waiting until that one saved its state.

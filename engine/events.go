@@ -3,8 +3,6 @@ package engine
 import (
 	"sync"
 	"time"
-
-	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
 // EventKind names what an Event reports.
@@ -53,64 +51,6 @@ const (
 	Receiving Direction = "receive"
 )
 
-// State is the life-cycle state of a transfer.
-type State string
-
-// Transfer states, in the order a transfer usually passes through them.
-const (
-	StateConnecting State = "connecting"
-	StateWaiting    State = "waiting" // offer sent, waiting for the receiver's decision
-	StateActive     State = "active"  // data flowing
-	StateVerifying  State = "verifying"
-	StateDone       State = "done"
-	StateFailed     State = "failed"
-	StateDeclined   State = "declined"
-	StateCancelled  State = "cancelled"
-	StatePaused     State = "paused" // sending paused by the user (or, receiving, by the sender); Resume continues
-	// StateInterrupted: a receiving session lost its sender; the data that
-	// arrived is kept, and the transfer continues (same ID) when the sender
-	// comes back.
-	StateInterrupted State = "interrupted"
-	StateRetrying    State = "reconnecting" // the connection dropped; retrying with back-off
-)
-
-// Final reports whether no further state follows s.
-func (s State) Final() bool {
-	switch s {
-	case StateDone, StateFailed, StateDeclined, StateCancelled:
-		return true
-	}
-	return false
-}
-
-// PeerInfo describes the device at the other end of a transfer.
-type PeerInfo struct {
-	Name    string `json:"name"`
-	ID      string `json:"id"`      // its peer ID (package peer): a Ferry device ID (base32), or "kind:key"
-	Trusted bool   `json:"trusted"` // the user trusts it: paired, or marked trusted
-	Addr    string `json:"addr,omitempty"`
-	// Protocol is "" for Ferry, ProtocolLocalSend for a LocalSend device;
-	// Model, DeviceType and Fingerprint are what a LocalSend device said.
-	Protocol    string `json:"protocol,omitempty"`
-	Model       string `json:"model,omitempty"`
-	DeviceType  string `json:"device_type,omitempty"`
-	Fingerprint string `json:"fingerprint,omitempty"`
-	// Unverified says the device proved no identity (a LocalSend sender
-	// without a client certificate): its name and fingerprint are claims.
-	Unverified bool `json:"unverified,omitempty"`
-}
-
-// FileInfo is one entry of an offer as shown to the user.
-type FileInfo struct {
-	// Index is the file's place in the offer (what Decision.Files lists).
-	Index int    `json:"index"`
-	Path  string `json:"path"` // relative, slash-separated; show it with safetext.Name
-	Size  int64  `json:"size"`
-	// Refused, when set, says why this file will not be received whatever
-	// the answer (a name that cannot be stored safely); the others can be.
-	Refused string `json:"refused,omitempty"`
-}
-
 // OfferInfo is what the receiving user decides on.
 type OfferInfo struct {
 	// Count is the number of files offered. Files lists the first ones
@@ -138,13 +78,6 @@ type OfferInfo struct {
 	Skipped *SkippedInfo `json:"skipped,omitempty"`
 }
 
-// FolderInfo summarises one top-level folder of an offer.
-type FolderInfo struct {
-	Path  string `json:"path"`
-	Files int    `json:"files"`
-	Bytes int64  `json:"bytes"`
-}
-
 // Progress is a coalesced progress report.
 type Progress struct {
 	Bytes      int64   `json:"bytes"` // verified payload bytes so far
@@ -153,58 +86,6 @@ type Progress struct {
 	TotalFiles int     `json:"total_files"`
 	Rate       float64 `json:"rate"` // bytes per second, smoothed
 	ETA        float64 `json:"eta_seconds"`
-}
-
-// FileResult is the outcome of one file.
-type FileResult struct {
-	Path     string `json:"path"`
-	SavedAs  string `json:"saved_as,omitempty"` // receiver: name on disk if renamed to avoid a clash
-	Size     int64  `json:"size"`
-	Verified bool   `json:"verified"`
-	Root     string `json:"root,omitempty"` // hex BLAKE3 Merkle root
-	Err      string `json:"error,omitempty"`
-}
-
-// Result summarises a finished transfer.
-type Result struct {
-	// Delivery is the delivery that ended (Transfer.Delivery).
-	Delivery string `json:"delivery,omitempty"`
-	State    State  `json:"state"`
-	Err      string `json:"error,omitempty"` // a sentence for the user
-	// Code says why it ended: "" when done, else a wire error code
-	// ("cancelled", "paused", "declined", "expired", "busy", "no_space",
-	// "untrusted", "too_large", "verify_failed", "io", "protocol", ...) or
-	// "connection_lost".
-	Code string `json:"code,omitempty"`
-	// ByPeer: the end came from the other device (its cancel, decline, pause).
-	ByPeer bool `json:"by_peer,omitempty"`
-	// Detail is the technical error behind Err, for a Details view.
-	Detail string `json:"detail,omitempty"`
-	// TotalBytes is the size of what was accepted (offered, when nothing was).
-	TotalBytes int64    `json:"total_bytes,omitempty"`
-	Files      int      `json:"files"`
-	Verified   int      `json:"verified"`
-	Bytes      int64    `json:"bytes"`      // payload bytes sent or received
-	WireBytes  int64    `json:"wire_bytes"` // bytes on the wire (transport counters)
-	Duration   float64  `json:"duration_seconds"`
-	Transport  string   `json:"transport"`
-	Reason     string   `json:"transport_reason,omitempty"`
-	Metrics    *Metrics `json:"metrics,omitempty"`
-	Resent     int64    `json:"resent_bytes,omitempty"`
-	// Refused counts offered files the receiver refused by name; each has
-	// its EventFile with the reason.
-	Refused int `json:"refused,omitempty"`
-	// PresentedID is set when another device than the expected one answered
-	// (discovery is told, so it stops offering that address for that ID).
-	PresentedID string `json:"presented_id,omitempty"`
-	Destination string `json:"destination,omitempty"`
-	// Stalls: on the receiving side, how often and how long the data
-	// streams waited for their next bytes (head-of-line blocking).
-	Stalls *stallmeter.Stats `json:"stalls,omitempty"`
-	// Text is the transfer's text item once the receiver accepted the
-	// offer (on both sides), else "". Receiving, it came from the peer:
-	// show it with safetext.Text.
-	Text string `json:"text,omitempty"`
 }
 
 // TransportInfo says which transport carries a transfer and why.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/clock"
 	"github.com/ferrydrop/ferry/internal/testutil"
@@ -102,7 +103,7 @@ func isBusy(a answer) bool {
 }
 
 // One flooder, a fresh identity per offer, from one address: it holds at
-// most maxPromptsPerSource prompts, the rest are refused as busy, and a
+// most core.MaxPromptsPerSource prompts, the rest are refused as busy, and a
 // real sender from another address still gets asked about.
 func TestPromptFloodFromOneAddress(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAsk})
@@ -123,15 +124,15 @@ func TestPromptFloodFromOneAddress(t *testing.T) {
 			busy++
 		case <-seen.new:
 		}
-		if busy == flood-maxPromptsPerSource {
+		if busy == flood-core.MaxPromptsPerSource {
 			break
 		}
 	}
-	for seen.count() < maxPromptsPerSource {
+	for seen.count() < core.MaxPromptsPerSource {
 		<-seen.new
 	}
-	if n := seen.count(); n != maxPromptsPerSource {
-		t.Fatalf("the flood raised %d prompts, want %d", n, maxPromptsPerSource)
+	if n := seen.count(); n != core.MaxPromptsPerSource {
+		t.Fatalf("the flood raised %d prompts, want %d", n, core.MaxPromptsPerSource)
 	}
 
 	real := newIdentity(t)
@@ -169,12 +170,12 @@ func TestPromptFloodFromManyAddresses(t *testing.T) {
 	}
 	// A second offer from a flood address queues first...
 	_, again := offerFrom(t, recv, newIdentity(t), "192.0.2.10:5001")
-	waitUntil(t, func() bool { return recv.admit.prompts.queued() == 1 })
+	waitUntil(t, func() bool { return queued(recv) == 1 })
 	// ...then the real sender's.
 	real := newIdentity(t)
 	_, ch := offerFrom(t, recv, real, "198.51.100.7:47000")
-	waitUntil(t, func() bool { return recv.admit.prompts.queued() == 2 })
-	if n := recv.admit.prompts.shown(); n != 4 {
+	waitUntil(t, func() bool { return queued(recv) == 2 })
+	if n, _ := recv.admit.Prompts(); n != 4 {
 		t.Fatalf("%d prompts shown, want 4", n)
 	}
 	// The user answers one flood prompt: its place goes to the real sender.
@@ -229,7 +230,7 @@ func TestDeclinedDeviceIsMuted(t *testing.T) {
 	const addr = "192.0.2.66:5000"
 	pest := newIdentity(t)
 	var tid string
-	for i := range strikesToMute {
+	for i := range core.StrikesToMute {
 		_, ch := offerFrom(t, recv, pest, addr)
 		for {
 			<-seen.new
@@ -271,7 +272,7 @@ func TestDeclinedDeviceIsMuted(t *testing.T) {
 	if _, ok := seen.transfer(friend); !ok {
 		t.Error("a trusted device at the muted address was not asked about")
 	}
-	clk.Advance(defaultMuteDeclined + time.Second)
+	clk.Advance(core.DefaultMuteDeclined + time.Second)
 	offerFrom(t, recv, pest, addr)
 	for {
 		<-seen.new
@@ -312,10 +313,10 @@ func TestUnknownDevicesNotRecorded(t *testing.T) {
 // per device: a flood of silent sessions keeps no one else out.
 func TestWaitingSessionsBounded(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAll})
-	for i := range maxWaitingSessionsPerSource {
+	for i := range core.MaxWaitingSessionsPerSource {
 		connectRawAs(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.66:%d", i)) // silent
 	}
-	testutil.WaitFor(t, "the source's waiting sessions to reach their bound", func() bool { return recv.admit.waiting.HeldBy("192.0.2.66") == maxWaitingSessionsPerSource })
+	testutil.WaitFor(t, "the source's waiting sessions to reach their bound", func() bool { _, n := recv.admit.Waiting("192.0.2.66"); return n == core.MaxWaitingSessionsPerSource })
 	p, done := connectRawAs(t, recv, newIdentity(t), "192.0.2.66:99")
 	select {
 	case <-done: // refused at once
@@ -325,11 +326,12 @@ func TestWaitingSessionsBounded(t *testing.T) {
 	p.conn.Close(nil)
 
 	id := newIdentity(t)
-	for i := range maxWaitingSessionsPerDevice {
+	for i := range core.MaxWaitingSessionsPerDevice {
 		connectRawAs(t, recv, id, fmt.Sprintf("203.0.113.%d:1", i))
 	}
 	testutil.WaitFor(t, "the receiver's admission to settle", func() bool {
-		return recv.admit.waiting.Held() == maxWaitingSessionsPerSource+maxWaitingSessionsPerDevice
+		n, _ := recv.admit.Waiting("")
+		return n == core.MaxWaitingSessionsPerSource+core.MaxWaitingSessionsPerDevice
 	})
 	_, done = connectRawAs(t, recv, id, "203.0.113.99:1")
 	select {
@@ -369,15 +371,15 @@ func TestManifestBudget(t *testing.T) {
 		}()
 		return p, done, out
 	}
-	big, bigDone, _ := announce("192.0.2.1:1", budget/manifestFileCost)
-	testutil.WaitFor(t, "the manifest budget to be held", func() bool { return recv.admit.heldManifests() == budget })
+	big, bigDone, _ := announce("192.0.2.1:1", budget/core.ManifestFileCost)
+	testutil.WaitFor(t, "the manifest budget to be held", func() bool { return recv.admit.HeldManifests() == budget })
 	// The same address holds no more.
-	_, _, ch := announce("192.0.2.1:2", manifestSlack/manifestFileCost+1)
+	_, _, ch := announce("192.0.2.1:2", core.ManifestSlack/core.ManifestFileCost+1)
 	if a := waitAnswer(t, ch); !isBusy(a) {
 		t.Fatalf("a second offer from the address holding the largest one: %+v, %v", a.d, a.err)
 	}
 	// Others share what is left.
-	_, _, ch = announce("198.51.100.7:1", (budget/2+manifestSlack)/manifestFileCost+1)
+	_, _, ch = announce("198.51.100.7:1", (budget/2+core.ManifestSlack)/core.ManifestFileCost+1)
 	if a := waitAnswer(t, ch); !isBusy(a) {
 		t.Fatalf("an offer beyond what is left: %+v, %v", a.d, a.err)
 	}
@@ -387,7 +389,7 @@ func TestManifestBudget(t *testing.T) {
 	}
 	big.conn.Close(nil)
 	<-bigDone
-	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.heldManifests() <= manifestCost(1, 5) })
+	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.HeldManifests() <= core.ManifestCost(1, 5) })
 }
 
 // A finished transfer, which the engine keeps for its history, keeps no
@@ -430,7 +432,7 @@ func TestAddressMuteSparesKnownDevices(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAsk})
 	seen := watchOffers(t, recv)
 	const nat = "192.0.2.77"
-	for i := range strikesToMute {
+	for i := range core.StrikesToMute {
 		id := newIdentity(t)
 		_, ch := offerFrom(t, recv, id, fmt.Sprintf("%s:%d", nat, 5000+i))
 		for {
@@ -447,8 +449,8 @@ func TestAddressMuteSparesKnownDevices(t *testing.T) {
 	_, ch := offerFrom(t, recv, newIdentity(t), nat+":6000")
 	a := waitAnswer(t, ch)
 	var re *wire.RemoteError
-	if !errors.As(a.err, &re) || !strings.Contains(re.Reason, errMutedAddress.Reason) {
-		t.Fatalf("a new device at the muted address: %+v, %v; want %q", a.d, a.err, errMutedAddress.Reason)
+	if !errors.As(a.err, &re) || !strings.Contains(re.Reason, core.ErrMutedAddress.Reason) {
+		t.Fatalf("a new device at the muted address: %+v, %v; want %q", a.d, a.err, core.ErrMutedAddress.Reason)
 	}
 	real := newIdentity(t)
 	if err := recv.trust.Seen(real.ID.Peer(), "laptop", ""); err != nil { // it sent here before
@@ -469,29 +471,35 @@ func TestAddressMuteSparesKnownDevices(t *testing.T) {
 	}
 }
 
-// Issue #27 (4): one address brings at most maxFreshPerSource new devices
+// Issue #27 (4): one address brings at most core.MaxFreshPerSource new devices
 // within the mute period; devices it brought before still get through.
 func TestFreshIdentitiesPerAddressBounded(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAll})
 	var ids []*identity.Identity
-	for i := range maxFreshPerSource + 1 {
+	for i := range core.MaxFreshPerSource + 1 {
 		id := newIdentity(t)
 		ids = append(ids, id)
 		_, ch := offerFrom(t, recv, id, fmt.Sprintf("192.0.2.88:%d", 5000+i))
 		a := waitAnswer(t, ch)
-		if i < maxFreshPerSource {
+		if i < core.MaxFreshPerSource {
 			if a.err != nil || !a.d.Accept {
 				t.Fatalf("new device %d: %+v, %v", i, a.d, a.err)
 			}
 			continue
 		}
 		var re *wire.RemoteError
-		if !errors.As(a.err, &re) || !strings.Contains(re.Reason, errTooManyNew.Reason) {
-			t.Fatalf("new device %d: %+v, %v; want %q", i, a.d, a.err, errTooManyNew.Reason)
+		if !errors.As(a.err, &re) || !strings.Contains(re.Reason, core.ErrTooManyNew.Reason) {
+			t.Fatalf("new device %d: %+v, %v; want %q", i, a.d, a.err, core.ErrTooManyNew.Reason)
 		}
 	}
 	_, ch := offerFrom(t, recv, ids[0], "192.0.2.88:6000")
 	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {
 		t.Fatalf("a device the address brought before: %+v, %v", a.d, a.err)
 	}
+}
+
+// queued is the number of offers waiting for a prompt's place.
+func queued(e *Engine) int {
+	_, n := e.admit.Prompts()
+	return n
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -284,7 +285,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 	}{
 		{"too many files", func(p *rawPeer) {
 			// Refused as soon as the count is known, before any name.
-			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: limitsBudget/manifestFileCost + 1, TotalBytes: 0})
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: limitsBudget/core.ManifestFileCost + 1, TotalBytes: 0})
 		}, "takes file lists of at most 16 MB"},
 		{"too many name bytes", func(p *rawPeer) {
 			const n = 5000

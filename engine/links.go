@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/weblink"
 )
@@ -311,7 +312,7 @@ type linkRec struct {
 	in   *BrowserInbox // receive links
 	pin  string
 	urls []string
-	// files (the first maxPromptFiles), fileCount and totalBytes are a
+	// files (the first core.MaxPromptFiles), fileCount and totalBytes are a
 	// share's table, fixed when it opened.
 	files      []FileInfo
 	fileCount  int
@@ -446,7 +447,7 @@ func (r *linkRow) follow(s *weblink.Server, l *weblink.Link, in *BrowserInbox, p
 	lr.fileCount = len(names)
 	for i, n := range names {
 		lr.totalBytes += sizes[i]
-		if i < maxPromptFiles {
+		if i < core.MaxPromptFiles {
 			lr.files = append(lr.files, FileInfo{Index: i, Path: n, Size: sizes[i]})
 		}
 	}
@@ -541,7 +542,7 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 		la := LinkActivity{ID: a.ID, Device: a.Device.String(), Upload: a.Upload, Name: a.Name, Zip: a.Zip,
 			Size: a.Size, Bytes: a.Bytes, Started: a.Started, Done: a.Done, SavedAs: a.SavedAs}
 		if a.Err != nil {
-			la.Err = sentence(a.Err)
+			la.Err = core.Sentence(a.Err)
 		}
 		info.Activities = append(info.Activities, la)
 	}

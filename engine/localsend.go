@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
@@ -354,7 +355,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	tctx, tcancel := context.WithCancelCause(rxCtx)
 	unlink := context.AfterFunc(ctx, func() { tcancel(context.Cause(ctx)) })
 	defer unlink()
-	tk, refused := e.admit.arrive(addr, id, func() { tcancel(errReceiverBusy) })
+	tk, refused := e.admit.Arrive(addr, id, func() { tcancel(core.ErrReceiverBusy) })
 	if refused != nil {
 		tcancel(nil)
 		return nil, fmt.Errorf("%w: %s", localsend.ErrBusy, refused.Reason)
@@ -373,45 +374,45 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	decided := false
 	fail := func(err error) (localsend.Session, error) {
 		if !decided {
-			tk.decided()
+			tk.Decided()
 		}
-		in.finish(err, false, Result{})
-		tk.end()
+		in.Finish(err, false, Result{})
+		tk.End()
 		tcancel(nil)
 		return nil, err
 	}
 	var names int
-	files := make([]offeredFile, 0, len(o.Files))
+	files := make([]core.OfferedFile, 0, len(o.Files))
 	text := ""
 	if o.IsText {
 		text = o.Text
 	} else {
 		for _, f := range o.Files {
-			files = append(files, offeredFile{Path: f.FileName, Size: f.Size})
+			files = append(files, core.OfferedFile{Path: f.FileName, Size: f.Size})
 			names += len(f.FileName) + len(f.ID) // the server keeps each accepted file's ID
 		}
 	}
-	if rerr := tk.holdManifest(manifestCost(len(files), int64(names))); rerr != nil {
+	if rerr := tk.HoldManifest(core.ManifestCost(len(files), int64(names))); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrBusy, rerr.Reason))
 	}
 	_, known := e.trust.Get(id)
-	if rerr := tk.checkMuted(in.t.peer.Trusted, known && verified); rerr != nil {
+	if rerr := tk.CheckMuted(in.t.peer.Trusted, known && verified); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
 	if rerr := e.checkImpersonation(id, o.Sender.Alias, o.Addr.String()); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
 	// LocalSend has no resume: every prepare-upload is a delivery of its own.
-	err := in.offer(newTransferID(), files, text)
-	tk.decided()
+	err := in.Offer(newTransferID(), files, text)
+	tk.Decided()
 	decided = true
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", localsend.ErrDeclined, err))
 	}
-	if err := in.register(); err != nil {
+	if err := in.Register(); err != nil {
 		return fail(err)
 	}
-	d, err := in.decide(tctx)
+	d, err := in.Decide(tctx)
 	if err != nil {
 		if errors.Is(err, localsend.ErrCancelled) {
 			err = &wire.RemoteError{Code: wire.CodeCancelled} // "Cancelled by <alias>."
@@ -419,11 +420,11 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		return fail(err)
 	}
 	if !d.Accept {
-		verdict := errDecided(d)
-		in.finish(verdict, false, Result{})
-		tk.end()
+		verdict := d.Err()
+		in.Finish(verdict, false, Result{})
+		tk.End()
 		tcancel(nil)
-		if d.code == wire.CodeBusy {
+		if d.Code == wire.CodeBusy {
 			return nil, fmt.Errorf("%w: %w", localsend.ErrBusy, verdict)
 		}
 		return nil, fmt.Errorf("%w: %w", localsend.ErrDeclined, verdict)
@@ -431,12 +432,12 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if verified {
 		e.acceptedFrom(id, o.Sender.Alias)
 	}
-	in.begin()
+	in.Begin()
 	pctx, stop := context.WithCancel(tctx)
 	s.stopProgress = stop
-	go in.watchProgress(pctx)
+	go in.WatchProgress(pctx)
 	// Until its first upload, another's offer may take its budget.
-	tk.idleAccepted(func() { tcancel(errDisplaced) })
+	tk.IdleAccepted(func() { tcancel(errDisplaced) })
 	return s, nil
 }
 
@@ -449,7 +450,7 @@ var errDisplaced = errors.New("the sender began no upload, and another sender's 
 // lsSession is one accepted LocalSend offer.
 type lsSession struct {
 	in     *inbox
-	tk     *ticket
+	tk     *core.Ticket
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
@@ -460,7 +461,7 @@ type lsSession struct {
 
 // Accepted lists the accepted files, as indexes in the offer (the
 // inbox's files are the offer's, in its order).
-func (s *lsSession) Accepted() []int { return s.in.accepted }
+func (s *lsSession) Accepted() []int { return s.in.Accepted }
 
 // Context ends with the transfer (localsend.EndingSession): cancelled or
 // displaced here, the server ends the session and refuses its uploads.
@@ -468,19 +469,19 @@ func (s *lsSession) Context() context.Context { return s.ctx }
 
 // Open creates the .partial of the offer's file idx in the destination.
 func (s *lsSession) Open(idx int) (localsend.Sink, error) {
-	if idx < 0 || idx >= len(s.in.files) {
+	if idx < 0 || idx >= len(s.in.Files) {
 		return nil, fmt.Errorf("file %d was not offered", idx)
 	}
-	if !s.tk.uploading() {
+	if !s.tk.Uploading() {
 		return nil, fmt.Errorf("%w: %w", localsend.ErrRejected, errDisplaced)
 	}
 	if err := context.Cause(s.ctx); err != nil {
 		return nil, err
 	}
-	f := s.in.files[idx]
-	p, err := s.in.dest.CreatePartial(f.Path)
+	f := s.in.Files[idx]
+	p, err := s.in.Dest.CreatePartial(f.Path)
 	if err != nil {
-		s.resolveFailed(idx, "cannot create the file: "+sentence(err))
+		s.resolveFailed(idx, "cannot create the file: "+core.Sentence(err))
 		return nil, err
 	}
 	return &lsSink{s: s, idx: idx, p: p}, nil
@@ -490,7 +491,7 @@ func (s *lsSession) resolveFailed(idx int, reason string) {
 	s.mu.Lock()
 	s.failed++
 	s.mu.Unlock()
-	s.in.resolved(idx, false, "", "", reason)
+	s.in.Resolved(idx, false, "", "", reason)
 }
 
 // End finishes the inbox.
@@ -507,13 +508,13 @@ func (s *lsSession) End(err error) {
 	case errors.Is(err, localsend.ErrClosed):
 		err = ErrClosed
 	case err == nil && failed > 0:
-		err = fmt.Errorf("%w: %d of %d files did not arrive", wire.ErrIO, failed, len(s.in.accepted))
+		err = fmt.Errorf("%w: %d of %d files did not arrive", wire.ErrIO, failed, len(s.in.Accepted))
 	}
 	if cause := context.Cause(s.ctx); cause != nil && (errors.Is(cause, errCancelledByUser) || errors.Is(cause, errStoppedReceiving) || errors.Is(cause, errDisplaced)) {
 		err = cause
 	}
-	s.in.finish(err, false, Result{})
-	s.tk.end()
+	s.in.Finish(err, false, Result{})
+	s.tk.End()
 	s.cancel(nil)
 }
 
@@ -532,19 +533,19 @@ func (k *lsSink) Write(b []byte) (int, error) {
 	}
 	n, err := k.p.WriteAt(b, k.off)
 	k.off += int64(n)
-	k.s.in.bytes.Add(int64(n))
+	k.s.in.Bytes.Add(int64(n))
 	return n, err
 }
 
 // Commit gives the file its final name (never over an existing one).
 func (k *lsSink) Commit() error {
-	f := k.s.in.files[k.idx]
-	savedAs, err := k.s.in.dest.Finalize(k.p, f.Path, f.Size)
+	f := k.s.in.Files[k.idx]
+	savedAs, err := k.s.in.Dest.Finalize(k.p, f.Path, f.Size)
 	if err != nil {
-		k.s.resolveFailed(k.idx, "cannot save the file: "+sentence(err))
+		k.s.resolveFailed(k.idx, "cannot save the file: "+core.Sentence(err))
 		return err
 	}
-	k.s.in.resolved(k.idx, true, savedAs, "", "")
+	k.s.in.Resolved(k.idx, true, savedAs, "", "")
 	return nil
 }
 
@@ -555,7 +556,7 @@ func (k *lsSink) Abort(err error) {
 	switch {
 	case errors.Is(err, localsend.ErrChecksum):
 		reason = "the bytes do not match the sender's checksum; nothing was saved"
-		_ = k.s.in.dest.Discard(k.p)
+		_ = k.s.in.Dest.Discard(k.p)
 	case errors.Is(err, localsend.ErrSize):
 		reason = "the upload was not the size offered"
 		_ = k.p.Close()

@@ -69,12 +69,6 @@ func lsUpload(c *http.Client, addr string, ans localsend.PrepareUploadAnswer, bo
 	return resp.StatusCode, nil
 }
 
-func (a *admission) idleSessions() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.idle)
-}
-
 // Offers accepted and never uploaded, from many addresses, must not keep
 // a real sender out: a new offer takes the manifest budget of an accepted
 // session that began no upload, from the address holding the most of
@@ -106,9 +100,7 @@ func TestIdleAcceptedSessionsGivePlace(t *testing.T) {
 	}()
 	pw.Write(bytes.Repeat([]byte{7}, 500))
 	testutil.WaitFor(t, "the upload to begin", func() bool {
-		e.admit.mu.Lock()
-		defer e.admit.mu.Unlock()
-		return e.admit.held > 0 && len(e.admit.idle) == 0
+		return e.admit.HeldManifests() > 0 && e.admit.IdleSessions() == 0
 	})
 
 	// Many addresses whose offers are accepted and never uploaded, round
@@ -133,7 +125,7 @@ func TestIdleAcceptedSessionsGivePlace(t *testing.T) {
 			}
 		}
 	}
-	if n := e.admit.idleSessions(); n != 3 {
+	if n := e.admit.IdleSessions(); n != 3 {
 		t.Fatalf("%d idle accepted sessions hold the budget, want 3", n)
 	}
 	t.Logf("flood: %d accepted, %d busy", len(flood), busy)
@@ -145,7 +137,7 @@ func TestIdleAcceptedSessionsGivePlace(t *testing.T) {
 	if err != nil || sr.PrepareStatus != http.StatusOK {
 		t.Fatalf("the real sender: %+v, %v", sr, err)
 	}
-	held := e.admit.idleSessions() // the flood's sessions the real one left
+	held := e.admit.IdleSessions() // the flood's sessions the real one left
 
 	// The session that was uploading kept its place: its upload finishes.
 	pw.Write(bytes.Repeat([]byte{7}, 500))

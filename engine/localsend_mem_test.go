@@ -41,7 +41,7 @@ func TestAcceptedLocalSendOffersHoldLittle(t *testing.T) {
 		sessions = append(sessions, held{c, ans.SessionID})
 	}
 	kept := testutil.LiveHeap() - before
-	if n := e.admit.idleSessions(); n != offers+1 {
+	if n := e.admit.IdleSessions(); n != offers+1 {
 		t.Fatalf("%d accepted sessions are held, want %d", n, offers+1)
 	}
 	perFile := kept / (files * offers)

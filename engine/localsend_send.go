@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/shacache"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -94,16 +95,18 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 		Info: localsend.Info{Alias: e.Name(), DeviceModel: "Ferry", DeviceType: localsend.TypeDesktop},
 		Cert: cert, Parallel: ls.opts.Parallel, Dial: ls.opts.Dial,
 	})
-	o := &outbox{e: e, t: t, files: files, text: items.Text, prior: prior}
-	o.newAttempt = func() attempt { return &lsAttempt{e: e, t: t, ls: ls, client: client, files: files, text: items.Text} }
-	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: o.summary()})
+	o := e.newOutbox(t, files, items.Text, prior)
+	o.NewAttempt = func() core.Attempt {
+		return &lsAttempt{e: e, t: t, ls: ls, client: client, files: files, text: items.Text}
+	}
+	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: offerInfo(files, items.Text)})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		defer stopLink()
 		defer cancel(nil)
-		o.run(tctx)
+		o.Run(tctx)
 	}()
 	return t, nil
 }
@@ -124,7 +127,7 @@ type lsAttempt struct {
 }
 
 // run sends what is not delivered yet.
-func (a *lsAttempt) run(ctx context.Context) error {
+func (a *lsAttempt) Run(ctx context.Context) error {
 	a.accepted = -1
 	ls := a.ls
 	cache := a.e.hashes()
@@ -228,10 +231,10 @@ func (a *lsAttempt) run(ctx context.Context) error {
 }
 
 // end has nothing to release: each Send closes its connections.
-func (a *lsAttempt) end(error) {}
+func (a *lsAttempt) End(error) {}
 
 // outcome reports the attempt; verified counts every file delivered so far.
-func (a *lsAttempt) outcome() attemptOutcome {
+func (a *lsAttempt) Outcome() core.AttemptOutcome {
 	a.ls.mu.Lock()
 	delivered := len(a.ls.delivered)
 	a.ls.mu.Unlock()
@@ -239,7 +242,7 @@ func (a *lsAttempt) outcome() attemptOutcome {
 	if acc >= 0 {
 		acc = max(acc, delivered)
 	}
-	return attemptOutcome{sent: a.sent.Load(), accepted: acc, verified: delivered, total: a.total, reason: "LocalSend (HTTPS)"}
+	return core.AttemptOutcome{Sent: a.sent.Load(), Accepted: acc, Verified: delivered, Total: a.total, Reason: "LocalSend (HTTPS)"}
 }
 
 // lsSendError maps a LocalSend client error to the engine's words: the

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -20,9 +19,6 @@ type localFile struct {
 	wire.FileEntry
 	src string // absolute path on this machine
 }
-
-// ErrNothingToSend is returned when the paths hold no regular files.
-var ErrNothingToSend = errors.New("nothing to send: no regular files in the given paths")
 
 // buildManifest walks paths: a file is offered under its base name, a folder
 // keeps its structure under its own name. Symbolic links are not followed

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"net"
 
 	"github.com/ferrydrop/ferry/engine/internal/transport"
@@ -38,10 +37,6 @@ type PathInfo struct {
 	// change, up to its first packet on the new path.
 	StallMs float64 `json:"stall_ms"`
 }
-
-// errPathGone ends the attempt of a TCP session whose local address went
-// away: the sender reconnects (and resumes) at once.
-var errPathGone = errors.New("the network changed under the connection: this device's address is gone")
 
 // watchPath publishes t's path changes on c until the returned function is
 // called (or ctx ends); on a TCP session it also ends the attempt, with

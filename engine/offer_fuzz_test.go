@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
+	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -42,14 +44,16 @@ func FuzzReadOffer(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e := &Engine{name: "fuzz", opts: Options{ManifestBudget: defaultManifestBudget}}
-		rx := &receiver{inbox: &inbox{e: e, t: &Transfer{}}, ctl: newControl(bytesStream{bytes.NewReader(data)})}
+		e := &Engine{name: "fuzz", opts: Options{ManifestBudget: core.DefaultManifestBudget}}
+		tr := &Transfer{}
+		in := core.NewInbox(inboxHost{e: e, t: tr}, peer.ID{}, nil, core.InboxConfig{ManifestBudget: e.opts.ManifestBudget})
+		rx := &receiver{inbox: &inbox{Inbox: in, e: e, t: tr}, ctl: newControl(bytesStream{bytes.NewReader(data)})}
 		if err := rx.takeOffer(); err != nil {
 			return
 		}
 		var sum int64
 		for i, fe := range rx.manifest {
-			if err := store.ValidatePath(fe.Path); err != nil && !rx.refusedIdx[i] {
+			if err := store.ValidatePath(fe.Path); err != nil && !rx.IsRefused(i) {
 				t.Fatalf("accepted %q: %v", fe.Path, err)
 			}
 			if fe.Size < 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/pairing"
 	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
 	"github.com/ferrydrop/ferry/engine/peer"
@@ -31,12 +32,6 @@ var (
 	// ErrNoPairCode is returned by ConfirmPair for a transfer without a
 	// verification code (its peer does not pair, or it is already trusted).
 	ErrNoPairCode = errors.New("this transfer has no verification code to confirm")
-	// errPairMismatch ends a transfer whose user said the two screens show
-	// different codes.
-	errPairMismatch = fmt.Errorf("%w: the verification codes on the two screens did not match, so another device may be "+
-		"intercepting the connection; the transfer was stopped and the device is not trusted", errCancelledByUser)
-	// errPeerRejectedCode: the other user said the codes differ, or declined to pair.
-	errPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", wire.ErrUntrusted)
 	// errCannotPair: the peer runs a Ferry without pairing.
 	errCannotPair = errors.New("the other device did not pair: it runs an older Ferry (update it), or it is not pairing with " +
 		"new devices for a while because many pairing attempts were abandoned halfway (try again later)")
@@ -136,8 +131,8 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (done pairDone
 	var tried time.Time
 	if !trusted {
 		var ok bool
-		if tried, ok = e.admit.pairs.try(c.RemoteAddr(), h.Name); !ok {
-			if e.admit.warnDue("pair-tries") {
+		if tried, ok = e.pairs.try(c.RemoteAddr(), h.Name); !ok {
+			if e.admit.WarnDue("pair-tries") {
 				e.log.Warn("not pairing with new devices for a while: many pairing attempts were abandoned halfway (someone may be trying to guess a verification code)",
 					"peer", c.RemoteAddr())
 			}
@@ -151,7 +146,7 @@ func (e *Engine) answerHello(ctl *control, h *wire.Hello, c Conn) (done pairDone
 	}
 	defer func() {
 		if err == nil && !trusted {
-			e.admit.pairs.revealed(c.RemoteAddr(), h.Name, tried)
+			e.pairs.revealed(c.RemoteAddr(), h.Name, tried)
 		}
 	}()
 	rv, err := expect[*wire.PairReveal](ctl.recvTimeout(handshakeTimeout))
@@ -277,7 +272,7 @@ func (e *Engine) Pair(ctx context.Context, to Target) (*Transfer, error) {
 		}
 		e.warnKeyChange(t, err)
 		var r Result
-		endOf(err, t.peerName(), false).apply(&r)
+		core.EndOf(err, t.peerName(), false).Apply(&r)
 		e.finish(t, r)
 	}()
 	return t, nil
@@ -337,21 +332,21 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 
 // servePair is the listener's side of a pairing-only session, whose hellos
 // were exchanged: it is a prompt like an offer, bounded the same way.
-func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket, t *Transfer) {
-	tk.decided()
+func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *core.Ticket, t *Transfer) {
+	tk.Decided()
 	err := func() error {
-		place, refused := tk.prompt(ctx)
+		place, refused := tk.Prompt(ctx)
 		if refused != nil {
-			return errDecided(refusal(refused)) // ours to tell the peer
+			return core.Refusal(refused).Err() // ours to tell the peer
 		}
-		defer place.release()
+		defer place.Release()
 		if err := e.register(t); err != nil {
 			return err
 		}
 		e.announcePair(t)
 		err := e.pairExchange(ctx, c, ctl, t.pair.Load(), true)
 		if errors.Is(err, errPairMismatch) {
-			tk.declined()
+			tk.Declined()
 		}
 		return err
 	}()
@@ -362,7 +357,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *ticket
 		return // refused before it was registered: no trace
 	}
 	var r Result
-	endOf(err, t.peerName(), false).apply(&r)
+	core.EndOf(err, t.peerName(), false).Apply(&r)
 	e.finish(t, r)
 }
 
@@ -469,7 +464,7 @@ func (e *Engine) checkImpersonation(peer peer.ID, name, addr string) *wire.Remot
 	}
 	refusal := &wire.RemoteError{Code: wire.CodeUntrusted,
 		Reason: "this receiver has paired with another device of the same name: rename this device, or have the receiver forget the old one"}
-	if !e.admit.warnDue(known.ID + "/" + peer.String()) {
+	if !e.admit.WarnDue(known.ID + "/" + peer.String()) {
 		return refusal
 	}
 	warning := fmt.Sprintf("A device calling itself %q tried to connect with a key that is not the one of the %q you paired with (%s). "+
@@ -490,7 +485,7 @@ func (e *Engine) warnKeyChange(t *Transfer, err error) {
 	switch {
 	case errors.As(err, &kc):
 		change = &KeyChange{Known: PeerInfo{Name: kc.Known.Name, ID: kc.Known.ID, Trusted: kc.Known.AlwaysAccept, Addr: kc.Addr},
-			PresentedID: kc.Presented.String(), Warning: sentence(kc)}
+			PresentedID: kc.Presented.String(), Warning: core.Sentence(kc)}
 	case errors.As(err, &mm):
 		known, ok := e.trust.Get(mm.Expected)
 		if !ok {
@@ -498,7 +493,7 @@ func (e *Engine) warnKeyChange(t *Transfer, err error) {
 		}
 		change = &KeyChange{Known: PeerInfo{Name: known.Name, ID: known.ID, Trusted: known.AlwaysAccept},
 			PresentedID: mm.Presented.String(),
-			Warning: sentence(fmt.Errorf("%q (%s) answered with another key (%s): if it was reinstalled, forget it here and pair again; "+
+			Warning: core.Sentence(fmt.Errorf("%q (%s) answered with another key (%s): if it was reinstalled, forget it here and pair again; "+
 				"otherwise someone may be pretending to be it", known.Name, shortOf(known.ID), mm.Presented.Short()))}
 	default:
 		return

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 )
 
 // wentAway checks that a side whose peer quit Ferry ended as the device
@@ -15,7 +16,7 @@ import (
 // of its files (issue 26, finding 4).
 func wentAway(t *testing.T, who string, res Result, state State) {
 	t.Helper()
-	if res.State != state || res.Code != codeConnectionLost || !res.ByPeer || !strings.Contains(res.Err, "Ferry was closed") {
+	if res.State != state || res.Code != core.CodeConnectionLost || !res.ByPeer || !strings.Contains(res.Err, "Ferry was closed") {
 		t.Errorf("%s: %s %s (by peer %v): %s (%s)", who, res.State, res.Code, res.ByPeer, res.Err, res.Detail)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
@@ -36,18 +37,15 @@ const (
 	lingerAfterDone  = 5 * time.Second
 )
 
-// errSessionDone ends a session's goroutines after a successful transfer.
-var errSessionDone = errors.New("session done")
-
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
 	defer c.Close(nil)
-	tk, refused := e.admit.arrive(c.RemoteAddr(), c.PeerID().Peer(), func() { c.Close(closeReason(errReceiverBusy)) })
+	tk, refused := e.admit.Arrive(c.RemoteAddr(), c.PeerID().Peer(), func() { c.Close(closeReason(core.ErrReceiverBusy)) })
 	if refused != nil {
 		c.Close(closeReason(refused))
 		return
 	}
-	defer tk.end()
+	defer tk.End()
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := c.AcceptStream(hctx)
 	cancel()
@@ -69,7 +67,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	if err == nil {
 		if refused := e.refuseEarly(tk, h, c); refused != nil {
-			err = errDecided(refusal(refused)) // ours to tell the peer (closeWith sends it)
+			err = core.Refusal(refused).Err() // ours to tell the peer (closeWith sends it)
 		}
 	}
 	var paired pairDone
@@ -115,7 +113,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	resumable := rx.cleanup(err == nil)
 	stalls := rx.stalls.Stats()
-	in.finish(err, resumable, Result{Resent: rx.resent.Load(), Stalls: &stalls})
+	in.Finish(err, resumable, Result{Resent: rx.resent.Load(), Stalls: &stalls})
 }
 
 type rxFile struct {
@@ -214,43 +212,43 @@ func (rx *receiver) run(ctx context.Context) error {
 // control reads the offer, decides, then serves the control stream until the end.
 func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	err := rx.takeOffer()
-	rx.ticket.decided() // from here on, the prompt's own bounds apply
-	var refused *refusedError
+	rx.Ticket().Decided() // from here on, the prompt's own bounds apply
+	var refused *core.RefusedError
 	if errors.As(err, &refused) {
 		// A limit refused the offer, perhaps part-way through its manifest:
 		// the sender reads why, and keeps sending what it has until then.
 		g.Go(rx.drainControl)
-		return rx.refuse(ctx, err, refused.code, refused.reason)
+		return rx.refuse(ctx, err, refused.Code, refused.Reason)
 	}
 	if err != nil {
 		return err
 	}
-	if err := rx.register(); err != nil {
+	if err := rx.Register(); err != nil {
 		return err
 	}
 	rx.e.announcePair(rx.t)
 	g.Go(func() error { return rx.readControl(ctx) })
-	decision, err := rx.decide(ctx)
+	decision, err := rx.Decide(ctx)
 	if err != nil {
 		return err
 	}
 	if decision.Accept {
 		rx.e.acceptedFrom(rx.c.PeerID().Peer(), rx.t.peer.Name)
 	} else {
-		return rx.refuse(ctx, errDecided(decision), decision.code, decision.Reason)
+		return rx.refuse(ctx, decision.Err(), decision.Code, decision.Reason)
 	}
 	rx.status = make([]fileStatus, len(rx.manifest))
-	for _, i := range rx.inbox.accepted {
+	for _, i := range rx.Accepted {
 		rx.status[i] = fileAccepted
 	}
-	rx.resumeFrom(rx.destDir)
+	rx.resumeFrom(rx.DestDir)
 	rx.quota = rx.e.bufs.Quota(sessionBufferQuota)
-	rx.begin()
+	rx.Begin()
 	rx.touch()
 	rx.accepted.Store(true)
 	wd := &wire.Decision{Accept: true}
-	for _, r := range rx.refused {
-		wd.Refused = append(wd.Refused, wire.Refusal{File: uint32(r.idx), Code: r.code, Reason: r.reason})
+	for _, r := range rx.Refused {
+		wd.Refused = append(wd.Refused, wire.Refusal{File: uint32(r.Idx), Code: r.Code, Reason: r.Reason})
 	}
 	if decision.Files != nil {
 		wd.Files = make([]uint32, 0, len(decision.Files))
@@ -276,12 +274,12 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	}
 	g.Go(func() error { return rx.saveResumeLoop(ctx) })
 	g.Go(func() error {
-		rx.watchProgress(ctx)
+		rx.WatchProgress(ctx)
 		return nil
 	})
 	g.Go(func() error { return rx.finishWhenComplete(ctx) })
 	g.Go(func() error { return rx.watchIdle(ctx) })
-	if len(rx.inbox.accepted) == 0 {
+	if len(rx.Accepted) == 0 {
 		rx.checkComplete()
 	}
 	return nil
@@ -374,11 +372,11 @@ func (rx *receiver) takeOffer() error {
 	if err := rx.readOffer(); err != nil {
 		return err
 	}
-	files := make([]offeredFile, len(rx.manifest))
+	files := make([]core.OfferedFile, len(rx.manifest))
 	for i, f := range rx.manifest {
-		files[i] = offeredFile{Path: f.Path, Size: f.Size}
+		files[i] = core.OfferedFile{Path: f.Path, Size: f.Size}
 	}
-	return rx.inbox.offer(rx.offer.Transfer, files, rx.offer.Text)
+	return rx.Inbox.Offer(rx.offer.Transfer, files, rx.offer.Text)
 }
 
 // readOffer reads and checks the offer and its manifest.
@@ -388,14 +386,14 @@ func (rx *receiver) readOffer() error {
 		return err
 	}
 	rx.offer = offer
-	rx.inbox.offered = true
-	if err := rx.checkCost(offer.Files, 0); err != nil {
+	rx.Offered = true
+	if err := rx.CheckCost(offer.Files, 0); err != nil {
 		return err
 	}
 	// The manifests held at once share a budget: it is taken as the parts
 	// arrive, so a peer's names are refused before they pile up.
-	if refused := rx.ticket.holdManifest(manifestCost(offer.Files, 0)); refused != nil {
-		return errDecided(refusal(refused)) // ours to tell the peer
+	if refused := rx.Ticket().HoldManifest(core.ManifestCost(offer.Files, 0)); refused != nil {
+		return core.Refusal(refused).Err() // ours to tell the peer
 	}
 	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
 	var sum, names int64
@@ -413,12 +411,12 @@ func (rx *receiver) readOffer() error {
 			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
-			if names += int64(len(f.Path)); manifestCost(offer.Files, names) > rx.e.opts.ManifestBudget {
-				return rx.tooLarge() // as the names arrive, not once they are all held
+			if names += int64(len(f.Path)); core.ManifestCost(offer.Files, names) > rx.e.opts.ManifestBudget {
+				return rx.TooLarge() // as the names arrive, not once they are all held
 			}
 		}
-		if refused := rx.ticket.holdManifest(int64(namesOf(part.Files))); refused != nil {
-			return errDecided(refusal(refused))
+		if refused := rx.Ticket().HoldManifest(int64(namesOf(part.Files))); refused != nil {
+			return core.Refusal(refused).Err()
 		}
 	}
 	if sum != offer.TotalBytes {
@@ -774,7 +772,7 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher 
 			rx.e.log.Warn("resume journal", "err", err)
 		}
 	}
-	rx.bytes.Add(int64(len(data)))
+	rx.Bytes.Add(int64(len(data)))
 	rx.maybeFinalize(f)
 	return nil
 }
@@ -814,7 +812,7 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 		rx.resolve(f, false, "", wire.CodeVerifyFailed, "the file's BLAKE3 root does not match the sender's")
 		return
 	}
-	saved, err := rx.dest.Finalize(part, f.entry.Path, f.entry.Size)
+	saved, err := rx.Dest.Finalize(part, f.entry.Path, f.entry.Size)
 	if err != nil && saved == "" {
 		rx.resolve(f, false, "", wire.CodeIO, err.Error())
 		return
@@ -862,7 +860,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	}
 	rx.mu.Unlock()
 	if part != nil && !ok {
-		rx.dest.Discard(part)
+		rx.Dest.Discard(part)
 	}
 	if ok && rx.journal != nil {
 		if err := rx.journal.Saved(f.idx, savedAs); err != nil {
@@ -883,20 +881,20 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 			root = fmt.Sprintf("%x", r[:])
 		}
 	}
-	rx.resolved(int(f.idx), ok, savedAs, root, reason)
+	rx.Resolved(int(f.idx), ok, savedAs, root, reason)
 	rx.checkComplete()
 }
 
 func (rx *receiver) checkComplete() {
-	resolved, verified := rx.counts()
+	resolved, verified := rx.Counts()
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
-	if rx.senderDone && resolved == len(rx.inbox.accepted) {
+	if rx.senderDone && resolved == len(rx.Accepted) {
 		select {
 		case <-rx.complete:
 		default:
 			rx.final = errSessionDone
-			if n := len(rx.inbox.accepted); verified != n {
+			if n := len(rx.Accepted); verified != n {
 				rx.final = fmt.Errorf("%w: %d of %d files could not be saved", wire.ErrVerifyFailed, n-verified, n)
 			}
 			close(rx.complete)
@@ -915,8 +913,8 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	rx.mu.Lock()
 	final := rx.final
 	rx.mu.Unlock()
-	_, v := rx.counts()
-	n := len(rx.inbox.accepted)
+	_, v := rx.Counts()
+	n := len(rx.Accepted)
 	res := &wire.Result{OK: n == v, Files: n, Verified: v}
 	if n != v {
 		res.Code, res.Reason = wire.CodeVerifyFailed, fmt.Sprintf("%d of %d files could not be saved", n-v, n)
@@ -949,7 +947,7 @@ func (rx *receiver) cleanup(finished bool) (resumable bool) {
 		if keep {
 			p.Close()
 		} else {
-			rx.dest.Discard(p)
+			rx.Dest.Discard(p)
 		}
 	}
 	if rx.journal != nil {
@@ -976,7 +974,7 @@ func (rx *receiver) cleanup(finished bool) (resumable bool) {
 // createPartial creates f's partial and journals its name before any of its
 // chunks. Called with rx.mu held.
 func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
-	p, err := rx.dest.CreatePartial(f.entry.Path)
+	p, err := rx.Dest.CreatePartial(f.entry.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
@@ -156,7 +157,7 @@ func (e *Engine) RemoveReceiver(r Receiver) error {
 // openRow opens r and says how that went.
 func openRow(r Receiver) (ListenerStatus, error) {
 	if err := r.Listen(); err != nil {
-		return ListenerStatus{Transport: r.Name(), Err: sentence(err)}, err
+		return ListenerStatus{Transport: r.Name(), Err: core.Sentence(err)}, err
 	}
 	return rowListening(r), nil
 }
@@ -240,7 +241,7 @@ func (e *Engine) serveRow(ctx context.Context, r Receiver) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		st := ListenerStatus{Transport: r.Name(), Err: sentence(err)}
+		st := ListenerStatus{Transport: r.Name(), Err: core.Sentence(err)}
 		e.mu.Lock()
 		for i := range e.listenStatus {
 			if e.listenStatus[i].Transport == st.Transport {
@@ -350,10 +351,6 @@ func (e *Engine) Listeners() []ListenerStatus {
 	}
 	return slices.Clone(e.listenStatus)
 }
-
-// errStoppedReceiving ends incoming transfers when receiving is turned off
-// with StopReceivingNow; the sender is told the transfer was cancelled.
-var errStoppedReceiving = fmt.Errorf("%w: receiving was turned off", errCancelledByUser)
 
 // StopReceiving stops taking new transfers: every row stops accepting
 // sessions (new senders are refused or find nobody), while the transfers

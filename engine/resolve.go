@@ -88,6 +88,14 @@ func (e *Engine) candidates(ctx context.Context, to Target, id identity.DeviceID
 // host candidateStagger after the one before, the first that proves the
 // device winning. It returns the address it reached.
 func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.DeviceID, kind transport.Kind) (auto.Dialled, error) {
+	if rv, ok := addr.First(to.Addrs, addr.Rendezvous); ok && !want.IsZero() && kind == "" {
+		// A device beyond the LAN: its LAN addresses first, then the relay (anywhere.go).
+		lanOnly := to
+		lanOnly.Addrs = slices.DeleteFunc(slices.Clone(to.Addrs), func(a addr.Addr) bool { return a.Kind == addr.Rendezvous })
+		return e.dialWithRendezvous(ctx, rv, func(ctx context.Context) (auto.Dialled, error) {
+			return e.dialTarget(ctx, lanOnly, want, kind)
+		}, want)
+	}
 	if !to.Follow || want.IsZero() {
 		return e.dial(ctx, to.Addrs, candidateStagger, want, kind)
 	}

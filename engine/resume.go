@@ -82,8 +82,8 @@ func (rx *receiver) holdsPartial(name string) bool {
 
 // removePartial deletes a partial that only the dropped state knew of.
 func (rx *receiver) removePartial(name string) {
-	if p, err := rx.dest.OpenPartial(name); err == nil {
-		rx.dest.Discard(p)
+	if p, err := rx.Dest.OpenPartial(name); err == nil {
+		rx.Dest.Discard(p)
 	}
 }
 
@@ -105,10 +105,10 @@ func (rx *receiver) snapshotResume() *resume.State {
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
 	s := &resume.State{Peer: rx.c.PeerID().String(), PeerName: rx.t.peer.Name,
-		Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: rx.destDir}
-	s.Files = make([]resume.File, 0, len(rx.inbox.accepted))
+		Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: rx.DestDir}
+	s.Files = make([]resume.File, 0, len(rx.Accepted))
 	blank := map[int]resume.File{} // by chunk count
-	for _, i := range rx.inbox.accepted {
+	for _, i := range rx.Accepted {
 		idx := uint32(i)
 		e := rx.manifest[i]
 		switch f, live := rx.files[idx]; {
@@ -159,7 +159,7 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 		if rf.Done {
 			// Saved in an earlier attempt: trust it only if it is still there,
 			// whole. Its state lives until resolve, outside the files in flight.
-			if st, err := os.Lstat(filepath.Join(rx.destDir, filepath.FromSlash(rf.SavedAs))); err == nil && st.Mode().IsRegular() && st.Size() == rf.Size {
+			if st, err := os.Lstat(filepath.Join(rx.DestDir, filepath.FromSlash(rf.SavedAs))); err == nil && st.Mode().IsRegular() && st.Size() == rf.Size {
 				done = append(done, &rxFile{idx: rf.Index, entry: rx.manifest[rf.Index], savedAs: rf.SavedAs})
 			}
 			continue
@@ -171,7 +171,7 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 		f, _ := rx.fileLocked(rf.Index, false)
 		rx.mu.Unlock()
 		// Only the partial this transfer created, still a plain file.
-		p, err := rx.dest.OpenPartial(rf.Partial)
+		p, err := rx.Dest.OpenPartial(rf.Partial)
 		if err != nil {
 			rx.e.log.Info("resume: partial not reusable, fetching the file again", "file", f.entry.Path, "err", err)
 			continue
@@ -198,11 +198,11 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 			f.tree.Set(c, rf.Leaf(c))
 			f.crcs[c] = rf.CRCs[c]
 			have[c/8] |= 1 << (c % 8)
-			rx.bytes.Add(int64(l))
+			rx.Bytes.Add(int64(l))
 			any = true
 		}
 		if !any {
-			rx.dest.Discard(p)
+			rx.Dest.Discard(p)
 			continue
 		}
 		f.part, f.partName = p, p.Name()

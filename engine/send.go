@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/merkle"
@@ -59,9 +60,6 @@ type Items struct {
 
 // MaxTextBytes bounds the text item of one offer.
 const MaxTextBytes = wire.MaxTextLen
-
-// ErrTextUnsupported: the receiver's Ferry is too old to take a text item.
-var ErrTextUnsupported = errors.New("the receiving device's Ferry cannot receive text yet: update it, or send the text as a file")
 
 // SendItems offers items to the device at to; see Send. Several recipients
 // are several SendItems: each transfer has its own progress, result and
@@ -116,15 +114,15 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		cancel(nil)
 		return nil, err
 	}
-	o := &outbox{e: e, t: t, files: files, text: items.Text, prior: prior}
+	o := e.newOutbox(t, files, items.Text, prior)
 	readMode := fileio.Auto
 	if e.opts.BufferedIO {
 		readMode = fileio.Buffered
 	}
-	o.newAttempt = func() attempt {
+	o.NewAttempt = func() core.Attempt {
 		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: batchChunkSize(files, e.opts.ChunkSize), io: readMode, to: to, want: want, opts: opts}
 	}
-	info := o.summary()
+	info := offerInfo(files, items.Text)
 	if skipped.Symlinks+skipped.EmptyFolders+skipped.Other > 0 {
 		info.Skipped = &skipped
 	}
@@ -135,7 +133,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		defer e.wg.Done()
 		defer stopLink()
 		defer cancel(nil)
-		o.run(tctx)
+		o.Run(tctx)
 	}()
 	return t, nil
 }
@@ -230,7 +228,7 @@ type fileLeaves struct {
 	tree *merkle.Tree
 }
 
-func (tx *sender) run(ctx context.Context) error {
+func (tx *sender) Run(ctx context.Context) error {
 	kind, _ := parseTransport(tx.opts.Transport)
 	// A target that follows its device is looked up again on every attempt.
 	d, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind)
@@ -242,19 +240,19 @@ func (tx *sender) run(ctx context.Context) error {
 
 // end tells the receiver why the attempt ended (if it did not finish) and
 // closes the connection and the leaf cache.
-func (tx *sender) end(err error) {
+func (tx *sender) End(err error) {
 	if tx.conn != nil {
 		closeWith(tx.conn, tx.ctl, err)
 	}
 	tx.cache.Close(err == nil)
 }
 
-func (tx *sender) outcome() attemptOutcome {
-	out := attemptOutcome{sent: tx.sent.Load(), resent: tx.resent.Load(), accepted: -1, reason: tx.reason}
+func (tx *sender) Outcome() core.AttemptOutcome {
+	out := core.AttemptOutcome{Sent: tx.sent.Load(), Resent: tx.resent.Load(), Accepted: -1, Reason: tx.reason}
 	if tx.decided {
-		out.accepted, out.refused, out.verified = len(tx.accepted), tx.refused, int(tx.verified.Load())
+		out.Accepted, out.Refused, out.Verified = len(tx.accepted), tx.refused, int(tx.verified.Load())
 		for _, i := range tx.accepted {
-			out.total += tx.files[i].Size
+			out.Total += tx.files[i].Size
 		}
 	}
 	return out
@@ -487,7 +485,7 @@ func (tx *sender) accept(d *wire.Decision) error {
 	tx.refused = len(d.Refused)
 	for _, r := range d.Refused {
 		lf := tx.files[r.File]
-		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: refusalSentence(r.Code, r.Reason)}})
+		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: core.RefusalSentence(r.Code, r.Reason)}})
 	}
 	tx.cache = tx.e.resume.LeafCache(tx.manifest, len(tx.haves) > 0)
 	tx.leaves = make(map[int]*fileLeaves)
@@ -587,13 +585,13 @@ func (tx *sender) streamCount(opts SendOptions) int {
 }
 
 // watchProgress publishes the batch's progress (bytes sent or already held
-// by the receiver, files settled) until ctx ends.
+// by the receiver, files settled; the rate of those sent) until ctx ends.
 func (tx *sender) watchProgress(ctx context.Context) {
 	var total int64
 	for _, i := range tx.accepted {
 		total += tx.files[i].Size
 	}
-	tx.e.watchProgress(ctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, total,
+	tx.e.watchProgressMoved(ctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, tx.sent.Load, total,
 		func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
 }
 

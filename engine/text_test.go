@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/wire"
 
 	"github.com/ferrydrop/ferry/engine/addr"
@@ -158,16 +159,16 @@ func TestTextLimits(t *testing.T) {
 	}
 	// The inbox bounds what any protocol hands it.
 	in := recv.newInbox(send.ident.ID.Peer(), "mallory", "pipe", nil, nil)
-	if err := in.offer("d1", nil, strings.Repeat("y", MaxTextBytes+1)); !errors.Is(err, wire.ErrTooLarge) {
+	if err := in.Offer("d1", nil, strings.Repeat("y", MaxTextBytes+1)); !errors.Is(err, wire.ErrTooLarge) {
 		t.Errorf("inbox took an oversized text: %v", err)
 	}
 	in = recv.newInbox(send.ident.ID.Peer(), "mallory", "pipe", nil, nil)
-	if err := in.offer("d2", nil, "bad \xfe"); !errors.Is(err, wire.ErrProtocol) {
+	if err := in.Offer("d2", nil, "bad \xfe"); !errors.Is(err, wire.ErrProtocol) {
 		t.Errorf("inbox took invalid UTF-8: %v", err)
 	}
 	// A text keeps an offer whose every file name is refused.
 	in = recv.newInbox(send.ident.ID.Peer(), "mallory", "pipe", nil, nil)
-	if err := in.offer("d3", []offeredFile{{Path: "../escape", Size: 1}}, "still here"); err != nil {
+	if err := in.Offer("d3", []core.OfferedFile{{Path: "../escape", Size: 1}}, "still here"); err != nil {
 		t.Errorf("an offer with a text and only refused files: %v", err)
 	}
 }
@@ -192,8 +193,8 @@ func TestTextToOlderReceiver(t *testing.T) {
 	err = tx.session(ctx, cli, "test", "", SendOptions{})
 	cli.Close(nil)
 	<-greeted
-	if !errors.Is(err, ErrTextUnsupported) || retryable(err) {
-		t.Fatalf("session: %v (retryable %v), want ErrTextUnsupported, not retried", err, retryable(err))
+	if !errors.Is(err, ErrTextUnsupported) || core.Retryable(err) {
+		t.Fatalf("session: %v (retryable %v), want ErrTextUnsupported, not retried", err, core.Retryable(err))
 	}
 	if r.offer != nil {
 		t.Fatalf("the older receiver was sent an offer: %+v", r.offer)

@@ -37,7 +37,7 @@ func TestOfferOfManyFilesIsAccepted(t *testing.T) {
 	if !accepted {
 		t.Fatal("an offer of 110,000 files was not accepted")
 	}
-	if held := recv.admit.heldManifests(); held != 0 {
+	if held := recv.admit.HeldManifests(); held != 0 {
 		t.Errorf("the ended session still holds %d bytes of manifest budget", held)
 	}
 }

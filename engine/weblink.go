@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/weblink"
 )
@@ -76,8 +78,8 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	for _, f := range b.files {
 		need += f.t.Result().TotalBytes // files arriving still hold their space
 	}
-	if err := noSpace(dir, need); err != nil {
-		return nil, errors.New(sentence(err))
+	if err := core.NoSpace(dir, need); err != nil {
+		return nil, errors.New(core.Sentence(err))
 	}
 	if b.dest == nil || b.dest.Dir() != dir {
 		d, err := store.Open(dir)
@@ -163,7 +165,7 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 		r.Bytes = a.Size
 		r.State, r.Verified = StateDone, 1
 	} else {
-		r.State, r.Code = StateFailed, "cancelled"
+		r.State, r.Code = StateFailed, string(errcode.CodeCancelled)
 		r.Err = "The browser's upload did not finish"
 		if err != nil {
 			r.Err = fmt.Sprintf("The browser's upload did not finish: %v", err)

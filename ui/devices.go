@@ -34,7 +34,8 @@ type deviceRow struct {
 	dev  Device
 	obj  fyne.CanvasObject
 	send *button
-	pick *check // checks it for a send to several devices
+	pick *check        // checks it for a send to several devices
+	info *widget.Label // OS, ID, trust, transports (Describe reads it)
 	bg   *rowBackground
 }
 
@@ -244,6 +245,7 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	info := widget.NewLabel(strings.Join(parts, " · "))
 	info.SizeName = theme.SizeNameCaptionText
 	info.Truncation = fyne.TextTruncateEllipsis
+	r.info = info
 
 	dev := d
 	key := d.Key()

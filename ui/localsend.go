@@ -298,3 +298,60 @@ func (u *UI) showAskPIN(device string, wrong bool, done func(string)) func() {
 	})
 	return d.Hide
 }
+
+// LocalSendScanner is implemented by a Backend that can look for LocalSend
+// devices by asking every host of this device's own networks, LocalSend's
+// fallback where multicast does not pass. The devices that answer arrive
+// as DeviceEvents; ScanLocalSend reports how many did. It is never run
+// unless the user asks (the menu's "Look for LocalSend devices…").
+type LocalSendScanner interface {
+	ScanLocalSend(ctx context.Context) (found int, err error)
+}
+
+// lookForLocalSend runs a scan with a dialog that says it is running,
+// lets the user stop it, and says what it found.
+func (u *UI) lookForLocalSend() {
+	sc, ok := u.be.(LocalSendScanner)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	msg := widget.NewLabel("Asking every address of this network whether it runs LocalSend, for up to 30 seconds. " +
+		"Devices that answer join the device list.")
+	msg.Wrapping = fyne.TextWrapWord
+	bar := widget.NewProgressBarInfinite()
+	var d *dialog.CustomDialog
+	stop := u.newButton("Stop", theme.MediaStopIcon(), func() { cancel(); d.Hide() })
+	d = dialog.NewCustomWithoutButtons("Looking for LocalSend devices", container.NewVBox(msg, bar), u.win)
+	d.SetButtons([]fyne.CanvasObject{stop})
+	d.Resize(fyne.NewSize(440, d.MinSize().Height))
+	u.showModal(d, &modal{dismiss: stop.OnTapped, confirm: stop.OnTapped}, stop)
+	go func() {
+		n, err := sc.ScanLocalSend(ctx)
+		u.opt.Do(func() {
+			if ctx.Err() != nil {
+				return // stopped: the dialog is gone
+			}
+			cancel()
+			bar.Stop()
+			bar.Hide()
+			msg.SetText(scanResult(n, err))
+			stop.SetText("Close")
+			stop.SetIcon(nil)
+		})
+	}()
+}
+
+// scanResult says what a LocalSend scan found.
+func scanResult(n int, err error) string {
+	switch {
+	case err != nil:
+		return "Could not look for LocalSend devices: " + err.Error()
+	case n == 0:
+		return "No LocalSend device answered on this network. Check that LocalSend is open on the other device " +
+			"and that both devices are on the same network."
+	case n == 1:
+		return "1 LocalSend device answered; it is in the device list."
+	}
+	return fmt.Sprintf("%d LocalSend devices answered; they are in the device list.", n)
+}

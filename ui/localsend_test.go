@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -269,3 +271,111 @@ func TestLocalSendStatusInSettings(t *testing.T) {
 		t.Errorf("status %q", v.state.Text)
 	}
 }
+
+// scanFake is a backend that can look for LocalSend devices: each scan
+// hands its context to the test and returns what the test answers.
+type scanFake struct {
+	*fakeBackend
+	ctxs    chan context.Context
+	answers chan scanAnswer
+}
+
+type scanAnswer struct {
+	n   int
+	err error
+}
+
+func (s *scanFake) ScanLocalSend(ctx context.Context) (int, error) {
+	s.ctxs <- ctx
+	a := <-s.answers
+	return a.n, a.err
+}
+
+// TestLookForLocalSend: the menu offers the scan only where the backend
+// can run one; the dialog says it runs, then what it found (or why it
+// could not look), and Stop ends the scan.
+func TestLookForLocalSend(t *testing.T) {
+	plain, _, _ := newTestUI(t)
+	if got := strings.Join(menuLabels(plain.mainMenu().Items[0]), "|"); strings.Contains(got, "LocalSend") {
+		t.Errorf("menu without a scanner = %q", got)
+	}
+	a := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	w.Resize(fyne.NewSize(900, 600))
+	be := &scanFake{fakeBackend: newFake(), ctxs: make(chan context.Context, 1), answers: make(chan scanAnswer, 1)}
+	done := make(chan struct{}, 64)
+	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{Do: func(f func()) {
+		f()
+		select {
+		case done <- struct{}{}:
+		default:
+		}
+	}})
+	drain := func() {
+		for len(done) > 0 {
+			<-done
+		}
+	}
+	buttonText := func() string {
+		var out []string
+		walk(u.win.Canvas().Overlays().Top(), func(x fyne.CanvasObject) {
+			if b, ok := x.(*button); ok {
+				out = append(out, b.Text)
+			}
+		})
+		return strings.Join(out, "|")
+	}
+	var look *fyne.MenuItem
+	for _, i := range u.mainMenu().Items[0].Items {
+		if i.Label == "Look for LocalSend devices…" {
+			look = i
+		}
+	}
+	if look == nil {
+		t.Fatalf("no scan in the menu: %q", menuLabels(u.mainMenu().Items[0]))
+	}
+	for _, c := range []struct {
+		answer scanAnswer
+		want   string
+	}{
+		{scanAnswer{2, nil}, "2 LocalSend devices answered; they are in the device list."},
+		{scanAnswer{0, nil}, "No LocalSend device answered on this network."},
+		{scanAnswer{0, errLocalSendOffForTest}, "Could not look for LocalSend devices: LocalSend is off"},
+	} {
+		look.Action()
+		<-be.ctxs
+		if got := renderedText(u.win.Canvas().Overlays().Top()); !strings.Contains(got, "whether it runs LocalSend") {
+			t.Fatalf("while scanning the dialog says %q", got)
+		}
+		if b := buttonText(); b != "Stop" {
+			t.Errorf("while scanning the buttons are %q", b)
+		}
+		drain()
+		be.answers <- c.answer
+		<-done
+		got := renderedText(u.win.Canvas().Overlays().Top())
+		if !strings.Contains(got, c.want) || buttonText() != "Close" {
+			t.Errorf("after %+v the dialog says %q with %q, want %q and Close", c.answer, got, buttonText(), c.want)
+		}
+		press(u, fyne.KeyEscape)
+		if u.win.Canvas().Overlays().Top() != nil {
+			t.Fatal("Escape left the dialog up")
+		}
+	}
+
+	// Stop: the scan's context ends and the dialog goes at once.
+	look.Action()
+	ctx := <-be.ctxs
+	press(u, fyne.KeyEscape)
+	if ctx.Err() == nil || u.win.Canvas().Overlays().Top() != nil {
+		t.Errorf("Stop: scan context %v, dialog still up %v", ctx.Err(), u.win.Canvas().Overlays().Top() != nil)
+	}
+	drain()
+	be.answers <- scanAnswer{0, ctx.Err()}
+	<-done // the late answer changes nothing that shows
+	if u.win.Canvas().Overlays().Top() != nil {
+		t.Error("a stopped scan's answer brought a dialog back")
+	}
+}
+
+var errLocalSendOffForTest = errors.New("LocalSend is off on this device")

@@ -47,6 +47,7 @@ type settingsView struct {
 	login     *widget.Check
 	minimized *widget.Check
 	localSend *localSendSettings
+	anywhere  *anywhereSettings
 	save      *button
 	browse    *button
 	// note says that Save or Revert did what it says (issue 26, finding 11).
@@ -92,6 +93,10 @@ func newSettingsView(u *UI) *settingsView {
 	for _, it := range v.localSend.items() {
 		form.AppendItem(it)
 	}
+	v.anywhere = newAnywhereSettings()
+	for _, it := range v.anywhere.items() {
+		form.AppendItem(it)
+	}
 	for _, it := range []*widget.FormItem{
 		widget.NewFormItem("Ferry version", widget.NewLabel(version.Get().Short())),
 		widget.NewFormItem("Licence", u.licenceLine()),
@@ -127,6 +132,7 @@ func (v *settingsView) load() {
 	v.minimized.SetChecked(s.StartMinimized)
 	v.localSend.load(s)
 	v.localSend.showStatus(v.u.be)
+	v.anywhere.load(s)
 }
 
 // apply saves the form through the backend.
@@ -140,6 +146,7 @@ func (v *settingsView) apply() {
 	s.StartAtLogin = v.login.Checked
 	s.StartMinimized = v.minimized.Checked
 	v.localSend.apply(&s)
+	v.anywhere.apply(&s)
 	if v.u.saveSettings(s) {
 		v.note.SetText("Saved at " + v.u.now().Format("15:04:05") + ".")
 	} else {

@@ -500,6 +500,10 @@ type Settings struct {
 	// LocalSendPort is the HTTPS port LocalSend devices send to (0: 53317,
 	// LocalSend's own; taken, the last one used, else a free one).
 	LocalSendPort int `json:"localsend_port,omitempty"`
+	// Anywhere lets paired devices reach this one beyond the LAN through
+	// AnywhereRelay ("host:port" of a Ferry relay); off by default.
+	Anywhere      bool   `json:"anywhere,omitempty"`
+	AnywhereRelay string `json:"anywhere_relay,omitempty"`
 }
 
 // HistoryEntry is one finished transfer kept across restarts.

@@ -249,8 +249,11 @@ func (u *UI) mainMenu() *fyne.MainMenu {
 		fyne.NewMenuItemSeparator(),
 	)
 	file.Items = append(file.Items, u.linkMenuItems()...)
+	file.Items = append(file.Items, item("Add device by address…", shortcutAdd, u.showAddDevice))
+	if _, ok := u.be.(LocalSendScanner); ok {
+		file.Items = append(file.Items, item("Look for LocalSend devices…", nil, u.lookForLocalSend))
+	}
 	file.Items = append(file.Items,
-		item("Add device by address…", shortcutAdd, u.showAddDevice),
 		item("This device's address…", nil, u.showSelf),
 		item("Settings", shortcutSettings, func() { u.tabs.SelectIndex(2) }),
 		fyne.NewMenuItemSeparator(),

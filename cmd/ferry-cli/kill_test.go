@@ -65,7 +65,7 @@ func killSettings() killPlan {
 
 // buildCLI builds ferry-cli (without -race: the children only need to be real
 // processes) into a temp dir of t.
-func buildCLI(t *testing.T) string {
+func buildCLI(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("kill tests need the go tool to build ferry-cli: ", err)

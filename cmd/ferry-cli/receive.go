@@ -43,6 +43,8 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	link := fs.Bool("link", false, "receive from browsers instead: print a link and a QR code whose page sends files here (see share)")
 	linkPIN := fs.String("pin", "", "with --link: ask browsers for this `PIN` first")
 	linkExpire := fs.Duration("expire", time.Hour, "with --link: end the link after this `DURATION`")
+	anywhere := fs.Bool("anywhere", false, "also let paired devices reach this one beyond the local network, through --relay (publishes, under names only they can compute, that this device receives there)")
+	relay := fs.String("relay", "", "with --anywhere: the relay's `HOST:PORT` (see ferry-cli relay)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -52,6 +54,9 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	policy, err := engine.ParseAcceptPolicy(*accept)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *anywhere != (*relay != "") {
+		return fmt.Errorf("%w: --anywhere and --relay HOST:PORT go together", errUsage)
 	}
 	cdir, err := configDir(*cfg)
 	if err != nil {
@@ -119,6 +124,14 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		} else {
 			defer stop()
 		}
+	}
+	if *anywhere {
+		stop, err := e.ServeAnywhere(*relay)
+		if err != nil {
+			return fmt.Errorf("cannot receive from anywhere: %w", err)
+		}
+		defer stop()
+		fmt.Fprintf(out, "reachable from anywhere through relay %s\n", *relay)
 	}
 	p := newPrinter(out, *asJSON)
 	p.excerpt = policy == engine.AcceptAll

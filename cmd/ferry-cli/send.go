@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
@@ -49,6 +50,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	protocol := fs.String("protocol", "auto", "`auto` (the protocol the device speaks; Ferry when it speaks both), ferry or localsend (force LocalSend: HOST[:PORT], or a device's name or fingerprint)")
 	lsPIN := fs.String("localsend-pin", "", "`PIN` for a LocalSend receiver that asks for one (asked here when not given)")
 	lsScan := fs.Bool("localsend-scan", false, "also look for LocalSend devices by registering with every host of this device's own /24 networks (where multicast does not pass)")
+	relayAddr := fs.String("relay", "", "reach paired devices beyond the local network through the relay at `HOST:PORT` (see receive --anywhere); --to names a paired device")
 	lsFP := fs.String("localsend-fingerprint", "", "refuse a LocalSend receiver at HOST:PORT unless its certificate has this `FINGERPRINT`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -90,6 +92,11 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var targets []engine.Target
 	follows := false
 	for _, to := range tos {
+		if *relayAddr != "" {
+			// A paired device, looked up once the engine is open (below).
+			targets = append(targets, engine.Target{})
+			continue
+		}
 		target, err := resolveTarget(ctx, to, *cfg, *lsScan, errOut)
 		if err != nil {
 			return err
@@ -116,6 +123,25 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer e.Close()
+	if *relayAddr != "" {
+		if _, _, err := net.SplitHostPort(*relayAddr); err != nil {
+			return fmt.Errorf("%w: --relay %q is not HOST:PORT", errUsage, *relayAddr)
+		}
+		for i, to := range tos {
+			id, err := e.PairedDevice(to)
+			if err != nil {
+				return err
+			}
+			// What cannot change by retrying is said now: not paired, relay
+			// down, device not receiving there.
+			if err := e.FindAnywhere(ctx, *relayAddr, id); err != nil {
+				return err
+			}
+			// Its LAN addresses (discovery, where it was last seen) first, then the relay.
+			targets[i] = engine.Target{ID: id, Addrs: []addr.Addr{addr.NewRendezvous(*relayAddr)}, Follow: true}
+		}
+		follows = true
+	}
 	if follows {
 		defer follow(ctx, e, resolver)()
 	}

@@ -33,10 +33,15 @@ const (
 	// fingerprint its certificate must have as the URI's fragment:
 	// localsend+https://host:port#FINGERPRINT (see NewLocalSend).
 	LocalSend Kind = "localsend"
+	// Rendezvous is a paired device beyond the LAN, called through a
+	// relay: rendezvous://relay-host:port (see NewRendezvous). The URI
+	// names the relay only; the device is the target's ID, and what is
+	// published there goes under names only the paired devices compute.
+	Rendezvous Kind = "rendezvous"
 )
 
 // labels are how a user reads the known kinds.
-var labels = map[Kind]string{QUIC: "QUIC", TCP: "TCP", LocalSend: "LocalSend"}
+var labels = map[Kind]string{QUIC: "QUIC", TCP: "TCP", LocalSend: "LocalSend", Rendezvous: "the internet"}
 
 // Label is the kind as a user reads it ("QUIC", "TCP"); an unknown kind
 // reads as its name.
@@ -87,6 +92,11 @@ func NewLocalSend(scheme, hostport, fingerprint string) Addr {
 	}
 	return Addr{Kind: LocalSend, URI: u}
 }
+
+// NewRendezvous returns the address of a paired device reached through
+// the relay at hostport: NewRendezvous("relay.example:3478") is
+// rendezvous://relay.example:3478.
+func NewRendezvous(hostport string) Addr { return New(Rendezvous, hostport) }
 
 // Pin is the fingerprint a LocalSend address pins (its URI's fragment);
 // "" for other kinds, or none.

@@ -184,6 +184,14 @@ type PathReporter interface {
 	PathChanges() <-chan PathChange
 }
 
+// PacketSharer is a Listener whose socket another protocol can share:
+// NonQUIC reads the packets that are not the transport's own and writes
+// from the same port (ICE's checks, so that a peer's QUIC reaches the
+// listener through the NAT mapping they opened).
+type PacketSharer interface {
+	NonQUIC() net.PacketConn
+}
+
 // LocalAddresser is a Conn that knows the local address its path uses now.
 type LocalAddresser interface {
 	LocalAddr() string

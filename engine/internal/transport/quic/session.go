@@ -133,6 +133,11 @@ func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg tran
 	if err != nil {
 		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
 	}
+	return dialledSession(c, ra, tlsConf, cfg, nw), nil
+}
+
+// dialledSession is the session of a dialled first connection c to ra.
+func dialledSession(c *conn, ra *net.UDPAddr, tlsConf *tls.Config, cfg transport.Config, nw transport.Network) *Session {
 	s := newSession(cfg, true, join.NewToken(), c)
 	s.remote, s.tlsConf, s.nw = ra, tlsConf, nw
 	s.registered = make(chan struct{})
@@ -145,7 +150,7 @@ func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg tran
 		s.wg.Go(func() { s.followAdvice(w) })
 	}
 	s.mig = s.followNetwork(c, s.reportPath)
-	return s, nil
+	return s
 }
 
 // sample is what the session's connections measured of the path.

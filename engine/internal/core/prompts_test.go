@@ -1,8 +1,10 @@
-package engine
+package core
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // grant is what one queued take got.
@@ -22,7 +24,7 @@ func queueTake(t *testing.T, pp *promptPlaces, src string, got chan<- grant) {
 		close(done)
 		got <- grant{src, r, refused != nil}
 	}()
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, "the queue", func() bool {
 		select {
 		case <-done:
 			return true
@@ -83,7 +85,7 @@ func TestPromptPlacesRoundRobin(t *testing.T) {
 
 // A flood that fills the queue from many addresses loses its own oldest
 // queued offer to a newcomer from another address (refused as busy),
-// never a prompt on screen; an address shows maxPromptsPerSource at most.
+// never a prompt on screen; an address shows MaxPromptsPerSource at most.
 func TestPromptQueueShared(t *testing.T) {
 	pp := newPromptPlaces(2, 2)
 	var releases []func()
@@ -98,8 +100,8 @@ func TestPromptQueueShared(t *testing.T) {
 		t.Fatal("an address got a third prompt")
 	}
 	got := make(chan grant, 64)
-	for i := range maxQueuedPrompts {
-		queueTake(t, pp, fmt.Sprintf("flood%d", i/maxQueuedPromptsPerSource), got)
+	for i := range MaxQueuedPrompts {
+		queueTake(t, pp, fmt.Sprintf("flood%d", i/MaxQueuedPromptsPerSource), got)
 	}
 	go func() { // it queues in the place of another, so the queue does not grow
 		r, refused := pp.take(t.Context(), "real")
@@ -108,14 +110,14 @@ func TestPromptQueueShared(t *testing.T) {
 	if lost := <-got; !lost.refused || lost.src != "flood0" {
 		t.Fatalf("the newcomer displaced %+v, want flood0's oldest queued offer", lost)
 	}
-	waitUntil(t, func() bool { return pp.queued() == maxQueuedPrompts })
+	testutil.WaitFor(t, "the queue", func() bool { return pp.queued() == MaxQueuedPrompts })
 	if pp.shown() != 2 {
 		t.Fatalf("%d prompts shown, want 2", pp.shown())
 	}
 	for _, r := range releases {
 		r()
 	}
-	for range maxQueuedPrompts {
+	for range MaxQueuedPrompts {
 		if g := <-got; !g.refused {
 			g.release()
 		}

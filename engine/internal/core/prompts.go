@@ -1,11 +1,11 @@
-package engine
+package core
 
 import (
 	"context"
 	"slices"
 	"sync"
 
-	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/internal/fair"
 )
 
@@ -14,7 +14,7 @@ import (
 // #27: a flood of prompts from 8 addresses evicted the real sender's,
 // which was the oldest). A prompt is shown while fewer than
 // Options.MaxPrompts are, and its address shows fewer than
-// maxPromptsPerSource (each device one: admission.prompting); otherwise
+// MaxPromptsPerSource (each device one: admission.prompting); otherwise
 // the offer queues for a place. When one frees, the queued offer whose
 // address shows the fewest prompts gets it, then the address that got a
 // place least lately: a real sender gets the next place the user's answer
@@ -23,8 +23,8 @@ import (
 // addresses cannot fill it against a newcomer either: it loses its own
 // oldest queued offer (refused as busy), never a prompt on screen.
 const (
-	maxQueuedPrompts          = 32
-	maxQueuedPromptsPerSource = 4
+	MaxQueuedPrompts          = 32
+	MaxQueuedPromptsPerSource = 4
 )
 
 // promptPlaces hands out the places of prompts. It is safe for concurrent use.
@@ -51,18 +51,18 @@ type placeWaiter struct {
 
 func newPromptPlaces(total, perSource int) *promptPlaces {
 	return &promptPlaces{total: max(total, 1), perSource: perSource, held: map[string]int{}, lastGrant: map[string]uint64{},
-		queue: fair.New(fair.Limits{Total: maxQueuedPrompts, PerSource: maxQueuedPromptsPerSource, Floor: 1})}
+		queue: fair.New(fair.Limits{Total: MaxQueuedPrompts, PerSource: MaxQueuedPromptsPerSource, Floor: 1})}
 }
 
 // take waits for a place for an offer from src, until ctx ends. It refuses
 // the offer when src shows as many prompts as it may, or when its place in
 // the queue went to a newcomer. release gives the place back.
-func (pp *promptPlaces) take(ctx context.Context, src string) (release func(), refused *wire.RemoteError) {
+func (pp *promptPlaces) take(ctx context.Context, src string) (release func(), refused *errcode.RemoteError) {
 	release = func() { pp.release(src) }
 	pp.mu.Lock()
 	if pp.held[src] >= pp.perSource {
 		pp.mu.Unlock()
-		return nil, errReceiverBusy
+		return nil, ErrReceiverBusy
 	}
 	if pp.n < pp.total && len(pp.waiters) == 0 {
 		pp.held[src]++
@@ -83,13 +83,13 @@ func (pp *promptPlaces) take(ctx context.Context, src string) (release func(), r
 		}
 	})
 	if slot == nil {
-		return nil, errReceiverBusy
+		return nil, ErrReceiverBusy
 	}
 	defer slot.Release()
 	pp.mu.Lock()
 	if w.displaced { // before it even joined the queue
 		pp.mu.Unlock()
-		return nil, errReceiverBusy
+		return nil, ErrReceiverBusy
 	}
 	pp.waiters = append(pp.waiters, w)
 	pp.grantLocked()
@@ -98,7 +98,7 @@ func (pp *promptPlaces) take(ctx context.Context, src string) (release func(), r
 	case <-w.ready:
 		return release, nil
 	case <-w.gone:
-		return nil, errReceiverBusy
+		return nil, ErrReceiverBusy
 	case <-ctx.Done():
 		pp.mu.Lock()
 		granted := w.granted
@@ -107,7 +107,7 @@ func (pp *promptPlaces) take(ctx context.Context, src string) (release func(), r
 		if granted {
 			pp.release(src)
 		}
-		return nil, errReceiverBusy
+		return nil, ErrReceiverBusy
 	}
 }
 

@@ -1,0 +1,50 @@
+package app
+
+import (
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/relay"
+	"github.com/ferrydrop/ferry/ui"
+)
+
+// TestAnywhereSetting: the setting serves through the relay while on and
+// receiving, stops when turned off, and sends to paired devices (only)
+// get the relay after their LAN addresses.
+func TestAnywhereSetting(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	e, err := engine.New(engine.Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var h anywhereHub
+	on := ui.Settings{Anywhere: true, AnywhereRelay: r.Addr().String(), Policy: ui.PolicyEveryone}
+	if err := h.apply(e, on); err != nil {
+		t.Fatal(err)
+	}
+	if h.relayNow() != r.Addr().String() {
+		t.Fatalf("serving through %q", h.relayNow())
+	}
+	lan := addr.New(addr.QUIC, "192.0.2.7:47800")
+	to := h.target(engine.Target{ID: "x", Addrs: []addr.Addr{lan}}, ui.Device{Trusted: true})
+	if len(to.Addrs) != 2 || to.Addrs[0] != lan || to.Addrs[1] != addr.NewRendezvous(r.Addr().String()) {
+		t.Errorf("paired device's addresses: %v", to.Addrs)
+	}
+	if to := h.target(engine.Target{ID: "x", Addrs: []addr.Addr{lan}}, ui.Device{}); len(to.Addrs) != 1 {
+		t.Errorf("a device not paired gets the relay: %v", to.Addrs)
+	}
+	receivingOff := on
+	receivingOff.Policy = ui.PolicyOff
+	if err := h.apply(e, receivingOff); err != nil || h.relayNow() != "" {
+		t.Fatalf("receiving off: still %q (%v)", h.relayNow(), err)
+	}
+	if err := h.apply(e, ui.Settings{Anywhere: true, AnywhereRelay: "127.0.0.1:1", Policy: ui.PolicyEveryone}); err == nil {
+		t.Error("a relay that is down was taken")
+	}
+}

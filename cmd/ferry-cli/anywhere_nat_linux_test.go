@@ -1,0 +1,450 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/internal/netlab"
+)
+
+// The NAT lab cases of issue #29: ferry-cli relay in the lab's internet,
+// ferry-cli receive --anywhere behind one NAT, ferry-cli send --relay
+// behind the other, each in its own network namespace (internal/netlab:
+// NAT routers that masquerade, and let in only replies).
+
+// relayAt is where the lab's relay listens.
+const relayAt = "7.0.0.1:3478"
+
+// natLab builds a NAT lab for one test, or skips it where none can run.
+func natLab(t testing.TB, cfg netlab.NATConfig) *netlab.NAT {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("NAT lab: not with -short")
+	}
+	if err := netlab.NATAvailable(); err != nil {
+		t.Skipf("NAT lab not available: %v (run as root on Linux with iproute2 and iptables)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lab, err := netlab.NewNAT(ctx, cfg)
+	if err != nil {
+		t.Fatalf("netlab.NewNAT: %v", err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
+// device is a configuration directory with its identity.
+type device struct {
+	name, dir string
+	id        identity.DeviceID
+}
+
+func newDevice(t testing.TB, name string) device {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	id, err := identity.LoadOrCreate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return device{name: name, dir: dir, id: id.ID}
+}
+
+// pairAnywhere records a and b as paired, with a rendezvous secret, in
+// a's trust store (and b's, unless oneSided): what pairing on the LAN
+// leaves behind (pairing itself is tested in package engine).
+func pairAnywhere(t testing.TB, a, b device, oneSided bool) {
+	pairAnywhereAt(t, a, b, oneSided, "")
+}
+
+// pairAnywhereAt is pairAnywhere with the address a last reached b at.
+func pairAnywhereAt(t testing.TB, a, b device, oneSided bool, bAt string) {
+	t.Helper()
+	var raw [32]byte
+	rand.Read(raw[:])
+	secret := hex.EncodeToString(raw[:])
+	sides := [][2]device{{a, b}, {b, a}}
+	if oneSided {
+		sides = sides[:1]
+	}
+	for _, s := range sides {
+		st, err := identity.OpenStore(s[0].dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		at := ""
+		if s[0] == a {
+			at = bAt
+		}
+		if err := st.Pair(s[1].id.Peer(), s[1].name, at, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetRendezvous(s[1].id.Peer(), secret, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startIn starts bin in ns and waits for a line of its output that
+// contains ready; it is killed when the test ends.
+func startIn(t testing.TB, lab *netlab.NAT, ns, bin, ready string, args ...string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := lab.Command(ctx, ns, bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+	})
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		io.Copy(io.Discard, out)
+	}()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s %v ended before %q: %s", ns, args, ready, stderr.String())
+			}
+			if strings.Contains(l, ready) {
+				go func() {
+					for range lines {
+					}
+				}()
+				return cmd
+			}
+		case <-timeout:
+			t.Fatalf("%s %v: no %q within 20 s: %s", ns, args, ready, stderr.String())
+		}
+	}
+}
+
+// runIn runs bin in ns to its end, bounded.
+func runIn(t testing.TB, lab *netlab.NAT, ns, bin string, args ...string) (string, error) {
+	t.Helper()
+	return runInEnv(t, lab, ns, nil, bin, args...)
+}
+
+// runInEnv is runIn with more environment variables.
+func runInEnv(t testing.TB, lab *netlab.NAT, ns string, env []string, bin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := lab.Command(ctx, ns, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("%s %s: %.1f s", ns, args[0], time.Since(start).Seconds())
+	return out.String(), err
+}
+
+// anywhereLab starts a relay and B receiving from anywhere, paired with A;
+// it returns the binary, the devices and B's download folder.
+func anywhereLab(t testing.TB, cfg netlab.NATConfig) (lab *netlab.NAT, bin string, a, b device, inbox string) {
+	t.Helper()
+	start := time.Now()
+	lab = natLab(t, cfg)
+	t.Logf("lab: %.1f s", time.Since(start).Seconds())
+	bin = buildCLI(t)
+	t.Logf("lab and build: %.1f s", time.Since(start).Seconds())
+	a, b = newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhere(t, a, b, false)
+	inbox = t.TempDir()
+	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
+	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", b.dir, "--name", b.name, "--dir", inbox,
+		"--listen", ":0", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+	return lab, bin, a, b, inbox
+}
+
+// sendAnywhere sends a fresh file from A to B through the relay and
+// checks it arrived whole; it returns the sender's output.
+func sendAnywhere(t testing.TB, lab *netlab.NAT, bin string, a, b device, inbox string) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "report.bin")
+	data := make([]byte, 3<<20+17)
+	rand.Read(data)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runInEnv(t, lab, netlab.HostA, []string{"FERRY_LOG=info"}, bin, "send", "--config", a.dir, "--name", a.name, "--json", "--to", b.name, "--relay", relayAt, src)
+	if err != nil {
+		t.Fatalf("send: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "device reached from anywhere") {
+			t.Log(l[strings.Index(l, "path="):])
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(inbox, "report.bin"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the file did not arrive whole (%d of %d bytes, %v)\n%s", len(got), len(data), err, out)
+	}
+	return out
+}
+
+// TestAnywhereDirect: two endpoint-independent NATs: ICE punches a hole
+// and the file goes direct; a device that is not paired, or paired only
+// on its own side, and a relay that is down, each fail with a clear error.
+func TestAnywhereDirect(t *testing.T) {
+	lab, bin, a, b, inbox := anywhereLab(t, netlab.NATConfig{})
+	out := sendAnywhere(t, lab, bin, a, b, inbox)
+	if !strings.Contains(out, "through the internet, direct") {
+		t.Errorf("the path is not direct:\n%s", out)
+	}
+
+	// A stranger with no pairing learns nothing.
+	c := newDevice(t, "Stranger")
+	src := filepath.Join(t.TempDir(), "x")
+	os.WriteFile(src, []byte("x"), 0o644)
+	out, err := runIn(t, lab, netlab.HostA, bin, "send", "--config", c.dir, "--to", b.name, "--relay", relayAt, src)
+	if err == nil || !strings.Contains(out, "no paired device is called") {
+		t.Errorf("an unpaired device: %v\n%s", err, out)
+	}
+	// One that claims the pairing (its own store only) is not answered.
+	pairAnywhere(t, c, b, true)
+	out, err = runIn(t, lab, netlab.HostA, bin, "send", "--config", c.dir, "--to", b.name, "--relay", relayAt, src)
+	if err == nil || !strings.Contains(out, "not receiving through relay") {
+		t.Errorf("a device paired on its own side only: %v\n%s", err, out)
+	}
+	// A relay that is not there: said at once, naming it.
+	start := time.Now()
+	out, err = runIn(t, lab, netlab.HostA, bin, "send", "--config", a.dir, "--to", b.name, "--relay", "7.0.0.2:3478", src)
+	if err == nil || !strings.Contains(out, "the relay 7.0.0.2:3478 does not answer") {
+		t.Errorf("relay down: %v\n%s", err, out)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("relay down took %s to say so", d)
+	}
+	if _, err := os.Stat(filepath.Join(inbox, "x")); err == nil {
+		t.Error("a refused sender's file arrived")
+	}
+	// And a receiver whose relay is not there says so, and exits.
+	out, err = runIn(t, lab, netlab.HostA, bin, "receive", "--config", a.dir, "--dir", t.TempDir(), "--listen", ":0",
+		"--no-discovery", "--localsend=false", "--anywhere", "--relay", "7.0.0.2:3478")
+	if err == nil || !strings.Contains(out, "the relay 7.0.0.2:3478 does not answer") {
+		t.Errorf("receive with the relay down: %v\n%s", err, out)
+	}
+}
+
+// TestAnywhereRelayed: behind a port-randomising NAT no hole can be
+// punched; the file goes through the relay's TURN server.
+func TestAnywhereRelayed(t *testing.T) {
+	lab, bin, a, b, inbox := anywhereLab(t, netlab.NATConfig{A: netlab.PortRandom})
+	out := sendAnywhere(t, lab, bin, a, b, inbox)
+	if !strings.Contains(out, "through the internet, relayed") {
+		t.Errorf("the path is not relayed:\n%s", out)
+	}
+}
+
+// procCPU is a process's CPU time so far (user+system), from /proc.
+func procCPU(b testing.TB, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name (which may hold spaces).
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// BenchmarkAnywhere moves FERRY_ANYWHERE_MIB (default 256) MiB from A to B
+// in the NAT lab: over the shared LAN (plain QUIC, the baseline), direct
+// through two endpoint-independent NATs, and relayed (A behind a
+// port-randomising NAT), and reports each process's CPU seconds per GiB.
+//
+//	go test -run '^$' -bench Anywhere -benchtime 1x ./cmd/ferry-cli
+func BenchmarkAnywhere(b *testing.B) {
+	mib := 256
+	if v, err := strconv.Atoi(os.Getenv("FERRY_ANYWHERE_MIB")); err == nil && v > 0 {
+		mib = v
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  netlab.NATConfig
+		lan  bool
+		path string
+	}{
+		{"lan", netlab.NATConfig{SharedLAN: true}, true, ""},
+		{"direct", netlab.NATConfig{}, false, "direct"},
+		{"relayed", netlab.NATConfig{A: netlab.PortRandom}, false, "relayed"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			lab := natLab(b, tc.cfg)
+			bin := buildCLI(b)
+			a, bdev := newDevice(b, "Laptop"), newDevice(b, "Desktop")
+			pairAnywhere(b, a, bdev, false)
+			inbox := b.TempDir()
+			relay := startIn(b, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
+			recv := startIn(b, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", bdev.dir, "--name", bdev.name, "--dir", inbox,
+				"--listen", ":47800", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+			src := filepath.Join(b.TempDir(), "big.bin")
+			f, err := os.Create(src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			chunk := make([]byte, 1<<20)
+			for range mib {
+				rand.Read(chunk)
+				f.Write(chunk)
+			}
+			f.Close()
+			args := []string{"send", "--config", a.dir, "--name", a.name, "--json", "--to", bdev.name, "--relay", relayAt, src}
+			if tc.lan {
+				args = []string{"send", "--config", a.dir, "--name", a.name, "--json", "--transport", "quic", "--to", "10.99.0.2:47800", src}
+			}
+			r0, v0 := procCPU(b, recv.Process.Pid), procCPU(b, relay.Process.Pid)
+			b.ResetTimer()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			cmd := lab.Command(ctx, netlab.HostA, bin, args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("send: %v\n%s", err, out.String())
+			}
+			wall := time.Since(start)
+			b.StopTimer()
+			if tc.path != "" && !strings.Contains(out.String(), "through the internet, "+tc.path) {
+				b.Fatalf("not %s:\n%s", tc.path, out.String())
+			}
+			gib := float64(mib) / 1024
+			sender := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+			b.ReportMetric(sender.Seconds()/gib, "sender-CPU-s/GiB")
+			b.ReportMetric((procCPU(b, recv.Process.Pid)-r0).Seconds()/gib, "receiver-CPU-s/GiB")
+			b.ReportMetric((procCPU(b, relay.Process.Pid)-v0).Seconds()/gib, "relay-CPU-s/GiB")
+			b.ReportMetric(float64(mib)/wall.Seconds(), "MiB/s")
+		})
+	}
+}
+
+// TestAnywhereLeaveLAN: a send that starts on the shared LAN goes on
+// through the internet when the LAN goes away mid-transfer: the sender
+// reconnects by itself (the LAN address first, then the relay), resumes
+// with at most what was in flight sent twice, and the file arrives whole.
+func TestAnywhereLeaveLAN(t *testing.T) {
+	lab := natLab(t, netlab.NATConfig{SharedLAN: true})
+	bin := buildCLI(t)
+	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhereAt(t, a, b, false, "10.99.0.2:47800") // where A last reached B: the shared LAN
+	inbox := t.TempDir()
+	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
+	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", b.dir, "--name", b.name, "--dir", inbox,
+		"--listen", ":47800", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+	src := filepath.Join(t.TempDir(), "big.bin")
+	data := make([]byte, 128<<20)
+	rand.Read(data)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := lab.Command(ctx, netlab.HostA, bin, "send", "--config", a.dir, "--name", a.name, "--json", "--to", b.name, "--relay", relayAt, src)
+	cmd.Env = append(os.Environ(), "FERRY_PROGRESS_INTERVAL=20ms")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type event struct {
+		Time      time.Time `json:"time"`
+		Kind      string    `json:"kind"`
+		State     string    `json:"state"`
+		Transport *struct {
+			Reason string `json:"reason"`
+		} `json:"transport"`
+		Progress *struct {
+			Bytes int64 `json:"bytes"`
+		} `json:"progress"`
+		Result *struct {
+			State string `json:"state"`
+			Bytes int64  `json:"bytes"`
+			Total int64  `json:"total_bytes"`
+		} `json:"result"`
+	}
+	var lines []string
+	var cut, reconnecting, resumed time.Time
+	var reason string
+	var sent int64 = -1
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		var ev event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		switch {
+		case cut.IsZero() && ev.Kind == "progress" && ev.Progress != nil && ev.Progress.Bytes > 0:
+			if err := lab.SetSharedLAN(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			cut = time.Now()
+		case ev.Kind == "state" && ev.State == "reconnecting" && reconnecting.IsZero():
+			reconnecting = ev.Time
+		case ev.Kind == "state" && ev.State == "active" && !reconnecting.IsZero() && resumed.IsZero():
+			resumed = ev.Time
+		case ev.Kind == "transport" && ev.Transport != nil:
+			reason = ev.Transport.Reason
+		case ev.Kind == "result" && ev.Result != nil && ev.Result.State == "done":
+			sent = ev.Result.Bytes - ev.Result.Total
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("send: %v\n%s\n%s", err, strings.Join(lines, "\n"), stderr.String())
+	}
+	if cut.IsZero() || reconnecting.IsZero() {
+		t.Fatalf("the transfer did not lose the LAN mid-way:\n%s", strings.Join(lines, "\n"))
+	}
+	t.Logf("stall from reconnecting to active again: %.1f s; re-sent %d bytes; path %q", resumed.Sub(reconnecting).Seconds(), sent, reason)
+	if !strings.HasPrefix(reason, "through the internet") {
+		t.Errorf("the last path is %q, not through the internet", reason)
+	}
+	if sent < 0 || sent > 32<<20 {
+		t.Errorf("re-sent %d bytes: not a resume", sent)
+	}
+	got, err := os.ReadFile(filepath.Join(inbox, "big.bin"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the file did not arrive whole (%d of %d bytes, %v)", len(got), len(data), err)
+	}
+}

@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/anywhere"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
+	"github.com/ferrydrop/ferry/engine/peer"
+)
+
+// Reaching a paired device beyond the LAN (issue #29): a rendezvous
+// address (rendezvous://relay-host:port) names the relay through which the
+// device is called; package anywhere does the rest (the mailbox, ICE, and
+// Ferry's QUIC over the path ICE chose).
+
+// Errors of reaching a device from anywhere, for callers that branch.
+var (
+	// ErrRelayUnreachable: the relay does not answer at its address.
+	ErrRelayUnreachable = anywhere.ErrRelayUnreachable
+	// ErrNotPaired: the device is not paired with this one, or the two
+	// hold no rendezvous secret yet.
+	ErrNotPaired = errors.New("not paired")
+	// ErrDeviceNotFound: the device is not receiving from anywhere through
+	// the relay (or not running).
+	ErrDeviceNotFound = anywhere.ErrNotFound
+)
+
+// anywhereHeadStart is how long the LAN addresses of a device are tried
+// alone before it is also called through the relay.
+const anywhereHeadStart = 1500 * time.Millisecond
+
+// dialWithRendezvous is dialTarget for a target with a rendezvous
+// address: its other addresses first (the LAN), then, after
+// anywhereHeadStart or at once when they all failed, the relay; the first
+// session that proves the device wins.
+func (e *Engine) dialWithRendezvous(ctx context.Context, rv addr.Addr, lan func(context.Context) (auto.Dialled, error), want identity.DeviceID) (auto.Dialled, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		d   auto.Dialled
+		err error
+		lan bool
+	}
+	results := make(chan result, 2)
+	lanFailed := make(chan struct{})
+	go func() {
+		d, err := lan(ctx)
+		if err != nil {
+			close(lanFailed)
+		}
+		results <- result{d, err, true}
+	}()
+	go func() {
+		t := time.NewTimer(anywhereHeadStart)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-lanFailed:
+		case <-ctx.Done():
+			results <- result{err: ctx.Err()}
+			return
+		}
+		d, err := e.dialAnywhere(ctx, rv.HostPort(), want)
+		results <- result{d, err, false}
+	}()
+	var errs [2]error
+	for i := range 2 {
+		r := <-results
+		if r.err == nil {
+			cancel()
+			if i == 0 {
+				go func() { // the other one may still connect: close it
+					if o := <-results; o.err == nil {
+						o.d.Conn.Close(nil)
+					}
+				}()
+			}
+			return r.d, nil
+		}
+		if r.lan {
+			errs[0] = r.err
+		} else {
+			errs[1] = r.err
+		}
+	}
+	// The relay's error says more than "no LAN address answered".
+	return auto.Dialled{}, errs[1]
+}
+
+// dialAnywhere calls a paired device through the relay at hostport.
+func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.DeviceID) (auto.Dialled, error) {
+	s := e.rendezvousOf(want.Peer())
+	if s.IsZero() {
+		return auto.Dialled{}, notPaired(want)
+	}
+	tlsConf := e.ident.TLSConfig(false, func(got identity.DeviceID) error {
+		if got != want {
+			return &identity.MismatchError{Expected: want.Peer(), Presented: got.Peer()}
+		}
+		return nil
+	})
+	c, err := anywhere.Dial(ctx, anywhere.DialRequest{
+		Relay: relay, Secret: s, Self: e.ident.ID, Peer: want, TLS: tlsConf, Transport: e.opts.Transport,
+		Loopback: e.anywhereLoopback,
+	})
+	if err != nil {
+		return auto.Dialled{}, anywhereError(err, relay, want)
+	}
+	why := "through the internet, " + c.Path().String()
+	st := c.Setup()
+	e.log.Info("device reached from anywhere", "id", want.Short(), "relay", relay, "path", c.Path().String(),
+		"lookup_and_gather", st.Lookup, "answer", st.Answer, "ice_checks", st.Checks, "quic_handshake", st.Handshake)
+	return auto.Dialled{Conn: c, Why: why}, nil
+}
+
+// FindAnywhere checks, before a send, that the paired device id keeps a
+// presence at the relay for this device: ErrNotPaired, ErrRelayUnreachable
+// and ErrDeviceNotFound come back at once, in a sentence, instead of
+// after the retries of a send.
+func (e *Engine) FindAnywhere(ctx context.Context, relay, id string) error {
+	want, err := identity.ParseID(id)
+	if err != nil {
+		return err
+	}
+	s := e.rendezvousOf(want.Peer())
+	if s.IsZero() {
+		return notPaired(want)
+	}
+	err = anywhere.Lookup(ctx, anywhere.DialRequest{Relay: relay, Secret: s, Self: e.ident.ID, Peer: want})
+	if err != nil {
+		return anywhereError(err, relay, want)
+	}
+	return nil
+}
+
+func notPaired(want identity.DeviceID) error {
+	return fmt.Errorf("cannot reach device %s from anywhere: %w with this device, or paired before Ferry could reach devices beyond the LAN (pair again, or let the two meet once on the same network)", want.Short(), ErrNotPaired)
+}
+
+// anywhereError says what failed in a call through a relay, and what to do.
+func anywhereError(err error, relay string, want identity.DeviceID) error {
+	switch {
+	case errors.Is(err, anywhere.ErrRelayUnreachable):
+		return fmt.Errorf("cannot reach device %s from anywhere: the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", want.Short(), relay, err)
+	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):
+		return fmt.Errorf("cannot reach device %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\"): %w", want.Short(), relay, relay, err)
+	}
+	return fmt.Errorf("cannot reach device %s through relay %s: %w", want.Short(), relay, err)
+}
+
+// ServeAnywhere keeps this device reachable by its paired devices through
+// the relay at hostport until stop is called or the engine closes: it
+// publishes its presence there, under names only each paired device can
+// compute, and answers their calls. The engine must be receiving (Start)
+// on QUIC. It returns an error at once when the relay does not answer.
+func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
+	if _, _, err := net.SplitHostPort(relay); err != nil {
+		return nil, fmt.Errorf("relay address %q: %w", relay, err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	started := make(chan struct{})
+	srv := &anywhere.Server{
+		Relay:    relay,
+		Self:     e.ident.ID,
+		Peers:    e.anywherePeers,
+		Listener: e.quicListenAddr,
+		Log:      e.log,
+		Started:  func() { close(started) },
+		Loopback: e.anywhereLoopback,
+		NonQUIC:  e.quicNonQUIC,
+	}
+	done := make(chan error, 1)
+	e.wg.Go(func() { done <- srv.Run(ctx) })
+	select {
+	case <-started:
+		return func() { cancel(); <-done }, nil
+	case err := <-done:
+		cancel()
+		if errors.Is(err, anywhere.ErrRelayUnreachable) {
+			return nil, fmt.Errorf("the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", relay, err)
+		}
+		if err == nil {
+			err = ErrClosed
+		}
+		return nil, err
+	}
+}
+
+// pairedDevice is a paired Ferry device of the trust store.
+type pairedDevice struct {
+	name string
+	id   identity.DeviceID
+	peer peer.ID
+}
+
+// pairedDevices lists the paired Ferry devices.
+func (e *Engine) pairedDevices() []pairedDevice {
+	var out []pairedDevice
+	for _, p := range e.trust.List() {
+		if !p.Paired {
+			continue
+		}
+		pid, err := peer.Parse(p.ID)
+		if err != nil {
+			continue
+		}
+		if id, ok := identity.DeviceOf(pid); ok {
+			out = append(out, pairedDevice{name: p.Name, id: id, peer: pid})
+		}
+	}
+	return out
+}
+
+// anywherePeers are the paired devices holding a rendezvous secret.
+func (e *Engine) anywherePeers() []anywhere.Peer {
+	var out []anywhere.Peer
+	for _, d := range e.pairedDevices() {
+		if s := e.rendezvousOf(d.peer); !s.IsZero() {
+			out = append(out, anywhere.Peer{ID: d.id, Secret: s})
+		}
+	}
+	return out
+}
+
+// quicListenAddr is where this device's QUIC listener takes packets from
+// loopback (nil when it is not listening).
+func (e *Engine) quicListenAddr() *net.UDPAddr {
+	a, ok := addr.First(e.Addrs(), addr.QUIC)
+	if !ok {
+		return nil
+	}
+	ua, err := net.ResolveUDPAddr("udp", a.HostPort())
+	if err != nil {
+		return nil
+	}
+	if ua.IP == nil || ua.IP.IsUnspecified() {
+		ua.IP = net.IPv4(127, 0, 0, 1)
+	}
+	return ua
+}
+
+// quicNonQUIC is the QUIC listener's socket as ICE shares it, nil when
+// there is none.
+func (e *Engine) quicNonQUIC() net.PacketConn {
+	e.listenMu.Lock()
+	defer e.listenMu.Unlock()
+	for _, r := range e.receivers.open {
+		fr, ok := r.(*ferryReceiver)
+		if !ok || fr.kind != addr.QUIC {
+			continue
+		}
+		fr.mu.Lock()
+		ln := fr.ln
+		fr.mu.Unlock()
+		if ps, ok := ln.(transport.PacketSharer); ok {
+			return ps.NonQUIC()
+		}
+	}
+	return nil
+}
+
+// PairedDevice finds a paired device by name or device ID and returns
+// its ID; a clear error when there is none (or the name is ambiguous).
+func (e *Engine) PairedDevice(nameOrID string) (string, error) {
+	var found []string
+	for _, d := range e.pairedDevices() {
+		if d.name == nameOrID || d.id.String() == nameOrID || strings.EqualFold(d.id.Short(), nameOrID) {
+			found = append(found, d.id.String())
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no paired device is called %q: %w (pair the two devices first, on the same network)", nameOrID, ErrNotPaired)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%d paired devices are called %q: name one by its device ID", len(found), nameOrID)
+}

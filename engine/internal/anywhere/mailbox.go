@@ -1,0 +1,201 @@
+package anywhere
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// The mailbox's protocol, plain HTTP on the relay's TCP port (the TURN
+// server has the same port number on UDP). Everything it carries is
+// sealed (Seal), so TLS would add nothing but a certificate to manage.
+//
+//	PUT  /v1/slot/NAME    body: one blob; replaces what NAME holds (presence)
+//	POST /v1/slots        body: names, one a line; the blobs they hold (kept)
+//	POST /v1/queue/NAME   body: one blob; appended to NAME's queue (calls, answers)
+//	POST /v1/queues       body: names, one a line; the blobs queued (taken)
+//
+// A reply with blobs is records of one byte (the name's index in the
+// request), two bytes big-endian (the blob's length), and the blob.
+const (
+	PathSlot   = "/v1/slot/"
+	PathSlots  = "/v1/slots"
+	PathQueue  = "/v1/queue/"
+	PathQueues = "/v1/queues"
+)
+
+// Bounds of the mailbox protocol, shared by the server and its clients.
+const (
+	// NameLen is the length of a name: 32 hex digits (rendezvous.Name).
+	NameLen = 32
+	// MaxNames bounds the names of one request.
+	MaxNames = 48
+	// MaxQueue bounds the blobs one queue holds.
+	MaxQueue = 8
+)
+
+// MaxReply bounds a reply with blobs.
+const MaxReply = MaxNames * MaxQueue * (3 + MaxBlob)
+
+// ErrRelayUnreachable marks a relay that could not be reached at all.
+var ErrRelayUnreachable = errors.New("relay unreachable")
+
+// ErrRelayRefused marks a relay that answered but refused the request.
+var ErrRelayRefused = errors.New("relay refused the request")
+
+// ErrBadReply marks a reply that is not the protocol's.
+var ErrBadReply = errors.New("bad reply from the relay")
+
+// CheckName checks a name: NameLen lowercase hex digits.
+func CheckName(name string) error {
+	if len(name) != NameLen || !isHex(name) {
+		return fmt.Errorf("bad rendezvous name %.40q", name)
+	}
+	return nil
+}
+
+// EncodeNames is the body of a request for names.
+func EncodeNames(names []string) []byte { return []byte(strings.Join(names, "\n")) }
+
+// DecodeNames reads the body of a request for names.
+func DecodeNames(b []byte) ([]string, error) {
+	if len(b) == 0 {
+		return nil, errors.New("no names")
+	}
+	if len(b) > MaxNames*(NameLen+1) {
+		return nil, fmt.Errorf("over %d names", MaxNames)
+	}
+	names := strings.Split(string(b), "\n")
+	if len(names) > MaxNames {
+		return nil, fmt.Errorf("%d names, over %d", len(names), MaxNames)
+	}
+	for _, n := range names {
+		if err := CheckName(n); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// AppendRecord appends one record of a reply.
+func AppendRecord(dst []byte, index int, blob []byte) []byte {
+	dst = append(dst, byte(index))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(blob)))
+	return append(dst, blob...)
+}
+
+// DecodeRecords reads a reply for n names: the blobs of each name, by index.
+func DecodeRecords(b []byte, n int) ([][][]byte, error) {
+	if len(b) > MaxReply {
+		return nil, fmt.Errorf("%w: %d bytes", ErrBadReply, len(b))
+	}
+	out := make([][][]byte, n)
+	count := 0
+	for len(b) > 0 {
+		if len(b) < 3 {
+			return nil, fmt.Errorf("%w: truncated record", ErrBadReply)
+		}
+		i, l := int(b[0]), int(binary.BigEndian.Uint16(b[1:3]))
+		b = b[3:]
+		if i >= n || l == 0 || l > MaxBlob || l > len(b) {
+			return nil, fmt.Errorf("%w: record %d of %d bytes", ErrBadReply, i, l)
+		}
+		if count++; count > n*MaxQueue {
+			return nil, fmt.Errorf("%w: too many records", ErrBadReply)
+		}
+		out[i] = append(out[i], bytes.Clone(b[:l]))
+		b = b[l:]
+	}
+	return out, nil
+}
+
+// Mailbox is a client of a relay's mailbox.
+type Mailbox struct {
+	relay string // host:port
+	http  *http.Client
+}
+
+// mailboxTimeout bounds one request: a relay that does not answer within
+// it is reported, not waited for.
+const mailboxTimeout = 5 * time.Second
+
+// NewMailbox returns a client of the mailbox at relay ("host:port").
+func NewMailbox(relay string) *Mailbox {
+	return &Mailbox{relay: relay, http: &http.Client{
+		Timeout:   mailboxTimeout,
+		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second, DialContext: (&net.Dialer{Timeout: mailboxTimeout}).DialContext},
+	}}
+}
+
+// Close releases idle connections.
+func (m *Mailbox) Close() { m.http.CloseIdleConnections() }
+
+func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+m.relay+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := m.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrRelayUnreachable, m.relay, unwrapURL(err))
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReply+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrRelayUnreachable, m.relay, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%w: %s: %s", ErrRelayRefused, m.relay, resp.Status)
+	}
+	return data, nil
+}
+
+func unwrapURL(err error) error {
+	var u *url.Error
+	if errors.As(err, &u) {
+		return u.Err
+	}
+	return err
+}
+
+// Put replaces what name holds.
+func (m *Mailbox) Put(ctx context.Context, name string, blob []byte) error {
+	_, err := m.do(ctx, http.MethodPut, PathSlot+name, blob)
+	return err
+}
+
+// Push appends blob to name's queue.
+func (m *Mailbox) Push(ctx context.Context, name string, blob []byte) error {
+	_, err := m.do(ctx, http.MethodPost, PathQueue+name, blob)
+	return err
+}
+
+// Get returns what the names hold, by index.
+func (m *Mailbox) Get(ctx context.Context, names []string) ([][][]byte, error) {
+	return m.fetch(ctx, PathSlots, names)
+}
+
+// Take returns and removes the blobs queued under the names, by index.
+func (m *Mailbox) Take(ctx context.Context, names []string) ([][][]byte, error) {
+	return m.fetch(ctx, PathQueues, names)
+}
+
+func (m *Mailbox) fetch(ctx context.Context, path string, names []string) ([][][]byte, error) {
+	data, err := m.do(ctx, http.MethodPost, path, EncodeNames(names))
+	if err != nil {
+		return nil, err
+	}
+	return DecodeRecords(data, len(names))
+}

@@ -1,0 +1,516 @@
+package anywhere
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/pion/ice/v4"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/engine/internal/transport/quic"
+)
+
+// ErrNotFound marks a paired device that has no presence at the relay: it
+// is not receiving from anywhere through it (or not running at all).
+var ErrNotFound = errors.New("device not found through the relay")
+
+// ErrNoAnswer marks a device whose presence is there but which did not
+// answer the call in time.
+var ErrNoAnswer = errors.New("the device did not answer through the relay")
+
+// answerWait bounds the wait for an answer: the receiver polls every
+// PollInterval, then gathers its candidates (a TURN allocation).
+const answerWait = 10 * time.Second
+
+// answerPoll is how often a caller looks for the answer.
+const answerPoll = 100 * time.Millisecond
+
+// DialRequest is what a call needs.
+type DialRequest struct {
+	// Relay is the relay's "host:port" (mailbox on TCP, STUN/TURN on UDP).
+	Relay string
+	// Secret is the rendezvous secret shared with Peer.
+	Secret rendezvous.Secret
+	// Self and Peer are this device's ID and the callee's.
+	Self, Peer identity.DeviceID
+	// TLS is the QUIC dial's configuration: it must refuse any device but Peer.
+	TLS *tls.Config
+	// Transport tunes the QUIC session.
+	Transport transport.Config
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Loopback offers loopback addresses only (tests).
+	Loopback bool
+}
+
+// Conn is a QUIC session over an ICE path.
+type Conn struct {
+	transport.Conn
+	path   Path
+	bridge *bridge
+	setup  Setup
+}
+
+// Setup is how long each step of a call took.
+type Setup struct {
+	// Lookup is reading the presence and gathering this side's candidates
+	// (a STUN answer and a TURN allocation from the relay).
+	Lookup time.Duration
+	// Answer is from the call to its answer: the callee's poll interval
+	// and its own gathering.
+	Answer time.Duration
+	// Checks is ICE's connectivity checks.
+	Checks time.Duration
+	// Handshake is QUIC's handshake over the chosen pair.
+	Handshake time.Duration
+}
+
+// Setup says how long the call's steps took.
+func (c *Conn) Setup() Setup { return c.setup }
+
+// Path is the ICE path under the session.
+func (c *Conn) Path() Path { return c.path }
+
+// RemoteAddr is the peer's end of the ICE path (its candidate).
+func (c *Conn) RemoteAddr() string { return c.path.Remote }
+
+// Close ends the session, then the path.
+func (c *Conn) Close(err error) error {
+	cerr := c.Conn.Close(err)
+	c.bridge.Close()
+	return cerr
+}
+
+// Dial calls a paired device through the relay and runs a QUIC session to
+// it over the path ICE finds; the session's handshake proves the device
+// (req.TLS), exactly as on the LAN.
+func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
+	now := req.Now
+	if now == nil {
+		now = time.Now
+	}
+	mb := NewMailbox(req.Relay)
+	defer mb.Close()
+	t := now()
+	var st Setup
+	mark := time.Now()
+	lap := func(d *time.Duration) { n := time.Now(); *d = n.Sub(mark); mark = n }
+	if err := lookup(ctx, mb, req, t); err != nil {
+		return nil, err
+	}
+	// ICE gathers and checks on the socket QUIC will use (quic.Shared), so
+	// that a direct pair costs what QUIC costs on the LAN.
+	local := sourceFor(req.Relay)
+	if req.Loopback {
+		local = "127.0.0.1:0"
+	}
+	sock, err := quic.ListenShared(local)
+	if err != nil {
+		return nil, err
+	}
+	mux := newMux(sock.NonQUIC())
+	g, err := newAgent(ctx, req.Relay, req.Loopback, mux)
+	if err != nil {
+		mux.Close()
+		sock.Close()
+		return nil, fmt.Errorf("gather candidates: %w", err)
+	}
+	g.ownMux = mux
+	lap(&st.Lookup) // the presence, the socket and gathering
+	ok := false
+	defer func() {
+		if !ok {
+			g.close()
+			sock.Close()
+		}
+	}()
+	call := Message{Kind: KindCall, From: req.Self.String(), To: req.Peer.String(), At: t.Unix(), Call: NewCall()}
+	g.fill(&call)
+	box := CallName(req.Secret, req.Peer, t)
+	blob, err := Seal(req.Secret, box, call)
+	if err != nil {
+		return nil, err
+	}
+	if err := mb.Push(ctx, box, blob); err != nil {
+		return nil, err
+	}
+	answer, err := waitAnswer(ctx, mb, req, call.Call, now)
+	lap(&st.Answer)
+	if err != nil {
+		return nil, err
+	}
+	ic, err := g.connect(ctx, answer, true)
+	if err != nil {
+		return nil, err
+	}
+	lap(&st.Checks)
+	var b *bridge
+	var qs *quic.Session
+	if !g.localRelayed() {
+		// Direct from the shared socket to the peer's end of the pair (a
+		// host, its NAT's mapping, or its TURN relay).
+		if qs, err = sock.Dial(ctx, g.remoteAddr(), req.TLS, req.Transport); err != nil {
+			return nil, err
+		}
+		b, _ = newBridge(g, nil, nil)
+	} else {
+		// This side's end is a TURN allocation, which pion's TURN client
+		// holds: QUIC goes through ICE's connection, by the bridge.
+		if b, err = newBridge(g, ic, nil); err != nil {
+			return nil, &transport.LocalError{Err: err}
+		}
+		cfg := req.Transport
+		cfg.MaxFlows = 1 // one QUIC connection: the bridge carries one
+		if qs, err = quic.DialNetwork(ctx, b.Addr().String(), req.TLS, cfg, nil); err != nil {
+			b.Close()
+			b.Wait()
+			return nil, err
+		}
+	}
+	b.extra = sock.Close // a no-op once a session owns it
+	ok = true
+	go func() {
+		select {
+		case <-qs.Done():
+			b.Close()
+		case <-b.Done():
+			qs.Close(nil)
+		}
+	}()
+	lap(&st.Handshake)
+	return &Conn{Conn: qs, path: g.path(), bridge: b, setup: st}, nil
+}
+
+// Lookup checks that the device keeps a presence at the relay for this
+// one: ErrRelayUnreachable, ErrNotFound or nil.
+func Lookup(ctx context.Context, req DialRequest) error {
+	mb := NewMailbox(req.Relay)
+	defer mb.Close()
+	now := time.Now
+	if req.Now != nil {
+		now = req.Now
+	}
+	return lookup(ctx, mb, req, now())
+}
+
+func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) error {
+	names := PresenceNames(req.Secret, req.Peer, t)
+	got, err := mb.Get(ctx, names)
+	if err != nil {
+		return err
+	}
+	for i, blobs := range got {
+		for _, b := range blobs {
+			if _, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t); err == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w %s", ErrNotFound, req.Relay)
+}
+
+// sourceFor is the local address the system routes to the relay from, as
+// "ip:0": the shared socket binds there, so that its host candidate is that
+// interface's address (a socket on 0.0.0.0 offers loopback too, which ICE
+// then shows as this side's end of the pair).
+func sourceFor(relay string) string {
+	c, err := net.Dial("udp4", relay) // a connected UDP socket sends nothing
+	if err != nil {
+		return "0.0.0.0:0"
+	}
+	defer c.Close()
+	return net.JoinHostPort(c.LocalAddr().(*net.UDPAddr).IP.String(), "0")
+}
+
+// waitAnswer polls the call's answer box.
+func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, now func() time.Time) (Message, error) {
+	box := AnswerName(req.Secret, call)
+	deadline := time.NewTimer(answerWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(answerPoll)
+	defer tick.Stop()
+	for {
+		got, err := mb.Take(ctx, []string{box})
+		if err != nil {
+			return Message{}, err
+		}
+		for _, b := range got[0] {
+			m, err := Open(req.Secret, box, b, KindAnswer, req.Peer, req.Self, now())
+			if err == nil && m.Call == call {
+				return m, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		case <-deadline.C:
+			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, answerWait)
+		case <-tick.C:
+		}
+	}
+}
+
+// Peer is a paired device a Server answers.
+type Peer struct {
+	ID     identity.DeviceID
+	Secret rendezvous.Secret
+}
+
+// Server keeps this device reachable from anywhere for its paired
+// devices: it keeps a presence at the relay for each, answers their calls
+// and bridges each ICE path to the local QUIC listener.
+type Server struct {
+	// Relay is the relay's "host:port".
+	Relay string
+	// Self is this device's ID.
+	Self identity.DeviceID
+	// Peers lists the paired devices with a rendezvous secret, now.
+	Peers func() []Peer
+	// Listener is the local QUIC listener's address, now (nil: none).
+	Listener func() *net.UDPAddr
+	// Poll is how often the call boxes are looked at; 0 means PollInterval.
+	Poll time.Duration
+	// Log gets what goes wrong on the way (nil: discarded).
+	Log *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Started, if set, is called once the relay took the first presence.
+	Started func()
+	// Loopback offers loopback addresses only (tests).
+	Loopback bool
+	// NonQUIC, if set, is the QUIC listener's socket as ICE shares it
+	// (transport.PacketSharer): a direct pair then reaches the listener
+	// itself, with no bridge.
+	NonQUIC func() net.PacketConn
+}
+
+// PollInterval is how often a receiver looks for calls by default: a
+// sender waits up to that long before the receiver starts gathering.
+const PollInterval = 500 * time.Millisecond
+
+// presenceEvery is how often the presence is put again; the relay keeps
+// it for twice as long (relay.SlotTTL).
+const presenceEvery = 30 * time.Second
+
+// maxAnswering bounds the calls answered at once.
+const maxAnswering = 4
+
+// seenTTL is how long a call's name is remembered (a replayed call within
+// MaxSkew is not answered twice).
+const seenTTL = 2 * MaxSkew
+
+// Run serves until ctx ends. It returns at once with an error when the
+// relay cannot be reached at the start; later failures are logged and
+// retried.
+func (s *Server) Run(ctx context.Context) error {
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := s.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	poll := s.Poll
+	if poll <= 0 {
+		poll = PollInterval
+	}
+	mb := NewMailbox(s.Relay)
+	defer mb.Close()
+	// A look at a name no one uses: the relay answers, or the user hears now.
+	if _, err := mb.Get(ctx, []string{randomHex(NameLen / 2)}); err != nil {
+		return err
+	}
+	if err := s.announce(ctx, mb, now()); err != nil {
+		return err
+	}
+	if s.Started != nil {
+		s.Started()
+	}
+	var mux *ice.UniversalUDPMuxDefault
+	if s.NonQUIC != nil {
+		if pc := s.NonQUIC(); pc != nil {
+			mux = newMux(pc)
+			defer mux.Close()
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var mu sync.Mutex
+	bridges := map[*bridge]bool{}
+	defer func() {
+		mu.Lock()
+		for b := range bridges {
+			b.Close()
+		}
+		mu.Unlock()
+	}()
+	slots := make(chan struct{}, maxAnswering)
+	seen := map[string]time.Time{}
+	lastPresence := now()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		t := now()
+		if t.Sub(lastPresence) >= presenceEvery {
+			if err := s.announce(ctx, mb, t); err != nil {
+				log.Warn("rendezvous: presence", "relay", s.Relay, "err", err)
+			} else {
+				lastPresence = t
+			}
+		}
+		for k, at := range seen {
+			if t.Sub(at) > seenTTL {
+				delete(seen, k)
+			}
+		}
+		for _, c := range s.calls(ctx, mb, t, log) {
+			if _, dup := seen[c.msg.Call]; dup {
+				continue
+			}
+			seen[c.msg.Call] = t
+			select {
+			case slots <- struct{}{}:
+			default:
+				log.Warn("rendezvous: too many calls at once; one is not answered", "peer", c.peer.ID.Short())
+				continue
+			}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				b, err := s.answer(ctx, mb, mux, c.peer, c.msg, now)
+				if err != nil {
+					log.Warn("rendezvous: answer", "peer", c.peer.ID.Short(), "err", err)
+					return
+				}
+				mu.Lock()
+				bridges[b] = true
+				mu.Unlock()
+				wg.Go(func() {
+					select {
+					case <-b.Done():
+					case <-ctx.Done():
+						b.Close()
+					}
+					b.Wait()
+					mu.Lock()
+					delete(bridges, b)
+					mu.Unlock()
+				})
+			})
+		}
+	}
+}
+
+// announce puts this device's presence for each paired device.
+func (s *Server) announce(ctx context.Context, mb *Mailbox, t time.Time) error {
+	for _, p := range s.Peers() {
+		name := PresenceName(p.Secret, s.Self, t)
+		blob, err := Seal(p.Secret, name, Message{Kind: KindPresence, From: s.Self.String(), To: p.ID.String(), At: t.Unix()})
+		if err != nil {
+			return err
+		}
+		if err := mb.Put(ctx, name, blob); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type incoming struct {
+	peer Peer
+	msg  Message
+}
+
+// calls takes the calls waiting in every paired device's call boxes.
+func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.Logger) []incoming {
+	type ref struct {
+		peer Peer
+		box  string
+	}
+	var refs []ref
+	for _, p := range s.Peers() {
+		for _, n := range CallNames(p.Secret, s.Self, t) {
+			refs = append(refs, ref{p, n})
+		}
+	}
+	var out []incoming
+	for len(refs) > 0 {
+		batch := refs[:min(len(refs), MaxNames)]
+		refs = refs[len(batch):]
+		names := make([]string, len(batch))
+		for i, r := range batch {
+			names[i] = r.box
+		}
+		got, err := mb.Take(ctx, names)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("rendezvous: calls", "relay", s.Relay, "err", err)
+			}
+			return out
+		}
+		for i, blobs := range got {
+			for _, b := range blobs {
+				m, err := Open(batch[i].peer.Secret, batch[i].box, b, KindCall, batch[i].peer.ID, s.Self, t)
+				if err != nil {
+					log.Warn("rendezvous: a call that does not open", "err", err)
+					continue
+				}
+				out = append(out, incoming{batch[i].peer, m})
+			}
+		}
+	}
+	return out
+}
+
+// answer gathers, answers the call and bridges the path to the listener.
+func (s *Server) answer(ctx context.Context, mb *Mailbox, mux *ice.UniversalUDPMuxDefault, p Peer, call Message, now func() time.Time) (*bridge, error) {
+	target := s.Listener()
+	if target == nil {
+		return nil, errors.New("not receiving on QUIC here")
+	}
+	g, err := newAgent(ctx, s.Relay, s.Loopback, mux)
+	if err != nil {
+		return nil, fmt.Errorf("gather candidates: %w", err)
+	}
+	ans := Message{Kind: KindAnswer, From: s.Self.String(), To: p.ID.String(), At: now().Unix(), Call: call.Call}
+	g.fill(&ans)
+	box := AnswerName(p.Secret, call.Call)
+	blob, err := Seal(p.Secret, box, ans)
+	if err == nil {
+		err = mb.Push(ctx, box, blob)
+	}
+	if err != nil {
+		g.close()
+		return nil, err
+	}
+	ic, err := g.connect(ctx, call, false)
+	if err != nil {
+		g.close()
+		return nil, err
+	}
+	if mux != nil && !g.localRelayed() {
+		ic = nil // the peer's QUIC reaches the listener's own socket
+	}
+	b, err := newBridge(g, ic, target)
+	if err != nil {
+		g.close()
+		return nil, err
+	}
+	if s.Log != nil {
+		s.Log.Info("rendezvous: connected", "peer", p.ID.Short(), "path", g.path().String())
+	}
+	return b, nil
+}

@@ -1,0 +1,166 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+)
+
+// Ending is how a transfer, or one session of it, ended, in the words the
+// user reads: which state, why (a code of package errcode, or
+// CodeConnectionLost), whether the other device did it, a sentence, and the
+// technical detail behind it.
+type Ending struct {
+	State  State
+	Code   string
+	ByPeer bool
+	Text   string
+	Detail string
+}
+
+// EndOf maps the error that ended a transfer to its ending. peer is the
+// other device's name; resumable says whether a receiver kept its partial
+// data (a lost sender is then an interruption, not a failure).
+func EndOf(err error, peer string, resumable bool) Ending {
+	if peer == "" {
+		peer = "the other device"
+	}
+	var re *errcode.RemoteError
+	remote := errors.As(err, &re)
+	e := Ending{Code: string(errcode.CodeOf(err)), ByPeer: remote}
+	if err != nil {
+		e.Detail = err.Error()
+	}
+	switch {
+	case err == nil:
+		return Ending{State: StateDone}
+	case errors.Is(err, ErrPairMismatch):
+		// Pairing failures are not the receiver's trust policy: they have
+		// their own code (the peer is told CodeUntrusted, closeCode).
+		e.State, e.Code, e.Text = StateFailed, string(errcode.CodeNotPaired), Sentence(err)
+	case errors.Is(err, ErrPeerRejectedCode):
+		e.State, e.Code, e.ByPeer = StateFailed, string(errcode.CodeNotPaired), true
+		e.Text = peer + " did not confirm the verification code, so the devices are not paired."
+	case errors.Is(err, ErrStoppedReceiving):
+		e.State, e.Code, e.Text = StateCancelled, string(errcode.CodeCancelled), "Stopped: receiving was turned off."
+	case errors.Is(err, ErrCancelledByUser):
+		e.State, e.Code, e.Text = StateCancelled, string(errcode.CodeCancelled), "Cancelled by you."
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrClosed):
+		e.State, e.Code, e.Text = StateCancelled, string(errcode.CodeCancelled), "Ferry was closed before the transfer finished."
+	case remote && errors.Is(err, errcode.ErrGoingAway):
+		// Ferry was closed there: the device went away, and said so.
+		e.Code = CodeConnectionLost
+		e.State, e.Text = StateFailed, peer+" went away: Ferry was closed there."
+		if resumable {
+			e.State, e.Text = StateInterrupted, "Interrupted — Ferry was closed on "+peer+"; will resume when it is back."
+		}
+	case errors.Is(err, ErrTakenOver):
+		e.State, e.Code, e.ByPeer = StateCancelled, string(errcode.CodeCancelled), true
+		e.Text = "Replaced by a newer send of the same files from " + peer + ", which continues from what arrived."
+	case errors.Is(err, errcode.ErrCancelled):
+		e.State, e.Text = StateCancelled, "Cancelled by "+peer+"."
+		if r := ReasonOf(re); r != "" {
+			e.Text = "Cancelled by " + peer + ": " + r + "."
+		}
+	case errors.Is(err, errcode.ErrPaused):
+		e.State = StatePaused
+		e.Text = "Paused by " + peer + "."
+		if !remote {
+			e.Text = "Paused."
+		}
+	case errors.Is(err, errcode.ErrExpired):
+		e.State = StateDeclined
+		e.Text = "Expired: " + peer + " did not answer in time."
+		if !remote {
+			e.Text = "Expired: not answered in time."
+		}
+	case errors.Is(err, errcode.ErrDeclined):
+		e.State = StateDeclined
+		e.Text = "Declined by " + peer + "."
+		if !remote {
+			e.Text = "Declined by you."
+		}
+		if r := ReasonOf(re); remote && r != "" {
+			e.Text = "Declined by " + peer + ": " + r + "."
+		}
+	case errors.Is(err, errcode.ErrTooLarge) && remote && ReasonOf(re) != "":
+		// The receiver says in its own words what it takes ("Bob's laptop
+		// takes at most ...").
+		e.State, e.Text = StateDeclined, "Declined: "+ReasonOf(re)+"."
+	case errors.Is(err, errcode.ErrUntrusted), errors.Is(err, errcode.ErrBusy), errors.Is(err, errcode.ErrNoSpace), errors.Is(err, errcode.ErrTooLarge):
+		e.State, e.Text = StateDeclined, Sentence(err)
+	case !remote && errors.Is(err, io.ErrUnexpectedEOF) && resumable:
+		e.State, e.Code = StateInterrupted, CodeConnectionLost
+		e.Text = "Interrupted — will resume when " + peer + " is back."
+	case !remote && errors.Is(err, io.ErrUnexpectedEOF):
+		e.State, e.Code, e.Text = StateFailed, CodeConnectionLost, "The connection to "+peer+" was lost."
+	default:
+		e.State, e.Text = StateFailed, Sentence(err)
+	}
+	return e
+}
+
+// Words a peer's reason may hold that only repeat its code, as Ferry
+// devices of every version write them: they are the peer's words on the
+// wire, not this build's error texts, so they are spelled out here (and a
+// change of wording in this build changes nothing of what it reads).
+const userCancelPrefix = "cancelled by the user"
+
+var codeOnlyReasons = map[string]bool{
+	"": true, "declined": true, "the receiver declined": true, "cancelled": true,
+	userCancelPrefix: true, "paused": true, "paused by the sender": true,
+}
+
+// ReasonOf is a peer's own words for its error, unless they only repeat the code.
+func ReasonOf(re *errcode.RemoteError) string {
+	if re == nil {
+		return ""
+	}
+	r := strings.TrimSuffix(strings.TrimSpace(re.Reason), ".")
+	r = strings.TrimPrefix(r, userCancelPrefix+": ")
+	if codeOnlyReasons[strings.ToLower(r)] {
+		return ""
+	}
+	return r
+}
+
+// Apply writes the ending into a result.
+func (e Ending) Apply(r *Result) {
+	r.State, r.Err, r.Code, r.ByPeer, r.Detail = e.State, e.Text, e.Code, e.ByPeer, e.Detail
+	if e.State == StateDone {
+		r.Code, r.Detail = "", ""
+	}
+}
+
+// Sentence makes an error readable: first letter upper case, a final period.
+func Sentence(err error) string {
+	s := err.Error()
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// RefusalSentence says why the receiver refused one file of an offer.
+func RefusalSentence(code errcode.Code, reason string) string {
+	if reason == "" {
+		return Sentence(CodeSentinel(code))
+	}
+	return Sentence(fmt.Errorf("%w: %s", CodeSentinel(code), reason))
+}
+
+// CodeSentinel is the sentinel error of a wire code (errcode.ErrIO for unknown ones).
+func CodeSentinel(c errcode.Code) error {
+	if err := (&errcode.RemoteError{Code: c}).Unwrap(); err != nil {
+		return err
+	}
+	return errcode.ErrIO
+}

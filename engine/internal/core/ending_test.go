@@ -1,0 +1,68 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+)
+
+// The ending of a delivery whose partial data a newer delivery took over.
+func TestTakenOverEnding(t *testing.T) {
+	e := EndOf(ErrTakenOver, "Bob", true)
+	if e.State != StateCancelled || e.Code != string(errcode.CodeCancelled) || !e.ByPeer || !strings.Contains(e.Text, "newer send") {
+		t.Errorf("%+v", e)
+	}
+	if !errors.Is(ErrTakenOver, errcode.ErrCancelled) || errcode.CodeOf(ErrTakenOver) != errcode.CodeCancelled {
+		t.Error("the older sender would not hear a cancel")
+	}
+}
+
+// Every end reads in the user's words, with the table's code and who did it.
+func TestEndOf(t *testing.T) {
+	remote := func(c errcode.Code, reason string) error { return &errcode.RemoteError{Code: c, Reason: reason} }
+	for _, c := range []struct {
+		err       error
+		resumable bool
+		state     State
+		code      string
+		byPeer    bool
+		text      string
+	}{
+		{nil, false, StateDone, "", false, ""},
+		{ErrCancelledByUser, false, StateCancelled, "cancelled", false, "Cancelled by you."},
+		{ErrStoppedReceiving, false, StateCancelled, "cancelled", false, "Stopped: receiving was turned off."},
+		{context.Canceled, false, StateCancelled, "cancelled", false, "Ferry was closed before the transfer finished."},
+		{ErrClosed, false, StateCancelled, "cancelled", false, "Ferry was closed before the transfer finished."},
+		{remote(errcode.CodeCancelled, "cancelled by the user"), false, StateCancelled, "cancelled", true, "Cancelled by Bob."},
+		{remote(errcode.CodeCancelled, "out of patience"), false, StateCancelled, "cancelled", true, "Cancelled by Bob: out of patience."},
+		{remote(errcode.CodeDeclined, ""), false, StateDeclined, "declined", true, "Declined by Bob."},
+		{errcode.ErrDeclined, false, StateDeclined, "declined", false, "Declined by you."},
+		{remote(errcode.CodeExpired, ""), false, StateDeclined, "expired", true, "Expired: Bob did not answer in time."},
+		{remote(errcode.CodePaused, "paused by the sender"), false, StatePaused, "paused", true, "Paused by Bob."},
+		{ErrPaused, false, StatePaused, "paused", false, "Paused."},
+		{remote(errcode.CodeTooLarge, "Bob takes at most 64 KB of text"), false, StateDeclined, "too_large", true, "Declined: Bob takes at most 64 KB of text."},
+		{remote(errcode.CodeBusy, ""), false, StateDeclined, "busy", true, "The receiver is busy."},
+		{remote(errcode.CodeGoingAway, ""), false, StateFailed, CodeConnectionLost, true, "Bob went away: Ferry was closed there."},
+		{remote(errcode.CodeGoingAway, ""), true, StateInterrupted, CodeConnectionLost, true, "Interrupted — Ferry was closed on Bob; will resume when it is back."},
+		{ErrConnectionLost, true, StateInterrupted, CodeConnectionLost, false, "Interrupted — will resume when Bob is back."},
+		{ErrConnectionLost, false, StateFailed, CodeConnectionLost, false, "The connection to Bob was lost."},
+		{ErrPairMismatch, false, StateFailed, "not_paired", false, Sentence(ErrPairMismatch)},
+		{ErrPeerRejectedCode, false, StateFailed, "not_paired", true, "Bob did not confirm the verification code, so the devices are not paired."},
+		{fmt.Errorf("write: %w", io.ErrShortWrite), false, StateFailed, "io", false, "Write: short write."},
+	} {
+		e := EndOf(c.err, "Bob", c.resumable)
+		if e.State != c.state || e.Code != c.code || e.ByPeer != c.byPeer || e.Text != c.text {
+			t.Errorf("%v: %+v, want %s %q byPeer=%v %q", c.err, e, c.state, c.code, c.byPeer, c.text)
+		}
+		var r Result
+		e.Apply(&r)
+		if r.State != c.state || r.Code != c.code || r.Err != c.text {
+			t.Errorf("%v: applied as %+v", c.err, r)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+)
+
+// The ends of a transfer that every protocol shares. Those a peer must hear
+// of wrap a sentinel of the one table (package errcode), or are told with
+// errcode.WithCode; the others never cross the wire.
+var (
+	// ErrClosed: the engine was closed.
+	ErrClosed = errors.New("engine closed")
+	// ErrCancelledByUser: the user of this device cancelled.
+	ErrCancelledByUser = errors.New("cancelled by the user")
+	// ErrStoppedReceiving ends incoming transfers when receiving is turned
+	// off at once; the sender is told the transfer was cancelled.
+	ErrStoppedReceiving = fmt.Errorf("%w: receiving was turned off", ErrCancelledByUser)
+	// ErrPaused ends the current attempt of a paused transfer; the receiver
+	// learns that the sender paused (errcode.ErrPaused), not that it failed.
+	ErrPaused = fmt.Errorf("%w by the sender", errcode.ErrPaused)
+	// ErrSuperseded ends a receiving session when a new attempt at the same
+	// delivery (a reconnect) arrives: the new one takes its partials and
+	// speaks for the transfer.
+	ErrSuperseded = errors.New("a newer attempt at the same transfer took over")
+	// ErrTakenOver ends a receiving session when another delivery of the
+	// same files from the same sender takes over its partial data: the
+	// older delivery ends here, and its sender is told (a cancel, so it
+	// does not come back for the data the newer one now holds).
+	ErrTakenOver = fmt.Errorf("%w: a newer send of the same files took over", errcode.ErrCancelled)
+	// ErrSessionDone ends a session's goroutines after a successful transfer.
+	ErrSessionDone = errors.New("session done")
+	// ErrPathGone ends the attempt of a session whose local address went
+	// away: the sender reconnects (and resumes) at once.
+	ErrPathGone = errors.New("the network changed under the connection: this device's address is gone")
+	// ErrConnectionLost is how a receiving session learns that its sender
+	// is gone when nothing said so first.
+	ErrConnectionLost = fmt.Errorf("the connection to the sender was lost: %w", io.ErrUnexpectedEOF)
+	// ErrNothingToSend: the paths hold no regular files.
+	ErrNothingToSend = errors.New("nothing to send: no regular files in the given paths")
+	// ErrTextUnsupported: the receiver's Ferry is too old to take a text item.
+	ErrTextUnsupported = errors.New("the receiving device's Ferry cannot receive text yet: update it, or send the text as a file")
+	// ErrPairMismatch ends a transfer whose user said the two screens show
+	// different verification codes.
+	ErrPairMismatch = fmt.Errorf("%w: the verification codes on the two screens did not match, so another device may be "+
+		"intercepting the connection; the transfer was stopped and the device is not trusted", ErrCancelledByUser)
+	// ErrPeerRejectedCode: the other user said the codes differ, or declined to pair.
+	ErrPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", errcode.ErrUntrusted)
+)
+
+// CodeConnectionLost: the other device went away without a word (killed,
+// asleep, out of range); a receiver keeps what arrived for the next attempt.
+// It is the one table's (package errcode), though it never crosses the wire.
+const CodeConnectionLost = string(errcode.CodeConnectionLost)

@@ -1,0 +1,607 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/internal/resume"
+	"github.com/ferrydrop/ferry/engine/peer"
+	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/internal/clock"
+	"github.com/ferrydrop/ferry/internal/safetext"
+)
+
+// An Inbox is one offer from a peer, whatever protocol carries it. It owns
+// what every receiving protocol shares: the limits on what a peer may offer,
+// names that cannot be stored (refused one by one), the receiving policy,
+// trust, the space check, the prompt, the destination folder, progress, each
+// file's outcome and the transfer's end. A protocol session (the Ferry wire
+// session in engine/receive.go, LocalSend's in engine/localsend.go) reads the
+// offer off its own wire, hands it to Offer, asks Decide, moves the bytes
+// into Dest (package store) its own way, and reports each file with Resolved
+// and the end with Finish. The engine's transfer behind it is its Host.
+type Inbox struct {
+	host Host
+	cfg  InboxConfig
+	peer peer.ID
+	// ticket is the offer's standing with the engine's admission: what it
+	// may hold until it is decided, and its place among the prompts (issue #14).
+	ticket *Ticket
+
+	Files      []OfferedFile
+	Text       string // the offer's text item, "" when none
+	Refused    []NameRefusal
+	refusedIdx map[int]bool
+	Accepted   []int // after Decide: the files accepted, in offer order
+	Dest       *store.Dest
+	DestDir    string
+	registered bool
+	// Offered: an offer arrived (a probe sends none). Offer sets it; a
+	// session that reads an offer in parts sets it at the first.
+	Offered bool
+	started bool // the offer was accepted and the session counted (see Begin)
+	// Bytes counts the payload bytes received, for progress and the result.
+	Bytes atomic.Int64
+
+	mu        sync.Mutex // guards the fields below
+	resolvedN int
+	verified  int
+}
+
+// Host is the engine's side of one incoming transfer, as its inbox sees it.
+type Host interface {
+	// Name is this device's name, as refusals say it.
+	Name() string
+	// Peer is the other device as the transfer's events show it.
+	Peer() PeerInfo
+	// Policy is who may send without a prompt, and the download folder.
+	Policy() (policy AcceptPolicy, autoTrusted bool, dir string)
+	// Named gives the transfer its ID and its delivery's, from the offer.
+	Named(id, delivery string)
+	// Register makes the transfer known (events, Decide, Cancel). A later
+	// session of the same transfer takes over its ID.
+	Register() error
+	// Ask shows the offer to the user (an offer event) and returns the
+	// channel their answer comes on; done says that it is no longer asked.
+	Ask(p *Prompt) (answer <-chan Decision, done func())
+	// AlwaysAccept applies a decision's AlwaysAccept to the peer.
+	AlwaysAccept()
+	// File reports one file's outcome; State the transfer's new state.
+	File(*FileResult)
+	State(State)
+	// Began and Ended count the accepted sessions of the engine; large says
+	// the session held a large offer (its memory goes back at once).
+	Began()
+	Ended(large bool)
+	// WatchProgress publishes progress until ctx ends.
+	WatchProgress(ctx context.Context, bytes func() int64, total int64, files func() int, totalFiles int)
+	// Finish reports the transfer's result.
+	Finish(Result)
+	// Log is the engine's logger.
+	Log() *slog.Logger
+}
+
+// InboxConfig is what the engine's options say about receiving.
+type InboxConfig struct {
+	ManifestBudget int64         // see ManifestCost; engine.Options.ManifestBudget
+	PromptTimeout  time.Duration // how long a prompt waits for an answer
+	SyncFiles      bool          // fsync each file before its final name
+	BufferedIO     bool          // write through the page cache
+	Clock          clock.Clock   // runs the prompt's timer
+}
+
+// Prompt is an offer as the receiving user is asked about it.
+type Prompt struct {
+	Count      int
+	Files      []FileInfo // the first MaxPromptFiles and every refused one
+	Folders    []FolderInfo
+	TotalBytes int64
+	Dest       string
+	FreeBytes  int64 // -1 when unknown
+	Expires    time.Time
+	Text       string
+}
+
+// OfferedFile is one file of an incoming offer, as any protocol describes it.
+type OfferedFile struct {
+	Path string // relative, slash-separated, as the peer sent it
+	Size int64
+}
+
+// NameRefusal is one offered file the inbox refused by itself, and why.
+type NameRefusal struct {
+	Idx    int
+	Code   errcode.Code
+	Reason string
+}
+
+// What a peer can make a receiver hold is bounded (issue #14): the file
+// lists of offers take at most Options.ManifestBudget per address (issue 30:
+// memory, not a number of files, bounds them), and at most MaxRefusals files
+// can be refused by name.
+const (
+	// DefaultManifestBudget is Options.ManifestBudget's default: an offer
+	// of about 125,000 files (workload D, 105,252 files, takes 114 MB).
+	DefaultManifestBudget = 128 << 20
+	// ManifestFileCost is what the receiver's peak memory grows by per
+	// offered file, as measured (a million empty files: 978 MiB RSS when
+	// the offer was accepted; docs/benchmarks/trees.md): the entry as read
+	// and as the inbox keeps it, the name check's map, the decoder's
+	// garbage, the resume snapshot listing every file, and the collector's
+	// headroom. The per-file state of a file being received is bounded
+	// apart (maxLiveFiles).
+	ManifestFileCost = 1024
+	// MaxRefusals and MaxRefusalLen bound the files refused by name and
+	// each one's reason; MaxTextLen an offer's text item. They are Ferry's
+	// wire limits too (engine checks that they agree).
+	MaxRefusals   = 1000
+	MaxRefusalLen = 256
+	MaxTextLen    = 64 << 10
+	// MaxPromptFiles bounds the files an offer event lists: a prompt shows
+	// a summary of a large offer (its folders), not a million lines.
+	MaxPromptFiles = 1000
+	// BigManifest is the offer size from which the end of a session
+	// returns freed memory to the system at once.
+	BigManifest = 10_000
+)
+
+// NewInbox starts the receiving side of an exchange with peer, reporting
+// to host; tk is its standing with the admission (nil: none).
+func NewInbox(host Host, peer peer.ID, tk *Ticket, cfg InboxConfig) *Inbox {
+	return &Inbox{host: host, cfg: cfg, peer: peer, ticket: tk}
+}
+
+// ManifestCost is what a file list of files files and names bytes of names
+// costs the receiver (see ManifestFileCost).
+func ManifestCost(files int, names int64) int64 { return int64(files)*ManifestFileCost + names }
+
+// IsRefused says whether offered file i was refused by name.
+func (in *Inbox) IsRefused(i int) bool { return in.refusedIdx[i] }
+
+// Ticket is the offer's standing with the admission (nil: none).
+func (in *Inbox) Ticket() *Ticket { return in.ticket }
+
+// CheckCost refuses an offer whose file list takes more memory than this
+// device holds for one address, as soon as that is known.
+func (in *Inbox) CheckCost(files int, names int64) error {
+	if ManifestCost(files, names) > in.cfg.ManifestBudget {
+		return in.TooLarge()
+	}
+	return nil
+}
+
+// Offer takes the offer's delivery ID (see Transfer.Delivery), its files
+// and its text item ("" when none). Every session of one delivery (a
+// reconnect, a Retry) has the same transfer ID, so a resumed delivery is
+// the same transfer; another delivery of the same files is another
+// transfer, even where it resumes the same partial data. Names that cannot
+// be stored are refused one by one; an offer over the limits, or with
+// neither a file left nor a text, is refused whole.
+func (in *Inbox) Offer(delivery string, files []OfferedFile, text string) error {
+	in.Offered = true
+	if err := CheckDelivery(delivery); err != nil {
+		return err
+	}
+	// Derived from the peer: no peer can take the ID of another's transfer.
+	in.host.Named("r-"+resume.Key(in.peer.String(), delivery), delivery)
+	if err := in.CheckCost(len(files), 0); err != nil {
+		return err
+	}
+	if err := CheckText(in.host.Name(), text); err != nil {
+		return err
+	}
+	if len(files) == 0 && text == "" {
+		return fmt.Errorf("%w: the offer holds neither a file nor a text", errcode.ErrProtocol)
+	}
+	in.Text = text
+	var pathBytes int64
+	seen := make(map[string]bool, len(files))
+	for i, f := range files {
+		if pathBytes += int64(len(f.Path)); ManifestCost(len(files), pathBytes) > in.cfg.ManifestBudget {
+			return in.TooLarge()
+		}
+		// A name we cannot store safely refuses that file, not the offer.
+		var ne *store.NameError
+		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
+			in.Refuse(i, errcode.CodeBadName, ne.Reason)
+			continue
+		} else if err != nil {
+			in.Refuse(i, errcode.CodeBadName, "the name cannot be stored")
+			continue
+		}
+		// Names differing only in case are both received: on a
+		// case-insensitive file system the second gets a number (its
+		// partial is created exclusively, its final name never
+		// overwrites). The very same name twice is refused.
+		if seen[f.Path] {
+			in.Refuse(i, errcode.CodeBadName, "the offer names this file twice")
+			continue
+		}
+		seen[f.Path] = true
+	}
+	in.Files = files
+	if len(in.Refused) > MaxRefusals {
+		return &RefusedError{Code: errcode.CodeBadName, Reason: fmt.Sprintf("over %d of the offered names cannot be stored on %s", MaxRefusals, in.host.Name())}
+	}
+	if len(in.Refused) > 0 && len(in.Refused) == len(files) && text == "" {
+		r := in.Refused[0]
+		return fmt.Errorf("%w: %s: %s", errcode.ErrBadName, safetext.Name(files[r.Idx].Path), r.Reason)
+	}
+	return nil
+}
+
+// MaxDeliveryID bounds a delivery ID from a peer (Ferry's are 24 hex digits).
+const MaxDeliveryID = 64
+
+// CheckDelivery checks a delivery ID from a peer: 1 to MaxDeliveryID
+// letters, digits, '-' or '_', so it can be shown, logged and stored as is.
+func CheckDelivery(id string) error {
+	if id == "" || len(id) > MaxDeliveryID {
+		return fmt.Errorf("%w: a delivery ID of %d bytes (1 to %d expected)", errcode.ErrProtocol, len(id), MaxDeliveryID)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_') {
+			return fmt.Errorf("%w: the delivery ID has a byte 0x%02x (letters, digits, '-' and '_' expected)", errcode.ErrProtocol, c)
+		}
+	}
+	return nil
+}
+
+// TooLarge refuses an offer whose file list takes more memory than this
+// device holds for one address.
+func (in *Inbox) TooLarge() error {
+	return &RefusedError{Code: errcode.CodeTooLarge, Reason: fmt.Sprintf(
+		"%s takes file lists of at most %s in one transfer (%d bytes per file and its name), and this one is larger (send the folder in parts or as an archive)",
+		in.host.Name(), HumanBytes(in.cfg.ManifestBudget), ManifestFileCost)}
+}
+
+// HumanBytes writes n as a user reads it: "4 KB", "16 MB", "1.5 GB".
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<30)), ".0") + " GB"
+	case n >= 1<<20:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MB"
+	case n >= 1<<10:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<10)), ".0") + " KB"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// CheckText bounds an offer's text item, whichever protocol carried it;
+// name is this device's.
+func CheckText(name, text string) error {
+	if len(text) > MaxTextLen {
+		return &RefusedError{Code: errcode.CodeTooLarge, Reason: fmt.Sprintf(
+			"%s takes at most %d KB of text in one offer, and this text has %d bytes (send it as a file)", name, MaxTextLen>>10, len(text))}
+	}
+	if !utf8.ValidString(text) {
+		return fmt.Errorf("%w: the offered text is not valid UTF-8", errcode.ErrProtocol)
+	}
+	return nil
+}
+
+// Refuse records that offered file idx will not be accepted, whatever the
+// user decides: the rest of the offer goes on.
+func (in *Inbox) Refuse(idx int, code errcode.Code, reason string) {
+	if len(reason) > MaxRefusalLen {
+		reason = reason[:MaxRefusalLen]
+		for !utf8.ValidString(reason) {
+			reason = reason[:len(reason)-1]
+		}
+	}
+	if in.refusedIdx == nil {
+		in.refusedIdx = map[int]bool{}
+	}
+	in.refusedIdx[idx] = true
+	in.Refused = append(in.Refused, NameRefusal{Idx: idx, Code: code, Reason: reason})
+}
+
+// Register makes the transfer known (events, Decide, Cancel). A later
+// session of the same transfer takes over its ID.
+func (in *Inbox) Register() error {
+	if err := in.host.Register(); err != nil {
+		return err
+	}
+	in.registered = true
+	return nil
+}
+
+// Verdict is the answer to an offer, with the code of a refusal.
+type Verdict struct {
+	Decision
+	Code errcode.Code
+}
+
+// Err is a refusal this side decided (policy, prompt, space): the
+// receiver's own end, not the peer's.
+func (v Verdict) Err() error { return &RefusedError{Code: v.Code, Reason: v.Reason} }
+
+// Refusal is the verdict that refuses an offer with one of the admission's errors.
+func Refusal(err *errcode.RemoteError) Verdict {
+	return Verdict{Decision: Decision{Reason: err.Reason}, Code: err.Code}
+}
+
+// RefusedError is an offer this side refused (a limit, the policy, the
+// prompt, the space check), with the code and the words the sender is told.
+// It matches the code's sentinel (errors.Is).
+type RefusedError struct {
+	Code   errcode.Code
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	if e.Reason == "" {
+		return CodeSentinel(e.Code).Error()
+	}
+	return CodeSentinel(e.Code).Error() + ": " + e.Reason
+}
+
+func (e *RefusedError) Unwrap() error { return CodeSentinel(e.Code) }
+
+// Decide applies the accept policy, asking the user when it says so; on
+// acceptance it opens the destination and fills in.Accepted.
+func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
+	policy, autoTrusted, dir := in.host.Policy()
+	trusted := in.host.Peer().Trusted
+	var total int64
+	for i, f := range in.Files {
+		if !in.refusedIdx[i] {
+			total += f.Size
+		}
+	}
+	free, _ := store.FreeSpace(dir)
+	// An offer that cannot fit is refused before anyone is asked, with the
+	// figures: a "yes" could not be kept.
+	if err := NoSpace(dir, total); err != nil {
+		return Verdict{Decision: Decision{Reason: Sentence(err)}, Code: errcode.CodeNoSpace}, nil
+	}
+
+	var d Verdict
+	switch {
+	case policy == AcceptAll, policy == AcceptTrusted && trusted, policy == AcceptAsk && autoTrusted && trusted:
+		d.Accept = true
+	case policy == AcceptTrusted:
+		return Verdict{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, Code: errcode.CodeUntrusted}, nil
+	default:
+		var err error
+		d, err = in.ask(ctx, dir, total, free)
+		if err != nil {
+			return d, err
+		}
+	}
+	if !d.Accept {
+		return d, nil
+	}
+	if d.Dest != "" {
+		// This offer goes where the user chose (Decide checked the folder).
+		dir = d.Dest
+	}
+	// Narrow to the accepted files, then check space for exactly those.
+	accepted := make([]int, 0, len(in.Files))
+	if d.Files == nil {
+		for i := range in.Files {
+			if !in.refusedIdx[i] {
+				accepted = append(accepted, i)
+			}
+		}
+	} else {
+		for _, i := range d.Files {
+			if i < 0 || i >= len(in.Files) {
+				return d, fmt.Errorf("decision names file %d of %d", i, len(in.Files))
+			}
+			if !in.refusedIdx[i] {
+				accepted = append(accepted, i)
+			}
+		}
+	}
+	if len(in.Refused) > 0 {
+		d.Files = accepted // "all" no longer means every offered file
+	}
+	var need int64
+	for _, i := range accepted {
+		need += in.Files[i].Size
+	}
+	if err := NoSpace(dir, need); err != nil {
+		return Verdict{Decision: Decision{Reason: Sentence(err)}, Code: errcode.CodeNoSpace}, nil
+	}
+	dest, err := store.Open(dir)
+	if err != nil {
+		return Verdict{Decision: Decision{Reason: "cannot open the download folder"}, Code: errcode.CodeIO}, fmt.Errorf("download folder: %w", err)
+	}
+	dest.SyncOnFinalize = in.cfg.SyncFiles
+	dest.SetBufferedIO(in.cfg.BufferedIO)
+	in.Dest, in.DestDir, in.Accepted = dest, dir, accepted
+	if d.AlwaysAccept {
+		in.host.AlwaysAccept()
+	}
+	return d, nil
+}
+
+// ask asks the user (Host.Ask) and waits for the answer, the prompt
+// timeout, or the end.
+func (in *Inbox) ask(ctx context.Context, dir string, total, free int64) (Verdict, error) {
+	place, refused := in.ticket.Prompt(ctx)
+	if refused != nil {
+		return Refusal(refused), nil
+	}
+	defer place.Release()
+	p := &Prompt{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: in.cfg.Clock.Now().Add(in.cfg.PromptTimeout), Text: in.Text}
+	if free < 0 {
+		p.FreeBytes = -1
+	}
+	p.Count, p.Files, p.Folders = in.summary()
+	answer, asked := in.host.Ask(p)
+	defer asked()
+	timer, expired := in.cfg.Clock.NewTimer(in.cfg.PromptTimeout)
+	defer timer.Stop()
+	select {
+	case d := <-answer:
+		if !d.Accept && d.Expired {
+			return Verdict{Decision: d, Code: errcode.CodeExpired}, nil
+		}
+		if !d.Accept {
+			in.ticket.Declined()
+		}
+		return Verdict{Decision: d, Code: errcode.CodeDeclined}, nil
+	case <-expired:
+		return Verdict{Decision: Decision{Reason: fmt.Sprintf("not answered in %v", in.cfg.PromptTimeout.Round(time.Second))},
+			Code: errcode.CodeExpired}, nil
+	case <-ctx.Done():
+		return Verdict{}, context.Cause(ctx)
+	}
+}
+
+// summary describes the offer for a prompt: its file count, the first
+// MaxPromptFiles files and every refused one, and its top-level folders.
+func (in *Inbox) summary() (count int, files []FileInfo, folders []FolderInfo) {
+	refused := make(map[int]string, len(in.Refused))
+	for _, r := range in.Refused {
+		refused[r.Idx] = r.Reason
+	}
+	return Summarize(in.Files, refused)
+}
+
+// Summarize describes files for an offer event: their count, the first
+// MaxPromptFiles and every one in refused (index -> why), and their
+// top-level folders with counts and sizes.
+func Summarize(all []OfferedFile, refused map[int]string) (count int, files []FileInfo, folders []FolderInfo) {
+	byName := map[string]int{}
+	for i, f := range all {
+		if why, no := refused[i]; i < MaxPromptFiles || no {
+			files = append(files, FileInfo{Index: i, Path: f.Path, Size: f.Size, Refused: why})
+		}
+		top, _, nested := strings.Cut(f.Path, "/")
+		if !nested {
+			continue
+		}
+		k, ok := byName[top]
+		if !ok {
+			k = len(folders)
+			byName[top] = k
+			folders = append(folders, FolderInfo{Path: top})
+		}
+		folders[k].Files++
+		folders[k].Bytes += f.Size
+	}
+	return len(all), files, folders
+}
+
+// NoSpace returns the *store.SpaceError when dir cannot hold need bytes. A
+// file system whose free space cannot be measured accepts blind: writing
+// then fails per file with a clear error, which loses nothing.
+func NoSpace(dir string, need int64) error {
+	var se *store.SpaceError
+	if err := store.CheckSpace(dir, need); errors.As(err, &se) {
+		return se
+	}
+	return nil
+}
+
+// Begin marks the accepted offer as running: the refused files are
+// reported, the state turns active, and the session counts toward the
+// engine's receiving sessions until Finish.
+func (in *Inbox) Begin() {
+	in.started = true
+	in.host.Began()
+	for _, r := range in.Refused {
+		f := in.Files[r.Idx]
+		in.host.File(&FileResult{Path: f.Path, Size: f.Size, Err: RefusalSentence(r.Code, r.Reason)})
+	}
+	in.host.State(StateActive)
+}
+
+// AcceptedBytes is the size of the accepted files.
+func (in *Inbox) AcceptedBytes() int64 {
+	var n int64
+	for _, i := range in.Accepted {
+		n += in.Files[i].Size
+	}
+	return n
+}
+
+// WatchProgress publishes the inbox's progress until ctx ends.
+func (in *Inbox) WatchProgress(ctx context.Context) {
+	in.host.WatchProgress(ctx, in.Bytes.Load, in.AcceptedBytes(), func() int {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return in.resolvedN
+	}, len(in.Accepted))
+}
+
+// Resolved reports one file's outcome (saved as savedAs, or failed for
+// reason) and returns how many are resolved now.
+func (in *Inbox) Resolved(idx int, ok bool, savedAs, root, reason string) int {
+	f := in.Files[idx]
+	fr := &FileResult{Path: f.Path, Size: f.Size, Verified: ok, Err: reason, Root: root}
+	if ok && savedAs != f.Path {
+		fr.SavedAs = savedAs
+	}
+	in.host.File(fr)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.resolvedN++
+	if ok {
+		in.verified++
+	}
+	return in.resolvedN
+}
+
+// Counts are the files resolved and verified so far.
+func (in *Inbox) Counts() (resolved, verified int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.resolvedN, in.verified
+}
+
+// Finish ends the inbox: it releases the session's hold on the engine and
+// reports the result, in honest words (see EndOf). resumable says whether
+// partial data was kept for a later session. A peer that hung up before
+// offering anything (a Probe, say) leaves no trace; a malformed offer is
+// reported; a session that a newer one of the same transfer took over says
+// nothing (the newer one speaks for the transfer).
+func (in *Inbox) Finish(err error, resumable bool, r Result) {
+	if in.started {
+		in.host.Ended(len(in.Files) >= BigManifest)
+	}
+	if in.Dest != nil {
+		in.Dest.Close()
+	}
+	if errors.Is(err, ErrSuperseded) {
+		return
+	}
+	if !in.registered {
+		if !in.Offered && !errors.Is(err, errcode.ErrProtocol) && !errors.Is(err, errcode.ErrBadName) && !errors.Is(err, errcode.ErrTooLarge) {
+			in.host.Log().Debug("connection ended before an offer", "peer", in.host.Peer().Addr, "err", err)
+			return
+		}
+		if in.host.Register() != nil {
+			return
+		}
+	}
+	EndOf(err, in.host.Peer().Name, resumable).Apply(&r)
+	r.Refused = len(in.Refused)
+	r.Destination = in.DestDir
+	r.Bytes = in.Bytes.Load()
+	_, r.Verified = in.Counts()
+	r.Files, r.TotalBytes = len(in.Accepted), in.AcceptedBytes()
+	if in.started {
+		r.Text = in.Text // accepted with the offer, whatever became of the files
+	} else {
+		// Never accepted: say what was offered.
+		r.Files = len(in.Files)
+		for _, f := range in.Files {
+			r.TotalBytes += f.Size
+		}
+	}
+	in.host.Finish(r)
+}

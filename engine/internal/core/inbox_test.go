@@ -1,0 +1,310 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/peer"
+	"github.com/ferrydrop/ferry/internal/clock"
+)
+
+// fakeHost is an engine's transfer as the inbox sees it, recording what
+// the inbox tells it.
+type fakeHost struct {
+	peer        PeerInfo
+	policy      AcceptPolicy
+	autoTrusted bool
+	dir         string
+	answers     chan Decision
+
+	mu       sync.Mutex // guards the fields below
+	id       string
+	asked    []*Prompt
+	files    []*FileResult
+	states   []State
+	result   *Result
+	began    int
+	always   bool
+	asking   bool
+	finished chan struct{}
+}
+
+func newFakeHost(t *testing.T, policy AcceptPolicy, trusted bool) *fakeHost {
+	return &fakeHost{peer: PeerInfo{Name: "Bob", Trusted: trusted}, policy: policy, dir: t.TempDir(),
+		answers: make(chan Decision, 1), finished: make(chan struct{})}
+}
+
+func (h *fakeHost) Name() string   { return "Anna" }
+func (h *fakeHost) Peer() PeerInfo { return h.peer }
+func (h *fakeHost) Policy() (AcceptPolicy, bool, string) {
+	return h.policy, h.autoTrusted, h.dir
+}
+func (h *fakeHost) Named(id, _ string) { h.mu.Lock(); h.id = id; h.mu.Unlock() }
+func (h *fakeHost) Register() error    { return nil }
+func (h *fakeHost) Ask(p *Prompt) (<-chan Decision, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.asked = append(h.asked, p)
+	h.asking = true
+	return h.answers, func() { h.mu.Lock(); h.asking = false; h.mu.Unlock() }
+}
+func (h *fakeHost) AlwaysAccept()       { h.mu.Lock(); h.always = true; h.mu.Unlock() }
+func (h *fakeHost) File(fr *FileResult) { h.mu.Lock(); h.files = append(h.files, fr); h.mu.Unlock() }
+func (h *fakeHost) State(s State)       { h.mu.Lock(); h.states = append(h.states, s); h.mu.Unlock() }
+func (h *fakeHost) Began()              { h.mu.Lock(); h.began++; h.mu.Unlock() }
+func (h *fakeHost) Ended(bool)          { h.mu.Lock(); h.began--; h.mu.Unlock() }
+func (h *fakeHost) Log() *slog.Logger   { return slog.New(slog.DiscardHandler) }
+func (h *fakeHost) Finish(r Result)     { h.mu.Lock(); h.result = &r; h.mu.Unlock(); close(h.finished) }
+func (h *fakeHost) WatchProgress(ctx context.Context, _ func() int64, _ int64, _ func() int, _ int) {
+	<-ctx.Done()
+}
+
+func (h *fakeHost) prompts() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.asked)
+}
+
+var bob = peer.FromFerry([32]byte{1})
+
+// newTestInbox is an inbox of host with a ticket of a real admission, on clk.
+func newTestInbox(t *testing.T, host *fakeHost, clk clock.Clock) *Inbox {
+	t.Helper()
+	a := NewAdmission(4, DefaultMuteDeclined, DefaultManifestBudget, clk.Now)
+	tk, refused := a.Arrive("192.0.2.1:1000", bob, func() {})
+	if refused != nil {
+		t.Fatal(refused)
+	}
+	t.Cleanup(tk.End)
+	return NewInbox(host, bob, tk, InboxConfig{ManifestBudget: DefaultManifestBudget, PromptTimeout: 2 * time.Minute, Clock: clk})
+}
+
+// The accept policy: who is accepted silently, refused, or asked.
+func TestInboxPolicy(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		policy      AcceptPolicy
+		trusted     bool
+		autoTrusted bool
+		ask         bool
+		accept      bool
+		code        errcode.Code // of a refusal
+	}{
+		{"all", AcceptAll, false, false, false, true, ""},
+		{"trusted, from a trusted device", AcceptTrusted, true, false, false, true, ""},
+		{"trusted, from another", AcceptTrusted, false, false, false, false, errcode.CodeUntrusted},
+		{"ask, trusted accepted silently", AcceptAsk, true, true, false, true, ""},
+		{"ask, trusted but asked", AcceptAsk, true, false, true, true, ""},
+		{"ask", AcceptAsk, false, true, true, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newFakeHost(t, c.policy, c.trusted)
+			h.autoTrusted = c.autoTrusted
+			h.answers <- Decision{Accept: true}
+			in := newTestInbox(t, h, clock.Real{})
+			if err := in.Offer("d1", []OfferedFile{{Path: "a.txt", Size: 3}}, ""); err != nil {
+				t.Fatal(err)
+			}
+			v, err := in.Decide(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Accept != c.accept || !v.Accept && v.Code != c.code || (h.prompts() == 1) != c.ask {
+				t.Errorf("verdict %+v, asked %d times; want accept=%v code %q asked=%v", v, h.prompts(), c.accept, c.code, c.ask)
+			}
+			if c.accept && (in.Dest == nil || len(in.Accepted) != 1 || in.DestDir != h.dir) {
+				t.Errorf("accepted into %v %q, files %v", in.Dest, in.DestDir, in.Accepted)
+			}
+			if in.Dest != nil {
+				in.Dest.Close()
+			}
+		})
+	}
+}
+
+// Names that cannot be stored are refused one by one, reported when the
+// transfer begins and counted in its result; the rest is received.
+func TestInboxRefusesNamesOneByOne(t *testing.T) {
+	h := newFakeHost(t, AcceptAll, false)
+	in := newTestInbox(t, h, clock.Real{})
+	files := []OfferedFile{{Path: "../escape", Size: 1}, {Path: "ok.txt", Size: 2}, {Path: "ok.txt", Size: 2}}
+	if err := in.Offer("d1", files, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !in.IsRefused(0) || in.IsRefused(1) || !in.IsRefused(2) || len(in.Refused) != 2 {
+		t.Fatalf("refused %+v", in.Refused)
+	}
+	if !strings.HasPrefix(h.id, "r-") {
+		t.Errorf("the transfer is named %q, not after the peer and the delivery", h.id)
+	}
+	v, err := in.Decide(t.Context())
+	if err != nil || !v.Accept || len(in.Accepted) != 1 || in.Accepted[0] != 1 {
+		t.Fatalf("verdict %+v, %v; accepted %v", v, err, in.Accepted)
+	}
+	in.Begin()
+	if len(h.files) != 2 || h.files[0].Err == "" || h.states[len(h.states)-1] != StateActive {
+		t.Fatalf("began with files %+v, states %v", h.files, h.states)
+	}
+	in.Bytes.Add(2)
+	if n := in.Resolved(1, true, "ok (1).txt", "", ""); n != 1 {
+		t.Fatalf("%d resolved", n)
+	}
+	in.Finish(nil, false, Result{})
+	r := h.result
+	if r == nil || r.State != StateDone || r.Files != 1 || r.Verified != 1 || r.Refused != 2 || r.Bytes != 2 || r.TotalBytes != 2 || r.Destination != h.dir {
+		t.Errorf("result %+v", r)
+	}
+	if h.files[2].SavedAs != "ok (1).txt" || h.began != 0 {
+		t.Errorf("file %+v; sessions counted %d after the end", h.files[2], h.began)
+	}
+}
+
+// An offer whose every file is refused, with no text, is refused whole; a
+// text keeps it.
+func TestInboxAllNamesRefused(t *testing.T) {
+	in := newTestInbox(t, newFakeHost(t, AcceptAll, false), clock.Real{})
+	if err := in.Offer("d1", []OfferedFile{{Path: "../a", Size: 1}}, ""); !errors.Is(err, errcode.ErrBadName) {
+		t.Errorf("an offer of refused names only: %v", err)
+	}
+	in = newTestInbox(t, newFakeHost(t, AcceptAll, false), clock.Real{})
+	if err := in.Offer("d2", []OfferedFile{{Path: "../a", Size: 1}}, "hello"); err != nil {
+		t.Errorf("an offer with a text: %v", err)
+	}
+}
+
+// The limits: a file list over the budget, a text over MaxTextLen or not
+// UTF-8, an empty offer.
+func TestInboxLimits(t *testing.T) {
+	h := newFakeHost(t, AcceptAll, false)
+	in := newTestInbox(t, h, clock.Real{})
+	in.cfg.ManifestBudget = 10 * ManifestFileCost
+	var re *RefusedError
+	if err := in.Offer("d1", make([]OfferedFile, 11), ""); !errors.As(err, &re) || re.Code != errcode.CodeTooLarge ||
+		!errors.Is(err, errcode.ErrTooLarge) || !strings.Contains(err.Error(), "Anna takes file lists of at most 10 KB") {
+		t.Errorf("an offer over the budget: %v", err)
+	}
+	for _, c := range []struct {
+		text string
+		want error
+	}{
+		{strings.Repeat("x", MaxTextLen+1), errcode.ErrTooLarge},
+		{"bad \xfe", errcode.ErrProtocol},
+		{"", errcode.ErrProtocol}, // neither a file nor a text
+	} {
+		in := newTestInbox(t, h, clock.Real{})
+		if err := in.Offer("d1", nil, c.text); !errors.Is(err, c.want) {
+			t.Errorf("text of %d bytes: %v, want %v", len(c.text), err, c.want)
+		}
+	}
+	if err := in.Offer("no spaces allowed", nil, "hi"); !errors.Is(err, errcode.ErrProtocol) {
+		t.Errorf("a bad delivery ID: %v", err)
+	}
+}
+
+// A prompt nobody answers expires on the inbox's clock.
+func TestInboxPromptExpires(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newFakeHost(t, AcceptAsk, false)
+	in := newTestInbox(t, h, clk)
+	if err := in.Offer("d1", []OfferedFile{{Path: "a", Size: 1}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Verdict, 1)
+	go func() {
+		v, _ := in.Decide(t.Context())
+		got <- v
+	}()
+	if err := clk.WaitTimers(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.asked[0]; !p.Expires.Equal(clk.Now().Add(2*time.Minute)) || p.Count != 1 || p.TotalBytes != 1 {
+		t.Errorf("prompt %+v", p)
+	}
+	clk.Advance(2 * time.Minute)
+	v := <-got
+	if v.Accept || v.Code != errcode.CodeExpired || !errors.Is(v.Err(), errcode.ErrExpired) {
+		t.Errorf("verdict %+v", v)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.asking {
+		t.Error("still asking after the prompt expired")
+	}
+}
+
+// A decline counts against the peer; a declined offer's result says what
+// was offered.
+func TestInboxDeclined(t *testing.T) {
+	h := newFakeHost(t, AcceptAsk, false)
+	h.answers <- Decision{Reason: "not now"}
+	in := newTestInbox(t, h, clock.Real{})
+	if err := in.Offer("d1", []OfferedFile{{Path: "a", Size: 5}, {Path: "b", Size: 6}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	v, err := in.Decide(t.Context())
+	if err != nil || v.Accept || v.Code != errcode.CodeDeclined {
+		t.Fatalf("verdict %+v, %v", v, err)
+	}
+	in.Finish(v.Err(), false, Result{})
+	if r := h.result; r.State != StateDeclined || r.Text != "" || r.Files != 2 || r.TotalBytes != 11 || r.Err != "Declined by you." {
+		t.Errorf("result %+v", r)
+	}
+}
+
+var deliveryIDCases = []struct {
+	id string
+	ok bool
+}{
+	{"0123456789abcdef01234567", true},
+	{"t1", true},
+	{"A-b_9", true},
+	{strings.Repeat("a", MaxDeliveryID), true},
+	{"", false},
+	{strings.Repeat("a", MaxDeliveryID+1), false},
+	{"../etc", false},
+	{"a b", false},
+	{"a\x00b", false},
+	{"ü", false},
+	{"a\nb", false},
+	{"r-1;DROP", false},
+}
+
+func TestCheckDelivery(t *testing.T) {
+	for _, c := range deliveryIDCases {
+		err := CheckDelivery(c.id)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckDelivery(%q) = %v, want ok=%v", c.id, err, c.ok)
+		}
+		if err != nil && !errors.Is(err, errcode.ErrProtocol) {
+			t.Errorf("CheckDelivery(%q) = %v, not a protocol error", c.id, err)
+		}
+	}
+}
+
+// FuzzCheckDelivery: a delivery ID from a peer is either refused as a
+// protocol error or safe to show, log and store as it is.
+func FuzzCheckDelivery(f *testing.F) {
+	for _, c := range deliveryIDCases {
+		f.Add(c.id)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		err := CheckDelivery(id)
+		if err != nil {
+			if !errors.Is(err, errcode.ErrProtocol) {
+				t.Fatalf("%q: %v", id, err)
+			}
+			return
+		}
+		if id == "" || len(id) > MaxDeliveryID || strings.ContainsFunc(id, func(r rune) bool {
+			return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' || r == '_')
+		}) {
+			t.Fatalf("%q accepted", id)
+		}
+	})
+}

@@ -1,0 +1,269 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/internal/clock"
+	"github.com/ferrydrop/ferry/internal/testutil"
+)
+
+// fakeOutboxHost is an engine's sending transfer as the outbox sees it.
+type fakeOutboxHost struct {
+	resumed, paused chan struct{}
+
+	mu       sync.Mutex // guards the fields below
+	states   []State
+	retrying []Ending
+	stop     context.CancelCauseFunc
+	err      error
+	result   *Result
+}
+
+func newFakeOutboxHost() *fakeOutboxHost {
+	return &fakeOutboxHost{resumed: make(chan struct{}), paused: make(chan struct{}, 1)}
+}
+
+func (h *fakeOutboxHost) Connecting()   { h.State(StateConnecting) }
+func (h *fakeOutboxHost) State(s State) { h.mu.Lock(); h.states = append(h.states, s); h.mu.Unlock() }
+func (h *fakeOutboxHost) Retrying(e Ending) {
+	h.mu.Lock()
+	h.retrying = append(h.retrying, e)
+	h.mu.Unlock()
+	h.State(StateRetrying)
+}
+func (h *fakeOutboxHost) Attempting(stop context.CancelCauseFunc) {
+	h.mu.Lock()
+	h.stop = stop
+	h.mu.Unlock()
+}
+func (h *fakeOutboxHost) Resumed() <-chan struct{} { return h.resumed }
+func (h *fakeOutboxHost) Paused() <-chan struct{}  { return h.paused }
+func (h *fakeOutboxHost) PeerName() string         { return "Bob" }
+func (h *fakeOutboxHost) Log() *slog.Logger        { return slog.New(slog.DiscardHandler) }
+func (h *fakeOutboxHost) Finish(err error, r Result) {
+	h.mu.Lock()
+	h.err, h.result = err, &r
+	h.mu.Unlock()
+}
+
+// script is a protocol whose attempts end as listed, each having sent
+// its bytes; an attempt past the list blocks until its context ends.
+type script struct {
+	mu    sync.Mutex // guards n
+	n     int
+	steps []step
+}
+
+type step struct {
+	err  error
+	sent int64
+	out  AttemptOutcome
+}
+
+func (s *script) next() Attempt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	if s.n > len(s.steps) {
+		return &fakeAttempt{block: true}
+	}
+	return &fakeAttempt{step: s.steps[s.n-1]}
+}
+
+func (s *script) attempts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+type fakeAttempt struct {
+	step
+	block bool
+	ended bool
+}
+
+func (a *fakeAttempt) Run(ctx context.Context) error {
+	if a.block {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	return a.err
+}
+func (a *fakeAttempt) End(error) { a.ended = true }
+func (a *fakeAttempt) Outcome() AttemptOutcome {
+	out := a.out
+	out.Sent = a.sent
+	if out == (AttemptOutcome{Sent: a.sent}) {
+		out.Accepted = -1
+	}
+	return out
+}
+
+var lost = fmt.Errorf("read: %w", io.ErrUnexpectedEOF)
+
+// runOutbox runs an outbox of files over s on a fake clock, moving the
+// clock over every back-off, and returns the host once it finished.
+func runOutbox(t *testing.T, s *script, retryFor time.Duration) (*fakeOutboxHost, []time.Duration) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newFakeOutboxHost()
+	o := NewOutbox(h, OutboxConfig{RetryFor: retryFor, Clock: clk})
+	o.Files, o.Bytes, o.Text = 2, 300, "hi"
+	o.NewAttempt = s.next
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.Run(t.Context())
+	}()
+	var waits []time.Duration
+	for {
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		err := clk.WaitTimers(ctx, 1)
+		cancel()
+		if err != nil {
+			break
+		}
+		before := clk.Now()
+		clk.Advance(time.Minute)
+		waits = append(waits, clk.Now().Sub(before))
+	}
+	<-done
+	return h, waits
+}
+
+// Lost connections are retried with back-off; the bytes of every attempt
+// count, the counts are the last decided attempt's.
+func TestOutboxRetriesLostConnections(t *testing.T) {
+	s := &script{steps: []step{
+		{err: lost, sent: 100, out: AttemptOutcome{Accepted: 2, Total: 300}},
+		{err: lost},
+		{err: nil, sent: 200, out: AttemptOutcome{Accepted: 2, Verified: 2, Total: 300, Reason: "TCP"}},
+	}}
+	h, waits := runOutbox(t, s, time.Minute)
+	if s.attempts() != 3 || len(waits) != 2 {
+		t.Fatalf("%d attempts, %d back-offs", s.attempts(), len(waits))
+	}
+	r := h.result
+	if r.State != StateDone || r.Bytes != 300 || r.Files != 2 || r.Verified != 2 || r.TotalBytes != 300 || r.Text != "hi" || r.Reason != "TCP" {
+		t.Errorf("result %+v", r)
+	}
+	if len(h.retrying) != 2 || h.retrying[0].Code != CodeConnectionLost || h.retrying[0].Text != "The connection to Bob was lost." {
+		t.Errorf("retrying %+v", h.retrying)
+	}
+}
+
+// A decision, a verdict or a broken rule ends the send at once.
+func TestOutboxDoesNotRetryAnswers(t *testing.T) {
+	for _, err := range []error{
+		&errcode.RemoteError{Code: errcode.CodeDeclined},
+		&errcode.RemoteError{Code: errcode.CodeNoSpace, Reason: "3 GB needed"},
+		fmt.Errorf("%w: bad frame", errcode.ErrProtocol),
+		ErrNothingToSend, ErrTextUnsupported, ErrCancelledByUser,
+	} {
+		s := &script{steps: []step{{err: err}}}
+		h, waits := runOutbox(t, s, time.Minute)
+		if s.attempts() != 1 || len(waits) != 0 || h.result.State == StateDone || !errors.Is(h.err, err) {
+			t.Errorf("%v: %d attempts, result %+v", err, s.attempts(), h.result)
+		}
+		if h.result.Files != 2 || h.result.TotalBytes != 300 {
+			t.Errorf("%v: never decided, the result says %d files of %d bytes, not what was offered", err, h.result.Files, h.result.TotalBytes)
+		}
+	}
+}
+
+// RetryFor bounds one outage; progress starts a new one.
+func TestOutboxGivesUp(t *testing.T) {
+	steps := make([]step, 20)
+	for i := range steps {
+		steps[i] = step{err: lost}
+	}
+	s := &script{steps: steps}
+	h, _ := runOutbox(t, s, 90*time.Second) // the fake clock moves a minute a back-off
+	if r := h.result; r.State != StateFailed || !strings.Contains(r.Detail, "gave up after 3 attempts in 1m30s") || r.Code != CodeConnectionLost {
+		t.Errorf("result %+v", r)
+	}
+	s = &script{steps: []step{{err: lost}}}
+	h, _ = runOutbox(t, s, -1)
+	if s.attempts() != 1 || strings.Contains(h.result.Detail, "gave up") {
+		t.Errorf("no retries: %d attempts, result %+v", s.attempts(), h.result)
+	}
+}
+
+// A peer closing Ferry is retried, and its word stays the account of the
+// outage when the next attempts cannot connect.
+func TestOutboxGoingAway(t *testing.T) {
+	refused := errors.New("connection refused")
+	s := &script{steps: []step{{err: &errcode.RemoteError{Code: errcode.CodeGoingAway}}, {err: refused}, {err: refused}, {err: refused}}}
+	h, _ := runOutbox(t, s, 90*time.Second)
+	if r := h.result; s.attempts() < 3 || !errors.Is(h.err, errcode.ErrGoingAway) || r.Err != "Bob went away: Ferry was closed there." {
+		t.Errorf("%d attempts; result %+v (%v)", s.attempts(), r, h.err)
+	}
+}
+
+// A pause ends the attempt and waits for Resume; the next attempt follows.
+func TestOutboxPause(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newFakeOutboxHost()
+	o := NewOutbox(h, OutboxConfig{RetryFor: time.Minute, Clock: clk})
+	s := &script{steps: []step{{err: ErrPaused}, {err: nil, out: AttemptOutcome{Accepted: 1, Verified: 1}}}}
+	o.NewAttempt = s.next
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.Run(t.Context())
+	}()
+	h.resumed <- struct{}{} // taken only once paused
+	<-done
+	want := []State{StateConnecting, StatePaused, StateConnecting}
+	if fmt.Sprint(h.states) != fmt.Sprint(want) || h.result.State != StateDone {
+		t.Errorf("states %v, result %+v", h.states, h.result)
+	}
+}
+
+// Pause stops a running attempt through the host's stop function.
+func TestOutboxPauseStopsTheAttempt(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newFakeOutboxHost()
+	o := NewOutbox(h, OutboxConfig{RetryFor: time.Minute, Clock: clk})
+	o.NewAttempt = (&script{}).next // every attempt blocks
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.Run(ctx)
+	}()
+	var stop context.CancelCauseFunc
+	testutil.WaitFor(t, "an attempt", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		stop = h.stop
+		return stop != nil
+	})
+	stop(ErrPaused)
+	testutil.WaitFor(t, "the pause", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.states) == 2 && h.states[1] == StatePaused
+	})
+	cancel()
+	<-done
+	if r := h.result; r.State != StateCancelled {
+		t.Errorf("result %+v", r)
+	}
+}

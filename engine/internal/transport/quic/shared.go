@@ -1,0 +1,114 @@
+package quic
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+)
+
+// Sharing a socket with ICE (issue #29, docs/beyond-the-lan.md): quic-go
+// owns the UDP socket and hands over the packets that are not QUIC (STUN's
+// first two bits are zero), which ICE reads through NonQUIC; once ICE has
+// chosen a direct pair, QUIC runs on that same socket to the pair's remote
+// address, through the NAT mapping ICE's checks opened, and costs what
+// QUIC costs on the LAN.
+
+// nonQUIC is a socket as another protocol sees it when quic-go owns it:
+// the packets quic-go did not take, and writes through quic-go's transport.
+type nonQUIC struct {
+	tr     *quic.Transport
+	local  net.Addr
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newNonQUIC(tr *quic.Transport, local net.Addr) *nonQUIC {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &nonQUIC{tr: tr, local: local, ctx: ctx, cancel: cancel}
+}
+
+func (p *nonQUIC) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, a, err := p.tr.ReadNonQUICPacket(p.ctx, b)
+	if err != nil && p.ctx.Err() != nil {
+		return 0, nil, net.ErrClosed
+	}
+	return n, a, err
+}
+func (p *nonQUIC) WriteTo(b []byte, a net.Addr) (int, error) { return p.tr.WriteTo(b, a) }
+
+// Close ends this view only: the socket is its QUIC transport's.
+func (p *nonQUIC) Close() error                       { p.cancel(); return nil }
+func (p *nonQUIC) LocalAddr() net.Addr                { return p.local }
+func (p *nonQUIC) SetDeadline(t time.Time) error      { return nil }
+func (p *nonQUIC) SetReadDeadline(t time.Time) error  { return nil }
+func (p *nonQUIC) SetWriteDeadline(t time.Time) error { return nil }
+
+// NonQUIC is the listener's socket as ICE sees it: the packets that are
+// not QUIC, and writes from the same port. One reader at a time.
+func (l *Listener) NonQUIC() net.PacketConn { return newNonQUIC(l.tr, l.udp.LocalAddr()) }
+
+// Shared is a dialling socket QUIC shares with ICE: ICE gathers and checks
+// on it (NonQUIC), then Dial runs a session on it.
+type Shared struct {
+	udp  *countingUDP
+	tr   *quic.Transport
+	once sync.Once
+	used bool // a session owns the socket now
+}
+
+// ListenShared opens a dialling socket on local ("0.0.0.0:0").
+func ListenShared(local string) (*Shared, error) {
+	udp, err := listenUDP(local)
+	if err != nil {
+		return nil, &transport.LocalError{Err: err}
+	}
+	return &Shared{udp: udp, tr: &quic.Transport{Conn: udp}}, nil
+}
+
+// NonQUIC is the socket as ICE sees it.
+func (s *Shared) NonQUIC() net.PacketConn { return newNonQUIC(s.tr, s.udp.LocalAddr()) }
+
+// LocalAddr is the socket's address.
+func (s *Shared) LocalAddr() net.Addr { return s.udp.LocalAddr() }
+
+// Dial runs a session to remote on the socket; the session then owns the
+// socket and closes it when it ends. One session per socket.
+func (s *Shared) Dial(ctx context.Context, remote string, tlsConf *tls.Config, cfg transport.Config) (*Session, error) {
+	if s.used {
+		return nil, errors.New("shared socket already carries a session")
+	}
+	cfg = cfg.WithDefaults()
+	cfg.MaxFlows = 1 // extra connections would need NAT mappings of their own
+	ra, err := net.ResolveUDPAddr("udp", remote)
+	if err != nil {
+		return nil, fmt.Errorf("dial quic %s: %w", remote, err)
+	}
+	qc, err := s.tr.Dial(ctx, ra, tlsConf, quicConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("dial quic %s: %w", remote, transport.Local(err))
+	}
+	c, err := newConn(qc, s.udp, s.tr, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.used = true
+	return dialledSession(c, ra, tlsConf, cfg, nil), nil
+}
+
+// Close releases the socket unless a session owns it.
+func (s *Shared) Close() {
+	s.once.Do(func() {
+		if !s.used {
+			s.tr.Close()
+			s.udp.Close()
+		}
+	})
+}

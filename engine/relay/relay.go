@@ -1,0 +1,384 @@
+// Package relay is the server a user runs so that their paired devices
+// reach each other beyond the LAN (ferry-cli relay, issue #29): a STUN and
+// TURN server (pion/turn) on UDP, which tells devices their public
+// address and relays the traffic of those whose NATs let no hole be
+// punched, and a small mailbox on TCP, same port number, where devices
+// swap their ICE candidates under rotating names.
+//
+// The mailbox holds only opaque blobs: names are HMACs of a secret only
+// the two devices hold, and blobs are sealed with a key derived from it
+// (package anywhere), so the server learns neither who talks to whom nor
+// what they say, and cannot forge a blob. Everything it holds is bounded:
+// blob size, blobs per name, blobs per source address, blobs in all, and
+// a time to live.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pion/logging"
+	"github.com/pion/turn/v5"
+
+	"github.com/ferrydrop/ferry/engine/internal/anywhere"
+)
+
+// Limits bound what the mailbox holds. The zero value of a field means
+// its default.
+type Limits struct {
+	// SlotTTL is how long a presence is kept (default 2 min: devices put
+	// theirs again every 30 s).
+	SlotTTL time.Duration
+	// QueueTTL is how long a call or answer is kept (default 1 min).
+	QueueTTL time.Duration
+	// PerSource bounds the blobs one source address holds (default 256).
+	PerSource int
+	// Total bounds the blobs held in all (default 16384: 64 MiB at most).
+	Total int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.SlotTTL <= 0 {
+		l.SlotTTL = 2 * time.Minute
+	}
+	if l.QueueTTL <= 0 {
+		l.QueueTTL = time.Minute
+	}
+	if l.PerSource <= 0 {
+		l.PerSource = 256
+	}
+	if l.Total <= 0 {
+		l.Total = 16384
+	}
+	return l
+}
+
+// Config is a relay's configuration.
+type Config struct {
+	// Listen is the "host:port" of both the TURN server (UDP) and the
+	// mailbox (TCP).
+	Listen string
+	// PublicIP is the address relayed traffic is announced at; empty
+	// means the listen address's host, which must then be one address.
+	PublicIP string
+	// Limits bound the mailbox.
+	Limits Limits
+	// Log gets the relay's events (nil: discarded).
+	Log *slog.Logger
+}
+
+// Relay is a running relay.
+type Relay struct {
+	turn *turn.Server
+	udp  net.PacketConn
+	tcp  net.Listener
+	http *http.Server
+	box  *Mailbox
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// Start opens the relay's sockets and serves.
+func Start(cfg Config) (*Relay, error) {
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("relay: listen address %q: %w", cfg.Listen, err)
+	}
+	public := cfg.PublicIP
+	if public == "" {
+		public = host
+	}
+	pip := net.ParseIP(public)
+	if pip == nil || pip.IsUnspecified() {
+		return nil, fmt.Errorf("relay: give the public address devices reach this relay at (--public-ip): %q is not one", public)
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tcp, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("relay: mailbox: %w", err)
+	}
+	// The UDP port is the TCP one's (":0" picked one for TCP).
+	udp, err := net.ListenPacket("udp4", tcp.Addr().String())
+	if err != nil {
+		tcp.Close()
+		return nil, fmt.Errorf("relay: turn: %w", err)
+	}
+	lf := logging.NewDefaultLoggerFactory()
+	lf.DefaultLogLevel = logging.LogLevelError
+	key := turn.GenerateAuthKey(anywhere.TURNUser, anywhere.TURNRealm, anywhere.TURNPassword)
+	relayHost := host
+	if relayHost == "" || net.ParseIP(relayHost).IsUnspecified() {
+		relayHost = "0.0.0.0"
+	}
+	ts, err := turn.NewServer(turn.ServerConfig{
+		Realm: anywhere.TURNRealm,
+		AuthHandler: func(ra *turn.RequestAttributes) (string, []byte, bool) {
+			if ra.Username == anywhere.TURNUser {
+				return ra.Username, key, true
+			}
+			return "", nil, false
+		},
+		PacketConnConfigs: []turn.PacketConnConfig{{
+			PacketConn:            udp,
+			RelayAddressGenerator: &turn.RelayAddressGeneratorStatic{RelayAddress: pip, Address: relayHost},
+		}},
+		LoggerFactory: lf,
+	})
+	if err != nil {
+		udp.Close()
+		tcp.Close()
+		return nil, fmt.Errorf("relay: turn: %w", err)
+	}
+	r := &Relay{turn: ts, udp: udp, tcp: tcp, box: NewMailbox(cfg.Limits)}
+	r.http = &http.Server{
+		Handler:           r.box,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    4096,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.wg.Go(func() { r.http.Serve(tcp) })
+	r.wg.Go(func() { r.box.sweep(ctx) })
+	r.stop = cancel
+	log.Info("relay listening", "addr", tcp.Addr().String(), "public", public)
+	return r, nil
+}
+
+// Addr is where the relay listens (TCP; UDP has the same port).
+func (r *Relay) Addr() net.Addr { return r.tcp.Addr() }
+
+// Close stops the relay and waits for its goroutines.
+func (r *Relay) Close() error {
+	r.stop()
+	err := r.http.Close()
+	r.turn.Close()
+	r.wg.Wait()
+	return err
+}
+
+// Mailbox is the relay's store of blobs (an http.Handler).
+type Mailbox struct {
+	lim Limits
+	now func() time.Time
+
+	mu     sync.Mutex          // guards the fields below
+	slots  map[string]*entry   // presence: name -> its one blob
+	queues map[string][]*entry // calls, answers: name -> blobs, oldest first
+	count  map[string]int      // source host -> blobs it holds
+	total  int
+}
+
+type entry struct {
+	blob    []byte
+	source  string
+	expires time.Time
+}
+
+// NewMailbox returns an empty mailbox with lim.
+func NewMailbox(lim Limits) *Mailbox {
+	return &Mailbox{lim: lim.withDefaults(), now: time.Now,
+		slots: map[string]*entry{}, queues: map[string][]*entry{}, count: map[string]int{}}
+}
+
+// Errors a request gets, as HTTP statuses.
+var (
+	errFull    = errors.New("the relay holds as much as it may for this address")
+	errBusy    = errors.New("the relay is full")
+	errQueue   = errors.New("this name's queue is full")
+	errTooBig  = errors.New("blob too big")
+	errNoBlob  = errors.New("empty blob")
+	errUnknown = errors.New("no such request")
+)
+
+func status(err error) int {
+	switch {
+	case errors.Is(err, errFull), errors.Is(err, errBusy), errors.Is(err, errQueue):
+		return http.StatusTooManyRequests
+	case errors.Is(err, errTooBig):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errUnknown):
+		return http.StatusNotFound
+	}
+	return http.StatusBadRequest
+}
+
+// ServeHTTP is the mailbox protocol (package anywhere, mailbox.go).
+func (m *Mailbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	source, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		source = r.RemoteAddr
+	}
+	limit := int64(anywhere.MaxBlob)
+	if r.URL.Path == anywhere.PathSlots || r.URL.Path == anywhere.PathQueues {
+		limit = anywhere.MaxNames * (anywhere.NameLen + 1)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		http.Error(w, errTooBig.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	out, err := m.Handle(r.Method, r.URL.Path, source, body)
+	if err != nil {
+		http.Error(w, err.Error(), status(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(out)
+}
+
+// Handle runs one request of source: the mailbox protocol without HTTP.
+func (m *Mailbox) Handle(method, path, source string, body []byte) ([]byte, error) {
+	switch {
+	case method == http.MethodPut && strings.HasPrefix(path, anywhere.PathSlot):
+		return nil, m.put(strings.TrimPrefix(path, anywhere.PathSlot), source, body, false)
+	case method == http.MethodPost && strings.HasPrefix(path, anywhere.PathQueue):
+		return nil, m.put(strings.TrimPrefix(path, anywhere.PathQueue), source, body, true)
+	case method == http.MethodPost && (path == anywhere.PathSlots || path == anywhere.PathQueues):
+		names, err := anywhere.DecodeNames(body)
+		if err != nil {
+			return nil, err
+		}
+		return m.get(names, path == anywhere.PathQueues), nil
+	}
+	return nil, errUnknown
+}
+
+func (m *Mailbox) put(name, source string, blob []byte, queue bool) error {
+	if err := anywhere.CheckName(name); err != nil {
+		return err
+	}
+	if len(blob) == 0 {
+		return errNoBlob
+	}
+	if len(blob) > anywhere.MaxBlob {
+		return errTooBig
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.expireLocked(now)
+	e := &entry{blob: append([]byte(nil), blob...), source: source}
+	if !queue {
+		e.expires = now.Add(m.lim.SlotTTL)
+		if old := m.slots[name]; old != nil {
+			m.dropLocked(old) // a replacement frees the place first
+			delete(m.slots, name)
+		}
+		if err := m.holdLocked(source); err != nil {
+			return err
+		}
+		m.slots[name] = e
+		return nil
+	}
+	e.expires = now.Add(m.lim.QueueTTL)
+	if len(m.queues[name]) >= anywhere.MaxQueue {
+		return errQueue
+	}
+	if err := m.holdLocked(source); err != nil {
+		return err
+	}
+	m.queues[name] = append(m.queues[name], e)
+	return nil
+}
+
+func (m *Mailbox) holdLocked(source string) error {
+	if m.count[source] >= m.lim.PerSource {
+		return errFull
+	}
+	if m.total >= m.lim.Total {
+		return errBusy
+	}
+	m.count[source]++
+	m.total++
+	return nil
+}
+
+func (m *Mailbox) dropLocked(e *entry) {
+	if m.count[e.source]--; m.count[e.source] <= 0 {
+		delete(m.count, e.source)
+	}
+	m.total--
+}
+
+func (m *Mailbox) get(names []string, take bool) []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expireLocked(m.now())
+	var out []byte
+	for i, n := range names {
+		if take {
+			for _, e := range m.queues[n] {
+				out = anywhere.AppendRecord(out, i, e.blob)
+				m.dropLocked(e)
+			}
+			delete(m.queues, n)
+			continue
+		}
+		if e := m.slots[n]; e != nil {
+			out = anywhere.AppendRecord(out, i, e.blob)
+		}
+	}
+	return out
+}
+
+// expireLocked drops what outlived its time. It walks everything, which
+// is bounded by Limits.Total; sweep calls it even when no one asks.
+func (m *Mailbox) expireLocked(now time.Time) {
+	for n, e := range m.slots {
+		if now.After(e.expires) {
+			m.dropLocked(e)
+			delete(m.slots, n)
+		}
+	}
+	for n, q := range m.queues {
+		keep := q[:0]
+		for _, e := range q {
+			if now.After(e.expires) {
+				m.dropLocked(e)
+			} else {
+				keep = append(keep, e)
+			}
+		}
+		if len(keep) == 0 {
+			delete(m.queues, n)
+		} else {
+			m.queues[n] = keep
+		}
+	}
+}
+
+// Held is how many blobs the mailbox holds.
+func (m *Mailbox) Held() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.total
+}
+
+func (m *Mailbox) sweep(ctx context.Context) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.mu.Lock()
+			m.expireLocked(m.now())
+			m.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package ui
+
+import (
+	"errors"
+	"net"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// anywhereSettings is the "beyond the LAN" part of the Settings form
+// (issue #29): off by default, with the relay it goes through.
+type anywhereSettings struct {
+	on    *widget.Check
+	relay *widget.Entry
+	note  *widget.Label
+}
+
+func newAnywhereSettings() *anywhereSettings {
+	v := &anywhereSettings{}
+	v.on = widget.NewCheck("Reach my paired devices from anywhere", func(on bool) {
+		if on {
+			v.relay.Enable()
+		} else {
+			v.relay.Disable()
+		}
+	})
+	v.relay = widget.NewEntry()
+	v.relay.SetPlaceHolder("relay.example.org:3478")
+	v.relay.Validator = func(s string) error {
+		if s = strings.TrimSpace(s); s == "" {
+			return nil
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return errors.New("host:port of a Ferry relay (ferry-cli relay)")
+		}
+		return nil
+	}
+	v.note = widget.NewLabel("Your relay keeps, for your paired devices only, a sealed note that this device receives there, under names only they can compute; it sees this device's internet address.")
+	v.note.Wrapping = fyne.TextWrapWord
+	v.note.SizeName = theme.SizeNameCaptionText
+	return v
+}
+
+func (v *anywhereSettings) items() []*widget.FormItem {
+	return []*widget.FormItem{
+		widget.NewFormItem("Beyond the LAN", v.on),
+		widget.NewFormItem("Relay", v.relay),
+		widget.NewFormItem("", v.note),
+	}
+}
+
+func (v *anywhereSettings) load(s Settings) {
+	v.on.SetChecked(s.Anywhere)
+	v.on.OnChanged(s.Anywhere)
+	v.relay.SetText(s.AnywhereRelay)
+}
+
+// apply takes the form into s; a relay address that cannot be used keeps
+// the saved one (the entry shows why).
+func (v *anywhereSettings) apply(s *Settings) {
+	s.Anywhere = v.on.Checked
+	if v.relay.Validate() == nil {
+		s.AnywhereRelay = strings.TrimSpace(v.relay.Text)
+	}
+	if s.AnywhereRelay == "" {
+		s.Anywhere = false
+	}
+}

@@ -1,0 +1,39 @@
+package ui
+
+import (
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+)
+
+// TestAnywhereSettingsForm: off by default with the relay entry disabled;
+// a relay address that is not host:port keeps the saved one; on without a
+// relay stays off.
+func TestAnywhereSettingsForm(t *testing.T) {
+	test.NewTempApp(t)
+	v := newAnywhereSettings()
+	v.load(Settings{})
+	if v.on.Checked || !v.relay.Disabled() {
+		t.Fatal("off by default, relay entry enabled")
+	}
+	test.Tap(v.on)
+	if v.relay.Disabled() {
+		t.Fatal("checked, the relay entry is still disabled")
+	}
+	s := Settings{AnywhereRelay: "relay.example.org:3478"}
+	v.relay.SetText("no port here")
+	v.apply(&s)
+	if !s.Anywhere || s.AnywhereRelay != "relay.example.org:3478" {
+		t.Errorf("a bad relay address: %+v", s)
+	}
+	s = Settings{}
+	v.apply(&s)
+	if s.Anywhere {
+		t.Errorf("on with no relay: %+v", s)
+	}
+	v.relay.SetText(" 203.0.113.5:3478 ")
+	v.apply(&s)
+	if !s.Anywhere || s.AnywhereRelay != "203.0.113.5:3478" {
+		t.Errorf("a good relay: %+v", s)
+	}
+}

@@ -20,6 +20,17 @@ import (
 
 // newTestBackend wires a real engine (listening on loopback only) with a
 // discovery that never touches the network.
+// goPump runs b's event pump as Run does: subscribed to the engine's
+// events before it returns (a goroutine that subscribes when it gets to
+// it missed a quick transfer's events on a busy machine), pumping until
+// ctx ends.
+func goPump(t *testing.T, ctx context.Context, b *backend, out chan<- ui.TransferEvent, devices chan<- ui.DeviceEvent) {
+	t.Helper()
+	evs, stop := b.eng.Subscribe(256)
+	t.Cleanup(stop)
+	go pumpEvents(ctx, evs, b, out, devices)
+}
+
 func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
 	t.Helper()
 	dir := t.TempDir()
@@ -214,7 +225,7 @@ func TestRetryThroughBackend(t *testing.T) {
 	offers, stop := recv.Subscribe(64)
 	t.Cleanup(stop)
 	out := make(chan ui.TransferEvent, 256)
-	go pumpTransfers(ctx, b.eng, b, out, make(chan ui.DeviceEvent, 16))
+	goPump(t, ctx, b, out, make(chan ui.DeviceEvent, 16))
 
 	file := filepath.Join(t.TempDir(), "a.txt")
 	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
@@ -293,7 +304,7 @@ func TestResumeAfterReceiverMoved(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	out := make(chan ui.TransferEvent, 256)
-	go pumpTransfers(ctx, b.eng, b, out, make(chan ui.DeviceEvent, 16))
+	goPump(t, ctx, b, out, make(chan ui.DeviceEvent, 16))
 	result := func() ui.TransferEvent {
 		t.Helper()
 		for ev := range out {

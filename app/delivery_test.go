@@ -23,8 +23,8 @@ func TestSameFileTwiceIsTwoHistoryEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent, got := make(chan ui.TransferEvent, 256), make(chan ui.TransferEvent, 256)
-	go pumpTransfers(ctx, sender.eng, sender, sent, make(chan ui.DeviceEvent, 16))
-	go pumpTransfers(ctx, receiver.eng, receiver, got, make(chan ui.DeviceEvent, 16))
+	goPump(t, ctx, sender, sent, make(chan ui.DeviceEvent, 16))
+	goPump(t, ctx, receiver, got, make(chan ui.DeviceEvent, 16))
 	result := func(c <-chan ui.TransferEvent) ui.TransferEvent {
 		t.Helper()
 		timeout := time.After(time.Minute)

@@ -122,7 +122,7 @@ func TestReceiveLinkLandsAsATransfer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	events := make(chan ui.TransferEvent, 256)
-	go pumpTransfers(ctx, b.eng, b, events, make(chan ui.DeviceEvent, 16))
+	goPump(t, ctx, b, events, make(chan ui.DeviceEvent, 16))
 	states, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkReceive, Expire: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func newSide(t *testing.T, name string, tune ...func(*engine.Options)) *side {
 	tune = append([]func(*engine.Options){func(o *engine.Options) { o.Name = name }}, tune...)
 	b := newTestBackend(t, tune...)
 	s := &side{b: b, out: make(chan ui.TransferEvent, 256)}
-	go pumpTransfers(b.ctx, b.eng, b, s.out, make(chan ui.DeviceEvent, 64))
+	goPump(t, b.ctx, b, s.out, make(chan ui.DeviceEvent, 64))
 	return s
 }
 

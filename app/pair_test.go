@@ -45,9 +45,11 @@ func pump(t *testing.T, b *backend) <-chan ui.TransferEvent {
 	devs := make(chan ui.DeviceEvent, 256)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	evs, stop := b.eng.Subscribe(256) // before anything happens, as Run does
 	go func() {
 		defer close(done)
-		pumpTransfers(ctx, b.eng, b, out, devs)
+		defer stop()
+		pumpEvents(ctx, evs, b, out, devs)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return out

@@ -194,7 +194,7 @@ func TestRejoinWhenTheReceiverIsBack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	out, devices := make(chan ui.TransferEvent, 256), make(chan ui.DeviceEvent, 64)
-	go pumpTransfers(ctx, b.eng, b, out, devices)
+	goPump(t, ctx, b, out, devices)
 	go pumpDevices(ctx, b.eng, b.disc, b.named, b.deviceBack, devices)
 	go func() { // the UI's side of the device channel
 		for {

@@ -203,14 +203,29 @@ type sender struct {
 	// sched shares the chunks out among the data streams (schedule.go).
 	sched *scheduler
 
-	mu     sync.Mutex // guards the fields below
+	// sending says, per offered file, whether it is accepted and not yet
+	// resolved; written by accept and readControl, read under mu.
+	sending []fileSending
+
+	mu sync.Mutex // guards the fields below
+	// leaves holds the Merkle tree of each file in flight: made when its
+	// first chunk is sent, dropped once the receiver resolved the file, so
+	// a tree of 10^6 files costs 10^6 trees only one by one (issue 30: made
+	// up front they were 179 MB of a sender's 334 MB live heap).
 	leaves map[int]*fileLeaves
 }
 
+// fileSending is where an offered file stands for the sender.
+type fileSending uint8
+
+const (
+	fileNotSent  fileSending = iota // refused, or not accepted
+	fileSendable                    // accepted, its result not in yet
+	fileSettled                     // the receiver resolved it
+)
+
 type fileLeaves struct {
 	tree *merkle.Tree
-	done bool   // resume: the receiver saved it in an earlier attempt
-	have []byte // resume: chunks the receiver holds (read and hashed here, not sent)
 }
 
 func (tx *sender) Run(ctx context.Context) error {
@@ -473,25 +488,39 @@ func (tx *sender) accept(d *wire.Decision) error {
 		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: core.RefusalSentence(r.Code, r.Reason)}})
 	}
 	tx.cache = tx.e.resume.LeafCache(tx.manifest, len(tx.haves) > 0)
-	tx.leaves = make(map[int]*fileLeaves, len(tx.accepted))
+	tx.leaves = make(map[int]*fileLeaves)
+	tx.sending = make([]fileSending, len(tx.files))
 	for _, i := range tx.accepted {
-		fl := &fileLeaves{tree: merkle.NewTree(merkle.Chunks(tx.files[i].Size, tx.chunkSize))}
-		if h := tx.haves[uint32(i)]; h != nil {
-			fl.done, fl.have = h.Done, h.Chunks
-			if h.Done {
-				tx.skipped.Add(tx.files[i].Size)
-			}
+		tx.sending[i] = fileSendable
+		if h := tx.haves[uint32(i)]; h != nil && h.Done {
+			tx.skipped.Add(tx.files[i].Size)
 		}
-		tx.leaves[i] = fl
 	}
 	tx.retries = make(chan wire.NeedChunk, 64)
 	tx.sched = newScheduler(tx.accepted, func(fi int) int {
-		if fl := tx.leaves[fi]; !fl.done {
-			return fl.tree.Len()
+		if h := tx.haves[uint32(fi)]; h != nil && h.Done {
+			return 0
 		}
-		return 0
+		return tx.chunks(fi)
 	}, func(fi, ci int) int { return merkle.ChunkLen(tx.files[fi].Size, tx.chunkSize, ci) })
 	return nil
+}
+
+// chunks is how many chunks file fi has.
+func (tx *sender) chunks(fi int) int { return merkle.Chunks(tx.files[fi].Size, tx.chunkSize) }
+
+// leavesOf returns file fi's tree, made on first use; nil once the receiver resolved the file (a straggler's
+// copy of a chunk then only goes out). Call with tx.mu held.
+func (tx *sender) leavesOf(fi int) *fileLeaves {
+	if fl := tx.leaves[fi]; fl != nil {
+		return fl
+	}
+	if tx.sending[fi] != fileSendable {
+		return nil
+	}
+	fl := &fileLeaves{tree: merkle.NewTree(tx.chunks(fi))}
+	tx.leaves[fi] = fl
+	return fl
 }
 
 // transfer moves the accepted files over parallel data streams and waits for
@@ -793,10 +822,13 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	lf := tx.files[fi]
 	n := merkle.ChunkLen(lf.Size, tx.chunkSize, ci)
 	data := buf[wire.DataHeaderLen : wire.DataHeaderLen+n]
-	fl := tx.leaves[fi]
 	// Resume: a chunk the receiver holds is not sent; the root still needs
 	// its leaf, which the sender's leaf cache usually has (else: read and hash).
-	held := !resend && fl.have != nil && ci/8 < len(fl.have) && fl.have[ci/8]&(1<<(ci%8)) != 0
+	var have []byte
+	if h := tx.haves[uint32(fi)]; h != nil {
+		have = h.Chunks
+	}
+	held := !resend && have != nil && ci/8 < len(have) && have[ci/8]&(1<<(ci%8)) != 0
 	leaf, cached := tx.cache.Leaf(fi, ci)
 	if !held || !cached {
 		if _, err := f.ReadAt(data, int64(ci)*int64(tx.chunkSize)); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
@@ -806,7 +838,7 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 			return fmt.Errorf("cannot read %s: %w", lf.src, err)
 		}
 		leaf = hasher.Leaf(data)
-		if fl.tree.Len() > 1 {
+		if tx.chunks(fi) > 1 {
 			tx.cache.Add(fi, ci, leaf)
 		}
 	}
@@ -830,6 +862,11 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	// The root is read under the lock too: in the endgame another stream
 	// may set a leaf of the same file (its straggler's copy) meanwhile.
 	tx.mu.Lock()
+	fl := tx.leavesOf(fi)
+	if fl == nil {
+		tx.mu.Unlock()
+		return nil // resolved meanwhile: its root went out with its last chunk
+	}
 	tree := fl.tree
 	tree.Set(ci, leaf)
 	complete := tree.Missing() == 0
@@ -855,7 +892,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 		}
 		switch m := m.(type) {
 		case *wire.FileResult:
-			if _, ok := tx.leaves[int(m.File)]; !ok {
+			if int(m.File) >= len(tx.sending) || tx.sending[m.File] == fileNotSent {
 				return fmt.Errorf("%w: result for file %d, which is not being sent", wire.ErrProtocol, m.File)
 			}
 			if !tx.sched.noteResolved(int(m.File)) {
@@ -870,15 +907,20 @@ func (tx *sender) readControl(ctx context.Context) error {
 					fr.SavedAs = m.SavedAs
 				}
 				tx.mu.Lock()
-				if root, err := tx.leaves[int(m.File)].tree.Root(); err == nil {
-					fr.Root = fmt.Sprintf("%x", root[:])
+				if fl := tx.leaves[int(m.File)]; fl != nil {
+					if root, err := fl.tree.Root(); err == nil {
+						fr.Root = fmt.Sprintf("%x", root[:])
+					}
 				}
 				tx.mu.Unlock()
 			}
+			tx.mu.Lock()
+			tx.sending[m.File] = fileSettled
+			delete(tx.leaves, int(m.File))
+			tx.mu.Unlock()
 			tx.e.publish(tx.t, Event{Kind: EventFile, File: fr})
 		case *wire.NeedChunk:
-			fl, ok := tx.leaves[int(m.File)]
-			if !ok || int(m.Chunk) >= fl.tree.Len() {
+			if int(m.File) >= len(tx.sending) || tx.sending[m.File] == fileNotSent || int(m.Chunk) >= tx.chunks(int(m.File)) {
 				return fmt.Errorf("%w: re-request of chunk %d of file %d", wire.ErrProtocol, m.Chunk, m.File)
 			}
 			// A receiver gives up on a chunk after maxChunkRetries bad

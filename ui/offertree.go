@@ -23,7 +23,8 @@ type offerTreeView struct {
 	obj  fyne.CanvasObject
 	// children of each node: "" is the root; "d<i>" folder i of o.Folders;
 	// "f<i>" file i of o.Files; "m" and "m<i>" say how many more files
-	// there are than listed (at the top, in folder i).
+	// there are than listed (at the top, in folder i); "l" sums up the
+	// folders past those listed (Offer.FoldersLeft).
 	children map[string][]string
 	// spacer holds the tree's height: the rows shown now (open folders
 	// included), up to maxTreeRows; rowH is one row's.
@@ -58,6 +59,9 @@ func offerTree(o *Offer) *offerTreeView {
 			listed[d]++
 			continue
 		}
+		if nested && o.FoldersLeft.Folders > 0 {
+			continue // in a folder past those listed: the "l" row counts it
+		}
 		v.children[""] = append(v.children[""], id)
 		loose++
 	}
@@ -69,7 +73,10 @@ func offerTree(o *Offer) *offerTreeView {
 			v.children[id] = append(v.children[id], "m"+strconv.Itoa(i))
 		}
 	}
-	if o.FileCount()-inFolders > loose {
+	if o.FoldersLeft.Folders > 0 {
+		v.children[""] = append(v.children[""], "l")
+	}
+	if o.FileCount()-inFolders-o.FoldersLeft.Files > loose {
 		v.children[""] = append(v.children[""], "m")
 	}
 	v.tree = widget.NewTree(
@@ -152,9 +159,15 @@ func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObje
 			name.Importance, size.Importance = widget.DangerImportance, widget.DangerImportance
 			icon.SetResource(theme.ErrorIcon())
 		}
+	case id == "l":
+		left := v.o.FoldersLeft
+		icon.SetResource(theme.FolderIcon())
+		name.SetText(fmt.Sprintf("and %s more — %s", plural(left.Folders, "folder"), plural(left.Files, "file")))
+		name.TextStyle.Italic = true
+		size.SetText(HumanBytes(left.Bytes))
 	default:
 		icon.SetResource(theme.MoreHorizontalIcon())
-		more := v.o.FileCount()
+		more := v.o.FileCount() - v.o.FoldersLeft.Files
 		if id != "m" {
 			more = v.o.Folders[n].Files - v.listedIn("d"+strconv.Itoa(n))
 		} else {

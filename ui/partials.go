@@ -49,8 +49,10 @@ func newPartialsView(u *UI) *partialsView {
 }
 
 // reload lists the backend's unfinished transfers again.
-func (v *partialsView) reload() {
-	ps := v.u.be.Partials()
+func (v *partialsView) reload() { v.show(v.u.be.Partials()) }
+
+// show lists ps, the backend's unfinished transfers.
+func (v *partialsView) show(ps []PartialTransfer) {
 	now := v.u.now()
 	var total int64
 	v.rows = v.rows[:0]

@@ -121,26 +121,34 @@ func ItemsText(names []string, items int, text string) string {
 	return s
 }
 
-// OfferNames lists the top-level files and folders of an offer (folders
-// first, as the offer sums them up) and how many there are.
+// OfferNames lists the first top-level files and folders of an offer
+// (folders first, as the offer sums them up; at most maxOfferNames) and
+// says how many there are.
 func OfferNames(o *Offer) (names []string, items int) {
 	if o == nil {
 		return nil, 0
 	}
-	for _, f := range o.Folders {
-		names = append(names, f.Path)
-	}
-	loose := o.FileCount()
+	loose := o.FileCount() - o.FoldersLeft.Files
 	for _, f := range o.Folders {
 		loose -= f.Files
+		if len(names) < maxOfferNames {
+			names = append(names, f.Path)
+		}
 	}
 	for _, f := range o.Files {
+		if len(names) == maxOfferNames {
+			break
+		}
 		if !strings.Contains(f.Path, "/") {
 			names = append(names, f.Path)
 		}
 	}
-	return names, len(o.Folders) + max(loose, 0)
+	return names, len(o.Folders) + o.FoldersLeft.Folders + max(loose, 0)
 }
+
+// maxOfferNames is how many names OfferNames gives: titles show two,
+// History three.
+const maxOfferNames = 3
 
 // itemsTitle names local items for a dialog title.
 func itemsTitle(items Items) string {

@@ -35,13 +35,22 @@ type transferView struct {
 	note      string    // why it is reconnecting, from the engine's state event
 	moved     time.Time // when the network path last changed under it (TransferPath)
 	metrics   *Metrics
-	results   []FileResult
-	result    *Result
-	dest      string
-	started   time.Time
-	names     []string // the first top-level files and folders offered
-	items     int      // how many top-level items were offered
-	text      string   // the offer's text item
+	// results are the first files that ended (at most maxBatchFiles);
+	// ended, verified and failed count them all, saved the verified
+	// received ones, image is the first verified picture among them: a
+	// row of 10^5 files keeps no list that grows with them.
+	results  []FileResult
+	ended    int
+	verified int
+	failed   int
+	saved    int
+	image    string
+	result   *Result
+	dest     string
+	started  time.Time
+	names    []string // the first top-level files and folders offered
+	items    int      // how many top-level items were offered
+	text     string   // the offer's text item
 	// pairCode is the session's verification code with a device not
 	// trusted yet; codeAnswered says the user compared it here.
 	pairCode     string
@@ -49,6 +58,7 @@ type transferView struct {
 	codeMatched  bool
 
 	thumbFor string // the file the thumbnail shows (asked once)
+	laidOut  bool   // the row's foot was laid out once
 
 	// widgets
 	obj      fyne.CanvasObject
@@ -88,6 +98,7 @@ type transferList struct {
 	detailStatus *widget.Label
 	detailLabel  *widget.Label
 	detailFiles  *widget.Label
+	detailMore   *widget.Label // the files past those listed, counted
 }
 
 func newTransferList(u *UI) *transferList {
@@ -147,6 +158,10 @@ func DeliveryEvents(ev TransferEvent) []transfer.Event {
 			return one(transfer.EvFile, func(e *transfer.Event) {
 				e.File = &transfer.FileEnd{Path: f.Path, Size: f.Size, Verified: f.Verified, Err: f.Err}
 			})
+		}
+	case TransferFiles:
+		if b := ev.Files; b != nil {
+			return one(transfer.EvFiles, func(e *transfer.Event) { e.Verified, e.Failed = b.Verified, b.Failed })
 		}
 	case TransferPath:
 		return one(transfer.EvPath, nil)
@@ -267,7 +282,13 @@ func (l *transferList) apply(ev TransferEvent) {
 		}
 	case TransferFile:
 		if ev.File != nil {
-			v.results = append(v.results, *ev.File)
+			var b FileBatch
+			b.add(*ev.File)
+			v.addFiles(&b)
+		}
+	case TransferFiles:
+		if ev.Files != nil {
+			v.addFiles(ev.Files)
 		}
 	case TransferMetrics:
 		v.metrics = ev.Metrics
@@ -315,6 +336,30 @@ func (l *transferList) apply(ev TransferEvent) {
 	if l.detail != nil && l.detailID == v.id {
 		l.fillDetails(v)
 	}
+}
+
+// addFiles counts the files of b in and keeps the first of them.
+func (v *transferView) addFiles(b *FileBatch) {
+	v.ended += b.Ended
+	v.verified += b.Verified
+	v.failed += b.Failed
+	if v.dir == Incoming {
+		v.saved += b.Verified
+	}
+	if v.image == "" && b.Image != nil {
+		v.image = savedAs(*b.Image)
+	}
+	if n := maxBatchFiles - len(v.results); n > 0 {
+		v.results = append(v.results, b.First[:min(n, len(b.First))]...)
+	}
+}
+
+// savedAs is a received file's name as saved, relative to the destination.
+func savedAs(f FileResult) string {
+	if f.SavedAs != "" {
+		return f.SavedAs
+	}
+	return f.Path
 }
 
 func (l *transferList) relayout() {
@@ -371,8 +416,8 @@ func (l *transferList) build(v *transferView) {
 	})
 	v.retry = u.newButton(string(transfer.ActionRetry), theme.MediaReplayIcon(), func() { l.retry(id) })
 	v.open = u.newButton("Open", theme.FileIcon(), func() {
-		if p := savedPaths(l.byID[id]); len(p) > 0 {
-			u.openFile(p[0])
+		if p := firstSaved(l.byID[id]); p != "" {
+			u.openFile(p)
 		}
 	})
 	v.show = u.newButton("Show in folder", theme.FolderOpenIcon(), func() { u.showReceived(l.byID[id]) })
@@ -404,29 +449,24 @@ func (l *transferList) build(v *transferView) {
 // thumbSize is the side of a received picture's thumbnail.
 const thumbSize = 40
 
-// savedPaths are the received files as saved, absolute, in arrival order.
-func savedPaths(v *transferView) []string {
-	if v == nil || v.dir != Incoming || v.dest == "" {
-		return nil
+// firstSaved is the first received file as saved, absolute; "" when none
+// arrived (or v is no receiving row).
+func firstSaved(v *transferView) string {
+	if v == nil || v.dir != Incoming || v.dest == "" || v.saved == 0 {
+		return ""
 	}
-	var out []string
 	for _, f := range v.results {
-		if !f.Verified {
-			continue
+		if f.Verified {
+			return filepath.Join(v.dest, filepath.FromSlash(savedAs(f)))
 		}
-		rel := f.Path
-		if f.SavedAs != "" {
-			rel = f.SavedAs
-		}
-		out = append(out, filepath.Join(v.dest, filepath.FromSlash(rel)))
 	}
-	return out
+	return ""
 }
 
 // showReceived opens the received files' folder, the first file selected.
 func (u *UI) showReceived(v *transferView) {
-	if p := savedPaths(v); len(p) > 0 {
-		u.showInFolder(p[0])
+	if p := firstSaved(v); p != "" {
+		u.showInFolder(p)
 		return
 	}
 	u.openFolder(v)
@@ -435,13 +475,12 @@ func (u *UI) showReceived(v *transferView) {
 // receivedActions are the buttons of a "Files received" notification.
 func (u *UI) receivedActions(id string) []NoticeAction {
 	v := u.transfers.byID[id]
-	paths := savedPaths(v)
+	p := firstSaved(v)
 	switch {
-	case len(paths) == 1:
-		p := paths[0]
+	case p != "" && v.saved == 1:
 		return []NoticeAction{{Key: "default", Label: "Open", Do: func() { u.openFile(p) }},
 			{Key: "show", Label: "Show in folder", Do: func() { u.showInFolder(p) }}}
-	case len(paths) > 1:
+	case p != "":
 		return []NoticeAction{{Key: "default", Label: "Show in folder", Do: func() { u.showReceived(v) }}}
 	}
 	return nil
@@ -468,9 +507,9 @@ func (l *transferList) refresh(v *transferView) {
 	if what := ItemsText(v.names, v.items, v.text); what != "" {
 		title += ": " + what
 	}
-	v.title.SetText(title)
+	setText(v.title, title)
 	if v.text != "" {
-		v.what.SetText(clip(EscapeText(v.text), 300))
+		setText(v.what, clip(EscapeText(v.text), 300))
 		if !v.what.Visible() {
 			v.what.Show()
 			v.obj.Refresh() // lay the row out again with the text in it
@@ -506,7 +545,7 @@ func (l *transferList) refresh(v *transferView) {
 	if p := pathText(v); p != "" {
 		parts = append(parts, p)
 	}
-	v.sub.SetText(strings.Join(parts, " · "))
+	setText(v.sub, strings.Join(parts, " · "))
 
 	if v.total > 0 {
 		v.bar.SetValue(float64(inPlace) / float64(v.total))
@@ -515,29 +554,48 @@ func (l *transferList) refresh(v *transferView) {
 	}
 
 	label, imp := l.stateText(v)
-	v.stateLbl.Importance = imp
-	v.stateLbl.SetText(label)
+	relayout := label != v.stateLbl.Text || imp != v.stateLbl.Importance
+	if relayout {
+		v.stateLbl.Importance = imp
+		v.stateLbl.SetText(label)
+	}
 
 	// The buttons are the model's actions: a resumed row runs again with
 	// Pause and Cancel; a receiving row stopped by its sender has nothing
 	// running here to cancel (Settings lists its partial files).
 	acts := v.d.Actions()
-	showIf(v.cancel, slices.Contains(acts, transfer.ActionCancel))
-	showIf(v.pause, slices.Contains(acts, transfer.ActionPause))
-	showIf(v.resume, slices.Contains(acts, transfer.ActionResume))
-	showIf(v.retry, slices.Contains(acts, transfer.ActionRetry))
 	in := v.dir == Incoming
-	saved := savedPaths(v)
 	done := v.d.Phase == transfer.Done
-	showIf(v.open, done && in && len(saved) == 1)
-	showIf(v.show, done && in && (len(saved) > 0 || v.dest != "" && v.files > 0))
-	showIf(v.copyText, v.text != "" && (done || !in))
-	showIf(v.openLink, v.text != "" && done && in && TextLink(v.text) != nil)
-	l.u.thumbnail(v, saved)
+	shown := false
+	for _, b := range []struct {
+		o    fyne.CanvasObject
+		show bool
+	}{
+		{v.cancel, slices.Contains(acts, transfer.ActionCancel)},
+		{v.pause, slices.Contains(acts, transfer.ActionPause)},
+		{v.resume, slices.Contains(acts, transfer.ActionResume)},
+		{v.retry, slices.Contains(acts, transfer.ActionRetry)},
+		{v.open, done && in && v.saved == 1 && v.dest != ""},
+		{v.show, done && in && v.dest != "" && (v.saved > 0 || v.files > 0)},
+		{v.copyText, v.text != "" && (done || !in)},
+		{v.openLink, v.text != "" && done && in && TextLink(v.text) != nil},
+	} {
+		if showIf(b.o, b.show) {
+			shown = true
+		}
+	}
+	l.u.thumbnail(v)
 	l.refreshPair(v)
-	// Showing or hiding a button changes the buttons' width: lay the line out again.
-	v.buttons.Refresh()
-	v.foot.Refresh()
+	// Showing or hiding a button changes the buttons' width, a new state
+	// text its own: lay the line out again. Not on every progress update:
+	// refreshing the buttons draws their icons again.
+	if shown || !v.laidOut {
+		v.buttons.Refresh()
+	}
+	if shown || relayout || !v.laidOut {
+		v.foot.Refresh()
+	}
+	v.laidOut = true
 }
 
 // stateText is the row's state line and its colour.
@@ -598,12 +656,17 @@ func canPause(s State) bool {
 	return false
 }
 
-func showIf(o fyne.CanvasObject, show bool) {
+// showIf shows or hides o and reports whether that changed it.
+func showIf(o fyne.CanvasObject, show bool) bool {
+	if o.Visible() == show {
+		return false
+	}
 	if show {
 		o.Show()
 	} else {
 		o.Hide()
 	}
+	return true
 }
 
 // retry sends a failed or cancelled transfer's files again. The new transfer
@@ -640,13 +703,15 @@ func (l *transferList) showDetails(id string) {
 	l.detailLabel.Wrapping = fyne.TextWrapWord
 	l.detailFiles = widget.NewLabel("")
 	l.detailFiles.Wrapping = fyne.TextWrapBreak
+	l.detailMore = widget.NewLabel("")
+	l.detailMore.Wrapping = fyne.TextWrapWord
 	bold := func(s string) *widget.Label {
 		return widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	}
 	content := container.NewVBox(
 		bold("Status"), l.detailStatus,
 		bold("Connection"), l.detailLabel,
-		bold("Files"), l.detailFiles,
+		bold("Files"), l.detailFiles, l.detailMore,
 	)
 	scroll := container.NewVScroll(content)
 	l.detailID = id
@@ -800,7 +865,7 @@ func (m *Metrics) measured() bool {
 }
 
 func filesText(v *transferView) string {
-	if len(v.results) == 0 {
+	if v.ended == 0 {
 		return "No file finished yet."
 	}
 	var b strings.Builder
@@ -821,6 +886,20 @@ func filesText(v *transferView) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// moreText counts the files past those filesText lists: a row keeps the
+// first files only, and Details stays a few lines long for 10^5 of them.
+func moreText(v *transferView) string {
+	more := v.ended - len(v.results)
+	if more <= 0 {
+		return ""
+	}
+	what := "files"
+	if more == 1 {
+		what = "file"
+	}
+	return fmt.Sprintf("and %d more %s (of all %d: %d verified, %d failed)", more, what, v.ended, v.verified, v.failed)
+}
+
 func fmtDur(d time.Duration) string {
 	if d <= 0 {
 		return "–"
@@ -832,9 +911,20 @@ func fmtDur(d time.Duration) string {
 }
 
 func (l *transferList) fillDetails(v *transferView) {
-	l.detailStatus.SetText(statusText(l.status(v)))
-	l.detailLabel.SetText(detailsText(v))
-	l.detailFiles.SetText(filesText(v))
+	// Set only what changed: a label of 100 lines set again is laid out
+	// again on every progress update.
+	setText(l.detailStatus, statusText(l.status(v)))
+	setText(l.detailLabel, detailsText(v))
+	setText(l.detailFiles, filesText(v))
+	setText(l.detailMore, moreText(v))
+	showIf(l.detailMore, l.detailMore.Text != "")
+}
+
+// setText sets a label's text if it differs.
+func setText(l *widget.Label, s string) {
+	if l.Text != s {
+		l.SetText(s)
+	}
 }
 
 // footLayout lays out a row's state text and its buttons: on one line when
@@ -883,22 +973,18 @@ func (f *footLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
 
 // thumbnail shows a picture of the first received image of v, loaded off
 // the Fyne goroutine once.
-func (u *UI) thumbnail(v *transferView, saved []string) {
-	if v.thumbFor != "" {
+func (u *UI) thumbnail(v *transferView) {
+	if v.thumbFor != "" || v.image == "" || v.dir != Incoming || v.dest == "" {
 		return
 	}
-	for _, p := range saved {
-		if isImage(p) {
-			v.thumbFor = p
-			u.loadThumb(p, func(img image.Image) {
-				v.thumb.Image = img
-				v.thumb.Show()
-				v.obj.Refresh() // the row grows to the picture's height
-				u.transfers.box.Refresh()
-			})
-			return
-		}
-	}
+	p := filepath.Join(v.dest, filepath.FromSlash(v.image))
+	v.thumbFor = p
+	u.loadThumb(p, func(img image.Image) {
+		v.thumb.Image = img
+		v.thumb.Show()
+		v.obj.Refresh() // the row grows to the picture's height
+		u.transfers.box.Refresh()
+	})
 }
 
 // loadThumb asks the backend for a thumbnail of p and hands it to set on

@@ -280,6 +280,16 @@ type Offer struct {
 	// ("123 456"; "" for a trusted one): trusting it ("always accept")
 	// takes the user's word that the sender's screen shows the same.
 	PairCode string
+	// FoldersLeft sums up the top-level folders past those Folders lists:
+	// Run keeps the first maxOfferFolders of an offer that has more, so
+	// that no update of the widgets walks a list that grows with the offer.
+	FoldersLeft FolderSum
+}
+
+// FolderSum sums up several top-level folders of an offer.
+type FolderSum struct {
+	Folders, Files int
+	Bytes          int64
 }
 
 // FileCount is the number of files offered.
@@ -377,7 +387,24 @@ const (
 	// was refused (KeyChange). ID may be empty: a refused connection that
 	// never became a transfer.
 	TransferKeyChanged
+	// TransferFiles: several files of a transfer ended (Files). Run folds
+	// the TransferFile events that arrive between two updates of the
+	// widgets into one, so a transfer of 10^5 files is a few updates a
+	// second, each of bounded work, not 10^5 of them.
+	TransferFiles
 )
+
+// FileBatch is what several TransferFile events of one transfer add up to.
+type FileBatch struct {
+	Ended    int // files that ended, verified or not
+	Verified int // of them, verified in place
+	Failed   int // of them, ended with an error
+	// First are the first of them, in order, at most maxBatchFiles.
+	First []FileResult
+	// Image is the first verified picture among them (a thumbnail shows
+	// it), nil when there is none.
+	Image *FileResult
+}
 
 // PairCode is the verification code both screens show.
 type PairCode struct {
@@ -415,6 +442,7 @@ type TransferEvent struct {
 	Offer     *Offer
 	Progress  *Progress
 	File      *FileResult
+	Files     *FileBatch // TransferFiles
 	Metrics   *Metrics
 	Result    *Result
 	Transport string      // "quic" or "tcp" (TransferTransport)

@@ -296,7 +296,23 @@ func (u *UI) OpenFiles(paths []string) {
 }
 
 // ApplyTransfer renders one transfer event. Call it on the Fyne goroutine.
+// An incoming transfer's result lists the partial files again, which asks
+// the backend (it reads the disk); Run does that off the Fyne goroutine.
 func (u *UI) ApplyTransfer(ev TransferEvent) {
+	u.applyTransfer(ev)
+	if reloadsPartials(ev) {
+		u.partials.reload()
+	}
+}
+
+// reloadsPartials reports whether ev may have left partial files or used
+// them up: an incoming transfer ended or stopped.
+func reloadsPartials(ev TransferEvent) bool {
+	return ev.Kind == TransferResult && ev.Direction == Incoming && !ev.Pairing
+}
+
+// applyTransfer renders one transfer event, but for the partial files.
+func (u *UI) applyTransfer(ev TransferEvent) {
 	if ev.Time.IsZero() {
 		ev.Time = u.now()
 	}
@@ -317,9 +333,6 @@ func (u *UI) ApplyTransfer(ev TransferEvent) {
 	case TransferResult:
 		u.prompts.remove(ev.ID) // withdrawn by the sender or timed out in the engine
 		u.history.reload()
-		if ev.Direction == Incoming {
-			u.partials.reload() // it may have left partial files, or used them up
-		}
 		u.updateTray()
 		u.notifyResult(ev)
 	}
@@ -329,8 +342,12 @@ func (u *UI) ApplyTransfer(ev TransferEvent) {
 func (u *UI) ExpirePrompts(now time.Time) { u.prompts.expire(now) }
 
 // Run feeds events to the widgets until ctx ends. Progress and metrics are
-// coalesced per transfer and delivered at most every Options.Refresh; every
-// other event is delivered at once, after the progress it supersedes.
+// coalesced per transfer, and file events folded into one per transfer
+// (feed.go), delivered at most every Options.Refresh; every other event is
+// delivered at once, after what it supersedes. What grows with the number
+// of files (folding, cutting an offer's lists, reading the partial files)
+// is done here, off the Fyne goroutine: each update of the widgets does
+// bounded work (TestUIUpdatesAreBounded).
 func (u *UI) Run(ctx context.Context, devices <-chan DeviceEvent, transfers <-chan TransferEvent) error {
 	tick := time.NewTicker(u.opt.Refresh)
 	defer tick.Stop()
@@ -338,14 +355,14 @@ func (u *UI) Run(ctx context.Context, devices <-chan DeviceEvent, transfers <-ch
 		id   string
 		kind TransferEventKind
 	}
-	pending := make(map[key]TransferEvent)
+	pending := make(map[key]*TransferEvent)
 	var order []key
 	take := func(id string) []TransferEvent {
 		var out []TransferEvent
 		keep := order[:0]
 		for _, k := range order {
 			if id == "" || k.id == id {
-				out = append(out, pending[k])
+				out = append(out, *pending[k])
 				delete(pending, k)
 			} else {
 				keep = append(keep, k)
@@ -353,6 +370,12 @@ func (u *UI) Run(ctx context.Context, devices <-chan DeviceEvent, transfers <-ch
 		}
 		order = keep
 		return out
+	}
+	hold := func(k key, ev *TransferEvent) {
+		if _, seen := pending[k]; !seen {
+			order = append(order, k)
+		}
+		pending[k] = ev
 	}
 	for {
 		select {
@@ -369,18 +392,28 @@ func (u *UI) Run(ctx context.Context, devices <-chan DeviceEvent, transfers <-ch
 				transfers = nil
 				continue
 			}
-			if ev.Kind == TransferProgress || ev.Kind == TransferMetrics {
-				k := key{ev.ID, ev.Kind}
-				if _, seen := pending[k]; !seen {
-					order = append(order, k)
-				}
-				pending[k] = ev
+			switch ev.Kind {
+			case TransferProgress, TransferMetrics:
+				hold(key{ev.ID, ev.Kind}, &ev)
+				continue
+			case TransferFile:
+				k := key{ev.ID, TransferFiles}
+				hold(k, foldFile(pending[k], ev))
 				continue
 			}
+			ev.Offer = boundOffer(ev.Offer)
 			batch := append(take(ev.ID), ev)
+			var partials []PartialTransfer
+			reload := reloadsPartials(ev)
+			if reload {
+				partials = u.be.Partials()
+			}
 			u.opt.Do(func() {
 				for _, e := range batch {
-					u.ApplyTransfer(e)
+					u.applyTransfer(e)
+				}
+				if reload {
+					u.partials.show(partials)
 				}
 			})
 		case <-tick.C:
@@ -388,7 +421,7 @@ func (u *UI) Run(ctx context.Context, devices <-chan DeviceEvent, transfers <-ch
 			now := u.now()
 			u.opt.Do(func() {
 				for _, e := range batch {
-					u.ApplyTransfer(e)
+					u.applyTransfer(e)
 				}
 				u.ExpirePrompts(now)
 			})

@@ -211,25 +211,33 @@ func labQuickTLS(t *testing.T, bin, cli string) {
 // loss, and beats the single TLS stream (Cubic) by a wide margin; Ferry's
 // TCP, with Cubic, spreads over more connections too.
 func labQuickNoBBR(t *testing.T, bin, cli string) {
-	rows, records := labRun(t, bin, "--quick", "--bbr=false", "--rtt", "20ms", "--loss", "2", "--workloads", "A",
-		"--tools", "tls-cubic,ferry-tcp,ferry-auto", "--ferry-cli", cli)
+	run := func() ([]map[string]string, []map[string]any) {
+		return labRun(t, bin, "--quick", "--bbr=false", "--rtt", "20ms", "--loss", "2", "--workloads", "A",
+			"--tools", "tls-cubic,ferry-tcp,ferry-auto", "--ferry-cli", cli)
+	}
+	rows, records := run()
+	// A session grows on random loss seen with no queue on the path; the
+	// lab forwards in user space, and a host busy with the rest of the
+	// suite adds its own delay (the path's 20 ms read 27 ms in a failed CI
+	// run, beyond the queue threshold of 27). A run whose Ferry did not
+	// grow while its RTT read over 20 % above the path's is taken again,
+	// once.
+	if notGrown, inflated := noBBRGrowth(rows); notGrown != nil && inflated {
+		t.Logf("no growth with the RTT inflated by the busy host (%v): running again", notGrown)
+		rows, records = run()
+	}
 	secs := map[string]float64{}
 	for _, r := range rows {
 		if r["status"] != "ok" {
 			t.Fatalf("run not ok: %v", r)
 		}
 		secs[r["tool"]], _ = strconv.ParseFloat(r["seconds"], 64)
-		if n, _ := strconv.Atoi(r["flows"]); r["tool"] == "ferry-tcp" && n <= 4 {
-			t.Errorf("Ferry's TCP (Cubic) did not grow past its four connections on 2%% random loss: %v", r)
+		if r["tool"] == "ferry-auto" && r["transport"] != "quic" {
+			t.Errorf("auto carried by %q, want quic", r["transport"])
 		}
-		if r["tool"] == "ferry-auto" {
-			if r["transport"] != "quic" {
-				t.Errorf("auto carried by %q, want quic", r["transport"])
-			}
-			if n, _ := strconv.Atoi(r["flows"]); n < 2 {
-				t.Errorf("auto did not spread over more flows on 2%% random loss: %v", r)
-			}
-		}
+	}
+	if notGrown, _ := noBBRGrowth(rows); notGrown != nil {
+		t.Errorf("Ferry did not spread over more flows on 2%% random loss (TCP past its four connections, auto past one): %v", notGrown)
 	}
 	for _, rec := range records {
 		if rec["tool"] != "ferry-auto" {
@@ -245,6 +253,19 @@ func labQuickNoBBR(t *testing.T, bin, cli string) {
 	if auto <= 0 || tls <= 0 || auto >= tls {
 		t.Errorf("ferry-auto %.2f s did not beat one TLS stream (%.2f s)", auto, tls)
 	}
+}
+
+// noBBRGrowth finds the Ferry row of labQuickNoBBR that did not grow (nil:
+// both grew), and whether its RTT read over 20 % above the lab's 20 ms.
+func noBBRGrowth(rows []map[string]string) (row map[string]string, inflated bool) {
+	for _, r := range rows {
+		n, _ := strconv.Atoi(r["flows"])
+		if r["tool"] == "ferry-tcp" && n <= 4 || r["tool"] == "ferry-auto" && n < 2 {
+			srtt, _ := strconv.ParseFloat(r["srtt_ms"], 64)
+			return r, srtt > 1.2*20
+		}
+	}
+	return nil, false
 }
 
 // labShare: on a clean shared bottleneck one Ferry transfer beside one

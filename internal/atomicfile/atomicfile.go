@@ -4,12 +4,25 @@
 package atomicfile
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 )
 
 // Write replaces name with data (mode perm). The folder must exist.
 func Write(name string, data []byte, perm os.FileMode) error {
+	return WriteWith(name, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteWith replaces name with what write writes (mode perm), streamed
+// through a buffer: content too large to hold in memory at once (a resume
+// snapshot of 10^6 files) is never held whole. An error from write leaves
+// the old content.
+func WriteWith(name string, perm os.FileMode, write func(io.Writer) error) error {
 	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
 	if err != nil {
@@ -21,7 +34,12 @@ func Write(name string, data []byte, perm os.FileMode) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err := write(bw); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		f.Close()
 		return err
 	}

@@ -126,6 +126,9 @@ const (
 	// EvTransport: a session carries the delivery now, by Route (and
 	// Relay).
 	EvTransport
+	// EvFiles: several files ended: Verified of them verified in place,
+	// Failed with an error (what many EvFile events add up to).
+	EvFiles
 )
 
 // File is one file of a delivery.
@@ -157,8 +160,11 @@ type Event struct {
 	State     string // EvState, EvResult: the engine's state value
 	Bytes     int64  // EvProgress: bytes of this delivery in place so far
 	// Verified: EvResult: files verified in place, as the engine counts
-	// them (a file reported before a restart of Ferry has no EvFile here).
+	// them (a file reported before a restart of Ferry has no EvFile here);
+	// EvFiles: of the files that ended.
 	Verified int
+	// Failed: EvFiles: of the files that ended, those with an error.
+	Failed int
 	// Refused: EvResult: offered files the receiver refused by name, all
 	// of them (an offer lists only its first files).
 	Refused int
@@ -326,6 +332,9 @@ func (m *Model) Apply(ev Event) *Delivery {
 		} else if ev.File.Err != "" {
 			d.failedOut++
 		}
+	case EvFiles:
+		d.Verified += ev.Verified
+		d.failedOut += ev.Failed
 	case EvPath:
 		d.Moved = true
 		d.Phase = Moved

@@ -13,11 +13,13 @@
 package resume
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -251,17 +253,58 @@ func (d *Dir) Compact(key string, s *State) error {
 	}
 	s.Version = Version
 	s.Updated = d.now()
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.Write(d.snapshotPath(key), data, 0o600); err != nil {
+	if err := atomicfile.WriteWith(d.snapshotPath(key), 0o600, s.encode); err != nil {
 		return err
 	}
 	if err := os.Remove(d.journalPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
+}
+
+// encode writes s as JSON one file at a time: json.Marshal of a state of
+// 10^6 files held a buffer of 256 MB (issue 30, docs/benchmarks/trees.md).
+// What it writes is what json.Marshal(s) writes.
+func (s *State) encode(w io.Writer) error {
+	head := *s
+	head.Files = nil
+	b, err := json.Marshal(head)
+	if err != nil {
+		return err
+	}
+	// The head ends in "files":null}: the files go in its place.
+	const null = `null}`
+	if !bytes.HasSuffix(b, []byte(`"files":`+null)) {
+		return fmt.Errorf("resume state: unexpected encoding of the head: %.40q", b)
+	}
+	if s.Files == nil {
+		_, err := w.Write(b)
+		return err
+	}
+	if _, err := w.Write(b[:len(b)-len(null)]); err != nil {
+		return err
+	}
+	sep := []byte{'['}
+	for i := range s.Files {
+		f, err := json.Marshal(&s.Files[i])
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(sep); err != nil {
+			return err
+		}
+		if _, err := w.Write(f); err != nil {
+			return err
+		}
+		sep[0] = ','
+	}
+	if len(s.Files) == 0 {
+		if _, err := w.Write(sep); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write([]byte("]}"))
+	return err
 }
 
 // Drop removes key's state.

@@ -31,7 +31,8 @@ import (
 // iperf3's, the sender's CPU seconds, and for "leave" the stall (the cut to
 // the first byte after it) and the bytes sent twice. Goals (docs/
 // beyond-the-lan.md): direct within 10 % of the LAN's throughput at the same
-// RTT, first byte under 3 s, stall under 5 s. Root, Linux, iperf3.
+// RTT, first byte under 3 s, stall under 5 s. Root, Linux, iperf3. With
+// FERRY_LOG=info the sender's log is printed after each case.
 //
 //	go test -run '^$' -bench AnywhereRTT -benchtime 1x -timeout 60m ./cmd/ferry-cli
 func BenchmarkAnywhereRTT(b *testing.B) {
@@ -198,6 +199,9 @@ func rttCase(b *testing.B, bin, src, path string, rtt time.Duration, rate int64)
 		b.ReportMetric(float64(resent)/(1<<20), "resent-MiB")
 	}
 	b.Logf("%s at %v: path %q", path, rtt, reason)
+	if os.Getenv("FERRY_LOG") != "" { // the sender's log: how long each step took
+		b.Log(stderr.String())
+	}
 }
 
 // iperf3Through runs iperf3 (TCP, n bytes) from HostA to HostB over the

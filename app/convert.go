@@ -99,7 +99,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		out.File = &ui.FileResult{Path: f.Path, SavedAs: f.SavedAs, Size: f.Size, Verified: f.Verified, Root: f.Root, Err: f.Err}
 	}
 	if t := ev.Transport; t != nil {
-		out.Transport, out.Reason = t.Name, t.Reason
+		out.Transport, out.Reason, out.Route, out.Relay = t.Name, t.Reason, t.Route, t.Relay
 	}
 	if p := ev.Path; p != nil {
 		out.Path = &ui.PathChange{Moved: p.Moved, From: p.From, To: p.To, Reason: p.Reason, Stall: msDur(p.StallMs)}

@@ -36,6 +36,16 @@ func TestToUITransfer(t *testing.T) {
 	if h.ID != "x" || h.Files != 2 || h.State != ui.StateDone || !h.Finished.Equal(now) || h.Duration != 2 {
 		t.Fatalf("history entry = %+v", h)
 	}
+	// Issue 29: the route and the relay reach the row's model.
+	got, _ = toUITransfer(engine.Event{Time: now, Kind: engine.EventTransport, TransferID: "x", Direction: engine.Sending,
+		Transport: &engine.TransportInfo{Name: "quic", Reason: "through the internet, relayed", Route: engine.RouteRelayed, Relay: "relay.example.org:3478"}})
+	if got.Kind != ui.TransferTransport || got.Transport != "quic" || got.Route != engine.RouteRelayed || got.Relay != "relay.example.org:3478" {
+		t.Fatalf("transport = %+v", got)
+	}
+	evs := ui.DeliveryEvents(got)
+	if len(evs) != 1 || evs[0].Kind != transfer.EvTransport || evs[0].Route != transfer.RouteRelayed {
+		t.Fatalf("model events = %+v", evs)
+	}
 	if _, ok := toUITransfer(engine.Event{Kind: "something new"}); ok {
 		t.Fatal("unknown kinds must be skipped")
 	}

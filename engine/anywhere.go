@@ -121,6 +121,20 @@ func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.D
 	return auto.Dialled{Conn: c, Why: why}, nil
 }
 
+// routed is a session that knows which way it goes beyond the LAN (one
+// reached through a relay, anywhere.Conn).
+type routed interface{ Route() (route, relay string) }
+
+// transportInfo is the transport event's content for a session: its
+// transport, why, and its route (the LAN unless it says otherwise).
+func transportInfo(conn Conn, reason string) *TransportInfo {
+	info := &TransportInfo{Name: string(conn.Transport()), Reason: reason, Route: RouteLAN}
+	if r, ok := conn.(routed); ok {
+		info.Route, info.Relay = r.Route()
+	}
+	return info
+}
+
 // FindAnywhere checks, before a send, that the paired device id keeps a
 // presence at the relay for this device: ErrNotPaired, ErrRelayUnreachable
 // and ErrDeviceNotFound come back at once, in a sentence, instead of

@@ -80,6 +80,9 @@ func TestSendFromAnywhere(t *testing.T) {
 	if !strings.HasPrefix(ev.Transport.Reason, "through the internet, direct") {
 		t.Errorf("transport reason %q", ev.Transport.Reason)
 	}
+	if ev.Transport.Route != RouteInternet || ev.Transport.Relay != relayAddr {
+		t.Errorf("route %q via %q, want %q via %q", ev.Transport.Route, ev.Transport.Relay, RouteInternet, relayAddr)
+	}
 	got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "far.bin"))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the file did not arrive whole: %d bytes, %v", len(got), err)

@@ -59,6 +59,9 @@ func TestAutoTransport(t *testing.T) {
 			if info == nil || !regexp.MustCompile(c.reason).MatchString(info.Reason) || res.Reason != info.Reason {
 				t.Errorf("transport event %+v, result reason %q; want a reason mentioning %q", info, res.Reason, c.reason)
 			}
+			if info != nil && (info.Route != RouteLAN || info.Relay != "") {
+				t.Errorf("a session to an address goes %q via %q, want %q", info.Route, info.Relay, RouteLAN)
+			}
 			// What a blocked transport costs (its head start) is shown on
 			// the race's clock in auto's TestRaceHeadStartFollowsTheClock,
 			// not timed here.

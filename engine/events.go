@@ -96,7 +96,20 @@ type TransportInfo struct {
 	// congestion-controlled flows (QUIC or TCP connections) because the
 	// path showed random loss: how many it grows to.
 	Flows int `json:"flows,omitempty"`
+	// Route is the way the session goes: RouteLAN (to an address of the
+	// device's, as on the LAN), RouteInternet (through the NATs, a direct
+	// path found through the relay) or RouteRelayed (through Relay's TURN).
+	Route string `json:"route,omitempty"`
+	// Relay is the relay's "host:port" of a session that went through one.
+	Relay string `json:"relay,omitempty"`
 }
+
+// Routes of a session (TransportInfo.Route).
+const (
+	RouteLAN      = "lan"
+	RouteInternet = "internet"
+	RouteRelayed  = "relayed"
+)
 
 // Event is one thing the engine reports. Exactly the field matching Kind is set
 // (State is set on every event).

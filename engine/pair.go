@@ -289,7 +289,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	t.mu.Lock()
 	t.conn = conn
 	t.mu.Unlock()
-	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(conn.Transport()), Reason: reason}})
+	e.publish(t, Event{Kind: EventTransport, Transport: transportInfo(conn, reason)})
 	var ctl *control
 	defer func() { closeWith(conn, ctl, err) }()
 	stop := context.AfterFunc(ctx, func() { conn.Close(closeReason(context.Cause(ctx))) })

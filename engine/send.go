@@ -267,7 +267,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	stopAttempt := t.stopAttempt
 	t.mu.Unlock()
 	defer e.watchPath(ctx, t, conn, stopAttempt)() // connection migration (migrate.go)
-	e.publish(t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(conn.Transport()), Reason: reason}})
+	e.publish(t, Event{Kind: EventTransport, Transport: transportInfo(conn, reason)})
 	stopEarly := context.AfterFunc(ctx, func() { closeWith(conn, nil, context.Cause(ctx)) })
 	defer stopEarly()
 
@@ -656,8 +656,9 @@ func (b *batch) grow(sp spreader, open int) error {
 				return nil // the data moved to another transport
 			}
 			tx.sched.startEndgame()
-			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{
-				Name: string(tx.conn.Transport()), Reason: adv.Reason, Flows: adv.Flows}})
+			info := transportInfo(tx.conn, adv.Reason)
+			info.Flows = adv.Flows
+			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: info})
 			for ; open < min(adv.Streams, maxSendStreams); open++ {
 				if !b.startFirst(true) {
 					return nil
@@ -685,7 +686,7 @@ func (b *batch) switchOver(sw switcher) error {
 	}
 	tx.reason = sw.Switch()
 	tx.sched.moveInFlight()
-	tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: &TransportInfo{Name: string(tx.conn.Transport()), Reason: tx.reason}})
+	tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: transportInfo(tx.conn, tx.reason)})
 	var next sync.WaitGroup
 	for w := range defaultTCPStreams {
 		next.Add(1)

@@ -165,6 +165,8 @@ func DeliveryEvents(ev TransferEvent) []transfer.Event {
 		}
 	case TransferPath:
 		return one(transfer.EvPath, nil)
+	case TransferTransport:
+		return one(transfer.EvTransport, func(e *transfer.Event) { e.Route, e.Relay = transfer.Route(ev.Route), ev.Relay })
 	case TransferResult:
 		if r := ev.Result; r != nil {
 			return one(transfer.EvResult, func(e *transfer.Event) {
@@ -540,6 +542,9 @@ func (l *transferList) refresh(v *transferView) {
 	if v.transport != "" {
 		parts = append(parts, TransportLabel(v.transport))
 	}
+	if p := pathText(v); p != "" {
+		parts = append(parts, p)
+	}
 	setText(v.sub, strings.Join(parts, " · "))
 
 	if v.total > 0 {
@@ -741,6 +746,13 @@ func detailsText(v *transferView) string {
 		fmt.Fprintf(&b, " (%s)", v.reason)
 	}
 	b.WriteByte('\n')
+	if p := v.d.PathText(); p != "" {
+		// The path's figures: its round-trip time below, its throughput here.
+		fmt.Fprintf(&b, "Path: %s\n", EscapeText(p))
+		if r := HumanRate(v.progress.Rate); r != "" && v.d.Phase.Running() {
+			fmt.Fprintf(&b, "Throughput: %s\n", r)
+		}
+	}
 	m := v.metrics
 	if m == nil {
 		b.WriteString("No connection metrics yet.")
@@ -782,6 +794,21 @@ func detailsText(v *transferView) string {
 		fmt.Fprintf(&b, "Sent again after reconnecting: %s\n", HumanBytes(r.Resent))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// pathText is the row's words for the way a transfer goes ("direct",
+// "through the internet (direct)", "relayed via HOST"), with the path's
+// round-trip time while it runs; "" while the engine has not said.
+func pathText(v *transferView) string {
+	p := v.d.PathText()
+	if p == "" {
+		return ""
+	}
+	p = EscapeText(p) // the relay's host is the user's setting, or a peer's answer
+	if m := v.metrics; m != nil && m.SmoothedRTT > 0 && v.d.Phase.Running() {
+		p += ", " + fmtDur(m.SmoothedRTT) + " round trip"
+	}
+	return p
 }
 
 // onOff names a setting's state.

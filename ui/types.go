@@ -453,7 +453,11 @@ type TransferEvent struct {
 	// Pairing: the transfer is a pairing without files (Backend.Pair or a
 	// device asking to pair); it is no transfer row and no history entry.
 	Pairing bool
-	Time    time.Time
+	// Route and Relay: TransferTransport: the way the session goes
+	// ("lan", "internet", "relayed"; "" when the engine does not say) and
+	// the relay's "host:port" it went through.
+	Route, Relay string
+	Time         time.Time
 }
 
 // Decision is the receiving user's answer to an offer.

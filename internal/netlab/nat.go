@@ -67,10 +67,23 @@ type NATConfig struct {
 	A, B NATKind
 	// SharedLAN adds a direct link between HostA and HostB.
 	SharedLAN bool
+	// Impaired makes the WAN links (NATLinkWANA, NATLinkWANB) and the
+	// shared LAN (NATLinkShared) TUN wires through this process's
+	// forwarders instead of veth pairs, so that (*NAT).SetImpairment can
+	// delay, shape or drop what crosses them (this kernel has no netem).
+	// It costs a user-space hop per link.
+	Impaired bool
 	// NamePrefix prefixes the namespace names; "" means "ferrynat". Stale
 	// namespaces with this prefix left by dead processes are removed.
 	NamePrefix string
 }
+
+// The NAT lab's links that NATConfig.Impaired puts through a forwarder.
+const (
+	NATLinkWANA   = "wan-a"  // RouterA -- Internet
+	NATLinkWANB   = "wan-b"  // RouterB -- Internet
+	NATLinkShared = "shared" // HostA -- HostB (NATConfig.SharedLAN)
+)
 
 // The NAT lab's addresses, fixed: the namespaces are the lab's own.
 var (

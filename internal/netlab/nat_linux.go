@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"sync"
@@ -31,6 +32,12 @@ type NAT struct {
 	cfg  NATConfig
 	once sync.Once
 	cerr error
+	// With cfg.Impaired: the forwarders of each link ([0]: a to b, [1]:
+	// b to a), their devices, and what stops them.
+	links  map[string][2]*link
+	devs   []*tunDevice
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 var natRoles = []string{HostA, RouterA, Internet, RouterB, HostB}
@@ -75,17 +82,26 @@ func (n *NAT) setup(ctx context.Context) error {
 	type wire struct {
 		a, aIf, aAddr string
 		b, bIf, bAddr string
+		link          string // a link NATConfig.Impaired shapes
 	}
 	wires := []wire{
-		{HostA, "lan", natHostAddr[0].String(), RouterA, "lan", natLANGateway[0].String()},
-		{HostB, "lan", natHostAddr[1].String(), RouterB, "lan", natLANGateway[1].String()},
-		{RouterA, "wan", natWANAddr[0].String(), Internet, "wan-a", natWANGateway[0].String()},
-		{RouterB, "wan", natWANAddr[1].String(), Internet, "wan-b", natWANGateway[1].String()},
+		{HostA, "lan", natHostAddr[0].String(), RouterA, "lan", natLANGateway[0].String(), ""},
+		{HostB, "lan", natHostAddr[1].String(), RouterB, "lan", natLANGateway[1].String(), ""},
+		{RouterA, "wan", natWANAddr[0].String(), Internet, "wan-a", natWANGateway[0].String(), NATLinkWANA},
+		{RouterB, "wan", natWANAddr[1].String(), Internet, "wan-b", natWANGateway[1].String(), NATLinkWANB},
 	}
 	if n.cfg.SharedLAN {
-		wires = append(wires, wire{HostA, "shared", natSharedLAN[0].String(), HostB, "shared", natSharedLAN[1].String()})
+		wires = append(wires, wire{HostA, "shared", natSharedLAN[0].String(), HostB, "shared", natSharedLAN[1].String(), NATLinkShared})
 	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
 	for _, w := range wires {
+		if n.cfg.Impaired && w.link != "" {
+			if err := n.tunWire(ctx, runCtx, w.link, [2][3]string{{w.a, w.aIf, w.aAddr}, {w.b, w.bIf, w.bAddr}}); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := ipCmd(ctx, "-n", n.names[w.a], "link", "add", w.aIf, "type", "veth", "peer", "name", w.bIf, "netns", n.names[w.b]); err != nil {
 			return err
 		}
@@ -158,6 +174,59 @@ func (n *NAT) setup(ctx context.Context) error {
 	return nil
 }
 
+// tunWire joins two namespaces by a TUN device in each, point to point,
+// and two forwarders (a to b, b to a) through the impairment model.
+func (n *NAT) tunWire(ctx, runCtx context.Context, name string, ends [2][3]string) error {
+	var devs [2]*tunDevice
+	for i, end := range ends {
+		role, ifname, local := end[0], end[1], end[2]
+		peer := ends[1-i][2]
+		if err := n.Do(role, func() error {
+			var err error
+			devs[i], err = openTUN(ifname)
+			return err
+		}); err != nil {
+			return fmt.Errorf("tun %s in %s: %w", ifname, role, err)
+		}
+		n.devs = append(n.devs, devs[i])
+		if err := ipCmd(ctx, "-n", n.names[role], "addr", "add", local, "peer", peer+"/32", "dev", ifname); err != nil {
+			return err
+		}
+		if err := ipCmd(ctx, "-n", n.names[role], "link", "set", ifname, "mtu", "1500", "txqueuelen", "1000", "up"); err != nil {
+			return err
+		}
+	}
+	if n.links == nil {
+		n.links = map[string][2]*link{}
+	}
+	seed := rand.Uint64()
+	ab, ba := newLink(devs[0], devs[1], 1500+64, seed), newLink(devs[1], devs[0], 1500+64, seed+1)
+	n.links[name] = [2]*link{ab, ba}
+	for _, ln := range []*link{ab, ba} {
+		n.wg.Add(2)
+		go func() { defer n.wg.Done(); _ = ln.readLoop() }()
+		go func() { defer n.wg.Done(); _ = ln.writeLoop(runCtx) }()
+	}
+	return nil
+}
+
+// SetImpairment replaces the impairment of both directions of one of the
+// links NATConfig.Impaired puts through a forwarder (NATLinkWANA,
+// NATLinkWANB, NATLinkShared).
+func (n *NAT) SetImpairment(name string, im Impairment) error {
+	if err := im.Validate(); err != nil {
+		return err
+	}
+	ls, ok := n.links[name]
+	if !ok {
+		return fmt.Errorf("netlab: the NAT lab has no impaired link %q (NATConfig.Impaired)", name)
+	}
+	for _, ln := range ls {
+		ln.setImpairment(im)
+	}
+	return nil
+}
+
 func (n *NAT) iptables(ctx context.Context, role string, args ...string) error {
 	out, err := n.Command(ctx, role, "iptables", args...).CombinedOutput()
 	if err != nil {
@@ -190,6 +259,13 @@ func (n *NAT) SetSharedLAN(ctx context.Context, up bool) error {
 func (n *NAT) Close() error {
 	n.once.Do(func() {
 		n.closed.Store(true)
+		if n.cancel != nil {
+			n.cancel()
+		}
+		for _, d := range n.devs {
+			d.close()
+		}
+		n.wg.Wait()
 		var errs []error
 		for _, r := range natRoles {
 			errs = append(errs, removeNamespace(context.Background(), n.names[r]))

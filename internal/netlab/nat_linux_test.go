@@ -288,3 +288,35 @@ func checkSharedLAN(t *testing.T, lab *NAT, b *net.UDPConn) {
 		t.Errorf("with the shared LAN down, the route to %v: %s (%v), want via dev lan", lb, out, err)
 	}
 }
+
+// TestNATImpaired: with NATConfig.Impaired the WAN links delay what
+// crosses them (a round trip from HostA to a server crosses wan-a twice),
+// the NAT still maps, and a link that is not impaired is refused.
+func TestNATImpaired(t *testing.T) {
+	lab := newNAT(t, NATConfig{Impaired: true, SharedLAN: true})
+	refl := serverAddr(reflector(t, lab, natServers[0]))
+	c := udpIn(t, lab, HostA)
+	if got := mapped(t, c, refl); got.Addr() != natWANAddr[0] {
+		t.Fatalf("mapped to %v, want RouterA's %v", got, natWANAddr[0])
+	}
+	rtt := func() time.Duration {
+		start := time.Now()
+		mapped(t, c, refl)
+		return time.Since(start)
+	}
+	if d := rtt(); d > 15*time.Millisecond {
+		t.Logf("round trip without delay: %v (a loaded machine)", d)
+	}
+	if err := lab.SetImpairment(NATLinkWANA, Impairment{Delay: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if d := rtt(); d < 40*time.Millisecond {
+		t.Errorf("round trip over wan-a delayed 20 ms each way: %v, want at least 40 ms", d)
+	}
+	if err := lab.SetImpairment("lan", Impairment{}); err == nil {
+		t.Error("a veth link took an impairment")
+	}
+	if err := lab.SetSharedLAN(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+}

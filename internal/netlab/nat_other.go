@@ -27,3 +27,6 @@ func (n *NAT) SetSharedLAN(ctx context.Context, up bool) error { return NATAvail
 
 // Close does nothing on this OS.
 func (n *NAT) Close() error { return nil }
+
+// SetImpairment fails: there is no NAT lab here.
+func (n *NAT) SetImpairment(name string, im Impairment) error { return NATAvailable() }

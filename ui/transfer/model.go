@@ -81,6 +81,17 @@ const (
 	ReasonNotPaired Reason = "not_paired"
 )
 
+// Route is the way a delivery's session goes, with the engine's values.
+type Route string
+
+// Routes.
+const (
+	RouteUnknown  Route = ""
+	RouteLAN      Route = "lan"      // to an address of the device's, as on the LAN
+	RouteInternet Route = "internet" // through the NATs, on a path found through the relay
+	RouteRelayed  Route = "relayed"  // through the relay
+)
+
 // Direction of a delivery.
 type Direction int
 
@@ -112,6 +123,9 @@ const (
 	ActPause
 	ActResume
 	ActCancel
+	// EvTransport: a session carries the delivery now, by Route (and
+	// Relay).
+	EvTransport
 	// EvFiles: several files ended: Verified of them verified in place,
 	// Failed with an error (what many EvFile events add up to).
 	EvFiles
@@ -162,7 +176,11 @@ type Event struct {
 	// away mid-send (the app's rejoin, app/rejoin.go).
 	Rejoin bool
 	Err    string // EvResult: the engine's own text, for Details
-	Time   time.Time
+	// Route and Relay: EvTransport: the way the session goes, and the
+	// relay's "host:port" when it went through one.
+	Route Route
+	Relay string
+	Time  time.Time
 }
 
 // Delivery is the state of one delivery.
@@ -179,6 +197,14 @@ type Delivery struct {
 	// Moved is set once the network path changed and the delivery went on;
 	// the row says so until it ends.
 	Moved bool
+	// Route is the way the delivery goes now (RouteUnknown until a
+	// session carries it); Relay is the relay's "host:port" of a route
+	// through one.
+	Route Route
+	Relay string
+	// LeftLAN is set when a delivery that went on the LAN goes on beyond
+	// it (a device left the network): the row says so while it runs there.
+	LeftLAN bool
 	// Rejoin: it failed because the other device went away and the app
 	// sends the rest when that device is back (unless the user cancels).
 	Rejoin bool
@@ -312,6 +338,8 @@ func (m *Model) Apply(ev Event) *Delivery {
 	case EvPath:
 		d.Moved = true
 		d.Phase = Moved
+	case EvTransport:
+		d.route(ev)
 	case EvResult:
 		d.result(ev)
 	case ActPause:
@@ -337,6 +365,25 @@ func (m *Model) Apply(ev Event) *Delivery {
 		}
 	}
 	return d
+}
+
+// route follows the session's way: a delivery that went on the LAN and
+// goes on beyond it left the network, and its row says so.
+func (d *Delivery) route(ev Event) {
+	if ev.Route == RouteUnknown {
+		return
+	}
+	beyond := ev.Route != RouteLAN
+	if beyond && d.Route == RouteLAN && !d.LeftLAN {
+		d.Moved, d.LeftLAN = true, true
+		if d.Phase.Running() {
+			d.Phase = Moved
+		}
+	}
+	if !beyond {
+		d.LeftLAN = false // back on a network with the device
+	}
+	d.Route, d.Relay = ev.Route, ev.Relay
 }
 
 // reopens reports whether ev, arriving for a delivery that ended, starts it

@@ -22,6 +22,9 @@ func act(id string, k EventKind) Event { return Event{Kind: k, Delivery: id} }
 func res(id, state, code string, byPeer bool, err string) Event {
 	return Event{Kind: EvResult, Delivery: id, State: state, Code: code, ByPeer: byPeer, Err: err}
 }
+func via(id string, r Route, relay string) Event {
+	return Event{Kind: EvTransport, Delivery: id, Route: r, Relay: relay}
+}
 func rejoin(ev Event) Event { ev.Rejoin = true; return ev }
 func fileEnd(id, path string, ok bool, err string) Event {
 	return Event{Kind: EvFile, Delivery: id, File: &FileEnd{Path: path, Verified: ok, Err: err}}
@@ -38,6 +41,7 @@ type want struct {
 	status  string
 	actions []Action
 	bytes   int64 // -1: not checked
+	path    string
 }
 
 func TestDeliveryStateTable(t *testing.T) {
@@ -347,6 +351,68 @@ func TestDeliveryStateTable(t *testing.T) {
 		},
 		want: []want{{id: "r", phase: Done, status: "Done · 199 verified · 2 refused", actions: []Action{ActionOpen}, bytes: big.Size}},
 		rows: 1,
+	}, {
+		// Issue 29: a send on the LAN whose link is cut reconnects through
+		// the relay; the row says it left the network, while it moves and
+		// once bytes flow again, and the path is the new one.
+		name: "left the network, continuing over the internet",
+		events: []Event{
+			offer("s", Outgoing, "Desktop", big), via("s", RouteLAN, ""), st("s", "active"), prog("s", 20*mb),
+			st("s", "reconnecting"), via("s", RouteInternet, "relay.example.org:3478"), st("s", "active"),
+		},
+		want: []want{{id: "s", phase: Moved, status: "Left the network — continuing over the internet",
+			actions: []Action{ActionPause, ActionCancel}, bytes: 20 * mb, path: "through the internet (direct)"}},
+		rows: 1,
+	}, {
+		name: "left the network, bytes flow through the relay",
+		events: []Event{
+			offer("s", Outgoing, "Desktop", big), via("s", RouteLAN, ""), st("s", "active"), prog("s", 20*mb),
+			st("s", "reconnecting"), via("s", RouteRelayed, "relay.example.org:3478"), st("s", "active"), prog("s", 30*mb),
+		},
+		want: []want{{id: "s", phase: Sending, status: "Left the network — continuing over the internet · Sending 1 file",
+			actions: []Action{ActionPause, ActionCancel}, bytes: 30 * mb, path: "relayed via relay.example.org"}},
+		rows: 1,
+	}, {
+		// A send that starts beyond the LAN never left it: the row says
+		// only how it goes.
+		name: "through the internet from the start",
+		events: []Event{
+			offer("s", Outgoing, "Desktop", big), via("s", RouteInternet, "[2001:db8::1]:3478"), st("s", "active"), prog("s", mb),
+		},
+		want: []want{{id: "s", phase: Sending, status: "Sending 1 file", actions: []Action{ActionPause, ActionCancel},
+			bytes: mb, path: "through the internet (direct)"}},
+		rows: 1,
+	}, {
+		// Back on the LAN (the device came home): a network change, not
+		// "over the internet".
+		name: "back on the LAN",
+		events: []Event{
+			offer("s", Outgoing, "Desktop", big), via("s", RouteLAN, ""), st("s", "active"), prog("s", mb),
+			st("s", "reconnecting"), via("s", RouteRelayed, "relay:3478"), st("s", "active"), prog("s", 2*mb),
+			st("s", "reconnecting"), via("s", RouteLAN, ""), st("s", "active"), prog("s", 3*mb),
+		},
+		want: []want{{id: "s", phase: Sending, status: "Network changed — continuing · Sending 1 file",
+			actions: []Action{ActionPause, ActionCancel}, bytes: 3 * mb, path: "direct"}},
+		rows: 1,
+	}, {
+		// An engine that does not say the route (an older one, a
+		// LocalSend session): nothing changes.
+		name: "route not said",
+		events: []Event{
+			offer("s", Outgoing, "Desktop", big), via("s", RouteLAN, ""), st("s", "active"), via("s", RouteUnknown, ""), prog("s", mb),
+		},
+		want: []want{{id: "s", phase: Sending, status: "Sending 1 file", actions: []Action{ActionPause, ActionCancel}, bytes: mb, path: "direct"}},
+		rows: 1,
+	}, {
+		// A finished delivery keeps its words; a late transport event
+		// does not reopen it.
+		name: "done, then a late route",
+		events: []Event{
+			offer("s", Outgoing, "Desktop", big), via("s", RouteLAN, ""), st("s", "active"), prog("s", big.Size),
+			res("s", "done", "", false, ""), via("s", RouteRelayed, "relay:3478"),
+		},
+		want: []want{{id: "s", phase: Done, status: "Sent 1 file", bytes: big.Size, path: "direct"}},
+		rows: 1,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -373,6 +439,9 @@ func TestDeliveryStateTable(t *testing.T) {
 				}
 				if w.bytes >= 0 && d.Bytes != w.bytes {
 					t.Errorf("%s: bytes = %d, want %d", w.id, d.Bytes, w.bytes)
+				}
+				if w.path != "" && d.PathText() != w.path {
+					t.Errorf("%s: path = %q, want %q", w.id, d.PathText(), w.path)
 				}
 			}
 		})
@@ -405,5 +474,27 @@ func TestHistoryOneEntryPerDeliveryWithNames(t *testing.T) {
 	}
 	if h[1].Bytes != 200*mb || h[0].Bytes != mb {
 		t.Errorf("bytes = %d, %d; the done copy keeps its size, the cancelled one its own", h[1].Bytes, h[0].Bytes)
+	}
+}
+
+func TestPathText(t *testing.T) {
+	for _, c := range []struct {
+		route Route
+		relay string
+		want  string
+	}{
+		{RouteUnknown, "", ""},
+		{RouteLAN, "", "direct"},
+		{RouteInternet, "relay.example.org:3478", "through the internet (direct)"},
+		{RouteRelayed, "relay.example.org:3478", "relayed via relay.example.org"},
+		{RouteRelayed, "[2001:db8::1]:3478", "relayed via 2001:db8::1"},
+		{RouteRelayed, "relay-without-port", "relayed via relay-without-port"},
+		{RouteRelayed, "", "relayed"},
+		{Route("warp"), "", ""}, // a route this version does not know says nothing
+	} {
+		d := &Delivery{Route: c.route, Relay: c.relay}
+		if got := d.PathText(); got != c.want {
+			t.Errorf("%q via %q: %q, want %q", c.route, c.relay, got, c.want)
+		}
 	}
 }

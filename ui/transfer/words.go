@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"fmt"
+	"net"
 	"strings"
 )
 
@@ -88,7 +89,7 @@ func (d *Delivery) Status() string {
 	case Reconnecting:
 		s = fmt.Sprintf("Reconnecting to %s…", d.who())
 	case Moved:
-		s = "Network changed — continuing"
+		s = d.movedText()
 	case Resumed:
 		s = "Resuming…"
 	case Interrupted:
@@ -100,7 +101,7 @@ func (d *Delivery) Status() string {
 		}
 		s = fmt.Sprintf("%s %s", verb, d.what())
 		if d.Moved {
-			s = "Network changed — continuing · " + s
+			s = d.movedText() + " · " + s
 		}
 	case Paused:
 		if d.By == Peer {
@@ -127,6 +128,37 @@ func (d *Delivery) Status() string {
 		s = "Expired: nobody answered in time"
 	}
 	return s
+}
+
+// movedText says that the network changed under the delivery and it goes
+// on, and how when a device left the network.
+func (d *Delivery) movedText() string {
+	if d.LeftLAN {
+		return "Left the network — continuing over the internet"
+	}
+	return "Network changed — continuing"
+}
+
+// PathText names the way the delivery goes: "direct" (to the device's
+// address, as on the LAN), "through the internet (direct)", "relayed via
+// HOST"; "" while no session carries it.
+func (d *Delivery) PathText() string {
+	switch d.Route {
+	case RouteLAN:
+		return "direct"
+	case RouteInternet:
+		return "through the internet (direct)"
+	case RouteRelayed:
+		host := d.Relay
+		if h, _, err := net.SplitHostPort(d.Relay); err == nil {
+			host = h
+		}
+		if host == "" {
+			return "relayed"
+		}
+		return "relayed via " + host
+	}
+	return ""
 }
 
 // declinedByPolicy says why a receiver's policy declined the delivery

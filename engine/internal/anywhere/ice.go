@@ -209,8 +209,11 @@ func (g *agent) connect(ctx context.Context, peer Message, controlling bool) (*i
 // Path says which path ICE chose: "direct" or "relayed", with the addresses.
 type Path struct {
 	Relayed bool
-	Local   string // this side's candidate: type and address
-	Remote  string // the peer's
+	// Relay is the relay's "host:port" the call went through (its TURN
+	// server carries a relayed path).
+	Relay  string
+	Local  string // this side's candidate: type and address
+	Remote string // the peer's
 }
 
 func (p Path) String() string {

@@ -79,6 +79,16 @@ func (c *Conn) Setup() Setup { return c.setup }
 // Path is the ICE path under the session.
 func (c *Conn) Path() Path { return c.path }
 
+// Route says which way the session goes, in the words of the engine's
+// transport event: "internet" (a direct path through the NATs) or
+// "relayed", and the relay's "host:port".
+func (c *Conn) Route() (route, relay string) {
+	if c.path.Relayed {
+		return "relayed", c.path.Relay
+	}
+	return "internet", c.path.Relay
+}
+
 // RemoteAddr is the peer's end of the ICE path (its candidate).
 func (c *Conn) RemoteAddr() string { return c.path.Remote }
 
@@ -186,7 +196,9 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		}
 	}()
 	lap(&st.Handshake)
-	return &Conn{Conn: qs, path: g.path(), bridge: b, setup: st}, nil
+	path := g.path()
+	path.Relay = req.Relay
+	return &Conn{Conn: qs, path: path, bridge: b, setup: st}, nil
 }
 
 // Lookup checks that the device keeps a presence at the relay for this

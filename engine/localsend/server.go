@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/directio"
 )
 
 // Receiver is the engine's side of the server: it decides each offer and
@@ -805,7 +807,7 @@ func receive(body io.Reader, f *upFile, sink Sink) error {
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := io.CopyBuffer(w, io.LimitReader(body, f.size+1), make([]byte, 256<<10))
+	n, err := copyFull(w, io.LimitReader(body, f.size+1))
 	switch {
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)
@@ -818,6 +820,36 @@ func receive(body io.Reader, f *upFile, sink Sink) error {
 	}
 	return nil
 }
+
+// copyFull copies src to w in whole buffers: an HTTPS body reads a TLS
+// record (16 KiB) at a time, and a sink handed those writes each at once
+// gets short, unaligned writes, which the store puts through the page
+// cache with write-behind; a full, aligned buffer at an aligned offset is
+// one direct write (package fileio).
+func copyFull(w io.Writer, src io.Reader) (int64, error) {
+	buf := directio.Buffer(uploadBuffer)
+	var n int64
+	for {
+		m, err := io.ReadFull(src, buf)
+		if m > 0 {
+			k, werr := w.Write(buf[:m])
+			n += int64(k)
+			if werr != nil {
+				return n, werr
+			}
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return n, nil
+		case err != nil:
+			return n, err
+		}
+	}
+}
+
+// uploadBuffer is the size of copyFull's writes (as before it: what an
+// upload holds).
+const uploadBuffer = 256 << 10
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	addr := remote(r)

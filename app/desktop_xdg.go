@@ -136,8 +136,11 @@ func stayInTray(ctx context.Context, log *slog.Logger) error {
 // untitled (seen at load 10 in the GUI end-to-end test; some XDG tray hosts
 // crash on an untitled item, which is why Fyne sets one). It reads the
 // item's Title as a tray host does and sets it again while it is empty,
-// until it is not or ctx ends.
+// until it is not, ctx ends, or a minute passed (a tray that never
+// exported its item is not asked about forever).
 func keepTrayTitle(ctx context.Context, conn *dbus.Conn) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	title := fyne.CurrentApp().Metadata().Name
 	if title == "" {
 		title = fyne.CurrentApp().UniqueID()

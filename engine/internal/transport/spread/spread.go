@@ -19,9 +19,8 @@
 // standing queue, does not count; nor does a window whose losses came in a
 // burst rather than spread over its round trips (spreadOut), which a queue
 // met already standing shows where the RTT cannot. So the session's own
-// slow start, or a
-// neighbour filling a shared bottleneck, does not make the flows grow: a
-// transfer does not crowd out its neighbours. Each window that shows
+// slow start, or a neighbour filling a shared bottleneck, does not make the
+// flows grow: a transfer does not crowd out its neighbours. Each window that shows
 // random loss multiplies the flows in use by sqrt(loss rate / MinLoss) (at
 // least 2), up to Rule.Max; once the flows fill the path, a standing queue
 // stops the growth. The measurements behind the numbers are
@@ -226,8 +225,8 @@ func (j *Judge) round(srtt time.Duration) time.Duration {
 
 // spreadOut reports whether lost packets, struck in lossRounds of the
 // window's rounds round trips, are spread over them as random loss is. A
-// packet lost at random is lost in whichever round trip it was sent, so
-// lost losses strike about rounds*(1-exp(-lost/rounds)) distinct rounds; a
+// packet lost at random is lost in whichever round trip it was sent, so L
+// such losses strike about R*(1-exp(-L/R)) of R round trips; a
 // drop-tail queue drops its packets in a burst, in the round or two when it
 // overflows. That tells a neighbour's standing queue from a long path with
 // random loss where the RTT cannot: a session that meets the queue already

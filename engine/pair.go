@@ -392,6 +392,23 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 				return err
 			}
 			if !ok {
+				// Closing at once could reset the connection before the
+				// refusal arrives (a TCP close with unread data is a
+				// reset), and the peer would read a hang-up: wait for it
+				// to hang up on the refusal, for a moment at most.
+				linger, lingered := e.opts.Clock.NewTimer(2 * time.Second)
+				defer linger.Stop()
+				for hungUp := false; !hungUp; {
+					select {
+					case <-msgs:
+					case <-readErr:
+						hungUp = true
+					case <-lingered:
+						hungUp = true
+					case <-ctx.Done():
+						hungUp = true
+					}
+				}
 				return errPairMismatch
 			}
 			mine = true

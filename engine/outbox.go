@@ -55,13 +55,13 @@ var _ core.OutboxHost = outboxHost{}
 
 // offerInfo describes what a send offers, for its EventOffer.
 func offerInfo(files []localFile, text string) *OfferInfo {
-	all := make([]core.OfferedFile, len(files))
+	all := make(core.Files, len(files))
 	info := &OfferInfo{FreeBytes: -1, Text: text}
 	for i, f := range files {
 		all[i] = core.OfferedFile{Path: f.Path, Size: f.Size}
 		info.TotalBytes += f.Size
 	}
-	info.Count, info.Files, info.Folders = core.Summarize(all, nil)
+	info.Count, info.Files, info.Folders, _ = core.Summarize(all, nil) // a slice is never unreadable
 	return info
 }
 

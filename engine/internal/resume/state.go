@@ -34,7 +34,11 @@ import (
 
 // Version is the snapshot format. Version 2 records each partial's name:
 // partials are created exclusively and may not carry the file's own name.
-const Version = 2
+// Version 3 lists only the files begun or saved (issue 30: a snapshot of
+// 10^6 files that have not begun listed them all) and counts the accepted
+// ones; its journal's partial records carry the file's size. A version 2
+// state is read as well.
+const Version = 3
 
 // maxStateFile bounds a snapshot we are willing to read.
 const maxStateFile = 256 << 20
@@ -48,7 +52,10 @@ type State struct {
 	ChunkSize int       `json:"chunk_size"`
 	Dest      string    `json:"dest"`
 	Updated   time.Time `json:"updated"`
-	Files     []File    `json:"files"`
+	// Accepted is the number of files the transfer accepted; Files lists
+	// those begun or saved (a file not listed is implied by the offer).
+	Accepted int    `json:"accepted,omitempty"`
+	Files    []File `json:"files"`
 }
 
 // File is one accepted file of a State.
@@ -109,8 +116,10 @@ type Offered struct {
 	Manifest  string
 	ChunkSize int
 	Dest      string
-	// Files are the offer's files, by index.
-	Files []OfferedFile
+	// Files is the number of the offer's files; File returns one by index
+	// (the list may be kept on disk).
+	Files int
+	File  func(i int) (OfferedFile, error)
 }
 
 // OfferedFile is one file of an offer.
@@ -120,11 +129,13 @@ type OfferedFile struct {
 }
 
 // Check refuses a loaded state that does not fit the offer it would resume
-// (tampered, another peer, another folder, another offer). validName checks
-// a path from the state the way the store checks a peer's names.
+// (tampered, another peer, another folder, another offer), and completes
+// the entries its journal added (their path, and a saved file's size, are
+// the offer's). validName checks a path from the state the way the store
+// checks a peer's names.
 func (s *State) Check(o Offered, validName func(string) error) error {
 	switch {
-	case s.Version != Version:
+	case s.Version != Version && s.Version != 2:
 		return fmt.Errorf("version %d", s.Version)
 	case s.Peer != o.Peer:
 		return errors.New("it belongs to another device")
@@ -134,12 +145,22 @@ func (s *State) Check(o Offered, validName func(string) error) error {
 		return errors.New("it is for another download folder")
 	}
 	seen := map[uint32]bool{}
-	for _, f := range s.Files {
-		if int(f.Index) >= len(o.Files) || seen[f.Index] {
+	for i := range s.Files {
+		f := &s.Files[i]
+		if int(f.Index) >= o.Files || seen[f.Index] {
 			return fmt.Errorf("file index %d", f.Index)
 		}
 		seen[f.Index] = true
-		m := o.Files[f.Index]
+		m, err := o.File(int(f.Index))
+		if err != nil {
+			return err
+		}
+		if f.Path == "" {
+			f.Path = m.Path // an entry of the journal's
+			if f.Size < 0 {
+				f.Size = m.Size
+			}
+		}
 		if f.Path != m.Path || f.Size != m.Size {
 			return fmt.Errorf("file %d does not match the offer", f.Index)
 		}
@@ -351,7 +372,7 @@ func (d *Dir) List() []Summary {
 		if err != nil || s == nil {
 			continue
 		}
-		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: len(s.Files), Updated: s.Updated}
+		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated}
 		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
 			p.Updated = st.ModTime()
 		}

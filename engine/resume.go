@@ -98,28 +98,21 @@ func (rx *receiver) startJournal() {
 }
 
 // snapshotResume builds the state to save from the receiver's progress. It
-// lists the files begun (a partial held) or saved, not the accepted files
-// that have not begun: those are implied by the offer, and a journal record
-// of one makes its entry (issue 30: a snapshot of 10^6 files listed them all).
+// lists the files begun (a partial held) and yields the saved ones (More:
+// written one by one, never held together), not the accepted files that
+// have not begun: those are implied by the offer, and a journal record of
+// one makes its entry (issue 30: a snapshot of 10^6 files listed them all).
 func (rx *receiver) snapshotResume() *resume.State {
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
 	s := &resume.State{Peer: rx.c.PeerID().String(), PeerName: rx.t.peer.Name,
 		Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: rx.DestDir, Accepted: len(rx.Accepted)}
+	saved := false
 	for _, i := range rx.Accepted {
-		idx := uint32(i)
-		switch f, live := rx.files[idx]; {
+		f, live := rx.files[uint32(i)]
+		switch {
 		case rx.status[i] == fileSaved:
-			e, err := rx.entry(idx)
-			if err != nil {
-				rx.e.log.Warn("resume state", "err", err)
-				continue // fetched again if it is missing then
-			}
-			saved := e.Path
-			if n, ok := rx.savedAs[idx]; ok {
-				saved = n
-			}
-			s.Files = append(s.Files, resume.File{Index: idx, Path: e.Path, Size: e.Size, Done: true, SavedAs: saved})
+			saved = true
 		case live && f.partName != "":
 			n := f.tree.Len()
 			rf := resume.NewFile(f.idx, f.entry.Path, f.entry.Size, n)
@@ -133,7 +126,36 @@ func (rx *receiver) snapshotResume() *resume.State {
 		}
 		// Failed: it starts over. Not begun: implied by the offer.
 	}
+	if saved {
+		s.More = rx.savedFiles
+	}
 	return s
+}
+
+// savedFiles yields the files saved so far, in offer order, as the resume
+// state lists them.
+func (rx *receiver) savedFiles(yield func(resume.File) bool) {
+	for _, i := range rx.Accepted {
+		idx := uint32(i)
+		rx.mu.Lock()
+		ok := rx.status[i] == fileSaved
+		as, renamed := rx.savedAs[idx]
+		rx.mu.Unlock()
+		if !ok {
+			continue
+		}
+		e, err := rx.entry(idx)
+		if err != nil {
+			rx.e.log.Warn("resume state", "err", err)
+			continue // fetched again if it is missing then
+		}
+		if !renamed {
+			as = e.Path
+		}
+		if !yield(resume.File{Index: idx, Path: e.Path, Size: e.Size, Done: true, SavedAs: as}) {
+			return
+		}
+	}
 }
 
 // restore applies a valid resume state to the accepted files: chunks whose

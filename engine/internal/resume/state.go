@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -56,6 +57,10 @@ type State struct {
 	// those begun or saved (a file not listed is implied by the offer).
 	Accepted int    `json:"accepted,omitempty"`
 	Files    []File `json:"files"`
+	// More, when set, yields further files that Compact writes after Files
+	// (and then only when it yields one): the saved files of a large
+	// transfer are written one by one, never held together.
+	More iter.Seq[File] `json:"-"`
 }
 
 // File is one accepted file of a State.
@@ -97,6 +102,9 @@ func (f *File) Set(c int, leaf merkle.Hash, crc uint32) {
 
 // Held reports whether the state holds anything worth resuming.
 func (s *State) Held() bool {
+	if s.More != nil {
+		return true
+	}
 	for _, f := range s.Files {
 		if f.Done {
 			return true
@@ -298,7 +306,7 @@ func (s *State) encode(w io.Writer) error {
 	if !bytes.HasSuffix(b, []byte(`"files":`+null)) {
 		return fmt.Errorf("resume state: unexpected encoding of the head: %.40q", b)
 	}
-	if s.Files == nil {
+	if s.Files == nil && s.More == nil {
 		_, err := w.Write(b)
 		return err
 	}
@@ -306,20 +314,31 @@ func (s *State) encode(w io.Writer) error {
 		return err
 	}
 	sep := []byte{'['}
-	for i := range s.Files {
-		f, err := json.Marshal(&s.Files[i])
+	put := func(f *File) error {
+		b, err := json.Marshal(f)
 		if err != nil {
 			return err
 		}
 		if _, err := w.Write(sep); err != nil {
 			return err
 		}
-		if _, err := w.Write(f); err != nil {
+		_, err = w.Write(b)
+		sep[0] = ','
+		return err
+	}
+	for i := range s.Files {
+		if err := put(&s.Files[i]); err != nil {
 			return err
 		}
-		sep[0] = ','
 	}
-	if len(s.Files) == 0 {
+	if s.More != nil {
+		for f := range s.More {
+			if err := put(&f); err != nil {
+				return err
+			}
+		}
+	}
+	if sep[0] == '[' {
 		if _, err := w.Write(sep); err != nil {
 			return err
 		}

@@ -9,7 +9,8 @@
 # profiles of both sides (WORKDIR/recv.heap, send.heap) 20 s after the offer
 # was accepted (FERRY_HEAPPROFILE, SIGUSR1). FULL=1 waits for the whole tree
 # (not 60 s of it) and checks that it arrived exact: every file and folder,
-# each file's size.
+# each file's size. TREE=DIR sends DIR instead of the million files (workload
+# D: scripts/workload-d.sh DIR).
 set -u
 B=${1:-/tmp/trees-bin/ferry-cli}
 W=${2:-/dev/shm/trees/m}
@@ -17,11 +18,13 @@ W=${2:-/dev/shm/trees/m}
 # (issue 30); builds before refuse them: FERRY_MANIFEST_BUDGET=4000000000
 # raises it for them.
 export FERRY_MANIFEST_BUDGET=${FERRY_MANIFEST_BUDGET:-}
-if [[ ! -d $W/tree ]]; then
+T=${TREE:-$W/tree}
+N=$(basename $T)
+if [[ ! -d $T ]]; then
   mkdir -p $W/tree
   for d in $(seq -w 0 999); do mkdir $W/tree/d$d; (cd $W/tree/d$d && seq -w 0 999 | sed 's/^/file-/' | xargs touch); done
 fi
-echo "files: $(find $W/tree -type f | wc -l)"
+echo "files: $(find $T -type f | wc -l)"
 rm -rf $W/rcfg $W/scfg $W/out; mkdir -p $W/out
 H=${HEAP:-}
 /usr/bin/time -f 'receiver CPU %U user %S sys, max RSS %M KB' -o $W/recv.time \
@@ -32,7 +35,7 @@ TO=$(grep -o 'tcp=127.0.0.1:[0-9]*' $W/recv.out | head -1 | cut -d= -f2)
 RP=$(pgrep -P $TP | head -1)
 start=$(date +%s.%N)
 /usr/bin/time -f 'sender CPU %U user %S sys, max RSS %M KB' -o $W/send.time \
-  env ${H:+FERRY_HEAPPROFILE=$W/send.heap} $B send --config $W/scfg --to $TO --transport tcp --json $W/tree > $W/send.json 2>$W/send.err &
+  env ${H:+FERRY_HEAPPROFILE=$W/send.heap} $B send --config $W/scfg --to $TO --transport tcp --json $T > $W/send.json 2>$W/send.err &
 ST=$!
 sleep 0.2
 SP=$(pgrep -P $ST | head -1)
@@ -53,11 +56,11 @@ echo "after 60 s of transfer (or the end): peak RSS send ${S} KB, recv ${R} KB, 
 grep -o '"files_done":[0-9]*,"total_files":[0-9]*' $W/send.json | tail -1
 if [[ -n ${FULL:-} ]]; then
   # Exact: the same folders and files, each of the same size.
-  if diff <(cd $W/tree && find . -printf '%y %s %p\n' | grep -v '^d' | sort) <(cd $W/out/tree 2>/dev/null && find . -printf '%y %s %p\n' | grep -v '^d' | sort) >/dev/null &&
-     diff <(cd $W/tree && find . -type d | sort) <(cd $W/out/tree 2>/dev/null && find . -type d | sort) >/dev/null; then
-    echo "the tree arrived exact: $(find $W/out/tree -type f | wc -l) files"
+  if diff <(cd $T && find . -printf '%y %s %p\n' | grep -v '^d' | sort) <(cd $W/out/$N 2>/dev/null && find . -printf '%y %s %p\n' | grep -v '^d' | sort) >/dev/null &&
+     diff <(cd $T && find . -type d | sort) <(cd $W/out/$N 2>/dev/null && find . -type d | sort) >/dev/null; then
+    echo "the tree arrived exact: $(find $W/out/$N -type f | wc -l) files"
   else
-    echo "the tree did NOT arrive exact: $(find $W/out/tree -type f 2>/dev/null | wc -l) files"
+    echo "the tree did NOT arrive exact: $(find $W/out/$N -type f 2>/dev/null | wc -l) files"
   fi
 fi
 kill -INT $SP 2>/dev/null; wait $ST; sleep 3; kill -INT $RP 2>/dev/null; wait $TP

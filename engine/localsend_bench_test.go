@@ -171,7 +171,7 @@ func benchPlainHTTPS(b *testing.B, src string, names []string, total int64, hash
 			if hashing {
 				body = io.TeeReader(f, h)
 			}
-			req, _:= http.NewRequest(http.MethodPost, "https://"+ln.Addr().String()+"/?name="+n, body)
+			req, _ := http.NewRequest(http.MethodPost, "https://"+ln.Addr().String()+"/?name="+n, body)
 			req.ContentLength = st.Size()
 			resp, err := hc.Do(req)
 			f.Close()

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // Receiver is the engine's side of the server: it decides each offer and

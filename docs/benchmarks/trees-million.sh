@@ -7,7 +7,8 @@
 # tmpfs by default: 10^6 inodes cost about 1 GB of RAM, no disk writes) and
 # kept for the next run; rm -rf WORKDIR when done. HEAP=1 writes heap
 # profiles of both sides (WORKDIR/recv.heap, send.heap) 20 s after the offer
-# was accepted (FERRY_HEAPPROFILE, SIGUSR1). FULL=1 waits for the whole tree
+# was accepted (FERRY_HEAPPROFILE, SIGUSR1; with FULL=1 the receiver's only,
+# as SIGUSR1 pauses a sender). FULL=1 waits for the whole tree
 # (not 60 s of it) and checks that it arrived exact: every file and folder,
 # each file's size. TREE=DIR sends DIR instead of the million files (workload
 # D: scripts/workload-d.sh DIR).
@@ -32,13 +33,12 @@ H=${HEAP:-}
 TP=$!
 for i in $(seq 1 100); do grep -q 'tcp=127' $W/recv.out 2>/dev/null && break; sleep 0.1; done
 TO=$(grep -o 'tcp=127.0.0.1:[0-9]*' $W/recv.out | head -1 | cut -d= -f2)
-RP=$(pgrep -P $TP | head -1)
+for i in $(seq 1 100); do RP=$(pgrep -P $TP | head -1); [[ -n $RP ]] && break; sleep 0.1; done
 start=$(date +%s.%N)
 /usr/bin/time -f 'sender CPU %U user %S sys, max RSS %M KB' -o $W/send.time \
   env ${H:+FERRY_HEAPPROFILE=$W/send.heap} $B send --config $W/scfg --to $TO --transport tcp --json $T > $W/send.json 2>$W/send.err &
 ST=$!
-sleep 0.2
-SP=$(pgrep -P $ST | head -1)
+for i in $(seq 1 100); do SP=$(pgrep -P $ST | head -1); [[ -n $SP ]] && break; sleep 0.1; done
 acc=""
 R=0; S=0
 for i in $(seq 1 3000); do
@@ -47,7 +47,9 @@ for i in $(seq 1 3000); do
   [[ -n $rh ]] && R=$rh; [[ -n $sh ]] && S=$sh
   if [[ -z $acc ]] && grep -q '"state":"active"' $W/send.json 2>/dev/null; then acc=$(echo "$(date +%s.%N) - $start" | bc); echo "accepted (sender active) after $acc s; peak RSS so far: send ${S} KB, recv ${R} KB"; fi
   if [[ -n $H && -n $acc && ! -e $W/heap.taken ]] && (( $(echo "$(date +%s.%N) - $start - $acc > 20" | bc) )); then
-    kill -USR1 $RP $SP; touch $W/heap.taken; echo "heap profiles taken"
+    # SIGUSR1 also pauses a sender (ferry-cli send): with FULL=1 only the receiver's is taken.
+    if [[ -n ${FULL:-} ]]; then kill -USR1 $RP; else kill -USR1 $RP $SP; fi
+    touch $W/heap.taken; echo "heap profiles taken"
   fi
   if [[ -z ${FULL:-} && -n $acc ]] && (( $(echo "$(date +%s.%N) - $start - $acc > 60" | bc) )); then break; fi
   kill -0 $SP 2>/dev/null || break

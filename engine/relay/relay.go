@@ -98,6 +98,11 @@ type Config struct {
 	Log *slog.Logger
 }
 
+// CleanSecret is a relay secret as the user gave it (a file's content, an
+// environment variable), trimmed, or why it cannot be one: too short
+// (anywhere.MinSecretLen), too long, not one line.
+func CleanSecret(s string) (string, error) { return anywhere.CleanSecret(s) }
+
 // NoSecretWarning is what a relay without a secret says when it starts.
 const NoSecretWarning = "this relay has no secret: anyone who can reach its port can relay through it; give it one (ferry-cli relay --secret-file FILE) and the same to your devices (--relay-secret-file FILE, or the app's setting beside the relay)"
 
@@ -133,7 +138,7 @@ func Start(cfg Config) (*Relay, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Secret != "" {
-		if _, err := anywhere.CleanSecret(cfg.Secret); err != nil {
+		if cfg.Secret, err = CleanSecret(cfg.Secret); err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
 	}

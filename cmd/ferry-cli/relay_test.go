@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine"
 )
 
 // startRelay runs `ferry-cli relay` on loopback with args and returns
@@ -110,5 +112,27 @@ func TestRelaySecretFromEnv(t *testing.T) {
 	t.Setenv("FERRY_RELAY_SECRET", "")
 	if s, err := relaySecret(""); err != nil || s != "" {
 		t.Fatalf("none: %q, %v", s, err)
+	}
+}
+
+// TestReceivedRouteLine: receive's transport line says how a session came
+// beyond the LAN; a sender's reason says it already.
+func TestReceivedRouteLine(t *testing.T) {
+	for _, tc := range []struct {
+		dir   engine.Direction
+		route string
+		want  string
+	}{
+		{engine.Receiving, engine.RouteRelayed, "transport: quic (chosen by the sender), relayed via 203.0.113.5:3478\n"},
+		{engine.Receiving, engine.RouteInternet, "transport: quic (chosen by the sender), through the internet (direct), found through relay 203.0.113.5:3478\n"},
+		{engine.Receiving, engine.RouteLAN, "transport: quic (chosen by the sender)\n"},
+		{engine.Sending, engine.RouteRelayed, "transport: quic (chosen by the sender)\n"},
+	} {
+		var out strings.Builder
+		newPrinter(&out, false).event(engine.Event{Kind: engine.EventTransport, Direction: tc.dir,
+			Transport: &engine.TransportInfo{Name: "quic", Reason: "chosen by the sender", Route: tc.route, Relay: "203.0.113.5:3478"}})
+		if out.String() != tc.want {
+			t.Errorf("%s %s: %q, want %q", tc.dir, tc.route, out.String(), tc.want)
+		}
 	}
 }

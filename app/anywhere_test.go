@@ -15,16 +15,7 @@ import (
 // receiving, stops when turned off, and sends to paired devices (only)
 // get the relay after their LAN addresses.
 func TestAnywhereSetting(t *testing.T) {
-	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	e, err := engine.New(engine.Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	r, e := relayAndEngine(t, "")
 	var h anywhereHub
 	on := ui.Settings{Anywhere: true, AnywhereRelay: r.Addr().String(), Policy: ui.PolicyEveryone}
 	if err := h.apply(e, on); err != nil {
@@ -56,16 +47,7 @@ func TestAnywhereSetting(t *testing.T) {
 // it the device serves; a new secret alone serves again.
 func TestAnywhereSettingSecret(t *testing.T) {
 	const secret = "the relay's secret for the app"
-	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	e, err := engine.New(engine.Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	r, e := relayAndEngine(t, secret)
 	var h anywhereHub
 	on := ui.Settings{Anywhere: true, AnywhereRelay: r.Addr().String(), Policy: ui.PolicyEveryone}
 	for _, s := range []string{"", "not the relay's secret at all"} {
@@ -82,4 +64,21 @@ func TestAnywhereSettingSecret(t *testing.T) {
 	if err := h.apply(e, on); !errors.Is(err, engine.ErrRelaySecret) || h.relayNow() != "" {
 		t.Fatalf("a new, wrong secret alone: serving %q, %v", h.relayNow(), err)
 	}
+}
+
+// relayAndEngine starts a relay with secret ("": none) and an engine, both
+// on loopback, closed when the test ends.
+func relayAndEngine(t *testing.T, secret string) (*relay.Relay, *engine.Engine) {
+	t.Helper()
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e, err := engine.New(engine.Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return r, e
 }

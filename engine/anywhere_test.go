@@ -64,34 +64,16 @@ func TestSendFromAnywhere(t *testing.T) {
 	if err := a.FindAnywhere(t.Context(), relayAddr, id); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(t.TempDir(), "far.bin")
-	data := writeFile(t, src, 2<<20)
-	events, unsub := a.Subscribe(256)
-	defer unsub()
-	rxEvents, unsubRx := recv.Subscribe(256)
-	defer unsubRx()
-	tr, err := a.Send(t.Context(), Target{ID: id, Addrs: []addr.Addr{addr.NewRendezvous(relayAddr)}}, []string{src}, SendOptions{})
-	if err != nil {
-		t.Fatal(err)
+	tx, rx := sendThroughRelay(t, a, recv, relayAddr, "far.bin", 2<<20)
+	if !strings.HasPrefix(tx.Reason, "through the internet, direct") {
+		t.Errorf("transport reason %q", tx.Reason)
 	}
-	ev := firstEvent(t, events, EventTransport)
-	<-tr.Done()
-	if res := tr.Result(); res.State != StateDone {
-		t.Fatalf("send: %s %s", res.State, res.Err)
-	}
-	if !strings.HasPrefix(ev.Transport.Reason, "through the internet, direct") {
-		t.Errorf("transport reason %q", ev.Transport.Reason)
-	}
-	if ev.Transport.Route != RouteInternet || ev.Transport.Relay != relayAddr {
-		t.Errorf("route %q via %q, want %q via %q", ev.Transport.Route, ev.Transport.Relay, RouteInternet, relayAddr)
+	if tx.Route != RouteInternet || tx.Relay != relayAddr {
+		t.Errorf("route %q via %q, want %q via %q", tx.Route, tx.Relay, RouteInternet, relayAddr)
 	}
 	// The receiving side says the same way.
-	if rx := receivedTransport(t, rxEvents); rx.Route != RouteInternet || rx.Relay != relayAddr || rx.Name != "quic" {
+	if rx.Route != RouteInternet || rx.Relay != relayAddr || rx.Name != "quic" {
 		t.Errorf("receiving side: %+v, want %q via %q", rx, RouteInternet, relayAddr)
-	}
-	got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "far.bin"))
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("the file did not arrive whole: %d bytes, %v", len(got), err)
 	}
 
 	stranger := testEngine(t, Options{})
@@ -171,13 +153,27 @@ func TestSendFromAnywhereRelayedWithSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src := filepath.Join(t.TempDir(), "relayed.bin")
-	data := writeFile(t, src, 1<<20)
+	tx, rx := sendThroughRelay(t, a, recv, relayAddr, "relayed.bin", 1<<20)
+	if tx.Route != RouteRelayed || tx.Relay != relayAddr {
+		t.Errorf("sending side: route %q via %q, want %q via %q", tx.Route, tx.Relay, RouteRelayed, relayAddr)
+	}
+	if rx.Route != RouteRelayed || rx.Relay != relayAddr {
+		t.Errorf("receiving side: %+v, want %q via %q", rx, RouteRelayed, relayAddr)
+	}
+}
+
+// sendThroughRelay sends a file of size bytes from a to recv by the
+// rendezvous address of relay alone, checks it arrived whole, and returns
+// the two sides' first transport events.
+func sendThroughRelay(t *testing.T, a, recv *Engine, relay, name string, size int) (sent, received *TransportInfo) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), name)
+	data := writeFile(t, src, size)
 	events, unsub := a.Subscribe(256)
 	defer unsub()
 	rxEvents, unsubRx := recv.Subscribe(256)
 	defer unsubRx()
-	tr, err := a.Send(t.Context(), Target{ID: id, Addrs: []addr.Addr{addr.NewRendezvous(relayAddr)}}, []string{src}, SendOptions{})
+	tr, err := a.Send(t.Context(), Target{ID: recv.ID(), Addrs: []addr.Addr{addr.NewRendezvous(relay)}}, []string{src}, SendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,14 +182,9 @@ func TestSendFromAnywhereRelayedWithSecret(t *testing.T) {
 	if res := tr.Result(); res.State != StateDone {
 		t.Fatalf("send: %s %s", res.State, res.Err)
 	}
-	if ev.Transport.Route != RouteRelayed || ev.Transport.Relay != relayAddr {
-		t.Errorf("sending side: route %q via %q, want %q via %q", ev.Transport.Route, ev.Transport.Relay, RouteRelayed, relayAddr)
-	}
-	if rx := receivedTransport(t, rxEvents); rx.Route != RouteRelayed || rx.Relay != relayAddr {
-		t.Errorf("receiving side: %+v, want %q via %q", rx, RouteRelayed, relayAddr)
-	}
-	got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "relayed.bin"))
+	got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), name))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the file did not arrive whole: %d bytes, %v", len(got), err)
 	}
+	return ev.Transport, receivedTransport(t, rxEvents)
 }

@@ -108,8 +108,9 @@ func turnCredentials(secret string) (user, password string) {
 // SignRequest is the HeaderAuth value of a mailbox request: an HMAC of
 // the method, path, body and expiry under the relay secret. Bound to the
 // request, a signature seen on the wire only repeats that request (the
-// same blob put again, a take that finds the boxes empty), until it
-// expires.
+// same blob put again, the same boxes read or emptied) until it expires:
+// no more than an eavesdropper on the path, who can drop the packets
+// anyway, could do.
 func SignRequest(secret, method, path string, body []byte, now time.Time) string {
 	exp := now.Add(signedFor).Unix()
 	return strconv.FormatInt(exp, 10) + " " + base64.RawURLEncoding.EncodeToString(requestMAC(secret, exp, method, path, body))

@@ -168,7 +168,7 @@ func Start(cfg Config) (*Relay, error) {
 		EventHandler: turn.EventHandler{
 			OnAuth: func(src, _ net.Addr, _, _, _ string, _ string, ok bool) {
 				if !ok {
-					refusals.note(src, "TURN credentials made with another secret")
+					refusals.note(src, "TURN credentials that do not check (another secret)")
 				}
 			},
 			OnAllocationCreated: func(src, _ net.Addr, _, _, _ string, _ net.Addr, _ int) { quota.add(src, 1) },

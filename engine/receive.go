@@ -244,6 +244,9 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	rx.resumeFrom(rx.DestDir)
 	rx.quota = rx.e.bufs.Quota(sessionBufferQuota)
 	rx.Begin()
+	// The session's transport and route, as the sender's side says them
+	// (LAN, through the internet, relayed): the row and Details show it.
+	rx.e.publish(rx.t, Event{Kind: EventTransport, Transport: rx.e.receivedTransport(rx.c)})
 	rx.touch()
 	rx.accepted.Store(true)
 	wd := &wire.Decision{Accept: true}

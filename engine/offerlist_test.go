@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
@@ -175,4 +176,26 @@ func TestStaleOfferListIsRemovedAtStart(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the stale spill file is still there: %v", err)
 	}
+}
+
+// The default budgets take an offer of the protocol's million files: the
+// count is charged (32 bytes a file, 32 MB) and the parts go on being read,
+// where the 1 KiB a file charged before refused anything over about
+// 125,000 files.
+func TestDefaultBudgetsTakeAMillionFiles(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	p, done := connectRaw(t, recv)
+	if err := p.hello(); err != nil {
+		t.Fatal(err)
+	}
+	p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: wire.MaxFiles})
+	p.ctl.send(&wire.OfferFiles{Start: 0, Files: names(0, 2048)})
+	count := core.ManifestCost(wire.MaxFiles, 0)
+	testutil.WaitFor(t, "the first part to be charged", func() bool { return recv.admit.HeldManifests() > count })
+	if held := recv.admit.HeldManifests(); held > core.DefaultManifestBudget/2 {
+		t.Errorf("a million files hold %d bytes of the %d budget", held, core.DefaultManifestBudget)
+	}
+	p.conn.Close(nil)
+	<-done
+	noSpill(t, recv)
 }

@@ -24,9 +24,11 @@ const (
 	// defaultManifestDisk is Options.ManifestDisk's default.
 	defaultManifestDisk = 1 << 30
 	// listMemory is how many bytes of one offer's entries (names included)
-	// stay in memory before the rest is spilled: all of workload D's
-	// 105,252 files, the first 80,000 or so of a tree of 10^6.
-	listMemory = 8 << 20
+	// stay in memory before the rest is spilled: about 20,000 of workload
+	// D's files, 30,000 of 10^6 empty ones. 8 MiB let 8 accepted offers of
+	// 100,000 files take a receiver to 217-228 MiB where 2 MiB took it to
+	// 123-173 (ferry-bench hostile big-manifests, docs/hostile.md).
+	listMemory = 2 << 20
 )
 
 // offerLists makes the stores of incoming offers' file lists.

@@ -109,7 +109,7 @@ func agentConfig(relay string, loopback bool, mux *ice.UniversalUDPMuxDefault, r
 		InterfaceFilter:  func(name string) bool { return !loopback || name == "lo" },
 		// A peer's loopback or unspecified address is this device's own:
 		// no check goes there (a hostile peer would aim them at local services).
-		RemoteIPFilter: func(ip net.IP) bool { return loopback || !ip.IsLoopback() && !ip.IsUnspecified() },
+		RemoteIPFilter:     func(ip net.IP) bool { return loopback || !ip.IsLoopback() && !ip.IsUnspecified() },
 		CheckInterval:      ptr(checkInterval),
 		MaxBindingRequests: ptr(uint16(maxBindingRequests)),
 	}

@@ -76,14 +76,16 @@ func (e *Engine) relaySecret(relay string) string {
 }
 
 // anywhereHeadStart is how long the LAN addresses of a device are tried
-// alone before it is also called through the relay.
+// alone before it is also called through the relay (none right after the
+// session lost its path with this device's address: the LAN address it
+// would dial first is the one that just failed).
 const anywhereHeadStart = 1500 * time.Millisecond
 
 // dialWithRendezvous is dialTarget for a target with a rendezvous
-// address: its other addresses first (the LAN), then, after
-// anywhereHeadStart or at once when they all failed, the relay; the first
-// session that proves the device wins.
-func (e *Engine) dialWithRendezvous(ctx context.Context, rv addr.Addr, lan func(context.Context) (auto.Dialled, error), want identity.DeviceID) (auto.Dialled, error) {
+// address: its other addresses first (the LAN), then, after headStart or
+// at once when they all failed, the relay; the first session that proves
+// the device wins.
+func (e *Engine) dialWithRendezvous(ctx context.Context, rv addr.Addr, lan func(context.Context) (auto.Dialled, error), want identity.DeviceID, headStart time.Duration) (auto.Dialled, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -101,7 +103,7 @@ func (e *Engine) dialWithRendezvous(ctx context.Context, rv addr.Addr, lan func(
 		results <- result{d, err, true}
 	}()
 	go func() {
-		t := time.NewTimer(anywhereHeadStart)
+		t := time.NewTimer(headStart)
 		defer t.Stop()
 		select {
 		case <-t.C:

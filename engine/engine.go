@@ -497,6 +497,10 @@ type Transfer struct {
 	result      Result
 	conn        Conn
 	stopAttempt context.CancelCauseFunc // ends the current attempt (pause)
+	// pathLost: the last attempt ended because this device's address under
+	// its session went away (migrate.go); the next one calls through a
+	// relay at once, without the LAN's head start.
+	pathLost bool
 }
 
 // ID identifies the transfer in events and in Decide/Cancel.

@@ -10,7 +10,10 @@ import (
 // This file shows connection migration to the engine's users: each change
 // of the network path under a transfer becomes an EventPath, and a TCP
 // session whose local address went away is ended at once so that the
-// sender reconnects on the new path (TCP cannot move a connection).
+// sender reconnects on the new path (TCP cannot move a connection); so is
+// a QUIC session whose address went away when no other path reached the
+// peer within a grace (transport.PathLoser): leaving the LAN, the retry
+// then goes through the relay instead of waiting for QUIC's idle timeout.
 
 // EventPath: the network path under a transfer changed and the transfer
 // goes on (Path says how). A QUIC connection moved to another local
@@ -39,8 +42,9 @@ type PathInfo struct {
 }
 
 // watchPath publishes t's path changes on c until the returned function is
-// called (or ctx ends); on a TCP session it also ends the attempt, with
-// stop, when the session's local address goes away.
+// called (or ctx ends); it also ends the attempt, with stop, when the
+// session's path is gone: a TCP session's local address went away, or a
+// QUIC session lost its path (transport.PathLoser).
 func (e *Engine) watchPath(ctx context.Context, t *Transfer, c Conn, stop context.CancelCauseFunc) func() {
 	pr, _ := c.(transport.PathReporter)
 	la, _ := c.(transport.LocalAddresser)
@@ -48,7 +52,11 @@ func (e *Engine) watchPath(ctx context.Context, t *Transfer, c Conn, stop contex
 	if e.netw != nil && la != nil && c.Transport() == transport.TCP {
 		changed = e.netw.Changed()
 	}
-	if pr == nil && changed == nil {
+	var lost <-chan struct{}
+	if pl, ok := c.(transport.PathLoser); ok && stop != nil {
+		lost = pl.PathLost()
+	}
+	if pr == nil && changed == nil && lost == nil {
 		return func() {}
 	}
 	var paths <-chan transport.PathChange
@@ -68,13 +76,38 @@ func (e *Engine) watchPath(ctx context.Context, t *Transfer, c Conn, stop contex
 			case <-changed:
 				changed = e.netw.Changed()
 				if !e.hasLocalAddr(la.LocalAddr()) && stop != nil {
+					e.pathGone(t)
 					stop(errPathGone)
 					return
 				}
+			case <-lost:
+				e.log.Info("the connection's address is gone and no other path reaches the device", "transfer", t.id)
+				e.pathGone(t)
+				stop(errPathGone)
+				return
 			}
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// pathGone notes that t's attempt ends because its path went away with
+// this device's address: the LAN address that session used is the one
+// that failed, so the next attempt need not give it a head start over the
+// relay (anywhere.go).
+func (e *Engine) pathGone(t *Transfer) {
+	t.mu.Lock()
+	t.pathLost = true
+	t.mu.Unlock()
+}
+
+// takePathLost reports (once) whether t's last attempt lost its path.
+func (t *Transfer) takePathLost() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lost := t.pathLost
+	t.pathLost = false
+	return lost
 }
 
 // hasLocalAddr reports whether this device still has the address of a

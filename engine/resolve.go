@@ -86,15 +86,21 @@ func (e *Engine) candidates(ctx context.Context, to Target, id identity.DeviceID
 // device is looked up again first (see candidates); another one is dialled
 // at its addresses as given. Either way the addresses are one race: each
 // host candidateStagger after the one before, the first that proves the
-// device winning. It returns the address it reached.
-func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.DeviceID, kind transport.Kind) (auto.Dialled, error) {
+// device winning. It returns the address it reached. pathLost says the
+// last attempt lost its path with this device's address: a relay, if the
+// target has one, is called at once beside the LAN addresses.
+func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.DeviceID, kind transport.Kind, pathLost bool) (auto.Dialled, error) {
 	if rv, ok := addr.First(to.Addrs, addr.Rendezvous); ok && !want.IsZero() && kind == "" {
 		// A device beyond the LAN: its LAN addresses first, then the relay (anywhere.go).
 		lanOnly := to
 		lanOnly.Addrs = slices.DeleteFunc(slices.Clone(to.Addrs), func(a addr.Addr) bool { return a.Kind == addr.Rendezvous })
+		headStart := anywhereHeadStart
+		if pathLost {
+			headStart = 0
+		}
 		return e.dialWithRendezvous(ctx, rv, func(ctx context.Context) (auto.Dialled, error) {
-			return e.dialTarget(ctx, lanOnly, want, kind)
-		}, want)
+			return e.dialTarget(ctx, lanOnly, want, kind, false)
+		}, want, headStart)
 	}
 	if !to.Follow || want.IsZero() {
 		return e.dial(ctx, to.Addrs, candidateStagger, want, kind)

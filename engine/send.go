@@ -231,7 +231,7 @@ type fileLeaves struct {
 func (tx *sender) Run(ctx context.Context) error {
 	kind, _ := parseTransport(tx.opts.Transport)
 	// A target that follows its device is looked up again on every attempt.
-	d, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind)
+	d, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind, tx.t.takePathLost())
 	if err != nil {
 		return err
 	}

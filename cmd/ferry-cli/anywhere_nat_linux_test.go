@@ -117,6 +117,9 @@ func startIn(t testing.TB, lab *netlab.NAT, ns, bin, ready string, args ...strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	if os.Getenv("FERRY_LOG") != "" && ns == netlab.HostB { // the receiver's log, once it ended
+		t.Cleanup(func() { t.Logf("%s's log:\n%s", ns, stderr.String()) })
+	}
 	t.Cleanup(func() {
 		cancel()
 		cmd.Wait()

@@ -198,7 +198,8 @@ func rttCase(b *testing.B, bin, src, path string, rtt time.Duration, rate int64)
 		b.ReportMetric(after.Sub(cut).Seconds(), "stall-s")
 		b.ReportMetric(float64(resent)/(1<<20), "resent-MiB")
 	}
-	b.Logf("%s at %v: path %q", path, rtt, reason)
+	b.Logf("%s at %v: path %q; started %s, first byte %s", path, rtt, reason,
+		start.UTC().Format("15:04:05.000"), first.UTC().Format("15:04:05.000"))
 	if os.Getenv("FERRY_LOG") != "" { // the sender's log: how long each step took
 		b.Log(stderr.String())
 	}

@@ -152,3 +152,35 @@ func TestDialErrors(t *testing.T) {
 		t.Errorf("relay down: %v", err)
 	}
 }
+
+// TestRelayedPairAcceptedEarly: where only a relayed pair works, the
+// caller takes it once no direct pair answered for relayWait (half a
+// second on loopback), not after pion's default 2 s for relay candidates,
+// which was half of a relayed call's set-up at 80 ms round trip.
+func TestRelayedPairAcceptedEarly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ICE checks through TURN take a second")
+	}
+	// The relay on 127.0.0.2, the devices' own candidates on 127.0.0.1,
+	// which no check may reach: only relayed pairs work.
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.2:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	took, path, err := anywhere.RelayOnlyChecks(ctx, r.Addr().String(), net.IPv4(127, 0, 0, 2), time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("checks took %v: %v", took, path)
+	if !path.Relayed {
+		t.Fatalf("path %v, want a relayed one (the test offers no other)", path)
+	}
+	// pion accepts a relay candidate no sooner than 2 s after the checks
+	// start by default (defaultRelayAcceptanceMinWait).
+	if took >= 2*time.Second {
+		t.Errorf("the relayed pair was accepted after %v: not before pion's default wait for relay candidates", took)
+	}
+}

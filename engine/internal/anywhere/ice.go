@@ -30,6 +30,29 @@ const gatherTimeout = 5 * time.Second
 // iceTimeout bounds the connectivity checks.
 const iceTimeout = 15 * time.Second
 
+// How ICE checks and picks a pair. pion's defaults check every 200 ms (7
+// checks a pair) and accept a pair with a relay candidate only 2 s after
+// the checks began, so that a direct pair found meanwhile wins: at 80 ms
+// round trip that wait was half of a relayed call's set-up. A direct pair
+// answers one round trip after the caller's first check (the callee,
+// which answered the call, checks already and so has opened its NAT), and
+// a relayed pair no sooner (its checks go through the relay, after a TURN
+// permission): so the caller waits relayWaitRTTs round trips to the relay,
+// and at least minRelayWait, for a direct pair to win. Checks go out
+// twice as often, as many times over the same span.
+const (
+	checkInterval      = 100 * time.Millisecond
+	maxBindingRequests = 14
+	minRelayWait       = 500 * time.Millisecond
+	relayWaitRTTs      = 4
+)
+
+// relayWait is how long the caller lets direct pairs win over relayed
+// ones, given its round trip to the relay.
+func relayWait(rtt time.Duration) time.Duration {
+	return max(minRelayWait, relayWaitRTTs*rtt)
+}
+
 // ErrNoPath marks ICE checks that found no pair that works.
 var ErrNoPath = errors.New("no network path to the device: neither a direct one nor through the relay")
 
@@ -49,8 +72,19 @@ type agent struct {
 // tn.Loopback gathers host candidates on loopback only (tests, which send
 // nothing beyond loopback); tn.RelayOnly gathers relayed ones only.
 // mux, when set, is a socket the agent shares with QUIC: its host and
-// server-reflexive candidates are that socket's.
-func newAgent(ctx context.Context, relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefault) (*agent, error) {
+// server-reflexive candidates are that socket's. relayRTT is the round
+// trip to the relay, for a caller (controlling: it picks the pair; see
+// relayWait); zero for the callee.
+func newAgent(ctx context.Context, relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefault, relayRTT time.Duration) (*agent, error) {
+	cfg, err := agentConfig(relay, secret, tn, mux, relayRTT)
+	if err != nil {
+		return nil, err
+	}
+	return startAgent(ctx, cfg, tn.Loopback)
+}
+
+// agentConfig is newAgent's ICE configuration.
+func agentConfig(relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefault, relayRTT time.Duration) (*ice.AgentConfig, error) {
 	loopback := tn.Loopback
 	stunURI, err := stun.ParseURI("stun:" + relay)
 	if err != nil {
@@ -77,14 +111,26 @@ func newAgent(ctx context.Context, relay, secret string, tn TestNet, mux *ice.Un
 		InterfaceFilter:  func(name string) bool { return !loopback || name == "lo" },
 		// A peer's loopback or unspecified address is this device's own:
 		// no check goes there (a hostile peer would aim them at local services).
-		RemoteIPFilter: func(ip net.IP) bool { return loopback || !ip.IsLoopback() && !ip.IsUnspecified() },
+		RemoteIPFilter:     func(ip net.IP) bool { return loopback || !ip.IsLoopback() && !ip.IsUnspecified() },
+		CheckInterval:      ptr(checkInterval),
+		MaxBindingRequests: ptr(uint16(maxBindingRequests)),
 	}
 	if mux != nil {
 		cfg.UDPMux, cfg.UDPMuxSrflx = mux, mux
 	}
-	if tn.RelayOnly {
-		cfg.CandidateTypes = []ice.CandidateType{ice.CandidateTypeRelay}
+	if relayRTT > 0 {
+		cfg.RelayAcceptanceMinWait = ptr(relayWait(relayRTT))
 	}
+	if tn.RelayOnly {
+		// No direct pair to wait for (pion then waits for none either).
+		cfg.CandidateTypes = []ice.CandidateType{ice.CandidateTypeRelay}
+		cfg.RelayAcceptanceMinWait = nil
+	}
+	return cfg, nil
+}
+
+// startAgent makes an agent of cfg and gathers its candidates.
+func startAgent(ctx context.Context, cfg *ice.AgentConfig, loopback bool) (*agent, error) {
 	a, err := ice.NewAgent(cfg)
 	if err != nil {
 		return nil, err
@@ -379,3 +425,5 @@ func (b *bridge) Close() {
 
 // Wait waits for the bridge's goroutines once it closed.
 func (b *bridge) Wait() { b.wg.Wait() }
+
+func ptr[T any](v T) *T { return &v }

@@ -117,6 +117,9 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if err := lookup(ctx, mb, req, t); err != nil {
 		return nil, err
 	}
+	// The look-up is the mailbox's first request: a TCP handshake and the
+	// request, two round trips to the relay.
+	relayRTT := max(time.Since(mark)/2, time.Millisecond)
 	// ICE gathers and checks on the socket QUIC will use (quic.Shared), so
 	// that a direct pair costs what QUIC costs on the LAN.
 	local := sourceFor(req.Relay)
@@ -128,7 +131,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		return nil, err
 	}
 	mux := newMux(sock.NonQUIC())
-	g, err := newAgent(ctx, req.Relay, req.RelaySecret, TestNet{req.Loopback, req.RelayOnly}, mux)
+	g, err := newAgent(ctx, req.Relay, req.RelaySecret, TestNet{req.Loopback, req.RelayOnly}, mux, relayRTT)
 	if err != nil {
 		mux.Close()
 		sock.Close()
@@ -537,7 +540,7 @@ func (s *Server) answer(ctx context.Context, mb *Mailbox, mux *ice.UniversalUDPM
 	if target == nil {
 		return nil, errors.New("not receiving on QUIC here")
 	}
-	g, err := newAgent(ctx, s.Relay, s.RelaySecret, TestNet{s.Loopback, s.RelayOnly}, mux)
+	g, err := newAgent(ctx, s.Relay, s.RelaySecret, TestNet{s.Loopback, s.RelayOnly}, mux, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}

@@ -184,6 +184,16 @@ type PathReporter interface {
 	PathChanges() <-chan PathChange
 }
 
+// PathLoser is a Conn that can tell its path is gone for good: this
+// device's address under it went away and no other path reached the peer
+// (a QUIC connection with nowhere to migrate). The engine then ends the
+// attempt, as it does for a TCP session whose address went away, instead
+// of waiting for the idle timeout.
+type PathLoser interface {
+	// PathLost is closed once the path is lost (nil: it never is).
+	PathLost() <-chan struct{}
+}
+
 // PacketSharer is a Listener whose socket another protocol can share:
 // NonQUIC reads the packets that are not the transport's own and writes
 // from the same port (ICE's checks, so that a peer's QUIC reaches the

@@ -11,3 +11,11 @@ func (a *switchConn) PathChanges() <-chan transport.PathChange {
 	}
 	return nil
 }
+
+// PathLost forwards the QUIC session's (transport.PathLoser).
+func (a *switchConn) PathLost() <-chan struct{} {
+	if pl, ok := a.Conn.(transport.PathLoser); ok {
+		return pl.PathLost()
+	}
+	return nil
+}

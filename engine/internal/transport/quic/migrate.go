@@ -47,8 +47,14 @@ import (
 // every socket it opened until the connection ends. Once on a bound path
 // it probes nothing more: with quic-go v0.65 a probe nobody answers while
 // the connection runs on a path other than its first one ended the
-// connection in our tests. Should that path fail too, the connection ends
-// by its idle timeout and the sender reconnects and resumes.
+// connection in our tests.
+//
+// When the address in use went away and, once the connection sent
+// something since, the peer has not answered on any path for lostGrace
+// (no standby reached it, nor the system's new choice of source), the
+// migrator says the path is lost (Session.PathLost): the sender ends the
+// attempt and reconnects another way (through the relay, beyond the LAN)
+// instead of waiting for the idle timeout.
 
 // migrateSample is how often the migrator looks at the connection's counters.
 const migrateSample = 25 * time.Millisecond
@@ -56,6 +62,18 @@ const migrateSample = 25 * time.Millisecond
 // probeTimeout bounds one path probe: quic-go repeats its PATH_CHALLENGE
 // after 200, 400 and 800 ms.
 const probeTimeout = 2 * time.Second
+
+// lostGrace is the least time the peer has to answer on another path once
+// the address in use went away, before the path is declared lost; on a
+// long path it is lostGraceRTTs smoothed round trips. A standby already
+// validated is switched to after a silence of 3 RTTs at most (sample), and
+// a probe still under way is waited for (probeTimeout). A peer that still
+// answers lostWatch after the address went away is reached for good.
+const (
+	lostGrace     = time.Second
+	lostGraceRTTs = 4
+	lostWatch     = 5 * time.Second
+)
 
 // maxStandbys bounds the standby paths of a connection: each holds one of
 // the peer's connection IDs (quic-go keeps 4), and a quic-go listener
@@ -115,6 +133,14 @@ type migrator struct {
 
 	checking bool       // a peerGone check runs
 	gone     chan error // its answer: non-nil when the peer's port is closed
+
+	// The address in use went away at addrGone (zero: it did not, or the
+	// peer kept answering since); the connection had sent sentAtGone
+	// packets then or at the peer's last answer, and sent more by
+	// sendingSince. lost is closed once the path is declared lost.
+	addrGone, sendingSince time.Time
+	sentAtGone             uint64
+	lost                   chan struct{}
 }
 
 // episode is one change of path being carried out.
@@ -135,7 +161,7 @@ func newMigrator(c *conn, nw transport.Network, remote *net.UDPAddr, cfg transpo
 	return &migrator{c: c, nw: nw, remote: remote, cfg: cfg, report: report,
 		socks: map[netip.Addr]*altSocket{}, standbys: map[netip.Addr]*standby{}, onSystem: true,
 		local: preferredSource(remote), results: make(chan probeResult, 2*maxStandbys+2), standbyUp: make(chan struct{}),
-		gone: make(chan error, 1)}
+		gone: make(chan error, 1), lost: make(chan struct{})}
 }
 
 // run follows the network until the connection ends, then closes the
@@ -186,6 +212,15 @@ func (m *migrator) sample(now time.Time) {
 		gap := now.Sub(m.lastRecvAt)
 		m.lastRecv, m.lastRecvAt, m.sentAtRecv, m.errsAtRecv = st.PacketsReceived, now, st.PacketsSent, errs
 		m.silentSince = time.Time{}
+		if !m.addrGone.IsZero() {
+			// The peer answers: a path still reaches it (or packets sent
+			// before the change were still arriving). It must keep
+			// answering what is sent from now on, until lostWatch.
+			m.sentAtGone, m.sendingSince = st.PacketsSent, time.Time{}
+			if now.Sub(m.addrGone) > lostWatch {
+				m.addrGone = time.Time{}
+			}
+		}
 		if !m.started {
 			m.started = true
 			m.refresh()
@@ -196,6 +231,7 @@ func (m *migrator) sample(now time.Time) {
 		}
 		return
 	}
+	m.checkLost(now, st)
 	if st.PacketsSent == m.sentAtRecv && errs == m.errsAtRecv {
 		return // nothing asked of the peer since it last answered
 	}
@@ -214,6 +250,40 @@ func (m *migrator) sample(now time.Time) {
 			m.checking = true
 			m.probes.Go(func() { m.gone <- peerGone(m.ctx, m.remote) })
 		}
+	}
+}
+
+// checkLost declares the path lost when the address in use went away and
+// the peer has not answered since, though the connection sent packets for
+// lostGrace (or lostGraceRTTs round trips) and no standby probe is under
+// way. A connection that sent nothing since tells nothing: it is left to
+// its keep-alive, which sends.
+func (m *migrator) checkLost(now time.Time, st quic.ConnectionStats) {
+	if m.addrGone.IsZero() || isClosed(m.lost) {
+		return
+	}
+	if m.sendingSince.IsZero() {
+		if st.PacketsSent > m.sentAtGone {
+			m.sendingSince = now
+		}
+		return
+	}
+	for _, sb := range m.standbys {
+		if sb.probing {
+			return // it may reach the peer: wait for its answer (probeTimeout)
+		}
+	}
+	if now.Sub(m.sendingSince) >= max(lostGrace, lostGraceRTTs*st.SmoothedRTT) {
+		close(m.lost)
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -266,6 +336,10 @@ func (m *migrator) networkChanged(now time.Time) {
 	reason := reasonRoute
 	if !slices.Contains(m.nw.Addrs(), m.local) {
 		reason = reasonAddrGone
+		if m.addrGone.IsZero() {
+			m.addrGone, m.sendingSince = now, time.Time{}
+			m.sentAtGone = m.c.c.ConnectionStats().PacketsSent
+		}
 	}
 	switch {
 	case m.onSystem && pref.IsValid() && pref != m.local:

@@ -251,3 +251,57 @@ func TestStandbyOnVanishedAddress(t *testing.T) {
 	nw.set("127.0.0.1")
 	f.moreThan(t, f.received.Load()+4<<20)
 }
+
+// The address in use goes away and no other path reaches the peer (leaving
+// the LAN): the session says its path is lost, so the sender reconnects
+// another way, instead of running on until the idle timeout ends it.
+func TestAddressGoneWithoutPathIsLost(t *testing.T) {
+	nw := newFakeNetwork("127.0.0.1")
+	c, s, relay := relayedPair(t, nw)
+	f := startFlow(t, c, s)
+	f.moreThan(t, 1<<20)
+	select {
+	case <-c.PathLost():
+		t.Fatal("path lost while it works")
+	default:
+	}
+	relay.Cut(netip.MustParseAddr("127.0.0.1"), true)
+	nw.set()
+	select {
+	case <-c.PathLost():
+	case <-c.Done():
+		t.Fatal("the connection ended by itself (idle timeout) before its path was declared lost")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the path was never declared lost")
+	}
+}
+
+// The address in use goes away while another one reaches the peer: the
+// connection moves there and goes on, and its path is not declared lost.
+func TestAddressGoneMigrates(t *testing.T) {
+	nw := newFakeNetwork("127.0.0.1", "127.0.0.2")
+	c, s, relay := relayedPair(t, nw)
+	f := startFlow(t, c, s)
+	f.moreThan(t, 4<<20)
+	select {
+	case <-c.mig.standbyUp:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the standby path never answered")
+	}
+	relay.Cut(netip.MustParseAddr("127.0.0.1"), true)
+	nw.set("127.0.0.2")
+	ch := nextChange(t, c, f)
+	if !ch.Local || ch.From != "127.0.0.1" || ch.To != "127.0.0.2" {
+		t.Errorf("dialler reported %+v, want 127.0.0.1 -> 127.0.0.2", ch)
+	}
+	at := f.received.Load()
+	f.moreThan(t, at+4<<20)
+	// Well past the grace: the path that works is not declared lost.
+	time.Sleep(2 * lostGrace)
+	f.moreThan(t, f.received.Load()+1<<20)
+	select {
+	case <-c.PathLost():
+		t.Error("the path was declared lost though the connection moved to one that works")
+	default:
+	}
+}

@@ -233,6 +233,16 @@ func (s *Session) reportPath(c transport.PathChange) {
 // connection's migrations (dialer), or the peer's moves (listener).
 func (s *Session) PathChanges() <-chan transport.PathChange { return s.paths }
 
+// PathLost is closed when the dialled session's address went away and no
+// other path reached the peer (see migrator); nil on a session that does
+// not follow the network (transport.PathLoser).
+func (s *Session) PathLost() <-chan struct{} {
+	if s.mig == nil {
+		return nil
+	}
+	return s.mig.lost
+}
+
 // LocalAddr is the local address the first connection uses now.
 func (s *Session) LocalAddr() string { return s.primary.localAddr() }
 

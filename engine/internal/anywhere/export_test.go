@@ -1,0 +1,48 @@
+package anywhere
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// RelayOnlyChecks runs ICE between two agents on loopback that can reach
+// each other only through the relay (no check goes to an address but the
+// relay's, relayIP: its relayed addresses), the caller given relayRTT as
+// its round trip to the relay, and says how long the checks took and
+// which path they chose.
+func RelayOnlyChecks(ctx context.Context, relay string, relayIP net.IP, relayRTT time.Duration) (time.Duration, Path, error) {
+	start := func(rtt time.Duration) (*agent, error) {
+		cfg, err := agentConfig(relay, "", TestNet{Loopback: true}, nil, rtt)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RemoteIPFilter = func(ip net.IP) bool { return ip.Equal(relayIP) }
+		return startAgent(ctx, cfg, true)
+	}
+	caller, err := start(relayRTT)
+	if err != nil {
+		return 0, Path{}, err
+	}
+	defer caller.close()
+	callee, err := start(0)
+	if err != nil {
+		return 0, Path{}, err
+	}
+	defer callee.close()
+	var call, answer Message
+	caller.fill(&call)
+	callee.fill(&answer)
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := callee.connect(ctx, call, false)
+		accepted <- err
+	}()
+	t0 := time.Now()
+	_, err = caller.connect(ctx, answer, true)
+	took := time.Since(t0)
+	if aerr := <-accepted; err == nil {
+		err = aerr
+	}
+	return took, caller.path(), err
+}

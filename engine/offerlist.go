@@ -24,10 +24,9 @@ const (
 	// defaultManifestDisk is Options.ManifestDisk's default.
 	defaultManifestDisk = 1 << 30
 	// listMemory is how many bytes of one offer's entries (names included)
-	// stay in memory before the rest is spilled: about 20,000 of workload
-	// D's files, 30,000 of 10^6 empty ones. 8 MiB let 8 accepted offers of
-	// 100,000 files take a receiver to 217-228 MiB where 2 MiB took it to
-	// 123-173 (ferry-bench hostile big-manifests, docs/hostile.md).
+	// stay in memory before the rest is spilled. Small: every offer held
+	// at once keeps this much (docs/hostile.md, "Large offers after the
+	// spill", has what 8 MiB cost under a flood).
 	listMemory = 2 << 20
 )
 

@@ -114,7 +114,7 @@ type Options struct {
 	// one address may take while they are read, asked about and received,
 	// in bytes: each offered file counts core.ManifestFileCost (32 bytes:
 	// what stays in memory per file) plus what its list keeps in memory
-	// (the first 2 MiB of a Ferry offer's entries; the rest is kept on
+	// (the first 256 KiB of a Ferry offer's entries; the rest is kept on
 	// disk, see ManifestDisk; a LocalSend offer, held whole, counts
 	// core.HeldFileCost per file and its names). An offer over it is
 	// refused as too large, with the figure; all addresses together hold

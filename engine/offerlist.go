@@ -27,7 +27,7 @@ const (
 	// stay in memory before the rest is spilled. Small: every offer held
 	// at once keeps this much (docs/hostile.md, "Large offers after the
 	// spill", has what 8 MiB cost under a flood).
-	listMemory = 2 << 20
+	listMemory = 256 << 10
 )
 
 // offerLists makes the stores of incoming offers' file lists.

@@ -545,6 +545,7 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	// back once landed.
 	jobs := make(chan landing, 1)
 	var failed atomic.Bool
+	var queued atomic.Int32 // chunks handed to the lander and not landed yet
 	landed := make(chan error, 1)
 	go func() {
 		hasher := merkle.NewHasher()
@@ -556,19 +557,45 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 				}
 			}
 			rx.quota.Put(j.buf)
+			queued.Add(-1)
 		}
 		landed <- err
 	}()
+	// A small chunk while the lander is idle is landed here: handing it over
+	// would cost a wake-up of the lander per file of a tree of small files,
+	// for no overlap worth having (its write is short, and waits for no
+	// device).
+	var inline *merkle.Hasher
+	land := func(j landing) error {
+		if j.h.Length > inlineChunk || queued.Load() != 0 {
+			queued.Add(1)
+			jobs <- j
+			return nil
+		}
+		if inline == nil {
+			inline = merkle.NewHasher()
+		}
+		err := rx.landChunk(j.f, j.h, j.buf[:j.h.Length], inline)
+		rx.quota.Put(j.buf)
+		if err != nil {
+			failed.Store(true)
+		}
+		return err
+	}
 	rx.stallOnce.Do(func() {
 		rx.stalls.SetThreshold(stallmeter.Threshold(time.Duration(rx.c.Metrics().MinRTTms * float64(time.Millisecond))))
 	})
-	err = rx.readFrames(ctx, rx.stalls.Reader(s), jobs, &failed)
+	err = rx.readFrames(ctx, rx.stalls.Reader(s), land, &failed)
 	close(jobs)
 	if lerr := <-landed; lerr != nil {
 		return lerr
 	}
 	return err
 }
+
+// inlineChunk is the largest chunk a data stream's reader lands itself
+// when its lander is idle (serveData).
+const inlineChunk = 64 << 10
 
 // landing is one chunk read off a stream, waiting to be landed.
 type landing struct {
@@ -577,9 +604,9 @@ type landing struct {
 	buf []byte
 }
 
-// readFrames reads a data stream's frames and hands each chunk to the
-// lander, until the stream ends or the lander failed.
-func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- landing, failed *atomic.Bool) error {
+// readFrames reads a data stream's frames and hands each chunk to land,
+// until the stream ends or landing failed.
+func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landing) error, failed *atomic.Bool) error {
 	var hdr [wire.DataHeaderLen]byte
 	// Buffered: many small frames per read from the transport. Chunks larger
 	// than the buffer are read straight into buf, except for what the buffer
@@ -624,7 +651,9 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- lan
 			return rx.dataEnded(ctx, unexpectedEOF(err))
 		}
 		rx.touch()
-		jobs <- landing{f: f, h: h, buf: buf}
+		if err := land(landing{f: f, h: h, buf: buf}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

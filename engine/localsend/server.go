@@ -22,8 +22,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/ferrydrop/ferry/internal/directio"
 )
 
 // Receiver is the engine's side of the server: it decides each offer and
@@ -192,6 +190,7 @@ type Server struct {
 	// nothing runs any more, and released says it was.
 	withdrawn, released bool
 	onIdle              func()
+	bufs                uploadBuffers // what uploads copy through
 }
 
 type pinState struct {
@@ -789,7 +788,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		fail(w, statusOf(err), "Invalid token or IP address")
 		return
 	}
-	err = ss.done(f, sink, receive(r.Body, f, sink))
+	err = ss.done(f, sink, receive(r.Context(), &s.bufs, r.Body, f, sink))
 	if err != nil {
 		s.cfg.Log.Debug("localsend upload failed", "file", f.id, "err", err)
 		fail(w, statusOf(err), err.Error())
@@ -800,14 +799,14 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 
 // receive copies one upload's body into sink, bounded to the declared size,
 // checking the sha256 when the offer gave one.
-func receive(body io.Reader, f *upFile, sink Sink) error {
+func receive(ctx context.Context, bufs *uploadBuffers, body io.Reader, f *upFile, sink Sink) error {
 	var h hash.Hash
 	var w io.Writer = sink
 	if f.sum != nil {
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := copyFull(w, io.LimitReader(body, f.size+1))
+	n, err := bufs.copy(ctx, w, io.LimitReader(body, f.size+1))
 	switch {
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)
@@ -820,36 +819,6 @@ func receive(body io.Reader, f *upFile, sink Sink) error {
 	}
 	return nil
 }
-
-// copyFull copies src to w in whole buffers: an HTTPS body reads a TLS
-// record (16 KiB) at a time, and a sink handed those writes each at once
-// gets short, unaligned writes, which the store puts through the page
-// cache with write-behind; a full, aligned buffer at an aligned offset is
-// one direct write (package fileio).
-func copyFull(w io.Writer, src io.Reader) (int64, error) {
-	buf := directio.Buffer(uploadBuffer)
-	var n int64
-	for {
-		m, err := io.ReadFull(src, buf)
-		if m > 0 {
-			k, werr := w.Write(buf[:m])
-			n += int64(k)
-			if werr != nil {
-				return n, werr
-			}
-		}
-		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
-			return n, nil
-		case err != nil:
-			return n, err
-		}
-	}
-}
-
-// uploadBuffer is the size of copyFull's writes (as before it: what an
-// upload holds).
-const uploadBuffer = 256 << 10
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	addr := remote(r)

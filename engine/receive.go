@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
@@ -907,7 +908,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	var root string
 	if ok && f.tree != nil {
 		if r, err := f.tree.Root(); err == nil {
-			root = fmt.Sprintf("%x", r[:])
+			root = hex.EncodeToString(r[:])
 		}
 	}
 	rx.Resolved(int(f.idx), ok, savedAs, root, reason)

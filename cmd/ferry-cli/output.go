@@ -36,8 +36,8 @@ type printer struct {
 	lastBar int
 	// prefix, when set, starts every plain line (several recipients: which one).
 	prefix func(engine.Event) string
-	cur    engine.Event // the event being printed (for prefix)
-	enc     *json.Encoder // on out
+	cur    engine.Event  // the event being printed (for prefix)
+	enc    *json.Encoder // on out
 	// excerpt bounds each received text printed to an excerpt
 	// (receive --accept all: nobody asked for it, and a flood of texts
 	// would print each in full); --json prints every text whole.

@@ -12,35 +12,39 @@ import (
 // relay the settings name (issue #29), and adds that relay to sends to
 // paired devices.
 type anywhereHub struct {
-	mu    sync.Mutex // guards the fields below
-	relay string     // the relay served through now ("" when off)
-	stop  func()
+	mu     sync.Mutex // guards the fields below
+	relay  string     // the relay served through now ("" when off)
+	secret string     // its relay secret
+	stop   func()
 }
 
 // apply serves through the relay s names while receiving is on, and
 // stops otherwise.
 func (h *anywhereHub) apply(e *engine.Engine, s ui.Settings) error {
-	want := ""
+	want, secret := "", ""
 	if s.Anywhere && s.Policy != ui.PolicyOff {
-		want = s.AnywhereRelay
+		want, secret = s.AnywhereRelay, s.AnywhereSecret
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if want == h.relay {
+	if want == h.relay && secret == h.secret {
 		return nil
 	}
 	if h.stop != nil {
 		h.stop()
-		h.stop, h.relay = nil, ""
+		h.stop, h.relay, h.secret = nil, "", ""
 	}
 	if want == "" {
 		return nil
+	}
+	if err := e.SetRelaySecret(want, secret); err != nil {
+		return err
 	}
 	stop, err := e.ServeAnywhere(want)
 	if err != nil {
 		return err
 	}
-	h.stop, h.relay = stop, want
+	h.stop, h.relay, h.secret = stop, want, secret
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -13,16 +15,7 @@ import (
 // receiving, stops when turned off, and sends to paired devices (only)
 // get the relay after their LAN addresses.
 func TestAnywhereSetting(t *testing.T) {
-	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	e, err := engine.New(engine.Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	r, e := relayAndEngine(t, "")
 	var h anywhereHub
 	on := ui.Settings{Anywhere: true, AnywhereRelay: r.Addr().String(), Policy: ui.PolicyEveryone}
 	if err := h.apply(e, on); err != nil {
@@ -47,4 +40,45 @@ func TestAnywhereSetting(t *testing.T) {
 	if err := h.apply(e, ui.Settings{Anywhere: true, AnywhereRelay: "127.0.0.1:1", Policy: ui.PolicyEveryone}); err == nil {
 		t.Error("a relay that is down was taken")
 	}
+}
+
+// TestAnywhereSettingSecret: a relay with a secret: the setting without it,
+// or with another, is refused in a sentence about the relay secret; with
+// it the device serves; a new secret alone serves again.
+func TestAnywhereSettingSecret(t *testing.T) {
+	const secret = "the relay's secret for the app"
+	r, e := relayAndEngine(t, secret)
+	var h anywhereHub
+	on := ui.Settings{Anywhere: true, AnywhereRelay: r.Addr().String(), Policy: ui.PolicyEveryone}
+	for _, s := range []string{"", "not the relay's secret at all"} {
+		on.AnywhereSecret = s
+		if err := h.apply(e, on); !errors.Is(err, engine.ErrRelaySecret) || !strings.Contains(err.Error(), "relay secret") || h.relayNow() != "" {
+			t.Fatalf("secret %q: serving %q, %v", s, h.relayNow(), err)
+		}
+	}
+	on.AnywhereSecret = secret
+	if err := h.apply(e, on); err != nil || h.relayNow() != r.Addr().String() {
+		t.Fatalf("the right secret: serving %q, %v", h.relayNow(), err)
+	}
+	on.AnywhereSecret = "a secret the relay does not have"
+	if err := h.apply(e, on); !errors.Is(err, engine.ErrRelaySecret) || h.relayNow() != "" {
+		t.Fatalf("a new, wrong secret alone: serving %q, %v", h.relayNow(), err)
+	}
+}
+
+// relayAndEngine starts a relay with secret ("": none) and an engine, both
+// on loopback, closed when the test ends.
+func relayAndEngine(t *testing.T, secret string) (*relay.Relay, *engine.Engine) {
+	t.Helper()
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e, err := engine.New(engine.Options{ConfigDir: t.TempDir(), DownloadDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return r, e
 }

@@ -46,6 +46,16 @@ func TestToUITransfer(t *testing.T) {
 	if len(evs) != 1 || evs[0].Kind != transfer.EvTransport || evs[0].Route != transfer.RouteRelayed {
 		t.Fatalf("model events = %+v", evs)
 	}
+	// The receiving side's transport event reaches an incoming row.
+	got, _ = toUITransfer(engine.Event{Time: now, Kind: engine.EventTransport, TransferID: "r-x", Delivery: "d", Direction: engine.Receiving,
+		Transport: &engine.TransportInfo{Name: "quic", Reason: "chosen by the sender", Route: engine.RouteInternet, Relay: "relay.example.org:3478"}})
+	if got.Kind != ui.TransferTransport || got.Direction != ui.Incoming || got.Route != engine.RouteInternet || got.Relay != "relay.example.org:3478" {
+		t.Fatalf("incoming transport = %+v", got)
+	}
+	evs = ui.DeliveryEvents(got)
+	if len(evs) != 1 || evs[0].Kind != transfer.EvTransport || evs[0].Direction != transfer.Incoming || evs[0].Route != transfer.RouteInternet {
+		t.Fatalf("incoming model events = %+v", evs)
+	}
 	if _, ok := toUITransfer(engine.Event{Kind: "something new"}); ok {
 		t.Fatal("unknown kinds must be skipped")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
@@ -31,7 +32,48 @@ var (
 	// ErrDeviceNotFound: the device is not receiving from anywhere through
 	// the relay (or not running).
 	ErrDeviceNotFound = anywhere.ErrNotFound
+	// ErrRelaySecret: the relay refused this device's relay secret (wrong,
+	// missing, or given to a relay that has none); SetRelaySecret.
+	ErrRelaySecret = anywhere.ErrRelaySecret
 )
+
+// relayState is what the engine knows of relays.
+type relayState struct {
+	mu      sync.Mutex                    // guards the fields below
+	secrets map[string]string             // relay "host:port" -> its secret
+	serving map[*anywhere.Server]struct{} // the relays served through now
+}
+
+// SetRelaySecret gives the engine the secret the relay at hostport was
+// started with (ferry-cli relay --secret-file), for its calls and its
+// serving through that relay from now on; "" forgets it (a relay without
+// a secret). A secret that is too short or not one line is refused.
+func (e *Engine) SetRelaySecret(relay, secret string) error {
+	if secret != "" {
+		var err error
+		if secret, err = anywhere.CleanSecret(secret); err != nil {
+			return err
+		}
+	}
+	e.relays.mu.Lock()
+	defer e.relays.mu.Unlock()
+	if e.relays.secrets == nil {
+		e.relays.secrets = map[string]string{}
+	}
+	if secret == "" {
+		delete(e.relays.secrets, relay)
+	} else {
+		e.relays.secrets[relay] = secret
+	}
+	return nil
+}
+
+// relaySecret is the secret set for relay ("" when none).
+func (e *Engine) relaySecret(relay string) string {
+	e.relays.mu.Lock()
+	defer e.relays.mu.Unlock()
+	return e.relays.secrets[relay]
+}
 
 // anywhereHeadStart is how long the LAN addresses of a device are tried
 // alone before it is also called through the relay.
@@ -109,7 +151,7 @@ func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.D
 	})
 	c, err := anywhere.Dial(ctx, anywhere.DialRequest{
 		Relay: relay, Secret: s, Self: e.ident.ID, Peer: want, TLS: tlsConf, Transport: e.opts.Transport,
-		Loopback: e.anywhereLoopback,
+		Loopback: e.anywhereLoopback, RelaySecret: e.relaySecret(relay), RelayOnly: e.anywhereRelayOnly,
 	})
 	if err != nil {
 		return auto.Dialled{}, anywhereError(err, relay, want)
@@ -135,6 +177,23 @@ func transportInfo(conn Conn, reason string) *TransportInfo {
 	return info
 }
 
+// receivedTransport is the transport event of a session this device
+// accepted: its transport, and its route as this side sees it: through a
+// relay served here when the session came by a call answered there (its
+// path: direct or relayed), the LAN otherwise.
+func (e *Engine) receivedTransport(conn Conn) *TransportInfo {
+	info := transportInfo(conn, "chosen by the sender")
+	e.relays.mu.Lock()
+	defer e.relays.mu.Unlock()
+	for srv := range e.relays.serving {
+		if p, ok := srv.PathOf(conn.RemoteAddr()); ok {
+			info.Route, info.Relay = p.Route()
+			break
+		}
+	}
+	return info
+}
+
 // FindAnywhere checks, before a send, that the paired device id keeps a
 // presence at the relay for this device: ErrNotPaired, ErrRelayUnreachable
 // and ErrDeviceNotFound come back at once, in a sentence, instead of
@@ -148,7 +207,7 @@ func (e *Engine) FindAnywhere(ctx context.Context, relay, id string) error {
 	if s.IsZero() {
 		return notPaired(want)
 	}
-	err = anywhere.Lookup(ctx, anywhere.DialRequest{Relay: relay, Secret: s, Self: e.ident.ID, Peer: want})
+	err = anywhere.Lookup(ctx, anywhere.DialRequest{Relay: relay, Secret: s, Self: e.ident.ID, Peer: want, RelaySecret: e.relaySecret(relay)})
 	if err != nil {
 		return anywhereError(err, relay, want)
 	}
@@ -162,6 +221,8 @@ func notPaired(want identity.DeviceID) error {
 // anywhereError says what failed in a call through a relay, and what to do.
 func anywhereError(err error, relay string, want identity.DeviceID) error {
 	switch {
+	case errors.Is(err, anywhere.ErrRelaySecret):
+		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), err)
 	case errors.Is(err, anywhere.ErrRelayUnreachable):
 		return fmt.Errorf("cannot reach device %s from anywhere: the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", want.Short(), relay, err)
 	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):
@@ -190,14 +251,32 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 		Started:  func() { close(started) },
 		Loopback: e.anywhereLoopback,
 		NonQUIC:  e.quicNonQUIC,
+
+		RelaySecret: e.relaySecret(relay),
+		RelayOnly:   e.anywhereRelayOnly,
 	}
 	done := make(chan error, 1)
 	e.wg.Go(func() { done <- srv.Run(ctx) })
 	select {
 	case <-started:
-		return func() { cancel(); <-done }, nil
+		e.relays.mu.Lock()
+		if e.relays.serving == nil {
+			e.relays.serving = map[*anywhere.Server]struct{}{}
+		}
+		e.relays.serving[srv] = struct{}{}
+		e.relays.mu.Unlock()
+		return func() {
+			e.relays.mu.Lock()
+			delete(e.relays.serving, srv)
+			e.relays.mu.Unlock()
+			cancel()
+			<-done
+		}, nil
 	case err := <-done:
 		cancel()
+		if errors.Is(err, anywhere.ErrRelaySecret) {
+			return nil, err
+		}
 		if errors.Is(err, anywhere.ErrRelayUnreachable) {
 			return nil, fmt.Errorf("the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", relay, err)
 		}

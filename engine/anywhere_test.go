@@ -64,28 +64,16 @@ func TestSendFromAnywhere(t *testing.T) {
 	if err := a.FindAnywhere(t.Context(), relayAddr, id); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(t.TempDir(), "far.bin")
-	data := writeFile(t, src, 2<<20)
-	events, unsub := a.Subscribe(256)
-	defer unsub()
-	tr, err := a.Send(t.Context(), Target{ID: id, Addrs: []addr.Addr{addr.NewRendezvous(relayAddr)}}, []string{src}, SendOptions{})
-	if err != nil {
-		t.Fatal(err)
+	tx, rx := sendThroughRelay(t, a, recv, relayAddr, "far.bin", 2<<20)
+	if !strings.HasPrefix(tx.Reason, "through the internet, direct") {
+		t.Errorf("transport reason %q", tx.Reason)
 	}
-	ev := firstEvent(t, events, EventTransport)
-	<-tr.Done()
-	if res := tr.Result(); res.State != StateDone {
-		t.Fatalf("send: %s %s", res.State, res.Err)
+	if tx.Route != RouteInternet || tx.Relay != relayAddr {
+		t.Errorf("route %q via %q, want %q via %q", tx.Route, tx.Relay, RouteInternet, relayAddr)
 	}
-	if !strings.HasPrefix(ev.Transport.Reason, "through the internet, direct") {
-		t.Errorf("transport reason %q", ev.Transport.Reason)
-	}
-	if ev.Transport.Route != RouteInternet || ev.Transport.Relay != relayAddr {
-		t.Errorf("route %q via %q, want %q via %q", ev.Transport.Route, ev.Transport.Relay, RouteInternet, relayAddr)
-	}
-	got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "far.bin"))
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("the file did not arrive whole: %d bytes, %v", len(got), err)
+	// The receiving side says the same way.
+	if rx.Route != RouteInternet || rx.Relay != relayAddr || rx.Name != "quic" {
+		t.Errorf("receiving side: %+v, want %q via %q", rx, RouteInternet, relayAddr)
 	}
 
 	stranger := testEngine(t, Options{})
@@ -95,4 +83,108 @@ func TestSendFromAnywhere(t *testing.T) {
 	if err := stranger.FindAnywhere(t.Context(), relayAddr, id); !errors.Is(err, ErrNotPaired) {
 		t.Errorf("a stranger calls it: %v", err)
 	}
+}
+
+// receivedTransport is the receiving side's first transport event.
+func receivedTransport(t *testing.T, events <-chan Event) *TransportInfo {
+	t.Helper()
+	for {
+		ev := firstEvent(t, events, EventTransport)
+		if ev.Direction == Receiving && ev.Transport != nil {
+			if ev.Delivery == "" {
+				t.Errorf("a transport event without its delivery: %+v", ev)
+			}
+			return ev.Transport
+		}
+	}
+}
+
+// TestSendFromAnywhereRelayedWithSecret: a relay with a secret, and ICE
+// offering relay candidates only, so that the path goes through the
+// relay's TURN (on loopback): both sides say "relayed" and the relay, the
+// file arrives; a device with another secret, or none, hears that the
+// relay refused its relay secret, naming the relay.
+func TestSendFromAnywhereRelayedWithSecret(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ICE through TURN: a few seconds")
+	}
+	const secret = "the relay's own secret, 32 chars"
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	relayAddr := r.Addr().String()
+	recv := startReceiver(t, Options{Accept: AcceptTrusted, Name: "Desktop"})
+	a := testEngine(t, Options{Name: "Laptop"})
+	pairEngines(t, a, recv)
+	recv.anywhereLoopback, a.anywhereLoopback = true, true
+	recv.anywhereRelayOnly, a.anywhereRelayOnly = true, true
+
+	// The receiver without the secret, then with a wrong one.
+	if _, err := recv.ServeAnywhere(relayAddr); !errors.Is(err, ErrRelaySecret) || !strings.Contains(err.Error(), relayAddr) || !strings.Contains(err.Error(), "relay secret") {
+		t.Fatalf("serving without the secret: %v", err)
+	}
+	if err := recv.SetRelaySecret(relayAddr, "not the relay's secret, 32 chars"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recv.ServeAnywhere(relayAddr); !errors.Is(err, ErrRelaySecret) || !strings.Contains(err.Error(), relayAddr) || !strings.Contains(err.Error(), "relay secret") {
+		t.Fatalf("serving with a wrong secret: %v", err)
+	}
+	if err := recv.SetRelaySecret(relayAddr, "short"); err == nil {
+		t.Fatal("a short secret was taken")
+	}
+	if err := recv.SetRelaySecret(relayAddr, secret+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := recv.ServeAnywhere(relayAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	id := recv.ID()
+	if err := a.FindAnywhere(t.Context(), relayAddr, id); !errors.Is(err, ErrRelaySecret) || !strings.Contains(err.Error(), relayAddr) {
+		t.Fatalf("a sender without the secret: %v", err)
+	}
+	if err := a.SetRelaySecret(relayAddr, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FindAnywhere(t.Context(), relayAddr, id); err != nil {
+		t.Fatal(err)
+	}
+
+	tx, rx := sendThroughRelay(t, a, recv, relayAddr, "relayed.bin", 1<<20)
+	if tx.Route != RouteRelayed || tx.Relay != relayAddr {
+		t.Errorf("sending side: route %q via %q, want %q via %q", tx.Route, tx.Relay, RouteRelayed, relayAddr)
+	}
+	if rx.Route != RouteRelayed || rx.Relay != relayAddr {
+		t.Errorf("receiving side: %+v, want %q via %q", rx, RouteRelayed, relayAddr)
+	}
+}
+
+// sendThroughRelay sends a file of size bytes from a to recv by the
+// rendezvous address of relay alone, checks it arrived whole, and returns
+// the two sides' first transport events.
+func sendThroughRelay(t *testing.T, a, recv *Engine, relay, name string, size int) (sent, received *TransportInfo) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), name)
+	data := writeFile(t, src, size)
+	events, unsub := a.Subscribe(256)
+	defer unsub()
+	rxEvents, unsubRx := recv.Subscribe(256)
+	defer unsubRx()
+	tr, err := a.Send(t.Context(), Target{ID: recv.ID(), Addrs: []addr.Addr{addr.NewRendezvous(relay)}}, []string{src}, SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := firstEvent(t, events, EventTransport)
+	<-tr.Done()
+	if res := tr.Result(); res.State != StateDone {
+		t.Fatalf("send: %s %s", res.State, res.Err)
+	}
+	got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), name))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the file did not arrive whole: %d bytes, %v", len(got), err)
+	}
+	return ev.Transport, receivedTransport(t, rxEvents)
 }

@@ -37,6 +37,8 @@ func TestAutoTransport(t *testing.T) {
 			send := testEngine(t, Options{})
 			events, unsub := send.Subscribe(256)
 			defer unsub()
+			rxEvents, unsubRx := recv.Subscribe(256)
+			defer unsubRx()
 			start := time.Now()
 			tr, err := send.Send(context.Background(), Target{Addrs: AddrsAt("127.0.0.1:" + port)}, []string{src}, SendOptions{Transport: "auto"})
 			if err != nil {
@@ -61,6 +63,9 @@ func TestAutoTransport(t *testing.T) {
 			}
 			if info != nil && (info.Route != RouteLAN || info.Relay != "") {
 				t.Errorf("a session to an address goes %q via %q, want %q", info.Route, info.Relay, RouteLAN)
+			}
+			if rx := receivedTransport(t, rxEvents); rx.Route != RouteLAN || rx.Relay != "" || rx.Name == "" {
+				t.Errorf("the receiving side says %+v, want the LAN", rx)
 			}
 			// What a blocked transport costs (its head start) is shown on
 			// the race's clock in auto's TestRaceHeadStartFollowsTheClock,

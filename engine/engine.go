@@ -218,6 +218,12 @@ type Engine struct {
 	// anywhereLoopback makes calls through a relay offer loopback
 	// addresses only (tests, anywhere.go).
 	anywhereLoopback bool
+	// anywhereRelayOnly makes calls offer the relay's TURN candidates
+	// only (tests: a relayed path on loopback).
+	anywhereRelayOnly bool
+	// relays holds the relay secrets (SetRelaySecret) and the relays
+	// served through (ServeAnywhere), anywhere.go.
+	relays relayState
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc

@@ -47,21 +47,33 @@ type fileHash struct {
 	src  string
 	size int64
 
-	mu sync.Mutex // guards the fields below
-	h  hash.Hash
-	n  int64
+	mu  sync.Mutex // guards the fields below
+	gen int        // which open the fields below are of
+	h   hash.Hash  // the whole read's hash, set once it read size bytes
+	n   int64
 }
 
 // open opens the file for its upload; each open starts the hash again.
 func (f *fileHash) open() (io.ReadCloser, error) {
-	rc, err := os.Open(f.src)
+	file, err := os.Open(f.src)
 	if err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
-	f.h, f.n = sha256.New(), 0
+	f.gen++
+	f.h, f.n = nil, 0
+	gen := f.gen
 	f.mu.Unlock()
-	return &hashingReader{rc: rc, f: f}, nil
+	r := &hashingReader{
+		blocks: make(chan []byte, hashDepth),
+		free:   make(chan []byte, hashDepth),
+		stop:   make(chan struct{}),
+	}
+	for range hashDepth {
+		r.free <- make([]byte, hashBlock)
+	}
+	go r.readAhead(file, f, gen)
+	return r, nil
 }
 
 // sum is the hex SHA-256 of the file when its whole size was read, and
@@ -82,20 +94,95 @@ func (f *fileHash) sum() (string, bool) {
 	return hex.EncodeToString(f.h.Sum(nil)), true
 }
 
+// hashingReader reads a file ahead of its upload and hashes it on its own
+// goroutine, so the hashing runs beside the upload's encryption and system
+// calls rather than between them (docs/localsend.md, "Figures").
 type hashingReader struct {
-	rc io.ReadCloser
-	f  *fileHash
+	blocks chan []byte // read and hashed, in order; closed at the end
+	free   chan []byte
+	err    error // why blocks was closed; read after it was
+	cur    []byte
+	held   []byte // the block cur is in
+
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+const (
+	hashBlock = 256 << 10
+	hashDepth = 3
+)
+
+func (r *hashingReader) readAhead(file *os.File, f *fileHash, gen int) {
+	defer close(r.blocks)
+	defer file.Close()
+	src := io.LimitReader(file, f.size)
+	h := sha256.New()
+	var n int64
+	for {
+		var buf []byte
+		select {
+		case buf = <-r.free:
+		case <-r.stop:
+			r.err = os.ErrClosed
+			return
+		}
+		m, err := io.ReadFull(src, buf)
+		if m > 0 {
+			h.Write(buf[:m])
+			n += int64(m)
+			select {
+			case r.blocks <- buf[:m]:
+			case <-r.stop:
+				r.err = os.ErrClosed
+				return
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			f.mu.Lock()
+			if f.gen == gen {
+				f.h, f.n = h, n
+			}
+			f.mu.Unlock()
+			r.err = io.EOF
+			return
+		}
+		if err != nil {
+			r.err = err
+			return
+		}
+	}
 }
 
 func (r *hashingReader) Read(b []byte) (int, error) {
-	n, err := r.rc.Read(b)
-	if n > 0 {
-		r.f.mu.Lock()
-		r.f.h.Write(b[:n])
-		r.f.n += int64(n)
-		r.f.mu.Unlock()
+	select {
+	case <-r.stop:
+		return 0, os.ErrClosed
+	default:
 	}
-	return n, err
+	if len(r.cur) == 0 {
+		if r.held != nil {
+			r.free <- r.held[:cap(r.held)]
+			r.held = nil
+		}
+		select {
+		case blk, ok := <-r.blocks:
+			if !ok {
+				return 0, r.err
+			}
+			r.cur, r.held = blk, blk
+		case <-r.stop:
+			return 0, os.ErrClosed
+		}
+	}
+	n := copy(b, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
 }
 
-func (r *hashingReader) Close() error { return r.rc.Close() }
+// Close stops the reading ahead; a Read blocked in another goroutine
+// returns.
+func (r *hashingReader) Close() error {
+	r.stopOnce.Do(func() { close(r.stop) })
+	return nil
+}

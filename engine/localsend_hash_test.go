@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -60,5 +63,73 @@ func TestLocalSendSendRemembersSHA256(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.opts.ConfigDir, shaCacheFile)); err != nil {
 		t.Fatalf("the cache was not written: %v", err)
+	}
+}
+
+// The reader that hashes ahead gives the file's bytes exactly (at most its
+// offered size), and its sum only once it read all of them; a Read waiting
+// for the next block returns when the reader is closed.
+func TestHashingReaderReadsAheadExactly(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, hashBlock - 1, hashBlock, 3*hashBlock + 7, 9 * hashBlock} {
+		data := make([]byte, n+100) // the file grew by 100 bytes since it was offered
+		for i := range data {
+			data[i] = byte(i*7 + i>>9)
+		}
+		path := filepath.Join(dir, "f")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fh := &fileHash{src: path, size: int64(n)}
+		rc, err := fh.open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(iotest.OneByteReader(io.LimitReader(rc, 3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, err := io.ReadAll(rc)
+		rc.Close()
+		got = append(got, rest...)
+		if err != nil || !bytes.Equal(got, data[:n]) {
+			t.Fatalf("%d bytes: read %d, %v, equal %v", n, len(got), err, bytes.Equal(got, data[:n]))
+		}
+		want := sha256.Sum256(data[:n])
+		fh.mu.Lock()
+		if fh.n != int64(n) || !bytes.Equal(fh.h.Sum(nil), want[:]) {
+			t.Fatalf("%d bytes: hashed %d bytes, sum %x, want %x", n, fh.n, fh.h.Sum(nil), want)
+		}
+		fh.mu.Unlock()
+	}
+
+	// Closed half way: no sum, and a later open starts again.
+	path := filepath.Join(dir, "big")
+	if err := os.WriteFile(path, make([]byte, 20*hashBlock), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fh := &fileHash{src: path, size: 20 * hashBlock}
+	rc, _ := fh.open()
+	if _, err := io.ReadFull(rc, make([]byte, hashBlock)); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	if _, err := rc.Read(make([]byte, 10)); err == nil {
+		t.Fatal("a Read after Close succeeded")
+	}
+	time.Sleep(20 * time.Millisecond) // the reading ahead stops
+	fh.mu.Lock()
+	if fh.h != nil {
+		t.Fatalf("a read closed half way left a sum of %d bytes", fh.n)
+	}
+	fh.mu.Unlock()
+	rc2, _ := fh.open()
+	n, err := io.Copy(io.Discard, rc2)
+	rc2.Close()
+	if err != nil || n != 20*hashBlock {
+		t.Fatalf("the second open read %d, %v", n, err)
+	}
+	if fh.n != 20*hashBlock {
+		t.Fatalf("the second open hashed %d bytes", fh.n)
 	}
 }

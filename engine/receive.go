@@ -245,6 +245,9 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	rx.resumeFrom(rx.DestDir)
 	rx.quota = rx.e.bufs.Quota(sessionBufferQuota)
 	rx.Begin()
+	// The session's transport and route, as the sender's side says them
+	// (LAN, through the internet, relayed): the row and Details show it.
+	rx.e.publish(rx.t, Event{Kind: EventTransport, Transport: rx.e.receivedTransport(rx.c)})
 	rx.touch()
 	rx.accepted.Store(true)
 	wd := &wire.Decision{Accept: true}
@@ -553,7 +556,7 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 		var err error
 		for j := range jobs {
 			if err == nil {
-				if err = rx.landChunk(j.f, j.h, j.buf[:j.h.Length], hasher); err != nil {
+				if err = rx.landChunk(j.f, j.h, j.buf[:j.h.Length], j.crc, hasher); err != nil {
 					failed.Store(true)
 				}
 			}
@@ -576,7 +579,7 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 		if inline == nil {
 			inline = merkle.NewHasher()
 		}
-		err := rx.landChunk(j.f, j.h, j.buf[:j.h.Length], inline)
+		err := rx.landChunk(j.f, j.h, j.buf[:j.h.Length], j.crc, inline)
 		rx.quota.Put(j.buf)
 		if err != nil {
 			failed.Store(true)
@@ -603,6 +606,7 @@ type landing struct {
 	f   *rxFile
 	h   wire.DataHeader
 	buf []byte
+	crc uint32 // CRC32C of buf[:h.Length], taken as it arrived (readChunk)
 }
 
 // readFrames reads a data stream's frames and hands each chunk to land,
@@ -647,16 +651,42 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landi
 		if err != nil {
 			return nilIfDone(ctx, err)
 		}
-		if _, err := io.ReadFull(r, buf[:h.Length]); err != nil {
+		crc, err := readChunk(r, buf[:h.Length])
+		if err != nil {
 			rx.quota.Put(buf)
 			return rx.dataEnded(ctx, unexpectedEOF(err))
 		}
 		rx.touch()
-		if err := land(landing{f: f, h: h, buf: buf}); err != nil {
+		if err := land(landing{f: f, h: h, buf: buf, crc: crc}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// readChunk fills p from r, as io.ReadFull does, and returns the CRC32C
+// of p. The CRC is taken piece by piece, each right after the transport
+// copied it in and while it is still in the CPU's cache: taken over the
+// whole chunk when it is landed, it read the chunk from memory once more,
+// and cost about twice as much (docs/benchmarks/loopback.md, "Where the
+// CPU goes").
+func readChunk(r io.Reader, p []byte) (uint32, error) {
+	var crc uint32
+	for off := 0; off < len(p); {
+		n, err := r.Read(p[off:])
+		crc = crc32.Update(crc, castagnoli, p[off:off+n])
+		off += n
+		if off == len(p) {
+			break // all there: an error with the last bytes waits for the next read
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && off > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+	}
+	return crc, nil
 }
 
 // skipFrame reads and drops a frame of a file already resolved, after
@@ -745,7 +775,7 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader) error {
 }
 
 // landChunk verifies one chunk against its leaf and writes it in place.
-func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher *merkle.Hasher) error {
+func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uint32, hasher *merkle.Hasher) error {
 	leaf := hasher.Leaf(data)
 	rx.mu.Lock()
 	if f.resolved || f.tree.Has(int(h.Chunk)) {
@@ -790,7 +820,6 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, hasher 
 			return nil
 		}
 	}
-	crc := crc32.Checksum(data, castagnoli)
 	rx.mu.Lock()
 	f.tree.Set(int(h.Chunk), leaf)
 	f.crcs[h.Chunk] = crc

@@ -13,18 +13,25 @@ import (
 // anywhereSettings is the "beyond the LAN" part of the Settings form
 // (issue #29): off by default, with the relay it goes through.
 type anywhereSettings struct {
-	on    *widget.Check
-	relay *widget.Entry
-	note  *widget.Label
+	on     *widget.Check
+	relay  *widget.Entry
+	secret *widget.Entry // the relay's secret: hidden, "" for a relay without one
+	note   *widget.Label
 }
+
+// minRelaySecret is the engine's shortest relay secret (anywhere.MinSecretLen),
+// said here at once; the engine checks it again.
+const minRelaySecret = 16
 
 func newAnywhereSettings() *anywhereSettings {
 	v := &anywhereSettings{}
 	v.on = widget.NewCheck("Reach my paired devices from anywhere", func(on bool) {
 		if on {
 			v.relay.Enable()
+			v.secret.Enable()
 		} else {
 			v.relay.Disable()
+			v.secret.Disable()
 		}
 	})
 	v.relay = widget.NewEntry()
@@ -38,6 +45,14 @@ func newAnywhereSettings() *anywhereSettings {
 		}
 		return nil
 	}
+	v.secret = widget.NewPasswordEntry()
+	v.secret.SetPlaceHolder("the relay's secret, if it has one")
+	v.secret.Validator = func(s string) error {
+		if s = strings.TrimSpace(s); s != "" && (len(s) < minRelaySecret || strings.ContainsAny(s, "\r\n")) {
+			return errors.New("the secret the relay was started with (ferry-cli relay --secret-file): one line of 16 characters or more")
+		}
+		return nil
+	}
 	v.note = widget.NewLabel("Your relay keeps, for your paired devices only, a sealed note that this device receives there, under names only they can compute; it sees this device's internet address.")
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.SizeName = theme.SizeNameCaptionText
@@ -48,6 +63,7 @@ func (v *anywhereSettings) items() []*widget.FormItem {
 	return []*widget.FormItem{
 		widget.NewFormItem("Beyond the LAN", v.on),
 		widget.NewFormItem("Relay", v.relay),
+		widget.NewFormItem("Relay secret", v.secret),
 		widget.NewFormItem("", v.note),
 	}
 }
@@ -56,6 +72,7 @@ func (v *anywhereSettings) load(s Settings) {
 	v.on.SetChecked(s.Anywhere)
 	v.on.OnChanged(s.Anywhere)
 	v.relay.SetText(s.AnywhereRelay)
+	v.secret.SetText(s.AnywhereSecret)
 }
 
 // apply takes the form into s; a relay address that cannot be used keeps
@@ -64,6 +81,9 @@ func (v *anywhereSettings) apply(s *Settings) {
 	s.Anywhere = v.on.Checked
 	if v.relay.Validate() == nil {
 		s.AnywhereRelay = strings.TrimSpace(v.relay.Text)
+	}
+	if v.secret.Validate() == nil {
+		s.AnywhereSecret = strings.TrimSpace(v.secret.Text)
 	}
 	if s.AnywhereRelay == "" {
 		s.Anywhere = false

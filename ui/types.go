@@ -508,6 +508,10 @@ type Settings struct {
 	// AnywhereRelay ("host:port" of a Ferry relay); off by default.
 	Anywhere      bool   `json:"anywhere,omitempty"`
 	AnywhereRelay string `json:"anywhere_relay,omitempty"`
+	// AnywhereSecret is the relay's secret (ferry-cli relay --secret-file),
+	// "" for a relay without one. The settings file is the user's alone
+	// (written 0600).
+	AnywhereSecret string `json:"anywhere_secret,omitempty"`
 }
 
 // HistoryEntry is one finished transfer kept across restarts.

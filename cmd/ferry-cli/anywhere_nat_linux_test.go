@@ -175,6 +175,21 @@ func runInEnv(t testing.TB, lab *netlab.NAT, ns string, env []string, bin string
 // it returns the binary, the devices and B's download folder.
 func anywhereLab(t testing.TB, cfg netlab.NATConfig) (lab *netlab.NAT, bin string, a, b device, inbox string) {
 	t.Helper()
+	return anywhereLabWith(t, cfg, "")
+}
+
+// anywhereLabWith is anywhereLab with a relay secret ("": none), in a file
+// for the relay and B (A takes it from FERRY_RELAY_SECRET, sendAnywhereWith).
+func anywhereLabWith(t testing.TB, cfg netlab.NATConfig, secret string) (lab *netlab.NAT, bin string, a, b device, inbox string) {
+	t.Helper()
+	var relayArgs, recvArgs []string
+	if secret != "" {
+		f := filepath.Join(t.TempDir(), "relay.secret")
+		if err := os.WriteFile(f, []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		relayArgs, recvArgs = []string{"--secret-file", f}, []string{"--relay-secret-file", f}
+	}
 	start := time.Now()
 	lab = natLab(t, cfg)
 	t.Logf("lab: %.1f s", time.Since(start).Seconds())
@@ -183,9 +198,9 @@ func anywhereLab(t testing.TB, cfg netlab.NATConfig) (lab *netlab.NAT, bin strin
 	a, b = newDevice(t, "Laptop"), newDevice(t, "Desktop")
 	pairAnywhere(t, a, b, false)
 	inbox = t.TempDir()
-	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
-	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", b.dir, "--name", b.name, "--dir", inbox,
-		"--listen", ":0", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+	startIn(t, lab, netlab.Internet, bin, "relay listening", append([]string{"relay", "--listen", relayAt}, relayArgs...)...)
+	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", append([]string{"receive", "--config", b.dir, "--name", b.name, "--dir", inbox,
+		"--listen", ":0", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt}, recvArgs...)...)
 	return lab, bin, a, b, inbox
 }
 
@@ -193,13 +208,20 @@ func anywhereLab(t testing.TB, cfg netlab.NATConfig) (lab *netlab.NAT, bin strin
 // checks it arrived whole; it returns the sender's output.
 func sendAnywhere(t testing.TB, lab *netlab.NAT, bin string, a, b device, inbox string) string {
 	t.Helper()
+	return sendAnywhereWith(t, lab, bin, a, b, inbox, "")
+}
+
+// sendAnywhereWith is sendAnywhere with the relay's secret ("": none), in
+// FERRY_RELAY_SECRET.
+func sendAnywhereWith(t testing.TB, lab *netlab.NAT, bin string, a, b device, inbox, secret string) string {
+	t.Helper()
 	src := filepath.Join(t.TempDir(), "report.bin")
 	data := make([]byte, 3<<20+17)
 	rand.Read(data)
 	if err := os.WriteFile(src, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runInEnv(t, lab, netlab.HostA, []string{"FERRY_LOG=info"}, bin, "send", "--config", a.dir, "--name", a.name, "--json", "--to", b.name, "--relay", relayAt, src)
+	out, err := runInEnv(t, lab, netlab.HostA, []string{"FERRY_LOG=info", "FERRY_RELAY_SECRET=" + secret}, bin, "send", "--config", a.dir, "--name", a.name, "--json", "--to", b.name, "--relay", relayAt, src)
 	if err != nil {
 		t.Fatalf("send: %v\n%s", err, out)
 	}
@@ -260,12 +282,21 @@ func TestAnywhereDirect(t *testing.T) {
 }
 
 // TestAnywhereRelayed: behind a port-randomising NAT no hole can be
-// punched; the file goes through the relay's TURN server.
+// punched; the file goes through the relay's TURN server, which takes
+// only devices with its relay secret: the one a device without it is
+// told about.
 func TestAnywhereRelayed(t *testing.T) {
-	lab, bin, a, b, inbox := anywhereLab(t, netlab.NATConfig{A: netlab.PortRandom})
-	out := sendAnywhere(t, lab, bin, a, b, inbox)
+	const secret = "a relay secret for the NAT lab"
+	lab, bin, a, b, inbox := anywhereLabWith(t, netlab.NATConfig{A: netlab.PortRandom}, secret)
+	out := sendAnywhereWith(t, lab, bin, a, b, inbox, secret)
 	if !strings.Contains(out, "through the internet, relayed") {
 		t.Errorf("the path is not relayed:\n%s", out)
+	}
+	src := filepath.Join(t.TempDir(), "x")
+	os.WriteFile(src, []byte("x"), 0o644)
+	out, err := runIn(t, lab, netlab.HostA, bin, "send", "--config", a.dir, "--to", b.name, "--relay", relayAt, src)
+	if err == nil || !strings.Contains(out, "the relay "+relayAt+" takes only devices that hold its relay secret") {
+		t.Errorf("a sender without the relay secret: %v\n%s", err, out)
 	}
 }
 

@@ -107,7 +107,7 @@ func (p *printer) event(ev engine.Event) {
 	case engine.EventKeyChanged:
 		p.line("WARNING: %s", ev.KeyChange.Warning)
 	case engine.EventTransport:
-		p.line("transport: %s (%s)", ev.Transport.Name, ev.Transport.Reason)
+		p.line("transport: %s (%s)%s", ev.Transport.Name, ev.Transport.Reason, receivedRoute(ev))
 	case engine.EventPath:
 		pi := ev.Path
 		who := "this device"
@@ -238,4 +238,19 @@ func skippedCounts(s *engine.SkippedInfo) string {
 	plural(s.EmptyFolders, "empty folder", "empty folders")
 	plural(s.Other, "device, socket or pipe", "devices, sockets or pipes")
 	return strings.Join(parts, ", ")
+}
+
+// receivedRoute is how a receiving session came beyond the LAN, for its
+// transport line ("" on the LAN; the sending side's reason says it).
+func receivedRoute(ev engine.Event) string {
+	if ev.Direction != engine.Receiving {
+		return ""
+	}
+	switch t := ev.Transport; t.Route {
+	case engine.RouteInternet:
+		return ", through the internet (direct), found through relay " + t.Relay
+	case engine.RouteRelayed:
+		return ", relayed via " + t.Relay
+	}
+	return ""
 }

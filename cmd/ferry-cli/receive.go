@@ -45,6 +45,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	linkExpire := fs.Duration("expire", time.Hour, "with --link: end the link after this `DURATION`")
 	anywhere := fs.Bool("anywhere", false, "also let paired devices reach this one beyond the local network, through --relay (publishes, under names only they can compute, that this device receives there)")
 	relay := fs.String("relay", "", "with --anywhere: the relay's `HOST:PORT` (see ferry-cli relay)")
+	relaySecretFile := fs.String("relay-secret-file", "", "with --relay: the relay's secret, in a `FILE` (default: $FERRY_RELAY_SECRET; see ferry-cli relay --secret-file)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,6 +58,15 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	if *anywhere != (*relay != "") {
 		return fmt.Errorf("%w: --anywhere and --relay HOST:PORT go together", errUsage)
+	}
+	if *relaySecretFile != "" && *relay == "" {
+		return fmt.Errorf("%w: --relay-secret-file goes with --anywhere --relay HOST:PORT", errUsage)
+	}
+	var secret string
+	if *anywhere {
+		if secret, err = relaySecret(*relaySecretFile); err != nil {
+			return err
+		}
 	}
 	cdir, err := configDir(*cfg)
 	if err != nil {
@@ -126,6 +136,9 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	}
 	if *anywhere {
+		if err := e.SetRelaySecret(*relay, secret); err != nil {
+			return err
+		}
 		stop, err := e.ServeAnywhere(*relay)
 		if err != nil {
 			return fmt.Errorf("cannot receive from anywhere: %w", err)

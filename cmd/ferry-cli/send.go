@@ -51,6 +51,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	lsPIN := fs.String("localsend-pin", "", "`PIN` for a LocalSend receiver that asks for one (asked here when not given)")
 	lsScan := fs.Bool("localsend-scan", false, "also look for LocalSend devices by registering with every host of this device's own /24 networks (where multicast does not pass)")
 	relayAddr := fs.String("relay", "", "reach paired devices beyond the local network through the relay at `HOST:PORT` (see receive --anywhere); --to names a paired device")
+	relaySecretFile := fs.String("relay-secret-file", "", "with --relay: the relay's secret, in a `FILE` (default: $FERRY_RELAY_SECRET; see ferry-cli relay --secret-file)")
 	lsFP := fs.String("localsend-fingerprint", "", "refuse a LocalSend receiver at HOST:PORT unless its certificate has this `FINGERPRINT`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -62,6 +63,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	if len(tos) == 0 {
 		return fmt.Errorf("%w: --to is required", errUsage)
+	}
+	if *relaySecretFile != "" && *relayAddr == "" {
+		return fmt.Errorf("%w: --relay-secret-file goes with --relay HOST:PORT", errUsage)
 	}
 	if *id != "" && len(tos) > 1 {
 		return fmt.Errorf("%w: --id checks one receiver; with several --to, name each by its device ID instead", errUsage)
@@ -126,6 +130,13 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *relayAddr != "" {
 		if _, _, err := net.SplitHostPort(*relayAddr); err != nil {
 			return fmt.Errorf("%w: --relay %q is not HOST:PORT", errUsage, *relayAddr)
+		}
+		secret, err := relaySecret(*relaySecretFile)
+		if err == nil {
+			err = e.SetRelaySecret(*relayAddr, secret)
+		}
+		if err != nil {
+			return err
 		}
 		for i, to := range tos {
 			id, err := e.PairedDevice(to)

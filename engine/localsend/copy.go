@@ -1,7 +1,6 @@
 package localsend
 
 import (
-	"context"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -21,19 +20,24 @@ import (
 // upload into the page cache (docs/localsend.md, "Figures").
 
 const (
-	// uploadBuffer is the size of one buffer: one direct write.
+	// uploadBuffer is the size of one shared buffer: one direct write.
 	uploadBuffer = 1 << 20
 	// uploadDepth is the most buffers one upload holds: one being
 	// written, the others being filled.
 	uploadDepth = 3
-	// uploadBufferMemory bounds the buffers of all uploads together; an
-	// upload that finds none free waits for one, and one that finds only
-	// one copies without reading ahead.
+	// uploadBufferMemory bounds the shared buffers of all uploads
+	// together. An upload never waits for one: it takes them as it needs
+	// them while any is free, and one that finds none copies through a
+	// small buffer of its own (ownBuffer), without reading ahead, as all
+	// uploads did before. So senders that stall halfway hold at most this
+	// much more than that, and keep no one else from uploading.
 	uploadBufferMemory = 48 << 20
+	// ownBuffer is the buffer of an upload that found no shared one.
+	ownBuffer = 256 << 10
 )
 
-// uploadBuffers hands out the uploads' buffers within uploadBufferMemory.
-// The zero value is ready to use.
+// uploadBuffers hands out the uploads' shared buffers within
+// uploadBufferMemory. The zero value is ready to use.
 type uploadBuffers struct {
 	once  sync.Once
 	slots chan struct{} // one per buffer handed out
@@ -44,22 +48,19 @@ func (u *uploadBuffers) init() {
 	u.once.Do(func() { u.slots = make(chan struct{}, uploadBufferMemory/uploadBuffer) })
 }
 
-// take gets a buffer: waiting for one when wait is set (until ctx ends),
-// otherwise only when one is free at once.
-func (u *uploadBuffers) take(ctx context.Context, wait bool) ([]byte, bool) {
+// out is how many shared buffers are handed out.
+func (u *uploadBuffers) out() int {
 	u.init()
-	if wait {
-		select {
-		case u.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, false
-		}
-	} else {
-		select {
-		case u.slots <- struct{}{}:
-		default:
-			return nil, false
-		}
+	return len(u.slots)
+}
+
+// take gets a shared buffer when one is free.
+func (u *uploadBuffers) take() ([]byte, bool) {
+	u.init()
+	select {
+	case u.slots <- struct{}{}:
+	default:
+		return nil, false
 	}
 	if b, ok := u.pool.Get().(*[]byte); ok {
 		return *b, true
@@ -76,22 +77,16 @@ func (u *uploadBuffers) give(b []byte) {
 // copy copies src to w in whole buffers, reading ahead while w writes; it
 // returns the bytes w took and the first error of either side (io.EOF
 // is not one).
-func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (int64, error) {
-	first, ok := u.take(ctx, true)
-	if !ok {
-		return 0, ctx.Err()
-	}
+func (u *uploadBuffers) copy(w io.Writer, src io.Reader) (int64, error) {
 	free := make(chan []byte, uploadDepth)
-	free <- first
-	held := 1
-	for held < uploadDepth {
-		b, ok := u.take(ctx, false)
-		if !ok {
-			break
-		}
+	shared := 0 // shared buffers this upload holds
+	if b, ok := u.take(); ok {
 		free <- b
-		held++
+		shared++
+	} else {
+		free <- directio.Buffer(ownBuffer)
 	}
+	held := 1
 	full := make(chan []byte, uploadDepth)
 	var (
 		n      int64
@@ -115,7 +110,23 @@ func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (i
 	}()
 	var rerr error
 	for !failed.Load() {
-		buf := <-free
+		var buf []byte
+		select {
+		case buf = <-free:
+		default:
+			// All held buffers are full or being written: read ahead into
+			// another shared one, if one is free, or wait for ours.
+			if shared > 0 && held < uploadDepth {
+				if b, ok := u.take(); ok {
+					buf = b
+					shared++
+					held++
+				}
+			}
+			if buf == nil {
+				buf = <-free
+			}
+		}
 		m, err := io.ReadFull(src, buf)
 		if m > 0 {
 			full <- buf[:m]
@@ -133,7 +144,9 @@ func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (i
 	close(full)
 	<-done
 	for range held {
-		u.give(<-free)
+		if b := <-free; cap(b) == uploadBuffer {
+			u.give(b)
+		}
 	}
 	if werr != nil {
 		return n, werr

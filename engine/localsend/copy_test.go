@@ -2,12 +2,14 @@ package localsend
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // recorder keeps what it is written, and the size of each write.
@@ -34,7 +36,7 @@ func TestCopyIsExactInWholeBuffers(t *testing.T) {
 		var u uploadBuffers
 		src := pattern(n)
 		var w recorder
-		got, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)})
+		got, err := u.copy(&w, iotestHalfReader{bytes.NewReader(src)})
 		if err != nil || got != int64(n) || !bytes.Equal(w.Bytes(), src) {
 			t.Fatalf("%d bytes: copied %d, %v, equal %v", n, got, err, bytes.Equal(w.Bytes(), src))
 		}
@@ -43,8 +45,8 @@ func TestCopyIsExactInWholeBuffers(t *testing.T) {
 				t.Fatalf("%d bytes: write %d of %d was %d bytes, want whole buffers but the last", n, i, len(w.sizes), s)
 			}
 		}
-		if len(u.slots) != 0 {
-			t.Fatalf("%d bytes: %d buffers not given back", n, len(u.slots))
+		if u.out() != 0 {
+			t.Fatalf("%d bytes: %d buffers not given back", n, u.out())
 		}
 	}
 }
@@ -85,7 +87,7 @@ func TestCopyReadsWhileItWrites(t *testing.T) {
 		}
 		return len(b), nil
 	})
-	n, err := u.copy(context.Background(), w, src)
+	n, err := u.copy(w, src)
 	if !errors.Is(err, errStop) {
 		t.Fatalf("copy ended with %v after %d bytes, want the writer's error", err, n)
 	}
@@ -96,8 +98,8 @@ func TestCopyReadsWhileItWrites(t *testing.T) {
 	if r := src.n.Load(); r > int64(4+uploadDepth)*uploadBuffer {
 		t.Fatalf("%d bytes read after the writer failed at %d", r, 4*uploadBuffer)
 	}
-	if len(u.slots) != 0 {
-		t.Fatalf("%d buffers not given back", len(u.slots))
+	if u.out() != 0 {
+		t.Fatalf("%d buffers not given back", u.out())
 	}
 }
 
@@ -121,7 +123,7 @@ func (f *failingReader) Read(b []byte) (int, error) {
 func TestCopyReturnsTheReadError(t *testing.T) {
 	var u uploadBuffers
 	var w recorder
-	n, err := u.copy(context.Background(), &w, &failingReader{after: uploadBuffer + 10})
+	n, err := u.copy(&w, &failingReader{after: uploadBuffer + 10})
 	if err == nil || err.Error() != "connection reset" {
 		t.Fatalf("copy ended with %v, want the reader's error", err)
 	}
@@ -130,14 +132,14 @@ func TestCopyReturnsTheReadError(t *testing.T) {
 	}
 }
 
-// All uploads together hold at most uploadBufferMemory: an upload that
-// finds one buffer copies without reading ahead, one that finds none waits
-// (and gives up when its request ends).
+// All uploads together hold at most uploadBufferMemory of shared buffers,
+// and none waits for one: an upload that finds none free copies through a
+// small one of its own, without reading ahead.
 func TestCopyBuffersAreBounded(t *testing.T) {
 	var u uploadBuffers
 	var held [][]byte
 	for {
-		b, ok := u.take(context.Background(), false)
+		b, ok := u.take()
 		if !ok {
 			break
 		}
@@ -146,22 +148,66 @@ func TestCopyBuffersAreBounded(t *testing.T) {
 	if len(held) != uploadBufferMemory/uploadBuffer {
 		t.Fatalf("%d buffers handed out, want %d", len(held), uploadBufferMemory/uploadBuffer)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := u.copy(ctx, io.Discard, bytes.NewReader(pattern(10))); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("an upload with no buffer free ended with %v, want its request's end", err)
-	}
-	u.give(held[0])
-	held = held[1:]
 	src := pattern(5*uploadBuffer + 3)
 	var w recorder
-	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
-		t.Fatalf("an upload with one buffer free: %d, %v", n, err)
+	if n, err := u.copy(&w, iotestHalfReader{bytes.NewReader(src)}); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+		t.Fatalf("an upload with no shared buffer free: %d, %v", n, err)
 	}
-	if len(u.slots) != len(held) {
-		t.Fatalf("%d buffers out, want the %d held", len(u.slots), len(held))
+	for i, s := range w.sizes {
+		if s != ownBuffer && i != len(w.sizes)-1 {
+			t.Fatalf("write %d was %d bytes, want the upload's own %d", i, s, ownBuffer)
+		}
+	}
+	if u.out() != len(held) {
+		t.Fatalf("%d buffers out, want the %d held", u.out(), len(held))
+	}
+	// One free: the upload takes it and reads ahead into no other.
+	u.give(held[0])
+	held = held[1:]
+	w = recorder{}
+	if n, err := u.copy(&w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+		t.Fatalf("an upload with one shared buffer free: %d, %v", n, err)
+	}
+	if u.out() != len(held) {
+		t.Fatalf("%d buffers out, want the %d held", u.out(), len(held))
 	}
 	for _, b := range held {
 		u.give(b)
+	}
+}
+
+// A sender that stalls halfway holds the buffers it filled and no more:
+// many of them leave the shared buffers to others, and nobody waits.
+func TestStalledUploadsHoldFewBuffers(t *testing.T) {
+	var u uploadBuffers
+	const stalled = 40
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range stalled {
+		pr, pw := io.Pipe()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u.copy(io.Discard, pr)
+		}()
+		go func() {
+			pw.Write([]byte("half"))
+			<-release
+			pw.Close()
+		}()
+	}
+	testutil.WaitFor(t, "the stalled uploads to take their buffers", func() bool { return u.out() >= stalled })
+	if n := u.out(); n != stalled {
+		t.Fatalf("%d stalled uploads hold %d shared buffers, want one each", stalled, n)
+	}
+	src := pattern(4 * uploadBuffer)
+	var w recorder
+	if n, err := u.copy(&w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+		t.Fatalf("an upload beside stalled ones: %d, %v", n, err)
+	}
+	close(release)
+	wg.Wait()
+	if u.out() != 0 {
+		t.Fatalf("%d buffers not given back", u.out())
 	}
 }

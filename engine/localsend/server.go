@@ -788,7 +788,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		fail(w, statusOf(err), "Invalid token or IP address")
 		return
 	}
-	err = ss.done(f, sink, receive(r.Context(), &s.bufs, r.Body, f, sink))
+	err = ss.done(f, sink, receive(&s.bufs, r.Body, f, sink))
 	if err != nil {
 		s.cfg.Log.Debug("localsend upload failed", "file", f.id, "err", err)
 		fail(w, statusOf(err), err.Error())
@@ -799,14 +799,14 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 
 // receive copies one upload's body into sink, bounded to the declared size,
 // checking the sha256 when the offer gave one.
-func receive(ctx context.Context, bufs *uploadBuffers, body io.Reader, f *upFile, sink Sink) error {
+func receive(bufs *uploadBuffers, body io.Reader, f *upFile, sink Sink) error {
 	var h hash.Hash
 	var w io.Writer = sink
 	if f.sum != nil {
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := bufs.copy(ctx, w, io.LimitReader(body, f.size+1))
+	n, err := bufs.copy(w, io.LimitReader(body, f.size+1))
 	switch {
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)

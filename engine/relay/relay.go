@@ -10,10 +10,17 @@
 // (package anywhere), so the server learns neither who talks to whom nor
 // what they say, and cannot forge a blob. Everything it holds is bounded:
 // blob size, blobs per name, blobs per source address, blobs in all, and
-// a time to live.
+// a time to live; so are TURN allocations, per source address and in all.
+//
+// A relay started with a secret (Config.Secret, the relay secret the user
+// also gives their devices) takes only TURN requests with the TURN REST
+// API's time-limited credentials made from it, and only mailbox requests
+// signed with it (anywhere.SignRequest). Without one, anyone who reaches
+// the relay can relay through it; it says so when it starts.
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,8 +38,8 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/anywhere"
 )
 
-// Limits bound what the mailbox holds. The zero value of a field means
-// its default.
+// Limits bound what the mailbox holds and the TURN allocations. The zero
+// value of a field means its default.
 type Limits struct {
 	// SlotTTL is how long a presence is kept (default 2 min: devices put
 	// theirs again every 30 s).
@@ -43,6 +50,12 @@ type Limits struct {
 	PerSource int
 	// Total bounds the blobs held in all (default 16384: 64 MiB at most).
 	Total int
+	// AllocationsPerSource bounds the TURN allocations of one source
+	// address (default 16: a device makes one per call, a household's
+	// devices share an address).
+	AllocationsPerSource int
+	// Allocations bounds the TURN allocations in all (default 1024).
+	Allocations int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -58,6 +71,12 @@ func (l Limits) withDefaults() Limits {
 	if l.Total <= 0 {
 		l.Total = 16384
 	}
+	if l.AllocationsPerSource <= 0 {
+		l.AllocationsPerSource = 16
+	}
+	if l.Allocations <= 0 {
+		l.Allocations = 1024
+	}
 	return l
 }
 
@@ -69,11 +88,23 @@ type Config struct {
 	// PublicIP is the address relayed traffic is announced at; empty
 	// means the listen address's host, which must then be one address.
 	PublicIP string
-	// Limits bound the mailbox.
+	// Secret is the relay secret (anywhere.CleanSecret): with one, only
+	// devices that hold it use the relay; "" lets anyone who reaches it
+	// relay through it.
+	Secret string
+	// Limits bound the mailbox and the TURN allocations.
 	Limits Limits
 	// Log gets the relay's events (nil: discarded).
 	Log *slog.Logger
 }
+
+// CleanSecret is a relay secret as the user gave it (a file's content, an
+// environment variable), trimmed, or why it cannot be one: too short
+// (anywhere.MinSecretLen), too long, not one line.
+func CleanSecret(s string) (string, error) { return anywhere.CleanSecret(s) }
+
+// NoSecretWarning is what a relay without a secret says when it starts.
+const NoSecretWarning = "this relay has no secret: anyone who can reach its port can relay through it; give it one (ferry-cli relay --secret-file FILE) and the same to your devices (--relay-secret-file FILE, or the app's setting beside the relay)"
 
 // Relay is a running relay.
 type Relay struct {
@@ -82,8 +113,10 @@ type Relay struct {
 	tcp  net.Listener
 	http *http.Server
 	box  *Mailbox
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	// quota counts TURN allocations (Limits.AllocationsPerSource).
+	quota *allocations
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
 }
 
 // Start opens the relay's sockets and serves.
@@ -104,6 +137,12 @@ func Start(cfg Config) (*Relay, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Secret != "" {
+		if cfg.Secret, err = CleanSecret(cfg.Secret); err != nil {
+			return nil, fmt.Errorf("relay: %w", err)
+		}
+	}
+	lim := cfg.Limits.withDefaults()
 	tcp, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("relay: mailbox: %w", err)
@@ -116,18 +155,24 @@ func Start(cfg Config) (*Relay, error) {
 	}
 	lf := logging.NewDefaultLoggerFactory()
 	lf.DefaultLogLevel = logging.LogLevelError
-	key := turn.GenerateAuthKey(anywhere.TURNUser, anywhere.TURNRealm, anywhere.TURNPassword)
 	relayHost := host
 	if relayHost == "" || net.ParseIP(relayHost).IsUnspecified() {
 		relayHost = "0.0.0.0"
 	}
+	refusals := &refusals{log: log}
+	quota := &allocations{perSource: lim.AllocationsPerSource, max: lim.Allocations, bySource: map[string]int{}}
 	ts, err := turn.NewServer(turn.ServerConfig{
-		Realm: anywhere.TURNRealm,
-		AuthHandler: func(ra *turn.RequestAttributes) (string, []byte, bool) {
-			if ra.Username == anywhere.TURNUser {
-				return ra.Username, key, true
-			}
-			return "", nil, false
+		Realm:        anywhere.TURNRealm,
+		AuthHandler:  turnAuth(cfg.Secret, refusals),
+		QuotaHandler: quota.allow,
+		EventHandler: turn.EventHandler{
+			OnAuth: func(src, _ net.Addr, _, _, _ string, _ string, ok bool) {
+				if !ok {
+					refusals.note(src, "TURN credentials that do not check (another secret)")
+				}
+			},
+			OnAllocationCreated: func(src, _ net.Addr, _, _, _ string, _ net.Addr, _ int) { quota.add(src, 1) },
+			OnAllocationDeleted: func(src, _ net.Addr, _, _, _ string) { quota.add(src, -1) },
 		},
 		PacketConnConfigs: []turn.PacketConnConfig{{
 			PacketConn:            udp,
@@ -140,9 +185,9 @@ func Start(cfg Config) (*Relay, error) {
 		tcp.Close()
 		return nil, fmt.Errorf("relay: turn: %w", err)
 	}
-	r := &Relay{turn: ts, udp: udp, tcp: tcp, box: NewMailbox(cfg.Limits)}
+	r := &Relay{turn: ts, udp: udp, tcp: tcp, box: NewMailbox(cfg.Limits), quota: quota}
 	r.http = &http.Server{
-		Handler:           r.box,
+		Handler:           &guard{secret: cfg.Secret, next: r.box, refusals: refusals},
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -154,9 +199,152 @@ func Start(cfg Config) (*Relay, error) {
 	r.wg.Go(func() { r.http.Serve(tcp) })
 	r.wg.Go(func() { r.box.sweep(ctx) })
 	r.stop = cancel
-	log.Info("relay listening", "addr", tcp.Addr().String(), "public", public)
+	log.Info("relay listening", "addr", tcp.Addr().String(), "public", public, "secret", cfg.Secret != "")
+	if cfg.Secret == "" {
+		log.Warn(NoSecretWarning)
+	}
 	return r, nil
 }
+
+// turnAuth is the TURN server's check of credentials: with a secret, the
+// TURN REST API's (pion/turn's handler: "EXPIRY:NAME", the password an
+// HMAC of it under the secret, refused once expired); without one, the
+// public ones.
+func turnAuth(secret string, refusals *refusals) turn.AuthHandler {
+	if secret == "" {
+		key := turn.GenerateAuthKey(anywhere.TURNUser, anywhere.TURNRealm, anywhere.TURNPassword)
+		return func(ra *turn.RequestAttributes) (string, []byte, bool) {
+			if ra.Username == anywhere.TURNUser {
+				return ra.Username, key, true
+			}
+			refusals.note(ra.SrcAddr, "TURN credentials made with a relay secret, and this relay has none")
+			return "", nil, false
+		}
+	}
+	quiet := logging.NewDefaultLoggerFactory()
+	quiet.DefaultLogLevel = logging.LogLevelDisabled // refusals are ours to log, bounded
+	rest := turn.LongTermTURNRESTAuthHandler(secret, quiet.NewLogger("turn"))
+	return func(ra *turn.RequestAttributes) (string, []byte, bool) {
+		user, key, ok := rest(ra)
+		if !ok {
+			refusals.note(ra.SrcAddr, "TURN credentials expired or not made with a relay secret")
+		}
+		return user, key, ok
+	}
+}
+
+// allocations bounds TURN allocations per source address and in all
+// (pion/turn's QuotaHandler, counted by its allocation events). Two
+// allocations asked at once may both pass the check: the bound is
+// overshot by at most the requests in flight.
+type allocations struct {
+	perSource, max int
+
+	mu       sync.Mutex     // guards the fields below
+	bySource map[string]int // source host -> allocations
+	total    int
+}
+
+func (a *allocations) allow(_, _ string, src net.Addr) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.bySource[hostOf(src)] < a.perSource && a.total < a.max
+}
+
+func (a *allocations) add(src net.Addr, n int) {
+	h := hostOf(src)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.total += n
+	if a.bySource[h] += n; a.bySource[h] <= 0 {
+		delete(a.bySource, h)
+	}
+}
+
+// held is how many allocations are counted.
+func (a *allocations) held() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.total
+}
+
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// refusals logs requests refused for their relay secret: at most one
+// line a minute, with how many were refused since the last.
+type refusals struct {
+	log *slog.Logger
+
+	mu     sync.Mutex // guards the fields below
+	last   time.Time
+	missed int
+}
+
+func (r *refusals) note(src net.Addr, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := time.Now(); now.Sub(r.last) >= time.Minute {
+		r.log.Warn("relay: refused a request for its relay secret", "source", hostOf(src), "why", why, "refused_before", r.missed)
+		r.last, r.missed = now, 0
+		return
+	}
+	r.missed++
+}
+
+// guard lets through the mailbox requests signed with the relay secret
+// (all of them when the relay has none, but those that are signed: the
+// device was given a secret this relay does not have, and is told).
+type guard struct {
+	secret   string
+	next     http.Handler
+	refusals *refusals
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sig := r.Header.Get(anywhere.HeaderAuth)
+	if g.secret == "" {
+		if sig != "" {
+			g.refuse(w, r, anywhere.SecretNone, "a request signed with a relay secret, and this relay has none")
+			return
+		}
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	// The signature covers the body: read it (bounded as the mailbox
+	// bounds it) and hand it on.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody(r.URL.Path)))
+	if err != nil {
+		http.Error(w, errTooBig.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	if err := anywhere.CheckRequest(g.secret, sig, r.Method, r.URL.Path, body, time.Now()); err != nil {
+		g.refuse(w, r, anywhere.SecretRequired, err.Error())
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	g.next.ServeHTTP(w, r)
+}
+
+func (g *guard) refuse(w http.ResponseWriter, r *http.Request, why, detail string) {
+	g.refusals.note(remoteAddr(r.RemoteAddr), detail)
+	w.Header().Set(anywhere.HeaderSecret, why)
+	http.Error(w, "relay secret refused", http.StatusUnauthorized)
+}
+
+// remoteAddr is an http.Request's RemoteAddr as a net.Addr, for the log.
+type remoteAddr string
+
+func (a remoteAddr) Network() string { return "tcp" }
+func (a remoteAddr) String() string  { return string(a) }
 
 // Addr is where the relay listens (TCP; UDP has the same port).
 func (r *Relay) Addr() net.Addr { return r.tcp.Addr() }
@@ -222,11 +410,7 @@ func (m *Mailbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		source = r.RemoteAddr
 	}
-	limit := int64(anywhere.MaxBlob)
-	if r.URL.Path == anywhere.PathSlots || r.URL.Path == anywhere.PathQueues {
-		limit = anywhere.MaxNames * (anywhere.NameLen + 1)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody(r.URL.Path)))
 	if err != nil {
 		http.Error(w, errTooBig.Error(), http.StatusRequestEntityTooLarge)
 		return
@@ -238,6 +422,14 @@ func (m *Mailbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Write(out)
+}
+
+// maxBody bounds the body of a request for path.
+func maxBody(path string) int64 {
+	if path == anywhere.PathSlots || path == anywhere.PathQueues {
+		return anywhere.MaxNames * (anywhere.NameLen + 1)
+	}
+	return anywhere.MaxBlob
 }
 
 // Handle runs one request of source: the mailbox protocol without HTTP.

@@ -1,15 +1,22 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pion/logging"
+	"github.com/pion/turn/v5"
+
 	"github.com/ferrydrop/ferry/engine/internal/anywhere"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 func name(c byte) string { return strings.Repeat(string(c), anywhere.NameLen) }
@@ -155,7 +162,7 @@ func TestRelayMailboxOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := r.Addr().String()
-	mb := anywhere.NewMailbox(addr)
+	mb := anywhere.NewMailbox(addr, "")
 	defer mb.Close()
 	ctx := context.Background()
 	if err := mb.Push(ctx, name('a'), []byte("call")); err != nil {
@@ -174,4 +181,175 @@ func TestRelayMailboxOverHTTP(t *testing.T) {
 	if err := mb.Put(ctx, name('a'), []byte("x")); !errors.Is(err, anywhere.ErrRelayUnreachable) {
 		t.Fatalf("relay down: %v", err)
 	}
+}
+
+const testSecret = "a relay secret for the tests"
+
+// allocate asks the relay at addr for a TURN allocation with user and
+// password, as a device's ICE agent does.
+func allocate(t *testing.T, addr, user, password string) (net.PacketConn, error) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf := logging.NewDefaultLoggerFactory()
+	lf.DefaultLogLevel = logging.LogLevelDisabled
+	c, err := turn.NewClient(&turn.ClientConfig{STUNServerAddr: addr, TURNServerAddr: addr, Username: user, Password: password,
+		Realm: anywhere.TURNRealm, Conn: pc, LoggerFactory: lf, RTO: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); pc.Close() })
+	if err := c.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	return c.AllocateWithContext(ctx)
+}
+
+// TestTURNRelaySecret: a relay with a secret takes TURN REST credentials
+// made from it (pion's helper, coturn's scheme) and refuses those made
+// from another secret, expired ones and the public ones; a relay without
+// a secret takes the public ones only.
+func TestTURNRelaySecret(t *testing.T) {
+	t.Parallel()
+	r, err := Start(Config{Listen: "127.0.0.1:0", Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	addr := r.Addr().String()
+	cred := func(secret string, ttl time.Duration) (string, string) {
+		u, p, err := turn.GenerateLongTermTURNRESTCredentials(secret, "ferry", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u, p
+	}
+	u, p := cred(testSecret, time.Hour)
+	alloc, err := allocate(t, addr, u, p)
+	if err != nil {
+		t.Fatalf("the right secret: %v", err)
+	}
+	alloc.Close()
+	for _, tc := range []struct{ name, user, password string }{
+		{"another secret", u, func() string { _, p := cred("another secret of the same length", time.Hour); return p }()},
+		{"expired", func() string { u, _ := cred(testSecret, -time.Minute); return u }(), func() string { _, p := cred(testSecret, -time.Minute); return p }()},
+		{"the public credentials", anywhere.TURNUser, anywhere.TURNPassword},
+	} {
+		if alloc, err := allocate(t, addr, tc.user, tc.password); err == nil {
+			alloc.Close()
+			t.Errorf("%s: allocated", tc.name)
+		}
+	}
+
+	open, err := Start(Config{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if alloc, err := allocate(t, open.Addr().String(), anywhere.TURNUser, anywhere.TURNPassword); err != nil {
+		t.Errorf("no secret, the public credentials: %v", err)
+	} else {
+		alloc.Close()
+	}
+	if alloc, err := allocate(t, open.Addr().String(), u, p); err == nil {
+		alloc.Close()
+		t.Error("no secret, credentials made with one: allocated")
+	}
+}
+
+// TestMailboxRelaySecret: the mailbox of a relay with a secret takes only
+// requests signed with it, and a device hears why in a sentence that
+// names the relay and its relay secret.
+func TestMailboxRelaySecret(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	r, err := Start(Config{Listen: "127.0.0.1:0", Secret: testSecret, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	addr := r.Addr().String()
+	ctx := t.Context()
+	for _, tc := range []struct{ name, secret, says string }{
+		{"no secret", "", "this device has none"},
+		{"another secret", "another secret of the same length", "refused this device's relay secret"},
+	} {
+		mb := anywhere.NewMailbox(addr, tc.secret)
+		err := mb.Put(ctx, name('a'), []byte("x"))
+		mb.Close()
+		if !errors.Is(err, anywhere.ErrRelaySecret) || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	if r.box.Held() != 0 {
+		t.Fatalf("refused requests left %d blobs", r.box.Held())
+	}
+	if !strings.Contains(logged.String(), "refused a request for its relay secret") {
+		t.Errorf("the refusal is not logged: %s", logged.String())
+	}
+	mb := anywhere.NewMailbox(addr, testSecret)
+	defer mb.Close()
+	if err := mb.Put(ctx, name('a'), []byte("x")); err != nil {
+		t.Fatalf("the right secret: %v", err)
+	}
+	if got, err := mb.Get(ctx, []string{name('a')}); err != nil || len(got[0]) != 1 {
+		t.Fatalf("the right secret: %q %v", got, err)
+	}
+
+	// A relay without a secret says so to a device that has one, and warns
+	// when it starts.
+	logged.Reset()
+	open, err := Start(Config{Listen: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if !strings.Contains(logged.String(), "anyone who can reach its port can relay through it") {
+		t.Errorf("no warning: %s", logged.String())
+	}
+	mb2 := anywhere.NewMailbox(open.Addr().String(), testSecret)
+	defer mb2.Close()
+	if err := mb2.Put(ctx, name('a'), []byte("x")); !errors.Is(err, anywhere.ErrRelaySecret) || !strings.Contains(err.Error(), "has no relay secret") {
+		t.Errorf("a device with a secret, a relay without: %v", err)
+	}
+	if _, err := Start(Config{Listen: "127.0.0.1:0", Secret: "short"}); err == nil {
+		t.Error("a short secret was taken")
+	}
+}
+
+// TestTURNAllocationsPerSource: one source address holds at most
+// AllocationsPerSource allocations; a freed one makes room.
+func TestTURNAllocationsPerSource(t *testing.T) {
+	t.Parallel()
+	r, err := Start(Config{Listen: "127.0.0.1:0", Limits: Limits{AllocationsPerSource: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	addr := r.Addr().String()
+	var held []net.PacketConn
+	for i := range 2 {
+		a, err := allocate(t, addr, anywhere.TURNUser, anywhere.TURNPassword)
+		if err != nil {
+			t.Fatalf("allocation %d: %v", i, err)
+		}
+		held = append(held, a)
+	}
+	testutil.WaitFor(t, "two allocations counted", func() bool { return r.quota.held() == 2 })
+	if a, err := allocate(t, addr, anywhere.TURNUser, anywhere.TURNPassword); err == nil {
+		a.Close()
+		t.Fatal("a third allocation from one source")
+	}
+	held[0].Close() // deallocates (a refresh of lifetime 0)
+	testutil.WaitFor(t, "the freed allocation uncounted", func() bool { return r.quota.held() == 1 })
+	a, err := allocate(t, addr, anywhere.TURNUser, anywhere.TURNPassword)
+	if err != nil {
+		t.Fatalf("after one was freed: %v", err)
+	}
+	a.Close()
+	held[1].Close()
 }

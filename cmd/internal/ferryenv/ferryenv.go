@@ -11,6 +11,7 @@
 //	FERRY_PROGRESS_INTERVAL  Go duration  Options.ProgressInterval (the migration bench times gaps with it)
 //	FERRY_LOG                debug|info   Options.Logger: the engine's diagnostics on stderr
 //	FERRY_MANIFEST_BUDGET      bytes > 0    Options.ManifestBudget (tests: a receiver that refuses large offers)
+//	FERRY_RELAY_SECRET       text         the relay secret of ferry-cli relay, and of --relay (when no --secret-file, --relay-secret-file)
 //
 // A value that does not parse is ignored, as before these were options.
 package ferryenv
@@ -78,3 +79,8 @@ func ManifestBudget() int64 {
 	}
 	return n
 }
+
+// RelaySecret is FERRY_RELAY_SECRET: the relay secret (ferry-cli relay, and
+// the devices' --relay), as given; "" when unset. An environment variable
+// or a file keeps it out of the process list, where a flag would show it.
+func RelaySecret() string { return os.Getenv("FERRY_RELAY_SECRET") }

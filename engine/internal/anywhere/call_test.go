@@ -111,6 +111,14 @@ func TestCallOverLoopback(t *testing.T) {
 			if in.PeerID() != a.ID {
 				t.Errorf("the receiver sees %s, not the caller", in.PeerID().Short())
 			}
+			// The receiving side knows the session came by the call: the
+			// listener hears it from the bridge, on the path ICE chose.
+			if p, ok := srv.PathOf(in.RemoteAddr()); !ok || p.Relayed || p.Relay != relayAddr {
+				t.Errorf("the receiver's path of %s: %+v, %v", in.RemoteAddr(), p, ok)
+			}
+			if _, ok := srv.PathOf("192.0.2.1:4000"); ok {
+				t.Error("a path for an address no call came from")
+			}
 			rs, err := in.AcceptStream(ctx)
 			if err != nil {
 				t.Fatal(err)

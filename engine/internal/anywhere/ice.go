@@ -13,15 +13,15 @@ import (
 	"github.com/pion/stun/v4"
 )
 
-// TURNUser and TURNPassword are the credentials a Ferry relay's TURN
-// server takes. They are public: the relay is the user's own, and what
-// keeps strangers off it is where it runs (docs/beyond-the-lan.md).
-const (
-	TURNUser     = "ferry"
-	TURNPassword = "ferry"
-	// TURNRealm is the relay's TURN realm.
-	TURNRealm = "ferry"
-)
+// TestNet narrows what a call offers, for tests on one machine.
+type TestNet struct {
+	// Loopback offers loopback addresses only (tests send nothing beyond
+	// loopback).
+	Loopback bool
+	// RelayOnly offers the relay's TURN candidates only: the path is then
+	// relayed, even on loopback.
+	RelayOnly bool
+}
 
 // gatherTimeout bounds gathering candidates: a STUN or TURN server that
 // does not answer costs at most this.
@@ -45,11 +45,13 @@ type agent struct {
 
 // newAgent gathers this device's candidates: host, server-reflexive (the
 // relay's STUN) and relayed (its TURN).
-// loopback gathers host candidates on loopback only (tests, which send
-// nothing beyond loopback).
+// secret is the relay secret ("" for a relay without one).
+// tn.Loopback gathers host candidates on loopback only (tests, which send
+// nothing beyond loopback); tn.RelayOnly gathers relayed ones only.
 // mux, when set, is a socket the agent shares with QUIC: its host and
 // server-reflexive candidates are that socket's.
-func newAgent(ctx context.Context, relay string, loopback bool, mux *ice.UniversalUDPMuxDefault) (*agent, error) {
+func newAgent(ctx context.Context, relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefault) (*agent, error) {
+	loopback := tn.Loopback
 	stunURI, err := stun.ParseURI("stun:" + relay)
 	if err != nil {
 		return nil, fmt.Errorf("relay address %q: %w", relay, err)
@@ -58,7 +60,7 @@ func newAgent(ctx context.Context, relay string, loopback bool, mux *ice.Univers
 	if err != nil {
 		return nil, fmt.Errorf("relay address %q: %w", relay, err)
 	}
-	turnURI.Username, turnURI.Password = TURNUser, TURNPassword
+	turnURI.Username, turnURI.Password = turnCredentials(secret)
 	lf := logging.NewDefaultLoggerFactory()
 	lf.DefaultLogLevel = logging.LogLevelError
 	cfg := &ice.AgentConfig{
@@ -79,6 +81,9 @@ func newAgent(ctx context.Context, relay string, loopback bool, mux *ice.Univers
 	}
 	if mux != nil {
 		cfg.UDPMux, cfg.UDPMuxSrflx = mux, mux
+	}
+	if tn.RelayOnly {
+		cfg.CandidateTypes = []ice.CandidateType{ice.CandidateTypeRelay}
 	}
 	a, err := ice.NewAgent(cfg)
 	if err != nil {
@@ -216,6 +221,16 @@ type Path struct {
 	Remote string // the peer's
 }
 
+// Route says which way a session on the path goes, in the words of the
+// engine's transport event: "internet" (a direct path through the NATs)
+// or "relayed", and the relay's "host:port".
+func (p Path) Route() (route, relay string) {
+	if p.Relayed {
+		return "relayed", p.Relay
+	}
+	return "internet", p.Relay
+}
+
 func (p Path) String() string {
 	if p.Relayed {
 		return "relayed (" + p.Local + " <-> " + p.Remote + ")"
@@ -248,18 +263,26 @@ type bridge struct {
 	mu    sync.Mutex
 	peer  *net.UDPAddr // the local QUIC socket: fixed, or learned from its first datagram
 	extra func()       // also run at Close
-	once  sync.Once
-	done  chan struct{}
-	wg    sync.WaitGroup
+	// path and seenAs: on the receiving side, the path ICE chose and the
+	// address the QUIC listener hears the peer from (Server.PathOf).
+	path   Path
+	seenAs string
+	once   sync.Once
+	done   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // newBridge starts a bridge; peer is the local QUIC listener, or nil to
-// learn the local QUIC dialler's address from its first datagram.
-func newBridge(g *agent, c *ice.Conn, peer *net.UDPAddr) (*bridge, error) {
+// learn the local QUIC dialler's address from its first datagram. ready,
+// if set, sees the bridge before anything goes through it.
+func newBridge(g *agent, c *ice.Conn, peer *net.UDPAddr, ready func(*bridge)) (*bridge, error) {
 	if c == nil {
 		// QUIC shares the socket ICE chose: nothing to carry, only the ICE
 		// session to keep until it fails (the peer left) or is closed.
 		b := &bridge{agent: g, done: make(chan struct{})}
+		if ready != nil {
+			ready(b)
+		}
 		b.wg.Go(func() {
 			select {
 			case <-g.failed:
@@ -276,6 +299,9 @@ func newBridge(g *agent, c *ice.Conn, peer *net.UDPAddr) (*bridge, error) {
 	udp.SetReadBuffer(4 << 20)
 	udp.SetWriteBuffer(4 << 20)
 	b := &bridge{ice: c, agent: g, udp: udp, peer: peer, done: make(chan struct{})}
+	if ready != nil {
+		ready(b)
+	}
 	b.wg.Go(b.fromPeer)
 	b.wg.Go(b.toPeer)
 	b.wg.Go(func() {

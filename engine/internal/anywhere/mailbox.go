@@ -119,17 +119,19 @@ func DecodeRecords(b []byte, n int) ([][][]byte, error) {
 
 // Mailbox is a client of a relay's mailbox.
 type Mailbox struct {
-	relay string // host:port
-	http  *http.Client
+	relay  string // host:port
+	secret string // the relay secret ("" when the relay has none)
+	http   *http.Client
 }
 
 // mailboxTimeout bounds one request: a relay that does not answer within
 // it is reported, not waited for.
 const mailboxTimeout = 5 * time.Second
 
-// NewMailbox returns a client of the mailbox at relay ("host:port").
-func NewMailbox(relay string) *Mailbox {
-	return &Mailbox{relay: relay, http: &http.Client{
+// NewMailbox returns a client of the mailbox at relay ("host:port"),
+// which signs its requests with secret, the relay secret ("": none).
+func NewMailbox(relay, secret string) *Mailbox {
+	return &Mailbox{relay: relay, secret: secret, http: &http.Client{
 		Timeout:   mailboxTimeout,
 		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second, DialContext: (&net.Dialer{Timeout: mailboxTimeout}).DialContext},
 	}}
@@ -144,6 +146,9 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
+	if m.secret != "" {
+		req.Header.Set(HeaderAuth, SignRequest(m.secret, method, path, body, time.Now()))
+	}
 	resp, err := m.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -156,11 +161,33 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrRelayUnreachable, m.relay, err)
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return nil, m.secretRefused(resp.Header.Get(HeaderSecret))
+	}
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("%w: %s: %s", ErrRelayRefused, m.relay, resp.Status)
 	}
 	return data, nil
 }
+
+// secretRefused says why the relay refused this device's relay secret,
+// from its HeaderSecret (anything: it is the relay's word).
+func (m *Mailbox) secretRefused(why string) error {
+	switch {
+	case why == SecretNone:
+		return &secretError{fmt.Sprintf("the relay %s has no relay secret, and this device was given one: set the same secret on the relay (ferry-cli relay --secret-file), or none here", m.relay)}
+	case m.secret == "":
+		return &secretError{fmt.Sprintf("the relay %s takes only devices that hold its relay secret, and this device has none: set it here (--relay-secret-file, or the app's setting beside the relay)", m.relay)}
+	}
+	return &secretError{fmt.Sprintf("the relay %s refused this device's relay secret (it is not the relay's, or this device's clock is off)", m.relay)}
+}
+
+// secretError is a refusal for the relay secret, in a sentence; it is
+// ErrRelaySecret.
+type secretError struct{ msg string }
+
+func (e *secretError) Error() string        { return e.msg }
+func (e *secretError) Is(target error) bool { return target == ErrRelaySecret }
 
 func unwrapURL(err error) error {
 	var u *url.Error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -37,6 +38,8 @@ const answerPoll = 100 * time.Millisecond
 type DialRequest struct {
 	// Relay is the relay's "host:port" (mailbox on TCP, STUN/TURN on UDP).
 	Relay string
+	// RelaySecret is the secret the relay was started with ("": none).
+	RelaySecret string
 	// Secret is the rendezvous secret shared with Peer.
 	Secret rendezvous.Secret
 	// Self and Peer are this device's ID and the callee's.
@@ -49,6 +52,9 @@ type DialRequest struct {
 	Now func() time.Time
 	// Loopback offers loopback addresses only (tests).
 	Loopback bool
+	// RelayOnly offers the relay's TURN candidates only (tests: a relayed
+	// path on loopback).
+	RelayOnly bool
 }
 
 // Conn is a QUIC session over an ICE path.
@@ -82,12 +88,7 @@ func (c *Conn) Path() Path { return c.path }
 // Route says which way the session goes, in the words of the engine's
 // transport event: "internet" (a direct path through the NATs) or
 // "relayed", and the relay's "host:port".
-func (c *Conn) Route() (route, relay string) {
-	if c.path.Relayed {
-		return "relayed", c.path.Relay
-	}
-	return "internet", c.path.Relay
-}
+func (c *Conn) Route() (route, relay string) { return c.path.Route() }
 
 // RemoteAddr is the peer's end of the ICE path (its candidate).
 func (c *Conn) RemoteAddr() string { return c.path.Remote }
@@ -107,7 +108,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if now == nil {
 		now = time.Now
 	}
-	mb := NewMailbox(req.Relay)
+	mb := NewMailbox(req.Relay, req.RelaySecret)
 	defer mb.Close()
 	t := now()
 	var st Setup
@@ -127,7 +128,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		return nil, err
 	}
 	mux := newMux(sock.NonQUIC())
-	g, err := newAgent(ctx, req.Relay, req.Loopback, mux)
+	g, err := newAgent(ctx, req.Relay, req.RelaySecret, TestNet{req.Loopback, req.RelayOnly}, mux)
 	if err != nil {
 		mux.Close()
 		sock.Close()
@@ -170,11 +171,11 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		if qs, err = sock.Dial(ctx, g.remoteAddr(), req.TLS, req.Transport); err != nil {
 			return nil, err
 		}
-		b, _ = newBridge(g, nil, nil)
+		b, _ = newBridge(g, nil, nil, nil)
 	} else {
 		// This side's end is a TURN allocation, which pion's TURN client
 		// holds: QUIC goes through ICE's connection, by the bridge.
-		if b, err = newBridge(g, ic, nil); err != nil {
+		if b, err = newBridge(g, ic, nil, nil); err != nil {
 			return nil, &transport.LocalError{Err: err}
 		}
 		cfg := req.Transport
@@ -204,7 +205,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 // Lookup checks that the device keeps a presence at the relay for this
 // one: ErrRelayUnreachable, ErrNotFound or nil.
 func Lookup(ctx context.Context, req DialRequest) error {
-	mb := NewMailbox(req.Relay)
+	mb := NewMailbox(req.Relay, req.RelaySecret)
 	defer mb.Close()
 	now := time.Now
 	if req.Now != nil {
@@ -282,6 +283,8 @@ type Peer struct {
 type Server struct {
 	// Relay is the relay's "host:port".
 	Relay string
+	// RelaySecret is the secret the relay was started with ("": none).
+	RelaySecret string
 	// Self is this device's ID.
 	Self identity.DeviceID
 	// Peers lists the paired devices with a rendezvous secret, now.
@@ -298,10 +301,50 @@ type Server struct {
 	Started func()
 	// Loopback offers loopback addresses only (tests).
 	Loopback bool
+	// RelayOnly offers the relay's TURN candidates only (tests).
+	RelayOnly bool
 	// NonQUIC, if set, is the QUIC listener's socket as ICE shares it
 	// (transport.PacketSharer): a direct pair then reaches the listener
 	// itself, with no bridge.
 	NonQUIC func() net.PacketConn
+
+	mu    sync.Mutex      // guards paths
+	paths map[string]Path // the calls answered and up, by the address the listener sees them from
+}
+
+// PathOf is the path of an answered call whose QUIC packets reach the
+// listener from remote ("host:port"): the peer's end of a direct pair, or
+// a bridge's loopback socket. False when no call of this server's comes
+// from there (a session on the LAN).
+func (s *Server) PathOf(remote string) (Path, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.paths[addrKey(remote)]
+	return p, ok
+}
+
+// track records (or, with on false, forgets) the path of a bridge.
+func (s *Server) track(b *bridge, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paths == nil {
+		s.paths = map[string]Path{}
+	}
+	if on {
+		s.paths[b.seenAs] = b.path
+	} else if s.paths[b.seenAs] == b.path {
+		delete(s.paths, b.seenAs)
+	}
+}
+
+// addrKey is "ip:port" with an IPv4-mapped address as IPv4, so that two
+// spellings of one address meet.
+func addrKey(hostport string) string {
+	ap, err := netip.ParseAddrPort(hostport)
+	if err != nil {
+		return hostport
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
 }
 
 // PollInterval is how often a receiver looks for calls by default: a
@@ -335,7 +378,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if poll <= 0 {
 		poll = PollInterval
 	}
-	mb := NewMailbox(s.Relay)
+	mb := NewMailbox(s.Relay, s.RelaySecret)
 	defer mb.Close()
 	// A look at a name no one uses: the relay answers, or the user hears now.
 	if _, err := mb.Get(ctx, []string{randomHex(NameLen / 2)}); err != nil {
@@ -417,6 +460,7 @@ func (s *Server) Run(ctx context.Context) error {
 						b.Close()
 					}
 					b.Wait()
+					s.track(b, false)
 					mu.Lock()
 					delete(bridges, b)
 					mu.Unlock()
@@ -493,7 +537,7 @@ func (s *Server) answer(ctx context.Context, mb *Mailbox, mux *ice.UniversalUDPM
 	if target == nil {
 		return nil, errors.New("not receiving on QUIC here")
 	}
-	g, err := newAgent(ctx, s.Relay, s.Loopback, mux)
+	g, err := newAgent(ctx, s.Relay, s.RelaySecret, TestNet{s.Loopback, s.RelayOnly}, mux)
 	if err != nil {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}
@@ -516,13 +560,24 @@ func (s *Server) answer(ctx context.Context, mb *Mailbox, mux *ice.UniversalUDPM
 	if mux != nil && !g.localRelayed() {
 		ic = nil // the peer's QUIC reaches the listener's own socket
 	}
-	b, err := newBridge(g, ic, target)
+	// The path is known (PathOf) before the peer's QUIC can reach the
+	// listener through the bridge.
+	b, err := newBridge(g, ic, target, func(b *bridge) {
+		b.path = g.path()
+		b.path.Relay = s.Relay
+		if ic != nil {
+			b.seenAs = addrKey(b.Addr().String()) // the listener hears the bridge
+		} else {
+			b.seenAs = addrKey(g.remoteAddr()) // the peer's QUIC, from its end of the pair
+		}
+		s.track(b, true)
+	})
 	if err != nil {
 		g.close()
 		return nil, err
 	}
 	if s.Log != nil {
-		s.Log.Info("rendezvous: connected", "peer", p.ID.Short(), "path", g.path().String())
+		s.Log.Info("rendezvous: connected", "peer", p.ID.Short(), "path", b.path.String())
 	}
 	return b, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
@@ -559,6 +560,7 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	// back once landed.
 	jobs := make(chan landing, 1)
 	var failed atomic.Bool
+	var queued atomic.Int32 // chunks handed to the lander and not landed yet
 	landed := make(chan error, 1)
 	go func() {
 		hasher := merkle.NewHasher()
@@ -570,19 +572,45 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 				}
 			}
 			rx.quota.Put(j.buf)
+			queued.Add(-1)
 		}
 		landed <- err
 	}()
+	// A small chunk while the lander is idle is landed here: handing it over
+	// would cost a wake-up of the lander per file of a tree of small files,
+	// for no overlap worth having (its write is short, and waits for no
+	// device).
+	var inline *merkle.Hasher
+	land := func(j landing) error {
+		if j.h.Length > inlineChunk || queued.Load() != 0 {
+			queued.Add(1)
+			jobs <- j
+			return nil
+		}
+		if inline == nil {
+			inline = merkle.NewHasher()
+		}
+		err := rx.landChunk(j.f, j.h, j.buf[:j.h.Length], j.crc, inline)
+		rx.quota.Put(j.buf)
+		if err != nil {
+			failed.Store(true)
+		}
+		return err
+	}
 	rx.stallOnce.Do(func() {
 		rx.stalls.SetThreshold(stallmeter.Threshold(time.Duration(rx.c.Metrics().MinRTTms * float64(time.Millisecond))))
 	})
-	err = rx.readFrames(ctx, rx.stalls.Reader(s), jobs, &failed)
+	err = rx.readFrames(ctx, rx.stalls.Reader(s), land, &failed)
 	close(jobs)
 	if lerr := <-landed; lerr != nil {
 		return lerr
 	}
 	return err
 }
+
+// inlineChunk is the largest chunk a data stream's reader lands itself
+// when its lander is idle (serveData).
+const inlineChunk = 64 << 10
 
 // landing is one chunk read off a stream, waiting to be landed.
 type landing struct {
@@ -592,9 +620,9 @@ type landing struct {
 	crc uint32 // CRC32C of buf[:h.Length], taken as it arrived (readChunk)
 }
 
-// readFrames reads a data stream's frames and hands each chunk to the
-// lander, until the stream ends or the lander failed.
-func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- landing, failed *atomic.Bool) error {
+// readFrames reads a data stream's frames and hands each chunk to land,
+// until the stream ends or landing failed.
+func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landing) error, failed *atomic.Bool) error {
 	var hdr [wire.DataHeaderLen]byte
 	// Buffered: many small frames per read from the transport. Chunks larger
 	// than the buffer are read straight into buf, except for what the buffer
@@ -640,7 +668,9 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, jobs chan<- lan
 			return rx.dataEnded(ctx, unexpectedEOF(err))
 		}
 		rx.touch()
-		jobs <- landing{f: f, h: h, buf: buf, crc: crc}
+		if err := land(landing{f: f, h: h, buf: buf, crc: crc}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -922,7 +952,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	var root string
 	if ok && f.tree != nil {
 		if r, err := f.tree.Root(); err == nil {
-			root = fmt.Sprintf("%x", r[:])
+			root = hex.EncodeToString(r[:])
 		}
 	}
 	rx.Resolved(int(f.idx), ok, savedAs, root, reason)
@@ -1016,9 +1046,15 @@ func (rx *receiver) cleanup(finished bool) (resumable bool) {
 }
 
 // createPartial creates f's partial and journals its name before any of its
-// chunks. Called with rx.mu held.
+// chunks. A file of one chunk, which has nothing to resume, is created
+// without a name where the destination can (store.CreateWhole): fewer system
+// calls for each small file, and no name to journal. Called with rx.mu held.
 func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
-	p, err := rx.Dest.CreatePartial(f.entry.Path)
+	create := rx.Dest.CreatePartial
+	if f.tree.Len() <= 1 {
+		create = rx.Dest.CreateWhole
+	}
+	p, err := create(f.entry.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -1028,7 +1064,7 @@ func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
 	if err := p.Reserve(f.entry.Size); err != nil {
 		rx.e.log.Warn("preallocate", "file", f.entry.Path, "err", err)
 	}
-	if rx.journal != nil {
+	if rx.journal != nil && f.partName != "" {
 		if err := rx.journal.Partial(f.idx, f.entry.Size, f.partName); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
 		}

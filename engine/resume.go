@@ -117,7 +117,7 @@ func (rx *receiver) snapshotResume() *resume.State {
 			n := f.tree.Len()
 			rf := resume.NewFile(f.idx, f.entry.Path, f.entry.Size, n)
 			rf.Partial = f.partName
-			for c := 0; c < n; c++ {
+			for c := 0; c < n && f.partName != ""; c++ { // a file without a name (store.CreateWhole) holds nothing to resume
 				if f.tree.Has(c) {
 					rf.Set(c, f.tree.Leaf(c), f.crcs[c])
 				}

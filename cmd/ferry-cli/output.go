@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,14 +28,16 @@ func isTerminal(w io.Writer) bool {
 // printer renders engine events: JSON lines, a progress bar on a terminal, or
 // plain lines otherwise.
 type printer struct {
-	mu      sync.Mutex // guards out and lastBar
+	mu      sync.Mutex // guards out, held and lastBar
 	out     io.Writer
+	held    *bufio.Writer // out, when the output is held until flush (hold)
 	json    bool
 	bar     bool
 	lastBar int
 	// prefix, when set, starts every plain line (several recipients: which one).
 	prefix func(engine.Event) string
-	cur    engine.Event // the event being printed (for prefix)
+	cur    engine.Event  // the event being printed (for prefix)
+	enc    *json.Encoder // on out
 	// excerpt bounds each received text printed to an excerpt
 	// (receive --accept all: nobody asked for it, and a flood of texts
 	// would print each in full); --json prints every text whole.
@@ -42,14 +45,39 @@ type printer struct {
 }
 
 func newPrinter(out io.Writer, asJSON bool) *printer {
-	return &printer{out: out, json: asJSON, bar: !asJSON && isTerminal(out)}
+	p := &printer{out: out, json: asJSON, bar: !asJSON && isTerminal(out)}
+	p.enc = json.NewEncoder(out)
+	return p
+}
+
+// hold keeps what the printer writes in a buffer until flush, for a
+// receiver that prints a line per file: a write per file was a system call
+// per file (not with a progress bar, which is drawn as it goes).
+func (p *printer) hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar || p.held != nil {
+		return
+	}
+	p.held = bufio.NewWriterSize(p.out, 64<<10)
+	p.out = p.held
+	p.enc = json.NewEncoder(p.out)
+}
+
+// flush writes out what hold kept.
+func (p *printer) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		p.held.Flush()
+	}
 }
 
 func (p *printer) event(ev engine.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
-		json.NewEncoder(p.out).Encode(ev)
+		p.enc.Encode(ev)
 		return
 	}
 	p.cur = ev

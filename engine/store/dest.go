@@ -67,6 +67,7 @@ type Dest struct {
 	SyncOnFinalize bool
 
 	bufferedIO atomic.Bool // see SetBufferedIO
+	noUnnamed  atomic.Bool // CreateWhole found that files cannot be created without a name here
 
 	// top is the destination itself as a folder (never out of the cache).
 	top *folder
@@ -172,6 +173,9 @@ type Partial struct {
 	base string      // its name in fo
 	rel  string      // the path CreatePartial was given, validated ("" if reopened)
 	file string      // rel's last element
+	// unnamed: created without a name (CreateWhole), which Finalize gives
+	// it; name and base are empty and id is nil.
+	unnamed bool
 
 	let sync.Once // gives back the reference to fo
 
@@ -187,7 +191,8 @@ type Partial struct {
 }
 
 // Name returns the partial's slash-separated path relative to the
-// destination, e.g. "photos/a.jpg.partial".
+// destination, e.g. "photos/a.jpg.partial"; empty for a partial without a
+// name (CreateWhole).
 func (p *Partial) Name() string { return filepath.ToSlash(p.name) }
 
 // WriteAt writes b at offset off (see os.File.WriteAt). Unless the Dest
@@ -215,9 +220,10 @@ func (p *Partial) WriteAt(b []byte, off int64) (int, error) {
 // (folder.inside): a local process that moves the folder out of the
 // destination (or replaces it) takes the open file along, and a write
 // through the open descriptor would land there. (A partial directly in the
-// destination cannot leave it that way.) Two system calls at any depth.
+// destination cannot leave it that way; nor can a partial without a name,
+// which is in no folder.) Two system calls at any depth.
 func (p *Partial) inside() error {
-	if p.fo == p.d.top {
+	if p.fo == p.d.top || p.unnamed {
 		return nil
 	}
 	if p.fo.holds(p.base, p.id) && p.fo.inside(p.d) {
@@ -440,7 +446,7 @@ func (d *Dest) adopt(f *os.File, name string, fresh bool) (*Partial, error) {
 	// The file system decides which names are the same file, so compare
 	// identities rather than names.
 	for _, other := range d.open {
-		if os.SameFile(fi, other) {
+		if other != nil && os.SameFile(fi, other) { // nil: unnamed, another file
 			return nil, fmt.Errorf("%s: %w", filepath.ToSlash(name), ErrInUse)
 		}
 	}
@@ -470,6 +476,9 @@ func (d *Dest) PartialPath(rel string) (string, error) {
 func (d *Dest) Discard(p *Partial) error {
 	p.Close() // a close error does not matter: the file is going away
 	defer p.letGo()
+	if p.unnamed {
+		return nil // closed, it is gone
+	}
 	if err := d.removeName(p.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: discard %q: %w", p.Name(), err)
 	}
@@ -491,6 +500,9 @@ func (d *Dest) Discard(p *Partial) error {
 // the partial stays on disk, closed: Discard it, or reopen it with
 // OpenPartial to retry.
 func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err error) {
+	if p.unnamed {
+		return d.finalizeUnnamed(p, rel, size)
+	}
 	var dirs []string
 	base := p.file
 	created := p.rel != "" && rel == p.rel // the name it was created for, validated then

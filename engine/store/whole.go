@@ -1,0 +1,123 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/ferrydrop/ferry/internal/fileio"
+)
+
+// CreateWhole is CreatePartial for a file that is kept only if it arrives
+// whole (one chunk: there is nothing of it to resume). Where the file system
+// can (Linux O_TMPFILE), the file has no name at all until Finalize links it
+// under its final one: nothing of it is ever visible under any name, a crash
+// leaves nothing behind, and no local process can move it (it has no name),
+// so its writes need no check that it is still inside the destination; the
+// one that matters, that its folder is still inside when the file gets its
+// name, Finalize makes as for any partial. It costs about half the system
+// calls of a named partial (no name to create, check or remove), which is
+// most of what a tree of small files costs the receiver (see
+// docs/benchmarks/trees.md). Elsewhere, and on a file system without
+// O_TMPFILE, it is CreatePartial. Partial.Name is empty for a file without a
+// name.
+func (d *Dest) CreateWhole(rel string) (*Partial, error) {
+	if d.noUnnamed.Load() {
+		return d.CreatePartial(rel)
+	}
+	dirs, base, err := split(rel)
+	if err != nil {
+		return nil, err
+	}
+	fo, err := d.resolveFolder(dirs)
+	if err != nil {
+		return nil, fmt.Errorf("store: create %q: %w", rel, err)
+	}
+	f, err := fo.createUnnamed()
+	if errors.Is(err, errors.ErrUnsupported) {
+		d.release(fo)
+		d.noUnnamed.Store(true)
+		return d.CreatePartial(rel)
+	}
+	if err != nil {
+		d.release(fo)
+		return nil, fmt.Errorf("store: create %q: %w", rel, err)
+	}
+	p := d.adoptUnnamed(f)
+	p.fo, p.rel, p.file = fo, rel, base
+	return p, nil
+}
+
+// finalizeUnnamed is Finalize for a partial without a name (CreateWhole):
+// its folder checked to be still inside the destination, it is linked
+// under the first free name of rel's numbered ones (link never replaces
+// anything), and closed. On failure it is closed and gone: nothing is left.
+func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs string, err error) {
+	defer p.letGo()
+	defer p.Close()
+	var dirs []string
+	base := p.file
+	created := rel == p.rel // the name it was created for, validated then
+	if !created {
+		if dirs, base, err = split(rel); err != nil {
+			return "", err
+		}
+	}
+	if size < 0 {
+		return "", fmt.Errorf("store: finalize %q: negative size %d", rel, size)
+	}
+	if p.length.Load() != size {
+		if err := p.f.Truncate(size); err != nil {
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
+	}
+	if d.SyncOnFinalize {
+		if err := p.f.Sync(); err != nil {
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
+	}
+	to := d.keep(p.fo)
+	if !created {
+		d.release(to)
+		if to, err = d.resolveFolder(dirs); err != nil {
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
+	}
+	defer d.release(to)
+	if !to.inside(d) {
+		return "", fmt.Errorf("store: finalize %q: %s: %w", rel, filepath.ToSlash(to.path), ErrMovedOut)
+	}
+	for n := 0; n < maxNumbered; n++ {
+		name := numbered(base, n, true)
+		err := to.linkUnnamed(p.f, name)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
+		return filepath.ToSlash(filepath.Join(to.path, name)), nil
+	}
+	return "", fmt.Errorf("store: finalize %q: %w", rel, ErrTooManyCopies)
+}
+
+// errNoUnnamed is what createUnnamed returns where files cannot be created
+// without a name.
+var errNoUnnamed = fmt.Errorf("files without a name: %w", errors.ErrUnsupported)
+
+// adoptUnnamed registers a file just created without a name. Unlike adopt it
+// needs no check: a new file without a name is regular, empty, has no other
+// link and cannot be another partial.
+func (d *Dest) adoptUnnamed(f *os.File) *Partial {
+	mode := fileio.Auto
+	if d.bufferedIO.Load() {
+		mode = fileio.Buffered
+	}
+	p := &Partial{f: f, d: d, unnamed: true, w: fileio.NewWriter(f, mode)}
+	d.mu.Lock()
+	d.open[p] = nil
+	d.mu.Unlock()
+	return p
+}

@@ -29,12 +29,3 @@ func admitted(c Conn) {
 		a.Admitted()
 	}
 }
-
-// namesOf is the name bytes of files.
-func namesOf(files []wire.FileEntry) int {
-	n := 0
-	for _, f := range files {
-		n += len(f.Path)
-	}
-	return n
-}

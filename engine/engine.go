@@ -112,13 +112,23 @@ type Options struct {
 	ProgressInterval time.Duration
 	// ManifestBudget bounds the memory the file lists of the offers from
 	// one address may take while they are read, asked about and received,
-	// in bytes: each offered file counts core.ManifestFileCost (1 KiB, what the
-	// receiver's peak memory grows by per file) plus its name. An offer over
-	// it is refused as too large, with the figure; all addresses together
-	// hold at most 1.5 times it. Zero means core.DefaultManifestBudget (128 MiB:
-	// about 125,000 files). No number of files is refused as such below the
-	// protocol's million.
+	// in bytes: each offered file counts core.ManifestFileCost (32 bytes:
+	// what stays in memory per file) plus what its list keeps in memory
+	// (the first 256 KiB of a Ferry offer's entries; the rest is kept on
+	// disk, see ManifestDisk; a LocalSend offer, held whole, counts
+	// core.HeldFileCost per file and its names). An offer over it is
+	// refused as too large, with the figure; all addresses together hold
+	// at most 1.5 times it. Zero means core.DefaultManifestBudget (128
+	// MiB: a Ferry offer of the protocol's million files takes about 40
+	// MB). No number of files is refused as such.
 	ManifestBudget int64
+	// ManifestDisk bounds the disk the file lists of Ferry offers from one
+	// address take beyond what is kept in memory (a spill file under the
+	// config folder, removed when the session ends); all addresses
+	// together take at most twice it. An offer over it is refused as too
+	// large, with the figure. Zero means 1 GiB (10^6 files with names of
+	// about 1000 bytes).
+	ManifestDisk int64
 	// SessionIdleTimeout closes an accepted incoming session over which
 	// nothing arrives (no data, no control message) for this long; zero
 	// means 1 minute.
@@ -199,6 +209,9 @@ type Engine struct {
 	ident  *identity.Identity
 	trust  *identity.Store
 	resume *resume.Dir // resume state of unfinished transfers
+	// lists keeps incoming offers' file lists beyond a memory bound on
+	// disk, within a budget (offerlist.go).
+	lists *offerLists
 	// bufs bounds the chunk buffers of every receiving session together.
 	bufs *bufpool.Pool
 	// admit shares what incoming sessions may hold before a decision fairly
@@ -304,6 +317,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.ManifestBudget <= 0 {
 		opts.ManifestBudget = core.DefaultManifestBudget
 	}
+	if opts.ManifestDisk <= 0 {
+		opts.ManifestDisk = defaultManifestDisk
+	}
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = time.Minute
 	}
@@ -324,6 +340,7 @@ func New(opts Options) (*Engine, error) {
 		admit:      core.NewAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.ManifestBudget, opts.Clock.Now),
 		pairs:      newPairTries(opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),
+		lists:      newOfferLists(filepath.Join(opts.ConfigDir, "offers"), opts.ManifestDisk, log),
 		transports: transportTable(opts.Transport, netw), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,

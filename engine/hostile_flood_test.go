@@ -351,9 +351,9 @@ func TestWaitingSessionsBounded(t *testing.T) {
 // address may hold the largest offer, no more; the budget comes back when
 // a session ends.
 func TestManifestBudget(t *testing.T) {
-	// Options.ManifestBudget: 256k files of this test's offers (counts
+	// Options.ManifestBudget: 512k files of this test's offers (counts
 	// announced, no names sent) per address.
-	const budget = 32 << 20
+	const budget = 16 << 20
 	recv := testEngine(t, Options{Accept: AcceptAll, ManifestBudget: budget})
 	// announce offers files and sends none of its manifest: the session
 	// holds its share while the receiver waits for the parts.
@@ -389,7 +389,7 @@ func TestManifestBudget(t *testing.T) {
 	}
 	big.conn.Close(nil)
 	<-bigDone
-	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.HeldManifests() <= core.ManifestCost(1, 5) })
+	testutil.WaitFor(t, "the manifest budget to come back", func() bool { return recv.admit.HeldManifests() <= core.ManifestCost(1, 48+64) }) // the small offer's one entry
 }
 
 // A finished transfer, which the engine keeps for its history, keeps no

@@ -272,8 +272,12 @@ func TestIdleAcceptedSessionIsClosed(t *testing.T) {
 	}
 }
 
-// limitsBudget is the manifest budget of TestOfferAndStreamLimits.
-const limitsBudget = 16 << 20
+// limitsBudget and limitsDisk are the manifest budgets (memory, disk) of
+// TestOfferAndStreamLimits.
+const (
+	limitsBudget = 16 << 20
+	limitsDisk   = 4 << 20
+)
 
 // Issue #14 (4): what a peer controls is bounded: the memory of an offer's
 // file list (its files and their names), data streams per session.
@@ -287,7 +291,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 			// Refused as soon as the count is known, before any name.
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: limitsBudget/core.ManifestFileCost + 1, TotalBytes: 0})
 		}, "takes file lists of at most 16 MB"},
-		{"too many name bytes", func(p *rawPeer) {
+		{"too many name bytes for the disk budget", func(p *rawPeer) {
 			const n = 5000
 			long := strings.Repeat("n", 250) + "/" // 16 of them: over 4000 bytes per name, 20 MB in all
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: n})
@@ -300,7 +304,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 					return
 				}
 			}
-		}, "takes file lists of at most 16 MB"},
+		}, "keeps file lists of at most 4 MB on its disk for one network address"},
 		{"too many data streams", func(p *rawPeer) {
 			p.offer(wire.FileEntry{Path: "a.txt", Size: 10})
 			if p.waitAccepted() {
@@ -316,7 +320,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			recv := testEngine(t, Options{Accept: AcceptAll, ManifestBudget: limitsBudget})
+			recv := testEngine(t, Options{Accept: AcceptAll, ManifestBudget: limitsBudget, ManifestDisk: limitsDisk})
 			events, unsub := recv.Subscribe(256)
 			defer unsub()
 			runRaw(t, recv, func(p *rawPeer) {

@@ -382,7 +382,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		return nil, err
 	}
 	var names int
-	files := make([]core.OfferedFile, 0, len(o.Files))
+	files := make(core.Files, 0, len(o.Files))
 	text := ""
 	if o.IsText {
 		text = o.Text
@@ -392,8 +392,14 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 			names += len(f.FileName) + len(f.ID) // the server keeps each accepted file's ID
 		}
 	}
-	if rerr := tk.HoldManifest(core.ManifestCost(len(files), int64(names))); rerr != nil {
+	// LocalSend's offer is held whole in memory, as decoded: it costs what
+	// the Ferry receiver's list cost before it spilled (core.HeldFileCost).
+	cost := core.HeldCost(len(files), int64(names))
+	if rerr := tk.HoldManifest(cost); rerr != nil {
 		return fail(fmt.Errorf("%w: %s", localsend.ErrBusy, rerr.Reason))
+	}
+	if err := in.CheckCost(cost); err != nil {
+		return fail(fmt.Errorf("%w: %w", localsend.ErrDeclined, err))
 	}
 	_, known := e.trust.Get(id)
 	if rerr := tk.CheckMuted(in.t.peer.Trusted, known && verified); rerr != nil {
@@ -403,6 +409,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
 	// LocalSend has no resume: every prepare-upload is a delivery of its own.
+	s.files = files
 	err := in.Offer(newTransferID(), files, text)
 	tk.Decided()
 	decided = true
@@ -450,6 +457,7 @@ var errDisplaced = errors.New("the sender began no upload, and another sender's 
 // lsSession is one accepted LocalSend offer.
 type lsSession struct {
 	in     *inbox
+	files  core.Files // the offer's, as the inbox has them
 	tk     *core.Ticket
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -469,7 +477,7 @@ func (s *lsSession) Context() context.Context { return s.ctx }
 
 // Open creates the .partial of the offer's file idx in the destination.
 func (s *lsSession) Open(idx int) (localsend.Sink, error) {
-	if idx < 0 || idx >= len(s.in.Files) {
+	if idx < 0 || idx >= len(s.files) {
 		return nil, fmt.Errorf("file %d was not offered", idx)
 	}
 	if !s.tk.Uploading() {
@@ -478,7 +486,7 @@ func (s *lsSession) Open(idx int) (localsend.Sink, error) {
 	if err := context.Cause(s.ctx); err != nil {
 		return nil, err
 	}
-	f := s.in.Files[idx]
+	f := s.files[idx]
 	p, err := s.in.Dest.CreatePartial(f.Path)
 	if err != nil {
 		s.resolveFailed(idx, "cannot create the file: "+core.Sentence(err))
@@ -539,7 +547,7 @@ func (k *lsSink) Write(b []byte) (int, error) {
 
 // Commit gives the file its final name (never over an existing one).
 func (k *lsSink) Commit() error {
-	f := k.s.in.Files[k.idx]
+	f := k.s.files[k.idx]
 	savedAs, err := k.s.in.Dest.Finalize(k.p, f.Path, f.Size)
 	if err != nil {
 		k.s.resolveFailed(k.idx, "cannot save the file: "+core.Sentence(err))

@@ -140,14 +140,14 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 		}
 		up := localsend.Upload{
 			File: localsend.File{ID: strconv.Itoa(i), FileName: f.Path, Size: f.Size, FileType: mimeOf(f.Path)},
-			Open: func() (io.ReadCloser, error) { return os.Open(f.src) },
+			Open: func() (io.ReadCloser, error) { return os.Open(f.src()) },
 		}
-		if fi, err := os.Stat(f.src); err == nil && cache != nil {
+		if fi, err := os.Stat(f.src()); err == nil && cache != nil {
 			if k, ok := shacache.KeyOf(fi); ok && k.Size == f.Size {
 				if sum, ok := cache.Get(k); ok {
 					up.SHA256 = sum // the receiver checks it (422 on a mismatch)
 				} else {
-					fh := &fileHash{key: k, src: f.src, size: f.Size}
+					fh := &fileHash{key: k, src: f.src(), size: f.Size}
 					hashing[up.ID] = fh
 					up.Open = fh.open
 				}

@@ -17,8 +17,15 @@ import (
 // localFile is one file of an outgoing transfer: what we offer, and where we read it.
 type localFile struct {
 	wire.FileEntry
-	src string // absolute path on this machine
+	// parent is the absolute folder the file's offered path starts in (the
+	// folder of the path it was given as), shared by every file under that
+	// path: an absolute copy of each path beside the offered one was about
+	// 40 % of a sender's list (issue 30, docs/benchmarks/trees.md).
+	parent *string
 }
+
+// src is where the file is read on this machine.
+func (f *localFile) src() string { return filepath.Join(*f.parent, filepath.FromSlash(f.Path)) }
 
 // buildManifest walks paths: a file is offered under its base name, a folder
 // keeps its structure under its own name. Symbolic links are not followed
@@ -60,15 +67,26 @@ func buildManifestSkipping(paths []string) ([]localFile, SkippedInfo, error) {
 
 func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 	var files []localFile
-	seen := map[string]bool{}
-	add := func(src, rel string, info fs.FileInfo) error {
-		if seen[rel] {
-			return fmt.Errorf("two of the given paths would arrive as %q: send them separately", rel)
+	// Offered paths can only collide between given paths of the same base
+	// name (within one folder every path is unique): only theirs are
+	// remembered, not every path of a tree.
+	bases := map[string]int{}
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			bases[filepath.Base(abs)]++
 		}
-		seen[rel] = true
+	}
+	seen := map[string]bool{}
+	add := func(parent *string, rel string, info fs.FileInfo, shared bool) error {
+		if shared {
+			if seen[rel] {
+				return fmt.Errorf("two of the given paths would arrive as %q: send them separately", rel)
+			}
+			seen[rel] = true
+		}
 		files = append(files, localFile{
 			FileEntry: wire.FileEntry{Path: rel, Size: info.Size(), Mode: uint32(info.Mode().Perm()), MTime: info.ModTime().UnixNano()},
-			src:       src,
+			parent:    parent,
 		})
 		return nil
 	}
@@ -82,8 +100,10 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 			return nil, fmt.Errorf("cannot read %s: %w", p, err)
 		}
 		base := filepath.Base(abs)
+		parent := filepath.Dir(abs)
+		shared := bases[base] > 1
 		if info.Mode().IsRegular() {
-			if err := add(abs, base, info); err != nil {
+			if err := add(&parent, base, info, shared); err != nil {
 				return nil, err
 			}
 			continue
@@ -122,7 +142,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 			if err != nil {
 				return err
 			}
-			return add(src, path.Join(base, filepath.ToSlash(r)), info)
+			return add(&parent, path.Join(base, filepath.ToSlash(r)), info, shared)
 		})
 		if err != nil {
 			return nil, err

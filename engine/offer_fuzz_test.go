@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"log/slog"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
@@ -43,16 +44,18 @@ func FuzzReadOffer(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
+	lists := newOfferLists(f.TempDir(), defaultManifestDisk, slog.New(slog.DiscardHandler))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e := &Engine{name: "fuzz", opts: Options{ManifestBudget: core.DefaultManifestBudget}}
+		e := &Engine{name: "fuzz", opts: Options{ManifestBudget: core.DefaultManifestBudget}, lists: lists}
 		tr := &Transfer{}
 		in := core.NewInbox(inboxHost{e: e, t: tr}, peer.ID{}, nil, core.InboxConfig{ManifestBudget: e.opts.ManifestBudget})
 		rx := &receiver{inbox: &inbox{Inbox: in, e: e, t: tr}, ctl: newControl(bytesStream{bytes.NewReader(data)})}
+		defer rx.closeList()
 		if err := rx.takeOffer(); err != nil {
 			return
 		}
 		var sum int64
-		for i, fe := range rx.manifest {
+		err := rx.Files.Each(func(i int, fe core.OfferedFile) error {
 			if err := store.ValidatePath(fe.Path); err != nil && !rx.IsRefused(i) {
 				t.Fatalf("accepted %q: %v", fe.Path, err)
 			}
@@ -60,9 +63,10 @@ func FuzzReadOffer(f *testing.F) {
 				t.Fatalf("negative size accepted")
 			}
 			sum += fe.Size
-		}
-		if len(rx.manifest) != rx.offer.Files || sum != rx.offer.TotalBytes {
-			t.Fatalf("accepted %d files / %d bytes for an offer of %d / %d", len(rx.manifest), sum, rx.offer.Files, rx.offer.TotalBytes)
+			return nil
+		})
+		if err != nil || rx.Files.Len() != rx.offer.Files || sum != rx.offer.TotalBytes {
+			t.Fatalf("accepted %d files / %d bytes for an offer of %d / %d (%v)", rx.Files.Len(), sum, rx.offer.Files, rx.offer.TotalBytes, err)
 		}
 	})
 }

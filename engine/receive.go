@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
+	"github.com/ferrydrop/ferry/engine/internal/manifeststore"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
@@ -96,6 +97,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	rx := &receiver{inbox: in, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
+	defer rx.closeList()
 	stopWatch := e.watchPath(tctx, in.t, c, nil) // the peer's moves (migrate.go)
 	err = rx.run(tctx)
 	stopWatch()
@@ -141,8 +143,10 @@ type receiver struct {
 	c   Conn
 	ctl *control
 
-	offer    *wire.Offer
-	manifest []wire.FileEntry
+	offer *wire.Offer
+	// list is the offer's file list, in memory up to a bound and on disk
+	// beyond (offerlist.go); closed when the session ends.
+	list *manifeststore.Store
 	// stalls counts the data streams' long waits (head-of-line blocking);
 	// its threshold follows the path's RTT, set when data starts.
 	stalls    *stallmeter.Meter
@@ -238,7 +242,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	} else {
 		return rx.refuse(ctx, decision.Err(), decision.Code, decision.Reason)
 	}
-	rx.status = make([]fileStatus, len(rx.manifest))
+	rx.status = make([]fileStatus, rx.list.Len())
 	for _, i := range rx.Accepted {
 		rx.status[i] = fileAccepted
 	}
@@ -376,11 +380,7 @@ func (rx *receiver) takeOffer() error {
 	if err := rx.readOffer(); err != nil {
 		return err
 	}
-	files := make([]core.OfferedFile, len(rx.manifest))
-	for i, f := range rx.manifest {
-		files[i] = core.OfferedFile{Path: f.Path, Size: f.Size}
-	}
-	return rx.Inbox.Offer(rx.offer.Transfer, files, rx.offer.Text)
+	return rx.Inbox.Offer(rx.offer.Transfer, offeredList{rx.list}, rx.offer.Text)
 }
 
 // readOffer reads and checks the offer and its manifest.
@@ -391,37 +391,45 @@ func (rx *receiver) readOffer() error {
 	}
 	rx.offer = offer
 	rx.Offered = true
-	if err := rx.CheckCost(offer.Files, 0); err != nil {
+	if err := rx.CheckCost(core.ManifestCost(offer.Files, 0)); err != nil {
 		return err
 	}
-	// The manifests held at once share a budget: it is taken as the parts
-	// arrive, so a peer's names are refused before they pile up.
+	// The manifests held at once share a budget of memory: it is taken as
+	// the parts arrive, so a peer's names are refused before they pile up.
+	// What the list keeps on disk is charged to the disk budget as it is
+	// written (offerlist.go).
 	if refused := rx.Ticket().HoldManifest(core.ManifestCost(offer.Files, 0)); refused != nil {
 		return core.Refusal(refused).Err() // ours to tell the peer
 	}
-	rx.manifest = make([]wire.FileEntry, 0, min(offer.Files, wire.MaxFilesPerPart))
-	var sum, names int64
-	for len(rx.manifest) < offer.Files {
+	if rx.list, err = rx.e.lists.open(rx.Ticket().Source()); err != nil {
+		return err
+	}
+	var sum, held int64
+	for rx.list.Len() < offer.Files {
 		part, err := expect[*wire.OfferFiles](rx.ctl.recvTimeout(offerTimeout))
 		if err != nil {
 			return err
 		}
-		if part.Start != len(rx.manifest) || len(part.Files) == 0 || len(rx.manifest)+len(part.Files) > offer.Files {
+		if n := rx.list.Len(); part.Start != n || len(part.Files) == 0 || n+len(part.Files) > offer.Files {
 			return fmt.Errorf("%w: manifest part at %d with %d files does not continue the %d received (of %d)",
-				wire.ErrProtocol, part.Start, len(part.Files), len(rx.manifest), offer.Files)
+				wire.ErrProtocol, part.Start, len(part.Files), n, offer.Files)
 		}
 		for _, f := range part.Files {
-			rx.manifest = append(rx.manifest, f)
 			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
 			}
-			if names += int64(len(f.Path)); core.ManifestCost(offer.Files, names) > rx.e.opts.ManifestBudget {
-				return rx.TooLarge() // as the names arrive, not once they are all held
+			if err := rx.appendEntry(f); err != nil {
+				return err
 			}
 		}
-		if refused := rx.Ticket().HoldManifest(int64(namesOf(part.Files))); refused != nil {
+		mem := rx.list.MemoryBytes()
+		if err := rx.CheckCost(core.ManifestCost(offer.Files, mem)); err != nil {
+			return err // as the names arrive, not once they are all held
+		}
+		if refused := rx.Ticket().HoldManifest(mem - held); refused != nil {
 			return core.Refusal(refused).Err()
 		}
+		held = mem
 	}
 	if sum != offer.TotalBytes {
 		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
@@ -507,7 +515,10 @@ func (rx *receiver) fileLocked(idx uint32, bound bool) (*rxFile, error) {
 	if bound && len(rx.files) >= maxLiveFiles {
 		return nil, fmt.Errorf("%w: data for more than %d files in flight at once", wire.ErrProtocol, maxLiveFiles)
 	}
-	e := rx.manifest[idx]
+	e, err := rx.entry(idx)
+	if err != nil {
+		return nil, err
+	}
 	n := merkle.Chunks(e.Size, rx.offer.ChunkSize)
 	f := &rxFile{idx: idx, entry: e, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
 	rx.files[idx] = f
@@ -698,12 +709,16 @@ func (rx *receiver) skipFrame(r *bufio.Reader, h wire.DataHeader) error {
 		}
 		return nil
 	}
-	size := rx.manifest[h.File].Size
+	e, err := rx.entry(h.File)
+	if err != nil {
+		return err
+	}
+	size := e.Size
 	if int(h.Chunk) >= merkle.Chunks(size, rx.offer.ChunkSize) || int(h.Length) != merkle.ChunkLen(size, rx.offer.ChunkSize, int(h.Chunk)) {
 		return fmt.Errorf("%w: chunk %d of file %d has %d bytes; the offer implies %d", wire.ErrProtocol, h.Chunk, h.File,
 			h.Length, merkle.ChunkLen(size, rx.offer.ChunkSize, int(h.Chunk)))
 	}
-	_, err := r.Discard(int(h.Length))
+	_, err = r.Discard(int(h.Length))
 	return unexpectedEOF(err)
 }
 
@@ -1050,7 +1065,7 @@ func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
 		rx.e.log.Warn("preallocate", "file", f.entry.Path, "err", err)
 	}
 	if rx.journal != nil && f.partName != "" {
-		if err := rx.journal.Partial(f.idx, f.partName); err != nil {
+		if err := rx.journal.Partial(f.idx, f.entry.Size, f.partName); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
 		}
 	}

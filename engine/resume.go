@@ -47,12 +47,11 @@ func (rx *receiver) resumeFrom(dir string) {
 
 // offeredFiles describes the offer for resume.State.Check.
 func (rx *receiver) offeredFiles(dir string) resume.Offered {
-	o := resume.Offered{Peer: rx.c.PeerID().String(), Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: dir,
-		Files: make([]resume.OfferedFile, len(rx.manifest))}
-	for i, f := range rx.manifest {
-		o.Files[i] = resume.OfferedFile{Path: f.Path, Size: f.Size}
-	}
-	return o
+	return resume.Offered{Peer: rx.c.PeerID().String(), Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: dir,
+		Files: rx.list.Len(), File: func(i int) (resume.OfferedFile, error) {
+			e, err := rx.entry(uint32(i))
+			return resume.OfferedFile{Path: e.Path, Size: e.Size}, err
+		}}
 }
 
 // discardStale drops the state of rx's resume key, and the partial files it
@@ -98,41 +97,23 @@ func (rx *receiver) startJournal() {
 	rx.journal = j
 }
 
-// snapshotResume builds the state to save from the receiver's progress.
-// The state is written (or looked at), never changed: its files that have
-// not begun share their empty arrays.
+// snapshotResume builds the state to save from the receiver's progress. It
+// lists the files begun (a partial held) and yields the saved ones (More:
+// written one by one, never held together), not the accepted files that
+// have not begun: those are implied by the offer, and a journal record of
+// one makes its entry (issue 30: a snapshot of 10^6 files listed them all).
 func (rx *receiver) snapshotResume() *resume.State {
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
 	s := &resume.State{Peer: rx.c.PeerID().String(), PeerName: rx.t.peer.Name,
-		Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: rx.DestDir}
-	s.Files = make([]resume.File, 0, len(rx.Accepted))
-	blank := map[int]resume.File{} // by chunk count
+		Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: rx.DestDir, Accepted: len(rx.Accepted)}
+	saved := false
 	for _, i := range rx.Accepted {
-		idx := uint32(i)
-		e := rx.manifest[i]
-		switch f, live := rx.files[idx]; {
+		f, live := rx.files[uint32(i)]
+		switch {
 		case rx.status[i] == fileSaved:
-			saved := e.Path
-			if n, ok := rx.savedAs[idx]; ok {
-				saved = n
-			}
-			s.Files = append(s.Files, resume.File{Index: idx, Path: e.Path, Size: e.Size, Done: true, SavedAs: saved})
-		case rx.status[i] == fileFailed:
-			continue // failed: it starts over
-		case !live:
-			// Not begun: listed with nothing held, so that journal records
-			// always find their file. The state is only written, never
-			// changed: files of as many chunks share one set of empty
-			// arrays (10^6 files of one chunk were 3 x 10^6 allocations).
-			n := merkle.Chunks(e.Size, rx.offer.ChunkSize)
-			b, ok := blank[n]
-			if !ok {
-				b = resume.NewFile(0, "", 0, n)
-				blank[n] = b
-			}
-			s.Files = append(s.Files, resume.File{Index: idx, Path: e.Path, Size: e.Size, Have: b.Have, Leaves: b.Leaves, CRCs: b.CRCs})
-		default:
+			saved = true
+		case live && f.partName != "":
 			n := f.tree.Len()
 			rf := resume.NewFile(f.idx, f.entry.Path, f.entry.Size, n)
 			rf.Partial = f.partName
@@ -143,8 +124,38 @@ func (rx *receiver) snapshotResume() *resume.State {
 			}
 			s.Files = append(s.Files, rf)
 		}
+		// Failed: it starts over. Not begun: implied by the offer.
+	}
+	if saved {
+		s.More = rx.savedFiles
 	}
 	return s
+}
+
+// savedFiles yields the files saved so far, in offer order, as the resume
+// state lists them.
+func (rx *receiver) savedFiles(yield func(resume.File) bool) {
+	for _, i := range rx.Accepted {
+		idx := uint32(i)
+		rx.mu.Lock()
+		ok := rx.status[i] == fileSaved
+		as, renamed := rx.savedAs[idx]
+		rx.mu.Unlock()
+		if !ok {
+			continue
+		}
+		e, err := rx.entry(idx)
+		if err != nil {
+			rx.e.log.Warn("resume state", "err", err)
+			continue // fetched again if it is missing then
+		}
+		if !renamed {
+			as = e.Path
+		}
+		if !yield(resume.File{Index: idx, Path: e.Path, Size: e.Size, Done: true, SavedAs: as}) {
+			return
+		}
+	}
 }
 
 // restore applies a valid resume state to the accepted files: chunks whose
@@ -160,7 +171,11 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 			// Saved in an earlier attempt: trust it only if it is still there,
 			// whole. Its state lives until resolve, outside the files in flight.
 			if st, err := os.Lstat(filepath.Join(rx.DestDir, filepath.FromSlash(rf.SavedAs))); err == nil && st.Mode().IsRegular() && st.Size() == rf.Size {
-				done = append(done, &rxFile{idx: rf.Index, entry: rx.manifest[rf.Index], savedAs: rf.SavedAs})
+				e, err := rx.entry(rf.Index)
+				if err != nil {
+					continue // fetched again
+				}
+				done = append(done, &rxFile{idx: rf.Index, entry: e, savedAs: rf.SavedAs})
 			}
 			continue
 		}

@@ -34,7 +34,7 @@ type scheduler struct {
 	cursor   struct{ file, chunk int }
 	moved    []chunkRef         // chunks to send again after a switch, first
 	inFlight map[int][]chunkRef // worker -> its recent chunks, while on the first transport
-	resolved map[int]bool       // files the receiver settled
+	resolved fileSet            // files the receiver settled
 	endgame  bool
 	working  map[int]working // worker -> the chunk it took last
 	takes    uint64          // chunks taken so far: the order of working's entries
@@ -91,7 +91,7 @@ func (s *scheduler) take(ws *workerState) (file, chunk int, moved, ok bool) {
 	for len(s.moved) > 0 {
 		c := s.moved[0]
 		s.moved = s.moved[1:]
-		if !s.resolved[c.file] {
+		if !s.resolved.has(c.file) {
 			return c.file, c.chunk, true, true
 		}
 	}
@@ -135,7 +135,7 @@ func (s *scheduler) straggler(ws *workerState) (file, chunk int, ok bool) {
 	var best working
 	for id, w := range s.working {
 		key := [2]int{w.file, w.chunk}
-		if id == ws.id || s.doubled[key] || s.resolved[w.file] {
+		if id == ws.id || s.doubled[key] || s.resolved.has(w.file) {
 			continue
 		}
 		if !ok || w.since < best.since {
@@ -185,14 +185,24 @@ func (s *scheduler) moveInFlight() {
 func (s *scheduler) noteResolved(fi int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.resolved == nil {
-		s.resolved = map[int]bool{}
-	}
-	if s.resolved[fi] {
+	if s.resolved.has(fi) {
 		return false
 	}
-	s.resolved[fi] = true
+	s.resolved.add(fi)
 	return true
+}
+
+// fileSet is a set of file indexes, a bit each: a map of the files settled
+// grew to tens of megabytes over a tree of 10^6 files (issue 30).
+type fileSet []uint64
+
+func (s fileSet) has(i int) bool { return i/64 < len(s) && s[i/64]&(1<<(i%64)) != 0 }
+
+func (s *fileSet) add(i int) {
+	for i/64 >= len(*s) {
+		*s = append(*s, 0)
+	}
+	(*s)[i/64] |= 1 << (i % 64)
 }
 
 // crew counts the workers of a transfer's first transport. More may join

@@ -776,10 +776,10 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	for ; ok; fi, ci, moved, ok = tx.sched.take(ws) {
 		if fi != curIdx {
 			closeCur()
-			cur, err = os.Open(tx.files[fi].src)
+			cur, err = os.Open(tx.files[fi].src())
 			if err != nil {
 				cur = nil
-				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src, err)
+				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src(), err)
 			}
 			rd = fileio.NewReader(cur, tx.io)
 			curIdx = fi
@@ -833,9 +833,9 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	if !held || !cached {
 		if _, err := f.ReadAt(data, int64(ci)*int64(tx.chunkSize)); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
 			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("%s became shorter while it was being sent", lf.src)
+				return fmt.Errorf("%s became shorter while it was being sent", lf.src())
 			}
-			return fmt.Errorf("cannot read %s: %w", lf.src, err)
+			return fmt.Errorf("cannot read %s: %w", lf.src(), err)
 		}
 		leaf = hasher.Leaf(data)
 		if tx.chunks(fi) > 1 {
@@ -986,9 +986,9 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 				return nilIfDone(ctx, err)
 			}
 		}
-		f, err := os.Open(tx.files[r.File].src)
+		f, err := os.Open(tx.files[r.File].src())
 		if err != nil {
-			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src, err)
+			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src(), err)
 		}
 		err = tx.sendChunk(w, f, int(r.File), int(r.Chunk), buf, hasher, sendResend)
 		f.Close()

@@ -168,7 +168,7 @@ func TestTextLimits(t *testing.T) {
 	}
 	// A text keeps an offer whose every file name is refused.
 	in = recv.newInbox(send.ident.ID.Peer(), "mallory", "pipe", nil, nil)
-	if err := in.Offer("d3", []core.OfferedFile{{Path: "../escape", Size: 1}}, "still here"); err != nil {
+	if err := in.Offer("d3", core.Files{{Path: "../escape", Size: 1}}, "still here"); err != nil {
 		t.Errorf("an offer with a text and only refused files: %v", err)
 	}
 }

@@ -15,9 +15,10 @@ import (
 // once with the receiver's reason, over either transport; before, the
 // sender read a broken pipe and retried for two minutes.
 func TestSendRefusedAsTooLargeEndsAtOnce(t *testing.T) {
-	// This receiver holds the list of 3000 files (1 KiB each) and 30 KB of
-	// names: the names of the first part of the manifest are too many.
-	t.Setenv("FERRY_MANIFEST_BUDGET", "3102000")
+	// This receiver holds 200 KB of file lists in memory: 3000 files (32
+	// bytes each) fit, the 2048 entries of the manifest's first part (67
+	// bytes each, kept in memory) do not.
+	t.Setenv("FERRY_MANIFEST_BUDGET", "204800")
 	src := filepath.Join(t.TempDir(), "tree")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestSendRefusedAsTooLargeEndsAtOnce(t *testing.T) {
 				t.Fatalf("send of a refused offer exited 0: %s", stdout)
 			}
 			line := oneLine(t, stderr, "send")
-			if !strings.Contains(line, "Bob's laptop takes file lists of at most 3 MB") {
+			if !strings.Contains(line, "Bob's laptop takes file lists of at most 200 KB") {
 				t.Errorf("stderr %q does not give the receiver's reason", line)
 			}
 			ev := lastEvent(t, stdout)

@@ -172,6 +172,15 @@ func (a *Admission) Arrive(remote string, peer peer.ID, evict func()) (*Ticket, 
 	return t, nil
 }
 
+// Source is the address (package fair's source) the session came from:
+// what the budgets per address count by; "" for a nil ticket.
+func (t *Ticket) Source() string {
+	if t == nil {
+		return ""
+	}
+	return t.src
+}
+
 // Decided gives back what the session held while waiting for a decision
 // on its offer; called once it was made, or when the session ends first.
 func (t *Ticket) Decided() {

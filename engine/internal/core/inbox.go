@@ -1,10 +1,12 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/internal/manifeststore"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/store"
@@ -36,14 +39,18 @@ type Inbox struct {
 	// may hold until it is decided, and its place among the prompts (issue #14).
 	ticket *Ticket
 
-	Files      []OfferedFile
+	// Files is the offer's file list (nil until Offer): read through the
+	// interface, it may be held on disk beyond a bound (manifeststore).
+	Files      FileList
 	Text       string // the offer's text item, "" when none
 	Refused    []NameRefusal
 	refusedIdx map[int]bool
 	Accepted   []int // after Decide: the files accepted, in offer order
-	Dest       *store.Dest
-	DestDir    string
-	registered bool
+	// acceptedBytes is the size of the accepted files (Decide).
+	acceptedBytes int64
+	Dest          *store.Dest
+	DestDir       string
+	registered    bool
 	// Offered: an offer arrived (a probe sends none). Offer sets it; a
 	// session that reads an offer in parts sets it at the first.
 	Offered bool
@@ -116,6 +123,50 @@ type OfferedFile struct {
 	Size int64
 }
 
+// FileList is an offer's file list as the inbox reads it: by index, or
+// all in order. The Ferry receiver's spills to disk beyond a bound
+// (manifeststore.Store, issue 30); a list held whole in memory is a Files.
+// Get and Each fail only when a list kept on disk cannot be read back.
+type FileList = manifeststore.List[OfferedFile]
+
+// Files is a FileList held in memory (LocalSend's offers, the outbox's
+// own list, tests).
+type Files []OfferedFile
+
+func (fs Files) Len() int                       { return len(fs) }
+func (fs Files) Get(i int) (OfferedFile, error) { return fs[i], nil }
+
+func (fs Files) Each(f func(i int, f OfferedFile) error) error {
+	for i, x := range fs {
+		if err := f(i, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pathOf is an offered file's name, as Duplicates compares them.
+func pathOf(f OfferedFile) string { return f.Path }
+
+// count is the number of offered files (none before Offer).
+func (in *Inbox) count() int {
+	if in.Files == nil {
+		return 0
+	}
+	return in.Files.Len()
+}
+
+// file is offered file i; a list on disk that cannot be read back gives a
+// file named after its place, so that a report still says which one.
+func (in *Inbox) file(i int) OfferedFile {
+	f, err := in.Files.Get(i)
+	if err != nil {
+		in.host.Log().Warn("offered file list", "file", i, "err", err)
+		return OfferedFile{Path: fmt.Sprintf("file %d", i)}
+	}
+	return f
+}
+
 // NameRefusal is one offered file the inbox refused by itself, and why.
 type NameRefusal struct {
 	Idx    int
@@ -124,21 +175,30 @@ type NameRefusal struct {
 }
 
 // What a peer can make a receiver hold is bounded (issue #14): the file
-// lists of offers take at most Options.ManifestBudget per address (issue 30:
-// memory, not a number of files, bounds them), and at most MaxRefusals files
-// can be refused by name.
+// lists of offers take at most Options.ManifestBudget of memory per address
+// (issue 30: memory, not a number of files, bounds them; a list the
+// receiver keeps on disk beyond a bound is charged to a budget of disk
+// apart), and at most MaxRefusals files can be refused by name.
 const (
-	// DefaultManifestBudget is Options.ManifestBudget's default: an offer
-	// of about 125,000 files (workload D, 105,252 files, takes 114 MB).
+	// DefaultManifestBudget is Options.ManifestBudget's default. A Ferry
+	// offer of the protocol's million files takes about 40 MB of it
+	// (ManifestFileCost per file and the part of its list kept in memory).
 	DefaultManifestBudget = 128 << 20
-	// ManifestFileCost is what the receiver's peak memory grows by per
-	// offered file, as measured (a million empty files: 978 MiB RSS when
-	// the offer was accepted; docs/benchmarks/trees.md): the entry as read
-	// and as the inbox keeps it, the name check's map, the decoder's
-	// garbage, the resume snapshot listing every file, and the collector's
-	// headroom. The per-file state of a file being received is bounded
-	// apart (maxLiveFiles).
-	ManifestFileCost = 1024
+	// ManifestFileCost is what stays in the receiver's memory per offered
+	// file however its list is kept: the session's status byte, the index
+	// of an accepted file (8 bytes), the duplicate check's hash and index
+	// (16 bytes while the offer is checked), the decision's index (4) and
+	// the spilled list's index (one 8-byte offset per 64 files). The names
+	// are charged apart: those in memory as held, those on disk to the
+	// disk budget. Measured: docs/benchmarks/trees.md (10^6 files). The
+	// per-file state of a file being received is bounded apart
+	// (maxLiveFiles).
+	ManifestFileCost = 32
+	// HeldFileCost is what a file costs in memory when its protocol holds
+	// the whole list as decoded (LocalSend's offers: the request's JSON
+	// entry, its session's table and the inbox's copy), as the Ferry
+	// receiver's list cost before it spilled (measured then: 1 KiB).
+	HeldFileCost = 1024
 	// MaxRefusals and MaxRefusalLen bound the files refused by name and
 	// each one's reason; MaxTextLen an offer's text item. They are Ferry's
 	// wire limits too (engine checks that they agree).
@@ -159,9 +219,14 @@ func NewInbox(host Host, peer peer.ID, tk *Ticket, cfg InboxConfig) *Inbox {
 	return &Inbox{host: host, cfg: cfg, peer: peer, ticket: tk}
 }
 
-// ManifestCost is what a file list of files files and names bytes of names
-// costs the receiver (see ManifestFileCost).
-func ManifestCost(files int, names int64) int64 { return int64(files)*ManifestFileCost + names }
+// ManifestCost is what a file list of files files costs the receiver's
+// memory, mem being what its list keeps in memory (its names and entries
+// up to a bound; see ManifestFileCost).
+func ManifestCost(files int, mem int64) int64 { return int64(files)*ManifestFileCost + mem }
+
+// HeldCost is what a file list held whole in memory costs, with names bytes
+// of names (see HeldFileCost).
+func HeldCost(files int, names int64) int64 { return int64(files)*HeldFileCost + names }
 
 // IsRefused says whether offered file i was refused by name.
 func (in *Inbox) IsRefused(i int) bool { return in.refusedIdx[i] }
@@ -169,10 +234,11 @@ func (in *Inbox) IsRefused(i int) bool { return in.refusedIdx[i] }
 // Ticket is the offer's standing with the admission (nil: none).
 func (in *Inbox) Ticket() *Ticket { return in.ticket }
 
-// CheckCost refuses an offer whose file list takes more memory than this
-// device holds for one address, as soon as that is known.
-func (in *Inbox) CheckCost(files int, names int64) error {
-	if ManifestCost(files, names) > in.cfg.ManifestBudget {
+// CheckCost refuses an offer whose file list takes more memory (cost, as
+// ManifestCost or HeldCost says) than this device holds for one address,
+// as soon as that is known.
+func (in *Inbox) CheckCost(cost int64) error {
+	if cost > in.cfg.ManifestBudget {
 		return in.TooLarge()
 	}
 	return nil
@@ -185,55 +251,66 @@ func (in *Inbox) CheckCost(files int, names int64) error {
 // transfer, even where it resumes the same partial data. Names that cannot
 // be stored are refused one by one; an offer over the limits, or with
 // neither a file left nor a text, is refused whole.
-func (in *Inbox) Offer(delivery string, files []OfferedFile, text string) error {
+func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	in.Offered = true
+	if files == nil {
+		files = Files(nil)
+	}
 	if err := CheckDelivery(delivery); err != nil {
 		return err
 	}
 	// Derived from the peer: no peer can take the ID of another's transfer.
 	in.host.Named("r-"+resume.Key(in.peer.String(), delivery), delivery)
-	if err := in.CheckCost(len(files), 0); err != nil {
+	if err := in.CheckCost(ManifestCost(files.Len(), 0)); err != nil {
 		return err
 	}
 	if err := CheckText(in.host.Name(), text); err != nil {
 		return err
 	}
-	if len(files) == 0 && text == "" {
+	if files.Len() == 0 && text == "" {
 		return fmt.Errorf("%w: the offer holds neither a file nor a text", errcode.ErrProtocol)
 	}
 	in.Text = text
-	var pathBytes int64
-	seen := make(map[string]bool, len(files))
-	for i, f := range files {
-		if pathBytes += int64(len(f.Path)); ManifestCost(len(files), pathBytes) > in.cfg.ManifestBudget {
-			return in.TooLarge()
-		}
+	in.Files = files
+	tooMany := &RefusedError{Code: errcode.CodeBadName, Reason: fmt.Sprintf("over %d of the offered names cannot be stored on %s", MaxRefusals, in.host.Name())}
+	// The names are read once, in order, from wherever the list is kept;
+	// the caller bounded their bytes as they arrived.
+	err := files.Each(func(i int, f OfferedFile) error {
 		// A name we cannot store safely refuses that file, not the offer.
 		var ne *store.NameError
 		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
 			in.Refuse(i, errcode.CodeBadName, ne.Reason)
-			continue
 		} else if err != nil {
 			in.Refuse(i, errcode.CodeBadName, "the name cannot be stored")
-			continue
 		}
-		// Names differing only in case are both received: on a
-		// case-insensitive file system the second gets a number (its
-		// partial is created exclusively, its final name never
-		// overwrites). The very same name twice is refused.
-		if seen[f.Path] {
+		if len(in.Refused) > MaxRefusals {
+			return tooMany
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Names differing only in case are both received: on a case-insensitive
+	// file system the second gets a number (its partial is created
+	// exclusively, its final name never overwrites). The very same name
+	// twice is refused: found with a hash per name, not a set of the names.
+	dups, err := manifeststore.Duplicates(files, pathOf)
+	if err != nil {
+		return err
+	}
+	for _, i := range dups {
+		if !in.refusedIdx[i] {
 			in.Refuse(i, errcode.CodeBadName, "the offer names this file twice")
-			continue
 		}
-		seen[f.Path] = true
 	}
-	in.Files = files
+	slices.SortFunc(in.Refused, func(a, b NameRefusal) int { return cmp.Compare(a.Idx, b.Idx) })
 	if len(in.Refused) > MaxRefusals {
-		return &RefusedError{Code: errcode.CodeBadName, Reason: fmt.Sprintf("over %d of the offered names cannot be stored on %s", MaxRefusals, in.host.Name())}
+		return tooMany
 	}
-	if len(in.Refused) > 0 && len(in.Refused) == len(files) && text == "" {
+	if len(in.Refused) > 0 && len(in.Refused) == files.Len() && text == "" {
 		r := in.Refused[0]
-		return fmt.Errorf("%w: %s: %s", errcode.ErrBadName, safetext.Name(files[r.Idx].Path), r.Reason)
+		return fmt.Errorf("%w: %s: %s", errcode.ErrBadName, safetext.Name(in.file(r.Idx).Path), r.Reason)
 	}
 	return nil
 }
@@ -260,8 +337,8 @@ func CheckDelivery(id string) error {
 // device holds for one address.
 func (in *Inbox) TooLarge() error {
 	return &RefusedError{Code: errcode.CodeTooLarge, Reason: fmt.Sprintf(
-		"%s takes file lists of at most %s in one transfer (%d bytes per file and its name), and this one is larger (send the folder in parts or as an archive)",
-		in.host.Name(), HumanBytes(in.cfg.ManifestBudget), ManifestFileCost)}
+		"%s takes file lists of at most %s in one transfer (in its memory), and this one is larger (send the folder in parts or as an archive)",
+		in.host.Name(), HumanBytes(in.cfg.ManifestBudget))}
 }
 
 // HumanBytes writes n as a user reads it: "4 KB", "16 MB", "1.5 GB".
@@ -354,10 +431,13 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	policy, autoTrusted, dir := in.host.Policy()
 	trusted := in.host.Peer().Trusted
 	var total int64
-	for i, f := range in.Files {
+	if err := in.Files.Each(func(i int, f OfferedFile) error {
 		if !in.refusedIdx[i] {
 			total += f.Size
 		}
+		return nil
+	}); err != nil {
+		return Verdict{}, err
 	}
 	free, _ := store.FreeSpace(dir)
 	// An offer that cannot fit is refused before anyone is asked, with the
@@ -387,29 +467,35 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 		dir = d.Dest
 	}
 	// Narrow to the accepted files, then check space for exactly those.
-	accepted := make([]int, 0, len(in.Files))
+	n := in.Files.Len()
+	need := total
+	var accepted []int
 	if d.Files == nil {
-		for i := range in.Files {
+		accepted = make([]int, 0, n-len(in.Refused))
+		for i := range n {
 			if !in.refusedIdx[i] {
 				accepted = append(accepted, i)
 			}
 		}
 	} else {
+		accepted = make([]int, 0, len(d.Files))
+		need = 0
 		for _, i := range d.Files {
-			if i < 0 || i >= len(in.Files) {
-				return d, fmt.Errorf("decision names file %d of %d", i, len(in.Files))
+			if i < 0 || i >= n {
+				return d, fmt.Errorf("decision names file %d of %d", i, n)
 			}
 			if !in.refusedIdx[i] {
 				accepted = append(accepted, i)
+				f, err := in.Files.Get(i)
+				if err != nil {
+					return d, err
+				}
+				need += f.Size
 			}
 		}
 	}
 	if len(in.Refused) > 0 {
 		d.Files = accepted // "all" no longer means every offered file
-	}
-	var need int64
-	for _, i := range accepted {
-		need += in.Files[i].Size
 	}
 	if err := NoSpace(dir, need); err != nil {
 		return Verdict{Decision: Decision{Reason: Sentence(err)}, Code: errcode.CodeNoSpace}, nil
@@ -420,7 +506,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	}
 	dest.SyncOnFinalize = in.cfg.SyncFiles
 	dest.SetBufferedIO(in.cfg.BufferedIO)
-	in.Dest, in.DestDir, in.Accepted = dest, dir, accepted
+	in.Dest, in.DestDir, in.Accepted, in.acceptedBytes = dest, dir, accepted, need
 	if d.AlwaysAccept {
 		in.host.AlwaysAccept()
 	}
@@ -468,21 +554,25 @@ func (in *Inbox) summary() (count int, files []FileInfo, folders []FolderInfo) {
 	for _, r := range in.Refused {
 		refused[r.Idx] = r.Reason
 	}
-	return Summarize(in.Files, refused)
+	count, files, folders, err := Summarize(in.Files, refused)
+	if err != nil {
+		in.host.Log().Warn("offered file list", "err", err) // the prompt shows what was read
+	}
+	return count, files, folders
 }
 
-// Summarize describes files for an offer event: their count, the first
-// MaxPromptFiles and every one in refused (index -> why), and their
-// top-level folders with counts and sizes.
-func Summarize(all []OfferedFile, refused map[int]string) (count int, files []FileInfo, folders []FolderInfo) {
+// Summarize describes files for an offer event, in one pass over them:
+// their count, the first MaxPromptFiles and every one in refused (index ->
+// why), and their top-level folders with counts and sizes.
+func Summarize(all FileList, refused map[int]string) (count int, files []FileInfo, folders []FolderInfo, err error) {
 	byName := map[string]int{}
-	for i, f := range all {
+	err = all.Each(func(i int, f OfferedFile) error {
 		if why, no := refused[i]; i < MaxPromptFiles || no {
 			files = append(files, FileInfo{Index: i, Path: f.Path, Size: f.Size, Refused: why})
 		}
 		top, _, nested := strings.Cut(f.Path, "/")
 		if !nested {
-			continue
+			return nil
 		}
 		k, ok := byName[top]
 		if !ok {
@@ -492,8 +582,9 @@ func Summarize(all []OfferedFile, refused map[int]string) (count int, files []Fi
 		}
 		folders[k].Files++
 		folders[k].Bytes += f.Size
-	}
-	return len(all), files, folders
+		return nil
+	})
+	return all.Len(), files, folders, err
 }
 
 // NoSpace returns the *store.SpaceError when dir cannot hold need bytes. A
@@ -514,20 +605,14 @@ func (in *Inbox) Begin() {
 	in.started = true
 	in.host.Began()
 	for _, r := range in.Refused {
-		f := in.Files[r.Idx]
+		f := in.file(r.Idx)
 		in.host.File(&FileResult{Path: f.Path, Size: f.Size, Err: RefusalSentence(r.Code, r.Reason)})
 	}
 	in.host.State(StateActive)
 }
 
 // AcceptedBytes is the size of the accepted files.
-func (in *Inbox) AcceptedBytes() int64 {
-	var n int64
-	for _, i := range in.Accepted {
-		n += in.Files[i].Size
-	}
-	return n
-}
+func (in *Inbox) AcceptedBytes() int64 { return in.acceptedBytes }
 
 // WatchProgress publishes the inbox's progress until ctx ends.
 func (in *Inbox) WatchProgress(ctx context.Context) {
@@ -541,7 +626,7 @@ func (in *Inbox) WatchProgress(ctx context.Context) {
 // Resolved reports one file's outcome (saved as savedAs, or failed for
 // reason) and returns how many are resolved now.
 func (in *Inbox) Resolved(idx int, ok bool, savedAs, root, reason string) int {
-	f := in.Files[idx]
+	f := in.file(idx)
 	fr := &FileResult{Path: f.Path, Size: f.Size, Verified: ok, Err: reason, Root: root}
 	if ok && savedAs != f.Path {
 		fr.SavedAs = savedAs
@@ -571,7 +656,7 @@ func (in *Inbox) Counts() (resolved, verified int) {
 // nothing (the newer one speaks for the transfer).
 func (in *Inbox) Finish(err error, resumable bool, r Result) {
 	if in.started {
-		in.host.Ended(len(in.Files) >= BigManifest)
+		in.host.Ended(in.count() >= BigManifest)
 	}
 	if in.Dest != nil {
 		in.Dest.Close()
@@ -598,9 +683,12 @@ func (in *Inbox) Finish(err error, resumable bool, r Result) {
 		r.Text = in.Text // accepted with the offer, whatever became of the files
 	} else {
 		// Never accepted: say what was offered.
-		r.Files = len(in.Files)
-		for _, f := range in.Files {
-			r.TotalBytes += f.Size
+		r.Files = in.count()
+		if in.Files != nil {
+			in.Files.Each(func(_ int, f OfferedFile) error {
+				r.TotalBytes += f.Size
+				return nil
+			})
 		}
 	}
 	in.host.Finish(r)

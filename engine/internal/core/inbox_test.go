@@ -108,7 +108,7 @@ func TestInboxPolicy(t *testing.T) {
 			h.autoTrusted = c.autoTrusted
 			h.answers <- Decision{Accept: true}
 			in := newTestInbox(t, h, clock.Real{})
-			if err := in.Offer("d1", []OfferedFile{{Path: "a.txt", Size: 3}}, ""); err != nil {
+			if err := in.Offer("d1", Files{{Path: "a.txt", Size: 3}}, ""); err != nil {
 				t.Fatal(err)
 			}
 			v, err := in.Decide(t.Context())
@@ -133,7 +133,7 @@ func TestInboxPolicy(t *testing.T) {
 func TestInboxRefusesNamesOneByOne(t *testing.T) {
 	h := newFakeHost(t, AcceptAll, false)
 	in := newTestInbox(t, h, clock.Real{})
-	files := []OfferedFile{{Path: "../escape", Size: 1}, {Path: "ok.txt", Size: 2}, {Path: "ok.txt", Size: 2}}
+	files := Files{{Path: "../escape", Size: 1}, {Path: "ok.txt", Size: 2}, {Path: "ok.txt", Size: 2}}
 	if err := in.Offer("d1", files, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +169,11 @@ func TestInboxRefusesNamesOneByOne(t *testing.T) {
 // text keeps it.
 func TestInboxAllNamesRefused(t *testing.T) {
 	in := newTestInbox(t, newFakeHost(t, AcceptAll, false), clock.Real{})
-	if err := in.Offer("d1", []OfferedFile{{Path: "../a", Size: 1}}, ""); !errors.Is(err, errcode.ErrBadName) {
+	if err := in.Offer("d1", Files{{Path: "../a", Size: 1}}, ""); !errors.Is(err, errcode.ErrBadName) {
 		t.Errorf("an offer of refused names only: %v", err)
 	}
 	in = newTestInbox(t, newFakeHost(t, AcceptAll, false), clock.Real{})
-	if err := in.Offer("d2", []OfferedFile{{Path: "../a", Size: 1}}, "hello"); err != nil {
+	if err := in.Offer("d2", Files{{Path: "../a", Size: 1}}, "hello"); err != nil {
 		t.Errorf("an offer with a text: %v", err)
 	}
 }
@@ -183,10 +183,10 @@ func TestInboxAllNamesRefused(t *testing.T) {
 func TestInboxLimits(t *testing.T) {
 	h := newFakeHost(t, AcceptAll, false)
 	in := newTestInbox(t, h, clock.Real{})
-	in.cfg.ManifestBudget = 10 * ManifestFileCost
+	in.cfg.ManifestBudget = 320 * ManifestFileCost
 	var re *RefusedError
-	if err := in.Offer("d1", make([]OfferedFile, 11), ""); !errors.As(err, &re) || re.Code != errcode.CodeTooLarge ||
-		!errors.Is(err, errcode.ErrTooLarge) || !strings.Contains(err.Error(), "Anna takes file lists of at most 10 KB") {
+	if err := in.Offer("d1", make(Files, 321), ""); !errors.As(err, &re) || re.Code != errcode.CodeTooLarge ||
+		!errors.Is(err, errcode.ErrTooLarge) || !strings.Contains(err.Error(), "Anna takes file lists of at most 10 KB in one transfer") {
 		t.Errorf("an offer over the budget: %v", err)
 	}
 	for _, c := range []struct {
@@ -212,7 +212,7 @@ func TestInboxPromptExpires(t *testing.T) {
 	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newFakeHost(t, AcceptAsk, false)
 	in := newTestInbox(t, h, clk)
-	if err := in.Offer("d1", []OfferedFile{{Path: "a", Size: 1}}, ""); err != nil {
+	if err := in.Offer("d1", Files{{Path: "a", Size: 1}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan Verdict, 1)
@@ -244,7 +244,7 @@ func TestInboxDeclined(t *testing.T) {
 	h := newFakeHost(t, AcceptAsk, false)
 	h.answers <- Decision{Reason: "not now"}
 	in := newTestInbox(t, h, clock.Real{})
-	if err := in.Offer("d1", []OfferedFile{{Path: "a", Size: 5}, {Path: "b", Size: 6}}, ""); err != nil {
+	if err := in.Offer("d1", Files{{Path: "a", Size: 5}, {Path: "b", Size: 6}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	v, err := in.Decide(t.Context())

@@ -25,12 +25,17 @@ import (
 	"os"
 	"slices"
 	"sync"
-
-	"github.com/ferrydrop/ferry/engine/wire"
 )
 
-// Entry is one file of a manifest, as the wire carries it.
-type Entry = wire.FileEntry
+// Entry is one file of a manifest, with the fields Ferry's wire carries
+// (wire.FileEntry; the package depends on no protocol, so that the
+// protocol-free core can read lists through List).
+type Entry struct {
+	Path  string
+	Size  int64
+	Mode  uint32
+	MTime int64
+}
 
 // entryOverhead is what an entry held in memory costs beyond its name: the
 // FileEntry itself (a string header, three 8-byte fields) and the slice's
@@ -160,7 +165,11 @@ func (s *Store) Len() int { return s.n }
 // MemoryBytes is about what the store holds in memory: the entries kept,
 // the block index and the read cache.
 func (s *Store) MemoryBytes() int64 {
-	return s.memBytes + int64(cap(s.blocks))*8 + int64(blockEntries*entryOverhead) + int64(cap(s.buf))
+	n := s.memBytes
+	if s.f != nil {
+		n += int64(cap(s.blocks))*8 + int64(blockEntries*entryOverhead) + int64(cap(s.buf)) + 64<<10 // and the writer's buffer
+	}
+	return n
 }
 
 // DiskBytes is what the spill file takes (charged to the budget).
@@ -418,19 +427,27 @@ func readRecord(r *bufio.Reader) (Entry, error) {
 	return e, nil
 }
 
-// Duplicates returns, in order, the indexes of entries whose name an
+// List is a file list read by index or in order: a *Store is one (of
+// Entry), and so is a slice wrapped in the same methods.
+type List[E any] interface {
+	Len() int
+	Get(i int) (E, error)
+	Each(f func(i int, e E) error) error
+}
+
+// Duplicates returns, in order, the indexes of entries of l whose name an
 // earlier entry already has (the second of two is the duplicate). It holds
 // 16 bytes per entry while it runs, not the names: a hash of each, sorted,
 // with every equal pair of hashes checked against the names themselves.
-func Duplicates(s *Store) ([]int, error) {
+func Duplicates[E any](l List[E], name func(E) string) ([]int, error) {
 	type hashed struct {
 		h uint64
 		i uint32
 	}
 	seed := maphash.MakeSeed()
-	hs := make([]hashed, 0, s.Len())
-	if err := s.Each(func(i int, e Entry) error {
-		hs = append(hs, hashed{maphash.String(seed, e.Path), uint32(i)})
+	hs := make([]hashed, 0, l.Len())
+	if err := l.Each(func(i int, e E) error {
+		hs = append(hs, hashed{maphash.String(seed, name(e)), uint32(i)})
 		return nil
 	}); err != nil {
 		return nil, err
@@ -453,15 +470,16 @@ func Duplicates(s *Store) ([]int, error) {
 			if hi-lo == 1 {
 				break
 			}
-			e, err := s.Get(int(x.i))
+			e, err := l.Get(int(x.i))
 			if err != nil {
 				return nil, err
 			}
-			if slices.Contains(names, e.Path) {
+			n := name(e)
+			if slices.Contains(names, n) {
 				dups = append(dups, int(x.i))
 				continue
 			}
-			names = append(names, e.Path)
+			names = append(names, n)
 		}
 		lo = hi
 	}

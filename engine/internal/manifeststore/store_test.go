@@ -181,7 +181,7 @@ func TestDuplicates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := Duplicates(s)
+	got, err := Duplicates[Entry](s, func(e Entry) string { return e.Path })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,3 +29,33 @@ func TestEncodeIsMarshal(t *testing.T) {
 		}
 	}
 }
+
+// Files yielded by More are written after Files, as if they were listed.
+func TestEncodeWritesMoreFiles(t *testing.T) {
+	f := NewFile(3, "a/b.txt", 5<<20, 5)
+	saved := []File{{Index: 9, Path: "c", Done: true, SavedAs: "c (1)"}, {Index: 10, Path: "d", Size: 4, Done: true, SavedAs: "d"}}
+	for _, files := range [][]File{nil, {f}} {
+		s := &State{Version: Version, Peer: "p", Manifest: "m", ChunkSize: 4 << 20, Dest: "/tmp/x", Files: files,
+			More: func(yield func(File) bool) {
+				for _, x := range saved {
+					if !yield(x) {
+						return
+					}
+				}
+			}}
+		whole := *s
+		whole.More = nil
+		whole.Files = append(append([]File(nil), files...), saved...)
+		want, err := json.Marshal(&whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := s.encode(&got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("%d files and 2 more:\n got %s\nwant %s", len(files), got.Bytes(), want)
+		}
+	}
+}

@@ -26,7 +26,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //
 // Record: uint32 length, payload, uint32 CRC32C of the payload. Payload: a
 // type byte and the file index, then for a chunk its index, CRC32C and leaf,
-// for a partial its name, for a saved file the name it was saved as.
+// for a partial the file's size (int64) and the partial's name (a journal
+// of before has partial records without the size), for a saved file the
+// name it was saved as. The snapshot lists only the files begun or saved
+// when it was written: a partial or saved record of a file it does not
+// list makes the file's entry (State.Check completes it from the offer).
 // Reading stops at the first torn or damaged record: everything before it is
 // good.
 type Journal struct {
@@ -44,7 +48,8 @@ const lazyDelay = 2 * time.Millisecond
 const (
 	recChunk   byte = 1
 	recSaved   byte = 2
-	recPartial byte = 3
+	recPartial byte = 3 // without the size: written before issue 30's snapshots
+	recBegun   byte = 4 // a partial, with the file's size
 
 	maxRecord = 8 << 10
 )
@@ -55,7 +60,8 @@ type record struct {
 	chunk uint32
 	crc   uint32
 	leaf  merkle.Hash
-	name  string // recSaved: saved as; recPartial: the partial's name
+	size  int64  // recBegun: the file's size
+	name  string // recSaved: saved as; recPartial, recBegun: the partial's name
 }
 
 // createJournal starts an empty journal at path (replacing an old one).
@@ -115,10 +121,15 @@ func (j *Journal) Chunk(file, chunk, crc uint32, leaf merkle.Hash) error {
 	return j.write(p[:], false)
 }
 
-// Partial records the name of file's partial, right after it was created
-// and before any chunk of it is recorded.
-func (j *Journal) Partial(file uint32, name string) error {
-	return j.write(named(recPartial, file, name), false)
+// Partial records the name of file's partial (and the file's size), right
+// after it was created and before any chunk of it is recorded.
+func (j *Journal) Partial(file uint32, size int64, name string) error {
+	p := make([]byte, 13+len(name))
+	p[0] = recBegun
+	binary.BigEndian.PutUint32(p[1:], file)
+	binary.BigEndian.PutUint64(p[5:], uint64(size))
+	copy(p[13:], name)
+	return j.write(p, false)
 }
 
 // Saved records that a file got its final name. It is written lazily: a
@@ -201,6 +212,9 @@ func parseJournal(r io.Reader) []record {
 			copy(rec.leaf[:], p[13:])
 		case rec.typ == recSaved, rec.typ == recPartial:
 			rec.name = string(p[5:])
+		case rec.typ == recBegun && n >= 13 && int64(binary.BigEndian.Uint64(p[5:])) >= 0:
+			rec.size = int64(binary.BigEndian.Uint64(p[5:]))
+			rec.name = string(p[13:])
 		default:
 			return out
 		}
@@ -208,24 +222,49 @@ func parseJournal(r io.Reader) []record {
 	}
 }
 
-// applyJournal replays records onto a snapshot. Records that do not fit the
-// snapshot (unknown file, chunk out of range) make the whole state suspect.
+// applyJournal replays records onto a snapshot. A partial (with its size)
+// or saved record of a file the snapshot does not list adds its entry, its
+// path left for Check to take from the offer (and a saved one's size,
+// marked -1). Records that do not fit (a chunk of a file not begun, a
+// chunk out of range, a size that changed) make the whole state suspect.
 func applyJournal(s *State, recs []record) error {
-	byIdx := make(map[uint32]*File, len(s.Files))
+	byIdx := make(map[uint32]int, len(s.Files))
 	for i := range s.Files {
-		byIdx[s.Files[i].Index] = &s.Files[i]
+		byIdx[s.Files[i].Index] = i
 	}
 	for _, r := range recs {
-		f := byIdx[r.file]
-		if f == nil {
-			return fmt.Errorf("journal names file %d, which the snapshot does not have", r.file)
+		k, ok := byIdx[r.file]
+		if !ok {
+			switch r.typ {
+			case recBegun:
+				if s.ChunkSize <= 0 {
+					return fmt.Errorf("journal names file %d of a state without a chunk size", r.file)
+				}
+				n := merkle.Chunks(r.size, s.ChunkSize)
+				if n > maxStateFile/32 {
+					return fmt.Errorf("journal gives file %d %d bytes", r.file, r.size)
+				}
+				s.Files = append(s.Files, NewFile(r.file, "", r.size, n))
+			case recSaved:
+				s.Files = append(s.Files, File{Index: r.file, Size: -1})
+			default:
+				return fmt.Errorf("journal names file %d, which the snapshot does not have", r.file)
+			}
+			k = len(s.Files) - 1
+			byIdx[r.file] = k
 		}
+		f := &s.Files[k]
 		switch r.typ {
 		case recChunk:
 			if f.Done || int(r.chunk) >= len(f.CRCs) || len(f.Have) < (len(f.CRCs)+7)/8 || len(f.Leaves) != 32*len(f.CRCs) {
 				return fmt.Errorf("journal names chunk %d of file %d", r.chunk, r.file)
 			}
 			f.Set(int(r.chunk), r.leaf, r.crc)
+		case recBegun:
+			if f.Size != r.size {
+				return fmt.Errorf("journal gives file %d %d bytes, the snapshot %d", r.file, r.size, f.Size)
+			}
+			f.Partial = r.name
 		case recPartial:
 			f.Partial = r.name
 		case recSaved:

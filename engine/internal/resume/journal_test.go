@@ -17,7 +17,7 @@ func TestJournalRoundTripAndTornTail(t *testing.T) {
 	}
 	leaf := merkle.Leaf([]byte("x"))
 	j.Chunk(3, 7, 0xdeadbeef, leaf)
-	j.Partial(3, "photos/b (1).jpg.partial")
+	j.Partial(3, 5<<20, "photos/b (1).jpg.partial")
 	j.Saved(4, "photos/a (1).jpg")
 	j.Sync()
 	j.Close()
@@ -28,7 +28,7 @@ func TestJournalRoundTripAndTornTail(t *testing.T) {
 	if r := recs[0]; r.typ != recChunk || r.file != 3 || r.chunk != 7 || r.crc != 0xdeadbeef || r.leaf != leaf {
 		t.Errorf("chunk record %+v", r)
 	}
-	if r := recs[1]; r.typ != recPartial || r.file != 3 || r.name != "photos/b (1).jpg.partial" {
+	if r := recs[1]; r.typ != recBegun || r.file != 3 || r.size != 5<<20 || r.name != "photos/b (1).jpg.partial" {
 		t.Errorf("partial record %+v", r)
 	}
 	if r := recs[2]; r.typ != recSaved || r.file != 4 || r.name != "photos/a (1).jpg" {
@@ -50,6 +50,9 @@ var journalCases = []struct {
 	{"unknown type", validRecord([]byte{9, 0, 0, 0, 1}), 0},
 	{"short chunk record", validRecord([]byte{recChunk, 0, 0, 0, 1, 2, 3}), 0},
 	{"partial record", validRecord([]byte{recPartial, 0, 0, 0, 1, 'a', '.', 'p'}), 1},
+	{"begun record", validRecord([]byte{recBegun, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 'a', '.', 'p'}), 1},
+	{"short begun record", validRecord([]byte{recBegun, 0, 0, 0, 1, 0, 0, 0}), 0},
+	{"begun record, negative size", validRecord([]byte{recBegun, 0, 0, 0, 1, 0xff, 0, 0, 0, 0, 0, 0, 9, 'a'}), 0},
 	{"good then torn", append(validRecord([]byte{recSaved, 0, 0, 0, 1, 'a'}), 0, 0, 0, 9, recSaved), 1},
 }
 
@@ -77,7 +80,7 @@ func FuzzParseJournal(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs := parseJournal(bytes.NewReader(data))
-		s := &State{Files: []File{{Index: 0, Have: make([]byte, 1), Leaves: make([]byte, 32*4), CRCs: make([]uint32, 4)}}}
+		s := &State{ChunkSize: 1 << 20, Files: []File{{Index: 0, Have: make([]byte, 1), Leaves: make([]byte, 32*4), CRCs: make([]uint32, 4)}}}
 		applyJournal(s, recs) // must never panic, whatever the records say
 	})
 }
@@ -99,5 +102,57 @@ func TestApplyJournalRefusesUnknownFiles(t *testing.T) {
 	}
 	if err := applyJournal(s, []record{{typ: recChunk, file: 0, chunk: 0}}); err == nil {
 		t.Error("a chunk of a saved file was applied")
+	}
+}
+
+// A snapshot lists only the files begun or saved: the journal's partial
+// record of another file adds its entry (sized by the record), a lone saved
+// record one whose size the offer gives; Check fills in the paths.
+func TestJournalAddsFilesTheSnapshotDoesNotList(t *testing.T) {
+	const cs = 1 << 20
+	s := &State{Version: Version, Peer: "p", Manifest: "m", ChunkSize: cs, Dest: "/d", Accepted: 4,
+		Files: []File{NewFile(0, "a", 3*cs, 3)}}
+	leaf := merkle.Leaf([]byte("x"))
+	err := applyJournal(s, []record{
+		{typ: recBegun, file: 2, size: 2*cs + 1, name: "c.partial"},
+		{typ: recChunk, file: 2, chunk: 2, crc: 9, leaf: leaf},
+		{typ: recSaved, file: 3, name: "d (1)"},
+	})
+	if err != nil || len(s.Files) != 3 {
+		t.Fatalf("err %v, %d files", err, len(s.Files))
+	}
+	if f := s.Files[1]; f.Index != 2 || f.Path != "" || f.Size != 2*cs+1 || f.Partial != "c.partial" || !f.Has(2) || f.Has(1) || f.Leaf(2) != leaf {
+		t.Errorf("begun file %+v", f)
+	}
+	if f := s.Files[2]; f.Index != 3 || !f.Done || f.SavedAs != "d (1)" || f.Size != -1 {
+		t.Errorf("saved file %+v", f)
+	}
+	offer := []OfferedFile{{"a", 3 * cs}, {"b", 1}, {"c", 2*cs + 1}, {"d", 7}}
+	o := Offered{Peer: "p", Manifest: "m", ChunkSize: cs, Dest: "/d", Files: len(offer),
+		File: func(i int) (OfferedFile, error) { return offer[i], nil }}
+	if err := s.Check(o, func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if s.Files[1].Path != "c" || s.Files[2].Path != "d" || s.Files[2].Size != 7 {
+		t.Errorf("after Check: %+v, %+v", s.Files[1], s.Files[2])
+	}
+	// A chunk of a file neither listed nor begun, a size that changed.
+	for _, recs := range [][]record{
+		{{typ: recChunk, file: 1}},
+		{{typ: recBegun, file: 0, size: 5, name: "a.partial"}},
+		{{typ: recBegun, file: 1, size: 1 << 62, name: "b.partial"}},
+	} {
+		s := &State{ChunkSize: cs, Files: []File{NewFile(0, "a", 3*cs, 3)}}
+		if err := applyJournal(s, recs); err == nil {
+			t.Errorf("records %+v were applied", recs)
+		}
+	}
+	// Another offer's sizes.
+	s2 := &State{Version: Version, Peer: "p", Manifest: "m", ChunkSize: cs, Dest: "/d"}
+	if err := applyJournal(s2, []record{{typ: recBegun, file: 2, size: 5, name: "c.partial"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Check(o, func(string) error { return nil }); err == nil {
+		t.Error("a journal's file of another size passed the check")
 	}
 }

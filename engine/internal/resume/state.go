@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -34,7 +35,11 @@ import (
 
 // Version is the snapshot format. Version 2 records each partial's name:
 // partials are created exclusively and may not carry the file's own name.
-const Version = 2
+// Version 3 lists only the files begun or saved (issue 30: a snapshot of
+// 10^6 files that have not begun listed them all) and counts the accepted
+// ones; its journal's partial records carry the file's size. A version 2
+// state is read as well.
+const Version = 3
 
 // maxStateFile bounds a snapshot we are willing to read.
 const maxStateFile = 256 << 20
@@ -48,7 +53,14 @@ type State struct {
 	ChunkSize int       `json:"chunk_size"`
 	Dest      string    `json:"dest"`
 	Updated   time.Time `json:"updated"`
-	Files     []File    `json:"files"`
+	// Accepted is the number of files the transfer accepted; Files lists
+	// those begun or saved (a file not listed is implied by the offer).
+	Accepted int    `json:"accepted,omitempty"`
+	Files    []File `json:"files"`
+	// More, when set, yields further files that Compact writes after Files
+	// (and then only when it yields one): the saved files of a large
+	// transfer are written one by one, never held together.
+	More iter.Seq[File] `json:"-"`
 }
 
 // File is one accepted file of a State.
@@ -90,6 +102,9 @@ func (f *File) Set(c int, leaf merkle.Hash, crc uint32) {
 
 // Held reports whether the state holds anything worth resuming.
 func (s *State) Held() bool {
+	if s.More != nil {
+		return true
+	}
 	for _, f := range s.Files {
 		if f.Done {
 			return true
@@ -109,8 +124,10 @@ type Offered struct {
 	Manifest  string
 	ChunkSize int
 	Dest      string
-	// Files are the offer's files, by index.
-	Files []OfferedFile
+	// Files is the number of the offer's files; File returns one by index
+	// (the list may be kept on disk).
+	Files int
+	File  func(i int) (OfferedFile, error)
 }
 
 // OfferedFile is one file of an offer.
@@ -120,11 +137,13 @@ type OfferedFile struct {
 }
 
 // Check refuses a loaded state that does not fit the offer it would resume
-// (tampered, another peer, another folder, another offer). validName checks
-// a path from the state the way the store checks a peer's names.
+// (tampered, another peer, another folder, another offer), and completes
+// the entries its journal added (their path, and a saved file's size, are
+// the offer's). validName checks a path from the state the way the store
+// checks a peer's names.
 func (s *State) Check(o Offered, validName func(string) error) error {
 	switch {
-	case s.Version != Version:
+	case s.Version != Version && s.Version != 2:
 		return fmt.Errorf("version %d", s.Version)
 	case s.Peer != o.Peer:
 		return errors.New("it belongs to another device")
@@ -134,12 +153,22 @@ func (s *State) Check(o Offered, validName func(string) error) error {
 		return errors.New("it is for another download folder")
 	}
 	seen := map[uint32]bool{}
-	for _, f := range s.Files {
-		if int(f.Index) >= len(o.Files) || seen[f.Index] {
+	for i := range s.Files {
+		f := &s.Files[i]
+		if int(f.Index) >= o.Files || seen[f.Index] {
 			return fmt.Errorf("file index %d", f.Index)
 		}
 		seen[f.Index] = true
-		m := o.Files[f.Index]
+		m, err := o.File(int(f.Index))
+		if err != nil {
+			return err
+		}
+		if f.Path == "" {
+			f.Path = m.Path // an entry of the journal's
+			if f.Size < 0 {
+				f.Size = m.Size
+			}
+		}
 		if f.Path != m.Path || f.Size != m.Size {
 			return fmt.Errorf("file %d does not match the offer", f.Index)
 		}
@@ -277,7 +306,7 @@ func (s *State) encode(w io.Writer) error {
 	if !bytes.HasSuffix(b, []byte(`"files":`+null)) {
 		return fmt.Errorf("resume state: unexpected encoding of the head: %.40q", b)
 	}
-	if s.Files == nil {
+	if s.Files == nil && s.More == nil {
 		_, err := w.Write(b)
 		return err
 	}
@@ -285,20 +314,31 @@ func (s *State) encode(w io.Writer) error {
 		return err
 	}
 	sep := []byte{'['}
-	for i := range s.Files {
-		f, err := json.Marshal(&s.Files[i])
+	put := func(f *File) error {
+		b, err := json.Marshal(f)
 		if err != nil {
 			return err
 		}
 		if _, err := w.Write(sep); err != nil {
 			return err
 		}
-		if _, err := w.Write(f); err != nil {
+		_, err = w.Write(b)
+		sep[0] = ','
+		return err
+	}
+	for i := range s.Files {
+		if err := put(&s.Files[i]); err != nil {
 			return err
 		}
-		sep[0] = ','
 	}
-	if len(s.Files) == 0 {
+	if s.More != nil {
+		for f := range s.More {
+			if err := put(&f); err != nil {
+				return err
+			}
+		}
+	}
+	if sep[0] == '[' {
 		if _, err := w.Write(sep); err != nil {
 			return err
 		}
@@ -351,7 +391,7 @@ func (d *Dir) List() []Summary {
 		if err != nil || s == nil {
 			continue
 		}
-		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: len(s.Files), Updated: s.Updated}
+		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated}
 		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
 			p.Updated = st.ModTime()
 		}

@@ -70,7 +70,7 @@ func (f *fileHash) open() (io.ReadCloser, error) {
 		stop:   make(chan struct{}),
 	}
 	for range hashDepth {
-		r.free <- make([]byte, hashBlock)
+		r.free <- hashBlocks.get()
 	}
 	go r.readAhead(file, f, gen)
 	return r, nil
@@ -113,6 +113,24 @@ const (
 	hashDepth = 3
 )
 
+// hashBlocks keeps the readers' blocks for the next file: a send of many
+// small files otherwise allocated (and faulted in) 768 KiB per file.
+var hashBlocks blockPool
+
+type blockPool struct{ p sync.Pool }
+
+func (b *blockPool) get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, hashBlock)
+}
+
+func (b *blockPool) put(v []byte) {
+	v = v[:cap(v)]
+	b.p.Put(&v)
+}
+
 func (r *hashingReader) readAhead(file *os.File, f *fileHash, gen int) {
 	defer close(r.blocks)
 	defer file.Close()
@@ -137,6 +155,8 @@ func (r *hashingReader) readAhead(file *os.File, f *fileHash, gen int) {
 				r.err = os.ErrClosed
 				return
 			}
+		} else {
+			r.free <- buf // there is room: free holds every block
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			f.mu.Lock()
@@ -168,6 +188,13 @@ func (r *hashingReader) Read(b []byte) (int, error) {
 		select {
 		case blk, ok := <-r.blocks:
 			if !ok {
+				// The reading ahead ended and this side holds no block:
+				// all of them are back in free, for the next file. (A
+				// reader closed before its end leaves them to the
+				// collector: Close may run beside a Read.)
+				for len(r.free) > 0 {
+					hashBlocks.put(<-r.free)
+				}
 				return 0, r.err
 			}
 			r.cur, r.held = blk, blk

@@ -117,6 +117,9 @@ func TestNoEnvironmentOrTunablesBelowCmd(t *testing.T) {
 var notTunable = map[string]bool{
 	"labSeq": true, // internal/netlab: a counter that names labs apart
 	"nsSeq":  true, // internal/netns: a counter that names test namespaces apart
+	// engine/store: what the kernel answered once (linkat's AT_EMPTY_PATH
+	// refused), learned at run time, not set by anyone.
+	"emptyPathRefused": true,
 	// internal/version: stamped by the linker (-ldflags -X), read only.
 	"Version": true,
 	"Commit":  true,

@@ -102,7 +102,11 @@ func TestExistingFileIsNeverOverwritten(t *testing.T) {
 		}
 		got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), fmt.Sprintf("report (%d).pdf", i)))
 		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("copy %d: %v", i, err)
+			ents, _ := os.ReadDir(recv.DownloadDir())
+			for _, e := range ents {
+				t.Logf("in the folder: %q", e.Name())
+			}
+			t.Fatalf("copy %d: %v (%+v)", i, err, res)
 		}
 	}
 	got, _ := os.ReadFile(filepath.Join(recv.DownloadDir(), "report.pdf"))

@@ -64,6 +64,9 @@ func (f *fileHash) open() (io.ReadCloser, error) {
 	f.h, f.n = nil, 0
 	gen := f.gen
 	f.mu.Unlock()
+	if f.size < readAheadFrom {
+		return &inlineHashReader{file: file, src: io.LimitReader(file, f.size), f: f, gen: gen, h: sha256.New()}, nil
+	}
 	r := &hashingReader{
 		blocks: make(chan []byte, hashDepth),
 		free:   make(chan []byte, hashDepth),
@@ -111,7 +114,42 @@ type hashingReader struct {
 const (
 	hashBlock = 256 << 10
 	hashDepth = 3
+	// readAheadFrom is the size from which a file is read ahead: a send
+	// of many small files runs several uploads at once, which keep the
+	// cores busy already, and reading each ahead cost more than it gave
+	// (500 x 2 MiB: 657 against 731 MB/s; 1 GiB: 857 against 683).
+	readAheadFrom = 16 << 20
 )
+
+// inlineHashReader hashes a small file as the upload reads it.
+type inlineHashReader struct {
+	file *os.File
+	src  io.Reader
+	f    *fileHash
+	gen  int
+	h    hash.Hash
+	n    int64
+}
+
+func (r *inlineHashReader) Read(b []byte) (int, error) {
+	m, err := r.src.Read(b)
+	if m > 0 {
+		r.h.Write(b[:m])
+		r.n += int64(m)
+	}
+	// The upload stops reading at the offered size, so the sum is ready
+	// then, not only at an EOF it may never ask for.
+	if err == io.EOF || r.n == r.f.size {
+		r.f.mu.Lock()
+		if r.f.gen == r.gen {
+			r.f.h, r.f.n = r.h, r.n
+		}
+		r.f.mu.Unlock()
+	}
+	return m, err
+}
+
+func (r *inlineHashReader) Close() error { return r.file.Close() }
 
 // hashBlocks keeps the readers' blocks for the next file: a send of many
 // small files otherwise allocated (and faulted in) 768 KiB per file.

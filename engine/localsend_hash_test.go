@@ -71,7 +71,7 @@ func TestLocalSendSendRemembersSHA256(t *testing.T) {
 // for the next block returns when the reader is closed.
 func TestHashingReaderReadsAheadExactly(t *testing.T) {
 	dir := t.TempDir()
-	for _, n := range []int{0, 1, hashBlock - 1, hashBlock, 3*hashBlock + 7, 9 * hashBlock} {
+	for _, n := range []int{0, 1, hashBlock - 1, hashBlock, 3*hashBlock + 7, readAheadFrom - 1, readAheadFrom, readAheadFrom + 3*hashBlock + 7} {
 		data := make([]byte, n+100) // the file grew by 100 bytes since it was offered
 		for i := range data {
 			data[i] = byte(i*7 + i>>9)
@@ -103,12 +103,14 @@ func TestHashingReaderReadsAheadExactly(t *testing.T) {
 		fh.mu.Unlock()
 	}
 
-	// Closed half way: no sum, and a later open starts again.
+	// Closed half way (a file read ahead): no sum, and a later open
+	// starts again.
+	const big = readAheadFrom + 20*hashBlock
 	path := filepath.Join(dir, "big")
-	if err := os.WriteFile(path, make([]byte, 20*hashBlock), 0o644); err != nil {
+	if err := os.WriteFile(path, make([]byte, big), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fh := &fileHash{src: path, size: 20 * hashBlock}
+	fh := &fileHash{src: path, size: big}
 	rc, _ := fh.open()
 	if _, err := io.ReadFull(rc, make([]byte, hashBlock)); err != nil {
 		t.Fatal(err)
@@ -126,10 +128,10 @@ func TestHashingReaderReadsAheadExactly(t *testing.T) {
 	rc2, _ := fh.open()
 	n, err := io.Copy(io.Discard, rc2)
 	rc2.Close()
-	if err != nil || n != 20*hashBlock {
+	if err != nil || n != big {
 		t.Fatalf("the second open read %d, %v", n, err)
 	}
-	if fh.n != 20*hashBlock {
+	if fh.n != big {
 		t.Fatalf("the second open hashed %d bytes", fh.n)
 	}
 }

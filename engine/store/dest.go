@@ -485,6 +485,17 @@ func (d *Dest) Discard(p *Partial) error {
 	return nil
 }
 
+// finalFolder is the folder a partial gets its final name in, held (give
+// it back with release): the one it was created in when the name is the
+// one it was created for (checked then, and by inside since), else rel's
+// folders resolved again.
+func (d *Dest) finalFolder(p *Partial, created bool, dirs []string) (*folder, error) {
+	if created {
+		return d.keep(p.fo), nil
+	}
+	return d.resolveFolder(dirs)
+}
+
 // Finalize cuts p to size (the size the sender declared: a partial never
 // carries bytes beyond it into a final file), closes it (synced first when
 // SyncOnFinalize is set) and gives it its final name rel (validated like
@@ -530,12 +541,9 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	}
 	// The name it was created for goes in the folder it was created in,
 	// which inside just checked (resolveFolder would return it again).
-	to := d.keep(p.fo)
-	if !created {
-		d.release(to)
-		if to, err = d.resolveFolder(dirs); err != nil {
-			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
-		}
+	to, err := d.finalFolder(p, created, dirs)
+	if err != nil {
+		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
 	defer d.release(to)
 	for n := 0; n < maxNumbered; n++ {

@@ -78,12 +78,9 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
 	}
-	to := d.keep(p.fo)
-	if !created {
-		d.release(to)
-		if to, err = d.resolveFolder(dirs); err != nil {
-			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
-		}
+	to, err := d.finalFolder(p, created, dirs)
+	if err != nil {
+		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
 	defer d.release(to)
 	if !to.inside(d) {

@@ -101,6 +101,7 @@ func pairAnywhereAt(t testing.TB, a, b device, oneSided bool, bAt string) {
 		}
 	}
 }
+
 // startRelayAndReceiver starts the relay on the lab's internet and dev's
 // receiver on host B, reachable from anywhere through it, taking what its
 // trusted devices send into inbox.
@@ -130,7 +131,6 @@ func randomFile(t testing.TB, mib int) string {
 	}
 	return src
 }
-
 
 // startIn starts bin in ns and waits for a line of its output that
 // contains ready; it is killed when the test ends.

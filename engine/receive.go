@@ -147,8 +147,6 @@ type receiver struct {
 	// list is the offer's file list, in memory up to a bound and on disk
 	// beyond (offerlist.go); closed when the session ends.
 	list *manifeststore.Store
-	// names checks the offer's names as they arrive (readOffer).
-	names *core.NameCheck
 	// stalls counts the data streams' long waits (head-of-line blocking);
 	// its threshold follows the path's RTT, set when data starts.
 	stalls    *stallmeter.Meter
@@ -382,9 +380,7 @@ func (rx *receiver) takeOffer() error {
 	if err := rx.readOffer(); err != nil {
 		return err
 	}
-	names := rx.names
-	rx.names = nil // its hashes are not kept for the session (16 bytes a file)
-	return rx.Inbox.OfferChecked(rx.offer.Transfer, offeredList{rx.list}, rx.offer.Text, names)
+	return rx.Inbox.Offer(rx.offer.Transfer, offeredList{rx.list}, rx.offer.Text)
 }
 
 // readOffer reads and checks the offer and its manifest.
@@ -408,9 +404,6 @@ func (rx *receiver) readOffer() error {
 	if rx.list, err = rx.e.lists.open(rx.Ticket().Source()); err != nil {
 		return err
 	}
-	// The names are checked as they arrive, while the sender writes the
-	// rest: once the last is in, the offer is ready to be asked about.
-	rx.names = rx.NewNameCheck(offer.Files)
 	var sum, held int64
 	for rx.list.Len() < offer.Files {
 		part, err := expect[*wire.OfferFiles](rx.ctl.recvTimeout(offerTimeout))
@@ -424,9 +417,6 @@ func (rx *receiver) readOffer() error {
 		for _, f := range part.Files {
 			if sum += f.Size; sum < 0 {
 				return fmt.Errorf("%w: total size overflows", wire.ErrProtocol)
-			}
-			if err := rx.names.Add(rx.list.Len(), f.Path); err != nil {
-				return err
 			}
 			if err := rx.appendEntry(f); err != nil {
 				return err

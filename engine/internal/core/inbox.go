@@ -252,52 +252,6 @@ func (in *Inbox) CheckCost(cost int64) error {
 // be stored are refused one by one; an offer over the limits, or with
 // neither a file left nor a text, is refused whole.
 func (in *Inbox) Offer(delivery string, files FileList, text string) error {
-	return in.OfferChecked(delivery, files, text, nil)
-}
-
-// NameCheck checks an offer's names as they arrive (Add), so that once the
-// last one is in, OfferChecked has nothing left to read but the few names
-// whose hashes are equal: a receiver of 10^5 names no longer reads its
-// whole list back twice before it can ask its user (issue 30).
-type NameCheck struct {
-	host    string
-	refused []NameRefusal
-	dups    *manifeststore.DupFinder
-}
-
-// NewNameCheck starts the check of an offer of about n names.
-func (in *Inbox) NewNameCheck(n int) *NameCheck {
-	return &NameCheck{host: in.host.Name(), dups: manifeststore.NewDupFinder(n)}
-}
-
-// Add checks offered file i's name (every name once, in order). It fails
-// once more names than MaxRefusals cannot be stored: the offer is refused.
-func (c *NameCheck) Add(i int, path string) error {
-	// A name we cannot store safely refuses that file, not the offer.
-	var ne *store.NameError
-	if err := store.ValidateReceived(path); errors.As(err, &ne) {
-		c.refuse(i, ne.Reason)
-	} else if err != nil {
-		c.refuse(i, "the name cannot be stored")
-	}
-	if len(c.refused) > MaxRefusals {
-		return c.tooMany()
-	}
-	c.dups.Add(i, path)
-	return nil
-}
-
-func (c *NameCheck) refuse(i int, reason string) {
-	c.refused = append(c.refused, NameRefusal{Idx: i, Code: errcode.CodeBadName, Reason: reason})
-}
-
-func (c *NameCheck) tooMany() error {
-	return &RefusedError{Code: errcode.CodeBadName, Reason: fmt.Sprintf("over %d of the offered names cannot be stored on %s", MaxRefusals, c.host)}
-}
-
-// OfferChecked is Offer with the names checked as they arrived (check, from
-// NewNameCheck, has seen every file of files); nil checks them here.
-func (in *Inbox) OfferChecked(delivery string, files FileList, text string, check *NameCheck) error {
 	in.Offered = true
 	if files == nil {
 		files = Files(nil)
@@ -318,25 +272,30 @@ func (in *Inbox) OfferChecked(delivery string, files FileList, text string, chec
 	}
 	in.Text = text
 	in.Files = files
-	if check == nil {
-		// The names are read once, in order, from wherever the list is
-		// kept; the caller bounded their bytes as they arrived.
-		check = in.NewNameCheck(files.Len())
-		if err := files.Each(func(i int, f OfferedFile) error { return check.Add(i, f.Path) }); err != nil {
-			return err
+	tooMany := &RefusedError{Code: errcode.CodeBadName, Reason: fmt.Sprintf("over %d of the offered names cannot be stored on %s", MaxRefusals, in.host.Name())}
+	// The names are read once, in order, from wherever the list is kept;
+	// the caller bounded their bytes as they arrived.
+	err := files.Each(func(i int, f OfferedFile) error {
+		// A name we cannot store safely refuses that file, not the offer.
+		var ne *store.NameError
+		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
+			in.Refuse(i, errcode.CodeBadName, ne.Reason)
+		} else if err != nil {
+			in.Refuse(i, errcode.CodeBadName, "the name cannot be stored")
 		}
-	}
-	if len(check.refused) > MaxRefusals {
-		return check.tooMany()
-	}
-	for _, r := range check.refused {
-		in.Refuse(r.Idx, r.Code, r.Reason)
+		if len(in.Refused) > MaxRefusals {
+			return tooMany
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	// Names differing only in case are both received: on a case-insensitive
 	// file system the second gets a number (its partial is created
 	// exclusively, its final name never overwrites). The very same name
 	// twice is refused: found with a hash per name, not a set of the names.
-	dups, err := manifeststore.FindDuplicates(check.dups, files, pathOf)
+	dups, err := manifeststore.Duplicates(files, pathOf)
 	if err != nil {
 		return err
 	}
@@ -347,7 +306,7 @@ func (in *Inbox) OfferChecked(delivery string, files FileList, text string, chec
 	}
 	slices.SortFunc(in.Refused, func(a, b NameRefusal) int { return cmp.Compare(a.Idx, b.Idx) })
 	if len(in.Refused) > MaxRefusals {
-		return check.tooMany()
+		return tooMany
 	}
 	if len(in.Refused) > 0 && len(in.Refused) == files.Len() && text == "" {
 		r := in.Refused[0]

@@ -3,9 +3,7 @@ package core
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -309,67 +307,4 @@ func FuzzCheckDelivery(f *testing.F) {
 			t.Fatalf("%q accepted", id)
 		}
 	})
-}
-
-// eachForbidden is a file list whose names were checked as they arrived:
-// reading it whole again fails the test; single entries may be read.
-type eachForbidden struct {
-	t *testing.T
-	Files
-	gets int
-}
-
-func (l *eachForbidden) Each(func(int, OfferedFile) error) error {
-	l.t.Error("the offer's list was read whole after its names were checked as they arrived")
-	return nil
-}
-
-func (l *eachForbidden) Get(i int) (OfferedFile, error) { l.gets++; return l.Files.Get(i) }
-
-// Issue 30: the names of an offer are checked as they arrive (NameCheck),
-// and OfferChecked then refuses what Offer refuses, without reading the
-// list back (only the entries of equal hashes: the duplicates).
-func TestOfferCheckedAsNamesArrive(t *testing.T) {
-	many := make(Files, MaxRefusals+1)
-	for i := range many {
-		many[i] = OfferedFile{Path: fmt.Sprintf("../bad%d", i), Size: 1}
-	}
-	for _, c := range []struct {
-		name  string
-		files Files
-	}{
-		{"plain", Files{{Path: "a.txt", Size: 1}, {Path: "b/c.txt", Size: 2}}},
-		{"bad names", Files{{Path: "../a", Size: 1}, {Path: "ok.txt", Size: 1}, {Path: "b/\x00c", Size: 1}}},
-		{"the same name twice", Files{{Path: "a.txt", Size: 1}, {Path: "b.txt", Size: 1}, {Path: "a.txt", Size: 2}, {Path: "A.txt", Size: 2}}},
-		{"a bad name twice", Files{{Path: "../a", Size: 1}, {Path: "x", Size: 1}, {Path: "../a", Size: 1}}},
-		{"too many bad names", many},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			whole := newTestInbox(t, newFakeHost(t, AcceptAll, false), clock.Real{})
-			wantErr := whole.Offer("d1", c.files, "")
-
-			arriving := newTestInbox(t, newFakeHost(t, AcceptAll, false), clock.Real{})
-			check := arriving.NewNameCheck(len(c.files))
-			var addErr error
-			for i, f := range c.files {
-				if addErr = check.Add(i, f.Path); addErr != nil {
-					break
-				}
-			}
-			list := &eachForbidden{t: t, Files: c.files}
-			err := addErr
-			if err == nil {
-				err = arriving.OfferChecked("d1", list, "", check)
-			}
-			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
-				t.Fatalf("checked as they arrived: %v; Offer: %v", err, wantErr)
-			}
-			if !reflect.DeepEqual(arriving.Refused, whole.Refused) {
-				t.Errorf("refused as they arrived %+v; by Offer %+v", arriving.Refused, whole.Refused)
-			}
-			if list.gets > 4 {
-				t.Errorf("%d entries read back for %d names", list.gets, len(c.files))
-			}
-		})
-	}
 }

@@ -440,45 +440,19 @@ type List[E any] interface {
 // 16 bytes per entry while it runs, not the names: a hash of each, sorted,
 // with every equal pair of hashes checked against the names themselves.
 func Duplicates[E any](l List[E], name func(E) string) ([]int, error) {
-	d := NewDupFinder(l.Len())
+	type hashed struct {
+		h uint64
+		i uint32
+	}
+	seed := maphash.MakeSeed()
+	hs := make([]hashed, 0, l.Len())
 	if err := l.Each(func(i int, e E) error {
-		d.Add(i, name(e))
+		hs = append(hs, hashed{maphash.String(seed, name(e)), uint32(i)})
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	return FindDuplicates(d, l, name)
-}
-
-// DupFinder is Duplicates in two steps, for names seen as they arrive: Add
-// each name once, in order, then FindDuplicates reads back only the
-// entries whose hashes are equal. It holds 16 bytes per name.
-type DupFinder struct {
-	seed maphash.Seed
-	hs   []hashedName
-}
-
-type hashedName struct {
-	h uint64
-	i uint32
-}
-
-// NewDupFinder makes a DupFinder for about n names (a peer's count: room
-// for at most 65,536 is made at first, the rest as the names come).
-func NewDupFinder(n int) *DupFinder {
-	return &DupFinder{seed: maphash.MakeSeed(), hs: make([]hashedName, 0, min(max(n, 0), 1<<16))}
-}
-
-// Add notes entry i's name.
-func (d *DupFinder) Add(i int, name string) {
-	d.hs = append(d.hs, hashedName{maphash.String(d.seed, name), uint32(i)})
-}
-
-// FindDuplicates returns, in order, the indexes of the entries Add saw
-// whose name an earlier one has, reading the names of equal hashes from l.
-func FindDuplicates[E any](d *DupFinder, l List[E], name func(E) string) ([]int, error) {
-	hs := d.hs
-	slices.SortFunc(hs, func(a, b hashedName) int {
+	slices.SortFunc(hs, func(a, b hashed) int {
 		if c := cmp.Compare(a.h, b.h); c != 0 {
 			return c
 		}

@@ -806,7 +806,7 @@ func receive(bufs *uploadBuffers, body io.Reader, f *upFile, sink Sink) error {
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := bufs.copy(w, io.LimitReader(body, f.size+1))
+	n, err := bufs.copy(w, io.LimitReader(body, f.size+1), pieceFor(f.size))
 	switch {
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)

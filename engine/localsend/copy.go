@@ -1,7 +1,9 @@
 package localsend
 
 import (
+	"context"
 	"io"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 
@@ -100,7 +102,7 @@ func (u *uploadBuffers) give(b []byte) {
 // reading ahead while w writes; it returns the bytes w took and the first
 // error of either side (io.EOF is not one). piece is a multiple of
 // directio.Align.
-func (u *uploadBuffers) copy(w io.Writer, src io.Reader, piece int) (int64, error) {
+func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader, piece int) (int64, error) {
 	free := make(chan []byte, uploadDepth)
 	shared := 0 // shared buffers this upload holds
 	if b, ok := u.take(); ok {
@@ -165,7 +167,9 @@ func (u *uploadBuffers) copy(w io.Writer, src io.Reader, piece int) (int64, erro
 		}
 	}
 	close(full)
+	drain := trace.StartRegion(ctx, traceDrain)
 	<-done
+	drain.End()
 	for range held {
 		if b := <-free; cap(b) == uploadBuffer {
 			u.give(b)

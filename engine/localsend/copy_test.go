@@ -2,6 +2,7 @@ package localsend
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"sync"
@@ -36,7 +37,7 @@ func TestCopyIsExactInWholeBuffers(t *testing.T) {
 		var u uploadBuffers
 		src := pattern(n)
 		var w recorder
-		got, err := u.copy(&w, iotestHalfReader{bytes.NewReader(src)}, uploadBuffer)
+		got, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)}, uploadBuffer)
 		if err != nil || got != int64(n) || !bytes.Equal(w.Bytes(), src) {
 			t.Fatalf("%d bytes: copied %d, %v, equal %v", n, got, err, bytes.Equal(w.Bytes(), src))
 		}
@@ -87,7 +88,7 @@ func TestCopyReadsWhileItWrites(t *testing.T) {
 		}
 		return len(b), nil
 	})
-	n, err := u.copy(w, src, uploadBuffer)
+	n, err := u.copy(context.Background(), w, src, uploadBuffer)
 	if !errors.Is(err, errStop) {
 		t.Fatalf("copy ended with %v after %d bytes, want the writer's error", err, n)
 	}
@@ -123,7 +124,7 @@ func (f *failingReader) Read(b []byte) (int, error) {
 func TestCopyReturnsTheReadError(t *testing.T) {
 	var u uploadBuffers
 	var w recorder
-	n, err := u.copy(&w, &failingReader{after: uploadBuffer + 10}, uploadBuffer)
+	n, err := u.copy(context.Background(), &w, &failingReader{after: uploadBuffer + 10}, uploadBuffer)
 	if err == nil || err.Error() != "connection reset" {
 		t.Fatalf("copy ended with %v, want the reader's error", err)
 	}
@@ -150,7 +151,7 @@ func TestCopyBuffersAreBounded(t *testing.T) {
 	}
 	src := pattern(5*uploadBuffer + 3)
 	var w recorder
-	if n, err := u.copy(&w, iotestHalfReader{bytes.NewReader(src)}, uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)}, uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload with no shared buffer free: %d, %v", n, err)
 	}
 	for i, s := range w.sizes {
@@ -165,7 +166,7 @@ func TestCopyBuffersAreBounded(t *testing.T) {
 	u.give(held[0])
 	held = held[1:]
 	w = recorder{}
-	if n, err := u.copy(&w, bytes.NewReader(src), uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src), uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload with one shared buffer free: %d, %v", n, err)
 	}
 	if u.out() != len(held) {
@@ -188,7 +189,7 @@ func TestStalledUploadsHoldFewBuffers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			u.copy(io.Discard, pr, uploadBuffer)
+			u.copy(context.Background(), io.Discard, pr, uploadBuffer)
 		}()
 		go func() {
 			pw.Write([]byte("half"))
@@ -202,7 +203,7 @@ func TestStalledUploadsHoldFewBuffers(t *testing.T) {
 	}
 	src := pattern(4 * uploadBuffer)
 	var w recorder
-	if n, err := u.copy(&w, bytes.NewReader(src), uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src), uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload beside stalled ones: %d, %v", n, err)
 	}
 	close(release)
@@ -237,7 +238,7 @@ func TestReceiveWritesSmallUploadsInSmallPieces(t *testing.T) {
 		src := pattern(tc.size)
 		var k recordingSink
 		f := &upFile{id: "a", size: int64(tc.size)}
-		if err := receive(&u, iotestHalfReader{bytes.NewReader(src)}, f, &k); err != nil {
+		if err := receive(context.Background(), &u, iotestHalfReader{bytes.NewReader(src)}, f, &k); err != nil {
 			t.Fatalf("%d bytes: %v", tc.size, err)
 		}
 		if !bytes.Equal(k.Bytes(), src) {

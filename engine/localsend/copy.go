@@ -24,9 +24,10 @@ import (
 // The sender waits for the answer to each upload, and the answer waits for
 // the last write (the file is saved before it is answered): the write of
 // whatever is still unwritten when the body ends is a drain no read
-// overlaps. Small uploads, where that drain is a large share of the whole,
-// are therefore copied in smaller pieces (smallPiece), so that the last
-// write is shorter; large ones keep whole buffers, the fewest writes.
+// overlaps (the trace region traceDrain). It is most of what a small
+// upload waits for beyond a plain upload into the page cache; smaller
+// pieces for small uploads shortened it but cost more CPU than they saved
+// (docs/localsend.md, "Figures").
 
 const (
 	// uploadBuffer is the size of one shared buffer: one direct write.
@@ -43,22 +44,7 @@ const (
 	uploadBufferMemory = 48 << 20
 	// ownBuffer is the buffer of an upload that found no shared one.
 	ownBuffer = 256 << 10
-	// smallUpload is the largest upload copied in smallPiece pieces.
-	smallUpload = 8 << 20
-	// smallPiece is the most a small upload's writes carry: 512 KiB
-	// halved the drain of 2 MiB uploads against 1 MiB, where 256 KiB
-	// pieces, each a direct write with its own fixed cost, fell behind
-	// the reads (docs/localsend.md, "Figures").
-	smallPiece = 512 << 10
 )
-
-// pieceFor is the most one write carries for an upload of size bytes.
-func pieceFor(size int64) int {
-	if size <= smallUpload {
-		return smallPiece
-	}
-	return uploadBuffer
-}
 
 // uploadBuffers hands out the uploads' shared buffers within
 // uploadBufferMemory. The zero value is ready to use.
@@ -98,11 +84,10 @@ func (u *uploadBuffers) give(b []byte) {
 	<-u.slots
 }
 
-// copy copies src to w in whole buffers, at most piece bytes at a time,
-// reading ahead while w writes; it returns the bytes w took and the first
-// error of either side (io.EOF is not one). piece is a multiple of
-// directio.Align.
-func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader, piece int) (int64, error) {
+// copy copies src to w in whole buffers, reading ahead while w writes; it
+// returns the bytes w took and the first error of either side (io.EOF
+// is not one). The wait for the last writes is traced (traceDrain).
+func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (int64, error) {
 	free := make(chan []byte, uploadDepth)
 	shared := 0 // shared buffers this upload holds
 	if b, ok := u.take(); ok {
@@ -152,7 +137,7 @@ func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader, pi
 				buf = <-free
 			}
 		}
-		m, err := io.ReadFull(src, buf[:min(len(buf), piece)])
+		m, err := io.ReadFull(src, buf)
 		if m > 0 {
 			full <- buf[:m]
 		} else {

@@ -37,7 +37,7 @@ func TestCopyIsExactInWholeBuffers(t *testing.T) {
 		var u uploadBuffers
 		src := pattern(n)
 		var w recorder
-		got, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)}, uploadBuffer)
+		got, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)})
 		if err != nil || got != int64(n) || !bytes.Equal(w.Bytes(), src) {
 			t.Fatalf("%d bytes: copied %d, %v, equal %v", n, got, err, bytes.Equal(w.Bytes(), src))
 		}
@@ -88,7 +88,7 @@ func TestCopyReadsWhileItWrites(t *testing.T) {
 		}
 		return len(b), nil
 	})
-	n, err := u.copy(context.Background(), w, src, uploadBuffer)
+	n, err := u.copy(context.Background(), w, src)
 	if !errors.Is(err, errStop) {
 		t.Fatalf("copy ended with %v after %d bytes, want the writer's error", err, n)
 	}
@@ -124,7 +124,7 @@ func (f *failingReader) Read(b []byte) (int, error) {
 func TestCopyReturnsTheReadError(t *testing.T) {
 	var u uploadBuffers
 	var w recorder
-	n, err := u.copy(context.Background(), &w, &failingReader{after: uploadBuffer + 10}, uploadBuffer)
+	n, err := u.copy(context.Background(), &w, &failingReader{after: uploadBuffer + 10})
 	if err == nil || err.Error() != "connection reset" {
 		t.Fatalf("copy ended with %v, want the reader's error", err)
 	}
@@ -151,7 +151,7 @@ func TestCopyBuffersAreBounded(t *testing.T) {
 	}
 	src := pattern(5*uploadBuffer + 3)
 	var w recorder
-	if n, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)}, uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)}); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload with no shared buffer free: %d, %v", n, err)
 	}
 	for i, s := range w.sizes {
@@ -166,7 +166,7 @@ func TestCopyBuffersAreBounded(t *testing.T) {
 	u.give(held[0])
 	held = held[1:]
 	w = recorder{}
-	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src), uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload with one shared buffer free: %d, %v", n, err)
 	}
 	if u.out() != len(held) {
@@ -189,7 +189,7 @@ func TestStalledUploadsHoldFewBuffers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			u.copy(context.Background(), io.Discard, pr, uploadBuffer)
+			u.copy(context.Background(), io.Discard, pr)
 		}()
 		go func() {
 			pw.Write([]byte("half"))
@@ -203,51 +203,12 @@ func TestStalledUploadsHoldFewBuffers(t *testing.T) {
 	}
 	src := pattern(4 * uploadBuffer)
 	var w recorder
-	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src), uploadBuffer); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload beside stalled ones: %d, %v", n, err)
 	}
 	close(release)
 	wg.Wait()
 	if u.out() != 0 {
 		t.Fatalf("%d buffers not given back", u.out())
-	}
-}
-
-// recordingSink is a Sink that records its writes.
-type recordingSink struct{ recorder }
-
-func (*recordingSink) Commit() error { return nil }
-func (*recordingSink) Abort(error)   {}
-
-// The answer to an upload waits for its last write: a small upload is
-// written in pieces of at most smallPiece, so that the write left when
-// the body ends is short; a large one in whole buffers. Every write
-// but the last stays whole, so it can go direct.
-func TestReceiveWritesSmallUploadsInSmallPieces(t *testing.T) {
-	for _, tc := range []struct {
-		size  int
-		piece int
-	}{
-		{2 << 20, smallPiece},
-		{smallUpload, smallPiece},
-		{3<<20 + 5, smallPiece},
-		{smallUpload + 1, uploadBuffer},
-		{32 << 20, uploadBuffer},
-	} {
-		var u uploadBuffers
-		src := pattern(tc.size)
-		var k recordingSink
-		f := &upFile{id: "a", size: int64(tc.size)}
-		if err := receive(context.Background(), &u, iotestHalfReader{bytes.NewReader(src)}, f, &k); err != nil {
-			t.Fatalf("%d bytes: %v", tc.size, err)
-		}
-		if !bytes.Equal(k.Bytes(), src) {
-			t.Fatalf("%d bytes: the sink got other bytes", tc.size)
-		}
-		for i, s := range k.sizes {
-			if s > tc.piece || (s != tc.piece && i != len(k.sizes)-1) {
-				t.Fatalf("%d bytes: write %d of %d was %d bytes, want %d-byte pieces", tc.size, i, len(k.sizes), s, tc.piece)
-			}
-		}
 	}
 }

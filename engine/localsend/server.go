@@ -829,7 +829,7 @@ func receive(ctx context.Context, bufs *uploadBuffers, body io.Reader, f *upFile
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := bufs.copy(ctx, w, io.LimitReader(body, f.size+1), pieceFor(f.size))
+	n, err := bufs.copy(ctx, w, io.LimitReader(body, f.size+1))
 	switch {
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)

@@ -807,10 +807,11 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// The runtime trace of an upload (go test -trace, then go tool trace,
-// "User-defined tasks" and "User-defined regions"): a task per upload,
-// with regions for its steps. docs/localsend.md, "Figures", reads a
-// receive's per-file timeline from them.
+// The runtime trace of an upload (go test -trace, then ferry-bench regions,
+// or go tool trace's "User-defined tasks" and "User-defined regions"): a
+// task per upload, with regions for its steps. docs/localsend.md,
+// "Figures", reads a receive's per-file timeline from them. Untraced, a
+// task and its regions cost a few allocations per upload.
 const (
 	uploadTrace  = "localsend.upload"
 	traceOpen    = "localsend.open"    // the token checks and the Sink's creation

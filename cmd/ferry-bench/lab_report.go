@@ -152,7 +152,7 @@ func (r *report) write(elapsed time.Duration) error {
 			continue
 		}
 		vs := ""
-		if ref, ok := r.reference(i); ok && c.tool != "tls-cubic" && c.tool != "iperf3" {
+		if ref, ok := r.reference(i); ok && c.tool != "tls-cubic" && !strings.HasPrefix(c.tool, "iperf3") {
 			vs = speedup(ref, m)
 		}
 		secs := fmt.Sprintf("%.2f", m.seconds)

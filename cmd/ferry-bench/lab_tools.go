@@ -40,6 +40,9 @@ var labTools = []labTool{
 	// it, not the wire, may be the limit (it forwards in user space), and
 	// what spread flows can reach under random loss.
 	{name: "iperf3-p8", only: "A", run: runIperf3(8)},
+	// Sixteen flows: what as many loss-limited flows as a spread Ferry
+	// session uses carry on this lab (issue 30).
+	{name: "iperf3-p16", only: "A", run: runIperf3(16)},
 	{name: "tls-cubic", run: tlsTool("cubic")},
 	{name: "tls-bbr", run: tlsTool("bbr")},
 	{name: "scp", run: runSCP},

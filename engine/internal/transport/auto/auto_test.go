@@ -392,6 +392,7 @@ func TestAutoAsksTCPWhetherThePathIsShort(t *testing.T) {
 		{"QUIC's handshake read a busy machine", rtt(15, 15), rtt(2.5, 2), 0, transport.TCP, 1},
 		{"QUIC's minimum says it already", rtt(15, 3), rtt(2.5, 2), 0, transport.TCP, 1},
 		{"a 15 ms path", rtt(15, 15), rtt(15, 15), 0, transport.QUIC, 1},
+		{"TCP's TLS handshake is slow on a busy machine", rtt(15, 15), rtt(2.5, 2), 60 * time.Millisecond, transport.TCP, 1},
 		{"TCP does not answer in time", rtt(15, 15), rtt(2.5, 2), time.Second, transport.QUIC, 1},
 		{"a long path: QUIC at once", rtt(80, 80), rtt(2.5, 2), 0, transport.QUIC, 0},
 	} {
@@ -429,7 +430,7 @@ func TestAutoAsksTCPWhetherThePathIsShort(t *testing.T) {
 			if got := dialled.Load(); got != tc.dialled {
 				t.Errorf("TCP dialled %d times, want %d", got, tc.dialled)
 			}
-			if tc.dialled == 1 && tc.tcpDelay == 0 && closed.Load() != 1 {
+			if tc.dialled == 1 && tc.tcpDelay < time.Second && closed.Load() != 1 {
 				t.Errorf("%d sessions closed, want the one not taken", closed.Load())
 			}
 		})

@@ -114,12 +114,16 @@ type loopOptions struct {
 	compare    string
 	baselines  []string
 	croc       string
-	ceilings   bool
-	md         string
-	svg        string
-	resumeCost bool
-	profile    string
-	treeD      string
+	// magic-wormhole's mailbox server and transit relay
+	wormholeRelay   string
+	wormholeTransit string
+	ceilings        bool
+	md              string
+	csv             string
+	svg             string
+	resumeCost      bool
+	profile         string
+	treeD           string
 }
 
 func parseLoopFlags(args []string) (loopOptions, error) {
@@ -134,10 +138,13 @@ func parseLoopFlags(args []string) (loopOptions, error) {
 	fs.StringVar(&o.smallDir, "small-dir", "/dev/shm", "folder for the files of C (\"\" = as --dir): on this VM's disk, creating thousands of files right after deleting thousands measures the file system's discard, not the tools")
 	fs.StringVar(&o.cli, "cli", "", "ferry-cli binary (default: built from this checkout)")
 	fs.StringVar(&o.compare, "compare", "", "other ferry-cli `BINARIES` (comma-separated, e.g. built from older commits), run in the same rounds with rows of their own, labelled by file name")
-	bl := fs.String("baselines", "croc,rsync,scp", "other tools to run in the same rounds (rsync -e ssh and scp to a private sshd on loopback, croc through a local relay); each is skipped if not installed")
+	bl := fs.String("baselines", "croc,rsync,scp,wormhole", "other tools to run in the same rounds (rsync -e ssh and scp to a private sshd on loopback, croc through a local relay, magic-wormhole through the mailbox server --wormhole-relay names); each is skipped if not installed")
 	fs.StringVar(&o.croc, "croc", "", "croc binary (default: croc in PATH or in $(go env GOPATH)/bin)")
+	fs.StringVar(&o.wormholeRelay, "wormhole-relay", "", "magic-wormhole's mailbox server, already running (e.g. ws://127.0.0.1:4000/v1 from `twist wormhole-mailbox --port tcp:4000:interface=127.0.0.1`)")
+	fs.StringVar(&o.wormholeTransit, "wormhole-transit", "", "magic-wormhole's transit relay, already running (e.g. tcp:127.0.0.1:4001)")
 	fs.BoolVar(&o.ceilings, "ceilings", true, "also run the bare TLS and QUIC streams, memory to memory")
 	fs.StringVar(&o.md, "md", "", "also write the markdown tables to this `FILE`")
+	fs.StringVar(&o.csv, "csv", "", "also write every run of every cell to this `FILE` (CSV)")
 	fs.StringVar(&o.svg, "svg", "", "also draw the median wall times into this `FILE` (SVG)")
 	fs.BoolVar(&o.resumeCost, "resume-cost", false, "also run each transport with the receiver keeping no resume state")
 	fs.StringVar(&o.profile, "profile", "", "write CPU profiles of both Ferry processes of every run into this `DIR`")
@@ -154,7 +161,7 @@ func parseLoopFlags(args []string) (loopOptions, error) {
 	o.baselines = splitList(*bl)
 	for _, b := range o.baselines {
 		if _, ok := loopBaselines[b]; !ok {
-			return o, fmt.Errorf("unknown baseline %q (have rsync, scp, croc)", b)
+			return o, fmt.Errorf("unknown baseline %q (have rsync, scp, croc, wormhole)", b)
 		}
 	}
 	return o, nil
@@ -222,6 +229,19 @@ func runLoopback(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	if o.csv != "" {
+		f, err := os.Create(o.csv)
+		if err != nil {
+			return err
+		}
+		if err := writeLoopCSV(f, tables); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
 	if o.md != "" {
 		return os.WriteFile(o.md, []byte(md), 0o644)
 	}
@@ -255,12 +275,12 @@ func (e *loopEnv) cells(ctx context.Context, o loopOptions, self, bin string) []
 			}})
 		}
 	}
-	cells = append(cells, loopCell{key: "disk write (same files, same folder)", ceiling: true,
-		run: func(ctx context.Context, w loopWorkload, src, dst string) (loopResult, error) {
-			if w.tree > 0 {
-				return copyCeiling(ctx, src, dst) // cp -R of the tree
-			}
-			return diskCeiling(dst, w)
+	// The floor of a copy to this disk: cp of the page-cached source into
+	// the same folder the transfers write to (no sync, as none of them waits
+	// for the disk either).
+	cells = append(cells, loopCell{key: "disk: cp -R (the copy alone)", ceiling: true,
+		run: func(ctx context.Context, _ loopWorkload, src, dst string) (loopResult, error) {
+			return copyCeiling(ctx, src, dst)
 		}})
 	variants := slices.Clone(o.transports)
 	if o.resumeCost {
@@ -467,10 +487,8 @@ func (t loopTable) rows() []string {
 		}
 		var notes []string
 		switch {
-		case c.ceiling && strings.HasPrefix(c.key, "disk") && t.w.tree > 0:
-			notes = append(notes, "cp -R of the tree, no network")
 		case c.ceiling && strings.HasPrefix(c.key, "disk"):
-			notes = append(notes, "create + 1 MiB writes + close, no network")
+			notes = append(notes, "page-cached source to the same disk, no network")
 		case c.ceiling:
 			notes = append(notes, "same bytes, memory to memory")
 		}
@@ -578,31 +596,6 @@ var loopCeilings = []struct {
 
 // loopQUICConns is how many QUIC connections Ferry's sessions use on loopback.
 func loopQUICConns() int { return ferryenv.Transport().WithDefaults().QUICConns }
-
-// diskCeiling writes the workload's bytes as files into dst, the way a
-// receiver does, without any network: what the disk path alone allows.
-func diskCeiling(dst string, w loopWorkload) (loopResult, error) {
-	buf := make([]byte, 1<<20)
-	start := time.Now()
-	for i := range w.files {
-		f, err := os.Create(filepath.Join(dst, fmt.Sprintf("f%05d", i)))
-		if err != nil {
-			return loopResult{}, err
-		}
-		for off := int64(0); off < w.size; off += int64(len(buf)) {
-			n := min(int64(len(buf)), w.size-off)
-			if _, err := f.WriteAt(buf[:n], off); err != nil {
-				f.Close()
-				return loopResult{}, err
-			}
-		}
-		if err := f.Close(); err != nil {
-			return loopResult{}, err
-		}
-	}
-	secs := time.Since(start).Seconds()
-	return loopResult{seconds: secs, mbps: float64(w.bytes()) / secs / 1e6}, nil
-}
 
 // loopMedianOf returns the run with the median duration; its peak RSS is
 // the largest of all runs, since the issue bounds the peak.

@@ -28,13 +28,13 @@ func TestLoopbackQuick(t *testing.T) {
 	md := filepath.Join(dir, "loopback.md")
 	// The compared binary is the same one: its rows must still be its own.
 	err := runLoopback(context.Background(), []string{"--quick", "--workloads", "B,C", "--transports", "quic,tcp",
-		"--cli", cli, "--compare", cli, "--baselines", "rsync", "--dir", dir, "--small-dir", "", "--md", md, "--svg", filepath.Join(dir, "loopback.svg")}, &out)
+		"--cli", cli, "--compare", cli, "--baselines", "rsync", "--dir", dir, "--small-dir", "", "--md", md, "--csv", filepath.Join(dir, "loopback.csv"), "--svg", filepath.Join(dir, "loopback.svg")}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("\n%s", out.String())
 	table, _ := os.ReadFile(md)
-	want := []string{"| B | bare quic-go stream", "| B | ferry quic |", "| B | ferry tcp |", "| C | ferry quic |", "| C | disk write",
+	want := []string{"| B | bare quic-go stream", "| B | ferry quic |", "| B | ferry tcp |", "| C | ferry quic |", "| C | disk: cp -R",
 		"| B | ferry tcp (ferry-cli) |", "| C | ferry quic (ferry-cli) |", "| B: 50 x 2 MiB |", "| CPU-s per GiB, B (both sides) |"}
 	if _, err := exec.LookPath("rsync"); err == nil {
 		want = append(want, "| B | rsync -e ssh |")
@@ -42,6 +42,12 @@ func TestLoopbackQuick(t *testing.T) {
 	for _, w := range want {
 		if !strings.Contains(string(table), w) {
 			t.Errorf("no row %q in\n%s", w, table)
+		}
+	}
+	csvText, _ := os.ReadFile(filepath.Join(dir, "loopback.csv"))
+	for _, w := range []string{"workload,what,round,seconds,", "\nB,ferry tcp,1,", "\nC,ferry quic (ferry-cli),1,"} {
+		if !strings.Contains(string(csvText), w) {
+			t.Errorf("no %q in the CSV\n%s", w, csvText)
 		}
 	}
 	if svg, err := os.ReadFile(filepath.Join(dir, "loopback.svg")); err != nil || !strings.Contains(string(svg), ">ferry tcp (ferry-cli)<") {

@@ -30,8 +30,9 @@ var loopBaselines = map[string]func(ctx context.Context, e *loopEnv, o loopOptio
 	"rsync": func(ctx context.Context, e *loopEnv, _ loopOptions) loopCell {
 		return e.sshCell(ctx, "rsync -e ssh", "rsync")
 	},
-	"scp":  func(ctx context.Context, e *loopEnv, _ loopOptions) loopCell { return e.sshCell(ctx, "scp", "scp") },
-	"croc": func(ctx context.Context, e *loopEnv, o loopOptions) loopCell { return e.crocCell(o.croc) },
+	"scp":      func(ctx context.Context, e *loopEnv, _ loopOptions) loopCell { return e.sshCell(ctx, "scp", "scp") },
+	"croc":     func(ctx context.Context, e *loopEnv, o loopOptions) loopCell { return e.crocCell(o.croc) },
+	"wormhole": func(ctx context.Context, e *loopEnv, o loopOptions) loopCell { return e.wormholeCell(o) },
 }
 
 var loopback = netip.MustParseAddr("127.0.0.1")
@@ -179,7 +180,7 @@ func findCroc(given string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("croc not installed (scripts/install-croc.sh builds the newest, 11.2.5; or --croc)")
+	return "", errors.New("croc not installed (the newest is 11.2.5: scripts/install-croc.sh, or --croc)")
 }
 
 // startCrocRelay starts `croc relay` on ports and waits until it listens on

@@ -102,6 +102,36 @@ func pairAnywhereAt(t testing.TB, a, b device, oneSided bool, bAt string) {
 	}
 }
 
+// startRelayAndReceiver starts the relay on the lab's internet and dev's
+// receiver on host B, reachable from anywhere through it, taking what its
+// trusted devices send into inbox.
+func startRelayAndReceiver(t testing.TB, lab *netlab.NAT, bin string, dev device, inbox string) (relay, recv *exec.Cmd) {
+	relay = startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
+	recv = startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", dev.dir, "--name", dev.name, "--dir", inbox,
+		"--listen", ":47800", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+	return relay, recv
+}
+
+// randomFile writes mib MiB of random bytes into a new file.
+func randomFile(t testing.TB, mib int) string {
+	src := filepath.Join(t.TempDir(), "big.bin")
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for range mib {
+		rand.Read(chunk)
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
 // startIn starts bin in ns and waits for a line of its output that
 // contains ready; it is killed when the test ends.
 func startIn(t testing.TB, lab *netlab.NAT, ns, bin, ready string, args ...string) *exec.Cmd {
@@ -344,20 +374,8 @@ func BenchmarkAnywhere(b *testing.B) {
 			a, bdev := newDevice(b, "Laptop"), newDevice(b, "Desktop")
 			pairAnywhere(b, a, bdev, false)
 			inbox := b.TempDir()
-			relay := startIn(b, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
-			recv := startIn(b, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", bdev.dir, "--name", bdev.name, "--dir", inbox,
-				"--listen", ":47800", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
-			src := filepath.Join(b.TempDir(), "big.bin")
-			f, err := os.Create(src)
-			if err != nil {
-				b.Fatal(err)
-			}
-			chunk := make([]byte, 1<<20)
-			for range mib {
-				rand.Read(chunk)
-				f.Write(chunk)
-			}
-			f.Close()
+			relay, recv := startRelayAndReceiver(b, lab, bin, bdev, inbox)
+			src := randomFile(b, mib)
 			args := []string{"send", "--config", a.dir, "--name", a.name, "--json", "--to", bdev.name, "--relay", relayAt, src}
 			if tc.lan {
 				args = []string{"send", "--config", a.dir, "--name", a.name, "--json", "--transport", "quic", "--to", "10.99.0.2:47800", src}
@@ -398,9 +416,7 @@ func TestAnywhereLeaveLAN(t *testing.T) {
 	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
 	pairAnywhereAt(t, a, b, false, "10.99.0.2:47800") // where A last reached B: the shared LAN
 	inbox := t.TempDir()
-	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
-	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", b.dir, "--name", b.name, "--dir", inbox,
-		"--listen", ":47800", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+	startRelayAndReceiver(t, lab, bin, b, inbox)
 	src := filepath.Join(t.TempDir(), "big.bin")
 	data := make([]byte, 128<<20)
 	rand.Read(data)

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,17 +39,7 @@ func BenchmarkAnywhereRTT(b *testing.B) {
 		b.Skip("iperf3 not installed")
 	}
 	bin := buildCLI(b)
-	src := filepath.Join(b.TempDir(), "big.bin")
-	f, err := os.Create(src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	chunk := make([]byte, 1<<20)
-	for range mib {
-		rand.Read(chunk)
-		f.Write(chunk)
-	}
-	f.Close()
+	src := randomFile(b, mib)
 	for _, rtt := range []time.Duration{20 * time.Millisecond, 80 * time.Millisecond} {
 		for _, path := range []string{"lan", "direct", "relayed", "leave"} {
 			b.Run(fmt.Sprintf("rtt%dms/%s", rtt.Milliseconds(), path), func(b *testing.B) {
@@ -100,9 +88,7 @@ func rttCase(b *testing.B, bin, src, path string, rtt time.Duration, rate int64)
 	}
 	pairAnywhereAt(b, a, bdev, false, at)
 	inbox := b.TempDir()
-	relay := startIn(b, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
-	startIn(b, lab, netlab.HostB, bin, "reachable from anywhere", "receive", "--config", bdev.dir, "--name", bdev.name, "--dir", inbox,
-		"--listen", ":47800", "--accept", "trusted", "--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt)
+	relay, _ := startRelayAndReceiver(b, lab, bin, bdev, inbox)
 
 	var iperf float64 // bytes per second
 	if path != "leave" {

@@ -15,7 +15,7 @@ import (
 
 // longPath makes loopback count as a path that is not a clean local link,
 // so auto starts on QUIC and may move to TCP.
-var longPath = TransportConfig{CleanRTT: -1, SwitchRTT: -1}
+var longPath = TransportConfig{CleanRTT: -1, SwitchRTT: -1, SpreadRTT: -1}
 
 // transportEvents sends src and returns the result and the transport events:
 // the choices, and with keepGrowth the growth on random loss too.

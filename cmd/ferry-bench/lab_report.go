@@ -152,7 +152,7 @@ func (r *report) write(elapsed time.Duration) error {
 			continue
 		}
 		vs := ""
-		if ref, ok := r.reference(i); ok && c.tool != "tls-cubic" && c.tool != "iperf3" {
+		if ref, ok := r.reference(i); ok && c.tool != "tls-cubic" && !strings.HasPrefix(c.tool, "iperf3") {
 			vs = speedup(ref, m)
 		}
 		secs := fmt.Sprintf("%.2f", m.seconds)
@@ -229,6 +229,21 @@ func (r *report) targets(b *strings.Builder) {
 				line("%s, workload %s: ferry-auto %.2fs is more than 10%% slower than the better of ferry-tcp/quic (%.2fs): %s.",
 					p.name(), c.workload.name, auto.seconds, best, verdict(false))
 			}
+		}
+		if p.burst == nil && p.rtt <= 5*time.Millisecond && p.loss > 0 && p.rate >= 500e6 && c.workload.name == "A" && auto.status == statusOK {
+			// Issue 30: a fast short link with random loss (a busy Wi-Fi).
+			// The lab forwards in user space: where it cannot reach the
+			// rate, the clean cell's eight iperf3 flows show what it can.
+			ceiling := float64(p.rate) / 1e6
+			of := "the link rate"
+			for _, o := range r.cells {
+				if ip, ok := o.median(); ok && o.tool == "iperf3-p8" && o.profile.rtt == p.rtt && o.profile.loss == 0 &&
+					o.profile.burst == nil && ip.goodput < ceiling {
+					ceiling, of = ip.goodput, "the forwarder's ceiling (iperf3 -P 8, clean)"
+				}
+			}
+			line("%s, A: ferry-auto %.0f Mbit/s = %.0f%% of %s, %.0f Mbit/s (target >= 60%%): %s.",
+				p.name(), auto.goodput, 100*auto.goodput/ceiling, of, ceiling, verdict(auto.goodput >= 0.6*ceiling))
 		}
 		if p.burst == nil && p.rtt == 120*time.Millisecond && p.loss == 0.02 && c.workload.name == "B" {
 			if ref, ok := r.find(c, "tls-cubic"); ok && auto.status == statusOK {

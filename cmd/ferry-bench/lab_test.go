@@ -322,6 +322,32 @@ func TestReportTargets(t *testing.T) {
 	)
 }
 
+// Issue 30's target on a fast short lossy link is judged against the link
+// rate, or against the forwarder's ceiling (eight iperf3 flows on the
+// clean path) where that is lower.
+func TestReportFastLinkTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ceiling float64 // iperf3-p8 on the clean path, Mbit/s
+		want    string
+	}{
+		{"the forwarder reaches the rate", 1000, "ferry-auto 550 Mbit/s = 55% of the link rate, 1000 Mbit/s (target >= 60%): **NOT met**"},
+		{"the forwarder is the limit", 800, "ferry-auto 550 Mbit/s = 69% of the forwarder's ceiling (iperf3 -P 8, clean), 800 Mbit/s (target >= 60%): **met**"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, o, _ := newTargetReport(t, "--rate", "1000")
+			w := baseWorkloads["A"]
+			clean := profile{rtt: 2 * time.Millisecond, rate: o.rate}
+			lossy := profile{rtt: 2 * time.Millisecond, loss: 0.005, rate: o.rate}
+			rep.addCell(cell{profile: clean, workload: w, tool: "iperf3-p8", runs: []runResult{{status: statusOK, seconds: 9, goodput: tc.ceiling}}})
+			for _, tool := range []string{"ferry-tcp", "ferry-quic", "ferry-auto"} {
+				rep.addCell(cell{profile: lossy, workload: w, tool: tool, runs: []runResult{{status: statusOK, seconds: 4, goodput: 550}}})
+			}
+			reportHas(t, rep, o.out, tc.want)
+		})
+	}
+}
+
 // A timed-out baseline makes the speed-up a bound, and the table says so.
 func TestReportTimeoutIsABound(t *testing.T) {
 	rep, o, p := newTargetReport(t, "--timeout", "60s")

@@ -267,7 +267,7 @@ func TestSessionGrowsOnRandomLoss(t *testing.T) {
 	relay := transporttest.NewLossyRelay(t, ln.Addr().String(), 0.05)
 	// Loopback has no queue to tell, but a busy machine delays RTT samples
 	// by milliseconds: the queue test is spread's.
-	cfg := transport.Config{CleanRTT: -1, MaxFlows: 4, LossRTTSlack: time.Second}
+	cfg := transport.Config{CleanRTT: -1, SpreadRTT: -1, MaxFlows: 4, LossRTTSlack: time.Second}
 	c, s, _ := sessionPair(t, ln, relay.Addr(), cfg)
 	if _, err := s.AcceptStream(ctx); err != nil { // the first stream
 		t.Fatal(err)

@@ -261,7 +261,7 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 	// BBR does not read random loss as congestion: one connection per
 	// stream is enough. A loss-based control (Cubic, Reno) gains from more.
 	if st, ok := tcpInfo(s.raw); ok && st.cc != "bbr" && sess.cfg.MaxFlows > 1 {
-		w := spread.Watch(sess.ctx, spread.Rule{Max: sess.cfg.MaxFlows, Slack: sess.cfg.LossRTTSlack, Local: sess.cfg.CleanRTT}, 1, sess.sample)
+		w := spread.Watch(sess.ctx, sess.cfg.SpreadRule(), 1, sess.sample)
 		sess.advice = make(chan transport.Advice, 1)
 		sess.wg.Go(func() { sess.follow(w) })
 	}

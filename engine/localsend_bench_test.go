@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,7 +33,10 @@ import (
 // for its sha256 cache: ferry-sends is measured against it. Each workload
 // starts from a clean page cache (its source written and synced), so no
 // run pays for an earlier one's writeback. FERRY_BUFFERED_IO=1 gives the
-// receiving engine Options.BufferedIO, as it does the CLI.
+// receiving engine Options.BufferedIO, as it does the CLI. Both servers
+// trace each upload as a task with its steps as regions: run one
+// sub-benchmark with -test.trace FILE and read the per-file steps with
+// ferry-bench regions FILE (docs/localsend.md, "Figures").
 //
 //	go test -run '^$' -bench 'BenchmarkLocalSend/1GiB' -benchtime 1x ./engine
 func BenchmarkLocalSend(b *testing.B) {
@@ -137,17 +141,27 @@ func benchPlainHTTPS(b *testing.B, src string, names []string, total int64, hash
 		b.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Traced as Ferry's uploads are (localsend.upload and its
+		// regions): ferry-bench regions compares the two per file.
+		ctx, task := trace.NewTask(r.Context(), "plain.upload")
+		defer task.End()
+		region := trace.StartRegion(ctx, "plain.create")
 		path := filepath.Join(dst, filepath.FromSlash(r.URL.Query().Get("name")))
 		os.MkdirAll(filepath.Dir(path), 0o755)
 		f, err := os.Create(path)
+		region.End()
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
 		}
+		region = trace.StartRegion(ctx, "plain.copy")
 		_, err = io.Copy(f, r.Body)
+		region.End()
+		region = trace.StartRegion(ctx, "plain.close")
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+		region.End()
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 		}

@@ -1,7 +1,9 @@
 package localsend
 
 import (
+	"context"
 	"io"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +20,14 @@ import (
 // order. Without that, an upload (the official app sends one file at a
 // time) waited for the disk between its reads and ran at 0.60 of a plain
 // upload into the page cache (docs/localsend.md, "Figures").
+//
+// The sender waits for the answer to each upload, and the answer waits for
+// the last write (the file is saved before it is answered): the write of
+// whatever is still unwritten when the body ends is a drain no read
+// overlaps (the trace region traceDrain). It is most of what a small
+// upload waits for beyond a plain upload into the page cache; smaller
+// pieces for small uploads shortened it but cost more CPU than they saved
+// (docs/localsend.md, "Figures").
 
 const (
 	// uploadBuffer is the size of one shared buffer: one direct write.
@@ -76,8 +86,8 @@ func (u *uploadBuffers) give(b []byte) {
 
 // copy copies src to w in whole buffers, reading ahead while w writes; it
 // returns the bytes w took and the first error of either side (io.EOF
-// is not one).
-func (u *uploadBuffers) copy(w io.Writer, src io.Reader) (int64, error) {
+// is not one). The wait for the last writes is traced (traceDrain).
+func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (int64, error) {
 	free := make(chan []byte, uploadDepth)
 	shared := 0 // shared buffers this upload holds
 	if b, ok := u.take(); ok {
@@ -142,7 +152,9 @@ func (u *uploadBuffers) copy(w io.Writer, src io.Reader) (int64, error) {
 		}
 	}
 	close(full)
+	drain := trace.StartRegion(ctx, traceDrain)
 	<-done
+	drain.End()
 	for range held {
 		if b := <-free; cap(b) == uploadBuffer {
 			u.give(b)

@@ -2,6 +2,7 @@ package localsend
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"sync"
@@ -36,7 +37,7 @@ func TestCopyIsExactInWholeBuffers(t *testing.T) {
 		var u uploadBuffers
 		src := pattern(n)
 		var w recorder
-		got, err := u.copy(&w, iotestHalfReader{bytes.NewReader(src)})
+		got, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)})
 		if err != nil || got != int64(n) || !bytes.Equal(w.Bytes(), src) {
 			t.Fatalf("%d bytes: copied %d, %v, equal %v", n, got, err, bytes.Equal(w.Bytes(), src))
 		}
@@ -87,7 +88,7 @@ func TestCopyReadsWhileItWrites(t *testing.T) {
 		}
 		return len(b), nil
 	})
-	n, err := u.copy(w, src)
+	n, err := u.copy(context.Background(), w, src)
 	if !errors.Is(err, errStop) {
 		t.Fatalf("copy ended with %v after %d bytes, want the writer's error", err, n)
 	}
@@ -123,7 +124,7 @@ func (f *failingReader) Read(b []byte) (int, error) {
 func TestCopyReturnsTheReadError(t *testing.T) {
 	var u uploadBuffers
 	var w recorder
-	n, err := u.copy(&w, &failingReader{after: uploadBuffer + 10})
+	n, err := u.copy(context.Background(), &w, &failingReader{after: uploadBuffer + 10})
 	if err == nil || err.Error() != "connection reset" {
 		t.Fatalf("copy ended with %v, want the reader's error", err)
 	}
@@ -150,7 +151,7 @@ func TestCopyBuffersAreBounded(t *testing.T) {
 	}
 	src := pattern(5*uploadBuffer + 3)
 	var w recorder
-	if n, err := u.copy(&w, iotestHalfReader{bytes.NewReader(src)}); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)}); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload with no shared buffer free: %d, %v", n, err)
 	}
 	for i, s := range w.sizes {
@@ -165,7 +166,7 @@ func TestCopyBuffersAreBounded(t *testing.T) {
 	u.give(held[0])
 	held = held[1:]
 	w = recorder{}
-	if n, err := u.copy(&w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload with one shared buffer free: %d, %v", n, err)
 	}
 	if u.out() != len(held) {
@@ -188,7 +189,7 @@ func TestStalledUploadsHoldFewBuffers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			u.copy(io.Discard, pr)
+			u.copy(context.Background(), io.Discard, pr)
 		}()
 		go func() {
 			pw.Write([]byte("half"))
@@ -202,7 +203,7 @@ func TestStalledUploadsHoldFewBuffers(t *testing.T) {
 	}
 	src := pattern(4 * uploadBuffer)
 	var w recorder
-	if n, err := u.copy(&w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload beside stalled ones: %d, %v", n, err)
 	}
 	close(release)

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -778,17 +779,26 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "Missing parameters")
 		return
 	}
+	// Each upload is a trace task, its steps regions (uploadTrace), so
+	// that a runtime trace shows what each file waited for.
+	ctx, task := trace.NewTask(r.Context(), uploadTrace)
+	defer task.End()
 	ss := s.lookup(sid)
 	if ss == nil || ss.addr != remote(r) {
 		fail(w, http.StatusForbidden, "Invalid token or IP address")
 		return
 	}
+	region := trace.StartRegion(ctx, traceOpen)
 	f, sink, err := ss.begin(fid, tok, http.NewResponseController(w))
+	region.End()
 	if err != nil {
 		fail(w, statusOf(err), "Invalid token or IP address")
 		return
 	}
-	err = ss.done(f, sink, receive(&s.bufs, r.Body, f, sink))
+	err = receive(ctx, &s.bufs, r.Body, f, sink)
+	region = trace.StartRegion(ctx, traceCommit)
+	err = ss.done(f, sink, err)
+	region.End()
 	if err != nil {
 		s.cfg.Log.Debug("localsend upload failed", "file", f.id, "err", err)
 		fail(w, statusOf(err), err.Error())
@@ -797,16 +807,30 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// The runtime trace of an upload (go test -trace, then ferry-bench regions,
+// or go tool trace's "User-defined tasks" and "User-defined regions"): a
+// task per upload, with regions for its steps. docs/localsend.md,
+// "Figures", reads a receive's per-file timeline from them. Untraced, a
+// task and its regions cost a few allocations per upload.
+const (
+	uploadTrace  = "localsend.upload"
+	traceOpen    = "localsend.open"    // the token checks and the Sink's creation
+	traceReceive = "localsend.receive" // the body copied into the Sink
+	traceDrain   = "localsend.drain"   // from the body's end until the last write is done
+	traceCommit  = "localsend.commit"  // the Sink's Commit (or Abort) and the session's bookkeeping
+)
+
 // receive copies one upload's body into sink, bounded to the declared size,
 // checking the sha256 when the offer gave one.
-func receive(bufs *uploadBuffers, body io.Reader, f *upFile, sink Sink) error {
+func receive(ctx context.Context, bufs *uploadBuffers, body io.Reader, f *upFile, sink Sink) error {
+	defer trace.StartRegion(ctx, traceReceive).End()
 	var h hash.Hash
 	var w io.Writer = sink
 	if f.sum != nil {
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := bufs.copy(w, io.LimitReader(body, f.size+1))
+	n, err := bufs.copy(ctx, w, io.LimitReader(body, f.size+1))
 	switch {
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)

@@ -104,7 +104,7 @@ type Config struct {
 	// system's own choice of source address still applies).
 	PathSilence time.Duration
 	// LossRTTSlack is the scheduling noise allowed on top of the minimum RTT
-	// when telling random loss from a queue. Zero means 2 ms.
+	// when telling random loss from a queue. Zero means spread.DefaultSlack.
 	LossRTTSlack time.Duration
 }
 
@@ -141,7 +141,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.SwitchRTT, 50*time.Millisecond)
 	def(&c.UpgradeWait, 2500*time.Millisecond)
 	def(&c.SwitchDialWait, 10*time.Second)
-	def(&c.LossRTTSlack, 2*time.Millisecond)
+	def(&c.LossRTTSlack, spread.DefaultSlack)
 	c.CleanRTT = max(c.CleanRTT, 0)
 	c.SpreadRTT = max(c.SpreadRTT, 0)
 	c.SwitchRTT = max(c.SwitchRTT, 0)

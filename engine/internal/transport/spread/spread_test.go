@@ -70,6 +70,12 @@ func TestJudge(t *testing.T) {
 				return 0
 			},
 			func(i int) time.Duration { return 49*ms + time.Duration(i%40)*ms/2 + time.Duration(i%40/38)*ms }}, 1, nil},
+		// Issue #30's lab cell on a busy machine: a 2 ms path through a
+		// user-space forwarder, nothing in its queue, the connections' mean
+		// RTT reading 4.4-5.5 ms of scheduling noise.
+		{"1% random loss at 2 ms, RTT noisy on a busy machine", path{2 * ms, 125, rate(0.01),
+			func(i int) time.Duration { return 4400*time.Microsecond + time.Duration(i%12)*100*time.Microsecond }}, 4, []int{16}},
+		{"random loss at 2 ms, but with a standing queue", path{2 * ms, 125, rate(0.01), flat(9 * ms)}, 4, nil},
 		{"clean path", path{20 * ms, 80, rate(0), flat(21 * ms)}, 1, nil},
 		{"losses only when a queue stands (a shared bottleneck)", path{20 * ms, 80,
 			func(i int) float64 {

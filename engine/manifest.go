@@ -77,7 +77,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 		}
 	}
 	seen := map[string]bool{}
-	add := func(parent *string, rel string, info fs.FileInfo, shared bool) error {
+	add := func(parent *string, rel string, e treeEntry, shared bool) error {
 		if shared {
 			if seen[rel] {
 				return fmt.Errorf("two of the given paths would arrive as %q: send them separately", rel)
@@ -85,7 +85,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 			seen[rel] = true
 		}
 		files = append(files, localFile{
-			FileEntry: wire.FileEntry{Path: rel, Size: info.Size(), Mode: uint32(info.Mode().Perm()), MTime: info.ModTime().UnixNano()},
+			FileEntry: wire.FileEntry{Path: rel, Size: e.size, Mode: uint32(e.perm), MTime: e.mtime},
 			parent:    parent,
 		})
 		return nil
@@ -103,7 +103,8 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 		parent := filepath.Dir(abs)
 		shared := bases[base] > 1
 		if info.Mode().IsRegular() {
-			if err := add(&parent, base, info, shared); err != nil {
+			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano()}
+			if err := add(&parent, base, e, shared); err != nil {
 				return nil, err
 			}
 			continue
@@ -111,46 +112,42 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 		if !info.IsDir() {
 			return nil, fmt.Errorf("%s is not a file or folder", p)
 		}
-		// filled[dir] is whether a file is sent from under dir.
+		// filled[dir] is whether a file is sent from under dir (relative).
 		filled := map[string]bool{}
 		var dirs []string
-		err = filepath.WalkDir(abs, func(src string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return fmt.Errorf("cannot read %s: %w", src, err)
-			}
+		src := func(rel string) string { return filepath.Join(abs, filepath.FromSlash(rel)) }
+		err = walkTree(abs, func(e treeEntry) error {
 			switch {
-			case d.IsDir():
-				dirs = append(dirs, src)
+			case e.typ.IsDir():
+				dirs = append(dirs, e.rel)
 				return nil // folders are implied by their files
-			case d.Type()&fs.ModeSymlink != 0:
+			case e.typ&fs.ModeSymlink != 0:
 				skipped.Symlinks++
-				skipped.note(src)
+				skipped.note(src(e.rel))
 				return nil
-			case !d.Type().IsRegular():
+			case !e.typ.IsRegular():
 				skipped.Other++
-				skipped.note(src)
+				skipped.note(src(e.rel))
 				return nil
 			}
-			for dir := filepath.Dir(src); !filled[dir] && len(dir) >= len(abs); dir = filepath.Dir(dir) {
+			for dir := path.Dir(e.rel); !filled[dir]; dir = path.Dir(dir) {
 				filled[dir] = true
+				if dir == "." {
+					break
+				}
 			}
-			info, err := d.Info()
-			if err != nil {
-				return fmt.Errorf("cannot read %s: %w", src, err)
-			}
-			r, err := filepath.Rel(abs, src)
-			if err != nil {
-				return err
-			}
-			return add(&parent, path.Join(base, filepath.ToSlash(r)), info, shared)
+			return add(&parent, path.Join(base, e.rel), e, shared)
 		})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("cannot read %s: %w", p, err)
 		}
 		for _, d := range dirs {
+			if d == "" {
+				d = "."
+			}
 			if !filled[d] {
 				skipped.EmptyFolders++
-				skipped.note(d + string(filepath.Separator))
+				skipped.note(src(d) + string(filepath.Separator))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -253,4 +254,44 @@ func receivedRoute(ev engine.Event) string {
 		return ", relayed via " + t.Relay
 	}
 	return ""
+}
+
+// fileEventBatch is how long a printer lets file events gather before they
+// are read (batcher): short enough that nobody sees the wait.
+const fileEventBatch = 5 * time.Millisecond
+
+// batcher prints the events of a subscription a batch at a time. File
+// events come by the thousand in a tree of small files (on both sides): they
+// are read a few milliseconds apart (the engine's subscription holds them
+// meanwhile), so that the printer wakes up once per batch, not once per
+// file, and a held printer writes each batch at once.
+type batcher struct {
+	p      *printer
+	events <-chan engine.Event
+	wait   *time.Timer
+}
+
+func newBatcher(p *printer, events <-chan engine.Event) *batcher {
+	t := time.NewTimer(0)
+	<-t.C
+	return &batcher{p: p, events: events, wait: t}
+}
+
+// print prints ev, writes out what the printer holds unless more file
+// events wait, and after a file event with none waiting lets the next ones
+// gather. It returns false if ctx ended meanwhile.
+func (b *batcher) print(ctx context.Context, ev engine.Event) bool {
+	b.p.event(ev)
+	if len(b.events) == 0 || ev.Kind != engine.EventFile {
+		b.p.flush()
+	}
+	if ev.Kind == engine.EventFile && len(b.events) == 0 {
+		b.wait.Reset(fileEventBatch)
+		select {
+		case <-b.wait.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }

@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -41,4 +45,49 @@ func TestPrinterHoldsUntilFlush(t *testing.T) {
 			}
 		}
 	}
+}
+
+// writeCounter counts the writes a printer makes (each is a system call on
+// a real stdout).
+type writeCounter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.buf.Write(p)
+}
+
+// Issue 30: a send of a tree prints a line per file with --json; the lines
+// are written a batch at a time, not one write (one system call) per file.
+func TestSendWritesFileLinesInBatches(t *testing.T) {
+	const files = 400
+	src := filepath.Join(t.TempDir(), "tree")
+	for i := range files {
+		p := filepath.Join(src, fmt.Sprintf("d%d", i%7), fmt.Sprintf("f%03d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	var out writeCounter
+	var errOut bytes.Buffer
+	if code := run(t.Context(), []string{"send", "--config", t.TempDir(), "--to", r.tcp, "--transport", "tcp", "--json", src}, &out, &errOut); code != 0 {
+		t.Fatalf("send exit %d: %s", code, errOut.String())
+	}
+	fileLines := strings.Count(out.buf.String(), `"kind":"file"`)
+	if fileLines != files {
+		t.Fatalf("send printed %d file lines, want %d", fileLines, files)
+	}
+	if out.writes > files/4 {
+		t.Errorf("send wrote its %d lines in %d writes, want at most %d (a batch at a time)", strings.Count(out.buf.String(), "\n"), out.writes, files/4)
+	}
+	t.Logf("%d lines in %d writes", strings.Count(out.buf.String(), "\n"), out.writes)
 }

@@ -150,12 +150,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	p.excerpt = policy == engine.AcceptAll
 	p.hold()
 	defer p.flush()
-	// File events come by the thousand in a tree of small files: they are
-	// read a batch at a time, a few milliseconds apart (the engine's
-	// subscription holds them meanwhile), so that the printer wakes up once
-	// per batch, not once per file, and writes each batch at once.
-	batch := time.NewTimer(0)
-	<-batch.C
+	batch := newBatcher(p, events)
 	answers := newPrompter(stdin, errOut)
 	var asking sync.WaitGroup // code questions: --once waits for the answer before it exits
 	for {
@@ -163,17 +158,8 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		case <-ctx.Done():
 			return nil
 		case ev := <-events:
-			p.event(ev)
-			if len(events) == 0 || ev.Kind != engine.EventFile {
-				p.flush()
-			}
-			if ev.Kind == engine.EventFile && len(events) == 0 {
-				batch.Reset(fileEventBatch)
-				select {
-				case <-batch.C:
-				case <-ctx.Done():
-					return nil
-				}
+			if !batch.print(ctx, ev) {
+				return nil
 			}
 			switch ev.Kind {
 			case engine.EventOffer:
@@ -215,10 +201,6 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	}
 }
-
-// fileEventBatch is how long receive lets file events gather before it
-// reads them (see its loop): short enough that nobody sees the wait.
-const fileEventBatch = 5 * time.Millisecond
 
 // keepForever maps the flag's 0 ("keep forever") to the engine's negative age.
 func keepForever(d time.Duration) time.Duration {

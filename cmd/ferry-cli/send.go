@@ -199,6 +199,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		p.prefix = func(ev engine.Event) string { return "[" + safetext.Name(label[ev.TransferID]) + "] " }
 	}
 	pending := len(trs)
+	p.hold()
+	defer p.flush()
+	batch := newBatcher(p, events)
 	for pending > 0 {
 		ev, ok := <-events
 		if !ok {
@@ -207,7 +210,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if _, mine := label[ev.TransferID]; !mine {
 			continue
 		}
-		p.event(ev)
+		if !batch.print(ctx, ev) {
+			break
+		}
 		if ev.Kind == engine.EventPair && *pair {
 			id := ev.TransferID
 			go func() {

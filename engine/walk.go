@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"io/fs"
+	"path"
+	"path/filepath"
+)
+
+// treeEntry is one entry found under a folder given to send.
+type treeEntry struct {
+	rel   string      // slash-separated, relative to the folder ("" for the folder itself)
+	typ   fs.FileMode // the type bits: fs.ModeDir, fs.ModeSymlink, 0 for a regular file, ...
+	size  int64       // regular files: the size,
+	perm  fs.FileMode // the permission bits
+	mtime int64       // and the modification time (Unix nanoseconds)
+}
+
+// walkTree calls visit for the folder abs and everything under it, in the
+// order filepath.WalkDir visits them (depth first, each folder's entries in
+// lexical order), without following symbolic links. An error reading a
+// folder or an entry ends the walk with an *fs.PathError naming it.
+// walk_unix.go reads each folder through its descriptor (openat, fstatat),
+// so a file's attributes cost one system call that resolves one name, not
+// its whole path; elsewhere it is filepath.WalkDir.
+func walkTree(abs string, visit func(treeEntry) error) error { return platformWalk(abs, visit) }
+
+// walkDirTree is walkTree through filepath.WalkDir.
+func walkDirTree(abs string, visit func(treeEntry) error) error {
+	return filepath.WalkDir(abs, func(src string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		r, err := filepath.Rel(abs, src)
+		if err != nil {
+			return err
+		}
+		e := treeEntry{typ: d.Type()}
+		if r != "." {
+			e.rel = filepath.ToSlash(r)
+		}
+		if e.typ.IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			e.typ, e.size, e.perm, e.mtime = info.Mode().Type(), info.Size(), info.Mode().Perm(), info.ModTime().UnixNano()
+		}
+		return visit(e)
+	})
+}
+
+// joinRel joins a relative slash path and a name.
+func joinRel(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return path.Join(rel, name)
+}

@@ -1,0 +1,157 @@
+//go:build unix
+
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// walkFixture makes a tree with what a sender meets: files at several
+// depths, an empty file, an empty folder, symbolic links to a file and to a
+// folder, and (where there are) a named pipe.
+func walkFixture(t testing.TB) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "tree")
+	for _, f := range []string{"b.txt", "a/z.txt", "a/b/c/d.txt", "a/b/e.txt", "a/b/empty", "Z/upper.txt", "m/n/o/p/q/r.txt"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		content := []byte(f)
+		if filepath.Base(f) == "empty" {
+			content = nil
+		}
+		if err := os.WriteFile(p, content, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "a/nothing/here"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("b.txt", filepath.Join(root, "link-file")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a", filepath.Join(root, "m/link-dir")); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" {
+		if err := syscall.Mkfifo(filepath.Join(root, "a/pipe"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func collectWalk(t *testing.T, walk func(string, func(treeEntry) error) error, root string) []treeEntry {
+	t.Helper()
+	var got []treeEntry
+	if err := walk(root, func(e treeEntry) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// The walk through folder descriptors sees what filepath.WalkDir sees, in
+// the same order, with the same attributes.
+func TestWalkTreeMatchesWalkDir(t *testing.T) {
+	root := walkFixture(t)
+	want := collectWalk(t, walkDirTree, root)
+	got := collectWalk(t, walkTree, root)
+	if !slices.Equal(got, want) {
+		t.Fatalf("walkTree:\n%+v\nfilepath.WalkDir:\n%+v", got, want)
+	}
+	if len(want) < 15 {
+		t.Fatalf("the fixture has only %d entries: %+v", len(want), want)
+	}
+	// A symbolic link given as the folder is not followed either.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := collectWalk(t, walkTree, link), collectWalk(t, walkDirTree, link); !slices.Equal(got, want) {
+		t.Fatalf("a linked folder: walkTree %+v, filepath.WalkDir %+v", got, want)
+	}
+}
+
+// A folder that cannot be read (here: removed after its parent was
+// listed) ends the walk with an error naming it, as with filepath.WalkDir.
+func TestWalkTreeFolderGone(t *testing.T) {
+	for _, w := range []struct {
+		name string
+		walk func(string, func(treeEntry) error) error
+	}{{"walkTree", walkTree}, {"filepath.WalkDir", walkDirTree}} {
+		root := walkFixture(t)
+		gone := filepath.Join(root, "a", "nothing")
+		err := w.walk(root, func(e treeEntry) error {
+			if e.rel == "a/b/e.txt" {
+				return os.RemoveAll(gone)
+			}
+			return nil
+		})
+		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), gone) {
+			t.Errorf("%s: a folder removed before it was read: %v", w.name, err)
+		}
+	}
+}
+
+// BenchmarkWalkManifest walks a tree of small files as a sender does before
+// its offer: FERRY_BENCH_TREE, or 4000 files 8 folders deep.
+//
+//	go test -run '^$' -bench WalkManifest -benchtime 5x ./engine/
+//	FERRY_BENCH_TREE=/dev/shm/d1 go test -run '^$' -bench WalkManifest ./engine/
+func BenchmarkWalkManifest(b *testing.B) {
+	root := os.Getenv("FERRY_BENCH_TREE")
+	if root == "" {
+		root = filepath.Join(b.TempDir(), "tree")
+		for i := range 4000 {
+			p := filepath.Join(root, fmt.Sprintf("a%d/b%d/c/d/e%d/f/g/h", i%5, i%7, i%3), fmt.Sprintf("file%04d.go", i))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("package x\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, w := range []struct {
+		name string
+		walk func(string, func(treeEntry) error) error
+	}{{"walkTree", walkTree}, {"filepath.WalkDir", walkDirTree}} {
+		b.Run(w.name, func(b *testing.B) {
+			var n int
+			cpu0 := processCPU()
+			for b.Loop() {
+				n = 0
+				if err := w.walk(root, func(e treeEntry) error {
+					if e.typ.IsRegular() {
+						n++
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// CPU time, which the machine's load does not stretch as it
+			// does the wall time.
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/float64(n), "cpu-ns/file")
+		})
+	}
+}
+
+// processCPU is the process's user and system CPU time so far, in nanoseconds.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/ferrydrop/ferry/engine/internal/shacache"
-	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 // LocalSend's per-file sha256 is optional and comes in the offer, before
@@ -56,7 +55,7 @@ type fileHash struct {
 
 // open opens the file for its upload; each open starts the hash again.
 func (f *fileHash) open() (io.ReadCloser, error) {
-	file, err := fileio.Open(f.src)
+	file, err := os.Open(f.src)
 	if err != nil {
 		return nil, err
 	}

@@ -776,7 +776,7 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	for ; ok; fi, ci, moved, ok = tx.sched.take(ws) {
 		if fi != curIdx {
 			closeCur()
-			cur, err = fileio.Open(tx.files[fi].src())
+			cur, err = os.Open(tx.files[fi].src())
 			if err != nil {
 				cur = nil
 				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src(), err)
@@ -986,7 +986,7 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 				return nilIfDone(ctx, err)
 			}
 		}
-		f, err := fileio.Open(tx.files[r.File].src())
+		f, err := os.Open(tx.files[r.File].src())
 		if err != nil {
 			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src(), err)
 		}

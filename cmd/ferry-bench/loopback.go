@@ -276,8 +276,9 @@ func (e *loopEnv) cells(ctx context.Context, o loopOptions, self, bin string) []
 		}
 	}
 	// The floor of a copy to this disk: cp of the page-cached source into
-	// the same folder the transfers write to (no sync, as none of them waits
-	// for the disk either).
+	// the same folder the transfers write to, without a sync (none of the
+	// transfers syncs; Ferry's direct writes of whole chunks do wait for the
+	// device, which cp does not).
 	cells = append(cells, loopCell{key: "disk: cp -R (the copy alone)", ceiling: true,
 		run: func(ctx context.Context, _ loopWorkload, src, dst string) (loopResult, error) {
 			return copyCeiling(ctx, src, dst)

@@ -776,7 +776,7 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	for ; ok; fi, ci, moved, ok = tx.sched.take(ws) {
 		if fi != curIdx {
 			closeCur()
-			cur, err = os.Open(tx.files[fi].src())
+			cur, err = openToSend(&tx.files[fi], tx.chunkSize)
 			if err != nil {
 				cur = nil
 				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src(), err)
@@ -796,6 +796,21 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 		return nilIfDone(ctx, err)
 	}
 	return s.Close()
+}
+
+// openToSend opens a file to send. A file of one chunk is opened without
+// Go's poller (fileio.Open): for a regular file the poller only costs
+// system calls that fail or undo each other, about a tenth of a sender's
+// CPU on a tree of small files. A larger file keeps os.Open: those calls are
+// nothing against its reads, and its reads stay exactly as workload A was
+// measured (one sitting found A slower with the poller-free open for every
+// file; the reads are the same system calls either way, and interleaved
+// runs found no difference: docs/benchmarks/trees.md).
+func openToSend(lf *localFile, chunkSize int) (*os.File, error) {
+	if lf.Size <= int64(chunkSize) {
+		return fileio.Open(lf.src())
+	}
+	return os.Open(lf.src())
 }
 
 // frameBuffer holds one data frame: a header, then a chunk that starts
@@ -986,7 +1001,7 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 				return nilIfDone(ctx, err)
 			}
 		}
-		f, err := os.Open(tx.files[r.File].src())
+		f, err := openToSend(&tx.files[r.File], tx.chunkSize)
 		if err != nil {
 			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src(), err)
 		}

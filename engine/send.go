@@ -763,32 +763,29 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	}
 	buf := frameBuffer(tx.chunkSize)
 	hasher := merkle.NewHasher()
-	var cur *os.File
-	var rd *fileio.Reader
+	var cur source
 	curIdx := -1
 	closeCur := func() {
 		if cur != nil {
-			rd.Close()
 			cur.Close()
+			cur = nil
 		}
 	}
 	defer closeCur()
 	for ; ok; fi, ci, moved, ok = tx.sched.take(ws) {
 		if fi != curIdx {
 			closeCur()
-			cur, err = openToSend(&tx.files[fi], tx.chunkSize)
+			cur, err = openToSend(&tx.files[fi], tx.io)
 			if err != nil {
-				cur = nil
 				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src(), err)
 			}
-			rd = fileio.NewReader(cur, tx.io)
 			curIdx = fi
 		}
 		mode := sendFresh
 		if moved {
 			mode = sendMoved
 		}
-		if err := tx.sendChunk(w, rd, fi, ci, buf, hasher, mode); err != nil {
+		if err := tx.sendChunk(w, cur, fi, ci, buf, hasher, mode); err != nil {
 			return nilIfDone(ctx, err)
 		}
 	}
@@ -798,19 +795,41 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	return s.Close()
 }
 
-// openToSend opens a file to send. A file of one chunk is opened without
-// Go's poller (fileio.Open): for a regular file the poller only costs
-// system calls that fail or undo each other, about a tenth of a sender's
-// CPU on a tree of small files. A larger file keeps os.Open: those calls are
-// nothing against its reads, and its reads stay exactly as workload A was
-// measured (one sitting found A slower with the poller-free open for every
-// file; the reads are the same system calls either way, and interleaved
-// runs found no difference: docs/benchmarks/trees.md).
-func openToSend(lf *localFile, chunkSize int) (*os.File, error) {
-	if lf.Size <= int64(chunkSize) {
-		return fileio.Open(lf.src())
+// source is a file being sent: its chunks read at their offsets.
+type source interface {
+	io.ReaderAt
+	Close() error
+}
+
+// openToSend opens a file to send. A file smaller than direct I/O's
+// smallest read (directio.Min: every file of one chunk but a few of a real
+// tree) is read through the page cache whatever the mode, in one pread,
+// so it is opened without an os.File (fileio.OpenSmall): for a regular file
+// Go's poller only costs system calls that fail or undo each other, about
+// a tenth of a sender's CPU on a tree of small files
+// (docs/benchmarks/trees.md). A larger file is read by a fileio.Reader in
+// mode, as before.
+func openToSend(lf *localFile, mode fileio.Mode) (source, error) {
+	if lf.Size < directio.Min {
+		return fileio.OpenSmall(lf.src())
 	}
-	return os.Open(lf.src())
+	f, err := os.Open(lf.src())
+	if err != nil {
+		return nil, err
+	}
+	return &largeSource{f: f, Reader: fileio.NewReader(f, mode)}, nil
+}
+
+// largeSource is a file read by a fileio.Reader (which leaves closing the
+// file to its caller).
+type largeSource struct {
+	*fileio.Reader
+	f *os.File
+}
+
+func (s *largeSource) Close() error {
+	s.Reader.Close()
+	return s.f.Close()
 }
 
 // frameBuffer holds one data frame: a header, then a chunk that starts
@@ -1001,7 +1020,7 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 				return nilIfDone(ctx, err)
 			}
 		}
-		f, err := openToSend(&tx.files[r.File], tx.chunkSize)
+		f, err := openToSend(&tx.files[r.File], tx.io)
 		if err != nil {
 			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src(), err)
 		}

@@ -811,7 +811,11 @@ type source interface {
 // mode, as before.
 func openToSend(lf *localFile, mode fileio.Mode) (source, error) {
 	if lf.Size < directio.Min {
-		return fileio.OpenSmall(lf.src())
+		f, err := fileio.OpenSmall(lf.src())
+		if err != nil {
+			return nil, err // not a source holding a nil *Small
+		}
+		return f, nil
 	}
 	f, err := os.Open(lf.src())
 	if err != nil {

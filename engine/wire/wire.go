@@ -95,17 +95,23 @@ type Message interface {
 
 // WriteMessage encodes m as one control frame.
 func WriteMessage(w io.Writer, m Message) error {
-	body, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("wire: encode %v: %w", m.Type(), err)
+	// The frame is built in one buffer: 5 bytes of header, then the body.
+	var frame []byte
+	if f, ok := m.(*OfferFiles); ok {
+		frame = appendOfferFiles(make([]byte, 5, offerFilesLen(f)), f) // offerfiles.go
+	} else {
+		body, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("wire: encode %v: %w", m.Type(), err)
+		}
+		frame = append(make([]byte, 5, 5+len(body)), body...)
 	}
-	if len(body) > MaxMessage {
-		return fmt.Errorf("wire: %v message is %d bytes, over the %d limit", m.Type(), len(body), MaxMessage)
+	if n := len(frame) - 5; n > MaxMessage {
+		return fmt.Errorf("wire: %v message is %d bytes, over the %d limit", m.Type(), n, MaxMessage)
 	}
-	var hdr [5]byte
-	hdr[0] = byte(m.Type())
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(body)))
-	if _, err := w.Write(append(hdr[:], body...)); err != nil {
+	frame[0] = byte(m.Type())
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(frame)-5))
+	if _, err := w.Write(frame); err != nil {
 		return fmt.Errorf("wire: write %v: %w", m.Type(), err)
 	}
 	return nil
@@ -146,13 +152,23 @@ func ReadMessage(r io.Reader) (Message, error) {
 	if !utf8.Valid(body) {
 		return nil, protoErr("%v message is not valid UTF-8", m.Type())
 	}
-	if err := json.Unmarshal(body, m); err != nil {
-		return nil, protoErr("malformed %v message: %v", m.Type(), err)
+	if err := unmarshal(body, m); err != nil {
+		return nil, fmt.Errorf("%w: malformed %v message: %w", ErrProtocol, m.Type(), err)
 	}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// unmarshal decodes a body into m, a new message of its type: the
+// manifest's parts with their own decoder (offerfiles.go), the rest with
+// encoding/json.
+func unmarshal(body []byte, m Message) error {
+	if f, ok := m.(*OfferFiles); ok {
+		return decodeOfferFiles(body, f)
+	}
+	return json.Unmarshal(body, m)
 }
 
 func unexpected(err error) error {

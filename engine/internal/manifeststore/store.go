@@ -145,6 +145,8 @@ type Store struct {
 	sealed  bool          // the writer is flushed: reads may start
 	closed  bool
 
+	rec []byte // Append's scratch record
+
 	mu    sync.Mutex // guards the read cache
 	cache []Entry    // the last block read
 	cblk  int        // its index; -1 for none
@@ -189,7 +191,8 @@ func (s *Store) Append(e Entry) error {
 		s.n++
 		return nil
 	}
-	rec := appendRecord(nil, e)
+	s.rec = appendRecord(s.rec[:0], e)
+	rec := s.rec
 	if err := s.opts.Budget.take(s.opts.Peer, int64(len(rec))); err != nil {
 		return err
 	}
@@ -407,9 +410,18 @@ func readRecord(r *bufio.Reader) (Entry, error) {
 	if err != nil || n > maxRecordPath {
 		return e, errDamaged
 	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
-		return e, errDamaged
+	// The name is read in place where the reader holds it (always, with
+	// Each's 64 KiB buffer): one allocation, the string.
+	var path string
+	if p, err := r.Peek(int(n)); err == nil {
+		path = string(p)
+		r.Discard(int(n))
+	} else {
+		p := make([]byte, n)
+		if _, err := io.ReadFull(r, p); err != nil {
+			return e, errDamaged
+		}
+		path = string(p)
 	}
 	size, err := binary.ReadVarint(r)
 	if err != nil {
@@ -423,7 +435,7 @@ func readRecord(r *bufio.Reader) (Entry, error) {
 	if err != nil {
 		return e, errDamaged
 	}
-	e.Path, e.Size, e.Mode, e.MTime = string(p), size, uint32(mode), mtime
+	e.Path, e.Size, e.Mode, e.MTime = path, size, uint32(mode), mtime
 	return e, nil
 }
 
@@ -440,18 +452,45 @@ type List[E any] interface {
 // 16 bytes per entry while it runs, not the names: a hash of each, sorted,
 // with every equal pair of hashes checked against the names themselves.
 func Duplicates[E any](l List[E], name func(E) string) ([]int, error) {
-	type hashed struct {
-		h uint64
-		i uint32
-	}
-	seed := maphash.MakeSeed()
-	hs := make([]hashed, 0, l.Len())
+	h := NewNameHashes(l.Len())
 	if err := l.Each(func(i int, e E) error {
-		hs = append(hs, hashed{maphash.String(seed, name(e)), uint32(i)})
+		h.Add(i, name(e))
 		return nil
 	}); err != nil {
 		return nil, err
 	}
+	return DuplicatesOf(h, l, name)
+}
+
+// NameHashes collects a hash of every name of a list as another pass reads
+// it (Add), so that DuplicatesOf does not read the list once more.
+type NameHashes struct {
+	seed maphash.Seed
+	hs   []hashed
+}
+
+type hashed struct {
+	h uint64
+	i uint32
+}
+
+// NewNameHashes returns an empty collector for n names.
+func NewNameHashes(n int) *NameHashes {
+	return &NameHashes{seed: maphash.MakeSeed(), hs: make([]hashed, 0, n)}
+}
+
+// Add takes the name of entry i; entries come in order, each once.
+func (h *NameHashes) Add(i int, name string) {
+	h.hs = append(h.hs, hashed{maphash.String(h.seed, name), uint32(i)})
+}
+
+// DuplicatesOf is Duplicates from the hashes h took of every entry of l:
+// it reads again only the entries whose hash another shares.
+func DuplicatesOf[E any](h *NameHashes, l List[E], name func(E) string) ([]int, error) {
+	if len(h.hs) != l.Len() {
+		return nil, fmt.Errorf("manifeststore: %d names hashed of %d", len(h.hs), l.Len())
+	}
+	hs := h.hs
 	slices.SortFunc(hs, func(a, b hashed) int {
 		if c := cmp.Compare(a.h, b.h); c != 0 {
 			return c

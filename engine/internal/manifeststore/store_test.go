@@ -189,6 +189,19 @@ func TestDuplicates(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("duplicates %v, want %v", got, want)
 	}
+	// The same from hashes taken by another pass.
+	h := NewNameHashes(len(names))
+	for i, n := range names {
+		h.Add(i, n)
+	}
+	if got, err := DuplicatesOf[Entry](h, s, func(e Entry) string { return e.Path }); err != nil || !slices.Equal(got, want) {
+		t.Errorf("DuplicatesOf: %v, %v; want %v", got, err, want)
+	}
+	short := NewNameHashes(1)
+	short.Add(0, "a")
+	if _, err := DuplicatesOf[Entry](short, s, func(e Entry) string { return e.Path }); err == nil {
+		t.Error("DuplicatesOf took hashes of 1 name for a list of many")
+	}
 }
 
 // TestMillionEntriesInBoundedMemory appends 10^6 entries (names about 30

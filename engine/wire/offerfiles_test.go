@@ -379,3 +379,31 @@ func BenchmarkOfferFilesEncode(b *testing.B) {
 func perEntry(b *testing.B, n int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/entry")
 }
+
+// A Reader keeps its body buffer from one message to the next: reading a
+// large part again allocates nothing for the body.
+func TestReaderKeepsItsBuffer(t *testing.T) {
+	m := benchOffer()
+	frame := appendOfferFiles(make([]byte, 5), m)
+	frame[0] = byte(TOfferFiles)
+	n := len(frame) - 5
+	frame[1], frame[2], frame[3], frame[4] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	if n <= 128<<10 {
+		t.Fatalf("a body of %d bytes: the test wants more than two 64 KiB steps", n)
+	}
+	br := bytes.NewReader(nil)
+	r := NewReader(br)
+	allocs := func(read func() (Message, error)) float64 {
+		return testing.AllocsPerRun(10, func() {
+			br.Reset(frame)
+			if _, err := read(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	kept := allocs(r.ReadMessage)
+	fresh := allocs(func() (Message, error) { return ReadMessage(br) })
+	if kept > fresh-2 {
+		t.Errorf("%v allocations per message with a Reader, %v without", kept, fresh)
+	}
+}

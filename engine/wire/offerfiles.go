@@ -259,7 +259,9 @@ func (d *jsonDec) files(m *OfferFiles) error {
 	if err := d.open('[', "files"); err != nil {
 		return err
 	}
-	m.Files = []FileEntry{}
+	// Room for the entries the rest of the body can hold at 64 bytes each
+	// (D's take about 100): rarely grown, at most MaxFilesPerPart.
+	m.Files = make([]FileEntry, 0, min(MaxFilesPerPart, (len(d.b)-d.i)/64))
 	d.ws()
 	if d.peek() == ']' {
 		d.i++

@@ -47,7 +47,7 @@ func TestManifestIDUnchanged(t *testing.T) {
 	var files []localFile
 	for i := range 3000 {
 		files = append(files, localFile{FileEntry: wire.FileEntry{
-			Path: fmt.Sprintf("d%d/é%d/f%d", r.IntN(20), r.IntN(50), i), Size: r.Int64N(1 << 40) - 5, MTime: r.Int64() - r.Int64()}})
+			Path: fmt.Sprintf("d%d/é%d/f%d", r.IntN(20), r.IntN(50), i), Size: r.Int64N(1<<40) - 5, MTime: r.Int64() - r.Int64()}})
 	}
 	for _, text := range []string{"", "a link"} {
 		for _, n := range []int{0, 1, len(files)} {

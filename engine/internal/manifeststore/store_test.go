@@ -259,3 +259,26 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// Get keeps several blocks: reading the entries of files that arrive and
+// finish at indexes blocks apart reads each block once, not once per file.
+func TestGetKeepsBlocks(t *testing.T) {
+	s, _ := newStore(t, 0, NewBudget(1<<30, 1<<30))
+	n := 20 * blockEntries
+	for i := range n {
+		if err := s.Append(entry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Files arriving and files finishing, 3 blocks apart.
+	for i := range n - 3*blockEntries {
+		for _, j := range []int{i + 3*blockEntries, i} {
+			if e, err := s.Get(j); err != nil || e != entry(j) {
+				t.Fatalf("entry %d: %+v, %v", j, e, err)
+			}
+		}
+	}
+	if s.reads > 20 {
+		t.Errorf("%d block reads for %d blocks", s.reads, 20)
+	}
+}

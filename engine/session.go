@@ -19,7 +19,8 @@ import (
 type control struct {
 	s       Stream
 	r       *bufio.Reader
-	mu      sync.Mutex // guards the fields below
+	msgs    *wire.Reader // reads r; one goroutine at a time
+	mu      sync.Mutex   // guards the fields below
 	w       *bufio.Writer
 	pending bool  // a lazy flush is scheduled
 	err     error // a lazy flush failed
@@ -31,7 +32,8 @@ type control struct {
 const lazyFlushDelay = 2 * time.Millisecond
 
 func newControl(s Stream) *control {
-	return &control{s: s, r: bufio.NewReaderSize(s, 64<<10), w: bufio.NewWriterSize(s, 64<<10)}
+	r := bufio.NewReaderSize(s, 64<<10)
+	return &control{s: s, r: r, msgs: wire.NewReader(r), w: bufio.NewWriterSize(s, 64<<10)}
 }
 
 // send writes m and flushes it (and anything batched before it) at once.
@@ -72,7 +74,7 @@ func (c *control) sendLazy(m wire.Message) error {
 	return nil
 }
 
-func (c *control) recv() (wire.Message, error) { return wire.ReadMessage(c.r) }
+func (c *control) recv() (wire.Message, error) { return c.msgs.ReadMessage() }
 
 // recvTimeout reads one message, aborting the stream if none arrives in d.
 func (c *control) recvTimeout(d time.Duration) (wire.Message, error) {

@@ -10,12 +10,12 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -95,17 +95,23 @@ type Message interface {
 
 // WriteMessage encodes m as one control frame.
 func WriteMessage(w io.Writer, m Message) error {
-	body, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("wire: encode %v: %w", m.Type(), err)
+	// The frame is built in one buffer: 5 bytes of header, then the body.
+	var frame []byte
+	if f, ok := m.(*OfferFiles); ok {
+		frame = appendOfferFiles(make([]byte, 5, offerFilesLen(f)), f) // offerfiles.go
+	} else {
+		body, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("wire: encode %v: %w", m.Type(), err)
+		}
+		frame = append(make([]byte, 5, 5+len(body)), body...)
 	}
-	if len(body) > MaxMessage {
-		return fmt.Errorf("wire: %v message is %d bytes, over the %d limit", m.Type(), len(body), MaxMessage)
+	if n := len(frame) - 5; n > MaxMessage {
+		return fmt.Errorf("wire: %v message is %d bytes, over the %d limit", m.Type(), n, MaxMessage)
 	}
-	var hdr [5]byte
-	hdr[0] = byte(m.Type())
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(body)))
-	if _, err := w.Write(append(hdr[:], body...)); err != nil {
+	frame[0] = byte(m.Type())
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(frame)-5))
+	if _, err := w.Write(frame); err != nil {
 		return fmt.Errorf("wire: write %v: %w", m.Type(), err)
 	}
 	return nil
@@ -113,12 +119,33 @@ func WriteMessage(w io.Writer, m Message) error {
 
 // ReadMessage reads and validates one control frame. An unknown type, an
 // oversized body, malformed JSON or out-of-range fields are ErrProtocol.
-func ReadMessage(r io.Reader) (Message, error) {
+// A stream's messages are better read with one Reader, which keeps its
+// buffer from one to the next.
+func ReadMessage(r io.Reader) (Message, error) { return NewReader(r).ReadMessage() }
+
+// A Reader reads the control messages of one stream. It keeps the buffer of
+// a body, up to keepBody bytes, for the next: a manifest's parts are
+// hundreds of KiB each.
+type Reader struct {
+	r   io.Reader
+	buf []byte
+}
+
+// keepBody is the largest body buffer a Reader keeps between messages
+// (what a large manifest's parts take: 2048 entries of about 100 bytes).
+const keepBody = 512 << 10
+
+// NewReader returns a Reader of the messages of r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
+
+// ReadMessage reads and validates the next control frame, as the function
+// ReadMessage does.
+func (r *Reader) ReadMessage() (Message, error) {
 	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	if _, err := io.ReadFull(r.r, hdr[:]); err != nil {
 		return nil, err // io.EOF at a frame boundary is a clean end
 	}
-	n := binary.BigEndian.Uint32(hdr[1:])
+	n := int(binary.BigEndian.Uint32(hdr[1:]))
 	if n > MaxMessage {
 		return nil, protoErr("%v message of %d bytes exceeds the %d limit", Type(hdr[0]), n, MaxMessage)
 	}
@@ -127,32 +154,44 @@ func ReadMessage(r io.Reader) (Message, error) {
 		return nil, protoErr("unknown message type %d", hdr[0])
 	}
 	// Grow with what actually arrives: a peer that announces 4 MiB and sends
-	// nothing makes us hold nothing.
-	var buf bytes.Buffer
-	if n > 64<<10 {
-		buf.Grow(64 << 10)
-	} else {
-		buf.Grow(int(n))
-	}
-	if k, err := buf.ReadFrom(io.LimitReader(r, int64(n))); err != nil || k != int64(n) {
-		if err == nil {
-			err = io.ErrUnexpectedEOF
+	// nothing makes us hold nothing, and one that sends k bytes makes us
+	// hold at most twice that (and 64 KiB).
+	body := r.buf[:0]
+	for len(body) < n {
+		step := min(n-len(body), max(64<<10, len(body)))
+		body = slices.Grow(body, step)
+		if _, err := io.ReadFull(r.r, body[len(body):len(body)+step]); err != nil {
+			return nil, fmt.Errorf("wire: read %v body: %w", m.Type(), unexpected(err))
 		}
-		return nil, fmt.Errorf("wire: read %v body: %w", m.Type(), unexpected(err))
+		body = body[:len(body)+step]
 	}
-	body := buf.Bytes()
+	if cap(body) <= keepBody {
+		r.buf = body[:0] // the messages copy what they keep of the body
+	} else {
+		r.buf = nil
+	}
 	// encoding/json would silently turn invalid UTF-8 into U+FFFD, hiding it
 	// from the field checks; refuse it instead.
 	if !utf8.Valid(body) {
 		return nil, protoErr("%v message is not valid UTF-8", m.Type())
 	}
-	if err := json.Unmarshal(body, m); err != nil {
-		return nil, protoErr("malformed %v message: %v", m.Type(), err)
+	if err := unmarshal(body, m); err != nil {
+		return nil, fmt.Errorf("%w: malformed %v message: %w", ErrProtocol, m.Type(), err)
 	}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// unmarshal decodes a body into m, a new message of its type: the
+// manifest's parts with their own decoder (offerfiles.go), the rest with
+// encoding/json.
+func unmarshal(body []byte, m Message) error {
+	if f, ok := m.(*OfferFiles); ok {
+		return decodeOfferFiles(body, f)
+	}
+	return json.Unmarshal(body, m)
 }
 
 func unexpected(err error) error {

@@ -273,9 +273,12 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	in.Text = text
 	in.Files = files
 	tooMany := &RefusedError{Code: errcode.CodeBadName, Reason: fmt.Sprintf("over %d of the offered names cannot be stored on %s", MaxRefusals, in.host.Name())}
-	// The names are read once, in order, from wherever the list is kept;
-	// the caller bounded their bytes as they arrived.
+	// The names are read once, in order, from wherever the list is kept
+	// (the caller bounded their bytes as they arrived): each is checked,
+	// and hashed for the duplicates below.
+	hashes := manifeststore.NewNameHashes(files.Len())
 	err := files.Each(func(i int, f OfferedFile) error {
+		hashes.Add(i, f.Path)
 		// A name we cannot store safely refuses that file, not the offer.
 		var ne *store.NameError
 		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
@@ -295,7 +298,7 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	// file system the second gets a number (its partial is created
 	// exclusively, its final name never overwrites). The very same name
 	// twice is refused: found with a hash per name, not a set of the names.
-	dups, err := manifeststore.Duplicates(files, pathOf)
+	dups, err := manifeststore.DuplicatesOf(hashes, files, pathOf)
 	if err != nil {
 		return err
 	}

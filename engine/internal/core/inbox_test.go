@@ -308,3 +308,31 @@ func FuzzCheckDelivery(f *testing.F) {
 		}
 	})
 }
+
+// countingList counts the passes over a list.
+type countingList struct {
+	Files
+	passes int
+}
+
+func (l *countingList) Each(f func(i int, e OfferedFile) error) error {
+	l.passes++
+	return l.Files.Each(f)
+}
+
+// An offer's names are read once, in order: the name checks and the
+// duplicates' hashes share the pass (a spilled list is read from disk).
+func TestInboxOfferReadsTheListOnce(t *testing.T) {
+	h := newFakeHost(t, AcceptAll, false)
+	in := newTestInbox(t, h, clock.Real{})
+	l := &countingList{Files: Files{{Path: "a"}, {Path: "b/../c"}, {Path: "a"}, {Path: "d"}}}
+	if err := in.Offer("d1", l, ""); err != nil {
+		t.Fatal(err)
+	}
+	if l.passes != 1 {
+		t.Errorf("the list was read %d times", l.passes)
+	}
+	if !in.IsRefused(1) || !in.IsRefused(2) || len(in.Refused) != 2 {
+		t.Errorf("refused %+v, want files 1 (its name) and 2 (a duplicate)", in.Refused)
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -145,10 +144,26 @@ type Store struct {
 	sealed  bool          // the writer is flushed: reads may start
 	closed  bool
 
-	mu    sync.Mutex // guards the read cache
-	cache []Entry    // the last block read
-	cblk  int        // its index; -1 for none
+	rec []byte // Append's scratch record
+
+	mu    sync.Mutex // guards the fields below
+	cache [cacheBlocks]cachedBlock
+	uses  uint64 // stamps the cache's uses, for its LRU
+	reads int    // blocks read from disk (tests)
 	buf   []byte
+}
+
+// cacheBlocks is how many blocks Get keeps: a receiver reads the entries of
+// the files in flight (up to hundreds, arriving and finishing at different
+// indexes), and a single block read again for nearly every file (an
+// oddity seen in docs/benchmarks/trees.md).
+const cacheBlocks = 8
+
+// cachedBlock is one block's entries in Get's cache.
+type cachedBlock struct {
+	blk     int // -1 for none
+	used    uint64
+	entries []Entry
 }
 
 // New returns an empty store.
@@ -156,7 +171,11 @@ func New(opts Options) (*Store, error) {
 	if opts.Budget == nil {
 		return nil, errors.New("manifeststore: no budget")
 	}
-	return &Store{opts: opts, cblk: -1}, nil
+	s := &Store{opts: opts}
+	for i := range s.cache {
+		s.cache[i].blk = -1
+	}
+	return s, nil
 }
 
 // Len is the number of entries appended.
@@ -167,7 +186,7 @@ func (s *Store) Len() int { return s.n }
 func (s *Store) MemoryBytes() int64 {
 	n := s.memBytes
 	if s.f != nil {
-		n += int64(cap(s.blocks))*8 + int64(blockEntries*entryOverhead) + int64(cap(s.buf)) + 64<<10 // and the writer's buffer
+		n += int64(cap(s.blocks))*8 + int64(cacheBlocks*blockEntries*entryOverhead) + int64(cap(s.buf)) + 64<<10 // and the writer's buffer
 	}
 	return n
 }
@@ -189,7 +208,8 @@ func (s *Store) Append(e Entry) error {
 		s.n++
 		return nil
 	}
-	rec := appendRecord(nil, e)
+	s.rec = appendRecord(s.rec[:0], e)
+	rec := s.rec
 	if err := s.opts.Budget.take(s.opts.Peer, int64(len(rec))); err != nil {
 		return err
 	}
@@ -259,47 +279,79 @@ func (s *Store) Get(i int) (Entry, error) {
 	}
 	k := i - len(s.mem)
 	blk := k / blockEntries
-	if blk != s.cblk {
-		if err := s.readBlock(blk); err != nil {
+	s.uses++
+	c := &s.cache[0]
+	for j := range s.cache {
+		if s.cache[j].blk == blk {
+			c = &s.cache[j]
+			break
+		}
+		if s.cache[j].used < c.used {
+			c = &s.cache[j] // the least recently used so far
+		}
+	}
+	if c.blk != blk {
+		if err := s.readBlock(blk, c); err != nil {
 			return Entry{}, err
 		}
 	}
-	return s.cache[k%blockEntries], nil
+	c.used = s.uses
+	return c.entries[k%blockEntries], nil
 }
 
-// readBlock reads and decodes block blk into the cache.
-func (s *Store) readBlock(blk int) error {
+// blockEnd is where block blk ends in the spill file.
+func (s *Store) blockEnd(blk int) int64 {
+	if blk+1 < len(s.blocks) {
+		return s.blocks[blk+1]
+	}
+	return s.written
+}
+
+// blockLen is the number of entries in block blk.
+func (s *Store) blockLen(blk int) int {
+	return min(blockEntries, s.n-len(s.mem)-blk*blockEntries)
+}
+
+// readBlock reads and decodes block blk into c.
+func (s *Store) readBlock(blk int, c *cachedBlock) error {
 	if s.closed {
 		return errors.New("manifeststore: read after Close")
 	}
-	end := s.written
-	if blk+1 < len(s.blocks) {
-		end = s.blocks[blk+1]
-	}
-	start := s.blocks[blk]
+	start, end := s.blocks[blk], s.blockEnd(blk)
 	if n := int(end - start); cap(s.buf) < n {
 		s.buf = make([]byte, n)
 	}
 	buf := s.buf[:end-start]
+	s.reads++
 	if _, err := s.f.ReadAt(buf, start); err != nil {
 		return fmt.Errorf("manifest spill: block %d: %w", blk, err)
 	}
-	want := min(blockEntries, s.n-len(s.mem)-blk*blockEntries)
-	s.cache = s.cache[:0]
-	for len(s.cache) < want {
-		e, n, err := decodeRecord(buf)
+	c.blk, c.entries = -1, c.entries[:0]
+	if err := decodeSpan(buf, s.blockLen(blk), func(e Entry) error {
+		c.entries = append(c.entries, e)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("manifest spill: block %d: %w", blk, err)
+	}
+	c.blk = blk
+	return nil
+}
+
+// decodeSpan decodes the n records buf holds, all of it, into f.
+func decodeSpan(buf []byte, n int, f func(Entry) error) error {
+	for k := range n {
+		e, m, err := decodeRecord(buf)
 		if err != nil {
-			s.cblk = -1
-			return fmt.Errorf("manifest spill: block %d entry %d: %w", blk, len(s.cache), err)
+			return fmt.Errorf("entry %d: %w", k, err)
 		}
-		s.cache = append(s.cache, e)
-		buf = buf[n:]
+		if err := f(e); err != nil {
+			return err
+		}
+		buf = buf[m:]
 	}
 	if len(buf) != 0 {
-		s.cblk = -1
-		return fmt.Errorf("manifest spill: block %d: %d bytes left over", blk, len(buf))
+		return fmt.Errorf("%d bytes left over", len(buf))
 	}
-	s.cblk = blk
 	return nil
 }
 
@@ -323,15 +375,38 @@ func (s *Store) Each(f func(i int, e Entry) error) error {
 	if err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, s.written), 64<<10)
-	for i := len(s.mem); i < s.n; i++ {
-		e, err := readRecord(r)
-		if err != nil {
-			return fmt.Errorf("manifest spill: entry %d: %w", i, err)
+	// Whole blocks at a time, up to 64 KiB (or one block) per read, each
+	// decoded from memory.
+	var buf []byte
+	i := len(s.mem)
+	for blk := 0; blk < len(s.blocks); {
+		last, n := blk+1, s.blockLen(blk)
+		for last < len(s.blocks) && s.blockEnd(last)-s.blocks[blk] <= 64<<10 {
+			n += s.blockLen(last)
+			last++
 		}
-		if err := f(i, e); err != nil {
-			return err
+		start, end := s.blocks[blk], s.blockEnd(last-1)
+		if cap(buf) < int(end-start) {
+			buf = make([]byte, end-start)
 		}
+		buf = buf[:end-start]
+		if _, err := s.f.ReadAt(buf, start); err != nil {
+			return fmt.Errorf("manifest spill: blocks %d-%d: %w", blk, last-1, err)
+		}
+		var errF error
+		if err := decodeSpan(buf, n, func(e Entry) error {
+			if errF = f(i, e); errF != nil {
+				return errF
+			}
+			i++
+			return nil
+		}); err != nil {
+			if errF != nil {
+				return errF
+			}
+			return fmt.Errorf("manifest spill: blocks %d-%d: %w", blk, last-1, err)
+		}
+		blk = last
 	}
 	return nil
 }
@@ -344,7 +419,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.mem, s.cache, s.blocks, s.buf = nil, nil, nil, nil
+	s.mem, s.cache, s.blocks, s.buf = nil, [cacheBlocks]cachedBlock{}, nil, nil
 	if s.f == nil {
 		return nil
 	}
@@ -401,32 +476,6 @@ func decodeRecord(b []byte) (Entry, int, error) {
 	return e, off, nil
 }
 
-func readRecord(r *bufio.Reader) (Entry, error) {
-	var e Entry
-	n, err := binary.ReadUvarint(r)
-	if err != nil || n > maxRecordPath {
-		return e, errDamaged
-	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
-		return e, errDamaged
-	}
-	size, err := binary.ReadVarint(r)
-	if err != nil {
-		return e, errDamaged
-	}
-	mode, err := binary.ReadUvarint(r)
-	if err != nil || mode > 1<<32-1 {
-		return e, errDamaged
-	}
-	mtime, err := binary.ReadVarint(r)
-	if err != nil {
-		return e, errDamaged
-	}
-	e.Path, e.Size, e.Mode, e.MTime = string(p), size, uint32(mode), mtime
-	return e, nil
-}
-
 // List is a file list read by index or in order: a *Store is one (of
 // Entry), and so is a slice wrapped in the same methods.
 type List[E any] interface {
@@ -440,18 +489,45 @@ type List[E any] interface {
 // 16 bytes per entry while it runs, not the names: a hash of each, sorted,
 // with every equal pair of hashes checked against the names themselves.
 func Duplicates[E any](l List[E], name func(E) string) ([]int, error) {
-	type hashed struct {
-		h uint64
-		i uint32
-	}
-	seed := maphash.MakeSeed()
-	hs := make([]hashed, 0, l.Len())
+	h := NewNameHashes(l.Len())
 	if err := l.Each(func(i int, e E) error {
-		hs = append(hs, hashed{maphash.String(seed, name(e)), uint32(i)})
+		h.Add(i, name(e))
 		return nil
 	}); err != nil {
 		return nil, err
 	}
+	return DuplicatesOf(h, l, name)
+}
+
+// NameHashes collects a hash of every name of a list as another pass reads
+// it (Add), so that DuplicatesOf does not read the list once more.
+type NameHashes struct {
+	seed maphash.Seed
+	hs   []hashed
+}
+
+type hashed struct {
+	h uint64
+	i uint32
+}
+
+// NewNameHashes returns an empty collector for n names.
+func NewNameHashes(n int) *NameHashes {
+	return &NameHashes{seed: maphash.MakeSeed(), hs: make([]hashed, 0, n)}
+}
+
+// Add takes the name of entry i; entries come in order, each once.
+func (h *NameHashes) Add(i int, name string) {
+	h.hs = append(h.hs, hashed{maphash.String(h.seed, name), uint32(i)})
+}
+
+// DuplicatesOf is Duplicates from the hashes h took of every entry of l:
+// it reads again only the entries whose hash another shares.
+func DuplicatesOf[E any](h *NameHashes, l List[E], name func(E) string) ([]int, error) {
+	if len(h.hs) != l.Len() {
+		return nil, fmt.Errorf("manifeststore: %d names hashed of %d", len(h.hs), l.Len())
+	}
+	hs := h.hs
 	slices.SortFunc(hs, func(a, b hashed) int {
 		if c := cmp.Compare(a.h, b.h); c != 0 {
 			return c

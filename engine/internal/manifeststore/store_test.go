@@ -189,6 +189,19 @@ func TestDuplicates(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("duplicates %v, want %v", got, want)
 	}
+	// The same from hashes taken by another pass.
+	h := NewNameHashes(len(names))
+	for i, n := range names {
+		h.Add(i, n)
+	}
+	if got, err := DuplicatesOf[Entry](h, s, func(e Entry) string { return e.Path }); err != nil || !slices.Equal(got, want) {
+		t.Errorf("DuplicatesOf: %v, %v; want %v", got, err, want)
+	}
+	short := NewNameHashes(1)
+	short.Add(0, "a")
+	if _, err := DuplicatesOf[Entry](short, s, func(e Entry) string { return e.Path }); err == nil {
+		t.Error("DuplicatesOf took hashes of 1 name for a list of many")
+	}
 }
 
 // TestMillionEntriesInBoundedMemory appends 10^6 entries (names about 30
@@ -245,4 +258,27 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("round trip of %+v: %+v, %v", e, again, err)
 		}
 	})
+}
+
+// Get keeps several blocks: reading the entries of files that arrive and
+// finish at indexes blocks apart reads each block once, not once per file.
+func TestGetKeepsBlocks(t *testing.T) {
+	s, _ := newStore(t, 0, NewBudget(1<<30, 1<<30))
+	n := 20 * blockEntries
+	for i := range n {
+		if err := s.Append(entry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Files arriving and files finishing, 3 blocks apart.
+	for i := range n - 3*blockEntries {
+		for _, j := range []int{i + 3*blockEntries, i} {
+			if e, err := s.Get(j); err != nil || e != entry(j) {
+				t.Fatalf("entry %d: %+v, %v", j, e, err)
+			}
+		}
+	}
+	if s.reads > 20 {
+		t.Errorf("%d block reads for %d blocks", s.reads, 20)
+	}
 }

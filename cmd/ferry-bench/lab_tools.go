@@ -43,6 +43,10 @@ var labTools = []labTool{
 	// Sixteen flows: what as many loss-limited flows as a spread Ferry
 	// session uses carry on this lab (issue 30).
 	{name: "iperf3-p16", only: "A", run: runIperf3(16)},
+	// More flows than a session may grow to: whether the lab's ceiling
+	// under random loss is the flows' or the forwarder's.
+	{name: "iperf3-p32", only: "A", run: runIperf3(32)},
+	{name: "iperf3-p64", only: "A", run: runIperf3(64)},
 	{name: "tls-cubic", run: tlsTool("cubic")},
 	{name: "tls-bbr", run: tlsTool("bbr")},
 	{name: "scp", run: runSCP},

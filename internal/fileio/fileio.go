@@ -145,11 +145,10 @@ type sysOps struct {
 // free blocks, and on a VM whose host takes back the guest's free memory
 // (free page reporting: on this project's VM, free blocks of 2 MiB and more)
 // those are the blocks the host no longer backs, so the copy into them
-// waits for the host to fault every page back in: the same 1 GiB cost 4.9-5.8
-// CPU-s written in 1 MiB pieces and 0.4-0.6 in 32 KiB ones, in the same
-// state (docs/localsend.md, "Why page-cache writes cost what they cost").
-// Small folios come from the fragments such memory always has, and cost
-// the same few system calls per MiB anywhere.
+// waits for the host to fault every page back in, several times the CPU of
+// the same bytes in small folios (docs/localsend.md, "Why page-cache writes
+// cost what they cost"). Small folios come from the fragments free memory
+// always has, for a few more system calls per MiB.
 const cachedPiece = 32 << 10
 
 // writeCached writes b at off through the page cache in pieces of at most

@@ -439,6 +439,14 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if verified {
 		e.acceptedFrom(id, o.Sender.Alias)
 	}
+	// Uploads are written through the page cache, as the plain server and
+	// the official app write them: LocalSend has no resume journal to keep
+	// in step with the device, and its sender waits for each file's answer,
+	// which direct writes held back until the device had the last piece
+	// (the "drain", docs/localsend.md "Figures"). A crash of Ferry then
+	// still loses nothing it answered for; a power cut may, as with every
+	// file received without Options.SyncFiles.
+	in.Dest.SetBufferedIO(true)
 	in.Begin()
 	pctx, stop := context.WithCancel(tctx)
 	s.stopProgress = stop

@@ -133,6 +133,40 @@ type sysOps struct {
 	// dropCached waits until [off, off+n) is written back and drops it from
 	// the page cache.
 	dropCached func(f *os.File, off, n int64)
+	// pwrite is one write through the page cache (os.File.WriteAt when
+	// nil); writeCached calls it with at most cachedPiece bytes.
+	pwrite func(f *os.File, b []byte, off int64) (int, error)
+}
+
+// cachedPiece is the most one write hands the page cache. Linux sizes the
+// page-cache folios a write allocates by the write's length: a 1 MiB write
+// takes 1 MiB folios, a 32 KiB one 32 KiB folios (order 3, the largest the
+// page allocator keeps per-CPU lists for). Large folios come out of large
+// free blocks, and on a VM whose host takes back the guest's free memory
+// (free page reporting: on this project's VM, free blocks of 2 MiB and more)
+// those are the blocks the host no longer backs, so the copy into them
+// waits for the host to fault every page back in, several times the CPU of
+// the same bytes in small folios (docs/localsend.md, "Why page-cache writes
+// cost what they cost"). Small folios come from the fragments free memory
+// always has, for a few more system calls per MiB.
+const cachedPiece = 32 << 10
+
+// writeCached writes b at off through the page cache in pieces of at most
+// cachedPiece bytes.
+func (w *Writer) writeCached(b []byte, off int64) (int, error) {
+	pwrite := w.sys.pwrite
+	if pwrite == nil {
+		pwrite = (*os.File).WriteAt
+	}
+	n := 0
+	for n < len(b) {
+		m, err := pwrite(w.f, b[n:min(len(b), n+cachedPiece)], off+int64(n))
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // NewWriter writes into f (which the caller keeps owning and closes after
@@ -209,7 +243,7 @@ func (w *Writer) WriteAt(b []byte, off int64) (int, error) {
 		}
 		return w.wroteBuffered(off, n, err)
 	}
-	n, err := w.f.WriteAt(b, off)
+	n, err := w.writeCached(b, off)
 	return w.wroteBuffered(off, n, err)
 }
 

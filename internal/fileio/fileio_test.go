@@ -154,6 +154,7 @@ type fakeOps struct {
 	started   []span
 	dropped   []span
 	allocated int64
+	maxWrite  int // the largest write through the page cache
 }
 
 func (f *fakeOps) ops() sysOps {
@@ -180,6 +181,42 @@ func (f *fakeOps) ops() sysOps {
 			f.dropped = append(f.dropped, span{off, n})
 			f.mu.Unlock()
 		},
+		pwrite: func(file *os.File, b []byte, off int64) (int, error) {
+			f.mu.Lock()
+			f.maxWrite = max(f.maxWrite, len(b))
+			f.mu.Unlock()
+			return file.WriteAt(b, off)
+		},
+	}
+}
+
+// Writes through the page cache reach it in pieces of at most cachedPiece
+// bytes, whatever the caller's chunk: the kernel sizes page-cache folios by
+// the write, and large ones cost many times more on a VM whose host takes
+// back free memory (cachedPiece).
+func TestWriterCachesInSmallPieces(t *testing.T) {
+	want := make([]byte, 3<<20+5)
+	rand.Read(want)
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ops := &fakeOps{}
+	w := newWriter(f, Buffered, ops.ops())
+	for off := 0; off < len(want); off += 1 << 20 {
+		if n, err := w.WriteAt(want[off:min(off+1<<20, len(want))], int64(off)); err != nil || n != min(1<<20, len(want)-off) {
+			t.Fatalf("WriteAt at %d: %d, %v", off, n, err)
+		}
+	}
+	w.Close()
+	if ops.maxWrite == 0 || ops.maxWrite > cachedPiece {
+		t.Fatalf("largest write into the page cache %d bytes, want 1 to %d", ops.maxWrite, cachedPiece)
+	}
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, want) {
+		t.Fatal("read back differs")
 	}
 }
 

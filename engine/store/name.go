@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -69,55 +70,82 @@ func (e *NameError) Unwrap() error { return e.Err }
 //   - elements ending in PartialSuffix (in any case);
 //   - elements over MaxElementBytes, paths over MaxPathBytes or MaxDepth.
 func ValidatePath(rel string) error {
-	bad := func(err error, format string, args ...any) error {
-		return &NameError{Name: rel, Reason: fmt.Sprintf(format, args...), Err: err}
-	}
+	// This runs for every name of every offer (105,252 of them in workload
+	// D), so the accepting path is one table lookup per ASCII byte and one
+	// walk over the elements, without allocating; the messages and their
+	// order are those of the plain rule above (name_test.go keeps it as the
+	// reference a fuzz test compares with).
 	switch {
 	case rel == "":
-		return bad(ErrBadName, "empty")
+		return badName(rel, ErrBadName, "empty")
 	case len(rel) > MaxPathBytes:
-		return bad(ErrNameTooLong, "path is %d bytes, limit %d", len(rel), MaxPathBytes)
+		return badName(rel, ErrNameTooLong, "path is %d bytes, limit %d", len(rel), MaxPathBytes)
 	case !utf8.ValidString(rel):
-		return bad(ErrBadName, "invalid UTF-8")
+		return badName(rel, ErrBadName, "invalid UTF-8")
 	case rel[0] == '/':
 		// Also catches UNC-style "//server/share".
-		return bad(ErrBadName, "absolute path")
+		return badName(rel, ErrBadName, "absolute path")
 	}
-	// One pass over the runes: these are wrong wherever they appear.
-	for _, r := range rel {
-		switch {
-		case r == '\\':
-			return bad(ErrBadName, "backslash not allowed")
-		case r == ':':
-			// Drive letters ("C:x") and NTFS alternate data streams ("a:b").
-			return bad(ErrBadName, "colon not allowed")
-		case strings.ContainsRune(`<>"|?*`, r):
-			return bad(ErrBadName, "character %q not allowed", r)
-		case isControl(r):
-			return bad(ErrBadName, "control character %U not allowed", r)
-		case isBidi(r):
-			return bad(ErrBadName, "bidi control %U not allowed", r)
+	// One pass over the characters: these are wrong wherever they appear,
+	// so the first one in the path is the one reported.
+	depth := 1
+	for i := 0; i < len(rel); {
+		c := rel[i]
+		switch byteClass[c] {
+		case byteOK:
+			i++
+			continue
+		case byteSlash:
+			depth++
+			i++
+			continue
+		case byteBad:
+			return badByte(rel, c)
+		}
+		// Not ASCII (and valid UTF-8, checked above).
+		r, size := utf8.DecodeRuneInString(rel[i:])
+		if isControl(r) {
+			return badName(rel, ErrBadName, "control character %U not allowed", r)
+		}
+		if isBidi(r) {
+			return badName(rel, ErrBadName, "bidi control %U not allowed", r)
+		}
+		i += size
+	}
+	if depth > MaxDepth {
+		return badName(rel, ErrNameTooLong, "%d levels deep, limit %d", depth, MaxDepth)
+	}
+	for rest := rel; ; {
+		e := rest
+		i := strings.IndexByte(rest, '/')
+		if i >= 0 {
+			e, rest = rest[:i], rest[i+1:]
+		}
+		if err := checkElement(rel, e); err != nil {
+			return err
+		}
+		if i < 0 {
+			return nil
 		}
 	}
-	elems := strings.Split(rel, "/")
-	if len(elems) > MaxDepth {
-		return bad(ErrNameTooLong, "%d levels deep, limit %d", len(elems), MaxDepth)
-	}
-	for _, e := range elems {
-		switch {
-		case e == "":
-			return bad(ErrBadName, "empty element")
-		case e == "." || e == "..":
-			return bad(ErrBadName, "element %q not allowed", e)
-		case len(e) > MaxElementBytes:
-			return bad(ErrNameTooLong, "element is %d bytes, limit %d", len(e), MaxElementBytes)
-		case strings.HasSuffix(e, ".") || strings.HasSuffix(e, " "):
-			return bad(ErrBadName, "element %q ends in a dot or space", e)
-		case isWindowsDevice(e):
-			return bad(ErrReservedName, "element %q is a Windows device name", e)
-		case hasPartialSuffix(e):
-			return bad(ErrReservedName, "element %q ends in %s", e, PartialSuffix)
-		}
+}
+
+// checkElement checks one element e of rel, in the order ValidatePath
+// documents.
+func checkElement(rel, e string) error {
+	switch {
+	case e == "":
+		return badName(rel, ErrBadName, "empty element")
+	case e == "." || e == "..":
+		return badName(rel, ErrBadName, "element %q not allowed", e)
+	case len(e) > MaxElementBytes:
+		return badName(rel, ErrNameTooLong, "element is %d bytes, limit %d", len(e), MaxElementBytes)
+	case e[len(e)-1] == '.' || e[len(e)-1] == ' ':
+		return badName(rel, ErrBadName, "element %q ends in a dot or space", e)
+	case isWindowsDevice(e):
+		return badName(rel, ErrReservedName, "element %q is a Windows device name", e)
+	case hasPartialSuffix(e):
+		return badName(rel, ErrReservedName, "element %q ends in %s", e, PartialSuffix)
 	}
 	return nil
 }
@@ -126,9 +154,59 @@ func ValidatePath(rel string) error {
 // name must also leave room for PartialSuffix, which it carries while it
 // arrives (a name of 248-255 bytes is valid but cannot be received).
 func ValidateReceived(rel string) error {
-	_, _, err := split(rel)
-	return err
+	if err := ValidatePath(rel); err != nil {
+		return err
+	}
+	// The same check and message as split's (dest.go), without splitting.
+	base := rel[strings.LastIndexByte(rel, '/')+1:]
+	if len(base)+len(PartialSuffix) > MaxElementBytes {
+		return &NameError{Name: rel, Err: ErrNameTooLong,
+			Reason: fmt.Sprintf("file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))}
+	}
+	return nil
 }
+
+func badName(rel string, err error, format string, args ...any) error {
+	return &NameError{Name: rel, Reason: fmt.Sprintf(format, args...), Err: err}
+}
+
+// badByte is the error for an ASCII byte that byteClass calls byteBad.
+func badByte(rel string, c byte) error {
+	switch {
+	case c == '\\':
+		return badName(rel, ErrBadName, "backslash not allowed")
+	case c == ':':
+		// Drive letters ("C:x") and NTFS alternate data streams ("a:b").
+		return badName(rel, ErrBadName, "colon not allowed")
+	case isControl(rune(c)):
+		return badName(rel, ErrBadName, "control character %U not allowed", rune(c))
+	}
+	return badName(rel, ErrBadName, "character %q not allowed", rune(c))
+}
+
+// Classes of bytes for ValidatePath's pass over the characters.
+const (
+	byteOK    = iota // allowed anywhere
+	byteSlash        // the separator
+	byteBad          // an ASCII character no name may hold
+	byteMulti        // the first byte of a character beyond ASCII
+)
+
+// byteClass classes every byte: the ASCII controls and DEL, the backslash,
+// the colon and `<>"|?*` are byteBad.
+var byteClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = byteMulti
+		case c == '/':
+			t[c] = byteSlash
+		case c < 0x20 || c == 0x7f || strings.IndexByte(`\:<>"|?*`, byte(c)) >= 0:
+			t[c] = byteBad
+		}
+	}
+	return t
+}()
 
 // isControl reports C0 controls (incl. NUL), DEL and C1 controls.
 func isControl(r rune) bool {
@@ -155,6 +233,19 @@ func isWindowsDevice(e string) bool {
 	// out by length (names are 3-7 bytes; upper-casing shrinks a dotless ı
 	// by a byte) and upper-case only what is not ASCII.
 	if len(e) < 3 || len(e) > 8 {
+		return false
+	}
+	// Every device name starts with C, P, A, N or L, whose only case
+	// partners are c, p, a, n and l: a stem whose first letter does not
+	// upper-case to one of them is none, and is not upper-cased for
+	// nothing (which would allocate).
+	r := rune(e[0])
+	if r >= utf8.RuneSelf {
+		r, _ = utf8.DecodeRuneInString(e)
+	}
+	switch unicode.ToUpper(r) {
+	case 'C', 'P', 'A', 'N', 'L':
+	default:
 		return false
 	}
 	for i := 0; i < len(e); i++ {

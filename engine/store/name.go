@@ -80,14 +80,17 @@ func ValidatePath(rel string) error {
 		return badName(rel, ErrBadName, "empty")
 	case len(rel) > MaxPathBytes:
 		return badName(rel, ErrNameTooLong, "path is %d bytes, limit %d", len(rel), MaxPathBytes)
-	case !utf8.ValidString(rel):
-		return badName(rel, ErrBadName, "invalid UTF-8")
 	case rel[0] == '/':
 		// Also catches UNC-style "//server/share".
+		if !utf8.ValidString(rel) {
+			return errInvalidUTF8(rel)
+		}
 		return badName(rel, ErrBadName, "absolute path")
 	}
 	// One pass over the characters: these are wrong wherever they appear,
-	// so the first one in the path is the one reported.
+	// so the first one in the path is the one reported, unless the rest of
+	// the path is not UTF-8 at all, which comes first. The same pass checks
+	// the UTF-8.
 	depth := 1
 	for i := 0; i < len(rel); {
 		c := rel[i]
@@ -100,14 +103,22 @@ func ValidatePath(rel string) error {
 			i++
 			continue
 		case byteBad:
+			if !utf8.ValidString(rel[i:]) {
+				return errInvalidUTF8(rel)
+			}
 			return badByte(rel, c)
 		}
-		// Not ASCII (and valid UTF-8, checked above).
 		r, size := utf8.DecodeRuneInString(rel[i:])
-		if isControl(r) {
-			return badName(rel, ErrBadName, "control character %U not allowed", r)
-		}
-		if isBidi(r) {
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return errInvalidUTF8(rel)
+		case isControl(r) || isBidi(r):
+			if !utf8.ValidString(rel[i:]) {
+				return errInvalidUTF8(rel)
+			}
+			if isControl(r) {
+				return badName(rel, ErrBadName, "control character %U not allowed", r)
+			}
 			return badName(rel, ErrBadName, "bidi control %U not allowed", r)
 		}
 		i += size
@@ -164,6 +175,10 @@ func ValidateReceived(rel string) error {
 			Reason: fmt.Sprintf("file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))}
 	}
 	return nil
+}
+
+func errInvalidUTF8(rel string) error {
+	return badName(rel, ErrBadName, "invalid UTF-8")
 }
 
 func badName(rel string, err error, format string, args ...any) error {
@@ -248,12 +263,30 @@ func isWindowsDevice(e string) bool {
 	default:
 		return false
 	}
+	// An ASCII stem is upper-cased into a buffer and looked up: no ASCII
+	// character folds to a letter beyond ASCII that a device name holds.
+	var up [8]byte
 	for i := 0; i < len(e); i++ {
-		if e[i] >= utf8.RuneSelf {
-			e = strings.ToUpper(e)
-			break
+		c := e[i]
+		if c >= utf8.RuneSelf {
+			return isWindowsDeviceUpper(strings.ToUpper(e))
 		}
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up[i] = c
 	}
+	switch s := string(up[:len(e)]); s {
+	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
+		return true
+	default:
+		return len(s) == 4 && (s[:3] == "COM" || s[:3] == "LPT") && '0' <= s[3] && s[3] <= '9'
+	}
+}
+
+// isWindowsDeviceUpper is isWindowsDevice for a stem beyond ASCII, already
+// upper-cased.
+func isWindowsDeviceUpper(e string) bool {
 	for _, dev := range []string{"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} {
 		if strings.EqualFold(e, dev) {
 			return true
@@ -276,6 +309,7 @@ func isWindowsDevice(e string) bool {
 }
 
 func hasPartialSuffix(e string) bool {
-	return len(e) >= len(PartialSuffix) &&
+	// The last byte first: only 'l' and 'L' fold to 'l'.
+	return len(e) >= len(PartialSuffix) && e[len(e)-1]|0x20 == 'l' &&
 		strings.EqualFold(e[len(e)-len(PartialSuffix):], PartialSuffix)
 }

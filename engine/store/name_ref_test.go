@@ -275,6 +275,7 @@ func BenchmarkValidateReceived(b *testing.B) {
 				impl.fn(names[i%len(names)])
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(len(names)), "names")
 			b.ReportMetric(float64(accepted), "accepted")
 		})
 	}

@@ -91,7 +91,9 @@ func ValidatePath(rel string) error {
 	// so the first one in the path is the one reported, unless the rest of
 	// the path is not UTF-8 at all, which comes first. The same pass checks
 	// the UTF-8.
-	depth := 1
+	// The elements are checked in the same pass, but what is wrong with
+	// one is reported only once no character or the depth is.
+	depth, start, badStart, badEnd := 1, 0, -1, 0
 	for i := 0; i < len(rel); {
 		c := rel[i]
 		switch byteClass[c] {
@@ -99,8 +101,12 @@ func ValidatePath(rel string) error {
 			i++
 			continue
 		case byteSlash:
+			if badStart < 0 && !elementOK(rel[start:i]) {
+				badStart, badEnd = start, i
+			}
 			depth++
 			i++
+			start = i
 			continue
 		case byteBad:
 			if !utf8.ValidString(rel[i:]) {
@@ -126,19 +132,19 @@ func ValidatePath(rel string) error {
 	if depth > MaxDepth {
 		return badName(rel, ErrNameTooLong, "%d levels deep, limit %d", depth, MaxDepth)
 	}
-	for rest := rel; ; {
-		e := rest
-		i := strings.IndexByte(rest, '/')
-		if i >= 0 {
-			e, rest = rest[:i], rest[i+1:]
-		}
-		if err := checkElement(rel, e); err != nil {
-			return err
-		}
-		if i < 0 {
-			return nil
-		}
+	if badStart < 0 && !elementOK(rel[start:]) {
+		badStart, badEnd = start, len(rel)
 	}
+	if badStart >= 0 {
+		return checkElement(rel, rel[badStart:badEnd])
+	}
+	return nil
+}
+
+// elementOK reports whether checkElement accepts e, without building the
+// error.
+func elementOK(e string) bool {
+	return checkElement("", e) == nil
 }
 
 // checkElement checks one element e of rel, in the order ValidatePath
@@ -240,20 +246,14 @@ func isBidi(r rune) bool {
 // device. Windows looks only at the part before the first dot, ignores
 // trailing spaces there ("NUL .txt" is NUL) and ignores letter case.
 func isWindowsDevice(e string) bool {
-	if i := strings.IndexByte(e, '.'); i >= 0 {
-		e = e[:i]
-	}
-	e = strings.TrimRight(e, " ")
-	// This runs for every element of every received file's path: rule most
-	// out by length (names are 3-7 bytes; upper-casing shrinks a dotless ı
-	// by a byte) and upper-case only what is not ASCII.
-	if len(e) < 3 || len(e) > 8 {
+	// This runs for every element of every received file's path. Every
+	// device name starts with C, P, A, N or L, whose only case partners are
+	// c, p, a, n and l: an element whose first letter does not upper-case
+	// to one of them is none (a stem starting with a dot or a space is none
+	// either). That rules most out at once.
+	if e == "" {
 		return false
 	}
-	// Every device name starts with C, P, A, N or L, whose only case
-	// partners are c, p, a, n and l: a stem whose first letter does not
-	// upper-case to one of them is none, and is not upper-cased for
-	// nothing (which would allocate).
 	r := rune(e[0])
 	if r >= utf8.RuneSelf {
 		r, _ = utf8.DecodeRuneInString(e)
@@ -261,6 +261,15 @@ func isWindowsDevice(e string) bool {
 	switch unicode.ToUpper(r) {
 	case 'C', 'P', 'A', 'N', 'L':
 	default:
+		return false
+	}
+	if i := strings.IndexByte(e, '.'); i >= 0 {
+		e = e[:i]
+	}
+	e = strings.TrimRight(e, " ")
+	// Then by length (names are 3-7 bytes; upper-casing shrinks a dotless ı
+	// by a byte), and upper-case only what is not ASCII (which allocates).
+	if len(e) < 3 || len(e) > 8 {
 		return false
 	}
 	// An ASCII stem is upper-cased into a buffer and looked up: no ASCII

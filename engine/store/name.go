@@ -71,10 +71,10 @@ func (e *NameError) Unwrap() error { return e.Err }
 //   - elements over MaxElementBytes, paths over MaxPathBytes or MaxDepth.
 func ValidatePath(rel string) error {
 	// This runs for every name of every offer (105,252 of them in workload
-	// D), so the accepting path is one table lookup per ASCII byte and one
-	// walk over the elements, without allocating; the messages and their
-	// order are those of the plain rule above (name_test.go keeps it as the
-	// reference a fuzz test compares with).
+	// D), so it is one pass over the bytes, a table lookup for each ASCII
+	// one, and it allocates nothing unless it refuses. Its verdicts and
+	// messages, and which fault it reports first, are those of the plain
+	// form kept in name_ref_test.go, which a fuzz test compares it with.
 	switch {
 	case rel == "":
 		return badName(rel, ErrBadName, "empty")
@@ -87,12 +87,10 @@ func ValidatePath(rel string) error {
 		}
 		return badName(rel, ErrBadName, "absolute path")
 	}
-	// One pass over the characters: these are wrong wherever they appear,
-	// so the first one in the path is the one reported, unless the rest of
-	// the path is not UTF-8 at all, which comes first. The same pass checks
-	// the UTF-8.
-	// The elements are checked in the same pass, but what is wrong with
-	// one is reported only once no character or the depth is.
+	// The characters below are wrong wherever they appear: the first one is
+	// reported, unless the path is not UTF-8 at all, which comes first. The
+	// same pass checks the UTF-8 and the elements, but a bad element is
+	// reported only if no character and not the depth is.
 	depth, start, badStart, badEnd := 1, 0, -1, 0
 	for i := 0; i < len(rel); {
 		c := rel[i]

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -69,55 +70,97 @@ func (e *NameError) Unwrap() error { return e.Err }
 //   - elements ending in PartialSuffix (in any case);
 //   - elements over MaxElementBytes, paths over MaxPathBytes or MaxDepth.
 func ValidatePath(rel string) error {
-	bad := func(err error, format string, args ...any) error {
-		return &NameError{Name: rel, Reason: fmt.Sprintf(format, args...), Err: err}
-	}
+	// This runs for every name of every offer (105,252 of them in workload
+	// D), so it is one pass over the bytes, a table lookup for each ASCII
+	// one, and it allocates nothing unless it refuses. Its verdicts and
+	// messages, and which fault it reports first, are those of the plain
+	// form kept in name_ref_test.go, which a fuzz test compares it with.
 	switch {
 	case rel == "":
-		return bad(ErrBadName, "empty")
+		return badName(rel, ErrBadName, "empty")
 	case len(rel) > MaxPathBytes:
-		return bad(ErrNameTooLong, "path is %d bytes, limit %d", len(rel), MaxPathBytes)
-	case !utf8.ValidString(rel):
-		return bad(ErrBadName, "invalid UTF-8")
+		return badName(rel, ErrNameTooLong, "path is %d bytes, limit %d", len(rel), MaxPathBytes)
 	case rel[0] == '/':
 		// Also catches UNC-style "//server/share".
-		return bad(ErrBadName, "absolute path")
-	}
-	// One pass over the runes: these are wrong wherever they appear.
-	for _, r := range rel {
-		switch {
-		case r == '\\':
-			return bad(ErrBadName, "backslash not allowed")
-		case r == ':':
-			// Drive letters ("C:x") and NTFS alternate data streams ("a:b").
-			return bad(ErrBadName, "colon not allowed")
-		case strings.ContainsRune(`<>"|?*`, r):
-			return bad(ErrBadName, "character %q not allowed", r)
-		case isControl(r):
-			return bad(ErrBadName, "control character %U not allowed", r)
-		case isBidi(r):
-			return bad(ErrBadName, "bidi control %U not allowed", r)
+		if !utf8.ValidString(rel) {
+			return errInvalidUTF8(rel)
 		}
+		return badName(rel, ErrBadName, "absolute path")
 	}
-	elems := strings.Split(rel, "/")
-	if len(elems) > MaxDepth {
-		return bad(ErrNameTooLong, "%d levels deep, limit %d", len(elems), MaxDepth)
-	}
-	for _, e := range elems {
-		switch {
-		case e == "":
-			return bad(ErrBadName, "empty element")
-		case e == "." || e == "..":
-			return bad(ErrBadName, "element %q not allowed", e)
-		case len(e) > MaxElementBytes:
-			return bad(ErrNameTooLong, "element is %d bytes, limit %d", len(e), MaxElementBytes)
-		case strings.HasSuffix(e, ".") || strings.HasSuffix(e, " "):
-			return bad(ErrBadName, "element %q ends in a dot or space", e)
-		case isWindowsDevice(e):
-			return bad(ErrReservedName, "element %q is a Windows device name", e)
-		case hasPartialSuffix(e):
-			return bad(ErrReservedName, "element %q ends in %s", e, PartialSuffix)
+	// The characters below are wrong wherever they appear: the first one is
+	// reported, unless the path is not UTF-8 at all, which comes first. The
+	// same pass checks the UTF-8 and the elements, but a bad element is
+	// reported only if no character and not the depth is.
+	depth, start, badStart, badEnd := 1, 0, -1, 0
+	for i := 0; i < len(rel); {
+		c := rel[i]
+		switch byteClass[c] {
+		case byteOK:
+			i++
+			continue
+		case byteSlash:
+			if badStart < 0 && !elementOK(rel[start:i]) {
+				badStart, badEnd = start, i
+			}
+			depth++
+			i++
+			start = i
+			continue
+		case byteBad:
+			if !utf8.ValidString(rel[i:]) {
+				return errInvalidUTF8(rel)
+			}
+			return badByte(rel, c)
 		}
+		r, size := utf8.DecodeRuneInString(rel[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return errInvalidUTF8(rel)
+		case isControl(r) || isBidi(r):
+			if !utf8.ValidString(rel[i:]) {
+				return errInvalidUTF8(rel)
+			}
+			if isControl(r) {
+				return badName(rel, ErrBadName, "control character %U not allowed", r)
+			}
+			return badName(rel, ErrBadName, "bidi control %U not allowed", r)
+		}
+		i += size
+	}
+	if depth > MaxDepth {
+		return badName(rel, ErrNameTooLong, "%d levels deep, limit %d", depth, MaxDepth)
+	}
+	if badStart < 0 && !elementOK(rel[start:]) {
+		badStart, badEnd = start, len(rel)
+	}
+	if badStart >= 0 {
+		return checkElement(rel, rel[badStart:badEnd])
+	}
+	return nil
+}
+
+// elementOK reports whether checkElement accepts e, without building the
+// error.
+func elementOK(e string) bool {
+	return checkElement("", e) == nil
+}
+
+// checkElement checks one element e of rel, in the order ValidatePath
+// documents.
+func checkElement(rel, e string) error {
+	switch {
+	case e == "":
+		return badName(rel, ErrBadName, "empty element")
+	case e == "." || e == "..":
+		return badName(rel, ErrBadName, "element %q not allowed", e)
+	case len(e) > MaxElementBytes:
+		return badName(rel, ErrNameTooLong, "element is %d bytes, limit %d", len(e), MaxElementBytes)
+	case e[len(e)-1] == '.' || e[len(e)-1] == ' ':
+		return badName(rel, ErrBadName, "element %q ends in a dot or space", e)
+	case isWindowsDevice(e):
+		return badName(rel, ErrReservedName, "element %q is a Windows device name", e)
+	case hasPartialSuffix(e):
+		return badName(rel, ErrReservedName, "element %q ends in %s", e, PartialSuffix)
 	}
 	return nil
 }
@@ -126,9 +169,63 @@ func ValidatePath(rel string) error {
 // name must also leave room for PartialSuffix, which it carries while it
 // arrives (a name of 248-255 bytes is valid but cannot be received).
 func ValidateReceived(rel string) error {
-	_, _, err := split(rel)
-	return err
+	if err := ValidatePath(rel); err != nil {
+		return err
+	}
+	// The same check and message as split's (dest.go), without splitting.
+	base := rel[strings.LastIndexByte(rel, '/')+1:]
+	if len(base)+len(PartialSuffix) > MaxElementBytes {
+		return &NameError{Name: rel, Err: ErrNameTooLong,
+			Reason: fmt.Sprintf("file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))}
+	}
+	return nil
 }
+
+func errInvalidUTF8(rel string) error {
+	return badName(rel, ErrBadName, "invalid UTF-8")
+}
+
+func badName(rel string, err error, format string, args ...any) error {
+	return &NameError{Name: rel, Reason: fmt.Sprintf(format, args...), Err: err}
+}
+
+// badByte is the error for an ASCII byte that byteClass calls byteBad.
+func badByte(rel string, c byte) error {
+	switch {
+	case c == '\\':
+		return badName(rel, ErrBadName, "backslash not allowed")
+	case c == ':':
+		// Drive letters ("C:x") and NTFS alternate data streams ("a:b").
+		return badName(rel, ErrBadName, "colon not allowed")
+	case isControl(rune(c)):
+		return badName(rel, ErrBadName, "control character %U not allowed", rune(c))
+	}
+	return badName(rel, ErrBadName, "character %q not allowed", rune(c))
+}
+
+// Classes of bytes for ValidatePath's pass over the characters.
+const (
+	byteOK    = iota // allowed anywhere
+	byteSlash        // the separator
+	byteBad          // an ASCII character no name may hold
+	byteMulti        // the first byte of a character beyond ASCII
+)
+
+// byteClass classes every byte: the ASCII controls and DEL, the backslash,
+// the colon and `<>"|?*` are byteBad.
+var byteClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = byteMulti
+		case c == '/':
+			t[c] = byteSlash
+		case c < 0x20 || c == 0x7f || strings.IndexByte(`\:<>"|?*`, byte(c)) >= 0:
+			t[c] = byteBad
+		}
+	}
+	return t
+}()
 
 // isControl reports C0 controls (incl. NUL), DEL and C1 controls.
 func isControl(r rune) bool {
@@ -147,22 +244,56 @@ func isBidi(r rune) bool {
 // device. Windows looks only at the part before the first dot, ignores
 // trailing spaces there ("NUL .txt" is NUL) and ignores letter case.
 func isWindowsDevice(e string) bool {
+	// This runs for every element of every received file's path. Every
+	// device name starts with C, P, A, N or L, whose only case partners are
+	// c, p, a, n and l: an element whose first letter does not upper-case
+	// to one of them is none (a stem starting with a dot or a space is none
+	// either). That rules most out at once.
+	if e == "" {
+		return false
+	}
+	r := rune(e[0])
+	if r >= utf8.RuneSelf {
+		r, _ = utf8.DecodeRuneInString(e)
+	}
+	switch unicode.ToUpper(r) {
+	case 'C', 'P', 'A', 'N', 'L':
+	default:
+		return false
+	}
 	if i := strings.IndexByte(e, '.'); i >= 0 {
 		e = e[:i]
 	}
 	e = strings.TrimRight(e, " ")
-	// This runs for every element of every received file's path: rule most
-	// out by length (names are 3-7 bytes; upper-casing shrinks a dotless ı
-	// by a byte) and upper-case only what is not ASCII.
+	// Then by length (names are 3-7 bytes; upper-casing shrinks a dotless ı
+	// by a byte), and upper-case only what is not ASCII (which allocates).
 	if len(e) < 3 || len(e) > 8 {
 		return false
 	}
+	// An ASCII stem is upper-cased into a buffer and looked up: no ASCII
+	// character folds to a letter beyond ASCII that a device name holds.
+	var up [8]byte
 	for i := 0; i < len(e); i++ {
-		if e[i] >= utf8.RuneSelf {
-			e = strings.ToUpper(e)
-			break
+		c := e[i]
+		if c >= utf8.RuneSelf {
+			return isWindowsDeviceUpper(strings.ToUpper(e))
 		}
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up[i] = c
 	}
+	switch s := string(up[:len(e)]); s {
+	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
+		return true
+	default:
+		return len(s) == 4 && (s[:3] == "COM" || s[:3] == "LPT") && '0' <= s[3] && s[3] <= '9'
+	}
+}
+
+// isWindowsDeviceUpper is isWindowsDevice for a stem beyond ASCII, already
+// upper-cased.
+func isWindowsDeviceUpper(e string) bool {
 	for _, dev := range []string{"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} {
 		if strings.EqualFold(e, dev) {
 			return true
@@ -185,6 +316,7 @@ func isWindowsDevice(e string) bool {
 }
 
 func hasPartialSuffix(e string) bool {
-	return len(e) >= len(PartialSuffix) &&
+	// The last byte first: only 'l' and 'L' fold to 'l'.
+	return len(e) >= len(PartialSuffix) && e[len(e)-1]|0x20 == 'l' &&
 		strings.EqualFold(e[len(e)-len(PartialSuffix):], PartialSuffix)
 }

@@ -763,21 +763,49 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	}
 	buf := frameBuffer(tx.chunkSize)
 	hasher := merkle.NewHasher()
-	var cur source
+	// A file smaller than direct I/O's smallest read (directio.Min: all but
+	// a few files of a real tree) is read through the page cache in any
+	// mode, in one pread, so it is opened without an os.File
+	// (fileio.OpenSmall): for a regular file Go's poller only costs system
+	// calls that fail or undo each other, about a tenth of a sender's CPU on
+	// a tree of small files. A larger file is opened and read as it always
+	// was, an os.File and a fileio.Reader: workload A twice measured slower
+	// when that path changed, without a cause found
+	// (docs/benchmarks/trees.md).
+	var cur *os.File
+	var rd *fileio.Reader
+	var small *fileio.Small
+	var src io.ReaderAt
 	curIdx := -1
 	closeCur := func() {
 		if cur != nil {
+			rd.Close()
 			cur.Close()
 			cur = nil
+		}
+		if small != nil {
+			small.Close()
+			small = nil
 		}
 	}
 	defer closeCur()
 	for ; ok; fi, ci, moved, ok = tx.sched.take(ws) {
 		if fi != curIdx {
 			closeCur()
-			cur, err = openToSend(&tx.files[fi], tx.io)
-			if err != nil {
-				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src(), err)
+			lf := &tx.files[fi]
+			if lf.Size < directio.Min {
+				if small, err = fileio.OpenSmall(lf.src()); err != nil {
+					small = nil
+					return fmt.Errorf("cannot read %s: %w", lf.src(), err)
+				}
+				src = small
+			} else {
+				if cur, err = os.Open(lf.src()); err != nil {
+					cur = nil
+					return fmt.Errorf("cannot read %s: %w", lf.src(), err)
+				}
+				rd = fileio.NewReader(cur, tx.io)
+				src = rd
 			}
 			curIdx = fi
 		}
@@ -785,7 +813,7 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 		if moved {
 			mode = sendMoved
 		}
-		if err := tx.sendChunk(w, cur, fi, ci, buf, hasher, mode); err != nil {
+		if err := tx.sendChunk(w, src, fi, ci, buf, hasher, mode); err != nil {
 			return nilIfDone(ctx, err)
 		}
 	}
@@ -793,47 +821,6 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 		return nilIfDone(ctx, err)
 	}
 	return s.Close()
-}
-
-// source is a file being sent: its chunks read at their offsets.
-type source interface {
-	io.ReaderAt
-	Close() error
-}
-
-// openToSend opens a file to send. A file smaller than direct I/O's
-// smallest read (directio.Min: every file of one chunk but a few of a real
-// tree) is read through the page cache whatever the mode, in one pread,
-// so it is opened without an os.File (fileio.OpenSmall): for a regular file
-// Go's poller only costs system calls that fail or undo each other, about
-// a tenth of a sender's CPU on a tree of small files
-// (docs/benchmarks/trees.md). A larger file is read by a fileio.Reader in
-// mode, as before.
-func openToSend(lf *localFile, mode fileio.Mode) (source, error) {
-	if lf.Size < directio.Min {
-		f, err := fileio.OpenSmall(lf.src())
-		if err != nil {
-			return nil, err // not a source holding a nil *Small
-		}
-		return f, nil
-	}
-	f, err := os.Open(lf.src())
-	if err != nil {
-		return nil, err
-	}
-	return &largeSource{f: f, Reader: fileio.NewReader(f, mode)}, nil
-}
-
-// largeSource is a file read by a fileio.Reader (which leaves closing the
-// file to its caller).
-type largeSource struct {
-	*fileio.Reader
-	f *os.File
-}
-
-func (s *largeSource) Close() error {
-	s.Reader.Close()
-	return s.f.Close()
 }
 
 // frameBuffer holds one data frame: a header, then a chunk that starts
@@ -1024,7 +1011,7 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 				return nilIfDone(ctx, err)
 			}
 		}
-		f, err := openToSend(&tx.files[r.File], tx.io)
+		f, err := os.Open(tx.files[r.File].src())
 		if err != nil {
 			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src(), err)
 		}

@@ -158,8 +158,9 @@ type KeyChange struct {
 
 // Bus fans events out to subscribers without ever blocking the publisher: a
 // subscriber whose buffer is full loses progress and metrics events (they are
-// superseded by the next one anyway); other kinds wait in a small overflow
-// list so that offers, file results and results are never lost.
+// superseded by the next one anyway); other kinds wait in an overflow list,
+// bounded: file results beyond maxOverflow are lost, offers, states and
+// results only beyond twice that.
 type Bus struct {
 	mu   sync.Mutex // guards the fields below
 	subs map[*subscriber]struct{}
@@ -174,7 +175,8 @@ type subscriber struct {
 	done     chan struct{}
 }
 
-// maxOverflow bounds what a stalled subscriber can make us keep.
+// maxOverflow bounds what a stalled subscriber can make us keep: file
+// events up to maxOverflow, other kinds up to twice that.
 const maxOverflow = 4096
 
 // Subscribe returns a channel of events and a function that ends the
@@ -262,7 +264,11 @@ func (s *subscriber) deliver(ev Event) {
 	if ev.Kind == EventProgress || ev.Kind == EventMetrics {
 		return // superseded by the next one; never worth stalling for
 	}
-	if len(s.overflow) >= maxOverflow {
+	// Beyond the bound a subscriber loses file events (a lagging printer's
+	// lines) but not the rarer kinds: a lost result left ferry-cli's
+	// receive --once and send waiting for ever after the last of 10^5
+	// files (docs/benchmarks/trees.md). Those have a bound of their own.
+	if n := len(s.overflow); n >= 2*maxOverflow || (n >= maxOverflow && ev.Kind == EventFile) {
 		return
 	}
 	s.overflow = append(s.overflow, ev)

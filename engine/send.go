@@ -763,32 +763,57 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	}
 	buf := frameBuffer(tx.chunkSize)
 	hasher := merkle.NewHasher()
+	// A file smaller than direct I/O's smallest read (directio.Min: all but
+	// a few files of a real tree) is read through the page cache in any
+	// mode, in one pread, so it is opened without an os.File
+	// (fileio.OpenSmall): for a regular file Go's poller only costs system
+	// calls that fail or undo each other, about a tenth of a sender's CPU on
+	// a tree of small files. A larger file is opened and read as it always
+	// was, an os.File and a fileio.Reader: workload A twice measured slower
+	// when that path changed, without a cause found
+	// (docs/benchmarks/trees.md).
 	var cur *os.File
 	var rd *fileio.Reader
+	var small *fileio.Small
+	var src io.ReaderAt
 	curIdx := -1
 	closeCur := func() {
 		if cur != nil {
 			rd.Close()
 			cur.Close()
+			cur = nil
+		}
+		if small != nil {
+			small.Close()
+			small = nil
 		}
 	}
 	defer closeCur()
 	for ; ok; fi, ci, moved, ok = tx.sched.take(ws) {
 		if fi != curIdx {
 			closeCur()
-			cur, err = os.Open(tx.files[fi].src())
-			if err != nil {
-				cur = nil
-				return fmt.Errorf("cannot read %s: %w", tx.files[fi].src(), err)
+			lf := &tx.files[fi]
+			if lf.Size < directio.Min {
+				if small, err = fileio.OpenSmall(lf.src()); err != nil {
+					small = nil
+					return fmt.Errorf("cannot read %s: %w", lf.src(), err)
+				}
+				src = small
+			} else {
+				if cur, err = os.Open(lf.src()); err != nil {
+					cur = nil
+					return fmt.Errorf("cannot read %s: %w", lf.src(), err)
+				}
+				rd = fileio.NewReader(cur, tx.io)
+				src = rd
 			}
-			rd = fileio.NewReader(cur, tx.io)
 			curIdx = fi
 		}
 		mode := sendFresh
 		if moved {
 			mode = sendMoved
 		}
-		if err := tx.sendChunk(w, rd, fi, ci, buf, hasher, mode); err != nil {
+		if err := tx.sendChunk(w, src, fi, ci, buf, hasher, mode); err != nil {
 			return nilIfDone(ctx, err)
 		}
 	}

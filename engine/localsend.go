@@ -20,6 +20,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/atomicfile"
+	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 // LocalSend is the second protocol beside Ferry's (package localsend): its
@@ -439,14 +440,16 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if verified {
 		e.acceptedFrom(id, o.Sender.Alias)
 	}
-	// Uploads are written through the page cache, as the plain server and
-	// the official app write them: LocalSend has no resume journal to keep
-	// in step with the device, and its sender waits for each file's answer,
-	// which direct writes held back until the device had the last piece
-	// (the "drain", docs/localsend.md "Figures"). A crash of Ferry then
-	// still loses nothing it answered for; a power cut may, as with every
-	// file received without Options.SyncFiles.
-	in.Dest.SetBufferedIO(true)
+	// Uploads are written through the page cache without write-behind, as
+	// the plain server and the official app write them (fileio.Cached):
+	// LocalSend has no resume journal to keep in step with the device, and
+	// its sender waits for each file's answer, which direct writes held
+	// back until the device had the last piece (the "drain") and
+	// write-behind until it had all but the last windows (a 1 GiB upload
+	// then ran at the disk's speed: docs/localsend.md "Figures"). A crash
+	// of Ferry still loses nothing it answered for; a power cut may, as
+	// with every file received without Options.SyncFiles.
+	in.Dest.SetIOMode(fileio.Cached)
 	in.Begin()
 	pctx, stop := context.WithCancel(tctx)
 	s.stopProgress = stop

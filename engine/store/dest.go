@@ -66,8 +66,8 @@ type Dest struct {
 	// instead of trusting that it reached the disk.
 	SyncOnFinalize bool
 
-	bufferedIO atomic.Bool // see SetBufferedIO
-	noUnnamed  atomic.Bool // CreateWhole found that files cannot be created without a name here
+	ioMode    atomic.Int32 // a fileio.Mode: see SetBufferedIO, SetIOMode
+	noUnnamed atomic.Bool  // CreateWhole found that files cannot be created without a name here
 
 	// top is the destination itself as a folder (never out of the cache).
 	top *folder
@@ -96,7 +96,19 @@ const maxCachedDirs = 4096
 // through the page cache. By default whole aligned chunks are direct writes
 // (Linux O_DIRECT; a file system that refuses gets ordinary writes) and the
 // rest goes through the cache with write-behind: see package fileio.
-func (d *Dest) SetBufferedIO(on bool) { d.bufferedIO.Store(on) }
+func (d *Dest) SetBufferedIO(on bool) {
+	if on {
+		d.SetIOMode(fileio.Buffered)
+	} else {
+		d.SetIOMode(fileio.Auto)
+	}
+}
+
+// SetIOMode sets how partials created from then on write (package fileio's
+// modes; SetBufferedIO's two are Auto and Buffered).
+func (d *Dest) SetIOMode(m fileio.Mode) { d.ioMode.Store(int32(m)) }
+
+func (d *Dest) writeMode() fileio.Mode { return fileio.Mode(d.ioMode.Load()) }
 
 // linkNames is Root.Link through the folder cache.
 func (d *Dest) linkNames(oldname, newname string) error {
@@ -433,11 +445,7 @@ func (d *Dest) adopt(f *os.File, name string, fresh bool) (*Partial, error) {
 	case fresh && fi.Size() != 0:
 		return nil, fmt.Errorf("%s is not empty after creation: %w", filepath.ToSlash(name), ErrNotRegular)
 	}
-	mode := fileio.Auto
-	if d.bufferedIO.Load() {
-		mode = fileio.Buffered
-	}
-	p := &Partial{f: f, name: name, d: d, id: fi, w: fileio.NewWriter(f, mode)}
+	p := &Partial{f: f, name: name, d: d, id: fi, w: fileio.NewWriter(f, d.writeMode())}
 	if !fresh {
 		p.length.Store(-1) // whatever an earlier attempt left
 	}

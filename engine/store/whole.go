@@ -108,11 +108,7 @@ var errNoUnnamed = fmt.Errorf("files without a name: %w", errors.ErrUnsupported)
 // needs no check: a new file without a name is regular, empty, has no other
 // link and cannot be another partial.
 func (d *Dest) adoptUnnamed(f *os.File) *Partial {
-	mode := fileio.Auto
-	if d.bufferedIO.Load() {
-		mode = fileio.Buffered
-	}
-	p := &Partial{f: f, d: d, unnamed: true, w: fileio.NewWriter(f, mode)}
+	p := &Partial{f: f, d: d, unnamed: true, w: fileio.NewWriter(f, d.writeMode())}
 	d.mu.Lock()
 	d.open[p] = nil
 	d.mu.Unlock()

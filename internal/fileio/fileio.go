@@ -35,6 +35,13 @@ const (
 	// Buffered never uses direct I/O: every read and write goes through the
 	// page cache (writes still with write-behind).
 	Buffered
+	// Cached writes through the page cache without write-behind, as a plain
+	// program's writes go: what is written stays dirty until the kernel's
+	// own writeback takes it, so a write waits for a copy, never for the
+	// disk. For files that are answered for one at a time and have no
+	// resume to keep in step with the device (LocalSend uploads); the
+	// kernel's dirty limits bound what it keeps.
+	Cached
 )
 
 // cachedShare is the share of a chunk's pages that must be in the page cache
@@ -112,9 +119,10 @@ const (
 // file system serialises them anyway: ext4 takes the inode lock, and
 // several writers spinning on it cost a core).
 type Writer struct {
-	f   *os.File
-	dio *directio.File // nil in Buffered mode
-	sys sysOps
+	f      *os.File
+	dio    *directio.File // nil in Buffered and Cached mode
+	sys    sysOps
+	behind bool // write-behind for writes through the page cache (not Cached)
 
 	reserved         atomic.Int64 // bytes preallocated by Reserve
 	buffered, direct atomic.Int64 // bytes written each way (Stats)
@@ -174,7 +182,7 @@ func (w *Writer) writeCached(b []byte, off int64) (int, error) {
 func NewWriter(f *os.File, mode Mode) *Writer { return newWriter(f, mode, platformOps) }
 
 func newWriter(f *os.File, mode Mode, sys sysOps) *Writer {
-	w := &Writer{f: f, sys: sys, wb: writeBehind{window: window, lag: lag}}
+	w := &Writer{f: f, sys: sys, wb: writeBehind{window: window, lag: lag}, behind: mode != Cached}
 	if mode == Auto {
 		w.dio = directio.New(f, os.O_WRONLY, true)
 	}
@@ -251,6 +259,10 @@ func (w *Writer) WriteAt(b []byte, off int64) (int, error) {
 // page cache and unlocks w.mu, which the caller holds.
 func (w *Writer) wroteBuffered(off int64, n int, err error) (int, error) {
 	w.buffered.Add(int64(n))
+	if !w.behind {
+		w.mu.Unlock()
+		return n, err
+	}
 	start, drop := w.wb.wrote(off, int64(n))
 	w.mu.Unlock()
 	// Outside the lock: the other streams keep writing meanwhile.
@@ -274,7 +286,7 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	rest := w.wb.rest()
 	w.mu.Unlock()
-	if rest.n > 0 && w.buffered.Load() >= closeKick {
+	if w.behind && rest.n > 0 && w.buffered.Load() >= closeKick {
 		w.sys.startWriteback(w.f, rest.off, rest.n)
 	}
 	if w.dio != nil {

@@ -220,6 +220,47 @@ func TestWriterCachesInSmallPieces(t *testing.T) {
 	}
 }
 
+// Cached mode writes as a plain program does: through the page cache in
+// small pieces, with no write-behind (no writeback started, nothing dropped
+// from the cache, nothing kicked at close) and no direct write even for an
+// aligned chunk in a reserved file; Buffered mode, the same bytes, does
+// write behind.
+func TestCachedWritesLeaveWritebackToTheKernel(t *testing.T) {
+	want := make([]byte, 3*window+5)
+	rand.Read(want)
+	for _, mode := range []Mode{Cached, Buffered} {
+		path := filepath.Join(t.TempDir(), "f")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := &fakeOps{}
+		w := newWriter(f, mode, ops.ops())
+		if err := w.Reserve(int64(len(want))); err != nil {
+			t.Fatal(err)
+		}
+		writeChunks(t, w, want)
+		w.Close()
+		f.Close()
+		buffered, direct := w.Stats()
+		behind := len(ops.started) + len(ops.dropped)
+		switch {
+		case direct != 0 || buffered != int64(len(want)):
+			t.Fatalf("mode %d: %d bytes direct and %d through the cache, want all %d through the cache", mode, direct, buffered, len(want))
+		case mode == Cached && behind != 0:
+			t.Fatalf("Cached: writeback started %d times and dropped %d ranges, want none", len(ops.started), len(ops.dropped))
+		case mode == Buffered && len(ops.started) == 0:
+			t.Fatal("Buffered: writeback never started, want write-behind")
+		case ops.maxWrite > cachedPiece:
+			t.Fatalf("mode %d: a write of %d bytes into the page cache, want at most %d", mode, ops.maxWrite, cachedPiece)
+		}
+		got, _ := os.ReadFile(path)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("mode %d: read back differs", mode)
+		}
+	}
+}
+
 // writeChunks writes data in directio.Min chunks from four goroutines, in
 // the interleaved order several streams produce.
 func writeChunks(t *testing.T, w *Writer, data []byte) {

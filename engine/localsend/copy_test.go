@@ -2,6 +2,7 @@ package localsend
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"sync"
@@ -31,20 +32,23 @@ func pattern(n int) []byte {
 	return b
 }
 
-// Every write is a whole piece but the last, whatever the reads return.
+// Every write is whole uploadPiece multiples (aligned, for a direct write)
+// but the last of a buffer, and no write is more than a buffer.
 func TestCopyIsExactInWholePieces(t *testing.T) {
-	for _, n := range []int{0, 1, uploadPiece - 1, uploadPiece, uploadPiece + 1, 3*uploadPiece + 5, 16 * uploadPiece} {
+	for _, n := range []int{0, 1, uploadBuffer - 1, uploadBuffer, uploadBuffer + 1, 3*uploadBuffer + 5, 7 * uploadBuffer} {
 		var u uploadBuffers
 		src := pattern(n)
 		var w recorder
-		got, err := u.copy(&w, iotestHalfReader{bytes.NewReader(src)})
+		got, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)})
 		if err != nil || got != int64(n) || !bytes.Equal(w.Bytes(), src) {
 			t.Fatalf("%d bytes: copied %d, %v, equal %v", n, got, err, bytes.Equal(w.Bytes(), src))
 		}
+		at := 0
 		for i, s := range w.sizes {
-			if s != uploadPiece && i != len(w.sizes)-1 {
-				t.Fatalf("%d bytes: write %d of %d was %d bytes, want whole pieces but the last", n, i, len(w.sizes), s)
+			if s > uploadBuffer || (s%uploadPiece != 0 && (at+s)%uploadBuffer != 0 && i != len(w.sizes)-1) {
+				t.Fatalf("%d bytes: write %d of %d was %d bytes at %d, want whole pieces but a buffer's last", n, i, len(w.sizes), s, at)
 			}
+			at += s
 		}
 		if u.out() != 0 {
 			t.Fatalf("%d bytes: %d buffers not given back", n, u.out())
@@ -65,19 +69,50 @@ func (c *counter) Read(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// The next buffers are read while one is being written: a direct write
+// waits for the device, and an upload that read only after each write
+// waited for it between reads.
+func TestCopyReadsWhileItWrites(t *testing.T) {
+	var u uploadBuffers
+	src := &counter{}
+	var writes int
+	w := writerFunc(func(b []byte) (int, error) {
+		writes++
+		if writes == 1 {
+			deadline := time.Now().Add(10 * time.Second)
+			for src.n.Load() < int64(uploadDepth)*uploadBuffer {
+				if time.Now().After(deadline) {
+					return 0, errors.New("nothing was read while the first buffer was written")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if writes == 4 {
+			return 0, errStop
+		}
+		return len(b), nil
+	})
+	n, err := u.copy(context.Background(), w, src)
+	if !errors.Is(err, errStop) {
+		t.Fatalf("copy ended with %v after %d bytes, want the writer's error", err, n)
+	}
+	if n != 3*uploadBuffer {
+		t.Fatalf("the writer took %d bytes, want %d", n, 3*uploadBuffer)
+	}
+	// A failed write stops the reading: at most the buffers in hand more.
+	if r := src.n.Load(); r > int64(4+uploadDepth)*uploadBuffer {
+		t.Fatalf("%d bytes read after the writer failed at %d", r, 4*uploadBuffer)
+	}
+	if u.out() != 0 {
+		t.Fatalf("%d buffers not given back", u.out())
+	}
+}
+
 var errStop = errors.New("disk full")
 
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-type readerFunc func([]byte) (int, error)
-
-func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
-
-// A piece is written as soon as it is read: what is left to write when
-// the body ends (which the sender waits for) is at most a piece, not the
-// 1 MiB buffers that were handed on whole before (docs/localsend.md,
+// A piece is written as soon as it is read, not once its buffer is full:
+// what is left to write when the body ends (the drain, which the sender
+// waits for) is at most a piece or two, not a buffer (docs/localsend.md,
 // "Many small files").
 func TestCopyWritesPiecesAsTheyArrive(t *testing.T) {
 	var u uploadBuffers
@@ -103,14 +138,14 @@ func TestCopyWritesPiecesAsTheyArrive(t *testing.T) {
 		}
 		return 0, io.EOF
 	})
-	if n, err := u.copy(w, src); err != nil || n != uploadPiece {
+	if n, err := u.copy(context.Background(), w, src); err != nil || n != uploadPiece {
 		t.Fatalf("copied %d bytes, %v; want %d", n, err, uploadPiece)
 	}
 }
 
-// Nothing more is read while a piece is being written, and a failed write
-// ends the copy with the writer's error: the bytes read stay one piece.
-func TestCopyReadsNoFurtherThanAPiece(t *testing.T) {
+// The reader runs at most uploadLag pieces ahead of a writer that is slow:
+// what is left to write when the body ends stays that small.
+func TestCopyRunsFewPiecesAhead(t *testing.T) {
 	var u uploadBuffers
 	src := &counter{}
 	unblock := make(chan struct{})
@@ -120,25 +155,31 @@ func TestCopyReadsNoFurtherThanAPiece(t *testing.T) {
 	})
 	ended := make(chan error, 1)
 	go func() {
-		_, err := u.copy(w, iotestHalfReader{src})
+		_, err := u.copy(context.Background(), w, iotestHalfReader{src})
 		ended <- err
 	}()
-	testutil.WaitFor(t, "the first piece to be read", func() bool { return src.n.Load() >= uploadPiece })
-	time.Sleep(50 * time.Millisecond) // room to run further, were it reading ahead
-	if n := src.n.Load(); n != uploadPiece {
-		t.Errorf("read %d bytes while the first piece was being written, want %d", n, uploadPiece)
+	ahead := int64(uploadLag+2) * uploadPiece // written, waiting, being handed on
+	testutil.WaitFor(t, "the reader to read ahead", func() bool { return src.n.Load() >= 2*uploadPiece })
+	time.Sleep(50 * time.Millisecond) // room to run further, were it unbounded
+	if n := src.n.Load(); n > ahead || n >= uploadBuffer {
+		t.Errorf("read %d bytes while the first piece was being written, want at most %d pieces (%d), less than a buffer", n, uploadLag+2, ahead)
 	}
 	close(unblock)
 	if err := <-ended; !errors.Is(err, errStop) {
 		t.Fatalf("copy ended with %v, want the writer's error", err)
 	}
-	if n := src.n.Load(); n != uploadPiece {
-		t.Errorf("read %d bytes in all, want %d: a failed write ends the reading", n, uploadPiece)
-	}
 	if u.out() != 0 {
 		t.Fatalf("%d buffers not given back", u.out())
 	}
 }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 type failingReader struct{ after int }
 
@@ -154,18 +195,64 @@ func (f *failingReader) Read(b []byte) (int, error) {
 func TestCopyReturnsTheReadError(t *testing.T) {
 	var u uploadBuffers
 	var w recorder
-	n, err := u.copy(&w, &failingReader{after: uploadPiece + 10})
+	n, err := u.copy(context.Background(), &w, &failingReader{after: uploadBuffer + 10})
 	if err == nil || err.Error() != "connection reset" {
 		t.Fatalf("copy ended with %v, want the reader's error", err)
 	}
-	if n != uploadPiece+10 || w.Len() != uploadPiece+10 {
+	if n != uploadBuffer+10 || w.Len() != uploadBuffer+10 {
 		t.Fatalf("the writer took %d (%d) bytes, want what was read before the error", n, w.Len())
 	}
 }
 
-// A sender that stalls halfway holds its upload's one buffer and no more:
-// many of them cost a piece each, and keep nobody else waiting.
-func TestStalledUploadsHoldOnePieceEach(t *testing.T) {
+// All uploads together hold at most uploadBufferMemory of shared buffers,
+// and none waits for one: an upload that finds none free copies through a
+// small one of its own, without reading ahead.
+func TestCopyBuffersAreBounded(t *testing.T) {
+	var u uploadBuffers
+	var held [][]byte
+	for {
+		b, ok := u.take()
+		if !ok {
+			break
+		}
+		held = append(held, b)
+	}
+	if len(held) != uploadBufferMemory/uploadBuffer {
+		t.Fatalf("%d buffers handed out, want %d", len(held), uploadBufferMemory/uploadBuffer)
+	}
+	src := pattern(5*uploadBuffer + 3)
+	var w recorder
+	if n, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)}); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+		t.Fatalf("an upload with no shared buffer free: %d, %v", n, err)
+	}
+	at := 0
+	for i, s := range w.sizes {
+		if s > ownBuffer || (s%uploadPiece != 0 && (at+s)%ownBuffer != 0 && i != len(w.sizes)-1) {
+			t.Fatalf("write %d was %d bytes at %d, want whole pieces of the upload's own %d", i, s, at, ownBuffer)
+		}
+		at += s
+	}
+	if u.out() != len(held) {
+		t.Fatalf("%d buffers out, want the %d held", u.out(), len(held))
+	}
+	// One free: the upload takes it and reads ahead into no other.
+	u.give(held[0])
+	held = held[1:]
+	w = recorder{}
+	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+		t.Fatalf("an upload with one shared buffer free: %d, %v", n, err)
+	}
+	if u.out() != len(held) {
+		t.Fatalf("%d buffers out, want the %d held", u.out(), len(held))
+	}
+	for _, b := range held {
+		u.give(b)
+	}
+}
+
+// A sender that stalls halfway holds the buffers it filled and no more:
+// many of them leave the shared buffers to others, and nobody waits.
+func TestStalledUploadsHoldFewBuffers(t *testing.T) {
 	var u uploadBuffers
 	const stalled = 40
 	release := make(chan struct{})
@@ -175,7 +262,7 @@ func TestStalledUploadsHoldOnePieceEach(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			u.copy(io.Discard, pr)
+			u.copy(context.Background(), io.Discard, pr)
 		}()
 		go func() {
 			pw.Write([]byte("half"))
@@ -185,11 +272,11 @@ func TestStalledUploadsHoldOnePieceEach(t *testing.T) {
 	}
 	testutil.WaitFor(t, "the stalled uploads to take their buffers", func() bool { return u.out() >= stalled })
 	if n := u.out(); n != stalled {
-		t.Fatalf("%d stalled uploads hold %d buffers, want one each", stalled, n)
+		t.Fatalf("%d stalled uploads hold %d shared buffers, want one each", stalled, n)
 	}
-	src := pattern(4 * uploadPiece)
+	src := pattern(4 * uploadBuffer)
 	var w recorder
-	if n, err := u.copy(&w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
+	if n, err := u.copy(context.Background(), &w, bytes.NewReader(src)); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload beside stalled ones: %d, %v", n, err)
 	}
 	close(release)

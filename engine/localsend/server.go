@@ -816,6 +816,7 @@ const (
 	uploadTrace  = "localsend.upload"
 	traceOpen    = "localsend.open"    // the token checks and the Sink's creation
 	traceReceive = "localsend.receive" // the body copied into the Sink
+	traceDrain   = "localsend.drain"   // from the body's end until the last write is done
 	traceCommit  = "localsend.commit"  // the Sink's Commit (or Abort) and the session's bookkeeping
 )
 
@@ -829,7 +830,7 @@ func receive(ctx context.Context, bufs *uploadBuffers, body io.Reader, f *upFile
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
 	}
-	n, err := bufs.copy(w, io.LimitReader(body, f.size+1))
+	n, err := bufs.copy(ctx, w, io.LimitReader(body, f.size+1))
 	switch {
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)

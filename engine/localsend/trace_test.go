@@ -64,7 +64,7 @@ func TestUploadStepsAreTraced(t *testing.T) {
 	if len(uploads) != len(files) {
 		t.Fatalf("%d upload tasks, want %d", len(uploads), len(files))
 	}
-	want := fmt.Sprint([]string{traceOpen, traceReceive, traceCommit})
+	want := fmt.Sprint([]string{traceOpen, traceReceive, traceDrain, traceCommit})
 	for id := range uploads {
 		if got := fmt.Sprint(steps[id]); got != want {
 			t.Errorf("upload task %d: regions %s, want %s", id, got, want)

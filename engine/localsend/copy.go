@@ -10,27 +10,27 @@ import (
 	"github.com/ferrydrop/ferry/internal/directio"
 )
 
-// An upload's body is copied into its sink in pieces: an HTTPS body reads
-// a TLS record (16 KiB) at a time, and the reader hands on what it read in
-// whole uploadPiece multiples (aligned, as a direct write needs: package
-// fileio), or the rest when its buffer is full or the body ends. Reading
-// and writing run side by side, one goroutine reading (and decrypting)
-// while another writes, in order.
+// An upload's body is copied into its sink in whole buffers: an HTTPS body
+// reads a TLS record (16 KiB) at a time, and a sink handed those writes
+// each at once gets short, unaligned writes, which the store puts through
+// the page cache with write-behind; a full, aligned buffer at an aligned
+// offset is one direct write (package fileio). A direct write returns only
+// once the device has the bytes, so reading and writing run side by side:
+// one goroutine fills buffers while another writes the full ones, in
+// order. Without that, an upload (the official app sends one file at a
+// time) waited for the disk between its reads and ran at 0.60 of a plain
+// upload into the page cache (docs/localsend.md, "Figures").
 //
 // The sender waits for the answer to each upload, and the answer waits for
-// the last write (the file is saved before it is answered): the writes
-// still to do when the body ends are a drain no read overlaps (the trace
-// region traceDrain). So the reader runs at most uploadLag pieces ahead of
-// the writer. Handing on whole 1 MiB buffers, as this did for direct
-// writes (which return only once the device has the bytes), a 2 MiB
-// upload's last MiB or more was written after its body ended, most of
-// what it waited for beyond a plain upload into the page cache, and the
-// writes copied from buffers long out of the CPU's caches
-// (docs/localsend.md, "Many small files"). LocalSend uploads are written
-// through the page cache (fileio.Cached), where a write is a copy.
+// the last write (the file is saved before it is answered): the write of
+// whatever is still unwritten when the body ends is a drain no read
+// overlaps (the trace region traceDrain). It is most of what a small
+// upload waits for beyond a plain upload into the page cache; smaller
+// pieces for small uploads shortened it but cost more CPU than they saved
+// (docs/localsend.md, "Figures").
 
 const (
-	// uploadBuffer is the size of one shared buffer.
+	// uploadBuffer is the size of one shared buffer: one direct write.
 	uploadBuffer = 1 << 20
 	// uploadDepth is the most buffers one upload holds: one being
 	// written, the others being filled.
@@ -44,16 +44,6 @@ const (
 	uploadBufferMemory = 48 << 20
 	// ownBuffer is the buffer of an upload that found no shared one.
 	ownBuffer = 256 << 10
-	// uploadPiece is what the reader hands on at least (but for a
-	// buffer's or the body's last bytes): the write that can be left when
-	// the body ends. Each write costs the sink a few system calls (its
-	// checks that the file is still inside the destination), so not less.
-	uploadPiece = 128 << 10
-	// uploadLag is how many pieces may wait for the writer beside the one
-	// being written: the reader waits rather than run further ahead, so
-	// what is left when the body ends is at most uploadLag+1 pieces, and
-	// the bytes are written while they are still in the CPU's caches.
-	uploadLag = 1
 )
 
 // uploadBuffers hands out the uploads' shared buffers within
@@ -94,18 +84,9 @@ func (u *uploadBuffers) give(b []byte) {
 	<-u.slots
 }
 
-// piece is part of a buffer for the writer: b[lo:hi]; last gives b back.
-type piece struct {
-	b      []byte
-	lo, hi int
-	last   bool
-}
-
-// copy copies src to w, reading ahead while w writes; it returns the bytes
-// w took and the first error of either side (io.EOF is not one). The reads
-// fill a buffer and hand it on in pieces of whole uploadPiece multiples as
-// they arrive, and the rest when it is full or the body ends. The wait for
-// the last writes is traced (traceDrain).
+// copy copies src to w in whole buffers, reading ahead while w writes; it
+// returns the bytes w took and the first error of either side (io.EOF
+// is not one). The wait for the last writes is traced (traceDrain).
 func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (int64, error) {
 	free := make(chan []byte, uploadDepth)
 	shared := 0 // shared buffers this upload holds
@@ -116,7 +97,7 @@ func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (i
 		free <- directio.Buffer(ownBuffer)
 	}
 	held := 1
-	full := make(chan piece, uploadLag)
+	full := make(chan []byte, uploadDepth)
 	var (
 		n      int64
 		werr   error
@@ -125,22 +106,20 @@ func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (i
 	)
 	go func() {
 		defer close(done)
-		for p := range full {
-			if werr == nil && p.hi > p.lo {
-				k, err := w.Write(p.b[p.lo:p.hi])
+		for b := range full {
+			if werr == nil {
+				k, err := w.Write(b)
 				n += int64(k)
 				if err != nil {
 					werr = err
 					failed.Store(true)
 				}
 			}
-			if p.last {
-				free <- p.b[:cap(p.b)]
-			}
+			free <- b[:cap(b)]
 		}
 	}()
 	var rerr error
-	for end := false; !end && !failed.Load(); {
+	for !failed.Load() {
 		var buf []byte
 		select {
 		case buf = <-free:
@@ -158,23 +137,19 @@ func (u *uploadBuffers) copy(ctx context.Context, w io.Writer, src io.Reader) (i
 				buf = <-free
 			}
 		}
-		filled, sent := 0, 0
-		for filled < len(buf) && !failed.Load() {
-			m, err := src.Read(buf[filled:])
-			filled += m
-			if err != nil {
-				if err != io.EOF {
-					rerr = err
-				}
-				end = true
-				break
-			}
-			if k := (filled - sent) / uploadPiece * uploadPiece; k > 0 && filled < len(buf) {
-				full <- piece{b: buf, lo: sent, hi: sent + k}
-				sent += k
-			}
+		m, err := io.ReadFull(src, buf)
+		if m > 0 {
+			full <- buf[:m]
+		} else {
+			free <- buf
 		}
-		full <- piece{b: buf, lo: sent, hi: filled, last: true}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			rerr = err
+			break
+		}
 	}
 	close(full)
 	drain := trace.StartRegion(ctx, traceDrain)

@@ -32,9 +32,7 @@ func pattern(n int) []byte {
 	return b
 }
 
-// Every write is whole uploadPiece multiples (aligned, for a direct write)
-// but the last of a buffer, and no write is more than a buffer.
-func TestCopyIsExactInWholePieces(t *testing.T) {
+func TestCopyIsExactInWholeBuffers(t *testing.T) {
 	for _, n := range []int{0, 1, uploadBuffer - 1, uploadBuffer, uploadBuffer + 1, 3*uploadBuffer + 5, 7 * uploadBuffer} {
 		var u uploadBuffers
 		src := pattern(n)
@@ -43,12 +41,10 @@ func TestCopyIsExactInWholePieces(t *testing.T) {
 		if err != nil || got != int64(n) || !bytes.Equal(w.Bytes(), src) {
 			t.Fatalf("%d bytes: copied %d, %v, equal %v", n, got, err, bytes.Equal(w.Bytes(), src))
 		}
-		at := 0
 		for i, s := range w.sizes {
-			if s > uploadBuffer || (s%uploadPiece != 0 && (at+s)%uploadBuffer != 0 && i != len(w.sizes)-1) {
-				t.Fatalf("%d bytes: write %d of %d was %d bytes at %d, want whole pieces but a buffer's last", n, i, len(w.sizes), s, at)
+			if s != uploadBuffer && i != len(w.sizes)-1 {
+				t.Fatalf("%d bytes: write %d of %d was %d bytes, want whole buffers but the last", n, i, len(w.sizes), s)
 			}
-			at += s
 		}
 		if u.out() != 0 {
 			t.Fatalf("%d bytes: %d buffers not given back", n, u.out())
@@ -110,73 +106,6 @@ func TestCopyReadsWhileItWrites(t *testing.T) {
 
 var errStop = errors.New("disk full")
 
-// A piece is written as soon as it is read, not once its buffer is full:
-// what is left to write when the body ends (the drain, which the sender
-// waits for) is at most a piece or two, not a buffer (docs/localsend.md,
-// "Many small files").
-func TestCopyWritesPiecesAsTheyArrive(t *testing.T) {
-	var u uploadBuffers
-	wrote := make(chan struct{})
-	var once sync.Once
-	w := writerFunc(func(b []byte) (int, error) {
-		once.Do(func() { close(wrote) })
-		return len(b), nil
-	})
-	reads := 0
-	src := readerFunc(func(b []byte) (int, error) {
-		reads++
-		switch reads {
-		case 1:
-			return copy(b, pattern(uploadPiece)), nil
-		case 2: // the sender waits for the first piece to be written
-			select {
-			case <-wrote:
-				return 0, io.EOF
-			case <-time.After(10 * time.Second):
-				return 0, errors.New("the first piece was not written while the body went on")
-			}
-		}
-		return 0, io.EOF
-	})
-	if n, err := u.copy(context.Background(), w, src); err != nil || n != uploadPiece {
-		t.Fatalf("copied %d bytes, %v; want %d", n, err, uploadPiece)
-	}
-}
-
-// The reader runs at most uploadLag pieces ahead of a writer that is slow:
-// what is left to write when the body ends stays that small.
-func TestCopyRunsFewPiecesAhead(t *testing.T) {
-	var u uploadBuffers
-	src := &counter{}
-	unblock := make(chan struct{})
-	w := writerFunc(func(b []byte) (int, error) {
-		<-unblock
-		return 0, errStop
-	})
-	ended := make(chan error, 1)
-	go func() {
-		_, err := u.copy(context.Background(), w, iotestHalfReader{src})
-		ended <- err
-	}()
-	ahead := int64(uploadLag+2) * uploadPiece // written, waiting, being handed on
-	testutil.WaitFor(t, "the reader to read ahead", func() bool { return src.n.Load() >= 2*uploadPiece })
-	time.Sleep(50 * time.Millisecond) // room to run further, were it unbounded
-	if n := src.n.Load(); n > ahead || n >= uploadBuffer {
-		t.Errorf("read %d bytes while the first piece was being written, want at most %d pieces (%d), less than a buffer", n, uploadLag+2, ahead)
-	}
-	close(unblock)
-	if err := <-ended; !errors.Is(err, errStop) {
-		t.Fatalf("copy ended with %v, want the writer's error", err)
-	}
-	if u.out() != 0 {
-		t.Fatalf("%d buffers not given back", u.out())
-	}
-}
-
-type readerFunc func([]byte) (int, error)
-
-func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
-
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
@@ -225,12 +154,10 @@ func TestCopyBuffersAreBounded(t *testing.T) {
 	if n, err := u.copy(context.Background(), &w, iotestHalfReader{bytes.NewReader(src)}); err != nil || n != int64(len(src)) || !bytes.Equal(w.Bytes(), src) {
 		t.Fatalf("an upload with no shared buffer free: %d, %v", n, err)
 	}
-	at := 0
 	for i, s := range w.sizes {
-		if s > ownBuffer || (s%uploadPiece != 0 && (at+s)%ownBuffer != 0 && i != len(w.sizes)-1) {
-			t.Fatalf("write %d was %d bytes at %d, want whole pieces of the upload's own %d", i, s, at, ownBuffer)
+		if s != ownBuffer && i != len(w.sizes)-1 {
+			t.Fatalf("write %d was %d bytes, want the upload's own %d", i, s, ownBuffer)
 		}
-		at += s
 	}
 	if u.out() != len(held) {
 		t.Fatalf("%d buffers out, want the %d held", u.out(), len(held))

@@ -36,7 +36,7 @@ const (
 	// connections: its first four streams and one on each other
 	// connection): with the streams a switch of transport and re-sends add,
 	// a receiver sees at most 24 (it takes 32).
-	maxSendStreams = 19
+	maxSendStreams = 26
 )
 
 // Send offers paths (files and folders) to the device at to. Files are read

@@ -37,7 +37,8 @@ const (
 	// session of 16 connections asks for 19: its first four streams and
 	// one on each other connection). With the streams a switch of
 	// transport and re-sends add, a receiver sees at most 31: it takes
-	// maxDataStreams (receive.go checks the sum).
+	// maxDataStreams (receive.go checks the sum), as every Ferry so far
+	// does, so the sum may not grow beyond 32 without breaking them.
 	maxSendStreams = transport.MaxSpreadFlows
 )
 

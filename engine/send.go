@@ -565,6 +565,9 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	// wins over the reset it caused.
 	var re *wire.RemoteError
 	if err != nil && ctx.Err() == nil && errors.As(ctlErr, &re) && !errors.As(err, &re) {
+		// Ours may be the cause of theirs (a stream we failed to open, and
+		// the resets that followed): keep it where a developer looks.
+		tx.e.log.Debug("the receiver's account of the end replaces ours", "transfer", tx.t.id, "ours", err, "theirs", ctlErr)
 		err = ctlErr
 	}
 	return err

@@ -12,14 +12,16 @@ import (
 )
 
 // growingConn is a session that asks for maxSendStreams data streams once
-// the sender's first ones are open, and whose peer does not take some of
-// the streams added then: a listener sheds the handshakes one address has
-// beyond its bound, as a receiver did in the lab when a TCP session grew
-// from 4 to 26 connections at once.
+// the sender's one first data stream is open, and whose peer does not take
+// two in three of the streams added then: a listener sheds the handshakes
+// one address has beyond its bound, as a receiver did in the lab when a
+// TCP session grew from 4 to 26 connections at once. The first data
+// stream writes nothing until every added stream was tried, so the batch
+// cannot end before the growth.
 type growingConn struct {
 	*pipeConn
-	first  int // opens before the growth: the control stream and the first data streams
 	advice chan transport.Advice
+	grown  chan struct{} // closed once every added stream was tried
 
 	mu     sync.Mutex // guards the fields below
 	opens  int
@@ -28,14 +30,20 @@ type growingConn struct {
 
 var errShed = errors.New("the listener shed the handshake")
 
+// opensBeforeGrowth are the control stream and the one first data stream.
+const opensBeforeGrowth = 2
+
 func (c *growingConn) OpenStream(ctx context.Context) (Stream, error) {
 	c.mu.Lock()
 	c.opens++
 	n := c.opens
-	if n == c.first {
+	if n == opensBeforeGrowth {
 		c.advice <- transport.Advice{Streams: maxSendStreams, Flows: maxSendStreams, Reason: "test"}
 	}
-	shed := n > c.first && n%3 != 0
+	if n == opensBeforeGrowth+maxSendStreams-1 {
+		close(c.grown)
+	}
+	shed := n > opensBeforeGrowth && n%3 != 0
 	if shed {
 		c.failed++
 	}
@@ -43,11 +51,36 @@ func (c *growingConn) OpenStream(ctx context.Context) (Stream, error) {
 	if shed {
 		return nil, errShed
 	}
-	return c.pipeConn.OpenStream(ctx)
+	s, err := c.pipeConn.OpenStream(ctx)
+	if err != nil || n != opensBeforeGrowth {
+		return s, err
+	}
+	return &heldStream{Stream: s, until: c.grown, aborted: make(chan struct{})}, nil
 }
 
 func (c *growingConn) DataStreams() int                        { return 0 }
 func (c *growingConn) StreamsAdvised() <-chan transport.Advice { return c.advice }
+
+// heldStream writes nothing until until closes (or it is aborted).
+type heldStream struct {
+	Stream
+	until   <-chan struct{}
+	aborted chan struct{}
+	once    sync.Once
+}
+
+func (s *heldStream) Write(p []byte) (int, error) {
+	select {
+	case <-s.until:
+	case <-s.aborted:
+	}
+	return s.Stream.Write(p)
+}
+
+func (s *heldStream) Abort() {
+	s.once.Do(func() { close(s.aborted) })
+	s.Stream.Abort()
+}
 
 // A stream added when the session grew that does not open costs that
 // flow, not the transfer: the batch goes on over the streams it has.
@@ -55,11 +88,11 @@ func TestGrowthSurvivesStreamsNotOpened(t *testing.T) {
 	recv := testEngine(t, Options{})
 	send := testEngine(t, Options{ChunkSize: 64 << 10})
 	pc, srv := newPipeConns(send.ident.ID, recv.ident.ID)
-	cli := &growingConn{pipeConn: pc, first: 1 + defaultQUICStreams, advice: make(chan transport.Advice, 1)}
+	cli := &growingConn{pipeConn: pc, advice: make(chan transport.Advice, 1), grown: make(chan struct{})}
 	served := make(chan struct{})
 	go func() { defer close(served); recv.serve(context.Background(), srv) }()
 	src := t.TempDir()
-	writeFile(t, filepath.Join(src, "d", "a.bin"), 4<<20) // 64 chunks: every first stream takes one
+	writeFile(t, filepath.Join(src, "d", "a.bin"), 4<<20)
 	files, err := buildManifest([]string{filepath.Join(src, "d")})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +101,7 @@ func TestGrowthSurvivesStreamsNotOpened(t *testing.T) {
 	defer cancel()
 	tr := &Transfer{id: "grow", dir: Sending, done: make(chan struct{}), started: time.Now()}
 	tx := &sender{e: send, t: tr, files: files, chunkSize: 64 << 10}
-	err = tx.session(ctx, cli, "test", "", SendOptions{})
+	err = tx.session(ctx, cli, "test", "", SendOptions{Streams: 1})
 	cli.Close(nil)
 	<-served
 	if err != nil {

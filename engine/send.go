@@ -205,6 +205,9 @@ type sender struct {
 
 	// sched shares the chunks out among the data streams (schedule.go).
 	sched *scheduler
+	// folders holds open the folders the workers open small files in, for
+	// the length of transfer.
+	folders *fileio.Folders
 
 	// sending says, per offered file, whether it is accepted and not yet
 	// resolved; written by accept and readControl, read under mu.
@@ -536,6 +539,8 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 		tx.sched.window = sw.InFlightWindow()
 	}
 	streams := tx.streamCount(opts)
+	tx.folders = fileio.NewFolders()
+	defer tx.folders.Close() // after g.Wait: no worker opens a file any more
 	g, gctx := errgroup.WithContext(ctx)
 	b := &batch{tx: tx, g: g, ctx: gctx, first: newCrew(), doneWriting: make(chan struct{})}
 	g.Go(func() error {
@@ -779,7 +784,9 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	// mode, in one pread, so it is opened without an os.File
 	// (fileio.OpenSmall): for a regular file Go's poller only costs system
 	// calls that fail or undo each other, about a tenth of a sender's CPU on
-	// a tree of small files. A larger file is opened and read as it always
+	// a tree of small files; it is opened in its folder, which the batch
+	// holds open (fileio.Folders), so its whole path is not looked up again
+	// file by file. A larger file is opened and read as it always
 	// was, an os.File and a fileio.Reader: workload A twice measured slower
 	// when that path changed, without a cause found
 	// (docs/benchmarks/trees.md).
@@ -805,7 +812,7 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 			closeCur()
 			lf := &tx.files[fi]
 			if lf.Size < directio.Min {
-				if small, err = fileio.OpenSmall(lf.src()); err != nil {
+				if small, err = tx.folders.OpenSmall(*lf.parent, lf.Path); err != nil {
 					small = nil
 					return fmt.Errorf("cannot read %s: %w", lf.src(), err)
 				}

@@ -208,6 +208,26 @@ func (d *jsonDec) nextKey(first bool) (key []byte, more bool, err error) {
 	return key, true, nil
 }
 
+// nextElem reads to the next element of the array whose '[' was read
+// (first: right after it; else after an element), past a ',' between
+// elements. more is false at the array's end; a ']' right after a ',' is
+// left for the element's reader to refuse, as encoding/json refuses it.
+func (d *jsonDec) nextElem(first bool) (more bool, err error) {
+	d.ws()
+	switch c := d.peek(); {
+	case c == ']':
+		d.i++
+		d.depth--
+		return false, nil
+	case c == ',' && !first:
+		d.i++
+		d.ws()
+	case !first:
+		return false, d.syntax("after an array element")
+	}
+	return true, nil
+}
+
 // field says which of names key selects, as encoding/json matches a key
 // to a field (exactly, else folding case as bytes.EqualFold does; the
 // names here differ under folding), or -1.
@@ -270,13 +290,11 @@ func (d *jsonDec) files(m *OfferFiles) error {
 	// Room for the entries the rest of the body can hold at 64 bytes each
 	// (D's take about 100): rarely grown, at most MaxFilesPerPart.
 	m.Files = make([]FileEntry, 0, min(MaxFilesPerPart, (len(d.b)-d.i)/64))
-	d.ws()
-	if d.peek() == ']' {
-		d.i++
-		d.depth--
-		return nil
-	}
-	for {
+	for first := true; ; first = false {
+		more, err := d.nextElem(first)
+		if err != nil || !more {
+			return err
+		}
 		if len(m.Files) == MaxFilesPerPart {
 			return fmt.Errorf("more than %d files", MaxFilesPerPart)
 		}
@@ -285,18 +303,6 @@ func (d *jsonDec) files(m *OfferFiles) error {
 			if err := d.entry(&m.Files[len(m.Files)-1]); err != nil {
 				return err
 			}
-		}
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.i++
-			d.ws()
-		case ']':
-			d.i++
-			d.depth--
-			return nil
-		default:
-			return d.syntax("after an array element")
 		}
 	}
 }
@@ -596,27 +602,13 @@ func (d *jsonDec) skip() error {
 		if err := d.open('[', "a value"); err != nil {
 			return err
 		}
-		d.ws()
-		if d.peek() == ']' {
-			d.i++
-			d.depth--
-			return nil
-		}
-		for {
-			if err := d.skip(); err != nil {
+		for first := true; ; first = false {
+			more, err := d.nextElem(first)
+			if err != nil || !more {
 				return err
 			}
-			d.ws()
-			switch d.peek() {
-			case ',':
-				d.i++
-				d.ws()
-			case ']':
-				d.i++
-				d.depth--
-				return nil
-			default:
-				return d.syntax("after an array element")
+			if err := d.skip(); err != nil {
+				return err
 			}
 		}
 	}

@@ -85,6 +85,49 @@ func TestFakeFiresInOrder(t *testing.T) {
 	}
 }
 
+// One Advance is one step of a chain of timers, however the goroutines are
+// scheduled: what a firing wakes reads the clock at the end of the move,
+// and a timer it arms then counts from there, so this move does not fire
+// it. (A fake that stepped from deadline to deadline, unlocking between,
+// let a quick goroutine read a time on the way and have its next timer
+// fired by the same Advance: an outbox made two attempts in one back-off.)
+func TestFakeAdvanceIsOneStep(t *testing.T) {
+	f := NewFake(start)
+	// Timers due on the way keep a move busy, so a goroutine woken early in
+	// it has time to look at the clock.
+	const onTheWay = 500
+	for i := range onTheWay {
+		f.NewTimer(time.Second + time.Duration(i)*time.Millisecond)
+	}
+	woke := make(chan time.Time, 2)
+	go func() {
+		for range 2 {
+			_, c := f.NewTimer(500 * time.Millisecond)
+			<-c
+			woke <- f.Now()
+		}
+	}()
+	if err := f.WaitTimers(t.Context(), onTheWay+1); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(time.Minute)
+	if at := <-woke; !at.Equal(start.Add(time.Minute)) {
+		t.Fatalf("the woken goroutine read %v, a time on the way; want the end of the move, %v", at, start.Add(time.Minute))
+	}
+	if err := f.WaitTimers(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-woke:
+		t.Fatalf("a timer armed after a firing woke its goroutine fired in the same move (read %v)", at)
+	default:
+	}
+	f.Advance(500 * time.Millisecond)
+	if at := <-woke; !at.Equal(start.Add(time.Minute + 500*time.Millisecond)) {
+		t.Errorf("the second link read %v", at)
+	}
+}
+
 func TestFakeTicker(t *testing.T) {
 	f := NewFake(start)
 	tk, c := f.NewTicker(time.Second)

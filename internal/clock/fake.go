@@ -7,12 +7,18 @@ import (
 	"time"
 )
 
-// Fake is a Clock that moves only when told (Advance, Set). Its timers fire
-// during Advance, in the order of their deadlines, each seeing the clock at
-// its deadline; a ticker fires once per period passed, as long as its
-// reader keeps up (its channel holds one tick, like time.Ticker's). A test
-// that must know a component armed its timer before it moves the clock
-// waits with WaitTimers, never with a sleep. Safe for concurrent use.
+// Fake is a Clock that moves only when told (Advance, Set). It moves in
+// one step: the timers that fall due on the way fire in the order of their
+// deadlines, each sending its deadline, and whatever they wake reads the
+// clock at the end of the move, never a time on the way. So a timer armed
+// by a goroutine that a firing woke counts from the end, and one Advance
+// is one step of a chain of timers (a back-off, then the next attempt's),
+// however the goroutines are scheduled. A ticker fires once per period
+// passed; its channel holds one tick, like time.Ticker's, so a reader that
+// has not taken the last one misses the next (one Advance over many periods
+// delivers one tick). A test that must know a component armed its timer before
+// it moves the clock waits with WaitTimers, never with a sleep. Safe for
+// concurrent use.
 type Fake struct {
 	mu     sync.Mutex // guards the fields below
 	now    time.Time
@@ -124,8 +130,15 @@ func (f *Fake) Advance(d time.Duration) {
 
 // Set moves the clock to t (never back), firing what falls due on the way.
 func (f *Fake) Set(t time.Time) {
+	// The timers fire and the clock moves under one lock (a send never
+	// blocks; an AfterFunc runs in its own goroutine): a goroutine a firing
+	// wakes must not read a time on the way, nor arm a timer that this move
+	// fires too. Stepping the clock from deadline to deadline, unlocked in
+	// between, let one Advance run two back-offs when the woken goroutine
+	// was quick (TestOutboxGivesUp under -race and load).
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for {
-		f.mu.Lock()
 		var next *fakeTimer
 		for _, x := range f.timers {
 			if !x.when.After(t) && (next == nil || x.when.Before(next.when)) {
@@ -133,22 +146,17 @@ func (f *Fake) Set(t time.Time) {
 			}
 		}
 		if next == nil {
-			if t.After(f.now) {
-				f.now = t
-			}
-			f.mu.Unlock()
-			return
+			break
 		}
-		if next.when.After(f.now) {
-			f.now = next.when
+		at := next.when
+		if f.now.After(at) { // armed with a negative duration: due at once
+			at = f.now
 		}
-		at := f.now
 		if next.period > 0 {
 			next.when = next.when.Add(next.period)
 		} else {
 			f.disarmLocked(next)
 		}
-		f.mu.Unlock()
 		switch {
 		case next.fn != nil:
 			go next.fn()
@@ -158,6 +166,9 @@ func (f *Fake) Set(t time.Time) {
 			default: // the reader has not taken the last one: like time's, it misses this one
 			}
 		}
+	}
+	if t.After(f.now) {
+		f.now = t
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package testutil holds what tests across Ferry's packages share: one
 // poll helper for conditions that no event or channel reports, a
 // goroutine leak check for a package's whole run, the live heap for tests
-// that bound the bytes something holds, and a tus client's requests to a
-// receive link (tus.go). Only tests import it.
+// that bound the bytes something holds, a tus client's requests to a
+// receive link (tus.go), and the system calls a test helper makes, counted
+// by strace (strace.go). Only tests import it.
 package testutil
 
 import (

@@ -116,7 +116,11 @@ func (d *Dest) linkNames(oldname, newname string) error {
 		fo, o := d.in(oldname)
 		defer d.release(fo)
 		if fo != d.top {
-			return fo.root.Link(o, filepath.Base(newname))
+			root, err := fo.rootOf()
+			if err != nil {
+				return err
+			}
+			return root.Link(o, filepath.Base(newname))
 		}
 	}
 	return d.root.Link(oldname, newname)
@@ -126,7 +130,11 @@ func (d *Dest) linkNames(oldname, newname string) error {
 func (d *Dest) removeName(name string) error {
 	fo, n := d.in(name)
 	defer d.release(fo)
-	return fo.root.Remove(n)
+	root, err := fo.rootOf()
+	if err != nil {
+		return err
+	}
+	return root.Remove(n)
 }
 
 // Open opens dir as a destination, creating it (and its parents) if it does
@@ -299,18 +307,23 @@ func (p *Partial) Close() error {
 	return p.closeErr
 }
 
-// split validates rel and returns its folder elements and file name.
-func split(rel string) (dirs []string, base string, err error) {
+// split validates rel and returns its folders (slash-separated, "" for
+// none: a substring of rel, so that a file in a known folder costs no
+// allocation) and its file name.
+func split(rel string) (dir string, base string, err error) {
 	if err := ValidatePath(rel); err != nil {
-		return nil, "", err
+		return "", "", err
 	}
-	elems := strings.Split(rel, "/")
-	base = elems[len(elems)-1]
+	i := strings.LastIndexByte(rel, '/')
+	base = rel[i+1:]
 	if len(base)+len(PartialSuffix) > MaxElementBytes {
-		return nil, "", &NameError{Name: rel, Err: ErrNameTooLong,
+		return "", "", &NameError{Name: rel, Err: ErrNameTooLong,
 			Reason: fmt.Sprintf("file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))}
 	}
-	return elems[:len(elems)-1], base, nil
+	if i < 0 {
+		return "", base, nil
+	}
+	return rel[:i], base, nil
 }
 
 // CreatePartial validates rel, creates its folders inside the destination
@@ -354,7 +367,9 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		}
 		if err != nil {
 			f.Close()
-			fo.root.Remove(subName)
+			if root, rerr := fo.rootOf(); rerr == nil {
+				root.Remove(subName)
+			}
 			d.release(fo)
 			return nil, fmt.Errorf("store: create %q: %w", rel, err)
 		}
@@ -398,15 +413,19 @@ func (d *Dest) reopen(fo *folder, osName string) (*Partial, error) {
 	if fo != d.top {
 		subName = filepath.Base(osName)
 	}
+	root, err := fo.rootOf()
+	if err != nil {
+		return nil, err
+	}
 	// Refuse before opening, so a FIFO or device is never opened at all...
-	fi, err := fo.root.Lstat(subName)
+	fi, err := root.Lstat(subName)
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%v: %w", fi.Mode().Type(), ErrNotRegular)
 	}
-	f, err := fo.root.OpenFile(subName, os.O_RDWR, 0)
+	f, err := root.OpenFile(subName, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +516,7 @@ func (d *Dest) Discard(p *Partial) error {
 // it back with release): the one it was created in when the name is the
 // one it was created for (checked then, and by inside since), else rel's
 // folders resolved again.
-func (d *Dest) finalFolder(p *Partial, created bool, dirs []string) (*folder, error) {
+func (d *Dest) finalFolder(p *Partial, created bool, dirs string) (*folder, error) {
 	if created {
 		return d.keep(p.fo), nil
 	}
@@ -522,7 +541,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	if p.unnamed {
 		return d.finalizeUnnamed(p, rel, size)
 	}
-	var dirs []string
+	var dirs string
 	base := p.file
 	created := p.rel != "" && rel == p.rel // the name it was created for, validated then
 	if !created {
@@ -582,7 +601,11 @@ func (d *Dest) truncate(p *Partial, size int64) error {
 	if !errors.Is(err, os.ErrClosed) {
 		return err
 	}
-	f, err := p.fo.root.OpenFile(p.base, os.O_RDWR, 0)
+	root, err := p.fo.rootOf()
+	if err != nil {
+		return err
+	}
+	f, err := root.OpenFile(p.base, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -651,16 +674,16 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 	return false, d.root.Rename(oldname, newname)
 }
 
-// resolveDir maps a peer's folder elements to an OS-form path inside the
-// root, applying the folder-clash rule documented on Dest, without creating
-// anything (PartialPath): the folder resolveFolder would use, or the first
-// name it would create.
-func (d *Dest) resolveDir(elems []string) (string, error) {
-	if len(elems) == 0 {
+// resolveDir maps a peer's folders (slash-separated, as split returns
+// them) to an OS-form path inside the root, applying the folder-clash rule
+// documented on Dest, without creating anything (PartialPath): the folder
+// resolveFolder would use, or the first name it would create.
+func (d *Dest) resolveDir(peerDir string) (string, error) {
+	if peerDir == "" {
 		return "", nil
 	}
 	d.mu.Lock()
-	dir, ok := d.dirs[strings.Join(elems, "/")]
+	dir, ok := d.dirs[peerDir]
 	d.mu.Unlock()
 	if ok {
 		if fi, err := d.root.Lstat(dir); err == nil && fi.IsDir() {
@@ -668,7 +691,7 @@ func (d *Dest) resolveDir(elems []string) (string, error) {
 		}
 	}
 	dir = ""
-	for _, e := range elems {
+	for _, e := range strings.Split(peerDir, "/") {
 		next, err := d.resolveElem(dir, e)
 		if err != nil {
 			return "", err
@@ -678,27 +701,36 @@ func (d *Dest) resolveDir(elems []string) (string, error) {
 	return dir, nil
 }
 
-// resolveFolder is resolveDir(elems, true) returning the folder, acquired
-// (release it). It starts from the deepest folder of the path resolved
-// before whose folder is still inside the destination (folder.inside), and
-// resolves the rest one element at a time inside its parent, held open
-// (resolveIn): a file in a known folder costs one check, and each new
-// folder a few system calls, not a walk of its whole path from the top.
-func (d *Dest) resolveFolder(elems []string) (*folder, error) {
-	fo, known := d.top, 0
-	for n := len(elems); n > 0 && known == 0; n-- {
+// resolveFolder is resolveDir(peerDir) returning the folder, created if
+// need be and acquired (release it). It starts from the deepest folder of
+// the path resolved before whose folder is still inside the destination
+// (folder.inside), and resolves the rest one element at a time inside its
+// parent, held open (resolveIn): a file in a known folder costs one check,
+// and each new folder a few system calls, not a walk of its whole path
+// from the top.
+func (d *Dest) resolveFolder(peerDir string) (*folder, error) {
+	fo, known := d.top, 0 // known: the bytes of peerDir resolved
+	for cut := len(peerDir); cut > 0; cut = strings.LastIndexByte(peerDir[:cut], '/') {
 		d.mu.Lock()
-		dir, ok := d.dirs[strings.Join(elems[:n], "/")]
+		dir, ok := d.dirs[peerDir[:cut]]
 		d.mu.Unlock()
 		if !ok {
 			continue
 		}
 		if f, err := d.acquire(dir); err == nil {
-			fo, known = f, n
+			fo, known = f, cut
+			break
 		}
 	}
-	for i := known; i < len(elems); i++ {
-		next, err := d.resolveIn(fo, elems[i])
+	for pos := known; pos < len(peerDir); {
+		if peerDir[pos] == '/' {
+			pos++
+		}
+		end := len(peerDir)
+		if i := strings.IndexByte(peerDir[pos:], '/'); i >= 0 {
+			end = pos + i
+		}
+		next, err := d.resolveIn(fo, peerDir[pos:end])
 		d.release(fo)
 		if err != nil {
 			return nil, err
@@ -708,8 +740,9 @@ func (d *Dest) resolveFolder(elems []string) (*folder, error) {
 		if d.dirs == nil || len(d.dirs) >= maxCachedDirs {
 			d.dirs = map[string]string{}
 		}
-		d.dirs[strings.Join(elems[:i+1], "/")] = fo.path
+		d.dirs[strings.Clone(peerDir[:end])] = fo.path // not a substring that keeps a whole path alive
 		d.mu.Unlock()
+		pos = end
 	}
 	return fo, nil
 }
@@ -720,15 +753,15 @@ func (d *Dest) resolveFolder(elems []string) (*folder, error) {
 func (d *Dest) resolveIn(parent *folder, elem string) (*folder, error) {
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(elem, n, false)
-		fi, err := parent.root.Lstat(name)
-		if err == nil && !fi.IsDir() {
+		dir, err := parent.isDir(name)
+		if err == nil && !dir {
 			continue // never descend into a file, symlink or device
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			err = parent.root.Mkdir(name, 0o755)
+			err = parent.mkdir(name)
 			if errors.Is(err, fs.ErrExist) {
 				// Someone created it first; if it is a folder, share it.
-				if fi, err = parent.root.Lstat(name); err != nil || !fi.IsDir() {
+				if dir, err = parent.isDir(name); err != nil || !dir {
 					continue
 				}
 			}

@@ -57,7 +57,7 @@ func (d *Dest) CreateWhole(rel string) (*Partial, error) {
 func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs string, err error) {
 	defer p.letGo()
 	defer p.Close()
-	var dirs []string
+	var dirs string
 	base := p.file
 	created := rel == p.rel // the name it was created for, validated then
 	if !created {

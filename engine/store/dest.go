@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/ferrydrop/ferry/internal/directio"
 	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
@@ -206,8 +207,71 @@ type Partial struct {
 
 	w *fileio.Writer // how bytes reach the file (SetBufferedIO)
 
+	// raw holds a file created without a name (Linux) by its bare
+	// descriptor while nothing needs an os.File around it (f and w are nil
+	// until then; see rawFile); nil for every other partial, whose f and w
+	// never change.
+	raw *rawFile
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// rawFile is a partial's bare descriptor. A small file of a tree is
+// written, named and closed through it alone (fileio.WriteSmall): no
+// os.NewFile (an fcntl and a finalizer) and none of the poller's
+// bookkeeping when it closes, which for 10^5 small files are a few percent
+// of the receiver's CPU (docs/benchmarks/trees.md). Anything else (a larger
+// write, Reserve, ReadAt, Truncate, Sync, Size) wraps it in an os.File and
+// a fileio.Writer first, once, and goes through those from then on.
+type rawFile struct {
+	mode fileio.Mode // the Writer's, when one is made
+
+	// mu is held for reading while fd is used, and for writing to wrap or
+	// close it, so that no use of the number can follow its close (and
+	// reach another file that reused it).
+	mu     sync.RWMutex
+	fd     int
+	closed bool // guarded by mu: fd is closed (never wrapped)
+}
+
+// use returns the partial's os.File and Writer, wrapping a bare descriptor
+// first (rawFile).
+func (p *Partial) use() (*os.File, *fileio.Writer, error) {
+	r := p.raw
+	if r == nil {
+		return p.f, p.w, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.f == nil {
+		if r.closed {
+			return nil, nil, os.ErrClosed
+		}
+		p.f = os.NewFile(uintptr(r.fd), "")
+		p.w = fileio.NewWriter(p.f, r.mode)
+	}
+	return p.f, p.w, nil
+}
+
+// writeRaw writes b at off through the bare descriptor when the partial
+// has one and the write keeps the file below directio.Min (see
+// fileio.WriteSmall); ok is false when it did not write.
+func (p *Partial) writeRaw(b []byte, off int64) (n int, err error, ok bool) {
+	r := p.raw
+	if r == nil || off < 0 || off+int64(len(b)) >= directio.Min {
+		return 0, nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	switch {
+	case p.f != nil:
+		return 0, nil, false // wrapped: through the Writer from now on
+	case r.closed:
+		return 0, os.ErrClosed, true
+	}
+	n, err = fileio.WriteSmall(r.fd, b, off)
+	return n, err, true
 }
 
 // Name returns the partial's slash-separated path relative to the
@@ -225,7 +289,14 @@ func (p *Partial) WriteAt(b []byte, off int64) (int, error) {
 	if err := p.inside(); err != nil {
 		return 0, err
 	}
-	n, err := p.w.WriteAt(b, off)
+	n, err, ok := p.writeRaw(b, off)
+	if !ok {
+		_, w, uerr := p.use()
+		if uerr != nil {
+			return 0, uerr
+		}
+		n, err = w.WriteAt(b, off)
+	}
 	for end := off + int64(n); ; {
 		old := p.length.Load()
 		if old < 0 || old >= end || p.length.CompareAndSwap(old, end) {
@@ -268,23 +339,41 @@ func (p *Partial) Reserve(size int64) error {
 		return err
 	}
 	p.length.Store(-1) // preallocation may set it
-	return p.w.Reserve(size)
+	_, w, err := p.use()
+	if err != nil {
+		return err
+	}
+	return w.Reserve(size)
 }
 
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash
 // what a previous attempt wrote before resuming.
-func (p *Partial) ReadAt(b []byte, off int64) (int, error) { return p.f.ReadAt(b, off) }
+func (p *Partial) ReadAt(b []byte, off int64) (int, error) {
+	f, _, err := p.use()
+	if err != nil {
+		return 0, err
+	}
+	return f.ReadAt(b, off)
+}
 
 // Truncate sets the partial's size, e.g. to cut it back to the last verified
 // chunk before resuming.
 func (p *Partial) Truncate(size int64) error {
 	p.length.Store(-1)
-	return p.f.Truncate(size)
+	f, _, err := p.use()
+	if err != nil {
+		return err
+	}
+	return f.Truncate(size)
 }
 
 // Size returns the partial's current size: how much a reused partial holds.
 func (p *Partial) Size() (int64, error) {
-	fi, err := p.f.Stat()
+	f, _, err := p.use()
+	if err != nil {
+		return 0, err
+	}
+	fi, err := f.Stat()
 	if err != nil {
 		return 0, err
 	}
@@ -292,7 +381,13 @@ func (p *Partial) Size() (int64, error) {
 }
 
 // Sync commits the partial's contents to stable storage.
-func (p *Partial) Sync() error { return p.f.Sync() }
+func (p *Partial) Sync() error {
+	f, _, err := p.use()
+	if err != nil {
+		return err
+	}
+	return f.Sync()
+}
 
 // Close closes the partial file and keeps it on disk for a later resume.
 // Closing twice is harmless.
@@ -301,6 +396,18 @@ func (p *Partial) Close() error {
 		p.d.mu.Lock()
 		delete(p.d.open, p)
 		p.d.mu.Unlock()
+		if r := p.raw; r != nil {
+			r.mu.Lock()
+			wrapped := p.f != nil
+			if !wrapped {
+				r.closed = true
+				p.closeErr = closeFD(r.fd)
+			}
+			r.mu.Unlock()
+			if !wrapped {
+				return
+			}
+		}
 		p.w.Close()
 		p.closeErr = p.f.Close()
 	})

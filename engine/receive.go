@@ -28,8 +28,13 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // maxDataStreams bounds a session's data streams (a Ferry sender opens at
-// most 24: see maxSendStreams).
+// most 31: see maxSendStreams).
 const maxDataStreams = 32
+
+// A Ferry sender's data streams fit: its first transport's, the ones a
+// switch to TCP starts, and the re-sends' (serveRetries). The constant
+// does not compile if they do not.
+const _ = uint(maxDataStreams - (maxSendStreams + defaultTCPStreams + 1))
 
 const (
 	handshakeTimeout = 10 * time.Second

@@ -32,11 +32,14 @@ const (
 	defaultQUICStreams = 4
 	defaultTCPStreams  = 4
 	// maxSendStreams bounds SendOptions.Streams and the streams a session
-	// that spreads over more flows asks for (a QUIC session of 16
-	// connections: its first four streams and one on each other
-	// connection): with the streams a switch of transport and re-sends add,
-	// a receiver sees at most 24 (it takes 32).
-	maxSendStreams = 19
+	// that spreads over more flows asks for (a TCP session of
+	// transport.MaxSpreadFlows connections, one stream each; a QUIC
+	// session of 16 connections asks for 19: its first four streams and
+	// one on each other connection). With the streams a switch of
+	// transport and re-sends add, a receiver sees at most 31: it takes
+	// maxDataStreams (receive.go checks the sum), as every Ferry so far
+	// does, so the sum may not grow beyond 32 without breaking them.
+	maxSendStreams = transport.MaxSpreadFlows
 )
 
 // Send offers paths (files and folders) to the device at to. Files are read
@@ -562,6 +565,9 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	// wins over the reset it caused.
 	var re *wire.RemoteError
 	if err != nil && ctx.Err() == nil && errors.As(ctlErr, &re) && !errors.As(err, &re) {
+		// Ours may be the cause of theirs (a stream we failed to open, and
+		// the resets that followed): keep it where a developer looks.
+		tx.e.log.Debug("the receiver's account of the end replaces ours", "transfer", tx.t.id, "ours", err, "theirs", ctlErr)
 		err = ctlErr
 	}
 	return err
@@ -735,8 +741,13 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 		moved, ok, opened bool
 	)
 	if late {
+		// A stream added for growth holds no chunk yet: one the peer did not
+		// take (a listener sheds handshakes beyond what it admits of one
+		// address) costs that flow, not the transfer. If the session itself
+		// broke, the control stream and the other workers say so.
 		if s, err = tx.conn.OpenStream(ctx); err != nil {
-			return nilIfDone(ctx, fmt.Errorf("open data stream: %w", err))
+			tx.e.log.Debug("an added data stream did not open", "transfer", tx.t.id, "err", err)
+			return nil
 		}
 		opened = true
 	}

@@ -115,10 +115,10 @@ func (c Config) SpreadRule() spread.Rule {
 }
 
 // MaxSpreadFlows is the default and the largest Config.MaxFlows.
-const MaxSpreadFlows = 16
+const MaxSpreadFlows = 26
 
 // MaxQUICConns bounds the connections of one QUIC session.
-const MaxQUICConns = MaxSpreadFlows
+const MaxQUICConns = 16
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {

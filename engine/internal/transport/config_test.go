@@ -75,11 +75,11 @@ func TestSpreadRuleShortLossyPath(t *testing.T) {
 		flows int
 		want  int
 	}{
-		{"2 ms, 0.5 % random loss, TCP's four flows", spreadPath{2 * ms, 200, rate(0.005), jitter(2200 * us)}, 4, 16},
-		{"2 ms, 1 % random loss, TCP's four flows", spreadPath{2 * ms, 200, rate(0.01), jitter(2200 * us)}, 4, 16},
-		{"2 ms, 0.5 % random loss, one QUIC connection", spreadPath{2 * ms, 60, rate(0.005), jitter(2100 * us)}, 1, 16},
-		{"1.2 ms, 1 % random loss", spreadPath{1200 * us, 200, rate(0.01), jitter(1300 * us)}, 4, 16},
-		{"20 ms, 0.5 % random loss (as before)", spreadPath{20 * ms, 40, rate(0.005), flat(20 * ms)}, 4, 16},
+		{"2 ms, 0.5 % random loss, TCP's four flows", spreadPath{2 * ms, 200, rate(0.005), jitter(2200 * us)}, 4, MaxSpreadFlows},
+		{"2 ms, 1 % random loss, TCP's four flows", spreadPath{2 * ms, 200, rate(0.01), jitter(2200 * us)}, 4, MaxSpreadFlows},
+		{"2 ms, 0.5 % random loss, one QUIC connection", spreadPath{2 * ms, 60, rate(0.005), jitter(2100 * us)}, 1, MaxSpreadFlows},
+		{"1.2 ms, 1 % random loss", spreadPath{1200 * us, 200, rate(0.01), jitter(1300 * us)}, 4, MaxSpreadFlows},
+		{"20 ms, 0.5 % random loss (as before)", spreadPath{20 * ms, 40, rate(0.005), flat(20 * ms)}, 4, MaxSpreadFlows},
 		{"loopback losing 6 % in socket buffers", spreadPath{50 * us, 2000, rate(0.06), flat(2 * ms)}, 2, 2},
 		{"a wired LAN, 0.4 ms, 0.5 % loss", spreadPath{400 * us, 800, rate(0.005), jitter(500 * us)}, 4, 4},
 		{"2 ms, clean, beside a neighbour filling a 50 ms queue", spreadPath{2 * ms, 200, lanLoss, lanRTT}, 4, 4},

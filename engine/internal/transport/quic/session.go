@@ -146,7 +146,9 @@ func dialledSession(c *conn, ra *net.UDPAddr, tlsConf *tls.Config, cfg transport
 	s.slots = []*slot{primary}
 	if cfg.MaxFlows > 1 {
 		s.advice = make(chan transport.Advice, 1)
-		w := spread.Watch(s.ctx, cfg.SpreadRule(), 1, s.sample)
+		rule := cfg.SpreadRule()
+		rule.Max = min(rule.Max, transport.MaxQUICConns)
+		w := spread.Watch(s.ctx, rule, 1, s.sample)
 		s.wg.Go(func() { s.followAdvice(w) })
 	}
 	s.mig = s.followNetwork(c, s.reportPath)

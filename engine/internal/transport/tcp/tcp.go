@@ -45,6 +45,14 @@ const (
 	maxSessionConns = 64
 	// writeChunk bounds how much one TLS write may carry between stall-deadline refreshes.
 	writeChunk = 1 << 20
+	// maxDialing bounds the connections a dialled session has in handshake
+	// at once. A listener sheds what one source address has beyond
+	// join.MaxPendingPerSource in handshake (a flood's defence), and admits
+	// join.PendingFloor however busy it is: a session that grows by many
+	// connections at once (spread: 4 to 26 streams on random loss) lost
+	// the excess, and with it the transfer (docs/benchmarks/lab-fastlossy.md).
+	// The rest wait their turn, a few round trips.
+	maxDialing = join.PendingFloor
 )
 
 var errClaim = errors.New("tcp: bad spare claim")
@@ -334,6 +342,7 @@ type Session struct {
 
 	ctx      context.Context // cancelled by Close
 	cancel   context.CancelFunc
+	dialing  chan struct{}  // dialer only: a token per connection in handshake (maxDialing)
 	incoming chan *stream   // listener: first + joins; dialer: claimed spares
 	spares   chan *spare    // listener only: spares to claim in OpenStream
 	wg       sync.WaitGroup // goroutines of the session (spare loop, spare watchers)
@@ -383,6 +392,7 @@ func newSession(cfg transport.Config, client bool, token join.Token, peer identi
 	}
 	if client {
 		c.spareParked = make(chan struct{})
+		c.dialing = make(chan struct{}, maxDialing)
 	} else {
 		c.started = true
 		c.spares = make(chan *spare, maxSessionConns)
@@ -505,8 +515,17 @@ func (c *Session) header(ctx context.Context, s *stream, token join.Token, flag 
 	return nil
 }
 
-// dial opens a connection that joins the session with flag (dialer side).
+// dial opens a connection that joins the session with flag (dialer side),
+// at most maxDialing at once.
 func (c *Session) dial(ctx context.Context, flag join.Flag) (*stream, error) {
+	select {
+	case c.dialing <- struct{}{}:
+		defer func() { <-c.dialing }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.ctx.Done():
+		return nil, transport.ErrSessionClosed
+	}
 	s, err := c.connect(ctx)
 	if err != nil {
 		return nil, err

@@ -727,3 +727,88 @@ func TestCloseWithCodeDeliversLastWords(t *testing.T) {
 		})
 	}
 }
+
+// A session that grows by many connections at once (spread: 4 to 26 on
+// random loss) gets every one of them from a loaded listener: it keeps
+// its handshakes within what a listener admits of one source, instead of
+// losing the excess to the listener's flood defence, which made the
+// whole transfer fail in the lab (docs/benchmarks/lab-fastlossy.md).
+func TestManyStreamsOpenedAtOnce(t *testing.T) {
+	t.Parallel()
+	srvID, cliID := newTestIdentity(t), newTestIdentity(t)
+	conf := srvID.TLSConfig(true, nil)
+	verify := conf.VerifyConnection
+	var mu sync.Mutex
+	var inFlight, most int
+	// A loaded receiver: each handshake takes a while, so the dialer's
+	// handshakes overlap.
+	conf.VerifyConnection = func(cs tls.ConnectionState) error {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(30 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return verify(cs)
+	}
+	ln, err := Listen("127.0.0.1:0", conf, join.NewRegistry(), transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	ctx := t.Context()
+	c, err := Dial(ctx, ln.Addr().String(), cliID.TLSConfig(false, nil), transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(nil) })
+	if _, err := c.OpenStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(nil) })
+	if _, err := srv.AcceptStream(ctx); err != nil { // the first stream
+		t.Fatal(err)
+	}
+	const streams = 2 * join.MaxPendingPerSource
+	var g errgroup.Group
+	for range streams {
+		g.Go(func() error {
+			s, err := c.OpenStream(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = s.Write([]byte{1})
+			return err
+		})
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		for range streams {
+			s, err := srv.AcceptStream(ctx)
+			if err != nil {
+				accepted <- err
+				return
+			}
+			if _, err := io.ReadFull(s, make([]byte, 1)); err != nil {
+				accepted <- err
+				return
+			}
+		}
+		accepted <- nil
+	}()
+	if err := g.Wait(); err != nil {
+		t.Fatalf("opening %d streams at once: %v", streams, err)
+	}
+	if err := <-accepted; err != nil {
+		t.Fatalf("accepting %d streams: %v", streams, err)
+	}
+	if most > join.PendingFloor {
+		t.Errorf("%d handshakes at once, more than a listener admits of one source whatever else it holds (%d)", most, join.PendingFloor)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/ferrydrop/ferry/internal/directio"
 	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
@@ -116,7 +117,11 @@ func (d *Dest) linkNames(oldname, newname string) error {
 		fo, o := d.in(oldname)
 		defer d.release(fo)
 		if fo != d.top {
-			return fo.root.Link(o, filepath.Base(newname))
+			root, err := fo.rootOf()
+			if err != nil {
+				return err
+			}
+			return root.Link(o, filepath.Base(newname))
 		}
 	}
 	return d.root.Link(oldname, newname)
@@ -126,7 +131,11 @@ func (d *Dest) linkNames(oldname, newname string) error {
 func (d *Dest) removeName(name string) error {
 	fo, n := d.in(name)
 	defer d.release(fo)
-	return fo.root.Remove(n)
+	root, err := fo.rootOf()
+	if err != nil {
+		return err
+	}
+	return root.Remove(n)
 }
 
 // Open opens dir as a destination, creating it (and its parents) if it does
@@ -198,8 +207,71 @@ type Partial struct {
 
 	w *fileio.Writer // how bytes reach the file (SetBufferedIO)
 
+	// raw holds a file created without a name (Linux) by its bare
+	// descriptor while nothing needs an os.File around it (f and w are nil
+	// until then; see rawFile); nil for every other partial, whose f and w
+	// never change.
+	raw *rawFile
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// rawFile is a partial's bare descriptor. A small file of a tree is
+// written, named and closed through it alone (fileio.WriteSmall): no
+// os.NewFile (an fcntl and a finalizer) and none of the poller's
+// bookkeeping when it closes, which for 10^5 small files are a few percent
+// of the receiver's CPU (docs/benchmarks/trees.md). Anything else (a larger
+// write, Reserve, ReadAt, Truncate, Sync, Size) wraps it in an os.File and
+// a fileio.Writer first, once, and goes through those from then on.
+type rawFile struct {
+	mode fileio.Mode // the Writer's, when one is made
+
+	// mu is held for reading while fd is used, and for writing to wrap or
+	// close it, so that no use of the number can follow its close (and
+	// reach another file that reused it).
+	mu     sync.RWMutex
+	fd     int
+	closed bool // guarded by mu: fd is closed (never wrapped)
+}
+
+// use returns the partial's os.File and Writer, wrapping a bare descriptor
+// first (rawFile).
+func (p *Partial) use() (*os.File, *fileio.Writer, error) {
+	r := p.raw
+	if r == nil {
+		return p.f, p.w, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.f == nil {
+		if r.closed {
+			return nil, nil, os.ErrClosed
+		}
+		p.f = os.NewFile(uintptr(r.fd), "")
+		p.w = fileio.NewWriter(p.f, r.mode)
+	}
+	return p.f, p.w, nil
+}
+
+// writeRaw writes b at off through the bare descriptor when the partial
+// has one and the write keeps the file below directio.Min (see
+// fileio.WriteSmall); ok is false when it did not write.
+func (p *Partial) writeRaw(b []byte, off int64) (n int, err error, ok bool) {
+	r := p.raw
+	if r == nil || off < 0 || off+int64(len(b)) >= directio.Min {
+		return 0, nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	switch {
+	case p.f != nil:
+		return 0, nil, false // wrapped: through the Writer from now on
+	case r.closed:
+		return 0, os.ErrClosed, true
+	}
+	n, err = fileio.WriteSmall(r.fd, b, off)
+	return n, err, true
 }
 
 // Name returns the partial's slash-separated path relative to the
@@ -217,7 +289,14 @@ func (p *Partial) WriteAt(b []byte, off int64) (int, error) {
 	if err := p.inside(); err != nil {
 		return 0, err
 	}
-	n, err := p.w.WriteAt(b, off)
+	n, err, ok := p.writeRaw(b, off)
+	if !ok {
+		_, w, uerr := p.use()
+		if uerr != nil {
+			return 0, uerr
+		}
+		n, err = w.WriteAt(b, off)
+	}
 	for end := off + int64(n); ; {
 		old := p.length.Load()
 		if old < 0 || old >= end || p.length.CompareAndSwap(old, end) {
@@ -260,23 +339,41 @@ func (p *Partial) Reserve(size int64) error {
 		return err
 	}
 	p.length.Store(-1) // preallocation may set it
-	return p.w.Reserve(size)
+	_, w, err := p.use()
+	if err != nil {
+		return err
+	}
+	return w.Reserve(size)
 }
 
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash
 // what a previous attempt wrote before resuming.
-func (p *Partial) ReadAt(b []byte, off int64) (int, error) { return p.f.ReadAt(b, off) }
+func (p *Partial) ReadAt(b []byte, off int64) (int, error) {
+	f, _, err := p.use()
+	if err != nil {
+		return 0, err
+	}
+	return f.ReadAt(b, off)
+}
 
 // Truncate sets the partial's size, e.g. to cut it back to the last verified
 // chunk before resuming.
 func (p *Partial) Truncate(size int64) error {
 	p.length.Store(-1)
-	return p.f.Truncate(size)
+	f, _, err := p.use()
+	if err != nil {
+		return err
+	}
+	return f.Truncate(size)
 }
 
 // Size returns the partial's current size: how much a reused partial holds.
 func (p *Partial) Size() (int64, error) {
-	fi, err := p.f.Stat()
+	f, _, err := p.use()
+	if err != nil {
+		return 0, err
+	}
+	fi, err := f.Stat()
 	if err != nil {
 		return 0, err
 	}
@@ -284,7 +381,13 @@ func (p *Partial) Size() (int64, error) {
 }
 
 // Sync commits the partial's contents to stable storage.
-func (p *Partial) Sync() error { return p.f.Sync() }
+func (p *Partial) Sync() error {
+	f, _, err := p.use()
+	if err != nil {
+		return err
+	}
+	return f.Sync()
+}
 
 // Close closes the partial file and keeps it on disk for a later resume.
 // Closing twice is harmless.
@@ -293,24 +396,41 @@ func (p *Partial) Close() error {
 		p.d.mu.Lock()
 		delete(p.d.open, p)
 		p.d.mu.Unlock()
+		if r := p.raw; r != nil {
+			r.mu.Lock()
+			wrapped := p.f != nil
+			if !wrapped {
+				r.closed = true
+				p.closeErr = closeFD(r.fd)
+			}
+			r.mu.Unlock()
+			if !wrapped {
+				return
+			}
+		}
 		p.w.Close()
 		p.closeErr = p.f.Close()
 	})
 	return p.closeErr
 }
 
-// split validates rel and returns its folder elements and file name.
-func split(rel string) (dirs []string, base string, err error) {
+// split validates rel and returns its folders (slash-separated, "" for
+// none: a substring of rel, so that a file in a known folder costs no
+// allocation) and its file name.
+func split(rel string) (dir string, base string, err error) {
 	if err := ValidatePath(rel); err != nil {
-		return nil, "", err
+		return "", "", err
 	}
-	elems := strings.Split(rel, "/")
-	base = elems[len(elems)-1]
+	i := strings.LastIndexByte(rel, '/')
+	base = rel[i+1:]
 	if len(base)+len(PartialSuffix) > MaxElementBytes {
-		return nil, "", &NameError{Name: rel, Err: ErrNameTooLong,
+		return "", "", &NameError{Name: rel, Err: ErrNameTooLong,
 			Reason: fmt.Sprintf("file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))}
 	}
-	return elems[:len(elems)-1], base, nil
+	if i < 0 {
+		return "", base, nil
+	}
+	return rel[:i], base, nil
 }
 
 // CreatePartial validates rel, creates its folders inside the destination
@@ -354,7 +474,9 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		}
 		if err != nil {
 			f.Close()
-			fo.root.Remove(subName)
+			if root, rerr := fo.rootOf(); rerr == nil {
+				root.Remove(subName)
+			}
 			d.release(fo)
 			return nil, fmt.Errorf("store: create %q: %w", rel, err)
 		}
@@ -398,15 +520,19 @@ func (d *Dest) reopen(fo *folder, osName string) (*Partial, error) {
 	if fo != d.top {
 		subName = filepath.Base(osName)
 	}
+	root, err := fo.rootOf()
+	if err != nil {
+		return nil, err
+	}
 	// Refuse before opening, so a FIFO or device is never opened at all...
-	fi, err := fo.root.Lstat(subName)
+	fi, err := root.Lstat(subName)
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%v: %w", fi.Mode().Type(), ErrNotRegular)
 	}
-	f, err := fo.root.OpenFile(subName, os.O_RDWR, 0)
+	f, err := root.OpenFile(subName, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +623,7 @@ func (d *Dest) Discard(p *Partial) error {
 // it back with release): the one it was created in when the name is the
 // one it was created for (checked then, and by inside since), else rel's
 // folders resolved again.
-func (d *Dest) finalFolder(p *Partial, created bool, dirs []string) (*folder, error) {
+func (d *Dest) finalFolder(p *Partial, created bool, dirs string) (*folder, error) {
 	if created {
 		return d.keep(p.fo), nil
 	}
@@ -522,7 +648,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	if p.unnamed {
 		return d.finalizeUnnamed(p, rel, size)
 	}
-	var dirs []string
+	var dirs string
 	base := p.file
 	created := p.rel != "" && rel == p.rel // the name it was created for, validated then
 	if !created {
@@ -582,7 +708,11 @@ func (d *Dest) truncate(p *Partial, size int64) error {
 	if !errors.Is(err, os.ErrClosed) {
 		return err
 	}
-	f, err := p.fo.root.OpenFile(p.base, os.O_RDWR, 0)
+	root, err := p.fo.rootOf()
+	if err != nil {
+		return err
+	}
+	f, err := root.OpenFile(p.base, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -651,16 +781,16 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 	return false, d.root.Rename(oldname, newname)
 }
 
-// resolveDir maps a peer's folder elements to an OS-form path inside the
-// root, applying the folder-clash rule documented on Dest, without creating
-// anything (PartialPath): the folder resolveFolder would use, or the first
-// name it would create.
-func (d *Dest) resolveDir(elems []string) (string, error) {
-	if len(elems) == 0 {
+// resolveDir maps a peer's folders (slash-separated, as split returns
+// them) to an OS-form path inside the root, applying the folder-clash rule
+// documented on Dest, without creating anything (PartialPath): the folder
+// resolveFolder would use, or the first name it would create.
+func (d *Dest) resolveDir(peerDir string) (string, error) {
+	if peerDir == "" {
 		return "", nil
 	}
 	d.mu.Lock()
-	dir, ok := d.dirs[strings.Join(elems, "/")]
+	dir, ok := d.dirs[peerDir]
 	d.mu.Unlock()
 	if ok {
 		if fi, err := d.root.Lstat(dir); err == nil && fi.IsDir() {
@@ -668,7 +798,7 @@ func (d *Dest) resolveDir(elems []string) (string, error) {
 		}
 	}
 	dir = ""
-	for _, e := range elems {
+	for _, e := range strings.Split(peerDir, "/") {
 		next, err := d.resolveElem(dir, e)
 		if err != nil {
 			return "", err
@@ -678,27 +808,36 @@ func (d *Dest) resolveDir(elems []string) (string, error) {
 	return dir, nil
 }
 
-// resolveFolder is resolveDir(elems, true) returning the folder, acquired
-// (release it). It starts from the deepest folder of the path resolved
-// before whose folder is still inside the destination (folder.inside), and
-// resolves the rest one element at a time inside its parent, held open
-// (resolveIn): a file in a known folder costs one check, and each new
-// folder a few system calls, not a walk of its whole path from the top.
-func (d *Dest) resolveFolder(elems []string) (*folder, error) {
-	fo, known := d.top, 0
-	for n := len(elems); n > 0 && known == 0; n-- {
+// resolveFolder is resolveDir(peerDir) returning the folder, created if
+// need be and acquired (release it). It starts from the deepest folder of
+// the path resolved before whose folder is still inside the destination
+// (folder.inside), and resolves the rest one element at a time inside its
+// parent, held open (resolveIn): a file in a known folder costs one check,
+// and each new folder a few system calls, not a walk of its whole path
+// from the top.
+func (d *Dest) resolveFolder(peerDir string) (*folder, error) {
+	fo, known := d.top, 0 // known: the bytes of peerDir resolved
+	for cut := len(peerDir); cut > 0; cut = strings.LastIndexByte(peerDir[:cut], '/') {
 		d.mu.Lock()
-		dir, ok := d.dirs[strings.Join(elems[:n], "/")]
+		dir, ok := d.dirs[peerDir[:cut]]
 		d.mu.Unlock()
 		if !ok {
 			continue
 		}
 		if f, err := d.acquire(dir); err == nil {
-			fo, known = f, n
+			fo, known = f, cut
+			break
 		}
 	}
-	for i := known; i < len(elems); i++ {
-		next, err := d.resolveIn(fo, elems[i])
+	for pos := known; pos < len(peerDir); {
+		if peerDir[pos] == '/' {
+			pos++
+		}
+		end := len(peerDir)
+		if i := strings.IndexByte(peerDir[pos:], '/'); i >= 0 {
+			end = pos + i
+		}
+		next, err := d.resolveIn(fo, peerDir[pos:end])
 		d.release(fo)
 		if err != nil {
 			return nil, err
@@ -708,8 +847,9 @@ func (d *Dest) resolveFolder(elems []string) (*folder, error) {
 		if d.dirs == nil || len(d.dirs) >= maxCachedDirs {
 			d.dirs = map[string]string{}
 		}
-		d.dirs[strings.Join(elems[:i+1], "/")] = fo.path
+		d.dirs[strings.Clone(peerDir[:end])] = fo.path // not a substring that keeps a whole path alive
 		d.mu.Unlock()
+		pos = end
 	}
 	return fo, nil
 }
@@ -720,15 +860,15 @@ func (d *Dest) resolveFolder(elems []string) (*folder, error) {
 func (d *Dest) resolveIn(parent *folder, elem string) (*folder, error) {
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(elem, n, false)
-		fi, err := parent.root.Lstat(name)
-		if err == nil && !fi.IsDir() {
+		dir, err := parent.isDir(name)
+		if err == nil && !dir {
 			continue // never descend into a file, symlink or device
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			err = parent.root.Mkdir(name, 0o755)
+			err = parent.mkdir(name)
 			if errors.Is(err, fs.ErrExist) {
 				// Someone created it first; if it is a folder, share it.
-				if fi, err = parent.root.Lstat(name); err != nil || !fi.IsDir() {
+				if dir, err = parent.isDir(name); err != nil || !dir {
 					continue
 				}
 			}

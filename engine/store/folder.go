@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // folder is a folder inside the destination, held open so that the several
@@ -12,22 +13,53 @@ import (
 // every element of a path, so a file 8 folders deep cost about 80 system
 // calls per check, and with a check before every write, create, finalize
 // and rename a received file cost some 60 system calls where 6 do the work.
-// Its Root creates and finds names in it; its File is the same folder, for
-// renameat and for the check that it is still inside the destination.
+// Its File is the folder's descriptor, which creates, names and checks the
+// files of a tree (openat, linkat, renameat, the check that it is still
+// inside the destination); its Root does the rest (rootOf).
 type folder struct {
 	path  string      // OS form, relative to the destination; "." is the destination
 	depth int         // elements in path
-	id    fs.FileInfo // the folder's identity when opened
-	root  *os.Root
+	up    string      // the path from it up to the destination ("../.."), for inside
+	id    fs.FileInfo // the folder's identity when opened; nil where nothing needs it (openIn)
 	dir   *os.File
+
+	// root is the same folder as an os.Root: opened with it, or where a
+	// folder is opened by its descriptor alone (openIn on Linux), only once
+	// something needs it (rootOf); rootOnce guards it from then on.
+	rootOnce sync.Once
+	root     *os.Root
+	rootErr  error
 
 	refs int  // guarded by Dest.mu: Partials and operations using it
 	gone bool // guarded by Dest.mu: out of the cache, closed when refs reach 0
 }
 
+// upTo returns the relative path from a folder depth elements deep up to
+// the destination: "..", "../..", ...
+func upTo(depth int) string {
+	if depth <= 0 {
+		return "."
+	}
+	return strings.Repeat("../", depth-1) + ".."
+}
+
+// rootOf returns fo as an os.Root, opening it on first use where fo was
+// opened without one.
+func (fo *folder) rootOf() (*os.Root, error) {
+	fo.rootOnce.Do(func() {
+		if fo.root == nil {
+			fo.root, fo.rootErr = rootFromDir(fo.dir)
+		}
+	})
+	return fo.root, fo.rootErr
+}
+
 func (fo *folder) close() {
 	fo.dir.Close()
-	fo.root.Close()
+	fo.rootOnce.Do(func() { fo.rootErr = os.ErrClosed }) // no Root opened from now on
+	if fo.root != nil {
+		fo.root.Close()
+	}
 }
 
 // maxFolders bounds the folder cache (each entry holds two descriptors).
@@ -59,7 +91,7 @@ func newFolder(r *os.Root, path string, depth int) (*folder, error) {
 		r.Close()
 		return nil, err
 	}
-	return &folder{path: path, depth: depth, id: id, root: r, dir: f}, nil
+	return &folder{path: path, depth: depth, up: upTo(depth), id: id, root: r, dir: f}, nil
 }
 
 // acquire returns the folder dir (OS form, relative to the destination;
@@ -99,16 +131,12 @@ func (d *Dest) acquire(dir string) (*folder, error) {
 func (d *Dest) acquireIn(parent *folder, name string) (*folder, error) {
 	dir := filepath.Join(parent.path, name)
 	d.mu.Lock()
-	fo := d.folders[dir]
+	cached := d.folders[dir] != nil
 	d.mu.Unlock()
-	if fo != nil {
+	if cached {
 		return d.acquire(dir)
 	}
-	r, err := parent.root.OpenRoot(name)
-	if err != nil {
-		return nil, err
-	}
-	fo, err = newFolder(r, dir, parent.depth+1)
+	fo, err := parent.openIn(name, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +248,17 @@ func (d *Dest) in(name string) (*folder, string) {
 	return fo, filepath.Base(name)
 }
 
-// holds reports whether the file called base in fo is the file id.
-func (fo *folder) holds(base string, id fs.FileInfo) bool {
-	now, err := fo.root.Lstat(base)
-	return err == nil && os.SameFile(now, id)
+// openInRoot is openIn through fo's Root (OpenRoot, which follows no
+// symlink out of it), for where a folder cannot be opened by its
+// descriptor alone.
+func (fo *folder) openInRoot(name, path string) (*folder, error) {
+	root, err := fo.rootOf()
+	if err != nil {
+		return nil, err
+	}
+	r, err := root.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	return newFolder(r, path, fo.depth+1)
 }

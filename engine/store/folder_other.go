@@ -2,7 +2,10 @@
 
 package store
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
 // inside reports whether fo is still the folder found at its path from the
 // destination's Root (a walk of the path): a folder moved out of the
@@ -18,5 +21,44 @@ func (fo *folder) inside(d *Dest) bool {
 // create creates the file name (one element) in fo, failing if anything
 // has that name (O_EXCL: never an existing file or a symlink's target).
 func (fo *folder) create(name string) (*os.File, error) {
-	return fo.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	root, err := fo.rootOf()
+	if err != nil {
+		return nil, err
+	}
+	return root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
+// holds reports whether the file called base in fo is the file id.
+func (fo *folder) holds(base string, id fs.FileInfo) bool {
+	root, err := fo.rootOf()
+	if err != nil {
+		return false
+	}
+	now, err := root.Lstat(base)
+	return err == nil && os.SameFile(now, id)
+}
+
+// isDir reports whether name (one element) in fo is a folder, not a
+// symlink to one; an error matching fs.ErrNotExist when nothing has that
+// name.
+func (fo *folder) isDir(name string) (bool, error) {
+	root, err := fo.rootOf()
+	if err != nil {
+		return false, err
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return false, err
+	}
+	return fi.IsDir(), nil
+}
+
+// mkdir creates the folder name (one element) in fo; an error matching
+// fs.ErrExist when anything has that name.
+func (fo *folder) mkdir(name string) error {
+	root, err := fo.rootOf()
+	if err != nil {
+		return err
+	}
+	return root.Mkdir(name, 0o755)
 }

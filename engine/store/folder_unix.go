@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -28,7 +27,7 @@ func (fo *folder) inside(d *Dest) bool {
 		return false
 	}
 	var st unix.Stat_t
-	err := unix.Fstatat(int(fo.dir.Fd()), strings.Repeat("../", fo.depth-1)+"..", &st, unix.AT_SYMLINK_NOFOLLOW)
+	err := unix.Fstatat(int(fo.dir.Fd()), fo.up, &st, unix.AT_SYMLINK_NOFOLLOW)
 	runtime.KeepAlive(fo.dir)
 	return err == nil && uint64(st.Dev) == uint64(top.Dev) && uint64(st.Ino) == uint64(top.Ino)
 }
@@ -49,5 +48,57 @@ func (fo *folder) create(name string) (*os.File, error) {
 			return nil, &fs.PathError{Op: "create", Path: name, Err: err}
 		}
 		return os.NewFile(uintptr(fd), name), nil
+	}
+}
+
+// stat is lstat(2) of name (one element) in fo: it follows no symlink.
+func (fo *folder) stat(name string, st *unix.Stat_t) error {
+	for {
+		err := unix.Fstatat(int(fo.dir.Fd()), name, st, unix.AT_SYMLINK_NOFOLLOW)
+		runtime.KeepAlive(fo.dir)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "lstat", Path: name, Err: err}
+		}
+		return nil
+	}
+}
+
+// holds reports whether the file called base in fo is the file id.
+func (fo *folder) holds(base string, id fs.FileInfo) bool {
+	want, ok := id.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	var st unix.Stat_t
+	return fo.stat(base, &st) == nil && uint64(st.Dev) == uint64(want.Dev) && uint64(st.Ino) == uint64(want.Ino)
+}
+
+// isDir reports whether name (one element) in fo is a folder, not a
+// symlink to one; an error matching fs.ErrNotExist when nothing has that
+// name.
+func (fo *folder) isDir(name string) (bool, error) {
+	var st unix.Stat_t
+	if err := fo.stat(name, &st); err != nil {
+		return false, err
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+}
+
+// mkdir creates the folder name (one element) in fo; an error matching
+// fs.ErrExist when anything has that name.
+func (fo *folder) mkdir(name string) error {
+	for {
+		err := unix.Mkdirat(int(fo.dir.Fd()), name, 0o755)
+		runtime.KeepAlive(fo.dir)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "mkdirat", Path: name, Err: err}
+		}
+		return nil
 	}
 }

@@ -6,8 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/ferrydrop/ferry/internal/fileio"
+	"runtime"
 )
 
 // CreateWhole is CreatePartial for a file that is kept only if it arrives
@@ -35,7 +34,7 @@ func (d *Dest) CreateWhole(rel string) (*Partial, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
-	f, err := fo.createUnnamed()
+	fd, err := fo.createUnnamed()
 	if errors.Is(err, errors.ErrUnsupported) {
 		d.release(fo)
 		d.noUnnamed.Store(true)
@@ -45,7 +44,7 @@ func (d *Dest) CreateWhole(rel string) (*Partial, error) {
 		d.release(fo)
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
-	p := d.adoptUnnamed(f)
+	p := d.adoptUnnamed(fd)
 	p.fo, p.rel, p.file = fo, rel, base
 	return p, nil
 }
@@ -57,7 +56,7 @@ func (d *Dest) CreateWhole(rel string) (*Partial, error) {
 func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs string, err error) {
 	defer p.letGo()
 	defer p.Close()
-	var dirs []string
+	var dirs string
 	base := p.file
 	created := rel == p.rel // the name it was created for, validated then
 	if !created {
@@ -69,12 +68,12 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 		return "", fmt.Errorf("store: finalize %q: negative size %d", rel, size)
 	}
 	if p.length.Load() != size {
-		if err := p.f.Truncate(size); err != nil {
+		if err := p.Truncate(size); err != nil {
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
 	}
 	if d.SyncOnFinalize {
-		if err := p.f.Sync(); err != nil {
+		if err := p.Sync(); err != nil {
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
 	}
@@ -88,7 +87,7 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 	}
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(base, n, true)
-		err := to.linkUnnamed(p.f, name)
+		err := p.link(to, name)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -104,13 +103,30 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 // without a name.
 var errNoUnnamed = fmt.Errorf("files without a name: %w", errors.ErrUnsupported)
 
-// adoptUnnamed registers a file just created without a name. Unlike adopt it
-// needs no check: a new file without a name is regular, empty, has no other
-// link and cannot be another partial.
-func (d *Dest) adoptUnnamed(f *os.File) *Partial {
-	p := &Partial{f: f, d: d, unnamed: true, w: fileio.NewWriter(f, d.writeMode())}
+// adoptUnnamed registers a file just created without a name, by its bare
+// descriptor (rawFile). Unlike adopt it needs no check: a new file without a
+// name is regular, empty, has no other link and cannot be another partial.
+func (d *Dest) adoptUnnamed(fd int) *Partial {
+	p := &Partial{d: d, unnamed: true, raw: &rawFile{fd: fd, mode: d.writeMode()}}
 	d.mu.Lock()
 	d.open[p] = nil
 	d.mu.Unlock()
 	return p
+}
+
+// link gives p, a partial without a name, the name name in to
+// (linkUnnamed), through its descriptor, bare or wrapped.
+func (p *Partial) link(to *folder, name string) error {
+	r := p.raw
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	switch {
+	case p.f != nil:
+		err := to.linkUnnamed(int(p.f.Fd()), name)
+		runtime.KeepAlive(p.f)
+		return err
+	case r.closed:
+		return os.ErrClosed
+	}
+	return to.linkUnnamed(r.fd, name)
 }

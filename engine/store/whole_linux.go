@@ -17,9 +17,9 @@ import (
 // matching errors.ErrUnsupported where the file system has no O_TMPFILE
 // (vfat, some FUSE and network file systems) or where the link would have no
 // way to name it (no /proc).
-func (fo *folder) createUnnamed() (*os.File, error) {
+func (fo *folder) createUnnamed() (int, error) {
 	if !procFDs() {
-		return nil, errNoUnnamed
+		return -1, errNoUnnamed
 	}
 	for {
 		fd, err := unix.Openat(int(fo.dir.Fd()), ".", unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o644)
@@ -29,33 +29,32 @@ func (fo *folder) createUnnamed() (*os.File, error) {
 			continue
 		case errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL):
 			// EISDIR: a kernel before 3.11, which reads O_TMPFILE as O_DIRECTORY.
-			return nil, errNoUnnamed
+			return -1, errNoUnnamed
 		case err != nil:
-			return nil, &fs.PathError{Op: "create", Path: fo.path, Err: err}
+			return -1, &fs.PathError{Op: "create", Path: fo.path, Err: err}
 		}
-		return os.NewFile(uintptr(fd), ""), nil
+		return fd, nil
 	}
 }
 
-// linkUnnamed gives the unnamed file f the name name in fo, failing with an
+// linkUnnamed gives the unnamed file open as fd the name name in fo, failing with an
 // error matching fs.ErrExist if anything (even a dangling symlink) has that
 // name: link(2) never replaces. It links the descriptor itself (linkat with
 // AT_EMPTY_PATH, which Linux 6.10 and later allow the process that opened
 // the file; before, only with a privilege), or else its entry in /proc
 // (createUnnamed checked that there is one).
-func (fo *folder) linkUnnamed(f *os.File, name string) error {
+func (fo *folder) linkUnnamed(fd int, name string) error {
 	for {
 		var err error
 		if !emptyPathRefused.Load() {
-			err = unix.Linkat(int(f.Fd()), "", int(fo.dir.Fd()), name, unix.AT_EMPTY_PATH)
+			err = unix.Linkat(fd, "", int(fo.dir.Fd()), name, unix.AT_EMPTY_PATH)
 			if err == unix.ENOENT || err == unix.EPERM {
 				emptyPathRefused.Store(true) // not here: from now on through /proc
 			}
 		}
 		if emptyPathRefused.Load() {
-			err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), int(fo.dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
+			err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), int(fo.dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
 		}
-		runtime.KeepAlive(f)
 		runtime.KeepAlive(fo.dir)
 		if err == unix.EINTR {
 			continue
@@ -85,3 +84,11 @@ var procFDs = sync.OnceValue(func() bool {
 	st, err := f.Stat()
 	return err == nil && os.SameFile(via, st)
 })
+
+// closeFD closes a bare descriptor (rawFile).
+func closeFD(fd int) error {
+	if err := unix.Close(fd); err != nil {
+		return &fs.PathError{Op: "close", Err: err}
+	}
+	return nil
+}

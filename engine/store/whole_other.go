@@ -2,9 +2,10 @@
 
 package store
 
-import "os"
-
 // createUnnamed fails: only Linux creates files without a name (O_TMPFILE).
-func (fo *folder) createUnnamed() (*os.File, error) { return nil, errNoUnnamed }
+func (fo *folder) createUnnamed() (int, error) { return -1, errNoUnnamed }
 
-func (fo *folder) linkUnnamed(*os.File, string) error { return errNoUnnamed }
+func (fo *folder) linkUnnamed(int, string) error { return errNoUnnamed }
+
+// closeFD is never called: no partial has a bare descriptor here.
+func closeFD(int) error { return errNoUnnamed }

@@ -17,6 +17,15 @@ import (
 // so auto starts on QUIC and may move to TCP.
 var longPath = TransportConfig{CleanRTT: -1, SwitchRTT: -1, SpreadRTT: -1}
 
+// lossyHeadStart is the dial race's head start for QUIC behind a lossy
+// relay. A handshake packet the relay drops is sent again only after
+// QUIC's probe timeout (hundreds of milliseconds before any RTT sample),
+// and on a busy machine (the race detector, the suite's other packages
+// building) the handshake alone can pass the default 200 ms: TCP then took
+// the batch from the start ("TCP connected first", a CI rehearsal). These
+// tests are about what follows a QUIC start.
+const lossyHeadStart = time.Minute
+
 // transportEvents sends src and returns the result and the transport events:
 // the choices, and with keepGrowth the growth on random loss too.
 func transportEvents(t *testing.T, s *Engine, to Target, src string, keepGrowth bool) (Result, []TransportInfo) {
@@ -51,6 +60,7 @@ func TestAutoSwitchesToTCPOnRandomLoss(t *testing.T) {
 	// Loopback has no queue to tell, but a busy machine (the race detector)
 	// delays RTT samples by milliseconds; the classifier has its own test.
 	cfg.LossRTTSlack = time.Second
+	cfg.HeadStart = lossyHeadStart
 	recv := startReceiver(t, Options{})
 	q, tc := listening(recv, addr.QUIC), listening(recv, addr.TCP)
 	relay := transporttest.NewLossyRelay(t, q, 0.05)
@@ -119,6 +129,7 @@ func TestAutoWithoutBBRSpreadsQUIC(t *testing.T) {
 	cfg.TCPCongestion = "reno" // any loss-based control: BBR is not for us
 	cfg.LossRTTSlack = time.Second
 	cfg.MaxFlows = 4
+	cfg.HeadStart = lossyHeadStart
 	recv := startReceiver(t, Options{})
 	q, tc := listening(recv, addr.QUIC), listening(recv, addr.TCP)
 	relay := transporttest.NewLossyRelay(t, q, 0.05)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 )
@@ -35,6 +36,8 @@ func TestSameFilesTwiceAreTwoDeliveries(t *testing.T) {
 	gate := newTCPGate(t, tcpAddr, 8<<20)
 	events, unsub := send.Subscribe(4096)
 	defer unsub()
+	recvEvents, unsubRecv := recv.Subscribe(4096)
+	defer unsubRecv()
 	tr, err := send.Send(context.Background(), Target{Addrs: []addr.Addr{addr.New(addr.TCP, gate.Addr())}, ID: recv.ID()}, []string{big}, SendOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +49,18 @@ func TestSameFilesTwiceAreTwoDeliveries(t *testing.T) {
 	case <-gate.Held():
 	case <-tr.Done():
 		t.Fatalf("ended before 8 MiB passed: %+v", tr.Result())
+	}
+	// The receiver counts a chunk once it landed and was journaled: wait for
+	// one of this delivery's, or (on a loaded machine) the pause may come
+	// before any chunk landed, and there is rightly nothing to keep (2 runs
+	// in 40 before this wait).
+	for landed := false; !landed; {
+		select {
+		case ev := <-recvEvents:
+			landed = ev.Kind == EventProgress && ev.Direction == Receiving && ev.TransferID != r1.TransferID && ev.Progress.Bytes > 0
+		case <-time.After(30 * time.Second):
+			t.Fatal("the receiver landed no chunk of the 8 MiB the gate let through")
+		}
 	}
 	if err := send.Pause(tr.ID()); err != nil {
 		t.Fatal(err)

@@ -49,21 +49,30 @@ func TestPingRTT(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := c.fwd + c.rev
-			var rtts []time.Duration
-			for range 25 {
-				rtt, err := p.ping(dst, 56, time.Second+2*want)
-				if err != nil {
-					t.Fatal(err)
+			// A median the busy host pushed up (a scheduling delay of the
+			// forwarder or the pinger, outside the lab's timing) is taken
+			// again, up to three times, as TestLoss does; a delay below the
+			// configured one fails at once.
+			for attempt := 1; ; attempt++ {
+				var rtts []time.Duration
+				for range 25 {
+					rtt, err := p.ping(dst, 56, time.Second+2*want)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rtts = append(rtts, rtt)
 				}
-				rtts = append(rtts, rtt)
-			}
-			med, lo := median(rtts), slicesMin(rtts)
-			t.Logf("configured RTT %v: measured median %v, min %v, max %v", want, med, lo, slicesMax(rtts))
-			if lo < want {
-				t.Errorf("min RTT %v is below the configured %v", lo, want)
-			}
-			if med > want+2*time.Millisecond && !busy(t) {
-				t.Errorf("median RTT %v exceeds configured %v by more than 2ms", med, want)
+				med, lo := median(rtts), slicesMin(rtts)
+				t.Logf("configured RTT %v: measured median %v, min %v, max %v", want, med, lo, slicesMax(rtts))
+				if lo < want {
+					t.Fatalf("min RTT %v is below the configured %v", lo, want)
+				}
+				if med <= want+2*time.Millisecond || busy(t) {
+					break
+				}
+				if attempt == 3 {
+					t.Fatalf("median RTT %v exceeds configured %v by more than 2ms, three times", med, want)
+				}
 			}
 		})
 	}

@@ -57,3 +57,41 @@ func TestSmallFileStateAllocations(t *testing.T) {
 		t.Errorf("a small file's state costs %.1f allocations, want at most 2", allocs)
 	}
 }
+
+// BenchmarkSmallFileState: a received file's state from its first data to
+// its root (fileLocked, setRoot), for a file of one chunk.
+func BenchmarkSmallFileState(b *testing.B) {
+	list, err := manifeststore.New(manifeststore.Options{Dir: b.TempDir(), Memory: 1 << 20, Budget: manifeststore.NewBudget(1<<20, 1<<20)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer list.Close()
+	const n = 64
+	for i := range n {
+		if err := list.Append(manifeststore.Entry{Path: fmt.Sprintf("d/f%d", i), Size: 1000}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rx := &receiver{offer: &wire.Offer{ChunkSize: 1 << 20}, list: list, files: map[uint32]*rxFile{}, status: make([]fileStatus, n)}
+	for i := range rx.status {
+		rx.status[i] = fileAccepted
+	}
+	b.ReportAllocs()
+	var i uint32
+	for b.Loop() {
+		idx := i % n
+		i++
+		rx.mu.Lock()
+		f, err := rx.fileLocked(idx, true)
+		rx.mu.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := rx.setRoot(f, wire.DataHeader{File: idx, Leaf: merkle.Hash{1}}); err != nil {
+			b.Fatal(err)
+		}
+		rx.mu.Lock()
+		delete(rx.files, idx)
+		rx.mu.Unlock()
+	}
+}

@@ -102,3 +102,23 @@ func TestFileLineAllocations(t *testing.T) {
 		t.Errorf("a file's JSON line: %.0f allocations, want 0", allocs)
 	}
 }
+
+// BenchmarkFileLine: a --json file line as the receiver printed it before
+// (json.Encoder on the whole Event) and as it does now.
+func BenchmarkFileLine(b *testing.B) {
+	ev := fileLineEvents()[0]
+	b.Run("json.Encoder", func(b *testing.B) {
+		enc := json.NewEncoder(io.Discard)
+		b.ReportAllocs()
+		for b.Loop() {
+			enc.Encode(ev)
+		}
+	})
+	b.Run("printer", func(b *testing.B) {
+		p := newPrinter(io.Discard, true)
+		b.ReportAllocs()
+		for b.Loop() {
+			p.event(ev)
+		}
+	})
+}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -128,10 +127,12 @@ type rxFile struct {
 	idx        uint32
 	entry      wire.FileEntry
 	tree       *merkle.Tree
-	crcs       []uint32 // storage assertion per chunk (resume re-checks what is on disk)
+	crcs       []uint32  // storage assertion per chunk (resume re-checks what is on disk)
+	crc1       [1]uint32 // crcs' storage for a file of at most one chunk (no allocation of its own)
 	part       *store.Partial
-	partName   string // the partial's name in the destination, once created (resume finds it by it)
-	root       []byte // the sender's root, from its root frame
+	partName   string      // the partial's name in the destination, once created (resume finds it by it)
+	root       merkle.Hash // the sender's root, from its root frame (once hasRoot)
+	hasRoot    bool
 	retries    map[uint32]int
 	resolved   bool
 	finalizing bool
@@ -525,7 +526,12 @@ func (rx *receiver) fileLocked(idx uint32, bound bool) (*rxFile, error) {
 		return nil, err
 	}
 	n := merkle.Chunks(e.Size, rx.offer.ChunkSize)
-	f := &rxFile{idx: idx, entry: e, tree: merkle.NewTree(n), crcs: make([]uint32, n)}
+	f := &rxFile{idx: idx, entry: e, tree: merkle.NewTree(n)}
+	if n <= len(f.crc1) {
+		f.crcs = f.crc1[:n]
+	} else {
+		f.crcs = make([]uint32, n)
+	}
 	rx.files[idx] = f
 	return f, nil
 }
@@ -778,8 +784,8 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader) error {
 		return fmt.Errorf("%w: a root frame with %d bytes of payload", wire.ErrProtocol, h.Length)
 	}
 	rx.mu.Lock()
-	if f.root != nil {
-		same := bytes.Equal(f.root, h.Leaf[:])
+	if f.hasRoot {
+		same := f.root == h.Leaf
 		rx.mu.Unlock()
 		if same {
 			// A second copy: auto moved the data to another transport while
@@ -788,7 +794,7 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader) error {
 		}
 		return fmt.Errorf("%w: file %d was sent with two different roots", wire.ErrProtocol, h.File)
 	}
-	f.root = append([]byte(nil), h.Leaf[:]...)
+	f.root, f.hasRoot = h.Leaf, true
 	rx.mu.Unlock()
 	rx.maybeFinalize(f)
 	return nil
@@ -866,7 +872,7 @@ func lazyMap(m map[uint32]int) map[uint32]int {
 // maybeFinalize checks a complete file's root and gives it its final name.
 func (rx *receiver) maybeFinalize(f *rxFile) {
 	rx.mu.Lock()
-	if f.resolved || f.finalizing || f.root == nil || f.tree.Missing() > 0 {
+	if f.resolved || f.finalizing || !f.hasRoot || f.tree.Missing() > 0 {
 		rx.mu.Unlock()
 		return
 	}
@@ -887,7 +893,7 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 	rx.mu.Unlock()
 
 	root, _ := f.tree.Root()
-	if !bytes.Equal(root[:], f.root) {
+	if root != f.root {
 		rx.resolve(f, false, "", wire.CodeVerifyFailed, "the file's BLAKE3 root does not match the sender's")
 		return
 	}

@@ -39,6 +39,7 @@ type printer struct {
 	prefix func(engine.Event) string
 	cur    engine.Event  // the event being printed (for prefix)
 	enc    *json.Encoder // on out
+	files  fileLines     // --json: file events, written without reflection
 	// excerpt bounds each received text printed to an excerpt
 	// (receive --accept all: nobody asked for it, and a flood of texts
 	// would print each in full); --json prints every text whole.
@@ -78,6 +79,10 @@ func (p *printer) event(ev engine.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
+		if b, ok := p.files.line(ev); ok {
+			p.out.Write(b)
+			return
+		}
 		p.enc.Encode(ev)
 		return
 	}

@@ -49,6 +49,9 @@ func Root(leaves []Hash) Hash {
 	if len(leaves) == 0 {
 		return Leaf(nil)
 	}
+	if len(leaves) == 1 {
+		return leaves[0] // no copy to reduce: a file of one chunk
+	}
 	level := append([]Hash(nil), leaves...)
 	for len(level) > 1 {
 		next := level[:0]
@@ -89,10 +92,21 @@ type Tree struct {
 	leaves []Hash
 	have   []bool
 	n      int
+	// The storage of a tree of at most one leaf (most files of a tree of
+	// small files): one allocation per file instead of three.
+	leaf1 [1]Hash
+	have1 [1]bool
 }
 
 // NewTree returns a tree expecting n leaves.
-func NewTree(n int) *Tree { return &Tree{leaves: make([]Hash, n), have: make([]bool, n)} }
+func NewTree(n int) *Tree {
+	if n <= 1 {
+		t := &Tree{}
+		t.leaves, t.have = t.leaf1[:n], t.have1[:n]
+		return t
+	}
+	return &Tree{leaves: make([]Hash, n), have: make([]bool, n)}
+}
 
 // Set records leaf i. Setting a leaf twice replaces it.
 func (t *Tree) Set(i int, h Hash) error {

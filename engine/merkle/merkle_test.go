@@ -106,3 +106,38 @@ func BenchmarkLeaf1MiB(b *testing.B) {
 		h.Leaf(data)
 	}
 }
+
+// TestOneLeafTreeAllocations: most files of a tree of small files have one
+// chunk; their tree is one allocation, and its root none.
+func TestOneLeafTreeAllocations(t *testing.T) {
+	leaf := Leaf([]byte("one chunk"))
+	for _, n := range []int{0, 1} {
+		var root Hash
+		allocs := testing.AllocsPerRun(100, func() {
+			tr := NewTree(n)
+			treeSink = tr // as a receiver's file state holds it: on the heap
+			if n == 1 {
+				tr.Set(0, leaf)
+			}
+			var err error
+			if root, err = tr.Root(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		want := Root(make([]Hash, 0))
+		if n == 1 {
+			want = Root([]Hash{leaf, {}}[:1])
+		}
+		if root != want || (n == 1 && root != leaf) {
+			t.Errorf("%d leaves: root %x, want %x", n, root, want)
+		}
+		if allocs > 1 {
+			t.Errorf("a tree of %d leaves and its root: %.0f allocations, want 1", n, allocs)
+		}
+	}
+	if tr := NewTree(1); tr.Has(0) || tr.Missing() != 1 || tr.Set(1, leaf) == nil {
+		t.Error("a new tree of one leaf: has it, or takes a second")
+	}
+}
+
+var treeSink *Tree

@@ -97,9 +97,12 @@ type Message interface {
 func WriteMessage(w io.Writer, m Message) error {
 	// The frame is built in one buffer: 5 bytes of header, then the body.
 	var frame []byte
-	if f, ok := m.(*OfferFiles); ok {
+	switch f := m.(type) {
+	case *OfferFiles:
 		frame = appendOfferFiles(make([]byte, 5, offerFilesLen(f)), f) // offerfiles.go
-	} else {
+	case *FileResult:
+		frame = appendFileResult(make([]byte, 5, 5+fileResultLen+len(f.SavedAs)+len(f.Code)+len(f.Reason)), f) // offerfiles.go
+	default:
 		body, err := json.Marshal(m)
 		if err != nil {
 			return fmt.Errorf("wire: encode %v: %w", m.Type(), err)

@@ -115,7 +115,7 @@ func (c Config) SpreadRule() spread.Rule {
 }
 
 // MaxSpreadFlows is the default and the largest Config.MaxFlows.
-const MaxSpreadFlows = 26
+const MaxSpreadFlows = 50
 
 // MaxQUICConns bounds the connections of one QUIC session.
 const MaxQUICConns = 16

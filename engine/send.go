@@ -203,16 +203,16 @@ type sender struct {
 	// maxStreams bounds the data streams the first transport grows to:
 	// what the receiver's hello says it takes (sessionStreams).
 	maxStreams int
-	reason    string // why this transport was chosen
-	decided   bool   // the receiver answered the offer
-	accepted  []int  // indexes of accepted files, in sending order
-	refused   int    // files the receiver refused by name
-	sent      atomic.Int64
-	skipped   atomic.Int64 // resume: bytes the receiver already had
-	resent    atomic.Int64
-	haves     map[uint32]*wire.Have
-	verified  atomic.Int64
-	resolved  atomic.Int64
+	reason     string // why this transport was chosen
+	decided    bool   // the receiver answered the offer
+	accepted   []int  // indexes of accepted files, in sending order
+	refused    int    // files the receiver refused by name
+	sent       atomic.Int64
+	skipped    atomic.Int64 // resume: bytes the receiver already had
+	resent     atomic.Int64
+	haves      map[uint32]*wire.Have
+	verified   atomic.Int64
+	resolved   atomic.Int64
 
 	retries  chan wire.NeedChunk // chunks the receiver asked for again
 	asked    map[[2]uint32]int   // (file, chunk) -> times asked again; read by readControl only

@@ -79,8 +79,8 @@ func (s *hidingStream) Read(p []byte) (int, error) {
 }
 
 // A session grows to the data streams the receiver's hello says it takes,
-// less the reserve for a switch and re-sends: beyond the 31 every Ferry
-// took before the hello said so. A receiver that says nothing (every Ferry
+// less the reserve for a switch and re-sends, at most maxSendStreams:
+// beyond the 31 every Ferry took before the hello said so. A receiver that says nothing (every Ferry
 // before) gets what it always got: 26 to grow to, 31 in all.
 func TestSessionGrowsToWhatTheReceiverTakes(t *testing.T) {
 	for _, tc := range []struct {
@@ -88,7 +88,7 @@ func TestSessionGrowsToWhatTheReceiverTakes(t *testing.T) {
 		legacy bool
 		want   int
 	}{
-		{"receiver says it takes " + fmt.Sprint(maxDataStreams), false, maxDataStreams - sendReserve},
+		{"receiver says it takes " + fmt.Sprint(maxDataStreams), false, min(maxDataStreams-sendReserve, maxSendStreams)},
 		{"receiver says nothing", true, wire.LegacyDataStreams - sendReserve},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,8 +133,12 @@ func TestSessionGrowsToWhatTheReceiverTakes(t *testing.T) {
 			if tc.legacy && !cli.hidden {
 				t.Fatal("the receiver's hello said nothing of its data streams to hide: the test tested nothing")
 			}
-			if got := cli.opens - 1; got != tc.want { // less the control stream
+			got := cli.opens - 1 // less the control stream
+			if got != tc.want {
 				t.Fatalf("the sender opened %d data streams, want %d", got, tc.want)
+			}
+			if legacy := wire.LegacyDataStreams - sendReserve; !tc.legacy && got <= legacy {
+				t.Fatalf("the sender opened %d data streams to a receiver that takes %d: no more than to one that says nothing (%d)", got, maxDataStreams, legacy)
 			}
 			sameTree(t, filepath.Join(src, "d"), recv.DownloadDir())
 		})

@@ -119,7 +119,7 @@ func (c Config) SpreadRule() spread.Rule {
 // streams and the sender's reserve (its hello says; package engine bounds
 // the session by it, StreamLimiter). The lab figures behind it are in
 // docs/benchmarks/lab-fastlossy.md.
-const MaxSpreadFlows = 50
+const MaxSpreadFlows = 32
 
 // MaxQUICConns bounds the connections of one QUIC session.
 const MaxQUICConns = 16

@@ -26,14 +26,20 @@ import (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// maxDataStreams bounds a session's data streams (a Ferry sender opens at
-// most 31: see maxSendStreams).
-const maxDataStreams = 32
+// maxDataStreams bounds a session's data streams; the hello says it
+// (wire.Hello.DataStreams), and a sender opens no more. Every Ferry before
+// the hello said it took wire.LegacyDataStreams. It leaves room in a TCP
+// session's 64 connections for the control stream and spares.
+const maxDataStreams = 56
 
-// A Ferry sender's data streams fit: its first transport's, the ones a
-// switch to TCP starts, and the re-sends' (serveRetries). The constant
-// does not compile if they do not.
-const _ = uint(maxDataStreams - (maxSendStreams + defaultTCPStreams + 1))
+// A Ferry sender's data streams fit: the most it grows to, the ones a
+// switch to TCP starts, and the re-sends' (sendReserve). The constants do
+// not compile if they do not.
+const (
+	_ = uint(maxDataStreams - (maxSendStreams + sendReserve))
+	_ = uint(wire.MaxDataStreams - maxDataStreams)
+	_ = uint(maxDataStreams - wire.LegacyDataStreams)
+)
 
 const (
 	handshakeTimeout = 10 * time.Second

@@ -31,16 +31,29 @@ import (
 const (
 	defaultQUICStreams = 4
 	defaultTCPStreams  = 4
-	// maxSendStreams bounds SendOptions.Streams and the streams a session
-	// that spreads over more flows asks for (a TCP session of
-	// transport.MaxSpreadFlows connections, one stream each; a QUIC
-	// session of 16 connections asks for 19: its first four streams and
-	// one on each other connection). With the streams a switch of
-	// transport and re-sends add, a receiver sees at most 31: it takes
-	// maxDataStreams (receive.go checks the sum), as every Ferry so far
-	// does, so the sum may not grow beyond 32 without breaking them.
+	// maxSendStreams bounds the data streams a session grows to (a TCP
+	// session of transport.MaxSpreadFlows connections, one stream each; a
+	// QUIC session of 16 connections asks for 19: its first four streams
+	// and one on each other connection), and SendOptions.Streams. The
+	// peer's hello bounds them further (sessionStreams).
 	maxSendStreams = transport.MaxSpreadFlows
+	// sendReserve are the data streams a session may open beyond those it
+	// grew to: the ones a switch to TCP starts, one for re-sends
+	// (serveRetries), and one to spare, as before the hello said its bound.
+	sendReserve = defaultTCPStreams + 2
 )
+
+// A receiver that does not say what it takes gets what every Ferry sent
+// before it said: 26 streams to grow to, 31 in all.
+const _ = uint(wire.LegacyDataStreams - sendReserve - 26)
+const _ = uint(26 - (wire.LegacyDataStreams - sendReserve))
+
+// sessionStreams is how many data streams a session grows to when the
+// receiver's hello said it takes: what leaves room for sendReserve,
+// at most maxSendStreams.
+func sessionStreams(takes int) int {
+	return max(min(takes-sendReserve, maxSendStreams), 1)
+}
 
 // Send offers paths (files and folders) to the device at to. Files are read
 // and checked before it returns; the transfer itself runs in the background
@@ -187,16 +200,19 @@ type sender struct {
 	io        fileio.Mode // how chunks are read (Options.BufferedIO)
 	conn      Conn
 	ctl       *control
-	reason    string // why this transport was chosen
-	decided   bool   // the receiver answered the offer
-	accepted  []int  // indexes of accepted files, in sending order
-	refused   int    // files the receiver refused by name
-	sent      atomic.Int64
-	skipped   atomic.Int64 // resume: bytes the receiver already had
-	resent    atomic.Int64
-	haves     map[uint32]*wire.Have
-	verified  atomic.Int64
-	resolved  atomic.Int64
+	// maxStreams bounds the data streams the first transport grows to:
+	// what the receiver's hello says it takes (sessionStreams).
+	maxStreams int
+	reason     string // why this transport was chosen
+	decided    bool   // the receiver answered the offer
+	accepted   []int  // indexes of accepted files, in sending order
+	refused    int    // files the receiver refused by name
+	sent       atomic.Int64
+	skipped    atomic.Int64 // resume: bytes the receiver already had
+	resent     atomic.Int64
+	haves      map[uint32]*wire.Have
+	verified   atomic.Int64
+	resolved   atomic.Int64
 
 	retries  chan wire.NeedChunk // chunks the receiver asked for again
 	asked    map[[2]uint32]int   // (file, chunk) -> times asked again; read by readControl only
@@ -300,6 +316,10 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	}
 	if err := checkHello(h, conn); err != nil {
 		return err
+	}
+	tx.maxStreams = sessionStreams(h.SessionDataStreams())
+	if sl, ok := conn.(transport.StreamLimiter); ok {
+		sl.LimitStreams(tx.maxStreams)
 	}
 	if tx.text != "" && !slices.Contains(h.Features, wire.FeatureText) {
 		return ErrTextUnsupported
@@ -582,7 +602,7 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 // SendOptions.Streams, else what a spreading session advises, else the
 // transport's default.
 func (tx *sender) streamCount(opts SendOptions) int {
-	streams := min(opts.Streams, maxSendStreams)
+	streams := min(opts.Streams, tx.streamBound())
 	if sp, ok := tx.conn.(spreader); ok && streams <= 0 {
 		streams = sp.DataStreams()
 	}
@@ -593,6 +613,16 @@ func (tx *sender) streamCount(opts SendOptions) int {
 		}
 	}
 	return streams
+}
+
+// streamBound is how many data streams the first transport may have:
+// tx.maxStreams, or what a receiver that says nothing takes, when no hello
+// set it (tests that start a batch by hand).
+func (tx *sender) streamBound() int {
+	if tx.maxStreams > 0 {
+		return tx.maxStreams
+	}
+	return sessionStreams(wire.LegacyDataStreams)
 }
 
 // watchProgress publishes the batch's progress (bytes sent or already held
@@ -670,7 +700,7 @@ func (b *batch) grow(sp spreader, open int) error {
 			info := transportInfo(tx.conn, adv.Reason)
 			info.Flows = adv.Flows
 			tx.e.publish(tx.t, Event{Kind: EventTransport, Transport: info})
-			for ; open < min(adv.Streams, maxSendStreams); open++ {
+			for ; open < min(adv.Streams, tx.streamBound()); open++ {
 				if !b.startFirst(true) {
 					return nil
 				}

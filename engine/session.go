@@ -104,7 +104,7 @@ func expect[T wire.Message](m wire.Message, err error) (T, error) {
 }
 
 func (e *Engine) hello() *wire.Hello {
-	return &wire.Hello{Version: wire.Version, Name: e.Name(), ID: e.ID(), OS: runtime.GOOS, Features: []string{wire.FeatureResume, wire.FeatureText}}
+	return &wire.Hello{Version: wire.Version, Name: e.Name(), ID: e.ID(), OS: runtime.GOOS, Features: []string{wire.FeatureResume, wire.FeatureText}, DataStreams: maxDataStreams}
 }
 
 // checkHello makes sure the hello names the identity TLS proved.

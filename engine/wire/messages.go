@@ -24,7 +24,23 @@ type Hello struct {
 	// engine/internal/rendezvous). When the two differ, paired devices both
 	// adopt the secret of this session's pairing step.
 	Rendezvous string `json:"rendezvous,omitempty"`
+	// DataStreams is how many data streams one session of this side's
+	// accepts: the listener says it, and the dialer's sender opens no more.
+	// 0 (absent: every Ferry before it) means LegacyDataStreams. Otherwise
+	// it is at least LegacyDataStreams (no Ferry took fewer) and at most
+	// MaxDataStreams.
+	DataStreams int `json:"data_streams,omitempty"`
 }
+
+// Bounds of Hello.DataStreams.
+const (
+	// LegacyDataStreams is what a receiver that does not say takes: every
+	// Ferry before Hello.DataStreams refuses the 33rd data stream of a session.
+	LegacyDataStreams = 32
+	// MaxDataStreams bounds what a peer may say: more would not fit a
+	// session's connections (a TCP session holds at most 64).
+	MaxDataStreams = 64
+)
 
 // PairReveal is the dialer's nonce, which its hello committed to. It comes
 // right after the hellos when both offered "pair", before anything else.
@@ -182,7 +198,20 @@ func (m *Hello) validate() error {
 	if err := CheckRendezvousFingerprint(m.Rendezvous); err != nil {
 		return protoErr("hello: %v", err)
 	}
+	if m.DataStreams != 0 && (m.DataStreams < LegacyDataStreams || m.DataStreams > MaxDataStreams) {
+		return protoErr("hello: %d data streams outside [%d, %d]", m.DataStreams, LegacyDataStreams, MaxDataStreams)
+	}
 	return nil
+}
+
+// SessionDataStreams is how many data streams a session to the peer whose
+// hello is h may open: what it said, or LegacyDataStreams when it said
+// nothing. h passed validation.
+func (h *Hello) SessionDataStreams() int {
+	if h.DataStreams == 0 {
+		return LegacyDataStreams
+	}
+	return h.DataStreams
 }
 
 // RendezvousFingerprintLen is the length of Hello.Rendezvous: lowercase hex

@@ -23,7 +23,9 @@ func root32(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 func validMessages() []wire.Message {
 	return []wire.Message{
 		&wire.Hello{Version: wire.Version, Name: "Ana's laptop ✈", ID: validID, OS: "linux",
-			Features: []string{"resume", "pair", "rendezvous"}, Pair: "commit", Rendezvous: "0123456789abcdef"},
+			Features: []string{"resume", "pair", "rendezvous"}, Pair: "commit", Rendezvous: "0123456789abcdef", DataStreams: 56},
+		&wire.Hello{Version: 1, ID: validID, DataStreams: wire.LegacyDataStreams},
+		&wire.Hello{Version: 1, ID: validID, DataStreams: wire.MaxDataStreams},
 		&wire.Hello{Version: 1, Name: "", ID: validID},
 		&wire.Offer{Transfer: "t-1", ChunkSize: wire.MinChunkSize, Files: 3, TotalBytes: 1 << 40, Manifest: "m"},
 		&wire.Offer{Transfer: strings.Repeat("x", 64), ChunkSize: wire.MaxChunkSize, Files: wire.MaxFiles},
@@ -263,6 +265,13 @@ var hostileCases = []struct {
 	{"hello rendezvous upper case", frame(wire.THello, `{"version":1,"id":"`+validID+`","rendezvous":"`+strings.Repeat("A", 16)+`"}`), wire.ErrProtocol},
 	{"hello rendezvous not hex", frame(wire.THello, `{"version":1,"id":"`+validID+`","rendezvous":"`+strings.Repeat("g", 16)+`"}`), wire.ErrProtocol},
 	{"hello rendezvous a secret", frame(wire.THello, `{"version":1,"id":"`+validID+`","rendezvous":"`+strings.Repeat("a", 64)+`"}`), wire.ErrProtocol},
+	{"hello data streams negative", frame(wire.THello, `{"version":1,"id":"`+validID+`","data_streams":-1}`), wire.ErrProtocol},
+	{"hello data streams under legacy", frame(wire.THello, `{"version":1,"id":"`+validID+`","data_streams":31}`), wire.ErrProtocol},
+	{"hello data streams one", frame(wire.THello, `{"version":1,"id":"`+validID+`","data_streams":1}`), wire.ErrProtocol},
+	{"hello data streams over max", frame(wire.THello, `{"version":1,"id":"`+validID+`","data_streams":65}`), wire.ErrProtocol},
+	{"hello data streams huge", frame(wire.THello, `{"version":1,"id":"`+validID+`","data_streams":9223372036854775807}`), wire.ErrProtocol},
+	{"hello data streams overflow", frame(wire.THello, `{"version":1,"id":"`+validID+`","data_streams":1e30}`), wire.ErrProtocol},
+	{"hello data streams string", frame(wire.THello, `{"version":1,"id":"`+validID+`","data_streams":"64"}`), wire.ErrProtocol},
 	{"offer no transfer", frame(wire.TOffer, `{"chunk_size":4096,"files":1}`), wire.ErrProtocol},
 	{"offer transfer 65 bytes", frame(wire.TOffer, `{"transfer":"`+strings.Repeat("t", 65)+`","chunk_size":4096}`), wire.ErrProtocol},
 	{"offer chunk size 0", frame(wire.TOffer, `{"transfer":"t","chunk_size":0}`), wire.ErrProtocol},
@@ -639,5 +648,28 @@ func TestReadMessageNearLimit(t *testing.T) {
 	}
 	if _, err := wire.ReadMessage(bytes.NewReader(pad(wire.MaxMessage + 1))); !errors.Is(err, wire.ErrProtocol) {
 		t.Errorf("body of MaxMessage+1 bytes: %v, want ErrProtocol", err)
+	}
+}
+
+// A hello that says nothing of its data streams is a Ferry from before
+// Hello.DataStreams: it takes LegacyDataStreams, whatever the sender could.
+func TestSessionDataStreams(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want int
+	}{
+		{`{"version":1,"id":"` + validID + `"}`, wire.LegacyDataStreams},
+		{`{"version":1,"id":"` + validID + `","data_streams":0}`, wire.LegacyDataStreams},
+		{`{"version":1,"id":"` + validID + `","data_streams":32}`, 32},
+		{`{"version":1,"id":"` + validID + `","data_streams":56}`, 56},
+		{`{"version":1,"id":"` + validID + `","data_streams":64}`, wire.MaxDataStreams},
+	} {
+		m, err := wire.ReadMessage(bytes.NewReader(frame(wire.THello, tc.json)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.json, err)
+		}
+		if got := m.(*wire.Hello).SessionDataStreams(); got != tc.want {
+			t.Errorf("%s: %d data streams, want %d", tc.json, got, tc.want)
+		}
 	}
 }

@@ -114,8 +114,12 @@ func (c Config) SpreadRule() spread.Rule {
 	return spread.Rule{Max: c.MaxFlows, Slack: c.LossRTTSlack, Local: c.SpreadRTT}
 }
 
-// MaxSpreadFlows is the default and the largest Config.MaxFlows.
-const MaxSpreadFlows = 26
+// MaxSpreadFlows is the default and the largest Config.MaxFlows. A TCP
+// session grows that far only to a receiver that takes that many data
+// streams and the sender's reserve (its hello says; package engine bounds
+// the session by it, StreamLimiter). The lab figures behind it are in
+// docs/benchmarks/lab-fastlossy.md.
+const MaxSpreadFlows = 32
 
 // MaxQUICConns bounds the connections of one QUIC session.
 const MaxQUICConns = 16

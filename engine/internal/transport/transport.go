@@ -126,6 +126,16 @@ type Spreader interface {
 	StreamsAdvised() <-chan Advice
 }
 
+// StreamLimiter is a Spreader whose advice the sender bounds once it
+// knows how many data streams the peer takes (its hello comes after the
+// session began). A Spreader that never advises more than the fewest a
+// peer takes (a QUIC session: MaxQUICConns connections) need not be one.
+type StreamLimiter interface {
+	// LimitStreams bounds the Advice.Streams (and the flows) advised from
+	// now on to n.
+	LimitStreams(n int)
+}
+
 // Advice is what a Spreader asks of the sender.
 type Advice struct {
 	// Streams is how many data streams the sender should have open.

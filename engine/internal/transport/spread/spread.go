@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -276,6 +277,7 @@ type Watcher struct {
 	advice chan int // capacity 1: the latest advice
 	cancel context.CancelFunc
 	done   chan struct{}
+	limit  atomic.Int64 // Limit's bound; 0 for none
 
 	mu  sync.Mutex // guards why
 	why Reason
@@ -297,6 +299,9 @@ func Watch(ctx context.Context, rule Rule, flows int, sample func() Sample) *Wat
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
+				if l := int(w.limit.Load()); l > 0 {
+					j.rule.Max = min(rule.Max, l)
+				}
 				if !j.Observe(now, sample()) {
 					continue
 				}
@@ -308,7 +313,7 @@ func Watch(ctx context.Context, rule Rule, flows int, sample func() Sample) *Wat
 				default:
 				}
 				w.advice <- j.Flows()
-				if j.Flows() >= rule.Max {
+				if j.Flows() >= j.rule.Max {
 					return
 				}
 			}
@@ -321,6 +326,11 @@ func Watch(ctx context.Context, rule Rule, flows int, sample func() Sample) *Wat
 // not taken yet is replaced by the next. It is closed when no more advice
 // will come: the flows reached the maximum, or the watcher stopped.
 func (w *Watcher) Advice() <-chan int { return w.advice }
+
+// Limit bounds the flows w advises to n (at least 1), below its rule's
+// Max: what the peer takes, known only once its session began (its hello).
+// Flows advised already stay advised.
+func (w *Watcher) Limit(n int) { w.limit.Store(int64(max(n, 1))) }
 
 // Reason is what the latest growth was based on.
 func (w *Watcher) Reason() Reason {

@@ -261,6 +261,43 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// Limit bounds the advice below the rule's Max (what the peer takes),
+// and the advice ends once it reached the limit.
+func TestWatchLimit(t *testing.T) {
+	var sent, lost uint64
+	rng := rand.New(rand.NewPCG(5, 5))
+	w := Watch(context.Background(), Rule{Max: 64, Every: time.Millisecond}, 1, func() Sample {
+		sent += 50
+		for range 50 {
+			if rng.Float64() < 0.05 {
+				lost++
+			}
+		}
+		return Sample{Sent: sent, Lost: lost, SRTT: 2 * time.Millisecond, MinRTT: 2 * time.Millisecond}
+	})
+	w.Limit(6)
+	defer w.Stop()
+	var got []int
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case n, ok := <-w.Advice():
+			if !ok {
+				if len(got) == 0 || got[len(got)-1] != 6 {
+					t.Fatalf("advised %v, want growth up to the limit 6", got)
+				}
+				return
+			}
+			if n > 6 {
+				t.Fatalf("advised %d flows, over the limit 6 (all: %v)", n, append(got, n))
+			}
+			got = append(got, n)
+		case <-timeout:
+			t.Fatalf("advice did not end at the limit: %v", got)
+		}
+	}
+}
+
 func equal(a, b []int) bool {
 	if len(a) != len(b) {
 		return false

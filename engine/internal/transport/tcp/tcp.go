@@ -270,6 +270,7 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 	// stream is enough. A loss-based control (Cubic, Reno) gains from more.
 	if st, ok := tcpInfo(s.raw); ok && st.cc != "bbr" && sess.cfg.MaxFlows > 1 {
 		w := spread.Watch(sess.ctx, sess.cfg.SpreadRule(), 1, sess.sample)
+		sess.watch = w
 		sess.advice = make(chan transport.Advice, 1)
 		sess.wg.Go(func() { sess.follow(w) })
 	}
@@ -327,6 +328,14 @@ func (c *Session) sample() spread.Sample {
 // not grow: a listener's, or one whose congestion control is BBR.
 func (c *Session) StreamsAdvised() <-chan transport.Advice { return c.advice }
 
+// LimitStreams bounds the streams the session advises to n: a stream is a
+// flow (transport.StreamLimiter).
+func (c *Session) LimitStreams(n int) {
+	if c.watch != nil {
+		c.watch.Limit(n)
+	}
+}
+
 // DataStreams leaves the first streams to the sender (transport.Spreader):
 // each is a connection of its own already.
 func (c *Session) DataStreams() int { return 0 }
@@ -357,6 +366,7 @@ type Session struct {
 	// advice carries spread's advice (dialer, loss-based congestion
 	// control only); set before the session is handed out.
 	advice chan transport.Advice
+	watch  *spread.Watcher // the advice's source; nil when advice is
 
 	// startMu orders the dialer's first header (FlagNew or FlagAttach)
 	// before every join.

@@ -101,6 +101,9 @@ type Options struct {
 	// Linux): a chunk in the page cache is read from it and one that is not
 	// with direct I/O; whole received chunks are direct writes into a
 	// preallocated file, the rest goes through the cache with write-behind.
+	// Buffered I/O costs the receiver more CPU, and leaves the last windows
+	// of each file unwritten when it gets its final name, where direct
+	// writes leave none (docs/benchmarks/pagecache-default-2026-12-02.md).
 	// Measurements: docs/benchmarks/README.md ("File I/O").
 	BufferedIO bool
 	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.

@@ -3,6 +3,7 @@ package fileio
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -229,5 +230,56 @@ func TestParallelDirectWritesOnExt4(t *testing.T) {
 	got, _ := os.ReadFile(path)
 	if string(got) != string(want) {
 		t.Fatal("read back differs")
+	}
+}
+
+// What the default leaves for after a crash: whole chunks written into a
+// reserved file on ext4 are on the device when WriteAt returns (direct
+// writes), so when the file gets its final name nothing of it is dirty or
+// still being written back, without an fsync. Buffered mode (and so
+// FERRY_BUFFERED_IO=1) leaves the last windows of every file in the page
+// cache at Close; a crash before the kernel writes them loses them under
+// the final name (docs/benchmarks/pagecache-default-2026-12-02.md).
+func TestDirectChunksLeaveNothingUnwritten(t *testing.T) {
+	dir := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil || st.Type != 0xEF53 {
+		t.Skipf("%s is not on ext4", dir)
+	}
+	for _, tc := range []struct {
+		mode    Mode
+		pending bool // may leave data unwritten at Close
+	}{{Auto, false}, {Buffered, true}} {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprint(tc.mode)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const size = 2 * window
+		w := NewWriter(f, tc.mode)
+		if err := w.Reserve(size); err != nil {
+			t.Fatal(err)
+		}
+		chunk := directio.Buffer(1 << 20)
+		rand.Read(chunk)
+		for off := int64(0); off < size; off += int64(len(chunk)) {
+			if _, err := w.WriteAt(chunk, off); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Close()
+		var cs unix.Cachestat_t
+		err = unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &cs, 0)
+		f.Close()
+		if errors.Is(err, unix.ENOSYS) {
+			t.Skip("no cachestat on this kernel to look with")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		unwritten := (cs.Dirty + cs.Writeback) * uint64(os.Getpagesize())
+		t.Logf("mode %d: %d KiB of %d MiB dirty or under writeback at Close", tc.mode, unwritten>>10, size>>20)
+		if !tc.pending && unwritten != 0 {
+			t.Errorf("mode %d: %d bytes not yet on the device when the file is closed", tc.mode, unwritten)
+		}
 	}
 }

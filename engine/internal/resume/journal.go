@@ -34,6 +34,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Reading stops at the first torn or damaged record: everything before it is
 // good.
 type Journal struct {
+	// syncMu is held through Sync's fsync and by Close, so that the file
+	// is not closed under an fsync. Records are appended meanwhile: mu is
+	// not held through the fsync, which on a busy disk takes tens of
+	// milliseconds, and every stream that lands a chunk waits for mu.
+	syncMu sync.Mutex
+	// fsync is (*os.File).Sync; tests replace it.
+	fsync func(*os.File) error
+
 	mu      sync.Mutex // guards the fields below
 	f       *os.File
 	w       *bufio.Writer
@@ -74,7 +82,9 @@ func createJournal(path string) (*Journal, error) {
 }
 
 // newJournal appends to an open file.
-func newJournal(f *os.File) *Journal { return &Journal{f: f, w: bufio.NewWriterSize(f, 4096)} }
+func newJournal(f *os.File) *Journal {
+	return &Journal{f: f, w: bufio.NewWriterSize(f, 4096), fsync: (*os.File).Sync}
+}
 
 // write appends a record; lazy ones reach the file within lazyDelay (or
 // with the next record that is not lazy), the others at once.
@@ -147,22 +157,31 @@ func named(typ byte, file uint32, name string) []byte {
 	return p
 }
 
-// Sync makes the journal durable if anything was appended since the last sync.
+// Sync makes the journal durable if anything was appended since the last
+// sync: what was appended before it is, once it returns. Records appended
+// while it waits for the disk are not held up (they are the next Sync's).
 func (j *Journal) Sync() error {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.f == nil || !j.dirty {
+		j.mu.Unlock()
 		return nil
 	}
 	j.dirty = false
 	if err := j.w.Flush(); err != nil {
+		j.mu.Unlock()
 		return err
 	}
-	return j.f.Sync()
+	f := j.f
+	j.mu.Unlock()
+	return j.fsync(f)
 }
 
-// Close flushes and closes the journal.
+// Close flushes and closes the journal (after a Sync under way).
 func (j *Journal) Close() {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f != nil {

@@ -3,8 +3,10 @@ package resume
 import (
 	"bytes"
 	"hash/crc32"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/merkle"
 )
@@ -154,5 +156,58 @@ func TestJournalAddsFilesTheSnapshotDoesNotList(t *testing.T) {
 	}
 	if err := s2.Check(o, func(string) error { return nil }); err == nil {
 		t.Error("a journal's file of another size passed the check")
+	}
+}
+
+// A chunk lands while the journal waits for the disk: the streams that
+// record chunks must not wait for the once-a-second fsync (on a busy disk
+// tens of milliseconds, every second, for every stream at once). Close
+// waits for the fsync under way; what Sync flushed before it is in the file.
+func TestJournalChunkDoesNotWaitForSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.log")
+	j, err := createJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSync, release := make(chan struct{}), make(chan struct{})
+	j.fsync = func(f *os.File) error {
+		close(inSync)
+		<-release
+		return f.Sync()
+	}
+	leaf := merkle.Leaf([]byte("x"))
+	j.Chunk(1, 0, 1, leaf)
+	synced := make(chan error, 1)
+	go func() { synced <- j.Sync() }()
+	<-inSync
+	landed := make(chan struct{})
+	go func() {
+		j.Chunk(1, 1, 2, leaf)
+		close(landed)
+	}()
+	select {
+	case <-landed:
+	case <-time.After(10 * time.Second):
+		t.Error("recording a chunk waited for the journal's fsync")
+	}
+	closed := make(chan struct{})
+	go func() {
+		j.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Error("Close did not wait for the fsync under way")
+	default:
+	}
+	close(release)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	<-closed
+	<-landed
+	recs, err := readJournal(path)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records, err %v", len(recs), err)
 	}
 }

@@ -34,12 +34,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Reading stops at the first torn or damaged record: everything before it is
 // good.
 type Journal struct {
-	// syncMu is held through Sync's fsync and by Close, so that the file
-	// is not closed under an fsync. Records are appended meanwhile: mu is
-	// not held through the fsync, which on a busy disk takes tens of
-	// milliseconds, and every stream that lands a chunk waits for mu.
+	// syncMu serialises Sync and Close: one fsync at a time, and none
+	// still running on a closed file.
 	syncMu sync.Mutex
-	// fsync is (*os.File).Sync; tests replace it.
+	// fsync commits f to stable storage ((*os.File).Sync; tests replace it).
 	fsync func(*os.File) error
 
 	mu      sync.Mutex // guards the fields below
@@ -157,9 +155,14 @@ func named(typ byte, file uint32, name string) []byte {
 	return p
 }
 
-// Sync makes the journal durable if anything was appended since the last
-// sync: what was appended before it is, once it returns. Records appended
-// while it waits for the disk are not held up (they are the next Sync's).
+// Sync makes the journal durable up to the last record appended before it
+// was called, if anything was appended since the last sync. The fsync runs
+// without the lock that appending takes: on a busy disk it can take tens of
+// milliseconds or more (the journal's file system commits everything
+// pending with it), and every file that lands appends a record, so held
+// across the fsync the lock stalled the whole receiver once a second
+// (docs/benchmarks/trees.md, "What the receiver waits on"). Records
+// appended meanwhile are made durable by the next Sync.
 func (j *Journal) Sync() error {
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()
@@ -169,12 +172,12 @@ func (j *Journal) Sync() error {
 		return nil
 	}
 	j.dirty = false
-	if err := j.w.Flush(); err != nil {
-		j.mu.Unlock()
-		return err
-	}
+	err := j.w.Flush()
 	f := j.f
 	j.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	return j.fsync(f)
 }
 

@@ -159,6 +159,62 @@ func TestJournalAddsFilesTheSnapshotDoesNotList(t *testing.T) {
 	}
 }
 
+// TestJournalAppendsWhileItSyncs checks that records are appended while the
+// journal's fsync runs: every landing file appends one, and a slow fsync
+// (tens of milliseconds on a busy disk) must not stall them. The records
+// appended before Sync reach the file before its fsync starts; those
+// appended during it are synced next time.
+func TestJournalAppendsWhileItSyncs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.log")
+	j, err := createJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSync, release := make(chan int64), make(chan struct{})
+	j.fsync = func(f *os.File) error {
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		inSync <- st.Size() // what this fsync commits
+		<-release
+		return f.Sync()
+	}
+	j.Chunk(1, 0, 1, merkle.Leaf([]byte("a")))
+	j.Saved(2, "a.txt") // lazy: Sync flushes it
+	synced := make(chan error)
+	go func() { synced <- j.Sync() }()
+	size := <-inSync
+	if want := int64(2*8 + 45 + 5 + len("a.txt")); size != want {
+		t.Errorf("the fsync commits %d bytes, want the %d of both records", size, want)
+	}
+	// The fsync is under way: appending must not wait for it.
+	if !j.mu.TryLock() {
+		close(release)
+		<-synced
+		t.Fatal("the journal's lock is held while it fsyncs: every landing file waits for the disk")
+	}
+	j.mu.Unlock()
+	if err := j.Saved(3, "b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	go func() { synced <- j.Sync() }() // the record appended meanwhile
+	if size := <-inSync; size != int64(3*8+45+2*(5+len("a.txt"))) {
+		t.Errorf("the second fsync commits %d bytes, want all three records", size)
+	}
+	if err := <-synced; err != nil { // release is closed: it goes on at once
+		t.Fatal(err)
+	}
+	j.Close()
+	if recs, err := readJournal(path); err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, err %v", len(recs), err)
+	}
+}
+
 // A chunk lands while the journal waits for the disk: the streams that
 // record chunks must not wait for the once-a-second fsync (on a busy disk
 // tens of milliseconds, every second, for every stream at once). Close

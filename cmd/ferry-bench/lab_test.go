@@ -182,7 +182,7 @@ func labRun(t *testing.T, bin string, args ...string) (rows []map[string]string,
 // labQuickTLS: the TLS baselines and Ferry's auto on small cells, with the
 // stall figures of both receivers.
 func labQuickTLS(t *testing.T, bin, cli string) {
-	rows, _ := labRun(t, bin, "--quick", "--tools", "tls-cubic,tls-bbr,ferry-auto", "--workloads", "C", "--loss", "0,1", "--ferry-cli", cli)
+	rows, records := labRun(t, bin, "--quick", "--tools", "tls-cubic,tls-bbr,ferry-auto", "--workloads", "C", "--loss", "0,1", "--ferry-cli", cli)
 	if len(rows) != 6 {
 		t.Fatalf("%d CSV rows, want 6", len(rows))
 	}
@@ -200,10 +200,22 @@ func labQuickTLS(t *testing.T, bin, cli string) {
 		// starts it on QUIC, and the batch moves to TCP.)
 		if r["tool"] == "ferry-auto" && r["transport"] != "tcp" && r["transport"] != "quic->tcp" {
 			if b, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); strings.Contains(string(b), "bbr") {
-				t.Errorf("auto carried by %q, want tcp", r["transport"])
+				t.Errorf("auto carried by %q, want tcp (auto's reasons: %v)", r["transport"], autoReasons(records))
 			}
 		}
 	}
+}
+
+// autoReasons lists why auto carried each of its runs as it did.
+func autoReasons(records []map[string]any) [][]any {
+	var out [][]any
+	for _, rec := range records {
+		if rec["tool"] == "ferry-auto" {
+			reasons, _ := rec["transport_reasons"].([]any)
+			out = append(out, reasons)
+		}
+	}
+	return out
 }
 
 // labQuickNoBBR: one lossy cell with BBR unavailable, as on typical

@@ -152,3 +152,39 @@ func TestAutoWithoutBBRSpreadsQUIC(t *testing.T) {
 		t.Errorf("5%% loss, yet the session stayed on one connection: %+v", res.Metrics)
 	}
 }
+
+// QUIC's one handshake sample put the path past SwitchRTT (here a relay
+// delays QUIC alone, as a busy host's user-space crypto and scheduling did
+// in the lab), but TCP's handshake, the kernel's, reads it short: the rest
+// of the batch moves to TCP with BBR at once, with no loss to wait for, as
+// auto would have chosen from a true sample.
+func TestAutoMovesToTCPWhenTCPReadsThePathShort(t *testing.T) {
+	t.Parallel()
+	if !transporttest.HasBBR() {
+		t.Skip("the kernel offers no BBR: auto keeps QUIC, nothing to switch")
+	}
+	cfg := TransportConfig{HeadStart: lossyHeadStart} // SwitchRTT as shipped
+	recv := startReceiver(t, Options{})
+	q, tc := listening(recv, addr.QUIC), listening(recv, addr.TCP)
+	relay := transporttest.NewDelayRelay(t, q, 80*time.Millisecond)
+	send := testEngine(t, Options{Transport: cfg})
+	src := filepath.Join(t.TempDir(), "a.bin")
+	data := writeFile(t, src, 16<<20)
+	res, infos := transportEvents(t, send, Target{Addrs: []addr.Addr{addr.New(addr.QUIC, relay.Addr()), addr.New(addr.TCP, tc)}}, src, false)
+	if res.State != StateDone || res.Verified != 1 {
+		t.Fatalf("%s: %s", res.State, res.Err)
+	}
+	if len(infos) != 2 || infos[0].Name != "quic" || infos[1].Name != "tcp" {
+		t.Fatalf("transport events %+v, want quic then tcp", infos)
+	}
+	if !strings.Contains(infos[0].Reason, "starts at once") || !strings.Contains(infos[1].Reason, "TCP's handshake reads the path") {
+		t.Errorf("reasons: %q, %q", infos[0].Reason, infos[1].Reason)
+	}
+	if res.Transport != "tcp" || res.Reason != infos[1].Reason {
+		t.Errorf("result: transport %q, reason %q", res.Transport, res.Reason)
+	}
+	got, err := os.ReadFile(filepath.Join(recv.opts.DownloadDir, "a.bin"))
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("received file differs (%v)", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/internal/testutil"
@@ -44,6 +45,9 @@ type LossyRelay struct {
 	conn   *net.UDPConn
 	server *net.UDPAddr
 	drop   float64
+	delay  time.Duration // added to each datagram towards the server
+	late   chan delayed  // datagrams waiting out the delay, in order
+	done   chan struct{} // closed when the relay closes
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex              // guards the fields below
@@ -55,6 +59,11 @@ type LossyRelay struct {
 // towards it; it stops when t ends.
 func NewLossyRelay(t testing.TB, server string, drop float64) *LossyRelay {
 	t.Helper()
+	return newRelay(t, server, drop, 0)
+}
+
+func newRelay(t testing.TB, server string, drop float64, delay time.Duration) *LossyRelay {
+	t.Helper()
 	sa, err := net.ResolveUDPAddr("udp", server)
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +73,15 @@ func NewLossyRelay(t testing.TB, server string, drop float64) *LossyRelay {
 		t.Fatal(err)
 	}
 	r := &LossyRelay{conn: c, server: sa, drop: drop, ups: map[string]*net.UDPConn{}}
+	if delay > 0 {
+		r.delay, r.late, r.done = delay, make(chan delayed, 1<<12), make(chan struct{})
+		r.wg.Go(r.sendLate)
+	}
 	r.wg.Go(r.toServer)
 	t.Cleanup(func() {
+		if r.done != nil {
+			close(r.done)
+		}
 		c.Close()
 		r.mu.Lock()
 		r.closed = true
@@ -76,6 +92,34 @@ func NewLossyRelay(t testing.TB, server string, drop float64) *LossyRelay {
 		r.wg.Wait()
 	})
 	return r
+}
+
+// NewDelayRelay relays to server, each datagram towards it delay late: a
+// path of an RTT of delay that a TCP dial on loopback beside it does not
+// share. It stops when t ends.
+func NewDelayRelay(t testing.TB, server string, delay time.Duration) *LossyRelay {
+	t.Helper()
+	return newRelay(t, server, 0, delay)
+}
+
+// delayed is a datagram and when it may go on.
+type delayed struct {
+	up  *net.UDPConn
+	b   []byte
+	due time.Time
+}
+
+// sendLate writes each delayed datagram when its delay is over, in order.
+func (r *LossyRelay) sendLate() {
+	for {
+		select {
+		case <-r.done:
+			return
+		case d := <-r.late:
+			time.Sleep(time.Until(d.due))
+			d.up.Write(d.b)
+		}
+	}
 }
 
 // Addr is where clients send.
@@ -93,6 +137,14 @@ func (r *LossyRelay) toServer() {
 			return
 		}
 		if rand.Float64() < r.drop {
+			continue
+		}
+		if r.late != nil {
+			select {
+			case r.late <- delayed{up, append([]byte(nil), buf[:n]...), time.Now().Add(r.delay)}:
+			case <-r.done:
+				return
+			}
 			continue
 		}
 		up.Write(buf[:n])

@@ -111,9 +111,8 @@ func (c *countConn) Write(p []byte) (int, error) {
 			return c.write(p)
 		}
 	}
-	if c.gathered == nil {
-		c.gathered = make([]byte, 0, gatherMax)
-	}
+	// Grown as needed, not made gatherMax at once: a control stream's
+	// messages are small, and a peer's sessions each have one.
 	c.gathered = append(c.gathered, p...)
 	return len(p), nil
 }

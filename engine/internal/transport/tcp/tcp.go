@@ -60,13 +60,32 @@ var errClaim = errors.New("tcp: bad spare claim")
 // countConn counts the bytes and write calls on one TCP socket (TLS records
 // included, like QUIC's counters include packet headers). It embeds the
 // *net.TCPConn so tls.Conn still finds CloseWrite and deadlines.
+//
+// While a stream's Write is under way the connection gathers: the TLS
+// records that one Write makes (at most 16 KiB of data each, so a data
+// stream's 256 KiB flush is 16 of them) go to the socket together, in one
+// write of up to gatherMax bytes, not one write each. That is a fraction
+// of the write system calls, and of the segments the kernel builds and
+// the receiver takes in, for one copy of the bytes in memory
+// (docs/benchmarks/trees.md). The records are on the socket, in order,
+// before the stream's Write returns; writes outside one (the handshake,
+// close_notify) go at once as before.
 type countConn struct {
 	*net.TCPConn
 	sess *Session
 	// arrived, if set, is called at the first bytes read, and cleared
 	// (tls.Conn serialises its reads).
 	arrived func()
+
+	mu       sync.Mutex // guards the fields below
+	gather   bool       // a stream's Write is under way
+	gathered []byte     // records not yet written, at most gatherMax bytes
+	writes   int64      // write calls on this socket (the session counts all of its own)
 }
+
+// gatherMax bounds the bytes a connection gathers before it writes them:
+// a data stream's flush (256 KiB of data) and its records' overhead.
+const gatherMax = 256<<10 + 16<<10
 
 func (c *countConn) Read(p []byte) (int, error) {
 	n, err := c.TCPConn.Read(p)
@@ -79,10 +98,57 @@ func (c *countConn) Read(p []byte) (int, error) {
 }
 
 func (c *countConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.gather {
+		return c.write(p)
+	}
+	if len(c.gathered)+len(p) > gatherMax {
+		if err := c.flushLocked(); err != nil {
+			return 0, err
+		}
+		if len(p) > gatherMax {
+			return c.write(p)
+		}
+	}
+	// Grown as needed, not made gatherMax at once: a control stream's
+	// messages are small, and a peer's sessions each have one.
+	c.gathered = append(c.gathered, p...)
+	return len(p), nil
+}
+
+// write writes p to the socket. Called with c.mu held.
+func (c *countConn) write(p []byte) (int, error) {
+	c.writes++
 	n, err := c.TCPConn.Write(p)
 	c.sess.sendCalls.Add(1)
 	c.sess.bytesSent.Add(int64(n))
 	return n, err
+}
+
+// startGather makes the records written from now on wait in memory, until
+// endGather.
+func (c *countConn) startGather() {
+	c.mu.Lock()
+	c.gather = true
+	c.mu.Unlock()
+}
+
+// endGather writes what was gathered and ends gathering.
+func (c *countConn) endGather() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gather = false
+	return c.flushLocked()
+}
+
+func (c *countConn) flushLocked() error {
+	if len(c.gathered) == 0 {
+		return nil
+	}
+	_, err := c.write(c.gathered)
+	c.gathered = c.gathered[:0]
+	return err
 }
 
 // Listener accepts TCP+TLS sessions on one socket.
@@ -412,7 +478,7 @@ func newSession(cfg transport.Config, client bool, token join.Token, peer identi
 
 // add registers a connection with the session.
 func (c *Session) add(tc *tls.Conn, cc *countConn, first bool) (*stream, error) {
-	s := &stream{tc: tc, raw: cc.TCPConn, sess: c, first: first}
+	s := &stream{tc: tc, raw: cc.TCPConn, cc: cc, sess: c, first: first}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := join.CheckRoom(len(c.streams), maxSessionConns, c.closed); err != nil {
@@ -877,6 +943,7 @@ func (c *Session) Metrics() transport.Metrics {
 type stream struct {
 	tc    *tls.Conn
 	raw   *net.TCPConn
+	cc    *countConn // under tc
 	sess  *Session
 	first bool
 	// unclaimed drops a joined stream nobody accepted (listener side).
@@ -944,7 +1011,12 @@ func (s *stream) Write(p []byte) (int, error) {
 	for done < len(p) {
 		end := min(len(p), done+writeChunk)
 		s.armWrite()
+		s.cc.startGather()
 		n, err := s.tc.Write(p[done:end])
+		if ferr := s.cc.endGather(); err == nil && ferr != nil {
+			// tls.Conn took the records: the stream is broken all the same.
+			n, err = 0, ferr
+		}
 		done += n
 		if err != nil {
 			err = s.stalled(err)

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -810,5 +811,59 @@ func TestManyStreamsOpenedAtOnce(t *testing.T) {
 	}
 	if most > join.PendingFloor {
 		t.Errorf("%d handshakes at once, more than a listener admits of one source whatever else it holds (%d)", most, join.PendingFloor)
+	}
+}
+
+// TestWriteGathersRecords: one Write of a data stream's flush (256 KiB, 16
+// TLS records) reaches the socket in one write, not one per record, and
+// arrives whole and in order; the records of a Write larger than gatherMax
+// go in a few writes. Counted by the stream's own socket's write calls.
+func TestWriteGathersRecords(t *testing.T) {
+	t.Parallel()
+	p := newPair(t, transport.Config{})
+	ctx := t.Context()
+	sc, err := p.server.AcceptStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, 1<<20+5)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(payload))
+		if _, err := io.ReadFull(sc, b); err != nil {
+			t.Error(err)
+		}
+		got <- b
+	}()
+	// A small write first: TLS 1.3's dynamic record sizing starts with
+	// small records, which must not be what this counts.
+	if _, err := p.first.Write(payload[:64<<10]); err != nil {
+		t.Fatal(err)
+	}
+	cc := p.first.(*stream).cc
+	writes := func() int64 {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		return cc.writes
+	}
+	before := writes()
+	if _, err := p.first.Write(payload[64<<10 : 64<<10+256<<10]); err != nil {
+		t.Fatal(err)
+	}
+	if calls := writes() - before; calls != 1 {
+		t.Errorf("256 KiB in one Write: %d write calls on the socket, want 1", calls)
+	}
+	before = writes()
+	if _, err := p.first.Write(payload[64<<10+256<<10:]); err != nil {
+		t.Fatal(err)
+	}
+	if calls := writes() - before; calls > 4 {
+		t.Errorf("%d KiB in one Write: %d write calls on the socket, want at most 4", (len(payload)-320<<10)>>10, calls)
+	}
+	if b := <-got; !bytes.Equal(b, payload) {
+		t.Error("the bytes arrived changed")
 	}
 }

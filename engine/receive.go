@@ -142,8 +142,14 @@ type rxFile struct {
 	retries    map[uint32]int
 	resolved   bool
 	finalizing bool
-	ok         bool   // resolved and saved
-	savedAs    string // where it was saved
+	// writing counts this file's chunk writes in flight (landChunk). The
+	// file is finalized only when none is: a duplicate of its last chunk
+	// (the endgame's) whose write began before the original landed would
+	// otherwise write into a partial that Finalize closed and renamed, and
+	// its error fail a file that was saved whole (seen once in CI).
+	writing int
+	ok      bool   // resolved and saved
+	savedAs string // where it was saved
 }
 
 // receiver is the Ferry wire protocol's receiving session: the control
@@ -841,18 +847,39 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uin
 		rx.open++
 	}
 	part := f.part
+	f.writing++
 	rx.mu.Unlock()
 
+	var err error
 	if len(data) > 0 {
 		// Several streams may write into one partial at once: it runs side
 		// by side what can (see store.Partial.WriteAt).
-		_, err := part.WriteAt(data, int64(h.Chunk)*int64(rx.offer.ChunkSize))
-		if err != nil {
-			rx.resolve(f, false, "", wire.CodeIO, fmt.Sprintf("cannot write %s: %v", f.entry.Path, err))
-			return nil
-		}
+		_, err = part.WriteAt(data, int64(h.Chunk)*int64(rx.offer.ChunkSize))
 	}
+	rx.wrote(f, h, leaf, crc, len(data), err)
+	return nil
+}
+
+// wrote ends a chunk's write into its file's partial (landChunk): it
+// records the chunk, or the failure, and finalizes a file it completed.
+// The file is finalized by the last of its writes in flight to end, never
+// beside one (rxFile.writing).
+func (rx *receiver) wrote(f *rxFile, h wire.DataHeader, leaf merkle.Hash, crc uint32, n int, err error) {
 	rx.mu.Lock()
+	f.writing--
+	if err != nil {
+		// The same chunk may have landed through another stream meanwhile
+		// (the endgame sends a chunk in flight again): then this copy's
+		// failure costs nothing.
+		landed := f.tree.Has(int(h.Chunk))
+		rx.mu.Unlock()
+		if landed {
+			rx.maybeFinalize(f)
+		} else {
+			rx.resolve(f, false, "", wire.CodeIO, fmt.Sprintf("cannot write %s: %v", f.entry.Path, err))
+		}
+		return
+	}
 	f.tree.Set(int(h.Chunk), leaf)
 	f.crcs[h.Chunk] = crc
 	rx.mu.Unlock()
@@ -863,9 +890,8 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uin
 			rx.e.log.Warn("resume journal", "err", err)
 		}
 	}
-	rx.Bytes.Add(int64(len(data)))
+	rx.Bytes.Add(int64(n))
 	rx.maybeFinalize(f)
-	return nil
 }
 
 func lazyMap(m map[uint32]int) map[uint32]int {
@@ -875,10 +901,17 @@ func lazyMap(m map[uint32]int) map[uint32]int {
 	return m
 }
 
+// completeLocked reports whether f is ready to be finalized: its root
+// known, every chunk landed, no write into it in flight, and not resolved
+// or being finalized yet. rx.mu is held.
+func (f *rxFile) completeLocked() bool {
+	return !f.resolved && !f.finalizing && f.hasRoot && f.tree.Missing() == 0 && f.writing == 0
+}
+
 // maybeFinalize checks a complete file's root and gives it its final name.
 func (rx *receiver) maybeFinalize(f *rxFile) {
 	rx.mu.Lock()
-	if f.resolved || f.finalizing || !f.hasRoot || f.tree.Missing() > 0 {
+	if !f.completeLocked() {
 		rx.mu.Unlock()
 		return
 	}

@@ -418,13 +418,50 @@ func TestAutoAsksTCPWhetherThePathIsShort(t *testing.T) {
 				}
 				return e
 			}
+			// TCP's delay and auto's wait for it run on a fake clock: the
+			// window is checkSlack, 50 ms, which a busy host's scheduling
+			// overran on the real one.
+			fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+			tcpEntry := fakeEntry(transport.TCP, 1, 0, nil, &closed)
+			dialing := make(chan struct{}, 1)
+			if tc.tcpDelay > 0 {
+				dial := tcpEntry.Dial
+				tcpEntry.Dial = func(ctx context.Context, addr string, c *tls.Config) (transport.Conn, error) {
+					timer, due := fake.NewTimer(tc.tcpDelay)
+					defer timer.Stop()
+					dialing <- struct{}{}
+					select {
+					case <-due:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					return dial(ctx, addr, c)
+				}
+			}
 			table := []Entry{
 				metered(fakeEntry(transport.QUIC, 0, 0, nil, &closed), tc.quic, nil),
-				metered(fakeEntry(transport.TCP, 1, tc.tcpDelay, nil, &closed), tc.tcp, &dialled),
+				metered(tcpEntry, tc.tcp, &dialled),
 			}
 			// TCP dials only when auto asks for it.
-			cfg := transport.Config{HeadStart: time.Hour}
-			d, err := Dial(t.Context(), Request{Table: table, Addrs: at("x", table), TLS: noTLS, Config: cfg})
+			cfg := transport.Config{HeadStart: time.Hour, Clock: fake}
+			type outcome struct {
+				d   Dialled
+				err error
+			}
+			res := make(chan outcome, 1)
+			go func() {
+				d, err := Dial(t.Context(), Request{Table: table, Addrs: at("x", table), TLS: noTLS, Config: cfg})
+				res <- outcome{d, err}
+			}()
+			if tc.tcpDelay > 0 {
+				// auto's wait was armed before TCP's dial began: move
+				// the clock to whichever ends first.
+				<-dialing
+				wait := 3*time.Duration(tc.quic.SmoothedRTTms*float64(time.Millisecond)) + checkSlack
+				fake.Advance(min(tc.tcpDelay, wait))
+			}
+			r := <-res
+			d, err := r.d, r.err
 			if err != nil {
 				t.Fatal(err)
 			}

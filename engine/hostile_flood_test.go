@@ -114,18 +114,22 @@ func TestPromptFloodFromOneAddress(t *testing.T) {
 		_, ch := offerFrom(t, recv, newIdentity(t), fmt.Sprintf("192.0.2.66:%d", 5000+i))
 		answers = append(answers, ch)
 	}
-	busy := 0
-	for _, ch := range answers[:flood] {
+	// The answers in whatever order they come: the prompted offers have
+	// none until their prompt expires. (Taken in offer order, a prompt's
+	// event could stand in for a busy answer not there yet, and the wait
+	// then fell on a prompted offer: "not answered in 2m0s", under load.)
+	all := make(chan answer, flood)
+	for _, ch := range answers {
+		go func() { all <- <-ch }()
+	}
+	for busy := 0; busy < flood-core.MaxPromptsPerSource; busy++ {
 		select {
-		case a := <-ch:
+		case a := <-all:
 			if !isBusy(a) {
 				t.Fatalf("a flood offer was answered %+v, %v", a.d, a.err)
 			}
-			busy++
-		case <-seen.new:
-		}
-		if busy == flood-core.MaxPromptsPerSource {
-			break
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of the flood's offers were refused as busy in a minute, want %d", busy, flood-core.MaxPromptsPerSource)
 		}
 	}
 	for seen.count() < core.MaxPromptsPerSource {

@@ -31,7 +31,7 @@ func TestSmallFileStateAllocations(t *testing.T) {
 		rx.status[i] = fileAccepted
 	}
 	var i uint32
-	allocs := testing.AllocsPerRun(200, func() {
+	run := func() {
 		idx := i % n
 		i++
 		rx.mu.Lock()
@@ -50,7 +50,16 @@ func TestSmallFileStateAllocations(t *testing.T) {
 		rx.mu.Lock()
 		delete(rx.files, idx)
 		rx.mu.Unlock()
-	})
+	}
+	// AllocsPerRun counts the whole process's allocations: a goroutine of
+	// an earlier test still winding down, or a finalizer the collector
+	// queued, adds its own (3.0 once in a shuffled -race run of the
+	// package). Others only ever add, and an allocation of this code's own
+	// shows in every round: the fewest of three rounds is this code's.
+	allocs := testing.AllocsPerRun(200, run)
+	for range 2 {
+		allocs = min(allocs, testing.AllocsPerRun(200, run))
+	}
 	// The manifest entry's path (a string read back from the list) is the
 	// one allocation besides the state itself.
 	if allocs > 2 {

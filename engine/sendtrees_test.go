@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -33,7 +34,8 @@ func TestSenderRootsMatchTheReceivers(t *testing.T) {
 				}
 			}
 		}()
-		return func() map[string]string { mu.Lock(); defer mu.Unlock(); return got }, func() { stop(); <-done }
+		// A copy: the test reads it while the goroutine above still writes.
+		return func() map[string]string { mu.Lock(); defer mu.Unlock(); return maps.Clone(got) }, func() { stop(); <-done }
 	}
 	sent, stopS := roots(send)
 	received, stopR := roots(recv)

@@ -86,8 +86,12 @@ func TestSendWritesFileLinesInBatches(t *testing.T) {
 	if fileLines != files {
 		t.Fatalf("send printed %d file lines, want %d", fileLines, files)
 	}
-	if out.writes > files/4 {
-		t.Errorf("send wrote its %d lines in %d writes, want at most %d (a batch at a time)", strings.Count(out.buf.String(), "\n"), out.writes, files/4)
+	// A write per file is over 400 writes. Batched, it is at most a write
+	// per fileEventBatch while the files' results come in, plus one per
+	// other event: 58-74 in most runs at a load of 12, but 127 when the
+	// load spread the results over a send of 2.65 s (1 run in 5).
+	if out.writes > files/2 {
+		t.Errorf("send wrote its %d lines in %d writes, want at most %d (a batch at a time)", strings.Count(out.buf.String(), "\n"), out.writes, files/2)
 	}
 	t.Logf("%d lines in %d writes", strings.Count(out.buf.String(), "\n"), out.writes)
 }

@@ -63,7 +63,8 @@ type Config struct {
 	// growth off. (FERRY_MAX_FLOWS)
 	MaxFlows int
 
-	// Clock drives the dial race's head start; nil means the system clock
+	// Clock drives the dial race's head start and auto's wait for TCP's
+	// check of a short path; nil means the system clock
 	// (the engine passes its own, Options.Clock).
 	Clock clock.Clock
 	// HeadStart is the head start each priority bucket of a dial race gets

@@ -10,6 +10,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // Request says whom to dial and how.
@@ -187,7 +188,7 @@ func pathRTT(m transport.Metrics) time.Duration {
 // more than its answer.
 func checkClean(ctx context.Context, cfg transport.Config, r *race, q transport.Conn, rtt float64) (transport.Conn, string, bool) {
 	wait := 3*time.Duration(rtt*float64(time.Millisecond)) + checkSlack
-	tctx, cancel := context.WithTimeout(ctx, wait)
+	tctx, cancel := timeoutOn(ctx, cfg.Clock, wait)
 	defer cancel()
 	t, err := r.wait(tctx, transport.TCP)
 	if err != nil || t == nil {
@@ -201,6 +202,16 @@ func checkClean(ctx context.Context, cfg transport.Config, r *race, q transport.
 	return t, fmt.Sprintf("clean low-latency path (RTT %.2f ms by TCP's handshake; QUIC's read %.1f ms): "+
 		"TCP moves more bytes per second here, over more connections if the path shows random loss",
 		transport.Ms(pathRTT(t.Metrics())), rtt), true
+}
+
+// timeoutOn is context.WithTimeout on clk (nil: the system clock), the
+// clock the race's head start follows too: a test drives a 50 ms window
+// such as checkSlack's on a fake clock, where a busy host's scheduling
+// cannot move it.
+func timeoutOn(ctx context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := clock.Or(clk).AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() { t.Stop(); cancel(context.Canceled) }
 }
 
 // checkSlack is what checkClean allows on top of three round trips for

@@ -57,9 +57,14 @@ func newPair(t *testing.T, cfg transport.Config) *testPair {
 	if p.first, err = c.OpenStream(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ln.Accept(ctx)
+	// A bound for a session the listener dropped (its first stream left
+	// unclaimed past cfg.UnclaimedTimeout), not a speed test: Accept would
+	// wait for the next session until the binary's timeout.
+	actx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	s, err := ln.Accept(actx)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("accept: %v", err)
 	}
 	t.Cleanup(func() { s.Close(nil) })
 	p.client, p.server = c, s.(*Session)
@@ -336,7 +341,13 @@ func TestJoinLimit(t *testing.T) {
 
 func TestUnclaimedStreamDropped(t *testing.T) {
 	t.Parallel()
-	p := newPair(t, transport.Config{UnclaimedTimeout: 200 * time.Millisecond})
+	// The unclaimed timer of the session's first stream runs from the
+	// listener's handshake until AcceptStream below: newPair's own Accept
+	// and this claim must come within it, or the session is dropped and
+	// Accept waits for the next one. A busy host took over 200 ms there
+	// (-race, -test.cpu 1, load 10: newPair hung until the binary's
+	// timeout). Any finite bound catches a join kept forever.
+	p := newPair(t, transport.Config{UnclaimedTimeout: 3 * time.Second})
 	ctx := t.Context()
 	if _, err := p.server.AcceptStream(ctx); err != nil { // control, claimed
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/localsend"
@@ -59,6 +60,9 @@ type LocalSendOptions struct {
 	RequireClientCert bool
 	// OnRegister hears registers (discovery wires its table here).
 	OnRegister func(info localsend.Info, addr netip.Addr, cert *x509.Certificate)
+	// StartGrace ends an accepted session whose sender begins no upload
+	// within it (0: localsend.ServerConfig's 10 s).
+	StartGrace time.Duration
 }
 
 // LocalSendReceiver is the LocalSend server as a row of the receiver
@@ -117,6 +121,7 @@ func (r *LocalSendReceiver) Listen() error {
 		PIN:               o.PIN,
 		RequireClientCert: o.RequireClientCert,
 		OnRegister:        o.OnRegister,
+		StartGrace:        o.StartGrace,
 		Shared:            r.e.localSendShared, // the download API serves the newest share link
 		Log:               r.e.log,
 	})

@@ -55,13 +55,13 @@ type killPlan struct {
 func killSettings() killPlan {
 	switch {
 	case os.Getenv("FERRY_KILL_FULL") == "1":
-		return killPlan{size: 512 << 20, kills: 20, min: 15}
+		return killPlan{size: 512 << 20, kills: 20, min: 10}
 	case testing.Short():
 		// 64 MiB: a smaller batch is cut into smaller chunks (the engine's
 		// batchChunkSize), and the checks here count 1 MiB ones.
 		return killPlan{size: 64 << 20, kills: 3, min: 2}
 	}
-	return killPlan{size: 96 << 20, kills: 8, min: 6}
+	return killPlan{size: 96 << 20, kills: 8, min: 3}
 }
 
 // buildCLI builds ferry-cli (without -race: the children only need to be real

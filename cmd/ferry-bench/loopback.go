@@ -135,7 +135,7 @@ func parseLoopFlags(args []string) (loopOptions, error) {
 	fs.StringVar(&o.treeD, "tree-d", "", "copy workload D from this `DIR` (built by scripts/workload-d.sh) instead of building it")
 	tps := fs.String("transports", "quic,tcp,auto", "Ferry variants: a transport, optionally followed by +NAME=VALUE environment settings for both processes and +--flag=value flags for the sender (e.g. tcp+FERRY_BUFFERED_IO=1, quic+--streams=2)")
 	fs.StringVar(&o.dir, "dir", "", "folder for the files of A and B: source and destination on the same disk (default: a temp folder)")
-	fs.StringVar(&o.smallDir, "small-dir", "/dev/shm", "folder for the files of C (\"\" = as --dir): on this VM's disk, creating thousands of files right after deleting thousands measures the file system's discard, not the tools")
+	fs.StringVar(&o.smallDir, "small-dir", "/dev/shm", "folder for the files of C (\"\" = as --dir): on this VM's disk, creating thousands of files within minutes of deleting thousands measures ext4's search past recently deleted inodes, not the tools (docs/benchmarks/trees.md)")
 	fs.StringVar(&o.cli, "cli", "", "ferry-cli binary (default: built from this checkout)")
 	fs.StringVar(&o.compare, "compare", "", "other ferry-cli `BINARIES` (comma-separated, e.g. built from older commits), run in the same rounds with rows of their own, labelled by file name")
 	bl := fs.String("baselines", "croc,rsync,scp,wormhole", "other tools to run in the same rounds (rsync -e ssh and scp to a private sshd on loopback, croc through a local relay, magic-wormhole through the mailbox server --wormhole-relay names); each is skipped if not installed")
@@ -373,19 +373,22 @@ func (e *loopEnv) runWorkload(ctx context.Context, o loopOptions, w loopWorkload
 		return t, err
 	}
 	defer os.RemoveAll(src)
+	warm := loopWarm
+	if w.tree > 0 {
+		warm = warmTree
+	}
 	for round := range o.runs {
-		warm := loopWarm
-		if w.tree > 0 {
-			warm = warmTree
-		}
-		if err := warm(src); err != nil {
-			return t, err
-		}
 		got := map[string]loopResult{}
 		for i := range cells {
 			c := cells[(i+round)%len(cells)]
 			if c.skip != nil {
 				continue
+			}
+			// Every cell starts with the source just read: this VM pages
+			// out file pages left unread for about a minute (DAMON), so a
+			// cell late in a round could otherwise read from the disk.
+			if err := warm(src); err != nil {
+				return t, err
 			}
 			r, err := loopRunCell(ctx, c, w, src, base)
 			if err != nil {
@@ -677,7 +680,7 @@ func loopMakeFiles(dir string, w loopWorkload) error {
 	return nil
 }
 
-// loopWarm reads every source file once, so each round starts with the
+// loopWarm reads every source file once, so each cell starts with the
 // sources in the page cache, as they are right after being written or
 // downloaded.
 func loopWarm(dir string) error {

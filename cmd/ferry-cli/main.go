@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"syscall"
@@ -49,10 +50,32 @@ func main() {
 	if path := os.Getenv("FERRY_HEAPPROFILE"); path != "" {
 		heapProfileOnSignal(path)
 	}
+	// FERRY_MUTEXPROFILE=FILE and FERRY_BLOCKPROFILE=FILE write where the
+	// run's goroutines waited for locks and blocked (performance work).
+	mutexPath, blockPath := os.Getenv("FERRY_MUTEXPROFILE"), os.Getenv("FERRY_BLOCKPROFILE")
+	if mutexPath != "" {
+		runtime.SetMutexProfileFraction(1)
+	}
+	if blockPath != "" {
+		runtime.SetBlockProfileRate(10_000) // a sample per 10 µs blocked
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
+	writeProfile("mutex", mutexPath)
+	writeProfile("block", blockPath)
 	stop()
 	os.Exit(code)
+}
+
+// writeProfile writes the named runtime profile to path, if path is set.
+func writeProfile(name, path string) {
+	if path == "" {
+		return
+	}
+	if f, err := os.Create(path); err == nil {
+		pprof.Lookup(name).WriteTo(f, 0)
+		f.Close()
+	}
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {

@@ -953,11 +953,7 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 		// Go's os.Root uses). The file is good: say so, and keep the note.
 		rx.e.log.Warn("file saved, partial left behind", "file", saved, "err", err)
 	}
-	rx.mu.Lock()
-	f.part = nil
-	rx.open--
-	rx.mu.Unlock()
-	rx.resolve(f, true, saved, "", "")
+	rx.resolve(f, true, saved, "", "") // gives back the partial's place (rx.open)
 }
 
 // resolve records a file's outcome, tells the sender, and publishes it.

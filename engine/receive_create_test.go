@@ -145,6 +145,12 @@ func TestCreateRunsOutsideTheReceiverLock(t *testing.T) {
 	}
 	checkSaved(t, rx, "a.bin", a)
 	checkSaved(t, rx, "b.bin", b)
+	rx.mu.Lock()
+	open := rx.open
+	rx.mu.Unlock()
+	if open != 0 {
+		t.Errorf("%d files in flight after both were saved, want 0", open)
+	}
 }
 
 // Two streams with chunks of the same new file: the second waits for the

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/merkle"
-	"github.com/ferrydrop/ferry/engine/peer"
-	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -21,25 +19,7 @@ import (
 // "d/a.bin" of two chunks of 64 KiB and "d/b.bin" of one.
 func createReceiver(t *testing.T, a, b []byte) *receiver {
 	t.Helper()
-	e := testEngine(t, Options{})
-	in := e.newInbox(peer.ID{}, "sender", "pipe", nil, nil)
-	offer := &wire.Offer{Transfer: newTransferID(), ChunkSize: 64 << 10, Files: 2, TotalBytes: int64(len(a) + len(b))}
-	msgs := encode(offer, &wire.OfferFiles{Files: []wire.FileEntry{
-		{Path: "d/a.bin", Size: int64(len(a))}, {Path: "d/b.bin", Size: int64(len(b))}}})
-	rx := &receiver{inbox: in, ctl: newControl(bytesStream{bytes.NewReader(msgs)}), files: map[uint32]*rxFile{},
-		complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{})}
-	t.Cleanup(rx.closeList)
-	if err := rx.takeOffer(); err != nil {
-		t.Fatal(err)
-	}
-	dest, err := store.Open(e.DownloadDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dest.Close() })
-	rx.Dest, rx.Accepted = dest, []int{0, 1}
-	rx.status = []fileStatus{fileAccepted, fileAccepted}
-	return rx
+	return testReceiver(t, 64<<10, []wire.FileEntry{{Path: "d/a.bin", Size: int64(len(a))}, {Path: "d/b.bin", Size: int64(len(b))}})
 }
 
 // fileOf is the receiver's state of file i, as a data frame gets it.

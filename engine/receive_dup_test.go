@@ -15,15 +15,19 @@ import (
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
-// dupReceiver is a receiver of one accepted file of two chunks, "d/a.bin",
-// into a fresh destination, outside any session: what landChunk and
-// resolve need and nothing more.
-func dupReceiver(t *testing.T, data []byte, chunk int) (*receiver, *rxFile) {
+// testReceiver is a receiver of files, all accepted, in chunks of chunk
+// bytes, into a fresh destination, outside any session: what landChunk
+// and resolve need and nothing more.
+func testReceiver(t *testing.T, chunk int, files []wire.FileEntry) *receiver {
 	t.Helper()
 	e := testEngine(t, Options{})
 	in := e.newInbox(peer.ID{}, "sender", "pipe", nil, nil)
-	offer := &wire.Offer{Transfer: newTransferID(), ChunkSize: chunk, Files: 1, TotalBytes: int64(len(data))}
-	msgs := encode(offer, &wire.OfferFiles{Files: []wire.FileEntry{{Path: "d/a.bin", Size: int64(len(data))}}})
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	offer := &wire.Offer{Transfer: newTransferID(), ChunkSize: chunk, Files: len(files), TotalBytes: total}
+	msgs := encode(offer, &wire.OfferFiles{Files: files})
 	rx := &receiver{inbox: in, ctl: newControl(bytesStream{bytes.NewReader(msgs)}), files: map[uint32]*rxFile{},
 		complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{})}
 	t.Cleanup(rx.closeList)
@@ -35,8 +39,18 @@ func dupReceiver(t *testing.T, data []byte, chunk int) (*receiver, *rxFile) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dest.Close() })
-	rx.Dest, rx.Accepted = dest, []int{0}
-	rx.status = []fileStatus{fileAccepted}
+	rx.Dest = dest
+	for i := range files {
+		rx.Accepted = append(rx.Accepted, i)
+		rx.status = append(rx.status, fileAccepted)
+	}
+	return rx
+}
+
+// dupReceiver is a receiver of one accepted file of two chunks, "d/a.bin".
+func dupReceiver(t *testing.T, data []byte, chunk int) (*receiver, *rxFile) {
+	t.Helper()
+	rx := testReceiver(t, chunk, []wire.FileEntry{{Path: "d/a.bin", Size: int64(len(data))}})
 	rx.mu.Lock()
 	f, err := rx.fileLocked(0, true)
 	rx.mu.Unlock()

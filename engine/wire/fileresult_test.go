@@ -3,9 +3,11 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 // fileResultCases: every optional field, names that need escaping, the
@@ -74,5 +76,182 @@ func BenchmarkFileResult(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		WriteMessage(io.Discard, m)
+	}
+}
+
+// referenceFileResult is how ReadMessage read a file-result body before it
+// had its own decoder: encoding/json, then validate.
+func referenceFileResult(body []byte) (*FileResult, error) {
+	if !utf8.Valid(body) {
+		return nil, errors.New("invalid UTF-8")
+	}
+	var m FileResult
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// readFileResult reads body as ReadMessage does now.
+func readFileResult(body []byte) (*FileResult, error) {
+	frame := append([]byte{byte(TFileResult), 0, 0, 0, 0}, body...)
+	frame[1], frame[2], frame[3], frame[4] = byte(len(body)>>24), byte(len(body)>>16), byte(len(body)>>8), byte(len(body))
+	m, err := ReadMessage(bytes.NewReader(frame))
+	if err != nil {
+		return nil, err
+	}
+	return m.(*FileResult), nil
+}
+
+var fileResultFields = []string{"file", "ok", "saved_as", "code", "reason"}
+
+// compareFileResultWithJSON fails t unless the decoder and encoding/json
+// agree on body: both refuse it, or both take it with the same result, or
+// the decoder alone refuses it for a key given twice, and the body has one.
+func compareFileResultWithJSON(t *testing.T, body []byte) (*FileResult, error) {
+	t.Helper()
+	want, werr := referenceFileResult(body)
+	got, err := readFileResult(body)
+	switch {
+	case err != nil && !errors.Is(err, ErrProtocol):
+		t.Fatalf("%q: error %v is not ErrProtocol", body, err)
+	case err == nil && werr != nil:
+		t.Fatalf("%q: decoded to %+v, encoding/json refuses it: %v", body, got, werr)
+	case err != nil && werr == nil:
+		if !errors.Is(err, errDuplicateKey) || !duplicateKey(body, fileResultFields) {
+			t.Fatalf("%q: refused (%v), encoding/json takes it: %+v", body, err, want)
+		}
+	case err == nil && !reflect.DeepEqual(got, want):
+		t.Fatalf("%q: decoded to %+v, encoding/json to %+v", body, got, want)
+	}
+	return got, err
+}
+
+// fileResultBodies are hostile and odd bodies, with what ReadMessage makes
+// of them: ok is the decoded message, or nil for ErrProtocol. They seed
+// FuzzFileResultDecoder.
+var fileResultBodies = []struct {
+	name string
+	body string
+	ok   *FileResult
+}{
+	{"plain", `{"file":3,"ok":true}`, &FileResult{File: 3, OK: true}},
+	{"every field", `{"file":4294967295,"ok":false,"saved_as":"a/b (1).go","code":"verify_failed","reason":"r"}`,
+		&FileResult{File: 1<<32 - 1, SavedAs: "a/b (1).go", Code: CodeVerifyFailed, Reason: "r"}},
+	{"whitespace", " \t\r\n{ \"file\" : 1 ,\n\"ok\" : false } \n", &FileResult{File: 1}},
+	{"top-level null", `null`, &FileResult{}},
+	{"empty object", `{}`, &FileResult{}},
+	{"field nulls", `{"file":null,"ok":null,"saved_as":null,"code":null,"reason":null}`, &FileResult{}},
+	{"keys folded", `{"FILE":2,"Ok":true,"SAVED_AS":"x","Code":"cancelled","REASON":"y"}`,
+		&FileResult{File: 2, OK: true, SavedAs: "x", Code: CodeCancelled, Reason: "y"}},
+	{"key with long s", `{"ſaved_as":"z"}`, &FileResult{SavedAs: "z"}},
+	{"key escaped", `{"\u0066ile":5}`, &FileResult{File: 5}},
+	{"unknown fields skipped", `{"x":[1,{"y":null},"z"],"file":6,"w":{"ok":false},"ok":true}`, &FileResult{File: 6, OK: true}},
+	{"escapes kept", `{"saved_as":"a\"b\\c\/d\u00e9\ud83d\ude00"}`, &FileResult{SavedAs: "a\"b\\c/dé😀"}},
+	{"lone surrogate", `{"reason":"\ud800x"}`, &FileResult{Reason: "\ufffdx"}},
+	{"file negative", `{"file":-1}`, nil},
+	{"file minus zero", `{"file":-0}`, nil},
+	{"file too large", `{"file":4294967296}`, nil},
+	{"file fraction", `{"file":1.0}`, nil},
+	{"file exponent", `{"file":1e3}`, nil},
+	{"file a string", `{"file":"1"}`, nil},
+	{"file leading zero", `{"file":01}`, nil},
+	{"ok a number", `{"ok":1}`, nil},
+	{"ok a string", `{"ok":"true"}`, nil},
+	{"ok misspelled", `{"ok":tru}`, nil},
+	{"ok run on", `{"ok":truex}`, nil},
+	{"name a number", `{"saved_as":5}`, nil},
+	{"name an array", `{"saved_as":["a"]}`, nil},
+	{"code unknown", `{"code":"from_a_newer_peer"}`, &FileResult{Code: "from_a_newer_peer"}},
+	{"code too long", `{"code":"` + string(bytes.Repeat([]byte("c"), 33)) + `"}`, nil},
+	{"reason too long", `{"reason":"` + string(bytes.Repeat([]byte("r"), MaxReasonLen+1)) + `"}`, nil},
+	{"raw control character", "{\"reason\":\"a\x01b\"}", nil},
+	{"twice", `{"file":1,"file":2}`, nil},
+	{"twice folded", `{"ok":true,"OK":false}`, nil},
+	{"array", `[]`, nil},
+	{"string", `"file"`, nil},
+	{"trailing", `{"file":1} {}`, nil},
+	{"trailing comma", `{"file":1,}`, nil},
+	{"no colon", `{"file" 1}`, nil},
+	{"unclosed", `{"file":1`, nil},
+	{"empty", ``, nil},
+	{"deep unknown", `{"x":` + string(bytes.Repeat([]byte("["), 10001)) + string(bytes.Repeat([]byte("]"), 10001)) + `}`, nil},
+}
+
+func TestFileResultDecoderCases(t *testing.T) {
+	for _, c := range fileResultBodies {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := compareFileResultWithJSON(t, []byte(c.body))
+			switch {
+			case c.ok == nil && err == nil:
+				t.Fatalf("took it: %+v", got)
+			case c.ok != nil && err != nil:
+				t.Fatalf("refused it: %v", err)
+			case c.ok != nil && !reflect.DeepEqual(got, c.ok):
+				t.Fatalf("got %+v, want %+v", got, c.ok)
+			}
+		})
+	}
+}
+
+// Every cut of a valid body is refused, as encoding/json refuses it.
+func TestFileResultDecoderTruncated(t *testing.T) {
+	body := appendFileResult(nil, &FileResult{File: 123, OK: true, SavedAs: "a/\"b\"/<c> (1).txt", Code: CodeCancelled, Reason: "日本\u2028"})
+	for n := range len(body) {
+		if _, err := compareFileResultWithJSON(t, body[:n]); err == nil {
+			t.Fatalf("%d of %d bytes taken", n, len(body))
+		}
+	}
+	if _, err := compareFileResultWithJSON(t, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzFileResultDecoder checks the decoder against encoding/json on any
+// body: compareFileResultWithJSON.
+func FuzzFileResultDecoder(f *testing.F) {
+	for _, c := range fileResultBodies {
+		if len(c.body) < 1<<10 {
+			f.Add([]byte(c.body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		compareFileResultWithJSON(t, body)
+	})
+}
+
+// A sender reads one FileResult per file: the message itself and its name
+// are all it allocates, where encoding/json took seven allocations.
+func TestFileResultReadAllocations(t *testing.T) {
+	var frame bytes.Buffer
+	WriteMessage(&frame, &FileResult{File: 12345, OK: true, SavedAs: "src/cmd/go/main.go"})
+	r := bytes.NewReader(frame.Bytes())
+	rd := NewReader(r)
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(frame.Bytes())
+		if _, err := rd.ReadMessage(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2 {
+		t.Errorf("ReadMessage(FileResult): %.0f allocations, want at most 2", allocs)
+	}
+}
+
+// BenchmarkFileResultRead: one FileResult read, as a sender does per file.
+func BenchmarkFileResultRead(b *testing.B) {
+	var frame bytes.Buffer
+	WriteMessage(&frame, &FileResult{File: 12345, OK: true, SavedAs: "src/cmd/go/main.go"})
+	r := bytes.NewReader(frame.Bytes())
+	rd := NewReader(r)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(frame.Bytes())
+		if _, err := rd.ReadMessage(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -121,7 +121,7 @@ var errDuplicateKey = errors.New("a key given twice")
 // maxJSONDepth is encoding/json's bound on nesting ({ and [ open at once).
 const maxJSONDepth = 10000
 
-// jsonDec reads one OfferFiles body. Its errors are wrapped into
+// jsonDec reads one OfferFiles or FileResult body. Its errors are wrapped into
 // ErrProtocol by ReadMessage.
 type jsonDec struct {
 	b       []byte

@@ -80,6 +80,13 @@ func compareWithJSON(t *testing.T, body []byte) (*OfferFiles, error) {
 // OfferFiles or of one of its entries twice in one object, as
 // encoding/json matches names to fields (folding case).
 func hasDuplicateKey(body []byte) bool {
+	return duplicateKey(body, []string{"start", "files"})
+}
+
+// duplicateKey says whether body (valid JSON) names one of top's fields
+// twice in its top-level object, or, under a key "files", one of an offer
+// entry's fields twice in one of its elements.
+func duplicateKey(body []byte, top []string) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dup := false
 	// walk reads one value; fields are the names that object may hold, and
@@ -132,7 +139,7 @@ func hasDuplicateKey(body []byte) bool {
 		}
 		return nil
 	}
-	if walk([]string{"start", "files"}) != nil {
+	if walk(top) != nil {
 		return false
 	}
 	return dup

@@ -132,6 +132,7 @@ func ReadMessage(r io.Reader) (Message, error) { return NewReader(r).ReadMessage
 type Reader struct {
 	r   io.Reader
 	buf []byte
+	hdr [5]byte // a frame's header, here so that reading one allocates nothing
 }
 
 // keepBody is the largest body buffer a Reader keeps between messages
@@ -144,8 +145,8 @@ func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
 // ReadMessage reads and validates the next control frame, as the function
 // ReadMessage does.
 func (r *Reader) ReadMessage() (Message, error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(r.r, hdr[:]); err != nil {
+	hdr := r.hdr[:]
+	if _, err := io.ReadFull(r.r, hdr); err != nil {
 		return nil, err // io.EOF at a frame boundary is a clean end
 	}
 	n := int(binary.BigEndian.Uint32(hdr[1:]))
@@ -188,11 +189,14 @@ func (r *Reader) ReadMessage() (Message, error) {
 }
 
 // unmarshal decodes a body into m, a new message of its type: the
-// manifest's parts with their own decoder (offerfiles.go), the rest with
-// encoding/json.
+// manifest's parts and the per-file results with their own decoders
+// (offerfiles.go, fileresult.go), the rest with encoding/json.
 func unmarshal(body []byte, m Message) error {
-	if f, ok := m.(*OfferFiles); ok {
-		return decodeOfferFiles(body, f)
+	switch m := m.(type) {
+	case *OfferFiles:
+		return decodeOfferFiles(body, m)
+	case *FileResult:
+		return decodeFileResult(body, m) // fileresult.go
 	}
 	return json.Unmarshal(body, m)
 }

@@ -47,6 +47,23 @@ func Name(s string) string {
 // display-changing character, a space at either end of s or of one of its
 // slash-separated elements, or is not valid UTF-8.
 func NeedsEscape(s string) bool {
+	// Printable ASCII, the common case, is decided in one pass without
+	// Unicode's tables (a CLI shows a name per file: 10^5 for a tree).
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return needsEscape(s)
+		case c < ' ' || c == 0x7f: // what Suspicious says of ASCII
+			return true
+		case c == ' ' && (i == 0 || i == len(s)-1 || s[i-1] == '/' || s[i+1] == '/'):
+			return true
+		}
+	}
+	return false
+}
+
+// needsEscape is NeedsEscape for any text.
+func needsEscape(s string) bool {
 	if !utf8.ValidString(s) {
 		return true
 	}

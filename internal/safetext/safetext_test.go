@@ -1,6 +1,7 @@
 package safetext
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -55,7 +56,37 @@ func FuzzName(f *testing.F) {
 		if !NeedsEscape(s) && got != s {
 			t.Fatalf("Name(%q) = %q changed a plain name", s, got)
 		}
+		if fast, slow := NeedsEscape(s), needsEscape(s); fast != slow {
+			t.Fatalf("NeedsEscape(%q) = %v, needsEscape %v", s, fast, slow)
+		}
 	})
+}
+
+// NeedsEscape's pass over ASCII agrees with the general rule on every
+// ASCII character in every position of an element.
+func TestNeedsEscapeASCII(t *testing.T) {
+	for c := range 0x80 {
+		for _, f := range []string{"%c", "%cx", "x%c", "x%cx", "a/%c/b", "a/%cb", "a/b%c", "%c/"} {
+			s := fmt.Sprintf(f, c)
+			if fast, slow := NeedsEscape(s), needsEscape(s); fast != slow {
+				t.Errorf("NeedsEscape(%q) = %v, needsEscape %v", s, fast, slow)
+			}
+		}
+	}
+}
+
+// A plain name is checked without allocating (the general rule split it
+// at every slash).
+func TestNeedsEscapeAllocations(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { NeedsEscape("go-3/src/cmd/go/internal/load/pkg.go") }); n != 0 {
+		t.Errorf("%.0f allocations", n)
+	}
+}
+
+func BenchmarkNeedsEscape(b *testing.B) {
+	for b.Loop() {
+		NeedsEscape("go-3/src/cmd/go/internal/load/pkg.go")
+	}
 }
 
 // textCases double as the fuzz corpus of FuzzText.

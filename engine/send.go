@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -979,15 +980,13 @@ func (tx *sender) readControl(ctx context.Context) error {
 				if m.SavedAs != lf.Path {
 					fr.SavedAs = m.SavedAs
 				}
-				tx.mu.Lock()
-				if fl := tx.leaves[int(m.File)]; fl != nil {
-					if root, err := fl.tree.Root(); err == nil {
-						fr.Root = fmt.Sprintf("%x", root[:])
-					}
-				}
-				tx.mu.Unlock()
 			}
 			tx.mu.Lock()
+			if fl := tx.leaves[int(m.File)]; fl != nil && m.OK {
+				if root, err := fl.tree.Root(); err == nil {
+					fr.Root = hex.EncodeToString(root[:])
+				}
+			}
 			tx.sending[m.File] = fileSettled
 			delete(tx.leaves, int(m.File))
 			tx.mu.Unlock()

@@ -18,17 +18,7 @@ import (
 // m, as json.Unmarshal would, m zero on entry.
 func decodeFileResult(body []byte, m *FileResult) error {
 	d := jsonDec{b: body}
-	d.ws()
-	if d.null() {
-		// encoding/json leaves the message as it was: zero.
-	} else if err := d.fileResult(m); err != nil {
-		return err
-	}
-	d.ws()
-	if d.i != len(d.b) {
-		return d.syntax("after the top-level value")
-	}
-	return nil
+	return d.top(func() error { return d.fileResult(m) })
 }
 
 func (d *jsonDec) fileResult(m *FileResult) error {

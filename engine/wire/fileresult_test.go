@@ -3,11 +3,9 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"reflect"
 	"testing"
-	"unicode/utf8"
 )
 
 // fileResultCases: every optional field, names that need escaping, the
@@ -79,65 +77,17 @@ func BenchmarkFileResult(b *testing.B) {
 	}
 }
 
-// referenceFileResult is how ReadMessage read a file-result body before it
-// had its own decoder: encoding/json, then validate.
-func referenceFileResult(body []byte) (*FileResult, error) {
-	if !utf8.Valid(body) {
-		return nil, errors.New("invalid UTF-8")
-	}
-	var m FileResult
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, err
-	}
-	if err := m.validate(); err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
-// readFileResult reads body as ReadMessage does now.
-func readFileResult(body []byte) (*FileResult, error) {
-	frame := append([]byte{byte(TFileResult), 0, 0, 0, 0}, body...)
-	frame[1], frame[2], frame[3], frame[4] = byte(len(body)>>24), byte(len(body)>>16), byte(len(body)>>8), byte(len(body))
-	m, err := ReadMessage(bytes.NewReader(frame))
-	if err != nil {
-		return nil, err
-	}
-	return m.(*FileResult), nil
-}
-
 var fileResultFields = []string{"file", "ok", "saved_as", "code", "reason"}
 
-// compareFileResultWithJSON fails t unless the decoder and encoding/json
-// agree on body: both refuse it, or both take it with the same result, or
-// the decoder alone refuses it for a key given twice, and the body has one.
+// compareFileResultWithJSON is compareDecoder (offerfiles_test.go) for
+// FileResult.
 func compareFileResultWithJSON(t *testing.T, body []byte) (*FileResult, error) {
 	t.Helper()
-	want, werr := referenceFileResult(body)
-	got, err := readFileResult(body)
-	switch {
-	case err != nil && !errors.Is(err, ErrProtocol):
-		t.Fatalf("%q: error %v is not ErrProtocol", body, err)
-	case err == nil && werr != nil:
-		t.Fatalf("%q: decoded to %+v, encoding/json refuses it: %v", body, got, werr)
-	case err != nil && werr == nil:
-		if !errors.Is(err, errDuplicateKey) || !duplicateKey(body, fileResultFields) {
-			t.Fatalf("%q: refused (%v), encoding/json takes it: %+v", body, err, want)
-		}
-	case err == nil && !reflect.DeepEqual(got, want):
-		t.Fatalf("%q: decoded to %+v, encoding/json to %+v", body, got, want)
-	}
-	return got, err
+	return compareDecoder[FileResult](t, body, fileResultFields)
 }
 
-// fileResultBodies are hostile and odd bodies, with what ReadMessage makes
-// of them: ok is the decoded message, or nil for ErrProtocol. They seed
-// FuzzFileResultDecoder.
-var fileResultBodies = []struct {
-	name string
-	body string
-	ok   *FileResult
-}{
+// fileResultBodies seed FuzzFileResultDecoder too.
+var fileResultBodies = []decoderCase[*FileResult]{
 	{"plain", `{"file":3,"ok":true}`, &FileResult{File: 3, OK: true}},
 	{"every field", `{"file":4294967295,"ok":false,"saved_as":"a/b (1).go","code":"verify_failed","reason":"r"}`,
 		&FileResult{File: 1<<32 - 1, SavedAs: "a/b (1).go", Code: CodeVerifyFailed, Reason: "r"}},
@@ -182,19 +132,7 @@ var fileResultBodies = []struct {
 }
 
 func TestFileResultDecoderCases(t *testing.T) {
-	for _, c := range fileResultBodies {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := compareFileResultWithJSON(t, []byte(c.body))
-			switch {
-			case c.ok == nil && err == nil:
-				t.Fatalf("took it: %+v", got)
-			case c.ok != nil && err != nil:
-				t.Fatalf("refused it: %v", err)
-			case c.ok != nil && !reflect.DeepEqual(got, c.ok):
-				t.Fatalf("got %+v, want %+v", got, c.ok)
-			}
-		})
-	}
+	checkDecoderCases[FileResult](t, fileResultBodies, fileResultFields)
 }
 
 // Every cut of a valid body is refused, as encoding/json refuses it.

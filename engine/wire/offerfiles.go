@@ -134,11 +134,18 @@ type jsonDec struct {
 // as json.Unmarshal would, m zero on entry.
 func decodeOfferFiles(body []byte, m *OfferFiles) error {
 	d := jsonDec{b: body}
+	return d.top(func() error { return d.offerFiles(m) })
+}
+
+// top reads the body as one value, which decode reads unless it is null
+// (encoding/json then leaves the message as it was: zero), and nothing
+// after it.
+func (d *jsonDec) top(decode func() error) error {
 	d.ws()
-	if d.null() {
-		// encoding/json leaves the message as it was: zero.
-	} else if err := d.offerFiles(m); err != nil {
-		return err
+	if !d.null() {
+		if err := decode(); err != nil {
+			return err
+		}
 	}
 	d.ws()
 	if d.i != len(d.b) {

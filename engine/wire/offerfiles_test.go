@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,21 +13,26 @@ import (
 	"unicode/utf8"
 )
 
-// referenceOfferFiles is how ReadMessage read an offer-files body before
-// it had its own decoder: encoding/json, then validate.
-func referenceOfferFiles(body []byte) (*OfferFiles, error) {
+// reference is how ReadMessage read a body of M before M had its own
+// decoder: encoding/json, then validate.
+func reference[M any, P interface {
+	*M
+	Message
+}](body []byte) (P, error) {
 	if !utf8.Valid(body) {
 		return nil, errors.New("invalid UTF-8")
 	}
-	var m OfferFiles
-	if err := json.Unmarshal(body, &m); err != nil {
+	m := P(new(M))
+	if err := json.Unmarshal(body, m); err != nil {
 		return nil, err
 	}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	return &m, nil
+	return m, nil
 }
+
+func referenceOfferFiles(body []byte) (*OfferFiles, error) { return reference[OfferFiles](body) }
 
 // wireOfferFiles is what ReadMessage does to the body now.
 func wireOfferFiles(body []byte) (*OfferFiles, error) {
@@ -43,31 +49,39 @@ func wireOfferFiles(body []byte) (*OfferFiles, error) {
 	return &m, nil
 }
 
-// readOfferFiles reads body as ReadMessage does now.
-func readOfferFiles(body []byte) (*OfferFiles, error) {
-	frame := append([]byte{byte(TOfferFiles), 0, 0, 0, 0}, body...)
-	frame[1], frame[2], frame[3], frame[4] = byte(len(body)>>24), byte(len(body)>>16), byte(len(body)>>8), byte(len(body))
+// readBody reads body, framed as a message of M's type, as ReadMessage
+// does now.
+func readBody[M any, P interface {
+	*M
+	Message
+}](body []byte) (P, error) {
+	frame := append([]byte{byte(P(new(M)).Type()), 0, 0, 0, 0}, body...)
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(body)))
 	m, err := ReadMessage(bytes.NewReader(frame))
 	if err != nil {
 		return nil, err
 	}
-	return m.(*OfferFiles), nil
+	return m.(P), nil
 }
 
-// compareWithJSON fails t unless the decoder and encoding/json agree on
-// body: both refuse it, or both take it with the same result, or the
-// decoder alone refuses it for a key given twice, and the body has one.
-func compareWithJSON(t *testing.T, body []byte) (*OfferFiles, error) {
+// compareDecoder fails t unless ReadMessage and encoding/json agree on a
+// body of M: both refuse it, or both take it with the same result, or the
+// decoder alone refuses it for a key given twice, and the body has one of
+// top's (duplicateKey).
+func compareDecoder[M any, P interface {
+	*M
+	Message
+}](t *testing.T, body []byte, top []string) (P, error) {
 	t.Helper()
-	want, werr := referenceOfferFiles(body)
-	got, err := readOfferFiles(body)
+	want, werr := reference[M, P](body)
+	got, err := readBody[M, P](body)
 	switch {
 	case err != nil && !errors.Is(err, ErrProtocol):
 		t.Fatalf("%q: error %v is not ErrProtocol", body, err)
 	case err == nil && werr != nil:
 		t.Fatalf("%q: decoded to %+v, encoding/json refuses it: %v", body, got, werr)
 	case err != nil && werr == nil:
-		if !errors.Is(err, errDuplicateKey) || !hasDuplicateKey(body) {
+		if !errors.Is(err, errDuplicateKey) || !duplicateKey(body, top) {
 			t.Fatalf("%q: refused (%v), encoding/json takes it: %+v", body, err, want)
 		}
 	case err == nil && !reflect.DeepEqual(got, want):
@@ -76,11 +90,40 @@ func compareWithJSON(t *testing.T, body []byte) (*OfferFiles, error) {
 	return got, err
 }
 
-// hasDuplicateKey says whether body (valid JSON) names a field of
-// OfferFiles or of one of its entries twice in one object, as
-// encoding/json matches names to fields (folding case).
-func hasDuplicateKey(body []byte) bool {
-	return duplicateKey(body, []string{"start", "files"})
+// decoderCase is a hostile or odd body, with what ReadMessage makes of it:
+// ok is the decoded message, or nil for ErrProtocol.
+type decoderCase[P any] struct {
+	name string
+	body string
+	ok   P
+}
+
+// checkDecoderCases runs cases through compareDecoder, each a subtest.
+func checkDecoderCases[M any, P interface {
+	*M
+	Message
+}](t *testing.T, cases []decoderCase[P], top []string) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := compareDecoder[M, P](t, []byte(c.body), top)
+			switch {
+			case c.ok == nil && err == nil:
+				t.Fatalf("took it: %+v", got)
+			case c.ok != nil && err != nil:
+				t.Fatalf("refused it: %v", err)
+			case c.ok != nil && !reflect.DeepEqual(got, c.ok):
+				t.Fatalf("got %+v, want %+v", got, c.ok)
+			}
+		})
+	}
+}
+
+var offerFilesFields = []string{"start", "files"}
+
+// compareWithJSON is compareDecoder for OfferFiles.
+func compareWithJSON(t *testing.T, body []byte) (*OfferFiles, error) {
+	t.Helper()
+	return compareDecoder[OfferFiles](t, body, offerFilesFields)
 }
 
 // duplicateKey says whether body (valid JSON) names one of top's fields
@@ -145,14 +188,8 @@ func duplicateKey(body []byte, top []string) bool {
 	return dup
 }
 
-// offerFilesCases are hostile and odd bodies, with what ReadMessage makes
-// of them: ok is the decoded message, or nil for ErrProtocol. They seed
-// FuzzOfferFilesDecoder.
-var offerFilesCases = []struct {
-	name string
-	body string
-	ok   *OfferFiles
-}{
+// offerFilesCases seed FuzzOfferFilesDecoder too.
+var offerFilesCases = []decoderCase[*OfferFiles]{
 	{"plain", `{"start":3,"files":[{"path":"a/b","size":5,"mode":420,"mtime":17}]}`,
 		&OfferFiles{Start: 3, Files: []FileEntry{{Path: "a/b", Size: 5, Mode: 420, MTime: 17}}}},
 	{"whitespace", " \t\r\n{ \"start\" : 0 ,\n\"files\" : [ ] } \n", &OfferFiles{Files: []FileEntry{}}},
@@ -230,19 +267,7 @@ var offerFilesCases = []struct {
 }
 
 func TestOfferFilesDecoderCases(t *testing.T) {
-	for _, c := range offerFilesCases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := compareWithJSON(t, []byte(c.body))
-			switch {
-			case c.ok == nil && err == nil:
-				t.Fatalf("took it: %+v", got)
-			case c.ok != nil && err != nil:
-				t.Fatalf("refused it: %v", err)
-			case c.ok != nil && !reflect.DeepEqual(got, c.ok):
-				t.Fatalf("got %+v, want %+v", got, c.ok)
-			}
-		})
-	}
+	checkDecoderCases[OfferFiles](t, offerFilesCases, offerFilesFields)
 }
 
 // Every cut of a valid body is refused, as encoding/json refuses it

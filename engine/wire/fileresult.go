@@ -1,15 +1,12 @@
 package wire
 
-import (
-	"bytes"
-	"fmt"
-)
+import "bytes"
 
 // A receiver sends the sender one FileResult per file: 10^5 for a tree of
-// 10^5 files. encoding/json's reflection took most of the sender's CPU for
-// reading them (0.2-0.3 CPU-s of a transfer of workload D, more than the
-// walk of its folders: docs/benchmarks/trees.md, "The sender's reading of
-// the receiver's results"), so the message has its own decoder, as
+// 10^5 files. encoding/json's reflection was the largest piece of the
+// sender's own Go code on workload D (5 % of its CPU, about 0.2 CPU-s:
+// docs/benchmarks/trees.md, "The sender's reading of the receiver's
+// results"), so the message has its own decoder, as
 // OfferFiles has (offerfiles.go): it accepts exactly what encoding/json and
 // validate accept, but for a key given twice in one object, which is
 // ErrProtocol. FuzzFileResultDecoder checks it against encoding/json.
@@ -21,29 +18,14 @@ func decodeFileResult(body []byte, m *FileResult) error {
 	return d.top(func() error { return d.fileResult(m) })
 }
 
+var fileResultNames = []string{"file", "ok", "saved_as", "code", "reason"}
+
+// fileResult reads m, zero on entry: a null leaves a field as it was, as
+// with encoding/json.
 func (d *jsonDec) fileResult(m *FileResult) error {
-	if err := d.open('{', "the file-result message"); err != nil {
-		return err
-	}
-	var seen [5]bool
-	for first := true; ; first = false {
-		key, more, err := d.nextKey(first)
-		if err != nil || !more {
-			return err
-		}
-		k := field(key, "file", "ok", "saved_as", "code", "reason")
-		if k < 0 {
-			if err := d.skip(); err != nil {
-				return err
-			}
-			continue
-		}
-		if seen[k] {
-			return fmt.Errorf("%w: %q", errDuplicateKey, key)
-		}
-		seen[k] = true
-		// A null leaves the field as it was (zero), as with encoding/json.
+	return d.object("the file-result message", fileResultNames, func(k int) error {
 		var null bool
+		var err error
 		switch k {
 		case 0:
 			var n uint32
@@ -64,10 +46,8 @@ func (d *jsonDec) fileResult(m *FileResult) error {
 		default:
 			m.Reason, _, err = d.string("reason")
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // bool reads a boolean field; null is true for a null.
@@ -83,20 +63,4 @@ func (d *jsonDec) bool(name string) (v, null bool, err error) {
 		return false, false, nil
 	}
 	return false, false, d.typeErr(name)
-}
-
-// string reads a string field; null is true for a null (and the string
-// empty).
-func (d *jsonDec) string(name string) (string, bool, error) {
-	if d.null() {
-		return "", true, nil
-	}
-	if d.peek() != '"' {
-		return "", false, d.typeErr(name)
-	}
-	s, err := d.str()
-	if err != nil {
-		return "", false, err
-	}
-	return string(s), false, nil
 }

@@ -279,38 +279,54 @@ func field(key []byte, names ...string) int {
 	return -1
 }
 
-func (d *jsonDec) offerFiles(m *OfferFiles) error {
-	if err := d.open('{', "the offer-files message"); err != nil {
+// object reads an object whose '{' is next (what names it in errors). For
+// each key that names one of names (as field matches them) it calls member
+// with its index, to read the value; other keys' values are skipped. A name
+// given twice is errDuplicateKey.
+func (d *jsonDec) object(what string, names []string, member func(k int) error) error {
+	if err := d.open('{', what); err != nil {
 		return err
 	}
-	var seen [2]bool
+	var seen uint64 // bit k: names[k] was read
 	for first := true; ; first = false {
 		key, more, err := d.nextKey(first)
 		if err != nil || !more {
 			return err
 		}
-		k := field(key, "start", "files")
+		k := field(key, names...)
 		if k < 0 {
 			if err := d.skip(); err != nil {
 				return err
 			}
 			continue
 		}
-		if seen[k] {
+		if seen&(1<<k) != 0 {
 			return fmt.Errorf("%w: %q", errDuplicateKey, key)
 		}
-		seen[k] = true
-		if k == 1 {
-			err = d.files(m)
-		} else if n, null, err1 := d.int("start"); err1 != nil {
-			err = err1
-		} else if !null {
-			m.Start = int(n)
-		}
-		if err != nil {
+		seen |= 1 << k
+		if err := member(k); err != nil {
 			return err
 		}
 	}
+}
+
+// The fields of the objects read, as named in JSON.
+var (
+	offerFilesNames = []string{"start", "files"}
+	entryNames      = []string{"path", "size", "mode", "mtime"}
+)
+
+func (d *jsonDec) offerFiles(m *OfferFiles) error {
+	return d.object("the offer-files message", offerFilesNames, func(k int) error {
+		if k == 1 {
+			return d.files(m)
+		}
+		n, null, err := d.int("start")
+		if err == nil && !null {
+			m.Start = int(n)
+		}
+		return err
+	})
 }
 
 func (d *jsonDec) files(m *OfferFiles) error {
@@ -341,42 +357,16 @@ func (d *jsonDec) files(m *OfferFiles) error {
 	}
 }
 
+// entry reads a file entry into f, zero on entry: a null leaves a field as
+// it was, as with encoding/json.
 func (d *jsonDec) entry(f *FileEntry) error {
-	if err := d.open('{', "a file entry"); err != nil {
-		return err
-	}
-	var seen [4]bool
-	for first := true; ; first = false {
-		key, more, err := d.nextKey(first)
-		if err != nil || !more {
-			return err
-		}
-		k := field(key, "path", "size", "mode", "mtime")
-		if k < 0 {
-			if err := d.skip(); err != nil {
-				return err
-			}
-			continue
-		}
-		if seen[k] {
-			return fmt.Errorf("%w: %q", errDuplicateKey, key)
-		}
-		seen[k] = true
+	return d.object("a file entry", entryNames, func(k int) error {
 		var n int64
 		var null bool
+		var err error
 		switch k {
 		case 0:
-			if d.null() {
-				continue
-			}
-			if d.peek() != '"' {
-				return d.typeErr("path")
-			}
-			s, err := d.str()
-			if err != nil {
-				return err
-			}
-			f.Path = string(s)
+			f.Path, _, err = d.string("path")
 		case 1:
 			if n, null, err = d.int("size"); err == nil && !null {
 				f.Size = n
@@ -391,10 +381,8 @@ func (d *jsonDec) entry(f *FileEntry) error {
 				f.MTime = n
 			}
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // typeErr: a value of the wrong kind for field (after checking the value
@@ -504,6 +492,22 @@ func (d *jsonDec) uint32(name string) (uint32, bool, error) {
 		return 0, false, fmt.Errorf("%s: %d is out of range", name, n)
 	}
 	return uint32(n), false, nil
+}
+
+// string reads a string field; null is true for a null (and the string
+// empty).
+func (d *jsonDec) string(name string) (string, bool, error) {
+	if d.null() {
+		return "", true, nil
+	}
+	if d.peek() != '"' {
+		return "", false, d.typeErr(name)
+	}
+	s, err := d.str()
+	if err != nil {
+		return "", false, err
+	}
+	return string(s), false, nil
 }
 
 // str consumes a string and returns its value, unescaped as encoding/json

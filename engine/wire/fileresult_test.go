@@ -151,14 +151,7 @@ func TestFileResultDecoderTruncated(t *testing.T) {
 // FuzzFileResultDecoder checks the decoder against encoding/json on any
 // body: compareFileResultWithJSON.
 func FuzzFileResultDecoder(f *testing.F) {
-	for _, c := range fileResultBodies {
-		if len(c.body) < 1<<10 {
-			f.Add([]byte(c.body))
-		}
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		compareFileResultWithJSON(t, body)
-	})
+	fuzzDecoder[FileResult](f, fileResultBodies, fileResultFields)
 }
 
 // A sender reads one FileResult per file: the message itself and its name

@@ -312,13 +312,22 @@ func TestOfferFilesEncoderMatchesJSON(t *testing.T) {
 // FuzzOfferFilesDecoder checks the decoder against encoding/json on any
 // body: compareWithJSON.
 func FuzzOfferFilesDecoder(f *testing.F) {
-	for _, c := range offerFilesCases {
+	fuzzDecoder[OfferFiles](f, offerFilesCases, offerFilesFields)
+}
+
+// fuzzDecoder seeds f with the short bodies of cases and checks every body
+// with compareDecoder.
+func fuzzDecoder[M any, P interface {
+	*M
+	Message
+}](f *testing.F, cases []decoderCase[P], top []string) {
+	for _, c := range cases {
 		if len(c.body) < 1<<10 {
 			f.Add([]byte(c.body))
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		compareWithJSON(t, body)
+		compareDecoder[M, P](t, body, top)
 	})
 }
 

@@ -582,64 +582,86 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 	if kind != wire.KindData {
 		return fmt.Errorf("%w: a second control stream", wire.ErrProtocol)
 	}
-	// Two stages per stream: this goroutine reads frames while a lander
-	// hashes, checks and writes the previous chunk, so a write that waits
-	// for the device (direct writes do) overlaps the next read instead of
-	// stopping the stream. Buffers come from the session's quota and go
-	// back once landed.
-	jobs := make(chan landing, 1)
-	var failed atomic.Bool
-	var queued atomic.Int32 // chunks handed to the lander and not landed yet
-	landed := make(chan error, 1)
-	go func() {
-		hasher := merkle.NewHasher()
-		var err error
-		for j := range jobs {
-			if err == nil {
-				if err = rx.landChunk(j.f, j.h, j.buf[:j.h.Length], j.crc, hasher); err != nil {
-					failed.Store(true)
-				}
-			}
-			rx.quota.Put(j.buf)
-			queued.Add(-1)
-		}
-		landed <- err
-	}()
-	// A small chunk while the lander is idle is landed here: handing it over
-	// would cost a wake-up of the lander per file of a tree of small files,
-	// for no overlap worth having (its write is short, and waits for no
-	// device).
-	var inline *merkle.Hasher
-	land := func(j landing) error {
-		if j.h.Length > inlineChunk || queued.Load() != 0 {
-			queued.Add(1)
-			jobs <- j
-			return nil
-		}
-		if inline == nil {
-			inline = merkle.NewHasher()
-		}
-		err := rx.landChunk(j.f, j.h, j.buf[:j.h.Length], j.crc, inline)
-		rx.quota.Put(j.buf)
-		if err != nil {
-			failed.Store(true)
-		}
-		return err
-	}
+	l := newStreamLanding(func(j landing, h *merkle.Hasher) error {
+		return rx.landChunk(j.f, j.h, j.buf[:j.h.Length], j.crc, h)
+	}, rx.quota.Put)
 	rx.stallOnce.Do(func() {
 		rx.stalls.SetThreshold(stallmeter.Threshold(time.Duration(rx.c.Metrics().MinRTTms * float64(time.Millisecond))))
 	})
-	err = rx.readFrames(ctx, rx.stalls.Reader(s), land, &failed)
-	close(jobs)
-	if lerr := <-landed; lerr != nil {
+	err = rx.readFrames(ctx, rx.stalls.Reader(s), l.add, &l.failed)
+	if lerr := l.wait(); lerr != nil {
 		return lerr
 	}
 	return err
 }
 
-// inlineChunk is the largest chunk a data stream's reader lands itself
-// when its lander is idle (serveData).
+// streamLanding lands one data stream's chunks in two stages: the stream's
+// reader hands each large chunk to a lander goroutine, which hashes, checks
+// and writes it while the reader reads on, so a write that waits for the
+// device (direct writes do) overlaps the next reads instead of stopping
+// the stream; up to landQueue chunks wait for the lander, within the
+// session's buffer quota. A small chunk (at most inlineChunk bytes, a tree's
+// typical file) the reader lands itself, at once: handing it over would
+// cost a wake-up of the lander per file, and queueing it behind a large
+// chunk's write would stop the stream for that write. Chunks of one file
+// may land in either order, as they do from two streams.
+type streamLanding struct {
+	land   func(j landing, h *merkle.Hasher) error // hash, check, write j
+	put    func(buf []byte)                        // give j.buf back, once landed
+	jobs   chan landing
+	landed chan error // the lander's first error, once jobs is closed
+	failed atomic.Bool
+	inline *merkle.Hasher // the reader's, for the chunks it lands itself
+}
+
+// landQueue is how many large chunks of one stream wait for its lander.
+const landQueue = 8
+
+// inlineChunk is the largest chunk a data stream's reader lands itself.
 const inlineChunk = 64 << 10
+
+func newStreamLanding(land func(landing, *merkle.Hasher) error, put func([]byte)) *streamLanding {
+	l := &streamLanding{land: land, put: put, jobs: make(chan landing, landQueue), landed: make(chan error, 1)}
+	go func() {
+		hasher := merkle.NewHasher()
+		var err error
+		for j := range l.jobs {
+			if err == nil {
+				if err = l.land(j, hasher); err != nil {
+					l.failed.Store(true)
+				}
+			}
+			l.put(j.buf)
+		}
+		l.landed <- err
+	}()
+	return l
+}
+
+// add lands j: a small chunk at once, a large one through the lander.
+func (l *streamLanding) add(j landing) error {
+	if j.h.Length > inlineChunk {
+		l.jobs <- j
+		return nil
+	}
+	if l.inline == nil {
+		l.inline = merkle.NewHasher()
+	}
+	err := l.land(j, l.inline)
+	l.put(j.buf)
+	if err != nil {
+		l.failed.Store(true)
+	}
+	return err
+}
+
+// wait ends the stream's landing: it returns once the lander has landed
+// (or, after an error, given back) every chunk handed to it, with its
+// first error.
+func (l *streamLanding) wait() error {
+	close(l.jobs)
+	return <-l.landed
+}
 
 // landing is one chunk read off a stream, waiting to be landed.
 type landing struct {

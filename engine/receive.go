@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/manifeststore"
@@ -599,29 +600,40 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 // reader hands each large chunk to a lander goroutine, which hashes, checks
 // and writes it while the reader reads on, so a write that waits for the
 // device (direct writes do) overlaps the next reads instead of stopping
-// the stream; up to landQueue chunks wait for the lander, within the
-// session's buffer quota. A small chunk (at most inlineChunk bytes, a tree's
-// typical file) the reader lands itself, at once: handing it over would
-// cost a wake-up of the lander per file, and queueing it behind a large
-// chunk's write would stop the stream for that write. Chunks of one file
-// may land in either order, as they do from two streams.
+// the stream. Chunks handed over and not landed yet hold at most
+// landQueueBytes (and landQueue chunks): a tree's files of a few hundred
+// KiB queue up behind a direct write, while the 1 MiB chunks of a large
+// file are landed soon after they arrive, still in the CPU's cache. A small
+// chunk (at most inlineChunk bytes, a tree's typical file) the reader lands
+// itself, at once: handing it over would cost a wake-up of the lander per
+// file, and queueing it behind a large chunk's write would stop the stream
+// for that write. Chunks of one file may land in either order, as they do
+// from two streams.
 type streamLanding struct {
 	land   func(j landing, h *merkle.Hasher) error // hash, check, write j
 	put    func(buf []byte)                        // give j.buf back, once landed
 	jobs   chan landing
-	landed chan error // the lander's first error, once jobs is closed
+	room   *semaphore.Weighted // of landQueueBytes, for the chunks handed over
+	landed chan error          // the lander's first error, once jobs is closed
 	failed atomic.Bool
 	inline *merkle.Hasher // the reader's, for the chunks it lands itself
 }
 
-// landQueue is how many large chunks of one stream wait for its lander.
-const landQueue = 8
-
-// inlineChunk is the largest chunk a data stream's reader lands itself.
-const inlineChunk = 64 << 10
+const (
+	// landQueueBytes bounds the chunks of one stream handed to its lander
+	// and not landed yet. With 1 MiB chunks, three (the one being landed
+	// and two waiting): more made workload A slower, its chunks hashed
+	// after they had left the cache (docs/benchmarks/trees.md).
+	landQueueBytes = 3 << 20
+	// landQueue bounds their number.
+	landQueue = 16
+	// inlineChunk is the largest chunk a data stream's reader lands itself.
+	inlineChunk = 64 << 10
+)
 
 func newStreamLanding(land func(landing, *merkle.Hasher) error, put func([]byte)) *streamLanding {
-	l := &streamLanding{land: land, put: put, jobs: make(chan landing, landQueue), landed: make(chan error, 1)}
+	l := &streamLanding{land: land, put: put, jobs: make(chan landing, landQueue),
+		room: semaphore.NewWeighted(landQueueBytes), landed: make(chan error, 1)}
 	go func() {
 		hasher := merkle.NewHasher()
 		var err error
@@ -632,15 +644,23 @@ func newStreamLanding(land func(landing, *merkle.Hasher) error, put func([]byte)
 				}
 			}
 			l.put(j.buf)
+			l.room.Release(queuedBytes(j))
 		}
 		l.landed <- err
 	}()
 	return l
 }
 
-// add lands j: a small chunk at once, a large one through the lander.
+// queuedBytes is what j holds of its stream's landQueueBytes while it
+// waits for the lander: its length, or all of them for a chunk larger.
+func queuedBytes(j landing) int64 { return min(int64(j.h.Length), landQueueBytes) }
+
+// add lands j: a small chunk at once, a large one through the lander,
+// once there is room for it.
 func (l *streamLanding) add(j landing) error {
 	if j.h.Length > inlineChunk {
+		// Never fails: the lander gives every byte back, landed or not.
+		_ = l.room.Acquire(context.Background(), queuedBytes(j))
 		l.jobs <- j
 		return nil
 	}

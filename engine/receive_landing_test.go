@@ -148,3 +148,40 @@ func TestStreamLandingSmallChunkFails(t *testing.T) {
 		t.Errorf("%d buffers given back, want 1", put)
 	}
 }
+
+// Large chunks handed to the lander hold at most landQueueBytes: with 1 MiB
+// chunks the reader stops at the fourth while the first one's write waits,
+// so a large file's chunks are hashed soon after they arrive, and goes on
+// once that write ended.
+func TestLandingQueueBoundedInBytes(t *testing.T) {
+	g := newLandingLog()
+	l := newStreamLanding(g.land, g.give)
+	const chunk = 1 << 20
+	fits := landQueueBytes / chunk
+	for i := range fits {
+		if err := l.add(chunkOf(uint32(100+i), chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-g.inBig
+	next := make(chan struct{})
+	go func() {
+		defer close(next)
+		if err := l.add(chunkOf(200, chunk)); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-next:
+		t.Errorf("a chunk beyond %d bytes of chunks waiting for the lander was queued", landQueueBytes)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(g.hold)
+	<-next
+	if err := l.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if landed, put := g.counts(); landed != fits+1 || put != landed {
+		t.Errorf("%d chunks landed and %d buffers given back, want %d of each", landed, put, fits+1)
+	}
+}

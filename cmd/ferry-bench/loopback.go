@@ -283,6 +283,10 @@ func (e *loopEnv) cells(ctx context.Context, o loopOptions, self, bin string) []
 		run: func(ctx context.Context, _ loopWorkload, src, dst string) (loopResult, error) {
 			return copyCeiling(ctx, src, dst)
 		}})
+	cells = append(cells, loopCell{key: "disk: tar c piped to tar x (two processes)", ceiling: true,
+		run: func(ctx context.Context, _ loopWorkload, src, dst string) (loopResult, error) {
+			return pipeCeiling(ctx, src, dst)
+		}})
 	variants := slices.Clone(o.transports)
 	if o.resumeCost {
 		for _, tp := range o.transports {

@@ -34,7 +34,7 @@ func TestLoopbackQuick(t *testing.T) {
 	}
 	t.Logf("\n%s", out.String())
 	table, _ := os.ReadFile(md)
-	want := []string{"| B | bare quic-go stream", "| B | ferry quic |", "| B | ferry tcp |", "| C | ferry quic |", "| C | disk: cp -R",
+	want := []string{"| B | bare quic-go stream", "| B | ferry quic |", "| B | ferry tcp |", "| C | ferry quic |", "| C | disk: cp -R", "| C | disk: tar c piped to tar x",
 		"| B | ferry tcp (ferry-cli) |", "| C | ferry quic (ferry-cli) |", "| B: 50 x 2 MiB |", "| CPU-s per GiB, B (both sides) |"}
 	if _, err := exec.LookPath("rsync"); err == nil {
 		want = append(want, "| B | rsync -e ssh |")

@@ -24,14 +24,14 @@ import (
 // events before it returns (a goroutine that subscribes when it gets to
 // it missed a quick transfer's events on a busy machine), pumping until
 // ctx ends.
-func goPump(t *testing.T, ctx context.Context, b *backend, out chan<- ui.TransferEvent, devices chan<- ui.DeviceEvent) {
+func goPump(t testing.TB, ctx context.Context, b *backend, out chan<- ui.TransferEvent, devices chan<- ui.DeviceEvent) {
 	t.Helper()
 	evs, stop := b.eng.Subscribe(256)
 	t.Cleanup(stop)
 	go pumpEvents(ctx, evs, b, out, devices)
 }
 
-func newTestBackend(t *testing.T, tune ...func(*engine.Options)) *backend {
+func newTestBackend(t testing.TB, tune ...func(*engine.Options)) *backend {
 	t.Helper()
 	dir := t.TempDir()
 	resolver := &peerresolve.Resolver{}

@@ -3,13 +3,13 @@ package ui
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+
+	"github.com/ferrydrop/ferry/internal/uiloop"
 )
 
 // treeStream is what the engine reports of an incoming transfer of n files
@@ -68,79 +68,6 @@ func runStream(t testing.TB, be Backend, opt Options, evs []TransferEvent) *UI {
 	return u
 }
 
-// uiLoop stands in for the Fyne goroutine: it runs the functions handed to
-// Do one at a time, in order, from a queue without bound (as Fyne's
-// driver does), and notes how long each ran (a stall: nothing is drawn
-// meanwhile) and waited.
-type uiLoop struct {
-	mu       sync.Mutex
-	queue    []queued
-	wake     chan struct{}
-	done     chan struct{}
-	updates  int
-	maxStall time.Duration // wall time of the longest update
-	maxCPU   time.Duration // CPU time of the costliest update
-	maxWait  time.Duration
-}
-
-type queued struct {
-	f  func()
-	at time.Time
-}
-
-func newUILoop() *uiLoop {
-	l := &uiLoop{wake: make(chan struct{}, 1), done: make(chan struct{})}
-	return l
-}
-
-func (l *uiLoop) do(f func()) {
-	l.mu.Lock()
-	l.queue = append(l.queue, queued{f, time.Now()})
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run works the queue until stop is closed and the queue is empty.
-func (l *uiLoop) run(stop <-chan struct{}) {
-	defer close(l.done)
-	// One OS thread, as Fyne's: its CPU time is this goroutine's.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	for {
-		l.mu.Lock()
-		if len(l.queue) == 0 {
-			l.mu.Unlock()
-			select {
-			case <-l.wake:
-				continue
-			case <-stop:
-				l.mu.Lock()
-				empty := len(l.queue) == 0
-				l.mu.Unlock()
-				if empty {
-					return
-				}
-				continue
-			}
-		}
-		q := l.queue[0]
-		l.queue = l.queue[1:]
-		l.mu.Unlock()
-		cpu := threadCPU()
-		start := time.Now()
-		q.f()
-		stall := time.Since(start)
-		cpu = threadCPU() - cpu
-		l.updates++
-		l.maxStall = max(l.maxStall, stall)
-		l.maxCPU = max(l.maxCPU, cpu)
-		l.maxWait = max(l.maxWait, start.Sub(q.at))
-	}
-}
-
 // BenchmarkUIStall reports the longest stall of the UI goroutine while an
 // offer of n files arrives, is answered, and its files and progress run
 // (issue 30): the stream of treeStream through Run, the updates run on one
@@ -159,15 +86,15 @@ func BenchmarkUIStall(b *testing.B) {
 			var stall, cpu, wait time.Duration
 			updates := 0
 			for range b.N {
-				loop := newUILoop()
+				loop := uiloop.New()
 				stop := make(chan struct{})
-				go loop.run(stop)
-				runStream(b, newFake(), Options{Refresh: 50 * time.Millisecond, Do: loop.do}, evs)
+				go loop.Run(stop)
+				runStream(b, newFake(), Options{Refresh: 50 * time.Millisecond, Do: loop.Do}, evs)
 				close(stop)
-				<-loop.done
-				stall, wait = max(stall, loop.maxStall), max(wait, loop.maxWait)
-				cpu = max(cpu, loop.maxCPU)
-				updates += loop.updates
+				<-loop.Done()
+				st := loop.Stats()
+				stall, wait, cpu = max(stall, st.MaxStall), max(wait, st.MaxWait), max(cpu, st.MaxCPU)
+				updates += st.Updates
 			}
 			b.ReportMetric(float64(stall)/float64(time.Millisecond), "stall-ms")
 			b.ReportMetric(float64(wait)/float64(time.Millisecond), "wait-ms")

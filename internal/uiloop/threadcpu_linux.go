@@ -1,4 +1,4 @@
-package ui
+package uiloop
 
 import (
 	"time"
@@ -6,8 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU is the CPU time the calling OS thread has used (the caller
-// locks its goroutine to the thread).
+// threadCPU is the CPU time the calling OS thread has used (Run locks its
+// goroutine to the thread).
 func threadCPU() time.Duration {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {

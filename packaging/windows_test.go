@@ -412,17 +412,26 @@ func TestWindowsInstaller(t *testing.T) {
 	if third, err := os.ReadFile(filepath.Join(target, "THIRD_PARTY_LICENSES.txt")); err == nil {
 		checkThirdParty(t, string(third), filepath.Join(target, "ferry.exe"), filepath.Join(target, "ferry-cli.exe"))
 	}
-	userEnvPath := func() string {
-		out, _, _ := runFiles(t, "", w.env(), "wine", "reg", "query", `HKCU\Environment`, "/v", "Path")
-		for _, l := range strings.Split(out, "\n") {
-			if f := strings.Fields(l); len(f) >= 3 && f[0] == "Path" {
-				return strings.TrimSpace(strings.SplitN(l, f[1], 2)[1])
+	// userEnvPath reads the user's PATH from the registry, with what reg
+	// said when it is not there. A query that fails is asked again (once,
+	// in CI, wine's reg answered nothing for a value that was there): a
+	// value really gone fails every time.
+	userEnvPath := func() (string, string) {
+		var said string
+		for range 3 {
+			out, stderr, err := runFiles(t, "", w.env(), "wine", "reg", "query", `HKCU\Environment`, "/v", "Path")
+			for _, l := range strings.Split(out, "\n") {
+				if f := strings.Fields(l); len(f) >= 3 && f[0] == "Path" {
+					return strings.TrimSpace(strings.SplitN(l, f[1], 2)[1]), ""
+				}
 			}
+			said = fmt.Sprintf("reg query: %v, stdout %q, stderr %q", err, out, stderr)
+			time.Sleep(time.Second)
 		}
-		return ""
+		return "", said
 	}
-	if got, want := userEnvPath(), userPath+";"+winPath(target); got != want {
-		t.Errorf("the user's PATH after installing is %q, want %q", got, want)
+	if got, said := userEnvPath(); got != userPath+";"+winPath(target) {
+		t.Errorf("the user's PATH after installing is %q, want %q (%s)", got, userPath+";"+winPath(target), said)
 	}
 	// A new process finds ferry-cli by name (Wine builds the environment
 	// from the registry at start, as Windows does for a new terminal).
@@ -477,8 +486,8 @@ func TestWindowsInstaller(t *testing.T) {
 	if r := reg(runKey); strings.Contains(r, "ferry.exe") {
 		t.Errorf("the login item is still there:\n%s", r)
 	}
-	if got := userEnvPath(); got != userPath {
-		t.Errorf("the user's PATH after uninstalling is %q, want %q as before", got, userPath)
+	if got, said := userEnvPath(); got != userPath {
+		t.Errorf("the user's PATH after uninstalling is %q, want %q as before (%s)", got, userPath, said)
 	}
 	if out, _, err := runFiles(t, "", w.env(), "wine", "cmd", "/c", "ferry-cli --version"); err == nil && strings.Contains(out, a.version) {
 		t.Errorf("ferry-cli is still found by name after uninstalling: %q", out)

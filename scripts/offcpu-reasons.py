@@ -19,7 +19,7 @@ import sys
 SCHEDULER = {"__schedule", "schedule", "io_schedule", "schedule_timeout", "schedule_preempt_disabled",
              "io_schedule_timeout", "bit_wait_io", "schedule_hrtimeout_range_clock"}
 GO_IDLE = re.compile(r"futex|epoll|nanosleep")
-HEAD = re.compile(r"^\S+\s+(\d+\.\d+): sched:sched_switch: .*prev_pid=(\d+) .*prev_state=(\S+) ==> .*next_pid=(\d+)")
+HEAD = re.compile(r"^\s*\S+\s+(\d+\.\d+): sched:sched_switch: .*prev_pid=(\d+) .*prev_state=(\S+) ==> .*next_pid=(\d+)")
 
 
 def events(lines):

@@ -607,8 +607,8 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 // chunk (at most inlineChunk bytes, a tree's typical file) the reader lands
 // itself, at once: handing it over would cost a wake-up of the lander per
 // file, and queueing it behind a large chunk's write would stop the stream
-// for that write (inlineLanding). Chunks of one file may land in either
-// order, as they do from two streams.
+// for that write. Chunks of one file may land in either order, as they do
+// from two streams.
 type streamLanding struct {
 	land   func(j landing, h *merkle.Hasher) error // hash, check, write j
 	put    func(buf []byte)                        // give j.buf back, once landed
@@ -651,15 +651,6 @@ func newStreamLanding(land func(landing, *merkle.Hasher) error, put func([]byte)
 	return l
 }
 
-// inlineLanding says whether a stream's reader lands j itself: a chunk
-// that is a whole file of at most inlineChunk bytes. The last piece of a
-// larger file goes to the lander too, small as it is: it is a cached write
-// into a file whose other chunks are direct writes, and waits for the
-// file's lock until those in flight reach the device.
-func inlineLanding(j landing) bool {
-	return j.h.Length <= inlineChunk && j.f.entry.Size <= inlineChunk
-}
-
 // queuedBytes is what j holds of its stream's landQueueBytes while it
 // waits for the lander: its length, or all of them for a chunk larger.
 func queuedBytes(j landing) int64 { return min(int64(j.h.Length), landQueueBytes) }
@@ -667,7 +658,7 @@ func queuedBytes(j landing) int64 { return min(int64(j.h.Length), landQueueBytes
 // add lands j: a small chunk at once, a large one through the lander,
 // once there is room for it.
 func (l *streamLanding) add(j landing) error {
-	if !inlineLanding(j) {
+	if j.h.Length > inlineChunk {
 		// Never fails: the lander gives every byte back, landed or not.
 		_ = l.room.Acquire(context.Background(), queuedBytes(j))
 		l.jobs <- j

@@ -27,7 +27,7 @@ func newLandingLog() *landingLog {
 }
 
 func (g *landingLog) land(j landing, _ *merkle.Hasher) error {
-	if !inlineLanding(j) {
+	if j.h.Length > inlineChunk {
 		g.once.Do(func() { close(g.inBig) })
 		<-g.hold
 	}
@@ -52,49 +52,8 @@ func (g *landingLog) counts() (landed, put int) {
 	return len(g.landed), g.put
 }
 
-// chunkOf is a chunk of n bytes that is the whole of its file.
 func chunkOf(file uint32, n int) landing {
-	return landing{f: &rxFile{entry: wire.FileEntry{Size: int64(n)}}, h: wire.DataHeader{File: file, Length: uint32(n)}, buf: make([]byte, n)}
-}
-
-// The last piece of a large file goes to the lander, small as it is: the
-// reader does not wait for the file's direct writes (their lock) to write
-// it. While the lander is held, whole small files land at once, the piece
-// waits its turn.
-func TestLastPieceOfALargeFileGoesToTheLander(t *testing.T) {
-	g := newLandingLog()
-	l := newStreamLanding(g.land, g.give)
-	if err := l.add(chunkOf(1, inlineChunk+1)); err != nil {
-		t.Fatal(err)
-	}
-	<-g.inBig
-	tail := landing{f: &rxFile{entry: wire.FileEntry{Size: 1<<20 + 100}}, h: wire.DataHeader{File: 2, Chunk: 1, Length: 100}, buf: make([]byte, 100)}
-	if err := l.add(tail); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		if err := l.add(chunkOf(uint32(10+i), 100)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g.mu.Lock()
-	landed := append([]uint32(nil), g.landed...)
-	g.mu.Unlock()
-	if len(landed) != 5 {
-		t.Fatalf("landed %v while the lander was held, want the 5 small files only", landed)
-	}
-	for _, f := range landed {
-		if f == 2 {
-			t.Fatalf("the stream's reader landed the last piece of a large file itself (landed %v)", landed)
-		}
-	}
-	close(g.hold)
-	if err := l.wait(); err != nil {
-		t.Fatal(err)
-	}
-	if n, put := g.counts(); n != 7 || put != 7 {
-		t.Errorf("landed %d, gave back %d, want 7 and 7", n, put)
-	}
+	return landing{h: wire.DataHeader{File: file, Length: uint32(n)}, buf: make([]byte, n)}
 }
 
 // While a large chunk's write waits (a direct write waiting for the

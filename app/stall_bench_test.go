@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/uiloop"
+	"github.com/ferrydrop/ferry/internal/uitree"
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -152,7 +153,7 @@ func clickAcceptOnceShown(loop *uiloop.Loop, w fyne.Window, shown *time.Time) {
 	look = func() {
 		var accept fyne.Tappable
 		if top := w.Canvas().Overlays().Top(); top != nil {
-			walkObjects(top, func(o fyne.CanvasObject) {
+			uitree.Walk(top, func(o fyne.CanvasObject) {
 				if t, ok := o.(fyne.Tappable); ok && accept == nil && labelled(o, "Accept") {
 					accept = t
 				}
@@ -181,21 +182,6 @@ func labelled(o fyne.CanvasObject, text string) bool {
 		}
 	}
 	return false
-}
-
-// walkObjects calls f on o and everything drawn inside it.
-func walkObjects(o fyne.CanvasObject, f func(fyne.CanvasObject)) {
-	f(o)
-	switch x := o.(type) {
-	case *fyne.Container:
-		for _, c := range x.Objects {
-			walkObjects(c, f)
-		}
-	case fyne.Widget:
-		for _, c := range test.WidgetRenderer(x).Objects() {
-			walkObjects(c, f)
-		}
-	}
 }
 
 // writeTree writes n files of 100 bytes into n/100 folders under dir.

@@ -8,6 +8,8 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/internal/uitree"
 )
 
 func key(name fyne.KeyName) *fyne.KeyEvent { return &fyne.KeyEvent{Name: name} }
@@ -103,7 +105,7 @@ func TestErrorKeepsTechnicalTextBehindDetails(t *testing.T) {
 	u, _, _ := newTestUI(t)
 	u.showError("Could not add the device at 10.0.0.2:1", &Problem{Text: "No Ferry device could be added at that address.", Err: errors.New("add: dial: connection refused")})
 	var labels []*widget.Label
-	walk(u.win.Canvas().Overlays().Top(), func(o fyne.CanvasObject) {
+	uitree.Walk(u.win.Canvas().Overlays().Top(), func(o fyne.CanvasObject) {
 		if l, ok := o.(*widget.Label); ok {
 			labels = append(labels, l)
 		}
@@ -293,20 +295,6 @@ func TestLongStateWrapsInsteadOfStretchingButtons(t *testing.T) {
 	drv := fyne.CurrentApp().Driver()
 	if drv.AbsolutePositionForObject(v.buttons).Y < drv.AbsolutePositionForObject(v.stateLbl).Y+v.stateLbl.Size().Height-1 {
 		t.Fatal("the buttons sit beside a state that does not fit there")
-	}
-}
-
-func walk(o fyne.CanvasObject, f func(fyne.CanvasObject)) {
-	f(o)
-	switch x := o.(type) {
-	case *fyne.Container:
-		for _, c := range x.Objects {
-			walk(c, f)
-		}
-	case fyne.Widget:
-		for _, c := range test.WidgetRenderer(x).Objects() {
-			walk(c, f)
-		}
 	}
 }
 

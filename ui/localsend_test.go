@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/uitree"
 )
 
 const fpPixel = "5D2B7A91C3E04F68A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718"
@@ -318,7 +319,7 @@ func TestLookForLocalSend(t *testing.T) {
 	}
 	buttonText := func() string {
 		var out []string
-		walk(u.win.Canvas().Overlays().Top(), func(x fyne.CanvasObject) {
+		uitree.Walk(u.win.Canvas().Overlays().Top(), func(x fyne.CanvasObject) {
 			if b, ok := x.(*button); ok {
 				out = append(out, b.Text)
 			}

@@ -7,6 +7,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+
+	"github.com/ferrydrop/ferry/internal/uitree"
 )
 
 // Issue 26, finding 6: an "Incoming files" notification is taken down once
@@ -52,7 +54,7 @@ func TestSettingsSaveAndRevertSaySo(t *testing.T) {
 func revertButton(t *testing.T, v *settingsView) *button {
 	t.Helper()
 	var found *button
-	walk(v.obj, func(x fyne.CanvasObject) {
+	uitree.Walk(v.obj, func(x fyne.CanvasObject) {
 		if b, ok := x.(*button); ok && b.Text == "Revert" {
 			found = b
 		}

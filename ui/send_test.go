@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/testutil"
+	"github.com/ferrydrop/ferry/internal/uitree"
 )
 
 var desktopCtrlEnter = desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierControl}
@@ -27,7 +28,7 @@ func rowLabel(o fyne.CanvasObject) string { return o.(*fyne.Container).Objects[0
 // renderedText is every label's text under o.
 func renderedText(o fyne.CanvasObject) string {
 	var b strings.Builder
-	walk(o, func(x fyne.CanvasObject) {
+	uitree.Walk(o, func(x fyne.CanvasObject) {
 		if l, ok := x.(*widget.Label); ok {
 			b.WriteString(l.Text + "\n")
 		}
@@ -39,7 +40,7 @@ func renderedText(o fyne.CanvasObject) string {
 func dangerButton(t *testing.T, u *UI) *button {
 	t.Helper()
 	var found *button
-	walk(u.win.Canvas().Overlays().Top(), func(x fyne.CanvasObject) {
+	uitree.Walk(u.win.Canvas().Overlays().Top(), func(x fyne.CanvasObject) {
 		if b, ok := x.(*button); ok && b.Importance == widget.DangerImportance {
 			found = b
 		}

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/uitree"
 	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
@@ -112,7 +113,7 @@ func TestNoTextInTheDisabledColour(t *testing.T) {
 	for name, root := range map[string]fyne.CanvasObject{
 		"window": u.win.Content(), "devices page": u.known.obj, "prompt": u.win.Canvas().Overlays().Top(),
 	} {
-		walk(root, func(x fyne.CanvasObject) {
+		uitree.Walk(root, func(x fyne.CanvasObject) {
 			if l, ok := x.(*widget.Label); ok && l.Visible() && l.Text != "" && l.Importance == widget.LowImportance {
 				t.Errorf("%s: %q is drawn in the disabled colour", name, l.Text)
 			}

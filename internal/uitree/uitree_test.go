@@ -28,16 +28,9 @@ func TestWalkFindsWhatWidgetsDraw(t *testing.T) {
 	if seen[label] != 1 || seen[card] != 1 {
 		t.Errorf("label seen %d times, card %d, want 1 each", seen[label], seen[card])
 	}
-	texts := 0
 	for o, n := range seen {
 		if n != 1 {
 			t.Errorf("%T visited %d times", o, n)
 		}
-		if _, ok := o.(*widget.Label); ok {
-			texts++
-		}
-	}
-	if texts < 1 {
-		t.Error("no label among what the card draws")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -52,6 +53,27 @@ type SkippedInfo struct {
 
 // maxSkippedExamples bounds SkippedInfo.Examples.
 const maxSkippedExamples = 5
+
+// Count is how many entries were skipped in all.
+func (s *SkippedInfo) Count() int { return s.Symlinks + s.EmptyFolders + s.Other }
+
+// Summary says what was skipped, in the words the CLI and the app show:
+// "2 symbolic links (not followed), 1 empty folder"; "" when nothing was.
+func (s *SkippedInfo) Summary() string {
+	var parts []string
+	plural := func(n int, one, many string) {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+one)
+		case n > 1:
+			parts = append(parts, strconv.Itoa(n)+" "+many)
+		}
+	}
+	plural(s.Symlinks, "symbolic link (not followed)", "symbolic links (not followed)")
+	plural(s.EmptyFolders, "empty folder", "empty folders")
+	plural(s.Other, "device, socket or pipe", "devices, sockets or pipes")
+	return strings.Join(parts, ", ")
+}
 
 func (s *SkippedInfo) note(path string) {
 	if len(s.Examples) < maxSkippedExamples {

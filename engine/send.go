@@ -140,7 +140,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: batchChunkSize(files, e.opts.ChunkSize), io: readMode, to: to, want: want, opts: opts}
 	}
 	info := offerInfo(files, items.Text)
-	if skipped.Symlinks+skipped.EmptyFolders+skipped.Other > 0 {
+	if skipped.Count() > 0 {
 		info.Skipped = &skipped
 	}
 	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: info})

@@ -80,3 +80,25 @@ func TestManifestSaysWhatItSkips(t *testing.T) {
 		t.Errorf("examples %v", skipped.Examples)
 	}
 }
+
+// The words the CLI and the app show for what a send skipped.
+func TestSkippedSummary(t *testing.T) {
+	for _, c := range []struct {
+		s     SkippedInfo
+		want  string
+		count int
+	}{
+		{SkippedInfo{}, "", 0},
+		{SkippedInfo{Symlinks: 1}, "1 symbolic link (not followed)", 1},
+		{SkippedInfo{Symlinks: 2, EmptyFolders: 1}, "2 symbolic links (not followed), 1 empty folder", 3},
+		{SkippedInfo{EmptyFolders: 3, Other: 1}, "3 empty folders, 1 device, socket or pipe", 4},
+		{SkippedInfo{Symlinks: 1, EmptyFolders: 1, Other: 12}, "1 symbolic link (not followed), 1 empty folder, 12 devices, sockets or pipes", 14},
+	} {
+		if got := c.s.Summary(); got != c.want {
+			t.Errorf("%+v: Summary() = %q, want %q", c.s, got, c.want)
+		}
+		if got := c.s.Count(); got != c.count {
+			t.Errorf("%+v: Count() = %d, want %d", c.s, got, c.count)
+		}
+	}
+}

@@ -105,7 +105,7 @@ func (p *printer) event(ev engine.Event) {
 		}
 	case engine.EventOffer:
 		if s := ev.Offer.Skipped; ev.Direction == engine.Sending && s != nil {
-			p.line("not sent: %s (Ferry sends regular files and the folders that hold them): %s", skippedCounts(s), strings.Join(s.Examples, ", "))
+			p.line("not sent: %s (Ferry sends regular files and the folders that hold them): %s", s.Summary(), strings.Join(s.Examples, ", "))
 		}
 	case engine.EventPair:
 		p.line("verification code %s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
@@ -227,23 +227,6 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
-
-// skippedCounts says what a send skipped: "2 symbolic links (not followed), 1 empty folder".
-func skippedCounts(s *engine.SkippedInfo) string {
-	var parts []string
-	plural := func(n int, one, many string) {
-		switch {
-		case n == 1:
-			parts = append(parts, "1 "+one)
-		case n > 1:
-			parts = append(parts, fmt.Sprintf("%d %s", n, many))
-		}
-	}
-	plural(s.Symlinks, "symbolic link (not followed)", "symbolic links (not followed)")
-	plural(s.EmptyFolders, "empty folder", "empty folders")
-	plural(s.Other, "device, socket or pipe", "devices, sockets or pipes")
-	return strings.Join(parts, ", ")
 }
 
 // receivedRoute is how a receiving session came beyond the LAN, for its

@@ -89,6 +89,9 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		for _, f := range o.Folders {
 			uo.Folders = append(uo.Folders, ui.FolderInfo{Path: f.Path, Files: f.Files, Bytes: f.Bytes})
 		}
+		if s := o.Skipped; s != nil && s.Count() > 0 {
+			uo.Skipped = &ui.Skipped{Summary: s.Summary(), Count: s.Count(), Examples: s.Examples}
+		}
 		out.Offer = uo
 	}
 	if p := ev.Progress; p != nil {

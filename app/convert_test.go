@@ -56,6 +56,18 @@ func TestToUITransfer(t *testing.T) {
 	if len(evs) != 1 || evs[0].Kind != transfer.EvTransport || evs[0].Direction != transfer.Incoming || evs[0].Route != transfer.RouteInternet {
 		t.Fatalf("incoming model events = %+v", evs)
 	}
+	// What a send skipped reaches its row, in the engine's words; an offer
+	// that skipped nothing carries none.
+	got, _ = toUITransfer(engine.Event{Time: now, Kind: engine.EventOffer, TransferID: "s", Direction: engine.Sending,
+		Offer: &engine.OfferInfo{Count: 1, Skipped: &engine.SkippedInfo{Symlinks: 2, EmptyFolders: 1, Examples: []string{"/a/l1", "/a/l2", "/a/e"}}}})
+	if s := got.Offer.Skipped; s == nil || s.Summary != "2 symbolic links (not followed), 1 empty folder" || s.Count != 3 || !slices.Equal(s.Examples, []string{"/a/l1", "/a/l2", "/a/e"}) {
+		t.Fatalf("skipped = %+v", got.Offer.Skipped)
+	}
+	got, _ = toUITransfer(engine.Event{Time: now, Kind: engine.EventOffer, TransferID: "s", Direction: engine.Sending,
+		Offer: &engine.OfferInfo{Count: 1, Skipped: &engine.SkippedInfo{}}})
+	if got.Offer.Skipped != nil {
+		t.Fatalf("nothing skipped, yet %+v", got.Offer.Skipped)
+	}
 	if _, ok := toUITransfer(engine.Event{Kind: "something new"}); ok {
 		t.Fatal("unknown kinds must be skipped")
 	}

@@ -51,6 +51,7 @@ type transferView struct {
 	names    []string // the first top-level files and folders offered
 	items    int      // how many top-level items were offered
 	text     string   // the offer's text item
+	skipped  *Skipped // sending: what the given folders hold that is not sent
 	// pairCode is the session's verification code with a device not
 	// trusted yet; codeAnswered says the user compared it here.
 	pairCode     string
@@ -76,6 +77,7 @@ type transferView struct {
 	openLink *button
 	details  *button
 	what     *widget.Label // the text, for a text transfer
+	notSent  *widget.Label // sending: what the given folders hold that is not sent
 	thumb    *canvas.Image
 	buttons  *fyne.Container
 	foot     *fyne.Container
@@ -99,6 +101,10 @@ type transferList struct {
 	detailLabel  *widget.Label
 	detailFiles  *widget.Label
 	detailMore   *widget.Label // the files past those listed, counted
+	// detailSkipped lists what a send leaves out, under its heading
+	// detailSkippedHead; both hidden when it leaves out nothing.
+	detailSkippedHead *widget.Label
+	detailSkipped     *widget.Label
 }
 
 func newTransferList(u *UI) *transferList {
@@ -262,6 +268,9 @@ func (l *transferList) apply(ev TransferEvent) {
 			v.files, v.total, v.dest = o.FileCount(), o.Total, o.Dest
 			v.names, v.items = OfferNames(o)
 			v.text = o.Text
+			if o.Skipped != nil && v.dir == Outgoing {
+				v.skipped = o.Skipped
+			}
 			if o.PairCode != "" {
 				v.pairCode = o.PairCode
 			}
@@ -435,6 +444,10 @@ func (l *transferList) build(v *transferView) {
 	v.what = widget.NewLabel("")
 	v.what.Truncation = fyne.TextTruncateEllipsis
 	v.what.Hide()
+	v.notSent = widget.NewLabel("")
+	v.notSent.SizeName = theme.SizeNameCaptionText
+	v.notSent.Wrapping = fyne.TextWrapWord
+	v.notSent.Hide()
 	v.thumb = canvas.NewImageFromResource(nil)
 	v.thumb.FillMode = canvas.ImageFillContain
 	v.thumb.SetMinSize(fyne.NewSize(thumbSize, thumbSize))
@@ -443,7 +456,7 @@ func (l *transferList) build(v *transferView) {
 	head := container.NewBorder(nil, nil, widget.NewIcon(icon), v.thumb, v.title)
 	v.foot = container.New(&footLayout{}, v.stateLbl, v.buttons)
 	v.pair = l.newPairStrip(v)
-	v.obj = container.NewVBox(head, v.what, v.bar, v.sub, v.pair.obj, v.foot, widget.NewSeparator())
+	v.obj = container.NewVBox(head, v.what, v.bar, v.sub, v.notSent, v.pair.obj, v.foot, widget.NewSeparator())
 }
 
 // thumbSize is the side of a received picture's thumbnail.
@@ -515,6 +528,12 @@ func (l *transferList) refresh(v *transferView) {
 			v.obj.Refresh() // lay the row out again with the text in it
 			l.box.Refresh()
 		}
+	}
+	if v.skipped != nil && !v.notSent.Visible() {
+		v.notSent.SetText("Not sent: " + v.skipped.Summary + " (Details lists them)")
+		v.notSent.Show()
+		v.obj.Refresh()
+		l.box.Refresh()
 	}
 
 	var parts []string
@@ -708,10 +727,14 @@ func (l *transferList) showDetails(id string) {
 	bold := func(s string) *widget.Label {
 		return widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	}
+	l.detailSkippedHead = bold("Not sent")
+	l.detailSkipped = widget.NewLabel("")
+	l.detailSkipped.Wrapping = fyne.TextWrapBreak
 	content := container.NewVBox(
 		bold("Status"), l.detailStatus,
 		bold("Connection"), l.detailLabel,
 		bold("Files"), l.detailFiles, l.detailMore,
+		l.detailSkippedHead, l.detailSkipped,
 	)
 	scroll := container.NewVScroll(content)
 	l.detailID = id
@@ -918,6 +941,26 @@ func (l *transferList) fillDetails(v *transferView) {
 	setText(l.detailFiles, filesText(v))
 	setText(l.detailMore, moreText(v))
 	showIf(l.detailMore, l.detailMore.Text != "")
+	setText(l.detailSkipped, skippedText(v.skipped))
+	showIf(l.detailSkippedHead, v.skipped != nil)
+	showIf(l.detailSkipped, v.skipped != nil)
+}
+
+// skippedText is Details' account of what a send leaves out: the engine's
+// words, why, and the first paths; "" when it leaves out nothing.
+func skippedText(s *Skipped) string {
+	if s == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(s.Summary + ". Ferry sends regular files and the folders that hold them.")
+	for _, p := range s.Examples {
+		b.WriteString("\n" + EscapeName(p))
+	}
+	if more := s.Count - len(s.Examples); more > 0 && len(s.Examples) > 0 {
+		fmt.Fprintf(&b, "\nand %d more", more)
+	}
+	return b.String()
 }
 
 // setText sets a label's text if it differs.

@@ -284,6 +284,17 @@ type Offer struct {
 	// Run keeps the first maxOfferFolders of an offer that has more, so
 	// that no update of the widgets walks a list that grows with the offer.
 	FoldersLeft FolderSum
+	// Skipped is, on the sending side, what the given folders hold that
+	// Ferry does not send (nil when nothing).
+	Skipped *Skipped
+}
+
+// Skipped is what the folders given to a send hold that it does not carry:
+// symbolic links (not followed), empty folders, devices, sockets and pipes.
+type Skipped struct {
+	Summary  string   // the engine's words: "2 symbolic links (not followed), 1 empty folder"
+	Count    int      // all of them
+	Examples []string // the first few paths, as given (show with EscapeName)
 }
 
 // FolderSum sums up several top-level folders of an offer.

@@ -1,0 +1,57 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+)
+
+// A send says in its row what the given folders hold that it does not
+// carry, and Details lists the first of them; a send that leaves nothing
+// out, and a receiving row, say nothing of it.
+func TestSendRowSaysWhatIsNotSent(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	bob := Peer{ID: "BOB", Name: "Bob's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "s", Direction: Outgoing, State: StateConnecting, Peer: bob,
+		Offer: &Offer{Count: 3, Total: 30, FreeBytes: -1, Folders: []FolderInfo{{Path: "photos", Files: 3, Bytes: 30}},
+			Skipped: &Skipped{Summary: "2 symbolic links (not followed), 1 empty folder", Count: 3,
+				Examples: []string{"/home/sam/photos/latest", "/home/sam/photos/old\u202egpj.exe"}}}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "c", Direction: Outgoing, State: StateConnecting, Peer: bob,
+		Offer: &Offer{Count: 1, Total: 10, FreeBytes: -1, Files: []FileInfo{{Path: "a.txt", Size: 10}}}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "r", Direction: Incoming, State: StateActive, Peer: bob,
+		Offer: &Offer{Count: 1, Total: 10, FreeBytes: -1, Files: []FileInfo{{Path: "b.txt", Size: 10}},
+			Skipped: &Skipped{Summary: "1 empty folder", Count: 1}}})
+
+	row := u.transfers.byID["s"]
+	if !row.notSent.Visible() || row.notSent.Text != "Not sent: 2 symbolic links (not followed), 1 empty folder (Details lists them)" {
+		t.Errorf("the sending row shows %q (visible %v)", row.notSent.Text, row.notSent.Visible())
+	}
+	for _, id := range []string{"c", "r"} {
+		if v := u.transfers.byID[id]; v.notSent.Visible() {
+			t.Errorf("row %s says %q", id, v.notSent.Text)
+		}
+	}
+
+	u.transfers.showDetails("s")
+	got := u.transfers.detailSkipped.Text
+	lines := strings.Split(got, "\n")
+	want := []string{
+		"2 symbolic links (not followed), 1 empty folder. Ferry sends regular files and the folders that hold them.",
+		"/home/sam/photos/latest",
+		EscapeName("/home/sam/photos/old\u202egpj.exe"),
+		"and 1 more",
+	}
+	if strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Errorf("Details say %q, want %q", lines, want)
+	}
+	if strings.ContainsRune(got, '\u202e') {
+		t.Error("a path's direction override reached Details unescaped")
+	}
+	if !u.transfers.detailSkippedHead.Visible() || !u.transfers.detailSkipped.Visible() {
+		t.Error("Details hide what is not sent")
+	}
+	u.transfers.detail.Hide()
+	u.transfers.showDetails("c")
+	if u.transfers.detailSkippedHead.Visible() || u.transfers.detailSkipped.Visible() {
+		t.Errorf("Details of a send that leaves nothing out show %q", u.transfers.detailSkipped.Text)
+	}
+}

@@ -264,4 +264,14 @@ func TestNothingToSend(t *testing.T) {
 	if err == nil {
 		t.Fatal("missing path accepted")
 	}
+	// A folder of links says what it holds instead (the folder itself, with
+	// nothing to send in it, is the empty one).
+	links := t.TempDir()
+	if err := os.Symlink("/etc/hostname", filepath.Join(links, "host")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = send.Send(context.Background(), Target{Addrs: AddrsAt("127.0.0.1:1")}, []string{links}, SendOptions{})
+	if want := "nothing to send: no regular files in the given paths; they hold only 1 symbolic link (not followed), 1 empty folder"; !errors.Is(err, ErrNothingToSend) || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
 }

@@ -175,6 +175,9 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 		}
 	}
 	if files.n == 0 {
+		if skipped.Count() > 0 {
+			return nil, fmt.Errorf("%w; they hold only %s", ErrNothingToSend, skipped.Summary())
+		}
 		return nil, ErrNothingToSend
 	}
 	if files.n > wire.MaxFiles {

@@ -450,6 +450,14 @@ func (c *Client) prepare(ctx context.Context, k *conn, req *PrepareUpload, opts 
 			}
 			return nil, err
 		}
+		if ctx.Err() != nil && st != http.StatusOK && st != http.StatusNoContent {
+			// A refusal that crossed the cancel: the receiver answers a
+			// request whose sender went away with an error, and net/http
+			// hands over an answer that arrived as the request was being
+			// cancelled. The cancel is what happened (a 200 goes on, and
+			// Send then cancels the session it opened).
+			return nil, context.Cause(ctx)
+		}
 		switch st {
 		case http.StatusOK:
 			var ans PrepareUploadAnswer

@@ -430,3 +430,34 @@ func TestCancelWhilePrompting(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// roundTripFunc is an http.RoundTripper of one function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A refusal that crosses the cancel is not what the send reports: the
+// receiver answers a prepare-upload whose sender went away with a 500, and
+// net/http can hand that answer over as the request is cancelled (4 of
+// 3,000 runs of TestCancelWhilePrompting did, and a CI run). The cancel is
+// what happened.
+func TestCancelCrossingARefusal(t *testing.T) {
+	for _, st := range []int{http.StatusInternalServerError, http.StatusForbidden, http.StatusConflict} {
+		ctx, cancel := context.WithCancel(context.Background())
+		c := NewClient(ClientConfig{Cert: testCert(t, 1)})
+		k := c.open(Target{Addr: "127.0.0.1:53317"})
+		prepares := 0
+		k.http = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if !strings.HasSuffix(r.URL.Path, "/prepare-upload") {
+				return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil // the cancel
+			}
+			prepares++
+			cancel() // the user cancels as the receiver's refusal is on its way
+			return &http.Response{StatusCode: st, Body: io.NopCloser(strings.NewReader(`{"message":"Unknown error by receiver"}`)), Request: r}, nil
+		})}
+		_, err := c.prepare(ctx, k, &PrepareUpload{Files: map[string]File{"a": {ID: "a", FileName: "a", Size: 1}}}, SendOptions{})
+		if !errors.Is(err, context.Canceled) || prepares != 1 {
+			t.Errorf("status %d crossing the cancel: %v after %d prepare-uploads, want the cancel after 1", st, err, prepares)
+		}
+	}
+}

@@ -147,3 +147,28 @@ func TestRetryKeepsTheDeliveryUntilDone(t *testing.T) {
 		t.Errorf("a failed send retried as %q/%q, not %q", retried.ID(), retried.Delivery(), failed.ID())
 	}
 }
+
+// A receiver drops a finished delivery's resume state before the sender
+// hears that every file is saved: a Retry the sender starts on hearing it
+// is a new delivery (its bytes sent again, the copy saved anew), never a
+// resume of the finished one (TestRetryKeepsTheDeliveryUntilDone met that
+// in 2 of 300 runs), and it does not end the finished session as taken over.
+func TestFinishedDeliveryLeavesNoResumeState(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{RetryFor: -1})
+	p := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, p, 64<<10)
+	for i := range 20 {
+		tr, err := send.Send(context.Background(), target(recv), []string{p}, SendOptions{Transport: "tcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-tr.Done()
+		if r := tr.Result(); r.State != StateDone || r.Bytes != 64<<10 {
+			t.Fatalf("send %d: %+v", i, r)
+		}
+		if ps := recv.Partials(); len(ps) != 0 {
+			t.Fatalf("send %d: the sender heard done while the receiver still held resume state: %+v", i, ps)
+		}
+	}
+}

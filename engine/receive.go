@@ -122,6 +122,9 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	if cause := context.Cause(tctx); errors.Is(cause, errCancelledByUser) || errors.Is(cause, errSuperseded) || errors.Is(cause, errTakenOver) {
 		err = cause
 	}
+	if rx.delivered.Load() {
+		err = nil // the sender heard that every file is saved: done
+	}
 	if err != nil {
 		closeWith(c, ctl, err) // TCP learns why only from the cancel on the control stream
 	}
@@ -179,6 +182,9 @@ type receiver struct {
 	active    atomic.Int64   // unix nanoseconds of the last data or control message (idle watchdog)
 	resent    atomic.Int64
 	journal   *resume.Journal // resume: one record per landed chunk
+	// delivered: every accepted file was verified and the sender told so.
+	// That is the session's outcome, whatever happens while it lingers.
+	delivered atomic.Bool
 
 	resumeKey string
 	haves     []*wire.Have          // resume: what we hold already, sent before the decision
@@ -1086,12 +1092,28 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	res := &wire.Result{OK: n == v, Files: n, Verified: v}
 	if n != v {
 		res.Code, res.Reason = wire.CodeVerifyFailed, fmt.Sprintf("%d of %d files could not be saved", n-v, n)
+	} else {
+		rx.endResume()
 	}
 	if err := rx.ctl.send(res); err != nil {
 		return err
 	}
 	rx.lingerForPeer(ctx)
 	return final
+}
+
+// endResume marks the session delivered and drops its resume state before
+// the sender hears that every file is saved: a new delivery of the same
+// files that the sender starts on hearing it (Retry) must neither restore
+// this one's state (and report the files as sent without sending them)
+// nor take over this session while it lingers (and end it as interrupted).
+func (rx *receiver) endResume() {
+	rx.delivered.Store(true)
+	if rx.resumeKey != "" && rx.journal != nil {
+		rx.journal.Close() // before its file goes (Windows removes no open file)
+		rx.e.resume.Drop(rx.resumeKey)
+	}
+	rx.e.releaseResume(rx)
 }
 
 // cleanup ends the session's hold on the destination and reports whether

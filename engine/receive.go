@@ -1096,19 +1096,21 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 		rx.endResume()
 	}
 	if err := rx.ctl.send(res); err != nil {
-		return err
+		return err // not told: cleanup saves the state again for the sender's next attempt
+	}
+	if res.OK {
+		rx.delivered.Store(true)
 	}
 	rx.lingerForPeer(ctx)
 	return final
 }
 
-// endResume marks the session delivered and drops its resume state before
-// the sender hears that every file is saved: a new delivery of the same
-// files that the sender starts on hearing it (Retry) must neither restore
-// this one's state (and report the files as sent without sending them)
-// nor take over this session while it lingers (and end it as interrupted).
+// endResume drops the session's resume state before the sender hears that
+// every file is saved: a new delivery of the same files that the sender
+// starts on hearing it (Retry) must neither restore this one's state (and
+// report the files as sent without sending them) nor take over this session
+// while it lingers (and end it as interrupted).
 func (rx *receiver) endResume() {
-	rx.delivered.Store(true)
 	if rx.resumeKey != "" && rx.journal != nil {
 		rx.journal.Close() // before its file goes (Windows removes no open file)
 		rx.e.resume.Drop(rx.resumeKey)

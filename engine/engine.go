@@ -539,6 +539,16 @@ func (t *Transfer) peerName() string {
 	return t.peer.Name
 }
 
+// lsTransport names what carries a LocalSend transfer: HTTPS, or plain
+// HTTP for a LocalSend device that serves without encryption. Ferry's own
+// LocalSend server serves HTTPS only.
+func (t *Transfer) lsTransport() string {
+	if t.ls != nil && t.ls.to.Scheme == "http" {
+		return "http"
+	}
+	return "https"
+}
+
 // Cancel stops the transfer; the peer is told.
 func (t *Transfer) Cancel() { t.cancel(errCancelledByUser) }
 
@@ -742,6 +752,8 @@ func (e *Engine) finish(t *Transfer, r Result) {
 		// not their sessions, which can hold what the peer left unread
 		// (issue #14: MBs of stream data per session after an attack).
 		t.conn = nil
+	} else if t.peer.Protocol == ProtocolLocalSend && r.Transport == "" {
+		r.Transport = t.lsTransport()
 	}
 	r.Delivery = t.delivery
 	t.state = r.State

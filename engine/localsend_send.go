@@ -54,7 +54,12 @@ type lsSend struct {
 
 	mu        sync.Mutex // guards the fields below
 	delivered map[int]bool
-	textDone  bool
+	// leftOut: files the receiver did not take (a LocalSend user can untick
+	// files; Ferry's own LocalSend receiver leaves out names it cannot
+	// store). The attempts after that decision do not offer them again;
+	// a Retry by the user does.
+	leftOut  map[int]bool
+	textDone bool
 }
 
 // SendLocalSend sends files, folders and/or a text to a LocalSend device:
@@ -95,6 +100,9 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 		Info: localsend.Info{Alias: e.Name(), DeviceModel: "Ferry", DeviceType: localsend.TypeDesktop},
 		Cert: cert, Parallel: ls.opts.Parallel, Dial: ls.opts.Dial,
 	})
+	ls.mu.Lock()
+	ls.leftOut = map[int]bool{}
+	ls.mu.Unlock()
 	o := e.newOutbox(t, files, items.Text, prior)
 	o.NewAttempt = func() core.Attempt {
 		return &lsAttempt{e: e, t: t, ls: ls, client: client, files: files, text: items.Text}
@@ -135,7 +143,7 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 	ls.mu.Lock()
 	var ups []localsend.Upload
 	for i, f := range a.files {
-		if ls.delivered[i] {
+		if ls.delivered[i] || ls.leftOut[i] {
 			continue
 		}
 		up := localsend.Upload{
@@ -185,6 +193,7 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 			for _, id := range ids {
 				a.total += sizes[id]
 			}
+			a.leaveOut(ups, ids)
 			a.e.setState(a.t, StateActive)
 			go a.e.watchProgress(pctx, a.t, a.sent.Load, a.total, func() int { return int(a.done.Load()) }, len(ids))
 		},
@@ -230,19 +239,45 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 	return nil
 }
 
+// leaveOut records the offered files that the receiver did not take (ids
+// are the ones it took) and tells of each, as a Ferry receiver's refusal
+// by name is told: a file event with the reason.
+func (a *lsAttempt) leaveOut(ups []localsend.Upload, ids []string) {
+	took := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		took[id] = true
+	}
+	who := a.ls.to.Alias
+	if who == "" {
+		who = "the receiver"
+	}
+	for _, u := range ups {
+		i, err := strconv.Atoi(u.ID)
+		if took[u.ID] || err != nil { // "text" is not a file of the offer
+			continue
+		}
+		a.ls.mu.Lock()
+		a.ls.leftOut[i] = true
+		a.ls.mu.Unlock()
+		f := a.files[i]
+		a.e.publish(a.t, Event{Kind: EventFile, File: &FileResult{Path: f.Path, Size: f.Size,
+			Err: core.Sentence(fmt.Errorf("%s did not take this file", who))}})
+	}
+}
+
 // end has nothing to release: each Send closes its connections.
 func (a *lsAttempt) End(error) {}
 
 // outcome reports the attempt; verified counts every file delivered so far.
 func (a *lsAttempt) Outcome() core.AttemptOutcome {
 	a.ls.mu.Lock()
-	delivered := len(a.ls.delivered)
+	delivered, leftOut := len(a.ls.delivered), len(a.ls.leftOut)
 	a.ls.mu.Unlock()
 	acc := a.accepted
 	if acc >= 0 {
 		acc = max(acc, delivered)
 	}
-	return core.AttemptOutcome{Sent: a.sent.Load(), Accepted: acc, Verified: delivered, Total: a.total, Reason: "LocalSend (HTTPS)"}
+	return core.AttemptOutcome{Sent: a.sent.Load(), Accepted: acc, Verified: delivered, Refused: leftOut, Total: a.total, Reason: "LocalSend (HTTPS)"}
 }
 
 // lsSendError maps a LocalSend client error to the engine's words: the

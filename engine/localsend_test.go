@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/localsend"
@@ -267,4 +268,56 @@ func mustFingerprint(t *testing.T, fp string) peer.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestLocalSendLeftOutFilesAreTold: a LocalSend receiver may take only some
+// of the offered files (its user unticks one). The send is done, but the
+// result counts the one left out as refused, with a file event that says
+// so, and the attempt that reconnects after a failed upload does not offer
+// it again; the result names what carried it.
+func TestLocalSendLeftOutFilesAreTold(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	p.Skip = func(name string) bool { return name == "b.bin" }
+	var failed atomic.Bool
+	p.FailUpload = func(name string) bool { return name == "a.bin" && failed.CompareAndSwap(false, true) }
+	to := lsPeerServer(t, p)
+	src := t.TempDir()
+	a := writeFile(t, filepath.Join(src, "a.bin"), 1000)
+	writeFile(t, filepath.Join(src, "b.bin"), 2000)
+	c := writeFile(t, filepath.Join(src, "c.bin"), 3000)
+	events, unsub := e.Subscribe(256)
+	defer unsub()
+	_, r := lsSendWait(t, e, to, Items{Paths: []string{filepath.Join(src, "a.bin"), filepath.Join(src, "b.bin"), filepath.Join(src, "c.bin")}}, LocalSendSendOptions{})
+	if r.State != StateDone || r.Verified != 2 || r.Refused != 1 || r.Files != 2 {
+		t.Fatalf("result %+v; want done, 2 of 2 verified, 1 refused", r)
+	}
+	if r.Transport != "https" {
+		t.Fatalf("transport %q, want https", r.Transport)
+	}
+	got, _, offers, _, _, _ := p.Snapshot()
+	if !bytes.Equal(got["a.bin"], a) || !bytes.Equal(got["c.bin"], c) || got["b.bin"] != nil {
+		t.Fatalf("peer got %d files", len(got))
+	}
+	if !failed.Load() || len(offers) != 2 {
+		t.Fatalf("%d offers; want the first and one after the failed upload", len(offers))
+	}
+	if files := offers[1]["files"].(map[string]any); len(files) != 1 {
+		t.Fatalf("the second offer holds %d files; want only a.bin, which did not arrive", len(files))
+	}
+	told := 0
+	for ev := range events {
+		if ev.Kind == EventResult {
+			break
+		}
+		if ev.Kind == EventFile && ev.File.Path == "b.bin" {
+			told++
+			if ev.File.Verified || ev.File.Err != "Pixel did not take this file." {
+				t.Fatalf("b.bin's event %+v", ev.File)
+			}
+		}
+	}
+	if told != 1 {
+		t.Fatalf("b.bin told %d times, want once", told)
+	}
 }

@@ -253,8 +253,12 @@ func sendLocalSend(ctx context.Context, e *engine.Engine, to engine.LocalSendTar
 		}
 	}
 	<-tr.Done()
-	if r := tr.Result(); r.State != engine.StateDone || r.Verified != r.Files {
+	r := tr.Result()
+	switch {
+	case r.State != engine.StateDone || r.Verified != r.Files:
 		return exitError{code: 1, err: errors.New(r.Err)}
+	case r.Refused > 0:
+		return notTaken(r.Refused)
 	}
 	return nil
 }

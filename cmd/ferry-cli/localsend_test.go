@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,5 +42,38 @@ func TestReceiveServesLocalSend(t *testing.T) {
 	}
 	if !strings.Contains(r.out.String(), "1 of 1 files verified") {
 		t.Fatalf("output: %s", r.out)
+	}
+}
+
+// TestSendToLocalSendTellsWhatWasLeftOut: a LocalSend receiver that takes
+// only some of the files (its user unticked one) ends the send with the
+// file named and a non-zero exit, not "1 of 1 files verified"; the summary
+// names what carried the files.
+func TestSendToLocalSendTellsWhatWasLeftOut(t *testing.T) {
+	p, err := lspeer.New("Phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Skip = func(name string) bool { return name == "b.txt" }
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(ln)
+	t.Cleanup(p.Close)
+	a := writeFile(t, "a.txt", "alpha")
+	b := writeFile(t, "b.txt", "beta")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--protocol", "localsend",
+		"--localsend-fingerprint", p.Fingerprint, "--to", ln.Addr().String(), a, b)
+	if code != 1 || !strings.Contains(stderr, "did not take 1 file(s)") {
+		t.Fatalf("exit %d, stderr %q; want 1, saying a file was not taken", code, stderr)
+	}
+	for _, want := range []string{"FAILED  b.txt: The receiver did not take this file.", "done: 1 of 1 files verified", "over https", "refused: 1 file(s)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if got, _, _, _, _, _ := p.Snapshot(); string(got["a.txt"]) != "alpha" || got["b.txt"] != nil {
+		t.Fatalf("the peer got %d files", len(got))
 	}
 }

@@ -147,7 +147,7 @@ func (p *printer) event(ev engine.Event) {
 			p.line("done: %d of %d files verified, %s in %.2fs (%s/s) over %s", r.Verified, r.Files,
 				humanBytes(r.Bytes), r.Duration, humanBytes(int64(float64(r.Bytes)/max(r.Duration, 1e-9))), r.Transport)
 			if r.Refused > 0 {
-				p.line("refused: %d file(s) the receiver cannot store under their names (see FAILED above)", r.Refused)
+				p.line("refused: %d file(s) (FAILED above says why)", r.Refused)
 			}
 		} else {
 			p.line("%s: %s", r.State, r.Err)

@@ -243,9 +243,15 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	case len(failed) > 0:
 		return exitError{code: 1, err: fmt.Errorf("%d of %d recipients did not receive everything: %s", len(failed), len(targets), strings.Join(failed, ", "))}
 	case refused > 0:
-		return exitError{code: 1, err: fmt.Errorf("the receiver refused %d file(s) by name; the others arrived", refused)}
+		return notTaken(refused)
 	}
 	return nil
+}
+
+// notTaken ends a send whose receiver did not take n of its files (it
+// refused their names, or its user left them out): the others arrived.
+func notTaken(n int) error {
+	return exitError{code: 1, err: fmt.Errorf("the receiver did not take %d file(s) (FAILED above says why); the others arrived", n)}
 }
 
 // readText reads --text - from r: at most engine.MaxTextBytes of UTF-8.

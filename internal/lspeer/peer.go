@@ -67,6 +67,9 @@ type Peer struct {
 	SaveDir string
 	// FailUpload, when set and true for a name, answers that upload 500.
 	FailUpload func(name string) bool
+	// Skip, when set and true for a name, leaves that file out of the
+	// prepare-upload answer, as a LocalSend user who unticks it does.
+	Skip func(name string) bool
 	// Uploads counts the upload requests per file name.
 	Uploads map[string]int
 }
@@ -256,7 +259,10 @@ func (p *Peer) prepare(w http.ResponseWriter, r *http.Request) {
 	s := &psession{addr: h, files: body.Files, token: map[string]string{}, done: map[string]bool{}}
 	out := map[string]any{}
 	toks := map[string]string{}
-	for id := range body.Files {
+	for id, f := range body.Files {
+		if name, _ := f["fileName"].(string); p.Skip != nil && p.Skip(name) {
+			continue
+		}
 		s.token[id] = token()
 		toks[id] = s.token[id]
 	}

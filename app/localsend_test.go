@@ -245,6 +245,20 @@ func TestSendToLocalSendDevice(t *testing.T) {
 		t.Fatalf("the device got %d files", len(got))
 	}
 
+	// A file the device's user leaves out is told as refused, not sent.
+	other := filepath.Join(t.TempDir(), "other.jpg")
+	if err := os.WriteFile(other, []byte("jpeg"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Skip = func(name string) bool { return name == "other.jpg" }
+	if err := b.Send(dev, ui.Items{Paths: []string{src, other}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitResult(t, events); r.State != ui.StateDone || r.Result.Refused != 1 || r.Result.Verified != 1 || r.Result.Transport != "https" {
+		t.Fatalf("a file left out: %+v", r.Result)
+	}
+	p.Skip = nil
+
 	// A text goes as LocalSend's text message (the PIN asked again: a
 	// LocalSend session holds none).
 	if err := b.Send(dev, ui.Items{Text: "see you at 8"}); err != nil {

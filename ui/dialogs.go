@@ -57,7 +57,7 @@ func (u *UI) showMessage(title, text, detail string) {
 	closeBtn.Importance = widget.HighImportance
 	buttons := []fyne.CanvasObject{closeBtn}
 	if detail != "" {
-		more := widget.NewLabel(detail)
+		more := widget.NewLabel(EscapeText(detail)) // an engine error can carry a peer's words
 		more.Wrapping = fyne.TextWrapBreak
 		more.Hide()
 		objs = append(objs, more)

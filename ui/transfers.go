@@ -754,7 +754,7 @@ func statusText(st Status) string {
 	if st.Detail == "" || st.Detail == st.Text {
 		return st.Text
 	}
-	return st.Text + "\nWhat the engine reported: " + st.Detail
+	return st.Text + "\nWhat the engine reported: " + EscapeLine(st.Detail)
 }
 
 // detailsText renders the live connection metrics of a transfer.
@@ -899,7 +899,7 @@ func filesText(v *transferView) string {
 		}
 		switch {
 		case f.Err != "":
-			fmt.Fprintf(&b, "✗ %s (%s): %s\n", name, HumanBytes(f.Size), f.Err)
+			fmt.Fprintf(&b, "✗ %s (%s): %s\n", name, HumanBytes(f.Size), EscapeLine(f.Err))
 		case f.Verified:
 			fmt.Fprintf(&b, "✓ %s (%s) verified\n", name, HumanBytes(f.Size))
 		default:

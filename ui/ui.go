@@ -665,7 +665,7 @@ func (u *UI) notifyResult(ev TransferEvent) {
 		// Stopped over the verification code: by this user (nothing to
 		// tell), or by the other one, whose reason the engine gives.
 		if r.ByPeer {
-			u.notify("Transfer stopped", EscapeText(r.Err))
+			u.notify("Transfer stopped", EscapeLine(r.Err))
 		}
 		return
 	}

@@ -87,3 +87,27 @@ func TestSendSaysWhatItSkips(t *testing.T) {
 		t.Fatalf("receive --once exit %d", code)
 	}
 }
+
+// TestPeersWordsCannotActOnTheTerminal: a receiver's name is its own to
+// choose, and it reaches the sender's terminal in the sentence that ends the
+// send ("... only accepts files from trusted devices"). Colours, a carriage
+// return or a line break in it are shown escaped, never written raw; the
+// sentence says the policy once.
+func TestPeersWordsCannotActOnTheTerminal(t *testing.T) {
+	evil := "\x1b[31mEVIL\x1b[0m\rX\nferry-cli send: done"
+	r := startReceiver(t, "", "--accept", "trusted", "--no-discovery", "--name", evil)
+	file := writeFile(t, "f.txt", "x")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.tcp, file)
+	if code == 0 {
+		t.Fatalf("send to an untrusting receiver exited 0: %s", stdout)
+	}
+	for _, s := range []string{stdout, stderr} {
+		if strings.ContainsAny(s, "\x1b\r") || strings.Contains(s, "\nferry-cli send: done") {
+			t.Fatalf("a peer's name reached the terminal raw:\n%q", s)
+		}
+	}
+	want := `"\x1b[31mEVIL\x1b[0m\rX\nferry-cli send: done" only accepts files from trusted devices.`
+	if line := oneLine(t, stderr, "send"); !strings.Contains(line, want) {
+		t.Fatalf("stderr %q; want it to say %q", line, want)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferrydrop/ferry/cmd/internal/ferryenv"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 // command is one ferry-cli subcommand. run gets the arguments after the
@@ -102,10 +103,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(errOut, "ferry-cli %s: %v\n", c.name, err)
+		fmt.Fprintf(errOut, "ferry-cli %s: %s\n", c.name, safetext.Line(err.Error()))
 		return 2
 	default:
-		fmt.Fprintf(errOut, "ferry-cli %s: %v\n", c.name, err)
+		// An error can carry a peer's words (its name, its reason): escaped.
+		fmt.Fprintf(errOut, "ferry-cli %s: %s\n", c.name, safetext.Line(err.Error()))
 		var ec interface{ ExitCode() int }
 		if errors.As(err, &ec) {
 			return ec.ExitCode()

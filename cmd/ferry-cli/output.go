@@ -125,7 +125,7 @@ func (p *printer) event(ev engine.Event) {
 		f := ev.File
 		switch {
 		case !f.Verified:
-			p.line("FAILED  %s: %s", safetext.Name(f.Path), f.Err)
+			p.line("FAILED  %s: %s", safetext.Name(f.Path), safetext.Line(f.Err))
 		case f.SavedAs != "":
 			p.line("ok      %s (saved as %s)", safetext.Name(f.Path), safetext.Name(f.SavedAs))
 		case !p.bar:
@@ -150,7 +150,7 @@ func (p *printer) event(ev engine.Event) {
 				p.line("refused: %d file(s) (FAILED above says why)", r.Refused)
 			}
 		} else {
-			p.line("%s: %s", r.State, r.Err)
+			p.line("%s: %s", r.State, safetext.Line(r.Err))
 		}
 	}
 }

@@ -64,13 +64,8 @@ func NeedsEscape(s string) bool {
 
 // needsEscape is NeedsEscape for any text.
 func needsEscape(s string) bool {
-	if !utf8.ValidString(s) {
+	if needsEscapeRunes(s) {
 		return true
-	}
-	for _, r := range s {
-		if Suspicious(r) {
-			return true
-		}
 	}
 	for _, e := range strings.Split(s, "/") {
 		if strings.HasPrefix(e, " ") || strings.HasSuffix(e, " ") {
@@ -110,15 +105,60 @@ func Text(s string) string {
 	if !textNeedsEscape(s) {
 		return s
 	}
+	return escapeInPlace(s, true)
+}
+
+// Line returns a one-line message that may carry words from a peer (an
+// error naming its device, a reason it gave) as it is safe to show on one
+// line: every invisible or display-changing character, line breaks and
+// tabs included, and invalid UTF-8, is shown escaped in place (\x1b, \n,
+// \u202e), so a peer's words can neither colour nor move the terminal's
+// cursor, nor seem to end the message and start another. Plain text comes
+// back unchanged; it does not quote.
+func Line(s string) string {
+	if !lineNeedsEscape(s) {
+		return s
+	}
+	return escapeInPlace(s, false)
+}
+
+func lineNeedsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf {
+			return needsEscapeRunes(s)
+		} else if c < ' ' || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// needsEscapeRunes reports whether s is not valid UTF-8 or has a
+// suspicious rune.
+func needsEscapeRunes(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if Suspicious(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// escapeInPlace escapes s's suspicious runes and invalid bytes where they
+// stand; lines keeps line breaks (\r\n as \n) and tabs.
+func escapeInPlace(s string, lines bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\r' && i+1 < len(s) && s[i+1] == '\n':
+		case lines && r == '\r' && i+1 < len(s) && s[i+1] == '\n':
 			// \r\n reads as the line break it is.
-		case r == '\n' || r == '\t':
+		case lines && (r == '\n' || r == '\t'):
 			b.WriteRune(r)
 		case Suspicious(r):
 			q := strconv.QuoteRuneToASCII(r)

@@ -134,3 +134,49 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+// lineCases double as the fuzz corpus of FuzzLine.
+var lineCases = []struct{ in, want string }{
+	{"Declined by Bob's laptop.", "Declined by Bob's laptop."},
+	{"Declined by \x1b[31mEVIL\x1b[0m\rX.", `Declined by \x1b[31mEVIL\x1b[0m\rX.`},
+	{"Cancelled by Eve: gone\nferry-cli send: done", `Cancelled by Eve: gone\nferry-cli send: done`},
+	{"tab\there", `tab\there`},
+	{"a \u202egnp.exe name", `a \u202egnp.exe name`},
+	{"bad\xffutf8", `bad\xffutf8`},
+	{"日本語 ✈ émoji 🙂", "日本語 ✈ émoji 🙂"},
+	{"", ""},
+}
+
+func TestLine(t *testing.T) {
+	for _, c := range lineCases {
+		if got := Line(c.in); got != c.want {
+			t.Errorf("Line(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzLine: whatever a peer's words hold, the line shown is valid UTF-8 with
+// no invisible or display-changing character (no line break, no tab), and a
+// plain line is shown as is.
+func FuzzLine(f *testing.F) {
+	for _, c := range lineCases {
+		f.Add(c.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Line(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Line(%q) = %q is not valid UTF-8", s, got)
+		}
+		for _, r := range got {
+			if Suspicious(r) {
+				t.Fatalf("Line(%q) = %q shows %U", s, got, r)
+			}
+		}
+		if !needsEscapeRunes(s) && got != s {
+			t.Fatalf("Line(%q) = %q changed a plain line", s, got)
+		}
+		if Line(got) != got {
+			t.Fatalf("Line(%q) = %q is escaped again by a second Line", s, got)
+		}
+	})
+}

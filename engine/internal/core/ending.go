@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 // Ending is how a transfer, or one session of it, ended, in the words the
@@ -28,6 +29,8 @@ type Ending struct {
 func EndOf(err error, peer string, resumable bool) Ending {
 	if peer == "" {
 		peer = "the other device"
+	} else {
+		peer = safetext.Name(peer) // a peer's name: quoted and escaped if it could disguise itself
 	}
 	var re *errcode.RemoteError
 	remote := errors.As(err, &re)
@@ -91,7 +94,15 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		// The receiver says in its own words what it takes ("Bob's laptop
 		// takes at most ...").
 		e.State, e.Text = StateDeclined, "Declined: "+ReasonOf(re)+"."
-	case errors.Is(err, errcode.ErrUntrusted), errors.Is(err, errcode.ErrBusy), errors.Is(err, errcode.ErrNoSpace), errors.Is(err, errcode.ErrTooLarge):
+	case errors.Is(err, errcode.ErrUntrusted):
+		// The receiver's policy; its reason, from Ferry, only says so again.
+		e.State, e.Text = StateDeclined, peer+" only accepts files from trusted devices."
+		if !remote {
+			e.Text = "Declined: this device only accepts files from trusted devices."
+		} else if r := ReasonOf(re); r != "" {
+			e.Text = peer + " only accepts files from trusted devices: " + r + "."
+		}
+	case errors.Is(err, errcode.ErrBusy), errors.Is(err, errcode.ErrNoSpace), errors.Is(err, errcode.ErrTooLarge):
 		e.State, e.Text = StateDeclined, Sentence(err)
 	case !remote && errors.Is(err, io.ErrUnexpectedEOF) && resumable:
 		e.State, e.Code = StateInterrupted, CodeConnectionLost
@@ -113,6 +124,7 @@ const userCancelPrefix = "cancelled by the user"
 var codeOnlyReasons = map[string]bool{
 	"": true, "declined": true, "the receiver declined": true, "cancelled": true,
 	userCancelPrefix: true, "paused": true, "paused by the sender": true,
+	"this device only accepts files from trusted devices": true,
 }
 
 // ReasonOf is a peer's own words for its error, unless they only repeat the code.
@@ -125,7 +137,7 @@ func ReasonOf(re *errcode.RemoteError) string {
 	if codeOnlyReasons[strings.ToLower(r)] {
 		return ""
 	}
-	return r
+	return safetext.Line(r) // the peer's words: nothing in them may act on a terminal
 }
 
 // Apply writes the ending into a result.
@@ -136,9 +148,10 @@ func (e Ending) Apply(r *Result) {
 	}
 }
 
-// Sentence makes an error readable: first letter upper case, a final period.
+// Sentence makes an error readable: first letter upper case, a final
+// period, and whatever a peer's words in it hold escaped (safetext.Line).
 func Sentence(err error) string {
-	s := err.Error()
+	s := safetext.Line(err.Error())
 	if s == "" {
 		return s
 	}

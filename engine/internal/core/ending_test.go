@@ -54,6 +54,15 @@ func TestEndOf(t *testing.T) {
 		{ErrPairMismatch, false, StateFailed, "not_paired", false, Sentence(ErrPairMismatch)},
 		{ErrPeerRejectedCode, false, StateFailed, "not_paired", true, "Bob did not confirm the verification code, so the devices are not paired."},
 		{fmt.Errorf("write: %w", io.ErrShortWrite), false, StateFailed, "io", false, "Write: short write."},
+		// The receiver's trust policy, in one sentence (Ferry's reason only says it again).
+		{remote(errcode.CodeUntrusted, "this device only accepts files from trusted devices"), false, StateDeclined, "untrusted", true, "Bob only accepts files from trusted devices."},
+		{remote(errcode.CodeUntrusted, "pair first"), false, StateDeclined, "untrusted", true, "Bob only accepts files from trusted devices: pair first."},
+		{&RefusedError{Code: errcode.CodeUntrusted, Reason: "this device only accepts files from trusted devices"}, false, StateDeclined, "untrusted", false, "Declined: this device only accepts files from trusted devices."},
+		// A peer that repeats its code's words first is not read twice.
+		{remote(errcode.CodeBadName, "a file name was refused: CON: a device name"), false, StateFailed, "bad_name", true, "A file name was refused: CON: a device name."},
+		// A peer's words cannot act on a terminal.
+		{remote(errcode.CodeCancelled, "gone\x1b[2J\nferry-cli send: done"), false, StateCancelled, "cancelled", true, `Cancelled by Bob: gone\x1b[2J\nferry-cli send: done.`},
+		{remote(errcode.CodeBusy, "\u202eexe.gnp"), false, StateDeclined, "busy", true, `The receiver is busy: \u202eexe.gnp.`},
 	} {
 		e := EndOf(c.err, "Bob", c.resumable)
 		if e.State != c.state || e.Code != c.code || e.ByPeer != c.byPeer || e.Text != c.text {
@@ -64,5 +73,18 @@ func TestEndOf(t *testing.T) {
 		if r.State != c.state || r.Code != c.code || r.Err != c.text {
 			t.Errorf("%v: applied as %+v", c.err, r)
 		}
+	}
+}
+
+// TestEndOfEscapesThePeersName: a device's name is the peer's to choose; in
+// the sentence it is quoted and escaped when it holds what could act on a
+// terminal or disguise itself, as everywhere else it is shown.
+func TestEndOfEscapesThePeersName(t *testing.T) {
+	e := EndOf(&errcode.RemoteError{Code: errcode.CodeDeclined}, "\x1b[31mEVIL\x1b[0m\rX", false)
+	if want := `Declined by "\x1b[31mEVIL\x1b[0m\rX".`; e.Text != want {
+		t.Fatalf("%q, want %q", e.Text, want)
+	}
+	if e := EndOf(&errcode.RemoteError{Code: errcode.CodeDeclined}, "Bob's laptop", false); e.Text != "Declined by Bob's laptop." {
+		t.Fatalf("a plain name changed: %q", e.Text)
 	}
 }

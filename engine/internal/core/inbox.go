@@ -313,7 +313,14 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	}
 	if len(in.Refused) > 0 && len(in.Refused) == files.Len() && text == "" {
 		r := in.Refused[0]
-		return fmt.Errorf("%w: %s: %s", errcode.ErrBadName, safetext.Name(in.file(r.Idx).Path), r.Reason)
+		more := ""
+		switch n := len(in.Refused) - 1; {
+		case n == 1:
+			more = " (so is the 1 other name)"
+		case n > 1:
+			more = fmt.Sprintf(" (so are the %d other names)", n)
+		}
+		return fmt.Errorf("%w: %s: %s%s", errcode.ErrBadName, safetext.Name(in.file(r.Idx).Path), r.Reason, more)
 	}
 	return nil
 }

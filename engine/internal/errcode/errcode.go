@@ -176,10 +176,13 @@ func (e *RemoteError) Error() string {
 	if r, ok := byCode(e.Code); ok {
 		base = r.err.Error()
 	}
-	if e.Reason != "" && e.Reason != base {
-		return fmt.Sprintf("%s: %s", base, e.Reason)
+	switch {
+	case e.Reason == "" || e.Reason == base:
+		return base
+	case strings.HasPrefix(e.Reason, base+": "):
+		return e.Reason // a peer that put its code's words first already
 	}
-	return base
+	return fmt.Sprintf("%s: %s", base, e.Reason)
 }
 
 // Unwrap lets errors.Is match the code's sentinel.

@@ -705,3 +705,46 @@ func TestDoctorNamesTheAppPort(t *testing.T) {
 		t.Errorf("taken, junk saved: %+v", f)
 	}
 }
+
+// TestFlagsAfterPaths: flags may follow the paths, as in most tools; "--"
+// still ends the flags.
+func TestFlagsAfterPaths(t *testing.T) {
+	fs, _ := newFlagSet("send", io.Discard)
+	fs.String("to", "", "")
+	fs.Bool("json", false, "")
+	fs.String("text", "", "")
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"a.jpg", "--to", "bob", "b.jpg"}, []string{"--to", "bob", "--", "a.jpg", "b.jpg"}},
+		{[]string{"--to=bob", "a.jpg", "--json"}, []string{"--to=bob", "--json", "--", "a.jpg"}},
+		{[]string{"--json", "--to", "bob"}, []string{"--json", "--to", "bob"}},
+		{[]string{"--text", "-", "--to", "bob"}, []string{"--text", "-", "--to", "bob"}},
+		{[]string{"--to", "bob", "--", "-notes.txt", "--json"}, []string{"--to", "bob", "--", "-notes.txt", "--json"}},
+		{[]string{"a.jpg", "-", "--bogus", "x"}, []string{"--bogus", "--", "a.jpg", "-", "x"}},
+		{[]string{"a.jpg", "--to"}, []string{"--to"}}, // the parse refuses it: no value
+	} {
+		if got := interspersed(fs, c.in); !slices.Equal(got, c.want) {
+			t.Errorf("interspersed(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	dash := filepath.Join(t.TempDir(), "-notes.txt")
+	if err := os.WriteFile(dash, []byte("n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, "photo.jpg", "jpeg")
+	code, stdout, stderr := runCLI(t, "send", file, "--config", t.TempDir(), "--to", r.tcp, "--json", "--", dash)
+	if code != 0 {
+		t.Fatalf("send with flags after a path: exit %d: %s %s", code, stdout, stderr)
+	}
+	if ev := lastEvent(t, stdout); ev.Result == nil || ev.Result.Verified != 2 {
+		t.Fatalf("last event %+v; want 2 files verified (--json read as a flag)", ev)
+	}
+	r.wait()
+	if got := r.files(t); !slices.Equal(got, []string{"-notes.txt", "photo.jpg"}) {
+		t.Fatalf("received %q", got)
+	}
+	if code, _, stderr := runCLI(t, "send", file, "--config", t.TempDir(), "--to"); code != 2 || !strings.Contains(stderr, "flag needs an argument") {
+		t.Fatalf("a flag without its value: exit %d, %q", code, stderr)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/ferrydrop/ferry/cmd/internal/ferryenv"
@@ -137,15 +138,59 @@ func newFlagSet(name string, errOut io.Writer) (*flag.FlagSet, *string) {
 	return fs, cfg
 }
 
-// parseFlags parses args, turning flag errors into errUsage.
+// parseFlags parses args, turning flag errors into errUsage. Flags may
+// follow the paths (see interspersed).
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(interspersed(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return nil
+}
+
+// interspersed lets flags follow the other arguments, as most command-line
+// tools do ("send photo.jpg --to bob"; Go's flag package stops at the first
+// path and would take "--to" for a file): it moves each flag, and the value
+// of one that takes a value, before the others, which follow a "--". A "--"
+// in args still ends the flags: what follows it is a path however it is
+// spelled ("send --to bob -- -notes.txt"). A flag the set does not know is
+// left for the parse to refuse.
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest = append(rest, args[i+1:]...)
+			i = len(args)
+		case len(a) < 2 || a[0] != '-':
+			rest = append(rest, a)
+		default:
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			f := fs.Lookup(name)
+			if f == nil {
+				continue
+			}
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				continue
+			}
+			if i+1 == len(args) {
+				return flags // its value is missing: the parse says so, with nothing after it to take
+			}
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if len(rest) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), rest...)
 }
 
 // envOptions are the engine options the environment sets (see package ferryenv).

@@ -98,8 +98,8 @@ func (p *printer) event(ev engine.Event) {
 			p.line("paused (send SIGUSR1 again, or re-run the same command later, to resume)")
 		case engine.StateRetrying:
 			reason := ""
-			if ev.Result != nil {
-				reason = ": " + ev.Result.Err
+			if ev.Result != nil && ev.Result.Err != "" {
+				reason = " (" + strings.TrimSuffix(safetext.Line(ev.Result.Err), ".") + ")"
 			}
 			p.line("connection lost%s; reconnecting...", reason)
 		}

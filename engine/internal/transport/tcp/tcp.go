@@ -328,6 +328,9 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 	s, err := sess.connect(ctx)
 	if err != nil {
 		sess.Close(nil)
+		if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "dial" {
+			return nil, err // it says "dial tcp ADDR: ..." itself
+		}
 		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
 	}
 	sess.remote = s.raw.RemoteAddr().String()

@@ -878,3 +878,21 @@ func TestWriteGathersRecords(t *testing.T) {
 		t.Error("the bytes arrived changed")
 	}
 }
+
+// TestDialErrorSaysWhereOnce: a refused connection names the address once
+// ("dial tcp ADDR: connect: connection refused"), not twice.
+func TestDialErrorSaysWhereOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = Dial(t.Context(), addr, newTestIdentity(t).TLSConfig(false, nil), transport.Config{})
+	if err == nil {
+		t.Fatal("dialled a closed port")
+	}
+	if n := strings.Count(err.Error(), "dial tcp "+addr); n != 1 {
+		t.Fatalf("%q names the address %d times, want once", err, n)
+	}
+}

@@ -16,9 +16,10 @@ func EscapeName(s string) string { return safetext.Name(s) }
 // to show across lines (see safetext.Text).
 func EscapeText(s string) string { return safetext.Text(s) }
 
-// EscapeLine escapes a one-line message that may carry a peer's words (an
-// engine error naming its device, a reason it gave): see safetext.Line.
-func EscapeLine(s string) string { return safetext.Line(s) }
+// EscapeLine shows a message that may carry a peer's words (an engine
+// error naming its device, a reason it gave) on one line: the errors
+// joined in it apart by "; ", the rest escaped as safetext.Line does.
+func EscapeLine(s string) string { return safetext.Line(strings.ReplaceAll(s, "\n", "; ")) }
 
 // HumanBytes formats a byte count for people: "0 B", "999 B", "1.5 kB", "12.3 MB".
 func HumanBytes(n int64) string {

@@ -329,7 +329,7 @@ func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, 
 			if len(tos) == 1 {
 				return err
 			}
-			fmt.Fprintf(errOut, "ferry-cli send: %s: %s\n", safetext.Name(to), safetext.Line(err.Error()))
+			fmt.Fprintf(errOut, "ferry-cli send: %s: %s\n", safetext.Name(to), shown(err.Error()))
 			last = err
 		}
 	}

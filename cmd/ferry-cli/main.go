@@ -19,7 +19,6 @@ import (
 
 	"github.com/ferrydrop/ferry/cmd/internal/ferryenv"
 	"github.com/ferrydrop/ferry/engine"
-	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 // command is one ferry-cli subcommand. run gets the arguments after the
@@ -104,11 +103,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(errOut, "ferry-cli %s: %s\n", c.name, safetext.Line(err.Error()))
+		fmt.Fprintf(errOut, "ferry-cli %s: %s\n", c.name, shown(err.Error()))
 		return 2
 	default:
 		// An error can carry a peer's words (its name, its reason): escaped.
-		fmt.Fprintf(errOut, "ferry-cli %s: %s\n", c.name, safetext.Line(err.Error()))
+		fmt.Fprintf(errOut, "ferry-cli %s: %s\n", c.name, shown(err.Error()))
 		var ec interface{ ExitCode() int }
 		if errors.As(err, &ec) {
 			return ec.ExitCode()

@@ -99,7 +99,7 @@ func (p *printer) event(ev engine.Event) {
 		case engine.StateRetrying:
 			reason := ""
 			if ev.Result != nil && ev.Result.Err != "" {
-				reason = " (" + strings.TrimSuffix(safetext.Line(ev.Result.Err), ".") + ")"
+				reason = " (" + strings.TrimSuffix(shown(ev.Result.Err), ".") + ")"
 			}
 			p.line("connection lost%s; reconnecting...", reason)
 		}
@@ -125,7 +125,7 @@ func (p *printer) event(ev engine.Event) {
 		f := ev.File
 		switch {
 		case !f.Verified:
-			p.line("FAILED  %s: %s", safetext.Name(f.Path), safetext.Line(f.Err))
+			p.line("FAILED  %s: %s", safetext.Name(f.Path), shown(f.Err))
 		case f.SavedAs != "":
 			p.line("ok      %s (saved as %s)", safetext.Name(f.Path), safetext.Name(f.SavedAs))
 		case !p.bar:
@@ -150,7 +150,7 @@ func (p *printer) event(ev engine.Event) {
 				p.line("refused: %d file(s) (FAILED above says why)", r.Refused)
 			}
 		} else {
-			p.line("%s: %s", r.State, safetext.Line(r.Err))
+			p.line("%s: %s", r.State, shown(r.Err))
 		}
 	}
 }
@@ -282,4 +282,11 @@ func (b *batcher) print(ctx context.Context, ev engine.Event) bool {
 		}
 	}
 	return true
+}
+
+// shown is a message on one line as the terminal may show it: the errors
+// joined in it apart by "; ", and whatever a peer's words in it hold
+// escaped (safetext.Line), so that nothing in them acts on the terminal.
+func shown(msg string) string {
+	return safetext.Line(strings.ReplaceAll(msg, "\n", "; "))
 }

@@ -182,7 +182,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if !several {
 				return err
 			}
-			fmt.Fprintf(errOut, "ferry-cli send: %s: %s\n", safetext.Name(tos[i]), safetext.Line(err.Error()))
+			fmt.Fprintf(errOut, "ferry-cli send: %s: %s\n", safetext.Name(tos[i]), shown(err.Error()))
 			failed = append(failed, tos[i])
 			continue
 		}

@@ -148,10 +148,11 @@ func (e Ending) Apply(r *Result) {
 	}
 }
 
-// Sentence makes an error readable: first letter upper case, a final
-// period, and whatever a peer's words in it hold escaped (safetext.Line).
+// Sentence makes an error readable: one line (the errors joined in it
+// apart by "; "), first letter upper case, a final period, and whatever a
+// peer's words in it hold escaped (safetext.Line).
 func Sentence(err error) string {
-	s := safetext.Line(err.Error())
+	s := safetext.Line(strings.ReplaceAll(err.Error(), "\n", "; "))
 	if s == "" {
 		return s
 	}

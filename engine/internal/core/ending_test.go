@@ -63,6 +63,8 @@ func TestEndOf(t *testing.T) {
 		// A peer's words cannot act on a terminal.
 		{remote(errcode.CodeCancelled, "gone\x1b[2J\nferry-cli send: done"), false, StateCancelled, "cancelled", true, `Cancelled by Bob: gone\x1b[2J\nferry-cli send: done.`},
 		{remote(errcode.CodeBusy, "\u202eexe.gnp"), false, StateDeclined, "busy", true, `The receiver is busy: \u202eexe.gnp.`},
+		// Errors joined (one per transport) read on one line.
+		{errors.Join(errors.New("tcp: refused"), errors.New("quic: timeout")), false, StateFailed, "io", false, "Tcp: refused; quic: timeout."},
 	} {
 		e := EndOf(c.err, "Bob", c.resumable)
 		if e.State != c.state || e.Code != c.code || e.ByPeer != c.byPeer || e.Text != c.text {

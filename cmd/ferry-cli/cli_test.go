@@ -748,3 +748,23 @@ func TestFlagsAfterPaths(t *testing.T) {
 		t.Fatalf("a flag without its value: exit %d, %q", code, stderr)
 	}
 }
+
+// TestPromptWithoutInput: receive asks, but its standard input is closed
+// (a service, a pipe): the offer is declined, the sender reads why, and the
+// receiver's terminal says how to receive without a prompt, not only
+// "Declined by you".
+func TestPromptWithoutInput(t *testing.T) {
+	old := stdin
+	stdin = strings.NewReader("")
+	t.Cleanup(func() { stdin = old })
+	r := startReceiver(t, "", "--once", "--no-discovery")
+	src := writeFile(t, "f.txt", "x")
+	code, _, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.tcp, src)
+	if code == 0 || !strings.Contains(stderr, "the receiver could not be asked") {
+		t.Fatalf("send: exit %d, %q", code, stderr)
+	}
+	r.wait()
+	if out := r.errOut.String(); !strings.Contains(out, "standard input is closed") || !strings.Contains(out, "--accept all") {
+		t.Fatalf("the receiver did not say why it declined:\n%s", out)
+	}
+}

@@ -270,6 +270,7 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	fmt.Fprint(p.out, "Accept? [y]es / [n]o / [a]lways from this device: ")
 	line, err := p.in.ReadString('\n')
 	if err != nil && line == "" {
+		fmt.Fprintln(p.out, "no answer: standard input is closed, so the offer is declined (--accept all or --accept trusted receives without asking)")
 		return engine.Decision{Reason: "the receiver could not be asked"}
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {

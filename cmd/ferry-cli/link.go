@@ -262,7 +262,7 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 		}
 		switch {
 		case a.Error != "":
-			fmt.Fprintf(out, "%s: %s did not finish: %s\n", a.Device, safetext.Name(a.Name), a.Error)
+			fmt.Fprintf(out, "%s: %s did not finish: %s\n", a.Device, safetext.Name(a.Name), shown(a.Error))
 		case a.Upload && a.SavedAs != "":
 			fmt.Fprintf(out, "%s: received %s, saved as %s\n", a.Device, safetext.Name(a.Name), safetext.Name(a.SavedAs))
 		case a.Upload:
@@ -271,7 +271,7 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 			fmt.Fprintf(out, "%s: downloaded %s (%s)\n", a.Device, safetext.Name(a.Name), humanBytes(*a.Bytes))
 		}
 	case "ended":
-		fmt.Fprintln(out, a.Error)
+		fmt.Fprintln(out, shown(a.Error))
 	}
 }
 

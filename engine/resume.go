@@ -36,7 +36,7 @@ func (rx *receiver) resumeFrom(dir string) {
 	if s == nil {
 		return
 	}
-	if err := s.Check(rx.offeredFiles(dir), store.ValidatePath); err != nil {
+	if err := s.Check(rx.offeredFiles(dir), store.ValidateHere); err != nil {
 		e.log.Warn("ignoring resume state", "reason", err)
 		rx.discardStale(nil)
 		return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -101,4 +102,29 @@ func TestSkippedSummary(t *testing.T) {
 			t.Errorf("%+v: Count() = %d, want %d", c.s, got, c.count)
 		}
 	}
+}
+
+// TestNamesOnlyWindowsRefuses: between two Linux or Mac devices a name
+// that only Windows keeps out ("Meeting: notes.md", "what?.txt", "aux.c",
+// a final dot) arrives under that very name, whole files and large ones
+// alike; it is refused, by name, only where the receiver is Windows.
+func TestNamesOnlyWindowsRefuses(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a Windows receiver refuses these names (engine/store: TestBadNamesRefused)")
+	}
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{ChunkSize: 1 << 20})
+	src := filepath.Join(t.TempDir(), "notes")
+	for _, name := range []string{"Meeting: notes.md", "what?.txt", "src/aux.c", "CON", "v2.", `a<b>"c"|d*`} {
+		writeFile(t, filepath.Join(src, filepath.FromSlash(name)), 100)
+	}
+	writeFile(t, filepath.Join(src, "big: one.bin"), 3<<20) // several chunks: a .partial while it arrives
+	r := sendWait(t, send, target(recv), []string{src}, SendOptions{})
+	if r.State != StateDone || r.Verified != 7 || r.Refused != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	if n := sameTree(t, src, recv.DownloadDir()); n != 7 {
+		t.Fatalf("%d files arrived", n)
+	}
+	noPartials(t, recv.DownloadDir())
 }

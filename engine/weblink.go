@@ -66,7 +66,7 @@ func (b *BrowserInbox) Close() error {
 // Arrive checks the name and the space and starts the file's transfer.
 func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	e := b.e
-	if err := store.ValidatePath(a.Name); err != nil {
+	if err := store.ValidateHere(a.Name); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()

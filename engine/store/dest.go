@@ -418,7 +418,7 @@ func (p *Partial) Close() error {
 // none: a substring of rel, so that a file in a known folder costs no
 // allocation) and its file name.
 func split(rel string) (dir string, base string, err error) {
-	if err := ValidatePath(rel); err != nil {
+	if err := ValidateHere(rel); err != nil {
 		return "", "", err
 	}
 	i := strings.LastIndexByte(rel, '/')

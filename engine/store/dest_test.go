@@ -711,8 +711,12 @@ func TestDiscardLeavesNothing(t *testing.T) {
 
 func TestBadNamesRefused(t *testing.T) {
 	d, dir := openDest(t)
-	for _, rel := range []string{"../x", "/etc/passwd", "a/../../x", `..\x`, "con.txt", "x.partial",
-		strings.Repeat("n", MaxElementBytes-len(PartialSuffix)+1)} {
+	bad := []string{"../x", "/etc/passwd", "a/../../x", `..\x`, "x.partial", "a\x1bb", "\u202etxt.exe",
+		strings.Repeat("n", MaxElementBytes-len(PartialSuffix)+1)}
+	if portableHere { // what only Windows keeps out of names
+		bad = append(bad, "con.txt", "a:b", "what?.txt", "trail.")
+	}
+	for _, rel := range bad {
 		if _, err := d.CreatePartial(rel); !errors.Is(err, ErrBadName) {
 			t.Errorf("CreatePartial(%q) = %v, want ErrBadName", rel, err)
 		}
@@ -732,6 +736,24 @@ func TestBadNamesRefused(t *testing.T) {
 	}
 	assertTree(t, dir, map[string]string{})
 	assertTree(t, filepath.Dir(dir), map[string]string{})
+}
+
+// TestWindowsOnlyRulesStayOnWindows: elsewhere, a name that only Windows
+// keeps out ("Meeting: notes.md" from a Mac, "aux.c" in a source tree) is
+// received under that very name.
+func TestWindowsOnlyRulesStayOnWindows(t *testing.T) {
+	if portableHere {
+		t.Skip("Windows keeps these names out")
+	}
+	d, dir := openDest(t)
+	want := map[string]string{}
+	for _, rel := range []string{"Meeting: notes.md", "what?.txt", `say "hi" <now> | later*`, "src/aux.c", "CON", "trail.", "ends in space "} {
+		if saved := receive(t, d, rel, []byte(rel)); saved != rel {
+			t.Fatalf("%q saved as %q", rel, saved)
+		}
+		want[rel] = rel
+	}
+	assertTree(t, dir, want)
 }
 
 // Many files finalized to the same name at once all survive, each under its

@@ -1,6 +1,6 @@
 // Package store is the receiving side's file-system safety layer. Every byte
 // a peer sends is written through an os.Root opened on the destination
-// folder, under a name that ValidatePath accepted, into a ".partial" file
+// folder, under a name that ValidateHere accepted, into a ".partial" file
 // that only Finalize turns into a final name, and Finalize never overwrites
 // anything: a clash becomes "name (1).ext".
 //
@@ -10,6 +10,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -69,7 +70,22 @@ func (e *NameError) Unwrap() error { return e.Err }
 //     extension (`CON`, `con.txt`, `COM1`, `LPT²`, `CONIN$`, ...);
 //   - elements ending in PartialSuffix (in any case);
 //   - elements over MaxElementBytes, paths over MaxPathBytes or MaxDepth.
-func ValidatePath(rel string) error {
+func ValidatePath(rel string) error { return validatePath(rel, true) }
+
+// ValidateHere is ValidatePath for a name to be created on this system:
+// on Windows the same; elsewhere the rules that only Windows needs (its
+// characters `<>:"|?*`, elements ending in a dot or a space, its device
+// names) do not refuse a name, which the file system stores as it is
+// ("Meeting: notes.md", "what?.txt", "aux.c" from a Mac or a Linux tree).
+// Everything that makes a name unsafe anywhere still refuses it.
+func ValidateHere(rel string) error { return validatePath(rel, portableHere) }
+
+// portableHere: names created on this system must also suit Windows.
+const portableHere = runtime.GOOS == "windows"
+
+// validatePath is ValidatePath, with Windows's own rules only when
+// portable is set.
+func validatePath(rel string, portable bool) error {
 	// This runs for every name of every offer (105,252 of them in workload
 	// D), so it is one pass over the bytes, a table lookup for each ASCII
 	// one, and it allocates nothing unless it refuses. Its verdicts and
@@ -91,15 +107,19 @@ func ValidatePath(rel string) error {
 	// reported, unless the path is not UTF-8 at all, which comes first. The
 	// same pass checks the UTF-8 and the elements, but a bad element is
 	// reported only if no character and not the depth is.
+	classes := &byteClassUnix
+	if portable {
+		classes = &byteClass
+	}
 	depth, start, badStart, badEnd := 1, 0, -1, 0
 	for i := 0; i < len(rel); {
 		c := rel[i]
-		switch byteClass[c] {
+		switch classes[c] {
 		case byteOK:
 			i++
 			continue
 		case byteSlash:
-			if badStart < 0 && !elementOK(rel[start:i]) {
+			if badStart < 0 && !elementOK(rel[start:i], portable) {
 				badStart, badEnd = start, i
 			}
 			depth++
@@ -130,24 +150,24 @@ func ValidatePath(rel string) error {
 	if depth > MaxDepth {
 		return badName(rel, ErrNameTooLong, "%d levels deep, limit %d", depth, MaxDepth)
 	}
-	if badStart < 0 && !elementOK(rel[start:]) {
+	if badStart < 0 && !elementOK(rel[start:], portable) {
 		badStart, badEnd = start, len(rel)
 	}
 	if badStart >= 0 {
-		return checkElement(rel, rel[badStart:badEnd])
+		return checkElement(rel, rel[badStart:badEnd], portable)
 	}
 	return nil
 }
 
 // elementOK reports whether checkElement accepts e, without building the
 // error.
-func elementOK(e string) bool {
-	return checkElement("", e) == nil
+func elementOK(e string, portable bool) bool {
+	return checkElement("", e, portable) == nil
 }
 
 // checkElement checks one element e of rel, in the order ValidatePath
-// documents.
-func checkElement(rel, e string) error {
+// documents; Windows's own rules only when portable is set.
+func checkElement(rel, e string, portable bool) error {
 	switch {
 	case e == "":
 		return badName(rel, ErrBadName, "empty element")
@@ -155,9 +175,9 @@ func checkElement(rel, e string) error {
 		return badName(rel, ErrBadName, "element %q not allowed", e)
 	case len(e) > MaxElementBytes:
 		return badName(rel, ErrNameTooLong, "element is %d bytes, limit %d", len(e), MaxElementBytes)
-	case e[len(e)-1] == '.' || e[len(e)-1] == ' ':
+	case portable && (e[len(e)-1] == '.' || e[len(e)-1] == ' '):
 		return badName(rel, ErrBadName, "element %q ends in a dot or space", e)
-	case isWindowsDevice(e):
+	case portable && isWindowsDevice(e):
 		return badName(rel, ErrReservedName, "element %q is a Windows device name", e)
 	case hasPartialSuffix(e):
 		return badName(rel, ErrReservedName, "element %q ends in %s", e, PartialSuffix)
@@ -165,11 +185,11 @@ func checkElement(rel, e string) error {
 	return nil
 }
 
-// ValidateReceived is ValidatePath for a file to be received here: its
+// ValidateReceived is ValidateHere for a file to be received here: its
 // name must also leave room for PartialSuffix, which it carries while it
 // arrives (a name of 248-255 bytes is valid but cannot be received).
 func ValidateReceived(rel string) error {
-	if err := ValidatePath(rel); err != nil {
+	if err := ValidateHere(rel); err != nil {
 		return err
 	}
 	// The same check and message as split's (dest.go), without splitting.
@@ -212,20 +232,23 @@ const (
 )
 
 // byteClass classes every byte: the ASCII controls and DEL, the backslash,
-// the colon and `<>"|?*` are byteBad.
-var byteClass = func() (t [256]uint8) {
+// the colon and `<>"|?*` are byteBad. byteClassUnix is the same but for
+// the colon and `<>"|?*`, which only Windows keeps out of names.
+var byteClass, byteClassUnix = classes(`\:<>"|?*`), classes(`\`)
+
+func classes(bad string) (t [256]uint8) {
 	for c := 0; c < 256; c++ {
 		switch {
 		case c >= utf8.RuneSelf:
 			t[c] = byteMulti
 		case c == '/':
 			t[c] = byteSlash
-		case c < 0x20 || c == 0x7f || strings.IndexByte(`\:<>"|?*`, byte(c)) >= 0:
+		case c < 0x20 || c == 0x7f || strings.IndexByte(bad, byte(c)) >= 0:
 			t[c] = byteBad
 		}
 	}
 	return t
-}()
+}
 
 // isControl reports C0 controls (incl. NUL), DEL and C1 controls.
 func isControl(r rune) bool {

@@ -16,7 +16,9 @@ import (
 // the reference the fast ones must agree with, verdict and message, on every
 // input (TestNameChecksMatchReference, FuzzNameChecksMatchReference).
 
-func refValidatePath(rel string) error {
+// refValidatePath applies Windows's own rules (its characters, a final dot
+// or space, its device names) only when portable is set, as validatePath.
+func refValidatePath(rel string, portable bool) error {
 	bad := func(err error, format string, args ...any) error {
 		return badName(rel, err, format, args...)
 	}
@@ -34,9 +36,9 @@ func refValidatePath(rel string) error {
 		switch {
 		case r == '\\':
 			return bad(ErrBadName, "backslash not allowed")
-		case r == ':':
+		case portable && r == ':':
 			return bad(ErrBadName, "colon not allowed")
-		case strings.ContainsRune(`<>"|?*`, r):
+		case portable && strings.ContainsRune(`<>"|?*`, r):
 			return bad(ErrBadName, "character %q not allowed", r)
 		case isControl(r):
 			return bad(ErrBadName, "control character %U not allowed", r)
@@ -56,9 +58,9 @@ func refValidatePath(rel string) error {
 			return bad(ErrBadName, "element %q not allowed", e)
 		case len(e) > MaxElementBytes:
 			return bad(ErrNameTooLong, "element is %d bytes, limit %d", len(e), MaxElementBytes)
-		case strings.HasSuffix(e, ".") || strings.HasSuffix(e, " "):
+		case portable && (strings.HasSuffix(e, ".") || strings.HasSuffix(e, " ")):
 			return bad(ErrBadName, "element %q ends in a dot or space", e)
-		case refIsWindowsDevice(e):
+		case portable && refIsWindowsDevice(e):
 			return bad(ErrReservedName, "element %q is a Windows device name", e)
 		case hasPartialSuffix(e):
 			return bad(ErrReservedName, "element %q ends in %s", e, PartialSuffix)
@@ -67,10 +69,11 @@ func refValidatePath(rel string) error {
 	return nil
 }
 
-// refValidateReceived is the old ValidateReceived: ValidatePath, then
-// split's check (dest.go) that the file name leaves room for PartialSuffix.
+// refValidateReceived is the old ValidateReceived: the path's check for
+// this system, then split's check (dest.go) that the file name leaves room
+// for PartialSuffix.
 func refValidateReceived(rel string) error {
-	if err := refValidatePath(rel); err != nil {
+	if err := refValidatePath(rel, portableHere); err != nil {
 		return err
 	}
 	elems := strings.Split(rel, "/")
@@ -164,7 +167,10 @@ func checkSame(t *testing.T, rel string) {
 		name      string
 		fast, ref func(string) error
 	}{
-		{"ValidatePath", ValidatePath, refValidatePath},
+		{"ValidatePath", ValidatePath, func(rel string) error { return refValidatePath(rel, true) }},
+		{"ValidateHere", ValidateHere, func(rel string) error { return refValidatePath(rel, portableHere) }},
+		// Both sets of rules on every system.
+		{"validatePath(unix)", func(rel string) error { return validatePath(rel, false) }, func(rel string) error { return refValidatePath(rel, false) }},
 		{"ValidateReceived", ValidateReceived, refValidateReceived},
 	} {
 		got, want := f.fast(rel), f.ref(rel)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -244,7 +245,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		// A browser sends a file's base name: a path is a trick.
 		return nil, refused(&store.NameError{Name: name, Reason: "the name has a folder in it", Err: store.ErrBadName})
 	}
-	if err := store.ValidatePath(name); err != nil {
+	if err := store.ValidateHere(name); err != nil {
 		return nil, refused(err)
 	}
 	id, err := newUploadID()
@@ -295,13 +296,17 @@ func (rc *receiver) release() {
 	rc.mu.Unlock()
 }
 
-// browserName makes a name a browser gave for a file storable where a
-// peer's name would be refused for something its owner cannot help: the
-// characters Windows keeps out of names (a phone allows "Notes: May.txt"),
-// a trailing dot or space. What else ValidatePath refuses (a device name,
-// a ".partial" suffix, control or bidi characters, invalid UTF-8, an empty
-// or over-long name) stays refused.
+// browserName makes a name a browser gave for a file storable on Windows
+// where a peer's name would be refused for something its owner cannot
+// help: the characters Windows keeps out of names (a phone allows "Notes:
+// May.txt"), a trailing dot or space. Elsewhere such a name is stored as it
+// is (store.ValidateHere). What else ValidateHere refuses (a ".partial"
+// suffix, control or bidi characters, invalid UTF-8, an empty or over-long
+// name; on Windows a device name) stays refused.
 func browserName(name string) string {
+	if runtime.GOOS != "windows" {
+		return name
+	}
 	name = strings.Map(func(r rune) rune {
 		if strings.ContainsRune(`<>:"|?*`, r) {
 			return '_'
@@ -530,7 +535,7 @@ func NewFolderInbox(dir string) (*FolderInbox, error) {
 // Arrive accepts a file when its name can be stored and it fits beside the
 // files already arriving.
 func (f *FolderInbox) Arrive(a Arrival) (*store.Dest, error) {
-	if err := store.ValidatePath(a.Name); err != nil {
+	if err := store.ValidateHere(a.Name); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()

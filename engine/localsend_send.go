@@ -17,6 +17,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/shacache"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 // LocalSendTarget is a LocalSend device to send to.
@@ -247,9 +248,9 @@ func (a *lsAttempt) leaveOut(ups []localsend.Upload, ids []string) {
 	for _, id := range ids {
 		took[id] = true
 	}
-	who := a.ls.to.Alias
-	if who == "" {
-		who = "the receiver"
+	who := "the receiver"
+	if a.ls.to.Alias != "" {
+		who = safetext.Name(a.ls.to.Alias) // the device's own words: quoted and escaped if need be
 	}
 	for _, u := range ups {
 		i, err := strconv.Atoi(u.ID)

@@ -19,7 +19,7 @@ func EscapeText(s string) string { return safetext.Text(s) }
 // EscapeLine shows a message that may carry a peer's words (an engine
 // error naming its device, a reason it gave) on one line: the errors
 // joined in it apart by "; ", the rest escaped as safetext.Line does.
-func EscapeLine(s string) string { return safetext.Line(strings.ReplaceAll(s, "\n", "; ")) }
+func EscapeLine(s string) string { return safetext.Message(s) }
 
 // HumanBytes formats a byte count for people: "0 B", "999 B", "1.5 kB", "12.3 MB".
 func HumanBytes(n int64) string {

@@ -287,6 +287,4 @@ func (b *batcher) print(ctx context.Context, ev engine.Event) bool {
 // shown is a message on one line as the terminal may show it: the errors
 // joined in it apart by "; ", and whatever a peer's words in it hold
 // escaped (safetext.Line), so that nothing in them acts on the terminal.
-func shown(msg string) string {
-	return safetext.Line(strings.ReplaceAll(msg, "\n", "; "))
-}
+func shown(msg string) string { return safetext.Message(msg) }

@@ -122,6 +122,10 @@ func Line(s string) string {
 	return escapeInPlace(s, false)
 }
 
+// Message is a message on one line as it is safe to show: the lines of
+// several errors joined in it apart by "; ", the rest escaped as Line does.
+func Message(s string) string { return Line(strings.ReplaceAll(s, "\n", "; ")) }
+
 func lineNeedsEscape(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= utf8.RuneSelf {

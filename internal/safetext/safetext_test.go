@@ -180,3 +180,9 @@ func FuzzLine(f *testing.F) {
 		}
 	})
 }
+
+func TestMessage(t *testing.T) {
+	if got, want := Message("tcp: refused\nquic: \x1b[2Jtimeout"), `tcp: refused; quic: \x1b[2Jtimeout`; got != want {
+		t.Fatalf("Message = %q, want %q", got, want)
+	}
+}

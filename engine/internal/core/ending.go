@@ -152,7 +152,7 @@ func (e Ending) Apply(r *Result) {
 // apart by "; "), first letter upper case, a final period, and whatever a
 // peer's words in it hold escaped (safetext.Line).
 func Sentence(err error) string {
-	s := safetext.Line(strings.ReplaceAll(err.Error(), "\n", "; "))
+	s := safetext.Message(err.Error())
 	if s == "" {
 		return s
 	}

@@ -176,6 +176,8 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 					continue // fetched again
 				}
 				done = append(done, &rxFile{idx: rf.Index, entry: e, savedAs: rf.SavedAs})
+				rx.Bytes.Add(e.Size) // here whole: progress and the result count it, as the sender does
+				rx.Kept.Add(e.Size)
 			}
 			continue
 		}
@@ -214,6 +216,7 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 			f.crcs[c] = rf.CRCs[c]
 			have[c/8] |= 1 << (c % 8)
 			rx.Bytes.Add(int64(l))
+			rx.Kept.Add(int64(l))
 			any = true
 		}
 		if !any {

@@ -61,6 +61,8 @@ func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
 
 			first := interrupt(t, send, recv, []string{small, big}, tp, size)
 			held := recv.Partials()[0].Bytes
+			_, err := os.Stat(filepath.Join(recv.DownloadDir(), "small.txt"))
+			savedBefore := err == nil
 			caches, _ := filepath.Glob(filepath.Join(send.resume.Path(), "send-*.log"))
 			if len(caches) != 1 {
 				t.Fatalf("sender leaf caches after the interruption: %v", caches)
@@ -71,9 +73,22 @@ func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
 			if held == 0 {
 				t.Fatal("the partial holds nothing")
 			}
+			got := receivedResult(t, recv)
 			res := sendWait(t, send, target(recv), []string{small, big}, SendOptions{Transport: tp})
 			if res.State != StateDone || res.Verified != 2 {
 				t.Fatalf("resume: %s %q (%d verified)", res.State, res.Err, res.Verified)
+			}
+			// Both sides say what the receiver kept from the first send:
+			// what its partial held, and the small file if it was saved.
+			kept := held
+			if savedBefore {
+				kept += 1000
+			}
+			if res.Kept != kept {
+				t.Errorf("the sender says the receiver kept %d bytes; it held %d", res.Kept, kept)
+			}
+			if r := <-got; r.Kept != kept || r.Bytes != size+1000 {
+				t.Errorf("the receiver says it kept %d of %d bytes; it held %d of %d", r.Kept, r.Bytes, kept, size+1000)
 			}
 			// A new send is a delivery of its own, and it resumes the
 			// partial data the cancelled one left.

@@ -210,6 +210,7 @@ type sender struct {
 	refused    int    // files the receiver refused by name
 	sent       atomic.Int64
 	skipped    atomic.Int64 // resume: bytes the receiver already had
+	held       int64        // resume: bytes of the accepted files the receiver held at the start
 	resent     atomic.Int64
 	haves      map[uint32]*wire.Have
 	verified   atomic.Int64
@@ -271,7 +272,7 @@ func (tx *sender) End(err error) {
 }
 
 func (tx *sender) Outcome() core.AttemptOutcome {
-	out := core.AttemptOutcome{Sent: tx.sent.Load(), Resent: tx.resent.Load(), Accepted: -1, Reason: tx.reason}
+	out := core.AttemptOutcome{Sent: tx.sent.Load(), Resent: tx.resent.Load(), Held: tx.held, Accepted: -1, Reason: tx.reason}
 	if tx.decided {
 		out.Accepted, out.Refused, out.Verified = len(tx.accepted), tx.refused, int(tx.verified.Load())
 		for _, i := range tx.accepted {
@@ -279,6 +280,24 @@ func (tx *sender) Outcome() core.AttemptOutcome {
 		}
 	}
 	return out
+}
+
+// heldBytes is what the receiver said it holds of file i (its Have).
+func (tx *sender) heldBytes(i int) int64 {
+	h := tx.haves[uint32(i)]
+	switch {
+	case h == nil:
+		return 0
+	case h.Done:
+		return tx.files[i].Size
+	}
+	var n int64
+	for c := range tx.chunks(i) {
+		if c/8 < len(h.Chunks) && h.Chunks[c/8]&(1<<(c%8)) != 0 {
+			n += int64(merkle.ChunkLen(tx.files[i].Size, tx.chunkSize, c))
+		}
+	}
+	return n
 }
 
 // session runs the sending side of the protocol over an established connection.
@@ -522,6 +541,7 @@ func (tx *sender) accept(d *wire.Decision) error {
 		if h := tx.haves[uint32(i)]; h != nil && h.Done {
 			tx.skipped.Add(tx.files[i].Size)
 		}
+		tx.held += tx.heldBytes(i)
 	}
 	tx.retries = make(chan wire.NeedChunk, 64)
 	tx.sched = newScheduler(tx.accepted, func(fi int) int {

@@ -172,10 +172,11 @@ func TestDetailsKeepLiveMetricsTheResultLacks(t *testing.T) {
 		CongestionControl: "bbr", SmoothedRTT: 2 * time.Millisecond, MinRTT: time.Millisecond, CongestionWindow: 3_000_000, PacketsLost: 4, Connections: 2}})
 	// The closed connection reports its totals only.
 	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Outgoing, Result: &Result{State: StateDone, Files: 1, Bytes: 10,
-		Transport: "tcp", Resent: 2_000_000, Metrics: &Metrics{Transport: "tcp", PacketsLost: 29, Connections: 2}}})
+		Transport: "tcp", Resent: 2_000_000, Kept: 5_000_000, Metrics: &Metrics{Transport: "tcp", PacketsLost: 29, Connections: 2}}})
 	got := detailsText(u.transfers.byID[id])
 	if !contains(got, "Transport: TCP (TCP moves more bytes per second here)", "Round-trip time: 2.00 ms (min 1.00 ms)",
-		"Congestion control: bbr", "Congestion window: 3.0 MB", "Segments retransmitted: 29", "TCP connections: 2", "Sent again after reconnecting: 2.0 MB") {
+		"Congestion control: bbr", "Congestion window: 3.0 MB", "Segments retransmitted: 29", "TCP connections: 2", "Sent again after reconnecting: 2.0 MB",
+		"Kept from an earlier attempt (not sent again): 5.0 MB") {
 		t.Errorf("details = %q", got)
 	}
 }

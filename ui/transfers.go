@@ -813,6 +813,9 @@ func detailsText(v *transferView) string {
 	if m.Connections > 0 {
 		fmt.Fprintf(&b, "TCP connections: %d\n", m.Connections)
 	}
+	if r := v.result; r != nil && r.Kept > 0 {
+		fmt.Fprintf(&b, "Kept from an earlier attempt (not sent again): %s\n", HumanBytes(r.Kept))
+	}
 	if r := v.result; r != nil && r.Resent > 0 {
 		fmt.Fprintf(&b, "Sent again after reconnecting: %s\n", HumanBytes(r.Resent))
 	}

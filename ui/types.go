@@ -367,6 +367,9 @@ type Result struct {
 	TransportReason string
 	// Resent counts bytes sent twice (after a reconnect).
 	Resent int64
+	// Kept is what the receiver held of the files from an earlier attempt
+	// when this one began (resume): it did not travel again.
+	Kept int64
 	// Refused counts offered files the receiver refused by name (a large
 	// offer lists only its first files: this counts them all).
 	Refused     int

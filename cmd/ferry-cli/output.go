@@ -97,11 +97,11 @@ func (p *printer) event(ev engine.Event) {
 		case engine.StatePaused:
 			p.line("paused (send SIGUSR1 again, or re-run the same command later, to resume)")
 		case engine.StateRetrying:
-			reason := ""
 			if ev.Result != nil && ev.Result.Err != "" {
-				reason = " (" + strings.TrimSuffix(shown(ev.Result.Err), ".") + ")"
+				p.line("reconnecting: %s", shown(ev.Result.Err)) // why, in the engine's sentence
+			} else {
+				p.line("connection lost; reconnecting...")
 			}
-			p.line("connection lost%s; reconnecting...", reason)
 		}
 	case engine.EventOffer:
 		if s := ev.Offer.Skipped; ev.Direction == engine.Sending && s != nil {
@@ -144,8 +144,7 @@ func (p *printer) event(ev engine.Event) {
 		if r.State == engine.StateDone && r.Files == 0 && r.Text != "" {
 			p.line("done: text delivered")
 		} else if r.State == engine.StateDone {
-			p.line("done: %d of %d files verified, %s in %.2fs (%s/s) over %s", r.Verified, r.Files,
-				humanBytes(r.Bytes), r.Duration, humanBytes(int64(float64(r.Bytes)/max(r.Duration, 1e-9))), r.Transport)
+			p.line("done: %d of %d files verified, %s", r.Verified, r.Files, doneBytes(ev.Direction, r))
 			if r.Refused > 0 {
 				p.line("refused: %d file(s) (FAILED above says why)", r.Refused)
 			}
@@ -153,6 +152,38 @@ func (p *printer) event(ev engine.Event) {
 			p.line("%s: %s", r.State, shown(r.Err))
 		}
 	}
+}
+
+// doneBytes says how much a finished transfer delivered, how fast and
+// over what, and what did not travel in it or travelled twice: what the
+// receiver kept from an earlier session (resume; not in the speed) and
+// what a reconnect sent again (chunks in flight when the connection broke).
+func doneBytes(dir engine.Direction, r *engine.Result) string {
+	size := r.TotalBytes // the accepted files, each byte once
+	if size == 0 {
+		size = r.Bytes
+	}
+	s := humanBytes(size)
+	if dir == engine.Receiving && r.Kept > 0 {
+		s += fmt.Sprintf(" (%s of it kept from before)", humanBytes(r.Kept))
+	}
+	moved := max(size-r.Kept, 0)
+	s += fmt.Sprintf(" in %.2fs (%s/s) over %s", r.Duration, humanBytes(int64(float64(moved)/max(r.Duration, 1e-9))), r.Transport)
+	var notes []string
+	if dir == engine.Sending && r.Kept > 0 {
+		notes = append(notes, fmt.Sprintf("the receiver kept %s from before", humanBytes(r.Kept)))
+	}
+	again := r.Resent // the receiver's count: chunks that arrived twice
+	if dir == engine.Sending {
+		again = r.Bytes + r.Resent - moved // every payload byte written, less each one once
+	}
+	if again > 0 {
+		notes = append(notes, fmt.Sprintf("%s sent again after reconnecting", humanBytes(again)))
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return s
 }
 
 // A text's excerpt: its first lines, and no more bytes than this.

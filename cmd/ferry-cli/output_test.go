@@ -95,3 +95,34 @@ func TestSendWritesFileLinesInBatches(t *testing.T) {
 	}
 	t.Logf("%d lines in %d writes", strings.Count(out.buf.String(), "\n"), out.writes)
 }
+
+// The done line gives the files' size once and the speed of what moved:
+// what the receiver kept from an earlier session and what a reconnect sent
+// twice are said apart, on the side that knows them.
+func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
+	const mb = 1_000_000
+	cases := []struct {
+		name string
+		dir  engine.Direction
+		r    engine.Result
+		want string
+	}{
+		{"plain send", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp"},
+		{"a send after a reconnect", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 110 * mb, Duration: 2},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp (10.0 MB sent again after reconnecting)"},
+		{"a send the receiver had most of", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 1},
+			"100.0 MB in 1.00s (20.0 MB/s) over tcp (the receiver kept 80.0 MB from before)"},
+		{"both, and chunks asked for again", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 25 * mb, Resent: mb, Kept: 80 * mb, Duration: 1},
+			"100.0 MB in 1.00s (20.0 MB/s) over tcp (the receiver kept 80.0 MB from before; 6.0 MB sent again after reconnecting)"},
+		{"a receive that resumed", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Resent: 2 * mb, Duration: 2},
+			"100.0 MB (60.0 MB of it kept from before) in 2.00s (20.0 MB/s) over tcp (2.0 MB sent again after reconnecting)"},
+		{"empty files", engine.Receiving, engine.Result{Duration: 0.5}, "0 B in 0.50s (0 B/s) over tcp"},
+	}
+	for _, c := range cases {
+		c.r.Transport = "tcp"
+		if got := doneBytes(c.dir, &c.r); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}

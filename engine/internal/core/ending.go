@@ -36,7 +36,7 @@ func EndOf(err error, peer string, resumable bool) Ending {
 	remote := errors.As(err, &re)
 	e := Ending{Code: string(errcode.CodeOf(err)), ByPeer: remote}
 	if err != nil {
-		e.Detail = err.Error()
+		e.Detail = detail(err)
 	}
 	switch {
 	case err == nil:

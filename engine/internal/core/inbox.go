@@ -57,6 +57,9 @@ type Inbox struct {
 	started bool // the offer was accepted and the session counted (see Begin)
 	// Bytes counts the payload bytes received, for progress and the result.
 	Bytes atomic.Int64
+	// Kept counts the bytes of Bytes that were on this device before the
+	// session began (resume), for the result.
+	Kept atomic.Int64
 
 	mu        sync.Mutex // guards the fields below
 	resolvedN int
@@ -686,7 +689,7 @@ func (in *Inbox) Finish(err error, resumable bool, r Result) {
 	EndOf(err, in.host.Peer().Name, resumable).Apply(&r)
 	r.Refused = len(in.Refused)
 	r.Destination = in.DestDir
-	r.Bytes = in.Bytes.Load()
+	r.Bytes, r.Kept = in.Bytes.Load(), in.Kept.Load()
 	_, r.Verified = in.Counts()
 	r.Files, r.TotalBytes = len(in.Accepted), in.AcceptedBytes()
 	if in.started {

@@ -120,6 +120,12 @@ type Result struct {
 	Reason     string             `json:"transport_reason,omitempty"`
 	Metrics    *transport.Metrics `json:"metrics,omitempty"`
 	Resent     int64              `json:"resent_bytes,omitempty"`
+	// Kept is what the receiver already held of the accepted files when
+	// the transfer began: the partial data an earlier session left for
+	// resume, which did not travel again. The receiver's Bytes count it
+	// (its files are whole with it); the sender's Bytes do not (they are
+	// what it sent).
+	Kept int64 `json:"kept_bytes,omitempty"`
 	// Refused counts offered files the receiver refused by name; each has
 	// its EventFile with the reason.
 	Refused int `json:"refused,omitempty"`

@@ -76,6 +76,7 @@ type Attempt interface {
 // AttemptOutcome is what one attempt achieved.
 type AttemptOutcome struct {
 	Sent, Resent int64  // payload bytes written (first time; again)
+	Held         int64  // bytes of the accepted files the receiver held at the start (resume)
 	Accepted     int    // files the receiver accepted (-1: it did not decide)
 	Refused      int    // files it refused by name
 	Verified     int    // files it verified
@@ -90,7 +91,8 @@ type AttemptOutcome struct {
 func (o *Outbox) Run(ctx context.Context) {
 	o.host.Connecting()
 	bo := newBackoff(o.cfg.RetryFor)
-	tt := totals{sent: o.Prior.Bytes, resent: o.Prior.Resent, last: AttemptOutcome{Accepted: -1}}
+	tt := totals{sent: o.Prior.Bytes, resent: o.Prior.Resent, last: AttemptOutcome{Accepted: -1},
+		kept: o.Prior.Kept, keptSet: o.Prior.Bytes > 0 || o.Prior.Kept > 0} // a session that moved nothing left nothing to tell apart
 	var away error // the peer said it was closing Ferry, in this outage
 	for n := 1; ; n++ {
 		out, err := o.attempt(ctx)
@@ -109,7 +111,7 @@ func (o *Outbox) Run(ctx context.Context) {
 			if err != nil && n > 1 && !errors.Is(err, ErrCancelledByUser) && Retryable(err) {
 				err = fmt.Errorf("gave up after %s: %w", attempts(n), err)
 			}
-			o.finish(err, tt.last, tt.sent, tt.resent)
+			o.finish(err, tt)
 			return
 		}
 		if errors.Is(err, ErrPaused) {
@@ -128,7 +130,7 @@ func (o *Outbox) Run(ctx context.Context) {
 			if bo.retryFor >= 0 { // negative: the first failure is the end, nothing was given up
 				err = fmt.Errorf("gave up after %s in %v: %w", attempts(n), bo.retryFor, err)
 			}
-			o.finish(err, tt.last, tt.sent, tt.resent)
+			o.finish(err, tt)
 			return
 		}
 		if o.sleep(ctx, err, bo.wait(err)) {
@@ -152,7 +154,7 @@ func (o *Outbox) attempt(ctx context.Context) (AttemptOutcome, error) {
 		err = nil
 	}
 	a.End(err)
-	return a.Outcome(), err
+	return a.Outcome(), Dropped(err, o.host.PeerName())
 }
 
 // pause waits, paused, for Resume (true) or the end of ctx (false).
@@ -232,6 +234,11 @@ func (b *backoff) wait(err error) time.Duration {
 type totals struct {
 	sent, resent int64
 	last         AttemptOutcome
+	// kept is what the receiver held before the transfer sent anything:
+	// at the first attempt it decided on (later attempts find what the
+	// earlier ones sent), or as the session before a Retry found it.
+	kept    int64
+	keptSet bool
 }
 
 func (tt *totals) add(out AttemptOutcome) {
@@ -239,14 +246,18 @@ func (tt *totals) add(out AttemptOutcome) {
 	tt.resent += out.Resent
 	if out.Accepted >= 0 {
 		tt.last = out
+		if !tt.keptSet {
+			tt.kept, tt.keptSet = out.Held, true
+		}
 	}
 }
 
 // finish reports the end of the transfer: totals over every attempt (and
 // the sessions before a Retry), counts from the last attempt the receiver
 // decided on.
-func (o *Outbox) finish(err error, last AttemptOutcome, sent, resent int64) {
-	r := Result{Bytes: sent, Resent: resent, Reason: last.Reason}
+func (o *Outbox) finish(err error, tt totals) {
+	last := tt.last
+	r := Result{Bytes: tt.sent, Resent: tt.resent, Kept: tt.kept, Reason: last.Reason}
 	EndOf(err, o.host.PeerName(), false).Apply(&r)
 	if last.Accepted >= 0 {
 		r.Files, r.Refused, r.Verified, r.TotalBytes = last.Accepted, last.Refused, last.Verified, last.Total

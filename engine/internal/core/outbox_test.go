@@ -270,3 +270,18 @@ func TestOutboxPauseStopsTheAttempt(t *testing.T) {
 		t.Errorf("result %+v", r)
 	}
 }
+
+// What the receiver kept from an earlier session is what it held when the
+// first attempt it decided on began; later attempts find what the earlier
+// ones sent, which is not "from before".
+func TestOutboxKeptIsWhatWasThereBefore(t *testing.T) {
+	s := &script{steps: []step{
+		{err: lost},
+		{err: lost, sent: 100, out: AttemptOutcome{Accepted: 2, Total: 300, Held: 50}},
+		{err: nil, sent: 150, out: AttemptOutcome{Accepted: 2, Verified: 2, Total: 300, Held: 150}},
+	}}
+	h, _ := runOutbox(t, s, time.Minute)
+	if r := h.result; r.State != StateDone || r.Kept != 50 || r.Bytes != 250 {
+		t.Errorf("kept %d, sent %d (%s), want 50 kept and 250 sent", r.Kept, r.Bytes, r.State)
+	}
+}

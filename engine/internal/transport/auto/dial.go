@@ -166,7 +166,7 @@ func choose(ctx context.Context, req Request, cfg transport.Config, r *race, p *
 				"TCP takes the rest of the batch if it connects with BBR and QUIC sees random loss", rtt)
 		}
 	}
-	return pick(ctx, cfg, q, func(ctx context.Context) (transport.Conn, error) { return r.wait(ctx, transport.TCP) })
+	return pick(ctx, cfg, q, func(ctx context.Context) (transport.Conn, error) { return r.waitAnswered(ctx, transport.TCP) })
 }
 
 // pathRTT is the round trip a session measured for its path: the minimum,
@@ -190,7 +190,7 @@ func checkClean(ctx context.Context, cfg transport.Config, r *race, q transport.
 	wait := 3*time.Duration(rtt*float64(time.Millisecond)) + checkSlack
 	tctx, cancel := timeoutOn(ctx, cfg.Clock, wait)
 	defer cancel()
-	t, err := r.wait(tctx, transport.TCP)
+	t, err := r.waitAnswered(tctx, transport.TCP)
 	if err != nil || t == nil {
 		return nil, "", false
 	}

@@ -332,6 +332,30 @@ func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, e
 	}
 }
 
+// waitAnswered is wait, with one more dial where kind's was refused: the
+// place has answered the other kind since, so the peer listens there now.
+// A receiver that was starting as the race began (a restart, which is how
+// a send resumes) refuses the TCP dial at once, while QUIC's dial resends
+// its first packet until it is answered; without this the transfer went on
+// over QUIC where auto picks TCP (a clean local link: half the CPU).
+func (r *race) waitAnswered(ctx context.Context, kind transport.Kind) (transport.Conn, error) {
+	c, err := r.wait(ctx, kind)
+	if err == nil || !refused(err) || r.won < 0 {
+		return c, err
+	}
+	for _, b := range r.places[r.won].buckets {
+		for _, l := range b {
+			if l.entry.Kind == kind {
+				if c, again := r.dial(ctx, l); again == nil {
+					return c, nil
+				}
+				return nil, err // refused still: say what the first dial met
+			}
+		}
+	}
+	return nil, err
+}
+
 func (r *race) started(p *place, kind transport.Kind) bool {
 	for _, b := range p.buckets[:p.started] {
 		for _, l := range b {

@@ -1,0 +1,15 @@
+package auto
+
+import (
+	"errors"
+	"syscall"
+)
+
+// wsaeconnrefused is Winsock's "connection refused" (package syscall has
+// no name for it, and syscall.ECONNREFUSED is not what Windows returns).
+const wsaeconnrefused = syscall.Errno(10061)
+
+// refused reports whether a dial met a host where nothing listened.
+func refused(err error) bool {
+	return errors.Is(err, wsaeconnrefused) || errors.Is(err, syscall.ECONNREFUSED)
+}

@@ -209,6 +209,10 @@ var ErrUnknownTransfer = errors.New("unknown transfer")
 
 // Engine sends and receives files. Create it with New; it is safe for concurrent use.
 type Engine struct {
+	// features, when set (tests only), replace the hello's features: an
+	// engine that plays an older build.
+	features []string
+
 	ident  *identity.Identity
 	trust  *identity.Store
 	resume *resume.Dir // resume state of unfinished transfers

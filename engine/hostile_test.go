@@ -238,6 +238,41 @@ func TestHostilePeers(t *testing.T) {
 				p.data(rootFrame(0, goodRoot), rootFrame(0, merkle.Leaf([]byte("other"))))
 			}
 		}, "two different roots"},
+		{"file given up before the offer was accepted", AcceptAsk, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
+			p.ctl.send(&wire.FileUnsent{File: 0, Code: wire.CodeIO})
+		}, "before the offer was accepted"},
+		{"file given up that was not offered", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
+			if p.waitAccepted() {
+				p.ctl.send(&wire.FileUnsent{File: 7, Code: wire.CodeIO})
+			}
+		}, "does not exist in the offer"},
+		{"file given up after its root", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: 2 * int64(len(good))})
+			if p.waitAccepted() {
+				p.data(rootFrame(0, goodRoot)) // the second chunk is missing: the root stays open
+				time.Sleep(100 * time.Millisecond)
+				p.ctl.send(&wire.FileUnsent{File: 0, Code: wire.CodeIO})
+			}
+		}, "after its root"},
+		{"file given up, with a reason that could disguise itself", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))}, wire.FileEntry{Path: "b.txt", Size: int64(len(good))})
+			if p.waitAccepted() {
+				p.ctl.send(&wire.FileUnsent{File: 1, Code: wire.CodeIO, Reason: "ok\x1b[2J\n\u202e"})
+				p.ctl.send(&wire.FileUnsent{File: 1, Code: wire.CodeIO}) // twice: the second changes nothing
+				p.ctl.send(&wire.FileUnsent{File: 0, Code: wire.CodeIO})
+				p.data(frame(1, 0, good, goodLeaf), rootFrame(1, goodRoot)) // data for it afterwards is dropped
+				p.ctl.send(&wire.SenderDone{})
+				for range 3 { // the file results, the transfer result
+					p.ctl.recvTimeout(5 * time.Second)
+				}
+			}
+		}, "2 of 2 files could not be read on the sending device"},
 		{"root frame with a payload", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})

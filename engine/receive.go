@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
+	"github.com/ferrydrop/ferry/internal/safetext"
 	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
 
@@ -181,6 +183,7 @@ type receiver struct {
 	streams   atomic.Int32   // data streams accepted
 	active    atomic.Int64   // unix nanoseconds of the last data or control message (idle watchdog)
 	resent    atomic.Int64
+	unsentN   atomic.Int64    // files the sender gave up (FileUnsent)
 	journal   *resume.Journal // resume: one record per landed chunk
 	// delivered: every accepted file was verified and the sender told so.
 	// That is the session's outcome, whatever happens while it lingers.
@@ -352,12 +355,45 @@ func (rx *receiver) readControl(ctx context.Context) error {
 			rx.senderDone = true
 			rx.mu.Unlock()
 			rx.checkComplete()
+		case *wire.FileUnsent:
+			if !rx.accepted.Load() {
+				return fmt.Errorf("%w: the sender gave up a file before the offer was accepted", wire.ErrProtocol)
+			}
+			if err := rx.unsent(m); err != nil {
+				return err
+			}
 		case *wire.Cancel:
 			return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
 		default:
 			return fmt.Errorf("%w: unexpected %v message", wire.ErrProtocol, m.Type())
 		}
 	}
+}
+
+// unsent gives up an accepted file that its sender could not read
+// (FileUnsent): its partial goes, its result says why, the others go on.
+// A file that landed or failed meanwhile keeps its result; one whose root
+// arrived was sent whole, so the sender cannot give it up.
+func (rx *receiver) unsent(m *wire.FileUnsent) error {
+	rx.mu.Lock()
+	f, err := rx.fileLocked(m.File, false)
+	rooted := f != nil && (f.hasRoot || f.finalizing)
+	rx.mu.Unlock()
+	switch {
+	case errors.Is(err, errResolved):
+		return nil
+	case err != nil:
+		return err
+	case rooted:
+		return fmt.Errorf("%w: the sender gave up file %d after its root", wire.ErrProtocol, m.File)
+	}
+	reason := "the sending device could not read it"
+	if why := safetext.Line(strings.TrimSpace(m.Reason)); why != "" {
+		reason += " (" + why + ")"
+	}
+	rx.unsentN.Add(1)
+	rx.resolve(f, false, "", wire.CodeIO, "Not sent: "+reason+".")
+	return nil
 }
 
 // settle returns the session's own verdict once it has one (a decline sent
@@ -1068,7 +1104,9 @@ func (rx *receiver) checkComplete() {
 		case <-rx.complete:
 		default:
 			rx.final = errSessionDone
-			if n := len(rx.Accepted); verified != n {
+			if n := len(rx.Accepted); verified != n && int(rx.unsentN.Load()) == n-verified {
+				rx.final = &core.NotSentError{Unsent: n - verified, Files: n}
+			} else if verified != n {
 				rx.final = fmt.Errorf("%w: %d of %d files could not be saved", wire.ErrVerifyFailed, n-verified, n)
 			}
 			close(rx.complete)

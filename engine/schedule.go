@@ -35,6 +35,7 @@ type scheduler struct {
 	moved    []chunkRef         // chunks to send again after a switch, first
 	inFlight map[int][]chunkRef // worker -> its recent chunks, while on the first transport
 	resolved fileSet            // files the receiver settled
+	dropped  fileSet            // files given up (unreadable here): none of their chunks is handed out again
 	endgame  bool
 	working  map[int]working // worker -> the chunk it took last
 	takes    uint64          // chunks taken so far: the order of working's entries
@@ -91,13 +92,13 @@ func (s *scheduler) take(ws *workerState) (file, chunk int, moved, ok bool) {
 	for len(s.moved) > 0 {
 		c := s.moved[0]
 		s.moved = s.moved[1:]
-		if !s.resolved.has(c.file) {
+		if !s.resolved.has(c.file) && !s.dropped.has(c.file) {
 			return c.file, c.chunk, true, true
 		}
 	}
 	for s.cursor.file < len(s.files) {
 		fi := s.files[s.cursor.file]
-		if s.cursor.chunk < s.chunks(fi) {
+		if s.cursor.chunk < s.chunks(fi) && !s.dropped.has(fi) {
 			c := s.cursor.chunk
 			s.cursor.chunk++
 			if ws.track {
@@ -135,7 +136,7 @@ func (s *scheduler) straggler(ws *workerState) (file, chunk int, ok bool) {
 	var best working
 	for id, w := range s.working {
 		key := [2]int{w.file, w.chunk}
-		if id == ws.id || s.doubled[key] || s.resolved.has(w.file) {
+		if id == ws.id || s.doubled[key] || s.resolved.has(w.file) || s.dropped.has(w.file) {
 			continue
 		}
 		if !ok || w.since < best.since {
@@ -190,6 +191,14 @@ func (s *scheduler) noteResolved(fi int) bool {
 	}
 	s.resolved.add(fi)
 	return true
+}
+
+// drop takes file fi out of the send: none of its chunks is handed out
+// again (it cannot be read here).
+func (s *scheduler) drop(fi int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropped.add(fi)
 }
 
 // fileSet is a set of file indexes, a bit each: a map of the files settled

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -213,6 +215,8 @@ type sender struct {
 	held       int64        // resume: bytes of the accepted files the receiver held at the start
 	resent     atomic.Int64
 	haves      map[uint32]*wire.Have
+	peerUnsent bool           // the receiver takes FileUnsent (its hello)
+	unsent     map[int]string // files given up (giveUp): why, guarded by mu
 	verified   atomic.Int64
 	resolved   atomic.Int64
 
@@ -246,7 +250,70 @@ const (
 	fileNotSent  fileSending = iota // refused, or not accepted
 	fileSendable                    // accepted, its result not in yet
 	fileSettled                     // the receiver resolved it
+	fileUnsent                      // unreadable here: given up (FileUnsent), its result not in yet
 )
+
+// unreadableError is a file to send that could not be read here: that
+// file's failure (FileUnsent, where the receiver takes it), not the
+// session's.
+type unreadableError struct {
+	fi   int
+	path string // where it is on this device
+	err  error
+}
+
+func (u *unreadableError) Error() string        { return "cannot read " + u.path + ": " + u.why() }
+func (u *unreadableError) Unwrap() error        { return u.err }
+func (u *unreadableError) Is(target error) bool { return target == core.ErrUnreadable }
+
+// why is the cause without the file's path (a PathError's own words): what
+// the receiver is told, which need not learn where the file is here.
+func (u *unreadableError) why() string {
+	var pe *fs.PathError
+	if errors.As(u.err, &pe) {
+		return pe.Err.Error()
+	}
+	return u.err.Error()
+}
+
+// unreadable marks err, met opening or reading file fi, as that file's.
+func (tx *sender) unreadable(fi int, err error) error {
+	return &unreadableError{fi: fi, path: tx.files[fi].src(), err: err}
+}
+
+// giveUp takes a file that cannot be read here out of the send, when the
+// receiver takes FileUnsent: its chunks are no longer handed out, its
+// root is never sent, and the receiver is told, so the other files go on.
+// It returns the error that ends the session otherwise (an older receiver,
+// or one this could not be told).
+func (tx *sender) giveUp(err error) error {
+	var ue *unreadableError
+	if !errors.As(err, &ue) || !tx.peerUnsent {
+		return err
+	}
+	tx.mu.Lock()
+	first := tx.sending[ue.fi] == fileSendable
+	if first {
+		tx.sending[ue.fi] = fileUnsent
+		delete(tx.leaves, ue.fi)
+		if tx.unsent == nil {
+			tx.unsent = map[int]string{}
+		}
+		tx.unsent[ue.fi] = ue.why()
+	}
+	tx.mu.Unlock()
+	if !first {
+		return nil // given up already (another stream met it too), or resolved meanwhile
+	}
+	tx.sched.drop(ue.fi)
+	tx.e.log.Info("file not sent: it cannot be read", "file", ue.path, "err", ue.err)
+	why := ue.why()
+	if len(why) > wire.MaxRefusalLen {
+		why = why[:wire.MaxRefusalLen]
+	}
+	why = strings.ToValidUTF8(why, "")
+	return tx.ctl.send(&wire.FileUnsent{File: uint32(ue.fi), Code: wire.CodeIO, Reason: why})
+}
 
 type fileLeaves struct {
 	tree *merkle.Tree
@@ -344,6 +411,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	if tx.text != "" && !slices.Contains(h.Features, wire.FeatureText) {
 		return ErrTextUnsupported
 	}
+	tx.peerUnsent = slices.Contains(h.Features, wire.FeatureUnsent)
 	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)
 	if err != nil {
 		return err
@@ -602,7 +670,24 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	}
 	g.Go(b.announceDone)
 	g.Go(func() error { return tx.serveRetries(gctx) })
+	// A step of ours that failed ends the group, but the control stream's
+	// read waits for the peer, which may never hear of it (a worker that
+	// failed before its stream carried a byte, as on a file it could not
+	// read: the send then hung until the stall timeout, 30 s). After a
+	// moment for the peer's own account of the end, it stops waiting.
+	waited := make(chan struct{})
+	stopWaiting := context.AfterFunc(gctx, func() {
+		t := time.NewTimer(peerAccountWait)
+		defer t.Stop()
+		select {
+		case <-waited:
+		case <-t.C:
+			tx.ctl.s.Abort()
+		}
+	})
 	err := g.Wait()
+	close(waited)
+	stopWaiting()
 	if errors.Is(err, errSessionDone) {
 		return nil
 	}
@@ -610,7 +695,9 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	// control stream: its account of the end (closing Ferry, cancelling)
 	// wins over the reset it caused.
 	var re *wire.RemoteError
-	if err != nil && ctx.Err() == nil && errors.As(ctlErr, &re) && !errors.As(err, &re) {
+	// A file this device could not read is the cause, whatever the peer
+	// made of the reset that followed.
+	if err != nil && ctx.Err() == nil && errors.As(ctlErr, &re) && !errors.As(err, &re) && !errors.Is(err, core.ErrUnreadable) {
 		// Ours may be the cause of theirs (a stream we failed to open, and
 		// the resets that followed): keep it where a developer looks.
 		tx.e.log.Debug("the receiver's account of the end replaces ours", "transfer", tx.t.id, "ours", err, "theirs", ctlErr)
@@ -618,6 +705,10 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	}
 	return err
 }
+
+// peerAccountWait is how long a batch that failed here waits for the
+// receiver's account of the end on the control stream.
+const peerAccountWait = time.Second
 
 // streamCount is how many data streams the first transport starts with:
 // SendOptions.Streams, else what a spreading session advises, else the
@@ -865,13 +956,21 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 			if lf.Size < directio.Min {
 				if small, err = tx.folders.OpenSmall(*lf.parent, lf.Path); err != nil {
 					small = nil
-					return fmt.Errorf("cannot read %s: %w", lf.src(), err)
+					if err := tx.giveUp(tx.unreadable(fi, err)); err != nil {
+						return err
+					}
+					curIdx = -1 // src is closed: whatever comes next is opened
+					continue
 				}
 				src = small
 			} else {
 				if cur, err = os.Open(lf.src()); err != nil {
 					cur = nil
-					return fmt.Errorf("cannot read %s: %w", lf.src(), err)
+					if err := tx.giveUp(tx.unreadable(fi, err)); err != nil {
+						return err
+					}
+					curIdx = -1 // src is closed: whatever comes next is opened
+					continue
 				}
 				rd = fileio.NewReader(cur, tx.io)
 				src = rd
@@ -883,7 +982,9 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 			mode = sendMoved
 		}
 		if err := tx.sendChunk(w, src, fi, ci, buf, hasher, mode); err != nil {
-			return nilIfDone(ctx, err)
+			if err = tx.giveUp(err); err != nil {
+				return nilIfDone(ctx, err)
+			}
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -927,9 +1028,9 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	if !held || !cached {
 		if _, err := f.ReadAt(data, int64(ci)*int64(tx.chunkSize)); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
 			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("%s became shorter while it was being sent", lf.src())
+				err = errors.New("it became shorter while it was being sent")
 			}
-			return fmt.Errorf("cannot read %s: %w", lf.src(), err)
+			return tx.unreadable(fi, err)
 		}
 		leaf = hasher.Leaf(data)
 		if tx.chunks(fi) > 1 {
@@ -995,6 +1096,15 @@ func (tx *sender) readControl(ctx context.Context) error {
 			tx.resolved.Add(1)
 			lf := tx.files[m.File]
 			fr := &FileResult{Path: lf.Path, Size: lf.Size, Verified: m.OK, Err: m.Reason}
+			tx.mu.Lock()
+			why, unsent := tx.unsent[int(m.File)]
+			tx.mu.Unlock()
+			if unsent {
+				if m.OK {
+					return fmt.Errorf("%w: file %d saved, though it was not sent", wire.ErrProtocol, m.File)
+				}
+				fr.Err = "Not sent: it could not be read on this device (" + why + ")." // this device's words, not the receiver's
+			}
 			if m.OK {
 				tx.verified.Add(1)
 				if m.SavedAs != lf.Path {
@@ -1030,6 +1140,13 @@ func (tx *sender) readControl(ctx context.Context) error {
 				return nil
 			}
 		case *wire.Result:
+			tx.mu.Lock()
+			unsent := len(tx.unsent)
+			tx.mu.Unlock()
+			if !m.OK && unsent > 0 && len(tx.accepted)-int(tx.verified.Load()) == unsent {
+				// Every file that did not arrive is one this device could not read.
+				return &core.NotSentError{Unsent: unsent, Files: len(tx.accepted), Here: true}
+			}
 			if !m.OK {
 				code := m.Code
 				if code == "" {
@@ -1080,12 +1197,17 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 		}
 		f, err := os.Open(tx.files[r.File].src())
 		if err != nil {
-			return fmt.Errorf("cannot read %s: %w", tx.files[r.File].src(), err)
+			if err := tx.giveUp(tx.unreadable(int(r.File), err)); err != nil {
+				return err
+			}
+			continue
 		}
 		err = tx.sendChunk(w, f, int(r.File), int(r.Chunk), buf, hasher, sendResend)
 		f.Close()
 		if err != nil {
-			return nilIfDone(ctx, err)
+			if err = tx.giveUp(err); err != nil {
+				return nilIfDone(ctx, err)
+			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -103,8 +104,15 @@ func expect[T wire.Message](m wire.Message, err error) (T, error) {
 	return t, nil
 }
 
+// features are the optional capabilities this build's hello lists.
+var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent}
+
 func (e *Engine) hello() *wire.Hello {
-	return &wire.Hello{Version: wire.Version, Name: e.Name(), ID: e.ID(), OS: runtime.GOOS, Features: []string{wire.FeatureResume, wire.FeatureText}, DataStreams: maxDataStreams}
+	f := features
+	if e.features != nil {
+		f = e.features // a test that plays an older build
+	}
+	return &wire.Hello{Version: wire.Version, Name: e.Name(), ID: e.ID(), OS: runtime.GOOS, Features: f, DataStreams: maxDataStreams}
 }
 
 // checkHello makes sure the hello names the identity TLS proved.
@@ -151,9 +159,10 @@ func closeCode(err error) wire.Code {
 // (QUIC carries closeReason in CONNECTION_CLOSE as well).
 func closeWith(c Conn, ctl *control, err error) {
 	var re *wire.RemoteError
-	if errors.As(err, &re) {
-		// The peer ended it and knows why; echoing its reason back would
-		// only race with its own account of the end.
+	if errors.As(err, &re) || errors.As(err, new(*core.NotSentError)) {
+		// The peer ended it and knows why (its verdict, which a send that
+		// gave up unreadable files takes as the end); echoing its reason
+		// back would only race with its own account of the end.
 		c.Close(nil)
 		return
 	}

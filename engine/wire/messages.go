@@ -135,6 +135,16 @@ type FileResult struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
+// FileUnsent tells the receiver that the sender cannot send an accepted
+// file (it could not read it: deleted, unreadable, cut short while it was
+// sent): the receiver gives it up, and the others go on. Sent only to
+// receivers whose hello lists FeatureUnsent, never after the file's root.
+type FileUnsent struct {
+	File   uint32 `json:"file"`
+	Code   Code   `json:"code"`
+	Reason string `json:"reason,omitempty"`
+}
+
 // SenderDone says every accepted file was sent and announced with FileDone.
 type SenderDone struct{}
 
@@ -164,6 +174,7 @@ func (*FileResult) Type() Type  { return TFileResult }
 func (*SenderDone) Type() Type  { return TSenderDone }
 func (*Result) Type() Type      { return TResult }
 func (*Cancel) Type() Type      { return TCancel }
+func (*FileUnsent) Type() Type  { return TFileUnsent }
 func (*PairReveal) Type() Type  { return TPairReveal }
 func (*PairConfirm) Type() Type { return TPairConfirm }
 
@@ -314,6 +325,13 @@ func (m *FileResult) validate() error {
 		return err
 	}
 	return checkText("reason", m.Reason, MaxReasonLen)
+}
+
+func (m *FileUnsent) validate() error {
+	if err := checkCode(m.Code); err != nil {
+		return err
+	}
+	return checkText("reason", m.Reason, MaxRefusalLen)
 }
 
 func (m *SenderDone) validate() error { return nil }

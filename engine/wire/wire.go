@@ -48,6 +48,9 @@ const (
 const (
 	FeatureResume = "resume" // it reports what it holds of an earlier attempt (Have)
 	FeatureText   = "text"   // it takes offers with a text item (Offer.Text)
+	// FeatureUnsent: it takes FileUnsent, so a sender that cannot read one
+	// file sends the others (without it, the send ends there).
+	FeatureUnsent = "unsent"
 	// FeatureRendezvous: its pairing step also settles the rendezvous
 	// secret (Hello.Rendezvous), the pairing exchange's step for issue #29.
 	FeatureRendezvous = "rendezvous"
@@ -75,12 +78,13 @@ const (
 	THave        Type = 11
 	TPairReveal  Type = 12
 	TPairConfirm Type = 13
+	TFileUnsent  Type = 14
 )
 
 func (t Type) String() string {
 	names := map[Type]string{THello: "hello", TOffer: "offer", TOfferFiles: "offer-files", TDecision: "decision",
 		TNeedChunk: "need-chunk", TFileResult: "file-result", TSenderDone: "sender-done",
-		TResult: "result", TCancel: "cancel", THave: "have", TPairReveal: "pair-reveal", TPairConfirm: "pair-confirm"}
+		TResult: "result", TCancel: "cancel", THave: "have", TPairReveal: "pair-reveal", TPairConfirm: "pair-confirm", TFileUnsent: "file-unsent"}
 	if n, ok := names[t]; ok {
 		return n
 	}
@@ -234,6 +238,8 @@ func newMessage(t Type) Message {
 		return &Cancel{}
 	case THave:
 		return &Have{}
+	case TFileUnsent:
+		return &FileUnsent{}
 	}
 	return nil
 }

@@ -53,6 +53,8 @@ func validMessages() []wire.Message {
 		&wire.FileResult{File: 3, OK: true, SavedAs: "b (1).txt"},
 		&wire.FileResult{File: 3, OK: false, Code: wire.CodeVerifyFailed, Reason: "chunk 4 mismatched twice"},
 		&wire.SenderDone{},
+		&wire.FileUnsent{File: 4, Code: wire.CodeIO, Reason: "permission denied"},
+		&wire.FileUnsent{File: 1<<32 - 1, Code: wire.CodeIO},
 		&wire.Result{OK: true, Files: 5, Verified: 5},
 		&wire.Result{OK: false, Files: 5, Verified: 2, Code: wire.CodeIO, Reason: "disk error"},
 		&wire.Cancel{Code: wire.CodeCancelled, Reason: "user pressed cancel"},
@@ -235,7 +237,12 @@ var hostileCases = []struct {
 	{"length 0xFFFFFFFF", header(wire.THello, 0xFFFFFFFF), wire.ErrProtocol},
 	{"length 0xFFFFFFFF unknown type", header(200, 0xFFFFFFFF), wire.ErrProtocol},
 	{"type 0", frame(0, `{}`), wire.ErrProtocol},
-	{"type 14", frame(14, `{}`), wire.ErrProtocol},
+	{"type 15", frame(15, `{}`), wire.ErrProtocol},
+	{"file unsent reason 257 bytes", frame(wire.TFileUnsent, `{"file":1,"code":"io","reason":"`+strings.Repeat("r", wire.MaxRefusalLen+1)+`"}`), wire.ErrProtocol},
+	{"file unsent reason invalid utf-8", frame(wire.TFileUnsent, "{\"file\":1,\"code\":\"io\",\"reason\":\"a\xffb\"}"), wire.ErrProtocol},
+	{"file unsent code 33 bytes", frame(wire.TFileUnsent, `{"file":1,"code":"`+strings.Repeat("c", 33)+`"}`), wire.ErrProtocol},
+	{"file unsent index over uint32", frame(wire.TFileUnsent, `{"file":4294967296,"code":"io"}`), wire.ErrProtocol},
+	{"file unsent file as string", frame(wire.TFileUnsent, `{"file":"1","code":"io"}`), wire.ErrProtocol},
 	{"pair reveal nonce 257 bytes", frame(wire.TPairReveal, `{"nonce":"`+strings.Repeat("a", 257)+`"}`), wire.ErrProtocol},
 	{"pair confirm not an object", frame(wire.TPairConfirm, `[1]`), wire.ErrProtocol},
 	{"type 200", frame(200, `{}`), wire.ErrProtocol},
@@ -626,8 +633,8 @@ func TestTypeString(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if len(seen) != 12 {
-		t.Errorf("%d distinct type names, want 12", len(seen))
+	if len(seen) != 13 {
+		t.Errorf("%d distinct type names, want 13", len(seen))
 	}
 	if got := wire.Type(200).String(); got != "type(200)" {
 		t.Errorf("Type(200).String() = %q", got)

@@ -104,6 +104,12 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		}
 	case errors.Is(err, errcode.ErrBusy), errors.Is(err, errcode.ErrNoSpace), errors.Is(err, errcode.ErrTooLarge):
 		e.State, e.Text = StateDeclined, Sentence(err)
+	case errors.As(err, new(*NotSentError)):
+		// The sender could not read some files: on the receiving side that
+		// is the other device's doing, though it said so file by file.
+		var ns *NotSentError
+		errors.As(err, &ns)
+		e.State, e.Code, e.ByPeer, e.Text = StateFailed, string(errcode.CodeIO), !ns.Here, Sentence(err)
 	case !remote && errors.Is(err, io.ErrUnexpectedEOF) && resumable:
 		e.State, e.Code = StateInterrupted, CodeConnectionLost
 		e.Text = "Interrupted — will resume when " + peer + " is back."

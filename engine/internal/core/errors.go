@@ -39,6 +39,10 @@ var (
 	// ErrConnectionLost is how a receiving session learns that its sender
 	// is gone when nothing said so first.
 	ErrConnectionLost = fmt.Errorf("the connection to the sender was lost: %w", io.ErrUnexpectedEOF)
+	// ErrUnreadable: a file to send could not be read on this device
+	// (deleted, no permission, cut short while it was sent). Trying the
+	// send again would meet it again.
+	ErrUnreadable = errors.New("a file to send could not be read")
 	// ErrNothingToSend: the paths hold no regular files.
 	ErrNothingToSend = errors.New("nothing to send: no regular files in the given paths")
 	// ErrTextUnsupported: the receiver's Ferry is too old to take a text item.
@@ -50,6 +54,25 @@ var (
 	// ErrPeerRejectedCode: the other user said the codes differ, or declined to pair.
 	ErrPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", errcode.ErrUntrusted)
 )
+
+// NotSentError ends a transfer whose every file arrived but those the
+// sender could not read, which it did not send (each has its file result).
+// Here: this device is the sender.
+type NotSentError struct {
+	Unsent, Files int
+	Here          bool
+}
+
+func (e *NotSentError) Error() string {
+	where := "the sending device"
+	if e.Here {
+		where = "this device"
+	}
+	return fmt.Sprintf("%d of %d files could not be read on %s, so they were not sent; the others arrived", e.Unsent, e.Files, where)
+}
+
+// Is makes a NotSentError an ErrUnreadable (not worth a retry).
+func (e *NotSentError) Is(target error) bool { return target == ErrUnreadable }
 
 // CodeConnectionLost: the other device went away without a word (killed,
 // asleep, out of range); a receiver keeps what arrived for the next attempt.

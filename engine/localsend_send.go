@@ -162,6 +162,8 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 				}
 			}
 		}
+		open, src, size := up.Open, f.src(), f.Size
+		up.Open = func() (io.ReadCloser, error) { return openSource(open, src, size) }
 		ups = append(ups, up)
 	}
 	if a.text != "" && !ls.textDone {
@@ -233,6 +235,9 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 		if res.Accepted == nil && err == nil {
 			a.accepted = 0
 		}
+	}
+	if ue := (*unreadableError)(nil); errors.As(err, &ue) {
+		return ue // said once, without the request it was read for
 	}
 	if err != nil {
 		return lsSendError(err)
@@ -312,3 +317,36 @@ func mimeOf(name string) string {
 	}
 	return "application/octet-stream"
 }
+
+// openSource opens a file to send through open and marks what goes wrong
+// reading it as the file's (core.ErrUnreadable: a retry would meet it
+// again), the file's path once in the words.
+func openSource(open func() (io.ReadCloser, error), path string, size int64) (io.ReadCloser, error) {
+	rc, err := open()
+	if err != nil {
+		return nil, &unreadableError{fi: -1, path: path, err: err}
+	}
+	return &sourceReader{rc: rc, path: path, left: size}, nil
+}
+
+// sourceReader reads a file to send; a read that fails, or an end before
+// the size the offer gave, is the file's unreadableError.
+type sourceReader struct {
+	rc   io.ReadCloser
+	path string
+	left int64
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.rc.Read(p)
+	s.left -= int64(n)
+	switch {
+	case err == io.EOF && s.left > 0:
+		err = &unreadableError{fi: -1, path: s.path, err: errors.New("it became shorter while it was being sent")}
+	case err != nil && err != io.EOF:
+		err = &unreadableError{fi: -1, path: s.path, err: err}
+	}
+	return n, err
+}
+
+func (s *sourceReader) Close() error { return s.rc.Close() }

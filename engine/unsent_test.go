@@ -151,3 +151,31 @@ func TestAFailedSendDoesNotWaitForThePeer(t *testing.T) {
 		t.Fatalf("send: %s %q", res.State, res.Err)
 	}
 }
+
+// A LocalSend receiver cannot be told that one file is not sent: a file cut
+// short while it is uploaded ends the send at once, saying which file and
+// why, rather than reconnecting for two minutes to meet it again.
+func TestUnreadableFileEndsALocalSendSend(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	src := t.TempDir()
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, 32<<20)
+	p.UploadStarted = func(name string) {
+		if name == "big.bin" {
+			os.Truncate(big, 1<<20)
+		}
+	}
+	to := lsPeerServer(t, p)
+	events, unsub := e.Subscribe(1024)
+	defer unsub()
+	_, r := lsSendWait(t, e, to, Items{Paths: []string{big}}, LocalSendSendOptions{})
+	if r.State != StateFailed || !strings.HasPrefix(r.Err, "Cannot read "+big+": it became shorter while it was being sent") {
+		t.Fatalf("result %s %q", r.State, r.Err)
+	}
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventState && ev.State == StateRetrying {
+			t.Fatal("the send reconnected to meet the same file again")
+		}
+	}
+}

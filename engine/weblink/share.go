@@ -13,8 +13,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ShareOptions configure a share link.
@@ -409,14 +411,23 @@ func (sh *share) serveZip(w http.ResponseWriter, r *http.Request, dev netip.Addr
 	}
 }
 
-// writeZip writes the zip of every row to w.
+// writeZip writes the zip of every row to w. A row that cannot be opened
+// any more (deleted or moved since it was shared) is left out, and the zip
+// ends with a note that names it and why: the others still arrive, where
+// the download broke off at it, empty.
 func (sh *share) writeZip(req context.Context, w io.Writer) error {
 	zw := zip.NewWriter(w)
 	buf := make([]byte, 256<<10)
+	var missing []string
 	for i, f := range sh.files {
 		file, fi, err := sh.open(i)
 		if err != nil {
-			return fmt.Errorf("zip: %s: %w", f.name, err)
+			why := err.Error()
+			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+				why = pe.Err.Error()
+			}
+			missing = append(missing, f.name+" ("+why+")")
+			continue
 		}
 		hw, err := zw.CreateHeader(&zip.FileHeader{Name: zipEntryName(f.name), Method: zip.Store, Modified: fi.ModTime()})
 		if err != nil {
@@ -429,11 +440,26 @@ func (sh *share) writeZip(req context.Context, w io.Writer) error {
 			return fmt.Errorf("zip: %s: %w", f.name, err)
 		}
 	}
+	if len(missing) > 0 {
+		name := notIncludedName
+		for i := 2; slices.ContainsFunc(sh.files, func(f shared) bool { return zipEntryName(f.name) == name }); i++ {
+			name = fmt.Sprintf("NOT INCLUDED (%d).txt", i) // a shared file has that name
+		}
+		note, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: time.Now()})
+		if err != nil {
+			return fmt.Errorf("zip: %w", err)
+		}
+		fmt.Fprintf(note, "These files could not be read on %s when this zip was made, so they are not in it:\r\n\r\n%s\r\n",
+			sh.l.s.opts.DeviceName, strings.Join(missing, "\r\n"))
+	}
 	if err := zw.Close(); err != nil {
 		return fmt.Errorf("zip: %w", err)
 	}
 	return nil
 }
+
+// notIncludedName is the zip's note of the files it lacks (writeZip).
+const notIncludedName = "NOT INCLUDED.txt"
 
 // zipEntryName makes a row's name safe as a zip entry for any unzipper: no
 // leading slash, no "." or ".." elements, no backslashes, no drive letter.

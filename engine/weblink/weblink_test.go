@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -461,5 +463,46 @@ func TestStopCutsStalledTransfers(t *testing.T) {
 	rl.Stop()
 	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
 		t.Fatalf("after Stop: %v", ents)
+	}
+}
+
+// A shared file deleted before the zip is made is left out of it, and a
+// note in the zip names it and why; the others arrive. The download broke
+// off at it, empty. A shared file named like the note keeps its name.
+func TestZipLeavesOutWhatIsGone(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.bin", 3000)
+	writeFile(t, dir, "gone.txt", 10)
+	clash := writeFile(t, dir, "NOT INCLUDED.txt", 5)
+	s := startServer(t, Options{DeviceName: "Alice"})
+	l, err := s.Share([]string{filepath.Join(dir, "a.bin"), filepath.Join(dir, "gone.txt"), filepath.Join(dir, "NOT INCLUDED.txt")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "gone.txt"))
+	res, z := get(t, &http.Client{}, base(s)+l.Path()+"all.zip")
+	if res.StatusCode != 200 {
+		t.Fatalf("zip: %d", res.StatusCode)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		t.Fatalf("the zip is broken: %v", err)
+	}
+	got := map[string]string{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		got[f.Name] = string(b)
+	}
+	if len(got) != 3 || got["a.bin"] != string(a) || got["NOT INCLUDED.txt"] != string(clash) {
+		t.Fatalf("zip entries %v", slices.Collect(maps.Keys(got)))
+	}
+	note := got["NOT INCLUDED (2).txt"]
+	if !strings.Contains(note, "could not be read on Alice") || !strings.Contains(note, "gone.txt (no such file or directory)") {
+		t.Errorf("note %q", note)
 	}
 }

@@ -70,21 +70,3 @@ func TestDroppedSaysTheConnectionWasLost(t *testing.T) {
 		})
 	}
 }
-
-// Files the sender could not read end a transfer as an I/O failure of the
-// sending device, on both sides.
-func TestNotSentEnding(t *testing.T) {
-	send := EndOf(&NotSentError{Unsent: 1, Files: 3, Here: true}, "Bob", false)
-	recv := EndOf(&NotSentError{Unsent: 1, Files: 3}, "Alice", true)
-	if send.State != StateFailed || send.Code != "io" || send.ByPeer ||
-		send.Text != "1 of 3 files could not be read on this device, so they were not sent; the others arrived." {
-		t.Errorf("sender: %+v", send)
-	}
-	if recv.State != StateFailed || recv.Code != "io" || !recv.ByPeer ||
-		recv.Text != "1 of 3 files could not be read on the sending device, so they were not sent; the others arrived." {
-		t.Errorf("receiver: %+v", recv)
-	}
-	if Retryable(&NotSentError{Unsent: 1, Files: 3, Here: true}) {
-		t.Error("a send that met unreadable files is tried again")
-	}
-}

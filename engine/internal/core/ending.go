@@ -102,7 +102,17 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		} else if r := ReasonOf(re); r != "" {
 			e.Text = peer + " only accepts files from trusted devices: " + r + "."
 		}
-	case errors.Is(err, errcode.ErrBusy), errors.Is(err, errcode.ErrNoSpace), errors.Is(err, errcode.ErrTooLarge):
+	case errors.Is(err, errcode.ErrNoSpace):
+		// "Not enough space on Bob's laptop: 3.2 GB needed, 1.1 GB free."
+		e.State, e.Text = StateDeclined, "Not enough space on "+peer
+		if !remote {
+			e.Text = "Not enough space on this device"
+		}
+		if r := spaceFigures(err, re); r != "" {
+			e.Text += ": " + r
+		}
+		e.Text += "."
+	case errors.Is(err, errcode.ErrBusy), errors.Is(err, errcode.ErrTooLarge):
 		e.State, e.Text = StateDeclined, Sentence(err)
 	case errors.As(err, new(*NotSentError)):
 		// The sender could not read some files: on the receiving side that
@@ -119,6 +129,26 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		e.State, e.Text = StateFailed, Sentence(err)
 	}
 	return e
+}
+
+// spaceFigures is what a refusal for want of space says beyond its code:
+// the peer's reason (an older Ferry's began "Not enough space on FOLDER: ",
+// which is left out), or this device's own.
+func spaceFigures(err error, re *errcode.RemoteError) string {
+	if re != nil {
+		r := ReasonOf(re)
+		if rest, ok := strings.CutPrefix(r, "Not enough space on "); ok {
+			if _, figures, ok := strings.Cut(rest, ": "); ok {
+				r = figures
+			}
+		}
+		return r
+	}
+	var rf *RefusedError
+	if errors.As(err, &rf) {
+		return safetext.Line(rf.Reason)
+	}
+	return ""
 }
 
 // Words a peer's reason may hold that only repeat its code, as Ferry

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/store"
 )
 
 // The ending of a delivery whose partial data a newer delivery took over.
@@ -88,5 +89,50 @@ func TestEndOfEscapesThePeersName(t *testing.T) {
 	}
 	if e := EndOf(&errcode.RemoteError{Code: errcode.CodeDeclined}, "Bob's laptop", false); e.Text != "Declined by Bob's laptop." {
 		t.Fatalf("a plain name changed: %q", e.Text)
+	}
+}
+
+// Files the sender could not read end a transfer as an I/O failure of the
+// sending device, on both sides.
+func TestNotSentEnding(t *testing.T) {
+	send := EndOf(&NotSentError{Unsent: 1, Files: 3, Here: true}, "Bob", false)
+	recv := EndOf(&NotSentError{Unsent: 1, Files: 3}, "Alice", true)
+	if send.State != StateFailed || send.Code != "io" || send.ByPeer ||
+		send.Text != "1 of 3 files could not be read on this device, so they were not sent; the others arrived." {
+		t.Errorf("sender: %+v", send)
+	}
+	if recv.State != StateFailed || recv.Code != "io" || !recv.ByPeer ||
+		recv.Text != "1 of 3 files could not be read on the sending device, so they were not sent; the others arrived." {
+		t.Errorf("receiver: %+v", recv)
+	}
+	if Retryable(&NotSentError{Unsent: 1, Files: 3, Here: true}) {
+		t.Error("a send that met unreadable files is tried again")
+	}
+}
+
+// An offer that does not fit is said with the figures and the device, not
+// the receiver's folder (the sender need not learn where downloads go); an
+// older receiver's reason, which named its folder, is read without it.
+func TestNoSpaceEnding(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"sender", &errcode.RemoteError{Code: errcode.CodeNoSpace, Reason: "104.9 MB needed, 67.1 MB free"},
+			"Not enough space on Bob: 104.9 MB needed, 67.1 MB free."},
+		{"sender, an older receiver", &errcode.RemoteError{Code: errcode.CodeNoSpace, Reason: "Not enough space on /home/bob/Downloads: 104.9 MB needed, 67.1 MB free."},
+			"Not enough space on Bob: 104.9 MB needed, 67.1 MB free."},
+		{"sender, no figures", &errcode.RemoteError{Code: errcode.CodeNoSpace}, "Not enough space on Bob."},
+		{"receiver", noSpace(&store.SpaceError{Dir: "/mnt/small", Need: 104_857_600, Free: 67_108_864}).Err(),
+			"Not enough space on this device: 104.9 MB needed, 67.1 MB free."},
+	} {
+		e := EndOf(c.err, "Bob", false)
+		if e.State != StateDeclined || e.Text != c.want || strings.Contains(e.Text, "/mnt") {
+			t.Errorf("%s: %s %q, want %q", c.name, e.State, e.Text, c.want)
+		}
+	}
+	if v := noSpace(&store.SpaceError{Dir: "/mnt/small", Need: 1, Free: 0}); strings.Contains(v.Reason, "/mnt") {
+		t.Errorf("the refusal tells the sender the folder: %q", v.Reason)
 	}
 }

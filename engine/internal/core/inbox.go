@@ -456,7 +456,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	// An offer that cannot fit is refused before anyone is asked, with the
 	// figures: a "yes" could not be kept.
 	if err := NoSpace(dir, total); err != nil {
-		return Verdict{Decision: Decision{Reason: Sentence(err)}, Code: errcode.CodeNoSpace}, nil
+		return noSpace(err), nil
 	}
 
 	var d Verdict
@@ -511,7 +511,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 		d.Files = accepted // "all" no longer means every offered file
 	}
 	if err := NoSpace(dir, need); err != nil {
-		return Verdict{Decision: Decision{Reason: Sentence(err)}, Code: errcode.CodeNoSpace}, nil
+		return noSpace(err), nil
 	}
 	dest, err := store.Open(dir)
 	if err != nil {
@@ -598,6 +598,19 @@ func Summarize(all FileList, refused map[int]string) (count int, files []FileInf
 		return nil
 	})
 	return all.Len(), files, folders, err
+}
+
+// noSpace is the refusal of an offer that does not fit: the figures, for
+// both sides ("104.9 MB needed, 67.1 MB free"); the sender's words name
+// this device, and the folder stays here (the peer need not learn where
+// downloads go).
+func noSpace(err error) Verdict {
+	var se *store.SpaceError
+	reason := ""
+	if errors.As(err, &se) {
+		reason = store.HumanBytes(se.Need) + " needed, " + store.HumanBytes(se.Free) + " free"
+	}
+	return Verdict{Decision: Decision{Reason: reason}, Code: errcode.CodeNoSpace}
 }
 
 // NoSpace returns the *store.SpaceError when dir cannot hold need bytes. A

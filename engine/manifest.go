@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -47,6 +48,9 @@ type SkippedInfo struct {
 	EmptyFolders int `json:"empty_folders,omitempty"`
 	// Other: devices, sockets, pipes.
 	Other int `json:"other,omitempty"`
+	// Unreadable: folders inside that could not be opened or listed (no
+	// permission); nothing in them is sent.
+	Unreadable int `json:"unreadable_folders,omitempty"`
 	// Examples are the first few skipped paths, as given.
 	Examples []string `json:"examples,omitempty"`
 }
@@ -55,7 +59,7 @@ type SkippedInfo struct {
 const maxSkippedExamples = 5
 
 // Count is how many entries were skipped in all.
-func (s *SkippedInfo) Count() int { return s.Symlinks + s.EmptyFolders + s.Other }
+func (s *SkippedInfo) Count() int { return s.Symlinks + s.EmptyFolders + s.Other + s.Unreadable }
 
 // Summary says what was skipped, in the words the CLI and the app show:
 // "2 symbolic links (not followed), 1 empty folder"; "" when nothing was.
@@ -72,6 +76,7 @@ func (s *SkippedInfo) Summary() string {
 	plural(s.Symlinks, "symbolic link (not followed)", "symbolic links (not followed)")
 	plural(s.EmptyFolders, "empty folder", "empty folders")
 	plural(s.Other, "device, socket or pipe", "devices, sockets or pipes")
+	plural(s.Unreadable, "folder that could not be read", "folders that could not be read")
 	return strings.Join(parts, ", ")
 }
 
@@ -120,6 +125,10 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 		}
 		info, err := os.Stat(abs)
 		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // os.Stat names the path again
+			}
 			return nil, fmt.Errorf("cannot read %s: %w", p, err)
 		}
 		base := filepath.Base(abs)
@@ -141,6 +150,13 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 		src := func(rel string) string { return filepath.Join(abs, filepath.FromSlash(rel)) }
 		err = walkTree(abs, func(e treeEntry) error {
 			switch {
+			case e.unreadable != nil:
+				if n := len(dirs); n > 0 && dirs[n-1] == e.rel {
+					dirs = dirs[:n-1] // filepath.WalkDir visits a folder before it lists it
+				}
+				skipped.Unreadable++
+				skipped.note(src(e.rel) + " (" + pathCause(e.unreadable) + ")")
+				return nil
 			case e.typ.IsDir():
 				dirs = append(dirs, e.rel)
 				return nil // folders are implied by their files
@@ -256,4 +272,14 @@ func manifestID(files []localFile, chunkSize int, text string) string {
 		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// pathCause is what went wrong with a path, without the path (a
+// PathError's own words: "permission denied").
+func pathCause(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -268,13 +267,7 @@ func (u *unreadableError) Is(target error) bool { return target == core.ErrUnrea
 
 // why is the cause without the file's path (a PathError's own words): what
 // the receiver is told, which need not learn where the file is here.
-func (u *unreadableError) why() string {
-	var pe *fs.PathError
-	if errors.As(u.err, &pe) {
-		return pe.Err.Error()
-	}
-	return u.err.Error()
-}
+func (u *unreadableError) why() string { return pathCause(u.err) }
 
 // unreadable marks err, met opening or reading file fi, as that file's.
 func (tx *sender) unreadable(fi int, err error) error {

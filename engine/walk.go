@@ -13,6 +13,9 @@ type treeEntry struct {
 	size  int64       // regular files: the size,
 	perm  fs.FileMode // the permission bits
 	mtime int64       // and the modification time (Unix nanoseconds)
+	// unreadable: a folder inside the walked one that could not be opened
+	// or listed (no permission): the walk goes on without it.
+	unreadable error
 }
 
 // walkTree calls visit for the folder abs and everything under it, in the
@@ -27,12 +30,19 @@ func walkTree(abs string, visit func(treeEntry) error) error { return platformWa
 // walkDirTree is walkTree through filepath.WalkDir.
 func walkDirTree(abs string, visit func(treeEntry) error) error {
 	return filepath.WalkDir(abs, func(src string, d fs.DirEntry, err error) error {
+		r, rerr := filepath.Rel(abs, src)
 		if err != nil {
+			if d != nil && d.IsDir() && rerr == nil && r != "." {
+				// A folder inside that cannot be listed: the walk goes on.
+				if err := visit(treeEntry{rel: filepath.ToSlash(r), typ: fs.ModeDir, unreadable: err}); err != nil {
+					return err
+				}
+				return filepath.SkipDir
+			}
 			return err
 		}
-		r, err := filepath.Rel(abs, src)
-		if err != nil {
-			return err
+		if rerr != nil {
+			return rerr
 		}
 		e := treeEntry{typ: d.Type()}
 		if r != "." {

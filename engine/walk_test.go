@@ -82,8 +82,10 @@ func TestWalkTreeMatchesWalkDir(t *testing.T) {
 	}
 }
 
-// A folder that cannot be read (here: removed after its parent was
-// listed) ends the walk with an error naming it, as with filepath.WalkDir.
+// A folder inside that cannot be read (here: removed after its parent was
+// listed; as well, one without permission) is visited as unreadable, with
+// an error naming it, and the walk goes on without it: a send leaves it
+// out and says so. The folder given itself ends the walk.
 func TestWalkTreeFolderGone(t *testing.T) {
 	for _, w := range []struct {
 		name string
@@ -91,14 +93,31 @@ func TestWalkTreeFolderGone(t *testing.T) {
 	}{{"walkTree", walkTree}, {"filepath.WalkDir", walkDirTree}} {
 		root := walkFixture(t)
 		gone := filepath.Join(root, "a", "nothing")
+		var unreadable []treeEntry
+		after := 0
 		err := w.walk(root, func(e treeEntry) error {
-			if e.rel == "a/b/e.txt" {
+			switch {
+			case e.rel == "a/b/e.txt":
 				return os.RemoveAll(gone)
+			case e.unreadable != nil:
+				unreadable = append(unreadable, e)
+			case len(unreadable) > 0:
+				after++
 			}
 			return nil
 		})
-		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), gone) {
-			t.Errorf("%s: a folder removed before it was read: %v", w.name, err)
+		if err != nil {
+			t.Errorf("%s: the walk ended: %v", w.name, err)
+		}
+		if len(unreadable) != 1 || unreadable[0].rel != "a/nothing" || !errors.Is(unreadable[0].unreadable, fs.ErrNotExist) ||
+			!strings.Contains(unreadable[0].unreadable.Error(), gone) {
+			t.Errorf("%s: unreadable folders %+v", w.name, unreadable)
+		}
+		if after == 0 {
+			t.Errorf("%s: nothing was visited after the folder that went", w.name)
+		}
+		if err := w.walk(filepath.Join(root, "not there"), func(treeEntry) error { return nil }); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: the walk of a folder that is not there: %v", w.name, err)
 		}
 	}
 }

@@ -38,12 +38,16 @@ func fdWalk(abs string, visit func(treeEntry) error) error {
 func walkFD(abs string, fd int, rel string, visit func(treeEntry) error) error {
 	f := os.NewFile(uintptr(fd), filepath.Join(abs, filepath.FromSlash(rel)))
 	defer f.Close()
-	if err := visit(treeEntry{rel: rel, typ: fs.ModeDir}); err != nil {
-		return err
-	}
 	ents, err := f.ReadDir(-1)
 	if err != nil {
-		return &fs.PathError{Op: "readdirent", Path: f.Name(), Err: err}
+		err = &fs.PathError{Op: "readdirent", Path: f.Name(), Err: err}
+		if rel == "" {
+			return err
+		}
+		return visit(treeEntry{rel: rel, typ: fs.ModeDir, unreadable: err}) // the walk goes on without it
+	}
+	if err := visit(treeEntry{rel: rel, typ: fs.ModeDir}); err != nil {
+		return err
 	}
 	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, d := range ents {
@@ -68,7 +72,11 @@ func walkFD(abs string, fd int, rel string, visit func(treeEntry) error) error {
 		}
 		sub, err := openDir(fd, name)
 		if err != nil {
-			return &fs.PathError{Op: "open", Path: filepath.Join(f.Name(), name), Err: err}
+			err = &fs.PathError{Op: "open", Path: filepath.Join(f.Name(), name), Err: err}
+			if err := visit(treeEntry{rel: r, typ: fs.ModeDir, unreadable: err}); err != nil {
+				return err
+			}
+			continue // a folder that cannot be opened (no permission): the walk goes on without it
 		}
 		if err := walkFD(abs, sub, r, visit); err != nil {
 			return err

@@ -105,7 +105,11 @@ func (p *printer) event(ev engine.Event) {
 		}
 	case engine.EventOffer:
 		if s := ev.Offer.Skipped; ev.Direction == engine.Sending && s != nil {
-			p.line("not sent: %s (Ferry sends regular files and the folders that hold them): %s", s.Summary(), strings.Join(s.Examples, ", "))
+			why := " (Ferry sends regular files and the folders that hold them)"
+			if s.Count() == s.Unreadable {
+				why = "" // only what could not be read: the examples say why
+			}
+			p.line("not sent: %s%s: %s", s.Summary(), why, strings.Join(s.Examples, ", "))
 		}
 	case engine.EventPair:
 		p.line("verification code %s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",

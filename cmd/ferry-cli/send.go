@@ -199,6 +199,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		p.prefix = func(ev engine.Event) string { return "[" + safetext.Name(label[ev.TransferID]) + "] " }
 	}
 	pending := len(trs)
+	unreadable := 0 // folders the walk could not read (every target's offer says the same)
 	p.hold()
 	defer p.flush()
 	batch := newBatcher(p, events)
@@ -225,6 +226,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if ev.Kind == engine.EventResult {
 			pending--
 		}
+		if ev.Kind == engine.EventOffer && ev.Direction == engine.Sending && ev.Offer.Skipped != nil {
+			unreadable = ev.Offer.Skipped.Unreadable
+		}
 	}
 	var refused int
 	var last error
@@ -244,6 +248,10 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return exitError{code: 1, err: fmt.Errorf("%d of %d recipients did not receive everything: %s", len(failed), len(targets), strings.Join(failed, ", "))}
 	case refused > 0:
 		return notTaken(refused)
+	case unreadable > 0:
+		// As rsync's "some files were not transferred": a script learns
+		// that the folder did not arrive whole.
+		return exitError{code: 1, err: fmt.Errorf("%d folder(s) could not be read here and were not sent (\"not sent\" above); the rest arrived", unreadable)}
 	}
 	return nil
 }

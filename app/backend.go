@@ -160,7 +160,7 @@ func (b *backend) Partials() []ui.PartialTransfer {
 	out := make([]ui.PartialTransfer, len(ps))
 	for i, p := range ps {
 		out[i] = ui.PartialTransfer{Key: p.Key, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files,
-			Bytes: p.Bytes, Updated: p.Updated}
+			Saved: p.Saved, Bytes: p.Bytes, Updated: p.Updated}
 	}
 	return out
 }

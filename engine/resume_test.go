@@ -63,6 +63,9 @@ func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
 			held := recv.Partials()[0].Bytes
 			_, err := os.Stat(filepath.Join(recv.DownloadDir(), "small.txt"))
 			savedBefore := err == nil
+			if p, want := recv.Partials()[0], map[bool]int{true: 1}[savedBefore]; p.Files != 2 || p.Saved != want {
+				t.Errorf("the kept transfer lists %d files, %d saved; want 2, %d", p.Files, p.Saved, want)
+			}
 			caches, _ := filepath.Glob(filepath.Join(send.resume.Path(), "send-*.log"))
 			if len(caches) != 1 {
 				t.Fatalf("sender leaf caches after the interruption: %v", caches)

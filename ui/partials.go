@@ -93,7 +93,11 @@ func partialText(p PartialTransfer, now time.Time) string {
 	if who == "" {
 		who = "an unknown device"
 	}
-	return fmt.Sprintf("From %s · %s · %s held · %s", who, plural(p.Files, "file"), HumanBytes(p.Bytes), Age(p.Updated, now))
+	files := plural(p.Files, "file")
+	if p.Saved > 0 {
+		files += fmt.Sprintf(" (%d saved)", p.Saved)
+	}
+	return fmt.Sprintf("From %s · %s · %s held · %s", who, files, HumanBytes(p.Bytes), Age(p.Updated, now))
 }
 
 // Age says how long ago t was, for lists ("5 min ago").

@@ -260,3 +260,12 @@ func TestRowOfASendWaitingForItsDevice(t *testing.T) {
 		t.Errorf("after Cancel: %q, cancel %v retry %v", v.stateLbl.Text, v.cancel.Visible(), v.retry.Visible())
 	}
 }
+
+// A kept transfer whose some files are saved says how many.
+func TestPartialTextSaysWhatIsSaved(t *testing.T) {
+	now := time.Now()
+	got := partialText(PartialTransfer{PeerName: "Alice", Files: 3, Saved: 2, Bytes: 0, Updated: now.Add(-5 * time.Minute)}, now)
+	if want := "From Alice · 3 files (2 saved) · 0 B held · 5 min ago"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

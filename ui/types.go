@@ -571,6 +571,7 @@ type PartialTransfer struct {
 	PeerName string
 	Dest     string // the folder its files go to
 	Files    int
+	Saved    int   // of Files, saved whole (a resume does not fetch them)
 	Bytes    int64 // disk space its partial files hold
 	Updated  time.Time
 }

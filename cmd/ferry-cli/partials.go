@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 func init() {
@@ -47,10 +48,16 @@ func runPartials(ctx context.Context, args []string, out, errOut io.Writer) erro
 	}
 	var total int64
 	for _, p := range ps {
-		fmt.Fprintf(out, "%s  from %s (%s)  %d file(s), %s kept in %s, last touched %s ago\n", p.Key, p.PeerName, short(p.PeerID),
-			p.Files, humanBytes(p.Bytes), p.Dest, time.Since(p.Updated).Round(time.Minute))
+		fmt.Fprintln(out, partialLine(p, time.Now()))
 		total += p.Bytes
 	}
 	fmt.Fprintf(out, "%d unfinished transfer(s), %s held by partial files\n", len(ps), humanBytes(total))
 	return nil
+}
+
+// partialLine is one unfinished transfer as partials lists it; the peer's
+// name is its own words, escaped.
+func partialLine(p engine.PartialTransfer, now time.Time) string {
+	return fmt.Sprintf("%s  from %s (%s)  %d file(s), %d saved, %s of the others kept in %s, last touched %s ago", p.Key,
+		safetext.Name(p.PeerName), short(p.PeerID), p.Files, p.Saved, humanBytes(p.Bytes), safetext.Name(p.Dest), now.Sub(p.Updated).Round(time.Minute))
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine"
 )
 
 func TestPartialsCommand(t *testing.T) {
@@ -23,5 +26,17 @@ func TestPartialsCommand(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "no unfinished transfer") {
 		t.Errorf("error %q", errOut.String())
+	}
+}
+
+// A kept transfer says how many of its files are saved, and the sender's
+// name reaches the terminal escaped (it was printed as the peer chose it).
+func TestPartialLine(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	got := partialLine(engine.PartialTransfer{Key: "k1", PeerName: "Bob\x1b[2J\r", PeerID: "QTSPCHWUSEMLS3ZR", Dest: "/home/a/Downloads",
+		Files: 3, Saved: 2, Bytes: 1_500_000, Updated: now.Add(-5 * time.Minute)}, now)
+	want := `k1  from "Bob\x1b[2J\r" (QTSPCHWU)  3 file(s), 2 saved, 1.5 MB of the others kept in /home/a/Downloads, last touched 5m0s ago`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

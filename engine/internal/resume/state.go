@@ -372,7 +372,8 @@ type Summary struct {
 	PeerName string
 	Dest     string
 	Files    int
-	Bytes    int64 // verified bytes held on disk
+	Saved    int   // of Files, saved whole: a resume does not fetch them
+	Bytes    int64 // verified bytes held on disk by the others' partial files
 	Updated  time.Time
 	// Partials are the partial files' slash paths relative to Dest.
 	Partials []string
@@ -397,6 +398,7 @@ func (d *Dir) List() []Summary {
 		}
 		for _, f := range s.Files {
 			if f.Done {
+				p.Saved++
 				continue
 			}
 			if f.Partial != "" {

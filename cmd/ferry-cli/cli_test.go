@@ -768,3 +768,21 @@ func TestPromptWithoutInput(t *testing.T) {
 		t.Fatalf("the receiver did not say why it declined:\n%s", out)
 	}
 }
+
+// A remembered device's name is what its hello said: whatever peers makes
+// of a name with control characters (the trust store keeps none, and peers
+// escapes what it prints), nothing of it acts on the terminal.
+func TestPeersEscapesARememberedName(t *testing.T) {
+	r := startReceiver(t, "", "--accept", "all", "--no-discovery", "--name", "Shelf\x1b[2J\r")
+	cfg := t.TempDir()
+	if code, _, stderr := runCLI(t, "send", "--config", cfg, "--to", r.quic, writeFile(t, "f", "f")); code != 0 {
+		t.Fatalf("send: %s", stderr)
+	}
+	code, stdout, stderr := runCLI(t, "peers", "--config", cfg, "--timeout", "1s", "--localsend=false")
+	if code != 0 {
+		t.Fatalf("peers exit %d: %s", code, stderr)
+	}
+	if strings.ContainsAny(stdout, "\x1b\r") || !strings.Contains(stdout, "remembered") {
+		t.Fatalf("peers printed %q", stdout)
+	}
+}

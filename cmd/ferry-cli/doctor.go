@@ -15,6 +15,7 @@ import (
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/localsend"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 func init() {
@@ -89,7 +90,7 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer) error 
 			if a := p.HostPorts(); len(a) > 0 {
 				addr = a[0]
 			}
-			fmt.Fprintf(out, "%-9s found %s (%s) at %s\n", "", p.Name, p.ShortID(), addr)
+			fmt.Fprintf(out, "%-9s found %s (%s) at %s\n", "", safetext.Name(p.Name), p.ShortID(), addr)
 		}
 	}
 	if r.Worst() == discovery.SeverityError {

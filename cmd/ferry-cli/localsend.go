@@ -289,7 +289,7 @@ func printLocalSendPeer(out io.Writer, p discovery.Peer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(out).Encode(lp)
 	}
-	_, err := fmt.Fprintf(out, "%s\t%s\t%s\t%s\tLocalSend %s%s\n", strings.ReplaceAll(safetext.Name(lp.Alias), "\t", " "), short(lp.Fingerprint), lp.Address, safetext.Name(lp.Model), lp.Type, map[bool]string{false: " (unverified)"}[lp.Verified])
+	_, err := fmt.Fprintf(out, "%s\t%s\t%s\t%s\tLocalSend %s%s\n", strings.ReplaceAll(safetext.Name(lp.Alias), "\t", " "), short(lp.Fingerprint), lp.Address, safetext.Name(lp.Model), safetext.Name(lp.Type), map[bool]string{false: " (unverified)"}[lp.Verified])
 	return err
 }
 

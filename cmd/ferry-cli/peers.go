@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 func init() {
@@ -113,7 +114,9 @@ func runPeers(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if p.SpeaksLocalSend() {
 			src += " + LocalSend"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ReplaceAll(p.Name, "\t", " "), p.ShortID(), addr, p.OS, src)
+		// A remembered device's name is what its hello said: escaped, as
+		// every peer's words are where they are shown.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ReplaceAll(safetext.Name(p.Name), "\t", " "), p.ShortID(), addr, safetext.Name(p.OS), src)
 	}
 	for _, p := range lsOnly {
 		if err := printLocalSendPeer(tw, p, false); err != nil {

@@ -786,3 +786,25 @@ func TestPeersEscapesARememberedName(t *testing.T) {
 		t.Fatalf("peers printed %q", stdout)
 	}
 }
+
+// A slip of the finger at the prompt is asked about again, not taken for
+// "no" (it declined the offer).
+func TestPromptAsksAgainAfterASlip(t *testing.T) {
+	old := stdin
+	stdin = strings.NewReader("x\n\nyes please\nY\n")
+	t.Cleanup(func() { stdin = old })
+	r := startReceiver(t, "", "--once", "--no-discovery")
+	src := writeFile(t, "f.txt", "x")
+	if code, _, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.tcp, src); code != 0 {
+		t.Fatalf("send: exit %d, %q", code, stderr)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive exit %d: %s", code, r.errOut)
+	}
+	if out := r.out.String() + r.errOut.String(); strings.Count(out, "Please type y, n or a.") != 2 || strings.Count(out, "Accept? ") != 4 {
+		t.Fatalf("the prompt:\n%s", out)
+	}
+	if got, err := os.ReadFile(filepath.Join(r.dir, "f.txt")); err != nil || string(got) != "x" {
+		t.Fatalf("received %q, %v", got, err)
+	}
+}

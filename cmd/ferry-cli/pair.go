@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -105,16 +106,36 @@ func (p *prompter) confirmCode(ctx context.Context, question string) bool {
 	return p.yes(question)
 }
 
-// yes asks a yes/no question; anything but yes is no. Called with sem held.
+// yes asks a yes/no question until it is answered; the end of input is
+// no. Called with sem held.
 func (p *prompter) yes(question string) bool {
-	fmt.Fprint(p.out, question)
-	line, err := p.in.ReadString('\n')
-	if err != nil && line == "" {
-		return false
+	answer, _ := p.choose(question, "y", "yes", "n", "no")
+	return answer == "y" || answer == "yes"
+}
+
+// choose asks question until the answer is one of answers (any case), and
+// returns it in lower case; ok is false when standard input ended first. A
+// slip of the finger is asked about again, never taken for "no".
+func (p *prompter) choose(question string, answers ...string) (answer string, ok bool) {
+	for {
+		fmt.Fprint(p.out, question)
+		line, err := p.in.ReadString('\n')
+		answer = strings.ToLower(strings.TrimSpace(line))
+		if slices.Contains(answers, answer) {
+			return answer, true
+		}
+		if err != nil {
+			return "", false
+		}
+		if answer != "" {
+			var short []string
+			for _, a := range answers {
+				if len(a) == 1 {
+					short = append(short, a)
+				}
+			}
+			last := len(short) - 1
+			fmt.Fprintf(p.out, "Please type %s or %s.\n", strings.Join(short[:last], ", "), short[last])
+		}
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true
-	}
-	return false
 }

@@ -267,13 +267,12 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	if o.PairCode != "" {
 		fmt.Fprintf(p.out, "  verification code %s: [a]lways asks you to check that the sender's screen shows it\n", o.PairCode)
 	}
-	fmt.Fprint(p.out, "Accept? [y]es / [n]o / [a]lways from this device: ")
-	line, err := p.in.ReadString('\n')
-	if err != nil && line == "" {
+	answer, ok := p.choose("Accept? [y]es / [n]o / [a]lways from this device: ", "y", "yes", "n", "no", "a", "always")
+	if !ok {
 		fmt.Fprintln(p.out, "no answer: standard input is closed, so the offer is declined (--accept all or --accept trusted receives without asking)")
 		return engine.Decision{Reason: "the receiver could not be asked"}
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
+	switch answer {
 	case "y", "yes":
 		return engine.Decision{Accept: true}
 	case "a", "always":

@@ -272,7 +272,7 @@ func TestHostilePeers(t *testing.T) {
 					p.ctl.recvTimeout(5 * time.Second)
 				}
 			}
-		}, "2 of 2 files could not be read on the sending device"},
+		}, "None of the 2 files was sent: they could not be read on the sending device"},
 		{"root frame with a payload", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})

@@ -261,9 +261,43 @@ type unreadableError struct {
 	err  error
 }
 
-func (u *unreadableError) Error() string        { return "cannot read " + u.path + ": " + u.why() }
 func (u *unreadableError) Unwrap() error        { return u.err }
 func (u *unreadableError) Is(target error) bool { return target == core.ErrUnreadable }
+
+func (u *unreadableError) Error() string {
+	if errors.Is(u.err, errChanged) {
+		return u.path + ": " + errChanged.Error() + " (send it again once it is written)"
+	}
+	return "cannot read " + u.path + ": " + u.why()
+}
+
+// sentence is the file's line on this device when it is given up.
+func (u *unreadableError) sentence() string {
+	if errors.Is(u.err, errChanged) {
+		return "Not sent: " + errChanged.Error() + ", so what arrived would be no one version of it (send it again once it is written)."
+	}
+	return "Not sent: it could not be read on this device (" + u.why() + ")."
+}
+
+// errChanged: a file of several chunks was written to while it was read,
+// so its chunks may come from different versions of it (a torn copy that
+// would verify, since the receiver checks what was read).
+var errChanged = errors.New("it changed while it was being sent")
+
+// unchanged checks, before file fi's root goes out, that the file is as
+// it was offered (size and modification time): a file of several chunks
+// written to meanwhile would arrive torn. One stat per such file.
+func (tx *sender) unchanged(fi int) error {
+	lf := &tx.files[fi]
+	st, err := os.Stat(lf.src())
+	if err != nil {
+		return tx.unreadable(fi, err)
+	}
+	if st.Size() != lf.Size || lf.MTime != 0 && st.ModTime().UnixNano() != lf.MTime {
+		return tx.unreadable(fi, errChanged)
+	}
+	return nil
+}
 
 // why is the cause without the file's path (a PathError's own words): what
 // the receiver is told, which need not learn where the file is here.
@@ -292,7 +326,7 @@ func (tx *sender) giveUp(err error) error {
 		if tx.unsent == nil {
 			tx.unsent = map[int]string{}
 		}
-		tx.unsent[ue.fi] = ue.why()
+		tx.unsent[ue.fi] = ue.sentence()
 	}
 	tx.mu.Unlock()
 	if !first {
@@ -1063,6 +1097,11 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 		root, _ = tree.Root()
 	}
 	tx.mu.Unlock()
+	if complete && tx.chunks(fi) > 1 {
+		if err := tx.unchanged(fi); err != nil {
+			return err
+		}
+	}
 	if complete {
 		wire.DataHeader{File: uint32(fi), Chunk: wire.RootChunk, Leaf: root}.Put(buf)
 		_, err := w.Write(buf[:wire.DataHeaderLen])
@@ -1096,7 +1135,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 				if m.OK {
 					return fmt.Errorf("%w: file %d saved, though it was not sent", wire.ErrProtocol, m.File)
 				}
-				fr.Err = "Not sent: it could not be read on this device (" + why + ")." // this device's words, not the receiver's
+				fr.Err = why // this device's words, not the receiver's
 			}
 			if m.OK {
 				tx.verified.Add(1)

@@ -179,3 +179,39 @@ func TestUnreadableFileEndsALocalSendSend(t *testing.T) {
 		}
 	}
 }
+
+// A file of several chunks written to while it is sent would arrive torn,
+// its chunks from different versions, and verify (the receiver checks what
+// was read): it is not sent, and says so. Here it is written to as the
+// offer arrives, the same size, a new modification time.
+func TestAFileChangedWhileSentIsNotSent(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	send := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "folder")
+	writeFile(t, filepath.Join(src, "a.txt"), 1000)
+	growing := filepath.Join(src, "growing.bin")
+	writeFile(t, growing, 8<<20) // several chunks
+	events, unsub := recv.Subscribe(256)
+	defer unsub()
+	go func() {
+		for ev := range events {
+			if ev.Kind == EventOffer && ev.Direction == Receiving {
+				f, _ := os.OpenFile(growing, os.O_WRONLY, 0)
+				f.WriteAt([]byte("written meanwhile"), 4<<20)
+				f.Close()
+				later := time.Now().Add(2 * time.Second)
+				os.Chtimes(growing, later, later)
+				recv.Decide(ev.TransferID, Decision{Accept: true})
+			}
+		}
+	}()
+	res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if res.State != StateFailed || res.Verified != 1 || !strings.Contains(res.Err, "1 of 2 files could not be read on this device") {
+		t.Fatalf("send: %s %q (%d verified)", res.State, res.Err, res.Verified)
+	}
+	if _, err := os.Lstat(filepath.Join(recv.DownloadDir(), "folder", "growing.bin")); err == nil {
+		t.Error("the changed file was saved")
+	}
+	sameTree(t, filepath.Join(src, "a.txt"), filepath.Join(recv.DownloadDir(), "folder"))
+	noPartials(t, recv.DownloadDir())
+}

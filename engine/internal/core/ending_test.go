@@ -136,3 +136,18 @@ func TestNoSpaceEnding(t *testing.T) {
 		t.Errorf("the refusal tells the sender the folder: %q", v.Reason)
 	}
 }
+
+// When no file could be read, the ending does not speak of others.
+func TestNotSentEndingOfEveryFile(t *testing.T) {
+	for _, c := range []struct {
+		e    NotSentError
+		want string
+	}{
+		{NotSentError{Unsent: 1, Files: 1, Here: true}, "The file was not sent: it could not be read on this device."},
+		{NotSentError{Unsent: 3, Files: 3}, "None of the 3 files was sent: they could not be read on the sending device."},
+	} {
+		if got := EndOf(&c.e, "Bob", false).Text; got != c.want {
+			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
+		}
+	}
+}

@@ -68,6 +68,12 @@ func (e *NotSentError) Error() string {
 	if e.Here {
 		where = "this device"
 	}
+	switch {
+	case e.Unsent == e.Files && e.Files == 1:
+		return "the file was not sent: it could not be read on " + where
+	case e.Unsent == e.Files:
+		return fmt.Sprintf("none of the %d files was sent: they could not be read on %s", e.Files, where)
+	}
 	return fmt.Sprintf("%d of %d files could not be read on %s, so they were not sent; the others arrived", e.Unsent, e.Files, where)
 }
 

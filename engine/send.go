@@ -215,7 +215,7 @@ type sender struct {
 	resent     atomic.Int64
 	haves      map[uint32]*wire.Have
 	peerUnsent bool           // the receiver takes FileUnsent (its hello)
-	unsent     map[int]string // files given up (giveUp): why, guarded by mu
+	unsent     map[int]string // files given up (giveUp): their line here, guarded by mu
 	verified   atomic.Int64
 	resolved   atomic.Int64
 
@@ -704,6 +704,9 @@ func (tx *sender) transfer(ctx context.Context, opts SendOptions) error {
 	// moment for the peer's own account of the end, it stops waiting.
 	waited := make(chan struct{})
 	stopWaiting := context.AfterFunc(gctx, func() {
+		if ctx.Err() != nil || errors.Is(context.Cause(gctx), errSessionDone) {
+			return // a cancel says why itself; a success has nothing to wait for
+		}
 		t := time.NewTimer(peerAccountWait)
 		defer t.Stop()
 		select {

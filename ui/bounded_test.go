@@ -2,6 +2,7 @@ package ui
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func measureStream(t testing.TB, evs []TransferEvent) uiWork {
 				work.detailLines = max(work.detailLines, len(splitLines(u.transfers.detailFiles.Text)))
 			}
 		}
-		if work.rows > maxBatchFiles || work.detailLines > maxBatchFiles || work.treeNodes > maxOfferFiles+maxOfferFolders+2 {
+		if work.rows > maxBatchFiles || work.detailLines > maxBatchFiles+maxBatchFailures || work.treeNodes > maxOfferFiles+maxOfferFolders+2 {
 			// Checked after each update: the next ones would take minutes.
 			t.Fatalf("after update %d, what the widgets keep grew: a row %d results, Details %d lines, the prompt's tree %d nodes",
 				i, work.rows, work.detailLines, work.treeNodes)
@@ -149,7 +150,9 @@ func TestUIUpdatesAreBounded(t *testing.T) {
 }
 
 // TestDetailsCountTheFilesNotListed: a row lists its first files in
-// Details and counts the others in one line.
+// Details and counts the others in one line; a failed file past the first
+// is listed, first, wherever it came (a tree's one unreadable file was only
+// counted).
 func TestDetailsCountTheFilesNotListed(t *testing.T) {
 	u, _, _ := newTestUI(t)
 	evs := treeStream("t", maxBatchFiles+3, maxBatchFiles+4)
@@ -158,10 +161,30 @@ func TestDetailsCountTheFilesNotListed(t *testing.T) {
 		u.ApplyTransfer(ev)
 	}
 	u.transfers.showDetails("t")
-	if got, want := u.transfers.detailMore.Text, "and 3 more files (of all 103: 102 verified, 1 failed)"; got != want {
+	if got, want := u.transfers.detailMore.Text, "and 2 more files (of all 103: 102 verified, 1 failed)"; got != want {
 		t.Errorf("Details say %q, want %q", got, want)
 	}
-	if n := len(splitLines(u.transfers.detailFiles.Text)); n != maxBatchFiles {
-		t.Errorf("Details list %d files, want the first %d", n, maxBatchFiles)
+	lines := splitLines(u.transfers.detailFiles.Text)
+	if len(lines) != maxBatchFiles+1 || !strings.HasPrefix(lines[0], "✗ d1/photo-") || !strings.HasSuffix(lines[0], ": disk full") {
+		t.Errorf("Details list %d files, the first %q; want the failed one, then the first %d", len(lines), lines[0], maxBatchFiles)
+	}
+}
+
+// A row names at most maxBatchFailures failed files past its first: a
+// transfer of 10^5 failures keeps no list that grows with them.
+func TestFailuresListedAreBounded(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	evs := treeStream("t", 1000, 1000)
+	for _, ev := range evs {
+		if ev.File != nil {
+			ev.File.Verified, ev.File.Err = false, "gone"
+		}
+	}
+	for _, ev := range evs {
+		u.ApplyTransfer(ev)
+	}
+	v := u.transfers.byID["t"]
+	if len(v.results) != maxBatchFiles || len(v.failures) != maxBatchFailures {
+		t.Errorf("a row keeps %d files and %d failures, want %d and %d", len(v.results), len(v.failures), maxBatchFiles, maxBatchFailures)
 	}
 }

@@ -10,6 +10,9 @@ const (
 	// maxBatchFiles is how many of the files a FileBatch names; the rest
 	// are only counted. A row keeps as many (Details lists them).
 	maxBatchFiles = 100
+	// maxBatchFailures is how many failed files past those a FileBatch, and
+	// a row, name besides.
+	maxBatchFailures = 100
 	// maxOfferFiles bounds the files an offer lists to the widgets (the
 	// engine lists the first 1000 and every refused one, at most 1000).
 	maxOfferFiles = 2000
@@ -47,8 +50,11 @@ func (b *FileBatch) add(f FileResult) {
 	case f.Err != "":
 		b.Failed++
 	}
-	if len(b.First) < maxBatchFiles {
+	switch {
+	case len(b.First) < maxBatchFiles:
 		b.First = append(b.First, f)
+	case f.Err != "" && !f.Verified && len(b.Failures) < maxBatchFailures:
+		b.Failures = append(b.Failures, f)
 	}
 }
 

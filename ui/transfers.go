@@ -40,6 +40,7 @@ type transferView struct {
 	// received ones, image is the first verified picture among them: a
 	// row of 10^5 files keeps no list that grows with them.
 	results  []FileResult
+	failures []FileResult // failed files past results (at most maxBatchFailures)
 	ended    int
 	verified int
 	failed   int
@@ -358,8 +359,14 @@ func (v *transferView) addFiles(b *FileBatch) {
 	if v.image == "" && b.Image != nil {
 		v.image = savedAs(*b.Image)
 	}
-	if n := maxBatchFiles - len(v.results); n > 0 {
-		v.results = append(v.results, b.First[:min(n, len(b.First))]...)
+	n := min(max(maxBatchFiles-len(v.results), 0), len(b.First))
+	v.results = append(v.results, b.First[:n]...)
+	// Failed files past the first are named too (bounded): which file of
+	// a tree of 10^5 did not arrive is what Details is opened for.
+	for _, f := range append(b.First[n:len(b.First):len(b.First)], b.Failures...) {
+		if f.Err != "" && !f.Verified && len(v.failures) < maxBatchFailures {
+			v.failures = append(v.failures, f)
+		}
 	}
 }
 
@@ -895,7 +902,9 @@ func filesText(v *transferView) string {
 		return "No file finished yet."
 	}
 	var b strings.Builder
-	for _, f := range v.results {
+	// Failed files past the first come first: they are what Details is
+	// opened for.
+	for _, f := range append(v.failures[:len(v.failures):len(v.failures)], v.results...) {
 		name := EscapeName(f.Path)
 		if f.SavedAs != "" && f.SavedAs != f.Path {
 			name += " → " + EscapeName(filepath.Base(f.SavedAs))
@@ -915,7 +924,7 @@ func filesText(v *transferView) string {
 // moreText counts the files past those filesText lists: a row keeps the
 // first files only, and Details stays a few lines long for 10^5 of them.
 func moreText(v *transferView) string {
-	more := v.ended - len(v.results)
+	more := v.ended - len(v.results) - len(v.failures)
 	if more <= 0 {
 		return ""
 	}

@@ -415,6 +415,9 @@ type FileBatch struct {
 	Failed   int // of them, ended with an error
 	// First are the first of them, in order, at most maxBatchFiles.
 	First []FileResult
+	// Failures are failed ones past First, at most maxBatchFailures: a
+	// tree's one unreadable file is named wherever it comes.
+	Failures []FileResult
 	// Image is the first verified picture among them (a thumbnail shows
 	// it), nil when there is none.
 	Image *FileResult

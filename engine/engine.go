@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
@@ -423,6 +425,14 @@ func usableDir(dir string) (string, error) {
 		return "", err
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == abs {
+			if errors.Is(err, syscall.ENOTDIR) {
+				err = errors.New("it is a file") // mkdir's "not a directory", of this very path
+			} else {
+				err = pe.Err // MkdirAll names the path again
+			}
+		}
 		return "", fmt.Errorf("cannot use %s as the download folder: %w", abs, err)
 	}
 	return abs, nil

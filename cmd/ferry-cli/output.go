@@ -44,6 +44,9 @@ type printer struct {
 	// (receive --accept all: nobody asked for it, and a flood of texts
 	// would print each in full); --json prints every text whole.
 	excerpt bool
+	// connected holds the transfers that reached their peer once: a retry
+	// of one is a reconnect, of the others another try.
+	connected map[string]bool
 }
 
 func newPrinter(out io.Writer, asJSON bool) *printer {
@@ -97,10 +100,14 @@ func (p *printer) event(ev engine.Event) {
 		case engine.StatePaused:
 			p.line("paused (send SIGUSR1 again, or re-run the same command later, to resume)")
 		case engine.StateRetrying:
+			again := "trying again" // it never reached the device
+			if p.connected[ev.TransferID] {
+				again = "reconnecting"
+			}
 			if ev.Result != nil && ev.Result.Err != "" {
-				p.line("reconnecting: %s", shown(ev.Result.Err)) // why, in the engine's sentence
+				p.line("%s: %s", again, shown(ev.Result.Err)) // why, in the engine's sentence
 			} else {
-				p.line("connection lost; reconnecting...")
+				p.line("%s...", again)
 			}
 		}
 	case engine.EventOffer:
@@ -117,6 +124,10 @@ func (p *printer) event(ev engine.Event) {
 	case engine.EventKeyChanged:
 		p.line("WARNING: %s", ev.KeyChange.Warning)
 	case engine.EventTransport:
+		if p.connected == nil {
+			p.connected = map[string]bool{}
+		}
+		p.connected[ev.TransferID] = true
 		p.line("transport: %s (%s)%s", ev.Transport.Name, ev.Transport.Reason, receivedRoute(ev))
 	case engine.EventPath:
 		pi := ev.Path

@@ -126,3 +126,20 @@ func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
 		}
 	}
 }
+
+// A retry says "reconnecting" of a transfer that reached its device, and
+// "trying again" of one that never did.
+func TestRetryLineSaysWhetherItWasConnected(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	retry := func(id, why string) engine.Event {
+		return engine.Event{Kind: engine.EventState, TransferID: id, State: engine.StateRetrying, Result: &engine.Result{Err: why}}
+	}
+	p.event(retry("a", "Could not connect to the receiver."))
+	p.event(engine.Event{Kind: engine.EventTransport, TransferID: "b", Transport: &engine.TransportInfo{Name: "tcp", Reason: "r"}})
+	p.event(retry("b", "The connection to vm was lost: connection reset by peer."))
+	want := "trying again: Could not connect to the receiver.\ntransport: tcp (r)\nreconnecting: The connection to vm was lost: connection reset by peer.\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -425,12 +425,10 @@ func usableDir(dir string) (string, error) {
 		return "", err
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) && pe.Path == abs {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == abs {
+			err = withoutPath(err) // MkdirAll names the path again
 			if errors.Is(err, syscall.ENOTDIR) {
 				err = errors.New("it is a file") // mkdir's "not a directory", of this very path
-			} else {
-				err = pe.Err // MkdirAll names the path again
 			}
 		}
 		return "", fmt.Errorf("cannot use %s as the download folder: %w", abs, err)

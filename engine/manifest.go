@@ -125,11 +125,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 		}
 		info, err := os.Stat(abs)
 		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // os.Stat names the path again
-			}
-			return nil, fmt.Errorf("cannot read %s: %w", p, err)
+			return nil, fmt.Errorf("cannot read %s: %w", p, withoutPath(err)) // os.Stat names the path again
 		}
 		base := filepath.Base(abs)
 		parent := filepath.Dir(abs)
@@ -274,12 +270,16 @@ func manifestID(files []localFile, chunkSize int, text string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// pathCause is what went wrong with a path, without the path (a
-// PathError's own words: "permission denied").
-func pathCause(err error) string {
+// withoutPath is what went wrong with a path, without the path (a
+// PathError's own cause: "permission denied"), for a sentence that names
+// the path once itself.
+func withoutPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Err.Error()
+		return pe.Err
 	}
-	return err.Error()
+	return err
 }
+
+// pathCause is withoutPath's words.
+func pathCause(err error) string { return withoutPath(err).Error() }

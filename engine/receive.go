@@ -145,6 +145,7 @@ type rxFile struct {
 	partName   string      // the partial's name in the destination, once created (resume finds it by it)
 	root       merkle.Hash // the sender's root, from its root frame (once hasRoot)
 	hasRoot    bool
+	unsent     bool // the sender gave it up (FileUnsent); counted in unsentN when resolved
 	retries    map[uint32]int
 	resolved   bool
 	finalizing bool
@@ -378,6 +379,9 @@ func (rx *receiver) unsent(m *wire.FileUnsent) error {
 	rx.mu.Lock()
 	f, err := rx.fileLocked(m.File, false)
 	rooted := f != nil && (f.hasRoot || f.finalizing)
+	if err == nil && !rooted {
+		f.unsent = true
+	}
 	rx.mu.Unlock()
 	switch {
 	case errors.Is(err, errResolved):
@@ -391,7 +395,6 @@ func (rx *receiver) unsent(m *wire.FileUnsent) error {
 	if why := safetext.Line(strings.TrimSpace(m.Reason)); why != "" {
 		reason += " (" + why + ")"
 	}
-	rx.unsentN.Add(1)
 	rx.resolve(f, false, "", wire.CodeIO, "Not sent: "+reason+".")
 	return nil
 }
@@ -1049,6 +1052,9 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	}
 	f.resolved = true
 	f.ok, f.savedAs = ok, savedAs
+	if !ok && f.unsent {
+		rx.unsentN.Add(1) // before checkComplete reads it, once per file
+	}
 	part := f.part
 	f.part = nil
 	if part != nil {

@@ -51,7 +51,9 @@ type SkippedInfo struct {
 	// Unreadable: folders inside that could not be opened or listed (no
 	// permission); nothing in them is sent.
 	Unreadable int `json:"unreadable_folders,omitempty"`
-	// Examples are the first few skipped paths, as given.
+	// Examples are the first few skipped paths, as given; an unreadable
+	// folder's with its cause in parentheses ("photos/private (permission
+	// denied)").
 	Examples []string `json:"examples,omitempty"`
 }
 

@@ -200,10 +200,13 @@ func (e *Engine) watchProgress(ctx context.Context, t *Transfer, bytes func() in
 // bytes that did. Counting held chunks as sent said 10.5 MB/s on a
 // 2.5 MB/s link right after a resume (issue 26).
 func (e *Engine) watchProgressMoved(ctx context.Context, t *Transfer, bytes, moved func() int64, total int64, files func() int, totalFiles int) {
-	tick, ticks := e.opts.Clock.NewTicker(e.opts.ProgressInterval)
-	defer tick.Stop()
+	// The start is read before the ticker exists: read after, a tick (or a
+	// test's clock moved on once the ticker was there) could come at the
+	// very time of the start, and the rate over no time was +Inf.
 	last := moved()
 	lastT := e.now()
+	tick, ticks := e.opts.Clock.NewTicker(e.opts.ProgressInterval)
+	defer tick.Stop()
 	var rate float64
 	n := 0
 	for {
@@ -213,6 +216,9 @@ func (e *Engine) watchProgressMoved(ctx context.Context, t *Transfer, bytes, mov
 		case now := <-ticks:
 			b, m := bytes(), moved()
 			dt := now.Sub(lastT).Seconds()
+			if dt <= 0 {
+				continue
+			}
 			inst := float64(m-last) / dt
 			if rate == 0 {
 				rate = inst

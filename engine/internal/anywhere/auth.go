@@ -165,7 +165,7 @@ func parseAuth(h string) (exp int64, mac []byte, err error) {
 	if len(ms) != base64.RawURLEncoding.EncodedLen(sha256.Size) || strings.Trim(ms, base64URLLetters) != "" {
 		return 0, nil, fmt.Errorf("%w: malformed signature", ErrRelaySecret)
 	}
-	mac, err = base64.RawURLEncoding.DecodeString(ms)
+	mac, err = base64.RawURLEncoding.Strict().DecodeString(ms) // Strict: one spelling per MAC (the last letter's unused bits must be zero)
 	if err != nil || len(mac) != sha256.Size {
 		return 0, nil, fmt.Errorf("%w: malformed signature", ErrRelaySecret)
 	}

@@ -174,6 +174,29 @@ func TestHostilePeers(t *testing.T) {
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 2, TotalBytes: 2})
 			p.ctl.send(&wire.OfferFiles{Start: 1, Files: []wire.FileEntry{{Path: "a.txt", Size: 1}}})
 		}, "does not continue"},
+		{"folders part out of order", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 1, TotalBytes: 1, Folders: 2})
+			p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "a.txt", Size: 1}}})
+			p.ctl.send(&wire.OfferFolders{Start: 1, Paths: []string{"e"}})
+		}, "does not continue"},
+		{"more folders than offered", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 1, TotalBytes: 1, Folders: 1})
+			p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "a.txt", Size: 1}}})
+			p.ctl.send(&wire.OfferFolders{Start: 0, Paths: []string{"e", "f"}})
+		}, "does not continue"},
+		{"folders before the files", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 1, TotalBytes: 1, Folders: 1})
+			p.ctl.send(&wire.OfferFolders{Start: 0, Paths: []string{"e"}})
+		}, "offer-files"},
+		{"folders announced, none sent", AcceptAll, func(p *rawPeer) {
+			p.hello()
+			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 1, TotalBytes: 1, Folders: 1})
+			p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "a.txt", Size: 1}}})
+			p.ctl.send(&wire.SenderDone{})
+		}, "offer-folders"},
 		{"data before accept", AcceptAsk, func(p *rawPeer) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})

@@ -34,8 +34,17 @@ func (f *localFile) src() string { return filepath.Join(*f.parent, filepath.From
 // keeps its structure under its own name. Symbolic links are not followed
 // inside folders (they could point anywhere, even back up the tree).
 func buildManifest(paths []string) ([]localFile, error) {
-	files, _, err := buildManifestSkipping(paths)
-	return files, err
+	m, _, err := buildManifestSkipping(paths)
+	return m.files, err
+}
+
+// manifest is what a send offers from the paths it was given.
+type manifest struct {
+	files []localFile
+	// folders are the empty folders among them (none below them, no file
+	// in them), as offered paths: "photos/2024/empty". Their parents are
+	// implied, as a file's are.
+	folders []string
 }
 
 // SkippedInfo is what the given folders hold that a transfer does not
@@ -43,8 +52,9 @@ func buildManifest(paths []string) ([]localFile, error) {
 type SkippedInfo struct {
 	// Symlinks inside the folders: not followed, not sent.
 	Symlinks int `json:"symlinks,omitempty"`
-	// EmptyFolders: folders with nothing to send in them (folders are
-	// implied by their files), not created on the receiver.
+	// EmptyFolders: the empty folders of a send that has no file to carry
+	// them (ErrNothingToSend says so). Beside files they are sent
+	// (manifest.folders), to receivers that take them (wire.FeatureFolders).
 	EmptyFolders int `json:"empty_folders,omitempty"`
 	// Other: devices, sockets, pipes.
 	Other int `json:"other,omitempty"`
@@ -89,14 +99,15 @@ func (s *SkippedInfo) note(path string) {
 }
 
 // buildManifestSkipping is buildManifest that also says what it skipped.
-func buildManifestSkipping(paths []string) ([]localFile, SkippedInfo, error) {
+func buildManifestSkipping(paths []string) (manifest, SkippedInfo, error) {
 	var skipped SkippedInfo
-	files, err := walkManifest(paths, &skipped)
-	return files, skipped, err
+	m, err := walkManifest(paths, &skipped)
+	return m, skipped, err
 }
 
-func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
+func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 	var files fileList
+	var folders []string
 	// Offered paths can only collide between given paths of the same base
 	// name (within one folder every path is unique): only theirs are
 	// remembered, not every path of a tree.
@@ -123,11 +134,11 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+			return manifest{}, fmt.Errorf("%s: %w", p, err)
 		}
 		info, err := os.Stat(abs)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read %s: %w", p, withoutPath(err)) // os.Stat names the path again
+			return manifest{}, fmt.Errorf("cannot read %s: %w", p, withoutPath(err)) // os.Stat names the path again
 		}
 		base := filepath.Base(abs)
 		parent := filepath.Dir(abs)
@@ -135,12 +146,12 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 		if info.Mode().IsRegular() {
 			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano()}
 			if err := add(&parent, base, e, shared); err != nil {
-				return nil, err
+				return manifest{}, err
 			}
 			continue
 		}
 		if !info.IsDir() {
-			return nil, fmt.Errorf("%s is not a file or folder", p)
+			return manifest{}, fmt.Errorf("%s is not a file or folder", p)
 		}
 		// filled[dir] is whether a file is sent from under dir (relative).
 		filled := map[string]bool{}
@@ -176,28 +187,43 @@ func walkManifest(paths []string, skipped *SkippedInfo) ([]localFile, error) {
 			return add(&parent, path.Join(base, e.rel), e, shared)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("cannot read %s: %w", p, err)
+			return manifest{}, fmt.Errorf("cannot read %s: %w", p, err)
 		}
+		// The empty folders to offer are those without an empty folder
+		// below them: making one makes its parents. dirs is in the walk's
+		// order, a folder before what is below it.
+		var empty []string
 		for _, d := range dirs {
 			if d == "" {
 				d = "."
 			}
-			if !filled[d] {
-				skipped.EmptyFolders++
-				skipped.note(src(d) + string(filepath.Separator))
+			if filled[d] {
+				continue
 			}
+			if n := len(empty); n > 0 && (empty[n-1] == "." || strings.HasPrefix(d, empty[n-1]+"/")) {
+				empty[n-1] = d // the one above was not the last
+			} else {
+				empty = append(empty, d)
+			}
+		}
+		for _, d := range empty {
+			folders = append(folders, path.Join(base, d))
 		}
 	}
 	if files.n == 0 {
+		skipped.EmptyFolders = len(folders)
 		if skipped.Count() > 0 {
-			return nil, fmt.Errorf("%w; they hold only %s", ErrNothingToSend, skipped.Summary())
+			return manifest{}, fmt.Errorf("%w; they hold only %s", ErrNothingToSend, skipped.Summary())
 		}
-		return nil, ErrNothingToSend
+		return manifest{}, ErrNothingToSend
 	}
 	if files.n > wire.MaxFiles {
-		return nil, fmt.Errorf("%d files is more than one transfer can carry (%d): send them in parts", files.n, wire.MaxFiles)
+		return manifest{}, fmt.Errorf("%d files is more than one transfer can carry (%d): send them in parts", files.n, wire.MaxFiles)
 	}
-	return files.list(), nil
+	if len(folders) > wire.MaxFolders {
+		return manifest{}, fmt.Errorf("%d empty folders is more than one transfer can carry (%d): send them in parts", len(folders), wire.MaxFolders)
+	}
+	return manifest{files: files.list(), folders: folders}, nil
 }
 
 // fileList collects the walk's files in blocks and joins them once at the
@@ -239,10 +265,10 @@ func (l *fileList) list() []localFile {
 	return append(all, l.cur...)
 }
 
-// manifestID identifies a file set (paths, sizes, mtimes, chunk size) and
-// the text offered with it, so a receiver can match a new offer against
-// partial data of an earlier one.
-func manifestID(files []localFile, chunkSize int, text string) string {
+// manifestID identifies a file set (paths, sizes, mtimes, chunk size), the
+// empty folders and the text offered with it, so a receiver can match a new
+// offer against partial data of an earlier one.
+func manifestID(files []localFile, folders []string, chunkSize int, text string) string {
 	h := sha256.New()
 	if text != "" {
 		// Offers of the same files with different texts are different transfers.
@@ -268,6 +294,16 @@ func manifestID(files []localFile, chunkSize int, text string) string {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(f.Size))
 		buf = binary.BigEndian.AppendUint64(buf, uint64(f.MTime))
 		h.Write(buf)
+	}
+	if len(folders) > 0 {
+		// Without folders the ID is what it was before they travelled.
+		sorted := slices.Clone(folders)
+		slices.Sort(sorted)
+		for _, f := range sorted {
+			h.Write([]byte("folder\x00"))
+			h.Write([]byte(f))
+			h.Write([]byte{0})
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -51,8 +51,13 @@ func TestManifestIDUnchanged(t *testing.T) {
 	}
 	for _, text := range []string{"", "a link"} {
 		for _, n := range []int{0, 1, len(files)} {
-			if got, want := manifestID(files[:n], 1<<20, text), manifestIDBefore(files[:n], 1<<20, text); got != want {
+			if got, want := manifestID(files[:n], nil, 1<<20, text), manifestIDBefore(files[:n], 1<<20, text); got != want {
 				t.Errorf("%d files, text %q: ID %s, was %s", n, text, got, want)
+			}
+			// Empty folders make another offer, whatever their order.
+			a := manifestID(files[:n], []string{"x/empty", "y"}, 1<<20, text)
+			if b := manifestID(files[:n], []string{"y", "x/empty"}, 1<<20, text); a != b || a == manifestIDBefore(files[:n], 1<<20, text) {
+				t.Errorf("%d files, text %q: with folders %s and %s (without %s)", n, text, a, b, manifestIDBefore(files[:n], 1<<20, text))
 			}
 		}
 	}
@@ -68,7 +73,7 @@ func BenchmarkManifestID(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		id   func([]localFile, int, string) string
-	}{{"now", manifestID}, {"before", manifestIDBefore}} {
+	}{{"now", func(f []localFile, c int, t string) string { return manifestID(f, nil, c, t) }}, {"before", manifestIDBefore}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

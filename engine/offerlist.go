@@ -80,7 +80,41 @@ func (rx *receiver) entry(i uint32) (wire.FileEntry, error) {
 
 // appendEntry adds the next entry of the manifest to the session's list.
 func (rx *receiver) appendEntry(f wire.FileEntry) error {
-	err := rx.list.Append(manifeststore.Entry{Path: f.Path, Size: f.Size, Mode: f.Mode, MTime: f.MTime})
+	return rx.kept(rx.list.Append(manifeststore.Entry{Path: f.Path, Size: f.Size, Mode: f.Mode, MTime: f.MTime}))
+}
+
+// readFolders reads the offer's empty folders (OfferFolders after its
+// files) into a list of their own, kept as the files' is; entries and held
+// are as holdNames takes them.
+func (rx *receiver) readFolders(entries int, held int64) error {
+	var err error
+	if rx.folders, err = rx.e.lists.open(rx.Ticket().Source()); err != nil {
+		return err
+	}
+	for rx.folders.Len() < rx.offer.Folders {
+		part, err := expect[*wire.OfferFolders](rx.ctl.recvTimeout(offerTimeout))
+		if err != nil {
+			return err
+		}
+		if n := rx.folders.Len(); part.Start != n || n+len(part.Paths) > rx.offer.Folders {
+			return fmt.Errorf("%w: folders part at %d with %d folders does not continue the %d received (of %d)",
+				wire.ErrProtocol, part.Start, len(part.Paths), n, rx.offer.Folders)
+		}
+		for _, p := range part.Paths {
+			if err := rx.kept(rx.folders.Append(manifeststore.Entry{Path: p})); err != nil {
+				return err
+			}
+		}
+		if held, err = rx.holdNames(entries, held); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kept is what the receiver tells the sender when appending to an offer's
+// list failed with err (nil when it did not).
+func (rx *receiver) kept(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -100,9 +134,11 @@ func (rx *receiver) appendEntry(f wire.FileEntry) error {
 // closeList removes the session's file list (its spill file) and gives
 // its disk back.
 func (rx *receiver) closeList() {
-	if rx.list != nil {
-		if err := rx.list.Close(); err != nil {
-			rx.e.log.Warn("remove an offer's file list", "err", err)
+	for _, l := range []*manifeststore.Store{rx.list, rx.folders} {
+		if l != nil {
+			if err := l.Close(); err != nil {
+				rx.e.log.Warn("remove an offer's file list", "err", err)
+			}
 		}
 	}
 }

@@ -175,6 +175,9 @@ type receiver struct {
 	// list is the offer's file list, in memory up to a bound and on disk
 	// beyond (offerlist.go); closed when the session ends.
 	list *manifeststore.Store
+	// folders are the offer's empty folders (Offer.Folders), kept as list
+	// is; made once every accepted file is saved (makeFolders).
+	folders *manifeststore.Store
 	// stalls counts the data streams' long waits (head-of-line blocking);
 	// its threshold follows the path's RTT, set when data starts.
 	stalls    *stallmeter.Meter
@@ -240,6 +243,8 @@ func (rx *receiver) run(ctx context.Context) error {
 		}
 		select {
 		case <-rx.complete:
+			rx.mu.Lock()
+			defer rx.mu.Unlock()
 			return rx.final // the sender hung up after everything was settled
 		default:
 			return rx.settle(errConnectionLost)
@@ -461,14 +466,15 @@ func (rx *receiver) readOffer() error {
 	}
 	rx.offer = offer
 	rx.Offered = true
-	if err := rx.CheckCost(core.ManifestCost(offer.Files, 0)); err != nil {
+	entries := offer.Files + offer.Folders // each costs as much held
+	if err := rx.CheckCost(core.ManifestCost(entries, 0)); err != nil {
 		return err
 	}
 	// The manifests held at once share a budget of memory: it is taken as
 	// the parts arrive, so a peer's names are refused before they pile up.
 	// What the list keeps on disk is charged to the disk budget as it is
 	// written (offerlist.go).
-	if refused := rx.Ticket().HoldManifest(core.ManifestCost(offer.Files, 0)); refused != nil {
+	if refused := rx.Ticket().HoldManifest(core.ManifestCost(entries, 0)); refused != nil {
 		return core.Refusal(refused).Err() // ours to tell the peer
 	}
 	if rx.list, err = rx.e.lists.open(rx.Ticket().Source()); err != nil {
@@ -492,19 +498,34 @@ func (rx *receiver) readOffer() error {
 				return err
 			}
 		}
-		mem := rx.list.MemoryBytes()
-		if err := rx.CheckCost(core.ManifestCost(offer.Files, mem)); err != nil {
-			return err // as the names arrive, not once they are all held
+		if held, err = rx.holdNames(entries, held); err != nil {
+			return err
 		}
-		if refused := rx.Ticket().HoldManifest(mem - held); refused != nil {
-			return core.Refusal(refused).Err()
-		}
-		held = mem
 	}
 	if sum != offer.TotalBytes {
 		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
 	}
+	if offer.Folders > 0 {
+		return rx.readFolders(entries, held)
+	}
 	return nil
+}
+
+// holdNames charges what the offer's lists hold in memory now, of which
+// held was charged before, and returns it: refused as the names arrive,
+// not once they are all held.
+func (rx *receiver) holdNames(entries int, held int64) (int64, error) {
+	mem := rx.list.MemoryBytes()
+	if rx.folders != nil {
+		mem += rx.folders.MemoryBytes()
+	}
+	if err := rx.CheckCost(core.ManifestCost(entries, mem)); err != nil {
+		return held, err
+	}
+	if refused := rx.Ticket().HoldManifest(mem - held); refused != nil {
+		return held, core.Refusal(refused).Err()
+	}
+	return mem, nil
 }
 
 // refuse answers the offer with a refusal and ends the session with
@@ -1138,6 +1159,16 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 		res.Code, res.Reason = wire.CodeVerifyFailed, fmt.Sprintf("%d of %d files could not be saved", n-v, n)
 	} else {
 		rx.endResume()
+		if err := rx.makeFolders(); err != nil {
+			res.OK, res.Code, res.Reason = false, wire.CodeVerifyFailed, err.Error()
+			if len(res.Reason) > wire.MaxReasonLen {
+				res.Reason = strings.ToValidUTF8(res.Reason[:wire.MaxReasonLen], "")
+			}
+			final = err
+			rx.mu.Lock()
+			rx.final = final // before the sender hears it, and hangs up
+			rx.mu.Unlock()
+		}
 	}
 	if err := rx.ctl.send(res); err != nil {
 		return err // not told: cleanup saves the state again for the sender's next attempt
@@ -1147,6 +1178,51 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	}
 	rx.lingerForPeer(ctx)
 	return final
+}
+
+// makeFolders makes the offer's empty folders (Offer.Folders) once every
+// accepted file is saved: folders that hold no file, which the files alone
+// would not make. They follow the folder-clash rule as files do (see
+// store.Dest), so an empty folder of a folder that arrived renamed is in
+// the renamed one. A *core.FoldersError says how many could not be made,
+// and the first's path and cause.
+func (rx *receiver) makeFolders() error {
+	if rx.folders == nil {
+		return nil
+	}
+	var failed int
+	var first string
+	err := rx.folders.Each(func(_ int, e manifeststore.Entry) error {
+		if _, err := rx.Dest.MakeFolder(e.Path); err != nil {
+			if failed++; failed == 1 {
+				name := e.Path
+				if len(name) > 200 {
+					name = strings.ToValidUTF8(name[:200], "") + "…"
+				}
+				first = fmt.Sprintf("%q (%s)", name, folderCause(err))
+			}
+			return nil
+		}
+		rx.Folders.Add(1)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("the list of empty folders could not be read: %w", err)
+	}
+	if failed > 0 {
+		return &core.FoldersError{Failed: failed, Folders: rx.folders.Len(), First: first}
+	}
+	return nil
+}
+
+// folderCause is why store.Dest.MakeFolder failed, without the store's
+// own wrapping: "permission denied", `element "a.partial" ends in .partial`.
+func folderCause(err error) string {
+	var ne *store.NameError
+	if errors.As(err, &ne) {
+		return ne.Reason
+	}
+	return pathCause(err)
 }
 
 // endResume drops the session's resume state before the sender hears that

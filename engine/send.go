@@ -115,14 +115,15 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	if err != nil {
 		return nil, err
 	}
-	var files []localFile
+	var m manifest
 	var skipped SkippedInfo
 	if len(paths) > 0 || items.Text == "" {
 		var err error
-		if files, skipped, err = buildManifestSkipping(paths); err != nil {
+		if m, skipped, err = buildManifestSkipping(paths); err != nil {
 			return nil, err
 		}
 	}
+	files := m.files
 	t := &Transfer{id: id, delivery: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
 		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), text: items.Text,
 		target: to, opts: opts}
@@ -138,7 +139,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		readMode = fileio.Buffered
 	}
 	o.NewAttempt = func() core.Attempt {
-		return &sender{e: e, t: t, files: files, text: items.Text, chunkSize: batchChunkSize(files, e.opts.ChunkSize), io: readMode, to: to, want: want, opts: opts}
+		return &sender{e: e, t: t, files: files, empties: m.folders, text: items.Text, chunkSize: batchChunkSize(files, e.opts.ChunkSize), io: readMode, to: to, want: want, opts: opts}
 	}
 	info := offerInfo(files, items.Text)
 	if skipped.Count() > 0 {
@@ -197,7 +198,8 @@ type sender struct {
 	want      identity.DeviceID // the device that must answer (zero: trust on first use)
 	opts      SendOptions
 	files     []localFile
-	text      string // the offer's text item
+	empties   []string // the empty folders among them (manifest.folders)
+	text      string   // the offer's text item
 	chunkSize int
 	io        fileio.Mode // how chunks are read (Options.BufferedIO)
 	conn      Conn
@@ -214,10 +216,15 @@ type sender struct {
 	held       int64        // resume: bytes of the accepted files the receiver held at the start
 	resent     atomic.Int64
 	haves      map[uint32]*wire.Have
-	peerUnsent bool           // the receiver takes FileUnsent (its hello)
-	unsent     map[int]string // files given up (giveUp): their line here, guarded by mu
-	verified   atomic.Int64
-	resolved   atomic.Int64
+	peerUnsent bool // the receiver takes FileUnsent (its hello)
+	// peerFolders: the receiver takes empty folders (its hello), so they
+	// are offered; delivered: it said every file arrived (and the folders
+	// were made).
+	peerFolders bool
+	delivered   atomic.Bool
+	unsent      map[int]string // files given up (giveUp): their line here, guarded by mu
+	verified    atomic.Int64
+	resolved    atomic.Int64
 
 	retries  chan wire.NeedChunk // chunks the receiver asked for again
 	asked    map[[2]uint32]int   // (file, chunk) -> times asked again; read by readControl only
@@ -372,6 +379,12 @@ func (tx *sender) Outcome() core.AttemptOutcome {
 		for _, i := range tx.accepted {
 			out.Total += tx.files[i].Size
 		}
+		switch {
+		case !tx.peerFolders:
+			out.FoldersLeftOut = len(tx.empties)
+		case tx.delivered.Load():
+			out.Folders = len(tx.empties)
+		}
 	}
 	return out
 }
@@ -439,6 +452,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		return ErrTextUnsupported
 	}
 	tx.peerUnsent = slices.Contains(h.Features, wire.FeatureUnsent)
+	tx.peerFolders = slices.Contains(h.Features, wire.FeatureFolders)
 	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)
 	if err != nil {
 		return err
@@ -523,13 +537,17 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 	for _, f := range tx.files {
 		total += f.Size
 	}
+	var folders []string
+	if tx.peerFolders {
+		folders = tx.empties
+	}
 	if len(tx.files) > 0 {
 		// Without files there is nothing to resume: no manifest, and each
 		// text is a transfer of its own on the receiver.
-		tx.manifest = manifestID(tx.files, tx.chunkSize, tx.text)
+		tx.manifest = manifestID(tx.files, folders, tx.chunkSize, tx.text)
 	}
 	if err := tx.ctl.send(&wire.Offer{Transfer: tx.t.id, ChunkSize: tx.chunkSize, Files: len(tx.files), TotalBytes: total,
-		Manifest: tx.manifest, Text: tx.text}); err != nil {
+		Manifest: tx.manifest, Text: tx.text, Folders: len(folders)}); err != nil {
 		return err
 	}
 	const part = 2048 // files per manifest message
@@ -557,6 +575,23 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 		default:
 		}
 		if err := tx.ctl.send(&wire.OfferFiles{Start: start, Files: entries}); err != nil {
+			return err
+		}
+		start = end
+	}
+	for start := 0; start < len(folders); {
+		end, size := start, 0
+		for end < len(folders) && end-start < wire.MaxFilesPerPart && (end == start || size+len(folders[end])+8 < wire.MaxMessage/2) {
+			size += len(folders[end]) + 8
+			end++
+		}
+		select {
+		case a := <-answered:
+			answered <- a
+			return errAnswered
+		default:
+		}
+		if err := tx.ctl.send(&wire.OfferFolders{Start: start, Paths: folders[start:end]}); err != nil {
 			return err
 		}
 		start = end
@@ -1194,6 +1229,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 			if n := int(tx.verified.Load()); n != len(tx.accepted) || m.Verified != n || m.Files != n {
 				return fmt.Errorf("%w: the receiver reported success, but verified %d of %d files", wire.ErrProtocol, n, len(tx.accepted))
 			}
+			tx.delivered.Store(true)
 			return errSessionDone
 		case *wire.Cancel:
 			return &wire.RemoteError{Code: m.Code, Reason: m.Reason}

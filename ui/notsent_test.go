@@ -35,7 +35,7 @@ func TestSendRowSaysWhatIsNotSent(t *testing.T) {
 	got := u.transfers.detailSkipped.Text
 	lines := strings.Split(got, "\n")
 	want := []string{
-		"2 symbolic links (not followed), 1 empty folder. Ferry sends regular files and the folders that hold them.",
+		"2 symbolic links (not followed), 1 empty folder. Ferry sends regular files and folders.",
 		"/home/sam/photos/latest",
 		EscapeName("/home/sam/photos/old\u202egpj.exe"),
 		"and 1 more",

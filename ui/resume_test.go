@@ -172,11 +172,17 @@ func TestDetailsKeepLiveMetricsTheResultLacks(t *testing.T) {
 		CongestionControl: "bbr", SmoothedRTT: 2 * time.Millisecond, MinRTT: time.Millisecond, CongestionWindow: 3_000_000, PacketsLost: 4, Connections: 2}})
 	// The closed connection reports its totals only.
 	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Outgoing, Result: &Result{State: StateDone, Files: 1, Bytes: 10,
-		Transport: "tcp", Resent: 2_000_000, Kept: 5_000_000, Metrics: &Metrics{Transport: "tcp", PacketsLost: 29, Connections: 2}}})
+		Transport: "tcp", Resent: 2_000_000, Kept: 5_000_000, Folders: 3, FoldersLeftOut: 0, Metrics: &Metrics{Transport: "tcp", PacketsLost: 29, Connections: 2}}})
 	got := detailsText(u.transfers.byID[id])
 	if !contains(got, "Transport: TCP (TCP moves more bytes per second here)", "Round-trip time: 2.00 ms (min 1.00 ms)",
 		"Congestion control: bbr", "Congestion window: 3.0 MB", "Segments retransmitted: 29", "TCP connections: 2", "Sent again after reconnecting: 2.0 MB",
-		"Kept from an earlier attempt (not sent again): 5.0 MB") {
+		"Kept from an earlier attempt (not sent again): 5.0 MB", "Empty folders made besides the files: 3") || strings.Contains(got, "not sent (the receiver") {
+		t.Errorf("details = %q", got)
+	}
+	// To an older receiver, what it does not take is said.
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "t2", Direction: Outgoing, Result: &Result{State: StateDone, Files: 1, Bytes: 10,
+		Transport: "tcp", FoldersLeftOut: 2}})
+	if got := detailsText(u.transfers.byID["t2"]); !contains(got, "Empty folders not sent (the receiver's Ferry is older and does not take them): 2") || strings.Contains(got, "besides the files") {
 		t.Errorf("details = %q", got)
 	}
 }

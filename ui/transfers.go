@@ -785,8 +785,9 @@ func detailsText(v *transferView) string {
 	}
 	m := v.metrics
 	if m == nil {
-		b.WriteString("No connection metrics yet.")
-		return b.String()
+		b.WriteString("No connection metrics yet.\n")
+		resultLines(&b, v.result)
+		return strings.TrimRight(b.String(), "\n")
 	}
 	if m.SmoothedRTT > 0 {
 		fmt.Fprintf(&b, "Round-trip time: %s (min %s)\n", fmtDur(m.SmoothedRTT), fmtDur(m.MinRTT))
@@ -820,13 +821,29 @@ func detailsText(v *transferView) string {
 	if m.Connections > 0 {
 		fmt.Fprintf(&b, "TCP connections: %d\n", m.Connections)
 	}
-	if r := v.result; r != nil && r.Kept > 0 {
-		fmt.Fprintf(&b, "Kept from an earlier attempt (not sent again): %s\n", HumanBytes(r.Kept))
-	}
-	if r := v.result; r != nil && r.Resent > 0 {
-		fmt.Fprintf(&b, "Sent again after reconnecting: %s\n", HumanBytes(r.Resent))
-	}
+	resultLines(&b, v.result)
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// resultLines are the Details lines of what a finished transfer's result
+// says beyond its row: what did not travel, or travelled twice, and the
+// empty folders.
+func resultLines(b *strings.Builder, r *Result) {
+	if r == nil {
+		return
+	}
+	if r.Kept > 0 {
+		fmt.Fprintf(b, "Kept from an earlier attempt (not sent again): %s\n", HumanBytes(r.Kept))
+	}
+	if r.Resent > 0 {
+		fmt.Fprintf(b, "Sent again after reconnecting: %s\n", HumanBytes(r.Resent))
+	}
+	if r.Folders > 0 {
+		fmt.Fprintf(b, "Empty folders made besides the files: %d\n", r.Folders)
+	}
+	if r.FoldersLeftOut > 0 {
+		fmt.Fprintf(b, "Empty folders not sent (the receiver's Ferry is older and does not take them): %d\n", r.FoldersLeftOut)
+	}
 }
 
 // pathText is the row's words for the way a transfer goes ("direct",
@@ -965,7 +982,7 @@ func skippedText(s *Skipped) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(s.Summary + ". Ferry sends regular files and the folders that hold them.")
+	b.WriteString(s.Summary + ". Ferry sends regular files and folders.")
 	for _, p := range s.Examples {
 		b.WriteString("\n" + EscapeName(p))
 	}

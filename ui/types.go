@@ -370,6 +370,9 @@ type Result struct {
 	// Kept is what the receiver held of the files from an earlier attempt
 	// when this one began (resume): it did not travel again.
 	Kept int64
+	// Folders counts the empty folders made on the receiver besides the
+	// files; FoldersLeftOut, sending, those an older receiver does not take.
+	Folders, FoldersLeftOut int
 	// Refused counts offered files the receiver refused by name (a large
 	// offer lists only its first files: this counts them all).
 	Refused     int

@@ -63,7 +63,8 @@ func TestSendRefusedAsTooLargeEndsAtOnce(t *testing.T) {
 	}
 }
 
-// Issue 30: a send says what the folder holds that it does not carry.
+// Issue 30: a send says what the folder holds that it does not carry, and
+// carries its empty folders.
 func TestSendSaysWhatItSkips(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "tree")
 	if err := os.MkdirAll(filepath.Join(src, "empty"), 0o755); err != nil {
@@ -80,11 +81,18 @@ func TestSendSaysWhatItSkips(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("send exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stdout, "not sent: 1 symbolic link (not followed), 1 empty folder") {
+	if !strings.Contains(stdout, "not sent: 1 symbolic link (not followed) (") || strings.Contains(stdout, "not sent: 1 symbolic link (not followed), 1 empty folder") {
 		t.Errorf("the send does not say what it skipped:\n%s", stdout)
+	}
+	// The empty folder is sent, and made.
+	if !strings.Contains(stdout, "done: 1 of 1 files verified and 1 empty folder made, ") {
+		t.Errorf("the send does not say the empty folder was made:\n%s", stdout)
 	}
 	if code := r.wait(); code != 0 {
 		t.Fatalf("receive --once exit %d", code)
+	}
+	if fi, err := os.Stat(filepath.Join(r.dir, "tree", "empty")); err != nil || !fi.IsDir() {
+		t.Errorf("the empty folder did not arrive: %v", err)
 	}
 }
 

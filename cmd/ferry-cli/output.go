@@ -112,7 +112,7 @@ func (p *printer) event(ev engine.Event) {
 		}
 	case engine.EventOffer:
 		if s := ev.Offer.Skipped; ev.Direction == engine.Sending && s != nil {
-			why := " (Ferry sends regular files and the folders that hold them)"
+			why := " (Ferry sends regular files and folders)"
 			if s.Count() == s.Unreadable {
 				why = "" // only what could not be read: the examples say why
 			}
@@ -159,14 +159,33 @@ func (p *printer) event(ev engine.Event) {
 		if r.State == engine.StateDone && r.Files == 0 && r.Text != "" {
 			p.line("done: text delivered")
 		} else if r.State == engine.StateDone {
-			p.line("done: %d of %d files verified, %s", r.Verified, r.Files, doneBytes(ev.Direction, r))
+			p.line("done: %d of %d files verified%s, %s", r.Verified, r.Files, foldersMade(r.Folders), doneBytes(ev.Direction, r))
 			if r.Refused > 0 {
 				p.line("refused: %d file(s) (FAILED above says why)", r.Refused)
+			}
+			if r.FoldersLeftOut > 0 {
+				p.line("not sent: %s (the receiver's Ferry is older and does not take them)", emptyFolders(r.FoldersLeftOut))
 			}
 		} else {
 			p.line("%s: %s", r.State, shown(r.Err))
 		}
 	}
+}
+
+// foldersMade is the done line's word on the empty folders made besides
+// the files.
+func foldersMade(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " and " + emptyFolders(n) + " made"
+}
+
+func emptyFolders(n int) string {
+	if n == 1 {
+		return "1 empty folder"
+	}
+	return fmt.Sprintf("%d empty folders", n)
 }
 
 // doneBytes says how much a finished transfer delivered, how fast and

@@ -781,6 +781,25 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 	return false, d.root.Rename(oldname, newname)
 }
 
+// MakeFolder creates the peer's folder rel (slash-separated, validated as
+// a file's path is) and the folders above it, by the folder-clash rule
+// (see Dest): a folder of the name is kept, and files received into it
+// later merge with what it holds; a name taken by anything else makes it
+// "name (1)". It returns where the folder is, relative to the destination
+// (slash-separated).
+func (d *Dest) MakeFolder(rel string) (string, error) {
+	if err := ValidateHere(rel); err != nil {
+		return "", err
+	}
+	fo, err := d.resolveFolder(rel)
+	if err != nil {
+		return "", fmt.Errorf("store: create %q: %w", rel, err)
+	}
+	at := filepath.ToSlash(fo.path)
+	d.release(fo)
+	return at, nil
+}
+
 // resolveDir maps a peer's folders (slash-separated, as split returns
 // them) to an OS-form path inside the root, applying the folder-clash rule
 // documented on Dest, without creating anything (PartialPath): the folder

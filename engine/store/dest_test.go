@@ -1013,3 +1013,48 @@ func TestFinalizeOtherName(t *testing.T) {
 	}
 	assertTree(t, dir, map[string]string{"b/y.txt": "x", "c/z.txt": ""})
 }
+
+func TestMakeFolder(t *testing.T) {
+	d, dir := openDest(t)
+	writeFile(t, dir, "docs", "a file called docs")
+	writeFile(t, dir, "kept/old.txt", "was here")
+	outside := t.TempDir()
+	symlink(t, outside, filepath.Join(dir, "link"))
+
+	for _, c := range []struct{ rel, want string }{
+		{"empty", "empty"},
+		{"empty", "empty"}, // again: the same folder, not "empty (1)"
+		{"a/b/c", "a/b/c"},
+		{"a/b", "a/b"},
+		{"docs/empty", "docs (1)/empty"}, // a file's name: the folder is numbered
+		{"kept/new", "kept/new"},         // a folder's name: merged
+		{"link/x", "link (1)/x"},         // never through a symlink
+	} {
+		got, err := d.MakeFolder(c.rel)
+		if err != nil || got != c.want {
+			t.Errorf("MakeFolder(%q) = %q, %v; want %q", c.rel, got, err, c.want)
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(got))); err != nil || !fi.IsDir() {
+			t.Errorf("MakeFolder(%q): %s is not a folder: %v", c.rel, got, err)
+		}
+	}
+	// A file later received into a folder made so lands in it.
+	if saved := receive(t, d, "docs/empty/f.txt", []byte("f")); saved != "docs (1)/empty/f.txt" {
+		t.Errorf("saved as %q, want %q", saved, "docs (1)/empty/f.txt")
+	}
+	for _, bad := range []string{"", "/abs", "../up", "a/../b", "x.partial", "a\x00b"} {
+		if got, err := d.MakeFolder(bad); !errors.Is(err, ErrBadName) {
+			t.Errorf("MakeFolder(%q) = %q, %v; want ErrBadName", bad, got, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("something was made outside the destination: %v", ents)
+	}
+	assertTree(t, dir, map[string]string{
+		"docs":                 "a file called docs",
+		"kept/old.txt":         "was here",
+		"docs (1)/empty/f.txt": "f",
+		"link":                 "-> " + outside,
+	})
+}

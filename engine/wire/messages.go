@@ -75,6 +75,11 @@ type Offer struct {
 	// unless the receiving user chooses. Only sent to peers whose Hello
 	// lists FeatureText.
 	Text string `json:"text,omitempty"`
+	// Folders counts the offer's empty folders: folders that hold no
+	// offered file, which the files alone would not make on the receiver.
+	// OfferFolders messages with their paths follow the manifest's files.
+	// Only sent to peers whose Hello lists FeatureFolders.
+	Folders int `json:"folders,omitempty"`
 }
 
 // FileEntry is one offered file.
@@ -89,6 +94,14 @@ type FileEntry struct {
 type OfferFiles struct {
 	Start int         `json:"start"`
 	Files []FileEntry `json:"files"`
+}
+
+// OfferFolders carries part of the offer's empty folders, starting at
+// folder index Start: relative, slash-separated paths, validated by the
+// receiver as file paths are. They come after the last OfferFiles.
+type OfferFolders struct {
+	Start int      `json:"start"`
+	Paths []string `json:"paths"`
 }
 
 // Decision is the receiver's answer to an offer.
@@ -164,19 +177,20 @@ type Cancel struct {
 }
 
 // Type implementations.
-func (*Hello) Type() Type       { return THello }
-func (*Offer) Type() Type       { return TOffer }
-func (*OfferFiles) Type() Type  { return TOfferFiles }
-func (*Decision) Type() Type    { return TDecision }
-func (*Have) Type() Type        { return THave }
-func (*NeedChunk) Type() Type   { return TNeedChunk }
-func (*FileResult) Type() Type  { return TFileResult }
-func (*SenderDone) Type() Type  { return TSenderDone }
-func (*Result) Type() Type      { return TResult }
-func (*Cancel) Type() Type      { return TCancel }
-func (*FileUnsent) Type() Type  { return TFileUnsent }
-func (*PairReveal) Type() Type  { return TPairReveal }
-func (*PairConfirm) Type() Type { return TPairConfirm }
+func (*Hello) Type() Type        { return THello }
+func (*Offer) Type() Type        { return TOffer }
+func (*OfferFiles) Type() Type   { return TOfferFiles }
+func (*Decision) Type() Type     { return TDecision }
+func (*Have) Type() Type         { return THave }
+func (*NeedChunk) Type() Type    { return TNeedChunk }
+func (*FileResult) Type() Type   { return TFileResult }
+func (*SenderDone) Type() Type   { return TSenderDone }
+func (*Result) Type() Type       { return TResult }
+func (*Cancel) Type() Type       { return TCancel }
+func (*FileUnsent) Type() Type   { return TFileUnsent }
+func (*OfferFolders) Type() Type { return TOfferFolders }
+func (*PairReveal) Type() Type   { return TPairReveal }
+func (*PairConfirm) Type() Type  { return TPairConfirm }
 
 func checkText(field, s string, max int) error {
 	if len(s) > max {
@@ -264,6 +278,8 @@ func (m *Offer) validate() error {
 		return protoErr("offer: chunk size %d outside [%d, %d]", m.ChunkSize, MinChunkSize, MaxChunkSize)
 	case m.Files < 0 || m.Files > MaxFiles:
 		return protoErr("offer: %d files (limit %d)", m.Files, MaxFiles)
+	case m.Folders < 0 || m.Folders > MaxFolders:
+		return protoErr("offer: %d folders (limit %d)", m.Folders, MaxFolders)
 	case m.TotalBytes < 0:
 		return protoErr("offer: negative total size")
 	case len(m.Manifest) > 128:
@@ -282,6 +298,18 @@ func (m *OfferFiles) validate() error {
 		}
 		if len(f.Path) > 4096 {
 			return protoErr("offer files: file %d path too long", m.Start+i)
+		}
+	}
+	return nil
+}
+
+func (m *OfferFolders) validate() error {
+	if m.Start < 0 || m.Start > MaxFolders || len(m.Paths) == 0 || len(m.Paths) > MaxFilesPerPart {
+		return protoErr("offer folders: start %d, %d paths", m.Start, len(m.Paths))
+	}
+	for i, p := range m.Paths {
+		if p == "" || len(p) > MaxFolderPath {
+			return protoErr("offer folders: folder %d has a path of %d bytes", m.Start+i, len(p))
 		}
 	}
 	return nil

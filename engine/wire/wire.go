@@ -37,6 +37,8 @@ const (
 	MinChunkSize    = 4 << 10   // smallest chunk size an offer may use
 	MaxFiles        = 1_000_000 // files in one offer
 	MaxFilesPerPart = 8192      // files in one OfferFiles message
+	MaxFolders      = 1_000_000 // empty folders in one offer (Offer.Folders)
+	MaxFolderPath   = 4096      // bytes of one folder's path
 	MaxNameLen      = 255       // device name, bytes
 	MaxReasonLen    = 1024      // free-text reasons, bytes
 	MaxRefusals     = 1000      // files one decision may refuse by name
@@ -54,6 +56,10 @@ const (
 	// FeatureRendezvous: its pairing step also settles the rendezvous
 	// secret (Hello.Rendezvous), the pairing exchange's step for issue #29.
 	FeatureRendezvous = "rendezvous"
+	// FeatureFolders: it takes an offer's empty folders (Offer.Folders,
+	// OfferFolders) and creates them; to a receiver without it they are
+	// not sent.
+	FeatureFolders = "folders"
 )
 
 func protoErr(format string, args ...any) error {
@@ -65,26 +71,28 @@ type Type uint8
 
 // Control message types.
 const (
-	THello       Type = 1
-	TOffer       Type = 2
-	TOfferFiles  Type = 3
-	TDecision    Type = 4
-	_            Type = 5 // retired: roots travel in-band as root frames (RootChunk)
-	TNeedChunk   Type = 6
-	TFileResult  Type = 7
-	TSenderDone  Type = 8
-	TResult      Type = 9
-	TCancel      Type = 10
-	THave        Type = 11
-	TPairReveal  Type = 12
-	TPairConfirm Type = 13
-	TFileUnsent  Type = 14
+	THello        Type = 1
+	TOffer        Type = 2
+	TOfferFiles   Type = 3
+	TDecision     Type = 4
+	_             Type = 5 // retired: roots travel in-band as root frames (RootChunk)
+	TNeedChunk    Type = 6
+	TFileResult   Type = 7
+	TSenderDone   Type = 8
+	TResult       Type = 9
+	TCancel       Type = 10
+	THave         Type = 11
+	TPairReveal   Type = 12
+	TPairConfirm  Type = 13
+	TFileUnsent   Type = 14
+	TOfferFolders Type = 15
 )
 
 func (t Type) String() string {
 	names := map[Type]string{THello: "hello", TOffer: "offer", TOfferFiles: "offer-files", TDecision: "decision",
 		TNeedChunk: "need-chunk", TFileResult: "file-result", TSenderDone: "sender-done",
-		TResult: "result", TCancel: "cancel", THave: "have", TPairReveal: "pair-reveal", TPairConfirm: "pair-confirm", TFileUnsent: "file-unsent"}
+		TResult: "result", TCancel: "cancel", THave: "have", TPairReveal: "pair-reveal", TPairConfirm: "pair-confirm", TFileUnsent: "file-unsent",
+		TOfferFolders: "offer-folders"}
 	if n, ok := names[t]; ok {
 		return n
 	}
@@ -240,6 +248,8 @@ func newMessage(t Type) Message {
 		return &Have{}
 	case TFileUnsent:
 		return &FileUnsent{}
+	case TOfferFolders:
+		return &OfferFolders{}
 	}
 	return nil
 }

@@ -55,6 +55,8 @@ func validMessages() []wire.Message {
 		&wire.SenderDone{},
 		&wire.FileUnsent{File: 4, Code: wire.CodeIO, Reason: "permission denied"},
 		&wire.FileUnsent{File: 1<<32 - 1, Code: wire.CodeIO},
+		&wire.Offer{Transfer: "t1", ChunkSize: 1 << 20, Files: 2, TotalBytes: 10, Folders: wire.MaxFolders},
+		&wire.OfferFolders{Start: 3, Paths: []string{"photos/empty", "photos/a/b/c", strings.Repeat("p", wire.MaxFolderPath)}},
 		&wire.Result{OK: true, Files: 5, Verified: 5},
 		&wire.Result{OK: false, Files: 5, Verified: 2, Code: wire.CodeIO, Reason: "disk error"},
 		&wire.Cancel{Code: wire.CodeCancelled, Reason: "user pressed cancel"},
@@ -237,7 +239,18 @@ var hostileCases = []struct {
 	{"length 0xFFFFFFFF", header(wire.THello, 0xFFFFFFFF), wire.ErrProtocol},
 	{"length 0xFFFFFFFF unknown type", header(200, 0xFFFFFFFF), wire.ErrProtocol},
 	{"type 0", frame(0, `{}`), wire.ErrProtocol},
-	{"type 15", frame(15, `{}`), wire.ErrProtocol},
+	{"type 16", frame(16, `{}`), wire.ErrProtocol},
+	{"offer folders negative", frame(wire.TOffer, `{"transfer":"t","chunk_size":65536,"files":1,"total_bytes":1,"folders":-1}`), wire.ErrProtocol},
+	{"offer folders over the limit", frame(wire.TOffer, `{"transfer":"t","chunk_size":65536,"files":1,"total_bytes":1,"folders":1000001}`), wire.ErrProtocol},
+	{"offer folders as string", frame(wire.TOffer, `{"transfer":"t","chunk_size":65536,"files":1,"total_bytes":1,"folders":"3"}`), wire.ErrProtocol},
+	{"offer-folders no paths", frame(wire.TOfferFolders, `{"start":0,"paths":[]}`), wire.ErrProtocol},
+	{"offer-folders null paths", frame(wire.TOfferFolders, `{"start":0,"paths":null}`), wire.ErrProtocol},
+	{"offer-folders negative start", frame(wire.TOfferFolders, `{"start":-1,"paths":["a"]}`), wire.ErrProtocol},
+	{"offer-folders start over the limit", frame(wire.TOfferFolders, `{"start":1000001,"paths":["a"]}`), wire.ErrProtocol},
+	{"offer-folders empty path", frame(wire.TOfferFolders, `{"start":0,"paths":[""]}`), wire.ErrProtocol},
+	{"offer-folders path 4097 bytes", frame(wire.TOfferFolders, `{"start":0,"paths":["`+strings.Repeat("p", wire.MaxFolderPath+1)+`"]}`), wire.ErrProtocol},
+	{"offer-folders 8193 paths", frame(wire.TOfferFolders, `{"start":0,"paths":[`+strings.Repeat(`"a",`, wire.MaxFilesPerPart)+`"a"]}`), wire.ErrProtocol},
+	{"offer-folders path as number", frame(wire.TOfferFolders, `{"start":0,"paths":[1]}`), wire.ErrProtocol},
 	{"file unsent reason 257 bytes", frame(wire.TFileUnsent, `{"file":1,"code":"io","reason":"`+strings.Repeat("r", wire.MaxRefusalLen+1)+`"}`), wire.ErrProtocol},
 	{"file unsent reason invalid utf-8", frame(wire.TFileUnsent, "{\"file\":1,\"code\":\"io\",\"reason\":\"a\xffb\"}"), wire.ErrProtocol},
 	{"file unsent code 33 bytes", frame(wire.TFileUnsent, `{"file":1,"code":"`+strings.Repeat("c", 33)+`"}`), wire.ErrProtocol},
@@ -633,8 +646,8 @@ func TestTypeString(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if len(seen) != 13 {
-		t.Errorf("%d distinct type names, want 13", len(seen))
+	if len(seen) != 14 {
+		t.Errorf("%d distinct type names, want 14", len(seen))
 	}
 	if got := wire.Type(200).String(); got != "type(200)" {
 		t.Errorf("Type(200).String() = %q", got)

@@ -120,6 +120,9 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		var ns *NotSentError
 		errors.As(err, &ns)
 		e.State, e.Code, e.ByPeer, e.Text = StateFailed, string(errcode.CodeIO), !ns.Here, Sentence(err)
+	case remote && errors.Is(err, errcode.ErrVerifyFailed) && strings.Contains(ReasonOf(re), " empty folders could not be made"):
+		// The receiver's FoldersError, in its words.
+		e.State, e.Text = StateFailed, "On "+peer+", "+ReasonOf(re)+"."
 	case !remote && errors.Is(err, io.ErrUnexpectedEOF) && resumable:
 		e.State, e.Code = StateInterrupted, CodeConnectionLost
 		e.Text = "Interrupted — will resume when " + peer + " is back."

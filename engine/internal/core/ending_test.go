@@ -110,6 +110,24 @@ func TestNotSentEnding(t *testing.T) {
 	}
 }
 
+// Empty folders the receiver could not make end a transfer failed on both
+// sides, in the receiver's words, and are not tried again.
+func TestFoldersEnding(t *testing.T) {
+	err := &FoldersError{Failed: 1, Folders: 3, First: `"a/x" (permission denied)`}
+	recv := EndOf(err, "Alice", false)
+	want := `1 of 3 empty folders could not be made: "a/x" (permission denied); every file arrived.`
+	if recv.State != StateFailed || recv.Code != "verify_failed" || recv.ByPeer || recv.Text != want {
+		t.Errorf("receiver: %+v", recv)
+	}
+	send := EndOf(&errcode.RemoteError{Code: errcode.CodeVerifyFailed, Reason: err.Error()}, "Bob", false)
+	if send.State != StateFailed || !send.ByPeer || send.Text != "On Bob, "+want {
+		t.Errorf("sender: %+v", send)
+	}
+	if Retryable(err) || Retryable(&errcode.RemoteError{Code: errcode.CodeVerifyFailed, Reason: err.Error()}) {
+		t.Error("a transfer whose folders could not be made is tried again")
+	}
+}
+
 // An offer that does not fit is said with the figures and the device, not
 // the receiver's folder (the sender need not learn where downloads go); an
 // older receiver's reason, which named its folder, is read without it.

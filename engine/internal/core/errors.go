@@ -80,6 +80,22 @@ func (e *NotSentError) Error() string {
 // Is makes a NotSentError an ErrUnreadable (not worth a retry).
 func (e *NotSentError) Is(target error) bool { return target == ErrUnreadable }
 
+// FoldersError ends a transfer whose every file arrived but some of whose
+// empty folders (wire.Offer.Folders) could not be made on the receiver.
+// First is the first of them, its path quoted, and why.
+type FoldersError struct {
+	Failed, Folders int
+	First           string
+}
+
+func (e *FoldersError) Error() string {
+	return fmt.Sprintf("%d of %d empty folders could not be made: %s; every file arrived", e.Failed, e.Folders, e.First)
+}
+
+// Is makes a FoldersError an ErrVerifyFailed: the receiver could not save
+// everything, and trying again would not change that.
+func (e *FoldersError) Is(target error) bool { return target == errcode.ErrVerifyFailed }
+
 // CodeConnectionLost: the other device went away without a word (killed,
 // asleep, out of range); a receiver keeps what arrived for the next attempt.
 // It is the one table's (package errcode), though it never crosses the wire.

@@ -60,6 +60,8 @@ type Inbox struct {
 	// Kept counts the bytes of Bytes that were on this device before the
 	// session began (resume), for the result.
 	Kept atomic.Int64
+	// Folders counts the offer's empty folders made here, for the result.
+	Folders atomic.Int64
 
 	mu        sync.Mutex // guards the fields below
 	resolvedN int
@@ -703,6 +705,7 @@ func (in *Inbox) Finish(err error, resumable bool, r Result) {
 	r.Refused = len(in.Refused)
 	r.Destination = in.DestDir
 	r.Bytes, r.Kept = in.Bytes.Load(), in.Kept.Load()
+	r.Folders = int(in.Folders.Load())
 	_, r.Verified = in.Counts()
 	r.Files, r.TotalBytes = len(in.Accepted), in.AcceptedBytes()
 	if in.started {

@@ -129,6 +129,13 @@ type Result struct {
 	// Refused counts offered files the receiver refused by name; each has
 	// its EventFile with the reason.
 	Refused int `json:"refused,omitempty"`
+	// Folders counts the empty folders made on the receiver besides the
+	// files (sending: that the receiver made), folders that hold no file
+	// and would not exist by the files alone.
+	Folders int `json:"folders,omitempty"`
+	// FoldersLeftOut, sending, counts empty folders of the send that the
+	// receiver does not take (an older Ferry): not made there.
+	FoldersLeftOut int `json:"folders_left_out,omitempty"`
 	// PresentedID is set when another device than the expected one answered
 	// (discovery is told, so it stops offering that address for that ID).
 	PresentedID string `json:"presented_id,omitempty"`

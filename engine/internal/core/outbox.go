@@ -82,6 +82,9 @@ type AttemptOutcome struct {
 	Verified     int    // files it verified
 	Total        int64  // bytes of the accepted files
 	Reason       string // why this transport carries it
+	// Folders: empty folders the receiver made (it answered that all went
+	// well); FoldersLeftOut: empty folders it does not take.
+	Folders, FoldersLeftOut int
 }
 
 // Run makes attempts until one ends the transfer: it succeeds, fails in a
@@ -261,6 +264,7 @@ func (o *Outbox) finish(err error, tt totals) {
 	EndOf(err, o.host.PeerName(), false).Apply(&r)
 	if last.Accepted >= 0 {
 		r.Files, r.Refused, r.Verified, r.TotalBytes = last.Accepted, last.Refused, last.Verified, last.Total
+		r.Folders, r.FoldersLeftOut = last.Folders, last.FoldersLeftOut
 		r.Text = o.Text
 	} else {
 		// The receiver never decided: say what was offered.

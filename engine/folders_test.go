@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/merkle"
+
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// folderTree writes a project folder with files and empty folders: two
+// empty branches (one three deep) beside folders that hold files.
+func folderTree(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "project")
+	writeFile(t, filepath.Join(src, "src", "main.go"), 3000)
+	writeFile(t, filepath.Join(src, "README"), 100)
+	for _, d := range []string{"logs", "build/cache/tmp", "src/testdata"} {
+		if err := os.MkdirAll(filepath.Join(src, filepath.FromSlash(d)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
+}
+
+// emptyFoldersUnder lists the folders under dir that hold nothing, as
+// slash paths relative to dir.
+func emptyFoldersUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if ents, err := os.ReadDir(p); err == nil && len(ents) == 0 {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A folder's empty folders arrive with its files, over either transport,
+// and both sides count them.
+func TestEmptyFoldersArrive(t *testing.T) {
+	for _, tp := range []string{"tcp", "quic"} {
+		t.Run(tp, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			got := resultsOf(t, recv, Receiving, 1)
+			send := testEngine(t, Options{})
+			src := folderTree(t)
+			res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
+			if res.State != StateDone || res.Folders != 3 || res.FoldersLeftOut != 0 {
+				t.Fatalf("send: %s %q, %d folders made, %d left out; want done, 3 made", res.State, res.Err, res.Folders, res.FoldersLeftOut)
+			}
+			if r := next(t, got); r.State != StateDone || r.Folders != 3 {
+				t.Fatalf("receive: %s %q, %d folders", r.State, r.Err, r.Folders)
+			}
+			sameTree(t, src, recv.DownloadDir())
+			want := []string{"project/build/cache/tmp", "project/logs", "project/src/testdata"}
+			if got := emptyFoldersUnder(t, recv.DownloadDir()); !slices.Equal(got, want) {
+				t.Errorf("empty folders received: %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// Where the folder's name is taken by a file, the files arrive in
+// "project (1)", and so do its empty folders.
+func TestEmptyFoldersFollowARenamedFolder(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	writeFile(t, filepath.Join(recv.DownloadDir(), "project"), 10)
+	send := testEngine(t, Options{})
+	res := sendWait(t, send, target(recv), []string{folderTree(t)}, SendOptions{Transport: "tcp"})
+	if res.State != StateDone {
+		t.Fatalf("send: %s %q", res.State, res.Err)
+	}
+	want := []string{"project (1)/build/cache/tmp", "project (1)/logs", "project (1)/src/testdata"}
+	if got := emptyFoldersUnder(t, recv.DownloadDir()); !slices.Equal(got, want) {
+		t.Errorf("empty folders received: %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(recv.DownloadDir(), "project (1)", "src", "main.go")); err != nil {
+		t.Error(err)
+	}
+}
+
+// A receiver of an older build does not take folders: the files arrive,
+// and the sender's result says how many empty folders were left out.
+func TestEmptyFoldersToAnOlderReceiver(t *testing.T) {
+	recv := testEngine(t, Options{})
+	recv.features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent}
+	if err := recv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	send := testEngine(t, Options{})
+	src := folderTree(t)
+	res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if res.State != StateDone || res.Folders != 0 || res.FoldersLeftOut != 3 {
+		t.Fatalf("send: %s %q, %d folders made, %d left out; want done, 3 left out", res.State, res.Err, res.Folders, res.FoldersLeftOut)
+	}
+	sameTree(t, src, recv.DownloadDir())
+	if got := emptyFoldersUnder(t, recv.DownloadDir()); len(got) != 0 {
+		t.Errorf("empty folders made by a receiver that does not take them: %q", got)
+	}
+}
+
+// A send of nothing but empty folders has nothing to carry them, and says
+// so; beside a file it sends them.
+func TestOnlyEmptyFoldersAreNothingToSend(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "empty")
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := buildManifestSkipping([]string{dir})
+	if err == nil || !strings.Contains(err.Error(), "they hold only 1 empty folder") {
+		t.Errorf("got %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "note.txt")
+	writeFile(t, file, 5)
+	m, _, err := buildManifestSkipping([]string{dir, file})
+	if err != nil || len(m.files) != 1 || !slices.Equal(m.folders, []string{"empty/a/b"}) {
+		t.Errorf("files %v, folders %q, %v; want note.txt and empty/a/b", m.files, m.folders, err)
+	}
+}
+
+// An empty folder that cannot be made (a name this device does not store)
+// fails the transfer, saying which, after every file was saved; nothing
+// is made outside the download folder for a peer's "../" or absolute path.
+func TestEmptyFolderThatCannotBeMade(t *testing.T) {
+	good := []byte("hello, world")
+	for _, c := range []struct{ folder, want string }{
+		{"old.partial", `1 of 2 empty folders could not be made: "old.partial" (element "old.partial" ends in .partial); every file arrived.`},
+		{"../outside", `1 of 2 empty folders could not be made: "../outside" (`},
+		{"/abs", `1 of 2 empty folders could not be made: "/abs" (`},
+	} {
+		t.Run(c.folder, func(t *testing.T) {
+			recv := testEngine(t, Options{})
+			events, unsub := recv.Subscribe(256)
+			defer unsub()
+			p, done := connectRaw(t, recv)
+			go func() {
+				p.hello()
+				p.ctl.send(&wire.Offer{Transfer: newTransferID(), ChunkSize: 64 << 10, Files: 1, TotalBytes: int64(len(good)), Folders: 2})
+				p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "a.txt", Size: int64(len(good))}}})
+				p.ctl.send(&wire.OfferFolders{Start: 0, Paths: []string{c.folder, "fine/empty"}})
+				if p.waitAccepted() {
+					leaf := merkle.Leaf(good)
+					p.data(frame(0, 0, good, leaf), rootFrame(0, merkle.Root([]merkle.Hash{leaf})))
+					p.ctl.send(&wire.SenderDone{})
+					for range 2 { // the file's result, the transfer's
+						m, err := p.ctl.recvTimeout(5 * time.Second)
+						if r, ok := m.(*wire.Result); ok && (r.OK || r.Code != wire.CodeVerifyFailed || !strings.Contains(r.Reason, "empty folder")) {
+							t.Errorf("told the sender %+v", r)
+						}
+						if err != nil {
+							break
+						}
+					}
+				}
+				p.conn.Close(nil)
+			}()
+			<-done
+			var res *Result
+			for len(events) > 0 {
+				if ev := <-events; ev.Kind == EventResult {
+					res = ev.Result
+				}
+			}
+			if res == nil || res.State != StateFailed || !strings.Contains(res.Err+res.Detail, c.want) || res.Verified != 1 || res.Folders != 1 {
+				t.Fatalf("result %+v, want failed with %q, the file verified, one folder made", res, c.want)
+			}
+			if got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "a.txt")); err != nil || string(got) != string(good) {
+				t.Errorf("a.txt: %q, %v", got, err)
+			}
+			if got := emptyFoldersUnder(t, recv.DownloadDir()); !slices.Equal(got, []string{"fine/empty"}) {
+				t.Errorf("empty folders made: %q", got)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(recv.DownloadDir()), "outside")); err == nil {
+				t.Error("a folder was made outside the download folder")
+			}
+		})
+	}
+}

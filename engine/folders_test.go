@@ -2,6 +2,7 @@ package engine
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -189,5 +190,43 @@ func TestEmptyFolderThatCannotBeMade(t *testing.T) {
 				t.Error("a folder was made outside the download folder")
 			}
 		})
+	}
+}
+
+// A receiver that cannot write its download folder says so in the system's
+// words, on both sides, without its own paths, and not as a failed
+// verification. (chattr +i keeps even root out of the folder.)
+func TestFilesThatCannotBeSavedSayWhy(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	dl := recv.DownloadDir()
+	if out, err := exec.Command("chattr", "+i", dl).CombinedOutput(); err != nil {
+		t.Skipf("cannot make a folder immutable here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", dl).Run() })
+	got := resultsOf(t, recv, Receiving, 1)
+	send := testEngine(t, Options{})
+	events, unsub := send.Subscribe(256)
+	defer unsub()
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "folder", "sub", "y.txt"), 10)
+	writeFile(t, filepath.Join(src, "a.txt"), 10)
+	res := sendWait(t, send, target(recv), []string{filepath.Join(src, "folder"), filepath.Join(src, "a.txt")}, SendOptions{Transport: "tcp"})
+	want := "none of the 2 files could be saved; the first: operation not permitted."
+	if res.State != StateFailed || res.Err != "On "+recv.Name()+", "+want {
+		t.Errorf("send: %s %q", res.State, res.Err)
+	}
+	if r := next(t, got); r.State != StateFailed || r.Err != "None of the 2 files could be saved here; the first: operation not permitted." {
+		t.Errorf("receive: %s %q", r.State, r.Err)
+	}
+	failed := 0
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventFile {
+			if failed++; ev.File.Err != "Not saved: operation not permitted." {
+				t.Errorf("%s: %q", ev.File.Path, ev.File.Err)
+			}
+		}
+	}
+	if failed != 2 {
+		t.Errorf("%d file results, want 2", failed)
 	}
 }

@@ -232,7 +232,7 @@ func TestHostilePeers(t *testing.T) {
 				p.ctl.recvTimeout(5 * time.Second) // the file result
 				p.ctl.recvTimeout(5 * time.Second) // the transfer result
 			}
-		}, "could not be saved"},
+		}, "Verification failed: the data of 1 of 1 files did not match what was sent."},
 		{"leaf that never matches", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
@@ -252,7 +252,7 @@ func TestHostilePeers(t *testing.T) {
 				p.data(frames...)
 				p.ctl.send(&wire.SenderDone{})
 			}
-		}, "could not be saved"},
+		}, "Verification failed: the data of 1 of 1 files did not match what was sent."},
 		{"two different roots for one file", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "a.txt", Size: 2 * int64(len(good))})

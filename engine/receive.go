@@ -178,6 +178,11 @@ type receiver struct {
 	// folders are the offer's empty folders (Offer.Folders), kept as list
 	// is; made once every accepted file is saved (makeFolders).
 	folders *manifeststore.Store
+	// firstCause is why the first file that could not be saved could not
+	// (notSaved), for the transfer's end; guarded by mu.
+	firstCause string
+	// mismatched counts the files that failed verification; guarded by mu.
+	mismatched int
 	// stalls counts the data streams' long waits (head-of-line blocking);
 	// its threshold follows the path's RTT, set when data starts.
 	stalls    *stallmeter.Meter
@@ -989,7 +994,7 @@ func (rx *receiver) wrote(f *rxFile, h wire.DataHeader, leaf merkle.Hash, crc ui
 		if landed {
 			rx.maybeFinalize(f)
 		} else {
-			rx.resolve(f, false, "", wire.CodeIO, fmt.Sprintf("cannot write %s: %v", f.entry.Path, err))
+			rx.notSaved(f, err)
 		}
 		return
 	}
@@ -1052,7 +1057,7 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 	}
 	saved, err := rx.Dest.Finalize(part, f.entry.Path, f.entry.Size)
 	if err != nil && saved == "" {
-		rx.resolve(f, false, "", wire.CodeIO, err.Error())
+		rx.notSaved(f, err)
 		return
 	}
 	if err != nil {
@@ -1075,6 +1080,9 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	f.ok, f.savedAs = ok, savedAs
 	if !ok && f.unsent {
 		rx.unsentN.Add(1) // before checkComplete reads it, once per file
+	}
+	if !ok && code == wire.CodeVerifyFailed {
+		rx.mismatched++
 	}
 	part := f.part
 	f.part = nil
@@ -1134,7 +1142,7 @@ func (rx *receiver) checkComplete() {
 			if n := len(rx.Accepted); verified != n && int(rx.unsentN.Load()) == n-verified {
 				rx.final = &core.NotSentError{Unsent: n - verified, Files: n}
 			} else if verified != n {
-				rx.final = fmt.Errorf("%w: %d of %d files could not be saved", wire.ErrVerifyFailed, n-verified, n)
+				rx.final = rx.notSavedLocked(n, verified, true)
 			}
 			close(rx.complete)
 		}
@@ -1156,14 +1164,14 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	n := len(rx.Accepted)
 	res := &wire.Result{OK: n == v, Files: n, Verified: v}
 	if n != v {
-		res.Code, res.Reason = wire.CodeVerifyFailed, fmt.Sprintf("%d of %d files could not be saved", n-v, n)
+		rx.mu.Lock()
+		why := rx.notSavedLocked(n, v, false)
+		rx.mu.Unlock()
+		res.Code, res.Reason = wire.CodeVerifyFailed, clipReason(strings.TrimPrefix(why.Error(), wire.ErrVerifyFailed.Error()+": "))
 	} else {
 		rx.endResume()
 		if err := rx.makeFolders(); err != nil {
-			res.OK, res.Code, res.Reason = false, wire.CodeVerifyFailed, err.Error()
-			if len(res.Reason) > wire.MaxReasonLen {
-				res.Reason = strings.ToValidUTF8(res.Reason[:wire.MaxReasonLen], "")
-			}
+			res.OK, res.Code, res.Reason = false, wire.CodeVerifyFailed, clipReason(err.Error())
 			final = err
 			rx.mu.Lock()
 			rx.final = final // before the sender hears it, and hangs up
@@ -1178,6 +1186,52 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 	}
 	rx.lingerForPeer(ctx)
 	return final
+}
+
+// notSavedLocked is why v of the n accepted files were saved, not all:
+// some did not match what was sent (their data or root), or could not be
+// saved here (notSaved). here: for this device's user, not the sender.
+func (rx *receiver) notSavedLocked(n, v int, here bool) error {
+	if rx.mismatched > 0 {
+		return fmt.Errorf("%w: the data of %d of %d files did not match what was sent", wire.ErrVerifyFailed, rx.mismatched, n)
+	}
+	return &core.NotSavedError{Failed: n - v, Files: n, Cause: rx.firstCause, Here: here}
+}
+
+// clipReason keeps a reason within what the wire carries.
+func clipReason(s string) string {
+	if len(s) > wire.MaxReasonLen {
+		s = strings.ToValidUTF8(s[:wire.MaxReasonLen], "")
+	}
+	return s
+}
+
+// notSaved resolves f as a file that could not be saved here (created,
+// written or named): "Not saved: permission denied." Its reason is what
+// the system said, without the store's wrapping and this device's paths,
+// which the sender need not learn.
+func (rx *receiver) notSaved(f *rxFile, err error) {
+	cause := saveCause(err)
+	rx.mu.Lock()
+	if rx.firstCause == "" && !f.resolved {
+		rx.firstCause = cause
+	}
+	rx.mu.Unlock()
+	rx.resolve(f, false, "", wire.CodeIO, "Not saved: "+cause+".")
+}
+
+// saveCause is why a file could not be saved, in a few words.
+func saveCause(err error) string {
+	var ne *store.NameError
+	switch {
+	case errors.Is(err, store.ErrMovedOut):
+		return "its folder was moved out of the download folder while it arrived"
+	case errors.Is(err, store.ErrTooManyCopies):
+		return "too many files of its name are there already"
+	case errors.As(err, &ne):
+		return ne.Reason
+	}
+	return pathCause(err)
 }
 
 // makeFolders makes the offer's empty folders (Offer.Folders) once every
@@ -1317,7 +1371,7 @@ func (rx *receiver) openPartial(f *rxFile, bounded bool) (bool, error) {
 		rx.open--
 		rx.mu.Unlock()
 		if err != nil {
-			rx.resolve(f, false, "", wire.CodeIO, err.Error())
+			rx.notSaved(f, err)
 		} else {
 			rx.Dest.Discard(p) // resolved (failed) while it was created
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
@@ -34,6 +35,8 @@ func EndOf(err error, peer string, resumable bool) Ending {
 	}
 	var re *errcode.RemoteError
 	remote := errors.As(err, &re)
+	var kc *identity.KeyChangedError
+	var mm *identity.MismatchError
 	e := Ending{Code: string(errcode.CodeOf(err)), ByPeer: remote}
 	if err != nil {
 		e.Detail = detail(err)
@@ -120,9 +123,20 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		var ns *NotSentError
 		errors.As(err, &ns)
 		e.State, e.Code, e.ByPeer, e.Text = StateFailed, string(errcode.CodeIO), !ns.Here, Sentence(err)
-	case remote && errors.Is(err, errcode.ErrVerifyFailed) && strings.Contains(ReasonOf(re), " empty folders could not be made"):
-		// The receiver's FoldersError, in its words.
-		e.State, e.Text = StateFailed, "On "+peer+", "+ReasonOf(re)+"."
+	case errors.As(err, &kc):
+		// Another key answered: the identity check's own sentence, not the
+		// dial's ("Dial quic HOST: CRYPTO_ERROR 0x12a (local): ..."), which
+		// Detail keeps.
+		e.State, e.Text = StateFailed, Sentence(kc)
+	case errors.As(err, &mm):
+		e.State, e.Text = StateFailed, Sentence(mm)
+	case remote && errors.Is(err, errcode.ErrVerifyFailed) && savingReason(ReasonOf(re)):
+		// The receiver's NotSavedError or FoldersError, in its words: not
+		// a failed verification, but its disk (the code it sends is
+		// verify_failed so that no sender tries again).
+		e.State, e.Code, e.Text = StateFailed, string(errcode.CodeIO), "On "+peer+", "+ReasonOf(re)+"."
+	case errors.As(err, new(*NotSavedError)), errors.As(err, new(*FoldersError)):
+		e.State, e.Code, e.Text = StateFailed, string(errcode.CodeIO), Sentence(err)
 	case !remote && errors.Is(err, io.ErrUnexpectedEOF) && resumable:
 		e.State, e.Code = StateInterrupted, CodeConnectionLost
 		e.Text = "Interrupted — will resume when " + peer + " is back."
@@ -132,6 +146,15 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		e.State, e.Text = StateFailed, Sentence(err)
 	}
 	return e
+}
+
+// savingReason says whether a receiver's reason for a failed transfer is
+// that it could not save files or make folders (NotSavedError,
+// FoldersError; an older Ferry's "2 of 3 files could not be saved"), not
+// that something failed verification.
+func savingReason(r string) bool {
+	return strings.Contains(r, " could not be saved") || strings.Contains(r, " could be saved") ||
+		strings.Contains(r, " could not be made")
 }
 
 // spaceFigures is what a refusal for want of space says beyond its code:

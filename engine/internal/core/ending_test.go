@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/store"
 )
@@ -110,17 +111,63 @@ func TestNotSentEnding(t *testing.T) {
 	}
 }
 
+// Another key at a known address, or another device than the one asked
+// for, is said in the identity check's words, not the dial's.
+func TestKeyChangeEnding(t *testing.T) {
+	kc := &identity.KeyChangedError{Addr: "10.0.0.2:47800", Known: identity.Peer{Name: "vm", ID: "XUQLUOXXPHE5"}}
+	mm := &identity.MismatchError{}
+	for _, err := range []error{kc, mm} {
+		dial := fmt.Errorf("dial quic 10.0.0.2:47800: CRYPTO_ERROR 0x12a (local): %w", err)
+		e := EndOf(dial, "", false)
+		if e.State != StateFailed || e.Text != Sentence(err) || !strings.Contains(e.Detail, "CRYPTO_ERROR") {
+			t.Errorf("%T: %+v", err, e)
+		}
+	}
+}
+
+// Files the receiver could not save are its disk's failure (code io: the
+// app says "could not save", not "arrived damaged"), on both sides, in its
+// words, and not tried again; files whose data did not match are a failed
+// verification.
+func TestNotSavedEnding(t *testing.T) {
+	err := &NotSavedError{Failed: 2, Files: 3, Cause: "permission denied", Here: true}
+	recv := EndOf(err, "Alice", false)
+	if recv.State != StateFailed || recv.Code != "io" || recv.ByPeer || recv.Text != "2 of 3 files could not be saved here; the first: permission denied." {
+		t.Errorf("receiver: %+v", recv)
+	}
+	for reason, want := range map[string]string{
+		"the file could not be saved: no space left on device": "On Bob, the file could not be saved: no space left on device.",
+		"none of the 2 files could be saved":                   "On Bob, none of the 2 files could be saved.",
+		"2 of 3 files could not be saved":                      "On Bob, 2 of 3 files could not be saved.", // an older Ferry's words
+	} {
+		re := &errcode.RemoteError{Code: errcode.CodeVerifyFailed, Reason: reason}
+		if send := EndOf(re, "Bob", false); send.State != StateFailed || send.Code != "io" || !send.ByPeer || send.Text != want {
+			t.Errorf("sender, %q: %+v", reason, send)
+		}
+		if Retryable(re) {
+			t.Errorf("%q is tried again", reason)
+		}
+	}
+	bad := EndOf(&errcode.RemoteError{Code: errcode.CodeVerifyFailed, Reason: "the data of 1 of 1 files did not match what was sent"}, "Bob", false)
+	if bad.Code != "verify_failed" || bad.Text != "Verification failed: the data of 1 of 1 files did not match what was sent." {
+		t.Errorf("a failed verification: %+v", bad)
+	}
+	if Retryable(err) {
+		t.Error("files that could not be saved are tried again")
+	}
+}
+
 // Empty folders the receiver could not make end a transfer failed on both
 // sides, in the receiver's words, and are not tried again.
 func TestFoldersEnding(t *testing.T) {
 	err := &FoldersError{Failed: 1, Folders: 3, First: `"a/x" (permission denied)`}
 	recv := EndOf(err, "Alice", false)
 	want := `1 of 3 empty folders could not be made: "a/x" (permission denied); every file arrived.`
-	if recv.State != StateFailed || recv.Code != "verify_failed" || recv.ByPeer || recv.Text != want {
+	if recv.State != StateFailed || recv.Code != "io" || recv.ByPeer || recv.Text != want {
 		t.Errorf("receiver: %+v", recv)
 	}
 	send := EndOf(&errcode.RemoteError{Code: errcode.CodeVerifyFailed, Reason: err.Error()}, "Bob", false)
-	if send.State != StateFailed || !send.ByPeer || send.Text != "On Bob, "+want {
+	if send.State != StateFailed || send.Code != "io" || !send.ByPeer || send.Text != "On Bob, "+want {
 		t.Errorf("sender: %+v", send)
 	}
 	if Retryable(err) || Retryable(&errcode.RemoteError{Code: errcode.CodeVerifyFailed, Reason: err.Error()}) {

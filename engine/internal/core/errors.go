@@ -80,6 +80,40 @@ func (e *NotSentError) Error() string {
 // Is makes a NotSentError an ErrUnreadable (not worth a retry).
 func (e *NotSentError) Is(target error) bool { return target == ErrUnreadable }
 
+// NotSavedError ends a transfer some of whose files could not be saved on
+// the receiver (created, written or named there); Cause is why the first
+// could not ("permission denied"), Here that this device is the receiver.
+type NotSavedError struct {
+	Failed, Files int
+	Cause         string
+	Here          bool
+}
+
+func (e *NotSavedError) Error() string {
+	s := fmt.Sprintf("%d of %d files could not be saved", e.Failed, e.Files)
+	switch {
+	case e.Files == 1:
+		s = "the file could not be saved"
+	case e.Failed == e.Files:
+		s = fmt.Sprintf("none of the %d files could be saved", e.Files)
+	}
+	if e.Here {
+		s += " here"
+	}
+	switch {
+	case e.Cause == "":
+	case e.Failed == 1:
+		s += ": " + e.Cause
+	default:
+		s += "; the first: " + e.Cause
+	}
+	return s
+}
+
+// Is makes a NotSavedError an ErrVerifyFailed: the receiver could not save
+// them, and trying again would meet the same (it is not the connection's).
+func (e *NotSavedError) Is(target error) bool { return target == errcode.ErrVerifyFailed }
+
 // FoldersError ends a transfer whose every file arrived but some of whose
 // empty folders (wire.Offer.Folders) could not be made on the receiver.
 // First is the first of them, its path quoted, and why.

@@ -433,6 +433,14 @@ func usableDir(dir string) (string, error) {
 		}
 		return "", fmt.Errorf("cannot use %s as the download folder: %w", abs, err)
 	}
+	// A folder this process cannot write in would take offers and fail
+	// every file: said here, where the folder is chosen, instead.
+	probe, err := os.CreateTemp(abs, ".ferry-write-check-*")
+	if err != nil {
+		return "", fmt.Errorf("cannot use %s as the download folder: files cannot be saved in it (%w)", abs, withoutPath(err))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	return abs, nil
 }
 

@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
@@ -150,5 +152,32 @@ func connectError(err error) error {
 	if errors.As(err, &mm) || errors.As(err, &kc) || errors.As(err, &le) {
 		return err
 	}
+	if host := unknownHost(err); host != "" {
+		return &core.HostNotFoundError{Host: host}
+	}
 	return fmt.Errorf("could not connect to the receiver (is Ferry running and receiving there, and is the address right?): %w", err)
+}
+
+// unknownHost is the name every dial of err failed to resolve because it
+// does not exist (DNS: no such host), "" when some failed otherwise.
+func unknownHost(err error) string {
+	switch x := err.(type) {
+	case *net.DNSError:
+		if x.IsNotFound {
+			return x.Name
+		}
+	case interface{ Unwrap() []error }:
+		host := ""
+		for _, e := range x.Unwrap() {
+			h := unknownHost(e)
+			if h == "" || host != "" && h != host {
+				return ""
+			}
+			host = h
+		}
+		return host
+	case interface{ Unwrap() error }:
+		return unknownHost(x.Unwrap())
+	}
+	return ""
 }

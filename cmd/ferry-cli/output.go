@@ -47,6 +47,14 @@ type printer struct {
 	// connected holds the transfers that reached their peer once: a retry
 	// of one is a reconnect, of the others another try.
 	connected map[string]bool
+	// retries holds, per transfer, how often it was tried again and the
+	// last reason printed.
+	retries map[string]retryLine
+}
+
+type retryLine struct {
+	n   int
+	why string
 }
 
 func newPrinter(out io.Writer, asJSON bool) *printer {
@@ -104,11 +112,27 @@ func (p *printer) event(ev engine.Event) {
 			if p.connected[ev.TransferID] {
 				again = "reconnecting"
 			}
-			if ev.Result != nil && ev.Result.Err != "" {
-				p.line("%s: %s", again, shown(ev.Result.Err)) // why, in the engine's sentence
-			} else {
+			why := ""
+			if ev.Result != nil {
+				why = ev.Result.Err
+			}
+			if p.retries == nil {
+				p.retries = map[string]retryLine{}
+			}
+			last := p.retries[ev.TransferID]
+			last.n++
+			switch {
+			case why != "" && why == last.why:
+				// Said above: a receiver that is off would fill the
+				// terminal with the same long sentence every few seconds.
+				p.line("%s (attempt %d, as above)...", again, last.n+1)
+			case why != "":
+				p.line("%s: %s", again, shown(why)) // why, in the engine's sentence
+			default:
 				p.line("%s...", again)
 			}
+			last.why = why
+			p.retries[ev.TransferID] = last
 		}
 	case engine.EventOffer:
 		if s := ev.Offer.Skipped; ev.Direction == engine.Sending && s != nil {

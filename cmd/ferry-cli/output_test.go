@@ -128,7 +128,8 @@ func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
 }
 
 // A retry says "reconnecting" of a transfer that reached its device, and
-// "trying again" of one that never did.
+// "trying again" of one that never did; a reason it gave just before is
+// not repeated.
 func TestRetryLineSaysWhetherItWasConnected(t *testing.T) {
 	var out bytes.Buffer
 	p := newPrinter(&out, false)
@@ -138,7 +139,12 @@ func TestRetryLineSaysWhetherItWasConnected(t *testing.T) {
 	p.event(retry("a", "Could not connect to the receiver."))
 	p.event(engine.Event{Kind: engine.EventTransport, TransferID: "b", Transport: &engine.TransportInfo{Name: "tcp", Reason: "r"}})
 	p.event(retry("b", "The connection to vm was lost: connection reset by peer."))
-	want := "trying again: Could not connect to the receiver.\ntransport: tcp (r)\nreconnecting: The connection to vm was lost: connection reset by peer.\n"
+	// The same reason again is not said again; another one is.
+	p.event(retry("a", "Could not connect to the receiver."))
+	p.event(retry("a", "Could not connect to the receiver."))
+	p.event(retry("a", "The connection to vm was lost."))
+	want := "trying again: Could not connect to the receiver.\ntransport: tcp (r)\nreconnecting: The connection to vm was lost: connection reset by peer.\n" +
+		"trying again (attempt 3, as above)...\ntrying again (attempt 4, as above)...\ntrying again: The connection to vm was lost.\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}

@@ -55,6 +55,17 @@ var (
 	ErrPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", errcode.ErrUntrusted)
 )
 
+// HostNotFoundError: the name the receiver was given by does not resolve
+// (DNS says there is no such host). At a transfer's first attempt it ends
+// the transfer at once: a name typed wrong does not come right by waiting.
+// Later (a device reached before, whose name is gone for a while) the
+// outbox tries again, as for any device out of reach.
+type HostNotFoundError struct{ Host string }
+
+func (e *HostNotFoundError) Error() string {
+	return fmt.Sprintf("there is no host named %s (check the name)", e.Host)
+}
+
 // NotSentError ends a transfer whose every file arrived but those the
 // sender could not read, which it did not send (each has its file result).
 // Here: this device is the sender.

@@ -110,7 +110,8 @@ func (o *Outbox) Run(ctx context.Context) {
 			// reach: its own word is the better account of the outage.
 			err = away
 		}
-		if err == nil || ctx.Err() != nil || (!Retryable(err) && !errors.Is(err, ErrPaused)) {
+		if err == nil || ctx.Err() != nil || (!Retryable(err) && !errors.Is(err, ErrPaused)) ||
+			(n == 1 && errors.As(err, new(*HostNotFoundError))) {
 			if err != nil && n > 1 && !errors.Is(err, ErrCancelledByUser) && Retryable(err) {
 				err = fmt.Errorf("gave up after %s: %w", attempts(n), err)
 			}

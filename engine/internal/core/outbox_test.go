@@ -189,6 +189,24 @@ func TestOutboxDoesNotRetryAnswers(t *testing.T) {
 	}
 }
 
+// A name that does not resolve at the first attempt ends the send at once
+// (a typo); once a device was reached, its name gone for a while is an
+// outage like another, and tried again.
+func TestOutboxHostNotFound(t *testing.T) {
+	nx := fmt.Errorf("could not connect: %w", &HostNotFoundError{Host: "nosuchhost.invalid"})
+	s := &script{steps: []step{{err: nx}}}
+	h, waits := runOutbox(t, s, time.Minute)
+	if s.attempts() != 1 || len(waits) != 0 || h.result.State != StateFailed ||
+		h.result.Err != "Could not connect: there is no host named nosuchhost.invalid (check the name)." {
+		t.Errorf("first attempt: %d attempts, result %+v", s.attempts(), h.result)
+	}
+	s = &script{steps: []step{{err: lost, sent: 100, out: AttemptOutcome{Accepted: 2, Total: 300}}, {err: nx}, {err: nil, sent: 200, out: AttemptOutcome{Accepted: 2, Verified: 2, Total: 300}}}}
+	h, _ = runOutbox(t, s, time.Minute)
+	if s.attempts() != 3 || h.result.State != StateDone {
+		t.Errorf("later attempt: %d attempts, result %+v", s.attempts(), h.result)
+	}
+}
+
 // RetryFor bounds one outage; progress starts a new one.
 func TestOutboxGivesUp(t *testing.T) {
 	steps := make([]step, 20)

@@ -424,3 +424,9 @@ func (c *setClock) add(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// buildManifest is buildManifestSkipping's files.
+func buildManifest(paths []string) ([]localFile, error) {
+	m, _, err := buildManifestSkipping(paths)
+	return m.files, err
+}

@@ -78,11 +78,16 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 		return nil, err
 	}
 	var files []localFile
+	var skipped SkippedInfo
 	if len(items.Paths) > 0 || items.Text == "" {
-		var err error
-		if files, err = buildManifest(items.Paths); err != nil {
+		m, s, err := buildManifestSkipping(items.Paths)
+		if err != nil {
 			return nil, err
 		}
+		files, skipped = m.files, s
+		// LocalSend carries files, each under its path: an empty folder
+		// has no file to carry it.
+		skipped.EmptyFolders, skipped.FilesOnly = len(m.folders), len(m.folders) > 0
 	}
 	cert, err := e.LocalSendCert()
 	if err != nil {
@@ -108,7 +113,11 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 	o.NewAttempt = func() core.Attempt {
 		return &lsAttempt{e: e, t: t, ls: ls, client: client, files: files, text: items.Text}
 	}
-	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: offerInfo(files, items.Text)})
+	info := offerInfo(files, items.Text)
+	if skipped.Count() > 0 {
+		info.Skipped = &skipped
+	}
+	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: info})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
 	go func() {

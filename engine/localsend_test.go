@@ -183,9 +183,25 @@ func TestLocalSendSendFilesFolderText(t *testing.T) {
 	for i := range 12 {
 		writeFile(t, filepath.Join(src, "dir", "sub", "f"+strings.Repeat("x", i)+".txt"), 100+i)
 	}
+	if err := os.MkdirAll(filepath.Join(src, "dir", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	events, unsub := e.Subscribe(256)
+	defer unsub()
 	_, r := lsSendWait(t, e, to, Items{Paths: []string{filepath.Join(src, "a.bin"), filepath.Join(src, "dir")}, Text: "and a note"}, LocalSendSendOptions{})
 	if r.State != StateDone || r.Verified != 13 {
 		t.Fatalf("result %+v", r)
+	}
+	// LocalSend carries files only: the empty folder is not sent, and the
+	// send says so.
+	var skipped *SkippedInfo
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventOffer {
+			skipped = ev.Offer.Skipped
+		}
+	}
+	if skipped == nil || skipped.Summary() != "1 empty folder (LocalSend takes files only)" {
+		t.Errorf("skipped %+v", skipped)
 	}
 	got, _, offers, _, _, _ := p.Snapshot()
 	if !bytes.Equal(got["a.bin"], a) || len(got["dir/sub/fxxx.txt"]) != 103 {

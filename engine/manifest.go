@@ -30,14 +30,6 @@ type localFile struct {
 // src is where the file is read on this machine.
 func (f *localFile) src() string { return filepath.Join(*f.parent, filepath.FromSlash(f.Path)) }
 
-// buildManifest walks paths: a file is offered under its base name, a folder
-// keeps its structure under its own name. Symbolic links are not followed
-// inside folders (they could point anywhere, even back up the tree).
-func buildManifest(paths []string) ([]localFile, error) {
-	m, _, err := buildManifestSkipping(paths)
-	return m.files, err
-}
-
 // manifest is what a send offers from the paths it was given.
 type manifest struct {
 	files []localFile
@@ -53,9 +45,13 @@ type SkippedInfo struct {
 	// Symlinks inside the folders: not followed, not sent.
 	Symlinks int `json:"symlinks,omitempty"`
 	// EmptyFolders: the empty folders of a send that has no file to carry
-	// them (ErrNothingToSend says so). Beside files they are sent
-	// (manifest.folders), to receivers that take them (wire.FeatureFolders).
+	// them (ErrNothingToSend says so), or of a send to a LocalSend device
+	// (FilesOnly). Beside files they are sent (manifest.folders), to Ferry
+	// receivers that take them (wire.FeatureFolders).
 	EmptyFolders int `json:"empty_folders,omitempty"`
+	// FilesOnly: the receiver takes files only (a LocalSend device), which
+	// is why empty folders are not sent.
+	FilesOnly bool `json:"files_only,omitempty"`
 	// Other: devices, sockets, pipes.
 	Other int `json:"other,omitempty"`
 	// Unreadable: folders inside that could not be opened or listed (no
@@ -86,7 +82,11 @@ func (s *SkippedInfo) Summary() string {
 		}
 	}
 	plural(s.Symlinks, "symbolic link (not followed)", "symbolic links (not followed)")
-	plural(s.EmptyFolders, "empty folder", "empty folders")
+	if s.FilesOnly {
+		plural(s.EmptyFolders, "empty folder (LocalSend takes files only)", "empty folders (LocalSend takes files only)")
+	} else {
+		plural(s.EmptyFolders, "empty folder", "empty folders")
+	}
 	plural(s.Other, "device, socket or pipe", "devices, sockets or pipes")
 	plural(s.Unreadable, "folder that could not be read", "folders that could not be read")
 	return strings.Join(parts, ", ")
@@ -98,7 +98,10 @@ func (s *SkippedInfo) note(path string) {
 	}
 }
 
-// buildManifestSkipping is buildManifest that also says what it skipped.
+// buildManifestSkipping walks paths: a file is offered under its base
+// name, a folder keeps its structure under its own name. Symbolic links
+// are not followed inside folders (they could point anywhere, even back up
+// the tree); what it leaves out, it says.
 func buildManifestSkipping(paths []string) (manifest, SkippedInfo, error) {
 	var skipped SkippedInfo
 	m, err := walkManifest(paths, &skipped)

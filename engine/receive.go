@@ -1220,7 +1220,9 @@ func (rx *receiver) notSaved(f *rxFile, err error) {
 	rx.resolve(f, false, "", wire.CodeIO, "Not saved: "+cause+".")
 }
 
-// saveCause is why a file could not be saved, in a few words.
+// saveCause is why a file could not be saved, or a folder made, in a few
+// words, without the store's wrapping: "permission denied", `element
+// "a.partial" ends in .partial`.
 func saveCause(err error) string {
 	var ne *store.NameError
 	switch {
@@ -1253,7 +1255,7 @@ func (rx *receiver) makeFolders() error {
 				if len(name) > 200 {
 					name = strings.ToValidUTF8(name[:200], "") + "…"
 				}
-				first = fmt.Sprintf("%q (%s)", name, folderCause(err))
+				first = fmt.Sprintf("%q (%s)", name, saveCause(err))
 			}
 			return nil
 		}
@@ -1267,16 +1269,6 @@ func (rx *receiver) makeFolders() error {
 		return &core.FoldersError{Failed: failed, Folders: rx.folders.Len(), First: first}
 	}
 	return nil
-}
-
-// folderCause is why store.Dest.MakeFolder failed, without the store's
-// own wrapping: "permission denied", `element "a.partial" ends in .partial`.
-func folderCause(err error) string {
-	var ne *store.NameError
-	if errors.As(err, &ne) {
-		return ne.Reason
-	}
-	return pathCause(err)
 }
 
 // endResume drops the session's resume state before the sender hears that

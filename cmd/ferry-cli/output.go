@@ -136,9 +136,11 @@ func (p *printer) event(ev engine.Event) {
 		}
 	case engine.EventOffer:
 		if s := ev.Offer.Skipped; ev.Direction == engine.Sending && s != nil {
-			why := " (Ferry sends regular files and folders)"
-			if s.Count() == s.Unreadable {
-				why = "" // only what could not be read: the examples say why
+			why := ""
+			if s.Symlinks+s.Other > 0 {
+				// What could not be read has its cause in its example, and
+				// what LocalSend does not take says so.
+				why = " (Ferry sends regular files and folders)"
 			}
 			p.line("not sent: %s%s: %s", s.Summary(), why, strings.Join(s.Examples, ", "))
 		}

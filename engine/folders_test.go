@@ -140,7 +140,7 @@ func TestOnlyEmptyFoldersAreNothingToSend(t *testing.T) {
 func TestEmptyFolderThatCannotBeMade(t *testing.T) {
 	good := []byte("hello, world")
 	for _, c := range []struct{ folder, want string }{
-		{"old.partial", `1 of 2 empty folders could not be made: "old.partial" (element "old.partial" ends in .partial); every file arrived.`},
+		{"old.partial", `1 of 2 empty folders could not be made: "old.partial" (element "old.partial" ends in .partial); the accepted files arrived.`},
 		{"../outside", `1 of 2 empty folders could not be made: "../outside" (`},
 		{"/abs", `1 of 2 empty folders could not be made: "/abs" (`},
 	} {

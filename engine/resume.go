@@ -36,7 +36,7 @@ func (rx *receiver) resumeFrom(dir string) {
 	if s == nil {
 		return
 	}
-	if err := s.Check(rx.offeredFiles(dir), store.ValidateHere); err != nil {
+	if err := s.Check(rx.offeredFiles(dir), validLocal); err != nil {
 		e.log.Warn("ignoring resume state", "reason", err)
 		rx.discardStale(nil)
 		return
@@ -271,3 +271,7 @@ func (e *Engine) CleanPartials(maxAge time.Duration) int {
 	}
 	return n
 }
+
+// validLocal checks a name resume state holds (a peer's path, or the name
+// a file was saved or is arriving under here) as the store would save it.
+func validLocal(name string) error { return store.ValidateHere(store.LocalName(name)) }

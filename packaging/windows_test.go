@@ -369,14 +369,40 @@ func TestWineCLITransfers(t *testing.T) {
 			t.Fatalf("windows receiver listens without TCP: quic=%q", r.quic)
 		}
 		file := payload(t, "from linux.bin", 5<<20)
-		run(t, "", nil, linux, "send", "--config", t.TempDir(), "--transport", "tcp", "--to", r.tcp, file)
+		// Names only Windows refuses (a Mac's "Meeting: notes", a source
+		// tree's aux.c, a final dot) arrive under names it takes, and so
+		// does an empty folder.
+		mac := filepath.Join(t.TempDir(), "Meeting: notes")
+		for name, body := range map[string]string{"what?.txt": "a", "aux.c": "b", "sub./end. ": "c"} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(mac, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(mac, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Mkdir(filepath.Join(mac, "empty?"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out := run(t, "", nil, linux, "send", "--config", t.TempDir(), "--transport", "tcp", "--to", r.tcp, file, mac)
 		r.wait(t)
 		sameFile(t, file, filepath.Join(in, "from linux.bin"))
+		for name, body := range map[string]string{"what_.txt": "a", "aux_.c": "b", "sub/end": "c"} {
+			if got, err := os.ReadFile(filepath.Join(in, "Meeting_ notes", name)); err != nil || string(got) != body {
+				t.Errorf("%s: %q, %v\n%s", name, got, err, out)
+			}
+		}
+		if !strings.Contains(out, "ok      Meeting: notes/what?.txt (saved as Meeting_ notes/what_.txt)") {
+			t.Errorf("the sender was not told the name it was saved under:\n%s", out)
+		}
+		if fi, err := os.Stat(filepath.Join(in, "Meeting_ notes", "empty_")); err != nil || !fi.IsDir() {
+			t.Errorf("the empty folder did not arrive: %v", err)
+		}
 		// Finalising is a rename, not a link and a removal (Wine cannot
 		// remove through os.Root): no "from linux.bin.partial" is left as a
 		// second name of the file.
-		if left := filesUnder(t, in); len(left) != 1 {
-			t.Errorf("the Windows receiver left %v, want only the received file", left)
+		if left := filesUnder(t, in); len(left) != 4 {
+			t.Errorf("the Windows receiver left %v, want only the 4 received files", left)
 		}
 		if fi, err := os.Stat(filepath.Join(in, "from linux.bin")); err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {

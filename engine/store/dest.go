@@ -414,10 +414,12 @@ func (p *Partial) Close() error {
 	return p.closeErr
 }
 
-// split validates rel and returns its folders (slash-separated, "" for
-// none: a substring of rel, so that a file in a known folder costs no
-// allocation) and its file name.
+// split validates rel, a peer's path, and returns its folders (slash-
+// separated, "" for none: a substring of rel, so that a file in a known
+// folder costs no allocation) and its file name, as they are saved here
+// (LocalName: on Windows, what only Windows refuses changed).
 func split(rel string) (dir string, base string, err error) {
+	rel = LocalName(rel) // the name it is saved under here
 	if err := ValidateHere(rel); err != nil {
 		return "", "", err
 	}
@@ -781,13 +783,14 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 	return false, d.root.Rename(oldname, newname)
 }
 
-// MakeFolder creates the peer's folder rel (slash-separated, validated as
-// a file's path is) and the folders above it, by the folder-clash rule
+// MakeFolder creates the peer's folder rel (slash-separated, validated and
+// named here as a file's path is: LocalName) and the folders above it, by the folder-clash rule
 // (see Dest): a folder of the name is kept, and files received into it
 // later merge with what it holds; a name taken by anything else makes it
 // "name (1)". It returns where the folder is, relative to the destination
 // (slash-separated).
 func (d *Dest) MakeFolder(rel string) (string, error) {
+	rel = LocalName(rel)
 	if err := ValidateHere(rel); err != nil {
 		return "", err
 	}

@@ -83,6 +83,48 @@ func ValidateHere(rel string) error { return validatePath(rel, portableHere) }
 // portableHere: names created on this system must also suit Windows.
 const portableHere = runtime.GOOS == "windows"
 
+// LocalName is the name a peer's path rel is saved under here. On Windows,
+// what only Windows keeps out of names is changed, so that a file named
+// on a Mac or Linux arrives instead of being refused: each of `<>:"|?*`
+// becomes "_" ("Meeting: notes.md" -> "Meeting_ notes.md"), an element's
+// final dots and spaces go (Windows would drop them itself; an element of
+// nothing else becomes "_"), and a device name gets "_" after its stem
+// ("CON" -> "CON_", "aux.c" -> "aux_.c"). Elsewhere, and for any name
+// that needs none of it, it is rel itself; a name it returns maps to
+// itself. What makes a name unsafe anywhere (ValidatePath) is not changed:
+// such a name is still refused.
+func LocalName(rel string) string { return localName(rel, portableHere) }
+
+// localName is LocalName with Windows's rules when windows is set.
+func localName(rel string, windows bool) string {
+	if !windows || validatePath(rel, true) == nil {
+		return rel
+	}
+	elems := strings.Split(rel, "/")
+	for i, e := range elems {
+		e = strings.Map(func(r rune) rune {
+			if r < utf8.RuneSelf && strings.IndexByte(`<>:"|?*`, byte(r)) >= 0 {
+				return '_'
+			}
+			return r
+		}, e)
+		if e != "" && e != "." && e != ".." { // those stay refused
+			if e = strings.TrimRight(e, ". "); e == "" {
+				e = "_"
+			}
+		}
+		if isWindowsDevice(e) {
+			stem := len(e)
+			if j := strings.IndexByte(e, '.'); j >= 0 {
+				stem = j
+			}
+			e = e[:stem] + "_" + e[stem:]
+		}
+		elems[i] = e
+	}
+	return strings.Join(elems, "/")
+}
+
 // validatePath is ValidatePath, with Windows's own rules only when
 // portable is set.
 func validatePath(rel string, portable bool) error {
@@ -189,9 +231,11 @@ func checkElement(rel, e string, portable bool) error {
 // name must also leave room for PartialSuffix, which it carries while it
 // arrives (a name of 248-255 bytes is valid but cannot be received).
 func ValidateReceived(rel string) error {
-	if err := ValidateHere(rel); err != nil {
+	local := LocalName(rel)
+	if err := ValidateHere(local); err != nil {
 		return err
 	}
+	rel = local
 	// The same check and message as split's (dest.go), without splitting.
 	base := rel[strings.LastIndexByte(rel, '/')+1:]
 	if len(base)+len(PartialSuffix) > MaxElementBytes {

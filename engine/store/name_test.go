@@ -219,3 +219,68 @@ func FuzzValidatePath(f *testing.F) {
 		}
 	})
 }
+
+// On Windows a peer's name that only Windows refuses is saved under a
+// name that Windows takes (LocalName); elsewhere it is kept as it is.
+var localNameCases = []struct{ in, windows string }{
+	{"Meeting: notes.md", "Meeting_ notes.md"},
+	{"what?.txt", "what_.txt"},
+	{`a<b>c|d"e*f`, "a_b_c_d_e_f"},
+	{"end.", "end"},
+	{"end. . ", "end"},
+	{"...", "_"},
+	{"dir./x: y/z", "dir/x_ y/z"},
+	{"CON", "CON_"},
+	{"con.txt", "con_.txt"},
+	{"src/aux.c", "src/aux_.c"},
+	{"COM1.tar.gz", "COM1_.tar.gz"},
+	{"CON.", "CON_"},
+	{"photos/2024:06/IMG?.jpg", "photos/2024_06/IMG_.jpg"},
+	{"ok/name.txt", "ok/name.txt"},
+	{"été/ñ.txt", "été/ñ.txt"},
+	// What is unsafe anywhere is not made safe: it stays refused.
+	{"../x:y", "../x_y"},
+	{"a\x00b:c", "a\x00b_c"},
+	{"x.partial", "x.partial"},
+	{"/abs", "/abs"},
+}
+
+func TestLocalName(t *testing.T) {
+	for _, c := range localNameCases {
+		if got := localName(c.in, true); got != c.windows {
+			t.Errorf("localName(%q) on Windows = %q, want %q", c.in, got, c.windows)
+		}
+		if got := localName(c.in, false); got != c.in {
+			t.Errorf("localName(%q) elsewhere = %q, want it unchanged", c.in, got)
+		}
+		if got := localName(c.windows, true); got != c.windows {
+			t.Errorf("localName(%q) = %q: a local name must map to itself", c.windows, got)
+		}
+		unsafe := validatePath(c.in, false) != nil
+		if err := validatePath(c.windows, true); (err != nil) != unsafe {
+			t.Errorf("%q -> %q: valid on Windows %v, want %v", c.in, c.windows, err == nil, !unsafe)
+		}
+	}
+}
+
+// FuzzLocalName: a local name maps to itself, and a name safe anywhere
+// but Windows becomes one Windows takes (within the length limits).
+func FuzzLocalName(f *testing.F) {
+	for _, c := range localNameCases {
+		f.Add(c.in)
+	}
+	f.Fuzz(func(t *testing.T, rel string) {
+		if localName(rel, false) != rel {
+			t.Fatalf("%q changed off Windows", rel)
+		}
+		l := localName(rel, true)
+		if again := localName(l, true); again != l {
+			t.Fatalf("%q -> %q -> %q", rel, l, again)
+		}
+		if validatePath(rel, false) == nil {
+			if err := validatePath(l, true); err != nil && !errors.Is(err, ErrNameTooLong) {
+				t.Fatalf("%q -> %q, which Windows refuses: %v", rel, l, err)
+			}
+		}
+	})
+}

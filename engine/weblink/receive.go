@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -297,23 +296,17 @@ func (rc *receiver) release() {
 }
 
 // browserName makes a name a browser gave for a file storable on Windows
-// where a peer's name would be refused for something its owner cannot
-// help: the characters Windows keeps out of names (a phone allows "Notes:
-// May.txt"), a trailing dot or space. Elsewhere such a name is stored as it
-// is (store.ValidateHere). What else ValidateHere refuses (a ".partial"
-// suffix, control or bidi characters, invalid UTF-8, an empty or over-long
-// name; on Windows a device name) stays refused.
+// where it would be refused for something its owner cannot help: the
+// characters Windows keeps out of names (a phone allows "Notes: May.txt"),
+// a trailing dot or space, a device name (store.LocalName, as for every
+// peer's name). Elsewhere such a name is stored as it is. What else
+// ValidateHere refuses (a ".partial" suffix, control or bidi characters,
+// invalid UTF-8, an empty or over-long name) stays refused.
 func browserName(name string) string {
-	if runtime.GOOS != "windows" {
-		return name
+	if strings.ContainsAny(name, "/\\") {
+		return name // refused as a path by its caller
 	}
-	name = strings.Map(func(r rune) rune {
-		if strings.ContainsRune(`<>:"|?*`, r) {
-			return '_'
-		}
-		return r
-	}, name)
-	return strings.TrimRight(name, ". ")
+	return store.LocalName(name)
 }
 
 // newUploadID is a random upload ID (128 bits, hex).

@@ -154,7 +154,7 @@ func EndOf(err error, peer string, resumable bool) Ending {
 // that something failed verification.
 func savingReason(r string) bool {
 	return strings.Contains(r, " could not be saved") || strings.Contains(r, " could be saved") ||
-		strings.Contains(r, " could not be made")
+		strings.Contains(r, " could not be made") || strings.Contains(r, " could be made")
 }
 
 // spaceFigures is what a refusal for want of space says beyond its code:

@@ -162,7 +162,7 @@ func TestNotSavedEnding(t *testing.T) {
 func TestFoldersEnding(t *testing.T) {
 	err := &FoldersError{Failed: 1, Folders: 3, First: `"a/x" (permission denied)`}
 	recv := EndOf(err, "Alice", false)
-	want := `1 of 3 empty folders could not be made: "a/x" (permission denied); every file arrived.`
+	want := `1 of 3 empty folders could not be made: "a/x" (permission denied); the accepted files arrived.`
 	if recv.State != StateFailed || recv.Code != "io" || recv.ByPeer || recv.Text != want {
 		t.Errorf("receiver: %+v", recv)
 	}
@@ -172,6 +172,21 @@ func TestFoldersEnding(t *testing.T) {
 	}
 	if Retryable(err) || Retryable(&errcode.RemoteError{Code: errcode.CodeVerifyFailed, Reason: err.Error()}) {
 		t.Error("a transfer whose folders could not be made is tried again")
+	}
+	for _, c := range []struct {
+		e    FoldersError
+		want string
+	}{
+		{FoldersError{Failed: 1, Folders: 1, First: `"e" (x)`}, `the empty folder could not be made: "e" (x); the accepted files arrived`},
+		{FoldersError{Failed: 2, Folders: 2, First: `"e" (x)`}, `none of the 2 empty folders could be made; the first: "e" (x); the accepted files arrived`},
+		{FoldersError{Failed: 2, Folders: 5, First: `"e" (x)`}, `2 of 5 empty folders could not be made; the first: "e" (x); the accepted files arrived`},
+	} {
+		if got := c.e.Error(); got != c.want {
+			t.Errorf("%+v: %q", c.e, got)
+		}
+		if send := EndOf(&errcode.RemoteError{Code: errcode.CodeVerifyFailed, Reason: c.want}, "Bob", false); send.Text != "On Bob, "+c.want+"." {
+			t.Errorf("sender: %q", send.Text)
+		}
 	}
 }
 

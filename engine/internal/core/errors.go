@@ -134,7 +134,17 @@ type FoldersError struct {
 }
 
 func (e *FoldersError) Error() string {
-	return fmt.Sprintf("%d of %d empty folders could not be made: %s; every file arrived", e.Failed, e.Folders, e.First)
+	s := fmt.Sprintf("%d of %d empty folders could not be made", e.Failed, e.Folders)
+	switch {
+	case e.Folders == 1:
+		s = "the empty folder could not be made"
+	case e.Failed == e.Folders:
+		s = fmt.Sprintf("none of the %d empty folders could be made", e.Folders)
+	}
+	if e.Failed > 1 {
+		return s + "; the first: " + e.First + "; the accepted files arrived"
+	}
+	return s + ": " + e.First + "; the accepted files arrived"
 }
 
 // Is makes a FoldersError an ErrVerifyFailed: the receiver could not save

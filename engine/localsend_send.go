@@ -171,8 +171,8 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 				}
 			}
 		}
-		open, src, size := up.Open, f.src(), f.Size
-		up.Open = func() (io.ReadCloser, error) { return openSource(open, src, size) }
+		open, src, size, mtime := up.Open, f.src(), f.Size, f.MTime
+		up.Open = func() (io.ReadCloser, error) { return openSource(open, src, size, mtime) }
 		ups = append(ups, up)
 	}
 	if a.text != "" && !ls.textDone {
@@ -329,25 +329,36 @@ func mimeOf(name string) string {
 
 // openSource opens a file to send through open and marks what goes wrong
 // reading it as the file's (core.ErrUnreadable: a retry would meet it
-// again), the file's path once in the words.
-func openSource(open func() (io.ReadCloser, error), path string, size int64) (io.ReadCloser, error) {
+// again), the file's path once in the words. size and mtime are the
+// offer's (mtime 0: unknown).
+func openSource(open func() (io.ReadCloser, error), path string, size, mtime int64) (io.ReadCloser, error) {
 	rc, err := open()
 	if err != nil {
 		return nil, &unreadableError{fi: -1, path: path, err: err}
 	}
-	return &sourceReader{rc: rc, path: path, left: size}, nil
+	return &sourceReader{rc: rc, path: path, size: size, mtime: mtime, left: size}, nil
 }
 
 // sourceReader reads a file to send; a read that fails, or an end before
-// the size the offer gave, is the file's unreadableError.
+// the size the offer gave, is the file's unreadableError. So is a file
+// written to while it was read (its size or modification time is not the
+// offer's when its last bytes are read), which would arrive as parts of
+// two versions: those last bytes are not handed on, so the upload ends
+// short and the receiver does not keep it.
 type sourceReader struct {
-	rc   io.ReadCloser
-	path string
-	left int64
+	rc          io.ReadCloser
+	path        string
+	size, mtime int64
+	left        int64
 }
 
 func (s *sourceReader) Read(p []byte) (int, error) {
 	n, err := s.rc.Read(p)
+	if n > 0 && int64(n) >= s.left {
+		if st, serr := os.Stat(s.path); serr != nil || st.Size() != s.size || s.mtime != 0 && st.ModTime().UnixNano() != s.mtime {
+			return 0, &unreadableError{fi: -1, path: s.path, err: errChanged}
+		}
+	}
 	s.left -= int64(n)
 	switch {
 	case err == io.EOF && s.left > 0:

@@ -180,6 +180,33 @@ func TestUnreadableFileEndsALocalSendSend(t *testing.T) {
 	}
 }
 
+// A file written to while it is uploaded to a LocalSend device would arrive
+// as parts of two versions: its last bytes are not sent, so the receiver
+// does not keep it, and the send says why.
+func TestAFileChangedWhileSentToLocalSend(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	src := t.TempDir()
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, 32<<20)
+	p.UploadStarted = func(name string) {
+		if name == "big.bin" {
+			f, _ := os.OpenFile(big, os.O_WRONLY, 0)
+			f.WriteAt([]byte("written meanwhile"), 16<<20)
+			f.Close()
+			os.Chtimes(big, time.Now(), time.Now().Add(time.Hour))
+		}
+	}
+	to := lsPeerServer(t, p)
+	_, r := lsSendWait(t, e, to, Items{Paths: []string{big}}, LocalSendSendOptions{})
+	if r.State != StateFailed || r.Err != big+": it changed while it was being sent (send it again once it is written)." {
+		t.Fatalf("result %s %q", r.State, r.Err)
+	}
+	if got, _, _, _, _, _ := p.Snapshot(); len(got) != 0 {
+		t.Errorf("the receiver kept %d files", len(got))
+	}
+}
+
 // A file of several chunks written to while it is sent would arrive torn,
 // its chunks from different versions, and verify (the receiver checks what
 // was read): it is not sent, and says so. Here it is written to as the

@@ -112,6 +112,10 @@ type LinkActivity struct {
 	Done    bool      `json:"done,omitempty"`
 	// SavedAs is an upload's name on disk when it differs from Name.
 	SavedAs string `json:"saved_as,omitempty"`
+	// LeftOut names what a zip left out, each with why: shared files
+	// deleted or moved since (the zip holds a NOT INCLUDED.txt saying so).
+	// They are paths of this device's: show them with safetext.Name.
+	LeftOut []string `json:"left_out,omitempty"`
 	// Err says why it did not finish, when Done.
 	Err string `json:"error,omitempty"`
 }
@@ -540,7 +544,7 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 			continue
 		}
 		la := LinkActivity{ID: a.ID, Device: a.Device.String(), Upload: a.Upload, Name: a.Name, Zip: a.Zip,
-			Size: a.Size, Bytes: a.Bytes, Started: a.Started, Done: a.Done, SavedAs: a.SavedAs}
+			Size: a.Size, Bytes: a.Bytes, Started: a.Started, Done: a.Done, SavedAs: a.SavedAs, LeftOut: a.LeftOut}
 		if a.Err != nil {
 			la.Err = core.Sentence(a.Err)
 		}

@@ -55,6 +55,9 @@ type LinkActivity struct {
 	Size   int64 // -1 when not known (a zip)
 	Bytes  int64
 	Done   bool
+	// LeftOut names what a zip left out, each with why (shared files
+	// deleted or moved since).
+	LeftOut []string
 	// Err says why it did not finish, as a sentence ("" when it did).
 	Err string
 }
@@ -563,6 +566,12 @@ func activityText(a LinkActivity) string {
 		return fmt.Sprintf("%s: %s did not finish: %s", a.Device, name, a.Err)
 	case a.Done && a.Upload:
 		return fmt.Sprintf("%s sent %s (%s)", a.Device, name, HumanBytes(a.Bytes))
+	case a.Done && len(a.LeftOut) > 0:
+		left := make([]string, len(a.LeftOut))
+		for i, n := range a.LeftOut {
+			left[i] = EscapeName(n)
+		}
+		return fmt.Sprintf("%s downloaded %s (%s), without %s: deleted or moved since it was shared", a.Device, name, HumanBytes(a.Bytes), strings.Join(left, ", "))
 	case a.Done:
 		return fmt.Sprintf("%s downloaded %s (%s)", a.Device, name, HumanBytes(a.Bytes))
 	}

@@ -237,6 +237,8 @@ func TestActivityText(t *testing.T) {
 		{LinkActivity{Device: "10.0.0.5", Zip: true, Name: "x.zip", Size: -1, Bytes: 5000}, "10.0.0.5 downloads everything as one zip: 5.0 kB"},
 		{LinkActivity{Device: "10.0.0.5", Name: "a.pdf", Size: 2000, Bytes: 2000, Done: true}, "10.0.0.5 downloaded a.pdf (2.0 kB)"},
 		{LinkActivity{Device: "10.0.0.5", Upload: true, Name: "b\u202e.txt", Size: 10, Bytes: 3, Done: true, Err: "the link was stopped"}, "did not finish: the link was stopped"},
+		{LinkActivity{Device: "10.0.0.5", Zip: true, Name: "x.zip", Size: -1, Bytes: 5000, Done: true, LeftOut: []string{"gone\u202e.txt (no such file or directory)"}},
+			`10.0.0.5 downloaded everything as one zip (5.0 kB), without "gone\u202e.txt (no such file or directory)": deleted or moved since it was shared`},
 	} {
 		if got := activityText(c.a); !strings.Contains(got, c.want) {
 			t.Errorf("activityText(%+v) = %q, want %q", c.a, got, c.want)

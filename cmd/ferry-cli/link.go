@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -136,6 +137,7 @@ type linkEvent struct {
 	Size    *int64   `json:"size,omitempty"`
 	Bytes   *int64   `json:"bytes,omitempty"`
 	SavedAs string   `json:"saved_as,omitempty"`
+	LeftOut []string `json:"left_out,omitempty"` // what a zip left out, each with why
 	// From and State are a received file's result as the engine keeps it
 	// for history ("a browser at 192.168.1.23", "done").
 	From  string `json:"from,omitempty"`
@@ -210,13 +212,13 @@ func (f *linkFollower) events(l *engine.LinkInfo) []linkEvent {
 		}
 	}
 	for _, a := range l.Activities {
-		je := linkEvent{Device: a.Device, ID: a.ID, Upload: a.Upload, Name: a.Name, Zip: a.Zip, SavedAs: a.SavedAs, Error: a.Err}
+		je := linkEvent{Device: a.Device, ID: a.ID, Upload: a.Upload, Name: a.Name, Zip: a.Zip, SavedAs: a.SavedAs, LeftOut: a.LeftOut, Error: a.Err}
 		size, n := a.Size, a.Bytes
 		je.Size, je.Bytes = &size, &n
 		if !f.seen[a.ID] {
 			f.seen[a.ID] = true
 			start := je
-			start.Event, start.Error, start.SavedAs = "start", "", ""
+			start.Event, start.Error, start.SavedAs, start.LeftOut = "start", "", "", nil
 			out = append(out, start)
 		}
 		switch {
@@ -269,6 +271,13 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 			fmt.Fprintf(out, "%s: received %s (%s)\n", a.Device, safetext.Name(a.Name), humanBytes(*a.Bytes))
 		default:
 			fmt.Fprintf(out, "%s: downloaded %s (%s)\n", a.Device, safetext.Name(a.Name), humanBytes(*a.Bytes))
+		}
+		if len(a.LeftOut) > 0 {
+			names := make([]string, len(a.LeftOut))
+			for i, n := range a.LeftOut {
+				names[i] = safetext.Name(n)
+			}
+			fmt.Fprintf(out, "  not in it (deleted or moved since it was shared; its NOT INCLUDED.txt says so): %s\n", strings.Join(names, ", "))
 		}
 	case "ended":
 		fmt.Fprintln(out, shown(a.Error))

@@ -149,3 +149,17 @@ func TestRetryLineSaysWhetherItWasConnected(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// A zip a browser downloaded without some shared files (deleted or moved
+// since) says which, to the sharer, escaped.
+func TestLinkDoneSaysWhatTheZipLeftOut(t *testing.T) {
+	var out bytes.Buffer
+	size, n := int64(-1), int64(5000)
+	printLinkEvent(&out, linkEvent{Event: "done", Device: "10.0.0.5", Name: "photos.zip", Zip: true, Size: &size, Bytes: &n,
+		LeftOut: []string{"photos/gone.jpg (no such file or directory)", "photos/b\x1b[2J.jpg (permission denied)"}}, false)
+	want := "10.0.0.5: downloaded photos.zip (5.0 kB)\n  not in it (deleted or moved since it was shared; its NOT INCLUDED.txt says so): " +
+		`photos/gone.jpg (no such file or directory), "photos/b\x1b[2J.jpg (permission denied)"` + "\n"
+	if out.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", out.String(), want)
+	}
+}

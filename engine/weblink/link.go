@@ -236,6 +236,9 @@ type Activity struct {
 	// SavedAs is where an upload was saved, relative to the destination,
 	// when it differs from Name ("photo (1).jpg").
 	SavedAs string
+	// LeftOut names what a zip left out, each with why ("a.txt (no such
+	// file or directory)"): files deleted or moved since they were shared.
+	LeftOut []string
 	Err     error // why it did not finish, when Done
 }
 
@@ -354,6 +357,18 @@ func (t *tracker) set(n int64) {
 }
 
 // done ends the activity with err (nil: whole) and publishes it.
+// leftOut notes what a zip left out (Activity.LeftOut).
+func (t *tracker) leftOut(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	t.l.mu.Lock()
+	if a := t.l.acts[t.id]; a != nil {
+		a.LeftOut = names
+	}
+	t.l.mu.Unlock()
+}
+
 func (t *tracker) done(savedAs string, err error) {
 	l := t.l
 	l.mu.Lock()

@@ -404,7 +404,8 @@ func (sh *share) serveZip(w http.ResponseWriter, r *http.Request, dev netip.Addr
 	}
 	t := sh.l.track(Activity{Device: dev, Name: name, Zip: true, Size: -1})
 	cw := &countingWriter{ResponseWriter: w, t: t}
-	err := sh.writeZip(r.Context(), cw)
+	left, err := sh.writeZip(r.Context(), cw)
+	t.leftOut(left)
 	t.done(name, err)
 	if err == nil {
 		sh.finished(dev, -1)
@@ -414,8 +415,9 @@ func (sh *share) serveZip(w http.ResponseWriter, r *http.Request, dev netip.Addr
 // writeZip writes the zip of every row to w. A row that cannot be opened
 // any more (deleted or moved since it was shared) is left out, and the zip
 // ends with a note that names it and why: the others still arrive, where
-// the download broke off at it, empty.
-func (sh *share) writeZip(req context.Context, w io.Writer) error {
+// the download broke off at it, empty. It returns what it left out, for
+// the sharer.
+func (sh *share) writeZip(req context.Context, w io.Writer) (left []string, err error) {
 	zw := zip.NewWriter(w)
 	buf := make([]byte, 256<<10)
 	var missing []string
@@ -432,12 +434,12 @@ func (sh *share) writeZip(req context.Context, w io.Writer) error {
 		hw, err := zw.CreateHeader(&zip.FileHeader{Name: zipEntryName(f.name), Method: zip.Store, Modified: fi.ModTime()})
 		if err != nil {
 			file.Close()
-			return fmt.Errorf("zip: %w", err)
+			return missing, fmt.Errorf("zip: %w", err)
 		}
 		_, err = io.CopyBuffer(hw, &ctxReadSeeker{ctx: sh.l.ctx, rs: file, req: req}, buf)
 		file.Close()
 		if err != nil {
-			return fmt.Errorf("zip: %s: %w", f.name, err)
+			return missing, fmt.Errorf("zip: %s: %w", f.name, err)
 		}
 	}
 	if len(missing) > 0 {
@@ -447,15 +449,15 @@ func (sh *share) writeZip(req context.Context, w io.Writer) error {
 		}
 		note, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: time.Now()})
 		if err != nil {
-			return fmt.Errorf("zip: %w", err)
+			return missing, fmt.Errorf("zip: %w", err)
 		}
 		fmt.Fprintf(note, "These files could not be read on %s when this zip was made, so they are not in it:\r\n\r\n%s\r\n",
 			sh.l.s.opts.DeviceName, strings.Join(missing, "\r\n"))
 	}
 	if err := zw.Close(); err != nil {
-		return fmt.Errorf("zip: %w", err)
+		return missing, fmt.Errorf("zip: %w", err)
 	}
-	return nil
+	return missing, nil
 }
 
 // notIncludedName is the zip's note of the files it lacks (writeZip).

@@ -505,4 +505,14 @@ func TestZipLeavesOutWhatIsGone(t *testing.T) {
 	if !strings.Contains(note, "could not be read on Alice") || !strings.Contains(note, "gone.txt (no such file or directory)") {
 		t.Errorf("note %q", note)
 	}
+	// The sharer is told too: the download's activity names it.
+	var left []string
+	for _, a := range l.Activities() {
+		if a.Zip && a.Done {
+			left = a.LeftOut
+		}
+	}
+	if !slices.Equal(left, []string{"gone.txt (no such file or directory)"}) {
+		t.Errorf("the sharer's activity says it left out %q", left)
+	}
 }

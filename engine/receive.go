@@ -1170,7 +1170,7 @@ func (rx *receiver) finishWhenComplete(ctx context.Context) error {
 		res.Code, res.Reason = wire.CodeVerifyFailed, clipReason(strings.TrimPrefix(why.Error(), wire.ErrVerifyFailed.Error()+": "))
 	} else {
 		rx.endResume()
-		if err := rx.makeFolders(); err != nil {
+		if err := rx.makeFolders(ctx); err != nil {
 			res.OK, res.Code, res.Reason = false, wire.CodeVerifyFailed, clipReason(err.Error())
 			final = err
 			rx.mu.Lock()
@@ -1241,14 +1241,17 @@ func saveCause(err error) string {
 // would not make. They follow the folder-clash rule as files do (see
 // store.Dest), so an empty folder of a folder that arrived renamed is in
 // the renamed one. A *core.FoldersError says how many could not be made,
-// and the first's path and cause.
-func (rx *receiver) makeFolders() error {
+// and the first's path and cause. It stops when ctx ends (a cancel).
+func (rx *receiver) makeFolders(ctx context.Context) error {
 	if rx.folders == nil {
 		return nil
 	}
 	var failed int
 	var first string
 	err := rx.folders.Each(func(_ int, e manifeststore.Entry) error {
+		if err := ctx.Err(); err != nil {
+			return err // cancelled: 10^6 folders take a while
+		}
 		if _, err := rx.Dest.MakeFolder(e.Path); err != nil {
 			if failed++; failed == 1 {
 				name := e.Path
@@ -1262,6 +1265,9 @@ func (rx *receiver) makeFolders() error {
 		rx.Folders.Add(1)
 		return nil
 	})
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("the list of empty folders could not be read: %w", err)
 	}

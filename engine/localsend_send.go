@@ -88,6 +88,9 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 		// LocalSend carries files, each under its path: an empty folder
 		// has no file to carry it.
 		skipped.EmptyFolders, skipped.FilesOnly = len(m.folders), len(m.folders) > 0
+		for _, f := range m.folders {
+			skipped.note(f + "/")
+		}
 	}
 	cert, err := e.LocalSendCert()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -200,7 +201,7 @@ func TestLocalSendSendFilesFolderText(t *testing.T) {
 			skipped = ev.Offer.Skipped
 		}
 	}
-	if skipped == nil || skipped.Summary() != "1 empty folder (LocalSend takes files only)" {
+	if skipped == nil || skipped.Summary() != "1 empty folder (LocalSend takes files only)" || !slices.Contains(skipped.Examples, "dir/empty/") {
 		t.Errorf("skipped %+v", skipped)
 	}
 	got, _, offers, _, _, _ := p.Snapshot()

@@ -215,6 +215,9 @@ func (b *backend) AddDevice(ctx context.Context, addr, id string) (ui.Device, er
 		// A link names the device that must answer: a different one there
 		// is not added.
 		info, err := b.eng.Probe(ctx, addr)
+		if p := unknownHostProblem(err); p != nil {
+			return ui.Device{}, p
+		}
 		if err != nil {
 			return ui.Device{}, &ui.Problem{Text: "No Ferry device answered at that address. Check that Ferry is open and receiving on the other device, and that both are on the same network.", Err: err}
 		}
@@ -225,10 +228,24 @@ func (b *backend) AddDevice(ctx context.Context, addr, id string) (ui.Device, er
 	}
 	// A TLS handshake (engine.Probe) proves the ID before the device is listed.
 	p, err := b.disc.AddManual(ctx, addr)
+	if up := unknownHostProblem(err); up != nil {
+		return ui.Device{}, up
+	}
 	if err != nil {
 		return ui.Device{}, &ui.Problem{Text: "No Ferry device could be added at that address. Check it, and that Ferry is open and receiving on the other device.", Err: err}
 	}
 	return b.named(toUIDevice(p, b.trust(p.ID), true)), nil
+}
+
+// unknownHostProblem says that a name typed as a device's address does
+// not exist (DNS: no such host), where "no device answered" would send the
+// user to check the other device; nil for any other error.
+func unknownHostProblem(err error) *ui.Problem {
+	var dns *net.DNSError
+	if !errors.As(err, &dns) || !dns.IsNotFound {
+		return nil
+	}
+	return &ui.Problem{Text: fmt.Sprintf("There is no host named %s. Check the name, or enter the address that My address shows on the other device.", ui.EscapeName(dns.Name)), Err: err}
 }
 
 // intend records what this device did to a transfer.

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -191,6 +193,20 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 	defer cancel()
 	if d, err := b.AddDevice(ctx, dead, ""); err == nil {
 		t.Errorf("AddDevice(%s) with nobody there = %+v", dead, d)
+	}
+}
+
+// A name that does not exist is said as such, not as a device that did
+// not answer.
+func TestUnknownHostProblem(t *testing.T) {
+	nx := fmt.Errorf("add: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "desk.lan", IsNotFound: true}})
+	if p := unknownHostProblem(nx); p == nil || p.Text != "There is no host named desk.lan. Check the name, or enter the address that My address shows on the other device." {
+		t.Errorf("got %+v", p)
+	}
+	for _, err := range []error{nil, errors.New("refused"), &net.DNSError{Err: "i/o timeout", Name: "desk.lan", IsTimeout: true}} {
+		if p := unknownHostProblem(err); p != nil {
+			t.Errorf("%v: %+v", err, p)
+		}
 	}
 }
 

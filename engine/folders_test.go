@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/engine/store"
 
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -228,5 +230,36 @@ func TestFilesThatCannotBeSavedSayWhy(t *testing.T) {
 	}
 	if failed != 2 {
 		t.Errorf("%d file results, want 2", failed)
+	}
+}
+
+// Empty folders take disk (a block each): an offer whose files fit but
+// whose folders would not is refused as too large for the disk, before
+// anyone is asked. (A peer's million empty folders are 4 GB of blocks.)
+func TestEmptyFoldersCountInTheSpaceCheck(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk})
+	free, err := store.FreeSpace(recv.DownloadDir())
+	if err != nil {
+		t.Skipf("free space cannot be measured here: %v", err)
+	}
+	const folders = 100_000 // 400 MB of blocks
+	paths := make([]string, folders)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("d/%d", i)
+	}
+	size := free - 1<<20 // the file alone fits, with a megabyte to spare
+	var d *wire.Decision
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.ctl.send(&wire.Offer{Transfer: newTransferID(), ChunkSize: 1 << 20, Files: 1, TotalBytes: size, Folders: folders})
+		p.ctl.send(&wire.OfferFiles{Start: 0, Files: []wire.FileEntry{{Path: "d/big.bin", Size: size}}})
+		for start := 0; start < folders; start += wire.MaxFilesPerPart {
+			p.ctl.send(&wire.OfferFolders{Start: start, Paths: paths[start:min(start+wire.MaxFilesPerPart, folders)]})
+		}
+		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(10 * time.Second))
+		p.conn.Close(nil)
+	})
+	if d == nil || d.Accept || d.Code != wire.CodeNoSpace {
+		t.Fatalf("decision %+v, want a refusal for want of space", d)
 	}
 }

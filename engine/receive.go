@@ -511,10 +511,15 @@ func (rx *receiver) readOffer() error {
 		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
 	}
 	if offer.Folders > 0 {
+		rx.Overhead = int64(offer.Folders) * folderBlock
 		return rx.readFolders(entries, held)
 	}
 	return nil
 }
+
+// folderBlock is what the space check counts for an empty folder: one
+// block of a common file system (ext4, APFS, NTFS: 4 KiB).
+const folderBlock = 4096
 
 // holdNames charges what the offer's lists hold in memory now, of which
 // held was charged before, and returns it: refused as the names arrive,

@@ -50,7 +50,11 @@ type Inbox struct {
 	acceptedBytes int64
 	Dest          *store.Dest
 	DestDir       string
-	registered    bool
+	// Overhead is disk the offer takes besides its files' bytes, which the
+	// space check counts: a block for each of its empty folders (a peer's
+	// million empty folders are gigabytes of them).
+	Overhead   int64
+	registered bool
 	// Offered: an offer arrived (a probe sends none). Offer sets it; a
 	// session that reads an offer in parts sets it at the first.
 	Offered bool
@@ -457,7 +461,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	free, _ := store.FreeSpace(dir)
 	// An offer that cannot fit is refused before anyone is asked, with the
 	// figures: a "yes" could not be kept.
-	if err := NoSpace(dir, total); err != nil {
+	if err := NoSpace(dir, total+in.Overhead); err != nil {
 		return noSpace(err), nil
 	}
 
@@ -512,7 +516,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	if len(in.Refused) > 0 {
 		d.Files = accepted // "all" no longer means every offered file
 	}
-	if err := NoSpace(dir, need); err != nil {
+	if err := NoSpace(dir, need+in.Overhead); err != nil {
 		return noSpace(err), nil
 	}
 	dest, err := store.Open(dir)

@@ -90,7 +90,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 			uo.Folders = append(uo.Folders, ui.FolderInfo{Path: f.Path, Files: f.Files, Bytes: f.Bytes})
 		}
 		if s := o.Skipped; s != nil && s.Count() > 0 {
-			uo.Skipped = &ui.Skipped{Summary: s.Summary(), Count: s.Count(), Examples: s.Examples}
+			uo.Skipped = &ui.Skipped{Summary: s.Summary(), Count: s.Count(), Examples: s.Examples, NotFiles: s.Symlinks+s.Other > 0}
 		}
 		out.Offer = uo
 	}

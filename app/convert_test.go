@@ -60,7 +60,13 @@ func TestToUITransfer(t *testing.T) {
 	// that skipped nothing carries none.
 	got, _ = toUITransfer(engine.Event{Time: now, Kind: engine.EventOffer, TransferID: "s", Direction: engine.Sending,
 		Offer: &engine.OfferInfo{Count: 1, Skipped: &engine.SkippedInfo{Symlinks: 2, EmptyFolders: 1, Examples: []string{"/a/l1", "/a/l2", "/a/e"}}}})
-	if s := got.Offer.Skipped; s == nil || s.Summary != "2 symbolic links (not followed), 1 empty folder" || s.Count != 3 || !slices.Equal(s.Examples, []string{"/a/l1", "/a/l2", "/a/e"}) {
+	if s := got.Offer.Skipped; s == nil || s.Summary != "2 symbolic links (not followed), 1 empty folder" || s.Count != 3 || !slices.Equal(s.Examples, []string{"/a/l1", "/a/l2", "/a/e"}) || !s.NotFiles {
+		t.Fatalf("skipped = %+v", got.Offer.Skipped)
+	}
+	// Empty folders a LocalSend device does not take are no "not a file".
+	got, _ = toUITransfer(engine.Event{Time: now, Kind: engine.EventOffer, TransferID: "s", Direction: engine.Sending,
+		Offer: &engine.OfferInfo{Count: 1, Skipped: &engine.SkippedInfo{EmptyFolders: 1, FilesOnly: true}}})
+	if s := got.Offer.Skipped; s == nil || s.Summary != "1 empty folder (LocalSend takes files only)" || s.NotFiles {
 		t.Fatalf("skipped = %+v", got.Offer.Skipped)
 	}
 	got, _ = toUITransfer(engine.Event{Time: now, Kind: engine.EventOffer, TransferID: "s", Direction: engine.Sending,

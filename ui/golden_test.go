@@ -86,7 +86,7 @@ func goldenState(u *UI, be *fakeBackend, c *clock) {
 	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "s1", Direction: Outgoing, State: StateConnecting, Peer: alice,
 		Offer: &Offer{Count: 7, Total: 1_480_000_000, FreeBytes: -1, Folders: []FolderInfo{{Path: "Holiday 2026", Files: 6, Bytes: 1_400_000_000}},
 			Files:   []FileInfo{{Path: "Holiday 2026/beach.mov", Size: 1_400_000_000}, {Path: "itinerary.pdf", Size: 80_000_000}},
-			Skipped: &Skipped{Summary: "1 symbolic link (not followed)", Count: 1, Examples: []string{"/home/sam/Pictures/Holiday 2026/latest.jpg"}}}})
+			Skipped: &Skipped{Summary: "1 symbolic link (not followed)", Count: 1, NotFiles: true, Examples: []string{"/home/sam/Pictures/Holiday 2026/latest.jpg"}}}})
 	u.ApplyTransfer(TransferEvent{Kind: TransferTransport, ID: "s1", Direction: Outgoing, State: StateActive, Peer: alice, Transport: "quic",
 		Reason: "QUIC is the default on this network"})
 	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "s1", Direction: Outgoing, State: StateActive,

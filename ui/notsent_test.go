@@ -13,7 +13,7 @@ func TestSendRowSaysWhatIsNotSent(t *testing.T) {
 	bob := Peer{ID: "BOB", Name: "Bob's laptop"}
 	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "s", Direction: Outgoing, State: StateConnecting, Peer: bob,
 		Offer: &Offer{Count: 3, Total: 30, FreeBytes: -1, Folders: []FolderInfo{{Path: "photos", Files: 3, Bytes: 30}},
-			Skipped: &Skipped{Summary: "2 symbolic links (not followed), 1 empty folder", Count: 3,
+			Skipped: &Skipped{Summary: "2 symbolic links (not followed), 1 empty folder", Count: 3, NotFiles: true,
 				Examples: []string{"/home/sam/photos/latest", "/home/sam/photos/old\u202egpj.exe"}}}})
 	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "c", Direction: Outgoing, State: StateConnecting, Peer: bob,
 		Offer: &Offer{Count: 1, Total: 10, FreeBytes: -1, Files: []FileInfo{{Path: "a.txt", Size: 10}}}})
@@ -53,5 +53,10 @@ func TestSendRowSaysWhatIsNotSent(t *testing.T) {
 	u.transfers.showDetails("c")
 	if u.transfers.detailSkippedHead.Visible() || u.transfers.detailSkipped.Visible() {
 		t.Errorf("Details of a send that leaves nothing out show %q", u.transfers.detailSkipped.Text)
+	}
+	// What is left out for another reason than not being a file says only
+	// that reason (a LocalSend device takes no empty folder).
+	if got := skippedText(&Skipped{Summary: "1 empty folder (LocalSend takes files only)", Count: 1, Examples: []string{"photos/empty/"}}); got != "1 empty folder (LocalSend takes files only).\nphotos/empty/" {
+		t.Errorf("Details say %q", got)
 	}
 }

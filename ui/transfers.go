@@ -982,7 +982,10 @@ func skippedText(s *Skipped) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(s.Summary + ". Ferry sends regular files and folders.")
+	b.WriteString(s.Summary + ".")
+	if s.NotFiles {
+		b.WriteString(" Ferry sends regular files and folders.")
+	}
 	for _, p := range s.Examples {
 		b.WriteString("\n" + EscapeName(p))
 	}

@@ -295,6 +295,10 @@ type Skipped struct {
 	Summary  string   // the engine's words: "2 symbolic links (not followed), 1 empty folder"
 	Count    int      // all of them
 	Examples []string // the first few paths, as given (show with EscapeName)
+	// NotFiles: some of them are not regular files (links, devices),
+	// which Details explains; folders that could not be read, or empty
+	// ones a LocalSend device does not take, carry their reason in Summary.
+	NotFiles bool
 }
 
 // FolderSum sums up several top-level folders of an offer.

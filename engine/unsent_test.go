@@ -152,31 +152,44 @@ func TestAFailedSendDoesNotWaitForThePeer(t *testing.T) {
 	}
 }
 
-// A LocalSend receiver cannot be told that one file is not sent: a file cut
-// short while it is uploaded ends the send at once, saying which file and
-// why, rather than reconnecting for two minutes to meet it again.
-func TestUnreadableFileEndsALocalSendSend(t *testing.T) {
+// lsSendMeddled sends a 32 MiB file to a LocalSend test peer, which calls
+// meddle with the file's path as its upload starts; it returns the
+// send's result, the file's path, whether the send ever retried, and how
+// many files the peer kept.
+func lsSendMeddled(t *testing.T, meddle func(path string)) (r Result, big string, retried bool, kept int) {
+	t.Helper()
 	e := testEngine(t, Options{})
 	p := testPeer(t)
-	src := t.TempDir()
-	big := filepath.Join(src, "big.bin")
+	big = filepath.Join(t.TempDir(), "big.bin")
 	writeFile(t, big, 32<<20)
 	p.UploadStarted = func(name string) {
 		if name == "big.bin" {
-			os.Truncate(big, 1<<20)
+			meddle(big)
 		}
 	}
 	to := lsPeerServer(t, p)
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
-	_, r := lsSendWait(t, e, to, Items{Paths: []string{big}}, LocalSendSendOptions{})
+	_, r = lsSendWait(t, e, to, Items{Paths: []string{big}}, LocalSendSendOptions{})
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventState && ev.State == StateRetrying {
+			retried = true
+		}
+	}
+	got, _, _, _, _, _ := p.Snapshot()
+	return r, big, retried, len(got)
+}
+
+// A LocalSend receiver cannot be told that one file is not sent: a file cut
+// short while it is uploaded ends the send at once, saying which file and
+// why, rather than reconnecting for two minutes to meet it again.
+func TestUnreadableFileEndsALocalSendSend(t *testing.T) {
+	r, big, retried, _ := lsSendMeddled(t, func(path string) { os.Truncate(path, 1<<20) })
 	if r.State != StateFailed || !strings.HasPrefix(r.Err, "Cannot read "+big+": it became shorter while it was being sent") {
 		t.Fatalf("result %s %q", r.State, r.Err)
 	}
-	for len(events) > 0 {
-		if ev := <-events; ev.Kind == EventState && ev.State == StateRetrying {
-			t.Fatal("the send reconnected to meet the same file again")
-		}
+	if retried {
+		t.Fatal("the send reconnected to meet the same file again")
 	}
 }
 
@@ -184,26 +197,17 @@ func TestUnreadableFileEndsALocalSendSend(t *testing.T) {
 // as parts of two versions: its last bytes are not sent, so the receiver
 // does not keep it, and the send says why.
 func TestAFileChangedWhileSentToLocalSend(t *testing.T) {
-	e := testEngine(t, Options{})
-	p := testPeer(t)
-	src := t.TempDir()
-	big := filepath.Join(src, "big.bin")
-	writeFile(t, big, 32<<20)
-	p.UploadStarted = func(name string) {
-		if name == "big.bin" {
-			f, _ := os.OpenFile(big, os.O_WRONLY, 0)
-			f.WriteAt([]byte("written meanwhile"), 16<<20)
-			f.Close()
-			os.Chtimes(big, time.Now(), time.Now().Add(time.Hour))
-		}
-	}
-	to := lsPeerServer(t, p)
-	_, r := lsSendWait(t, e, to, Items{Paths: []string{big}}, LocalSendSendOptions{})
+	r, big, _, kept := lsSendMeddled(t, func(path string) {
+		f, _ := os.OpenFile(path, os.O_WRONLY, 0)
+		f.WriteAt([]byte("written meanwhile"), 16<<20)
+		f.Close()
+		os.Chtimes(path, time.Now(), time.Now().Add(time.Hour))
+	})
 	if r.State != StateFailed || r.Err != big+": it changed while it was being sent (send it again once it is written)." {
 		t.Fatalf("result %s %q", r.State, r.Err)
 	}
-	if got, _, _, _, _, _ := p.Snapshot(); len(got) != 0 {
-		t.Errorf("the receiver kept %d files", len(got))
+	if kept != 0 {
+		t.Errorf("the receiver kept %d files", kept)
 	}
 }
 

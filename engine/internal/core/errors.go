@@ -101,24 +101,35 @@ type NotSavedError struct {
 }
 
 func (e *NotSavedError) Error() string {
-	s := fmt.Sprintf("%d of %d files could not be saved", e.Failed, e.Files)
-	switch {
-	case e.Files == 1:
-		s = "the file could not be saved"
-	case e.Failed == e.Files:
-		s = fmt.Sprintf("none of the %d files could be saved", e.Files)
-	}
+	s := couldNot(e.Failed, e.Files, "file", "saved")
 	if e.Here {
 		s += " here"
 	}
-	switch {
-	case e.Cause == "":
-	case e.Failed == 1:
-		s += ": " + e.Cause
-	default:
-		s += "; the first: " + e.Cause
+	if e.Cause == "" {
+		return s
 	}
-	return s
+	return withFirst(s, e.Failed, e.Cause)
+}
+
+// couldNot says that failed of n things could not be done: "the file
+// could not be saved", "none of the 3 files could be saved", "2 of 3 files
+// could not be saved"; what is a thing's name, done what failed.
+func couldNot(failed, n int, what, done string) string {
+	switch {
+	case n == 1:
+		return "the " + what + " could not be " + done
+	case failed == n:
+		return fmt.Sprintf("none of the %d %ss could be %s", n, what, done)
+	}
+	return fmt.Sprintf("%d of %d %ss could not be %s", failed, n, what, done)
+}
+
+// withFirst adds why the first of failed things failed to couldNot's words.
+func withFirst(s string, failed int, why string) string {
+	if failed > 1 {
+		return s + "; the first: " + why
+	}
+	return s + ": " + why
 }
 
 // Is makes a NotSavedError an ErrVerifyFailed: the receiver could not save
@@ -134,17 +145,7 @@ type FoldersError struct {
 }
 
 func (e *FoldersError) Error() string {
-	s := fmt.Sprintf("%d of %d empty folders could not be made", e.Failed, e.Folders)
-	switch {
-	case e.Folders == 1:
-		s = "the empty folder could not be made"
-	case e.Failed == e.Folders:
-		s = fmt.Sprintf("none of the %d empty folders could be made", e.Folders)
-	}
-	if e.Failed > 1 {
-		return s + "; the first: " + e.First + "; the accepted files arrived"
-	}
-	return s + ": " + e.First + "; the accepted files arrived"
+	return withFirst(couldNot(e.Failed, e.Folders, "empty folder", "made"), e.Failed, e.First) + "; the accepted files arrived"
 }
 
 // Is makes a FoldersError an ErrVerifyFailed: the receiver could not save

@@ -81,7 +81,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		Time:      ev.Time,
 	}
 	if o := ev.Offer; o != nil {
-		uo := &ui.Offer{Count: o.Count, Total: o.TotalBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires, Text: o.Text,
+		uo := &ui.Offer{Count: o.Count, Total: o.TotalBytes, Disk: o.DiskBytes, Dest: o.Dest, FreeBytes: o.FreeBytes, Expires: o.Expires, Text: o.Text,
 			PairCode: o.PairCode}
 		for _, f := range o.Files {
 			uo.Files = append(uo.Files, ui.FileInfo{Path: f.Path, Size: f.Size, Refused: f.Refused})

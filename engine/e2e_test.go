@@ -129,6 +129,9 @@ func TestDeclineAndAsk(t *testing.T) {
 				if ev.Peer.ID != send.ID() || len(ev.Offer.Files) != 1 || ev.Offer.Files[0].Path != "a.txt" {
 					t.Errorf("offer event %+v", ev)
 				}
+				if o := ev.Offer; o.TotalBytes != 10 || o.DiskBytes != 4096 || o.FreeBytes < o.DiskBytes {
+					t.Errorf("offer of %d bytes taking %d on disk, %d free; want 10, one block, and room", o.TotalBytes, o.DiskBytes, o.FreeBytes)
+				}
 				recv.Decide(ev.TransferID, Decision{Accept: false, Reason: "not now"})
 			}
 		}

@@ -60,9 +60,13 @@ type OfferInfo struct {
 	Files      []FileInfo   `json:"files"`
 	Folders    []FolderInfo `json:"folders,omitempty"`
 	TotalBytes int64        `json:"total_bytes"`
-	Dest       string       `json:"dest"`
-	FreeBytes  int64        `json:"free_bytes"` // -1 when unknown
-	Expires    time.Time    `json:"expires"`
+	// DiskBytes is the disk the offer takes on this device: its files in
+	// whole 4 KiB blocks and its empty folders, which FreeBytes must hold
+	// (0 where not measured, as on the sending side).
+	DiskBytes int64     `json:"disk_bytes,omitempty"`
+	Dest      string    `json:"dest"`
+	FreeBytes int64     `json:"free_bytes"` // -1 when unknown
+	Expires   time.Time `json:"expires"`
 	// PairCode is the session's verification code when the sender is not
 	// trusted yet (see EventPair): shown with the offer, the user may
 	// confirm it (Engine.ConfirmPair) to trust the sender.

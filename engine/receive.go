@@ -460,6 +460,7 @@ func (rx *receiver) takeOffer() error {
 	if err := rx.readOffer(); err != nil {
 		return err
 	}
+	rx.Held = rx.heldFor
 	return rx.Inbox.Offer(rx.offer.Transfer, offeredList{rx.list}, rx.offer.Text)
 }
 
@@ -511,15 +512,11 @@ func (rx *receiver) readOffer() error {
 		return fmt.Errorf("%w: the files add up to %d bytes, the offer says %d", wire.ErrProtocol, sum, offer.TotalBytes)
 	}
 	if offer.Folders > 0 {
-		rx.Overhead = int64(offer.Folders) * folderBlock
+		rx.EmptyFolders = int64(offer.Folders)
 		return rx.readFolders(entries, held)
 	}
 	return nil
 }
-
-// folderBlock is what the space check counts for an empty folder: one
-// block of a common file system (ext4, APFS, NTFS: 4 KiB).
-const folderBlock = 4096
 
 // holdNames charges what the offer's lists hold in memory now, of which
 // held was charged before, and returns it: refused as the names arrive,

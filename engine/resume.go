@@ -45,6 +45,36 @@ func (rx *receiver) resumeFrom(dir string) {
 	rx.discardStale(s)
 }
 
+// heldFor is the disk an earlier attempt at this offer holds in dir, of the
+// files accepted reports, which this attempt reuses or gives back
+// (resumeFrom): the saved files it will not fetch again, and every partial
+// (preallocated whole when it was created; one not reused is removed). The
+// space check does not ask for it again: a transfer that stopped at 90 % of
+// a file larger than the disk's free space resumes.
+func (rx *receiver) heldFor(dir string, accepted func(int) bool) int64 {
+	if rx.offer.Manifest == "" || rx.e.opts.DisableResume {
+		return 0
+	}
+	s, err := rx.e.resume.Load(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest))
+	if err != nil || s == nil || s.Check(rx.offeredFiles(dir), validLocal) != nil {
+		return 0
+	}
+	var held int64
+	for _, f := range s.Files {
+		switch {
+		case f.Done && accepted(int(f.Index)):
+			if st, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.SavedAs))); err == nil && st.Mode().IsRegular() && st.Size() == f.Size {
+				held += store.OnDisk(f.Size)
+			}
+		case !f.Done && f.Partial != "":
+			if st, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.Partial))); err == nil && st.Mode().IsRegular() {
+				held += min(store.Allocated(st), store.OnDisk(f.Size))
+			}
+		}
+	}
+	return held
+}
+
 // offeredFiles describes the offer for resume.State.Check.
 func (rx *receiver) offeredFiles(dir string) resume.Offered {
 	return resume.Offered{Peer: rx.c.PeerID().String(), Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: dir,

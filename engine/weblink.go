@@ -74,11 +74,12 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	e.mu.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var need int64 = a.Size
+	var room store.Room
+	room.File(a.Size)
 	for _, f := range b.files {
-		need += f.t.Result().TotalBytes // files arriving still hold their space
+		room.File(f.t.Result().TotalBytes) // files arriving still hold their space
 	}
-	if err := core.NoSpace(dir, need); err != nil {
+	if err := core.NoRoom(dir, room); err != nil {
 		return nil, errors.New(core.Sentence(err))
 	}
 	if b.dest == nil || b.dest.Dir() != dir {

@@ -357,8 +357,8 @@ func (q *promptQueue) showSpace(p *prompt, o *Offer, free int64) {
 	case free < 0:
 		p.space.Hide()
 		return
-	case free < o.Total:
-		p.space.SetText(fmt.Sprintf("Not enough space: %s needed, %s free", HumanBytes(o.Total), HumanBytes(free)))
+	case free < o.needs():
+		p.space.SetText(fmt.Sprintf("Not enough space: %s needed, %s free", HumanBytes(o.needs()), HumanBytes(free)))
 		p.space.Importance = widget.DangerImportance
 		p.space.Wrapping = fyne.TextWrapWord
 		p.accept.Disable()

@@ -266,10 +266,13 @@ type Offer struct {
 	// Count is the number of files offered; Files lists the first ones
 	// (a large offer is not listed whole) and Folders sums up its
 	// top-level folders.
-	Count     int
-	Files     []FileInfo
-	Folders   []FolderInfo
-	Total     int64
+	Count   int
+	Files   []FileInfo
+	Folders []FolderInfo
+	Total   int64
+	// Disk is the disk the files take on this device (whole blocks), which
+	// FreeBytes must hold; 0 when not given (then Total is the measure).
+	Disk      int64
 	Dest      string
 	FreeBytes int64 // -1 when unknown
 	Expires   time.Time
@@ -306,6 +309,9 @@ type FolderSum struct {
 	Folders, Files int
 	Bytes          int64
 }
+
+// needs is the disk the offer takes here: Disk, or Total where not given.
+func (o *Offer) needs() int64 { return max(o.Disk, o.Total) }
 
 // FileCount is the number of files offered.
 func (o *Offer) FileCount() int { return max(o.Count, len(o.Files)) }

@@ -578,3 +578,26 @@ func reach(hostport string, kinds ...addr.Kind) []addr.Addr {
 	}
 	return out
 }
+
+// The prompt measures the free space against the disk the files take (a
+// million one-byte files take 4 GB of blocks), not their bytes.
+func TestPromptSpaceCountsTheDiskTheFilesTake(t *testing.T) {
+	for _, tc := range []struct {
+		disk   int64
+		want   string
+		accept bool
+	}{
+		{0, "2.0 GB free", true},
+		{1_000_000, "2.0 GB free", true},
+		{4_096_000_000, "Not enough space: 4.1 GB needed, 2.0 GB free", false},
+	} {
+		u, _, _ := newTestUI(t)
+		ev := offerEvent("t1", 1)
+		ev.Offer.FreeBytes, ev.Offer.Disk = 2_000_000_000, tc.disk
+		u.ApplyTransfer(ev)
+		p := u.prompts.queue[0]
+		if p.space.Text != tc.want || p.accept.Disabled() == tc.accept {
+			t.Errorf("disk %d: space %q, accept enabled %v; want %q, %v", tc.disk, p.space.Text, !p.accept.Disabled(), tc.want, tc.accept)
+		}
+	}
+}

@@ -12,3 +12,9 @@ import (
 func FreeSpace(dir string) (int64, error) {
 	return -1, fmt.Errorf("store: free space on %q: %w", dir, errors.ErrUnsupported)
 }
+
+// FreeEntries returns an error matching errors.ErrUnsupported: this
+// platform's limit is not read.
+func FreeEntries(dir string) (int64, error) {
+	return -1, fmt.Errorf("store: free entries on %q: %w", dir, errors.ErrUnsupported)
+}

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/windows"
@@ -20,4 +21,10 @@ func FreeSpace(dir string) (int64, error) {
 		return -1, fmt.Errorf("store: free space on %q: %w", dir, err)
 	}
 	return int64(avail), nil
+}
+
+// FreeEntries returns an error matching errors.ErrUnsupported: NTFS sets
+// no limit on how many files a volume holds that a space check could meet.
+func FreeEntries(dir string) (int64, error) {
+	return -1, fmt.Errorf("store: free entries on %q: %w", dir, errors.ErrUnsupported)
 }

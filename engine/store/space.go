@@ -3,41 +3,151 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 )
 
 // ErrNoSpace means the destination does not have room for an offer. Errors
 // returned by CheckSpace for that reason are *SpaceError and match it.
 var ErrNoSpace = errors.New("not enough space")
 
-// SpaceError says an offer does not fit on the destination. Its message is
-// a sentence meant for the user.
+// SpaceError says an offer does not fit on the destination: too few bytes
+// free, or too few files left to make (inodes). Its message is a sentence
+// meant for the user.
 type SpaceError struct {
 	Dir  string // the destination folder that was checked
-	Need int64  // bytes the offer needs
+	Need int64  // bytes of disk the offer needs (whole blocks)
 	Free int64  // bytes free on Dir's file system
+	// Data is the offer's bytes of data, when Need counts more for its
+	// files' whole blocks (0 otherwise).
+	Data int64
+	// Entries and FreeEntries are the files and folders to make and how
+	// many more the file system can make, when those are what is short.
+	Entries, FreeEntries int64
 }
 
 // Error returns e.g. "Not enough space on /home: 3.2 GB needed, 1.1 GB free".
 func (e *SpaceError) Error() string {
-	return fmt.Sprintf("Not enough space on %s: %s needed, %s free", e.Dir, HumanBytes(e.Need), HumanBytes(e.Free))
+	return "Not enough space on " + e.Dir + ": " + e.Figures()
+}
+
+// Figures is the error without the folder, for the sending side: "3.2 GB
+// needed, 1.1 GB free" or "1,000,000 files and folders to make, room for
+// 400,000 more".
+func (e *SpaceError) Figures() string {
+	if e.Entries > 0 {
+		return fmt.Sprintf("%s files and folders to make, room for %s more", Count(e.Entries), Count(e.FreeEntries))
+	}
+	s := HumanBytes(e.Need) + " needed, " + HumanBytes(e.Free) + " free"
+	if e.Data > 0 {
+		s += " (" + HumanBytes(e.Data) + " of files, in whole blocks of 4 KiB)"
+	}
+	return s
 }
 
 func (e *SpaceError) Unwrap() error { return ErrNoSpace }
 
-// CheckSpace returns a *SpaceError (matching ErrNoSpace) if the file system
-// holding dir has fewer than need bytes free, or FreeSpace's error if the
-// free space cannot be measured (on unsupported platforms that matches
-// errors.ErrUnsupported: the caller decides whether to accept blind).
-func CheckSpace(dir string, need int64) error {
+// Block is the unit of disk the space check counts a file in: 4 KiB, the
+// block of ext4, APFS and NTFS as formatted by default. A file of one byte
+// takes a whole one, so a million of them take 4 GB, not 1 MB.
+const Block = 4096
+
+// OnDisk is the disk a file of size bytes takes: its bytes in whole
+// blocks (an empty file takes none, only its entry).
+func OnDisk(size int64) int64 {
+	if size <= 0 {
+		return 0
+	}
+	if size > math.MaxInt64-Block {
+		return math.MaxInt64
+	}
+	return (size + Block - 1) / Block * Block
+}
+
+// Room is what a set of files and folders takes on the disk they go to.
+// The zero Room takes nothing; add to it with File and Folders.
+type Room struct {
+	Disk    int64 // bytes of disk, in whole blocks (saturates, never wraps)
+	Data    int64 // the files' bytes
+	Entries int64 // files and folders to make: an inode each
+}
+
+// File counts a file of size bytes.
+func (r *Room) File(size int64) {
+	r.Disk = addSat(r.Disk, OnDisk(size))
+	r.Data = addSat(r.Data, max(size, 0))
+	r.Entries++
+}
+
+// Folders counts n empty folders, a block each (a directory's own block
+// on ext4, APFS and NTFS).
+func (r *Room) Folders(n int64) {
+	if n <= 0 {
+		return
+	}
+	if n > math.MaxInt64/Block {
+		r.Disk = math.MaxInt64
+	} else {
+		r.Disk = addSat(r.Disk, n*Block)
+	}
+	r.Entries = addSat(r.Entries, n)
+}
+
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// CheckRoom returns a *SpaceError (matching ErrNoSpace) if the file system
+// holding dir has less disk free than r takes, or fewer files left to make
+// where it counts them (ext4 and most others; Btrfs and NTFS have no such
+// limit); or FreeSpace's error if the free space cannot be measured (on
+// unsupported platforms that matches errors.ErrUnsupported: the caller
+// decides whether to accept blind).
+func CheckRoom(dir string, r Room) error {
 	free, err := FreeSpace(dir)
 	if err != nil {
 		return err
 	}
-	if need > free {
-		return &SpaceError{Dir: dir, Need: need, Free: free}
+	if r.Disk > free {
+		se := &SpaceError{Dir: dir, Need: r.Disk, Free: free}
+		if r.Disk-r.Data > r.Data/10 {
+			se.Data = r.Data // the blocks make the difference: say so
+		}
+		return se
+	}
+	if entries, err := FreeEntries(dir); err == nil && r.Entries > entries {
+		return &SpaceError{Dir: dir, Need: r.Disk, Free: free, Entries: r.Entries, FreeEntries: entries}
 	}
 	return nil
+}
+
+// CheckSpace is CheckRoom for need bytes of disk and nothing else.
+func CheckSpace(dir string, need int64) error {
+	return CheckRoom(dir, Room{Disk: need, Data: need})
+}
+
+// Count formats n with thousands separators: "1,000,000".
+func Count(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
 
 // HumanBytes formats n with SI units and one decimal: "999 B", "1.5 kB",

@@ -91,3 +91,59 @@ func TestImports(t *testing.T) {
 		}
 	}
 }
+
+func TestSpaceErrorFigures(t *testing.T) {
+	for _, tc := range []struct {
+		err  SpaceError
+		want string
+	}{
+		{SpaceError{Need: 3_200_000_000, Free: 1_100_000_000}, "3.2 GB needed, 1.1 GB free"},
+		{SpaceError{Need: 4_096_000_000, Free: 2_000_000_000, Data: 1_000_000},
+			"4.1 GB needed, 2.0 GB free (1.0 MB of files, in whole blocks of 4 KiB)"},
+		{SpaceError{Need: 4_096_000, Free: 2_000_000_000, Entries: 1_000_000, FreeEntries: 400_000},
+			"1,000,000 files and folders to make, room for 400,000 more"},
+	} {
+		if got := tc.err.Figures(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestOnDisk(t *testing.T) {
+	for _, tc := range []struct{ size, want int64 }{
+		{-1, 0}, {0, 0}, {1, 4096}, {4095, 4096}, {4096, 4096}, {4097, 8192},
+		{1 << 30, 1 << 30}, {math.MaxInt64 - 4096, math.MaxInt64 - 4095},
+		{math.MaxInt64 - 4095, math.MaxInt64}, {math.MaxInt64, math.MaxInt64},
+	} {
+		if got := OnDisk(tc.size); got != tc.want {
+			t.Errorf("OnDisk(%d) = %d, want %d", tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestRoom(t *testing.T) {
+	var r Room
+	r.File(1)
+	r.File(0)
+	r.File(5000)
+	r.Folders(2)
+	if want := (Room{Disk: 4096 + 8192 + 2*4096, Data: 5001, Entries: 5}); r != want {
+		t.Errorf("room %+v, want %+v", r, want)
+	}
+	// A hostile offer's sizes saturate; they never wrap to a room that fits.
+	r.File(math.MaxInt64)
+	r.File(math.MaxInt64)
+	r.Folders(math.MaxInt64)
+	if r.Disk != math.MaxInt64 || r.Data != math.MaxInt64 || r.Entries != math.MaxInt64 {
+		t.Errorf("room %+v, want every figure at MaxInt64", r)
+	}
+}
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1_000_000: "1,000,000",
+		-12345: "-12,345", math.MaxInt64: "9,223,372,036,854,775,807"} {
+		if got := Count(n); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -511,7 +511,7 @@ type FolderInbox struct {
 	dest *store.Dest
 
 	mu       sync.Mutex // guards the fields below
-	reserved int64      // bytes of files accepted and not landed yet
+	reserved int64      // disk of files accepted and not landed yet (whole blocks)
 	sizes    map[string]int64
 }
 
@@ -533,15 +533,16 @@ func (f *FolderInbox) Arrive(a Arrival) (*store.Dest, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := store.CheckSpace(f.dest.Dir(), f.reserved+a.Size); err != nil {
+	need := f.reserved + store.OnDisk(a.Size)
+	if err := store.CheckSpace(f.dest.Dir(), need); err != nil {
 		var se *store.SpaceError
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("not enough space on the receiving device: %s needed, %s free",
-				humanSize(f.reserved+a.Size), humanSize(se.Free))
+				humanSize(need), humanSize(se.Free))
 		}
 	}
-	f.reserved += a.Size
-	f.sizes[a.ID] = a.Size
+	f.reserved = need
+	f.sizes[a.ID] = store.OnDisk(a.Size)
 	return f.dest, nil
 }
 

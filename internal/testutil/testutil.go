@@ -3,7 +3,8 @@
 // goroutine leak check for a package's whole run, the live heap for tests
 // that bound the bytes something holds, a tus client's requests to a
 // receive link (tus.go), and the system calls a test helper makes, counted
-// by strace (strace.go). Only tests import it.
+// by strace (strace.go), and a small disk to fill (smalldisk_linux.go).
+// Only tests import it.
 package testutil
 
 import (

@@ -50,11 +50,16 @@ type Inbox struct {
 	acceptedBytes int64
 	Dest          *store.Dest
 	DestDir       string
-	// Overhead is disk the offer takes besides its files' bytes, which the
-	// space check counts: a block for each of its empty folders (a peer's
-	// million empty folders are gigabytes of them).
-	Overhead   int64
-	registered bool
+	// EmptyFolders is how many empty folders the offer makes, which the
+	// space check counts: a block and an entry each (a peer's million empty
+	// folders are gigabytes of blocks).
+	EmptyFolders int64
+	// Held, when set, returns the disk that an earlier attempt at this
+	// offer holds in dir (resume: its saved files and partials, of the
+	// files accepted reports), which this attempt reuses or gives back, so
+	// the space check does not ask for it again.
+	Held func(dir string, accepted func(idx int) bool) int64
+	registered   bool
 	// Offered: an offer arrived (a probe sends none). Offer sets it; a
 	// session that reads an offer in parts sets it at the first.
 	Offered bool
@@ -120,10 +125,13 @@ type Prompt struct {
 	Files      []FileInfo // the first MaxPromptFiles and every refused one
 	Folders    []FolderInfo
 	TotalBytes int64
-	Dest       string
-	FreeBytes  int64 // -1 when unknown
-	Expires    time.Time
-	Text       string
+	// DiskBytes is the disk the offer takes here: its files in whole blocks
+	// and its empty folders (store.Room), which FreeBytes must hold.
+	DiskBytes int64
+	Dest      string
+	FreeBytes int64 // -1 when unknown
+	Expires   time.Time
+	Text      string
 }
 
 // OfferedFile is one file of an incoming offer, as any protocol describes it.
@@ -450,9 +458,11 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	policy, autoTrusted, dir := in.host.Policy()
 	trusted := in.host.Peer().Trusted
 	var total int64
+	room := in.room()
 	if err := in.Files.Each(func(i int, f OfferedFile) error {
 		if !in.refusedIdx[i] {
 			total += f.Size
+			room.File(f.Size)
 		}
 		return nil
 	}); err != nil {
@@ -461,7 +471,9 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	free, _ := store.FreeSpace(dir)
 	// An offer that cannot fit is refused before anyone is asked, with the
 	// figures: a "yes" could not be kept.
-	if err := NoSpace(dir, total+in.Overhead); err != nil {
+	offered := func(i int) bool { return !in.refusedIdx[i] }
+	want := in.needs(dir, room, offered)
+	if err := NoRoom(dir, want); err != nil {
 		return noSpace(err), nil
 	}
 
@@ -473,7 +485,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 		return Verdict{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, Code: errcode.CodeUntrusted}, nil
 	default:
 		var err error
-		d, err = in.ask(ctx, dir, total, free)
+		d, err = in.ask(ctx, dir, total, want.Disk, free)
 		if err != nil {
 			return d, err
 		}
@@ -488,6 +500,10 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	// Narrow to the accepted files, then check space for exactly those.
 	n := in.Files.Len()
 	need := total
+	chosen := offered
+	if d.Files != nil {
+		room = in.room()
+	}
 	var accepted []int
 	if d.Files == nil {
 		accepted = make([]int, 0, n-len(in.Refused))
@@ -499,24 +515,28 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	} else {
 		accepted = make([]int, 0, len(d.Files))
 		need = 0
+		picked := make([]bool, n)
+		chosen = func(i int) bool { return picked[i] }
 		for _, i := range d.Files {
 			if i < 0 || i >= n {
 				return d, fmt.Errorf("decision names file %d of %d", i, n)
 			}
 			if !in.refusedIdx[i] {
 				accepted = append(accepted, i)
+				picked[i] = true
 				f, err := in.Files.Get(i)
 				if err != nil {
 					return d, err
 				}
 				need += f.Size
+				room.File(f.Size)
 			}
 		}
 	}
 	if len(in.Refused) > 0 {
 		d.Files = accepted // "all" no longer means every offered file
 	}
-	if err := NoSpace(dir, need+in.Overhead); err != nil {
+	if err := NoRoom(dir, in.needs(dir, room, chosen)); err != nil {
 		return noSpace(err), nil
 	}
 	dest, err := store.Open(dir)
@@ -534,13 +554,13 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 
 // ask asks the user (Host.Ask) and waits for the answer, the prompt
 // timeout, or the end.
-func (in *Inbox) ask(ctx context.Context, dir string, total, free int64) (Verdict, error) {
+func (in *Inbox) ask(ctx context.Context, dir string, total, disk, free int64) (Verdict, error) {
 	place, refused := in.ticket.Prompt(ctx)
 	if refused != nil {
 		return Refusal(refused), nil
 	}
 	defer place.Release()
-	p := &Prompt{TotalBytes: total, Dest: dir, FreeBytes: free, Expires: in.cfg.Clock.Now().Add(in.cfg.PromptTimeout), Text: in.Text}
+	p := &Prompt{TotalBytes: total, DiskBytes: disk, Dest: dir, FreeBytes: free, Expires: in.cfg.Clock.Now().Add(in.cfg.PromptTimeout), Text: in.Text}
 	if free < 0 {
 		p.FreeBytes = -1
 	}
@@ -614,20 +634,36 @@ func noSpace(err error) Verdict {
 	var se *store.SpaceError
 	reason := ""
 	if errors.As(err, &se) {
-		reason = store.HumanBytes(se.Need) + " needed, " + store.HumanBytes(se.Free) + " free"
+		reason = se.Figures()
 	}
 	return Verdict{Decision: Decision{Reason: reason}, Code: errcode.CodeNoSpace}
 }
 
-// NoSpace returns the *store.SpaceError when dir cannot hold need bytes. A
-// file system whose free space cannot be measured accepts blind: writing
-// then fails per file with a clear error, which loses nothing.
-func NoSpace(dir string, need int64) error {
+// NoRoom returns the *store.SpaceError when dir cannot hold room. A file
+// system whose free space cannot be measured accepts blind: writing then
+// fails per file with a clear error, which loses nothing.
+func NoRoom(dir string, room store.Room) error {
 	var se *store.SpaceError
-	if err := store.CheckSpace(dir, need); errors.As(err, &se) {
+	if err := store.CheckRoom(dir, room); errors.As(err, &se) {
 		return se
 	}
 	return nil
+}
+
+// needs is room less what an earlier attempt at the offer holds in dir
+// (Held) of the files accepted reports.
+func (in *Inbox) needs(dir string, room store.Room, accepted func(int) bool) store.Room {
+	if in.Held != nil {
+		room.Disk = max(room.Disk-in.Held(dir, accepted), 0)
+	}
+	return room
+}
+
+// room is what the offer takes besides its files: its empty folders.
+func (in *Inbox) room() store.Room {
+	var r store.Room
+	r.Folders(in.EmptyFolders)
+	return r
 }
 
 // Begin marks the accepted offer as running: the refused files are

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/testutil"
+)
+
+// Small files take whole blocks: on a receiver with 2 MiB free, 600 files
+// of one byte (600 bytes, 2.4 MiB of blocks) are refused before anything
+// is written, with the figures; 300 (1.2 MiB of blocks) arrive whole.
+// Counted by their bytes, the 600 were let in and failed file by file
+// once the disk was full.
+func TestSmallFilesCountInTheSpaceCheck(t *testing.T) {
+	disk := testutil.SmallDisk(t, "size=2m")
+	recv := startReceiver(t, Options{DownloadDir: disk})
+	got := resultsOf(t, recv, Receiving, 2)
+	send := testEngine(t, Options{})
+	folder := func(files int) string {
+		src := filepath.Join(t.TempDir(), fmt.Sprintf("notes%d", files))
+		for i := range files {
+			writeFile(t, filepath.Join(src, fmt.Sprintf("%d.txt", i)), 1)
+		}
+		return src
+	}
+
+	res := sendWait(t, send, target(recv), []string{folder(600)}, SendOptions{})
+	if res.State != StateDeclined || !strings.Contains(res.Err, "needed") || !strings.Contains(res.Err, "600 B of files, in whole blocks of 4 KiB") {
+		t.Fatalf("600 one-byte files: %s %q, want refused for want of space, with the figures", res.State, res.Err)
+	}
+	if r := next(t, got); r.State != StateDeclined || !strings.Contains(r.Err, "Not enough space") {
+		t.Errorf("receive: %s %q, want declined for want of space", r.State, r.Err)
+	}
+	if ents, _ := os.ReadDir(disk); len(ents) != 0 {
+		t.Errorf("the refused offer left %d entries in the download folder", len(ents))
+	}
+
+	src := folder(300)
+	if res := sendWait(t, send, target(recv), []string{src}, SendOptions{}); res.State != StateDone {
+		t.Fatalf("300 one-byte files: %s %q, want done", res.State, res.Err)
+	}
+	if r := next(t, got); r.State != StateDone {
+		t.Fatalf("receive: %s %q", r.State, r.Err)
+	}
+	if n := sameTree(t, src, disk); n != 300 {
+		t.Errorf("%d files arrived, want 300", n)
+	}
+}
+
+// A file system that can make only so many more files (inodes): an offer of
+// more empty files than that is refused with the count, before anyone is
+// asked, where each file would have failed in turn.
+func TestTooManyFilesForTheDiskAreRefused(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAsk, DownloadDir: testutil.SmallDisk(t, "size=1m,nr_inodes=64")})
+	files := make([]wire.FileEntry, 100)
+	for i := range files {
+		files[i] = wire.FileEntry{Path: fmt.Sprintf("empty/%d", i)}
+	}
+	var d *wire.Decision
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.offer(files...)
+		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
+		p.conn.Close(nil)
+	})
+	if d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "100 files and folders to make, room for") {
+		t.Fatalf("decision %+v, want a refusal that counts the files", d)
+	}
+}
+
+// A transfer that stopped part way resumes on a disk that no longer has
+// the whole file's size free: the partial already holds its space (it is
+// allocated whole when created). Another offer of that size is still
+// refused there.
+func TestResumeOntoANearlyFullDisk(t *testing.T) {
+	skipIfShort(t)
+	recv := startReceiver(t, Options{DownloadDir: testutil.SmallDisk(t, "size=100m")})
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	const size = 64 << 20
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, size)
+	other := filepath.Join(src, "other.bin")
+	writeFile(t, other, size)
+
+	interrupt(t, send, recv, []string{big}, "tcp", size)
+	if free, err := store.FreeSpace(recv.DownloadDir()); err != nil || free >= size {
+		t.Fatalf("%d bytes free after the interruption (%v); the test needs less than the file", free, err)
+	}
+	if res := sendWait(t, send, target(recv), []string{other}, SendOptions{Transport: "tcp"}); res.State != StateDeclined {
+		t.Fatalf("another file of that size: %s %q, want refused for want of space", res.State, res.Err)
+	}
+	res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"})
+	if res.State != StateDone || res.Kept == 0 {
+		t.Fatalf("resume: %s %q (kept %d), want done with the partial's data kept", res.State, res.Err, res.Kept)
+	}
+	sameTree(t, big, recv.DownloadDir())
+}

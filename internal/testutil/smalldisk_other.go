@@ -1,0 +1,12 @@
+//go:build !linux
+
+package testutil
+
+import "testing"
+
+// SmallDisk skips t: mounting a small disk is done on Linux only.
+func SmallDisk(t testing.TB, options string) string {
+	t.Helper()
+	t.Skip("a small disk is mounted on Linux only")
+	return ""
+}

@@ -58,8 +58,8 @@ type Inbox struct {
 	// offer holds in dir (resume: its saved files and partials, of the
 	// files accepted reports), which this attempt reuses or gives back, so
 	// the space check does not ask for it again.
-	Held func(dir string, accepted func(idx int) bool) int64
-	registered   bool
+	Held       func(dir string, accepted func(idx int) bool) int64
+	registered bool
 	// Offered: an offer arrived (a probe sends none). Offer sets it; a
 	// session that reads an offer in parts sets it at the first.
 	Offered bool

@@ -11,12 +11,18 @@ import (
 // interrupt starts a send and cancels it once about half of it was written.
 func interrupt(t *testing.T, send, recv *Engine, paths []string, tp string, total int64) Result {
 	t.Helper()
+	return interruptWith(t, send, recv, paths, SendOptions{Transport: tp}, total)
+}
+
+// interruptWith is interrupt with the send's options.
+func interruptWith(t *testing.T, send, recv *Engine, paths []string, opts SendOptions, total int64) Result {
+	t.Helper()
 	send.opts.ProgressInterval = 2 * time.Millisecond // see the transfer mid-way even on a fast loopback (send is idle here)
 	events, unsub := send.Subscribe(1024)
 	defer unsub()
 	revents, runsub := recv.Subscribe(1024)
 	defer runsub()
-	tr, err := send.Send(context.Background(), target(recv), paths, SendOptions{Transport: tp})
+	tr, err := send.Send(context.Background(), target(recv), paths, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

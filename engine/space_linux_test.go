@@ -76,7 +76,8 @@ func TestTooManyFilesForTheDiskAreRefused(t *testing.T) {
 }
 
 // A transfer that stopped part way resumes on a disk that no longer has
-// the whole file's size free: the partial already holds its space (it is
+// its whole size free: the file saved before it stopped is not fetched
+// again, and the partial of the next already holds its space (it is
 // allocated whole when created). Another offer of that size is still
 // refused there.
 func TestResumeOntoANearlyFullDisk(t *testing.T) {
@@ -84,22 +85,30 @@ func TestResumeOntoANearlyFullDisk(t *testing.T) {
 	recv := startReceiver(t, Options{DownloadDir: testutil.SmallDisk(t, "size=100m")})
 	send := testEngine(t, Options{})
 	src := t.TempDir()
-	const size = 64 << 20
-	big := filepath.Join(src, "big.bin")
-	writeFile(t, big, size)
+	const size = 48 << 20
+	first, second := filepath.Join(src, "first.bin"), filepath.Join(src, "second.bin")
+	writeFile(t, first, size)
+	writeFile(t, second, size)
 	other := filepath.Join(src, "other.bin")
 	writeFile(t, other, size)
 
-	interrupt(t, send, recv, []string{big}, "tcp", size)
-	if free, err := store.FreeSpace(recv.DownloadDir()); err != nil || free >= size {
-		t.Fatalf("%d bytes free after the interruption (%v); the test needs less than the file", free, err)
+	// One stream: the first file is saved before the second begins; stop
+	// in the second.
+	opts := SendOptions{Transport: "tcp", Streams: 1}
+	interruptWith(t, send, recv, []string{first, second}, opts, 2*size*5/4)
+	if _, err := os.Stat(filepath.Join(recv.DownloadDir(), "first.bin")); err != nil {
+		t.Fatalf("the first file was not saved before the stop: %v", err)
 	}
-	if res := sendWait(t, send, target(recv), []string{other}, SendOptions{Transport: "tcp"}); res.State != StateDeclined {
+	if free, err := store.FreeSpace(recv.DownloadDir()); err != nil || free >= size {
+		t.Fatalf("%d bytes free after the interruption (%v); the test needs less than a file", free, err)
+	}
+	if res := sendWait(t, send, target(recv), []string{other}, opts); res.State != StateDeclined {
 		t.Fatalf("another file of that size: %s %q, want refused for want of space", res.State, res.Err)
 	}
-	res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"})
-	if res.State != StateDone || res.Kept == 0 {
-		t.Fatalf("resume: %s %q (kept %d), want done with the partial's data kept", res.State, res.Err, res.Kept)
+	res := sendWait(t, send, target(recv), []string{first, second}, opts)
+	if res.State != StateDone || res.Kept <= size {
+		t.Fatalf("resume: %s %q (kept %d), want done with the first file and part of the second kept", res.State, res.Err, res.Kept)
 	}
-	sameTree(t, big, recv.DownloadDir())
+	sameTree(t, first, recv.DownloadDir())
+	sameTree(t, second, recv.DownloadDir())
 }

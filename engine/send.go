@@ -223,6 +223,7 @@ type sender struct {
 	peerFolders bool
 	delivered   atomic.Bool
 	unsent      map[int]string // files given up (giveUp): their line here, guarded by mu
+	unsentWhy   string         // why the first of them was given up (unreadableError.clause), guarded by mu
 	verified    atomic.Int64
 	resolved    atomic.Int64
 
@@ -283,7 +284,15 @@ func (u *unreadableError) sentence() string {
 	if errors.Is(u.err, errChanged) {
 		return "Not sent: " + errChanged.Error() + ", so what arrived would be no one version of it (send it again once it is written)."
 	}
-	return "Not sent: it could not be read on this device (" + u.why() + ")."
+	return "Not sent: " + u.clause() + "."
+}
+
+// clause says why the file was given up, for the transfer's summary.
+func (u *unreadableError) clause() string {
+	if errors.Is(u.err, errChanged) {
+		return errChanged.Error() + " (send it again once it is written)"
+	}
+	return "it could not be read on this device (" + u.why() + ")"
 }
 
 // errChanged: a file of several chunks was written to while it was read,
@@ -334,6 +343,9 @@ func (tx *sender) giveUp(err error) error {
 			tx.unsent = map[int]string{}
 		}
 		tx.unsent[ue.fi] = ue.sentence()
+		if tx.unsentWhy == "" {
+			tx.unsentWhy = ue.clause()
+		}
 	}
 	tx.mu.Unlock()
 	if !first {
@@ -1211,11 +1223,11 @@ func (tx *sender) readControl(ctx context.Context) error {
 			}
 		case *wire.Result:
 			tx.mu.Lock()
-			unsent := len(tx.unsent)
+			unsent, why := len(tx.unsent), tx.unsentWhy
 			tx.mu.Unlock()
 			if !m.OK && unsent > 0 && len(tx.accepted)-int(tx.verified.Load()) == unsent {
 				// Every file that did not arrive is one this device could not read.
-				return &core.NotSentError{Unsent: unsent, Files: len(tx.accepted), Here: true}
+				return &core.NotSentError{Unsent: unsent, Files: len(tx.accepted), Here: true, Why: why}
 			}
 			if !m.OK {
 				code := m.Code

@@ -60,7 +60,7 @@ func TestSendAsAnotherUserLeavesOutWhatItCannotRead(t *testing.T) {
 	for _, want := range []string{
 		"not sent: 1 folder that could not be read: " + filepath.Join(src, "private") + " (permission denied)",
 		"FAILED  src/locked.txt: Not sent: it could not be read on this device (permission denied).",
-		"1 of 3 files could not be read on this device, so they were not sent; the others arrived.",
+		"1 of 3 files could not be sent: it could not be read on this device (permission denied); the others arrived.",
 	} {
 		if !strings.Contains(out.String()+errOut.String(), want) {
 			t.Errorf("the output lacks %q:\n%s%s", want, out.String(), errOut.String())

@@ -225,6 +225,13 @@ func TestNotSentEndingOfEveryFile(t *testing.T) {
 	}{
 		{NotSentError{Unsent: 1, Files: 1, Here: true}, "The file was not sent: it could not be read on this device."},
 		{NotSentError{Unsent: 3, Files: 3}, "None of the 3 files was sent: they could not be read on the sending device."},
+		// Why the first was not sent, where the sender knows it.
+		{NotSentError{Unsent: 1, Files: 1, Here: true, Why: "it changed while it was being sent (send it again once it is written)"},
+			"The file could not be sent: it changed while it was being sent (send it again once it is written)."},
+		{NotSentError{Unsent: 3, Files: 3, Here: true, Why: "it could not be read on this device (permission denied)"},
+			"None of the 3 files could be sent; the first: it could not be read on this device (permission denied)."},
+		{NotSentError{Unsent: 1, Files: 3, Here: true, Why: "it could not be read on this device (permission denied)"},
+			"1 of 3 files could not be sent: it could not be read on this device (permission denied); the others arrived."},
 	} {
 		if got := EndOf(&c.e, "Bob", false).Text; got != c.want {
 			t.Errorf("%+v: %q, want %q", c.e, got, c.want)

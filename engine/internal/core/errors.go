@@ -68,13 +68,23 @@ func (e *HostNotFoundError) Error() string {
 
 // NotSentError ends a transfer whose every file arrived but those the
 // sender could not read, which it did not send (each has its file result).
-// Here: this device is the sender.
+// Here: this device is the sender; Why, when known, why the first of them
+// was not ("it changed while it was being sent (...)", "it could not be
+// read on this device (permission denied)").
 type NotSentError struct {
 	Unsent, Files int
 	Here          bool
+	Why           string
 }
 
 func (e *NotSentError) Error() string {
+	if e.Why != "" {
+		s := withFirst(couldNot(e.Unsent, e.Files, "file", "sent"), e.Unsent, e.Why)
+		if e.Unsent < e.Files {
+			s += "; the others arrived"
+		}
+		return s
+	}
 	where := "the sending device"
 	if e.Here {
 		where = "this device"

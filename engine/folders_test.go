@@ -263,3 +263,23 @@ func TestEmptyFoldersCountInTheSpaceCheck(t *testing.T) {
 		t.Fatalf("decision %+v, want a refusal for want of space", d)
 	}
 }
+
+// Names of 248-255 bytes (valid everywhere, a long title in Japanese is 85
+// characters) arrive, small and large, over either transport: they were
+// refused, as leaving no room for the partial's suffix.
+func TestLongNamesArrive(t *testing.T) {
+	for _, tp := range []string{"tcp", "quic"} {
+		t.Run(tp, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{})
+			src := filepath.Join(t.TempDir(), "long")
+			writeFile(t, filepath.Join(src, strings.Repeat("日", 85)), 3000)
+			writeFile(t, filepath.Join(src, strings.Repeat("n", 250)+".jpeg"), 5<<20+1)
+			res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
+			if res.State != StateDone || res.Verified != 2 {
+				t.Fatalf("send: %s %q (%d verified)", res.State, res.Err, res.Verified)
+			}
+			sameTree(t, src, recv.DownloadDir())
+		})
+	}
+}

@@ -425,10 +425,6 @@ func split(rel string) (dir string, base string, err error) {
 	}
 	i := strings.LastIndexByte(rel, '/')
 	base = rel[i+1:]
-	if len(base)+len(PartialSuffix) > MaxElementBytes {
-		return "", "", &NameError{Name: rel, Err: ErrNameTooLong,
-			Reason: fmt.Sprintf("file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))}
-	}
 	if i < 0 {
 		return "", base, nil
 	}
@@ -453,7 +449,7 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
 	for n := 0; n < maxNumbered; n++ {
-		subName := numbered(base, n, true) + PartialSuffix
+		subName := partialName(base, n)
 		// O_EXCL: created here and now, never an existing file or a
 		// symlink's target.
 		f, err := fo.create(subName)
@@ -603,7 +599,7 @@ func (d *Dest) PartialPath(rel string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("store: partial path %q: %w", rel, err)
 	}
-	return filepath.ToSlash(filepath.Join(dir, base+PartialSuffix)), nil
+	return filepath.ToSlash(filepath.Join(dir, partialName(base, 0))), nil
 }
 
 // Discard closes p and removes it from disk: a failed or cancelled transfer
@@ -926,7 +922,22 @@ func (d *Dest) resolveElem(parent, elem string) (string, error) {
 // and for folders is empty. The stem is shortened, on a rune boundary, so
 // the result stays within MaxElementBytes.
 func numbered(name string, n int, file bool) string {
-	if n == 0 {
+	return numberedWithin(name, n, file, MaxElementBytes)
+}
+
+// partialName is the name of file name's partial, numbered n (numbered):
+// "<name>.partial", its stem shortened where that would be longer than a
+// name may be (a name of 248-255 bytes is valid, and its partial still
+// needs its suffix). The partial's own name is only ever found again
+// through the resume state, which records it.
+func partialName(name string, n int) string {
+	return numberedWithin(name, n, true, MaxElementBytes-len(PartialSuffix)) + PartialSuffix
+}
+
+// numberedWithin is numbered in at most limit bytes: the stem is cut at a
+// character boundary, the number and the extension are kept.
+func numberedWithin(name string, n int, file bool, limit int) string {
+	if n == 0 && len(name) <= limit {
 		return name
 	}
 	stem, ext := name, ""
@@ -940,11 +951,14 @@ func numbered(name string, n int, file bool) string {
 			stem, ext = name, ""
 		}
 	}
-	suffix := " (" + strconv.Itoa(n) + ")"
-	budget := MaxElementBytes - len(suffix) - len(ext)
+	suffix := ""
+	if n > 0 {
+		suffix = " (" + strconv.Itoa(n) + ")"
+	}
+	budget := limit - len(suffix) - len(ext)
 	if budget < 1 {
 		stem, ext = name, ""
-		budget = MaxElementBytes - len(suffix)
+		budget = limit - len(suffix)
 	}
 	if len(stem) > budget {
 		cut := budget

@@ -712,7 +712,7 @@ func TestDiscardLeavesNothing(t *testing.T) {
 func TestBadNamesRefused(t *testing.T) {
 	d, dir := openDest(t)
 	bad := []string{"../x", "/etc/passwd", "a/../../x", `..\x`, "x.partial", "a\x1bb", "\u202etxt.exe",
-		strings.Repeat("n", MaxElementBytes-len(PartialSuffix)+1)}
+		strings.Repeat("n", MaxElementBytes+1)}
 	if portableHere { // what only Windows keeps out of names
 		bad = append(bad, "con.txt", "a:b", "what?.txt", "trail.")
 	}
@@ -1057,4 +1057,58 @@ func TestMakeFolder(t *testing.T) {
 		"docs (1)/empty/f.txt": "f",
 		"link":                 "-> " + outside,
 	})
+}
+
+// A name of 248-255 bytes is valid, though it leaves no room for the
+// partial's suffix: it arrives in a partial whose stem is shortened, found
+// again by the name the partial reports (resume), and is saved under its
+// own name; a second file of that name is numbered within 255 bytes, and
+// two long names that share their first 247 bytes keep partials apart.
+func TestLongNamesArrive(t *testing.T) {
+	d, dir := openDest(t)
+	long := []struct{ what, rel string }{
+		{"ascii", strings.Repeat("n", 250) + ".jpeg"},       // 255 bytes
+		{"two-byte", strings.Repeat("é", 124)},              // 248 bytes
+		{"three-byte", "photos/" + strings.Repeat("日", 85)}, // 255 bytes in a folder
+		{"twin", strings.Repeat("t", 251) + "a.md"},         // 255 bytes
+		{"twin, second", strings.Repeat("t", 251) + "b.md"}, // the same first 251 bytes
+	}
+	want := map[string]string{}
+	var parts []*Partial
+	for _, l := range long {
+		what, rel := l.what, l.rel
+		p, err := d.CreatePartial(rel)
+		if err != nil {
+			t.Fatalf("%s: CreatePartial: %v", what, err)
+		}
+		name := p.Name()
+		base := name[strings.LastIndexByte(name, '/')+1:]
+		if len(base) > MaxElementBytes || !strings.HasSuffix(name, PartialSuffix) || !utf8.ValidString(name) {
+			t.Errorf("%s: partial %q (%d bytes)", what, name, len(base))
+		}
+		if pp, err := d.PartialPath(rel); err != nil || len(pp) == 0 {
+			t.Errorf("%s: PartialPath = %q, %v", what, pp, err)
+		}
+		if _, err := p.WriteAt([]byte(what), 0); err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		// As a resume finds it again.
+		if p, err = d.OpenPartial(name); err != nil {
+			t.Fatalf("%s: OpenPartial(%q): %v", what, name, err)
+		}
+		parts = append(parts, p)
+		want[rel] = what
+	}
+	for i, l := range long {
+		if saved, err := d.Finalize(parts[i], l.rel, int64(len(l.what))); err != nil || saved != l.rel {
+			t.Errorf("%s: saved as %q, %v", l.what, saved, err)
+		}
+	}
+	again := receive(t, d, long[0].rel, []byte("again"))
+	if wantName := strings.Repeat("n", 246) + " (1).jpeg"; again != wantName {
+		t.Errorf("the same name again saved as %q, want %q", again, wantName)
+	}
+	want[again] = "again"
+	assertTree(t, dir, want)
 }

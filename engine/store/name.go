@@ -227,22 +227,12 @@ func checkElement(rel, e string, portable bool) error {
 	return nil
 }
 
-// ValidateReceived is ValidateHere for a file to be received here: its
-// name must also leave room for PartialSuffix, which it carries while it
-// arrives (a name of 248-255 bytes is valid but cannot be received).
+// ValidateReceived is ValidateHere for a file to be received here, under
+// the name it is saved by (LocalName). Every name it takes can be received:
+// a name of 248-255 bytes arrives in a partial whose name is shortened to
+// leave room for PartialSuffix (partialName).
 func ValidateReceived(rel string) error {
-	local := LocalName(rel)
-	if err := ValidateHere(local); err != nil {
-		return err
-	}
-	rel = local
-	// The same check and message as split's (dest.go), without splitting.
-	base := rel[strings.LastIndexByte(rel, '/')+1:]
-	if len(base)+len(PartialSuffix) > MaxElementBytes {
-		return &NameError{Name: rel, Err: ErrNameTooLong,
-			Reason: fmt.Sprintf("file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))}
-	}
-	return nil
+	return ValidateHere(LocalName(rel))
 }
 
 func errInvalidUTF8(rel string) error {

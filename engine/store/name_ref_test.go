@@ -69,19 +69,11 @@ func refValidatePath(rel string, portable bool) error {
 	return nil
 }
 
-// refValidateReceived is the old ValidateReceived: the path's check for
-// this system, then split's check (dest.go) that the file name leaves room
-// for PartialSuffix.
+// refValidateReceived is ValidateReceived as first written: the path's
+// check for this system (a name of 248-255 bytes is taken: its partial's
+// name is shortened, partialName).
 func refValidateReceived(rel string) error {
-	if err := refValidatePath(rel, portableHere); err != nil {
-		return err
-	}
-	elems := strings.Split(rel, "/")
-	base := elems[len(elems)-1]
-	if len(base)+len(PartialSuffix) > MaxElementBytes {
-		return badName(rel, ErrNameTooLong, "file name is %d bytes, limit %d", len(base), MaxElementBytes-len(PartialSuffix))
-	}
-	return nil
+	return refValidatePath(rel, portableHere)
 }
 
 func refIsWindowsDevice(e string) bool {

@@ -23,6 +23,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
+	"github.com/ferrydrop/ferry/internal/fileio"
 	"github.com/ferrydrop/ferry/internal/safetext"
 	"github.com/ferrydrop/ferry/internal/stallmeter"
 )
@@ -1234,6 +1235,9 @@ func saveCause(err error) string {
 		return "too many files of its name are there already"
 	case errors.As(err, &ne):
 		return ne.Reason
+	}
+	if full := fileio.DiskFull(err); full != "" {
+		return full // another program filled it since the space check
 	}
 	return pathCause(err)
 }

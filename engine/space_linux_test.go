@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,4 +113,22 @@ func TestResumeOntoANearlyFullDisk(t *testing.T) {
 	}
 	sameTree(t, first, recv.DownloadDir())
 	sameTree(t, second, recv.DownloadDir())
+}
+
+// Why a file could not be saved, in a few words: a disk that another
+// program filled since the space check says so.
+func TestSaveCause(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&fs.PathError{Op: "write", Path: "/home/u/Downloads/a.bin.partial", Err: syscall.ENOSPC}, "the disk is full"},
+		{fmt.Errorf("store: finalize: %w", &fs.PathError{Op: "fallocate", Path: "a", Err: syscall.EDQUOT}), "the disk quota is used up"},
+		{&fs.PathError{Op: "open", Path: "/home/u/Downloads/a.bin", Err: syscall.EACCES}, "permission denied"},
+		{fmt.Errorf("store: create %q: %w", "a", store.ErrTooManyCopies), "too many files of its name are there already"},
+	} {
+		if got := saveCause(tc.err); got != tc.want {
+			t.Errorf("saveCause(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
 }

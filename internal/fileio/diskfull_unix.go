@@ -1,0 +1,21 @@
+//go:build unix
+
+package fileio
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// DiskFull says why err is a write that found no room ("the disk is
+// full", "the disk quota is used up"), or "" when it is not one.
+func DiskFull(err error) string {
+	switch {
+	case errors.Is(err, unix.ENOSPC):
+		return "the disk is full"
+	case errors.Is(err, unix.EDQUOT):
+		return "the disk quota is used up"
+	}
+	return ""
+}

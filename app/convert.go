@@ -92,6 +92,9 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		if s := o.Skipped; s != nil && s.Count() > 0 {
 			uo.Skipped = &ui.Skipped{Summary: s.Summary(), Count: s.Count(), Examples: s.Examples, NotFiles: s.Symlinks+s.Other > 0}
 		}
+		for _, r := range o.Renamed {
+			uo.Renamed = append(uo.Renamed, ui.Renamed{Path: r.Path, As: r.As})
+		}
 		out.Offer = uo
 	}
 	if p := ev.Progress; p != nil {

@@ -80,6 +80,9 @@ type OfferInfo struct {
 	// the transfer does not carry (symbolic links, empty folders, devices);
 	// nil when nothing was skipped.
 	Skipped *SkippedInfo `json:"skipped,omitempty"`
+	// Renamed lists, on the sending side, the given paths offered under
+	// another name (another given path has theirs); nil when none.
+	Renamed []RenamedPath `json:"renamed,omitempty"`
 }
 
 // Progress is a coalesced progress report.

@@ -21,12 +21,12 @@ func TestFileListCopiesOnce(t *testing.T) {
 	for i := range paths {
 		paths[i] = "go-1/src/f" + strconv.Itoa(i)
 	}
-	parent := "/src"
+	root := &givenPath{dir: "/src", name: "go-1", as: "go-1"}
 	var l fileList
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i := range n {
-		l.add(localFile{FileEntry: wire.FileEntry{Path: paths[i], Size: int64(i)}, parent: &parent})
+		l.add(localFile{FileEntry: wire.FileEntry{Path: paths[i], Size: int64(i)}, root: root})
 	}
 	files := l.list()
 	runtime.ReadMemStats(&after)
@@ -40,7 +40,7 @@ func TestFileListCopiesOnce(t *testing.T) {
 		t.Fatalf("%d files, want %d", len(files), n)
 	}
 	for i, f := range files {
-		if f.Path != paths[i] || f.Size != int64(i) || f.parent != &parent {
+		if f.Path != paths[i] || f.Size != int64(i) || f.root != root {
 			t.Fatalf("entry %d is %+v", i, f)
 		}
 	}

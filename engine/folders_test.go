@@ -283,3 +283,58 @@ func TestLongNamesArrive(t *testing.T) {
 		})
 	}
 }
+
+// Given paths of the same name (two "report.pdf" from two folders, two
+// "photos" folders) all arrive, the later ones as "report (1).pdf" and
+// "photos (1)", which the send's offer event names; a path given twice is
+// sent once. The send was refused ("two of the given paths would arrive
+// as ...: send them separately").
+func TestGivenPathsOfTheSameNameAllArrive(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	events, unsub := send.Subscribe(256)
+	defer unsub()
+	top := t.TempDir()
+	write := func(rel, content string) string {
+		p := filepath.Join(top, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	paths := []string{write("a/report.pdf", "a"), write("b/report.pdf", "b"), write("c/report (1).pdf", "c"),
+		filepath.Join(top, "a"), filepath.Join(top, "b")}
+	write("a/photos/1.jpg", "a1")
+	write("b/photos/1.jpg", "b1")
+	paths = append(paths, filepath.Join(top, "a", "photos"), filepath.Join(top, "b", "photos"), paths[0])
+	res := sendWait(t, send, target(recv), paths, SendOptions{})
+	if res.State != StateDone {
+		t.Fatalf("send: %s %q", res.State, res.Err)
+	}
+	want := map[string]string{
+		"report.pdf": "a", "report (2).pdf": "b", "report (1).pdf": "c",
+		"a/report.pdf": "a", "a/photos/1.jpg": "a1", "b/report.pdf": "b", "b/photos/1.jpg": "b1",
+		"photos/1.jpg": "a1", "photos (1)/1.jpg": "b1",
+	}
+	for rel, content := range want {
+		if got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), filepath.FromSlash(rel))); err != nil || string(got) != content {
+			t.Errorf("%s: %q, %v; want %q", rel, got, err, content)
+		}
+	}
+	if res.Files != len(want) {
+		t.Errorf("%d files sent, want %d", res.Files, len(want))
+	}
+	var renamed []RenamedPath
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventOffer && ev.Direction == Sending {
+			renamed = ev.Offer.Renamed
+		}
+	}
+	wantRenamed := []RenamedPath{{Path: paths[1], As: "report (2).pdf"}, {Path: filepath.Join(top, "b", "photos"), As: "photos (1)"}}
+	if !slices.Equal(renamed, wantRenamed) {
+		t.Errorf("the offer names %+v as renamed, want %+v", renamed, wantRenamed)
+	}
+}

@@ -79,12 +79,13 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 	}
 	var files []localFile
 	var skipped SkippedInfo
+	var renamed []RenamedPath
 	if len(items.Paths) > 0 || items.Text == "" {
 		m, s, err := buildManifestSkipping(items.Paths)
 		if err != nil {
 			return nil, err
 		}
-		files, skipped = m.files, s
+		files, skipped, renamed = m.files, s, m.renamed
 		// LocalSend carries files, each under its path: an empty folder
 		// has no file to carry it.
 		skipped.EmptyFolders, skipped.FilesOnly = len(m.folders), len(m.folders) > 0
@@ -120,6 +121,7 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 	if skipped.Count() > 0 {
 		info.Skipped = &skipped
 	}
+	info.Renamed = renamed
 	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: info})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)

@@ -14,21 +14,35 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
 // localFile is one file of an outgoing transfer: what we offer, and where we read it.
 type localFile struct {
 	wire.FileEntry
-	// parent is the absolute folder the file's offered path starts in (the
-	// folder of the path it was given as), shared by every file under that
-	// path: an absolute copy of each path beside the offered one was about
+	// root is the given path the file is under, shared by every file under
+	// it: an absolute copy of each path beside the offered one was about
 	// 40 % of a sender's list (issue 30, docs/benchmarks/trees.md).
-	parent *string
+	root *givenPath
+}
+
+// givenPath is a path a send was given: dir is the absolute folder it is
+// in, name its name there, as the name it is offered under (its name, or
+// "name (1)" where an earlier given path has that name).
+type givenPath struct{ dir, name, as string }
+
+// local is the file's path under root.dir on this machine: its offered
+// path, under its given path's own name.
+func (f *localFile) local() string {
+	if r := f.root; r.as != r.name {
+		return r.name + f.Path[len(r.as):]
+	}
+	return f.Path
 }
 
 // src is where the file is read on this machine.
-func (f *localFile) src() string { return filepath.Join(*f.parent, filepath.FromSlash(f.Path)) }
+func (f *localFile) src() string { return filepath.Join(f.root.dir, filepath.FromSlash(f.local())) }
 
 // manifest is what a send offers from the paths it was given.
 type manifest struct {
@@ -37,6 +51,17 @@ type manifest struct {
 	// in them), as offered paths: "photos/2024/empty". Their parents are
 	// implied, as a file's are.
 	folders []string
+	// renamed are the given paths offered under a name of their own,
+	// another given path having theirs.
+	renamed []RenamedPath
+}
+
+// RenamedPath is a given path that a send offers under another name,
+// since an earlier given path has its name: two "report.pdf" from two
+// folders arrive as "report.pdf" and "report (1).pdf".
+type RenamedPath struct {
+	Path string `json:"path"` // as given, absolute
+	As   string `json:"as"`   // the name it is offered under
 }
 
 // SkippedInfo is what the given folders hold that a transfer does not
@@ -111,29 +136,26 @@ func buildManifestSkipping(paths []string) (manifest, SkippedInfo, error) {
 func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 	var files fileList
 	var folders []string
-	// Offered paths can only collide between given paths of the same base
-	// name (within one folder every path is unique): only theirs are
-	// remembered, not every path of a tree.
-	bases := map[string]int{}
-	for _, p := range paths {
-		if abs, err := filepath.Abs(p); err == nil {
-			bases[filepath.Base(abs)]++
-		}
-	}
-	seen := map[string]bool{}
-	add := func(parent *string, rel string, e treeEntry, shared bool) error {
-		if shared {
-			if seen[rel] {
-				return fmt.Errorf("two of the given paths would arrive as %q: send them separately", rel)
-			}
-			seen[rel] = true
-		}
+	var renamed []RenamedPath
+	add := func(root *givenPath, rel string, e treeEntry) error {
 		files.add(localFile{
 			FileEntry: wire.FileEntry{Path: rel, Size: e.size, Mode: uint32(e.perm), MTime: e.mtime},
-			parent:    parent,
+			root:      root,
 		})
 		return nil
 	}
+	// Offered paths can only collide between given paths of the same name
+	// (within one folder every path is unique): a given path whose name an
+	// earlier one has is offered as "name (1)", as the receiver names a
+	// file whose name is taken, and one given twice is sent once.
+	taken := map[string]bool{}
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			taken[filepath.Base(abs)] = true
+		}
+	}
+	given := map[string]bool{} // absolute paths
+	offered := map[string]bool{}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -143,12 +165,25 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 		if err != nil {
 			return manifest{}, fmt.Errorf("cannot read %s: %w", p, withoutPath(err)) // os.Stat names the path again
 		}
-		base := filepath.Base(abs)
-		parent := filepath.Dir(abs)
-		shared := bases[base] > 1
+		if given[abs] {
+			continue
+		}
+		given[abs] = true
+		root := &givenPath{dir: filepath.Dir(abs), name: filepath.Base(abs)}
+		root.as = root.name
+		for n := 1; offered[root.as]; n++ {
+			if root.as = store.Numbered(root.name, n, info.Mode().IsRegular()); taken[root.as] {
+				root.as = root.name // another given path's own name
+			}
+		}
+		offered[root.as] = true
+		if root.as != root.name {
+			renamed = append(renamed, RenamedPath{Path: abs, As: root.as})
+		}
+		base := root.as
 		if info.Mode().IsRegular() {
 			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano()}
-			if err := add(&parent, base, e, shared); err != nil {
+			if err := add(root, base, e); err != nil {
 				return manifest{}, err
 			}
 			continue
@@ -187,7 +222,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 					break
 				}
 			}
-			return add(&parent, path.Join(base, e.rel), e, shared)
+			return add(root, path.Join(base, e.rel), e)
 		})
 		if err != nil {
 			return manifest{}, fmt.Errorf("cannot read %s: %w", p, err)
@@ -226,7 +261,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 	if len(folders) > wire.MaxFolders {
 		return manifest{}, fmt.Errorf("%d empty folders is more than one transfer can carry (%d): send them in parts", len(folders), wire.MaxFolders)
 	}
-	return manifest{files: files.list(), folders: folders}, nil
+	return manifest{files: files.list(), folders: folders, renamed: renamed}, nil
 }
 
 // fileList collects the walk's files in blocks and joins them once at the

@@ -145,6 +145,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	if skipped.Count() > 0 {
 		info.Skipped = &skipped
 	}
+	info.Renamed = m.renamed
 	e.publish(t, Event{Kind: EventOffer, State: StateConnecting, Offer: info})
 	stopLink := context.AfterFunc(ctx, func() { cancel(errCancelledByUser) })
 	e.wg.Add(1)
@@ -1031,7 +1032,7 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 			closeCur()
 			lf := &tx.files[fi]
 			if lf.Size < directio.Min {
-				if small, err = tx.folders.OpenSmall(*lf.parent, lf.Path); err != nil {
+				if small, err = tx.folders.OpenSmall(lf.root.dir, lf.local()); err != nil {
 					small = nil
 					if err := tx.giveUp(tx.unreadable(fi, err)); err != nil {
 						return err

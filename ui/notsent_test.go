@@ -60,3 +60,25 @@ func TestSendRowSaysWhatIsNotSent(t *testing.T) {
 		t.Errorf("Details say %q", got)
 	}
 }
+
+// Details of a send say which given paths go under another name (another
+// given path has theirs), escaped; a send without any says nothing of it.
+func TestSendDetailsSayWhatGoesUnderAnotherName(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	bob := Peer{ID: "BOB", Name: "Bob's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "s", Direction: Outgoing, State: StateConnecting, Peer: bob,
+		Offer: &Offer{Count: 2, Total: 20, FreeBytes: -1, Files: []FileInfo{{Path: "report.pdf", Size: 10}, {Path: "report (1).pdf", Size: 10}},
+			Renamed: []Renamed{{Path: "/home/sam/old\u202efdp.exe/report.pdf", As: "report (1).pdf"}}}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "c", Direction: Outgoing, State: StateConnecting, Peer: bob,
+		Offer: &Offer{Count: 1, Total: 10, FreeBytes: -1, Files: []FileInfo{{Path: "a.txt", Size: 10}}}})
+	u.transfers.showDetails("s")
+	want := EscapeName("/home/sam/old\u202efdp.exe/report.pdf") + " as report (1).pdf\n(another of the given files or folders has its name)"
+	if got := u.transfers.detailRenamed.Text; got != want || !u.transfers.detailRenamedHead.Visible() || !u.transfers.detailRenamed.Visible() {
+		t.Errorf("Details say %q (shown %v), want %q", got, u.transfers.detailRenamed.Visible(), want)
+	}
+	u.transfers.detail.Hide()
+	u.transfers.showDetails("c")
+	if u.transfers.detailRenamedHead.Visible() || u.transfers.detailRenamed.Visible() {
+		t.Errorf("Details of a send with no path renamed show %q", u.transfers.detailRenamed.Text)
+	}
+}

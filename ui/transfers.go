@@ -49,10 +49,11 @@ type transferView struct {
 	result   *Result
 	dest     string
 	started  time.Time
-	names    []string // the first top-level files and folders offered
-	items    int      // how many top-level items were offered
-	text     string   // the offer's text item
-	skipped  *Skipped // sending: what the given folders hold that is not sent
+	names    []string  // the first top-level files and folders offered
+	items    int       // how many top-level items were offered
+	text     string    // the offer's text item
+	skipped  *Skipped  // sending: what the given folders hold that is not sent
+	renamed  []Renamed // sending: given paths sent under another name
 	// pairCode is the session's verification code with a device not
 	// trusted yet; codeAnswered says the user compared it here.
 	pairCode     string
@@ -106,6 +107,10 @@ type transferList struct {
 	// detailSkippedHead; both hidden when it leaves out nothing.
 	detailSkippedHead *widget.Label
 	detailSkipped     *widget.Label
+	// detailRenamed lists the given paths a send carries under another
+	// name, under detailRenamedHead; both hidden when there are none.
+	detailRenamedHead *widget.Label
+	detailRenamed     *widget.Label
 }
 
 func newTransferList(u *UI) *transferList {
@@ -271,6 +276,9 @@ func (l *transferList) apply(ev TransferEvent) {
 			v.text = o.Text
 			if o.Skipped != nil && v.dir == Outgoing {
 				v.skipped = o.Skipped
+			}
+			if o.Renamed != nil && v.dir == Outgoing {
+				v.renamed = o.Renamed
 			}
 			if o.PairCode != "" {
 				v.pairCode = o.PairCode
@@ -737,11 +745,15 @@ func (l *transferList) showDetails(id string) {
 	l.detailSkippedHead = bold("Not sent")
 	l.detailSkipped = widget.NewLabel("")
 	l.detailSkipped.Wrapping = fyne.TextWrapBreak
+	l.detailRenamedHead = bold("Sent under another name")
+	l.detailRenamed = widget.NewLabel("")
+	l.detailRenamed.Wrapping = fyne.TextWrapBreak
 	content := container.NewVBox(
 		bold("Status"), l.detailStatus,
 		bold("Connection"), l.detailLabel,
 		bold("Files"), l.detailFiles, l.detailMore,
 		l.detailSkippedHead, l.detailSkipped,
+		l.detailRenamedHead, l.detailRenamed,
 	)
 	scroll := container.NewVScroll(content)
 	l.detailID = id
@@ -973,6 +985,22 @@ func (l *transferList) fillDetails(v *transferView) {
 	setText(l.detailSkipped, skippedText(v.skipped))
 	showIf(l.detailSkippedHead, v.skipped != nil)
 	showIf(l.detailSkipped, v.skipped != nil)
+	setText(l.detailRenamed, renamedText(v.renamed))
+	showIf(l.detailRenamedHead, v.renamed != nil)
+	showIf(l.detailRenamed, v.renamed != nil)
+}
+
+// renamedText is Details' account of the given paths a send carries under
+// another name, one a line: "/home/sam/b/report.pdf as report (1).pdf".
+func renamedText(rs []Renamed) string {
+	lines := make([]string, 0, len(rs)+1)
+	for _, r := range rs {
+		lines = append(lines, EscapeName(r.Path)+" as "+EscapeName(r.As))
+	}
+	if len(rs) > 0 {
+		lines = append(lines, "(another of the given files or folders has its name)")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // skippedText is Details' account of what a send leaves out: the engine's

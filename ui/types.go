@@ -290,6 +290,16 @@ type Offer struct {
 	// Skipped is, on the sending side, what the given folders hold that
 	// Ferry does not send (nil when nothing).
 	Skipped *Skipped
+	// Renamed are, on the sending side, the given paths sent under another
+	// name, another given path having theirs (none: nil).
+	Renamed []Renamed
+}
+
+// Renamed is a path given to a send that goes under another name: two
+// "report.pdf" from two folders go as "report.pdf" and "report (1).pdf".
+type Renamed struct {
+	Path string // as given (show with EscapeName)
+	As   string // the name it is sent under (likewise)
 }
 
 // Skipped is what the folders given to a send hold that it does not carry:

@@ -144,6 +144,9 @@ func (p *printer) event(ev engine.Event) {
 			}
 			p.line("not sent: %s%s: %s", s.Summary(), why, strings.Join(s.Examples, ", "))
 		}
+		for _, r := range ev.Offer.Renamed {
+			p.line("sent as %q: %s (another given path has its name)", r.As, r.Path)
+		}
 	case engine.EventPair:
 		p.line("verification code %s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
 			ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))

@@ -917,6 +917,10 @@ func (d *Dest) resolveElem(parent, elem string) (string, error) {
 	return "", fmt.Errorf("folder %q: %w", elem, ErrTooManyCopies)
 }
 
+// Numbered is name numbered n, as a name that is taken here is made free
+// (numbered): a sender uses it for given paths of the same name.
+func Numbered(name string, n int, file bool) string { return numbered(name, n, file) }
+
 // numbered returns name for n == 0 and otherwise "stem (n)ext", where for
 // files ext is the extension ("a (1).txt", "archive (1).tar.gz", ".bashrc (1)")
 // and for folders is empty. The stem is shortened, on a rune boundary, so

@@ -229,18 +229,24 @@ func TestNoSpaceRefusedBeforeThePrompt(t *testing.T) {
 	}
 }
 
-// The very same name twice in one offer: the second is refused, the first goes on.
-func TestSameNameTwiceRefusesTheSecond(t *testing.T) {
+// The very same name many times in one offer: up to core.MaxSameName of
+// it are taken (saved numbered), the rest refused, the offer goes on.
+func TestSameNameManyTimesRefusesTheCopiesBeyondTheBound(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAll})
+	files := make([]wire.FileEntry, core.MaxSameName+3)
+	for i := range files {
+		files[i] = wire.FileEntry{Path: "a.txt", Size: 1}
+	}
 	var d *wire.Decision
 	runRaw(t, recv, func(p *rawPeer) {
 		p.hello()
-		p.offer(wire.FileEntry{Path: "a.txt", Size: 1}, wire.FileEntry{Path: "a.txt", Size: 1})
+		p.offer(files...)
 		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
 		p.conn.Close(nil)
 	})
-	if d == nil || !d.Accept || len(d.Files) != 1 || d.Files[0] != 0 || len(d.Refused) != 1 || d.Refused[0].File != 1 {
-		t.Fatalf("decision %+v, want file 0 accepted and file 1 refused", d)
+	if d == nil || !d.Accept || len(d.Files) != core.MaxSameName || d.Files[core.MaxSameName-1] != core.MaxSameName-1 ||
+		len(d.Refused) != 3 || d.Refused[0].File != core.MaxSameName {
+		t.Fatalf("decision %+v, want the first %d accepted and the other 3 refused", d, core.MaxSameName)
 	}
 }
 

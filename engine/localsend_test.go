@@ -73,6 +73,34 @@ func TestLocalSendReceiveThroughInbox(t *testing.T) {
 	noPartials(t, e.DownloadDir())
 }
 
+// A LocalSend app sends two files of one name (two report.pdf picked
+// from two folders): both arrive, the second numbered, as LocalSend's own
+// receiver keeps them. The second was refused ("names this file twice").
+func TestLocalSendSameNameTwiceBothArrive(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	res := receivedResult(t, e)
+	files := []lspeer.SendFile{{Name: "report.pdf", Data: []byte("first")}, {Name: "report.pdf", Data: bytes.Repeat([]byte{2}, 300_000)}}
+	sr, err := testPeer(t).Send(context.Background(), addr, srv.Fingerprint(), true, "", "", files, nil)
+	if err != nil || sr.PrepareStatus != 200 {
+		t.Fatalf("%+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateDone || r.Files != 2 || r.Verified != 2 {
+		t.Fatalf("result %+v", r)
+	}
+	got := map[string]int{}
+	for _, name := range []string{"report.pdf", "report (1).pdf"} {
+		b, err := os.ReadFile(filepath.Join(e.DownloadDir(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[name] = len(b)
+	}
+	if got["report.pdf"]+got["report (1).pdf"] != 5+300_000 || got["report.pdf"] == got["report (1).pdf"] {
+		t.Errorf("saved %v, want one of 5 bytes and one of 300000", got)
+	}
+	noPartials(t, e.DownloadDir())
+}
+
 func TestLocalSendPromptSaysLocalSend(t *testing.T) {
 	e, srv, addr := lsEngine(t, Options{Accept: AcceptAsk}, LocalSendOptions{})
 	events, unsub := e.Subscribe(256)

@@ -311,17 +311,21 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	if err != nil {
 		return err
 	}
-	// Names differing only in case are both received: on a case-insensitive
-	// file system the second gets a number (its partial is created
-	// exclusively, its final name never overwrites). The very same name
-	// twice is refused: found with a hash per name, not a set of the names.
-	dups, err := manifeststore.DuplicatesOf(hashes, files, pathOf)
+	// A name the offer has more than once is received each time, as a name
+	// taken here is: the later ones get a number (their partials are
+	// created exclusively, a final name never overwrites), as names that
+	// differ only in case do on a case-insensitive file system. LocalSend
+	// apps send two "report.pdf" picked from two folders so. Beyond
+	// MaxSameName of one name the rest are refused: each copy tries the
+	// numbers before it, so a peer's million copies would cost 10^12 tries.
+	// Found with a hash per name, not a set of the names.
+	dups, err := manifeststore.CopiesBeyond(hashes, files, pathOf, MaxSameName)
 	if err != nil {
 		return err
 	}
 	for _, i := range dups {
 		if !in.refusedIdx[i] {
-			in.Refuse(i, errcode.CodeBadName, "the offer names this file twice")
+			in.Refuse(i, errcode.CodeBadName, fmt.Sprintf("the offer names this file more than %d times", MaxSameName))
 		}
 	}
 	slices.SortFunc(in.Refused, func(a, b NameRefusal) int { return cmp.Compare(a.Idx, b.Idx) })
@@ -451,6 +455,10 @@ func (e *RefusedError) Error() string {
 }
 
 func (e *RefusedError) Unwrap() error { return CodeSentinel(e.Code) }
+
+// MaxSameName is how many files of one name an offer may have: each is
+// received, the later ones numbered ("report (1).pdf").
+const MaxSameName = 16
 
 // Decide applies the accept policy, asking the user when it says so; on
 // acceptance it opens the destination and fills in.Accepted.

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -133,7 +134,7 @@ func TestInboxPolicy(t *testing.T) {
 func TestInboxRefusesNamesOneByOne(t *testing.T) {
 	h := newFakeHost(t, AcceptAll, false)
 	in := newTestInbox(t, h, clock.Real{})
-	files := Files{{Path: "../escape", Size: 1}, {Path: "ok.txt", Size: 2}, {Path: "ok.txt", Size: 2}}
+	files := Files{{Path: "../escape", Size: 1}, {Path: "ok.txt", Size: 2}, {Path: "ok.txt.partial", Size: 2}}
 	if err := in.Offer("d1", files, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -325,14 +326,41 @@ func (l *countingList) Each(f func(i int, e OfferedFile) error) error {
 func TestInboxOfferReadsTheListOnce(t *testing.T) {
 	h := newFakeHost(t, AcceptAll, false)
 	in := newTestInbox(t, h, clock.Real{})
-	l := &countingList{Files: Files{{Path: "a"}, {Path: "b/../c"}, {Path: "a"}, {Path: "d"}}}
+	files := Files{{Path: "d"}, {Path: "b/../c"}}
+	for range MaxSameName + 1 {
+		files = append(files, OfferedFile{Path: "a"})
+	}
+	l := &countingList{Files: files}
 	if err := in.Offer("d1", l, ""); err != nil {
 		t.Fatal(err)
 	}
 	if l.passes != 1 {
 		t.Errorf("the list was read %d times", l.passes)
 	}
-	if !in.IsRefused(1) || !in.IsRefused(2) || len(in.Refused) != 2 {
-		t.Errorf("refused %+v, want files 1 (its name) and 2 (a duplicate)", in.Refused)
+	if last := len(files) - 1; !in.IsRefused(1) || !in.IsRefused(last) || len(in.Refused) != 2 {
+		t.Errorf("refused %+v, want files 1 (its name) and %d (one copy too many)", in.Refused, last)
 	}
+}
+
+// A name an offer has several times is received each time (the later ones
+// numbered where they are saved), up to MaxSameName; the copies beyond are
+// refused, each, with the reason.
+func TestInboxTakesANameUpToMaxSameNameTimes(t *testing.T) {
+	h := newFakeHost(t, AcceptAll, false)
+	in := newTestInbox(t, h, clock.Real{})
+	files := Files{{Path: "a.txt", Size: 1}}
+	for range MaxSameName + 2 {
+		files = append(files, OfferedFile{Path: "report.pdf", Size: 2})
+	}
+	if err := in.Offer("d1", files, ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Refused) != 2 || !in.IsRefused(len(files)-2) || !in.IsRefused(len(files)-1) ||
+		in.Refused[0].Reason != fmt.Sprintf("the offer names this file more than %d times", MaxSameName) {
+		t.Fatalf("refused %+v, want the last two", in.Refused)
+	}
+	if v, err := in.Decide(t.Context()); err != nil || !v.Accept || len(in.Accepted) != 1+MaxSameName {
+		t.Fatalf("verdict %+v, %v; accepted %d, want %d", v, err, len(in.Accepted), 1+MaxSameName)
+	}
+	in.Dest.Close()
 }

@@ -524,6 +524,12 @@ func (h *NameHashes) Add(i int, name string) {
 // DuplicatesOf is Duplicates from the hashes h took of every entry of l:
 // it reads again only the entries whose hash another shares.
 func DuplicatesOf[E any](h *NameHashes, l List[E], name func(E) string) ([]int, error) {
+	return CopiesBeyond(h, l, name, 1)
+}
+
+// CopiesBeyond is DuplicatesOf for a list that may name a thing up to keep
+// times: it returns, in order, the entries of each name past its first keep.
+func CopiesBeyond[E any](h *NameHashes, l List[E], name func(E) string, keep int) ([]int, error) {
 	if len(h.hs) != l.Len() {
 		return nil, fmt.Errorf("manifeststore: %d names hashed of %d", len(h.hs), l.Len())
 	}
@@ -542,8 +548,9 @@ func DuplicatesOf[E any](h *NameHashes, l List[E], name func(E) string) ([]int, 
 		}
 		// hs[lo:hi] share a hash: usually one name, rarely a collision.
 		var names []string
+		var seen []int // how many of names[k] so far
 		for _, x := range hs[lo:hi] {
-			if hi-lo == 1 {
+			if hi-lo <= keep {
 				break
 			}
 			e, err := l.Get(int(x.i))
@@ -551,11 +558,13 @@ func DuplicatesOf[E any](h *NameHashes, l List[E], name func(E) string) ([]int, 
 				return nil, err
 			}
 			n := name(e)
-			if slices.Contains(names, n) {
-				dups = append(dups, int(x.i))
+			if k := slices.Index(names, n); k >= 0 {
+				if seen[k]++; seen[k] > keep {
+					dups = append(dups, int(x.i))
+				}
 				continue
 			}
-			names = append(names, n)
+			names, seen = append(names, n), append(seen, 1)
 		}
 		lo = hi
 	}

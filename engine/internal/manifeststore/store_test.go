@@ -197,6 +197,14 @@ func TestDuplicates(t *testing.T) {
 	if got, err := DuplicatesOf[Entry](h, s, func(e Entry) string { return e.Path }); err != nil || !slices.Equal(got, want) {
 		t.Errorf("DuplicatesOf: %v, %v; want %v", got, err, want)
 	}
+	// Up to two of a name are kept: only "a" comes more often (4 times).
+	h = NewNameHashes(len(names))
+	for i, n := range names {
+		h.Add(i, n)
+	}
+	if got, err := CopiesBeyond[Entry](h, s, func(e Entry) string { return e.Path }, 2); err != nil || !slices.Equal(got, []int{5, len(names) - 1}) {
+		t.Errorf("CopiesBeyond 2: %v, %v; want [5 %d]", got, err, len(names)-1)
+	}
 	short := NewNameHashes(1)
 	short.Add(0, "a")
 	if _, err := DuplicatesOf[Entry](short, s, func(e Entry) string { return e.Path }); err == nil {

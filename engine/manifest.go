@@ -124,7 +124,8 @@ func (s *SkippedInfo) note(path string) {
 }
 
 // buildManifestSkipping walks paths: a file is offered under its base
-// name, a folder keeps its structure under its own name. Symbolic links
+// name, a folder keeps its structure under its own name (either numbered
+// where an earlier given path has that name). Symbolic links
 // are not followed inside folders (they could point anywhere, even back up
 // the tree); what it leaves out, it says.
 func buildManifestSkipping(paths []string) (manifest, SkippedInfo, error) {
@@ -137,12 +138,11 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 	var files fileList
 	var folders []string
 	var renamed []RenamedPath
-	add := func(root *givenPath, rel string, e treeEntry) error {
+	add := func(root *givenPath, rel string, e treeEntry) {
 		files.add(localFile{
 			FileEntry: wire.FileEntry{Path: rel, Size: e.size, Mode: uint32(e.perm), MTime: e.mtime},
 			root:      root,
 		})
-		return nil
 	}
 	// Offered paths can only collide between given paths of the same name
 	// (within one folder every path is unique): a given path whose name an
@@ -183,9 +183,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 		base := root.as
 		if info.Mode().IsRegular() {
 			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano()}
-			if err := add(root, base, e); err != nil {
-				return manifest{}, err
-			}
+			add(root, base, e)
 			continue
 		}
 		if !info.IsDir() {
@@ -222,7 +220,8 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 					break
 				}
 			}
-			return add(root, path.Join(base, e.rel), e)
+			add(root, path.Join(base, e.rel), e)
+			return nil
 		})
 		if err != nil {
 			return manifest{}, fmt.Errorf("cannot read %s: %w", p, err)

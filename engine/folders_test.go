@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -336,5 +337,55 @@ func TestGivenPathsOfTheSameNameAllArrive(t *testing.T) {
 	wantRenamed := []RenamedPath{{Path: paths[1], As: "report (2).pdf"}, {Path: filepath.Join(top, "b", "photos"), As: "photos (1)"}}
 	if !slices.Equal(renamed, wantRenamed) {
 		t.Errorf("the offer names %+v as renamed, want %+v", renamed, wantRenamed)
+	}
+}
+
+// Files arrive with their modification times (to the nanosecond here) and,
+// on Unix, executable where they were: photos keep their dates, a script
+// runs, as with cp -p, rsync -a or AirDrop. Small and large files, over
+// either transport. They arrived with the time they arrived and mode 0644.
+func TestModTimesAndExecutableBitsArrive(t *testing.T) {
+	for _, tp := range []string{"tcp", "quic"} {
+		t.Run(tp, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{})
+			src := filepath.Join(t.TempDir(), "project")
+			when := map[string]time.Time{
+				"photo.jpg":     time.Date(2014, 8, 1, 9, 15, 0, 123456789, time.UTC),
+				"video.mov":     time.Date(2021, 12, 24, 18, 0, 0, 0, time.UTC),
+				"tools/run.sh":  time.Date(2023, 3, 3, 3, 3, 3, 3, time.UTC),
+				"notes/now.txt": {},
+			}
+			writeFile(t, filepath.Join(src, "photo.jpg"), 3000)
+			writeFile(t, filepath.Join(src, "video.mov"), 5<<20+1)
+			writeFile(t, filepath.Join(src, "tools", "run.sh"), 100)
+			writeFile(t, filepath.Join(src, "notes", "now.txt"), 10)
+			if err := os.Chmod(filepath.Join(src, "tools", "run.sh"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for rel, w := range when {
+				if !w.IsZero() {
+					if err := os.Chtimes(filepath.Join(src, filepath.FromSlash(rel)), w, w); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp}); res.State != StateDone {
+				t.Fatalf("send: %s %q", res.State, res.Err)
+			}
+			for rel := range when {
+				got, err := os.Stat(filepath.Join(recv.DownloadDir(), "project", filepath.FromSlash(rel)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := os.Stat(filepath.Join(src, filepath.FromSlash(rel)))
+				if !got.ModTime().Equal(want.ModTime()) {
+					t.Errorf("%s: modified %v, want %v", rel, got.ModTime(), want.ModTime())
+				}
+				if exec := got.Mode().Perm()&0o111 != 0; runtime.GOOS != "windows" && exec != (rel == "tools/run.sh") {
+					t.Errorf("%s: mode %v", rel, got.Mode())
+				}
+			}
+		})
 	}
 }

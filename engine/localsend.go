@@ -393,9 +393,18 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	if o.IsText {
 		text = o.Text
 	} else {
-		for _, f := range o.Files {
+		for i, f := range o.Files {
 			files = append(files, core.OfferedFile{Path: f.FileName, Size: f.Size})
 			names += len(f.FileName) + len(f.ID) // the server keeps each accepted file's ID
+			if f.Metadata == nil || f.Metadata.Modified == "" {
+				continue
+			}
+			if t, err := time.Parse(time.RFC3339Nano, f.Metadata.Modified); err == nil {
+				if s.modified == nil {
+					s.modified = make([]time.Time, len(o.Files))
+				}
+				s.modified[i] = t
+			}
 		}
 	}
 	// LocalSend's offer is held whole in memory, as decoded: it costs what
@@ -472,11 +481,14 @@ var errDisplaced = errors.New("the sender began no upload, and another sender's 
 
 // lsSession is one accepted LocalSend offer.
 type lsSession struct {
-	in     *inbox
-	files  core.Files // the offer's, as the inbox has them
-	tk     *core.Ticket
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	in    *inbox
+	files core.Files // the offer's, as the inbox has them
+	// modified are the files' modification times where the sender gave
+	// them (metadata.modified; zero where not, nil when none did).
+	modified []time.Time
+	tk       *core.Ticket
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
 
 	stopProgress context.CancelFunc
 	mu           sync.Mutex // guards failed
@@ -564,6 +576,9 @@ func (k *lsSink) Write(b []byte) (int, error) {
 // Commit gives the file its final name (never over an existing one).
 func (k *lsSink) Commit() error {
 	f := k.s.files[k.idx]
+	if k.s.modified != nil {
+		k.p.SetMeta(store.Meta{ModTime: k.s.modified[k.idx]})
+	}
 	savedAs, err := k.s.in.Dest.Finalize(k.p, f.Path, f.Size)
 	if err != nil {
 		k.s.resolveFailed(k.idx, "cannot save the file: "+core.Sentence(err))

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/shacache"
@@ -164,6 +165,11 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 		up := localsend.Upload{
 			File: localsend.File{ID: strconv.Itoa(i), FileName: f.Path, Size: f.Size, FileType: mimeOf(f.Path)},
 			Open: func() (io.ReadCloser, error) { return os.Open(f.src()) },
+		}
+		if f.MTime != 0 {
+			// As LocalSend apps send it (the official one keeps it as the
+			// file's metadata; others set it).
+			up.Metadata = &localsend.FileMeta{Modified: time.Unix(0, f.MTime).UTC().Format(time.RFC3339Nano)}
 		}
 		if fi, err := os.Stat(f.src()); err == nil && cache != nil {
 			if k, ok := shacache.KeyOf(fi); ok && k.Size == f.Size {

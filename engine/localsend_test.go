@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/peer"
@@ -99,6 +100,41 @@ func TestLocalSendSameNameTwiceBothArrive(t *testing.T) {
 		t.Errorf("saved %v, want one of 5 bytes and one of 300000", got)
 	}
 	noPartials(t, e.DownloadDir())
+}
+
+// A LocalSend app's file with its modification time (metadata.modified)
+// keeps it; one without gets the time it arrived; one whose time cannot
+// be read arrives all the same.
+func TestLocalSendKeepsModificationTimes(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	res := receivedResult(t, e)
+	files := []lspeer.SendFile{
+		{Name: "IMG_0420.jpg", Data: []byte("photo"), Modified: "2017-06-30T14:05:01.5+02:00"},
+		{Name: "plain.txt", Data: []byte("text")},
+		{Name: "odd.txt", Data: []byte("odd"), Modified: "yesterday"},
+	}
+	sr, err := testPeer(t).Send(context.Background(), addr, srv.Fingerprint(), true, "", "", files, nil)
+	if err != nil || sr.PrepareStatus != 200 {
+		t.Fatalf("%+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateDone || r.Verified != 3 {
+		t.Fatalf("result %+v", r)
+	}
+	stat := func(name string) time.Time {
+		st, err := os.Stat(filepath.Join(e.DownloadDir(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ModTime()
+	}
+	if got, want := stat("IMG_0420.jpg"), time.Date(2017, 6, 30, 12, 5, 1, 500_000_000, time.UTC); !got.Equal(want) {
+		t.Errorf("IMG_0420.jpg modified %v, want %v", got, want)
+	}
+	for _, name := range []string{"plain.txt", "odd.txt"} {
+		if age := time.Since(stat(name)); age < 0 || age > time.Hour {
+			t.Errorf("%s modified %v, want about now", name, stat(name))
+		}
+	}
 }
 
 func TestLocalSendPromptSaysLocalSend(t *testing.T) {
@@ -200,6 +236,30 @@ func lsSendWait(t *testing.T, e *Engine, to LocalSendTarget, items Items, opts L
 	}
 	<-tr.Done()
 	return tr, tr.Result()
+}
+
+// Ferry sends a file's modification time to a LocalSend device, as the
+// apps do: a Ferry receiving over LocalSend keeps it.
+func TestLocalSendSendCarriesModificationTimes(t *testing.T) {
+	recv, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	send := testEngine(t, Options{})
+	p := filepath.Join(t.TempDir(), "IMG_0420.jpg")
+	writeFile(t, p, 70_000)
+	when := time.Date(2016, 2, 29, 23, 59, 58, 987654321, time.UTC)
+	if err := os.Chtimes(p, when, when); err != nil {
+		t.Fatal(err)
+	}
+	_, res := lsSendWait(t, send, LocalSendTarget{Addr: addr, Fingerprint: srv.Fingerprint()}, Items{Paths: []string{p}}, LocalSendSendOptions{})
+	if res.State != StateDone {
+		t.Fatalf("send: %s %q", res.State, res.Err)
+	}
+	st, err := os.Stat(filepath.Join(recv.DownloadDir(), "IMG_0420.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.ModTime().Equal(when) {
+		t.Fatalf("received modified %v, want %v", st.ModTime(), when)
+	}
 }
 
 func TestLocalSendSendFilesFolderText(t *testing.T) {

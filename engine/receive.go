@@ -1058,6 +1058,7 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 		rx.resolve(f, false, "", wire.CodeVerifyFailed, "the file's BLAKE3 root does not match the sender's")
 		return
 	}
+	part.SetMeta(entryMeta(f.entry))
 	saved, err := rx.Dest.Finalize(part, f.entry.Path, f.entry.Size)
 	if err != nil && saved == "" {
 		rx.notSaved(f, err)
@@ -1221,6 +1222,16 @@ func (rx *receiver) notSaved(f *rxFile, err error) {
 	}
 	rx.mu.Unlock()
 	rx.resolve(f, false, "", wire.CodeIO, "Not saved: "+cause+".")
+}
+
+// entryMeta is what a received file keeps of the sender's (its
+// modification time, whether it is executable), as the offer says it.
+func entryMeta(e wire.FileEntry) store.Meta {
+	m := store.Meta{Executable: e.Mode&0o111 != 0}
+	if e.MTime != 0 {
+		m.ModTime = time.Unix(0, e.MTime)
+	}
+	return m
 }
 
 // saveCause is why a file could not be saved, or a folder made, in a few

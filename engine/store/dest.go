@@ -200,6 +200,8 @@ type Partial struct {
 
 	let sync.Once // gives back the reference to fo
 
+	meta Meta // what Finalize gives it (SetMeta)
+
 	// length is the file's length while it is known without asking the
 	// file system (a fresh partial written only through WriteAt: the end
 	// of its furthest write), else -1. Finalize then needs no truncate.
@@ -664,6 +666,12 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 		if err := d.truncate(p, size); err != nil {
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
+	}
+	if p.meta != (Meta{}) {
+		if err := p.inside(); err != nil { // the partial by its name may be set
+			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
+		}
+		p.applyMeta() // every byte written: nothing moves its time after
 	}
 	if err := d.syncClose(p); err != nil {
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)

@@ -72,6 +72,7 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
 	}
+	p.applyMeta()
 	if d.SyncOnFinalize {
 		if err := p.Sync(); err != nil {
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)

@@ -387,6 +387,9 @@ type SendFile struct {
 	// WithSHA is set).
 	SHA256  string
 	WithSHA bool
+	// Modified, when set, goes as the file's metadata (RFC 3339), as
+	// LocalSend apps send a file's modification time.
+	Modified string
 }
 
 // SendResult is what a send got back.
@@ -439,6 +442,9 @@ func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool
 		} else if f.WithSHA {
 			sum := sha256.Sum256(f.Data)
 			e["sha256"] = hex.EncodeToString(sum[:])
+		}
+		if f.Modified != "" {
+			e["metadata"] = map[string]any{"modified": f.Modified}
 		}
 		entries[id] = e
 		byID[id] = f

@@ -414,6 +414,12 @@ func TestBrowserUpload(t *testing.T) {
 		randomFile(t, src, "<img src=x onerror=alert(1)>.txt", 1234, 4),
 		randomFile(t, src, "empty.txt", 0, 5),
 	}
+	// A photo keeps its date: the page sends File.lastModified (to the
+	// millisecond), the receiver gives it to the file.
+	taken := time.Date(2015, 7, 14, 11, 50, 12, 345_000_000, time.UTC)
+	if err := os.Chtimes(files[1], taken, taken); err != nil {
+		t.Fatal(err)
+	}
 	s, l, in, _ := startBrowserReceive(t)
 	drain(l)
 	uploadTo(t, ctx, base(s)+l.Path(), files...)
@@ -422,6 +428,11 @@ func TestBrowserUpload(t *testing.T) {
 	}
 	for _, f := range files {
 		sameFile(t, f, filepath.Join(in.Dir(), browserName(filepath.Base(f))))
+	}
+	if st, err := os.Stat(filepath.Join(in.Dir(), browserName(filepath.Base(files[1])))); err != nil {
+		t.Error(err)
+	} else if !st.ModTime().Equal(taken) {
+		t.Errorf("received modified %v, want %v", st.ModTime(), taken)
 	}
 	if imgs, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("img").length`)); imgs != 0 {
 		t.Fatalf("a name's markup rendered")

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine/store"
@@ -175,4 +176,45 @@ func validMethod(m string) bool {
 		}
 	}
 	return true
+}
+
+// browserTimeCases are a page's lastmodified values, hostile ones too.
+var browserTimeCases = []struct {
+	in   string
+	want time.Time
+}{
+	{"1436874612345", time.UnixMilli(1436874612345)},
+	{"253402300799999", time.UnixMilli(253402300799999)}, // the last millisecond of 9999
+	{"", time.Time{}},
+	{"0", time.Time{}},
+	{"-5", time.Time{}},
+	{"253402300800000", time.Time{}}, // 10000
+	{"9223372036854775807", time.Time{}},
+	{"99999999999999999999", time.Time{}},
+	{"1e12", time.Time{}},
+	{" 1436874612345", time.Time{}},
+	{"1436874612345.5", time.Time{}},
+	{"0x10", time.Time{}},
+	{"yesterday", time.Time{}},
+}
+
+func TestBrowserTime(t *testing.T) {
+	for _, c := range browserTimeCases {
+		if got := browserTime(c.in); !got.Equal(c.want) {
+			t.Errorf("browserTime(%q) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// A page's lastmodified gives no time, or one between 1970 and 9999.
+func FuzzBrowserTime(f *testing.F) {
+	for _, c := range browserTimeCases {
+		f.Add(c.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got := browserTime(in)
+		if !got.IsZero() && (got.Before(time.UnixMilli(1)) || got.Year() > 9999) {
+			t.Fatalf("browserTime(%q) = %v", in, got)
+		}
+	})
 }

@@ -9,9 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/store"
 	tusd "github.com/tus/tusd/v2/pkg/handler"
@@ -54,6 +56,9 @@ type Arrival struct {
 	From netip.Addr // the browser's address
 	Name string     // the file's name as the browser gave it, checked by store.ValidatePath
 	Size int64
+	// Modified is the file's modification time as the browser gave it
+	// (File.lastModified), zero when it gave none that reads.
+	Modified time.Time
 }
 
 // ReceiveOptions configure a receive link.
@@ -232,6 +237,18 @@ func refused(err error) error {
 	return tusd.NewError("ERR_REFUSED", msg, http.StatusUnprocessableEntity)
 }
 
+// browserTime reads a file's modification time as the page sends it: the
+// milliseconds since 1970 of File.lastModified, in decimal. Anything else,
+// or a time before 1970 or past 9999, is no time (the file keeps the time
+// it arrived).
+func browserTime(ms string) time.Time {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 || n > 253402300799999 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
+}
+
 // NewUpload creates an upload (tusd.DataStore): the Inbox decides, then the
 // partial is created.
 func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upload, error) {
@@ -262,7 +279,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	}
 	rc.open++ // held from here; given back when the upload ends or fails below
 	rc.mu.Unlock()
-	a := Arrival{ID: id, From: dev, Name: name, Size: info.Size}
+	a := Arrival{ID: id, From: dev, Name: name, Size: info.Size, Modified: browserTime(info.MetaData["lastmodified"])}
 	dest, err := rc.inbox.Arrive(a)
 	if err != nil {
 		rc.release()
@@ -381,6 +398,7 @@ func (u *upload) FinishUpload(ctx context.Context) error {
 	if u.done {
 		return nil
 	}
+	u.p.SetMeta(store.Meta{ModTime: u.a.Modified})
 	savedAs, err := u.dest.Finalize(u.p, u.a.Name, u.a.Size)
 	u.done = true
 	u.savedAs = savedAs

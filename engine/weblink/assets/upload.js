@@ -93,7 +93,7 @@
       chunkSize: chunk,
       retryDelays: [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 10000, 20000, 20000, 30000],
       removeFingerprintOnSuccess: true,
-      metadata: { filename: f.name, filetype: f.type || "application/octet-stream" },
+      metadata: { filename: f.name, filetype: f.type || "application/octet-stream", lastmodified: String(f.lastModified || "") },
       onProgress: function (bytes, all) {
         if (!started) {
           started = true;

@@ -26,6 +26,20 @@ func (p *rawPeer) offerManifest(manifest string, chunk int, files ...wire.FileEn
 	p.ctl.send(&wire.OfferFiles{Start: 0, Files: files})
 }
 
+// decisionOn offers files to recv as a raw peer and returns the decision
+// it sent (nil when none came in 5 s).
+func decisionOn(t *testing.T, recv *Engine, files ...wire.FileEntry) *wire.Decision {
+	t.Helper()
+	var d *wire.Decision
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.offer(files...)
+		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
+		p.conn.Close(nil)
+	})
+	return d
+}
+
 // runRaw runs script against recv's serve and waits for both to end.
 func runRaw(t *testing.T, recv *Engine, script func(p *rawPeer)) {
 	t.Helper()
@@ -212,13 +226,7 @@ func TestNoSpaceRefusedBeforeThePrompt(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAsk})
 	events, unsub := recv.Subscribe(256)
 	defer unsub()
-	var d *wire.Decision
-	runRaw(t, recv, func(p *rawPeer) {
-		p.hello()
-		p.offer(wire.FileEntry{Path: "huge.bin", Size: 1 << 60})
-		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
-		p.conn.Close(nil)
-	})
+	d := decisionOn(t, recv, wire.FileEntry{Path: "huge.bin", Size: 1 << 60})
 	if d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "needed") {
 		t.Fatalf("decision %+v, want a no-space refusal with the figures", d)
 	}
@@ -237,13 +245,7 @@ func TestSameNameManyTimesRefusesTheCopiesBeyondTheBound(t *testing.T) {
 	for i := range files {
 		files[i] = wire.FileEntry{Path: "a.txt", Size: 1}
 	}
-	var d *wire.Decision
-	runRaw(t, recv, func(p *rawPeer) {
-		p.hello()
-		p.offer(files...)
-		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
-		p.conn.Close(nil)
-	})
+	d := decisionOn(t, recv, files...)
 	if d == nil || !d.Accept || len(d.Files) != core.MaxSameName || d.Files[core.MaxSameName-1] != core.MaxSameName-1 ||
 		len(d.Refused) != 3 || d.Refused[0].File != core.MaxSameName {
 		t.Fatalf("decision %+v, want the first %d accepted and the other 3 refused", d, core.MaxSameName)

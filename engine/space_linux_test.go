@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -65,13 +64,7 @@ func TestTooManyFilesForTheDiskAreRefused(t *testing.T) {
 	for i := range files {
 		files[i] = wire.FileEntry{Path: fmt.Sprintf("empty/%d", i)}
 	}
-	var d *wire.Decision
-	runRaw(t, recv, func(p *rawPeer) {
-		p.hello()
-		p.offer(files...)
-		d, _ = expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
-		p.conn.Close(nil)
-	})
+	d := decisionOn(t, recv, files...)
 	if d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "100 files and folders to make, room for") {
 		t.Fatalf("decision %+v, want a refusal that counts the files", d)
 	}

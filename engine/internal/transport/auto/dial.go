@@ -103,8 +103,9 @@ func Dial(ctx context.Context, req Request) (Dialled, error) {
 		case res.err != nil:
 			at, _ := r.places[res.place].addr(res.kind)
 			if err := req.wrongDevice(res, at); err != nil {
-				// The wrong device answered there: do not try harder at that place.
-				r.drop(res.place)
+				// The wrong device answered there: do not try harder at
+				// that address.
+				r.dropAt(res.place, at.HostPort())
 				if wrong == nil {
 					wrong = err
 				}

@@ -65,13 +65,16 @@ type place struct {
 	// dropped: another place won, or a different device answered here;
 	// nothing more starts and what still connects is closed.
 	dropped bool
-	errs    []result // its dials' failures
+	// gone are its addresses (host:port) where a different device
+	// answered: another port of the host stays in the race.
+	gone map[string]bool
+	errs []result // its dials' failures
 }
 
-// has reports whether the place has a leg of kind.
+// has reports whether the place has a leg of kind still in the race.
 func (p *place) has(kind transport.Kind) bool {
-	_, ok := p.addr(kind)
-	return ok
+	a, ok := p.addr(kind)
+	return ok && !p.gone[a.HostPort()]
 }
 
 // addr is the place's address of kind.
@@ -164,6 +167,9 @@ func newRace(ctx context.Context, legs []leg, head, stagger time.Duration, clk c
 // startBucket starts the next bucket of p.
 func (r *race) startBucket(p *place, now time.Time) {
 	for _, l := range p.buckets[p.started] {
+		if p.gone[l.addr.HostPort()] {
+			continue
+		}
 		r.running++
 		p.running++
 		r.wg.Go(func() {
@@ -258,6 +264,30 @@ func (r *race) drop(i int) {
 	p := r.places[i]
 	p.dropped = true
 	p.cancel()
+}
+
+// dropAt takes the address hostport of place i out of the race: a
+// different device answered there. The place's addresses at other ports of
+// its host go on (a device known by its TCP address, and another device on
+// the default port of the same host); a place left with none is dropped.
+func (r *race) dropAt(i int, hostport string) {
+	p := r.places[i]
+	if p.gone == nil {
+		p.gone = map[string]bool{}
+	}
+	p.gone[hostport] = true
+	p.errs = slices.DeleteFunc(p.errs, func(res result) bool {
+		a, _ := p.addr(res.kind)
+		return a.HostPort() == hostport
+	})
+	for _, b := range p.buckets {
+		for _, l := range b {
+			if !p.gone[l.addr.HostPort()] {
+				return
+			}
+		}
+	}
+	r.drop(i)
 }
 
 // settle makes place i the winner: nothing more starts elsewhere, and the

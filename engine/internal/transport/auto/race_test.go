@@ -156,6 +156,61 @@ func TestRacePlaces(t *testing.T) {
 	}
 }
 
+// A device known by its TCP address alone, with another device on the
+// default port of the same host (a second Ferry there, or one that took
+// the port since): the two addresses share a place (one host, one address
+// per kind), and the other device's answer at its port takes that port
+// out of the race, not the device's own TCP address. It was dropped with
+// the place: "other devices answer at the 3 addresses it was known at".
+func TestWrongDeviceAtAnotherPortOfTheHost(t *testing.T) {
+	t.Parallel()
+	wrong := &identity.MismatchError{}
+	errDown := errors.New("connection refused")
+	for _, tc := range []struct {
+		name    string
+		mine    error // what the device's own address does
+		wantAt  string
+		wantErr error
+	}{
+		{"the device answers", nil, "tcp://h:5000", nil},
+		{"the device is down", errDown, "", errDown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var closed atomic.Int32
+			dial := func(kind transport.Kind) func(ctx context.Context, hp string, _ *tls.Config) (transport.Conn, error) {
+				return func(ctx context.Context, hp string, _ *tls.Config) (transport.Conn, error) {
+					switch {
+					case hp == "h:47800":
+						return nil, wrong
+					case tc.mine != nil:
+						return nil, tc.mine
+					}
+					return &fakeConn{kind: kind, closed: &closed}, nil
+				}
+			}
+			table := []Entry{{Kind: transport.QUIC, Priority: 0, Dial: dial(transport.QUIC)}, {Kind: transport.TCP, Priority: 1, Dial: dial(transport.TCP)}}
+			as := []addr.Addr{addr.New(transport.TCP, "h:5000"), addr.New(transport.QUIC, "h:47800"), addr.New(transport.TCP, "h:47800")}
+			d, err := Dial(t.Context(), Request{Table: table, Addrs: as, Stagger: time.Hour, TLS: noTLS,
+				Config: transport.Config{HeadStart: time.Hour, CleanRTT: -1}})
+			if tc.wantAt == "" {
+				var mm *identity.MismatchError
+				if !errors.Is(err, tc.wantErr) || errors.As(err, &mm) {
+					t.Fatalf("Dial: %v, want the device's own failure %v and not the other device's", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Conn.Close(nil)
+			if d.At.URI != tc.wantAt {
+				t.Errorf("reached %s, want %s", d.At, tc.wantAt)
+			}
+		})
+	}
+}
+
 // Once a place won, auto waits for TCP at that place only: the TCP dial
 // of another place is not the one it takes.
 func TestWaitTakesTheWinningPlace(t *testing.T) {

@@ -524,6 +524,10 @@ type Transfer struct {
 	// its session went away (migrate.go); the next one calls through a
 	// relay at once, without the LAN's head start.
 	pathLost bool
+	// asked is when the offer began waiting for its answer; waited, how
+	// long it waited until the files first moved (Result.Waited).
+	asked  time.Time
+	waited time.Duration
 }
 
 // ID identifies the transfer in events and in Decide/Cancel.
@@ -753,9 +757,24 @@ func (e *Engine) setState(t *Transfer, s State) {
 	t.mu.Lock()
 	changed := t.state != s
 	t.state = s
+	switch {
+	case s == StateWaiting:
+		t.markAsked(e.now())
+	case s == StateActive && !t.asked.IsZero() && t.waited == 0:
+		t.waited = max(e.now().Sub(t.asked), time.Nanosecond)
+	}
 	t.mu.Unlock()
 	if changed {
 		e.publish(t, Event{Kind: EventState, State: s})
+	}
+}
+
+// markAsked notes when the offer began to wait for its answer, the first
+// time it did (a resumed transfer asks again: its first wait is kept, as
+// its Duration counts from its first start). Called under t.mu.
+func (t *Transfer) markAsked(now time.Time) {
+	if t.asked.IsZero() {
+		t.asked = now
 	}
 }
 
@@ -763,6 +782,7 @@ func (e *Engine) setState(t *Transfer, s State) {
 func (e *Engine) finish(t *Transfer, r Result) {
 	t.mu.Lock()
 	r.Duration = e.now().Sub(t.started).Seconds()
+	r.Waited = t.waited.Seconds()
 	if t.conn != nil {
 		m := t.conn.Metrics()
 		r.Metrics = &m

@@ -71,6 +71,9 @@ func (h inboxHost) Register() error { return h.e.register(h.t) }
 // Ask raises an EventOffer; Decide answers it.
 func (h inboxHost) Ask(p *core.Prompt) (<-chan Decision, func()) {
 	h.t.asking.Store(true)
+	h.t.mu.Lock()
+	h.t.markAsked(h.e.now())
+	h.t.mu.Unlock()
 	info := &OfferInfo{Count: p.Count, Files: p.Files, Folders: p.Folders, TotalBytes: p.TotalBytes, DiskBytes: p.DiskBytes, Dest: p.Dest,
 		FreeBytes: p.FreeBytes, Expires: p.Expires, Text: p.Text, PairCode: h.e.untrustedCode(h.t)}
 	h.e.publish(h.t, Event{Kind: EventOffer, State: StateWaiting, Offer: info})

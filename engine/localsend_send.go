@@ -204,6 +204,8 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 	res, err := a.client.Send(ctx, localsend.Target{Addr: ls.to.Addr, Fingerprint: ls.to.Fingerprint, Scheme: ls.to.Scheme}, ups, localsend.SendOptions{
 		PIN:    ls.opts.PIN,
 		AskPIN: ls.opts.AskPIN,
+		// Waiting for the answer, which the other device's owner gives.
+		Offered: func() { a.e.setState(a.t, StateWaiting) },
 		Written: func(id string, n int64) {
 			mu.Lock()
 			d := n - last[id]

@@ -275,3 +275,20 @@ func TestPartialTextSaysWhatIsSaved(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// Details say how long a finished transfer took, and the part of it that
+// the offer waited for its answer apart from the time the files took.
+func TestDetailsSayHowLongTheAnswerTook(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "w1", Direction: Outgoing, Peer: Peer{Name: "Alice"},
+		Result: &Result{State: StateDone, Files: 32, Bytes: 315_000_000, Transport: "tcp", Duration: 8500 * time.Millisecond, Waited: 7500 * time.Millisecond}})
+	if got := detailsText(u.transfers.byID["w1"]); !contains(got, "Took 8.5 s: 7.5 s waiting for the answer to the offer, 1.0 s moving the files") {
+		t.Errorf("details = %q", got)
+	}
+	// A receiver that accepts by itself answers at once: nothing to say apart.
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "w2", Direction: Outgoing, Peer: Peer{Name: "Alice"},
+		Result: &Result{State: StateDone, Files: 1, Bytes: 10, Transport: "tcp", Duration: 95 * time.Second, Waited: 100 * time.Millisecond}})
+	if got := detailsText(u.transfers.byID["w2"]); !contains(got, "Took 1 min 35 s") || strings.Contains(got, "waiting") {
+		t.Errorf("details = %q", got)
+	}
+}

@@ -844,6 +844,13 @@ func resultLines(b *strings.Builder, r *Result) {
 	if r == nil {
 		return
 	}
+	if r.Duration > 0 {
+		fmt.Fprintf(b, "Took %s", humanSeconds(r.Duration))
+		if r.Waited >= answerShown && r.Waited < r.Duration {
+			fmt.Fprintf(b, ": %s waiting for the answer to the offer, %s moving the files", humanSeconds(r.Waited), humanSeconds(r.Duration-r.Waited))
+		}
+		b.WriteByte('\n')
+	}
 	if r.Kept > 0 {
 		fmt.Fprintf(b, "Kept from an earlier attempt (not sent again): %s\n", HumanBytes(r.Kept))
 	}
@@ -856,6 +863,22 @@ func resultLines(b *strings.Builder, r *Result) {
 	if r.FoldersLeftOut > 0 {
 		fmt.Fprintf(b, "Empty folders not sent (the receiver's Ferry is older and does not take them): %d\n", r.FoldersLeftOut)
 	}
+}
+
+// answerShown is the shortest wait for the answer to an offer that
+// Details says apart from the time the files took.
+const answerShown = 500 * time.Millisecond
+
+// humanSeconds is a duration for Details: "0.4 s", "12.3 s", "2 min 5 s".
+func humanSeconds(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	d = d.Round(time.Second)
+	if d < time.Hour {
+		return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
 }
 
 // pathText is the row's words for the way a transfer goes ("direct",

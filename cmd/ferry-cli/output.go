@@ -231,8 +231,21 @@ func doneBytes(dir engine.Direction, r *engine.Result) string {
 		s += fmt.Sprintf(" (%s of it kept from before)", humanBytes(r.Kept))
 	}
 	moved := max(size-r.Kept, 0)
-	s += fmt.Sprintf(" in %.2fs (%s/s) over %s", r.Duration, humanBytes(int64(float64(moved)/max(r.Duration, 1e-9))), r.Transport)
+	took, answer := r.Duration, ""
+	if r.Waited >= answerShown && r.Waited < r.Duration {
+		// The time a person took to accept is not the transfer's: the
+		// speed is over the rest, and the wait is said apart.
+		took -= r.Waited
+		answer = fmt.Sprintf("the receiver answered after %.1fs", r.Waited)
+		if dir == engine.Receiving {
+			answer = fmt.Sprintf("accepted after %.1fs", r.Waited)
+		}
+	}
+	s += fmt.Sprintf(" in %.2fs (%s/s) over %s", took, humanBytes(int64(float64(moved)/max(took, 1e-9))), r.Transport)
 	var notes []string
+	if answer != "" {
+		notes = append(notes, answer)
+	}
 	if dir == engine.Sending && r.Kept > 0 {
 		notes = append(notes, fmt.Sprintf("the receiver kept %s from before", humanBytes(r.Kept)))
 	}
@@ -248,6 +261,11 @@ func doneBytes(dir engine.Direction, r *engine.Result) string {
 	}
 	return s
 }
+
+// answerShown is the shortest wait for the receiver's answer that the done
+// line takes out of the transfer's time and says apart; a shorter one (a
+// receiver that accepts by itself) stays in the time, unsaid.
+const answerShown = 0.5
 
 // A text's excerpt: its first lines, and no more bytes than this.
 const (

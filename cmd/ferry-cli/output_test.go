@@ -117,6 +117,12 @@ func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
 			"100.0 MB in 1.00s (20.0 MB/s) over tcp (the receiver kept 80.0 MB from before; 6.0 MB sent again after reconnecting)"},
 		{"a receive that resumed", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Resent: 2 * mb, Duration: 2},
 			"100.0 MB (60.0 MB of it kept from before) in 2.00s (20.0 MB/s) over tcp (2.0 MB sent again after reconnecting)"},
+		{"a send the receiver's owner accepted", engine.Sending, engine.Result{TotalBytes: 315 * mb, Bytes: 315 * mb, Duration: 8.5, Waited: 7.5},
+			"315.0 MB in 1.00s (315.0 MB/s) over tcp (the receiver answered after 7.5s)"},
+		{"a receive accepted at the prompt, resumed", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Duration: 12, Waited: 10},
+			"100.0 MB (60.0 MB of it kept from before) in 2.00s (20.0 MB/s) over tcp (accepted after 10.0s)"},
+		{"a receiver's own checks, kept in the time", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2, Waited: 0.2},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp"},
 		{"empty files", engine.Receiving, engine.Result{Duration: 0.5}, "0 B in 0.50s (0 B/s) over tcp"},
 	}
 	for _, c := range cases {

@@ -314,6 +314,10 @@ type SendOptions struct {
 	// was given and refused); it returns the PIN to try, or an error to
 	// give up. Nil gives up at the first 401.
 	AskPIN func(ctx context.Context, wrong bool) (string, error)
+	// Offered is called as the offer (prepare-upload) goes out, before the
+	// receiver's answer, which may wait on a person; again for each PIN
+	// tried.
+	Offered func()
 	// Written is called as each file's bytes go out (id, bytes so far);
 	// from several goroutines at once.
 	Written func(id string, n int64)
@@ -439,6 +443,9 @@ func (c *Client) prepare(ctx context.Context, k *conn, req *PrepareUpload, opts 
 		q := url.Values{}
 		if pin != "" {
 			q.Set("pin", pin)
+		}
+		if opts.Offered != nil {
+			opts.Offered()
 		}
 		pctx, cancel := context.WithTimeout(ctx, c.cfg.PromptTimeout)
 		st, b, err := k.do(pctx, http.MethodPost, "prepare-upload", q, req, 0, MaxPrepareBytes)

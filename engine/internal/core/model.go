@@ -126,6 +126,11 @@ type Result struct {
 	// (its files are whole with it); the sender's Bytes do not (they are
 	// what it sent).
 	Kept int64 `json:"kept_bytes,omitempty"`
+	// Waited is the part of Duration spent waiting for the answer to the
+	// offer (a person at a prompt, or the receiver's checks): from the
+	// whole offer being out (sending) or shown (receiving) to the files'
+	// first move. 0 when nobody was asked or the files never moved.
+	Waited float64 `json:"waited_seconds,omitempty"`
 	// Refused counts offered files the receiver refused by name; each has
 	// its EventFile with the reason.
 	Refused int `json:"refused,omitempty"`

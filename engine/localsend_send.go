@@ -135,6 +135,34 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 	return t, nil
 }
 
+// nameWait bounds the wait for a device's name (learnName) once it
+// answered the offer with a refusal: it is there, and answers at once.
+const nameWait = 2 * time.Second
+
+// learnName asks a device given by its address alone (ferry-cli send
+// --protocol localsend HOST:PORT) for its name, as LocalSend apps do with
+// an address typed in, so that what the transfer says names it ("Declined
+// by Pixel 8", not "by the other device"). A device that does not answer
+// is sent to all the same: the send's own request says why it failed.
+func (a *lsAttempt) learnName(ctx context.Context) {
+	a.t.mu.Lock()
+	known := a.t.peer.Name != ""
+	a.t.mu.Unlock()
+	if known {
+		return
+	}
+	to := a.ls.to
+	in, err := a.client.DeviceInfo(ctx, localsend.Target{Addr: to.Addr, Fingerprint: to.Fingerprint, Scheme: to.Scheme})
+	if err != nil || in.Alias == "" {
+		return
+	}
+	a.t.mu.Lock()
+	if a.t.peer.Name == "" {
+		a.t.peer.Name, a.t.peer.Model, a.t.peer.DeviceType = in.Alias, in.DeviceModel, string(in.DeviceType)
+	}
+	a.t.mu.Unlock()
+}
+
 // lsAttempt is one prepare-upload and its uploads.
 type lsAttempt struct {
 	e      *Engine
@@ -193,6 +221,28 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 	if len(ups) == 0 {
 		return nil
 	}
+	// The name is asked beside the offer, not before it: a device out of
+	// reach is not waited for twice. A device that refused the offer is
+	// there: its name is waited for (nameWait), for the refusal's words.
+	nctx, stopName := context.WithCancel(ctx)
+	named := make(chan struct{})
+	go func() {
+		defer close(named)
+		a.learnName(nctx)
+	}()
+	answered := false // the device answered the offer: its name is worth a moment
+	defer func() {
+		if answered {
+			t := time.NewTimer(nameWait)
+			select {
+			case <-named:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		stopName()
+		<-named
+	}()
 	sizes := map[string]int64{}
 	for _, u := range ups {
 		sizes[u.ID] = u.Size
@@ -223,6 +273,8 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 			go a.e.watchProgress(pctx, a.t, a.sent.Load, a.total, func() int { return int(a.done.Load()) }, len(ids))
 		},
 	})
+	var se *localsend.StatusError
+	answered = errors.As(err, &se)
 	if res != nil && cache != nil {
 		remembered := false
 		for _, id := range res.Accepted {

@@ -305,6 +305,30 @@ func TestLocalSendSendFilesFolderText(t *testing.T) {
 	}
 }
 
+// A device given by its address alone is asked its name first, as
+// LocalSend apps do with an address typed in: the transfer names it ("Declined
+// by Pixel.", not "by the other device"). One that does not say is sent to
+// all the same.
+func TestLocalSendSendByAddressLearnsTheName(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	p.Decline = true
+	to := lsPeerServer(t, p)
+	to.Alias = ""
+	tr, r := lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{})
+	if r.State != StateDeclined || r.Err != "Declined by Pixel." {
+		t.Fatalf("result %+v", r)
+	}
+	if name := tr.peerName(); name != "Pixel" {
+		t.Errorf("peer %q", name)
+	}
+	// A receiver that does not give its info.
+	p.Decline, p.NoInfo = false, true
+	if _, r := lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{}); r.State != StateDone {
+		t.Fatalf("to a device that does not give its info: %+v", r)
+	}
+}
+
 func localsendFingerprint(t *testing.T, e *Engine) string {
 	t.Helper()
 	c, err := e.LocalSendCert()

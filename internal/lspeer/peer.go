@@ -72,6 +72,9 @@ type Peer struct {
 	Skip func(name string) bool
 	// Uploads counts the upload requests per file name.
 	Uploads map[string]int
+	// NoInfo answers info 404, as a receiver that serves the upload API
+	// alone.
+	NoInfo bool
 }
 
 // Registration is one register request the peer's server received.
@@ -145,7 +148,16 @@ func (p *Peer) Serve(ln net.Listener) error {
 	mux := http.NewServeMux()
 	base := "/api/localsend/v2/"
 	mux.HandleFunc(base+"register", p.register)
-	mux.HandleFunc(base+"info", func(w http.ResponseWriter, r *http.Request) { _ = json.NewEncoder(w).Encode(p.Info(nil)) })
+	mux.HandleFunc(base+"info", func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		no := p.NoInfo
+		p.mu.Unlock()
+		if no {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(p.Info(nil))
+	})
 	mux.HandleFunc(base+"prepare-upload", p.prepare)
 	mux.HandleFunc(base+"upload", p.upload)
 	mux.HandleFunc(base+"cancel", func(w http.ResponseWriter, r *http.Request) {

@@ -194,9 +194,19 @@ func (b *backend) Decide(id string, d ui.Decision) error {
 	b.intend(id, func(in *intent) { in.decided, in.expired = true, d.Expired })
 	err := b.eng.Decide(id, engine.Decision{Accept: d.Accept, AlwaysAccept: d.AlwaysAccept, Reason: d.Reason, Expired: d.Expired, Dest: d.Dest})
 	if err != nil && d.Dest != "" {
-		return &ui.Problem{Text: fmt.Sprintf("The folder %s cannot be used for received files. Choose another one.", d.Dest), Err: err}
+		return &ui.Problem{Text: folderProblem(d.Dest, err) + " Choose another one.", Err: err}
 	}
 	return err
+}
+
+// folderProblem is the sentence for a folder that cannot take received
+// files, with the reason where the engine gave one.
+func folderProblem(dir string, err error) string {
+	var de *engine.DownloadDirError
+	if errors.As(err, &de) {
+		return fmt.Sprintf("The folder %s cannot be used for received files: %s.", de.Dir, de.Why)
+	}
+	return fmt.Sprintf("The folder %s cannot be used for received files.", dir)
 }
 
 func (b *backend) Cancel(id string) error {
@@ -324,7 +334,7 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 	}
 	if s.DownloadDir != old.DownloadDir {
 		if err := b.eng.SetDownloadDir(s.DownloadDir); err != nil {
-			errs = append(errs, fmt.Errorf("download folder: %w", err))
+			errs = append(errs, &ui.Problem{Text: folderProblem(s.DownloadDir, err) + " Files still go to " + old.DownloadDir + ".", Err: err})
 			s.DownloadDir = old.DownloadDir
 		}
 	}

@@ -364,3 +364,25 @@ func listening(e *engine.Engine, kind addr.Kind) string {
 	a, _ := addr.First(e.Addrs(), kind)
 	return a.HostPort()
 }
+
+// A download folder that cannot be used is refused in words the settings
+// message shows (the reason, and where files still go), and not saved.
+func TestBadDownloadFolderIsSaidInWords(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	b := newTestBackend(t)
+	old := b.Settings().DownloadDir
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := b.Settings()
+	s.DownloadDir = file
+	err := b.SaveSettings(s)
+	var p *ui.Problem
+	if !errors.As(err, &p) || p.Text != "The folder "+file+" cannot be used for received files: it is a file. Files still go to "+old+"." {
+		t.Fatalf("SaveSettings: %v (%#v)", err, p)
+	}
+	if got := b.Settings().DownloadDir; got != old {
+		t.Errorf("download folder now %q, want %q", got, old)
+	}
+}

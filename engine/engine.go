@@ -414,6 +414,21 @@ func (e *Engine) SetDownloadDir(dir string) error {
 	return nil
 }
 
+// DownloadDirError says why a folder cannot take received files.
+type DownloadDirError struct {
+	Dir string // the folder, absolute
+	// Why is the reason in words: "it is a file", "files cannot be saved
+	// in it (permission denied)", "mkdir /mnt/usb: permission denied".
+	Why string
+	Err error
+}
+
+func (e *DownloadDirError) Error() string {
+	return "cannot use " + e.Dir + " as the download folder: " + e.Why
+}
+
+func (e *DownloadDirError) Unwrap() error { return e.Err }
+
 // usableDir makes dir absolute and creates it if missing: a folder
 // received files can go to.
 func usableDir(dir string) (string, error) {
@@ -431,13 +446,14 @@ func usableDir(dir string) (string, error) {
 				err = errors.New("it is a file") // mkdir's "not a directory", of this very path
 			}
 		}
-		return "", fmt.Errorf("cannot use %s as the download folder: %w", abs, err)
+		return "", &DownloadDirError{Dir: abs, Why: err.Error(), Err: err}
 	}
 	// A folder this process cannot write in would take offers and fail
 	// every file: said here, where the folder is chosen, instead.
 	probe, err := os.CreateTemp(abs, ".ferry-write-check-*")
 	if err != nil {
-		return "", fmt.Errorf("cannot use %s as the download folder: files cannot be saved in it (%w)", abs, withoutPath(err))
+		err = withoutPath(err)
+		return "", &DownloadDirError{Dir: abs, Why: "files cannot be saved in it (" + err.Error() + ")", Err: err}
 	}
 	probe.Close()
 	os.Remove(probe.Name())

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -32,15 +33,33 @@ func (p *Problem) Unwrap() error { return p.Err }
 // showError tells the user that what failed. The sentence comes from a
 // Problem when err holds one; any technical text waits behind Details.
 func (u *UI) showError(what string, err error) {
-	text, detail := "", err.Error()
-	var p *Problem
-	if errors.As(err, &p) {
-		text, detail = p.Text, ""
+	var texts, details []string
+	for _, e := range joined(err) {
+		var p *Problem
+		if !errors.As(e, &p) {
+			details = append(details, e.Error())
+			continue
+		}
+		texts = append(texts, p.Text)
 		if p.Err != nil {
-			detail = p.Err.Error()
+			details = append(details, p.Err.Error())
 		}
 	}
-	u.showMessage(what, text, detail)
+	u.showMessage(what, strings.Join(texts, "\n"), strings.Join(details, "\n"))
+}
+
+// joined lists the errors errors.Join put together in err (each said on
+// its own: a settings save can fail in two places), or err alone.
+func joined(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, joined(e)...)
+	}
+	return out
 }
 
 // showMessage shows a headline, an optional sentence and optional technical

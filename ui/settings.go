@@ -123,7 +123,12 @@ func newSettingsView(u *UI) *settingsView {
 
 // load shows the saved settings.
 func (v *settingsView) load() {
-	s := v.u.be.Settings()
+	v.show(v.u.be.Settings())
+	v.localSend.showStatus(v.u.be)
+}
+
+// show fills the form with s.
+func (v *settingsView) show(s Settings) {
 	v.name.SetText(s.DeviceName)
 	v.dir.SetText(s.DownloadDir)
 	v.policy.SetSelected(policyLabel(s.Policy))
@@ -131,7 +136,6 @@ func (v *settingsView) load() {
 	v.login.SetChecked(s.StartAtLogin)
 	v.minimized.SetChecked(s.StartMinimized)
 	v.localSend.load(s)
-	v.localSend.showStatus(v.u.be)
 	v.anywhere.load(s)
 }
 
@@ -149,7 +153,10 @@ func (v *settingsView) apply() {
 	v.anywhere.apply(&s)
 	if v.u.saveSettings(s) {
 		v.note.SetText("Saved at " + v.u.now().Format("15:04:05") + ".")
-	} else {
-		v.note.SetText("")
+		return
 	}
+	// What was refused stays as it was typed, to be mended and saved
+	// again (or reverted), not replaced by the value it would have changed.
+	v.show(s)
+	v.note.SetText("Not all saved: see the message.")
 }

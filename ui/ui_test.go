@@ -43,6 +43,8 @@ type fakeBackend struct {
 	paired    []Device     // Pair calls
 	confirms  []pairAnswer // ConfirmPair calls
 	forgotten []string     // ForgetDevice calls
+	// badDir is a download folder SaveSettings refuses (the rest is saved).
+	badDir string
 }
 
 type pairAnswer struct {
@@ -119,6 +121,12 @@ func (f *fakeBackend) AddDevice(_ context.Context, hostport, id string) (Device,
 
 func (f *fakeBackend) Settings() Settings { return f.settings }
 func (f *fakeBackend) SaveSettings(s Settings) error {
+	if f.badDir != "" && s.DownloadDir == f.badDir {
+		s.DownloadDir = f.settings.DownloadDir
+		f.settings = s
+		return errors.Join(&Problem{Text: "The folder " + f.badDir + " cannot be used for received files: it is a file.", Err: errors.New("engine's words")},
+			errors.New("a technical failure"))
+	}
 	f.settings = s
 	return nil
 }

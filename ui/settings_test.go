@@ -1,0 +1,72 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/internal/uitree"
+)
+
+// A setting that cannot be saved is said in words in the message, with
+// the technical reasons behind Details, and what was typed stays in the
+// form to be mended: the folder field went back to the old folder, and
+// the reason was hidden behind Details ("Could not save the settings").
+func TestSettingRefusedKeepsWhatWasTyped(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	be.badDir = "/home/me/notes.txt"
+	old := be.settings.DownloadDir
+	v := u.settings
+	v.dir.SetText(be.badDir)
+	v.name.SetText("  Anna's laptop ")
+	v.apply()
+	if be.settings.DeviceName != "Anna's laptop" || be.settings.DownloadDir != old {
+		t.Fatalf("saved %+v", be.settings)
+	}
+	if v.dir.Text != be.badDir || v.name.Text != "Anna's laptop" {
+		t.Errorf("form: folder %q, name %q; want what was typed", v.dir.Text, v.name.Text)
+	}
+	if !strings.Contains(v.note.Text, "Not all saved") {
+		t.Errorf("note %q", v.note.Text)
+	}
+	top := u.win.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("no message")
+	}
+	// The sentence shows; each technical reason is behind Details.
+	var shown, hidden []string
+	for _, l := range labelsIn(top) {
+		if l.Visible() {
+			shown = append(shown, l.Text)
+		} else {
+			hidden = append(hidden, l.Text)
+		}
+	}
+	all := strings.Join(shown, "\n")
+	if !strings.Contains(all, "cannot be used for received files: it is a file.") || strings.Contains(all, "engine's words") {
+		t.Errorf("shown: %q", shown)
+	}
+	if h := strings.Join(hidden, "\n"); !strings.Contains(h, "engine's words") || !strings.Contains(h, "a technical failure") {
+		t.Errorf("behind Details: %q", hidden)
+	}
+	// Saving again once mended saves it and says so.
+	u.win.Canvas().Overlays().Remove(top)
+	v.dir.SetText("/home/me/Downloads")
+	v.apply()
+	if be.settings.DownloadDir != "/home/me/Downloads" || !strings.HasPrefix(v.note.Text, "Saved at") {
+		t.Errorf("after mending: %q, note %q", be.settings.DownloadDir, v.note.Text)
+	}
+}
+
+// labelsIn lists the labels under o, hidden ones too.
+func labelsIn(o fyne.CanvasObject) []*widget.Label {
+	var out []*widget.Label
+	uitree.Walk(o, func(x fyne.CanvasObject) {
+		if l, ok := x.(*widget.Label); ok {
+			out = append(out, l)
+		}
+	})
+	return out
+}

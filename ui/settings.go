@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -73,7 +74,7 @@ func newSettingsView(u *UI) *settingsView {
 	v.save.Importance = widget.HighImportance
 	revert := u.newButton("Revert", nil, func() {
 		v.load()
-		v.note.SetText("Showing the saved settings again.")
+		v.say("Showing the saved settings again.", widget.MediumImportance)
 	})
 	v.note = widget.NewLabel("")
 	v.note.Importance = widget.SuccessImportance
@@ -127,6 +128,33 @@ func (v *settingsView) load() {
 	v.localSend.showStatus(v.u.be)
 }
 
+// say puts text beside Save, coloured as imp (saved, refused).
+func (v *settingsView) say(text string, imp widget.Importance) {
+	v.note.Importance = imp
+	v.note.SetText(text)
+}
+
+// invalid is the first field whose value its check refuses (shown in red
+// beside it), and why. Such a value used to be left out silently, the
+// form saying "Saved" and going back to the old value.
+func (v *settingsView) invalid() (string, error) {
+	for _, f := range []struct {
+		label string
+		e     *widget.Entry
+	}{
+		{"LocalSend PIN", v.localSend.pin}, {"LocalSend port", v.localSend.port},
+		{"Relay", v.anywhere.relay}, {"Relay secret", v.anywhere.secret},
+	} {
+		if f.e.Disabled() {
+			continue // not in use (LocalSend or the relay off): its old value is kept
+		}
+		if err := f.e.Validate(); err != nil {
+			return f.label, err
+		}
+	}
+	return "", nil
+}
+
 // show fills the form with s.
 func (v *settingsView) show(s Settings) {
 	v.name.SetText(s.DeviceName)
@@ -139,8 +167,13 @@ func (v *settingsView) show(s Settings) {
 	v.anywhere.load(s)
 }
 
-// apply saves the form through the backend.
+// apply saves the form through the backend; a field whose value cannot
+// be saved stops it, with the field's own words, and nothing is lost.
 func (v *settingsView) apply() {
+	if field, err := v.invalid(); err != nil {
+		v.say(fmt.Sprintf("Not saved: %s: %s.", field, err), widget.DangerImportance)
+		return
+	}
 	s := v.u.be.Settings()
 	// Stray spaces from typing or pasting would be part of the name others see.
 	s.DeviceName = strings.TrimSpace(v.name.Text)
@@ -152,11 +185,11 @@ func (v *settingsView) apply() {
 	v.localSend.apply(&s)
 	v.anywhere.apply(&s)
 	if v.u.saveSettings(s) {
-		v.note.SetText("Saved at " + v.u.now().Format("15:04:05") + ".")
+		v.say("Saved at "+v.u.now().Format("15:04:05")+".", widget.SuccessImportance)
 		return
 	}
 	// What was refused stays as it was typed, to be mended and saved
 	// again (or reverted), not replaced by the value it would have changed.
 	v.show(s)
-	v.note.SetText("Not all saved: see the message.")
+	v.say("Not all saved: see the message.", widget.DangerImportance)
 }

@@ -70,3 +70,45 @@ func labelsIn(o fyne.CanvasObject) []*widget.Label {
 	})
 	return out
 }
+
+// A value its field refuses (shown in red beside it) stops the save with
+// the field's words, and stays in the form: it was left out silently, the
+// form saying "Saved at ..." and going back to the old value.
+func TestInvalidFieldIsNotSavedNorLost(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		set   func(v *settingsView)
+		field func(v *settingsView) *widget.Entry
+		typed string
+		say   string
+	}{
+		{"LocalSend port", func(v *settingsView) { v.localSend.port.SetText("99999x") }, func(v *settingsView) *widget.Entry { return v.localSend.port },
+			"99999x", "Not saved: LocalSend port: a port is a number from 1 to 65535."},
+		{"relay", func(v *settingsView) { v.anywhere.on.SetChecked(true); v.anywhere.relay.SetText("relay.example.org") }, func(v *settingsView) *widget.Entry { return v.anywhere.relay },
+			"relay.example.org", "Not saved: Relay: host:port of a Ferry relay (ferry-cli relay)."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u, be, _ := newTestUI(t)
+			before := be.settings
+			v := u.settings
+			v.name.SetText("Anna's laptop")
+			c.set(v)
+			v.apply()
+			if be.settings.DeviceName != before.DeviceName {
+				t.Errorf("saved the name %q with an invalid field", be.settings.DeviceName)
+			}
+			if v.note.Text != c.say || v.note.Importance != widget.DangerImportance {
+				t.Errorf("note %q (importance %v), want %q", v.note.Text, v.note.Importance, c.say)
+			}
+			if got := c.field(v).Text; got != c.typed || v.name.Text != "Anna's laptop" {
+				t.Errorf("form: %q and name %q, want what was typed", got, v.name.Text)
+			}
+			// Mended, it saves.
+			c.field(v).SetText("")
+			v.apply()
+			if be.settings.DeviceName != "Anna's laptop" || !strings.HasPrefix(v.note.Text, "Saved at") || v.note.Importance != widget.SuccessImportance {
+				t.Errorf("after mending: name %q, note %q", be.settings.DeviceName, v.note.Text)
+			}
+		})
+	}
+}

@@ -266,8 +266,16 @@ func openStores(dir string, log *slog.Logger) (*settingsStore, *historyStore, *d
 // login item made or removed elsewhere); it returns them as they are now.
 func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, log *slog.Logger) (*engine.Engine, ui.Settings, error) {
 	s := settings.get()
+	if s.DeviceName != "" && engine.CheckName(s.DeviceName) != nil {
+		// A name saved before names were checked: the app starts under
+		// the default one rather than not at all.
+		log.Warn("the saved device name cannot be used; using the default", "err", engine.CheckName(s.DeviceName))
+		s.DeviceName = ""
+	}
 	if s.DeviceName == "" {
-		s.DeviceName = friendlyName() // "" leaves the host name to the engine
+		if n := friendlyName(); engine.CheckName(n) == nil {
+			s.DeviceName = n // else the engine takes the host name
+		}
 	}
 	// A stable port: 47800, else the last one used (issue 26, finding 9).
 	listen := smokeListen(func() string {

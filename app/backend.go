@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/discovery"
@@ -199,6 +201,15 @@ func (b *backend) Decide(id string, d ui.Decision) error {
 	return err
 }
 
+// upperFirst begins a sentence made of an error's words.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
 // folderProblem is the sentence for a folder that cannot take received
 // files, with the reason where the engine gave one.
 func folderProblem(dir string, err error) string {
@@ -329,8 +340,15 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 	old := b.settings.get()
 	s.DeviceName = strings.TrimSpace(s.DeviceName)
 	var errs []error
-	if s.DeviceName != old.DeviceName && s.DeviceName != "" {
-		b.eng.SetName(s.DeviceName)
+	if s.DeviceName != old.DeviceName {
+		err := engine.InvisibleIn(s.DeviceName)
+		if err == nil {
+			err = b.eng.SetName(s.DeviceName)
+		}
+		if err != nil {
+			errs = append(errs, &ui.Problem{Text: upperFirst(err.Error()) + ". It stays " + old.DeviceName + "."})
+			s.DeviceName = old.DeviceName
+		}
 	}
 	if s.DownloadDir != old.DownloadDir {
 		if err := b.eng.SetDownloadDir(s.DownloadDir); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -384,5 +385,44 @@ func TestBadDownloadFolderIsSaidInWords(t *testing.T) {
 	}
 	if got := b.Settings().DownloadDir; got != old {
 		t.Errorf("download folder now %q, want %q", got, old)
+	}
+}
+
+// A device name other devices would refuse (over 255 bytes: every send
+// then failed in the hello) is refused where it is typed, in words, and
+// the name stays; an empty one too (it was dropped silently). A name saved
+// before names were checked does not keep the app from starting.
+func TestDeviceNameOthersRefuseIsSaidInWords(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	b := newTestBackend(t)
+	for _, c := range []struct{ name, want string }{
+		{strings.Repeat("ä", 150), "The device name is 300 bytes long; other devices take at most 255"},
+		{"  ", "The device name is empty: other devices show it. It stays test."},
+		{"Anna\u202eBob", "The device name holds an invisible character (U+202E)"},
+	} {
+		s := b.Settings()
+		s.DeviceName = c.name
+		err := b.SaveSettings(s)
+		var p *ui.Problem
+		if !errors.As(err, &p) || !strings.HasPrefix(p.Text, c.want) {
+			t.Errorf("%q: %v", c.name, err)
+		}
+		if b.Settings().DeviceName != "test" || b.eng.Name() != "test" {
+			t.Errorf("%q: name now %q, engine %q", c.name, b.Settings().DeviceName, b.eng.Name())
+		}
+	}
+
+	dir := t.TempDir()
+	st, err := openSettings(dir, ui.Settings{DeviceName: strings.Repeat("ä", 150), DownloadDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, s, err := startEngine(dir, st, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("start with a saved name of 300 bytes: %v", err)
+	}
+	defer eng.Close()
+	if engine.CheckName(eng.Name()) != nil || s.DeviceName != eng.Name() {
+		t.Errorf("started as %q, settings %q", eng.Name(), s.DeviceName)
 	}
 }

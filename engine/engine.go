@@ -16,10 +16,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
@@ -302,6 +305,8 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Name == "" {
 		opts.Name = defaultName()
+	} else if err := CheckName(opts.Name); err != nil {
+		return nil, err
 	}
 	if opts.DownloadDir == "" {
 		home, _ := os.UserHomeDir()
@@ -387,12 +392,44 @@ func (e *Engine) Name() string {
 }
 
 // SetName changes the device name shown to peers from now on.
-func (e *Engine) SetName(name string) {
+func (e *Engine) SetName(name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if name != "" {
-		e.name = name
+	e.name = name
+	return nil
+}
+
+// CheckName says why name cannot be a device's name, nil when it can: it
+// is shown to other devices, which refuse a name of more than
+// wire.MaxNameLen bytes (every send failed "protocol violation: device
+// name is 300 bytes"). Control and format characters pass (peers show
+// them escaped); where a person types the name, InvisibleIn refuses them.
+func CheckName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return errors.New("the device name is empty: other devices show it")
+	case !utf8.ValidString(name):
+		return errors.New("the device name is not valid text (UTF-8)")
+	case len(name) > wire.MaxNameLen:
+		return fmt.Errorf("the device name is %d bytes long; other devices take at most %d (about %d letters of a Latin alphabet, fewer of others)",
+			len(name), wire.MaxNameLen, wire.MaxNameLen)
 	}
+	return nil
+}
+
+// InvisibleIn says why a name typed for this device holds a character
+// other devices would show escaped or would not show (a line break, a
+// bidi override turning the rest around), nil when it holds none.
+func InvisibleIn(name string) error {
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return fmt.Errorf("the device name holds an invisible character (%U): other devices would show it wrongly", r)
+		}
+	}
+	return nil
 }
 
 // DownloadDir is where received files go.

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/discovery"
@@ -201,15 +199,6 @@ func (b *backend) Decide(id string, d ui.Decision) error {
 	return err
 }
 
-// upperFirst begins a sentence made of an error's words.
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToUpper(r)) + s[n:]
-}
-
 // folderProblem is the sentence for a folder that cannot take received
 // files, with the reason where the engine gave one.
 func folderProblem(dir string, err error) string {
@@ -346,7 +335,7 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 			err = b.eng.SetName(s.DeviceName)
 		}
 		if err != nil {
-			errs = append(errs, &ui.Problem{Text: upperFirst(err.Error()) + ". It stays " + old.DeviceName + "."})
+			errs = append(errs, &ui.Problem{Text: engine.Sentence(err) + " It stays " + old.DeviceName + "."})
 			s.DeviceName = old.DeviceName
 		}
 	}

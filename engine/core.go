@@ -65,3 +65,7 @@ var (
 	errPairMismatch     = core.ErrPairMismatch
 	errPeerRejectedCode = core.ErrPeerRejectedCode
 )
+
+// Sentence makes an error readable for a person: one line, first letter
+// upper case, a final period, a peer's words in it escaped.
+func Sentence(err error) string { return core.Sentence(err) }

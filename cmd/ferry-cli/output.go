@@ -195,6 +195,8 @@ func (p *printer) event(ev engine.Event) {
 			if r.FoldersLeftOut > 0 {
 				p.line("not sent: %s (the receiver's Ferry is older and does not take them)", emptyFolders(r.FoldersLeftOut))
 			}
+		} else if r.State == engine.StateInterrupted && strings.HasPrefix(r.Err, "Interrupted") {
+			p.line("%s", shown(r.Err)) // "Interrupted — will resume when ...", not "interrupted: Interrupted — ..."
 		} else {
 			p.line("%s: %s", r.State, shown(r.Err))
 		}

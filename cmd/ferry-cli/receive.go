@@ -32,7 +32,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	dir := fs.String("dir", "", "download `DIR` (default: ~/Downloads)")
 	listen := fs.String("listen", "", "`HOST:PORT` for QUIC (UDP) and TCP (default: port "+defaultPort+", or any free port)")
 	accept := fs.String("accept", "ask", "who may send: `ask` (prompt here), all, or trusted")
-	once := fs.Bool("once", false, "exit after one transfer, with its status")
+	once := fs.Bool("once", false, "exit after one transfer, with its status (an interrupted one is waited for: its sender comes back with the rest)")
 	name := fs.String("name", "", "device `NAME` shown to senders")
 	asJSON := fs.Bool("json", false, "print one JSON event per line")
 	noDiscovery := fs.Bool("no-discovery", false, "do not advertise this device on the local network (nor announce it to LocalSend devices)")
@@ -190,6 +190,13 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 					}
 				}()
 			case engine.EventResult:
+				if *once && ev.Result.State == engine.StateInterrupted {
+					// Not the end of the transfer: what arrived is kept and
+					// the sender comes back with the rest (after a sleep, a
+					// network change), as long as this receiver is there.
+					fmt.Fprintf(errOut, "ferry-cli receive: waiting for %s to send the rest (Ctrl+C to stop: what arrived is kept for a later send)\n", safetext.Name(ev.Peer.Name))
+					break
+				}
 				if *once {
 					asking.Wait()
 					if ev.Result.State != engine.StateDone {

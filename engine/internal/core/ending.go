@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
@@ -137,7 +140,10 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		e.State, e.Code, e.Text = StateFailed, string(errcode.CodeIO), "On "+peer+", "+ReasonOf(re)+"."
 	case errors.As(err, new(*NotSavedError)), errors.As(err, new(*FoldersError)):
 		e.State, e.Code, e.Text = StateFailed, string(errcode.CodeIO), Sentence(err)
-	case !remote && errors.Is(err, io.ErrUnexpectedEOF) && resumable:
+	case !remote && resumable && connectionLost(err):
+		// However the connection ended under it (the sender killed, asleep,
+		// out of range), a receiver that kept what arrived waits for the
+		// sender to come back with the rest.
 		e.State, e.Code = StateInterrupted, CodeConnectionLost
 		e.Text = "Interrupted — will resume when " + peer + " is back."
 	case !remote && errors.Is(err, io.ErrUnexpectedEOF):
@@ -146,6 +152,19 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		e.State, e.Text = StateFailed, Sentence(err)
 	}
 	return e
+}
+
+// connectionLost reports whether err is the connection to the other device
+// ending under a transfer without a word from it: cut mid-message, reset,
+// or silent past a timeout (the transport's idle timeout, a stream's stall
+// watch, the receiver's own watch for data after it accepted).
+func connectionLost(err error) bool {
+	var errno syscall.Errno
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, transport.ErrStreamStalled) ||
+		errors.Is(err, errcode.ErrTimeout) ||
+		(errors.As(err, &errno) && droppedErrnos[errno]) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 // savingReason says whether a receiver's reason for a failed transfer is

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
+	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/store"
 )
 
@@ -27,6 +31,10 @@ func TestTakenOverEnding(t *testing.T) {
 // Every end reads in the user's words, with the table's code and who did it.
 func TestEndOf(t *testing.T) {
 	remote := func(c errcode.Code, reason string) error { return &errcode.RemoteError{Code: c, Reason: reason} }
+	reset := fmt.Errorf("control stream: %w", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)})
+	stalled := fmt.Errorf("tcp stream: %w: no progress for 30s", transport.ErrStreamStalled)
+	silent := fmt.Errorf("control stream: the connection went silent for 10s: %w", idleTimeout{})
+	nothingArrived := fmt.Errorf("%w: nothing arrived for 1m15s after the offer was accepted", errcode.ErrTimeout)
 	for _, c := range []struct {
 		err       error
 		resumable bool
@@ -53,6 +61,20 @@ func TestEndOf(t *testing.T) {
 		{remote(errcode.CodeGoingAway, ""), true, StateInterrupted, CodeConnectionLost, true, "Interrupted — Ferry was closed on Bob; will resume when it is back."},
 		{ErrConnectionLost, true, StateInterrupted, CodeConnectionLost, false, "Interrupted — will resume when Bob is back."},
 		{ErrConnectionLost, false, StateFailed, CodeConnectionLost, false, "The connection to Bob was lost."},
+		// However else the connection ended under a receiver that kept what
+		// arrived (Bob asleep, or this device), it waits for Bob: before,
+		// these read "failed" in the socket's or the watch's words.
+		{reset, true, StateInterrupted, CodeConnectionLost, false, "Interrupted — will resume when Bob is back."},
+		{stalled, true, StateInterrupted, CodeConnectionLost, false, "Interrupted — will resume when Bob is back."},
+		{silent, true, StateInterrupted, CodeConnectionLost, false, "Interrupted — will resume when Bob is back."},
+		{nothingArrived, true, StateInterrupted, CodeConnectionLost, false, "Interrupted — will resume when Bob is back."},
+		// Nothing kept: the same words as before.
+		{stalled, false, StateFailed, "io", false, "Tcp stream: stream stalled: no progress for 30s."},
+		// Bob's own timeout is Bob's word, not a lost connection; nor is a
+		// disk's error or a file that could not be saved.
+		{remote(errcode.CodeTimeout, "the verification code was not confirmed"), true, StateFailed, "timeout", true, "No answer in time: the verification code was not confirmed."},
+		{fmt.Errorf("write: %w", io.ErrShortWrite), true, StateFailed, "io", false, "Write: short write."},
+		{&NotSavedError{Failed: 1, Files: 2, Cause: "file too large", Here: true}, true, StateFailed, "io", false, Sentence(&NotSavedError{Failed: 1, Files: 2, Cause: "file too large", Here: true})},
 		{ErrPairMismatch, false, StateFailed, "not_paired", false, Sentence(ErrPairMismatch)},
 		{ErrPeerRejectedCode, false, StateFailed, "not_paired", true, "Bob did not confirm the verification code, so the devices are not paired."},
 		{fmt.Errorf("write: %w", io.ErrShortWrite), false, StateFailed, "io", false, "Write: short write."},
@@ -79,6 +101,14 @@ func TestEndOf(t *testing.T) {
 		}
 	}
 }
+
+// idleTimeout is a transport's idle timeout as quic-go reports one: a
+// net.Error that timed out.
+type idleTimeout struct{}
+
+func (idleTimeout) Error() string   { return "timeout: no recent network activity" }
+func (idleTimeout) Timeout() bool   { return true }
+func (idleTimeout) Temporary() bool { return false }
 
 // TestEndOfEscapesThePeersName: a device's name is the peer's to choose; in
 // the sentence it is quoted and escaped when it holds what could act on a

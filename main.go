@@ -39,6 +39,7 @@ func main() {
 	}
 	if err := app.Run(app.Options{ConfigDir: *config, Minimized: *minimized, Files: flag.Args(), Icon: icon}); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)
+		app.ShowStartError(icon, err) // no terminal shows the line above when started from a menu
 		os.Exit(1)
 	}
 }

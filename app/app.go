@@ -23,6 +23,7 @@ import (
 	"github.com/ferrydrop/ferry/app/instance"
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/ui"
 	"github.com/ferrydrop/ferry/ui/transfer"
@@ -86,13 +87,16 @@ func Run(opts Options) error {
 	}
 	defer inst.Close()
 
-	settings, history, names := openStores(dir, log)
+	settings, history, names, problems := openStores(dir, log)
 	// Sends follow their device by ID (a receiver that moved or restarted
 	// on another port is found again): the engine asks discovery's table.
 	resolver := &peerresolve.Resolver{}
-	eng, s, err := startEngine(dir, settings, resolver, log)
+	eng, s, trustProblem, err := startEngine(dir, settings, resolver, log)
 	if err != nil {
 		return err
+	}
+	if trustProblem != nil {
+		problems = errors.Join(problems, trustProblem)
 	}
 	defer eng.Close()
 	// Subscribed before receiving starts: an offer that comes at once (a
@@ -161,6 +165,10 @@ func Run(opts Options) error {
 	})
 
 	showAtStart(ctx, w, u, tray && len(files) == 0 && (opts.Minimized || s.StartMinimized))
+	if problems != nil {
+		// Shown with the window (at once, or when it is opened from the tray).
+		u.ShowError("Ferry started without some of what it had saved", problems)
+	}
 	if len(files) > 0 {
 		u.OpenFiles(files)
 	}
@@ -244,28 +252,53 @@ func configDir(given string) (dir string, autostartArgs []string, err error) {
 
 // openStores opens the settings, history and device names in dir; a file
 // that cannot be read is reported and replaced by a fresh start.
-func openStores(dir string, log *slog.Logger) (*settingsStore, *historyStore, *deviceStore) {
+// openStores opens the app's own files in dir. One that cannot be read
+// does not stop the app: it starts without what the file held, the file
+// kept aside when it is damaged, and the returned error says so in the
+// user's words (a *ui.Problem for each such file).
+func openStores(dir string, log *slog.Logger) (*settingsStore, *historyStore, *deviceStore, error) {
 	home, _ := os.UserHomeDir()
+	var problems []error
 	settings, err := openSettings(dir, ui.Settings{DownloadDir: filepath.Join(home, "Downloads"), Policy: ui.PolicyEveryone, AutoAcceptTrusted: true})
 	if err != nil {
 		log.Warn("settings unreadable; using defaults", "err", err)
+		problems = append(problems, unreadable("Your settings", "so Ferry started with the default ones", dir, err))
 	}
 	history, err := openHistory(dir)
 	if err != nil {
 		log.Warn("history unreadable; starting a new one", "err", err)
+		problems = append(problems, unreadable("The history of transfers", "so it starts empty", dir, err))
 	}
 	names, err := openDevices(dir)
 	if err != nil {
 		log.Warn("device names unreadable; using the names devices announce", "err", err)
+		problems = append(problems, unreadable("The names you gave devices", "so devices show the names they announce", dir, err))
 	}
-	return settings, history, names
+	return settings, history, names, errors.Join(problems...)
+}
+
+// unreadable says that what (a file of the app's, in the user's words)
+// could not be read and what Ferry does instead, and where a damaged one
+// was kept: "Your settings could not be read, so Ferry started with the
+// default ones. The file was kept as settings.json.damaged in DIR."
+func unreadable(what, instead, dir string, err error) *ui.Problem {
+	text := what + " could not be read, " + instead + "."
+	var de *damagedError
+	switch {
+	case !errors.As(err, &de):
+	case de.keptAs != "":
+		text += " The file was kept as " + de.keptAs + " in " + dir + "."
+	default:
+		text += " The damaged file " + de.file + " in " + dir + " could not be set aside: Ferry replaces it when it saves them."
+	}
+	return &ui.Problem{Text: text, Err: err}
 }
 
 // startEngine starts the engine with the settings, and brings the settings
 // up to date with what is true outside them (the engine's default name, a
 // login item made or removed elsewhere); it returns them as they are now.
-func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, log *slog.Logger) (*engine.Engine, ui.Settings, error) {
-	s := settings.get()
+func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, log *slog.Logger) (eng *engine.Engine, s ui.Settings, problem *ui.Problem, err error) {
+	s = settings.get()
 	if s.DeviceName != "" && engine.CheckName(s.DeviceName) != nil {
 		// A name saved before names were checked: the app starts under
 		// the default one rather than not at all.
@@ -283,11 +316,26 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 		log.Info("listen port", "port", pc.Port, "why", pc.Why)
 		return ":" + strconv.Itoa(pc.Port)
 	})
-	eng, err := engine.New(engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
+	opts := engine.Options{ConfigDir: dir, Name: s.DeviceName, DownloadDir: s.DownloadDir,
 		Listen: listen, ListenAnyIfTaken: true, RetryFor: smokeRetryFor(),
-		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver})
+		Accept: acceptPolicy(s.Policy), AutoAcceptTrusted: s.AutoAcceptTrusted, Logger: log, Resolver: resolver}
+	eng, err = engine.New(opts)
+	var damaged *identity.DamagedError
+	if errors.As(err, &damaged) {
+		// The engine does not forget whom it trusted on its own (the CLI
+		// stops and says so); the app sets the damaged list aside, starts
+		// knowing no device, and tells the user, rather than not opening.
+		keptAs, kerr := keepAside(damaged.Path)
+		log.Warn("trust store damaged; starting with no known devices", "err", err, "kept_as", keptAs, "keep_err", kerr)
+		if kerr == nil {
+			problem = unreadable("The list of devices Ferry knew",
+				"so Ferry starts knowing none: devices you trusted or paired show a verification code again, and their offers ask first",
+				dir, &damagedError{file: filepath.Base(damaged.Path), keptAs: keptAs, err: damaged.Err})
+			eng, err = engine.New(opts)
+		}
+	}
 	if err != nil {
-		return nil, s, fmt.Errorf("start engine: %w", err)
+		return nil, s, nil, err // the engine's own sentence, shown as it is (ShowStartError)
 	}
 	if s.DeviceName == "" {
 		s.DeviceName = eng.Name()
@@ -299,7 +347,7 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 		s.StartAtLogin = on
 		_ = settings.save(s)
 	}
-	return eng, s, nil
+	return eng, s, problem, nil
 }
 
 // newFyneApp makes the Fyne app with Ferry's metadata and icon (nil when

@@ -417,7 +417,7 @@ func TestDeviceNameOthersRefuseIsSaidInWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, s, err := startEngine(dir, st, nil, slog.New(slog.DiscardHandler))
+	eng, s, _, err := startEngine(dir, st, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("start with a saved name of 300 bytes: %v", err)
 	}

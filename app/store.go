@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -39,7 +41,10 @@ func writeFileAtomic(path string, data []byte) error {
 	return atomicfile.Write(path, data, 0o600)
 }
 
-// loadJSON reads path into v; a missing file leaves v alone.
+// loadJSON reads path into v; a missing file leaves v alone. A file that
+// is not what it should be (damaged, or edited by hand) is set aside
+// (keepAside) before anything is saved over it, and said with a
+// *damagedError.
 func loadJSON(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -49,9 +54,49 @@ func loadJSON(path string, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+		keptAs, kerr := keepAside(path)
+		return &damagedError{file: filepath.Base(path), keptAs: keptAs, keepErr: kerr, err: err}
 	}
 	return nil
+}
+
+// damagedError is a file of the config dir that could not be read: the
+// app starts without what it held, and keeps the file aside as keptAs
+// (a name in the same folder) for whoever wants to mend it.
+type damagedError struct {
+	file    string // "settings.json"
+	keptAs  string // "settings.json.damaged"; "" when it could not be moved (keepErr)
+	keepErr error
+	err     error
+}
+
+func (e *damagedError) Error() string {
+	if e.keptAs == "" {
+		return fmt.Sprintf("%s: %v (it could not be set aside: %v)", e.file, e.err, e.keepErr)
+	}
+	return fmt.Sprintf("%s: %v (kept as %s)", e.file, e.err, e.keptAs)
+}
+
+func (e *damagedError) Unwrap() error { return e.err }
+
+// keepAside renames the damaged file path to "<name>.damaged" in its
+// folder, or "<name>.damaged-2" and on when that is taken (an earlier
+// damaged copy is never replaced), and returns the new name.
+func keepAside(path string) (string, error) {
+	for n := 1; n <= 100; n++ {
+		to := path + ".damaged"
+		if n > 1 {
+			to += "-" + strconv.Itoa(n)
+		}
+		if _, err := os.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := os.Rename(path, to); err != nil {
+			return "", err
+		}
+		return filepath.Base(to), nil
+	}
+	return "", errors.New("100 damaged copies are kept there already")
 }
 
 func saveJSON(path string, v any) error {

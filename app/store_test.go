@@ -1,8 +1,11 @@
 package app
 
 import (
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +75,100 @@ func TestSettingsRoundTrip(t *testing.T) {
 	if err != nil || st2.get() != s {
 		t.Fatalf("reloaded %+v, %v; want %+v", st2.get(), err, s)
 	}
+}
+
+// TestDamagedFilesAreKeptAsideAndSaid: a settings, history or device-names
+// file that cannot be read does not stop the app, and is not lost: it is
+// renamed aside (never over an earlier damaged copy) before anything is
+// saved over it, and the user is told in words what Ferry did instead and
+// where the file is. Before, the app logged a warning nobody reads and the
+// next save replaced the file.
+func TestDamagedFilesAreKeptAsideAndSaid(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(settingsFile, `{"device_name": "x", broken`)
+	write(settingsFile+".damaged", "an earlier damaged copy")
+	write(historyFile, "\x00\x01garbage")
+	write(devicesFile, `{"names": 7}`)
+	settings, history, names, err := openStores(dir, slog.New(slog.DiscardHandler))
+	if settings == nil || history == nil || names == nil {
+		t.Fatal("a store is missing")
+	}
+	var texts []string
+	for _, e := range joinedErrs(err) {
+		var p *ui.Problem
+		if !errors.As(e, &p) {
+			t.Fatalf("not said in words: %v", e)
+		}
+		texts = append(texts, p.Text)
+	}
+	want := []string{
+		"Your settings could not be read, so Ferry started with the default ones. The file was kept as settings.json.damaged-2 in " + dir + ".",
+		"The history of transfers could not be read, so it starts empty. The file was kept as history.json.damaged in " + dir + ".",
+		"The names you gave devices could not be read, so devices show the names they announce. The file was kept as devices.json.damaged in " + dir + ".",
+	}
+	if strings.Join(texts, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("said:\n%s\nwant:\n%s", strings.Join(texts, "\n"), strings.Join(want, "\n"))
+	}
+	// Saving now writes new files and touches none of the kept ones.
+	if err := settings.save(settings.get()); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{
+		settingsFile + ".damaged":   "an earlier damaged copy",
+		settingsFile + ".damaged-2": `{"device_name": "x", broken`,
+		historyFile + ".damaged":    "\x00\x01garbage",
+		devicesFile + ".damaged":    `{"names": 7}`,
+	} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != data {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, data)
+		}
+	}
+	// Files that read well are left where they are, and nothing is said.
+	if _, _, _, err := openStores(dir, slog.New(slog.DiscardHandler)); err != nil {
+		t.Errorf("the new files: %v", err)
+	}
+}
+
+// TestDamagedTrustStoreStartsTheAppKnowingNoDevice: the engine will not
+// forget whom it trusted on its own (the CLI stops and says so); the app,
+// which people start from a menu where no error line shows, set the list
+// aside, starts knowing no device and says so. Before, it exited at once
+// with the reason on a terminal nobody sees.
+func TestDamagedTrustStoreStartsTheAppKnowingNoDevice(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "trust.json"), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openSettings(dir, ui.Settings{DeviceName: "test", DownloadDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _, problem, err := startEngine(dir, st, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("the app did not start: %v", err)
+	}
+	defer eng.Close()
+	want := "The list of devices Ferry knew could not be read, so Ferry starts knowing none: devices you trusted or paired show a verification code again, and their offers ask first. The file was kept as trust.json.damaged in " + dir + "."
+	if problem == nil || problem.Text != want {
+		t.Fatalf("said %+v, want %q", problem, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "trust.json.damaged")); err != nil || string(b) != "garbage" {
+		t.Errorf("the damaged list: %q, %v", b, err)
+	}
+}
+
+func joinedErrs(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -45,7 +45,7 @@ func (u *UI) showError(what string, err error) {
 			details = append(details, p.Err.Error())
 		}
 	}
-	u.showMessage(what, strings.Join(texts, "\n"), strings.Join(details, "\n"))
+	u.showMessage(what, strings.Join(texts, "\n\n"), strings.Join(details, "\n"))
 }
 
 // joined lists the errors errors.Join put together in err (each said on

@@ -89,7 +89,14 @@ func LoadOrCreate(dir string) (*Identity, error) {
 	keyPEM, err2 := os.ReadFile(filepath.Join(dir, keyFile))
 	switch {
 	case err1 == nil && err2 == nil:
-		return fromPEM(certPEM, keyPEM)
+		id, err := fromPEM(certPEM, keyPEM)
+		if err != nil {
+			// Never replaced here: a new key is a new device to everyone
+			// that knows this one.
+			return nil, fmt.Errorf("this device's key pair (%s and %s in %s) is damaged (%w): move both away to start as a new device (devices that know this one will see its key change)",
+				certFile, keyFile, dir, errors.Unwrap(err))
+		}
+		return id, nil
 	case errors.Is(err1, fs.ErrNotExist) && errors.Is(err2, fs.ErrNotExist):
 		return create(dir)
 	case err1 != nil && !errors.Is(err1, fs.ErrNotExist):

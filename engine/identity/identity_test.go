@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,8 +107,9 @@ func TestTrustStore(t *testing.T) {
 		t.Fatalf("reloaded %+v", p)
 	}
 	os.WriteFile(filepath.Join(dir, trustFile), []byte("{broken"), 0o600)
-	if _, err := OpenStore(dir); err == nil {
-		t.Error("a damaged trust store was silently accepted")
+	var de *DamagedError
+	if _, err := OpenStore(dir); !errors.As(err, &de) || de.Path != filepath.Join(dir, trustFile) {
+		t.Errorf("a damaged trust store: %v, want a *DamagedError naming it", err)
 	}
 }
 
@@ -150,5 +152,32 @@ func TestSeenWritesBatched(t *testing.T) {
 	}
 	if err := s.SetAlwaysAccept(ids[0].Peer(), "", true); err != nil || s.saves != 3 {
 		t.Errorf("a user's decision was not written at once (%d writes, %v)", s.saves, err)
+	}
+}
+
+// TestDamagedKeyPairIsSaidNotReplaced: a key pair that does not load is
+// never replaced (a new key is a new device to everyone that knows this
+// one); the error names the files and what to do, where it said only
+// "identity: load key pair: tls: failed to find any PEM data in key input".
+func TestDamagedKeyPairIsSaidNotReplaced(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadOrCreate(dir); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, keyFile)
+	if err := os.WriteFile(key, []byte("junk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadOrCreate(dir)
+	if err == nil {
+		t.Fatal("a damaged key pair loaded")
+	}
+	for _, want := range []string{"(identity.crt and identity.key in " + dir + ") is damaged", "PEM", "move both away to start as a new device"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: does not say %q", err, want)
+		}
+	}
+	if b, _ := os.ReadFile(key); string(b) != "junk\n" {
+		t.Errorf("the damaged key was replaced: %q", b)
 	}
 }

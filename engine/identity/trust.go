@@ -106,6 +106,20 @@ type Store struct {
 // decision of the user's (SetAlwaysAccept, Pair, Forget) always is.
 const seenSaveEvery = time.Second
 
+// DamagedError is a trust store that could not be read as one: it is not
+// used (nor replaced), and the devices it knew are not forgotten silently.
+// Whoever moves it away starts with no known devices.
+type DamagedError struct {
+	Path string // the trust store's file
+	Err  error  // why it could not be read
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("trust store %s is damaged (%v): move it away to start with no known devices", e.Path, e.Err)
+}
+
+func (e *DamagedError) Unwrap() error { return e.Err }
+
 // OpenStore loads the trust store from dir (an absent file is an empty store).
 // A corrupt file is an error: we never silently forget whom we trusted.
 func OpenStore(dir string) (*Store, error) { return OpenStoreWith(dir, time.Now) }
@@ -126,7 +140,7 @@ func OpenStoreWith(dir string, now func() time.Time) (*Store, error) {
 	}
 	var peers []*Peer
 	if err := json.Unmarshal(data, &peers); err != nil {
-		return nil, fmt.Errorf("trust store %s is damaged (%v): move it away to start with no known devices", s.path, err)
+		return nil, &DamagedError{Path: s.path, Err: err}
 	}
 	for _, p := range peers {
 		id, err := peer.Parse(p.ID)

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"os"
+	"runtime"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/layout"
@@ -15,8 +18,24 @@ import (
 // manager, the app has no terminal where an error line would show, and it
 // used to vanish without a word. Call it only when Run returned an error.
 func ShowStartError(iconPNG []byte, err error) {
+	if !canShowWindows() {
+		return // the error line printed is all there is (ssh, a service, a test)
+	}
+	// A display that is set but cannot be opened makes GLFW panic: the
+	// error line is printed already, the stack would only bury it.
+	defer func() { _ = recover() }()
 	a, _ := newFyneApp(iconPNG)
 	startErrorWindow(a, err, a.Quit).ShowAndRun()
+}
+
+// canShowWindows reports whether a window can be shown at all: on Linux
+// and the BSDs only with an X11 or Wayland display to show it on.
+func canShowWindows() bool {
+	switch runtime.GOOS {
+	case "windows", "darwin":
+		return true
+	}
+	return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
 }
 
 // startErrorWindow is the window ShowStartError shows: the reason as a

@@ -279,6 +279,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	}
 	rx.e.announcePair(rx.t)
 	g.Go(func() error { return rx.readControl(ctx) })
+	rx.Continues = rx.acceptedBefore()
 	decision, err := rx.Decide(ctx)
 	if err != nil {
 		return err

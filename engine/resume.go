@@ -75,6 +75,27 @@ func (rx *receiver) heldFor(dir string, accepted func(int) bool) int64 {
 	return held
 }
 
+// acceptedBefore returns the folder of the transfer that this offer
+// continues, when the user accepted it before: the same delivery from the
+// same device (a session after a pause, a sleep, a network change, a
+// crash), every file it offers taken, and its folder still there. The
+// offer is then not asked about again (core.Inbox.Continues). A new send
+// of the same files is a delivery of its own, and is asked about.
+func (rx *receiver) acceptedBefore() string {
+	if rx.offer.Manifest == "" || rx.offer.Transfer == "" || rx.e.opts.DisableResume {
+		return ""
+	}
+	s, err := rx.e.resume.Load(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest))
+	if err != nil || s == nil || s.Delivery != rx.offer.Transfer || !s.Held() ||
+		s.Accepted != rx.list.Len()-len(rx.Refused) || s.Check(rx.offeredFiles(s.Dest), validLocal) != nil {
+		return "" // some files were left out at the prompt: which ones is not kept, so it asks
+	}
+	if st, err := os.Stat(s.Dest); err != nil || !st.IsDir() {
+		return ""
+	}
+	return s.Dest
+}
+
 // offeredFiles describes the offer for resume.State.Check.
 func (rx *receiver) offeredFiles(dir string) resume.Offered {
 	return resume.Offered{Peer: rx.c.PeerID().String(), Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: dir,
@@ -135,7 +156,7 @@ func (rx *receiver) startJournal() {
 func (rx *receiver) snapshotResume() *resume.State {
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
-	s := &resume.State{Peer: rx.c.PeerID().String(), PeerName: rx.t.peer.Name,
+	s := &resume.State{Peer: rx.c.PeerID().String(), PeerName: rx.t.peer.Name, Delivery: rx.offer.Transfer,
 		Manifest: rx.offer.Manifest, ChunkSize: rx.offer.ChunkSize, Dest: rx.DestDir, Accepted: len(rx.Accepted)}
 	saved := false
 	for _, i := range rx.Accepted {

@@ -46,6 +46,11 @@ type Inbox struct {
 	Refused    []NameRefusal
 	refusedIdx map[int]bool
 	Accepted   []int // after Decide: the files accepted, in offer order
+	// Continues, set before Decide, is the folder of an accepted transfer
+	// that this offer continues (the same delivery from the same device,
+	// in a new session): Decide takes it there without asking the user
+	// again, unless the accept policy now refuses the device.
+	Continues string
 	// acceptedBytes is the size of the accepted files (Decide).
 	acceptedBytes int64
 	Dest          *store.Dest
@@ -465,6 +470,9 @@ const MaxSameName = 16
 func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	policy, autoTrusted, dir := in.host.Policy()
 	trusted := in.host.Peer().Trusted
+	if in.Continues != "" {
+		dir = in.Continues // where what arrived so far is
+	}
 	var total int64
 	room := in.room()
 	if err := in.Files.Each(func(i int, f OfferedFile) error {
@@ -491,6 +499,8 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 		d.Accept = true
 	case policy == AcceptTrusted:
 		return Verdict{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, Code: errcode.CodeUntrusted}, nil
+	case in.Continues != "":
+		d.Accept, d.Dest = true, in.Continues // accepted before, by the user
 	default:
 		var err error
 		d, err = in.ask(ctx, dir, total, want.Disk, free)

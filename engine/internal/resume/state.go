@@ -53,6 +53,10 @@ type State struct {
 	ChunkSize int       `json:"chunk_size"`
 	Dest      string    `json:"dest"`
 	Updated   time.Time `json:"updated"`
+	// Delivery is the sender's delivery ID (wire.Offer.Transfer) of the
+	// accepted transfer: a later session of the same delivery continues
+	// without asking the user again.
+	Delivery string `json:"delivery,omitempty"`
 	// Accepted is the number of files the transfer accepted; Files lists
 	// those begun or saved (a file not listed is implied by the offer).
 	Accepted int    `json:"accepted,omitempty"`

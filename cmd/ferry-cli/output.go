@@ -152,6 +152,10 @@ func (p *printer) event(ev engine.Event) {
 			ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
 	case engine.EventKeyChanged:
 		p.line("WARNING: %s", ev.KeyChange.Warning)
+		if kc := ev.KeyChange; kc.Known.Addr != "" && kc.PresentedID != "" {
+			// The app's warning has a Forget button; here the way on is a flag.
+			p.line("  (with ferry-cli: send again with --id %s to send to the device with the new key)", kc.PresentedID)
+		}
 	case engine.EventTransport:
 		if p.connected == nil {
 			p.connected = map[string]bool{}

@@ -109,4 +109,14 @@ func TestKeyChangeWarningPrinted(t *testing.T) {
 	if !strings.Contains(stdout, "WARNING: ") {
 		t.Fatalf("no warning: stdout %q, stderr %q", stdout, stderr)
 	}
+	// The way on, in this tool's terms: the new ID as --id takes it, and
+	// with it the send goes through.
+	_, after, ok := strings.Cut(stdout, "send again with --id ")
+	newID, _, _ := strings.Cut(after, " ")
+	if !ok || len(newID) < 52 {
+		t.Fatalf("the warning does not say which --id to give: %q", stdout)
+	}
+	if code, _, stderr := runCLI(t, "send", "--config", scfg, "--to", addr, "--transport", "quic", "--id", newID, writeFile(t, "c.txt", "c")); code != 0 {
+		t.Fatalf("send with --id %s: exit %d: %s", newID, code, stderr)
+	}
 }

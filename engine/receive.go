@@ -446,8 +446,24 @@ func (rx *receiver) watchIdle(ctx context.Context) error {
 			if idle := now.Sub(time.Unix(0, rx.active.Load())); idle > limit {
 				return fmt.Errorf("%w: nothing arrived for %v after the offer was accepted", wire.ErrTimeout, idle.Round(time.Second))
 			}
+			if rx.Dest.Gone() {
+				return rx.folderGone()
+			}
 		}
 	}
+}
+
+// folderGone ends a transfer whose download folder was deleted or moved
+// away under it: nothing that arrives can be named there any more, and the
+// files already in it went with it. Without it the sender went on to the
+// last byte, and every file failed at its end ("rename a.partial a: no
+// such file or directory"). The sender is told, and does not try again.
+func (rx *receiver) folderGone() error {
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	n := len(rx.Accepted)
+	return &core.NotSavedError{Failed: n, Files: n,
+		Cause: "the download folder " + rx.DestDir + " was deleted or moved away while " + map[bool]string{true: "it", false: "they"}[n == 1] + " arrived"}
 }
 
 func unexpectedEOF(err error) error {
@@ -1243,6 +1259,8 @@ func saveCause(err error) string {
 	switch {
 	case errors.Is(err, store.ErrMovedOut):
 		return "its folder was moved out of the download folder while it arrived"
+	case errors.Is(err, store.ErrGone):
+		return "the download folder was deleted or moved away while it arrived"
 	case errors.Is(err, store.ErrTooManyCopies):
 		return "too many files of its name are there already"
 	case errors.As(err, &ne):
@@ -1337,7 +1355,9 @@ func (rx *receiver) cleanup(finished bool) (resumable bool) {
 	}
 	switch {
 	case rx.resumeKey == "" || rx.journal == nil:
-	case finished:
+	case finished, rx.Dest != nil && rx.Dest.Gone():
+		// Gone: the partials went with the download folder; a state that
+		// names them would only claim space they no longer hold.
 		rx.e.resume.Drop(rx.resumeKey)
 	default:
 		if s := rx.snapshotResume(); s.Held() {

@@ -36,6 +36,19 @@ var ErrTooManyCopies = errors.New("too many files with the same name")
 // nothing more is written into it, and the file is not finished there.
 var ErrMovedOut = errors.New("its folder was moved out of the destination")
 
+// ErrGone means the destination folder itself was deleted, or moved or
+// renamed away, since it was opened: a file received into it cannot be
+// given its name there.
+var ErrGone = errors.New("the destination folder was deleted or moved away")
+
+// Gone reports whether the destination folder is no longer at the path it
+// was opened by (deleted, moved or renamed away, or replaced): whatever is
+// received into it from then on is lost with it.
+func (d *Dest) Gone() bool {
+	now, err := os.Stat(d.dir)
+	return errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(now, d.top.id)
+}
+
 // maxNumbered bounds the "name (n).ext" search so that a hostile or odd
 // destination cannot make Finalize spin.
 const maxNumbered = 10000
@@ -693,6 +706,9 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 			continue
 		}
 		if err != nil {
+			if d.Gone() {
+				err = ErrGone // not "rename a.partial a: no such file or directory"
+			}
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
 		savedAs = filepath.ToSlash(name)

@@ -160,13 +160,19 @@ func (b *backend) Partials() []ui.PartialTransfer {
 	out := make([]ui.PartialTransfer, len(ps))
 	for i, p := range ps {
 		out[i] = ui.PartialTransfer{Key: p.Key, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files,
-			Saved: p.Saved, Bytes: p.Bytes, Updated: p.Updated}
+			Saved: p.Saved, Bytes: p.Bytes, Updated: p.Updated, Receiving: p.Receiving}
 	}
 	return out
 }
 
 // DiscardPartial deletes an unfinished transfer's partial files.
-func (b *backend) DiscardPartial(key string) error { return b.eng.DiscardPartial(key) }
+func (b *backend) DiscardPartial(key string) error {
+	err := b.eng.DiscardPartial(key)
+	if errors.Is(err, engine.ErrPartialInUse) {
+		return &ui.Problem{Text: "That transfer is being received now: cancel it in Transfers first, then discard what it kept."}
+	}
+	return err
+}
 
 // fillPeer names the peer of an outgoing transfer before its handshake did.
 func (b *backend) fillPeer(ev *ui.TransferEvent) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -286,14 +287,34 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 type PartialTransfer = resume.Summary
 
 // Partials lists unfinished incoming transfers and the disk space they hold,
-// most recently touched first.
-func (e *Engine) Partials() []PartialTransfer { return e.resume.List() }
+// most recently touched first. One being received now (by this engine, or
+// another process on the same config where file locks tell) is marked
+// Receiving.
+func (e *Engine) Partials() []PartialTransfer {
+	ps := e.resume.List()
+	e.mu.Lock()
+	for i := range ps {
+		if e.resuming[ps[i].Key] != nil {
+			ps[i].Receiving = true
+		}
+	}
+	e.mu.Unlock()
+	return ps
+}
+
+// ErrPartialInUse: the unfinished transfer to discard is being received now.
+var ErrPartialInUse = errors.New("that transfer is being received now: cancel it first, then discard what it kept")
 
 // DiscardPartial removes an unfinished transfer's .partial files and state.
+// It refuses one being received now (ErrPartialInUse): its files would be
+// deleted under it, and it would fail at its end.
 func (e *Engine) DiscardPartial(key string) error {
 	for _, s := range e.Partials() {
 		if s.Key != key {
 			continue
+		}
+		if s.Receiving {
+			return ErrPartialInUse
 		}
 		if d, err := store.Open(s.Dest); err == nil {
 			for _, name := range s.Partials {

@@ -64,6 +64,9 @@ func (v *partialsView) show(ps []PartialTransfer) {
 		r.text.Truncation = fyne.TextTruncateEllipsis
 		key := p.Key
 		r.discard = v.u.newButton("Discard", theme.DeleteIcon(), func() { v.discard(key) })
+		if p.Receiving {
+			r.discard.Disable() // its files are being written: cancel it in Transfers first
+		}
 		v.rows = append(v.rows, r)
 		objs = append(objs, container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), r.discard, r.text))
 	}
@@ -96,6 +99,9 @@ func partialText(p PartialTransfer, now time.Time) string {
 	files := plural(p.Files, "file")
 	if p.Saved > 0 {
 		files += fmt.Sprintf(" (%d saved)", p.Saved)
+	}
+	if p.Receiving {
+		return fmt.Sprintf("From %s · %s · %s held · receiving now", who, files, HumanBytes(p.Bytes))
 	}
 	return fmt.Sprintf("From %s · %s · %s held · %s", who, files, HumanBytes(p.Bytes), Age(p.Updated, now))
 }

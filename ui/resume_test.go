@@ -161,6 +161,14 @@ func TestPartialsListAndDiscard(t *testing.T) {
 	if len(u.partials.rows) != 2 {
 		t.Errorf("after a failed receive: %d rows, want 2", len(u.partials.rows))
 	}
+
+	// One arriving now is said so, and cannot be discarded under itself.
+	be.partials = append(be.partials, PartialTransfer{Key: "k4", PeerName: "Dave", Files: 1, Bytes: 10, Updated: c.t, Receiving: true})
+	u.partials.reload()
+	r := u.partials.rows[len(u.partials.rows)-1]
+	if r.text.Text != "From Dave · 1 file · 10 B held · receiving now" || !r.discard.Disabled() {
+		t.Errorf("a transfer arriving now: %q, Discard disabled %v", r.text.Text, r.discard.Disabled())
+	}
 }
 
 func TestDetailsKeepLiveMetricsTheResultLacks(t *testing.T) {

@@ -602,4 +602,6 @@ type PartialTransfer struct {
 	Saved    int   // of Files, saved whole (a resume does not fetch them)
 	Bytes    int64 // disk space its partial files hold
 	Updated  time.Time
+	// Receiving: it is being received now; its files cannot be discarded.
+	Receiving bool
 }

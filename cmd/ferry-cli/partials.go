@@ -58,6 +58,10 @@ func runPartials(ctx context.Context, args []string, out, errOut io.Writer) erro
 // partialLine is one unfinished transfer as partials lists it; the peer's
 // name is its own words, escaped.
 func partialLine(p engine.PartialTransfer, now time.Time) string {
-	return fmt.Sprintf("%s  from %s (%s)  %d file(s), %d saved, %s of the others kept in %s, last touched %s ago", p.Key,
-		safetext.Name(p.PeerName), short(p.PeerID), p.Files, p.Saved, humanBytes(p.Bytes), safetext.Name(p.Dest), now.Sub(p.Updated).Round(time.Minute))
+	when := "last touched " + now.Sub(p.Updated).Round(time.Minute).String() + " ago"
+	if p.Receiving {
+		when = "receiving now"
+	}
+	return fmt.Sprintf("%s  from %s (%s)  %d file(s), %d saved, %s of the others kept in %s, %s", p.Key,
+		safetext.Name(p.PeerName), short(p.PeerID), p.Files, p.Saved, humanBytes(p.Bytes), safetext.Name(p.Dest), when)
 }

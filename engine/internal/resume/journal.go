@@ -76,6 +76,7 @@ func createJournal(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
+	lockJournal(f)
 	return newJournal(f), nil
 }
 

@@ -267,3 +267,28 @@ func TestJournalChunkDoesNotWaitForSync(t *testing.T) {
 		t.Fatalf("%d records, err %v", len(recs), err)
 	}
 }
+
+// TestBusyWhileAJournalIsOpen: a receiver's open journal marks its state
+// Busy to any other reader of the directory (another Dir, as another
+// process on the same config would open it), and only while it is open.
+func TestBusyWhileAJournalIsOpen(t *testing.T) {
+	if !lockingJournals {
+		t.Skip("no file locks on this platform: the engine knows its own receivers")
+	}
+	path := t.TempDir()
+	d, other := Open(path, nil, nil), Open(path, nil, nil)
+	j, err := d.Start("k", &State{Peer: "p", Manifest: "m", ChunkSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !other.Busy("k") {
+		t.Error("not Busy while its journal is open")
+	}
+	if l := other.List(); len(l) != 1 || !l[0].Receiving {
+		t.Errorf("listed as %+v, want Receiving", l)
+	}
+	j.Close()
+	if other.Busy("k") || other.Busy("absent") {
+		t.Error("Busy once the journal is closed, or with none")
+	}
+}

@@ -352,6 +352,11 @@ func (s *State) encode(w io.Writer) error {
 }
 
 // Drop removes key's state.
+// Busy reports whether a receiver is writing key's journal now, in this
+// process or another one with the same config (where the platform has
+// file locks): its partial files are in use, not to be discarded.
+func (d *Dir) Busy(key string) bool { return journalLocked(d.journalPath(key)) }
+
 func (d *Dir) Drop(key string) {
 	for _, p := range []string{d.snapshotPath(key), d.journalPath(key)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -381,6 +386,9 @@ type Summary struct {
 	Updated  time.Time
 	// Partials are the partial files' slash paths relative to Dest.
 	Partials []string
+	// Receiving: a receiver is writing into them now (Busy): they are not
+	// to be discarded.
+	Receiving bool
 }
 
 // List returns every state, most recently touched first.
@@ -396,7 +404,8 @@ func (d *Dir) List() []Summary {
 		if err != nil || s == nil {
 			continue
 		}
-		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated}
+		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated,
+			Receiving: d.Busy(key)}
 		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
 			p.Updated = st.ModTime()
 		}

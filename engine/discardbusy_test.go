@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/engine/wire"
+)
+
+// TestDiscardRefusedWhileReceiving: the unfinished transfers Settings and
+// `partials` list include one that is arriving now; discarding it deleted
+// its partial under the receiver, and the transfer failed at its end
+// ("rename a.bin.partial a.bin: no such file or directory"). It is marked
+// Receiving and not discarded until it stops; then it is.
+func TestDiscardRefusedWhileReceiving(t *testing.T) {
+	dl := t.TempDir()
+	recv := testEngine(t, Options{Accept: AcceptAll, DownloadDir: dl})
+	const chunk = 64 << 10
+	first := make([]byte, chunk)
+	part := filepath.Join(dl, "a.bin.partial")
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.offerManifest("m1", chunk, wire.FileEntry{Path: "a.bin", Size: 2 * chunk})
+		if !p.waitAccepted() {
+			t.Error("not accepted")
+			return
+		}
+		p.data(frame(0, 0, first, merkle.Leaf(first)))
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if ps := recv.Partials(); len(ps) == 1 && ps[0].Bytes > 0 {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		ps := recv.Partials()
+		if len(ps) != 1 || !ps[0].Receiving {
+			t.Errorf("while it arrives: %+v, want it listed as Receiving", ps)
+			return
+		}
+		if err := recv.DiscardPartial(ps[0].Key); !errors.Is(err, ErrPartialInUse) {
+			t.Errorf("discarded while it arrives: %v", err)
+		}
+		if _, err := os.Stat(part); err != nil {
+			t.Errorf("the partial under the receiver: %v", err)
+		}
+		p.conn.Close(nil) // the sender hangs up: the transfer stops, its partial kept
+	})
+	ps := recv.Partials()
+	if len(ps) != 1 || ps[0].Receiving {
+		t.Fatalf("once it stopped: %+v, want it listed, not Receiving", ps)
+	}
+	if err := recv.DiscardPartial(ps[0].Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(part); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the partial after Discard: %v", err)
+	}
+}

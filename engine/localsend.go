@@ -581,7 +581,7 @@ func (k *lsSink) Commit() error {
 	}
 	savedAs, err := k.s.in.Dest.Finalize(k.p, f.Path, f.Size)
 	if err != nil {
-		k.s.resolveFailed(k.idx, "cannot save the file: "+core.Sentence(err))
+		k.s.resolveFailed(k.idx, "cannot save the file: "+saveCause(err)) // "the download folder was deleted ...", not "Store: finalize ..."
 		return err
 	}
 	k.s.in.Resolved(k.idx, true, savedAs, "", "")

@@ -119,6 +119,9 @@ func TestSaveCause(t *testing.T) {
 		{fmt.Errorf("store: finalize: %w", &fs.PathError{Op: "fallocate", Path: "a", Err: syscall.EDQUOT}), "the disk quota is used up"},
 		{&fs.PathError{Op: "open", Path: "/home/u/Downloads/a.bin", Err: syscall.EACCES}, "permission denied"},
 		{fmt.Errorf("store: create %q: %w", "a", store.ErrTooManyCopies), "too many files of its name are there already"},
+		// The folder deleted under a file (a LocalSend upload, a Ferry file
+		// that ends before the receiver notices): not the rename's words.
+		{fmt.Errorf("store: finalize %q: %w", "a", store.ErrGone), "the download folder was deleted or moved away while it arrived"},
 	} {
 		if got := saveCause(tc.err); got != tc.want {
 			t.Errorf("saveCause(%v) = %q, want %q", tc.err, got, tc.want)

@@ -88,3 +88,48 @@ func TestAcceptedTransferContinuesWithoutAskingAgain(t *testing.T) {
 		t.Errorf("the user was asked %d times in all after a new send of the same files, want 2", n)
 	}
 }
+
+// TestCancelledHereAsksAgain: the receiving user who cancelled a transfer
+// took the yes back: the sender's Retry of the same delivery is asked
+// about again (and, accepted, goes on from what arrived).
+func TestCancelledHereAsksAgain(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk, ProgressInterval: time.Millisecond})
+	send := testEngine(t, Options{})
+	var prompts atomic.Int32
+	events, unsub := recv.Subscribe(4096)
+	defer unsub()
+	go func() {
+		for ev := range events {
+			switch {
+			case ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting:
+				prompts.Add(1)
+				recv.Decide(ev.TransferID, Decision{Accept: true})
+			case ev.Kind == EventProgress && ev.Direction == Receiving && ev.Progress.Bytes > 0 && prompts.Load() == 1:
+				recv.Cancel(ev.TransferID) // the user here, part-way
+			}
+		}
+	}()
+	src := t.TempDir()
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, 128<<20)
+	tr, err := send.Send(context.Background(), target(recv), []string{big}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateCancelled {
+		t.Fatalf("first session: %s %q, want cancelled by the receiver", r.State, r.Err)
+	}
+	testutil.WaitFor(t, "the receiver to keep what arrived", func() bool { return len(recv.Partials()) == 1 && !recv.Partials()[0].Receiving })
+	again, err := send.Retry(context.Background(), tr.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-again.Done()
+	if r := again.Result(); r.State != StateDone {
+		t.Fatalf("retry: %s %q", r.State, r.Err)
+	}
+	if n := prompts.Load(); n != 2 {
+		t.Errorf("asked %d times, want twice: a cancel here takes the yes back", n)
+	}
+}

@@ -131,7 +131,10 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	if err != nil {
 		closeWith(c, ctl, err) // TCP learns why only from the cancel on the control stream
 	}
-	resumable := rx.cleanup(err == nil)
+	// The user here cancelling it (or turning receiving off) takes the
+	// yes back: a later session of the delivery asks again.
+	revoked := errors.Is(err, errCancelledByUser) || errors.Is(err, errStoppedReceiving)
+	resumable := rx.cleanup(err == nil, revoked)
 	stalls := rx.stalls.Stats()
 	in.Finish(err, resumable, Result{Resent: rx.resent.Load(), Stalls: &stalls})
 }
@@ -1331,8 +1334,11 @@ func (rx *receiver) endResume() {
 // its resume state; one that did not keeps its .partial files and saves
 // where it got to, so the next attempt only fetches what is missing.
 // Without resume state (resume off, or an offer that names no manifest)
-// nothing could find the partials again: they are removed.
-func (rx *receiver) cleanup(finished bool) (resumable bool) {
+// nothing could find the partials again: they are removed. revoked: the
+// user here took the yes back (cancelled it, turned receiving off): the
+// state is kept without its delivery, so a later session of it is asked
+// about again (acceptedBefore).
+func (rx *receiver) cleanup(finished, revoked bool) (resumable bool) {
 	rx.mu.Lock()
 	var parts []*store.Partial
 	for _, f := range rx.files {
@@ -1361,6 +1367,9 @@ func (rx *receiver) cleanup(finished bool) (resumable bool) {
 		rx.e.resume.Drop(rx.resumeKey)
 	default:
 		if s := rx.snapshotResume(); s.Held() {
+			if revoked {
+				s.Delivery = "" // what arrived is kept; continuing it is asked about (acceptedBefore)
+			}
 			if err := rx.e.resume.Compact(rx.resumeKey, s); err != nil {
 				rx.e.log.Warn("save resume state", "err", err)
 			}

@@ -465,8 +465,12 @@ func (rx *receiver) folderGone() error {
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
 	n := len(rx.Accepted)
+	they := "they"
+	if n == 1 {
+		they = "it"
+	}
 	return &core.NotSavedError{Failed: n, Files: n,
-		Cause: "the download folder " + rx.DestDir + " was deleted or moved away while " + map[bool]string{true: "it", false: "they"}[n == 1] + " arrived"}
+		Cause: "the download folder " + rx.DestDir + " was deleted or moved away while " + they + " arrived"}
 }
 
 func unexpectedEOF(err error) error {

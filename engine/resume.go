@@ -89,7 +89,7 @@ func (rx *receiver) acceptedBefore() string {
 	s, err := rx.e.resume.Load(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest))
 	if err != nil || s == nil || s.Delivery != rx.offer.Transfer || !s.Held() ||
 		s.Accepted != rx.list.Len()-len(rx.Refused) || s.Check(rx.offeredFiles(s.Dest), validLocal) != nil {
-		return "" // some files were left out at the prompt: which ones is not kept, so it asks
+		return "" // not that delivery accepted whole here (which files a prompt left out is not kept): asked
 	}
 	if st, err := os.Stat(s.Dest); err != nil || !st.IsDir() {
 		return ""

@@ -250,8 +250,6 @@ func configDir(given string) (dir string, autostartArgs []string, err error) {
 	return dir, autostartArgs, nil
 }
 
-// openStores opens the settings, history and device names in dir; a file
-// that cannot be read is reported and replaced by a fresh start.
 // openStores opens the app's own files in dir. One that cannot be read
 // does not stop the app: it starts without what the file held, the file
 // kept aside when it is damaged, and the returned error says so in the
@@ -289,7 +287,7 @@ func unreadable(what, instead, dir string, err error) *ui.Problem {
 	case de.keptAs != "":
 		text += " The file was kept as " + de.keptAs + " in " + dir + "."
 	default:
-		text += " The damaged file " + de.file + " in " + dir + " could not be set aside: Ferry replaces it when it saves them."
+		text += " The damaged file " + de.file + " in " + dir + " could not be set aside, and is replaced the next time Ferry saves."
 	}
 	return &ui.Problem{Text: text, Err: err}
 }

@@ -45,6 +45,9 @@ type LocalSendSendOptions struct {
 	Parallel int
 	// Dial opens connections (nil: the system's; tests dial inside a namespace).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// StallTimeout gives up an upload the receiver takes no byte of for
+	// this long (0: 30 s; localsend.ClientConfig.StallTimeout).
+	StallTimeout time.Duration
 }
 
 // lsSend is what a LocalSend transfer keeps across its attempts and Retry:
@@ -109,7 +112,7 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 	}
 	client := localsend.NewClient(localsend.ClientConfig{
 		Info: localsend.Info{Alias: e.Name(), DeviceModel: "Ferry", DeviceType: localsend.TypeDesktop},
-		Cert: cert, Parallel: ls.opts.Parallel, Dial: ls.opts.Dial,
+		Cert: cert, Parallel: ls.opts.Parallel, Dial: ls.opts.Dial, StallTimeout: ls.opts.StallTimeout,
 	})
 	ls.mu.Lock()
 	ls.leftOut = map[int]bool{}
@@ -313,11 +316,38 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 	if ue := (*unreadableError)(nil); errors.As(err, &ue) {
 		return ue // said once, without the request it was read for
 	}
+	if errors.Is(err, localsend.ErrStalled) {
+		return &lsStalledError{who: a.receiverName(), err: err}
+	}
 	if err != nil {
 		return lsSendError(err)
 	}
 	return nil
 }
+
+// receiverName is the LocalSend receiver as sentences name it.
+func (a *lsAttempt) receiverName() string {
+	if a.ls.to.Alias != "" {
+		return safetext.Name(a.ls.to.Alias) // the device's own words: quoted and escaped if need be
+	}
+	return "the receiver"
+}
+
+// lsStalledError: the LocalSend receiver stopped taking the files
+// (localsend.ErrStalled), said with its name.
+type lsStalledError struct {
+	who string
+	err error
+}
+
+func (e *lsStalledError) Error() string {
+	return e.who + " stopped taking the files (asleep, or out of range?)"
+}
+
+func (e *lsStalledError) Unwrap() error { return e.err }
+
+// Is makes it a core.ErrReceiverStalled: not tried again on its own.
+func (e *lsStalledError) Is(target error) bool { return target == core.ErrReceiverStalled }
 
 // leaveOut records the offered files that the receiver did not take (ids
 // are the ones it took) and tells of each, as a Ferry receiver's refusal
@@ -327,10 +357,7 @@ func (a *lsAttempt) leaveOut(ups []localsend.Upload, ids []string) {
 	for _, id := range ids {
 		took[id] = true
 	}
-	who := "the receiver"
-	if a.ls.to.Alias != "" {
-		who = safetext.Name(a.ls.to.Alias) // the device's own words: quoted and escaped if need be
-	}
+	who := a.receiverName()
 	for _, u := range ups {
 		i, err := strconv.Atoi(u.ID)
 		if took[u.ID] || err != nil { // "text" is not a file of the offer

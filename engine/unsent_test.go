@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -246,4 +247,27 @@ func TestAFileChangedWhileSentIsNotSent(t *testing.T) {
 	}
 	sameTree(t, filepath.Join(src, "a.txt"), filepath.Join(recv.DownloadDir(), "folder"))
 	noPartials(t, recv.DownloadDir())
+}
+
+// TestLocalSendReceiverThatStopsTakingTheFile: a LocalSend receiver that
+// stops taking an upload (a phone asleep or out of range) ends the send in
+// words that name it, after the stall timeout; before, the send stayed
+// "active" at the same percentage until TCP gave up, some 15 minutes later.
+func TestLocalSendReceiverThatStopsTakingTheFile(t *testing.T) {
+	e := testEngine(t, Options{})
+	p := testPeer(t)
+	p.Alias = "Pixel"
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, 64<<20)
+	asleep := make(chan struct{})
+	defer close(asleep)
+	p.UploadStarted = func(string) { <-asleep } // its body is never read
+	to := lsPeerServer(t, p)
+	_, r := lsSendWait(t, e, to, Items{Paths: []string{big}}, LocalSendSendOptions{StallTimeout: 300 * time.Millisecond})
+	if r.State != StateFailed || r.Err != `Pixel stopped taking the files (asleep, or out of range?).` {
+		t.Fatalf("result %s %q", r.State, r.Err)
+	}
+	if core.Retryable(&lsStalledError{who: "Pixel"}) {
+		t.Error("tried again on its own: each attempt is taken and stalls again")
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"crypto/x509"
@@ -40,6 +41,11 @@ type ClientConfig struct {
 	RequestTimeout time.Duration
 	// PromptTimeout bounds the wait for an answer to prepare-upload (0: 5 minutes).
 	PromptTimeout time.Duration
+	// StallTimeout gives up an upload whose receiver took none of its
+	// bytes for this long (ErrStalled) (0: 30 s): a phone that went to
+	// sleep or out of range otherwise held the send "active" until TCP
+	// gave up, some 15 minutes later.
+	StallTimeout time.Duration
 }
 
 // Client sends to LocalSend servers.
@@ -58,6 +64,9 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	if cfg.PromptTimeout <= 0 {
 		cfg.PromptTimeout = 5 * time.Minute
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = 30 * time.Second
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
@@ -499,16 +508,24 @@ func (c *Client) uploadOne(ctx context.Context, k *conn, session string, u *Uplo
 		return fmt.Errorf("open: %w", err)
 	}
 	defer rc.Close()
+	uctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	// net/http waits for the body's Read to return before it gives up a
 	// cancelled request: closing the source makes a blocked Read return.
-	stop := context.AfterFunc(ctx, func() { rc.Close() })
+	stop := context.AfterFunc(uctx, func() { rc.Close() })
 	defer stop()
 	var body io.Reader = io.LimitReader(rc, u.Size)
 	if written != nil {
 		body = &countingReader{r: body, id: u.ID, fn: written}
 	}
+	watched := &stallReader{r: body}
+	watched.last.Store(time.Now().UnixNano())
+	go watched.watch(uctx, c.cfg.StallTimeout, cancel)
 	q := url.Values{"sessionId": {session}, "fileId": {u.ID}, "token": {token}}
-	st, b, err := k.do(ctx, http.MethodPost, "upload", q, io.NopCloser(body), u.Size, MaxSmallBytes)
+	st, b, err := k.do(uctx, http.MethodPost, "upload", q, io.NopCloser(watched), u.Size, MaxSmallBytes)
+	if cause := context.Cause(uctx); errors.Is(cause, ErrStalled) {
+		return cause
+	}
 	if err != nil {
 		return err
 	}
@@ -527,6 +544,46 @@ func (c *Client) cancelSession(k *conn, session string) {
 		q = url.Values{"sessionId": {session}}
 	}
 	_, _, _ = k.do(ctx, http.MethodPost, "cancel", q, nil, 0, MaxSmallBytes)
+}
+
+// stallReader notes when an upload's body was last read: net/http reads
+// it only as fast as the receiver takes it.
+type stallReader struct {
+	r    io.Reader
+	last atomic.Int64 // UnixNano of the last read that returned bytes
+	done atomic.Bool  // the whole body was read: the answer is awaited
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n > 0 {
+		s.last.Store(time.Now().UnixNano())
+	}
+	if err != nil {
+		s.done.Store(true)
+	}
+	return n, err
+}
+
+// watch gives up the upload (cancel with ErrStalled) once no byte of the
+// body was taken for d, until the body is all read or ctx ends.
+func (s *stallReader) watch(ctx context.Context, d time.Duration, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(d / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if s.done.Load() {
+				return
+			}
+			if idle := now.Sub(time.Unix(0, s.last.Load())); idle > d {
+				cancel(fmt.Errorf("%w for %v", ErrStalled, idle.Round(time.Second)))
+				return
+			}
+		}
+	}
 }
 
 type countingReader struct {

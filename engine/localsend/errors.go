@@ -35,6 +35,9 @@ var (
 	// ErrRejected: the server refused an upload (403: bad token, address or
 	// session, or the file is no longer pending).
 	ErrRejected = errors.New("upload refused")
+	// ErrStalled: the receiver took no byte of an upload for
+	// ClientConfig.StallTimeout (asleep, out of range, gone without a word).
+	ErrStalled = errors.New("the receiving device stopped taking the file")
 )
 
 // StatusError is a server's error answer: its HTTP status, its message,

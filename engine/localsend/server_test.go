@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // certs are made once per test binary: RSA keys take a while.
@@ -50,6 +51,7 @@ type memReceiver struct {
 	opened  map[string]bool // sinks opened, by name
 	ends    chan error
 	block   chan struct{} // when set, Offer waits for it (or ctx)
+	stall   chan struct{} // when set, a sink's Write waits for it to close (a receiver that stops taking bytes)
 }
 
 func newMemReceiver() *memReceiver {
@@ -127,7 +129,12 @@ type memSink struct {
 	buf  bytes.Buffer
 }
 
-func (k *memSink) Write(p []byte) (int, error) { return k.buf.Write(p) }
+func (k *memSink) Write(p []byte) (int, error) {
+	if k.m.stall != nil {
+		<-k.m.stall
+	}
+	return k.buf.Write(p)
+}
 func (k *memSink) Commit() error {
 	k.m.mu.Lock()
 	defer k.m.mu.Unlock()
@@ -465,5 +472,28 @@ func TestCancelCrossingARefusal(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || prepares != 1 {
 			t.Errorf("status %d crossing the cancel: %v after %d prepare-uploads, want the cancel after 1", st, err, prepares)
 		}
+	}
+}
+
+// TestUploadToAReceiverThatStopsTakingIt: a receiver that stops taking an
+// upload's bytes (a phone asleep or out of range) ends it with ErrStalled
+// after StallTimeout; before, the send stayed "active" until TCP gave up,
+// some 15 minutes later.
+func TestUploadToAReceiverThatStopsTakingIt(t *testing.T) {
+	rx := newMemReceiver()
+	rx.stall = make(chan struct{})
+	defer close(rx.stall)
+	srv, addr := startServer(t, ServerConfig{Receiver: rx})
+	const stall = 300 * time.Millisecond
+	cl := NewClient(ClientConfig{Cert: testCert(t, 1), StallTimeout: stall})
+	// More than the sockets between them hold: the client's body waits.
+	big := bytesUpload("f", "big.bin", make([]byte, 64<<20), false)
+	start := time.Now()
+	_, err := cl.Send(context.Background(), Target{Addr: addr, Fingerprint: srv.Fingerprint()}, []Upload{big}, SendOptions{})
+	if !errors.Is(err, ErrStalled) {
+		t.Fatalf("send to a receiver that stopped taking the file: %v, want ErrStalled", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("given up after %v, with a stall timeout of %v", took, stall) // a bound on a hang, not a speed test
 	}
 }

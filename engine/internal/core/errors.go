@@ -45,6 +45,12 @@ var (
 	ErrUnreadable = errors.New("a file to send could not be read")
 	// ErrNothingToSend: the paths hold no regular files.
 	ErrNothingToSend = errors.New("nothing to send: no regular files in the given paths")
+	// ErrReceiverStalled: the receiver took the offer and then stopped
+	// taking the bytes (a LocalSend phone asleep or out of range). Not
+	// tried again on its own: each attempt would be taken and stall again,
+	// and LocalSend has no resume (its user is asked anew); Retry sends
+	// what did not arrive.
+	ErrReceiverStalled = errors.New("the receiver stopped taking the files")
 	// ErrTextUnsupported: the receiver's Ferry is too old to take a text item.
 	ErrTextUnsupported = errors.New("the receiving device's Ferry cannot receive text yet: update it, or send the text as a file")
 	// ErrPairMismatch ends a transfer whose user said the two screens show

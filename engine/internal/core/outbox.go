@@ -294,7 +294,7 @@ func Retryable(err error) bool {
 	var le *transport.LocalError // our own socket: trying again will not help
 	switch {
 	case errors.Is(err, ErrCancelledByUser), errors.Is(err, context.Canceled), errors.Is(err, ErrClosed),
-		errors.Is(err, ErrNothingToSend), errors.Is(err, ErrTextUnsupported), errors.Is(err, ErrUnreadable), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
+		errors.Is(err, ErrNothingToSend), errors.Is(err, ErrTextUnsupported), errors.Is(err, ErrUnreadable), errors.Is(err, ErrReceiverStalled), errors.As(err, &mm), errors.As(err, &kc), errors.As(err, &le):
 		return false
 	case errors.As(err, &re):
 		// Ferry closing there (going_away) is the device going away, as a

@@ -327,8 +327,14 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 
 // receiverName is the LocalSend receiver as sentences name it.
 func (a *lsAttempt) receiverName() string {
-	if a.ls.to.Alias != "" {
-		return safetext.Name(a.ls.to.Alias) // the device's own words: quoted and escaped if need be
+	a.t.mu.Lock()
+	name := a.t.peer.Name // its alias, or the name learnName asked it for
+	a.t.mu.Unlock()
+	if name == "" {
+		name = a.ls.to.Alias
+	}
+	if name != "" {
+		return safetext.Name(name) // the device's own words: quoted and escaped if need be
 	}
 	return "the receiver"
 }

@@ -6,9 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/ferrydrop/ferry/engine/merkle"
-	"github.com/ferrydrop/ferry/engine/wire"
 )
 
 // TestDiscardRefusedWhileReceiving: the unfinished transfers Settings and
@@ -20,16 +17,11 @@ func TestDiscardRefusedWhileReceiving(t *testing.T) {
 	dl := t.TempDir()
 	recv := testEngine(t, Options{Accept: AcceptAll, DownloadDir: dl})
 	const chunk = 64 << 10
-	first := make([]byte, chunk)
 	part := filepath.Join(dl, "a.bin.partial")
 	runRaw(t, recv, func(p *rawPeer) {
-		p.hello()
-		p.offerManifest("m1", chunk, wire.FileEntry{Path: "a.bin", Size: 2 * chunk})
-		if !p.waitAccepted() {
-			t.Error("not accepted")
+		if !p.firstOfTwoChunks(t, chunk) {
 			return
 		}
-		p.data(frame(0, 0, first, merkle.Leaf(first)))
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			if ps := recv.Partials(); len(ps) == 1 && ps[0].Bytes > 0 {

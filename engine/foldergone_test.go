@@ -18,22 +18,33 @@ import (
 // end with "store: finalize "a.bin": rename a.bin.partial a.bin: no such
 // file or directory", and the kept state said 64 KB were held in a folder
 // that no longer existed.
+// firstOfTwoChunks offers a.bin, two chunks long, under a manifest (so
+// the receiver keeps resume state) and sends its first chunk; false (the
+// test told) when the offer was not accepted.
+func (p *rawPeer) firstOfTwoChunks(t *testing.T, chunk int) bool {
+	t.Helper()
+	p.hello()
+	p.offerManifest("m1", chunk, wire.FileEntry{Path: "a.bin", Size: 2 * int64(chunk)})
+	if !p.waitAccepted() {
+		t.Error("not accepted")
+		return false
+	}
+	first := make([]byte, chunk)
+	p.data(frame(0, 0, first, merkle.Leaf(first)))
+	return true
+}
+
 func TestDownloadFolderDeletedUnderATransfer(t *testing.T) {
 	dl := filepath.Join(t.TempDir(), "dl")
 	recv := testEngine(t, Options{Accept: AcceptAll, DownloadDir: dl, SessionIdleTimeout: 4 * time.Second})
 	events, unsub := recv.Subscribe(256)
 	defer unsub()
 	const chunk = 64 << 10
-	first := make([]byte, chunk)
 	var told wire.Message
 	runRaw(t, recv, func(p *rawPeer) {
-		p.hello()
-		p.offerManifest("m1", chunk, wire.FileEntry{Path: "a.bin", Size: 2 * chunk})
-		if !p.waitAccepted() {
-			t.Error("not accepted")
+		if !p.firstOfTwoChunks(t, chunk) {
 			return
 		}
-		p.data(frame(0, 0, first, merkle.Leaf(first)))
 		// The first chunk is on disk (the partial holds it) before the
 		// folder goes.
 		deadline := time.Now().Add(10 * time.Second)

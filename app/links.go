@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -24,7 +25,7 @@ const linkTick = 30 * time.Second
 var _ ui.Links = (*backend)(nil)
 
 // OpenLink opens a share or receive link and reports its states.
-func (b *backend) OpenLink(req ui.LinkRequest) (<-chan ui.LinkState, error) {
+func (b *backend) OpenLink(ctx context.Context, req ui.LinkRequest) (<-chan ui.LinkState, error) {
 	if b.settings.get().Policy == ui.PolicyOff {
 		return nil, errReceivingOff // the engine serves links while it receives
 	}
@@ -41,7 +42,7 @@ func (b *backend) OpenLink(req ui.LinkRequest) (<-chan ui.LinkState, error) {
 	switch req.Kind {
 	case ui.LinkShare:
 		opts.Once = req.Once
-		info, err = b.eng.ShareLink(req.Paths, opts)
+		info, err = b.eng.ShareLink(ctx, req.Paths, opts)
 	case ui.LinkReceive:
 		info, err = b.eng.ReceiveLink(opts)
 	default:
@@ -141,7 +142,8 @@ func linkProblem(err error) error {
 	case errors.Is(err, weblink.ErrNothingToShare):
 		return &ui.Problem{Text: "There is no file to share there: folders are shared with the files inside them, and links, devices and empty folders are left out.", Err: err}
 	case errors.Is(err, weblink.ErrTooManyFiles):
-		return &ui.Problem{Text: "Those folders hold too many files to share by link. Share a smaller folder, or send them to a Ferry device.", Err: err}
+		// "a million": weblink.MaxShareFiles.
+		return &ui.Problem{Text: "Those folders hold more than a million files, too many to share by link. Share a smaller folder, or send them to a Ferry device.", Err: err}
 	}
 	return err
 }

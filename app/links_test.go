@@ -65,7 +65,7 @@ func TestShareLink(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	states, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkShare, Paths: []string{filepath.Join(dir, "notes.txt")}, PIN: ""})
+	states, err := b.OpenLink(context.Background(), ui.LinkRequest{Kind: ui.LinkShare, Paths: []string{filepath.Join(dir, "notes.txt")}, PIN: ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestShareLink(t *testing.T) {
 
 func TestShareLinkOfNothing(t *testing.T) {
 	b := linkBackend(t)
-	_, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkShare, Paths: []string{t.TempDir()}})
+	_, err := b.OpenLink(context.Background(), ui.LinkRequest{Kind: ui.LinkShare, Paths: []string{t.TempDir()}})
 	var p *ui.Problem
 	if err == nil || !errors.As(err, &p) || !strings.Contains(p.Text, "no file to share") {
 		t.Fatalf("sharing an empty folder: %v", err)
@@ -123,7 +123,7 @@ func TestReceiveLinkLandsAsATransfer(t *testing.T) {
 	t.Cleanup(cancel)
 	events := make(chan ui.TransferEvent, 256)
 	goPump(t, ctx, b, events, make(chan ui.DeviceEvent, 16))
-	states, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkReceive, Expire: 10 * time.Minute})
+	states, err := b.OpenLink(context.Background(), ui.LinkRequest{Kind: ui.LinkReceive, Expire: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestReceiveLinkWhileReceivingOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, kind := range []ui.LinkKind{ui.LinkReceive, ui.LinkShare} {
-		if _, err := b.OpenLink(ui.LinkRequest{Kind: kind, Paths: []string{t.TempDir()}}); !errors.Is(err, errReceivingOff) {
+		if _, err := b.OpenLink(context.Background(), ui.LinkRequest{Kind: kind, Paths: []string{t.TempDir()}}); !errors.Is(err, errReceivingOff) {
 			t.Fatalf("a link (kind %d) with receiving off: %v", kind, err)
 		}
 	}
@@ -219,7 +219,7 @@ func TestLocalSendAnnouncesShareLink(t *testing.T) {
 	if err := os.WriteFile(file, []byte("shared"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	states, err := b.OpenLink(ui.LinkRequest{Kind: ui.LinkShare, Paths: []string{file}, Expire: 10 * time.Minute})
+	states, err := b.OpenLink(context.Background(), ui.LinkRequest{Kind: ui.LinkShare, Paths: []string{file}, Expire: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func smokeLink(b *backend, u *ui.UI, spec string) error {
 	if paths, ok := strings.CutPrefix(spec, "share="); ok {
 		req = ui.LinkRequest{Kind: ui.LinkShare, Paths: strings.Split(paths, ","), PIN: pin}
 	}
-	states, err := b.OpenLink(req)
+	states, err := b.OpenLink(context.Background(), req)
 	if err != nil {
 		return err
 	}

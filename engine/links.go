@@ -22,7 +22,7 @@ import (
 // a browser downloads what a share link serves, or sends files through a
 // receive link's page. The API the app and the CLI use:
 //
-//   - ShareLink(paths, opts) and ReceiveLink(opts) open a link and return
+//   - ShareLink(ctx, paths, opts) and ReceiveLink(opts) open a link and return
 //     its LinkInfo (ID, URLs for the QR code, expiry, PIN);
 //   - Links() lists the open links, Link(id) one of them;
 //   - EventLink events carry a LinkInfo snapshot whenever something happens
@@ -130,8 +130,9 @@ var errReceivingOff = errors.New("receiving is turned off: turn it on to receive
 var ErrNoLink = errors.New("no such link: it ended or never existed")
 
 // ShareLink opens a share link for paths (files and folders; a folder with
-// every regular file below it).
-func (e *Engine) ShareLink(paths []string, opts LinkOptions) (LinkInfo, error) {
+// every regular file below it). Listing a big tree takes a while:
+// cancelling ctx stops it and opens no link.
+func (e *Engine) ShareLink(ctx context.Context, paths []string, opts LinkOptions) (LinkInfo, error) {
 	row, err := e.linkServer(false)
 	if err != nil {
 		return LinkInfo{}, err
@@ -140,7 +141,7 @@ func (e *Engine) ShareLink(paths []string, opts LinkOptions) (LinkInfo, error) {
 	if srv == nil {
 		return LinkInfo{}, errReceivingOff
 	}
-	l, err := srv.Share(paths, weblink.ShareOptions{Once: opts.Once, LinkOptions: linkOptions(opts)})
+	l, err := srv.Share(ctx, paths, weblink.ShareOptions{Once: opts.Once, LinkOptions: linkOptions(opts)})
 	if err != nil {
 		return LinkInfo{}, fmt.Errorf("share link: %w", err)
 	}

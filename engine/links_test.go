@@ -56,7 +56,7 @@ func TestLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	share, err := e.ShareLink([]string{src}, LinkOptions{})
+	share, err := e.ShareLink(context.Background(), []string{src}, LinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestShareLinkWhileNotReceiving(t *testing.T) {
 	e := testEngine(t, Options{})
 	src := filepath.Join(t.TempDir(), "a.bin")
 	os.WriteFile(src, []byte("abc"), 0o644)
-	l, err := e.ShareLink([]string{src}, LinkOptions{Once: true})
+	l, err := e.ShareLink(context.Background(), []string{src}, LinkOptions{Once: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestLinkRowFailsAlone(t *testing.T) {
 			break
 		}
 	}
-	if _, err := e.ShareLink([]string{t.TempDir()}, LinkOptions{}); err == nil {
+	if _, err := e.ShareLink(context.Background(), []string{t.TempDir()}, LinkOptions{}); err == nil {
 		t.Fatal("a link opened on a server that cannot listen")
 	}
 }
@@ -262,7 +262,7 @@ func TestLocalSendDownloadsShareLink(t *testing.T) {
 	for n, b := range want {
 		os.WriteFile(filepath.Join(dir, filepath.FromSlash(n)), b, 0o644)
 	}
-	l, err := e.ShareLink([]string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "pics")}, LinkOptions{PIN: "4321"})
+	l, err := e.ShareLink(context.Background(), []string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "pics")}, LinkOptions{PIN: "4321"})
 	if err != nil {
 		t.Fatal(err)
 	}

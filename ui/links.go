@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -87,9 +88,12 @@ type LinkState struct {
 // that implements it too gets "Share via link…" and "Receive via link…" in
 // the menu, the tray and the window.
 type Links interface {
-	// OpenLink opens a link. Its states arrive on the channel, the first
-	// at once; the last has Ended set, and then the channel is closed.
-	OpenLink(req LinkRequest) (<-chan LinkState, error)
+	// OpenLink opens a link. A share's files are listed first, which takes
+	// a while for a big tree: cancelling ctx stops it and opens no link.
+	// Its states arrive on the channel, the first at once; the last has
+	// Ended set, and then the channel is closed. The UI calls it off the
+	// Fyne goroutine.
+	OpenLink(ctx context.Context, req LinkRequest) (<-chan LinkState, error)
 	// StopLink ends a link at once: nothing is served after it, uploads not
 	// finished are discarded, files that arrived stay.
 	StopLink(id string) error
@@ -280,20 +284,91 @@ func baseName(p string) string {
 	return p
 }
 
-// openBrowserLink asks the backend for the link and shows it; its states are
-// applied on the Fyne goroutine until it ends.
+// preparingLinkDelay is how long opening a link may take before a dialog says
+// it is under way (listing a big tree's files takes seconds; a receive link
+// opens at once and shows no such dialog).
+const preparingLinkDelay = 300 * time.Millisecond
+
+// openBrowserLink asks the backend for the link off the Fyne goroutine and
+// shows it. While a share's folders are listed (seconds for 10^5 files, a
+// minute on a slow disk) the window goes on drawing and, after
+// preparingLinkDelay, a dialog says so with Cancel, which stops the listing.
+// Call it on the Fyne goroutine.
 func (u *UI) openBrowserLink(req LinkRequest) {
-	states, err := u.links().OpenLink(req)
-	if err != nil {
-		u.showError("Could not open the link", err)
-		return
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		settled bool   // the answer came, or Cancel was pressed
+		hide    func() // the preparing dialog's, once shown
+	)
+	// settle runs on the Fyne goroutine once: the first of the answer and
+	// Cancel. It hides the dialog and reports whether the answer is wanted.
+	settle := func() bool {
+		if settled {
+			return false
+		}
+		settled = true
+		if hide != nil {
+			hide()
+		}
+		return true
 	}
-	first, ok := <-states
-	if !ok {
-		u.showError("Could not open the link", errors.New("the link ended at once"))
-		return
+	wait := time.AfterFunc(u.preparingDelay, func() {
+		u.opt.Do(func() {
+			if settled {
+				return
+			}
+			hide = u.preparingLinkDialog(req, func() {
+				if settle() {
+					cancel()
+				}
+			})
+		})
+	})
+	go func() {
+		states, err := u.links().OpenLink(ctx, req)
+		var first LinkState
+		ok := err == nil
+		if ok {
+			first, ok = <-states
+		}
+		wait.Stop()
+		u.opt.Do(func() {
+			if !settle() {
+				// Cancelled while the link opened: end it unseen.
+				if ok {
+					go u.links().StopLink(first.ID)
+				}
+				return
+			}
+			cancel()
+			switch {
+			case err != nil:
+				u.showError("Could not open the link", err)
+			case !ok:
+				u.showError("Could not open the link", errors.New("the link ended at once"))
+			default:
+				u.ShowOpenLink(first, states)
+			}
+		})
+	}()
+}
+
+// preparingLinkDialog says a link is being made (its files listed) and
+// offers cancel; it returns what hides it.
+func (u *UI) preparingLinkDialog(req LinkRequest, cancel func()) (hide func()) {
+	what := "Opening the link…"
+	if req.Kind == LinkShare {
+		what = "Listing the files in " + sharedSummary(req.Paths) + " for the link. Folders with many files take a while."
 	}
-	u.ShowOpenLink(first, states)
+	msg := widget.NewLabel(what)
+	msg.Wrapping = fyne.TextWrapWord
+	bar := widget.NewProgressBarInfinite()
+	stop := u.newButton("Cancel", theme.CancelIcon(), cancel)
+	d := dialog.NewCustomWithoutButtons("Preparing the link", container.NewVBox(msg, bar), u.win)
+	d.SetButtons([]fyne.CanvasObject{stop})
+	d.Resize(fyne.NewSize(440, d.MinSize().Height))
+	u.showModal(d, &modal{dismiss: cancel, confirm: cancel}, stop)
+	return func() { bar.Stop(); d.Hide() }
 }
 
 // ShowOpenLink shows a link just opened (first, its first state) and

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +11,8 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
+
+	"github.com/ferrydrop/ferry/internal/uitree"
 )
 
 // linkFake is the fake backend with browser links: OpenLink records the
@@ -19,9 +23,25 @@ type linkFake struct {
 	stopped []string
 	states  chan LinkState
 	openErr error
+	// applied has a value after each function the UI ran through
+	// Options.Do (Do runs it at once, on the goroutine that calls it).
+	applied chan struct{}
+	// hold, when set, keeps OpenLink until the context ends or a value
+	// arrives; ctxErr is what the context said.
+	hold   chan struct{}
+	ctxErr chan error
 }
 
-func (f *linkFake) OpenLink(req LinkRequest) (<-chan LinkState, error) {
+func (f *linkFake) OpenLink(ctx context.Context, req LinkRequest) (<-chan LinkState, error) {
+	if f.hold != nil {
+		select {
+		case <-ctx.Done():
+			f.ctxErr <- ctx.Err()
+			return nil, ctx.Err()
+		case <-f.hold:
+			f.ctxErr <- ctx.Err()
+		}
+	}
 	if f.openErr != nil {
 		return nil, f.openErr
 	}
@@ -55,11 +75,33 @@ func newLinkUI(t *testing.T) (*UI, *linkFake, *clock) {
 	a := test.NewTempApp(t)
 	w := test.NewTempWindow(t, nil)
 	w.Resize(fyne.NewSize(900, 600))
-	be := &linkFake{fakeBackend: newFake()}
+	be := &linkFake{fakeBackend: newFake(), applied: make(chan struct{}, 64)}
 	c := &clock{t: goldenNow}
-	// Do runs at once: the states arrive on the test's goroutine.
-	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{Now: c.now, Do: func(f func()) { f() }})
+	// Do runs at once, on the goroutine that asks (the link opens on one of
+	// its own); the test waits for it with awaitDo.
+	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{Now: c.now, Do: func(f func()) {
+		f()
+		be.applied <- struct{}{}
+	}})
+	u.preparingDelay = time.Hour // no "Preparing" dialog unless a test asks for it
 	return u, be, c
+}
+
+// awaitDo waits until the UI ran one more function through Options.Do.
+func awaitDo(t *testing.T, be *linkFake) {
+	t.Helper()
+	select {
+	case <-be.applied:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the UI was not updated in 10 s")
+	}
+}
+
+// openLink opens a link as "Create link" does and waits for its answer.
+func openLink(t *testing.T, u *UI, be *linkFake, req LinkRequest) {
+	t.Helper()
+	u.openBrowserLink(req)
+	awaitDo(t, be)
 }
 
 func menuLabels(m *fyne.Menu) []string {
@@ -98,6 +140,7 @@ func TestLinkSetupOpensTheLink(t *testing.T) {
 	s.expire.SetSelectedIndex(1) // 15 minutes
 	s.once.SetChecked(true)
 	test.Tap(s.create)
+	awaitDo(t, be)
 	if len(be.reqs) != 1 {
 		t.Fatalf("OpenLink calls = %d, want 1", len(be.reqs))
 	}
@@ -117,6 +160,7 @@ func TestLinkSetupOpensTheLink(t *testing.T) {
 	s = u.showLinkSetup(LinkReceive, nil)
 	s.once.SetChecked(true) // not shown for a receive link, and not taken
 	test.Tap(s.create)
+	awaitDo(t, be)
 	if got := be.reqs[1]; got.Kind != LinkReceive || got.PIN != "" || got.Expire != DefaultLinkExpire || got.Once {
 		t.Errorf("receive request = %+v", got)
 	}
@@ -136,7 +180,7 @@ func TestLinkOpenErrorIsShown(t *testing.T) {
 	u, be, _ := newLinkUI(t)
 	be.openErr = &Problem{Text: "There is no file to share there."}
 	n := len(u.modals)
-	u.openBrowserLink(LinkRequest{Kind: LinkShare, Paths: []string{"/nothing"}})
+	openLink(t, u, be, LinkRequest{Kind: LinkShare, Paths: []string{"/nothing"}})
 	if len(u.modals) != n+1 || len(u.linkPanel.open) != 0 {
 		t.Errorf("modals %d -> %d, open links %d: want the error shown and no link", n, len(u.modals), len(u.linkPanel.open))
 	}
@@ -144,7 +188,7 @@ func TestLinkOpenErrorIsShown(t *testing.T) {
 
 func TestLinkDialogFollowsStates(t *testing.T) {
 	u, be, c := newLinkUI(t)
-	u.openBrowserLink(LinkRequest{Kind: LinkReceive})
+	openLink(t, u, be, LinkRequest{Kind: LinkReceive})
 	v := u.linkPanel.open["link-1"]
 	d := v.dlg
 	if !strings.Contains(d.people.Text, "No device") {
@@ -192,7 +236,7 @@ func TestLinkDialogFollowsStates(t *testing.T) {
 
 func TestLinkDialogClosedKeepsTheLink(t *testing.T) {
 	u, be, _ := newLinkUI(t)
-	u.openBrowserLink(LinkRequest{Kind: LinkShare, Paths: []string{"/a"}})
+	openLink(t, u, be, LinkRequest{Kind: LinkShare, Paths: []string{"/a"}})
 	v := u.linkPanel.open["link-1"]
 	v.dlg.dlg.Hide()
 	if v.dlg != nil || len(be.stopped) != 0 {
@@ -277,19 +321,19 @@ func TestGoldenLinks(t *testing.T) {
 	}{{"light", theme.LightTheme()}, {"dark", theme.DarkTheme()}} { //nolint:staticcheck // fixed variants on purpose
 		for _, view := range []struct {
 			name string
-			show func(u *UI)
+			show func(t *testing.T, u *UI, be *linkFake)
 		}{
-			{"linkmain", func(u *UI) {
-				u.openBrowserLink(LinkRequest{Kind: LinkReceive})
+			{"linkmain", func(t *testing.T, u *UI, be *linkFake) {
+				openLink(t, u, be, LinkRequest{Kind: LinkReceive})
 				u.linkPanel.open["link-1"].dlg.dlg.Hide()
 			}},
-			{"linksetup", func(u *UI) { u.showLinkSetup(LinkShare, []string{"/home/sam/Holiday 2026"}) }},
-			{"linkshare", func(u *UI) {
-				u.openBrowserLink(LinkRequest{Kind: LinkShare, PIN: "4821"})
+			{"linksetup", func(_ *testing.T, u *UI, _ *linkFake) { u.showLinkSetup(LinkShare, []string{"/home/sam/Holiday 2026"}) }},
+			{"linkshare", func(t *testing.T, u *UI, be *linkFake) {
+				openLink(t, u, be, LinkRequest{Kind: LinkShare, PIN: "4821"})
 				goldenLinkActivity(u, LinkShare)
 			}},
-			{"linkreceive", func(u *UI) {
-				u.openBrowserLink(LinkRequest{Kind: LinkReceive})
+			{"linkreceive", func(t *testing.T, u *UI, be *linkFake) {
+				openLink(t, u, be, LinkRequest{Kind: LinkReceive})
 				goldenLinkActivity(u, LinkReceive)
 			}},
 		} {
@@ -299,9 +343,83 @@ func TestGoldenLinks(t *testing.T) {
 				fyne.CurrentApp().Settings().SetTheme(variant.theme)
 				u.win.Resize(sizeLarge)
 				goldenState(u, be.fakeBackend, c)
-				view.show(u)
+				view.show(t, u, be)
 				assertGolden(t, name, u.win.Canvas().Capture())
 			})
 		}
+	}
+}
+
+// overlayButton is the button labelled text on the topmost dialog.
+func overlayButton(u *UI, text string) *button {
+	var found *button
+	if top := u.win.Canvas().Overlays().Top(); top != nil {
+		uitree.Walk(top, func(x fyne.CanvasObject) {
+			if b, ok := x.(*button); ok && b.Text == text {
+				found = b
+			}
+		})
+	}
+	return found
+}
+
+// TestShareLinkListsFilesOffTheUIGoroutine: sharing a big folder by link
+// lists its files first (seconds for 10^5 files; a minute on a slow disk).
+// That runs off the Fyne goroutine, so the window goes on drawing; a
+// dialog says it is under way, and its Cancel stops the listing and opens
+// no link. Before, "Create link" listed them on the Fyne goroutine: the
+// window froze until the link was open.
+func TestShareLinkListsFilesOffTheUIGoroutine(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	u.preparingDelay = 0
+	be.ctxErr = make(chan error, 1)
+	create := func() {
+		t.Helper()
+		be.hold = make(chan struct{})
+		s := u.showLinkSetup(LinkShare, []string{"/home/sam/Photos"})
+		tapped := make(chan struct{})
+		go func() { test.Tap(s.create); close(tapped) }()
+		select {
+		case <-tapped:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Create link blocked the Fyne goroutine while the files were listed")
+		}
+		awaitDo(t, be) // the preparing dialog
+		if got := renderedText(u.win.Canvas().Overlays().Top()); !strings.Contains(got, "Listing the files in “Photos” for the link") {
+			t.Fatalf("while listing, the dialog says %q", got)
+		}
+	}
+
+	// Cancel: the listing stops (its context ends), no link, no error.
+	create()
+	cancel := overlayButton(u, "Cancel")
+	if cancel == nil {
+		t.Fatal("the preparing dialog has no Cancel")
+	}
+	test.Tap(cancel)
+	if err := <-be.ctxErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("after Cancel the listing's context says %v", err)
+	}
+	awaitDo(t, be) // the answer, ignored
+	if len(u.modals) != 0 || len(u.linkPanel.open) != 0 || len(be.reqs) != 0 {
+		t.Fatalf("after Cancel: %d dialogs, %d links open, requests %v", len(u.modals), len(u.linkPanel.open), be.reqs)
+	}
+
+	// Listed: the preparing dialog gives way to the link's.
+	create()
+	close(be.hold)
+	if err := <-be.ctxErr; err != nil {
+		t.Fatalf("the listing's context ended early: %v", err)
+	}
+	awaitDo(t, be)
+	v := u.linkPanel.open["link-1"]
+	if v == nil || v.dlg == nil {
+		t.Fatal("the link has no row or no dialog")
+	}
+	if len(u.modals) != 1 {
+		t.Errorf("%d dialogs shown, want the link's alone", len(u.modals))
+	}
+	if overlayButton(u, "Cancel") != nil {
+		t.Error("the preparing dialog is still shown")
 	}
 }

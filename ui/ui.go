@@ -74,14 +74,17 @@ type UI struct {
 	partials  *partialsView
 	known     *knownView
 	linkPanel *linkPanel // browser links (links.go)
-	tabs      *container.AppTabs
-	status    *widget.Label
-	self      Device
-	tray      trayMenu
-	ask       *chooser
-	thumbs    map[string]image.Image // thumbnails by path (nil: not a picture)
-	modals    []*modal               // shown dialogs, topmost last (keys.go)
-	pairs     map[string]*pairView   // pairing dialogs by transfer ID (pair.go)
+	// preparingDelay: how long a link may take to open before a dialog
+	// says it is under way (preparingLinkDelay; tests change it).
+	preparingDelay time.Duration
+	tabs           *container.AppTabs
+	status         *widget.Label
+	self           Device
+	tray           trayMenu
+	ask            *chooser
+	thumbs         map[string]image.Image // thumbnails by path (nil: not a picture)
+	modals         []*modal               // shown dialogs, topmost last (keys.go)
+	pairs          map[string]*pairView   // pairing dialogs by transfer ID (pair.go)
 	// keyWarnings are the key-change warnings on screen (one per pair of keys).
 	keyWarnings map[keyWarning]bool
 	// hidden: the window was hidden to the tray (or started there); warnings
@@ -126,7 +129,7 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 		opt.RecentInTray = 5
 	}
 	u := &UI{app: a, win: win, be: be, opt: opt, self: self, thumbs: map[string]image.Image{},
-		pairs: map[string]*pairView{}, keyWarnings: map[keyWarning]bool{}}
+		pairs: map[string]*pairView{}, keyWarnings: map[keyWarning]bool{}, preparingDelay: preparingLinkDelay}
 	u.prompts = &promptQueue{u: u}
 	u.devices = newDeviceList(u)
 	u.transfers = newTransferList(u)

@@ -58,7 +58,7 @@ func runShare(ctx context.Context, args []string, out, errOut io.Writer) error {
 	defer unsub()
 	opts := lf.options()
 	opts.Once = *once
-	l, err := e.ShareLink(fs.Args(), opts)
+	l, err := e.ShareLink(ctx, fs.Args(), opts)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package weblink
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,7 +108,7 @@ func downloadPair(b *testing.B) (size int64, link, plain string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	l, err := s.Share([]string{file}, ShareOptions{LinkOptions: LinkOptions{MaxDevices: 1}})
+	l, err := s.Share(context.Background(), []string{file}, ShareOptions{LinkOptions: LinkOptions{MaxDevices: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -360,4 +362,54 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkShareTable opens a share link on a tree and reports the heap its
+// table of files holds (bytes per file, measured after a collection) and
+// how long making it took. The tree is FERRY_BENCH_TREE when set (such as
+// workload D: `scripts/workload-d.sh /tmp/wd`), else 20,000 empty files in
+// 100 folders made here.
+func BenchmarkShareTable(b *testing.B) {
+	tree := os.Getenv("FERRY_BENCH_TREE")
+	if tree == "" {
+		tree = b.TempDir()
+		for d := range 100 {
+			dir := filepath.Join(tree, fmt.Sprintf("album %03d", d))
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			for f := range 200 {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("IMG_%05d.jpg", d*200+f)), nil, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	s, err := Listen("127.0.0.1:0", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var ms runtime.MemStats
+	var perFile float64
+	var files int
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		l, err := s.Share(context.Background(), []string{tree}, ShareOptions{MaxFiles: 1 << 30})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		held := ms.HeapAlloc - before
+		names, _ := l.Files()
+		files = len(names)
+		perFile = float64(held) / float64(files)
+		runtime.KeepAlive(l)
+		l.Stop()
+	}
+	b.ReportMetric(perFile, "B/file")
+	b.ReportMetric(float64(files), "files")
 }

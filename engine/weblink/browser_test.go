@@ -252,7 +252,7 @@ func TestBrowserShare(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "folder"), 0o755)
 	small := randomFile(t, filepath.Join(dir, "folder"), "grüße.txt", 1000, 2)
 	s := startServer(t, Options{DeviceName: "Alice's laptop"})
-	l, err := s.Share([]string{big, filepath.Join(dir, "photo.png"), filepath.Join(dir, "folder")}, ShareOptions{})
+	l, err := s.Share(context.Background(), []string{big, filepath.Join(dir, "photo.png"), filepath.Join(dir, "folder")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestBrowserPIN(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "a.txt", 10)
 	s := startServer(t, Options{})
-	l, err := s.Share([]string{filepath.Join(dir, "a.txt")}, ShareOptions{LinkOptions: LinkOptions{PIN: "2468"}})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a.txt")}, ShareOptions{LinkOptions: LinkOptions{PIN: "2468"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +527,7 @@ func TestBrowserStoppedAndExpired(t *testing.T) {
 	s2 := startServer(t, Options{Now: func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }})
 	dir := t.TempDir()
 	writeFile(t, dir, "a", 10)
-	l2, err := s2.Share([]string{filepath.Join(dir, "a")}, ShareOptions{})
+	l2, err := s2.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +558,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	randomFile(t, dir, "Holiday video.mp4", 48_200_000, 9)
 	randomFile(t, dir, "Notes for the trip.pdf", 812_000, 10)
 	s := startServer(t, Options{DeviceName: "Alice's laptop"})
-	sh, err := s.Share([]string{filepath.Join(dir, "beach.png"), filepath.Join(dir, "Holiday video.mp4"), filepath.Join(dir, "Notes for the trip.pdf")}, ShareOptions{})
+	sh, err := s.Share(context.Background(), []string{filepath.Join(dir, "beach.png"), filepath.Join(dir, "Holiday video.mp4"), filepath.Join(dir, "Notes for the trip.pdf")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package weblink
 
 import (
 	"bytes"
+	"context"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -94,7 +95,7 @@ func FuzzRequest(f *testing.F) {
 	}
 	// ServeHTTP is called directly: no listener, no connections.
 	s := &Server{opts: Options{}.withDefaults(), links: map[string]*Link{}, ended: map[string]error{}}
-	share, err := s.Share([]string{filepath.Join(dir, "shared")}, ShareOptions{LinkOptions: LinkOptions{MaxDevices: 1 << 20}})
+	share, err := s.Share(context.Background(), []string{filepath.Join(dir, "shared")}, ShareOptions{LinkOptions: LinkOptions{MaxDevices: 1 << 20}})
 	if err != nil {
 		f.Fatal(err)
 	}

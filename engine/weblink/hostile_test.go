@@ -2,6 +2,7 @@ package weblink
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -37,7 +38,7 @@ func hostileShare(t *testing.T, s *Server) *Link {
 	if err := os.Symlink(filepath.Join(dir, "secret.txt"), filepath.Join(dir, "shared", "ln.txt")); err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.Share([]string{filepath.Join(dir, "shared")}, ShareOptions{})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "shared")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestHostileIdleConnections(t *testing.T) {
 	s := startServer(t, Options{MaxConnsPerAddr: 16, MaxConns: 64})
 	dir := t.TempDir()
 	writeFile(t, dir, "a", 10)
-	l, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestHostilePINForm(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "a", 10)
 	s := startServer(t, Options{})
-	l, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{PIN: "1234"}})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{PIN: "1234"}})
 	if err != nil {
 		t.Fatal(err)
 	}

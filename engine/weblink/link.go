@@ -103,7 +103,7 @@ func (s *Server) newLink(kind Kind, opts LinkOptions) (*Link, error) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Link{
-		s: s, kind: kind, opts: opts, expires: s.opts.Now().Add(opts.Expire),
+		s: s, kind: kind, opts: opts,
 		ctx: ctx, cancel: cancel, events: make(chan Event, eventBuffer),
 		devices: map[netip.Addr]bool{}, sessions: map[string]netip.Addr{},
 		acts: map[int64]*Activity{}, doneBy: map[netip.Addr]map[int]bool{},
@@ -111,8 +111,10 @@ func (s *Server) newLink(kind Kind, opts LinkOptions) (*Link, error) {
 	return l, nil
 }
 
-// open registers l and starts its expiry.
+// open registers l and starts its expiry (counted from now: a share's
+// files were listed first).
 func (l *Link) open() error {
+	l.expires = l.s.opts.Now().Add(l.opts.Expire)
 	if err := l.s.add(l); err != nil {
 		return err
 	}

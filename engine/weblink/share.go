@@ -26,9 +26,14 @@ type ShareOptions struct {
 	// each file whole).
 	Once bool
 	// MaxFiles bounds the files a share takes from the paths given
-	// (default 100,000); more is an error.
+	// (default MaxShareFiles); more is an error.
 	MaxFiles int
 }
+
+// MaxShareFiles is how many files a share link takes by default: a photo
+// library or a source tree of 10^5 files and more fits, and its table
+// holds at most about 90 MB (BenchmarkShareTable).
+const MaxShareFiles = 1_000_000
 
 // ErrTooManyFiles means the paths given to Share hold more files than
 // ShareOptions.MaxFiles.
@@ -47,31 +52,50 @@ type share struct {
 	l      *Link
 	once   bool
 	files  []shared
-	roots  []*os.Root
+	roots  []shareRoot
 	total  int64
 	thumbs *thumbs
 }
 
-// shared is one row of a share.
+// shared is one row of a share: 32 bytes and its name, so a share of 10^6
+// files holds about 90 MB (BenchmarkShareTable).
 type shared struct {
 	name string // as the browser sees it: slash-separated, relative, unique
-	root *os.Root
-	rel  string // the file's name inside root (OS form)
 	size int64  // when shared; a file that changed since is served as it is now
+	root uint32 // its folder, an index of share.roots
+	at   uint32 // where in name its path inside that folder starts
+}
+
+// shareRoot is a folder rows are opened through. A file given by itself is
+// opened through its parent folder under its own name (file), which the
+// browser may see renamed ("photo (1).jpg" beside another photo.jpg).
+type shareRoot struct {
+	root *os.Root
+	file string
+}
+
+// rel is row f's name inside its root, in the OS's form.
+func (sh *share) rel(f shared) string {
+	if r := sh.roots[f.root]; r.file != "" {
+		return r.file
+	}
+	return filepath.FromSlash(f.name[f.at:])
 }
 
 // Share opens a share link for paths (files and folders; a folder is shared
 // with every regular file below it, symlinks and special files left out).
-func (s *Server) Share(paths []string, opts ShareOptions) (*Link, error) {
+// The files are listed before it returns (a big tree takes a while);
+// cancelling ctx stops that and opens no link.
+func (s *Server) Share(ctx context.Context, paths []string, opts ShareOptions) (*Link, error) {
 	if opts.MaxFiles <= 0 {
-		opts.MaxFiles = 100_000
+		opts.MaxFiles = MaxShareFiles
 	}
 	l, err := s.newLink(KindShare, opts.LinkOptions)
 	if err != nil {
 		return nil, err
 	}
 	sh := &share{l: l, once: opts.Once}
-	if err := sh.add(paths, opts.MaxFiles); err != nil {
+	if err := sh.add(ctx, paths, opts.MaxFiles); err != nil {
 		sh.close()
 		return nil, err
 	}
@@ -91,15 +115,18 @@ func (s *Server) Share(paths []string, opts ShareOptions) (*Link, error) {
 
 func (sh *share) close() {
 	for _, r := range sh.roots {
-		r.Close()
+		r.root.Close()
 	}
 	sh.roots = nil
 }
 
-// add fills the table from paths.
-func (sh *share) add(paths []string, maxFiles int) error {
+// add fills the table from paths; cancelling ctx stops the walk.
+func (sh *share) add(ctx context.Context, paths []string, maxFiles int) error {
 	top := map[string]bool{}
 	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return fmt.Errorf("weblink: share %q: %w", p, err)
@@ -115,17 +142,21 @@ func (sh *share) add(paths []string, maxFiles int) error {
 			if err != nil {
 				return fmt.Errorf("weblink: share %q: %w", p, err)
 			}
-			sh.roots = append(sh.roots, root)
-			sh.files = append(sh.files, shared{name: name, root: root, rel: filepath.Base(abs), size: fi.Size()})
+			sh.roots = append(sh.roots, shareRoot{root: root, file: filepath.Base(abs)})
+			sh.files = append(sh.files, shared{name: name, size: fi.Size(), root: uint32(len(sh.roots) - 1)})
 			sh.total += fi.Size()
 		case fi.IsDir():
 			root, err := os.OpenRoot(abs)
 			if err != nil {
 				return fmt.Errorf("weblink: share %q: %w", p, err)
 			}
-			sh.roots = append(sh.roots, root)
+			sh.roots = append(sh.roots, shareRoot{root: root})
+			at := shared{root: uint32(len(sh.roots) - 1), at: uint32(len(name) + 1)}
 			err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 				if err != nil {
+					return err
+				}
+				if err := ctx.Err(); err != nil {
 					return err
 				}
 				if !d.Type().IsRegular() {
@@ -136,26 +167,35 @@ func (sh *share) add(paths []string, maxFiles int) error {
 					return err
 				}
 				if len(sh.files) >= maxFiles {
-					return fmt.Errorf("%w: over %d", ErrTooManyFiles, maxFiles)
+					return tooMany(maxFiles)
 				}
-				sh.files = append(sh.files, shared{name: name + "/" + rel, root: root, rel: filepath.FromSlash(rel), size: info.Size()})
+				f := at
+				f.name, f.size = name+"/"+rel, info.Size()
+				sh.files = append(sh.files, f)
 				sh.total += info.Size()
 				return nil
 			})
-			if err != nil {
+			if errors.Is(err, ErrTooManyFiles) || ctx.Err() != nil {
+				return err
+			} else if err != nil {
 				return fmt.Errorf("weblink: share %q: %w", p, err)
 			}
 		default:
 			return fmt.Errorf("weblink: share %q: not a regular file or folder", p)
 		}
 		if len(sh.files) > maxFiles {
-			return fmt.Errorf("%w: over %d", ErrTooManyFiles, maxFiles)
+			return tooMany(maxFiles)
 		}
 	}
 	if len(sh.files) == 0 {
 		return ErrNothingToShare
 	}
 	return nil
+}
+
+// tooMany is ErrTooManyFiles with the bound in it.
+func tooMany(maxFiles int) error {
+	return fmt.Errorf("%w: the paths given hold more than %d files", ErrTooManyFiles, maxFiles)
 }
 
 // uniqueTop returns name, or "name (n).ext" when a share already has it at
@@ -279,7 +319,7 @@ func (sh *share) page(w http.ResponseWriter) {
 // open opens row i through its Root, refusing anything but a regular file.
 func (sh *share) open(i int) (*os.File, os.FileInfo, error) {
 	f := sh.files[i]
-	file, err := f.root.Open(f.rel)
+	file, err := sh.roots[f.root].root.Open(sh.rel(f))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -471,7 +511,7 @@ func zipEntryName(name string) string {
 	elems := strings.Split(name, "/")
 	out := elems[:0]
 	for _, e := range elems {
-		e = strings.NewReplacer("\\", "_", ":", "_").Replace(e)
+		e = zipUnsafe.Replace(e)
 		if e == "" || e == "." || e == ".." {
 			continue
 		}
@@ -482,6 +522,9 @@ func zipEntryName(name string) string {
 	}
 	return strings.Join(out, "/")
 }
+
+// zipUnsafe replaces what unzip tools take for a folder or a drive.
+var zipUnsafe = strings.NewReplacer("\\", "_", ":", "_")
 
 // countingWriter counts the body bytes of an answer for its tracker.
 type countingWriter struct {

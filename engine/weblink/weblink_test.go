@@ -3,6 +3,7 @@ package weblink
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -79,7 +81,7 @@ func TestShareFileRangeAndZip(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startServer(t, Options{DeviceName: "Alice's <laptop>"})
-	l, err := s.Share([]string{filepath.Join(dir, "a.bin"), filepath.Join(dir, "folder")}, ShareOptions{})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a.bin"), filepath.Join(dir, "folder")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +170,11 @@ func TestStoppedAndExpiredLinks(t *testing.T) {
 	var shift atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
 	s := startServer(t, Options{Now: clock})
-	stopped, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{})
+	stopped, err := s.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	expiring, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{Expire: time.Hour}})
+	expiring, err := s.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{Expire: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +213,7 @@ func TestPIN(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "a", 10)
 	s := startServer(t, Options{})
-	l, err := s.Share([]string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711", MaxPINTries: 3}})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711", MaxPINTries: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +428,7 @@ func TestStopCutsStalledTransfers(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "big.bin", 64<<20)
 	s := startServer(t, Options{})
-	l, err := s.Share([]string{filepath.Join(dir, "big.bin")}, ShareOptions{})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "big.bin")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +477,7 @@ func TestZipLeavesOutWhatIsGone(t *testing.T) {
 	writeFile(t, dir, "gone.txt", 10)
 	clash := writeFile(t, dir, "NOT INCLUDED.txt", 5)
 	s := startServer(t, Options{DeviceName: "Alice"})
-	l, err := s.Share([]string{filepath.Join(dir, "a.bin"), filepath.Join(dir, "gone.txt"), filepath.Join(dir, "NOT INCLUDED.txt")}, ShareOptions{})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a.bin"), filepath.Join(dir, "gone.txt"), filepath.Join(dir, "NOT INCLUDED.txt")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,5 +516,115 @@ func TestZipLeavesOutWhatIsGone(t *testing.T) {
 	}
 	if !slices.Equal(left, []string{"gone.txt (no such file or directory)"}) {
 		t.Errorf("the sharer's activity says it left out %q", left)
+	}
+}
+
+// TestShareCancelledWhileListing: a share's files are listed before the
+// link opens; a context that ends stops the listing, and no link is left
+// registered (its token answers nothing, the server holds none).
+func TestShareCancelledWhileListing(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		writeFile(t, dir, fmt.Sprintf("album/%02d.jpg", i), 10)
+	}
+	s := startServer(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l, err := s.Share(ctx, []string{filepath.Join(dir, "album")}, ShareOptions{})
+	if !errors.Is(err, context.Canceled) || l != nil {
+		t.Fatalf("Share with an ended context = %v, %v; want context.Canceled and no link", l, err)
+	}
+	s.mu.Lock()
+	n := len(s.links)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the server holds %d links after a cancelled share", n)
+	}
+	if l, err := s.Share(context.Background(), []string{filepath.Join(dir, "album")}, ShareOptions{}); err != nil {
+		t.Fatal(err)
+	} else if names, _ := l.Files(); len(names) != 50 {
+		t.Errorf("the share after lists %d files, want 50", len(names))
+	}
+}
+
+// TestShareSameNameTwice: two files of one name given from two folders, and
+// two folders of one name, are both shared: the second under "name (1)",
+// each served from where it was found.
+func TestShareSameNameTwice(t *testing.T) {
+	dir := t.TempDir()
+	first := writeFile(t, dir, "phone/photo.jpg", 100)
+	second := writeFile(t, dir, "camera/photo.jpg", 200)
+	inFirst := writeFile(t, dir, "one/Trip/a.txt", 10)
+	inSecond := writeFile(t, dir, "two/Trip/a.txt", 20)
+	s := startServer(t, Options{})
+	l, err := s.Share(context.Background(), []string{
+		filepath.Join(dir, "phone", "photo.jpg"), filepath.Join(dir, "camera", "photo.jpg"),
+		filepath.Join(dir, "one", "Trip"), filepath.Join(dir, "two", "Trip"),
+	}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := l.Files()
+	if want := "photo.jpg|photo (1).jpg|Trip/a.txt|Trip (1)/a.txt"; strings.Join(names, "|") != want {
+		t.Fatalf("files %q, want %q", strings.Join(names, "|"), want)
+	}
+	c := &http.Client{}
+	for i, want := range [][]byte{first, second, inFirst, inSecond} {
+		u := base(s) + l.Path() + "f/" + strconv.Itoa(i) + "/" + url.PathEscape(path.Base(names[i]))
+		if res, got := get(t, c, u); res.StatusCode != 200 || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d, %d bytes; want the %d bytes found there", names[i], res.StatusCode, len(got), len(want))
+		}
+	}
+}
+
+// TestShareRefusesMoreThanMaxFiles: a share takes up to MaxFiles files and
+// says the bound when the paths hold more, once and without the path.
+func TestShareRefusesMoreThanMaxFiles(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		writeFile(t, dir, fmt.Sprintf("album/%02d.jpg", i), 1)
+	}
+	writeFile(t, dir, "notes.txt", 1)
+	s := startServer(t, Options{})
+	for _, c := range []struct {
+		paths []string
+		max   int
+		ok    bool
+	}{
+		{[]string{"album"}, 50, true},
+		{[]string{"album"}, 49, false},
+		{[]string{"album", "notes.txt"}, 50, false},
+		{[]string{"notes.txt", "album"}, 50, false},
+	} {
+		var paths []string
+		for _, p := range c.paths {
+			paths = append(paths, filepath.Join(dir, p))
+		}
+		l, err := s.Share(context.Background(), paths, ShareOptions{MaxFiles: c.max})
+		if c.ok {
+			if err != nil {
+				t.Errorf("%v with at most %d: %v", c.paths, c.max, err)
+			}
+			continue
+		}
+		want := fmt.Sprintf("weblink: too many files to share: the paths given hold more than %d files", c.max)
+		if !errors.Is(err, ErrTooManyFiles) || err.Error() != want || l != nil {
+			t.Errorf("%v with at most %d = %v, %v; want %q", c.paths, c.max, l, err, want)
+		}
+	}
+}
+
+func TestZipEntryName(t *testing.T) {
+	for in, want := range map[string]string{
+		"Trip/a.txt":         "Trip/a.txt",
+		`Trip/C:\x\evil.txt`: "Trip/C__x_evil.txt",
+		"Trip/../../etc/x":   "Trip/etc/x",
+		"./a//b":             "a/b",
+		"..":                 "file",
+		"":                   "file",
+	} {
+		if got := zipEntryName(in); got != want {
+			t.Errorf("zipEntryName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

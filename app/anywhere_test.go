@@ -70,7 +70,7 @@ func TestAnywhereSettingSecret(t *testing.T) {
 // on loopback, closed when the test ends.
 func relayAndEngine(t *testing.T, secret string) (*relay.Relay, *engine.Engine) {
 	t.Helper()
-	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", Secret: secret})
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}

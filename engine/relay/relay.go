@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,10 @@ type Config struct {
 	Secret string
 	// Limits bound the mailbox and the TURN allocations.
 	Limits Limits
+	// AllowLoopbackPeers lets an allocation reach loopback addresses, the
+	// relay host's own services (tests whose devices and relay all run on
+	// loopback); off, as coturn's default, it may not.
+	AllowLoopbackPeers bool
 	// Log gets the relay's events (nil: discarded).
 	Log *slog.Logger
 }
@@ -159,7 +164,8 @@ func Start(cfg Config) (*Relay, error) {
 	if relayHost == "" || net.ParseIP(relayHost).IsUnspecified() {
 		relayHost = "0.0.0.0"
 	}
-	refusals := &refusals{log: log}
+	peers := &refusals{log: log, what: "relay: refused to relay to an address that is not a device's"}
+	refusals := &refusals{log: log, what: "relay: refused a request for its relay secret"}
 	quota := &allocations{perSource: lim.AllocationsPerSource, max: lim.Allocations, bySource: map[string]int{}}
 	ts, err := turn.NewServer(turn.ServerConfig{
 		Realm:        anywhere.TURNRealm,
@@ -177,6 +183,7 @@ func Start(cfg Config) (*Relay, error) {
 		PacketConnConfigs: []turn.PacketConnConfig{{
 			PacketConn:            udp,
 			RelayAddressGenerator: &turn.RelayAddressGeneratorStatic{RelayAddress: pip, Address: relayHost},
+			PermissionHandler:     peerFilter(cfg.AllowLoopbackPeers, peers),
 		}},
 		LoggerFactory: lf,
 	})
@@ -279,10 +286,52 @@ func hostOf(a net.Addr) string {
 	return host
 }
 
-// refusals logs requests refused for their relay secret: at most one
-// line a minute, with how many were refused since the last.
+// peerFilter is the TURN server's check of the peers an allocation may
+// send to (pion's PermissionHandler, asked at each CreatePermission and
+// ChannelBind): a device's address, never one that names the relay's own
+// host or its network's services. Without it, whoever holds the relay
+// secret (every device of the user, or anyone when the relay has none)
+// could reach through the relay what listens on its loopback, a cloud's
+// metadata service at 169.254.169.254 (the instance's credentials), or
+// its network's multicast groups.
+func peerFilter(allowLoopback bool, refused *refusals) turn.PermissionHandler {
+	return func(src net.Addr, peer net.IP) bool {
+		why := peerRefusal(peer, allowLoopback)
+		if why != "" {
+			refused.note(src, why)
+		}
+		return why == ""
+	}
+}
+
+// peerRefusal says why a relay does not relay to ip ("" when it does).
+func peerRefusal(ip net.IP, allowLoopback bool) string {
+	a, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return "not an IP address"
+	}
+	a = a.Unmap()
+	switch {
+	case a.IsLoopback():
+		if allowLoopback {
+			return ""
+		}
+		return "a loopback address (the relay's own host)"
+	case a.IsUnspecified() || a.Is4() && a.As4()[0] == 0:
+		return "an unspecified address (the relay's own host)"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address (such as a cloud's metadata service)"
+	case a.IsMulticast() || a.IsLinkLocalMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "a multicast or broadcast address"
+	}
+	return ""
+}
+
+// refusals logs requests refused (what says for which reason): at most
+// one line a minute, with how many were refused since the last.
 type refusals struct {
-	log *slog.Logger
+	log  *slog.Logger
+	what string
 
 	mu     sync.Mutex // guards the fields below
 	last   time.Time
@@ -293,7 +342,7 @@ func (r *refusals) note(src net.Addr, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if now := time.Now(); now.Sub(r.last) >= time.Minute {
-		r.log.Warn("relay: refused a request for its relay secret", "source", hostOf(src), "why", why, "refused_before", r.missed)
+		r.log.Warn(r.what, "source", hostOf(src), "why", why, "refused_before", r.missed)
 		r.last, r.missed = now, 0
 		return
 	}

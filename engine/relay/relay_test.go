@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -352,4 +354,86 @@ func TestTURNAllocationsPerSource(t *testing.T) {
 	}
 	a.Close()
 	held[1].Close()
+}
+
+// TestTURNRelaysOnlyToDevices: an allocation may send to a device's
+// address, never to one that names the relay's own host or its network's
+// services (loopback, a cloud's metadata service at 169.254.169.254,
+// multicast, broadcast): whoever holds the relay secret could otherwise
+// reach what listens there. Each refusal is logged (bounded).
+func TestTURNRelaysOnlyToDevices(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	r, err := Start(Config{Listen: "127.0.0.1:0", Secret: testSecret, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: &logged, mu: &mu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	u, p, err := turn.GenerateLongTermTURNRESTCredentials(testSecret, "ferry", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, err := allocate(t, r.Addr().String(), u, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alloc.Close()
+	for _, c := range []struct {
+		peer string
+		ok   bool
+	}{
+		{"127.0.0.1:6379", false},
+		{"127.8.9.10:22", false},
+		{"169.254.169.254:80", false},
+		{"0.0.0.0:9", false},
+		{"224.0.0.251:5353", false},
+		{"255.255.255.255:9", false},
+		{"203.0.113.7:47800", true},
+		{"192.168.1.20:47800", true}, // a device behind the same NAT as the relay (a home server)
+	} {
+		_, err := alloc.WriteTo([]byte("x"), net.UDPAddrFromAddrPort(netip.MustParseAddrPort(c.peer)))
+		if c.ok && err != nil {
+			t.Errorf("to %s: %v; want it relayed", c.peer, err)
+		}
+		if !c.ok && err == nil {
+			t.Errorf("to %s: relayed", c.peer)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "refused to relay to an address that is not a device's") {
+		t.Errorf("the refusals are not logged: %s", logged.String())
+	}
+}
+
+// lockedWriter serialises a log's writes for a test that reads it.
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func TestPeerRefusal(t *testing.T) {
+	for ip, refused := range map[string]bool{
+		"127.0.0.1": true, "::1": true, "::ffff:127.0.0.1": true, "0.0.0.0": true, "0.1.2.3": true, "::": true,
+		"169.254.169.254": true, "fe80::1": true, "::ffff:169.254.169.254": true,
+		"224.0.0.251": true, "ff02::fb": true, "239.255.255.250": true, "255.255.255.255": true,
+		"203.0.113.7": false, "10.0.0.2": false, "192.168.1.20": false, "2001:db8::1": false, "fd00::20": false,
+	} {
+		if got := peerRefusal(net.ParseIP(ip), false) != ""; got != refused {
+			t.Errorf("%s refused = %v, want %v", ip, got, refused)
+		}
+	}
+	if why := peerRefusal(net.ParseIP("127.0.0.1"), true); why != "" {
+		t.Errorf("loopback with AllowLoopbackPeers refused: %s", why)
+	}
+	if why := peerRefusal(nil, true); why == "" {
+		t.Error("no address taken")
+	}
 }

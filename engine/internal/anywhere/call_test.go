@@ -33,7 +33,7 @@ func ident(t *testing.T) *identity.Identity {
 // identity. When someone else's QUIC listener answers the call, the
 // handshake fails: reaching the rendezvous is not reaching the device.
 func TestCallOverLoopback(t *testing.T) {
-	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0"})
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestCallOverLoopback(t *testing.T) {
 // TestDialErrors: what a caller hears before any ICE runs.
 func TestDialErrors(t *testing.T) {
 	t.Parallel()
-	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0"})
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestRelayedPairAcceptedEarly(t *testing.T) {
 	}
 	// The relay on 127.0.0.2, the devices' own candidates on 127.0.0.1,
 	// which no check may reach: only relayed pairs work.
-	r, err := relay.Start(relay.Config{Listen: "127.0.0.2:0"})
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.2:0", AllowLoopbackPeers: true})
 	if err != nil {
 		t.Fatal(err)
 	}

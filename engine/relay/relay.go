@@ -183,7 +183,7 @@ func Start(cfg Config) (*Relay, error) {
 		PacketConnConfigs: []turn.PacketConnConfig{{
 			PacketConn:            udp,
 			RelayAddressGenerator: &turn.RelayAddressGeneratorStatic{RelayAddress: pip, Address: relayHost},
-			PermissionHandler:     peerFilter(cfg.AllowLoopbackPeers, peers),
+			PermissionHandler:     peerFilter(ownAddrs(pip), cfg.AllowLoopbackPeers, peers),
 		}},
 		LoggerFactory: lf,
 	})
@@ -294,14 +294,37 @@ func hostOf(a net.Addr) string {
 // could reach through the relay what listens on its loopback, a cloud's
 // metadata service at 169.254.169.254 (the instance's credentials), or
 // its network's multicast groups.
-func peerFilter(allowLoopback bool, refused *refusals) turn.PermissionHandler {
+func peerFilter(own map[netip.Addr]bool, allowLoopback bool, refused *refusals) turn.PermissionHandler {
 	return func(src net.Addr, peer net.IP) bool {
 		why := peerRefusal(peer, allowLoopback)
+		if a, ok := netip.AddrFromSlice(peer); why == "" && ok && own[a.Unmap()] && !(allowLoopback && a.Unmap().IsLoopback()) {
+			// Its own address reaches its services as loopback does
+			// (a firewall lets the host's own traffic in).
+			why = "an address of the relay's own host"
+		}
 		if why != "" {
 			refused.note(src, why)
 		}
 		return why == ""
 	}
+}
+
+// ownAddrs are the relay host's addresses: public, and those of its
+// interfaces when it starts.
+func ownAddrs(public net.IP) map[netip.Addr]bool {
+	own := map[netip.Addr]bool{}
+	if a, ok := netip.AddrFromSlice(public); ok {
+		own[a.Unmap()] = true
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if a, ok := netip.AddrFromSlice(n.IP); ok {
+				own[a.Unmap()] = true
+			}
+		}
+	}
+	return own
 }
 
 // peerRefusal says why a relay does not relay to ip ("" when it does).

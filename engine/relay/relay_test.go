@@ -379,10 +379,11 @@ func TestTURNRelaysOnlyToDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer alloc.Close()
-	for _, c := range []struct {
+	type peerCase struct {
 		peer string
 		ok   bool
-	}{
+	}
+	cases := []peerCase{
 		{"127.0.0.1:6379", false},
 		{"127.8.9.10:22", false},
 		{"169.254.169.254:80", false},
@@ -391,7 +392,12 @@ func TestTURNRelaysOnlyToDevices(t *testing.T) {
 		{"255.255.255.255:9", false},
 		{"203.0.113.7:47800", true},
 		{"192.168.1.20:47800", true}, // a device behind the same NAT as the relay (a home server)
-	} {
+	}
+	if own := hostAddr(t); own.IsValid() {
+		// The host's own address reaches its services as loopback does.
+		cases = append(cases, peerCase{netip.AddrPortFrom(own, 5432).String(), false})
+	}
+	for _, c := range cases {
 		_, err := alloc.WriteTo([]byte("x"), net.UDPAddrFromAddrPort(netip.MustParseAddrPort(c.peer)))
 		if c.ok && err != nil {
 			t.Errorf("to %s: %v; want it relayed", c.peer, err)
@@ -405,6 +411,22 @@ func TestTURNRelaysOnlyToDevices(t *testing.T) {
 	if !strings.Contains(logged.String(), "refused to relay to an address that is not a device's") {
 		t.Errorf("the refusals are not logged: %s", logged.String())
 	}
+}
+
+// hostAddr is an address of this host's interfaces other than loopback
+// (none: the zero Addr).
+func hostAddr(t *testing.T) netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			a, _ := netip.AddrFromSlice(n.IP.To4())
+			return a
+		}
+	}
+	return netip.Addr{}
 }
 
 // lockedWriter serialises a log's writes for a test that reads it.

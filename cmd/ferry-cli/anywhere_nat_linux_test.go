@@ -333,6 +333,19 @@ func TestAnywhereRelayed(t *testing.T) {
 	}
 }
 
+// TestAnywhereBothRelayed: both devices behind port-randomising NATs (two
+// phones on carrier-grade NAT): neither one's address is reachable, so
+// each side's relayed candidate talks to the other's, the relay relaying
+// to its own public address, and the file arrives through TURN.
+func TestAnywhereBothRelayed(t *testing.T) {
+	const secret = "a relay secret for the NAT lab"
+	lab, bin, a, b, inbox := anywhereLabWith(t, netlab.NATConfig{A: netlab.PortRandom, B: netlab.PortRandom}, secret)
+	out := sendAnywhereWith(t, lab, bin, a, b, inbox, secret)
+	if !strings.Contains(out, "through the internet, relayed") {
+		t.Errorf("the path is not relayed:\n%s", out)
+	}
+}
+
 // procCPU is a process's CPU time so far (user+system), from /proc.
 func procCPU(b testing.TB, pid int) time.Duration {
 	b.Helper()

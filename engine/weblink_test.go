@@ -102,3 +102,69 @@ func TestBrowserInbox(t *testing.T) {
 		t.Fatalf("the partial stayed: %v", err)
 	}
 }
+
+// TestBrowserInboxFolder: a file of a folder a page sends lands at its path
+// below the download folder (its folders made there), and its transfer
+// names it by that path; a file of it cancelled takes away its partial and
+// the folders made for it alone.
+func TestBrowserInboxFolder(t *testing.T) {
+	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond})
+	events, unsub := e.Subscribe(1024)
+	defer unsub()
+	s, err := weblink.Listen("127.0.0.1:0", weblink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := e.BrowserInbox()
+	defer in.Close()
+	l, err := s.Receive(in, weblink.ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Attach(l)
+	endpoint := "http://" + s.Addr().String() + l.Path() + "tus/"
+	data := bytes.Repeat([]byte("y"), 50_000)
+	testutil.TusUpload(t, endpoint, "Trip/day 1/IMG_1.jpg", len(data), data)
+	var offer *OfferInfo
+	for ev := range events {
+		if ev.Kind == EventOffer {
+			offer = ev.Offer
+		}
+		if ev.Kind == EventResult {
+			if ev.Result.State != StateDone {
+				t.Fatalf("result %+v", ev.Result)
+			}
+			break
+		}
+	}
+	if offer == nil || len(offer.Files) != 1 || offer.Files[0].Path != "Trip/day 1/IMG_1.jpg" {
+		t.Fatalf("offer %+v", offer)
+	}
+	if got, err := os.ReadFile(filepath.Join(e.DownloadDir(), "Trip", "day 1", "IMG_1.jpg")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved: %v", err)
+	}
+
+	testutil.TusUpload(t, endpoint, "Trip/day 2/night/half.bin", 200, data[:100])
+	var id string
+	for ev := range events {
+		if ev.Kind == EventProgress && ev.Progress.Bytes == 100 && ev.Progress.TotalBytes == 200 {
+			id = ev.TransferID
+			break
+		}
+	}
+	if err := e.Cancel(id); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range events {
+		if ev.Kind == EventResult && ev.TransferID == id {
+			break
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.DownloadDir(), "Trip", "day 2")); !os.IsNotExist(err) {
+		t.Errorf("the folders made for the cancelled file stayed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.DownloadDir(), "Trip", "day 1", "IMG_1.jpg")); err != nil {
+		t.Errorf("the file that arrived: %v", err)
+	}
+}

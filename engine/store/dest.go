@@ -207,6 +207,7 @@ type Partial struct {
 	base string      // its name in fo
 	rel  string      // the path CreatePartial was given, validated ("" if reopened)
 	file string      // rel's last element
+	made []string    // the folders CreatePartial made for it, top first (OS form)
 	// unnamed: created without a name (CreateWhole), which Finalize gives
 	// it; name and base are empty and id is nil.
 	unnamed bool
@@ -459,7 +460,8 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 	if err != nil {
 		return nil, err
 	}
-	fo, err := d.resolveFolder(dirs)
+	var made []string
+	fo, err := d.resolveFolderMade(dirs, &made)
 	if err != nil {
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
@@ -477,7 +479,7 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 		}
 		p, err := d.adopt(f, filepath.Join(fo.path, subName), true)
 		if err == nil {
-			p.fo, p.base, p.rel, p.file = fo, subName, rel, base
+			p.fo, p.base, p.rel, p.file, p.made = fo, subName, rel, base, made
 			// The folder may have moved between its resolution and the
 			// create (the file itself was just made there, by that name).
 			if !fo.inside(d) {
@@ -497,6 +499,44 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 	}
 	d.release(fo)
 	return nil, fmt.Errorf("store: create %q: %w", rel, ErrTooManyCopies)
+}
+
+// MadeFolders are the folders CreatePartial created for p (none existed by
+// those names), top first, slash-separated and relative to the
+// destination: what to take away again (RemoveFolder) when p is discarded
+// and nothing else came into them.
+func (p *Partial) MadeFolders() []string {
+	out := make([]string, len(p.made))
+	for i, m := range p.made {
+		out[i] = filepath.ToSlash(m)
+	}
+	return out
+}
+
+// RemoveFolder removes the folder rel (slash-separated, relative to the
+// destination) if it is empty; anything else in its place (a file, a
+// symlink, a folder with something in it) is left alone and reported.
+func (d *Dest) RemoveFolder(rel string) error {
+	osRel := filepath.FromSlash(rel)
+	dir, base := filepath.Split(osRel)
+	if base == "" || base == "." || base == ".." || !filepath.IsLocal(osRel) {
+		return fmt.Errorf("store: remove folder %q: not a folder inside the destination", rel)
+	}
+	fo, err := d.acquire(filepath.Clean(dir))
+	if err != nil {
+		return fmt.Errorf("store: remove folder %q: %w", rel, err)
+	}
+	defer d.release(fo)
+	// Forgotten first: a descriptor held open on it would keep Windows
+	// from removing it, and the caches may name it.
+	d.drop(osRel)
+	d.mu.Lock()
+	d.dirs = nil
+	d.mu.Unlock()
+	if err := fo.rmdir(base); err != nil {
+		return fmt.Errorf("store: remove folder %q: %w", rel, err)
+	}
+	return nil
 }
 
 // OpenPartial reopens a partial that an earlier attempt at the same transfer
@@ -858,6 +898,12 @@ func (d *Dest) resolveDir(peerDir string) (string, error) {
 // and each new folder a few system calls, not a walk of its whole path
 // from the top.
 func (d *Dest) resolveFolder(peerDir string) (*folder, error) {
+	return d.resolveFolderMade(peerDir, nil)
+}
+
+// resolveFolderMade is resolveFolder, adding to made (when not nil) each
+// folder it created, top first (OS form, relative to the destination).
+func (d *Dest) resolveFolderMade(peerDir string, made *[]string) (*folder, error) {
 	fo, known := d.top, 0 // known: the bytes of peerDir resolved
 	for cut := len(peerDir); cut > 0; cut = strings.LastIndexByte(peerDir[:cut], '/') {
 		d.mu.Lock()
@@ -879,7 +925,7 @@ func (d *Dest) resolveFolder(peerDir string) (*folder, error) {
 		if i := strings.IndexByte(peerDir[pos:], '/'); i >= 0 {
 			end = pos + i
 		}
-		next, err := d.resolveIn(fo, peerDir[pos:end])
+		next, err := d.resolveIn(fo, peerDir[pos:end], made)
 		d.release(fo)
 		if err != nil {
 			return nil, err
@@ -897,9 +943,9 @@ func (d *Dest) resolveFolder(peerDir string) (*folder, error) {
 }
 
 // resolveIn applies the folder-clash rule (see Dest) to the peer's folder
-// element elem inside parent, creating the folder if needed, and returns it
-// acquired.
-func (d *Dest) resolveIn(parent *folder, elem string) (*folder, error) {
+// element elem inside parent, creating the folder if needed (and adding it
+// to made, when not nil), and returns it acquired.
+func (d *Dest) resolveIn(parent *folder, elem string, made *[]string) (*folder, error) {
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(elem, n, false)
 		dir, err := parent.isDir(name)
@@ -908,6 +954,9 @@ func (d *Dest) resolveIn(parent *folder, elem string) (*folder, error) {
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			err = parent.mkdir(name)
+			if err == nil && made != nil {
+				*made = append(*made, filepath.Join(parent.path, name))
+			}
 			if errors.Is(err, fs.ErrExist) {
 				// Someone created it first; if it is a folder, share it.
 				if dir, err = parent.isDir(name); err != nil || !dir {

@@ -1112,3 +1112,64 @@ func TestLongNamesArrive(t *testing.T) {
 	want[again] = "again"
 	assertTree(t, dir, want)
 }
+
+// TestMadeFoldersAndRemoveFolder: CreatePartial says which folders it made
+// (not those that were there), and RemoveFolder takes away only an empty
+// folder: one with a file in it, a file, a symlink and a path outside stay.
+func TestMadeFoldersAndRemoveFolder(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "Trip"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.CreatePartial("Trip/day 1/night/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.MadeFolders(), "|"); got != "Trip/day 1|Trip/day 1/night" {
+		t.Fatalf("made %q, want the two new folders, not Trip", got)
+	}
+	q, err := d.CreatePartial("Trip/day 1/b.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.MadeFolders()) != 0 {
+		t.Errorf("a file in folders already made says it made %q", q.MadeFolders())
+	}
+	if err := d.Discard(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RemoveFolder("Trip/day 1"); err == nil {
+		t.Error("a folder with a folder and a partial in it was removed")
+	}
+	if err := d.RemoveFolder("Trip/day 1/night"); err != nil {
+		t.Errorf("the empty folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "Trip", "day 1", "night")); !os.IsNotExist(err) {
+		t.Errorf("the empty folder is still there: %v", err)
+	}
+	// Its partial finished: the folder holds a file and stays.
+	if _, err := d.Finalize(q, "Trip/day 1/b.txt", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RemoveFolder("Trip/day 1"); err == nil {
+		t.Error("a folder with a file in it was removed")
+	}
+	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+	os.Mkdir(filepath.Join(dir, "empty"), 0o755)
+	os.Symlink(filepath.Join(dir, "empty"), filepath.Join(dir, "link"))
+	for _, rel := range []string{"file", "link", "../" + filepath.Base(dir), "", ".", "Trip/.."} {
+		if err := d.RemoveFolder(rel); err == nil {
+			t.Errorf("RemoveFolder(%q) removed something", rel)
+		}
+	}
+	for _, name := range []string{"file", "link", "empty", "Trip/day 1/b.txt"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 )
@@ -61,4 +62,21 @@ func (fo *folder) mkdir(name string) error {
 		return err
 	}
 	return root.Mkdir(name, 0o755)
+}
+
+// rmdir removes the folder name (one element) in fo if it is a folder and
+// empty (the Root refuses to remove a folder with something in it).
+func (fo *folder) rmdir(name string) error {
+	root, err := fo.rootOf()
+	if err != nil {
+		return err
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &fs.PathError{Op: "rmdir", Path: name, Err: errors.New("not a folder")}
+	}
+	return root.Remove(name)
 }

@@ -102,3 +102,19 @@ func (fo *folder) mkdir(name string) error {
 		return nil
 	}
 }
+
+// rmdir removes the folder name (one element) in fo if it is empty:
+// unlinkat with AT_REMOVEDIR removes nothing but an empty folder.
+func (fo *folder) rmdir(name string) error {
+	for {
+		err := unix.Unlinkat(int(fo.dir.Fd()), name, unix.AT_REMOVEDIR)
+		runtime.KeepAlive(fo.dir)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "rmdir", Path: name, Err: err}
+		}
+		return nil
+	}
+}

@@ -6,15 +6,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -609,5 +613,92 @@ func TestBrowserScreenshots(t *testing.T) {
 			waitStatus(t, ctx)
 			shot(fmt.Sprintf("weblink-upload-%d-%s.png", size[0], scheme))
 		}
+	}
+}
+
+// dropOn drops paths (files and folders) on the element sel of the page,
+// as a file manager's drag does.
+func dropOn(t *testing.T, ctx context.Context, sel string, paths ...string) {
+	t.Helper()
+	at, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector(`+strconv.Quote(sel)+`).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := &input.DragData{Items: []*input.DragDataItem{}, Files: paths, DragOperationsMask: 1}
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		for _, typ := range []input.DispatchDragEventType{input.DispatchDragEventTypeDragEnter, input.DispatchDragEventTypeDragOver, input.DispatchDragEventTypeDrop} {
+			if _, err := cdp.Call(ctx, tg, input.DispatchDragEvent, input.DispatchDragEventParams{Type: typ, X: at[0], Y: at[1], Data: data}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowserUploadFolder: a folder dropped on the page arrives as its
+// tree (its folders made on this device), beside a file dropped with it;
+// two files of one name, size and date in two folders are two files (the
+// page's fingerprint of an upload holds its path); an empty folder is said
+// not sent. The same folder again merges into the folder it made, its
+// files numbered, nothing overwritten.
+func TestBrowserUploadFolder(t *testing.T) {
+	ctx := newBrowser(t)
+	src := t.TempDir()
+	trip := filepath.Join(src, "Trip")
+	for _, d := range []string{"day 1", "day 2/empty"} {
+		if err := os.MkdirAll(filepath.Join(trip, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC)
+	files := map[string]string{
+		"Trip/a.jpg":           randomFile(t, trip, "a.jpg", 3<<20, 11),
+		"Trip/day 1/a.jpg":     randomFile(t, filepath.Join(trip, "day 1"), "a.jpg", 3<<20, 12),
+		"Trip/day 2/notes.txt": randomFile(t, filepath.Join(trip, "day 2"), "notes.txt", 100, 13),
+		"alone.txt":            randomFile(t, src, "alone.txt", 10, 14),
+	}
+	for _, f := range []string{files["Trip/a.jpg"], files["Trip/day 1/a.jpg"]} {
+		if err := os.Chtimes(f, same, same); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, l, in, _ := startBrowserReceive(t)
+	drain(l)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
+		t.Fatal(err)
+	}
+	dropOn(t, ctx, "#drop", trip, files["alone.txt"])
+	if msg := waitStatus(t, ctx); msg != "4 files sent to Alice's laptop; 1 empty folder was not sent (only files are)." {
+		t.Fatalf("page says %q", msg)
+	}
+	for rel, from := range files {
+		sameFile(t, from, filepath.Join(in.Dir(), filepath.FromSlash(rel)))
+	}
+
+	// Again: into the same folders, each file beside the one of its name.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
+		t.Fatal(err)
+	}
+	dropOn(t, ctx, "#drop", trip)
+	if msg := waitStatus(t, ctx); msg != "3 files sent to Alice's laptop; 1 empty folder was not sent (only files are)." {
+		t.Fatalf("the second time the page says %q", msg)
+	}
+	for _, rel := range []string{"Trip/a (1).jpg", "Trip/day 1/a (1).jpg", "Trip/day 2/notes (1).txt"} {
+		if _, err := os.Stat(filepath.Join(in.Dir(), filepath.FromSlash(rel))); err != nil {
+			t.Errorf("the second copy: %v", err)
+		}
+	}
+	var got []string
+	filepath.WalkDir(in.Dir(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(in.Dir(), p)
+			got = append(got, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if len(got) != 7 {
+		t.Errorf("received %q, want the 4 files and 3 second copies", got)
 	}
 }

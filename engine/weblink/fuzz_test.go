@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -218,6 +219,30 @@ func FuzzBrowserTime(f *testing.F) {
 		got := browserTime(in)
 		if !got.IsZero() && (got.Before(time.UnixMilli(1)) || got.Year() > 9999) {
 			t.Fatalf("browserTime(%q) = %v", in, got)
+		}
+	})
+}
+
+// Where a browser's file goes is always a path ValidateHere takes, below
+// the download folder, ending in the file's own name; a name with a
+// folder in it is never taken.
+func FuzzUploadName(f *testing.F) {
+	for _, c := range uploadNameCases {
+		f.Add(c.filename, c.relpath)
+	}
+	f.Fuzz(func(t *testing.T, filename, relpath string) {
+		got, err := uploadName(filename, relpath)
+		if err != nil {
+			return
+		}
+		if err := store.ValidateHere(got); err != nil {
+			t.Fatalf("uploadName(%q, %q) = %q, which ValidateHere refuses: %v", filename, relpath, got, err)
+		}
+		if path.Base(got) != browserName(filename) || strings.ContainsAny(browserName(filename), `/\`) {
+			t.Fatalf("uploadName(%q, %q) = %q: not the file's name last", filename, relpath, got)
+		}
+		if relpath == "" && got != browserName(filename) {
+			t.Fatalf("uploadName(%q, \"\") = %q: folders without a folder path", filename, got)
 		}
 	})
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ferrydrop/ferry/engine/store"
 )
 
 // secret is a file beside the shared one: nothing may ever serve it.
@@ -135,6 +139,9 @@ func TestHostileUploads(t *testing.T) {
 	}{
 		{"name with ..", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("../x")})}, 422},
 		{"name with a folder", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a/b")})}, 422},
+		{"folder path with ..", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x") + ",relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/../../x"))})}, 422},
+		{"folder path of another name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x") + ",relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/y"))})}, 422},
+		{"folder path", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x") + ",relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/day 1/x"))})}, 201},
 		{"absolute name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("/etc/passwd")})}, 422},
 		{"device name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("CON.txt")})}, map[bool]int{true: 422, false: 201}[runtime.GOOS == "windows"]}, // only Windows keeps it out
 		{"partial name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x.partial")})}, 422},
@@ -192,13 +199,13 @@ func TestHostileUploads(t *testing.T) {
 		})
 	}
 	// Nothing landed outside the folder, nothing but partials of the cases
-	// and no final file.
-	ents, _ := os.ReadDir(in.Dir())
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".partial") {
-			t.Errorf("left in the folder: %s", e.Name())
+	// (in the folders of a folder's file) and no final file.
+	filepath.WalkDir(in.Dir(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(d.Name(), ".partial") {
+			t.Errorf("left in the folder: %s", p)
 		}
-	}
+		return nil
+	})
 	l.Stop()
 	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 0 {
 		t.Errorf("after Stop: %v", ents)
@@ -316,5 +323,48 @@ func TestHostilePINForm(t *testing.T) {
 				t.Errorf("%d, want %d", res.StatusCode, c.code)
 			}
 		})
+	}
+}
+
+// uploadNameCases are a browser's file names and folder paths (filename,
+// relativepath) and where the file goes, "" for refused; they double as
+// FuzzUploadName's corpus.
+var uploadNameCases = []struct{ filename, relpath, want string }{
+	{"IMG_1.jpg", "", "IMG_1.jpg"},
+	{"IMG_1.jpg", "Trip/day 1/IMG_1.jpg", "Trip/day 1/IMG_1.jpg"},
+	{"IMG_1.jpg", "/Trip/IMG_1.jpg", "Trip/IMG_1.jpg"}, // a dropped entry's fullPath
+	{"IMG_1.jpg", "IMG_1.jpg", "IMG_1.jpg"},
+	{"a.txt", "Trip/../../etc/a.txt", ""},
+	{"a.txt", "../a.txt", ""},
+	{"a.txt", "//server/share/a.txt", ""},
+	{"a.txt", "Trip//a.txt", ""},
+	{"a.txt", "Trip/./a.txt", ""},
+	{"a.txt", "Trip/b.txt", ""},
+	{"a.txt", "Trip/a.txt/", ""},
+	{"a.txt", `Trip\a.txt`, ""},
+	{"a.txt", "Trip\u202e/a.txt", ""},
+	{"a.txt", "Trip\n/a.txt", ""},
+	{"a.txt", "Trip.partial/a.txt", ""},
+	{"a.txt", strings.Repeat("d/", 2100) + "a.txt", ""},
+	{"a.txt", "/", ""},
+	{"a/b", "", ""},
+	{"a/b", "a/b", ""},
+	{"", "Trip/", ""},
+}
+
+func TestUploadName(t *testing.T) {
+	for _, c := range uploadNameCases {
+		got, err := uploadName(c.filename, c.relpath)
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("uploadName(%q, %q) = %q, want it refused", c.filename, c.relpath, got)
+			} else if !errors.Is(err, store.ErrBadName) && !errors.Is(err, store.ErrNameTooLong) {
+				t.Errorf("uploadName(%q, %q): %v, want a name error", c.filename, c.relpath, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("uploadName(%q, %q) = %q, %v; want %q", c.filename, c.relpath, got, err, c.want)
+		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +56,10 @@ type ProgressInbox interface {
 type Arrival struct {
 	ID   string     // the upload's ID, unique on the link
 	From netip.Addr // the browser's address
-	Name string     // the file's name as the browser gave it, checked by store.ValidatePath
+	// Name is where the file goes below the download folder, checked by
+	// store.ValidateHere: the file's name as the browser gave it, or for a
+	// file of a folder, its path in that folder ("Trip/day 1/IMG_1.jpg").
+	Name string
 	Size int64
 	// Modified is the file's modification time as the browser gave it
 	// (File.lastModified), zero when it gave none that reads.
@@ -84,6 +89,26 @@ type receiver struct {
 	uploads map[string]*upload
 	open    int
 	stopped bool
+	// made are the folders the link's uploads created (files of folders a
+	// page sent), taken away again when the link ends if nothing landed
+	// in them.
+	made []madeFolder
+}
+
+// madeFolder is a folder an upload created in dest (rel: slash-separated).
+type madeFolder struct {
+	dest *store.Dest
+	rel  string
+}
+
+// prune removes those of folders that are empty, deepest first.
+func prune(folders []madeFolder) {
+	slices.SortStableFunc(folders, func(a, b madeFolder) int {
+		return strings.Count(b.rel, "/") - strings.Count(a.rel, "/")
+	})
+	for _, f := range folders {
+		f.dest.RemoveFolder(f.rel) // fails, as it should, where something landed
+	}
 }
 
 // Receive opens a receive link whose files go to inbox.
@@ -210,6 +235,7 @@ type upload struct {
 	a    Arrival
 	dest *store.Dest
 	t    *tracker
+	made []madeFolder // the folders its partial's creation made
 
 	cancelled atomic.Bool // CancelUpload: the chunk in flight stops at its next read
 
@@ -256,12 +282,8 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		return nil, errNoLength
 	}
 	dev, _ := ctx.Value(deviceKey{}).(netip.Addr)
-	name := browserName(info.MetaData["filename"])
-	if strings.ContainsAny(name, "/\\") {
-		// A browser sends a file's base name: a path is a trick.
-		return nil, refused(&store.NameError{Name: name, Reason: "the name has a folder in it", Err: store.ErrBadName})
-	}
-	if err := store.ValidateHere(name); err != nil {
+	name, err := uploadName(info.MetaData["filename"], info.MetaData["relativepath"])
+	if err != nil {
 		return nil, refused(err)
 	}
 	id, err := newUploadID()
@@ -292,14 +314,18 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		return nil, refused(err)
 	}
 	u := &upload{rc: rc, a: a, dest: dest, p: p}
+	for _, m := range p.MadeFolders() {
+		u.made = append(u.made, madeFolder{dest, m})
+	}
 	rc.mu.Lock()
 	if rc.stopped {
 		rc.mu.Unlock()
-		dest.Discard(p)
+		u.discard()
 		rc.release()
 		rc.inbox.Landed(a, "", context.Cause(rc.l.ctx))
 		return nil, errLinkEnded
 	}
+	rc.made = append(rc.made, u.made...)
 	rc.uploads[id] = u
 	rc.mu.Unlock()
 	u.t = rc.l.track(Activity{Device: dev, Upload: true, Name: name, Size: info.Size})
@@ -310,6 +336,39 @@ func (rc *receiver) release() {
 	rc.mu.Lock()
 	rc.open--
 	rc.mu.Unlock()
+}
+
+// uploadName is where a browser's file goes, below the download folder:
+// its name (filename, the page's File.name), or for a file of a folder the
+// page sent, relpath: the file's path in that folder, its name last
+// ("Trip/day 1/IMG_1.jpg", from File.webkitRelativePath or a dropped
+// entry's fullPath, whose leading "/" is dropped). Folders merge with
+// folders of the same name there, as a Ferry device's do (store.Dest);
+// files never overwrite. Refused, with a sentence: a name with a folder
+// in it, a path that does not end in the name, a backslash, and whatever
+// store.ValidateHere refuses (".." or empty elements, an absolute path,
+// over 4096 bytes or too deep, control or bidi characters).
+func uploadName(filename, relpath string) (string, error) {
+	name := browserName(filename)
+	if strings.ContainsAny(name, "/\\") {
+		// A browser sends a file's base name: a path is a trick.
+		return "", &store.NameError{Name: name, Reason: "the name has a folder in it", Err: store.ErrBadName}
+	}
+	if relpath != "" {
+		p := strings.TrimPrefix(relpath, "/")
+		if strings.Contains(p, "\\") {
+			return "", &store.NameError{Name: relpath, Reason: "the folder path has a backslash in it", Err: store.ErrBadName}
+		}
+		p = store.LocalName(p)
+		if path.Base(p) != name || strings.HasSuffix(p, "/") {
+			return "", &store.NameError{Name: relpath, Reason: "the folder path does not end in the file's name", Err: store.ErrBadName}
+		}
+		name = p
+	}
+	if err := store.ValidateHere(name); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // browserName makes a name a browser gave for a file storable on Windows
@@ -403,7 +462,7 @@ func (u *upload) FinishUpload(ctx context.Context) error {
 	u.done = true
 	u.savedAs = savedAs
 	if err != nil && savedAs == "" {
-		u.dest.Discard(u.p)
+		u.discard()
 	}
 	u.end(savedAs, err)
 	if err != nil {
@@ -420,9 +479,16 @@ func (u *upload) Terminate(ctx context.Context) error {
 		return nil
 	}
 	u.done = true
-	u.dest.Discard(u.p)
+	u.discard()
 	u.end("", errors.New("cancelled in the browser"))
 	return nil
+}
+
+// discard removes the upload's partial, and the folders it made for it
+// when nothing else is in them (u.mu held).
+func (u *upload) discard() {
+	u.dest.Discard(u.p)
+	prune(slices.Clone(u.made))
 }
 
 // end reports the upload's end and gives its place back (u.mu held).
@@ -460,7 +526,7 @@ func (l *Link) CancelUpload(id string) bool {
 		return false
 	}
 	u.done = true
-	u.dest.Discard(u.p)
+	u.discard()
 	u.end("", errCancelled)
 	return true
 }
@@ -482,11 +548,17 @@ func (rc *receiver) stop(why error) {
 		u.mu.Lock()
 		if !u.done {
 			u.done = true
-			u.dest.Discard(u.p)
+			u.discard()
 			u.end("", why)
 		}
 		u.mu.Unlock()
 	}
+	// Folders an upload made that another, discarded later, kept.
+	rc.mu.Lock()
+	made := rc.made
+	rc.made = nil
+	rc.mu.Unlock()
+	prune(made)
 }
 
 // linkReader stops reading an upload's body once the link ended.

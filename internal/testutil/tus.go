@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -21,7 +22,13 @@ func TusCreate(t testing.TB, endpoint, name string, size int) (status int, locat
 	}
 	req.Header.Set("Tus-Resumable", "1.0.0")
 	req.Header.Set("Upload-Length", strconv.Itoa(size))
-	req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte(name)))
+	meta := "filename " + base64.StdEncoding.EncodeToString([]byte(name))
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		// A file of a folder, as the page sends it: its name, and its path.
+		meta = "filename " + base64.StdEncoding.EncodeToString([]byte(name[i+1:])) +
+			",relativepath " + base64.StdEncoding.EncodeToString([]byte(name))
+	}
+	req.Header.Set("Upload-Metadata", meta)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 // Ferry's upload page: sends the picked files with tus (tus-js-client),
 // one at a time, resuming from the server's offset after a dropped
 // connection or, once the same file is picked again, after a reload.
+// A folder (picked, or dropped) is sent as its files, each with its path
+// in the folder (the upload's "relativepath"), and arrives as that tree.
 // Names are only ever set with textContent: no markup from a file name
 // renders.
 (function () {
@@ -10,6 +12,7 @@
   var chunk = parseInt(app.dataset.chunk, 10);
   var device = app.dataset.device;
   var input = document.getElementById("files");
+  var folderInput = document.getElementById("folder");
   var drop = document.getElementById("drop");
   var list = document.getElementById("list");
   var total = document.getElementById("total");
@@ -17,7 +20,7 @@
   var status = document.getElementById("status");
 
   var queue = [], running = false;
-  var sent = 0, failed = 0, allBytes = 0, doneBytes = 0;
+  var sent = 0, failed = 0, allBytes = 0, doneBytes = 0, emptyFolders = 0;
   var speedMark = null;
 
   function size(n) {
@@ -26,27 +29,82 @@
     return (i ? n.toFixed(n < 10 ? 1 : 0) : n) + " " + u[i];
   }
 
+  // add queues files: each {file, path}, path being the file's place in
+  // a folder sent ("Trip/day 1/IMG_1.jpg"), "" for a file by itself.
   function add(files) {
     for (var i = 0; i < files.length; i++) {
-      var f = files[i];
+      var f = files[i].file, where = files[i].path || f.name;
       var li = document.createElement("li");
       var name = document.createElement("span");
       name.className = "name";
-      name.textContent = f.name;
+      name.textContent = where;
       var state = document.createElement("span");
       state.className = "state";
       state.textContent = "waiting · " + size(f.size);
       var bar = document.createElement("progress");
       bar.max = 1; bar.value = 0;
-      bar.setAttribute("aria-label", f.name);
+      bar.setAttribute("aria-label", where);
       li.appendChild(name); li.appendChild(state); li.appendChild(bar);
       list.appendChild(li);
-      queue.push({ file: f, state: state, bar: bar });
+      queue.push({ file: f, path: files[i].path || "", state: state, bar: bar });
       allBytes += f.size;
     }
     totalBar.hidden = false;
     show(0);
     next();
+  }
+
+  // plain is a FileList as picked: files by themselves, or a folder's
+  // files with their webkitRelativePath.
+  function plain(fileList) {
+    var out = [];
+    for (var i = 0; i < fileList.length; i++) {
+      var f = fileList[i];
+      out.push({ file: f, path: f.webkitRelativePath && f.webkitRelativePath.indexOf("/") > 0 ? f.webkitRelativePath : "" });
+    }
+    return out;
+  }
+
+  // walk collects the files below a dropped entry (a file or a folder,
+  // its folders read to the end: a reader gives at most 100 at a time),
+  // then calls done with them; a folder that holds nothing is counted.
+  function walk(entry, out, done) {
+    if (entry.isFile) {
+      entry.file(function (f) {
+        var p = entry.fullPath.replace(/^\//, "");
+        out.push({ file: f, path: p.indexOf("/") > 0 ? p : "" });
+        done();
+      }, function () { unreadable(entry.fullPath); done(); });
+      return;
+    }
+    var reader = entry.createReader(), children = [];
+    (function more() {
+      reader.readEntries(function (batch) {
+        if (batch.length) {
+          children = children.concat(Array.prototype.slice.call(batch));
+          more();
+          return;
+        }
+        if (!children.length) emptyFolders++;
+        var left = children.length;
+        if (!left) { done(); return; }
+        children.forEach(function (c) { walk(c, out, function () { if (--left === 0) done(); }); });
+      }, function () { unreadable(entry.fullPath); done(); });
+    })();
+  }
+
+  // unreadable lists what the browser could not read as not sent.
+  function unreadable(p) {
+    var li = document.createElement("li");
+    var name = document.createElement("span");
+    name.className = "name";
+    name.textContent = p.replace(/^\//, "");
+    var state = document.createElement("span");
+    state.className = "state error";
+    state.textContent = "not sent: this browser could not read it";
+    li.appendChild(name); li.appendChild(state);
+    list.appendChild(li);
+    failed++;
   }
 
   function show(current) {
@@ -69,9 +127,10 @@
   }
 
   function finish() {
-    if (sent + failed === 0) return;
+    if (sent + failed + emptyFolders === 0) return;
     var msg = sent + (sent === 1 ? " file" : " files") + " sent to " + device;
     if (failed) msg += "; " + failed + (failed === 1 ? " file was" : " files were") + " not sent";
+    if (emptyFolders) msg += "; " + emptyFolders + (emptyFolders === 1 ? " empty folder was" : " empty folders were") + " not sent (only files are)";
     status.textContent = msg + ".";
   }
 
@@ -88,12 +147,19 @@
   function send(job) {
     var f = job.file;
     var started = false;
+    var meta = { filename: f.name, filetype: f.type || "application/octet-stream", lastmodified: String(f.lastModified || "") };
+    if (job.path) meta.relativepath = job.path;
     var upload = new tus.Upload(f, {
       endpoint: endpoint,
       chunkSize: chunk,
+      // The file's place in its folder too: two files of one name, size
+      // and date in two folders are two uploads, each resumed as itself.
+      fingerprint: function (file, options) {
+        return Promise.resolve(["ferry", job.path || file.name, file.size, file.lastModified, options.endpoint].join("|"));
+      },
       retryDelays: [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 10000, 20000, 20000, 30000],
       removeFingerprintOnSuccess: true,
-      metadata: { filename: f.name, filetype: f.type || "application/octet-stream", lastmodified: String(f.lastModified || "") },
+      metadata: meta,
       onProgress: function (bytes, all) {
         if (!started) {
           started = true;
@@ -130,14 +196,50 @@
   }
 
   input.addEventListener("change", function () {
-    add(input.files);
+    add(plain(input.files));
     input.value = "";
   });
+  if (folderInput) {
+    if ("webkitdirectory" in folderInput) {
+      folderInput.addEventListener("change", function () {
+        add(plain(folderInput.files));
+        folderInput.value = "";
+      });
+    } else {
+      // This browser picks no folders: its button is not offered.
+      var label = document.querySelector('label[for="folder"]');
+      if (label) label.hidden = true;
+      folderInput.hidden = true;
+    }
+  }
   drop.addEventListener("dragover", function (e) { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", function () { drop.classList.remove("over"); });
   drop.addEventListener("drop", function (e) {
     e.preventDefault();
     drop.classList.remove("over");
-    if (e.dataTransfer && e.dataTransfer.files) add(e.dataTransfer.files);
+    var dt = e.dataTransfer;
+    if (!dt) return;
+    // Entries, read now (they are gone once the event returns): a folder
+    // dropped is walked for its files; without entries, files only.
+    var entries = [];
+    if (dt.items && dt.items.length && dt.items[0].webkitGetAsEntry) {
+      for (var i = 0; i < dt.items.length; i++) {
+        var en = dt.items[i].kind === "file" && dt.items[i].webkitGetAsEntry();
+        if (en) entries.push(en);
+      }
+    }
+    if (!entries.length) {
+      if (dt.files) add(plain(dt.files));
+      return;
+    }
+    var out = [], left = entries.length;
+    status.textContent = "";
+    entries.forEach(function (en) {
+      walk(en, out, function () {
+        if (--left === 0) {
+          if (out.length) add(out); else finish();
+        }
+      });
+    });
   });
 })();

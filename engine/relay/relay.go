@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,15 @@ type Limits struct {
 	AllocationsPerSource int
 	// Allocations bounds the TURN allocations in all (default 1024).
 	Allocations int
+	// Wait is how long a wait that finds nothing is held (default
+	// anywhere.WaitFor).
+	Wait time.Duration
+	// WaitsPerSource bounds the waits one source address holds at once
+	// (default 16: a receiving device holds one, a caller one per call);
+	// Waits bounds them in all (default 1024). A wait beyond is answered
+	// at once, as a take.
+	WaitsPerSource int
+	Waits          int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -77,6 +87,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Allocations <= 0 {
 		l.Allocations = 1024
+	}
+	if l.Wait <= 0 {
+		l.Wait = anywhere.WaitFor
+	}
+	if l.WaitsPerSource <= 0 {
+		l.WaitsPerSource = 16
+	}
+	if l.Waits <= 0 {
+		l.Waits = 1024
 	}
 	return l
 }
@@ -440,6 +459,12 @@ type Mailbox struct {
 	queues map[string][]*entry // calls, answers: name -> blobs, oldest first
 	count  map[string]int      // source host -> blobs it holds
 	total  int
+	// waiters are the waits held, by the names they wait for: a blob
+	// queued under one of them wakes it (a buffered send, never a close:
+	// a wait may be woken by several names).
+	waiters  map[string][]chan struct{}
+	waitsBy  map[string]int // source host -> waits it holds
+	waitsAll int
 }
 
 type entry struct {
@@ -451,7 +476,8 @@ type entry struct {
 // NewMailbox returns an empty mailbox with lim.
 func NewMailbox(lim Limits) *Mailbox {
 	return &Mailbox{lim: lim.withDefaults(), now: time.Now,
-		slots: map[string]*entry{}, queues: map[string][]*entry{}, count: map[string]int{}}
+		slots: map[string]*entry{}, queues: map[string][]*entry{}, count: map[string]int{},
+		waiters: map[string][]chan struct{}{}, waitsBy: map[string]int{}}
 }
 
 // Errors a request gets, as HTTP statuses.
@@ -487,7 +513,15 @@ func (m *Mailbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, errTooBig.Error(), http.StatusRequestEntityTooLarge)
 		return
 	}
-	out, err := m.Handle(r.Method, r.URL.Path, source, body)
+	var out []byte
+	if r.Method == http.MethodPost && r.URL.Path == anywhere.PathWait {
+		var names []string
+		if names, err = anywhere.DecodeNames(body); err == nil {
+			out = m.wait(r.Context(), names, source)
+		}
+	} else {
+		out, err = m.Handle(r.Method, r.URL.Path, source, body)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), status(err))
 		return
@@ -498,7 +532,7 @@ func (m *Mailbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // maxBody bounds the body of a request for path.
 func maxBody(path string) int64 {
-	if path == anywhere.PathSlots || path == anywhere.PathQueues {
+	if path == anywhere.PathSlots || path == anywhere.PathQueues || path == anywhere.PathWait {
 		return anywhere.MaxNames * (anywhere.NameLen + 1)
 	}
 	return anywhere.MaxBlob
@@ -556,7 +590,71 @@ func (m *Mailbox) put(name, source string, blob []byte, queue bool) error {
 		return err
 	}
 	m.queues[name] = append(m.queues[name], e)
+	for _, w := range m.waiters[name] {
+		select {
+		case w <- struct{}{}:
+		default: // woken already
+		}
+	}
 	return nil
+}
+
+// wait takes what names hold; when they hold nothing it waits first, up
+// to Limits.Wait or until a blob is queued under one of them or ctx ends
+// (the request's: its client went away). A source holding
+// WaitsPerSource waits, or the relay holding Waits, gets the take at once.
+func (m *Mailbox) wait(ctx context.Context, names []string, source string) []byte {
+	m.mu.Lock()
+	m.expireLocked(m.now())
+	queued := false
+	for _, n := range names {
+		queued = queued || len(m.queues[n]) > 0
+	}
+	if queued || m.waitsBy[source] >= m.lim.WaitsPerSource || m.waitsAll >= m.lim.Waits {
+		defer m.mu.Unlock()
+		return m.getLocked(names, true)
+	}
+	w := make(chan struct{}, 1)
+	for _, n := range names {
+		m.waiters[n] = append(m.waiters[n], w)
+	}
+	m.waitsBy[source]++
+	m.waitsAll++
+	m.mu.Unlock()
+
+	t := time.NewTimer(m.lim.Wait)
+	select {
+	case <-w:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, n := range names {
+		ws := slices.DeleteFunc(m.waiters[n], func(x chan struct{}) bool { return x == w })
+		if len(ws) == 0 {
+			delete(m.waiters, n)
+		} else {
+			m.waiters[n] = ws
+		}
+	}
+	if m.waitsBy[source]--; m.waitsBy[source] <= 0 {
+		delete(m.waitsBy, source)
+	}
+	m.waitsAll--
+	if ctx.Err() != nil {
+		return nil // nobody to answer: what is queued stays for the next
+	}
+	return m.getLocked(names, true)
+}
+
+// Waiting is how many waits the mailbox holds.
+func (m *Mailbox) Waiting() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.waitsAll
 }
 
 func (m *Mailbox) holdLocked(source string) error {
@@ -582,6 +680,10 @@ func (m *Mailbox) get(names []string, take bool) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expireLocked(m.now())
+	return m.getLocked(names, take)
+}
+
+func (m *Mailbox) getLocked(names []string, take bool) []byte {
 	var out []byte
 	for i, n := range names {
 		if take {

@@ -459,3 +459,120 @@ func TestPeerRefusal(t *testing.T) {
 		t.Error("no address taken")
 	}
 }
+
+// TestMailboxWait: a wait on names that hold nothing is held until a blob
+// is queued under one of them (then answered with it) or Limits.Wait
+// passed (empty), or its request ends; a source holds at most
+// WaitsPerSource, the relay Waits: beyond, a wait is answered at once.
+func TestMailboxWait(t *testing.T) {
+	m := NewMailbox(Limits{Wait: time.Hour, WaitsPerSource: 2, Waits: 3})
+	type reply struct {
+		out []byte
+		err error
+	}
+	wait := func(ctx context.Context, source string, names ...string) chan reply {
+		c := make(chan reply, 1)
+		go func() { c <- reply{m.wait(ctx, names, source), nil} }()
+		return c
+	}
+	held := func(n int) {
+		t.Helper()
+		testutil.WaitFor(t, fmt.Sprintf("%d waits held", n), func() bool { return m.Waiting() == n })
+	}
+	got := func(c chan reply) []byte {
+		t.Helper()
+		select {
+		case r := <-c:
+			return r.out
+		case <-time.After(10 * time.Second):
+			t.Fatal("a wait was not answered")
+			return nil
+		}
+	}
+	ctx := t.Context()
+	first := wait(ctx, "a", name('a'), name('b'))
+	held(1)
+	if err := m.put(name('b'), "c", []byte("call"), true); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := anywhere.DecodeRecords(got(first), 2)
+	if err != nil || len(recs[1]) != 1 || string(recs[1][0]) != "call" {
+		t.Fatalf("the woken wait: %q %v", recs, err)
+	}
+	held(0)
+	if m.Held() != 0 {
+		t.Errorf("the blob it took is still held (%d)", m.Held())
+	}
+
+	// Queued already: answered at once.
+	m.put(name('c'), "c", []byte("early"), true)
+	if recs, _ := anywhere.DecodeRecords(got(wait(ctx, "a", name('c'))), 1); len(recs[0]) != 1 {
+		t.Errorf("a wait for what was queued: %q", recs)
+	}
+
+	// Bounds: two per source, three in all.
+	cctx, cancel := context.WithCancel(ctx)
+	a1, a2 := wait(cctx, "a", name('d')), wait(cctx, "a", name('d'))
+	held(2)
+	if out := got(wait(cctx, "a", name('d'))); len(out) != 0 {
+		t.Errorf("a third wait of a source: %q", out)
+	}
+	b1 := wait(cctx, "b", name('e'))
+	held(3)
+	if out := got(wait(cctx, "c", name('e'))); len(out) != 0 {
+		t.Errorf("a wait beyond the relay's bound: %q", out)
+	}
+	// A request that ends (its client went away) takes nothing.
+	cancel()
+	for _, c := range []chan reply{a1, a2, b1} {
+		if out := got(c); len(out) != 0 {
+			t.Errorf("an ended wait answered %q", out)
+		}
+	}
+	held(0)
+	m.put(name('e'), "c", []byte("later"), true)
+	if m.Held() != 1 {
+		t.Errorf("held %d, want the blob queued after", m.Held())
+	}
+
+	// Held up to Limits.Wait, then empty.
+	short := NewMailbox(Limits{Wait: 50 * time.Millisecond})
+	if out := short.wait(ctx, []string{name('f')}, "a"); len(out) != 0 || short.Waiting() != 0 {
+		t.Errorf("an expired wait: %q, %d held", out, short.Waiting())
+	}
+}
+
+// TestMailboxWaitOverHTTP: a device's Mailbox.Wait is held by the relay
+// and answered with the blob another device pushes meanwhile.
+func TestMailboxWaitOverHTTP(t *testing.T) {
+	t.Parallel()
+	r, err := Start(Config{Listen: "127.0.0.1:0", Secret: testSecret, Limits: Limits{Wait: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	callee := anywhere.NewMailbox(r.Addr().String(), testSecret)
+	defer callee.Close()
+	caller := anywhere.NewMailbox(r.Addr().String(), testSecret)
+	defer caller.Close()
+	done := make(chan [][][]byte, 1)
+	go func() {
+		got, err := callee.Wait(t.Context(), []string{name('a')})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- got
+	}()
+	testutil.WaitFor(t, "the wait held", func() bool { return r.box.Waiting() == 1 })
+	if err := caller.Push(t.Context(), name('a'), []byte("call")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		if len(got) != 1 || len(got[0]) != 1 || string(got[0][0]) != "call" {
+			t.Fatalf("the wait got %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait was not answered when the call came")
+	}
+}

@@ -46,3 +46,8 @@ func RelayOnlyChecks(ctx context.Context, relay string, relayIP net.IP, relayRTT
 	}
 	return took, caller.path(), err
 }
+
+// WaitAnswer is waitAnswer, for the tests of the mailbox's waits.
+func WaitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string) (Message, error) {
+	return waitAnswer(ctx, mb, req, call, time.Now)
+}

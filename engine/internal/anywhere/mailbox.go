@@ -22,6 +22,11 @@ import (
 //	POST /v1/slots        body: names, one a line; the blobs they hold (kept)
 //	POST /v1/queue/NAME   body: one blob; appended to NAME's queue (calls, answers)
 //	POST /v1/queues       body: names, one a line; the blobs queued (taken)
+//	POST /v1/wait         as /v1/queues, but when nothing is queued the relay
+//	                      holds the request up to WaitFor for a blob to come
+//	                      (a long poll: a call is answered as it arrives, and
+//	                      an idle receiver asks every few seconds, not twice a
+//	                      second); a relay without it answers 404 (ErrNoWait)
 //
 // A reply with blobs is records of one byte (the name's index in the
 // request), two bytes big-endian (the blob's length), and the blob.
@@ -30,7 +35,17 @@ const (
 	PathSlots  = "/v1/slots"
 	PathQueue  = "/v1/queue/"
 	PathQueues = "/v1/queues"
+	PathWait   = "/v1/wait"
 )
+
+// WaitFor is how long a relay holds a wait that finds nothing queued:
+// below the client's mailboxTimeout, with room for a slow path's round
+// trips, and below the relay's write timeout.
+const WaitFor = 3 * time.Second
+
+// ErrNoWait means the relay does not hold waits (an older relay): poll
+// with Take.
+var ErrNoWait = errors.New("the relay does not hold waits")
 
 // Bounds of the mailbox protocol, shared by the server and its clients.
 const (
@@ -164,6 +179,9 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 	if resp.StatusCode == http.StatusUnauthorized {
 		return nil, m.secretRefused(resp.Header.Get(HeaderSecret))
 	}
+	if resp.StatusCode == http.StatusNotFound && path == PathWait {
+		return nil, ErrNoWait
+	}
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("%w: %s: %s", ErrRelayRefused, m.relay, resp.Status)
 	}
@@ -217,6 +235,13 @@ func (m *Mailbox) Get(ctx context.Context, names []string) ([][][]byte, error) {
 // Take returns and removes the blobs queued under the names, by index.
 func (m *Mailbox) Take(ctx context.Context, names []string) ([][][]byte, error) {
 	return m.fetch(ctx, PathQueues, names)
+}
+
+// Wait is Take, but the relay holds the request up to WaitFor when the
+// names hold nothing, and answers as soon as a blob comes to one of them.
+// An older relay refuses it: ErrNoWait.
+func (m *Mailbox) Wait(ctx context.Context, names []string) ([][][]byte, error) {
+	return m.fetch(ctx, PathWait, names)
 }
 
 func (m *Mailbox) fetch(ctx context.Context, path string, names []string) ([][][]byte, error) {

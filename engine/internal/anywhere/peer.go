@@ -246,15 +246,32 @@ func sourceFor(relay string) string {
 	return net.JoinHostPort(c.LocalAddr().(*net.UDPAddr).IP.String(), "0")
 }
 
-// waitAnswer polls the call's answer box.
+// waitAnswer waits for the call's answer: in waits the relay holds until
+// the answer comes (Mailbox.Wait), or, from a relay without them, by
+// looking every answerPoll.
 func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, now func() time.Time) (Message, error) {
 	box := AnswerName(req.Secret, call)
-	deadline := time.NewTimer(answerWait)
-	defer deadline.Stop()
+	dctx, cancel := context.WithTimeout(ctx, answerWait)
+	defer cancel()
 	tick := time.NewTicker(answerPoll)
 	defer tick.Stop()
+	waits := true
 	for {
-		got, err := mb.Take(ctx, []string{box})
+		began := time.Now()
+		var got [][][]byte
+		var err error
+		if waits {
+			got, err = mb.Wait(dctx, []string{box})
+			if errors.Is(err, ErrNoWait) {
+				waits = false
+				got, err = mb.Take(dctx, []string{box})
+			}
+		} else {
+			got, err = mb.Take(dctx, []string{box})
+		}
+		if err != nil && ctx.Err() == nil && dctx.Err() != nil {
+			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, answerWait)
+		}
 		if err != nil {
 			return Message{}, err
 		}
@@ -264,10 +281,14 @@ func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, 
 				return m, nil
 			}
 		}
+		if waits && time.Since(began) >= answerPoll {
+			continue // the relay held the wait: ask again at once
+		}
+		// At most one look an answerPoll.
 		select {
 		case <-ctx.Done():
 			return Message{}, ctx.Err()
-		case <-deadline.C:
+		case <-dctx.Done():
 			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, answerWait)
 		case <-tick.C:
 		}
@@ -414,14 +435,12 @@ func (s *Server) Run(ctx context.Context) error {
 	slots := make(chan struct{}, maxAnswering)
 	seen := map[string]time.Time{}
 	lastPresence := now()
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
+	waits := true // the relay holds waits, until it says it does not (ErrNoWait)
 	for {
-		select {
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return nil
-		case <-tick.C:
 		}
+		began := time.Now()
 		t := now()
 		if t.Sub(lastPresence) >= presenceEvery {
 			if err := s.announce(ctx, mb, t); err != nil {
@@ -435,7 +454,24 @@ func (s *Server) Run(ctx context.Context) error {
 				delete(seen, k)
 			}
 		}
-		for _, c := range s.calls(ctx, mb, t, log) {
+		in, noWait := s.calls(ctx, mb, t, log, waits)
+		if noWait {
+			waits = false
+			log.Info("rendezvous: the relay holds no waits (an older relay): looking for calls every interval", "relay", s.Relay, "interval", poll)
+		}
+		if len(in) == 0 {
+			// At most one look an interval: a wait the relay held took
+			// longer; a relay that answered at once (one without waits,
+			// or a failure) is asked again after the interval.
+			if rest := poll - time.Since(began); rest > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(rest):
+				}
+			}
+		}
+		for _, c := range in {
 			if _, dup := seen[c.msg.Call]; dup {
 				continue
 			}
@@ -494,7 +530,10 @@ type incoming struct {
 }
 
 // calls takes the calls waiting in every paired device's call boxes.
-func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.Logger) []incoming {
+// With wait, and names for one request, the relay holds it until a call
+// comes or WaitFor passed (Mailbox.Wait); noWait reports a relay that
+// holds none, which was then asked with Take.
+func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.Logger, wait bool) (out []incoming, noWait bool) {
 	type ref struct {
 		peer Peer
 		box  string
@@ -505,7 +544,7 @@ func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.
 			refs = append(refs, ref{p, n})
 		}
 	}
-	var out []incoming
+	wait = wait && len(refs) <= MaxNames
 	for len(refs) > 0 {
 		batch := refs[:min(len(refs), MaxNames)]
 		refs = refs[len(batch):]
@@ -513,12 +552,22 @@ func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.
 		for i, r := range batch {
 			names[i] = r.box
 		}
-		got, err := mb.Take(ctx, names)
+		var got [][][]byte
+		var err error
+		if wait {
+			got, err = mb.Wait(ctx, names)
+			if errors.Is(err, ErrNoWait) {
+				noWait = true
+				got, err = mb.Take(ctx, names)
+			}
+		} else {
+			got, err = mb.Take(ctx, names)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("rendezvous: calls", "relay", s.Relay, "err", err)
 			}
-			return out
+			return out, noWait
 		}
 		for i, blobs := range got {
 			for _, b := range blobs {
@@ -531,7 +580,7 @@ func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.
 			}
 		}
 	}
-	return out
+	return out, noWait
 }
 
 // answer gathers, answers the call and bridges the path to the listener.

@@ -1,0 +1,134 @@
+package anywhere_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/internal/anywhere"
+	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
+	"github.com/ferrydrop/ferry/engine/relay"
+)
+
+// TestAnswerThroughWaits: a caller waits for the callee's answer in waits
+// the relay holds (one request while the answer is 300 ms away, where
+// polling every 100 ms asks some three times), and from an older relay,
+// which refuses waits (404), by polling as before.
+func TestAnswerThroughWaits(t *testing.T) {
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 7
+	const call = "0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name  string
+		waits bool
+	}{{"a relay that holds waits", true}, {"an older relay", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			box := relay.NewMailbox(relay.Limits{})
+			var waits, takes atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case anywhere.PathWait:
+					if !tc.waits {
+						http.NotFound(w, r)
+						return
+					}
+					waits.Add(1)
+				case anywhere.PathQueues:
+					takes.Add(1)
+				}
+				box.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			relayAddr := strings.TrimPrefix(srv.URL, "http://")
+			mb := anywhere.NewMailbox(relayAddr, "")
+			defer mb.Close()
+			req := anywhere.DialRequest{Relay: relayAddr, Secret: s, Self: a.ID, Peer: b.ID}
+			answerBox := anywhere.AnswerName(s, call)
+			pushed := make(chan struct{})
+			defer func() { <-pushed }() // before the relay closes
+			go func() {
+				defer close(pushed)
+				time.Sleep(300 * time.Millisecond)
+				blob, err := anywhere.Seal(s, answerBox, anywhere.Message{Kind: anywhere.KindAnswer, From: b.ID.String(), To: a.ID.String(), At: time.Now().Unix(), Call: call,
+					Ufrag: "abcd", Pwd: "abcdefghijklmnopqrstuv", Candidates: []string{"candidate:1 1 udp 1 127.0.0.1 5000 typ host"}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := anywhere.NewMailbox(relayAddr, "").Push(t.Context(), answerBox, blob); err != nil {
+					t.Error(err)
+				}
+			}()
+			m, err := anywhere.WaitAnswer(t.Context(), mb, req, call)
+			if err != nil || m.Call != call {
+				t.Fatalf("answer %+v, %v", m, err)
+			}
+			if tc.waits && (waits.Load() != 1 || takes.Load() != 0) {
+				t.Errorf("%d waits and %d takes for one answer, want one wait", waits.Load(), takes.Load())
+			}
+			if !tc.waits && takes.Load() < 2 {
+				t.Errorf("%d takes: the caller did not poll an older relay", takes.Load())
+			}
+		})
+	}
+}
+
+// TestIdleReceiverWaits: a receiving device with no calls holds one wait
+// at the relay (a long poll) where it asked every interval before; from an
+// older relay, which refuses waits, it asks every interval, as before.
+func TestIdleReceiverWaits(t *testing.T) {
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 9
+	for _, tc := range []struct {
+		name  string
+		waits bool
+	}{{"a relay that holds waits", true}, {"an older relay", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			box := relay.NewMailbox(relay.Limits{Wait: time.Hour})
+			var waits, takes atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case anywhere.PathWait:
+					if !tc.waits {
+						http.NotFound(w, r)
+						return
+					}
+					waits.Add(1)
+				case anywhere.PathQueues:
+					takes.Add(1)
+				}
+				box.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			started := make(chan struct{})
+			rcv := &anywhere.Server{
+				Relay: strings.TrimPrefix(srv.URL, "http://"), Self: b.ID, Loopback: true, Poll: 50 * time.Millisecond,
+				Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
+				Listener: func() *net.UDPAddr { return nil },
+				Started:  func() { close(started) },
+			}
+			ctx, stop := context.WithCancel(t.Context())
+			served := make(chan error, 1)
+			go func() { served <- rcv.Run(ctx) }()
+			<-started
+			time.Sleep(time.Second) // 20 intervals
+			stop()
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+			if tc.waits && (waits.Load() != 1 || takes.Load() != 0) {
+				t.Errorf("idle for 20 intervals: %d waits and %d takes, want the one wait held", waits.Load(), takes.Load())
+			}
+			if !tc.waits && (takes.Load() < 5 || waits.Load() != 0) {
+				t.Errorf("idle for 20 intervals at an older relay: %d takes, %d waits", takes.Load(), waits.Load())
+			}
+		})
+	}
+}

@@ -174,6 +174,17 @@ func TestReceiveLinkLandsAsATransfer(t *testing.T) {
 		t.Errorf("activity %+v", a)
 	}
 
+	// A file of a folder the page sent lands in that folder, and the
+	// history names it by its path there.
+	testutil.TusUpload(t, first.URL+"tus/", "Trip/day 1/IMG_0421.jpg", len(data), data)
+	testutil.WaitFor(t, "the folder's file in the history", func() bool { return len(b.History()) == 2 })
+	if h := b.History()[0]; strings.Join(h.Names, "|") != "Trip/day 1/IMG_0421.jpg" || h.Items != 1 {
+		t.Errorf("the folder's file in the history: names %q, %d items; want its path", h.Names, h.Items)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.eng.DownloadDir(), "Trip", "day 1", "IMG_0421.jpg")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the folder's file: %v", err)
+	}
+
 	// Turning receiving off ends a receive link, and says so.
 	if err := b.setReceiving(false); err != nil {
 		t.Fatal(err)

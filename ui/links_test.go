@@ -328,6 +328,9 @@ func TestGoldenLinks(t *testing.T) {
 				u.linkPanel.open["link-1"].dlg.dlg.Hide()
 			}},
 			{"linksetup", func(_ *testing.T, u *UI, _ *linkFake) { u.showLinkSetup(LinkShare, []string{"/home/sam/Holiday 2026"}) }},
+			{"linkpreparing", func(_ *testing.T, u *UI, _ *linkFake) {
+				u.preparingLinkDialog(LinkRequest{Kind: LinkShare, Paths: []string{"/home/sam/Photos"}}, func() {})
+			}},
 			{"linkshare", func(t *testing.T, u *UI, be *linkFake) {
 				openLink(t, u, be, LinkRequest{Kind: LinkShare, PIN: "4821"})
 				goldenLinkActivity(u, LinkShare)

@@ -30,6 +30,9 @@ type linkFlags struct {
 	json              bool
 }
 
+// listingNotice is how long share lists files before it says so.
+var listingNotice = time.Second
+
 func runShare(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs, cfg := newFlagSet("share", errOut)
 	var lf linkFlags
@@ -58,7 +61,37 @@ func runShare(ctx context.Context, args []string, out, errOut io.Writer) error {
 	defer unsub()
 	opts := lf.options()
 	opts.Once = *once
+	// Listing a big folder's files takes seconds (a minute on a slow
+	// disk): past listingNotice the user hears what is going on.
+	notice := func() {
+		if !lf.json {
+			fmt.Fprintln(out, "Listing the files to share (folders with many files take a while; Ctrl-C stops)…")
+		}
+	}
+	stop, said := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(said)
+		if listingNotice <= 0 {
+			notice()
+			return
+		}
+		t := time.NewTimer(listingNotice)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			notice()
+		case <-stop:
+		}
+	}()
+	if listingNotice <= 0 {
+		<-said // said before the listing starts
+	}
 	l, err := e.ShareLink(ctx, fs.Args(), opts)
+	close(stop)
+	<-said
+	if err != nil && ctx.Err() != nil {
+		return nil // Ctrl-C while listing: stopped, as an open link stops
+	}
 	if err != nil {
 		return err
 	}

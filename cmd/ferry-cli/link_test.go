@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -130,5 +131,40 @@ func TestReceiveLinkCommand(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestShareSaysWhileListing: share lists a folder's files before the link
+// opens; when that takes a while (here: at once) it says so first, on the
+// human output only.
+func TestShareSaysWhileListing(t *testing.T) {
+	old := listingNotice
+	listingNotice = 0
+	t.Cleanup(func() { listingNotice = old })
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, json := range []bool{false, true} {
+		args := []string{"--config", t.TempDir(), "--listen", "127.0.0.1:0", "--expire", "1ns", dir}
+		if json {
+			args = append([]string{"--json"}, args...)
+		}
+		var out bytes.Buffer
+		err := commands["share"].run(t.Context(), args, &out, io.Discard)
+		said := strings.Contains(out.String(), "Listing the files to share")
+		if said == json {
+			t.Errorf("json %v: said %v:\n%s (%v)", json, said, out.String(), err)
+		}
+		if !json && strings.Index(out.String(), "Listing") > strings.Index(out.String(), "Sharing") {
+			t.Errorf("the notice came after the link:\n%s", out.String())
+		}
+	}
+	// Ctrl-C while it lists: stopped, no link, no error.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out bytes.Buffer
+	if err := commands["share"].run(ctx, []string{"--config", t.TempDir(), "--listen", "127.0.0.1:0", dir}, &out, io.Discard); err != nil || strings.Contains(out.String(), "Sharing") {
+		t.Errorf("interrupted while listing: %v\n%s", err, out.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,16 @@ func TestReceiveLinkLandsAsATransfer(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(b.eng.DownloadDir(), "Trip", "day 1", "IMG_0421.jpg")); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the folder's file: %v", err)
+	}
+
+	// A folder the page sent as one set (its files together): one entry,
+	// named after the folder, as a Ferry device's folder is.
+	set := map[string]string{"batch": "00112233445566778899aabbccddeeff", "batchfiles": "2", "batchbytes": strconv.Itoa(2 * len(data)), "batchtop": "Album"}
+	testutil.TusUploadMeta(t, first.URL+"tus/", "Album/1.jpg", len(data), data, set)
+	testutil.TusUploadMeta(t, first.URL+"tus/", "Album/2.jpg", len(data), data, set)
+	testutil.WaitFor(t, "the set in the history", func() bool { return len(b.History()) == 3 })
+	if h := b.History()[0]; strings.Join(h.Names, "|") != "Album" || h.Items != 1 || h.Bytes != 2*int64(len(data)) {
+		t.Errorf("the set in the history: names %q, %d items, %d bytes; want Album, 1, %d", h.Names, h.Items, h.Bytes, 2*len(data))
 	}
 
 	// Turning receiving off ends a receive link, and says so.

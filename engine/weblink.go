@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
@@ -14,34 +15,70 @@ import (
 )
 
 // BrowserInbox receives the files of a receive link (package weblink)
-// through this engine: each file a browser sends is a receiving transfer
-// with its events (state, progress, the file, the result, so the app's rows
-// and history show it, "from a browser at 192.168.1.23"), the download
-// folder, the space check and the safe names of any other transfer. There
-// is no prompt: the user showed the link on purpose, and Stop on the link
-// ends it. Cancel on one of its transfers cancels that upload.
+// through this engine: the files a browser sends are receiving transfers
+// with their events (state, progress, each file, the result, so the app's
+// rows and history show them, "from a browser at 192.168.1.23"), the
+// download folder, the space check and the safe names of any other
+// transfer. The files a page sends together (picked or dropped at once: its
+// weblink.Batch) are one transfer, as a Ferry device's files are; a file
+// without one (an older page, a tus client of its own) is a transfer alone.
+// There is no prompt: the user showed the link on purpose, and Stop on the
+// link ends it. Cancel on one of its transfers cancels its uploads and
+// refuses the rest of its files.
 //
 // Use it as the Inbox of Server.Receive, then Attach the link.
 type BrowserInbox struct {
 	e *Engine
+	// idle is how long a set of files may wait for its next one before
+	// its transfer ends with what arrived (the page was closed).
+	idle time.Duration
 
-	mu    sync.Mutex // guards the fields below
-	link  *weblink.Link
-	dest  *store.Dest
-	files map[string]*browserFile // by upload ID
+	mu      sync.Mutex // guards the fields below and every browserDelivery's
+	link    *weblink.Link
+	dest    *store.Dest
+	files   map[string]*browserFile     // by upload ID
+	batches map[string]*browserDelivery // sets still open, by address and batch ID
+	all     map[*browserDelivery]bool   // every transfer not ended
 }
 
-// browserFile is one file of a browser, as a transfer of the engine.
+// maxBrowserSets bounds the sets a link holds open (each a transfer
+// waiting for its next file).
+const maxBrowserSets = 64
+
+// browserIdle is BrowserInbox.idle by default: longer than the page's
+// retries of one upload (30 s apart at most).
+const browserIdle = 2 * time.Minute
+
+// browserFile is one file of a browser on its way.
 type browserFile struct {
-	t       *Transfer
-	bytes   atomic.Int64
-	stop    context.CancelFunc // ends the progress watch
-	watched chan struct{}      // closed when the progress watch returned
+	d     *browserDelivery
+	size  int64
+	bytes atomic.Int64
+}
+
+// browserDelivery is one transfer of a browser's files: one file, or a set
+// the page sent together.
+type browserDelivery struct {
+	t     *Transfer
+	key   string // in BrowserInbox.batches; "" for one file alone
+	files int    // as the page said (1 for one file alone)
+	total int64
+
+	// Guarded by BrowserInbox.mu:
+	started, landed, failed int
+	doneBytes               int64
+	firstErr                string
+	open                    map[string]*browserFile // by upload ID
+	cancelled, ended        bool
+
+	stop    context.CancelFunc // ends the progress and idle watches
+	watched sync.WaitGroup     // the watches returned
 }
 
 // BrowserInbox returns an inbox for one receive link.
 func (e *Engine) BrowserInbox() *BrowserInbox {
-	return &BrowserInbox{e: e, files: map[string]*browserFile{}}
+	return &BrowserInbox{e: e, idle: browserIdle, files: map[string]*browserFile{},
+		batches: map[string]*browserDelivery{}, all: map[*browserDelivery]bool{}}
 }
 
 // Attach tells the inbox which link it serves (for Cancel).
@@ -51,8 +88,22 @@ func (b *BrowserInbox) Attach(l *weblink.Link) {
 	b.mu.Unlock()
 }
 
-// Close releases the download folder once the link ended.
+// Close ends the transfers still waiting for files (the link ended) and
+// releases the download folder.
 func (b *BrowserInbox) Close() error {
+	b.mu.Lock()
+	var waiting []*browserDelivery
+	for d := range b.all {
+		if !d.ended {
+			d.ended = true
+			waiting = append(waiting, d)
+		}
+	}
+	clear(b.batches)
+	b.mu.Unlock()
+	for _, d := range waiting {
+		b.end(d, "the link ended")
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dest == nil {
@@ -63,7 +114,8 @@ func (b *BrowserInbox) Close() error {
 	return err
 }
 
-// Arrive checks the name and the space and starts the file's transfer.
+// Arrive checks the name and the space and starts the file: in the
+// transfer of its set, or in one of its own.
 func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	e := b.e
 	if err := store.ValidateHere(a.Name); err != nil {
@@ -72,66 +124,179 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	e.mu.Lock()
 	dir := e.downloadDir
 	e.mu.Unlock()
+	addr := a.From.String()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var d *browserDelivery
+	key := ""
+	if a.Batch.ID != "" {
+		key = addr + "/" + a.Batch.ID
+		d = b.batches[key]
+		if d != nil && d.cancelled {
+			return nil, errors.New("cancelled on the receiving device")
+		}
+		if d != nil && d.started >= d.files {
+			d, key = nil, "" // more files than the page said: one of its own
+		}
+		if d == nil && len(b.batches) >= maxBrowserSets {
+			key = "" // a page that opens sets without end: files alone
+		}
+	}
 	var room store.Room
 	room.File(a.Size)
 	for _, f := range b.files {
-		room.File(f.t.Result().TotalBytes) // files arriving still hold their space
+		room.File(f.size) // files arriving still hold their space
 	}
 	if err := core.NoRoom(dir, room); err != nil {
 		return nil, errors.New(core.Sentence(err))
 	}
 	if b.dest == nil || b.dest.Dir() != dir {
-		d, err := store.Open(dir)
+		dest, err := store.Open(dir)
 		if err != nil {
 			return nil, fmt.Errorf("the download folder cannot be opened")
 		}
-		d.SyncOnFinalize = e.opts.SyncFiles
-		d.SetBufferedIO(e.opts.BufferedIO)
+		dest.SyncOnFinalize = e.opts.SyncFiles
+		dest.SetBufferedIO(e.opts.BufferedIO)
 		if b.dest != nil {
 			b.dest.Close()
 		}
-		b.dest = d
+		b.dest = dest
 	}
+	if d == nil {
+		var err error
+		if d, err = b.start(a, key, dir); err != nil {
+			return nil, err
+		}
+	}
+	f := &browserFile{d: d, size: a.Size}
+	d.started++
+	d.open[a.ID] = f
+	b.files[a.ID] = f
+	return b.dest, nil
+}
+
+// start makes the transfer of a's set (key) or of a alone (key ""), and
+// publishes its offer: the name, the size, where it goes, as any
+// receiving transfer's offer says it, so that rows and history name it;
+// active, not waiting: nobody is asked. b.mu is held.
+func (b *BrowserInbox) start(a weblink.Arrival, key, dir string) (*browserDelivery, error) {
+	e := b.e
 	addr := a.From.String()
+	d := &browserDelivery{key: key, files: 1, total: a.Size, open: map[string]*browserFile{}}
+	if key != "" {
+		d.files, d.total = a.Batch.Files, max(a.Batch.Bytes, a.Size)
+	}
 	t := &Transfer{
 		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
 		peer: PeerInfo{Name: "a browser at " + addr, Addr: addr}, state: StateActive,
 		decisions: make(chan Decision, 1),
-		result:    Result{TotalBytes: a.Size, Files: 1, Destination: dir},
+		result:    Result{TotalBytes: d.total, Files: d.files, Destination: dir},
 	}
-	t.delivery = t.id // each upload is a delivery of its own
-	id := a.ID
-	t.cancel = func(error) {
-		b.mu.Lock()
-		l := b.link
-		b.mu.Unlock()
-		if l != nil {
-			l.CancelUpload(id)
-		}
-	}
+	t.delivery = t.id // each is a delivery of its own
+	t.cancel = func(error) { b.cancel(d) }
 	if err := e.register(t); err != nil {
 		return nil, err
 	}
-	f := &browserFile{t: t, watched: make(chan struct{})}
-	ctx, stop := context.WithCancel(context.Background())
-	f.stop = stop
-	b.files[id] = f
-	// What arrives, as any receiving transfer's offer says it (the name, the
-	// size, where it goes), so rows and history name the file; active, not
-	// waiting: nobody is asked.
-	offer := &OfferInfo{Count: 1, Files: []FileInfo{{Path: a.Name, Size: a.Size}}, TotalBytes: a.Size, Dest: dir, FreeBytes: -1}
+	d.t = t
+	offer := &OfferInfo{Count: d.files, Files: []FileInfo{{Path: a.Name, Size: a.Size}}, TotalBytes: d.total, Dest: dir, FreeBytes: -1}
+	if a.Batch.Top != "" && key != "" {
+		offer.Folders = []FolderInfo{{Path: a.Batch.Top, Files: d.files, Bytes: d.total}}
+	}
 	if free, err := store.FreeSpace(dir); err == nil {
 		offer.FreeBytes = free
 	}
 	e.publish(t, Event{Kind: EventOffer, State: StateActive, Offer: offer})
 	e.publish(t, Event{Kind: EventState, State: StateActive})
-	go func() {
-		defer close(f.watched)
-		e.watchProgress(ctx, t, f.bytes.Load, a.Size, func() int { return 0 }, 1)
-	}()
-	return b.dest, nil
+	ctx, stop := context.WithCancel(context.Background())
+	d.stop = stop
+	d.watched.Go(func() {
+		e.watchProgress(ctx, t, func() int64 { return b.bytes(d) }, d.total, func() int { return b.verified(d) }, d.files)
+	})
+	if key != "" {
+		b.batches[key] = d
+		d.watched.Go(func() { b.watchIdle(ctx, d) })
+	}
+	b.all[d] = true
+	return d, nil
+}
+
+// bytes is what arrived of d's files: those landed and those on the way.
+func (b *BrowserInbox) bytes(d *browserDelivery) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := d.doneBytes
+	for _, f := range d.open {
+		n += f.bytes.Load()
+	}
+	return n
+}
+
+func (b *BrowserInbox) verified(d *browserDelivery) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return d.landed
+}
+
+// watchIdle ends d with what arrived when no file of it is on the way and
+// none came for b.idle: the page was closed, or went away.
+func (b *BrowserInbox) watchIdle(ctx context.Context, d *browserDelivery) {
+	e := b.e
+	every := min(b.idle/4, 5*time.Second)
+	tick, ticks := e.opts.Clock.NewTicker(every)
+	defer tick.Stop()
+	last, lastAt := int64(-1), e.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticks:
+			b.mu.Lock()
+			moved := d.doneBytes + int64(d.landed+d.failed)
+			for _, f := range d.open {
+				moved += f.bytes.Load() + 1
+			}
+			if moved != last || len(d.open) > 0 {
+				last, lastAt = moved, now
+				b.mu.Unlock()
+				continue
+			}
+			if now.Sub(lastAt) < b.idle || d.ended {
+				b.mu.Unlock()
+				continue
+			}
+			d.ended = true
+			delete(b.batches, d.key)
+			b.mu.Unlock()
+			go b.end(d, "the browser stopped sending")
+			return
+		}
+	}
+}
+
+// cancel is Cancel on d's transfer: its uploads on the way are cancelled,
+// the rest of its files refused, and it ends.
+func (b *BrowserInbox) cancel(d *browserDelivery) {
+	b.mu.Lock()
+	d.cancelled = true
+	l := b.link
+	ids := make([]string, 0, len(d.open))
+	for id := range d.open {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	if l != nil {
+		for _, id := range ids {
+			l.CancelUpload(id) // its Landed counts it
+		}
+	}
+	b.mu.Lock()
+	if d.ended {
+		b.mu.Unlock()
+		return
+	}
+	d.ended = true
+	b.mu.Unlock() // stays in batches, cancelled: the page's next files are refused
+	b.end(d, "cancelled on the receiving device")
 }
 
 // Progress counts the file's bytes for its progress events.
@@ -144,41 +309,87 @@ func (b *BrowserInbox) Progress(a weblink.Arrival, n int64) {
 	}
 }
 
-// Landed ends the file's transfer: done when saved, failed (with why) else.
+// Landed reports the file's end in its transfer, and ends the transfer
+// with its last file.
 func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 	b.mu.Lock()
 	f := b.files[a.ID]
 	delete(b.files, a.ID)
-	b.mu.Unlock()
 	if f == nil {
+		b.mu.Unlock()
 		return
 	}
-	f.stop()
-	<-f.watched // no tick after the last progress below
-	e := b.e
+	d := f.d
+	delete(d.open, a.ID)
 	fr := &FileResult{Path: a.Name, Size: a.Size, Verified: err == nil && savedAs != ""}
 	if savedAs != a.Name {
 		fr.SavedAs = savedAs
 	}
-	r := f.t.Result()
-	r.Bytes = f.bytes.Load()
 	if fr.Verified {
-		r.Bytes = a.Size
-		r.State, r.Verified = StateDone, 1
+		d.landed++
+		d.doneBytes += a.Size
 	} else {
+		d.failed++
+		if err != nil {
+			fr.Err = err.Error()
+			if d.firstErr == "" {
+				d.firstErr = err.Error()
+			}
+		}
+	}
+	last := !d.ended && d.landed+d.failed >= d.files
+	if last {
+		d.ended = true
+		if b.batches[d.key] == d {
+			delete(b.batches, d.key)
+		}
+	}
+	b.mu.Unlock()
+	b.e.publish(d.t, Event{Kind: EventFile, File: fr})
+	if last {
+		b.end(d, "")
+	}
+}
+
+// end stops d's watches and finishes its transfer: done when every file
+// arrived whole, failed else (why says what stopped it, "" when each file
+// ended). d.ended is set.
+func (b *BrowserInbox) end(d *browserDelivery, why string) {
+	d.stop()
+	d.watched.Wait() // no tick after the last progress below
+	b.mu.Lock()
+	delete(b.all, d)
+	landed, failed, done, firstErr := d.landed, d.failed, d.doneBytes, d.firstErr
+	b.mu.Unlock()
+	r := d.t.Result()
+	r.Bytes, r.Verified = done, landed
+	switch {
+	case landed == d.files:
+		r.Bytes = d.total
+		r.State = StateDone
+	case d.key == "":
+		// One file alone, as before sets.
 		r.State, r.Code = StateFailed, string(errcode.CodeCancelled)
 		r.Err = "The browser's upload did not finish"
-		if err != nil {
-			r.Err = fmt.Sprintf("The browser's upload did not finish: %v", err)
-			r.Detail = err.Error()
-			fr.Err = err.Error()
+		if firstErr != "" {
+			r.Err = fmt.Sprintf("The browser's upload did not finish: %s", firstErr)
+			r.Detail = firstErr
 		}
+	default:
+		r.State, r.Code = StateFailed, string(errcode.CodeCancelled)
+		r.Err = fmt.Sprintf("%d of %d files arrived from the browser", landed, d.files)
+		switch {
+		case why != "":
+			r.Err += ": " + why
+		case failed > 0 && firstErr != "":
+			r.Err += fmt.Sprintf("; %d did not, the first: %s", failed, firstErr)
+		}
+		r.Detail = firstErr
 	}
 	// The last bytes, which a progress tick may not have seen (a small
 	// file lands between two).
-	e.publish(f.t, Event{Kind: EventProgress, Progress: &Progress{Bytes: r.Bytes, TotalBytes: a.Size, Files: r.Verified, TotalFiles: 1}})
-	e.publish(f.t, Event{Kind: EventFile, File: fr})
-	e.finish(f.t, r)
+	b.e.publish(d.t, Event{Kind: EventProgress, Progress: &Progress{Bytes: r.Bytes, TotalBytes: d.total, Files: landed, TotalFiles: d.files}})
+	b.e.finish(d.t, r)
 }
 
 var _ weblink.ProgressInbox = (*BrowserInbox)(nil)

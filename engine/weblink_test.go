@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +168,150 @@ func TestBrowserInboxFolder(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.DownloadDir(), "Trip", "day 1", "IMG_1.jpg")); err != nil {
 		t.Errorf("the file that arrived: %v", err)
+	}
+}
+
+// browserLink is a receive link served through e's BrowserInbox (idle:
+// how long a set waits for its next file); it returns the tus endpoint.
+func browserLink(t *testing.T, e *Engine, idle time.Duration) (endpoint string, in *BrowserInbox) {
+	t.Helper()
+	s, err := weblink.Listen("127.0.0.1:0", weblink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	in = e.BrowserInbox()
+	in.idle = idle
+	l, err := s.Receive(in, weblink.ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Attach(l)
+	t.Cleanup(func() { l.Stop(); in.Close() })
+	return "http://" + s.Addr().String() + l.Path() + "tus/", in
+}
+
+// batchMeta is the page's metadata for a set of files.
+func batchMeta(id string, files int, bytes int64, top string) map[string]string {
+	m := map[string]string{"batch": id, "batchfiles": strconv.Itoa(files), "batchbytes": strconv.FormatInt(bytes, 10)}
+	if top != "" {
+		m["batchtop"] = top
+	}
+	return m
+}
+
+// TestBrowserSetIsOneTransfer: the files a page sends together (a folder
+// dropped, files picked at once) are one receiving transfer, as a Ferry
+// device's are: one offer naming the folder and the count, an event per
+// file, one result with every file verified; a second set is a transfer
+// of its own. Before, each file was a transfer (a row, a history entry and
+// a notification for each of a folder's 500 photos).
+func TestBrowserSetIsOneTransfer(t *testing.T) {
+	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond})
+	events, unsub := e.Subscribe(4096)
+	defer unsub()
+	endpoint, _ := browserLink(t, e, time.Minute)
+	data := bytes.Repeat([]byte("z"), 10_000)
+	set := batchMeta("00112233445566778899aabbccddeeff", 3, 3*int64(len(data)), "Trip")
+	for _, name := range []string{"Trip/a.jpg", "Trip/day 1/b.jpg", "Trip/day 1/c.jpg"} {
+		testutil.TusUploadMeta(t, endpoint, name, len(data), data, set)
+	}
+	var offers, files []Event
+	var res *Event
+	for res == nil {
+		select {
+		case ev := <-events:
+			switch ev.Kind {
+			case EventOffer:
+				offers = append(offers, ev)
+			case EventFile:
+				files = append(files, ev)
+			case EventResult:
+				res = &ev
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no result: %d offers, %d files", len(offers), len(files))
+		}
+	}
+	if len(offers) != 1 || offers[0].Offer.Count != 3 || len(offers[0].Offer.Folders) != 1 || offers[0].Offer.Folders[0].Path != "Trip" ||
+		offers[0].Offer.TotalBytes != 3*int64(len(data)) {
+		t.Fatalf("offers %+v", offers)
+	}
+	if len(files) != 3 || res.TransferID != offers[0].TransferID {
+		t.Fatalf("%d file events; result of %s, offer of %s", len(files), res.TransferID, offers[0].TransferID)
+	}
+	if r := res.Result; r.State != StateDone || r.Files != 3 || r.Verified != 3 || r.Bytes != 3*int64(len(data)) {
+		t.Fatalf("result %+v", r)
+	}
+	for _, name := range []string{"a.jpg", "day 1/b.jpg", "day 1/c.jpg"} {
+		if _, err := os.Stat(filepath.Join(e.DownloadDir(), "Trip", filepath.FromSlash(name))); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Files of another set, and a file without one: transfers of their own.
+	testutil.TusUploadMeta(t, endpoint, "x.jpg", len(data), data, batchMeta("ffeeddccbbaa99887766554433221100", 1, int64(len(data)), ""))
+	testutil.TusUpload(t, endpoint, "y.jpg", len(data), data)
+	ids := map[string]bool{}
+	for len(ids) < 2 {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventResult {
+				if ev.Result.State != StateDone || ev.Result.Files != 1 {
+					t.Errorf("result %+v", ev.Result)
+				}
+				ids[ev.TransferID] = true
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no result for the other files")
+		}
+	}
+}
+
+// TestBrowserSetEnds: a set whose page stops sending ends, after the idle
+// time, with what arrived; Cancel on a set's transfer refuses the rest of
+// its files.
+func TestBrowserSetEnds(t *testing.T) {
+	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond})
+	events, unsub := e.Subscribe(4096)
+	defer unsub()
+	endpoint, _ := browserLink(t, e, 200*time.Millisecond)
+	data := bytes.Repeat([]byte("q"), 1000)
+	result := func() *Result {
+		t.Helper()
+		for {
+			select {
+			case ev := <-events:
+				if ev.Kind == EventResult {
+					return ev.Result
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no result")
+			}
+		}
+	}
+	testutil.TusUploadMeta(t, endpoint, "a.jpg", len(data), data, batchMeta("0123456789abcdef0123456789abcdef", 5, 5000, ""))
+	testutil.TusUploadMeta(t, endpoint, "b.jpg", len(data), data, batchMeta("0123456789abcdef0123456789abcdef", 5, 5000, ""))
+	if r := result(); r.State != StateFailed || r.Verified != 2 || r.Files != 5 || r.Err != "2 of 5 files arrived from the browser: the browser stopped sending" {
+		t.Fatalf("a set the page stopped: %+v", r)
+	}
+
+	set := batchMeta("abcdef0123456789abcdef0123456789", 3, 3000, "")
+	testutil.TusUploadMeta(t, endpoint, "c.jpg", len(data), data, set)
+	var id string
+	for id == "" {
+		if ev := <-events; ev.Kind == EventFile {
+			id = ev.TransferID
+		}
+	}
+	if err := e.Cancel(id); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(); r.State != StateFailed || r.Verified != 1 || !strings.Contains(r.Err, "cancelled on the receiving device") {
+		t.Fatalf("a cancelled set: %+v", r)
+	}
+	status, _, body := testutil.TusCreateMeta(t, endpoint, "d.jpg", len(data), set)
+	if status < 400 || !strings.Contains(string(body), "cancelled on the receiving device") {
+		t.Fatalf("the next file of a cancelled set: %d %s", status, body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
+	"github.com/ferrydrop/ferry/engine/store"
 	"image"
 	"image/color"
 	"image/png"
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -637,6 +639,20 @@ func dropOn(t *testing.T, ctx context.Context, sel string, paths ...string) {
 	}
 }
 
+// recordingInbox is a FolderInbox that keeps what Arrive was given.
+type recordingInbox struct {
+	*FolderInbox
+	mu       sync.Mutex
+	arrivals []Arrival
+}
+
+func (r *recordingInbox) Arrive(a Arrival) (*store.Dest, error) {
+	r.mu.Lock()
+	r.arrivals = append(r.arrivals, a)
+	r.mu.Unlock()
+	return r.FolderInbox.Arrive(a)
+}
+
 // TestBrowserUploadFolder: a folder dropped on the page arrives as its
 // tree (its folders made on this device), beside a file dropped with it;
 // two files of one name, size and date in two folders are two files (the
@@ -664,7 +680,18 @@ func TestBrowserUploadFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, l, in, _ := startBrowserReceive(t)
+	s := Serve(newWireListener(t), Options{DeviceName: "Alice's laptop"})
+	t.Cleanup(func() { s.Close() })
+	folder, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { folder.Close() })
+	in := &recordingInbox{FolderInbox: folder}
+	l, err := s.Receive(in, ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	drain(l)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
 		t.Fatal(err)
@@ -690,6 +717,32 @@ func TestBrowserUploadFolder(t *testing.T) {
 			t.Errorf("the second copy: %v", err)
 		}
 	}
+	// Each drop was one set, as the page said it: its count, its size,
+	// and its one folder when it was a folder alone.
+	in.mu.Lock()
+	arrivals := slices.Clone(in.arrivals)
+	in.mu.Unlock()
+	if len(arrivals) != 7 {
+		t.Fatalf("%d files arrived, want 7", len(arrivals))
+	}
+	var firstBytes int64
+	for _, f := range files {
+		st, _ := os.Stat(f)
+		firstBytes += st.Size()
+	}
+	first, second := arrivals[0].Batch, arrivals[4].Batch
+	if first.ID == "" || first.Files != 4 || first.Bytes != firstBytes || first.Top != "" {
+		t.Errorf("the first drop's set: %+v (want 4 files, %d bytes, no one folder)", first, firstBytes)
+	}
+	if second.ID == "" || second.ID == first.ID || second.Files != 3 || second.Top != "Trip" {
+		t.Errorf("the second drop's set: %+v (want another, 3 files, the folder Trip)", second)
+	}
+	for i, a := range arrivals {
+		if want := map[bool]Batch{true: first, false: second}[i < 4]; a.Batch != want {
+			t.Errorf("file %d (%s) says %+v, its set %+v", i, a.Name, a.Batch, want)
+		}
+	}
+
 	var got []string
 	filepath.WalkDir(in.Dir(), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

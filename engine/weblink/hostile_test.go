@@ -368,3 +368,36 @@ func TestUploadName(t *testing.T) {
 		}
 	}
 }
+
+// batchCases are a page's batch metadata for a file at name and what the
+// receiver reads from it; they double as FuzzBrowserBatch's corpus.
+var batchCases = []struct {
+	meta map[string]string
+	name string
+	want Batch
+}{
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "3", "batchbytes": "1000"}, "a.jpg", Batch{ID: "0123456789abcdef", Files: 3, Bytes: 1000}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "3", "batchbytes": "1000", "batchtop": "Trip"}, "Trip/day 1/a.jpg", Batch{ID: "0123456789abcdef", Files: 3, Bytes: 1000, Top: "Trip"}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "3", "batchbytes": "1000", "batchtop": "Other"}, "Trip/a.jpg", Batch{ID: "0123456789abcdef", Files: 3, Bytes: 1000}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "3", "batchbytes": "1000", "batchtop": "Trip/day 1"}, "Trip/day 1/a.jpg", Batch{ID: "0123456789abcdef", Files: 3, Bytes: 1000}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "3", "batchbytes": "1000", "batchtop": ".."}, "../a.jpg", Batch{ID: "0123456789abcdef", Files: 3, Bytes: 1000}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "3", "batchbytes": "1000", "batchtop": "a.jpg"}, "a.jpg", Batch{ID: "0123456789abcdef", Files: 3, Bytes: 1000}},
+	{map[string]string{}, "a.jpg", Batch{}},
+	{map[string]string{"batch": "short", "batchfiles": "3", "batchbytes": "1000"}, "a.jpg", Batch{}},
+	{map[string]string{"batch": "0123456789ABCDEF", "batchfiles": "3", "batchbytes": "1000"}, "a.jpg", Batch{}},
+	{map[string]string{"batch": strings.Repeat("a", 65), "batchfiles": "3", "batchbytes": "1000"}, "a.jpg", Batch{}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "0", "batchbytes": "1000"}, "a.jpg", Batch{}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "1000001", "batchbytes": "1000"}, "a.jpg", Batch{}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "-1", "batchbytes": "1000"}, "a.jpg", Batch{}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "3", "batchbytes": "-5"}, "a.jpg", Batch{}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": "3", "batchbytes": "99999999999999999999"}, "a.jpg", Batch{}},
+	{map[string]string{"batch": "0123456789abcdef", "batchfiles": " 3", "batchbytes": "1000"}, "a.jpg", Batch{}},
+}
+
+func TestBrowserBatch(t *testing.T) {
+	for _, c := range batchCases {
+		if got := browserBatch(c.meta, c.name); got != c.want {
+			t.Errorf("browserBatch(%v, %q) = %+v, want %+v", c.meta, c.name, got, c.want)
+		}
+	}
+}

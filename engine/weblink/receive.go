@@ -64,6 +64,62 @@ type Arrival struct {
 	// Modified is the file's modification time as the browser gave it
 	// (File.lastModified), zero when it gave none that reads.
 	Modified time.Time
+	// Batch is what the page said of the files picked or dropped together
+	// with this one (zero when it said nothing, or nothing that reads): an
+	// Inbox may make them one transfer.
+	Batch Batch
+}
+
+// Batch is the page's word on a set of files picked or dropped together:
+// claims of a browser, bounded, which an Inbox may use to show them as
+// one delivery, never to decide what is stored.
+type Batch struct {
+	// ID names the set (random, from the page): 16 to 64 lowercase hex
+	// digits; "" when the page gave none.
+	ID string
+	// Files and Bytes are how many files the set has and their size.
+	Files int
+	Bytes int64
+	// Top is the one folder the set is (a folder picked or dropped alone):
+	// a single name ValidateHere takes, and the first element of this
+	// file's path; "" otherwise.
+	Top string
+}
+
+// maxBatchFiles bounds the files a page may say a set has.
+const maxBatchFiles = 1_000_000
+
+// browserBatch reads the batch metadata of an upload of name (as
+// uploadName gave it): "batch", "batchfiles", "batchbytes" and
+// "batchtop". Anything that does not read gives the zero Batch, or no Top.
+func browserBatch(meta map[string]string, name string) Batch {
+	id := meta["batch"]
+	if len(id) < 16 || len(id) > 64 || !isLowerHex(id) {
+		return Batch{}
+	}
+	files, err := strconv.Atoi(meta["batchfiles"])
+	if err != nil || files < 1 || files > maxBatchFiles {
+		return Batch{}
+	}
+	bytes, err := strconv.ParseInt(meta["batchbytes"], 10, 64)
+	if err != nil || bytes < 0 || bytes > 1<<50 {
+		return Batch{}
+	}
+	b := Batch{ID: id, Files: files, Bytes: bytes}
+	if top := store.LocalName(meta["batchtop"]); top != "" && !strings.Contains(top, "/") &&
+		store.ValidateHere(top) == nil && strings.HasPrefix(name, top+"/") {
+		b.Top = top
+	}
+	return b
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ReceiveOptions configure a receive link.
@@ -301,7 +357,8 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	}
 	rc.open++ // held from here; given back when the upload ends or fails below
 	rc.mu.Unlock()
-	a := Arrival{ID: id, From: dev, Name: name, Size: info.Size, Modified: browserTime(info.MetaData["lastmodified"])}
+	a := Arrival{ID: id, From: dev, Name: name, Size: info.Size, Modified: browserTime(info.MetaData["lastmodified"]),
+		Batch: browserBatch(info.MetaData, name)}
 	dest, err := rc.inbox.Arrive(a)
 	if err != nil {
 		rc.release()

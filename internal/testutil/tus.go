@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +17,13 @@ import (
 // returns the answer's status, its Location and its body; only a request
 // that gets no answer fails t.
 func TusCreate(t testing.TB, endpoint, name string, size int) (status int, location string, body []byte) {
+	t.Helper()
+	return TusCreateMeta(t, endpoint, name, size, nil)
+}
+
+// TusCreateMeta is TusCreate with more metadata (such as the page's
+// "batch", "batchfiles", "batchbytes").
+func TusCreateMeta(t testing.TB, endpoint, name string, size int, extra map[string]string) (status int, location string, body []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, endpoint, nil)
 	if err != nil {
@@ -27,6 +36,9 @@ func TusCreate(t testing.TB, endpoint, name string, size int) (status int, locat
 		// A file of a folder, as the page sends it: its name, and its path.
 		meta = "filename " + base64.StdEncoding.EncodeToString([]byte(name[i+1:])) +
 			",relativepath " + base64.StdEncoding.EncodeToString([]byte(name))
+	}
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		meta += "," + k + " " + base64.StdEncoding.EncodeToString([]byte(extra[k]))
 	}
 	req.Header.Set("Upload-Metadata", meta)
 	res, err := http.DefaultClient.Do(req)
@@ -43,7 +55,13 @@ func TusCreate(t testing.TB, endpoint, name string, size int) (status int, locat
 // the upload's URL.
 func TusUpload(t testing.TB, endpoint, name string, size int, body []byte) string {
 	t.Helper()
-	status, loc, _ := TusCreate(t, endpoint, name, size)
+	return TusUploadMeta(t, endpoint, name, size, body, nil)
+}
+
+// TusUploadMeta is TusUpload with more metadata (TusCreateMeta).
+func TusUploadMeta(t testing.TB, endpoint, name string, size int, body []byte, extra map[string]string) string {
+	t.Helper()
+	status, loc, _ := TusCreateMeta(t, endpoint, name, size, extra)
 	if status != http.StatusCreated {
 		t.Fatalf("tus create %q: %d", name, status)
 	}

@@ -32,6 +32,18 @@
   // add queues files: each {file, path}, path being the file's place in
   // a folder sent ("Trip/day 1/IMG_1.jpg"), "" for a file by itself.
   function add(files) {
+    // The files picked or dropped together are one set ("batch"): the
+    // receiver shows them as one delivery. Its size, and the one folder
+    // it is when a folder came alone, go with each file.
+    var batch = { id: randomID(), files: files.length, bytes: 0, top: "" };
+    var tops = {};
+    for (var k = 0; k < files.length; k++) {
+      batch.bytes += files[k].file.size;
+      var p = files[k].path || "";
+      tops[p.indexOf("/") > 0 ? p.slice(0, p.indexOf("/")) : "/" + files[k].file.name] = true;
+    }
+    var names = Object.keys(tops);
+    if (names.length === 1 && names[0].charAt(0) !== "/") batch.top = names[0];
     for (var i = 0; i < files.length; i++) {
       var f = files[i].file, where = files[i].path || f.name;
       var li = document.createElement("li");
@@ -46,12 +58,19 @@
       bar.setAttribute("aria-label", where);
       li.appendChild(name); li.appendChild(state); li.appendChild(bar);
       list.appendChild(li);
-      queue.push({ file: f, path: files[i].path || "", state: state, bar: bar });
+      queue.push({ file: f, path: files[i].path || "", batch: batch, state: state, bar: bar });
       allBytes += f.size;
     }
     totalBar.hidden = false;
     show(0);
     next();
+  }
+
+  // randomID is 32 random hex digits.
+  function randomID() {
+    var b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return Array.prototype.map.call(b, function (x) { return (x < 16 ? "0" : "") + x.toString(16); }).join("");
   }
 
   // plain is a FileList as picked: files by themselves, or a folder's
@@ -149,6 +168,10 @@
     var started = false;
     var meta = { filename: f.name, filetype: f.type || "application/octet-stream", lastmodified: String(f.lastModified || "") };
     if (job.path) meta.relativepath = job.path;
+    meta.batch = job.batch.id;
+    meta.batchfiles = String(job.batch.files);
+    meta.batchbytes = String(job.batch.bytes);
+    if (job.batch.top) meta.batchtop = job.batch.top;
     var upload = new tus.Upload(f, {
       endpoint: endpoint,
       chunkSize: chunk,

@@ -176,6 +176,10 @@ type linkEvent struct {
 	From  string `json:"from,omitempty"`
 	State string `json:"state,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Files and Verified are a result's files: all of them (a set the
+	// page sent together has several) and those that arrived whole.
+	Files    int `json:"files,omitempty"`
+	Verified int `json:"verified,omitempty"`
 }
 
 // followLink prints the link (URL and QR code) and what happens on it until
@@ -221,7 +225,8 @@ func followLink(ctx context.Context, e *engine.Engine, events <-chan engine.Even
 		case ev.Kind == engine.EventResult && ev.Direction == engine.Receiving:
 			// A browser's file as the engine's transfer: its result, as
 			// history keeps it.
-			je := linkEvent{Event: "result", Device: ev.Peer.Addr, From: ev.Peer.Name, State: string(ev.Result.State), Error: ev.Result.Err}
+			je := linkEvent{Event: "result", Device: ev.Peer.Addr, From: ev.Peer.Name, State: string(ev.Result.State), Error: ev.Result.Err,
+				Files: ev.Result.Files, Verified: ev.Result.Verified}
 			print(je)
 		}
 	}
@@ -311,6 +316,12 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 				names[i] = safetext.Name(n)
 			}
 			fmt.Fprintf(out, "  not in it (deleted or moved since it was shared; its NOT INCLUDED.txt says so): %s\n", strings.Join(names, ", "))
+		}
+	case "result":
+		// A set of files the page sent together that did not all arrive
+		// (each file's own line said the rest).
+		if a.Files > 1 && a.Error != "" {
+			fmt.Fprintf(out, "%s: %s\n", a.Device, shown(a.Error))
 		}
 	case "ended":
 		fmt.Fprintln(out, shown(a.Error))

@@ -169,3 +169,24 @@ func TestLinkDoneSaysWhatTheZipLeftOut(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", out.String(), want)
 	}
 }
+
+// A set of files a browser sent together that did not all arrive says how
+// many did and why; a file alone (its "done" line said it) and a set that
+// arrived whole print nothing more.
+func TestLinkResultOfASet(t *testing.T) {
+	for _, c := range []struct {
+		ev   linkEvent
+		want string
+	}{
+		{linkEvent{Event: "result", Device: "10.0.0.5", State: "failed", Files: 5, Verified: 2, Error: "2 of 5 files arrived from the browser: the browser stopped sending"},
+			"10.0.0.5: 2 of 5 files arrived from the browser: the browser stopped sending\n"},
+		{linkEvent{Event: "result", Device: "10.0.0.5", State: "failed", Files: 1, Error: "The browser's upload did not finish"}, ""},
+		{linkEvent{Event: "result", Device: "10.0.0.5", State: "done", Files: 5, Verified: 5}, ""},
+	} {
+		var out bytes.Buffer
+		printLinkEvent(&out, c.ev, false)
+		if out.String() != c.want {
+			t.Errorf("%+v printed %q, want %q", c.ev, out.String(), c.want)
+		}
+	}
+}

@@ -169,7 +169,7 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrRelayUnreachable, m.relay, unwrapURL(err))
+		return nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReply+1))

@@ -132,3 +132,50 @@ func TestIdleReceiverWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswerAfterAWaitTimedOut: a wait the relay held past the caller's
+// request timeout (a slow path) is no answer yet, not a relay gone: the
+// caller waits again and gets the answer.
+func TestAnswerAfterAWaitTimedOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the mailbox's 5 s request timeout")
+	}
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 11
+	const call = "fedcba9876543210fedcba9876543210"
+	box := relay.NewMailbox(relay.Limits{})
+	var waits atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == anywhere.PathWait && waits.Add(1) == 1 {
+			select { // held past the client's timeout
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		box.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer close(release)
+	relayAddr := strings.TrimPrefix(srv.URL, "http://")
+	answerBox := anywhere.AnswerName(s, call)
+	blob, err := anywhere.Seal(s, answerBox, anywhere.Message{Kind: anywhere.KindAnswer, From: b.ID.String(), To: a.ID.String(), At: time.Now().Unix(), Call: call,
+		Ufrag: "abcd", Pwd: "abcdefghijklmnopqrstuv", Candidates: []string{"candidate:1 1 udp 1 127.0.0.1 5000 typ host"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := anywhere.NewMailbox(relayAddr, "").Push(t.Context(), answerBox, blob); err != nil {
+		t.Fatal(err)
+	}
+	mb := anywhere.NewMailbox(relayAddr, "")
+	defer mb.Close()
+	m, err := anywhere.WaitAnswer(t.Context(), mb, anywhere.DialRequest{Relay: relayAddr, Secret: s, Self: a.ID, Peer: b.ID}, call)
+	if err != nil || m.Call != call {
+		t.Fatalf("after a wait that timed out: %+v, %v", m, err)
+	}
+	if waits.Load() < 2 {
+		t.Errorf("%d waits", waits.Load())
+	}
+}

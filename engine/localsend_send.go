@@ -271,7 +271,7 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 			for _, id := range ids {
 				a.total += sizes[id]
 			}
-			a.leaveOut(ups, ids)
+			a.leaveOut(ups, ids, named)
 			a.e.setState(a.t, StateActive)
 			go a.e.watchProgress(pctx, a.t, a.sent.Load, a.total, func() int { return int(a.done.Load()) }, len(ids))
 		},
@@ -358,17 +358,30 @@ func (e *lsStalledError) Is(target error) bool { return target == core.ErrReceiv
 // leaveOut records the offered files that the receiver did not take (ids
 // are the ones it took) and tells of each, as a Ferry receiver's refusal
 // by name is told: a file event with the reason.
-func (a *lsAttempt) leaveOut(ups []localsend.Upload, ids []string) {
+func (a *lsAttempt) leaveOut(ups []localsend.Upload, ids []string, named <-chan struct{}) {
 	took := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		took[id] = true
 	}
-	who := a.receiverName()
+	var left []int
 	for _, u := range ups {
-		i, err := strconv.Atoi(u.ID)
-		if took[u.ID] || err != nil { // "text" is not a file of the offer
-			continue
+		if i, err := strconv.Atoi(u.ID); err == nil && !took[u.ID] { // "text" is not a file of the offer
+			left = append(left, i)
 		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	// The device answered: its name (learnName) comes at once, and the
+	// words name it ("Pixel did not take this file").
+	wait := time.NewTimer(nameWait)
+	select {
+	case <-named:
+	case <-wait.C:
+	}
+	wait.Stop()
+	who := a.receiverName()
+	for _, i := range left {
 		a.ls.mu.Lock()
 		a.ls.leftOut[i] = true
 		a.ls.mu.Unlock()

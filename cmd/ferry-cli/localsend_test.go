@@ -68,7 +68,7 @@ func TestSendToLocalSendTellsWhatWasLeftOut(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "did not take 1 file(s)") {
 		t.Fatalf("exit %d, stderr %q; want 1, saying a file was not taken", code, stderr)
 	}
-	for _, want := range []string{"FAILED  b.txt: The receiver did not take this file.", "done: 1 of 1 files verified", "over https", "refused: 1 file(s)"} {
+	for _, want := range []string{"FAILED  b.txt: Phone did not take this file.", "done: 1 of 1 files verified", "over https", "refused: 1 file(s)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

@@ -39,6 +39,15 @@ type BrowserInbox struct {
 	files   map[string]*browserFile     // by upload ID
 	batches map[string]*browserDelivery // sets still open, by address and batch ID
 	all     map[*browserDelivery]bool   // every transfer not ended
+	// early are files of sets refused before their set's first file
+	// arrived (their names cannot be stored): counted when it does.
+	early map[string][]earlyRefusal
+}
+
+// earlyRefusal is a file of a set refused before the set began.
+type earlyRefusal struct {
+	name, why string
+	size      int64
 }
 
 // maxBrowserSets bounds the sets a link holds open (each a transfer
@@ -78,7 +87,7 @@ type browserDelivery struct {
 // BrowserInbox returns an inbox for one receive link.
 func (e *Engine) BrowserInbox() *BrowserInbox {
 	return &BrowserInbox{e: e, idle: browserIdle, files: map[string]*browserFile{},
-		batches: map[string]*browserDelivery{}, all: map[*browserDelivery]bool{}}
+		batches: map[string]*browserDelivery{}, all: map[*browserDelivery]bool{}, early: map[string][]earlyRefusal{}}
 }
 
 // Attach tells the inbox which link it serves (for Cancel).
@@ -162,11 +171,26 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 		}
 		b.dest = dest
 	}
+	var early []earlyRefusal
 	if d == nil {
 		var err error
 		if d, err = b.start(a, key, dir); err != nil {
 			return nil, err
 		}
+		if key != "" {
+			early = b.early[key]
+			delete(b.early, key)
+		}
+	}
+	for _, r := range early {
+		// Counted now that the set has its transfer; its last file is
+		// this one, so the set does not end here.
+		d.started++
+		d.failed++
+		if d.firstErr == "" {
+			d.firstErr = r.why
+		}
+		b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: r.name, Size: r.size, Err: r.why}})
 	}
 	f := &browserFile{d: d, size: a.Size}
 	d.started++
@@ -299,6 +323,45 @@ func (b *BrowserInbox) cancel(d *browserDelivery) {
 	b.end(d, "cancelled on the receiving device")
 }
 
+// Refused counts a file the link refused (its name cannot be stored, or
+// Arrive refused it) in its set, which then does not wait for it; the set
+// ends with it when it was its last. A file alone is the page's to say.
+func (b *BrowserInbox) Refused(a weblink.Arrival, err error) {
+	if a.Batch.ID == "" || err == nil {
+		return
+	}
+	key := a.From.String() + "/" + a.Batch.ID
+	why := err.Error()
+	b.mu.Lock()
+	d := b.batches[key]
+	if d == nil {
+		if len(b.early) < maxBrowserSets && len(b.early[key]) < a.Batch.Files {
+			b.early[key] = append(b.early[key], earlyRefusal{name: a.Name, why: why, size: a.Size})
+		}
+		b.mu.Unlock()
+		return
+	}
+	if d.ended || d.started >= d.files {
+		b.mu.Unlock()
+		return
+	}
+	d.started++
+	d.failed++
+	if d.firstErr == "" {
+		d.firstErr = why
+	}
+	last := d.landed+d.failed >= d.files
+	if last {
+		d.ended = true
+		delete(b.batches, d.key)
+	}
+	b.mu.Unlock()
+	b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: a.Name, Size: a.Size, Err: why}})
+	if last {
+		b.end(d, "")
+	}
+}
+
 // Progress counts the file's bytes for its progress events.
 func (b *BrowserInbox) Progress(a weblink.Arrival, n int64) {
 	b.mu.Lock()
@@ -392,4 +455,7 @@ func (b *BrowserInbox) end(d *browserDelivery, why string) {
 	b.e.finish(d.t, r)
 }
 
-var _ weblink.ProgressInbox = (*BrowserInbox)(nil)
+var (
+	_ weblink.ProgressInbox = (*BrowserInbox)(nil)
+	_ weblink.RefusingInbox = (*BrowserInbox)(nil)
+)

@@ -315,3 +315,48 @@ func TestBrowserSetEnds(t *testing.T) {
 		t.Fatalf("the next file of a cancelled set: %d %s", status, body)
 	}
 }
+
+// TestBrowserSetCountsRefusedFiles: a file of a set the link refuses (its
+// name cannot be stored) counts in its set, before the set's first file
+// arrived or after: the set ends with its last file, saying what did not
+// arrive and why, instead of waiting for a file that never comes.
+func TestBrowserSetCountsRefusedFiles(t *testing.T) {
+	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond})
+	events, unsub := e.Subscribe(4096)
+	defer unsub()
+	endpoint, _ := browserLink(t, e, time.Hour)
+	data := bytes.Repeat([]byte("r"), 100)
+	set := batchMeta("0f1e2d3c4b5a69788796a5b4c3d2e1f0", 4, 400, "Trip")
+	for _, name := range []string{"Trip/bad.partial", "Trip/a.jpg", "Trip/also.partial", "Trip/b.jpg"} {
+		if strings.HasSuffix(name, ".partial") {
+			if status, _, _ := testutil.TusCreateMeta(t, endpoint, name, len(data), set); status != 422 {
+				t.Fatalf("%s: %d, want it refused", name, status)
+			}
+			continue
+		}
+		testutil.TusUploadMeta(t, endpoint, name, len(data), data, set)
+	}
+	var files []*FileResult
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventFile {
+				files = append(files, ev.File)
+			}
+			if ev.Kind != EventResult {
+				continue
+			}
+			r := ev.Result
+			if r.State != StateFailed || r.Files != 4 || r.Verified != 2 ||
+				r.Err != "2 of 4 files arrived from the browser; 2 did not, the first: this name cannot be saved: element \"bad.partial\" ends in .partial" {
+				t.Fatalf("result %+v", r)
+			}
+			if len(files) != 4 {
+				t.Fatalf("%d file events, want 4", len(files))
+			}
+			return
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the set did not end: %d file events", len(files))
+		}
+	}
+}

@@ -44,6 +44,16 @@ type Inbox interface {
 	Landed(a Arrival, savedAs string, err error)
 }
 
+// RefusingInbox is an Inbox that also hears of each file refused before
+// it arrived: its name cannot be stored (Arrive is not asked), or Arrive
+// refused it. With the page's set (Arrival.Batch) it can count the file in
+// its set, which would otherwise wait for it. Name is the file's name or
+// path as the page gave it, unchecked: show it escaped.
+type RefusingInbox interface {
+	Inbox
+	Refused(a Arrival, err error)
+}
+
 // ProgressInbox is an Inbox that also hears how many bytes of each file
 // have arrived (the engine's progress rows). Progress is called from the
 // upload's request as bytes are written: it must return at once.
@@ -311,12 +321,16 @@ var (
 
 // refused turns an Inbox refusal into a tusd error carrying its sentence.
 func refused(err error) error {
-	msg := err.Error()
+	return tusd.NewError("ERR_REFUSED", refusal(err), http.StatusUnprocessableEntity)
+}
+
+// refusal is why a file is refused, as the page shows it.
+func refusal(err error) string {
 	var ne *store.NameError
 	if errors.As(err, &ne) {
-		msg = "this name cannot be saved: " + ne.Reason
+		return "this name cannot be saved: " + ne.Reason
 	}
-	return tusd.NewError("ERR_REFUSED", msg, http.StatusUnprocessableEntity)
+	return err.Error()
 }
 
 // browserTime reads a file's modification time as the page sends it: the
@@ -340,6 +354,11 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	dev, _ := ctx.Value(deviceKey{}).(netip.Addr)
 	name, err := uploadName(info.MetaData["filename"], info.MetaData["relativepath"])
 	if err != nil {
+		shown := info.MetaData["relativepath"]
+		if shown == "" {
+			shown = info.MetaData["filename"]
+		}
+		rc.refused(Arrival{From: dev, Name: shown, Size: info.Size, Batch: browserBatch(info.MetaData, "")}, err)
 		return nil, refused(err)
 	}
 	id, err := newUploadID()
@@ -362,6 +381,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	dest, err := rc.inbox.Arrive(a)
 	if err != nil {
 		rc.release()
+		rc.refused(a, err)
 		return nil, refused(err)
 	}
 	p, err := dest.CreatePartial(name)
@@ -387,6 +407,13 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	rc.mu.Unlock()
 	u.t = rc.l.track(Activity{Device: dev, Upload: true, Name: name, Size: info.Size})
 	return u, nil
+}
+
+// refused tells an Inbox that hears of refusals (RefusingInbox).
+func (rc *receiver) refused(a Arrival, err error) {
+	if ri, ok := rc.inbox.(RefusingInbox); ok {
+		ri.Refused(a, errors.New(refusal(err)))
+	}
 }
 
 func (rc *receiver) release() {

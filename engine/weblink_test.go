@@ -17,19 +17,7 @@ func TestBrowserInbox(t *testing.T) {
 	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond}) // no prompt for a link the user showed
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
-	s, err := weblink.Listen("127.0.0.1:0", weblink.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	in := e.BrowserInbox()
-	defer in.Close()
-	l, err := s.Receive(in, weblink.ReceiveOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.Attach(l)
-	endpoint := "http://" + s.Addr().String() + l.Path() + "tus/"
+	endpoint, _ := browserLink(t, e, browserIdle)
 	data := bytes.Repeat([]byte("x"), 100_000)
 	testutil.TusUpload(t, endpoint, "photo.jpg", len(data), data)
 	// Its events are a receiving transfer's: an offer that asks nothing,
@@ -113,19 +101,7 @@ func TestBrowserInboxFolder(t *testing.T) {
 	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond})
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
-	s, err := weblink.Listen("127.0.0.1:0", weblink.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	in := e.BrowserInbox()
-	defer in.Close()
-	l, err := s.Receive(in, weblink.ReceiveOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.Attach(l)
-	endpoint := "http://" + s.Addr().String() + l.Path() + "tus/"
+	endpoint, _ := browserLink(t, e, browserIdle)
 	data := bytes.Repeat([]byte("y"), 50_000)
 	testutil.TusUpload(t, endpoint, "Trip/day 1/IMG_1.jpg", len(data), data)
 	var offer *OfferInfo

@@ -15,6 +15,30 @@ import (
 	"github.com/ferrydrop/ferry/engine/relay"
 )
 
+// countingMailbox serves a relay's mailbox with lim on loopback, counting
+// its waits and takes; without waits it answers them 404, as a relay
+// from before them did. It returns the mailbox's address.
+func countingMailbox(t *testing.T, lim relay.Limits, waits bool) (addr string, waited, took *atomic.Int32) {
+	t.Helper()
+	box := relay.NewMailbox(lim)
+	waited, took = new(atomic.Int32), new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case anywhere.PathWait:
+			if !waits {
+				http.NotFound(w, r)
+				return
+			}
+			waited.Add(1)
+		case anywhere.PathQueues:
+			took.Add(1)
+		}
+		box.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), waited, took
+}
+
 // TestAnswerThroughWaits: a caller waits for the callee's answer in waits
 // the relay holds (one request while the answer is 300 ms away, where
 // polling every 100 ms asks some three times), and from an older relay,
@@ -29,23 +53,7 @@ func TestAnswerThroughWaits(t *testing.T) {
 		waits bool
 	}{{"a relay that holds waits", true}, {"an older relay", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			box := relay.NewMailbox(relay.Limits{})
-			var waits, takes atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				switch r.URL.Path {
-				case anywhere.PathWait:
-					if !tc.waits {
-						http.NotFound(w, r)
-						return
-					}
-					waits.Add(1)
-				case anywhere.PathQueues:
-					takes.Add(1)
-				}
-				box.ServeHTTP(w, r)
-			}))
-			defer srv.Close()
-			relayAddr := strings.TrimPrefix(srv.URL, "http://")
+			relayAddr, waits, takes := countingMailbox(t, relay.Limits{}, tc.waits)
 			mb := anywhere.NewMailbox(relayAddr, "")
 			defer mb.Close()
 			req := anywhere.DialRequest{Relay: relayAddr, Secret: s, Self: a.ID, Peer: b.ID}
@@ -91,25 +99,10 @@ func TestIdleReceiverWaits(t *testing.T) {
 		waits bool
 	}{{"a relay that holds waits", true}, {"an older relay", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			box := relay.NewMailbox(relay.Limits{Wait: time.Hour})
-			var waits, takes atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				switch r.URL.Path {
-				case anywhere.PathWait:
-					if !tc.waits {
-						http.NotFound(w, r)
-						return
-					}
-					waits.Add(1)
-				case anywhere.PathQueues:
-					takes.Add(1)
-				}
-				box.ServeHTTP(w, r)
-			}))
-			defer srv.Close()
+			relayAddr, waits, takes := countingMailbox(t, relay.Limits{Wait: time.Hour}, tc.waits)
 			started := make(chan struct{})
 			rcv := &anywhere.Server{
-				Relay: strings.TrimPrefix(srv.URL, "http://"), Self: b.ID, Loopback: true, Poll: 50 * time.Millisecond,
+				Relay: relayAddr, Self: b.ID, Loopback: true, Poll: 50 * time.Millisecond,
 				Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
 				Listener: func() *net.UDPAddr { return nil },
 				Started:  func() { close(started) },

@@ -79,6 +79,7 @@ type browserDelivery struct {
 	firstErr                string
 	open                    map[string]*browserFile // by upload ID
 	cancelled, ended        bool
+	byBrowser               bool // a file of it was cancelled in the browser
 
 	stop    context.CancelFunc // ends the progress and idle watches
 	watched sync.WaitGroup     // the watches returned
@@ -393,6 +394,7 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 		d.doneBytes += a.Size
 	} else {
 		d.failed++
+		d.byBrowser = d.byBrowser || errors.Is(err, weblink.ErrCancelledInBrowser)
 		if err != nil {
 			fr.Err = err.Error()
 			if d.firstErr == "" {
@@ -426,26 +428,39 @@ func (b *BrowserInbox) end(d *browserDelivery, why string) {
 	b.mu.Unlock()
 	r := d.t.Result()
 	r.Bytes, r.Verified = done, landed
-	switch {
-	case landed == d.files:
+	if landed == d.files {
 		r.Bytes = d.total
 		r.State = StateDone
-	case d.key == "":
-		// One file alone, as before sets.
-		r.State, r.Code = StateFailed, string(errcode.CodeCancelled)
-		r.Err = "The browser's upload did not finish"
-		if firstErr != "" {
-			r.Err = fmt.Sprintf("The browser's upload did not finish: %s", firstErr)
-			r.Detail = firstErr
-		}
-	default:
-		r.State, r.Code = StateFailed, string(errcode.CodeCancelled)
-		r.Err = fmt.Sprintf("%d of %d files arrived from the browser", landed, d.files)
+	} else {
+		// Words for the row: cancelled here (Cancel, or the link stopped
+		// or expired), cancelled in the page, the page gone, or files
+		// that failed (the Err and Details say which and why).
+		r.State = StateFailed
+		b.mu.Lock()
+		cancelled, byBrowser, l := d.cancelled, d.byBrowser, b.link
+		b.mu.Unlock()
+		linkEnded := why == "the link ended" || l != nil && l.Err() != nil
 		switch {
-		case why != "":
-			r.Err += ": " + why
-		case failed > 0 && firstErr != "":
-			r.Err += fmt.Sprintf("; %d did not, the first: %s", failed, firstErr)
+		case cancelled || linkEnded:
+			r.Code = string(errcode.CodeCancelled)
+		case byBrowser:
+			r.Code, r.ByPeer = string(errcode.CodeCancelled), true
+		case why == "the browser stopped sending":
+			r.Code = string(errcode.CodeConnectionLost)
+		}
+		if d.key == "" {
+			r.Err = "The browser's upload did not finish"
+			if firstErr != "" {
+				r.Err = fmt.Sprintf("The browser's upload did not finish: %s", firstErr)
+			}
+		} else {
+			r.Err = fmt.Sprintf("%d of %d files arrived from the browser", landed, d.files)
+			switch {
+			case why != "":
+				r.Err += ": " + why
+			case failed > 0 && firstErr != "":
+				r.Err += fmt.Sprintf("; %d did not, the first: %s", failed, firstErr)
+			}
 		}
 		r.Detail = firstErr
 	}

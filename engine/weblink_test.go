@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -268,7 +269,8 @@ func TestBrowserSetEnds(t *testing.T) {
 	}
 	testutil.TusUploadMeta(t, endpoint, "a.jpg", len(data), data, batchMeta("0123456789abcdef0123456789abcdef", 5, 5000, ""))
 	testutil.TusUploadMeta(t, endpoint, "b.jpg", len(data), data, batchMeta("0123456789abcdef0123456789abcdef", 5, 5000, ""))
-	if r := result(); r.State != StateFailed || r.Verified != 2 || r.Files != 5 || r.Err != "2 of 5 files arrived from the browser: the browser stopped sending" {
+	if r := result(); r.State != StateFailed || r.Verified != 2 || r.Files != 5 || r.Err != "2 of 5 files arrived from the browser: the browser stopped sending" ||
+		r.Code != "connection_lost" {
 		t.Fatalf("a set the page stopped: %+v", r)
 	}
 
@@ -283,12 +285,27 @@ func TestBrowserSetEnds(t *testing.T) {
 	if err := e.Cancel(id); err != nil {
 		t.Fatal(err)
 	}
-	if r := result(); r.State != StateFailed || r.Verified != 1 || !strings.Contains(r.Err, "cancelled on the receiving device") {
+	if r := result(); r.State != StateFailed || r.Verified != 1 || !strings.Contains(r.Err, "cancelled on the receiving device") ||
+		r.Code != "cancelled" || r.ByPeer {
 		t.Fatalf("a cancelled set: %+v", r)
 	}
 	status, _, body := testutil.TusCreateMeta(t, endpoint, "d.jpg", len(data), set)
 	if status < 400 || !strings.Contains(string(body), "cancelled on the receiving device") {
 		t.Fatalf("the next file of a cancelled set: %d %s", status, body)
+	}
+
+	// A file the page cancelled (tus's termination): cancelled by the
+	// browser, not by this device's user.
+	loc := testutil.TusUploadMeta(t, endpoint, "e.jpg", 2*len(data), data, batchMeta("99999999999999999999999999999999", 1, 2000, ""))
+	req, _ := http.NewRequest(http.MethodDelete, loc, nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	if res, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		res.Body.Close()
+	}
+	if r := result(); r.State != StateFailed || r.Code != "cancelled" || !r.ByPeer {
+		t.Fatalf("a set the page cancelled: %+v", r)
 	}
 }
 
@@ -323,7 +340,7 @@ func TestBrowserSetCountsRefusedFiles(t *testing.T) {
 				continue
 			}
 			r := ev.Result
-			if r.State != StateFailed || r.Files != 4 || r.Verified != 2 ||
+			if r.State != StateFailed || r.Files != 4 || r.Verified != 2 || r.Code != "" ||
 				r.Err != "2 of 4 files arrived from the browser; 2 did not, the first: this name cannot be saved: element \"bad.partial\" ends in .partial" {
 				t.Fatalf("result %+v", r)
 			}

@@ -564,7 +564,7 @@ func (u *upload) Terminate(ctx context.Context) error {
 	}
 	u.done = true
 	u.discard()
-	u.end("", errors.New("cancelled in the browser"))
+	u.end("", ErrCancelledInBrowser)
 	return nil
 }
 
@@ -617,6 +617,10 @@ func (l *Link) CancelUpload(id string) bool {
 
 // errCancelled is an upload cancelled on this device.
 var errCancelled = errors.New("cancelled on the receiving device")
+
+// ErrCancelledInBrowser is the end of an upload its page cancelled (tus's
+// termination), as Inbox.Landed hears it.
+var ErrCancelledInBrowser = errors.New("cancelled in the browser")
 
 // stop ends every open upload: each waits for its chunk in flight (which
 // stops, its reader seeing the link's end), then its partial is removed.

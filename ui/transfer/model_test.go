@@ -498,3 +498,22 @@ func TestPathText(t *testing.T) {
 		}
 	}
 }
+
+// A failed or cancelled receive offers no Retry: its sender sends it again
+// (the engine refuses to retry a receive, and the row offered a button that
+// could only say so); a send offers it.
+func TestRetryIsForSends(t *testing.T) {
+	for _, c := range []struct {
+		d     Delivery
+		retry bool
+	}{
+		{Delivery{Phase: Failed, Direction: Incoming}, false},
+		{Delivery{Phase: Cancelled, Direction: Incoming}, false},
+		{Delivery{Phase: Failed, Direction: Outgoing}, true},
+		{Delivery{Phase: Cancelled, Direction: Outgoing}, true},
+	} {
+		if got := slices.Contains(c.d.Actions(), ActionRetry); got != c.retry {
+			t.Errorf("%v %s: Retry %v, want %v", c.d.Direction, c.d.Phase, got, c.retry)
+		}
+	}
+}

@@ -36,7 +36,9 @@ func (d *Delivery) Actions() []Action {
 		// It goes on by itself when the device is back; Retry tries now,
 		// Cancel gives up on it.
 		return []Action{ActionRetry, ActionCancel}
-	case d.Phase == Failed || d.Phase == Cancelled && d.Direction == Outgoing:
+	case (d.Phase == Failed || d.Phase == Cancelled) && d.Direction == Outgoing:
+		// A receive is sent again by its sender: Retry here could only
+		// say so (Engine.Retry refuses it).
 		return []Action{ActionRetry}
 	case d.Phase == Done && d.Direction == Incoming && d.Verified > 0:
 		return []Action{ActionOpen}

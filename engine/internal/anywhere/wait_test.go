@@ -1,11 +1,16 @@
 package anywhere_test
 
 import (
+	"bytes"
 	"context"
+	"github.com/ferrydrop/ferry/internal/testutil"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,3 +177,64 @@ func TestAnswerAfterAWaitTimedOut(t *testing.T) {
 		t.Errorf("%d waits", waits.Load())
 	}
 }
+
+// TestReceiverQuietWhenAWaitTimesOut: a wait the relay holds past the
+// receiver's request timeout (a slow path) is no call yet: the receiver
+// waits again, and its log says nothing is wrong with the relay.
+func TestReceiverQuietWhenAWaitTimesOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the mailbox's 5 s request timeout")
+	}
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 13
+	box := relay.NewMailbox(relay.Limits{})
+	var waits atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == anywhere.PathWait {
+			waits.Add(1)
+			io.ReadAll(r.Body) // read, as the relay reads it: a client gone then ends the request
+			select {           // held past the client's timeout
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		box.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer close(release)
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	started := make(chan struct{})
+	rcv := &anywhere.Server{
+		Relay: strings.TrimPrefix(srv.URL, "http://"), Self: b.ID, Loopback: true, Poll: 50 * time.Millisecond,
+		Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
+		Listener: func() *net.UDPAddr { return nil },
+		Started:  func() { close(started) },
+		Log: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logged.Write(p)
+		}), nil)),
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- rcv.Run(ctx) }()
+	<-started
+	testutil.WaitFor(t, "a second wait after the first timed out", func() bool { return waits.Load() >= 2 })
+	stop()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logged.String(), "rendezvous: calls") {
+		t.Errorf("a wait that timed out was logged as a failure:\n%s", logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -131,6 +131,33 @@ func TestIdleReceiverWaits(t *testing.T) {
 	}
 }
 
+// stallingMailbox serves a relay's mailbox on loopback whose first holds
+// waits (all of them for -1) it holds until their client gives up (past
+// the mailbox's request timeout: a slow path) or the test ends. It returns
+// the address and how many waits came.
+func stallingMailbox(t *testing.T, holds int32) (addr string, waits *atomic.Int32) {
+	t.Helper()
+	box := relay.NewMailbox(relay.Limits{})
+	waits = new(atomic.Int32)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == anywhere.PathWait {
+			if n := waits.Add(1); holds < 0 || n <= holds {
+				io.ReadAll(r.Body) // read, as the relay reads it: a client gone then ends the request
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+				return
+			}
+		}
+		box.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // before the server closes
+	return strings.TrimPrefix(srv.URL, "http://"), waits
+}
+
 // TestAnswerAfterAWaitTimedOut: a wait the relay held past the caller's
 // request timeout (a slow path) is no answer yet, not a relay gone: the
 // caller waits again and gets the answer.
@@ -142,22 +169,7 @@ func TestAnswerAfterAWaitTimedOut(t *testing.T) {
 	var s rendezvous.Secret
 	s[0] = 11
 	const call = "fedcba9876543210fedcba9876543210"
-	box := relay.NewMailbox(relay.Limits{})
-	var waits atomic.Int32
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == anywhere.PathWait && waits.Add(1) == 1 {
-			select { // held past the client's timeout
-			case <-r.Context().Done():
-			case <-release:
-			}
-			return
-		}
-		box.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	defer close(release)
-	relayAddr := strings.TrimPrefix(srv.URL, "http://")
+	relayAddr, waits := stallingMailbox(t, 1)
 	answerBox := anywhere.AnswerName(s, call)
 	blob, err := anywhere.Seal(s, answerBox, anywhere.Message{Kind: anywhere.KindAnswer, From: b.ID.String(), To: a.ID.String(), At: time.Now().Unix(), Call: call,
 		Ufrag: "abcd", Pwd: "abcdefghijklmnopqrstuv", Candidates: []string{"candidate:1 1 udp 1 127.0.0.1 5000 typ host"}})
@@ -188,28 +200,12 @@ func TestReceiverQuietWhenAWaitTimesOut(t *testing.T) {
 	a, b := ident(t), ident(t)
 	var s rendezvous.Secret
 	s[0] = 13
-	box := relay.NewMailbox(relay.Limits{})
-	var waits atomic.Int32
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == anywhere.PathWait {
-			waits.Add(1)
-			io.ReadAll(r.Body) // read, as the relay reads it: a client gone then ends the request
-			select {           // held past the client's timeout
-			case <-r.Context().Done():
-			case <-release:
-			}
-			return
-		}
-		box.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	defer close(release)
+	relayAddr, waits := stallingMailbox(t, -1)
 	var logged bytes.Buffer
 	var mu sync.Mutex
 	started := make(chan struct{})
 	rcv := &anywhere.Server{
-		Relay: strings.TrimPrefix(srv.URL, "http://"), Self: b.ID, Loopback: true, Poll: 50 * time.Millisecond,
+		Relay: relayAddr, Self: b.ID, Loopback: true, Poll: 50 * time.Millisecond,
 		Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
 		Listener: func() *net.UDPAddr { return nil },
 		Started:  func() { close(started) },

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // TestFileListCopiesOnce: the walk's list of 10^5 files (workload D's size)
@@ -64,7 +65,7 @@ func BenchmarkBuildManifest(b *testing.B) {
 		b.Skip("FERRY_BENCH_TREE not set")
 	}
 	var n int
-	cpu0 := processCPU()
+	cpu0 := testutil.CPUTime()
 	for b.Loop() {
 		files, err := buildManifest([]string{root})
 		if err != nil {
@@ -72,5 +73,5 @@ func BenchmarkBuildManifest(b *testing.B) {
 		}
 		n = len(files)
 	}
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/float64(n), "cpu-ns/file")
+	b.ReportMetric(float64(testutil.CPUTime()-cpu0)/float64(b.N)/float64(n), "cpu-ns/file")
 }

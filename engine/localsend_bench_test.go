@@ -13,11 +13,11 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/internal/lspeer"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // BenchmarkLocalSend moves the two workloads (1 GiB in one file;
@@ -66,7 +66,7 @@ func BenchmarkLocalSend(b *testing.B) {
 			names = append(names, name)
 		}
 		total := int64(w.files) * w.size
-		syscall.Sync()
+		testutil.SyncDisks()
 		b.Run(w.name+"/plain-https", func(b *testing.B) { benchPlainHTTPS(b, src, names, total, false) })
 		b.Run(w.name+"/plain-https-sha256", func(b *testing.B) { benchPlainHTTPS(b, src, names, total, true) })
 		b.Run(w.name+"/ferry-receives", func(b *testing.B) { benchFerryReceives(b, src, names, total) })
@@ -104,11 +104,7 @@ func benchHashFirst(b *testing.B, src string, names []string, total int64) {
 // costs both sides, a figure that holds on a loaded machine where the
 // wall-clock MB/s do not.
 func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	return testutil.CPUTime().Seconds()
 }
 
 // peakRSS reports the process's peak resident set (VmHWM) in MiB.

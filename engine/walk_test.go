@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // walkFixture makes a tree with what a sender meets: files at several
@@ -147,7 +149,7 @@ func BenchmarkWalkManifest(b *testing.B) {
 	}{{"walkTree", walkTree}, {"filepath.WalkDir", walkDirTree}} {
 		b.Run(w.name, func(b *testing.B) {
 			var n int
-			cpu0 := processCPU()
+			cpu0 := testutil.CPUTime()
 			for b.Loop() {
 				n = 0
 				if err := w.walk(root, func(e treeEntry) error {
@@ -161,16 +163,7 @@ func BenchmarkWalkManifest(b *testing.B) {
 			}
 			// CPU time, which the machine's load does not stretch as it
 			// does the wall time.
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/float64(n), "cpu-ns/file")
+			b.ReportMetric(float64(testutil.CPUTime()-cpu0)/float64(b.N)/float64(n), "cpu-ns/file")
 		})
 	}
-}
-
-// processCPU is the process's user and system CPU time so far, in nanoseconds.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

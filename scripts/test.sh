@@ -40,6 +40,17 @@ echo "== go build (the first build compiles the GUI toolkit, cgo: minutes on a c
 go build ./...
 echo "== go vet"
 go vet ./...
+# GitHub's Windows and macOS jobs test these packages there; vet them for
+# those systems here, so a test that only builds on Linux shows up before
+# it reaches them. Packages on the GUI toolkit need cgo for those systems
+# and are left out (the packaging tests cross-build the app).
+for goos in windows darwin; do
+    echo "== go vet, GOOS=$goos"
+    cross=$(GOOS=$goos CGO_ENABLED=0 go list -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' \
+        ./cmd/ferry-cli/... ./engine/... ./discovery/... ./internal/... | grep -v ' fyne.io/' | cut -d' ' -f1)
+    # shellcheck disable=SC2086 # one package per word
+    GOOS=$goos CGO_ENABLED=0 go vet $cross
+done
 if $quick; then
     echo "== go test -short (quick: no -race, no fuzz, no govulncheck, no packaging)"
     go test -short -count=1 -timeout 10m $(go list ./... | grep -v /packaging)

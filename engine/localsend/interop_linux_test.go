@@ -71,17 +71,6 @@ func newPeer(t *testing.T, ns *netns.NS, alias string) *lspeer.Peer {
 	return p
 }
 
-func nextEnd(t *testing.T, rx *memReceiver) error {
-	t.Helper()
-	select {
-	case err := <-rx.ends:
-		return err
-	case <-time.After(hangGuard):
-		t.Fatal("the session never ended")
-		return nil
-	}
-}
-
 func TestInteropPeerSendsToFerry(t *testing.T) {
 	a, b, ipA, ipB, _, _ := netns.Pair(t)
 	_ = ipB

@@ -497,3 +497,15 @@ func TestUploadToAReceiverThatStopsTakingIt(t *testing.T) {
 		t.Errorf("given up after %v, with a stall timeout of %v", took, stall) // a bound on a hang, not a speed test
 	}
 }
+
+// nextEnd is the error the next session of rx ended with.
+func nextEnd(t *testing.T, rx *memReceiver) error {
+	t.Helper()
+	select {
+	case err := <-rx.ends:
+		return err
+	case <-time.After(hangGuard):
+		t.Fatal("the session never ended")
+		return nil
+	}
+}

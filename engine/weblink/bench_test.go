@@ -16,9 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Benchmarks of a link beside a plain file server on loopback, in the same
@@ -336,11 +337,7 @@ func tusStream(b testing.TB, endpoint, name string, size int64) {
 // children (curl) so far: on a loaded machine it says more than the
 // wall clock.
 func cpuTime() time.Duration {
-	var self, kids syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
-	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
-	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+	return testutil.CPUTime() + testutil.ChildrenCPUTime()
 }
 
 // reportCPU reports the CPU seconds per operation since since (client and

@@ -24,13 +24,17 @@ import (
 // without one (an older page, a tus client of its own) is a transfer alone.
 // There is no prompt: the user showed the link on purpose, and Stop on the
 // link ends it. Cancel on one of its transfers cancels its uploads and
-// refuses the rest of its files.
+// refuses the rest of its files. A transfer whose page stopped sending (the
+// tab closed, a phone asleep, the network gone) is interrupted, not ended:
+// what arrived is kept and the page continues it when it comes back (tus
+// resumes the file on the way; the page sends the rest of the set under
+// the same ID), until Cancel or the link's end.
 //
 // Use it as the Inbox of Server.Receive, then Attach the link.
 type BrowserInbox struct {
 	e *Engine
-	// idle is how long a set of files may wait for its next one before
-	// its transfer ends with what arrived (the page was closed).
+	// idle is how long a transfer may go without a byte before it is
+	// interrupted (the page was closed, or its device slept).
 	idle time.Duration
 
 	mu      sync.Mutex // guards the fields below and every browserDelivery's
@@ -80,6 +84,7 @@ type browserDelivery struct {
 	open                    map[string]*browserFile // by upload ID
 	cancelled, ended        bool
 	byBrowser               bool // a file of it was cancelled in the browser
+	interrupted             bool // nothing arrived for BrowserInbox.idle
 
 	stop    context.CancelFunc // ends the progress and idle watches
 	watched sync.WaitGroup     // the watches returned
@@ -197,7 +202,18 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	d.started++
 	d.open[a.ID] = f
 	b.files[a.ID] = f
+	b.wake(d)
 	return b.dest, nil
+}
+
+// wake makes an interrupted transfer active again: its page sends again.
+// b.mu is held.
+func (b *BrowserInbox) wake(d *browserDelivery) {
+	if !d.interrupted || d.ended || d.cancelled {
+		return
+	}
+	d.interrupted = false
+	b.e.setState(d.t, StateActive)
 }
 
 // start makes the transfer of a's set (key) or of a alone (key ""), and
@@ -239,8 +255,8 @@ func (b *BrowserInbox) start(a weblink.Arrival, key, dir string) (*browserDelive
 	})
 	if key != "" {
 		b.batches[key] = d
-		d.watched.Go(func() { b.watchIdle(ctx, d) })
 	}
+	d.watched.Go(func() { b.watchIdle(ctx, d) })
 	b.all[d] = true
 	return d, nil
 }
@@ -262,8 +278,12 @@ func (b *BrowserInbox) verified(d *browserDelivery) int {
 	return d.landed
 }
 
-// watchIdle ends d with what arrived when no file of it is on the way and
-// none came for b.idle: the page was closed, or went away.
+// watchIdle interrupts d when nothing of it arrived for b.idle (no byte,
+// no file begun or ended): the page was closed, its device slept or lost
+// the network. What arrived is kept and d stays open: the page's next byte
+// or file makes it active again (wake), Cancel or the link's end ends it.
+// Ending it here would lose the set a page continues after a reload, and
+// a file on the way would land in a transfer already over.
 func (b *BrowserInbox) watchIdle(ctx context.Context, d *browserDelivery) {
 	e := b.e
 	every := min(b.idle/4, 5*time.Second)
@@ -276,24 +296,17 @@ func (b *BrowserInbox) watchIdle(ctx context.Context, d *browserDelivery) {
 			return
 		case now := <-ticks:
 			b.mu.Lock()
-			moved := d.doneBytes + int64(d.landed+d.failed)
+			moved := d.doneBytes + int64(d.started+d.landed+d.failed)
 			for _, f := range d.open {
-				moved += f.bytes.Load() + 1
+				moved += f.bytes.Load()
 			}
-			if moved != last || len(d.open) > 0 {
+			if moved != last {
 				last, lastAt = moved, now
-				b.mu.Unlock()
-				continue
+			} else if now.Sub(lastAt) >= b.idle && !d.interrupted && !d.ended {
+				d.interrupted = true
+				e.setState(d.t, StateInterrupted)
 			}
-			if now.Sub(lastAt) < b.idle || d.ended {
-				b.mu.Unlock()
-				continue
-			}
-			d.ended = true
-			delete(b.batches, d.key)
 			b.mu.Unlock()
-			go b.end(d, "the browser stopped sending")
-			return
 		}
 	}
 }
@@ -356,6 +369,7 @@ func (b *BrowserInbox) Refused(a weblink.Arrival, err error) {
 		d.ended = true
 		delete(b.batches, d.key)
 	}
+	b.wake(d) // the page is back (not when ended)
 	b.mu.Unlock()
 	b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: a.Name, Size: a.Size, Err: why}})
 	if last {
@@ -366,11 +380,11 @@ func (b *BrowserInbox) Refused(a weblink.Arrival, err error) {
 // Progress counts the file's bytes for its progress events.
 func (b *BrowserInbox) Progress(a weblink.Arrival, n int64) {
 	b.mu.Lock()
-	f := b.files[a.ID]
-	b.mu.Unlock()
-	if f != nil {
-		f.bytes.Store(n)
+	if f := b.files[a.ID]; f != nil {
+		f.bytes.Store(n) // before wake: the idle watch sees it moved
+		b.wake(f.d)
 	}
+	b.mu.Unlock()
 }
 
 // Landed reports the file's end in its transfer, and ends the transfer
@@ -409,6 +423,9 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 			delete(b.batches, d.key)
 		}
 	}
+	if fr.Verified || errors.Is(err, weblink.ErrCancelledInBrowser) {
+		b.wake(d) // the page's doing: it is back (an upload this side ended is not)
+	}
 	b.mu.Unlock()
 	b.e.publish(d.t, Event{Kind: EventFile, File: fr})
 	if last {
@@ -445,8 +462,6 @@ func (b *BrowserInbox) end(d *browserDelivery, why string) {
 			r.Code = string(errcode.CodeCancelled)
 		case byBrowser:
 			r.Code, r.ByPeer = string(errcode.CodeCancelled), true
-		case why == "the browser stopped sending":
-			r.Code = string(errcode.CodeConnectionLost)
 		}
 		if d.key == "" {
 			r.Err = "The browser's upload did not finish"

@@ -157,7 +157,7 @@ func linkEngine(cfg string, lf linkFlags, dir string) (*engine.Engine, error) {
 
 // linkEvent is one line of --json output.
 type linkEvent struct {
-	Event   string   `json:"event"` // link, device, start, progress, done, result, ended
+	Event   string   `json:"event"` // link, device, start, progress, done, interrupted, sending, result, ended
 	URL     string   `json:"url,omitempty"`
 	URLs    []string `json:"urls,omitempty"`
 	Expires string   `json:"expires,omitempty"`
@@ -206,6 +206,7 @@ func followLink(ctx context.Context, e *engine.Engine, events <-chan engine.Even
 	defer stop()
 	tty := !lf.json && isTerminal(out)
 	f := linkFollower{seen: map[int64]bool{}, done: map[int64]bool{}, bytes: map[int64]int64{}, devices: map[string]bool{}}
+	interrupted := map[string]bool{} // transfers whose page stopped sending
 	print := func(je linkEvent) {
 		if lf.json {
 			enc.Encode(je)
@@ -228,6 +229,13 @@ func followLink(ctx context.Context, e *engine.Engine, events <-chan engine.Even
 			je := linkEvent{Event: "result", Device: ev.Peer.Addr, From: ev.Peer.Name, State: string(ev.Result.State), Error: ev.Result.Err,
 				Files: ev.Result.Files, Verified: ev.Result.Verified}
 			print(je)
+		case ev.Kind == engine.EventState && ev.Direction == engine.Receiving && ev.State == engine.StateInterrupted:
+			// The page stopped sending: its transfer waits for it.
+			interrupted[ev.TransferID] = true
+			print(linkEvent{Event: "interrupted", Device: ev.Peer.Addr, From: ev.Peer.Name})
+		case ev.Kind == engine.EventState && ev.Direction == engine.Receiving && ev.State == engine.StateActive && interrupted[ev.TransferID]:
+			delete(interrupted, ev.TransferID)
+			print(linkEvent{Event: "sending", Device: ev.Peer.Addr, From: ev.Peer.Name})
 		}
 	}
 	return nil
@@ -317,6 +325,13 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 			}
 			fmt.Fprintf(out, "  not in it (deleted or moved since it was shared; its NOT INCLUDED.txt says so): %s\n", strings.Join(names, ", "))
 		}
+	case "interrupted":
+		if tty {
+			fmt.Fprint(out, "\r\x1b[K")
+		}
+		fmt.Fprintf(out, "%s stopped sending: what arrived is kept; it goes on when the page sends again (the same files picked again after a reload)\n", a.Device)
+	case "sending":
+		fmt.Fprintf(out, "%s is sending again\n", a.Device)
 	case "result":
 		// A set of files the page sent together that did not all arrive
 		// (each file's own line said the rest).

@@ -178,10 +178,13 @@ func TestLinkResultOfASet(t *testing.T) {
 		ev   linkEvent
 		want string
 	}{
-		{linkEvent{Event: "result", Device: "10.0.0.5", State: "failed", Files: 5, Verified: 2, Error: "2 of 5 files arrived from the browser: the browser stopped sending"},
-			"10.0.0.5: 2 of 5 files arrived from the browser: the browser stopped sending\n"},
+		{linkEvent{Event: "result", Device: "10.0.0.5", State: "failed", Files: 5, Verified: 2, Error: "2 of 5 files arrived from the browser: the link ended"},
+			"10.0.0.5: 2 of 5 files arrived from the browser: the link ended\n"},
 		{linkEvent{Event: "result", Device: "10.0.0.5", State: "failed", Files: 1, Error: "The browser's upload did not finish"}, ""},
 		{linkEvent{Event: "result", Device: "10.0.0.5", State: "done", Files: 5, Verified: 5}, ""},
+		{linkEvent{Event: "interrupted", Device: "10.0.0.5"},
+			"10.0.0.5 stopped sending: what arrived is kept; it goes on when the page sends again (the same files picked again after a reload)\n"},
+		{linkEvent{Event: "sending", Device: "10.0.0.5"}, "10.0.0.5 is sending again\n"},
 	} {
 		var out bytes.Buffer
 		printLinkEvent(&out, c.ev, false)

@@ -755,3 +755,91 @@ func TestBrowserUploadFolder(t *testing.T) {
 		t.Errorf("received %q, want the 4 files and 3 second copies", got)
 	}
 }
+
+// TestBrowserSetContinuesAfterReload: files picked together and cut short
+// by a reload (a phone's browser reloads a tab it put away) continue as
+// their set when the same files are picked again: the file sent before
+// is not sent twice (it used to land again as "a (2).txt"), the one on the
+// way resumes, the rest follow, and every upload carries the set's first
+// ID, so the receiving device finishes the one transfer it began (with a
+// new ID it waited for files that came under another).
+func TestBrowserSetContinuesAfterReload(t *testing.T) {
+	ctx := newBrowser(t)
+	src := t.TempDir()
+	files := []string{
+		randomFile(t, src, "a.txt", 1000, 21),
+		randomFile(t, src, "b.bin", 48<<20, 22),
+		randomFile(t, src, "c.txt", 2000, 23),
+	}
+	wl := newWireListener(t)
+	s := Serve(wl, Options{DeviceName: "Alice's laptop"})
+	t.Cleanup(func() { s.Close() })
+	folder, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { folder.Close() })
+	in := &recordingInbox{FolderInbox: folder}
+	l, err := s.Receive(in, ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl.rate.Store(24 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), files...)
+	for ev := range l.Events() { // a.txt sent, b.bin on its way
+		if a := ev.Activity; a != nil && a.Name == "b.bin" && a.Bytes > 2*ChunkSize {
+			break
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	wl.rate.Store(0)
+	drain(l)
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS("#files"), files)); err != nil {
+		t.Fatal(err)
+	}
+	if msg := waitStatus(t, ctx); msg != "3 files sent to Alice's laptop." {
+		t.Fatalf("page says %q", msg)
+	}
+	states, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#list .state")).map(e => e.textContent)`))
+	if err != nil || len(states) != 3 || states[0] != "sent before · 1.0 KB" || !strings.HasPrefix(states[1], "sent · ") {
+		t.Fatalf("the page's rows: %q %v", states, err)
+	}
+	got, err := os.ReadDir(folder.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d files arrived: %v", len(got), got)
+	}
+	for _, f := range files {
+		sameFile(t, f, filepath.Join(folder.Dir(), filepath.Base(f)))
+	}
+	if n := starts(l); n != 3 {
+		t.Fatalf("%d uploads began, want 3 (one per file)", n)
+	}
+	arrivals := func() []Arrival {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return slices.Clone(in.arrivals)
+	}
+	first := arrivals()
+	for _, a := range first {
+		if a.Batch.ID == "" || a.Batch.ID != first[0].Batch.ID || a.Batch.Files != 3 {
+			t.Fatalf("the uploads' sets: %+v", first)
+		}
+	}
+
+	// The set is over: the same files picked again are a new set, sent
+	// again (numbered, never overwriting).
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.SetUploadFiles(chromedp.CSS("#files"), files[:1])); err != nil {
+		t.Fatal(err)
+	}
+	if msg := waitStatus(t, ctx); msg != "1 file sent to Alice's laptop." {
+		t.Fatalf("page says %q", msg)
+	}
+	if all := arrivals(); len(all) != 4 || all[3].Batch.ID == first[0].Batch.ID {
+		t.Fatalf("the next set: %+v", all)
+	}
+}

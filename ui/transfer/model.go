@@ -227,8 +227,12 @@ type Delivery struct {
 	// connected: a byte moved or the other side answered at least once, so
 	// a lost link is a reconnect, not a first connection.
 	connected bool
-	Started   time.Time
-	Ended     time.Time
+	// goesOn: interrupted by a state, not a result: its transfer still
+	// runs here (a browser's page that stopped sending), so it can be
+	// cancelled.
+	goesOn  bool
+	Started time.Time
+	Ended   time.Time
 }
 
 // Model holds every delivery the app has seen this run.
@@ -438,7 +442,7 @@ func (d *Delivery) state(s string) {
 		}
 	case "interrupted":
 		if d.Direction == Incoming {
-			d.Phase = Interrupted
+			d.Phase, d.goesOn = Interrupted, true
 			break
 		}
 		fallthrough
@@ -454,7 +458,7 @@ func (d *Delivery) state(s string) {
 }
 
 func (d *Delivery) result(ev Event) {
-	d.cancelAsked, d.Rejoin = false, false
+	d.cancelAsked, d.Rejoin, d.goesOn = false, false, false
 	d.Text = d.Text || ev.Text
 	prev := d.Phase
 	d.Ended = ev.Time
@@ -502,6 +506,7 @@ func (d *Delivery) result(ev Event) {
 		d.Phase, d.By = Cancelled, by
 	case "paused", "interrupted":
 		d.state(state)
+		d.goesOn = false // a result: nothing runs here any more
 	case "failed":
 		d.Phase = Failed
 		d.Reason = Reason(ev.Code)

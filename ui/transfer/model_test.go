@@ -299,6 +299,26 @@ func TestDeliveryStateTable(t *testing.T) {
 		want: []want{{id: "r", phase: Interrupted, status: "Interrupted — will resume when Alice is back", bytes: 50 * mb}},
 		rows: 1,
 	}, {
+		// A browser's set whose page stopped sending: interrupted while
+		// its transfer goes on (a state, no result), so Cancel gives up on
+		// it; the page's next bytes make it run again.
+		name: "receiving row interrupted while it goes on",
+		events: []Event{
+			offer("r", Incoming, "a browser at 192.168.1.5", big), st("r", "active"), prog("r", 50*mb),
+			st("r", "interrupted"),
+		},
+		want: []want{{id: "r", phase: Interrupted, status: "Interrupted — will resume when a browser at 192.168.1.5 is back",
+			actions: []Action{ActionCancel}, bytes: 50 * mb}},
+		rows: 1,
+	}, {
+		name: "receiving row back from an interruption",
+		events: []Event{
+			offer("r", Incoming, "a browser at 192.168.1.5", big), st("r", "active"), prog("r", 50*mb),
+			st("r", "interrupted"), st("r", "active"), prog("r", 60*mb),
+		},
+		want: []want{{id: "r", phase: Sending, status: "Receiving 1 file", actions: []Action{ActionCancel}, bytes: 60 * mb}},
+		rows: 1,
+	}, {
 		// Cancel pressed while the engine was already failing: the
 		// engine's result says how it ended.
 		name: "cancel pressed, engine failed first",

@@ -27,6 +27,10 @@ func (d *Delivery) Actions() []Action {
 		return []Action{ActionCancel}
 	case d.Phase == Paused && d.Direction == Outgoing && d.By == You:
 		return []Action{ActionResume, ActionCancel}
+	case d.Phase == Interrupted && d.goesOn:
+		// Interrupted while its transfer goes on (a browser's page that
+		// stopped sending): Cancel gives up on it.
+		return []Action{ActionCancel}
 	case d.Phase == Paused, d.Phase == Interrupted:
 		// Receiving, stopped by the sender: nothing runs here to cancel;
 		// it goes on when the sender resumes, and Settings lists its

@@ -1,6 +1,9 @@
 // Ferry's upload page: sends the picked files with tus (tus-js-client),
 // one at a time, resuming from the server's offset after a dropped
 // connection or, once the same file is picked again, after a reload.
+// The same files picked again after a reload (a phone's browser reloads a
+// tab it put away) continue their set: the files sent before are not sent
+// twice, and the receiving device finishes it as the one transfer it was.
 // A folder (picked, or dropped) is sent as its files, each with its path
 // in the folder (the upload's "relativepath"), and arrives as that tree.
 // Names are only ever set with textContent: no markup from a file name
@@ -34,8 +37,16 @@
   function add(files) {
     // The files picked or dropped together are one set ("batch"): the
     // receiver shows them as one delivery. Its size, and the one folder
-    // it is when a folder came alone, go with each file.
-    var batch = { id: randomID(), files: files.length, bytes: 0, top: "" };
+    // it is when a folder came alone, go with each file. A set this page
+    // began and did not finish (kept in localStorage) goes on under its ID.
+    var keys = files.map(function (x) { return fileKey(x.path, x.file); });
+    var setKey = "ferry-set|" + hash(endpoint + "\n" + keys.slice().sort().join("\n"));
+    if (activeSets[setKey]) setKey = null; // the same files again, while they go: a set of their own
+    var saved = setKey && loadSet(setKey);
+    var batch = { id: saved ? saved.id : randomID(), files: files.length, bytes: 0, top: "",
+                  key: setKey, left: files.length, sent: saved ? saved.sent : {} };
+    if (setKey) activeSets[setKey] = true;
+    saveSet(batch);
     var tops = {};
     for (var k = 0; k < files.length; k++) {
       batch.bytes += files[k].file.size;
@@ -45,7 +56,7 @@
     var names = Object.keys(tops);
     if (names.length === 1 && names[0].charAt(0) !== "/") batch.top = names[0];
     for (var i = 0; i < files.length; i++) {
-      var f = files[i].file, where = files[i].path || f.name;
+      var f = files[i].file, where = files[i].path || f.name, fk = keys[i];
       var li = document.createElement("li");
       var name = document.createElement("span");
       name.className = "name";
@@ -58,12 +69,79 @@
       bar.setAttribute("aria-label", where);
       li.appendChild(name); li.appendChild(state); li.appendChild(bar);
       list.appendChild(li);
-      queue.push({ file: f, path: files[i].path || "", batch: batch, state: state, bar: bar });
       allBytes += f.size;
+      if (batch.sent[fk]) {
+        // Sent before the reload, in this set: not again.
+        bar.value = 1;
+        state.textContent = "sent before · " + size(f.size);
+        sent++; doneBytes += f.size;
+        ended(batch);
+        continue;
+      }
+      queue.push({ file: f, path: files[i].path || "", key: fk, batch: batch, state: state, bar: bar });
     }
     totalBar.hidden = false;
     show(0);
     next();
+  }
+
+  // fileKey names a file of a set: its place, size and date, on this link
+  // (the upload's fingerprint too).
+  function fileKey(path, file) {
+    return ["ferry", path || file.name, file.size, file.lastModified, endpoint].join("|");
+  }
+
+  // hash is a short digest of s (two 32-bit FNV-1a variants) for a
+  // storage key: a set of many files has a long list of names.
+  function hash(s) {
+    var a = 0x811c9dc5, b = 0x01000193;
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charCodeAt(i);
+      a = Math.imul(a ^ c, 16777619);
+      b = Math.imul(b ^ c, 2246822519) ^ (b >>> 13);
+    }
+    return (a >>> 0).toString(16) + (b >>> 0).toString(16);
+  }
+
+  // The sets this page began and has not finished, in localStorage (none
+  // where the browser keeps no storage: a private window, say): the set's
+  // ID, the files of it sent, and when it was last touched; a set left
+  // for a week is forgotten.
+  var setTTL = 7 * 24 * 3600 * 1000;
+  var activeSets = {}; // the keys of the sets going in this page
+  function loadSet(key) {
+    try {
+      var v = JSON.parse(localStorage.getItem(key) || "null");
+      if (v && typeof v.id === "string" && /^[0-9a-f]{32}$/.test(v.id) && v.sent && Date.now() - v.at < setTTL) return v;
+    } catch (e) { /* no storage, or not ours */ }
+    return null;
+  }
+  function saveSet(batch) {
+    if (!batch.key) return;
+    try {
+      localStorage.setItem(batch.key, JSON.stringify({ id: batch.id, sent: batch.sent, at: Date.now() }));
+    } catch (e) { /* no storage: a reload starts a new set */ }
+  }
+  function forgetOldSets() {
+    try {
+      for (var i = localStorage.length - 1; i >= 0; i--) {
+        var k = localStorage.key(i);
+        if (k && k.indexOf("ferry-set|") === 0) {
+          var v = JSON.parse(localStorage.getItem(k) || "null");
+          if (!v || !(Date.now() - v.at < setTTL)) localStorage.removeItem(k);
+        }
+      }
+    } catch (e) { /* no storage */ }
+  }
+  forgetOldSets();
+
+  // ended counts one file of batch as ended (sent, or not): the set is
+  // forgotten with its last file, so the same files picked again after
+  // that are sent again, as a new set.
+  function ended(batch) {
+    if (--batch.left > 0 || !batch.key) return;
+    delete activeSets[batch.key];
+    try { localStorage.removeItem(batch.key); } catch (e) { /* no storage */ }
   }
 
   // randomID is 32 random hex digits.
@@ -177,8 +255,8 @@
       chunkSize: chunk,
       // The file's place in its folder too: two files of one name, size
       // and date in two folders are two uploads, each resumed as itself.
-      fingerprint: function (file, options) {
-        return Promise.resolve(["ferry", job.path || file.name, file.size, file.lastModified, options.endpoint].join("|"));
+      fingerprint: function (file) {
+        return Promise.resolve(job.key);
       },
       retryDelays: [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 10000, 20000, 20000, 30000],
       removeFingerprintOnSuccess: true,
@@ -196,6 +274,9 @@
         job.bar.value = 1;
         job.state.textContent = "sent · " + size(f.size);
         sent++; doneBytes += f.size;
+        job.batch.sent[job.key] = 1;
+        saveSet(job.batch);
+        ended(job.batch);
         show(0);
         running = false; next();
       },
@@ -203,6 +284,7 @@
         job.state.textContent = "not sent: " + reason(err);
         job.state.classList.add("error");
         failed++; allBytes -= f.size;
+        ended(job.batch);
         show(0);
         running = false; next();
       }

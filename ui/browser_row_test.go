@@ -68,3 +68,39 @@ func TestBrowserUploadRow(t *testing.T) {
 		})
 	}
 }
+
+// A browser's set whose page stopped sending: the engine says so with a
+// state (its transfer goes on), and the row says it is interrupted and
+// offers Cancel; the page's next bytes make it run again.
+func TestBrowserRowInterrupted(t *testing.T) {
+	const size = 900_000
+	browser := Peer{Name: "a browser at 192.168.1.23", Addr: "192.168.1.23"}
+	ev := func(k TransferEventKind, st State) TransferEvent {
+		return TransferEvent{Kind: k, ID: "b1", Delivery: "b1", Direction: Incoming, State: st, Peer: browser}
+	}
+	offer := ev(TransferOffer, StateActive)
+	offer.Offer = &Offer{Count: 3, Files: []FileInfo{{Path: "IMG_1.jpg", Size: size / 3}}, Total: size, Dest: "/home/u/Downloads", FreeBytes: 1 << 40}
+	progress := func(n int64, st State) TransferEvent {
+		p := ev(TransferProgress, st)
+		p.Progress = &Progress{Bytes: n, Total: size, Files: 1, TotalFiles: 3}
+		return p
+	}
+	u, _, _ := newTestUI(t)
+	for _, e := range []TransferEvent{offer, ev(TransferState, StateActive), progress(500_000, StateActive),
+		ev(TransferState, StateInterrupted), progress(500_000, StateInterrupted)} {
+		u.ApplyTransfer(e)
+	}
+	v := u.transfers.byID["b1"]
+	if v.stateLbl.Text != "Interrupted — will resume when a browser at 192.168.1.23 is back" {
+		t.Errorf("interrupted: state %q", v.stateLbl.Text)
+	}
+	if !v.cancel.Visible() {
+		t.Errorf("interrupted: no Cancel")
+	}
+	for _, e := range []TransferEvent{ev(TransferState, StateActive), progress(600_000, StateActive)} {
+		u.ApplyTransfer(e)
+	}
+	if v.stateLbl.Text != "Receiving 3 files" {
+		t.Errorf("sending again: state %q", v.stateLbl.Text)
+	}
+}

@@ -806,6 +806,10 @@ func TestBrowserSetContinuesAfterReload(t *testing.T) {
 	if err != nil || len(states) != 3 || states[0] != "sent before · 1.0 KB" || !strings.HasPrefix(states[1], "sent · ") {
 		t.Fatalf("the page's rows: %q %v", states, err)
 	}
+	// The set is over: the page keeps nothing of it.
+	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Object.keys(localStorage).filter(k => k.startsWith("ferry-set|"))`)); err != nil || len(kept) != 0 {
+		t.Fatalf("the page still keeps %q (%v)", kept, err)
+	}
 	got, err := os.ReadDir(folder.Dir())
 	if err != nil {
 		t.Fatal(err)

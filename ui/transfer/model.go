@@ -324,7 +324,11 @@ func (m *Model) Apply(ev Event) *Delivery {
 		// An attempt after a reconnect or resume starts from what the
 		// receiver kept: progress never counts a byte twice.
 		d.Bytes = min(max(d.Bytes, ev.Bytes), max(d.Total, ev.Bytes))
-		if d.Phase != Moved && d.Phase != Resumed || ev.Bytes > 0 {
+		switch {
+		case d.Phase == Interrupted && d.goesOn:
+			// Its transfer's progress ticks go on while nothing moves;
+			// the engine's "active" says when it runs again.
+		case d.Phase != Moved && d.Phase != Resumed || ev.Bytes > 0:
 			d.Phase = Sending
 		}
 	case EvFile:

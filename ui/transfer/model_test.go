@@ -305,7 +305,7 @@ func TestDeliveryStateTable(t *testing.T) {
 		name: "receiving row interrupted while it goes on",
 		events: []Event{
 			offer("r", Incoming, "a browser at 192.168.1.5", big), st("r", "active"), prog("r", 50*mb),
-			st("r", "interrupted"),
+			st("r", "interrupted"), prog("r", 50*mb), // its progress ticks go on
 		},
 		want: []want{{id: "r", phase: Interrupted, status: "Interrupted — will resume when a browser at 192.168.1.5 is back",
 			actions: []Action{ActionCancel}, bytes: 50 * mb}},

@@ -44,7 +44,7 @@
     if (activeSets[setKey]) setKey = null; // the same files again, while they go: a set of their own
     var saved = setKey && loadSet(setKey);
     var batch = { id: saved ? saved.id : randomID(), files: files.length, bytes: 0, top: "",
-                  key: setKey, left: files.length, sent: saved ? saved.sent : {} };
+                  key: setKey, keys: keys, left: files.length, resumed: !!saved };
     if (setKey) activeSets[setKey] = true;
     saveSet(batch);
     var tops = {};
@@ -70,7 +70,7 @@
       li.appendChild(name); li.appendChild(state); li.appendChild(bar);
       list.appendChild(li);
       allBytes += f.size;
-      if (batch.sent[fk]) {
+      if (batch.resumed && wasSent(batch, fk)) {
         // Sent before the reload, in this set: not again.
         bar.value = 1;
         state.textContent = "sent before · " + size(f.size);
@@ -104,33 +104,48 @@
   }
 
   // The sets this page began and has not finished, in localStorage (none
-  // where the browser keeps no storage: a private window, say): the set's
-  // ID, the files of it sent, and when it was last touched; a set left
-  // for a week is forgotten.
+  // where the browser keeps no storage: a private window, say): under the
+  // set's key its ID and when it began, and a mark under the set's key and
+  // a digest of the file for each file of it sent (one small item per
+  // file: a set of 10^5 files writes each mark once). A set left for a
+  // week is forgotten; where the storage is full, the marks that do not
+  // fit are not kept (those files would be sent again).
   var setTTL = 7 * 24 * 3600 * 1000;
   var activeSets = {}; // the keys of the sets going in this page
   function loadSet(key) {
     try {
       var v = JSON.parse(localStorage.getItem(key) || "null");
-      if (v && typeof v.id === "string" && /^[0-9a-f]{32}$/.test(v.id) && v.sent && Date.now() - v.at < setTTL) return v;
+      if (v && typeof v.id === "string" && /^[0-9a-f]{32}$/.test(v.id) && Date.now() - v.at < setTTL) return v;
     } catch (e) { /* no storage, or not ours */ }
     return null;
   }
   function saveSet(batch) {
-    if (!batch.key) return;
+    if (!batch.key || batch.resumed) return;
     try {
-      localStorage.setItem(batch.key, JSON.stringify({ id: batch.id, sent: batch.sent, at: Date.now() }));
+      localStorage.setItem(batch.key, JSON.stringify({ id: batch.id, at: Date.now() }));
     } catch (e) { /* no storage: a reload starts a new set */ }
+  }
+  function markSent(batch, fk) {
+    if (!batch.key) return;
+    try { localStorage.setItem(batch.key + "|" + hash(fk), "1"); } catch (e) { /* full */ }
+  }
+  function wasSent(batch, fk) {
+    try { return localStorage.getItem(batch.key + "|" + hash(fk)) === "1"; } catch (e) { return false; }
   }
   function forgetOldSets() {
     try {
-      for (var i = localStorage.length - 1; i >= 0; i--) {
+      var sets = {}, marks = [];
+      for (var i = 0; i < localStorage.length; i++) {
         var k = localStorage.key(i);
-        if (k && k.indexOf("ferry-set|") === 0) {
-          var v = JSON.parse(localStorage.getItem(k) || "null");
-          if (!v || !(Date.now() - v.at < setTTL)) localStorage.removeItem(k);
-        }
+        if (!k || k.indexOf("ferry-set|") !== 0) continue;
+        var parts = k.split("|");
+        if (parts.length === 2) sets[k] = loadSet(k) !== null;
+        else marks.push(k);
       }
+      Object.keys(sets).forEach(function (k) { if (!sets[k]) localStorage.removeItem(k); });
+      marks.forEach(function (k) {
+        if (!sets[k.slice(0, k.lastIndexOf("|"))]) localStorage.removeItem(k);
+      });
     } catch (e) { /* no storage */ }
   }
   forgetOldSets();
@@ -141,7 +156,10 @@
   function ended(batch) {
     if (--batch.left > 0 || !batch.key) return;
     delete activeSets[batch.key];
-    try { localStorage.removeItem(batch.key); } catch (e) { /* no storage */ }
+    try {
+      localStorage.removeItem(batch.key);
+      batch.keys.forEach(function (fk) { localStorage.removeItem(batch.key + "|" + hash(fk)); });
+    } catch (e) { /* no storage */ }
   }
 
   // randomID is 32 random hex digits.
@@ -274,8 +292,7 @@
         job.bar.value = 1;
         job.state.textContent = "sent · " + size(f.size);
         sent++; doneBytes += f.size;
-        job.batch.sent[job.key] = 1;
-        saveSet(job.batch);
+        markSent(job.batch, job.key);
         ended(job.batch);
         show(0);
         running = false; next();

@@ -48,6 +48,8 @@ import (
 //     notification down (CloseNotification);
 //   - the tray host restarts (after notification buttons were pressed) and
 //     Ferry's icon registers with the new one;
+//   - SIGTERM (a logout) quits as Quit does: a receive link's half-done
+//     browser upload is removed and the process exits 0;
 //   - the desktop turns light while Ferry runs (the portal's color-scheme):
 //     the window follows, online device rows are not drawn dark
 //     (e2e-light.png, e2e-light-receiver.png).
@@ -421,6 +423,31 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.x11(t, "close", d.window(t, "Ferry C"))
 		if err := C.wait(20 * time.Second); err != nil {
 			t.Fatalf("second close without tray: %v", err)
+		}
+	})
+
+	t.Run("a signal quits as Quit does", func(t *testing.T) {
+		// A logout's SIGTERM (or kill, or Ctrl-C in a terminal) ends Ferry
+		// as Quit does (Fyne's driver quits on SIGINT and SIGTERM): its
+		// receive link ends and removes the upload a browser left half
+		// done, and it exits 0.
+		E := d.start(t, bin, root, "Ferry E", []string{"FERRY_SMOKE_LINK=receive"})
+		testutil.WaitFor(t, "E's link", func() bool { return fileExists(E.status + ".link") })
+		link, err := os.ReadFile(E.status + ".link")
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.TusUploadMeta(t, string(link)+"tus/", "half.bin", 1000, make([]byte, 400), nil)
+		partial := filepath.Join(E.downloads, "half.bin.partial")
+		if !fileExists(partial) {
+			t.Fatalf("no partial file of the browser's upload: %v", filepath.Join(E.downloads, "*"))
+		}
+		E.cmd.Process.Signal(syscall.SIGTERM)
+		if err := E.wait(20 * time.Second); err != nil {
+			t.Fatalf("after SIGTERM: %v", err)
+		}
+		if fileExists(partial) {
+			t.Fatal("the browser's unfinished upload is left in the download folder")
 		}
 	})
 

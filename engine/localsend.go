@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
@@ -63,7 +65,14 @@ type LocalSendOptions struct {
 	// StartGrace ends an accepted session whose sender begins no upload
 	// within it (0: localsend.ServerConfig's 10 s).
 	StartGrace time.Duration
+	// StallAfter is how long an accepted transfer may go without a byte
+	// before it says it is interrupted (0: lsStallAfter).
+	StallAfter time.Duration
 }
+
+// lsStallAfter is LocalSendOptions.StallAfter by default: as long as the
+// session a Ferry device's receiver holds without a byte (SessionIdleTimeout).
+const lsStallAfter = time.Minute
 
 // LocalSendReceiver is the LocalSend server as a row of the receiver
 // table (named "localsend"; add it with AddLocalSend). Start opens it with
@@ -117,7 +126,7 @@ func (r *LocalSendReceiver) Listen() error {
 	srv, err := localsend.NewServer(localsend.ServerConfig{
 		Info:              localsend.Info{Alias: o.Alias, DeviceModel: o.DeviceModel, DeviceType: o.DeviceType},
 		Cert:              r.cert,
-		Receiver:          &lsReceiver{e: r.e},
+		Receiver:          &lsReceiver{e: r.e, stallAfter: cmp.Or(r.opts.StallAfter, lsStallAfter)},
 		PIN:               o.PIN,
 		RequireClientCert: o.RequireClientCert,
 		OnRegister:        o.OnRegister,
@@ -329,7 +338,10 @@ func (e *Engine) listenLocalSend(host string, preferred int) (ln net.Listener, m
 }
 
 // lsReceiver is the engine as the LocalSend server's Receiver.
-type lsReceiver struct{ e *Engine }
+type lsReceiver struct {
+	e          *Engine
+	stallAfter time.Duration // LocalSendOptions.StallAfter
+}
 
 // Offer takes one prepare-upload through the inbox.
 func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.Session, error) {
@@ -468,9 +480,44 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	pctx, stop := context.WithCancel(tctx)
 	s.stopProgress = stop
 	go in.WatchProgress(pctx)
+	s.watched.Go(func() {
+		e.watchStalled(pctx, in.t, r.stallAfter, func() int64 { return s.read.Load() + int64(in.ResolvedCount()) })
+	})
 	// Until its first upload, another's offer may take its budget.
 	tk.IdleAccepted(func() { tcancel(errDisplaced) })
 	return s, nil
+}
+
+// watchStalled says that a receiving transfer is interrupted once nothing
+// of it moved (moved: its bytes and files) for idle, and that it is active
+// again when something does: a LocalSend sender whose app was put away in
+// the middle of a file. LocalSend has no resume: its upload goes on if the
+// app comes back, or fails when its connection ends (the sender's app
+// closed, or its device gone, which TCP's keep-alive finds), and Cancel
+// ends it here. The transfer used to say "Receiving" at 0 B/s meanwhile,
+// however long that was.
+func (e *Engine) watchStalled(ctx context.Context, t *Transfer, idle time.Duration, moved func() int64) {
+	tick, ticks := e.opts.Clock.NewTicker(min(idle/4, 5*time.Second))
+	defer tick.Stop()
+	last, lastAt, stalled := moved(), e.now(), false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticks:
+			switch m := moved(); {
+			case m != last:
+				last, lastAt = m, now
+				if stalled {
+					stalled = false
+					e.setState(t, StateActive)
+				}
+			case !stalled && now.Sub(lastAt) >= idle:
+				stalled = true
+				e.setState(t, StateInterrupted)
+			}
+		}
+	}
 }
 
 // errDisplaced ends an accepted LocalSend session whose sender began no
@@ -491,7 +538,9 @@ type lsSession struct {
 	cancel   context.CancelCauseFunc
 
 	stopProgress context.CancelFunc
-	mu           sync.Mutex // guards failed
+	watched      sync.WaitGroup // watchStalled returned
+	read         atomic.Int64   // bytes read of the uploads (lsSink.Arrived)
+	mu           sync.Mutex     // guards failed
 	failed       int
 }
 
@@ -533,6 +582,7 @@ func (s *lsSession) resolveFailed(idx int, reason string) {
 // End finishes the inbox.
 func (s *lsSession) End(err error) {
 	s.stopProgress()
+	s.watched.Wait() // no state after the result
 	s.mu.Lock()
 	failed := s.failed
 	s.mu.Unlock()
@@ -572,6 +622,12 @@ func (k *lsSink) Write(b []byte) (int, error) {
 	k.s.in.Bytes.Add(int64(n))
 	return n, err
 }
+
+// Arrived counts bytes of the upload read from the network
+// (localsend.ArrivalCounter), for watchStalled.
+func (k *lsSink) Arrived(n int64) { k.s.read.Add(n) }
+
+var _ localsend.ArrivalCounter = (*lsSink)(nil)
 
 // Commit gives the file its final name (never over an existing one).
 func (k *lsSink) Commit() error {

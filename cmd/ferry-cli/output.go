@@ -50,6 +50,10 @@ type printer struct {
 	// retries holds, per transfer, how often it was tried again and the
 	// last reason printed.
 	retries map[string]retryLine
+	// stalled holds the receiving transfers that said they are
+	// interrupted while they go on (a LocalSend sender that stopped in the
+	// middle of a file).
+	stalled map[string]bool
 }
 
 type retryLine struct {
@@ -107,6 +111,19 @@ func (p *printer) event(ev engine.Event) {
 		switch ev.State {
 		case engine.StatePaused:
 			p.line("paused (send SIGUSR1 again, or re-run the same command later, to resume)")
+		case engine.StateInterrupted:
+			// A transfer that goes on (an interrupted end is a result).
+			if p.stalled == nil {
+				p.stalled = map[string]bool{}
+			}
+			p.stalled[ev.TransferID] = true
+			p.line("interrupted: nothing arrived from %s for a while; what arrived is kept, and the transfer goes on if it sends again (Ctrl-C ends it)",
+				safetext.Name(ev.Peer.Name))
+		case engine.StateActive:
+			if p.stalled[ev.TransferID] {
+				delete(p.stalled, ev.TransferID)
+				p.line("%s is sending again", safetext.Name(ev.Peer.Name))
+			}
 		case engine.StateRetrying:
 			again := "trying again" // it never reached the device
 			if p.connected[ev.TransferID] {

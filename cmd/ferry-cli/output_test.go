@@ -156,6 +156,25 @@ func TestRetryLineSaysWhetherItWasConnected(t *testing.T) {
 	}
 }
 
+// A LocalSend sender that stopped in the middle of a file: its transfer
+// says it is interrupted, and when it sends again.
+func TestInterruptedLineWhileItGoesOn(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	state := func(s engine.State) engine.Event {
+		return engine.Event{Kind: engine.EventState, TransferID: "a", State: s, Direction: engine.Receiving, Peer: engine.PeerInfo{Name: "Pixel"}}
+	}
+	p.event(state(engine.StateActive))
+	p.event(state(engine.StateInterrupted))
+	p.event(state(engine.StateActive))
+	p.event(state(engine.StateActive))
+	want := "interrupted: nothing arrived from Pixel for a while; what arrived is kept, and the transfer goes on if it sends again (Ctrl-C ends it)\n" +
+		"Pixel is sending again\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
 // A zip a browser downloaded without some shared files (deleted or moved
 // since) says which, to the sharer, escaped.
 func TestLinkDoneSaysWhatTheZipLeftOut(t *testing.T) {

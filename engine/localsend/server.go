@@ -71,6 +71,29 @@ type Sink interface {
 	Abort(err error)
 }
 
+// ArrivalCounter is a Sink that also hears how many bytes of its upload were
+// read from the network, as they are (they reach Write a buffer at a time,
+// up to a MiB later): a sender that stalls, or moves again, shows there
+// first. Arrived is called from the upload's reads: it must return at once.
+type ArrivalCounter interface {
+	Sink
+	Arrived(n int64)
+}
+
+// countedBody tells an ArrivalCounter of each read of an upload's body.
+type countedBody struct {
+	r io.Reader
+	c ArrivalCounter
+}
+
+func (b countedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.c.Arrived(int64(n))
+	}
+	return n, err
+}
+
 // Offer is one prepare-upload, as the Receiver sees it.
 type Offer struct {
 	// Sender is the info the client sent; its Fingerprint is only a claim
@@ -829,6 +852,9 @@ func receive(ctx context.Context, bufs *uploadBuffers, body io.Reader, f *upFile
 	if f.sum != nil {
 		h = sha256.New()
 		w = io.MultiWriter(sink, h)
+	}
+	if c, ok := sink.(ArrivalCounter); ok {
+		body = countedBody{r: body, c: c}
 	}
 	n, err := bufs.copy(ctx, w, io.LimitReader(body, f.size+1))
 	switch {

@@ -395,6 +395,10 @@ type SendFile struct {
 	Data []byte
 	// Path, when set, is read instead of Data (streamed; never hashed).
 	Path string
+	// Body, when set, is sent instead of Data, claiming Size bytes (a
+	// sender that stalls, or sends less than it said).
+	Body io.Reader
+	Size int64
 	// SHA256 overrides the checksum sent ("" sends the right one when
 	// WithSHA is set).
 	SHA256  string
@@ -447,6 +451,9 @@ func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool
 				return nil, err
 			}
 			size = st.Size()
+		}
+		if f.Body != nil {
+			size = f.Size
 		}
 		e := map[string]any{"id": id, "fileName": f.Name, "size": size, "fileType": "application/octet-stream"}
 		if f.SHA256 != "" {
@@ -509,6 +516,9 @@ func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool
 			st, _ := fh.Stat()
 			body, size = fh, st.Size()
 			defer fh.Close()
+		}
+		if f.Body != nil {
+			body, size = f.Body, f.Size
 		}
 		req, _ := http.NewRequestWithContext(ctx, "POST", u, body)
 		req.ContentLength = size

@@ -702,11 +702,14 @@ func (in *Inbox) AcceptedBytes() int64 { return in.acceptedBytes }
 
 // WatchProgress publishes the inbox's progress until ctx ends.
 func (in *Inbox) WatchProgress(ctx context.Context) {
-	in.host.WatchProgress(ctx, in.Bytes.Load, in.AcceptedBytes(), func() int {
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		return in.resolvedN
-	}, len(in.Accepted))
+	in.host.WatchProgress(ctx, in.Bytes.Load, in.AcceptedBytes(), in.ResolvedCount, len(in.Accepted))
+}
+
+// ResolvedCount is how many files are resolved (saved, or failed).
+func (in *Inbox) ResolvedCount() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.resolvedN
 }
 
 // Resolved reports one file's outcome (saved as savedAs, or failed for

@@ -408,18 +408,7 @@ func TestBrowserSetInterrupted(t *testing.T) {
 	}
 	want(EventState, StateInterrupted) // in the middle of a file
 	// The page comes back: tus resumes the file where it stopped.
-	req, _ := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(data[400:]))
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Offset", "400")
-	req.Header.Set("Content-Type", "application/offset+octet-stream")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusNoContent {
-		t.Fatalf("the resumed file: %d", res.StatusCode)
-	}
+	testutil.TusPatch(t, loc, 400, data[400:])
 	want(EventState, StateActive)
 	testutil.TusUploadMeta(t, endpoint, "c.jpg", len(data), data, set)
 	for {

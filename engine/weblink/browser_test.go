@@ -653,6 +653,33 @@ func (r *recordingInbox) Arrive(a Arrival) (*store.Dest, error) {
 	return r.FolderInbox.Arrive(a)
 }
 
+// seen is what Arrive was given so far.
+func (r *recordingInbox) seen() []Arrival {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.arrivals)
+}
+
+// startRecordingReceive is a receive link into a recordingInbox, served
+// through a wireListener.
+func startRecordingReceive(t *testing.T) (*Server, *Link, *recordingInbox, *wireListener) {
+	t.Helper()
+	wl := newWireListener(t)
+	s := Serve(wl, Options{DeviceName: "Alice's laptop"})
+	t.Cleanup(func() { s.Close() })
+	folder, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { folder.Close() })
+	in := &recordingInbox{FolderInbox: folder}
+	l, err := s.Receive(in, ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l, in, wl
+}
+
 // TestBrowserUploadFolder: a folder dropped on the page arrives as its
 // tree (its folders made on this device), beside a file dropped with it;
 // two files of one name, size and date in two folders are two files (the
@@ -680,18 +707,7 @@ func TestBrowserUploadFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := Serve(newWireListener(t), Options{DeviceName: "Alice's laptop"})
-	t.Cleanup(func() { s.Close() })
-	folder, err := NewFolderInbox(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { folder.Close() })
-	in := &recordingInbox{FolderInbox: folder}
-	l, err := s.Receive(in, ReceiveOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, l, in, _ := startRecordingReceive(t)
 	drain(l)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
 		t.Fatal(err)
@@ -719,9 +735,7 @@ func TestBrowserUploadFolder(t *testing.T) {
 	}
 	// Each drop was one set, as the page said it: its count, its size,
 	// and its one folder when it was a folder alone.
-	in.mu.Lock()
-	arrivals := slices.Clone(in.arrivals)
-	in.mu.Unlock()
+	arrivals := in.seen()
 	if len(arrivals) != 7 {
 		t.Fatalf("%d files arrived, want 7", len(arrivals))
 	}
@@ -771,19 +785,8 @@ func TestBrowserSetContinuesAfterReload(t *testing.T) {
 		randomFile(t, src, "b.bin", 48<<20, 22),
 		randomFile(t, src, "c.txt", 2000, 23),
 	}
-	wl := newWireListener(t)
-	s := Serve(wl, Options{DeviceName: "Alice's laptop"})
-	t.Cleanup(func() { s.Close() })
-	folder, err := NewFolderInbox(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { folder.Close() })
-	in := &recordingInbox{FolderInbox: folder}
-	l, err := s.Receive(in, ReceiveOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, l, in, wl := startRecordingReceive(t)
+	folder := in.FolderInbox
 	wl.rate.Store(24 << 20)
 	uploadTo(t, ctx, base(s)+l.Path(), files...)
 	for ev := range l.Events() { // a.txt sent, b.bin on its way
@@ -823,12 +826,7 @@ func TestBrowserSetContinuesAfterReload(t *testing.T) {
 	if n := starts(l); n != 3 {
 		t.Fatalf("%d uploads began, want 3 (one per file)", n)
 	}
-	arrivals := func() []Arrival {
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		return slices.Clone(in.arrivals)
-	}
-	first := arrivals()
+	first := in.seen()
 	for _, a := range first {
 		if a.Batch.ID == "" || a.Batch.ID != first[0].Batch.ID || a.Batch.Files != 3 {
 			t.Fatalf("the uploads' sets: %+v", first)
@@ -843,7 +841,7 @@ func TestBrowserSetContinuesAfterReload(t *testing.T) {
 	if msg := waitStatus(t, ctx); msg != "1 file sent to Alice's laptop." {
 		t.Fatalf("page says %q", msg)
 	}
-	if all := arrivals(); len(all) != 4 || all[3].Batch.ID == first[0].Batch.ID {
+	if all := in.seen(); len(all) != 4 || all[3].Batch.ID == first[0].Batch.ID {
 		t.Fatalf("the next set: %+v", all)
 	}
 }

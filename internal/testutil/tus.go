@@ -65,12 +65,20 @@ func TusUploadMeta(t testing.TB, endpoint, name string, size int, body []byte, e
 	if status != http.StatusCreated {
 		t.Fatalf("tus create %q: %d", name, status)
 	}
+	TusPatch(t, loc, 0, body)
+	return loc
+}
+
+// TusPatch sends body at offset of the upload at loc, as tus resumes one,
+// and fails t unless it is taken (204).
+func TusPatch(t testing.TB, loc string, offset int64, body []byte) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Offset", "0")
+	req.Header.Set("Upload-Offset", strconv.FormatInt(offset, 10))
 	req.Header.Set("Content-Type", "application/offset+octet-stream")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -78,7 +86,6 @@ func TusUploadMeta(t testing.TB, endpoint, name string, size int, body []byte, e
 	}
 	res.Body.Close()
 	if res.StatusCode != http.StatusNoContent {
-		t.Fatalf("tus patch %q: %d", name, res.StatusCode)
+		t.Fatalf("tus patch %s at %d: %d", loc, offset, res.StatusCode)
 	}
-	return loc
 }

@@ -844,4 +844,10 @@ func TestBrowserSetContinuesAfterReload(t *testing.T) {
 	if all := in.seen(); len(all) != 4 || all[3].Batch.ID == first[0].Batch.ID {
 		t.Fatalf("the next set: %+v", all)
 	}
+	// A picker closed without a file begins no set, and keeps nothing.
+	kept, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`document.getElementById("files").dispatchEvent(new Event("change")),
+		Object.keys(localStorage).filter(k => k.startsWith("ferry-set|"))`))
+	if err != nil || len(kept) != 0 {
+		t.Fatalf("after an empty pick the page keeps %q (%v)", kept, err)
+	}
 }

@@ -35,6 +35,7 @@
   // add queues files: each {file, path}, path being the file's place in
   // a folder sent ("Trip/day 1/IMG_1.jpg"), "" for a file by itself.
   function add(files) {
+    if (!files.length) return; // a picker closed without a file: no set
     // The files picked or dropped together are one set ("batch"): the
     // receiver shows them as one delivery. Its size, and the one folder
     // it is when a folder came alone, go with each file. A set this page

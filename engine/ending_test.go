@@ -11,6 +11,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/clock"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // Issue #15: each end reads in honest words on both sides, with who did it.
@@ -93,9 +94,9 @@ func TestPauseShowsAsPausedAndResumesTheSameTransfer(t *testing.T) {
 	if paused.State != StatePaused || paused.Code != "paused" || !paused.ByPeer || paused.Err != "Paused by Bob." {
 		t.Errorf("receiver while paused: %+v", paused)
 	}
-	if err := send.Resume(tr.ID()); err != nil {
-		t.Fatal(err)
-	}
+	// The receiver hears of the pause as the sender's attempt winds down:
+	// Resume takes once the sender waits for it.
+	testutil.WaitFor(t, "the sender to wait for Resume", func() bool { return send.Resume(tr.ID()) == nil })
 	<-tr.Done()
 	final := next(t, got)
 	if final.State != StateDone || final.Bytes != size {

@@ -609,6 +609,13 @@ func (t *Transfer) Result() Result {
 	return t.result
 }
 
+// currentState is the transfer's state now.
+func (t *Transfer) currentState() State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state
+}
+
 // peerName is the other device's name, as far as it is known yet.
 func (t *Transfer) peerName() string {
 	t.mu.Lock()

@@ -488,38 +488,6 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	return s, nil
 }
 
-// watchStalled says that a receiving transfer is interrupted once nothing
-// of it moved (moved: its bytes and files) for idle, and that it is active
-// again when something does: a LocalSend sender whose app was put away in
-// the middle of a file. LocalSend has no resume: its upload goes on if the
-// app comes back, or fails when its connection ends (the sender's app
-// closed, or its device gone, which TCP's keep-alive finds), and Cancel
-// ends it here. The transfer used to say "Receiving" at 0 B/s meanwhile,
-// however long that was.
-func (e *Engine) watchStalled(ctx context.Context, t *Transfer, idle time.Duration, moved func() int64) {
-	tick, ticks := e.opts.Clock.NewTicker(min(idle/4, 5*time.Second))
-	defer tick.Stop()
-	last, lastAt, stalled := moved(), e.now(), false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-ticks:
-			switch m := moved(); {
-			case m != last:
-				last, lastAt = m, now
-				if stalled {
-					stalled = false
-					e.setState(t, StateActive)
-				}
-			case !stalled && now.Sub(lastAt) >= idle:
-				stalled = true
-				e.setState(t, StateInterrupted)
-			}
-		}
-	}
-}
-
 // errDisplaced ends an accepted LocalSend session whose sender began no
 // upload when another sender's offer needed its manifest budget: many
 // addresses whose accepted offers are never uploaded would otherwise keep

@@ -194,6 +194,39 @@ func (e *Engine) watchProgress(ctx context.Context, t *Transfer, bytes func() in
 	e.watchProgressMoved(ctx, t, bytes, bytes, total, files, totalFiles)
 }
 
+// watchStalled says that a receiving transfer is interrupted once nothing
+// of it moved (moved: its bytes and files) for idle, and that it is active
+// again when something does: a LocalSend sender whose app was put away in
+// the middle of a file, a browser's page closed or asleep. The transfer
+// goes on meanwhile (Cancel ends it): LocalSend's upload continues if the
+// app comes back, or fails when its connection ends (the app closed, or
+// its device gone, which TCP's keep-alive finds); a browser's set goes on
+// when its page sends again. Such transfers used to say "Receiving" at
+// 0 B/s, however long that was.
+func (e *Engine) watchStalled(ctx context.Context, t *Transfer, idle time.Duration, moved func() int64) {
+	tick, ticks := e.opts.Clock.NewTicker(min(idle/4, 5*time.Second))
+	defer tick.Stop()
+	last, lastAt, stalled := moved(), e.now(), false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticks:
+			switch m := moved(); {
+			case m != last:
+				last, lastAt = m, now
+				if stalled {
+					stalled = false
+					e.setState(t, StateActive)
+				}
+			case !stalled && now.Sub(lastAt) >= idle:
+				stalled = true
+				e.setState(t, StateInterrupted)
+			}
+		}
+	}
+}
+
 // watchProgressMoved is watchProgress where the bytes in place (bytes)
 // include some that never crossed the network (a resumed file's chunks the
 // receiver already held): the rate and the time left come from moved, the

@@ -84,7 +84,6 @@ type browserDelivery struct {
 	open                    map[string]*browserFile // by upload ID
 	cancelled, ended        bool
 	byBrowser               bool // a file of it was cancelled in the browser
-	interrupted             bool // nothing arrived for BrowserInbox.idle
 
 	stop    context.CancelFunc // ends the progress and idle watches
 	watched sync.WaitGroup     // the watches returned
@@ -206,13 +205,12 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 	return b.dest, nil
 }
 
-// wake makes an interrupted transfer active again: its page sends again.
-// b.mu is held.
+// wake makes an interrupted transfer (watchStalled) active again at once:
+// its page sends again. b.mu is held.
 func (b *BrowserInbox) wake(d *browserDelivery) {
-	if !d.interrupted || d.ended || d.cancelled {
+	if d.ended || d.cancelled || d.t.currentState() != StateInterrupted {
 		return
 	}
-	d.interrupted = false
 	b.e.setState(d.t, StateActive)
 }
 
@@ -256,7 +254,12 @@ func (b *BrowserInbox) start(a weblink.Arrival, key, dir string) (*browserDelive
 	if key != "" {
 		b.batches[key] = d
 	}
-	d.watched.Go(func() { b.watchIdle(ctx, d) })
+	// Interrupted, not ended, when its page stops sending: what arrived
+	// is kept and the page's next byte or file makes it active again
+	// (wake); Cancel or the link's end ends it. Ending it would lose the
+	// set a page continues after a reload, and a file on the way would
+	// land in a transfer already over.
+	d.watched.Go(func() { e.watchStalled(ctx, t, b.idle, func() int64 { return b.moved(d) }) })
 	b.all[d] = true
 	return d, nil
 }
@@ -278,37 +281,16 @@ func (b *BrowserInbox) verified(d *browserDelivery) int {
 	return d.landed
 }
 
-// watchIdle interrupts d when nothing of it arrived for b.idle (no byte,
-// no file begun or ended): the page was closed, its device slept or lost
-// the network. What arrived is kept and d stays open: the page's next byte
-// or file makes it active again (wake), Cancel or the link's end ends it.
-// Ending it here would lose the set a page continues after a reload, and
-// a file on the way would land in a transfer already over.
-func (b *BrowserInbox) watchIdle(ctx context.Context, d *browserDelivery) {
-	e := b.e
-	every := min(b.idle/4, 5*time.Second)
-	tick, ticks := e.opts.Clock.NewTicker(every)
-	defer tick.Stop()
-	last, lastAt := int64(-1), e.now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-ticks:
-			b.mu.Lock()
-			moved := d.doneBytes + int64(d.started+d.landed+d.failed)
-			for _, f := range d.open {
-				moved += f.bytes.Load()
-			}
-			if moved != last {
-				last, lastAt = moved, now
-			} else if now.Sub(lastAt) >= b.idle && !d.interrupted && !d.ended {
-				d.interrupted = true
-				e.setState(d.t, StateInterrupted)
-			}
-			b.mu.Unlock()
-		}
+// moved is what of d arrived so far, to see it move: bytes, and files
+// begun and ended.
+func (b *BrowserInbox) moved(d *browserDelivery) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := d.doneBytes + int64(d.started+d.landed+d.failed)
+	for _, f := range d.open {
+		n += f.bytes.Load()
 	}
+	return n
 }
 
 // cancel is Cancel on d's transfer: its uploads on the way are cancelled,

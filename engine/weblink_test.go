@@ -395,10 +395,7 @@ func TestBrowserSetInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.mu.Lock()
-	state := tr.state
-	tr.mu.Unlock()
-	if state != StateInterrupted {
+	if state := tr.currentState(); state != StateInterrupted {
 		t.Fatalf("the transfer's state: %s", state)
 	}
 	// The second file: half of it, then nothing.

@@ -1,7 +1,6 @@
 package weblink
 
 import (
-	"archive/zip"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +53,8 @@ type share struct {
 	roots  []shareRoot
 	total  int64
 	thumbs *thumbs
+	made   time.Time // when the link was made
+	crcs   zipCRCs   // the CRCs zips computed, for the next zip's ranges
 }
 
 // shared is one row of a share: 32 bytes and its name, so a share of 10^6
@@ -94,7 +94,7 @@ func (s *Server) Share(ctx context.Context, paths []string, opts ShareOptions) (
 	if err != nil {
 		return nil, err
 	}
-	sh := &share{l: l, once: opts.Once}
+	sh := &share{l: l, once: opts.Once, made: s.opts.Now()}
 	if err := sh.add(ctx, paths, opts.MaxFiles); err != nil {
 		sh.close()
 		return nil, err
@@ -430,74 +430,47 @@ func (sh *share) zipName() string {
 	return top + ".zip"
 }
 
-// serveZip streams every file as one zip, stored (not recompressed: most of
-// what people share is compressed already, and storing keeps the CPU out of
-// the way), straight from the files: no temporary copy. Its size is not
-// known ahead (each entry's CRC is written after it), so the answer has no
-// Content-Length and cannot be resumed by range; each file can.
+// serveZip answers every file as one zip, stored (not recompressed: most
+// of what people share is compressed already, and storing keeps the CPU out
+// of the way), straight from the files: no temporary copy. Its size is known
+// ahead and it resumes by range while the files stay as they are (see
+// zipPlan); a request for several ranges at once gets the whole zip.
 func (sh *share) serveZip(w http.ResponseWriter, r *http.Request, dev netip.Addr) {
+	plan, err := sh.planZip(sh.l.ctx)
+	if err != nil {
+		page(w, http.StatusGone, "Link ended", "This link has ended.")
+		return
+	}
 	name := sh.zipName()
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", attachment(name))
+	w.Header().Set("ETag", plan.etag)
+	if strings.Contains(r.Header.Get("Range"), ",") {
+		r.Header.Del("Range")
+	}
+	zs := &zipStream{sh: sh, plan: plan, ctx: sh.l.ctx, req: r.Context()}
 	if r.Method == http.MethodHead {
+		http.ServeContent(w, r, name, time.Time{}, zs)
 		return
 	}
-	t := sh.l.track(Activity{Device: dev, Name: name, Zip: true, Size: -1})
+	t := sh.l.track(Activity{Device: dev, Name: name, Zip: true, Size: plan.size})
 	cw := &countingWriter{ResponseWriter: w, t: t}
-	left, err := sh.writeZip(r.Context(), cw)
-	t.leftOut(left)
-	t.done(name, err)
-	if err == nil {
+	http.ServeContent(cw, r, name, time.Time{}, zs)
+	whole := cw.status < 300 && cw.n > 0 && endsAtEOF(cw.Header(), cw.n, plan.size)
+	var derr error
+	if !whole {
+		derr = zs.err // a file that changed, or could not be read
+		if err := sh.l.ctx.Err(); err != nil {
+			derr = context.Cause(sh.l.ctx)
+		} else if derr == nil || r.Context().Err() != nil {
+			derr = errors.New("the download stopped before the end")
+		}
+	}
+	t.leftOut(plan.missing)
+	t.done(name, derr)
+	if whole {
 		sh.finished(dev, -1)
 	}
-}
-
-// writeZip writes the zip of every row to w. A row that cannot be opened
-// any more (deleted or moved since it was shared) is left out, and the zip
-// ends with a note that names it and why: the others still arrive, where
-// the download broke off at it, empty. It returns what it left out, for
-// the sharer.
-func (sh *share) writeZip(req context.Context, w io.Writer) (left []string, err error) {
-	zw := zip.NewWriter(w)
-	buf := make([]byte, 256<<10)
-	var missing []string
-	for i, f := range sh.files {
-		file, fi, err := sh.open(i)
-		if err != nil {
-			why := err.Error()
-			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-				why = pe.Err.Error()
-			}
-			missing = append(missing, f.name+" ("+why+")")
-			continue
-		}
-		hw, err := zw.CreateHeader(&zip.FileHeader{Name: zipEntryName(f.name), Method: zip.Store, Modified: fi.ModTime()})
-		if err != nil {
-			file.Close()
-			return missing, fmt.Errorf("zip: %w", err)
-		}
-		_, err = io.CopyBuffer(hw, &ctxReadSeeker{ctx: sh.l.ctx, rs: file, req: req}, buf)
-		file.Close()
-		if err != nil {
-			return missing, fmt.Errorf("zip: %s: %w", f.name, err)
-		}
-	}
-	if len(missing) > 0 {
-		name := notIncludedName
-		for i := 2; slices.ContainsFunc(sh.files, func(f shared) bool { return zipEntryName(f.name) == name }); i++ {
-			name = fmt.Sprintf("NOT INCLUDED (%d).txt", i) // a shared file has that name
-		}
-		note, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: time.Now()})
-		if err != nil {
-			return missing, fmt.Errorf("zip: %w", err)
-		}
-		fmt.Fprintf(note, "These files could not be read on %s when this zip was made, so they are not in it:\r\n\r\n%s\r\n",
-			sh.l.s.opts.DeviceName, strings.Join(missing, "\r\n"))
-	}
-	if err := zw.Close(); err != nil {
-		return missing, fmt.Errorf("zip: %w", err)
-	}
-	return missing, nil
 }
 
 // notIncludedName is the zip's note of the files it lacks (writeZip).
@@ -564,6 +537,12 @@ func (c *countingWriter) ReadFrom(src io.Reader) (int64, error) {
 	limit := int64(-1)
 	if lr, isLimited := src.(*io.LimitedReader); isLimited {
 		limit, src = lr.N, lr.R
+	}
+	if zs, isZip := src.(*zipStream); isZip {
+		if c.status == 0 {
+			c.status = http.StatusOK
+		}
+		return zs.writeTo(writerOnly{c}, limit)
 	}
 	cr, isFile := src.(*ctxReadSeeker)
 	var f *os.File

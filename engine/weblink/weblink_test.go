@@ -469,8 +469,8 @@ func TestStopCutsStalledTransfers(t *testing.T) {
 }
 
 // A shared file deleted before the zip is made is left out of it, and a
-// note in the zip names it and why; the others arrive. The download broke
-// off at it, empty. A shared file named like the note keeps its name.
+// note in the zip names it and why; the others arrive. A shared file named
+// like the note keeps its name.
 func TestZipLeavesOutWhatIsGone(t *testing.T) {
 	dir := t.TempDir()
 	a := writeFile(t, dir, "a.bin", 3000)

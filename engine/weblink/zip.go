@@ -42,18 +42,22 @@ type zipPlan struct {
 	missing []string // rows left out, each with why ("a.txt (no such file or directory)")
 	note    zipEntry // the note naming them (row -1), when there are any
 	text    []byte   // the note's contents; empty: no note
+	noteAs  string   // the note's name
 	size    int64    // bytes in the whole zip
 	etag    string   // strong: the same ETag, the same bytes
 }
 
 // zipEntry is one file of a zip: a share's row as it was when the plan was
-// made.
+// made. 24 bytes: its name is the row's (zipEntryName), made again when
+// written.
 type zipEntry struct {
 	row  int // the share's row; -1: the plan's note
-	name string
 	size int64
-	mod  time.Time
+	mod  int64 // modification time, Unix nanoseconds
 }
+
+// modTime is when e's file was last modified, in local time.
+func (e zipEntry) modTime() time.Time { return time.Unix(0, e.mod) }
 
 // planZip lists what the zip holds now: every row that is still a regular
 // file, and a note naming those that are not. It looks at each file (a
@@ -78,12 +82,12 @@ func (sh *share) planZip(ctx context.Context) (*zipPlan, error) {
 			p.missing = append(p.missing, f.name+" ("+why+")")
 			continue
 		}
-		e := zipEntry{row: i, name: zipEntryName(f.name), size: fi.Size(), mod: fi.ModTime()}
+		e := zipEntry{row: i, size: fi.Size(), mod: fi.ModTime().UnixNano()}
 		p.entries = append(p.entries, e)
-		h.Write([]byte(e.name))
+		h.Write([]byte(zipEntryName(f.name)))
 		h.Write([]byte{0})
 		h.Write(binary.LittleEndian.AppendUint64(num[:0], uint64(e.size)))
-		h.Write(binary.LittleEndian.AppendUint64(num[:0], uint64(e.mod.UnixNano())))
+		h.Write(binary.LittleEndian.AppendUint64(num[:0], uint64(e.mod)))
 	}
 	if len(p.missing) > 0 {
 		name := notIncludedName
@@ -93,7 +97,8 @@ func (sh *share) planZip(ctx context.Context) (*zipPlan, error) {
 		p.text = fmt.Appendf(nil, "These files could not be read on %s when this zip was made, so they are not in it:\r\n\r\n%s\r\n",
 			sh.l.s.opts.DeviceName, strings.Join(p.missing, "\r\n"))
 		// The note's time is the link's start: the same on every request.
-		p.note = zipEntry{row: -1, name: name, size: int64(len(p.text)), mod: sh.made}
+		p.note = zipEntry{row: -1, size: int64(len(p.text)), mod: sh.made.UnixNano()}
+		p.noteAs = name
 		h.Write(p.text)
 	}
 	p.etag = `"z` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
@@ -162,7 +167,7 @@ func (sh *share) writeZip(linkCtx, req context.Context, p *zipPlan, w io.Writer,
 		entries = append(entries[:len(entries):len(entries)], p.note)
 	}
 	for _, e := range entries {
-		if err := z.entry(e, p.text); err != nil {
+		if err := z.entry(e, p); err != nil {
 			return wn.pos, stopped(err)
 		}
 	}
@@ -189,10 +194,13 @@ type zipRun struct {
 	buf      []byte
 }
 
-// entry writes e's header, bytes and data descriptor. text holds the note's
-// bytes when e is the note.
-func (z *zipRun) entry(e zipEntry, text []byte) error {
-	fh := zipHeader(e)
+// entry writes e, an entry of p, as its header, bytes and data descriptor.
+func (z *zipRun) entry(e zipEntry, p *zipPlan) error {
+	name := p.noteAs
+	if e.row >= 0 {
+		name = zipEntryName(z.sh.files[e.row].name)
+	}
+	fh := zipHeader(name, e)
 	hw, err := z.zw.CreateRaw(fh)
 	if err != nil {
 		return fmt.Errorf("zip: %w", err)
@@ -202,8 +210,8 @@ func (z *zipRun) entry(e zipEntry, text []byte) error {
 	}
 	at := z.wn.pos
 	if e.row < 0 {
-		fh.CRC32 = crc32.ChecksumIEEE(text)
-		_, err := hw.Write(text)
+		fh.CRC32 = crc32.ChecksumIEEE(p.text)
+		_, err := hw.Write(p.text)
 		return err
 	}
 	crc, known := z.sh.cachedCRC(e)
@@ -242,7 +250,7 @@ func (z *zipRun) read(e zipEntry, hw io.Writer, from, to int64, sum bool) (uint3
 		return 0, fmt.Errorf("zip: %s: %w", z.sh.files[e.row].name, err)
 	}
 	defer file.Close()
-	if fi.Size() != e.size || !fi.ModTime().Equal(e.mod) {
+	if fi.Size() != e.size || fi.ModTime().UnixNano() != e.mod {
 		return 0, fmt.Errorf("zip: %s: %w", z.sh.files[e.row].name, errZipChanged)
 	}
 	if err := pass(hw, from); err != nil {
@@ -289,23 +297,24 @@ func clamp(v, hi int64) int64 { return min(max(v, 0), hi) }
 // after its bytes (the local header has zipZeros there). Its time is written
 // as archive/zip's CreateHeader writes it: MS-DOS fields in local time and
 // an "extended timestamp" field.
-func zipHeader(e zipEntry) *zip.FileHeader {
+func zipHeader(name string, e zipEntry) *zip.FileHeader {
 	fh := &zip.FileHeader{
-		Name: e.name, Method: zip.Store, Flags: 0x8,
+		Name: name, Method: zip.Store, Flags: 0x8,
 		CreatorVersion: 20, ReaderVersion: 20,
 		CompressedSize64: uint64(e.size), UncompressedSize64: uint64(e.size),
 	}
 	if fh.UncompressedSize64 >= math.MaxUint32 {
 		fh.ReaderVersion = 45 // zip64
 	}
-	if !isASCII(e.name) && utf8.ValidString(e.name) {
+	if !isASCII(name) && utf8.ValidString(name) {
 		fh.Flags |= 0x800
 	}
-	fh.ModifiedDate, fh.ModifiedTime = msDosTime(e.mod)
+	mod := e.modTime()
+	fh.ModifiedDate, fh.ModifiedTime = msDosTime(mod)
 	fh.Extra = binary.LittleEndian.AppendUint16(nil, 0x5455) // extended timestamp
 	fh.Extra = binary.LittleEndian.AppendUint16(fh.Extra, 5)
 	fh.Extra = append(fh.Extra, 1) // the modification time only
-	fh.Extra = binary.LittleEndian.AppendUint32(fh.Extra, uint32(e.mod.Unix()))
+	fh.Extra = binary.LittleEndian.AppendUint32(fh.Extra, uint32(mod.Unix()))
 	return fh
 }
 
@@ -341,7 +350,7 @@ type zipCRC struct{ crc, stamp uint32 }
 
 // stamp sums e's size and time (never 0: 0 is no CRC kept).
 func stamp(e zipEntry) uint32 {
-	h := uint64(e.size)*0x9E3779B97F4A7C15 ^ uint64(e.mod.UnixNano())
+	h := uint64(e.size)*0x9E3779B97F4A7C15 ^ uint64(e.mod)
 	h ^= h >> 29
 	h *= 0xBF58476D1CE4E5B9
 	h ^= h >> 32

@@ -105,7 +105,7 @@ type LinkActivity struct {
 	// as one zip.
 	Name string `json:"name"`
 	Zip  bool   `json:"zip,omitempty"`
-	// Size is -1 when not known ahead (a zip); Bytes have moved so far.
+	// Size is the bytes in all (-1 when not known ahead); Bytes have moved so far.
 	Size    int64     `json:"size"`
 	Bytes   int64     `json:"bytes"`
 	Started time.Time `json:"started"`

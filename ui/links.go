@@ -53,7 +53,7 @@ type LinkActivity struct {
 	Upload bool
 	Name   string // a file's name, or the zip's
 	Zip    bool
-	Size   int64 // -1 when not known (a zip)
+	Size   int64 // bytes in all (a zip's too, since it resumes by range); -1 when not known
 	Bytes  int64
 	Done   bool
 	// LeftOut names what a zip left out, each with why (shared files

@@ -231,7 +231,7 @@ type Activity struct {
 	Upload  bool   // from the browser (receive link), else to it
 	Name    string // the file's name, or the zip's
 	Zip     bool   // the whole share as one zip
-	Size    int64  // bytes in all (-1 when not known, as for a zip)
+	Size    int64  // bytes in all (-1 when not known)
 	Bytes   int64  // bytes moved so far
 	Started time.Time
 	Done    bool

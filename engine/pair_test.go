@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,6 +146,49 @@ func TestPairingMismatchStopsTransfer(t *testing.T) {
 	}
 	if trusts(recv, send.ID()) || trusts(send, recv.ID()) {
 		t.Fatal("a device was trusted after a mismatch")
+	}
+}
+
+// The receiver's user saying the codes differ, before or after accepting
+// the offer, ends the send as that: "did not confirm the verification
+// code" (not_paired), never as the receiver's trust policy ("only accepts
+// files from trusted devices"), over either transport. And the receiver
+// says what its own user did.
+func TestPairingMismatchByTheReceiver(t *testing.T) {
+	for _, c := range []struct {
+		transport   string
+		acceptFirst bool
+	}{{"quic", false}, {"quic", true}, {"tcp", false}, {"tcp", true}} {
+		t.Run(fmt.Sprintf("%s/accepted-first=%v", c.transport, c.acceptFirst), func(t *testing.T) {
+			recv := startReceiver(t, Options{Accept: AcceptAsk})
+			send := testEngine(t, Options{})
+			rxEvents, unsub := recv.Subscribe(256)
+			defer unsub()
+			src := filepath.Join(t.TempDir(), "a.bin")
+			writeFile(t, src, 64<<20) // still on its way when the answer comes
+			tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: c.transport})
+			if err != nil {
+				t.Fatal(err)
+			}
+			offer := firstEvent(t, rxEvents, EventOffer)
+			if c.acceptFirst {
+				if err := recv.Decide(offer.TransferID, Decision{Accept: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := recv.ConfirmPair(offer.TransferID, false); err != nil {
+				t.Fatal(err)
+			}
+			<-tr.Done()
+			r := tr.Result()
+			if r.State != StateFailed || r.Code != string(wire.CodeNotPaired) || !strings.Contains(r.Err, "did not confirm the verification code") {
+				t.Fatalf("sender: %s %s %q", r.State, r.Code, r.Err)
+			}
+			res := firstEvent(t, rxEvents, EventResult)
+			if res.Result.State == StateDone || !strings.Contains(res.Result.Err, "did not match") {
+				t.Fatalf("receiver: %s %q", res.Result.State, res.Result.Err)
+			}
+		})
 	}
 }
 

@@ -481,7 +481,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 
 	d, err := tx.offerAndDecision()
 	if err != nil {
-		return err
+		return codeRejected(err)
 	}
 	if !d.Accept {
 		code := d.Code
@@ -495,7 +495,19 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	}
 	tx.decided = true
 	e.setState(t, StateActive)
-	return tx.transfer(ctx, opts)
+	return codeRejected(tx.transfer(ctx, opts))
+}
+
+// codeRejected reads a refusal as untrusted that came as the end of the
+// session, not as the receiver's decision on the offer (which is how its
+// trust policy refuses), as what it is: its user said the verification
+// codes differ (closeCode). Not its policy, which the words must not claim.
+func codeRejected(err error) error {
+	var re *wire.RemoteError
+	if errors.As(err, &re) && re.Code == wire.CodeUntrusted && !errors.Is(err, errPeerRejectedCode) {
+		return fmt.Errorf("%w (%w)", errPeerRejectedCode, err)
+	}
+	return err
 }
 
 // offerAnswer is the receiver's decision on the offer, or why none came.
@@ -624,6 +636,10 @@ func (tx *sender) readDecision() (*wire.Decision, error) {
 	deadline := time.Now().Add(decisionWait)
 	for {
 		m, err := tx.ctl.recvTimeout(max(time.Until(deadline), time.Millisecond))
+		var re *wire.RemoteError
+		if errors.As(err, &re) {
+			return nil, err // the receiver's reason says it all (QUIC's close carries it)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("waiting for the receiver: %w", unexpectedEOF(err))
 		}

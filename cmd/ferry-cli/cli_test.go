@@ -287,10 +287,40 @@ func TestUsageErrors(t *testing.T) {
 		{"peers", "--config", cfg, "--timeout", "0s"},
 		{"doctor", "--port", "70000"},
 		{"id", "--config", cfg, "--nope"},
+		{"id", "--config", cfg, "extra"},
+		// A folder given without --dir: files would go to ~/Downloads.
+		{"receive", "--config", cfg, "--no-discovery", t.TempDir()},
+		{"send", "--config", cfg, "--streams", "-3", "--to", "127.0.0.1:1", file},
+		{"send", "--config", cfg, "--streams", "1000", "--to", "127.0.0.1:1", file},
+		{"send", "--config", cfg, "--retry-for", "-1s", "--to", "127.0.0.1:1", file},
+		{"send", "--config", cfg, "--to", "127.0.0.1:99999", file},
+		{"send", "--config", cfg, "--to", "[::1]:0", file},
 	} {
 		code, _, stderr := runCLI(t, args...)
 		if code != 2 || stderr == "" {
 			t.Errorf("%q: exit %d, stderr %q; want 2 with a message", args, code, stderr)
+		}
+	}
+}
+
+// An IP address without a port is Ferry's default port on that device,
+// not a device's name to look for (which ended in 'no device called
+// "192.168.1.5" answered').
+func TestToAnAddressWithoutAPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.168.1.5": "192.168.1.5:" + defaultPort,
+		"fe80::1":     "[fe80::1]:" + defaultPort,
+		"[::1]":       "[::1]:" + defaultPort,
+		"10.0.0.7:9":  "10.0.0.7:9",
+	} {
+		tg, err := resolveByDiscovery(t.Context(), in, t.TempDir(), false, io.Discard)
+		if err != nil || len(tg.Addrs) == 0 {
+			t.Fatalf("%q: %v %v", in, tg, err)
+		}
+		for _, a := range tg.Addrs {
+			if !strings.HasSuffix(a.String(), want) {
+				t.Errorf("%q: dials %s, want %s", in, a, want)
+			}
 		}
 	}
 }

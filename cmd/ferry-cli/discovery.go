@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"strings"
@@ -236,6 +237,17 @@ func ambiguous(to string, cs []candidate) error {
 func resolveByDiscovery(ctx context.Context, to, cfg string, lsScan bool, errOut io.Writer) (engine.Target, error) {
 	if isHostPort(to) {
 		return engine.Target{Addrs: engine.AddrsAt(to)}, nil
+	}
+	// An IP address is no device's name: without a port it is Ferry's
+	// default one; with a port out of range it is a mistake to say, not a
+	// name to look for.
+	if ip, err := netip.ParseAddr(strings.Trim(to, "[]")); err == nil {
+		return engine.Target{Addrs: engine.AddrsAt(net.JoinHostPort(ip.String(), defaultPort))}, nil
+	}
+	if h, p, err := net.SplitHostPort(to); err == nil {
+		if _, herr := netip.ParseAddr(h); herr == nil || h == "" {
+			return engine.Target{}, fmt.Errorf("%w: --to %q: the port %q is not a number from 1 to 65535", errUsage, to, p)
+		}
 	}
 	if strings.TrimSpace(to) == "" {
 		return engine.Target{}, fmt.Errorf("%w: --to is empty", errUsage)

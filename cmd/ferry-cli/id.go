@@ -20,6 +20,9 @@ func runID(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: id takes no arguments, got %q", errUsage, fs.Args())
+	}
 	dir, err := configDir(*cfg)
 	if err != nil {
 		return err

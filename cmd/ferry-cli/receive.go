@@ -49,6 +49,10 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		// Files would go to the default folder, not where the user meant.
+		return fmt.Errorf("%w: receive takes no arguments, got %q (the download folder is --dir DIR)", errUsage, fs.Args())
+	}
 	if *link {
 		return runReceiveLink(ctx, *cfg, linkFlags{listen: *listen, name: *name, pin: *linkPIN, expire: *linkExpire, json: *asJSON}, *dir, out)
 	}

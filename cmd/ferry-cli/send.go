@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
@@ -63,6 +64,12 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	if len(tos) == 0 {
 		return fmt.Errorf("%w: --to is required", errUsage)
+	}
+	if *streams < 0 || *streams > wire.MaxDataStreams {
+		return fmt.Errorf("%w: --streams %d: 0 (the transport's default) to %d", errUsage, *streams, wire.MaxDataStreams)
+	}
+	if *retryFor < 0 {
+		return fmt.Errorf("%w: --retry-for %v: 0 (never) or more", errUsage, *retryFor)
 	}
 	if *relaySecretFile != "" && *relayAddr == "" {
 		return fmt.Errorf("%w: --relay-secret-file goes with --relay HOST:PORT", errUsage)

@@ -160,7 +160,7 @@ func (b *backend) Partials() []ui.PartialTransfer {
 	out := make([]ui.PartialTransfer, len(ps))
 	for i, p := range ps {
 		out[i] = ui.PartialTransfer{Key: p.Key, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files,
-			Saved: p.Saved, Bytes: p.Bytes, Updated: p.Updated, Receiving: p.Receiving}
+			Saved: p.Saved, Bytes: p.OnDisk, Updated: p.Updated, Receiving: p.Receiving}
 	}
 	return out
 }

@@ -39,6 +39,12 @@ func (rx *receiver) resumeFrom(dir string) {
 	}
 	if err := s.Check(rx.offeredFiles(dir), validLocal); err != nil {
 		e.log.Warn("ignoring resume state", "reason", err)
+		if s.Dest != "" && s.Check(rx.offeredFiles(s.Dest), validLocal) == nil {
+			// This offer, begun in another download folder (changed
+			// since): it starts afresh here, and its partials there go
+			// with the state, which alone lists them and ages them out.
+			discardPartials(s.Dest, s.PartialNames())
+		}
 		rx.discardStale(nil)
 		return
 	}
@@ -299,6 +305,13 @@ func (e *Engine) Partials() []PartialTransfer {
 		}
 	}
 	e.mu.Unlock()
+	for i := range ps {
+		for _, name := range ps[i].Partials {
+			if st, err := os.Lstat(filepath.Join(ps[i].Dest, filepath.FromSlash(name))); err == nil && st.Mode().IsRegular() {
+				ps[i].OnDisk += store.Allocated(st)
+			}
+		}
+	}
 	return ps
 }
 
@@ -316,17 +329,26 @@ func (e *Engine) DiscardPartial(key string) error {
 		if s.Receiving {
 			return ErrPartialInUse
 		}
-		if d, err := store.Open(s.Dest); err == nil {
-			for _, name := range s.Partials {
-				if p, err := d.OpenPartial(name); err == nil {
-					d.Discard(p)
-				}
-			}
-			d.Close()
-		}
+		discardPartials(s.Dest, s.Partials)
 	}
 	e.resume.Drop(key)
 	return nil
+}
+
+// discardPartials removes the partial files names (as resume states record
+// them) in the download folder dest, each only if it is still a partial
+// (store.OpenPartial).
+func discardPartials(dest string, names []string) {
+	d, err := store.Open(dest)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	for _, name := range names {
+		if p, err := d.OpenPartial(name); err == nil {
+			d.Discard(p)
+		}
+	}
 }
 
 // CleanPartials discards unfinished transfers not touched for longer than

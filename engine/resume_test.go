@@ -220,3 +220,38 @@ func TestOldPartialsAreCleanedUp(t *testing.T) {
 		t.Fatalf("old partial files kept: %v", entries)
 	}
 }
+
+// The same files sent again into another download folder (the user changed
+// it since) start there afresh, and the partial the first try left in the
+// old folder goes with its state: nothing would list it or age it out once
+// the state was dropped (a helper found 100 MB left so).
+func TestResumeIntoAnotherFolderRemovesTheOldPartial(t *testing.T) {
+	first := t.TempDir()
+	recv := startReceiver(t, Options{DownloadDir: first})
+	send := testEngine(t, Options{})
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, 48<<20)
+	interrupt(t, send, recv, []string{big}, "quic", 48<<20)
+	if n := len(recv.Partials()[0].Partials); n != 1 {
+		t.Fatalf("the interrupted transfer kept %d partials", n)
+	}
+	// What discarding it would free: the partial was preallocated whole,
+	// so it takes more than the bytes verified in it.
+	if p := recv.Partials()[0]; p.OnDisk < 48<<20 || p.Bytes >= 48<<20 {
+		t.Fatalf("the partial takes %d bytes on disk and holds %d verified; want the whole file's on disk", p.OnDisk, p.Bytes)
+	}
+	second := t.TempDir()
+	if err := recv.SetDownloadDir(second); err != nil {
+		t.Fatal(err)
+	}
+	if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "quic"}); res.State != StateDone {
+		t.Fatalf("%s %q", res.State, res.Err)
+	}
+	sameTree(t, big, second)
+	if entries, _ := os.ReadDir(first); len(entries) != 0 {
+		t.Fatalf("the first folder still holds %v", entries)
+	}
+	if ps := recv.Partials(); len(ps) != 0 {
+		t.Fatalf("partials left: %+v", ps)
+	}
+}

@@ -44,15 +44,36 @@ func runPartials(ctx context.Context, args []string, out, errOut io.Writer) erro
 	}
 	ps := e.Partials()
 	if *asJSON {
-		return json.NewEncoder(out).Encode(ps)
+		list := make([]partialJSON, len(ps))
+		for i, p := range ps {
+			list[i] = partialJSON{Key: p.Key, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files, Saved: p.Saved,
+				Verified: p.Bytes, OnDisk: p.OnDisk, Updated: p.Updated, Partials: append([]string{}, p.Partials...), Receiving: p.Receiving}
+		}
+		return json.NewEncoder(out).Encode(list)
 	}
 	var total int64
 	for _, p := range ps {
 		fmt.Fprintln(out, partialLine(p, time.Now()))
-		total += p.Bytes
+		total += p.OnDisk
 	}
-	fmt.Fprintf(out, "%d unfinished transfer(s), %s held by partial files\n", len(ps), humanBytes(total))
+	fmt.Fprintf(out, "%d unfinished transfer(s), their partial files take %s on disk\n", len(ps), humanBytes(total))
 	return nil
+}
+
+// partialJSON is one unfinished transfer in partials --json, named as the
+// other commands' JSON is (snake_case).
+type partialJSON struct {
+	Key       string    `json:"key"`
+	PeerID    string    `json:"peer_id"`
+	PeerName  string    `json:"peer_name"`
+	Dest      string    `json:"dest"`
+	Files     int       `json:"files"`
+	Saved     int       `json:"saved"`
+	Verified  int64     `json:"verified_bytes"` // held by the partial files, verified: not sent again
+	OnDisk    int64     `json:"on_disk_bytes"`  // the partial files' space on disk (preallocated whole)
+	Updated   time.Time `json:"updated"`
+	Partials  []string  `json:"partials"` // relative to dest
+	Receiving bool      `json:"receiving"`
 }
 
 // partialLine is one unfinished transfer as partials lists it; the peer's
@@ -62,6 +83,6 @@ func partialLine(p engine.PartialTransfer, now time.Time) string {
 	if p.Receiving {
 		when = "receiving now"
 	}
-	return fmt.Sprintf("%s  from %s (%s)  %d file(s), %d saved, %s of the others kept in %s, %s", p.Key,
-		safetext.Name(p.PeerName), short(p.PeerID), p.Files, p.Saved, humanBytes(p.Bytes), safetext.Name(p.Dest), when)
+	return fmt.Sprintf("%s  from %s (%s)  %d file(s), %d saved, %s of the others kept (%s on disk) in %s, %s", p.Key,
+		safetext.Name(p.PeerName), short(p.PeerID), p.Files, p.Saved, humanBytes(p.Bytes), humanBytes(p.OnDisk), safetext.Name(p.Dest), when)
 }

@@ -34,8 +34,8 @@ func TestPartialsCommand(t *testing.T) {
 func TestPartialLine(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	got := partialLine(engine.PartialTransfer{Key: "k1", PeerName: "Bob\x1b[2J\r", PeerID: "QTSPCHWUSEMLS3ZR", Dest: "/home/a/Downloads",
-		Files: 3, Saved: 2, Bytes: 1_500_000, Updated: now.Add(-5 * time.Minute)}, now)
-	want := `k1  from "Bob\x1b[2J\r" (QTSPCHWU)  3 file(s), 2 saved, 1.5 MB of the others kept in /home/a/Downloads, last touched 5m0s ago`
+		Files: 3, Saved: 2, Bytes: 1_500_000, OnDisk: 4_000_000, Updated: now.Add(-5 * time.Minute)}, now)
+	want := `k1  from "Bob\x1b[2J\r" (QTSPCHWU)  3 file(s), 2 saved, 1.5 MB of the others kept (4.0 MB on disk) in /home/a/Downloads, last touched 5m0s ago`
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

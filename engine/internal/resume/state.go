@@ -383,12 +383,28 @@ type Summary struct {
 	Files    int
 	Saved    int   // of Files, saved whole: a resume does not fetch them
 	Bytes    int64 // verified bytes held on disk by the others' partial files
-	Updated  time.Time
+	// OnDisk is the space the partial files take (allocated: each was
+	// preallocated whole, so more than Bytes), what discarding frees; the
+	// engine fills it in (Engine.Partials).
+	OnDisk  int64
+	Updated time.Time
 	// Partials are the partial files' slash paths relative to Dest.
 	Partials []string
 	// Receiving: a receiver is writing into them now (Busy): they are not
 	// to be discarded.
 	Receiving bool
+}
+
+// PartialNames are the partial files s lists (slash paths relative to its
+// Dest).
+func (s *State) PartialNames() []string {
+	var out []string
+	for _, f := range s.Files {
+		if !f.Done && f.Partial != "" {
+			out = append(out, f.Partial)
+		}
+	}
+	return out
 }
 
 // List returns every state, most recently touched first.
@@ -409,13 +425,11 @@ func (d *Dir) List() []Summary {
 		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
 			p.Updated = st.ModTime()
 		}
+		p.Partials = s.PartialNames()
 		for _, f := range s.Files {
 			if f.Done {
 				p.Saved++
 				continue
-			}
-			if f.Partial != "" {
-				p.Partials = append(p.Partials, f.Partial)
 			}
 			for c := 0; c < len(f.CRCs); c++ {
 				if f.Has(c) {

@@ -159,7 +159,7 @@ func (p *printer) event(ev engine.Event) {
 				// what LocalSend does not take says so.
 				why = " (Ferry sends regular files and folders)"
 			}
-			p.line("not sent: %s%s: %s", s.Summary(), why, strings.Join(s.Examples, ", "))
+			p.line("not sent: %s%s: %s", s.Summary(), why, skippedExamples(s))
 		}
 		for _, r := range ev.Offer.Renamed {
 			p.line("sent as %q: %s (another given path has its name)", r.As, r.Path)
@@ -216,8 +216,10 @@ func (p *printer) event(ev engine.Event) {
 			if r.FoldersLeftOut > 0 {
 				p.line("not sent: %s (the receiver's Ferry is older and does not take them)", emptyFolders(r.FoldersLeftOut))
 			}
-		} else if r.State == engine.StateInterrupted && strings.HasPrefix(r.Err, "Interrupted") {
-			p.line("%s", shown(r.Err)) // "Interrupted — will resume when ...", not "interrupted: Interrupted — ..."
+		} else if len(r.Err) >= len(r.State) && strings.EqualFold(r.Err[:len(r.State)], string(r.State)) {
+			// "Interrupted — will resume when ...", "Declined by Bob.": not
+			// "interrupted: Interrupted — ...", "declined: Declined by Bob."
+			p.line("%s", shown(r.Err))
 		} else {
 			p.line("%s: %s", r.State, shown(r.Err))
 		}
@@ -423,3 +425,17 @@ func (b *batcher) print(ctx context.Context, ev engine.Event) bool {
 // joined in it apart by "; ", and whatever a peer's words in it hold
 // escaped (safetext.Line), so that nothing in them acts on the terminal.
 func shown(msg string) string { return safetext.Message(msg) }
+
+// skippedExamples lists the first few paths a send skipped (a file's name
+// is its owner's words, escaped) and how many more there are.
+func skippedExamples(s *engine.SkippedInfo) string {
+	names := make([]string, len(s.Examples))
+	for i, e := range s.Examples {
+		names[i] = safetext.Name(e)
+	}
+	list := strings.Join(names, ", ")
+	if more := s.Count() - len(s.Examples); more > 0 && len(s.Examples) > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return list
+}

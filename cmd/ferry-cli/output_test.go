@@ -212,3 +212,26 @@ func TestLinkResultOfASet(t *testing.T) {
 		}
 	}
 }
+
+// A result line says its state once: a sentence that begins with it
+// ("Declined by Bob.") is the line, not "declined: Declined by Bob.".
+func TestResultLineSaysItsStateOnce(t *testing.T) {
+	for _, c := range []struct {
+		state engine.State
+		err   string
+		want  string
+	}{
+		{engine.StateDeclined, "Declined: this device only accepts files from trusted devices.", "Declined: this device only accepts files from trusted devices.\n"},
+		{engine.StateDeclined, "Declined by Bob.", "Declined by Bob.\n"},
+		{engine.StateCancelled, "Cancelled by you.", "Cancelled by you.\n"},
+		{engine.StateInterrupted, "Interrupted — will resume when Bob is back.", "Interrupted — will resume when Bob is back.\n"},
+		{engine.StateDeclined, "Not enough space on Bob: 3 GB needed, 1 GB free.", "declined: Not enough space on Bob: 3 GB needed, 1 GB free.\n"},
+		{engine.StateFailed, "The connection to vm was lost.", "failed: The connection to vm was lost.\n"},
+	} {
+		var out bytes.Buffer
+		newPrinter(&out, false).event(engine.Event{Kind: engine.EventResult, TransferID: "a", Result: &engine.Result{State: c.state, Err: c.err}})
+		if out.String() != c.want {
+			t.Errorf("%s %q: got %q, want %q", c.state, c.err, out.String(), c.want)
+		}
+	}
+}

@@ -40,3 +40,16 @@ func TestPartialLine(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// A send that skipped more than its examples says how many more, and a
+// skipped name reaches the terminal escaped (both as the app shows them).
+func TestSkippedExamples(t *testing.T) {
+	s := &engine.SkippedInfo{Symlinks: 7, Examples: []string{"l1", "l2", "l3", "l4", "l\x1b[2J5"}}
+	if got, want := skippedExamples(s), `l1, l2, l3, l4, "l\x1b[2J5" and 2 more`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	s = &engine.SkippedInfo{Symlinks: 2, Examples: []string{"a", "b"}}
+	if got := skippedExamples(s); got != "a, b" {
+		t.Errorf("got %q", got)
+	}
+}

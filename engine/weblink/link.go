@@ -86,6 +86,7 @@ type Link struct {
 	acts     map[int64]*Activity         // live and recent transfers
 	order    []int64                     // acts by age
 	doneBy   map[netip.Addr]map[int]bool // share: files each device has whole
+	parts    map[partKey]*coverage       // share: what each device got of a file (or the zip, -1) by range
 }
 
 // maxActivities bounds the transfers a link remembers (the finished ones
@@ -106,7 +107,7 @@ func (s *Server) newLink(kind Kind, opts LinkOptions) (*Link, error) {
 		s: s, kind: kind, opts: opts,
 		ctx: ctx, cancel: cancel, events: make(chan Event, eventBuffer),
 		devices: map[netip.Addr]bool{}, sessions: map[string]netip.Addr{},
-		acts: map[int64]*Activity{}, doneBy: map[netip.Addr]map[int]bool{},
+		acts: map[int64]*Activity{}, doneBy: map[netip.Addr]map[int]bool{}, parts: map[partKey]*coverage{},
 	}
 	return l, nil
 }

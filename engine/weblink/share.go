@@ -353,45 +353,146 @@ func (sh *share) serveFile(w http.ResponseWriter, r *http.Request, i int, dev ne
 	t := sh.l.track(Activity{Device: dev, Name: sh.files[i].name, Size: fi.Size()})
 	cw := &countingWriter{ResponseWriter: w, t: t}
 	http.ServeContent(cw, r, name, fi.ModTime(), &ctxReadSeeker{ctx: sh.l.ctx, rs: file, req: r.Context()})
-	// Whole when the answer carried every byte of the file up to its end:
-	// a full answer, or the last range of a resumed download.
-	whole := cw.status < 300 && cw.n > 0 && endsAtEOF(cw.Header(), cw.n, fi.Size())
-	if fi.Size() == 0 && cw.status == http.StatusOK {
-		whole = true
-	}
-	var derr error
-	if !whole {
-		derr = errors.New("the download stopped before the end")
-		if err := sh.l.ctx.Err(); err != nil {
-			derr = context.Cause(sh.l.ctx)
-		}
-	}
-	t.done(sh.files[i].name, derr)
-	if whole {
+	// The answer ended where it was to end (the whole file, or the range
+	// asked for), and whether the device now has every byte of the file.
+	from, complete := answered(cw, fi.Size())
+	has := complete && sh.got(dev, i, fmt.Sprint(fi.Size(), fi.ModTime().UnixNano()), fi.Size(), from, cw.n)
+	t.done(sh.files[i].name, sh.stoppedWhy(cw, complete, nil))
+	if has {
 		sh.finished(dev, i)
 	}
 }
 
-// endsAtEOF reports whether an answer of n body bytes ended at the file's
-// last byte: a 200 with all of it, or a 206 whose range ends there.
-func endsAtEOF(h http.Header, n, size int64) bool {
-	cr := h.Get("Content-Range")
-	if cr == "" {
-		return n == size
+// answered reads a file's (or the zip's) answer of size bytes: where its
+// body began, and whether it carried all it was to carry (a 200 with every
+// byte, a 206 with its whole range).
+func answered(cw *countingWriter, size int64) (from int64, complete bool) {
+	switch cw.status {
+	case http.StatusOK:
+		return 0, cw.n == size
+	case http.StatusPartialContent:
+		first, last, ok := contentRange(cw.Header().Get("Content-Range"))
+		return first, ok && cw.n == last-first+1
 	}
-	// "bytes first-last/size"
+	return 0, false
+}
+
+// stoppedWhy is why an answer did not finish, for its activity: nil when it
+// did, or was no download (a 304); a range past the end (416); the link's end; err (a file that
+// changed under a zip) when known; else the download stopped (the browser
+// went away).
+func (sh *share) stoppedWhy(cw *countingWriter, complete bool, err error) error {
+	switch {
+	case cw.status == http.StatusRequestedRangeNotSatisfiable:
+		return errors.New("it asked for bytes past the end")
+	case complete || cw.status >= 300:
+		return nil
+	case sh.l.ctx.Err() != nil && !errors.Is(context.Cause(sh.l.ctx), ErrOnce):
+		return context.Cause(sh.l.ctx)
+	case err != nil:
+		return err
+	}
+	return errors.New("the download stopped before the end")
+}
+
+// contentRange reads a 206's "bytes first-last/size".
+func contentRange(cr string) (first, last int64, ok bool) {
 	spec, ok := strings.CutPrefix(cr, "bytes ")
 	if !ok {
-		return false
+		return 0, 0, false
 	}
 	rng, _, _ := strings.Cut(spec, "/")
-	first, last, ok := strings.Cut(rng, "-")
+	a, b, ok := strings.Cut(rng, "-")
 	if !ok {
+		return 0, 0, false
+	}
+	f, err1 := strconv.ParseInt(a, 10, 64)
+	l, err2 := strconv.ParseInt(b, 10, 64)
+	return f, l, err1 == nil && err2 == nil && f <= l
+}
+
+
+// got notes that an answer carried the bytes [from, from+n) of file i (i <
+// 0: the zip), as it is in version (its size and time, the zip's ETag), to
+// dev, and reports whether dev now has every byte of it: a download whole,
+// or in ranges (a resumed one, a download manager's segments) that cover
+// it. A range that ends at the last byte is not the file.
+func (sh *share) got(dev netip.Addr, i int, version string, size, from, n int64) bool {
+	if n <= 0 && size > 0 {
 		return false
 	}
-	f, err1 := strconv.ParseInt(first, 10, 64)
-	e, err2 := strconv.ParseInt(last, 10, 64)
-	return err1 == nil && err2 == nil && e == size-1 && n == e-f+1
+	l := sh.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := partKey{dev, i}
+	c := l.parts[k]
+	if c == nil || c.version != version {
+		if len(l.parts) >= maxParts {
+			clear(l.parts) // bounded; a device then downloads anew to count
+		}
+		c = &coverage{version: version}
+		l.parts[k] = c
+	}
+	c.add(from, from+n)
+	if !c.covers(size) {
+		return false
+	}
+	delete(l.parts, k)
+	return true
+}
+
+// partKey is a device's download of a share's file (-1: the zip).
+type partKey struct {
+	dev netip.Addr
+	row int
+}
+
+// maxParts bounds the downloads a link keeps the ranges of.
+const maxParts = 4096
+
+// coverage is the spans of a file one device got, merged, in order; a
+// device that asks for more than maxSpans separate ones keeps the first.
+type coverage struct {
+	version string
+	spans   [][2]int64
+}
+
+const maxSpans = 64
+
+func (c *coverage) add(lo, hi int64) {
+	if hi <= lo {
+		return
+	}
+	out := make([][2]int64, 0, len(c.spans)+1)
+	placed := false
+	for _, s := range c.spans {
+		switch {
+		case s[1] < lo: // before, not touching
+			out = append(out, s)
+		case hi < s[0]: // after
+			if !placed {
+				out, placed = append(out, [2]int64{lo, hi}), true
+			}
+			out = append(out, s)
+		default: // overlapping or touching: merged into the new one
+			lo, hi = min(lo, s[0]), max(hi, s[1])
+		}
+	}
+	if !placed {
+		out = append(out, [2]int64{lo, hi})
+	}
+	if len(out) > maxSpans {
+		return
+	}
+	c.spans = out
+}
+
+// covers reports whether the spans hold every byte of a file of size.
+func (c *coverage) covers(size int64) bool {
+	if size == 0 {
+		return true
+	}
+	return len(c.spans) == 1 && c.spans[0][0] <= 0 && c.spans[0][1] >= size
 }
 
 // finished notes that dev has file i whole (i < 0: the zip, every file),
@@ -456,19 +557,15 @@ func (sh *share) serveZip(w http.ResponseWriter, r *http.Request, dev netip.Addr
 	t := sh.l.track(Activity{Device: dev, Name: name, Zip: true, Size: plan.size})
 	cw := &countingWriter{ResponseWriter: w, t: t}
 	http.ServeContent(cw, r, name, time.Time{}, zs)
-	whole := cw.status < 300 && cw.n > 0 && endsAtEOF(cw.Header(), cw.n, plan.size)
-	var derr error
-	if !whole {
-		derr = zs.err // a file that changed, or could not be read
-		if err := sh.l.ctx.Err(); err != nil {
-			derr = context.Cause(sh.l.ctx)
-		} else if derr == nil || r.Context().Err() != nil {
-			derr = errors.New("the download stopped before the end")
-		}
+	from, complete := answered(cw, plan.size)
+	has := complete && sh.got(dev, -1, plan.etag, plan.size, from, cw.n)
+	var why error
+	if r.Context().Err() == nil {
+		why = zs.err // a file that changed, or could not be read
 	}
 	t.leftOut(plan.missing)
-	t.done(name, derr)
-	if whole {
+	t.done(name, sh.stoppedWhy(cw, complete, why))
+	if has {
 		sh.finished(dev, -1)
 	}
 }
@@ -597,9 +694,11 @@ func (c *ctxReadSeeker) Read(b []byte) (int, error) {
 	return c.rs.Read(b)
 }
 
-// err says why reading must stop, or nil.
+// err says why reading must stop, or nil. A one-time link that ended (its
+// first device has everything) lets the answers in flight finish, as
+// Link.enter does: another download of that device, or of another.
 func (c *ctxReadSeeker) err() error {
-	if err := c.ctx.Err(); err != nil {
+	if err := c.ctx.Err(); err != nil && !errors.Is(context.Cause(c.ctx), ErrOnce) {
 		return context.Cause(c.ctx)
 	}
 	return c.req.Err()

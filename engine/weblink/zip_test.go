@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -301,4 +302,74 @@ func zerosCRC(n int64) uint32 {
 		n -= k
 	}
 	return h.Sum32()
+}
+
+// A one-time link ends when its device has every byte of every file: a
+// range that ends at a file's last byte is not the file (a download
+// manager's last segment, a curl -r -1), the ranges a device got add up
+// (a resumed download, segments), and the downloads in flight when it
+// ends (another device's) finish.
+func TestOnceCountsEveryByte(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.txt", 100)
+	big := writeFile(t, dir, "big.bin", 32<<20)
+	s := startServer(t, Options{})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "big.bin")}, ShareOptions{Once: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := base(s) + l.Path()
+	c := &http.Client{}
+	ended := func() bool { return l.Err() != nil }
+
+	// Another device starts the big file and reads slowly.
+	other := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	res, err := other.Get(u + "f/1/big.bin")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("the other device's download: %v %v", res, err)
+	}
+	defer res.Body.Close()
+	head := make([]byte, 1<<20)
+	if _, err := io.ReadFull(res.Body, head); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, step := range []struct {
+		path, rng string
+		want       []byte
+		ends       bool
+	}{
+		{"f/0/a.txt", "bytes=-1", a[99:], false},
+		{"f/1/big.bin", "bytes=-10", big[len(big)-10:], false},
+		{"f/0/a.txt", "", a, false},
+		{"f/1/big.bin", "bytes=1000-2000", big[1000:2001], false},
+		{"f/1/big.bin", fmt.Sprintf("bytes=0-%d", len(big)-11), big[:len(big)-10], true},
+	} {
+		if ended() {
+			t.Fatalf("the link ended before %s %s", step.path, step.rng)
+		}
+		hdr := []string{}
+		if step.rng != "" {
+			hdr = []string{"Range", step.rng}
+		}
+		res, got := get(t, c, u+step.path, hdr...)
+		if res.StatusCode >= 300 || !bytes.Equal(got, step.want) {
+			t.Fatalf("%s %s: %d, %d bytes", step.path, step.rng, res.StatusCode, len(got))
+		}
+		if step.ends {
+			select {
+			case <-l.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the device has every byte and the one-time link did not end")
+			}
+		}
+	}
+	if !errors.Is(l.Err(), ErrOnce) {
+		t.Fatalf("the link ended with %v", l.Err())
+	}
+	// The other device's download goes on to its end.
+	rest, err := io.ReadAll(res.Body)
+	if err != nil || !bytes.Equal(append(head, rest...), big) {
+		t.Fatalf("the download in flight got %d of %d bytes: %v", len(head)+len(rest), len(big), err)
+	}
 }

@@ -84,6 +84,7 @@ type browserDelivery struct {
 	open                    map[string]*browserFile // by upload ID
 	cancelled, ended        bool
 	byBrowser               bool // a file of it was cancelled in the browser
+	refused                 bool // every file refused before one began (refusedWhole)
 
 	stop    context.CancelFunc // ends the progress and idle watches
 	watched sync.WaitGroup     // the watches returned
@@ -162,7 +163,9 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 		room.File(f.size) // files arriving still hold their space
 	}
 	if err := core.NoRoom(dir, room); err != nil {
-		return nil, errors.New(core.Sentence(err))
+		// Said here with the folder; the page gets the figures only
+		// (weblink's refusal finds the *store.SpaceError).
+		return nil, &phrased{core.Sentence(err), err}
 	}
 	if b.dest == nil || b.dest.Dir() != dir {
 		dest, err := store.Open(dir)
@@ -328,13 +331,20 @@ func (b *BrowserInbox) Refused(a weblink.Arrival, err error) {
 	}
 	key := a.From.String() + "/" + a.Batch.ID
 	why := err.Error()
+	b.e.mu.Lock()
+	dir := b.e.downloadDir
+	b.e.mu.Unlock()
 	b.mu.Lock()
 	d := b.batches[key]
 	if d == nil {
 		if len(b.early) < maxBrowserSets && len(b.early[key]) < a.Batch.Files {
 			b.early[key] = append(b.early[key], earlyRefusal{name: a.Name, why: why, size: a.Size})
 		}
-		b.mu.Unlock()
+		if len(b.early[key]) < a.Batch.Files {
+			b.mu.Unlock()
+			return
+		}
+		b.refusedWhole(a, key, dir) // unlocks b.mu
 		return
 	}
 	if d.ended || d.started >= d.files {
@@ -357,6 +367,33 @@ func (b *BrowserInbox) Refused(a weblink.Arrival, err error) {
 	if last {
 		b.end(d, "")
 	}
+}
+
+// refusedWhole ends a set whose every file was refused before one began:
+// its transfer is made for that, so the row, the history and receive
+// --link say it (nobody heard of it before). b.mu is held, and unlocked.
+func (b *BrowserInbox) refusedWhole(a weblink.Arrival, key, dir string) {
+	early := b.early[key]
+	delete(b.early, key)
+	d, err := b.start(a, key, dir)
+	if err != nil {
+		b.mu.Unlock()
+		return
+	}
+	for _, r := range early {
+		d.started++
+		d.failed++
+		if d.firstErr == "" {
+			d.firstErr = r.why
+		}
+	}
+	d.ended, d.refused = true, true
+	delete(b.batches, key)
+	b.mu.Unlock()
+	for _, r := range early {
+		b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: r.name, Size: r.size, Err: r.why}})
+	}
+	b.end(d, "")
 }
 
 // Progress counts the file's bytes for its progress events.
@@ -460,6 +497,15 @@ func (b *BrowserInbox) end(d *browserDelivery, why string) {
 			}
 		}
 		r.Detail = firstErr
+		if d.refused {
+			// This device took none of it (its space, the names): a
+			// decline, in its words, as an offer's is.
+			r.State, r.Code = StateDeclined, string(errcode.CodeDeclined)
+			r.Err = "Declined: " + firstErr
+			if d.files > 1 {
+				r.Err = fmt.Sprintf("Declined: none of the %d files could be taken; the first: %s", d.files, firstErr)
+			}
+		}
 	}
 	// The last bytes, which a progress tick may not have seen (a small
 	// file lands between two).
@@ -471,3 +517,13 @@ var (
 	_ weblink.ProgressInbox = (*BrowserInbox)(nil)
 	_ weblink.RefusingInbox = (*BrowserInbox)(nil)
 )
+
+// phrased is an error said in a sentence of its own that still unwraps to
+// its cause.
+type phrased struct {
+	text string
+	err  error
+}
+
+func (p *phrased) Error() string { return p.text }
+func (p *phrased) Unwrap() error { return p.err }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/weblink"
+	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -426,5 +428,53 @@ func TestBrowserSetInterrupted(t *testing.T) {
 	in.Close()
 	if r := want(EventResult, StateFailed).Result; r.Verified != 0 || r.Err != "0 of 2 files arrived from the browser: the link ended" {
 		t.Fatalf("an interrupted set at the link's end: %+v", r)
+	}
+}
+
+// TestBrowserSetRefusedWhole: a set whose every file the link refuses
+// before one began (no space, names it cannot store) is a declined
+// transfer here, in the words of its refusal, as an offer's decline is; it
+// used to be reported to nobody on this side. The page gets the figures,
+// never this device's folder.
+func TestBrowserSetRefusedWhole(t *testing.T) {
+	e := testEngine(t, Options{Accept: AcceptAsk, ProgressInterval: 20 * time.Millisecond})
+	events, unsub := e.Subscribe(4096)
+	defer unsub()
+	endpoint, _ := browserLink(t, e, time.Hour)
+	if free, err := store.FreeSpace(e.DownloadDir()); err != nil || free >= 1<<40 {
+		t.Skipf("a file of 1 TiB (the link's most) fits here: %d bytes free, %v", free, err)
+	}
+	for _, c := range []struct {
+		names []string
+		size  int
+		want  string
+		page  string
+	}{
+		{[]string{"bad.partial", "worse.partial"}, 10,
+			`Declined: none of the 2 files could be taken; the first: this name cannot be saved: element "bad.partial" ends in .partial`,
+			"this name cannot be saved"},
+		{[]string{"huge.bin"}, 1 << 40, "Declined: Not enough space on " + e.DownloadDir() + ": ",
+			"not enough space on the receiving device: "},
+	} {
+		set := batchMeta(fmt.Sprintf("%032x", len(c.names)), len(c.names), int64(len(c.names)*c.size), "")
+		for _, name := range c.names {
+			status, _, body := testutil.TusCreateMeta(t, endpoint, name, c.size, set)
+			if status != 422 || !strings.Contains(string(body), c.page) || strings.Contains(string(body), e.DownloadDir()) {
+				t.Fatalf("%s: %d %q, want it refused saying %q", name, status, body, c.page)
+			}
+		}
+		for r := (*Result)(nil); r == nil; {
+			select {
+			case ev := <-events:
+				if ev.Kind == EventResult {
+					r = ev.Result
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%v: no result", c.names)
+			}
+			if r != nil && (r.State != StateDeclined || r.Files != len(c.names) || r.Verified != 0 || !strings.HasPrefix(r.Err, c.want)) {
+				t.Fatalf("%v: result %s %q", c.names, r.State, r.Err)
+			}
+		}
 	}
 }

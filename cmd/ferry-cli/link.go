@@ -334,8 +334,9 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 		fmt.Fprintf(out, "%s is sending again\n", a.Device)
 	case "result":
 		// A set of files the page sent together that did not all arrive
-		// (each file's own line said the rest).
-		if a.Files > 1 && a.Error != "" {
+		// (each file's own line said the rest), or a set refused before a
+		// file of it began (no line of its own).
+		if a.Error != "" && (a.Files > 1 || a.State == string(engine.StateDeclined)) {
 			fmt.Fprintf(out, "%s: %s\n", a.Device, shown(a.Error))
 		}
 	case "ended":

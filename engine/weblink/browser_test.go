@@ -506,12 +506,16 @@ func TestBrowserUploadContinuesAfterReload(t *testing.T) {
 	}
 }
 
+// A link stopped while its page sends: the file on the way and those
+// waiting are not sent, the page says the link ended and offers no more
+// picking (the files waiting are not each tried against an ended link).
 func TestBrowserStoppedAndExpired(t *testing.T) {
 	ctx := newBrowser(t)
-	file := randomFile(t, t.TempDir(), "stop.bin", 48<<20, 8)
+	tmp := t.TempDir()
+	file := randomFile(t, tmp, "stop.bin", 48<<20, 8)
 	s, l, in, wl := startBrowserReceive(t)
 	wl.rate.Store(16 << 20)
-	uploadTo(t, ctx, base(s)+l.Path(), file)
+	uploadTo(t, ctx, base(s)+l.Path(), file, randomFile(t, tmp, "later1.txt", 10, 9), randomFile(t, tmp, "later2.txt", 10, 10))
 	waitBytes(t, l, ChunkSize)
 	l.Stop()
 	wl.rate.Store(0)
@@ -519,8 +523,24 @@ func TestBrowserStoppedAndExpired(t *testing.T) {
 		t.Fatalf("left behind after Stop: %v", ents)
 	}
 	msg := waitStatus(t, ctx)
-	if !strings.Contains(msg, "not sent") {
+	if msg != "0 files sent to Alice's laptop; 3 files were not sent. This link has ended: ask for a new one to send more." {
 		t.Fatalf("page says %q after Stop", msg)
+	}
+	states, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#list .state")).map(e => e.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("files").disabled`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 3 || !disabled {
+		t.Fatalf("rows %q, picker disabled %v", states, disabled)
+	}
+	for _, st := range states {
+		if st != "not sent: this link has ended" {
+			t.Fatalf("rows %q", states)
+		}
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
 		t.Fatal(err)

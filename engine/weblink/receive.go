@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/netip"
 	"path"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/internal/fileio"
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
 	xslog "golang.org/x/exp/slog" // the logger type tusd takes
@@ -317,6 +319,9 @@ var (
 	errTooManyOpen = tusd.NewError("ERR_TOO_MANY_UPLOADS", "too many files are being sent at once; wait for some to finish", http.StatusTooManyRequests)
 	errNoLength    = tusd.NewError("ERR_LENGTH_REQUIRED", "the file's size must be given", http.StatusBadRequest)
 	errLinkEnded   = tusd.NewError("ERR_LINK_ENDED", "this link has ended", http.StatusGone)
+	// The page does not retry these (upload.js onShouldRetry).
+	errNoSpace    = tusd.NewError("ERR_NO_SPACE", "the receiving device ran out of space", http.StatusInsufficientStorage)
+	errSaveFailed = tusd.NewError("ERR_SAVE", "the file could not be saved on the receiving device", http.StatusInternalServerError)
 )
 
 // refused turns an Inbox refusal into a tusd error carrying its sentence.
@@ -324,8 +329,32 @@ func refused(err error) error {
 	return tusd.NewError("ERR_REFUSED", refusal(err), http.StatusUnprocessableEntity)
 }
 
-// refusal is why a file is refused, as the page shows it.
+// refusal is why a file is refused, as the page shows it: nothing of the
+// receiving device's folders (a space refusal gives its figures only, a
+// file that could not be created no path).
 func refusal(err error) string {
+	var ne *store.NameError
+	var se *store.SpaceError
+	switch {
+	case errors.As(err, &ne):
+		return "this name cannot be saved: " + ne.Reason
+	case errors.As(err, &se):
+		return "not enough space on the receiving device: " + se.Figures()
+	case errors.Is(err, store.ErrGone):
+		return "the receiving device's download folder is gone"
+	case fileio.DiskFull(err) != "":
+		return "the receiving device ran out of space"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) || strings.HasPrefix(err.Error(), "store: ") {
+		return "the file could not be saved on the receiving device"
+	}
+	return err.Error()
+}
+
+// localRefusal is why a file is refused, as the receiving device says it:
+// with its folder.
+func localRefusal(err error) string {
 	var ne *store.NameError
 	if errors.As(err, &ne) {
 		return "this name cannot be saved: " + ne.Reason
@@ -412,7 +441,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 // refused tells an Inbox that hears of refusals (RefusingInbox).
 func (rc *receiver) refused(a Arrival, err error) {
 	if ri, ok := rc.inbox.(RefusingInbox); ok {
-		ri.Refused(a, errors.New(refusal(err)))
+		ri.Refused(a, errors.New(localRefusal(err)))
 	}
 }
 
@@ -516,7 +545,32 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	if err != nil && u.rc.l.ctx.Err() != nil {
 		return n, errLinkEnded
 	}
+	if w.err != nil {
+		// This side could not store it (a full disk, a disk error): the
+		// file fails here and in the page, which is told not to retry,
+		// and what it holds is given back.
+		u.done = true
+		u.discard()
+		cause, page := "the disk is full", errNoSpace
+		if full := fileio.DiskFull(w.err); full != "" {
+			cause = full
+		} else {
+			cause, page = pathCause(w.err), errSaveFailed
+		}
+		u.end("", errors.New("Not saved: "+cause+"."))
+		return n, page
+	}
 	return n, err
+}
+
+// pathCause is a storage error's cause without its path: "input/output
+// error".
+func pathCause(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // GetInfo tells tusd the upload's state.
@@ -550,7 +604,7 @@ func (u *upload) FinishUpload(ctx context.Context) error {
 	}
 	u.end(savedAs, err)
 	if err != nil {
-		return tusd.NewError("ERR_SAVE", "the file could not be saved on the receiving device", http.StatusInternalServerError)
+		return errSaveFailed
 	}
 	return nil
 }
@@ -671,10 +725,14 @@ type trackWriter struct {
 	w        io.Writer
 	t        *tracker
 	progress func(n int64) // a ProgressInbox's, or nil
+	err      error         // the write's own error (not the reader's)
 }
 
 func (w *trackWriter) Write(b []byte) (int, error) {
 	n, err := w.w.Write(b)
+	if err != nil {
+		w.err = err
+	}
 	w.t.add(int64(n))
 	if w.progress != nil {
 		w.progress(int64(n))

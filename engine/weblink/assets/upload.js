@@ -25,6 +25,7 @@
   var queue = [], running = false;
   var sent = 0, failed = 0, allBytes = 0, doneBytes = 0, emptyFolders = 0;
   var speedMark = null;
+  var linkGone = false; // the link ended (a 410): nothing more can be sent
 
   function size(n) {
     var u = ["B", "KB", "MB", "GB", "TB"], i = 0;
@@ -224,7 +225,14 @@
   }
 
   function show(current) {
-    var now = allBytes ? (doneBytes + current) / allBytes : 0;
+    if (!allBytes) {
+      // Nothing left to send (every file failed): no "0 B of 0 B".
+      totalBar.hidden = true;
+      total.textContent = "";
+      return;
+    }
+    totalBar.hidden = false;
+    var now = (doneBytes + current) / allBytes;
     totalBar.value = now;
     var text = size(doneBytes + current) + " of " + size(allBytes);
     if (speedMark && performance.now() > speedMark.t + 500) {
@@ -247,17 +255,52 @@
     var msg = sent + (sent === 1 ? " file" : " files") + " sent to " + device;
     if (failed) msg += "; " + failed + (failed === 1 ? " file was" : " files were") + " not sent";
     if (emptyFolders) msg += "; " + emptyFolders + (emptyFolders === 1 ? " empty folder was" : " empty folders were") + " not sent (only files are)";
+    if (linkGone) msg += ". This link has ended: ask for a new one to send more";
     status.textContent = msg + ".";
   }
 
   function reason(err) {
     var res = err && err.originalResponse;
-    if (!res) return "the connection was lost";
+    if (!res) return "the receiving device cannot be reached";
     var st = res.getStatus();
     if (st === 410) return "this link has ended";
     var body = (res.getBody && res.getBody()) || "";
     if (body && body.charAt(0) !== "<") return body.replace(/^ERR_[A-Z_]+: /, "").trim();
     return "the receiving device refused it (" + st + ")";
+  }
+
+  // final says whether an answer is the receiving device's last word on
+  // a file, not to retry: the link ended (410), it ran out of space (507),
+  // it could not save it (ERR_SAVE), or it refused it (4xx; not 409 and
+  // 423, which a retry gets past). A lost connection and other errors are
+  // retried (tus resumes from the device's offset).
+  function final(err) {
+    var res = err && err.originalResponse;
+    if (!res) return false;
+    var st = res.getStatus();
+    var body = (res.getBody && res.getBody()) || "";
+    return st === 410 || st === 507 || body.indexOf("ERR_SAVE") === 0 ||
+      (st >= 400 && st < 500 && st !== 409 && st !== 423);
+  }
+
+  // stopAll ends the files still waiting with why (the link ended, the
+  // device went away: each would wait minutes to fail the same way);
+  // after the link ended nothing more can be picked.
+  function stopAll(why, linkEnded) {
+    var job;
+    while ((job = queue.shift())) {
+      job.state.textContent = "not sent: " + why;
+      job.state.classList.add("error");
+      job.bar.hidden = true;
+      failed++; allBytes -= job.file.size;
+      ended(job.batch);
+    }
+    if (linkEnded) {
+      input.disabled = true;
+      if (folderInput) folderInput.disabled = true;
+      drop.classList.add("ended");
+      linkGone = true;
+    }
   }
 
   function send(job) {
@@ -278,6 +321,9 @@
         return Promise.resolve(job.key);
       },
       retryDelays: [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 10000, 20000, 20000, 30000],
+      onShouldRetry: function (err) {
+        return !final(err) && (typeof navigator === "undefined" || navigator.onLine !== false);
+      },
       removeFingerprintOnSuccess: true,
       metadata: meta,
       onProgress: function (bytes, all) {
@@ -299,10 +345,14 @@
         running = false; next();
       },
       onError: function (err) {
-        job.state.textContent = "not sent: " + reason(err);
+        var why = reason(err);
+        job.state.textContent = "not sent: " + why;
         job.state.classList.add("error");
+        job.bar.hidden = true;
         failed++; allBytes -= f.size;
         ended(job.batch);
+        var res = err && err.originalResponse;
+        if (!res || res.getStatus() === 410) stopAll(why, !!res);
         show(0);
         running = false; next();
       }

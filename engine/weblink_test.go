@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferrydrop/ferry/engine/weblink"
 	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/engine/weblink"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 

@@ -411,7 +411,6 @@ func contentRange(cr string) (first, last int64, ok bool) {
 	return f, l, err1 == nil && err2 == nil && f <= l
 }
 
-
 // got notes that an answer carried the bytes [from, from+n) of file i (i <
 // 0: the zip), as it is in version (its size and time, the zip's ETag), to
 // dev, and reports whether dev now has every byte of it: a download whole,

@@ -336,8 +336,8 @@ func TestOnceCountsEveryByte(t *testing.T) {
 
 	for _, step := range []struct {
 		path, rng string
-		want       []byte
-		ends       bool
+		want      []byte
+		ends      bool
 	}{
 		{"f/0/a.txt", "bytes=-1", a[99:], false},
 		{"f/1/big.bin", "bytes=-10", big[len(big)-10:], false},

@@ -546,9 +546,7 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 		}
 		la := LinkActivity{ID: a.ID, Device: a.Device.String(), Upload: a.Upload, Name: a.Name, Zip: a.Zip,
 			Size: a.Size, Bytes: a.Bytes, Started: a.Started, Done: a.Done, SavedAs: a.SavedAs, LeftOut: a.LeftOut}
-		if a.Err != nil {
-			la.Err = core.Sentence(a.Err)
-		}
+		la.Err = activityErr(a.Err)
 		info.Activities = append(info.Activities, la)
 	}
 	if err := l.Err(); err != nil {
@@ -559,6 +557,20 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 		info.Err = linkEnd(err, why)
 	}
 	return info
+}
+
+// activityErr is why a download or upload did not finish, as a sentence
+// ("" when it did); the link's end says so in its own words ("The link was
+// stopped.", not "Weblink: the link was stopped.").
+func activityErr(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, weblink.ErrStopped), errors.Is(err, weblink.ErrExpired),
+		errors.Is(err, weblink.ErrOnce), errors.Is(err, weblink.ErrClosed):
+		return linkEnd(err, nil)
+	}
+	return core.Sentence(err)
 }
 
 // linkEnd says why a link ended, as a sentence.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/internal/testutil"
+
+	"github.com/ferrydrop/ferry/engine/weblink"
 )
 
 // linkEvent waits for an EventLink of the link id that satisfies ok.
@@ -315,5 +317,22 @@ func TestLocalSendDownloadsShareLink(t *testing.T) {
 	}
 	if again, _ := p.PrepareDownload(ctx, addr, srv.Fingerprint(), sh.SessionID, "4321"); again.Status != http.StatusForbidden {
 		t.Fatalf("prepare-download after Stop: %d", again.Status)
+	}
+}
+
+// A download or upload the link's end cut says so as the link's end does,
+// not in the package's words ("Weblink: the link was stopped.").
+func TestActivityErr(t *testing.T) {
+	for err, want := range map[error]string{
+		nil:                      "",
+		weblink.ErrStopped:       "The link was stopped.",
+		weblink.ErrExpired:       "The link expired.",
+		weblink.ErrOnce:          "The link ended after its download.",
+		weblink.ErrClosed:        "The link ended: Ferry was closed.",
+		errors.New("disk error"): "Disk error.",
+	} {
+		if got := activityErr(err); got != want {
+			t.Errorf("%v: %q, want %q", err, got, want)
+		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	wallclock "github.com/ferrydrop/ferry/internal/clock"
 )
 
 // Browser links (issue 25): a device with nothing but a browser gets files
@@ -578,9 +580,9 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 		d.when.SetText(s.Why)
 		d.when.Importance = widget.WarningImportance
 	case s.Once:
-		d.when.SetText(fmt.Sprintf("Ends when the first device has every file, or in %s (%s), or when Ferry quits.", humanLeft(s.Expires.Sub(now)), s.Expires.Format("15:04")))
+		d.when.SetText(fmt.Sprintf("Ends when the first device has every file, or in %s (%s), or when Ferry quits.", humanLeft(s.Expires.Sub(now)), wallclock.At(s.Expires, now)))
 	default:
-		d.when.SetText(fmt.Sprintf("Ends in %s (%s), when you stop it, or when Ferry quits.", humanLeft(s.Expires.Sub(now)), s.Expires.Format("15:04")))
+		d.when.SetText(fmt.Sprintf("Ends in %s (%s), when you stop it, or when Ferry quits.", humanLeft(s.Expires.Sub(now)), wallclock.At(s.Expires, now)))
 	}
 	d.when.Refresh()
 	switch n := len(s.Devices); n {

@@ -295,6 +295,9 @@ func TestUsageErrors(t *testing.T) {
 		{"send", "--config", cfg, "--retry-for", "-1s", "--to", "127.0.0.1:1", file},
 		{"send", "--config", cfg, "--to", "127.0.0.1:99999", file},
 		{"send", "--config", cfg, "--to", "[::1]:0", file},
+		{"share", "--config", cfg, "--expire", "0", file},
+		{"share", "--config", cfg, "--expire", "-5m", file},
+		{"receive", "--config", cfg, "--link", "--expire", "0"},
 	} {
 		code, _, stderr := runCLI(t, args...)
 		if code != 2 || stderr == "" {

@@ -13,6 +13,8 @@ import (
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/safetext"
 	qrcode "github.com/skip2/go-qrcode" // the app's "My address" draws its QR codes with it too
+
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 func init() {
@@ -129,7 +131,19 @@ func (lf linkFlags) options() engine.LinkOptions {
 
 // linkEngine is an engine that serves links only: on --listen, or on the
 // default port, or any free one (Ferry's own transports do not listen).
+// checkExpire refuses a link time that is none (0 or less quietly became
+// an hour).
+func checkExpire(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: --expire %v: a link needs a time to live, such as 30m or 24h", errUsage, d)
+	}
+	return nil
+}
+
 func linkEngine(cfg string, lf linkFlags, dir string) (*engine.Engine, error) {
+	if err := checkExpire(lf.expire); err != nil {
+		return nil, err
+	}
 	cdir, err := configDir(cfg)
 	if err != nil {
 		return nil, err
@@ -190,7 +204,7 @@ func followLink(ctx context.Context, e *engine.Engine, events <-chan engine.Even
 	if lf.json {
 		enc.Encode(linkEvent{Event: "link", URL: urls[0], URLs: urls, Expires: l.Expires.UTC().Format(time.RFC3339), PIN: l.PIN})
 	} else {
-		fmt.Fprintf(out, "%s until %s. Open this link in a browser on the same network:\n\n  %s\n", what, l.Expires.Format("15:04"), urls[0])
+		fmt.Fprintf(out, "%s until %s. Open this link in a browser on the same network:\n\n  %s\n", what, clock.At(l.Expires, time.Now()), urls[0])
 		for _, u := range urls[1:] {
 			fmt.Fprintf(out, "  %s\n", u)
 		}

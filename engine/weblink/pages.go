@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // assets are the pages' templates, style, script and tus-js-client
@@ -87,7 +89,7 @@ func (l *Link) pinPage(w http.ResponseWriter, code int, errMsg string) {
 }
 
 // until says when a link ends, in the device's local time.
-func (l *Link) until() string { return l.expires.Local().Format("15:04") }
+func (l *Link) until() string { return clock.At(l.expires, l.s.opts.Now()) }
 
 // humanSize spells a byte count the way the pages and the upload script do
 // (decimal units).

@@ -204,3 +204,23 @@ func TestRealIsTheSystemClock(t *testing.T) {
 		t.Error("Or replaced a clock")
 	}
 }
+
+func TestAt(t *testing.T) {
+	now := time.Date(2026, 12, 5, 6, 22, 0, 0, time.Local)
+	for d, want := range map[time.Duration]string{
+		time.Hour:      "07:22",
+		17 * time.Hour: "23:22",
+		18 * time.Hour: "tomorrow 00:22",
+		30 * time.Hour: "tomorrow 12:22",
+		48 * time.Hour: "Mon 7 Dec 06:22",
+	} {
+		if got := At(now.Add(d), now); got != want {
+			t.Errorf("in %v: %q, want %q", d, got, want)
+		}
+	}
+	// The last day of a year, and of a month.
+	eve := time.Date(2026, 12, 31, 20, 0, 0, 0, time.Local)
+	if got := At(eve.Add(6*time.Hour), eve); got != "tomorrow 02:00" {
+		t.Errorf("new year: %q", got)
+	}
+}

@@ -258,7 +258,8 @@ func TestBrowserShare(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "folder"), 0o755)
 	small := randomFile(t, filepath.Join(dir, "folder"), "grüße.txt", 1000, 2)
 	s := startServer(t, Options{DeviceName: "Alice's laptop"})
-	l, err := s.Share(context.Background(), []string{big, filepath.Join(dir, "photo.png"), filepath.Join(dir, "folder")}, ShareOptions{})
+	os.WriteFile(filepath.Join(dir, "broken.jpg"), []byte("not a picture"), 0o644)
+	l, err := s.Share(context.Background(), []string{big, filepath.Join(dir, "photo.png"), filepath.Join(dir, "folder"), filepath.Join(dir, "broken.jpg")}, ShareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,10 +271,15 @@ func TestBrowserShare(t *testing.T) {
 	if err != nil || bolds != 0 {
 		t.Fatalf("a name's markup rendered (%d <b> elements): %v", bolds, err)
 	}
-	// The picture's thumbnail loaded.
+	// The picture's thumbnail loaded; a picture without one shows a
+	// picture sign, not the browser's broken image.
 	w, err := chromedp.Run(ctx, chromedp.Poll[int](`(() => { const i = document.querySelector("img"); return i && i.complete && i.naturalWidth })()`))
 	if err != nil || w != thumbSide {
 		t.Fatalf("thumbnail width %d: %v", w, err)
+	}
+	w, err = chromedp.Run(ctx, chromedp.Poll[int](`(() => { const i = document.querySelectorAll("img")[1]; return i && i.complete && (i.naturalWidth || -1) })()`))
+	if err != nil || w != 96 {
+		t.Fatalf("the picture without a thumbnail: width %d (-1: the broken image): %v", w, err)
 	}
 	got := download(t, ctx, t.TempDir(), `a[href^="f/0/"]`)
 	sameFile(t, big, got)
@@ -286,7 +292,7 @@ func TestBrowserShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer zr.Close()
-	want := map[string]string{"big <b>bold.bin": big, "photo.png": filepath.Join(dir, "photo.png"), "folder/grüße.txt": small}
+	want := map[string]string{"big <b>bold.bin": big, "photo.png": filepath.Join(dir, "photo.png"), "folder/grüße.txt": small, "broken.jpg": filepath.Join(dir, "broken.jpg")}
 	for _, f := range zr.File {
 		p, ok := want[f.Name]
 		if !ok {

@@ -6,6 +6,7 @@ import (
 	_ "image/gif" // decoders for thumbnails of shared pictures
 	"image/jpeg"
 	_ "image/png"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -49,7 +50,12 @@ func (t *thumbs) serve(w http.ResponseWriter, r *http.Request, i int) {
 	}
 	b := t.get(r, i)
 	if b == nil {
-		http.NotFound(w, r)
+		// A picture without a thumbnail (too large to decode here, not
+		// what its name says, unreadable): a plain picture sign, not the
+		// browser's broken image.
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, noThumb)
 		return
 	}
 	w.Header().Set("Content-Type", "image/jpeg")
@@ -119,3 +125,10 @@ func (t *thumbs) make(i int) []byte {
 	}
 	return out.Bytes()
 }
+
+// noThumb is what a picture without a thumbnail shows: a frame with a
+// hill and a sun, in the page's quiet grey.
+const noThumb = `<svg xmlns="http://www.w3.org/2000/svg" width="96" height="96" viewBox="0 0 96 96">` +
+	`<rect x="14" y="22" width="68" height="52" rx="6" fill="none" stroke="#8a8f98" stroke-width="4"/>` +
+	`<circle cx="36" cy="40" r="6" fill="#8a8f98"/>` +
+	`<path d="M18 70 L40 52 L52 62 L64 48 L80 66 L80 70 Z" fill="#8a8f98"/></svg>`

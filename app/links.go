@@ -119,7 +119,8 @@ func (b *backend) followLink(id string, req ui.LinkRequest, events <-chan engine
 // toLinkState is the engine's view of a link in the UI's terms.
 func toLinkState(in engine.LinkInfo, req ui.LinkRequest) ui.LinkState {
 	s := ui.LinkState{ID: in.ID, Kind: req.Kind, URLs: in.URLs, Expires: in.Expires, PIN: req.PIN, Once: req.Once,
-		Files: in.FileCount, Bytes: in.TotalBytes, Devices: in.Devices, Ended: in.Ended, Why: in.Err}
+		Files: in.FileCount, Bytes: in.TotalBytes, Devices: in.Devices, Ended: in.Ended, Why: in.Err,
+		WrongPINs: in.WrongPINs, PINLocked: in.PINLocked, TurnedAway: in.TurnedAway}
 	if len(in.URLs) > 0 {
 		s.URL = in.URLs[0]
 	}

@@ -91,6 +91,13 @@ type LinkInfo struct {
 	// Activities are the downloads or uploads: every running one and the
 	// latest finished ones (up to maxLinkActivities in all), oldest first.
 	Activities []LinkActivity `json:"activities,omitempty"`
+	// WrongPINs are the wrong PINs typed at the link; PINLocked: it took as
+	// many as it takes, and no one can open it any more. TurnedAway counts
+	// the devices it turned away, having as many as it takes. Worth telling
+	// its owner: a link that leaked or is being guessed is to be stopped.
+	WrongPINs  int  `json:"wrong_pins,omitempty"`
+	PINLocked  bool `json:"pin_locked,omitempty"`
+	TurnedAway int  `json:"turned_away,omitempty"`
 	// Ended: the link ended; Err says why, as a sentence.
 	Ended bool   `json:"ended,omitempty"`
 	Err   string `json:"error,omitempty"`
@@ -524,6 +531,7 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 	for _, d := range l.Devices() {
 		info.Devices = append(info.Devices, d.String())
 	}
+	info.WrongPINs, info.PINLocked, info.TurnedAway = l.Guards()
 	acts := l.Activities()
 	// Every running one, then the latest finished ones, in their order.
 	keep := make([]bool, len(acts))

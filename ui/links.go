@@ -81,6 +81,12 @@ type LinkState struct {
 	// Devices are the browsers that opened the link.
 	Devices    []string
 	Activities []LinkActivity
+	// What the link kept out: wrong PINs typed (PINLocked: as many as it
+	// takes, no one can open it any more), devices turned away (it was
+	// open on as many as it takes).
+	WrongPINs  int
+	PINLocked  bool
+	TurnedAway int
 	// Ended: the link answers nothing any more; Why says why, as a sentence.
 	Ended bool
 	Why   string
@@ -479,6 +485,7 @@ type linkDialog struct {
 	dlg    *dialog.CustomDialog
 	when   *widget.Label
 	people *widget.Label
+	guard  *widget.Label // what the link kept out, when anything
 	acts   *fyne.Container
 	bars   map[int64]*linkActivityRow
 	stop   *button
@@ -540,8 +547,12 @@ func (u *UI) showLink(id string) {
 	}
 	ld.people = widget.NewLabel("")
 	ld.people.Wrapping = fyne.TextWrapWord
+	ld.guard = widget.NewLabel("")
+	ld.guard.Wrapping = fyne.TextWrapWord
+	ld.guard.Importance = widget.WarningImportance
+	ld.guard.Hide()
 	ld.acts = container.NewVBox()
-	objs = append(objs, widget.NewSeparator(), ld.people, ld.acts)
+	objs = append(objs, widget.NewSeparator(), ld.people, ld.guard, ld.acts)
 
 	ld.stop = u.newButton("Stop link", theme.MediaStopIcon(), func() { u.stopLink(id) })
 	ld.stop.Importance = widget.DangerImportance
@@ -591,6 +602,10 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 	default:
 		d.people.SetText(fmt.Sprintf("Opened by %s: %s.", plural(n, "device"), strings.Join(s.Devices, ", ")))
 	}
+	if g := guardText(s); g != "" {
+		d.guard.SetText(g)
+		d.guard.Show()
+	}
 	acts := append([]LinkActivity(nil), s.Activities...)
 	sort.SliceStable(acts, func(i, j int) bool { return acts[i].ID < acts[j].ID })
 	for _, a := range acts {
@@ -622,6 +637,25 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 // ended turns the dialog into a record of the ended link.
 func (d *linkDialog) ended() {
 	d.stop.Disable()
+}
+
+// guardText says what the link kept out, so that its owner can stop a
+// link that leaked or is being guessed; "" when nothing.
+func guardText(s LinkState) string {
+	var parts []string
+	switch {
+	case s.PINLocked:
+		parts = append(parts, fmt.Sprintf("Locked: %d wrong PINs were typed, so nobody can open this link any more. Stop it, and make a new one if someone still needs it.", s.WrongPINs))
+	case s.WrongPINs == 1:
+		parts = append(parts, "A wrong PIN was typed at this link. If you did not expect that, stop it.")
+	case s.WrongPINs > 1:
+		parts = append(parts, fmt.Sprintf("%d wrong PINs were typed at this link. If you did not expect that, stop it.", s.WrongPINs))
+	}
+	if s.TurnedAway > 0 {
+		parts = append(parts, fmt.Sprintf("%s turned away: the link is open on as many devices as it takes. If you did not expect that, the link may have leaked: stop it.",
+			map[bool]string{true: "1 more device was", false: fmt.Sprintf("%d more devices were", s.TurnedAway)}[s.TurnedAway == 1]))
+	}
+	return strings.Join(parts, " ")
 }
 
 // activityText is one download or upload, in words.

@@ -217,6 +217,21 @@ func TestLinkDialogFollowsStates(t *testing.T) {
 	if got := v.label.Text; !strings.Contains(got, "1 device") || !strings.Contains(got, "1 in progress") || !strings.Contains(got, "ends in 40 min") {
 		t.Errorf("window row = %q", got)
 	}
+	if d.guard.Visible() {
+		t.Errorf("a warning with nothing kept out: %q", d.guard.Text)
+	}
+	// What the link kept out reaches its owner.
+	s.WrongPINs, s.TurnedAway = 2, 1
+	u.ApplyLink(s)
+	if got := d.guard.Text; !d.guard.Visible() || got != "2 wrong PINs were typed at this link. If you did not expect that, stop it. "+
+		"1 more device was turned away: the link is open on as many devices as it takes. If you did not expect that, the link may have leaked: stop it." {
+		t.Errorf("guard = %q (shown %v)", got, d.guard.Visible())
+	}
+	s.WrongPINs, s.PINLocked, s.TurnedAway = 10, true, 0
+	u.ApplyLink(s)
+	if got := d.guard.Text; !strings.HasPrefix(got, "Locked: 10 wrong PINs were typed, so nobody can open this link any more.") {
+		t.Errorf("guard = %q", got)
+	}
 
 	// Stop asks the backend; the ended state takes the row away and the
 	// dialog says why.

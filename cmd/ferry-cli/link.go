@@ -171,7 +171,7 @@ func linkEngine(cfg string, lf linkFlags, dir string) (*engine.Engine, error) {
 
 // linkEvent is one line of --json output.
 type linkEvent struct {
-	Event   string   `json:"event"` // link, device, start, progress, done, interrupted, sending, result, ended
+	Event   string   `json:"event"` // link, device, start, progress, done, interrupted, sending, result, wrong_pin, pin_locked, turned_away, ended
 	URL     string   `json:"url,omitempty"`
 	URLs    []string `json:"urls,omitempty"`
 	Expires string   `json:"expires,omitempty"`
@@ -194,6 +194,9 @@ type linkEvent struct {
 	// page sent together has several) and those that arrived whole.
 	Files    int `json:"files,omitempty"`
 	Verified int `json:"verified,omitempty"`
+	// Count is how many so far: wrong PINs (wrong_pin), devices turned
+	// away (turned_away).
+	Count int `json:"count,omitempty"`
 }
 
 // followLink prints the link (URL and QR code) and what happens on it until
@@ -261,10 +264,25 @@ type linkFollower struct {
 	seen, done map[int64]bool
 	bytes      map[int64]int64
 	devices    map[string]bool
+	// What the link kept out, as said so far.
+	wrongPINs, turnedAway int
+	locked                bool
 }
 
 func (f *linkFollower) events(l *engine.LinkInfo) []linkEvent {
 	var out []linkEvent
+	if l.WrongPINs > f.wrongPINs {
+		f.wrongPINs = l.WrongPINs
+		out = append(out, linkEvent{Event: "wrong_pin", Count: l.WrongPINs})
+	}
+	if l.PINLocked && !f.locked {
+		f.locked = true
+		out = append(out, linkEvent{Event: "pin_locked", Count: l.WrongPINs})
+	}
+	if l.TurnedAway > f.turnedAway {
+		f.turnedAway = l.TurnedAway
+		out = append(out, linkEvent{Event: "turned_away", Count: l.TurnedAway})
+	}
 	for _, d := range l.Devices {
 		if !f.devices[d] {
 			f.devices[d] = true
@@ -346,6 +364,12 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 		fmt.Fprintf(out, "%s stopped sending: what arrived is kept; it goes on when the page sends again (the same files picked again after a reload)\n", a.Device)
 	case "sending":
 		fmt.Fprintf(out, "%s is sending again\n", a.Device)
+	case "wrong_pin":
+		fmt.Fprintf(out, "a wrong PIN was typed at the link (%d so far)\n", a.Count)
+	case "pin_locked":
+		fmt.Fprintf(out, "the link is locked: %d wrong PINs were typed, and nobody can open it any more; stop it (Ctrl-C) and share a new one if someone still needs it\n", a.Count)
+	case "turned_away":
+		fmt.Fprintf(out, "a device was turned away: the link is open on as many devices as it takes (%d turned away so far); if you did not expect that many, the link may have leaked: stop it (Ctrl-C)\n", a.Count)
 	case "result":
 		// A set of files the page sent together that did not all arrive
 		// (each file's own line said the rest), or a set refused before a

@@ -204,6 +204,9 @@ func TestLinkResultOfASet(t *testing.T) {
 		{linkEvent{Event: "interrupted", Device: "10.0.0.5"},
 			"10.0.0.5 stopped sending: what arrived is kept; it goes on when the page sends again (the same files picked again after a reload)\n"},
 		{linkEvent{Event: "sending", Device: "10.0.0.5"}, "10.0.0.5 is sending again\n"},
+		// A set refused whole before a file began: no line of its own said it.
+		{linkEvent{Event: "result", Device: "10.0.0.5", State: "declined", Files: 1, Error: "Declined: Not enough space on /home: 3 GB needed, 1 GB free."},
+			"10.0.0.5: Declined: Not enough space on /home: 3 GB needed, 1 GB free.\n"},
 	} {
 		var out bytes.Buffer
 		printLinkEvent(&out, c.ev, false)
@@ -233,5 +236,30 @@ func TestResultLineSaysItsStateOnce(t *testing.T) {
 		if out.String() != c.want {
 			t.Errorf("%s %q: got %q, want %q", c.state, c.err, out.String(), c.want)
 		}
+	}
+}
+
+// What a link kept out reaches its owner once each time it grows: wrong
+// PINs, the lock, devices turned away (they were never printed).
+func TestLinkGuardLines(t *testing.T) {
+	f := linkFollower{seen: map[int64]bool{}, done: map[int64]bool{}, bytes: map[int64]int64{}, devices: map[string]bool{}}
+	var out bytes.Buffer
+	for _, l := range []engine.LinkInfo{
+		{WrongPINs: 1},
+		{WrongPINs: 1},
+		{WrongPINs: 10, PINLocked: true},
+		{WrongPINs: 10, PINLocked: true, TurnedAway: 1},
+		{WrongPINs: 10, PINLocked: true, TurnedAway: 1},
+	} {
+		for _, je := range f.events(&l) {
+			printLinkEvent(&out, je, false)
+		}
+	}
+	want := "a wrong PIN was typed at the link (1 so far)\n" +
+		"a wrong PIN was typed at the link (10 so far)\n" +
+		"the link is locked: 10 wrong PINs were typed, and nobody can open it any more; stop it (Ctrl-C) and share a new one if someone still needs it\n" +
+		"a device was turned away: the link is open on as many devices as it takes (1 turned away so far); if you did not expect that many, the link may have leaked: stop it (Ctrl-C)\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }

@@ -83,6 +83,7 @@ type Link struct {
 	devices  map[netip.Addr]bool         // devices seen
 	sessions map[string]netip.Addr       // PIN sessions (cookie value -> device)
 	pinFails int                         // wrong PINs so far
+	away     map[netip.Addr]bool         // devices turned away (MaxDevices), up to maxTurnedAway
 	acts     map[int64]*Activity         // live and recent transfers
 	order    []int64                     // acts by age
 	doneBy   map[netip.Addr]map[int]bool // share: files each device has whole
@@ -213,6 +214,9 @@ const (
 	EventProgress
 	// EventDone: a transfer ended, whole or not (Activity.Err says why).
 	EventDone
+	// EventTurnedAway: a device was turned away, the link taking as many
+	// as it takes (Guards counts them).
+	EventTurnedAway
 	// EventEnded: the link ended (Err says why); the last event.
 	EventEnded
 )
@@ -389,6 +393,19 @@ func (t *tracker) done(savedAs string, err error) {
 	l.emit(Event{Kind: EventDone, Device: cp.Device, Activity: &cp})
 }
 
+// maxTurnedAway bounds the devices turned away a link counts.
+const maxTurnedAway = 1000
+
+// Guards says what the link kept out: the wrong PINs typed, whether it
+// took as many as it takes (no one can type the PIN any more), and the
+// devices turned away because it had as many as it takes. Its owner is
+// told, so that a link that leaked or is being guessed can be stopped.
+func (l *Link) Guards() (wrongPINs int, locked bool, turnedAway int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pinFails, l.opts.PIN != "" && l.pinFails >= l.opts.MaxPINTries, len(l.away)
+}
+
 // sessionCookie is the name of the cookie that carries a PIN session.
 const sessionCookie = "ferry_pin"
 
@@ -399,7 +416,17 @@ func (l *Link) admit(w http.ResponseWriter, r *http.Request) (dev netip.Addr, ok
 	l.mu.Lock()
 	known := l.devices[dev]
 	if !known && len(l.devices) >= l.opts.MaxDevices {
+		first := !l.away[dev] && len(l.away) < maxTurnedAway
+		if first {
+			if l.away == nil {
+				l.away = map[netip.Addr]bool{}
+			}
+			l.away[dev] = true
+		}
 		l.mu.Unlock()
+		if first {
+			l.emit(Event{Kind: EventTurnedAway, Device: dev})
+		}
 		page(w, http.StatusTooManyRequests, "Too many devices", "This link is already used by as many devices as it takes. Ask for a new link.")
 		return dev, false
 	}

@@ -262,6 +262,36 @@ func TestPIN(t *testing.T) {
 	if res.StatusCode != http.StatusForbidden || !bytes.Contains(b, []byte("Too many wrong PINs")) {
 		t.Fatalf("locked link took the PIN: %d", res.StatusCode)
 	}
+	// Its owner learns of it.
+	if wrong, locked, away := l.Guards(); wrong != 3 || !locked || away != 0 {
+		t.Fatalf("Guards: %d wrong, locked %v, %d away; want 3, true, 0", wrong, locked, away)
+	}
+}
+
+// A device past the link's MaxDevices is turned away, and counted once for
+// the link's owner (it was never told).
+func TestTurnedAwayIsCounted(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a", 10)
+	s := startServer(t, Options{})
+	l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{MaxDevices: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := get(t, &http.Client{}, base(s)+l.Path()); res.StatusCode != 200 {
+		t.Fatalf("first device: %d", res.StatusCode)
+	}
+	from := func(ip byte) *http.Client {
+		return &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, ip)}}).DialContext}}
+	}
+	for _, ip := range []byte{2, 2, 3} {
+		if res, _ := get(t, from(ip), base(s)+l.Path()); res.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("127.0.0.%d: %d, want it turned away", ip, res.StatusCode)
+		}
+	}
+	if _, locked, away := l.Guards(); away != 2 || locked {
+		t.Fatalf("Guards: %d turned away, locked %v; want 2 devices, not locked", away, locked)
+	}
 }
 
 // tusClient is a minimal tus 1.0 client, as the page's tus-js-client

@@ -328,6 +328,16 @@ func TestToAnAddressWithoutAPort(t *testing.T) {
 	}
 }
 
+// A path to share that is not there is said plainly: the path and why,
+// not the layers it went through ("share link: weblink: share: stat ...").
+func TestShareMissingPath(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	code, _, stderr := runCLI(t, "share", "--config", t.TempDir(), "--listen", "127.0.0.1:0", missing)
+	if want := "ferry-cli share: " + missing + ": no such file or directory\n"; code != 1 || stderr != want {
+		t.Fatalf("exit %d, stderr %q; want 1, %q", code, stderr, want)
+	}
+}
+
 func TestIDJSONCreatesConfig(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "new", "ferry")
 	read := func() map[string]string {

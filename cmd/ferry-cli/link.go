@@ -3,18 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/clock"
 	"github.com/ferrydrop/ferry/internal/safetext"
 	qrcode "github.com/skip2/go-qrcode" // the app's "My address" draws its QR codes with it too
-
-	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 func init() {
@@ -93,6 +94,12 @@ func runShare(ctx context.Context, args []string, out, errOut io.Writer) error {
 	<-said
 	if err != nil && ctx.Err() != nil {
 		return nil // Ctrl-C while listing: stopped, as an open link stops
+	}
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		// "/x: no such file or directory", not "share link: weblink:
+		// share: stat /x: no such file or directory".
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	if err != nil {
 		return err

@@ -80,6 +80,14 @@ func (h inboxHost) Ask(p *core.Prompt) (<-chan Decision, func()) {
 	return h.t.decisions, func() { h.t.asking.Store(false) }
 }
 
+// Accepted raises an EventOffer that asks nothing (StateActive), as a
+// browser's set does: the names of what arrives unasked.
+func (h inboxHost) Accepted(p *core.Prompt) {
+	info := &OfferInfo{Count: p.Count, Files: p.Files, Folders: p.Folders, TotalBytes: p.TotalBytes, DiskBytes: p.DiskBytes, Dest: p.Dest,
+		FreeBytes: p.FreeBytes, Text: p.Text}
+	h.e.publish(h.t, Event{Kind: EventOffer, State: StateActive, Offer: info})
+}
+
 func (h inboxHost) AlwaysAccept()       { h.e.alwaysAccept(h.t, h.id) }
 func (h inboxHost) File(fr *FileResult) { h.e.publish(h.t, Event{Kind: EventFile, File: fr}) }
 func (h inboxHost) State(s State)       { h.e.setState(h.t, s) }

@@ -336,3 +336,30 @@ func TestPairRevealMustMatchCommitment(t *testing.T) {
 		t.Fatalf("%d devices recorded", n)
 	}
 }
+
+// An offer accepted without asking (a trusted sender, "accept all") still
+// raises its offer event, asking nothing (StateActive), so that the row
+// and the history name what arrives; it named nothing before.
+func TestOfferAcceptedUnaskedIsShown(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAll})
+	send := testEngine(t, Options{})
+	events, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "report.pdf")
+	writeFile(t, src, 100)
+	if r := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "quic"}); r.State != StateDone {
+		t.Fatalf("%s %q", r.State, r.Err)
+	}
+	var offer *Event
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventOffer && ev.Direction == Receiving {
+			if offer != nil {
+				t.Fatal("two offer events")
+			}
+			offer = &ev
+		}
+	}
+	if offer == nil || offer.State != StateActive || offer.Offer.Count != 1 || len(offer.Offer.Files) != 1 || offer.Offer.Files[0].Path != "report.pdf" {
+		t.Fatalf("offer event %+v", offer)
+	}
+}

@@ -98,6 +98,10 @@ type Host interface {
 	// Ask shows the offer to the user (an offer event) and returns the
 	// channel their answer comes on; done says that it is no longer asked.
 	Ask(p *Prompt) (answer <-chan Decision, done func())
+	// Accepted shows an offer accepted without asking (the accept policy,
+	// a transfer accepted before): an offer event that asks nothing, so
+	// that rows and history name what arrives.
+	Accepted(p *Prompt)
 	// AlwaysAccept applies a decision's AlwaysAccept to the peer.
 	AlwaysAccept()
 	// File reports one file's outcome; State the transfer's new state.
@@ -494,6 +498,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	}
 
 	var d Verdict
+	asked := false
 	switch {
 	case policy == AcceptAll, policy == AcceptTrusted && trusted, policy == AcceptAsk && autoTrusted && trusted:
 		d.Accept = true
@@ -503,6 +508,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 		d.Accept, d.Dest = true, in.Continues // accepted before, by the user
 	default:
 		var err error
+		asked = true
 		d, err = in.ask(ctx, dir, total, want.Disk, free)
 		if err != nil {
 			return d, err
@@ -566,6 +572,14 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	in.Dest, in.DestDir, in.Accepted, in.acceptedBytes = dest, dir, accepted, need
 	if d.AlwaysAccept {
 		in.host.AlwaysAccept()
+	}
+	if !asked {
+		p := &Prompt{TotalBytes: need, DiskBytes: want.Disk, Dest: dir, FreeBytes: free, Text: in.Text}
+		if free < 0 {
+			p.FreeBytes = -1
+		}
+		p.Count, p.Files, p.Folders = in.summary()
+		in.host.Accepted(p)
 	}
 	return d, nil
 }

@@ -27,6 +27,7 @@ type fakeHost struct {
 	mu       sync.Mutex // guards the fields below
 	id       string
 	asked    []*Prompt
+	accepted []*Prompt // offers accepted without asking (Accepted)
 	files    []*FileResult
 	states   []State
 	result   *Result
@@ -54,6 +55,11 @@ func (h *fakeHost) Ask(p *Prompt) (<-chan Decision, func()) {
 	h.asked = append(h.asked, p)
 	h.asking = true
 	return h.answers, func() { h.mu.Lock(); h.asking = false; h.mu.Unlock() }
+}
+func (h *fakeHost) Accepted(p *Prompt) {
+	h.mu.Lock()
+	h.accepted = append(h.accepted, p)
+	h.mu.Unlock()
 }
 func (h *fakeHost) AlwaysAccept()       { h.mu.Lock(); h.always = true; h.mu.Unlock() }
 func (h *fakeHost) File(fr *FileResult) { h.mu.Lock(); h.files = append(h.files, fr); h.mu.Unlock() }
@@ -121,6 +127,15 @@ func TestInboxPolicy(t *testing.T) {
 			}
 			if c.accept && (in.Dest == nil || len(in.Accepted) != 1 || in.DestDir != h.dir) {
 				t.Errorf("accepted into %v %q, files %v", in.Dest, in.DestDir, in.Accepted)
+			}
+			// What is accepted unasked is still shown (its names, for the
+			// row and the history): once, and never beside a prompt.
+			h.mu.Lock()
+			shown := h.accepted
+			h.mu.Unlock()
+			if silent := c.accept && !c.ask; silent != (len(shown) == 1) || len(shown) > 1 ||
+				silent && (shown[0].Count != 1 || len(shown[0].Files) != 1 || shown[0].Files[0].Path != "a.txt" || shown[0].Dest != h.dir) {
+				t.Errorf("accepted unasked %v, shown %d times: %+v", c.accept && !c.ask, len(shown), shown)
 			}
 			if in.Dest != nil {
 				in.Dest.Close()

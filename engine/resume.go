@@ -330,9 +330,26 @@ func (e *Engine) DiscardPartial(key string) error {
 			return ErrPartialInUse
 		}
 		discardPartials(s.Dest, s.Partials)
+		e.resume.Drop(key)
+		e.discarded(s)
+		return nil
 	}
 	e.resume.Drop(key)
 	return nil
+}
+
+// discarded ends the transfer whose partial files were discarded: its row
+// and history said it would resume when its sender is back, and now it
+// will not (a new send of the same files starts afresh).
+func (e *Engine) discarded(s PartialTransfer) {
+	if s.Delivery == "" {
+		return // kept before states named their delivery: no row to end
+	}
+	t := &Transfer{id: "r-" + resume.Key(s.PeerID, s.Delivery), delivery: s.Delivery, dir: Receiving, done: make(chan struct{}),
+		peer: PeerInfo{ID: s.PeerID, Name: s.PeerName}, state: StateCancelled}
+	r := Result{State: StateCancelled, Code: string(wire.CodeCancelled), Files: s.Files, Verified: s.Saved, Destination: s.Dest,
+		Err: "Discarded: what arrived of it was removed, so it will not resume."}
+	e.publish(t, Event{Kind: EventResult, State: StateCancelled, Result: &r})
 }
 
 // discardPartials removes the partial files names (as resume states record

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -253,5 +254,45 @@ func TestResumeIntoAnotherFolderRemovesTheOldPartial(t *testing.T) {
 	}
 	if ps := recv.Partials(); len(ps) != 0 {
 		t.Fatalf("partials left: %+v", ps)
+	}
+}
+
+// Discarding an interrupted transfer's partial files ends it: its row and
+// history said "will resume when ... is back", and a result now says it
+// was discarded, under the same transfer and peer (it stayed "Interrupted"
+// with nothing to clear it).
+func TestDiscardEndsTheInterruptedTransfer(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	events, unsub := recv.Subscribe(4096)
+	defer unsub()
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, 48<<20)
+	interrupt(t, send, recv, []string{big}, "quic", 48<<20)
+	var first *Event
+	for first == nil {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventResult && ev.Direction == Receiving {
+				first = &ev
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no result of the interrupted transfer")
+		}
+	}
+	if first.Result.State == StateDone {
+		t.Fatalf("the receiver's first result: %s %q", first.Result.State, first.Result.Err)
+	}
+	if err := recv.DiscardPartial(recv.Partials()[0].Key); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		if ev.Kind != EventResult || ev.TransferID != first.TransferID || ev.Delivery != first.Delivery || ev.Peer.ID != first.Peer.ID ||
+			ev.Direction != Receiving || ev.Result.State != StateCancelled || !strings.HasPrefix(ev.Result.Err, "Discarded") {
+			t.Fatalf("after the discard: %+v (the transfer was %s of %s)", ev, first.TransferID, first.Peer.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result after the discard")
 	}
 }

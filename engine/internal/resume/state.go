@@ -379,6 +379,7 @@ type Summary struct {
 	Key      string
 	PeerID   string
 	PeerName string
+	Delivery string // the sender's delivery ID, when the state has it
 	Dest     string
 	Files    int
 	Saved    int   // of Files, saved whole: a resume does not fetch them
@@ -420,7 +421,7 @@ func (d *Dir) List() []Summary {
 		if err != nil || s == nil {
 			continue
 		}
-		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated,
+		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Delivery: s.Delivery, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated,
 			Receiving: d.Busy(key)}
 		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
 			p.Updated = st.ModTime()

@@ -369,15 +369,22 @@ func (q *promptQueue) showSpace(p *prompt, o *Offer, free int64) {
 	p.space.Refresh()
 }
 
-// offerSummary sums an offer up in one line.
+// offerSummary sums an offer up in one line. Files whose names cannot be
+// stored here are not in its size (they will not come): it says how many
+// of the files that size is ("4 of 6 files (2 cannot be saved here),
+// 4.0 kB in total"), not "6 files, 4.0 kB" beside a tree of 6.0 kB.
 func offerSummary(o *Offer) string {
+	files := plural(o.FileCount(), "file")
+	if n := o.refused(); n > 0 {
+		files = fmt.Sprintf("%d of %s (%d cannot be saved here)", o.FileCount()-n, files, n)
+	}
 	switch {
 	case o.FileCount() == 0 && o.Text != "":
 		return fmt.Sprintf("A text of %s", HumanBytes(int64(len(o.Text))))
 	case o.Text != "":
-		return fmt.Sprintf("A text and %s, %s in total", plural(o.FileCount(), "file"), HumanBytes(o.Total))
+		return fmt.Sprintf("A text and %s, %s in total", files, HumanBytes(o.Total))
 	}
-	return fmt.Sprintf("%s, %s in total", plural(o.FileCount(), "file"), HumanBytes(o.Total))
+	return fmt.Sprintf("%s, %s in total", files, HumanBytes(o.Total))
 }
 
 // countdownText says how long the prompt waits for an answer.

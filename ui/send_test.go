@@ -396,3 +396,22 @@ func TestHistorySearchAndClear(t *testing.T) {
 		t.Fatal("the history was not cleared")
 	}
 }
+
+// A prompt's summary counts what its size counts: files whose names cannot
+// be stored here will not come, and are said apart (it read "6 files,
+// 4.0 kB in total" beside a tree of 6 files and 6.0 kB).
+func TestOfferSummaryCountsTheRefused(t *testing.T) {
+	for _, c := range []struct {
+		o    Offer
+		want string
+	}{
+		{Offer{Count: 2, Total: 2000, Files: []FileInfo{{Path: "a", Size: 1000}, {Path: "b", Size: 1000}}}, "2 files, 2.0 kB in total"},
+		{Offer{Count: 6, Total: 4000, Files: []FileInfo{{Path: "a", Size: 1000}, {Path: "b\t", Size: 1000, Refused: "a tab"}, {Path: "c\u202e", Size: 1000, Refused: "bidi"}}},
+			"4 of 6 files (2 cannot be saved here), 4.0 kB in total"},
+		{Offer{Count: 1, Total: 0, Text: "hi", Files: []FileInfo{{Path: "x\t", Size: 5, Refused: "a tab"}}}, "A text and 0 of 1 file (1 cannot be saved here), 0 B in total"},
+	} {
+		if got := offerSummary(&c.o); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+}

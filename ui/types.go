@@ -323,6 +323,18 @@ type FolderSum struct {
 // needs is the disk the offer takes here: Disk, or Total where not given.
 func (o *Offer) needs() int64 { return max(o.Disk, o.Total) }
 
+// refused counts the files that will not be received whatever the answer
+// (the engine lists every one of them).
+func (o *Offer) refused() int {
+	n := 0
+	for _, f := range o.Files {
+		if f.Refused != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // FileCount is the number of files offered.
 func (o *Offer) FileCount() int { return max(o.Count, len(o.Files)) }
 

@@ -487,6 +487,10 @@ type linkDialog struct {
 	people *widget.Label
 	guard  *widget.Label // what the link kept out, when anything
 	acts   *fyne.Container
+	// What invites opening the link: hidden or off once it ended.
+	qr      fyne.CanvasObject
+	copyBtn *button
+	hint    *widget.Label
 	bars   map[int64]*linkActivityRow
 	stop   *button
 	scroll *container.Scroll
@@ -539,6 +543,7 @@ func (u *UI) showLink(id string) {
 	h := widget.NewLabel(hint)
 	h.Wrapping = fyne.TextWrapWord
 	objs = append(objs, h)
+	ld.qr, ld.copyBtn, ld.hint = qr, copyBtn, h
 	if len(s.URLs) > 1 {
 		others := widget.NewLabel("Also at: " + strings.Join(s.URLs[1:], ", "))
 		others.Wrapping = fyne.TextWrapBreak
@@ -634,9 +639,13 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 	}
 }
 
-// ended turns the dialog into a record of the ended link.
+// ended turns the dialog into a record of the ended link: nothing in it
+// invites opening the link any more (its code, Copy, the hint).
 func (d *linkDialog) ended() {
 	d.stop.Disable()
+	d.copyBtn.Disable()
+	d.qr.Hide()
+	d.hint.SetText("This link answers nothing any more. What happened on it is below.")
 }
 
 // guardText says what the link kept out, so that its owner can stop a

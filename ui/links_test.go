@@ -247,6 +247,10 @@ func TestLinkDialogFollowsStates(t *testing.T) {
 	if d.when.Text != s.Why || !d.stop.Disabled() {
 		t.Errorf("ended dialog: %q, stop disabled %v", d.when.Text, d.stop.Disabled())
 	}
+	// Nothing invites opening the ended link: no code, no Copy.
+	if d.qr.Visible() || !d.copyBtn.Disabled() || strings.Contains(d.hint.Text, "Open this link") {
+		t.Errorf("ended dialog still offers the link: code shown %v, copy disabled %v, hint %q", d.qr.Visible(), d.copyBtn.Disabled(), d.hint.Text)
+	}
 }
 
 func TestLinkDialogClosedKeepsTheLink(t *testing.T) {

@@ -215,6 +215,10 @@ func ReasonOf(re *errcode.RemoteError) string {
 	}
 	r := strings.TrimSuffix(strings.TrimSpace(re.Reason), ".")
 	r = strings.TrimPrefix(r, userCancelPrefix+": ")
+	// A refusal's reason that begins with its code's words (a refused
+	// offer says "the receiver declined: the receiver declined an offer
+	// from this device a moment ago") is read once.
+	r = strings.TrimPrefix(r, "the receiver declined: ")
 	if codeOnlyReasons[strings.ToLower(r)] {
 		return ""
 	}

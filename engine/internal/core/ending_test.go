@@ -83,6 +83,8 @@ func TestEndOf(t *testing.T) {
 		{remote(errcode.CodeUntrusted, "pair first"), false, StateDeclined, "untrusted", true, "Bob only accepts files from trusted devices: pair first."},
 		{&RefusedError{Code: errcode.CodeUntrusted, Reason: "this device only accepts files from trusted devices"}, false, StateDeclined, "untrusted", false, "Declined: this device only accepts files from trusted devices."},
 		// A peer that repeats its code's words first is not read twice.
+		{remote(errcode.CodeDeclined, "the receiver declined: the receiver declined an offer from this device a moment ago; try again in a few minutes"),
+			false, StateDeclined, "declined", true, "Declined by Bob: the receiver declined an offer from this device a moment ago; try again in a few minutes."},
 		{remote(errcode.CodeBadName, "a file name was refused: CON: a device name"), false, StateFailed, "bad_name", true, "A file name was refused: CON: a device name."},
 		// A peer's words cannot act on a terminal.
 		{remote(errcode.CodeCancelled, "gone\x1b[2J\nferry-cli send: done"), false, StateCancelled, "cancelled", true, `Cancelled by Bob: gone\x1b[2J\nferry-cli send: done.`},

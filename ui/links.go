@@ -491,9 +491,9 @@ type linkDialog struct {
 	qr      fyne.CanvasObject
 	copyBtn *button
 	hint    *widget.Label
-	bars   map[int64]*linkActivityRow
-	stop   *button
-	scroll *container.Scroll
+	bars    map[int64]*linkActivityRow
+	stop    *button
+	scroll  *container.Scroll
 }
 
 // linkActivityRow is one download or upload in the dialog.

@@ -6,6 +6,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -20,6 +21,9 @@ type partialsView struct {
 	box   *fyne.Container
 	rows  []*partialRow
 	obj   fyne.CanvasObject
+
+	confirm *dialog.CustomDialog // the last "Discard …?" asked
+	doIt    *button              // its Discard
 }
 
 // partialRow is one unfinished transfer.
@@ -62,8 +66,8 @@ func (v *partialsView) show(ps []PartialTransfer) {
 		r := &partialRow{p: p}
 		r.text = widget.NewLabel(partialText(p, now))
 		r.text.Truncation = fyne.TextTruncateEllipsis
-		key := p.Key
-		r.discard = v.u.newButton("Discard", theme.DeleteIcon(), func() { v.discard(key) })
+		pt := p
+		r.discard = v.u.newButton("Discard", theme.DeleteIcon(), func() { v.confirmDiscard(pt) })
 		if p.Receiving {
 			r.discard.Disable() // its files are being written: cancel it in Transfers first
 		}
@@ -77,6 +81,29 @@ func (v *partialsView) show(ps []PartialTransfer) {
 	}
 	v.box.Objects = objs
 	v.box.Refresh()
+}
+
+// confirmDiscard asks before deleting what an unfinished transfer kept:
+// it cannot be undone, and the sender would send it all again.
+func (v *partialsView) confirmDiscard(p PartialTransfer) {
+	u := v.u
+	who := EscapeName(p.PeerName)
+	if who == "" {
+		who = ShortID(p.PeerID)
+	}
+	text := widget.NewLabel(fmt.Sprintf("The partial files from %s (%s) are deleted, and the transfer will not resume: "+
+		"sent again, its files come over from the start.", who, HumanBytes(p.Bytes)))
+	text.Wrapping = fyne.TextWrapWord
+	var d *dialog.CustomDialog
+	keep := u.newButton("Keep", nil, func() { d.Hide() })
+	del := u.newButton("Discard", theme.DeleteIcon(), func() { d.Hide(); v.discard(p.Key) })
+	del.Importance = widget.DangerImportance
+	d = dialog.NewCustomWithoutButtons("Discard unfinished transfer?", text, u.win)
+	d.SetButtons([]fyne.CanvasObject{keep, del})
+	d.Resize(fyne.NewSize(440, 0))
+	v.confirm, v.doIt = d, del
+	// Enter keeps them too: deleting takes the button.
+	u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide}, keep)
 }
 
 func (v *partialsView) discard(key string) {

@@ -147,6 +147,11 @@ func TestPartialsListAndDiscard(t *testing.T) {
 	}
 
 	test.Tap(u.partials.rows[0].discard)
+	// It asks first: nothing is deleted until its Discard.
+	if len(be.discarded) != 0 || u.partials.confirm == nil || u.partials.doIt == nil {
+		t.Fatalf("discarded %v at the first tap, asked %v", be.discarded, u.partials.confirm != nil)
+	}
+	test.Tap(u.partials.doIt)
 	if len(be.discarded) != 1 || be.discarded[0] != "k1" {
 		t.Fatalf("discarded = %v", be.discarded)
 	}

@@ -154,7 +154,10 @@ func (v *localSendSettings) showStatus(be Backend) {
 		v.state.Hide()
 		return
 	}
-	text := fmt.Sprintf("LocalSend devices reach this one on port %d; its fingerprint starts %s.", port, GroupFingerprint(fp))
+	text := fmt.Sprintf("LocalSend devices reach this one on port %d; its fingerprint starts %s", port, GroupFingerprint(fp))
+	if !strings.HasSuffix(text, "…") {
+		text += "." // not "7130…."
+	}
 	if note != "" {
 		// The engine's note is a clause ("port 53317 was taken, so ..."):
 		// a sentence of its own here.

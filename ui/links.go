@@ -266,6 +266,7 @@ func (u *UI) showLinkSetup(kind LinkKind, paths []string) *linkSetup {
 		u.openBrowserLink(req)
 	})
 	create.Importance = widget.HighImportance
+	pin.OnSubmitted = func(string) { create.OnTapped() } // Enter in the PIN creates the link, as in every form
 	cancel := u.newButton("Cancel", theme.CancelIcon(), func() { d.Hide() })
 	scroll := container.NewVScroll(container.NewVBox(intro, widget.NewForm(items...), note))
 	d = dialog.NewCustomWithoutButtons(title, scroll, u.win)

@@ -164,6 +164,15 @@ func TestLinkSetupOpensTheLink(t *testing.T) {
 	if got := be.reqs[1]; got.Kind != LinkReceive || got.PIN != "" || got.Expire != DefaultLinkExpire || got.Once {
 		t.Errorf("receive request = %+v", got)
 	}
+
+	// Enter in the PIN creates the link, as Create link does.
+	s = u.showLinkSetup(LinkReceive, nil)
+	test.Type(s.pin, "1234")
+	s.pin.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	awaitDo(t, be)
+	if len(be.reqs) != 3 || be.reqs[2].PIN != "1234" {
+		t.Fatalf("Enter in the PIN: %d requests %+v", len(be.reqs), be.reqs)
+	}
 }
 
 func TestLinkSetupRefusesLongPIN(t *testing.T) {

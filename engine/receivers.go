@@ -320,6 +320,13 @@ func (e *Engine) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		if n := e.cleanLinkUploads(); n > 0 {
+			e.log.Info("removed the partial files of browser uploads a crash left", "count", n)
+		}
+	}()
 	for _, r := range open {
 		e.serveRow(rt.ctx, r)
 	}

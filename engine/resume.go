@@ -354,18 +354,20 @@ func (e *Engine) discarded(s PartialTransfer) {
 
 // discardPartials removes the partial files names (as resume states record
 // them) in the download folder dest, each only if it is still a partial
-// (store.OpenPartial).
-func discardPartials(dest string, names []string) {
+// (store.OpenPartial), and returns how many it removed.
+func discardPartials(dest string, names []string) int {
 	d, err := store.Open(dest)
 	if err != nil {
-		return
+		return 0
 	}
 	defer d.Close()
+	n := 0
 	for _, name := range names {
-		if p, err := d.OpenPartial(name); err == nil {
-			d.Discard(p)
+		if p, err := d.OpenPartial(name); err == nil && d.Discard(p) == nil {
+			n++
 		}
 	}
+	return n
 }
 
 // CleanPartials discards unfinished transfers not touched for longer than

@@ -46,6 +46,10 @@ type BrowserInbox struct {
 	// early are files of sets refused before their set's first file
 	// arrived (their names cannot be stored): counted when it does.
 	early map[string][]earlyRefusal
+	// parts are the partials of the uploads on the way, by upload ID, as
+	// uploads logs them (what a crash leaves is removed at the next start).
+	parts   map[string][2]string // folder, partial name
+	uploads *linkUploads
 }
 
 // earlyRefusal is a file of a set refused before the set began.
@@ -93,7 +97,8 @@ type browserDelivery struct {
 // BrowserInbox returns an inbox for one receive link.
 func (e *Engine) BrowserInbox() *BrowserInbox {
 	return &BrowserInbox{e: e, idle: browserIdle, files: map[string]*browserFile{},
-		batches: map[string]*browserDelivery{}, all: map[*browserDelivery]bool{}, early: map[string][]earlyRefusal{}}
+		batches: map[string]*browserDelivery{}, all: map[*browserDelivery]bool{}, early: map[string][]earlyRefusal{},
+		parts: map[string][2]string{}, uploads: e.openLinkUploads()}
 }
 
 // Attach tells the inbox which link it serves (for Cancel).
@@ -121,6 +126,9 @@ func (b *BrowserInbox) Close() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// The link's end removed its partials (each Landed); any it did not
+	// stay in the log for the next start.
+	b.uploads.close(len(b.parts) == 0)
 	if b.dest == nil {
 		return nil
 	}
@@ -406,10 +414,22 @@ func (b *BrowserInbox) Progress(a weblink.Arrival, n int64) {
 	b.mu.Unlock()
 }
 
+// Began logs where an upload's partial is (linkUploads).
+func (b *BrowserInbox) Began(a weblink.Arrival, dir, partial string) {
+	b.mu.Lock()
+	b.parts[a.ID] = [2]string{dir, partial}
+	b.mu.Unlock()
+	b.uploads.began(dir, partial)
+}
+
 // Landed reports the file's end in its transfer, and ends the transfer
 // with its last file.
 func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 	b.mu.Lock()
+	if p, ok := b.parts[a.ID]; ok {
+		delete(b.parts, a.ID)
+		b.uploads.ended(p[0], p[1]) // saved, or removed
+	}
 	f := b.files[a.ID]
 	delete(b.files, a.ID)
 	if f == nil {

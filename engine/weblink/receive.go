@@ -56,6 +56,15 @@ type RefusingInbox interface {
 	Refused(a Arrival, err error)
 }
 
+// PartialInbox is an Inbox that also hears where each file's partial is,
+// once it is created: the destination's folder (store.Dest.Dir) and the
+// partial's name in it (store.Partial.Name), so that what a crash of this
+// process leaves can be found again (Landed says when it is gone).
+type PartialInbox interface {
+	Inbox
+	Began(a Arrival, dir, partial string)
+}
+
 // ProgressInbox is an Inbox that also hears how many bytes of each file
 // have arrived (the engine's progress rows). Progress is called from the
 // upload's request as bytes are written: it must return at once.
@@ -418,6 +427,9 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		rc.release()
 		rc.inbox.Landed(a, "", err)
 		return nil, refused(err)
+	}
+	if pi, ok := rc.inbox.(PartialInbox); ok {
+		pi.Began(a, dest.Dir(), p.Name())
 	}
 	u := &upload{rc: rc, a: a, dest: dest, p: p}
 	for _, m := range p.MadeFolders() {

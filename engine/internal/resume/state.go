@@ -443,3 +443,16 @@ func (d *Dir) List() []Summary {
 	sort.Slice(out, func(i, j int) bool { return out[i].Updated.After(out[j].Updated) })
 	return out
 }
+
+// Lock marks f, an open file of a receiver's, as in use now: an advisory
+// lock that Locked sees from this process or another one, gone with the
+// descriptor (or the process). Best effort, as the journals' (a file
+// system without locks has none; on Windows there are none).
+func Lock(f *os.File) { lockJournal(f) }
+
+// Locked reports whether a receiver holds the file at path (Lock). False
+// where files are not locked (Locking).
+func Locked(path string) bool { return journalLocked(path) }
+
+// Locking says whether Lock and Locked work here.
+const Locking = lockingJournals

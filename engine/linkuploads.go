@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/internal/resume"
+)
+
+// A receive link's uploads on the way are partial files that only the link
+// knows of: a browser cannot resume one once its link is gone, so the
+// link's end removes them. When the process dies with a link open (killed,
+// a crash, the power), nothing would: each receive link writes where its
+// partials are to a log of its own in the resume folder
+// ("link-<random>.log", locked while the link lives), and the next start
+// removes what the log of a link no longer alive lists (cleanLinkUploads).
+
+// linkUploads is one receive link's log of its partial files.
+type linkUploads struct {
+	mu   sync.Mutex // guards f
+	f    *os.File   // nil when the log could not be made (then nothing is kept)
+	path string
+}
+
+// linkUploadRec is one line of the log: a partial begun (+) or gone (-).
+type linkUploadRec struct {
+	Op   string `json:"op"`
+	Dest string `json:"dest"`
+	Name string `json:"name"` // as store.Partial.Name says it
+}
+
+const linkLogPrefix, linkLogSuffix = "link-", ".log"
+
+// openLinkUploads starts a link's log (best effort: without one, a crash
+// leaves the link's partials as before).
+func (e *Engine) openLinkUploads() *linkUploads {
+	b := make([]byte, 8)
+	rand.Read(b)
+	path := filepath.Join(e.resume.Path(), linkLogPrefix+hex.EncodeToString(b)+linkLogSuffix)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		e.log.Warn("link uploads log", "err", err)
+		return &linkUploads{}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		e.log.Warn("link uploads log", "err", err)
+		return &linkUploads{}
+	}
+	resume.Lock(f)
+	return &linkUploads{f: f, path: path}
+}
+
+func (u *linkUploads) write(op, dest, name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.f == nil {
+		return
+	}
+	line, _ := json.Marshal(linkUploadRec{Op: op, Dest: dest, Name: name})
+	u.f.Write(append(line, '\n')) // before the first byte lands in it
+}
+
+func (u *linkUploads) began(dest, name string) { u.write("+", dest, name) }
+func (u *linkUploads) ended(dest, name string) { u.write("-", dest, name) }
+
+// close ends the log of a link that ended; remove when its partials are
+// gone (else the next start removes what it lists).
+func (u *linkUploads) close(remove bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.f == nil {
+		return
+	}
+	u.f.Close()
+	if remove {
+		os.Remove(u.path)
+	}
+	u.f = nil
+}
+
+// staleLinkLog is how old a log must be to be another process's past
+// where files are not locked (Windows): a link lives an hour by default.
+const staleLinkLog = 48 * time.Hour
+
+// cleanLinkUploads removes the partial files that receive links of a
+// process that died left, and their logs; it returns how many partials it
+// removed. A log locked by a live process is left alone; where files are
+// not locked, one written to in the last staleLinkLog.
+func (e *Engine) cleanLinkUploads() int {
+	dir := e.resume.Path()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, de := range ents {
+		name := de.Name()
+		if !strings.HasPrefix(name, linkLogPrefix) || !strings.HasSuffix(name, linkLogSuffix) {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if resume.Locked(path) {
+			continue
+		}
+		if !resume.Locking {
+			if st, err := os.Stat(path); err != nil || e.now().Sub(st.ModTime()) < staleLinkLog {
+				continue
+			}
+		}
+		left := replayLinkLog(path)
+		for dest, names := range left {
+			n += discardPartials(dest, names) // each only if it is still a partial
+		}
+		os.Remove(path)
+	}
+	return n
+}
+
+// replayLinkLog reads a log: the partials begun and not gone, by folder.
+// A line cut short by the crash is not read.
+func replayLinkLog(path string) map[string][]string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	type key struct{ dest, name string }
+	open := map[key]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		var r linkUploadRec
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Dest == "" || r.Name == "" {
+			continue
+		}
+		switch r.Op {
+		case "+":
+			open[key{r.Dest, r.Name}] = true
+		case "-":
+			delete(open, key{r.Dest, r.Name})
+		}
+	}
+	out := map[string][]string{}
+	for k := range open {
+		out[k.dest] = append(out[k.dest], k.name)
+	}
+	return out
+}

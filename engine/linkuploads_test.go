@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/internal/resume"
+	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/internal/testutil"
+)
+
+// linkLogs are the receive links' logs in e's resume folder.
+func linkLogs(t *testing.T, e *Engine) []string {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(e.resume.Path(), linkLogPrefix+"*"+linkLogSuffix))
+	return logs
+}
+
+// A receive link logs where each upload's partial is while it is on the
+// way, and forgets it when it lands; the link's end takes the log away.
+func TestLinkUploadsAreLogged(t *testing.T) {
+	e := testEngine(t, Options{})
+	endpoint, in := browserLink(t, e, time.Hour)
+	logs := linkLogs(t, e)
+	if len(logs) != 1 {
+		t.Fatalf("logs %v, want the link's", logs)
+	}
+	data := bytes.Repeat([]byte("u"), 1<<20)
+	status, loc, _ := testutil.TusCreate(t, endpoint, "half.bin", len(data))
+	if status != 201 {
+		t.Fatalf("create: %d", status)
+	}
+	testutil.TusPatch(t, loc, 0, data[:len(data)/2])
+	left := replayLinkLog(logs[0])
+	if names := left[e.DownloadDir()]; !slices.Equal(names, []string{"half.bin.partial"}) {
+		t.Fatalf("the log lists %v while the upload is on its way", left)
+	}
+	testutil.TusPatch(t, loc, int64(len(data)/2), data[len(data)/2:])
+	waitUntil(t, func() bool { return len(replayLinkLog(logs[0])) == 0 })
+	in.Close()
+	if logs := linkLogs(t, e); len(logs) != 0 {
+		t.Fatalf("logs left after the link ended: %v", logs)
+	}
+}
+
+// What the log of a link whose process died lists is removed at the next
+// start, if it is still a partial; a live link's log is left alone.
+func TestCleanLinkUploadsAfterACrash(t *testing.T) {
+	e := testEngine(t, Options{})
+	dest := t.TempDir()
+	d, err := store.Open(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.CreatePartial("photos/IMG_1.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WriteAt([]byte("half"), 0)
+	p.Close()
+	d.Close()
+	saved := filepath.Join(dest, "kept.jpg") // landed: its name is not a partial's
+	os.WriteFile(saved, []byte("whole"), 0o644)
+	os.MkdirAll(e.resume.Path(), 0o700)
+	write := func(name string, recs ...string) string {
+		path := filepath.Join(e.resume.Path(), name)
+		var b []byte
+		for _, r := range recs {
+			b = append(b, r...)
+			b = append(b, '\n')
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-3 * staleLinkLog)
+		os.Chtimes(path, old, old)
+		return path
+	}
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	dead := write(linkLogPrefix+"dead"+linkLogSuffix,
+		`{"op":"+","dest":`+q(dest)+`,"name":"photos/IMG_1.jpg.partial"}`,
+		`{"op":"+","dest":`+q(dest)+`,"name":"kept.jpg.partial"}`,
+		`{"op":"-","dest":`+q(dest)+`,"name":"kept.jpg.partial"}`,
+		`{"op":"+","dest":`+q(dest)+`,"name":"kept.jpg"}`, // not a partial's name: never removed
+		`{"op":"+","dest":`)                               // cut by the crash
+	var live string
+	if resume.Locking {
+		live = write(linkLogPrefix+"live"+linkLogSuffix, `{"op":"+","dest":`+q(dest)+`,"name":"photos/IMG_1.jpg.partial"}`)
+		f, err := os.Open(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		resume.Lock(f)
+	}
+	if n := e.cleanLinkUploads(); n != 1 { // the partial; kept.jpg is left alone (not a partial's name)
+		t.Fatalf("cleaned %d", n)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "photos/IMG_1.jpg.partial")); !os.IsNotExist(err) {
+		t.Fatalf("the crash's partial stayed: %v", err)
+	}
+	if b, err := os.ReadFile(saved); err != nil || string(b) != "whole" {
+		t.Fatalf("a saved file was touched: %q %v", b, err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatal("the dead link's log stayed")
+	}
+	if live != "" {
+		if _, err := os.Stat(live); err != nil {
+			t.Fatalf("a live link's log was taken: %v", err)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func TestCleanLinkUploadsAfterACrash(t *testing.T) {
 		`{"op":"+","dest":`+q(dest)+`,"name":"kept.jpg.partial"}`,
 		`{"op":"-","dest":`+q(dest)+`,"name":"kept.jpg.partial"}`,
 		`{"op":"+","dest":`+q(dest)+`,"name":"kept.jpg"}`, // not a partial's name: never removed
-		`{"op":"+","dest":`)                               // cut by the crash
+		`{"op":"+","dest":`) // cut by the crash
 	var live string
 	if resume.Locking {
 		live = write(linkLogPrefix+"live"+linkLogSuffix, `{"op":"+","dest":`+q(dest)+`,"name":"photos/IMG_1.jpg.partial"}`)

@@ -204,13 +204,15 @@ func (u *UI) updateStatus() {
 	case PolicyOff:
 		state = "receiving off"
 	}
-	parts := []string{"This device: " + EscapeName(name), ShortID(u.self.ID)}
+	// Who may send comes before the ID and the address: a narrow window
+	// cuts the line's end, and that is the part a user acts on.
+	parts := []string{"This device: " + EscapeName(name), state, ShortID(u.self.ID)}
 	if s.Policy != PolicyOff {
 		if addrs := u.be.SelfAddresses(); len(addrs) > 0 {
 			parts = append(parts, addressText(addrs[0]))
 		}
 	}
-	u.status.SetText(strings.Join(append(parts, state), " · "))
+	u.status.SetText(strings.Join(parts, " · "))
 }
 
 var (

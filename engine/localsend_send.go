@@ -179,6 +179,7 @@ type lsAttempt struct {
 	done     atomic.Int64 // files delivered in this attempt
 	accepted int          // -1 until the receiver decided
 	total    int64
+	textIn   bool // the receiver took the text among the files (counted in accepted)
 }
 
 // run sends what is not delivered yet.
@@ -270,6 +271,7 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 			a.accepted = len(ids)
 			for _, id := range ids {
 				a.total += sizes[id]
+				a.textIn = a.textIn || id == "text"
 			}
 			a.leaveOut(ups, ids, named)
 			a.e.setState(a.t, StateActive)
@@ -398,6 +400,9 @@ func (a *lsAttempt) End(error) {}
 func (a *lsAttempt) Outcome() core.AttemptOutcome {
 	a.ls.mu.Lock()
 	delivered, leftOut := len(a.ls.delivered), len(a.ls.leftOut)
+	if a.textIn && a.ls.textDone {
+		delivered++ // the text, which Accepted counted beside the files
+	}
 	a.ls.mu.Unlock()
 	acc := a.accepted
 	if acc >= 0 {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"time"
 	"sync"
 	"sync/atomic"
 
@@ -311,8 +312,8 @@ func (p *prompter) line(ctx context.Context, question string) (string, bool) {
 }
 
 // runSendLocalSend is send --protocol localsend: one recipient at a time.
-func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, items engine.Items, pin, fingerprint string, lsScan, asJSON bool, out, errOut io.Writer) error {
-	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: name, RetryFor: -1}))
+func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, items engine.Items, pin, fingerprint string, lsScan, asJSON bool, retryFor time.Duration, out, errOut io.Writer) error {
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: name, RetryFor: retryFor}))
 	if err != nil {
 		return err
 	}

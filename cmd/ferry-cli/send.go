@@ -98,7 +98,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	if *protocol == "localsend" {
-		return runSendLocalSend(ctx, dir, *cfg, *name, tos, items, *lsPIN, *lsFP, *lsScan, *asJSON, out, errOut)
+		return runSendLocalSend(ctx, dir, *cfg, *name, tos, items, *lsPIN, *lsFP, *lsScan, *asJSON, engineRetry(*retryFor), out, errOut)
 	}
 	var targets []engine.Target
 	follows := false
@@ -124,10 +124,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		follows = follows || target.Follow
 		targets = append(targets, target)
 	}
-	rf := *retryFor
-	if rf == 0 {
-		rf = -1 // the engine's "never"
-	}
+	rf := engineRetry(*retryFor)
 	resolver := &peerresolve.Resolver{}
 	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: *name, RetryFor: rf, Resolver: resolver}))
 	if err != nil {
@@ -301,3 +298,11 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) ExitCode() int { return e.code }
+
+// engineRetry is --retry-for as the engine takes it: 0 is "never" there.
+func engineRetry(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

@@ -492,7 +492,13 @@ func (c *Client) prepare(ctx context.Context, k *conn, req *PrepareUpload, opts 
 			}
 			next, err := opts.AskPIN(ctx, pin != "")
 			if err != nil {
-				return nil, fmt.Errorf("localsend prepare-upload: %w: %w", ErrPINRequired, err)
+				// Nobody gave another: the PIN tried was wrong, or there
+				// was none.
+				why := ErrPINRequired
+				if pin != "" {
+					why = ErrWrongPIN
+				}
+				return nil, fmt.Errorf("localsend prepare-upload: %w: %w", why, err)
 			}
 			pin = next
 			continue

@@ -3,8 +3,8 @@ package engine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"os"

@@ -10,9 +10,9 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"time"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"

@@ -321,6 +321,11 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 	if errors.Is(err, localsend.ErrStalled) {
 		return &lsStalledError{who: a.receiverName(), err: err}
 	}
+	if errors.Is(err, localsend.ErrConnectionLost) {
+		// Said as a connection that broke ("The connection to Pixel was
+		// lost."), tried again as one, not as the request's raw error.
+		return fmt.Errorf("the connection to %s was lost: %w", a.receiverName(), err)
+	}
 	if err != nil {
 		return lsSendError(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -464,5 +465,25 @@ func TestLocalSendLeftOutFilesAreTold(t *testing.T) {
 	}
 	if told != 1 {
 		t.Fatalf("b.bin told %d times, want once", told)
+	}
+}
+
+// A receiver that goes away in the middle of an upload ends the send in a
+// sentence ("The connection to Pixel was lost"), never the HTTP client's
+// raw error, whose URL holds the session's token.
+func TestLocalSendReceiverGoneMidUpload(t *testing.T) {
+	e := testEngine(t, Options{RetryFor: -1})
+	p := testPeer(t)
+	var once sync.Once
+	p.UploadStarted = func(name string) { once.Do(func() { go p.Close() }) }
+	to := lsPeerServer(t, p)
+	src := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, src, 8<<20)
+	_, r := lsSendWait(t, e, to, Items{Paths: []string{src}}, LocalSendSendOptions{})
+	if r.State != StateFailed || strings.Contains(r.Err, "token=") || strings.Contains(r.Err, "Post ") || strings.Contains(r.Detail, "token=") {
+		t.Fatalf("result %s %q (%s)", r.State, r.Err, r.Detail)
+	}
+	if !strings.HasPrefix(r.Err, "The connection to Pixel was lost") {
+		t.Fatalf("result %q, want the connection to Pixel lost", r.Err)
 	}
 }

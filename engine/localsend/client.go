@@ -227,6 +227,13 @@ func (k *conn) do(ctx context.Context, method, route string, q url.Values, body 
 		if errors.Is(err, ErrFingerprint) {
 			return 0, nil, err
 		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // not its URL, which holds the session's token
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+			err = fmt.Errorf("%w (%w)", ErrConnectionLost, err)
+		}
 		return 0, nil, fmt.Errorf("localsend %s: %w", route, err)
 	}
 	defer resp.Body.Close()

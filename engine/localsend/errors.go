@@ -38,6 +38,9 @@ var (
 	// ErrStalled: the receiver took no byte of an upload for
 	// ClientConfig.StallTimeout (asleep, out of range, gone without a word).
 	ErrStalled = errors.New("the receiving device stopped taking the file")
+	// ErrConnectionLost: the connection closed under a request (the
+	// receiver went away, or was closed, without an answer).
+	ErrConnectionLost = errors.New("the connection was lost")
 )
 
 // StatusError is a server's error answer: its HTTP status, its message,

@@ -304,8 +304,8 @@ func (p *prompter) line(ctx context.Context, question string) (string, bool) {
 	}
 	defer func() { <-p.sem }()
 	fmt.Fprint(p.out, question)
-	l, err := p.in.ReadString('\n')
-	if err != nil && l == "" {
+	l, err := p.readLine(ctx)
+	if err != nil {
 		return "", false
 	}
 	return strings.TrimSpace(l), true

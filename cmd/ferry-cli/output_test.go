@@ -2,15 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // A held printer writes nothing until flush, then every line in order, the
@@ -262,4 +266,64 @@ func TestLinkGuardLines(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
+}
+
+// An offer withdrawn while it is asked about (its sender cancelled or went
+// away) stops being asked at once, and the next offer is asked and
+// answered by the next line typed: it waited behind the first for ever,
+// and the line answered the withdrawn one ("is not waiting for a decision").
+func TestWithdrawnOfferStopsBeingAsked(t *testing.T) {
+	in, typed := io.Pipe()
+	defer typed.Close()
+	out := &syncWriter{w: &bytes.Buffer{}}
+	p := newPrompter(in, out)
+	offer := func(name string) engine.Event {
+		return engine.Event{Kind: engine.EventOffer, State: engine.StateWaiting, Peer: engine.PeerInfo{Name: name, ID: "ABCDEFGHIJ"},
+			Offer: &engine.OfferInfo{Count: 1, Files: []engine.FileInfo{{Path: "a.txt", Size: 1}}, TotalBytes: 1, Dest: "/tmp", FreeBytes: 1 << 30}}
+	}
+	first, withdraw := context.WithCancel(context.Background())
+	asked := make(chan engine.Decision, 1)
+	go func() { asked <- p.ask(first, offer("phoneA"), nil) }()
+	testutil.WaitFor(t, "the first question", func() bool { return strings.Contains(out.String(), "Accept?") })
+	second := make(chan engine.Decision, 1)
+	go func() { second <- p.ask(context.Background(), offer("phoneB"), nil) }()
+	withdraw()
+	select {
+	case d := <-asked:
+		if d.Accept || d.Reason != "" {
+			t.Fatalf("the withdrawn offer was answered %+v", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the withdrawn offer is still asked about")
+	}
+	go io.WriteString(typed, "y\n")
+	select {
+	case d := <-second:
+		if !d.Accept {
+			t.Fatalf("the second offer: %+v", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second offer was never asked")
+	}
+	if !strings.Contains(out.String(), "the offer from phoneA was withdrawn") || !strings.Contains(out.String(), "phoneB") {
+		t.Errorf("printed %q", out.String())
+	}
+}
+
+// syncWriter serialises writes from the prompts' goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.(*bytes.Buffer).String()
 }

@@ -103,23 +103,24 @@ func (p *prompter) confirmCode(ctx context.Context, question string) bool {
 		return false
 	}
 	defer func() { <-p.sem }()
-	return p.yes(question)
+	return p.yes(ctx, question)
 }
 
 // yes asks a yes/no question until it is answered; the end of input is
 // no. Called with sem held.
-func (p *prompter) yes(question string) bool {
-	answer, _ := p.choose(question, "y", "yes", "n", "no")
+func (p *prompter) yes(ctx context.Context, question string) bool {
+	answer, _ := p.choose(ctx, question, "y", "yes", "n", "no")
 	return answer == "y" || answer == "yes"
 }
 
 // choose asks question until the answer is one of answers (any case), and
-// returns it in lower case; ok is false when standard input ended first. A
-// slip of the finger is asked about again, never taken for "no".
-func (p *prompter) choose(question string, answers ...string) (answer string, ok bool) {
+// returns it in lower case; ok is false when standard input ended first, or
+// ctx did (the question was withdrawn). A slip of the finger is asked about
+// again, never taken for "no".
+func (p *prompter) choose(ctx context.Context, question string, answers ...string) (answer string, ok bool) {
 	for {
 		fmt.Fprint(p.out, question)
-		line, err := p.in.ReadString('\n')
+		line, err := p.readLine(ctx)
 		answer = strings.ToLower(strings.TrimSpace(line))
 		if slices.Contains(answers, answer) {
 			return answer, true

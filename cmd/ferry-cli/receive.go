@@ -157,6 +157,20 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	batch := newBatcher(p, events)
 	answers := newPrompter(stdin, errOut)
 	var asking sync.WaitGroup // code questions: --once waits for the answer before it exits
+	// Each offer asked about is asked while it waits: its end (cancelled,
+	// its sender gone, expired) withdraws the question, and the next
+	// offer is asked at once (it waited behind a question no one could
+	// answer any more).
+	var offersMu sync.Mutex
+	offers := map[string]context.CancelFunc{}
+	withdraw := func(id string) {
+		offersMu.Lock()
+		defer offersMu.Unlock()
+		if cancel := offers[id]; cancel != nil {
+			cancel()
+			delete(offers, id)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -170,8 +184,16 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 				if ev.Direction != engine.Receiving || ev.State != engine.StateWaiting {
 					break // what arrives unasked, or this side's own offer: nothing to answer
 				}
+				octx, cancel := context.WithCancel(ctx)
+				offersMu.Lock()
+				offers[ev.TransferID] = cancel
+				offersMu.Unlock()
 				go func() {
-					d := answers.ask(ctx, ev, func(ok bool) error { return e.ConfirmPair(ev.TransferID, ok) })
+					defer withdraw(ev.TransferID)
+					d := answers.ask(octx, ev, func(ok bool) error { return e.ConfirmPair(ev.TransferID, ok) })
+					if octx.Err() != nil {
+						return // withdrawn: nothing to decide
+					}
 					if err := e.Decide(ev.TransferID, d); err != nil {
 						fmt.Fprintf(errOut, "ferry-cli receive: %v\n", err)
 					}
@@ -194,6 +216,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 					}
 				}()
 			case engine.EventResult:
+				withdraw(ev.TransferID)
 				if *once && ev.Result.State == engine.StateInterrupted {
 					// Not the end of the transfer: what arrived is kept and
 					// the sender comes back with the rest (after a sleep, a
@@ -226,10 +249,53 @@ type prompter struct {
 	in  *bufio.Reader
 	out io.Writer
 	sem chan struct{}
+
+	start sync.Once
+	lines chan inputLine // read by one goroutine, so that a question can stop waiting
+	ended bool           // standard input ended (an inputLine with err came); sem held
+}
+
+// inputLine is a line of standard input, or its end.
+type inputLine struct {
+	s   string
+	err error
 }
 
 func newPrompter(in io.Reader, out io.Writer) *prompter {
-	return &prompter{in: bufio.NewReader(in), out: out, sem: make(chan struct{}, 1)}
+	return &prompter{in: bufio.NewReader(in), out: out, sem: make(chan struct{}, 1), lines: make(chan inputLine)}
+}
+
+// readLine waits for the next line of standard input, or ctx's end (the
+// offer asked about was withdrawn: cancelled, or its sender went away),
+// then err is ctx.Err(). Lines piped in ahead are answers in turn, as
+// before. Called with sem held.
+func (p *prompter) readLine(ctx context.Context) (line string, err error) {
+	p.start.Do(func() {
+		go func() {
+			for {
+				l, err := p.in.ReadString('\n')
+				p.lines <- inputLine{l, err}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	})
+	if p.ended {
+		return "", io.EOF
+	}
+	select {
+	case l := <-p.lines:
+		if l.err != nil {
+			p.ended = true
+			if l.s == "" {
+				return "", l.err
+			}
+		}
+		return l.s, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // ask asks about an offer; confirm records the user's verdict on the
@@ -278,7 +344,11 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	if o.PairCode != "" {
 		fmt.Fprintf(p.out, "  verification code %s: [a]lways asks you to check that the sender's screen shows it\n", o.PairCode)
 	}
-	answer, ok := p.choose("Accept? [y]es / [n]o / [a]lways from this device: ", "y", "yes", "n", "no", "a", "always")
+	answer, ok := p.choose(ctx, "Accept? [y]es / [n]o / [a]lways from this device: ", "y", "yes", "n", "no", "a", "always")
+	if !ok && ctx.Err() != nil {
+		fmt.Fprintf(p.out, "\n(the offer from %s was withdrawn: no answer needed)\n", safetext.Name(ev.Peer.Name))
+		return engine.Decision{}
+	}
 	if !ok {
 		fmt.Fprintln(p.out, "no answer: standard input is closed, so the offer is declined (--accept all or --accept trusted receives without asking)")
 		return engine.Decision{Reason: "the receiver could not be asked"}
@@ -290,7 +360,7 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 		if o.PairCode == "" { // trusted already
 			return engine.Decision{Accept: true}
 		}
-		match := p.yes(fmt.Sprintf("Does the sender's screen show the code %s? [y/n]: ", o.PairCode))
+		match := p.yes(ctx, fmt.Sprintf("Does the sender's screen show the code %s? [y/n]: ", o.PairCode))
 		if err := confirm(match); err != nil || !match {
 			return engine.Decision{Reason: "the verification codes did not match"}
 		}

@@ -371,7 +371,15 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	rxCtx := e.rxCtx
 	e.mu.Unlock()
 	tctx, tcancel := context.WithCancelCause(rxCtx)
-	unlink := context.AfterFunc(ctx, func() { tcancel(context.Cause(ctx)) })
+	unlink := context.AfterFunc(ctx, func() {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, context.Canceled) && rxCtx.Err() == nil {
+			// The request ended without a word: the sender went away
+			// (not "Ferry was closed", which a plain cancel reads as).
+			cause = core.ErrConnectionLost
+		}
+		tcancel(cause)
+	})
 	defer unlink()
 	tk, refused := e.admit.Arrive(addr, id, func() { tcancel(core.ErrReceiverBusy) })
 	if refused != nil {

@@ -487,3 +487,27 @@ func TestLocalSendReceiverGoneMidUpload(t *testing.T) {
 		t.Fatalf("result %q, want the connection to Pixel lost", r.Err)
 	}
 }
+
+// A LocalSend sender that goes away while its offer is asked about ends
+// it as a lost connection, not as "Ferry was closed before the transfer
+// finished" (a request's plain cancel read so).
+func TestLocalSendSenderGoneWhileAsked(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{Accept: AcceptAsk}, LocalSendOptions{})
+	events, unsub := e.Subscribe(256)
+	defer unsub()
+	p := testPeer(t)
+	ctx, gone := context.WithCancel(context.Background())
+	defer gone()
+	go p.Send(ctx, addr, srv.Fingerprint(), false, "", "", []lspeer.SendFile{{Name: "n.txt", Data: []byte("x")}}, nil)
+	for ev := range events {
+		if ev.Kind == EventOffer && ev.Direction == Receiving {
+			gone() // the phone's user closed the app
+		}
+		if ev.Kind == EventResult && ev.Direction == Receiving {
+			if r := ev.Result; r.State != StateFailed || !strings.HasPrefix(r.Err, "The connection to Pixel was lost") {
+				t.Fatalf("result %s %q", r.State, r.Err)
+			}
+			return
+		}
+	}
+}

@@ -620,19 +620,21 @@ func (k *lsSink) Commit() error {
 	return nil
 }
 
-// Abort ends the file: bytes that fail their checksum are discarded, a
-// short upload's partial is kept (listed by ferry-cli partials).
+// Abort ends the file and removes its partial: LocalSend has no resume (a
+// sender sends a file again from its start, in a session of its own), and
+// no resume state lists it, so a partial kept would be left for ever.
 func (k *lsSink) Abort(err error) {
 	reason := "the upload did not finish"
 	switch {
 	case errors.Is(err, localsend.ErrChecksum):
 		reason = "the bytes do not match the sender's checksum; nothing was saved"
-		_ = k.s.in.Dest.Discard(k.p)
+	case errors.Is(err, localsend.ErrNoSpace):
+		reason = "not saved: the disk is full"
+	case errors.Is(err, localsend.ErrStore):
+		reason = "not saved: " + saveCause(err)
 	case errors.Is(err, localsend.ErrSize):
 		reason = "the upload was not the size offered"
-		_ = k.p.Close()
-	default:
-		_ = k.p.Close()
 	}
+	_ = k.s.in.Dest.Discard(k.p)
 	k.s.resolveFailed(k.idx, reason)
 }

@@ -424,6 +424,8 @@ func lsSendError(err error) error {
 	switch {
 	case errors.Is(err, localsend.ErrDeclined):
 		return &wire.RemoteError{Code: wire.CodeDeclined}
+	case errors.Is(err, localsend.ErrNoSpace):
+		return &wire.RemoteError{Code: wire.CodeNoSpace, Reason: "its disk filled while the files arrived"}
 	case errors.Is(err, localsend.ErrBusy):
 		return &wire.RemoteError{Code: wire.CodeBusy, Reason: "it is busy with another transfer; try again when it is done"}
 	case errors.Is(err, localsend.ErrTooManyPINs):

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/localsend"
@@ -509,5 +511,21 @@ func TestLocalSendSenderGoneWhileAsked(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// A LocalSend upload cut short leaves no partial: LocalSend has no resume,
+// and nothing listed or aged out the partial it used to keep.
+func TestLocalSendCutUploadLeavesNothing(t *testing.T) {
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	res := receivedResult(t, e)
+	p := testPeer(t)
+	cut := io.MultiReader(bytes.NewReader(make([]byte, 300_000)), iotest.ErrReader(errors.New("the phone went away")))
+	p.Send(context.Background(), addr, srv.Fingerprint(), true, "", "", []lspeer.SendFile{{Name: "cut.bin", Body: cut, Size: 1 << 20}}, nil)
+	if r := <-res; r.State == StateDone || r.Verified != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	if ents, _ := os.ReadDir(e.DownloadDir()); len(ents) != 0 {
+		t.Fatalf("left in the download folder: %v", ents)
 	}
 }

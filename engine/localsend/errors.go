@@ -32,6 +32,10 @@ var (
 	ErrFingerprint = errors.New("the device's certificate does not match its fingerprint")
 	// ErrSize: an upload carried more or fewer bytes than its offer said.
 	ErrSize = errors.New("size differs from the offer")
+	// ErrNoSpace: the receiver's disk filled under an upload (507).
+	ErrNoSpace = errors.New("the receiving device ran out of space")
+	// ErrStore: the receiver could not write an upload (500).
+	ErrStore = errors.New("the receiving device could not save the file")
 	// ErrRejected: the server refused an upload (403: bad token, address or
 	// session, or the file is no longer pending).
 	ErrRejected = errors.New("upload refused")
@@ -80,6 +84,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, ErrChecksum):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, ErrNoSpace):
+		return http.StatusInsufficientStorage
 	case errors.Is(err, ErrTooManyPINs):
 		return http.StatusTooManyRequests
 	case errors.Is(err, ErrPINRequired), errors.Is(err, ErrWrongPIN):
@@ -106,6 +112,8 @@ func errorOf(op string, status int, msg string, hadPIN bool) error {
 		}
 	case http.StatusConflict:
 		e.err = ErrBusy
+	case http.StatusInsufficientStorage:
+		e.err = ErrNoSpace
 	case http.StatusUnprocessableEntity:
 		e.err = ErrChecksum
 	case http.StatusTooManyRequests:

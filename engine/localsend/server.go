@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 // Receiver is the engine's side of the server: it decides each offer and
@@ -848,16 +850,23 @@ const (
 func receive(ctx context.Context, bufs *uploadBuffers, body io.Reader, f *upFile, sink Sink) error {
 	defer trace.StartRegion(ctx, traceReceive).End()
 	var h hash.Hash
-	var w io.Writer = sink
+	sw := &sinkWriter{w: sink}
+	var w io.Writer = sw
 	if f.sum != nil {
 		h = sha256.New()
-		w = io.MultiWriter(sink, h)
+		w = io.MultiWriter(sw, h)
 	}
 	if c, ok := sink.(ArrivalCounter); ok {
 		body = countedBody{r: body, c: c}
 	}
 	n, err := bufs.copy(ctx, w, io.LimitReader(body, f.size+1))
 	switch {
+	case sw.err != nil && fileio.DiskFull(sw.err) != "":
+		// This side's disk, not the sender's bytes (it read 400 "size
+		// differs", and its sender a protocol violation).
+		return fmt.Errorf("%w: %v", ErrNoSpace, sw.err)
+	case sw.err != nil:
+		return fmt.Errorf("%w: %v", ErrStore, sw.err)
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)
 	case err != nil:
@@ -899,4 +908,19 @@ func randomToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
+}
+
+// sinkWriter keeps the error of the sink's own writes, told apart from the
+// upload's body's.
+type sinkWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *sinkWriter) Write(b []byte) (int, error) {
+	n, err := s.w.Write(b)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }

@@ -10,5 +10,11 @@ import (
 
 // setTimes sets the open file fd's times (futimes: to the microsecond).
 func setTimes(fd int, atime, mtime time.Time) error {
-	return unix.Futimes(fd, []unix.Timeval{unix.NsecToTimeval(atime.UnixNano()), unix.NsecToTimeval(mtime.UnixNano())})
+	// From seconds and the rest, not UnixNano (which wraps past 2262).
+	tv := func(t time.Time) unix.Timeval {
+		v := unix.NsecToTimeval(int64(t.Nanosecond()))
+		v.Sec = t.Unix()
+		return v
+	}
+	return unix.Futimes(fd, []unix.Timeval{tv(atime), tv(mtime)})
 }

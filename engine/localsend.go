@@ -516,8 +516,9 @@ type lsSession struct {
 	stopProgress context.CancelFunc
 	watched      sync.WaitGroup // watchStalled returned
 	read         atomic.Int64   // bytes read of the uploads (lsSink.Arrived)
-	mu           sync.Mutex     // guards failed
+	mu           sync.Mutex     // guards failed and cut
 	failed       int
+	cut          int // of failed, cut short by their sender
 }
 
 // Accepted lists the accepted files, as indexes in the offer (the
@@ -560,7 +561,7 @@ func (s *lsSession) End(err error) {
 	s.stopProgress()
 	s.watched.Wait() // no state after the result
 	s.mu.Lock()
-	failed := s.failed
+	failed, cut := s.failed, s.cut
 	s.mu.Unlock()
 	switch {
 	case errors.Is(err, localsend.ErrCancelled):
@@ -569,6 +570,10 @@ func (s *lsSession) End(err error) {
 		err = errConnectionLost
 	case errors.Is(err, localsend.ErrClosed):
 		err = ErrClosed
+	case err == nil && failed > 0 && failed == cut:
+		// Each that did not arrive was cut by its sender: the
+		// connection, not this side's disk ("Read or write error").
+		err = fmt.Errorf("%w: %d of %d files did not arrive", errConnectionLost, failed, len(s.in.Accepted))
 	case err == nil && failed > 0:
 		err = fmt.Errorf("%w: %d of %d files did not arrive", wire.ErrIO, failed, len(s.in.Accepted))
 	}
@@ -632,6 +637,11 @@ func (k *lsSink) Abort(err error) {
 		reason = "not saved: the disk is full"
 	case errors.Is(err, localsend.ErrStore):
 		reason = "not saved: " + saveCause(err)
+	case errors.Is(err, localsend.ErrUploadCut):
+		reason = "the sender stopped sending it before its end"
+		k.s.mu.Lock()
+		k.s.cut++
+		k.s.mu.Unlock()
 	case errors.Is(err, localsend.ErrSize):
 		reason = "the upload was not the size offered"
 	}

@@ -32,6 +32,9 @@ var (
 	ErrFingerprint = errors.New("the device's certificate does not match its fingerprint")
 	// ErrSize: an upload carried more or fewer bytes than its offer said.
 	ErrSize = errors.New("size differs from the offer")
+	// ErrUploadCut: an upload ended before its declared size (its sender
+	// stopped, or its connection broke); an ErrSize (400).
+	ErrUploadCut = fmt.Errorf("%w: the upload stopped before its end", ErrSize)
 	// ErrNoSpace: the receiver's disk filled under an upload (507).
 	ErrNoSpace = errors.New("the receiving device ran out of space")
 	// ErrStore: the receiver could not write an upload (500).

@@ -870,9 +870,9 @@ func receive(ctx context.Context, bufs *uploadBuffers, body io.Reader, f *upFile
 	case n > f.size:
 		return fmt.Errorf("%w: more than the %d bytes offered", ErrSize, f.size)
 	case err != nil:
-		return fmt.Errorf("%w: the upload ended at %d of %d bytes: %v", ErrSize, n, f.size, err)
+		return fmt.Errorf("%w: at %d of %d bytes: %v", ErrUploadCut, n, f.size, err)
 	case n < f.size:
-		return fmt.Errorf("%w: the upload ended at %d of %d bytes", ErrSize, n, f.size)
+		return fmt.Errorf("%w: at %d of %d bytes", ErrUploadCut, n, f.size)
 	case h != nil && !bytes.Equal(h.Sum(nil), f.sum[:]):
 		return ErrChecksum
 	}

@@ -327,3 +327,25 @@ func (s *syncWriter) String() string {
 	defer s.mu.Unlock()
 	return s.w.(*bytes.Buffer).String()
 }
+
+// A LocalSend device that proved no key is not offered "[a]lways" (nothing
+// would keep it), nor named by its ID's first letters ("localsen").
+func TestLocalSendPromptOffersNoAlways(t *testing.T) {
+	in, typed := io.Pipe()
+	defer typed.Close()
+	out := &syncWriter{w: &bytes.Buffer{}}
+	p := newPrompter(in, out)
+	ev := engine.Event{Kind: engine.EventOffer, State: engine.StateWaiting,
+		Peer:  engine.PeerInfo{Name: "Pixel", ID: "localsend:ab12cd34", Protocol: engine.ProtocolLocalSend, Fingerprint: "ab12cd34ef", Unverified: true},
+		Offer: &engine.OfferInfo{Count: 1, Files: []engine.FileInfo{{Path: "a.txt", Size: 1}}, TotalBytes: 1, Dest: "/tmp", FreeBytes: 1 << 30}}
+	got := make(chan engine.Decision, 1)
+	go func() { got <- p.ask(context.Background(), ev, nil) }()
+	io.WriteString(typed, "a\ny\n") // "a" is no answer here: asked again
+	if d := <-got; !d.Accept || d.AlwaysAccept {
+		t.Fatalf("decision %+v", d)
+	}
+	s := out.String()
+	if strings.Contains(s, "[a]lways") || strings.Contains(s, "localsen,") || !strings.Contains(s, "Please type y or n.") {
+		t.Errorf("printed %q", s)
+	}
+}

@@ -312,11 +312,13 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	if ev.Peer.Trusted {
 		trust = "trusted"
 	}
+	who := short(ev.Peer.ID)
 	if ev.Peer.Protocol == engine.ProtocolLocalSend {
 		trust = localSendWho(ev.Peer, trust)
+		who = "" // the fingerprint says who it is, not its ID's first letters ("localsen")
 	}
 	if o.Text != "" {
-		fmt.Fprintf(p.out, "\n%s (%s, %s) wants to send a text:\n", safetext.Name(ev.Peer.Name), short(ev.Peer.ID), trust)
+		fmt.Fprintf(p.out, "\n%s (%s) wants to send a text:\n", safetext.Name(ev.Peer.Name), joinWho(who, trust))
 		lines := strings.Split(safetext.Text(o.Text), "\n")
 		for i, l := range lines {
 			if i == maxPromptLines {
@@ -327,8 +329,8 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 		}
 	}
 	if o.Count > 0 || o.Text == "" {
-		fmt.Fprintf(p.out, "\n%s (%s, %s) wants to send %d file(s), %s, into %s (%s free):\n",
-			safetext.Name(ev.Peer.Name), short(ev.Peer.ID), trust, o.Count, humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
+		fmt.Fprintf(p.out, "\n%s (%s) wants to send %d file(s), %s, into %s (%s free):\n",
+			safetext.Name(ev.Peer.Name), joinWho(who, trust), o.Count, humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
 	}
 	for i, f := range o.Files {
 		if i == 10 {
@@ -344,7 +346,13 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	if o.PairCode != "" {
 		fmt.Fprintf(p.out, "  verification code %s: [a]lways asks you to check that the sender's screen shows it\n", o.PairCode)
 	}
-	answer, ok := p.choose(ctx, "Accept? [y]es / [n]o / [a]lways from this device: ", "y", "yes", "n", "no", "a", "always")
+	question, choices := "Accept? [y]es / [n]o / [a]lways from this device: ", []string{"y", "yes", "n", "no", "a", "always"}
+	if o.PairCode == "" && !ev.Peer.Trusted {
+		// Nothing here can make it trusted (a LocalSend device that proved
+		// no key): "always" would not be kept.
+		question, choices = "Accept? [y]es / [n]o: ", choices[:4]
+	}
+	answer, ok := p.choose(ctx, question, choices...)
 	if !ok && ctx.Err() != nil {
 		fmt.Fprintf(p.out, "\n(the offer from %s was withdrawn: no answer needed)\n", safetext.Name(ev.Peer.Name))
 		return engine.Decision{}
@@ -371,6 +379,14 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 
 // maxPromptLines bounds the lines of a text the prompt shows.
 const maxPromptLines = 40
+
+// joinWho is who a sender is: its short ID (none for LocalSend) and trust.
+func joinWho(id, trust string) string {
+	if id == "" {
+		return trust
+	}
+	return id + ", " + trust
+}
 
 func short(id string) string {
 	if len(id) > 8 {

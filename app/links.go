@@ -124,6 +124,9 @@ func toLinkState(in engine.LinkInfo, req ui.LinkRequest) ui.LinkState {
 	if len(in.URLs) > 0 {
 		s.URL = in.URLs[0]
 	}
+	if in.Skipped != nil {
+		s.Skipped = in.Skipped.Summary()
+	}
 	if s.Ended && s.Why == "" {
 		s.Why = "The link ended: it answers nothing any more."
 	}

@@ -86,6 +86,10 @@ type LinkInfo struct {
 	Files      []FileInfo `json:"files,omitempty"`
 	FileCount  int        `json:"file_count,omitempty"`
 	TotalBytes int64      `json:"total_bytes,omitempty"`
+	// Skipped is what a share's folders hold that it does not serve
+	// (symbolic links, devices, folders that could not be read); nil when
+	// nothing.
+	Skipped *SkippedInfo `json:"skipped,omitempty"`
 	// Devices are the addresses of the browsers that opened the link.
 	Devices []string `json:"devices,omitempty"`
 	// Activities are the downloads or uploads: every running one and the
@@ -527,6 +531,9 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 	}
 	if withFiles {
 		info.Files = slices.Clone(lr.files)
+	}
+	if lo := l.LeftOut(); lo.Symlinks+lo.Other+lo.Unreadable > 0 {
+		info.Skipped = &SkippedInfo{Symlinks: lo.Symlinks, Other: lo.Other, Unreadable: lo.Unreadable, Examples: lo.Examples}
 	}
 	for _, d := range l.Devices() {
 		info.Devices = append(info.Devices, d.String())

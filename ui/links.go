@@ -75,9 +75,12 @@ type LinkState struct {
 	Expires time.Time
 	PIN     string
 	Once    bool
-	// Files and Bytes are what a share link serves.
-	Files int
-	Bytes int64
+	// Files and Bytes are what a share link serves; Skipped says what its
+	// folders hold that it does not ("1 symbolic link (not followed)"),
+	// "" when nothing.
+	Files   int
+	Bytes   int64
+	Skipped string
 	// Devices are the browsers that opened the link.
 	Devices    []string
 	Activities []LinkActivity
@@ -519,6 +522,9 @@ func (u *UI) showLink(id string) {
 	if s.Kind == LinkShare {
 		title = "Share via link"
 		hint = "Open this link on the other device, or scan the code with its camera: its browser lists " + plural(s.Files, "file") + " (" + HumanBytes(s.Bytes) + ") to download."
+		if s.Skipped != "" {
+			hint += " Not shared: " + s.Skipped + " (a link shares regular files)."
+		}
 	}
 	var qr fyne.CanvasObject = layoutSpacer()
 	if img := qrImage(s.URL, 256); img != nil {

@@ -23,6 +23,7 @@ type linkFake struct {
 	stopped []string
 	states  chan LinkState
 	openErr error
+	skipped string // what the links' folders hold that they do not serve
 	// applied has a value after each function the UI ran through
 	// Options.Do (Do runs it at once, on the goroutine that calls it).
 	applied chan struct{}
@@ -47,7 +48,9 @@ func (f *linkFake) OpenLink(ctx context.Context, req LinkRequest) (<-chan LinkSt
 	}
 	f.reqs = append(f.reqs, req)
 	f.states = make(chan LinkState, 8)
-	f.states <- linkState(req.Kind, req.PIN)
+	s := linkState(req.Kind, req.PIN)
+	s.Skipped = f.skipped
+	f.states <- s
 	return f.states, nil
 }
 
@@ -452,5 +455,17 @@ func TestShareLinkListsFilesOffTheUIGoroutine(t *testing.T) {
 	}
 	if overlayButton(u, "Cancel") != nil {
 		t.Error("the preparing dialog is still shown")
+	}
+}
+
+// A share says in its window what its folders hold that it does not serve
+// (it said nothing of it).
+func TestLinkDialogSaysWhatIsNotShared(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	be.skipped = "2 symbolic links (not followed)"
+	openLink(t, u, be, LinkRequest{Kind: LinkShare, Paths: []string{"/home/sam/Holiday"}})
+	d := u.linkPanel.open["link-1"].dlg
+	if !strings.Contains(d.hint.Text, "Not shared: 2 symbolic links (not followed) (a link shares regular files).") {
+		t.Errorf("hint %q", d.hint.Text)
 	}
 }

@@ -108,6 +108,13 @@ func runShare(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if l.FileCount == 1 {
 		what = fmt.Sprintf("Sharing %s (%s)", safetext.Name(l.Files[0].Path), humanBytes(l.TotalBytes))
 	}
+	if s := l.Skipped; s != nil && !lf.json {
+		why := ""
+		if s.Symlinks+s.Other > 0 {
+			why = " (a link shares regular files)"
+		}
+		fmt.Fprintf(out, "not shared: %s%s: %s\n", s.Summary(), why, skippedExamples(s))
+	}
 	return followLink(ctx, e, events, l, lf, out, what)
 }
 
@@ -204,6 +211,8 @@ type linkEvent struct {
 	// Count is how many so far: wrong PINs (wrong_pin), devices turned
 	// away (turned_away).
 	Count int `json:"count,omitempty"`
+	// Skipped is what a share's folders hold that it does not serve (link).
+	Skipped *engine.SkippedInfo `json:"skipped,omitempty"`
 }
 
 // followLink prints the link (URL and QR code) and what happens on it until
@@ -212,7 +221,7 @@ func followLink(ctx context.Context, e *engine.Engine, events <-chan engine.Even
 	urls := l.URLs
 	enc := json.NewEncoder(out)
 	if lf.json {
-		enc.Encode(linkEvent{Event: "link", URL: urls[0], URLs: urls, Expires: l.Expires.UTC().Format(time.RFC3339), PIN: l.PIN})
+		enc.Encode(linkEvent{Event: "link", URL: urls[0], URLs: urls, Expires: l.Expires.UTC().Format(time.RFC3339), PIN: l.PIN, Skipped: l.Skipped})
 	} else {
 		fmt.Fprintf(out, "%s until %s. Open this link in a browser on the same network:\n\n  %s\n", what, clock.At(l.Expires, time.Now()), urls[0])
 		for _, u := range urls[1:] {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,35 @@ type share struct {
 	thumbs *thumbs
 	made   time.Time // when the link was made
 	crcs   zipCRCs   // the CRCs zips computed, for the next zip's ranges
+	left   LeftOut   // what the folders hold that the share does not serve
+}
+
+// LeftOut is what the folders given to a share hold that it does not
+// serve: symbolic links (not followed), devices, sockets and pipes, and
+// folders that could not be read, with the first few of their paths.
+type LeftOut struct {
+	Symlinks, Other, Unreadable int
+	Examples                    []string // slash paths as the share names them; an unreadable folder's with its cause
+}
+
+const maxLeftOutExamples = 5
+
+func (lo *LeftOut) note(what *int, example string) {
+	*what++
+	if len(lo.Examples) < maxLeftOutExamples {
+		lo.Examples = append(lo.Examples, example)
+	}
+}
+
+// LeftOut says what the share's folders hold that it does not serve (for
+// a share link; the zero value for a receive link).
+func (l *Link) LeftOut() LeftOut {
+	if l.share == nil {
+		return LeftOut{}
+	}
+	lo := l.share.left
+	lo.Examples = slices.Clone(lo.Examples)
+	return lo
 }
 
 // shared is one row of a share: 32 bytes and its name, so a share of 10^6
@@ -153,14 +183,31 @@ func (sh *share) add(ctx context.Context, paths []string, maxFiles int) error {
 			sh.roots = append(sh.roots, shareRoot{root: root})
 			at := shared{root: uint32(len(sh.roots) - 1), at: uint32(len(name) + 1)}
 			err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+				if err != nil && rel != "." && d != nil && d.IsDir() {
+					// A folder inside that cannot be read is left out,
+					// and said, as a send does; the rest is shared.
+					why := err.Error()
+					if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+						why = pe.Err.Error()
+					}
+					sh.left.note(&sh.left.Unreadable, name+"/"+rel+" ("+why+")")
+					return fs.SkipDir
+				}
 				if err != nil {
 					return err
 				}
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if !d.Type().IsRegular() {
-					return nil // folders are walked; symlinks, devices, sockets left out
+				switch {
+				case d.IsDir():
+					return nil // walked
+				case d.Type()&fs.ModeSymlink != 0:
+					sh.left.note(&sh.left.Symlinks, name+"/"+rel)
+					return nil
+				case !d.Type().IsRegular():
+					sh.left.note(&sh.left.Other, name+"/"+rel)
+					return nil
 				}
 				info, err := d.Info()
 				if err != nil {

@@ -877,3 +877,47 @@ func TestBrowserSetContinuesAfterReload(t *testing.T) {
 		t.Fatalf("after an empty pick the page keeps %q (%v)", kept, err)
 	}
 }
+
+// A file can be cancelled in the page: the one on its way is aborted and
+// ended on the device (nothing of it stays), one waiting is not sent, and
+// the others go.
+func TestBrowserUploadCancel(t *testing.T) {
+	ctx := newBrowser(t)
+	src := t.TempDir()
+	big := randomFile(t, src, "big.bin", 48<<20, 11)
+	keep := randomFile(t, src, "keep.txt", 1000, 12)
+	later := randomFile(t, src, "later.txt", 1000, 13)
+	s, l, in, wl := startBrowserReceive(t)
+	wl.rate.Store(8 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), big, keep, later)
+	waitBytes(t, l, ChunkSize/2)
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`button[aria-label="Cancel later.txt"]`)),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Cancel big.bin"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	wl.rate.Store(0)
+	if msg := waitStatus(t, ctx); msg != "1 file sent to Alice's laptop; 2 files were not sent." {
+		t.Fatalf("page says %q", msg)
+	}
+	states, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#list .state")).map(e => e.textContent)`))
+	if err != nil || len(states) != 3 || states[0] != "not sent: cancelled" || states[2] != "not sent: cancelled" {
+		t.Fatalf("rows %q %v", states, err)
+	}
+	sameFile(t, keep, filepath.Join(in.Dir(), "keep.txt"))
+	waitFor := time.Now().Add(10 * time.Second)
+	for {
+		ents, _ := os.ReadDir(in.Dir())
+		if len(ents) == 1 {
+			break
+		}
+		if time.Now().After(waitFor) {
+			t.Fatalf("in the folder: %v (the cancelled upload's partial stays?)", ents)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := starts(l); n != 2 {
+		t.Fatalf("%d uploads began, want big.bin's and keep.txt's", n)
+	}
+}

@@ -69,18 +69,27 @@
       var bar = document.createElement("progress");
       bar.max = 1; bar.value = 0;
       bar.setAttribute("aria-label", where);
-      li.appendChild(name); li.appendChild(state); li.appendChild(bar);
+      var stop = document.createElement("button");
+      stop.type = "button";
+      stop.className = "stop";
+      stop.textContent = "\u2715"; // ✕
+      stop.title = "Cancel";
+      stop.setAttribute("aria-label", "Cancel " + where);
+      li.appendChild(name); li.appendChild(state); li.appendChild(stop); li.appendChild(bar);
       list.appendChild(li);
       allBytes += f.size;
       if (batch.resumed && wasSent(batch, fk)) {
         // Sent before the reload, in this set: not again.
+        stop.hidden = true;
         bar.value = 1;
         state.textContent = "sent before · " + size(f.size);
         sent++; doneBytes += f.size;
         ended(batch);
         continue;
       }
-      queue.push({ file: f, path: files[i].path || "", key: fk, batch: batch, state: state, bar: bar });
+      var job = { file: f, path: files[i].path || "", key: fk, batch: batch, state: state, bar: bar, stop: stop };
+      stop.addEventListener("click", cancel.bind(null, job));
+      queue.push(job);
     }
     totalBar.hidden = false;
     show(0);
@@ -242,6 +251,29 @@
     total.textContent = text;
   }
 
+  // cancel stops one file: one waiting is not sent; the one on its way is
+  // aborted and its upload ended on the device (tus terminate), which then
+  // counts it as cancelled in the browser. The rest go on.
+  function cancel(job) {
+    if (job.over) return;
+    var at = queue.indexOf(job);
+    if (at >= 0) {
+      queue.splice(at, 1);
+    } else if (job.upload) {
+      job.upload.abort(true).catch(function () { /* the device had it gone already */ });
+    } else {
+      return;
+    }
+    job.over = true;
+    job.stop.hidden = true;
+    job.bar.hidden = true;
+    job.state.textContent = "not sent: cancelled";
+    failed++; allBytes -= job.file.size;
+    ended(job.batch);
+    show(0);
+    if (at < 0) { running = false; next(); } else if (!running) { next(); }
+  }
+
   function next() {
     if (running) return;
     var job = queue.shift();
@@ -289,6 +321,8 @@
   function stopAll(why, linkEnded) {
     var job;
     while ((job = queue.shift())) {
+      job.over = true;
+      job.stop.hidden = true;
       job.state.textContent = "not sent: " + why;
       job.state.classList.add("error");
       job.bar.hidden = true;
@@ -312,7 +346,7 @@
     meta.batchfiles = String(job.batch.files);
     meta.batchbytes = String(job.batch.bytes);
     if (job.batch.top) meta.batchtop = job.batch.top;
-    var upload = new tus.Upload(f, {
+    var upload = job.upload = new tus.Upload(f, {
       endpoint: endpoint,
       chunkSize: chunk,
       // The file's place in its folder too: two files of one name, size
@@ -336,6 +370,9 @@
         show(bytes);
       },
       onSuccess: function () {
+        if (job.over) return;
+        job.over = true;
+        job.stop.hidden = true;
         job.bar.value = 1;
         job.state.textContent = "sent · " + size(f.size);
         sent++; doneBytes += f.size;
@@ -345,6 +382,9 @@
         running = false; next();
       },
       onError: function (err) {
+        if (job.over) return;
+        job.over = true;
+        job.stop.hidden = true;
         var why = reason(err);
         job.state.textContent = "not sent: " + why;
         job.state.classList.add("error");
@@ -358,6 +398,7 @@
       }
     });
     upload.findPreviousUploads().then(function (previous) {
+      if (job.over) return; // cancelled meanwhile
       if (previous.length) {
         upload.resumeFromPreviousUpload(previous[0]);
         job.state.textContent = "continuing where it stopped";

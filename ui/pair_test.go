@@ -471,3 +471,24 @@ func TestForgetAndRenameShowAtOnce(t *testing.T) {
 		t.Fatalf("right after Forget: %+v, Pair… offered %v", d, canPair(d))
 	}
 }
+
+// A send that reconnects does not keep asking about the session that
+// ended: its code goes with it (the next session's shows its own), and
+// Codes match/differ on the old one answered nothing.
+func TestReconnectingRowDropsTheOldCode(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "910 033"}})
+	v := u.transfers.byID["s1"]
+	if !v.pair.obj.Visible() {
+		t.Fatal("no code shown")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "s1", Direction: Outgoing, State: StateRetrying, Peer: peer})
+	if v.pair.obj.Visible() {
+		t.Fatalf("the ended session's code %q is still asked while reconnecting", v.pair.code.Text)
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "085 522"}})
+	if !v.pair.obj.Visible() || v.pair.code.Text != "085 522" {
+		t.Fatalf("the new session's code: shown %v, %q", v.pair.obj.Visible(), v.pair.code.Text)
+	}
+}

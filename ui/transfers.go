@@ -268,6 +268,11 @@ func (l *transferList) apply(ev TransferEvent) {
 	case ev.Kind == TransferState && ev.Result != nil && ev.Result.Err != "":
 		v.note = ev.Result.Err
 	}
+	if v.state == StateRetrying && !v.codeAnswered {
+		// The code was that session's: the next one has a code of its own
+		// (its TransferPair shows it), and this one cannot be answered.
+		v.pairCode = ""
+	}
 	switch ev.Kind {
 	case TransferOffer:
 		if o := ev.Offer; o != nil {

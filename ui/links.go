@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image/color"
 	"sort"
 	"strings"
 	"time"
@@ -564,7 +565,10 @@ func (u *UI) showLink(id string) {
 	ld.guard.Importance = widget.WarningImportance
 	ld.guard.Hide()
 	ld.acts = container.NewVBox()
-	objs = append(objs, widget.NewSeparator(), ld.people, ld.guard, ld.acts)
+	// Room between the last progress bar and the buttons.
+	gap := canvas.NewRectangle(color.Transparent)
+	gap.SetMinSize(fyne.NewSize(0, theme.Padding()))
+	objs = append(objs, widget.NewSeparator(), ld.people, ld.guard, ld.acts, gap)
 
 	ld.stop = u.newButton("Stop link", theme.MediaStopIcon(), func() { u.stopLink(id) })
 	ld.stop.Importance = widget.DangerImportance

@@ -54,6 +54,9 @@ type printer struct {
 	// interrupted while they go on (a LocalSend sender that stopped in the
 	// middle of a file).
 	stalled map[string]bool
+	// pairing holds the sessions that pair and carry no files (pair, or
+	// a pairing request received): their end is no transfer's.
+	pairing map[string]bool
 }
 
 type retryLine struct {
@@ -165,6 +168,15 @@ func (p *printer) event(ev engine.Event) {
 			p.line("sent as %q: %s (another given path has its name)", r.As, r.Path)
 		}
 	case engine.EventPair:
+		if ev.Pair.Only {
+			if p.pairing == nil {
+				p.pairing = map[string]bool{}
+			}
+			p.pairing[ev.TransferID] = true
+			p.line("verification code %s: %s (%s) asks to pair; its screen shows the same code unless someone is in the middle",
+				ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
+			break
+		}
 		p.line("verification code %s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
 			ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
 	case engine.EventKeyChanged:
@@ -198,6 +210,16 @@ func (p *printer) event(ev engine.Event) {
 		}
 	case engine.EventResult:
 		r := ev.Result
+		if p.pairing[ev.TransferID] {
+			// Not "done: 0 of 0 files verified": it carried none.
+			delete(p.pairing, ev.TransferID)
+			if r.State == engine.StateDone {
+				p.line("paired with %s (%s): each device now trusts the other", safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
+			} else {
+				p.line("not paired with %s: %s", safetext.Name(ev.Peer.Name), shown(r.Err))
+			}
+			break
+		}
 		if r.Text != "" && ev.Direction == engine.Receiving {
 			// The peer's text, escaped so that nothing in it can disguise itself.
 			text := safetext.Text(r.Text)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -347,5 +348,63 @@ func TestLocalSendPromptOffersNoAlways(t *testing.T) {
 	s := out.String()
 	if strings.Contains(s, "[a]lways") || strings.Contains(s, "localsen,") || !strings.Contains(s, "Please type y or n.") {
 		t.Errorf("printed %q", s)
+	}
+}
+
+// --id refuses a --to that resolved to another device (it sent to the
+// --id's device instead), and an ID that is none.
+func TestSameDevice(t *testing.T) {
+	a := "HCYU6JJXQ5P6ZGQ4D4VJ7KXDVQ3XKZ5YV3NY6BNBFEXR2XRM5TKQ"
+	b := "U34LBDMMCSDL6MI4TG5GQM5O6HJG76AMECJOFGDFM5H5S24IBS2Q"
+	if err := sameDevice("Alpha", a, b); err == nil || !strings.Contains(err.Error(), "nothing was sent") {
+		t.Errorf("another device: %v", err)
+	}
+	if err := sameDevice("Alpha", a, strings.ToLower(a[:26]+"-"+a[26:])); err != nil {
+		t.Errorf("the same device written otherwise: %v", err)
+	}
+	if err := sameDevice("10.0.0.5:47800", "", b); err != nil {
+		t.Errorf("an address (the handshake checks it): %v", err)
+	}
+	if err := sameDevice("Alpha", a, "x"); !errors.Is(err, errUsage) {
+		t.Errorf("no ID: %v", err)
+	}
+}
+
+// The same device given twice goes once.
+func TestSameTargetOnce(t *testing.T) {
+	ts := []engine.Target{{ID: "A"}, {ID: "B"}, {ID: "A"}, {Addrs: engine.AddrsAt("10.0.0.5:47800")}, {Addrs: engine.AddrsAt("10.0.0.5:47800")}}
+	for i, want := range []int{-1, -1, 0, -1, 3} {
+		if got := sameAs(ts, i); got != want {
+			t.Errorf("target %d: same as %d, want %d", i, got, want)
+		}
+	}
+}
+
+// A pairing's lines: it asks to pair (not "not trusted yet", said of a
+// device paired already), and ends "paired with", not "done: 0 of 0 files".
+func TestPairingLines(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	peer := engine.PeerInfo{Name: "Bravo", ID: "U34LBDMMCSDL"}
+	p.event(engine.Event{Kind: engine.EventPair, TransferID: "p1", Peer: peer, Pair: &engine.PairInfo{Code: "728 829", Only: true}})
+	p.event(engine.Event{Kind: engine.EventResult, TransferID: "p1", Peer: peer, Result: &engine.Result{State: engine.StateDone}})
+	want := "verification code 728 829: Bravo (U34LBDMM) asks to pair; its screen shows the same code unless someone is in the middle\n" +
+		"paired with Bravo (U34LBDMM): each device now trusts the other\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// Nobody can answer a code question when standard input is closed: that
+// is not "the codes differ" (which warns the other side of someone in the
+// middle).
+func TestCodeNotAnsweredIsNotAMismatch(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrompter(strings.NewReader(""), &out)
+	if match, answered := p.confirmCode(context.Background(), "Same code? [y/n]: "); match || answered {
+		t.Fatalf("match %v, answered %v", match, answered)
+	}
+	if !strings.Contains(out.String(), "standard input is closed") {
+		t.Errorf("printed %q", out.String())
 	}
 }

@@ -71,7 +71,11 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 			peer = ev.Peer
 			fmt.Fprintf(out, "Pairing with %s (%s). Verification code: %s\n", safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
 			go func() {
-				ok := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the same code? [y/n]: ", safetext.Name(ev.Peer.Name)))
+				ok, answered := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the same code? [y/n]: ", safetext.Name(ev.Peer.Name)))
+				if !answered {
+					e.Cancel(tr.ID()) // not "the codes differ": nobody could say
+					return
+				}
 				if err := e.ConfirmPair(tr.ID(), ok); err != nil {
 					fmt.Fprintf(errOut, "ferry-cli pair: %v\n", err)
 				}
@@ -95,15 +99,22 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 	return nil
 }
 
-// confirmCode asks the user a yes/no question about a verification code.
-func (p *prompter) confirmCode(ctx context.Context, question string) bool {
+// confirmCode asks the user a yes/no question about a verification code;
+// answered is false when nobody could answer (standard input ended, or
+// ctx did): that is no "the codes differ", which warns the other side of
+// someone in the middle.
+func (p *prompter) confirmCode(ctx context.Context, question string) (match, answered bool) {
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
-		return false
+		return false, false
 	}
 	defer func() { <-p.sem }()
-	return p.yes(ctx, question)
+	answer, ok := p.choose(ctx, question, "y", "yes", "n", "no")
+	if !ok && ctx.Err() == nil {
+		fmt.Fprintln(p.out, "no answer: standard input is closed, so the code is not confirmed")
+	}
+	return answer == "y" || answer == "yes", ok
 }
 
 // yes asks a yes/no question until it is answered; the end of input is

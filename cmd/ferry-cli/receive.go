@@ -211,7 +211,17 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 						q = fmt.Sprintf("\n%s (%s) asks to pair, with verification code %s. Does its screen show the same code? [y/n]: ",
 							safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
 					}
-					if err := e.ConfirmPair(ev.TransferID, answers.confirmCode(ctx, q)); err != nil {
+					ok, answered := answers.confirmCode(ctx, q)
+					if !answered {
+						// Nobody could say (not "the codes differ", which warns
+						// the other side of someone in the middle): a pairing
+						// is cancelled, a transfer goes on untrusted.
+						if ev.Pair.Only {
+							e.Cancel(ev.TransferID)
+						}
+						return
+					}
+					if err := e.ConfirmPair(ev.TransferID, ok); err != nil {
 						fmt.Fprintf(errOut, "ferry-cli receive: %v\n", err)
 					}
 				}()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/peerresolve"
 	"github.com/ferrydrop/ferry/internal/safetext"
@@ -101,6 +102,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runSendLocalSend(ctx, dir, *cfg, *name, tos, items, *lsPIN, *lsFP, *lsScan, *asJSON, engineRetry(*retryFor), out, errOut)
 	}
 	var targets []engine.Target
+	unsendable := map[int]bool{} // --to that cannot be sent to (said already)
 	follows := false
 	for _, to := range tos {
 		if *relayAddr != "" {
@@ -113,6 +115,11 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 		if *id != "" {
+			// A name that resolved to another device is refused, not sent
+			// to the --id (which Follow would then look up instead).
+			if err := sameDevice(to, target.ID, *id); err != nil {
+				return err
+			}
 			target.ID = *id
 		}
 		// A device named by name or ID is followed: every attempt looks it
@@ -143,17 +150,40 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 		for i, to := range tos {
-			id, err := e.PairedDevice(to)
-			if err != nil {
-				return err
+			pid, err := e.PairedDevice(to)
+			if err == nil && *id != "" {
+				err = sameDevice(to, pid, *id)
 			}
-			// What cannot change by retrying is said now: not paired, relay
-			// down, device not receiving there.
-			if err := e.FindAnywhere(ctx, *relayAddr, id); err != nil {
-				return err
+			if err != nil {
+				if len(tos) == 1 {
+					return err
+				}
+				// One that cannot even start stops none of the others.
+				fmt.Fprintf(errOut, "ferry-cli send: %s: %s\n", safetext.Name(to), shown(err.Error()))
+				unsendable[i] = true
+				continue
+			}
+			// What cannot change by retrying is said now (relay down, the
+			// device not receiving there, a secret wrong), unless the
+			// device answers on this network: then it is sent to there (a
+			// --relay given always, as an alias does, failed at home when
+			// the relay was down).
+			if err := e.FindAnywhere(ctx, *relayAddr, pid); err != nil {
+				if lan, ok := onLAN(ctx, e, pid); ok {
+					fmt.Fprintf(errOut, "ferry-cli send: %s: %s; it answers on the local network: sending there\n", safetext.Name(to), shown(err.Error()))
+					lan.Follow = true
+					targets[i] = lan
+					continue
+				}
+				if len(tos) == 1 {
+					return err
+				}
+				fmt.Fprintf(errOut, "ferry-cli send: %s: %s\n", safetext.Name(to), shown(err.Error()))
+				unsendable[i] = true
+				continue
 			}
 			// Its LAN addresses (discovery, where it was last seen) first, then the relay.
-			targets[i] = engine.Target{ID: id, Addrs: []addr.Addr{addr.NewRendezvous(*relayAddr)}, Follow: true}
+			targets[i] = engine.Target{ID: pid, Addrs: []addr.Addr{addr.NewRendezvous(*relayAddr)}, Follow: true}
 		}
 		follows = true
 	}
@@ -174,6 +204,16 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var failed []string
 	answers := newPrompter(stdin, errOut)
 	for i, target := range targets {
+		if unsendable[i] {
+			failed = append(failed, tos[i])
+			continue
+		}
+		if j := sameAs(targets, i); j >= 0 {
+			// The same device given twice (by name and by address, say):
+			// one transfer, as a path given twice goes once.
+			fmt.Fprintf(errOut, "ferry-cli send: %s is the same device as %s: sending to it once\n", safetext.Name(tos[i]), safetext.Name(tos[j]))
+			continue
+		}
 		var tr *engine.Transfer
 		var err error
 		if lt, ok := lsTargetIn(target); ok {
@@ -221,7 +261,10 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if ev.Kind == engine.EventPair && *pair {
 			id := ev.TransferID
 			go func() {
-				ok := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code))
+				ok, answered := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code))
+				if !answered {
+					return // the send goes on untrusted: nobody said the codes differ
+				}
 				if err := e.ConfirmPair(id, ok); err != nil {
 					fmt.Fprintf(errOut, "ferry-cli send: %v\n", err)
 				}
@@ -305,4 +348,45 @@ func engineRetry(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// sameDevice refuses a --to that is another device than --id says.
+func sameDevice(to, got, want string) error {
+	w, err := identity.ParseID(want)
+	if err != nil {
+		return fmt.Errorf("%w: --id %q: %v", errUsage, want, err)
+	}
+	if got == "" {
+		return nil // an address: the handshake checks the ID
+	}
+	if g, err := identity.ParseID(got); err == nil && g != w {
+		return fmt.Errorf("%q is the device %s, not the --id %s: nothing was sent", to, short(g.String()), short(w.String()))
+	}
+	return nil
+}
+
+// sameAs is the index of an earlier target that is the same device as
+// targets[i] (its ID, or the same addresses), -1 when none.
+func sameAs(targets []engine.Target, i int) int {
+	t := targets[i]
+	for j := range i {
+		u := targets[j]
+		if t.ID != "" && t.ID == u.ID || t.ID == "" && u.ID == "" && len(t.Addrs) > 0 && fmt.Sprint(t.Addrs) == fmt.Sprint(u.Addrs) {
+			return j
+		}
+	}
+	return -1
+}
+
+// onLAN looks for the device id on the local network (discovery, and a
+// probe of where it was last seen): found, its target.
+func onLAN(ctx context.Context, e *engine.Engine, id string) (engine.Target, bool) {
+	p, _, stop, err := findPeer(ctx, e, id, false)
+	if stop != nil {
+		defer stop()
+	}
+	if err != nil {
+		return engine.Target{}, false
+	}
+	return peerTarget(p), true
 }

@@ -729,7 +729,7 @@ func TestNamespacesSendByName(t *testing.T) {
 // default one or the one it uses instead.
 func TestDoctorNamesTheAppPort(t *testing.T) {
 	dir := t.TempDir()
-	if f := appPortFinding(dir, 47800, false); f.Severity != discovery.SeverityOK || !strings.Contains(f.Message, "port 47800, its default") {
+	if f := appPortFinding(dir, 47800, false); f.Severity != discovery.SeverityOK || !strings.Contains(f.Message, "Port 47800, Ferry's default (QUIC over UDP, and TCP), is free here") {
 		t.Errorf("free: %+v", f)
 	}
 	if f := appPortFinding(dir, 47800, true); f.Severity != discovery.SeverityWarning || !strings.Contains(f.Message, "free port it picks") {

@@ -159,7 +159,7 @@ func portTaken(listen []discovery.Finding) bool {
 func appPortFinding(dir string, port int, taken bool) discovery.Finding {
 	if !taken {
 		return discovery.Finding{Check: "port", Severity: discovery.SeverityOK,
-			Message: fmt.Sprintf("Ferry listens on port %d, its default (QUIC over UDP, and TCP).", port)}
+			Message: fmt.Sprintf("Port %d, Ferry's default (QUIC over UDP, and TCP), is free here: the app listens there when it runs.", port)}
 	}
 	saved := 0
 	if b, err := os.ReadFile(filepath.Join(dir, appPortFile)); err == nil {

@@ -28,17 +28,7 @@ func TestUploadOntoAFullDisk(t *testing.T) {
 		t.Skipf("mount tmpfs: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	s := startServer(t, Options{})
-	in, err := NewFolderInbox(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close() })
-	l, err := s.Receive(in, ReceiveOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := &tusClient{c: &http.Client{}, base: base(s) + l.Path() + "tus/"}
+	_, l, _, tc := startReceiveIn(t, dir, ReceiveOptions{})
 	const size = 3 << 20
 	loc, res := tc.create("f.bin", size)
 	if res.StatusCode != http.StatusCreated {
@@ -49,7 +39,7 @@ func TestUploadOntoAFullDisk(t *testing.T) {
 	req.Header.Set("Tus-Resumable", "1.0.0")
 	req.Header.Set("Content-Type", "application/offset+octet-stream")
 	req.Header.Set("Upload-Offset", "0")
-	res, err = tc.c.Do(req)
+	res, err := tc.c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

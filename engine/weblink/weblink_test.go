@@ -126,32 +126,7 @@ func TestShareFileRangeAndZip(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("zip: %d", res.StatusCode)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]byte{"a.bin": a, "folder/sub/b.txt": b, "folder/c.bin": {}}
-	for _, f := range zr.File {
-		if f.Method != zip.Store {
-			t.Errorf("%s: method %d, want stored", f.Name, f.Method)
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", f.Name, err)
-		}
-		if w, ok := want[f.Name]; !ok || !bytes.Equal(got, w) {
-			t.Errorf("zip entry %q: %d bytes, unexpected", f.Name, len(got))
-		}
-		delete(want, f.Name)
-	}
-	if len(want) != 0 {
-		t.Errorf("zip lacks %v", want)
-	}
+	checkZip(t, z, map[string][]byte{"a.bin": a, "folder/sub/b.txt": b, "folder/c.bin": {}})
 	acts := l.Activities()
 	if len(acts) != 4 {
 		t.Fatalf("%d activities, want 4", len(acts))
@@ -359,8 +334,14 @@ func (tc *tusClient) upload(t *testing.T, name string, data []byte) string {
 
 func startReceive(t *testing.T, opts ReceiveOptions) (*Server, *Link, *FolderInbox, *tusClient) {
 	t.Helper()
+	return startReceiveIn(t, t.TempDir(), opts)
+}
+
+// startReceiveIn is startReceive into the folder dir.
+func startReceiveIn(t *testing.T, dir string, opts ReceiveOptions) (*Server, *Link, *FolderInbox, *tusClient) {
+	t.Helper()
 	s := startServer(t, Options{DeviceName: "Alice"})
-	in, err := NewFolderInbox(t.TempDir())
+	in, err := NewFolderInbox(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

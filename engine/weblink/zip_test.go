@@ -18,7 +18,7 @@ import (
 )
 
 // checkZip reads a zip whole and checks every entry's bytes (archive/zip
-// checks each CRC as it reads) against want.
+// checks each CRC as it reads) against want, each stored (not compressed).
 func checkZip(t *testing.T, z []byte, want map[string][]byte) {
 	t.Helper()
 	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
@@ -27,6 +27,9 @@ func checkZip(t *testing.T, z []byte, want map[string][]byte) {
 	}
 	left := len(want)
 	for _, f := range zr.File {
+		if f.Method != zip.Store {
+			t.Errorf("%s: method %d, want stored", f.Name, f.Method)
+		}
 		rc, err := f.Open()
 		if err != nil {
 			t.Fatal(err)

@@ -98,6 +98,9 @@ func (o *Outbox) Run(ctx context.Context) {
 		kept: o.Prior.Kept, keptSet: o.Prior.Bytes > 0 || o.Prior.Kept > 0} // a session that moved nothing left nothing to tell apart
 	var away error // the peer said it was closing Ferry, in this outage
 	for n := 1; ; n++ {
+		if bo.first.IsZero() {
+			bo.began = o.cfg.Clock.Now() // this attempt may open an outage: its time counts in "gave up ... in"
+		}
 		out, err := o.attempt(ctx)
 		tt.add(out)
 		if out.Sent > 0 {
@@ -130,9 +133,12 @@ func (o *Outbox) Run(ctx context.Context) {
 			// outage, not the whole transfer, and back-off starts small again.
 			bo.reset()
 		}
-		if bo.exhausted(o.cfg.Clock.Now()) {
+		if now := o.cfg.Clock.Now(); bo.exhausted(now) {
 			if bo.retryFor >= 0 { // negative: the first failure is the end, nothing was given up
-				err = fmt.Errorf("gave up after %s in %v: %w", attempts(n), bo.retryFor, err)
+				// The time the outage took, from its first attempt: not the
+				// budget, which the attempt under way when it ran out
+				// overruns ("in 5s" said of 11 s).
+				err = fmt.Errorf("gave up after %s in %v: %w", attempts(n), now.Sub(bo.began).Round(time.Second), err)
 			}
 			o.finish(err, tt)
 			return
@@ -199,6 +205,7 @@ const (
 type backoff struct {
 	retryFor time.Duration // Options.RetryFor (negative: no retry)
 	first    time.Time     // the outage's first failure; zero when none
+	began    time.Time     // when the outage's first attempt began
 	next     time.Duration
 }
 

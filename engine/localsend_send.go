@@ -78,7 +78,7 @@ func (e *Engine) sendLocalSend(ctx context.Context, id string, prior Result, ls 
 	if ls.to.Addr == "" {
 		return nil, errors.New("no address to send to")
 	}
-	if err := checkOutgoingText(items.Text); err != nil {
+	if err := CheckText(items.Text); err != nil {
 		return nil, err
 	}
 	var files []localFile

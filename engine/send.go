@@ -86,8 +86,9 @@ func (e *Engine) SendItems(ctx context.Context, to Target, items Items, opts Sen
 	return e.send(ctx, newTransferID(), Result{}, to, items, opts)
 }
 
-// checkOutgoingText checks a text item before it is offered.
-func checkOutgoingText(text string) error {
+// CheckText says what is wrong with a text item, before it is offered: over
+// MaxTextBytes, or not UTF-8.
+func CheckText(text string) error {
 	if len(text) > MaxTextBytes {
 		return fmt.Errorf("the text is %d bytes, over the %d KB a text item can carry: send it as a file", len(text), MaxTextBytes>>10)
 	}
@@ -105,7 +106,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 	if _, err := parseTransport(opts.Transport); err != nil {
 		return nil, err
 	}
-	if err := checkOutgoingText(items.Text); err != nil {
+	if err := CheckText(items.Text); err != nil {
 		return nil, err
 	}
 	if len(to.Addrs) == 0 {

@@ -42,7 +42,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var tos repeated
 	fs.Var(&tos, "to", "receiver `HOST:PORT`, device name or ID; repeat it to send to several devices")
 	id := fs.String("id", "", "refuse the receiver unless it proves this device `ID` (one --to only)")
-	text := fs.String("text", "", "send this `TEXT` (a message, a link); - reads it from standard input")
+	text := fs.String("text", "", "send this `TEXT` (a message, a link); - reads it from standard input (less the line break that ends it)")
 	transport := fs.String("transport", "auto", "`auto`, quic or tcp")
 	streams := fs.Int("streams", 0, "parallel data streams (0: the transport's default)")
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of a progress bar")
@@ -90,6 +90,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	if textGiven && items.Text == "" {
 		return fmt.Errorf("%w: the text is empty", errUsage)
+	}
+	if err := engine.CheckText(items.Text); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() == 0 && items.Text == "" {
 		return fmt.Errorf("%w: no files, folders or --text to send", errUsage)
@@ -309,7 +312,10 @@ func notTaken(n int) error {
 	return exitError{code: 1, err: fmt.Errorf("the receiver did not take %d file(s) (FAILED above says why); the others arrived", n)}
 }
 
-// readText reads --text - from r: at most engine.MaxTextBytes of UTF-8.
+// readText reads --text - from r: at most engine.MaxTextBytes of UTF-8,
+// less the line break that ends what echo, a here-string or an editor's
+// file gives (as the shell's $(...) drops it), which the receiver's
+// clipboard would otherwise keep.
 func readText(r io.Reader) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(r, engine.MaxTextBytes+1))
 	if err != nil {
@@ -318,7 +324,11 @@ func readText(r io.Reader) (string, error) {
 	if len(b) > engine.MaxTextBytes {
 		return "", fmt.Errorf("%w: the text on standard input is over %d KB; send it as a file", errUsage, engine.MaxTextBytes>>10)
 	}
-	return string(b), nil
+	s := string(b)
+	if t, ok := strings.CutSuffix(s, "\n"); ok {
+		s = strings.TrimSuffix(t, "\r")
+	}
+	return s, nil
 }
 
 // follow keeps discovery running for the send, for resolver; it is a

@@ -33,7 +33,8 @@ func TestSendText(t *testing.T) {
 	}
 }
 
-// send --text - reads the text from standard input, up to the limit.
+// send --text - reads the text from standard input, up to the limit, less
+// the one line break that ends it.
 func TestSendTextFromStdin(t *testing.T) {
 	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
 	stdin = strings.NewReader("https://example.org/some/page?x=1\n")
@@ -42,7 +43,7 @@ func TestSendTextFromStdin(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("send exit %d: %s", code, stderr)
 	}
-	if ev := lastEvent(t, stdout); ev.Result == nil || ev.Result.Text != "https://example.org/some/page?x=1\n" {
+	if ev := lastEvent(t, stdout); ev.Result == nil || ev.Result.Text != "https://example.org/some/page?x=1" {
 		t.Fatalf("last event %+v", ev)
 	}
 	r.wait()
@@ -51,6 +52,12 @@ func TestSendTextFromStdin(t *testing.T) {
 	code, _, stderr = runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--text", "-")
 	if code != 2 || !strings.Contains(stderr, "KB") {
 		t.Fatalf("an oversized text: exit %d %q, want a usage error naming the limit", code, stderr)
+	}
+	for _, bad := range []string{"a\xff", strings.Repeat("y", engine.MaxTextBytes+1)} {
+		code, _, stderr = runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--text", bad)
+		if code != 2 || !strings.Contains(stderr, "send it as a file") {
+			t.Fatalf("--text %.10q...: exit %d %q, want a usage error", bad, code, stderr)
+		}
 	}
 	stdin = strings.NewReader("")
 	if code, _, _ := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--text", "-"); code != 2 {
@@ -135,5 +142,16 @@ func TestTextExcerpt(t *testing.T) {
 	r.wait()
 	if out := r.out.String(); len(out) > 4*excerptBytes || !strings.Contains(out, "more bytes") {
 		t.Errorf("receive --accept all printed %d bytes for a text of %d:\n%.300s", len(out), len(long), out)
+	}
+}
+
+// readText drops the one line break that ends standard input, and no more.
+func TestReadTextDropsOneLineBreak(t *testing.T) {
+	for in, want := range map[string]string{
+		"a": "a", "a\n": "a", "a\r\n": "a", "a\n\n": "a\n", "a\r": "a\r", "\n": "", "line 1\nline 2\n": "line 1\nline 2",
+	} {
+		if got, err := readText(strings.NewReader(in)); err != nil || got != want {
+			t.Errorf("readText(%q) = %q, %v; want %q", in, got, err, want)
+		}
 	}
 }

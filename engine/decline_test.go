@@ -98,14 +98,14 @@ func TestDeclineEndsTheSendAtOnce(t *testing.T) {
 // QUIC carries it in its close, which once read "Waiting for the receiver:
 // a file name was refused: ...".
 func TestEveryFileRefusedSaysWhy(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "x.partial")
+	src := filepath.Join(t.TempDir(), "x\x1b.txt")
 	writeFile(t, src, 10)
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			recv := startReceiver(t, Options{Accept: AcceptAll})
 			send := testEngine(t, Options{})
 			res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
-			if res.State == StateDone || !strings.HasPrefix(res.Err, "A file name was refused") || !strings.Contains(res.Err, "x.partial") {
+			if res.State == StateDone || !strings.HasPrefix(res.Err, "A file name was refused") || !strings.Contains(res.Err, `"x\x1b.txt"`) {
 				t.Fatalf("got %s %q, want the refusal in the receiver's words", res.State, res.Err)
 			}
 		})

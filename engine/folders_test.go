@@ -143,7 +143,7 @@ func TestOnlyEmptyFoldersAreNothingToSend(t *testing.T) {
 func TestEmptyFolderThatCannotBeMade(t *testing.T) {
 	good := []byte("hello, world")
 	for _, c := range []struct{ folder, want string }{
-		{"old.partial", `1 of 2 empty folders could not be made: "old.partial" (element "old.partial" ends in .partial); the accepted files arrived.`},
+		{"old\x1b", `1 of 2 empty folders could not be made: "old\x1b" (control character U+001B not allowed); the accepted files arrived.`},
 		{"../outside", `1 of 2 empty folders could not be made: "../outside" (`},
 		{"/abs", `1 of 2 empty folders could not be made: "/abs" (`},
 	} {

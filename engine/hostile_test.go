@@ -144,7 +144,7 @@ func TestHostilePeers(t *testing.T) {
 		}, "refused"},
 		{"every name refused", AcceptAll, func(p *rawPeer) {
 			p.hello()
-			p.offer(wire.FileEntry{Path: "../a.txt", Size: 1}, wire.FileEntry{Path: "a.partial", Size: 1}, wire.FileEntry{Path: "tab\t", Size: 1})
+			p.offer(wire.FileEntry{Path: "../a.txt", Size: 1}, wire.FileEntry{Path: "a\u202etxt.exe", Size: 1}, wire.FileEntry{Path: "tab\t", Size: 1})
 		}, "refused"},
 		{"empty offer", AcceptAll, func(p *rawPeer) { // issue #27 (6): it was accepted and "done"
 			p.hello()

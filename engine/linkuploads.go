@@ -33,7 +33,8 @@ type linkUploads struct {
 type linkUploadRec struct {
 	Op   string `json:"op"`
 	Dest string `json:"dest"`
-	Name string `json:"name"` // as store.Partial.Name says it
+	Name string `json:"name"`         // as store.Partial.Name says it
+	ID   string `json:"id,omitempty"` // store.Partial.Identity: only that file is removed
 }
 
 const linkLogPrefix, linkLogSuffix = "link-", ".log"
@@ -57,18 +58,18 @@ func (e *Engine) openLinkUploads() *linkUploads {
 	return &linkUploads{f: f, path: path}
 }
 
-func (u *linkUploads) write(op, dest, name string) {
+func (u *linkUploads) write(op, dest, name, id string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.f == nil {
 		return
 	}
-	line, _ := json.Marshal(linkUploadRec{Op: op, Dest: dest, Name: name})
+	line, _ := json.Marshal(linkUploadRec{Op: op, Dest: dest, Name: name, ID: id})
 	u.f.Write(append(line, '\n')) // before the first byte lands in it
 }
 
-func (u *linkUploads) began(dest, name string) { u.write("+", dest, name) }
-func (u *linkUploads) ended(dest, name string) { u.write("-", dest, name) }
+func (u *linkUploads) began(dest, name, id string) { u.write("+", dest, name, id) }
+func (u *linkUploads) ended(dest, name string)     { u.write("-", dest, name, "") }
 
 // close ends the log of a link that ended; remove when its partials are
 // gone (else the next start removes what it lists).
@@ -115,24 +116,27 @@ func (e *Engine) cleanLinkUploads() int {
 			}
 		}
 		left := replayLinkLog(path)
-		for dest, names := range left {
-			n += discardPartials(dest, names) // each only if it is still a partial
+		for dest, ps := range left {
+			n += discardPartials(dest, ps.names, ps.ids) // each only if it is still that partial
 		}
 		os.Remove(path)
 	}
 	return n
 }
 
+// linkPartials are a folder's partials a log lists: names and identities.
+type linkPartials struct{ names, ids []string }
+
 // replayLinkLog reads a log: the partials begun and not gone, by folder.
 // A line cut short by the crash is not read.
-func replayLinkLog(path string) map[string][]string {
+func replayLinkLog(path string) map[string]*linkPartials {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
 	type key struct{ dest, name string }
-	open := map[key]bool{}
+	open := map[key]string{} // the identity
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 64<<10)
 	for sc.Scan() {
@@ -142,14 +146,19 @@ func replayLinkLog(path string) map[string][]string {
 		}
 		switch r.Op {
 		case "+":
-			open[key{r.Dest, r.Name}] = true
+			open[key{r.Dest, r.Name}] = r.ID
 		case "-":
 			delete(open, key{r.Dest, r.Name})
 		}
 	}
-	out := map[string][]string{}
-	for k := range open {
-		out[k.dest] = append(out[k.dest], k.name)
+	out := map[string]*linkPartials{}
+	for k, id := range open {
+		ps := out[k.dest]
+		if ps == nil {
+			ps = &linkPartials{}
+			out[k.dest] = ps
+		}
+		ps.names, ps.ids = append(ps.names, k.name), append(ps.ids, id)
 	}
 	return out
 }

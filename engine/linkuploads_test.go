@@ -37,7 +37,7 @@ func TestLinkUploadsAreLogged(t *testing.T) {
 	}
 	testutil.TusPatch(t, loc, 0, data[:len(data)/2])
 	left := replayLinkLog(logs[0])
-	if names := left[e.DownloadDir()]; !slices.Equal(names, []string{"half.bin.partial"}) {
+	if ps := left[e.DownloadDir()]; ps == nil || !slices.Equal(ps.names, []string{"half.bin.partial"}) || ps.ids[0] == "" {
 		t.Fatalf("the log lists %v while the upload is on its way", left)
 	}
 	testutil.TusPatch(t, loc, int64(len(data)/2), data[len(data)/2:])

@@ -147,6 +147,7 @@ type rxFile struct {
 	crc1       [1]uint32 // crcs' storage for a file of at most one chunk (no allocation of its own)
 	part       *store.Partial
 	partName   string      // the partial's name in the destination, once created (resume finds it by it)
+	partID     string      // the partial's store.Partial.Identity, beside its name
 	root       merkle.Hash // the sender's root, from its root frame (once hasRoot)
 	hasRoot    bool
 	unsent     bool // the sender gave it up (FileUnsent); counted in unsentN when resolved
@@ -1259,8 +1260,8 @@ func entryMeta(e wire.FileEntry) store.Meta {
 }
 
 // saveCause is why a file could not be saved, or a folder made, in a few
-// words, without the store's wrapping: "permission denied", `element
-// "a.partial" ends in .partial`.
+// words, without the store's wrapping: "permission denied", "control
+// character U+001B not allowed".
 func saveCause(err error) string {
 	var ne *store.NameError
 	switch {
@@ -1426,7 +1427,7 @@ func (rx *receiver) openPartial(f *rxFile, bounded bool) (bool, error) {
 		}
 		return false, nil
 	}
-	f.part, f.partName = p, p.Name()
+	f.part, f.partName, f.partID = p, p.Name(), p.Identity()
 	rx.mu.Unlock()
 	return true, nil
 }
@@ -1451,7 +1452,7 @@ func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
 		rx.e.log.Warn("preallocate", "file", f.entry.Path, "err", err)
 	}
 	if name := p.Name(); rx.journal != nil && name != "" {
-		if err := rx.journal.Partial(f.idx, f.entry.Size, name); err != nil {
+		if err := rx.journal.Partial(f.idx, f.entry.Size, name, p.Identity()); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
 		}
 	}

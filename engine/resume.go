@@ -43,7 +43,8 @@ func (rx *receiver) resumeFrom(dir string) {
 			// This offer, begun in another download folder (changed
 			// since): it starts afresh here, and its partials there go
 			// with the state, which alone lists them and ages them out.
-			discardPartials(s.Dest, s.PartialNames())
+			names, ids := s.PartialNames()
+			discardPartials(s.Dest, names, ids)
 		}
 		rx.discardStale(nil)
 		return
@@ -119,7 +120,7 @@ func (rx *receiver) discardStale(s *resume.State) {
 	if s != nil {
 		for _, f := range s.Files {
 			if f.Partial != "" && !rx.holdsPartial(f.Partial) {
-				rx.removePartial(f.Partial)
+				rx.removePartial(f.Partial, f.PartialID)
 			}
 		}
 	}
@@ -137,9 +138,10 @@ func (rx *receiver) holdsPartial(name string) bool {
 	return false
 }
 
-// removePartial deletes a partial that only the dropped state knew of.
-func (rx *receiver) removePartial(name string) {
-	if p, err := rx.Dest.OpenPartial(name); err == nil {
+// removePartial deletes a partial that only the dropped state knew of (by
+// its name and identity).
+func (rx *receiver) removePartial(name, id string) {
+	if p, err := rx.Dest.OpenPartial(name, id); err == nil {
 		rx.Dest.Discard(p)
 	}
 }
@@ -174,7 +176,7 @@ func (rx *receiver) snapshotResume() *resume.State {
 		case live && f.partName != "":
 			n := f.tree.Len()
 			rf := resume.NewFile(f.idx, f.entry.Path, f.entry.Size, n)
-			rf.Partial = f.partName
+			rf.Partial, rf.PartialID = f.partName, f.partID
 			for c := 0; c < n && f.partName != ""; c++ { // a file without a name (store.CreateWhole) holds nothing to resume
 				if f.tree.Has(c) {
 					rf.Set(c, f.tree.Leaf(c), f.crcs[c])
@@ -246,7 +248,7 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 		f, _ := rx.fileLocked(rf.Index, false)
 		rx.mu.Unlock()
 		// Only the partial this transfer created, still a plain file.
-		p, err := rx.Dest.OpenPartial(rf.Partial)
+		p, err := rx.Dest.OpenPartial(rf.Partial, rf.PartialID)
 		if err != nil {
 			rx.e.log.Info("resume: partial not reusable, fetching the file again", "file", f.entry.Path, "err", err)
 			continue
@@ -281,7 +283,7 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 			rx.Dest.Discard(p)
 			continue
 		}
-		f.part, f.partName = p, p.Name()
+		f.part, f.partName, f.partID = p, p.Name(), p.Identity()
 		rx.open++
 		haves = append(haves, &wire.Have{File: f.idx, Chunks: have})
 	}
@@ -329,7 +331,7 @@ func (e *Engine) DiscardPartial(key string) error {
 		if s.Receiving {
 			return ErrPartialInUse
 		}
-		discardPartials(s.Dest, s.Partials)
+		discardPartials(s.Dest, s.Partials, s.PartialIDs)
 		e.resume.Drop(key)
 		e.discarded(s)
 		return nil
@@ -353,17 +355,18 @@ func (e *Engine) discarded(s PartialTransfer) {
 }
 
 // discardPartials removes the partial files names (as resume states record
-// them) in the download folder dest, each only if it is still a partial
-// (store.OpenPartial), and returns how many it removed.
-func discardPartials(dest string, names []string) int {
+// them, with their identities ids) in the download folder dest, each only if
+// it is still that partial (store.OpenPartial), and returns how many it
+// removed.
+func discardPartials(dest string, names, ids []string) int {
 	d, err := store.Open(dest)
 	if err != nil {
 		return 0
 	}
 	defer d.Close()
 	n := 0
-	for _, name := range names {
-		if p, err := d.OpenPartial(name); err == nil && d.Discard(p) == nil {
+	for i, name := range names {
+		if p, err := d.OpenPartial(name, ids[i]); err == nil && d.Discard(p) == nil {
 			n++
 		}
 	}

@@ -296,3 +296,46 @@ func TestDiscardEndsTheInterruptedTransfer(t *testing.T) {
 		t.Fatal("no result after the discard")
 	}
 }
+
+// A file a peer named like a partial arrives as any other, and an earlier
+// transfer's resume state that names a partial of that name (its user
+// deleted the partial since) never takes the file for it: resuming, and
+// discarding what it kept, leave the file as it arrived.
+func TestFileNamedLikeAPartialIsNeverTakenForOne(t *testing.T) {
+	for _, way := range []string{"resume", "discard"} {
+		t.Run(way, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{})
+			const size = 48 << 20
+			big := filepath.Join(t.TempDir(), "big.bin")
+			writeFile(t, big, size)
+			interrupt(t, send, recv, []string{big}, "tcp", size)
+			ps := recv.Partials()
+			if len(ps) != 1 || len(ps[0].Partials) != 1 || ps[0].Partials[0] != "big.bin.partial" {
+				t.Fatalf("partials %+v", ps)
+			}
+			if err := os.Remove(filepath.Join(recv.DownloadDir(), "big.bin.partial")); err != nil {
+				t.Fatal(err)
+			}
+			precious := filepath.Join(t.TempDir(), "big.bin.partial")
+			if err := os.WriteFile(precious, []byte("a file of its own"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if res := sendWait(t, send, target(recv), []string{precious}, SendOptions{Transport: "tcp"}); res.State != StateDone {
+				t.Fatalf("a file named like a partial: %s %q", res.State, res.Err)
+			}
+			if way == "discard" {
+				if err := recv.DiscardPartial(ps[0].Key); err != nil {
+					t.Fatal(err)
+				}
+			} else if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State != StateDone {
+				t.Fatalf("the resumed send: %s %q", res.State, res.Err)
+			} else {
+				sameTree(t, big, recv.DownloadDir())
+			}
+			if b, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "big.bin.partial")); err != nil || string(b) != "a file of its own" {
+				t.Fatalf("the received big.bin.partial: %q, %v", b, err)
+			}
+		})
+	}
+}

@@ -415,11 +415,11 @@ func (b *BrowserInbox) Progress(a weblink.Arrival, n int64) {
 }
 
 // Began logs where an upload's partial is (linkUploads).
-func (b *BrowserInbox) Began(a weblink.Arrival, dir, partial string) {
+func (b *BrowserInbox) Began(a weblink.Arrival, dir, partial, identity string) {
 	b.mu.Lock()
 	b.parts[a.ID] = [2]string{dir, partial}
 	b.mu.Unlock()
-	b.uploads.began(dir, partial)
+	b.uploads.began(dir, partial, identity)
 }
 
 // Landed reports the file's end in its transfer, and ends the transfer

@@ -315,8 +315,8 @@ func TestBrowserSetCountsRefusedFiles(t *testing.T) {
 	endpoint, _ := browserLink(t, e, time.Hour)
 	data := bytes.Repeat([]byte("r"), 100)
 	set := batchMeta("0f1e2d3c4b5a69788796a5b4c3d2e1f0", 4, 400, "Trip")
-	for _, name := range []string{"Trip/bad.partial", "Trip/a.jpg", "Trip/also.partial", "Trip/b.jpg"} {
-		if strings.HasSuffix(name, ".partial") {
+	for _, name := range []string{"Trip/bad\x1b.jpg", "Trip/a.jpg", "Trip/also\x1b.jpg", "Trip/b.jpg"} {
+		if strings.Contains(name, "\x1b") {
 			if status, _, _ := testutil.TusCreateMeta(t, endpoint, name, len(data), set); status != 422 {
 				t.Fatalf("%s: %d, want it refused", name, status)
 			}
@@ -336,7 +336,7 @@ func TestBrowserSetCountsRefusedFiles(t *testing.T) {
 			}
 			r := ev.Result
 			if r.State != StateFailed || r.Files != 4 || r.Verified != 2 || r.Code != "" ||
-				r.Err != "2 of 4 files arrived from the browser; 2 did not, the first: this name cannot be saved: element \"bad.partial\" ends in .partial" {
+				r.Err != "2 of 4 files arrived from the browser; 2 did not, the first: this name cannot be saved: control character U+001B not allowed" {
 				t.Fatalf("result %+v", r)
 			}
 			if len(files) != 4 {
@@ -450,8 +450,8 @@ func TestBrowserSetRefusedWhole(t *testing.T) {
 		want  string
 		page  string
 	}{
-		{[]string{"bad.partial", "worse.partial"}, 10,
-			`Declined: none of the 2 files could be taken; the first: this name cannot be saved: element "bad.partial" ends in .partial`,
+		{[]string{"bad\x1b", "worse\x1b"}, 10,
+			`Declined: none of the 2 files could be taken; the first: this name cannot be saved: control character U+001B not allowed`,
 			"this name cannot be saved"},
 		{[]string{"huge.bin"}, 1 << 40, "Declined: Not enough space on " + e.DownloadDir() + ": ",
 			"not enough space on the receiving device: "},

@@ -364,10 +364,10 @@ func readHeld(t *testing.T, cfg string) held {
 		log = log[4+n+4:]
 		idx := binary.BigEndian.Uint32(p[1:])
 		i, ok := byIdx[idx]
-		if !ok && p[0] == 4 && n >= 13 {
+		if !ok && (p[0] == 4 || p[0] == 5) && n >= 13 {
 			// The snapshot lists only the files begun or saved when it was
-			// written: a partial record (with the file's size) of another
-			// one adds it.
+			// written: a partial record (with the file's size, and since
+			// 2026-12-05 the partial's identity) of another one adds it.
 			size := int64(binary.BigEndian.Uint64(p[5:]))
 			chunks := int((size + killChunk - 1) / killChunk)
 			s.Files = append(s.Files, struct {

@@ -123,8 +123,8 @@ func TestReceiveLinkCommand(t *testing.T) {
 		t.Fatalf("result event %+v", r)
 	}
 	// The inbox refuses a name it cannot store safely, that file alone.
-	if status, _, body := testutil.TusCreate(t, link.URL+"tus/", "x.partial", 3); status < 400 || len(body) == 0 {
-		t.Fatalf("a .partial name: %d %q", status, body)
+	if status, _, body := testutil.TusCreate(t, link.URL+"tus/", "x\u202etxt.exe", 3); status < 400 || len(body) == 0 {
+		t.Fatalf("a name with a bidi control: %d %q", status, body)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "note.txt")); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("saved: %v %q", err, got)

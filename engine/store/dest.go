@@ -214,6 +214,9 @@ type Partial struct {
 
 	let sync.Once // gives back the reference to fo
 
+	identOnce sync.Once
+	ident     string // Identity
+
 	meta Meta // what Finalize gives it (SetMeta)
 
 	// length is the file's length while it is known without asking the
@@ -540,11 +543,13 @@ func (d *Dest) RemoveFolder(rel string) error {
 }
 
 // OpenPartial reopens a partial that an earlier attempt at the same transfer
-// created (name as returned by Partial.Name), to resume into it. It refuses
-// anything that is not a plain regular file with a single link, so a
-// partial swapped for a hard link or a symlink by a local user since is
-// never written through.
-func (d *Dest) OpenPartial(name string) (*Partial, error) {
+// created (name as returned by Partial.Name, identity by Partial.Identity),
+// to resume into it or discard it. It refuses anything that is not a plain
+// regular file with a single link, so a partial swapped for a hard link or
+// a symlink by a local user since is never written through, and a file
+// that is not the one identity names (ErrNotThePartial; "" checks none):
+// a finished file saved under the name since is never touched.
+func (d *Dest) OpenPartial(name, identity string) (*Partial, error) {
 	rel, ok := strings.CutSuffix(name, PartialSuffix)
 	if !ok {
 		return nil, fmt.Errorf("store: reopen %q: %w", name, ErrNotPartial)
@@ -563,6 +568,11 @@ func (d *Dest) OpenPartial(name string) (*Partial, error) {
 	if err != nil {
 		d.release(fo)
 		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
+	}
+	if err := checkIdentity(p, identity); err != nil {
+		p.Close()
+		p.letGo()
+		return nil, fmt.Errorf("store: reopen: %w", err)
 	}
 	return p, nil
 }

@@ -380,7 +380,7 @@ func TestSymlinkOutsideCannotBeUsed(t *testing.T) {
 	if err == nil {
 		d.Discard(p)
 	}
-	if _, err := d.OpenPartial("p.txt.partial"); !errors.Is(err, ErrNotRegular) {
+	if _, err := d.OpenPartial("p.txt.partial", ""); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("OpenPartial of a symlink: %v, want ErrNotRegular", err)
 	}
 	assertTree(t, outside, map[string]string{})
@@ -453,10 +453,10 @@ func TestPartialsAreNeverShared(t *testing.T) {
 	}
 	// Reopening an open partial is refused, also under a name differing in
 	// case where the file system makes it the same file.
-	if _, err := d.OpenPartial(p.Name()); !errors.Is(err, ErrInUse) {
+	if _, err := d.OpenPartial(p.Name(), ""); !errors.Is(err, ErrInUse) {
 		t.Errorf("OpenPartial while open: %v, want ErrInUse", err)
 	}
-	if r, err := d.OpenPartial("a/B.TXT.partial"); err == nil {
+	if r, err := d.OpenPartial("a/B.TXT.partial", ""); err == nil {
 		t.Errorf("OpenPartial of a name never created opened %s", r.Name())
 	} else if !errors.Is(err, ErrInUse) && !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("OpenPartial(a/B.TXT.partial): %v", err)
@@ -465,14 +465,14 @@ func TestPartialsAreNeverShared(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := d.OpenPartial(p.Name())
+	r, err := d.OpenPartial(p.Name(), "")
 	if err != nil {
 		t.Fatalf("OpenPartial after Close: %v", err)
 	}
 	if _, err := d.Finalize(r, "a/b.txt", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.OpenPartial(p.Name()); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := d.OpenPartial(p.Name(), ""); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("OpenPartial after Finalize: %v, want ErrNotExist", err)
 	}
 	if p, err = d.CreatePartial("a/b.txt"); err != nil || p.Name() != "a/b.txt.partial" {
@@ -480,7 +480,7 @@ func TestPartialsAreNeverShared(t *testing.T) {
 	}
 	d.Discard(p)
 	for _, bad := range []string{"a/b.txt", "../x.partial", "a/con.txt.partial", ""} {
-		if _, err := d.OpenPartial(bad); err == nil {
+		if _, err := d.OpenPartial(bad, ""); err == nil {
 			t.Errorf("OpenPartial(%q) succeeded", bad)
 		}
 	}
@@ -505,7 +505,7 @@ func TestPartialReuse(t *testing.T) {
 		t.Errorf("PartialPath = %q, %v; partial %q", pp, err, p.Name())
 	}
 
-	p, err = d.OpenPartial(p.Name()) // a resumed transfer
+	p, err = d.OpenPartial(p.Name(), "") // a resumed transfer
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +539,7 @@ func TestPartialReuse(t *testing.T) {
 	} else {
 		d.Discard(p)
 	}
-	if _, err := d.OpenPartial("g.partial"); !errors.Is(err, ErrNotRegular) {
+	if _, err := d.OpenPartial("g.partial", ""); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("OpenPartial of a folder: %v, want ErrNotRegular", err)
 	}
 }
@@ -568,7 +568,7 @@ func TestStalePartialNeverReused(t *testing.T) {
 		"stale/report.txt":         "seventeen bytes!!",
 	})
 	// Finalize cuts whatever lies beyond the declared size.
-	q, err := d.OpenPartial("stale/report.txt.partial")
+	q, err := d.OpenPartial("stale/report.txt.partial", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +603,7 @@ func TestHardLinkedPartialRefused(t *testing.T) {
 	if _, err := d.Finalize(p, "x.txt", 4); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.OpenPartial("x.txt.partial"); !errors.Is(err, ErrLinked) {
+	if _, err := d.OpenPartial("x.txt.partial", ""); !errors.Is(err, ErrLinked) {
 		t.Errorf("OpenPartial of a hard link: %v, want ErrLinked", err)
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "do not touch" {
@@ -711,7 +711,7 @@ func TestDiscardLeavesNothing(t *testing.T) {
 
 func TestBadNamesRefused(t *testing.T) {
 	d, dir := openDest(t)
-	bad := []string{"../x", "/etc/passwd", "a/../../x", `..\x`, "x.partial", "a\x1bb", "\u202etxt.exe",
+	bad := []string{"../x", "/etc/passwd", "a/../../x", `..\x`, "a\x1bb", "\u202etxt.exe",
 		strings.Repeat("n", MaxElementBytes+1)}
 	if portableHere { // what only Windows keeps out of names
 		bad = append(bad, "con.txt", "a:b", "what?.txt", "trail.")
@@ -1001,7 +1001,7 @@ func TestFinalizeOtherName(t *testing.T) {
 	}
 	name := q.Name()
 	q.Close()
-	r, err := d.OpenPartial(name)
+	r, err := d.OpenPartial(name, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1043,7 +1043,7 @@ func TestMakeFolder(t *testing.T) {
 	if saved := receive(t, d, "docs/empty/f.txt", []byte("f")); saved != "docs (1)/empty/f.txt" {
 		t.Errorf("saved as %q, want %q", saved, "docs (1)/empty/f.txt")
 	}
-	for _, bad := range []string{"", "/abs", "../up", "a/../b", "x.partial", "a\x00b"} {
+	for _, bad := range []string{"", "/abs", "../up", "a/../b", "a\x00b"} {
 		if got, err := d.MakeFolder(bad); !errors.Is(err, ErrBadName) {
 			t.Errorf("MakeFolder(%q) = %q, %v; want ErrBadName", bad, got, err)
 		}
@@ -1094,7 +1094,7 @@ func TestLongNamesArrive(t *testing.T) {
 		}
 		p.Close()
 		// As a resume finds it again.
-		if p, err = d.OpenPartial(name); err != nil {
+		if p, err = d.OpenPartial(name, ""); err != nil {
 			t.Fatalf("%s: OpenPartial(%q): %v", what, name, err)
 		}
 		parts = append(parts, p)
@@ -1171,5 +1171,49 @@ func TestMadeFoldersAndRemoveFolder(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A file a peer named like a partial ("a.txt.partial") is received as any
+// other, and a partial's name kept by a transfer's resume state never
+// reopens it: OpenPartial checks the file is the partial it created.
+func TestFileNamedLikeAPartial(t *testing.T) {
+	d, dir := openDest(t)
+	p, err := d.CreatePartial("a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, id := p.Name(), p.Identity()
+	if id == "" {
+		t.Skip("no file identity on this platform")
+	}
+	p.Close()
+	if r, err := d.OpenPartial(name, id); err != nil {
+		t.Fatalf("the same partial: %v", err)
+	} else {
+		r.Close()
+	}
+	// Its user deletes the partial; a file of that name arrives later.
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+		t.Fatal(err)
+	}
+	if saved := receive(t, d, "a.txt.partial", []byte("precious")); saved != "a.txt.partial" {
+		t.Fatalf("saved as %q", saved)
+	}
+	if r, err := d.OpenPartial(name, id); !errors.Is(err, ErrNotThePartial) {
+		if err == nil {
+			r.Close()
+		}
+		t.Fatalf("the state's partial reopened the received file: %v", err)
+	}
+	assertTree(t, dir, map[string]string{"a.txt.partial": "precious"})
+	// Beside a partial of the same name, it waits under its own.
+	q, err := d.CreatePartial("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Discard(q)
+	if saved := receive(t, d, "b.partial", []byte("b")); saved != "b (1).partial" {
+		t.Errorf("saved beside b's partial as %q, want %q", saved, "b (1).partial")
 	}
 }

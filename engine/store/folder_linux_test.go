@@ -118,7 +118,7 @@ func TestFolderRootOpenedLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	q, err := d.OpenPartial(p.Name())
+	q, err := d.OpenPartial(p.Name(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

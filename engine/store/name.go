@@ -17,8 +17,9 @@ import (
 )
 
 // PartialSuffix is appended to a file's name while it is being received.
-// Peer names ending in it (in any letter case) are refused, so a peer can
-// never name a file after another file's partial.
+// A peer's names may end in it too ("notes.partial"): partials are created
+// exclusively (a name taken gets a number) and found again by name and
+// Partial.Identity, so a file named like a partial is never taken for one.
 const PartialSuffix = ".partial"
 
 // Limits on peer-supplied paths.
@@ -35,8 +36,7 @@ var (
 	ErrBadName = errors.New("bad name")
 	// ErrNameTooLong means a name exceeds MaxElementBytes, MaxPathBytes or MaxDepth.
 	ErrNameTooLong = fmt.Errorf("name too long: %w", ErrBadName)
-	// ErrReservedName means a name is a Windows device name (CON, COM1, ...)
-	// or ends in PartialSuffix.
+	// ErrReservedName means a name is a Windows device name (CON, COM1, ...).
 	ErrReservedName = fmt.Errorf("reserved name: %w", ErrBadName)
 )
 
@@ -68,7 +68,6 @@ func (e *NameError) Unwrap() error { return e.Err }
 //     ending in a dot or a space (Windows silently strips them);
 //   - Windows device names in any element, in any case and with any
 //     extension (`CON`, `con.txt`, `COM1`, `LPT²`, `CONIN$`, ...);
-//   - elements ending in PartialSuffix (in any case);
 //   - elements over MaxElementBytes, paths over MaxPathBytes or MaxDepth.
 func ValidatePath(rel string) error { return validatePath(rel, true) }
 
@@ -221,8 +220,6 @@ func checkElement(rel, e string, portable bool) error {
 		return badName(rel, ErrBadName, "element %q ends in a dot or space", e)
 	case portable && isWindowsDevice(e):
 		return badName(rel, ErrReservedName, "element %q is a Windows device name", e)
-	case hasPartialSuffix(e):
-		return badName(rel, ErrReservedName, "element %q ends in %s", e, PartialSuffix)
 	}
 	return nil
 }
@@ -370,10 +367,4 @@ func isWindowsDeviceUpper(e string) bool {
 		return true
 	}
 	return false
-}
-
-func hasPartialSuffix(e string) bool {
-	// The last byte first: only 'l' and 'L' fold to 'l'.
-	return len(e) >= len(PartialSuffix) && e[len(e)-1]|0x20 == 'l' &&
-		strings.EqualFold(e[len(e)-len(PartialSuffix):], PartialSuffix)
 }

@@ -62,8 +62,6 @@ func refValidatePath(rel string, portable bool) error {
 			return bad(ErrBadName, "element %q ends in a dot or space", e)
 		case portable && refIsWindowsDevice(e):
 			return bad(ErrReservedName, "element %q is a Windows device name", e)
-		case hasPartialSuffix(e):
-			return bad(ErrReservedName, "element %q ends in %s", e, PartialSuffix)
 		}
 	}
 	return nil
@@ -121,7 +119,8 @@ var hostileNames = []string{
 	"lpt9.txt", "COM¹", "com².txt", "LPT³", "LPT⁴", "COM₁", "conın$", "conİn$", "cοn", "ⅽon", "ſon", "ＣＯＮ",
 	"ℂON", "Kelvin\u212a", "\u212aON", "LPTı", "ÇON", "ñul", "a/CON/b", "a/b/con", "x.con", "con.", "con ",
 	".con", "CONX", "CONINS", "COM1 ", "COM1 .txt", "COM1.", "lpt1$", "pRn.tar.gz", "nUl.partial",
-	// Our suffix: cases, boundaries, cut runes, the Kelvin sign.
+	// Our partials' suffix, which names may end in: cases, boundaries, cut
+	// runes, the Kelvin sign.
 	"a.partial", "A.PARTIAL", ".partial", "partial", "x.partial.txt", "x.partial/y", "a.partiaL",
 	"a.parti\u212al", "a.part\u0130al", "é.partial", "a.partia", "a.partialé", strings.Repeat("é", 3) + "artial",
 	// Dots, spaces and empty elements.

@@ -144,7 +144,8 @@ func TestHostileUploads(t *testing.T) {
 		{"folder path", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x") + ",relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/day 1/x"))})}, 201},
 		{"absolute name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("/etc/passwd")})}, 422},
 		{"device name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("CON.txt")})}, map[bool]int{true: 422, false: 201}[runtime.GOOS == "windows"]}, // only Windows keeps it out
-		{"partial name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x.partial")})}, 422},
+		{"control character", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x\x1b")})}, 422},
+		{"named like a partial", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x.partial")})}, 201},
 		{"control character", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a\nb")})}, 422},
 		{"bidi override", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a\u202etxt.exe")})}, 422},
 		{"long name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md(strings.Repeat("a", 300))})}, 422},
@@ -344,7 +345,7 @@ var uploadNameCases = []struct{ filename, relpath, want string }{
 	{"a.txt", `Trip\a.txt`, ""},
 	{"a.txt", "Trip\u202e/a.txt", ""},
 	{"a.txt", "Trip\n/a.txt", ""},
-	{"a.txt", "Trip.partial/a.txt", ""},
+	{"a.txt", "Trip.partial/a.txt", "Trip.partial/a.txt"},
 	{"a.txt", strings.Repeat("d/", 2100) + "a.txt", ""},
 	{"a.txt", "/", ""},
 	{"a/b", "", ""},

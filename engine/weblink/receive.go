@@ -58,11 +58,12 @@ type RefusingInbox interface {
 
 // PartialInbox is an Inbox that also hears where each file's partial is,
 // once it is created: the destination's folder (store.Dest.Dir) and the
-// partial's name in it (store.Partial.Name), so that what a crash of this
-// process leaves can be found again (Landed says when it is gone).
+// partial's name in it (store.Partial.Name) and identity
+// (store.Partial.Identity), so that what a crash of this process leaves can
+// be found again (Landed says when it is gone).
 type PartialInbox interface {
 	Inbox
-	Began(a Arrival, dir, partial string)
+	Began(a Arrival, dir, partial, identity string)
 }
 
 // ProgressInbox is an Inbox that also hears how many bytes of each file
@@ -429,7 +430,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		return nil, refused(err)
 	}
 	if pi, ok := rc.inbox.(PartialInbox); ok {
-		pi.Began(a, dest.Dir(), p.Name())
+		pi.Began(a, dest.Dir(), p.Name(), p.Identity())
 	}
 	u := &upload{rc: rc, a: a, dest: dest, p: p}
 	for _, m := range p.MadeFolders() {
@@ -501,8 +502,8 @@ func uploadName(filename, relpath string) (string, error) {
 // characters Windows keeps out of names (a phone allows "Notes: May.txt"),
 // a trailing dot or space, a device name (store.LocalName, as for every
 // peer's name). Elsewhere such a name is stored as it is. What else
-// ValidateHere refuses (a ".partial" suffix, control or bidi characters,
-// invalid UTF-8, an empty or over-long name) stays refused.
+// ValidateHere refuses (control or bidi characters, invalid UTF-8, an
+// empty or over-long name) stays refused.
 func browserName(name string) string {
 	if strings.ContainsAny(name, "/\\") {
 		return name // refused as a path by its caller

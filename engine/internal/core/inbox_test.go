@@ -149,7 +149,7 @@ func TestInboxPolicy(t *testing.T) {
 func TestInboxRefusesNamesOneByOne(t *testing.T) {
 	h := newFakeHost(t, AcceptAll, false)
 	in := newTestInbox(t, h, clock.Real{})
-	files := Files{{Path: "../escape", Size: 1}, {Path: "ok.txt", Size: 2}, {Path: "ok.txt.partial", Size: 2}}
+	files := Files{{Path: "../escape", Size: 1}, {Path: "ok.txt", Size: 2}, {Path: "ok\u202etxt.exe", Size: 2}}
 	if err := in.Offer("d1", files, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //
 // Record: uint32 length, payload, uint32 CRC32C of the payload. Payload: a
 // type byte and the file index, then for a chunk its index, CRC32C and leaf,
-// for a partial the file's size (int64) and the partial's name (a journal
-// of before has partial records without the size), for a saved file the
+// for a partial the file's size (int64), the length of the partial's
+// identity (a byte), its identity and its name (a journal of before has
+// partial records without the identity, or without the size), for a saved
+// file the
 // name it was saved as. The snapshot lists only the files begun or saved
 // when it was written: a partial or saved record of a file it does not
 // list makes the file's entry (State.Check completes it from the offer).
@@ -56,6 +58,7 @@ const (
 	recSaved   byte = 2
 	recPartial byte = 3 // without the size: written before issue 30's snapshots
 	recBegun   byte = 4 // a partial, with the file's size
+	recMade    byte = 5 // a partial, with the file's size and the partial's identity
 
 	maxRecord = 8 << 10
 )
@@ -66,8 +69,9 @@ type record struct {
 	chunk uint32
 	crc   uint32
 	leaf  merkle.Hash
-	size  int64  // recBegun: the file's size
-	name  string // recSaved: saved as; recPartial, recBegun: the partial's name
+	size  int64  // recBegun, recMade: the file's size
+	name  string // recSaved: saved as; recPartial, recBegun, recMade: the partial's name
+	id    string // recMade: the partial's identity
 }
 
 // createJournal starts an empty journal at path (replacing an old one).
@@ -130,14 +134,20 @@ func (j *Journal) Chunk(file, chunk, crc uint32, leaf merkle.Hash) error {
 	return j.write(p[:], false)
 }
 
-// Partial records the name of file's partial (and the file's size), right
-// after it was created and before any chunk of it is recorded.
-func (j *Journal) Partial(file uint32, size int64, name string) error {
-	p := make([]byte, 13+len(name))
-	p[0] = recBegun
+// Partial records the name and identity of file's partial (and the file's
+// size), right after it was created and before any chunk of it is
+// recorded.
+func (j *Journal) Partial(file uint32, size int64, name, id string) error {
+	if len(id) > 255 {
+		return fmt.Errorf("partial identity of %d bytes", len(id))
+	}
+	p := make([]byte, 14+len(id)+len(name))
+	p[0] = recMade
 	binary.BigEndian.PutUint32(p[1:], file)
 	binary.BigEndian.PutUint64(p[5:], uint64(size))
-	copy(p[13:], name)
+	p[13] = byte(len(id))
+	copy(p[14:], id)
+	copy(p[14+len(id):], name)
 	return j.write(p, false)
 }
 
@@ -238,6 +248,10 @@ func parseJournal(r io.Reader) []record {
 		case rec.typ == recBegun && n >= 13 && int64(binary.BigEndian.Uint64(p[5:])) >= 0:
 			rec.size = int64(binary.BigEndian.Uint64(p[5:]))
 			rec.name = string(p[13:])
+		case rec.typ == recMade && n >= 14 && n >= 14+uint32(p[13]) && int64(binary.BigEndian.Uint64(p[5:])) >= 0:
+			rec.size = int64(binary.BigEndian.Uint64(p[5:]))
+			rec.id = string(p[14 : 14+int(p[13])])
+			rec.name = string(p[14+int(p[13]):])
 		default:
 			return out
 		}
@@ -259,7 +273,7 @@ func applyJournal(s *State, recs []record) error {
 		k, ok := byIdx[r.file]
 		if !ok {
 			switch r.typ {
-			case recBegun:
+			case recBegun, recMade:
 				if s.ChunkSize <= 0 {
 					return fmt.Errorf("journal names file %d of a state without a chunk size", r.file)
 				}
@@ -283,16 +297,16 @@ func applyJournal(s *State, recs []record) error {
 				return fmt.Errorf("journal names chunk %d of file %d", r.chunk, r.file)
 			}
 			f.Set(int(r.chunk), r.leaf, r.crc)
-		case recBegun:
+		case recBegun, recMade:
 			if f.Size != r.size {
 				return fmt.Errorf("journal gives file %d %d bytes, the snapshot %d", r.file, r.size, f.Size)
 			}
-			f.Partial = r.name
+			f.Partial, f.PartialID = r.name, r.id
 		case recPartial:
-			f.Partial = r.name
+			f.Partial, f.PartialID = r.name, ""
 		case recSaved:
 			f.Done, f.SavedAs = true, r.name
-			f.Partial, f.Have, f.Leaves, f.CRCs = "", nil, nil, nil
+			f.Partial, f.PartialID, f.Have, f.Leaves, f.CRCs = "", "", nil, nil, nil
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package resume
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -19,19 +20,29 @@ func TestJournalRoundTripAndTornTail(t *testing.T) {
 	}
 	leaf := merkle.Leaf([]byte("x"))
 	j.Chunk(3, 7, 0xdeadbeef, leaf)
-	j.Partial(3, 5<<20, "photos/b (1).jpg.partial")
+	j.Partial(3, 5<<20, "photos/b (1).jpg.partial", "803:1a2b:5f.3")
 	j.Saved(4, "photos/a (1).jpg")
+	// A partial record of before identities: the size and the name.
+	old := make([]byte, 13+len("c.bin.partial"))
+	old[0] = recBegun
+	binary.BigEndian.PutUint32(old[1:], 5)
+	binary.BigEndian.PutUint64(old[5:], 7)
+	copy(old[13:], "c.bin.partial")
+	j.write(old, false)
 	j.Sync()
 	j.Close()
 	recs, err := readJournal(path)
-	if err != nil || len(recs) != 3 {
+	if err != nil || len(recs) != 4 {
 		t.Fatalf("%d records, err %v", len(recs), err)
 	}
 	if r := recs[0]; r.typ != recChunk || r.file != 3 || r.chunk != 7 || r.crc != 0xdeadbeef || r.leaf != leaf {
 		t.Errorf("chunk record %+v", r)
 	}
-	if r := recs[1]; r.typ != recBegun || r.file != 3 || r.size != 5<<20 || r.name != "photos/b (1).jpg.partial" {
+	if r := recs[1]; r.typ != recMade || r.file != 3 || r.size != 5<<20 || r.name != "photos/b (1).jpg.partial" || r.id != "803:1a2b:5f.3" {
 		t.Errorf("partial record %+v", r)
+	}
+	if r := recs[3]; r.typ != recBegun || r.file != 5 || r.size != 7 || r.name != "c.bin.partial" || r.id != "" {
+		t.Errorf("partial record of before %+v", r)
 	}
 	if r := recs[2]; r.typ != recSaved || r.file != 4 || r.name != "photos/a (1).jpg" {
 		t.Errorf("saved record %+v", r)
@@ -55,6 +66,10 @@ var journalCases = []struct {
 	{"begun record", validRecord([]byte{recBegun, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 'a', '.', 'p'}), 1},
 	{"short begun record", validRecord([]byte{recBegun, 0, 0, 0, 1, 0, 0, 0}), 0},
 	{"begun record, negative size", validRecord([]byte{recBegun, 0, 0, 0, 1, 0xff, 0, 0, 0, 0, 0, 0, 9, 'a'}), 0},
+	{"made record", validRecord([]byte{recMade, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 2, '1', ':', 'a', '.', 'p'}), 1},
+	{"made record, no identity", validRecord([]byte{recMade, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 'a'}), 1},
+	{"made record, identity past its end", validRecord([]byte{recMade, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 7, 'a'}), 0},
+	{"short made record", validRecord([]byte{recMade, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9}), 0},
 	{"good then torn", append(validRecord([]byte{recSaved, 0, 0, 0, 1, 'a'}), 0, 0, 0, 9, recSaved), 1},
 }
 

@@ -72,13 +72,16 @@ type File struct {
 	Index uint32 `json:"index"`
 	Path  string `json:"path"`
 	Size  int64  `json:"size"`
-	// Partial is the partial file's slash path relative to Dest, once created.
-	Partial string   `json:"partial,omitempty"`
-	Done    bool     `json:"done,omitempty"`
-	SavedAs string   `json:"saved_as,omitempty"`
-	Have    []byte   `json:"have,omitempty"`   // chunk bitmap
-	Leaves  []byte   `json:"leaves,omitempty"` // 32 bytes per chunk
-	CRCs    []uint32 `json:"crcs,omitempty"`
+	// Partial is the partial file's slash path relative to Dest, once
+	// created, and PartialID its store.Partial.Identity: only that file is
+	// the partial (a file received under the name since is not).
+	Partial   string   `json:"partial,omitempty"`
+	PartialID string   `json:"partial_id,omitempty"`
+	Done      bool     `json:"done,omitempty"`
+	SavedAs   string   `json:"saved_as,omitempty"`
+	Have      []byte   `json:"have,omitempty"`   // chunk bitmap
+	Leaves    []byte   `json:"leaves,omitempty"` // 32 bytes per chunk
+	CRCs      []uint32 `json:"crcs,omitempty"`
 }
 
 // NewFile returns the entry of a file with n chunks and nothing held yet.
@@ -389,23 +392,25 @@ type Summary struct {
 	// engine fills it in (Engine.Partials).
 	OnDisk  int64
 	Updated time.Time
-	// Partials are the partial files' slash paths relative to Dest.
-	Partials []string
+	// Partials are the partial files' slash paths relative to Dest, and
+	// PartialIDs their identities (store.Partial.Identity; "" unknown).
+	Partials   []string
+	PartialIDs []string
 	// Receiving: a receiver is writing into them now (Busy): they are not
 	// to be discarded.
 	Receiving bool
 }
 
 // PartialNames are the partial files s lists (slash paths relative to its
-// Dest).
-func (s *State) PartialNames() []string {
-	var out []string
+// Dest), and their identities.
+func (s *State) PartialNames() (names, ids []string) {
 	for _, f := range s.Files {
 		if !f.Done && f.Partial != "" {
-			out = append(out, f.Partial)
+			names = append(names, f.Partial)
+			ids = append(ids, f.PartialID)
 		}
 	}
-	return out
+	return names, ids
 }
 
 // List returns every state, most recently touched first.
@@ -426,7 +431,7 @@ func (d *Dir) List() []Summary {
 		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
 			p.Updated = st.ModTime()
 		}
-		p.Partials = s.PartialNames()
+		p.Partials, p.PartialIDs = s.PartialNames()
 		for _, f := range s.Files {
 			if f.Done {
 				p.Saved++

@@ -851,3 +851,16 @@ func TestPromptAsksAgainAfterASlip(t *testing.T) {
 		t.Fatalf("received %q, %v", got, err)
 	}
 }
+
+// A mistyped flag is one line that says where the flags are listed; --help
+// lists them (exit 0).
+func TestMistypedFlagIsOneLine(t *testing.T) {
+	code, _, stderr := runCLI(t, "send", "--config", t.TempDir(), "--no-discovery", "x")
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "-no-discovery") || !strings.Contains(stderr, "ferry-cli send --help lists its flags") {
+		t.Fatalf("exit %d, stderr %q; want one line naming the flag and --help", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "send", "--help")
+	if code != 0 || !strings.Contains(stderr, "-retry-for") {
+		t.Fatalf("--help: exit %d, %q", code, stderr)
+	}
+}

@@ -138,15 +138,22 @@ func newFlagSet(name string, errOut io.Writer) (*flag.FlagSet, *string) {
 }
 
 // parseFlags parses args, turning flag errors into errUsage. Flags may
-// follow the paths (see interspersed).
+// follow the paths (see interspersed). A mistyped flag is said in one line
+// that says where the flags are listed, not in the whole list (which
+// --help prints).
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(interspersed(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(interspersed(fs, args))
+	fs.SetOutput(out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
 	}
-	return nil
+	return fmt.Errorf("%w: %v (%s --help lists its flags)", errUsage, err, fs.Name())
 }
 
 // interspersed lets flags follow the other arguments, as most command-line

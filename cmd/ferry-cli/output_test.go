@@ -401,7 +401,7 @@ func TestPairingLines(t *testing.T) {
 func TestCodeNotAnsweredIsNotAMismatch(t *testing.T) {
 	var out bytes.Buffer
 	p := newPrompter(strings.NewReader(""), &out)
-	if match, answered := p.confirmCode(context.Background(), "Same code? [y/n]: "); match || answered {
+	if match, answered := p.confirmCode(context.Background(), "Same code? [y/n]: ", ""); match || answered {
 		t.Fatalf("match %v, answered %v", match, answered)
 	}
 	if !strings.Contains(out.String(), "standard input is closed") {

@@ -71,7 +71,7 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 			peer = ev.Peer
 			fmt.Fprintf(out, "Pairing with %s (%s). Verification code: %s\n", safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
 			go func() {
-				ok, answered := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the same code? [y/n]: ", safetext.Name(ev.Peer.Name)))
+				ok, answered := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the same code? [y/n]: ", safetext.Name(ev.Peer.Name)), "")
 				if !answered {
 					e.Cancel(tr.ID()) // not "the codes differ": nobody could say
 					return
@@ -102,8 +102,9 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 // confirmCode asks the user a yes/no question about a verification code;
 // answered is false when nobody could answer (standard input ended, or
 // ctx did): that is no "the codes differ", which warns the other side of
-// someone in the middle.
-func (p *prompter) confirmCode(ctx context.Context, question string) (match, answered bool) {
+// someone in the middle. withdrawn, when not "", is said when ctx ends
+// while the question is shown (the other device cancelled, or went away).
+func (p *prompter) confirmCode(ctx context.Context, question, withdrawn string) (match, answered bool) {
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -111,8 +112,11 @@ func (p *prompter) confirmCode(ctx context.Context, question string) (match, ans
 	}
 	defer func() { <-p.sem }()
 	answer, ok := p.choose(ctx, question, "y", "yes", "n", "no")
-	if !ok && ctx.Err() == nil {
+	switch {
+	case !ok && ctx.Err() == nil:
 		fmt.Fprintln(p.out, "no answer: standard input is closed, so the code is not confirmed")
+	case !ok && withdrawn != "":
+		fmt.Fprintf(p.out, "\n(%s)\n", withdrawn)
 	}
 	return answer == "y" || answer == "yes", ok
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // yesReader answers every question with "y".
@@ -118,5 +121,73 @@ func TestKeyChangeWarningPrinted(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "send", "--config", scfg, "--to", addr, "--transport", "quic", "--id", newID, writeFile(t, "c.txt", "c")); code != 0 {
 		t.Fatalf("send with --id %s: exit %d: %s", newID, code, stderr)
+	}
+}
+
+// A pairing request withdrawn while its code is asked about (the other
+// device cancelled, or went away) stops being asked, and the next request
+// is asked and answered by the next line typed: it waited behind the dead
+// question for ever, and the line typed answered the dead one.
+func TestWithdrawnPairingStopsBeingAsked(t *testing.T) {
+	in, typed := io.Pipe()
+	old := stdin
+	stdin = in
+	t.Cleanup(func() { typed.Close(); stdin = old })
+	r := startReceiver(t, "", "--accept", "trusted", "--no-discovery")
+	pcfg := t.TempDir()
+	e, err := engine.New(engine.Options{ConfigDir: pcfg, Name: "Laptop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	to, err := resolveTarget(t.Context(), r.quic, pcfg, false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, unsub := e.Subscribe(256)
+	defer unsub()
+	codeOf := func(tr *engine.Transfer) string {
+		t.Helper()
+		for {
+			select {
+			case ev := <-events:
+				if ev.TransferID == tr.ID() && ev.Kind == engine.EventPair {
+					return ev.Pair.Code
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("no verification code")
+			}
+		}
+	}
+	asked := func(code string) func() bool {
+		return func() bool { return strings.Contains(r.errOut.String(), "with verification code "+code) }
+	}
+	first, err := e.Pair(t.Context(), to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the first question", asked(codeOf(first)))
+	e.Cancel(first.ID())
+	<-first.Done()
+	second, err := e.Pair(t.Context(), to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := codeOf(second)
+	if err := e.ConfirmPair(second.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitForWithin(t, "the second question", 10*time.Second, asked(code))
+	go io.WriteString(typed, "y\n")
+	select {
+	case <-second.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second pairing never ended")
+	}
+	if res := second.Result(); res.State != engine.StateDone {
+		t.Fatalf("the second pairing: %s %q; receiver said %s", res.State, res.Err, r.errOut)
+	}
+	if !strings.Contains(r.errOut.String(), "(the pairing request from Laptop was withdrawn: no answer needed)") {
+		t.Errorf("the withdrawal was not said: %s", r.errOut)
 	}
 }

@@ -163,12 +163,24 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	// answer any more).
 	var offersMu sync.Mutex
 	offers := map[string]context.CancelFunc{}
+	// So is a verification code asked about: a pairing whose other side
+	// cancelled or went away ends, and its question with it (one
+	// transfer may have both questions: its code, and its offer).
+	codes := map[string]context.CancelFunc{}
 	withdraw := func(id string) {
 		offersMu.Lock()
 		defer offersMu.Unlock()
 		if cancel := offers[id]; cancel != nil {
 			cancel()
 			delete(offers, id)
+		}
+	}
+	withdrawCode := func(id string) {
+		offersMu.Lock()
+		defer offersMu.Unlock()
+		if cancel := codes[id]; cancel != nil {
+			cancel()
+			delete(codes, id)
 		}
 	}
 	for {
@@ -202,16 +214,29 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 				if !ev.Pair.Only && !*pair {
 					break
 				}
+				qctx, cancel := context.WithCancel(ctx)
+				offersMu.Lock()
+				codes[ev.TransferID] = cancel
+				offersMu.Unlock()
 				asking.Add(1)
 				go func() {
 					defer asking.Done()
+					defer withdrawCode(ev.TransferID)
 					q := fmt.Sprintf("\n%s (%s) sends with verification code %s. Does its screen show the same code? [y/n]: ",
 						safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
 					if ev.Pair.Only {
 						q = fmt.Sprintf("\n%s (%s) asks to pair, with verification code %s. Does its screen show the same code? [y/n]: ",
 							safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
 					}
-					ok, answered := answers.confirmCode(ctx, q)
+					what := "code check"
+					if ev.Pair.Only {
+						what = "pairing request"
+					}
+					withdrawn := fmt.Sprintf("the %s from %s was withdrawn: no answer needed", what, safetext.Name(ev.Peer.Name))
+					ok, answered := answers.confirmCode(qctx, q, withdrawn)
+					if qctx.Err() != nil && ctx.Err() == nil {
+						return // withdrawn: the pairing ended, nothing to confirm
+					}
 					if !answered {
 						// Nobody could say (not "the codes differ", which warns
 						// the other side of someone in the middle): a pairing
@@ -227,6 +252,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 				}()
 			case engine.EventResult:
 				withdraw(ev.TransferID)
+				withdrawCode(ev.TransferID)
 				if *once && ev.Result.State == engine.StateInterrupted {
 					// Not the end of the transfer: what arrived is kept and
 					// the sender comes back with the rest (after a sleep, a

@@ -264,7 +264,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if ev.Kind == engine.EventPair && *pair {
 			id := ev.TransferID
 			go func() {
-				ok, answered := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code))
+				ok, answered := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code), "")
 				if !answered {
 					return // the send goes on untrusted: nobody said the codes differ
 				}

@@ -153,7 +153,7 @@ func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.D
 	})
 	c, err := anywhere.Dial(ctx, anywhere.DialRequest{
 		Relay: relay, Secret: s, Self: e.ident.ID, Peer: want, TLS: tlsConf, Transport: e.opts.Transport,
-		Loopback: e.anywhereLoopback, RelaySecret: e.relaySecret(relay), RelayOnly: e.anywhereRelayOnly,
+		Loopback: e.anywhereLoopback, RelaySecret: e.relaySecret(relay), RelayOnly: e.anywhereRelayOnly, Log: e.log,
 	})
 	if err != nil {
 		return auto.Dialled{}, anywhereError(err, relay, want)

@@ -13,7 +13,7 @@ import (
 // which path they chose.
 func RelayOnlyChecks(ctx context.Context, relay string, relayIP net.IP, relayRTT time.Duration) (time.Duration, Path, error) {
 	start := func(rtt time.Duration) (*agent, error) {
-		cfg, err := agentConfig(relay, "", TestNet{Loopback: true}, nil, rtt)
+		cfg, err := agentConfig(relay, "", TestNet{Loopback: true}, nil, rtt, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/pion/ice/v4"
-	"github.com/pion/logging"
 	"github.com/pion/stun/v4"
 )
 
@@ -74,9 +74,9 @@ type agent struct {
 // mux, when set, is a socket the agent shares with QUIC: its host and
 // server-reflexive candidates are that socket's. relayRTT is the round
 // trip to the relay, for a caller (controlling: it picks the pair; see
-// relayWait); zero for the callee.
-func newAgent(ctx context.Context, relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefault, relayRTT time.Duration) (*agent, error) {
-	cfg, err := agentConfig(relay, secret, tn, mux, relayRTT)
+// relayWait); zero for the callee. log gets what pion says (nil: nothing).
+func newAgent(ctx context.Context, relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefault, relayRTT time.Duration, log *slog.Logger) (*agent, error) {
+	cfg, err := agentConfig(relay, secret, tn, mux, relayRTT, log)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func newAgent(ctx context.Context, relay, secret string, tn TestNet, mux *ice.Un
 }
 
 // agentConfig is newAgent's ICE configuration.
-func agentConfig(relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefault, relayRTT time.Duration) (*ice.AgentConfig, error) {
+func agentConfig(relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefault, relayRTT time.Duration, log *slog.Logger) (*ice.AgentConfig, error) {
 	loopback := tn.Loopback
 	stunURI, err := stun.ParseURI("stun:" + relay)
 	if err != nil {
@@ -95,8 +95,6 @@ func agentConfig(relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefau
 		return nil, fmt.Errorf("relay address %q: %w", relay, err)
 	}
 	turnURI.Username, turnURI.Password = turnCredentials(secret)
-	lf := logging.NewDefaultLoggerFactory()
-	lf.DefaultLogLevel = logging.LogLevelError
 	cfg := &ice.AgentConfig{
 		Urls:         []*stun.URI{stunURI, turnURI},
 		NetworkTypes: []ice.NetworkType{ice.NetworkTypeUDP4},
@@ -106,7 +104,7 @@ func agentConfig(relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefau
 		// No mDNS: it would announce on every interface's multicast group,
 		// and host candidates by address are what the peer needs anyway.
 		MulticastDNSMode: ice.MulticastDNSModeDisabled,
-		LoggerFactory:    lf,
+		LoggerFactory:    pionLogs(log),
 		IncludeLoopback:  loopback,
 		InterfaceFilter:  func(name string) bool { return !loopback || name == "lo" },
 		// A peer's loopback or unspecified address is this device's own:
@@ -185,11 +183,9 @@ func startAgent(ctx context.Context, cfg *ice.AgentConfig, loopback bool) (*agen
 	return g, nil
 }
 
-// newMux is a mux on a socket shared with QUIC.
-func newMux(pc net.PacketConn) *ice.UniversalUDPMuxDefault {
-	lf := logging.NewDefaultLoggerFactory()
-	lf.DefaultLogLevel = logging.LogLevelError
-	return ice.NewUniversalUDPMuxDefault(ice.UniversalUDPMuxParams{UDPConn: pc, Logger: lf.NewLogger("ice")})
+// newMux is a mux on a socket shared with QUIC; log gets what it says.
+func newMux(pc net.PacketConn, log *slog.Logger) *ice.UniversalUDPMuxDefault {
+	return ice.NewUniversalUDPMuxDefault(ice.UniversalUDPMuxParams{UDPConn: pc, Logger: pionLogs(log).NewLogger("ice")})
 }
 
 // close ends the agent (and its own mux).

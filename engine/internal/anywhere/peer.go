@@ -55,6 +55,8 @@ type DialRequest struct {
 	// RelayOnly offers the relay's TURN candidates only (tests: a relayed
 	// path on loopback).
 	RelayOnly bool
+	// Log gets what ICE and TURN say on the way (nil: discarded).
+	Log *slog.Logger
 }
 
 // Conn is a QUIC session over an ICE path.
@@ -130,8 +132,8 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	mux := newMux(sock.NonQUIC())
-	g, err := newAgent(ctx, req.Relay, req.RelaySecret, TestNet{req.Loopback, req.RelayOnly}, mux, relayRTT)
+	mux := newMux(sock.NonQUIC(), req.Log)
+	g, err := newAgent(ctx, req.Relay, req.RelaySecret, TestNet{req.Loopback, req.RelayOnly}, mux, relayRTT, req.Log)
 	if err != nil {
 		mux.Close()
 		sock.Close()
@@ -423,7 +425,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var mux *ice.UniversalUDPMuxDefault
 	if s.NonQUIC != nil {
 		if pc := s.NonQUIC(); pc != nil {
-			mux = newMux(pc)
+			mux = newMux(pc, s.Log)
 			defer mux.Close()
 		}
 	}
@@ -599,7 +601,7 @@ func (s *Server) answer(ctx context.Context, mb *Mailbox, mux *ice.UniversalUDPM
 	if target == nil {
 		return nil, errors.New("not receiving on QUIC here")
 	}
-	g, err := newAgent(ctx, s.Relay, s.RelaySecret, TestNet{s.Loopback, s.RelayOnly}, mux, 0)
+	g, err := newAgent(ctx, s.Relay, s.RelaySecret, TestNet{s.Loopback, s.RelayOnly}, mux, 0, s.Log)
 	if err != nil {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}

@@ -227,10 +227,18 @@ func anywhereError(err error, relay string, want identity.DeviceID) error {
 		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), err)
 	case errors.Is(err, anywhere.ErrRelayUnreachable):
 		return fmt.Errorf("cannot reach device %s from anywhere: the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", want.Short(), relay, err)
+	case errors.Is(err, anywhere.ErrNotRelay):
+		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), notRelay(relay, err))
 	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):
 		return fmt.Errorf("cannot reach device %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\"): %w", want.Short(), relay, relay, err)
 	}
 	return fmt.Errorf("cannot reach device %s through relay %s: %w", want.Short(), relay, err)
+}
+
+// notRelay says that what answers at relay is no Ferry relay, and what
+// to check.
+func notRelay(relay string, err error) error {
+	return fmt.Errorf("%s is %w (is that the address and port of `ferry-cli relay`? 3478 unless it was given another)", relay, err)
 }
 
 // ServeAnywhere keeps this device reachable by its paired devices through
@@ -281,6 +289,9 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 		}
 		if errors.Is(err, anywhere.ErrRelayUnreachable) {
 			return nil, fmt.Errorf("the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", relay, err)
+		}
+		if errors.Is(err, anywhere.ErrNotRelay) {
+			return nil, notRelay(relay, err)
 		}
 		if err == nil {
 			err = ErrClosed

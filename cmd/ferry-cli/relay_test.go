@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +138,64 @@ func TestReceivedRouteLine(t *testing.T) {
 		if out.String() != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.dir, tc.route, out.String(), tc.want)
 		}
+	}
+}
+
+// TestAddressThatIsNoRelay: --relay given the address of something else
+// (a web server, a TCP echo, the wrong port) says that it is no Ferry
+// relay, for send and for receive, not that the relay "does not answer"
+// (it did) nor a web server's "501 Unsupported method".
+func TestAddressThatIsNoRelay(t *testing.T) {
+	web := func(status int, body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.Listener.Addr().String()
+	}
+	echo := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { io.Copy(c, c); c.Close() }()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhere(t, a, b, false)
+	file := writeFile(t, "a.txt", "a")
+	for _, tc := range []struct{ name, addr string }{
+		{"a web server that takes no POST", web(http.StatusNotImplemented, "Unsupported method ('POST')")},
+		{"a web server with a page for every path", web(http.StatusOK, "<html><body>It works!</body></html>")},
+		{"a web server that wants a login", web(http.StatusUnauthorized, "login first")},
+		{"a TCP echo", echo()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, "receive", "--config", b.dir, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--no-discovery",
+				"--localsend=false", "--anywhere", "--relay", tc.addr)
+			says(t, "receive", code, stderr, tc.addr)
+			code, _, stderr = runCLI(t, "send", "--config", a.dir, "--relay", tc.addr, "--to", "Desktop", file)
+			says(t, "send", code, stderr, tc.addr)
+		})
+	}
+}
+
+// says checks that a command ended saying that addr is no Ferry relay.
+func says(t *testing.T, cmd string, code int, stderr, addr string) {
+	t.Helper()
+	if code != 1 || !strings.Contains(stderr, addr+" is not a Ferry relay") || strings.Contains(stderr, "does not answer") ||
+		strings.Contains(stderr, "secret") {
+		t.Errorf("%s: exit %d, %q", cmd, code, stderr)
 	}
 }

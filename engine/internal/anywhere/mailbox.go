@@ -69,6 +69,11 @@ var ErrRelayRefused = errors.New("relay refused the request")
 // ErrBadReply marks a reply that is not the protocol's.
 var ErrBadReply = errors.New("bad reply from the relay")
 
+// ErrNotRelay marks a server that answered at the relay's address, but
+// not as a Ferry relay does: another service (a web server, an echo), or
+// the wrong port. A bad reply (ErrBadReply) is one too.
+var ErrNotRelay = errors.New("not a Ferry relay")
+
 // CheckName checks a name: NameLen lowercase hex digits.
 func CheckName(name string) error {
 	if len(name) != NameLen || !isHex(name) {
@@ -169,23 +174,49 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, unwrapURL(err))
+		err = unwrapURL(err)
+		if !lostOnTheWay(err) {
+			// Something answered, in another protocol than HTTP.
+			return nil, fmt.Errorf("%w: it answers, but not in HTTP (%v)", ErrNotRelay, err)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReply+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrRelayUnreachable, m.relay, err)
 	}
-	if resp.StatusCode == http.StatusUnauthorized {
+	// A relay answers 2xx, 401 saying why (HeaderSecret), 404 to a wait
+	// when it holds none (older), and 400, 413 or 429 with its reason;
+	// anything else is some other server's.
+	switch code := resp.StatusCode; {
+	case code/100 == 2:
+		return data, nil
+	case code == http.StatusUnauthorized && resp.Header.Get(HeaderSecret) != "":
 		return nil, m.secretRefused(resp.Header.Get(HeaderSecret))
-	}
-	if resp.StatusCode == http.StatusNotFound && path == PathWait {
+	case code == http.StatusNotFound && path == PathWait:
 		return nil, ErrNoWait
+	case code == http.StatusBadRequest, code == http.StatusRequestEntityTooLarge, code == http.StatusTooManyRequests:
+		return nil, fmt.Errorf("%w: %s: %s (%s)", ErrRelayRefused, m.relay, resp.Status, firstLine(data))
 	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%w: %s: %s", ErrRelayRefused, m.relay, resp.Status)
+	return nil, fmt.Errorf("%w: it answered %q", ErrNotRelay, resp.Status)
+}
+
+// lostOnTheWay reports whether err, an HTTP client's, is the network's
+// (no connection, a timeout, a connection cut) rather than a reply in
+// another protocol.
+func lostOnTheWay(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// firstLine is the first line of a relay's reason, bounded.
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	if len(s) > 200 {
+		s = s[:200]
 	}
-	return data, nil
+	return s
 }
 
 // secretRefused says why the relay refused this device's relay secret,
@@ -249,5 +280,9 @@ func (m *Mailbox) fetch(ctx context.Context, path string, names []string) ([][][
 	if err != nil {
 		return nil, err
 	}
-	return DecodeRecords(data, len(names))
+	recs, err := DecodeRecords(data, len(names))
+	if err != nil {
+		return nil, fmt.Errorf("%w: it answered what a relay does not (%w)", ErrNotRelay, err)
+	}
+	return recs, nil
 }

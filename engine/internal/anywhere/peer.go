@@ -419,6 +419,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.announce(ctx, mb, now()); err != nil {
 		return err
 	}
+	lastPresence := now()
+	// Last, once every call answered here is over: the presence is
+	// taken back (the relay would keep it for minutes, and a device
+	// calling meanwhile would wait for an answer on every try).
+	defer func() { s.leave(mb, lastPresence, now(), log) }()
 	if s.Started != nil {
 		s.Started()
 	}
@@ -442,7 +447,6 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 	slots := make(chan struct{}, maxAnswering)
 	seen := map[string]time.Time{}
-	lastPresence := now()
 	waits := true // the relay holds waits, until it says it does not (ErrNoWait)
 	for {
 		if ctx.Err() != nil {
@@ -513,6 +517,34 @@ func (s *Server) Run(ctx context.Context) error {
 					mu.Unlock()
 				})
 			})
+		}
+	}
+}
+
+// leaveWait bounds the taking back of the presence when a receiver stops
+// (a relay gone meanwhile must not hold up the stop).
+const leaveWait = time.Second
+
+// leave replaces this device's presence for each paired device, put last
+// at last, with word that it left (KindLeft), under that period's name
+// and now's.
+func (s *Server) leave(mb *Mailbox, last, t time.Time, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), leaveWait)
+	defer cancel()
+	for _, p := range s.Peers() {
+		names := []string{PresenceName(p.Secret, s.Self, last)}
+		if n := PresenceName(p.Secret, s.Self, t); n != names[0] {
+			names = append(names, n)
+		}
+		for _, name := range names {
+			blob, err := Seal(p.Secret, name, Message{Kind: KindLeft, From: s.Self.String(), To: p.ID.String(), At: t.Unix()})
+			if err == nil {
+				err = mb.Put(ctx, name, blob)
+			}
+			if err != nil {
+				log.Info("rendezvous: the presence stays at the relay until it expires", "relay", s.Relay, "err", err)
+				return
+			}
 		}
 	}
 }

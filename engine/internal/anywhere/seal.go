@@ -47,6 +47,10 @@ const (
 	KindPresence = "presence" // "I receive from anywhere through this relay"
 	KindCall     = "call"     // a sender's ICE offer
 	KindAnswer   = "answer"   // the receiver's ICE answer to one call
+	// KindLeft takes a presence's place when its receiver stops: "I no
+	// longer receive through this relay". It is no presence, so a device
+	// that looks (an older one too) finds none at once.
+	KindLeft = "left"
 )
 
 // Bounds on what a message may hold. A real one holds a dozen candidates
@@ -73,7 +77,7 @@ var ErrBadMessage = errors.New("bad rendezvous message")
 
 // Message is what a blob carries once opened.
 type Message struct {
-	// Kind is KindPresence, KindCall or KindAnswer.
+	// Kind is KindPresence, KindCall, KindAnswer or KindLeft.
 	Kind string `json:"kind"`
 	// From and To are the device IDs of the sender and the recipient.
 	From string `json:"from"`
@@ -222,7 +226,7 @@ func ParseMessage(plain []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: trailing data", ErrBadMessage)
 	}
 	switch m.Kind {
-	case KindPresence, KindCall, KindAnswer:
+	case KindPresence, KindCall, KindAnswer, KindLeft:
 	default:
 		return Message{}, fmt.Errorf("%w: unknown kind %.32q", ErrBadMessage, m.Kind)
 	}
@@ -231,9 +235,9 @@ func ParseMessage(plain []byte) (Message, error) {
 			return Message{}, fmt.Errorf("%w: device ID: %v", ErrBadMessage, err)
 		}
 	}
-	if m.Kind == KindPresence {
+	if m.Kind == KindPresence || m.Kind == KindLeft {
 		if m.Call != "" || m.Ufrag != "" || m.Pwd != "" || len(m.Candidates) > 0 {
-			return Message{}, fmt.Errorf("%w: a presence carries no call", ErrBadMessage)
+			return Message{}, fmt.Errorf("%w: a %s carries no call", ErrBadMessage, m.Kind)
 		}
 		return m, nil
 	}

@@ -112,6 +112,8 @@ var parseCases = []struct {
 	{"unknown kind", `{"kind":"shell","from":"` + idA.String() + `","to":"` + idB.String() + `"}`, false},
 	{"bad id", `{"kind":"presence","from":"nobody","to":"` + idB.String() + `"}`, false},
 	{"presence with candidates", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","candidates":["x"]}`, false},
+	{"good left", `{"kind":"left","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1}`, true},
+	{"left with a call", `{"kind":"left","from":"` + idA.String() + `","to":"` + idB.String() + `","call":"` + strings.Repeat("a", 32) + `"}`, false},
 	{"call without candidates", `{"kind":"call","from":"` + idA.String() + `","to":"` + idB.String() + `","call":"` + strings.Repeat("0a", 16) + `","ufrag":"abcd","pwd":"` + strings.Repeat("x", 22) + `"}`, false},
 	{"short pwd", `{"kind":"call","from":"` + idA.String() + `","to":"` + idB.String() + `","call":"` + strings.Repeat("0a", 16) + `","ufrag":"abcd","pwd":"short","candidates":["c"]}`, false},
 	{"bad call name", `{"kind":"call","from":"` + idA.String() + `","to":"` + idB.String() + `","call":"../../etc","ufrag":"abcd","pwd":"` + strings.Repeat("x", 22) + `","candidates":["c"]}`, false},

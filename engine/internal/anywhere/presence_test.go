@@ -1,0 +1,64 @@
+package anywhere_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine/internal/anywhere"
+	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
+	"github.com/ferrydrop/ferry/engine/relay"
+)
+
+// A receiver that stops (Ctrl-C, the app's setting turned off) takes its
+// presence back from the relay: a paired device that looks then hears at
+// once that it is not receiving there. The relay kept the presence for two
+// minutes, and a send in the meantime waited 10 s for an answer on every
+// attempt of its two minutes of retries ("did not answer ... within 10s").
+// Started again, it is found again.
+func TestStoppedReceiverLeavesNoPresence(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 9
+	serve := func() (stop func()) {
+		started := make(chan struct{})
+		srv := &anywhere.Server{
+			Relay: r.Addr().String(), Self: b.ID, Loopback: true,
+			Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
+			Listener: func() *net.UDPAddr { return nil },
+			Started:  func() { close(started) },
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		served := make(chan error, 1)
+		go func() { served <- srv.Run(ctx) }()
+		<-started
+		return func() {
+			cancel()
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	look := func() error {
+		return anywhere.Lookup(t.Context(), anywhere.DialRequest{Relay: r.Addr().String(), Secret: s, Self: a.ID, Peer: b.ID})
+	}
+	stop := serve()
+	if err := look(); err != nil {
+		t.Fatalf("a receiver serving: %v", err)
+	}
+	stop()
+	if err := look(); !errors.Is(err, anywhere.ErrNotFound) {
+		t.Fatalf("a receiver that stopped: %v, want ErrNotFound", err)
+	}
+	stop = serve()
+	defer stop()
+	if err := look(); err != nil {
+		t.Fatalf("the receiver started again: %v", err)
+	}
+}

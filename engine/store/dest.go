@@ -73,6 +73,9 @@ type Dest struct {
 	// rename is renameNoReplace; tests replace it to race it or to
 	// exercise the link fallback.
 	rename func(oldname, newname string) error
+	// replace is Root.Rename, which replaces its target: place's last
+	// resort. Tests replace it to race it.
+	replace func(oldname, newname string) error
 
 	// SyncOnFinalize fsyncs every file before it gets its final name. Off by
 	// default, like rsync and scp: a per-file fsync costs more than the
@@ -82,6 +85,11 @@ type Dest struct {
 
 	ioMode    atomic.Int32 // a fileio.Mode: see SetBufferedIO, SetIOMode
 	noUnnamed atomic.Bool  // CreateWhole found that files cannot be created without a name here
+
+	// placeMu serialises place's check-then-rename fallback, so that two
+	// files of ours ending under one name (on FAT "A.txt" and "a.txt") never
+	// both see it free and the second replaces the first.
+	placeMu sync.Mutex
 
 	// top is the destination itself as a folder (never out of the cache).
 	top *folder
@@ -169,6 +177,7 @@ func Open(dir string) (*Dest, error) {
 		folders: map[string]*folder{}, gone: map[*folder]struct{}{}}
 	d.link = d.linkNames
 	d.rename = d.renameNoReplace
+	d.replace = root.Rename
 	return d, nil
 }
 
@@ -844,13 +853,16 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 	// shares): check, then rename. Rename replaces an existing target, so a
 	// file created by another process in the instant between the Lstat and
 	// the Rename would be overwritten. That window is unavoidable through
-	// os.Root and exists only on such file systems.
+	// os.Root and exists only on such file systems; our own files close it
+	// with placeMu.
+	d.placeMu.Lock()
+	defer d.placeMu.Unlock()
 	if _, err := d.root.Lstat(newname); err == nil {
 		return false, &fs.PathError{Op: "finalize", Path: newname, Err: fs.ErrExist}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
-	return false, d.root.Rename(oldname, newname)
+	return false, d.replace(oldname, newname)
 }
 
 // MakeFolder creates the peer's folder rel (slash-separated, validated and

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/ferrydrop/ferry/engine/merkle"
 )
@@ -42,16 +41,11 @@ type Journal struct {
 	// fsync commits f to stable storage ((*os.File).Sync; tests replace it).
 	fsync func(*os.File) error
 
-	mu      sync.Mutex // guards the fields below
-	f       *os.File
-	w       *bufio.Writer
-	dirty   bool
-	pending bool // a lazy flush is scheduled
+	mu    sync.Mutex // guards the fields below
+	f     *os.File
+	w     *bufio.Writer
+	dirty bool
 }
-
-// lazyDelay batches "saved" records: thousands of small files cost a
-// handful of writes instead of one each (about 8 % of workload C).
-const lazyDelay = 2 * time.Millisecond
 
 const (
 	recChunk   byte = 1
@@ -89,9 +83,9 @@ func newJournal(f *os.File) *Journal {
 	return &Journal{f: f, w: bufio.NewWriterSize(f, 4096), fsync: (*os.File).Sync}
 }
 
-// write appends a record; lazy ones reach the file within lazyDelay (or
-// with the next record that is not lazy), the others at once.
-func (j *Journal) write(payload []byte, lazy bool) error {
+// write appends a record and writes it to the file at once: after a
+// SIGKILL the page cache still has it.
+func (j *Journal) write(payload []byte) error {
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(payload)))
 	var sum [4]byte
@@ -105,21 +99,6 @@ func (j *Journal) write(payload []byte, lazy bool) error {
 	j.w.Write(payload)
 	j.w.Write(sum[:])
 	j.dirty = true
-	if lazy {
-		if !j.pending {
-			j.pending = true
-			time.AfterFunc(lazyDelay, func() {
-				j.mu.Lock()
-				defer j.mu.Unlock()
-				j.pending = false
-				if j.f != nil {
-					j.w.Flush()
-				}
-			})
-		}
-		return nil
-	}
-	// Written at once: after a SIGKILL the page cache still has it.
 	return j.w.Flush()
 }
 
@@ -131,7 +110,7 @@ func (j *Journal) Chunk(file, chunk, crc uint32, leaf merkle.Hash) error {
 	binary.BigEndian.PutUint32(p[5:], chunk)
 	binary.BigEndian.PutUint32(p[9:], crc)
 	copy(p[13:], leaf[:])
-	return j.write(p[:], false)
+	return j.write(p[:])
 }
 
 // Partial records the name and identity of file's partial (and the file's
@@ -148,14 +127,15 @@ func (j *Journal) Partial(file uint32, size int64, name, id string) error {
 	p[13] = byte(len(id))
 	copy(p[14:], id)
 	copy(p[14+len(id):], name)
-	return j.write(p, false)
+	return j.write(p)
 }
 
-// Saved records that a file got its final name. It is written lazily: a
-// crash within those milliseconds makes the next attempt fetch the file again
-// (saved as "name (1).ext"); nothing is lost or overwritten.
+// Saved records that a file got its final name, at once, like every
+// record: batched to save a system call per file, a receiver killed before
+// the batch was written fetched the files named meanwhile again at its next
+// attempt, and saved each a second time as "name (1).ext".
 func (j *Journal) Saved(file uint32, savedAs string) error {
-	return j.write(named(recSaved, file, savedAs), true)
+	return j.write(named(recSaved, file, savedAs))
 }
 
 func named(typ byte, file uint32, name string) []byte {

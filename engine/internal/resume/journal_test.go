@@ -28,7 +28,7 @@ func TestJournalRoundTripAndTornTail(t *testing.T) {
 	binary.BigEndian.PutUint32(old[1:], 5)
 	binary.BigEndian.PutUint64(old[5:], 7)
 	copy(old[13:], "c.bin.partial")
-	j.write(old, false)
+	j.write(old)
 	j.Sync()
 	j.Close()
 	recs, err := readJournal(path)
@@ -196,7 +196,7 @@ func TestJournalAppendsWhileItSyncs(t *testing.T) {
 		return f.Sync()
 	}
 	j.Chunk(1, 0, 1, merkle.Leaf([]byte("a")))
-	j.Saved(2, "a.txt") // lazy: Sync flushes it
+	j.Saved(2, "a.txt")
 	synced := make(chan error)
 	go func() { synced <- j.Sync() }()
 	size := <-inSync
@@ -305,5 +305,43 @@ func TestBusyWhileAJournalIsOpen(t *testing.T) {
 	j.Close()
 	if other.Busy("k") || other.Busy("absent") {
 		t.Error("Busy once the journal is closed, or with none")
+	}
+}
+
+// Every record is in the journal's file once its call returns, with no Sync
+// or Close: a receiver killed right after a file got its name (SIGKILL, a
+// crash) must not fetch that file again at the next attempt and save it a
+// second time as "name (1).ext" (seen: a 300 MB file, and 1 to 28 small
+// files of a tree, killed at random points). The page cache keeps what was
+// written; only a power cut needs the Sync.
+func TestJournalRecordsReachTheFileAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.log")
+	j, err := createJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	leaf := merkle.Leaf([]byte("x"))
+	steps := []struct {
+		name  string
+		write func() error
+	}{
+		{"partial", func() error { return j.Partial(1, 5<<20, "big.bin.partial", "b1.2") }},
+		{"chunk", func() error { return j.Chunk(1, 0, 7, leaf) }},
+		{"saved", func() error { return j.Saved(1, "big.bin") }},
+		{"saved small file", func() error { return j.Saved(2, "small.txt") }},
+	}
+	for i, s := range steps {
+		if err := s.write(); err != nil {
+			t.Fatal(err)
+		}
+		// What a process started after a kill reads, right away.
+		recs, err := readJournal(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != i+1 {
+			t.Fatalf("after the %s record the file holds %d records, want %d", s.name, len(recs), i+1)
+		}
 	}
 }

@@ -180,6 +180,28 @@ type conn struct {
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup // watchCongestion, and the socket closer of a dialled connection
+
+	// lost is why the connection was closed here for its peer's sake
+	// (lose); err reports it in place of the local close.
+	lost atomic.Pointer[error]
+}
+
+// resetErr is, once the connection ended with a stateless reset (its peer
+// restarted and knows it no more), the error that says so; else nil.
+func (q *conn) resetErr() error {
+	cause := context.Cause(q.c.Context())
+	var reset *quic.StatelessResetError
+	if !errors.As(cause, &reset) {
+		return nil
+	}
+	return q.err(cause)
+}
+
+// lose closes the connection because its peer is gone for the reason why,
+// which its streams' errors then report.
+func (q *conn) lose(why error) {
+	q.lost.CompareAndSwap(nil, &why)
+	q.close(uint64(errcode.AppOfErr(why)), errcode.Reason(why))
 }
 
 // newConn wraps an established connection. tr is the Transport a dialled
@@ -381,12 +403,19 @@ func (q *conn) err(err error) error {
 		return nil
 	}
 	var ae *quic.ApplicationError
+	if why := q.lost.Load(); why != nil && errors.As(err, &ae) && !ae.Remote {
+		return *why
+	}
 	if errors.As(err, &ae) && ae.Remote && ae.ErrorCode != 0 {
 		return errcode.FromApp(errcode.App(ae.ErrorCode), ae.ErrorMessage)
 	}
 	var ie *quic.IdleTimeoutError
 	if errors.As(err, &ie) {
 		return fmt.Errorf("the connection went silent for %v: %w", q.cfg.QUICIdleTimeout, err)
+	}
+	var re *quic.StatelessResetError
+	if errors.As(err, &re) {
+		return fmt.Errorf("the other device restarted: %w", err)
 	}
 	return err
 }

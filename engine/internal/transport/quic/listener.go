@@ -2,7 +2,9 @@ package quic
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math"
@@ -69,7 +71,7 @@ func listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 		// Per source, live decides (Renew); joining only shares the total.
 		joining: fair.New(fair.Limits{Total: maxJoining, PerSource: math.MaxInt, Floor: join.PendingFloor}),
 		gate:    join.NewGate(reg, transport.QUIC, cfg.HandshakeTimeout)}
-	l.tr = &quic.Transport{Conn: udp, ConnContext: l.admit}
+	l.tr = &quic.Transport{Conn: udp, ConnContext: l.admit, StatelessResetKey: resetKey(tlsConf)}
 	ln, err := l.tr.ListenEarly(tlsConf, l.quicConfig())
 	if err != nil {
 		l.tr.Close()
@@ -79,6 +81,25 @@ func listen(addr string, tlsConf *tls.Config, reg *join.Registry, cfg transport.
 	l.ln = ln
 	l.wg.Go(func() { l.acceptLoop(ln) })
 	return l, nil
+}
+
+// resetKey derives the listener's stateless reset key from this device's
+// private key: a receiver killed and started again on its port then knows
+// its predecessor's connections well enough to end them (RFC 9000 10.3)
+// when their sender next speaks, and the sender reconnects and resumes at
+// once instead of waiting out the idle timeout. The key stays as secret
+// as the private key (one-way, and labelled for this use alone). Without a
+// certificate, nil: no stateless resets, as before.
+func resetKey(c *tls.Config) *quic.StatelessResetKey {
+	if c == nil || len(c.Certificates) == 0 {
+		return nil
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(c.Certificates[0].PrivateKey)
+	if err != nil {
+		return nil
+	}
+	k := quic.StatelessResetKey(sha256.Sum256(append([]byte("ferry quic stateless reset key\x00"), der...)))
+	return &k
 }
 
 // maxLiveConnsPerSource bounds the QUIC connections one source address

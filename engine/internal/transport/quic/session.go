@@ -364,6 +364,24 @@ func (s *Session) join(x *slot) {
 	s.conns = append(s.conns, c)
 	x.conn = c
 	s.followNetwork(c, nil) // the first connection's changes stand for the session's
+	s.wg.Go(func() { s.endOnReset(c) })
+}
+
+// endOnReset ends the session when its extra connection c gets a stateless
+// reset: the listener restarted (killed, crashed) and knows none of the
+// session's connections. The first one may be idle, its control stream
+// waiting, and its keep-alives are too small to draw a reset of their own
+// (RFC 9000 10.3): it would count as lost only after the idle timeout,
+// and the sender would reconnect and resume that much later.
+func (s *Session) endOnReset(c *conn) {
+	select {
+	case <-c.done():
+	case <-s.ctx.Done():
+		return
+	}
+	if err := c.resetErr(); err != nil {
+		s.primary.lose(err)
+	}
 }
 
 // joinConn sends the join header on a new connection and reads the answer.

@@ -345,6 +345,7 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 			s.DeviceName = old.DeviceName
 		}
 	}
+	s.DownloadDir = downloadDirPath(s.DownloadDir)
 	if s.DownloadDir != old.DownloadDir {
 		if err := b.eng.SetDownloadDir(s.DownloadDir); err != nil {
 			errs = append(errs, &ui.Problem{Text: folderProblem(s.DownloadDir, err) + " Files still go to " + old.DownloadDir + ".", Err: err})
@@ -383,6 +384,31 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// downloadDirPath is the folder a typed download folder means, absolute:
+// "~" and "~/Pictures" are in the home folder, as in a shell, and so is a
+// relative path (an app started from a menu has no working folder the user
+// knows of). "~/Pictures" used to become a folder named "~" in the app's
+// working folder, while the offer prompt said "Save to ~/Pictures". Saved
+// absolute, the form, the prompt and History show where files really go.
+// Empty stays empty (the engine refuses it); without a home folder the
+// path is left as it is.
+func downloadDirPath(dir string) string {
+	dir = strings.TrimSpace(dir)
+	home, err := os.UserHomeDir()
+	if dir == "" || err != nil {
+		return dir
+	}
+	switch {
+	case dir == "~":
+		return home
+	case strings.HasPrefix(dir, "~/") || strings.HasPrefix(dir, "~"+string(filepath.Separator)):
+		return filepath.Join(home, dir[2:])
+	case !filepath.IsAbs(dir):
+		return filepath.Join(home, dir)
+	}
+	return filepath.Clean(dir)
 }
 
 func acceptPolicy(p ui.Policy) engine.AcceptPolicy {

@@ -388,6 +388,40 @@ func TestBadDownloadFolderIsSaidInWords(t *testing.T) {
 	}
 }
 
+// A download folder typed as in a shell ("~/Pictures") or relative is in
+// the home folder, and saved as the absolute path, which the form and the
+// offer prompt then show. "~/Pictures" used to make a folder named "~" in
+// the app's working folder, files went there, and the prompt said "Save to
+// ~/Pictures".
+func TestTypedDownloadFolderIsInHome(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	home, work := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Chdir(work)
+	b := newTestBackend(t)
+	for _, c := range []struct{ typed, want string }{
+		{"~/Pictures", filepath.Join(home, "Pictures")},
+		{" Music/From Ferry ", filepath.Join(home, "Music", "From Ferry")},
+		{"~", home},
+		{"/srv/../" + work + "/abs", filepath.Join(work, "abs")},
+	} {
+		s := b.Settings()
+		s.DownloadDir = c.typed
+		if err := b.SaveSettings(s); err != nil {
+			t.Fatalf("%q: %v", c.typed, err)
+		}
+		if got := b.Settings().DownloadDir; got != c.want {
+			t.Errorf("%q saved as %q, want %q", c.typed, got, c.want)
+		}
+		if fi, err := os.Stat(c.want); err != nil || !fi.IsDir() {
+			t.Errorf("%q: %s is no folder: %v", c.typed, c.want, err)
+		}
+	}
+	if left, _ := os.ReadDir(work); len(left) != 1 || left[0].Name() != "abs" {
+		t.Errorf("the working folder holds %v, want only abs", left)
+	}
+}
+
 // A device name other devices would refuse (over 255 bytes: every send
 // then failed in the hello) is refused where it is typed, in words, and
 // the name stays; an empty one too (it was dropped silently). A name saved

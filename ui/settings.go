@@ -98,6 +98,17 @@ func newSettingsView(u *UI) *settingsView {
 	for _, it := range v.anywhere.items() {
 		form.AppendItem(it)
 	}
+	// The form greys the label of a disabled field only when it is
+	// refreshed: "Relay" stayed grey over a field that took typing once
+	// "Reach my paired devices from anywhere" was checked (and "LocalSend
+	// PIN" white over a disabled one once LocalSend was turned off).
+	for _, c := range []*widget.Check{v.localSend.on, v.anywhere.on} {
+		changed := c.OnChanged
+		c.OnChanged = func(on bool) {
+			changed(on)
+			form.Refresh()
+		}
+	}
 	for _, it := range []*widget.FormItem{
 		widget.NewFormItem("Ferry version", widget.NewLabel(version.Get().Short())),
 		widget.NewFormItem("Licence", u.licenceLine()),

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/ferrydrop/ferry/internal/uitree"
@@ -110,5 +113,49 @@ func TestInvalidFieldIsNotSavedNorLost(t *testing.T) {
 				t.Errorf("after mending: name %q, note %q", be.settings.DeviceName, v.note.Text)
 			}
 		})
+	}
+}
+
+// A field turned on or off by its check has its label drawn to match:
+// "Relay" and "Relay secret" stayed grey, as if they could not be typed
+// in, after "Reach my paired devices from anywhere" was checked, and the
+// LocalSend labels stayed white over fields turned off.
+func TestSettingsLabelsFollowTheirFields(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.win.SetContent(u.settings.obj)
+	v := u.settings
+	// The labels as drawn now (LaidOutObjects makes renderers anew: it is
+	// called once, and the same labels are looked at after each change).
+	labels := map[string]*canvas.Text{}
+	for _, o := range test.LaidOutObjects(u.settings.obj) {
+		if l, ok := o.(*canvas.Text); ok {
+			labels[l.Text] = l
+		}
+	}
+	on, off := theme.Color(theme.ColorNameForeground), theme.Color(theme.ColorNameDisabled)
+	for _, c := range []struct {
+		check  *widget.Check
+		labels []string
+	}{
+		{v.anywhere.on, []string{"Relay", "Relay secret"}},
+		{v.localSend.on, []string{"LocalSend PIN", "LocalSend port"}},
+	} {
+		for range 2 { // on then off, or off then on
+			checked := !c.check.Checked
+			c.check.SetChecked(checked)
+			want := off
+			if checked {
+				want = on
+			}
+			for _, name := range c.labels {
+				l := labels[name]
+				if l == nil {
+					t.Fatalf("no label %q", name)
+				}
+				if l.Color != want {
+					t.Errorf("%q checked %v: label %q drawn %v, want %v", c.check.Text, checked, name, l.Color, want)
+				}
+			}
+		}
 	}
 }

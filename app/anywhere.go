@@ -1,6 +1,8 @@
 package app
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -68,5 +70,25 @@ func (h *anywhereHub) relayNow() string {
 	return h.relay
 }
 
-// applyAnywhere runs the beyond-the-LAN part of the settings.
-func (b *backend) applyAnywhere(s ui.Settings) error { return b.anywhere.apply(b.eng, s) }
+// applyAnywhere runs the beyond-the-LAN part of the settings. A relay that
+// cannot be used is said in a sentence, the engine's words behind Details
+// (the settings message was an empty "Could not save the settings").
+func (b *backend) applyAnywhere(s ui.Settings) error {
+	if err := b.anywhere.apply(b.eng, s); err != nil {
+		return anywhereProblem(s.AnywhereRelay, err)
+	}
+	return nil
+}
+
+// anywhereProblem says why serving through relay failed, and that the
+// setting stays: the hub tries again at the next start or save.
+func anywhereProblem(relay string, err error) *ui.Problem {
+	text := fmt.Sprintf("Ferry could not reach your paired devices through the relay %s.", relay)
+	switch {
+	case errors.Is(err, engine.ErrRelayUnreachable):
+		text = fmt.Sprintf("The relay %s does not answer: is `ferry-cli relay` running there, and is the address right?", relay)
+	case errors.Is(err, engine.ErrRelaySecret):
+		text = fmt.Sprintf("The relay %s refused this device's relay secret: give the one the relay was started with (ferry-cli relay --secret-file), or none for a relay without one, and check this computer's clock.", relay)
+	}
+	return &ui.Problem{Text: text + " The setting is kept, and tried again when Ferry starts or the settings are saved.", Err: err}
+}

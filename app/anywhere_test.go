@@ -82,3 +82,32 @@ func relayAndEngine(t *testing.T, secret string) (*relay.Relay, *engine.Engine) 
 	t.Cleanup(func() { e.Close() })
 	return r, e
 }
+
+// TestAnywhereSettingSaidInWords: a relay that does not answer, or refuses
+// the relay secret, is said in a sentence when the settings are saved (the
+// message was an empty "Could not save the settings" with the engine's
+// words behind Details), and the setting is kept.
+func TestAnywhereSettingSaidInWords(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true, Secret: "the relay's secret for the app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	b := newTestBackend(t)
+	for _, c := range []struct{ relay, secret, want string }{
+		{"127.0.0.1:1", "", "The relay 127.0.0.1:1 does not answer: is `ferry-cli relay` running there, and is the address right? The setting is kept"},
+		{r.Addr().String(), "not the relay's secret at all", "The relay " + r.Addr().String() + " refused this device's relay secret: give the one the relay was started with"},
+	} {
+		s := b.Settings()
+		s.Anywhere, s.AnywhereRelay, s.AnywhereSecret = true, c.relay, c.secret
+		err := b.SaveSettings(s)
+		var p *ui.Problem
+		if !errors.As(err, &p) || !strings.HasPrefix(p.Text, c.want) || p.Err == nil {
+			t.Errorf("relay %s: %v, want a sentence starting %q", c.relay, err, c.want)
+		}
+		if got := b.Settings(); !got.Anywhere || got.AnywhereRelay != c.relay {
+			t.Errorf("relay %s: the setting is not kept: %+v", c.relay, got)
+		}
+	}
+}

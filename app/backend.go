@@ -360,7 +360,7 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 		errs = append(errs, err)
 	}
 	if err := b.applyAnywhere(s); err != nil {
-		errs = append(errs, fmt.Errorf("beyond the LAN: %w", err))
+		errs = append(errs, err)
 	}
 	// The login item is written again when "Start minimised" changes: it
 	// carries --minimized only when that is checked (issue 26, finding 11).

@@ -108,7 +108,7 @@ func (d *Discovery) probeTarget(ctx context.Context, tg probeTarget) {
 			continue
 		}
 		if p.Name == "" {
-			p.Name, _ = cleanName(tg.name)
+			p.Name, _ = cleanNameUpTo(tg.name, maxProbedNameLen) // the name it was remembered by
 		}
 		d.mu.Lock()
 		d.observe(p, probeTTLFactor*d.opts.ProbeInterval)
@@ -146,7 +146,7 @@ func (d *Discovery) probe(ctx context.Context, addr string, src Source) (Peer, e
 	if err != nil {
 		return Peer{}, fmt.Errorf("probe %s: device ID %q: %w", direct, id, err)
 	}
-	clean, _ := cleanName(name)
+	clean, _ := cleanNameUpTo(name, maxProbedNameLen)
 	return Peer{
 		Name:  clean,
 		ID:    nid,

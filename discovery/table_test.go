@@ -550,3 +550,41 @@ func TestAddresses(t *testing.T) {
 		}
 	}
 }
+
+// A probed device's name is its own, as Ferry's hello carries it (up to 255
+// bytes), not bounded as an mDNS label (63): a device added by address
+// whose name was longer was listed as its address, then as "Device
+// 25HQ-ZJ63", though the pairing dialog named it.
+func TestProbedNameLongerThanALabel(t *testing.T) {
+	long := "Bob’s extraordinarily long-named workstation in the third-floor lab of the east wing"
+	answers := map[string][2]string{
+		"192.0.2.80:7000": {idN(80), long},
+		"192.0.2.81:7000": {idN(81), strings.Repeat("n", 256)},
+		"192.0.2.82:7000": {idN(82), ""},
+	}
+	prober := func(ctx context.Context, addr string) (string, string, error) {
+		a, ok := answers[addr]
+		if !ok {
+			return "", "", errors.New("timeout")
+		}
+		return a[0], a[1], nil
+	}
+	d, _ := newTestDiscovery(t, Options{
+		Prober: prober,
+		Remembered: func() []Remembered {
+			return []Remembered{{ID: idN(82), Name: long + " (remembered)", Addrs: []string{"192.0.2.82:7000"}}}
+		},
+	})
+	ctx := context.Background()
+	if p, err := d.AddManual(ctx, "192.0.2.80:7000"); err != nil || p.Name != long {
+		t.Errorf("AddManual = %q, %v; want %q", p.Name, err, long)
+	}
+	// Over the wire's bound: not a name (the address stands in).
+	if p, err := d.AddManual(ctx, "192.0.2.81:7000"); err != nil || p.Name != "192.0.2.81:7000" {
+		t.Errorf("AddManual of a 256-byte name = %q, %v", p.Name, err)
+	}
+	d.probeRound(ctx)
+	if p, err := resolveIn(d.Peers(), idN(82)); err != nil || p.Name != long+" (remembered)" {
+		t.Errorf("remembered peer = %q (%v), want the name it was remembered by", p.Name, err)
+	}
+}

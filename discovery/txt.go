@@ -210,9 +210,18 @@ func isToken(s string) bool {
 
 // cleanName validates a device name: valid UTF-8, at most MaxNameLen bytes,
 // no control or format characters (no bidi overrides to spoof a name).
-func cleanName(s string) (string, error) {
+func cleanName(s string) (string, error) { return cleanNameUpTo(s, MaxNameLen) }
+
+// maxProbedNameLen bounds a name a probe's answer gives: the device's own
+// name, as Ferry's hello carries it (engine/wire's MaxNameLen), not an mDNS
+// label. A name longer than 63 bytes was dropped, and the device listed as
+// its address, then as "Device 25HQ-ZJ63".
+const maxProbedNameLen = 255
+
+// cleanNameUpTo is cleanName with max bytes at most.
+func cleanNameUpTo(s string, max int) (string, error) {
 	s = strings.TrimSpace(s)
-	if s == "" || len(s) > MaxNameLen || !utf8.ValidString(s) {
+	if s == "" || len(s) > max || !utf8.ValidString(s) {
 		return "", errors.New("bad name")
 	}
 	for _, r := range s {

@@ -205,3 +205,29 @@ func (c *check) TypedKey(ev *fyne.KeyEvent) {
 		c.Check.TypedKey(ev)
 	}
 }
+
+// choice is a widget.Select whose Escape and Enter go to the topmost dialog
+// (Space and the arrows open its list, whose own Escape closes the list).
+type choice struct {
+	widget.Select
+	u *UI
+}
+
+func (u *UI) newChoice(options []string) *choice {
+	c := &choice{u: u}
+	c.Options = options
+	c.ExtendBaseWidget(c)
+	return c
+}
+
+// TypedKey passes Escape and Enter to the dialog.
+func (c *choice) TypedKey(ev *fyne.KeyEvent) {
+	switch ev.Name {
+	case fyne.KeyEscape:
+		c.u.escape()
+	case fyne.KeyReturn, fyne.KeyEnter:
+		c.u.enter()
+	default:
+		c.Select.TypedKey(ev)
+	}
+}

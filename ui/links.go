@@ -215,15 +215,17 @@ var expireChoices = []struct {
 
 // linkSetup is the dialog that asks for a link's options (tests drive it).
 type linkSetup struct {
-	pin    *widget.Entry
-	expire *widget.Select
+	pin    *entry
+	expire *choice
 	once   *check
 	create *button
 }
 
 // showLinkSetup asks for a link's PIN and expiry, then opens it.
 func (u *UI) showLinkSetup(kind LinkKind, paths []string) *linkSetup {
-	pin := widget.NewEntry()
+	// Ferry's entry and choice, not Fyne's: Escape in them closes the
+	// dialog (with the PIN focused, as it opens, Escape did nothing).
+	pin := u.newEntry()
 	pin.SetPlaceHolder("None")
 	pin.Validator = func(s string) error {
 		if len(strings.TrimSpace(s)) > 64 {
@@ -235,7 +237,7 @@ func (u *UI) showLinkSetup(kind LinkKind, paths []string) *linkSetup {
 	for i, c := range expireChoices {
 		labels[i] = c.label
 	}
-	expire := widget.NewSelect(labels, nil)
+	expire := u.newChoice(labels)
 	expire.SetSelectedIndex(0)
 	once := u.newCheck("End the link when the first device has every file", nil)
 

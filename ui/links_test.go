@@ -469,3 +469,33 @@ func TestLinkDialogSaysWhatIsNotShared(t *testing.T) {
 		t.Errorf("hint %q", d.hint.Text)
 	}
 }
+
+// Escape closes a link's options dialog wherever the focus is, as it does
+// every other dialog: with the PIN focused (as the dialog opens) or the
+// expiry, it did nothing, and Enter on the expiry creates the link.
+func TestLinkSetupEscapeCloses(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	for _, focus := range []string{"pin", "expire"} {
+		s := u.showLinkSetup(LinkReceive, nil)
+		if focus == "expire" {
+			u.win.Canvas().Focus(s.expire)
+		} else if u.win.Canvas().Focused() != s.pin {
+			t.Fatalf("the dialog opens with %v focused, want the PIN", u.win.Canvas().Focused())
+		}
+		press(u, fyne.KeyEscape)
+		if n := overlays(u); n != 0 {
+			t.Errorf("Escape with the %s focused: %d dialogs still shown", focus, n)
+			u.win.Canvas().Overlays().Remove(u.win.Canvas().Overlays().Top())
+		}
+	}
+	if len(be.reqs) != 0 {
+		t.Errorf("Escape opened %d links", len(be.reqs))
+	}
+	s := u.showLinkSetup(LinkReceive, nil)
+	u.win.Canvas().Focus(s.expire)
+	press(u, fyne.KeyReturn)
+	awaitDo(t, be)
+	if len(be.reqs) != 1 {
+		t.Errorf("Enter on the expiry: %d links opened, want 1", len(be.reqs))
+	}
+}

@@ -186,6 +186,13 @@ func (u *UI) devicesTrustChanged(id string, trusted bool) {
 	}
 	d.Trusted = trusted
 	if !trusted && !u.isKnown(id) {
+		if !d.Online {
+			// Forgotten and not here: it was listed, greyed, only because
+			// it was remembered (it stayed, "Offline · last seen …").
+			delete(u.devices.devices, id)
+			u.devices.render()
+			return
+		}
 		// Forgotten: no longer paired either, so Pair… is offered at once
 		// (issue 26, finding 6).
 		d.Known, d.Paired = false, false

@@ -472,6 +472,42 @@ func TestForgetAndRenameShowAtOnce(t *testing.T) {
 	}
 }
 
+// A remembered device that is not here leaves Nearby when it is forgotten:
+// it stayed listed, "Offline · last seen 12 min ago", though the Devices
+// page no longer had it. One that is online stays, as new.
+func TestForgottenOfflineDeviceLeavesNearby(t *testing.T) {
+	const idCarol = "CAROLLLLCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMM"
+	u, be, _ := newTestUI(t)
+	rows := func(u *UI) []string {
+		var out []string
+		for _, r := range u.devices.rows {
+			out = append(out, rowText(r))
+		}
+		return out
+	}
+	be.known = []KnownDevice{{ID: idAlice, Name: "Alice", Announced: "Alice"}, {ID: idCarol, Name: "Carol", Announced: "Carol"}}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idAlice, Name: "Alice", Known: true, Source: "remembered",
+		LastSeen: time.Date(2026, 11, 29, 11, 48, 0, 0, time.UTC)}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idCarol, Name: "Carol", Known: true, Online: true,
+		Addrs: reach("10.0.0.3:4000", addr.QUIC)}})
+	for _, id := range []string{idAlice, idCarol} {
+		u.known.confirmForget(be.known[0])
+		dangerButton(t, u).OnTapped()
+		if len(be.forgotten) == 0 || be.forgotten[len(be.forgotten)-1] != id {
+			t.Fatalf("forgotten %v, want %s last", be.forgotten, id)
+		}
+	}
+	if _, ok := u.devices.devices[idAlice]; ok {
+		t.Errorf("the offline device is still listed after Forget: %q", rows(u))
+	}
+	if d, ok := u.devices.devices[idCarol]; !ok || d.Known || !d.Online {
+		t.Errorf("the online device after Forget: %+v (listed %v)", d, ok)
+	}
+	if n := len(u.devices.rows); n != 1 {
+		t.Errorf("%d rows drawn, want 1: %q", n, rows(u))
+	}
+}
+
 // A send that reconnects does not keep asking about the session that
 // ended: its code goes with it (the next session's shows its own), and
 // Codes match/differ on the old one answered nothing.

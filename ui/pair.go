@@ -386,8 +386,12 @@ func (q *promptQueue) showPairRequest(p *prompt) {
 		v.setCode(p.ev.Pair.Code)
 	}
 	v.onAnswer = func() {
-		// The dialog stays to show how it ends; the queue moves on.
+		// The dialog stays to show how it ends; the queue moves on. What
+		// was said of the wait goes: answered, the request no longer
+		// expires ("Expires in 1:57" stayed under "Paired with Bob").
 		p.dlg = nil
+		p.countdown.Hide()
+		p.more.Hide()
 		q.remove(p.ev.ID)
 	}
 	p.dlg = v.dlg

@@ -321,6 +321,31 @@ func TestPairRequestPrompt(t *testing.T) {
 	}
 }
 
+// Once answered, a pairing request's dialog no longer counts down to its
+// expiry nor counts the prompts behind it: "Expires in 1:57" stayed under
+// "Paired with Bob", for good.
+func TestAnsweredPairRequestStopsCountingDown(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	peer := Peer{ID: idAlice, Name: "Alice"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "r1", Direction: Incoming, State: StateWaiting, Peer: peer, Pairing: true,
+		Pair: &PairCode{Code: "330 118", Only: true}})
+	u.ApplyTransfer(offerEvent("t1", 1)) // waits behind it
+	v := u.pairs["r1"]
+	p := u.prompts.queue[0]
+	if !p.countdown.Visible() || !p.more.Visible() {
+		t.Fatal("the request does not say when it expires, or what waits behind it")
+	}
+	test.Tap(v.match)
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r1", Direction: Incoming, State: StateDone, Peer: peer, Pairing: true,
+		Result: &Result{State: StateDone}})
+	if !strings.HasPrefix(v.status.Text, "Paired with Alice") {
+		t.Fatalf("status %q", v.status.Text)
+	}
+	if p.countdown.Visible() || p.more.Visible() {
+		t.Errorf("after the answer the dialog still says %q / %q", p.countdown.Text, p.more.Text)
+	}
+}
+
 // Requests beyond the queue's bound are refused at once.
 func TestPairRequestsAreBounded(t *testing.T) {
 	u, be, _ := newTestUI(t)

@@ -55,6 +55,10 @@ func newHistoryView(u *UI) *historyView {
 			v.fill(v.entries[i], obj.(*fyne.Container))
 		},
 	)
+	// A row has its own buttons and does nothing when clicked: a click
+	// leaves no selection, whose highlight, kept by position, moved to
+	// another entry as soon as a transfer ended or the search changed.
+	v.list.OnSelected = func(i widget.ListItemID) { v.list.Unselect(i) }
 	v.empty = widget.NewLabel("Finished transfers appear here.")
 	v.empty.Alignment = fyne.TextAlignCenter
 	v.search = u.newEntry()

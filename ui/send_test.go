@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -394,6 +395,31 @@ func TestHistorySearchAndClear(t *testing.T) {
 	dangerButton(t, u).OnTapped()
 	if len(be.history) != 0 || len(u.history.entries) != 0 {
 		t.Fatal("the history was not cleared")
+	}
+}
+
+// A click on a History row leaves no highlight behind: kept by position,
+// it moved to another entry as soon as a transfer ended (or the search
+// changed), and a row does nothing when clicked (its buttons do).
+func TestHistoryRowClickLeavesNoSelection(t *testing.T) {
+	u, be, c := newTestUI(t)
+	be.history = []HistoryEntry{
+		{ID: "1", Direction: Incoming, PeerName: "Alice", Files: 2, State: StateDone, Names: []string{"beach.jpg"}, Items: 1, Finished: c.t},
+		{ID: "2", Direction: Outgoing, PeerName: "Bob", Files: 1, State: StateDone, Names: []string{"notes.txt"}, Items: 1, Finished: c.t},
+	}
+	u.history.reload()
+	u.win.SetContent(u.history.obj)
+	// What a click on the second row does (Fyne's list item selects its ID).
+	u.history.list.Select(1)
+	// The list's selection is not exported; what it holds is what it draws.
+	selected := func() int { return reflect.ValueOf(u.history.list).Elem().FieldByName("selected").Len() }
+	if n := selected(); n != 0 {
+		t.Fatalf("after a click %d rows are drawn selected, want none", n)
+	}
+	be.history = append([]HistoryEntry{{ID: "3", Direction: Incoming, PeerName: "Carol", Files: 1, State: StateDone, Finished: c.t}}, be.history...)
+	u.history.reload()
+	if n := selected(); n != 0 {
+		t.Errorf("after a new entry %d rows are drawn selected (another entry than the one clicked), want none", n)
 	}
 }
 

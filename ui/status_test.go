@@ -169,3 +169,22 @@ func TestAddressTextNamesThePort(t *testing.T) {
 		}
 	}
 }
+
+// A long device name does not push who may send out of the status line:
+// "This device: Test A the extraordinarily long-named family laptop in the
+// upstairs study next to th…" said nothing else, in a window of any width.
+func TestStatusLineShortensALongName(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	be.settings.DeviceName = "Test A the extraordinarily long-named family laptop in the upstairs study next to the window"
+	be.settings.Policy = PolicyTrusted
+	u.updateStatus()
+	want := "This device: Test A the extraordinarily long-… · receiving from trusted devices only · "
+	if got := u.status.Text; !strings.HasPrefix(got, want) {
+		t.Errorf("status line %q, want it to start %q", got, want)
+	}
+	be.settings.DeviceName = "Alice Smith's laptop"
+	u.updateStatus()
+	if got := u.status.Text; !strings.HasPrefix(got, "This device: Alice Smith's laptop · receiving from trusted devices only · ") {
+		t.Errorf("status line %q: a name of ordinary length is shortened", got)
+	}
+}

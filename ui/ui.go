@@ -191,6 +191,10 @@ func (u *UI) layout() fyne.CanvasObject {
 
 func (u *UI) receiving() bool { return u.be.Settings().Policy != PolicyOff }
 
+// maxStatusName is how much of this device's name the status line shows,
+// in characters.
+const maxStatusName = 32
+
 func (u *UI) updateStatus() {
 	s := u.be.Settings()
 	name := s.DeviceName
@@ -205,8 +209,10 @@ func (u *UI) updateStatus() {
 		state = "receiving off"
 	}
 	// Who may send comes before the ID and the address: a narrow window
-	// cuts the line's end, and that is the part a user acts on.
-	parts := []string{"This device: " + EscapeName(name), state, ShortID(u.self.ID)}
+	// cuts the line's end, and that is the part a user acts on. A long
+	// name is shortened here (the window's title and Settings say it
+	// whole), or it pushed who may send out of the line in any window.
+	parts := []string{"This device: " + EscapeName(clip(name, maxStatusName)), state, ShortID(u.self.ID)}
 	if s.Policy != PolicyOff {
 		if addrs := u.be.SelfAddresses(); len(addrs) > 0 {
 			parts = append(parts, addressText(addrs[0]))

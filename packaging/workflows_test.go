@@ -163,6 +163,20 @@ func TestWorkflows(t *testing.T) {
 		if wf.Jobs["macos"].Uses != "./.github/workflows/macos.yml" {
 			t.Errorf("release.yml does not build the macOS artefacts with macos.yml")
 		}
+		// The publish job downloads every artifact into one folder
+		// (merge-multiple), where two files of one name overwrite each other
+		// in no set order, or mix (actions/download-artifact#298, #395). The
+		// darwin CLIs come from macos.yml, signed and notarized there: the
+		// Linux job's unsigned ones must stay out of its upload.
+		for _, s := range wf.Jobs["linux"].Steps {
+			if !strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
+				continue
+			}
+			path, _ := s.With["path"].(string)
+			if !slices.Contains(strings.Fields(path), "!dist/ferry-cli-*-darwin-*") {
+				t.Errorf("release.yml's linux job uploads its darwin CLIs too (path %q): they collide with macos.yml's signed ones in the publish job's merged download", path)
+			}
+		}
 	})
 }
 

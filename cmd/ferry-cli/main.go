@@ -80,10 +80,27 @@ func writeProfile(name, path string) {
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(errOut)
-		if len(args) == 0 {
+		return 2
+	}
+	// Help asked for is the output, not an error: standard output, so that
+	// `ferry-cli help | less` shows it.
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if args[0] != "help" || len(args) == 1 {
+			usage(out)
+			return 0
+		}
+		// help COMMAND: the command's own flags.
+		c, ok := commands[args[1]]
+		if !ok {
+			fmt.Fprintf(errOut, "ferry-cli help: unknown command %q\n", args[1])
+			usage(errOut)
 			return 2
+		}
+		if err := c.run(ctx, []string{"-h"}, out, out); !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(errOut, "ferry-cli help %s: %v\n", c.name, err)
+			return 1
 		}
 		return 0
 	}

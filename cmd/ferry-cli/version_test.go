@@ -28,3 +28,25 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version extra: exit %d, stderr %q; want 2 with a message", code, stderr)
 	}
 }
+
+// Help asked for goes to standard output with exit 0, so that `ferry-cli help
+// | less` shows it; `help COMMAND` is that command's flags. Without a command
+// the usage is an error: standard error, exit 2.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 || !strings.Contains(stdout, "usage: ferry-cli COMMAND") || !strings.Contains(stdout, "  send ") || stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", args, code, stdout, stderr)
+		}
+	}
+	code, stdout, stderr := runCLI(t, "help", "send")
+	if code != 0 || !strings.Contains(stdout, "ferry-cli send") || !strings.Contains(stdout, "-to") || stderr != "" {
+		t.Errorf("help send: exit %d, stdout %q, stderr %q; want 0 and send's flags on stdout", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, "help", "no-such-command"); code != 2 || !strings.Contains(stderr, "no-such-command") {
+		t.Errorf("help no-such-command: exit %d, stderr %q; want 2 naming it", code, stderr)
+	}
+	if code, stdout, stderr := runCLI(t); code != 2 || stdout != "" || !strings.Contains(stderr, "usage: ferry-cli COMMAND") {
+		t.Errorf("no arguments: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", code, stdout, stderr)
+	}
+}

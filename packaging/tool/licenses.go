@@ -299,7 +299,13 @@ func debianCopyright(mods []module) string {
 			if i > 0 {
 				b.WriteString(" .\n")
 			}
-			for _, l := range strings.Split(f.Text, "\n") {
+			text := f.Text
+			if isApache2(text) {
+				// Debian ships this text; its policy (and lintian, as an
+				// error) wants the copyright file to point there instead.
+				text = apache2Pointer
+			}
+			for _, l := range strings.Split(text, "\n") {
 				if l = strings.TrimRight(l, " \t\r"); l == "" {
 					b.WriteString(" .\n")
 				} else {
@@ -309,4 +315,18 @@ func debianCopyright(mods []module) string {
 		}
 	}
 	return b.String()
+}
+
+// apache2Pointer stands in a Debian copyright file for the Apache License
+// 2.0's text, which every Debian system has in common-licenses.
+const apache2Pointer = `On Debian systems, the full text of the Apache License, Version 2.0 can be
+found in /usr/share/common-licenses/Apache-2.0; the module's own copy is in
+/usr/share/doc/ferry/THIRD_PARTY_LICENSES.`
+
+// isApache2 reports whether a licence file is the Apache License 2.0 and
+// nothing else (its appendix filled in or not): licensecheck finds that
+// licence alone, covering the whole text.
+func isApache2(text string) bool {
+	cov := licensecheck.Scan([]byte(text))
+	return len(cov.Match) == 1 && cov.Match[0].ID == "Apache-2.0" && cov.Percent >= 99
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,4 +36,45 @@ func TestEmbeddedLicenses(t *testing.T) {
 	if c := debianCopyright([]module{m}); !strings.Contains(c, "\nFiles: engine/web/assets/*\nCopyright: 2013 Example\nLicense: Expat\n") {
 		t.Errorf("copyright paragraph:\n%s", c)
 	}
+}
+
+// A module under the Apache License 2.0 points to Debian's copy of the text
+// in its copyright paragraph (lintian: copyright-file-contains-full-apache-2-license
+// is an error); THIRD_PARTY_LICENSES keeps the text as the module ships it.
+// Its copyright lines and any other file of the module (a NOTICE) stay.
+func TestDebianCopyrightApache(t *testing.T) {
+	dir, err := goModDir("fyne.io/systray")
+	if err != nil {
+		t.Skip(err)
+	}
+	files, err := licenseFiles(dir)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("licence files of fyne.io/systray: %v %v", files, err)
+	}
+	files = append(files, licenseText{Name: "NOTICE", Text: "Example notice\nThis product includes software developed by Example."})
+	m := module{Path: "fyne.io/systray", Version: "v1", IDs: identify(files), Files: files}
+	c := debianCopyright([]module{m})
+	for _, bad := range []string{"TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION"} {
+		if strings.Contains(c, bad) {
+			t.Errorf("the copyright file holds the Apache licence's full text (%q)", bad)
+		}
+	}
+	for _, want := range []string{
+		"\nFiles: fyne.io/systray/*\nCopyright: 2014 Brave New Software Project, Inc.\nLicense: Apache-2.0\n",
+		"/usr/share/common-licenses/Apache-2.0",
+		" This product includes software developed by Example.\n",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("the copyright file lacks %q:\n%s", want, c)
+		}
+	}
+}
+
+// goModDir is a module's folder in the module cache.
+func goModDir(path string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path).Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		return "", fmt.Errorf("go list -m %s: %v", path, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

@@ -25,6 +25,7 @@ var debFiles = map[string]string{
 	"/usr/share/metainfo/io.ferrydrop.ferry.metainfo.xml": "-rw-r--r--",
 	"/usr/share/doc/ferry/copyright":                      "-rw-r--r--",
 	"/usr/share/doc/ferry/THIRD_PARTY_LICENSES":           "-rw-r--r--",
+	"/usr/share/doc/ferry/changelog.Debian.gz":            "-rw-r--r--",
 }
 
 func init() {

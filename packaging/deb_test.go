@@ -26,6 +26,7 @@ var debFiles = map[string]string{
 	"/usr/share/doc/ferry/copyright":                      "-rw-r--r--",
 	"/usr/share/doc/ferry/THIRD_PARTY_LICENSES":           "-rw-r--r--",
 	"/usr/share/doc/ferry/changelog.Debian.gz":            "-rw-r--r--",
+	"/usr/share/lintian/overrides/ferry":                  "-rw-r--r--",
 }
 
 func init() {
@@ -187,6 +188,27 @@ func TestDebPackage(t *testing.T) {
 	for p := range debFiles {
 		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
 			t.Errorf("%s is still there after dpkg -r", p)
+		}
+	}
+}
+
+// lintian, Debian's package checker, finds no error in the .deb (what a
+// distributor or a repository's upload check runs first). Its warnings are
+// logged: no manual pages, the app not built as PIE.
+func TestDebLintian(t *testing.T) {
+	a := dist(t)
+	needTools(t, "lintian")
+	// --fail-on none: the tags are read below; a non-zero exit is lintian failing to run.
+	stdout, stderr, err := runFiles(t, "", nil, "lintian", "--fail-on", "none", "--tag-display-limit", "0", a.path("ferry_VERSION-1_amd64.deb"))
+	if err != nil {
+		t.Fatalf("lintian: %v\n%s", err, stderr)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		switch {
+		case strings.HasPrefix(l, "E: "):
+			t.Errorf("lintian: %s", l)
+		case l != "":
+			t.Logf("lintian: %s", l)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func TestRPMPackage(t *testing.T) {
 		"/usr/share/licenses/ferry/THIRD_PARTY_LICENSES": true,
 	}
 	for p := range debFiles {
-		if !strings.HasPrefix(p, "/usr/share/doc/") { // Debian's copyright file and doc folder
+		if !strings.HasPrefix(p, "/usr/share/doc/") && !strings.HasPrefix(p, "/usr/share/lintian/") { // Debian's copyright file, doc folder and lintian overrides
 			wantFiles[p] = true
 		}
 	}

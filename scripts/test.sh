@@ -18,7 +18,7 @@ esac
 pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3 python3-xlib
       avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync
       # packaging checks (go test ./packaging): Windows cross builds, the installer, Wine, .deb and .rpm metadata
-      gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils rpm python3-debian shellcheck
+      gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils rpm python3-debian shellcheck lintian
       curl
       # the browser tests of engine/weblink (skipped without it)
       chromium)

@@ -122,3 +122,21 @@ func TestRPMChangelog(t *testing.T) {
 		t.Errorf("rpm --changelog: %v: %q, want it to start with %q", err, b, want)
 	}
 }
+
+// The .rpm's header names no real machine: BUILDHOST defaults to the
+// building machine's host name, which made the release's RPM differ from a
+// rebuild of the same commit anywhere else.
+func TestRPMBuildHost(t *testing.T) {
+	if _, err := exec.LookPath("rpm"); err != nil {
+		t.Skip("rpm is not installed")
+	}
+	stubBuild(t)
+	out := filepath.Join(t.TempDir(), "ferry.rpm")
+	if err := writePackage("rpm", "packaging/linux/nfpm.yaml", out, time.Date(2026, 12, 5, 8, 34, 57, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command("rpm", "-qp", "--qf", "%{BUILDHOST}", out).CombinedOutput()
+	if host := string(b); err != nil || host != "reproducible" {
+		t.Errorf("rpm BUILDHOST: %v: %q, want %q (what Fedora's and openSUSE's reproducible builds write)", err, host, "reproducible")
+	}
+}

@@ -116,9 +116,10 @@ func Run(opts Options) error {
 	resolver.Use(disc)
 
 	a, icon := newFyneApp(opts.Icon)
-	w := a.NewWindow("Ferry — " + ui.EscapeName(s.DeviceName))
+	w := a.NewWindow(windowClass)
 	w.Resize(fyne.NewSize(980, 640))
 	w.SetMaster()
+	mw := newMainWindow(w, "Ferry — "+ui.EscapeName(s.DeviceName))
 
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
@@ -135,6 +136,8 @@ func Run(opts Options) error {
 
 	notes := newNotifier(a, opts.Icon, log)
 	u := newUI(ctx, a, w, b, notes, log)
+	u.OnShow = func() { mw.Show(); w.RequestFocus() }
+	u.OnSettingsSaved = func(s ui.Settings) { mw.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 
 	tray := installTray(a, u, icon)
 	w.SetCloseIntercept(func() {
@@ -164,7 +167,7 @@ func Run(opts Options) error {
 		return inst.Serve(ctx, func(r instance.Request) { fyne.Do(func() { u.OpenFiles(r.Files) }) })
 	})
 
-	showAtStart(ctx, w, u, tray && len(files) == 0 && (opts.Minimized || s.StartMinimized))
+	showAtStart(ctx, mw, u, tray && len(files) == 0 && (opts.Minimized || s.StartMinimized))
 	if problems != nil {
 		// Shown with the window (at once, or when it is opened from the tray).
 		u.ShowError("Ferry started without some of what it had saved", problems)
@@ -184,8 +187,6 @@ func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *no
 	u := ui.New(a, w, b, ui.Device{ID: b.eng.ID(), Name: b.eng.Name()}, ui.Options{Notify: notes.plain, NotifyActions: notes.withActions,
 		NotifyTagged: notes.tagged, CloseNotice: notes.close, Picker: newPicker(ctx, w, log),
 		OpenURL: func(l *url.URL) error { return linkOpener(b.problem)(l) }})
-	u.OnShow = func() { w.Show(); w.RequestFocus() }
-	u.OnSettingsSaved = func(s ui.Settings) { w.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 	u.OnQuit = a.Quit
 	b.askPIN = u.AskPIN
 	b.problem = func(what string, err error) { fyne.Do(func() { u.ShowError(what, err) }) }
@@ -395,7 +396,7 @@ func installTray(a fyne.App, u *ui.UI, icon fyne.Resource) bool {
 // showAtStart shows the window, unless minimized is asked and a tray host
 // can bring the window back (at login the panel may come up a moment after
 // Ferry).
-func showAtStart(ctx context.Context, w fyne.Window, u *ui.UI, minimized bool) {
+func showAtStart(ctx context.Context, w *mainWindow, u *ui.UI, minimized bool) {
 	hidden := false
 	if minimized {
 		wctx, cancel := context.WithTimeout(ctx, trayWait)
@@ -406,6 +407,45 @@ func showAtStart(ctx context.Context, w fyne.Window, u *ui.UI, minimized bool) {
 		w.Show()
 	}
 	u.SetWindowShown(!hidden)
+}
+
+// windowClass is the title the main window is created with. GLFW creates
+// an X11 window at its first Show and names its class (WM_CLASS) after its
+// title then; desktops match a window to its launcher by that class, which
+// the desktop entry names (packaging/linux/io.ferrydrop.ferry.desktop:
+// StartupWMClass=Ferry). Created as "Ferry — <device name>", the window
+// stood in the dock as an unnamed app beside Ferry's launcher.
+const windowClass = "Ferry"
+
+// mainWindow holds back the main window's title until the window exists
+// (its first Show), so that it is created titled windowClass. Used on the
+// Fyne goroutine only.
+type mainWindow struct {
+	w     fyne.Window
+	title string // the title to show once the window exists
+	shown bool
+}
+
+func newMainWindow(w fyne.Window, title string) *mainWindow {
+	w.SetTitle(windowClass)
+	return &mainWindow{w: w, title: title}
+}
+
+// Show shows the window, and gives it its title the first time.
+func (m *mainWindow) Show() {
+	m.w.Show()
+	if !m.shown {
+		m.shown = true
+		m.w.SetTitle(m.title)
+	}
+}
+
+// SetTitle sets the window's title, or the one it gets at its first Show.
+func (m *mainWindow) SetTitle(title string) {
+	m.title = title
+	if m.shown {
+		m.w.SetTitle(title)
+	}
 }
 
 // trayAvailable reports whether a system tray can work here.

@@ -396,6 +396,20 @@ func TestDebAppDrawsWindow(t *testing.T) {
 	ready := func() bool { _, err := os.Stat(status); return err == nil }
 	appDrawsWindow(t, dir, env, "Ferry — Packaging Test", "deb-app-window.png", ready,
 		"dbus-run-session", "--", filepath.Join(root, "usr/bin/ferry"), "--config", cfg)
+
+	// Desktops match the window to its launcher by its X11 class, which the
+	// desktop entry names: otherwise the dock shows an unnamed app beside it.
+	entry, err := os.ReadFile(filepath.Join(root, "usr/share/applications/io.ferrydrop.ferry.desktop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^StartupWMClass=(.+)$`).FindSubmatch(entry)
+	if m == nil {
+		t.Fatal("the desktop entry has no StartupWMClass")
+	}
+	if w, _, err := runFiles(t, dir, env, "xdotool", "search", "--onlyvisible", "--class", "^"+regexp.QuoteMeta(string(m[1]))+"$"); err != nil || strings.TrimSpace(w) == "" {
+		t.Errorf("no visible window of class %q (the desktop entry's StartupWMClass): %v", m[1], err)
+	}
 }
 
 // appDrawsWindow starts argv (the app, under dbus-run-session or Wine) with

@@ -859,8 +859,10 @@ func TestMistypedFlagIsOneLine(t *testing.T) {
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "-no-discovery") || !strings.Contains(stderr, "ferry-cli send --help lists its flags") {
 		t.Fatalf("exit %d, stderr %q; want one line naming the flag and --help", code, stderr)
 	}
-	code, _, stderr = runCLI(t, "send", "--help")
-	if code != 0 || !strings.Contains(stderr, "-retry-for") {
-		t.Fatalf("--help: exit %d, %q", code, stderr)
+	for _, args := range [][]string{{"send", "--help"}, {"send", "photo.jpg", "-h"}, {"help", "send"}} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 || !strings.Contains(stdout, "-retry-for") || stderr != "" {
+			t.Fatalf("%q: exit %d, stdout %q, stderr %q; want the flags on standard output", args, code, stdout, stderr)
+		}
 	}
 }

@@ -98,11 +98,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 			usage(errOut)
 			return 2
 		}
-		if err := c.run(ctx, []string{"-h"}, out, out); !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(errOut, "ferry-cli help %s: %v\n", c.name, err)
-			return 1
-		}
-		return 0
+		return commandHelp(ctx, c, out, errOut)
 	}
 	if args[0] == "--version" || args[0] == "-version" {
 		args = append([]string{"version"}, args[1:]...)
@@ -112,6 +108,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "ferry-cli: unknown command %q\n", args[0])
 		usage(errOut)
 		return 2
+	}
+	if asksHelp(args[1:]) {
+		return commandHelp(ctx, c, out, errOut) // as help COMMAND: standard output
 	}
 	err := c.run(ctx, args[1:], out, errOut)
 	switch {
@@ -131,6 +130,29 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		return 1
 	}
+}
+
+// commandHelp prints c's flags on out.
+func commandHelp(ctx context.Context, c command, out, errOut io.Writer) int {
+	if err := c.run(ctx, []string{"-h"}, out, out); !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(errOut, "ferry-cli help %s: %v\n", c.name, err)
+		return 1
+	}
+	return 0
+}
+
+// asksHelp reports whether a command's arguments ask for its help (-h,
+// -help or --help before any "--").
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer) {

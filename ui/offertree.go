@@ -83,8 +83,7 @@ func offerTree(o *Offer) *offerTreeView {
 		func(id widget.TreeNodeID) []widget.TreeNodeID { return v.children[id] },
 		func(id widget.TreeNodeID) bool { return id == "" || strings.HasPrefix(id, "d") },
 		func(bool) fyne.CanvasObject {
-			name := widget.NewLabel("")
-			name.Truncation = fyne.TextTruncateEllipsis
+			name := newNameLabel() // a long name keeps its end: its extension
 			size := widget.NewLabel("")
 			return container.NewBorder(nil, nil, widget.NewIcon(theme.FileIcon()), size, name)
 		},
@@ -133,7 +132,7 @@ func (v *offerTreeView) resized() {
 
 func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObject) {
 	c := obj.(*fyne.Container)
-	name := c.Objects[0].(*widget.Label)
+	name := c.Objects[0].(*nameLabel)
 	icon := c.Objects[1].(*widget.Icon)
 	size := c.Objects[2].(*widget.Label)
 	name.Importance, size.Importance = widget.MediumImportance, widget.MediumImportance
@@ -143,7 +142,7 @@ func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObje
 	case strings.HasPrefix(id, "d"):
 		f := v.o.Folders[n]
 		icon.SetResource(theme.FolderIcon())
-		name.SetText(fmt.Sprintf("%s — %s", EscapeName(f.Path), plural(f.Files, "file")))
+		name.SetFull(fmt.Sprintf("%s — %s", EscapeName(f.Path), plural(f.Files, "file")))
 		size.SetText(HumanBytes(f.Bytes))
 	case strings.HasPrefix(id, "f"):
 		f := v.o.Files[n]
@@ -152,17 +151,17 @@ func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObje
 		if top, rest, nested := strings.Cut(f.Path, "/"); nested && v.inFolder(top) {
 			shown = rest // the folder above says where it is
 		}
-		name.SetText(EscapeName(shown))
+		name.SetFull(EscapeName(shown))
 		size.SetText(HumanBytes(f.Size))
 		if f.Refused != "" {
-			name.SetText(EscapeName(shown) + ": " + f.Refused)
+			name.SetFull(EscapeName(shown) + ": " + f.Refused)
 			name.Importance, size.Importance = widget.DangerImportance, widget.DangerImportance
 			icon.SetResource(theme.ErrorIcon())
 		}
 	case id == "l":
 		left := v.o.FoldersLeft
 		icon.SetResource(theme.FolderIcon())
-		name.SetText(fmt.Sprintf("and %s more — %s", plural(left.Folders, "folder"), plural(left.Files, "file")))
+		name.SetFull(fmt.Sprintf("and %s more — %s", plural(left.Folders, "folder"), plural(left.Files, "file")))
 		name.TextStyle.Italic = true
 		size.SetText(HumanBytes(left.Bytes))
 	default:
@@ -180,7 +179,7 @@ func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObje
 		if more == 1 {
 			what = "file"
 		}
-		name.SetText(fmt.Sprintf("and %d more %s", more, what))
+		name.SetFull(fmt.Sprintf("and %d more %s", more, what))
 		name.TextStyle.Italic = true
 		size.SetText("")
 	}

@@ -23,8 +23,8 @@ var desktopCtrlEnter = desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier:
 
 func splitHostPort(s string) (string, string, error) { return net.SplitHostPort(s) }
 
-// rowLabel is the name label's text of a tree row.
-func rowLabel(o fyne.CanvasObject) string { return o.(*fyne.Container).Objects[0].(*widget.Label).Text }
+// rowLabel is the name label's text of a tree row, whole.
+func rowLabel(o fyne.CanvasObject) string { return o.(*fyne.Container).Objects[0].(*nameLabel).full }
 
 // renderedText is every label's text under o.
 func renderedText(o fyne.CanvasObject) string {

@@ -63,7 +63,7 @@ func (u *UI) Describe() Described {
 		if v == nil || v.title == nil {
 			continue
 		}
-		d.Transfers = append(d.Transfers, DescribedRow{Title: v.title.Text, Sub: v.sub.Text, State: v.stateLbl.Text, Bar: v.bar.Value,
+		d.Transfers = append(d.Transfers, DescribedRow{Title: v.title.full, Sub: v.sub.Text, State: v.stateLbl.Text, Bar: v.bar.Value,
 			Buttons: buttons(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.cancel)})
 	}
 	for _, r := range u.devices.rows {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -64,5 +65,29 @@ func TestMiddleOut(t *testing.T) {
 		if got != c.want || utf8.RuneCountInString(got) > c.n {
 			t.Errorf("middleOut(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
 		}
+	}
+}
+
+// A transfer row's title too long for the row keeps its end: which files,
+// and how many more ("To Bob: Quarterly report for the north-east
+// regional sales division, …" said neither).
+func TestTransferTitleKeepsItsEnd(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	o := &Offer{}
+	for i := 1; i <= 60; i++ {
+		o.Files = append(o.Files, FileInfo{Path: fmt.Sprintf("Quarterly report for the north-east regional sales division, appendix %02d.pdf", i), Size: 1000})
+		o.Total += 1000
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: Peer{ID: idAlice, Name: "Bob"}, Offer: o})
+	v := u.transfers.byID["s1"]
+	v.title.Resize(fyne.NewSize(420, v.title.MinSize().Height))
+	var shown string
+	for _, o := range test.LaidOutObjects(v.title) {
+		if txt, ok := o.(*canvas.Text); ok && strings.HasPrefix(txt.Text, "To Bob") {
+			shown = txt.Text
+		}
+	}
+	if !strings.HasPrefix(shown, "To Bob: Quarterly") || !strings.Contains(shown, "…") || !strings.HasSuffix(shown, "02.pdf and 58 more") {
+		t.Errorf("the row's title shows %q, want its start, … and its end", shown)
 	}
 }

@@ -65,7 +65,7 @@ type transferView struct {
 
 	// widgets
 	obj      fyne.CanvasObject
-	title    *widget.Label
+	title    *nameLabel
 	sub      *widget.Label
 	bar      *widget.ProgressBar
 	stateLbl *widget.Label
@@ -418,8 +418,10 @@ func (l *transferList) clearFinished() {
 }
 
 func (l *transferList) build(v *transferView) {
-	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	v.title.Truncation = fyne.TextTruncateEllipsis
+	// A long title leaves out its middle: its end says which files, and
+	// how many more ("… appendices 02.pdf and 58 more").
+	v.title = newNameLabel()
+	v.title.TextStyle = fyne.TextStyle{Bold: true}
 	v.sub = widget.NewLabel("")
 	v.sub.SizeName = theme.SizeNameCaptionText
 	v.sub.Truncation = fyne.TextTruncateEllipsis
@@ -540,7 +542,9 @@ func (l *transferList) refresh(v *transferView) {
 	if what := ItemsText(v.names, v.items, v.text); what != "" {
 		title += ": " + what
 	}
-	setText(v.title, title)
+	if v.title.full != title {
+		v.title.SetFull(title)
+	}
 	if v.text != "" {
 		setText(v.what, clip(EscapeText(v.text), 300))
 		if !v.what.Visible() {

@@ -227,20 +227,22 @@ func (b *backend) AddDevice(ctx context.Context, addr, id string) (ui.Device, er
 	if _, p, err := net.SplitHostPort(addr); err != nil || p == "" {
 		return ui.Device{}, &ui.Problem{Text: "Enter the address with its port, like 192.168.1.20:47800."}
 	}
-	if id != "" {
-		// A link names the device that must answer: a different one there
-		// is not added.
-		info, err := b.eng.Probe(ctx, addr)
-		if p := unknownHostProblem(err); p != nil {
-			return ui.Device{}, p
-		}
-		if err != nil {
-			return ui.Device{}, &ui.Problem{Text: "No Ferry device answered at that address. Check that Ferry is open and receiving on the other device, and that both are on the same network.", Err: err}
-		}
-		if info.ID != id {
-			return ui.Device{}, &ui.Problem{Text: fmt.Sprintf("Another device answered at %s (%s, not %s). Check the link with the other device's owner.",
-				addr, ui.ShortID(info.ID), ui.ShortID(id))}
-		}
+	// The device that answers is remembered with this address (looked for
+	// there after a restart); a link names the device that must answer: a
+	// different one there is not added.
+	info, err := b.eng.AddDevice(ctx, addr, id)
+	if p := unknownHostProblem(err); p != nil {
+		return ui.Device{}, p
+	}
+	if errors.Is(err, engine.ErrThisDevice) {
+		return ui.Device{}, &ui.Problem{Text: fmt.Sprintf("%s is this device's own address: enter the address that My address shows on the other device.", addr)}
+	}
+	if errors.Is(err, engine.ErrOtherDevice) {
+		return ui.Device{}, &ui.Problem{Text: fmt.Sprintf("Another device answered at %s (%s, not %s). Check the link with the other device's owner.",
+			addr, ui.ShortID(info.ID), ui.ShortID(id))}
+	}
+	if err != nil {
+		return ui.Device{}, &ui.Problem{Text: "No Ferry device answered at that address. Check that Ferry is open and receiving on the other device, and that both are on the same network.", Err: err}
 	}
 	// A TLS handshake (engine.Probe) proves the ID before the device is listed.
 	p, err := b.disc.AddManual(ctx, addr)

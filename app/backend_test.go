@@ -183,6 +183,17 @@ func TestAddDeviceVerifiesTheID(t *testing.T) {
 	if dev.ID != recv.ID() || dev.Name != "Receiver" || dev.Unverified || len(dev.Addrs) == 0 {
 		t.Errorf("device = %+v, want the receiver's proven ID %s", dev, recv.ID())
 	}
+	// Remembered at that address: discovery looks for it there after a
+	// restart, though nothing was sent to it.
+	if rs := remembered(b.eng)(); len(rs) != 1 || rs[0].ID != recv.ID() || !slices.Equal(rs[0].Addrs, []string{q}) {
+		t.Errorf("remembered %+v, want the receiver at %s", rs, q)
+	}
+	if err := b.eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddDevice(context.Background(), listening(b.eng, addr.QUIC), ""); err == nil || !strings.Contains(err.Error(), "this device's own address") {
+		t.Errorf("this device's own address: %v", err)
+	}
 	// Nobody answers on a closed port: no row for a bare address.
 	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {

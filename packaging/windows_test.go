@@ -489,12 +489,38 @@ func TestWindowsInstaller(t *testing.T) {
 	if out := run(t, "", w.env(), "wine", filepath.Join(target, "ferry-cli.exe"), "--version"); !strings.Contains(out, a.version) {
 		t.Errorf("installed ferry-cli.exe --version = %q", out)
 	}
+	// An upgrade while Ferry runs (it sits in the tray): the installer closes
+	// it and replaces its files. Windows refuses to overwrite a running
+	// program, and the installer used to skip it and report a success, the
+	// old program left under the new version's entry.
+	cli := filepath.Join(target, "ferry-cli.exe")
+	olderBuild(t, cli)
+	running, why := startReceiver(t, w.env(), "wine", cli, "receive", "--config", winPath(t.TempDir()), "--dir", winPath(t.TempDir()),
+		"--listen", "127.0.0.1:0", "--no-discovery", "--localsend=false")
+	if running == nil {
+		t.Fatalf("the installed ferry-cli.exe did not start: %s", why)
+	}
+	run(t, "", w.env(), "wine", setup, "/S", "/D="+winPath(target))
+	if sha256File(t, cli) != sha256File(t, a.path("ferry-cli-VERSION-windows-amd64.exe")) {
+		t.Error("installing over a running ferry-cli.exe left the old one")
+	}
+	select {
+	case <-running.exited:
+	case <-time.After(30 * time.Second):
+		t.Error("installing over a running ferry-cli.exe did not close it")
+	}
+
 	if realApps {
 		t.Run("installed app draws its window", func(t *testing.T) {
 			installedAppDrawsWindow(t, w, filepath.Join(target, "ferry.exe"))
 		})
 	}
 
+	// Ferry running while it is uninstalled: closed, and its files go too.
+	if running, why = startReceiver(t, w.env(), "wine", cli, "receive", "--config", winPath(t.TempDir()), "--dir", winPath(t.TempDir()),
+		"--listen", "127.0.0.1:0", "--no-discovery", "--localsend=false"); running == nil {
+		t.Fatalf("the installed ferry-cli.exe did not start: %s", why)
+	}
 	// _?= runs the uninstaller in place and waits for it (NSIS otherwise
 	// copies it to %TEMP% and returns at once); it leaves only itself.
 	run(t, "", w.env(), "wine", filepath.Join(target, "uninstall.exe"), "/S", "_?="+winPath(target))
@@ -517,6 +543,23 @@ func TestWindowsInstaller(t *testing.T) {
 	}
 	if out, _, err := runFiles(t, "", w.env(), "wine", "cmd", "/c", "ferry-cli --version"); err == nil && strings.Contains(out, a.version) {
 		t.Errorf("ferry-cli is still found by name after uninstalling: %q", out)
+	}
+}
+
+// olderBuild makes an installed program another build of itself (one byte
+// more at its end, which Windows ignores), so that a new install that does
+// not replace it shows.
+func olderBuild(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -590,5 +633,17 @@ func installedAppDrawsWindow(t *testing.T, w *wine, exe string) {
 		t.Fatal(err)
 	}
 	env := append(w.env(), "DISPLAY="+display)
+	w.freshSession(t)
 	appDrawsWindow(t, dir, env, "Ferry — Wine Test", "wine-app-window.png", nil, "wine", exe, "--config", winPath(cfg))
+}
+
+// freshSession ends the prefix's wineserver and starts another, so that
+// the next program starts a new Wine desktop: one started without a display
+// (the installer's hidden taskkill starts one) cannot show a window later
+// ("Failed to create helper window"), which is Wine's way, not Windows'.
+func (w *wine) freshSession(t *testing.T) {
+	t.Helper()
+	for _, argv := range [][]string{{"wineserver", "-k"}, {"wineserver", "-w"}, {"wineserver", "-p120"}} {
+		runFiles(t, "", w.env(), argv[0], argv[1:]...) // -k fails when no server runs
+	}
 }

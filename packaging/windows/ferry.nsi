@@ -29,6 +29,10 @@ SetCompressor /SOLID lzma
 ; Store no file times: the files get the install time, and two builds of the
 ; same files give the same installer (reproducible builds).
 SetDateSave off
+; A file that cannot be written stops the install rather than being skipped:
+; skipped (NSIS's default, and what a silent install does without asking),
+; the old program stayed under the new version's entry, reported a success.
+AllowSkipFiles off
 
 !include MUI2.nsh
 !include FileFunc.nsh
@@ -94,8 +98,71 @@ Var FinishText
 !insertmacro MUI_UNPAGE_INSTFILES
 !insertmacro MUI_LANGUAGE "English"
 
+; FileInUse FILE VAR: VAR is 1 when FILE exists and cannot be opened for
+; writing (a running program), else 0.
+!macro FileInUse FILE VAR
+	StrCpy ${VAR} 0
+	${If} ${FileExists} "${FILE}"
+		ClearErrors
+		FileOpen $R8 "${FILE}" a
+		${If} ${Errors}
+			StrCpy ${VAR} 1
+		${Else}
+			FileClose $R8
+		${EndIf}
+	${EndIf}
+!macroend
+
+; CloseRunning closes a running ferry.exe or ferry-cli.exe of this install
+; before their files are replaced or removed: Windows refuses to overwrite or
+; delete a running program, and Ferry usually runs, in the tray, when an
+; upgrade comes. It asks first (a silent install goes ahead), ends them with
+; taskkill (by name: a portable copy running elsewhere ends too; a transfer
+; under way resumes when Ferry starts again), and waits until the files are
+; free; if they stay in use it stops with exit code 2.
+!macro CloseRunningFunction UN
+Function ${UN}CloseRunning
+	!insertmacro FileInUse "$INSTDIR\ferry.exe" $R0
+	!insertmacro FileInUse "$INSTDIR\ferry-cli.exe" $R1
+	${If} $R0 == 0
+	${AndIf} $R1 == 0
+		Return
+	${EndIf}
+	MessageBox MB_OKCANCEL|MB_ICONINFORMATION "Ferry is running. It will be closed to go on; transfers under way resume when it starts again." /SD IDOK IDOK close_it
+	SetErrorLevel 2
+	Quit
+	close_it:
+	${If} $R0 == 1
+		nsExec::Exec '"$SYSDIR\taskkill.exe" /F /IM ferry.exe'
+		Pop $R2
+	${EndIf}
+	${If} $R1 == 1
+		nsExec::Exec '"$SYSDIR\taskkill.exe" /F /IM ferry-cli.exe'
+		Pop $R2
+	${EndIf}
+	StrCpy $R3 0
+	wait_free:
+		Sleep 250
+		!insertmacro FileInUse "$INSTDIR\ferry.exe" $R0
+		!insertmacro FileInUse "$INSTDIR\ferry-cli.exe" $R1
+		${If} $R0 == 0
+		${AndIf} $R1 == 0
+			DetailPrint "Closed the running Ferry."
+			Return
+		${EndIf}
+		IntOp $R3 $R3 + 1
+		IntCmp $R3 40 0 wait_free
+	MessageBox MB_OK|MB_ICONSTOP "Ferry could not be closed. Quit it (its tray menu has Quit) and try again." /SD IDOK
+	SetErrorLevel 2
+	Quit
+FunctionEnd
+!macroend
+!insertmacro CloseRunningFunction ""
+!insertmacro CloseRunningFunction "un."
+
 Section "Ferry (required)" SecApp
 	SectionIn RO
+	Call CloseRunning
 	SetOutPath "$INSTDIR"
 	File "${SRC}\ferry.exe"
 	File "${SRC}\ferry-cli.exe"
@@ -233,6 +300,7 @@ Function .onInit
 FunctionEnd
 
 Section "Uninstall"
+	Call un.CloseRunning
 	Delete "$INSTDIR\ferry.exe"
 	Delete "$INSTDIR\ferry-cli.exe"
 	Delete "$INSTDIR\LICENSE.txt"

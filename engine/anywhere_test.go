@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/relay"
@@ -187,4 +188,62 @@ func sendThroughRelay(t *testing.T, a, recv *Engine, relay, name string, size in
 		t.Fatalf("the file did not arrive whole: %d bytes, %v", len(got), err)
 	}
 	return ev.Transport, receivedTransport(t, rxEvents)
+}
+
+// TestClosedReceiverSaysSoThroughTheRelay: a receiver that closes while a
+// session reaches it through the relay's TURN tells the sender so (QUIC's
+// CONNECTION_CLOSE), as on the LAN: the sender's retry says "Ferry was
+// closed there" at once. The bridge to the relayed path closed with the
+// engine, before that word went through it, and the sender heard nothing
+// until "the connection went silent for 10s".
+func TestClosedReceiverSaysSoThroughTheRelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ICE through TURN: a few seconds")
+	}
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	relayAddr := r.Addr().String()
+	recv := startReceiver(t, Options{Accept: AcceptAsk, Name: "Desktop"})
+	a := testEngine(t, Options{Name: "Laptop"})
+	pairEngines(t, a, recv)
+	recv.anywhereLoopback, a.anywhereLoopback = true, true
+	recv.anywhereRelayOnly, a.anywhereRelayOnly = true, true
+	if _, err := recv.ServeAnywhere(relayAddr); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, src, 1<<20)
+	events, unsub := a.Subscribe(256)
+	defer unsub()
+	rxEvents, unsubRx := recv.Subscribe(256)
+	defer unsubRx()
+	tr, err := a.Send(t.Context(), Target{ID: recv.ID(), Addrs: []addr.Addr{addr.NewRendezvous(relayAddr)}}, []string{src}, SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Cancel(tr.ID())
+	if tx := firstEvent(t, events, EventTransport).Transport; tx.Route != RouteRelayed {
+		t.Fatalf("not relayed: %+v", tx)
+	}
+	firstEvent(t, rxEvents, EventOffer) // asked about: the session is up
+	closed := time.Now()
+	recv.Close()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.TransferID != tr.ID() || ev.Kind != EventState || ev.State != StateRetrying || ev.Result == nil {
+				continue
+			}
+			if took := time.Since(closed); !strings.Contains(ev.Result.Err, "Ferry was closed there") || took > 5*time.Second {
+				t.Fatalf("after %v the sender says %q", took.Round(time.Millisecond), ev.Result.Err)
+			}
+			return
+		case <-timeout:
+			t.Fatal("the sender never retried")
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -453,4 +454,76 @@ func TestAnywhereLeaveLAN(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the file did not arrive whole (%d of %d bytes, %v)", len(got), len(data), err)
 	}
+}
+
+// TestAnywhereReceiverStops: a receiver stopped (Ctrl-C, SIGTERM) while a
+// file comes to it through the relay's TURN tells the sender at once, as
+// on the LAN ("Desktop went away: Ferry was closed there."), and the
+// sender goes on once it is back. receive stopped serving through the
+// relay, which closed the session's bridge to the relayed path, before its
+// engine ended the session: the goodbye went nowhere and the sender said
+// "the connection went silent for 10s".
+func TestAnywhereReceiverStops(t *testing.T) {
+	lab := natLab(t, netlab.NATConfig{A: netlab.PortRandom})
+	bin := buildCLI(t)
+	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhere(t, a, b, false)
+	inbox := t.TempDir()
+	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
+	recvArgs := []string{"receive", "--config", b.dir, "--name", b.name, "--dir", inbox, "--listen", ":47800", "--accept", "trusted",
+		"--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt}
+	recv := startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", recvArgs...)
+	src := randomFile(t, 256)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	send := lab.Command(ctx, netlab.HostA, bin, "send", "--config", a.dir, "--name", a.name, "--to", b.name, "--relay", relayAt, src)
+	out, err := send.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send.Stderr = send.Stdout
+	if err := send.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); send.Wait() }()
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(prefix string, within time.Duration) string {
+		t.Helper()
+		deadline := time.After(within)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the send ended before a line %q", prefix)
+				}
+				if strings.HasPrefix(l, prefix) {
+					return l
+				}
+			case <-deadline:
+				t.Fatalf("no line %q within %v", prefix, within)
+			}
+		}
+	}
+	if l := next("transport:", 30*time.Second); !strings.Contains(l, "relayed") {
+		t.Fatalf("not relayed: %s", l)
+	}
+	time.Sleep(time.Second) // a part of the file on its way
+	stopped := time.Now()
+	if err := recv.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	l := next("reconnecting:", 30*time.Second)
+	if took := time.Since(stopped); !strings.Contains(l, "Ferry was closed there") || took > 5*time.Second {
+		t.Errorf("%v after the receiver stopped, the sender said: %s", took.Round(time.Millisecond), l)
+	}
+	recv.Process.Wait() // its port free again (its cleanup's Wait then only reaps its output)
+	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", recvArgs...)
+	next("done:", 2*time.Minute)
 }

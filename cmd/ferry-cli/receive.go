@@ -147,7 +147,11 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		if err != nil {
 			return fmt.Errorf("cannot receive from anywhere: %w", err)
 		}
-		defer stop()
+		// The engine ends first: its sessions that came through the relay
+		// say goodbye through the bridges serving keeps open for that
+		// (stopping to serve first cut them, and the sender heard nothing
+		// until its connection went silent for 10 s).
+		defer func() { e.Close(); stop() }()
 		fmt.Fprintf(out, "reachable from anywhere through relay %s\n", *relay)
 	}
 	p := newPrinter(out, *asJSON)

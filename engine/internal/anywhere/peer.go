@@ -434,17 +434,12 @@ func (s *Server) Run(ctx context.Context) error {
 			defer mux.Close()
 		}
 	}
+	// Each bridge is closed by its own goroutine (below), which the end
+	// of ctx lets linger for the sessions' last word.
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var mu sync.Mutex
 	bridges := map[*bridge]bool{}
-	defer func() {
-		mu.Lock()
-		for b := range bridges {
-			b.Close()
-		}
-		mu.Unlock()
-	}()
 	slots := make(chan struct{}, maxAnswering)
 	seen := map[string]time.Time{}
 	waits := true // the relay holds waits, until it says it does not (ErrNoWait)
@@ -508,6 +503,14 @@ func (s *Server) Run(ctx context.Context) error {
 					select {
 					case <-b.Done():
 					case <-ctx.Done():
+						// The engine's sessions end with the same
+						// cancellation and tell their peers so (QUIC's
+						// CONNECTION_CLOSE), through this bridge when it
+						// carries one: it stays that long.
+						select {
+						case <-b.Done():
+						case <-time.After(bridgeLinger):
+						}
 						b.Close()
 					}
 					b.Wait()
@@ -520,6 +523,11 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// bridgeLinger is how long a bridge outlives the end of its Server's
+// context: the time for the sessions over it, ended by the same
+// cancellation, to send their goodbye through it.
+const bridgeLinger = 250 * time.Millisecond
 
 // leaveWait bounds the taking back of the presence when a receiver stops
 // (a relay gone meanwhile must not hold up the stop).

@@ -227,6 +227,8 @@ func anywhereError(err error, relay string, want identity.DeviceID) error {
 		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), err)
 	case errors.Is(err, anywhere.ErrRelayUnreachable):
 		return fmt.Errorf("cannot reach device %s from anywhere: the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", want.Short(), relay, err)
+	case errors.Is(err, anywhere.ErrClockSkew):
+		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), err)
 	case errors.Is(err, anywhere.ErrNotRelay):
 		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), notRelay(relay, err))
 	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):

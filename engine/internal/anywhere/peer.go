@@ -225,14 +225,48 @@ func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) erro
 	if err != nil {
 		return err
 	}
+	var skew *SkewError
 	for i, blobs := range got {
 		for _, b := range blobs {
-			if _, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t); err == nil {
+			_, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t)
+			if err == nil {
 				return nil
+			}
+			if skew == nil {
+				errors.As(err, &skew)
 			}
 		}
 	}
+	if skew != nil {
+		// The device is there, but its clock and this one's are too far
+		// apart for any call between them to be taken.
+		return clocksApart(skew.Off)
+	}
 	return fmt.Errorf("%w %s", ErrNotFound, req.Relay)
+}
+
+// clocksApart says that the other device's clock is off this one's by
+// off (positive: ahead), and what to do.
+func clocksApart(off time.Duration) error {
+	way := "ahead of"
+	if off < 0 {
+		way = "behind"
+	}
+	return fmt.Errorf("%w: the device's clock is %s %s this device's, and calls are refused between clocks over %d minutes apart (so that a copied one cannot be played again): set the time right on the device that is wrong (automatic time)",
+		ErrClockSkew, roughly(off.Abs()), way, int(MaxSkew/time.Minute))
+}
+
+// roughly says a duration in whole minutes ("about 7 minutes"), or in
+// hours beyond two.
+func roughly(d time.Duration) string {
+	switch m := int(d.Round(time.Minute) / time.Minute); {
+	case m == 1:
+		return "about 1 minute"
+	case m >= 120:
+		return fmt.Sprintf("about %d hours", int(d.Round(time.Hour)/time.Hour))
+	default:
+		return fmt.Sprintf("about %d minutes", m)
+	}
 }
 
 // sourceFor is the local address the system routes to the relay from, as

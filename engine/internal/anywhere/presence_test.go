@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/anywhere"
 	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
@@ -60,5 +62,41 @@ func TestStoppedReceiverLeavesNoPresence(t *testing.T) {
 	defer stop()
 	if err := look(); err != nil {
 		t.Fatalf("the receiver started again: %v", err)
+	}
+}
+
+// Two devices whose clocks differ by more than MaxSkew cannot call each
+// other (a message sealed that far from now is refused: the replay
+// window): the sender says so, with the difference, and that the clocks
+// are to be set right, not that the device is "not receiving through
+// relay" (it is; its user would start it again in vain).
+func TestClocksApartAreSaid(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 11
+	started := make(chan struct{})
+	srv := &anywhere.Server{
+		Relay: r.Addr().String(), Self: b.ID, Loopback: true,
+		Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
+		Listener: func() *net.UDPAddr { return nil },
+		Started:  func() { close(started) },
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	defer func() { cancel(); <-served }()
+	<-started
+	for _, off := range []time.Duration{7 * time.Minute, -7 * time.Minute} {
+		err := anywhere.Lookup(t.Context(), anywhere.DialRequest{Relay: r.Addr().String(), Secret: s, Self: a.ID, Peer: b.ID,
+			Now: func() time.Time { return time.Now().Add(off) }})
+		if errors.Is(err, anywhere.ErrNotFound) || err == nil || !strings.Contains(err.Error(), "clock") || !strings.Contains(err.Error(), "7 minutes") {
+			t.Errorf("this device's clock %v off: %v", off, err)
+		}
+		t.Logf("this device's clock %v off: %v", off, err)
 	}
 }

@@ -75,6 +75,25 @@ const MaxSkew = 5 * time.Minute
 // content is not a message this device expects.
 var ErrBadMessage = errors.New("bad rendezvous message")
 
+// ErrClockSkew marks a message that opened, but was sealed more than
+// MaxSkew from this device's clock: the two devices' clocks are apart
+// (SkewError says by how much). It is an ErrBadMessage too.
+var ErrClockSkew = errors.New("the two devices' clocks are too far apart")
+
+// SkewError is a message sealed too far from this device's clock.
+type SkewError struct {
+	// Off is the message's time less this device's clock: positive when
+	// the other device's clock is ahead.
+	Off time.Duration
+}
+
+func (e *SkewError) Error() string {
+	return fmt.Sprintf("%v: sealed %s from this device's clock, more than %s", ErrBadMessage, e.Off.Abs().Round(time.Second), MaxSkew)
+}
+
+// Is makes a SkewError ErrBadMessage and ErrClockSkew.
+func (e *SkewError) Is(target error) bool { return target == ErrBadMessage || target == ErrClockSkew }
+
 // Message is what a blob carries once opened.
 type Message struct {
 	// Kind is KindPresence, KindCall, KindAnswer or KindLeft.
@@ -208,7 +227,7 @@ func Open(s rendezvous.Secret, box string, blob []byte, kind string, from, to id
 	case m.From != from.String() || m.To != to.String():
 		return Message{}, fmt.Errorf("%w: not from the paired device to this one", ErrBadMessage)
 	case m.At < now.Add(-MaxSkew).Unix() || m.At > now.Add(MaxSkew).Unix():
-		return Message{}, fmt.Errorf("%w: sealed at %s, too far from now", ErrBadMessage, time.Unix(m.At, 0).UTC().Format(time.RFC3339))
+		return Message{}, &SkewError{Off: time.Unix(m.At, 0).Sub(now)}
 	}
 	return m, nil
 }

@@ -378,17 +378,24 @@ func (e *Engine) quicNonQUIC() net.PacketConn {
 // PairedDevice finds a paired device by name or device ID and returns
 // its ID; a clear error when there is none (or the name is ambiguous).
 func (e *Engine) PairedDevice(nameOrID string) (string, error) {
-	var found []string
+	var found []identity.DeviceID
 	for _, d := range e.pairedDevices() {
 		if d.name == nameOrID || d.id.String() == nameOrID || strings.EqualFold(d.id.Short(), nameOrID) {
-			found = append(found, d.id.String())
+			found = append(found, d.id)
 		}
 	}
 	switch len(found) {
 	case 0:
 		return "", fmt.Errorf("no paired device is called %q: %w (pair the two devices first, on the same network)", nameOrID, ErrNotPaired)
 	case 1:
-		return found[0], nil
+		return found[0].String(), nil
 	}
-	return "", fmt.Errorf("%d paired devices are called %q: name one by its device ID", len(found), nameOrID)
+	// Which ones, in the words that name one: out of reach, nothing else
+	// shows a paired device's ID.
+	ids := make([]string, len(found))
+	for i, id := range found {
+		ids[i] = id.Short()
+	}
+	return "", fmt.Errorf("%d paired devices are called %q, with the IDs %s: name one by its device ID (its first %d characters are enough)",
+		len(found), nameOrID, strings.Join(ids, ", "), len(ids[0]))
 }

@@ -199,3 +199,23 @@ func says(t *testing.T, cmd string, code int, stderr, addr string) {
 		t.Errorf("%s: exit %d, %q", cmd, code, stderr)
 	}
 }
+
+// TestTwoPairedDevicesOfOneName: send --relay --to a name two paired
+// devices bear says which two they are, by the first letters of their IDs,
+// which --to then takes: it said only "name one by its device ID", and
+// nothing else in ferry-cli shows the IDs of paired devices out of reach.
+func TestTwoPairedDevicesOfOneName(t *testing.T) {
+	a, b, c := newDevice(t, "Laptop"), newDevice(t, "Desktop"), newDevice(t, "Desktop")
+	pairAnywhere(t, a, b, true)
+	pairAnywhere(t, a, c, true)
+	file := writeFile(t, "a.txt", "a")
+	relay := "127.0.0.1:1" // nothing listens: the name is settled before
+	code, _, stderr := runCLI(t, "send", "--config", a.dir, "--relay", relay, "--to", "Desktop", file)
+	if code == 0 || !strings.Contains(stderr, b.id.Short()) || !strings.Contains(stderr, c.id.Short()) {
+		t.Fatalf("exit %d, %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "send", "--config", a.dir, "--relay", relay, "--to", strings.ToLower(c.id.Short()), file)
+	if code == 0 || strings.Contains(stderr, "called") || !strings.Contains(stderr, c.id.Short()) {
+		t.Fatalf("--to %s: exit %d, %q", c.id.Short(), code, stderr)
+	}
+}

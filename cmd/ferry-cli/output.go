@@ -50,6 +50,9 @@ type printer struct {
 	// retries holds, per transfer, how often it was tried again and the
 	// last reason printed.
 	retries map[string]retryLine
+	// newKey is the way on after a key change, with the new ID's %s
+	// ("": send's, "send again with --id").
+	newKey string
 	// stalled holds the receiving transfers that said they are
 	// interrupted while they go on (a LocalSend sender that stopped in the
 	// middle of a file).
@@ -183,7 +186,11 @@ func (p *printer) event(ev engine.Event) {
 		p.line("WARNING: %s", ev.KeyChange.Warning)
 		if kc := ev.KeyChange; kc.Known.Addr != "" && kc.PresentedID != "" {
 			// The app's warning has a Forget button; here the way on is a flag.
-			p.line("  (with ferry-cli: send again with --id %s to send to the device with the new key)", kc.PresentedID)
+			way := p.newKey
+			if way == "" {
+				way = "send again with --id %s to send to the device with the new key"
+			}
+			p.line("  (with ferry-cli: "+way+")", kc.PresentedID)
 		}
 	case engine.EventTransport:
 		if p.connected == nil {

@@ -61,6 +61,7 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	answers := newPrompter(stdin, errOut)
 	p := newPrinter(out, false)
+	p.newKey = "pair again with --id %s to pair with the device with the new key"
 	var peer engine.PeerInfo
 	for ev := range events {
 		if ev.TransferID != tr.ID() {

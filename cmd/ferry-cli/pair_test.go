@@ -191,3 +191,29 @@ func TestWithdrawnPairingStopsBeingAsked(t *testing.T) {
 		t.Errorf("the withdrawal was not said: %s", r.errOut)
 	}
 }
+
+// pair with a known device that presents another key (reinstalled, or
+// someone in its place) warns, and its way on is pair's own: "pair again
+// with --id", which then pairs; it said "send again with --id", which
+// sends files and pairs nothing.
+func TestPairAfterKeyChange(t *testing.T) {
+	answerYes(t)
+	pcfg := t.TempDir()
+	r := startReceiver(t, "", "--accept", "trusted", "--no-discovery")
+	if code, _, stderr := runCLI(t, "pair", "--config", pcfg, "--to", r.quic); code != 0 {
+		t.Fatalf("first pairing: %s", stderr)
+	}
+	addr := r.quic
+	r.stop()
+	r = startReceiver(t, "", "--accept", "trusted", "--no-discovery", "--listen", addr)
+	code, stdout, stderr := runCLI(t, "pair", "--config", pcfg, "--to", addr)
+	if code == 0 || !strings.Contains(stdout, "WARNING: ") {
+		t.Fatalf("pair with a new key: exit %d, %q %q", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "(with ferry-cli: pair again with --id "+r.id) || strings.Contains(stdout, "send again with --id") {
+		t.Fatalf("the way on: %q", stdout)
+	}
+	if code, _, stderr := runCLI(t, "pair", "--config", pcfg, "--to", addr, "--id", r.id); code != 0 {
+		t.Fatalf("pair --id: exit %d, %s", code, stderr)
+	}
+}

@@ -86,11 +86,6 @@ type Dest struct {
 	ioMode    atomic.Int32 // a fileio.Mode: see SetBufferedIO, SetIOMode
 	noUnnamed atomic.Bool  // CreateWhole found that files cannot be created without a name here
 
-	// placeMu serialises place's check-then-rename fallback, so that two
-	// files of ours ending under one name (on FAT "A.txt" and "a.txt") never
-	// both see it free and the second replaces the first.
-	placeMu sync.Mutex
-
 	// top is the destination itself as a folder (never out of the cache).
 	top *folder
 
@@ -109,6 +104,12 @@ type Dest struct {
 	// element of a path): for a file 8 folders deep, 80 system calls.
 	dirs map[string]string
 }
+
+// placeMu serialises place's check-then-rename fallback in every Dest of
+// the process (a transfer's, or two transfers' into one folder), so that
+// two files of ours ending under one name (on FAT "A.txt" and "a.txt")
+// never both see it free and the second replaces the first.
+var placeMu sync.Mutex
 
 // maxCachedDirs bounds Dest.dirs (an offer names its folders; a hostile
 // one could name a million).
@@ -855,8 +856,8 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 	// the Rename would be overwritten. That window is unavoidable through
 	// os.Root and exists only on such file systems; our own files close it
 	// with placeMu.
-	d.placeMu.Lock()
-	defer d.placeMu.Unlock()
+	placeMu.Lock()
+	defer placeMu.Unlock()
 	if _, err := d.root.Lstat(newname); err == nil {
 		return false, &fs.PathError{Op: "finalize", Path: newname, Err: fs.ErrExist}
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -331,61 +331,83 @@ func TestFinalizeWithoutHardLinks(t *testing.T) {
 }
 
 // Where hard links and the no-replace rename are both missing (FAT, exFAT,
-// some FUSE file systems), two files of one transfer that end at the same
-// moment under the same name (on FAT "A.txt" and "a.txt" are one name) each
-// keep a name of their own: the check-then-rename of one never runs between
-// the check and the rename of the other, which then replaced it (both were
-// reported saved, one was gone).
+// some FUSE file systems), two files that end at the same moment under the
+// same name (on FAT "A.txt" and "a.txt" are one name), of one transfer or
+// of two into one folder, each keep a name of their own: the
+// check-then-rename of one never runs between the check and the rename of
+// the other, which then replaced it (both were reported saved, one was
+// gone).
 func TestFinalizeWithoutHardLinksConcurrent(t *testing.T) {
-	d, dir := openDest(t)
-	d.rename = func(string, string) error { return errNoAtomicRename }
-	d.link = func(oldname, newname string) error {
-		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errors.ErrUnsupported}
-	}
-	partial := func(content string) *Partial {
-		p, err := d.CreatePartial(content + ".txt")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.WriteAt([]byte(content), 0); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	first, second := partial("first"), partial("second")
-	replace := d.replace
-	inSecond := make(chan struct{})
-	var secondSaved string
-	secondDone := make(chan struct{})
-	d.replace = func(oldname, newname string) error {
-		if strings.HasPrefix(oldname, "second") {
-			close(inSecond) // it found the name free too
-			return replace(oldname, newname)
-		}
-		// The first file has checked that x.txt is free: the second one
-		// ends now. It must not get past its own check before this rename.
-		go func() {
-			defer close(secondDone)
-			var err error
-			if secondSaved, err = d.Finalize(second, "x.txt", 6); err != nil {
-				t.Error(err)
+	for _, twoTransfers := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one transfer", true: "two transfers"}[twoTransfers], func(t *testing.T) {
+			d, dir := openDest(t)
+			other := d
+			if twoTransfers {
+				var err error
+				if other, err = Open(dir); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { other.Close() })
 			}
-		}()
-		select {
-		case <-inSecond:
-		case <-time.After(200 * time.Millisecond): // waiting for the first, as it must
-		}
-		return replace(oldname, newname)
+			for _, d := range []*Dest{d, other} {
+				d.rename = func(string, string) error { return errNoAtomicRename }
+				d.link = func(oldname, newname string) error {
+					return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errors.ErrUnsupported}
+				}
+			}
+			partial := func(d *Dest, content string) *Partial {
+				p, err := d.CreatePartial(content + ".txt")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.WriteAt([]byte(content), 0); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			first, second := partial(d, "first"), partial(other, "second")
+			replace := d.replace
+			inSecond := make(chan struct{})
+			var secondSaved string
+			secondDone := make(chan struct{})
+			d.replace = func(oldname, newname string) error {
+				if strings.HasPrefix(oldname, "second") {
+					close(inSecond) // it found the name free too
+					return replace(oldname, newname)
+				}
+				// The first file has checked that x.txt is free: the second
+				// one ends now. It must not get past its own check before
+				// this rename.
+				go func() {
+					defer close(secondDone)
+					var err error
+					if secondSaved, err = other.Finalize(second, "x.txt", 6); err != nil {
+						t.Error(err)
+					}
+				}()
+				select {
+				case <-inSecond:
+				case <-time.After(200 * time.Millisecond): // waiting for the first, as it must
+				}
+				return replace(oldname, newname)
+			}
+			if twoTransfers {
+				other.replace = func(oldname, newname string) error {
+					close(inSecond)
+					return other.root.Rename(oldname, newname)
+				}
+			}
+			saved, err := d.Finalize(first, "x.txt", 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-secondDone
+			if saved != "x.txt" || secondSaved != "x (1).txt" {
+				t.Errorf("saved as %q and %q, want x.txt and x (1).txt", saved, secondSaved)
+			}
+			assertTree(t, dir, map[string]string{"x.txt": "first", "x (1).txt": "second"})
+		})
 	}
-	saved, err := d.Finalize(first, "x.txt", 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-secondDone
-	if saved != "x.txt" || secondSaved != "x (1).txt" {
-		t.Errorf("saved as %q and %q, want x.txt and x (1).txt", saved, secondSaved)
-	}
-	assertTree(t, dir, map[string]string{"x.txt": "first", "x (1).txt": "second"})
 }
 
 // A finalized file has one name: the rename took the partial's away.

@@ -198,10 +198,11 @@ func (q *conn) resetErr() error {
 }
 
 // lose closes the connection because its peer is gone for the reason why,
-// which its streams' errors then report.
+// which its streams' errors then report. Nobody reads the close: it has no
+// code.
 func (q *conn) lose(why error) {
 	q.lost.CompareAndSwap(nil, &why)
-	q.close(uint64(errcode.AppOfErr(why)), errcode.Reason(why))
+	q.close(0, why.Error())
 }
 
 // newConn wraps an established connection. tr is the Transport a dialled

@@ -195,7 +195,7 @@ func (m *migrator) run() {
 				// Nobody listens there any more (the peer stopped, or
 				// restarted elsewhere): end the connection now rather than
 				// after the idle timeout, so the sender looks again.
-				m.c.c.CloseWithError(0, err.Error())
+				m.c.lose(err)
 			}
 		case now := <-t.C:
 			m.sample(now)

@@ -231,8 +231,14 @@ func TestPeerGoneEndsConnection(t *testing.T) {
 		t.Fatal("the connection outlived its peer")
 	}
 	var ae *quic.ApplicationError
-	if err := context.Cause(c.primary.c.Context()); !errors.As(err, &ae) || ae.Remote || ae.ErrorCode != 0 {
-		t.Errorf("the connection ended with %v, want our own close for the closed port", err)
+	cause := context.Cause(c.primary.c.Context())
+	if !errors.As(cause, &ae) || ae.Remote || ae.ErrorCode != 0 {
+		t.Errorf("the connection ended with %v, want our own close for the closed port", cause)
+	}
+	// What its streams' errors say, and the user reads: why, not quic-go's
+	// "Application error 0x0 (local): " before it.
+	if err := c.primary.err(cause); !errors.Is(err, errPeerGone) {
+		t.Errorf("its streams end with %q, want %q", err, errPeerGone)
 	}
 }
 

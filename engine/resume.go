@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -244,15 +245,25 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 		if rf.Partial == "" {
 			continue
 		}
-		rx.mu.Lock()
-		f, _ := rx.fileLocked(rf.Index, false)
-		rx.mu.Unlock()
 		// Only the partial this transfer created, still a plain file.
 		p, err := rx.Dest.OpenPartial(rf.Partial, rf.PartialID)
 		if err != nil {
-			rx.e.log.Info("resume: partial not reusable, fetching the file again", "file", f.entry.Path, "err", err)
+			if e, eerr := rx.entry(rf.Index); eerr == nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, store.ErrLinked)) {
+				// Saved in an earlier attempt that ended before it could
+				// record so: the partial, by its identity, under its name.
+				if as, ok := rx.Dest.Renamed(e.Path, rf.PartialID, e.Size); ok {
+					done = append(done, &rxFile{idx: rf.Index, entry: e, savedAs: as})
+					rx.Bytes.Add(e.Size)
+					rx.Kept.Add(e.Size)
+					continue
+				}
+			}
+			rx.e.log.Info("resume: partial not reusable, fetching the file again", "file", rf.Path, "err", err)
 			continue
 		}
+		rx.mu.Lock()
+		f, _ := rx.fileLocked(rf.Index, false)
+		rx.mu.Unlock()
 		n := f.tree.Len()
 		have := make([]byte, (n+7)/8)
 		var any bool

@@ -339,3 +339,40 @@ func TestFileNamedLikeAPartialIsNeverTakenForOne(t *testing.T) {
 		})
 	}
 }
+
+// A receiver that ended right after a file got its name, before its record
+// of that reached the journal (a crash, SIGKILL), finds the file by its
+// partial's identity at the next attempt: not fetched again, not saved a
+// second time as "big (1).bin".
+func TestResumeFindsAFileSavedWithoutItsRecord(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	const size = 48 << 20
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	interrupt(t, send, recv, []string{big}, "tcp", size)
+	dl := recv.DownloadDir()
+	// What the crash left: the partial whole and named, no record of it.
+	data, err := os.ReadFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(dl, "big.bin.partial")
+	if err := os.WriteFile(part, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(part, filepath.Join(dl, "big.bin")); err != nil {
+		t.Fatal(err)
+	}
+	res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"})
+	if res.State != StateDone || res.Verified != 1 {
+		t.Fatalf("%s %q, %d verified", res.State, res.Err, res.Verified)
+	}
+	if res.Bytes != 0 {
+		t.Errorf("sent %d bytes of a file the receiver has whole", res.Bytes)
+	}
+	if ents, _ := os.ReadDir(dl); len(ents) != 1 || ents[0].Name() != "big.bin" {
+		t.Errorf("in the folder: %v, want big.bin alone", ents)
+	}
+	sameTree(t, big, dl)
+}

@@ -1298,3 +1298,39 @@ func TestFileNamedLikeAPartial(t *testing.T) {
 		t.Errorf("saved beside b's partial as %q, want %q", saved, "b (1).partial")
 	}
 }
+
+// Renamed finds the file a partial became under its name or a numbered
+// one, by the partial's identity, and no other file of that size.
+func TestRenamedFindsThePartialByIdentity(t *testing.T) {
+	d, dir := openDest(t)
+	if saved := receive(t, d, "r/a.txt", []byte("other")); saved != "r/a.txt" {
+		t.Fatalf("saved as %q", saved)
+	}
+	p, err := d.CreatePartial("r/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := p.Identity()
+	if id == "" {
+		t.Skip("no file identity on this platform")
+	}
+	if _, ok := d.Renamed("r/a.txt", id, 5); ok {
+		t.Fatal("found a file before the partial got a name")
+	}
+	if _, err := p.WriteAt([]byte("ours!"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := d.Finalize(p, "r/a.txt", 5); err != nil || saved != "r/a (1).txt" {
+		t.Fatalf("Finalize = %q, %v", saved, err)
+	}
+	if as, ok := d.Renamed("r/a.txt", id, 5); !ok || as != "r/a (1).txt" {
+		t.Errorf("Renamed = %q, %v; want r/a (1).txt", as, ok)
+	}
+	if _, ok := d.Renamed("r/a.txt", id, 6); ok {
+		t.Error("found it at another size")
+	}
+	if _, ok := d.Renamed("r/a.txt", "b1.1", 5); ok {
+		t.Error("found a file of another identity")
+	}
+	assertTree(t, dir, map[string]string{"r/a.txt": "other", "r/a (1).txt": "ours!"})
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 )
 
 // Identity names the file p is, not its name: its birth time to the
@@ -40,3 +41,46 @@ func checkIdentity(p *Partial, identity string) error {
 	}
 	return nil
 }
+
+// Renamed finds the file that a partial of this identity became when
+// Finalize gave it rel's name, for a transfer whose record of that was lost
+// (the process ended between the rename and the record): rel's name, or
+// one of the numbered names Finalize tries after it, that is a regular file
+// of size bytes and this identity. It is how a crash right after a file
+// got its name does not fetch and save it a second time ("name (1).ext").
+func (d *Dest) Renamed(rel, identity string, size int64) (savedAs string, ok bool) {
+	if identity == "" {
+		return "", false
+	}
+	dirs, base, err := split(rel)
+	if err != nil {
+		return "", false
+	}
+	dir, err := d.resolveDir(dirs)
+	if err != nil {
+		return "", false
+	}
+	for n := 0; n < maxRenamedLook; n++ {
+		name := filepath.Join(dir, numbered(base, n, true))
+		st, err := d.root.Lstat(name)
+		if err != nil {
+			return "", false // Finalize takes the first free name: none after it
+		}
+		if !st.Mode().IsRegular() || st.Size() != size {
+			continue
+		}
+		f, err := d.root.Open(name)
+		if err != nil {
+			continue
+		}
+		id, err := fileIdentity(f)
+		f.Close()
+		if err == nil && id == identity {
+			return filepath.ToSlash(name), true
+		}
+	}
+	return "", false
+}
+
+// maxRenamedLook bounds the names Renamed looks at.
+const maxRenamedLook = 16

@@ -18,6 +18,15 @@ func interrupt(t *testing.T, send, recv *Engine, paths []string, tp string, tota
 // interruptWith is interrupt with the send's options.
 func interruptWith(t *testing.T, send, recv *Engine, paths []string, opts SendOptions, total int64) Result {
 	t.Helper()
+	return interruptAfter(t, send, recv, paths, opts, total, nil)
+}
+
+// interruptAfter is interruptWith that cancels only once ready (when not
+// nil) said yes to one of the receiver's events: "the receiver saved the
+// first file", which the sender's progress runs ahead of by what is in
+// flight, the more so on a loaded machine.
+func interruptAfter(t *testing.T, send, recv *Engine, paths []string, opts SendOptions, total int64, ready func(Event) bool) Result {
+	t.Helper()
 	send.opts.ProgressInterval = 2 * time.Millisecond // see the transfer mid-way even on a fast loopback (send is idle here)
 	events, unsub := send.Subscribe(1024)
 	defer unsub()
@@ -27,13 +36,19 @@ func interruptWith(t *testing.T, send, recv *Engine, paths []string, opts SendOp
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ev := range events {
-		if ev.TransferID == tr.ID() && ev.Kind == EventProgress && ev.Progress.Bytes > total/2 {
-			tr.Cancel()
-			break
-		}
-		if ev.TransferID == tr.ID() && ev.Kind == EventResult {
-			t.Fatal("finished before it could be interrupted")
+	isReady := ready == nil
+	for cancelled := false; !cancelled; {
+		select {
+		case ev := <-revents:
+			isReady = isReady || ready(ev)
+		case ev := <-events:
+			if ev.TransferID == tr.ID() && ev.Kind == EventProgress && ev.Progress.Bytes > total/2 && isReady {
+				tr.Cancel()
+				cancelled = true
+			}
+			if ev.TransferID == tr.ID() && ev.Kind == EventResult {
+				t.Fatal("finished before it could be interrupted")
+			}
 		}
 	}
 	<-tr.Done()

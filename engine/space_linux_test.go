@@ -90,7 +90,9 @@ func TestResumeOntoANearlyFullDisk(t *testing.T) {
 	// One stream: the first file is saved before the second begins; stop
 	// in the second.
 	opts := SendOptions{Transport: "tcp", Streams: 1}
-	interruptWith(t, send, recv, []string{first, second}, opts, 2*size*5/4)
+	interruptAfter(t, send, recv, []string{first, second}, opts, 2*size*5/4, func(ev Event) bool {
+		return ev.Kind == EventFile && ev.File != nil && ev.File.Path == "first.bin" && ev.File.Verified
+	})
 	if _, err := os.Stat(filepath.Join(recv.DownloadDir(), "first.bin")); err != nil {
 		t.Fatalf("the first file was not saved before the stop: %v", err)
 	}

@@ -1047,7 +1047,7 @@ func numberedWithin(name string, n int, file bool, limit int) string {
 		if e2 := filepath.Ext(stem); strings.EqualFold(e2, ".tar") && len(e2) < len(stem) {
 			stem, ext = stem[:len(stem)-len(e2)], e2+ext
 		}
-		if stem == "" { // a dotfile such as ".bashrc" is all stem
+		if stem == "" || ext == "." { // a dotfile such as ".bashrc", or "trail..." (no extension after its dot), is all stem
 			stem, ext = name, ""
 		}
 	}

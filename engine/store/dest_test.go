@@ -889,6 +889,8 @@ func TestNumbered(t *testing.T) {
 		{".tar.gz", 1, true, ".tar (1).gz"},
 		{".bashrc", 1, true, ".bashrc (1)"},
 		{"noext", 3, true, "noext (3)"},
+		{"trail...", 1, true, "trail... (1)"}, // not "trail.. (1)."
+		{"v1.2.", 1, true, "v1.2. (1)"},
 		{long + ".txt", 1, true, strings.Repeat("x", 255-4-4) + " (1).txt"},
 		{long + "." + long, 1, true, long + ". (1)"},
 		{strings.Repeat("é", 127), 10, true, strings.Repeat("é", 125) + " (10)"},

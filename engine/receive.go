@@ -108,7 +108,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		e.servePair(tctx, c, ctl, tk, in.t)
 		return
 	}
-	rx := &receiver{inbox: in, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}),
+	rx := &receiver{inbox: in, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
 	defer rx.closeList()
@@ -188,6 +188,11 @@ type receiver struct {
 	firstCause string
 	// mismatched counts the files that failed verification; guarded by mu.
 	mismatched int
+	// full is closed when the disk filled under the transfer (diskFull),
+	// fullCause says so; the session then ends, resumable.
+	full      chan struct{}
+	fullOnce  sync.Once
+	fullCause string
 	// stalls counts the data streams' long waits (head-of-line blocking);
 	// its threshold follows the path's RTT, set when data starts.
 	stalls    *stallmeter.Meter
@@ -453,6 +458,8 @@ func (rx *receiver) watchIdle(ctx context.Context) error {
 			if rx.Dest.Gone() {
 				return rx.folderGone()
 			}
+		case <-rx.full:
+			return rx.diskFullErr()
 		}
 	}
 }
@@ -1240,6 +1247,10 @@ func clipReason(s string) string {
 // the system said, without the store's wrapping and this device's paths,
 // which the sender need not learn.
 func (rx *receiver) notSaved(f *rxFile, err error) {
+	if full := fileio.DiskFull(err); full != "" {
+		rx.diskFull(full)
+		return
+	}
 	cause := saveCause(err)
 	rx.mu.Lock()
 	if rx.firstCause == "" && !f.resolved {
@@ -1247,6 +1258,34 @@ func (rx *receiver) notSaved(f *rxFile, err error) {
 	}
 	rx.mu.Unlock()
 	rx.resolve(f, false, "", wire.CodeIO, "Not saved: "+cause+".")
+}
+
+// diskFull ends the transfer, resumable, when the disk filled under it
+// (another program took the space since the space check): every file
+// after would fail in turn (759 "the disk is full" lines of a tree, and
+// the transfer failed, where it can resume once there is space). The file
+// that met it is not resolved: what of it arrived stays in its partial.
+func (rx *receiver) diskFull(cause string) {
+	rx.fullOnce.Do(func() {
+		rx.fullCause = cause
+		close(rx.full)
+	})
+}
+
+// diskFullErr is the end of a transfer that filled the disk: the files not
+// saved, and that it resumes.
+func (rx *receiver) diskFullErr() error {
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	saved := 0
+	for _, s := range rx.status {
+		if s == fileSaved {
+			saved++
+		}
+	}
+	n := len(rx.Accepted)
+	return &core.NotSavedError{Failed: n - saved, Files: n,
+		Cause: rx.fullCause + " (what arrived is kept: free some space and send again, and it resumes)"}
 }
 
 // entryMeta is what a received file keeps of the sender's (its

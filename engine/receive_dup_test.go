@@ -29,7 +29,7 @@ func testReceiver(t *testing.T, chunk int, files []wire.FileEntry) *receiver {
 	offer := &wire.Offer{Transfer: newTransferID(), ChunkSize: chunk, Files: len(files), TotalBytes: total}
 	msgs := encode(offer, &wire.OfferFiles{Files: files})
 	rx := &receiver{inbox: in, ctl: newControl(bytesStream{bytes.NewReader(msgs)}), files: map[uint32]*rxFile{},
-		complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{})}
+		complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{})}
 	t.Cleanup(rx.closeList)
 	if err := rx.takeOffer(); err != nil {
 		t.Fatal(err)

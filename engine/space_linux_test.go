@@ -130,3 +130,47 @@ func TestSaveCause(t *testing.T) {
 		}
 	}
 }
+
+// A disk that another program fills while files arrive ends the transfer,
+// resumable, in one sentence: the file that met it is not failed (what of
+// it arrived stays in its partial), and the files after it do not fail in
+// turn ("the disk is full" 759 times for a tree, which then had to be sent
+// whole again). The session's watch (watchIdle) ends it on rx.full.
+func TestDiskFullEndsTheTransferResumably(t *testing.T) {
+	a, b := randomBytes(2*64<<10), randomBytes(3000)
+	rx := createReceiver(t, a, b)
+	disk := testutil.SmallDisk(t, "size=1m")
+	dest, err := store.Open(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dest.Close() })
+	rx.Dest = dest
+	// Another program takes every block.
+	filler, err := os.Create(filepath.Join(disk, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := filler.Write(make([]byte, 64<<10)); err == nil; _, err = filler.Write(make([]byte, 4<<10)) {
+	}
+	filler.Close()
+
+	landAll(t, rx, 0, a, 0, 1)
+	landAll(t, rx, 1, b, 0)
+	rootOf(t, rx, 1, b)
+	select {
+	case <-rx.full:
+	default:
+		t.Fatal("a write that met a full disk did not end the transfer")
+	}
+	rx.mu.Lock()
+	status, cause := rx.status, rx.firstCause
+	rx.mu.Unlock()
+	if status[0] != fileAccepted || status[1] != fileAccepted || cause != "" {
+		t.Errorf("files %v (first cause %q), want both still to come", status, cause)
+	}
+	if err := rx.diskFullErr(); !strings.Contains(err.Error(), "none of the 2 files could be saved; the first: the disk is full") ||
+		!strings.Contains(err.Error(), "send again, and it resumes") {
+		t.Errorf("the end says %q", err)
+	}
+}

@@ -301,6 +301,11 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 	return haves, done
 }
 
+// ResumeProblem says why unfinished incoming transfers cannot be kept for a
+// resume (their state's folder under the config folder cannot be written),
+// or nil.
+func (e *Engine) ResumeProblem() error { return e.resume.Writable() }
+
 // PartialTransfer describes an unfinished incoming transfer kept for resume:
 // who sent it, where it goes, and the verified bytes its partial files hold.
 type PartialTransfer = resume.Summary

@@ -22,6 +22,7 @@ import (
 	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -864,5 +865,20 @@ func TestMistypedFlagIsOneLine(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "-retry-for") || stderr != "" {
 			t.Fatalf("%q: exit %d, stdout %q, stderr %q; want the flags on standard output", args, code, stdout, stderr)
 		}
+	}
+}
+
+// A receiver that cannot keep resume state (its folder cannot be made)
+// says so when it starts: an interrupted transfer would start again from
+// its beginning, with nothing said before.
+func TestReceiveSaysResumeCannotBeKept(t *testing.T) {
+	cfg := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cfg, "resume"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startReceiver(t, cfg, "--no-discovery")
+	testutil.WaitFor(t, "the warning", func() bool { return strings.Contains(r.errOut.String(), "its progress cannot be kept") })
+	if ok := startReceiver(t, "", "--no-discovery"); strings.Contains(ok.errOut.String(), "cannot be kept") {
+		t.Errorf("a receiver that can keep it said %q", ok.errOut.String())
 	}
 }

@@ -122,6 +122,9 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		fmt.Fprintf(&at, "%s=%s ", st.Transport, st.Addr)
 	}
 	fmt.Fprintf(out, "listening %sid=%s name=%q dir=%q\n", at.String(), e.ID(), e.Name(), e.DownloadDir())
+	if err := e.ResumeProblem(); err != nil {
+		fmt.Fprintf(errOut, "ferry-cli receive: an interrupted transfer will start again from its beginning: its progress cannot be kept (%v)\n", err)
+	}
 	if *lsf.on {
 		lsHost, _, _ := net.SplitHostPort(*listen) // LocalSend listens on --listen's host too
 		stop, err := startLocalSend(ctx, e, lsf, lsHost, !*noDiscovery, errOut)

@@ -461,3 +461,19 @@ func Locked(path string) bool { return journalLocked(path) }
 
 // Locking says whether Lock and Locked work here.
 const Locking = lockingJournals
+
+// Writable reports why resume state cannot be kept here (the folder cannot
+// be made or written: a file in its place, a read-only config folder), or
+// nil: each transfer would then start again from its beginning after an
+// interruption, which a receiver should say when it starts.
+func (d *Dir) Writable() error {
+	if err := os.MkdirAll(d.path, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(d.path, ".writable-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}

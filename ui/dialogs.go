@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // Problem is an error whose Text is written for people: what happened and
@@ -177,18 +180,53 @@ func (u *UI) showAddDevice() {
 
 // confirmQuitWithoutTray tells the user, the first time they close the
 // window on a desktop without a tray, that closing quits Ferry.
+// A transfer under way is said there too, so one question covers both.
 func (u *UI) confirmQuitWithoutTray() {
-	text := widget.NewLabel("This desktop shows no tray icons, so Ferry cannot keep running in the background. " +
-		"Closing the window quits Ferry, and nearby devices can no longer send you files until you open it again.")
+	msg := "This desktop shows no tray icons, so Ferry cannot keep running in the background. " +
+		"Closing the window quits Ferry, and nearby devices can no longer send you files until you open it again."
+	if running := u.transfers.running(); len(running) > 0 {
+		msg += "\n\n" + quitCutsText(running)
+	}
+	u.confirmQuit(msg, "Keep Ferry open")
+}
+
+// confirmQuitDuringTransfer asks whether to quit while the deliveries
+// running are under way.
+func (u *UI) confirmQuitDuringTransfer(running []*transfer.Delivery) {
+	u.confirmQuit(quitCutsText(running)+" Quit anyway?", "Keep running")
+}
+
+// confirmQuit asks "Quit Ferry?" with msg; Enter quits, Escape keeps
+// Ferry open (keepLabel's button).
+func (u *UI) confirmQuit(msg, keepLabel string) {
+	text := widget.NewLabel(msg)
 	text.Wrapping = fyne.TextWrapWord
 	var d *dialog.CustomDialog
-	keep := u.newButton("Keep Ferry open", nil, func() { d.Hide() })
-	quit := u.newButton("Quit Ferry", nil, func() { d.Hide(); u.quit() })
+	keep := u.newButton(keepLabel, nil, func() { d.Hide() })
+	quit := u.newButton("Quit Ferry", nil, func() { d.Hide(); u.quitNow() })
 	quit.Importance = widget.HighImportance
 	d = dialog.NewCustomWithoutButtons("Quit Ferry?", text, u.win)
 	d.SetButtons([]fyne.CanvasObject{keep, quit})
 	d.Resize(fyne.NewSize(440, 0))
-	u.showModal(d, &modal{dismiss: d.Hide, confirm: func() { d.Hide(); u.quit() }}, quit)
+	u.showModal(d, &modal{dismiss: d.Hide, confirm: func() { d.Hide(); u.quitNow() }}, quit)
+}
+
+// quitCutsText says which transfers quitting would stop, and what becomes
+// of them: what arrived is kept, and a send to this device goes on when it
+// is back (the sender's Ferry sends the rest).
+func quitCutsText(running []*transfer.Delivery) string {
+	if len(running) == 1 {
+		d := running[0]
+		peer := d.Peer // escaped already
+		if peer == "" {
+			peer = "the other device"
+		}
+		if d.Direction == transfer.Incoming {
+			return fmt.Sprintf("A transfer is in progress: receiving from %s. Quitting stops it; what has arrived is kept.", peer)
+		}
+		return fmt.Sprintf("A transfer is in progress: sending to %s. Quitting stops it; what has arrived is kept.", peer)
+	}
+	return fmt.Sprintf("%d transfers are in progress. Quitting stops them; what has arrived is kept.", len(running))
 }
 
 // ShowError shows an error that the app found out about later (a folder

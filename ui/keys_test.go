@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -321,4 +322,62 @@ func TestEscapeCancelsFileDialogs(t *testing.T) {
 	if len(be.sends) != 0 {
 		t.Fatalf("a cancelled file dialog sent %+v", be.sends)
 	}
+}
+
+func TestQuitDuringTransferAsksFirst(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	quits := 0
+	u.OnQuit = func() { quits++ }
+	quitItem := func() *fyne.MenuItem { m := u.Tray(); return m.Items[len(m.Items)-1] }
+
+	// Nothing runs: Quit quits at once.
+	quitItem().Action()
+	if quits != 1 || overlays(u) != 0 {
+		t.Fatalf("idle Quit: quits = %d, overlays %d", quits, overlays(u))
+	}
+
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "in", Direction: Incoming, State: StateActive, Peer: Peer{Name: "Bob"}})
+	u.SetWindowShown(false) // in the tray
+	quitItem().Action()
+	if quits != 1 || overlays(u) != 1 || u.hidden {
+		t.Fatalf("Quit while receiving: quits = %d, overlays %d, hidden %v", quits, overlays(u), u.hidden)
+	}
+	if s := topDialogText(u); !contains(s, "Quit Ferry?", "A transfer is in progress: receiving from Bob.", "Quit anyway?", "Keep running", "Quit Ferry") {
+		t.Fatalf("the question:\n%s", s)
+	}
+	press(u, fyne.KeyEscape) // Keep running
+	if quits != 1 || overlays(u) != 0 {
+		t.Fatalf("Escape: quits = %d, overlays %d", quits, overlays(u))
+	}
+
+	// Closing the window where that quits (receiving off) asks too.
+	be.settings.Policy = PolicyOff
+	if !u.HandleClose(true) || overlays(u) != 1 || quits != 1 {
+		t.Fatalf("close while receiving: overlays %d, quits %d", overlays(u), quits)
+	}
+	press(u, fyne.KeyReturn) // Quit Ferry has the focus
+	if quits != 2 || overlays(u) != 0 {
+		t.Fatalf("Enter: quits = %d, overlays %d", quits, overlays(u))
+	}
+
+	// Once it has ended, Quit quits again.
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "in", Direction: Incoming, Peer: Peer{Name: "Bob"}, Result: &Result{State: StateDone, Files: 1}})
+	quitItem().Action()
+	if quits != 3 || overlays(u) != 0 {
+		t.Fatalf("after the end: quits = %d, overlays %d", quits, overlays(u))
+	}
+}
+
+// topDialogText is every label's and button's text in the topmost overlay.
+func topDialogText(u *UI) string {
+	var b strings.Builder
+	uitree.Walk(u.win.Canvas().Overlays().Top(), func(x fyne.CanvasObject) {
+		switch x := x.(type) {
+		case *widget.Label:
+			b.WriteString(x.Text + "\n")
+		case *button:
+			b.WriteString("[" + x.Text + "]\n")
+		}
+	})
+	return b.String()
 }

@@ -391,6 +391,18 @@ func savedAs(f FileResult) string {
 	return f.Path
 }
 
+// running lists the deliveries under way (quitting would stop them),
+// newest first.
+func (l *transferList) running() []*transfer.Delivery {
+	var out []*transfer.Delivery
+	for _, id := range l.order {
+		if v := l.byID[id]; v.d != nil && v.d.Phase.Running() {
+			out = append(out, v.d)
+		}
+	}
+	return out
+}
+
 func (l *transferList) relayout() {
 	objs := make([]fyne.CanvasObject, 0, len(l.order))
 	for _, id := range l.order {

@@ -273,11 +273,34 @@ func (u *UI) mainMenu() *fyne.MainMenu {
 	return fyne.NewMainMenu(file)
 }
 
-// quit ends Ferry (through the app).
+// quit ends Ferry (through the app), asking first while a transfer is
+// under way.
 func (u *UI) quit() {
+	if u.askBeforeQuit() {
+		return
+	}
+	u.quitNow()
+}
+
+// quitNow ends Ferry without asking.
+func (u *UI) quitNow() {
 	if u.OnQuit != nil {
 		u.OnQuit()
 	}
+}
+
+// askBeforeQuit asks whether to quit when a transfer is under way (Quit
+// would cut it) and reports whether it asked; the answer quits or not.
+func (u *UI) askBeforeQuit() bool {
+	running := u.transfers.running()
+	if len(running) == 0 {
+		return false
+	}
+	if u.hidden { // quit from the tray: the question needs the window
+		u.revealWindow()
+	}
+	u.confirmQuitDuringTransfer(running)
+	return true
 }
 
 // SelfChanged redraws what the window says about this device (its
@@ -569,14 +592,17 @@ func (u *UI) SetReceiving(on bool) {
 //   - without a tray and receiving on, it asks once whether to quit (there
 //     would be no way back to a hidden window), then quits;
 //   - with receiving off, closing quits.
+//
+// Where closing quits while a transfer is under way, it asks first (and
+// returns true: the answer quits or not).
 func (u *UI) HandleClose(trayHost bool) bool {
 	if !u.receiving() {
-		return false
+		return u.askBeforeQuit()
 	}
 	s := u.be.Settings()
 	if !trayHost {
 		if s.NoTrayNoticeShown {
-			return false
+			return u.askBeforeQuit()
 		}
 		s.NoTrayNoticeShown = true
 		if err := u.be.SaveSettings(s); err != nil {

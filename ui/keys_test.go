@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -380,4 +381,26 @@ func topDialogText(u *UI) string {
 		}
 	})
 	return b.String()
+}
+
+func TestEnterInASettingsFieldSaves(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	s := u.settings
+	for i, e := range []*widget.Entry{s.name, s.dir, s.localSend.pin, s.localSend.port} {
+		if e.Disabled() {
+			t.Fatalf("field %d disabled", i)
+		}
+		s.name.SetText(fmt.Sprintf("Desk %d", i))
+		u.win.Canvas().Focus(e)
+		e.TypedKey(key(fyne.KeyReturn))
+		if want := fmt.Sprintf("Desk %d", i); be.settings.DeviceName != want {
+			t.Fatalf("Enter in field %d: saved name %q, want %q", i, be.settings.DeviceName, want)
+		}
+	}
+	test.Tap(s.anywhere.on)
+	s.anywhere.relay.SetText("relay.example.org:47900")
+	s.anywhere.relay.TypedKey(key(fyne.KeyReturn))
+	if be.settings.AnywhereRelay != "relay.example.org:47900" {
+		t.Fatalf("Enter in Relay: saved relay %q", be.settings.AnywhereRelay)
+	}
 }

@@ -128,6 +128,11 @@ func newSettingsView(u *UI) *settingsView {
 			u.known.reload()
 		}
 	}
+	// Enter in a text field saves, as Enter presses a dialog's default
+	// button (it did nothing: only a click on Save saved).
+	for _, e := range []*widget.Entry{v.name, v.dir, v.localSend.pin, v.localSend.port, v.anywhere.relay, v.anywhere.secret} {
+		e.OnSubmitted = func(string) { v.apply() }
+	}
 	v.obj = v.tabs
 	v.load()
 	return v

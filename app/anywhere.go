@@ -90,5 +90,5 @@ func anywhereProblem(relay string, err error) *ui.Problem {
 	case errors.Is(err, engine.ErrRelaySecret):
 		text = fmt.Sprintf("The relay %s refused this device's relay secret: give the one the relay was started with (ferry-cli relay --secret-file), or none for a relay without one, and check this computer's clock.", relay)
 	}
-	return &ui.Problem{Text: text + " The setting is kept, and tried again when Ferry starts or the settings are saved.", Err: err}
+	return &ui.Problem{Text: text + " The setting is kept, and tried again when Ferry starts or the settings are saved.", Err: err, Kept: true}
 }

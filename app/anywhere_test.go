@@ -103,7 +103,7 @@ func TestAnywhereSettingSaidInWords(t *testing.T) {
 		s.Anywhere, s.AnywhereRelay, s.AnywhereSecret = true, c.relay, c.secret
 		err := b.SaveSettings(s)
 		var p *ui.Problem
-		if !errors.As(err, &p) || !strings.HasPrefix(p.Text, c.want) || p.Err == nil {
+		if !errors.As(err, &p) || !strings.HasPrefix(p.Text, c.want) || p.Err == nil || !p.Kept {
 			t.Errorf("relay %s: %v, want a sentence starting %q", c.relay, err, c.want)
 		}
 		if got := b.Settings(); !got.Anywhere || got.AnywhereRelay != c.relay {

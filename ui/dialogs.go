@@ -22,6 +22,23 @@ import (
 type Problem struct {
 	Text string
 	Err  error
+	// Kept: the setting the problem is about was saved all the same (only
+	// putting it to use failed, and that is tried again), so a message
+	// about saving says the settings were saved.
+	Kept bool
+}
+
+// allKept reports whether every problem in err is about a setting that was
+// saved all the same (a Problem with Kept); an error that is no Problem
+// counts as not saved.
+func allKept(err error) bool {
+	for _, e := range joined(err) {
+		var p *Problem
+		if !errors.As(e, &p) || !p.Kept {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *Problem) Error() string {

@@ -200,8 +200,13 @@ func (v *settingsView) apply() {
 	s.StartMinimized = v.minimized.Checked
 	v.localSend.apply(&s)
 	v.anywhere.apply(&s)
-	if v.u.saveSettings(s) {
+	err := v.u.saveSettings(s)
+	if err == nil {
 		v.say("Saved at "+v.u.now().Format("15:04:05")+".", widget.SuccessImportance)
+		return
+	}
+	if allKept(err) {
+		v.say("Saved at "+v.u.now().Format("15:04:05")+", not all in use: see the message.", widget.WarningImportance)
 		return
 	}
 	// What was refused stays as it was typed, to be mended and saved

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -157,5 +158,35 @@ func TestSettingsLabelsFollowTheirFields(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A setting saved but not in use yet (a relay that does not answer) is
+// titled as saved: the message said "Could not save the settings" over
+// "The setting is kept", and the form "Not all saved".
+func TestSettingKeptButNotInUseSaysSaved(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	be.saveErr = &Problem{Text: "The relay 127.0.0.1:1 does not answer. The setting is kept, and tried again when Ferry starts or the settings are saved.",
+		Err: errors.New("dial: refused"), Kept: true}
+	v := u.settings
+	v.apply()
+	if !strings.HasPrefix(v.note.Text, "Saved at ") || strings.Contains(v.note.Text, "Not all saved") {
+		t.Errorf("note %q", v.note.Text)
+	}
+	if s := topDialogText(u); !strings.Contains(s, "Settings saved, but not all in use") || strings.Contains(s, "Could not save") {
+		t.Errorf("message:\n%s", s)
+	}
+	press(u, fyne.KeyEscape)
+	// The tray's Receiving saves too, and says the same.
+	u.SetReceiving(false)
+	if s := topDialogText(u); !strings.Contains(s, "Settings saved, but not all in use") {
+		t.Errorf("message after Receiving off:\n%s", s)
+	}
+	press(u, fyne.KeyEscape)
+	// A setting not saved is still said so.
+	be.saveErr = errors.Join(be.saveErr, &Problem{Text: "The folder cannot be used."})
+	v.apply()
+	if s := topDialogText(u); !strings.Contains(s, "Could not save the settings") || !strings.Contains(v.note.Text, "Not all saved") {
+		t.Errorf("a refused setting: note %q, message:\n%s", v.note.Text, s)
 	}
 }

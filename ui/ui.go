@@ -548,10 +548,16 @@ func (u *UI) showInFolder(p string) {
 }
 
 // saveSettings saves s and reports whether all of it was saved.
-func (u *UI) saveSettings(s Settings) bool {
+func (u *UI) saveSettings(s Settings) error {
 	was := u.receiving()
 	err := u.be.SaveSettings(s)
-	if err != nil {
+	switch {
+	case err == nil:
+	case allKept(err):
+		// Saved, but not all in use (a relay that does not answer): the
+		// title said "Could not save the settings" over "The setting is kept".
+		u.showError("Settings saved, but not all in use", err)
+	default:
 		u.showError("Could not save the settings", err)
 	}
 	u.settings.load()
@@ -563,7 +569,7 @@ func (u *UI) saveSettings(s Settings) bool {
 	if now := u.receiving(); now != was && u.OnReceivingChanged != nil {
 		u.OnReceivingChanged(now)
 	}
-	return err == nil
+	return err
 }
 
 // SetReceiving switches receiving on (with the last policy that allowed it) or off.

@@ -45,6 +45,8 @@ type fakeBackend struct {
 	forgotten []string     // ForgetDevice calls
 	// badDir is a download folder SaveSettings refuses (the rest is saved).
 	badDir string
+	// saveErr is what SaveSettings returns after saving (nil: nothing to say).
+	saveErr error
 }
 
 type pairAnswer struct {
@@ -128,7 +130,7 @@ func (f *fakeBackend) SaveSettings(s Settings) error {
 			errors.New("a technical failure"))
 	}
 	f.settings = s
-	return nil
+	return f.saveErr
 }
 func (f *fakeBackend) History() []HistoryEntry { return f.history }
 func (f *fakeBackend) ClearHistory() error     { f.history = nil; return nil }

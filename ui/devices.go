@@ -87,6 +87,9 @@ func (l *deviceList) apply(ev DeviceEvent) {
 		l.devices[key] = d
 	}
 	l.render()
+	if l.u.known != nil {
+		l.u.known.devicesChanged()
+	}
 }
 
 // ordered returns the devices as shown: online first, then by name.

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -29,6 +30,9 @@ type knownRow struct {
 	forget *button
 	pair   *button // Pair…, on a device not paired yet
 	paired *widget.Label
+	// info is its ID line over whether it is here (seen).
+	info *widget.Label
+	id   string
 }
 
 func newKnownView(u *UI) *knownView {
@@ -60,9 +64,12 @@ func (v *knownView) reload() {
 		if d.Renamed && d.Announced != "" {
 			parts = append([]string{"calls itself " + EscapeName(d.Announced)}, parts...)
 		}
-		info := widget.NewLabel(strings.Join(parts, " · ") + "\n" + strings.ToUpper(LastSeen(d.LastSeen, now)[:1]) + LastSeen(d.LastSeen, now)[1:])
+		r.id = strings.Join(parts, " · ")
+		info := widget.NewLabel("")
 		info.SizeName = theme.SizeNameCaptionText
 		info.Wrapping = fyne.TextWrapBreak
+		r.info = info
+		v.showSeen(r, now)
 		r.auto = u.newCheck("Accept without asking", func(on bool) {
 			if err := u.be.SetAutoAccept(id, on); err != nil {
 				u.showError("Could not change the device", err)
@@ -111,6 +118,45 @@ func (v *knownView) reload() {
 	}
 	v.box.Objects = objs
 	v.box.Refresh()
+}
+
+// showSeen says under a row's ID whether its device is online now, as
+// the Nearby list sees it, else when it was last seen (a device online
+// right now said "Last seen 13 min ago", the time it was last stored).
+func (v *knownView) showSeen(r *knownRow, now time.Time) {
+	online, last := v.seen(r.d)
+	seen := "Online now"
+	if !online {
+		seen = LastSeen(last, now)
+		seen = strings.ToUpper(seen[:1]) + seen[1:]
+	}
+	r.info.SetText(r.id + "\n" + seen)
+}
+
+// devicesChanged redraws whether each listed device is online (the
+// Nearby list changed); it leaves the rows, and the focus, in place.
+func (v *knownView) devicesChanged() {
+	now := v.u.now()
+	for _, r := range v.rows {
+		v.showSeen(r, now)
+	}
+}
+
+// seen reports whether the Nearby list has d online (by its ID, or by its
+// certificate for a LocalSend device), and when d was last seen: the later
+// of the stored time and the Nearby list's.
+func (v *knownView) seen(d KnownDevice) (online bool, last time.Time) {
+	last = d.LastSeen
+	for _, dev := range v.u.devices.devices {
+		if (d.ID == "" || dev.ID != d.ID) && !(d.LocalSend && d.Fingerprint != "" && dev.LocalSend != nil && dev.LocalSend.Fingerprint == d.Fingerprint) {
+			continue
+		}
+		online = online || dev.Online
+		if dev.LastSeen.After(last) {
+			last = dev.LastSeen
+		}
+	}
+	return online, last
 }
 
 // pairTarget is where to reach a known device to pair with it: as the

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/uitree"
 )
 
 const mismatchErr = "Cancelled by the user: the verification codes on the two screens did not match, so another device may be " +
@@ -551,5 +552,37 @@ func TestReconnectingRowDropsTheOldCode(t *testing.T) {
 	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "085 522"}})
 	if !v.pair.obj.Visible() || v.pair.code.Text != "085 522" {
 		t.Fatalf("the new session's code: shown %v, %q", v.pair.obj.Visible(), v.pair.code.Text)
+	}
+}
+
+// The Devices page says a device the Nearby list has online is online now;
+// it said "Last seen 13 min ago", the time last stored, while the device
+// was there. It follows the device coming and going without a reload.
+func TestDevicesPageSaysOnlineNow(t *testing.T) {
+	u, be, c := newTestUI(t)
+	be.known = []KnownDevice{{ID: idAlice, Name: "Alice's laptop", LastSeen: c.t.Add(-13 * time.Minute)}}
+	dev := alice(true)
+	dev.Known = true
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: dev})
+	u.known.reload()
+	info := func() string { // the label under the device's name
+		var text string
+		uitree.Walk(u.known.box, func(x fyne.CanvasObject) {
+			if l, ok := x.(*widget.Label); ok && strings.HasPrefix(l.Text, GroupID(idAlice)) {
+				text = l.Text
+			}
+		})
+		return text
+	}
+	if !strings.HasSuffix(info(), "\nOnline now") {
+		t.Fatalf("online: %q", info())
+	}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceGone, Device: Device{ID: idAlice, LastSeen: c.t.Add(-time.Minute)}})
+	if !strings.HasSuffix(info(), "\nLast seen 1 min ago") {
+		t.Fatalf("gone: %q", info())
+	}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: dev})
+	if !strings.HasSuffix(info(), "\nOnline now") {
+		t.Fatalf("back: %q", info())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferrydrop/ferry/internal/numtext"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
@@ -37,6 +38,10 @@ func HumanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
+
+// HumanCount formats a count for people, its thousands apart: "1,000",
+// "100,000" ("100000 files" was hard to read at a glance).
+func HumanCount(n int) string { return numtext.Group(n) }
 
 // HumanRate formats bytes per second.
 func HumanRate(bps float64) string {

@@ -451,7 +451,7 @@ func linkRowText(s LinkState, now time.Time) string {
 		parts = append(parts, plural(n, "device"))
 	}
 	if active := activeCount(s.Activities); active > 0 {
-		parts = append(parts, fmt.Sprintf("%d in progress", active))
+		parts = append(parts, HumanCount(active)+" in progress")
 	}
 	if !s.Expires.IsZero() {
 		parts = append(parts, "ends in "+humanLeft(s.Expires.Sub(now)))
@@ -667,15 +667,15 @@ func guardText(s LinkState) string {
 	var parts []string
 	switch {
 	case s.PINLocked:
-		parts = append(parts, fmt.Sprintf("Locked: %d wrong PINs were typed, so nobody can open this link any more. Stop it, and make a new one if someone still needs it.", s.WrongPINs))
+		parts = append(parts, fmt.Sprintf("Locked: %s wrong PINs were typed, so nobody can open this link any more. Stop it, and make a new one if someone still needs it.", HumanCount(s.WrongPINs)))
 	case s.WrongPINs == 1:
 		parts = append(parts, "A wrong PIN was typed at this link. If you did not expect that, stop it.")
 	case s.WrongPINs > 1:
-		parts = append(parts, fmt.Sprintf("%d wrong PINs were typed at this link. If you did not expect that, stop it.", s.WrongPINs))
+		parts = append(parts, fmt.Sprintf("%s wrong PINs were typed at this link. If you did not expect that, stop it.", HumanCount(s.WrongPINs)))
 	}
 	if s.TurnedAway > 0 {
 		parts = append(parts, fmt.Sprintf("%s turned away: the link is open on as many devices as it takes. If you did not expect that, the link may have leaked: stop it.",
-			map[bool]string{true: "1 more device was", false: fmt.Sprintf("%d more devices were", s.TurnedAway)}[s.TurnedAway == 1]))
+			map[bool]string{true: "1 more device was", false: HumanCount(s.TurnedAway) + " more devices were"}[s.TurnedAway == 1]))
 	}
 	return strings.Join(parts, " ")
 }

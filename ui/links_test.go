@@ -499,3 +499,27 @@ func TestLinkSetupEscapeCloses(t *testing.T) {
 		t.Errorf("Enter on the expiry: %d links opened, want 1", len(be.reqs))
 	}
 }
+
+// A link's counts have their thousands apart: "Share link: 100000 files"
+// was hard to read at a glance.
+func TestLinkCountsHaveThousandsApart(t *testing.T) {
+	s := linkState(LinkShare, "")
+	s.Files, s.Bytes = 100_000, 2_000_000_000
+	for i := range 1200 {
+		s.Activities = append(s.Activities, LinkActivity{ID: int64(i), Device: "192.168.1.31", Name: "f"})
+	}
+	if got := linkRowText(s, goldenNow); !strings.HasPrefix(got, "Share link: 100,000 files · 1,200 in progress") {
+		t.Errorf("row = %q", got)
+	}
+	u, be, _ := newLinkUI(t)
+	openLink(t, u, be, LinkRequest{Kind: LinkShare, Paths: []string{"/a"}})
+	u.linkPanel.open["link-1"].dlg.dlg.Hide()
+	s = linkState(LinkShare, "")
+	s.Files = 100_000
+	u.ApplyLink(s)
+	u.showLink("link-1")
+	d := u.linkPanel.open["link-1"].dlg
+	if !strings.Contains(d.hint.Text, "lists 100,000 files (") {
+		t.Errorf("hint = %q", d.hint.Text)
+	}
+}

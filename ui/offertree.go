@@ -179,7 +179,7 @@ func (v *offerTreeView) update(id widget.TreeNodeID, _ bool, obj fyne.CanvasObje
 		if more == 1 {
 			what = "file"
 		}
-		name.SetFull(fmt.Sprintf("and %d more %s", more, what))
+		name.SetFull(fmt.Sprintf("and %s more %s", HumanCount(more), what))
 		name.TextStyle.Italic = true
 		size.SetText("")
 	}

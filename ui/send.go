@@ -116,7 +116,7 @@ func ItemsText(names []string, items int, text string) string {
 	case more == 1 && text != "" && len(names) > 0:
 		s += " and a text"
 	case more > 0:
-		s += fmt.Sprintf(" and %d more", more)
+		s += " and " + HumanCount(more) + " more"
 	}
 	return s
 }

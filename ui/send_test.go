@@ -210,11 +210,11 @@ func TestPromptCountdownFoldersTextAndSaveTo(t *testing.T) {
 	}
 	node := tr.tree.CreateNode(true)
 	tr.update("d0", true, node)
-	if got := rowLabel(node); got != "Photos — 1200 files" {
+	if got := rowLabel(node); got != "Photos — 1,200 files" {
 		t.Errorf("folder row %q", got)
 	}
 	tr.update("m0", false, node)
-	if got := rowLabel(node); got != "and 1197 more files" {
+	if got := rowLabel(node); got != "and 1,197 more files" {
 		t.Errorf("more row %q", got)
 	}
 	tr.update("f4", false, node)

@@ -744,7 +744,7 @@ func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}
-	return fmt.Sprintf("%d %ss", n, what)
+	return HumanCount(n) + " " + what + "s"
 }
 
 func (l *transferList) showDetails(id string) {
@@ -1005,7 +1005,7 @@ func moreText(v *transferView) string {
 	if more == 1 {
 		what = "file"
 	}
-	return fmt.Sprintf("and %d more %s (of all %d: %d verified, %d failed)", more, what, v.ended, v.verified, v.failed)
+	return fmt.Sprintf("and %s more %s (of all %s: %s verified, %s failed)", HumanCount(more), what, HumanCount(v.ended), HumanCount(v.verified), HumanCount(v.failed))
 }
 
 func fmtDur(d time.Duration) string {
@@ -1062,7 +1062,7 @@ func skippedText(s *Skipped) string {
 		b.WriteString("\n" + EscapeName(p))
 	}
 	if more := s.Count - len(s.Examples); more > 0 && len(s.Examples) > 0 {
-		fmt.Fprintf(&b, "\nand %d more", more)
+		b.WriteString("\nand " + HumanCount(more) + " more")
 	}
 	return b.String()
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/ferrydrop/ferry/internal/numtext"
 )
 
 // Action is a button a delivery's row offers.
@@ -72,7 +74,7 @@ func plural(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return numtext.Group(n) + " " + word + "s"
 }
 
 func (d *Delivery) who() string {
@@ -207,12 +209,12 @@ func (d *Delivery) doneText() string {
 	}
 	var parts []string
 	if d.Direction == Incoming {
-		parts = append(parts, fmt.Sprintf("Done · %d verified", d.Verified))
+		parts = append(parts, "Done · "+numtext.Group(d.Verified)+" verified")
 	} else {
 		parts = append(parts, "Sent "+plural(d.files()-d.Refused, "file"))
 	}
 	if d.Refused > 0 {
-		parts = append(parts, fmt.Sprintf("%d refused", d.Refused))
+		parts = append(parts, numtext.Group(d.Refused)+" refused")
 	}
 	return strings.Join(parts, " · ")
 }

@@ -614,8 +614,10 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 		d.when.SetText(fmt.Sprintf("Ends in %s (%s), when you stop it, or when Ferry quits.", humanLeft(s.Expires.Sub(now)), wallclock.At(s.Expires, now)))
 	}
 	d.when.Refresh()
-	switch n := len(s.Devices); n {
-	case 0:
+	switch n := len(s.Devices); {
+	case s.Ended:
+		d.people.SetText(linkEndedText(s))
+	case n == 0:
 		d.people.SetText("No device has opened the link yet.")
 	default:
 		d.people.SetText(fmt.Sprintf("Opened by %s: %s.", plural(n, "device"), strings.Join(s.Devices, ", ")))
@@ -659,6 +661,39 @@ func (d *linkDialog) ended() {
 	d.copyBtn.Disable()
 	d.qr.Hide()
 	d.hint.SetText("This link answers nothing any more. What happened on it is below.")
+}
+
+// linkEndedText sums up an ended link in the past tense: what a share
+// served, who opened it, and what was downloaded or arrived. A stopped link
+// said "No device has opened the link yet", as if it could still be.
+func linkEndedText(s LinkState) string {
+	var parts []string
+	if s.Kind == LinkShare {
+		parts = append(parts, fmt.Sprintf("It shared %s (%s).", plural(s.Files, "file"), HumanBytes(s.Bytes)))
+	}
+	if len(s.Devices) == 0 {
+		return strings.Join(append(parts, "No device opened it."), " ")
+	}
+	parts = append(parts, fmt.Sprintf("Opened by %s: %s.", plural(len(s.Devices), "device"), strings.Join(s.Devices, ", ")))
+	var n int
+	var bytes int64
+	for _, a := range s.Activities {
+		if a.Done && a.Err == "" && a.Upload == (s.Kind == LinkReceive) {
+			n++
+			bytes += a.Bytes
+		}
+	}
+	switch {
+	case s.Kind == LinkReceive && n == 0:
+		parts = append(parts, "No file arrived.")
+	case s.Kind == LinkReceive:
+		parts = append(parts, fmt.Sprintf("%s arrived (%s).", plural(n, "file"), HumanBytes(bytes)))
+	case n == 0:
+		parts = append(parts, "No download finished.")
+	default:
+		parts = append(parts, fmt.Sprintf("%s finished (%s).", plural(n, "download"), HumanBytes(bytes)))
+	}
+	return strings.Join(parts, " ")
 }
 
 // guardText says what the link kept out, so that its owner can stop a

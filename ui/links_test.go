@@ -523,3 +523,49 @@ func TestLinkCountsHaveThousandsApart(t *testing.T) {
 		t.Errorf("hint = %q", d.hint.Text)
 	}
 }
+
+// An ended link sums up what happened in the past tense; a stopped one said
+// "No device has opened the link yet", as if it could still be.
+func TestStoppedLinkSaysWhatItServed(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	openLink(t, u, be, LinkRequest{Kind: LinkShare, Paths: []string{"/a"}})
+	d := u.linkPanel.open["link-1"].dlg
+	s := linkState(LinkShare, "")
+	s.Ended, s.Why = true, "The link was stopped."
+	u.ApplyLink(s)
+	if got, want := d.people.Text, "It shared 3 files (160.2 MB). No device opened it."; got != want {
+		t.Errorf("stopped, never opened: %q, want %q", got, want)
+	}
+	if d.when.Text != "The link was stopped." {
+		t.Errorf("when = %q", d.when.Text)
+	}
+
+	for _, c := range []struct {
+		kind LinkKind
+		acts []LinkActivity
+		want string
+	}{
+		{LinkShare, []LinkActivity{
+			{ID: 1, Device: "192.168.1.31", Name: "a.jpg", Size: 1_000_000, Bytes: 1_000_000, Done: true},
+			{ID: 2, Device: "192.168.1.31", Zip: true, Size: -1, Bytes: 2_000_000, Done: true},
+			{ID: 3, Device: "192.168.1.31", Name: "b.mov", Size: 9_000_000, Bytes: 100, Done: true, Err: "The browser stopped."},
+		}, "It shared 3 files (160.2 MB). Opened by 1 device: 192.168.1.31. 2 downloads finished (3.0 MB)."},
+		{LinkShare, nil, "It shared 3 files (160.2 MB). Opened by 1 device: 192.168.1.31. No download finished."},
+		{LinkReceive, []LinkActivity{
+			{ID: 1, Device: "192.168.1.31", Upload: true, Name: "IMG.HEIC", Size: 3_000_000, Bytes: 3_000_000, Done: true},
+			{ID: 2, Device: "192.168.1.31", Upload: true, Name: "VID.MOV", Size: 200_000_000, Bytes: 50_000_000},
+		}, "Opened by 1 device: 192.168.1.31. 1 file arrived (3.0 MB)."},
+	} {
+		u, be, _ := newLinkUI(t)
+		openLink(t, u, be, LinkRequest{Kind: c.kind, Paths: []string{"/a"}})
+		d := u.linkPanel.open["link-1"].dlg
+		s := linkState(c.kind, "")
+		s.Devices, s.Activities = []string{"192.168.1.31"}, c.acts
+		u.ApplyLink(s)
+		s.Ended, s.Why = true, "The link was stopped."
+		u.ApplyLink(s)
+		if got := d.people.Text; got != c.want {
+			t.Errorf("%v: %q, want %q", c.kind, got, c.want)
+		}
+	}
+}

@@ -189,10 +189,18 @@ type notifier struct {
 	capsOnce sync.Once
 	actions  bool // the server shows buttons
 
+	// sendMu lets one Notify call run at a time, so that a tag's ID is
+	// known before the next notification with that tag replaces it.
+	sendMu sync.Mutex
+
 	mu      sync.Mutex                   // guards the fields below
 	pending map[uint32][]ui.NoticeAction // notification ID -> its buttons
 	tags    map[string]uint32            // a tagged notification's ID, while it is up
 	closing map[string]bool              // tags withdrawn before the server gave their ID
+	// newest is the number of a tag's latest notification: one still on
+	// its way when a newer one came is not shown over it.
+	newest map[string]uint64
+	seq    uint64
 }
 
 const (
@@ -202,7 +210,8 @@ const (
 )
 
 func newNotifier(a fyne.App, icon []byte, log *slog.Logger) *notifier {
-	n := &notifier{a: a, log: log, pending: map[uint32][]ui.NoticeAction{}, tags: map[string]uint32{}, closing: map[string]bool{}}
+	n := &notifier{a: a, log: log, pending: map[uint32][]ui.NoticeAction{}, tags: map[string]uint32{}, closing: map[string]bool{},
+		newest: map[string]uint64{}}
 	if conn, err := dbus.SessionBus(); err == nil { // shared with Fyne: never closed here
 		n.conn = conn
 		n.iconPath = cachedIcon(icon)
@@ -246,13 +255,36 @@ func (n *notifier) closeID(id uint32) {
 }
 
 // tagged shows a notification with buttons where the server has them; a
-// tag ("" for none) lets close withdraw it.
+// tag ("" for none) lets close withdraw it, and a later notification with
+// the same tag replaces it while it is up (freedesktop replaces_id: a
+// summary of the transfers received from one device takes the place of
+// the first's notification). Fyne's notifications can do neither.
 func (n *notifier) tagged(tag, title, body string, actions []ui.NoticeAction) {
 	if n.conn == nil {
 		n.a.SendNotification(fyne.NewNotification(title, body))
 		return
 	}
+	var seq uint64
+	if tag != "" {
+		n.mu.Lock()
+		n.seq++
+		seq = n.seq
+		n.newest[tag] = seq
+		n.mu.Unlock()
+	}
 	go func() {
+		n.sendMu.Lock()
+		defer n.sendMu.Unlock()
+		var replaces uint32
+		if tag != "" {
+			n.mu.Lock()
+			newer := n.newest[tag] != seq
+			replaces = n.tags[tag]
+			n.mu.Unlock()
+			if newer {
+				return // a newer notification with this tag is on its way
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		obj := n.conn.Object(notifyDest, notifyPath)
@@ -271,14 +303,25 @@ func (n *notifier) tagged(tag, title, body string, actions []ui.NoticeAction) {
 			actions = nil
 		}
 		var id uint32
-		err := obj.CallWithContext(ctx, notifyIfc+".Notify", 0, "Ferry", uint32(0), n.iconPath,
+		err := obj.CallWithContext(ctx, notifyIfc+".Notify", 0, "Ferry", replaces, n.iconPath,
 			title, body, keys, map[string]dbus.Variant{}, int32(-1)).Store(&id)
 		if err != nil {
 			n.log.Warn("notification not shown", "title", title, "err", err)
+			n.mu.Lock()
+			if n.newest[tag] == seq {
+				delete(n.newest, tag)
+			}
+			n.mu.Unlock()
 			return
 		}
+		n.mu.Lock()
+		delete(n.pending, id) // a replaced notification's buttons go with it
+		n.mu.Unlock()
 		if tag != "" {
 			n.mu.Lock()
+			if n.newest[tag] == seq {
+				delete(n.newest, tag)
+			}
 			closed := n.closing[tag]
 			delete(n.closing, tag)
 			if !closed {

@@ -38,6 +38,10 @@ type Options struct {
 	MaxPrompts int
 	// RecentInTray is how many finished transfers the tray menu lists; zero means 5.
 	RecentInTray int
+	// NoticeQuiet: "Files received" notifications from one sender that
+	// follow each other within it are summed up in one ("28 transfers from
+	// Bob"), told once the sender has been quiet that long; zero means 10 s.
+	NoticeQuiet time.Duration
 	// Notify shows a desktop notification; nil means the Fyne app's
 	// SendNotification (which names the sender by the app ID on Linux).
 	Notify func(title, body string)
@@ -73,7 +77,8 @@ type UI struct {
 	settings  *settingsView
 	partials  *partialsView
 	known     *knownView
-	linkPanel *linkPanel // browser links (links.go)
+	notices   receivedNotices // "Files received" by sender (notices.go)
+	linkPanel *linkPanel      // browser links (links.go)
 	// preparingDelay: how long a link may take to open before a dialog
 	// says it is under way (preparingLinkDelay; tests change it).
 	preparingDelay time.Duration
@@ -127,6 +132,9 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 	}
 	if opt.RecentInTray <= 0 {
 		opt.RecentInTray = 5
+	}
+	if opt.NoticeQuiet <= 0 {
+		opt.NoticeQuiet = 10 * time.Second
 	}
 	u := &UI{app: a, win: win, be: be, opt: opt, self: self, thumbs: map[string]image.Image{},
 		pairs: map[string]*pairView{}, keyWarnings: map[keyWarning]bool{}, preparingDelay: preparingLinkDelay}
@@ -458,6 +466,7 @@ func (u *UI) Run(ctx context.Context, devices <-chan DeviceEvent, transfers <-ch
 					u.applyTransfer(e)
 				}
 				u.ExpirePrompts(now)
+				u.flushNotices(now)
 			})
 		}
 	}
@@ -721,7 +730,11 @@ func (u *UI) notifyResult(ev TransferEvent) {
 		}
 		u.notifyActions("Text from "+who, clip(EscapeText(text), 200), actions)
 	case r.State == StateDone && in:
-		u.notifyActions("Files received", fmt.Sprintf("Received %s (%s) from %s.", files, HumanBytes(bytes), who), u.receivedActions(ev.ID))
+		key := ev.Peer.ID
+		if key == "" {
+			key = who
+		}
+		u.received(key, who, ev.ID, r.Files, bytes, u.now())
 	case r.State == StateDone && r.Files == 0 && (r.Text != "" || d != nil && d.Text):
 		u.notify("Text sent", fmt.Sprintf("Sent a text to %s.", who))
 	case r.State == StateDone:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ var tarballFiles = []string{
 // The tarball holds the app, ferry-cli, the desktop entry, the icons, the
 // AppStream file, the licences and a Makefile, normalised (commit time, root
 // owner); its Makefile installs them (system-wide with DESTDIR and PREFIX,
-// and per user), and uninstalls them again; the app in it is the one in the .deb.
+// and per user), and uninstalls them again, with the folders it made and
+// not one that was there before; the app in it is the one in the .deb.
 func TestTarball(t *testing.T) {
 	a := dist(t)
 	needTools(t, "xz", "tar", "make")
@@ -88,8 +90,19 @@ func TestTarball(t *testing.T) {
 		run(t, "", nil, "appstreamcli", "validate", "--no-net", "--explain", filepath.Join(dest, "usr/share/metainfo/io.ferrydrop.ferry.metainfo.xml"))
 	}
 
-	// Per user, into ~/.local, as a user without root would.
+	// Per user, into ~/.local, as a user without root would; one who
+	// already has a ~/.local/share, an empty folder of another app and
+	// another app's desktop entry, which stay.
 	home := t.TempDir()
+	for _, d := range []string{".local/share/applications", ".local/share/icons/hicolor/48x48/apps"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, ".local/share/applications/other.desktop"), []byte("[Desktop Entry]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	homeBefore := pathsUnder(t, home)
 	run(t, filepath.Join(dir, "ferry"), []string{"HOME=" + home}, "make", "user-install")
 	for _, f := range prefixed(".local/", tarballFiles) {
 		if _, err := os.Stat(filepath.Join(home, f)); err != nil {
@@ -97,8 +110,8 @@ func TestTarball(t *testing.T) {
 		}
 	}
 	run(t, filepath.Join(dir, "ferry"), []string{"HOME=" + home}, "make", "user-uninstall")
-	if left := filesUnder(t, home); len(left) > 0 {
-		t.Errorf("make user-uninstall left %v", left)
+	if left := pathsUnder(t, home); !slices.Equal(left, homeBefore) {
+		t.Errorf("make user-uninstall left %v, want only what was there before: %v", left, homeBefore)
 	}
 	if _, err := exec.LookPath("desktop-file-validate"); err == nil {
 		if out := run(t, "", nil, "desktop-file-validate", filepath.Join(dest, "usr/share/applications/io.ferrydrop.ferry.desktop")); strings.TrimSpace(out) != "" {
@@ -111,8 +124,8 @@ func TestTarball(t *testing.T) {
 		t.Error("the tarball's app differs from the .deb's")
 	}
 	run(t, filepath.Join(dir, "ferry"), nil, "make", "uninstall", "DESTDIR="+dest, "PREFIX=/usr")
-	if left := filesUnder(t, dest); len(left) > 0 {
-		t.Errorf("make uninstall left %v", left)
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Errorf("make uninstall left %v (and the folder DESTDIR, which it created)", pathsUnder(t, dest))
 	}
 }
 
@@ -130,6 +143,23 @@ func filesUnder(t *testing.T, dir string) []string {
 	var files []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files
+}
+
+// pathsUnder lists the files and folders below dir, in name order, a
+// folder with a trailing slash.
+func pathsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && p != dir {
+			if d.IsDir() {
+				p += "/"
+			}
 			files = append(files, p)
 		}
 		return nil

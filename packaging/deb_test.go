@@ -215,7 +215,8 @@ func TestDebLintian(t *testing.T) {
 
 // checkDebianCopyright parses a copyright file with python3-debian's
 // strict DEP-5 parser (warnings are errors) and checks Ferry's own
-// paragraph and that every module paragraph carries a licence text.
+// paragraph, that every module paragraph carries a licence text, and that
+// the Go standard library and runtime have theirs.
 func checkDebianCopyright(t *testing.T, path string) {
 	t.Helper()
 	const py = `
@@ -229,6 +230,7 @@ assert ps[0].files == ("*",) and ps[0].license.synopsis == "Apache-2.0", ps[0]
 for p in ps[1:]:
     assert p.license.text.strip(), ("no licence text", p.files)
     assert p.copyright.strip(), ("no copyright", p.files)
+assert any("Go standard library" in (p.comment or "") and "The Go Authors" in p.copyright and p.license.synopsis.startswith("BSD-3-clause") for p in ps), "no paragraph for the Go standard library and runtime"
 print(len(ps))
 `
 	python := "/usr/bin/python3" // Debian's, which python3-debian installs into

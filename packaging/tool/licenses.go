@@ -32,6 +32,7 @@ type module struct {
 	// Pattern is the Debian copyright Files pattern: "<module path>/*",
 	// or for an embedded item its folder in this repository.
 	Pattern string
+	Comment string   // the Debian copyright paragraph's Comment, if any
 	IDs     []string // SPDX identifiers licensecheck found, e.g. "MIT"
 	Files   []licenseText
 }
@@ -200,7 +201,8 @@ func goLicense() (module, error) {
 	if err != nil || len(files) == 0 {
 		return module{}, fmt.Errorf("licenses: no LICENSE in GOROOT %s: %v", f[0], err)
 	}
-	return module{Path: "Go standard library and runtime", Version: f[1], IDs: identify(files), Files: files}, nil
+	return module{Path: "Go standard library and runtime", Version: f[1], IDs: identify(files), Files: files,
+		Pattern: "go/*", Comment: "The Go standard library and runtime (" + f[1] + "), linked into every Go program."}, nil
 }
 
 // writeLicenses writes the third-party notices for pkgs as text to out and,
@@ -238,7 +240,7 @@ func writeLicenses(out, copyright string, pkgs []string) error {
 	if copyright == "" {
 		return nil
 	}
-	if err := os.WriteFile(copyright, []byte(debianCopyright(mods[1:])), 0o644); err != nil {
+	if err := os.WriteFile(copyright, []byte(debianCopyright(mods)), 0o644); err != nil {
 		return fmt.Errorf("licenses: %w", err)
 	}
 	return nil
@@ -255,8 +257,9 @@ var debianNames = map[string]string{
 var copyrightLine = regexp.MustCompile(`(?mi)^\s*copyright\s+(?:\(c\)|©|\d).*$`)
 
 // debianCopyright is the DEP-5 copyright file: Ferry under Apache-2.0, then
-// one paragraph per linked module (its path as the Files pattern, the
-// copyright lines of its licence, its licence with the full text).
+// one paragraph per linked module, the Go distribution's first (its path as
+// the Files pattern, the copyright lines of its licence, its licence with
+// the full text).
 func debianCopyright(mods []module) string {
 	var b strings.Builder
 	b.WriteString("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n")
@@ -264,7 +267,8 @@ func debianCopyright(mods []module) string {
 	b.WriteString("Upstream-Contact: https://github.com/ferrydrop/ferry/issues\n")
 	b.WriteString("Source: https://github.com/ferrydrop/ferry\n")
 	b.WriteString("Comment: The binaries are statically linked Go programs; the Files paragraphs\n")
-	b.WriteString(" after the first name the Go modules linked into them by module path.\n")
+	b.WriteString(" after the first name what is linked into them: the Go standard library and\n")
+	b.WriteString(" runtime (go/*), then each Go module by its module path.\n")
 	b.WriteString(" /usr/share/doc/ferry/THIRD_PARTY_LICENSES has every licence text as found.\n\n")
 	b.WriteString("Files: *\nCopyright: Ferry developers\nLicense: Apache-2.0\n")
 	b.WriteString(" On Debian systems, the full text of the Apache License, Version 2.0 can be\n")
@@ -312,6 +316,9 @@ func debianCopyright(mods []module) string {
 					b.WriteString(" " + l + "\n")
 				}
 			}
+		}
+		if m.Comment != "" {
+			fmt.Fprintf(&b, "Comment: %s\n", m.Comment)
 		}
 	}
 	return b.String()

@@ -78,3 +78,27 @@ func goModDir(path string) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// The copyright file has a paragraph for the Go standard library and
+// runtime, which every binary links (THIRD_PARTY_LICENSES always had it).
+func TestDebianCopyrightGo(t *testing.T) {
+	dir := t.TempDir()
+	out, copyright := filepath.Join(dir, "THIRD_PARTY_LICENSES"), filepath.Join(dir, "copyright")
+	if err := writeLicenses(out, copyright, []string{mainModule + "/internal/version"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(copyright)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := string(b)
+	for _, want := range []string{
+		"\nFiles: go/*\nCopyright: 2009 The Go Authors.\nLicense: BSD-3-clause",
+		" Redistribution and use in source and binary forms",
+		"\nComment: The Go standard library and runtime (go1.",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("the copyright file lacks %q:\n%s", want, c)
+		}
+	}
+}

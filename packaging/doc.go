@@ -7,8 +7,8 @@
 //	macos/    what the .app's Info.plist needs beyond what `fyne package` writes
 //	schemas/  winget's and Scoop's published manifest schemas, for the tests
 //	wine/     a test-only DLL that lets Go's Windows binaries start under Wine 8
-//	tool/     the Go helper scripts/package.sh runs (icons, licences, .deb,
-//	          .rpm, zip, package-manager manifests)
+//	tool/     the Go helper scripts/package.sh runs (icons, licences, manual
+//	          pages, .deb, .rpm, zip, package-manager manifests)
 //
 // scripts/package.sh builds the artefacts. This package's tests build them
 // the same way and check them: file lists and metadata, licences, an install

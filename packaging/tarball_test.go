@@ -19,10 +19,11 @@ var tarballFiles = []string{
 	"share/metainfo/io.ferrydrop.ferry.metainfo.xml",
 	"share/doc/ferry/LICENSE", "share/doc/ferry/THIRD_PARTY_LICENSES",
 	"share/icons/hicolor/256x256/apps/io.ferrydrop.ferry.png",
+	"share/man/man1/ferry.1.gz", "share/man/man1/ferry-cli.1.gz",
 }
 
 // The tarball holds the app, ferry-cli, the desktop entry, the icons, the
-// AppStream file, the licences and a Makefile, normalised (commit time, root
+// AppStream file, the manual pages, the licences and a Makefile, normalised (commit time, root
 // owner); its Makefile installs them (system-wide with DESTDIR and PREFIX,
 // and per user), and uninstalls them again, with the folders it made and
 // not one that was there before; the app in it is the one in the .deb.

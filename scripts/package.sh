@@ -9,10 +9,10 @@
 #   cli      ferry-cli for linux, windows and darwin x amd64, arm64 (pure Go);
 #            CLI_TARGETS="linux/amd64 windows/amd64" narrows the list
 #   deb      ferry_VERSION-1_amd64.deb: app, CLI, desktop entry, icons, AppStream,
-#            Debian copyright file and third-party licences
+#            manual pages, Debian copyright file and third-party licences
 #   rpm      ferry-VERSION-1.x86_64.rpm: the same with Fedora's dependency names
 #   tarball  Ferry-VERSION-linux-amd64.tar.xz: app, CLI, desktop entry, icons,
-#            AppStream, licences and a Makefile (install, user-install)
+#            AppStream, manual pages, licences and a Makefile (install, user-install)
 #   windows  the GUI .exe (mingw-w64, icon and version resources), the per-user
 #            NSIS installer Ferry-VERSION-windows-amd64-setup.exe (puts
 #            ferry-cli.exe on the user's PATH) and Ferry-VERSION-windows-amd64-portable.zip
@@ -217,7 +217,7 @@ with_syso() {
 }
 
 # linux_tree puts what the .deb, the .rpm and the tarball share into
-# $work/linux: binaries, icons, filled-in AppStream file, licences.
+# $work/linux: binaries, icons, filled-in AppStream file, licences, manual pages.
 linux_tree() {
 	[[ -e "$work/linux/THIRD_PARTY_LICENSES" ]] && return 0
 	linux_bins
@@ -227,6 +227,10 @@ linux_tree() {
 		packaging/linux/io.ferrydrop.ferry.metainfo.xml.in >"$work/linux/io.ferrydrop.ferry.metainfo.xml"
 	cp -r "$work/icons" "$work/linux/icons"
 	cp "$work/legal/THIRD_PARTY_LICENSES" "$work/legal/copyright" "$work/linux/"
+	# ferry.1 and ferry-cli.1, the CLI's commands and flags as a ferry-cli
+	# built for this machine lists them (help, help COMMAND).
+	CGO_ENABLED=0 go build -o "$work/host-cli" ./cmd/ferry-cli
+	go run ./packaging/tool man "$work/linux/man" "$work/host-cli" "$version" "$date_day"
 }
 
 build_deb() {
@@ -258,6 +262,7 @@ build_tarball() {
 	mkdir -p "$t/usr/local/share/icons"
 	cp -r "$work/icons/hicolor" "$t/usr/local/share/icons/"
 	install -m 644 "$work/linux/io.ferrydrop.ferry.metainfo.xml" "$t/usr/local/share/metainfo/"
+	install -D -m 644 -t "$t/usr/local/share/man/man1" "$work/linux/man/ferry.1.gz" "$work/linux/man/ferry-cli.1.gz"
 	install -m 644 LICENSE "$work/legal/THIRD_PARTY_LICENSES" "$t/usr/local/share/doc/ferry/"
 	install -m 644 LICENSE packaging/linux/Makefile "$t/"
 	find "$t" -type d -exec chmod 755 {} +

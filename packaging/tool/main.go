@@ -1,6 +1,6 @@
 // Command tool does the steps of scripts/package.sh that are easier and more
 // reproducible in Go than in shell: the icon sizes, the third-party
-// licences, the .deb and the .rpm.
+// licences, the manual pages, the .deb and the .rpm.
 //
 //	go run ./packaging/tool icons SRC.png OUTDIR
 //	go run ./packaging/tool licenses OUT.txt [COPYRIGHT]
@@ -8,6 +8,7 @@
 //	go run ./packaging/tool rpm CONFIG.yaml OUT.rpm
 //	go run ./packaging/tool zip OUT.zip FOLDER FILE...
 //	go run ./packaging/tool manifests DIST VERSION DATE
+//	go run ./packaging/tool man OUTDIR FERRY-CLI VERSION DATE
 //
 // icons writes OUTDIR/hicolor/NxN/apps/<app id>.png for the freedesktop icon
 // sizes and OUTDIR/ferry.ico (PNG-compressed entries, Windows Vista and later)
@@ -29,6 +30,10 @@
 // zip packs the FILEs into OUT.zip under FOLDER/, stamped with
 // SOURCE_DATE_EPOCH (the portable Windows zip).
 //
+// man writes the manual pages ferry.1.gz and ferry-cli.1.gz into OUTDIR,
+// ferry-cli's commands and flags read from the FERRY-CLI binary (a build
+// that runs here) with `help` and `help COMMAND`.
+//
 // manifests writes the winget, Scoop and Homebrew cask manifests for the
 // release artefacts in DIST into DIST/manifests, with their SHA-256.
 package main
@@ -41,7 +46,7 @@ import (
 	"time"
 )
 
-var errUsage = errors.New("usage: tool icons SRC.png OUTDIR | tool licenses OUT.txt [COPYRIGHT] | tool deb|rpm CONFIG.yaml OUT | tool zip OUT.zip FOLDER FILE... | tool manifests DIST VERSION DATE")
+var errUsage = errors.New("usage: tool icons SRC.png OUTDIR | tool licenses OUT.txt [COPYRIGHT] | tool deb|rpm CONFIG.yaml OUT | tool zip OUT.zip FOLDER FILE... | tool manifests DIST VERSION DATE | tool man OUTDIR FERRY-CLI VERSION DATE")
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -57,6 +62,9 @@ func run(args []string) error {
 			return err
 		}
 		return writeZip(args[1], args[2], args[3:], mtime)
+	}
+	if len(args) == 5 && args[0] == "man" {
+		return writeManPages(args[1], args[2], args[3], args[4])
 	}
 	if len(args) == 4 && args[0] == "manifests" {
 		return writeManifests(args[1], args[2], args[3])

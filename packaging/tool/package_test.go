@@ -16,7 +16,7 @@ import (
 func stubBuild(t *testing.T) {
 	t.Helper()
 	build := t.TempDir()
-	files := []string{"ferry", "ferry-cli", "copyright", "THIRD_PARTY_LICENSES", "io.ferrydrop.ferry.metainfo.xml"}
+	files := []string{"ferry", "ferry-cli", "copyright", "THIRD_PARTY_LICENSES", "io.ferrydrop.ferry.metainfo.xml", "man/ferry.1.gz", "man/ferry-cli.1.gz"}
 	for _, n := range []int{16, 24, 32, 48, 64, 128, 256, 512} {
 		files = append(files, fmt.Sprintf("icons/hicolor/%dx%d/apps/io.ferrydrop.ferry.png", n, n))
 	}

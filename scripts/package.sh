@@ -34,7 +34,8 @@
 #
 # Environment:
 #   DIST               output folder (default: ./dist)
-#   FERRY_COMMIT       commit to stamp (default: git rev-parse --short=12 HEAD, "-dirty" if modified)
+#   FERRY_COMMIT       commit to stamp (default: git rev-parse --short=12 HEAD, "-dirty" if modified;
+#                      then the build fails if HEAD or a tracked file changes while it runs)
 #   SOURCE_DATE_EPOCH  build time stamp (default: the last commit's time)
 #   FERRY_LINUX_APP    use this prebuilt linux/amd64 app binary for deb and tarball
 #   FERRY_WINDOWS_APP  use this prebuilt ferry.exe in the installer
@@ -71,6 +72,8 @@ setup() {
 	if [[ -z "${FERRY_COMMIT:-}" ]]; then
 		FERRY_COMMIT=$(git rev-parse --short=12 HEAD)
 		[[ -z "$(git status --porcelain --untracked-files=no)" ]] || FERRY_COMMIT+=-dirty
+		# What the stamp describes; main checks it again at the end.
+		stamped_tree=$(tree_state)
 	fi
 	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 	date_iso=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null ||
@@ -121,6 +124,24 @@ ensure_tools() {
 }
 
 log() { echo "-- $*"; }
+
+# tree_state identifies the commit and the changes to tracked files (what
+# the stamp's commit and -dirty describe): it differs once either changes.
+tree_state() {
+	{ git rev-parse HEAD && git diff HEAD --no-ext-diff --binary; } | git hash-object --stdin
+}
+
+# check_tree fails the build when the tree changed while it ran (a commit, a
+# pull, an edit to a tracked file): the artefacts are stamped with the state
+# at the start, and a build takes long enough that the change may be in
+# some of them.
+check_tree() {
+	[[ -n "${stamped_tree:-}" ]] || return 0 # FERRY_COMMIT was given
+	[[ "$(tree_state)" != "$stamped_tree" ]] || return 0
+	echo "package.sh: the tree changed during the build (a commit or an edit to a tracked file since it started):" >&2
+	echo "package.sh: the artefacts in $dist are stamped $FERRY_COMMIT but may hold the change; build again" >&2
+	exit 1
+}
 
 # ---- pieces shared by several targets ----
 
@@ -395,6 +416,7 @@ main() {
 		esac
 	done
 
+	check_tree
 	sha256() { if command -v sha256sum >/dev/null; then sha256sum "$@"; else shasum -a 256 "$@"; fi; }
 	(
 		cd "$dist"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -184,13 +185,18 @@ func (p *printer) event(ev engine.Event) {
 			ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
 	case engine.EventKeyChanged:
 		p.line("WARNING: %s", ev.KeyChange.Warning)
-		if kc := ev.KeyChange; kc.Known.Addr != "" && kc.PresentedID != "" {
-			// The app's warning has a Forget button; here the way on is a flag.
+		// The app's warning has a Forget button; here the ways on are a
+		// flag and a command.
+		kc := ev.KeyChange
+		if kc.Known.Addr != "" && kc.PresentedID != "" {
 			way := p.newKey
 			if way == "" {
 				way = "send again with --id %s to send to the device with the new key"
 			}
 			p.line("  (with ferry-cli: "+way+")", kc.PresentedID)
+		}
+		if kc.Known.ID != "" {
+			p.line("  (%s)", forgetWay(kc))
 		}
 	case engine.EventTransport:
 		if p.connected == nil {
@@ -467,4 +473,19 @@ func skippedExamples(s *engine.SkippedInfo) string {
 		list += fmt.Sprintf(" and %d more", more)
 	}
 	return list
+}
+
+// forgetWay says the command that forgets the device whose key changed.
+func forgetWay(kc *engine.KeyChange) string {
+	return fmt.Sprintf("to forget the old device: ferry-cli devices --forget %s", short(kc.Known.ID))
+}
+
+// withForgetWay is a send's or a pairing's failure, which a key change
+// caused when kc is not nil: the command that forgets the old device
+// follows the engine's sentence ("... or forget the old device").
+func withForgetWay(msg string, kc *engine.KeyChange) error {
+	if kc == nil || kc.Known.ID == "" {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s (%s)", msg, forgetWay(kc))
 }

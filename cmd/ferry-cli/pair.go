@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,6 +62,7 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 	p := newPrinter(out, false)
 	p.newKey = "pair again with --id %s to pair with the device with the new key"
 	var peer engine.PeerInfo
+	var keyChange *engine.KeyChange
 	for ev := range events {
 		if ev.TransferID != tr.ID() {
 			continue
@@ -85,6 +85,7 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 				}
 			}()
 		case engine.EventKeyChanged:
+			keyChange = ev.KeyChange
 			p.event(ev)
 		}
 		if ev.Kind == engine.EventResult {
@@ -94,7 +95,7 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 	<-tr.Done()
 	r := tr.Result()
 	if r.State != engine.StateDone {
-		return exitError{code: 1, err: errors.New(r.Err)}
+		return exitError{code: 1, err: withForgetWay(r.Err, keyChange)}
 	}
 	fmt.Fprintf(out, "Paired with %s (%s): each device now trusts the other.\n", safetext.Name(peer.Name), short(peer.ID))
 	return nil

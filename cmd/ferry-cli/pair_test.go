@@ -102,7 +102,7 @@ func TestKeyChangeWarningPrinted(t *testing.T) {
 	if code, _, stderr := runCLI(t, "send", "--config", scfg, "--to", r.quic, writeFile(t, "a.txt", "a")); code != 0 {
 		t.Fatalf("first send: %s", stderr)
 	}
-	addr := r.quic
+	addr, oldID := r.quic, r.id
 	r.stop()
 	startReceiver(t, "", "--accept", "all", "--no-discovery", "--listen", addr)
 	code, stdout, stderr := runCLI(t, "send", "--config", scfg, "--to", addr, "--transport", "quic", writeFile(t, "b.txt", "b"))
@@ -111,6 +111,9 @@ func TestKeyChangeWarningPrinted(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "WARNING: ") {
 		t.Fatalf("no warning: stdout %q, stderr %q", stdout, stderr)
+	}
+	if forget := "ferry-cli devices --forget " + short(oldID); !strings.Contains(stdout, forget) || !strings.Contains(stderr, forget) {
+		t.Fatalf("the command that forgets the old device is not named: %q %q", stdout, stderr)
 	}
 	// The way on, in this tool's terms: the new ID as --id takes it, and
 	// with it the send goes through.
@@ -203,7 +206,7 @@ func TestPairAfterKeyChange(t *testing.T) {
 	if code, _, stderr := runCLI(t, "pair", "--config", pcfg, "--to", r.quic); code != 0 {
 		t.Fatalf("first pairing: %s", stderr)
 	}
-	addr := r.quic
+	addr, oldID := r.quic, r.id
 	r.stop()
 	r = startReceiver(t, "", "--accept", "trusted", "--no-discovery", "--listen", addr)
 	code, stdout, stderr := runCLI(t, "pair", "--config", pcfg, "--to", addr)
@@ -212,6 +215,11 @@ func TestPairAfterKeyChange(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "(with ferry-cli: pair again with --id "+r.id) || strings.Contains(stdout, "send again with --id") {
 		t.Fatalf("the way on: %q", stdout)
+	}
+	// The warning and the failure name the command that forgets the old device.
+	forget := "ferry-cli devices --forget " + short(oldID)
+	if !strings.Contains(stdout, forget) || !strings.Contains(stderr, forget) {
+		t.Fatalf("the command that forgets the old device is not named: %q %q", stdout, stderr)
 	}
 	if code, _, stderr := runCLI(t, "pair", "--config", pcfg, "--to", addr, "--id", r.id); code != 0 {
 		t.Fatalf("pair --id: exit %d, %s", code, stderr)

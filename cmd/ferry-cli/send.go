@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -246,7 +245,8 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		p.prefix = func(ev engine.Event) string { return "[" + safetext.Name(label[ev.TransferID]) + "] " }
 	}
 	pending := len(trs)
-	unreadable := 0 // folders the walk could not read (every target's offer says the same)
+	keyChanges := map[string]*engine.KeyChange{} // by transfer: the failure names the command that forgets
+	unreadable := 0                              // folders the walk could not read (every target's offer says the same)
 	p.hold()
 	defer p.flush()
 	batch := newBatcher(p, events)
@@ -276,6 +276,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if ev.Kind == engine.EventResult {
 			pending--
 		}
+		if ev.Kind == engine.EventKeyChanged {
+			keyChanges[ev.TransferID] = ev.KeyChange
+		}
 		if ev.Kind == engine.EventOffer && ev.Direction == engine.Sending && ev.Offer.Skipped != nil {
 			unreadable = ev.Offer.Skipped.Unreadable
 		}
@@ -287,7 +290,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		r := tr.Result()
 		if r.State != engine.StateDone || r.Verified != r.Files {
 			failed = append(failed, label[tr.ID()])
-			last = errors.New(r.Err)
+			last = withForgetWay(r.Err, keyChanges[tr.ID()])
 		}
 		refused += r.Refused
 	}

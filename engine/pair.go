@@ -292,8 +292,8 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	e.publish(t, Event{Kind: EventTransport, Transport: transportInfo(conn, reason)})
 	var ctl *control
 	defer func() { closeWith(conn, ctl, err) }()
-	stop := context.AfterFunc(ctx, func() { conn.Close(closeReason(context.Cause(ctx))) })
-	defer stop()
+	stopEarly := context.AfterFunc(ctx, func() { conn.Close(closeReason(context.Cause(ctx))) })
+	defer stopEarly()
 	s, err := conn.OpenStream(ctx)
 	if err != nil {
 		return fmt.Errorf("open control stream: %w", err)
@@ -302,6 +302,14 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 		return fmt.Errorf("control stream: %w", err)
 	}
 	ctl = newControl(s)
+	if stopEarly() {
+		// From now on a cancel tells the peer why on the control stream,
+		// as a send's does (TCP has no close reason of its own): without
+		// it, the peer read a cancelled pairing as a lost connection.
+		c := ctl
+		stop := context.AfterFunc(ctx, func() { closeWith(conn, c, context.Cause(ctx)) })
+		defer stop()
+	}
 	pd := newPairDialer()
 	if err = ctl.send(pd.hello(e, conn.PeerID().Peer())); err != nil {
 		return err
@@ -420,16 +428,20 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 				}
 				theirs = true
 			case *wire.Cancel:
-				if m.Code == wire.CodeUntrusted {
-					// The peer's user said the codes differ (closeCode):
-					// not its trust policy, which the offer already passed.
-					return fmt.Errorf("%w (%w)", errPeerRejectedCode, &wire.RemoteError{Code: m.Code, Reason: m.Reason})
-				}
-				return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
+				return pairCancelled(m)
 			default:
 				return fmt.Errorf("%w: unexpected %v message while pairing", wire.ErrProtocol, m.Type())
 			}
 		case err := <-readErr:
+			// The peer's last word may wait behind its hang-up (the
+			// reader queued it just before): a cancel says why it ended.
+			select {
+			case m := <-msgs:
+				if c, ok := m.(*wire.Cancel); ok {
+					return pairCancelled(c)
+				}
+			default:
+			}
 			return fmt.Errorf("the other device hung up before the code was confirmed: %w", unexpectedEOF(err))
 		case <-expired:
 			return fmt.Errorf("%w: the verification code was not confirmed within %v", wire.ErrTimeout, e.opts.PromptTimeout)
@@ -464,6 +476,16 @@ func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pai
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// pairCancelled is the error of a pairing the peer ended with m.
+func pairCancelled(m *wire.Cancel) error {
+	if m.Code == wire.CodeUntrusted {
+		// The peer's user said the codes differ (closeCode): not its
+		// trust policy, which the offer already passed.
+		return fmt.Errorf("%w (%w)", errPeerRejectedCode, &wire.RemoteError{Code: m.Code, Reason: m.Reason})
+	}
+	return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
 }
 
 // checkImpersonation refuses a device that is not trusted but calls itself

@@ -225,3 +225,49 @@ func TestPairAfterKeyChange(t *testing.T) {
 		t.Fatalf("pair --id: exit %d, %s", code, stderr)
 	}
 }
+
+// A pairing the other device cancels while its code is asked about reads
+// as cancelled there, in the words transfers use: the receiver said "The
+// connection to Laptop was lost.", which sends the user looking for a
+// network fault.
+func TestPairingCancelledByPeer(t *testing.T) {
+	in, typed := io.Pipe()
+	old := stdin
+	stdin = in
+	t.Cleanup(func() { typed.Close(); stdin = old })
+	r := startReceiver(t, "", "--accept", "trusted", "--no-discovery")
+	pcfg := t.TempDir()
+	e, err := engine.New(engine.Options{ConfigDir: pcfg, Name: "Laptop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	to, err := resolveTarget(t.Context(), r.quic, pcfg, false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, unsub := e.Subscribe(256)
+	defer unsub()
+	tr, err := e.Pair(t.Context(), to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := ""
+	for code == "" {
+		select {
+		case ev := <-events:
+			if ev.TransferID == tr.ID() && ev.Kind == engine.EventPair {
+				code = ev.Pair.Code
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no verification code")
+		}
+	}
+	testutil.WaitFor(t, "the question", func() bool { return strings.Contains(r.errOut.String(), "with verification code "+code) })
+	e.Cancel(tr.ID())
+	<-tr.Done()
+	testutil.WaitFor(t, "the pairing's end", func() bool { return strings.Contains(r.out.String(), "not paired with Laptop") })
+	if out := r.out.String(); !strings.Contains(out, "not paired with Laptop: Cancelled by Laptop.") {
+		t.Fatalf("the receiver said: %s", out)
+	}
+}

@@ -22,6 +22,7 @@ type receivedNotices struct {
 // receivedBurst is what one sender's transfers brought since the burst began.
 type receivedBurst struct {
 	tag, who  string
+	lastID    string // the latest transfer, whose folder the summary shows
 	transfers int
 	files     int
 	bytes     int64
@@ -48,7 +49,7 @@ func (u *UI) received(key, who, id string, files int, bytes int64, now time.Time
 	}
 	if b == nil {
 		n.seq++
-		b = &receivedBurst{tag: fmt.Sprintf("received:%d", n.seq), who: who, transfers: 1, files: files, bytes: bytes,
+		b = &receivedBurst{tag: fmt.Sprintf("received:%d", n.seq), who: who, lastID: id, transfers: 1, files: files, bytes: bytes,
 			last: now, told: 1, toldAt: now}
 		n.bursts[key] = b
 		u.notifyTagged(b.tag, "Files received", fmt.Sprintf("Received %s (%s) from %s.", plural(files, "file"), HumanBytes(bytes), who),
@@ -59,7 +60,7 @@ func (u *UI) received(key, who, id string, files int, bytes int64, now time.Time
 	b.files += files
 	b.bytes += bytes
 	b.last = now
-	b.who = who
+	b.who, b.lastID = who, id
 }
 
 // flushNotices tells the bursts whose sender went quiet, or that went on
@@ -83,7 +84,15 @@ func (u *UI) tellBurst(b *receivedBurst, now time.Time) {
 		return
 	}
 	b.told, b.toldAt = b.transfers, now
-	show := NoticeAction{Key: "default", Label: "Show in Ferry", Do: func() { u.revealWindow(); u.tabs.SelectIndex(1) }}
+	// Clicked, it shows the latest transfer's files in their folder (where
+	// the others went too, unless the user changed it meanwhile), as a
+	// single transfer's does; "Show in Ferry" opens History.
+	actions := []NoticeAction{{Key: "history", Label: "Show in Ferry", Do: func() { u.revealWindow(); u.tabs.SelectIndex(1) }}}
+	if v := u.transfers.byID[b.lastID]; firstSaved(v) != "" {
+		actions = append([]NoticeAction{{Key: "default", Label: "Show in folder", Do: func() { u.showReceived(v) }}}, actions...)
+	} else {
+		actions[0].Key = "default"
+	}
 	u.notifyTagged(b.tag, "Files received", fmt.Sprintf("%s from %s: %s (%s).", plural(b.transfers, "transfer"), b.who,
-		plural(b.files, "file"), HumanBytes(b.bytes)), []NoticeAction{show})
+		plural(b.files, "file"), HumanBytes(b.bytes)), actions)
 }

@@ -7,7 +7,10 @@ import (
 )
 
 // tagged is a notification as the notifier got it.
-type tagged struct{ tag, title, body string }
+type tagged struct {
+	tag, title, body string
+	actions          []NoticeAction
+}
 
 // 28 transfers from one device in a minute are one notification that is
 // replaced by a summary, not 28 "Files received" (as they were); another
@@ -15,8 +18,8 @@ type tagged struct{ tag, title, body string }
 func TestReceivedNotificationsCoalescePerDevice(t *testing.T) {
 	u, _, c := newTestUI(t)
 	var got []tagged
-	u.opt.NotifyTagged = func(tag, title, body string, _ []NoticeAction) { got = append(got, tagged{tag, title, body}) }
-	u.opt.NotifyActions = func(title, body string, _ []NoticeAction) { got = append(got, tagged{"", title, body}) }
+	u.opt.NotifyTagged = func(tag, title, body string, a []NoticeAction) { got = append(got, tagged{tag, title, body, a}) }
+	u.opt.NotifyActions = func(title, body string, a []NoticeAction) { got = append(got, tagged{"", title, body, a}) }
 	receive := func(id string, from Peer, files int) {
 		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Incoming, Peer: from,
 			Result: &Result{State: StateDone, Files: files, Verified: files, Bytes: int64(files) * 1000, Destination: "/home/u/Downloads"}})
@@ -64,5 +67,14 @@ func TestReceivedNotificationsCoalescePerDevice(t *testing.T) {
 	u.flushNotices(c.t)
 	if len(got) != 5 || got[4].tag != got[3].tag || got[4].body != "2 transfers from Bob: 4 files (4.0 kB)." {
 		t.Fatalf("short burst: %+v", got[4:])
+	}
+	// Its button opens History (these results name no file to show).
+	if a := got[4].actions; len(a) != 1 || a[0].Key != "default" || a[0].Label != "Show in Ferry" {
+		t.Fatalf("summary's buttons: %+v", a)
+	}
+	u.SetWindowShown(false)
+	got[4].actions[0].Do()
+	if u.hidden || u.tabs.Selected().Text != "History" {
+		t.Errorf("Show in Ferry: hidden %v, tab %q", u.hidden, u.tabs.Selected().Text)
 	}
 }

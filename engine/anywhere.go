@@ -143,7 +143,7 @@ func (e *Engine) dialWithRendezvous(ctx context.Context, rv addr.Addr, lan func(
 func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.DeviceID) (auto.Dialled, error) {
 	s := e.rendezvousOf(want.Peer())
 	if s.IsZero() {
-		return auto.Dialled{}, notPaired(want)
+		return auto.Dialled{}, notPaired(e.deviceNamed(want))
 	}
 	tlsConf := e.ident.TLSConfig(false, func(got identity.DeviceID) error {
 		if got != want {
@@ -156,7 +156,7 @@ func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.D
 		Loopback: e.anywhereLoopback, RelaySecret: e.relaySecret(relay), RelayOnly: e.anywhereRelayOnly, Log: e.log,
 	})
 	if err != nil {
-		return auto.Dialled{}, anywhereError(err, relay, want)
+		return auto.Dialled{}, anywhereError(err, relay, e.deviceNamed(want))
 	}
 	why := "through the internet, " + c.Path().String()
 	st := c.Setup()
@@ -207,34 +207,46 @@ func (e *Engine) FindAnywhere(ctx context.Context, relay, id string) error {
 	}
 	s := e.rendezvousOf(want.Peer())
 	if s.IsZero() {
-		return notPaired(want)
+		return notPaired(e.deviceNamed(want))
 	}
 	err = anywhere.Lookup(ctx, anywhere.DialRequest{Relay: relay, Secret: s, Self: e.ident.ID, Peer: want, RelaySecret: e.relaySecret(relay)})
 	if err != nil {
-		return anywhereError(err, relay, want)
+		return anywhereError(err, relay, e.deviceNamed(want))
 	}
 	return nil
 }
 
-func notPaired(want identity.DeviceID) error {
-	return fmt.Errorf("cannot reach device %s from anywhere: %w with this device, or paired before Ferry could reach devices beyond the LAN (pair again, or let the two meet once on the same network)", want.Short(), ErrNotPaired)
+// deviceNamed is a device as its errors name it: its name as the trust
+// store knows it and its short ID ("Desktop (3YEFXSUB)": the name the user
+// typed, and which of two of that name), or "device 3YEFXSUB" when it has
+// no name here.
+func (e *Engine) deviceNamed(id identity.DeviceID) string {
+	if p, ok := e.trust.Get(id.Peer()); ok && p.Name != "" {
+		return p.Name + " (" + id.Short() + ")"
+	}
+	return "device " + id.Short()
 }
 
-// anywhereError says what failed in a call through a relay, and what to do.
-func anywhereError(err error, relay string, want identity.DeviceID) error {
+func notPaired(who string) error {
+	return fmt.Errorf("cannot reach %s from anywhere: %w with this device, or paired before Ferry could reach devices beyond the LAN (pair again, or let the two meet once on the same network)", who, ErrNotPaired)
+}
+
+// anywhereError says what failed in a call through a relay to who
+// (deviceNamed), and what to do.
+func anywhereError(err error, relay, who string) error {
 	switch {
 	case errors.Is(err, anywhere.ErrRelaySecret):
-		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), err)
+		return fmt.Errorf("cannot reach %s from anywhere: %w", who, err)
 	case errors.Is(err, anywhere.ErrRelayUnreachable):
-		return fmt.Errorf("cannot reach device %s from anywhere: the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", want.Short(), relay, err)
+		return fmt.Errorf("cannot reach %s from anywhere: the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", who, relay, err)
 	case errors.Is(err, anywhere.ErrClockSkew):
-		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), err)
+		return fmt.Errorf("cannot reach %s from anywhere: %w", who, err)
 	case errors.Is(err, anywhere.ErrNotRelay):
-		return fmt.Errorf("cannot reach device %s from anywhere: %w", want.Short(), notRelay(relay, err))
+		return fmt.Errorf("cannot reach %s from anywhere: %w", who, notRelay(relay, err))
 	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):
-		return fmt.Errorf("cannot reach device %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\"): %w", want.Short(), relay, relay, err)
+		return fmt.Errorf("cannot reach %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\"): %w", who, relay, relay, err)
 	}
-	return fmt.Errorf("cannot reach device %s through relay %s: %w", want.Short(), relay, err)
+	return fmt.Errorf("cannot reach %s through relay %s: %w", who, relay, err)
 }
 
 // notRelay says that what answers at relay is no Ferry relay, and what

@@ -219,3 +219,20 @@ func TestTwoPairedDevicesOfOneName(t *testing.T) {
 		t.Fatalf("--to %s: exit %d, %q", c.id.Short(), code, stderr)
 	}
 }
+
+// TestRelayErrorsNameTheDevice: a send through a relay that cannot reach
+// the device names it as the user knows it, its name with its ID's first
+// letters, however --to gave it: it said "cannot reach device 3YEFXSUB",
+// an ID nothing else the user typed or saw showed.
+func TestRelayErrorsNameTheDevice(t *testing.T) {
+	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhere(t, a, b, false)
+	relay, _, _ := startRelay(t)
+	file := writeFile(t, "a.txt", "a")
+	for _, to := range []string{"Desktop", strings.ToLower(b.id.Short())} {
+		code, _, stderr := runCLI(t, "send", "--config", a.dir, "--relay", relay, "--to", to, file)
+		if code != 1 || !strings.Contains(stderr, "cannot reach Desktop ("+b.id.Short()+") from anywhere: it is not receiving through relay "+relay) {
+			t.Errorf("--to %s: exit %d, %q", to, code, stderr)
+		}
+	}
+}

@@ -116,6 +116,23 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 			fmt.Fprintf(errOut, "ferry-cli receive: %s is not listening, the other transports receive: %s\n", strings.ToUpper(st.Transport), st.Err)
 		}
 	}
+	// The relay is checked before "listening" is said: a script that
+	// waits on it must not see this ready and then an exit (a wrong
+	// secret, a relay down).
+	if *anywhere {
+		if err := e.SetRelaySecret(*relay, secret); err != nil {
+			return err
+		}
+		stop, err := e.ServeAnywhere(*relay)
+		if err != nil {
+			return fmt.Errorf("cannot receive from anywhere: %w", err)
+		}
+		// The engine ends first: its sessions that came through the relay
+		// say goodbye through the bridges serving keeps open for that
+		// (stopping to serve first cut them, and the sender heard nothing
+		// until its connection went silent for 10 s).
+		defer func() { e.Close(); stop() }()
+	}
 	// One kind=HOST:PORT per transport (empty for one that does not listen).
 	var at strings.Builder
 	for _, st := range e.Listeners() {
@@ -143,18 +160,6 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	}
 	if *anywhere {
-		if err := e.SetRelaySecret(*relay, secret); err != nil {
-			return err
-		}
-		stop, err := e.ServeAnywhere(*relay)
-		if err != nil {
-			return fmt.Errorf("cannot receive from anywhere: %w", err)
-		}
-		// The engine ends first: its sessions that came through the relay
-		// say goodbye through the bridges serving keeps open for that
-		// (stopping to serve first cut them, and the sender heard nothing
-		// until its connection went silent for 10 s).
-		defer func() { e.Close(); stop() }()
 		fmt.Fprintf(out, "reachable from anywhere through relay %s\n", *relay)
 	}
 	p := newPrinter(out, *asJSON)

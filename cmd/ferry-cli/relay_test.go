@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // startRelay runs `ferry-cli relay` on loopback with args and returns
@@ -234,5 +235,37 @@ func TestRelayErrorsNameTheDevice(t *testing.T) {
 		if code != 1 || !strings.Contains(stderr, "cannot reach Desktop ("+b.id.Short()+") from anywhere: it is not receiving through relay "+relay) {
 			t.Errorf("--to %s: exit %d, %q", to, code, stderr)
 		}
+	}
+}
+
+// TestRelayCheckedBeforeListening: receive --anywhere says "listening"
+// (which scripts wait on) only once the relay took it; a relay down or a
+// wrong relay secret ends it before: it said "listening", then exited 1.
+func TestRelayCheckedBeforeListening(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "relay.secret")
+	if err := os.WriteFile(secret, []byte("c2VjcmV0IG9mIHRoZSByZWxheSBmb3IgdGVzdHM=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	relay, _, _ := startRelay(t, "--secret-file", secret)
+	for _, tc := range []struct {
+		name  string
+		extra []string
+	}{
+		{"a relay down", []string{"--relay", "127.0.0.1:1"}},
+		{"no relay secret", []string{"--relay", relay}},
+	} {
+		args := append([]string{"receive", "--config", t.TempDir(), "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--no-discovery",
+			"--localsend=false", "--anywhere"}, tc.extra...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 1 || strings.Contains(stdout, "listening") || !strings.Contains(stderr, "cannot receive from anywhere") {
+			t.Errorf("%s: exit %d, %q %q", tc.name, code, stdout, stderr)
+		}
+	}
+	r := startReceiver(t, "", "--no-discovery", "--anywhere", "--relay", relay, "--relay-secret-file", secret)
+	testutil.WaitFor(t, "the relay's line", func() bool {
+		return strings.Contains(r.out.String(), "reachable from anywhere through relay "+relay)
+	})
+	if out := r.out.String(); strings.Index(out, "listening") > strings.Index(out, "reachable") {
+		t.Errorf("the lines: %q", out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
@@ -238,16 +239,59 @@ func anywhereError(err error, relay, who string) error {
 	case errors.Is(err, anywhere.ErrRelaySecret):
 		return fmt.Errorf("cannot reach %s from anywhere: %w", who, err)
 	case errors.Is(err, anywhere.ErrRelayUnreachable):
-		return fmt.Errorf("cannot reach %s from anywhere: the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", who, relay, err)
+		return fmt.Errorf("cannot reach %s from anywhere: %w", who, relayUnreachable(relay, err))
 	case errors.Is(err, anywhere.ErrClockSkew):
 		return fmt.Errorf("cannot reach %s from anywhere: %w", who, err)
 	case errors.Is(err, anywhere.ErrNotRelay):
 		return fmt.Errorf("cannot reach %s from anywhere: %w", who, notRelay(relay, err))
 	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):
-		return fmt.Errorf("cannot reach %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\"): %w", who, relay, relay, err)
+		// The sentence says it all: not "...: device not found through the relay HOST" again.
+		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\")", who, relay, relay)}
 	}
 	return fmt.Errorf("cannot reach %s through relay %s: %w", who, relay, err)
 }
+
+// relayUnreachable says that the relay does not answer, what to check,
+// and why in the system's words ("connection refused"), not the dial's
+// ("relay unreachable: 7.0.0.1:3478: dial tcp 7.0.0.1:3478: connect:
+// connection refused"); err stays behind it for errors.Is and the log.
+func relayUnreachable(relay string, err error) error {
+	text := fmt.Sprintf("the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?)", relay)
+	if why := plainCause(err); why != "" {
+		text += ": " + why
+	}
+	return &wordedError{text: text, err: err}
+}
+
+// plainCause is why a connection could not be made, in the words the
+// user reads elsewhere ("connection refused", "there is no host named
+// relay.example"), "" when err holds none of those.
+func plainCause(err error) string {
+	var dns *net.DNSError
+	var errno syscall.Errno
+	var ne net.Error
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "there is no host named " + dns.Name
+	case errors.As(err, &dns):
+		return "its name could not be looked up (" + dns.Err + ")"
+	case errors.As(err, &errno):
+		return errno.Error()
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "no answer in time"
+	}
+	return ""
+}
+
+// wordedError is an error said in a sentence of its own (text), with the
+// error behind it kept for errors.Is and errors.As.
+type wordedError struct {
+	text string
+	err  error
+}
+
+func (e *wordedError) Error() string { return e.text }
+func (e *wordedError) Unwrap() error { return e.err }
 
 // notRelay says that what answers at relay is no Ferry relay, and what
 // to check.
@@ -302,7 +346,7 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 			return nil, err
 		}
 		if errors.Is(err, anywhere.ErrRelayUnreachable) {
-			return nil, fmt.Errorf("the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?): %w", relay, err)
+			return nil, relayUnreachable(relay, err)
 		}
 		if errors.Is(err, anywhere.ErrNotRelay) {
 			return nil, notRelay(relay, err)

@@ -269,3 +269,31 @@ func TestRelayCheckedBeforeListening(t *testing.T) {
 		t.Errorf("the lines: %q", out)
 	}
 }
+
+// TestRelayErrorsEndInASentence: a relay down, or a device not receiving
+// through it, is said in a sentence and the system's plain cause, as the
+// CLI's other errors are: they ended in the dial's Go error ("relay
+// unreachable: 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection
+// refused") or said again what the sentence had said ("device not found
+// through the relay HOST").
+func TestRelayErrorsEndInASentence(t *testing.T) {
+	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhere(t, a, b, false)
+	file := writeFile(t, "a.txt", "a")
+	down := "127.0.0.1:1" // nothing listens there
+	const check = "is `ferry-cli relay` running there, and is the address right?"
+	code, _, stderr := runCLI(t, "send", "--config", a.dir, "--relay", down, "--to", "Desktop", file)
+	if want := "ferry-cli send: cannot reach Desktop (" + b.id.Short() + ") from anywhere: the relay " + down + " does not answer (" + check + "): connection refused\n"; code != 1 || stderr != want {
+		t.Errorf("send, a relay down: exit %d, %q, want %q", code, stderr, want)
+	}
+	code, _, stderr = runCLI(t, "receive", "--config", b.dir, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--no-discovery",
+		"--localsend=false", "--anywhere", "--relay", down)
+	if want := "ferry-cli receive: cannot receive from anywhere: the relay " + down + " does not answer (" + check + "): connection refused\n"; code != 1 || stderr != want {
+		t.Errorf("receive, a relay down: exit %d, %q, want %q", code, stderr, want)
+	}
+	relay, _, _ := startRelay(t)
+	code, _, stderr = runCLI(t, "send", "--config", a.dir, "--relay", relay, "--to", "Desktop", file)
+	if code != 1 || !strings.HasSuffix(stderr, "turn on \"Reach my paired devices from anywhere\")\n") {
+		t.Errorf("send, a device not receiving there: exit %d, %q", code, stderr)
+	}
+}

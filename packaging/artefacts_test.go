@@ -201,7 +201,10 @@ func buildArtefacts(root string) (*artefacts, error) {
 		// cost two more cold compiles: the full run builds them.
 		a.env = append(a.env, "CLI_TARGETS="+strings.Join(quickCLITargets, " "))
 		app := filepath.Join(scratch, "app", "ferry")
-		if out, err := command(ctx, root, nil, "go", "build", "-o", app, ".").CombinedOutput(); err != nil {
+		// Stripped as the release app is (-s -w only changes the link: the
+		// warm build cache still serves it); lintian calls an unstripped
+		// binary an error.
+		if out, err := command(ctx, root, nil, "go", "build", "-ldflags=-s -w", "-o", app, ".").CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build the app: %v\n%s", err, out)
 		}
 		a.env = append(a.env, "FERRY_LINUX_APP="+app)

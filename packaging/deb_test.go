@@ -97,7 +97,8 @@ func TestDebPackage(t *testing.T) {
 		if len(f) < 6 {
 			t.Fatalf("odd dpkg-deb -c line %q", sc.Text())
 		}
-		if f[1] != "root/root" {
+		// nfpm writes the changelog it generates with ids but no names.
+		if f[1] != "root/root" && f[1] != "0/0" {
 			t.Errorf("%s is owned by %s", f[len(f)-1], f[1])
 		}
 		if day := f[3]; day != a.date[:10] {

@@ -23,7 +23,9 @@
 //
 // deb builds a Debian package with nfpm from an nfpm YAML file; ${VAR} in it
 // expands from the environment (scripts/package.sh sets VERSION, ARCH, BUILD);
-// rpm builds an RPM from the same file, with its rpm: overrides.
+// rpm builds an RPM from the same file, with its rpm: overrides. Unless the
+// file names a changelog, both get one entry for the version and release that
+// points to its release notes (Debian requires a changelog.Debian.gz).
 // Every file time in the package is SOURCE_DATE_EPOCH (required), so the same
 // inputs give the same bytes.
 //

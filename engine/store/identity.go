@@ -16,10 +16,11 @@ import (
 // and OpenPartial reopens only the same file: a partial deleted since and
 // a finished file saved under its name (a peer may send "notes.partial")
 // are never written into nor removed. Empty where the platform cannot tell.
-// It is read once, while the partial is open.
+// It is read once, while the partial is open; a partial without a name
+// (CreateWhole) has none, and costs no system call.
 func (p *Partial) Identity() string {
 	p.identOnce.Do(func() {
-		if p.f != nil {
+		if p.f != nil && !p.unnamed {
 			p.ident, _ = fileIdentity(p.f)
 		}
 	})

@@ -132,36 +132,8 @@ func TestKeyChangeWarningPrinted(t *testing.T) {
 // is asked and answered by the next line typed: it waited behind the dead
 // question for ever, and the line typed answered the dead one.
 func TestWithdrawnPairingStopsBeingAsked(t *testing.T) {
-	in, typed := io.Pipe()
-	old := stdin
-	stdin = in
-	t.Cleanup(func() { typed.Close(); stdin = old })
-	r := startReceiver(t, "", "--accept", "trusted", "--no-discovery")
-	pcfg := t.TempDir()
-	e, err := engine.New(engine.Options{ConfigDir: pcfg, Name: "Laptop"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	to, err := resolveTarget(t.Context(), r.quic, pcfg, false, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, unsub := e.Subscribe(256)
-	defer unsub()
-	codeOf := func(tr *engine.Transfer) string {
-		t.Helper()
-		for {
-			select {
-			case ev := <-events:
-				if ev.TransferID == tr.ID() && ev.Kind == engine.EventPair {
-					return ev.Pair.Code
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("no verification code")
-			}
-		}
-	}
+	p := newPairing(t)
+	r, e, to, typed, codeOf := p.r, p.e, p.to, p.typed, p.codeOf
 	asked := func(code string) func() bool {
 		return func() bool { return strings.Contains(r.errOut.String(), "with verification code "+code) }
 	}
@@ -231,6 +203,35 @@ func TestPairAfterKeyChange(t *testing.T) {
 // connection to Laptop was lost.", which sends the user looking for a
 // network fault.
 func TestPairingCancelledByPeer(t *testing.T) {
+	p := newPairing(t)
+	r, e := p.r, p.e
+	tr, err := e.Pair(t.Context(), p.to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := p.codeOf(tr)
+	testutil.WaitFor(t, "the question", func() bool { return strings.Contains(r.errOut.String(), "with verification code "+code) })
+	e.Cancel(tr.ID())
+	<-tr.Done()
+	testutil.WaitFor(t, "the pairing's end", func() bool { return strings.Contains(r.out.String(), "not paired with Laptop") })
+	if out := r.out.String(); !strings.Contains(out, "not paired with Laptop: Cancelled by Laptop.") {
+		t.Fatalf("the receiver said: %s", out)
+	}
+}
+
+// pairing is a receiver that asks about pairing requests on a piped
+// standard input (typed), and an engine "Laptop" that sends them to it.
+type pairing struct {
+	r     *receiver
+	e     *engine.Engine
+	to    engine.Target
+	typed *io.PipeWriter
+	// codeOf waits for the verification code of the pairing tr.
+	codeOf func(tr *engine.Transfer) string
+}
+
+func newPairing(t *testing.T) *pairing {
+	t.Helper()
 	in, typed := io.Pipe()
 	old := stdin
 	stdin = in
@@ -241,33 +242,25 @@ func TestPairingCancelledByPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	to, err := resolveTarget(t.Context(), r.quic, pcfg, false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	events, unsub := e.Subscribe(256)
-	defer unsub()
-	tr, err := e.Pair(t.Context(), to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := ""
-	for code == "" {
-		select {
-		case ev := <-events:
-			if ev.TransferID == tr.ID() && ev.Kind == engine.EventPair {
-				code = ev.Pair.Code
+	t.Cleanup(unsub)
+	codeOf := func(tr *engine.Transfer) string {
+		t.Helper()
+		for {
+			select {
+			case ev := <-events:
+				if ev.TransferID == tr.ID() && ev.Kind == engine.EventPair {
+					return ev.Pair.Code
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("no verification code")
 			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("no verification code")
 		}
 	}
-	testutil.WaitFor(t, "the question", func() bool { return strings.Contains(r.errOut.String(), "with verification code "+code) })
-	e.Cancel(tr.ID())
-	<-tr.Done()
-	testutil.WaitFor(t, "the pairing's end", func() bool { return strings.Contains(r.out.String(), "not paired with Laptop") })
-	if out := r.out.String(); !strings.Contains(out, "not paired with Laptop: Cancelled by Laptop.") {
-		t.Fatalf("the receiver said: %s", out)
-	}
+	return &pairing{r: r, e: e, to: to, typed: typed, codeOf: codeOf}
 }

@@ -921,3 +921,85 @@ func TestBrowserUploadCancel(t *testing.T) {
 		t.Fatalf("%d uploads began, want big.bin's and keep.txt's", n)
 	}
 }
+
+// TestBrowserUploadCancelledOnDevice: a file the receiving device cancels
+// (Link.CancelUpload: the app's row, Engine.Cancel) is not sent again by
+// the page as a new upload: while its chunk is on the way, and while the
+// page waits to retry after a cut (its retry asks the upload's offset
+// first). The page says who cancelled it, the files after it go on, and
+// the same file picked again later is sent.
+func TestBrowserUploadCancelledOnDevice(t *testing.T) {
+	ctx := newBrowser(t)
+	src := t.TempDir()
+	first := randomFile(t, src, "first.bin", 48<<20, 21)
+	second := randomFile(t, src, "second.bin", 48<<20, 22)
+	later := randomFile(t, src, "later.txt", 1000, 23)
+	s, l, in, wl := startRecordingReceive(t)
+	wl.rate.Store(16 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), first, second, later)
+	// first.bin: cancelled here while a chunk of it is on the way.
+	waitFileBytes(t, l, "first.bin", ChunkSize)
+	if !l.CancelUpload(arrivalID(t, in, "first.bin")) {
+		t.Fatal("CancelUpload: first.bin not open")
+	}
+	// second.bin: cancelled here while the page waits to try again.
+	waitFileBytes(t, l, "second.bin", ChunkSize)
+	wl.setCut(true)
+	<-wl.refused // the page tried again and was refused
+	if !l.CancelUpload(arrivalID(t, in, "second.bin")) {
+		t.Fatal("CancelUpload: second.bin not open")
+	}
+	wl.setCut(false)
+	wl.rate.Store(0)
+	drain(l)
+	if msg := waitStatus(t, ctx); msg != "1 file sent to Alice's laptop; 2 files were not sent." {
+		t.Fatalf("page says %q", msg)
+	}
+	states, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#list .state")).map(e => e.textContent)`))
+	want := []string{"not sent: cancelled on Alice's laptop", "not sent: cancelled on Alice's laptop", "sent · 1.0 KB"}
+	if err != nil || !slices.Equal(states, want) {
+		t.Fatalf("rows %q, want %q (%v)", states, want, err)
+	}
+	if n := len(in.seen()); n != 3 {
+		t.Fatalf("%d uploads began, want 3: a cancelled file was sent again", n)
+	}
+	if ents, _ := os.ReadDir(in.Dir()); len(ents) != 1 || ents[0].Name() != "later.txt" {
+		t.Fatalf("in the folder: %v", ents)
+	}
+	// Picked again, the cancelled file is sent: the page does not resume
+	// an upload the device ended.
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS("#files"), []string{first})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("status").textContent.startsWith("2 files sent")`,
+		chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
+		msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status").textContent`))
+		t.Fatalf("page says %q after the file was picked again (%v)", msg, err)
+	}
+	sameFile(t, first, filepath.Join(in.Dir(), "first.bin"))
+}
+
+// arrivalID is the ID of the last upload of name that began.
+func arrivalID(t *testing.T, in *recordingInbox, name string) string {
+	t.Helper()
+	seen := in.seen()
+	for i := len(seen) - 1; i >= 0; i-- {
+		if seen[i].Name == name {
+			return seen[i].ID
+		}
+	}
+	t.Fatalf("no upload of %s began", name)
+	return ""
+}
+
+// waitFileBytes waits until the link's upload of name has at least n
+// bytes, from its events (which the test must be the only reader of).
+func waitFileBytes(t *testing.T, l *Link, name string, n int64) {
+	t.Helper()
+	for ev := range l.Events() {
+		if a := ev.Activity; a != nil && a.Name == name && a.Bytes >= n {
+			return
+		}
+	}
+	t.Fatalf("the link ended before %d bytes of %s", n, name)
+}

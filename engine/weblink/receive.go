@@ -167,6 +167,11 @@ type receiver struct {
 	uploads map[string]*upload
 	open    int
 	stopped bool
+	// cancelled are the uploads cancelled on this device (CancelUpload),
+	// oldest first, at most maxCancelled: the page that asks after one is
+	// told so (errCancelledHere), not sent a 404 that has it start the
+	// file again as a new upload.
+	cancelled []string
 	// made are the folders the link's uploads created (files of folders a
 	// page sent), taken away again when the link ends if nothing landed
 	// in them.
@@ -332,7 +337,20 @@ var (
 	// The page does not retry these (upload.js onShouldRetry).
 	errNoSpace    = tusd.NewError("ERR_NO_SPACE", "the receiving device ran out of space", http.StatusInsufficientStorage)
 	errSaveFailed = tusd.NewError("ERR_SAVE", "the file could not be saved on the receiving device", http.StatusInternalServerError)
+	// errCancelledHere answers a request for an upload cancelled on this
+	// device. Its header says so to the page in a HEAD answer too, which
+	// has no body: tus-js-client answers any 4xx to its HEAD (a retry
+	// begins with one) by starting the file again, unless the page stops
+	// it (upload.js onAfterResponse).
+	errCancelledHere = func() tusd.Error {
+		e := tusd.NewError("ERR_CANCELLED", "cancelled on the receiving device", http.StatusForbidden)
+		e.HTTPResponse.Header["Ferry-Upload"] = "cancelled"
+		return e
+	}()
 )
+
+// maxCancelled bounds the cancelled uploads a receive link remembers.
+const maxCancelled = 1024
 
 // refused turns an Inbox refusal into a tusd error carrying its sentence.
 func refused(err error) error {
@@ -525,6 +543,9 @@ func (rc *receiver) GetUpload(ctx context.Context, id string) (tusd.Upload, erro
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	u, ok := rc.uploads[id]
+	if !ok && !rc.stopped && slices.Contains(rc.cancelled, id) {
+		return nil, errCancelledHere
+	}
 	if !ok || rc.stopped {
 		return nil, tusd.ErrNotFound
 	}
@@ -539,6 +560,9 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.done {
+		if u.cancelled.Load() {
+			return 0, errCancelledHere
+		}
 		return 0, tusd.ErrNotFound
 	}
 	if offset != u.offset {
@@ -557,6 +581,9 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	u.offset += n
 	if err != nil && u.rc.l.ctx.Err() != nil {
 		return n, errLinkEnded
+	}
+	if err != nil && u.cancelled.Load() {
+		return n, errCancelledHere
 	}
 	if w.err != nil {
 		// This side could not store it (a full disk, a disk error): the
@@ -664,7 +691,11 @@ func (l *Link) CancelUpload(id string) bool {
 	rc.mu.Lock()
 	u, ok := rc.uploads[id]
 	if ok {
-		delete(rc.uploads, id) // GetUpload no longer finds it: 404 to the page
+		delete(rc.uploads, id) // GetUpload no longer finds it: the page is told it was cancelled
+		if len(rc.cancelled) == maxCancelled {
+			rc.cancelled = slices.Delete(rc.cancelled, 0, 1)
+		}
+		rc.cancelled = append(rc.cancelled, id)
 	}
 	rc.mu.Unlock()
 	if !ok {

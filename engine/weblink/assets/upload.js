@@ -291,7 +291,8 @@
     status.textContent = msg + ".";
   }
 
-  function reason(err) {
+  function reason(err, job) {
+    if (job && job.cancelledThere) return "cancelled on " + device;
     var res = err && err.originalResponse;
     if (!res) return "the receiving device cannot be reached";
     var st = res.getStatus();
@@ -337,6 +338,16 @@
     }
   }
 
+  // forgetUpload drops what tus-js-client keeps to resume the upload of
+  // a file (fingerprint fk): the same file picked again is then sent anew.
+  function forgetUpload(fk) {
+    var store = tus.defaultOptions && tus.defaultOptions.urlStorage;
+    if (!store) return;
+    store.findUploadsByFingerprint(fk).then(function (ups) {
+      ups.forEach(function (u) { store.removeUpload(u.urlStorageKey); });
+    }).catch(function () { /* no storage */ });
+  }
+
   function send(job) {
     var f = job.file;
     var started = false;
@@ -356,9 +367,18 @@
       },
       retryDelays: [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 10000, 20000, 20000, 30000],
       onShouldRetry: function (err) {
-        return !final(err) && (typeof navigator === "undefined" || navigator.onLine !== false);
+        return !job.cancelledThere && !final(err) && (typeof navigator === "undefined" || navigator.onLine !== false);
       },
       removeFingerprintOnSuccess: true,
+      // An upload the device cancelled (its answers say so, a HEAD's
+      // too): stop here. Left to itself, tus-js-client answers a HEAD's
+      // refusal by starting the file again as a new upload.
+      onAfterResponse: function (req, res) {
+        if (res.getHeader("Ferry-Upload") === "cancelled") {
+          job.cancelledThere = true;
+          throw new Error("cancelled on the receiving device");
+        }
+      },
       metadata: meta,
       onProgress: function (bytes, all) {
         if (!started) {
@@ -385,14 +405,15 @@
         if (job.over) return;
         job.over = true;
         job.stop.hidden = true;
-        var why = reason(err);
+        var why = reason(err, job);
+        if (job.cancelledThere) forgetUpload(job.key);
         job.state.textContent = "not sent: " + why;
         job.state.classList.add("error");
         job.bar.hidden = true;
         failed++; allBytes -= f.size;
         ended(job.batch);
         var res = err && err.originalResponse;
-        if (!res || res.getStatus() === 410) stopAll(why, !!res);
+        if (!job.cancelledThere && (!res || res.getStatus() === 410)) stopAll(why, !!res);
         show(0);
         running = false; next();
       }

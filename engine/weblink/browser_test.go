@@ -1003,3 +1003,45 @@ func waitFileBytes(t *testing.T, l *Link, name string, n int64) {
 	}
 	t.Fatalf("the link ended before %d bytes of %s", n, name)
 }
+
+// TestBrowserLinkUnknownAfterRestart: the device restarted while a page
+// sent (Ferry quit and came back on the same port, with new links): the
+// old link is unknown there now. The page says so once, in words, for the
+// file on its way and those waiting, and offers no more picking; it said
+// "the receiving device refused it (404)" for each.
+func TestBrowserLinkUnknownAfterRestart(t *testing.T) {
+	ctx := newBrowser(t)
+	tmp := t.TempDir()
+	s, l, _, wl := startBrowserReceive(t)
+	wl.rate.Store(16 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), randomFile(t, tmp, "big.bin", 48<<20, 31), randomFile(t, tmp, "later.txt", 10, 32))
+	waitBytes(t, l, ChunkSize)
+	addr := s.Addr().String()
+	s.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := Serve(ln, Options{DeviceName: "Alice's laptop"})
+	t.Cleanup(func() { s2.Close() })
+	in2, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in2.Close() })
+	if _, err := s2.Receive(in2, ReceiveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msg := waitStatus(t, ctx)
+	if msg != "0 files sent to Alice's laptop; 2 files were not sent. This link has ended: ask for a new one to send more." {
+		t.Fatalf("page says %q", msg)
+	}
+	states, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#list .state")).map(e => e.textContent)`))
+	const want = "not sent: Alice's laptop no longer has this link (Ferry was restarted there, or the link was stopped)"
+	if err != nil || len(states) != 2 || states[0] != want || states[1] != want {
+		t.Fatalf("rows %q (%v)", states, err)
+	}
+	if disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("files").disabled`)); err != nil || !disabled {
+		t.Fatalf("picker disabled %v (%v)", disabled, err)
+	}
+}

@@ -297,9 +297,19 @@
     if (!res) return "the receiving device cannot be reached";
     var st = res.getStatus();
     if (st === 410) return "this link has ended";
+    if (linkUnknown(res)) return device + " no longer has this link (Ferry was restarted there, or the link was stopped)";
     var body = (res.getBody && res.getBody()) || "";
     if (body && body.charAt(0) !== "<") return body.replace(/^ERR_[A-Z_]+: /, "").trim();
     return "the receiving device refused it (" + st + ")";
+  }
+
+  // linkUnknown says whether an answer is the device's "no such link"
+  // page: its Ferry was restarted (links end when it quits) or forgot the
+  // link, and nothing more can be sent through it. The 404s of uploads the
+  // link has are tus's, whose bodies begin with their code (ERR_...).
+  function linkUnknown(res) {
+    var body = (res.getBody && res.getBody()) || "";
+    return res.getStatus() === 404 && body.indexOf("ERR_") !== 0;
   }
 
   // final says whether an answer is the receiving device's last word on
@@ -413,7 +423,7 @@
         failed++; allBytes -= f.size;
         ended(job.batch);
         var res = err && err.originalResponse;
-        if (!job.cancelledThere && (!res || res.getStatus() === 410)) stopAll(why, !!res);
+        if (!job.cancelledThere && (!res || res.getStatus() === 410 || linkUnknown(res))) stopAll(why, !!res);
         show(0);
         running = false; next();
       }

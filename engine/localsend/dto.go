@@ -104,6 +104,30 @@ type File struct {
 	SHA256   string    `json:"sha256,omitempty"`
 	Preview  string    `json:"preview,omitempty"`
 	Metadata *FileMeta `json:"metadata,omitempty"`
+
+	// noSize is set when the JSON read had no size, or a null one: only
+	// a text may come without it (its preview holds it), so Validate
+	// refuses such a file at once rather than let it be accepted and then
+	// fail, its upload never the 0 bytes it would be taken for.
+	noSize bool
+}
+
+// UnmarshalJSON reads a file as File's tags say, noting a size left out.
+func (f *File) UnmarshalJSON(b []byte) error {
+	type plain File // File's fields without this method
+	var v struct {
+		plain
+		Size *int64 `json:"size"` // shadows plain's: nil when left out
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = File(v.plain)
+	if v.Size != nil {
+		f.Size = *v.Size
+	}
+	f.noSize = v.Size == nil
+	return nil
 }
 
 // PrepareUpload is the body of POST prepare-upload.
@@ -331,6 +355,9 @@ func (p *PrepareUpload) Validate() error {
 		}
 		if f.Size < 0 {
 			return fmt.Errorf("%w: file %q has size %d", ErrBadInput, key, f.Size)
+		}
+		if f.noSize && !(len(p.Files) == 1 && strings.HasPrefix(f.FileType, "text/") && f.Preview != "") {
+			return fmt.Errorf("%w: file %q has no size", ErrBadInput, key)
 		}
 		if err := checkField("fileType", f.FileType, false); err != nil {
 			return err

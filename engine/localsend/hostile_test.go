@@ -44,6 +44,10 @@ var hostileBodies = []struct {
 	{"trailing data", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}} {}`},
 	{"wrong types", `{"info":"me","files":[1,2,3]}`},
 	{"long name", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"` + strings.Repeat("n", MaxNameLen+1) + `","size":1,"fileType":"t"}}}`},
+	// A file without its size could only fail once accepted (its upload is
+	// never the 0 bytes it would be taken for).
+	{"no size", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","fileType":"t"},"y":{"id":"y","fileName":"b","size":1,"fileType":"t"}}}`},
+	{"null size", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":null,"fileType":"t"}}}`},
 }
 
 func TestHostilePrepareUpload(t *testing.T) {
@@ -672,5 +676,27 @@ func TestBodyBudget(t *testing.T) {
 	}
 	if held, peak := state(); held != 0 || peak > 3<<20 {
 		t.Fatalf("%d bytes held at the end, at most %d", held, peak)
+	}
+}
+
+// TestTextOfferWithoutSize: a text (one text/* file with a preview) may
+// leave its size out, as its preview holds it; another file may not.
+func TestTextOfferWithoutSize(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"info":{"fingerprint":"f"},"files":{"t":{"id":"t","fileName":"t.txt","fileType":"text/plain","preview":"hi"}}}`, true},
+		{`{"info":{"fingerprint":"f"},"files":{"t":{"id":"t","fileName":"t.txt","fileType":"text/plain"}}}`, false},
+		{`{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":0,"fileType":"t"}}}`, true},
+	} {
+		var p PrepareUpload
+		err := unmarshalBounded([]byte(c.body), MaxPrepareBytes, &p)
+		if err == nil {
+			err = p.Validate()
+		}
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.body, err)
+		}
 	}
 }

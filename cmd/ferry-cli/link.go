@@ -46,7 +46,9 @@ func runShare(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs.StringVar(&lf.name, "name", "", "device `NAME` the page shows (default: the host name)")
 	fs.BoolVar(&lf.json, "json", false, "print one JSON event per line")
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: ferry-cli share [--pin PIN] [--expire 1h] [--once] [--json] PATH...")
+		// To the set's output, which the flag package's own -h call
+		// discards (parseFlags calls it once more).
+		fmt.Fprintln(fs.Output(), "usage: ferry-cli share [--pin PIN] [--expire 1h] [--once] [--json] PATH...")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

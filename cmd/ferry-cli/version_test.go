@@ -50,3 +50,14 @@ func TestHelp(t *testing.T) {
 		t.Errorf("no arguments: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", code, stdout, stderr)
 	}
 }
+
+// TestHelpSaysUsageOnce: a command's help has its usage line once (share's
+// was printed twice: once by the flag package's -h, once after it).
+func TestHelpSaysUsageOnce(t *testing.T) {
+	for _, args := range [][]string{{"help", "share"}, {"share", "--help"}} {
+		code, stdout, stderr := runCLI(t, args...)
+		if n := strings.Count(stdout, "usage: ferry-cli share"); code != 0 || n != 1 || stderr != "" {
+			t.Errorf("%q: exit %d, the usage %d times in stdout %q, stderr %q", args, code, n, stdout, stderr)
+		}
+	}
+}

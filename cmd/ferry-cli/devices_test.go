@@ -95,3 +95,29 @@ func nameOf(t *testing.T, cfg string) string {
 	defer e.Close()
 	return e.Name()
 }
+
+// A device forgotten while a receiver runs on the same config stays
+// forgotten: the receiver wrote its own list, which still had it, back at
+// its next contact with another device.
+func TestForgetWhileReceiving(t *testing.T) {
+	rcfg := t.TempDir()
+	r := startReceiver(t, rcfg, "--accept", "all", "--no-discovery")
+	acfg, bcfg := t.TempDir(), t.TempDir()
+	src := writeFile(t, "a.txt", "a")
+	if code, _, stderr := runCLI(t, "send", "--config", acfg, "--name", "laptop", "--to", r.quic, src); code != 0 {
+		t.Fatalf("send from laptop: %s", stderr)
+	}
+	if code, stdout, stderr := runCLI(t, "devices", "--config", rcfg, "--forget", "laptop"); code != 0 {
+		t.Fatalf("devices --forget laptop: exit %d, %q %q", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, "send", "--config", bcfg, "--name", "phone", "--to", r.quic, src); code != 0 {
+		t.Fatalf("send from phone: %s", stderr)
+	}
+	if code := r.stop(); code != 0 {
+		t.Fatalf("receive: exit %d, %s", code, r.errOut)
+	}
+	_, stdout, _ := runCLI(t, "devices", "--config", rcfg)
+	if strings.Contains(stdout, short(idOf(t, acfg))) || !strings.Contains(stdout, short(idOf(t, bcfg))) {
+		t.Fatalf("after forgetting laptop while receiving, then a send from phone:\n%s", stdout)
+	}
+}

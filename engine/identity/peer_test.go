@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,61 @@ func TestRecognise(t *testing.T) {
 	}
 	if got := s.Recognise(cert); got != a.ID.Peer() {
 		t.Fatalf("known Ferry device over LocalSend is %+v", got)
+	}
+}
+
+// Two Stores on one folder are two processes sharing a config (a running
+// ferry-cli receive or the app, and ferry-cli devices --forget): a device
+// one forgets is forgotten by the other too, which neither trusts it any
+// more nor writes it back with its own later contacts; each keeps what the
+// other wrote meanwhile.
+func TestForgetHoldsWhileAnotherStoreRuns(t *testing.T) {
+	dir := t.TempDir()
+	running, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running.every = time.Hour // its contacts wait for Flush, as within a busy second
+	var x, y, z, w DeviceID
+	x[0], y[0], z[0], w[0] = 1, 2, 3, 4
+	if err := running.Pair(x.Peer(), "laptop", "10.0.0.5:47800", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	devices, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := devices.Forget(x.Peer()); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := running.Get(x.Peer()); ok {
+		t.Errorf("the running store still holds the device forgotten: %+v", p)
+	}
+	if err := running.Seen(y.Peer(), "phone", ""); err != nil { // written at once
+		t.Fatal(err)
+	}
+	if err := running.Seen(z.Peer(), "tablet", ""); err != nil { // waits for Flush
+		t.Fatal(err)
+	}
+	if err := devices.Pair(w.Peer(), "desk", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := running.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range again.List() {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"desk", "phone", "tablet"}; !slices.Equal(names, want) {
+		t.Errorf("the file holds %q, want %q (the forgotten laptop gone, what both wrote kept)", names, want)
+	}
+	if p, ok := running.Get(w.Peer()); !ok || !p.Paired {
+		t.Errorf("the running store does not know the device paired elsewhere: %+v %v", p, ok)
 	}
 }

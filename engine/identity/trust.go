@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -70,6 +71,7 @@ func shortOf(id string) string {
 
 const (
 	trustFile     = "trust.json"
+	lockSuffix    = ".lock" // trust.json.lock: held while the file is read for a change, or written
 	maxTrustPeers = 10000
 	maxAddrs      = 4
 )
@@ -81,12 +83,25 @@ var ErrNotProven = errors.New("this device proved no key, so it cannot be truste
 // Store pins peers by ID (package peer: a Ferry device ID, a LocalSend
 // fingerprint; the kinds never collide). A peer that proved no key is never
 // in it. It is safe for concurrent use.
+//
+// Several processes may hold one config folder at once (the app, a
+// ferry-cli receive, ferry-cli devices --forget): the file is the truth and
+// a Store's memory a copy of it. A Store keeps the changes it made and did
+// not write yet, and a write replays them onto the file as it is then
+// (under a lock on trust.json.lock), so a device another process forgot or
+// paired meanwhile stays so rather than being overwritten by this one's
+// older copy; reads pick up another process's writes (Get, List...).
 type Store struct {
 	path   string
 	now    func() time.Time // dates what it records
-	saveMu sync.Mutex       // serialises snapshot+write so an older snapshot never lands last
+	saveMu sync.Mutex       // serialises re-reads and writes of the file within the process
 	mu     sync.Mutex       // guards the fields below
-	byID   map[string]*Peer
+	byID   map[string]*Peer // the file as last read or written, with pending applied
+	// pending are the changes made since the file was last read or
+	// written, oldest first.
+	pending []change
+	// stamp is the file as last read or written (nil: there was none).
+	stamp os.FileInfo
 
 	// every is how often Seen writes the file at most (seenSaveEvery).
 	every   time.Duration
@@ -130,17 +145,38 @@ func OpenStoreWith(dir string, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{path: filepath.Join(dir, trustFile), now: now, byID: map[string]*Peer{}, every: seenSaveEvery}
-	data, err := os.ReadFile(s.path)
+	s := &Store{path: filepath.Join(dir, trustFile), now: now, every: seenSaveEvery}
+	byID, st, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	s.byID, s.stamp = byID, st
+	return s, nil
+}
+
+// read reads the file: its devices, and its stamp (nil when there is none,
+// which is an empty store).
+func (s *Store) read() (map[string]*Peer, os.FileInfo, error) {
+	byID := map[string]*Peer{}
+	f, err := os.Open(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+		return byID, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("trust store: %w", err)
+		return nil, nil, fmt.Errorf("trust store: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat() // of what is read, whatever replaces the file meanwhile
+	if err != nil {
+		return nil, nil, fmt.Errorf("trust store: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("trust store: %w", err)
 	}
 	var peers []*Peer
 	if err := json.Unmarshal(data, &peers); err != nil {
-		return nil, &DamagedError{Path: s.path, Err: err}
+		return nil, st, &DamagedError{Path: s.path, Err: err}
 	}
 	for _, p := range peers {
 		id, err := peer.Parse(p.ID)
@@ -148,13 +184,132 @@ func OpenStoreWith(dir string, now func() time.Time) (*Store, error) {
 			continue
 		}
 		p.ID = id.String()
-		s.byID[p.ID] = p
+		byID[p.ID] = p
 	}
-	return s, nil
+	return byID, st, nil
+}
+
+// refresh takes in what another process wrote to the file since this
+// Store last read or wrote it. The check is one stat; an unreadable or
+// damaged file leaves what the Store holds (its next write replaces it, as
+// it always did).
+func (s *Store) refresh() {
+	st, err := os.Stat(s.path)
+	s.mu.Lock()
+	same := sameStamp(s.stamp, st, err)
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	unlock, err := lockFile(s.path + lockSuffix)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	byID, st, err := s.read()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if st != nil {
+			s.stamp = st // read once, not at every Get
+		}
+		return
+	}
+	for _, c := range s.pending {
+		c.apply(byID)
+	}
+	s.byID, s.stamp = byID, st
+}
+
+// sameStamp reports whether the file stat found (st, or err) is the one a
+// Store last read or wrote (was; nil: none). A file that cannot be
+// stat'ed counts as unchanged.
+func sameStamp(was, st os.FileInfo, err error) bool {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return was == nil
+	case err != nil:
+		return true
+	}
+	return was != nil && os.SameFile(was, st) && was.ModTime().Equal(st.ModTime()) && was.Size() == st.Size()
+}
+
+// change is one change a Store made to its devices, kept until it is
+// written so that it can be replayed onto the file as another process left
+// it.
+type change struct {
+	kind   changeKind
+	id     string
+	name   string
+	addr   string
+	at     time.Time
+	on     bool   // changeAccept
+	secret string // changeRendezvous
+}
+
+type changeKind int
+
+const (
+	changeSeen changeKind = iota
+	changeAccept
+	changePair
+	changeRendezvous
+	changeForget
+)
+
+// apply makes the change in byID.
+func (c change) apply(byID map[string]*Peer) {
+	p, ok := byID[c.id]
+	switch c.kind {
+	case changeForget:
+		delete(byID, c.id)
+		return
+	case changeRendezvous:
+		if ok && p.Paired { // a device forgotten meanwhile keeps no secret
+			p.Rendezvous, p.RendezvousAt = c.secret, c.at
+		}
+		return
+	}
+	if !ok {
+		p = &Peer{ID: c.id, FirstSeen: c.at}
+		if c.kind == changeAccept {
+			p.Name, p.LastSeen = c.name, c.at
+		}
+		byID[c.id] = p
+	}
+	switch c.kind {
+	case changeSeen, changePair:
+		if c.name != "" {
+			p.Name = c.name
+		}
+		p.LastSeen = c.at
+		if c.addr != "" {
+			p.LastAddrs = slices.DeleteFunc(p.LastAddrs, func(a string) bool { return a == c.addr })
+			p.LastAddrs = append([]string{c.addr}, p.LastAddrs...)
+			p.LastAddrs = p.LastAddrs[:min(len(p.LastAddrs), maxAddrs)]
+		}
+		if c.kind == changePair {
+			p.AlwaysAccept, p.Paired, p.PairedAt = true, true, c.at
+		}
+	case changeAccept:
+		p.AlwaysAccept = c.on
+	}
+	evict(byID)
+}
+
+// record makes the change in memory, to be written by the next save.
+func (s *Store) record(c change) {
+	s.mu.Lock()
+	c.apply(s.byID)
+	s.pending = append(s.pending, c)
+	s.mu.Unlock()
 }
 
 // Get returns the record for id.
 func (s *Store) Get(id peer.ID) (Peer, bool) {
+	s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.byID[id.String()]
@@ -178,6 +333,7 @@ func (s *Store) CheckAddr(addr string, presented peer.ID) error {
 	if addr == "" {
 		return nil
 	}
+	s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.byID[presented.String()]; ok {
@@ -209,26 +365,7 @@ func (s *Store) Seen(id peer.ID, name, addr string) error {
 	if !id.Proven() {
 		return fmt.Errorf("trust store: %w", ErrNotProven)
 	}
-	now := s.now()
-	s.mu.Lock()
-	p, ok := s.byID[id.String()]
-	if !ok {
-		p = &Peer{ID: id.String(), FirstSeen: now}
-		s.byID[p.ID] = p
-		s.evictLocked()
-	}
-	if name != "" {
-		p.Name = name
-	}
-	p.LastSeen = now
-	if addr != "" {
-		p.LastAddrs = slices.DeleteFunc(p.LastAddrs, func(a string) bool { return a == addr })
-		p.LastAddrs = append([]string{addr}, p.LastAddrs...)
-		if len(p.LastAddrs) > maxAddrs {
-			p.LastAddrs = p.LastAddrs[:maxAddrs]
-		}
-	}
-	s.mu.Unlock()
+	s.record(change{kind: changeSeen, id: id.String(), name: name, addr: addr, at: s.now()})
 	return s.saveSoon()
 }
 
@@ -284,16 +421,7 @@ func (s *Store) SetAlwaysAccept(id peer.ID, name string, on bool) error {
 	if !id.Proven() {
 		return fmt.Errorf("trust store: %w", ErrNotProven)
 	}
-	s.mu.Lock()
-	p, ok := s.byID[id.String()]
-	if !ok {
-		now := s.now()
-		p = &Peer{ID: id.String(), Name: name, FirstSeen: now, LastSeen: now}
-		s.byID[p.ID] = p
-		s.evictLocked()
-	}
-	p.AlwaysAccept = on
-	s.mu.Unlock()
+	s.record(change{kind: changeAccept, id: id.String(), name: name, on: on, at: s.now()})
 	return s.save()
 }
 
@@ -303,24 +431,7 @@ func (s *Store) Pair(id peer.ID, name, addr string, at time.Time) error {
 	if !id.Proven() {
 		return fmt.Errorf("trust store: %w", ErrNotProven)
 	}
-	s.mu.Lock()
-	p, ok := s.byID[id.String()]
-	if !ok {
-		p = &Peer{ID: id.String(), FirstSeen: at}
-		s.byID[p.ID] = p
-		s.evictLocked()
-	}
-	if name != "" {
-		p.Name = name
-	}
-	p.LastSeen = at
-	if addr != "" {
-		p.LastAddrs = slices.DeleteFunc(p.LastAddrs, func(a string) bool { return a == addr })
-		p.LastAddrs = append([]string{addr}, p.LastAddrs...)
-		p.LastAddrs = p.LastAddrs[:min(len(p.LastAddrs), maxAddrs)]
-	}
-	p.AlwaysAccept, p.Paired, p.PairedAt = true, true, at
-	s.mu.Unlock()
+	s.record(change{kind: changePair, id: id.String(), name: name, addr: addr, at: at})
 	return s.save()
 }
 
@@ -331,14 +442,10 @@ var ErrNotPaired = errors.New("this device is not paired")
 // SetRendezvous keeps the rendezvous secret (hex) shared with a paired
 // device, replacing the one before. Only a paired device has one.
 func (s *Store) SetRendezvous(id peer.ID, secret string, at time.Time) error {
-	s.mu.Lock()
-	p, ok := s.byID[id.String()]
-	if !ok || !p.Paired {
-		s.mu.Unlock()
+	if p, ok := s.Get(id); !ok || !p.Paired {
 		return fmt.Errorf("trust store: rendezvous secret for %s: %w", id.Short(), ErrNotPaired)
 	}
-	p.Rendezvous, p.RendezvousAt = secret, at
-	s.mu.Unlock()
+	s.record(change{kind: changeRendezvous, id: id.String(), secret: secret, at: at})
 	return s.save()
 }
 
@@ -348,6 +455,7 @@ func (s *Store) PairedNamed(name string, id peer.ID) (Peer, bool) {
 	if name == "" {
 		return Peer{}, false
 	}
+	s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.byID {
@@ -358,32 +466,37 @@ func (s *Store) PairedNamed(name string, id peer.ID) (Peer, bool) {
 	return Peer{}, false
 }
 
-// Forget removes a device.
+// Forget removes a device, also from other processes that hold the
+// store (they take it in at their next read or write).
 func (s *Store) Forget(id peer.ID) error {
-	s.mu.Lock()
-	delete(s.byID, id.String())
-	s.mu.Unlock()
+	s.record(change{kind: changeForget, id: id.String()})
 	return s.save()
 }
 
 // List returns all known devices, most recently seen first.
 func (s *Store) List() []Peer {
+	s.refresh()
 	s.mu.Lock()
-	out := make([]Peer, 0, len(s.byID))
-	for _, p := range s.byID {
+	defer s.mu.Unlock()
+	return sorted(s.byID)
+}
+
+// sorted copies the devices of byID, most recently seen first.
+func sorted(byID map[string]*Peer) []Peer {
+	out := make([]Peer, 0, len(byID))
+	for _, p := range byID {
 		out = append(out, clonePeer(p))
 	}
-	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].LastSeen.After(out[j].LastSeen) })
 	return out
 }
 
-// evictLocked keeps the store bounded by dropping the least recently seen
-// device that the user did not mark as trusted.
-func (s *Store) evictLocked() {
-	for len(s.byID) > maxTrustPeers {
+// evict keeps a store bounded by dropping the least recently seen device
+// that the user did not mark as trusted.
+func evict(byID map[string]*Peer) {
+	for len(byID) > maxTrustPeers {
 		var oldest *Peer
-		for _, p := range s.byID {
+		for _, p := range byID {
 			if !p.AlwaysAccept && (oldest == nil || p.LastSeen.Before(oldest.LastSeen)) {
 				oldest = p
 			}
@@ -391,20 +504,65 @@ func (s *Store) evictLocked() {
 		if oldest == nil {
 			return
 		}
-		delete(s.byID, oldest.ID)
+		delete(byID, oldest.ID)
 	}
 }
 
+// save writes the changes not written yet onto the file as it is now (what
+// other processes wrote kept), and takes the result in. A file damaged
+// meanwhile is replaced by what this Store holds, as before there were
+// several processes.
 func (s *Store) save() error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	peers := s.List()
-	data, err := json.MarshalIndent(peers, "", "  ")
+	unlock, err := lockFile(s.path + lockSuffix)
 	if err != nil {
 		return fmt.Errorf("trust store: %w", err)
 	}
-	if err := atomicfile.Write(s.path, data, 0o600); err != nil {
+	defer unlock()
+	byID, _, rerr := s.read()
+	s.mu.Lock()
+	changes := s.pending
+	s.pending = nil
+	if rerr != nil {
+		byID = make(map[string]*Peer, len(s.byID))
+		for id, p := range s.byID {
+			c := clonePeer(p)
+			byID[id] = &c
+		}
+	}
+	s.mu.Unlock()
+	if rerr == nil {
+		for _, c := range changes {
+			c.apply(byID)
+		}
+	}
+	err = s.write(byID)
+	var st os.FileInfo
+	if err == nil {
+		st, err = os.Stat(s.path)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.pending = append(changes, s.pending...) // for the next write
 		return fmt.Errorf("trust store: %w", err)
+	}
+	for _, c := range s.pending { // made while this was written
+		c.apply(byID)
+	}
+	s.byID, s.stamp = byID, st
+	return nil
+}
+
+// write replaces the file with byID.
+func (s *Store) write(byID map[string]*Peer) error {
+	data, err := json.MarshalIndent(sorted(byID), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(s.path, data, 0o600); err != nil {
+		return err
 	}
 	s.laterMu.Lock()
 	s.saves++

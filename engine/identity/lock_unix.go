@@ -1,0 +1,29 @@
+//go:build unix
+
+package identity
+
+import (
+	"os"
+	"syscall"
+)
+
+// lockFile waits for an exclusive flock on path (created if need be) and
+// returns what drops it. The kernel drops it too when the process ends,
+// however it ends, so a crash leaves no stale lock.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing the descriptor drops the flock
+}

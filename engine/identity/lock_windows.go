@@ -1,0 +1,25 @@
+//go:build windows
+
+package identity
+
+import (
+	"os"
+
+	"golang.org/x/sys/windows"
+)
+
+// lockFile waits for an exclusive lock on path (created if need be) and
+// returns what drops it. Windows drops it too when the process ends,
+// however it ends, so a crash leaves no stale lock.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	var ol windows.Overlapped
+	if err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, &ol); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing the handle drops the lock
+}

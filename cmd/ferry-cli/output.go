@@ -61,6 +61,17 @@ type printer struct {
 	// pairing holds the sessions that pair and carry no files (pair, or
 	// a pairing request received): their end is no transfer's.
 	pairing map[string]bool
+	// paused holds, per sending transfer that was paused (SIGUSR1), when
+	// its pause began (zero once resumed: the next state it took said so)
+	// and how long its earlier pauses lasted, which its done line leaves
+	// out of the speed.
+	paused map[string]*pauses
+}
+
+// pauses is how long a transfer stood paused, by its events' times.
+type pauses struct {
+	since time.Time     // the pause under way began; zero when none is
+	total time.Duration // the pauses before it
 }
 
 type retryLine struct {
@@ -115,8 +126,24 @@ func (p *printer) event(ev engine.Event) {
 			p.drawBar(ev.Progress)
 		}
 	case engine.EventState:
+		if ps := p.paused[ev.TransferID]; ps != nil && !ps.since.IsZero() && ev.State != engine.StatePaused {
+			ps.total += max(ev.Time.Sub(ps.since), 0)
+			ps.since = time.Time{}
+			p.line("resumed (SIGUSR1 pauses it again)")
+		}
 		switch ev.State {
 		case engine.StatePaused:
+			if p.paused == nil {
+				p.paused = map[string]*pauses{}
+			}
+			ps := p.paused[ev.TransferID]
+			if ps == nil {
+				ps = &pauses{}
+				p.paused[ev.TransferID] = ps
+			}
+			if ps.since.IsZero() {
+				ps.since = ev.Time
+			}
 			p.line("paused (send SIGUSR1 again, or re-run the same command later, to resume)")
 		case engine.StateInterrupted:
 			// A transfer that goes on (an interrupted end is a result).
@@ -223,6 +250,14 @@ func (p *printer) event(ev engine.Event) {
 		}
 	case engine.EventResult:
 		r := ev.Result
+		var paused time.Duration
+		if ps := p.paused[ev.TransferID]; ps != nil {
+			paused = ps.total
+			if !ps.since.IsZero() { // ended while paused (Ctrl-C): its line says so
+				paused += max(ev.Time.Sub(ps.since), 0)
+			}
+			delete(p.paused, ev.TransferID)
+		}
 		if p.pairing[ev.TransferID] {
 			// Not "done: 0 of 0 files verified": it carried none.
 			delete(p.pairing, ev.TransferID)
@@ -244,7 +279,7 @@ func (p *printer) event(ev engine.Event) {
 		if r.State == engine.StateDone && r.Files == 0 && r.Text != "" {
 			p.line("done: text delivered")
 		} else if r.State == engine.StateDone {
-			p.line("done: %d of %d files verified%s, %s", r.Verified, r.Files, foldersMade(r.Folders), doneBytes(ev.Direction, r))
+			p.line("done: %d of %d files verified%s, %s", r.Verified, r.Files, foldersMade(r.Folders), doneBytes(ev.Direction, r, paused, p.retries[ev.TransferID].n > 0))
 			if r.Refused > 0 {
 				p.line("refused: %d file(s) (FAILED above says why)", r.Refused)
 			}
@@ -281,7 +316,10 @@ func emptyFolders(n int) string {
 // over what, and what did not travel in it or travelled twice: what the
 // receiver kept from an earlier session (resume; not in the speed) and
 // what a reconnect sent again (chunks in flight when the connection broke).
-func doneBytes(dir engine.Direction, r *engine.Result) string {
+// A send that was paused (SIGUSR1) for paused in all has that left out of
+// its speed and said; what it sent again was sent after resuming, or after
+// reconnecting and resuming when it reconnected too (reconnected).
+func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, reconnected bool) string {
 	size := r.TotalBytes // the accepted files, each byte once
 	if size == 0 {
 		size = r.Bytes
@@ -301,10 +339,18 @@ func doneBytes(dir engine.Direction, r *engine.Result) string {
 			answer = fmt.Sprintf("accepted after %.1fs", r.Waited)
 		}
 	}
+	var pause string
+	if p := paused.Seconds(); p > 0 && p < took {
+		took -= p
+		pause = fmt.Sprintf("paused for %.1fs", p)
+	}
 	s += fmt.Sprintf(" in %.2fs (%s/s) over %s", took, humanBytes(int64(float64(moved)/max(took, 1e-9))), r.Transport)
 	var notes []string
 	if answer != "" {
 		notes = append(notes, answer)
+	}
+	if pause != "" {
+		notes = append(notes, pause)
 	}
 	if dir == engine.Sending && r.Kept > 0 {
 		notes = append(notes, fmt.Sprintf("the receiver kept %s from before", humanBytes(r.Kept)))
@@ -314,7 +360,14 @@ func doneBytes(dir engine.Direction, r *engine.Result) string {
 		again = r.Bytes + r.Resent - moved // every payload byte written, less each one once
 	}
 	if again > 0 {
-		notes = append(notes, fmt.Sprintf("%s sent again after reconnecting", humanBytes(again)))
+		after := "reconnecting"
+		switch {
+		case pause != "" && reconnected:
+			after = "reconnecting and resuming"
+		case pause != "":
+			after = "resuming"
+		}
+		notes = append(notes, fmt.Sprintf("%s sent again after %s", humanBytes(again), after))
 	}
 	if len(notes) > 0 {
 		s += " (" + strings.Join(notes, "; ") + ")"

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -132,7 +133,7 @@ func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.r.Transport = "tcp"
-		if got := doneBytes(c.dir, &c.r); got != c.want {
+		if got := doneBytes(c.dir, &c.r, 0, false); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
@@ -406,5 +407,49 @@ func TestCodeNotAnsweredIsNotAMismatch(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "standard input is closed") {
 		t.Errorf("printed %q", out.String())
+	}
+}
+
+// A send paused with SIGUSR1 says so, and says when SIGUSR1 resumed it
+// (the next state it takes), once; the progress bar drawn before either
+// is cleared first, as for any line. Its done line leaves the time it
+// stood paused out of the speed, and says what it sent again was sent
+// after resuming.
+func TestPausedAndResumedLines(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	p.bar = true
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	state := func(s engine.State, at float64) engine.Event {
+		return engine.Event{Kind: engine.EventState, TransferID: "a", State: s, Direction: engine.Sending, Time: t0.Add(time.Duration(at * float64(time.Second)))}
+	}
+	progress := engine.Event{Kind: engine.EventProgress, TransferID: "a", Progress: &engine.Progress{Bytes: 50e6, TotalBytes: 100e6, TotalFiles: 1}}
+	p.event(state(engine.StateActive, 0))
+	p.event(progress)
+	p.event(state(engine.StatePaused, 1))
+	p.event(state(engine.StateConnecting, 4))
+	p.event(state(engine.StateActive, 4))
+	p.event(progress)
+	p.event(state(engine.StatePaused, 5))
+	p.event(state(engine.StateConnecting, 6))
+	p.event(engine.Event{Kind: engine.EventResult, TransferID: "a", Direction: engine.Sending, Time: t0.Add(7 * time.Second),
+		Result: &engine.Result{State: engine.StateDone, Files: 1, Verified: 1, TotalBytes: 100e6, Bytes: 110e6, Duration: 7, Transport: "tcp"}})
+	var lines []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if i := strings.LastIndex(l, "\r"); i >= 0 { // what a terminal shows of a redrawn line
+			l = l[i+1:]
+		}
+		lines = append(lines, l)
+	}
+	want := []string{
+		"paused (send SIGUSR1 again, or re-run the same command later, to resume)",
+		"resumed (SIGUSR1 pauses it again)",
+		"paused (send SIGUSR1 again, or re-run the same command later, to resume)",
+		"resumed (SIGUSR1 pauses it again)",
+		"done: 1 of 1 files verified, 100.0 MB in 3.00s (33.3 MB/s) over tcp (paused for 4.0s; 10.0 MB sent again after resuming)",
+		"",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("got\n%q\nwant\n%q", lines, want)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"syscall"
@@ -233,34 +235,110 @@ func notPaired(who string) error {
 }
 
 // anywhereError says what failed in a call through a relay to who
-// (deviceNamed), and what to do.
+// (deviceNamed), and what to do: always a sentence that names the relay as
+// the user gave it, and the cause in plain words, never the Go error
+// chain behind it (kept for errors.Is and the log).
 func anywhereError(err error, relay, who string) error {
+	var mismatch *identity.MismatchError
 	switch {
-	case errors.Is(err, anywhere.ErrRelaySecret):
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &mismatch):
+		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: the device that answered through relay %s is another one (it presented the ID %s)", who, relay, mismatch.Presented.Short())}
+	case errors.Is(err, anywhere.ErrRelaySecret), errors.Is(err, anywhere.ErrClockSkew):
 		return fmt.Errorf("cannot reach %s from anywhere: %w", who, err)
-	case errors.Is(err, anywhere.ErrRelayUnreachable):
-		return fmt.Errorf("cannot reach %s from anywhere: %w", who, relayUnreachable(relay, err))
-	case errors.Is(err, anywhere.ErrClockSkew):
-		return fmt.Errorf("cannot reach %s from anywhere: %w", who, err)
-	case errors.Is(err, anywhere.ErrNotRelay):
-		return fmt.Errorf("cannot reach %s from anywhere: %w", who, notRelay(relay, err))
 	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):
 		// The sentence says it all: not "...: device not found through the relay HOST" again.
 		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\")", who, relay, relay)}
+	case errors.Is(err, anywhere.ErrNoPath):
+		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: the two devices found each other through relay %s but no network path between them, neither direct nor through the relay's UDP port (does a firewall let the relay's TCP through and not its UDP?)", who, relay)}
+	case errors.Is(err, anywhere.ErrBadMessage):
+		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: its answer through relay %s could not be read (is Ferry there up to date?)", who, relay)}
 	}
-	return fmt.Errorf("cannot reach %s through relay %s: %w", who, relay, err)
+	return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: %s", who, relayProblem(relay, err).Error())}
+}
+
+// relayProblem says in a sentence what went wrong with the relay (as the
+// user gave it) in a call through it or a presence kept there: it does not
+// answer, it is no Ferry relay, it refused the request, or another cause
+// in plain words.
+func relayProblem(relay string, err error) error {
+	var refused *anywhere.RefusedError
+	switch {
+	case errors.Is(err, anywhere.ErrRelaySecret):
+		return err // its sentence names the relay and the secret
+	case errors.Is(err, anywhere.ErrRelayUnreachable):
+		return relayUnreachable(relay, err)
+	case errors.Is(err, anywhere.ErrNotRelay):
+		return notRelay(relay, err)
+	case errors.As(err, &refused):
+		return relayRefused(relay, refused, err)
+	}
+	why := plainCause(err)
+	if why == "" {
+		why = rootCause(err)
+	}
+	return &wordedError{err: err, text: fmt.Sprintf("the call through relay %s failed: %s", relay, why)}
 }
 
 // relayUnreachable says that the relay does not answer, what to check,
 // and why in the system's words ("connection refused"), not the dial's
 // ("relay unreachable: 7.0.0.1:3478: dial tcp 7.0.0.1:3478: connect:
-// connection refused"); err stays behind it for errors.Is and the log.
+// connection refused"); err stays behind it for errors.Is and the log. A
+// relay that took the connection and closed it did answer, in a way: that
+// is said as it is.
 func relayUnreachable(relay string, err error) error {
-	text := fmt.Sprintf("the relay %s does not answer (is `ferry-cli relay` running there, and is the address right?)", relay)
+	const check = "is `ferry-cli relay` running there, and is the address right?"
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &wordedError{err: err, text: fmt.Sprintf("the relay %s closed the connection in the middle of its answer: try again (a relay that keeps doing so is overloaded, or not a Ferry relay)", relay)}
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		// Taken, then closed (at once, or as the request came: a reset).
+		return &wordedError{err: err, text: fmt.Sprintf("the relay %s closed the connection without answering (%s)", relay, check)}
+	}
+	text := fmt.Sprintf("the relay %s does not answer (%s)", relay, check)
 	if why := plainCause(err); why != "" {
 		text += ": " + why
 	}
 	return &wordedError{text: text, err: err}
+}
+
+// relayRefused says why the relay refused a request, by its status, and
+// its own reason (its words: escaped where they are shown).
+func relayRefused(relay string, r *anywhere.RefusedError, err error) error {
+	var text string
+	switch r.Status {
+	case http.StatusTooManyRequests:
+		text = fmt.Sprintf("the relay %s is busy and turned this device away for now: try again in a minute", relay)
+	case http.StatusRequestEntityTooLarge:
+		text = fmt.Sprintf("the relay %s refused a request as too large (is it a much older or newer Ferry relay than this device?)", relay)
+	default:
+		text = fmt.Sprintf("the relay %s refused a request it could not read (is it a much older or newer Ferry relay than this device?)", relay)
+	}
+	if r.Reason != "" {
+		text += fmt.Sprintf("; it said %q", r.Reason)
+	}
+	return &wordedError{text: text, err: err}
+}
+
+// rootCause is the innermost error of err's chain, in its own words
+// ("all retransmissions failed"), without the wrappers' ("ice: turn: ...").
+func rootCause(err error) string {
+	for {
+		var next error
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := u.Unwrap(); len(errs) > 0 {
+				next = errs[len(errs)-1]
+			}
+		}
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }
 
 // plainCause is why a connection could not be made, in the words the
@@ -342,19 +420,10 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 		}, nil
 	case err := <-done:
 		cancel()
-		if errors.Is(err, anywhere.ErrRelaySecret) {
-			return nil, err
+		if err == nil || errors.Is(err, context.Canceled) {
+			return nil, ErrClosed
 		}
-		if errors.Is(err, anywhere.ErrRelayUnreachable) {
-			return nil, relayUnreachable(relay, err)
-		}
-		if errors.Is(err, anywhere.ErrNotRelay) {
-			return nil, notRelay(relay, err)
-		}
-		if err == nil {
-			err = ErrClosed
-		}
-		return nil, err
+		return nil, relayProblem(relay, err)
 	}
 }
 

@@ -66,6 +66,28 @@ var ErrRelayUnreachable = errors.New("relay unreachable")
 // ErrRelayRefused marks a relay that answered but refused the request.
 var ErrRelayRefused = errors.New("relay refused the request")
 
+// RefusedError is a relay's refusal of a request (ErrRelayRefused): its
+// HTTP status and the first line of its reason.
+type RefusedError struct {
+	Status int    // 400, 413 or 429
+	Reason string // the relay's words, "" when it gave none
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%v: %d %s (%s)", ErrRelayRefused, e.Status, http.StatusText(e.Status), e.Reason)
+}
+
+func (e *RefusedError) Unwrap() error { return ErrRelayRefused }
+
+// notHTTPError is ErrNotRelay for an answer in another protocol than
+// HTTP. The HTTP client's words on it ('malformed HTTP response
+// "SSH-2.0-..."', 'readLoopPeekFailLocked: <nil>') stay behind it for the
+// log, out of the sentence.
+type notHTTPError struct{ err error }
+
+func (e *notHTTPError) Error() string   { return ErrNotRelay.Error() + ": it answers, but not in HTTP" }
+func (e *notHTTPError) Unwrap() []error { return []error{ErrNotRelay, e.err} }
+
 // ErrBadReply marks a reply that is not the protocol's.
 var ErrBadReply = errors.New("bad reply from the relay")
 
@@ -177,14 +199,14 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 		err = unwrapURL(err)
 		if !lostOnTheWay(err) {
 			// Something answered, in another protocol than HTTP.
-			return nil, fmt.Errorf("%w: it answers, but not in HTTP (%v)", ErrNotRelay, err)
+			return nil, &notHTTPError{err: err}
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReply+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrRelayUnreachable, m.relay, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, err)
 	}
 	// A relay answers 2xx, 401 saying why (HeaderSecret), 404 to a wait
 	// when it holds none (older), and 400, 413 or 429 with its reason;
@@ -197,7 +219,7 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 	case code == http.StatusNotFound && path == PathWait:
 		return nil, ErrNoWait
 	case code == http.StatusBadRequest, code == http.StatusRequestEntityTooLarge, code == http.StatusTooManyRequests:
-		return nil, fmt.Errorf("%w: %s: %s (%s)", ErrRelayRefused, m.relay, resp.Status, firstLine(data))
+		return nil, &RefusedError{Status: code, Reason: firstLine(data)}
 	}
 	return nil, fmt.Errorf("%w: it answered %q", ErrNotRelay, resp.Status)
 }

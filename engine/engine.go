@@ -217,6 +217,9 @@ type Engine struct {
 	// features, when set (tests only), replace the hello's features: an
 	// engine that plays an older build.
 	features []string
+	// restoring, when set (tests only), runs as a session begins to check
+	// what an earlier one kept (resumeFrom).
+	restoring func()
 
 	ident  *identity.Identity
 	trust  *identity.Store
@@ -578,9 +581,13 @@ type Transfer struct {
 	// relay at once, without the LAN's head start.
 	pathLost bool
 	// asked is when the offer began waiting for its answer; waited, how
-	// long it waited until the files first moved (Result.Waited).
+	// long it waited until the files first moved, less checked
+	// (Result.Waited).
 	asked  time.Time
 	waited time.Duration
+	// checked is how long the receiver spent checking what it kept from an
+	// earlier session, over every attempt (Result.Checked).
+	checked time.Duration
 }
 
 // ID identifies the transfer in events and in Decide/Cancel.
@@ -821,12 +828,22 @@ func (e *Engine) setState(t *Transfer, s State) {
 	case s == StateWaiting:
 		t.markAsked(e.now())
 	case s == StateActive && !t.asked.IsZero() && t.waited == 0:
-		t.waited = max(e.now().Sub(t.asked), time.Nanosecond)
+		// The receiver's check of what it kept came after the answer, and
+		// after asked: it is said apart (Checked), not as the answer's.
+		t.waited = max(e.now().Sub(t.asked)-t.checked, time.Nanosecond)
 	}
 	t.mu.Unlock()
 	if changed {
 		e.publish(t, Event{Kind: EventState, State: s})
 	}
+}
+
+// addChecked adds d to the time the receiver spent checking what it kept
+// from an earlier session (Result.Checked).
+func (e *Engine) addChecked(t *Transfer, d time.Duration) {
+	t.mu.Lock()
+	t.checked += d
+	t.mu.Unlock()
 }
 
 // markAsked notes when the offer began to wait for its answer, the first
@@ -843,6 +860,7 @@ func (e *Engine) finish(t *Transfer, r Result) {
 	t.mu.Lock()
 	r.Duration = e.now().Sub(t.started).Seconds()
 	r.Waited = t.waited.Seconds()
+	r.Checked = t.checked.Seconds()
 	if t.conn != nil {
 		m := t.conn.Metrics()
 		r.Metrics = &m

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -302,7 +303,13 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	for _, i := range rx.Accepted {
 		rx.status[i] = fileAccepted
 	}
+	decided := rx.e.now()
 	rx.resumeFrom(rx.DestDir)
+	var checked time.Duration
+	if len(rx.haves) > 0 || len(rx.preDone) > 0 {
+		checked = max(rx.e.now().Sub(decided), time.Millisecond)
+		rx.e.addChecked(rx.t, checked)
+	}
 	rx.quota = rx.e.bufs.Quota(sessionBufferQuota)
 	rx.Begin()
 	// The session's transport and route, as the sender's side says them
@@ -310,7 +317,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	rx.e.publish(rx.t, Event{Kind: EventTransport, Transport: rx.e.receivedTransport(rx.c)})
 	rx.touch()
 	rx.accepted.Store(true)
-	wd := &wire.Decision{Accept: true}
+	wd := &wire.Decision{Accept: true, Checked: uint32(min(checked.Milliseconds(), math.MaxUint32))}
 	for _, r := range rx.Refused {
 		wd.Refused = append(wd.Refused, wire.Refusal{File: uint32(r.Idx), Code: r.Code, Reason: r.Reason})
 	}

@@ -50,6 +50,9 @@ func (rx *receiver) resumeFrom(dir string) {
 		rx.discardStale(nil)
 		return
 	}
+	if rx.e.restoring != nil {
+		rx.e.restoring()
+	}
 	rx.haves, rx.preDone = rx.restore(s)
 	rx.discardStale(s)
 }

@@ -494,6 +494,9 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	if err := tx.accept(d); err != nil {
 		return err
 	}
+	if d.Checked > 0 {
+		e.addChecked(t, time.Duration(d.Checked)*time.Millisecond)
+	}
 	tx.decided = true
 	e.setState(t, StateActive)
 	return codeRejected(tx.transfer(ctx, opts))

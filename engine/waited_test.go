@@ -4,8 +4,11 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // hold is how long the tests below leave an offer unanswered.
@@ -92,5 +95,54 @@ func TestLocalSendSendWaitsForTheAnswer(t *testing.T) {
 	r := tr.Result()
 	if r.State != StateDone || r.Waited < (hold-100*time.Millisecond).Seconds() || r.Waited > r.Duration {
 		t.Errorf("result %s %q, waited %.3f s of %.3f s", r.State, r.Err, r.Waited, r.Duration)
+	}
+}
+
+// offsetClock is the system's clock moved on by what add added.
+type offsetClock struct {
+	clock.Real
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *offsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *offsetClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+// A receiver that resumes checks what it kept before the files move: that
+// time is said apart from the wait for the answer (Checked), on both
+// sides, not as the answer's: the CLI said "the receiver answered after
+// 41.0s" of a receiver that accepts by itself and spent the 41 s reading
+// back the 9 GB it kept.
+func TestResultSaysHowLongTheReceiverChecked(t *testing.T) {
+	const check = 5 * time.Second // as long as the check takes, by the clock the two engines share
+	clk := &offsetClock{}
+	recv := startReceiver(t, Options{Clock: clk})
+	send := testEngine(t, Options{Clock: clk})
+	const size = 32 << 20
+	src := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, src, size)
+	interrupt(t, send, recv, []string{src}, "tcp", size)
+	recv.restoring = func() { clk.add(check) }
+	got := receivedResult(t, recv)
+	r := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	for _, c := range []struct {
+		side string
+		r    Result
+	}{{"sender", r}, {"receiver", <-got}} {
+		if c.r.State != StateDone || c.r.Kept == 0 {
+			t.Fatalf("%s: %s %q, kept %d", c.side, c.r.State, c.r.Err, c.r.Kept)
+		}
+		if c.r.Checked < check.Seconds() || c.r.Waited >= check.Seconds() || c.r.Checked+c.r.Waited > c.r.Duration {
+			t.Errorf("%s: checked %.3f s, waited %.3f s of %.3f s; the check took %v, the answer none", c.side, c.r.Checked, c.r.Waited, c.r.Duration, check)
+		}
 	}
 }

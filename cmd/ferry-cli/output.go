@@ -335,9 +335,20 @@ func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, rec
 		// speed is over the rest, and the wait is said apart.
 		took -= r.Waited
 		answer = fmt.Sprintf("the receiver answered after %.1fs", r.Waited)
+		if dir == engine.Sending && r.Kept > 0 && r.Checked == 0 {
+			// A receiver too old to say how long it checked what it
+			// kept: that check is in the wait, and said to be.
+			answer += ", its check of what it kept included"
+		}
 		if dir == engine.Receiving {
 			answer = fmt.Sprintf("accepted after %.1fs", r.Waited)
 		}
+	}
+	// Nor is the receiver's check of what it kept from before (resume),
+	// which reads it back before the files move.
+	checked := r.Checked >= answerShown && r.Checked < took
+	if checked {
+		took -= r.Checked
 	}
 	var pause string
 	if p := paused.Seconds(); p > 0 && p < took {
@@ -352,8 +363,15 @@ func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, rec
 	if pause != "" {
 		notes = append(notes, pause)
 	}
-	if dir == engine.Sending && r.Kept > 0 {
+	switch {
+	case dir == engine.Sending && r.Kept > 0 && checked:
+		notes = append(notes, fmt.Sprintf("the receiver kept %s from before and took %.1fs to check it", humanBytes(r.Kept), r.Checked))
+	case dir == engine.Sending && r.Kept > 0:
 		notes = append(notes, fmt.Sprintf("the receiver kept %s from before", humanBytes(r.Kept)))
+	case dir == engine.Sending && checked:
+		notes = append(notes, fmt.Sprintf("the receiver took %.1fs to check what it kept from before", r.Checked))
+	case checked:
+		notes = append(notes, fmt.Sprintf("%.1fs checking what was kept from before", r.Checked))
 	}
 	again := r.Resent // the receiver's count: chunks that arrived twice
 	if dir == engine.Sending {

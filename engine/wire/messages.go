@@ -115,6 +115,11 @@ type Decision struct {
 	// Refused lists offered files the receiver refused by itself (a name it
 	// cannot store safely, say) while it accepts the others.
 	Refused []Refusal `json:"refused,omitempty"`
+	// Checked is how long, in milliseconds, the receiver spent after its
+	// decision checking what it kept of the files from an earlier session
+	// (resume: the Have messages before this one), at least 1 when it kept
+	// any; 0 when it kept none, or from an older Ferry.
+	Checked uint32 `json:"checked_ms,omitempty"`
 }
 
 // Refusal is one offered file the receiver refused, and why.

@@ -127,10 +127,17 @@ type Result struct {
 	// what it sent).
 	Kept int64 `json:"kept_bytes,omitempty"`
 	// Waited is the part of Duration spent waiting for the answer to the
-	// offer (a person at a prompt, or the receiver's checks): from the
+	// offer (a person at a prompt, or the receiver's policy): from the
 	// whole offer being out (sending) or shown (receiving) to the files'
-	// first move. 0 when nobody was asked or the files never moved.
+	// first move, less Checked. 0 when nobody was asked or the files never
+	// moved.
 	Waited float64 `json:"waited_seconds,omitempty"`
+	// Checked is the part of Duration the receiver spent, once it had
+	// accepted, checking what it kept from an earlier session (resume)
+	// before the files moved: reading it back to find it unchanged. 0 when
+	// it kept nothing, or (sending) when the receiver is a Ferry too old to
+	// say.
+	Checked float64 `json:"checked_seconds,omitempty"`
 	// Refused counts offered files the receiver refused by name; each has
 	// its EventFile with the reason.
 	Refused int `json:"refused,omitempty"`

@@ -48,6 +48,8 @@ type printer struct {
 	// connected holds the transfers that reached their peer once: a retry
 	// of one is a reconnect, of the others another try.
 	connected map[string]bool
+	// coded holds the transfers whose verification code was said.
+	coded map[string]bool
 	// retries holds, per transfer, how often it was tried again and the
 	// last reason printed.
 	retries map[string]retryLine
@@ -208,8 +210,19 @@ func (p *printer) event(ev engine.Event) {
 				ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
 			break
 		}
-		p.line("verification code %s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
-			ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
+		again := ""
+		if p.coded[ev.TransferID] {
+			// A reconnection is a new connection with a code of its own,
+			// which the other screen shows anew too: said to be new, so a
+			// second, different code is not taken for someone in the middle.
+			again = " (a new connection, a new code)"
+		}
+		if p.coded == nil {
+			p.coded = map[string]bool{}
+		}
+		p.coded[ev.TransferID] = true
+		p.line("verification code %s%s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
+			ev.Pair.Code, again, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
 	case engine.EventKeyChanged:
 		p.line("WARNING: %s", ev.KeyChange.Warning)
 		// The app's warning has a Forget button; here the ways on are a
@@ -228,6 +241,12 @@ func (p *printer) event(ev engine.Event) {
 	case engine.EventTransport:
 		if p.connected == nil {
 			p.connected = map[string]bool{}
+		}
+		if p.connected[ev.TransferID] {
+			// Back after "reconnecting": said as that, not as a transfer
+			// starting over.
+			p.line("reconnected over %s (%s)%s", ev.Transport.Name, ev.Transport.Reason, receivedRoute(ev))
+			break
 		}
 		p.connected[ev.TransferID] = true
 		p.line("transport: %s (%s)%s", ev.Transport.Name, ev.Transport.Reason, receivedRoute(ev))
@@ -258,6 +277,13 @@ func (p *printer) event(ev engine.Event) {
 			}
 			delete(p.paused, ev.TransferID)
 		}
+		// The transfer's last event: what was kept of it goes (a receiver
+		// runs for days).
+		reconnected := p.retries[ev.TransferID].n > 0
+		delete(p.retries, ev.TransferID)
+		delete(p.connected, ev.TransferID)
+		delete(p.coded, ev.TransferID)
+		delete(p.stalled, ev.TransferID)
 		if p.pairing[ev.TransferID] {
 			// Not "done: 0 of 0 files verified": it carried none.
 			delete(p.pairing, ev.TransferID)
@@ -279,7 +305,7 @@ func (p *printer) event(ev engine.Event) {
 		if r.State == engine.StateDone && r.Files == 0 && r.Text != "" {
 			p.line("done: text delivered")
 		} else if r.State == engine.StateDone {
-			p.line("done: %d of %d files verified%s, %s", r.Verified, r.Files, foldersMade(r.Folders), doneBytes(ev.Direction, r, paused, p.retries[ev.TransferID].n > 0))
+			p.line("done: %d of %d files verified%s, %s", r.Verified, r.Files, foldersMade(r.Folders), doneBytes(ev.Direction, r, paused, reconnected))
 			if r.Refused > 0 {
 				p.line("refused: %d file(s) (FAILED above says why)", r.Refused)
 			}

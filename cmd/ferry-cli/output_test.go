@@ -461,3 +461,38 @@ func TestPausedAndResumedLines(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", lines, want)
 	}
 }
+
+// A transfer that reconnects says so, not "transport: ..." as if it
+// started over, and the new connection's verification code (each
+// connection has its own, on both screens) is said to be new, so it is
+// not taken for someone in the middle. A later transfer starts afresh.
+func TestReconnectLines(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	peer := engine.PeerInfo{Name: "vm", ID: "FWHLSXZMAAAA"}
+	transport := func(id string) engine.Event {
+		return engine.Event{Kind: engine.EventTransport, TransferID: id, Peer: peer, Transport: &engine.TransportInfo{Name: "quic", Reason: "requested with --transport quic"}}
+	}
+	code := func(id, c string) engine.Event {
+		return engine.Event{Kind: engine.EventPair, TransferID: id, Peer: peer, Pair: &engine.PairInfo{Code: c}}
+	}
+	p.event(transport("a"))
+	p.event(code("a", "275 865"))
+	p.event(engine.Event{Kind: engine.EventState, TransferID: "a", State: engine.StateRetrying, Result: &engine.Result{Err: "The connection went silent for 10s."}})
+	p.event(transport("a"))
+	p.event(code("a", "795 196"))
+	p.event(engine.Event{Kind: engine.EventResult, TransferID: "a", Peer: peer, Result: &engine.Result{State: engine.StateFailed, Err: "cancelled"}})
+	p.event(transport("a"))
+	p.event(code("a", "111 222"))
+	want := "transport: quic (requested with --transport quic)\n" +
+		"verification code 275 865: vm (FWHLSXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"reconnecting: The connection went silent for 10s.\n" +
+		"reconnected over quic (requested with --transport quic)\n" +
+		"verification code 795 196 (a new connection, a new code): vm (FWHLSXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"failed: cancelled\n" +
+		"transport: quic (requested with --transport quic)\n" +
+		"verification code 111 222: vm (FWHLSXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

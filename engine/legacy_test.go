@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
+	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
@@ -82,6 +83,21 @@ func TestLegacyConfigLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// And the file's change time: a copy cannot have the original's, and
+	// one apart from its mtime counts in the offer's identity (manifestID),
+	// as a file rewritten with its mtime set back has it. The state and the
+	// sender's leaf cache are renamed for the copy's identity; their
+	// contents stay as written.
+	src := filepath.Join(t.TempDir(), "big.bin")
+	if err := os.WriteFile(src, legacyPattern(legacySize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Unix(0, legacyMTime)
+	if err := os.Chtimes(src, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	rekeyLegacy(t, recvDir, sendDir, src)
+
 	recv := startReceiver(t, Options{ConfigDir: recvDir, DownloadDir: dl, Accept: AcceptTrusted, MaxPartialAge: -1})
 	send := testEngine(t, Options{ConfigDir: sendDir, ChunkSize: legacyChunk})
 	if recv.ID() != legacyReceiver || send.ID() != legacySender {
@@ -102,14 +118,6 @@ func TestLegacyConfigLoads(t *testing.T) {
 	}
 	held := parts[0].Bytes
 
-	src := filepath.Join(t.TempDir(), "big.bin")
-	if err := os.WriteFile(src, legacyPattern(legacySize), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mtime := time.Unix(0, legacyMTime)
-	if err := os.Chtimes(src, mtime, mtime); err != nil {
-		t.Fatal(err)
-	}
 	to := target(recv)
 	to.ID = legacyReceiver
 	res := sendWait(t, send, to, []string{src}, SendOptions{Transport: "quic"})
@@ -145,6 +153,42 @@ func TestLegacyConfigLoads(t *testing.T) {
 	if rs2 != rs || ss2 != ss {
 		t.Fatalf("the second contact changed the secret: receiver %v -> %v, sender %v -> %v",
 			rs.Fingerprint(), rs2.Fingerprint(), ss.Fingerprint(), ss2.Fingerprint())
+	}
+}
+
+// rekeyLegacy renames the fixture's resume state and leaf cache from the
+// offer of the original file to the offer of src, its copy.
+func rekeyLegacy(t *testing.T, recvDir, sendDir, src string) {
+	t.Helper()
+	files, err := buildManifest([]string{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := manifestID(files, nil, legacyChunk, "")
+	states, _ := filepath.Glob(filepath.Join(recvDir, "resume", "*.json"))
+	caches, _ := filepath.Glob(filepath.Join(sendDir, "resume", "send-*.log"))
+	if len(states) != 1 || len(caches) != 1 {
+		t.Fatalf("resume states %v, leaf caches %v", states, caches)
+	}
+	old := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(caches[0]), "send-"), ".log")
+	if id == old {
+		return // a file system whose change times are its mtimes (or none)
+	}
+	st, err := os.ReadFile(states[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(st, []byte(old)) {
+		t.Fatalf("the state is not of the offer %s", old)
+	}
+	if err := os.WriteFile(states[0], bytes.ReplaceAll(st, []byte(old), []byte(id)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(states[0], filepath.Join(filepath.Dir(states[0]), resume.Key(legacySender, id)+".json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(caches[0], filepath.Join(filepath.Dir(caches[0]), "send-"+id+".log")); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -25,6 +25,9 @@ type localFile struct {
 	// it: an absolute copy of each path beside the offered one was about
 	// 40 % of a sender's list (issue 30, docs/benchmarks/trees.md).
 	root *givenPath
+	// ctime is the file's change time where the platform has one (else
+	// 0): part of its identity for resume (manifestID), not offered.
+	ctime int64
 }
 
 // givenPath is a path a send was given: dir is the absolute folder it is
@@ -142,6 +145,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 		files.add(localFile{
 			FileEntry: wire.FileEntry{Path: rel, Size: e.size, Mode: uint32(e.perm), MTime: e.mtime},
 			root:      root,
+			ctime:     e.ctime,
 		})
 	}
 	// Offered paths can only collide between given paths of the same name
@@ -182,7 +186,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 		}
 		base := root.as
 		if info.Mode().IsRegular() {
-			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano()}
+			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano(), ctime: changeTime(abs)}
 			add(root, base, e)
 			continue
 		}
@@ -302,9 +306,21 @@ func (l *fileList) list() []localFile {
 	return append(all, l.cur...)
 }
 
-// manifestID identifies a file set (paths, sizes, mtimes, chunk size), the
-// empty folders and the text offered with it, so a receiver can match a new
-// offer against partial data of an earlier one.
+// manifestID identifies a file set (paths, sizes, mtimes, change times,
+// chunk size), the empty folders and the text offered with it, so a
+// receiver can match a new offer against partial data of an earlier one.
+//
+// A file's change time (Unix ctime) counts where it differs from its mtime:
+// a file rewritten in place and its mtime set back (touch -r, VeraCrypt's
+// containers) keeps its size and mtime, and its resume kept the first
+// attempt's bytes and fetched the rest of the new content, which the
+// sender's cached leaves of the old bytes made verify. Every write sets
+// both times to the same instant, so a file written and left alone hashes
+// as before ctime counted (the IDs of transfers under way across an
+// upgrade stay), and any later change to it (a write, the mtime set back,
+// a rename, chmod, a hard link, an extended attribute) sets ctime apart
+// from mtime: its next offer is another one, which starts afresh. Renaming
+// a folder above it leaves it alone.
 func manifestID(files []localFile, folders []string, chunkSize int, text string) string {
 	h := sha256.New()
 	if text != "" {
@@ -330,6 +346,12 @@ func manifestID(files []localFile, folders []string, chunkSize int, text string)
 		buf = append(buf, 0)
 		buf = binary.BigEndian.AppendUint64(buf, uint64(f.Size))
 		buf = binary.BigEndian.AppendUint64(buf, uint64(f.MTime))
+		if f.ctime != 0 && f.ctime != f.MTime {
+			// After a NUL, which no path starts with: no other file set
+			// hashes to these bytes.
+			buf = append(buf, 0)
+			buf = binary.BigEndian.AppendUint64(buf, uint64(f.ctime))
+		}
 		h.Write(buf)
 	}
 	if len(folders) > 0 {

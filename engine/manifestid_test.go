@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -60,6 +61,40 @@ func TestManifestIDUnchanged(t *testing.T) {
 				t.Errorf("%d files, text %q: with folders %s and %s (without %s)", n, text, a, b, manifestIDBefore(files[:n], 1<<20, text))
 			}
 		}
+	}
+}
+
+// A file's change time counts only where it differs from its mtime: a
+// file written and left alone (both the same instant) keeps the ID it had
+// before change times counted; one whose ctime moved (rewritten with its
+// mtime set back, renamed, chmod) makes another offer.
+func TestManifestIDCountsTheChangeTime(t *testing.T) {
+	files := []localFile{
+		{FileEntry: wire.FileEntry{Path: "a.bin", Size: 5 << 20, MTime: 1_700_000_000_000_000_001}},
+		{FileEntry: wire.FileEntry{Path: "b.txt", Size: 10, MTime: 1_700_000_000_000_000_002}},
+	}
+	before := manifestIDBefore(files, 1<<20, "")
+	with := func(ctime int64) string {
+		c := slices.Clone(files)
+		c[0].ctime = ctime
+		return manifestID(c, nil, 1<<20, "")
+	}
+	for _, c := range []struct {
+		name  string
+		ctime int64
+		same  bool
+	}{
+		{"none (Windows)", 0, true},
+		{"the mtime's", files[0].MTime, true},
+		{"later", files[0].MTime + 7, false},
+		{"later still", files[0].MTime + 8, false},
+	} {
+		if got := with(c.ctime); (got == before) != c.same {
+			t.Errorf("ctime %s: ID %s, before %s; want the same: %v", c.name, got, before, c.same)
+		}
+	}
+	if with(files[0].MTime+7) == with(files[0].MTime+8) {
+		t.Error("two change times make one ID")
 	}
 }
 

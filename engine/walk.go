@@ -12,7 +12,8 @@ type treeEntry struct {
 	typ   fs.FileMode // the type bits: fs.ModeDir, fs.ModeSymlink, 0 for a regular file, ...
 	size  int64       // regular files: the size,
 	perm  fs.FileMode // the permission bits
-	mtime int64       // and the modification time (Unix nanoseconds)
+	mtime int64       // and the modification time (Unix nanoseconds),
+	ctime int64       // and the change time where the platform has one (else 0): see manifestID
 	// unreadable: a folder inside the walked one that could not be opened
 	// or listed (no permission): the walk goes on without it.
 	unreadable error
@@ -54,6 +55,7 @@ func walkDirTree(abs string, visit func(treeEntry) error) error {
 				return err
 			}
 			e.typ, e.size, e.perm, e.mtime = info.Mode().Type(), info.Size(), info.Mode().Perm(), info.ModTime().UnixNano()
+			e.ctime = changeTime(src) // 0 where there is none (its only use in production: Windows)
 		}
 		return visit(e)
 	})

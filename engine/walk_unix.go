@@ -90,7 +90,7 @@ func entryOf(rel string, st *unix.Stat_t) treeEntry {
 	e := treeEntry{rel: rel}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		e.size, e.perm, e.mtime = st.Size, fs.FileMode(st.Mode&0o777), st.Mtim.Nano()
+		e.size, e.perm, e.mtime, e.ctime = st.Size, fs.FileMode(st.Mode&0o777), st.Mtim.Nano(), st.Ctim.Nano()
 	case unix.S_IFDIR:
 		e.typ = fs.ModeDir
 	case unix.S_IFLNK:
@@ -117,4 +117,14 @@ func fstatat(dirfd int, name string, st *unix.Stat_t) error {
 			return err
 		}
 	}
+}
+
+// changeTime is the change time of the file at path (following a symbolic
+// link, as os.Stat does), 0 when it cannot be read.
+func changeTime(path string) int64 {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0
+	}
+	return st.Ctim.Nano()
 }

@@ -13,10 +13,10 @@ import (
 // LeafCache keeps the sender's leaves of multi-chunk files while a transfer
 // is unfinished (<dir>/send-<manifest>.log, journal format), so that resuming
 // does not re-read the chunks the receiver already holds. The manifest ID
-// covers every file's size and mtime, so a changed file never meets old
-// leaves; a file rewritten in place with its mtime restored would, and is
-// then caught only by chunks that do travel. A nil *LeafCache is valid and
-// caches nothing.
+// covers every file's size, mtime and (where the platform has one) change
+// time, so a changed file never meets old leaves, not even one rewritten
+// in place with its mtime set back (except on Windows, where the change
+// time is not read). A nil *LeafCache is valid and caches nothing.
 type LeafCache struct {
 	path   string
 	j      *Journal

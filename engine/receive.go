@@ -1429,6 +1429,7 @@ func (rx *receiver) cleanup(finished, revoked bool) (resumable bool) {
 			rx.discardStale(s)
 		}
 	}
+	rx.dropSuperseded()
 	rx.e.releaseResume(rx)
 	return resumable
 }

@@ -142,6 +142,70 @@ func (rx *receiver) holdsPartial(name string) bool {
 	return false
 }
 
+// dropSuperseded removes the partials that other unfinished transfers
+// from the same device keep in this download folder for a file this
+// transfer saved under the same offered path: an earlier version of it
+// (the file changed at its source, so its offer, and its resume state, are
+// other ones), which no send resumes once the source holds the new one,
+// and which stayed on disk until it aged out (a week). A transfer being
+// received now keeps its partials; so do other devices'. The rule cannot
+// tell a changed file from another file of the same name offered from
+// elsewhere on the sender: if that one is sent again, it starts over.
+func (rx *receiver) dropSuperseded() {
+	if rx.resumeKey == "" || rx.Dest == nil || rx.Dest.Gone() {
+		return
+	}
+	var cands []resume.Begun
+	for _, b := range rx.e.resume.BegunIn(rx.c.PeerID().String(), rx.DestDir) {
+		if b.Key != rx.resumeKey && !rx.e.receivingInto(b.Key) {
+			cands = append(cands, b)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	byPath := map[string][]resume.Begun{}
+	for _, b := range cands {
+		byPath[b.Path] = append(byPath[b.Path], b)
+	}
+	forget := map[string][]uint32{}
+	for _, i := range rx.Accepted {
+		rx.mu.Lock()
+		saved := rx.status[i] == fileSaved
+		rx.mu.Unlock()
+		if !saved {
+			continue
+		}
+		e, err := rx.entry(uint32(i))
+		if err != nil {
+			continue
+		}
+		for _, b := range byPath[e.Path] {
+			rx.removePartial(b.Partial, b.PartialID)
+			forget[b.Key] = append(forget[b.Key], b.Index)
+		}
+		delete(byPath, e.Path)
+		if len(byPath) == 0 {
+			break
+		}
+	}
+	for key, files := range forget {
+		rx.e.log.Info("removed the partial of an earlier version", "files", len(files), "key", key)
+		if err := rx.e.resume.Forget(key, files); err != nil {
+			rx.e.log.Warn("resume state", "err", err)
+		}
+	}
+}
+
+// receivingInto reports whether a receiver (here, or another process on
+// the same config) is writing into key's partials now.
+func (e *Engine) receivingInto(key string) bool {
+	e.mu.Lock()
+	busy := e.resuming[key] != nil
+	e.mu.Unlock()
+	return busy || e.resume.Busy(key)
+}
+
 // removePartial deletes a partial that only the dropped state knew of (by
 // its name and identity).
 func (rx *receiver) removePartial(name, id string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -390,4 +391,52 @@ func TestResumeFindsAFileSavedWithoutItsRecord(t *testing.T) {
 		t.Errorf("in the folder: %v, want big.bin alone", ents)
 	}
 	sameTree(t, big, dl)
+}
+
+// A file changed at its source between two attempts makes another offer,
+// so its first attempt's partial is not resumed: once the new version is
+// saved under the same name from the same device, that partial goes (it
+// stayed until it aged out, a week, taking the file's size on disk). Another
+// device's partial for the same name stays: it may still be resumed.
+func TestSavedNewVersionRemovesTheOldPartial(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	alice := testEngine(t, Options{})
+	mallory := testEngine(t, Options{})
+	const size = 48 << 20
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	theirs := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, theirs, size)
+	interrupt(t, mallory, recv, []string{theirs}, "tcp", size)
+	interrupt(t, alice, recv, []string{big}, "tcp", size)
+	if n := len(recv.Partials()); n != 2 {
+		t.Fatalf("%d unfinished transfers, want 2", n)
+	}
+	writeFile(t, big, size) // a new version, a new mtime
+	if err := os.Chtimes(big, time.Time{}, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	res := sendWait(t, alice, target(recv), []string{big}, SendOptions{Transport: "tcp"})
+	if res.State != StateDone || res.Kept != 0 {
+		t.Fatalf("%s %q, %d bytes kept from before", res.State, res.Err, res.Kept)
+	}
+	sameTree(t, big, recv.DownloadDir())
+	ps := recv.Partials()
+	if len(ps) != 1 || ps[0].PeerID != mallory.ID() {
+		t.Fatalf("unfinished transfers left: %+v; want Mallory's alone", ps)
+	}
+	if len(ps[0].Partials) != 1 {
+		t.Fatalf("Mallory's transfer lists %q", ps[0].Partials)
+	}
+	var names []string
+	ents, _ := os.ReadDir(recv.DownloadDir())
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{"big.bin", ps[0].Partials[0]}; !slices.Equal(names, want) {
+		t.Errorf("in the folder: %q, want %q", names, want)
+	}
+	if _, err := os.Stat(filepath.Join(recv.DownloadDir(), filepath.FromSlash(ps[0].Partials[0]))); err != nil {
+		t.Errorf("Mallory's partial: %v", err)
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -282,13 +283,86 @@ func (d *Dir) loadSnapshot(key string) (*State, error) {
 	return &s, nil
 }
 
+// readHead reads key's snapshot as far as its files: who, what, where.
+func (d *Dir) readHead(key string) (*State, error) {
+	f, err := os.Open(d.snapshotPath(key))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readPartially(io.LimitReader(f, maxStateFile), false)
+}
+
+// readPartially decodes what it can of a snapshot, in the order it was
+// written: the fields before its files (Version to Accepted), and with
+// files each whole file entry, up to the first it cannot read. It returns
+// the state so far (nil when not even its head could be read) and the
+// error that stopped it, if any.
+func readPartially(r io.Reader, files bool) (*State, error) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not a resume state: %v", err)
+	}
+	head := map[string]json.RawMessage{}
+	build := func() *State {
+		b, err := json.Marshal(head)
+		if err != nil {
+			return nil
+		}
+		var s State
+		if json.Unmarshal(b, &s) != nil {
+			return nil
+		}
+		return &s
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return build(), err
+		}
+		k, _ := t.(string)
+		if k != "files" {
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return build(), err
+			}
+			head[k] = v
+			continue
+		}
+		s := build()
+		if s == nil || !files {
+			return s, nil
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return s, fmt.Errorf("files: %v", err)
+		}
+		for dec.More() {
+			var f File
+			if err := dec.Decode(&f); err != nil {
+				return s, err
+			}
+			s.Files = append(s.Files, f)
+		}
+		if _, err := dec.Token(); err != nil {
+			return s, err
+		}
+		return s, nil
+	}
+	return build(), nil
+}
+
 // Compact writes s as key's snapshot and empties its journal.
 func (d *Dir) Compact(key string, s *State) error {
+	s.Updated = d.now()
+	return d.write(key, s)
+}
+
+// write is Compact keeping s.Updated.
+func (d *Dir) write(key string, s *State) error {
 	if err := os.MkdirAll(d.path, 0o700); err != nil {
 		return err
 	}
 	s.Version = Version
-	s.Updated = d.now()
 	if err := atomicfile.WriteWith(d.snapshotPath(key), 0o600, s.encode); err != nil {
 		return err
 	}
@@ -413,15 +487,79 @@ func (s *State) PartialNames() (names, ids []string) {
 	return names, ids
 }
 
-// List returns every state, most recently touched first.
-func (d *Dir) List() []Summary {
+// Begun is a partial file that an unfinished transfer keeps.
+type Begun struct {
+	Key   string // the transfer's
+	Index uint32 // the file's in its offer
+	// Path is the file's offered path; for a file only the journal names
+	// (its snapshot was written before it began), its partial's name less
+	// the suffix.
+	Path      string
+	Partial   string
+	PartialID string
+}
+
+// BegunIn lists the partial files the states of peer keep in the folder
+// dest.
+func (d *Dir) BegunIn(peer, dest string) []Begun {
+	var out []Begun
+	for _, key := range d.keys() {
+		// The head first: a transfer's end asks this of every state, and
+		// the snapshot of a large tree lists many saved files.
+		if h, _ := d.readHead(key); h == nil || h.Peer != peer || filepath.Clean(h.Dest) != filepath.Clean(dest) {
+			continue
+		}
+		s, err := d.Load(key)
+		if err != nil || s == nil {
+			continue
+		}
+		for _, f := range s.Files {
+			if f.Done || f.Partial == "" {
+				continue
+			}
+			p := f.Path
+			if p == "" {
+				p = strings.TrimSuffix(f.Partial, PartialSuffix)
+			}
+			out = append(out, Begun{Key: key, Index: f.Index, Path: p, Partial: f.Partial, PartialID: f.PartialID})
+		}
+	}
+	return out
+}
+
+// Forget takes files out of key's state (their partial files are the
+// caller's to remove), keeping when it was last touched; a state left
+// holding nothing is dropped.
+func (d *Dir) Forget(key string, files []uint32) error {
+	s, err := d.Load(key)
+	if err != nil || s == nil {
+		return err
+	}
+	s.Files = slices.DeleteFunc(s.Files, func(f File) bool { return slices.Contains(files, f.Index) })
+	if !s.Held() {
+		d.Drop(key)
+		return nil
+	}
+	return d.write(key, s)
+}
+
+// keys are the states' keys.
+func (d *Dir) keys() []string {
 	entries, _ := os.ReadDir(d.path)
-	var out []Summary
+	var out []string
 	for _, de := range entries {
 		key, ok := strings.CutSuffix(de.Name(), ".json")
-		if !ok || strings.HasPrefix(de.Name(), ".") {
-			continue // a temporary file of an atomic write, a journal, a leaf cache
+		if ok && !strings.HasPrefix(de.Name(), ".") { // not a temporary file of an atomic write, a journal, a leaf cache
+			out = append(out, key)
 		}
+	}
+	return out
+}
+
+// List returns every state, most recently touched first.
+func (d *Dir) List() []Summary {
+	var out []Summary
+	for _, key := range d.keys() {
 		s, err := d.Load(key)
 		if err != nil || s == nil {
 			continue

@@ -29,9 +29,24 @@ func (rx *receiver) resumeFrom(dir string) {
 	rx.resumeKey = resume.Key(rx.c.PeerID().String(), rx.offer.Manifest)
 	e.takeOverResume(rx)
 	defer rx.startJournal()
-	s, err := e.resume.Load(rx.resumeKey)
-	if err != nil {
+	s, err := e.resume.Salvage(rx.resumeKey)
+	if err != nil && s != nil && s.Check(rx.offeredFiles(dir), validLocal) == nil {
+		// Damaged, but what it still lists fits this offer: that much
+		// resumes (its chunks re-checked as always); files it no longer
+		// lists travel again.
+		e.log.Warn("resume state damaged: resuming what it still lists", "err", err)
+	} else if err != nil {
 		e.log.Warn("ignoring resume state", "err", err)
+		if s != nil {
+			// Its partials, where it still names them, go with it: nothing
+			// would list them once it is dropped.
+			names, ids := s.PartialNames()
+			from := dir
+			if s.Dest != "" {
+				from = s.Dest
+			}
+			discardPartials(from, names, ids)
+		}
 		rx.discardStale(nil)
 		return
 	}
@@ -67,8 +82,8 @@ func (rx *receiver) heldFor(dir string, accepted func(int) bool) int64 {
 	if rx.offer.Manifest == "" || rx.e.opts.DisableResume {
 		return 0
 	}
-	s, err := rx.e.resume.Load(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest))
-	if err != nil || s == nil || s.Check(rx.offeredFiles(dir), validLocal) != nil {
+	s, _ := rx.e.resume.Salvage(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest)) // what resumeFrom will take
+	if s == nil || s.Check(rx.offeredFiles(dir), validLocal) != nil {
 		return 0
 	}
 	var held int64
@@ -391,6 +406,9 @@ func (e *Engine) Partials() []PartialTransfer {
 	}
 	e.mu.Unlock()
 	for i := range ps {
+		if ps[i].Damaged != "" {
+			e.findDamaged(&ps[i])
+		}
 		for _, name := range ps[i].Partials {
 			if st, err := os.Lstat(filepath.Join(ps[i].Dest, filepath.FromSlash(name))); err == nil && st.Mode().IsRegular() {
 				ps[i].OnDisk += store.Allocated(st)
@@ -398,6 +416,31 @@ func (e *Engine) Partials() []PartialTransfer {
 		}
 	}
 	return ps
+}
+
+// findDamaged keeps, of the partials a damaged state still names, those
+// that are there, by their identity: in its folder, or when that was lost
+// with the snapshot, in the download folder (the journal that named them
+// does not say where they are).
+func (e *Engine) findDamaged(p *PartialTransfer) {
+	dest := p.Dest
+	if dest == "" {
+		dest = e.DownloadDir()
+	}
+	var names, ids []string
+	if d, err := store.Open(dest); err == nil {
+		for i, name := range p.Partials {
+			if f, err := d.OpenPartial(name, p.PartialIDs[i]); err == nil {
+				f.Close()
+				names, ids = append(names, name), append(ids, p.PartialIDs[i])
+			}
+		}
+		d.Close()
+	}
+	if len(names) > 0 {
+		p.Dest = dest
+	}
+	p.Partials, p.PartialIDs = names, ids
 }
 
 // ErrPartialInUse: the unfinished transfer to discard is being received now.

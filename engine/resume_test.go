@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -438,5 +439,68 @@ func TestSavedNewVersionRemovesTheOldPartial(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(recv.DownloadDir(), filepath.FromSlash(ps[0].Partials[0]))); err != nil {
 		t.Errorf("Mallory's partial: %v", err)
+	}
+}
+
+// A damaged resume state (its snapshot cut short, or garbage) no longer
+// loses its partial file: it was left unlisted, never resumed nor aged
+// out nor discardable, taking the file's size on disk for good. Now it is
+// listed as damaged with the partial its journal names, found by its
+// identity; discarding it removes the partial; and where what is left of
+// the snapshot still fits the offer, a send of the same file resumes it.
+func TestDamagedResumeStateKeepsTrackOfItsPartial(t *testing.T) {
+	const size = 48 << 20
+	for _, c := range []struct {
+		name    string
+		damage  func([]byte) []byte
+		resumes bool // else: listed and discarded
+	}{
+		{"its end cut", func(b []byte) []byte { return b[:len(b)-2] }, true},
+		{"cut after its head", func(b []byte) []byte { return b[:bytes.Index(b, []byte(`"files"`))+10] }, false},
+		{"garbage", func(b []byte) []byte { return bytes.Repeat([]byte{0xa5}, len(b)) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{})
+			big := filepath.Join(t.TempDir(), "big.bin")
+			writeFile(t, big, size)
+			interrupt(t, send, recv, []string{big}, "tcp", size)
+			p := recv.Partials()[0]
+			held := p.Bytes
+			snap := filepath.Join(recv.resume.Path(), p.Key+".json")
+			b, err := os.ReadFile(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(snap, c.damage(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ps := recv.Partials()
+			if len(ps) != 1 || ps[0].Key != p.Key || ps[0].Damaged == "" {
+				t.Fatalf("after the damage, partials lists %+v", ps)
+			}
+			if !slices.Equal(ps[0].Partials, p.Partials) || ps[0].Dest != recv.DownloadDir() || ps[0].OnDisk != p.OnDisk {
+				t.Errorf("the damaged state lists %q in %s (%d bytes on disk); before, %q in %s (%d)",
+					ps[0].Partials, ps[0].Dest, ps[0].OnDisk, p.Partials, p.Dest, p.OnDisk)
+			}
+			if !c.resumes {
+				if err := recv.DiscardPartial(p.Key); err != nil {
+					t.Fatal(err)
+				}
+				if ents, _ := os.ReadDir(recv.DownloadDir()); len(ents) != 0 {
+					t.Errorf("left after discarding: %v", ents)
+				}
+				if ps := recv.Partials(); len(ps) != 0 {
+					t.Errorf("listed after discarding: %+v", ps)
+				}
+				return
+			}
+			res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"})
+			if res.State != StateDone || res.Kept != held {
+				t.Fatalf("%s %q: the receiver kept %d bytes of the %d its damaged state lists", res.State, res.Err, res.Kept, held)
+			}
+			sameTree(t, big, recv.DownloadDir())
+			noPartials(t, recv.DownloadDir())
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -19,6 +20,7 @@ func runPartials(ctx context.Context, args []string, out, errOut io.Writer) erro
 	fs, cfg := newFlagSet("partials", errOut)
 	discard := fs.String("discard", "", "discard the unfinished transfer with this `KEY` (its .partial files and resume state)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	dlDir := fs.String("dir", "", "where to look for the partial files of a transfer whose resume state is damaged and no longer says where they are: the download `DIR` it went to (default: ~/Downloads)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -29,7 +31,12 @@ func runPartials(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(engine.Options{ConfigDir: dir})
+	if *dlDir != "" {
+		if *dlDir, err = filepath.Abs(*dlDir); err != nil {
+			return err
+		}
+	}
+	e, err := engine.New(engine.Options{ConfigDir: dir, DownloadDir: *dlDir})
 	if err != nil {
 		return err
 	}
@@ -47,7 +54,8 @@ func runPartials(ctx context.Context, args []string, out, errOut io.Writer) erro
 		list := make([]partialJSON, len(ps))
 		for i, p := range ps {
 			list[i] = partialJSON{Key: p.Key, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files, Saved: p.Saved,
-				Verified: p.Bytes, OnDisk: p.OnDisk, Updated: p.Updated, Partials: append([]string{}, p.Partials...), Receiving: p.Receiving}
+				Verified: p.Bytes, OnDisk: p.OnDisk, Updated: p.Updated, Partials: append([]string{}, p.Partials...), Receiving: p.Receiving,
+				Damaged: p.Damaged}
 		}
 		return json.NewEncoder(out).Encode(list)
 	}
@@ -74,6 +82,9 @@ type partialJSON struct {
 	Updated   time.Time `json:"updated"`
 	Partials  []string  `json:"partials"` // relative to dest
 	Receiving bool      `json:"receiving"`
+	// Damaged says why its resume state cannot be read whole; what is
+	// listed is what could still be read of it.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // partialLine is one unfinished transfer as partials lists it; the peer's
@@ -83,6 +94,26 @@ func partialLine(p engine.PartialTransfer, now time.Time) string {
 	if p.Receiving {
 		when = "receiving now"
 	}
+	if p.Damaged != "" {
+		return damagedLine(p, when)
+	}
 	return fmt.Sprintf("%s  from %s (%s)  %d file(s), %d saved, %s of the others kept (%s on disk) in %s, %s", p.Key,
 		safetext.Name(p.PeerName), short(p.PeerID), p.Files, p.Saved, humanBytes(p.Bytes), humanBytes(p.OnDisk), safetext.Name(p.Dest), when)
+}
+
+// damagedLine is an unfinished transfer whose resume state is damaged:
+// what could still be read of it, what a send of the same files does, and
+// how to remove it.
+func damagedLine(p engine.PartialTransfer, when string) string {
+	from := "from an unknown device"
+	if p.PeerID != "" {
+		from = fmt.Sprintf("from %s (%s)", safetext.Name(p.PeerName), short(p.PeerID))
+	}
+	kept := "its partial files were not found (gone, or in another download folder than the one looked in: give it with --dir)"
+	if n := len(p.Partials); n > 0 {
+		kept = fmt.Sprintf("%d partial file(s) still named, %s on disk in %s; a send of the same files resumes what it still lists, else starts over",
+			n, humanBytes(p.OnDisk), safetext.Name(p.Dest))
+	}
+	return fmt.Sprintf("%s  %s  resume state damaged (%s): %s; ferry-cli partials --discard %s removes it, %s", p.Key, from,
+		safetext.Line(p.Damaged), kept, p.Key, when)
 }

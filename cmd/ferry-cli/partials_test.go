@@ -53,3 +53,20 @@ func TestSkippedExamples(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// A transfer whose resume state is damaged says so, with what could still
+// be read of it and how to remove it (it was not listed at all).
+func TestPartialLineDamaged(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	got := partialLine(engine.PartialTransfer{Key: "k1", Damaged: "its snapshot is damaged (cut short)", Dest: "/home/a/Downloads",
+		Partials: []string{"big.bin.partial"}, OnDisk: 4_000_000, Updated: now.Add(-5 * time.Minute)}, now)
+	want := `k1  from an unknown device  resume state damaged (its snapshot is damaged (cut short)): 1 partial file(s) still named, 4.0 MB on disk in /home/a/Downloads; a send of the same files resumes what it still lists, else starts over; ferry-cli partials --discard k1 removes it, last touched 5m0s ago`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	got = partialLine(engine.PartialTransfer{Key: "k2", Damaged: "its snapshot is missing", PeerName: "Bob", PeerID: "QTSPCHWUSEMLS3ZR", Updated: now}, now)
+	want = `k2  from Bob (QTSPCHWU)  resume state damaged (its snapshot is missing): its partial files were not found (gone, or in another download folder than the one looked in: give it with --dir); ferry-cli partials --discard k2 removes it, last touched 0s ago`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

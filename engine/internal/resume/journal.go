@@ -83,23 +83,43 @@ func newJournal(f *os.File) *Journal {
 	return &Journal{f: f, w: bufio.NewWriterSize(f, 4096), fsync: (*os.File).Sync}
 }
 
+// openJournal opens the journal at path for appending (creating it).
+func openJournal(path string) (*Journal, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	lockJournal(f)
+	return newJournal(f), nil
+}
+
 // write appends a record and writes it to the file at once: after a
 // SIGKILL the page cache still has it.
 func (j *Journal) write(payload []byte) error {
-	var hdr [4]byte
-	binary.BigEndian.PutUint32(hdr[:], uint32(len(payload)))
-	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(payload, castagnoli))
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
-	j.w.Write(hdr[:])
-	j.w.Write(payload)
-	j.w.Write(sum[:])
+	frame(j.w, payload)
 	j.dirty = true
 	return j.w.Flush()
+}
+
+// frame writes one record: its length, payload and CRC32C.
+func frame(w io.Writer, payload []byte) error {
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(payload)))
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(payload, castagnoli))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(payload); err != nil {
+		return err
+	}
+	_, err := w.Write(sum[:])
+	return err
 }
 
 // Chunk records that chunk landed in file with this CRC32C and leaf.
@@ -117,8 +137,17 @@ func (j *Journal) Chunk(file, chunk, crc uint32, leaf merkle.Hash) error {
 // size), right after it was created and before any chunk of it is
 // recorded.
 func (j *Journal) Partial(file uint32, size int64, name, id string) error {
+	p, err := made(file, size, name, id)
+	if err != nil {
+		return err
+	}
+	return j.write(p)
+}
+
+// made is a partial's record.
+func made(file uint32, size int64, name, id string) ([]byte, error) {
 	if len(id) > 255 {
-		return fmt.Errorf("partial identity of %d bytes", len(id))
+		return nil, fmt.Errorf("partial identity of %d bytes", len(id))
 	}
 	p := make([]byte, 14+len(id)+len(name))
 	p[0] = recMade
@@ -127,7 +156,7 @@ func (j *Journal) Partial(file uint32, size int64, name, id string) error {
 	p[13] = byte(len(id))
 	copy(p[14:], id)
 	copy(p[14+len(id):], name)
-	return j.write(p)
+	return p, nil
 }
 
 // Saved records that a file got its final name, at once, like every
@@ -245,49 +274,81 @@ func parseJournal(r io.Reader) []record {
 // marked -1). Records that do not fit (a chunk of a file not begun, a
 // chunk out of range, a size that changed) make the whole state suspect.
 func applyJournal(s *State, recs []record) error {
+	byIdx := filesByIndex(s)
+	for _, r := range recs {
+		if err := applyRecord(s, byIdx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// salvageJournal replays what fits of records onto what was read of a
+// damaged snapshot (Dir.Salvage), leaving out the records that do not. A
+// partial of a file the snapshot does not list, in a state whose chunk
+// size was lost, is still named (for listing and discarding), without
+// the bitmaps a resume needs.
+func salvageJournal(s *State, recs []record) {
+	byIdx := filesByIndex(s)
+	for _, r := range recs {
+		if _, ok := byIdx[r.file]; !ok && (r.typ == recBegun || r.typ == recMade) && s.ChunkSize <= 0 {
+			s.Files = append(s.Files, File{Index: r.file, Size: r.size, Partial: r.name, PartialID: r.id})
+			byIdx[r.file] = len(s.Files) - 1
+			continue
+		}
+		applyRecord(s, byIdx, r)
+	}
+}
+
+// filesByIndex maps s's file indexes to their entries.
+func filesByIndex(s *State) map[uint32]int {
 	byIdx := make(map[uint32]int, len(s.Files))
 	for i := range s.Files {
 		byIdx[s.Files[i].Index] = i
 	}
-	for _, r := range recs {
-		k, ok := byIdx[r.file]
-		if !ok {
-			switch r.typ {
-			case recBegun, recMade:
-				if s.ChunkSize <= 0 {
-					return fmt.Errorf("journal names file %d of a state without a chunk size", r.file)
-				}
-				n := merkle.Chunks(r.size, s.ChunkSize)
-				if n > maxStateFile/32 {
-					return fmt.Errorf("journal gives file %d %d bytes", r.file, r.size)
-				}
-				s.Files = append(s.Files, NewFile(r.file, "", r.size, n))
-			case recSaved:
-				s.Files = append(s.Files, File{Index: r.file, Size: -1})
-			default:
-				return fmt.Errorf("journal names file %d, which the snapshot does not have", r.file)
-			}
-			k = len(s.Files) - 1
-			byIdx[r.file] = k
-		}
-		f := &s.Files[k]
+	return byIdx
+}
+
+// applyRecord replays one record (applyJournal); byIdx maps s's file
+// indexes to their entries.
+func applyRecord(s *State, byIdx map[uint32]int, r record) error {
+	k, ok := byIdx[r.file]
+	if !ok {
 		switch r.typ {
-		case recChunk:
-			if f.Done || int(r.chunk) >= len(f.CRCs) || len(f.Have) < (len(f.CRCs)+7)/8 || len(f.Leaves) != 32*len(f.CRCs) {
-				return fmt.Errorf("journal names chunk %d of file %d", r.chunk, r.file)
-			}
-			f.Set(int(r.chunk), r.leaf, r.crc)
 		case recBegun, recMade:
-			if f.Size != r.size {
-				return fmt.Errorf("journal gives file %d %d bytes, the snapshot %d", r.file, r.size, f.Size)
+			if s.ChunkSize <= 0 {
+				return fmt.Errorf("journal names file %d of a state without a chunk size", r.file)
 			}
-			f.Partial, f.PartialID = r.name, r.id
-		case recPartial:
-			f.Partial, f.PartialID = r.name, ""
+			n := merkle.Chunks(r.size, s.ChunkSize)
+			if n > maxStateFile/32 {
+				return fmt.Errorf("journal gives file %d %d bytes", r.file, r.size)
+			}
+			s.Files = append(s.Files, NewFile(r.file, "", r.size, n))
 		case recSaved:
-			f.Done, f.SavedAs = true, r.name
-			f.Partial, f.PartialID, f.Have, f.Leaves, f.CRCs = "", "", nil, nil, nil
+			s.Files = append(s.Files, File{Index: r.file, Size: -1})
+		default:
+			return fmt.Errorf("journal names file %d, which the snapshot does not have", r.file)
 		}
+		k = len(s.Files) - 1
+		byIdx[r.file] = k
+	}
+	f := &s.Files[k]
+	switch r.typ {
+	case recChunk:
+		if f.Done || int(r.chunk) >= len(f.CRCs) || len(f.Have) < (len(f.CRCs)+7)/8 || len(f.Leaves) != 32*len(f.CRCs) {
+			return fmt.Errorf("journal names chunk %d of file %d", r.chunk, r.file)
+		}
+		f.Set(int(r.chunk), r.leaf, r.crc)
+	case recBegun, recMade:
+		if f.Size != r.size {
+			return fmt.Errorf("journal gives file %d %d bytes, the snapshot %d", r.file, r.size, f.Size)
+		}
+		f.Partial, f.PartialID = r.name, r.id
+	case recPartial:
+		f.Partial, f.PartialID = r.name, ""
+	case recSaved:
+		f.Done, f.SavedAs = true, r.name
+		f.Partial, f.PartialID, f.Have, f.Leaves, f.CRCs = "", "", nil, nil, nil
 	}
 	return nil
 }

@@ -248,7 +248,8 @@ func (d *Dir) snapshotPath(key string) string { return filepath.Join(d.path, key
 func (d *Dir) journalPath(key string) string  { return filepath.Join(d.path, key+".log") }
 
 // Load reads the snapshot for key and replays its journal; a missing
-// snapshot is (nil, nil).
+// snapshot is (nil, nil). A state that cannot be read whole is a
+// *DamagedError (Salvage reads what it can of it).
 func (d *Dir) Load(key string) (*State, error) {
 	s, err := d.loadSnapshot(key)
 	if err != nil || s == nil {
@@ -259,9 +260,73 @@ func (d *Dir) Load(key string) (*State, error) {
 		return nil, err
 	}
 	if err := applyJournal(s, recs); err != nil {
-		return nil, fmt.Errorf("resume state %s is damaged: %w", key, err)
+		return nil, &DamagedError{Key: key, Why: "its journal does not fit its snapshot", Err: err}
 	}
 	return s, nil
+}
+
+// DamagedError is a resume state that cannot be read whole.
+type DamagedError struct {
+	Key string
+	Why string // "its snapshot is damaged", in words a sentence can take
+	Err error  // the cause, if any
+}
+
+func (e *DamagedError) Error() string {
+	if e.Err == nil {
+		return "resume state " + e.Key + ": " + e.Why
+	}
+	return "resume state " + e.Key + ": " + e.Why + ": " + e.Err.Error()
+}
+
+func (e *DamagedError) Unwrap() error { return e.Err }
+
+// Words says what is wrong in words a user can read, without the
+// decoder's: "its snapshot is damaged (cut short)".
+func (e *DamagedError) Words() string {
+	var syn *json.SyntaxError
+	switch {
+	case errors.Is(e.Err, io.ErrUnexpectedEOF), errors.Is(e.Err, io.EOF):
+		return e.Why + " (cut short)"
+	case errors.As(e.Err, &syn):
+		return fmt.Sprintf("%s (garbled from byte %d)", e.Why, syn.Offset)
+	}
+	return e.Why
+}
+
+// Salvage reads what it can of key's state, which Load found damaged (its
+// error is returned with it): the fields of its snapshot and its whole
+// file entries up to the damage, then what fits of its journal (which
+// names every partial the last snapshot listed, and those created since).
+// Every chunk it lists is still only a hint, re-checked by its CRC32C; what
+// it no longer lists (the files saved, once the snapshot is cut short) is
+// not known. A state that loads is returned as Load returns it; a key
+// with neither snapshot nor journal is (nil, nil).
+func (d *Dir) Salvage(key string) (*State, error) {
+	s, err := d.Load(key)
+	if err == nil && s != nil {
+		return s, nil
+	}
+	if err == nil { // no snapshot: the journal alone, if there is one
+		if _, serr := os.Stat(d.journalPath(key)); serr != nil {
+			return nil, nil
+		}
+		err = &DamagedError{Key: key, Why: "its snapshot is missing"}
+	}
+	var de *DamagedError
+	if !errors.As(err, &de) {
+		return nil, err // it could not be read at all (permissions): nothing to salvage
+	}
+	s = &State{}
+	if f, ferr := os.Open(d.snapshotPath(key)); ferr == nil {
+		if got, _ := readPartially(io.LimitReader(f, maxStateFile), true); got != nil {
+			s = got
+		}
+		f.Close()
+	}
+	recs, _ := readJournal(d.journalPath(key))
+	salvageJournal(s, recs)
+	return s, err
 }
 
 func (d *Dir) loadSnapshot(key string) (*State, error) {
@@ -274,11 +339,11 @@ func (d *Dir) loadSnapshot(key string) (*State, error) {
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || st.Size() > maxStateFile {
-		return nil, fmt.Errorf("resume state %s is too large", key)
+		return nil, &DamagedError{Key: key, Why: "its snapshot is too large"}
 	}
 	var s State
 	if err := json.NewDecoder(f).Decode(&s); err != nil {
-		return nil, fmt.Errorf("resume state %s is damaged: %w", key, err)
+		return nil, &DamagedError{Key: key, Why: "its snapshot is damaged", Err: err}
 	}
 	return &s, nil
 }
@@ -366,10 +431,31 @@ func (d *Dir) write(key string, s *State) error {
 	if err := atomicfile.WriteWith(d.snapshotPath(key), 0o600, s.encode); err != nil {
 		return err
 	}
-	if err := os.Remove(d.journalPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	// The journal starts again, naming the partials the snapshot lists: a
+	// snapshot damaged since (a bad block, an edit) leaves them named
+	// there, to be listed and discarded rather than left on disk for ever
+	// (Salvage).
+	if names, _ := s.PartialNames(); len(names) == 0 {
+		if err := os.Remove(d.journalPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	}
-	return nil
+	return atomicfile.WriteWith(d.journalPath(key), 0o600, func(w io.Writer) error {
+		for _, f := range s.Files {
+			if f.Done || f.Partial == "" {
+				continue
+			}
+			p, err := made(f.Index, f.Size, f.Partial, f.PartialID)
+			if err != nil {
+				return err
+			}
+			if err := frame(w, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // encode writes s as JSON one file at a time: json.Marshal of a state of
@@ -448,7 +534,7 @@ func (d *Dir) Start(key string, s *State) (*Journal, error) {
 	if err := d.Compact(key, s); err != nil {
 		return nil, err
 	}
-	return createJournal(d.journalPath(key))
+	return openJournal(d.journalPath(key))
 }
 
 // Summary describes an unfinished incoming transfer.
@@ -473,6 +559,13 @@ type Summary struct {
 	// Receiving: a receiver is writing into them now (Busy): they are not
 	// to be discarded.
 	Receiving bool
+	// Damaged says why the state cannot be read whole ("its snapshot is
+	// damaged (cut short)"), or is empty. What Salvage still reads of
+	// it is listed: its partials only where their identity is known (a
+	// name alone could be a file received since), and PeerID, Dest and
+	// the rest may be empty. A send of the same files resumes what it
+	// still lists, else starts over; discarding it removes those partials.
+	Damaged string
 }
 
 // PartialNames are the partial files s lists (slash paths relative to its
@@ -543,13 +636,22 @@ func (d *Dir) Forget(key string, files []uint32) error {
 	return d.write(key, s)
 }
 
-// keys are the states' keys.
+// keys are the states' keys: of their snapshots, and of journals whose
+// snapshot is gone.
 func (d *Dir) keys() []string {
 	entries, _ := os.ReadDir(d.path)
 	var out []string
+	seen := map[string]bool{}
 	for _, de := range entries {
+		if strings.HasPrefix(de.Name(), ".") || strings.HasPrefix(de.Name(), "send-") {
+			continue // a temporary file of an atomic write, a leaf cache
+		}
 		key, ok := strings.CutSuffix(de.Name(), ".json")
-		if ok && !strings.HasPrefix(de.Name(), ".") { // not a temporary file of an atomic write, a journal, a leaf cache
+		if !ok {
+			key, ok = strings.CutSuffix(de.Name(), ".log")
+		}
+		if ok && !seen[key] {
+			seen[key] = true
 			out = append(out, key)
 		}
 	}
@@ -560,11 +662,25 @@ func (d *Dir) keys() []string {
 func (d *Dir) List() []Summary {
 	var out []Summary
 	for _, key := range d.keys() {
-		s, err := d.Load(key)
-		if err != nil || s == nil {
+		s, err := d.Salvage(key)
+		if s == nil {
 			continue
 		}
-		p := Summary{Key: key, PeerID: s.Peer, PeerName: s.PeerName, Delivery: s.Delivery, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated,
+		var damaged string
+		if err != nil {
+			damaged = err.Error()
+			var de *DamagedError
+			if errors.As(err, &de) {
+				damaged = de.Words()
+			}
+			if st, serr := os.Stat(d.snapshotPath(key)); serr == nil && st.ModTime().After(s.Updated) {
+				s.Updated = st.ModTime()
+			}
+			// Only partials known by their identity (a name alone could
+			// be a file received since), and no chunk count to trust.
+			s.Files = slices.DeleteFunc(s.Files, func(f File) bool { return !f.Done && f.Partial != "" && f.PartialID == "" })
+		}
+		p := Summary{Damaged: damaged, Key: key, PeerID: s.Peer, PeerName: s.PeerName, Delivery: s.Delivery, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated,
 			Receiving: d.Busy(key)}
 		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
 			p.Updated = st.ModTime()

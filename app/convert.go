@@ -254,6 +254,14 @@ func historyEntry(ev ui.TransferEvent, in intent, d *transfer.Delivery) ui.Histo
 	if len(e.Paths) > maxHistoryPaths {
 		e.Paths = e.Paths[:maxHistoryPaths]
 	}
+	if ev.Direction == ui.Incoming && r.Code == ui.CodeBusy && !r.ByPeer {
+		// Declined by this device's limits, not by the user: the history
+		// sums such offers up (historyStore.add).
+		e.Busy, e.Since = 1, ev.Time
+		if ev.Peer.ID != "" {
+			e.Senders = []ui.BusySender{{ID: ev.Peer.ID, Name: ev.Peer.Name}}
+		}
+	}
 	return e
 }
 

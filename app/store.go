@@ -1,16 +1,19 @@
 package app
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/internal/atomicfile"
@@ -30,6 +33,10 @@ const (
 	historyTextCut = 1 << 10
 	// maxHistoryPaths bounds the files one entry names for Open and Show.
 	maxHistoryPaths = 20
+	// busyGap is how long after an offer declined while busy a later one
+	// still joins its entry (ui.HistoryEntry.Busy): a flood that goes on
+	// stays one entry, one an hour later starts another.
+	busyGap = 10 * time.Minute
 )
 
 // writeFileAtomic writes data to path: temp -> fsync -> rename, then fsyncs
@@ -174,9 +181,25 @@ func (h *historyStore) list() []ui.HistoryEntry {
 // add records how a transfer ended and saves the file. A transfer that
 // stopped for now (interrupted, paused by the sender) and later ends keeps
 // one entry: the later one replaces it, on top.
+//
+// An offer declined while busy (Busy) joins the latest entry of such
+// offers when it came within busyGap of that entry's last one: that entry
+// goes on top, summing them up, so that a flood of senders refused by the
+// receiver's limits leaves one entry rather than one per offer. Declines,
+// failures and everything else keep an entry each.
 func (h *historyStore) add(e ui.HistoryEntry) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if e.Busy > 0 {
+		for _, old := range h.entries {
+			if old.Busy > 0 {
+				if e.Finished.Sub(old.Finished) <= busyGap {
+					e = joinBusy(old, e)
+				}
+				break
+			}
+		}
+	}
 	kept := make([]ui.HistoryEntry, 0, len(h.entries)+1)
 	kept = append(kept, e)
 	for _, old := range h.entries {
@@ -200,6 +223,41 @@ func (h *historyStore) add(e ui.HistoryEntry) error {
 		return fmt.Errorf("save history: %w", err)
 	}
 	return nil
+}
+
+// joinBusy sums up offers declined while busy: old's and e's, which came
+// later. The sum keeps old's ID (so that it replaces old) and names no
+// offer's files or delivery: it is many offers.
+func joinBusy(old, e ui.HistoryEntry) ui.HistoryEntry {
+	j := old
+	j.Busy += e.Busy
+	j.Files += e.Files
+	j.Bytes += e.Bytes
+	if j.Since.IsZero() || !e.Since.IsZero() && e.Since.Before(j.Since) {
+		j.Since = e.Since
+	}
+	if e.Finished.After(j.Finished) {
+		j.Finished = e.Finished
+	}
+	j.Delivery, j.Names, j.Items, j.Paths, j.Text, j.HasText = "", nil, 0, nil, "", false
+	j.Transport, j.Duration = "", 0
+	if j.PeerID != e.PeerID || j.PeerName != e.PeerName {
+		j.PeerID, j.PeerName = "", "" // from several devices: Senders names them
+	}
+	j.Senders = slices.Clone(old.Senders)
+	j.MoreSenders = old.MoreSenders || e.MoreSenders
+	for _, s := range e.Senders {
+		i := slices.IndexFunc(j.Senders, func(o ui.BusySender) bool { return o.ID == s.ID })
+		switch {
+		case i >= 0:
+			j.Senders[i].Name = cmp.Or(s.Name, j.Senders[i].Name) // its latest name
+		case len(j.Senders) < ui.MaxBusySenders:
+			j.Senders = append(j.Senders, s)
+		default:
+			j.MoreSenders = true
+		}
+	}
+	return j
 }
 
 // clear forgets every entry.

@@ -152,6 +152,9 @@ func (v *historyView) filter() {
 	v.entries = v.entries[:0]
 	for _, e := range v.all {
 		hay := strings.ToLower(strings.Join(append([]string{e.PeerName, e.Text, historyTitle(e, v.u.opt.PromptTimeout)}, e.Names...), "\n"))
+		for _, s := range e.Senders {
+			hay += "\n" + strings.ToLower(s.Name)
+		}
 		match := true
 		for _, w := range words {
 			if !strings.Contains(hay, w) {
@@ -184,6 +187,10 @@ func (v *historyView) filter() {
 // showDetails shows what the history kept of one transfer, with the
 // engine's own words about how it ended.
 func (v *historyView) showDetails(e HistoryEntry) {
+	if e.Busy > 1 {
+		v.u.showMessage(historyTitle(e, v.u.opt.PromptTimeout), busyDetails(e), e.Err)
+		return
+	}
 	st := historyStatus(e, v.u.opt.PromptTimeout)
 	text := fmt.Sprintf("%s\n%s, %s · %s", st.Text, plural(e.Files, "file"), HumanBytes(e.Bytes), e.Finished.Local().Format("2 Jan 2006 15:04"))
 	if e.Destination != "" {
@@ -218,6 +225,9 @@ func historyWho(e HistoryEntry) string {
 // historyTitle is one line: "Received 3 files from Alice" for a transfer
 // that arrived, "Declined by Alice: 3 files to Alice" style otherwise.
 func historyTitle(e HistoryEntry, timeout time.Duration) string {
+	if e.Busy > 1 {
+		return fmt.Sprintf("Declined: %s from %s", plural(e.Busy, "offer"), busyWho(e))
+	}
 	verb, prep := "Sent", "to"
 	if e.Direction == Incoming {
 		verb, prep = "Received", "from"
@@ -242,6 +252,13 @@ func historyTitle(e HistoryEntry, timeout time.Duration) string {
 // historyLine is the second line: when, how much, how, and in words what
 // happened when it did not arrive; the engine's own text is in Details.
 func historyLine(e HistoryEntry, timeout time.Duration) string {
+	if e.Busy > 1 {
+		s := busyWhen(e, "2 Jan 15:04") + " · too many offers were waiting at once"
+		if e.PeerName == "" && e.PeerID == "" {
+			s = busyNames(e, 2) + " · " + s
+		}
+		return s
+	}
 	s := e.Finished.Local().Format("2 Jan 15:04")
 	if what := ItemsText(e.Names, e.Items, e.Text); what != "" {
 		s = what + " · " + s
@@ -258,6 +275,74 @@ func historyLine(e HistoryEntry, timeout time.Duration) string {
 		}
 	}
 	return s
+}
+
+// busyWho names the devices whose offers a History entry of offers
+// declined while busy sums up: the device, or how many there were.
+func busyWho(e HistoryEntry) string {
+	if e.PeerName != "" || e.PeerID != "" {
+		return historyWho(e)
+	}
+	if e.MoreSenders {
+		return "more than " + plural(len(e.Senders), "device")
+	}
+	return plural(len(e.Senders), "device")
+}
+
+// busyNames lists the first n devices of an entry of offers declined while
+// busy: "Alice, Bob and 28 more".
+func busyNames(e HistoryEntry, n int) string {
+	var parts []string
+	for _, s := range e.Senders {
+		if len(parts) == n {
+			break
+		}
+		parts = append(parts, historyWho(HistoryEntry{PeerName: s.Name, PeerID: s.ID}))
+	}
+	text := strings.Join(parts, ", ")
+	switch more := len(e.Senders) - len(parts); {
+	case e.MoreSenders:
+		text += " and others"
+	case more > 0:
+		text += " and " + HumanCount(more) + " more"
+	}
+	return text
+}
+
+// busyWhen is when the offers of a History entry of offers declined while
+// busy came: "5 Dec 12:08", or "5 Dec 12:08–12:14" (layout is the first
+// time's; the last one's says only what differs).
+func busyWhen(e HistoryEntry, layout string) string {
+	first, last := e.Since.Local(), e.Finished.Local()
+	if e.Since.IsZero() {
+		first = last
+	}
+	from, to := first.Format(layout), last.Format(layout)
+	if first.YearDay() == last.YearDay() && first.Year() == last.Year() {
+		to = last.Format("15:04")
+	}
+	if first.Format(layout) == last.Format(layout) {
+		return from
+	}
+	return from + "–" + to
+}
+
+// busyDetails says what an entry of offers declined while busy sums up,
+// naming every device it lists.
+func busyDetails(e HistoryEntry) string {
+	text := fmt.Sprintf("Ferry declined %s without asking you: too many offers were waiting for an answer at once. Each sender was told to try again in a moment.\n%s, %s · %s",
+		plural(e.Busy, "offer"), plural(e.Files, "file"), HumanBytes(e.Bytes), busyWhen(e, "2 Jan 2006 15:04"))
+	names := make([]string, 0, len(e.Senders))
+	for _, s := range e.Senders {
+		names = append(names, historyWho(HistoryEntry{PeerName: s.Name, PeerID: s.ID}))
+	}
+	if len(names) > 0 {
+		text += "\nFrom " + strings.Join(names, ", ")
+		if e.MoreSenders {
+			text += " and others"
+		}
+	}
+	return text
 }
 
 func layoutSpacer() fyne.CanvasObject { return layout.NewSpacer() }

@@ -601,6 +601,30 @@ type HistoryEntry struct {
 	// HasText: the transfer offered a text, kept or not (a declined
 	// text's words are not kept; History still says it was a text).
 	HasText bool `json:"has_text,omitempty"`
+	// Busy counts the offers this entry sums up that this device declined
+	// because too many were waiting at once (CodeBusy, not by the peer): 1
+	// for one such offer, more once later ones joined it (a flood of
+	// senders leaves one entry, not one per offer); 0 for every other
+	// transfer. Since is when the first of them came, Senders the devices
+	// they came from (each once, the first MaxBusySenders), and Files and
+	// Bytes their sums.
+	Busy    int          `json:"busy,omitempty"`
+	Since   time.Time    `json:"since,omitzero"`
+	Senders []BusySender `json:"senders,omitempty"`
+	// MoreSenders says that more devices than Senders lists had offers
+	// declined in the entry.
+	MoreSenders bool `json:"more_senders,omitempty"`
+}
+
+// MaxBusySenders bounds the devices a HistoryEntry of offers declined while
+// busy lists.
+const MaxBusySenders = 100
+
+// BusySender is a device whose offer was declined while busy, as History
+// names it.
+type BusySender struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
 }
 
 // PartialTransfer is an unfinished incoming transfer whose verified parts

@@ -161,6 +161,10 @@ func TestDebPackage(t *testing.T) {
 		checkLibraries(t, filepath.Join(root, "usr/bin/ferry"), depends)
 	})
 
+	t.Run("linking", func(t *testing.T) {
+		checkLinuxBinaries(t, filepath.Join(root, "usr/bin/ferry"), filepath.Join(root, "usr/bin/ferry-cli"))
+	})
+
 	t.Run("version", func(t *testing.T) {
 		out := run(t, "", nil, filepath.Join(root, "usr/bin/ferry-cli"), "--version")
 		want := fmt.Sprintf("ferry-cli %s (commit %s, %s,", a.version, a.commit, a.date)
@@ -196,9 +200,10 @@ func TestDebPackage(t *testing.T) {
 }
 
 // lintian, Debian's package checker, finds no error in the .deb (what a
-// distributor or a repository's upload check runs first), and nothing about
-// manual pages: both programs have one, and man reads them without a
-// warning. Its other warnings are logged (the app not built as PIE).
+// distributor or a repository's upload check runs first), nothing about
+// manual pages (both programs have one, and man reads them without a
+// warning) and no hardening tag (the app is built as a PIE). Its other
+// warnings are logged.
 func TestDebLintian(t *testing.T) {
 	a := dist(t)
 	needTools(t, "lintian")
@@ -209,7 +214,7 @@ func TestDebLintian(t *testing.T) {
 	}
 	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
 		switch {
-		case strings.HasPrefix(l, "E: "), strings.Contains(l, "manual-page"), strings.Contains(l, "manpage"):
+		case strings.HasPrefix(l, "E: "), strings.Contains(l, "manual-page"), strings.Contains(l, "manpage"), strings.Contains(l, "hardening-"):
 			t.Errorf("lintian: %s", l)
 		case l != "":
 			t.Logf("lintian: %s", l)

@@ -97,6 +97,7 @@ func TestRPMPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkThirdParty(t, string(third), filepath.Join(root, "usr/bin/ferry"), filepath.Join(root, "usr/bin/ferry-cli"))
+	checkLinuxBinaries(t, filepath.Join(root, "usr/bin/ferry"), filepath.Join(root, "usr/bin/ferry-cli"))
 	run(t, "", nil, "rpm", "--root", root, "-e", "ferry")
 	for p := range wantFiles {
 		if _, err := os.Stat(filepath.Join(root, p)); err == nil {

@@ -38,6 +38,7 @@
 #                      then the build fails if HEAD or a tracked file changes while it runs)
 #   SOURCE_DATE_EPOCH  build time stamp (default: the last commit's time)
 #   FERRY_LINUX_APP    use this prebuilt linux/amd64 app binary for deb and tarball
+#                      (a PIE, as the release app is: go build -buildmode=pie)
 #   FERRY_WINDOWS_APP  use this prebuilt ferry.exe in the installer
 #                      (both for the packaging tests: they skip cold cgo builds)
 #   FERRY_BUILD_FLAGS  more go build flags for the release builds (e.g. -a)
@@ -146,15 +147,29 @@ check_tree() {
 # ---- pieces shared by several targets ----
 
 # linux_bins builds the linux/amd64 app and CLI into $work/linux once.
+#
+# The app is a position-independent executable (-buildmode=pie), as Debian
+# and Fedora expect a program to be (lintian: hardening-no-pie): the loader
+# places its code at random too, not only its libraries. The cgo toolchain
+# links it so (gcc -pie). ferry-cli stays a static non-PIE executable on
+# purpose (packaging/linux/lintian-overrides): a pure-Go PIE asks for the
+# system's dynamic loader (/lib64/ld-linux-x86-64.so.2), and the CLI is one
+# file that runs on any Linux, glibc's or not. The checks:
+# packaging/pie_test.go.
 linux_bins() {
 	[[ -e "$work/linux/ferry" ]] && return 0
 	mkdir -p "$work/linux"
 	if [[ -n "${FERRY_LINUX_APP:-}" ]]; then
 		log "linux/amd64 app: using $FERRY_LINUX_APP"
+		# ELF e_type (2 bytes at 16, little-endian) 3 is ET_DYN: a PIE.
+		if [[ "$(od -An -tx1 -j16 -N2 "$FERRY_LINUX_APP" | tr -d ' \n')" != 0300 ]]; then
+			echo "package.sh: FERRY_LINUX_APP $FERRY_LINUX_APP is not a PIE: build it with go build -buildmode=pie, as the release app is" >&2
+			exit 1
+		fi
 		cp "$FERRY_LINUX_APP" "$work/linux/ferry"
 	else
 		log "linux/amd64 app (cgo; minutes on a cold build cache)"
-		CGO_ENABLED=1 GOOS=linux GOARCH=amd64 "${gobuild[@]}" -tags "$guitags" -ldflags "$ldflags" -o "$work/linux/ferry" .
+		CGO_ENABLED=1 GOOS=linux GOARCH=amd64 "${gobuild[@]}" -buildmode=pie -tags "$guitags" -ldflags "$ldflags" -o "$work/linux/ferry" .
 	fi
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "${gobuild[@]}" -ldflags "$ldflags" -o "$work/linux/ferry-cli" ./cmd/ferry-cli
 }

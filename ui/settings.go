@@ -120,7 +120,9 @@ func newSettingsView(u *UI) *settingsView {
 	general := container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), v.note, revert, v.save),
 		widget.NewSeparator(), u.partials.obj)))
 	v.tabs = container.NewAppTabs(
-		container.NewTabItem("General", general),
+		// The wheel over a text field scrolls the page too (its only
+		// scrollers inside are single-line fields).
+		container.NewTabItem("General", withPageWheel(general)),
 		container.NewTabItem("Devices", u.known.obj),
 	)
 	v.tabs.OnSelected = func(t *container.TabItem) {

@@ -30,8 +30,15 @@ func TestBusyHistoryEntrySaysHowMany(t *testing.T) {
 			t.Errorf("line %q, want %q", got, c.line)
 		}
 	}
-	if d := busyDetails(several); !strings.Contains(d, "declined 30 offers without asking you") || !strings.Contains(d, "From Alice, Bob, Carol") {
+	if d := busyDetails(several); !strings.Contains(d, "declined 30 offers without asking you") || !strings.Contains(d, "\n30 files, 150 B · 5 Dec 2026 12:08–12:14\n") || !strings.Contains(d, "From Alice, Bob, Carol") {
 		t.Errorf("details %q", d)
+	}
+	// The sizes of offers declined before they were read are not known:
+	// no "0 B".
+	unknown := several
+	unknown.Bytes = 0
+	if d := busyDetails(unknown); !strings.Contains(d, "\n30 files · 5 Dec") {
+		t.Errorf("details without sizes %q", d)
 	}
 
 	u, be, _ := newTestUI(t)
@@ -40,5 +47,25 @@ func TestBusyHistoryEntrySaysHowMany(t *testing.T) {
 	u.history.search.SetText("carol")
 	if got := u.history.entries; len(got) != 1 || got[0].ID != "b" {
 		t.Errorf("searching for carol shows %+v, want the busy entry", got)
+	}
+}
+
+// TestBusyDeclinedOffersLeaveNoRow: an offer this device's limits declined
+// (busy) leaves no row among the transfers, where a flood of senders left
+// one each ("Declined: too many offers were waiting" under an empty bar);
+// History sums them up. An offer the user declined keeps its row.
+func TestBusyDeclinedOffersLeaveNoRow(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	for _, id := range []string{"b1", "b2", "d1", "b3"} {
+		p := Peer{ID: id + "PEER", Name: "Laptop " + id}
+		u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Incoming, State: StateWaiting, Peer: p})
+		r := &Result{State: StateDeclined, Code: CodeBusy, Files: 1}
+		if id == "d1" {
+			r.Code = CodeDeclined
+		}
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Incoming, State: StateDeclined, Peer: p, Result: r})
+	}
+	if got := u.transfers.order; len(got) != 1 || got[0] != "d1" {
+		t.Errorf("rows %v, want only the offer the user declined", got)
 	}
 }

@@ -330,8 +330,12 @@ func busyWhen(e HistoryEntry, layout string) string {
 // busyDetails says what an entry of offers declined while busy sums up,
 // naming every device it lists.
 func busyDetails(e HistoryEntry) string {
-	text := fmt.Sprintf("Ferry declined %s without asking you: too many offers were waiting for an answer at once. Each sender was told to try again in a moment.\n%s, %s · %s",
-		plural(e.Busy, "offer"), plural(e.Files, "file"), HumanBytes(e.Bytes), busyWhen(e, "2 Jan 2006 15:04"))
+	what := plural(e.Files, "file")
+	if e.Bytes > 0 { // unknown for offers declined before they were read
+		what += ", " + HumanBytes(e.Bytes)
+	}
+	text := fmt.Sprintf("Ferry declined %s without asking you: too many offers were waiting for an answer at once. Each sender was told to try again in a moment.\n%s · %s",
+		plural(e.Busy, "offer"), what, busyWhen(e, "2 Jan 2006 15:04"))
 	names := make([]string, 0, len(e.Senders))
 	for _, s := range e.Senders {
 		names = append(names, historyWho(HistoryEntry{PeerName: s.Name, PeerID: s.ID}))

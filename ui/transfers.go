@@ -415,6 +415,16 @@ func (l *transferList) relayout() {
 	l.box.Refresh()
 }
 
+// drop removes one transfer's row (it stays in History).
+func (l *transferList) drop(id string) {
+	if _, ok := l.byID[id]; !ok {
+		return
+	}
+	delete(l.byID, id)
+	l.order = slices.DeleteFunc(l.order, func(o string) bool { return o == id })
+	l.relayout()
+}
+
 // clearFinished drops finished transfers from the list (they stay in History).
 func (l *transferList) clearFinished() {
 	keep := l.order[:0]

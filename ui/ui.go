@@ -377,6 +377,11 @@ func (u *UI) applyTransfer(ev TransferEvent) {
 		u.history.reload()
 		u.updateTray()
 		u.notifyResult(ev)
+		if r := ev.Result; r != nil && ev.Direction == Incoming && r.Code == CodeBusy && !r.ByPeer {
+			// Declined by this device's limits, nobody asked: a flood of
+			// senders left a row each. History sums them up.
+			u.transfers.drop(ev.ID)
+		}
 	}
 }
 

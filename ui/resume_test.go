@@ -304,4 +304,11 @@ func TestDetailsSayHowLongTheAnswerTook(t *testing.T) {
 	if got := detailsText(u.transfers.byID["w2"]); !contains(got, "Took 1 min 35 s") || strings.Contains(got, "waiting") {
 		t.Errorf("details = %q", got)
 	}
+	// A resuming receiver's check of what it kept is not the files' time
+	// either, nor the answer's.
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "w3", Direction: Outgoing, Peer: Peer{Name: "Alice"},
+		Result: &Result{State: StateDone, Files: 1, Bytes: 10, Transport: "tcp", Duration: 44 * time.Second, Waited: 2 * time.Second, Checked: 41 * time.Second}})
+	if got := detailsText(u.transfers.byID["w3"]); !contains(got, "Took 44.0 s: 2.0 s waiting for the answer to the offer, 41.0 s checking what was kept from before, 1.0 s moving the files") {
+		t.Errorf("details = %q", got)
+	}
 }

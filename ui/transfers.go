@@ -877,8 +877,20 @@ func resultLines(b *strings.Builder, r *Result) {
 	}
 	if r.Duration > 0 {
 		fmt.Fprintf(b, "Took %s", humanSeconds(r.Duration))
-		if r.Waited >= answerShown && r.Waited < r.Duration {
-			fmt.Fprintf(b, ": %s waiting for the answer to the offer, %s moving the files", humanSeconds(r.Waited), humanSeconds(r.Duration-r.Waited))
+		// The time to answer and to check what was kept are not the
+		// files': said apart when long enough to notice.
+		var parts []string
+		moving := r.Duration
+		if r.Waited >= answerShown && r.Waited < moving {
+			parts = append(parts, humanSeconds(r.Waited)+" waiting for the answer to the offer")
+			moving -= r.Waited
+		}
+		if r.Checked >= answerShown && r.Checked < moving {
+			parts = append(parts, humanSeconds(r.Checked)+" checking what was kept from before")
+			moving -= r.Checked
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(b, ": %s, %s moving the files", strings.Join(parts, ", "), humanSeconds(moving))
 		}
 		b.WriteByte('\n')
 	}

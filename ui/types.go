@@ -402,8 +402,10 @@ type Result struct {
 	// Kept is what the receiver held of the files from an earlier attempt
 	// when this one began (resume): it did not travel again.
 	Kept int64
-	// Waited is the part of Duration the offer waited for its answer.
-	Waited time.Duration
+	// Waited is the part of Duration the offer waited for its answer;
+	// Checked the part a resuming receiver spent reading back and checking
+	// what it kept from an earlier attempt.
+	Waited, Checked time.Duration
 	// Folders counts the empty folders made on the receiver besides the
 	// files; FoldersLeftOut, sending, those an older receiver does not take.
 	Folders, FoldersLeftOut int

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"os"
@@ -443,6 +444,11 @@ func (e *Engine) findDamaged(p *PartialTransfer) {
 	p.Partials, p.PartialIDs = names, ids
 }
 
+// ErrPartialNotRemoved: a partial file of the unfinished transfer to
+// discard is still there and could not be removed (on Windows, another
+// program has it open). The transfer stays listed, to be discarded again.
+var ErrPartialNotRemoved = errors.New("a partial file could not be removed")
+
 // ErrPartialInUse: the unfinished transfer to discard is being received now.
 var ErrPartialInUse = errors.New("that transfer is being received now: cancel it first, then discard what it kept")
 
@@ -457,7 +463,11 @@ func (e *Engine) DiscardPartial(key string) error {
 		if s.Receiving {
 			return ErrPartialInUse
 		}
-		discardPartials(s.Dest, s.Partials, s.PartialIDs)
+		if _, err := discardPartials(s.Dest, s.Partials, s.PartialIDs); err != nil {
+			// Its state alone lists the file: kept, it is listed (and aged
+			// out) still, and discarded again once the file can go.
+			return err
+		}
 		e.resume.Drop(key)
 		e.discarded(s)
 		return nil
@@ -483,20 +493,52 @@ func (e *Engine) discarded(s PartialTransfer) {
 // discardPartials removes the partial files names (as resume states record
 // them, with their identities ids) in the download folder dest, each only if
 // it is still that partial (store.OpenPartial), and returns how many it
-// removed.
-func discardPartials(dest string, names, ids []string) int {
+// removed, and an ErrPartialNotRemoved for the first that is still there
+// and could not be opened or removed (a name gone, or now another file's,
+// is not one; nor are the partials of a folder that cannot be opened).
+func discardPartials(dest string, names, ids []string) (int, error) {
 	d, err := store.Open(dest)
 	if err != nil {
-		return 0
+		return 0, nil // nothing of it can be reached, nor ever removed
 	}
 	defer d.Close()
 	n := 0
+	var first error
 	for i, name := range names {
-		if p, err := d.OpenPartial(name, ids[i]); err == nil && d.Discard(p) == nil {
-			n++
+		p, err := d.OpenPartial(name, ids[i])
+		if err == nil {
+			if err = d.Discard(p); err == nil {
+				n++
+				continue
+			}
+		}
+		if first == nil && !notOurs(err) {
+			first = notRemoved(dest, name, err)
 		}
 	}
-	return n
+	return n, first
+}
+
+// notOurs reports whether OpenPartial's err means there is no partial of
+// ours to remove under the name: gone, or another file (never removed).
+func notOurs(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, store.ErrNotThePartial) ||
+		errors.Is(err, store.ErrNotRegular) || errors.Is(err, store.ErrLinked) || errors.Is(err, store.ErrNotPartial)
+}
+
+// notRemoved says which partial file could not be removed, and the
+// system's cause without the paths it repeats.
+func notRemoved(dest, name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		err = le.Err
+	}
+	return fmt.Errorf("%w: %s in %s (%v); the unfinished transfer stays listed: close any program that has it open, then discard it again",
+		ErrPartialNotRemoved, filepath.FromSlash(name), dest, err)
 }
 
 // CleanPartials discards unfinished transfers not touched for longer than

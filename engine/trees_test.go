@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/lspeer"
 )
 
 // Issue 30: no number of files a user can reach is refused: an offer of
@@ -132,4 +134,58 @@ func TestNamesOnlyWindowsRefuses(t *testing.T) {
 		t.Fatalf("%d files arrived", n)
 	}
 	noPartials(t, recv.DownloadDir())
+}
+
+// TestBackslashInANameSavedAsUnderscore: a file whose name holds a
+// backslash (legal on Linux and macOS: "a\\b.txt"), or in a folder whose
+// name does, arrives from a Ferry device and from a LocalSend app with "_"
+// for it, reported as saved as that, as a browser's does; both refused it
+// ("a file name was refused: a\\b.txt: backslash not allowed"), LocalSend's
+// sender heard only "declined".
+func TestBackslashInANameSavedAsUnderscore(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no backslash in a name here")
+	}
+	recv := startReceiver(t, Options{})
+	events, unsub := recv.Subscribe(1024)
+	defer unsub()
+	send := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "notes")
+	writeFile(t, filepath.Join(src, `a\b.txt`), 100)
+	writeFile(t, filepath.Join(src, `x\y`, "z.txt"), 100)
+	r := sendWait(t, send, target(recv), []string{src}, SendOptions{})
+	if r.State != StateDone || r.Verified != 2 || r.Refused != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	saved := map[string]string{}
+	for ev := range events {
+		if ev.Kind == EventFile && ev.Direction == Receiving {
+			saved[ev.File.Path] = ev.File.SavedAs
+		}
+		if ev.Kind == EventResult && ev.Direction == Receiving {
+			break
+		}
+	}
+	want := map[string]string{`notes/a\b.txt`: "notes/a_b.txt", `notes/x\y/z.txt`: "notes/x_y/z.txt"}
+	if fmt.Sprint(saved) != fmt.Sprint(want) {
+		t.Errorf("saved as %v, want %v", saved, want)
+	}
+	for _, name := range want {
+		if _, err := os.Stat(filepath.Join(recv.DownloadDir(), filepath.FromSlash(name))); err != nil {
+			t.Error(err)
+		}
+	}
+
+	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+	res := receivedResult(t, e)
+	sr, err := testPeer(t).Send(context.Background(), addr, srv.Fingerprint(), true, "", "", []lspeer.SendFile{{Name: `a\b.txt`, Data: []byte("hello")}}, nil)
+	if err != nil || sr.PrepareStatus != 200 {
+		t.Fatalf("LocalSend: %+v %v", sr, err)
+	}
+	if r := <-res; r.State != StateDone || r.Verified != 1 {
+		t.Fatalf("LocalSend result %+v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.DownloadDir(), "a_b.txt")); err != nil || string(b) != "hello" {
+		t.Fatalf("LocalSend: saved %q, %v", b, err)
+	}
 }

@@ -248,7 +248,7 @@ func (b *BrowserInbox) start(a weblink.Arrival, key, dir string) (*browserDelive
 		return nil, err
 	}
 	d.t = t
-	offer := &OfferInfo{Count: d.files, Files: []FileInfo{{Path: a.Name, Size: a.Size}}, TotalBytes: d.total, Dest: dir, FreeBytes: -1}
+	offer := &OfferInfo{Count: d.files, Files: []FileInfo{{Path: a.Shown(), Size: a.Size}}, TotalBytes: d.total, Dest: dir, FreeBytes: -1}
 	if a.Batch.Top != "" && key != "" {
 		offer.Folders = []FolderInfo{{Path: a.Batch.Top, Files: d.files, Bytes: d.total}}
 	}
@@ -346,7 +346,7 @@ func (b *BrowserInbox) Refused(a weblink.Arrival, err error) {
 	d := b.batches[key]
 	if d == nil {
 		if len(b.early) < maxBrowserSets && len(b.early[key]) < a.Batch.Files {
-			b.early[key] = append(b.early[key], earlyRefusal{name: a.Name, why: why, size: a.Size})
+			b.early[key] = append(b.early[key], earlyRefusal{name: a.Shown(), why: why, size: a.Size})
 		}
 		if len(b.early[key]) < a.Batch.Files {
 			b.mu.Unlock()
@@ -371,7 +371,7 @@ func (b *BrowserInbox) Refused(a weblink.Arrival, err error) {
 	}
 	b.wake(d) // the page is back (not when ended)
 	b.mu.Unlock()
-	b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: a.Name, Size: a.Size, Err: why}})
+	b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: a.Shown(), Size: a.Size, Err: why}})
 	if last {
 		b.end(d, "")
 	}
@@ -438,8 +438,8 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 	}
 	d := f.d
 	delete(d.open, a.ID)
-	fr := &FileResult{Path: a.Name, Size: a.Size, Verified: err == nil && savedAs != ""}
-	if savedAs != a.Name {
+	fr := &FileResult{Path: a.Shown(), Size: a.Size, Verified: err == nil && savedAs != ""}
+	if savedAs != fr.Path {
 		fr.SavedAs = savedAs
 	}
 	if fr.Verified {

@@ -150,6 +150,44 @@ func TestBrowserInboxFolder(t *testing.T) {
 	}
 }
 
+// TestBrowserNameWithBackslash: a browser's file whose name holds a
+// backslash (legal on Linux and macOS) arrives with "_" for it, as a Ferry
+// or LocalSend device's does, and its transfer names it as the browser did
+// and says where it was saved ("a\b.txt", saved as "a_b.txt"); it was
+// refused as "the name has a folder in it".
+func TestBrowserNameWithBackslash(t *testing.T) {
+	e := testEngine(t, Options{Accept: AcceptAsk})
+	events, unsub := e.Subscribe(1024)
+	defer unsub()
+	endpoint, _ := browserLink(t, e, browserIdle)
+	testutil.TusUpload(t, endpoint, `a\b.txt`, 5, []byte("hello"))
+	var offer *OfferInfo
+	var file *FileResult
+	for ev := range events {
+		switch ev.Kind {
+		case EventOffer:
+			offer = ev.Offer
+		case EventFile:
+			file = ev.File
+		}
+		if ev.Kind == EventResult {
+			if ev.Result.State != StateDone || ev.Result.Verified != 1 {
+				t.Fatalf("result %+v", ev.Result)
+			}
+			break
+		}
+	}
+	if offer == nil || len(offer.Files) != 1 || offer.Files[0].Path != `a\b.txt` {
+		t.Fatalf("offer %+v", offer)
+	}
+	if file == nil || file.Path != `a\b.txt` || file.SavedAs != "a_b.txt" || !file.Verified {
+		t.Fatalf("file %+v", file)
+	}
+	if got, err := os.ReadFile(filepath.Join(e.DownloadDir(), "a_b.txt")); err != nil || string(got) != "hello" {
+		t.Fatalf("saved: %q, %v", got, err)
+	}
+}
+
 // browserLink is a receive link served through e's BrowserInbox (idle:
 // how long a set waits for its next file); it returns the tus endpoint.
 func browserLink(t *testing.T, e *Engine, idle time.Duration) (endpoint string, in *BrowserInbox) {

@@ -446,7 +446,8 @@ func (p *Partial) Close() error {
 // split validates rel, a peer's path, and returns its folders (slash-
 // separated, "" for none: a substring of rel, so that a file in a known
 // folder costs no allocation) and its file name, as they are saved here
-// (LocalName: on Windows, what only Windows refuses changed).
+// (LocalName: a backslash as "_"; on Windows, what only Windows refuses
+// changed).
 func split(rel string) (dir string, base string, err error) {
 	rel = LocalName(rel) // the name it is saved under here
 	if err := ValidateHere(rel); err != nil {

@@ -792,7 +792,7 @@ func TestDiscardLeavesNothing(t *testing.T) {
 
 func TestBadNamesRefused(t *testing.T) {
 	d, dir := openDest(t)
-	bad := []string{"../x", "/etc/passwd", "a/../../x", `..\x`, "a\x1bb", "\u202etxt.exe",
+	bad := []string{"../x", "/etc/passwd", "a/../../x", `../x\y`, `a\b/../../x`, "a\x1bb", "\u202etxt.exe",
 		strings.Repeat("n", MaxElementBytes+1)}
 	if portableHere { // what only Windows keeps out of names
 		bad = append(bad, "con.txt", "a:b", "what?.txt", "trail.")
@@ -835,6 +835,32 @@ func TestWindowsOnlyRulesStayOnWindows(t *testing.T) {
 		want[rel] = rel
 	}
 	assertTree(t, dir, want)
+}
+
+// TestBackslashSavedAsUnderscore: a name with a backslash (legal on Linux
+// and macOS, a folder separator on Windows) is saved, on every system, with
+// "_" for each: "a\b.txt" as "a_b.txt", and "..\x" as the one name ".._x",
+// inside the destination.
+func TestBackslashSavedAsUnderscore(t *testing.T) {
+	d, dir := openDest(t)
+	want := map[string]string{}
+	for _, c := range []struct{ rel, saved string }{
+		{`a\b.txt`, "a_b.txt"},
+		{`..\x`, ".._x"},
+		{`\\server\share`, "__server_share"},
+		{`trip\day 1/IMG\1.jpg`, "trip_day 1/IMG_1.jpg"},
+	} {
+		if saved := receive(t, d, c.rel, []byte(c.rel)); saved != c.saved {
+			t.Fatalf("%q saved as %q, want %q", c.rel, saved, c.saved)
+		}
+		want[c.saved] = c.rel
+	}
+	assertTree(t, dir, want)
+	above := map[string]string{}
+	for name, data := range want {
+		above["Downloads/"+name] = data
+	}
+	assertTree(t, filepath.Dir(dir), above)
 }
 
 // Many files finalized to the same name at once all survive, each under its

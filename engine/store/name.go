@@ -82,27 +82,37 @@ func ValidateHere(rel string) error { return validatePath(rel, portableHere) }
 // portableHere: names created on this system must also suit Windows.
 const portableHere = runtime.GOOS == "windows"
 
-// LocalName is the name a peer's path rel is saved under here. On Windows,
-// what only Windows keeps out of names is changed, so that a file named
-// on a Mac or Linux arrives instead of being refused: each of `<>:"|?*`
-// becomes "_" ("Meeting: notes.md" -> "Meeting_ notes.md"), an element's
-// final dots and spaces go (Windows would drop them itself; an element of
-// nothing else becomes "_"), and a device name gets "_" after its stem
-// ("CON" -> "CON_", "aux.c" -> "aux_.c"). Elsewhere, and for any name
-// that needs none of it, it is rel itself; a name it returns maps to
-// itself. What makes a name unsafe anywhere (ValidatePath) is not changed:
-// such a name is still refused.
+// LocalName is the name a peer's path rel is saved under here. On every
+// system a backslash, which a Linux or Mac file name may hold ("a\b.txt")
+// but which is a folder separator on Windows and in what the name may
+// travel on to (an archive, a share), becomes "_" ("a_b.txt"): no name
+// saved here holds one, so "..\x" is the one harmless name ".._x". On
+// Windows, what only Windows keeps out of names is changed too, so that a
+// file named on a Mac or Linux arrives instead of being refused: each of
+// `<>:"|?*` becomes "_" ("Meeting: notes.md" -> "Meeting_ notes.md"), an
+// element's final dots and spaces go (Windows would drop them itself; an
+// element of nothing else becomes "_"), and a device name gets "_" after
+// its stem ("CON" -> "CON_", "aux.c" -> "aux_.c"). For any name that needs
+// none of it, it is rel itself; a name it returns maps to itself. What
+// else makes a name unsafe anywhere (ValidatePath) is not changed: such a
+// name is still refused.
 func LocalName(rel string) string { return localName(rel, portableHere) }
 
 // localName is LocalName with Windows's rules when windows is set.
 func localName(rel string, windows bool) string {
-	if !windows || validatePath(rel, true) == nil {
+	if !windows {
+		if strings.IndexByte(rel, '\\') < 0 {
+			return rel
+		}
+		return strings.ReplaceAll(rel, `\`, "_")
+	}
+	if validatePath(rel, true) == nil {
 		return rel
 	}
 	elems := strings.Split(rel, "/")
 	for i, e := range elems {
 		e = strings.Map(func(r rune) rune {
-			if r < utf8.RuneSelf && strings.IndexByte(`<>:"|?*`, byte(r)) >= 0 {
+			if r < utf8.RuneSelf && strings.IndexByte(`\<>:"|?*`, byte(r)) >= 0 {
 				return '_'
 			}
 			return r

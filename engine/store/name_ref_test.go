@@ -69,9 +69,10 @@ func refValidatePath(rel string, portable bool) error {
 
 // refValidateReceived is ValidateReceived as first written: the path's
 // check for this system (a name of 248-255 bytes is taken: its partial's
-// name is shortened, partialName).
+// name is shortened, partialName), of the name it is saved under
+// (LocalName, which TestLocalName and FuzzLocalName check).
 func refValidateReceived(rel string) error {
-	return refValidatePath(rel, portableHere)
+	return refValidatePath(LocalName(rel), portableHere)
 }
 
 func refIsWindowsDevice(e string) bool {

@@ -218,63 +218,103 @@ func FuzzValidatePath(f *testing.F) {
 }
 
 // On Windows a peer's name that only Windows refuses is saved under a
-// name that Windows takes (LocalName); elsewhere it is kept as it is.
-var localNameCases = []struct{ in, windows string }{
-	{"Meeting: notes.md", "Meeting_ notes.md"},
-	{"what?.txt", "what_.txt"},
-	{`a<b>c|d"e*f`, "a_b_c_d_e_f"},
-	{"end.", "end"},
-	{"end. . ", "end"},
-	{"...", "_"},
-	{"dir./x: y/z", "dir/x_ y/z"},
-	{"CON", "CON_"},
-	{"con.txt", "con_.txt"},
-	{"src/aux.c", "src/aux_.c"},
-	{"COM1.tar.gz", "COM1_.tar.gz"},
-	{"CON.", "CON_"},
-	{"photos/2024:06/IMG?.jpg", "photos/2024_06/IMG_.jpg"},
-	{"ok/name.txt", "ok/name.txt"},
-	{"été/ñ.txt", "été/ñ.txt"},
+// name that Windows takes (LocalName); elsewhere it is kept as it is, but
+// for its backslashes, which are "_" everywhere (elsewhere: "" for in
+// itself).
+var localNameCases = []struct{ in, windows, elsewhere string }{
+	{"Meeting: notes.md", "Meeting_ notes.md", ""},
+	{"what?.txt", "what_.txt", ""},
+	{`a<b>c|d"e*f`, "a_b_c_d_e_f", ""},
+	{"end.", "end", ""},
+	{"end. . ", "end", ""},
+	{"...", "_", ""},
+	{"dir./x: y/z", "dir/x_ y/z", ""},
+	{"CON", "CON_", ""},
+	{"con.txt", "con_.txt", ""},
+	{"src/aux.c", "src/aux_.c", ""},
+	{"COM1.tar.gz", "COM1_.tar.gz", ""},
+	{"CON.", "CON_", ""},
+	{"photos/2024:06/IMG?.jpg", "photos/2024_06/IMG_.jpg", ""},
+	{"ok/name.txt", "ok/name.txt", ""},
+	{"été/ñ.txt", "été/ñ.txt", ""},
+	{`a\b.txt`, "a_b.txt", "a_b.txt"},
+	{`notes\`, "notes_", "notes_"},
+	{`..\..\evil.sh`, ".._.._evil.sh", ".._.._evil.sh"},
+	{`\\server\share\x`, "__server_share_x", "__server_share_x"},
+	{`C:\x`, "C__x", "C:_x"},
+	{`CON\`, "CON_", "CON_"},
+	{`dir\./x\:y`, "dir_/x__y", "dir_./x_:y"},
 	// What is unsafe anywhere is not made safe: it stays refused.
-	{"../x:y", "../x_y"},
-	{"a\x00b:c", "a\x00b_c"},
-	{"x.partial", "x.partial"},
-	{"/abs", "/abs"},
+	{"../x:y", "../x_y", ""},
+	{"a\x00b:c", "a\x00b_c", ""},
+	{"x.partial", "x.partial", ""},
+	{"/abs", "/abs", ""},
+	{`../a\b`, "../a_b", "../a_b"},
+	{"a\\b/\x00", "a_b/\x00", "a_b/\x00"},
 }
 
 func TestLocalName(t *testing.T) {
 	for _, c := range localNameCases {
+		elsewhere := c.elsewhere
+		if elsewhere == "" {
+			elsewhere = c.in
+		}
 		if got := localName(c.in, true); got != c.windows {
 			t.Errorf("localName(%q) on Windows = %q, want %q", c.in, got, c.windows)
 		}
-		if got := localName(c.in, false); got != c.in {
-			t.Errorf("localName(%q) elsewhere = %q, want it unchanged", c.in, got)
+		if got := localName(c.in, false); got != elsewhere {
+			t.Errorf("localName(%q) elsewhere = %q, want %q", c.in, got, elsewhere)
 		}
 		if got := localName(c.windows, true); got != c.windows {
 			t.Errorf("localName(%q) = %q: a local name must map to itself", c.windows, got)
 		}
-		unsafe := validatePath(c.in, false) != nil
+		if got := localName(elsewhere, false); got != elsewhere {
+			t.Errorf("localName(%q) elsewhere = %q: a local name must map to itself", elsewhere, got)
+		}
+		// Safe anywhere but for its backslashes: safe on Windows too,
+		// and a name unsafe for anything else stays so on both.
+		unsafe := validatePath(elsewhere, false) != nil
 		if err := validatePath(c.windows, true); (err != nil) != unsafe {
 			t.Errorf("%q -> %q: valid on Windows %v, want %v", c.in, c.windows, err == nil, !unsafe)
+		}
+		if err := validatePath(strings.ReplaceAll(c.in, `\`, "x"), false); (err != nil) != unsafe {
+			t.Errorf("%q -> %q: valid elsewhere %v, want %v", c.in, elsewhere, !unsafe, err == nil)
 		}
 	}
 }
 
-// FuzzLocalName: a local name maps to itself, and a name safe anywhere
-// but Windows becomes one Windows takes (within the length limits).
+// FuzzLocalName: a local name maps to itself; off Windows only a
+// backslash changes, to "_", and the name it gives is refused whenever the
+// name is refused for anything but its backslashes; a name safe anywhere
+// but Windows (or but for its backslashes) becomes one Windows takes
+// (within the length limits).
 func FuzzLocalName(f *testing.F) {
 	for _, c := range localNameCases {
 		f.Add(c.in)
 	}
 	f.Fuzz(func(t *testing.T, rel string) {
-		if localName(rel, false) != rel {
-			t.Fatalf("%q changed off Windows", rel)
+		u := localName(rel, false)
+		if len(u) != len(rel) || strings.Contains(u, `\`) || localName(u, false) != u {
+			t.Fatalf("%q -> %q off Windows", rel, u)
+		}
+		for i := range len(rel) {
+			if u[i] != rel[i] && (rel[i] != '\\' || u[i] != '_') {
+				t.Fatalf("%q -> %q off Windows: byte %d changed, not a backslash", rel, u, i)
+			}
+		}
+		// Anything but a backslash refuses the name as before: a
+		// backslash read as any other letter gives the same verdict.
+		if (validatePath(u, false) == nil) != (validatePath(strings.ReplaceAll(rel, `\`, "x"), false) == nil) {
+			t.Fatalf("%q -> %q off Windows: %v, but as a letter %v", rel, u, validatePath(u, false), validatePath(strings.ReplaceAll(rel, `\`, "x"), false))
 		}
 		l := localName(rel, true)
 		if again := localName(l, true); again != l {
 			t.Fatalf("%q -> %q -> %q", rel, l, again)
 		}
-		if validatePath(rel, false) == nil {
+		if strings.Contains(l, `\`) {
+			t.Fatalf("%q -> %q on Windows, a backslash kept", rel, l)
+		}
+		if validatePath(u, false) == nil {
 			if err := validatePath(l, true); err != nil && !errors.Is(err, ErrNameTooLong) {
 				t.Fatalf("%q -> %q, which Windows refuses: %v", rel, l, err)
 			}

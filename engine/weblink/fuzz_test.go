@@ -224,8 +224,8 @@ func FuzzBrowserTime(f *testing.F) {
 }
 
 // Where a browser's file goes is always a path ValidateHere takes, below
-// the download folder, ending in the file's own name; a name with a
-// folder in it is never taken.
+// the download folder, without a backslash, ending in the file's own name
+// (as saved here); a name with a folder in it is never taken.
 func FuzzUploadName(f *testing.F) {
 	for _, c := range uploadNameCases {
 		f.Add(c.filename, c.relpath)
@@ -238,7 +238,10 @@ func FuzzUploadName(f *testing.F) {
 		if err := store.ValidateHere(got); err != nil {
 			t.Fatalf("uploadName(%q, %q) = %q, which ValidateHere refuses: %v", filename, relpath, got, err)
 		}
-		if path.Base(got) != browserName(filename) || strings.ContainsAny(browserName(filename), `/\`) {
+		if strings.Contains(got, `\`) {
+			t.Fatalf("uploadName(%q, %q) = %q: a backslash kept", filename, relpath, got)
+		}
+		if path.Base(got) != browserName(filename) || strings.Contains(filename, "/") {
 			t.Fatalf("uploadName(%q, %q) = %q: not the file's name last", filename, relpath, got)
 		}
 		if relpath == "" && got != browserName(filename) {

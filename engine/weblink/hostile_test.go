@@ -342,7 +342,13 @@ var uploadNameCases = []struct{ filename, relpath, want string }{
 	{"a.txt", "Trip/./a.txt", ""},
 	{"a.txt", "Trip/b.txt", ""},
 	{"a.txt", "Trip/a.txt/", ""},
-	{"a.txt", `Trip\a.txt`, ""},
+	{"a.txt", `Trip\a.txt`, ""}, // "Trip_a.txt": not the file's name
+	{`a\b.txt`, "", "a_b.txt"},  // legal on Linux and macOS
+	{`..\..\x.sh`, "", ".._.._x.sh"},
+	{`a\b.txt`, `Trip\2024/a\b.txt`, "Trip_2024/a_b.txt"},
+	{`a\b.txt`, "Trip/a_b.txt", "Trip/a_b.txt"},
+	{"a.txt", `..\a.txt`, ""},
+	{`a\b.txt`, "../a\b.txt", ""},
 	{"a.txt", "Trip\u202e/a.txt", ""},
 	{"a.txt", "Trip\n/a.txt", ""},
 	{"a.txt", "Trip.partial/a.txt", "Trip.partial/a.txt"},

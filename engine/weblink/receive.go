@@ -82,7 +82,12 @@ type Arrival struct {
 	// store.ValidateHere: the file's name as the browser gave it, or for a
 	// file of a folder, its path in that folder ("Trip/day 1/IMG_1.jpg").
 	Name string
-	Size int64
+	// Given is the name as the browser gave it (or the file's path in its
+	// folder) when Name differs from it: a backslash is saved as "_", and
+	// on Windows what only Windows keeps out of names is changed
+	// (store.LocalName). "" when Name is the browser's own.
+	Given string
+	Size  int64
 	// Modified is the file's modification time as the browser gave it
 	// (File.lastModified), zero when it gave none that reads.
 	Modified time.Time
@@ -90,6 +95,14 @@ type Arrival struct {
 	// with this one (zero when it said nothing, or nothing that reads): an
 	// Inbox may make them one transfer.
 	Batch Batch
+}
+
+// Shown is the file's name as the browser gave it: Given, else Name.
+func (a Arrival) Shown() string {
+	if a.Given != "" {
+		return a.Given
+	}
+	return a.Name
 }
 
 // Batch is the page's word on a set of files picked or dropped together:
@@ -435,6 +448,9 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	rc.mu.Unlock()
 	a := Arrival{ID: id, From: dev, Name: name, Size: info.Size, Modified: browserTime(info.MetaData["lastmodified"]),
 		Batch: browserBatch(info.MetaData, name)}
+	if given := givenName(info.MetaData["filename"], info.MetaData["relativepath"]); given != name {
+		a.Given = given
+	}
 	dest, err := rc.inbox.Arrive(a)
 	if err != nil {
 		rc.release()
@@ -465,7 +481,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	rc.made = append(rc.made, u.made...)
 	rc.uploads[id] = u
 	rc.mu.Unlock()
-	u.t = rc.l.track(Activity{Device: dev, Upload: true, Name: name, Size: info.Size})
+	u.t = rc.l.track(Activity{Device: dev, Upload: true, Name: a.Shown(), Size: info.Size})
 	return u, nil
 }
 
@@ -488,22 +504,20 @@ func (rc *receiver) release() {
 // ("Trip/day 1/IMG_1.jpg", from File.webkitRelativePath or a dropped
 // entry's fullPath, whose leading "/" is dropped). Folders merge with
 // folders of the same name there, as a Ferry device's do (store.Dest);
-// files never overwrite. Refused, with a sentence: a name with a folder
-// in it, a path that does not end in the name, a backslash, and whatever
-// store.ValidateHere refuses (".." or empty elements, an absolute path,
-// over 4096 bytes or too deep, control or bidi characters).
+// files never overwrite. A backslash, which a Linux or Mac file or folder
+// name may hold, is saved as "_" (store.LocalName: "a\b.txt" as
+// "a_b.txt"), as a Ferry or LocalSend device's is. Refused, with a
+// sentence: a name with a "/" in it, a path that does not end in the name,
+// and whatever store.ValidateHere refuses (".." or empty elements, an
+// absolute path, over 4096 bytes or too deep, control or bidi characters).
 func uploadName(filename, relpath string) (string, error) {
 	name := browserName(filename)
-	if strings.ContainsAny(name, "/\\") {
+	if strings.Contains(name, "/") {
 		// A browser sends a file's base name: a path is a trick.
 		return "", &store.NameError{Name: name, Reason: "the name has a folder in it", Err: store.ErrBadName}
 	}
 	if relpath != "" {
-		p := strings.TrimPrefix(relpath, "/")
-		if strings.Contains(p, "\\") {
-			return "", &store.NameError{Name: relpath, Reason: "the folder path has a backslash in it", Err: store.ErrBadName}
-		}
-		p = store.LocalName(p)
+		p := store.LocalName(strings.TrimPrefix(relpath, "/"))
 		if path.Base(p) != name || strings.HasSuffix(p, "/") {
 			return "", &store.NameError{Name: relpath, Reason: "the folder path does not end in the file's name", Err: store.ErrBadName}
 		}
@@ -515,15 +529,24 @@ func uploadName(filename, relpath string) (string, error) {
 	return name, nil
 }
 
-// browserName makes a name a browser gave for a file storable on Windows
-// where it would be refused for something its owner cannot help: the
+// givenName is a browser's name for a file as it gave it: its path in its
+// folder, else its name.
+func givenName(filename, relpath string) string {
+	if relpath != "" {
+		return strings.TrimPrefix(relpath, "/")
+	}
+	return filename
+}
+
+// browserName makes a name a browser gave for a file storable where it
+// would be refused for something its owner cannot help (store.LocalName,
+// as for every peer's name): a backslash, everywhere; on Windows the
 // characters Windows keeps out of names (a phone allows "Notes: May.txt"),
-// a trailing dot or space, a device name (store.LocalName, as for every
-// peer's name). Elsewhere such a name is stored as it is. What else
-// ValidateHere refuses (control or bidi characters, invalid UTF-8, an
-// empty or over-long name) stays refused.
+// a trailing dot or space, a device name. Elsewhere those are stored as
+// they are. What else ValidateHere refuses (control or bidi characters,
+// invalid UTF-8, an empty or over-long name) stays refused.
 func browserName(name string) string {
-	if strings.ContainsAny(name, "/\\") {
+	if strings.Contains(name, "/") {
 		return name // refused as a path by its caller
 	}
 	return store.LocalName(name)

@@ -394,6 +394,20 @@ func TestReceiveResumes(t *testing.T) {
 	}
 }
 
+// TestBackslashSavedAsUnderscore: a file named "a\b.txt" (legal on Linux
+// and macOS) is saved as "a_b.txt", and its activity says so.
+func TestBackslashSavedAsUnderscore(t *testing.T) {
+	_, l, in, tc := startReceive(t, ReceiveOptions{})
+	tc.upload(t, `a\b.txt`, []byte("hello"))
+	if got, err := os.ReadFile(filepath.Join(in.Dir(), "a_b.txt")); err != nil || string(got) != "hello" {
+		t.Fatalf("saved: %q, %v", got, err)
+	}
+	acts := l.Activities()
+	if len(acts) != 1 || !acts[0].Done || acts[0].Err != nil || acts[0].Name != `a\b.txt` || acts[0].SavedAs != "a_b.txt" {
+		t.Fatalf("activities %+v", acts)
+	}
+}
+
 func TestStopDiscardsUploads(t *testing.T) {
 	s, l, in, tc := startReceive(t, ReceiveOptions{})
 	loc, _ := tc.create("half.bin", 100)

@@ -235,8 +235,10 @@ type Engine struct {
 	// pairs counts hidden tries at the verification code (pairbudget.go).
 	pairs *pairTries
 	bus   Bus
-	log   *slog.Logger
-	opts  Options
+	// lsPINs tells of LocalSend offers refused for their PIN (EventLocalSendPIN).
+	lsPINs pinWatch
+	log    *slog.Logger
+	opts   Options
 	// transports is the transport table; reg knows the sessions of every
 	// listener, so that one transport's session can take over another's.
 	transports []auto.Entry
@@ -363,6 +365,7 @@ func New(opts Options) (*Engine, error) {
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
 	}
+	e.lsPINs.e = e
 	e.receivers.rows = e.ferryReceivers()
 	if opts.ServeLinks {
 		e.addLinkRow()
@@ -773,6 +776,7 @@ func (e *Engine) Close() error {
 	defer e.listenMu.Unlock()
 	e.withdraw()
 	err := e.closeDraining()
+	e.lsPINs.close()
 	e.netw.Close()
 	return errors.Join(err, e.trust.Flush()) // contacts recorded within the last second
 }

@@ -142,6 +142,7 @@ type Event struct {
 	KeyChange *KeyChange      `json:"key_change,omitempty"`
 	Path      *PathInfo       `json:"path,omitempty"`
 	Link      *LinkInfo       `json:"link,omitempty"` // EventLink (links.go)
+	PIN       *PINRefusals    `json:"pin,omitempty"`  // EventLocalSendPIN (localsend_pin.go)
 }
 
 // PairInfo is the verification code of a session with a device.

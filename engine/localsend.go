@@ -47,7 +47,8 @@ type LocalSendOptions struct {
 	// DeviceModel and DeviceType describe this device (type empty: desktop).
 	DeviceModel, DeviceType string
 	// PIN, when set, must be given by every sender (401, and 429 after 3
-	// wrong ones from an address).
+	// wrong ones from an address); offers refused for it are told as
+	// EventLocalSendPIN, at most one a minute per address.
 	PIN string
 	// Port is tried first (0: localsend.DefaultPort; negative: any free
 	// port at once), then the port used last time (kept in the config
@@ -128,6 +129,7 @@ func (r *LocalSendReceiver) Listen() error {
 		Cert:              r.cert,
 		Receiver:          &lsReceiver{e: r.e, stallAfter: cmp.Or(r.opts.StallAfter, lsStallAfter)},
 		PIN:               o.PIN,
+		OnPIN:             r.e.lsPINs.refused,
 		RequireClientCert: o.RequireClientCert,
 		OnRegister:        o.OnRegister,
 		StartGrace:        o.StartGrace,

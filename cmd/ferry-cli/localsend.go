@@ -352,3 +352,47 @@ func localSendWho(p engine.PeerInfo, trust string) string {
 	}
 	return s + ", " + trust
 }
+
+// pinLine says what an EventLocalSendPIN counts: LocalSend offers refused
+// for their PIN ("LocalSend: 192.168.1.5 gave 3 wrong PINs since
+// 14:02:11"), the first from an address at once, the rest at most once a
+// minute.
+func pinLine(ev engine.Event) string {
+	n := ev.PIN
+	who := "devices at other addresses"
+	if ev.Peer.Addr != "" {
+		who = ev.Peer.Addr
+	}
+	times := func(k int, one, many string) string {
+		if k == 1 {
+			return one
+		}
+		return fmt.Sprintf(many, k)
+	}
+	var parts []string
+	if n.Wrong > 0 {
+		parts = append(parts, times(n.Wrong, "gave a wrong PIN", "gave %d wrong PINs"))
+	}
+	if n.Missing > 0 {
+		parts = append(parts, times(n.Missing, "sent an offer without the PIN (its app asks for it)", "sent %d offers without the PIN"))
+	}
+	if n.Locked > 0 {
+		parts = append(parts, times(n.Locked, "was turned away once", "was turned away %d times")+
+			" (3 wrong PINs lock an address out for 5 minutes)")
+	}
+	line := "LocalSend: " + who + " "
+	for i, part := range parts {
+		switch {
+		case i == 0:
+		case i == len(parts)-1:
+			line += " and "
+		default:
+			line += ", "
+		}
+		line += part
+	}
+	if n.Wrong+n.Missing+n.Locked > 1 {
+		line += " since " + n.Since.Local().Format("15:04:05")
+	}
+	return line
+}

@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine"
 
 	"github.com/ferrydrop/ferry/internal/lspeer"
 )
@@ -42,6 +45,78 @@ func TestReceiveServesLocalSend(t *testing.T) {
 	}
 	if !strings.Contains(r.out.String(), "1 of 1 files verified") {
 		t.Fatalf("output: %s", r.out)
+	}
+}
+
+// TestReceiveTellsLocalSendPINRefusals: an offer refused for its PIN is
+// told, in a line and with --json as a localsend_pin event; receive said
+// nothing, so the owner never saw someone guessing (the coalescing of
+// what follows is the engine's: TestLocalSendPINRefusalsAreTold).
+func TestReceiveTellsLocalSendPINRefusals(t *testing.T) {
+	for _, c := range []struct {
+		json bool
+		want string
+	}{
+		{false, "LocalSend: 127.0.0.1 gave a wrong PIN\n"},
+		{true, `"kind":"localsend_pin"`},
+	} {
+		args := []string{"--accept", "all", "--no-discovery", "--localsend-port", "0", "--localsend-pin", "4821"}
+		if c.json {
+			args = append(args, "--json")
+		}
+		r := startReceiver(t, "", args...)
+		re := regexp.MustCompile(`on port (\d+).*fingerprint ([0-9A-F]{64})`)
+		var m []string
+		for m == nil {
+			select {
+			case <-r.errOut.changed():
+			case code := <-r.exit:
+				t.Fatalf("receive exited %d: %s", code, r.errOut)
+			}
+			m = re.FindStringSubmatch(r.errOut.String())
+		}
+		p, err := lspeer.New("Phone")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Send(context.Background(), "127.0.0.1:"+m[1], m[2], true, "0000", "", []lspeer.SendFile{{Name: "a.txt", Data: []byte("a")}}, nil)
+		if err != nil || res.PrepareStatus != 401 {
+			t.Fatalf("%+v %v", res, err)
+		}
+		for !strings.Contains(r.out.String(), c.want) {
+			select {
+			case <-r.out.changed():
+			case code := <-r.exit:
+				t.Fatalf("receive exited %d: %s", code, r.errOut)
+			}
+		}
+		if c.json && !strings.Contains(r.out.String(), `"pin":{"wrong":1,`) {
+			t.Errorf("--json: %s", r.out)
+		}
+		r.stop()
+	}
+}
+
+// TestPINLine: what a localsend_pin event says, by what it counts.
+func TestPINLine(t *testing.T) {
+	since := time.Date(2030, 1, 1, 14, 2, 11, 0, time.Local)
+	for _, c := range []struct {
+		addr string
+		n    engine.PINRefusals
+		want string
+	}{
+		{"192.168.1.5", engine.PINRefusals{Wrong: 1}, "LocalSend: 192.168.1.5 gave a wrong PIN"},
+		{"192.168.1.5", engine.PINRefusals{Missing: 1}, "LocalSend: 192.168.1.5 sent an offer without the PIN (its app asks for it)"},
+		{"192.168.1.5", engine.PINRefusals{Wrong: 3, Locked: 12, Since: since},
+			"LocalSend: 192.168.1.5 gave 3 wrong PINs and was turned away 12 times (3 wrong PINs lock an address out for 5 minutes) since 14:02:11"},
+		{"192.168.1.5", engine.PINRefusals{Wrong: 2, Missing: 2, Locked: 1, Since: since},
+			"LocalSend: 192.168.1.5 gave 2 wrong PINs, sent 2 offers without the PIN and was turned away once (3 wrong PINs lock an address out for 5 minutes) since 14:02:11"},
+		{"", engine.PINRefusals{Wrong: 500, Since: since}, "LocalSend: devices at other addresses gave 500 wrong PINs since 14:02:11"},
+	} {
+		ev := engine.Event{Kind: engine.EventLocalSendPIN, Peer: engine.PeerInfo{Addr: c.addr}, PIN: &c.n}
+		if got := pinLine(ev); got != c.want {
+			t.Errorf("%+v:\n got %q\nwant %q", c.n, got, c.want)
+		}
 	}
 }
 

@@ -238,6 +238,8 @@ func (p *printer) event(ev engine.Event) {
 		if kc.Known.ID != "" {
 			p.line("  (%s)", forgetWay(kc))
 		}
+	case engine.EventLocalSendPIN:
+		p.line("%s", pinLine(ev))
 	case engine.EventTransport:
 		if p.connected == nil {
 			p.connected = map[string]bool{}

@@ -177,6 +177,12 @@ type ServerConfig struct {
 	BodyTimeout time.Duration
 	// PINLockout is how long an address that gave 3 wrong PINs gets 429 (0: 5 minutes).
 	PINLockout time.Duration
+	// OnPIN hears every prepare-upload refused for its PIN, and from
+	// where: err is ErrPINRequired (none given: the app asks its user),
+	// ErrWrongPIN, or ErrTooManyPINs (refused unread: the address gave
+	// 3 wrong PINs within PINLockout). It is called on the request's
+	// goroutine and must not block; nil: nobody hears.
+	OnPIN func(addr netip.Addr, err error)
 	// Shared is the share open now for the download API (prepare-download,
 	// download; download.go), nil when none; nil Shared: never.
 	Shared func() Shared
@@ -507,6 +513,9 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	if err := s.checkPIN(addr, r.URL.Query().Get("pin")); err != nil {
 		msg := map[error]string{ErrTooManyPINs: "Too many requests", ErrPINRequired: "PIN required", ErrWrongPIN: "Invalid PIN"}[err]
 		fail(w, statusOf(err), msg)
+		if s.cfg.OnPIN != nil {
+			s.cfg.OnPIN(addr, err)
+		}
 		return
 	}
 	if r.ContentLength > MaxPrepareBytes {

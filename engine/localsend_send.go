@@ -433,7 +433,7 @@ func lsSendError(err error) error {
 	case errors.Is(err, localsend.ErrWrongPIN):
 		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "wrong PIN"}
 	case errors.Is(err, localsend.ErrPINRequired):
-		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "it asks for a PIN (give it with the send)"}
+		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "it asks for a PIN: ask its owner for it and send again with it"}
 	case errors.Is(err, localsend.ErrFingerprint), errors.Is(err, localsend.ErrBadInput):
 		return fmt.Errorf("%w: %w", wire.ErrProtocol, err)
 	case errors.Is(err, localsend.ErrChecksum):

@@ -120,6 +120,40 @@ func TestPINLine(t *testing.T) {
 	}
 }
 
+// TestSendToLocalSendPINRefusalNamesTheReceiver: a LocalSend receiver that
+// asks for a PIN nobody gives, or refuses the one given, is named in the
+// failure as the other refusals name it ("Declined by Phone: ..."); with no
+// PIN it was most often "Declined by the other device": its name was not
+// waited for, as the refusal was taken for no answer.
+func TestSendToLocalSendPINRefusalNamesTheReceiver(t *testing.T) {
+	p, err := lspeer.New("Phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.PIN = "4821"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(ln)
+	t.Cleanup(p.Close)
+	a := writeFile(t, "a.txt", "alpha")
+	for _, c := range []struct {
+		pin  []string
+		want string
+	}{
+		{nil, "Declined by Phone: it asks for a PIN"},
+		{[]string{"--localsend-pin", "0000"}, "Declined by Phone: wrong PIN."},
+	} {
+		args := append([]string{"send", "--config", t.TempDir(), "--protocol", "localsend", "--localsend-fingerprint", p.Fingerprint,
+			"--to", ln.Addr().String()}, c.pin...)
+		code, stdout, stderr := runCLI(t, append(args, a)...)
+		if code != 1 || !strings.Contains(stdout, c.want) {
+			t.Errorf("PIN %v: exit %d, %q (%q); want 1, %q", c.pin, code, stdout, stderr, c.want)
+		}
+	}
+}
+
 // TestSendToLocalSendTellsWhatWasLeftOut: a LocalSend receiver that takes
 // only some of the files (its user unticked one) ends the send with the
 // file named and a non-zero exit, not "1 of 1 files verified"; the summary

@@ -500,12 +500,9 @@ func (c *Client) prepare(ctx context.Context, k *conn, req *PrepareUpload, opts 
 			next, err := opts.AskPIN(ctx, pin != "")
 			if err != nil {
 				// Nobody gave another: the PIN tried was wrong, or there
-				// was none.
-				why := ErrPINRequired
-				if pin != "" {
-					why = ErrWrongPIN
-				}
-				return nil, fmt.Errorf("localsend prepare-upload: %w: %w", why, err)
+				// was none. The receiver's answer (a *StatusError) is
+				// kept: the receiver is there, and answered.
+				return nil, fmt.Errorf("%w: %w", errorOf("prepare-upload", st, messageOf(b), pin != ""), err)
 			}
 			pin = next
 			continue

@@ -321,6 +321,9 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 	if errors.Is(err, localsend.ErrStalled) {
 		return &lsStalledError{who: a.receiverName(), err: err}
 	}
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "dial" {
+		return &lsDialError{who: a.receiverName(), addr: ls.to.Addr, cause: oe.Err, err: err}
+	}
 	if errors.Is(err, localsend.ErrConnectionLost) {
 		// Said as a connection that broke ("The connection to Pixel was
 		// lost."), tried again as one, not as the request's raw error.
@@ -345,6 +348,22 @@ func (a *lsAttempt) receiverName() string {
 	}
 	return "the receiver"
 }
+
+// lsDialError: the LocalSend receiver could not be reached (it is gone,
+// not receiving, or the address is wrong), said with its name, its
+// address and the system's plain cause ("connect: connection refused"),
+// not the request's Go error; retried as the dial failure it wraps.
+type lsDialError struct {
+	who, addr string
+	cause     error // the dial's own cause
+	err       error
+}
+
+func (e *lsDialError) Error() string {
+	return fmt.Sprintf("could not connect to %s at %s (is LocalSend open there, and receiving?): %v", e.who, e.addr, e.cause)
+}
+
+func (e *lsDialError) Unwrap() error { return e.err }
 
 // lsStalledError: the LocalSend receiver stopped taking the files
 // (localsend.ErrStalled), said with its name.

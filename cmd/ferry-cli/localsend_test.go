@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +152,81 @@ func TestSendToLocalSendPINRefusalNamesTheReceiver(t *testing.T) {
 		code, stdout, stderr := runCLI(t, append(args, a)...)
 		if code != 1 || !strings.Contains(stdout, c.want) {
 			t.Errorf("PIN %v: exit %d, %q (%q); want 1, %q", c.pin, code, stdout, stderr, c.want)
+		}
+	}
+}
+
+// cutListener closes its connections once after bytes were read from
+// them all together, and then calls cut (in a goroutine): a receiver that
+// vanishes mid-file.
+type cutListener struct {
+	net.Listener
+	after int64
+	cut   func()
+	read  atomic.Int64
+	once  sync.Once
+}
+
+func (l *cutListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &cutConn{Conn: c, l: l}, nil
+}
+
+type cutConn struct {
+	net.Conn
+	l *cutListener
+}
+
+func (c *cutConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if c.l.read.Add(int64(n)) > c.l.after {
+		c.l.once.Do(func() { go c.l.cut() })
+		c.Conn.Close()
+	}
+	return n, err
+}
+
+// TestSendToLocalSendReceiverGone: a LocalSend receiver that is not there,
+// or vanishes mid-file, is said in a sentence with its name, its address
+// and the plain cause ("could not connect to Phone at 127.0.0.1:40123 (is
+// LocalSend open there, and receiving?): connect: connection refused"); it
+// was the request's Go error, 'Localsend prepare-upload: dial tcp
+// 127.0.0.1:40123: connect: connection refused.'
+func TestSendToLocalSendReceiverGone(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := ln.Addr().String()
+	ln.Close()
+	a := writeFile(t, "a.txt", "alpha")
+	code, stdout, _ := runCLI(t, "send", "--config", t.TempDir(), "--protocol", "localsend", "--retry-for", "0", "--to", nobody, a)
+	want := "failed: Could not connect to the receiver at " + nobody + " (is LocalSend open there, and receiving?): connect: connection refused."
+	if code != 1 || !strings.Contains(stdout, want) {
+		t.Errorf("nobody there: exit %d, %q; want 1, %q", code, stdout, want)
+	}
+
+	p, err := lspeer.New("Phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(&cutListener{Listener: ln, after: 1 << 20, cut: p.Close})
+	t.Cleanup(p.Close)
+	big := filepath.Join(t.TempDir(), "big.bin")
+	if err := os.WriteFile(big, make([]byte, 4<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ = runCLI(t, "send", "--config", t.TempDir(), "--protocol", "localsend", "--localsend-fingerprint", p.Fingerprint,
+		"--retry-for", "1s", "--to", ln.Addr().String(), big)
+	for _, want := range []string{"The connection to Phone was lost", "Could not connect to Phone at " + ln.Addr().String() + " (is LocalSend open there, and receiving?): connect: connection refused."} {
+		if code != 1 || !strings.Contains(stdout, want) {
+			t.Errorf("gone mid-file: exit %d, %q; want 1, %q", code, stdout, want)
 		}
 	}
 }

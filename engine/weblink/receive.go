@@ -162,8 +162,15 @@ type ReceiveOptions struct {
 	LinkOptions
 	// MaxOpen bounds the uploads a link holds open, started and not finished
 	// (default 64): each holds a file. A browser reloaded mid-way leaves its
-	// upload open until the same file is picked again or the link ends.
-	MaxOpen int
+	// upload open until the same file is picked again or the link ends, or
+	// until its place is needed: at the bound, a new upload takes the place
+	// of the one quiet longest (no bytes coming) once it has been quiet for
+	// EvictQuiet (default 1 minute); that file ends "not sent" and is sent
+	// anew if its page comes back. So uploads created and left (by a page,
+	// or by someone with the link) keep no one else out; what holds a place
+	// is a running upload, at most MaxConnsPerAddr of them per address.
+	MaxOpen    int
+	EvictQuiet time.Duration
 	// MaxFileSize bounds one file (default 1 TiB; the Inbox checks space).
 	MaxFileSize int64
 }
@@ -174,6 +181,7 @@ type receiver struct {
 	l       *Link
 	inbox   Inbox
 	maxOpen int
+	quiet   time.Duration // EvictQuiet
 	tus     *tusd.Handler
 
 	mu      sync.Mutex // guards the fields below
@@ -215,11 +223,14 @@ func (s *Server) Receive(inbox Inbox, opts ReceiveOptions) (*Link, error) {
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = 1 << 40
 	}
+	if opts.EvictQuiet <= 0 {
+		opts.EvictQuiet = time.Minute
+	}
 	l, err := s.newLink(KindReceive, opts.LinkOptions)
 	if err != nil {
 		return nil, err
 	}
-	rc := &receiver{l: l, inbox: inbox, maxOpen: opts.MaxOpen, uploads: map[string]*upload{}}
+	rc := &receiver{l: l, inbox: inbox, maxOpen: opts.MaxOpen, quiet: opts.EvictQuiet, uploads: map[string]*upload{}}
 	l.recv = rc
 	if err := l.open(); err != nil {
 		return nil, err
@@ -334,6 +345,9 @@ type upload struct {
 	made []madeFolder // the folders its partial's creation made
 
 	cancelled atomic.Bool // CancelUpload: the chunk in flight stops at its next read
+	// quietSince is when its last chunk ended (or it was created), in
+	// Unix nanoseconds by the link's clock; 0 while a chunk is written.
+	quietSince atomic.Int64
 
 	mu      sync.Mutex // guards the fields below; held while a chunk is written
 	p       *store.Partial
@@ -435,17 +449,17 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	if err != nil {
 		return nil, err
 	}
-	rc.mu.Lock()
-	if rc.stopped {
+	if !rc.take() {
+		rc.mu.Lock()
+		stopped := rc.stopped
 		rc.mu.Unlock()
-		return nil, errLinkEnded
-	}
-	if rc.open >= rc.maxOpen {
-		rc.mu.Unlock()
+		if stopped {
+			return nil, errLinkEnded
+		}
 		return nil, errTooManyOpen
 	}
-	rc.open++ // held from here; given back when the upload ends or fails below
-	rc.mu.Unlock()
+	// The place is held from here; given back when the upload ends or
+	// fails below.
 	a := Arrival{ID: id, From: dev, Name: name, Size: info.Size, Modified: browserTime(info.MetaData["lastmodified"]),
 		Batch: browserBatch(info.MetaData, name)}
 	if given := givenName(info.MetaData["filename"], info.MetaData["relativepath"]); given != name {
@@ -467,6 +481,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		pi.Began(a, dest.Dir(), p.Name(), p.Identity())
 	}
 	u := &upload{rc: rc, a: a, dest: dest, p: p}
+	u.quietSince.Store(rc.l.s.opts.Now().UnixNano())
 	for _, m := range p.MadeFolders() {
 		u.made = append(u.made, madeFolder{dest, m})
 	}
@@ -490,6 +505,57 @@ func (rc *receiver) refused(a Arrival, err error) {
 	if ri, ok := rc.inbox.(RefusingInbox); ok {
 		ri.Refused(a, errors.New(localRefusal(err)))
 	}
+}
+
+// take takes a place for a new upload: a free one, else that of the upload
+// quiet longest, once quiet for rc.quiet (evict). It reports false when
+// there is none, or the link stopped.
+func (rc *receiver) take() bool {
+	for range 3 { // another newcomer may take the place set free first
+		rc.mu.Lock()
+		if rc.stopped {
+			rc.mu.Unlock()
+			return false
+		}
+		if rc.open < rc.maxOpen {
+			rc.open++
+			rc.mu.Unlock()
+			return true
+		}
+		var quietest *upload
+		since := rc.l.s.opts.Now().Add(-rc.quiet).UnixNano()
+		for _, u := range rc.uploads {
+			if q := u.quietSince.Load(); q != 0 && q <= since && (quietest == nil || q < quietest.quietSince.Load()) {
+				quietest = u
+			}
+		}
+		rc.mu.Unlock()
+		if quietest == nil || !quietest.evict() {
+			return false
+		}
+	}
+	return false
+}
+
+// errEvicted ends an upload whose place another file took (take).
+var errEvicted = errors.New("nothing came for a while, and another file needed its place (the page sends it anew if it comes back)")
+
+// evict ends u, quiet, to give its place to another upload: its partial
+// is removed, and its page, if it comes back, is told the upload is gone
+// (404) and sends the file anew. It reports false when u was not quiet
+// after all (a chunk is being written) or already ended.
+func (u *upload) evict() bool {
+	if !u.mu.TryLock() { // a chunk is being written: not quiet
+		return false
+	}
+	defer u.mu.Unlock()
+	if u.done || u.quietSince.Load() == 0 {
+		return false
+	}
+	u.done = true
+	u.discard()
+	u.end("", errEvicted)
+	return true
 }
 
 func (rc *receiver) release() {
@@ -591,6 +657,8 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	if offset != u.offset {
 		return 0, tusd.ErrMismatchOffset
 	}
+	u.quietSince.Store(0)
+	defer func() { u.quietSince.Store(u.rc.l.s.opts.Now().UnixNano()) }()
 	w := &trackWriter{w: io.NewOffsetWriter(u.p, offset), t: u.t}
 	if pi, ok := u.rc.inbox.(ProgressInbox); ok {
 		at := offset

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -405,6 +406,85 @@ func TestBackslashSavedAsUnderscore(t *testing.T) {
 	acts := l.Activities()
 	if len(acts) != 1 || !acts[0].Done || acts[0].Err != nil || acts[0].Name != `a\b.txt` || acts[0].SavedAs != "a_b.txt" {
 		t.Fatalf("activities %+v", acts)
+	}
+}
+
+// TestQuietUploadsGiveWay: at MaxOpen, a new upload takes the place of the
+// one quiet longest once it has been quiet for EvictQuiet: its partial goes,
+// its activity ends "not sent", and its page finds it gone (404) and would
+// send it anew; one quiet for less keeps its place, and the newcomer is
+// refused as before. Uploads created and left held every place for the
+// link's life: anyone with the link kept every other browser out
+// ("too many files are being sent at once") by creating 64 and sending
+// nothing.
+func TestQuietUploadsGiveWay(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	s := startServer(t, Options{DeviceName: "Alice", Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}})
+	in, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	l, err := s.Receive(in, ReceiveOptions{MaxOpen: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &tusClient{c: &http.Client{}, base: base(s) + l.Path() + "tus/"}
+	left, res := tc.create("left.bin", 100)
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d", res.StatusCode)
+	}
+	if res := tc.patch(left, 0, make([]byte, 10)); res.StatusCode != http.StatusNoContent {
+		t.Fatalf("patch: %d", res.StatusCode)
+	}
+	advance(30 * time.Second)
+	second, res := tc.create("second.bin", 5)
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create second: %d", res.StatusCode)
+	}
+	if _, res := tc.create("third.bin", 5); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("third, with every upload quiet less than a minute: %d, want 429", res.StatusCode)
+	}
+	advance(31 * time.Second) // left.bin quiet for 61 s, second.bin for 31 s
+	third, res := tc.create("third.bin", 5)
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("third, left.bin quiet for a minute: %d, want 201", res.StatusCode)
+	}
+	if _, code := tc.head(left); code != http.StatusNotFound {
+		t.Errorf("the upload that gave way: HEAD %d, want 404", code)
+	}
+	for _, c := range []struct {
+		loc, name string
+	}{{second, "second.bin"}, {third, "third.bin"}} {
+		if res := tc.patch(c.loc, 0, []byte("hello")); res.StatusCode != http.StatusNoContent {
+			t.Fatalf("patch %s: %d", c.name, res.StatusCode)
+		}
+	}
+	entries, err := os.ReadDir(in.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if fmt.Sprint(names) != "[second.bin third.bin]" {
+		t.Errorf("download folder holds %v, want second.bin and third.bin", names)
+	}
+	for _, a := range l.Activities() {
+		if a.Name == "left.bin" && (!a.Done || !errors.Is(a.Err, errEvicted)) {
+			t.Errorf("left.bin: %+v", a)
+		}
 	}
 }
 

@@ -166,6 +166,16 @@ func (a *lsAttempt) learnName(ctx context.Context) {
 	a.t.mu.Unlock()
 }
 
+// waitName waits for learnName (named closed) at most nameWait.
+func waitName(named <-chan struct{}) {
+	t := time.NewTimer(nameWait)
+	defer t.Stop()
+	select {
+	case <-named:
+	case <-t.C:
+	}
+}
+
 // lsAttempt is one prepare-upload and its uploads.
 type lsAttempt struct {
 	e      *Engine
@@ -237,12 +247,7 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 	answered := false // the device answered the offer: its name is worth a moment
 	defer func() {
 		if answered {
-			t := time.NewTimer(nameWait)
-			select {
-			case <-named:
-			case <-t.C:
-			}
-			t.Stop()
+			waitName(named)
 		}
 		stopName()
 		<-named
@@ -273,7 +278,12 @@ func (a *lsAttempt) Run(ctx context.Context) error {
 				a.total += sizes[id]
 				a.textIn = a.textIn || id == "text"
 			}
-			a.leaveOut(ups, ids, named)
+			// The device answered: it is there, and its name, asked
+			// beside the offer, comes at once. Waited for before the files
+			// move, so every sentence from here on names it ("The
+			// connection to Pixel was lost"), however soon one comes.
+			waitName(named)
+			a.leaveOut(ups, ids)
 			a.e.setState(a.t, StateActive)
 			go a.e.watchProgress(pctx, a.t, a.sent.Load, a.total, func() int { return int(a.done.Load()) }, len(ids))
 		},
@@ -384,7 +394,7 @@ func (e *lsStalledError) Is(target error) bool { return target == core.ErrReceiv
 // leaveOut records the offered files that the receiver did not take (ids
 // are the ones it took) and tells of each, as a Ferry receiver's refusal
 // by name is told: a file event with the reason.
-func (a *lsAttempt) leaveOut(ups []localsend.Upload, ids []string, named <-chan struct{}) {
+func (a *lsAttempt) leaveOut(ups []localsend.Upload, ids []string) {
 	took := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		took[id] = true
@@ -398,15 +408,7 @@ func (a *lsAttempt) leaveOut(ups []localsend.Upload, ids []string, named <-chan 
 	if len(left) == 0 {
 		return
 	}
-	// The device answered: its name (learnName) comes at once, and the
-	// words name it ("Pixel did not take this file").
-	wait := time.NewTimer(nameWait)
-	select {
-	case <-named:
-	case <-wait.C:
-	}
-	wait.Stop()
-	who := a.receiverName()
+	who := a.receiverName() // "Pixel did not take this file"
 	for _, i := range left {
 		a.ls.mu.Lock()
 		a.ls.leftOut[i] = true

@@ -216,6 +216,9 @@ func TestSendToLocalSendReceiverGone(t *testing.T) {
 	if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
+	// Its name comes after the files began (a slow answer to info, as
+	// under load): the sentences name it all the same.
+	p.InfoDelay = 300 * time.Millisecond
 	go p.Serve(&cutListener{Listener: ln, after: 1 << 20, cut: p.Close})
 	t.Cleanup(p.Close)
 	big := filepath.Join(t.TempDir(), "big.bin")

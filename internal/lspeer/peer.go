@@ -72,6 +72,8 @@ type Peer struct {
 	Skip func(name string) bool
 	// Uploads counts the upload requests per file name.
 	Uploads map[string]int
+	// InfoDelay holds the info answer this long (a slow device).
+	InfoDelay time.Duration
 	// NoInfo answers info 404, as a receiver that serves the upload API
 	// alone.
 	NoInfo bool
@@ -150,12 +152,13 @@ func (p *Peer) Serve(ln net.Listener) error {
 	mux.HandleFunc(base+"register", p.register)
 	mux.HandleFunc(base+"info", func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
-		no := p.NoInfo
+		no, delay := p.NoInfo, p.InfoDelay
 		p.mu.Unlock()
 		if no {
 			http.NotFound(w, r)
 			return
 		}
+		time.Sleep(delay)
 		_ = json.NewEncoder(w).Encode(p.Info(nil))
 	})
 	mux.HandleFunc(base+"prepare-upload", p.prepare)

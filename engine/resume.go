@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -134,17 +135,41 @@ func (rx *receiver) offeredFiles(dir string) resume.Offered {
 }
 
 // discardStale drops the state of rx's resume key, and the partial files it
-// names that the session did not take over (s may be nil: a damaged state
-// names none we can trust, and its partials are left to the age limit).
+// names that the session did not take over; those that cannot be removed
+// stay listed (keepUnremoved). s may be nil: the caller saw to its
+// partials.
 func (rx *receiver) discardStale(s *resume.State) {
 	if s != nil {
+		var left []resume.File
+		var first error
 		for _, f := range s.Files {
-			if f.Partial != "" && !rx.holdsPartial(f.Partial) {
-				rx.removePartial(f.Partial, f.PartialID)
+			if f.Partial == "" || rx.holdsPartial(f.Partial) {
+				continue
+			}
+			if err := rx.removePartial(f.Partial, f.PartialID); err != nil {
+				left = append(left, f)
+				first = cmp.Or(first, err)
 			}
 		}
+		rx.keepUnremoved(rx.DestDir, left, first)
 	}
 	rx.e.resume.Drop(rx.resumeKey)
+}
+
+// keepUnremoved lists the partial files in dest that this transfer gives
+// up on and could not remove (err says why the first could not) among the
+// unfinished transfers, with the other partials of the same device that
+// could not be removed from there (resume.Dir.KeepUnremoved): partials
+// --discard, Settings' Discard and the age limit try again. They stayed in
+// the folder, listed nowhere, and never aged out.
+func (rx *receiver) keepUnremoved(dest string, files []resume.File, err error) {
+	if len(files) == 0 {
+		return
+	}
+	rx.e.log.Warn("partial files could not be removed: they stay listed among the unfinished transfers", "files", len(files), "err", err)
+	if err := rx.e.resume.KeepUnremoved(rx.c.PeerID().String(), rx.t.peer.Name, dest, files); err != nil {
+		rx.e.log.Warn("resume state", "err", err)
+	}
 }
 
 func (rx *receiver) holdsPartial(name string) bool {
@@ -197,7 +222,12 @@ func (rx *receiver) dropSuperseded() {
 			continue
 		}
 		for _, b := range byPath[e.Path] {
-			rx.removePartial(b.Partial, b.PartialID)
+			if err := rx.removePartial(b.Partial, b.PartialID); err != nil {
+				// Its state keeps listing it: discarded again, or aged
+				// out, with it.
+				rx.e.log.Warn("the partial of an earlier version", "err", err)
+				continue
+			}
 			forget[b.Key] = append(forget[b.Key], b.Index)
 		}
 		delete(byPath, e.Path)
@@ -223,11 +253,18 @@ func (e *Engine) receivingInto(key string) bool {
 }
 
 // removePartial deletes a partial that only the dropped state knew of (by
-// its name and identity).
-func (rx *receiver) removePartial(name, id string) {
-	if p, err := rx.Dest.OpenPartial(name, id); err == nil {
-		rx.Dest.Discard(p)
+// its name and identity). It returns an ErrPartialNotRemoved when the
+// partial is still there and could not be opened or removed (a name gone,
+// or now another file's, is not ours to remove: nil).
+func (rx *receiver) removePartial(name, id string) error {
+	p, err := rx.Dest.OpenPartial(name, id)
+	if err == nil {
+		err = rx.Dest.Discard(p)
 	}
+	if err != nil && !notOurs(err) {
+		return notRemoved(rx.DestDir, name, err)
+	}
+	return nil
 }
 
 // startJournal writes a snapshot of where this attempt starts (listing every
@@ -374,7 +411,13 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 			any = true
 		}
 		if !any {
-			rx.Dest.Discard(p)
+			// Nothing of it to reuse: it goes. One that cannot be removed
+			// now is tried again with the other partials the old state
+			// names that this session does not take over, and kept listed
+			// if it still cannot be (discardStale, right after restore).
+			if err := rx.Dest.Discard(p); err != nil {
+				rx.e.log.Info("resume: partial not reusable and not removed", "file", rf.Path, "err", err)
+			}
 			continue
 		}
 		f.part, f.partName, f.partID = p, p.Name(), p.Identity()

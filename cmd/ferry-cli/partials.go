@@ -55,7 +55,7 @@ func runPartials(ctx context.Context, args []string, out, errOut io.Writer) erro
 		for i, p := range ps {
 			list[i] = partialJSON{Key: p.Key, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files, Saved: p.Saved,
 				Verified: p.Bytes, OnDisk: p.OnDisk, Updated: p.Updated, Partials: append([]string{}, p.Partials...), Receiving: p.Receiving,
-				Damaged: p.Damaged}
+				Damaged: p.Damaged, Unremoved: p.Unremoved}
 		}
 		return json.NewEncoder(out).Encode(list)
 	}
@@ -85,6 +85,9 @@ type partialJSON struct {
 	// Damaged says why its resume state cannot be read whole; what is
 	// listed is what could still be read of it.
 	Damaged string `json:"damaged,omitempty"`
+	// Unremoved: its partial files are ones its device's transfers gave
+	// up on and could not remove; it resumes nothing.
+	Unremoved bool `json:"unremoved,omitempty"`
 }
 
 // partialLine is one unfinished transfer as partials lists it; the peer's
@@ -96,6 +99,10 @@ func partialLine(p engine.PartialTransfer, now time.Time) string {
 	}
 	if p.Damaged != "" {
 		return damagedLine(p, when)
+	}
+	if p.Unremoved {
+		return fmt.Sprintf("%s  from %s (%s)  %d partial file(s) left by its transfers that could not be removed (another program had them open, or the folder is read-only), %s on disk in %s; ferry-cli partials --discard %s tries again, %s",
+			p.Key, safetext.Name(p.PeerName), short(p.PeerID), len(p.Partials), humanBytes(p.OnDisk), safetext.Name(p.Dest), p.Key, when)
 	}
 	return fmt.Sprintf("%s  from %s (%s)  %d file(s), %d saved, %s of the others kept (%s on disk) in %s, %s", p.Key,
 		safetext.Name(p.PeerName), short(p.PeerID), p.Files, p.Saved, humanBytes(p.Bytes), humanBytes(p.OnDisk), safetext.Name(p.Dest), when)

@@ -70,3 +70,15 @@ func TestPartialLineDamaged(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// Partial files that transfers gave up on and could not remove are listed
+// as such, with how to try again (they were listed nowhere).
+func TestPartialLineUnremoved(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	got := partialLine(engine.PartialTransfer{Key: "k1", Unremoved: true, PeerName: "Bob", PeerID: "QTSPCHWUSEMLS3ZR", Dest: "/home/a/Downloads",
+		Files: 2, Partials: []string{"a.bin.partial", "b.bin.partial"}, OnDisk: 4_000_000, Updated: now.Add(-5 * time.Minute)}, now)
+	want := `k1  from Bob (QTSPCHWU)  2 partial file(s) left by its transfers that could not be removed (another program had them open, or the folder is read-only), 4.0 MB on disk in /home/a/Downloads; ferry-cli partials --discard k1 tries again, last touched 5m0s ago`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/merkle"
@@ -60,8 +61,14 @@ type State struct {
 	Delivery string `json:"delivery,omitempty"`
 	// Accepted is the number of files the transfer accepted; Files lists
 	// those begun or saved (a file not listed is implied by the offer).
-	Accepted int    `json:"accepted,omitempty"`
-	Files    []File `json:"files"`
+	Accepted int `json:"accepted,omitempty"`
+	// Unremoved: the state resumes nothing; it lists partial files that
+	// transfers from Peer into Dest gave up on and could not remove (on
+	// Windows another program had them open; a read-only folder), so that
+	// they are listed, discarded again and aged out (Dir.KeepUnremoved).
+	// Before Files: the head is what precedes them (encode, readPartially).
+	Unremoved bool   `json:"unremoved,omitempty"`
+	Files     []File `json:"files"`
 	// More, when set, yields further files that Compact writes after Files
 	// (and then only when it yields one): the saved files of a large
 	// transfer are written one by one, never held together.
@@ -110,7 +117,7 @@ func (f *File) Set(c int, leaf merkle.Hash, crc uint32) {
 
 // Held reports whether the state holds anything worth resuming.
 func (s *State) Held() bool {
-	if s.More != nil {
+	if s.More != nil || s.Unremoved && len(s.Files) > 0 {
 		return true
 	}
 	for _, f := range s.Files {
@@ -228,6 +235,8 @@ type Dir struct {
 	path string
 	log  *slog.Logger
 	now  func() time.Time
+
+	unremoved sync.Mutex // held while KeepUnremoved reads and writes a state
 }
 
 // Open returns the resume folder at path; log and now may be nil.
@@ -566,6 +575,9 @@ type Summary struct {
 	// the rest may be empty. A send of the same files resumes what it
 	// still lists, else starts over; discarding it removes those partials.
 	Damaged string
+	// Unremoved: it resumes nothing; its partials are files that
+	// transfers gave up on and could not remove (State.Unremoved).
+	Unremoved bool
 }
 
 // PartialNames are the partial files s lists (slash paths relative to its
@@ -636,6 +648,46 @@ func (d *Dir) Forget(key string, files []uint32) error {
 	return d.write(key, s)
 }
 
+// KeepUnremoved lists partial files that transfers from peer gave up on and
+// could not remove from dest (their states, which named them, go), in the
+// state of peer's unremoved partials there, which it creates or adds to:
+// listed, they are discarded again (Engine.DiscardPartial) and aged out
+// with it, where they stayed in the folder, listed nowhere. Each file
+// needs its Partial (name) and PartialID; its Path and Size say what it
+// was (BegunIn reads Path: the partial of an earlier version goes once
+// the file is saved); the rest is left out. A file already listed is
+// listed once; one without an identity is not listed (as a damaged
+// state's: its name alone could be a file received since).
+func (d *Dir) KeepUnremoved(peer, peerName, dest string, files []File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	d.unremoved.Lock()
+	defer d.unremoved.Unlock()
+	key := Key(peer, "unremoved\x00"+filepath.Clean(dest)) // one per device and folder
+	s, _ := d.Salvage(key)                                 // what it lists already, even damaged
+	if s == nil {
+		s = &State{}
+	}
+	s.Peer, s.PeerName, s.Dest, s.Unremoved = peer, peerName, filepath.Clean(dest), true
+	var next uint32
+	for _, f := range s.Files {
+		next = max(next, f.Index+1)
+	}
+	for _, f := range files {
+		if f.PartialID == "" {
+			continue // a name alone could be a file received since
+		}
+		if slices.ContainsFunc(s.Files, func(g File) bool { return g.Partial == f.Partial && g.PartialID == f.PartialID }) {
+			continue
+		}
+		s.Files = append(s.Files, File{Index: next, Path: f.Path, Size: f.Size, Partial: f.Partial, PartialID: f.PartialID})
+		next++
+	}
+	s.Accepted = len(s.Files)
+	return d.Compact(key, s)
+}
+
 // keys are the states' keys: of their snapshots, and of journals whose
 // snapshot is gone.
 func (d *Dir) keys() []string {
@@ -680,7 +732,7 @@ func (d *Dir) List() []Summary {
 			// be a file received since), and no chunk count to trust.
 			s.Files = slices.DeleteFunc(s.Files, func(f File) bool { return !f.Done && f.Partial != "" && f.PartialID == "" })
 		}
-		p := Summary{Damaged: damaged, Key: key, PeerID: s.Peer, PeerName: s.PeerName, Delivery: s.Delivery, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated,
+		p := Summary{Damaged: damaged, Unremoved: s.Unremoved, Key: key, PeerID: s.Peer, PeerName: s.PeerName, Delivery: s.Delivery, Dest: s.Dest, Files: max(s.Accepted, len(s.Files)), Updated: s.Updated,
 			Receiving: d.Busy(key)}
 		if st, err := os.Stat(d.journalPath(key)); err == nil && st.ModTime().After(p.Updated) {
 			p.Updated = st.ModTime()

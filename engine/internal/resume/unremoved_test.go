@@ -1,0 +1,57 @@
+package resume
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestKeepUnremoved: partial files that transfers from a device could not
+// remove from a folder are listed together, each once, as unremoved; a
+// file taken out of the list (its partial removed since) leaves the others
+// listed, and the last one taken out drops the state.
+func TestKeepUnremoved(t *testing.T) {
+	d := Open(t.TempDir(), nil, nil)
+	a := NewFile(4, "a.bin", 5<<20, 2)
+	a.Set(0, [32]byte{1}, 7)
+	a.Partial, a.PartialID = "a.bin.partial", "b1.2"
+	b := File{Index: 4, Path: "b.bin", Size: 10, Partial: "b.bin.partial", PartialID: "b3.4"}
+	if err := d.KeepUnremoved("PEER", "Bob", "/dl", []File{a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.KeepUnremoved("PEER", "Bob", "/dl/", []File{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.KeepUnremoved("PEER", "Bob", "/elsewhere", []File{b}); err != nil {
+		t.Fatal(err)
+	}
+	l := d.List()
+	if len(l) != 2 {
+		t.Fatalf("listed %+v", l)
+	}
+	var p Summary
+	for _, s := range l {
+		if s.Dest == "/dl" {
+			p = s
+		}
+	}
+	if !p.Unremoved || p.PeerID != "PEER" || p.PeerName != "Bob" || p.Files != 2 || p.Bytes != 0 || p.Damaged != "" ||
+		!slices.Equal(p.Partials, []string{"a.bin.partial", "b.bin.partial"}) || !slices.Equal(p.PartialIDs, []string{"b1.2", "b3.4"}) {
+		t.Fatalf("listed %+v", p)
+	}
+	begun := d.BegunIn("PEER", "/dl")
+	if len(begun) != 2 || begun[0].Path != "a.bin" || begun[1].Path != "b.bin" || begun[0].Index == begun[1].Index {
+		t.Fatalf("BegunIn: %+v", begun)
+	}
+	if err := d.Forget(p.Key, []uint32{begun[0].Index}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := d.Load(p.Key); err != nil || s == nil || len(s.Files) != 1 || s.Files[0].Partial != "b.bin.partial" {
+		t.Fatalf("after one was forgotten: %+v, %v", s, err)
+	}
+	if err := d.Forget(p.Key, []uint32{begun[1].Index}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := d.Load(p.Key); err != nil || s != nil {
+		t.Fatalf("after both were forgotten: %+v, %v", s, err)
+	}
+}

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// immutable makes dir immutable (chattr +i keeps even root from creating
+// or removing a name in it, as a program holding a file open does on
+// Windows) until the returned func or the test's end; it skips the test
+// where that cannot be done.
+func immutable(t *testing.T, dir string) (undo func()) {
+	t.Helper()
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot make a folder immutable here: %v %s", err, out)
+	}
+	undo = func() {
+		if out, err := exec.Command("chattr", "-i", dir).CombinedOutput(); err != nil {
+			t.Errorf("chattr -i: %v %s", err, out)
+		}
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+	return undo
+}
+
+// listing returns the unfinished transfers that list the partial name in
+// dir.
+func listing(e *Engine, dir, name string) []PartialTransfer {
+	var out []PartialTransfer
+	for _, p := range e.Partials() {
+		if filepath.Clean(p.Dest) == filepath.Clean(dir) && slices.Contains(p.Partials, name) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// discardAll discards every unfinished transfer e lists, and fails the test
+// if one cannot be.
+func discardAll(t *testing.T, e *Engine) {
+	t.Helper()
+	for _, p := range e.Partials() {
+		if err := e.DiscardPartial(p.Key); err != nil {
+			t.Fatalf("discard %s: %v", p.Key, err)
+		}
+	}
+	if ps := e.Partials(); len(ps) != 0 {
+		t.Errorf("listed after discarding: %+v", ps)
+	}
+}
+
+// interruptedBig leaves a 48 MB big.bin half received in recv's download
+// folder (big.bin.partial) and returns its source.
+func interruptedBig(t *testing.T, send, recv *Engine) string {
+	t.Helper()
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, 48<<20)
+	interrupt(t, send, recv, []string{big}, "tcp", 48<<20)
+	if l := listing(recv, recv.DownloadDir(), "big.bin.partial"); len(l) != 1 {
+		t.Fatalf("the interrupted transfer: %+v", recv.Partials())
+	}
+	return big
+}
+
+// TestUnreusablePartialThatCannotBeRemovedStaysListed: a send of the same
+// files finds nothing of the partial reusable (every chunk changed on
+// disk) and cannot remove it (on Windows another program has it open;
+// here the folder is immutable): it stays listed, to be discarded again
+// and aged out. It was left beside the new file, listed nowhere.
+func TestUnreusablePartialThatCannotBeRemovedStaysListed(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	dl := recv.DownloadDir()
+	big := interruptedBig(t, send, recv)
+	part := filepath.Join(dl, "big.bin.partial")
+	f, err := os.OpenFile(part, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 48<<20), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	undo := immutable(t, dl)
+	got := receivedResult(t, recv)
+	if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State == StateDone {
+		t.Fatalf("saved into an immutable folder: %+v", res)
+	}
+	<-got // the receiver's session ended (its cleanup done)
+	if _, err := os.Stat(part); err != nil {
+		t.Fatalf("the partial: %v", err)
+	}
+	if l := listing(recv, dl, "big.bin.partial"); len(l) != 1 || !l[0].Unremoved || l[0].OnDisk < 48<<20 {
+		t.Fatalf("the partial that could not be removed: listed as %+v", recv.Partials())
+	}
+	undo()
+	discardAll(t, recv)
+	if _, err := os.Stat(part); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the partial after the discard: %v", err)
+	}
+}

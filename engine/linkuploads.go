@@ -117,7 +117,7 @@ func (e *Engine) cleanLinkUploads() int {
 		}
 		left := replayLinkLog(path)
 		for dest, ps := range left {
-			k, _ := discardPartials(dest, ps.names, ps.ids) // each only if it is still that partial
+			k, _, _ := discardPartials(dest, ps.names, ps.ids) // each only if it is still that partial
 			n += k
 		}
 		os.Remove(path)

@@ -42,12 +42,11 @@ func (rx *receiver) resumeFrom(dir string) {
 		if s != nil {
 			// Its partials, where it still names them, go with it: nothing
 			// would list them once it is dropped.
-			names, ids := s.PartialNames()
 			from := dir
 			if s.Dest != "" {
 				from = s.Dest
 			}
-			discardPartials(from, names, ids)
+			rx.dropPartials(s, from)
 		}
 		rx.discardStale(nil)
 		return
@@ -61,8 +60,7 @@ func (rx *receiver) resumeFrom(dir string) {
 			// This offer, begun in another download folder (changed
 			// since): it starts afresh here, and its partials there go
 			// with the state, which alone lists them and ages them out.
-			names, ids := s.PartialNames()
-			discardPartials(s.Dest, names, ids)
+			rx.dropPartials(s, s.Dest)
 		}
 		rx.discardStale(nil)
 		return
@@ -137,7 +135,7 @@ func (rx *receiver) offeredFiles(dir string) resume.Offered {
 // discardStale drops the state of rx's resume key, and the partial files it
 // names that the session did not take over; those that cannot be removed
 // stay listed (keepUnremoved). s may be nil: the caller saw to its
-// partials.
+// partials (dropPartials).
 func (rx *receiver) discardStale(s *resume.State) {
 	if s != nil {
 		var left []resume.File
@@ -154,6 +152,26 @@ func (rx *receiver) discardStale(s *resume.State) {
 		rx.keepUnremoved(rx.DestDir, left, first)
 	}
 	rx.e.resume.Drop(rx.resumeKey)
+}
+
+// dropPartials removes the partial files that s, a state of rx's resume
+// key that goes (damaged, or for another folder), names in dest; those
+// still there that cannot be removed stay listed (keepUnremoved).
+func (rx *receiver) dropPartials(s *resume.State, dest string) {
+	var files []resume.File
+	var names, ids []string
+	for _, f := range s.Files {
+		if !f.Done && f.Partial != "" {
+			files = append(files, f)
+			names, ids = append(names, f.Partial), append(ids, f.PartialID)
+		}
+	}
+	_, left, err := discardPartials(dest, names, ids)
+	kept := make([]resume.File, len(left))
+	for i, k := range left {
+		kept[i] = files[k]
+	}
+	rx.keepUnremoved(dest, kept, err)
 }
 
 // keepUnremoved lists the partial files in dest that this transfer gives
@@ -506,7 +524,7 @@ func (e *Engine) DiscardPartial(key string) error {
 		if s.Receiving {
 			return ErrPartialInUse
 		}
-		if _, err := discardPartials(s.Dest, s.Partials, s.PartialIDs); err != nil {
+		if _, _, err := discardPartials(s.Dest, s.Partials, s.PartialIDs); err != nil {
 			// Its state alone lists the file: kept, it is listed (and aged
 			// out) still, and discarded again once the file can go.
 			return err
@@ -536,30 +554,32 @@ func (e *Engine) discarded(s PartialTransfer) {
 // discardPartials removes the partial files names (as resume states record
 // them, with their identities ids) in the download folder dest, each only if
 // it is still that partial (store.OpenPartial), and returns how many it
-// removed, and an ErrPartialNotRemoved for the first that is still there
-// and could not be opened or removed (a name gone, or now another file's,
-// is not one; nor are the partials of a folder that cannot be opened).
-func discardPartials(dest string, names, ids []string) (int, error) {
-	d, err := store.Open(dest)
-	if err != nil {
-		return 0, nil // nothing of it can be reached, nor ever removed
+// removed, the indexes in names of those still there that could not be
+// opened or removed (a name gone, or now another file's, is not one; nor
+// are the partials of a folder that cannot be opened), and an
+// ErrPartialNotRemoved for the first of them.
+func discardPartials(dest string, names, ids []string) (n int, left []int, err error) {
+	d, oerr := store.Open(dest)
+	if oerr != nil {
+		return 0, nil, nil // nothing of it can be reached, nor ever removed
 	}
 	defer d.Close()
-	n := 0
-	var first error
 	for i, name := range names {
-		p, err := d.OpenPartial(name, ids[i])
-		if err == nil {
-			if err = d.Discard(p); err == nil {
+		p, perr := d.OpenPartial(name, ids[i])
+		if perr == nil {
+			if perr = d.Discard(p); perr == nil {
 				n++
 				continue
 			}
 		}
-		if first == nil && !notOurs(err) {
-			first = notRemoved(dest, name, err)
+		if !notOurs(perr) {
+			left = append(left, i)
+			if err == nil {
+				err = notRemoved(dest, name, perr)
+			}
 		}
 	}
-	return n, first
+	return n, left, err
 }
 
 // notOurs reports whether OpenPartial's err means there is no partial of

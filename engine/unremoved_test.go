@@ -103,3 +103,60 @@ func TestUnreusablePartialThatCannotBeRemovedStaysListed(t *testing.T) {
 		t.Errorf("the partial after the discard: %v", err)
 	}
 }
+
+// TestStalePartialThatCannotBeRemovedStaysListed: a resume state that no
+// longer fits the offer (begun in another download folder, or damaged)
+// goes, and the partials it named that cannot be removed stay listed,
+// to be discarded again and aged out. They were left in the folder,
+// listed nowhere.
+func TestStalePartialThatCannotBeRemovedStaysListed(t *testing.T) {
+	t.Run("another folder", func(t *testing.T) {
+		recv := startReceiver(t, Options{})
+		send := testEngine(t, Options{})
+		first := recv.DownloadDir()
+		big := interruptedBig(t, send, recv)
+		second := t.TempDir()
+		if err := recv.SetDownloadDir(second); err != nil {
+			t.Fatal(err)
+		}
+		undo := immutable(t, first)
+		got := receivedResult(t, recv)
+		if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State != StateDone {
+			t.Fatalf("%s %q", res.State, res.Err)
+		}
+		<-got
+		sameTree(t, big, second)
+		if l := listing(recv, first, "big.bin.partial"); len(l) != 1 || !l[0].Unremoved || l[0].OnDisk < 48<<20 {
+			t.Fatalf("the partial left in the first folder: listed as %+v", recv.Partials())
+		}
+		undo()
+		discardAll(t, recv)
+		if ents, _ := os.ReadDir(first); len(ents) != 0 {
+			t.Errorf("the first folder still holds %v", ents)
+		}
+	})
+	t.Run("damaged", func(t *testing.T) {
+		recv := startReceiver(t, Options{})
+		send := testEngine(t, Options{})
+		dl := recv.DownloadDir()
+		big := interruptedBig(t, send, recv)
+		key := recv.Partials()[0].Key
+		if err := os.WriteFile(filepath.Join(recv.resume.Path(), key+".json"), []byte("{garbage"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		undo := immutable(t, dl)
+		got := receivedResult(t, recv)
+		if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State == StateDone {
+			t.Fatalf("saved into an immutable folder: %+v", res)
+		}
+		<-got
+		if l := listing(recv, dl, "big.bin.partial"); len(l) != 1 || !l[0].Unremoved {
+			t.Fatalf("the partial of the damaged state: listed as %+v", recv.Partials())
+		}
+		undo()
+		discardAll(t, recv)
+		if ents, _ := os.ReadDir(dl); len(ents) != 0 {
+			t.Errorf("the folder still holds %v", ents)
+		}
+	})
+}

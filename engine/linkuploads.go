@@ -117,8 +117,8 @@ func (e *Engine) cleanLinkUploads() int {
 		}
 		left := replayLinkLog(path)
 		for dest, ps := range left {
-			k, _, _ := discardPartials(dest, ps.names, ps.ids) // each only if it is still that partial
-			n += k
+			d, _, _ := discardPartials(dest, ps.names, ps.ids) // each only if it is still that partial
+			n += d.Files
 		}
 		os.Remove(path)
 	}

@@ -517,24 +517,37 @@ var ErrPartialInUse = errors.New("that transfer is being received now: cancel it
 // It refuses one being received now (ErrPartialInUse): its files would be
 // deleted under it, and it would fail at its end.
 func (e *Engine) DiscardPartial(key string) error {
+	_, err := e.DiscardPartialFiles(key)
+	return err
+}
+
+// Discarded is what discarding an unfinished transfer removed.
+type Discarded struct {
+	Files int   // partial files removed (those gone already, or now another file's, are not)
+	Freed int64 // the disk space they took
+}
+
+// DiscardPartialFiles is DiscardPartial, and says what it removed.
+func (e *Engine) DiscardPartialFiles(key string) (Discarded, error) {
 	for _, s := range e.Partials() {
 		if s.Key != key {
 			continue
 		}
 		if s.Receiving {
-			return ErrPartialInUse
+			return Discarded{}, ErrPartialInUse
 		}
-		if _, _, err := discardPartials(s.Dest, s.Partials, s.PartialIDs); err != nil {
+		d, _, err := discardPartials(s.Dest, s.Partials, s.PartialIDs)
+		if err != nil {
 			// Its state alone lists the file: kept, it is listed (and aged
 			// out) still, and discarded again once the file can go.
-			return err
+			return d, err
 		}
 		e.resume.Drop(key)
 		e.discarded(s)
-		return nil
+		return d, nil
 	}
 	e.resume.Drop(key)
-	return nil
+	return Discarded{}, nil
 }
 
 // discarded ends the transfer whose partial files were discarded: its row
@@ -553,22 +566,27 @@ func (e *Engine) discarded(s PartialTransfer) {
 
 // discardPartials removes the partial files names (as resume states record
 // them, with their identities ids) in the download folder dest, each only if
-// it is still that partial (store.OpenPartial), and returns how many it
+// it is still that partial (store.OpenPartial), and returns what it
 // removed, the indexes in names of those still there that could not be
 // opened or removed (a name gone, or now another file's, is not one; nor
 // are the partials of a folder that cannot be opened), and an
 // ErrPartialNotRemoved for the first of them.
-func discardPartials(dest string, names, ids []string) (n int, left []int, err error) {
+func discardPartials(dest string, names, ids []string) (done Discarded, left []int, err error) {
 	d, oerr := store.Open(dest)
 	if oerr != nil {
-		return 0, nil, nil // nothing of it can be reached, nor ever removed
+		return done, nil, nil // nothing of it can be reached, nor ever removed
 	}
 	defer d.Close()
 	for i, name := range names {
 		p, perr := d.OpenPartial(name, ids[i])
 		if perr == nil {
+			var took int64
+			if st, serr := os.Lstat(filepath.Join(dest, filepath.FromSlash(name))); serr == nil {
+				took = store.Allocated(st)
+			}
 			if perr = d.Discard(p); perr == nil {
-				n++
+				done.Files++
+				done.Freed += took
 				continue
 			}
 		}
@@ -579,7 +597,7 @@ func discardPartials(dest string, names, ids []string) (n int, left []int, err e
 			}
 		}
 	}
-	return n, left, err
+	return done, left, err
 }
 
 // notOurs reports whether OpenPartial's err means there is no partial of

@@ -44,7 +44,12 @@ func runPartials(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if *discard != "" {
 		for _, p := range e.Partials() {
 			if p.Key == *discard {
-				return e.DiscardPartial(p.Key)
+				d, err := e.DiscardPartialFiles(p.Key)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(out, discardedLine(p, d))
+				return nil
 			}
 		}
 		return fmt.Errorf("no unfinished transfer with key %q (run ferry-cli partials to list them)", *discard)
@@ -93,7 +98,7 @@ type partialJSON struct {
 // partialLine is one unfinished transfer as partials lists it; the peer's
 // name is its own words, escaped.
 func partialLine(p engine.PartialTransfer, now time.Time) string {
-	when := "last touched " + now.Sub(p.Updated).Round(time.Minute).String() + " ago"
+	when := "last touched " + seenAgo(p.Updated, now)
 	if p.Receiving {
 		when = "receiving now"
 	}
@@ -101,21 +106,39 @@ func partialLine(p engine.PartialTransfer, now time.Time) string {
 		return damagedLine(p, when)
 	}
 	if p.Unremoved {
-		return fmt.Sprintf("%s  from %s (%s)  %d partial file(s) left by its transfers that could not be removed (another program had them open, or the folder is read-only), %s on disk in %s; ferry-cli partials --discard %s tries again, %s",
-			p.Key, safetext.Name(p.PeerName), short(p.PeerID), len(p.Partials), humanBytes(p.OnDisk), safetext.Name(p.Dest), p.Key, when)
+		return fmt.Sprintf("%s  %s  %d partial file(s) left by its transfers that could not be removed (another program had them open, or the folder is read-only), %s on disk in %s; ferry-cli partials --discard %s tries again, %s",
+			p.Key, fromWhom(p), len(p.Partials), humanBytes(p.OnDisk), safetext.Name(p.Dest), p.Key, when)
 	}
-	return fmt.Sprintf("%s  from %s (%s)  %d file(s), %d saved, %s of the others kept (%s on disk) in %s, %s", p.Key,
-		safetext.Name(p.PeerName), short(p.PeerID), p.Files, p.Saved, humanBytes(p.Bytes), humanBytes(p.OnDisk), safetext.Name(p.Dest), when)
+	return fmt.Sprintf("%s  %s  %d file(s), %d saved, %s of the others kept (%s on disk) in %s, %s", p.Key,
+		fromWhom(p), p.Files, p.Saved, humanBytes(p.Bytes), humanBytes(p.OnDisk), safetext.Name(p.Dest), when)
+}
+
+// discardedLine says what discarding the unfinished transfer p removed.
+func discardedLine(p engine.PartialTransfer, d engine.Discarded) string {
+	from := fromWhom(p)
+	switch d.Files {
+	case 0:
+		return fmt.Sprintf("discarded the unfinished transfer %s: none of its partial files was left to remove", from)
+	case 1:
+		return fmt.Sprintf("discarded the unfinished transfer %s: 1 partial file removed, %s freed", from, humanBytes(d.Freed))
+	}
+	return fmt.Sprintf("discarded the unfinished transfer %s: %d partial files removed, %s freed", from, d.Files, humanBytes(d.Freed))
+}
+
+// fromWhom names the device an unfinished transfer came from, "from Bob
+// (QTSPCHWU)", its name escaped; a damaged state may no longer say.
+func fromWhom(p engine.PartialTransfer) string {
+	if p.PeerID == "" {
+		return "from an unknown device"
+	}
+	return fmt.Sprintf("from %s (%s)", safetext.Name(p.PeerName), short(p.PeerID))
 }
 
 // damagedLine is an unfinished transfer whose resume state is damaged:
 // what could still be read of it, what a send of the same files does, and
 // how to remove it.
 func damagedLine(p engine.PartialTransfer, when string) string {
-	from := "from an unknown device"
-	if p.PeerID != "" {
-		from = fmt.Sprintf("from %s (%s)", safetext.Name(p.PeerName), short(p.PeerID))
-	}
+	from := fromWhom(p)
 	kept := "its partial files were not found (gone, or in another download folder than the one looked in: give it with --dir)"
 	if n := len(p.Partials); n > 0 {
 		kept = fmt.Sprintf("%d partial file(s) still named, %s on disk in %s; a send of the same files resumes what it still lists, else starts over",

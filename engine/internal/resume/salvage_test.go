@@ -92,8 +92,8 @@ func TestDamagedStateIsListedWithItsPartials(t *testing.T) {
 		peer   string
 		why    string
 	}{
-		{"garbage", func() { os.WriteFile(snap, bytes.Repeat([]byte{0xa5}, len(b)), 0o600) }, "", "its snapshot is damaged (garbled from byte 1)"},
-		{"cut in its second file", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"b (1)`))], 0o600) }, "PEER", "its snapshot is damaged (cut short)"},
+		{"garbage", func() { os.WriteFile(snap, bytes.Repeat([]byte{0xa5}, len(b)), 0o600) }, "", "its snapshot is garbled from byte 1"},
+		{"cut in its second file", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"b (1)`))], 0o600) }, "PEER", "its snapshot is cut short"},
 		{"gone", func() { os.Remove(snap) }, "", "its snapshot is missing"},
 	} {
 		c.damage()

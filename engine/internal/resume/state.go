@@ -291,17 +291,27 @@ func (e *DamagedError) Error() string {
 func (e *DamagedError) Unwrap() error { return e.Err }
 
 // Words says what is wrong in words a user can read, without the
-// decoder's: "its snapshot is damaged (cut short)".
+// decoder's, and without brackets of its own (a sentence puts them in
+// some): "its snapshot is cut short".
 func (e *DamagedError) Words() string {
 	var syn *json.SyntaxError
+	what := e.Why
+	if what == snapshotDamaged {
+		what = "its snapshot is"
+	} else {
+		what += ","
+	}
 	switch {
 	case errors.Is(e.Err, io.ErrUnexpectedEOF), errors.Is(e.Err, io.EOF):
-		return e.Why + " (cut short)"
+		return what + " cut short"
 	case errors.As(e.Err, &syn):
-		return fmt.Sprintf("%s (garbled from byte %d)", e.Why, syn.Offset)
+		return fmt.Sprintf("%s garbled from byte %d", what, syn.Offset)
 	}
 	return e.Why
 }
+
+// snapshotDamaged is the Why of a snapshot that cannot be decoded.
+const snapshotDamaged = "its snapshot is damaged"
 
 // Salvage reads what it can of key's state, which Load found damaged (its
 // error is returned with it): the fields of its snapshot and its whole
@@ -352,7 +362,7 @@ func (d *Dir) loadSnapshot(key string) (*State, error) {
 	}
 	var s State
 	if err := json.NewDecoder(f).Decode(&s); err != nil {
-		return nil, &DamagedError{Key: key, Why: "its snapshot is damaged", Err: err}
+		return nil, &DamagedError{Key: key, Why: snapshotDamaged, Err: err}
 	}
 	return &s, nil
 }
@@ -569,7 +579,7 @@ type Summary struct {
 	// to be discarded.
 	Receiving bool
 	// Damaged says why the state cannot be read whole ("its snapshot is
-	// damaged (cut short)"), or is empty. What Salvage still reads of
+	// cut short"), or is empty. What Salvage still reads of
 	// it is listed: its partials only where their identity is known (a
 	// name alone could be a file received since), and PeerID, Dest and
 	// the rest may be empty. A send of the same files resumes what it

@@ -70,37 +70,54 @@ func interruptedBig(t *testing.T, send, recv *Engine) string {
 // files finds nothing of the partial reusable (every chunk changed on
 // disk) and cannot remove it (on Windows another program has it open;
 // here the folder is immutable): it stays listed, to be discarded again
-// and aged out. It was left beside the new file, listed nowhere.
+// and aged out, and goes once the same file is saved. It was left beside
+// the new file, listed nowhere.
 func TestUnreusablePartialThatCannotBeRemovedStaysListed(t *testing.T) {
-	recv := startReceiver(t, Options{})
-	send := testEngine(t, Options{})
-	dl := recv.DownloadDir()
-	big := interruptedBig(t, send, recv)
-	part := filepath.Join(dl, "big.bin.partial")
-	f, err := os.OpenFile(part, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(make([]byte, 48<<20), 0); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	undo := immutable(t, dl)
-	got := receivedResult(t, recv)
-	if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State == StateDone {
-		t.Fatalf("saved into an immutable folder: %+v", res)
-	}
-	<-got // the receiver's session ended (its cleanup done)
-	if _, err := os.Stat(part); err != nil {
-		t.Fatalf("the partial: %v", err)
-	}
-	if l := listing(recv, dl, "big.bin.partial"); len(l) != 1 || !l[0].Unremoved || l[0].OnDisk < 48<<20 {
-		t.Fatalf("the partial that could not be removed: listed as %+v", recv.Partials())
-	}
-	undo()
-	discardAll(t, recv)
-	if _, err := os.Stat(part); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the partial after the discard: %v", err)
+	for _, then := range []string{"discarded", "saved"} {
+		t.Run(then, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{})
+			dl := recv.DownloadDir()
+			big := interruptedBig(t, send, recv)
+			part := filepath.Join(dl, "big.bin.partial")
+			f, err := os.OpenFile(part, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(make([]byte, 48<<20), 0); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			undo := immutable(t, dl)
+			got := receivedResult(t, recv)
+			if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State == StateDone {
+				t.Fatalf("saved into an immutable folder: %+v", res)
+			}
+			<-got // the receiver's session ended (its cleanup done)
+			if _, err := os.Stat(part); err != nil {
+				t.Fatalf("the partial: %v", err)
+			}
+			if l := listing(recv, dl, "big.bin.partial"); len(l) != 1 || !l[0].Unremoved || l[0].OnDisk < 48<<20 {
+				t.Fatalf("the partial that could not be removed: listed as %+v", recv.Partials())
+			}
+			undo()
+			if then == "discarded" {
+				discardAll(t, recv)
+			} else {
+				got := receivedResult(t, recv)
+				if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State != StateDone {
+					t.Fatalf("%s %q", res.State, res.Err)
+				}
+				<-got
+				sameTree(t, big, dl)
+				if ps := recv.Partials(); len(ps) != 0 {
+					t.Errorf("listed once the file was saved: %+v", ps)
+				}
+			}
+			if _, err := os.Stat(part); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the partial at the end: %v", err)
+			}
+		})
 	}
 }
 

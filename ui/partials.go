@@ -127,6 +127,15 @@ func partialText(p PartialTransfer, now time.Time) string {
 	if p.Saved > 0 {
 		files += fmt.Sprintf(" (%d saved)", p.Saved)
 	}
+	switch {
+	case p.Unremoved:
+		// Not a transfer that can resume: say what it is and why it is
+		// still here.
+		return fmt.Sprintf("From %s · %s that could not be removed (another program had them open, or the folder is read-only) · %s on disk · %s",
+			who, plural(p.Files, "unfinished file"), HumanBytes(p.Bytes), Age(p.Updated, now))
+	case p.Damaged != "":
+		files += " · resume state damaged (" + p.Damaged + ")"
+	}
 	if p.Receiving {
 		return fmt.Sprintf("From %s · %s · %s held · receiving now", who, files, HumanBytes(p.Bytes))
 	}

@@ -280,6 +280,20 @@ func TestRowOfASendWaitingForItsDevice(t *testing.T) {
 	}
 }
 
+// Partials that transfers could not remove are said to be that, not an
+// unfinished transfer that resumes; a damaged state says so.
+func TestPartialTextSaysUnremovedAndDamaged(t *testing.T) {
+	now := time.Now()
+	got := partialText(PartialTransfer{PeerName: "Alice", Files: 2, Bytes: 104_900_000, Updated: now, Unremoved: true}, now)
+	if want := "From Alice · 2 unfinished files that could not be removed (another program had them open, or the folder is read-only) · 104.9 MB on disk · just now"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	got = partialText(PartialTransfer{PeerName: "Alice", Files: 1, Bytes: 1000, Updated: now, Damaged: "its snapshot is cut short"}, now)
+	if want := "From Alice · 1 file · resume state damaged (its snapshot is cut short) · 1.0 kB held · just now"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // A kept transfer whose some files are saved says how many.
 func TestPartialTextSaysWhatIsSaved(t *testing.T) {
 	now := time.Now()

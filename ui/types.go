@@ -642,4 +642,11 @@ type PartialTransfer struct {
 	Updated  time.Time
 	// Receiving: it is being received now; its files cannot be discarded.
 	Receiving bool
+	// Damaged says why its resume state could not be read whole ("its
+	// snapshot is cut short"): it lists what could still be read of it.
+	Damaged string
+	// Unremoved: it resumes nothing; its files are partials that
+	// transfers gave up on and could not remove (another program had them
+	// open, or the folder is read-only). Discard tries again.
+	Unremoved bool
 }

@@ -79,6 +79,9 @@ type pauses struct {
 type retryLine struct {
 	n   int
 	why string
+	// back: the transport line since the last retry was said (a
+	// transport line with none since is a change within the connection).
+	back bool
 }
 
 func newPrinter(out io.Writer, asJSON bool) *printer {
@@ -184,7 +187,7 @@ func (p *printer) event(ev engine.Event) {
 			default:
 				p.line("%s...", again)
 			}
-			last.why = why
+			last.why, last.back = why, false
 			p.retries[ev.TransferID] = last
 		}
 	case engine.EventOffer:
@@ -244,9 +247,16 @@ func (p *printer) event(ev engine.Event) {
 		if p.connected == nil {
 			p.connected = map[string]bool{}
 		}
-		if p.connected[ev.TransferID] {
+		r := p.retries[ev.TransferID]
+		if p.connected[ev.TransferID] && (ev.Direction == engine.Receiving || r.n > 0 && !r.back) {
 			// Back after "reconnecting": said as that, not as a transfer
-			// starting over.
+			// starting over. A sender's change on the same connection
+			// (auto moving the data from QUIC to TCP, more flows) is no
+			// reconnect: it had no retry since its last transport line.
+			if r.n > 0 {
+				r.back = true
+				p.retries[ev.TransferID] = r
+			}
 			p.line("reconnected over %s (%s)%s", ev.Transport.Name, ev.Transport.Reason, receivedRoute(ev))
 			break
 		}

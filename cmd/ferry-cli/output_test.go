@@ -496,3 +496,28 @@ func TestReconnectLines(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// A sender whose transport changes on the same connection (auto moving
+// the data from QUIC to TCP mid-batch, or spreading it over more flows)
+// did not reconnect: only a transport line after a retry says so.
+func TestSwitchOverIsNoReconnect(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	peer := engine.PeerInfo{Name: "Echo", ID: "BTBBMUFVAAAA"}
+	transport := func(name, reason string) engine.Event {
+		return engine.Event{Kind: engine.EventTransport, TransferID: "a", Direction: engine.Sending, Peer: peer, Transport: &engine.TransportInfo{Name: name, Reason: reason}}
+	}
+	p.event(transport("quic", "QUIC answered first"))
+	p.event(transport("tcp", "TCP takes the rest of the batch"))
+	p.event(engine.Event{Kind: engine.EventState, TransferID: "a", Direction: engine.Sending, State: engine.StateRetrying, Result: &engine.Result{Err: "The connection was lost."}})
+	p.event(transport("tcp", "clean path"))
+	p.event(transport("tcp", "random loss: 4 flows"))
+	want := "transport: quic (QUIC answered first)\n" +
+		"transport: tcp (TCP takes the rest of the batch)\n" +
+		"reconnecting: The connection was lost.\n" +
+		"reconnected over tcp (clean path)\n" +
+		"transport: tcp (random loss: 4 flows)\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

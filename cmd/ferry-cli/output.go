@@ -68,6 +68,9 @@ type printer struct {
 	// and how long its earlier pauses lasted, which its done line leaves
 	// out of the speed.
 	paused map[string]*pauses
+	// to, when set, is the "to" of every --json event (several
+	// recipients: the --to it concerns; the peer is empty until reached).
+	to func(engine.Event) string
 }
 
 // pauses is how long a transfer stood paused, by its events' times.
@@ -117,6 +120,13 @@ func (p *printer) event(ev engine.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
+		if p.to != nil {
+			p.enc.Encode(struct {
+				engine.Event
+				To string `json:"to"`
+			}{ev, p.to(ev)})
+			return
+		}
 		if b, ok := p.files.line(ev); ok {
 			p.out.Write(b)
 			return

@@ -243,6 +243,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	defer stopToggle()
 	if several {
 		p.prefix = func(ev engine.Event) string { return "[" + safetext.Name(label[ev.TransferID]) + "] " }
+		p.to = func(ev engine.Event) string { return label[ev.TransferID] }
 	}
 	pending := len(trs)
 	keyChanges := map[string]*engine.KeyChange{} // by transfer: the failure names the command that forgets

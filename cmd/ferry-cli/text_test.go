@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -101,6 +102,47 @@ func TestSendSeveralRecipients(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "send", "--config", t.TempDir(), "--to", a.tcp, "--to", b.tcp, "--id", a.id, src); code != 2 {
 		t.Errorf("--id with several --to: exit %d, want 2", code)
+	}
+}
+
+// send --json to several devices names, in every event, the --to it
+// concerns: one that was never reached has an empty peer, and its result
+// was otherwise nobody's.
+func TestSendSeveralJSONNamesEachRecipient(t *testing.T) {
+	a := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	src := writeFile(t, "group.txt", "for everyone\n")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--retry-for", "0", "--transport", "tcp",
+		"--to", a.tcp, "--to", dead, "--json", src)
+	if code != 1 {
+		t.Fatalf("send exit %d, stderr %q; want 1", code, stderr)
+	}
+	results := map[string]string{} // to -> state
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var ev struct {
+			engine.Event
+			To string `json:"to"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not a JSON event: %v: %s", err, line)
+		}
+		if ev.To != a.tcp && ev.To != dead {
+			t.Errorf("event names no recipient (to %q): %s", ev.To, line)
+		}
+		if ev.Kind == engine.EventResult {
+			if _, twice := results[ev.To]; twice {
+				t.Errorf("a second result for %s: %s", ev.To, line)
+			}
+			results[ev.To] = string(ev.Result.State)
+		}
+	}
+	if results[a.tcp] != string(engine.StateDone) || results[dead] != string(engine.StateFailed) {
+		t.Errorf("results %v; want %s done and %s failed", results, a.tcp, dead)
 	}
 }
 

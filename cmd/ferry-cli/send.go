@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -114,7 +115,15 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		target, err := resolveTarget(ctx, to, *cfg, *lsScan, errOut)
 		if err != nil {
-			return err
+			if len(tos) == 1 || errors.Is(err, errUsage) || ctx.Err() != nil {
+				return err
+			}
+			// A device not found (gone meanwhile) or not told apart
+			// stops none of the others, as one that cannot start does.
+			fmt.Fprintf(errOut, "ferry-cli send: %s: %s\n", safetext.Name(to), shown(err.Error()))
+			unsendable[len(targets)] = true
+			targets = append(targets, engine.Target{})
+			continue
 		}
 		if *id != "" {
 			// A name that resolved to another device is refused, not sent

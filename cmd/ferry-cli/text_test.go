@@ -105,6 +105,28 @@ func TestSendSeveralRecipients(t *testing.T) {
 	}
 }
 
+// send --to A --to NAME, where no device answers to NAME (it left, or was
+// never there), still sends to A: a name not found stops none of the
+// others, and the exit status says one did not receive.
+func TestSendSeveralOneNameNotFound(t *testing.T) {
+	a := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	src := writeFile(t, "group.txt", "for everyone\n")
+	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--retry-for", "0", "--transport", "tcp",
+		"--to", "Gone Laptop", "--to", a.tcp, src)
+	if code != 1 || !strings.Contains(stderr, `no device called "Gone Laptop"`) || !strings.Contains(stderr, "1 of 2 recipients did not receive everything: Gone Laptop") {
+		t.Errorf("send exit %d, stderr %q; want 1, saying Gone Laptop was not found", code, stderr)
+	}
+	if !strings.Contains(stdout, "["+a.tcp+"] done") {
+		t.Fatalf("no done line for %s in:\n%s", a.tcp, stdout) // nor will receive --once end
+	}
+	if code := a.wait(); code != 0 {
+		t.Errorf("receive exit %d: %s", code, a.errOut)
+	}
+	if got, err := os.ReadFile(filepath.Join(a.dir, "group.txt")); err != nil || string(got) != "for everyone\n" {
+		t.Errorf("received %q, %v", got, err)
+	}
+}
+
 // send --json to several devices names, in every event, the --to it
 // concerns: one that was never reached has an empty peer, and its result
 // was otherwise nobody's.

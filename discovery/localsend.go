@@ -92,7 +92,10 @@ func (p Peer) SpeaksLocalSend() bool { return p.LocalSend != nil }
 // entry of its own.
 func (d *Discovery) SeeLocalSend(dev localsend.Device) {
 	ip := dev.Addr.Unmap()
-	if !ip.IsValid() || dev.Fingerprint == "" {
+	// An announcement from 0.0.0.0 (a device with no IPv4 address sends
+	// LocalSend's IPv4 multicast from it: an IPv6-only link) cannot be
+	// answered there, and listed it would be a second device of the name.
+	if !ip.IsValid() || ip.IsUnspecified() || dev.Fingerprint == "" {
 		return
 	}
 	port := dev.Port

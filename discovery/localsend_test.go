@@ -222,3 +222,17 @@ func TestHostileLocalSendSightings(t *testing.T) {
 		t.Fatal("an ambiguous name resolved")
 	}
 }
+
+// On a link with IPv6 addresses only, a Ferry receiver's LocalSend
+// announcement (IPv4 multicast) leaves from 0.0.0.0: unanswerable there,
+// it is no device. Listed, it was a second "Lima" at 0.0.0.0:53317 beside
+// the Ferry one, and send --to Lima was refused as ambiguous.
+func TestLocalSendFromUnspecifiedAddressIgnored(t *testing.T) {
+	d, _ := newTestDiscovery(t, Options{LocalSendTTL: time.Minute})
+	for _, ip := range []string{"0.0.0.0", "::"} {
+		d.SeeLocalSend(lsDevice("Lima", fpN(3), ip, false))
+	}
+	if got := d.Peers(); len(got) != 0 {
+		t.Fatalf("peers %+v; want none", got)
+	}
+}

@@ -127,7 +127,9 @@ func (c *Client) open(t Target) *conn {
 	if t.Scheme == "http" {
 		scheme = "http"
 	}
-	k.base = scheme + "://" + t.Addr + apiPrefix
+	// url.URL escapes an IPv6 zone ("[fe80::1%25eth0]"): a link-local
+	// address written in as it is parses as no URL.
+	k.base = (&url.URL{Scheme: scheme, Host: t.Addr}).String() + apiPrefix
 	tlsConf := &tls.Config{
 		// A LocalSend certificate is self-signed: it is checked by its
 		// fingerprint (below), not by a chain or a host name.

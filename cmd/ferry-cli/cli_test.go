@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -703,7 +704,15 @@ func TestNamespacesSendByName(t *testing.T) {
 		p.OS != runtime.GOOS || !slices.Contains(p.HostPorts(), "10.77.1.1:"+defaultPort) {
 		t.Fatalf("peers in the other namespace: %q %v (stderr %s)", out, err, errOut)
 	}
-	if ls := p.LocalSend; ls == nil || ls.Alias != "Netns Box" || ls.Addr.HostPort() != "10.77.1.1:53317" || !ls.Verified || len(ls.Fingerprint) != 64 ||
+	// Its LocalSend side at either of its addresses: the IPv4 one, or its
+	// IPv6 link-local one (reachable since the client escapes the zone),
+	// whichever was verified first.
+	lsAt := func(ls *discovery.LocalSend) bool {
+		host, port, _ := net.SplitHostPort(ls.Addr.HostPort())
+		ip, err := netip.ParseAddr(host)
+		return port == "53317" && err == nil && (ip == netip.MustParseAddr("10.77.1.1") || ip.Is6() && ip.IsLinkLocalUnicast())
+	}
+	if ls := p.LocalSend; ls == nil || ls.Alias != "Netns Box" || !lsAt(ls) || !ls.Verified || len(ls.Fingerprint) != 64 ||
 		!slices.Contains(p.Addresses(), ls.Addr) {
 		t.Fatalf("the receiver's LocalSend side: %+v", p.LocalSend)
 	}

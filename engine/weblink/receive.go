@@ -171,6 +171,14 @@ type ReceiveOptions struct {
 	// is a running upload, at most MaxConnsPerAddr of them per address.
 	MaxOpen    int
 	EvictQuiet time.Duration
+	// MinRate is the least a request sending a file's bytes (a chunk) must
+	// deliver in each RateWindow it runs (defaults 64 KiB per 30 s): one
+	// slower is ended, what it delivered kept, and the page sends on from
+	// there. A request trickling a byte a minute held its upload's place
+	// and its connection for as long as it liked (the per-read timeout
+	// never fired), so a few addresses could hold every place.
+	MinRate    int64
+	RateWindow time.Duration
 	// MaxFileSize bounds one file (default 1 TiB; the Inbox checks space).
 	MaxFileSize int64
 }
@@ -182,6 +190,8 @@ type receiver struct {
 	inbox   Inbox
 	maxOpen int
 	quiet   time.Duration // EvictQuiet
+	minRate int64         // MinRate
+	window  time.Duration // RateWindow
 	tus     *tusd.Handler
 
 	mu      sync.Mutex // guards the fields below
@@ -226,11 +236,18 @@ func (s *Server) Receive(inbox Inbox, opts ReceiveOptions) (*Link, error) {
 	if opts.EvictQuiet <= 0 {
 		opts.EvictQuiet = time.Minute
 	}
+	if opts.MinRate <= 0 {
+		opts.MinRate = 64 << 10
+	}
+	if opts.RateWindow <= 0 {
+		opts.RateWindow = 30 * time.Second
+	}
 	l, err := s.newLink(KindReceive, opts.LinkOptions)
 	if err != nil {
 		return nil, err
 	}
-	rc := &receiver{l: l, inbox: inbox, maxOpen: opts.MaxOpen, quiet: opts.EvictQuiet, uploads: map[string]*upload{}}
+	rc := &receiver{l: l, inbox: inbox, maxOpen: opts.MaxOpen, quiet: opts.EvictQuiet,
+		minRate: opts.MinRate, window: opts.RateWindow, uploads: map[string]*upload{}}
 	l.recv = rc
 	if err := l.open(); err != nil {
 		return nil, err
@@ -277,13 +294,19 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request, rest string, d
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, ChunkSize)
-	r = r.WithContext(context.WithValue(r.Context(), deviceKey{}, dev))
+	ctx := context.WithValue(r.Context(), deviceKey{}, dev)
+	ctx = context.WithValue(ctx, connKey{}, http.NewResponseController(w))
+	r = r.WithContext(ctx)
 	// tusd's router reads the path below its base.
 	http.StripPrefix(rc.l.Path()+"tus", rc.tus).ServeHTTP(w, r)
 }
 
 // deviceKey carries the browser's address to the data store.
 type deviceKey struct{}
+
+// connKey carries the request's http.ResponseController to the data
+// store, which stops reading a body that comes too slowly (tooSlow).
+type connKey struct{}
 
 // Errors checkUploadRequest returns.
 var (
@@ -361,6 +384,9 @@ var (
 	errTooManyOpen = tusd.NewError("ERR_TOO_MANY_UPLOADS", "too many files are being sent at once; wait for some to finish", http.StatusTooManyRequests)
 	errNoLength    = tusd.NewError("ERR_LENGTH_REQUIRED", "the file's size must be given", http.StatusBadRequest)
 	errLinkEnded   = tusd.NewError("ERR_LINK_ENDED", "this link has ended", http.StatusGone)
+	// errTooSlow ends a chunk that came slower than MinRate; the page
+	// retries (a 5xx) from what arrived.
+	errTooSlow = tusd.NewError("ERR_TOO_SLOW", "the file came too slowly; it goes on from where it stopped", http.StatusServiceUnavailable)
 	// The page does not retry these (upload.js onShouldRetry).
 	errNoSpace    = tusd.NewError("ERR_NO_SPACE", "the receiving device ran out of space", http.StatusInsufficientStorage)
 	errSaveFailed = tusd.NewError("ERR_SAVE", "the file could not be saved on the receiving device", http.StatusInternalServerError)
@@ -668,10 +694,21 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 		}
 	}
 	buf := make([]byte, 256<<10)
-	n, err := io.CopyBuffer(w, &linkReader{l: u.rc.l, r: src, cancelled: &u.cancelled}, buf)
+	lr := &linkReader{l: u.rc.l, r: src, cancelled: &u.cancelled,
+		minRate: u.rc.minRate, window: u.rc.window}
+	lr.markAt = u.rc.l.s.opts.Now()
+	n, err := io.CopyBuffer(w, lr, buf)
 	u.offset += n
 	if err != nil && u.rc.l.ctx.Err() != nil {
 		return n, errLinkEnded
+	}
+	if errors.Is(err, errTooSlow) {
+		// Nothing more is read from this connection: net/http closes it
+		// after the answer rather than reading on what is left of the body.
+		if c, ok := ctx.Value(connKey{}).(*http.ResponseController); ok {
+			c.SetReadDeadline(time.Now())
+		}
+		return n, errTooSlow
 	}
 	if err != nil && u.cancelled.Load() {
 		return n, errCancelledHere
@@ -838,11 +875,20 @@ func (rc *receiver) stop(why error) {
 	prune(made)
 }
 
-// linkReader stops reading an upload's body once the link ended.
+// linkReader stops reading an upload's body once the link ended, or once
+// it came slower than minRate bytes in a window (by the link's clock,
+// window after window from the request's start, checked as each read
+// returns: tusd's per-read timeout bounds how long one read may wait).
 type linkReader struct {
 	l         *Link
 	r         io.Reader
 	cancelled *atomic.Bool
+
+	minRate int64
+	window  time.Duration
+	got     int64     // bytes read so far
+	markAt  time.Time // when the current window began
+	mark    int64     // got then
 }
 
 func (r *linkReader) Read(b []byte) (int, error) {
@@ -852,7 +898,17 @@ func (r *linkReader) Read(b []byte) (int, error) {
 	if r.cancelled.Load() {
 		return 0, errCancelled
 	}
-	return r.r.Read(b)
+	n, err := r.r.Read(b)
+	r.got += int64(n)
+	if r.window > 0 {
+		if now := r.l.s.opts.Now(); now.Sub(r.markAt) >= r.window {
+			if r.got-r.mark < r.minRate && err == nil {
+				return n, errTooSlow
+			}
+			r.markAt, r.mark = now, r.got
+		}
+	}
+	return n, err
 }
 
 // trackWriter counts an upload's bytes for its tracker.

@@ -733,3 +733,90 @@ func TestZipEntryName(t *testing.T) {
 		}
 	}
 }
+
+// progressInbox is a FolderInbox that reports each upload's bytes on a
+// channel.
+type progressInbox struct {
+	*FolderInbox
+	at chan int64
+}
+
+func (p *progressInbox) Progress(a Arrival, bytes int64) { p.at <- bytes }
+
+func TestSlowChunkEnds(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	s := startServer(t, Options{DeviceName: "Alice", Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}})
+	fi, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fi.Close() })
+	in := &progressInbox{FolderInbox: fi, at: make(chan int64, 16)}
+	l, err := s.Receive(in, ReceiveOptions{}) // at least 64 KiB in each 30 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &tusClient{c: &http.Client{}, base: base(s) + l.Path() + "tus/"}
+	loc, res := tc.create("slow.bin", 10)
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d", res.StatusCode)
+	}
+	// A chunk of 3 bytes that trickles: one, then 31 s later another.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPatch, loc, pr)
+	req.ContentLength = 3
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.Header.Set("Upload-Offset", "0")
+	done := make(chan *http.Response, 1)
+	go func() {
+		res, err := tc.c.Do(req)
+		if err != nil {
+			done <- nil
+			return
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		done <- res
+	}()
+	pw.Write([]byte("a"))
+	if at := <-in.at; at != 1 {
+		t.Fatalf("progress %d, want 1", at)
+	}
+	advance(31 * time.Second)
+	pw.Write([]byte("b"))
+	if at := <-in.at; at != 2 {
+		t.Fatalf("progress %d, want 2", at)
+	}
+	// The third byte completes the chunk unless it was ended already.
+	go func() { pw.Write([]byte("c")); pw.Close() }()
+	res = <-done
+	if res == nil || res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a chunk that brought 1 byte in 31 s: %+v, want 503", res)
+	}
+	// The upload stays, resumable from what arrived.
+	if off, code := tc.head(loc); code != http.StatusOK || off != 2 {
+		t.Fatalf("HEAD after: %d at %d, want 200 at 2", code, off)
+	}
+	go func() {
+		for range in.at {
+		}
+	}()
+	if res := tc.patch(loc, 2, []byte("cdefghij")); res.StatusCode != http.StatusNoContent {
+		t.Fatalf("resume: %d", res.StatusCode)
+	}
+	got, err := os.ReadFile(filepath.Join(fi.Dir(), "slow.bin"))
+	if err != nil || string(got) != "abcdefghij" {
+		t.Fatalf("saved %q, %v", got, err)
+	}
+}

@@ -190,6 +190,9 @@ func (s *Server) prepareDownload(w http.ResponseWriter, r *http.Request) {
 		if err := s.checkPINFor(sh.SharedPIN(), addr, q.PIN); err != nil {
 			msg := map[error]string{ErrTooManyPINs: "Too many requests", ErrPINRequired: "PIN required", ErrWrongPIN: "Invalid PIN"}[err]
 			fail(w, statusOf(err), msg)
+			if s.cfg.OnPIN != nil {
+				s.cfg.OnPIN(addr, err)
+			}
 			return
 		}
 		if id, err = s.dls.add(addr, sh); err != nil {

@@ -3,8 +3,10 @@ package localsend
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -203,4 +205,41 @@ func FuzzDownloadQuery(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", raw, pq)
 		}
 	})
+}
+
+// TestDownloadPINRefusalsAreHeard: a share's PIN refused (missing, wrong,
+// then locked out) is told to OnPIN, as an upload's is.
+func TestDownloadPINRefusalsAreHeard(t *testing.T) {
+	var cur atomic.Pointer[memShared]
+	cur.Store(&memShared{pin: "1234", files: map[string][]byte{"a": []byte("hi")}})
+	var heard []error
+	s, err := NewServer(ServerConfig{Cert: testCert(t, 0), Receiver: &memReceiver{},
+		Shared: func() Shared { return cur.Load() },
+		OnPIN: func(addr netip.Addr, err error) {
+			if addr != netip.MustParseAddr("192.0.2.9") {
+				t.Errorf("OnPIN from %v", addr)
+			}
+			heard = append(heard, err)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"", "?pin=1", "?pin=2", "?pin=3", "?pin=4"} {
+		call(s, http.MethodPost, pd+q, "192.0.2.9")
+	}
+	want := []error{ErrPINRequired, ErrWrongPIN, ErrWrongPIN, ErrWrongPIN, ErrTooManyPINs}
+	if len(heard) != len(want) {
+		t.Fatalf("OnPIN heard %v, want %v", heard, want)
+	}
+	for i := range want {
+		if !errors.Is(heard[i], want[i]) {
+			t.Errorf("refusal %d: %v, want %v", i, heard[i], want[i])
+		}
+	}
+	if rec := call(s, http.MethodPost, pd+"?pin=1234", "192.0.2.10"); rec.Code != http.StatusOK {
+		t.Errorf("the right PIN from elsewhere: %d", rec.Code)
+	}
+	if len(heard) != len(want) {
+		t.Errorf("the right PIN was heard as a refusal: %v", heard[len(want):])
+	}
 }

@@ -177,10 +177,10 @@ type ServerConfig struct {
 	BodyTimeout time.Duration
 	// PINLockout is how long an address that gave 3 wrong PINs gets 429 (0: 5 minutes).
 	PINLockout time.Duration
-	// OnPIN hears every prepare-upload refused for its PIN, and from
-	// where: err is ErrPINRequired (none given: the app asks its user),
-	// ErrWrongPIN, or ErrTooManyPINs (refused unread: the address gave
-	// 3 wrong PINs within PINLockout). It is called on the request's
+	// OnPIN hears every prepare-upload, and every prepare-download of a
+	// share, refused for its PIN, and from where: err is ErrPINRequired
+	// (none given: the app asks its user), ErrWrongPIN, or ErrTooManyPINs
+	// (refused unread: the address gave 3 wrong PINs within PINLockout). It is called on the request's
 	// goroutine and must not block; nil: nobody hears.
 	OnPIN func(addr netip.Addr, err error)
 	// Shared is the share open now for the download API (prepare-download,

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // one event at the minute's end, and so on every minute while they go on,
 // so that a guesser makes at most one event a minute per address (of at
 // most maxPINWatch addresses; the rest together, Peer.Addr empty). It
-// belongs to no transfer.
+// belongs to no transfer. Those still waiting for their minute's end when
+// the engine closes are told as it closes. A share's PIN (prepare-download)
+// refused counts as an offer's.
 const EventLocalSendPIN EventKind = "localsend_pin"
 
 // PINRefusals counts the offers of one address refused for their PIN since
@@ -164,13 +167,28 @@ func (w *pinWatch) publish(addr netip.Addr, n PINRefusals) {
 	w.e.bus.Publish(Event{Kind: EventLocalSendPIN, Time: w.e.now(), Peer: peer, PIN: &n})
 }
 
-// close stops the timers: nothing more is told.
+// close stops the timers and tells, at once, the refusals still waiting
+// for their minute's end (the LocalSend server is closed by then: no more
+// come); nothing is told after. They were dropped, so the last guesses
+// before Ferry quit went unseen.
 func (w *pinWatch) close() {
+	type pending struct {
+		addr netip.Addr
+		n    PINRefusals
+	}
+	var left []pending
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.closed = true
-	for _, t := range w.addrs {
+	for a, t := range w.addrs {
 		t.timer.Stop()
+		if t.n != (PINRefusals{}) {
+			left = append(left, pending{a, t.n})
+		}
 	}
 	w.addrs = nil
+	w.mu.Unlock()
+	slices.SortFunc(left, func(a, b pending) int { return a.n.Since.Compare(b.n.Since) })
+	for _, p := range left {
+		w.publish(p.addr, p.n)
+	}
 }

@@ -117,3 +117,37 @@ func TestLocalSendPINRefusalsBounded(t *testing.T) {
 		t.Fatalf("after a quiet minute: %+v %+v", ev.Peer, ev.PIN)
 	}
 }
+
+// TestLocalSendPINRefusalsToldOnClose: refusals waiting for their minute's
+// end are told as the engine closes; they were dropped.
+func TestLocalSendPINRefusalsToldOnClose(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+	e := testEngine(t, Options{Clock: clk})
+	events, unsub := e.Subscribe(64)
+	defer unsub()
+	from := netip.MustParseAddr("10.1.2.3")
+	e.lsPINs.refused(from, localsend.ErrWrongPIN) // told at once
+	if ev := nextPIN(t, events); ev.PIN.Wrong != 1 {
+		t.Fatalf("first: %+v", ev.PIN)
+	}
+	since := clk.Now()
+	e.lsPINs.refused(from, localsend.ErrWrongPIN)
+	e.lsPINs.refused(from, localsend.ErrTooManyPINs)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind != EventLocalSendPIN {
+				continue
+			}
+			if ev.Peer.Addr != "10.1.2.3" || *ev.PIN != (PINRefusals{Wrong: 1, Locked: 1, Since: since}) {
+				t.Fatalf("told on close: %+v %+v", ev.Peer, ev.PIN)
+			}
+			return
+		default:
+			t.Fatal("the refusals waiting for their minute were not told when the engine closed")
+		}
+	}
+}

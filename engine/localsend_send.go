@@ -438,7 +438,8 @@ func (a *lsAttempt) Outcome() core.AttemptOutcome {
 }
 
 // lsSendError maps a LocalSend client error to the engine's words: the
-// receiver's refusals become its decisions ("Declined by <alias>"), a
+// receiver's refusals become its decisions ("Declined by <alias>"), its
+// PIN refusals its rule ("<alias> refused the PIN: it was wrong"), a
 // certificate that is not the announced one and a checksum mismatch are
 // final, and lost connections are retried.
 func lsSendError(err error) error {
@@ -450,11 +451,11 @@ func lsSendError(err error) error {
 	case errors.Is(err, localsend.ErrBusy):
 		return &wire.RemoteError{Code: wire.CodeBusy, Reason: "it is busy with another transfer; try again when it is done"}
 	case errors.Is(err, localsend.ErrTooManyPINs):
-		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "too many wrong PINs; try again in a few minutes"}
+		return fmt.Errorf("%w: %w", core.ErrPINLockedOut, &wire.RemoteError{Code: wire.CodeDeclined, Reason: "too many wrong PINs"})
 	case errors.Is(err, localsend.ErrWrongPIN):
-		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "wrong PIN"}
+		return fmt.Errorf("%w: %w", core.ErrPINWrong, &wire.RemoteError{Code: wire.CodeDeclined, Reason: "wrong PIN"})
 	case errors.Is(err, localsend.ErrPINRequired):
-		return &wire.RemoteError{Code: wire.CodeDeclined, Reason: "it asks for a PIN: ask its owner for it and send again with it"}
+		return fmt.Errorf("%w: %w", core.ErrPINNeeded, &wire.RemoteError{Code: wire.CodeDeclined, Reason: "a PIN is required"})
 	case errors.Is(err, localsend.ErrFingerprint), errors.Is(err, localsend.ErrBadInput):
 		return fmt.Errorf("%w: %w", wire.ErrProtocol, err)
 	case errors.Is(err, localsend.ErrChecksum):

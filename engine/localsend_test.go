@@ -356,7 +356,7 @@ func TestLocalSendSendDeclinedAndPIN(t *testing.T) {
 	}
 	p.Decline, p.PIN = false, "77"
 	_, r = lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{})
-	if r.State != StateDeclined || !strings.Contains(r.Err, "PIN") {
+	if r.State != StateDeclined || r.Err != "Pixel asks for a PIN: ask its owner for it and send again with it." {
 		t.Fatalf("no PIN: %+v", r)
 	}
 	_, r = lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{AskPIN: func(context.Context, bool) (string, error) { return "77", nil }})
@@ -372,8 +372,16 @@ func TestLocalSendSendDeclinedAndPIN(t *testing.T) {
 		}
 		return "", errors.New("no more PINs")
 	}})
-	if r.State != StateDeclined || !strings.Contains(strings.ToLower(r.Err), "wrong pin") {
+	if r.State != StateDeclined || r.Err != "Pixel refused the PIN: it was wrong." {
 		t.Fatalf("a wrong PIN: %+v", r)
+	}
+	// Wrong PINs until the receiver turns this device away: its rule,
+	// not its owner declining anything.
+	_, r = lsSendWait(t, e, to, Items{Text: "hi"}, LocalSendSendOptions{AskPIN: func(context.Context, bool) (string, error) {
+		return "99", nil
+	}})
+	if r.State != StateDeclined || r.Err != "Pixel turned this device away after 3 wrong PINs; try again in a few minutes." {
+		t.Fatalf("locked out: %+v", r)
 	}
 }
 

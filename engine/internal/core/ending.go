@@ -87,6 +87,12 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		if !remote {
 			e.Text = "Expired: not answered in time."
 		}
+	case errors.Is(err, ErrPINWrong):
+		e.State, e.Text = StateDeclined, peer+" refused the PIN: it was wrong."
+	case errors.Is(err, ErrPINLockedOut):
+		e.State, e.Text = StateDeclined, peer+" turned this device away after 3 wrong PINs; try again in a few minutes."
+	case errors.Is(err, ErrPINNeeded):
+		e.State, e.Text = StateDeclined, peer+" asks for a PIN: ask its owner for it and send again with it."
 	case errors.Is(err, errcode.ErrDeclined):
 		e.State = StateDeclined
 		e.Text = "Declined by " + peer + "."

@@ -51,6 +51,13 @@ var (
 	// and LocalSend has no resume (its user is asked anew); Retry sends
 	// what did not arrive.
 	ErrReceiverStalled = errors.New("the receiver stopped taking the files")
+	// ErrPINNeeded, ErrPINWrong and ErrPINLockedOut are a receiver's
+	// refusals of an offer for its PIN (LocalSend): its rule, not its
+	// owner's decision, so they never read "Declined". The receiver's
+	// RemoteError (CodeDeclined: not retried) is wrapped beside them.
+	ErrPINNeeded    = errors.New("the receiver asks for a PIN")
+	ErrPINWrong     = errors.New("the receiver refused the PIN: it was wrong")
+	ErrPINLockedOut = errors.New("the receiver turned this device away after 3 wrong PINs")
 	// ErrTextUnsupported: the receiver's Ferry is too old to take a text item.
 	ErrTextUnsupported = errors.New("the receiving device's Ferry cannot receive text yet: update it, or send the text as a file")
 	// ErrPairMismatch ends a transfer whose user said the two screens show

@@ -1127,7 +1127,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	if !ok && code == wire.CodeVerifyFailed {
 		rx.mismatched++
 	}
-	part := f.part
+	part, partName, partID := f.part, f.partName, f.partID
 	f.part = nil
 	if part != nil {
 		rx.open--
@@ -1148,7 +1148,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	}
 	rx.mu.Unlock()
 	if part != nil && !ok {
-		rx.Dest.Discard(part)
+		rx.discardFailed(f, part, partName, partID)
 	}
 	if ok && rx.journal != nil {
 		if err := rx.journal.Saved(f.idx, savedAs); err != nil {
@@ -1171,6 +1171,18 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	}
 	rx.Resolved(int(f.idx), ok, savedAs, root, reason)
 	rx.checkComplete()
+}
+
+// discardFailed removes p, the partial (named name, of identity id) of f,
+// a file that failed. One that cannot be removed (on Windows another
+// program has it open; a read-only folder) stays listed (keepUnremoved):
+// the snapshot lists no failed file, so it stayed in the folder, listed
+// nowhere and never aged out.
+func (rx *receiver) discardFailed(f *rxFile, p *store.Partial, name, id string) {
+	if err := rx.Dest.Discard(p); err != nil && name != "" {
+		rx.keepUnremoved(rx.DestDir, []resume.File{{Index: f.idx, Path: f.entry.Path, Size: f.entry.Size, Partial: name, PartialID: id}},
+			notRemoved(rx.DestDir, name, err))
+	}
 }
 
 func (rx *receiver) checkComplete() {

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/wire"
 )
 
 // immutable makes dir immutable (chattr +i keeps even root from creating
@@ -176,4 +179,40 @@ func TestStalePartialThatCannotBeRemovedStaysListed(t *testing.T) {
 			t.Errorf("the folder still holds %v", ents)
 		}
 	})
+}
+
+// unremovedReceiver is createReceiver with a connection (whose device the
+// partials that cannot be removed are listed under) and its folder.
+func unremovedReceiver(t *testing.T, a []byte) *receiver {
+	t.Helper()
+	rx := createReceiver(t, a, nil)
+	rx.c, _ = newPipeConns(identity.DeviceID{}, identity.DeviceID{})
+	rx.DestDir = rx.Dest.Dir()
+	return rx
+}
+
+// TestFailedFilesPartialThatCannotBeRemovedStaysListed: a file that fails
+// (here an I/O error; a verify failure alike) loses its partial, and one
+// that cannot be removed (on Windows another program has it open; here
+// the folder is immutable) stays listed, to be discarded again and aged
+// out. The snapshot lists no failed file, so it stayed in the folder,
+// listed nowhere.
+func TestFailedFilesPartialThatCannotBeRemovedStaysListed(t *testing.T) {
+	a := randomBytes(64<<10 + 500)
+	rx := unremovedReceiver(t, a)
+	landAll(t, rx, 0, a, 0)
+	f := fileOf(t, rx, 0)
+	undo := immutable(t, filepath.Join(rx.DestDir, "d"))
+	rx.resolve(f, false, "", wire.CodeIO, "the disk failed")
+	if _, err := os.Stat(filepath.Join(rx.DestDir, "d", "a.bin.partial")); err != nil {
+		t.Fatalf("the partial: %v", err)
+	}
+	if l := listing(rx.e, rx.DestDir, "d/a.bin.partial"); len(l) != 1 || !l[0].Unremoved {
+		t.Fatalf("the failed file's partial that could not be removed: listed as %+v", rx.e.Partials())
+	}
+	undo()
+	discardAll(t, rx.e)
+	if left, _ := filepath.Glob(filepath.Join(rx.DestDir, "d", "*")); len(left) != 0 {
+		t.Errorf("left in the destination: %v", left)
+	}
 }

@@ -215,8 +215,8 @@ type receiver struct {
 	done      chan struct{}         // closed when the session has ended
 	ctlDone   chan struct{}         // closed when readControl returned
 	verdict   atomic.Pointer[error] // the session's own end, once decided (a decline)
-	// creating, when set (tests only), runs as each file's partial is
-	// about to be created (openPartial).
+	// creating, when set (tests only), runs as each file's partial has
+	// just been created, before the file takes it (openPartial).
 	creating func(*rxFile)
 
 	mu sync.Mutex // guards the fields below
@@ -1471,10 +1471,10 @@ func (rx *receiver) openPartial(f *rxFile, bounded bool) (bool, error) {
 	rx.open++ // the place is taken while the file is created
 	rx.mu.Unlock()
 
+	p, err := rx.createPartial(f)
 	if rx.creating != nil {
 		rx.creating(f)
 	}
-	p, err := rx.createPartial(f)
 	rx.mu.Lock()
 	if err != nil || f.resolved {
 		rx.open--
@@ -1482,7 +1482,7 @@ func (rx *receiver) openPartial(f *rxFile, bounded bool) (bool, error) {
 		if err != nil {
 			rx.notSaved(f, err)
 		} else {
-			rx.Dest.Discard(p) // resolved (failed) while it was created
+			rx.discardFailed(f, p, p.Name(), p.Identity()) // resolved (failed) while it was created
 		}
 		return false, nil
 	}

@@ -216,3 +216,32 @@ func TestFailedFilesPartialThatCannotBeRemovedStaysListed(t *testing.T) {
 		t.Errorf("left in the destination: %v", left)
 	}
 }
+
+// TestPartialOfAFileResolvedWhileCreatedThatCannotBeRemovedStaysListed: a
+// file that fails while its partial is being created loses the new
+// partial, and one that cannot be removed stays listed, as a failed
+// file's does. It stayed in the folder, listed nowhere.
+func TestPartialOfAFileResolvedWhileCreatedThatCannotBeRemovedStaysListed(t *testing.T) {
+	a := randomBytes(64<<10 + 500)
+	rx := unremovedReceiver(t, a)
+	var undo func()
+	rx.creating = func(f *rxFile) {
+		undo = immutable(t, filepath.Join(rx.DestDir, "d"))
+		rx.resolve(f, false, "", wire.CodeIO, "cancelled meanwhile")
+	}
+	landAll(t, rx, 0, a, 0)
+	if undo == nil {
+		t.Fatal("no partial was created")
+	}
+	if _, err := os.Stat(filepath.Join(rx.DestDir, "d", "a.bin.partial")); err != nil {
+		t.Fatalf("the partial: %v", err)
+	}
+	if l := listing(rx.e, rx.DestDir, "d/a.bin.partial"); len(l) != 1 || !l[0].Unremoved {
+		t.Fatalf("the partial that could not be removed: listed as %+v", rx.e.Partials())
+	}
+	undo()
+	discardAll(t, rx.e)
+	if left, _ := filepath.Glob(filepath.Join(rx.DestDir, "d", "*")); len(left) != 0 {
+		t.Errorf("left in the destination: %v", left)
+	}
+}

@@ -629,9 +629,12 @@ func (e *Engine) CleanPartials(maxAge time.Duration) int {
 	n := 0
 	for _, p := range e.Partials() {
 		if e.now().Sub(p.Updated) > maxAge {
-			if e.DiscardPartial(p.Key) == nil {
-				n++
+			if err := e.DiscardPartial(p.Key); err != nil {
+				// It stays listed, and is tried again at the next clean.
+				e.log.Warn("an unfinished transfer past the age limit could not be discarded", "key", p.Key, "from", p.PeerName, "err", err)
+				continue
 			}
+			n++
 		}
 	}
 	return n

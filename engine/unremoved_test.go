@@ -1,12 +1,17 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -243,5 +248,54 @@ func TestPartialOfAFileResolvedWhileCreatedThatCannotBeRemovedStaysListed(t *tes
 	discardAll(t, rx.e)
 	if left, _ := filepath.Glob(filepath.Join(rx.DestDir, "d", "*")); len(left) != 0 {
 		t.Errorf("left in the destination: %v", left)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAgeOutThatCannotRemoveAPartialSaysSo: the age limit's clean
+// (CleanPartials) that cannot remove a partial keeps its transfer listed,
+// to try again, and logs a warning that says why; it said nothing.
+func TestAgeOutThatCannotRemoveAPartialSaysSo(t *testing.T) {
+	a := randomBytes(64<<10 + 500)
+	rx := unremovedReceiver(t, a)
+	landAll(t, rx, 0, a, 0)
+	f := fileOf(t, rx, 0)
+	undo := immutable(t, filepath.Join(rx.DestDir, "d"))
+	rx.resolve(f, false, "", wire.CodeIO, "the disk failed")
+	var logged lockedBuffer
+	rx.e.log = slog.New(slog.NewTextHandler(&logged, nil))
+	if n := rx.e.CleanPartials(-time.Hour); n != 0 { // below zero: every one is past it
+		t.Errorf("CleanPartials discarded %d, want 0", n)
+	}
+	if l := listing(rx.e, rx.DestDir, "d/a.bin.partial"); len(l) != 1 {
+		t.Fatalf("after an age-out that could not remove it: listed as %+v", rx.e.Partials())
+	}
+	if log := logged.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "could not be discarded") ||
+		!strings.Contains(log, ErrPartialNotRemoved.Error()) {
+		t.Errorf("the log says %q, want a warning that the transfer could not be discarded and why", log)
+	}
+	undo()
+	if n := rx.e.CleanPartials(-time.Hour); n != 1 {
+		t.Errorf("CleanPartials once it can: %d discarded, want 1", n)
+	}
+	if ps := rx.e.Partials(); len(ps) != 0 {
+		t.Errorf("listed after the age-out: %+v", ps)
 	}
 }

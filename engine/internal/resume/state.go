@@ -236,7 +236,10 @@ type Dir struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	unremoved sync.Mutex // held while KeepUnremoved reads and writes a state
+	unremoved sync.Mutex // held while KeepUnremoved or Forget reads and writes a state (lockStates)
+	// rewriting, when set (tests only), runs while KeepUnremoved holds a
+	// state it has read and not yet written.
+	rewriting func()
 }
 
 // Open returns the resume folder at path; log and now may be nil.
@@ -254,6 +257,7 @@ func Open(path string, log *slog.Logger, now func() time.Time) *Dir {
 func (d *Dir) Path() string { return d.path }
 
 func (d *Dir) snapshotPath(key string) string { return filepath.Join(d.path, key+".json") }
+func (d *Dir) lockPath() string               { return filepath.Join(d.path, ".states.lock") } // keys skips it: a dot name
 func (d *Dir) journalPath(key string) string  { return filepath.Join(d.path, key+".log") }
 
 // Load reads the snapshot for key and replays its journal; a missing
@@ -646,6 +650,7 @@ func (d *Dir) BegunIn(peer, dest string) []Begun {
 // caller's to remove), keeping when it was last touched; a state left
 // holding nothing is dropped.
 func (d *Dir) Forget(key string, files []uint32) error {
+	defer d.lockStates()()
 	s, err := d.Load(key)
 	if err != nil || s == nil {
 		return err
@@ -672,8 +677,7 @@ func (d *Dir) KeepUnremoved(peer, peerName, dest string, files []File) error {
 	if len(files) == 0 {
 		return nil
 	}
-	d.unremoved.Lock()
-	defer d.unremoved.Unlock()
+	defer d.lockStates()()
 	key := Key(peer, "unremoved\x00"+filepath.Clean(dest)) // one per device and folder
 	s, _ := d.Salvage(key)                                 // what it lists already, even damaged
 	if s == nil {
@@ -695,7 +699,36 @@ func (d *Dir) KeepUnremoved(peer, peerName, dest string, files []File) error {
 		next++
 	}
 	s.Accepted = len(s.Files)
+	if d.rewriting != nil {
+		d.rewriting()
+	}
 	return d.Compact(key, s)
+}
+
+// lockStates holds the lock under which a state that several transfers
+// add to or take from (KeepUnremoved, Forget) is read and written again,
+// so that none of them loses another's change: d.unremoved in this
+// process and, where the platform has file locks, a lock on a file in the
+// folder that the app and a ferry-cli on the same config both wait for
+// (lockWrites). Elsewhere two processes can still lose one's change. It
+// returns the func that lets go.
+func (d *Dir) lockStates() (unlock func()) {
+	d.unremoved.Lock()
+	var f *os.File
+	if lockingJournals && os.MkdirAll(d.path, 0o700) == nil {
+		// Best effort: without the file (a read-only folder), the write
+		// that follows fails anyway.
+		f, _ = os.OpenFile(d.lockPath(), os.O_RDWR|os.O_CREATE, 0o600)
+	}
+	if f != nil {
+		lockWrites(f)
+	}
+	return func() {
+		if f != nil {
+			f.Close() // lets the file lock go
+		}
+		d.unremoved.Unlock()
+	}
 }
 
 // keys are the states' keys: of their snapshots, and of journals whose

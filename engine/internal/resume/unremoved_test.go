@@ -55,3 +55,31 @@ func TestKeepUnremoved(t *testing.T) {
 		t.Fatalf("after both were forgotten: %+v, %v", s, err)
 	}
 }
+
+// TestKeepUnremovedLocksOtherProcessesOut: KeepUnremoved holds a file
+// lock, which another process on the same config (the app beside a
+// ferry-cli receive) waits for, from reading the state it adds to until
+// it has written it; only a lock within the process was held, so two
+// processes adding to the same device's and folder's state at once could
+// each write what it read without the other's file, and one was lost.
+func TestKeepUnremovedLocksOtherProcessesOut(t *testing.T) {
+	if !lockingJournals {
+		t.Skip("no file locks here")
+	}
+	d := Open(t.TempDir(), nil, nil)
+	var held bool
+	d.rewriting = func() { held = journalLocked(d.lockPath()) } // another open of the file: as another process sees it
+	f := File{Index: 4, Path: "b.bin", Size: 10, Partial: "b.bin.partial", PartialID: "b3.4"}
+	if err := d.KeepUnremoved("PEER", "Bob", "/dl", []File{f}); err != nil {
+		t.Fatal(err)
+	}
+	if !held {
+		t.Error("KeepUnremoved wrote its state without a lock another process would wait for")
+	}
+	if journalLocked(d.lockPath()) {
+		t.Error("the lock is still held after KeepUnremoved")
+	}
+	if l := d.List(); len(l) != 1 || len(l[0].Partials) != 1 {
+		t.Errorf("listed %+v", l)
+	}
+}

@@ -617,6 +617,15 @@ func (l *transferList) refresh(v *transferView) {
 	} else if v.d.Phase == transfer.Done {
 		v.bar.SetValue(1)
 	}
+	// An end before a byte moved (declined, withdrawn, cancelled, failed
+	// to start) has no progress to show: an empty bar there read as
+	// something still to come. Done rows keep theirs full, and rows that
+	// moved bytes keep theirs where they stopped.
+	nothing := v.d.Phase.Final() && v.d.Phase != transfer.Done && inPlace == 0
+	if showIf(v.bar, !nothing) {
+		v.obj.Refresh() // lay the row out again without (or with) the bar
+		l.box.Refresh()
+	}
 
 	label, imp := l.stateText(v)
 	relayout := label != v.stateLbl.Text || imp != v.stateLbl.Importance

@@ -1,0 +1,58 @@
+package ui
+
+import (
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+)
+
+// TestEndedWithNothingMovedHasNoBar: a row that ended before a byte moved
+// (declined, withdrawn, cancelled, failed to start) shows no progress bar;
+// it showed an empty 0 % one, as if something were still to come. A row
+// that moved bytes keeps its bar where they stopped, a done one full, and a
+// cancelled send resumed shows its bar again.
+func TestEndedWithNothingMovedHasNoBar(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	alice := Peer{ID: idAlice, Name: "Alice"}
+	end := func(id string, dir Direction, r *Result) *transferView {
+		t.Helper()
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: dir, State: r.State, Peer: alice, Result: r})
+		return u.transfers.byID[id]
+	}
+
+	// Offers this user declined and the sender withdrew.
+	u.ApplyTransfer(offerEvent("in-declined", 2))
+	u.ApplyTransfer(offerEvent("in-withdrawn", 1))
+	u.ApplyTransfer(offerEvent("in-failed", 1))
+	// A receive cancelled half-way, one done.
+	u.ApplyTransfer(offerEvent("in-half", 1))
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "in-half", Direction: Incoming, State: StateActive, Peer: alice,
+		Progress: &Progress{Bytes: 500, Total: 1000}})
+	u.ApplyTransfer(offerEvent("in-done", 1))
+	for _, c := range []struct {
+		v    *transferView
+		bar  bool
+		want float64
+	}{
+		{end("in-declined", Incoming, &Result{State: StateDeclined, Code: CodeDeclined}), false, 0},
+		{end("in-withdrawn", Incoming, &Result{State: StateCancelled, Code: CodeCancelled, ByPeer: true}), false, 0},
+		{end("in-failed", Incoming, &Result{State: StateFailed, Err: "The connection was lost."}), false, 0},
+		{end("out-declined", Outgoing, &Result{State: StateDeclined, Code: CodeDeclined, ByPeer: true}), false, 0},
+		{end("out-cancelled", Outgoing, &Result{State: StateCancelled, Code: CodeCancelled}), false, 0},
+		{end("in-half", Incoming, &Result{State: StateCancelled, Code: CodeCancelled}), true, 0.5},
+		{end("in-done", Incoming, &Result{State: StateDone, Files: 1, Bytes: 1000}), true, 1},
+	} {
+		if c.v.bar.Visible() != c.bar || c.bar && c.v.bar.Value != c.want {
+			t.Errorf("%s (%s): bar shown %v at %v, want shown %v at %v", c.v.id, c.v.stateLbl.Text, c.v.bar.Visible(), c.v.bar.Value, c.bar, c.want)
+		}
+	}
+
+	// The cancelled send runs again: its bar is back.
+	test.Tap(u.transfers.byID["out-cancelled"].retry)
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "out-cancelled", Direction: Outgoing, State: StateActive})
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "out-cancelled", Direction: Outgoing, State: StateActive, Peer: alice,
+		Progress: &Progress{Bytes: 100, Total: 1000}})
+	if v := u.transfers.byID["out-cancelled"]; !v.bar.Visible() || v.bar.Value != 0.1 {
+		t.Errorf("the cancelled send running again (%s): bar shown %v at %v", v.stateLbl.Text, v.bar.Visible(), v.bar.Value)
+	}
+}

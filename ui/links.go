@@ -275,7 +275,9 @@ func (u *UI) showLinkSetup(kind LinkKind, paths []string) *linkSetup {
 	pin.OnSubmitted = func(string) { create.OnTapped() } // Enter in the PIN creates the link, as in every form
 	cancel := u.newButton("Cancel", theme.CancelIcon(), func() { d.Hide() })
 	scroll := container.NewVScroll(container.NewVBox(intro, widget.NewForm(items...), note))
-	d = dialog.NewCustomWithoutButtons(title, scroll, u.win)
+	// The wheel over the PIN scrolls the dialog too (its only scroller
+	// inside is that single-line field).
+	d = dialog.NewCustomWithoutButtons(title, withPageWheel(scroll), u.win)
 	d.SetButtons([]fyne.CanvasObject{cancel, create})
 	fitScroll(d, scroll, 460)
 	u.showModal(d, &modal{dismiss: d.Hide, confirm: create.OnTapped}, pin)

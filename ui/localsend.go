@@ -286,7 +286,8 @@ func (u *UI) showAskPIN(device string, wrong bool, done func(string)) func() {
 	ok.Importance = widget.HighImportance
 	cancel := u.newButton("Cancel", theme.CancelIcon(), func() { answer("") })
 	scroll := container.NewVScroll(container.NewVBox(msg, pin))
-	d = dialog.NewCustomWithoutButtons("PIN for "+EscapeName(device), scroll, u.win)
+	// The wheel over the PIN scrolls the dialog too.
+	d = dialog.NewCustomWithoutButtons("PIN for "+EscapeName(device), withPageWheel(scroll), u.win)
 	d.SetButtons([]fyne.CanvasObject{cancel, ok})
 	fitScroll(d, scroll, 400)
 	u.revealWindow()

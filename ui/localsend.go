@@ -284,6 +284,7 @@ func (u *UI) showAskPIN(device string, wrong bool, done func(string)) func() {
 	}
 	ok := u.newButton("Send", theme.ConfirmIcon(), func() { answer(strings.TrimSpace(pin.Text)) })
 	ok.Importance = widget.HighImportance
+	pin.OnSubmitted = func(string) { ok.OnTapped() } // Enter in the field sends, as in every form
 	cancel := u.newButton("Cancel", theme.CancelIcon(), func() { answer("") })
 	scroll := container.NewVScroll(container.NewVBox(msg, pin))
 	// The wheel over the PIN scrolls the dialog too.

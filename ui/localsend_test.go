@@ -248,6 +248,22 @@ func TestAskPIN(t *testing.T) {
 	}
 }
 
+// TestAskPINEnterInTheField: Enter typed into the PIN field sends, as
+// Send does, as Enter in a link's PIN creates the link. The field has the
+// focus, so a desktop gives it the key, not the window: it did nothing
+// there, and the PIN could only be sent with the mouse or Tab, Tab, Space.
+func TestAskPINEnterInTheField(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	var got []string
+	u.showAskPIN("Galaxy S24", false, func(p string) { got = append(got, p) })
+	pin := u.win.Canvas().Focused().(*entry)
+	test.Type(pin, "1357")
+	u.win.Canvas().Focused().TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn}) // as the driver does
+	if len(got) != 1 || got[0] != "1357" || len(u.modals) != 0 {
+		t.Fatalf("Enter in the field: answers %q, modals %d", got, len(u.modals))
+	}
+}
+
 // lsStatusFake is the fake backend that says where LocalSend serves.
 type lsStatusFake struct {
 	*fakeBackend

@@ -124,7 +124,7 @@ func TestPINLine(t *testing.T) {
 
 // TestSendToLocalSendPINRefusalNamesTheReceiver: a LocalSend receiver that
 // asks for a PIN nobody gives, or refuses the one given, is named in the
-// failure as the other refusals name it ("Declined by Phone: ..."); with no
+// failure ("Phone refused the PIN: it was wrong."); with no
 // PIN it was most often "Declined by the other device": its name was not
 // waited for, as the refusal was taken for no answer.
 func TestSendToLocalSendPINRefusalNamesTheReceiver(t *testing.T) {
@@ -144,8 +144,8 @@ func TestSendToLocalSendPINRefusalNamesTheReceiver(t *testing.T) {
 		pin  []string
 		want string
 	}{
-		{nil, "Declined by Phone: it asks for a PIN"},
-		{[]string{"--localsend-pin", "0000"}, "Declined by Phone: wrong PIN."},
+		{nil, "declined: Phone asks for a PIN: ask its owner for it and send again with it."},
+		{[]string{"--localsend-pin", "0000"}, "declined: Phone refused the PIN: it was wrong."},
 	} {
 		args := append([]string{"send", "--config", t.TempDir(), "--protocol", "localsend", "--localsend-fingerprint", p.Fingerprint,
 			"--to", ln.Addr().String()}, c.pin...)

@@ -38,7 +38,7 @@ func register(c command) { commands[c.name] = c }
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	// FERRY_CPUPROFILE=FILE writes a CPU profile of the run (performance work).
 	if path := os.Getenv("FERRY_CPUPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {
@@ -66,6 +66,33 @@ func main() {
 	writeProfile("block", blockPath)
 	stop()
 	os.Exit(code)
+}
+
+// interrupted is the cause of main's context when a signal ended it.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return i.sig.String() }
+
+// ExitCode is the shell's convention for a command a signal ended: 130
+// for Ctrl-C (SIGINT), 143 for SIGTERM.
+func (i interrupted) ExitCode() int { return 128 + int(i.sig) }
+
+// signalContext is a context that Ctrl-C or SIGTERM ends, with the signal
+// as its cause (interrupted), as signal.NotifyContext's would be but for
+// the signal being an error to branch on.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-c:
+			sig, _ := s.(syscall.Signal)
+			cancel(interrupted{sig})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(c); cancel(nil) }
 }
 
 // writeProfile writes the named runtime profile to path, if path is set.
@@ -125,7 +152,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		// An error can carry a peer's words (its name, its reason): escaped.
 		fmt.Fprintf(errOut, "ferry-cli %s: %s\n", c.name, shown(err.Error()))
 		var ec interface{ ExitCode() int }
-		if errors.As(err, &ec) {
+		if errors.As(context.Cause(ctx), &ec) || errors.As(err, &ec) {
+			// Ended by Ctrl-C (SIGTERM): 128+the signal, as a shell
+			// says of a command a signal ended, whatever the command made
+			// of it ("Cancelled by you.").
 			return ec.ExitCode()
 		}
 		return 1

@@ -198,10 +198,10 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return stopped(*once)
 		case ev := <-events:
 			if !batch.print(ctx, ev) {
-				return nil
+				return stopped(*once)
 			}
 			switch ev.Kind {
 			case engine.EventOffer:
@@ -282,6 +282,16 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 			}
 		}
 	}
+}
+
+// stopped is how receive ends when Ctrl-C stops it: a receiver stopped is
+// done (exit 0), but receive --once stopped before its transfer ended did
+// not receive what it waited for (main makes that exit 130).
+func stopped(once bool) error {
+	if once {
+		return errors.New("stopped before a transfer ended")
+	}
+	return nil
 }
 
 // keepForever maps the flag's 0 ("keep forever") to the engine's negative age.

@@ -68,6 +68,10 @@ type printer struct {
 	// and how long its earlier pauses lasted, which its done line leaves
 	// out of the speed.
 	paused map[string]*pauses
+	// carried holds, per transfer, the transport its last transport line
+	// named, and for a send that moved to another one with no retry (auto
+	// moving the data from QUIC to TCP), the one it moved to.
+	carried map[string]carriage
 	// to, when set, is the "to" of every --json event (several
 	// recipients: the --to it concerns; the peer is empty until reached).
 	to func(engine.Event) string
@@ -77,6 +81,19 @@ type printer struct {
 type pauses struct {
 	since time.Time     // the pause under way began; zero when none is
 	total time.Duration // the pauses before it
+}
+
+// carriage is the transport of a transfer, as its transport lines said it.
+type carriage struct {
+	last  string // the transport the last line named
+	moved string // a send's transport it moved to without a retry ("" when none)
+}
+
+// resentBy is what made a transfer send bytes again, as the printer saw it
+// (its done line says it).
+type resentBy struct {
+	reconnect bool   // a retry after the connection dropped
+	moveTo    string // the transport a send moved to with no retry ("" when none)
 }
 
 type retryLine struct {
@@ -270,6 +287,15 @@ func (p *printer) event(ev engine.Event) {
 			p.line("reconnected over %s (%s)%s", ev.Transport.Name, ev.Transport.Reason, receivedRoute(ev))
 			break
 		}
+		if p.carried == nil {
+			p.carried = map[string]carriage{}
+		}
+		c := p.carried[ev.TransferID]
+		if p.connected[ev.TransferID] && ev.Direction == engine.Sending && c.last != "" && c.last != ev.Transport.Name {
+			c.moved = ev.Transport.Name // what was in flight goes again over it
+		}
+		c.last = ev.Transport.Name
+		p.carried[ev.TransferID] = c
 		p.connected[ev.TransferID] = true
 		p.line("transport: %s (%s)%s", ev.Transport.Name, ev.Transport.Reason, receivedRoute(ev))
 	case engine.EventPath:
@@ -301,8 +327,9 @@ func (p *printer) event(ev engine.Event) {
 		}
 		// The transfer's last event: what was kept of it goes (a receiver
 		// runs for days).
-		reconnected := p.retries[ev.TransferID].n > 0
+		by := resentBy{reconnect: p.retries[ev.TransferID].n > 0, moveTo: p.carried[ev.TransferID].moved}
 		delete(p.retries, ev.TransferID)
+		delete(p.carried, ev.TransferID)
 		delete(p.connected, ev.TransferID)
 		delete(p.coded, ev.TransferID)
 		delete(p.stalled, ev.TransferID)
@@ -327,7 +354,7 @@ func (p *printer) event(ev engine.Event) {
 		if r.State == engine.StateDone && r.Files == 0 && r.Text != "" {
 			p.line("done: text delivered")
 		} else if r.State == engine.StateDone {
-			p.line("done: %d of %d files verified%s, %s", r.Verified, r.Files, foldersMade(r.Folders), doneBytes(ev.Direction, r, paused, reconnected))
+			p.line("done: %d of %d files verified%s, %s", r.Verified, r.Files, foldersMade(r.Folders), doneBytes(ev.Direction, r, paused, by))
 			if r.Refused > 0 {
 				p.line("refused: %d file(s) (FAILED above says why)", r.Refused)
 			}
@@ -366,8 +393,11 @@ func emptyFolders(n int) string {
 // what a reconnect sent again (chunks in flight when the connection broke).
 // A send that was paused (SIGUSR1) for paused in all has that left out of
 // its speed and said; what it sent again was sent after resuming, or after
-// reconnecting and resuming when it reconnected too (reconnected).
-func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, reconnected bool) string {
+// reconnecting and resuming when it reconnected too. A send says what it
+// sent again after what it saw (by): a reconnect, a move to another
+// transport, or neither (then no cause); a receiver's second session is a
+// reconnect.
+func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, by resentBy) string {
 	size := r.TotalBytes // the accepted files, each byte once
 	if size == 0 {
 		size = r.Bytes
@@ -426,14 +456,19 @@ func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, rec
 		again = r.Bytes + r.Resent - moved // every payload byte written, less each one once
 	}
 	if again > 0 {
-		after := "reconnecting"
+		after := " after reconnecting"
 		switch {
-		case pause != "" && reconnected:
-			after = "reconnecting and resuming"
+		case pause != "" && by.reconnect:
+			after = " after reconnecting and resuming"
 		case pause != "":
-			after = "resuming"
+			after = " after resuming"
+		case dir == engine.Receiving || by.reconnect:
+		case by.moveTo != "":
+			after = " when the transfer moved to " + by.moveTo
+		default:
+			after = "" // neither seen: no cause made up
 		}
-		notes = append(notes, fmt.Sprintf("%s sent again after %s", humanBytes(again), after))
+		notes = append(notes, fmt.Sprintf("%s sent again%s", humanBytes(again), after))
 	}
 	if len(notes) > 0 {
 		s += " (" + strings.Join(notes, "; ") + ")"

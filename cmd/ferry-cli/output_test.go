@@ -111,37 +111,44 @@ func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
 		name string
 		dir  engine.Direction
 		r    engine.Result
+		by   resentBy
 		want string
 	}{
-		{"plain send", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2},
+		{"plain send", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2}, resentBy{},
 			"100.0 MB in 2.00s (50.0 MB/s) over tcp"},
-		{"a send after a reconnect", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 110 * mb, Duration: 2},
+		{"a send after a reconnect", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 110 * mb, Duration: 2}, resentBy{reconnect: true},
 			"100.0 MB in 2.00s (50.0 MB/s) over tcp (10.0 MB sent again after reconnecting)"},
-		{"a send the receiver had most of", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 1},
+		{"a send auto moved to tcp", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 110 * mb, Duration: 2}, resentBy{moveTo: "tcp"},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp (10.0 MB sent again when the transfer moved to tcp)"},
+		{"a send moved after a reconnect", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 110 * mb, Duration: 2}, resentBy{reconnect: true, moveTo: "tcp"},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp (10.0 MB sent again after reconnecting)"},
+		{"a send that neither reconnected nor moved", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 110 * mb, Duration: 2}, resentBy{},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp (10.0 MB sent again)"},
+		{"a send the receiver had most of", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 1}, resentBy{},
 			"100.0 MB in 1.00s (20.0 MB/s) over tcp (the receiver kept 80.0 MB from before)"},
-		{"both, and chunks asked for again", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 25 * mb, Resent: mb, Kept: 80 * mb, Duration: 1},
+		{"both, and chunks asked for again", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 25 * mb, Resent: mb, Kept: 80 * mb, Duration: 1}, resentBy{reconnect: true},
 			"100.0 MB in 1.00s (20.0 MB/s) over tcp (the receiver kept 80.0 MB from before; 6.0 MB sent again after reconnecting)"},
-		{"a receive that resumed", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Resent: 2 * mb, Duration: 2},
+		{"a receive that resumed", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Resent: 2 * mb, Duration: 2}, resentBy{},
 			"100.0 MB (60.0 MB of it kept from before) in 2.00s (20.0 MB/s) over tcp (2.0 MB sent again after reconnecting)"},
-		{"a send the receiver's owner accepted", engine.Sending, engine.Result{TotalBytes: 315 * mb, Bytes: 315 * mb, Duration: 8.5, Waited: 7.5},
+		{"a send the receiver's owner accepted", engine.Sending, engine.Result{TotalBytes: 315 * mb, Bytes: 315 * mb, Duration: 8.5, Waited: 7.5}, resentBy{},
 			"315.0 MB in 1.00s (315.0 MB/s) over tcp (the receiver answered after 7.5s)"},
-		{"a receive accepted at the prompt, resumed", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Duration: 12, Waited: 10},
+		{"a receive accepted at the prompt, resumed", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Duration: 12, Waited: 10}, resentBy{},
 			"100.0 MB (60.0 MB of it kept from before) in 2.00s (20.0 MB/s) over tcp (accepted after 10.0s)"},
-		{"a send the receiver had most of, and took long to check", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 42, Checked: 41},
+		{"a send the receiver had most of, and took long to check", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 42, Checked: 41}, resentBy{},
 			"100.0 MB in 1.00s (20.0 MB/s) over tcp (the receiver kept 80.0 MB from before and took 41.0s to check it)"},
-		{"accepted at a prompt, then checked", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 45, Waited: 3, Checked: 41},
+		{"accepted at a prompt, then checked", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 45, Waited: 3, Checked: 41}, resentBy{},
 			"100.0 MB in 1.00s (20.0 MB/s) over tcp (the receiver answered after 3.0s; the receiver kept 80.0 MB from before and took 41.0s to check it)"},
-		{"a receiver too old to say how long it checked", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 45, Waited: 44},
+		{"a receiver too old to say how long it checked", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 20 * mb, Kept: 80 * mb, Duration: 45, Waited: 44}, resentBy{},
 			"100.0 MB in 1.00s (20.0 MB/s) over tcp (the receiver answered after 44.0s, its check of what it kept included; the receiver kept 80.0 MB from before)"},
-		{"a receive that checked what it kept", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Duration: 43, Checked: 41},
+		{"a receive that checked what it kept", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Kept: 60 * mb, Duration: 43, Checked: 41}, resentBy{},
 			"100.0 MB (60.0 MB of it kept from before) in 2.00s (20.0 MB/s) over tcp (41.0s checking what was kept from before)"},
-		{"a receiver's own checks, kept in the time", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2, Waited: 0.2},
+		{"a receiver's own checks, kept in the time", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2, Waited: 0.2}, resentBy{},
 			"100.0 MB in 2.00s (50.0 MB/s) over tcp"},
-		{"empty files", engine.Receiving, engine.Result{Duration: 0.5}, "0 B in 0.50s (0 B/s) over tcp"},
+		{"empty files", engine.Receiving, engine.Result{Duration: 0.5}, resentBy{}, "0 B in 0.50s (0 B/s) over tcp"},
 	}
 	for _, c := range cases {
 		c.r.Transport = "tcp"
-		if got := doneBytes(c.dir, &c.r, 0, false); got != c.want {
+		if got := doneBytes(c.dir, &c.r, 0, c.by); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
@@ -519,5 +526,40 @@ func TestSwitchOverIsNoReconnect(t *testing.T) {
 		"transport: tcp (random loss: 4 flows)\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// What a send sent again is said after what the sender saw: a move from
+// QUIC to TCP with no drop is no reconnect; more flows on the same
+// transport is no move; a retry is a reconnect.
+func TestResentAfterSwitchOverIsNoReconnect(t *testing.T) {
+	transport := func(id, name string) engine.Event {
+		return engine.Event{Kind: engine.EventTransport, TransferID: id, Direction: engine.Sending, Transport: &engine.TransportInfo{Name: name, Reason: "r"}}
+	}
+	retry := func(id string) engine.Event {
+		return engine.Event{Kind: engine.EventState, TransferID: id, Direction: engine.Sending, State: engine.StateRetrying, Result: &engine.Result{Err: "The connection was lost."}}
+	}
+	done := engine.Result{State: engine.StateDone, Files: 1, Verified: 1, TotalBytes: 42_100_000, Bytes: 42_755_400, Duration: 2, Transport: "tcp"}
+	cases := []struct {
+		name   string
+		events []engine.Event
+		want   string
+	}{
+		{"moved", []engine.Event{transport("a", "quic"), transport("a", "tcp")}, "655.4 kB sent again when the transfer moved to tcp)"},
+		{"more flows", []engine.Event{transport("a", "tcp"), transport("a", "tcp")}, "655.4 kB sent again)"},
+		{"reconnected", []engine.Event{transport("a", "quic"), retry("a"), transport("a", "tcp")}, "655.4 kB sent again after reconnecting)"},
+	}
+	for _, c := range cases {
+		var out bytes.Buffer
+		p := newPrinter(&out, false)
+		for _, ev := range c.events {
+			p.event(ev)
+		}
+		r := done
+		p.event(engine.Event{Kind: engine.EventResult, TransferID: "a", Direction: engine.Sending, Result: &r})
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if last := lines[len(lines)-1]; !strings.HasSuffix(last, c.want) {
+			t.Errorf("%s: done line %q, want it to end %q", c.name, last, c.want)
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 func init() {
 	advertise = advertiseEngine
 	resolveTarget = resolveByDiscovery
+	resolveTargets = resolveAllByDiscovery
 	follow = followByDiscovery
 }
 
@@ -235,67 +236,121 @@ func ambiguous(to string, cs []candidate) error {
 // target found by name carries the device ID, so the TLS handshake must
 // prove it.
 func resolveByDiscovery(ctx context.Context, to, cfg string, lsScan bool, errOut io.Writer) (engine.Target, error) {
+	r := resolveAllByDiscovery(ctx, []string{to}, cfg, lsScan)[0]
+	io.WriteString(errOut, r.said)
+	return r.target, r.err
+}
+
+// resolveAllByDiscovery resolves every --to as resolveByDiscovery does
+// one, the names all in one discovery window: each name nobody answers
+// to waited for a window of its own.
+func resolveAllByDiscovery(ctx context.Context, tos []string, cfg string, lsScan bool) []resolved {
+	out := make([]resolved, len(tos))
+	var names []string // what only discovery can resolve
+	at := map[string][]int{}
+	for i, to := range tos {
+		if t, ok, err := resolveAddress(to); ok || err != nil {
+			out[i] = resolved{target: t, err: err}
+			continue
+		}
+		if at[to] == nil {
+			names = append(names, to)
+		}
+		at[to] = append(at[to], i)
+	}
+	if len(names) == 0 {
+		return out
+	}
+	fail := func(err error) []resolved {
+		for _, n := range names {
+			for _, i := range at[n] {
+				out[i].err = err
+			}
+		}
+		return out
+	}
+	dir, err := configDir(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir}))
+	if err != nil {
+		return fail(err)
+	}
+	defer e.Close()
+	f, err := startFind(ctx, e, lsScan)
+	if err != nil {
+		return fail(err)
+	}
+	defer f.stop()
+	for j, r := range resolveEach(names, func(to string) resolved { return resolveName(ctx, e, f, to) }) {
+		for _, i := range at[names[j]] {
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// resolveAddress resolves a --to that is an address ("host:port", or an
+// IP address: Ferry's default port); ok is false for a name (and err nil).
+func resolveAddress(to string) (t engine.Target, ok bool, err error) {
 	if isHostPort(to) {
-		return engine.Target{Addrs: engine.AddrsAt(to)}, nil
+		return engine.Target{Addrs: engine.AddrsAt(to)}, true, nil
 	}
 	// An IP address is no device's name: without a port it is Ferry's
 	// default one; with a port out of range it is a mistake to say, not a
 	// name to look for.
 	if ip, err := netip.ParseAddr(strings.Trim(to, "[]")); err == nil {
-		return engine.Target{Addrs: engine.AddrsAt(net.JoinHostPort(ip.String(), defaultPort))}, nil
+		return engine.Target{Addrs: engine.AddrsAt(net.JoinHostPort(ip.String(), defaultPort))}, true, nil
 	}
 	if h, p, err := net.SplitHostPort(to); err == nil {
 		if _, herr := netip.ParseAddr(h); herr == nil || h == "" {
-			return engine.Target{}, fmt.Errorf("%w: --to %q: the port %q is not a number from 1 to 65535", errUsage, to, p)
+			return engine.Target{}, false, fmt.Errorf("%w: --to %q: the port %q is not a number from 1 to 65535", errUsage, to, p)
 		}
 	}
 	if strings.TrimSpace(to) == "" {
-		return engine.Target{}, fmt.Errorf("%w: --to is empty", errUsage)
+		return engine.Target{}, false, fmt.Errorf("%w: --to is empty", errUsage)
 	}
-	dir, err := configDir(cfg)
-	if err != nil {
-		return engine.Target{}, err
-	}
-	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir}))
-	if err != nil {
-		return engine.Target{}, err
-	}
-	defer e.Close()
-	p, d, stop, err := findPeer(ctx, e, to, lsScan)
-	if err != nil && d == nil {
-		return engine.Target{}, err
-	}
-	defer stop()
+	return engine.Target{}, false, nil
+}
+
+// resolveName looks the device name (ID, ID prefix) to up in f's window,
+// then among the devices e remembers.
+func resolveName(ctx context.Context, e *engine.Engine, f *finder, to string) resolved {
+	p, err := f.find(ctx, to)
+	d := f.d
 	switch {
 	case err == nil:
-		return peerTarget(p), nil
+		return resolved{target: peerTarget(p)}
 	case errors.Is(err, discovery.ErrAmbiguous):
-		return engine.Target{}, ambiguous(to, match(to, peerCandidates(d.Peers())))
+		return resolved{err: ambiguous(to, match(to, peerCandidates(d.Peers())))}
 	case errors.Is(err, discovery.ErrRefused):
-		return engine.Target{}, fmt.Errorf("%q answered with a different identity than it advertises, so Ferry will not send to it: %w", to, err)
+		return resolved{err: fmt.Errorf("%q answered with a different identity than it advertises, so Ferry will not send to it: %w", to, err)}
 	case !errors.Is(err, discovery.ErrNotFound):
-		return engine.Target{}, err
+		return resolved{err: err}
 	}
 	if ctx.Err() != nil {
-		return engine.Target{}, ctx.Err()
+		return resolved{err: ctx.Err()}
 	}
 
 	// Not seen on the network: fall back to the address we last reached it at.
 	cs := match(to, trustedCandidates(e.Trusted()))
 	switch {
 	case len(cs) == 1 && cs[0].Addr != "":
-		fmt.Fprintf(errOut, "ferry-cli send: %s was not seen on the local network; trying its last known address %s\n", cs[0], cs[0].Addr)
-		return engine.Target{Addrs: engine.AddrsAt(cs[0].Addr), ID: cs[0].ID}, nil
+		return resolved{
+			target: engine.Target{Addrs: engine.AddrsAt(cs[0].Addr), ID: cs[0].ID},
+			said:   fmt.Sprintf("ferry-cli send: %s was not seen on the local network; trying its last known address %s\n", cs[0], cs[0].Addr),
+		}
 	case len(cs) > 1:
-		return engine.Target{}, ambiguous(to, cs)
+		return resolved{err: ambiguous(to, cs)}
 	}
 	why := ""
 	if derr := d.Err(); derr != nil {
 		why = fmt.Sprintf(" (local network discovery is not working: %v; run \"ferry-cli doctor\")", derr)
 	}
-	return engine.Target{}, &resolveError{errNoDevice, fmt.Sprintf(
+	return resolved{err: &resolveError{errNoDevice, fmt.Sprintf(
 		"no device called %q answered within %v and none is remembered%s; run \"ferry-cli peers\" to list devices, or pass --to HOST:PORT",
-		to, resolveWait, why)}
+		to, resolveWait, why)}}
 }
 
 // findPeer looks to up on the local network for up to resolveWait: mDNS,
@@ -305,9 +360,29 @@ func resolveByDiscovery(ctx context.Context, to, cfg string, lsScan bool, errOut
 // device answering to it is noticed. d is nil when discovery could not
 // start; stop ends it.
 func findPeer(ctx context.Context, e *engine.Engine, to string, lsScan bool) (p discovery.Peer, d *discovery.Discovery, stop func(), err error) {
-	d, err = newDiscovery(e)
+	f, err := startFind(ctx, e, lsScan)
 	if err != nil {
 		return discovery.Peer{}, nil, nil, err
+	}
+	p, err = f.find(ctx, to)
+	return p, f.d, f.stop, err
+}
+
+// finder is a discovery window of resolveWait, in which any number of
+// names may be looked up at once (find).
+type finder struct {
+	d    *discovery.Discovery
+	rctx context.Context // ends with the window
+	stop func()
+}
+
+// startFind opens a window: mDNS, direct probes of the devices e
+// remembers, and LocalSend's discovery (with lsScan, its /24 register
+// scan too). stop ends it.
+func startFind(ctx context.Context, e *engine.Engine, lsScan bool) (*finder, error) {
+	d, err := newDiscovery(e)
+	if err != nil {
+		return nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, resolveWait)
 	stopMDNS := runDiscovery(rctx, d)
@@ -315,20 +390,26 @@ func findPeer(ctx context.Context, e *engine.Engine, to string, lsScan bool) (p 
 	if s, err := watchLocalSend(e, d, lsScan); err == nil {
 		stopLS = s
 	}
-	stop = func() { stopLS(); stopMDNS(); cancel() }
-	p, err = d.Resolve(rctx, to)
+	return &finder{d: d, rctx: rctx, stop: func() { stopLS(); stopMDNS(); cancel() }}, nil
+}
+
+// find looks to up until the window ends; a name or prefix that matched
+// gets resolveSettle more, so that a second device answering to it is
+// noticed.
+func (f *finder) find(ctx context.Context, to string) (discovery.Peer, error) {
+	p, err := f.d.Resolve(f.rctx, to)
 	if err == nil && normalizeQueryID(to) != p.ID {
-		settle, cancelSettle := context.WithTimeout(rctx, resolveSettle)
+		settle, cancelSettle := context.WithTimeout(f.rctx, resolveSettle)
 		<-settle.Done()
 		cancelSettle()
 		if ctx.Err() != nil {
-			return discovery.Peer{}, d, stop, ctx.Err()
+			return discovery.Peer{}, ctx.Err()
 		}
 		done, cancelDone := context.WithCancel(ctx)
 		cancelDone() // Resolve with an ended context only looks at the table
-		p, err = d.Resolve(done, to)
+		p, err = f.d.Resolve(done, to)
 	}
-	return p, d, stop, err
+	return p, err
 }
 
 // resolvePeer is findPeer with an engine of its own on the config dir cfg.

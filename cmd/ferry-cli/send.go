@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -29,6 +30,37 @@ var resolveTarget = func(ctx context.Context, to string, cfg string, lsScan bool
 		return engine.Target{}, fmt.Errorf("%w: --to %q is not HOST:PORT", errUsage, to)
 	}
 	return engine.Target{Addrs: engine.AddrsAt(to)}, nil
+}
+
+// resolved is what resolving one --to gave: its target or why not, and
+// what it said meanwhile (printed in the order of the --to given).
+type resolved struct {
+	target engine.Target
+	said   string
+	err    error
+}
+
+// resolveTargets resolves every --to: resolved[i] is tos[i]'s. It is a
+// variable so discovery can look up every name in one window.
+var resolveTargets = func(ctx context.Context, tos []string, cfg string, lsScan bool) []resolved {
+	return resolveEach(tos, func(to string) resolved {
+		var said strings.Builder
+		t, err := resolveTarget(ctx, to, cfg, lsScan, &said)
+		return resolved{target: t, said: said.String(), err: err}
+	})
+}
+
+// resolveEach calls one for every --to at once, not one after another
+// (a name nobody answers to waits for the whole discovery window), and
+// returns their results in the order of tos.
+func resolveEach(tos []string, one func(to string) resolved) []resolved {
+	out := make([]resolved, len(tos))
+	var wg sync.WaitGroup
+	for i, to := range tos {
+		wg.Go(func() { out[i] = one(to) })
+	}
+	wg.Wait()
+	return out
 }
 
 // repeated is a flag that may be given several times.
@@ -107,13 +139,18 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var targets []engine.Target
 	unsendable := map[int]bool{} // --to that cannot be sent to (said already)
 	follows := false
-	for _, to := range tos {
+	var found []resolved
+	if *relayAddr == "" {
+		found = resolveTargets(ctx, tos, *cfg, *lsScan)
+	}
+	for i, to := range tos {
 		if *relayAddr != "" {
 			// A paired device, looked up once the engine is open (below).
 			targets = append(targets, engine.Target{})
 			continue
 		}
-		target, err := resolveTarget(ctx, to, *cfg, *lsScan, errOut)
+		io.WriteString(errOut, found[i].said)
+		target, err := found[i].target, found[i].err
 		if err != nil {
 			if len(tos) == 1 || errors.Is(err, errUsage) || ctx.Err() != nil {
 				return err

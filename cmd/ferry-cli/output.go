@@ -72,6 +72,14 @@ type printer struct {
 	// named, and for a send that moved to another one with no retry (auto
 	// moving the data from QUIC to TCP), the one it moved to.
 	carried map[string]carriage
+	// quietEvery, when set (several recipients, no bar), is how long a
+	// transfer may go without a line of its own before its progress is
+	// said in one (progressLine): a slow device otherwise shows nothing
+	// until its done line. Times are the events' (the engine's clock).
+	quietEvery time.Duration
+	// said holds, per transfer under quietEvery, when its last line was
+	// printed (or its first progress came).
+	said map[string]time.Time
 	// to, when set, is the "to" of every --json event (several
 	// recipients: the --to it concerns; the peer is empty until reached).
 	to func(engine.Event) string
@@ -156,6 +164,17 @@ func (p *printer) event(ev engine.Event) {
 	case engine.EventProgress:
 		if p.bar {
 			p.drawBar(ev.Progress)
+		} else if p.quietEvery > 0 && !ev.Time.IsZero() {
+			last, ok := p.said[ev.TransferID]
+			switch {
+			case !ok:
+				if p.said == nil {
+					p.said = map[string]time.Time{}
+				}
+				p.said[ev.TransferID] = ev.Time // under way: quiet from now
+			case ev.Time.Sub(last) >= p.quietEvery:
+				p.line("%s", progressLine(ev.Progress))
+			}
 		}
 	case engine.EventState:
 		if ps := p.paused[ev.TransferID]; ps != nil && !ps.since.IsZero() && ev.State != engine.StatePaused {
@@ -333,6 +352,7 @@ func (p *printer) event(ev engine.Event) {
 		delete(p.connected, ev.TransferID)
 		delete(p.coded, ev.TransferID)
 		delete(p.stalled, ev.TransferID)
+		delete(p.said, ev.TransferID)
 		if p.pairing[ev.TransferID] {
 			// Not "done: 0 of 0 files verified": it carried none.
 			delete(p.pairing, ev.TransferID)
@@ -369,6 +389,20 @@ func (p *printer) event(ev engine.Event) {
 			p.line("%s: %s", r.State, shown(r.Err))
 		}
 	}
+}
+
+// progressLine says how far a transfer is, for a transfer with no bar:
+// "45 % (19.0 of 42.1 MB), 473.8 kB/s".
+func progressLine(pr *engine.Progress) string {
+	pct := 0.0
+	if pr.TotalBytes > 0 {
+		pct = float64(pr.Bytes) / float64(pr.TotalBytes) * 100
+	}
+	done, total := humanBytes(pr.Bytes), humanBytes(pr.TotalBytes)
+	if i, j := strings.LastIndexByte(done, ' '), strings.LastIndexByte(total, ' '); done[i:] == total[j:] {
+		done = done[:i] // "19.0 of 42.1 MB"
+	}
+	return fmt.Sprintf("%.0f %% (%s of %s), %s/s", pct, done, total, humanBytes(int64(pr.Rate)))
 }
 
 // foldersMade is the done line's word on the empty folders made besides
@@ -517,6 +551,9 @@ func (p *printer) line(format string, args ...any) {
 		fmt.Fprint(p.out, p.prefix(p.cur))
 	}
 	fmt.Fprintf(p.out, format+"\n", args...)
+	if _, ok := p.said[p.cur.TransferID]; ok && !p.cur.Time.IsZero() {
+		p.said[p.cur.TransferID] = p.cur.Time
+	}
 }
 
 func (p *printer) drawBar(pr *engine.Progress) {

@@ -563,3 +563,56 @@ func TestResentAfterSwitchOverIsNoReconnect(t *testing.T) {
 		}
 	}
 }
+
+// With several recipients (no bar), a transfer that has had no line of its
+// own for quietEvery says how far it is, by the events' times (the
+// engine's clock): a slow device is not silent until its done line, one
+// that prints lines needs none, and what was kept goes with the result.
+func TestQuietTransferSaysItsProgress(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	p.quietEvery = 10 * time.Second
+	p.prefix = func(ev engine.Event) string { return "[" + ev.TransferID + "] " }
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	for sec := 0; sec <= 42; sec++ {
+		// Delta: 42.1 MB at about 1 MB/s; Alpha: a file done every 4 s.
+		p.event(engine.Event{Kind: engine.EventProgress, TransferID: "Delta", Direction: engine.Sending, Time: at(sec),
+			Progress: &engine.Progress{Bytes: int64(sec) * 1_000_000, TotalBytes: 42_100_000, Rate: 473_800}})
+		p.event(engine.Event{Kind: engine.EventProgress, TransferID: "Alpha", Direction: engine.Sending, Time: at(sec),
+			Progress: &engine.Progress{Bytes: int64(sec), TotalBytes: 100, Rate: 1}})
+		if sec%4 == 3 {
+			p.event(engine.Event{Kind: engine.EventFile, TransferID: "Alpha", Direction: engine.Sending, Time: at(sec),
+				File: &engine.FileResult{Path: fmt.Sprintf("f%d", sec), Verified: true}})
+		}
+	}
+	for _, id := range []string{"Alpha", "Delta"} {
+		p.event(engine.Event{Kind: engine.EventResult, TransferID: id, Direction: engine.Sending, Time: at(43),
+			Result: &engine.Result{State: engine.StateFailed, Err: "cancelled"}})
+	}
+	var delta []string
+	alpha := 0
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		switch {
+		case strings.HasPrefix(l, "[Delta] ") && strings.Contains(l, " %"):
+			delta = append(delta, l)
+		case strings.HasPrefix(l, "[Alpha] ") && strings.Contains(l, " %"):
+			alpha++
+		}
+	}
+	want := []string{
+		"[Delta] 24 % (10.0 of 42.1 MB), 473.8 kB/s",
+		"[Delta] 48 % (20.0 of 42.1 MB), 473.8 kB/s",
+		"[Delta] 71 % (30.0 of 42.1 MB), 473.8 kB/s",
+		"[Delta] 95 % (40.0 of 42.1 MB), 473.8 kB/s",
+	}
+	if !slices.Equal(delta, want) || alpha != 0 {
+		t.Errorf("Delta's progress lines:\n%q\nwant\n%q\nand %d of Alpha's, want none; all:\n%s", delta, want, alpha, out.String())
+	}
+	if len(p.said) != 0 {
+		t.Errorf("%d transfers still kept after their results", len(p.said))
+	}
+	if got := progressLine(&engine.Progress{Bytes: 999_000, TotalBytes: 2_000_000, Rate: 10}); got != "50 % (999.0 kB of 2.0 MB), 10 B/s" {
+		t.Errorf("progressLine = %q", got)
+	}
+}

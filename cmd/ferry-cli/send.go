@@ -242,6 +242,10 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	p := newPrinter(out, *asJSON)
 	if several {
 		p.bar = false // one bar cannot show several transfers
+		if !*asJSON {
+			// Nor does a slow device stay silent until its done line.
+			p.quietEvery = quietProgress
+		}
 	}
 	events, unsub := e.Subscribe(1024)
 	defer unsub()
@@ -355,6 +359,10 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	return nil
 }
+
+// quietProgress is how long one of several transfers goes without a line
+// before its progress is said.
+const quietProgress = 10 * time.Second
 
 // notTaken ends a send whose receiver did not take n of its files (it
 // refused their names, or its user left them out): the others arrived.

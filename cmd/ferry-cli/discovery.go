@@ -249,7 +249,15 @@ func resolveAllByDiscovery(ctx context.Context, tos []string, cfg string, lsScan
 	var names []string // what only discovery can resolve
 	at := map[string][]int{}
 	for i, to := range tos {
-		if t, ok, err := resolveAddress(to); ok || err != nil {
+		t, ok, err := resolveAddress(to)
+		if errors.Is(err, errUsage) {
+			// The send ends on it: no name is looked up, each is refused as it.
+			for j := range out {
+				out[j] = resolved{err: err}
+			}
+			return out
+		}
+		if ok || err != nil {
 			out[i] = resolved{target: t, err: err}
 			continue
 		}

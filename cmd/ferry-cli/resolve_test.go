@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -59,5 +60,16 @@ func TestSendSeveralNamesNotFoundInOrder(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "["+a.tcp+"] done") {
 		t.Errorf("no done line for %s in:\n%s", a.tcp, stdout)
+	}
+}
+
+// A --to that is a mistake (a port out of range) ends the send at once:
+// the names beside it are not looked up first.
+func TestMistakenAddressLooksUpNoName(t *testing.T) {
+	got := resolveAllByDiscovery(t.Context(), []string{"Nobody", "127.0.0.1:99999"}, t.TempDir(), false)
+	for i, r := range got {
+		if !errors.Is(r.err, errUsage) {
+			t.Errorf("result %d: %v, want the usage error", i, r.err)
+		}
 	}
 }

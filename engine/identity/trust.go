@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/internal/atomicfile"
+	"github.com/ferrydrop/ferry/internal/filelock"
 )
 
 // Peer is what the trust store remembers about a device we talked to.
@@ -203,7 +204,7 @@ func (s *Store) refresh() {
 	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	unlock, err := lockFile(s.path + lockSuffix)
+	unlock, err := filelock.Lock(s.path + lockSuffix)
 	if err != nil {
 		return
 	}
@@ -515,7 +516,7 @@ func evict(byID map[string]*Peer) {
 func (s *Store) save() error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	unlock, err := lockFile(s.path + lockSuffix)
+	unlock, err := filelock.Lock(s.path + lockSuffix)
 	if err != nil {
 		return fmt.Errorf("trust store: %w", err)
 	}

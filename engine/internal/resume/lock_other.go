@@ -12,7 +12,3 @@ const lockingJournals = false
 func lockJournal(*os.File) {}
 
 func journalLocked(string) bool { return false }
-
-// lockWrites does nothing here: two processes on the same config are not
-// kept from writing a state at once (Dir.lockStates).
-func lockWrites(*os.File) {}

@@ -37,15 +37,3 @@ func journalLocked(path string) bool {
 	}
 	return false
 }
-
-// lockWrites takes f's exclusive lock, waiting while another open of the
-// file holds it (in this process or another one); closing f lets it go.
-// Best effort: a file system without locks has none.
-func lockWrites(f *os.File) {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			return
-		}
-	}
-}

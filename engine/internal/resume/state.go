@@ -33,6 +33,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/internal/atomicfile"
+	"github.com/ferrydrop/ferry/internal/filelock"
 )
 
 // Version is the snapshot format. Version 2 records each partial's name:
@@ -708,25 +709,23 @@ func (d *Dir) KeepUnremoved(peer, peerName, dest string, files []File) error {
 // lockStates holds the lock under which a state that several transfers
 // add to or take from (KeepUnremoved, Forget) is read and written again,
 // so that none of them loses another's change: d.unremoved in this
-// process and, where the platform has file locks, a lock on a file in the
-// folder that the app and a ferry-cli on the same config both wait for
-// (lockWrites). Elsewhere two processes can still lose one's change. It
-// returns the func that lets go.
+// process and, where the platform has file locks (Unix, Windows), a lock
+// on a file in the folder that the app and a ferry-cli on the same config
+// both wait for (filelock). Elsewhere two processes can still lose one's
+// change. It returns the func that lets go.
 func (d *Dir) lockStates() (unlock func()) {
 	d.unremoved.Lock()
-	var f *os.File
-	if lockingJournals && os.MkdirAll(d.path, 0o700) == nil {
-		// Best effort: without the file (a read-only folder), the write
-		// that follows fails anyway.
-		f, _ = os.OpenFile(d.lockPath(), os.O_RDWR|os.O_CREATE, 0o600)
-	}
-	if f != nil {
-		lockWrites(f)
+	release := func() {}
+	if os.MkdirAll(d.path, 0o700) == nil {
+		// Best effort: without the lock (a read-only folder, a file
+		// system without locks), the write that follows fails anyway or
+		// goes unguarded.
+		if u, err := filelock.Lock(d.lockPath()); err == nil {
+			release = u
+		}
 	}
 	return func() {
-		if f != nil {
-			f.Close() // lets the file lock go
-		}
+		release()
 		d.unremoved.Unlock()
 	}
 }

@@ -1,16 +1,16 @@
 //go:build unix
 
-package identity
+package filelock
 
 import (
 	"os"
 	"syscall"
 )
 
-// lockFile waits for an exclusive flock on path (created if need be) and
+// Lock waits for an exclusive flock on path (created if need be) and
 // returns what drops it. The kernel drops it too when the process ends,
 // however it ends, so a crash leaves no stale lock.
-func lockFile(path string) (unlock func(), err error) {
+func Lock(path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,6 @@
 //go:build windows
 
-package identity
+package filelock
 
 import (
 	"os"
@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// lockFile waits for an exclusive lock on path (created if need be) and
+// Lock waits for an exclusive lock on path (created if need be) and
 // returns what drops it. Windows drops it too when the process ends,
 // however it ends, so a crash leaves no stale lock.
-func lockFile(path string) (unlock func(), err error) {
+func Lock(path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err

@@ -56,3 +56,34 @@ func TestEndedWithNothingMovedHasNoBar(t *testing.T) {
 		t.Errorf("the cancelled send running again (%s): bar shown %v at %v", v.stateLbl.Text, v.bar.Visible(), v.bar.Value)
 	}
 }
+
+// TestEndedWithNothingMovedNamesNoTransport: a row that ended before a byte
+// moved says no transport in its second line ("1 file · 1.0 kB", not
+// "... · TCP"): nothing travelled over it. A row that moved bytes, done or
+// stopped half-way, still names it.
+func TestEndedWithNothingMovedNamesNoTransport(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	alice := Peer{ID: idAlice, Name: "Alice"}
+	for _, c := range []struct {
+		id    string
+		moved int64
+		r     *Result
+		tcp   bool
+	}{
+		{"declined", 0, &Result{State: StateDeclined, Code: CodeDeclined, ByPeer: true, Transport: "tcp"}, false},
+		{"cancelled", 0, &Result{State: StateCancelled, Code: CodeCancelled, Transport: "tcp"}, false},
+		{"expired", 0, &Result{State: StateDeclined, Code: "expired", Transport: "tcp"}, false},
+		{"failed", 0, &Result{State: StateFailed, Err: "The connection was lost.", Transport: "tcp"}, false},
+		{"half", 500, &Result{State: StateCancelled, Code: CodeCancelled, Transport: "tcp"}, true},
+		{"done", 1000, &Result{State: StateDone, Files: 1, Bytes: 1000, Transport: "tcp"}, true},
+	} {
+		u.ApplyTransfer(TransferEvent{Kind: TransferTransport, ID: c.id, Direction: Outgoing, State: StateActive, Peer: alice, Transport: "tcp"})
+		u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: c.id, Direction: Outgoing, State: StateActive, Peer: alice,
+			Progress: &Progress{Bytes: c.moved, Total: 1000, TotalFiles: 1}})
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: c.id, Direction: Outgoing, State: c.r.State, Peer: alice, Result: c.r})
+		v := u.transfers.byID[c.id]
+		if got := contains(v.sub.Text, "TCP"); got != c.tcp {
+			t.Errorf("%s (%s): second line %q, names TCP %v, want %v", c.id, v.stateLbl.Text, v.sub.Text, got, c.tcp)
+		}
+	}
+}

@@ -604,7 +604,12 @@ func (l *transferList) refresh(v *transferView) {
 			parts = append(parts, e)
 		}
 	}
-	if v.transport != "" {
+	// An end before a byte moved (declined, withdrawn, cancelled, expired,
+	// failed to start) has no progress to show, and nothing travelled over
+	// its transport: no bar, no "TCP". Done rows keep theirs full, and rows
+	// that moved bytes keep theirs where they stopped.
+	nothing := v.d.Phase.Final() && v.d.Phase != transfer.Done && inPlace == 0
+	if v.transport != "" && !nothing {
 		parts = append(parts, TransportLabel(v.transport))
 	}
 	if p := pathText(v); p != "" {
@@ -617,11 +622,7 @@ func (l *transferList) refresh(v *transferView) {
 	} else if v.d.Phase == transfer.Done {
 		v.bar.SetValue(1)
 	}
-	// An end before a byte moved (declined, withdrawn, cancelled, failed
-	// to start) has no progress to show: an empty bar there read as
-	// something still to come. Done rows keep theirs full, and rows that
-	// moved bytes keep theirs where they stopped.
-	nothing := v.d.Phase.Final() && v.d.Phase != transfer.Done && inPlace == 0
+	// An empty bar on an end read as something still to come.
 	if showIf(v.bar, !nothing) {
 		v.obj.Refresh() // lay the row out again without (or with) the bar
 		l.box.Refresh()

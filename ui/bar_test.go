@@ -87,3 +87,31 @@ func TestEndedWithNothingMovedNamesNoTransport(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingMovedYetHasNoBar: a row waiting for an answer (an offer here,
+// a send waiting for the receiver or for the PIN a LocalSend device asks
+// for) or connecting shows no progress bar: Fyne draws a 0 % bar's track
+// across its whole width in the primary colour at half strength, which read
+// as a full dark-blue bar with "0%" on it. The bar comes with the first
+// bytes, at their share.
+func TestNothingMovedYetHasNoBar(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	phone := Peer{ID: idAlice, Name: "Galaxy S24"}
+	u.ApplyTransfer(offerEvent("offered", 1))
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "pin", Direction: Outgoing, State: StateWaiting, Peer: phone})
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "pin", Direction: Outgoing, State: StateWaiting, Peer: phone,
+		Progress: &Progress{Total: 3e6, TotalFiles: 1}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "connecting", Direction: Outgoing, State: StateConnecting, Peer: phone})
+	for _, id := range []string{"offered", "pin", "connecting"} {
+		if v := u.transfers.byID[id]; v.bar.Visible() {
+			t.Errorf("%s (%s): a bar at %v before a byte moved", id, v.stateLbl.Text, v.bar.Value)
+		}
+	}
+
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "pin", Direction: Outgoing, State: StateActive, Peer: phone})
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "pin", Direction: Outgoing, State: StateActive, Peer: phone,
+		Progress: &Progress{Bytes: 3e5, Total: 3e6, TotalFiles: 1}})
+	if v := u.transfers.byID["pin"]; !v.bar.Visible() || v.bar.Value != 0.1 {
+		t.Errorf("sending (%s): bar shown %v at %v, want shown at 0.1", v.stateLbl.Text, v.bar.Visible(), v.bar.Value)
+	}
+}

@@ -622,8 +622,11 @@ func (l *transferList) refresh(v *transferView) {
 	} else if v.d.Phase == transfer.Done {
 		v.bar.SetValue(1)
 	}
-	// An empty bar on an end read as something still to come.
-	if showIf(v.bar, !nothing) {
+	// A bar only once a byte moved (or done): Fyne draws a 0 % bar's track
+	// across its width in the primary colour at half strength, which read
+	// as a full bar with "0%" on it on a row waiting for an answer, a PIN
+	// or a connection, and on an end as something still to come.
+	if showIf(v.bar, inPlace > 0 || v.d.Phase == transfer.Done) {
 		v.obj.Refresh() // lay the row out again without (or with) the bar
 		l.box.Refresh()
 	}

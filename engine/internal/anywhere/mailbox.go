@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -173,10 +174,61 @@ const mailboxTimeout = 5 * time.Second
 // NewMailbox returns a client of the mailbox at relay ("host:port"),
 // which signs its requests with secret, the relay secret ("": none).
 func NewMailbox(relay, secret string) *Mailbox {
+	return newMailbox(relay, secret, (&net.Dialer{Timeout: mailboxTimeout}).DialContext)
+}
+
+// newMailbox is NewMailbox with the dialer of its connections.
+func newMailbox(relay, secret string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Mailbox {
+	askedDial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &askedConn{Conn: c, asked: make(chan struct{})}, nil
+	}
 	return &Mailbox{relay: relay, secret: secret, http: &http.Client{
 		Timeout:   mailboxTimeout,
-		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second, DialContext: (&net.Dialer{Timeout: mailboxTimeout}).DialContext},
+		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second, DialContext: askedDial},
 	}}
+}
+
+// errSpokeUnasked is what an askedConn reads of a server that spoke
+// before it was asked anything.
+var errSpokeUnasked = errors.New("the server spoke before it was asked")
+
+// askedConn is a connection to a relay on which what the server says
+// before the first request is written is an error, not bytes. net/http
+// reads each connection from the moment it is dialled, and bytes that
+// come while no request is out on it it writes to the process's standard
+// logger ('Unsolicited response received on idle HTTP channel starting
+// with "SSH-2.0-OpenSSH_9.2\r\n"; err=<nil>'): a server that speaks first
+// (SSH) on a connection whose request was cancelled while it was dialled
+// (it goes to the idle pool unused: presence and a wait run together, and
+// one's failure cancels the other), or before the request that dialled it
+// is written. A relay, HTTP, never speaks first; an end of the connection
+// (EOF, a reset) still reads as it is, so a relay that closed an unused
+// connection is seen to, as before.
+type askedConn struct {
+	net.Conn
+	asked chan struct{} // closed at the first Write
+	once  sync.Once
+}
+
+func (c *askedConn) Write(b []byte) (int, error) {
+	c.once.Do(func() { close(c.asked) })
+	return c.Conn.Write(b)
+}
+
+func (c *askedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		select {
+		case <-c.asked:
+		default:
+			return 0, errSpokeUnasked
+		}
+	}
+	return n, err
 }
 
 // Close releases idle connections.

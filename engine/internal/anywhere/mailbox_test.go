@@ -1,9 +1,14 @@
 package anywhere
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -29,3 +34,91 @@ func TestLostOnTheWay(t *testing.T) {
 		}
 	}
 }
+
+// closeConn is a connection that says when it is closed.
+type closeConn struct {
+	net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *closeConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// A server that speaks first (SSH) on a connection the mailbox holds
+// unused is no line in the process's log: net/http logged 'Unsolicited
+// response received on idle HTTP channel starting with "SSH-2.0-..."' to
+// the standard logger, under ferry-cli's sentence. Here the connection is
+// unused as when presence and a wait run together and one's failure
+// cancels the other: its request is cancelled while it is dialled, and it
+// goes to the idle pool.
+func TestServerSpeakingFirstIsNoLogLine(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.WriteString(c, "SSH-2.0-OpenSSH_9.2\r\n")
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	saved := log.Writer()
+	log.SetOutput(writerFunc(func(b []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logged.Write(b)
+	}))
+	t.Cleanup(func() { log.SetOutput(saved) })
+
+	dialing, release := make(chan struct{}), make(chan struct{})
+	conns := make(chan *closeConn, 1)
+	mb := newMailbox(ln.Addr().String(), "", func(ctx context.Context, network, addr string) (net.Conn, error) {
+		close(dialing)
+		<-release
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cc := &closeConn{Conn: c, closed: make(chan struct{})}
+		conns <- cc
+		return cc, nil
+	})
+	t.Cleanup(mb.Close)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mb.Put(ctx, strings.Repeat("a", NameLen), []byte("x")) }()
+	<-dialing
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put = %v, want context.Canceled", err)
+	}
+	close(release)
+	// The connection the cancelled request dialled goes idle; the
+	// transport reads the server's first words on it and closes it.
+	<-(<-conns).closed
+
+	logMu.Lock()
+	defer logMu.Unlock()
+	if logged.Len() > 0 {
+		t.Errorf("the standard logger got %q, want nothing", logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

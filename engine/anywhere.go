@@ -292,7 +292,7 @@ func relayUnreachable(relay string, err error) error {
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return &wordedError{err: err, text: fmt.Sprintf("the relay %s closed the connection in the middle of its answer: try again (a relay that keeps doing so is overloaded, or not a Ferry relay)", relay)}
-	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, io.EOF), isReset(err):
 		// Taken, then closed (at once, or as the request came: a reset).
 		return &wordedError{err: err, text: fmt.Sprintf("the relay %s closed the connection without answering (%s)", relay, check)}
 	}
@@ -301,6 +301,18 @@ func relayUnreachable(relay string, err error) error {
 		text += ": " + why
 	}
 	return &wordedError{text: text, err: err}
+}
+
+// wsaeconnreset is Windows' WSAECONNRESET, its errno of a connection
+// reset: there syscall.ECONNRESET is a value Go made up, which no system
+// call returns, so errors.Is(err, syscall.ECONNRESET) misses a reset. No
+// Unix has an errno this high, so it is matched on every system, not in a
+// Windows file, and its match is tested everywhere.
+const wsaeconnreset = syscall.Errno(10054)
+
+// isReset reports whether err is a connection reset by the other end.
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, wsaeconnreset)
 }
 
 // relayRefused says why the relay refused a request, by its status, and

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferrydrop/ferry/discovery"
@@ -420,28 +421,46 @@ func (f *finder) find(ctx context.Context, to string) (discovery.Peer, error) {
 	return p, err
 }
 
-// resolvePeer is findPeer with an engine of its own on the config dir cfg.
-func resolvePeer(ctx context.Context, to, cfg string, lsScan bool) (discovery.Peer, error) {
+// resolvePeers looks the names up at once, in one discovery window of
+// one engine on the config dir cfg (findPeer's): peers[i] and errs[i] are
+// names[i]'s, errs in words.
+func resolvePeers(ctx context.Context, names []string, cfg string, lsScan bool) (peers []discovery.Peer, errs []error) {
+	peers, errs = make([]discovery.Peer, len(names)), make([]error, len(names))
+	fail := func(err error) ([]discovery.Peer, []error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return peers, errs
+	}
 	dir, err := configDir(cfg)
 	if err != nil {
-		return discovery.Peer{}, err
+		return fail(err)
 	}
 	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir}))
 	if err != nil {
-		return discovery.Peer{}, err
+		return fail(err)
 	}
 	defer e.Close()
-	p, d, stop, err := findPeer(ctx, e, to, lsScan)
-	if d != nil {
-		stop()
+	f, err := startFind(ctx, e, lsScan)
+	if err != nil {
+		return fail(err)
 	}
-	switch {
-	case errors.Is(err, discovery.ErrAmbiguous):
-		return p, ambiguous(to, match(to, peerCandidates(d.Peers())))
-	case errors.Is(err, discovery.ErrNotFound):
-		return p, &resolveError{errNoDevice, fmt.Sprintf("no device called %q answered within %v; run \"ferry-cli peers\" to list devices, or pass --to HOST:PORT", to, resolveWait)}
+	defer f.stop()
+	var wg sync.WaitGroup
+	for i, to := range names {
+		wg.Go(func() {
+			p, err := f.find(ctx, to)
+			switch {
+			case errors.Is(err, discovery.ErrAmbiguous):
+				err = ambiguous(to, match(to, peerCandidates(f.d.Peers())))
+			case errors.Is(err, discovery.ErrNotFound):
+				err = &resolveError{errNoDevice, fmt.Sprintf("no device called %q answered within %v; run \"ferry-cli peers\" to list devices, or pass --to HOST:PORT", to, resolveWait)}
+			}
+			peers[i], errs[i] = p, err
+		})
 	}
-	return p, err
+	wg.Wait()
+	return peers, errs
 }
 
 // peerTarget is where to send to a discovered peer: its addresses, and

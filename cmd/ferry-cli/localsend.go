@@ -264,24 +264,42 @@ func sendLocalSend(ctx context.Context, e *engine.Engine, to engine.LocalSendTar
 	return nil
 }
 
-// localSendTargetOf is --to for --protocol localsend: HOST:PORT, or HOST
-// (LocalSend's port), or a device's name or fingerprint found on the
-// network (a device that speaks both is sent to over LocalSend).
-func localSendTargetOf(ctx context.Context, to, cfg, fingerprint string, lsScan bool) (engine.LocalSendTarget, error) {
-	if host, port, err := net.SplitHostPort(to); err == nil {
-		return engine.LocalSendTarget{Addr: net.JoinHostPort(host, port), Fingerprint: fingerprint}, nil
+// localSendTargetsOf is each --to for --protocol localsend: HOST:PORT, or
+// HOST (LocalSend's port), or a device's name or fingerprint found on the
+// network (a device that speaks both is sent to over LocalSend). The
+// names are looked up at once, by one call of lookup (resolvePeers: one
+// discovery window), not one after another (each name nobody answered to
+// cost a window of its own); targets[i] and errs[i] are tos[i]'s.
+func localSendTargetsOf(tos []string, fingerprint string, lookup func(names []string) ([]discovery.Peer, []error)) (targets []engine.LocalSendTarget, errs []error) {
+	targets, errs = make([]engine.LocalSendTarget, len(tos)), make([]error, len(tos))
+	var names []string
+	var at []int
+	for i, to := range tos {
+		if host, port, err := net.SplitHostPort(to); err == nil {
+			targets[i] = engine.LocalSendTarget{Addr: net.JoinHostPort(host, port), Fingerprint: fingerprint}
+			continue
+		}
+		if _, err := netip.ParseAddr(to); err == nil {
+			targets[i] = engine.LocalSendTarget{Addr: net.JoinHostPort(to, fmt.Sprint(localsend.DefaultPort)), Fingerprint: fingerprint}
+			continue
+		}
+		names, at = append(names, to), append(at, i)
 	}
-	if _, err := netip.ParseAddr(to); err == nil {
-		return engine.LocalSendTarget{Addr: net.JoinHostPort(to, fmt.Sprint(localsend.DefaultPort)), Fingerprint: fingerprint}, nil
+	if len(names) == 0 {
+		return targets, errs
 	}
-	p, err := resolvePeer(ctx, to, cfg, lsScan)
-	if err != nil {
-		return engine.LocalSendTarget{}, err
+	peers, perrs := lookup(names)
+	for j, i := range at {
+		switch t, ok := localSendTarget(peers[j]); {
+		case perrs[j] != nil:
+			errs[i] = perrs[j]
+		case ok:
+			targets[i] = t
+		default:
+			errs[i] = fmt.Errorf("%s was found, but not as a LocalSend device: leave out --protocol localsend to send with Ferry", safetext.Name(tos[i]))
+		}
 	}
-	if t, ok := localSendTarget(p); ok {
-		return t, nil
-	}
-	return engine.LocalSendTarget{}, fmt.Errorf("%s was found, but not as a LocalSend device: leave out --protocol localsend to send with Ferry", safetext.Name(to))
+	return targets, errs
 }
 
 // printLocalSendPeer prints a device that speaks only LocalSend.
@@ -311,7 +329,8 @@ func (p *prompter) line(ctx context.Context, question string) (string, bool) {
 	return strings.TrimSpace(l), true
 }
 
-// runSendLocalSend is send --protocol localsend: one recipient at a time.
+// runSendLocalSend is send --protocol localsend: the --to looked up at
+// once, then one recipient at a time.
 func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, items engine.Items, pin, fingerprint string, lsScan, asJSON bool, retryFor time.Duration, out, errOut io.Writer) error {
 	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir, Name: name, RetryFor: retryFor}))
 	if err != nil {
@@ -320,9 +339,12 @@ func runSendLocalSend(ctx context.Context, dir, cfg, name string, tos []string, 
 	defer e.Close()
 	p := newPrinter(out, asJSON)
 	answers := newPrompter(stdin, errOut)
+	targets, errs := localSendTargetsOf(tos, fingerprint, func(names []string) ([]discovery.Peer, []error) {
+		return resolvePeers(ctx, names, cfg, lsScan)
+	})
 	var last error
-	for _, to := range tos {
-		tg, err := localSendTargetOf(ctx, to, cfg, fingerprint, lsScan)
+	for i, to := range tos {
+		tg, err := targets[i], errs[i]
 		if err != nil {
 			return err
 		}

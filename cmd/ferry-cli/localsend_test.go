@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/discovery"
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/addr"
 
 	"github.com/ferrydrop/ferry/internal/lspeer"
 )
@@ -264,5 +267,34 @@ func TestSendToLocalSendTellsWhatWasLeftOut(t *testing.T) {
 	}
 	if got, _, _, _, _, _ := p.Snapshot(); string(got["a.txt"]) != "alpha" || got["b.txt"] != nil {
 		t.Fatalf("the peer got %d files", len(got))
+	}
+}
+
+// The names among several --to of send --protocol localsend are looked up
+// at once, in one call (one discovery window), not one after another (each
+// name nobody answered to cost a window of its own); addresses are not
+// looked up, and each --to keeps its own result, in the order given.
+func TestLocalSendNamesResolveAtOnce(t *testing.T) {
+	tos := []string{"Pixel", "127.0.0.1:53317", "Nobody", "Ferry Laptop", "10.0.0.2"}
+	var calls [][]string
+	lsPeer := discovery.Peer{LocalSend: &discovery.LocalSend{Alias: "Pixel", Addr: addr.NewLocalSend("https", "192.0.2.7:53317", "")}}
+	targets, errs := localSendTargetsOf(tos, "", func(names []string) ([]discovery.Peer, []error) {
+		calls = append(calls, names)
+		return []discovery.Peer{lsPeer, {}, {ID: "ferry"}}, []error{nil, errors.New("no device called \"Nobody\""), nil}
+	})
+	if len(calls) != 1 || strings.Join(calls[0], "|") != "Pixel|Nobody|Ferry Laptop" {
+		t.Fatalf("lookups %q, want one of Pixel, Nobody, Ferry Laptop", calls)
+	}
+	if errs[0] != nil || targets[0].Addr != "192.0.2.7:53317" {
+		t.Errorf("Pixel: %+v, %v", targets[0], errs[0])
+	}
+	if errs[1] != nil || targets[1].Addr != "127.0.0.1:53317" || errs[4] != nil || targets[4].Addr != "10.0.0.2:53317" {
+		t.Errorf("addresses: %+v %v, %+v %v", targets[1], errs[1], targets[4], errs[4])
+	}
+	if errs[2] == nil || !strings.Contains(errs[2].Error(), "Nobody") {
+		t.Errorf("Nobody: %v", errs[2])
+	}
+	if errs[3] == nil || !strings.Contains(errs[3].Error(), "not as a LocalSend device") {
+		t.Errorf("Ferry Laptop: %v", errs[3])
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1397,28 +1398,39 @@ func (rx *receiver) endResume() {
 // its resume state; one that did not keeps its .partial files and saves
 // where it got to, so the next attempt only fetches what is missing.
 // Without resume state (resume off, or an offer that names no manifest)
-// nothing could find the partials again: they are removed. revoked: the
+// nothing could find the partials again: they are removed (those that
+// cannot be are kept listed, or said: keepOrSayUnremoved). revoked: the
 // user here took the yes back (cancelled it, turned receiving off): the
 // state is kept without its delivery, so a later session of it is asked
 // about again (acceptedBefore).
 func (rx *receiver) cleanup(finished, revoked bool) (resumable bool) {
 	rx.mu.Lock()
-	var parts []*store.Partial
+	type held struct {
+		p *store.Partial
+		f resume.File // as keepUnremoved lists it
+	}
+	var parts []held
 	for _, f := range rx.files {
 		if f.part != nil {
-			parts = append(parts, f.part)
+			parts = append(parts, held{f.part, resume.File{Index: f.idx, Path: f.entry.Path, Size: f.entry.Size, Partial: f.partName, PartialID: f.partID}})
 			f.part = nil
 		}
 	}
 	rx.mu.Unlock()
 	keep := rx.journal != nil
-	for _, p := range parts {
+	var left []resume.File
+	var errs []error
+	for _, h := range parts {
 		if keep {
-			p.Close()
-		} else {
-			rx.Dest.Discard(p)
+			h.p.Close()
+			continue
+		}
+		if err := rx.Dest.Discard(h.p); err != nil && h.f.Partial != "" {
+			left = append(left, h.f)
+			errs = append(errs, err)
 		}
 	}
+	rx.keepOrSayUnremoved(left, errs)
 	if rx.journal != nil {
 		rx.journal.Close()
 	}
@@ -1444,6 +1456,25 @@ func (rx *receiver) cleanup(finished, revoked bool) (resumable bool) {
 	rx.dropSuperseded()
 	rx.e.releaseResume(rx)
 	return resumable
+}
+
+// keepOrSayUnremoved sees to the partials that cleanup could not remove
+// (errs[i] says why files[i] could not): with resume on (an offer that
+// names no manifest) they stay listed (keepUnremoved), as a failed file's
+// do; with resume off nothing lists them, and each is named in a warning.
+// They stayed in the folder, listed nowhere and unsaid.
+func (rx *receiver) keepOrSayUnremoved(files []resume.File, errs []error) {
+	if len(files) == 0 {
+		return
+	}
+	if !rx.e.opts.DisableResume {
+		rx.keepUnremoved(rx.DestDir, files, notRemoved(rx.DestDir, files[0].Partial, errs[0]))
+		return
+	}
+	for i, f := range files {
+		rx.e.log.Warn("a partial file could not be removed, and with resume off nothing lists it: remove it by hand",
+			"file", filepath.Join(rx.DestDir, filepath.FromSlash(f.Partial)), "err", errs[i])
+	}
 }
 
 // openPartial creates f's partial, once, and reports whether f has one

@@ -299,3 +299,52 @@ func TestAgeOutThatCannotRemoveAPartialSaysSo(t *testing.T) {
 		t.Errorf("listed after the age-out: %+v", ps)
 	}
 }
+
+// TestPartialLeftWithoutResumeThatCannotBeRemoved: a session that ends
+// without resume state (an offer that names no manifest; resume off)
+// removes its partials, and one that cannot be removed stays listed as a
+// failed file's does or, with resume off, where nothing could list it, is
+// named in a warning. Its removal's error was ignored: it stayed in the
+// folder, listed nowhere and unsaid.
+func TestPartialLeftWithoutResumeThatCannotBeRemoved(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		name := "no manifest"
+		if off {
+			name = "resume off"
+		}
+		t.Run(name, func(t *testing.T) {
+			a := randomBytes(64<<10 + 500)
+			rx := unremovedReceiver(t, a)
+			rx.e.opts.DisableResume = off
+			var logged lockedBuffer
+			rx.e.log = slog.New(slog.NewTextHandler(&logged, nil))
+			landAll(t, rx, 0, a, 0)
+			part := filepath.Join(rx.DestDir, "d", "a.bin.partial")
+			undo := immutable(t, filepath.Dir(part))
+			if rx.cleanup(false, false) {
+				t.Fatal("cleanup kept the session for a resume")
+			}
+			if _, err := os.Stat(part); err != nil {
+				t.Fatalf("the partial: %v", err)
+			}
+			l := listing(rx.e, rx.DestDir, "d/a.bin.partial")
+			if off {
+				if log := logged.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, part) {
+					t.Errorf("the log says %q, want a warning naming %s", log, part)
+				}
+				if len(l) != 0 {
+					t.Errorf("listed with resume off: %+v", l)
+				}
+				return
+			}
+			if len(l) != 1 || !l[0].Unremoved {
+				t.Fatalf("the partial that could not be removed: listed as %+v", rx.e.Partials())
+			}
+			undo()
+			discardAll(t, rx.e)
+			if left, _ := filepath.Glob(filepath.Join(rx.DestDir, "d", "*")); len(left) != 0 {
+				t.Errorf("left in the destination: %v", left)
+			}
+		})
+	}
+}

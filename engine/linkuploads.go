@@ -92,7 +92,7 @@ const staleLinkLog = 48 * time.Hour
 
 // cleanLinkUploads removes the partial files that receive links of a
 // process that died left, and their logs; it returns how many partials it
-// removed. A log locked by a live process is left alone; where files are
+// removed. Those that cannot be removed stay listed (keepLinkUnremoved). A log locked by a live process is left alone; where files are
 // not locked, one written to in the last staleLinkLog.
 func (e *Engine) cleanLinkUploads() int {
 	dir := e.resume.Path()
@@ -116,13 +116,43 @@ func (e *Engine) cleanLinkUploads() int {
 			}
 		}
 		left := replayLinkLog(path)
+		kept := true
 		for dest, ps := range left {
-			d, _, _ := discardPartials(dest, ps.names, ps.ids) // each only if it is still that partial
+			d, unremoved, err := discardPartials(dest, ps.names, ps.ids) // each only if it is still that partial
 			n += d.Files
+			kept = e.keepLinkUnremoved(dest, ps, unremoved, err) && kept
 		}
-		os.Remove(path)
+		if kept {
+			os.Remove(path)
+		}
 	}
 	return n
+}
+
+// linkUploadsPeer is the name that the partials of receive links that
+// could not be removed are listed under (a browser is no device).
+const linkUploadsPeer = "a receive link"
+
+// keepLinkUnremoved lists the partials of ps (those at the indexes
+// unremoved; err says why the first could not be removed) among the
+// unfinished transfers (resume.Dir.KeepUnremoved), to be discarded again
+// and aged out, before the log that alone named them goes; they stayed in
+// the folder, listed nowhere. It reports whether the log may go: false
+// when they could not be listed (the next start tries again).
+func (e *Engine) keepLinkUnremoved(dest string, ps *linkPartials, unremoved []int, err error) bool {
+	if len(unremoved) == 0 {
+		return true
+	}
+	files := make([]resume.File, len(unremoved))
+	for i, k := range unremoved {
+		files[i] = resume.File{Path: strings.TrimSuffix(ps.names[k], resume.PartialSuffix), Partial: ps.names[k], PartialID: ps.ids[k]}
+	}
+	e.log.Warn("partial files of a receive link could not be removed: they stay listed among the unfinished transfers", "files", len(files), "err", err)
+	if err := e.resume.KeepUnremoved("", linkUploadsPeer, dest, files); err != nil {
+		e.log.Warn("resume state", "err", err)
+		return false
+	}
+	return true
 }
 
 // linkPartials are a folder's partials a log lists: names and identities.

@@ -116,3 +116,51 @@ func TestCleanLinkUploadsAfterACrash(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanLinkUploadsThatCannotRemoveAPartialKeepsItListed: a partial that
+// a dead link's log lists and that cannot be removed (on Windows another
+// program has it open; here the folder is immutable) stays listed as
+// unremoved before the log goes, to be discarded again and aged out. It
+// stayed in the folder, listed nowhere, once the log was gone.
+func TestCleanLinkUploadsThatCannotRemoveAPartialKeepsItListed(t *testing.T) {
+	e := testEngine(t, Options{})
+	dest := t.TempDir()
+	d, err := store.Open(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.CreatePartial("photos/IMG_1.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WriteAt([]byte("half"), 0)
+	name, id := p.Name(), p.Identity()
+	p.Close()
+	d.Close()
+	os.MkdirAll(e.resume.Path(), 0o700)
+	line, _ := json.Marshal(linkUploadRec{Op: "+", Dest: dest, Name: name, ID: id})
+	dead := filepath.Join(e.resume.Path(), linkLogPrefix+"dead"+linkLogSuffix)
+	if err := os.WriteFile(dead, append(line, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * staleLinkLog)
+	os.Chtimes(dead, old, old)
+	undo := immutable(t, filepath.Join(dest, "photos"))
+	if n := e.cleanLinkUploads(); n != 0 {
+		t.Fatalf("cleaned %d from an immutable folder", n)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "photos", "IMG_1.jpg.partial")); err != nil {
+		t.Fatalf("the partial: %v", err)
+	}
+	if l := listing(e, dest, "photos/IMG_1.jpg.partial"); len(l) != 1 || !l[0].Unremoved {
+		t.Fatalf("the partial that could not be removed: listed as %+v", e.Partials())
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead link's log stayed: %v", err)
+	}
+	undo()
+	discardAll(t, e)
+	if left, _ := filepath.Glob(filepath.Join(dest, "photos", "*")); len(left) != 0 {
+		t.Errorf("left in the folder: %v", left)
+	}
+}

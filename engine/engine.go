@@ -220,6 +220,9 @@ type Engine struct {
 	// restoring, when set (tests only), runs as a session begins to check
 	// what an earlier one kept (resumeFrom).
 	restoring func()
+	// discarding, when set (tests only), runs once DiscardPartialFiles has
+	// removed the partials it listed, before it drops their state.
+	discarding func()
 
 	ident  *identity.Identity
 	trust  *identity.Store

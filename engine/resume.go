@@ -542,7 +542,14 @@ func (e *Engine) DiscardPartialFiles(key string) (Discarded, error) {
 			// out) still, and discarded again once the file can go.
 			return d, err
 		}
-		e.resume.Drop(key)
+		if e.discarding != nil {
+			e.discarding()
+		}
+		// Under the lock KeepUnremoved takes: a partial it lists in an
+		// unremoved state since the listing above stays listed.
+		if err := e.resume.DropDiscarded(key, s.Partials, s.PartialIDs); err != nil {
+			e.log.Warn("resume state", "err", err)
+		}
 		e.discarded(s)
 		return d, nil
 	}

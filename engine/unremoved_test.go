@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
 
@@ -346,5 +347,43 @@ func TestPartialLeftWithoutResumeThatCannotBeRemoved(t *testing.T) {
 				t.Errorf("left in the destination: %v", left)
 			}
 		})
+	}
+}
+
+// TestDiscardKeepsWhatWasListedSince: discarding a device's unremoved
+// partials in a folder keeps listed a partial that a transfer (here, or in
+// another process on the same config) listed there between the discard's
+// listing and its end; the state went whole, and that partial stayed in
+// the folder, listed nowhere.
+func TestDiscardKeepsWhatWasListedSince(t *testing.T) {
+	a, b := randomBytes(64<<10+500), randomBytes(64<<10+500)
+	rx := createReceiver(t, a, b)
+	rx.c, _ = newPipeConns(identity.DeviceID{}, identity.DeviceID{})
+	rx.DestDir = rx.Dest.Dir()
+	landAll(t, rx, 0, a, 0)
+	undo := immutable(t, filepath.Join(rx.DestDir, "d"))
+	rx.resolve(fileOf(t, rx, 0), false, "", wire.CodeIO, "the disk failed")
+	undo()
+	l := listing(rx.e, rx.DestDir, "d/a.bin.partial")
+	if len(l) != 1 || !l[0].Unremoved {
+		t.Fatalf("the failed file's partial: listed as %+v", rx.e.Partials())
+	}
+	landAll(t, rx, 1, b, 0)
+	fb := fileOf(t, rx, 1)
+	rx.e.discarding = func() {
+		rx.e.discarding = nil
+		if err := rx.e.resume.KeepUnremoved(rx.c.PeerID().String(), "", rx.DestDir,
+			[]resume.File{{Index: 1, Path: "d/b.bin", Partial: fb.partName, PartialID: fb.partID}}); err != nil {
+			t.Error(err)
+		}
+	}
+	if d, err := rx.e.DiscardPartialFiles(l[0].Key); err != nil || d.Files != 1 {
+		t.Fatalf("discard: %+v, %v", d, err)
+	}
+	if _, err := os.Stat(filepath.Join(rx.DestDir, "d", "a.bin.partial")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the discarded partial: %v", err)
+	}
+	if l := listing(rx.e, rx.DestDir, "d/b.bin.partial"); len(l) != 1 || !l[0].Unremoved || slices.Contains(l[0].Partials, "d/a.bin.partial") {
+		t.Fatalf("the partial listed since: listed as %+v", rx.e.Partials())
 	}
 }

@@ -237,9 +237,9 @@ type Dir struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	unremoved sync.Mutex // held while KeepUnremoved or Forget reads and writes a state (lockStates)
-	// rewriting, when set (tests only), runs while KeepUnremoved holds a
-	// state it has read and not yet written.
+	unremoved sync.Mutex // held while KeepUnremoved, Forget or DropDiscarded reads and writes a state (lockStates)
+	// rewriting, when set (tests only), runs while KeepUnremoved or
+	// DropDiscarded holds a state it has read and not yet written.
 	rewriting func()
 }
 
@@ -706,12 +706,49 @@ func (d *Dir) KeepUnremoved(peer, peerName, dest string, files []File) error {
 	return d.Compact(key, s)
 }
 
+// DropDiscarded drops key's state once the caller has discarded the
+// partial files names (with identities ids) it listed, under the lock of
+// KeepUnremoved and Forget (lockStates): a state of unremoved partials
+// that a transfer here or in another process added to since it was listed
+// keeps listing what was added, where dropping it whole lost those. A
+// state of one transfer goes whole (nothing adds to it).
+func (d *Dir) DropDiscarded(key string, names, ids []string) error {
+	defer d.lockStates()()
+	s, _ := d.Salvage(key) // what it lists now, even damaged
+	if s == nil || !s.Unremoved {
+		d.Drop(key)
+		return nil
+	}
+	discarded := func(f File) bool {
+		for i, name := range names {
+			if f.Partial == name && f.PartialID == ids[i] {
+				return true
+			}
+		}
+		return false
+	}
+	n := len(s.Files)
+	s.Files = slices.DeleteFunc(s.Files, discarded)
+	if len(s.Files) == 0 {
+		d.Drop(key)
+		return nil
+	}
+	if len(s.Files) == n {
+		return nil
+	}
+	s.Accepted = len(s.Files)
+	if d.rewriting != nil {
+		d.rewriting()
+	}
+	return d.Compact(key, s)
+}
+
 // lockStates holds the lock under which a state that several transfers
-// add to or take from (KeepUnremoved, Forget) is read and written again,
-// so that none of them loses another's change: d.unremoved in this
-// process and, where the platform has file locks (Unix, Windows), a lock
-// on a file in the folder that the app and a ferry-cli on the same config
-// both wait for (filelock). Elsewhere two processes can still lose one's
+// add to or take from (KeepUnremoved, Forget, DropDiscarded) is read and
+// written again, so that none of them loses another's change: d.unremoved
+// in this process and, where the platform has file locks (Unix, Windows),
+// a lock on a file in the folder that the app and a ferry-cli on the same
+// config both wait for (filelock). Elsewhere two processes can still lose one's
 // change. It returns the func that lets go.
 func (d *Dir) lockStates() (unlock func()) {
 	d.unremoved.Lock()

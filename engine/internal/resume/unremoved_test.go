@@ -83,3 +83,40 @@ func TestKeepUnremovedLocksOtherProcessesOut(t *testing.T) {
 		t.Errorf("listed %+v", l)
 	}
 }
+
+// TestDropDiscardedKeepsWhatWasAddedSince: dropping an unremoved state
+// whose listed partials were discarded keeps those added to it since, and
+// holds the file lock KeepUnremoved holds while it rewrites the state; a
+// state left with none is dropped.
+func TestDropDiscardedKeepsWhatWasAddedSince(t *testing.T) {
+	d := Open(t.TempDir(), nil, nil)
+	a := File{Index: 1, Path: "a.bin", Size: 10, Partial: "a.bin.partial", PartialID: "a1.2"}
+	b := File{Index: 2, Path: "b.bin", Size: 10, Partial: "b.bin.partial", PartialID: "b3.4"}
+	if err := d.KeepUnremoved("PEER", "Bob", "/dl", []File{a}); err != nil {
+		t.Fatal(err)
+	}
+	l := d.List()
+	if len(l) != 1 {
+		t.Fatalf("listed %+v", l)
+	}
+	if err := d.KeepUnremoved("PEER", "Bob", "/dl", []File{b}); err != nil { // since the listing
+		t.Fatal(err)
+	}
+	var held bool
+	d.rewriting = func() { held = !lockingJournals || journalLocked(d.lockPath()) }
+	if err := d.DropDiscarded(l[0].Key, l[0].Partials, l[0].PartialIDs); err != nil {
+		t.Fatal(err)
+	}
+	if !held {
+		t.Error("DropDiscarded rewrote the state without the lock another process would wait for")
+	}
+	if l := d.List(); len(l) != 1 || !slices.Equal(l[0].Partials, []string{"b.bin.partial"}) {
+		t.Fatalf("after a's discard: listed %+v", l)
+	}
+	if err := d.DropDiscarded(l[0].Key, []string{"b.bin.partial"}, []string{"b3.4"}); err != nil {
+		t.Fatal(err)
+	}
+	if l := d.List(); len(l) != 0 {
+		t.Fatalf("after b's discard: listed %+v", l)
+	}
+}

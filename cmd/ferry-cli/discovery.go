@@ -278,24 +278,15 @@ func resolveAllByDiscovery(ctx context.Context, tos []string, cfg string, lsScan
 		}
 		return out
 	}
-	dir, err := configDir(cfg)
-	if err != nil {
-		return fail(err)
-	}
-	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir}))
-	if err != nil {
-		return fail(err)
-	}
-	defer e.Close()
-	f, err := startFind(ctx, e, lsScan)
-	if err != nil {
-		return fail(err)
-	}
-	defer f.stop()
-	for j, r := range resolveEach(names, func(to string) resolved { return resolveName(ctx, e, f, to) }) {
-		for _, i := range at[names[j]] {
-			out[i] = r
+	err := finding(ctx, cfg, lsScan, func(e *engine.Engine, f *finder) {
+		for j, r := range resolveEach(names, func(to string) resolved { return resolveName(ctx, e, f, to) }) {
+			for _, i := range at[names[j]] {
+				out[i] = r
+			}
 		}
+	})
+	if err != nil {
+		return fail(err)
 	}
 	return out
 }
@@ -432,35 +423,47 @@ func resolvePeers(ctx context.Context, names []string, cfg string, lsScan bool) 
 		}
 		return peers, errs
 	}
-	dir, err := configDir(cfg)
+	err := finding(ctx, cfg, lsScan, func(_ *engine.Engine, f *finder) {
+		var wg sync.WaitGroup
+		for i, to := range names {
+			wg.Go(func() {
+				p, err := f.find(ctx, to)
+				switch {
+				case errors.Is(err, discovery.ErrAmbiguous):
+					err = ambiguous(to, match(to, peerCandidates(f.d.Peers())))
+				case errors.Is(err, discovery.ErrNotFound):
+					err = &resolveError{errNoDevice, fmt.Sprintf("no device called %q answered within %v; run \"ferry-cli peers\" to list devices, or pass --to HOST:PORT", to, resolveWait)}
+				}
+				peers[i], errs[i] = p, err
+			})
+		}
+		wg.Wait()
+	})
 	if err != nil {
 		return fail(err)
 	}
+	return peers, errs
+}
+
+// finding runs fn with one engine on the config dir cfg and a search for
+// devices started on it (both gone when fn returns); its error is theirs.
+func finding(ctx context.Context, cfg string, lsScan bool, fn func(*engine.Engine, *finder)) error {
+	dir, err := configDir(cfg)
+	if err != nil {
+		return err
+	}
 	e, err := engine.New(envOptions(engine.Options{ConfigDir: dir}))
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer e.Close()
 	f, err := startFind(ctx, e, lsScan)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer f.stop()
-	var wg sync.WaitGroup
-	for i, to := range names {
-		wg.Go(func() {
-			p, err := f.find(ctx, to)
-			switch {
-			case errors.Is(err, discovery.ErrAmbiguous):
-				err = ambiguous(to, match(to, peerCandidates(f.d.Peers())))
-			case errors.Is(err, discovery.ErrNotFound):
-				err = &resolveError{errNoDevice, fmt.Sprintf("no device called %q answered within %v; run \"ferry-cli peers\" to list devices, or pass --to HOST:PORT", to, resolveWait)}
-			}
-			peers[i], errs[i] = p, err
-		})
-	}
-	wg.Wait()
-	return peers, errs
+	fn(e, f)
+	return nil
 }
 
 // peerTarget is where to send to a discovered peer: its addresses, and

@@ -85,6 +85,11 @@ type SkippedInfo struct {
 	// Unreadable: folders inside that could not be opened or listed (no
 	// permission); nothing in them is sent.
 	Unreadable int `json:"unreadable_folders,omitempty"`
+	// TooDeep: files, and empty folders, whose path in the offer would be
+	// longer (store.MaxPathBytes) or deeper (store.MaxDepth) than any
+	// receiver takes: a path over 4096 bytes is no valid offer at all, and
+	// this system could not open it by its path to read it either.
+	TooDeep int `json:"too_deep,omitempty"`
 	// Examples are the first few skipped paths, as given; an unreadable
 	// folder's with its cause in parentheses ("photos/private (permission
 	// denied)").
@@ -95,7 +100,9 @@ type SkippedInfo struct {
 const maxSkippedExamples = 5
 
 // Count is how many entries were skipped in all.
-func (s *SkippedInfo) Count() int { return s.Symlinks + s.EmptyFolders + s.Other + s.Unreadable }
+func (s *SkippedInfo) Count() int {
+	return s.Symlinks + s.EmptyFolders + s.Other + s.Unreadable + s.TooDeep
+}
 
 // Summary says what was skipped, in the words the CLI and the app show:
 // "2 symbolic links (not followed), 1 empty folder"; "" when nothing was.
@@ -117,6 +124,8 @@ func (s *SkippedInfo) Summary() string {
 	}
 	plural(s.Other, "device, socket or pipe", "devices, sockets or pipes")
 	plural(s.Unreadable, "folder that could not be read", "folders that could not be read")
+	plural(s.TooDeep, "file or folder nested too deep (its path over 4096 bytes or 64 levels)",
+		"files or folders nested too deep (their paths over 4096 bytes or 64 levels)")
 	return strings.Join(parts, ", ")
 }
 
@@ -218,11 +227,18 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 				skipped.note(src(e.rel))
 				return nil
 			}
+			// Its folders hold a file, though it is left out: none of them
+			// is offered as empty (and counted again).
 			for dir := path.Dir(e.rel); !filled[dir]; dir = path.Dir(dir) {
 				filled[dir] = true
 				if dir == "." {
 					break
 				}
+			}
+			if tooDeep(path.Join(base, e.rel)) {
+				skipped.TooDeep++
+				skipped.note(src(e.rel))
+				return nil
 			}
 			add(root, path.Join(base, e.rel), e)
 			return nil
@@ -248,7 +264,12 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 			}
 		}
 		for _, d := range empty {
-			folders = append(folders, path.Join(base, d))
+			if offered := path.Join(base, d); !tooDeep(offered) {
+				folders = append(folders, offered)
+				continue
+			}
+			skipped.TooDeep++
+			skipped.note(src(d))
 		}
 	}
 	if files.n == 0 {
@@ -265,6 +286,14 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 		return manifest{}, fmt.Errorf("%d empty folders is more than one transfer can carry (%d): send them in parts", len(folders), wire.MaxFolders)
 	}
 	return manifest{files: files.list(), folders: folders, renamed: renamed}, nil
+}
+
+// tooDeep says whether offered, a path of a send's offer, is longer or
+// deeper than a receiver takes (store.ValidatePath's limits): such a file
+// is left out and said, as a symbolic link is, rather than ending the
+// whole send with a protocol error ("offer files: file 1 path too long").
+func tooDeep(offered string) bool {
+	return len(offered) > store.MaxPathBytes || strings.Count(offered, "/")+1 > store.MaxDepth
 }
 
 // fileList collects the walk's files in blocks and joins them once at the

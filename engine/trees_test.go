@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/lspeer"
 )
@@ -187,5 +189,72 @@ func TestBackslashInANameSavedAsUnderscore(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(e.DownloadDir(), "a_b.txt")); err != nil || string(b) != "hello" {
 		t.Fatalf("LocalSend: saved %q, %v", b, err)
+	}
+}
+
+// A tree deeper than an offer's path may be (over 4096 bytes, or 64
+// levels) is sent without the files down there, which are said as
+// skipped: such a path ended the whole send with a protocol error on both
+// sides ("Protocol violation: offer files: file 1 path too long"), and the
+// receiver would refuse one over 64 levels anyway.
+func TestTreeTooDeepToOfferLeavesOutOnlyWhatIsTooDeep(t *testing.T) {
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	writeFile(t, filepath.Join(tree, "shallow.txt"), 5)
+	// 30 folders of 200 bytes: 6000 bytes down, more than a path may be
+	// here too (PATH_MAX), so made one folder at a time.
+	r, err := os.OpenRoot(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 200)
+	for range 30 {
+		if err := r.Mkdir(long, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := r.OpenRoot(long)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = next
+	}
+	if err := r.WriteFile("deep.txt", []byte("deep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Mkdir("emptydeep", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	levels := filepath.Join(tree, strings.Repeat("l/", 70))
+	if err := os.MkdirAll(levels, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(levels, "f"), 1)
+
+	m, skipped, err := buildManifestSkipping([]string{tree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range m.files {
+		got = append(got, f.Path)
+	}
+	if want := []string{"tree/shallow.txt"}; !slices.Equal(got, want) {
+		t.Errorf("offered %d files %.200q, want %q", len(got), got, want)
+	}
+	if len(m.folders) != 0 {
+		t.Errorf("offered empty folders %.200q, want none", m.folders)
+	}
+	if skipped.TooDeep != 3 || skipped.Count() != 3 {
+		t.Errorf("skipped %d too deep, %d in all, want 3", skipped.TooDeep, skipped.Count())
+	}
+	if s := skipped.Summary(); !strings.Contains(s, "3 files or folders nested too deep") {
+		t.Errorf("summary %q", s)
+	}
+	for _, f := range m.files {
+		if err := store.ValidatePath(f.Path); err != nil {
+			t.Errorf("offered %q, which a receiver refuses: %v", f.Path, err)
+		}
 	}
 }

@@ -298,6 +298,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	pending := len(trs)
 	keyChanges := map[string]*engine.KeyChange{} // by transfer: the failure names the command that forgets
 	unreadable := 0                              // folders the walk could not read (every target's offer says the same)
+	tooDeep := 0                                 // files and empty folders nested deeper than an offer takes
 	p.hold()
 	defer p.flush()
 	batch := newBatcher(p, events)
@@ -331,7 +332,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 			keyChanges[ev.TransferID] = ev.KeyChange
 		}
 		if ev.Kind == engine.EventOffer && ev.Direction == engine.Sending && ev.Offer.Skipped != nil {
-			unreadable = ev.Offer.Skipped.Unreadable
+			unreadable, tooDeep = ev.Offer.Skipped.Unreadable, ev.Offer.Skipped.TooDeep
 		}
 	}
 	var refused int
@@ -356,6 +357,8 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		// As rsync's "some files were not transferred": a script learns
 		// that the folder did not arrive whole.
 		return exitError{code: 1, err: fmt.Errorf("%d folder(s) could not be read here and were not sent (\"not sent\" above); the rest arrived", unreadable)}
+	case tooDeep > 0:
+		return exitError{code: 1, err: fmt.Errorf("%d file(s) or folder(s) are nested too deep to send and were not sent (\"not sent\" above); the rest arrived", tooDeep)}
 	}
 	return nil
 }

@@ -76,6 +76,11 @@ type Dest struct {
 	// replace is Root.Rename, which replaces its target: place's last
 	// resort. Tests replace it to race it.
 	replace func(oldname, newname string) error
+	// fsRefuses, when set, stands in for a file system that refuses some
+	// names (vfat, exFAT: see windowsName): the error it would give for a
+	// file or folder created under name, nil for a name it takes. Tests
+	// set it; nil here, where the file system itself says.
+	fsRefuses func(name string) error
 
 	// SyncOnFinalize fsyncs every file before it gets its final name. Off by
 	// default, like rsync and scp: a per-file fsync costs more than the
@@ -479,12 +484,17 @@ func (d *Dest) CreatePartial(rel string) (*Partial, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create %q: %w", rel, err)
 	}
+	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
 		subName := partialName(base, n)
 		// O_EXCL: created here and now, never an existing file or a
 		// symlink's target.
-		f, err := fo.create(subName)
+		f, err := d.create(fo, subName)
 		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if alt, ok := windowsName(base, err); ok && !retried {
+			base, n, retried = alt, -1, true
 			continue
 		}
 		if err != nil {
@@ -760,10 +770,15 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
 	defer d.release(to)
+	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
 		name := filepath.Join(to.path, numbered(base, n, true))
-		linked, err := d.place(p.name, name)
+		linked, err := d.placeNew(p.name, name)
 		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if alt, ok := windowsName(base, err); ok && !retried {
+			base, n, retried = alt, -1, true
 			continue
 		}
 		if err != nil {
@@ -970,6 +985,7 @@ func (d *Dest) resolveFolderMade(peerDir string, made *[]string) (*folder, error
 // element elem inside parent, creating the folder if needed (and adding it
 // to made, when not nil), and returns it acquired.
 func (d *Dest) resolveIn(parent *folder, elem string, made *[]string) (*folder, error) {
+	retried := false // under the name Windows takes, the file system having refused elem
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(elem, n, false)
 		dir, err := parent.isDir(name)
@@ -977,7 +993,7 @@ func (d *Dest) resolveIn(parent *folder, elem string, made *[]string) (*folder, 
 			continue // never descend into a file, symlink or device
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			err = parent.mkdir(name)
+			err = d.mkdir(parent, name)
 			if err == nil && made != nil {
 				*made = append(*made, filepath.Join(parent.path, name))
 			}
@@ -987,6 +1003,10 @@ func (d *Dest) resolveIn(parent *folder, elem string, made *[]string) (*folder, 
 					continue
 				}
 			}
+		}
+		if alt, ok := windowsName(elem, err); ok && !retried {
+			elem, n, retried = alt, -1, true
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("folder %q: %w", elem, err)

@@ -86,10 +86,18 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 	if !to.inside(d) {
 		return "", fmt.Errorf("store: finalize %q: %s: %w", rel, filepath.ToSlash(to.path), ErrMovedOut)
 	}
+	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(base, n, true)
-		err := p.link(to, name)
+		err := d.refusedByFS("link", name)
+		if err == nil {
+			err = p.link(to, name)
+		}
 		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if alt, ok := windowsName(base, err); ok && !retried {
+			base, n, retried = alt, -1, true
 			continue
 		}
 		if err != nil {

@@ -11,11 +11,29 @@ import (
 
 // FreeSpace returns the number of bytes an unprivileged user may still write
 // on the file system that holds dir (blocks available, not blocks free:
-// root's reserve does not count).
+// root's reserve does not count), or an error matching
+// errors.ErrUnsupported where the file system does not say (freeSpace).
 func FreeSpace(dir string) (int64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return -1, fmt.Errorf("store: free space on %q: %w", dir, err)
+	}
+	free, err := freeSpace(&st)
+	if err != nil {
+		return -1, fmt.Errorf("store: free space on %q: %w", dir, err)
+	}
+	return free, nil
+}
+
+// freeSpace is FreeSpace from the file system's statfs(2). One that reports
+// no blocks at all does not measure its space: a FUSE file system that
+// answers no statfs gets libfuse's default of zeros (fusefat: "0 B free" on
+// a stick with 60 MB free), and its free space is unknown, not none, so
+// that the space check accepts blind and a full disk fails on its write,
+// as where statfs itself fails.
+func freeSpace(st *unix.Statfs_t) (int64, error) {
+	if st.Blocks == 0 {
+		return -1, fmt.Errorf("the file system reports no size: %w", errors.ErrUnsupported)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }

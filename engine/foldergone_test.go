@@ -85,3 +85,27 @@ func TestDownloadFolderDeletedUnderATransfer(t *testing.T) {
 		t.Errorf("resume state left for a folder that is gone: %+v", p)
 	}
 }
+
+// TestDownloadFolderThatIsAFileRefusesInWords: a download folder replaced
+// by a file after the receiver started (it checks the folder when it is
+// chosen) refuses the offer in a sentence that says so, and the file is
+// left as it was. Both sides read "Read or write error: download folder:
+// store: open "/x/dl": mkdir /x/dl: not a directory."
+func TestDownloadFolderThatIsAFileRefusesInWords(t *testing.T) {
+	dl := filepath.Join(t.TempDir(), "dl")
+	recv := testEngine(t, Options{Accept: AcceptAll, DownloadDir: dl})
+	if err := os.RemoveAll(dl); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dl, []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := decisionOn(t, recv, wire.FileEntry{Path: "a.txt", Size: 5})
+	if d == nil || d.Accept || !strings.Contains(d.Reason, "its download folder "+dl+" is a file, not a folder") ||
+		strings.Contains(d.Reason, "store:") || strings.Contains(d.Reason, "mkdir") {
+		t.Errorf("the sender was told %#v", d)
+	}
+	if b, err := os.ReadFile(dl); err != nil || string(b) != "not a folder" {
+		t.Errorf("the file in the folder's place holds %q, %v", b, err)
+	}
+}

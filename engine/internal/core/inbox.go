@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -565,7 +567,10 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	}
 	dest, err := store.Open(dir)
 	if err != nil {
-		return Verdict{Decision: Decision{Reason: "cannot open the download folder"}, Code: errcode.CodeIO}, fmt.Errorf("download folder: %w", err)
+		// Refused in words, on both sides: the folder chosen was replaced
+		// by a file or made unreadable since (it was "Read or write error:
+		// download folder: store: open "/x": mkdir /x: not a directory").
+		return Verdict{Decision: Decision{Reason: in.host.Name() + " cannot save files: " + unusableFolder(dir, err)}, Code: errcode.CodeIO}, nil
 	}
 	dest.SyncOnFinalize = in.cfg.SyncFiles
 	dest.SetBufferedIO(in.cfg.BufferedIO)
@@ -656,6 +661,19 @@ func Summarize(all FileList, refused map[int]string) (count int, files []FileInf
 		return nil
 	})
 	return all.Len(), files, folders, err
+}
+
+// unusableFolder says why the download folder dir cannot be opened (err,
+// from store.Open): "its download folder /x is a file, not a folder".
+func unusableFolder(dir string, err error) string {
+	if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
+		return "its download folder " + dir + " is a file, not a folder"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return "its download folder " + dir + " cannot be used (" + errno.Error() + ")"
+	}
+	return "its download folder " + dir + " cannot be used"
 }
 
 // noSpace is the refusal of an offer that does not fit: the figures, for

@@ -121,3 +121,26 @@ func TestWindowsNameOnlyForARefusal(t *testing.T) {
 		}
 	}
 }
+
+// A file that got the name Windows takes, its record of that lost (the
+// process ended right after the rename), is found again by Renamed under
+// that name, not fetched and saved a second time as "m_n (1).txt".
+func TestRenamedFindsAFileSavedUnderItsWindowsName(t *testing.T) {
+	d, _ := openDest(t)
+	d.fsRefuses = refusesLikeFAT(syscall.EINVAL)
+	p, err := d.CreatePartial("a:b/m:n.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := p.Identity()
+	if _, err := p.WriteAt([]byte("data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := d.Finalize(p, "a:b/m:n.txt", 4)
+	if err != nil || saved != "a_b/m_n.txt" {
+		t.Fatalf("saved as %q, %v", saved, err)
+	}
+	if got, ok := d.Renamed("a:b/m:n.txt", id, 4); !ok || got != saved {
+		t.Errorf("Renamed = %q, %v; want %q", got, ok, saved)
+	}
+}

@@ -53,6 +53,19 @@ func (d *Dest) Renamed(rel, identity string, size int64) (savedAs string, ok boo
 	if identity == "" {
 		return "", false
 	}
+	if savedAs, ok := d.renamed(rel, identity, size); ok {
+		return savedAs, true
+	}
+	// Where the file system refused the name, Finalize gave it the one
+	// Windows takes (windowsName).
+	if alt := localName(rel, true); alt != rel {
+		return d.renamed(alt, identity, size)
+	}
+	return "", false
+}
+
+// renamed is Renamed for the names of rel itself.
+func (d *Dest) renamed(rel, identity string, size int64) (savedAs string, ok bool) {
 	dirs, base, err := split(rel)
 	if err != nil {
 		return "", false

@@ -373,8 +373,11 @@ func (u *UI) showSendText(devs []Device, initial string) {
 	check(in.Text)
 	cancel := u.newButton("Cancel", nil, func() { d.Hide() })
 	title := "Send text"
-	if len(devs) == 1 {
+	switch {
+	case len(devs) == 1:
 		title = "Send text to " + EscapeName(displayName(devs[0]))
+	case len(devs) > 1: // the devices checked in the list
+		title = fmt.Sprintf("Send text to %d devices", len(devs))
 	}
 	box := container.NewBorder(nil, count, nil, nil, container.NewGridWrap(fyne.NewSize(400, 160), in))
 	d = dialog.NewCustomWithoutButtons(title, box, u.win)

@@ -441,3 +441,88 @@ func TestOfferSummaryCountsTheRefused(t *testing.T) {
 		}
 	}
 }
+
+// windowButton is the main window's button that reads text.
+func windowButton(t *testing.T, u *UI, text string) *button {
+	t.Helper()
+	var found *button
+	uitree.Walk(u.win.Content(), func(x fyne.CanvasObject) {
+		if b, ok := x.(*button); ok && b.Text == text {
+			found = b
+		}
+	})
+	if found == nil {
+		t.Fatalf("no %q button in the window", text)
+	}
+	return found
+}
+
+// Devices checked in the list are where Send files…, Folder… and Text…
+// send, from the window's buttons and from the menu as from their
+// shortcuts (Ctrl+O, Ctrl+T). The buttons and the menu's files and folder
+// items passed no device: the send sheet opened with nothing checked,
+// though the list's hint says "check several to send to all" (seen on
+// screen: three devices checked, Send files…, a sheet with none).
+func TestSendButtonsFollowTheListsChecks(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "CAROL" + idAlice[5:], Name: "Carol", Addrs: reach("10.0.0.3:1", addr.QUIC), Online: true}})
+	test.Tap(u.devices.rows[0].pick) // Alice
+	test.Tap(u.devices.rows[1].pick) // Bob
+	u.opt.Picker = func(req PickRequest, done func([]string, error)) { done([]string{"/tmp/x.txt"}, nil) }
+	menuItem := func(label string) func() {
+		for _, i := range u.mainMenu().Items[0].Items {
+			if i.Label == label {
+				return i.Action
+			}
+		}
+		t.Fatalf("no menu item %q", label)
+		return nil
+	}
+	for _, c := range []struct {
+		name string
+		send func()
+	}{
+		{"Send files… button", func() { test.Tap(windowButton(t, u, "Send files…")) }},
+		{"Folder… button", func() { test.Tap(windowButton(t, u, "Folder…")) }},
+		{"Send files… in the menu", menuItem("Send files…")},
+		{"Send folder… in the menu", menuItem("Send folder…")},
+	} {
+		be.sends = nil
+		c.send()
+		if ask := u.ask; ask != nil {
+			t.Errorf("%s: the send sheet opened, with %d of %d devices checked", c.name, len(ask.targets()), len(ask.checks))
+			ask.dlg.Hide()
+			continue
+		}
+		if len(be.sends) != 2 || be.sends[0].dev.ID != idAlice || be.sends[1].dev.ID != idBob {
+			t.Errorf("%s sent %+v, want x.txt to Alice and Bob", c.name, be.sends)
+		}
+	}
+
+	be.sends = nil
+	test.Tap(windowButton(t, u, "Text…"))
+	top := u.win.Canvas().Overlays().Top()
+	var entry *textEntry
+	uitree.Walk(top, func(x fyne.CanvasObject) {
+		if e, ok := x.(*textEntry); ok {
+			entry = e
+		}
+	})
+	if entry == nil {
+		t.Fatal("Text… showed no text field")
+	}
+	if !strings.Contains(renderedText(top), "Send text to 2 devices") {
+		t.Errorf("the text dialog does not say it goes to the 2 checked devices:\n%s", renderedText(top))
+	}
+	entry.SetText("hello")
+	entry.submit()
+	if u.ask != nil {
+		u.ask.dlg.Hide()
+		t.Fatal("Text…: the send sheet opened for the text")
+	}
+	if len(be.sends) != 2 || be.sends[0].text != "hello" || be.sends[1].dev.ID != idBob {
+		t.Fatalf("Text… sent %+v, want the text to Alice and Bob", be.sends)
+	}
+}

@@ -159,10 +159,12 @@ func (u *UI) layout() fyne.CanvasObject {
 	u.status.Truncation = fyne.TextTruncateEllipsis
 	u.updateStatus()
 
-	sendFile := u.newButton("Send files…", theme.FileIcon(), func() { u.pickAndSend(nil) })
+	// The buttons, the menu and the shortcuts send to the devices checked
+	// in the list ("check several to send to all"), or ask to whom.
+	sendFile := u.newButton("Send files…", theme.FileIcon(), func() { u.pickAndSend(u.devices.selected()) })
 	sendFile.Importance = widget.HighImportance
-	sendDir := u.newButton("Folder…", theme.FolderIcon(), func() { u.pickFolderAndSend(nil) })
-	sendText := u.newButton("Text…", theme.DocumentIcon(), func() { u.showSendText(nil, "") })
+	sendDir := u.newButton("Folder…", theme.FolderIcon(), func() { u.pickFolderAndSend(u.devices.selected()) })
+	sendText := u.newButton("Text…", theme.DocumentIcon(), func() { u.showSendText(u.devices.selected(), "") })
 	add := u.newButton("Add device…", theme.ContentAddIcon(), u.showAddDevice)
 	me := u.newButton("My address", theme.InfoIcon(), u.showSelf)
 
@@ -261,8 +263,8 @@ func (u *UI) mainMenu() *fyne.MainMenu {
 	quit := item("Quit", shortcutQuit, u.quit)
 	quit.IsQuit = true
 	file := fyne.NewMenu("Ferry",
-		item("Send files…", shortcutOpen, func() { u.pickAndSend(nil) }),
-		item("Send folder…", nil, func() { u.pickFolderAndSend(nil) }),
+		item("Send files…", shortcutOpen, func() { u.pickAndSend(u.devices.selected()) }),
+		item("Send folder…", nil, func() { u.pickFolderAndSend(u.devices.selected()) }),
 		item("Send text…", shortcutText, func() { u.showSendText(u.devices.selected(), "") }),
 		item("Send clipboard", shortcutClip, func() { u.sendClipboard(u.devices.selected()) }),
 		fyne.NewMenuItemSeparator(),

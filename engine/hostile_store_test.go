@@ -237,6 +237,19 @@ func TestNoSpaceRefusedBeforeThePrompt(t *testing.T) {
 	}
 }
 
+// A download folder not made yet (~/Downloads on a fresh account: it is
+// made with the first files) is measured where it will be made: an offer
+// larger than that disk is refused with the figures too. The space check
+// took the free space of the folder itself, which failed, and let every
+// offer in (the prompt showed no free space either).
+func TestNoSpaceRefusedForAFolderNotMadeYet(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll, DownloadDir: filepath.Join(t.TempDir(), "Downloads", "Ferry")})
+	d := decisionOn(t, recv, wire.FileEntry{Path: "huge.bin", Size: 1 << 60})
+	if d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "needed") {
+		t.Fatalf("decision %+v, want a no-space refusal with the figures", d)
+	}
+}
+
 // The very same name many times in one offer: up to core.MaxSameName of
 // it are taken (saved numbered), the rest refused, the offer goes on.
 func TestSameNameManyTimesRefusesTheCopiesBeyondTheBound(t *testing.T) {

@@ -12,10 +12,11 @@ import (
 // FreeSpace returns the number of bytes an unprivileged user may still write
 // on the file system that holds dir (blocks available, not blocks free:
 // root's reserve does not count), or an error matching
-// errors.ErrUnsupported where the file system does not say (freeSpace).
+// errors.ErrUnsupported where the file system does not say (freeSpace). A
+// folder not made yet is measured where it will be made (madeIn).
 func FreeSpace(dir string) (int64, error) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
+	if err := unix.Statfs(madeIn(dir), &st); err != nil {
 		return -1, fmt.Errorf("store: free space on %q: %w", dir, err)
 	}
 	free, err := freeSpace(&st)
@@ -41,9 +42,10 @@ func freeSpace(st *unix.Statfs_t) (int64, error) {
 // FreeEntries returns how many more files and folders the file system that
 // holds dir can make (its free inodes), or an error matching
 // errors.ErrUnsupported where it sets no such limit (Btrfs reports none).
+// A folder not made yet is measured where it will be made (madeIn).
 func FreeEntries(dir string) (int64, error) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
+	if err := unix.Statfs(madeIn(dir), &st); err != nil {
 		return -1, fmt.Errorf("store: free entries on %q: %w", dir, err)
 	}
 	if st.Files == 0 {

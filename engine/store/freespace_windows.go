@@ -10,9 +10,10 @@ import (
 )
 
 // FreeSpace returns the number of bytes the current user may still write on
-// the volume that holds dir (quotas included).
+// the volume that holds dir (quotas included). A folder not made yet is
+// measured where it will be made (madeIn).
 func FreeSpace(dir string) (int64, error) {
-	p, err := windows.UTF16PtrFromString(dir)
+	p, err := windows.UTF16PtrFromString(madeIn(dir))
 	if err != nil {
 		return -1, fmt.Errorf("store: free space on %q: %w", dir, err)
 	}

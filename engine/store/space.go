@@ -3,7 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -92,6 +95,24 @@ func (r *Room) Folders(n int64) {
 		r.Disk = addSat(r.Disk, n*Block)
 	}
 	r.Entries = addSat(r.Entries, n)
+}
+
+// madeIn is dir, or, when dir does not exist yet, the nearest folder above
+// it that does: a download folder not made yet (~/Downloads on a fresh
+// account) is made there with the first files (Open), so that is the file
+// system they fill. Measuring dir itself failed, and the space check let
+// every offer in.
+func madeIn(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			return d
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return dir
+		}
+		d = up
+	}
 }
 
 func addSat(a, b int64) int64 {

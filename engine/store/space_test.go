@@ -4,6 +4,8 @@ import (
 	"errors"
 	"go/build"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,8 +19,16 @@ func TestFreeSpace(t *testing.T) {
 	if free <= 0 {
 		t.Errorf("FreeSpace(%q) = %d, want > 0", dir, free)
 	}
-	if _, err := FreeSpace(dir + "/does/not/exist"); err == nil {
-		t.Error("FreeSpace of a missing folder: no error")
+	// A folder not made yet is measured where it will be made.
+	if got, err := FreeSpace(filepath.Join(dir, "does", "not", "exist")); err != nil || got <= 0 {
+		t.Errorf("FreeSpace of a folder not made yet = %d, %v; want its parent's", got, err)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FreeSpace(filepath.Join(file, "sub")); err == nil {
+		t.Error("FreeSpace of a folder under a file: no error")
 	}
 }
 

@@ -84,8 +84,22 @@ func page(w http.ResponseWriter, code int, title, msg string) {
 func (l *Link) pinPage(w http.ResponseWriter, code int, errMsg string) {
 	render(w, code, "pin", struct {
 		pageData
-		Error string
-	}{pageData{Title: "Type the PIN", Device: l.s.opts.DeviceName, PIN: true}, errMsg})
+		Error  string
+		Digits bool // a PIN of digits: the field asks a phone for its number pad
+	}{pageData{Title: "Type the PIN", Device: l.s.opts.DeviceName, PIN: true}, errMsg, allDigits(l.opts.PIN)})
+}
+
+// allDigits reports whether pin is made of ASCII digits only. A phone
+// shows a PIN field marked numeric with a number pad, on which a PIN with
+// letters (the app takes any) could not be typed; with the 10 tries a link
+// allows, saying the PIN is digits helps no guesser.
+func allDigits(pin string) bool {
+	for _, r := range pin {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return pin != ""
 }
 
 // until says when a link ends, in the device's local time.

@@ -244,6 +244,33 @@ func TestPIN(t *testing.T) {
 	}
 }
 
+// The PIN field brings up a phone's number pad only for a PIN of digits:
+// the app takes any PIN up to 64 characters ("ab", "sunny"), and one with
+// letters could not be typed on a phone whose browser showed only digits
+// (inputmode="numeric" on every PIN page; an iPhone's number pad has no
+// letters at all).
+func TestPINFieldKeyboardFitsThePIN(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a", 10)
+	s := startServer(t, Options{})
+	for _, c := range []struct {
+		pin     string
+		numeric bool
+	}{{"4711", true}, {"ab", false}, {"12a4", false}, {"sunny day", false}} {
+		l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{PIN: c.pin}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, page := get(t, http.DefaultClient, base(s)+l.Path())
+		if !bytes.Contains(page, []byte(`name="pin"`)) {
+			t.Fatalf("PIN %q: no PIN form:\n%s", c.pin, page)
+		}
+		if got := bytes.Contains(page, []byte(`inputmode="numeric"`)); got != c.numeric {
+			t.Errorf("PIN %q: the field asks for a number pad: %v, want %v", c.pin, got, c.numeric)
+		}
+	}
+}
+
 // A device past the link's MaxDevices is turned away, and counted once for
 // the link's owner (it was never told).
 func TestTurnedAwayIsCounted(t *testing.T) {

@@ -346,7 +346,8 @@ func (b *backend) SaveSettings(s ui.Settings) error {
 			err = b.eng.SetName(s.DeviceName)
 		}
 		if err != nil {
-			errs = append(errs, &ui.Problem{Text: engine.Sentence(err) + " It stays " + old.DeviceName + "."})
+			// The name in quotes: "It stays vm." read as a sentence cut short.
+			errs = append(errs, &ui.Problem{Text: engine.Sentence(err) + ` It stays "` + old.DeviceName + `".`})
 			s.DeviceName = old.DeviceName
 		}
 	}

@@ -442,7 +442,7 @@ func TestDeviceNameOthersRefuseIsSaidInWords(t *testing.T) {
 	b := newTestBackend(t)
 	for _, c := range []struct{ name, want string }{
 		{strings.Repeat("ä", 150), "The device name is 300 bytes long; other devices take at most 255"},
-		{"  ", "The device name is empty: other devices show it. It stays test."},
+		{"  ", `The device name is empty: other devices show it. It stays "test".`},
 		{"Anna\u202eBob", "The device name holds an invisible character (U+202E)"},
 	} {
 		s := b.Settings()

@@ -526,3 +526,27 @@ func TestSendButtonsFollowTheListsChecks(t *testing.T) {
 		t.Fatalf("Text… sent %+v, want the text to Alice and Bob", be.sends)
 	}
 }
+
+// Clear finished can be pressed only when a row has finished: with none
+// (no transfers yet, or only running ones) it did nothing, looking like
+// any other button (seen on screen at first start).
+func TestClearFinishedOnlyWithFinishedRows(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	clear := windowButton(t, u, "Clear finished")
+	if !clear.Disabled() {
+		t.Fatal("Clear finished can be pressed with no transfer")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "a", Direction: Outgoing, State: StateActive, Peer: Peer{Name: "Bob"}})
+	if !clear.Disabled() {
+		t.Fatal("Clear finished can be pressed with only a running transfer")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "a", Direction: Outgoing, Peer: Peer{Name: "Bob"}, Result: &Result{State: StateDone}})
+	if clear.Disabled() {
+		t.Fatal("Clear finished cannot be pressed with a finished transfer")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "b", Direction: Incoming, State: StateActive, Peer: Peer{Name: "Ann"}})
+	test.Tap(clear)
+	if len(u.transfers.order) != 1 || !clear.Disabled() {
+		t.Fatalf("after Clear finished: %d rows, button disabled %v; want the running row and a disabled button", len(u.transfers.order), clear.Disabled())
+	}
+}

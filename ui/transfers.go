@@ -23,6 +23,7 @@ import (
 // and files for Details, nothing more.
 type transferView struct {
 	d         *transfer.Delivery // the row's state, words and buttons
+	final     bool               // d had finished when last counted (transferList.finished)
 	id        string
 	dir       Direction
 	peer      Peer
@@ -96,6 +97,10 @@ type transferList struct {
 	box    *fyne.Container
 	empty  fyne.CanvasObject
 	scroll *container.Scroll
+	// clear is Clear finished, which can be pressed only while a row has
+	// finished (with none it did nothing); finished counts those rows.
+	clear    *button
+	finished int
 	// detail is the open details dialog, refreshed live.
 	detail       *dialog.CustomDialog
 	detailID     string
@@ -405,14 +410,31 @@ func (l *transferList) running() []*transfer.Delivery {
 
 func (l *transferList) relayout() {
 	objs := make([]fyne.CanvasObject, 0, len(l.order))
+	l.finished = 0
 	for _, id := range l.order {
-		objs = append(objs, l.byID[id].obj)
+		v := l.byID[id]
+		objs = append(objs, v.obj)
+		if v.final = v.d != nil && v.d.Phase.Final(); v.final {
+			l.finished++
+		}
 	}
+	l.showClear()
 	if len(objs) == 0 {
 		objs = append(objs, l.empty)
 	}
 	l.box.Objects = objs
 	l.box.Refresh()
+}
+
+// showClear lets Clear finished be pressed while a row has finished.
+func (l *transferList) showClear() {
+	switch {
+	case l.clear == nil:
+	case l.finished > 0 && l.clear.Disabled():
+		l.clear.Enable()
+	case l.finished == 0 && !l.clear.Disabled():
+		l.clear.Disable()
+	}
 }
 
 // drop removes one transfer's row (it stays in History).
@@ -553,6 +575,15 @@ func isImage(p string) bool {
 }
 
 func (l *transferList) refresh(v *transferView) {
+	if final := v.d != nil && v.d.Phase.Final(); final != v.final {
+		v.final = final
+		if final {
+			l.finished++
+		} else {
+			l.finished-- // Retry or Resume: it runs again
+		}
+		l.showClear()
+	}
 	who := EscapeName(v.peer.Name)
 	if who == "" {
 		who = ShortID(v.peer.ID)

@@ -177,6 +177,8 @@ func (u *UI) layout() fyne.CanvasObject {
 	u.linkPanel.column = devices
 
 	clear := u.newButton("Clear finished", theme.ContentClearIcon(), u.transfers.clearFinished)
+	u.transfers.clear = clear
+	u.transfers.showClear()
 	trHead := container.NewBorder(nil, nil, nil, clear, widget.NewLabelWithStyle("Transfers", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 	transfers := container.NewBorder(trHead, nil, nil, nil, u.transfers.scroll)
 

@@ -243,7 +243,9 @@ func (c *chooser) refresh() {
 	objs := make([]fyne.CanvasObject, 0, len(c.devices)+1)
 	for _, d := range c.devices {
 		key := d.Key()
-		ch := c.u.newCheck(fmt.Sprintf("%s (%s)", EscapeName(displayName(d)), ShortID(d.ID)), func(on bool) {
+		// The name shortened: the sheet is as wide as its widest line, and
+		// a long one took it past the window's edge.
+		ch := c.u.newCheck(fmt.Sprintf("%s (%s)", clip(EscapeName(displayName(d)), maxSheetName), ShortID(d.ID)), func(on bool) {
 			c.chosen[key] = on
 			c.updateSend()
 		})
@@ -260,6 +262,10 @@ func (c *chooser) refresh() {
 	c.list.Refresh()
 	c.updateSend()
 }
+
+// maxSheetName is how many characters of a device's name the send sheet
+// shows, which keeps the sheet inside the window at its smallest.
+const maxSheetName = 60
 
 // targets are the checked devices that are online.
 func (c *chooser) targets() []Device {

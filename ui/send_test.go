@@ -550,3 +550,24 @@ func TestClearFinishedOnlyWithFinishedRows(t *testing.T) {
 		t.Fatalf("after Clear finished: %d rows, button disabled %v; want the running row and a disabled button", len(u.transfers.order), clear.Disabled())
 	}
 }
+
+// A device with a long name (a name of your own, up to 255 bytes, or
+// one it announces) keeps the send sheet inside the window: its check
+// shows the name shortened, with its short ID. The sheet took the width
+// of the whole name, wider than the window, and Add files… went off its
+// right edge (seen on screen with a device renamed to 250 characters).
+func TestSendSheetFitsALongDeviceName(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	long := strings.Repeat("The shared family computer in the living room ", 6)[:250]
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idAlice, Name: long, Online: true, Addrs: reach("10.0.0.2:1", addr.QUIC)}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	u.win.Resize(fyne.NewSize(670, 469)) // the window at its smallest
+	u.askSend(Items{Paths: []string{"/a.jpg"}}, nil)
+	c := u.ask
+	if w, max := c.dlg.MinSize().Width, u.win.Canvas().Size().Width; w > max {
+		t.Errorf("the send sheet is %v wide, the window %v", w, max)
+	}
+	if got := c.checks[1].Text; !strings.HasPrefix(got, "The shared family") || !strings.HasSuffix(got, "(AAAA-BBBB)") {
+		t.Errorf("the long name's check reads %q, want its start and short ID", got)
+	}
+}

@@ -504,3 +504,66 @@ func TestDamagedResumeStateKeepsTrackOfItsPartial(t *testing.T) {
 		})
 	}
 }
+
+// A damaged resume state no longer sends again what the transfer saved,
+// nor the chunks its partials hold: each compaction starts the journal
+// with what the snapshot says (its head, its saved files, its partials'
+// chunks), so a snapshot cut short, garbled or gone is salvaged whole. A
+// saved file the snapshot no longer listed travelled again and was saved
+// beside itself as "small (1).txt"; with its head lost nothing resumed.
+func TestDamagedResumeStateResendsNothingItHeld(t *testing.T) {
+	const size = 48 << 20
+	for _, c := range []struct {
+		name   string
+		damage func([]byte) []byte // nil: the snapshot is removed
+	}{
+		{"cut in its saved file", func(b []byte) []byte { return b[:bytes.Index(b, []byte(`"saved_as"`))] }},
+		{"cut in its partial", func(b []byte) []byte { return b[:bytes.Index(b, []byte(`"have"`))] }},
+		{"garbage", func(b []byte) []byte { return bytes.Repeat([]byte{0xa5}, len(b)) }},
+		{"gone", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{})
+			src := t.TempDir()
+			small := filepath.Join(src, "small.txt")
+			writeFile(t, small, 1000)
+			big := filepath.Join(src, "big.bin")
+			writeFile(t, big, size)
+			interruptAfter(t, send, recv, []string{small, big}, SendOptions{Transport: "tcp"}, size, func(ev Event) bool {
+				return ev.Kind == EventFile && ev.File != nil && ev.File.Path == "small.txt" && ev.File.Verified
+			})
+			p := recv.Partials()[0]
+			if p.Saved != 1 || p.Bytes == 0 {
+				t.Fatalf("before the damage: %d saved, %d bytes held", p.Saved, p.Bytes)
+			}
+			snap := filepath.Join(recv.resume.Path(), p.Key+".json")
+			b, err := os.ReadFile(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.damage == nil {
+				err = os.Remove(snap)
+			} else {
+				err = os.WriteFile(snap, c.damage(b), 0o600)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := sendWait(t, send, target(recv), []string{small, big}, SendOptions{Transport: "tcp"})
+			if res.State != StateDone || res.Kept != p.Bytes+1000 {
+				t.Errorf("%s %q: the receiver kept %d bytes; it held %d and small.txt", res.State, res.Err, res.Kept, p.Bytes)
+			}
+			var names []string
+			ents, _ := os.ReadDir(recv.DownloadDir())
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			if want := []string{"big.bin", "small.txt"}; !slices.Equal(names, want) {
+				t.Errorf("in the folder: %q, want %q", names, want)
+			}
+			sameTree(t, small, recv.DownloadDir())
+			sameTree(t, big, recv.DownloadDir())
+		})
+	}
+}

@@ -3,12 +3,15 @@ package resume
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32" // CRC32C frames journal records against torn writes; not security.
 	"io"
 	"io/fs"
+	"iter"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/ferrydrop/ferry/engine/merkle"
@@ -29,11 +32,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // identity (a byte), its identity and its name (a journal of before has
 // partial records without the identity, or without the size), for a saved
 // file the
-// name it was saved as. The snapshot lists only the files begun or saved
+// name it was saved as, for a head the snapshot's head (its fields before
+// its files, in JSON; file index 0). The snapshot lists only the files begun or saved
 // when it was written: a partial or saved record of a file it does not
 // list makes the file's entry (State.Check completes it from the offer).
 // Reading stops at the first torn or damaged record: everything before it is
-// good.
+// good. Each compaction starts the journal again with what its snapshot
+// says (leading): a head, then for each file its partial and chunks, or
+// that it was saved.
 type Journal struct {
 	// syncMu serialises Sync and Close: one fsync at a time, and none
 	// still running on a closed file.
@@ -53,8 +59,9 @@ const (
 	recPartial byte = 3 // without the size: written before issue 30's snapshots
 	recBegun   byte = 4 // a partial, with the file's size
 	recMade    byte = 5 // a partial, with the file's size and the partial's identity
+	recHead    byte = 6 // the snapshot's head (leading)
 
-	maxRecord = 8 << 10
+	maxRecord = 64 << 10
 )
 
 type record struct {
@@ -64,7 +71,7 @@ type record struct {
 	crc   uint32
 	leaf  merkle.Hash
 	size  int64  // recBegun, recMade: the file's size
-	name  string // recSaved: saved as; recPartial, recBegun, recMade: the partial's name
+	name  string // recSaved: saved as; recPartial, recBegun, recMade: the partial's name; recHead: the head's JSON
 	id    string // recMade: the partial's identity
 }
 
@@ -175,6 +182,40 @@ func named(typ byte, file uint32, name string) []byte {
 	return p
 }
 
+// leading writes f's records at the start of a journal (Dir.write): a
+// saved file's name, a partial's name and identity with every chunk it
+// holds; nothing for a file with neither.
+func leading(w io.Writer, f *File) error {
+	if f.Done {
+		return frame(w, named(recSaved, f.Index, f.SavedAs))
+	}
+	if f.Partial == "" {
+		return nil
+	}
+	p, err := made(f.Index, f.Size, f.Partial, f.PartialID)
+	if err != nil {
+		return err
+	}
+	if err := frame(w, p); err != nil {
+		return err
+	}
+	var c [1 + 4 + 4 + 4 + 32]byte
+	c[0] = recChunk
+	binary.BigEndian.PutUint32(c[1:], f.Index)
+	for k := range f.CRCs {
+		if !f.Has(k) || 32*k+32 > len(f.Leaves) {
+			continue
+		}
+		binary.BigEndian.PutUint32(c[5:], uint32(k))
+		binary.BigEndian.PutUint32(c[9:], f.CRCs[k])
+		copy(c[13:], f.Leaves[32*k:32*k+32])
+		if err := frame(w, c[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Sync makes the journal durable up to the last record appended before it
 // was called, if anything was appended since the last sync. The fsync runs
 // without the lock that appending takes: on a busy disk it can take tens of
@@ -217,54 +258,79 @@ func (j *Journal) Close() {
 // readJournal returns the good records of the journal at path (none if it
 // does not exist), stopping at the first torn or damaged one.
 func readJournal(path string) ([]record, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return parseJournal(bufio.NewReader(f)), nil
+	var out []record
+	err := eachRecord(path, func(r record) bool {
+		out = append(out, r)
+		return true
+	})
+	return out, err
 }
 
-func parseJournal(r io.Reader) []record {
-	var out []record
-	var hdr, sum [4]byte
-	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return out
+// eachRecord calls fn with each good record of the journal at path (none
+// if it does not exist), one at a time, stopping at the first torn or
+// damaged one or when fn says false: the journal of a tree of 10^6 files
+// starts with a record for each saved file, never held together.
+func eachRecord(path string, fn func(record) bool) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for r := range records(bufio.NewReader(f)) {
+		if !fn(r) {
+			break
 		}
-		n := binary.BigEndian.Uint32(hdr[:])
-		if n < 5 || n > maxRecord {
-			return out
+	}
+	return nil
+}
+
+func parseJournal(r io.Reader) []record { return slices.Collect(records(r)) }
+
+// records yields the good records read from r, up to the first torn or
+// damaged one.
+func records(r io.Reader) iter.Seq[record] {
+	return func(yield func(record) bool) {
+		var hdr, sum [4]byte
+		for {
+			if _, err := io.ReadFull(r, hdr[:]); err != nil {
+				return
+			}
+			n := binary.BigEndian.Uint32(hdr[:])
+			if n < 5 || n > maxRecord {
+				return
+			}
+			p := make([]byte, n)
+			if _, err := io.ReadFull(r, p); err != nil {
+				return
+			}
+			if _, err := io.ReadFull(r, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != crc32.Checksum(p, castagnoli) {
+				return
+			}
+			rec := record{typ: p[0], file: binary.BigEndian.Uint32(p[1:])}
+			switch {
+			case rec.typ == recChunk && n == 45:
+				rec.chunk = binary.BigEndian.Uint32(p[5:])
+				rec.crc = binary.BigEndian.Uint32(p[9:])
+				copy(rec.leaf[:], p[13:])
+			case rec.typ == recSaved, rec.typ == recPartial, rec.typ == recHead:
+				rec.name = string(p[5:])
+			case rec.typ == recBegun && n >= 13 && int64(binary.BigEndian.Uint64(p[5:])) >= 0:
+				rec.size = int64(binary.BigEndian.Uint64(p[5:]))
+				rec.name = string(p[13:])
+			case rec.typ == recMade && n >= 14 && n >= 14+uint32(p[13]) && int64(binary.BigEndian.Uint64(p[5:])) >= 0:
+				rec.size = int64(binary.BigEndian.Uint64(p[5:]))
+				rec.id = string(p[14 : 14+int(p[13])])
+				rec.name = string(p[14+int(p[13]):])
+			default:
+				return
+			}
+			if !yield(rec) {
+				return
+			}
 		}
-		p := make([]byte, n)
-		if _, err := io.ReadFull(r, p); err != nil {
-			return out
-		}
-		if _, err := io.ReadFull(r, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != crc32.Checksum(p, castagnoli) {
-			return out
-		}
-		rec := record{typ: p[0], file: binary.BigEndian.Uint32(p[1:])}
-		switch {
-		case rec.typ == recChunk && n == 45:
-			rec.chunk = binary.BigEndian.Uint32(p[5:])
-			rec.crc = binary.BigEndian.Uint32(p[9:])
-			copy(rec.leaf[:], p[13:])
-		case rec.typ == recSaved, rec.typ == recPartial:
-			rec.name = string(p[5:])
-		case rec.typ == recBegun && n >= 13 && int64(binary.BigEndian.Uint64(p[5:])) >= 0:
-			rec.size = int64(binary.BigEndian.Uint64(p[5:]))
-			rec.name = string(p[13:])
-		case rec.typ == recMade && n >= 14 && n >= 14+uint32(p[13]) && int64(binary.BigEndian.Uint64(p[5:])) >= 0:
-			rec.size = int64(binary.BigEndian.Uint64(p[5:]))
-			rec.id = string(p[14 : 14+int(p[13])])
-			rec.name = string(p[14+int(p[13]):])
-		default:
-			return out
-		}
-		out = append(out, rec)
 	}
 }
 
@@ -284,13 +350,23 @@ func applyJournal(s *State, recs []record) error {
 }
 
 // salvageJournal replays what fits of records onto what was read of a
-// damaged snapshot (Dir.Salvage), leaving out the records that do not. A
-// partial of a file the snapshot does not list, in a state whose chunk
-// size was lost, is still named (for listing and discarding), without
-// the bitmaps a resume needs.
-func salvageJournal(s *State, recs []record) {
-	byIdx := filesByIndex(s)
-	for _, r := range recs {
+// damaged snapshot (Dir.Salvage), leaving out the records that do not.
+// When the snapshot's head could not be read whole (headWhole false), the
+// journal's head record, its first if it has one, gives it. A partial of a
+// file the snapshot does not list, in a state whose chunk size was lost,
+// is still named (for listing and discarding), without the bitmaps a
+// resume needs.
+func salvageJournal(s *State, recs iter.Seq[record], headWhole bool) {
+	var byIdx map[uint32]int
+	for r := range recs {
+		if byIdx == nil {
+			var h State
+			if r.typ == recHead && !headWhole && json.Unmarshal([]byte(r.name), &h) == nil {
+				h.Files, h.More = s.Files, nil
+				*s = h
+			}
+			byIdx = filesByIndex(s)
+		}
 		if _, ok := byIdx[r.file]; !ok && (r.typ == recBegun || r.typ == recMade) && s.ChunkSize <= 0 {
 			s.Files = append(s.Files, File{Index: r.file, Size: r.size, Partial: r.name, PartialID: r.id})
 			byIdx[r.file] = len(s.Files) - 1
@@ -312,6 +388,9 @@ func filesByIndex(s *State) map[uint32]int {
 // applyRecord replays one record (applyJournal); byIdx maps s's file
 // indexes to their entries.
 func applyRecord(s *State, byIdx map[uint32]int, r record) error {
+	if r.typ == recHead {
+		return nil // the snapshot's own head, read with it
+	}
 	k, ok := byIdx[r.file]
 	if !ok {
 		switch r.typ {

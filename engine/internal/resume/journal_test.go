@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,6 +71,8 @@ var journalCases = []struct {
 	{"made record, no identity", validRecord([]byte{recMade, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 'a'}), 1},
 	{"made record, identity past its end", validRecord([]byte{recMade, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 7, 'a'}), 0},
 	{"short made record", validRecord([]byte{recMade, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9}), 0},
+	{"head record", validRecord(append([]byte{recHead, 0, 0, 0, 0}, `{"version":3,"peer":"p","chunk_size":1048576,"files":null}`...)), 1},
+	{"head record, garbled", validRecord([]byte{recHead, 0, 0, 0, 0, '{', 0xa5}), 1},
 	{"good then torn", append(validRecord([]byte{recSaved, 0, 0, 0, 1, 'a'}), 0, 0, 0, 9, recSaved), 1},
 }
 
@@ -99,6 +102,7 @@ func FuzzParseJournal(f *testing.F) {
 		recs := parseJournal(bytes.NewReader(data))
 		s := &State{ChunkSize: 1 << 20, Files: []File{{Index: 0, Have: make([]byte, 1), Leaves: make([]byte, 32*4), CRCs: make([]uint32, 4)}}}
 		applyJournal(s, recs) // must never panic, whatever the records say
+		salvageJournal(&State{}, slices.Values(recs), false)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -45,7 +46,7 @@ func TestReadPartially(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range partialCases {
-		s, err := readPartially(bytes.NewReader(c.cut(whole.Bytes())), true)
+		s, _, err := readPartially(bytes.NewReader(c.cut(whole.Bytes())), true)
 		if c.name == "whole" && err != nil {
 			t.Errorf("%s: %v", c.name, err)
 		}
@@ -74,7 +75,8 @@ func FuzzReadPartially(f *testing.F) {
 
 // A compacted state's journal names its partials, so that one whose
 // snapshot is damaged, or gone, is still listed with them, as damaged;
-// its other fields are what the snapshot still gives.
+// its other fields are what the snapshot or the journal's head still
+// gives.
 func TestDamagedStateIsListedWithItsPartials(t *testing.T) {
 	d := Open(t.TempDir(), nil, nil)
 	s := salvageState()
@@ -92,14 +94,16 @@ func TestDamagedStateIsListedWithItsPartials(t *testing.T) {
 		peer   string
 		why    string
 	}{
-		{"garbage", func() { os.WriteFile(snap, bytes.Repeat([]byte{0xa5}, len(b)), 0o600) }, "", "its snapshot is garbled from byte 1"},
+		{"garbage", func() { os.WriteFile(snap, bytes.Repeat([]byte{0xa5}, len(b)), 0o600) }, "PEER", "its snapshot is garbled from byte 1"},
 		{"cut in its second file", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"b (1)`))], 0o600) }, "PEER", "its snapshot is cut short"},
-		{"gone", func() { os.Remove(snap) }, "", "its snapshot is missing"},
+		{"gone", func() { os.Remove(snap) }, "PEER", "its snapshot is missing"},
+		// A journal of before heads: the snapshot's head is lost with it.
+		{"gone, its journal without a head", func() { withoutHead(t, filepath.Join(d.Path(), "k.log")) }, "", "its snapshot is missing"},
 	} {
 		c.damage()
 		_, err := d.Load("k")
 		var de *DamagedError
-		if c.name != "gone" && !errors.As(err, &de) {
+		if !strings.HasPrefix(c.name, "gone") && !errors.As(err, &de) {
 			t.Errorf("%s: Load says %v", c.name, err)
 		}
 		l := d.List()
@@ -114,5 +118,95 @@ func TestDamagedStateIsListedWithItsPartials(t *testing.T) {
 	d.Drop("k")
 	if l := d.List(); len(l) != 0 {
 		t.Errorf("listed after Drop: %+v", l)
+	}
+}
+
+// Each compaction starts the journal with what the snapshot says, record
+// by record: a snapshot damaged since (cut short, garbled, gone) is
+// salvaged whole, its head, its saved files and its partials' chunks. The
+// snapshot alone gave what it kept up to the damage: a saved file it no
+// longer listed travelled again and was saved a second time as
+// "name (1).ext", a partial whose entry was lost was fetched whole, and
+// with the head lost nothing resumed.
+func TestDamagedStateIsSalvagedWhole(t *testing.T) {
+	d := Open(t.TempDir(), nil, nil)
+	want := salvageState()
+	if err := d.Compact("k", salvageState()); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(d.Path(), "k.json")
+	b, _ := os.ReadFile(snap)
+	offer := Offered{Peer: "PEER", Manifest: "m", ChunkSize: 1 << 20, Dest: "/dl", Files: 3,
+		File: func(i int) (OfferedFile, error) {
+			for _, f := range want.Files {
+				if int(f.Index) == i {
+					return OfferedFile{Path: f.Path, Size: f.Size}, nil
+				}
+			}
+			return OfferedFile{}, errors.New("no such file")
+		}}
+	for _, c := range []struct {
+		name   string
+		damage func()
+	}{
+		{"cut in its saved file", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"c.txt"`))], 0o600) }},
+		{"cut in its first file", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"a.bin.partial"`))], 0o600) }},
+		{"cut in its head", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"dest"`))], 0o600) }},
+		{"garbage", func() { os.WriteFile(snap, bytes.Repeat([]byte{0xa5}, len(b)), 0o600) }},
+		{"gone", func() { os.Remove(snap) }},
+	} {
+		c.damage()
+		s, err := d.Salvage("k")
+		var de *DamagedError
+		if !errors.As(err, &de) || s == nil {
+			t.Fatalf("%s: Salvage says %v, %v", c.name, s, err)
+		}
+		if s.Peer != want.Peer || s.PeerName != want.PeerName || s.Manifest != want.Manifest || s.ChunkSize != want.ChunkSize ||
+			s.Dest != want.Dest || s.Accepted != want.Accepted {
+			t.Errorf("%s: head %+v", c.name, s)
+		}
+		if err := s.Check(offer, func(string) error { return nil }); err != nil {
+			t.Errorf("%s: the salvaged state does not fit its offer: %v", c.name, err)
+			continue
+		}
+		got := map[uint32]File{}
+		for _, f := range s.Files {
+			got[f.Index] = f
+		}
+		for _, w := range want.Files {
+			g, ok := got[w.Index]
+			if !ok {
+				t.Errorf("%s: file %d (%s) lost", c.name, w.Index, w.Path)
+				continue
+			}
+			if g.Path != w.Path || g.Size != w.Size || g.Done != w.Done || g.SavedAs != w.SavedAs || g.Partial != w.Partial ||
+				g.PartialID != w.PartialID || !bytes.Equal(g.Have, w.Have) || !bytes.Equal(g.Leaves, w.Leaves) || !slices.Equal(g.CRCs, w.CRCs) {
+				t.Errorf("%s: file %d salvaged as %+v, want %+v", c.name, w.Index, g, w)
+			}
+		}
+		if len(s.Files) != len(want.Files) {
+			t.Errorf("%s: %d files, want %d", c.name, len(s.Files), len(want.Files))
+		}
+		os.WriteFile(snap, b, 0o600)
+	}
+}
+
+// withoutHead rewrites the journal at path as one written before journals
+// had a head record.
+func withoutHead(t *testing.T, path string) {
+	t.Helper()
+	recs, err := readJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, r := range recs {
+		if r.typ == recMade {
+			p, _ := made(r.file, r.size, r.name, r.id)
+			frame(&b, p)
+		}
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

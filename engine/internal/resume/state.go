@@ -6,8 +6,9 @@
 // back what was held.
 //
 // Receiving state lives in <dir>/<key>.json (a snapshot, written temp ->
-// fsync -> rename) plus <key>.log (a journal with one small record per
-// landed chunk, per partial created and per saved file). It is only a hint:
+// fsync -> rename) plus <key>.log (a journal that starts with what the
+// snapshot says, in records, and adds one small record per landed chunk,
+// per partial created and per saved file). It is only a hint:
 // the caller re-checks every listed chunk against its CRC32C before trusting
 // it, and the final BLAKE3 root still decides.
 package resume
@@ -269,12 +270,16 @@ func (d *Dir) Load(key string) (*State, error) {
 	if err != nil || s == nil {
 		return s, err
 	}
-	recs, err := readJournal(d.journalPath(key))
-	if err != nil {
+	byIdx := filesByIndex(s)
+	var bad error
+	if err := eachRecord(d.journalPath(key), func(r record) bool {
+		bad = applyRecord(s, byIdx, r)
+		return bad == nil
+	}); err != nil {
 		return nil, err
 	}
-	if err := applyJournal(s, recs); err != nil {
-		return nil, &DamagedError{Key: key, Why: "its journal does not fit its snapshot", Err: err}
+	if bad != nil {
+		return nil, &DamagedError{Key: key, Why: "its journal does not fit its snapshot", Err: bad}
 	}
 	return s, nil
 }
@@ -320,12 +325,15 @@ const snapshotDamaged = "its snapshot is damaged"
 
 // Salvage reads what it can of key's state, which Load found damaged (its
 // error is returned with it): the fields of its snapshot and its whole
-// file entries up to the damage, then what fits of its journal (which
-// names every partial the last snapshot listed, and those created since).
-// Every chunk it lists is still only a hint, re-checked by its CRC32C; what
-// it no longer lists (the files saved, once the snapshot is cut short) is
-// not known. A state that loads is returned as Load returns it; a key
-// with neither snapshot nor journal is (nil, nil).
+// file entries up to the damage, then what fits of its journal, which
+// starts with what the last snapshot said (its head, used when the
+// snapshot's was lost; its saved files; its partials with their chunks)
+// and goes on with what happened since. Every chunk it lists is still only
+// a hint, re-checked by its CRC32C. A journal written before journals
+// carried all that (by an older Ferry) names only the partials: what the
+// snapshot no longer lists is then not known. A state that loads is
+// returned as Load returns it; a key with neither snapshot nor journal is
+// (nil, nil).
 func (d *Dir) Salvage(key string) (*State, error) {
 	s, err := d.Load(key)
 	if err == nil && s != nil {
@@ -342,14 +350,14 @@ func (d *Dir) Salvage(key string) (*State, error) {
 		return nil, err // it could not be read at all (permissions): nothing to salvage
 	}
 	s = &State{}
+	headWhole := false
 	if f, ferr := os.Open(d.snapshotPath(key)); ferr == nil {
-		if got, _ := readPartially(io.LimitReader(f, maxStateFile), true); got != nil {
-			s = got
+		if got, whole, _ := readPartially(io.LimitReader(f, maxStateFile), true); got != nil {
+			s, headWhole = got, whole
 		}
 		f.Close()
 	}
-	recs, _ := readJournal(d.journalPath(key))
-	salvageJournal(s, recs)
+	salvageJournal(s, func(yield func(record) bool) { eachRecord(d.journalPath(key), yield) }, headWhole)
 	return s, err
 }
 
@@ -379,18 +387,20 @@ func (d *Dir) readHead(key string) (*State, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readPartially(io.LimitReader(f, maxStateFile), false)
+	s, _, err := readPartially(io.LimitReader(f, maxStateFile), false)
+	return s, err
 }
 
 // readPartially decodes what it can of a snapshot, in the order it was
 // written: the fields before its files (Version to Accepted), and with
 // files each whole file entry, up to the first it cannot read. It returns
-// the state so far (nil when not even its head could be read) and the
-// error that stopped it, if any.
-func readPartially(r io.Reader, files bool) (*State, error) {
+// the state so far (nil when not even its head could be read), whether its
+// head was read whole (up to its files), and the error that stopped it, if
+// any.
+func readPartially(r io.Reader, files bool) (*State, bool, error) {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("not a resume state: %v", err)
+		return nil, false, fmt.Errorf("not a resume state: %v", err)
 	}
 	head := map[string]json.RawMessage{}
 	build := func() *State {
@@ -407,37 +417,38 @@ func readPartially(r io.Reader, files bool) (*State, error) {
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return build(), err
+			return build(), false, err
 		}
 		k, _ := t.(string)
 		if k != "files" {
 			var v json.RawMessage
 			if err := dec.Decode(&v); err != nil {
-				return build(), err
+				return build(), false, err
 			}
 			head[k] = v
 			continue
 		}
 		s := build()
 		if s == nil || !files {
-			return s, nil
+			return s, s != nil, nil
 		}
 		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-			return s, fmt.Errorf("files: %v", err)
+			return s, true, fmt.Errorf("files: %v", err)
 		}
 		for dec.More() {
 			var f File
 			if err := dec.Decode(&f); err != nil {
-				return s, err
+				return s, true, err
 			}
 			s.Files = append(s.Files, f)
 		}
 		if _, err := dec.Token(); err != nil {
-			return s, err
+			return s, true, err
 		}
-		return s, nil
+		return s, true, nil
 	}
-	return build(), nil
+	s := build()
+	return s, s != nil, nil
 }
 
 // Compact writes s as key's snapshot and empties its journal.
@@ -452,45 +463,37 @@ func (d *Dir) write(key string, s *State) error {
 		return err
 	}
 	s.Version = Version
-	if err := atomicfile.WriteWith(d.snapshotPath(key), 0o600, s.encode); err != nil {
-		return err
-	}
-	// The journal starts again, naming the partials the snapshot lists: a
-	// snapshot damaged since (a bad block, an edit) leaves them named
-	// there, to be listed and discarded rather than left on disk for ever
-	// (Salvage).
-	if names, _ := s.PartialNames(); len(names) == 0 {
-		if err := os.Remove(d.journalPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	return atomicfile.WriteWith(d.journalPath(key), 0o600, func(w io.Writer) error {
-		for _, f := range s.Files {
-			if f.Done || f.Partial == "" {
-				continue
-			}
-			p, err := made(f.Index, f.Size, f.Partial, f.PartialID)
-			if err != nil {
-				return err
-			}
-			if err := frame(w, p); err != nil {
-				return err
-			}
-		}
-		return nil
+	// The journal starts again with what the snapshot says, in records
+	// (leading): its head, every partial with its chunks, every saved
+	// file. A snapshot damaged since (a bad block, an edit, cut short)
+	// leaves all of it there, record by record (Salvage): what it lost
+	// was not named, listed nor resumed, and its saved files travelled
+	// again, saved a second time as "name (1).ext". Both are written in
+	// one pass, the snapshot renamed first.
+	return atomicfile.WriteWith(d.journalPath(key), 0o600, func(j io.Writer) error {
+		return atomicfile.WriteWith(d.snapshotPath(key), 0o600, func(w io.Writer) error { return s.encodeWith(w, j) })
 	})
 }
 
 // encode writes s as JSON one file at a time: json.Marshal of a state of
 // 10^6 files held a buffer of 256 MB (issue 30, docs/benchmarks/trees.md).
 // What it writes is what json.Marshal(s) writes.
-func (s *State) encode(w io.Writer) error {
+func (s *State) encode(w io.Writer) error { return s.encodeWith(w, nil) }
+
+// encodeWith is encode that also writes, when j is not nil, s's journal
+// records to j (leading).
+func (s *State) encodeWith(w, j io.Writer) error {
 	head := *s
 	head.Files = nil
+	head.More = nil
 	b, err := json.Marshal(head)
 	if err != nil {
 		return err
+	}
+	if p := named(recHead, 0, string(b)); j != nil && len(p) <= maxRecord { // a longer one (a folder's path of 60 KB) is left out
+		if err := frame(j, p); err != nil {
+			return err
+		}
 	}
 	// The head ends in "files":null}: the files go in its place.
 	const null = `null}`
@@ -506,6 +509,11 @@ func (s *State) encode(w io.Writer) error {
 	}
 	sep := []byte{'['}
 	put := func(f *File) error {
+		if j != nil {
+			if err := leading(j, f); err != nil {
+				return err
+			}
+		}
 		b, err := json.Marshal(f)
 		if err != nil {
 			return err

@@ -1176,13 +1176,13 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 
 // discardFailed removes p, the partial (named name, of identity id) of f,
 // a file that failed. One that cannot be removed (on Windows another
-// program has it open; a read-only folder) stays listed (keepUnremoved):
-// the snapshot lists no failed file, so it stayed in the folder, listed
-// nowhere and never aged out.
+// program has it open; a read-only folder) stays listed, or with resume
+// off is named in a warning (keepOrSayUnremoved, as the session's other
+// partials at its end): the snapshot lists no failed file, so it stayed in
+// the folder, listed nowhere and never aged out.
 func (rx *receiver) discardFailed(f *rxFile, p *store.Partial, name, id string) {
 	if err := rx.Dest.Discard(p); err != nil && name != "" {
-		rx.keepUnremoved(rx.DestDir, []resume.File{{Index: f.idx, Path: f.entry.Path, Size: f.entry.Size, Partial: name, PartialID: id}},
-			notRemoved(rx.DestDir, name, err))
+		rx.keepOrSayUnremoved([]resume.File{{Index: f.idx, Path: f.entry.Path, Size: f.entry.Size, Partial: name, PartialID: id}}, []error{err})
 	}
 }
 
@@ -1458,11 +1458,11 @@ func (rx *receiver) cleanup(finished, revoked bool) (resumable bool) {
 	return resumable
 }
 
-// keepOrSayUnremoved sees to the partials that cleanup could not remove
-// (errs[i] says why files[i] could not): with resume on (an offer that
-// names no manifest) they stay listed (keepUnremoved), as a failed file's
-// do; with resume off nothing lists them, and each is named in a warning.
-// They stayed in the folder, listed nowhere and unsaid.
+// keepOrSayUnremoved sees to the partials that cleanup, or discardFailed,
+// could not remove (errs[i] says why files[i] could not): with resume on
+// they stay listed (keepUnremoved); with resume off, which keeps no state
+// in the resume folder, nothing lists them, and each is named in a
+// warning. They stayed in the folder, listed nowhere and unsaid.
 func (rx *receiver) keepOrSayUnremoved(files []resume.File, errs []error) {
 	if len(files) == 0 {
 		return

@@ -223,6 +223,36 @@ func TestFailedFilesPartialThatCannotBeRemovedStaysListed(t *testing.T) {
 	}
 }
 
+// TestFailedFilesPartialWithResumeOffIsSaid: with resume off, a failed
+// file's partial that cannot be removed is what a session's is then
+// (keepOrSayUnremoved): named in a warning, and nothing is written into
+// the resume folder, which --no-resume keeps no state in. It was listed as
+// unremoved, as with resume on, while the same partial left at the
+// session's end was only said.
+func TestFailedFilesPartialWithResumeOffIsSaid(t *testing.T) {
+	a := randomBytes(64<<10 + 500)
+	rx := unremovedReceiver(t, a)
+	rx.e.opts.DisableResume = true
+	var logged lockedBuffer
+	rx.e.log = slog.New(slog.NewTextHandler(&logged, nil))
+	landAll(t, rx, 0, a, 0)
+	part := filepath.Join(rx.DestDir, "d", "a.bin.partial")
+	immutable(t, filepath.Dir(part))
+	rx.resolve(fileOf(t, rx, 0), false, "", wire.CodeIO, "the disk failed")
+	if _, err := os.Stat(part); err != nil {
+		t.Fatalf("the partial: %v", err)
+	}
+	if log := logged.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, part) {
+		t.Errorf("the log says %q, want a warning naming %s", log, part)
+	}
+	if ps := rx.e.Partials(); len(ps) != 0 {
+		t.Errorf("listed with resume off: %+v", ps)
+	}
+	if ents, _ := os.ReadDir(rx.e.resume.Path()); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return !strings.HasPrefix(e.Name(), ".") }) {
+		t.Errorf("in the resume folder with resume off: %v", ents)
+	}
+}
+
 // TestPartialOfAFileResolvedWhileCreatedThatCannotBeRemovedStaysListed: a
 // file that fails while its partial is being created loses the new
 // partial, and one that cannot be removed stays listed, as a failed

@@ -221,7 +221,8 @@ type Engine struct {
 	// what an earlier one kept (resumeFrom).
 	restoring func()
 	// discarding, when set (tests only), runs once DiscardPartialFiles has
-	// removed the partials it listed, before it drops their state.
+	// removed the partials it listed (or found nothing listed under the
+	// key), before it drops their state.
 	discarding func()
 
 	ident  *identity.Identity

@@ -553,7 +553,15 @@ func (e *Engine) DiscardPartialFiles(key string) (Discarded, error) {
 		e.discarded(s)
 		return d, nil
 	}
-	e.resume.Drop(key)
+	// Nothing listed under key (discarded already, or never there): what
+	// is left of it goes (a state that cannot be read), under the lock, so
+	// that unremoved partials a transfer listed under it since stay listed.
+	if e.discarding != nil {
+		e.discarding()
+	}
+	if err := e.resume.DropDiscarded(key, nil, nil); err != nil {
+		e.log.Warn("resume state", "err", err)
+	}
 	return Discarded{}, nil
 }
 

@@ -380,6 +380,34 @@ func TestPartialLeftWithoutResumeThatCannotBeRemoved(t *testing.T) {
 	}
 }
 
+// TestDiscardOfAKeyNotListedKeepsWhatWasListedSince: discarding a key
+// that lists nothing (discarded already, by another process, or never
+// there) keeps what a transfer, here or in another process on the same
+// config, listed under it between the discard's listing and its end: the
+// key's files were removed without the lock KeepUnremoved takes, and a
+// partial listed meanwhile stayed in the folder, listed nowhere.
+func TestDiscardOfAKeyNotListedKeepsWhatWasListedSince(t *testing.T) {
+	a := randomBytes(64<<10 + 500)
+	rx := unremovedReceiver(t, a)
+	landAll(t, rx, 0, a, 0)
+	f := fileOf(t, rx, 0)
+	peer := rx.c.PeerID().String()
+	key := resume.Key(peer, "unremoved\x00"+filepath.Clean(rx.DestDir)) // the key KeepUnremoved lists under
+	rx.e.discarding = func() {
+		rx.e.discarding = nil
+		if err := rx.e.resume.KeepUnremoved(peer, "", rx.DestDir,
+			[]resume.File{{Index: 0, Path: "d/a.bin", Partial: f.partName, PartialID: f.partID}}); err != nil {
+			t.Error(err)
+		}
+	}
+	if d, err := rx.e.DiscardPartialFiles(key); err != nil || d.Files != 0 {
+		t.Fatalf("discard: %+v, %v", d, err)
+	}
+	if l := listing(rx.e, rx.DestDir, "d/a.bin.partial"); len(l) != 1 || l[0].Key != key || !l[0].Unremoved {
+		t.Fatalf("the partial listed since: listed as %+v", rx.e.Partials())
+	}
+}
+
 // TestDiscardKeepsWhatWasListedSince: discarding a device's unremoved
 // partials in a folder keeps listed a partial that a transfer (here, or in
 // another process on the same config) listed there between the discard's

@@ -719,7 +719,9 @@ func (d *Dir) KeepUnremoved(peer, peerName, dest string, files []File) error {
 // KeepUnremoved and Forget (lockStates): a state of unremoved partials
 // that a transfer here or in another process added to since it was listed
 // keeps listing what was added, where dropping it whole lost those. A
-// state of one transfer goes whole (nothing adds to it).
+// state of one transfer goes whole (nothing adds to it). With no names
+// (the caller listed nothing under key) a state of unremoved partials
+// stays as it is, and what else is under key goes.
 func (d *Dir) DropDiscarded(key string, names, ids []string) error {
 	defer d.lockStates()()
 	s, _ := d.Salvage(key) // what it lists now, even damaged

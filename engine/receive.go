@@ -1099,6 +1099,18 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 		return
 	}
 	part.SetMeta(entryMeta(f.entry))
+	if rx.journal != nil {
+		// A file created without a name has no partial record to find it
+		// by: its identity goes to the journal before it is named, so that
+		// a crash between the naming and its saved record leaves it found
+		// saved at the next attempt (restore), not saved again as
+		// "name (1).ext".
+		if id := part.NamedIdentity(); id != "" {
+			if err := rx.journal.Partial(f.idx, f.entry.Size, "", id); err != nil {
+				rx.e.log.Warn("resume journal", "err", err)
+			}
+		}
+	}
 	saved, err := rx.Dest.Finalize(part, f.entry.Path, f.entry.Size)
 	if err != nil && saved == "" {
 		rx.notSaved(f, err)

@@ -20,7 +20,13 @@ import (
 // and resolve need and nothing more.
 func testReceiver(t *testing.T, chunk int, files []wire.FileEntry) *receiver {
 	t.Helper()
-	e := testEngine(t, Options{})
+	return testReceiverOn(t, testEngine(t, Options{}), chunk, files)
+}
+
+// testReceiverOn is testReceiver on e, into its download folder: a second
+// one on the same engine is a later attempt at the same files.
+func testReceiverOn(t *testing.T, e *Engine, chunk int, files []wire.FileEntry) *receiver {
+	t.Helper()
 	in := e.newInbox(peer.ID{}, "sender", "pipe", nil, nil)
 	var total int64
 	for _, f := range files {
@@ -39,7 +45,7 @@ func testReceiver(t *testing.T, chunk int, files []wire.FileEntry) *receiver {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dest.Close() })
-	rx.Dest = dest
+	rx.Dest, rx.DestDir = dest, e.DownloadDir()
 	for i := range files {
 		rx.Accepted = append(rx.Accepted, i)
 		rx.status = append(rx.status, fileAccepted)

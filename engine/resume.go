@@ -381,6 +381,16 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 			continue
 		}
 		if rf.Partial == "" {
+			// A file created without a name (store.CreateWhole) that was
+			// about to be named: saved if a file of its identity has its
+			// name, or a numbered one.
+			if e, err := rx.entry(rf.Index); err == nil && rf.PartialID != "" {
+				if as, ok := rx.Dest.Renamed(e.Path, rf.PartialID, e.Size); ok {
+					done = append(done, &rxFile{idx: rf.Index, entry: e, savedAs: as})
+					rx.Bytes.Add(e.Size)
+					rx.Kept.Add(e.Size)
+				}
+			}
 			continue
 		}
 		// Only the partial this transfer created, still a plain file.

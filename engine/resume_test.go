@@ -3,12 +3,16 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/internal/resume"
+	"github.com/ferrydrop/ferry/engine/wire"
 )
 
 // interrupt starts a send and cancels it once about half of it was written.
@@ -565,5 +569,58 @@ func TestDamagedResumeStateResendsNothingItHeld(t *testing.T) {
 			sameTree(t, small, recv.DownloadDir())
 			sameTree(t, big, recv.DownloadDir())
 		})
+	}
+}
+
+// A receiver killed after a file of one chunk got its name and before the
+// journal's record that it was saved finds it saved at the next attempt,
+// by the identity it journaled before naming it: not fetched again and
+// saved a second time as "b (1).bin". Such a file is created without a
+// name (store.CreateWhole), so no partial record named it; a folder of
+// 2000 small files sent while ferry-cli receive was killed 6 times (kill
+// -9) left 4 such duplicates.
+func TestResumeFindsASmallFileSavedWithoutItsRecord(t *testing.T) {
+	e := testEngine(t, Options{})
+	files := []wire.FileEntry{{Path: "d/a.bin", Size: 64<<10 + 500}, {Path: "d/b.bin", Size: 3000}}
+	a, b := randomBytes(int(files[0].Size)), randomBytes(int(files[1].Size))
+	rx := testReceiverOn(t, e, 64<<10, files)
+	const key = "crash"
+	j, err := e.resume.Start(key, &resume.State{Version: resume.Version, Peer: "p", ChunkSize: 64 << 10, Dest: rx.DestDir, Accepted: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx.journal = j
+	landAll(t, rx, 0, a, 0) // a.bin begun, so the state has something to resume
+	landAll(t, rx, 1, b, 0)
+	rootOf(t, rx, 1, b)
+	checkSaved(t, rx, "b.bin", b)
+	j.Close()
+	// What the kill left: the journal without its last record, the one
+	// that says b.bin was saved (length, type, file, name, CRC).
+	log := filepath.Join(e.resume.Path(), key+".log")
+	st, err := os.Stat(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(log, st.Size()-int64(4+5+len("d/b.bin")+4)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.resume.Load(key)
+	if err != nil || s == nil {
+		t.Fatalf("the state after the kill: %v, %v", s, err)
+	}
+	for _, f := range s.Files {
+		if f.Index == 1 && f.Done {
+			t.Fatalf("the truncated journal still says b.bin was saved: %+v", f)
+		}
+	}
+	again := testReceiverOn(t, e, 64<<10, files)
+	_, done := again.restore(s)
+	if len(done) != 1 || done[0].idx != 1 || done[0].savedAs != "d/b.bin" {
+		var got []string
+		for _, f := range done {
+			got = append(got, fmt.Sprintf("%d as %q", f.idx, f.savedAs))
+		}
+		t.Fatalf("the next attempt found saved %v, want b.bin (file 1) as d/b.bin", got)
 	}
 }

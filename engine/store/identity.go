@@ -27,6 +27,20 @@ func (p *Partial) Identity() string {
 	return p.ident
 }
 
+// NamedIdentity is the Identity that p, a partial without a name
+// (CreateWhole), has once Finalize gives it one; "" for a partial with a
+// name (Identity is its) or where it cannot be read. It costs a system
+// call. A receiver journals it before Finalize, so that a resume after a
+// crash between the file's naming and the record that it was saved finds
+// the file by it (Renamed) rather than saving it again as "name (1)".
+func (p *Partial) NamedIdentity() string {
+	if !p.unnamed {
+		return ""
+	}
+	id, _ := p.unnamedIdentity()
+	return id
+}
+
 // ErrNotThePartial means the file at a partial's name is another file than
 // the partial a transfer created there (its Identity differs).
 var ErrNotThePartial = errors.New("another file than the partial this transfer created")

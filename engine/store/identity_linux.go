@@ -14,15 +14,19 @@ func fileIdentity(f *os.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var st unix.Statx_t
+	var id string
 	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.Statx(int(fd), "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_BTIME, &st)
-	}); err != nil {
+	if err := rc.Control(func(fd uintptr) { id, serr = fdIdentity(int(fd)) }); err != nil {
 		return "", err
 	}
-	if serr != nil {
-		return "", serr
+	return id, serr
+}
+
+// fdIdentity is fileIdentity of an open descriptor.
+func fdIdentity(fd int) (string, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil {
+		return "", err
 	}
 	if st.Mask&unix.STATX_BTIME != 0 {
 		return fmt.Sprintf("b%x.%09d", st.Btime.Sec, st.Btime.Nsec), nil

@@ -66,6 +66,21 @@ func (fo *folder) linkUnnamed(fd int, name string) error {
 	}
 }
 
+// unnamedIdentity is fdIdentity of p, a partial without a name, through
+// its descriptor, bare or wrapped.
+func (p *Partial) unnamedIdentity() (string, error) {
+	r := p.raw
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	switch {
+	case p.f != nil:
+		return fileIdentity(p.f)
+	case r.closed:
+		return "", os.ErrClosed
+	}
+	return fdIdentity(r.fd)
+}
+
 // emptyPathRefused is set once linkat refused AT_EMPTY_PATH.
 var emptyPathRefused atomic.Bool
 

@@ -559,6 +559,18 @@ const refusalWait = 2 * time.Second
 // errAnswered stops writing an offer the receiver answered already.
 var errAnswered = fmt.Errorf("%w: the receiver answered before the whole offer was sent", wire.ErrProtocol)
 
+// answeredEarly is why an offer stopped being written when what reads the
+// receiver's answer ended first: errAnswered after an answer, else why no
+// answer came. A receiver killed while a long offer was written (its
+// connection reset, seen first by the read) is then a lost connection, which
+// the send retries, not a broken rule that ended the send for good.
+func answeredEarly(a offerAnswer) error {
+	if a.err != nil {
+		return a.err
+	}
+	return errAnswered
+}
+
 // offer sends the offer and its manifest in bounded parts, until the
 // receiver answers (a refusal part-way), which it leaves in answered.
 func (tx *sender) offer(answered chan offerAnswer) error {
@@ -600,7 +612,7 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 		select {
 		case a := <-answered:
 			answered <- a // for offerAndDecision
-			return errAnswered
+			return answeredEarly(a)
 		default:
 		}
 		if err := tx.ctl.send(&wire.OfferFiles{Start: start, Files: entries}); err != nil {
@@ -617,7 +629,7 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 		select {
 		case a := <-answered:
 			answered <- a
-			return errAnswered
+			return answeredEarly(a)
 		default:
 		}
 		if err := tx.ctl.send(&wire.OfferFolders{Start: start, Paths: folders[start:end]}); err != nil {

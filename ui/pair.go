@@ -126,7 +126,7 @@ func (u *UI) newPairView(id string, peer Peer, incoming bool) *pairView {
 
 	id2 := widget.NewLabel("Device ID " + GroupID(peer.ID))
 	id2.SizeName = theme.SizeNameCaptionText
-	id2.Wrapping = fyne.TextWrapBreak
+	id2.Wrapping = fyne.TextWrapWord // the ID whole on the next line, as in the prompt
 	if peer.ID == "" {
 		id2.Hide()
 	}
@@ -528,7 +528,7 @@ func (u *UI) showKeyChanged(kc *KeyChange) {
 	text.Wrapping = fyne.TextWrapWord
 	ids := widget.NewLabel(fmt.Sprintf("Known key %s\nPresented key %s", GroupID(kc.Known.ID), GroupID(kc.PresentedID)))
 	ids.SizeName = theme.SizeNameCaptionText
-	ids.Wrapping = fyne.TextWrapBreak
+	ids.Wrapping = fyne.TextWrapWord // a key whole on the next line, not broken inside a group
 	var d *dialog.CustomDialog
 	closeBtn := u.newButton("Close", nil, func() { d.Hide() })
 	forget := u.newButton("Forget "+who, theme.DeleteIcon(), func() {

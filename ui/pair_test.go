@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -584,5 +585,58 @@ func TestDevicesPageSaysOnlineNow(t *testing.T) {
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: dev})
 	if !strings.HasSuffix(info(), "\nOnline now") {
 		t.Fatalf("back: %q", info())
+	}
+}
+
+// idLines are the lines the label that starts with prefix under o is
+// drawn in.
+func idLines(t *testing.T, o fyne.CanvasObject, prefix string) []string {
+	t.Helper()
+	var lines []string
+	uitree.Walk(o, func(x fyne.CanvasObject) {
+		if l, ok := x.(*widget.Label); ok && strings.HasPrefix(l.Text, prefix) {
+			uitree.Walk(l, func(y fyne.CanvasObject) {
+				if tx, ok := y.(*canvas.Text); ok && tx.Text != "" {
+					lines = append(lines, tx.Text)
+				}
+			})
+		}
+	})
+	if lines == nil {
+		t.Fatalf("no label %q…", prefix)
+	}
+	return lines
+}
+
+// A device ID too wide for the line after "Device ID" goes whole to the
+// next line, in the prompt as in the pairing dialog and the warning about
+// a changed key: it was broken anywhere, and a prompt showed "…-MQDB-Z5C"
+// with a lone "Q" below (seen on screen with this very ID), a group split
+// where owners compare them.
+func TestDeviceIDIsNotBrokenInsideAGroup(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	const seen = "MJUK7EEVQAYLVGD5AXWHZ4KMRDAFCDJHFZ2H36CJA2NCMQDBZ5CQ"
+	ev := untrustedOffer("t1")
+	ev.Peer.ID = seen
+	u.ApplyTransfer(ev)
+	want := GroupID(seen)
+	check := func(where string, o fyne.CanvasObject) {
+		t.Helper()
+		lines := idLines(t, o, "Device ID ")
+		if got := strings.Join(lines, "|"); got != "Device ID "+want && got != "Device ID|"+want {
+			t.Errorf("%s: the ID is drawn as %q, want it on one line after \"Device ID\" or whole on the next", where, got)
+		}
+	}
+	check("prompt", u.prompts.queue[0].scroll.Content)
+
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: seen, Name: "Phone", Online: true, Addrs: reach("10.0.0.4:1", addr.QUIC)}})
+	u.pairWith(u.devices.rows[0].dev)
+	check("pairing", u.win.Canvas().Overlays().Top())
+	u.win.Canvas().Overlays().Top().Hide()
+
+	u.showKeyChanged(&KeyChange{Known: Peer{ID: idAlice, Name: "Phone", Trusted: true}, PresentedID: seen, Warning: "A device calling itself \"Phone\" …"})
+	lines := idLines(t, u.win.Canvas().Overlays().Top(), "Known key ")
+	if got, want := strings.Join(lines, "|"), "Presented key "+want; !strings.Contains(got, want) && !strings.Contains(got, "Presented key|"+GroupID(seen)) {
+		t.Errorf("key changed: the keys are drawn as %q, want the presented one whole", got)
 	}
 }

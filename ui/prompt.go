@@ -252,7 +252,9 @@ func (q *promptQueue) show(p *prompt) {
 	who.Truncation = fyne.TextTruncateEllipsis
 	id := widget.NewLabel("Device ID " + GroupID(ev.Peer.ID))
 	id.SizeName = theme.SizeNameCaptionText
-	id.Wrapping = fyne.TextWrapBreak
+	// Word wrap: an ID too wide for the line after "Device ID" goes whole
+	// to the next, not broken inside a group the owners compare.
+	id.Wrapping = fyne.TextWrapWord
 
 	objs := []fyne.CanvasObject{
 		container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), nil, container.New(&tightVBox{}, who, q.trustLine(ev.Peer))),

@@ -154,10 +154,16 @@ func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.D
 		}
 		return nil
 	})
-	c, err := anywhere.Dial(ctx, anywhere.DialRequest{
+	req := anywhere.DialRequest{
 		Relay: relay, Secret: s, Self: e.ident.ID, Peer: want, TLS: tlsConf, Transport: e.opts.Transport,
 		Loopback: e.anywhereLoopback, RelaySecret: e.relaySecret(relay), RelayOnly: e.anywhereRelayOnly, Log: e.log,
-	})
+	}
+	if e.netw != nil {
+		// A direct path whose address goes away is declared lost, and
+		// the send calls again at once (watchPath), as on the LAN.
+		req.Network = e.netw
+	}
+	c, err := anywhere.Dial(ctx, req)
 	if err != nil {
 		return auto.Dialled{}, anywhereError(err, relay, e.deviceNamed(want))
 	}

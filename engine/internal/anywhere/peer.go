@@ -23,6 +23,12 @@ import (
 // is not receiving from anywhere through it (or not running at all).
 var ErrNotFound = errors.New("device not found through the relay")
 
+// ErrRelayGone: a session whose path went through the relay's TURN server
+// (the peer's end of the pair is the relay's port) found that port closed
+// once the path fell silent: the relay stopped or restarted, not the
+// device.
+var ErrRelayGone = errors.New("the port that carried the connection is closed")
+
 // ErrNoAnswer marks a device whose presence is there but which did not
 // answer the call in time.
 var ErrNoAnswer = errors.New("the device did not answer through the relay")
@@ -48,6 +54,11 @@ type DialRequest struct {
 	TLS *tls.Config
 	// Transport tunes the QUIC session.
 	Transport transport.Config
+	// Network, when set, tells the session when this device's addresses
+	// change: a direct path whose address went away is then declared lost
+	// (the Conn's PathLost) within a second or so, not after the idle
+	// timeout, or it moves to another address that reaches the peer.
+	Network transport.Network
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Loopback offers loopback addresses only (tests).
@@ -94,6 +105,24 @@ func (c *Conn) Route() (route, relay string) { return c.path.Route() }
 
 // RemoteAddr is the peer's end of the ICE path (its candidate).
 func (c *Conn) RemoteAddr() string { return c.path.Remote }
+
+// PathLost is closed when the session's path went away with this
+// device's address and no other path reaches the peer
+// (transport.PathLoser; never, for a path through a loopback bridge).
+func (c *Conn) PathLost() <-chan struct{} {
+	if pl, ok := c.Conn.(transport.PathLoser); ok {
+		return pl.PathLost()
+	}
+	return nil
+}
+
+// PathChanges delivers the session's moves (transport.PathReporter).
+func (c *Conn) PathChanges() <-chan transport.PathChange {
+	if pr, ok := c.Conn.(transport.PathReporter); ok {
+		return pr.PathChanges()
+	}
+	return nil
+}
 
 // Close ends the session, then the path.
 func (c *Conn) Close(err error) error {
@@ -173,7 +202,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if !g.localRelayed() {
 		// Direct from the shared socket to the peer's end of the pair (a
 		// host, its NAT's mapping, or its TURN relay).
-		if qs, err = sock.Dial(ctx, g.remoteAddr(), req.TLS, req.Transport); err != nil {
+		if qs, err = sock.Dial(ctx, g.remoteAddr(), req.TLS, req.Transport, g.follow(req)); err != nil {
 			return nil, err
 		}
 		b, _ = newBridge(g, nil, nil, nil)
@@ -205,6 +234,17 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	path := g.path()
 	path.Relay = req.Relay
 	return &Conn{Conn: qs, path: path, bridge: b, setup: st}, nil
+}
+
+// follow is what a session from the shared socket to the pair's remote
+// end follows: the network, and, when that end is a relay's port (a TURN
+// allocation of the peer's), that a closed port there is the relay's.
+func (g *agent) follow(req DialRequest) quic.SharedDial {
+	f := quic.SharedDial{Network: req.Network}
+	if pair, err := g.a.GetSelectedCandidatePair(); err == nil && pair != nil && pair.Remote.Type() == ice.CandidateTypeRelay {
+		f.PortClosed = fmt.Errorf("the relay %s stopped or restarted: %w", req.Relay, ErrRelayGone)
+	}
+	return f
 }
 
 // Lookup checks that the device keeps a presence at the relay for this

@@ -23,7 +23,11 @@ import (
 // (Ethernet plugged in beside Wi-Fi), the datagrams leave from the new
 // address and the listener follows by itself (quic-go validates the new
 // address). That first socket, and its quic.Transport, stay open for the
-// connection's whole life (closing it would end the connection).
+// connection's whole life (closing it would end the connection). A
+// session dialled from a shared socket (Shared.Dial: the socket ICE
+// checked its path on, beyond the LAN) is the exception: that socket is
+// bound to one address (pinned), so when the address goes it does not
+// move; it leaves for a standby at once, or its path is lost.
 //
 // On top of it, the migrator of each dialled connection keeps standby
 // paths: one from each other local address (AddPath on a Transport bound
@@ -114,7 +118,8 @@ type migrator struct {
 	report func(transport.PathChange) // nil: the session reports another connection's changes
 
 	socks    map[netip.Addr]*altSocket // bound sockets, by local address
-	onSystem bool                      // the path in use lets the system pick the source address
+	onSystem bool                      // the path in use is the first one (unless pinned, the system picks its source address)
+	pinned   bool                      // the first path's socket is bound to local (a shared socket, beyond the LAN): it never moves
 	local    netip.Addr                // the source address in use (the system's choice when last asked)
 	active   *standby                  // the standby switched to last (nil: the first path)
 	standbys map[netip.Addr]*standby
@@ -131,8 +136,9 @@ type migrator struct {
 	standbyOnce sync.Once
 	standbyUp   chan struct{} // closed when a standby first answered (tests wait for it)
 
-	checking bool       // a peerGone check runs
-	gone     chan error // its answer: non-nil when the peer's port is closed
+	checking   bool       // a peerGone check runs
+	gone       chan error // its answer: non-nil when the peer's port is closed
+	portClosed error      // what the connection ends with then (nil: errPeerGone)
 
 	// The address in use went away at addrGone (zero: it did not, or the
 	// peer kept answering since); the connection had sent sentAtGone
@@ -193,8 +199,12 @@ func (m *migrator) run() {
 			m.checking = false
 			if err != nil {
 				// Nobody listens there any more (the peer stopped, or
-				// restarted elsewhere): end the connection now rather than
-				// after the idle timeout, so the sender looks again.
+				// restarted elsewhere; the relay, when the remote is its
+				// port): end the connection now rather than after the
+				// idle timeout, so the sender looks again.
+				if m.portClosed != nil {
+					err = m.portClosed
+				}
 				m.c.lose(err)
 			}
 		case now := <-t.C:
@@ -341,16 +351,17 @@ func (m *migrator) networkChanged(now time.Time) {
 			m.sentAtGone = m.c.c.ConnectionStats().PacketsSent
 		}
 	}
+	follows := m.onSystem && !m.pinned // the path in use goes where the system sends from
 	switch {
-	case m.onSystem && pref.IsValid() && pref != m.local:
+	case follows && pref.IsValid() && pref != m.local:
 		// The system sends from pref from now on and the peer follows:
 		// report once the peer answers there.
 		m.begin(now, transport.PathChange{Local: true, From: m.local.String(), To: pref.String(), Reason: reason})
 		m.local = pref
 		m.c.setLocal(pref)
-	case m.onSystem && !pref.IsValid():
+	case follows && !pref.IsValid():
 		m.leave(now, reasonAddrGone, nil) // no route at all: do not wait for the silence
-	case !m.onSystem && reason == reasonAddrGone:
+	case !follows && reason == reasonAddrGone:
 		m.leave(now, reason, nil)
 	}
 	m.refresh()

@@ -311,3 +311,82 @@ func TestAddressGoneMigrates(t *testing.T) {
 	default:
 	}
 }
+
+// sharedPair is relayedPair for a session dialled from a shared socket
+// bound to 127.0.0.1 (the socket ICE checked a path on, beyond the LAN).
+func sharedPair(t *testing.T, follow SharedDial) (c, s *Session, relay *transporttest.NATRelay) {
+	t.Helper()
+	ln := newListener(t, transport.Config{})
+	relay = transporttest.NewNATRelay(t, ln.Addr().String())
+	sock, err := ListenShared("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sock.Close)
+	ctx := t.Context()
+	c, err = sock.Dial(ctx, relay.Addr(), newTestIdentity(t).TLSConfig(false, nil), transport.Config{}, follow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(nil) })
+	first, err := c.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Write([]byte{0})
+	sc, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close(nil) })
+	if _, err := sc.AcceptStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c, sc.(*Session), relay
+}
+
+// A session from a shared socket, which is bound to one address: when
+// that address goes away and the peer falls silent, the path is declared
+// lost, as for a session from an unbound socket, not left to the idle
+// timeout (in the NAT lab, a sender whose address changed mid-transfer
+// through the relay stalled 10 s, then 1.5 s more).
+func TestSharedSocketAddressGoneIsLost(t *testing.T) {
+	nw := newFakeNetwork("127.0.0.1")
+	c, s, relay := sharedPair(t, SharedDial{Network: nw})
+	f := startFlow(t, c, s)
+	f.moreThan(t, 1<<20)
+	select {
+	case <-c.PathLost():
+		t.Fatal("path lost while it works")
+	default:
+	}
+	relay.Cut(netip.MustParseAddr("127.0.0.1"), true)
+	nw.set()
+	select {
+	case <-c.PathLost():
+	case <-c.Done():
+		t.Fatal("the connection ended by itself (idle timeout) before its path was declared lost")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the path was never declared lost")
+	}
+}
+
+// A session from a shared socket whose remote is a relay's port (the
+// peer's TURN allocation): when the path falls silent and that port turns
+// out closed, the connection ends saying what SharedDial.PortClosed says
+// (the relay stopped), not that the other device did.
+func TestSharedSocketRemotePortClosedSaysWhose(t *testing.T) {
+	relayGone := errors.New("the relay stopped")
+	c, s, relay := sharedPair(t, SharedDial{Network: newFakeNetwork("127.0.0.1"), PortClosed: relayGone})
+	f := startFlow(t, c, s)
+	f.moreThan(t, 1<<20)
+	relay.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection outlived the relay's port")
+	}
+	if err := c.primary.err(context.Cause(c.primary.c.Context())); !errors.Is(err, relayGone) {
+		t.Errorf("its streams end with %q, want %q", err, relayGone)
+	}
+}

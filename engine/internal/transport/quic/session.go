@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -133,11 +134,14 @@ func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg tran
 	if err != nil {
 		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
 	}
-	return dialledSession(c, ra, tlsConf, cfg, nw), nil
+	return dialledSession(c, ra, tlsConf, cfg, nw, netip.Addr{}), nil
 }
 
 // dialledSession is the session of a dialled first connection c to ra.
-func dialledSession(c *conn, ra *net.UDPAddr, tlsConf *tls.Config, cfg transport.Config, nw transport.Network) *Session {
+// dialledSession is the session of a dialled connection; bound is the
+// address its socket is bound to (the zero Addr: unbound, the system picks
+// the source of each datagram).
+func dialledSession(c *conn, ra *net.UDPAddr, tlsConf *tls.Config, cfg transport.Config, nw transport.Network, bound netip.Addr) *Session {
 	s := newSession(cfg, true, join.NewToken(), c)
 	s.remote, s.tlsConf, s.nw = ra, tlsConf, nw
 	s.registered = make(chan struct{})
@@ -151,7 +155,7 @@ func dialledSession(c *conn, ra *net.UDPAddr, tlsConf *tls.Config, cfg transport
 		w := spread.Watch(s.ctx, rule, 1, s.sample)
 		s.wg.Go(func() { s.followAdvice(w) })
 	}
-	s.mig = s.followNetwork(c, s.reportPath)
+	s.mig = s.followNetwork(c, bound, s.reportPath)
 	return s
 }
 
@@ -214,11 +218,14 @@ func (s *Session) DataStreams() int {
 func (s *Session) StreamsAdvised() <-chan transport.Advice { return s.advice }
 
 // followNetwork starts the migrator of a dialled connection.
-func (s *Session) followNetwork(c *conn, report func(transport.PathChange)) *migrator {
+func (s *Session) followNetwork(c *conn, bound netip.Addr, report func(transport.PathChange)) *migrator {
 	if s.nw == nil {
 		return nil
 	}
 	m := newMigrator(c, s.nw, s.remote, s.cfg, report)
+	if bound.IsValid() {
+		m.pinned, m.local = true, bound
+	}
 	c.wg.Go(m.run)
 	return m
 }
@@ -363,7 +370,7 @@ func (s *Session) join(x *slot) {
 	}
 	s.conns = append(s.conns, c)
 	x.conn = c
-	s.followNetwork(c, nil) // the first connection's changes stand for the session's
+	s.followNetwork(c, netip.Addr{}, nil) // the first connection's changes stand for the session's
 	s.wg.Go(func() { s.endOnReset(c) })
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -79,9 +80,25 @@ func (s *Shared) NonQUIC() net.PacketConn { return newNonQUIC(s.tr, s.udp.LocalA
 // LocalAddr is the socket's address.
 func (s *Shared) LocalAddr() net.Addr { return s.udp.LocalAddr() }
 
+// SharedDial is what a session dialled from a shared socket follows.
+type SharedDial struct {
+	// Network, when set, tells the session when this device's addresses
+	// change, as DialNetwork's does, from a socket that stays where it is
+	// bound: when its address goes away, the connection moves to a
+	// standby path that answers, or else its path is declared lost
+	// (Session.PathLost), so that the sender calls again instead of
+	// waiting for the idle timeout.
+	Network transport.Network
+	// PortClosed, when set, is what the connection ends with when the
+	// remote's port turns out closed while the path is silent. The zero
+	// value says the peer stopped; a remote that is a relay's port (a TURN
+	// allocation) says the relay did.
+	PortClosed error
+}
+
 // Dial runs a session to remote on the socket; the session then owns the
 // socket and closes it when it ends. One session per socket.
-func (s *Shared) Dial(ctx context.Context, remote string, tlsConf *tls.Config, cfg transport.Config) (*Session, error) {
+func (s *Shared) Dial(ctx context.Context, remote string, tlsConf *tls.Config, cfg transport.Config, follow SharedDial) (*Session, error) {
 	if s.used {
 		return nil, errors.New("shared socket already carries a session")
 	}
@@ -100,7 +117,17 @@ func (s *Shared) Dial(ctx context.Context, remote string, tlsConf *tls.Config, c
 		return nil, err
 	}
 	s.used = true
-	return dialledSession(c, ra, tlsConf, cfg, nil), nil
+	var bound netip.Addr
+	if la, ok := s.udp.LocalAddr().(*net.UDPAddr); ok {
+		if a, ok := netip.AddrFromSlice(la.IP); ok && !a.Unmap().IsUnspecified() {
+			bound = a.Unmap()
+		}
+	}
+	ses := dialledSession(c, ra, tlsConf, cfg, follow.Network, bound)
+	if ses.mig != nil && follow.PortClosed != nil {
+		ses.mig.portClosed = follow.PortClosed
+	}
+	return ses, nil
 }
 
 // Close releases the socket unless a session owns it.

@@ -517,17 +517,24 @@ func (s *Server) Run(ctx context.Context) error {
 	slots := make(chan struct{}, maxAnswering)
 	seen := map[string]time.Time{}
 	waits := true // the relay holds waits, until it says it does not (ErrNoWait)
+	// stale: the relay failed a request since the presence was put; it
+	// may have restarted, with nothing kept, so the presence is put again
+	// as soon as it answers, not at the next presenceEvery (paired devices
+	// heard "not receiving through relay" for up to 30 s after it came
+	// back).
+	stale := false
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
 		began := time.Now()
 		t := now()
-		if t.Sub(lastPresence) >= presenceEvery {
+		if stale || t.Sub(lastPresence) >= presenceEvery {
 			if err := s.announce(ctx, mb, t); err != nil {
 				log.Warn("rendezvous: presence", "relay", s.Relay, "err", err)
+				stale = true
 			} else {
-				lastPresence = t
+				lastPresence, stale = t, false
 			}
 		}
 		for k, at := range seen {
@@ -535,7 +542,8 @@ func (s *Server) Run(ctx context.Context) error {
 				delete(seen, k)
 			}
 		}
-		in, noWait := s.calls(ctx, mb, t, log, waits)
+		in, noWait, failed := s.calls(ctx, mb, t, log, waits)
+		stale = stale || failed
 		if noWait {
 			waits = false
 			log.Info("rendezvous: the relay holds no waits (an older relay): looking for calls every interval", "relay", s.Relay, "interval", poll)
@@ -654,8 +662,9 @@ type incoming struct {
 // calls takes the calls waiting in every paired device's call boxes.
 // With wait, and names for one request, the relay holds it until a call
 // comes or WaitFor passed (Mailbox.Wait); noWait reports a relay that
-// holds none, which was then asked with Take.
-func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.Logger, wait bool) (out []incoming, noWait bool) {
+// holds none, which was then asked with Take; failed, a request the relay
+// did not answer (it may have restarted).
+func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.Logger, wait bool) (out []incoming, noWait, failed bool) {
 	type ref struct {
 		peer Peer
 		box  string
@@ -688,12 +697,12 @@ func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.
 		if err != nil {
 			var ne net.Error
 			if wait && errors.As(err, &ne) && ne.Timeout() {
-				return out, noWait // a wait held past the request timeout (a slow path): no call yet
+				return out, noWait, false // a wait held past the request timeout (a slow path): no call yet
 			}
 			if ctx.Err() == nil {
 				log.Warn("rendezvous: calls", "relay", s.Relay, "err", err)
 			}
-			return out, noWait
+			return out, noWait, ctx.Err() == nil
 		}
 		for i, blobs := range got {
 			for _, b := range blobs {
@@ -706,7 +715,7 @@ func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.
 			}
 		}
 	}
-	return out, noWait
+	return out, noWait, false
 }
 
 // answer gathers, answers the call and bridges the path to the listener.

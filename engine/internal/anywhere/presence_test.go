@@ -100,3 +100,59 @@ func TestClocksApartAreSaid(t *testing.T) {
 		t.Logf("this device's clock %v off: %v", off, err)
 	}
 }
+
+// A relay that restarts keeps nothing: the receiver puts its presence
+// there again as soon as the relay answers again, not at its next
+// presenceEvery (30 s), during which paired devices heard "it is not
+// receiving through relay ..." (NAT lab: the relay killed mid-transfer
+// and started again; the sender's next call, 13 s later, still found no
+// presence). The receiver's clock stands still here, so only the relay's
+// failure can bring the presence back.
+func TestRestartedRelayGetsThePresenceAgain(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := r.Addr().String()
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 13
+	at := time.Now()
+	frozen := func() time.Time { return at }
+	started := make(chan struct{})
+	srv := &anywhere.Server{
+		Relay: addr, Self: b.ID, Loopback: true, Poll: 20 * time.Millisecond, Now: frozen,
+		Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
+		Listener: func() *net.UDPAddr { return nil },
+		Started:  func() { close(started) },
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	defer func() { cancel(); <-served }()
+	<-started
+	look := func() error {
+		return anywhere.Lookup(t.Context(), anywhere.DialRequest{Relay: addr, Secret: s, Self: a.ID, Peer: b.ID, Now: frozen})
+	}
+	if err := look(); err != nil {
+		t.Fatalf("a receiver serving: %v", err)
+	}
+	r.Close()
+	time.Sleep(200 * time.Millisecond) // the receiver's requests fail meanwhile (Poll: 20 ms)
+	r, err = relay.Start(relay.Config{Listen: addr, AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := look()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, anywhere.ErrNotFound) || time.Now().After(deadline) {
+			t.Fatalf("after the relay restarted: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

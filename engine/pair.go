@@ -374,6 +374,20 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *core.T
 // and waits for the dialer to hang up; the dialer waits for that word, so
 // that its own confirmation is not lost by closing early.
 func (e *Engine) pairExchange(ctx context.Context, c Conn, ctl *control, ps *pairState, listener bool) error {
+	err := e.pairExchangeOf(ctx, c, ctl, ps, listener)
+	if errors.Is(err, errPairMismatch) || errors.Is(err, errPeerRejectedCode) {
+		if p, ok := e.trust.Get(ps.peer); ok && p.Paired {
+			// Nothing changed: the refusal does not undo the pairing
+			// before, which the session's key proved.
+			return fmt.Errorf("%w (%w)", err, core.ErrPairedBefore)
+		}
+	}
+	return err
+}
+
+// pairExchangeOf is pairExchange, before a refusal between devices paired
+// before is said as one that changed nothing.
+func (e *Engine) pairExchangeOf(ctx context.Context, c Conn, ctl *control, ps *pairState, listener bool) error {
 	msgs := make(chan wire.Message, 4)
 	readErr := make(chan error, 1)
 	go func() { // ends when the session is closed, which our caller does

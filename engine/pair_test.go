@@ -363,3 +363,54 @@ func TestOfferAcceptedUnaskedIsShown(t *testing.T) {
 		t.Fatalf("offer event %+v", offer)
 	}
 }
+
+// Pairing again with a device paired before, where one user says the
+// codes differ: the devices stay paired as they were (the session proved
+// the paired key, so no one can be in the middle), and neither side says
+// they are "not paired" or "not trusted" (ferry-cli pair printed "Bee did
+// not confirm the verification code, so the devices are not paired.",
+// then `devices` listed Bee as paired).
+func TestPairAgainRefusedKeepsThePairing(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		dialer, listener bool
+	}{
+		{"listener refuses", true, false},
+		{"dialer refuses", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recv := startReceiver(t, Options{Accept: AcceptAsk})
+			a := testEngine(t, Options{})
+			pairEngines(t, a, recv)
+			rxEvents, unsub := recv.Subscribe(256)
+			defer unsub()
+			txEvents, unsub2 := a.Subscribe(256)
+			defer unsub2()
+			tr, err := a.Pair(t.Context(), target(recv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			firstEvent(t, txEvents, EventPair)
+			rxPair := firstEvent(t, rxEvents, EventPair)
+			if err := recv.ConfirmPair(rxPair.TransferID, c.listener); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.ConfirmPair(tr.ID(), c.dialer); err != nil {
+				t.Fatal(err)
+			}
+			<-tr.Done()
+			rxRes := firstEvent(t, rxEvents, EventResult)
+			if !trusts(recv, a.ID()) || !trusts(a, recv.ID()) {
+				t.Fatalf("trusted after the refusal: listener %v, dialer %v; want both still", trusts(recv, a.ID()), trusts(a, recv.ID()))
+			}
+			for who, r := range map[string]Result{"dialer": tr.Result(), "listener": *rxRes.Result} {
+				if r.State != StateFailed {
+					t.Errorf("%s: %s, want failed", who, r.State)
+				}
+				if strings.Contains(r.Err, "not paired") || strings.Contains(r.Err, "not trusted") || !strings.Contains(r.Err, "stay paired") {
+					t.Errorf("%s says %q; want that the devices stay paired", who, r.Err)
+				}
+			}
+		})
+	}
+}

@@ -359,7 +359,7 @@ func (p *printer) event(ev engine.Event) {
 			if r.State == engine.StateDone {
 				p.line("paired with %s (%s): each device now trusts the other", safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
 			} else {
-				p.line("not paired with %s: %s", safetext.Name(ev.Peer.Name), shown(r.Err))
+				p.line("pairing with %s ended: %s", safetext.Name(ev.Peer.Name), shown(r.Err))
 			}
 			break
 		}

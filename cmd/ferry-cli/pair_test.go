@@ -213,8 +213,8 @@ func TestPairingCancelledByPeer(t *testing.T) {
 	testutil.WaitFor(t, "the question", func() bool { return strings.Contains(r.errOut.String(), "with verification code "+code) })
 	e.Cancel(tr.ID())
 	<-tr.Done()
-	testutil.WaitFor(t, "the pairing's end", func() bool { return strings.Contains(r.out.String(), "not paired with Laptop") })
-	if out := r.out.String(); !strings.Contains(out, "not paired with Laptop: Cancelled by Laptop.") {
+	testutil.WaitFor(t, "the pairing's end", func() bool { return strings.Contains(r.out.String(), "pairing with Laptop ended") })
+	if out := r.out.String(); !strings.Contains(out, "pairing with Laptop ended: Cancelled by Laptop.") {
 		t.Fatalf("the receiver said: %s", out)
 	}
 }

@@ -66,6 +66,10 @@ var (
 		"intercepting the connection; the transfer was stopped and the device is not trusted", ErrCancelledByUser)
 	// ErrPeerRejectedCode: the other user said the codes differ, or declined to pair.
 	ErrPeerRejectedCode = fmt.Errorf("%w: the other device's user did not confirm the verification code; the devices are not paired", errcode.ErrUntrusted)
+	// ErrPairedBefore goes with ErrPairMismatch or ErrPeerRejectedCode
+	// when the two devices were paired before that pairing: they stay
+	// paired as they were (the session proved the paired key).
+	ErrPairedBefore = errors.New("the devices were paired before, and stay paired")
 )
 
 // HostNotFoundError: the name the receiver was given by does not resolve

@@ -33,13 +33,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // partial records without the identity, or without the size), for a saved
 // file the
 // name it was saved as, for a head the snapshot's head (its fields before
-// its files, in JSON; file index 0). The snapshot lists only the files begun or saved
+// its files, in JSON; file index 0), for held chunks each one's index,
+// CRC32C and leaf. The snapshot lists only the files begun or saved
 // when it was written: a partial or saved record of a file it does not
 // list makes the file's entry (State.Check completes it from the offer).
 // Reading stops at the first torn or damaged record: everything before it is
 // good. Each compaction starts the journal again with what its snapshot
-// says (leading): a head, then for each file its partial and chunks, or
-// that it was saved.
+// says (leading): a head, then for each file its partial and the chunks
+// it holds (recHeld, many to a record), or that it was saved.
 type Journal struct {
 	// syncMu serialises Sync and Close: one fsync at a time, and none
 	// still running on a closed file.
@@ -60,6 +61,9 @@ const (
 	recBegun   byte = 4 // a partial, with the file's size
 	recMade    byte = 5 // a partial, with the file's size and the partial's identity
 	recHead    byte = 6 // the snapshot's head (leading)
+	recHeld    byte = 7 // chunks a partial held when the snapshot was written (leading)
+
+	heldEntry = 4 + 4 + 32 // a recHeld chunk: its index, CRC32C and leaf
 
 	maxRecord = 64 << 10
 )
@@ -73,6 +77,7 @@ type record struct {
 	size  int64  // recBegun, recMade: the file's size
 	name  string // recSaved: saved as; recPartial, recBegun, recMade: the partial's name; recHead: the head's JSON
 	id    string // recMade: the partial's identity
+	held  []byte // recHeld: heldEntry bytes per chunk
 }
 
 // createJournal starts an empty journal at path (replacing an old one).
@@ -199,19 +204,27 @@ func leading(w io.Writer, f *File) error {
 	if err := frame(w, p); err != nil {
 		return err
 	}
-	var c [1 + 4 + 4 + 4 + 32]byte
-	c[0] = recChunk
-	binary.BigEndian.PutUint32(c[1:], f.Index)
+	// The chunks held go in records of their own type (recHeld), many to a
+	// record: a chunk record says a chunk landed since.
+	buf := make([]byte, 5, min(maxRecord, 5+heldEntry*len(f.CRCs)))
+	buf[0] = recHeld
+	binary.BigEndian.PutUint32(buf[1:], f.Index)
 	for k := range f.CRCs {
 		if !f.Has(k) || 32*k+32 > len(f.Leaves) {
 			continue
 		}
-		binary.BigEndian.PutUint32(c[5:], uint32(k))
-		binary.BigEndian.PutUint32(c[9:], f.CRCs[k])
-		copy(c[13:], f.Leaves[32*k:32*k+32])
-		if err := frame(w, c[:]); err != nil {
-			return err
+		if len(buf)+heldEntry > maxRecord {
+			if err := frame(w, buf); err != nil {
+				return err
+			}
+			buf = buf[:5]
 		}
+		buf = binary.BigEndian.AppendUint32(buf, uint32(k))
+		buf = binary.BigEndian.AppendUint32(buf, f.CRCs[k])
+		buf = append(buf, f.Leaves[32*k:32*k+32]...)
+	}
+	if len(buf) > 5 {
+		return frame(w, buf)
 	}
 	return nil
 }
@@ -315,6 +328,8 @@ func records(r io.Reader) iter.Seq[record] {
 				rec.chunk = binary.BigEndian.Uint32(p[5:])
 				rec.crc = binary.BigEndian.Uint32(p[9:])
 				copy(rec.leaf[:], p[13:])
+			case rec.typ == recHeld && n > 5 && (n-5)%heldEntry == 0:
+				rec.held = p[5:]
 			case rec.typ == recSaved, rec.typ == recPartial, rec.typ == recHead:
 				rec.name = string(p[5:])
 			case rec.typ == recBegun && n >= 13 && int64(binary.BigEndian.Uint64(p[5:])) >= 0:
@@ -376,6 +391,15 @@ func salvageJournal(s *State, recs iter.Seq[record], headWhole bool) {
 	}
 }
 
+// setChunk records chunk c of f (the entry of file) as held.
+func setChunk(f *File, file, c, crc uint32, leaf merkle.Hash) error {
+	if f.Done || int(c) >= len(f.CRCs) || len(f.Have) < (len(f.CRCs)+7)/8 || len(f.Leaves) != 32*len(f.CRCs) {
+		return fmt.Errorf("journal names chunk %d of file %d", c, file)
+	}
+	f.Set(int(c), leaf, crc)
+	return nil
+}
+
 // filesByIndex maps s's file indexes to their entries.
 func filesByIndex(s *State) map[uint32]int {
 	byIdx := make(map[uint32]int, len(s.Files))
@@ -414,10 +438,13 @@ func applyRecord(s *State, byIdx map[uint32]int, r record) error {
 	f := &s.Files[k]
 	switch r.typ {
 	case recChunk:
-		if f.Done || int(r.chunk) >= len(f.CRCs) || len(f.Have) < (len(f.CRCs)+7)/8 || len(f.Leaves) != 32*len(f.CRCs) {
-			return fmt.Errorf("journal names chunk %d of file %d", r.chunk, r.file)
+		return setChunk(f, r.file, r.chunk, r.crc, r.leaf)
+	case recHeld:
+		for b := r.held; len(b) >= heldEntry; b = b[heldEntry:] {
+			if err := setChunk(f, r.file, binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:]), merkle.Hash(b[8:heldEntry])); err != nil {
+				return err
+			}
 		}
-		f.Set(int(r.chunk), r.leaf, r.crc)
 	case recBegun, recMade:
 		if f.Size != r.size {
 			return fmt.Errorf("journal gives file %d %d bytes, the snapshot %d", r.file, r.size, f.Size)

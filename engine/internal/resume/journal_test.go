@@ -73,6 +73,9 @@ var journalCases = []struct {
 	{"short made record", validRecord([]byte{recMade, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9}), 0},
 	{"head record", validRecord(append([]byte{recHead, 0, 0, 0, 0}, `{"version":3,"peer":"p","chunk_size":1048576,"files":null}`...)), 1},
 	{"head record, garbled", validRecord([]byte{recHead, 0, 0, 0, 0, '{', 0xa5}), 1},
+	{"held record", validRecord(append([]byte{recHeld, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 7}, make([]byte, 32)...)), 1},
+	{"held record, no chunk", validRecord([]byte{recHeld, 0, 0, 0, 0}), 0},
+	{"held record, a chunk cut short", validRecord(append([]byte{recHeld, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 7}, make([]byte, 31)...)), 0},
 	{"good then torn", append(validRecord([]byte{recSaved, 0, 0, 0, 1, 'a'}), 0, 0, 0, 9, recSaved), 1},
 }
 

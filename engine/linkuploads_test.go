@@ -164,3 +164,17 @@ func TestCleanLinkUploadsThatCannotRemoveAPartialKeepsItListed(t *testing.T) {
 		t.Errorf("left in the folder: %v", left)
 	}
 }
+
+// The log of a receive link (or a LocalSend session) in the resume folder
+// is no unfinished transfer: ferry-cli partials listed each live one as
+// "link-<random>: its snapshot is missing, receiving now", which could not
+// be discarded, beside the transfers it can.
+func TestUploadsLogIsNoUnfinishedTransfer(t *testing.T) {
+	e := testEngine(t, Options{})
+	u := e.openLinkUploads()
+	defer u.close(true)
+	u.began(e.DownloadDir(), "a.bin.partial", "")
+	if ps := e.Partials(); len(ps) != 0 {
+		t.Errorf("unfinished transfers listed: %+v", ps)
+	}
+}

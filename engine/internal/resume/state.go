@@ -784,8 +784,8 @@ func (d *Dir) keys() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, de := range entries {
-		if strings.HasPrefix(de.Name(), ".") || strings.HasPrefix(de.Name(), "send-") {
-			continue // a temporary file of an atomic write, a leaf cache
+		if strings.HasPrefix(de.Name(), ".") || strings.HasPrefix(de.Name(), "send-") || strings.HasPrefix(de.Name(), "link-") {
+			continue // a temporary file of an atomic write, a leaf cache, the log of uploads without resume (the engine's)
 		}
 		key, ok := strings.CutSuffix(de.Name(), ".json")
 		if !ok {

@@ -21,6 +21,8 @@ import (
 // partials are to a log of its own in the resume folder
 // ("link-<random>.log", locked while the link lives), and the next start
 // removes what the log of a link no longer alive lists (cleanLinkUploads).
+// A LocalSend session, which has no resume either, logs its partials the
+// same way (lsSession.began).
 
 // linkUploads is one receive link's log of its partial files.
 type linkUploads struct {

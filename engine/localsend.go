@@ -518,9 +518,36 @@ type lsSession struct {
 	stopProgress context.CancelFunc
 	watched      sync.WaitGroup // watchStalled returned
 	read         atomic.Int64   // bytes read of the uploads (lsSink.Arrived)
-	mu           sync.Mutex     // guards failed and cut
+	mu           sync.Mutex     // guards the fields below
 	failed       int
 	cut          int // of failed, cut short by their sender
+	// uploads logs the partials being written, as a receive link's do, so
+	// that the next start removes those a crash left (cleanLinkUploads):
+	// LocalSend has no resume, and nothing else lists them. Opened with the
+	// first file; open counts the partials it lists not yet gone.
+	uploads *linkUploads
+	open    int
+}
+
+// began logs p, a partial just created, before any byte lands in it.
+func (s *lsSession) began(p *store.Partial) {
+	s.mu.Lock()
+	if s.uploads == nil {
+		s.uploads = s.in.e.openLinkUploads()
+	}
+	s.open++
+	u := s.uploads
+	s.mu.Unlock()
+	u.began(s.in.Dest.Dir(), p.Name(), p.Identity())
+}
+
+// ended logs that the partial name is gone (saved, or removed).
+func (s *lsSession) ended(name string) {
+	s.mu.Lock()
+	s.open--
+	u := s.uploads
+	s.mu.Unlock()
+	u.ended(s.in.Dest.Dir(), name)
 }
 
 // Accepted lists the accepted files, as indexes in the offer (the
@@ -548,6 +575,7 @@ func (s *lsSession) Open(idx int) (localsend.Sink, error) {
 		s.resolveFailed(idx, "cannot create the file: "+core.Sentence(err))
 		return nil, err
 	}
+	s.began(p)
 	return &lsSink{s: s, idx: idx, p: p}, nil
 }
 
@@ -583,6 +611,11 @@ func (s *lsSession) End(err error) {
 		err = cause
 	}
 	s.in.Finish(err, false, Result{})
+	s.mu.Lock()
+	if s.uploads != nil {
+		s.uploads.close(s.open == 0) // else the next start removes what is left
+	}
+	s.mu.Unlock()
 	s.tk.End()
 	s.cancel(nil)
 }
@@ -618,11 +651,13 @@ func (k *lsSink) Commit() error {
 	if k.s.modified != nil {
 		k.p.SetMeta(store.Meta{ModTime: k.s.modified[k.idx]})
 	}
+	name := k.p.Name()
 	savedAs, err := k.s.in.Dest.Finalize(k.p, f.Path, f.Size)
 	if err != nil {
 		k.s.resolveFailed(k.idx, "cannot save the file: "+saveCause(err)) // "the download folder was deleted ...", not "Store: finalize ..."
 		return err
 	}
+	k.s.ended(name)
 	k.s.in.Resolved(k.idx, true, savedAs, "", "")
 	return nil
 }
@@ -647,6 +682,8 @@ func (k *lsSink) Abort(err error) {
 	case errors.Is(err, localsend.ErrSize):
 		reason = "the upload was not the size offered"
 	}
-	_ = k.s.in.Dest.Discard(k.p)
+	if name := k.p.Name(); k.s.in.Dest.Discard(k.p) == nil {
+		k.s.ended(name)
+	}
 	k.s.resolveFailed(k.idx, reason)
 }

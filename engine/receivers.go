@@ -324,7 +324,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	go func() {
 		defer e.wg.Done()
 		if n := e.cleanLinkUploads(); n > 0 {
-			e.log.Info("removed the partial files of browser uploads a crash left", "count", n)
+			e.log.Info("removed the partial files of browser and LocalSend uploads a crash left", "count", n)
 		}
 	}()
 	for _, r := range open {

@@ -99,11 +99,19 @@ func LoadOrCreate(dir string) (*Identity, error) {
 		return id, nil
 	case errors.Is(err1, fs.ErrNotExist) && errors.Is(err2, fs.ErrNotExist):
 		return create(dir)
+	case errors.Is(err1, fs.ErrNotExist) && err2 == nil:
+		// A first run ended (killed, a crash) between the key and its
+		// certificate (create writes the key first): the certificate is
+		// made again from the key. The device ID is the key's (IDFromCert),
+		// so this is the same device, never a new one; it stayed unable to
+		// start ("only one of ... exists") until someone moved the key away.
+		return certify(dir, keyPEM)
 	case err1 != nil && !errors.Is(err1, fs.ErrNotExist):
 		return nil, fmt.Errorf("identity: %w", err1)
 	case err2 != nil && !errors.Is(err2, fs.ErrNotExist):
 		return nil, fmt.Errorf("identity: %w", err2)
 	default:
+		// The certificate without its key: create never leaves that.
 		return nil, fmt.Errorf("identity: only one of %s and %s exists in %s; move the other away to create a new identity", certFile, keyFile, dir)
 	}
 }
@@ -113,6 +121,57 @@ func create(dir string) (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("identity: generate key: %w", err)
 	}
+	certPEM, err := certificate(key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	// Key first: a crash between the two leaves the key alone, which
+	// LoadOrCreate certifies again (certify), never a new identity.
+	if err := atomicfile.Write(filepath.Join(dir, keyFile), keyPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	if err := atomicfile.Write(filepath.Join(dir, certFile), certPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	return fromPEM(certPEM, keyPEM)
+}
+
+// certify makes and writes the certificate of the key keyPEM, the key of
+// this device whose certificate is missing.
+func certify(dir string, keyPEM []byte) (*Identity, error) {
+	damaged := func(err error) error {
+		return fmt.Errorf("this device's key (%s in %s, without its %s) is damaged (%w): move it away to start as a new device",
+			keyFile, dir, certFile, err)
+	}
+	b, _ := pem.Decode(keyPEM)
+	if b == nil {
+		return nil, damaged(errors.New("no PEM block"))
+	}
+	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		return nil, damaged(err)
+	}
+	key, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, damaged(fmt.Errorf("a %T, not an ECDSA key", k))
+	}
+	certPEM, err := certificate(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, certFile), certPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	return fromPEM(certPEM, keyPEM)
+}
+
+// certificate is a new self-signed certificate of key, in PEM.
+func certificate(key *ecdsa.PrivateKey) ([]byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, fmt.Errorf("identity: %w", err)
@@ -130,21 +189,7 @@ func create(dir string) (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("identity: create certificate: %w", err)
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("identity: %w", err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	// Key first: a crash between the two leaves "only one exists", which
-	// LoadOrCreate reports instead of silently replacing an identity.
-	if err := atomicfile.Write(filepath.Join(dir, keyFile), keyPEM, 0o600); err != nil {
-		return nil, fmt.Errorf("identity: %w", err)
-	}
-	if err := atomicfile.Write(filepath.Join(dir, certFile), certPEM, 0o600); err != nil {
-		return nil, fmt.Errorf("identity: %w", err)
-	}
-	return fromPEM(certPEM, keyPEM)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
 func fromPEM(certPEM, keyPEM []byte) (*Identity, error) {

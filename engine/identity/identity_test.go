@@ -26,9 +26,46 @@ func TestLoadOrCreatePersistsPrivately(t *testing.T) {
 			t.Errorf("%s: %v, mode %v", f, err, st.Mode().Perm())
 		}
 	}
-	os.Remove(filepath.Join(dir, certFile))
+	os.Remove(filepath.Join(dir, keyFile))
 	if _, err := LoadOrCreate(dir); err == nil || !strings.Contains(err.Error(), "only one of") {
-		t.Errorf("half an identity: %v", err)
+		t.Errorf("a certificate without its key: %v", err)
+	}
+}
+
+// A first run killed between writing the key and its certificate (a
+// ferry-cli send killed 0.2 s after it started, in a kill -9 torture run)
+// left the key alone, and every later start failed with "only one of
+// identity.crt and identity.key exists" until the key was moved away (a new
+// device). The certificate is made again from the key: the same device ID.
+func TestKeyWithoutItsCertificateIsCertifiedAgain(t *testing.T) {
+	dir := t.TempDir()
+	a, err := LoadOrCreate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, certFile)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadOrCreate(dir)
+	if err != nil {
+		t.Fatalf("the key without its certificate: %v", err)
+	}
+	if b.ID != a.ID {
+		t.Errorf("device ID %s after the certificate was made again, want %s", b.ID, a.ID)
+	}
+	c, err := LoadOrCreate(dir)
+	if err != nil || c.ID != a.ID {
+		t.Errorf("the next start: %v, ID %s, want %s", err, c.ID, a.ID)
+	}
+	if st, err := os.Stat(filepath.Join(dir, certFile)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the certificate made again: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, keyFile), []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, certFile))
+	if _, err := LoadOrCreate(dir); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("a damaged key without its certificate: %v", err)
 	}
 }
 

@@ -241,8 +241,10 @@ type Engine struct {
 	bus   Bus
 	// lsPINs tells of LocalSend offers refused for their PIN (EventLocalSendPIN).
 	lsPINs pinWatch
-	log    *slog.Logger
-	opts   Options
+	// refusals tells of offers refused before they were read (EventRefused).
+	refusals refusedWatch
+	log      *slog.Logger
+	opts     Options
 	// transports is the transport table; reg knows the sessions of every
 	// listener, so that one transport's session can take over another's.
 	transports []auto.Entry
@@ -369,7 +371,8 @@ func New(opts Options) (*Engine, error) {
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
 		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
 	}
-	e.lsPINs.e = e
+	e.lsPINs.init(e)
+	e.refusals.init(e)
 	e.receivers.rows = e.ferryReceivers()
 	if opts.ServeLinks {
 		e.addLinkRow()
@@ -781,6 +784,7 @@ func (e *Engine) Close() error {
 	e.withdraw()
 	err := e.closeDraining()
 	e.lsPINs.close()
+	e.refusals.close()
 	e.netw.Close()
 	return errors.Join(err, e.trust.Flush()) // contacts recorded within the last second
 }

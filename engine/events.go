@@ -141,8 +141,9 @@ type Event struct {
 	Pair      *PairInfo       `json:"pair,omitempty"`
 	KeyChange *KeyChange      `json:"key_change,omitempty"`
 	Path      *PathInfo       `json:"path,omitempty"`
-	Link      *LinkInfo       `json:"link,omitempty"` // EventLink (links.go)
-	PIN       *PINRefusals    `json:"pin,omitempty"`  // EventLocalSendPIN (localsend_pin.go)
+	Link      *LinkInfo       `json:"link,omitempty"`    // EventLink (links.go)
+	PIN       *PINRefusals    `json:"pin,omitempty"`     // EventLocalSendPIN (localsend_pin.go)
+	Refused   *Refusals       `json:"refused,omitempty"` // EventRefused (refused.go)
 }
 
 // PairInfo is the verification code of a session with a device.

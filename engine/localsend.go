@@ -384,7 +384,12 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	})
 	defer unlink()
 	tk, refused := e.admit.Arrive(addr, id, func() { tcancel(core.ErrReceiverBusy) })
+	// Refused before the offer is taken: no transfer tells of it.
+	unread := func(r *wire.RemoteError) {
+		e.refusals.refused(addr, RefusedDevice{ID: id.String(), Name: o.Sender.Alias, Protocol: ProtocolLocalSend}, r)
+	}
 	if refused != nil {
+		unread(refused)
 		tcancel(nil)
 		return nil, fmt.Errorf("%w: %s", localsend.ErrBusy, refused.Reason)
 	}
@@ -433,6 +438,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	// the Ferry receiver's list cost before it spilled (core.HeldFileCost).
 	cost := core.HeldCost(len(files), int64(names))
 	if rerr := tk.HoldManifest(cost); rerr != nil {
+		unread(rerr)
 		return fail(fmt.Errorf("%w: %s", localsend.ErrBusy, rerr.Reason))
 	}
 	if err := in.CheckCost(cost); err != nil {
@@ -440,6 +446,7 @@ func (r *lsReceiver) Offer(ctx context.Context, o *localsend.Offer) (localsend.S
 	}
 	_, known := e.trust.Get(id)
 	if rerr := tk.CheckMuted(in.t.peer.Trusted, known && verified); rerr != nil {
+		unread(rerr)
 		return fail(fmt.Errorf("%w: %s", localsend.ErrDeclined, rerr.Reason))
 	}
 	if rerr := e.checkImpersonation(id, o.Sender.Alias, o.Addr.String()); rerr != nil {

@@ -50,6 +50,14 @@ func (c *pipeConn) OpenStream(ctx context.Context) (Stream, error) {
 	r2, w2 := io.Pipe()
 	mine, theirs := pipeStream{r: r1, w: w2}, pipeStream{r: r2, w: w1}
 	c.mu.Lock()
+	select {
+	case <-c.done:
+		// Closed: a stream opened now would never be aborted (Close
+		// aborted those it found), and a write to it would block for ever.
+		c.mu.Unlock()
+		return nil, io.ErrClosedPipe
+	default:
+	}
 	c.open = append(c.open, mine, theirs)
 	c.mu.Unlock()
 	select {

@@ -58,8 +58,18 @@ const (
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
 	defer c.Close(nil)
-	tk, refused := e.admit.Arrive(c.RemoteAddr(), c.PeerID().Peer(), func() { c.Close(closeReason(core.ErrReceiverBusy)) })
+	remote, dev := c.RemoteAddr(), RefusedDevice{ID: c.PeerID().Peer().String()}
+	// A session refused, or made room for another (evicted), before its
+	// offer was read leaves no transfer: it is told as EventRefused, once.
+	claim := new(offerClaim)
+	tk, refused := e.admit.Arrive(remote, c.PeerID().Peer(), func() {
+		if claim.refuse() {
+			e.refusals.refused(remote, dev, core.ErrReceiverBusy)
+		}
+		c.Close(closeReason(core.ErrReceiverBusy))
+	})
 	if refused != nil {
+		e.refusals.refused(remote, dev, refused)
 		c.Close(closeReason(refused))
 		return
 	}
@@ -85,6 +95,11 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	if err == nil {
 		if refused := e.refuseEarly(tk, h, c); refused != nil {
+			if claim.refuse() {
+				named := dev // dev is the eviction's too
+				named.Name = h.Name
+				e.refusals.refused(remote, named, refused)
+			}
 			err = core.Refusal(refused).Err() // ours to tell the peer (closeWith sends it)
 		}
 	}
@@ -107,10 +122,11 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	in.t.cancel = tcancel
 	e.setPair(in.t, paired, peerID, h.Name, "", pairOnly)
 	if pairOnly {
+		claim.read() // no offer comes: an eviction now ends a pairing, no offer refused unread
 		e.servePair(tctx, c, ctl, tk, in.t)
 		return
 	}
-	rx := &receiver{inbox: in, c: c, ctl: ctl, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{}),
+	rx := &receiver{inbox: in, c: c, ctl: ctl, claim: claim, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	defer close(rx.done)
 	defer rx.closeList()
@@ -177,6 +193,8 @@ type receiver struct {
 	*inbox
 	c   Conn
 	ctl *control
+	// claim is the session's offer read or refused unread (nil: read).
+	claim *offerClaim
 
 	offer *wire.Offer
 	// list is the offer's file list, in memory up to a bound and on disk
@@ -510,6 +528,10 @@ func (rx *receiver) readOffer() error {
 	offer, err := expect[*wire.Offer](rx.ctl.recvTimeout(offerTimeout))
 	if err != nil {
 		return err
+	}
+	if !rx.claim.read() {
+		// Made room for another first, and told as refused unread.
+		return core.Refusal(core.ErrReceiverBusy).Err()
 	}
 	rx.offer = offer
 	rx.Offered = true

@@ -510,6 +510,19 @@ func pumpEvents(ctx context.Context, evs <-chan engine.Event, b *backend, out ch
 			}
 			ev = e
 		}
+		if ev.Kind == engine.EventRefused && ev.Refused != nil {
+			// Offers refused before they were read: no transfer, but
+			// History's sum of offers declined while busy counts them.
+			if err := b.history.add(b.refusedEntry(ev)); err != nil {
+				slog.Warn("history", "err", err)
+			}
+			select {
+			case out <- ui.TransferEvent{Kind: ui.TransferRefused, Time: ev.Time}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
 		uev, ok := toUITransfer(ev)
 		if !ok {
 			continue

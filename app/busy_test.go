@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -168,5 +169,56 @@ func TestBusyEntriesJoinWithinTheGap(t *testing.T) {
 	}
 	if e := got[2]; e.ID != "d1" {
 		t.Errorf("third %+v, want the decline on its own", e)
+	}
+}
+
+// TestRefusedOffersJoinTheBusyEntry: offers the engine's limits refused
+// before reading them (engine.EventRefused) join History's entry of offers
+// declined while busy, counted as unread (and muted), with their devices;
+// the UI hears that History changed. They left nothing in History: a flood
+// of 48 offers showed 30.
+func TestRefusedOffersJoinTheBusyEntry(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	r := newTestBackend(t)
+	t0 := time.Now().Add(-time.Minute)
+	read := ui.HistoryEntry{ID: "b1", Direction: ui.Incoming, Files: 30, Bytes: 150, State: ui.StateDeclined, Code: ui.CodeBusy,
+		Finished: t0, Since: t0, Busy: 30, Senders: []ui.BusySender{{ID: "A", Name: "Alice"}, {ID: "B", Name: "Bob"}}}
+	if err := r.history.add(read); err != nil {
+		t.Fatal(err)
+	}
+	var devs []engine.RefusedDevice
+	for i := range 16 {
+		devs = append(devs, engine.RefusedDevice{ID: fmt.Sprintf("F%d", i)})
+	}
+	evs := make(chan engine.Event, 2)
+	evs <- engine.Event{Kind: engine.EventRefused, Time: t0.Add(30 * time.Second), Peer: engine.PeerInfo{Addr: "192.0.2.7"},
+		Refused: &engine.Refusals{Reason: engine.RefusedBusy, Count: 17, First: t0, Last: t0.Add(20 * time.Second), Devices: devs, MoreDevices: true}}
+	evs <- engine.Event{Kind: engine.EventRefused, Time: t0.Add(40 * time.Second), Peer: engine.PeerInfo{Addr: "192.0.2.8", ID: "C", Name: "Carol"},
+		Refused: &engine.Refusals{Reason: engine.RefusedMuted, Count: 1, First: t0.Add(40 * time.Second), Last: t0.Add(40 * time.Second),
+			Devices: []engine.RefusedDevice{{ID: "C", Name: "Carol"}}}}
+	close(evs)
+	out := make(chan ui.TransferEvent, 8)
+	if err := pumpEvents(context.Background(), evs, r, out, make(chan ui.DeviceEvent, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 {
+		t.Fatalf("the UI heard %d events, want 2", len(out))
+	}
+	for range 2 {
+		if ev := <-out; ev.Kind != ui.TransferRefused {
+			t.Errorf("the UI heard %+v, want TransferRefused", ev)
+		}
+	}
+	got := r.history.list()
+	if len(got) != 1 {
+		t.Fatalf("history %+v, want the one busy entry", got)
+	}
+	e := got[0]
+	if e.Busy != 48 || e.Unread != 18 || e.Muted != 1 || e.Files != 30 || len(e.Senders) != 19 || !e.MoreSenders ||
+		!e.Since.Equal(t0) || !e.Finished.Equal(t0.Add(40*time.Second)) {
+		t.Errorf("busy entry %+v, want 48 offers (18 unread, 1 muted) from 19 devices and more", e)
+	}
+	if i := slices.IndexFunc(e.Senders, func(s ui.BusySender) bool { return s.ID == "C" }); i < 0 || e.Senders[i].Name != "Carol" {
+		t.Errorf("senders %+v lack Carol", e.Senders)
 	}
 }

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"cmp"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -263,6 +265,39 @@ func historyEntry(ev ui.TransferEvent, in intent, d *transfer.Delivery) ui.Histo
 		}
 	}
 	return e
+}
+
+// refusedEntry is what the history keeps of offers this device's limits
+// refused before reading them (engine.EventRefused): offers declined while
+// busy (historyStore.add sums them up with the others), whose files are
+// not known. Devices are named as the user named them.
+func (b *backend) refusedEntry(ev engine.Event) ui.HistoryEntry {
+	r := ev.Refused
+	e := ui.HistoryEntry{
+		ID:        fmt.Sprintf("refused-%d-%s-%s", ev.Time.UnixNano(), r.Reason, ev.Peer.Addr),
+		Direction: ui.Incoming, PeerID: ev.Peer.ID, PeerName: cmp.Or(b.devices.nickname(ev.Peer.ID), ev.Peer.Name),
+		State: ui.StateDeclined, Code: ui.CodeBusy, Err: refusalWords[r.Reason],
+		Finished: r.Last, Since: r.First, Busy: r.Count, Unread: r.Count, MoreSenders: r.MoreDevices,
+	}
+	if e.PeerID == "" {
+		e.PeerName = ""
+	}
+	if r.Reason == engine.RefusedMuted || r.Reason == engine.RefusedMutedAddress {
+		e.Muted = r.Count
+	}
+	for _, d := range r.Devices {
+		e.Senders = append(e.Senders, ui.BusySender{ID: d.ID, Name: cmp.Or(b.devices.nickname(d.ID), d.Name)})
+	}
+	return e
+}
+
+// refusalWords says why offers were refused unread (History's Details).
+var refusalWords = map[engine.RefusalReason]string{
+	engine.RefusedBusy:         "too many devices were offering files to this one at once",
+	engine.RefusedNewDevices:   "too many new devices offered files from one network address",
+	engine.RefusedMuted:        "you declined offers from the device a moment ago",
+	engine.RefusedMutedAddress: "you declined offers from other new devices at its network address a moment ago",
+	engine.RefusedLargeOffers:  "other large offers were held at once",
 }
 
 // toUIDevice converts a discovery peer.

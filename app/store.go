@@ -231,6 +231,8 @@ func (h *historyStore) add(e ui.HistoryEntry) error {
 func joinBusy(old, e ui.HistoryEntry) ui.HistoryEntry {
 	j := old
 	j.Busy += e.Busy
+	j.Unread += e.Unread
+	j.Muted += e.Muted
 	j.Files += e.Files
 	j.Bytes += e.Bytes
 	if j.Since.IsZero() || !e.Since.IsZero() && e.Since.Before(j.Since) {

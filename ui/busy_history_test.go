@@ -69,3 +69,63 @@ func TestBusyDeclinedOffersLeaveNoRow(t *testing.T) {
 		t.Errorf("rows %v, want only the offer the user declined", got)
 	}
 }
+
+// TestBusyHistoryCountsOffersRefusedUnread: History's summary of offers
+// declined while busy counts those this device's limits refused before
+// reading them (Unread: too many at once, too many new devices, muted),
+// says so, and does not make up their files; one such offer is summed up
+// too (its files are not known), and History shows them as the backend
+// tells it counted some (TransferRefused), with no transfer. A flood's
+// refusals before the offer was read were missing: 30 of 48 offers.
+func TestBusyHistoryCountsOffersRefusedUnread(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 8, 0, 0, time.Local)
+	flood := HistoryEntry{ID: "b", Direction: Incoming, Files: 30, Bytes: 150, State: StateDeclined, Code: CodeBusy,
+		Since: t0, Finished: t0.Add(6 * time.Minute), Busy: 48, Unread: 18, Muted: 3,
+		Senders: []BusySender{{ID: idAlice, Name: "Alice"}, {ID: "BOB", Name: "Bob"}, {ID: "CAROL", Name: "Carol"}}}
+	one := HistoryEntry{ID: "o", Direction: Incoming, PeerID: idAlice, PeerName: "Alice", State: StateDeclined, Code: CodeBusy,
+		Since: t0, Finished: t0, Busy: 1, Unread: 1, Senders: []BusySender{{ID: idAlice, Name: "Alice"}}}
+	muted := HistoryEntry{ID: "m", Direction: Incoming, State: StateDeclined, Code: CodeBusy,
+		Since: t0, Finished: t0.Add(time.Minute), Busy: 2, Unread: 2, Muted: 2,
+		Senders: []BusySender{{ID: idAlice, Name: "Alice"}, {ID: "BOB", Name: "Bob"}}}
+	for _, c := range []struct {
+		e              HistoryEntry
+		title, line    string
+		details, notIn []string
+	}{
+		{flood, "Declined: 48 offers from 3 devices", "Alice, Bob and 1 more · 5 Dec 12:08–12:14 · too many offers were waiting at once",
+			[]string{"declined 48 offers without asking you", "3 offers came from devices or network addresses whose offers you had declined",
+				"18 of them were turned away before they were read", "\n30 files, 150 B · 5 Dec 2026 12:08–12:14\n"}, nil},
+		{one, "Declined: 1 offer from Alice", "5 Dec 12:08 · too many offers were waiting at once",
+			[]string{"declined 1 offer without asking you", "They were turned away before they were read", "\n5 Dec 2026 12:08\n"}, []string{"0 files"}},
+		{muted, "Declined: 2 offers from 2 devices", "Alice, Bob · 5 Dec 12:08–12:09 · you declined offers from them a moment ago",
+			[]string{"you had declined offers from these devices", "try again in a few minutes"}, []string{"too many", "0 files"}},
+	} {
+		if got := historyTitle(c.e, time.Minute); got != c.title {
+			t.Errorf("title %q, want %q", got, c.title)
+		}
+		if got := historyLine(c.e, time.Minute); got != c.line {
+			t.Errorf("line %q, want %q", got, c.line)
+		}
+		d := busyDetails(c.e)
+		for _, w := range c.details {
+			if !strings.Contains(d, w) {
+				t.Errorf("details %q lack %q", d, w)
+			}
+		}
+		for _, w := range c.notIn {
+			if strings.Contains(d, w) {
+				t.Errorf("details %q say %q", d, w)
+			}
+		}
+	}
+
+	u, be, _ := newTestUI(t)
+	be.history = []HistoryEntry{one}
+	u.ApplyTransfer(TransferEvent{Kind: TransferRefused, Time: t0})
+	if got := u.history.entries; len(got) != 1 || got[0].ID != "o" {
+		t.Errorf("History shows %+v after refusals were counted, want them", got)
+	}
+	if len(u.transfers.order) != 0 {
+		t.Errorf("refusals left rows %v", u.transfers.order)
+	}
+}

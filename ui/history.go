@@ -187,7 +187,7 @@ func (v *historyView) filter() {
 // showDetails shows what the history kept of one transfer, with the
 // engine's own words about how it ended.
 func (v *historyView) showDetails(e HistoryEntry) {
-	if e.Busy > 1 {
+	if busySum(e) {
 		v.u.showMessage(historyTitle(e, v.u.opt.PromptTimeout), busyDetails(e), e.Err)
 		return
 	}
@@ -225,7 +225,7 @@ func historyWho(e HistoryEntry) string {
 // historyTitle is one line: "Received 3 files from Alice" for a transfer
 // that arrived, "Declined by Alice: 3 files to Alice" style otherwise.
 func historyTitle(e HistoryEntry, timeout time.Duration) string {
-	if e.Busy > 1 {
+	if busySum(e) {
 		return fmt.Sprintf("Declined: %s from %s", plural(e.Busy, "offer"), busyWho(e))
 	}
 	verb, prep := "Sent", "to"
@@ -252,8 +252,8 @@ func historyTitle(e HistoryEntry, timeout time.Duration) string {
 // historyLine is the second line: when, how much, how, and in words what
 // happened when it did not arrive; the engine's own text is in Details.
 func historyLine(e HistoryEntry, timeout time.Duration) string {
-	if e.Busy > 1 {
-		s := busyWhen(e, "2 Jan 15:04") + " · too many offers were waiting at once"
+	if busySum(e) {
+		s := busyWhen(e, "2 Jan 15:04") + " · " + busyWhy(e)
 		if e.PeerName == "" && e.PeerID == "" {
 			s = busyNames(e, 2) + " · " + s
 		}
@@ -275,6 +275,20 @@ func historyLine(e HistoryEntry, timeout time.Duration) string {
 		}
 	}
 	return s
+}
+
+// busySum reports whether e sums up offers declined while busy, and is
+// shown so: several, or any refused before it was read (whose files are
+// not known).
+func busySum(e HistoryEntry) bool { return e.Busy > 1 || e.Unread > 0 }
+
+// busyWhy is in a few words why the offers of a busySum entry were
+// declined.
+func busyWhy(e HistoryEntry) string {
+	if e.Muted > 0 && e.Muted == e.Busy {
+		return "you declined offers from them a moment ago"
+	}
+	return "too many offers were waiting at once"
 }
 
 // busyWho names the devices whose offers a History entry of offers
@@ -334,8 +348,28 @@ func busyDetails(e HistoryEntry) string {
 	if e.Bytes > 0 { // unknown for offers declined before they were read
 		what += ", " + HumanBytes(e.Bytes)
 	}
-	text := fmt.Sprintf("Ferry declined %s without asking you: too many offers were waiting for an answer at once. Each sender was told to try again in a moment.\n%s · %s",
-		plural(e.Busy, "offer"), what, busyWhen(e, "2 Jan 2006 15:04"))
+	if e.Unread >= e.Busy && e.Files == 0 {
+		what = "" // none was read
+	} else {
+		what += " · "
+	}
+	var text string
+	if e.Muted > 0 && e.Muted == e.Busy {
+		text = fmt.Sprintf("Ferry declined %s without asking you: you had declined offers from these devices, or from other new devices at their network address, a moment ago. Each sender was told to try again in a few minutes.",
+			plural(e.Busy, "offer"))
+	} else {
+		text = fmt.Sprintf("Ferry declined %s without asking you: too many offers were waiting for an answer at once. Each sender was told to try again in a moment.",
+			plural(e.Busy, "offer"))
+		if e.Muted > 0 {
+			text += fmt.Sprintf(" %s came from devices or network addresses whose offers you had declined a moment ago.", plural(e.Muted, "offer"))
+		}
+	}
+	if e.Unread > 0 && e.Unread < e.Busy {
+		text += fmt.Sprintf(" %s of them were turned away before they were read: their files are not counted.", HumanCount(e.Unread))
+	} else if e.Unread > 0 {
+		text += " They were turned away before they were read: what they held is not known."
+	}
+	text += "\n" + what + busyWhen(e, "2 Jan 2006 15:04")
 	names := make([]string, 0, len(e.Senders))
 	for _, s := range e.Senders {
 		names = append(names, historyWho(HistoryEntry{PeerName: s.Name, PeerID: s.ID}))

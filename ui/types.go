@@ -445,6 +445,10 @@ const (
 	// widgets into one, so a transfer of 10^5 files is a few updates a
 	// second, each of bounded work, not 10^5 of them.
 	TransferFiles
+	// TransferRefused: offers this device's limits refused before reading
+	// them were added to History (HistoryEntry.Unread); they are no
+	// transfer, so only History shows them. Nothing else is set but Time.
+	TransferRefused
 )
 
 // FileBatch is what several TransferFile events of one transfer add up to.
@@ -616,6 +620,13 @@ type HistoryEntry struct {
 	// MoreSenders says that more devices than Senders lists had offers
 	// declined in the entry.
 	MoreSenders bool `json:"more_senders,omitempty"`
+	// Unread counts the offers of Busy that were refused before they were
+	// read (too many devices offering at once, too many new devices from
+	// one address, a muted device or address): their files are not in
+	// Files. Muted counts those of them refused because the user declined
+	// offers of the device, or of new devices at its address, a moment ago.
+	Unread int `json:"unread,omitempty"`
+	Muted  int `json:"muted,omitempty"`
 }
 
 // MaxBusySenders bounds the devices a HistoryEntry of offers declined while

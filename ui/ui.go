@@ -366,6 +366,9 @@ func (u *UI) applyTransfer(ev TransferEvent) {
 	case ev.Kind == TransferKeyChanged:
 		u.keyChanged(ev)
 		return
+	case ev.Kind == TransferRefused:
+		u.history.reload() // the backend counted them in History
+		return
 	case ev.Pairing:
 		u.applyPairing(ev)
 		return

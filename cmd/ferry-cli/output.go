@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -289,6 +290,8 @@ func (p *printer) event(ev engine.Event) {
 		}
 	case engine.EventLocalSendPIN:
 		p.line("%s", pinLine(ev))
+	case engine.EventRefused:
+		p.line("%s", refusedLine(ev))
 	case engine.EventTransport:
 		if p.connected == nil {
 			p.connected = map[string]bool{}
@@ -679,4 +682,56 @@ func withForgetWay(msg string, kc *engine.KeyChange) error {
 		return errors.New(msg)
 	}
 	return fmt.Errorf("%s (%s)", msg, forgetWay(kc))
+}
+
+// refusedLine says what an EventRefused counts: offers this receiver's
+// limits refused before reading them, "refused 17 offers from 192.0.2.7
+// (16 devices and more) unread since 14:02:11: too many devices were
+// offering at once"; the first from an address at once, the rest at most
+// once a minute.
+func refusedLine(ev engine.Event) string {
+	r := ev.Refused
+	what := "an offer"
+	if r.Count != 1 {
+		what = fmt.Sprintf("%d offers", r.Count)
+	}
+	var who string
+	switch {
+	case ev.Peer.ID != "":
+		who = short(ev.Peer.ID)
+		if ev.Peer.Name != "" {
+			who = safetext.Name(ev.Peer.Name) + " (" + who + ")"
+		}
+		if ev.Peer.Protocol == engine.ProtocolLocalSend {
+			who = "LocalSend " + who
+		}
+		if ev.Peer.Addr != "" {
+			who += " at " + ev.Peer.Addr
+		}
+	case ev.Peer.Addr != "":
+		who = ev.Peer.Addr
+	default:
+		who = "other addresses"
+	}
+	if ev.Peer.ID == "" && len(r.Devices) > 0 {
+		more := ""
+		if r.MoreDevices {
+			more = " and more"
+		}
+		who += fmt.Sprintf(" (%d devices%s)", len(r.Devices), more)
+	}
+	line := "refused " + what + " from " + who + " unread"
+	if r.Count > 1 {
+		line += " since " + r.First.Local().Format("15:04:05")
+	}
+	return line + ": " + cmp.Or(refusedWhy[r.Reason], string(r.Reason))
+}
+
+// refusedWhy says why offers were refused unread (EventRefused).
+var refusedWhy = map[engine.RefusalReason]string{
+	engine.RefusedBusy:         "too many devices were offering at once",
+	engine.RefusedNewDevices:   "too many new devices came from that address lately",
+	engine.RefusedMuted:        "muted: offers from that device were declined a moment ago",
+	engine.RefusedMutedAddress: "muted: offers from other new devices at that address were declined a moment ago",
+	engine.RefusedLargeOffers:  "other large offers were held",
 }

@@ -198,9 +198,11 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 	for {
 		select {
 		case <-ctx.Done():
+			tellSums(func() { e.Close() }, events, p)
 			return stopped(*once)
 		case ev := <-events:
 			if !batch.print(ctx, ev) {
+				tellSums(func() { e.Close() }, events, p)
 				return stopped(*once)
 			}
 			switch ev.Kind {
@@ -280,6 +282,25 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 					return nil
 				}
 			}
+		}
+	}
+}
+
+// tellSums closes the engine of a receive that stops and prints what it
+// still had summed up (refusals waiting for their minute's end: offers
+// refused unread, LocalSend PINs), which the engine tells as it closes;
+// the transfers its closing ends are not printed, as before.
+func tellSums(closeEngine func(), events <-chan engine.Event, p *printer) {
+	closeEngine()
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind == engine.EventRefused || ev.Kind == engine.EventLocalSendPIN {
+				p.event(ev)
+			}
+		default:
+			p.flush()
+			return
 		}
 	}
 }

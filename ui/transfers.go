@@ -90,12 +90,16 @@ type transferView struct {
 // transferList renders transfers in both directions, newest first: one row
 // per delivery, drawn from the model.
 type transferList struct {
-	u      *UI
-	model  *transfer.Model
-	byID   map[string]*transferView
-	order  []string // newest first
-	box    *fyne.Container
-	empty  fyne.CanvasObject
+	u     *UI
+	model *transfer.Model
+	byID  map[string]*transferView
+	order []string // newest first
+	box   *fyne.Container
+	// empty is the hint the list shows without rows: "No transfers yet"
+	// until a row was shown, then that none is under way (the finished
+	// ones were cleared, and are in History).
+	empty  *widget.Label
+	shown  bool // a row was shown
 	scroll *container.Scroll
 	// clear is Clear finished, which can be pressed only while a row has
 	// finished (with none it did nothing); finished counts those rows.
@@ -858,11 +862,7 @@ func detailsText(v *transferView) string {
 	if v.transport == "" {
 		tr = "not chosen yet"
 	}
-	fmt.Fprintf(&b, "Transport: %s", tr)
-	if v.reason != "" {
-		fmt.Fprintf(&b, " (%s)", v.reason)
-	}
-	b.WriteByte('\n')
+	b.WriteString(transportLines(tr, v.reason))
 	if p := v.d.PathText(); p != "" {
 		// The path's figures: its round-trip time below, its throughput here.
 		fmt.Fprintf(&b, "Path: %s\n", EscapeText(p))
@@ -910,6 +910,23 @@ func detailsText(v *transferView) string {
 	}
 	resultLines(&b, v.result)
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// transportLines are Details' lines of the transport and why it was
+// chosen. A short reason follows the transport in parentheses ("QUIC
+// (chosen by the sender)"). One with figures of its own, which are the
+// path's when the connection was made ("clean low-latency path (RTT
+// 44.74 ms): ..."), gets a line that names that moment: the round-trip
+// time below is a later one, and the two read as a contradiction side by
+// side; nor do parentheses nest.
+func transportLines(transport, reason string) string {
+	switch {
+	case reason == "":
+		return "Transport: " + transport + "\n"
+	case strings.ContainsAny(reason, "():"):
+		return "Transport: " + transport + "\nWhy, when it connected: " + EscapeLine(reason) + "\n"
+	}
+	return "Transport: " + transport + " (" + EscapeLine(reason) + ")\n"
 }
 
 // resultLines are the Details lines of what a finished transfer's result

@@ -551,6 +551,30 @@ func TestClearFinishedOnlyWithFinishedRows(t *testing.T) {
 	}
 }
 
+// The empty Transfers list says "No transfers yet" only before the first
+// transfer: after Clear finished it said so too, which was untrue (seen on
+// screen); it says none is under way and where the finished ones went.
+func TestEmptyListAfterClearFinishedSaysNoneUnderWay(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	hint := func() string {
+		t.Helper()
+		objs := u.transfers.box.Objects
+		if len(objs) != 1 || objs[0] != fyne.CanvasObject(u.transfers.empty) {
+			t.Fatalf("the list shows %d objects, not its hint alone", len(objs))
+		}
+		return u.transfers.empty.Text
+	}
+	if got := hint(); !strings.HasPrefix(got, "No transfers yet.") {
+		t.Errorf("at first: %q", got)
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "a", Direction: Outgoing, State: StateActive, Peer: Peer{Name: "Bob"}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "a", Direction: Outgoing, Peer: Peer{Name: "Bob"}, Result: &Result{State: StateDone}})
+	test.Tap(windowButton(t, u, "Clear finished"))
+	if got := hint(); !strings.HasPrefix(got, "No transfers under way.") || !strings.Contains(got, "History") {
+		t.Errorf("after Clear finished: %q, want that none is under way and the finished ones are in History", got)
+	}
+}
+
 // A device with a long name (a name of your own, up to 255 bytes, or
 // one it announces) keeps the send sheet inside the window: its check
 // shows the name shortened, with its short ID. The sheet took the width

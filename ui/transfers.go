@@ -122,9 +122,16 @@ type transferList struct {
 	detailRenamed     *widget.Label
 }
 
+// The empty list's hints: before any transfer, and once the finished ones
+// were cleared (or dropped).
+const (
+	noTransfersYet      = "No transfers yet. Drop files on a device to send them."
+	noTransfersUnderWay = "No transfers under way. Finished ones are in History; drop files on a device to send more."
+)
+
 func newTransferList(u *UI) *transferList {
 	l := &transferList{u: u, model: transfer.New(), byID: make(map[string]*transferView)}
-	hint := widget.NewLabel("No transfers yet. Drop files on a device to send them.")
+	hint := widget.NewLabel(noTransfersYet)
 	hint.Wrapping = fyne.TextWrapWord
 	hint.Alignment = fyne.TextAlignCenter
 	hint.TextStyle.Italic = true // a hint, readable (the "low" colour is the disabled one)
@@ -423,7 +430,12 @@ func (l *transferList) relayout() {
 		}
 	}
 	l.showClear()
-	if len(objs) == 0 {
+	if len(objs) > 0 {
+		l.shown = true
+	} else {
+		if l.shown {
+			l.empty.SetText(noTransfersUnderWay)
+		}
 		objs = append(objs, l.empty)
 	}
 	l.box.Objects = objs

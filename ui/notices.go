@@ -64,8 +64,10 @@ func (u *UI) received(key, who, id string, files int, bytes int64, now time.Time
 }
 
 // flushNotices tells the bursts whose sender went quiet, or that went on
-// long enough for another summary, and forgets the ended ones.
+// long enough for another summary, and forgets the ended ones; and the
+// sends held for others under way, when they are due (sentnotices.go).
 func (u *UI) flushNotices(now time.Time) {
+	u.flushSent(now)
 	for key, b := range u.notices.bursts {
 		quiet := now.Sub(b.last) >= u.opt.NoticeQuiet
 		if quiet || now.Sub(b.toldAt) >= noticeEvery*u.opt.NoticeQuiet {

@@ -34,6 +34,11 @@ type Options struct {
 	Refresh time.Duration
 	// PromptTimeout declines an unanswered offer; zero means 2 minutes.
 	PromptTimeout time.Duration
+	// SentTogether: a send that ends while others are under way waits
+	// for them up to this long, and all that ended meanwhile are told in
+	// one "Files sent to Alice, Bob and Carol"; zero means 2 s. A send
+	// that ends alone is told at once.
+	SentTogether time.Duration
 	// MaxPrompts bounds the queue of unanswered offers; zero means 8.
 	MaxPrompts int
 	// RecentInTray is how many finished transfers the tray menu lists; zero means 5.
@@ -78,7 +83,9 @@ type UI struct {
 	partials  *partialsView
 	known     *knownView
 	notices   receivedNotices // "Files received" by sender (notices.go)
-	linkPanel *linkPanel      // browser links (links.go)
+	// sentNotices: "Files sent" of sends that end together (sentnotices.go)
+	sentNotices sentNotices
+	linkPanel   *linkPanel // browser links (links.go)
 	// preparingDelay: how long a link may take to open before a dialog
 	// says it is under way (preparingLinkDelay; tests change it).
 	preparingDelay time.Duration
@@ -132,6 +139,9 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 	}
 	if opt.RecentInTray <= 0 {
 		opt.RecentInTray = 5
+	}
+	if opt.SentTogether <= 0 {
+		opt.SentTogether = 2 * time.Second
 	}
 	if opt.NoticeQuiet <= 0 {
 		opt.NoticeQuiet = 10 * time.Second
@@ -384,6 +394,10 @@ func (u *UI) applyTransfer(ev TransferEvent) {
 		u.history.reload()
 		u.updateTray()
 		u.notifyResult(ev)
+		if ev.Direction == Outgoing {
+			// The sends held for this one may be told now (or it failed).
+			u.flushSent(u.now())
+		}
 		if r := ev.Result; r != nil && ev.Direction == Incoming && r.Code == CodeBusy && !r.ByPeer {
 			// Declined by this device's limits, nobody asked: a flood of
 			// senders left a row each. History sums them up.
@@ -714,7 +728,6 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	}
 	in := ev.Direction == Incoming
 	st := describe(Outcome{State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err}, ev.Direction, who, u.opt.PromptTimeout)
-	files := plural(r.Files, "file")
 	// The model's bytes count each byte once; the engine's result counts
 	// what was sent again after a reconnect.
 	bytes := r.Bytes
@@ -750,7 +763,7 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	case r.State == StateDone && r.Files == 0 && (r.Text != "" || d != nil && d.Text):
 		u.notify("Text sent", fmt.Sprintf("Sent a text to %s.", who))
 	case r.State == StateDone:
-		u.notify("Files sent", fmt.Sprintf("Sent %s (%s) to %s.", files, HumanBytes(bytes), who))
+		u.sent(who, r.Files, bytes, u.now())
 	case r.Code == CodeExpired && in, r.State == StateDeclined && in && !r.ByPeer:
 		// The user declined, or the prompt already said it expired.
 	case r.State == StateCancelled && !r.ByPeer, r.Code == CodeCancelled && !r.ByPeer:

@@ -1,6 +1,14 @@
 package ui
 
-import "fyne.io/fyne/v2"
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"fyne.io/fyne/v2"
+
+	"github.com/ferrydrop/ferry/ui/transfer"
+)
 
 // trayMenu is the tray's menu. It is built once and its items change in
 // place: Fyne's tray draws a menu anew on every refresh but adds its own
@@ -13,7 +21,24 @@ type trayMenu struct {
 	recent  *fyne.MenuItem
 	quit    *fyne.MenuItem
 	entries *fyne.Menu // recent's child menu
+	// head and tail are the items before and after the transfers under
+	// way, which fillTray puts between them.
+	head, tail []*fyne.MenuItem
+	// shown are the lines of the transfers under way in the menu, and
+	// shownAt when the menu was last refreshed for them: progress
+	// refreshes it at most every trayEvery.
+	shown   []string
+	shownAt time.Time
 }
+
+// Bounds of the transfers under way in the tray menu.
+const (
+	// trayUnderWay is how many it lists; "N more under way" follows.
+	trayUnderWay = 3
+	// trayEvery is the shortest time between two refreshes of the menu
+	// for their progress: the tray host is sent the whole menu each time.
+	trayEvery = time.Second
+)
 
 // Tray returns the tray menu. Its last item is Quit.
 func (u *UI) Tray() *fyne.Menu { return u.tray.menu }
@@ -27,9 +52,58 @@ func (u *UI) buildTray() {
 	t.recent.ChildMenu = t.entries
 	t.quit = fyne.NewMenuItem("Quit", u.quit)
 	t.quit.IsQuit = true
-	items := append([]*fyne.MenuItem{t.open, t.recv, fyne.NewMenuItemSeparator()}, u.linkMenuItems()...)
-	t.menu = fyne.NewMenu("Ferry", append(items, t.recent, fyne.NewMenuItemSeparator(), t.quit)...)
+	t.head = []*fyne.MenuItem{t.open, t.recv, fyne.NewMenuItemSeparator()}
+	t.tail = append(u.linkMenuItems(), t.recent, fyne.NewMenuItemSeparator(), t.quit)
+	t.menu = fyne.NewMenu("Ferry")
 	u.fillTray()
+}
+
+// underWay lists the lines of the transfers under way, newest first, and
+// their IDs: at most trayUnderWay, then how many more there are.
+func (u *UI) underWay() (lines, ids []string) {
+	l := u.transfers
+	n := 0
+	for _, id := range l.order {
+		v := l.byID[id]
+		if v.d == nil || !v.d.Phase.Running() && v.d.Phase != transfer.Waiting {
+			continue
+		}
+		if n++; n <= trayUnderWay {
+			lines, ids = append(lines, trayLine(v)), append(ids, id)
+		}
+	}
+	if n > trayUnderWay {
+		lines, ids = append(lines, fmt.Sprintf("%d more under way", n-trayUnderWay)), append(ids, "")
+	}
+	return lines, ids
+}
+
+// trayLine is a transfer under way in a few words: "From Alice: photos
+// (3 files) · 45 %", or "To Bob: a.jpg · waiting for the answer".
+func trayLine(v *transferView) string {
+	who := EscapeName(v.peer.Name)
+	if who == "" {
+		who = ShortID(v.peer.ID)
+	}
+	s := "To " + who
+	if v.dir == Incoming {
+		s = "From " + who
+	}
+	if what := ItemsText(v.names, v.items, v.text); what != "" {
+		s += ": " + clip(what, 40)
+		if v.items == 1 && v.files > 1 {
+			s += " (" + plural(v.files, "file") + ")" // a folder
+		}
+	}
+	switch {
+	case v.d.Phase == transfer.Waiting:
+		return s + " · waiting for the answer"
+	case v.d.Phase == transfer.Reconnecting:
+		return s + " · reconnecting"
+	case v.total > 0:
+		return s + fmt.Sprintf(" · %d %%", min(99, v.d.Bytes*100/v.total)) // 100 % is Done, in Recent transfers
+	}
+	return s
 }
 
 // fillTray sets the items that follow the settings and the history.
@@ -56,6 +130,41 @@ func (u *UI) fillTray() {
 		items = append(items, none)
 	}
 	t.entries.Items = items
+
+	lines, ids := u.underWay()
+	t.shown = lines
+	menu := slices.Clone(t.head)
+	for i, line := range lines {
+		id := ids[i]
+		menu = append(menu, fyne.NewMenuItem(line, func() { u.showTransfer(id) }))
+	}
+	if len(lines) > 0 {
+		menu = append(menu, fyne.NewMenuItemSeparator())
+	}
+	t.menu.Items = append(menu, t.tail...)
+}
+
+// tickTray refreshes the tray's transfers under way when their lines
+// changed, at most every trayEvery. Run's tick calls it.
+func (u *UI) tickTray(now time.Time) {
+	t := &u.tray
+	if now.Sub(t.shownAt) < trayEvery {
+		return
+	}
+	if lines, _ := u.underWay(); slices.Equal(lines, t.shown) {
+		return
+	}
+	t.shownAt = now
+	u.updateTray()
+}
+
+// showTransfer opens the window on the transfer's row (on the list, for "").
+func (u *UI) showTransfer(id string) {
+	u.revealWindow()
+	u.tabs.SelectIndex(0)
+	if v := u.transfers.byID[id]; v != nil {
+		u.transfers.scroll.ScrollToOffset(fyne.NewPos(0, v.obj.Position().Y))
+	}
 }
 
 // updateTray refreshes the tray after the settings or the history changed.

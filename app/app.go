@@ -115,9 +115,16 @@ func Run(opts Options) error {
 	}
 	resolver.Use(disc)
 
-	a, icon := newFyneApp(opts.Icon)
-	w := a.NewWindow(windowClass)
-	w.Resize(fyne.NewSize(980, 640))
+	// The window comes back at the size it had when last closed, within
+	// the screen, which is known once the app runs.
+	var w fyne.Window
+	a, icon := newFyneApp(opts.Icon, func() {
+		if fit := windowSize(s, screenSize(w.Canvas().Scale())); fit != windowSize(s, fyne.Size{}) {
+			w.Resize(fit)
+		}
+	})
+	w = a.NewWindow(windowClass)
+	w.Resize(windowSize(s, fyne.Size{}))
 	w.SetMaster()
 	mw := newMainWindow(w, "Ferry — "+ui.EscapeName(s.DeviceName))
 
@@ -140,7 +147,14 @@ func Run(opts Options) error {
 	u.OnSettingsSaved = func(s ui.Settings) { mw.SetTitle("Ferry — " + ui.EscapeName(s.DeviceName)) }
 
 	tray := installTray(a, u, icon)
+	keepSize := func() {
+		if err := saveWindowSize(settings, w.Canvas().Size()); err != nil {
+			log.Warn("could not keep the window's size", "err", err)
+		}
+	}
+	u.OnQuit = func() { keepSize(); a.Quit() }
 	w.SetCloseIntercept(func() {
+		keepSize()
 		if !u.HandleClose(tray && trayHost()) {
 			a.Quit()
 		}
@@ -351,13 +365,19 @@ func startEngine(dir string, settings *settingsStore, resolver engine.Resolver, 
 
 // newFyneApp makes the Fyne app with Ferry's metadata and icon (nil when
 // iconPNG is empty).
-func newFyneApp(iconPNG []byte) (fyne.App, fyne.Resource) {
+// started, when not nil, runs on the Fyne goroutine once the app runs.
+func newFyneApp(iconPNG []byte, started func()) (fyne.App, fyne.Resource) {
 	a := fyneapp.NewWithID(AppID)
 	// Ferry's theme (state colours readable in light and dark) is set once
 	// the app runs: a theme set before Run stops Fyne from following the
 	// desktop's light or dark setting (its settings watcher is not started
 	// then); one set after keeps following it.
-	a.Lifecycle().SetOnStarted(func() { a.Settings().SetTheme(ui.Theme()) })
+	a.Lifecycle().SetOnStarted(func() {
+		a.Settings().SetTheme(ui.Theme())
+		if started != nil {
+			started()
+		}
+	})
 	if m := a.Metadata(); m.Name == "" {
 		// Built without `fyne package`: the tray would show the app ID.
 		m.Name = "Ferry"

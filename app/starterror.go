@@ -24,7 +24,7 @@ func ShowStartError(iconPNG []byte, err error) {
 	// A display that is set but cannot be opened makes GLFW panic: the
 	// error line is printed already, the stack would only bury it.
 	defer func() { _ = recover() }()
-	a, _ := newFyneApp(iconPNG)
+	a, _ := newFyneApp(iconPNG, nil)
 	startErrorWindow(a, err, a.Quit).ShowAndRun()
 }
 

@@ -572,6 +572,11 @@ type Settings struct {
 	// "" for a relay without one. The settings file is the user's alone
 	// (written 0600).
 	AnywhereSecret string `json:"anywhere_secret,omitempty"`
+	// WindowWidth and WindowHeight are the main window's size when it was
+	// last closed (0: never), which the app restores at start. The app
+	// keeps them; the Settings page does not show them.
+	WindowWidth  float32 `json:"window_width,omitempty"`
+	WindowHeight float32 `json:"window_height,omitempty"`
 }
 
 // HistoryEntry is one finished transfer kept across restarts.

@@ -28,6 +28,14 @@ var transferKinds = map[engine.EventKind]ui.TransferEventKind{
 	engine.EventKeyChanged: ui.TransferKeyChanged,
 }
 
+// codeShown maps what the receiver said of a code to the UI's word.
+var codeShown = map[engine.CodeShown]ui.CodeShown{
+	engine.CodeShownPending: ui.CodeShownPending,
+	engine.CodeShownYes:     ui.CodeShownYes,
+	engine.CodeShownNo:      ui.CodeShownNo,
+	engine.CodeShownUnknown: ui.CodeShownUnknown,
+}
+
 func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 func toUIDirection(d engine.Direction) ui.Direction {
@@ -113,7 +121,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		out.Path = &ui.PathChange{Moved: p.Moved, From: p.From, To: p.To, Reason: p.Reason, Stall: msDur(p.StallMs)}
 	}
 	if p := ev.Pair; p != nil {
-		out.Pair = &ui.PairCode{Code: p.Code, Only: p.Only}
+		out.Pair = &ui.PairCode{Code: p.Code, Only: p.Only, Shown: codeShown[p.Shown]}
 	}
 	if k := ev.KeyChange; k != nil {
 		out.KeyChange = &ui.KeyChange{

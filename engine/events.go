@@ -153,7 +153,26 @@ type PairInfo struct {
 	Code string `json:"code"`
 	// Only: the peer asks to pair, and offers no files.
 	Only bool `json:"only,omitempty"`
+	// Shown, on the sending side, says whether the receiver showed this
+	// code to its user: CodeShownPending until it decided (one that asks
+	// shows the code with its question), then another EventPair with the
+	// same code says CodeShownYes, CodeShownNo (it accepted without asking:
+	// there is nothing to compare, and ConfirmPair refuses) or
+	// CodeShownUnknown (an older Ferry, which does not say).
+	Shown CodeShown `json:"shown,omitempty"`
 }
+
+// CodeShown is whether the other device showed a session's verification
+// code to its user (PairInfo.Shown).
+type CodeShown string
+
+// What PairInfo.Shown says.
+const (
+	CodeShownPending CodeShown = ""        // not said yet: the receiver is deciding
+	CodeShownYes     CodeShown = "shown"   // the receiver asked its user, showing the code
+	CodeShownNo      CodeShown = "unshown" // the receiver accepted without showing it
+	CodeShownUnknown CodeShown = "unknown" // the receiver runs a Ferry that does not say
+)
 
 // KeyChange describes a known device that presented another key.
 type KeyChange struct {

@@ -32,6 +32,10 @@ var (
 	// ErrNoPairCode is returned by ConfirmPair for a transfer without a
 	// verification code (its peer does not pair, or it is already trusted).
 	ErrNoPairCode = errors.New("this transfer has no verification code to confirm")
+	// ErrCodeNotShown is returned by ConfirmPair for a code the receiver
+	// did not show its user (PairInfo.Shown is CodeShownNo): there is
+	// nothing to compare it with; pairing (Pair) shows a code on both.
+	ErrCodeNotShown = errors.New("the other device accepted without showing this verification code, so it cannot be compared: pair with it instead")
 	// errCannotPair: the peer runs a Ferry without pairing.
 	errCannotPair = errors.New("the other device did not pair: it runs an older Ferry (update it), or it is not pairing with " +
 		"new devices for a while because many pairing attempts were abandoned halfway (try again later)")
@@ -51,6 +55,12 @@ type pairState struct {
 	// answers carries the user's verdicts on a pairing-only session.
 	answers   chan bool
 	confirmed atomic.Bool
+	// shown, on the receiving side: the user was asked about the offer
+	// with this code (Decision.CodeShown tells the sender).
+	shown atomic.Bool
+	// peerShown, on the sending side, is what the receiver's decision said
+	// of the code (a CodeShown; CodeShownPending before it).
+	peerShown atomic.Value
 }
 
 // offersPair reports whether a hello opens the pairing step.
@@ -185,13 +195,48 @@ func (e *Engine) announcePair(t *Transfer) {
 	e.publish(t, Event{Kind: EventPair, Pair: &PairInfo{Code: ps.code, Only: ps.only}})
 }
 
-// untrustedCode is the code to show with an offer: none for a trusted sender.
+// untrustedCode is the code to show with an offer: none for a trusted
+// sender. It records that the user is shown the code (with the offer's
+// question), for the decision to say so.
 func (e *Engine) untrustedCode(t *Transfer) string {
 	ps := t.pair.Load()
 	if ps == nil || e.isTrusted(ps.peer) {
 		return ""
 	}
+	ps.shown.Store(true)
 	return ps.code
+}
+
+// codeShown is the accepting decision's word on the code: whether the
+// user was asked with it.
+func codeShown(t *Transfer) bool {
+	ps := t.pair.Load()
+	return ps != nil && ps.shown.Load()
+}
+
+// receiverShowed takes what the receiver's decision said of the session's
+// code (said: its hello lists FeatureCodeShown) and shows the code again
+// with it (EventPair): the sender's user is asked to compare only a code
+// the other screen showed. A receiver that accepted without asking showed
+// none (a Retry it accepted before, "accept all"): the Retry's new code was
+// offered for comparison while the other screen never had it.
+func (e *Engine) receiverShowed(t *Transfer, said, shown bool) {
+	ps := t.pair.Load()
+	if ps == nil || ps.only {
+		return
+	}
+	s := CodeShownUnknown
+	switch {
+	case said && shown:
+		s = CodeShownYes
+	case said:
+		s = CodeShownNo
+	}
+	ps.peerShown.Store(s)
+	if e.isTrusted(ps.peer) {
+		return
+	}
+	e.publish(t, Event{Kind: EventPair, Pair: &PairInfo{Code: ps.code, Shown: s}})
 }
 
 // ConfirmPair records the user's verdict on a transfer's verification code
@@ -207,6 +252,9 @@ func (e *Engine) ConfirmPair(transferID string, match bool) error {
 	ps := t.pair.Load()
 	if ps == nil {
 		return fmt.Errorf("transfer %s: %w", transferID, ErrNoPairCode)
+	}
+	if s, _ := ps.peerShown.Load().(CodeShown); s == CodeShownNo {
+		return fmt.Errorf("transfer %s: %w", transferID, ErrCodeNotShown)
 	}
 	if ps.only {
 		select {

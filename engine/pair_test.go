@@ -81,7 +81,9 @@ func TestPairingCodeOnFirstContact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	txPair = firstEvent(t, txEvents, EventPair)
+	for txPair = firstEvent(t, txEvents, EventPair); txPair.TransferID != tr.ID(); txPair = firstEvent(t, txEvents, EventPair) {
+		// the first transfer's code again, with what its receiver said of it
+	}
 	offer = firstEvent(t, rxEvents, EventOffer)
 	if offer.Offer.PairCode != txPair.Pair.Code {
 		t.Fatalf("codes: sender %q, receiver %q", txPair.Pair.Code, offer.Offer.PairCode)

@@ -336,7 +336,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	rx.e.publish(rx.t, Event{Kind: EventTransport, Transport: rx.e.receivedTransport(rx.c)})
 	rx.touch()
 	rx.accepted.Store(true)
-	wd := &wire.Decision{Accept: true, Checked: uint32(min(checked.Milliseconds(), math.MaxUint32))}
+	wd := &wire.Decision{Accept: true, Checked: uint32(min(checked.Milliseconds(), math.MaxUint32)), CodeShown: codeShown(rx.t)}
 	for _, r := range rx.Refused {
 		wd.Refused = append(wd.Refused, wire.Refusal{File: uint32(r.Idx), Code: r.Code, Reason: r.Reason})
 	}

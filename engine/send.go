@@ -491,6 +491,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		}
 		return &wire.RemoteError{Code: code, Reason: d.Reason}
 	}
+	e.receiverShowed(t, slices.Contains(h.Features, wire.FeatureCodeShown), d.CodeShown)
 	if err := tx.accept(d); err != nil {
 		return err
 	}

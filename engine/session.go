@@ -105,7 +105,7 @@ func expect[T wire.Message](m wire.Message, err error) (T, error) {
 }
 
 // features are the optional capabilities this build's hello lists.
-var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent, wire.FeatureFolders}
+var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent, wire.FeatureFolders, wire.FeatureCodeShown}
 
 func (e *Engine) hello() *wire.Hello {
 	f := features

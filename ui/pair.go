@@ -440,7 +440,7 @@ func (l *transferList) newPairStrip(v *transferView) *pairStrip {
 // answerCode passes the sending user's verdict on the row's code.
 func (l *transferList) answerCode(id string, match bool) {
 	v := l.byID[id]
-	if v == nil || v.codeAnswered {
+	if v == nil || v.codeAnswered || v.codeShown == CodeShownNo {
 		return
 	}
 	if !l.u.confirmPair(id, match) {
@@ -473,8 +473,28 @@ func (l *transferList) refreshPair(v *transferView) {
 	if c := GroupCode(v.pairCode); s.code.Text != c {
 		s.code.SetText(c)
 	}
-	if line := checkLine(peerWho(v.peer)) + " If it does, Ferry trusts it from now on."; s.line.Text != line {
+	// Only a code the other screen showed is offered for comparison: a
+	// receiver that accepted without asking (a Retry it had accepted, "accept
+	// all") never showed it, and "Codes match" trusted it all the same.
+	who := peerWho(v.peer)
+	line := checkLine(who) + " If it does, Ferry trusts it from now on."
+	switch v.codeShown {
+	case CodeShownNo:
+		line = fmt.Sprintf("%s accepted without showing this code, so there is nothing to compare it with. To trust %s, compare codes with Pair….", who, who)
+	case CodeShownUnknown:
+		line = checkLine(who) + " Its Ferry is older and does not say whether it showed the code: if it does not, compare codes with Pair… instead. If it does, Ferry trusts it from now on."
+	}
+	if s.line.Text != line {
 		s.line.SetText(line)
+	}
+	if compare := v.codeShown != CodeShownNo; compare != s.match.Visible() {
+		if compare {
+			s.differ.Show()
+			s.match.Show()
+		} else {
+			s.differ.Hide()
+			s.match.Hide()
+		}
 	}
 	if !s.obj.Visible() {
 		s.obj.Show()

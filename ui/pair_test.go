@@ -640,3 +640,46 @@ func TestDeviceIDIsNotBrokenInsideAGroup(t *testing.T) {
 		t.Errorf("key changed: the keys are drawn as %q, want the presented one whole", got)
 	}
 }
+
+// TestSendingRowOffersOnlyAShownCode: the walkthrough's Retry. The
+// receiver accepted the new session without asking, so its screen never
+// showed the new code; the sender's row asked "Check that Alice shows the
+// same code" with a Codes match button that trusted Alice all the same.
+// Now the row says there is nothing to compare and offers no button; a
+// code from an older Ferry, which cannot say, is still offered, honestly.
+func TestSendingRowOffersOnlyAShownCode(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "572 054"}})
+	v := u.transfers.byID["s1"]
+	if !v.pair.obj.Visible() || !v.pair.match.Visible() {
+		t.Fatal("the code is not offered while the receiver decides (it shows the code with its question)")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "572 054", Shown: CodeShownYes}})
+	if !v.pair.match.Visible() || !strings.Contains(v.pair.line.Text, "Check that Alice's laptop shows the same code.") {
+		t.Fatalf("a shown code: match %v, line %q", v.pair.match.Visible(), v.pair.line.Text)
+	}
+	// Cancelled and retried: the receiver takes the new session unasked.
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "s1", Direction: Outgoing, State: StateRetrying, Peer: peer})
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "234 768"}})
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateActive, Peer: peer, Pair: &PairCode{Code: "234 768", Shown: CodeShownNo}})
+	if v.pair.match.Visible() || v.pair.differ.Visible() {
+		t.Fatal("Codes match/Codes differ offered for a code the receiver never showed")
+	}
+	if txt := v.pair.line.Text; strings.Contains(txt, "Check that") || !strings.Contains(txt, "Alice's laptop accepted without showing this code") || !strings.Contains(txt, "Pair…") {
+		t.Fatalf("line %q", txt)
+	}
+	v.pair.match.OnTapped() // a tap that was on its way
+	if len(be.confirms) != 0 {
+		t.Fatalf("an unshown code was confirmed: %+v", be.confirms)
+	}
+	if d, ok := u.devices.devices[idAlice]; ok && d.Paired {
+		t.Fatal("Alice is paired through a code she never showed")
+	}
+
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s2", Direction: Outgoing, State: StateActive, Peer: peer, Pair: &PairCode{Code: "105 277", Shown: CodeShownUnknown}})
+	w := u.transfers.byID["s2"]
+	if !w.pair.match.Visible() || !strings.Contains(w.pair.line.Text, "does not say whether it showed the code") {
+		t.Fatalf("an older Ferry's code: match %v, line %q", w.pair.match.Visible(), w.pair.line.Text)
+	}
+}

@@ -58,6 +58,7 @@ type transferView struct {
 	// pairCode is the session's verification code with a device not
 	// trusted yet; codeAnswered says the user compared it here.
 	pairCode     string
+	codeShown    CodeShown // sending: whether the receiver showed pairCode
 	codeAnswered bool
 	codeMatched  bool
 
@@ -302,12 +303,12 @@ func (l *transferList) apply(ev TransferEvent) {
 				v.renamed = o.Renamed
 			}
 			if o.PairCode != "" {
-				v.pairCode = o.PairCode
+				v.pairCode, v.codeShown = o.PairCode, CodeShownPending
 			}
 		}
 	case TransferPair:
 		if ev.Pair != nil {
-			v.pairCode = ev.Pair.Code
+			v.pairCode, v.codeShown = ev.Pair.Code, ev.Pair.Shown
 		}
 	case TransferProgress:
 		if p := ev.Progress; p != nil {

@@ -471,7 +471,22 @@ type PairCode struct {
 	Code string // six digits, "123 456"
 	// Only: a pairing without files (Backend.Pair, or a device asking).
 	Only bool
+	// Shown, on a sending transfer, is whether the receiver showed the
+	// code to its user: CodeShownPending until it decided.
+	Shown CodeShown
 }
+
+// CodeShown is whether the other device showed a verification code to its
+// user; a code it did not show cannot be compared.
+type CodeShown int
+
+// What PairCode.Shown says.
+const (
+	CodeShownPending CodeShown = iota // not said yet: it asks with the code, or accepts without
+	CodeShownYes                      // its user was asked with the code
+	CodeShownNo                       // it accepted without showing it
+	CodeShownUnknown                  // an older Ferry, which does not say
+)
 
 // KeyChange is a known device that presented another key.
 type KeyChange struct {

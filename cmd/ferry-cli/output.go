@@ -49,8 +49,9 @@ type printer struct {
 	// connected holds the transfers that reached their peer once: a retry
 	// of one is a reconnect, of the others another try.
 	connected map[string]bool
-	// coded holds the transfers whose verification code was said.
-	coded map[string]bool
+	// coded holds the transfers whose verification code was said, and
+	// the last code said.
+	coded map[string]string
 	// retries holds, per transfer, how often it was tried again and the
 	// last reason printed.
 	retries map[string]retryLine
@@ -260,19 +261,31 @@ func (p *printer) event(ev engine.Event) {
 				ev.Pair.Code, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
 			break
 		}
+		who := fmt.Sprintf("%s (%s)", safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
+		if ev.Pair.Shown != engine.CodeShownPending && p.coded[ev.TransferID] == ev.Pair.Code {
+			// The receiver's decision said whether its user saw the code
+			// said above: only one it showed is there to compare.
+			switch ev.Pair.Shown {
+			case engine.CodeShownNo:
+				p.line("verification code %s: %s accepted without showing it, so there is nothing to compare it with (ferry-cli pair compares codes)", ev.Pair.Code, who)
+			case engine.CodeShownUnknown:
+				p.line("verification code %s: %s runs an older Ferry, which does not say whether its screen showed the code", ev.Pair.Code, who)
+			}
+			break
+		}
 		again := ""
-		if p.coded[ev.TransferID] {
+		if p.coded[ev.TransferID] != "" {
 			// A reconnection is a new connection with a code of its own,
 			// which the other screen shows anew too: said to be new, so a
 			// second, different code is not taken for someone in the middle.
 			again = " (a new connection, a new code)"
 		}
 		if p.coded == nil {
-			p.coded = map[string]bool{}
+			p.coded = map[string]string{}
 		}
-		p.coded[ev.TransferID] = true
-		p.line("verification code %s%s: %s (%s) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
-			ev.Pair.Code, again, safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
+		p.coded[ev.TransferID] = ev.Pair.Code
+		p.line("verification code %s%s: %s is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
+			ev.Pair.Code, again, who)
 	case engine.EventKeyChanged:
 		p.line("WARNING: %s", ev.KeyChange.Warning)
 		// The app's warning has a Forget button; here the ways on are a

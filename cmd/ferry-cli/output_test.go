@@ -616,3 +616,33 @@ func TestQuietTransferSaysItsProgress(t *testing.T) {
 		t.Errorf("progressLine = %q", got)
 	}
 }
+
+// What the receiver's decision says of the code is printed only where
+// there is something to know: a code it accepted without showing (a Retry
+// it had accepted, "accept all") has nothing to compare it with, and an
+// older Ferry does not say. It printed nothing of it: the code stood as
+// one to compare, and --pair asked about it.
+func TestCodeShownLines(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	peer := engine.PeerInfo{Name: "vm", ID: "FWHLSXZMAAAA"}
+	code := func(id, c string, shown engine.CodeShown) engine.Event {
+		return engine.Event{Kind: engine.EventPair, TransferID: id, Direction: engine.Sending, Peer: peer, Pair: &engine.PairInfo{Code: c, Shown: shown}}
+	}
+	p.event(code("a", "572 054", engine.CodeShownPending))
+	p.event(code("a", "572 054", engine.CodeShownYes))
+	p.event(engine.Event{Kind: engine.EventState, TransferID: "a", State: engine.StateRetrying, Result: &engine.Result{Err: "cancelled"}})
+	p.event(code("a", "234 768", engine.CodeShownPending))
+	p.event(code("a", "234 768", engine.CodeShownNo))
+	p.event(code("b", "105 277", engine.CodeShownPending))
+	p.event(code("b", "105 277", engine.CodeShownUnknown))
+	want := "verification code 572 054: vm (FWHLSXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"trying again: cancelled\n" +
+		"verification code 234 768 (a new connection, a new code): vm (FWHLSXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"verification code 234 768: vm (FWHLSXZM) accepted without showing it, so there is nothing to compare it with (ferry-cli pair compares codes)\n" +
+		"verification code 105 277: vm (FWHLSXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"verification code 105 277: vm (FWHLSXZM) runs an older Ferry, which does not say whether its screen showed the code\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -297,6 +297,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	pending := len(trs)
 	keyChanges := map[string]*engine.KeyChange{} // by transfer: the failure names the command that forgets
+	asked := map[string]context.CancelFunc{}     // by transfer: withdraws the question about its code
 	unreadable := 0                              // folders the walk could not read (every target's offer says the same)
 	tooDeep := 0                                 // files and empty folders nested deeper than an offer takes
 	p.hold()
@@ -313,10 +314,24 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if !batch.print(ctx, ev) {
 			break
 		}
-		if ev.Kind == engine.EventPair && *pair {
+		if ev.Kind == engine.EventPair && *pair && asked[ev.TransferID] != nil && ev.Pair.Shown == engine.CodeShownNo {
+			// The receiver accepted without showing the code: there is
+			// nothing to compare, and the question goes.
+			asked[ev.TransferID]()
+		}
+		if ev.Kind == engine.EventPair && *pair && ev.Pair.Shown == engine.CodeShownPending {
+			// Asked while the receiver decides (one that asks shows the
+			// code with its question); what its decision says of the code
+			// comes as another EventPair, asked about no more.
 			id := ev.TransferID
+			if stop := asked[id]; stop != nil {
+				stop() // the last session's code
+			}
+			qctx, stop := context.WithCancel(ctx)
+			asked[id] = stop
+			withdrawn := fmt.Sprintf("no answer needed about the code %s any more", ev.Pair.Code)
 			go func() {
-				ok, answered := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code), "")
+				ok, answered := answers.confirmCode(qctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code), withdrawn)
 				if !answered {
 					return // the send goes on untrusted: nobody said the codes differ
 				}

@@ -120,6 +120,12 @@ type Decision struct {
 	// (resume: the Have messages before this one), at least 1 when it kept
 	// any; 0 when it kept none, or from an older Ferry.
 	Checked uint32 `json:"checked_ms,omitempty"`
+	// CodeShown, from a receiver whose hello lists FeatureCodeShown, says
+	// whether its user was shown the session's verification code (asked
+	// about the offer with it): the sender asks its own user to compare
+	// only a code the other screen showed. From an older Ferry it is
+	// absent, and the sender cannot tell.
+	CodeShown bool `json:"code_shown,omitempty"`
 }
 
 // Refusal is one offered file the receiver refused, and why.

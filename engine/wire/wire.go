@@ -60,6 +60,9 @@ const (
 	// OfferFolders) and creates them; to a receiver without it they are
 	// not sent.
 	FeatureFolders = "folders"
+	// FeatureCodeShown: its Decision says whether its user was shown the
+	// session's verification code (Decision.CodeShown).
+	FeatureCodeShown = "code-shown"
 )
 
 func protoErr(format string, args ...any) error {

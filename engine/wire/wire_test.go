@@ -46,6 +46,7 @@ func validMessages() []wire.Message {
 		&wire.Decision{Accept: true, Files: []uint32{}},
 		&wire.Decision{Accept: false, Code: wire.CodeNoSpace, Reason: "3.2 GB needed, 1.1 GB free"},
 		&wire.Decision{Accept: true, Files: []uint32{1}, Refused: []wire.Refusal{{File: 0, Code: wire.CodeBadName, Reason: "tab in the name"}}},
+		&wire.Decision{Accept: true, CodeShown: true},
 		&wire.Have{File: 7, Chunks: []byte{0xff, 0x01, 0x00}},
 		&wire.Have{File: 0, Chunks: []byte{}},
 		&wire.Have{File: 0},
@@ -315,6 +316,7 @@ var hostileCases = []struct {
 	{"decision reason 1025 bytes", frame(wire.TDecision, `{"accept":false,"reason":"`+strings.Repeat("r", 1025)+`"}`), wire.ErrProtocol},
 	{"decision reason invalid utf-8", frame(wire.TDecision, "{\"accept\":false,\"reason\":\"\xed\xa0\x80\"}"), wire.ErrProtocol},
 	{"decision negative index", frame(wire.TDecision, `{"accept":true,"files":[-1]}`), wire.ErrProtocol},
+	{"decision code shown as string", frame(wire.TDecision, `{"accept":true,"code_shown":"yes"}`), wire.ErrProtocol},
 	{"decision too many refusals", frame(wire.TDecision, `{"accept":true,"files":[],"refused":[`+strings.Repeat(`{"file":1,"code":"bad_name"},`, wire.MaxRefusals)+`{"file":1,"code":"bad_name"}]}`), wire.ErrProtocol},
 	{"decision refusal reason 257 bytes", frame(wire.TDecision, `{"accept":true,"refused":[{"file":1,"code":"bad_name","reason":"`+strings.Repeat("r", 257)+`"}]}`), wire.ErrProtocol},
 	{"decision refusal huge code", frame(wire.TDecision, `{"accept":true,"refused":[{"file":1,"code":"`+strings.Repeat("c", 33)+`"}]}`), wire.ErrProtocol},
@@ -690,6 +692,44 @@ func TestSessionDataStreams(t *testing.T) {
 		}
 		if got := m.(*wire.Hello).SessionDataStreams(); got != tc.want {
 			t.Errorf("%s: %d data streams, want %d", tc.json, got, tc.want)
+		}
+	}
+}
+
+// TestDecisionCodeShownBetweenVersions: Decision.CodeShown travels as
+// "code_shown" and only when true; a decision from an older Ferry (no
+// field) reads as not said, which the sender tells from "not shown" by
+// FeatureCodeShown in the receiver's hello; and a field an older Ferry
+// does not know, as "code_shown" is to it, is read past.
+func TestDecisionCodeShownBetweenVersions(t *testing.T) {
+	var buf bytes.Buffer
+	if err := wire.WriteMessage(&buf, &wire.Decision{Accept: true, CodeShown: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte(`"code_shown":true`)) {
+		t.Fatalf("frame %q does not say code_shown", buf.Bytes()[5:])
+	}
+	buf.Reset()
+	if err := wire.WriteMessage(&buf, &wire.Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("code_shown")) {
+		t.Fatalf("frame %q says code_shown when the code was not shown", buf.Bytes()[5:])
+	}
+	for _, c := range []struct {
+		body string
+		want bool
+	}{
+		{`{"accept":true,"files":null}`, false},                                    // an older receiver
+		{`{"accept":true,"files":null,"code_shown":true}`, true},                   // this one
+		{`{"accept":true,"files":null,"code_shown":true,"later_field":[1]}`, true}, // a later one
+	} {
+		m, err := wire.ReadMessage(bytes.NewReader(frame(wire.TDecision, c.body)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.body, err)
+		}
+		if d := m.(*wire.Decision); d.CodeShown != c.want {
+			t.Errorf("%s: CodeShown %v, want %v", c.body, d.CodeShown, c.want)
 		}
 	}
 }

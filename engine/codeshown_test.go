@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/testutil"
+)
+
+// pairEvents collects the sender's EventPair of transfer id until its
+// result.
+func pairEvents(t *testing.T, events <-chan Event, id string) []PairInfo {
+	t.Helper()
+	var got []PairInfo
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev := <-events:
+			if ev.TransferID != id {
+				continue
+			}
+			switch ev.Kind {
+			case EventPair:
+				got = append(got, *ev.Pair)
+			case EventResult:
+				return got
+			}
+		case <-timeout:
+			t.Fatal("the send did not end")
+		}
+	}
+}
+
+// TestCodeShownOnlyWhenTheReceiverAsked: the sender's code is offered for
+// comparison only when the receiver showed it to its user. A receiver that
+// accepts without asking ("accept all") says it showed nothing
+// (CodeShownNo), and ConfirmPair refuses to trust through that code; an
+// older receiver, whose hello does not list FeatureCodeShown, cannot say
+// (CodeShownUnknown) and the code can still be confirmed. Before, the
+// sender's row asked "Check that B shows the same code" with a Codes match
+// button that trusted B, for a code B never showed.
+func TestCodeShownOnlyWhenTheReceiverAsked(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		accept  AcceptPolicy
+		older   bool
+		want    CodeShown
+		confirm error
+	}{
+		{"asks", AcceptAsk, false, CodeShownYes, nil},
+		{"accepts all", AcceptAll, false, CodeShownNo, ErrCodeNotShown},
+		{"older Ferry", AcceptAll, true, CodeShownUnknown, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recv := testEngine(t, Options{Accept: c.accept})
+			if c.older {
+				recv.features = slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureCodeShown })
+			}
+			if err := recv.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			rx, unsub := recv.Subscribe(256)
+			defer unsub()
+			go func() {
+				for ev := range rx {
+					if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+						recv.Decide(ev.TransferID, Decision{Accept: true})
+					}
+				}
+			}()
+			send := testEngine(t, Options{})
+			tx, unsub2 := send.Subscribe(256)
+			defer unsub2()
+			src := filepath.Join(t.TempDir(), "a.txt")
+			writeFile(t, src, 100)
+			tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := pairEvents(t, tx, tr.ID())
+			if len(got) != 2 || got[0].Shown != CodeShownPending || got[1].Shown != c.want || got[0].Code != got[1].Code {
+				t.Fatalf("sender's pair events %+v, want the code pending, then %q", got, c.want)
+			}
+			if r := tr.Result(); r.State != StateDone {
+				t.Fatalf("%s %q", r.State, r.Err)
+			}
+			if err := send.ConfirmPair(tr.ID(), true); !errors.Is(err, c.confirm) {
+				t.Fatalf("ConfirmPair: %v, want %v", err, c.confirm)
+			}
+			if trusted := trusts(send, recv.ID()); trusted != (c.confirm == nil) {
+				t.Fatalf("receiver trusted: %v", trusted)
+			}
+		})
+	}
+}
+
+// TestContinuedSessionCodeIsNotShown is the walkthrough's case: the
+// receiver's user accepted the first session, whose code the prompt
+// showed; the delivery's next session (a Retry, a resume) is accepted
+// without asking, so its new code is on no screen there, and the sender
+// may not trust through it.
+func TestContinuedSessionCodeIsNotShown(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	send := testEngine(t, Options{ProgressInterval: 2 * time.Millisecond})
+	rx, unsub := recv.Subscribe(4096)
+	defer unsub()
+	var prompts atomic.Int32
+	go func() {
+		for ev := range rx {
+			if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+				prompts.Add(1)
+				recv.Decide(ev.TransferID, Decision{Accept: true})
+			}
+		}
+	}()
+	const size = 64 << 20
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	tx, unsub2 := send.Subscribe(4096)
+	defer unsub2()
+	tr, err := send.Send(context.Background(), target(recv), []string{big}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []PairInfo
+	for ev := range tx {
+		if ev.TransferID != tr.ID() {
+			continue
+		}
+		if ev.Kind == EventPair {
+			first = append(first, *ev.Pair)
+		}
+		if ev.Kind == EventProgress && ev.Progress.Bytes > size/4 {
+			if err := send.Pause(tr.ID()); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if ev.Kind == EventResult {
+			t.Fatal("finished before it could be paused")
+		}
+	}
+	if len(first) != 2 || first[1].Shown != CodeShownYes {
+		t.Fatalf("first session's pair events %+v, want the code shown", first)
+	}
+	for ev := range tx {
+		if ev.TransferID == tr.ID() && ev.Kind == EventState && ev.State == StatePaused {
+			break
+		}
+	}
+	testutil.WaitFor(t, "the receiver to keep the paused transfer", func() bool { return len(recv.Partials()) == 1 })
+	if err := send.Resume(tr.ID()); err != nil {
+		t.Fatal(err)
+	}
+	second := pairEvents(t, tx, tr.ID())
+	if len(second) != 2 || second[1].Shown != CodeShownNo || second[1].Code == first[1].Code {
+		t.Fatalf("second session's pair events %+v (first %+v, %d prompts), want a new code not shown", second, first, prompts.Load())
+	}
+	if r := tr.Result(); r.State != StateDone {
+		t.Fatalf("%s %q", r.State, r.Err)
+	}
+	if err := send.ConfirmPair(tr.ID(), true); !errors.Is(err, ErrCodeNotShown) {
+		t.Fatalf("ConfirmPair of the code the receiver did not show: %v", err)
+	}
+	if trusts(send, recv.ID()) {
+		t.Fatal("the receiver was trusted through a code it never showed")
+	}
+}

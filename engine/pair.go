@@ -564,7 +564,7 @@ func (e *Engine) checkImpersonation(peer peer.ID, name, addr string) *wire.Remot
 		return nil
 	}
 	refusal := &wire.RemoteError{Code: wire.CodeUntrusted,
-		Reason: "this receiver has paired with another device of the same name: rename this device, or have the receiver forget the old one"}
+		Reason: "it has paired with another device named like this one (rename this device, or have its owner forget the old one)"}
 	if !e.admit.WarnDue(known.ID + "/" + peer.String()) {
 		return refusal
 	}

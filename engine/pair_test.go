@@ -416,3 +416,23 @@ func TestPairAgainRefusedKeepsThePairing(t *testing.T) {
 		})
 	}
 }
+
+// A sender refused as an impostor of a paired name reads why in one
+// sentence: it read "the other device only accepts files from trusted
+// devices: the receiver only accepts files from trusted devices: this
+// receiver has paired with another device…" (the refusal's words carried
+// its code's words, and the ending added them again).
+func TestImpostorRefusalSaysItOnce(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAll})
+	send := testEngine(t, Options{Name: "mallory"})
+	if err := recv.trust.Pair(newIdentity(t).ID.Peer(), "mallory", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	r := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if r.State != StateDeclined || strings.Count(r.Err, "only accepts files from trusted devices") != 1 ||
+		!strings.Contains(r.Err, "paired with another device named like this one") || strings.Count(r.Err, ":") > 1 {
+		t.Fatalf("%s %q", r.State, r.Err)
+	}
+}

@@ -229,8 +229,13 @@ func ReasonOf(re *errcode.RemoteError) string {
 	r = strings.TrimPrefix(r, userCancelPrefix+": ")
 	// A refusal's reason that begins with its code's words (a refused
 	// offer says "the receiver declined: the receiver declined an offer
-	// from this device a moment ago") is read once.
+	// from this device a moment ago", a refusal right after the hello
+	// carries the whole error: "the receiver only accepts files from
+	// trusted devices: this receiver has paired...") is read once.
 	r = strings.TrimPrefix(r, "the receiver declined: ")
+	if re.Code != "" {
+		r = strings.TrimPrefix(r, CodeSentinel(re.Code).Error()+": ")
+	}
 	if codeOnlyReasons[strings.ToLower(r)] {
 		return ""
 	}

@@ -81,6 +81,9 @@ func TestEndOf(t *testing.T) {
 		// The receiver's trust policy, in one sentence (Ferry's reason only says it again).
 		{remote(errcode.CodeUntrusted, "this device only accepts files from trusted devices"), false, StateDeclined, "untrusted", true, "Bob only accepts files from trusted devices."},
 		{remote(errcode.CodeUntrusted, "pair first"), false, StateDeclined, "untrusted", true, "Bob only accepts files from trusted devices: pair first."},
+		// A refusal after the hello carries the whole error, its code's words first (an older receiver's words).
+		{remote(errcode.CodeUntrusted, "the receiver only accepts files from trusted devices: this receiver has paired with another device of the same name"),
+			false, StateDeclined, "untrusted", true, "Bob only accepts files from trusted devices: this receiver has paired with another device of the same name."},
 		{&RefusedError{Code: errcode.CodeUntrusted, Reason: "this device only accepts files from trusted devices"}, false, StateDeclined, "untrusted", false, "Declined: this device only accepts files from trusted devices."},
 		// A peer that repeats its code's words first is not read twice.
 		{remote(errcode.CodeDeclined, "the receiver declined: the receiver declined an offer from this device a moment ago; try again in a few minutes"),

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"net"
 	"net/netip"
 	"slices"
@@ -647,12 +648,7 @@ func (d *Discovery) applyRefusals(p *Peer) {
 	p.Refused = len(p.Addrs) == 0 && p.Direct == ""
 }
 
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
+func shortID(id string) string { return deviceid.Short(id) }
 
 const maxAddrs = 16
 

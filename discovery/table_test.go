@@ -390,7 +390,7 @@ func TestReportMismatch(t *testing.T) {
 	noEvent(t, ev)
 	d.ReportMismatch(idN(1), idN(66), "192.0.2.2:4242")
 	e = recv(t, ev)
-	if e.Kind != PeerRefused || !e.Peer.Refused || hostPorts(e.Peer, addr.QUIC) != nil || !strings.Contains(e.Reason, idN(66)[:8]) {
+	if e.Kind != PeerRefused || !e.Peer.Refused || hostPorts(e.Peer, addr.QUIC) != nil || !strings.Contains(e.Reason, idN(66)[:4]+"-"+idN(66)[4:8]) {
 		t.Fatalf("after second mismatch: %+v", e)
 	}
 	if _, err := d.Resolve(context.Background(), "Victim"); !errors.Is(err, ErrRefused) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"io"
 	"net"
 	"net/http"
@@ -523,7 +524,8 @@ func (e *Engine) quicNonQUIC() net.PacketConn {
 func (e *Engine) PairedDevice(nameOrID string) (string, error) {
 	var found []identity.DeviceID
 	for _, d := range e.pairedDevices() {
-		if d.name == nameOrID || d.id.String() == nameOrID || strings.EqualFold(d.id.Short(), nameOrID) {
+		// An ID is taken as shown (grouped, "PT27-TYCL") or as stored.
+		if d.name == nameOrID || d.id.String() == deviceid.Compact(nameOrID) || deviceid.Compact(d.id.Short()) == deviceid.Compact(nameOrID) {
 			found = append(found, d.id)
 		}
 	}
@@ -540,5 +542,5 @@ func (e *Engine) PairedDevice(nameOrID string) (string, error) {
 		ids[i] = id.Short()
 	}
 	return "", fmt.Errorf("%d paired devices are called %q, with the IDs %s: name one by its device ID (its first %d characters are enough)",
-		len(found), nameOrID, strings.Join(ids, ", "), len(ids[0]))
+		len(found), nameOrID, strings.Join(ids, ", "), len(deviceid.Compact(ids[0])))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -602,9 +603,4 @@ func (e *Engine) warnKeyChange(t *Transfer, err error) {
 	e.publish(t, Event{Kind: EventKeyChanged, KeyChange: change})
 }
 
-func shortOf(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
+func shortOf(id string) string { return deviceid.Short(id) }

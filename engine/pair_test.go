@@ -276,6 +276,10 @@ func TestPairedNameWithNewKeyIsRefused(t *testing.T) {
 	if ev.KeyChange.Known.ID != desk.ID.String() || ev.KeyChange.Warning == "" {
 		t.Fatalf("warning: %+v", ev.KeyChange)
 	}
+	// The short ID as the app and ferry-cli show it ("PT27-TYCL"; it read "PT27TYCL").
+	if id := desk.ID.String(); !strings.Contains(ev.KeyChange.Warning, "("+id[:4]+"-"+id[4:8]+")") {
+		t.Fatalf("warning %q does not name %s as the app shows it", ev.KeyChange.Warning, id[:8])
+	}
 	// The paired device itself is welcome.
 	_, ch = offerFrom(t, recv, desk, "192.0.2.1:1")
 	if a := waitAnswer(t, ch); a.err != nil || !a.d.Accept {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"strings"
 	"time"
 
@@ -66,13 +67,9 @@ func HumanETA(d time.Duration) string {
 	}
 }
 
-// ShortID is the short form of a device ID: its first 8 characters, as "ABCD-EFGH".
-func ShortID(id string) string {
-	if len(id) < 8 {
-		return id
-	}
-	return id[:4] + "-" + id[4:8]
-}
+// ShortID is the short form of a device ID: its first 8 characters, as
+// "ABCD-EFGH" (deviceid.Short: ferry-cli and the engine write it so too).
+func ShortID(id string) string { return deviceid.Short(id) }
 
 // GroupID is the human form of a device ID: groups of 4 joined by '-'.
 func GroupID(id string) string {

@@ -396,6 +396,7 @@ func TestSendByRememberedName(t *testing.T) {
 	send(r.quic, "one.txt")
 	send("lab receiver", "two.txt") // names match ignoring case
 	send(r.id[:8], "three.txt")
+	send(strings.ToLower(r.id[:4]+"-"+r.id[4:8]), "four.txt") // the short ID as every screen shows it
 
 	tgt, err := resolveByDiscovery(t.Context(), "Lab Receiver", cfg, false, &bytes.Buffer{})
 	if err != nil {
@@ -404,7 +405,7 @@ func TestSendByRememberedName(t *testing.T) {
 	if tgt.ID != r.id || !slices.ContainsFunc(tgt.Addrs, func(a addr.Addr) bool { return a.HostPort() == r.quic }) {
 		t.Fatalf("resolved %+v; want ID %s at %s", tgt, r.id, r.quic)
 	}
-	want := []string{"one.txt", "three.txt", "two.txt"}
+	want := []string{"four.txt", "one.txt", "three.txt", "two.txt"}
 	if got := r.files(t); !slices.Equal(got, want) {
 		t.Fatalf("received %v, want %v", got, want)
 	}
@@ -456,8 +457,8 @@ func TestAmbiguousName(t *testing.T) {
 	}
 	line := oneLine(t, stderr, "send")
 	for _, id := range ids {
-		if !strings.Contains(line, id[:8]) {
-			t.Fatalf("candidate %s not listed: %s", id[:8], line)
+		if short := id[:4] + "-" + id[4:8]; !strings.Contains(line, short) {
+			t.Fatalf("candidate %s not listed: %s", short, line)
 		}
 	}
 	if _, err := resolveByDiscovery(t.Context(), "SAME", cfg, false, io.Discard); !errors.Is(err, errAmbiguousDevice) {

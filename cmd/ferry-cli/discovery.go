@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"io"
 	"net"
 	"net/netip"
@@ -149,10 +150,9 @@ func (c candidate) String() string {
 	return s + ")"
 }
 
-// normalizeQueryID turns a typed ID or ID prefix into the stored form.
-func normalizeQueryID(q string) string {
-	return strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(q))
-}
+// normalizeQueryID turns a typed ID or ID prefix (the short form with its
+// dash too) into the stored form.
+func normalizeQueryID(q string) string { return deviceid.Compact(q) }
 
 // match picks the candidates a query means, with discovery.Resolve's rules:
 // an exact device ID, else an ID prefix of at least 4 characters, else the

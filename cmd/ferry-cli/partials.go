@@ -126,7 +126,7 @@ func discardedLine(p engine.PartialTransfer, d engine.Discarded) string {
 }
 
 // fromWhom names the device an unfinished transfer came from, "from Bob
-// (QTSPCHWU)", its name escaped; a damaged state may no longer say.
+// (QTSP-CHWU)", its name escaped; a damaged state may no longer say.
 func fromWhom(p engine.PartialTransfer) string {
 	if p.PeerID == "" {
 		return "from an unknown device"

@@ -38,7 +38,7 @@ func TestPartialLine(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	got := partialLine(engine.PartialTransfer{Key: "k1", PeerName: "Bob\x1b[2J\r", PeerID: "QTSPCHWUSEMLS3ZR", Dest: "/home/a/Downloads",
 		Files: 3, Saved: 2, Bytes: 1_500_000, OnDisk: 4_000_000, Updated: now.Add(-5 * time.Minute)}, now)
-	want := `k1  from "Bob\x1b[2J\r" (QTSPCHWU)  3 file(s), 2 saved, 1.5 MB of the others kept (4.0 MB on disk) in /home/a/Downloads, last touched 5 min ago`
+	want := `k1  from "Bob\x1b[2J\r" (QTSP-CHWU)  3 file(s), 2 saved, 1.5 MB of the others kept (4.0 MB on disk) in /home/a/Downloads, last touched 5 min ago`
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -76,7 +76,7 @@ func TestPartialLineDamaged(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	got = partialLine(engine.PartialTransfer{Key: "k2", Damaged: "its snapshot is missing", PeerName: "Bob", PeerID: "QTSPCHWUSEMLS3ZR", Updated: now}, now)
-	want = `k2  from Bob (QTSPCHWU)  resume state damaged (its snapshot is missing): its partial files were not found (gone, or in another download folder than the one looked in: give it with --dir); ferry-cli partials --discard k2 removes it, last touched just now`
+	want = `k2  from Bob (QTSP-CHWU)  resume state damaged (its snapshot is missing): its partial files were not found (gone, or in another download folder than the one looked in: give it with --dir); ferry-cli partials --discard k2 removes it, last touched just now`
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -88,7 +88,7 @@ func TestPartialLineUnremoved(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	got := partialLine(engine.PartialTransfer{Key: "k1", Unremoved: true, PeerName: "Bob", PeerID: "QTSPCHWUSEMLS3ZR", Dest: "/home/a/Downloads",
 		Files: 2, Partials: []string{"a.bin.partial", "b.bin.partial"}, OnDisk: 4_000_000, Updated: now.Add(-5 * time.Minute)}, now)
-	want := `k1  from Bob (QTSPCHWU)  2 partial file(s) left by its transfers that could not be removed (another program had them open, or the folder is read-only), 4.0 MB on disk in /home/a/Downloads; ferry-cli partials --discard k1 tries again, last touched 5 min ago`
+	want := `k1  from Bob (QTSP-CHWU)  2 partial file(s) left by its transfers that could not be removed (another program had them open, or the folder is read-only), 4.0 MB on disk in /home/a/Downloads; ferry-cli partials --discard k1 tries again, last touched 5 min ago`
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -121,8 +121,8 @@ func TestPartialsDiscardSaysWhatItRemoved(t *testing.T) {
 	}
 	state("k2", "c.bin.partial") // gone already
 	for _, c := range []struct{ key, want string }{
-		{"k1", "discarded the unfinished transfer from Bob (QTSPCHWU): 2 partial files removed, 2.1 MB freed\n"},
-		{"k2", "discarded the unfinished transfer from Bob (QTSPCHWU): none of its partial files was left to remove\n"},
+		{"k1", "discarded the unfinished transfer from Bob (QTSP-CHWU): 2 partial files removed, 2.1 MB freed\n"},
+		{"k2", "discarded the unfinished transfer from Bob (QTSP-CHWU): none of its partial files was left to remove\n"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), []string{"partials", "--config", cfg, "--discard", c.key}, &out, &errOut); code != 0 {

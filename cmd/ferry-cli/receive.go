@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"io"
 	"net"
 	"strings"
@@ -467,9 +468,5 @@ func joinWho(id, trust string) string {
 	return id + ", " + trust
 }
 
-func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
+// short is a device's short ID, "PT27-TYCL", as the app shows it.
+func short(id string) string { return deviceid.Short(id) }

@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"io/fs"
 	"math/big"
 	"os"
@@ -53,8 +54,9 @@ func DeviceOf(p peer.ID) (DeviceID, bool) {
 // Human is the full ID in groups of four, for reading aloud and comparing.
 func (id DeviceID) Human() string { return id.Peer().Human() }
 
-// Short is the first eight characters, enough to tell devices apart in a list.
-func (id DeviceID) Short() string { return id.String()[:8] }
+// Short is the first eight characters, enough to tell devices apart in a
+// list, as every screen shows them: "PT27-TYCL" (deviceid.Short).
+func (id DeviceID) Short() string { return deviceid.Short(id.String()) }
 
 // IsZero reports whether id is unset.
 func (id DeviceID) IsZero() bool { return id == DeviceID{} }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"io"
 	"io/fs"
 	"os"
@@ -63,12 +64,7 @@ func (e *MismatchError) Error() string {
 	return fmt.Sprintf("the peer is not the expected device: expected %s, it presented %s", e.Expected.Human(), e.Presented.Human())
 }
 
-func shortOf(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
+func shortOf(id string) string { return deviceid.Short(id) }
 
 const (
 	trustFile     = "trust.json"

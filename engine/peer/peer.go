@@ -160,12 +160,15 @@ func (id ID) IsZero() bool { return id == ID{} }
 func (id ID) Proven() bool { return id.Kind == Ferry || id.Kind == LocalSend }
 
 // Short is the first eight characters of the key, enough to tell devices
-// apart in a list (an anonymous peer's key is shown whole).
+// apart in a list, as every screen shows them: "PT27-TYCL" (an anonymous
+// peer's key is shown whole). It is internal/deviceid.Short's form, written
+// out here because peer imports nothing of the module; a test there keeps
+// the two the same.
 func (id ID) Short() string {
-	if id.Kind == Anon || len(id.Key) <= 8 {
+	if id.Kind == Anon || len(id.Key) < 8 {
 		return id.Key
 	}
-	return id.Key[:8]
+	return id.Key[:4] + "-" + id.Key[4:8]
 }
 
 // Human is the key in groups of four, for reading aloud and comparing (an

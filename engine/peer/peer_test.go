@@ -142,7 +142,7 @@ func TestJSON(t *testing.T) {
 
 func TestHumanAndShort(t *testing.T) {
 	id := ID{Ferry, ferryKey}
-	if id.Short() != "RACKTHZH" || !strings.HasPrefix(id.Human(), "RACK-THZH-") {
+	if id.Short() != "RACK-THZH" || !strings.HasPrefix(id.Human(), "RACK-THZH-") {
 		t.Fatalf("%q %q", id.Short(), id.Human())
 	}
 	if a := Anonymous("192.0.2.7:1"); a.Short() != "192.0.2.7:1" || a.Human() != "192.0.2.7:1" {

@@ -87,6 +87,9 @@ func LoadOrCreate(dir string) (*Identity, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("identity: %w", err)
 	}
+	// A process killed while it wrote them left its temp files.
+	atomicfile.RemoveLeftovers(filepath.Join(dir, certFile))
+	atomicfile.RemoveLeftovers(filepath.Join(dir, keyFile))
 	certPEM, err1 := os.ReadFile(filepath.Join(dir, certFile))
 	keyPEM, err2 := os.ReadFile(filepath.Join(dir, keyFile))
 	switch {

@@ -218,3 +218,30 @@ func TestDamagedKeyPairIsSaidNotReplaced(t *testing.T) {
 		t.Errorf("the damaged key was replaced: %q", b)
 	}
 }
+
+// A process killed while it wrote its key pair left ".identity.crt.tmpNNN"
+// in the config folder (ferry-cli killed with -9 at its first start); the
+// next start removes such leftovers, and only them.
+func TestLeftoverTempFilesAreRemovedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadOrCreate(dir); err != nil {
+		t.Fatal(err)
+	}
+	left := []string{".identity.crt.tmp123456", ".identity.key.tmp42"}
+	for _, n := range append(left, "keep.txt") {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := LoadOrCreate(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range left {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			t.Errorf("%s is still there", n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keep.txt")); err != nil {
+		t.Errorf("another file went: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write replaces name with data (mode perm). The folder must exist.
@@ -24,7 +25,7 @@ func Write(name string, data []byte, perm os.FileMode) error {
 // the old content.
 func WriteWith(name string, perm os.FileMode, write func(io.Writer) error) error {
 	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
+	f, err := os.CreateTemp(dir, tempPrefix(name)+"*")
 	if err != nil {
 		return err
 	}
@@ -58,4 +59,23 @@ func WriteWith(name string, perm os.FileMode, write func(io.Writer) error) error
 		d.Close()
 	}
 	return nil
+}
+
+func tempPrefix(name string) string { return "." + filepath.Base(name) + ".tmp" }
+
+// RemoveLeftovers removes the temp files that writes of name left behind
+// when the process was killed before their rename (".NAME.tmpNNN"). Only
+// for a file that one process writes, at a time nothing else writes it
+// (at start): another's write in progress would lose its temp file.
+func RemoveLeftovers(name string) {
+	ents, err := os.ReadDir(filepath.Dir(name))
+	if err != nil {
+		return
+	}
+	prefix := tempPrefix(name)
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
+			os.Remove(filepath.Join(filepath.Dir(name), e.Name()))
+		}
+	}
 }

@@ -220,6 +220,9 @@ type Engine struct {
 	// restoring, when set (tests only), runs as a session begins to check
 	// what an earlier one kept (resumeFrom).
 	restoring func()
+	// restored, when set (tests only), runs as a session has restored what
+	// an earlier one kept, before it tells the sender.
+	restored func(*receiver)
 	// discarding, when set (tests only), runs once DiscardPartialFiles has
 	// removed the partials it listed (or found nothing listed under the
 	// key), before it drops their state.

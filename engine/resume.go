@@ -70,6 +70,9 @@ func (rx *receiver) resumeFrom(dir string) {
 	}
 	rx.haves, rx.preDone = rx.restore(s)
 	rx.discardStale(s)
+	if rx.e.restored != nil {
+		rx.e.restored(rx)
+	}
 }
 
 // heldFor is the disk an earlier attempt at this offer holds in dir, of the
@@ -374,7 +377,7 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 				if err != nil {
 					continue // fetched again
 				}
-				done = append(done, &rxFile{idx: rf.Index, entry: e, savedAs: rf.SavedAs})
+				done = append(done, rx.keptSaved(rf.Index, e, rf.SavedAs))
 				rx.Bytes.Add(e.Size) // here whole: progress and the result count it, as the sender does
 				rx.Kept.Add(e.Size)
 			}
@@ -386,7 +389,7 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 			// name, or a numbered one.
 			if e, err := rx.entry(rf.Index); err == nil && rf.PartialID != "" {
 				if as, ok := rx.Dest.Renamed(e.Path, rf.PartialID, e.Size); ok {
-					done = append(done, &rxFile{idx: rf.Index, entry: e, savedAs: as})
+					done = append(done, rx.keptSaved(rf.Index, e, as))
 					rx.Bytes.Add(e.Size)
 					rx.Kept.Add(e.Size)
 				}
@@ -400,7 +403,7 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 				// Saved in an earlier attempt that ended before it could
 				// record so: the partial, by its identity, under its name.
 				if as, ok := rx.Dest.Renamed(e.Path, rf.PartialID, e.Size); ok {
-					done = append(done, &rxFile{idx: rf.Index, entry: e, savedAs: as})
+					done = append(done, rx.keptSaved(rf.Index, e, as))
 					rx.Bytes.Add(e.Size)
 					rx.Kept.Add(e.Size)
 					continue
@@ -453,6 +456,25 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 		haves = append(haves, &wire.Have{File: f.idx, Chunks: have})
 	}
 	return haves, done
+}
+
+// keptSaved marks accepted file idx, which an earlier attempt saved as
+// savedAs, saved at once, and returns its state for the resolve that tells
+// the sender. Marked only at that resolve, a session that ended before it
+// (its sender killed, a newer session taking over while it checked what
+// was kept) left a state that listed none of the files saved before, and
+// the next attempt fetched them all again as "name (1)".
+func (rx *receiver) keptSaved(idx uint32, e wire.FileEntry, savedAs string) *rxFile {
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	rx.status[idx] = fileSaved
+	if savedAs != e.Path {
+		if rx.savedAs == nil {
+			rx.savedAs = map[uint32]string{}
+		}
+		rx.savedAs[idx] = savedAs
+	}
+	return &rxFile{idx: idx, entry: e, savedAs: savedAs}
 }
 
 // ResumeProblem says why unfinished incoming transfers cannot be kept for a

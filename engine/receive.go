@@ -9,6 +9,7 @@ import (
 	"hash/crc32" // CRC32C per chunk is a storage assertion for resume, not security: BLAKE3 leaves and roots verify.
 	"io"
 	"math"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -390,6 +391,14 @@ func (rx *receiver) readControl(ctx context.Context) error {
 			case <-rx.complete: // the sender hung up after the verdict: that is the normal end
 				return rx.final
 			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				// The transport closed the stream under this read while
+				// the session went on: a write on it failed, the sender
+				// being gone (TCP aborts a stream whose write fails).
+				// That is the connection lost, which resumes, not "use of
+				// closed network connection".
+				return rx.settle(errConnectionLost)
 			}
 			return rx.settle(fmt.Errorf("control stream: %w", unexpectedEOF(err)))
 		}

@@ -697,3 +697,46 @@ func TestSessionEndedWhileRestoringKeepsTheSavedFiles(t *testing.T) {
 	sameTree(t, small, recv.DownloadDir())
 	sameTree(t, big, recv.DownloadDir())
 }
+
+// A receiving session whose connection the transport closed under the
+// read of its control stream (TCP aborts a stream whose write failed, the
+// sender being gone) ends interrupted, to resume: ferry-cli receive said
+// "failed: Control stream: read tcp ...: use of closed network
+// connection." of a killed --transport auto sender (2 of 3 tries), though
+// the transfer then resumed.
+func TestControlClosedUnderItsReadIsInterrupted(t *testing.T) {
+	skipIfShort(t)
+	const size = 32 << 20
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	interrupt(t, send, recv, []string{big}, "tcp", size)
+	revents, unsub := recv.Subscribe(1024)
+	defer unsub()
+	var cut atomic.Bool
+	recv.restored = func(rx *receiver) {
+		if cut.CompareAndSwap(false, true) {
+			rx.c.Close(nil)
+		}
+	}
+	tr, err := send.Send(context.Background(), target(recv), []string{big}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { tr.Cancel(); <-tr.Done() }()
+	for timeout := time.After(time.Minute); ; {
+		select {
+		case ev := <-revents:
+			if ev.Kind != EventResult {
+				continue
+			}
+			if ev.Result.State != StateInterrupted {
+				t.Errorf("the cut session: %s %q, want interrupted", ev.Result.State, ev.Result.Err)
+			}
+			return
+		case <-timeout:
+			t.Fatal("the cut session did not end")
+		}
+	}
+}

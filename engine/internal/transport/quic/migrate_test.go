@@ -390,3 +390,43 @@ func TestSharedSocketRemotePortClosedSaysWhose(t *testing.T) {
 		t.Errorf("its streams end with %q, want %q", err, relayGone)
 	}
 }
+
+// A session from a shared socket stays one connection even on a clean
+// local path: an extra connection would come from another socket, which
+// the peer's NAT (or the relay's TURN permission) does not let in, and the
+// data stream placed on it waited for its join to time out: every send
+// beyond the LAN took 2 s more than its bytes did (NAT lab: a 3-byte file
+// 2.0 s from offer to verified, direct or relayed).
+func TestSharedSocketSessionIsOneConnection(t *testing.T) {
+	ln := newListener(t, transport.Config{})
+	sock, err := ListenShared("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sock.Close)
+	// CleanRTT of a second: loopback counts as a clean local path even
+	// under the race detector.
+	c, err := sock.Dial(t.Context(), ln.Addr().String(), newTestIdentity(t).TLSConfig(false, nil), transport.Config{CleanRTT: time.Second}, SharedDial{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(nil) })
+	first, err := c.OpenStream(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Write([]byte{0})
+	sc, err := ln.Accept(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close(nil) })
+	s := sc.(*Session)
+	pushStreams(t, c, s, 3, 64<<10)
+	c.mu.Lock()
+	slots := len(c.slots)
+	c.mu.Unlock()
+	if m := c.Metrics(); slots != 1 || m.Connections != 1 {
+		t.Errorf("the session tried %d connections and has %d, want 1", slots, m.Connections)
+	}
+}

@@ -103,7 +103,11 @@ func (s *Shared) Dial(ctx context.Context, remote string, tlsConf *tls.Config, c
 		return nil, errors.New("shared socket already carries a session")
 	}
 	cfg = cfg.WithDefaults()
-	cfg.MaxFlows = 1 // extra connections would need NAT mappings of their own
+	// Extra connections would come from other sockets, which need NAT
+	// mappings (or TURN permissions) of their own that ICE never made: a
+	// join through them only timed out (JoinTimeout), and the data stream
+	// placed on it waited that long.
+	cfg.MaxFlows, cfg.QUICConns = 1, 1
 	ra, err := net.ResolveUDPAddr("udp", remote)
 	if err != nil {
 		return nil, fmt.Errorf("dial quic %s: %w", remote, err)

@@ -184,6 +184,11 @@ func Start(cfg Config) (*Relay, error) {
 		relayHost = "0.0.0.0"
 	}
 	peers := &refusals{log: log, what: "relay: refused to relay to an address that is not a device's"}
+	// Two devices' relay candidates make a pair whose peer is the relay's
+	// own address (the other's allocation) in every call through the
+	// relay: refused like any own-host address, but said at debug level,
+	// or the operator is warned once a minute about ordinary use.
+	ownPeers := &refusals{log: log, what: peers.what, debug: true}
 	refusals := &refusals{log: log, what: "relay: refused a request for its relay secret"}
 	quota := &allocations{perSource: lim.AllocationsPerSource, max: lim.Allocations, bySource: map[string]int{}}
 	ts, err := turn.NewServer(turn.ServerConfig{
@@ -202,7 +207,7 @@ func Start(cfg Config) (*Relay, error) {
 		PacketConnConfigs: []turn.PacketConnConfig{{
 			PacketConn:            udp,
 			RelayAddressGenerator: &turn.RelayAddressGeneratorStatic{RelayAddress: pip, Address: relayHost},
-			PermissionHandler:     peerFilter(ownAddrs(pip), cfg.AllowLoopbackPeers, peers),
+			PermissionHandler:     peerFilter(ownAddrs(pip), cfg.AllowLoopbackPeers, peers, ownPeers),
 		}},
 		LoggerFactory: lf,
 	})
@@ -312,14 +317,18 @@ func hostOf(a net.Addr) string {
 // secret (every device of the user, or anyone when the relay has none)
 // could reach through the relay what listens on its loopback, a cloud's
 // metadata service at 169.254.169.254 (the instance's credentials), or
-// its network's multicast groups.
-func peerFilter(own map[netip.Addr]bool, allowLoopback bool, refused *refusals) turn.PermissionHandler {
+// its network's multicast groups. Refusals of the relay's own address go
+// to ownRefused: pion asks only about the IP, so another device's relay
+// candidate (an ICE pair of two relay candidates, tried in every call) is
+// one of them.
+func peerFilter(own map[netip.Addr]bool, allowLoopback bool, refused, ownRefused *refusals) turn.PermissionHandler {
 	return func(src net.Addr, peer net.IP) bool {
 		why := peerRefusal(peer, allowLoopback)
 		if a, ok := netip.AddrFromSlice(peer); why == "" && ok && own[a.Unmap()] && !(allowLoopback && a.Unmap().IsLoopback()) {
 			// Its own address reaches its services as loopback does
 			// (a firewall lets the host's own traffic in).
-			why = "an address of the relay's own host"
+			ownRefused.note(src, "an address of the relay's own host")
+			return false
 		}
 		if why != "" {
 			refused.note(src, why)
@@ -372,8 +381,9 @@ func peerRefusal(ip net.IP, allowLoopback bool) string {
 // refusals logs requests refused (what says for which reason): at most
 // one line a minute, with how many were refused since the last.
 type refusals struct {
-	log  *slog.Logger
-	what string
+	log   *slog.Logger
+	what  string
+	debug bool // logged at debug level, not as a warning
 
 	mu     sync.Mutex // guards the fields below
 	last   time.Time
@@ -384,7 +394,11 @@ func (r *refusals) note(src net.Addr, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if now := time.Now(); now.Sub(r.last) >= time.Minute {
-		r.log.Warn(r.what, "source", hostOf(src), "why", why, "refused_before", r.missed)
+		level := slog.LevelWarn
+		if r.debug {
+			level = slog.LevelDebug
+		}
+		r.log.Log(context.Background(), level, r.what, "source", hostOf(src), "why", why, "refused_before", r.missed)
 		r.last, r.missed = now, 0
 		return
 	}

@@ -576,3 +576,40 @@ func TestMailboxWaitOverHTTP(t *testing.T) {
 		t.Fatal("the wait was not answered when the call came")
 	}
 }
+
+// TestRelayPairOfTwoDevicesIsNoWarning: ICE pairs the two devices' relay
+// candidates in every call through the relay, so an allocation asks to
+// send to another allocation, at the relay's own address. That is refused
+// (the relay's own host) but is ordinary use: logged at debug level, not
+// as the warning the operator saw once a minute.
+func TestRelayPairOfTwoDevicesIsNoWarning(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logged, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// The public address is a documentation one: nothing is sent there.
+	r, err := Start(Config{Listen: "127.0.0.1:0", PublicIP: "203.0.113.1", Secret: testSecret, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	u, p, err := turn.GenerateLongTermTURNRESTCredentials(testSecret, "ferry", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allocs [2]net.PacketConn
+	for i := range allocs {
+		if allocs[i], err = allocate(t, r.Addr().String(), u, p); err != nil {
+			t.Fatal(err)
+		}
+		defer allocs[i].Close()
+	}
+	if _, err := allocs[0].WriteTo([]byte("x"), allocs[1].LocalAddr()); err == nil {
+		t.Errorf("relayed to another allocation, %s", allocs[1].LocalAddr())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "level=DEBUG msg=\"relay: refused to relay") || strings.Contains(logged.String(), "level=WARN") {
+		t.Errorf("the pair of two relay candidates is not said at debug level alone:\n%s", logged.String())
+	}
+}

@@ -416,6 +416,11 @@ func TestPairAgainRefusedKeepsThePairing(t *testing.T) {
 				if strings.Contains(r.Err, "not paired") || strings.Contains(r.Err, "not trusted") || !strings.Contains(r.Err, "stay paired") {
 					t.Errorf("%s says %q; want that the devices stay paired", who, r.Err)
 				}
+				// The app words its rows from the code alone: not_paired's
+				// say "so the devices are not paired".
+				if r.Code != string(wire.CodePairedBefore) {
+					t.Errorf("%s: code %q, want %q", who, r.Code, wire.CodePairedBefore)
+				}
 			}
 		})
 	}

@@ -224,6 +224,10 @@ func (v *pairView) finish(r *Result) {
 	case r.Code == CodeNotPaired:
 		v.status.SetText("Not paired. " + failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, false, who) + ".")
 		v.status.Importance = widget.DangerImportance
+	case r.Code == CodePairedBefore:
+		// Still paired: a warning, not a failure to pair.
+		v.status.SetText(failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, false, who) + ".")
+		v.status.Importance = widget.WarningImportance
 	case r.Err != "":
 		v.status.SetText("Not paired. " + r.Err)
 		v.status.Importance = widget.DangerImportance
@@ -351,6 +355,8 @@ func (u *UI) notifyPairing(ev TransferEvent) {
 		// The user stopped it.
 	case r.Code == CodeNotPaired:
 		u.notify("Not paired", failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, false, who)+".")
+	case r.Code == CodePairedBefore:
+		u.notify("Still paired", failure(Outcome{Code: r.Code, ByPeer: r.ByPeer}, false, who)+".")
 	case r.Err != "":
 		u.notify("Not paired", fmt.Sprintf("Pairing with %s did not finish. %s", who, r.Err))
 	default:

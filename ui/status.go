@@ -34,7 +34,8 @@ const (
 	CodeNoSpace        Code = Code(wire.CodeNoSpace)
 	CodeUntrusted      Code = Code(wire.CodeUntrusted) // the receiver takes files from trusted devices only
 	CodeConnectionLost Code = Code(wire.CodeConnectionLost)
-	CodeNotPaired      Code = Code(wire.CodeNotPaired) // pairing ended without trust
+	CodeNotPaired      Code = Code(wire.CodeNotPaired)    // pairing ended without trust
+	CodePairedBefore   Code = Code(wire.CodePairedBefore) // pairing again ended unconfirmed; still paired
 	CodeVerifyFailed   Code = Code(wire.CodeVerifyFailed)
 	CodeIO             Code = Code(wire.CodeIO)
 	CodeProtocol       Code = Code(wire.CodeProtocol)

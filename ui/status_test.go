@@ -48,6 +48,10 @@ func TestDescribe(t *testing.T) {
 		{Outcome{State: StateFailed, Code: CodeNotPaired, ByPeer: true}, out,
 			"Alice did not confirm the verification code, so the devices are not paired. Compare the codes on both screens and try again", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeNotPaired}, in, "You said the verification codes differ, so this device does not trust Alice", widget.DangerImportance},
+		// Pairing again with a device paired before: they stay paired.
+		{Outcome{State: StateFailed, Code: CodePairedBefore, ByPeer: true}, out,
+			"Alice did not confirm the verification code; the devices stay paired as they were before", widget.DangerImportance},
+		{Outcome{State: StateFailed, Code: CodePairedBefore}, in, "You said the verification codes differ; Alice was paired with this device before, and they stay paired as they were", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeVerifyFailed}, in, "Some files arrived damaged and were not kept", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeIO, ByPeer: true}, out, "Alice could not save the files", widget.DangerImportance},
 		{Outcome{State: StateFailed, Code: CodeIO}, in, "The files could not be saved here", widget.DangerImportance},

@@ -769,7 +769,7 @@ func (u *UI) notifyResult(ev TransferEvent) {
 		// The user declined, or the prompt already said it expired.
 	case r.State == StateCancelled && !r.ByPeer, r.Code == CodeCancelled && !r.ByPeer:
 		// The user cancelled it.
-	case r.Code == CodeNotPaired && !r.ByPeer:
+	case (r.Code == CodeNotPaired || r.Code == CodePairedBefore) && !r.ByPeer:
 		// The user said the codes differ: the row says so; no need to tell them.
 	case r.State == StateDeclined, r.Code == CodeDeclined, r.Code == CodeExpired, r.Code == CodeBusy, r.Code == CodeUntrusted:
 		u.notify("Files not sent", st.Text+".")

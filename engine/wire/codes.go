@@ -35,6 +35,11 @@ const CodeConnectionLost = errcode.CodeConnectionLost
 // wire (package errcode).
 const CodeNotPaired = errcode.CodeNotPaired
 
+// CodePairedBefore is a transfer result's code when pairing again with a
+// device paired before ended without a confirmed code: the devices stay
+// paired as they were. It never crosses the wire (package errcode).
+const CodePairedBefore = errcode.CodePairedBefore
+
 // Sentinel errors for the codes.
 var (
 	ErrDeclined     = errcode.ErrDeclined

@@ -79,6 +79,9 @@ const (
 	// ReasonNotPaired: pairing ended without trust (a user said the codes
 	// differ, or did not confirm them); never the receiver's trust policy.
 	ReasonNotPaired Reason = "not_paired"
+	// ReasonPairedBefore: pairing again with a device paired before ended
+	// without a confirmed code; the devices stay paired as they were.
+	ReasonPairedBefore Reason = "paired_before"
 )
 
 // Route is the way a delivery's session goes, with the engine's values.

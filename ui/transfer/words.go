@@ -257,6 +257,12 @@ func ReasonText(reason Reason, dir Direction, byPeer bool, who string) string {
 			return fmt.Sprintf("%s did not confirm the verification code, so the devices are not paired. Compare the codes on both screens and try again.", who)
 		}
 		return fmt.Sprintf("You said the verification codes differ, so this device does not trust %s.", who)
+	case ReasonPairedBefore:
+		// Nothing was undone: the session proved the key paired before.
+		if byPeer {
+			return fmt.Sprintf("%s did not confirm the verification code; the devices stay paired as they were before.", who)
+		}
+		return fmt.Sprintf("You said the verification codes differ; %s was paired with this device before, and they stay paired as they were.", who)
 	case ReasonVerifyFailed:
 		return "Some files arrived damaged and were not kept"
 	case ReasonIO:

@@ -48,10 +48,10 @@ func EndOf(err error, peer string, resumable bool) Ending {
 	case err == nil:
 		return Ending{State: StateDone}
 	case errors.Is(err, ErrPairedBefore) && errors.Is(err, ErrPeerRejectedCode):
-		e.State, e.Code, e.ByPeer = StateFailed, string(errcode.CodeNotPaired), true
+		e.State, e.Code, e.ByPeer = StateFailed, string(errcode.CodePairedBefore), true
 		e.Text = peer + " did not confirm the verification code; the devices stay paired as they were before."
 	case errors.Is(err, ErrPairedBefore) && errors.Is(err, ErrPairMismatch):
-		e.State, e.Code = StateFailed, string(errcode.CodeNotPaired)
+		e.State, e.Code = StateFailed, string(errcode.CodePairedBefore)
 		e.Text = "You said the verification codes differ; " + peer + " was paired with this device before, and they stay paired as they were."
 	case errors.Is(err, ErrPairMismatch):
 		// Pairing failures are not the receiver's trust policy: they have

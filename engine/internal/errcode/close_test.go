@@ -52,9 +52,9 @@ func TestReason(t *testing.T) {
 
 // connection_lost is a result's code, never the wire's: no row decodes to
 // it and CodeOf never gives it.
-// So is not_paired (a pairing that ended without trust).
+// So are not_paired (a pairing that ended without trust) and paired_before.
 func TestConnectionLostIsNoRow(t *testing.T) {
-	for _, c := range []Code{CodeConnectionLost, CodeNotPaired} {
+	for _, c := range []Code{CodeConnectionLost, CodeNotPaired, CodePairedBefore} {
 		if _, ok := byCode(c); ok {
 			t.Fatalf("%s has a row", c)
 		}

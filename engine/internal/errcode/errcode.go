@@ -67,6 +67,13 @@ const CodeConnectionLost Code = "connection_lost"
 // trust policy, and its words must not say so.
 const CodeNotPaired Code = "not_paired"
 
+// CodePairedBefore is the code of a transfer's result when pairing again
+// with a device paired before ended without a confirmed code: the devices
+// stay paired as they were (the session proved the paired key), so it is
+// not CodeNotPaired, whose words say they are not. A result's code only,
+// as CodeNotPaired is.
+const CodePairedBefore Code = "paired_before"
+
 // Sentinel errors of the protocol.
 var (
 	ErrDeclined     = errors.New("the receiver declined")

@@ -396,6 +396,10 @@ func notRelay(relay string, err error) error {
 	return fmt.Errorf("%s is %w (is that the address and port of `ferry-cli relay`? 3478 unless it was given another)", relay, err)
 }
 
+// RelayListener is ListenerStatus.Transport of the relay a device serves
+// through (EventListener).
+const RelayListener = "relay"
+
 // ServeAnywhere keeps this device reachable by its paired devices through
 // the relay at hostport until stop is called or the engine closes: it
 // publishes its presence there, under names only each paired device can
@@ -419,6 +423,14 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 
 		RelaySecret: e.relaySecret(relay),
 		RelayOnly:   e.anywhereRelayOnly,
+		Grace:       e.anywhereGrace,
+		Reach: func(ok bool, err error) {
+			st := ListenerStatus{Transport: RelayListener, Addr: relay}
+			if !ok {
+				st.Err = relayProblem(relay, err).Error()
+			}
+			e.bus.Publish(Event{Kind: EventListener, Time: e.now(), Listener: &st})
+		},
 	}
 	done := make(chan error, 1)
 	e.wg.Go(func() { done <- srv.Run(ctx) })

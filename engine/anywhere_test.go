@@ -284,3 +284,46 @@ func TestAnywhereSessionCanLoseItsPath(t *testing.T) {
 		t.Fatal("a session from anywhere on a direct path follows no network: its path is never lost")
 	}
 }
+
+// TestRelayGoneAndBackIsAnEvent: a device serving through a relay
+// publishes EventListener for the relay once it could not be reached for
+// the grace, naming it, and once it answers again (ferry-cli receive
+// --anywhere prints them; it said nothing, the log alone knew).
+func TestRelayGoneAndBackIsAnEvent(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relayAddr := r.Addr().String()
+	recv := startReceiver(t, Options{Accept: AcceptTrusted, Name: "Desktop"})
+	pairEngines(t, testEngine(t, Options{Name: "Laptop"}), recv) // with none, nothing is asked of the relay
+	recv.anywhereLoopback, recv.anywhereGrace = true, 200*time.Millisecond
+	events, unsub := recv.Subscribe(64)
+	defer unsub()
+	stop, err := recv.ServeAnywhere(relayAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	relayEvent := func() *ListenerStatus {
+		t.Helper()
+		for {
+			ev := firstEvent(t, events, EventListener)
+			if ev.Listener.Transport == RelayListener {
+				return ev.Listener
+			}
+		}
+	}
+	r.Close()
+	if st := relayEvent(); st.Addr != relayAddr || !strings.Contains(st.Err, relayAddr) {
+		t.Errorf("the relay gone: %+v", st)
+	}
+	r, err = relay.Start(relay.Config{Listen: relayAddr, AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if st := relayEvent(); st.Addr != relayAddr || st.Err != "" {
+		t.Errorf("the relay back: %+v", st)
+	}
+}

@@ -260,6 +260,8 @@ type Engine struct {
 	// anywhereRelayOnly makes calls offer the relay's TURN candidates
 	// only (tests: a relayed path on loopback).
 	anywhereRelayOnly bool
+	// anywhereGrace is anywhere.Server.Grace (tests; 0: ReachGrace).
+	anywhereGrace time.Duration
 	// relays holds the relay secrets (SetRelaySecret) and the relays
 	// served through (ServeAnywhere), anywhere.go.
 	relays relayState

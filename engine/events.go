@@ -30,7 +30,10 @@ const (
 	// EventTransport: the transport carrying the transfer was chosen (or changed), with the reason.
 	EventTransport EventKind = "transport"
 	// EventListener: a transport could not listen (Listener says which and
-	// why); receiving goes on over the others. It belongs to no transfer.
+	// why); receiving goes on over the others. Also the relay this device
+	// serves through (ServeAnywhere): Listener.Transport "relay", Addr the
+	// relay, Err why it could not be reached for ReachGrace, or empty once
+	// it answers again. It belongs to no transfer.
 	EventListener EventKind = "listener"
 	// EventPair: the verification code of a transfer with a device this one
 	// does not trust yet (Pair), or of a pairing request (Pair.Only). Both

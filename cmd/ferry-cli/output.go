@@ -305,6 +305,16 @@ func (p *printer) event(ev engine.Event) {
 		p.line("%s", pinLine(ev))
 	case engine.EventRefused:
 		p.line("%s", refusedLine(ev))
+	case engine.EventListener:
+		// receive --anywhere: the relay gone for a while, or back
+		// (once each way; the engine waits anywhere.ReachGrace).
+		if st := ev.Listener; st.Transport == engine.RelayListener {
+			if st.Err != "" {
+				p.line("not reachable from anywhere for now: %s; paired devices reach this device through it again once it answers", shown(st.Err))
+			} else {
+				p.line("reachable from anywhere through relay %s again", st.Addr)
+			}
+		}
 	case engine.EventTransport:
 		if p.connected == nil {
 			p.connected = map[string]bool{}

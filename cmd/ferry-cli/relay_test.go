@@ -297,3 +297,23 @@ func TestRelayErrorsEndInASentence(t *testing.T) {
 		t.Errorf("send, a device not receiving there: exit %d, %q", code, stderr)
 	}
 }
+
+// TestRelayReachLines: receive --anywhere says in one line that the relay
+// can no longer be reached (the engine's EventListener for the relay,
+// after its grace), and in one that it can again; it printed nothing.
+func TestRelayReachLines(t *testing.T) {
+	for _, tc := range []struct {
+		st   engine.ListenerStatus
+		want string
+	}{
+		{engine.ListenerStatus{Transport: engine.RelayListener, Addr: "203.0.113.5:3478", Err: "the relay 203.0.113.5:3478 does not answer: connection refused"},
+			"not reachable from anywhere for now: the relay 203.0.113.5:3478 does not answer: connection refused; paired devices reach this device through it again once it answers\n"},
+		{engine.ListenerStatus{Transport: engine.RelayListener, Addr: "203.0.113.5:3478"}, "reachable from anywhere through relay 203.0.113.5:3478 again\n"},
+	} {
+		var out strings.Builder
+		newPrinter(&out, false).event(engine.Event{Kind: engine.EventListener, Listener: &tc.st})
+		if out.String() != tc.want {
+			t.Errorf("%q, want %q", out.String(), tc.want)
+		}
+	}
+}

@@ -413,6 +413,13 @@ type Server struct {
 	// (transport.PacketSharer): a direct pair then reaches the listener
 	// itself, with no bridge.
 	NonQUIC func() net.PacketConn
+	// Reach, if set, is told when the relay has failed every request for
+	// Grace (false, with the last failure), and when it answers again
+	// after that (true, nil): once each way, not per failed request.
+	Reach func(reachable bool, err error)
+	// Grace is how long the relay may fail before Reach hears it; 0
+	// means ReachGrace.
+	Grace time.Duration
 
 	mu    sync.Mutex      // guards paths
 	paths map[string]Path // the calls answered and up, by the address the listener sees them from
@@ -456,6 +463,11 @@ func addrKey(hostport string) string {
 // PollInterval is how often a receiver looks for calls by default: a
 // sender waits up to that long before the receiver starts gathering.
 const PollInterval = 500 * time.Millisecond
+
+// ReachGrace is how long a relay may fail a server's requests before
+// Server.Reach is told: a restart, or a moment without network, passes
+// unsaid.
+const ReachGrace = 5 * time.Second
 
 // presenceEvery is how often the presence is put again; the relay keeps
 // it for twice as long (relay.SlotTTL).
@@ -523,16 +535,44 @@ func (s *Server) Run(ctx context.Context) error {
 	// heard "not receiving through relay" for up to 30 s after it came
 	// back).
 	stale := false
+	grace := s.Grace
+	if grace <= 0 {
+		grace = ReachGrace
+	}
+	var failingSince time.Time // zero: the last request was answered
+	said := false              // Reach heard that the relay cannot be reached
+	reach := func(err error) {
+		switch {
+		case err == nil:
+			failingSince = time.Time{}
+			if said && s.Reach != nil {
+				s.Reach(true, nil)
+			}
+			said = false
+		case ctx.Err() != nil:
+		default:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if !said && time.Since(failingSince) >= grace {
+				said = true
+				if s.Reach != nil {
+					s.Reach(false, err)
+				}
+			}
+		}
+	}
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
 		began := time.Now()
 		t := now()
+		var failure error
 		if stale || t.Sub(lastPresence) >= presenceEvery {
 			if err := s.announce(ctx, mb, t); err != nil {
 				log.Warn("rendezvous: presence", "relay", s.Relay, "err", err)
-				stale = true
+				stale, failure = true, err
 			} else {
 				lastPresence, stale = t, false
 			}
@@ -543,7 +583,10 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 		in, noWait, failed := s.calls(ctx, mb, t, log, waits)
-		stale = stale || failed
+		if failed != nil {
+			stale, failure = true, failed
+		}
+		reach(failure)
 		if noWait {
 			waits = false
 			log.Info("rendezvous: the relay holds no waits (an older relay): looking for calls every interval", "relay", s.Relay, "interval", poll)
@@ -662,9 +705,9 @@ type incoming struct {
 // calls takes the calls waiting in every paired device's call boxes.
 // With wait, and names for one request, the relay holds it until a call
 // comes or WaitFor passed (Mailbox.Wait); noWait reports a relay that
-// holds none, which was then asked with Take; failed, a request the relay
+// holds none, which was then asked with Take; failed, the error of a request the relay
 // did not answer (it may have restarted).
-func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.Logger, wait bool) (out []incoming, noWait, failed bool) {
+func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.Logger, wait bool) (out []incoming, noWait bool, failed error) {
 	type ref struct {
 		peer Peer
 		box  string
@@ -697,12 +740,15 @@ func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.
 		if err != nil {
 			var ne net.Error
 			if wait && errors.As(err, &ne) && ne.Timeout() {
-				return out, noWait, false // a wait held past the request timeout (a slow path): no call yet
+				return out, noWait, nil // a wait held past the request timeout (a slow path): no call yet
 			}
 			if ctx.Err() == nil {
 				log.Warn("rendezvous: calls", "relay", s.Relay, "err", err)
 			}
-			return out, noWait, ctx.Err() == nil
+			if ctx.Err() != nil {
+				return out, noWait, nil
+			}
+			return out, noWait, err
 		}
 		for i, blobs := range got {
 			for _, b := range blobs {
@@ -715,7 +761,7 @@ func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.
 			}
 		}
 	}
-	return out, noWait, false
+	return out, noWait, nil
 }
 
 // answer gathers, answers the call and bridges the path to the listener.

@@ -156,3 +156,64 @@ func TestRestartedRelayGetsThePresenceAgain(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestRelayGoneAndBackIsToldOnce: a receiver serving through a relay hears
+// (Server.Reach) once that the relay cannot be reached, after the grace
+// and not per failed request, and once that it can again; ferry-cli
+// receive --anywhere printed nothing either way.
+func TestRelayGoneAndBackIsToldOnce(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := r.Addr().String()
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 14
+	type told struct {
+		ok  bool
+		err error
+	}
+	reach := make(chan told, 16)
+	started := make(chan struct{})
+	srv := &anywhere.Server{
+		Relay: addr, Self: b.ID, Loopback: true, Poll: 20 * time.Millisecond, Grace: 300 * time.Millisecond,
+		Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
+		Listener: func() *net.UDPAddr { return nil },
+		Started:  func() { close(started) },
+		Reach:    func(ok bool, err error) { reach <- told{ok, err} },
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	defer func() { cancel(); <-served }()
+	<-started
+	r.Close()
+	select {
+	case got := <-reach:
+		if got.ok || got.err == nil {
+			t.Fatalf("the relay gone: told %+v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("never told that the relay cannot be reached")
+	}
+	time.Sleep(300 * time.Millisecond) // more failed requests (Poll: 20 ms), said once
+	r, err = relay.Start(relay.Config{Listen: addr, AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	select {
+	case got := <-reach:
+		if !got.ok {
+			t.Fatalf("the relay back: told %+v (said again per failed request?)", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("never told that the relay answers again")
+	}
+	select {
+	case got := <-reach:
+		t.Errorf("told again: %+v", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

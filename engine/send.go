@@ -370,8 +370,20 @@ type fileLeaves struct {
 func (tx *sender) Run(ctx context.Context) error {
 	kind, _ := parseTransport(tx.opts.Transport)
 	// A target that follows its device is looked up again on every attempt.
-	d, err := tx.e.dialTarget(ctx, tx.to, tx.want, kind, tx.t.takePathLost())
+	dctx := ctx
+	if at, ok := core.ConnectDeadline(ctx); ok {
+		// In an outage: connecting ends with its budget (--retry-for),
+		// not an attempt's dial later; a session that connects in time
+		// is not cut (dials leave their connection to outlive ctx).
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithDeadline(ctx, at)
+		defer cancel()
+	}
+	d, err := tx.e.dialTarget(dctx, tx.to, tx.want, kind, tx.t.takePathLost())
 	if err != nil {
+		if dctx.Err() != nil && ctx.Err() == nil {
+			return &wordedError{err: err, text: "no connection before the time for reconnecting ran out"}
+		}
 		return err
 	}
 	return tx.session(ctx, d.Conn, d.Why, d.At.HostPort(), tx.opts)

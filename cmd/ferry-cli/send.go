@@ -79,7 +79,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	streams := fs.Int("streams", 0, "parallel data streams (0: the transport's default)")
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of a progress bar")
 	name := fs.String("name", "", "device `NAME` shown to the receiver")
-	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep reconnecting this long after the connection drops (0: never)")
+	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep reconnecting this long after the connection drops (0: never): it bounds each outage, from its first failed attempt to giving up, an attempt still connecting included; a transfer that moves bytes again starts it afresh")
 	pair := fs.Bool("pair", false, "if a receiver is not trusted yet, ask to check its verification code; a match trusts it")
 	protocol := fs.String("protocol", "auto", "`auto` (the protocol the device speaks; Ferry when it speaks both), ferry or localsend (force LocalSend: HOST[:PORT], or a device's name or fingerprint)")
 	lsPIN := fs.String("localsend-pin", "", "`PIN` for a LocalSend receiver that asks for one (asked here when not given)")

@@ -101,7 +101,7 @@ func (o *Outbox) Run(ctx context.Context) {
 		if bo.first.IsZero() {
 			bo.began = o.cfg.Clock.Now() // this attempt may open an outage: its time counts in "gave up ... in"
 		}
-		out, err := o.attempt(ctx)
+		out, err := o.attempt(o.bounded(ctx, bo))
 		tt.add(out)
 		if out.Sent > 0 {
 			away = nil
@@ -147,6 +147,29 @@ func (o *Outbox) Run(ctx context.Context) {
 			bo.first = time.Time{} // paused meanwhile: a new outage starts after the resume
 		}
 	}
+}
+
+// connectDeadlineKey is the context key of ConnectDeadline.
+type connectDeadlineKey struct{}
+
+// ConnectDeadline is when an attempt made in an outage must have
+// connected: the outage's budget (RetryFor) runs out then. An attempt's
+// connect phase (dialling, the relay's call) ends there; a session that
+// connected is not cut by it. False: no bound (the first attempt, or
+// retries that never end).
+func ConnectDeadline(ctx context.Context) (time.Time, bool) {
+	d, ok := ctx.Value(connectDeadlineKey{}).(time.Time)
+	return d, ok
+}
+
+// bounded is ctx carrying the connect deadline of the next attempt, in
+// the wall clock's time (context deadlines are), while an outage runs.
+func (o *Outbox) bounded(ctx context.Context, bo *backoff) context.Context {
+	if bo.first.IsZero() || bo.retryFor < 0 {
+		return ctx
+	}
+	left := bo.first.Add(bo.retryFor).Sub(o.cfg.Clock.Now())
+	return context.WithValue(ctx, connectDeadlineKey{}, time.Now().Add(max(left, 0)))
 }
 
 // attempt runs one attempt to its end and says why it ended.

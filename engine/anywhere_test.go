@@ -181,8 +181,13 @@ func sendThroughRelay(t *testing.T, a, recv *Engine, relay, name string, size in
 	}
 	ev := firstEvent(t, events, EventTransport)
 	<-tr.Done()
-	if res := tr.Result(); res.State != StateDone {
+	res := tr.Result()
+	if res.State != StateDone {
 		t.Fatalf("send: %s %s", res.State, res.Err)
+	}
+	// Its connecting (the call, ICE) is said apart from the files' time.
+	if res.Connecting <= 0 || res.Connecting >= res.Duration {
+		t.Errorf("connecting %.3fs of %.3fs", res.Connecting, res.Duration)
 	}
 	got, err := os.ReadFile(filepath.Join(recv.DownloadDir(), name))
 	if err != nil || !bytes.Equal(got, data) {

@@ -603,6 +603,19 @@ type Transfer struct {
 	// checked is how long the receiver spent checking what it kept from an
 	// earlier session, over every attempt (Result.Checked).
 	checked time.Duration
+	// connecting is how long the send took to connect its first session
+	// (Result.Connecting); 0 until then.
+	connecting time.Duration
+}
+
+// markConnected notes that an attempt connected at now: the first one
+// ends the transfer's connecting time.
+func (t *Transfer) markConnected(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.connecting == 0 {
+		t.connecting = max(now.Sub(t.started), time.Nanosecond)
+	}
 }
 
 // ID identifies the transfer in events and in Decide/Cancel.
@@ -878,6 +891,7 @@ func (e *Engine) finish(t *Transfer, r Result) {
 	r.Duration = e.now().Sub(t.started).Seconds()
 	r.Waited = t.waited.Seconds()
 	r.Checked = t.checked.Seconds()
+	r.Connecting = t.connecting.Seconds()
 	if t.conn != nil {
 		m := t.conn.Metrics()
 		r.Metrics = &m

@@ -386,6 +386,7 @@ func (tx *sender) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	tx.t.markConnected(tx.e.now())
 	return tx.session(ctx, d.Conn, d.Why, d.At.HostPort(), tx.opts)
 }
 

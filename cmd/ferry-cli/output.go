@@ -488,6 +488,14 @@ func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, by 
 	if checked {
 		took -= r.Checked
 	}
+	// Nor is a send's connecting (looking the device up, a call through
+	// the relay: ICE and a remembered LAN address's head start), which
+	// moved none of the files: on the LAN it is milliseconds, unsaid.
+	var connect string
+	if c := r.Connecting; dir == engine.Sending && c >= answerShown && c < took {
+		took -= c
+		connect = fmt.Sprintf("connected after %.1fs", c)
+	}
 	var pause string
 	if p := paused.Seconds(); p > 0 && p < took {
 		took -= p
@@ -495,6 +503,9 @@ func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, by 
 	}
 	s += fmt.Sprintf(" in %.2fs (%s/s) over %s", took, humanBytes(int64(float64(moved)/max(took, 1e-9))), r.Transport)
 	var notes []string
+	if connect != "" {
+		notes = append(notes, connect)
+	}
 	if answer != "" {
 		notes = append(notes, answer)
 	}

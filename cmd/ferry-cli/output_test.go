@@ -144,6 +144,12 @@ func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
 			"100.0 MB (60.0 MB of it kept from before) in 2.00s (20.0 MB/s) over tcp (41.0s checking what was kept from before)"},
 		{"a receiver's own checks, kept in the time", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2, Waited: 0.2}, resentBy{},
 			"100.0 MB in 2.00s (50.0 MB/s) over tcp"},
+		// NAT lab: "53.0 MB in 4.07s (13.0 MB/s)" against the receiver's
+		// 2.03 s: 1.5 s on a remembered LAN address and ICE were in it.
+		{"a send that took long to connect", engine.Sending, engine.Result{TotalBytes: 53 * mb, Bytes: 53 * mb, Duration: 4.07, Connecting: 2.07}, resentBy{},
+			"53.0 MB in 2.00s (26.5 MB/s) over tcp (connected after 2.1s)"},
+		{"a send that connected at once, on the LAN", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2, Connecting: 0.01}, resentBy{},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp"},
 		{"empty files", engine.Receiving, engine.Result{Duration: 0.5}, resentBy{}, "0 B in 0.50s (0 B/s) over tcp"},
 	}
 	for _, c := range cases {

@@ -138,6 +138,11 @@ type Result struct {
 	// it kept nothing, or (sending) when the receiver is a Ferry too old to
 	// say.
 	Checked float64 `json:"checked_seconds,omitempty"`
+	// Connecting is the part of a send's Duration before its first
+	// session connected: looking the device up, its LAN addresses, a call
+	// through the relay (ICE, the handshake), and the attempts that failed
+	// before. 0 on the receiving side, whose transfer starts connected.
+	Connecting float64 `json:"connecting_seconds,omitempty"`
 	// Refused counts offered files the receiver refused by name; each has
 	// its EventFile with the reason.
 	Refused int `json:"refused,omitempty"`

@@ -28,12 +28,12 @@ func TestRefusedLine(t *testing.T) {
 		want string
 	}{
 		{engine.PeerInfo{Addr: "192.0.2.7", ID: id}, engine.Refusals{Reason: engine.RefusedBusy, Count: 1, First: first, Devices: devs(1)},
-			"refused an offer from KKKKKKKK at 192.0.2.7 unread: too many devices were offering at once"},
+			"refused an offer from KKKK-KKKK at 192.0.2.7 unread: too many devices were offering at once"},
 		{engine.PeerInfo{Addr: "192.0.2.7"}, engine.Refusals{Reason: engine.RefusedBusy, Count: 17, First: first, Devices: devs(16), MoreDevices: true},
 			"refused 17 offers from 192.0.2.7 (16 devices and more) unread since 14:02:11: too many devices were offering at once"},
 		{engine.PeerInfo{Addr: "192.0.2.8", ID: id, Name: "Bad\x1b[2Jname", Protocol: engine.ProtocolLocalSend},
 			engine.Refusals{Reason: engine.RefusedMuted, Count: 3, First: first, Devices: devs(1)},
-			`refused 3 offers from LocalSend "Bad\x1b[2Jname" (KKKKKKKK) at 192.0.2.8 unread since 14:02:11: muted: offers from that device were declined a moment ago`},
+			`refused 3 offers from LocalSend "Bad\x1b[2Jname" (KKKK-KKKK) at 192.0.2.8 unread since 14:02:11: muted: offers from that device were declined a moment ago`},
 		{engine.PeerInfo{Addr: "192.0.2.9"}, engine.Refusals{Reason: engine.RefusedNewDevices, Count: 2, First: first, Devices: devs(2)},
 			"refused 2 offers from 192.0.2.9 (2 devices) unread since 14:02:11: too many new devices came from that address lately"},
 		{engine.PeerInfo{}, engine.Refusals{Reason: engine.RefusedMutedAddress, Count: 500, First: first, Devices: devs(16), MoreDevices: true},

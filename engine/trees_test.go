@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
@@ -257,4 +259,42 @@ func TestTreeTooDeepToOfferLeavesOutOnlyWhatIsTooDeep(t *testing.T) {
 			t.Errorf("offered %q, which a receiver refuses: %v", f.Path, err)
 		}
 	}
+}
+
+// TestNameRefusalArrivesWhole: an offer refused whole for a name reaches
+// the sender with why, however long the name: the name is shortened in
+// the middle ("Projects/aaa…/ffff/notes\x01.txt") to leave room for it.
+// The reason was cut at 200 bytes, and a path of that length left the
+// sender "A file name was refused: "Projects/aaaa…/e." (of a path 72
+// levels deep, "72 levels deep, limit.").
+func TestNameRefusalArrivesWhole(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no control character in a name here")
+	}
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "Projects")
+	deep := src
+	for i := range 6 {
+		deep = filepath.Join(deep, strings.Repeat(string(rune('a'+i)), 40))
+	}
+	writeFile(t, filepath.Join(deep, "notes\x01.txt"), 10)
+	for _, tr := range []string{"tcp", "quic"} {
+		r := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tr})
+		if r.State == StateDone || !strings.HasSuffix(r.Err, `notes\x01.txt": control character U+0001 not allowed.`) {
+			t.Errorf("%s: %s %q, want refused with the file's name and why", tr, r.State, r.Err)
+		}
+	}
+
+	// A peer's path deeper than this device takes, every level a name.
+	path := strings.Repeat("level/", 71) + "f"
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.offer(wire.FileEntry{Path: path, Size: 1})
+		_, err := expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
+		var re *wire.RemoteError
+		if !errors.As(err, &re) || re.Code != wire.CodeBadName || !strings.HasSuffix(re.Reason, "/level/f: 72 levels deep, limit 64") {
+			t.Errorf("the refusal reads %v, want it to end with the depth and the limit", err)
+		}
+	})
 }

@@ -186,3 +186,37 @@ func textNeedsEscape(s string) bool {
 	}
 	return false
 }
+
+// Elide returns a path shown (Name) in at most n bytes: s itself when it
+// fits, else its start and its end with "…" between, each cut at a slash
+// where one is near and never inside a character; the end, which names
+// the file, keeps two thirds. A refusal that names a path of 4 KB keeps
+// room for why (errcode.MaxReason).
+func Elide(s string, n int) string {
+	const ellipsis = "…"
+	if len(s) <= n {
+		return s
+	}
+	avail := n - len(ellipsis)
+	if avail < 2 {
+		if avail < 0 {
+			return ""
+		}
+		return ellipsis
+	}
+	head := avail / 3
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	if i := strings.LastIndexByte(s[:head], '/'); i >= head/2 {
+		head = i + 1
+	}
+	tail := len(s) - (avail - head)
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	if i := strings.IndexByte(s[tail:], '/'); i >= 0 && i <= (len(s)-tail)/2 {
+		tail += i
+	}
+	return s[:head] + ellipsis + s[tail:]
+}

@@ -186,3 +186,25 @@ func TestMessage(t *testing.T) {
 		t.Fatalf("Message = %q, want %q", got, want)
 	}
 }
+
+// A long path keeps its start and its end, cut at slashes, within n bytes.
+func TestElide(t *testing.T) {
+	deep := "Projects/" + strings.Repeat("aaaaaaaaa/", 30) + "notes.txt"
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"a/b.txt", 7, "a/b.txt"},
+		{deep, 60, "Projects/aaaaaaaaa/…/aaaaaaaaa/aaaaaaaaa/notes.txt"},
+		{"abcdefghijklmnop", 12, "abc…klmnop"},
+		{"éééééééééé", 12, "é…ééé"},
+		{"abcdefgh", 5, "…gh"},
+		{"abcdefgh", 2, ""},
+	} {
+		got := Elide(tc.s, tc.n)
+		if got != tc.want || len(got) > tc.n || !utf8.ValidString(got) {
+			t.Errorf("Elide(%q, %d) = %q (%d bytes), want %q", tc.s, tc.n, got, len(got), tc.want)
+		}
+	}
+}

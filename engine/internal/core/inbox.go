@@ -352,10 +352,20 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 		case n > 1:
 			more = fmt.Sprintf(" (so are the %d other names)", n)
 		}
-		return fmt.Errorf("%w: %s: %s%s", errcode.ErrBadName, safetext.Name(in.file(r.Idx).Path), r.Reason, more)
+		// The sender reads it within errcode.MaxReason bytes: the name
+		// gives way, so that why it was refused arrives whole (a path of
+		// 200 bytes left nothing of it).
+		why := ": " + r.Reason + more
+		room := errcode.MaxReason - len(errcode.ErrBadName.Error()) - len(": ") - len(why)
+		name := safetext.Elide(safetext.Name(in.file(r.Idx).Path), max(room, minRefusedName))
+		return fmt.Errorf("%w: %s%s", errcode.ErrBadName, name, why)
 	}
 	return nil
 }
+
+// minRefusedName is the least of a refused name an offer's refusal shows,
+// however long why it was refused is.
+const minRefusedName = 40
 
 // MaxDeliveryID bounds a delivery ID from a peer (Ferry's are 24 hex digits).
 const MaxDeliveryID = 64

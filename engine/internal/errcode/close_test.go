@@ -45,8 +45,40 @@ func TestReason(t *testing.T) {
 	}
 	long := errors.New(strings.Repeat("é", 150)) // 300 bytes
 	r := Reason(long)
-	if len(r) > maxReason || !utf8.ValidString(r) || !strings.HasPrefix(long.Error(), r) || len(r) < maxReason-1 {
-		t.Fatalf("Reason cut to %d bytes (valid %v)", len(r), utf8.ValidString(r))
+	if len(r) > MaxReason || !utf8.ValidString(r) || !strings.HasSuffix(r, "…") ||
+		!strings.HasPrefix(long.Error(), strings.TrimSuffix(r, "…")) || len(r) < MaxReason-4 {
+		t.Fatalf("Reason cut to %d bytes (valid %v): %q", len(r), utf8.ValidString(r), r)
+	}
+	if short := errors.New("a file name was refused: a/b: 72 levels deep, limit 64"); Reason(short) != short.Error() {
+		t.Fatalf("a reason that fits is cut: %q", Reason(short))
+	}
+}
+
+// A reason too long to carry is cut after a word, with an ellipsis that
+// says it was: cut in the middle of a word, "limit 64" read as a whole
+// "limit".
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"fits", 4, "fits"},
+		{"", 0, ""},
+		{"72 levels deep, limit 64", 20, "72 levels deep…"},
+		{"72 levels deep, limit 64", 23, "72 levels deep…"},
+		{"72 levels deep, limit 640", 24, "72 levels deep, limit…"},
+		{"aaaaaaaaaaaaaaaaaaaa", 10, "aaaaaaa…"},
+		{"a aaaaaaaaaaaaaaaaaaa", 10, "a aaaaa…"}, // a space early on: the word is cut instead
+		{"ééééé", 6, "é…"},
+		{"ééééé", 7, "éé…"},
+		{"abc", 2, ""},
+		{"abcd", 3, "…"},
+	} {
+		got := Clip(tc.s, tc.n)
+		if got != tc.want || len(got) > max(tc.n, 0) || !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
 	}
 }
 

@@ -217,24 +217,41 @@ type coded struct {
 func (e *coded) Error() string { return e.err.Error() }
 func (e *coded) Unwrap() error { return e.err }
 
-// maxReason bounds the reason a connection close carries (QUIC sends it in
-// one CONNECTION_CLOSE frame).
-const maxReason = 200
+// MaxReason bounds the reason a connection close carries (QUIC sends it in
+// one CONNECTION_CLOSE frame), and so the words of a Cancel: a reason that
+// must arrive whole (a refusal that names a file) is made to fit it.
+const MaxReason = 200
 
 // Reason is what closing a connection because of err tells the peer in
-// words: its message, cut to maxReason bytes ("" for nil).
+// words: its message within MaxReason bytes ("" for nil), cut at a word
+// with an ellipsis (Clip).
 func Reason(err error) string {
 	if err == nil {
 		return ""
 	}
-	msg := err.Error()
-	if len(msg) > maxReason {
-		msg = msg[:maxReason]
-		for len(msg) > 0 && !utf8.ValidString(msg) {
-			msg = msg[:len(msg)-1]
-		}
+	return Clip(err.Error(), MaxReason)
+}
+
+// Clip returns s when it has at most n bytes, else its start ending in
+// "…", n bytes at most in all: cut after a word (at a space in its second
+// half), else at a character, never inside one. A reason cut mid-word read
+// as if whole ("limit." for "limit 64.").
+func Clip(s string, n int) string {
+	const ellipsis = "…"
+	if len(s) <= n {
+		return s
 	}
-	return msg
+	if n < len(ellipsis) {
+		return ""
+	}
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if sp := strings.LastIndexByte(s[:cut+1], ' '); sp > cut/2 {
+		cut = sp
+	}
+	return strings.TrimRight(s[:cut], " ,;:") + ellipsis
 }
 
 // CodeOf returns the wire code for err (CodeIO when nothing more specific

@@ -56,8 +56,8 @@ func TestSmallFilesCountInTheSpaceCheck(t *testing.T) {
 }
 
 // A file system that can make only so many more files (inodes): an offer of
-// more empty files than that is refused with the count, before anyone is
-// asked, where each file would have failed in turn.
+// more empty files than that (and their folder) is refused with the count,
+// before anyone is asked, where each file would have failed in turn.
 func TestTooManyFilesForTheDiskAreRefused(t *testing.T) {
 	recv := testEngine(t, Options{Accept: AcceptAsk, DownloadDir: testutil.SmallDisk(t, "size=1m,nr_inodes=64")})
 	files := make([]wire.FileEntry, 100)
@@ -65,8 +65,35 @@ func TestTooManyFilesForTheDiskAreRefused(t *testing.T) {
 		files[i] = wire.FileEntry{Path: fmt.Sprintf("empty/%d", i)}
 	}
 	d := decisionOn(t, recv, files...)
-	if d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "100 files and folders to make, room for") {
+	if d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "101 files and folders to make, room for") {
 		t.Fatalf("decision %+v, want a refusal that counts the files", d)
+	}
+}
+
+// The folders that an offer's paths make take an entry (an inode) each, as
+// its files do: 1,200 files in 300 folders of two sub-folders each (and
+// the one folder above them) make 2,101 entries, refused on a disk with room for 2,000; the same tree half
+// as large fits. Counted by their files alone, the 1,200 were let in and
+// the disk ran out of entries part way.
+func TestFoldersOfThePathsCountAsEntries(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll, DownloadDir: testutil.SmallDisk(t, "size=16m,nr_inodes=2000")})
+	tree := func(tops int) []wire.FileEntry {
+		var files []wire.FileEntry
+		for i := range tops {
+			for _, sub := range []string{"raw", "edited"} {
+				for _, name := range []string{"1.jpg", "2.jpg"} {
+					files = append(files, wire.FileEntry{Path: fmt.Sprintf("Photos/day %d/%s/%s", i, sub, name), Size: 1})
+				}
+			}
+		}
+		return files
+	}
+	// 1,200 files, 300 day folders, 600 below them and "Photos".
+	if d := decisionOn(t, recv, tree(300)...); d == nil || d.Accept || d.Code != wire.CodeNoSpace || !strings.Contains(d.Reason, "2,101 files and folders to make, room for") {
+		t.Fatalf("decision %+v, want a refusal that counts the files and their folders", d)
+	}
+	if d := decisionOn(t, recv, tree(150)...); d == nil || !d.Accept {
+		t.Fatalf("decision %+v, want half the tree accepted", d)
 	}
 }
 

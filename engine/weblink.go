@@ -166,7 +166,7 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 		}
 	}
 	var room store.Room
-	room.File(a.Size)
+	room.FileAt(a.Name, a.Size) // and the folders of its path
 	for _, f := range b.files {
 		room.File(f.size) // files arriving still hold their space
 	}

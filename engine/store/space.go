@@ -69,11 +69,15 @@ func OnDisk(size int64) int64 {
 }
 
 // Room is what a set of files and folders takes on the disk they go to.
-// The zero Room takes nothing; add to it with File and Folders.
+// The zero Room takes nothing; add to it with File (or FileAt, which
+// counts the folders of the file's path too) and Folders.
 type Room struct {
 	Disk    int64 // bytes of disk, in whole blocks (saturates, never wraps)
 	Data    int64 // the files' bytes
 	Entries int64 // files and folders to make: an inode each
+	// dir is the folder of the last file FileAt counted, whose folders
+	// are counted already.
+	dir string
 }
 
 // File counts a file of size bytes.
@@ -81,6 +85,48 @@ func (r *Room) File(size int64) {
 	r.Disk = addSat(r.Disk, OnDisk(size))
 	r.Data = addSat(r.Data, max(size, 0))
 	r.Entries++
+}
+
+// FileAt counts a file of size bytes at rel (relative, slash-separated)
+// and the folders its path makes ("a/b/c/x" makes three) that the previous
+// file FileAt counted did not: in an offer's order, where a folder's files
+// come together (a walk's, depth first, or sorted by path), each folder
+// once, with no set of them held. Files of one folder apart count it again,
+// which asks too much room, never too little.
+func (r *Room) FileAt(rel string, size int64) {
+	r.File(size)
+	dir := ""
+	if i := strings.LastIndexByte(rel, '/'); i > 0 {
+		dir = rel[:i]
+	}
+	if n := depth(dir) - sharedFolders(dir, r.dir); n > 0 {
+		r.Folders(int64(n))
+	}
+	r.dir = dir
+}
+
+// depth is how many folders dir names ("" none, "a/b" two).
+func depth(dir string) int {
+	if dir == "" {
+		return 0
+	}
+	return strings.Count(dir, "/") + 1
+}
+
+// sharedFolders is how many folders a and b start with alike ("a/b/c"
+// and "a/b/d": two).
+func sharedFolders(a, b string) int {
+	n := 0
+	for a != "" && b != "" {
+		ea, ra, _ := strings.Cut(a, "/")
+		eb, rb, _ := strings.Cut(b, "/")
+		if ea != eb {
+			break
+		}
+		n++
+		a, b = ra, rb
+	}
+	return n
 }
 
 // Folders counts n empty folders, a block each (a directory's own block

@@ -149,6 +149,34 @@ func TestRoom(t *testing.T) {
 	}
 }
 
+// The folders a file's path makes count too, each once in an offer's
+// order (depth first, or sorted by path), with no set of them held: 1,000
+// files in 500 folders were counted as 1,000 entries.
+func TestRoomFileAt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		paths   []string
+		folders int64
+	}{
+		{"no folder", []string{"a.txt", "b.txt"}, 0},
+		{"one path", []string{"a/b/c/x"}, 3},
+		{"one folder", []string{"a/x", "a/y", "a/z"}, 1},
+		{"depth first", []string{"a/b/x", "a/b/c/y", "a/b/d/z", "a/w", "e/f/v", "top.txt"}, 6},
+		{"back up a level", []string{"a/b/c/x", "a/y", "a/b2/z"}, 4},
+		{"names alike", []string{"ab/x", "a/y", "a/b/z", "a b/w"}, 4},
+		{"folders apart count again", []string{"a/x", "b/y", "a/z"}, 3},
+	} {
+		var r Room
+		for _, p := range tc.paths {
+			r.FileAt(p, 1)
+		}
+		n := int64(len(tc.paths))
+		if want := (Room{Disk: (n + tc.folders) * Block, Data: n, Entries: n + tc.folders}); r.Disk != want.Disk || r.Data != want.Data || r.Entries != want.Entries {
+			t.Errorf("%s: room %+v, want %d folders: %+v", tc.name, r, tc.folders, want)
+		}
+	}
+}
+
 func TestCount(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1_000_000: "1,000,000",
 		-12345: "-12,345", math.MaxInt64: "9,223,372,036,854,775,807"} {

@@ -136,8 +136,9 @@ type Prompt struct {
 	Files      []FileInfo // the first MaxPromptFiles and every refused one
 	Folders    []FolderInfo
 	TotalBytes int64
-	// DiskBytes is the disk the offer takes here: its files in whole blocks
-	// and its empty folders (store.Room), which FreeBytes must hold.
+	// DiskBytes is the disk the offer takes here: its files in whole blocks,
+	// the folders their paths make and its empty folders (store.Room),
+	// which FreeBytes must hold.
 	DiskBytes int64
 	Dest      string
 	FreeBytes int64 // -1 when unknown
@@ -494,7 +495,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	if err := in.Files.Each(func(i int, f OfferedFile) error {
 		if !in.refusedIdx[i] {
 			total += f.Size
-			room.File(f.Size)
+			room.FileAt(f.Path, f.Size)
 		}
 		return nil
 	}); err != nil {
@@ -565,7 +566,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 					return d, err
 				}
 				need += f.Size
-				room.File(f.Size)
+				room.FileAt(f.Path, f.Size)
 			}
 		}
 	}

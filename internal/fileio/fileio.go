@@ -9,12 +9,17 @@
 // by chunk. The measurements behind each choice are in
 // docs/benchmarks/README.md ("File I/O").
 //
+// A chunk of zeros inside the file's size is left as a hole instead of
+// written (Writer.WriteAt), so a sparse file arrives sparse.
+//
 // The platform calls (cachestat/mincore, fallocate, sync_file_range,
 // posix_fadvise) are Linux's; elsewhere reads and writes go through the page
-// cache as ordinary file I/O.
+// cache as ordinary file I/O, and zeros are written.
 package fileio
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -126,6 +131,8 @@ type Writer struct {
 
 	reserved         atomic.Int64 // bytes preallocated by Reserve
 	buffered, direct atomic.Int64 // bytes written each way (Stats)
+	holes            atomic.Int64 // bytes of zeros left as holes (Holes)
+	noHoles          atomic.Bool  // the file system punches no holes
 
 	mu sync.Mutex // serialises the writes that are not parallel; guards wb
 	wb writeBehind
@@ -144,6 +151,10 @@ type sysOps struct {
 	// pwrite is one write through the page cache (os.File.WriteAt when
 	// nil); writeCached calls it with at most cachedPiece bytes.
 	pwrite func(f *os.File, b []byte, off int64) (int, error)
+	// punchHole gives back the blocks of [off, off+n), which then read as
+	// zeros, and keeps the file's size; errors.ErrUnsupported (or nil
+	// punchHole) where the file system cannot.
+	punchHole func(f *os.File, off, n int64) error
 }
 
 // cachedPiece is the most one write hands the page cache. Linux sizes the
@@ -228,9 +239,15 @@ func (w *Writer) Reserve(size int64) error {
 	}
 }
 
-// WriteAt writes like os.File.WriteAt.
+// WriteAt writes like os.File.WriteAt. A write of zeros inside the file's
+// size (a chunk of a sparse file: a disk image, a database) is not written
+// where the file system can leave a hole instead (leaveHole): the file
+// keeps its holes, where it took its whole size on disk.
 func (w *Writer) WriteAt(b []byte, off int64) (int, error) {
 	end := off + int64(len(b))
+	if w.leaveHole(b, off) {
+		return len(b), nil
+	}
 	if w.dio != nil && directio.Aligned(b, off) && end <= w.reserved.Load() {
 		n, err := w.dio.WriteAt(b, off)
 		if w.dio.Direct() {
@@ -253,6 +270,58 @@ func (w *Writer) WriteAt(b []byte, off int64) (int, error) {
 	}
 	n, err := w.writeCached(b, off)
 	return w.wroteBuffered(off, n, err)
+}
+
+// holeMin is the smallest write of zeros that may leave a hole: a block of
+// the file system, below which nothing is given back.
+const holeMin = 4096
+
+// leaveHole writes b, when it is all zeros, by punching a hole over
+// [off, off+len(b)) (which then reads as zeros, and gives back its blocks,
+// its preallocation too), if that range is inside the file's size (so the
+// size needs no write to grow) and the file system can; false when it did
+// not, and b is to be written. Data that is not zeros costs a look at its
+// first word.
+func (w *Writer) leaveHole(b []byte, off int64) bool {
+	if len(b) < holeMin || w.sys.punchHole == nil || w.noHoles.Load() || !allZero(b) {
+		return false
+	}
+	end := off + int64(len(b))
+	if end > w.reserved.Load() {
+		// Not reserved here: a partial resumed, written by an earlier
+		// attempt, or a file that grows as it is written.
+		fi, err := w.f.Stat()
+		if err != nil || end > fi.Size() {
+			return false
+		}
+	}
+	if err := w.sys.punchHole(w.f, off, int64(len(b))); err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			w.noHoles.Store(true)
+		}
+		return false
+	}
+	w.holes.Add(int64(len(b)))
+	return true
+}
+
+// zeros is what allZero compares a buffer with, a piece at a time.
+var zeros [64 << 10]byte
+
+// allZero reports whether b holds only zero bytes; most data answers at its
+// first word.
+func allZero(b []byte) bool {
+	if len(b) >= 8 && binary.NativeEndian.Uint64(b) != 0 {
+		return false
+	}
+	for len(b) > 0 {
+		n := min(len(b), len(zeros))
+		if !bytes.Equal(b[:n], zeros[:n]) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 // wroteBuffered does the write-behind bookkeeping of a write through the
@@ -278,6 +347,10 @@ func (w *Writer) wroteBuffered(off int64, n int, err error) (int, error) {
 // Stats returns how many bytes were written through the page cache and how
 // many directly (tests, metrics).
 func (w *Writer) Stats() (buffered, direct int64) { return w.buffered.Load(), w.direct.Load() }
+
+// Holes returns how many bytes of zeros were left as holes, not written
+// (tests, metrics).
+func (w *Writer) Holes() int64 { return w.holes.Load() }
 
 // Close starts writeback of what was written through the page cache and not
 // yet handed to the disk (without waiting for it), and releases what the

@@ -20,6 +20,15 @@ var platformOps = sysOps{
 			return err
 		})
 	},
+	punchHole: func(f *os.File, off, n int64) error {
+		return control(f, func(fd int) error {
+			err := unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+				return errors.ErrUnsupported
+			}
+			return err
+		})
+	},
 	startWriteback: func(f *os.File, off, n int64) {
 		control(f, func(fd int) error { return unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WRITE) })
 	},

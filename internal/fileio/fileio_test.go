@@ -154,7 +154,9 @@ type fakeOps struct {
 	started   []span
 	dropped   []span
 	allocated int64
-	maxWrite  int // the largest write through the page cache
+	maxWrite  int    // the largest write through the page cache
+	punch     error  // what punchHole returns
+	punched   []span // the holes punched
 }
 
 func (f *fakeOps) ops() sysOps {
@@ -180,6 +182,16 @@ func (f *fakeOps) ops() sysOps {
 			f.mu.Lock()
 			f.dropped = append(f.dropped, span{off, n})
 			f.mu.Unlock()
+		},
+		punchHole: func(file *os.File, off, n int64) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.punch != nil {
+				return f.punch
+			}
+			f.punched = append(f.punched, span{off, n})
+			_, err := file.WriteAt(make([]byte, n), off) // what a hole reads as
+			return err
 		},
 		pwrite: func(file *os.File, b []byte, off int64) (int, error) {
 			f.mu.Lock()
@@ -368,5 +380,108 @@ func TestWriterReserved(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatal("read back differs")
+	}
+}
+
+// A chunk of zeros inside the file's size is left as a hole, not written:
+// in a reserved file, and in one that holds the range already (a partial
+// resumed); beyond the file's end, or where the file system punches no
+// holes, it is written. Data is written whatever its start.
+func TestZerosLeaveHoles(t *testing.T) {
+	const chunk = 64 << 10
+	zero := directio.Buffer(chunk)
+	data := directio.Buffer(chunk)
+	rand.Read(data)
+	lateData := directio.Buffer(chunk) // zeros but for its last byte
+	lateData[chunk-1] = 1
+	open := func(t *testing.T) *os.File {
+		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	for _, mode := range []Mode{Auto, Buffered, Cached} {
+		f := open(t)
+		ops := &fakeOps{}
+		w := newWriter(f, mode, ops.ops())
+		if err := w.Reserve(minReserve); err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range [][]byte{zero, data, lateData, zero, zero[:holeMin-1], zero[:holeMin]} {
+			if n, err := w.WriteAt(b, int64(i)*chunk); n != len(b) || err != nil {
+				t.Fatalf("mode %d: write %d: %d, %v", mode, i, n, err)
+			}
+		}
+		buffered, direct := w.Stats()
+		w.Close()
+		want := []span{{0, chunk}, {3 * chunk, chunk}, {5 * chunk, holeMin}}
+		if !slices.Equal(ops.punched, want) || w.Holes() != 2*chunk+holeMin || buffered+direct != 2*chunk+holeMin-1 {
+			t.Errorf("mode %d: holes %v (%d bytes), %d written; want %v", mode, ops.punched, w.Holes(), buffered+direct, want)
+		}
+	}
+
+	// Not reserved: a range inside the file's size is a hole, one past its
+	// end is written (a hole would not make the file longer).
+	f := open(t)
+	ops := &fakeOps{}
+	w := newWriter(f, Auto, ops.ops())
+	if err := f.Truncate(chunk); err != nil {
+		t.Fatal(err)
+	}
+	w.WriteAt(zero, 0)
+	w.WriteAt(zero, chunk)
+	if fi, _ := f.Stat(); !slices.Equal(ops.punched, []span{{0, chunk}}) || fi.Size() != 2*chunk {
+		t.Errorf("holes %v, size %d; want the first chunk a hole and the file two chunks long", ops.punched, fi.Size())
+	}
+
+	// A file system without holes: written, and asked once.
+	f = open(t)
+	ops = &fakeOps{punch: errors.ErrUnsupported}
+	w = newWriter(f, Auto, ops.ops())
+	w.Reserve(minReserve)
+	w.WriteAt(zero, 0)
+	w.WriteAt(zero, chunk)
+	if buffered, direct := w.Stats(); w.Holes() != 0 || buffered+direct != 2*chunk || !w.noHoles.Load() {
+		t.Errorf("where holes are unsupported: %d bytes of holes, %d written", w.Holes(), buffered+direct)
+	}
+}
+
+func TestAllZero(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 4096, len(zeros), len(zeros) + 1, 3*len(zeros) + 5} {
+		b := make([]byte, n)
+		if !allZero(b) {
+			t.Errorf("%d zeros: not all zero", n)
+		}
+		for _, at := range []int{0, n / 2, n - 1} {
+			if n == 0 {
+				continue
+			}
+			b[at] = 1
+			if allZero(b) {
+				t.Errorf("%d bytes with byte %d set: all zero", n, at)
+			}
+			b[at] = 0
+		}
+	}
+}
+
+// BenchmarkAllZero is the look a chunk of 1 MiB costs before it is
+// written: data answers at its first word, zeros are read through.
+func BenchmarkAllZero(b *testing.B) {
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	data[0], data[1] = 0, 0 // a header that starts with zeros
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{{"data", data}, {"zeros", make([]byte, 1<<20)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.b)))
+			for b.Loop() {
+				allZero(tc.b)
+			}
+		})
 	}
 }

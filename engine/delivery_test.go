@@ -1,12 +1,17 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/identity"
 )
 
 // Issue #26, finding 1: the same file sent twice is two deliveries on both
@@ -170,5 +175,132 @@ func TestFinishedDeliveryLeavesNoResumeState(t *testing.T) {
 		if ps := recv.Partials(); len(ps) != 0 {
 			t.Fatalf("send %d: the sender heard done while the receiver still held resume state: %+v", i, ps)
 		}
+	}
+}
+
+// A sender killed as it heard that every file was saved (kill -9 torture of
+// ferry-cli: the receiver wrote its result, the sender died before it
+// heard it) left no trace of the delivery, and the same send run again was
+// a new delivery: the receiver, which had dropped its resume state, saved
+// every file again as "name (1)". The sender now keeps the delivery it
+// offered until it hears the end, and the same send run again offers it;
+// the receiver keeps what a finished delivery saved: the files still there
+// unchanged count as saved, one deleted since travels again under its
+// name, one changed since travels again beside it, never over it. A send
+// the sender saw finish, sent again, is still a new delivery.
+func TestSenderKilledAsTheReceiverFinishedSendsNoCopy(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	cfg := t.TempDir()
+	send := testEngine(t, Options{ConfigDir: cfg, RetryFor: -1})
+	src := filepath.Join(t.TempDir(), "tree")
+	const n = 40
+	var total int64
+	for i := range n {
+		size := 1000 + i
+		if i == 0 {
+			size = 3 << 20 // several chunks
+		}
+		p := filepath.Join(src, fmt.Sprintf("f%02d.bin", i))
+		writeFile(t, p, size)
+		old := time.Now().Add(-time.Hour) // written well before a user edits a copy
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		total += int64(size)
+	}
+	// What kill -9 leaves: the sender's config as it heard the result.
+	killed := filepath.Join(t.TempDir(), "config")
+	send.hearing = func(*Transfer) {
+		if err := os.CopyFS(killed, os.DirFS(cfg)); err != nil {
+			t.Error(err)
+		}
+	}
+	got := receivedResults(t, recv, 3)
+	first := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if r := nextEvent(t, got); first.State != StateDone || r.Result.State != StateDone {
+		t.Fatalf("first send: %+v; received: %+v", first, r.Result)
+	}
+	send.Close()
+
+	dl := filepath.Join(recv.DownloadDir(), "tree")
+	if err := os.Remove(filepath.Join(dl, "f01.bin")); err != nil { // deleted since
+		t.Fatal(err)
+	}
+	changed := bytes.Repeat([]byte("x"), 1002) // its size, other bytes
+	if err := os.WriteFile(filepath.Join(dl, "f02.bin"), changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	again := testEngine(t, Options{ConfigDir: killed, RetryFor: -1})
+	second := sendWait(t, again, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	r := nextEvent(t, got)
+	if second.State != StateDone || second.Delivery != first.Delivery || r.Delivery != first.Delivery {
+		t.Errorf("the send run again: %s, delivery %q (received as %q), the killed one's %q", second.State, second.Delivery, r.Delivery, first.Delivery)
+	}
+	if want := total - 1001 - 1002; r.Result.State != StateDone || r.Result.Kept != want || second.Bytes != 1001+1002 {
+		t.Errorf("received again: %s, kept %d bytes (want %d), the sender sent %d (want %d)", r.Result.State, r.Result.Kept, want, second.Bytes, 1001+1002)
+	}
+	entries, _ := os.ReadDir(dl)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != n+1 || !slices.Contains(names, "f02 (1).bin") || !slices.Contains(names, "f01.bin") {
+		t.Errorf("received %d files (want %d, with f02 (1).bin beside the changed f02.bin): %v", len(names), n+1, names)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dl, "f02.bin")); !bytes.Equal(b, changed) {
+		t.Error("the file changed here was written over")
+	}
+	os.Rename(filepath.Join(dl, "f02 (1).bin"), filepath.Join(dl, "f02.bin"))
+	sameTree(t, src, recv.DownloadDir())
+
+	// This sender saw it finish: sent again, it is a new delivery.
+	third := sendWait(t, again, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	r = nextEvent(t, got)
+	if third.State != StateDone || third.Delivery == first.Delivery || r.Result.Kept != 0 || third.Bytes != total {
+		t.Errorf("a send seen finished, sent again: %s, delivery %q (the first %q), kept %d, sent %d", third.State, third.Delivery, first.Delivery, r.Result.Kept, third.Bytes)
+	}
+	if _, err := os.Stat(filepath.Join(dl, "f00 (1).bin")); err != nil {
+		t.Errorf("the new delivery was not saved anew: %v", err)
+	}
+}
+
+// Another device that offers a finished delivery's ID with the same files
+// (it saw the ID, or guessed it) gains nothing: the receiver's record of
+// the delivery is found by the device that sent it, so the files are a new
+// delivery of the other device's, saved anew, and it learns nothing of
+// what the receiver kept.
+func TestDeliveryReplayedByAnotherDeviceFindsNothing(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{RetryFor: -1})
+	src := filepath.Join(t.TempDir(), "tree")
+	for i := range 3 {
+		writeFile(t, filepath.Join(src, fmt.Sprintf("f%d.bin", i)), 4096)
+	}
+	got := receivedResults(t, recv, 2)
+	first := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if r := nextEvent(t, got); first.State != StateDone || r.Result.State != StateDone {
+		t.Fatalf("first send: %+v", first)
+	}
+
+	// The other device's engine offers the same delivery: it is what it
+	// would offer again had it sent the files itself.
+	other := testEngine(t, Options{RetryFor: -1})
+	m, _, err := buildManifestSkipping([]string{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := deliveryKey(m.files, m.folders, batchChunkSize(m.files, other.opts.ChunkSize), "", target(recv), identity.DeviceID{})
+	other.resume.HoldDelivery(key, first.Delivery).Release()
+	replay := sendWait(t, other, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	r := nextEvent(t, got)
+	if replay.Delivery != first.Delivery {
+		t.Fatalf("the replay offered delivery %q, not %q", replay.Delivery, first.Delivery)
+	}
+	if replay.State != StateDone || r.Result.Kept != 0 || replay.Bytes != 3*4096 {
+		t.Errorf("the replay: %s, the receiver kept %d bytes of it, %d sent", replay.State, r.Result.Kept, replay.Bytes)
+	}
+	if _, err := os.Stat(filepath.Join(recv.DownloadDir(), "tree", "f0 (1).bin")); err != nil {
+		t.Errorf("the replay's files were not saved anew: %v", err)
 	}
 }

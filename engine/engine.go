@@ -223,6 +223,10 @@ type Engine struct {
 	// restored, when set (tests only), runs as a session has restored what
 	// an earlier one kept, before it tells the sender.
 	restored func(*receiver)
+	// hearing, when set (tests only), runs as a sender heard the receiver's
+	// last word on a delivery, before it forgets the delivery (heard): what
+	// a sender killed then leaves on disk.
+	hearing func(*Transfer)
 	// discarding, when set (tests only), runs once DiscardPartialFiles has
 	// removed the partials it listed (or found nothing listed under the
 	// key), before it drops their state.
@@ -231,6 +235,9 @@ type Engine struct {
 	ident  *identity.Identity
 	trust  *identity.Store
 	resume *resume.Dir // resume state of unfinished transfers
+	// holding makes taking a kept delivery and registering its send one
+	// step (Engine.send).
+	holding sync.Mutex
 	// lists keeps incoming offers' file lists beyond a memory bound on
 	// disk, within a budget (offerlist.go).
 	lists *offerLists
@@ -583,6 +590,9 @@ type Transfer struct {
 	pauseNow chan struct{}
 	// ls is set for a send to a LocalSend device (localsend_send.go).
 	ls *lsSend
+	// held keeps a send's delivery on disk until its sender hears the
+	// receiver's last word on it (Engine.heard); nil keeps nothing.
+	held *resume.HeldDelivery
 
 	mu          sync.Mutex // guards the fields below
 	peer        PeerInfo

@@ -238,6 +238,9 @@ type receiver struct {
 	// creating, when set (tests only), runs as each file's partial has
 	// just been created, before the file takes it (openPartial).
 	creating func(*rxFile)
+	// fromRecord: what this session resumes is a finished delivery's
+	// record (deliveredBefore), not an unfinished state.
+	fromRecord bool
 
 	mu sync.Mutex // guards the fields below
 	// files holds the state of the accepted files in flight: created when a
@@ -1427,11 +1430,26 @@ func (rx *receiver) makeFolders(ctx context.Context) error {
 // every file is saved: a new delivery of the same files that the sender
 // starts on hearing it (Retry) must neither restore this one's state (and
 // report the files as sent without sending them) nor take over this session
-// while it lingers (and end it as interrupted).
+// while it lingers (and end it as interrupted). The state is kept as the
+// delivery's record instead (resume.Dir.Deliver, two renames): a sender
+// that does not hear the end (killed, or cut off, now) offers the same
+// delivery again, and its files still here unchanged count as saved
+// (deliveredBefore), where they were saved again as "name (1)".
 func (rx *receiver) endResume() {
 	if rx.resumeKey != "" && rx.journal != nil {
-		rx.journal.Close() // before its file goes (Windows removes no open file)
-		rx.e.resume.Drop(rx.resumeKey)
+		if rx.offer.Transfer == "" {
+			rx.journal.Close() // before its file goes (Windows removes no open file)
+			rx.e.resume.Drop(rx.resumeKey)
+		} else {
+			// The record is the state as it is, its journal durable.
+			if err := rx.journal.Sync(); err != nil {
+				rx.e.log.Warn("resume journal", "err", err)
+			}
+			rx.journal.Close()
+			if err := rx.e.resume.Deliver(rx.resumeKey); err != nil {
+				rx.e.log.Warn("keep the delivery's record", "err", err)
+			}
+		}
 	}
 	rx.e.releaseResume(rx)
 }

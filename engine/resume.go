@@ -32,6 +32,10 @@ func (rx *receiver) resumeFrom(dir string) {
 	e.takeOverResume(rx)
 	defer rx.startJournal()
 	s, err := e.resume.Salvage(rx.resumeKey)
+	record := false
+	if s == nil && err == nil {
+		s, record = rx.deliveredBefore(), true // this delivery, done here before: its saved files count
+	}
 	if err != nil && s != nil && s.Check(rx.offeredFiles(dir), validLocal) == nil {
 		// Damaged, but what it still lists fits this offer: that much
 		// resumes (its chunks re-checked as always); files it no longer
@@ -68,6 +72,7 @@ func (rx *receiver) resumeFrom(dir string) {
 	if rx.e.restoring != nil {
 		rx.e.restoring()
 	}
+	rx.fromRecord = record
 	rx.haves, rx.preDone = rx.restore(s)
 	rx.discardStale(s)
 	if rx.e.restored != nil {
@@ -85,7 +90,11 @@ func (rx *receiver) heldFor(dir string, accepted func(int) bool) int64 {
 	if rx.offer.Manifest == "" || rx.e.opts.DisableResume {
 		return 0
 	}
-	s, _ := rx.e.resume.Salvage(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest)) // what resumeFrom will take
+	s, err := rx.e.resume.Salvage(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest)) // what resumeFrom will take
+	record := false
+	if s == nil && err == nil {
+		s, record = rx.deliveredBefore(), true
+	}
 	if s == nil || s.Check(rx.offeredFiles(dir), validLocal) != nil {
 		return 0
 	}
@@ -93,7 +102,8 @@ func (rx *receiver) heldFor(dir string, accepted func(int) bool) int64 {
 	for _, f := range s.Files {
 		switch {
 		case f.Done && accepted(int(f.Index)):
-			if st, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.SavedAs))); err == nil && st.Mode().IsRegular() && st.Size() == f.Size {
+			e, err := rx.entry(f.Index)
+			if st, serr := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.SavedAs))); err == nil && serr == nil && unchanged(st, e, record) {
 				held += store.OnDisk(f.Size)
 			}
 		case !f.Done && f.Partial != "":
@@ -108,14 +118,19 @@ func (rx *receiver) heldFor(dir string, accepted func(int) bool) int64 {
 // acceptedBefore returns the folder of the transfer that this offer
 // continues, when the user accepted it before: the same delivery from the
 // same device (a session after a pause, a sleep, a network change, a
-// crash), every file it offers taken, and its folder still there. The
-// offer is then not asked about again (core.Inbox.Continues). A new send
-// of the same files is a delivery of its own, and is asked about.
+// crash, or after it finished here while its sender did not hear so:
+// deliveredBefore), every file it offers taken, and its folder still
+// there. The offer is then not asked about again (core.Inbox.Continues).
+// A new send of the same files is a delivery of its own, and is asked
+// about.
 func (rx *receiver) acceptedBefore() string {
 	if rx.offer.Manifest == "" || rx.offer.Transfer == "" || rx.e.opts.DisableResume {
 		return ""
 	}
 	s, err := rx.e.resume.Load(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest))
+	if s == nil && err == nil {
+		s = rx.deliveredBefore()
+	}
 	if err != nil || s == nil || s.Delivery != rx.offer.Transfer || !s.Held() ||
 		s.Accepted != rx.list.Len()-len(rx.Refused) || s.Check(rx.offeredFiles(s.Dest), validLocal) != nil {
 		return "" // not that delivery accepted whole here (which files a prompt left out is not kept): asked
@@ -124,6 +139,38 @@ func (rx *receiver) acceptedBefore() string {
 		return ""
 	}
 	return s.Dest
+}
+
+// deliveredBefore is the record of this offer's delivery when it finished
+// here before (resume.Dir.Deliver) and has no unfinished state since: its
+// sender did not hear the end (killed, or cut off, as the receiver said
+// every file was saved) and offers the same delivery again. Its files
+// still there unchanged count as saved (restore); nothing is saved twice
+// as "name (1)". The record is found by this device's peer and the
+// offer's files, and must name the offer's delivery: another device
+// naming the delivery, or a new delivery of the same files, finds none.
+func (rx *receiver) deliveredBefore() *resume.State {
+	if rx.offer.Manifest == "" || rx.offer.Transfer == "" || rx.e.opts.DisableResume {
+		return nil
+	}
+	return rx.e.resume.Delivered(resume.Key(rx.c.PeerID().String(), rx.offer.Manifest), rx.offer.Transfer)
+}
+
+// unchanged reports whether st, what is on disk under a saved file's name,
+// is still the file e saved there: a regular file of its size and, for a
+// finished delivery's file (record), of the modification time it was given
+// as it was saved (the offer's), within the 2 s of the coarsest file
+// systems (FAT). A file changed since (its mtime is when it was) travels
+// again, beside it.
+func unchanged(st fs.FileInfo, e wire.FileEntry, record bool) bool {
+	if !st.Mode().IsRegular() || st.Size() != e.Size {
+		return false
+	}
+	if !record || e.MTime == 0 {
+		return true
+	}
+	d := st.ModTime().UnixNano() - e.MTime
+	return d > -int64(2*time.Second) && d < int64(2*time.Second)
 }
 
 // offeredFiles describes the offer for resume.State.Check.
@@ -363,6 +410,8 @@ func (rx *receiver) savedFiles(yield func(resume.File) bool) {
 // restore applies a valid resume state to the accepted files: chunks whose
 // CRC32C still matches what is on disk count as received; the rest travel
 // again. It returns the Have messages to send and the files already saved.
+// A finished delivery's record (rx.fromRecord) counts its saved files
+// only if unchanged since.
 func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile) {
 	buf := make([]byte, rx.offer.ChunkSize)
 	for _, rf := range s.Files {
@@ -372,11 +421,11 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 		if rf.Done {
 			// Saved in an earlier attempt: trust it only if it is still there,
 			// whole. Its state lives until resolve, outside the files in flight.
-			if st, err := os.Lstat(filepath.Join(rx.DestDir, filepath.FromSlash(rf.SavedAs))); err == nil && st.Mode().IsRegular() && st.Size() == rf.Size {
-				e, err := rx.entry(rf.Index)
-				if err != nil {
-					continue // fetched again
-				}
+			e, err := rx.entry(rf.Index)
+			if err != nil {
+				continue // fetched again
+			}
+			if st, err := os.Lstat(filepath.Join(rx.DestDir, filepath.FromSlash(rf.SavedAs))); err == nil && unchanged(st, e, rx.fromRecord) {
 				done = append(done, rx.keptSaved(rf.Index, e, rf.SavedAs))
 				rx.Bytes.Add(e.Size) // here whole: progress and the result count it, as the sender does
 				rx.Kept.Add(e.Size)
@@ -670,9 +719,11 @@ func notRemoved(dest, name string, err error) error {
 }
 
 // CleanPartials discards unfinished transfers not touched for longer than
-// maxAge (and the sender-side leaf caches of the same age).
+// maxAge (and the sender-side leaf caches and kept deliveries of the same
+// age, and the records of finished deliveries past theirs).
 func (e *Engine) CleanPartials(maxAge time.Duration) int {
 	e.resume.CleanLeafCaches(maxAge)
+	e.resume.PruneDelivered()
 	n := 0
 	for _, p := range e.Partials() {
 		if e.now().Sub(p.Updated) > maxAge {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -83,7 +84,7 @@ const MaxTextBytes = wire.MaxTextLen
 // are several SendItems: each transfer has its own progress, result and
 // resume.
 func (e *Engine) SendItems(ctx context.Context, to Target, items Items, opts SendOptions) (*Transfer, error) {
-	return e.send(ctx, newTransferID(), Result{}, to, items, opts)
+	return e.send(ctx, "", Result{}, to, items, opts)
 }
 
 // CheckText says what is wrong with a text item, before it is offered: over
@@ -100,7 +101,9 @@ func CheckText(text string) error {
 
 // send starts the sending transfer id, which is its delivery ID; prior
 // holds the totals of its earlier sessions (Retry continues a delivery
-// under its ID).
+// under its ID). An empty id is a new send's: it takes the delivery that
+// a send of the same files to the same device left unheard (keptDelivery),
+// else a new one.
 func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, items Items, opts SendOptions) (*Transfer, error) {
 	paths := items.Paths
 	if _, err := parseTransport(opts.Transport); err != nil {
@@ -125,13 +128,28 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		}
 	}
 	files := m.files
-	t := &Transfer{id: id, delivery: id, dir: Sending, done: make(chan struct{}), started: e.now(), state: StateConnecting,
+	var held *resume.HeldDelivery
+	// Until it is registered, no other send takes the same kept delivery.
+	e.holding.Lock()
+	defer e.holding.Unlock()
+	if len(files) > 0 {
+		key := deliveryKey(files, m.folders, batchChunkSize(files, e.opts.ChunkSize), items.Text, to, want)
+		if id == "" {
+			id = cmp.Or(e.keptDelivery(key), newTransferID())
+		}
+		held = e.resume.HoldDelivery(key, id) // before the offer goes out
+	}
+	if id == "" {
+		id = newTransferID()
+	}
+	t := &Transfer{id: id, delivery: id, dir: Sending, held: held, done: make(chan struct{}), started: e.now(), state: StateConnecting,
 		resume: make(chan struct{}), pauseNow: make(chan struct{}, 1), paths: append([]string(nil), paths...), text: items.Text,
 		target: to, opts: opts}
 	tctx, cancel := context.WithCancelCause(e.ctx)
 	t.cancel = cancel
 	if err := e.register(t); err != nil {
 		cancel(nil)
+		held.Release()
 		return nil, err
 	}
 	o := e.newOutbox(t, files, items.Text, prior)
@@ -154,9 +172,45 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		defer e.wg.Done()
 		defer stopLink()
 		defer cancel(nil)
+		defer held.Release()
 		o.Run(tctx)
 	}()
 	return t, nil
+}
+
+// deliveryKey names the delivery of files (with their empty folders and
+// text, cut in chunks of chunkSize: the offer's manifest) to the device
+// want, or without one (trust on first use) to the addresses of to.
+func deliveryKey(files []localFile, folders []string, chunkSize int, text string, to Target, want identity.DeviceID) string {
+	dest := want.String()
+	if want.IsZero() {
+		hps := make([]string, len(to.Addrs))
+		for i, a := range to.Addrs {
+			hps[i] = a.String()
+		}
+		dest = "at " + strings.Join(hps, " ")
+	}
+	return resume.DeliveryKey(manifestID(files, folders, chunkSize, text), dest)
+}
+
+// keptDelivery is the delivery a send of the same files to the same device
+// offered and did not hear the end of (its process killed as the receiver
+// finished, or it failed): the same send run again continues it, so that a
+// receiver that saved the files already counts them as saved
+// (deliveredBefore) rather than saving them again as "name (1)". "" when
+// there is none, or when it is a transfer this engine knows (running, or
+// ended here with its Retry): a second send of the files then is a
+// delivery of its own, as is one held by a send in another process
+// (resume.Dir.Delivery).
+func (e *Engine) keptDelivery(key string) string {
+	id := e.resume.Delivery(key)
+	if id == "" {
+		return ""
+	}
+	if _, err := e.transfer(id); err == nil {
+		return ""
+	}
+	return id
 }
 
 // Chunks are what parallel streams share out. A session on a lossy path may
@@ -498,6 +552,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 		return codeRejected(err)
 	}
 	if !d.Accept {
+		e.heard(t)
 		code := d.Code
 		if code == "" {
 			code = wire.CodeDeclined
@@ -1289,6 +1344,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 				return fmt.Errorf("%w: the receiver reported success, but verified %d of %d files", wire.ErrProtocol, n, len(tx.accepted))
 			}
 			tx.delivered.Store(true)
+			tx.e.heard(tx.t)
 			return errSessionDone
 		case *wire.Cancel:
 			return &wire.RemoteError{Code: m.Code, Reason: m.Reason}
@@ -1340,4 +1396,14 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// heard forgets t's delivery as its sender heard the receiver's last word
+// on it: every file saved, or the offer refused. The same files sent again
+// are then a new delivery.
+func (e *Engine) heard(t *Transfer) {
+	if e.hearing != nil {
+		e.hearing(t)
+	}
+	t.held.Heard()
 }

@@ -38,7 +38,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // when it was written: a partial or saved record of a file it does not
 // list makes the file's entry (State.Check completes it from the offer).
 // Reading stops at the first torn or damaged record: everything before it is
-// good. Each compaction starts the journal again with what its snapshot
+// good; a record of a type this build does not know (a newer Ferry's) is
+// skipped. Each compaction starts the journal again with what its snapshot
 // says (leading): a head, then for each file its partial and the chunks
 // it holds (recHeld, many to a record), or that it was saved.
 type Journal struct {
@@ -339,6 +340,12 @@ func records(r io.Reader) iter.Seq[record] {
 				rec.size = int64(binary.BigEndian.Uint64(p[5:]))
 				rec.id = string(p[14 : 14+int(p[13])])
 				rec.name = string(p[14+int(p[13]):])
+			case rec.typ > recHeld:
+				// A type this build does not know, framed and checksummed:
+				// written by a newer Ferry (the user went back to this
+				// version). Skipped, not read as the journal's end, so the
+				// records after it still count (docs/compatibility.md).
+				continue
 			default:
 				return
 			}

@@ -62,6 +62,10 @@ var journalCases = []struct {
 	{"tiny length", []byte{0, 0, 0, 1, 1, 0, 0, 0, 0}, 0},
 	{"bad crc", append([]byte{0, 0, 0, 5, recSaved, 0, 0, 0, 1}, 1, 2, 3, 4), 0},
 	{"unknown type", validRecord([]byte{9, 0, 0, 0, 1}), 0},
+	// A newer Ferry's record type is skipped, what follows read on.
+	{"unknown type then saved", append(validRecord([]byte{9, 0, 0, 0, 1}), validRecord([]byte{recSaved, 0, 0, 0, 1, 'a'})...), 1},
+	{"unknown type torn", append(validRecord([]byte{200, 0, 0, 0, 1, 2})[:8], validRecord([]byte{recSaved, 0, 0, 0, 1, 'a'})...), 0},
+	{"type 0", append(validRecord([]byte{0, 0, 0, 0, 1}), validRecord([]byte{recSaved, 0, 0, 0, 1, 'a'})...), 0},
 	{"short chunk record", validRecord([]byte{recChunk, 0, 0, 0, 1, 2, 3}), 0},
 	{"partial record", validRecord([]byte{recPartial, 0, 0, 0, 1, 'a', '.', 'p'}), 1},
 	{"begun record", validRecord([]byte{recBegun, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 'a', '.', 'p'}), 1},
@@ -107,6 +111,39 @@ func FuzzParseJournal(f *testing.F) {
 		applyJournal(s, recs) // must never panic, whatever the records say
 		salvageJournal(&State{}, slices.Values(recs), false)
 	})
+}
+
+// TestJournalOfANewerFerry reads a journal that a newer Ferry wrote, with
+// records of types this build does not know between records it knows (the
+// user went back to this version while a transfer was unfinished): every
+// record it knows is applied. Ferry of 2026-12-04 stopped at the first
+// such record (type 5, then new) and lost every chunk and saved file after
+// it: the older receiver fetched them again, saved the files a second time
+// as "name (1)" and left the newer one's partial behind, listed nowhere
+// (docs/compatibility.md).
+func TestJournalOfANewerFerry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.log")
+	j, err := createJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := merkle.Leaf([]byte("x"))
+	j.write(append([]byte{recHeld + 1, 0, 0, 0, 0}, "what a newer Ferry knows"...))
+	j.Chunk(0, 1, 0xdeadbeef, leaf)
+	j.write([]byte{0xff, 0, 0, 0, 1})
+	j.Saved(1, "b.txt")
+	j.Close()
+	recs, err := readJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &State{Version: Version, ChunkSize: 1 << 20, Files: []File{NewFile(0, "a.bin", 3<<20, 3)}}
+	if err := applyJournal(s, recs); err != nil {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+	if len(s.Files) != 2 || !s.Files[0].Has(1) || s.Files[0].CRCs[1] != 0xdeadbeef || !s.Files[1].Done || s.Files[1].SavedAs != "b.txt" {
+		t.Errorf("read %d records into %+v; want chunk 1 of file 0 held and file 1 saved as b.txt", len(recs), s.Files)
+	}
 }
 
 func TestApplyJournalRefusesUnknownFiles(t *testing.T) {

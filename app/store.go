@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,8 +119,12 @@ func saveJSON(path string, v any) error {
 // settingsStore keeps ui.Settings in <config>/settings.json.
 type settingsStore struct {
 	path string
-	mu   sync.Mutex // guards s
+	mu   sync.Mutex // guards the fields below
 	s    ui.Settings
+	// unknown are the file's settings that this build does not know (a
+	// newer Ferry's), written back as they were: the user going back to
+	// this version and forward again keeps them (docs/compatibility.md).
+	unknown map[string]json.RawMessage
 }
 
 func openSettings(dir string, defaults ui.Settings) (*settingsStore, error) {
@@ -126,6 +132,7 @@ func openSettings(dir string, defaults ui.Settings) (*settingsStore, error) {
 	if err := loadJSON(st.path, &st.s); err != nil {
 		return st, fmt.Errorf("load settings: %w", err)
 	}
+	st.unknown = unknownFields(st.path, st.s)
 	switch st.s.Policy {
 	case ui.PolicyEveryone, ui.PolicyTrusted, ui.PolicyOff:
 	default:
@@ -148,11 +155,61 @@ func (st *settingsStore) get() ui.Settings {
 func (st *settingsStore) save(s ui.Settings) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := saveJSON(st.path, s); err != nil {
+	if err := saveJSON(st.path, withFields(s, st.unknown)); err != nil {
 		return fmt.Errorf("save settings: %w", err)
 	}
 	st.s = s
 	return nil
+}
+
+// unknownFields returns the fields of the JSON object in path that known,
+// a struct, has no field for: what a newer Ferry wrote there. It reads
+// what loadJSON read already; nil when there are none or the file cannot
+// be read as an object.
+func unknownFields(path string, known any) map[string]json.RawMessage {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var all map[string]json.RawMessage
+	if json.Unmarshal(b, &all) != nil {
+		return nil
+	}
+	t := reflect.TypeOf(known)
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" {
+			for k := range all {
+				if strings.EqualFold(k, name) { // as encoding/json matches them
+					delete(all, k)
+				}
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return all
+}
+
+// withFields is v, marshalled as a JSON object, with the fields of extra
+// after its own.
+func withFields(v any, extra map[string]json.RawMessage) any {
+	if len(extra) == 0 {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) < 2 || b[len(b)-1] != '}' {
+		return v
+	}
+	b = b[:len(b)-1]
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		name, _ := json.Marshal(k)
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, name...), ':'), extra[k]...)
+	}
+	return json.RawMessage(append(b, '}'))
 }
 
 // historyStore keeps finished transfers in <config>/history.json, newest first.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -74,6 +75,50 @@ func TestSettingsRoundTrip(t *testing.T) {
 	st2, err := openSettings(dir, def)
 	if err != nil || st2.get() != s {
 		t.Fatalf("reloaded %+v, %v; want %+v", st2.get(), err, s)
+	}
+}
+
+// TestSettingsKeepWhatANewerFerryWrote: settings.json as a newer Ferry
+// wrote it, with settings this build does not know (the user went back to
+// this version), keeps them when this build saves its own, so that going
+// forward again loses nothing. The app of 2026-12-02, which knew none of
+// the LocalSend and relay settings, dropped them at its first save
+// (LocalSend turned off came back on, its PIN and the relay's address and
+// secret were gone); this build dropped window_width and window_height
+// the same way (docs/compatibility.md).
+func TestSettingsKeepWhatANewerFerryWrote(t *testing.T) {
+	dir := t.TempDir()
+	newer := `{"device_name": "Desk", "download_dir": "/dl", "policy": "everyone",
+	  "future_theme": "sepia", "future_limits": {"upload_mbps": 40}, "Device_Name": "shadow"}`
+	if err := os.WriteFile(filepath.Join(dir, settingsFile), []byte(newer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openSettings(dir, ui.Settings{DownloadDir: "/default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.get()
+	s.DeviceName = "Laptop"
+	if err := st.save(s); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, settingsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("saved %s: %v", b, err)
+	}
+	if got["device_name"] != "Laptop" || got["future_theme"] != "sepia" || got["Device_Name"] != nil {
+		t.Errorf("saved %s", b)
+	}
+	if l, _ := got["future_limits"].(map[string]any); l["upload_mbps"] != 40.0 {
+		t.Errorf("future_limits saved as %v", got["future_limits"])
+	}
+	again, err := openSettings(dir, ui.Settings{})
+	if err != nil || again.get() != s {
+		t.Fatalf("reloaded %+v, %v; want %+v", again.get(), err, s)
 	}
 }
 

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -97,6 +98,67 @@ func TestTrustStoreSkipsUnknownRecords(t *testing.T) {
 	}
 	if l := s.List(); len(l) != 2 {
 		t.Fatalf("loaded %+v", l)
+	}
+}
+
+// TestTrustStoreKeepsWhatANewerFerryWrote: trust.json as a newer Ferry
+// wrote it, with fields and a kind of device this build does not know
+// (the user went back to this version), keeps them through this build's
+// writes, so that going forward again loses nothing. Ferry of 2026-12-02
+// rewrote a current trust.json without its paired devices' rendezvous
+// secrets (ferry-cli send of that build to a paired device), and every
+// build so far dropped the devices of a kind it did not know at its next
+// write (docs/compatibility.md).
+func TestTrustStoreKeepsWhatANewerFerryWrote(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := LoadOrCreate(t.TempDir())
+	data := `[{"id":"` + a.ID.String() + `","name":"desk","paired":true,"future_key":{"v":2,"k":"abc"},"future_flag":true},
+	{"id":"bluetooth:AA","name":"headset","last_seen":"2026-12-05T10:00:00Z"},{"id":"nonsense"},null]`
+	if err := os.WriteFile(filepath.Join(dir, trustFile), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetAlwaysAccept(a.ID.Peer(), "desk", true); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, trustFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(saved, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("saved %d devices, want desk and the headset: %s", len(got), saved)
+	}
+	desk, headset := got[0], got[1]
+	if desk["always_accept"] != true || desk["paired"] != true || desk["future_flag"] != true {
+		t.Errorf("desk saved as %v", desk)
+	}
+	if k, _ := desk["future_key"].(map[string]any); k["v"] != 2.0 || k["k"] != "abc" {
+		t.Errorf("desk's future_key saved as %v", desk["future_key"])
+	}
+	if headset["id"] != "bluetooth:AA" || headset["name"] != "headset" || headset["last_seen"] != "2026-12-05T10:00:00Z" {
+		t.Errorf("the device of an unknown kind saved as %v", headset)
+	}
+	if l := s.List(); len(l) != 1 || l[0].Name != "desk" {
+		t.Errorf("listed %+v", l)
+	}
+	// And once more, through a store that reads the file this one wrote.
+	s2, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Forget(a.ID.Peer()); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := os.ReadFile(filepath.Join(dir, trustFile))
+	if !strings.Contains(string(again), `"bluetooth:AA"`) || strings.Contains(string(again), "future_key") {
+		t.Errorf("after forgetting desk: %s", again)
 	}
 }
 

@@ -7,10 +7,13 @@ import (
 	"github.com/ferrydrop/ferry/internal/deviceid"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +44,64 @@ type Peer struct {
 	// Files written before issue #29 have none.
 	Rendezvous   string    `json:"rendezvous,omitempty"`
 	RendezvousAt time.Time `json:"rendezvous_at,omitzero"`
+
+	// unknown holds the fields a newer Ferry wrote that this build does
+	// not know, written back as they were: the user going back to this
+	// version and forward again keeps them (docs/compatibility.md).
+	unknown map[string]json.RawMessage
+}
+
+// peerFields are the JSON names of Peer's fields.
+var peerFields = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[Peer]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" {
+			m[name] = true
+		}
+	}
+	return m
+}()
+
+// UnmarshalJSON reads a device, keeping the fields it does not know.
+func (p *Peer) UnmarshalJSON(b []byte) error {
+	type plain Peer
+	var q plain
+	if err := json.Unmarshal(b, &q); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for k := range all {
+		if peerFields[strings.ToLower(k)] {
+			delete(all, k)
+		}
+	}
+	*p = Peer(q)
+	if len(all) > 0 {
+		p.unknown = all
+	}
+	return nil
+}
+
+// MarshalJSON writes a device, the fields it did not know after its own.
+func (p Peer) MarshalJSON() ([]byte, error) {
+	type plain Peer
+	b, err := json.Marshal(plain(p))
+	if err != nil || len(p.unknown) == 0 {
+		return b, err
+	}
+	b = b[:len(b)-1] // its closing brace
+	for _, k := range slices.Sorted(maps.Keys(p.unknown)) {
+		name, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(append(b, ','), name...), ':'), p.unknown[k]...)
+	}
+	return append(b, '}'), nil
 }
 
 // KeyChangedError reports a known device (by address) that now presents a different key.
@@ -94,6 +155,9 @@ type Store struct {
 	saveMu sync.Mutex       // serialises re-reads and writes of the file within the process
 	mu     sync.Mutex       // guards the fields below
 	byID   map[string]*Peer // the file as last read or written, with pending applied
+	// foreign are the file's devices of a kind this build does not know
+	// (a newer Ferry's), kept as they were and written back.
+	foreign []json.RawMessage
 	// pending are the changes made since the file was last read or
 	// written, oldest first.
 	pending []change
@@ -143,47 +207,58 @@ func OpenStoreWith(dir string, now func() time.Time) (*Store, error) {
 		now = time.Now
 	}
 	s := &Store{path: filepath.Join(dir, trustFile), now: now, every: seenSaveEvery}
-	byID, st, err := s.read()
+	byID, foreign, st, err := s.read()
 	if err != nil {
 		return nil, err
 	}
-	s.byID, s.stamp = byID, st
+	s.byID, s.foreign, s.stamp = byID, foreign, st
 	return s, nil
 }
 
-// read reads the file: its devices, and its stamp (nil when there is none,
-// which is an empty store).
-func (s *Store) read() (map[string]*Peer, os.FileInfo, error) {
-	byID := map[string]*Peer{}
+// read reads the file: its devices, those of a kind this build does not
+// know (foreign, kept as they were), and its stamp (nil when there is
+// none, which is an empty store).
+func (s *Store) read() (byID map[string]*Peer, foreign []json.RawMessage, st os.FileInfo, err error) {
+	byID = map[string]*Peer{}
 	f, err := os.Open(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return byID, nil, nil
+		return byID, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("trust store: %w", err)
+		return nil, nil, nil, fmt.Errorf("trust store: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat() // of what is read, whatever replaces the file meanwhile
+	st, err = f.Stat() // of what is read, whatever replaces the file meanwhile
 	if err != nil {
-		return nil, nil, fmt.Errorf("trust store: %w", err)
+		return nil, nil, nil, fmt.Errorf("trust store: %w", err)
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("trust store: %w", err)
+		return nil, nil, nil, fmt.Errorf("trust store: %w", err)
 	}
-	var peers []*Peer
-	if err := json.Unmarshal(data, &peers); err != nil {
-		return nil, st, &DamagedError{Path: s.path, Err: err}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, nil, st, &DamagedError{Path: s.path, Err: err}
 	}
-	for _, p := range peers {
+	for _, e := range entries {
+		var p Peer
+		if err := json.Unmarshal(e, &p); err != nil {
+			return nil, nil, st, &DamagedError{Path: s.path, Err: err}
+		}
 		id, err := peer.Parse(p.ID)
-		if err != nil || !id.Proven() {
+		if err != nil {
+			if kind, _, ok := strings.Cut(p.ID, ":"); ok && !peer.Kind(strings.ToLower(kind)).Known() {
+				foreign = append(foreign, e)
+			}
+			continue
+		}
+		if !id.Proven() {
 			continue
 		}
 		p.ID = id.String()
-		byID[p.ID] = p
+		byID[p.ID] = &p
 	}
-	return byID, st, nil
+	return byID, foreign, st, nil
 }
 
 // refresh takes in what another process wrote to the file since this
@@ -205,7 +280,7 @@ func (s *Store) refresh() {
 		return
 	}
 	defer unlock()
-	byID, st, err := s.read()
+	byID, foreign, st, err := s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -217,7 +292,7 @@ func (s *Store) refresh() {
 	for _, c := range s.pending {
 		c.apply(byID)
 	}
-	s.byID, s.stamp = byID, st
+	s.byID, s.foreign, s.stamp = byID, foreign, st
 }
 
 // sameStamp reports whether the file stat found (st, or err) is the one a
@@ -517,11 +592,12 @@ func (s *Store) save() error {
 		return fmt.Errorf("trust store: %w", err)
 	}
 	defer unlock()
-	byID, _, rerr := s.read()
+	byID, foreign, _, rerr := s.read()
 	s.mu.Lock()
 	changes := s.pending
 	s.pending = nil
 	if rerr != nil {
+		foreign = s.foreign
 		byID = make(map[string]*Peer, len(s.byID))
 		for id, p := range s.byID {
 			c := clonePeer(p)
@@ -534,7 +610,7 @@ func (s *Store) save() error {
 			c.apply(byID)
 		}
 	}
-	err = s.write(byID)
+	err = s.write(byID, foreign)
 	var st os.FileInfo
 	if err == nil {
 		st, err = os.Stat(s.path)
@@ -548,13 +624,20 @@ func (s *Store) save() error {
 	for _, c := range s.pending { // made while this was written
 		c.apply(byID)
 	}
-	s.byID, s.stamp = byID, st
+	s.byID, s.foreign, s.stamp = byID, foreign, st
 	return nil
 }
 
-// write replaces the file with byID.
-func (s *Store) write(byID map[string]*Peer) error {
-	data, err := json.MarshalIndent(sorted(byID), "", "  ")
+// write replaces the file with byID, and foreign after them.
+func (s *Store) write(byID map[string]*Peer, foreign []json.RawMessage) error {
+	entries := make([]any, 0, len(byID)+len(foreign))
+	for _, p := range sorted(byID) {
+		entries = append(entries, p)
+	}
+	for _, e := range foreign {
+		entries = append(entries, e)
+	}
+	data, err := json.MarshalIndent(entries, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,10 @@ const (
 	Anon Kind = "anon"
 )
 
+// Known reports whether k is one of the kinds above: a newer Ferry may
+// write others, whose devices the trust store keeps as they are.
+func (k Kind) Known() bool { return k == Ferry || k == LocalSend || k == Anon }
+
 // ID is a peer's identity: a kind and a key written the kind's way. The
 // zero ID is "unknown". IDs compare with ==.
 type ID struct {

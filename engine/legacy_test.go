@@ -242,3 +242,97 @@ func TestTrustByPeerKind(t *testing.T) {
 		t.Fatalf("an unknown kind: %v", err)
 	}
 }
+
+// TestUnfinishedSendOfBeforeChangeTimesResumes: a transfer that a Ferry of
+// before change times counted in the offer's identity (46e1bc5) left
+// unfinished resumes after the upgrade, where its file's change time is
+// apart from its mtime (a file from a tar archive, cp -p, rsync -t, or
+// this copy of the fixture's file, its mtime set): the new sender offers
+// it under the ID it had, which the receiver's resume state and the
+// sender's leaf cache are under. Under the new ID it was another offer:
+// ferry-cli of 2026-12-04 killed mid-send of 1500 files and a 150 MB file
+// (touch -d), then the current one, sent all 180.0 MB again and saved the
+// 765 files saved before a second time as "name (1)". The fixture is
+// testdata/legacy-config, as the Ferry of 2026-12-01 wrote it; unlike
+// TestLegacyConfigLoads, nothing in it is renamed. A file changed after
+// that Ferry last wrote its cache is another offer still.
+func TestUnfinishedSendOfBeforeChangeTimesResumes(t *testing.T) {
+	// The file first, its mtime set: its change time is now, before the
+	// fixture's leaf cache is written (as the older sender wrote it during
+	// its attempt, after the file last changed).
+	src := filepath.Join(t.TempDir(), "big.bin")
+	if err := os.WriteFile(src, legacyPattern(legacySize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Unix(0, legacyMTime)
+	if err := os.Chtimes(src, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	files, err := buildManifest([]string{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files[0].ctime == 0 || files[0].ctime == files[0].MTime {
+		t.Skip("this file system's change times are its mtimes (or it has none): the IDs do not differ")
+	}
+	root := t.TempDir()
+	copyTree(t, legacyDir, root)
+	recvDir, sendDir, dl := filepath.Join(root, "receiver"), filepath.Join(root, "sender"), filepath.Join(root, "downloads")
+	states, _ := filepath.Glob(filepath.Join(recvDir, "resume", "*.json"))
+	if len(states) != 1 {
+		t.Fatalf("resume states in the fixture: %v", states)
+	}
+	st, err := os.ReadFile(states[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(states[0], bytes.ReplaceAll(st, []byte(legacyDest), []byte(dl)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := manifestID(files, nil, legacyChunk, "")
+	old := manifestIDByMTime(files, nil, legacyChunk, "")
+	if !bytes.Contains(st, []byte(old)) || id == old {
+		t.Fatalf("the fixture's state is not of the offer %s (its new ID %s)", old, id)
+	}
+	d := resume.Open(filepath.Join(sendDir, "resume"), nil, nil)
+	if got := begunBefore(d, id, files, nil, legacyChunk, ""); got != old {
+		t.Fatalf("begunBefore = %q, want the fixture's offer %s", got, old)
+	}
+
+	recv := startReceiver(t, Options{ConfigDir: recvDir, DownloadDir: dl, Accept: AcceptTrusted, MaxPartialAge: -1})
+	send := testEngine(t, Options{ConfigDir: sendDir, ChunkSize: legacyChunk})
+	parts := recv.Partials()
+	if len(parts) != 1 || parts[0].Bytes == 0 {
+		t.Fatalf("partials: %+v", parts)
+	}
+	held := parts[0].Bytes
+	to := target(recv)
+	to.ID = legacyReceiver
+	res := sendWait(t, send, to, []string{src}, SendOptions{Transport: "tcp"})
+	if res.State != StateDone || res.Verified != 1 {
+		t.Fatalf("send: %s %q", res.State, res.Err)
+	}
+	if res.Bytes > legacySize-held+legacyChunk*4 {
+		t.Fatalf("sent %d bytes of %d although the receiver held %d: the transfer did not resume", res.Bytes, legacySize, held)
+	}
+	got, err := os.ReadFile(filepath.Join(dl, "big.bin"))
+	if err != nil || !bytes.Equal(got, legacyPattern(legacySize)) {
+		t.Fatalf("received file differs (%v)", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dl, "big (*")); len(m) != 0 {
+		t.Fatalf("saved again as %v", m)
+	}
+
+	// A file changed after the older sender last wrote its cache is
+	// another offer: its bytes are not the ones the receiver holds.
+	cache, before := filepath.Join(sendDir, "resume", "send-"+old+".log"), time.Now().Add(-time.Hour)
+	if err := os.WriteFile(cache, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(cache, before, before); err != nil {
+		t.Fatal(err)
+	}
+	if got := begunBefore(d, id, files, nil, legacyChunk, ""); got != "" {
+		t.Errorf("begunBefore = %q for a file changed after the older sender's cache; want none", got)
+	}
+}

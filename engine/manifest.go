@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -351,6 +352,49 @@ func (l *fileList) list() []localFile {
 // from mtime: its next offer is another one, which starts afresh. Renaming
 // a folder above it leaves it alone.
 func manifestID(files []localFile, folders []string, chunkSize int, text string) string {
+	return manifestIDOf(files, folders, chunkSize, text, true)
+}
+
+// manifestIDByMTime is the ID Ferry gave the same offer before change
+// times counted (46e1bc5, 2026-12-05), for a transfer it left unfinished
+// (begunBefore); the same as manifestID where no file's change time
+// differs from its mtime.
+func manifestIDByMTime(files []localFile, folders []string, chunkSize int, text string) string {
+	return manifestIDOf(files, folders, chunkSize, text, false)
+}
+
+// begunBefore is the ID of the offer of files as a Ferry of before change
+// times counted gave it, when that Ferry left a transfer of it unfinished
+// and none of the files changed since: its leaf cache is there under that
+// ID (and none under id), written after every file's last change. The
+// receiver keeps what it holds of that transfer under that ID, so the
+// offer goes under it: under id it was another offer, which sent
+// everything again and saved the files saved before a second time as
+// "name (1)" (the files of a tar archive, cp -p or rsync -t, whose mtime
+// was set, have a change time apart from it). A file changed since
+// (rewritten with its mtime set back: what 46e1bc5 is about) has a later
+// change time, and the offer goes under id. "" when there is none.
+func begunBefore(d *resume.Dir, id string, files []localFile, folders []string, chunkSize int, text string) string {
+	if !slices.ContainsFunc(files, func(f localFile) bool { return f.ctime != 0 && f.ctime != f.MTime }) {
+		return "" // the same ID either way
+	}
+	if _, ok := d.LeafCacheWritten(id); ok {
+		return "" // continued under id already
+	}
+	old := manifestIDByMTime(files, folders, chunkSize, text)
+	at, ok := d.LeafCacheWritten(old)
+	if !ok {
+		return ""
+	}
+	for _, f := range files {
+		if f.ctime > at.UnixNano() {
+			return ""
+		}
+	}
+	return old
+}
+
+func manifestIDOf(files []localFile, folders []string, chunkSize int, text string, ctimes bool) string {
 	h := sha256.New()
 	if text != "" {
 		// Offers of the same files with different texts are different transfers.
@@ -375,7 +419,7 @@ func manifestID(files []localFile, folders []string, chunkSize int, text string)
 		buf = append(buf, 0)
 		buf = binary.BigEndian.AppendUint64(buf, uint64(f.Size))
 		buf = binary.BigEndian.AppendUint64(buf, uint64(f.MTime))
-		if f.ctime != 0 && f.ctime != f.MTime {
+		if ctimes && f.ctime != 0 && f.ctime != f.MTime {
 			// After a NUL, which no path starts with: no other file set
 			// hashes to these bytes.
 			buf = append(buf, 0)

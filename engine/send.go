@@ -655,6 +655,9 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 		// Without files there is nothing to resume: no manifest, and each
 		// text is a transfer of its own on the receiver.
 		tx.manifest = manifestID(tx.files, folders, tx.chunkSize, tx.text)
+		if old := begunBefore(tx.e.resume, tx.manifest, tx.files, folders, tx.chunkSize, tx.text); old != "" {
+			tx.manifest = old
+		}
 	}
 	if err := tx.ctl.send(&wire.Offer{Transfer: tx.t.id, ChunkSize: tx.chunkSize, Files: len(tx.files), TotalBytes: total,
 		Manifest: tx.manifest, Text: tx.text, Folders: len(folders)}); err != nil {

@@ -54,6 +54,20 @@ func (d *Dir) LeafCache(manifest string, resuming bool) *LeafCache {
 	return c
 }
 
+// LeafCacheWritten reports when the leaf cache of manifest was last
+// written, and whether there is one: a sender's unfinished transfer of
+// that offer.
+func (d *Dir) LeafCacheWritten(manifest string) (time.Time, bool) {
+	if d == nil || manifest == "" {
+		return time.Time{}, false
+	}
+	st, err := os.Stat(filepath.Join(d.path, "send-"+manifest+".log"))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return st.ModTime(), true
+}
+
 // Leaf returns a cached leaf.
 func (c *LeafCache) Leaf(file, chunk int) (merkle.Hash, bool) {
 	if c == nil {

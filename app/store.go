@@ -175,11 +175,18 @@ func unknownFields(path string, known any) map[string]json.RawMessage {
 	if json.Unmarshal(b, &all) != nil {
 		return nil
 	}
-	t := reflect.TypeOf(known)
+	return unknownOf(all, reflect.TypeOf(known))
+}
+
+// unknownOf takes out of all, a JSON object's fields, those the struct
+// type known has (as encoding/json matches them), and returns the rest;
+// nil when none is left.
+func unknownOf(all map[string]json.RawMessage, known reflect.Type) map[string]json.RawMessage {
+	t := known
 	for i := range t.NumField() {
 		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" {
 			for k := range all {
-				if strings.EqualFold(k, name) { // as encoding/json matches them
+				if strings.EqualFold(k, name) {
 					delete(all, k)
 				}
 			}
@@ -215,8 +222,12 @@ func withFields(v any, extra map[string]json.RawMessage) any {
 // historyStore keeps finished transfers in <config>/history.json, newest first.
 type historyStore struct {
 	path    string
-	mu      sync.Mutex // guards entries
+	mu      sync.Mutex // guards the fields below
 	entries []ui.HistoryEntry
+	// unknown are, by entry ID, the fields of the file's entries that this
+	// build does not know (a newer Ferry's), written back with their
+	// entries (docs/compatibility.md).
+	unknown map[string]map[string]json.RawMessage
 }
 
 func openHistory(dir string) (*historyStore, error) {
@@ -225,6 +236,7 @@ func openHistory(dir string) (*historyStore, error) {
 		h.entries = nil
 		return h, fmt.Errorf("load history: %w", err)
 	}
+	h.unknown = unknownEntryFields(h.path)
 	sort.SliceStable(h.entries, func(i, j int) bool { return h.entries[i].Finished.After(h.entries[j].Finished) })
 	return h, nil
 }
@@ -257,6 +269,11 @@ func (h *historyStore) add(e ui.HistoryEntry) error {
 			}
 		}
 	}
+	if e.Busy == 0 {
+		// A later end of the same transfer: what a newer Ferry said of
+		// the earlier one is not said of it.
+		delete(h.unknown, e.ID)
+	}
 	kept := make([]ui.HistoryEntry, 0, len(h.entries)+1)
 	kept = append(kept, e)
 	for _, old := range h.entries {
@@ -276,10 +293,50 @@ func (h *historyStore) add(e ui.HistoryEntry) error {
 			e.Text = cutText(e.Text, historyTextCut)
 		}
 	}
-	if err := saveJSON(h.path, h.entries); err != nil {
+	if err := saveJSON(h.path, h.withUnknown()); err != nil {
 		return fmt.Errorf("save history: %w", err)
 	}
 	return nil
+}
+
+// withUnknown is the entries to save, each with the fields a newer Ferry
+// wrote in it that this build does not know.
+func (h *historyStore) withUnknown() any {
+	if len(h.unknown) == 0 {
+		return h.entries
+	}
+	out := make([]any, len(h.entries))
+	for i, e := range h.entries {
+		out[i] = withFields(e, h.unknown[e.ID])
+	}
+	return out
+}
+
+// unknownEntryFields returns, by entry ID, the fields of the entries of
+// the history file at path that ui.HistoryEntry does not have.
+func unknownEntryFields(path string) map[string]map[string]json.RawMessage {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var all []map[string]json.RawMessage
+	if json.Unmarshal(b, &all) != nil {
+		return nil
+	}
+	var out map[string]map[string]json.RawMessage
+	for _, fields := range all {
+		var id string
+		if json.Unmarshal(fields["id"], &id) != nil || id == "" {
+			continue
+		}
+		if u := unknownOf(fields, reflect.TypeFor[ui.HistoryEntry]()); u != nil {
+			if out == nil {
+				out = map[string]map[string]json.RawMessage{}
+			}
+			out[id] = u
+		}
+	}
+	return out
 }
 
 // joinBusy sums up offers declined while busy: old's and e's, which came
@@ -323,7 +380,7 @@ func joinBusy(old, e ui.HistoryEntry) ui.HistoryEntry {
 func (h *historyStore) clear() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.entries = nil
+	h.entries, h.unknown = nil, nil
 	if err := saveJSON(h.path, []ui.HistoryEntry{}); err != nil {
 		return fmt.Errorf("clear history: %w", err)
 	}

@@ -122,6 +122,59 @@ func TestSettingsKeepWhatANewerFerryWrote(t *testing.T) {
 	}
 }
 
+// TestHistoryKeepsWhatANewerFerryWrote: history.json as a newer Ferry
+// wrote it keeps, through this build's next entries, what that Ferry wrote
+// in its entries and this build does not know (the app of 2026-12-04
+// dropped the summed-up entry of offers declined while busy, its busy,
+// unread and muted counts and its senders, so: read in its code). A later end of the same
+// transfer replaces its entry, and what was said of the earlier one goes
+// with it.
+func TestHistoryKeepsWhatANewerFerryWrote(t *testing.T) {
+	dir := t.TempDir()
+	newer := `[{"id": "t1", "direction": 1, "peer_name": "Bee", "state": "interrupted", "finished": "2026-12-05T10:00:00Z",
+	  "files": 2, "future_rating": 5, "future_thumbs": ["a.jpg"]},
+	 {"id": "t0", "direction": 0, "peer_name": "Ay", "state": "done", "finished": "2026-12-05T09:00:00Z", "future_rating": 1}]`
+	if err := os.WriteFile(filepath.Join(dir, historyFile), []byte(newer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err := openHistory(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := func() map[string]map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, historyFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l []map[string]any
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatalf("saved %s: %v", b, err)
+		}
+		m := map[string]map[string]any{}
+		for _, e := range l {
+			m[e["id"].(string)] = e
+		}
+		return m
+	}
+	if err := h.add(ui.HistoryEntry{ID: "t2", PeerName: "Cy", State: ui.StateDone, Finished: time.Date(2026, 12, 5, 11, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	got := saved()
+	if len(got) != 3 || got["t1"]["future_rating"] != 5.0 || got["t1"]["files"] != 2.0 || got["t0"]["future_rating"] != 1.0 || got["t2"]["future_rating"] != nil {
+		t.Fatalf("saved %v", got)
+	}
+	if th, _ := got["t1"]["future_thumbs"].([]any); len(th) != 1 || th[0] != "a.jpg" {
+		t.Errorf("t1's future_thumbs saved as %v", got["t1"]["future_thumbs"])
+	}
+	if err := h.add(ui.HistoryEntry{ID: "t1", PeerName: "Bee", State: ui.StateDone, Files: 2, Finished: time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := saved(); len(got) != 3 || got["t1"]["future_rating"] != nil || got["t0"]["future_rating"] != 1.0 {
+		t.Errorf("after t1 ended: %v", got)
+	}
+}
+
 // TestDamagedFilesAreKeptAsideAndSaid: a settings, history or device-names
 // file that cannot be read does not stop the app, and is not lost: it is
 // renamed aside (never over an earlier damaged copy) before anything is

@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ferrydrop/ferry/internal/deviceid"
 	"net"
 	"net/netip"
 	"slices"
@@ -33,6 +32,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 )
 
 // ServiceType is the DNS-SD service Ferry advertises and browses for.
@@ -133,13 +133,9 @@ func (p Peer) HostPorts() []string {
 	return out
 }
 
-// ShortID is the first 8 characters of the device ID, as shown to users.
-func (p Peer) ShortID() string {
-	if len(p.ID) < 8 {
-		return p.ID
-	}
-	return p.ID[:8]
-}
+// ShortID is the device ID's short form as every screen and line of Ferry
+// shows it ("PT27-TYCL", deviceid.Short).
+func (p Peer) ShortID() string { return deviceid.Short(p.ID) }
 
 // EventKind names what an Event reports.
 type EventKind string

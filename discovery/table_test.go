@@ -223,7 +223,7 @@ func TestDuplicateNamesAndResolve(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := d.Resolve(ctx, "laptop")
-	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), idN(1)[:8]) || !strings.Contains(err.Error(), idN(2)[:8]) {
+	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), idN(1)[:4]+"-"+idN(1)[4:8]) || !strings.Contains(err.Error(), idN(2)[:4]+"-"+idN(2)[4:8]) {
 		t.Fatalf("Resolve(laptop) error = %v, want ambiguity listing both", err)
 	}
 	for q, want := range map[string]string{
@@ -586,5 +586,16 @@ func TestProbedNameLongerThanALabel(t *testing.T) {
 	d.probeRound(ctx)
 	if p, err := resolveIn(d.Peers(), idN(82)); err != nil || p.Name != long+" (remembered)" {
 		t.Errorf("remembered peer = %q (%v), want the name it was remembered by", p.Name, err)
+	}
+}
+
+// TestPeerShortIDIsTheShownForm: ferry-cli peers and doctor print a found
+// device's short ID as every other screen and line does ("PT27-TYCL"); they
+// printed "PT27TYCL".
+func TestPeerShortIDIsTheShownForm(t *testing.T) {
+	for id, want := range map[string]string{"PT27TYCLABCDEFGH": "PT27-TYCL", "ABC": "ABC"} {
+		if got := (Peer{ID: id}).ShortID(); got != want {
+			t.Errorf("Peer{ID: %q}.ShortID() = %q, want %q", id, got, want)
+		}
 	}
 }

@@ -284,7 +284,7 @@ func (p *printer) event(ev engine.Event) {
 			p.coded = map[string]string{}
 		}
 		p.coded[ev.TransferID] = ev.Pair.Code
-		p.line("verification code %s%s: %s is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)",
+		p.line("verification code %s%s: %s is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)",
 			ev.Pair.Code, again, who)
 	case engine.EventKeyChanged:
 		p.line("WARNING: %s", ev.KeyChange.Warning)

@@ -498,13 +498,13 @@ func TestReconnectLines(t *testing.T) {
 	p.event(transport("a"))
 	p.event(code("a", "111 222"))
 	want := "transport: quic (requested with --transport quic)\n" +
-		"verification code 275 865: vm (FWHL-SXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"verification code 275 865: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"reconnecting: The connection went silent for 10s.\n" +
 		"reconnected over quic (requested with --transport quic)\n" +
-		"verification code 795 196 (a new connection, a new code): vm (FWHL-SXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"verification code 795 196 (a new connection, a new code): vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"failed: cancelled\n" +
 		"transport: quic (requested with --transport quic)\n" +
-		"verification code 111 222: vm (FWHL-SXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n"
+		"verification code 111 222: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
@@ -642,11 +642,11 @@ func TestCodeShownLines(t *testing.T) {
 	p.event(code("a", "234 768", engine.CodeShownNo))
 	p.event(code("b", "105 277", engine.CodeShownPending))
 	p.event(code("b", "105 277", engine.CodeShownUnknown))
-	want := "verification code 572 054: vm (FWHL-SXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+	want := "verification code 572 054: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"trying again: cancelled\n" +
-		"verification code 234 768 (a new connection, a new code): vm (FWHL-SXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"verification code 234 768 (a new connection, a new code): vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"verification code 234 768: vm (FWHL-SXZM) accepted without showing it, so there is nothing to compare it with (ferry-cli pair compares codes)\n" +
-		"verification code 105 277: vm (FWHL-SXZM) is not trusted yet; its screen shows the same code unless someone is in the middle (--pair trusts it)\n" +
+		"verification code 105 277: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"verification code 105 277: vm (FWHL-SXZM) runs an older Ferry, which does not say whether its screen showed the code\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)

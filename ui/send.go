@@ -180,8 +180,10 @@ type chooser struct {
 }
 
 // askDevice shows the send sheet for paths (files given on the command
-// line, dropped outside a device, handed over by a second launch).
-func (u *UI) askDevice(paths []string) { u.askSend(Items{Paths: paths}, nil) }
+// line, handed over by a second launch or the desktop's "Open with"), with
+// the devices checked in the list checked, as a drop outside the rows
+// does: the sheet opened this way started with none checked.
+func (u *UI) askDevice(paths []string) { u.askSend(Items{Paths: paths}, u.devices.selected()) }
 
 // askSend shows the send sheet for items with the devices of pre checked,
 // replacing a sheet already open.

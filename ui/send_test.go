@@ -595,3 +595,44 @@ func TestSendSheetFitsALongDeviceName(t *testing.T) {
 		t.Errorf("the long name's check reads %q, want its start and short ID", got)
 	}
 }
+
+// Files handed over by a second launch (ferry FILE while Ferry runs, the
+// desktop's "Open with Ferry") open the send sheet with the devices
+// checked in the list checked, as a drop outside the rows does; it opened
+// with none checked, so Enter did nothing and the user checked them again.
+func TestSecondLaunchSheetStartsWithTheCheckedDevices(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: "CAROL" + idAlice[5:], Name: "Carol", Addrs: reach("10.0.0.3:1", addr.QUIC), Online: true}})
+	test.Tap(u.devices.rows[0].pick) // Alice
+	test.Tap(u.devices.rows[2].pick) // Carol
+	u.OpenFiles([]string{"/home/u/report.pdf"})
+	c := u.ask
+	if c == nil {
+		t.Fatal("no send sheet")
+	}
+	var checked []string
+	for i, ch := range c.checks {
+		if ch.Checked {
+			checked = append(checked, c.devices[i].Name)
+		}
+	}
+	if strings.Join(checked, ",") != "Alice's laptop,Carol" || c.sendBtn.Disabled() {
+		t.Fatalf("the sheet starts with %v checked (Send disabled %v), want Alice and Carol as in the list", checked, c.sendBtn.Disabled())
+	}
+	press(u, fyne.KeyReturn)
+	if len(be.sends) != 2 || be.sends[0].dev.ID != idAlice || be.sends[1].dev.Name != "Carol" {
+		t.Fatalf("Enter sent %+v, want the file to Alice and Carol", be.sends)
+	}
+
+	// Nothing checked in the list: the sheet asks, as before.
+	test.Tap(u.devices.rows[0].pick)
+	test.Tap(u.devices.rows[2].pick)
+	u.OpenFiles([]string{"/home/u/b.pdf"})
+	for i, ch := range u.ask.checks {
+		if ch.Checked {
+			t.Fatalf("%s checked with none checked in the list", u.ask.devices[i].Name)
+		}
+	}
+}

@@ -68,6 +68,9 @@ func (u *UI) Describe() Described {
 	}
 	for _, r := range u.devices.rows {
 		row := DescribedRow{Title: displayName(r.dev), Buttons: buttons(r.send)}
+		if r.tag != nil {
+			row.Title += " " + r.tag.Text
+		}
 		if r.info != nil {
 			row.Sub = r.info.Text
 		}

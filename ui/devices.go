@@ -36,6 +36,7 @@ type deviceRow struct {
 	send *button
 	pick *check        // checks it for a send to several devices
 	info *widget.Label // OS, ID, trust, transports (Describe reads it)
+	tag  *widget.Label // the short ID beside a name another row shows too; nil else
 	bg   *rowBackground
 }
 
@@ -159,8 +160,12 @@ func (l *deviceList) render() {
 		l.box.Objects = []fyne.CanvasObject{l.empty}
 	}
 	now := l.u.now()
+	named := map[string]int{} // shown name -> rows that show it
 	for _, d := range devs {
-		r := l.newRow(d, now)
+		named[EscapeName(displayName(d))]++
+	}
+	for _, d := range devs {
+		r := l.newRow(d, now, named[EscapeName(displayName(d))] > 1)
 		l.rows = append(l.rows, r)
 		l.box.Objects = append(l.box.Objects, r.obj)
 	}
@@ -190,7 +195,10 @@ func osIcon(goos string) fyne.Resource {
 	return theme.ComputerIcon()
 }
 
-func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
+// newRow draws device d. same says another row shows the same name (two
+// Ferrys of one host, each named after it): the name then carries the
+// short ID ("vm · PT27-TYCL"), which the caption leaves out.
+func (l *deviceList) newRow(d Device, now time.Time, same bool) *deviceRow {
 	r := &deviceRow{dev: d}
 	icon := osIcon(d.OS)
 	if d.OS == "" && d.LocalSend != nil {
@@ -201,19 +209,29 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 	}
 	img := widget.NewIcon(icon)
 
+	var id string
+	switch {
+	case d.LocalSend != nil && !validID(d.ID):
+		id = shortFingerprint(d.LocalSend.Fingerprint) // no Ferry ID
+	case d.ID != "":
+		id = ShortID(d.ID)
+	}
 	name := widget.NewLabelWithStyle(EscapeName(displayName(d)), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	name.Truncation = fyne.TextTruncateEllipsis
+	var title fyne.CanvasObject = name
+	if same && id != "" {
+		// Beside the name, where a long name's ellipsis cannot hide it.
+		r.tag = widget.NewLabelWithStyle("· "+id, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		title = container.New(nameTagLayout{}, name, r.tag)
+	}
 	parts := []string{}
 	if os := OSLabel(d.OS); os != "" {
 		parts = append(parts, os)
 	} else if d.LocalSend != nil && d.LocalSend.Model != "" {
 		parts = append(parts, EscapeName(d.LocalSend.Model))
 	}
-	switch {
-	case d.LocalSend != nil && !validID(d.ID):
-		parts = append(parts, shortFingerprint(d.LocalSend.Fingerprint)) // no Ferry ID
-	case d.ID != "":
-		parts = append(parts, ShortID(d.ID))
+	if id != "" && !same {
+		parts = append(parts, id)
 	}
 	switch {
 	case d.Paired:
@@ -268,7 +286,7 @@ func (l *deviceList) newRow(d Device, now time.Time) *deviceRow {
 
 	bg := newRowBackground(d.Online, l.lit == key)
 	r.bg = bg
-	text := container.New(&tightVBox{}, name, info)
+	text := container.New(&tightVBox{}, title, info)
 	row := container.NewBorder(nil, nil, container.NewHBox(container.NewCenter(r.pick), container.NewPadded(img)), container.NewCenter(r.send), text)
 	r.obj = container.NewStack(bg, container.NewPadded(row))
 	return r
@@ -320,6 +338,37 @@ func (l *deviceList) rowAt(pos fyne.Position) *deviceRow {
 		}
 	}
 	return nil
+}
+
+// nameTagLayout lays out a name and its tag on one line: the tag right
+// after the name's text, and the name shortened, never the tag, when the
+// two do not fit.
+type nameTagLayout struct{}
+
+func (l nameTagLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	name, tag := objs[0].MinSize(), objs[1].MinSize()
+	return fyne.NewSize(name.Width+tag.Width-l.overlap(objs[0].(*widget.Label)), max(name.Height, tag.Height))
+}
+
+// overlap is how far the tag's label goes over the name's: the two
+// labels' inner paddings would leave a wide gap between them, where a
+// space is enough.
+func (nameTagLayout) overlap(name *widget.Label) float32 {
+	return 2*theme.InnerPadding() - fyne.MeasureText(" ", theme.TextSize(), name.TextStyle).Width
+}
+
+func (l nameTagLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	name := objs[0].(*widget.Label)
+	tag := objs[1]
+	over := l.overlap(name)
+	// The name's own width: a truncating label's minimum is one letter's.
+	want := fyne.MeasureText(name.Text, theme.TextSize(), name.TextStyle).Width + 2*theme.InnerPadding()
+	tw := tag.MinSize().Width
+	w := min(want, size.Width-tw+over)
+	name.Move(fyne.NewPos(0, 0))
+	name.Resize(fyne.NewSize(w, size.Height))
+	tag.Move(fyne.NewPos(w-over, 0))
+	tag.Resize(fyne.NewSize(tw, size.Height))
 }
 
 // tightVBox stacks objects vertically without padding between them.

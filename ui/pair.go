@@ -446,7 +446,7 @@ func (l *transferList) newPairStrip(v *transferView) *pairStrip {
 // answerCode passes the sending user's verdict on the row's code.
 func (l *transferList) answerCode(id string, match bool) {
 	v := l.byID[id]
-	if v == nil || v.codeAnswered || v.codeShown == CodeShownNo {
+	if v == nil || v.dir != Outgoing || v.codeAnswered || v.codeShown == CodeShownNo {
 		return
 	}
 	if !l.u.confirmPair(id, match) {
@@ -459,9 +459,15 @@ func (l *transferList) answerCode(id string, match bool) {
 	l.refresh(v)
 }
 
-// refreshPair shows or hides the row's code: asked while the transfer may
-// still be trusted through it, gone once answered.
+// refreshPair shows or hides the row's code: sending, asked while the
+// transfer may still be trusted through it, gone once answered;
+// receiving, the code the prompt showed, for the sender's user to
+// compare with theirs (refreshPromptCode).
 func (l *transferList) refreshPair(v *transferView) {
+	if v.dir == Incoming {
+		l.refreshPromptCode(v)
+		return
+	}
 	s := v.pair
 	d, listed := l.u.devices.devices[v.peer.ID]
 	ask := v.dir == Outgoing && v.pairCode != "" && !v.codeAnswered &&
@@ -501,6 +507,47 @@ func (l *transferList) refreshPair(v *transferView) {
 			s.differ.Hide()
 			s.match.Hide()
 		}
+	}
+	if !s.obj.Visible() {
+		s.obj.Show()
+		v.obj.Refresh()
+		l.box.Refresh()
+	}
+}
+
+// refreshPromptCode shows, in a receiving row, the verification code its
+// prompt showed: the sender's row asks its user to check that this screen
+// shows the same code, which the prompt no longer does once answered. It
+// only shows the code, with no buttons: comparing it here trusts nobody
+// (the sender trusts this device through its own Codes match; this one
+// trusts the sender only through Always accept's question or Pair…).
+// Shown once the prompt was answered (before, the prompt shows it) and
+// while the code may still be compared, as the sender's is.
+func (l *transferList) refreshPromptCode(v *transferView) {
+	s := v.pair
+	show := v.promptCode != "" && v.state != StateWaiting && (!v.state.Final() || v.state == StateDone)
+	if !show {
+		if s.obj.Visible() {
+			s.obj.Hide()
+			v.obj.Refresh()
+			l.box.Refresh()
+		}
+		return
+	}
+	if c := GroupCode(v.promptCode); s.code.Text != c {
+		s.code.SetText(c)
+	}
+	who := peerWho(v.peer)
+	line := fmt.Sprintf("Shown with the offer. %s shows the same code unless another device is in the middle: its user may compare the two. Trusting %s here takes comparing codes with Pair….", who, who)
+	if v.codeMatched {
+		line = fmt.Sprintf("Shown with the offer; you said %s shows the same code, so this device trusts it. Its user may compare the two as well.", who)
+	}
+	if s.line.Text != line {
+		s.line.SetText(line)
+	}
+	if s.match.Visible() {
+		s.differ.Hide()
+		s.match.Hide()
 	}
 	if !s.obj.Visible() {
 		s.obj.Show()

@@ -683,3 +683,95 @@ func TestSendingRowOffersOnlyAShownCode(t *testing.T) {
 		t.Fatalf("an older Ferry's code: match %v, line %q", w.pair.match.Visible(), w.pair.line.Text)
 	}
 }
+
+// TestReceivingRowKeepsTheCodeThePromptShowed: the sender's row asks its
+// user to check that this screen shows the same code, and the prompt that
+// showed it is gone once answered; the receiving row had no code at all.
+// It now shows the code the prompt showed, with no buttons (comparing it
+// here trusts nobody), and only that code: none when the offer was
+// accepted without asking (accept all), none once a later session brought
+// another, none once the transfer failed.
+func TestReceivingRowKeepsTheCodeThePromptShowed(t *testing.T) {
+	u, be, c := newTestUI(t)
+	peer := Peer{ID: idAlice, Name: "Alice"}
+	// The engine tells the session's code, then asks with it.
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "t1", Direction: Incoming, Peer: peer, Pair: &PairCode{Code: "482 913"}})
+	v := u.transfers.byID["t1"]
+	if v.pair.obj.Visible() {
+		t.Fatal("the row shows a code before any prompt showed it")
+	}
+	u.ApplyTransfer(untrustedOffer("t1"))
+	if v.pair.obj.Visible() {
+		t.Fatal("the row shows the code beside the prompt that shows it")
+	}
+	test.Tap(u.prompts.queue[0].accept) // once, without Always accept
+	u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: "t1", Direction: Incoming, State: StateActive, Peer: peer,
+		Progress: &Progress{Bytes: 1000, Total: 2000, TotalFiles: 2}})
+	if !v.pair.obj.Visible() || v.pair.code.Text != "482 913" {
+		t.Fatalf("after Accept the row shows code %q (visible %v), want the prompt's 482 913", v.pair.code.Text, v.pair.obj.Visible())
+	}
+	if v.pair.match.Visible() || v.pair.differ.Visible() {
+		t.Fatal("the receiving row offers Codes match/Codes differ")
+	}
+	if !strings.Contains(v.pair.line.Text, "Alice shows the same code") || !strings.Contains(v.pair.line.Text, "Pair…") {
+		t.Fatalf("line %q", v.pair.line.Text)
+	}
+	v.pair.match.OnTapped() // hidden, yet a tap on its way must trust nobody
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "t1", Direction: Incoming, State: StateDone, Peer: peer, Time: c.t,
+		Result: &Result{State: StateDone, Files: 2, Verified: 2}})
+	if !v.pair.obj.Visible() {
+		t.Fatal("the code went with Done, while the sender may still compare it")
+	}
+	if len(be.confirms) != 0 {
+		t.Fatalf("the receiving row confirmed a code: %+v", be.confirms)
+	}
+	if d, ok := u.devices.devices[idAlice]; ok && (d.Paired || d.Trusted) {
+		t.Fatal("showing the code trusted Alice")
+	}
+
+	// A later session of the same transfer has a code of its own, which no
+	// prompt here showed.
+	u.ApplyTransfer(untrustedOffer("t2"))
+	test.Tap(u.prompts.queue[0].accept)
+	w := u.transfers.byID["t2"]
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "t2", Direction: Incoming, State: StateActive, Peer: peer})
+	if !w.pair.obj.Visible() {
+		t.Fatal("t2 shows no code")
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "t2", Direction: Incoming, State: StateActive, Peer: peer, Pair: &PairCode{Code: "234 768"}})
+	if w.pair.obj.Visible() {
+		t.Fatalf("the row shows %q after a new session's code no prompt showed", w.pair.code.Text)
+	}
+
+	// Accepted without asking (accept all): the engine tells a code, the
+	// offer asks nothing.
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "t3", Direction: Incoming, Peer: peer, Pair: &PairCode{Code: "105 277"}})
+	all := offerEvent("t3", 1)
+	all.State = StateActive
+	u.ApplyTransfer(all)
+	if x := u.transfers.byID["t3"]; x.pair.obj.Visible() {
+		t.Fatal("a code no prompt showed is in the row")
+	}
+
+	// Compared in the prompt (Always accept): the row says this device
+	// trusts the sender, not that Pair… is needed.
+	u.ApplyTransfer(untrustedOffer("t5"))
+	p := u.prompts.queue[0]
+	p.always.SetChecked(true)
+	test.Tap(p.accept)
+	test.Tap(p.checkBtns[1]) // Codes match
+	x := u.transfers.byID["t5"]
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: "t5", Direction: Incoming, State: StateActive, Peer: peer})
+	if !x.pair.obj.Visible() || !strings.Contains(x.pair.line.Text, "this device trusts it") || strings.Contains(x.pair.line.Text, "Pair…") {
+		t.Fatalf("after Codes match in the prompt: visible %v, line %q", x.pair.obj.Visible(), x.pair.line.Text)
+	}
+
+	// Failed: nothing left to compare.
+	u.ApplyTransfer(untrustedOffer("t4"))
+	test.Tap(u.prompts.queue[0].accept)
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "t4", Direction: Incoming, State: StateFailed, Peer: peer, Time: c.t,
+		Result: &Result{State: StateFailed, Code: CodeConnectionLost, Err: "connection lost"}})
+	if x := u.transfers.byID["t4"]; x.pair.obj.Visible() {
+		t.Fatal("a failed transfer's row still shows the code")
+	}
+}

@@ -435,6 +435,9 @@ func (q *promptQueue) checkCode(p *prompt) {
 	match := u.newButton("Codes match", theme.ConfirmIcon(), func() {
 		d.Hide()
 		if u.confirmPair(p.ev.ID, true) {
+			if v := u.transfers.byID[p.ev.ID]; v != nil {
+				v.codeAnswered, v.codeMatched = true, true // the row says so
+			}
 			q.answer(p, Decision{Accept: true, AlwaysAccept: true, Dest: p.dest})
 		}
 	})

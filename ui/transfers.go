@@ -56,11 +56,17 @@ type transferView struct {
 	skipped  *Skipped  // sending: what the given folders hold that is not sent
 	renamed  []Renamed // sending: given paths sent under another name
 	// pairCode is the session's verification code with a device not
-	// trusted yet; codeAnswered says the user compared it here.
+	// trusted yet; codeAnswered says the user compared it here (receiving:
+	// in the prompt, before Always accept).
 	pairCode     string
 	codeShown    CodeShown // sending: whether the receiver showed pairCode
 	codeAnswered bool
 	codeMatched  bool
+	// promptCode is, receiving, the code the offer's prompt showed this
+	// device's user: the row keeps it for the sender's user to compare
+	// once the prompt is gone. "" when the prompt showed none (a trusted
+	// sender, accepted without asking) or a later session brought another.
+	promptCode string
 
 	thumbFor string // the file the thumbnail shows (asked once)
 	laidOut  bool   // the row's foot was laid out once
@@ -304,11 +310,17 @@ func (l *transferList) apply(ev TransferEvent) {
 			}
 			if o.PairCode != "" {
 				v.pairCode, v.codeShown = o.PairCode, CodeShownPending
+				if v.dir == Incoming {
+					v.promptCode = o.PairCode
+				}
 			}
 		}
 	case TransferPair:
 		if ev.Pair != nil {
 			v.pairCode, v.codeShown = ev.Pair.Code, ev.Pair.Shown
+			if ev.Pair.Code != v.promptCode {
+				v.promptCode = "" // a new session's, which no prompt here showed
+			}
 		}
 	case TransferProgress:
 		if p := ev.Progress; p != nil {

@@ -52,14 +52,27 @@ func (u *UI) fynePick(req PickRequest, done func([]string)) {
 		}, u.win))
 		return
 	}
-	u.showFileDialog(dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil || r == nil {
-			return
-		}
-		p := r.URI().Path()
-		_ = r.Close()
-		done([]string{p})
-	}, u.win))
+	u.showFileDialog(dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) { u.picked(r, err, done) }, u.win))
+}
+
+// picked takes the file Fyne's dialog opened: its path to done, or, for
+// a named pipe, socket or device (which guardFiles does not let Fyne
+// open), what it is.
+func (u *UI) picked(r fyne.URIReadCloser, err error, done func([]string)) {
+	var sp *specialFileError
+	switch {
+	case errors.As(err, &sp):
+		u.showMessage("Not a regular file", sp.Error(), "")
+		return
+	case err != nil:
+		u.showError("Could not open the file", err)
+		return
+	case r == nil:
+		return // cancelled
+	}
+	p := r.URI().Path()
+	_ = r.Close()
+	done([]string{p})
 }
 
 // pickAndSend lets the user choose files, then sends them to devs (or

@@ -146,6 +146,7 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 	if opt.NoticeQuiet <= 0 {
 		opt.NoticeQuiet = 10 * time.Second
 	}
+	guardFiles() // before any of Fyne's file dialogs lists a named pipe
 	u := &UI{app: a, win: win, be: be, opt: opt, self: self, thumbs: map[string]image.Image{},
 		pairs: map[string]*pairView{}, keyWarnings: map[keyWarning]bool{}, preparingDelay: preparingLinkDelay}
 	u.prompts = &promptQueue{u: u}

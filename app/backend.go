@@ -112,7 +112,7 @@ func (b *backend) start(peer ui.Peer, paths []string, send func() (*engine.Trans
 			id := fmt.Sprintf("local-%d", b.nextLocal)
 			b.mu.Unlock()
 			b.synthetic(ui.TransferEvent{Kind: ui.TransferResult, ID: id, Direction: ui.Outgoing, Peer: peer,
-				State: ui.StateFailed, Result: &ui.Result{State: ui.StateFailed, Err: "The transfer could not start: " + err.Error() + "."}})
+				State: ui.StateFailed, Result: &ui.Result{State: ui.StateFailed, NotStarted: true, Err: "The transfer could not start: " + err.Error() + "."}})
 			return
 		}
 		b.mu.Lock()

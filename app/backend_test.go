@@ -161,6 +161,10 @@ func TestSendFailureBecomesFailedRow(t *testing.T) {
 	if ev.Kind != ui.TransferResult || ev.Result.State != ui.StateFailed || ev.Peer.Name != "Peer" || ev.Result.Err == "" {
 		t.Fatalf("event = %+v result %+v", ev, ev.Result)
 	}
+	// Not the link's fault: the row said the device could not be reached.
+	if !ev.Result.NotStarted {
+		t.Errorf("a send that could not start is not NotStarted: %+v", ev.Result)
+	}
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -165,5 +166,30 @@ func BenchmarkWalkManifest(b *testing.B) {
 			// does the wall time.
 			b.ReportMetric(float64(testutil.CPUTime()-cpu0)/float64(b.N)/float64(n), "cpu-ns/file")
 		})
+	}
+}
+
+// TestGivenNamedPipeSaysWhatItIs: a named pipe given to send (a pick in the
+// app, a path on the command line) is refused before anything is dialled,
+// in words that say what it is: "… is a named pipe (FIFO), not a file or
+// folder", where it said only "is not a file or folder"; a socket too.
+func TestGivenNamedPipeSaysWhatItIs(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	_, err := buildManifest([]string{fifo})
+	if want := fifo + " is a named pipe (FIFO), not a file or folder"; err == nil || err.Error() != want {
+		t.Fatalf("a named pipe given: %v, want %q", err, want)
+	}
+	sock := filepath.Join(dir, "sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skip("no unix sockets here:", err)
+	}
+	defer l.Close()
+	if _, err := buildManifest([]string{sock}); err == nil || !strings.Contains(err.Error(), "is a socket, not a file or folder") {
+		t.Fatalf("a socket given: %v", err)
 	}
 }

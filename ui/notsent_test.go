@@ -3,6 +3,9 @@ package ui
 import (
 	"strings"
 	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
 )
 
 // A send says in its row what the given folders hold that it does not
@@ -80,5 +83,28 @@ func TestSendDetailsSayWhatGoesUnderAnotherName(t *testing.T) {
 	u.transfers.showDetails("c")
 	if u.transfers.detailRenamedHead.Visible() || u.transfers.detailRenamed.Visible() {
 		t.Errorf("Details of a send with no path renamed show %q", u.transfers.detailRenamed.Text)
+	}
+}
+
+// TestSendThatCouldNotStartSaysWhy: a send the engine refused before it
+// dialled (a named pipe picked or dropped: the backend's failed row)
+// said "Bob's laptop could not be reached. Is it on and receiving?", the
+// model reading any failure before a connection as the link's, and
+// offered a Retry the engine cannot do. The row and the notification now
+// say the engine's sentence, and there is no Retry.
+func TestSendThatCouldNotStartSaysWhy(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.hidden = true // notified as when the window is closed
+	bob := Peer{ID: idBob, Name: "Bob's laptop"}
+	why := "The transfer could not start: /home/sam/pipe is a named pipe (FIFO), not a file or folder."
+	ev := TransferEvent{Kind: TransferResult, ID: "local-1", Direction: Outgoing, Peer: bob, State: StateFailed,
+		Result: &Result{State: StateFailed, NotStarted: true, Err: why}}
+	test.AssertNotificationSent(t, fyne.NewNotification("Files not sent", "Not sent to Bob's laptop. "+why), func() { u.ApplyTransfer(ev) })
+	v := u.transfers.byID["local-1"]
+	if got := v.stateLbl.Text; got != strings.TrimSuffix(why, ".") {
+		t.Errorf("the row says %q, want the engine's sentence", got)
+	}
+	if v.retry.Visible() {
+		t.Error("Retry offered for a send the engine never knew")
 	}
 }

@@ -207,7 +207,7 @@ func DeliveryEvents(ev TransferEvent) []transfer.Event {
 			return one(transfer.EvResult, func(e *transfer.Event) {
 				e.State, e.Code, e.ByPeer, e.Err, e.Bytes = string(r.State), string(r.Code), r.ByPeer, r.Err, r.Bytes
 				e.Verified, e.Text, e.Refused = r.Verified, r.Text != "", r.Refused
-				e.Rejoin = r.Rejoin
+				e.Rejoin, e.NotStarted = r.Rejoin, r.NotStarted
 			})
 		}
 	}
@@ -755,6 +755,11 @@ func (l *transferList) status(v *transferView) Status {
 		// the engine's sentence says so, where the code alone reads as a
 		// policy refusal.
 		st.Short, st.Text, st.Importance = "Stopped: the codes differ", strings.TrimSuffix(EscapeText(r.Err), "."), widget.DangerImportance
+	}
+	if r := v.result; r != nil && r.NotStarted && r.Err != "" && d.Phase == transfer.Failed {
+		// Its own items stopped it (a named pipe given): the engine's
+		// sentence says which, where the model knows only that it failed.
+		st.Short, st.Text = "Not sent", strings.TrimSuffix(EscapeText(r.Err), ".")
 	}
 	return st
 }

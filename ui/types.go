@@ -389,12 +389,16 @@ type Result struct {
 	// away (app/rejoin.go); Cancel gives up on it.
 	Rejoin bool
 	// Err is the engine's own text about the end, shown in Details.
-	Err       string
-	Files     int
-	Verified  int
-	Bytes     int64
-	Duration  time.Duration
-	Transport string
+	Err string
+	// NotStarted: the send ended before it tried to reach the other device
+	// (a given path that is a named pipe, a text too long): Err says why,
+	// in a sentence the row shows; nothing about the link.
+	NotStarted bool
+	Files      int
+	Verified   int
+	Bytes      int64
+	Duration   time.Duration
+	Transport  string
 	// TransportReason says why that transport was used.
 	TransportReason string
 	// Resent counts bytes sent twice (after a reconnect).

@@ -780,6 +780,8 @@ func (u *UI) notifyResult(ev TransferEvent) {
 		u.notify("Transfer paused", st.Text+".")
 	case r.State == StateInterrupted:
 		u.notify("Transfer interrupted", st.Text+". What arrived so far is kept.")
+	case r.State == StateFailed && r.NotStarted && r.Err != "":
+		u.notify("Files not sent", fmt.Sprintf("Not sent to %s. %s", who, EscapeLine(r.Err)))
 	case r.State == StateFailed && r.Code == CodeNone:
 		u.notify("Transfer failed", fmt.Sprintf("The transfer with %s did not finish. Its Details in Ferry say why.", who))
 	case r.State == StateFailed:

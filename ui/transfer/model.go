@@ -178,7 +178,10 @@ type Event struct {
 	// discovery sees the other device again, if this result says it went
 	// away mid-send (the app's rejoin, app/rejoin.go).
 	Rejoin bool
-	Err    string // EvResult: the engine's own text, for Details
+	// NotStarted: EvResult: the delivery ended before it tried to reach
+	// the other device (its own items): not unreachable.
+	NotStarted bool
+	Err        string // EvResult: the engine's own text, for Details
 	// Route and Relay: EvTransport: the way the session goes, and the
 	// relay's "host:port" when it went through one.
 	Route Route
@@ -211,7 +214,9 @@ type Delivery struct {
 	// Rejoin: it failed because the other device went away and the app
 	// sends the rest when that device is back (unless the user cancels).
 	Rejoin bool
-	Files  []File
+	// NotStarted: it failed before it tried to reach the other device.
+	NotStarted bool
+	Files      []File
 	// Count is how many files the delivery has (Files may list only the
 	// first ones).
 	Count     int
@@ -422,7 +427,7 @@ func (d *Delivery) reopens(ev Event) bool {
 // files and the bytes already in place.
 func (d *Delivery) restart(p Phase) {
 	d.Phase, d.By, d.Reason, d.Detail = p, Nobody, ReasonNone, ""
-	d.cancelAsked, d.Rejoin = false, false
+	d.cancelAsked, d.Rejoin, d.NotStarted = false, false, false
 	d.Ended = time.Time{}
 }
 
@@ -525,7 +530,8 @@ func (d *Delivery) result(ev Event) {
 		// again is about the link, whatever the last dial said ("connection
 		// refused" is no local read error): a device reached before went
 		// away, one never reached was unreachable.
-		link := prev == Reconnecting || prev == Connecting || ev.Code == string(ReasonConnectionLost)
+		// One that never started (its own items) tried nothing.
+		link := !ev.NotStarted && (prev == Reconnecting || prev == Connecting || ev.Code == string(ReasonConnectionLost))
 		if link && (d.Reason == ReasonIO || d.Reason == ReasonNone || d.Reason == ReasonConnectionLost) {
 			if d.connected {
 				d.Reason = ReasonConnectionLost
@@ -534,5 +540,6 @@ func (d *Delivery) result(ev Event) {
 			}
 		}
 		d.Rejoin = ev.Rejoin && d.Direction == Outgoing && d.Reason == ReasonConnectionLost
+		d.NotStarted = ev.NotStarted
 	}
 }

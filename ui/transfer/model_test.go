@@ -222,6 +222,18 @@ func TestDeliveryStateTable(t *testing.T) {
 			status: "Carol's phone could not be reached. Is it on and receiving?", actions: []Action{ActionRetry}, bytes: 0}},
 		rows: 1,
 	}, {
+		// A send that could not even start (a named pipe given) tried no
+		// device: it is no unreachable one (the row said "could not be
+		// reached. Is it on and receiving?"); the app shows the engine's
+		// sentence.
+		name: "a send that never started is not unreachable",
+		events: []Event{
+			{Kind: EvResult, Delivery: "local-1", Direction: Outgoing, Peer: "Carol's phone", State: "failed", NotStarted: true,
+				Err: "The transfer could not start: /tmp/pipe is a named pipe (FIFO), not a file or folder."},
+		},
+		want: []want{{id: "local-1", phase: Failed, reason: ReasonNone, status: "Failed: Details says why", bytes: 0}},
+		rows: 1,
+	}, {
 		// A real local read error mid-transfer keeps its reason.
 		name: "a real read error stays a read error",
 		events: []Event{

@@ -42,6 +42,10 @@ func (d *Delivery) Actions() []Action {
 		// It goes on by itself when the device is back; Retry tries now,
 		// Cancel gives up on it.
 		return []Action{ActionRetry, ActionCancel}
+	case d.Phase == Failed && d.NotStarted:
+		// Nothing of it is known to the engine to send again: the user
+		// sends the files anew (they were the trouble).
+		return nil
 	case (d.Phase == Failed || d.Phase == Cancelled) && d.Direction == Outgoing:
 		// A receive is sent again by its sender: Retry here could only
 		// say so (Engine.Retry refuses it).

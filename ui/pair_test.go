@@ -75,6 +75,17 @@ func TestPromptShowsCodeAndAlwaysAcceptChecksIt(t *testing.T) {
 	}
 }
 
+// TestOfferNotificationCarriesTheCode: the notification of an offer from a
+// device not trusted yet has Accept, and the engine tells the sender that
+// this device showed the code whenever it asked with it: the code is in
+// the notification too, or a user who accepted there never saw it.
+func TestOfferNotificationCarriesTheCode(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	test.AssertNotificationSent(t, fyne.NewNotification("Incoming files", "Alice wants to send you 2 files (2.0 kB). Verification code 482 913."), func() {
+		u.ApplyTransfer(untrustedOffer("t1"))
+	})
+}
+
 // Accepting without "Always accept" leaves the code alone.
 func TestPromptAcceptWithoutTrustAsksNoCode(t *testing.T) {
 	u, be, _ := newTestUI(t)

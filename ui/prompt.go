@@ -93,6 +93,12 @@ func (q *promptQueue) offer(ev TransferEvent) {
 		default:
 			body = fmt.Sprintf("%s wants to send you %s (%s).", who, plural(o.FileCount(), "file"), HumanBytes(o.Total))
 		}
+		if o.PairCode != "" {
+			// Accept is in the notification: the code the engine tells the
+			// sender this device showed must be in it too, for a user who
+			// never opens the prompt.
+			body += " Verification code " + GroupCode(o.PairCode) + "."
+		}
 	}
 	// Accept and Decline right in the notification, where the desktop
 	// shows its buttons; a click on it shows the prompt.

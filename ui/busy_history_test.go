@@ -23,21 +23,21 @@ func TestBusyHistoryEntrySaysHowMany(t *testing.T) {
 		{several, "Declined: 30 offers from 3 devices", "Alice, Bob and 1 more · 5 Dec 12:08–12:14 · too many offers were waiting at once"},
 		{one, "Declined: 4 offers from Alice", "5 Dec 12:08 · too many offers were waiting at once"},
 	} {
-		if got := historyTitle(c.e, time.Minute); got != c.title {
+		if got := historyTitle(c.e, nil, time.Minute); got != c.title {
 			t.Errorf("title %q, want %q", got, c.title)
 		}
-		if got := historyLine(c.e, time.Minute); got != c.line {
+		if got := historyLine(c.e, nil, time.Minute); got != c.line {
 			t.Errorf("line %q, want %q", got, c.line)
 		}
 	}
-	if d := busyDetails(several); !strings.Contains(d, "declined 30 offers without asking you") || !strings.Contains(d, "\n30 files, 150 B · 5 Dec 2026 12:08–12:14\n") || !strings.Contains(d, "From Alice, Bob, Carol") {
+	if d := busyDetails(several, nil); !strings.Contains(d, "declined 30 offers without asking you") || !strings.Contains(d, "\n30 files, 150 B · 5 Dec 2026 12:08–12:14\n") || !strings.Contains(d, "From Alice, Bob, Carol") {
 		t.Errorf("details %q", d)
 	}
 	// The sizes of offers declined before they were read are not known:
 	// no "0 B".
 	unknown := several
 	unknown.Bytes = 0
-	if d := busyDetails(unknown); !strings.Contains(d, "\n30 files · 5 Dec") {
+	if d := busyDetails(unknown, nil); !strings.Contains(d, "\n30 files · 5 Dec") {
 		t.Errorf("details without sizes %q", d)
 	}
 
@@ -100,13 +100,13 @@ func TestBusyHistoryCountsOffersRefusedUnread(t *testing.T) {
 		{muted, "Declined: 2 offers from 2 devices", "Alice, Bob · 5 Dec 12:08–12:09 · you declined offers from them a moment ago",
 			[]string{"you had declined offers from these devices", "try again in a few minutes"}, []string{"too many", "0 files"}},
 	} {
-		if got := historyTitle(c.e, time.Minute); got != c.title {
+		if got := historyTitle(c.e, nil, time.Minute); got != c.title {
 			t.Errorf("title %q, want %q", got, c.title)
 		}
-		if got := historyLine(c.e, time.Minute); got != c.line {
+		if got := historyLine(c.e, nil, time.Minute); got != c.line {
 			t.Errorf("line %q, want %q", got, c.line)
 		}
-		d := busyDetails(c.e)
+		d := busyDetails(c.e, nil)
 		for _, w := range c.details {
 			if !strings.Contains(d, w) {
 				t.Errorf("details %q lack %q", d, w)

@@ -24,6 +24,7 @@ type deviceList struct {
 	checked map[string]bool // device key -> checked, to send to several at once
 	lit     string          // the key of the row that just got a drop
 	rows    []*deviceRow    // in display order, for hit-testing drops
+	names   sameNames       // the listed devices by shown name, counted by render
 	box     *fyne.Container
 	empty   fyne.CanvasObject
 	scroll  *container.Scroll
@@ -160,12 +161,14 @@ func (l *deviceList) render() {
 		l.box.Objects = []fyne.CanvasObject{l.empty}
 	}
 	now := l.u.now()
-	named := map[string]int{} // shown name -> rows that show it
+	names := sameNames{}
 	for _, d := range devs {
-		named[EscapeName(displayName(d))]++
+		names[EscapeName(displayName(d))]++
 	}
+	changed := !names.sameShared(l.names)
+	l.names = names
 	for _, d := range devs {
-		r := l.newRow(d, now, named[EscapeName(displayName(d))] > 1)
+		r := l.newRow(d, now, names.shared(EscapeName(displayName(d))))
 		l.rows = append(l.rows, r)
 		l.box.Objects = append(l.box.Objects, r.obj)
 	}
@@ -178,6 +181,104 @@ func (l *deviceList) render() {
 	}
 	l.scroll.SetMinSize(fyne.NewSize(0, minH))
 	l.box.Refresh()
+	if changed {
+		l.u.sameNamesChanged()
+	}
+}
+
+// sameNames counts the listed devices by the name their rows show
+// (escaped). A name that more than one of them has is shown with the
+// device's short ID beside it wherever Ferry names the device: its row, the
+// rows and notifications of its transfers, History (named). The list
+// counts when it changes, so naming a device costs a map lookup.
+type sameNames map[string]int
+
+// shared reports whether more than one listed device shows the name shown.
+func (n sameNames) shared(shown string) bool { return n[shown] > 1 }
+
+// named is the name a device gave (raw) as Ferry shows it: escaped, with
+// its short ID beside it when more than one listed device has that name
+// ("vm · 3NXD-BSTL"); "" when it gave none.
+func (n sameNames) named(name, short string) string {
+	shown := EscapeName(name)
+	if shown != "" && short != "" && n.shared(shown) {
+		return shown + " " + tagText(short)
+	}
+	return shown
+}
+
+// sameShared reports whether n and o share the same names.
+func (n sameNames) sameShared(o sameNames) bool {
+	count := 0
+	for k, c := range n {
+		if c > 1 {
+			if !o.shared(k) {
+				return false
+			}
+			count++
+		}
+	}
+	for _, c := range o {
+		if c > 1 {
+			count--
+		}
+	}
+	return count == 0
+}
+
+// tagText is what follows a shared name: the device's short ID.
+func tagText(short string) string { return "· " + short }
+
+// shortTag is the short ID shown for a device: its Ferry ID's, or, for a
+// LocalSend device without one, its certificate fingerprint's (fingerprint,
+// or the key of an ID "localsend:FINGERPRINT", as History keeps it).
+func shortTag(id, fingerprint string) string {
+	if fp, ok := strings.CutPrefix(id, "localsend:"); ok && fingerprint == "" {
+		fingerprint = fp
+	}
+	switch {
+	case validID(id):
+		return ShortID(id)
+	case fingerprint != "":
+		return shortFingerprint(fingerprint)
+	case id != "":
+		return ShortID(id)
+	}
+	return ""
+}
+
+// sameNamesChanged names devices again where they are shown once a name
+// became shared by two listed devices, or stopped being: the rows of
+// transfers (and the model's words about them), History and the tray menu.
+// Rare, so it may go through every row.
+func (u *UI) sameNamesChanged() {
+	if u.transfers == nil || u.history == nil {
+		return // New is still building the window
+	}
+	for _, v := range u.transfers.byID {
+		u.transfers.setPeer(v)
+		u.transfers.refresh(v)
+	}
+	u.history.filter() // the search matches the short IDs shown
+	u.updateTray()
+}
+
+// names is how the device list counts device names (nil before it exists).
+func (u *UI) names() sameNames {
+	if u.devices == nil {
+		return nil
+	}
+	return u.devices.names
+}
+
+// who names peer p in a title or a notification: its name, with its short
+// ID beside it when another listed device has that name too; its short ID
+// when it gave no name.
+func (u *UI) who(p Peer) string {
+	if who := u.names().named(p.Name, shortTag(p.ID, p.Fingerprint)); who != "" {
+		return who
+	}
+	return ShortID(p.ID)
 }
 
 // phoneIcon is a plain phone outline (Fyne's theme has none); themed, so
@@ -209,19 +310,17 @@ func (l *deviceList) newRow(d Device, now time.Time, same bool) *deviceRow {
 	}
 	img := widget.NewIcon(icon)
 
-	var id string
-	switch {
-	case d.LocalSend != nil && !validID(d.ID):
-		id = shortFingerprint(d.LocalSend.Fingerprint) // no Ferry ID
-	case d.ID != "":
-		id = ShortID(d.ID)
+	var fp string
+	if d.LocalSend != nil {
+		fp = d.LocalSend.Fingerprint
 	}
+	id := shortTag(d.ID, fp)
 	name := widget.NewLabelWithStyle(EscapeName(displayName(d)), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	name.Truncation = fyne.TextTruncateEllipsis
 	var title fyne.CanvasObject = name
 	if same && id != "" {
 		// Beside the name, where a long name's ellipsis cannot hide it.
-		r.tag = widget.NewLabelWithStyle("· "+id, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		r.tag = widget.NewLabelWithStyle(tagText(id), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		title = container.New(nameTagLayout{}, name, r.tag)
 	}
 	parts := []string{}

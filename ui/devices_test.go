@@ -3,6 +3,7 @@ package ui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
@@ -98,4 +99,91 @@ func idTag(r *deviceRow) *widget.Label {
 	}
 	walk(r.obj)
 	return found
+}
+
+// TestSameNamesShowTheirShortIDsInTransfers: with two devices named "vm"
+// known, a transfer's row said "To vm", its notification "to vm." and
+// History "Sent 2 files to vm": which vm? They carry the short ID the
+// device list shows beside the name ("vm · AAAA-BBBB"), one rule for all,
+// and a unique name does not; once the names differ, the ID goes again.
+func TestSameNamesShowTheirShortIDsInTransfers(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	var notes []string
+	u.opt.Notify = func(title, body string) { notes = append(notes, title+": "+body) }
+	idCarol := "CAROL" + idAlice[5:]
+	vm := func(id string) Device {
+		return Device{ID: id, Name: "vm", OS: "linux", Addrs: reach("10.0.0.5:4000", addr.QUIC), Online: true, Known: true}
+	}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: vm(idAlice)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: vm(idCarol)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	send := func(id string, p Peer, state State) {
+		u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: id, Direction: Outgoing, State: StateWaiting, Peer: p,
+			Offer: &Offer{Files: []FileInfo{{Path: "a.jpg", Size: 1000}, {Path: "b.jpg", Size: 1000}}, Total: 2000}})
+		u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateActive})
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Outgoing, Peer: p,
+			Result: &Result{State: state, ByPeer: state == StateDeclined, Files: 2, Verified: 2, Bytes: 2000}})
+	}
+	send("t1", Peer{ID: idCarol, Name: "vm"}, StateDone)
+	send("t2", Peer{ID: idBob, Name: "Bob's phone"}, StateDone)
+	send("t3", Peer{ID: idAlice, Name: "vm"}, StateDeclined)
+
+	title := func(id string) string { return u.transfers.byID[id].title.full }
+	if got := title("t1"); !strings.HasPrefix(got, "To vm · CARO-LBBB: ") {
+		t.Errorf("row title %q: which vm?", got)
+	}
+	if got := title("t2"); strings.Contains(got, "BOBB-BBBB") || strings.Contains(got, "·") {
+		t.Errorf("row title %q: a unique name needs no ID", got)
+	}
+	want := []string{
+		"Files sent: Sent 2 files (2.0 kB) to vm · CARO-LBBB.",
+		"Files sent: Sent 2 files (2.0 kB) to Bob's phone.",
+		"Files not sent: Declined by vm · AAAA-BBBB.",
+	}
+	if strings.Join(notes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notifications:\n%s\nwant:\n%s", strings.Join(notes, "\n"), strings.Join(want, "\n"))
+	}
+	if st := u.transfers.byID["t3"].d.Status(); !strings.Contains(st, "vm · AAAA-BBBB") {
+		t.Errorf("row status %q: which vm?", st)
+	}
+	notes = nil
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "t4", Direction: Incoming, State: StateWaiting, Peer: Peer{ID: idAlice, Name: "vm"},
+		Offer: &Offer{Files: []FileInfo{{Path: "c.txt", Size: 6}}, Total: 6}})
+	if len(notes) != 1 || notes[0] != "Incoming files: vm · AAAA-BBBB wants to send you 1 file (6 B)." {
+		t.Errorf("offer notification %q", notes)
+	}
+	if got := title("t4"); !strings.HasPrefix(got, "From vm · AAAA-BBBB: ") {
+		t.Errorf("row title %q: which vm?", got)
+	}
+
+	be.history = []HistoryEntry{
+		{ID: "t1", Direction: Outgoing, PeerName: "vm", PeerID: idCarol, Files: 2, Bytes: 2000, State: StateDone},
+		{ID: "t2", Direction: Outgoing, PeerName: "Bob's phone", PeerID: idBob, Files: 2, Bytes: 2000, State: StateDone},
+	}
+	u.history.reload()
+	if got := historyTitle(be.history[0], u.names(), time.Minute); got != "Sent 2 files to vm · CARO-LBBB" {
+		t.Errorf("History: %q", got)
+	}
+	if got := historyTitle(be.history[1], u.names(), time.Minute); got != "Sent 2 files to Bob's phone" {
+		t.Errorf("History: %q", got)
+	}
+	// A LocalSend device's entry keeps its ID as "localsend:FINGERPRINT":
+	// its short ID is the fingerprint's, as its row shows it.
+	fp := "9E576A7C59221AFFAB063D05C93EBF623B18E6210BE368F101EB17B06C4A5A82"
+	if got := historyWho(HistoryEntry{PeerName: "vm", PeerID: "localsend:" + fp}, u.names()); got != "vm · 9E57-6A7C" {
+		t.Errorf("History of a LocalSend vm: %q", got)
+	}
+	u.history.search.SetText("caro")
+	if len(u.history.entries) != 1 {
+		t.Errorf("searching History for the short ID finds %d entries", len(u.history.entries))
+	}
+
+	// Renamed, the other vm no longer shares the name: no ID beside it.
+	u.deviceRenamed(idAlice, "vm2")
+	if got := title("t1"); !strings.HasPrefix(got, "To vm: ") {
+		t.Errorf("row title %q once the name is unique", got)
+	}
+	if got := title("t3"); !strings.HasPrefix(got, "To vm2: ") {
+		t.Errorf("row title %q after the rename", got)
+	}
 }

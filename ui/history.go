@@ -80,8 +80,8 @@ func (v *historyView) fill(e HistoryEntry, c *fyne.Container) {
 	icon := icons.Objects[0].(*fyne.Container).Objects[0].(*widget.Icon)
 	thumb := icons.Objects[1].(*canvas.Image)
 	details, cp, open, show := btns.Objects[0].(*button), btns.Objects[1].(*button), btns.Objects[2].(*button), btns.Objects[3].(*button)
-	text.Objects[0].(*widget.Label).SetText(historyTitle(e, u.opt.PromptTimeout))
-	text.Objects[1].(*widget.Label).SetText(historyLine(e, u.opt.PromptTimeout))
+	text.Objects[0].(*widget.Label).SetText(historyTitle(e, u.names(), u.opt.PromptTimeout))
+	text.Objects[1].(*widget.Label).SetText(historyLine(e, u.names(), u.opt.PromptTimeout))
 	details.OnTapped = func() { v.showDetails(e) }
 	if e.Direction == Incoming {
 		icon.SetResource(theme.DownloadIcon())
@@ -120,7 +120,7 @@ func (v *historyView) fill(e HistoryEntry, c *fyne.Container) {
 // showing reports whether row c still shows e.
 func (v *historyView) showing(c *fyne.Container, e HistoryEntry) bool {
 	t := c.Objects[0].(*fyne.Container).Objects[1].(*widget.Label).Text
-	return t == historyLine(e, v.u.opt.PromptTimeout)
+	return t == historyLine(e, v.u.names(), v.u.opt.PromptTimeout)
 }
 
 // confirmClear asks before forgetting every finished transfer.
@@ -151,7 +151,7 @@ func (v *historyView) filter() {
 	words := strings.Fields(strings.ToLower(v.search.Text))
 	v.entries = v.entries[:0]
 	for _, e := range v.all {
-		hay := strings.ToLower(strings.Join(append([]string{e.PeerName, e.Text, historyTitle(e, v.u.opt.PromptTimeout)}, e.Names...), "\n"))
+		hay := strings.ToLower(strings.Join(append([]string{e.PeerName, e.Text, historyTitle(e, v.u.names(), v.u.opt.PromptTimeout)}, e.Names...), "\n"))
 		for _, s := range e.Senders {
 			hay += "\n" + strings.ToLower(s.Name)
 		}
@@ -188,10 +188,10 @@ func (v *historyView) filter() {
 // engine's own words about how it ended.
 func (v *historyView) showDetails(e HistoryEntry) {
 	if busySum(e) {
-		v.u.showMessage(historyTitle(e, v.u.opt.PromptTimeout), busyDetails(e), e.Err)
+		v.u.showMessage(historyTitle(e, v.u.names(), v.u.opt.PromptTimeout), busyDetails(e, v.u.names()), e.Err)
 		return
 	}
-	st := historyStatus(e, v.u.opt.PromptTimeout)
+	st := historyStatus(e, v.u.names(), v.u.opt.PromptTimeout)
 	text := fmt.Sprintf("%s\n%s, %s · %s", st.Text, plural(e.Files, "file"), HumanBytes(e.Bytes), e.Finished.Local().Format("2 Jan 2006 15:04"))
 	if e.Destination != "" {
 		text += "\nSaved to " + e.Destination
@@ -202,7 +202,7 @@ func (v *historyView) showDetails(e HistoryEntry) {
 	if e.Text != "" {
 		text += "\n\nText:\n" + clipLines(EscapeText(e.Text), 2000)
 	}
-	v.u.showMessage(historyTitle(e, v.u.opt.PromptTimeout), text, st.Detail)
+	v.u.showMessage(historyTitle(e, v.u.names(), v.u.opt.PromptTimeout), text, st.Detail)
 }
 
 func (v *historyView) reload() {
@@ -211,12 +211,14 @@ func (v *historyView) reload() {
 }
 
 // historyStatus is how the entry ended, in the words rows use.
-func historyStatus(e HistoryEntry, timeout time.Duration) Status {
-	return describe(Outcome{State: e.State, Code: e.Code, ByPeer: e.ByPeer, Err: e.Err}, e.Direction, historyWho(e), timeout)
+func historyStatus(e HistoryEntry, n sameNames, timeout time.Duration) Status {
+	return describe(Outcome{State: e.State, Code: e.Code, ByPeer: e.ByPeer, Err: e.Err}, e.Direction, historyWho(e, n), timeout)
 }
 
-func historyWho(e HistoryEntry) string {
-	if who := EscapeName(e.PeerName); who != "" {
+// historyWho names the device of entry e as the device list would, its
+// short ID beside a name that more than one listed device has (n).
+func historyWho(e HistoryEntry, n sameNames) string {
+	if who := n.named(e.PeerName, shortTag(e.PeerID, "")); who != "" {
 		return who
 	}
 	return ShortID(e.PeerID)
@@ -224,9 +226,9 @@ func historyWho(e HistoryEntry) string {
 
 // historyTitle is one line: "Received 3 files from Alice" for a transfer
 // that arrived, "Declined by Alice: 3 files to Alice" style otherwise.
-func historyTitle(e HistoryEntry, timeout time.Duration) string {
+func historyTitle(e HistoryEntry, n sameNames, timeout time.Duration) string {
 	if busySum(e) {
-		return fmt.Sprintf("Declined: %s from %s", plural(e.Busy, "offer"), busyWho(e))
+		return fmt.Sprintf("Declined: %s from %s", plural(e.Busy, "offer"), busyWho(e, n))
 	}
 	verb, prep := "Sent", "to"
 	if e.Direction == Incoming {
@@ -244,18 +246,18 @@ func historyTitle(e HistoryEntry, timeout time.Duration) string {
 		files = "a text and " + files
 	}
 	if e.State != StateDone {
-		return fmt.Sprintf("%s: %s %s %s", historyStatus(e, timeout).Short, files, prep, historyWho(e))
+		return fmt.Sprintf("%s: %s %s %s", historyStatus(e, n, timeout).Short, files, prep, historyWho(e, n))
 	}
-	return fmt.Sprintf("%s %s %s %s", verb, files, prep, historyWho(e))
+	return fmt.Sprintf("%s %s %s %s", verb, files, prep, historyWho(e, n))
 }
 
 // historyLine is the second line: when, how much, how, and in words what
 // happened when it did not arrive; the engine's own text is in Details.
-func historyLine(e HistoryEntry, timeout time.Duration) string {
+func historyLine(e HistoryEntry, n sameNames, timeout time.Duration) string {
 	if busySum(e) {
 		s := busyWhen(e, "2 Jan 15:04") + " · " + busyWhy(e)
 		if e.PeerName == "" && e.PeerID == "" {
-			s = busyNames(e, 2) + " · " + s
+			s = busyNames(e, n, 2) + " · " + s
 		}
 		return s
 	}
@@ -270,7 +272,7 @@ func historyLine(e HistoryEntry, timeout time.Duration) string {
 		s += " · " + TransportLabel(e.Transport)
 	}
 	if e.State != StateDone {
-		if st := historyStatus(e, timeout); st.Text != st.Short {
+		if st := historyStatus(e, n, timeout); st.Text != st.Short {
 			s += " · " + st.Text
 		}
 	}
@@ -293,9 +295,9 @@ func busyWhy(e HistoryEntry) string {
 
 // busyWho names the devices whose offers a History entry of offers
 // declined while busy sums up: the device, or how many there were.
-func busyWho(e HistoryEntry) string {
+func busyWho(e HistoryEntry, n sameNames) string {
 	if e.PeerName != "" || e.PeerID != "" {
-		return historyWho(e)
+		return historyWho(e, n)
 	}
 	if e.MoreSenders {
 		return "more than " + plural(len(e.Senders), "device")
@@ -303,15 +305,15 @@ func busyWho(e HistoryEntry) string {
 	return plural(len(e.Senders), "device")
 }
 
-// busyNames lists the first n devices of an entry of offers declined while
+// busyNames lists the first k devices of an entry of offers declined while
 // busy: "Alice, Bob and 28 more".
-func busyNames(e HistoryEntry, n int) string {
+func busyNames(e HistoryEntry, n sameNames, k int) string {
 	var parts []string
 	for _, s := range e.Senders {
-		if len(parts) == n {
+		if len(parts) == k {
 			break
 		}
-		parts = append(parts, historyWho(HistoryEntry{PeerName: s.Name, PeerID: s.ID}))
+		parts = append(parts, historyWho(HistoryEntry{PeerName: s.Name, PeerID: s.ID}, n))
 	}
 	text := strings.Join(parts, ", ")
 	switch more := len(e.Senders) - len(parts); {
@@ -343,7 +345,7 @@ func busyWhen(e HistoryEntry, layout string) string {
 
 // busyDetails says what an entry of offers declined while busy sums up,
 // naming every device it lists.
-func busyDetails(e HistoryEntry) string {
+func busyDetails(e HistoryEntry, n sameNames) string {
 	what := plural(e.Files, "file")
 	if e.Bytes > 0 { // unknown for offers declined before they were read
 		what += ", " + HumanBytes(e.Bytes)
@@ -372,7 +374,7 @@ func busyDetails(e HistoryEntry) string {
 	text += "\n" + what + busyWhen(e, "2 Jan 2006 15:04")
 	names := make([]string, 0, len(e.Senders))
 	for _, s := range e.Senders {
-		names = append(names, historyWho(HistoryEntry{PeerName: s.Name, PeerID: s.ID}))
+		names = append(names, historyWho(HistoryEntry{PeerName: s.Name, PeerID: s.ID}, n))
 	}
 	if len(names) > 0 {
 		text += "\nFrom " + strings.Join(names, ", ")

@@ -54,7 +54,7 @@ func (q *promptQueue) offer(ev TransferEvent) {
 			return
 		}
 	}
-	who := EscapeName(ev.Peer.Name)
+	who := q.u.who(ev.Peer)
 	pair := ev.Kind == TransferPair
 	if len(q.queue) >= q.u.opt.MaxPrompts {
 		if pair {
@@ -193,12 +193,12 @@ func (q *promptQueue) expire(now time.Time) {
 		if p.pairRequest() {
 			_ = q.u.be.Cancel(p.ev.ID)
 			q.u.notify("Pairing request expired", fmt.Sprintf("The pairing request from %s was declined because nobody answered in %s.",
-				EscapeName(p.ev.Peer.Name), humanWait(q.u.opt.PromptTimeout)))
+				q.u.who(p.ev.Peer), humanWait(q.u.opt.PromptTimeout)))
 			continue
 		}
 		_ = q.u.be.Decide(p.ev.ID, Decision{Accept: false, Expired: true, Reason: "the offer was not answered in time"})
 		q.u.notify("Offer expired", fmt.Sprintf("The offer from %s was declined because nobody answered in %s.",
-			EscapeName(p.ev.Peer.Name), humanWait(q.u.opt.PromptTimeout)))
+			q.u.who(p.ev.Peer), humanWait(q.u.opt.PromptTimeout)))
 	}
 }
 

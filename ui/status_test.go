@@ -124,7 +124,7 @@ func TestHistoryTitles(t *testing.T) {
 		{HistoryEntry{Direction: Incoming, PeerName: "vm", HasText: true, State: StateDeclined, Code: CodeDeclined}, "Declined by you: a text from vm"},
 		{HistoryEntry{Direction: Incoming, PeerID: idAlice, Files: 2, State: StateCancelled, Code: CodeCancelled, ByPeer: true}, "Cancelled by AAAA-BBBB: 2 files from AAAA-BBBB"},
 	} {
-		if got := historyTitle(c.e, 2*time.Minute); got != c.want {
+		if got := historyTitle(c.e, nil, 2*time.Minute); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
 		}
 	}

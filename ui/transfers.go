@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"path/filepath"
@@ -240,8 +241,16 @@ func (u *UI) deviceRenamed(id, name string) {
 			continue
 		}
 		v.peer.Name = name
-		l.model.SetPeer(v.id, peerWho(v.peer))
+		l.setPeer(v)
 		l.refresh(v)
+	}
+}
+
+// setPeer names v's peer to the model as the row's title does, so that
+// its words ("vm · 3NXD-BSTL declined") tell two devices of one name apart.
+func (l *transferList) setPeer(v *transferView) {
+	if v.peer.Name != "" || v.peer.ID != "" {
+		l.model.SetPeer(v.id, cmp.Or(l.u.names().named(v.peer.Name, shortTag(v.peer.ID, v.peer.Fingerprint)), peerWho(v.peer)))
 	}
 }
 
@@ -276,6 +285,7 @@ func (l *transferList) apply(ev TransferEvent) {
 	if ev.Peer.Name != "" || ev.Peer.ID != "" {
 		v.peer = ev.Peer
 	}
+	l.setPeer(v) // each event names the peer to the model without its short ID
 	// The model says whether an ended delivery goes on (Retry, Resume):
 	// only then may the engine's state replace a final one.
 	if ev.State != "" && !(v.state.Final() && !ev.State.Final() && v.d.Phase.Final()) {
@@ -613,10 +623,7 @@ func (l *transferList) refresh(v *transferView) {
 		}
 		l.showClear()
 	}
-	who := EscapeName(v.peer.Name)
-	if who == "" {
-		who = ShortID(v.peer.ID)
-	}
+	who := l.u.who(v.peer)
 	title := "To " + who
 	if v.dir == Incoming {
 		title = "From " + who

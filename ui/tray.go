@@ -69,7 +69,7 @@ func (u *UI) underWay() (lines, ids []string) {
 			continue
 		}
 		if n++; n <= trayUnderWay {
-			lines, ids = append(lines, trayLine(v)), append(ids, id)
+			lines, ids = append(lines, u.trayLine(v)), append(ids, id)
 		}
 	}
 	if n > trayUnderWay {
@@ -80,11 +80,8 @@ func (u *UI) underWay() (lines, ids []string) {
 
 // trayLine is a transfer under way in a few words: "From Alice: photos
 // (3 files) · 45 %", or "To Bob: a.jpg · waiting for the answer".
-func trayLine(v *transferView) string {
-	who := EscapeName(v.peer.Name)
-	if who == "" {
-		who = ShortID(v.peer.ID)
-	}
+func (u *UI) trayLine(v *transferView) string {
+	who := u.who(v.peer)
 	s := "To " + who
 	if v.dir == Incoming {
 		s = "From " + who
@@ -115,7 +112,7 @@ func (u *UI) fillTray() {
 		if i >= u.opt.RecentInTray {
 			break
 		}
-		item := fyne.NewMenuItem(historyTitle(e, u.opt.PromptTimeout), nil)
+		item := fyne.NewMenuItem(historyTitle(e, u.names(), u.opt.PromptTimeout), nil)
 		if e.Direction == Incoming && e.State == StateDone && e.Destination != "" {
 			dest := e.Destination
 			item.Action = func() { u.openPath(dest) }

@@ -724,10 +724,7 @@ func (u *UI) notifyResult(ev TransferEvent) {
 	if r == nil {
 		return
 	}
-	who := EscapeName(ev.Peer.Name)
-	if who == "" {
-		who = ShortID(ev.Peer.ID)
-	}
+	who := u.who(ev.Peer)
 	in := ev.Direction == Incoming
 	st := describe(Outcome{State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err}, ev.Direction, who, u.opt.PromptTimeout)
 	// The model's bytes count each byte once; the engine's result counts

@@ -271,6 +271,16 @@ func (u *UI) names() sameNames {
 	return u.devices.names
 }
 
+// deviceWho names listed device d as its row does: its name, with its
+// short ID beside it when another listed device has that name too.
+func (u *UI) deviceWho(d Device) string {
+	var fp string
+	if d.LocalSend != nil {
+		fp = d.LocalSend.Fingerprint
+	}
+	return u.names().named(displayName(d), shortTag(d.ID, fp))
+}
+
 // who names peer p in a title or a notification: its name, with its short
 // ID beside it when another listed device has that name too; its short ID
 // when it gave no name.

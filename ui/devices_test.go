@@ -178,6 +178,13 @@ func TestSameNamesShowTheirShortIDsInTransfers(t *testing.T) {
 		t.Errorf("searching History for the short ID finds %d entries", len(u.history.entries))
 	}
 
+	// The text dialog says which vm it sends to.
+	u.showSendText([]Device{vm(idCarol)}, "")
+	if top := u.win.Canvas().Overlays().Top(); !strings.Contains(renderedText(top), "Send text to vm · CARO-LBBB") {
+		t.Errorf("the text dialog does not say which vm:\n%s", renderedText(top))
+	}
+	u.win.Canvas().Overlays().Top().Hide()
+
 	// Renamed, the other vm no longer shares the name: no ID beside it.
 	u.deviceRenamed(idAlice, "vm2")
 	if got := title("t1"); !strings.HasPrefix(got, "To vm: ") {

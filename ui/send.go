@@ -102,7 +102,7 @@ func (u *UI) sendOrAsk(devs []Device, items Items) {
 // send asks the backend to send to one device and reports a failure to start.
 func (u *UI) send(d Device, items Items) {
 	if err := u.be.Send(d, items); err != nil {
-		u.showError("Could not send to "+EscapeName(displayName(d)), err)
+		u.showError("Could not send to "+u.deviceWho(d), err)
 	}
 }
 
@@ -396,7 +396,7 @@ func (u *UI) showSendText(devs []Device, initial string) {
 	title := "Send text"
 	switch {
 	case len(devs) == 1:
-		title = "Send text to " + EscapeName(displayName(devs[0]))
+		title = "Send text to " + u.deviceWho(devs[0])
 	case len(devs) > 1: // the devices checked in the list
 		title = fmt.Sprintf("Send text to %d devices", len(devs))
 	}

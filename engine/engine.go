@@ -92,8 +92,9 @@ type Options struct {
 	// negative means never retry.
 	RetryFor time.Duration
 	// MaxPartialAge discards unfinished incoming transfers (.partial files and
-	// resume state) not touched for this long, when receiving starts; zero
-	// means 7 days, negative keeps them forever.
+	// resume state) not touched for this long, when receiving starts and
+	// every hour while it receives; zero means 7 days, negative keeps them
+	// forever.
 	MaxPartialAge time.Duration
 	// DisableResume keeps no resume state for incoming transfers (to measure
 	// what keeping it costs); an interrupted transfer then starts over.
@@ -302,6 +303,7 @@ type Engine struct {
 	resuming         map[string]*receiver // resume key -> the session holding its partials
 	acceptedSessions int                  // incoming sessions that accepted an offer, running now
 	trimming         bool                 // trimLoop runs (from the first Start)
+	ageing           bool                 // ageLoop runs (from the first Start)
 	serving          int                  // incoming sessions being served (any stage)
 	closed           bool
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/internal/core"
@@ -302,22 +301,28 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.trimLoop(e.ctx)
 		}()
 	}
+	if age := e.partialAge(); age >= 0 && !e.ageing {
+		// Armed before Start returns: a test's clock moved after it fires it.
+		e.ageing = true
+		tk, tc := e.opts.Clock.NewTicker(agePartialsEvery)
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			defer tk.Stop()
+			e.ageLoop(e.ctx, tc, age)
+		}()
+	}
 	e.mu.Unlock()
 	for _, st := range statuses {
 		if st.Err != "" {
 			e.reportListener(st)
 		}
 	}
-	if age := e.opts.MaxPartialAge; age >= 0 {
-		if age == 0 {
-			age = 7 * 24 * time.Hour
-		}
+	if age := e.partialAge(); age >= 0 {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			if n := e.CleanPartials(age); n > 0 {
-				e.log.Info("discarded old unfinished transfers", "count", n, "older than", age)
-			}
+			e.cleanOldPartials(age)
 		}()
 	}
 	e.wg.Add(1)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -741,3 +742,45 @@ func (e *Engine) CleanPartials(maxAge time.Duration) int {
 // validLocal checks a name resume state holds (a peer's path, or the name
 // a file was saved or is arriving under here) as the store would save it.
 func validLocal(name string) error { return store.ValidateHere(store.LocalName(name)) }
+
+// agePartialsEvery is how often a receiver that keeps running discards the
+// unfinished transfers past Options.MaxPartialAge, as it does when
+// receiving starts: one left receiving from the tray for weeks kept every
+// transfer interrupted since it started, with its preallocated .partial
+// files, until it restarted.
+const agePartialsEvery = time.Hour
+
+// partialAge is Options.MaxPartialAge with its default: negative keeps
+// unfinished transfers forever.
+func (e *Engine) partialAge() time.Duration {
+	if age := e.opts.MaxPartialAge; age != 0 {
+		return age
+	}
+	return 7 * 24 * time.Hour
+}
+
+// cleanOldPartials discards the unfinished transfers older than age, and
+// logs how many it did.
+func (e *Engine) cleanOldPartials(age time.Duration) {
+	if n := e.CleanPartials(age); n > 0 {
+		e.log.Info("discarded old unfinished transfers", "count", n, "older than", age)
+	}
+}
+
+// ageLoop discards unfinished transfers older than age at each tick while
+// receiving is on, until ctx ends.
+func (e *Engine) ageLoop(ctx context.Context, tick <-chan time.Time, age time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			e.mu.Lock()
+			receiving := e.receiving
+			e.mu.Unlock()
+			if receiving {
+				e.cleanOldPartials(age)
+			}
+		}
+	}
+}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/clock"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // interrupt starts a send and cancels it once about half of it was written.
@@ -738,5 +740,25 @@ func TestControlClosedUnderItsReadIsInterrupted(t *testing.T) {
 		case <-timeout:
 			t.Fatal("the cut session did not end")
 		}
+	}
+}
+
+// A receiver that keeps running discards the unfinished transfers that aged
+// past MaxPartialAge while it ran, not only those it finds old when it
+// starts: one left receiving from the tray for weeks kept every interrupted
+// transfer since, with its preallocated partial files (the soak in
+// docs/architecture.md: 11 partials and 470 MB more per 100 transfers).
+func TestOldPartialsAreCleanedUpWhileReceiving(t *testing.T) {
+	clk := clock.NewFake(time.Date(2031, 6, 1, 12, 0, 0, 0, time.UTC))
+	dl := t.TempDir()
+	recv := startReceiver(t, Options{DownloadDir: dl, Clock: clk, MaxPartialAge: 24 * time.Hour})
+	send := testEngine(t, Options{})
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, 48<<20)
+	interrupt(t, send, recv, []string{big}, "quic", 48<<20)
+	clk.Advance(25 * time.Hour)
+	testutil.WaitFor(t, "the aged partial discarded", func() bool { return len(recv.Partials()) == 0 })
+	if entries, _ := os.ReadDir(dl); len(entries) != 0 {
+		t.Fatalf("the aged partial's files kept: %v", entries)
 	}
 }

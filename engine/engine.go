@@ -93,8 +93,9 @@ type Options struct {
 	RetryFor time.Duration
 	// MaxPartialAge discards unfinished incoming transfers (.partial files and
 	// resume state) not touched for this long, when receiving starts and
-	// every hour while it receives; zero means 7 days, negative keeps them
-	// forever.
+	// every hour while it receives, and the leaf caches of unfinished sends
+	// of the same age when sending starts (at most hourly); zero means 7
+	// days, negative keeps them forever.
 	MaxPartialAge time.Duration
 	// DisableResume keeps no resume state for incoming transfers (to measure
 	// what keeping it costs); an interrupted transfer then starts over.
@@ -304,6 +305,7 @@ type Engine struct {
 	acceptedSessions int                  // incoming sessions that accepted an offer, running now
 	trimming         bool                 // trimLoop runs (from the first Start)
 	ageing           bool                 // ageLoop runs (from the first Start)
+	leavesAged       time.Time            // when a send last started ageLeafCaches' clean
 	serving          int                  // incoming sessions being served (any stage)
 	closed           bool
 

@@ -784,3 +784,27 @@ func (e *Engine) ageLoop(ctx context.Context, tick <-chan time.Time, age time.Du
 		}
 	}
 }
+
+// ageLeafCaches removes, when a send starts and at most every
+// agePartialsEvery, the sender's leaf caches of unfinished sends older
+// than Options.MaxPartialAge. Only Start cleaned them, so a config folder
+// that only sends (ferry-cli send, one engine per send) kept one for every
+// send ever cancelled or killed mid-way. It runs before the send's attempt
+// looks for its own cache (a few directory entries): that one is removed
+// first or not at all.
+func (e *Engine) ageLeafCaches() {
+	age := e.partialAge()
+	if age < 0 {
+		return
+	}
+	now := e.now()
+	e.mu.Lock()
+	due := e.leavesAged.IsZero() || now.Sub(e.leavesAged) >= agePartialsEvery
+	if due {
+		e.leavesAged = now
+	}
+	e.mu.Unlock()
+	if due {
+		e.resume.CleanLeafCaches(age)
+	}
+}

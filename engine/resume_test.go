@@ -3,7 +3,9 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -761,4 +763,37 @@ func TestOldPartialsAreCleanedUpWhileReceiving(t *testing.T) {
 	if entries, _ := os.ReadDir(dl); len(entries) != 0 {
 		t.Fatalf("the aged partial's files kept: %v", entries)
 	}
+}
+
+// A device that only sends (ferry-cli send, an engine for each send) drops
+// the leaf caches of its sends left unfinished longer than MaxPartialAge
+// when it sends again: only receiving dropped them, so its config folder
+// kept one for every send ever cancelled or killed mid-way (the soak in
+// docs/architecture.md: 13 more files per 100 sends).
+func TestOldLeafCachesAreCleanedWhenSending(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	cfg := t.TempDir()
+	send := testEngine(t, Options{ConfigDir: cfg, MaxPartialAge: 24 * time.Hour})
+	src := t.TempDir()
+	big, small := filepath.Join(src, "big.bin"), filepath.Join(src, "small.txt")
+	writeFile(t, big, 48<<20)
+	writeFile(t, small, 1000)
+	interrupt(t, send, recv, []string{big}, "tcp", 48<<20)
+	send.Close()
+	caches, _ := filepath.Glob(filepath.Join(cfg, "resume", "send-*.log"))
+	if len(caches) != 1 {
+		t.Fatalf("sender leaf caches after the interruption: %v", caches)
+	}
+	day := time.Now().Add(-25 * time.Hour)
+	if err := os.Chtimes(caches[0], day, day); err != nil {
+		t.Fatal(err)
+	}
+	again := testEngine(t, Options{ConfigDir: cfg, MaxPartialAge: 24 * time.Hour})
+	if r := sendWait(t, again, target(recv), []string{small}, SendOptions{Transport: "tcp"}); r.State != StateDone {
+		t.Fatalf("%s %q", r.State, r.Err)
+	}
+	testutil.WaitFor(t, "the aged leaf cache removed", func() bool {
+		_, err := os.Stat(caches[0])
+		return errors.Is(err, fs.ErrNotExist)
+	})
 }

@@ -152,6 +152,7 @@ func (e *Engine) send(ctx context.Context, id string, prior Result, to Target, i
 		held.Release()
 		return nil, err
 	}
+	e.ageLeafCaches()
 	o := e.newOutbox(t, files, items.Text, prior)
 	readMode := fileio.Auto
 	if e.opts.BufferedIO {

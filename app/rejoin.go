@@ -20,7 +20,14 @@ type rejoin struct {
 	waiting map[string][]string // device ID -> sends waiting for it
 	device  map[string]string   // waiting send -> its device ID
 	done    map[string]bool     // sends already rejoined once
+	order   []string            // done's sends, oldest first
 }
+
+// maxRejoined bounds the sends rejoin remembers as rejoined once: the
+// engine's table keeps about as many transfers (Engine.register), and a
+// send it forgot cannot be retried, so done needs no more; it grew by one
+// for every send that waited for its device, for as long as the app ran.
+const maxRejoined = 1000
 
 // mark sets Rejoin on a send's failed result when it would be rejoined:
 // an outgoing Ferry send (not a pairing) to a known device, not rejoined
@@ -62,7 +69,14 @@ func (r *rejoin) back(deviceID string, retry func(id string) error) {
 	delete(r.waiting, deviceID)
 	for _, id := range ids {
 		delete(r.device, id)
-		r.done[id] = true
+		if !r.done[id] {
+			r.done[id] = true
+			r.order = append(r.order, id)
+		}
+	}
+	for len(r.order) > maxRejoined {
+		delete(r.done, r.order[0])
+		r.order = r.order[1:]
 	}
 	r.mu.Unlock()
 	for _, id := range ids {

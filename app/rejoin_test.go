@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -297,4 +298,30 @@ func (l *link) cut() {
 		c.Close()
 	}
 	l.conns = nil
+}
+
+// The sends rejoined once are remembered up to maxRejoined, the newest
+// kept: the set grew by one for every send that waited for its device
+// while the app ran (weeks from the tray).
+func TestRejoinedSendsAreBounded(t *testing.T) {
+	g := &rejoinRig{model: transfer.New()}
+	var last string
+	for i := range maxRejoined + 50 {
+		last = "s" + strconv.Itoa(i)
+		g.feed(sendTo(last, bob)...)
+		g.feed(failed(last, bob, ui.CodeConnectionLost))
+		g.appear(bob.ID)
+	}
+	if len(g.retried) != maxRejoined+50 {
+		t.Fatalf("%d sends rejoined, want %d", len(g.retried), maxRejoined+50)
+	}
+	if len(g.r.done) > maxRejoined || len(g.r.order) > maxRejoined {
+		t.Errorf("%d sends remembered as rejoined (%d in order), want at most %d", len(g.r.done), len(g.r.order), maxRejoined)
+	}
+	// The newest is still rejoined only once.
+	g.feed(failed(last, bob, ui.CodeConnectionLost))
+	g.appear(bob.ID)
+	if len(g.retried) != maxRejoined+50 {
+		t.Errorf("the newest send was rejoined twice")
+	}
 }

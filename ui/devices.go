@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"image/color"
 	"slices"
 	"sort"
@@ -249,7 +250,8 @@ func shortTag(id, fingerprint string) string {
 
 // sameNamesChanged names devices again where they are shown once a name
 // became shared by two listed devices, or stopped being: the rows of
-// transfers (and the model's words about them), History and the tray menu.
+// transfers (and the model's words about them), History, the unfinished
+// transfers and the tray menu.
 // Rare, so it may go through every row.
 func (u *UI) sameNamesChanged() {
 	if u.transfers == nil || u.history == nil {
@@ -260,6 +262,9 @@ func (u *UI) sameNamesChanged() {
 		u.transfers.refresh(v)
 	}
 	u.history.filter() // the search matches the short IDs shown
+	if u.partials != nil {
+		u.partials.named()
+	}
 	u.updateTray()
 }
 
@@ -285,10 +290,20 @@ func (u *UI) deviceWho(d Device) string {
 // ID beside it when another listed device has that name too; its short ID
 // when it gave no name.
 func (u *UI) who(p Peer) string {
-	if who := u.names().named(p.Name, shortTag(p.ID, p.Fingerprint)); who != "" {
-		return who
-	}
-	return ShortID(p.ID)
+	return cmp.Or(u.named(p), ShortID(p.ID))
+}
+
+// named is the name peer p gave as Ferry shows it, with its short ID
+// beside it when another listed device has that name too; "" when it gave
+// none.
+func (u *UI) named(p Peer) string {
+	return u.names().named(p.Name, shortTag(p.ID, p.Fingerprint))
+}
+
+// sentenceWho names peer p inside a sentence ("Pair with vm · 3NXD-BSTL"):
+// as who does, and as peerWho when it gave no name.
+func (u *UI) sentenceWho(p Peer) string {
+	return cmp.Or(u.named(p), peerWho(p))
 }
 
 // phoneIcon is a plain phone outline (Fyne's theme has none); themed, so

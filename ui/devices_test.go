@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,12 +150,17 @@ func TestSameNamesShowTheirShortIDsInTransfers(t *testing.T) {
 	}
 	notes = nil
 	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "t4", Direction: Incoming, State: StateWaiting, Peer: Peer{ID: idAlice, Name: "vm"},
-		Offer: &Offer{Files: []FileInfo{{Path: "c.txt", Size: 6}}, Total: 6}})
-	if len(notes) != 1 || notes[0] != "Incoming files: vm · AAAA-BBBB wants to send you 1 file (6 B)." {
+		Offer: &Offer{Files: []FileInfo{{Path: "c.txt", Size: 6}}, Total: 6, PairCode: "482 913"}})
+	if len(notes) != 1 || notes[0] != "Incoming files: vm · AAAA-BBBB wants to send you 1 file (6 B). Verification code 482 913." {
 		t.Errorf("offer notification %q", notes)
 	}
 	if got := title("t4"); !strings.HasPrefix(got, "From vm · AAAA-BBBB: ") {
 		t.Errorf("row title %q: which vm?", got)
+	}
+	// Its prompt's name line, and the code line of one with a code.
+	if p := u.prompts.queue[0]; p.scroll == nil || !contains(renderedText(p.scroll.Content), "vm · AAAA-BBBB\n",
+		"Check that vm · AAAA-BBBB shows the same code before you trust it.") {
+		t.Errorf("the offer prompt does not say which vm:\n%s", renderedText(p.scroll.Content))
 	}
 
 	be.history = []HistoryEntry{
@@ -185,6 +192,44 @@ func TestSameNamesShowTheirShortIDsInTransfers(t *testing.T) {
 	}
 	u.win.Canvas().Overlays().Top().Hide()
 
+	// Pairing says which vm: its error, its dialog, its notification.
+	be.pairErr = errors.New("no route to host")
+	u.pairWith(vm(idCarol))
+	if top := u.win.Canvas().Overlays().Top(); !strings.Contains(renderedText(top), "Could not pair with vm · CARO-LBBB") {
+		t.Errorf("the pairing error does not say which vm:\n%s", renderedText(top))
+	}
+	u.win.Canvas().Overlays().Top().Hide()
+	be.pairErr = nil
+	u.pairWith(vm(idAlice))
+	id := fmt.Sprintf("pair-%d", len(be.paired))
+	v := u.pairs[id]
+	if v == nil {
+		t.Fatal("no pairing dialog")
+	}
+	if v.status.Text != "Connecting to vm · AAAA-BBBB…" || v.line.Text != "Check that vm · AAAA-BBBB shows the same code." {
+		t.Errorf("pairing dialog: %q, %q", v.status.Text, v.line.Text)
+	}
+	press(u, fyne.KeyEscape) // closed: the end is a notification
+	notes = nil
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Outgoing, State: StateFailed, Peer: Peer{ID: idAlice, Name: "vm"}, Pairing: true,
+		Result: &Result{State: StateFailed, Code: CodeNotPaired, ByPeer: true}})
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "Not paired: vm · AAAA-BBBB ") {
+		t.Errorf("pairing notification %q", notes)
+	}
+
+	// The unfinished transfers say which vm they came from.
+	be.partials = []PartialTransfer{
+		{Key: "k1", PeerID: idCarol, PeerName: "vm", Files: 1, Bytes: 10, Updated: u.now()},
+		{Key: "k2", PeerID: idBob, PeerName: "Bob's phone", Files: 1, Bytes: 10, Updated: u.now()},
+	}
+	u.partials.reload()
+	if got := u.partials.rows[0].text.Text; !strings.HasPrefix(got, "From vm · CARO-LBBB · 1 file") {
+		t.Errorf("unfinished transfer %q: which vm?", got)
+	}
+	if got := u.partials.rows[1].text.Text; !strings.HasPrefix(got, "From Bob's phone · 1 file") {
+		t.Errorf("unfinished transfer %q: a unique name needs no ID", got)
+	}
+
 	// Renamed, the other vm no longer shares the name: no ID beside it.
 	u.deviceRenamed(idAlice, "vm2")
 	if got := title("t1"); !strings.HasPrefix(got, "To vm: ") {
@@ -192,5 +237,8 @@ func TestSameNamesShowTheirShortIDsInTransfers(t *testing.T) {
 	}
 	if got := title("t3"); !strings.HasPrefix(got, "To vm2: ") {
 		t.Errorf("row title %q after the rename", got)
+	}
+	if got := u.partials.rows[0].text.Text; !strings.HasPrefix(got, "From vm · 1 file") {
+		t.Errorf("unfinished transfer %q once the name is unique", got)
 	}
 }

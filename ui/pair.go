@@ -106,7 +106,7 @@ type pairView struct {
 // newPairView builds the dialog for pairing transfer id with peer.
 func (u *UI) newPairView(id string, peer Peer, incoming bool) *pairView {
 	v := &pairView{u: u, id: id, peer: peer, incoming: incoming}
-	who := peerWho(peer)
+	who := u.sentenceWho(peer)
 	v.code = codeLabel("")
 	v.line = widget.NewLabel(checkLine(who))
 	v.box = codeBox(v.code, v.line)
@@ -196,7 +196,7 @@ func (v *pairView) answer(match bool) {
 		return
 	}
 	v.answered = true
-	who := peerWho(v.peer)
+	who := v.u.sentenceWho(v.peer)
 	if match {
 		v.status.SetText(fmt.Sprintf("Waiting for %s to confirm the code…", who))
 	} else {
@@ -215,7 +215,7 @@ func (v *pairView) answer(match bool) {
 // finish shows how the pairing ended.
 func (v *pairView) finish(r *Result) {
 	v.ended = true
-	who := peerWho(v.peer)
+	who := v.u.sentenceWho(v.peer)
 	v.status.Importance = widget.MediumImportance
 	switch {
 	case r.State == StateDone:
@@ -279,7 +279,7 @@ func (u *UI) pairWith(dev Device) {
 	}
 	id, err := u.be.Pair(dev)
 	if err != nil {
-		u.showError("Could not pair with "+EscapeName(displayName(dev)), err)
+		u.showError("Could not pair with "+u.deviceWho(dev), err)
 		return
 	}
 	v := u.newPairView(id, Peer{ID: dev.ID, Name: displayName(dev)}, false)
@@ -346,7 +346,7 @@ func (u *UI) applyPairing(ev TransferEvent) {
 
 // notifyPairing tells how a pairing whose dialog is closed ended.
 func (u *UI) notifyPairing(ev TransferEvent) {
-	who := peerWho(ev.Peer)
+	who := u.sentenceWho(ev.Peer)
 	r := ev.Result
 	switch {
 	case r.State == StateDone:
@@ -488,7 +488,7 @@ func (l *transferList) refreshPair(v *transferView) {
 	// Only a code the other screen showed is offered for comparison: a
 	// receiver that accepted without asking (a Retry it had accepted, "accept
 	// all") never showed it, and "Codes match" trusted it all the same.
-	who := peerWho(v.peer)
+	who := l.u.sentenceWho(v.peer)
 	line := checkLine(who) + " If it does, Ferry trusts it from now on."
 	switch v.codeShown {
 	case CodeShownNo:
@@ -537,7 +537,7 @@ func (l *transferList) refreshPromptCode(v *transferView) {
 	if c := GroupCode(v.promptCode); s.code.Text != c {
 		s.code.SetText(c)
 	}
-	who := peerWho(v.peer)
+	who := l.u.sentenceWho(v.peer)
 	line := fmt.Sprintf("Shown with the offer. %s shows the same code unless another device is in the middle: its user may compare the two. Trusting %s here takes comparing codes with Pair….", who, who)
 	if v.codeMatched {
 		line = fmt.Sprintf("Shown with the offer; you said %s shows the same code, so this device trusts it. Its user may compare the two as well.", who)

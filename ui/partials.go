@@ -64,7 +64,7 @@ func (v *partialsView) show(ps []PartialTransfer) {
 	for _, p := range ps {
 		total += p.Bytes
 		r := &partialRow{p: p}
-		r.text = widget.NewLabel(partialText(p, now))
+		r.text = widget.NewLabel(partialText(p, v.u.names(), now))
 		r.text.Truncation = fyne.TextTruncateEllipsis
 		pt := p
 		r.discard = v.u.newButton("Discard", theme.DeleteIcon(), func() { v.confirmDiscard(pt) })
@@ -87,10 +87,7 @@ func (v *partialsView) show(ps []PartialTransfer) {
 // it cannot be undone, and the sender would send it all again.
 func (v *partialsView) confirmDiscard(p PartialTransfer) {
 	u := v.u
-	who := EscapeName(p.PeerName)
-	if who == "" {
-		who = ShortID(p.PeerID)
-	}
+	who := partialWho(p, u.names())
 	text := widget.NewLabel(fmt.Sprintf("The partial files from %s (%s) are deleted, and the transfer will not resume: "+
 		"sent again, its files come over from the start.", who, HumanBytes(p.Bytes)))
 	text.Wrapping = fyne.TextWrapWord
@@ -113,13 +110,29 @@ func (v *partialsView) discard(key string) {
 	v.reload()
 }
 
-// partialText is one row: who sent it, how many files, the space held and
-// how long ago it last made progress.
-func partialText(p PartialTransfer, now time.Time) string {
-	who := EscapeName(p.PeerName)
-	if who == "" {
-		who = ShortID(p.PeerID)
+// named writes the rows again once a name became shared by two listed
+// devices, or stopped being (sameNamesChanged).
+func (v *partialsView) named() {
+	now := v.u.now()
+	for _, r := range v.rows {
+		r.text.SetText(partialText(r.p, v.u.names(), now))
 	}
+}
+
+// partialWho names the sender of p as the device list would (n): its
+// name, with its short ID beside it when another listed device has that
+// name too; its short ID when it gave no name.
+func partialWho(p PartialTransfer, n sameNames) string {
+	if who := n.named(p.PeerName, shortTag(p.PeerID, "")); who != "" {
+		return who
+	}
+	return ShortID(p.PeerID)
+}
+
+// partialText is one row: who sent it (named as n says), how many files,
+// the space held and how long ago it last made progress.
+func partialText(p PartialTransfer, n sameNames, now time.Time) string {
+	who := partialWho(p, n)
 	if who == "" {
 		who = "an unknown device"
 	}

@@ -254,7 +254,7 @@ func (q *promptQueue) show(p *prompt) {
 		o = &Offer{FreeBytes: -1}
 	}
 	u := q.u
-	who := widget.NewLabelWithStyle(EscapeName(ev.Peer.Name), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	who := widget.NewLabelWithStyle(u.named(ev.Peer), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	who.Truncation = fyne.TextTruncateEllipsis
 	id := widget.NewLabel("Device ID " + GroupID(ev.Peer.ID))
 	id.SizeName = theme.SizeNameCaptionText
@@ -272,7 +272,7 @@ func (q *promptQueue) show(p *prompt) {
 	}
 	if o.PairCode != "" {
 		p.code = codeLabel(o.PairCode)
-		objs = append(objs, codeBox(p.code, widget.NewLabel(fmt.Sprintf("Check that %s shows the same code before you trust it.", peerWho(ev.Peer)))))
+		objs = append(objs, codeBox(p.code, widget.NewLabel(fmt.Sprintf("Check that %s shows the same code before you trust it.", u.sentenceWho(ev.Peer)))))
 	}
 	if o.Text != "" {
 		objs = append(objs, textBox(o.Text))
@@ -424,7 +424,7 @@ func textBox(text string) fyne.CanvasObject {
 // Escape goes back to the prompt.
 func (q *promptQueue) checkCode(p *prompt) {
 	u := q.u
-	who := peerWho(p.ev.Peer)
+	who := u.sentenceWho(p.ev.Peer)
 	line := widget.NewLabel(fmt.Sprintf("Does %s show this code? If the codes differ, another device may be in the middle: the transfer is stopped.", who))
 	var d *dialog.CustomDialog
 	back := u.newButton("Back", nil, func() {

@@ -284,11 +284,11 @@ func TestRowOfASendWaitingForItsDevice(t *testing.T) {
 // unfinished transfer that resumes; a damaged state says so.
 func TestPartialTextSaysUnremovedAndDamaged(t *testing.T) {
 	now := time.Now()
-	got := partialText(PartialTransfer{PeerName: "Alice", Files: 2, Bytes: 104_900_000, Updated: now, Unremoved: true}, now)
+	got := partialText(PartialTransfer{PeerName: "Alice", Files: 2, Bytes: 104_900_000, Updated: now, Unremoved: true}, nil, now)
 	if want := "From Alice · 2 unfinished files that could not be removed (another program had them open, or the folder is read-only) · 104.9 MB on disk · just now"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	got = partialText(PartialTransfer{PeerName: "Alice", Files: 1, Bytes: 1000, Updated: now, Damaged: "its snapshot is cut short"}, now)
+	got = partialText(PartialTransfer{PeerName: "Alice", Files: 1, Bytes: 1000, Updated: now, Damaged: "its snapshot is cut short"}, nil, now)
 	if want := "From Alice · 1 file · resume state damaged (its snapshot is cut short) · 1.0 kB held · just now"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -297,7 +297,7 @@ func TestPartialTextSaysUnremovedAndDamaged(t *testing.T) {
 // A kept transfer whose some files are saved says how many.
 func TestPartialTextSaysWhatIsSaved(t *testing.T) {
 	now := time.Now()
-	got := partialText(PartialTransfer{PeerName: "Alice", Files: 3, Saved: 2, Bytes: 0, Updated: now.Add(-5 * time.Minute)}, now)
+	got := partialText(PartialTransfer{PeerName: "Alice", Files: 3, Saved: 2, Bytes: 0, Updated: now.Add(-5 * time.Minute)}, nil, now)
 	if want := "From Alice · 3 files (2 saved) · 0 B held · 5 min ago"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

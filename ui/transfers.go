@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"cmp"
 	"fmt"
 	"image"
 	"path/filepath"
@@ -250,7 +249,7 @@ func (u *UI) deviceRenamed(id, name string) {
 // its words ("vm · 3NXD-BSTL declined") tell two devices of one name apart.
 func (l *transferList) setPeer(v *transferView) {
 	if v.peer.Name != "" || v.peer.ID != "" {
-		l.model.SetPeer(v.id, cmp.Or(l.u.names().named(v.peer.Name, shortTag(v.peer.ID, v.peer.Fingerprint)), peerWho(v.peer)))
+		l.model.SetPeer(v.id, l.u.sentenceWho(v.peer))
 	}
 }
 

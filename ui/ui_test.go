@@ -41,6 +41,7 @@ type fakeBackend struct {
 	addrs     []string
 	free      int64
 	paired    []Device     // Pair calls
+	pairErr   error        // what Pair returns (nil: it starts)
 	confirms  []pairAnswer // ConfirmPair calls
 	forgotten []string     // ForgetDevice calls
 	// badDir is a download folder SaveSettings refuses (the rest is saved).
@@ -56,6 +57,9 @@ type pairAnswer struct {
 
 func (f *fakeBackend) Pair(d Device) (string, error) {
 	f.paired = append(f.paired, d)
+	if f.pairErr != nil {
+		return "", f.pairErr
+	}
 	return fmt.Sprintf("pair-%d", len(f.paired)), nil
 }
 

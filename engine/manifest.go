@@ -17,6 +17,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/filekind"
 )
 
 // localFile is one file of an outgoing transfer: what we offer, and where we read it.
@@ -201,7 +202,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 			continue
 		}
 		if !info.IsDir() {
-			return manifest{}, fmt.Errorf("%s is %s, not a file or folder", p, specialKind(info.Mode()))
+			return manifest{}, fmt.Errorf("%s is %s, not a file or folder", p, filekind.Special(info.Mode()))
 		}
 		// filled[dir] is whether a file is sent from under dir (relative).
 		filled := map[string]bool{}
@@ -453,20 +454,3 @@ func withoutPath(err error) error {
 
 // pathCause is withoutPath's words.
 func pathCause(err error) string { return withoutPath(err).Error() }
-
-// specialKind names what a given path is when it is neither a regular file
-// nor a folder ("a named pipe"): sending one said only "is not a file or
-// folder".
-func specialKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
-}

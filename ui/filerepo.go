@@ -9,6 +9,8 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/storage/repository"
+
+	"github.com/ferrydrop/ferry/internal/filekind"
 )
 
 // Fyne's file dialog (the fallback where no desktop portal runs) opens
@@ -28,22 +30,7 @@ type specialFileError struct {
 }
 
 func (e *specialFileError) Error() string {
-	return fmt.Sprintf("%s is %s, not a regular file or folder, so Ferry cannot send it.", EscapeName(filepath.Base(e.path)), specialKind(e.mode))
-}
-
-// specialKind names a file type that is not a regular file or a folder.
-func specialKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
+	return fmt.Sprintf("%s is %s, not a regular file or folder, so Ferry cannot send it.", EscapeName(filepath.Base(e.path)), filekind.Special(e.mode))
 }
 
 // special reports whether m is a file that opening or reading may block

@@ -30,6 +30,9 @@ type localFile struct {
 	// ctime is the file's change time where the platform has one (else
 	// 0): part of its identity for resume (manifestID), not offered.
 	ctime int64
+	// holey: it may hold holes (treeEntry.holey), which its offer says
+	// (wire.FileEntry.Holes, sender.entries).
+	holey bool
 }
 
 // givenPath is a path a send was given: dir is the absolute folder it is
@@ -157,6 +160,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 			FileEntry: wire.FileEntry{Path: rel, Size: e.size, Mode: uint32(e.perm), MTime: e.mtime},
 			root:      root,
 			ctime:     e.ctime,
+			holey:     e.holey,
 		})
 	}
 	// Offered paths can only collide between given paths of the same name
@@ -197,7 +201,8 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 		}
 		base := root.as
 		if info.Mode().IsRegular() {
-			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano(), ctime: changeTime(abs)}
+			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano(), ctime: changeTime(abs),
+				holey: store.Allocated(info) < info.Size()}
 			add(root, base, e)
 			continue
 		}

@@ -37,6 +37,9 @@ func FuzzReadOffer(f *testing.F) {
 		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 2, TotalBytes: 2}, &wire.OfferFiles{Start: 1, Files: good[:1]}),
 		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 1, TotalBytes: 9}, &wire.OfferFiles{Files: good[:1]}),
 		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 0}),
+		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 2, TotalBytes: 8 << 20},
+			&wire.OfferFiles{Files: []wire.FileEntry{{Path: "disk.img", Size: 8<<20 - 1, Holes: 7 << 20}, {Path: "z", Size: 1, Holes: 1}}}),
+		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 1, TotalBytes: 1}, &wire.OfferFiles{Files: []wire.FileEntry{{Path: "h", Size: 1, Holes: 2}}}),
 		encode(&wire.Offer{Transfer: "t", ChunkSize: 1 << 20, Files: 3, TotalBytes: 3}, &wire.OfferFiles{Files: []wire.FileEntry{{Path: "A", Size: 1}, {Path: "a", Size: 1}}}),
 		{0xff, 0, 0, 0, 0},
 		nil,
@@ -64,6 +67,9 @@ func FuzzReadOffer(f *testing.F) {
 			}
 			if fe.Size < 0 {
 				t.Fatalf("negative size accepted")
+			}
+			if fe.Holes < 0 || fe.Holes > fe.Size {
+				t.Fatalf("%d bytes of holes accepted in a file of %d", fe.Holes, fe.Size)
 			}
 			sum += fe.Size
 			return nil

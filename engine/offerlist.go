@@ -63,11 +63,13 @@ func (l offeredList) Len() int { return l.s.Len() }
 
 func (l offeredList) Get(i int) (core.OfferedFile, error) {
 	e, err := l.s.Get(i)
-	return core.OfferedFile{Path: e.Path, Size: e.Size}, err
+	return core.OfferedFile{Path: e.Path, Size: e.Size, Holes: e.Holes}, err
 }
 
 func (l offeredList) Each(f func(i int, f core.OfferedFile) error) error {
-	return l.s.Each(func(i int, e manifeststore.Entry) error { return f(i, core.OfferedFile{Path: e.Path, Size: e.Size}) })
+	return l.s.Each(func(i int, e manifeststore.Entry) error {
+		return f(i, core.OfferedFile{Path: e.Path, Size: e.Size, Holes: e.Holes})
+	})
 }
 
 var _ core.FileList = offeredList{}
@@ -75,12 +77,12 @@ var _ core.FileList = offeredList{}
 // entry is offered file i as the wire described it.
 func (rx *receiver) entry(i uint32) (wire.FileEntry, error) {
 	e, err := rx.list.Get(int(i))
-	return wire.FileEntry{Path: e.Path, Size: e.Size, Mode: e.Mode, MTime: e.MTime}, err
+	return wire.FileEntry{Path: e.Path, Size: e.Size, Mode: e.Mode, MTime: e.MTime, Holes: e.Holes}, err
 }
 
 // appendEntry adds the next entry of the manifest to the session's list.
 func (rx *receiver) appendEntry(f wire.FileEntry) error {
-	return rx.kept(rx.list.Append(manifeststore.Entry{Path: f.Path, Size: f.Size, Mode: f.Mode, MTime: f.MTime}))
+	return rx.kept(rx.list.Append(manifeststore.Entry{Path: f.Path, Size: f.Size, Mode: f.Mode, MTime: f.MTime, Holes: f.Holes}))
 }
 
 // readFolders reads the offer's empty folders (OfferFolders after its

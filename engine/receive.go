@@ -184,6 +184,35 @@ type rxFile struct {
 	writing int
 	ok      bool   // resolved and saved
 	savedAs string // where it was saved
+	// data counts the bytes of the chunks that were not all zeros, each
+	// chunk once (charged: a bitmap), of a file the sender says holds
+	// holes (entry.Holes): the space check counted Size-Holes for it, and
+	// no more is taken (chargeData).
+	data    int64
+	charged []byte
+}
+
+// chargeData counts chunk c, of n bytes not all zeros, against the data the
+// sender's offer says f holds (Size-Holes: whole chunks, so an honest
+// sender never sends more for a file it did not change, and one it changed
+// fails anyway, errChanged); false once the chunks counted hold more.
+// rx.mu is held.
+func (f *rxFile) chargeData(c uint32, n int) bool {
+	if f.charged == nil {
+		f.charged = make([]byte, (f.tree.Len()+7)/8)
+	}
+	if f.charged[c/8]&(1<<(c%8)) == 0 {
+		f.charged[c/8] |= 1 << (c % 8)
+		f.data += int64(n)
+	}
+	return f.data <= f.entry.Size-f.entry.Holes
+}
+
+// tooMuchData is why a file whose sender sent more data than its offer
+// said is not saved (chargeData), for both sides.
+func tooMuchData(f *rxFile) string {
+	return fmt.Sprintf("the sender offered it as %s of data, the rest holes, then sent more data than that: not saved, so it takes no more space than the offer asked for",
+		core.HumanBytes(f.entry.Size-f.entry.Holes))
 }
 
 // receiver is the Ferry wire protocol's receiving session: the control
@@ -1011,6 +1040,7 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader) error {
 // landChunk verifies one chunk against its leaf and writes it in place.
 func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uint32, hasher *merkle.Hasher) error {
 	leaf := hasher.Leaf(data)
+	counted := f.entry.Holes > 0 && !fileio.AllZero(data) // a chunk of zeros is a hole: no disk
 	rx.mu.Lock()
 	if f.resolved || f.tree.Has(int(h.Chunk)) {
 		rx.mu.Unlock()
@@ -1027,6 +1057,16 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uin
 			return nil
 		}
 		return rx.ctl.send(&wire.NeedChunk{File: h.File, Chunk: h.Chunk})
+	}
+	if counted && !f.chargeData(h.Chunk, len(data)) {
+		why := tooMuchData(f)
+		if rx.firstCause == "" {
+			rx.firstCause = why
+		}
+		rx.mu.Unlock()
+		rx.e.log.Warn("more data than offered", "file", f.entry.Path, "offered", f.entry.Size-f.entry.Holes, "holes", f.entry.Holes)
+		rx.resolve(f, false, "", wire.CodeProtocol, why)
+		return nil
 	}
 	if f.part == nil {
 		// The file's first chunk: create its partial outside rx.mu, so the
@@ -1598,8 +1638,14 @@ func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
 		return nil, err
 	}
 	// Preallocate, so the streams write into it side by side. Best effort: on
-	// a full disk the writes fail and say so.
-	if err := p.Reserve(f.entry.Size); err != nil {
+	// a full disk the writes fail and say so. A file the sender holds holes
+	// in only gets its size: its chunks of zeros stay holes, and the space
+	// check counted its data alone.
+	if f.entry.Holes > 0 {
+		if err := p.Sparse(f.entry.Size); err != nil {
+			rx.e.log.Warn("size a sparse file", "file", f.entry.Path, "err", err)
+		}
+	} else if err := p.Reserve(f.entry.Size); err != nil {
 		rx.e.log.Warn("preallocate", "file", f.entry.Path, "err", err)
 	}
 	if name := p.Name(); rx.journal != nil && name != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 // The receiving side of resume: what a session holds goes into a
@@ -483,6 +484,9 @@ func (rx *receiver) restore(s *resume.State) (haves []*wire.Have, done []*rxFile
 			if crc32.Checksum(data, castagnoli) != rf.CRCs[c] {
 				rx.e.log.Info("resume: chunk changed on disk, fetching it again", "file", f.entry.Path, "chunk", c)
 				continue
+			}
+			if f.entry.Holes > 0 && !fileio.AllZero(data) {
+				f.chargeData(uint32(c), l) // data kept counts against what the offer says it holds
 			}
 			f.tree.Set(c, rf.Leaf(c))
 			f.crcs[c] = rf.CRCs[c]

@@ -678,10 +678,7 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 			}
 			end = start + (end-start)/2
 		}
-		entries := make([]wire.FileEntry, 0, end-start)
-		for _, f := range tx.files[start:end] {
-			entries = append(entries, f.FileEntry)
-		}
+		entries := tx.entries(tx.files[start:end])
 		select {
 		case a := <-answered:
 			answered <- a // for offerAndDecision
@@ -711,6 +708,27 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 		start = end
 	}
 	return nil
+}
+
+// entries are files' entries as offered: a file that may hold holes
+// (localFile.holey) says how many of its bytes lie in chunks of holes
+// (fileio.HoleBytes), so that a receiver that keeps holes counts its data
+// alone in its space check (wire.FileEntry.Holes). An older receiver
+// ignores the field. A file that cannot be opened here says none: reading
+// it fails later, as it would have.
+func (tx *sender) entries(files []localFile) []wire.FileEntry {
+	entries := make([]wire.FileEntry, 0, len(files))
+	for i := range files {
+		e := files[i].FileEntry
+		if files[i].holey {
+			if f, err := os.Open(files[i].src()); err == nil {
+				e.Holes = fileio.HoleBytes(f, e.Size, tx.chunkSize)
+				f.Close()
+			}
+		}
+		entries = append(entries, e)
+	}
+	return entries
 }
 
 // decisionWait bounds how long a sender waits for the receiver's answer: far

@@ -4,8 +4,14 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // writeSparse makes a sparse file of size bytes at path: a hole, with
@@ -93,5 +99,96 @@ func TestSparseFileResumes(t *testing.T) {
 	sameTree(t, src, recv.DownloadDir())
 	if on := onDisk(t, got); on > data+4<<20 {
 		t.Errorf("the file takes %d bytes on the receiver, for %d of data in %d", on, data, size)
+	}
+}
+
+// A sparse file larger than the receiver's free space arrives when its data
+// fits: the offer says how much of it is holes (wire.FileEntry.Holes), and
+// the space check counts its data alone. It was refused: a 64 MiB image
+// with 3 MiB of data could not be sent to a disk with 16 MiB free ("67.1 MB
+// needed, 16.8 MB free").
+func TestSparseFileLargerThanTheFreeSpaceArrives(t *testing.T) {
+	recv := startReceiver(t, Options{DownloadDir: testutil.SmallDisk(t, "size=16m")})
+	send := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "disk.img")
+	data := writeSparse(t, src, 64<<20, 100<<10, 21<<20, 1<<20)
+	if held := onDisk(t, src); held > data+1<<20 {
+		t.Skipf("the sender's file system keeps no holes (%d bytes for %d of data)", held, data)
+	}
+	for _, tp := range transportsUnderTest() {
+		res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
+		if res.State != StateDone || res.Verified != 1 {
+			t.Fatalf("%s: %s %q, want the sparse file delivered", tp, res.State, res.Err)
+		}
+		got := filepath.Join(recv.DownloadDir(), "disk.img")
+		sameTree(t, src, recv.DownloadDir())
+		if on := onDisk(t, got); on > 2*data+1<<20 {
+			t.Errorf("%s: the file takes %d bytes on the receiver, for %d of data in 64 MiB", tp, on, data)
+		}
+		os.Remove(got)
+	}
+}
+
+// A sender that says a file is nearly all holes and then sends data in
+// them is stopped at the data it said: the file is not saved, its partial
+// goes, both sides are told why, and the disk holds no more than the offer
+// asked for. Without the check, the 64 KiB it claimed let it fill the 4 MiB
+// disk.
+func TestSenderLyingAboutHolesIsStopped(t *testing.T) {
+	disk := testutil.SmallDisk(t, "size=4m")
+	recv := startReceiver(t, Options{DownloadDir: disk})
+	got := resultsOf(t, recv, Receiving, 1)
+	const chunk, size = 64 << 10, 64 << 20 // rawPeer.offer's chunk size
+	results := make(chan *wire.FileResult, 1)
+	runRaw(t, recv, func(p *rawPeer) {
+		if p.hello() != nil {
+			return
+		}
+		p.offer(wire.FileEntry{Path: "disk.img", Size: size, Holes: size - chunk}) // one chunk of data
+		if !p.waitAccepted() {
+			return
+		}
+		// A chunk of data (as said), one of zeros, then data where it said
+		// there were holes: as much as the disk holds.
+		frames := make([][]byte, 0, 64)
+		for c := range uint32(64) {
+			b := make([]byte, chunk)
+			if c != 1 {
+				rand.Read(b)
+			}
+			frames = append(frames, frame(0, c, b, merkle.Leaf(b)))
+		}
+		go p.data(frames...)
+		for {
+			m, err := p.ctl.recvTimeout(30 * time.Second)
+			if err != nil {
+				return
+			}
+			switch m := m.(type) {
+			case *wire.FileResult:
+				results <- m
+				p.ctl.send(&wire.SenderDone{})
+			case *wire.Result:
+				p.conn.Close(nil)
+				return
+			}
+		}
+	})
+	var fr *wire.FileResult
+	select {
+	case fr = <-results:
+	default:
+		t.Fatal("the sender was told nothing about the file")
+	}
+	const why = "then sent more data than that"
+	if fr.OK || fr.Code != wire.CodeProtocol || !strings.Contains(fr.Reason, why) {
+		t.Errorf("the sender was told %+v, want the file refused for more data than offered", fr)
+	}
+	r := next(t, got)
+	if r.State == StateDone && r.Verified > 0 || !strings.Contains(r.Err, why) {
+		t.Errorf("receive: %s %q (%d verified), want the file not saved, saying why", r.State, r.Err, r.Verified)
+	}
+	if ents, _ := os.ReadDir(disk); len(ents) != 0 {
+		t.Errorf("the refused file left %d entries in the download folder", len(ents))
 	}
 }

@@ -14,6 +14,10 @@ type treeEntry struct {
 	perm  fs.FileMode // the permission bits
 	mtime int64       // and the modification time (Unix nanoseconds),
 	ctime int64       // and the change time where the platform has one (else 0): see manifestID
+	// holey: a regular file that takes fewer blocks than its size, so it
+	// may hold holes (or be compressed, or its data inline): the send looks
+	// for its holes (sender.entries). Others are not opened for that.
+	holey bool
 	// unreadable: a folder inside the walked one that could not be opened
 	// or listed (no permission): the walk goes on without it.
 	unreadable error

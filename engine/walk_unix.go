@@ -91,6 +91,7 @@ func entryOf(rel string, st *unix.Stat_t) treeEntry {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		e.size, e.perm, e.mtime, e.ctime = st.Size, fs.FileMode(st.Mode&0o777), st.Mtim.Nano(), st.Ctim.Nano()
+		e.holey = st.Blocks*512 < st.Size
 	case unix.S_IFDIR:
 		e.typ = fs.ModeDir
 	case unix.S_IFLNK:

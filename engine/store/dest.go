@@ -380,6 +380,19 @@ func (p *Partial) Reserve(size int64) error {
 	return w.Reserve(size)
 }
 
+// Sparse gives the partial its size (the size the sender declared) without
+// allocating it, for a file the sender holds holes in
+// (wire.FileEntry.Holes): its chunks of zeros are then left as holes inside
+// that size (fileio.Writer.WriteAt) and only its data takes disk, which is
+// what the space check counted for it (KeepsHoles). Reserve would allocate
+// the whole size.
+func (p *Partial) Sparse(size int64) error {
+	if err := p.inside(); err != nil {
+		return err
+	}
+	return p.Truncate(size)
+}
+
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash
 // what a previous attempt wrote before resuming.
 func (p *Partial) ReadAt(b []byte, off int64) (int, error) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/ferrydrop/ferry/internal/fileio"
 )
 
 // ErrNoSpace means the destination does not have room for an offer. Errors
@@ -142,6 +144,14 @@ func (r *Room) Folders(n int64) {
 	}
 	r.Entries = addSat(r.Entries, n)
 }
+
+// KeepsHoles reports whether files received into dir keep their holes: a
+// chunk of zeros inside a partial's size is left as a hole, not written
+// (fileio.Writer.WriteAt; Linux, on file systems that punch holes). Where
+// it does, a file the sender holds holes in takes only its data
+// (wire.FileEntry.Holes), and the space check counts that; elsewhere its
+// zeros are written and its whole size counts.
+func KeepsHoles(dir string) bool { return fileio.LeavesHoles(madeIn(dir)) }
 
 // madeIn is dir, or, when dir does not exist yet, the nearest folder above
 // it that does: a download folder not made yet (~/Downloads on a fresh

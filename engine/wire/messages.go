@@ -88,6 +88,15 @@ type FileEntry struct {
 	Size  int64  `json:"size"`
 	Mode  uint32 `json:"mode,omitempty"`  // permission bits
 	MTime int64  `json:"mtime,omitempty"` // Unix nanoseconds
+	// Holes is how many of the file's bytes lie in chunks (of the offer's
+	// ChunkSize) that the sender's file system holds as holes: they read as
+	// zeros and take no disk. The file's data is Size-Holes, counted in
+	// whole chunks: a chunk with any data in it counts whole. A receiver
+	// that leaves chunks of zeros as holes counts Size-Holes in its space
+	// check and takes no more data than that (docs/compatibility.md,
+	// "Sparse files"). 0, or absent (a Ferry before it, a file without
+	// holes), says none: the whole size is data. At most Size.
+	Holes int64 `json:"holes,omitempty"`
 }
 
 // OfferFiles carries part of the manifest, starting at file index Start.
@@ -306,6 +315,9 @@ func (m *OfferFiles) validate() error {
 	for i, f := range m.Files {
 		if f.Size < 0 {
 			return protoErr("offer files: file %d has negative size", m.Start+i)
+		}
+		if f.Holes < 0 || f.Holes > f.Size {
+			return protoErr("offer files: file %d has %d bytes of holes in %d", m.Start+i, f.Holes, f.Size)
 		}
 		if len(f.Path) > 4096 {
 			return protoErr("offer files: file %d path too long", m.Start+i)

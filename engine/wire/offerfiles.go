@@ -49,6 +49,10 @@ func appendOfferFiles(b []byte, m *OfferFiles) []byte {
 			b = append(b, `,"mtime":`...)
 			b = strconv.AppendInt(b, f.MTime, 10)
 		}
+		if f.Holes != 0 {
+			b = append(b, `,"holes":`...)
+			b = strconv.AppendInt(b, f.Holes, 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
@@ -82,12 +86,12 @@ func appendFileResult(b []byte, m *FileResult) []byte {
 const fileResultLen = 64
 
 // offerFilesLen is about the length of m's frame, so that it is written
-// into one allocation: an entry's fields and punctuation take at most 84
+// into one allocation: an entry's fields and punctuation take at most 112
 // bytes beside its name.
 func offerFilesLen(m *OfferFiles) int {
 	n := 5 + 40
 	for i := range m.Files {
-		n += 84 + len(m.Files[i].Path)
+		n += 112 + len(m.Files[i].Path)
 	}
 	return n
 }
@@ -313,7 +317,7 @@ func (d *jsonDec) object(what string, names []string, member func(k int) error) 
 // The fields of the objects read, as named in JSON.
 var (
 	offerFilesNames = []string{"start", "files"}
-	entryNames      = []string{"path", "size", "mode", "mtime"}
+	entryNames      = []string{"path", "size", "mode", "mtime", "holes"}
 )
 
 func (d *jsonDec) offerFiles(m *OfferFiles) error {
@@ -376,9 +380,13 @@ func (d *jsonDec) entry(f *FileEntry) error {
 			if u, null, err = d.uint32("mode"); err == nil && !null {
 				f.Mode = u
 			}
-		default:
+		case 3:
 			if n, null, err = d.int("mtime"); err == nil && !null {
 				f.MTime = n
+			}
+		default:
+			if n, null, err = d.int("holes"); err == nil && !null {
+				f.Holes = n
 			}
 		}
 		return err

@@ -170,7 +170,7 @@ func duplicateKey(body []byte, top []string) bool {
 		case json.Delim('['):
 			var sub []string
 			if len(fields) == 1 && fields[0] == "[]" {
-				sub = []string{"path", "size", "mode", "mtime"}
+				sub = []string{"path", "size", "mode", "mtime", "holes"}
 			}
 			for dec.More() {
 				if err := walk(sub); err != nil {
@@ -192,6 +192,11 @@ func duplicateKey(body []byte, top []string) bool {
 var offerFilesCases = []decoderCase[*OfferFiles]{
 	{"plain", `{"start":3,"files":[{"path":"a/b","size":5,"mode":420,"mtime":17}]}`,
 		&OfferFiles{Start: 3, Files: []FileEntry{{Path: "a/b", Size: 5, Mode: 420, MTime: 17}}}},
+	{"holes", `{"files":[{"path":"disk.img","size":10485760,"holes":9437184},{"path":"zeros","size":5,"holes":5}]}`,
+		&OfferFiles{Files: []FileEntry{{Path: "disk.img", Size: 10 << 20, Holes: 9 << 20}, {Path: "zeros", Size: 5, Holes: 5}}}},
+	{"holes zero", `{"files":[{"path":"a","size":3,"holes":0}]}`, &OfferFiles{Files: []FileEntry{{Path: "a", Size: 3}}}},
+	{"holes null", `{"files":[{"size":3,"holes":null}]}`, &OfferFiles{Files: []FileEntry{{Size: 3}}}},
+	{"holes folded", `{"files":[{"size":3,"HOLES":2}]}`, &OfferFiles{Files: []FileEntry{{Size: 3, Holes: 2}}}},
 	{"whitespace", " \t\r\n{ \"start\" : 0 ,\n\"files\" : [ ] } \n", &OfferFiles{Files: []FileEntry{}}},
 	{"top-level null", `null`, &OfferFiles{}},
 	{"files null", `{"start":1,"files":null}`, &OfferFiles{Start: 1}},
@@ -229,6 +234,13 @@ var offerFilesCases = []decoderCase[*OfferFiles]{
 	{"duplicate path folded", `{"files":[{"path":"a","PATH":"b"}]}`, nil},
 	{"duplicate size long s", `{"files":[{"size":1,"ſize":2}]}`, nil},
 	{"8193 entries", `{"files":[` + strings.Repeat(`{},`, MaxFilesPerPart) + `{}]}`, nil},
+	{"holes over the size", `{"files":[{"size":3,"holes":4}]}`, nil},
+	{"holes without a size", `{"files":[{"holes":1}]}`, nil},
+	{"holes negative", `{"files":[{"size":3,"holes":-1}]}`, nil},
+	{"holes huge", `{"files":[{"size":9223372036854775807,"holes":9223372036854775808}]}`, nil},
+	{"holes fraction", `{"files":[{"size":3,"holes":0.5}]}`, nil},
+	{"holes string", `{"files":[{"size":3,"holes":"1"}]}`, nil},
+	{"duplicate holes folded", `{"files":[{"size":3,"holes":1,"Holes":2}]}`, nil},
 	{"size too large", `{"files":[{"size":9223372036854775808}]}`, nil},
 	{"size huge", `{"files":[{"size":` + strings.Repeat("9", 400) + `}]}`, nil},
 	{"mtime too small", `{"files":[{"mtime":-9223372036854775809}]}`, nil},
@@ -294,6 +306,7 @@ func TestOfferFilesEncoderMatchesJSON(t *testing.T) {
 		{Start: 1, Files: []FileEntry{}},
 		{Start: 1 << 20, Files: []FileEntry{
 			{Path: "plain/name.go", Size: 12, Mode: 0o644, MTime: 1},
+			{Path: "disk.img", Size: 1 << 40, MTime: 2, Holes: 1<<40 - 1<<20},
 			{Path: "", Size: 0},
 			{Path: "q\"u\\o<t>e&\x00\x1f\x7f\n", Size: -1, Mode: 1<<32 - 1, MTime: -1 << 63},
 			{Path: "\u2028\u2029日本\xff\xfe", Size: 1<<63 - 1},
@@ -334,10 +347,10 @@ func fuzzDecoder[M any, P interface {
 // FuzzOfferFilesEncoder: what the encoder writes is encoding/json's
 // output, and reads back as the message written.
 func FuzzOfferFilesEncoder(f *testing.F) {
-	f.Add(0, "a/b", int64(1), uint32(0o644), int64(5), "c", int64(0))
-	f.Add(7, "<\"\\\n\xff", int64(-1), uint32(0), int64(-1), "\u2028", int64(1<<62))
-	f.Fuzz(func(t *testing.T, start int, p1 string, s1 int64, m1 uint32, t1 int64, p2 string, s2 int64) {
-		m := &OfferFiles{Start: start, Files: []FileEntry{{Path: p1, Size: s1, Mode: m1, MTime: t1}, {Path: p2, Size: s2}}}
+	f.Add(0, "a/b", int64(1), uint32(0o644), int64(5), "c", int64(0), int64(0))
+	f.Add(7, "<\"\\\n\xff", int64(-1), uint32(0), int64(-1), "\u2028", int64(1<<62), int64(1<<61))
+	f.Fuzz(func(t *testing.T, start int, p1 string, s1 int64, m1 uint32, t1 int64, p2 string, s2, h2 int64) {
+		m := &OfferFiles{Start: start, Files: []FileEntry{{Path: p1, Size: s1, Mode: m1, MTime: t1}, {Path: p2, Size: s2, Holes: h2}}}
 		want, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)

@@ -311,6 +311,8 @@ var hostileCases = []struct {
 	{"offer files start over max", frame(wire.TOfferFiles, `{"start":1000001,"files":[]}`), wire.ErrProtocol},
 	{"offer files too many entries", frame(wire.TOfferFiles, `{"start":0,"files":[`+strings.Repeat(`{},`, wire.MaxFilesPerPart)+`{}]}`), wire.ErrProtocol},
 	{"offer files negative size", frame(wire.TOfferFiles, `{"start":0,"files":[{"path":"a","size":-1}]}`), wire.ErrProtocol},
+	{"offer files holes over the size", frame(wire.TOfferFiles, `{"start":0,"files":[{"path":"a","size":1,"holes":2}]}`), wire.ErrProtocol},
+	{"offer files negative holes", frame(wire.TOfferFiles, `{"start":0,"files":[{"path":"a","size":1,"holes":-1}]}`), wire.ErrProtocol},
 	{"offer files path 4097 bytes", frame(wire.TOfferFiles, `{"start":0,"files":[{"path":"`+strings.Repeat("p", 4097)+`","size":1}]}`), wire.ErrProtocol},
 	{"offer files invalid utf-8 path", frame(wire.TOfferFiles, "{\"start\":0,\"files\":[{\"path\":\"\xc3\x28\",\"size\":1}]}"), wire.ErrProtocol},
 	{"decision reason 1025 bytes", frame(wire.TDecision, `{"accept":false,"reason":"`+strings.Repeat("r", 1025)+`"}`), wire.ErrProtocol},

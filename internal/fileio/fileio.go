@@ -305,6 +305,10 @@ func (w *Writer) leaveHole(b []byte, off int64) bool {
 	return true
 }
 
+// AllZero reports whether b holds only zero bytes: a chunk a Writer leaves
+// as a hole. Data that is not zeros costs a look at its first word.
+func AllZero(b []byte) bool { return allZero(b) }
+
 // zeros is what allZero compares a buffer with, a piece at a time.
 var zeros [64 << 10]byte
 

@@ -139,3 +139,20 @@ func (p *pageResidency) close() {
 	}
 	p.mapFail = true
 }
+
+// LeavesHoles reports whether a Writer leaves chunks of zeros as holes in
+// files of the folder dir: it punches one into a block written in a file
+// made there without a name (O_TMPFILE), which leaves nothing behind. A
+// file system that cannot make such a file is taken as one without holes.
+func LeavesHoles(dir string) bool {
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), "hole probe")
+	defer f.Close()
+	if _, err := f.WriteAt(zeros[:holeMin], 0); err != nil {
+		return false
+	}
+	return platformOps.punchHole(f, 0, holeMin) == nil
+}

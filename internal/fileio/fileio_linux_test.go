@@ -379,3 +379,67 @@ func BenchmarkWriteChunks(b *testing.B) {
 		}
 	}
 }
+
+// HoleBytes counts the chunks that hold no data at all, as an offer says
+// them (wire.FileEntry.Holes): a chunk with any data in it counts whole,
+// the last chunk is short, and data in one chunk across two extents counts
+// it once.
+func TestHoleBytes(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name  string
+		size  int64
+		data  [][2]int64 // [offset, length) written with random bytes
+		chunk int
+		holes int64
+	}{
+		{"all hole", 10 * mib, nil, mib, 10 * mib},
+		{"no hole", 3 * mib, [][2]int64{{0, 3 * mib}}, mib, 0},
+		{"one block in the first chunk", 10 * mib, [][2]int64{{0, 4096}}, mib, 9 * mib},
+		{"data across two chunks", 10 * mib, [][2]int64{{mib - 4096, 8192}}, mib, 8 * mib},
+		{"two extents in one chunk", 10 * mib, [][2]int64{{4 * mib, 4096}, {4*mib + 512<<10, 4096}}, mib, 9 * mib},
+		{"short last chunk with data", 10*mib + 100<<10, [][2]int64{{10 * mib, 4096}}, mib, 10 * mib},
+		{"short last chunk of hole", 10*mib + 100<<10, [][2]int64{{0, 4096}}, mib, 9*mib + 100<<10},
+		{"small chunks", 1 * mib, [][2]int64{{64 << 10, 4096}}, 64 << 10, 15 * 64 << 10},
+		{"empty", 0, nil, mib, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := f.Truncate(tc.size); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range tc.data {
+				b := make([]byte, d[1])
+				rand.Read(b)
+				if _, err := f.WriteAt(b, d[0]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.size > 0 && len(tc.data) == 0 && HoleBytes(f, tc.size, tc.chunk) == 0 {
+				t.Skip("this file system reports no holes (no SEEK_HOLE)")
+			}
+			if got := HoleBytes(f, tc.size, tc.chunk); got != tc.holes {
+				t.Errorf("%d bytes of holes, want %d", got, tc.holes)
+			}
+		})
+	}
+}
+
+// LeavesHoles is true on a file system that punches holes (tmpfs, ext4),
+// and leaves nothing in the folder it asked.
+func TestLeavesHoles(t *testing.T) {
+	dir := t.TempDir()
+	if !LeavesHoles(dir) {
+		t.Skip("the test folder's file system punches no holes")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the probe left %d entries", len(ents))
+	}
+	if LeavesHoles(filepath.Join(dir, "missing")) {
+		t.Error("a folder that is not there keeps holes")
+	}
+}

@@ -150,6 +150,33 @@ type Prompt struct {
 type OfferedFile struct {
 	Path string // relative, slash-separated, as the peer sent it
 	Size int64
+	// Holes is how many of its bytes the sender says are holes, in whole
+	// chunks (wire.FileEntry.Holes; 0 from LocalSend and older Ferrys): a
+	// destination that keeps holes needs room for the rest only (holeRule).
+	Holes int64
+}
+
+// holeRule says what an offered file takes on its destination: its data
+// alone (Size-Holes) where the sender says it holds holes and the folder's
+// file system keeps them (store.KeepsHoles, asked once per folder and only
+// for an offer with holes), else its whole size. The receiver takes no more
+// data for the file than that (the Ferry receiver's landChunk).
+type holeRule struct {
+	dir          string
+	asked, keeps bool
+}
+
+func (h *holeRule) disk(dir string, f OfferedFile) int64 {
+	if f.Holes <= 0 || f.Holes > f.Size {
+		return f.Size
+	}
+	if !h.asked || h.dir != dir {
+		h.dir, h.asked, h.keeps = dir, true, store.KeepsHoles(dir)
+	}
+	if !h.keeps {
+		return f.Size
+	}
+	return f.Size - f.Holes
 }
 
 // FileList is an offer's file list as the inbox reads it: by index, or
@@ -491,11 +518,12 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 		dir = in.Continues // where what arrived so far is
 	}
 	var total int64
+	var holes holeRule
 	room := in.room()
 	if err := in.Files.Each(func(i int, f OfferedFile) error {
 		if !in.refusedIdx[i] {
 			total += f.Size
-			room.FileAt(f.Path, f.Size)
+			room.FileAt(f.Path, holes.disk(dir, f))
 		}
 		return nil
 	}); err != nil {
@@ -540,6 +568,17 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	chosen := offered
 	if d.Files != nil {
 		room = in.room()
+	} else if holes.asked && holes.dir != dir {
+		// Another folder, maybe on another file system: its holes count.
+		room = in.room()
+		if err := in.Files.Each(func(i int, f OfferedFile) error {
+			if !in.refusedIdx[i] {
+				room.FileAt(f.Path, holes.disk(dir, f))
+			}
+			return nil
+		}); err != nil {
+			return d, err
+		}
 	}
 	var accepted []int
 	if d.Files == nil {
@@ -566,7 +605,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 					return d, err
 				}
 				need += f.Size
-				room.FileAt(f.Path, f.Size)
+				room.FileAt(f.Path, holes.disk(dir, f))
 			}
 		}
 	}

@@ -34,12 +34,13 @@ type Entry struct {
 	Size  int64
 	Mode  uint32
 	MTime int64
+	Holes int64 // bytes in chunks of holes (wire.FileEntry.Holes)
 }
 
 // entryOverhead is what an entry held in memory costs beyond its name: the
-// FileEntry itself (a string header, three 8-byte fields) and the slice's
+// FileEntry itself (a string header, four 8-byte fields) and the slice's
 // share.
-const entryOverhead = 48
+const entryOverhead = 56
 
 // blockEntries is how many spilled entries one index entry (8 bytes of
 // memory) covers; Get reads and decodes one block.
@@ -431,14 +432,16 @@ func (s *Store) Close() error {
 }
 
 // A record is the entry's fields as varints, the name last:
-// uvarint(len(path)) path varint(size) uvarint(mode) varint(mtime).
+// uvarint(len(path)) path varint(size) uvarint(mode) varint(mtime)
+// varint(holes).
 
 func appendRecord(b []byte, e Entry) []byte {
 	b = binary.AppendUvarint(b, uint64(len(e.Path)))
 	b = append(b, e.Path...)
 	b = binary.AppendVarint(b, e.Size)
 	b = binary.AppendUvarint(b, uint64(e.Mode))
-	return binary.AppendVarint(b, e.MTime)
+	b = binary.AppendVarint(b, e.MTime)
+	return binary.AppendVarint(b, e.Holes)
 }
 
 // errDamaged: the spill file does not hold what was written to it.
@@ -472,7 +475,12 @@ func decodeRecord(b []byte) (Entry, int, error) {
 		return e, 0, errDamaged
 	}
 	off += k
-	e.Size, e.Mode, e.MTime = size, uint32(mode), mtime
+	holes, k := binary.Varint(b[off:])
+	if k <= 0 {
+		return e, 0, errDamaged
+	}
+	off += k
+	e.Size, e.Mode, e.MTime, e.Holes = size, uint32(mode), mtime, holes
 	return e, off, nil
 }
 

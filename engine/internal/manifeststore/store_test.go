@@ -11,7 +11,7 @@ import (
 )
 
 func entry(i int) Entry {
-	return Entry{Path: fmt.Sprintf("d%d/sub/file-%07d.txt", i/1000, i), Size: int64(i) * 7, Mode: 0o644, MTime: int64(i) * 1e9}
+	return Entry{Path: fmt.Sprintf("d%d/sub/file-%07d.txt", i/1000, i), Size: int64(i) * 7, Mode: 0o644, MTime: int64(i) * 1e9, Holes: int64(i) * 3}
 }
 
 func newStore(t testing.TB, mem int64, b *Budget) (*Store, string) {
@@ -248,7 +248,7 @@ func heapInUse() int64 {
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	for _, e := range []Entry{entry(0), entry(123456), {Path: "a", Size: -1, MTime: -5}, {}} {
+	for _, e := range []Entry{entry(0), entry(123456), {Path: "a", Size: -1, MTime: -5}, {Path: "h", Size: 1 << 40, Holes: 1<<40 - 1}, {}} {
 		f.Add(appendRecord(nil, e))
 	}
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})

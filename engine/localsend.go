@@ -582,6 +582,7 @@ func (s *lsSession) Open(idx int) (localsend.Sink, error) {
 		s.resolveFailed(idx, "cannot create the file: "+core.Sentence(err))
 		return nil, err
 	}
+	p.SparseUpload(f.Size) // its chunks of zeros stay holes
 	s.began(p)
 	return &lsSink{s: s, idx: idx, p: p}, nil
 }

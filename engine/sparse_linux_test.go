@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"os"
 	"path/filepath"
@@ -10,7 +12,10 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/engine/weblink"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/fileio"
+	"github.com/ferrydrop/ferry/internal/lspeer"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -191,4 +196,61 @@ func TestSenderLyingAboutHolesIsStopped(t *testing.T) {
 	if ents, _ := os.ReadDir(disk); len(ents) != 0 {
 		t.Errorf("the refused file left %d entries in the download folder", len(ents))
 	}
+}
+
+// An upload written in order (from a LocalSend app, from a browser) leaves
+// its chunks of zeros as holes too: its partial gets its size first
+// (store.Partial.SparseUpload), so its writes of zeros fall inside it. A
+// 16 MiB image with 1 MiB of data took 16 MiB on the receiver either way.
+func TestUploadsOfZerosLeaveHoles(t *testing.T) {
+	data := make([]byte, 16<<20)
+	rand.Read(data[7<<20 : 8<<20])
+	check := func(t *testing.T, dir string) {
+		t.Helper()
+		got := filepath.Join(dir, "disk.img")
+		if b, err := os.ReadFile(got); err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("the file did not arrive whole: %v", err)
+		}
+		on := onDisk(t, got)
+		if on > 2<<20 {
+			t.Errorf("the file takes %d bytes on the receiver, for 1 MiB of data in 16 MiB", on)
+		}
+		t.Logf("%d KiB on disk", on>>10)
+	}
+	t.Run("localsend", func(t *testing.T) {
+		e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+		if !fileio.LeavesHoles(e.DownloadDir()) {
+			t.Skip("the download folder's file system keeps no holes")
+		}
+		res := receivedResult(t, e)
+		sr, err := testPeer(t).Send(context.Background(), addr, srv.Fingerprint(), true, "", "",
+			[]lspeer.SendFile{{Name: "disk.img", Data: data}}, nil)
+		if err != nil || sr.PrepareStatus != 200 {
+			t.Fatalf("%+v %v", sr, err)
+		}
+		if r := <-res; r.State != StateDone || r.Files != 1 {
+			t.Fatalf("result %+v", r)
+		}
+		check(t, e.DownloadDir())
+	})
+	t.Run("browser", func(t *testing.T) {
+		e := testEngine(t, Options{})
+		if !fileio.LeavesHoles(e.DownloadDir()) {
+			t.Skip("the download folder's file system keeps no holes")
+		}
+		res := receivedResult(t, e)
+		endpoint, _ := browserLink(t, e, browserIdle)
+		// In the pieces a page sends (weblink.ChunkSize each).
+		status, loc, _ := testutil.TusCreateMeta(t, endpoint, "disk.img", len(data), nil)
+		if status != 201 {
+			t.Fatalf("tus create: %d", status)
+		}
+		for off := 0; off < len(data); off += weblink.ChunkSize {
+			testutil.TusPatch(t, loc, int64(off), data[off:off+weblink.ChunkSize])
+		}
+		if r := <-res; r.State != StateDone || r.Verified != 1 {
+			t.Fatalf("result %+v", r)
+		}
+		check(t, e.DownloadDir())
+	})
 }

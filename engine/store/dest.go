@@ -381,16 +381,29 @@ func (p *Partial) Reserve(size int64) error {
 }
 
 // Sparse gives the partial its size (the size the sender declared) without
-// allocating it, for a file the sender holds holes in
-// (wire.FileEntry.Holes): its chunks of zeros are then left as holes inside
-// that size (fileio.Writer.WriteAt) and only its data takes disk, which is
-// what the space check counted for it (KeepsHoles). Reserve would allocate
-// the whole size.
+// allocating it: its chunks of zeros are then left as holes inside that
+// size (fileio.Writer.WriteAt) and only its data takes disk. For a file the
+// sender holds holes in (wire.FileEntry.Holes), where the space check
+// counted its data alone (KeepsHoles) and Reserve would allocate the whole
+// size; and for an upload written in order (LocalSend, a browser), whose
+// writes would otherwise all extend the file, so that none of its zeros
+// could be a hole (SparseUpload).
 func (p *Partial) Sparse(size int64) error {
 	if err := p.inside(); err != nil {
 		return err
 	}
 	return p.Truncate(size)
+}
+
+// SparseUpload is Sparse for an upload of size bytes written in order
+// (LocalSend, a browser), when it is large enough for its holes to matter
+// (fileio.Reserves: 2 MiB): a smaller one is left as it is, a system call
+// fewer per small file. Best effort: an error leaves the partial as it was,
+// and its zeros are written.
+func (p *Partial) SparseUpload(size int64) {
+	if fileio.Reserves(size) {
+		_ = p.Sparse(size)
+	}
 }
 
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash

@@ -35,7 +35,8 @@ func TestUploadOntoAFullDisk(t *testing.T) {
 		t.Fatalf("create: %d", res.StatusCode)
 	}
 	os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 3<<20), 0o644) // as much as fits
-	req, _ := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(make([]byte, size)))
+	// Data, not zeros: zeros would be holes, which take no space.
+	req, _ := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(bytes.Repeat([]byte{1}, size)))
 	req.Header.Set("Tus-Resumable", "1.0.0")
 	req.Header.Set("Content-Type", "application/offset+octet-stream")
 	req.Header.Set("Upload-Offset", "0")

@@ -503,6 +503,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		rc.inbox.Landed(a, "", err)
 		return nil, refused(err)
 	}
+	p.SparseUpload(info.Size) // its chunks of zeros stay holes
 	if pi, ok := rc.inbox.(PartialInbox); ok {
 		pi.Began(a, dest.Dir(), p.Name(), p.Identity())
 	}

@@ -242,3 +242,63 @@ func TestSameNamesShowTheirShortIDsInTransfers(t *testing.T) {
 		t.Errorf("unfinished transfer %q once the name is unique", got)
 	}
 }
+
+// TestSameNamesShowTheirShortIDsInKeyChange: the vm paired with and another
+// device calling itself vm with a new key, both listed. The warning said
+// "vm presented a different key" with "Forget vm", the notification's
+// action "Forget vm": which one goes? They name the remembered device by
+// the list's rule, with its short ID (the one Forget removes), and so does
+// the message once it is forgotten; a unique name stays alone.
+func TestSameNamesShowTheirShortIDsInKeyChange(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	idCarol := "CAROL" + idAlice[5:]
+	be.known = []KnownDevice{{ID: idAlice, Name: "vm", Paired: true}}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idAlice, Name: "vm", OS: "linux", Known: true, Trusted: true, Paired: true,
+		Addrs: reach("10.0.0.5:4000", addr.QUIC)}})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: Device{ID: idCarol, Name: "vm", OS: "linux", Online: true,
+		Addrs: reach("10.0.0.6:4000", addr.QUIC)}})
+	ev := func(name string) TransferEvent {
+		return TransferEvent{Kind: TransferKeyChanged, Direction: Incoming, Peer: Peer{ID: idCarol, Name: name},
+			KeyChange: &KeyChange{Known: Peer{ID: idAlice, Name: name, Trusted: true}, PresentedID: idCarol, Warning: "A device calling itself \"" + name + "\" …"}}
+	}
+
+	// Hidden in the tray: the notification's action says which vm.
+	var labels []string
+	u.opt.NotifyActions = func(title, body string, actions []NoticeAction) {
+		for _, a := range actions {
+			labels = append(labels, a.Label)
+		}
+	}
+	u.SetWindowShown(false)
+	u.ApplyTransfer(ev("vm"))
+	if strings.Join(labels, "|") != "Show|Forget vm · AAAA-BBBB" {
+		t.Errorf("notification actions %q: which vm goes?", labels)
+	}
+
+	// A name no other listed device shows: no ID beside it.
+	labels = nil
+	u.ApplyTransfer(ev("Alice"))
+	if strings.Join(labels, "|") != "Show|Forget Alice" {
+		t.Errorf("notification actions %q: a unique name needs no ID", labels)
+	}
+
+	// On screen: the dialog's heading and its Forget, then the message.
+	u.SetWindowShown(true)
+	u.ApplyTransfer(ev("vm"))
+	top := u.win.Canvas().Overlays().Top()
+	if !strings.Contains(renderedText(top), "vm · AAAA-BBBB presented a different key\n") {
+		t.Errorf("the warning does not say which vm:\n%s", renderedText(top))
+	}
+	forget := dangerButton(t, u)
+	if forget.Text != "Forget vm · AAAA-BBBB" {
+		t.Errorf("the warning's button %q: which vm goes?", forget.Text)
+	}
+	forget.OnTapped()
+	if len(be.forgotten) != 1 || be.forgotten[0] != idAlice {
+		t.Fatalf("forgotten %v", be.forgotten)
+	}
+	if top := u.win.Canvas().Overlays().Top(); !strings.Contains(renderedText(top), "Ferry no longer knows vm · AAAA-BBBB.") {
+		t.Errorf("the message does not say which vm was forgotten:\n%s", renderedText(top))
+	}
+	press(u, fyne.KeyEscape)
+}

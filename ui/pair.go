@@ -564,7 +564,11 @@ type keyWarning struct {
 // keyChanged warns that a known device presented another key: a dialog
 // when the window is on screen, a notification (which opens the dialog)
 // otherwise. Either offers to forget the old device so it can be paired
-// again.
+// again. The known device is named as its row names it: with its short ID
+// beside a name another listed device shows too (sentenceWho), the likely
+// case here (the vm paired with, and the one that calls itself vm with
+// another key). The ID is the remembered device's, the one Forget removes;
+// the presented key is written out whole under the warning.
 func (u *UI) keyChanged(ev TransferEvent) {
 	kc := ev.KeyChange
 	if kc == nil {
@@ -575,7 +579,7 @@ func (u *UI) keyChanged(ev TransferEvent) {
 		return // already on screen
 	}
 	if u.hidden {
-		who := peerWho(kc.Known)
+		who := u.sentenceWho(kc.Known)
 		u.notifyActions("Device key changed", kc.Warning, []NoticeAction{
 			{Key: "default", Label: "Show", Do: func() { u.revealWindow(); u.showKeyChanged(kc) }},
 			{Key: "forget", Label: "Forget " + who, Do: func() { u.forgetChangedKey(kc) }},
@@ -592,7 +596,7 @@ func (u *UI) showKeyChanged(kc *KeyChange) {
 		return
 	}
 	u.keyWarnings[k] = true
-	who := peerWho(kc.Known)
+	who := u.sentenceWho(kc.Known)
 	icon := widget.NewIcon(theme.WarningIcon())
 	head := widget.NewLabelWithStyle(fmt.Sprintf("%s presented a different key", who), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	head.Wrapping = fyne.TextWrapWord
@@ -627,6 +631,7 @@ func (u *UI) forgetChangedKey(kc *KeyChange) {
 	if kc.Known.ID == "" {
 		return
 	}
+	who := u.sentenceWho(kc.Known) // as the Forget button said, before the list loses it
 	if err := u.be.ForgetDevice(kc.Known.ID); err != nil {
 		u.showError("Could not forget the device", err)
 		return
@@ -635,6 +640,5 @@ func (u *UI) forgetChangedKey(kc *KeyChange) {
 		u.known.reload()
 	}
 	u.devicesTrustChanged(kc.Known.ID, false)
-	who := peerWho(kc.Known)
 	u.showMessage("Device forgotten", fmt.Sprintf("Ferry no longer knows %s. If it was reinstalled, pair with it again (Pair… on the device) and compare the codes on both screens.", who), "")
 }

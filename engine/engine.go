@@ -233,6 +233,15 @@ type Engine struct {
 	// removed the partials it listed (or found nothing listed under the
 	// key), before it drops their state.
 	discarding func()
+	// agedListed, when set (tests only), runs as CleanPartials has listed
+	// an unfinished transfer past the age, before it discards it.
+	agedListed func(key string)
+	// discardListed, when set (tests only), runs as DiscardPartialFiles
+	// has found the transfer to discard, before it removes its partials.
+	discardListed func()
+	// resumeWaits, when set (tests only), runs as a session that would
+	// resume a transfer waits for a discard of it to end (takeOverResume).
+	resumeWaits func()
 
 	ident  *identity.Identity
 	trust  *identity.Store
@@ -298,15 +307,19 @@ type Engine struct {
 	listenStatus []ListenerStatus
 	// rxCtx is the context of incoming sessions; StopReceivingNow ends it
 	// (with errStoppedReceiving) and starts a new one.
-	rxCtx            context.Context
-	stopRx           context.CancelCauseFunc
-	transfers        map[string]*Transfer
-	resuming         map[string]*receiver // resume key -> the session holding its partials
-	acceptedSessions int                  // incoming sessions that accepted an offer, running now
-	trimming         bool                 // trimLoop runs (from the first Start)
-	ageing           bool                 // ageLoop runs (from the first Start)
-	leavesAged       time.Time            // when a send last started ageLeafCaches' clean
-	serving          int                  // incoming sessions being served (any stage)
+	rxCtx     context.Context
+	stopRx    context.CancelCauseFunc
+	transfers map[string]*Transfer
+	resuming  map[string]*receiver // resume key -> the session holding its partials
+	// discardingKeys: resume key -> a discard of its partials running,
+	// closed when it is done; a session that would resume them waits
+	// (takeOverResume), and a discard does not start while one resumes.
+	discardingKeys   map[string]chan struct{}
+	acceptedSessions int       // incoming sessions that accepted an offer, running now
+	trimming         bool      // trimLoop runs (from the first Start)
+	ageing           bool      // ageLoop runs (from the first Start)
+	leavesAged       time.Time // when a send last started ageLeafCaches' clean
+	serving          int       // incoming sessions being served (any stage)
 	closed           bool
 
 	// shaCache is the LocalSend sender's sha256 cache (localsend_hash.go).
@@ -385,7 +398,7 @@ func New(opts Options) (*Engine, error) {
 		transports: transportTable(opts.Transport, netw), reg: join.NewRegistry(),
 		ctx: ctx, cancel: cancel,
 		name: opts.Name, downloadDir: opts.DownloadDir, accept: opts.Accept, autoTrusted: opts.AutoAcceptTrusted,
-		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{},
+		transfers: map[string]*Transfer{}, resuming: map[string]*receiver{}, discardingKeys: map[string]chan struct{}{},
 	}
 	e.lsPINs.init(e)
 	e.refusals.init(e)
@@ -825,6 +838,10 @@ func (e *Engine) Close() error {
 // session that still holds it and waiting until that one saved its state.
 func (e *Engine) takeOverResume(rx *receiver) {
 	e.mu.Lock()
+	// A discard of these partials that began first ends first: this session
+	// then finds none to restore, and starts afresh, where it restored
+	// files that were removed under it.
+	e.afterDiscardLocked(rx.resumeKey, e.resumeWaits)
 	old := e.resuming[rx.resumeKey]
 	e.resuming[rx.resumeKey] = rx
 	e.mu.Unlock()

@@ -615,12 +615,39 @@ type Discarded struct {
 
 // DiscardPartialFiles is DiscardPartial, and says what it removed.
 func (e *Engine) DiscardPartialFiles(key string) (Discarded, error) {
+	return e.discardPartialFiles(key, -1)
+}
+
+// errPartialTouched: the unfinished transfer to discard for its age made
+// progress since it was listed (its sender came back meanwhile).
+var errPartialTouched = errors.New("the unfinished transfer was resumed since it was listed")
+
+// discardPartialFiles is DiscardPartialFiles; olderThan, when not
+// negative, discards key only if it is still older than that once no
+// session can take it over (CleanPartials listed it as old, and its sender
+// may have come back since), and nothing when nothing is listed under it.
+func (e *Engine) discardPartialFiles(key string, olderThan time.Duration) (Discarded, error) {
+	// Listed and discarded while no session of this engine holds it, and
+	// none can take it over until it is done (takeOverResume waits): a
+	// session that began before is left alone, one that comes meanwhile
+	// restores nothing, not files being removed under it.
+	release, ok := e.holdForDiscard(key)
+	if !ok {
+		return Discarded{}, ErrPartialInUse
+	}
+	defer release()
 	for _, s := range e.Partials() {
 		if s.Key != key {
 			continue
 		}
 		if s.Receiving {
 			return Discarded{}, ErrPartialInUse
+		}
+		if olderThan >= 0 && e.now().Sub(s.Updated) <= olderThan {
+			return Discarded{}, errPartialTouched
+		}
+		if e.discardListed != nil {
+			e.discardListed()
 		}
 		d, _, err := discardPartials(s.Dest, s.Partials, s.PartialIDs)
 		if err != nil {
@@ -639,6 +666,9 @@ func (e *Engine) DiscardPartialFiles(key string) (Discarded, error) {
 		e.discarded(s)
 		return d, nil
 	}
+	if olderThan >= 0 {
+		return Discarded{}, errPartialTouched // resumed to its end, or discarded, since it was listed
+	}
 	// Nothing listed under key (discarded already, or never there): what
 	// is left of it goes (a state that cannot be read), under the lock, so
 	// that unremoved partials a transfer listed under it since stay listed.
@@ -649,6 +679,41 @@ func (e *Engine) DiscardPartialFiles(key string) (Discarded, error) {
 		e.log.Warn("resume state", "err", err)
 	}
 	return Discarded{}, nil
+}
+
+// holdForDiscard reserves key's partials for a discard, after any other
+// discard of them: false while a session of this engine holds them. The
+// caller calls release when done, which lets a session waiting to resume
+// them go on (takeOverResume).
+func (e *Engine) holdForDiscard(key string) (release func(), ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.afterDiscardLocked(key, nil)
+	if e.resuming[key] != nil {
+		return nil, false
+	}
+	done := make(chan struct{})
+	e.discardingKeys[key] = done
+	return func() {
+		e.mu.Lock()
+		delete(e.discardingKeys, key)
+		e.mu.Unlock()
+		close(done)
+	}, true
+}
+
+// afterDiscardLocked returns, with e.mu held as when called, once no
+// discard of key's partials runs; it lets e.mu go while it waits. waiting,
+// when not nil, runs as it waits (tests).
+func (e *Engine) afterDiscardLocked(key string, waiting func()) {
+	for done := e.discardingKeys[key]; done != nil; done = e.discardingKeys[key] {
+		e.mu.Unlock()
+		if waiting != nil {
+			waiting()
+		}
+		<-done
+		e.mu.Lock()
+	}
 }
 
 // discarded ends the transfer whose partial files were discarded: its row
@@ -732,7 +797,14 @@ func (e *Engine) CleanPartials(maxAge time.Duration) int {
 	n := 0
 	for _, p := range e.Partials() {
 		if e.now().Sub(p.Updated) > maxAge {
-			if err := e.DiscardPartial(p.Key); err != nil {
+			if e.agedListed != nil {
+				e.agedListed(p.Key)
+			}
+			// Its sender may have come back since the listing (at the age
+			// limit): discarded only if still as old once none can resume it.
+			if _, err := e.discardPartialFiles(p.Key, maxAge); errors.Is(err, errPartialTouched) {
+				continue
+			} else if err != nil {
 				// It stays listed, and is tried again at the next clean.
 				e.log.Warn("an unfinished transfer past the age limit could not be discarded", "key", p.Key, "from", p.PeerName, "err", err)
 				continue

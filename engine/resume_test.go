@@ -765,6 +765,104 @@ func TestOldPartialsAreCleanedUpWhileReceiving(t *testing.T) {
 	}
 }
 
+// TestAgedPartialResumedMeanwhileIsKept: the age check lists an unfinished
+// transfer past the age, then discards it; its sender, back at the age
+// limit between the two (a hook, not timing), resumed it and was cut off
+// again, and the check discarded what it had just received, fresh. The
+// discard checks the age again once no session can take the transfer over,
+// and keeps it; the next send resumes it to its end.
+func TestAgedPartialResumedMeanwhileIsKept(t *testing.T) {
+	const size = 48 << 20
+	clk := clock.NewFake(time.Date(2031, 6, 1, 12, 0, 0, 0, time.UTC))
+	dl := t.TempDir()
+	recv := startReceiver(t, Options{DownloadDir: dl, Clock: clk, MaxPartialAge: -1}) // aged by the test's call alone
+	send := testEngine(t, Options{})
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	interrupt(t, send, recv, []string{big}, "quic", size)
+	first := recv.Partials()
+	if len(first) != 1 {
+		t.Fatalf("partials after the cut: %+v", first)
+	}
+	clk.Advance(25 * time.Hour)
+
+	listed, resumed := make(chan string, 1), make(chan struct{})
+	recv.agedListed = func(key string) {
+		listed <- key
+		<-resumed
+	}
+	cleaned := make(chan int, 1)
+	go func() { cleaned <- recv.CleanPartials(24 * time.Hour) }()
+	key := <-listed
+	// Its sender is back, and is cut off again.
+	interrupt(t, send, recv, []string{big}, "quic", size)
+	close(resumed)
+	if n := <-cleaned; n != 0 {
+		t.Errorf("the age check discarded %d unfinished transfers, one of them resumed since it listed it", n)
+	}
+	ps := recv.Partials()
+	if len(ps) != 1 || ps[0].Key != key || !ps[0].Updated.After(first[0].Updated) {
+		t.Fatalf("after the age check: %+v, want the resumed transfer kept", ps)
+	}
+	if entries, _ := os.ReadDir(dl); len(entries) != 1 {
+		t.Fatalf("in the download folder: %v, want the partial file kept", entries)
+	}
+	res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "quic"})
+	if res.State != StateDone {
+		t.Fatalf("the last send: %s %q", res.State, res.Err)
+	}
+	sameTree(t, big, dl)
+}
+
+// TestResumeDuringADiscardWaitsForIt: a discard (the user's, or the age
+// check's) lists an unfinished transfer, then removes its partials; its
+// sender, back between the two (a hook, not timing), had its session
+// restore the partials that were then removed under it. The session now
+// waits for the discard to end, and receives the files afresh, whole.
+func TestResumeDuringADiscardWaitsForIt(t *testing.T) {
+	const size = 48 << 20
+	dl := t.TempDir()
+	recv := startReceiver(t, Options{DownloadDir: dl})
+	send := testEngine(t, Options{})
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	interrupt(t, send, recv, []string{big}, "quic", size)
+	ps := recv.Partials()
+	if len(ps) != 1 {
+		t.Fatalf("partials after the cut: %+v", ps)
+	}
+	met := make(chan string, 2)
+	recv.restored = func(*receiver) { met <- "restored" }
+	recv.resumeWaits = func() { met <- "waits" }
+	results := make(chan Result, 1)
+	recv.discardListed = func() {
+		recv.discardListed = nil
+		tr, err := send.Send(context.Background(), target(recv), []string{big}, SendOptions{Transport: "quic"})
+		if err != nil {
+			results <- Result{State: StateFailed, Err: err.Error()}
+			return
+		}
+		go func() {
+			<-tr.Done()
+			results <- tr.Result()
+		}()
+		// The session is in the middle of resuming, or waiting to.
+		if m := <-met; m != "waits" {
+			t.Errorf("the session %s the partials being discarded", m)
+		}
+	}
+	if err := recv.DiscardPartial(ps[0].Key); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-results; res.State != StateDone {
+		t.Fatalf("the send that came back during the discard: %s %q", res.State, res.Err)
+	}
+	sameTree(t, big, dl)
+	if ps := recv.Partials(); len(ps) != 0 {
+		t.Errorf("partials after: %+v", ps)
+	}
+}
+
 // A device that only sends (ferry-cli send, an engine for each send) drops
 // the leaf caches of its sends left unfinished longer than MaxPartialAge
 // when it sends again: only receiving dropped them, so its config folder

@@ -172,3 +172,66 @@ func TestContinuedSessionCodeIsNotShown(t *testing.T) {
 		t.Fatal("the receiver was trusted through a code it never showed")
 	}
 }
+
+// TestQueuedThenDeclinedOfferSaysNoCodeShown: the engine marks a session's
+// code shown as it publishes the offer (untrustedCode), before any client
+// drew it. A client with an offer on screen keeps the next in a queue (the
+// app's prompts, ferry-cli's one question at a time) and may decline it,
+// or let it expire, without ever showing it. Its sender must not read
+// "shown" from that: only an accepting decision carries the word, and the
+// offer on screen, accepted, still says it was shown.
+func TestQueuedThenDeclinedOfferSaysNoCodeShown(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	rx, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	// offer sends from a device of its own, and returns its offer as the
+	// receiver's client gets it.
+	offer := func() (*Transfer, <-chan Event, Event) {
+		t.Helper()
+		send := testEngine(t, Options{})
+		tx, unsub := send.Subscribe(256)
+		t.Cleanup(unsub)
+		tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for timeout := time.After(time.Minute); ; {
+			select {
+			case ev := <-rx:
+				if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+					if ev.Offer.PairCode == "" {
+						t.Fatal("the offer of a sender not trusted carries no code")
+					}
+					return tr, tx, ev
+				}
+			case <-timeout:
+				t.Fatal("no offer")
+			}
+		}
+	}
+	shownTr, shownTx, shown := offer() // on screen
+	for _, d := range []Decision{
+		{Reason: "declined"},
+		{Expired: true, Reason: "the offer was not answered in time"},
+	} {
+		tr, tx, queued := offer() // behind it, never shown
+		if err := recv.Decide(queued.TransferID, d); err != nil {
+			t.Fatal(err)
+		}
+		got := pairEvents(t, tx, tr.ID())
+		if len(got) != 1 || got[0].Shown != CodeShownPending {
+			t.Fatalf("the sender of an offer declined unseen (%q): pair events %+v, want only the code pending", d.Reason, got)
+		}
+		if r := tr.Result(); r.State == StateDone {
+			t.Fatalf("%s %q", r.State, r.Err)
+		}
+	}
+	if err := recv.Decide(shown.TransferID, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pairEvents(t, shownTx, shownTr.ID()); len(got) != 2 || got[1].Shown != CodeShownYes {
+		t.Fatalf("the sender of the offer on screen: pair events %+v, want the code shown", got)
+	}
+}

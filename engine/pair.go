@@ -199,6 +199,18 @@ func (e *Engine) announcePair(t *Transfer) {
 // untrustedCode is the code to show with an offer: none for a trusted
 // sender. It records that the user is shown the code (with the offer's
 // question), for the decision to say so.
+//
+// Recorded as the offer is published, not as a client draws it, which the
+// engine cannot see: the mark is read only by an accepting decision
+// (codeShown), and every accept follows a display of the code. The app's
+// prompt shows it, and an offer queued behind another can be accepted
+// before its turn only from its notification, which carries the code;
+// ferry-cli receive prints it with its question, and asks one at a time,
+// so a queued offer is answered only once printed. A declined, expired or
+// withdrawn offer says nothing of the code (refuse), so a prompt queued and
+// never shown tells the sender nothing (TestQueuedThenDeclinedOfferSaysNoCodeShown).
+// A client that accepts without showing the code must say so by not
+// asking: an accept policy, not Decide.
 func (e *Engine) untrustedCode(t *Transfer) string {
 	ps := t.pair.Load()
 	if ps == nil || e.isTrusted(ps.peer) {

@@ -468,22 +468,13 @@ func (l *transferList) refreshPair(v *transferView) {
 		l.refreshPromptCode(v)
 		return
 	}
-	s := v.pair
 	d, listed := l.u.devices.devices[v.peer.ID]
 	ask := v.dir == Outgoing && v.pairCode != "" && !v.codeAnswered &&
 		(!v.state.Final() || v.state == StateDone) &&
 		!(listed && d.Paired) // paired meanwhile (Pair…, or another transfer's code)
 	if !ask {
-		if s.obj.Visible() {
-			s.obj.Hide()
-			v.obj.Refresh()
-			l.box.Refresh()
-		}
+		l.setPairStrip(v, "", "", false)
 		return
-	}
-	// Progress refreshes the row often: only text that changed is set.
-	if c := GroupCode(v.pairCode); s.code.Text != c {
-		s.code.SetText(c)
 	}
 	// Only a code the other screen showed is offered for comparison: a
 	// receiver that accepted without asking (a Retry it had accepted, "accept
@@ -496,23 +487,7 @@ func (l *transferList) refreshPair(v *transferView) {
 	case CodeShownUnknown:
 		line = checkLine(who) + " Its Ferry is older and does not say whether it showed the code: if it does not, compare codes with Pair… instead. If it does, Ferry trusts it from now on."
 	}
-	if s.line.Text != line {
-		s.line.SetText(line)
-	}
-	if compare := v.codeShown != CodeShownNo; compare != s.match.Visible() {
-		if compare {
-			s.differ.Show()
-			s.match.Show()
-		} else {
-			s.differ.Hide()
-			s.match.Hide()
-		}
-	}
-	if !s.obj.Visible() {
-		s.obj.Show()
-		v.obj.Refresh()
-		l.box.Refresh()
-	}
+	l.setPairStrip(v, v.pairCode, line, v.codeShown != CodeShownNo)
 }
 
 // refreshPromptCode shows, in a receiving row, the verification code its
@@ -524,9 +499,25 @@ func (l *transferList) refreshPair(v *transferView) {
 // Shown once the prompt was answered (before, the prompt shows it) and
 // while the code may still be compared, as the sender's is.
 func (l *transferList) refreshPromptCode(v *transferView) {
-	s := v.pair
 	show := v.promptCode != "" && v.state != StateWaiting && (!v.state.Final() || v.state == StateDone)
 	if !show {
+		l.setPairStrip(v, "", "", false)
+		return
+	}
+	who := l.u.sentenceWho(v.peer)
+	line := fmt.Sprintf("Shown with the offer. %s shows the same code unless another device is in the middle: its user may compare the two. Trusting %s here takes comparing codes with Pair….", who, who)
+	if v.codeMatched {
+		line = fmt.Sprintf("Shown with the offer; you said %s shows the same code, so this device trusts it. Its user may compare the two as well.", who)
+	}
+	l.setPairStrip(v, v.promptCode, line, false)
+}
+
+// setPairStrip shows the row's code strip with code, the line under it
+// and, when compare, Codes differ and Codes match; code "" hides it.
+// Progress refreshes the row often: only what changed is set.
+func (l *transferList) setPairStrip(v *transferView, code, line string, compare bool) {
+	s := v.pair
+	if code == "" {
 		if s.obj.Visible() {
 			s.obj.Hide()
 			v.obj.Refresh()
@@ -534,20 +525,20 @@ func (l *transferList) refreshPromptCode(v *transferView) {
 		}
 		return
 	}
-	if c := GroupCode(v.promptCode); s.code.Text != c {
+	if c := GroupCode(code); s.code.Text != c {
 		s.code.SetText(c)
-	}
-	who := l.u.sentenceWho(v.peer)
-	line := fmt.Sprintf("Shown with the offer. %s shows the same code unless another device is in the middle: its user may compare the two. Trusting %s here takes comparing codes with Pair….", who, who)
-	if v.codeMatched {
-		line = fmt.Sprintf("Shown with the offer; you said %s shows the same code, so this device trusts it. Its user may compare the two as well.", who)
 	}
 	if s.line.Text != line {
 		s.line.SetText(line)
 	}
-	if s.match.Visible() {
-		s.differ.Hide()
-		s.match.Hide()
+	if compare != s.match.Visible() {
+		if compare {
+			s.differ.Show()
+			s.match.Show()
+		} else {
+			s.differ.Hide()
+			s.match.Hide()
+		}
 	}
 	if !s.obj.Visible() {
 		s.obj.Show()

@@ -240,8 +240,7 @@ func followLink(ctx context.Context, e *engine.Engine, events <-chan engine.Even
 	stop := context.AfterFunc(ctx, func() { e.StopLink(l.ID) })
 	defer stop()
 	tty := !lf.json && isTerminal(out)
-	f := linkFollower{seen: map[int64]bool{}, done: map[int64]bool{}, bytes: map[int64]int64{}, devices: map[string]bool{}}
-	interrupted := map[string]bool{} // transfers whose page stopped sending
+	f := newLinkFollower()
 	print := func(je linkEvent) {
 		if lf.json {
 			enc.Encode(je)
@@ -250,41 +249,68 @@ func followLink(ctx context.Context, e *engine.Engine, events <-chan engine.Even
 		}
 	}
 	for ev := range events {
-		switch {
-		case ev.Kind == engine.EventLink && ev.Link.ID == l.ID:
+		if ev.Kind == engine.EventLink && ev.Link.ID == l.ID {
 			for _, je := range f.events(ev.Link) {
 				print(je)
 			}
 			if ev.Link.Ended {
 				return nil
 			}
-		case ev.Kind == engine.EventResult && ev.Direction == engine.Receiving:
-			// A browser's file as the engine's transfer: its result, as
-			// history keeps it.
-			je := linkEvent{Event: "result", Device: ev.Peer.Addr, From: ev.Peer.Name, State: string(ev.Result.State), Error: ev.Result.Err,
-				Files: ev.Result.Files, Verified: ev.Result.Verified}
+			continue
+		}
+		if je, ok := f.transfer(ev); ok {
 			print(je)
-		case ev.Kind == engine.EventState && ev.Direction == engine.Receiving && ev.State == engine.StateInterrupted:
-			// The page stopped sending: its transfer waits for it.
-			interrupted[ev.TransferID] = true
-			print(linkEvent{Event: "interrupted", Device: ev.Peer.Addr, From: ev.Peer.Name})
-		case ev.Kind == engine.EventState && ev.Direction == engine.Receiving && ev.State == engine.StateActive && interrupted[ev.TransferID]:
-			delete(interrupted, ev.TransferID)
-			print(linkEvent{Event: "sending", Device: ev.Peer.Addr, From: ev.Peer.Name})
 		}
 	}
 	return nil
 }
 
 // linkFollower turns a link's snapshots (EventLink) into what changed: a
-// new device, a download or upload started, moved, ended; the link ended.
+// device seen, a transfer started, moved, ended. It keeps what it knows of
+// an activity only while the link's snapshots list it (the link keeps the
+// newest weblink.maxActivities): a link open for days (--expire 240h)
+// kept an entry in each of seen, done and bytes for every download and
+// upload it ever had.
 type linkFollower struct {
 	seen, done map[int64]bool
 	bytes      map[int64]int64
 	devices    map[string]bool
+	// interrupted are the engine's transfers whose page stopped sending,
+	// until they send again or end (an upload left half-way and never
+	// picked again stayed for as long as the link lived).
+	interrupted map[string]bool
 	// What the link kept out, as said so far.
 	wrongPINs, turnedAway int
 	locked                bool
+}
+
+func newLinkFollower() *linkFollower {
+	return &linkFollower{seen: map[int64]bool{}, done: map[int64]bool{}, bytes: map[int64]int64{},
+		devices: map[string]bool{}, interrupted: map[string]bool{}}
+}
+
+// transfer is the line for an engine event about a transfer of the link's
+// (a browser's files as the engine receives them), if it has one.
+func (f *linkFollower) transfer(ev engine.Event) (linkEvent, bool) {
+	if ev.Direction != engine.Receiving {
+		return linkEvent{}, false
+	}
+	switch {
+	case ev.Kind == engine.EventResult && ev.Result != nil:
+		// A browser's file as the engine's transfer: its result, as
+		// history keeps it.
+		delete(f.interrupted, ev.TransferID)
+		return linkEvent{Event: "result", Device: ev.Peer.Addr, From: ev.Peer.Name, State: string(ev.Result.State), Error: ev.Result.Err,
+			Files: ev.Result.Files, Verified: ev.Result.Verified}, true
+	case ev.Kind == engine.EventState && ev.State == engine.StateInterrupted:
+		// The page stopped sending: its transfer waits for it.
+		f.interrupted[ev.TransferID] = true
+		return linkEvent{Event: "interrupted", Device: ev.Peer.Addr, From: ev.Peer.Name}, true
+	case ev.Kind == engine.EventState && ev.State == engine.StateActive && f.interrupted[ev.TransferID]:
+		delete(f.interrupted, ev.TransferID)
+		return linkEvent{Event: "sending", Device: ev.Peer.Addr, From: ev.Peer.Name}, true
+	}
+	return linkEvent{}, false
 }
 
 func (f *linkFollower) events(l *engine.LinkInfo) []linkEvent {
@@ -327,6 +353,20 @@ func (f *linkFollower) events(l *engine.LinkInfo) []linkEvent {
 			out = append(out, je)
 		}
 		f.bytes[a.ID] = a.Bytes
+	}
+	if len(f.seen) > len(l.Activities) {
+		// The link forgot some (the oldest finished): so does this.
+		listed := make(map[int64]bool, len(l.Activities))
+		for _, a := range l.Activities {
+			listed[a.ID] = true
+		}
+		for id := range f.seen {
+			if !listed[id] {
+				delete(f.seen, id)
+				delete(f.done, id)
+				delete(f.bytes, id)
+			}
+		}
 	}
 	if l.Ended {
 		out = append(out, linkEvent{Event: "ended", Error: l.Err})

@@ -269,7 +269,7 @@ func TestResultLineSaysItsStateOnce(t *testing.T) {
 // What a link kept out reaches its owner once each time it grows: wrong
 // PINs, the lock, devices turned away (they were never printed).
 func TestLinkGuardLines(t *testing.T) {
-	f := linkFollower{seen: map[int64]bool{}, done: map[int64]bool{}, bytes: map[int64]int64{}, devices: map[string]bool{}}
+	f := newLinkFollower()
 	var out bytes.Buffer
 	for _, l := range []engine.LinkInfo{
 		{WrongPINs: 1},
@@ -288,6 +288,47 @@ func TestLinkGuardLines(t *testing.T) {
 		"a device was turned away: the link is open on as many devices as it takes (1 turned away so far); if you did not expect that many, the link may have leaked: stop it (Ctrl-C)\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// A link open for days forgets what its snapshots no longer list: the
+// follower of ferry-cli share and receive --link kept an entry in three
+// maps for every download and upload the link ever had, and one for every
+// upload whose page stopped sending and never came back (soak of one
+// receive --link, docs/benchmarks/soak.md). Each activity still starts and
+// ends once in the output.
+func TestLinkFollowerForgetsWhatTheLinkForgot(t *testing.T) {
+	f := newLinkFollower()
+	const shown, many = 50, 2000 // engine.maxLinkActivities, activities in all
+	var acts []engine.LinkActivity
+	starts, dones := 0, 0
+	count := func(evs []linkEvent) {
+		for _, je := range evs {
+			switch je.Event {
+			case "start":
+				starts++
+			case "done":
+				dones++
+			}
+		}
+	}
+	for id := int64(1); id <= many; id++ {
+		acts = append(acts, engine.LinkActivity{ID: id, Device: "10.0.0.5", Upload: true, Name: "a.bin", Size: 10, Bytes: 5})
+		acts = acts[max(0, len(acts)-shown):]
+		count(f.events(&engine.LinkInfo{Activities: slices.Clone(acts)}))
+		acts[len(acts)-1].Bytes, acts[len(acts)-1].Done = 10, true
+		count(f.events(&engine.LinkInfo{Activities: slices.Clone(acts)}))
+		// Its transfer: the page stopped, then the upload ended there.
+		tr := fmt.Sprint("t", id)
+		f.transfer(engine.Event{Kind: engine.EventState, Direction: engine.Receiving, TransferID: tr, State: engine.StateInterrupted})
+		f.transfer(engine.Event{Kind: engine.EventResult, Direction: engine.Receiving, TransferID: tr, Result: &engine.Result{State: engine.StateFailed}})
+	}
+	if starts != many || dones != many {
+		t.Errorf("%d starts and %d ends of %d activities", starts, dones, many)
+	}
+	if len(f.seen) > shown || len(f.done) > shown || len(f.bytes) > shown || len(f.interrupted) != 0 {
+		t.Errorf("after %d activities the follower holds %d seen, %d done, %d byte counts, %d interrupted transfers; the link lists %d",
+			many, len(f.seen), len(f.done), len(f.bytes), len(f.interrupted), shown)
 	}
 }
 

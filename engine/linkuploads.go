@@ -26,10 +26,20 @@ import (
 
 // linkUploads is one receive link's log of its partial files.
 type linkUploads struct {
-	mu   sync.Mutex // guards f
+	mu   sync.Mutex // guards the fields below
 	f    *os.File   // nil when the log could not be made (then nothing is kept)
 	path string
+	// open are the partials begun and not gone (dest and name -> identity),
+	// lines the lines in the log: once the log holds many more lines than
+	// partials it is written anew (rotate), or a link left open for days
+	// took two lines of its config folder for every upload it ever had.
+	open  map[[2]string]string
+	lines int
 }
+
+// linkLogSlack is how many lines a link's log may hold beyond twice its
+// partials before it is written anew.
+const linkLogSlack = 256
 
 // linkUploadRec is one line of the log: a partial begun (+) or gone (-).
 type linkUploadRec struct {
@@ -44,20 +54,28 @@ const linkLogPrefix, linkLogSuffix = "link-", ".log"
 // openLinkUploads starts a link's log (best effort: without one, a crash
 // leaves the link's partials as before).
 func (e *Engine) openLinkUploads() *linkUploads {
-	b := make([]byte, 8)
-	rand.Read(b)
-	path := filepath.Join(e.resume.Path(), linkLogPrefix+hex.EncodeToString(b)+linkLogSuffix)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		e.log.Warn("link uploads log", "err", err)
-		return &linkUploads{}
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, path, err := newLinkLog(e.resume.Path())
 	if err != nil {
 		e.log.Warn("link uploads log", "err", err)
 		return &linkUploads{}
 	}
+	return &linkUploads{f: f, path: path, open: map[[2]string]string{}}
+}
+
+// newLinkLog creates a log of a new name in dir, locked.
+func newLinkLog(dir string) (*os.File, string, error) {
+	b := make([]byte, 8)
+	rand.Read(b)
+	path := filepath.Join(dir, linkLogPrefix+hex.EncodeToString(b)+linkLogSuffix)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, "", err
+	}
 	resume.Lock(f)
-	return &linkUploads{f: f, path: path}
+	return f, path, nil
 }
 
 func (u *linkUploads) write(op, dest, name, id string) {
@@ -68,6 +86,39 @@ func (u *linkUploads) write(op, dest, name, id string) {
 	}
 	line, _ := json.Marshal(linkUploadRec{Op: op, Dest: dest, Name: name, ID: id})
 	u.f.Write(append(line, '\n')) // before the first byte lands in it
+	u.lines++
+	if op == "+" {
+		u.open[[2]string{dest, name}] = id
+	} else {
+		delete(u.open, [2]string{dest, name})
+	}
+	if u.lines > 2*len(u.open)+linkLogSlack {
+		u.rotate()
+	}
+}
+
+// rotate writes the partials still open to a new log, then removes the
+// old one: a crash in between leaves both, which the next start replays
+// alike (a partial is removed only while it is the one logged). Called
+// with mu held; on failure the old log goes on.
+func (u *linkUploads) rotate() {
+	f, path, err := newLinkLog(filepath.Dir(u.path))
+	if err != nil {
+		return
+	}
+	var buf []byte
+	for k, id := range u.open {
+		line, _ := json.Marshal(linkUploadRec{Op: "+", Dest: k[0], Name: k[1], ID: id})
+		buf = append(append(buf, line...), '\n')
+	}
+	if _, err := f.Write(buf); err != nil || f.Sync() != nil {
+		f.Close()
+		os.Remove(path)
+		return
+	}
+	u.f.Close()
+	os.Remove(u.path)
+	u.f, u.path, u.lines = f, path, len(u.open)
 }
 
 func (u *linkUploads) began(dest, name, id string) { u.write("+", dest, name, id) }

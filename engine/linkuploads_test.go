@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -177,4 +178,43 @@ func TestUploadsLogIsNoUnfinishedTransfer(t *testing.T) {
 	if ps := e.Partials(); len(ps) != 0 {
 		t.Errorf("unfinished transfers listed: %+v", ps)
 	}
+}
+
+// A receive link left open for days keeps a log the size of what is on its
+// way, not of every upload it ever had: two lines per upload for the
+// link's life (soak of one receive --link: 0.36 KB more of its config
+// folder per two uploads, docs/benchmarks/soak.md). Written anew, the log
+// still lists the partials on their way, and only those.
+func TestLinkUploadsLogStaysSmall(t *testing.T) {
+	e := testEngine(t, Options{})
+	u := e.openLinkUploads()
+	dest := e.DownloadDir()
+	const many = 2000
+	for i := range many {
+		name := fmt.Sprint("f", i, ".bin.partial")
+		u.began(dest, name, fmt.Sprint("id", i))
+		if i%500 != 7 { // a few stay on their way
+			u.ended(dest, name)
+		}
+	}
+	logs := linkLogs(t, e)
+	if len(logs) != 1 {
+		t.Fatalf("logs %v, want one", logs)
+	}
+	b, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := bytes.Count(b, []byte("\n")); lines > 2*4+linkLogSlack+1 {
+		t.Errorf("after %d uploads, 4 on their way, the log holds %d lines (%d bytes)", many, lines, len(b))
+	}
+	left := replayLinkLog(logs[0])[dest]
+	if left == nil {
+		t.Fatal("the log lists nothing")
+	}
+	names := slices.Sorted(slices.Values(left.names))
+	if want := []string{"f1007.bin.partial", "f1507.bin.partial", "f507.bin.partial", "f7.bin.partial"}; !slices.Equal(names, want) {
+		t.Errorf("the log lists %v, want %v", names, want)
+	}
+	u.close(false)
 }

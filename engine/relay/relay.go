@@ -762,3 +762,6 @@ func (m *Mailbox) sweep(ctx context.Context) {
 		}
 	}
 }
+
+// Allocations is how many TURN allocations the relay holds now.
+func (r *Relay) Allocations() int { return r.quota.held() }

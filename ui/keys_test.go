@@ -404,3 +404,63 @@ func TestEnterInASettingsFieldSaves(t *testing.T) {
 		t.Fatalf("Enter in Relay: saved relay %q", be.settings.AnywhereRelay)
 	}
 }
+
+// shortcut types a window shortcut, as the window does when no focused
+// widget takes it.
+func shortcut(u *UI, s fyne.Shortcut) {
+	u.win.Canvas().(interface{ TypedShortcut(fyne.Shortcut) }).TypedShortcut(s)
+}
+
+// TestPagesAreReachedByKeyboardAndTakeTheFocus: Tab never reaches the tabs,
+// so History and Settings' Devices page had no keyboard way in (Settings
+// had Ctrl+,, with no way back to Nearby), and a page shown by a shortcut
+// left the focus on a button of the page it hid, which Enter pressed
+// (seen under Xvfb: Add device… focused, Ctrl+, then Enter opened Add
+// device over Settings). Ctrl+1..4 and the menu show each page; the focus
+// goes to History's search box, or nowhere (Tab starts at the page's top).
+func TestPagesAreReachedByKeyboardAndTakeTheFocus(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	var add *button
+	uitree.Walk(u.win.Content(), func(o fyne.CanvasObject) {
+		if b, ok := o.(*button); ok && b.Text == "Add device…" {
+			add = b
+		}
+	})
+	u.win.Canvas().Focus(add)
+	shortcut(u, shortcutSettings)
+	if got := u.tabs.Selected().Content; got != u.settings.obj {
+		t.Fatal("Ctrl+, did not show Settings")
+	}
+	if f := u.win.Canvas().Focused(); f != nil {
+		t.Fatalf("after Ctrl+, the focus is still on %T (a button of the hidden Nearby page)", f)
+	}
+	press(u, fyne.KeyReturn)
+	if overlays(u) != 0 {
+		t.Fatal("Enter on the Settings page opened a dialog of the Nearby page")
+	}
+
+	shortcut(u, shortcutHistory)
+	if u.tabs.Selected().Content != u.history.obj || u.win.Canvas().Focused() != fyne.Focusable(u.history.search) {
+		t.Fatalf("Ctrl+2: page %v, focus %T; want History with its search box focused", u.tabs.Selected().Text, u.win.Canvas().Focused())
+	}
+	shortcut(u, shortcutDevices)
+	if u.tabs.Selected().Content != u.settings.obj || u.settings.tabs.Selected().Content != u.known.obj {
+		t.Fatal("Ctrl+4 did not show Settings' Devices page")
+	}
+	if f := u.win.Canvas().Focused(); f != nil {
+		t.Fatalf("after Ctrl+4 the focus is on %T, of the History page", f)
+	}
+	shortcut(u, shortcutNearby)
+	if u.tabs.Selected().Content == u.settings.obj || u.tabs.Selected().Content == u.history.obj {
+		t.Fatal("Ctrl+1 did not show Nearby")
+	}
+
+	// The menu, which Alt opens, names them.
+	var labels []string
+	for _, it := range u.mainMenu().Items[0].Items {
+		labels = append(labels, it.Label)
+	}
+	if got := strings.Join(labels, "|"); !strings.Contains(got, "Nearby devices|History|Settings|Devices page") {
+		t.Fatalf("menu %q lacks the pages", got)
+	}
+}

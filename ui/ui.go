@@ -208,8 +208,53 @@ func (u *UI) layout() fyne.CanvasObject {
 			u.partials.reload()
 			u.known.reload()
 		}
+		u.focusTab(t.Content)
 	}
+	u.settings.tabs.OnSelected = chainTab(u.settings.tabs.OnSelected, func(t *container.TabItem) { u.focusTab(t.Content) })
 	return u.tabs
+}
+
+// chainTab runs first, then then, on a tab's selection.
+func chainTab(first, then func(*container.TabItem)) func(*container.TabItem) {
+	return func(t *container.TabItem) {
+		if first != nil {
+			first(t)
+		}
+		then(t)
+	}
+}
+
+// focusTab moves the focus into the page just shown: History's search
+// box, else nothing (Tab then starts at the page's top). Fyne leaves it
+// where it was, on a button of the page now hidden, which Enter still
+// pressed (Ctrl+, from a focused Add device… then Enter opened Add device
+// over Settings).
+func (u *UI) focusTab(page fyne.CanvasObject) {
+	if page == u.history.obj {
+		u.win.Canvas().Focus(u.history.search)
+		return
+	}
+	u.win.Canvas().Unfocus()
+}
+
+// Pages of the window, for showPage.
+const (
+	pageNearby = iota
+	pageHistory
+	pageSettings
+	pageDevices // Settings' Devices page
+)
+
+// showPage selects a page of the window (the keyboard's way to the tabs,
+// which Tab does not reach).
+func (u *UI) showPage(p int) {
+	switch p {
+	case pageSettings, pageDevices:
+		u.settings.tabs.SelectIndex(p - pageSettings)
+		u.tabs.SelectIndex(pageSettings)
+	default:
+		u.tabs.SelectIndex(p)
+	}
 }
 
 func (u *UI) receiving() bool { return u.be.Settings().Policy != PolicyOff }
@@ -251,13 +296,23 @@ var (
 	shortcutQuit     = &desktop.CustomShortcut{KeyName: fyne.KeyQ, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutText     = &desktop.CustomShortcut{KeyName: fyne.KeyT, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutClip     = &desktop.CustomShortcut{KeyName: fyne.KeyV, Modifier: fyne.KeyModifierShortcutDefault | fyne.KeyModifierShift}
+	// The pages: Tab never reaches the tabs, so these are the keyboard's
+	// way to History and to Settings' Devices page.
+	shortcutNearby    = &desktop.CustomShortcut{KeyName: fyne.Key1, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutHistory   = &desktop.CustomShortcut{KeyName: fyne.Key2, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutSettings3 = &desktop.CustomShortcut{KeyName: fyne.Key3, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutDevices   = &desktop.CustomShortcut{KeyName: fyne.Key4, Modifier: fyne.KeyModifierShortcutDefault}
 )
 
 func (u *UI) addShortcuts() {
 	c := u.win.Canvas()
 	c.AddShortcut(shortcutOpen, func(fyne.Shortcut) { u.pickAndSend(u.devices.selected()) })
 	c.AddShortcut(shortcutAdd, func(fyne.Shortcut) { u.showAddDevice() })
-	c.AddShortcut(shortcutSettings, func(fyne.Shortcut) { u.tabs.SelectIndex(2) })
+	c.AddShortcut(shortcutSettings, func(fyne.Shortcut) { u.showPage(pageSettings) })
+	c.AddShortcut(shortcutSettings3, func(fyne.Shortcut) { u.showPage(pageSettings) })
+	c.AddShortcut(shortcutNearby, func(fyne.Shortcut) { u.showPage(pageNearby) })
+	c.AddShortcut(shortcutHistory, func(fyne.Shortcut) { u.showPage(pageHistory) })
+	c.AddShortcut(shortcutDevices, func(fyne.Shortcut) { u.showPage(pageDevices) })
 	c.AddShortcut(shortcutQuit, func(fyne.Shortcut) { u.quit() })
 	c.AddShortcut(shortcutText, func(fyne.Shortcut) { u.showSendText(u.devices.selected(), "") })
 	c.AddShortcut(shortcutClip, func(fyne.Shortcut) { u.sendClipboard(u.devices.selected()) })
@@ -289,7 +344,11 @@ func (u *UI) mainMenu() *fyne.MainMenu {
 	}
 	file.Items = append(file.Items,
 		item("This device's address…", nil, u.showSelf),
-		item("Settings", shortcutSettings, func() { u.tabs.SelectIndex(2) }),
+		fyne.NewMenuItemSeparator(),
+		item("Nearby devices", shortcutNearby, func() { u.showPage(pageNearby) }),
+		item("History", shortcutHistory, func() { u.showPage(pageHistory) }),
+		item("Settings", shortcutSettings, func() { u.showPage(pageSettings) }),
+		item("Devices page", shortcutDevices, func() { u.showPage(pageDevices) }),
 		fyne.NewMenuItemSeparator(),
 		quit,
 	)

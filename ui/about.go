@@ -57,5 +57,5 @@ func (u *UI) showLicences() {
 	closeBtn.Importance = widget.HighImportance
 	d = dialog.NewCustomWithoutButtons("Licences", scroll, u.win)
 	d.SetButtons([]fyne.CanvasObject{closeBtn})
-	u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide}, closeBtn)
+	u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide, scroll: scroll}, closeBtn)
 }

@@ -5,6 +5,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -24,6 +25,9 @@ type modal struct {
 	dismiss func()
 	// confirm runs on Enter when no button has the focus; nil does nothing.
 	confirm func()
+	// scroll is the dialog's scrolling content, if any: Tab to a control
+	// out of its view scrolls it there (reveal).
+	scroll *container.Scroll
 }
 
 // showModal shows d with m on top of the keyboard stack and focuses first
@@ -60,6 +64,58 @@ func (u *UI) enter() {
 	if n := len(u.modals); n > 0 && u.modals[n-1].confirm != nil {
 		u.modals[n-1].confirm()
 	}
+}
+
+// reveal scrolls the control o that just took the focus into view. Fyne
+// moves the focus with Tab but never scrolls to it: at a small window Tab
+// went on to the offer prompt's Change… and "Always accept" below the fold
+// and to Settings' Save, which nothing showed. o is looked for in the
+// topmost dialog's scroll, else in the window's scrolling pages that are on
+// screen (Fyne's focus stays within the topmost overlay).
+func (u *UI) reveal(o fyne.CanvasObject) {
+	scrolls := u.pageScrolls
+	if n := len(u.modals); n > 0 {
+		scrolls = []*container.Scroll{u.modals[n-1].scroll}
+	}
+	drv := fyne.CurrentApp().Driver()
+	op, osz := drv.AbsolutePositionForObject(o), o.Size()
+	for _, s := range scrolls {
+		if s == nil || !s.Visible() || s.Content == nil {
+			continue
+		}
+		sp, ssz := drv.AbsolutePositionForObject(s), s.Size()
+		if sp.IsZero() { // not on screen (another page)
+			continue
+		}
+		if !inside(o, op, s) {
+			continue
+		}
+		pad := theme.Padding()
+		y := s.Offset.Y
+		switch rel := op.Y - sp.Y; {
+		case rel < pad || osz.Height+2*pad > ssz.Height:
+			y += rel - pad // above the view, or taller than it: its top at the top
+		case rel+osz.Height+pad > ssz.Height:
+			y += rel + osz.Height + pad - ssz.Height // below: its bottom at the bottom
+		default:
+			continue // in view
+		}
+		s.ScrollToOffset(fyne.NewPos(s.Offset.X, max(0, y)))
+	}
+}
+
+// inside reports whether o, drawn at op, is inside s's content. Fyne has
+// no public way up or down the tree of what widgets draw, and where o is
+// says nothing: a dialog's buttons lie where its content would go on
+// below the view. So s's content is moved a pixel, and back: o moved with
+// it if it is inside.
+func inside(o fyne.CanvasObject, op fyne.Position, s *container.Scroll) bool {
+	c := s.Content
+	at := c.Position()
+	c.Move(at.AddXY(0, 1))
+	moved := fyne.CurrentApp().Driver().AbsolutePositionForObject(o) != op
+	c.Move(at)
+	return moved
 }
 
 // typedKey is the canvas's key handler: keys nobody focused took.
@@ -101,10 +157,11 @@ func (b *button) TypedKey(ev *fyne.KeyEvent) {
 	}
 }
 
-// FocusGained shows the ring.
+// FocusGained shows the ring and the button.
 func (b *button) FocusGained() {
 	b.focused = true
 	b.Button.FocusGained()
+	b.u.reveal(b)
 }
 
 // FocusLost hides the ring.
@@ -172,6 +229,12 @@ func (u *UI) newEntry() *entry {
 	return e
 }
 
+// FocusGained scrolls the field into view.
+func (e *entry) FocusGained() {
+	e.Entry.FocusGained()
+	e.u.reveal(e)
+}
+
 // TypedKey passes Escape to the dialog.
 func (e *entry) TypedKey(ev *fyne.KeyEvent) {
 	if ev.Name == fyne.KeyEscape {
@@ -192,6 +255,12 @@ func (u *UI) newCheck(label string, changed func(bool)) *check {
 	c.Text, c.OnChanged = label, changed
 	c.ExtendBaseWidget(c)
 	return c
+}
+
+// FocusGained scrolls the check into view.
+func (c *check) FocusGained() {
+	c.Check.FocusGained()
+	c.u.reveal(c)
 }
 
 // TypedKey passes Escape and Enter to the dialog (Space checks).
@@ -218,6 +287,12 @@ func (u *UI) newChoice(options []string) *choice {
 	c.Options = options
 	c.ExtendBaseWidget(c)
 	return c
+}
+
+// FocusGained scrolls the choice into view.
+func (c *choice) FocusGained() {
+	c.Select.FocusGained()
+	c.u.reveal(c)
 }
 
 // TypedKey passes Escape and Enter to the dialog.

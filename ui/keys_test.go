@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -386,7 +387,10 @@ func topDialogText(u *UI) string {
 func TestEnterInASettingsFieldSaves(t *testing.T) {
 	u, be, _ := newTestUI(t)
 	s := u.settings
-	for i, e := range []*widget.Entry{s.name, s.dir, s.localSend.pin, s.localSend.port} {
+	for i, e := range []interface {
+		fyne.Focusable
+		Disabled() bool
+	}{s.name, s.dir, s.localSend.pin, s.localSend.port} {
 		if e.Disabled() {
 			t.Fatalf("field %d disabled", i)
 		}
@@ -462,5 +466,77 @@ func TestPagesAreReachedByKeyboardAndTakeTheFocus(t *testing.T) {
 	}
 	if got := strings.Join(labels, "|"); !strings.Contains(got, "Nearby devices|History|Settings|Devices page") {
 		t.Fatalf("menu %q lacks the pages", got)
+	}
+}
+
+// inView reports whether o lies whole within the scroll's view.
+func inView(s *container.Scroll, o fyne.CanvasObject) bool {
+	abs := fyne.CurrentApp().Driver().AbsolutePositionForObject
+	sp, op := abs(s), abs(o)
+	return op.Y >= sp.Y && op.Y+o.Size().Height <= sp.Y+s.Size().Height
+}
+
+// tabTo moves the focus with Tab (or Shift+Tab) until it is on want, at
+// most 40 times.
+func tabTo(t *testing.T, u *UI, want fyne.Focusable, back bool) {
+	t.Helper()
+	for range 40 {
+		if back {
+			test.FocusPrevious(u.win.Canvas())
+		} else {
+			test.FocusNext(u.win.Canvas())
+		}
+		if u.win.Canvas().Focused() == want {
+			return
+		}
+	}
+	t.Fatalf("Tab never reached %T", want)
+}
+
+// TestTabScrollsTheFocusedControlIntoView: Fyne moves the focus with Tab
+// but never scrolls to it, so at the smallest window Tab went on from the
+// offer prompt's Accept to its Change… and "Always accept" below the fold,
+// and in Settings to Save, with nothing on screen focused (seen under
+// Xvfb). The scroll around the focused control now follows it, down and
+// back up.
+func TestTabScrollsTheFocusedControlIntoView(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.win.Resize(sizeMin)
+	u.ApplyTransfer(offerEvent("t1", 12))
+	p := u.prompts.queue[0]
+	if p.scroll.Content.Size().Height <= p.scroll.Size().Height {
+		t.Fatal("the prompt does not scroll at the smallest window: nothing to test")
+	}
+	if inView(p.scroll, p.always) {
+		t.Fatal("'Always accept' in view before Tab: nothing to test")
+	}
+	// Decline, focused, and Accept are below the content, not in it:
+	// the sender's name and the code stay in view.
+	test.FocusNext(u.win.Canvas())
+	if p.scroll.Offset.Y != 0 {
+		t.Errorf("the prompt scrolled to %v for a button outside its content", p.scroll.Offset)
+	}
+	tabTo(t, u, p.always, false)
+	if !inView(p.scroll, p.always) {
+		t.Errorf("Tab to 'Always accept' left it out of view (offset %v)", p.scroll.Offset)
+	}
+	tabTo(t, u, p.choose, true)
+	if !inView(p.scroll, p.choose) {
+		t.Errorf("Shift+Tab to Change… left it out of view (offset %v)", p.scroll.Offset)
+	}
+	press(u, fyne.KeyEscape)
+
+	u.showPage(pageSettings)
+	v := u.settings
+	if inView(v.general, v.save) {
+		t.Fatal("Save in view at the smallest window: nothing to test")
+	}
+	tabTo(t, u, v.save, false)
+	if !inView(v.general, v.save) {
+		t.Errorf("Tab to Save left it out of view (offset %v)", v.general.Offset)
+	}
+	tabTo(t, u, v.name, true)
+	if !inView(v.general, v.name) {
+		t.Errorf("Shift+Tab back to Device name left it out of view (offset %v)", v.general.Offset)
 	}
 }

@@ -280,7 +280,7 @@ func (u *UI) showLinkSetup(kind LinkKind, paths []string) *linkSetup {
 	d = dialog.NewCustomWithoutButtons(title, withPageWheel(scroll), u.win)
 	d.SetButtons([]fyne.CanvasObject{cancel, create})
 	fitScroll(d, scroll, 460)
-	u.showModal(d, &modal{dismiss: d.Hide, confirm: create.OnTapped}, pin)
+	u.showModal(d, &modal{dismiss: d.Hide, confirm: create.OnTapped, scroll: scroll}, pin)
 	return &linkSetup{pin: pin, expire: expire, once: once, create: create}
 }
 
@@ -583,7 +583,7 @@ func (u *UI) showLink(id string) {
 	v.dlg = ld
 	ld.apply(s, u.now())
 	fitScroll(ld.dlg, ld.scroll, linkDialogWidth)
-	m := &modal{dismiss: ld.dlg.Hide, confirm: ld.dlg.Hide}
+	m := &modal{dismiss: ld.dlg.Hide, confirm: ld.dlg.Hide, scroll: ld.scroll}
 	u.showModal(ld.dlg, m, closeBtn)
 	// Closing the dialog keeps the link open: its row in the window shows
 	// it, with Show and Stop.

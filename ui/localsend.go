@@ -292,7 +292,7 @@ func (u *UI) showAskPIN(device string, wrong bool, done func(string)) func() {
 	d.SetButtons([]fyne.CanvasObject{cancel, ok})
 	fitScroll(d, scroll, 400)
 	u.revealWindow()
-	m := &modal{dismiss: func() { answer("") }, confirm: ok.OnTapped}
+	m := &modal{dismiss: func() { answer("") }, confirm: ok.OnTapped, scroll: scroll}
 	u.showModal(d, m, pin)
 	d.SetOnClosed(func() {
 		u.dropModal(m)

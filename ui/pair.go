@@ -140,7 +140,7 @@ func (u *UI) newPairView(id string, peer Peer, incoming bool) *pairView {
 	v.scroll = container.NewVScroll(v.content)
 	v.dlg = dialog.NewCustomWithoutButtons(title, v.scroll, u.win)
 	v.dlg.SetButtons([]fyne.CanvasObject{v.cancel, v.differ, v.match, v.done})
-	v.m = &modal{dismiss: v.escape}
+	v.m = &modal{dismiss: v.escape, scroll: v.scroll}
 	u.pairs[id] = v
 	return v
 }

@@ -352,7 +352,7 @@ func (q *promptQueue) show(p *prompt) {
 	fitScroll(p.dlg, p.scroll, 520)
 	// Keyboard: start on Decline so a stray key press never accepts files;
 	// Tab moves to Accept. Escape declines; Enter presses the focused button.
-	u.showModal(p.dlg, &modal{dismiss: decline}, p.decline)
+	u.showModal(p.dlg, &modal{dismiss: decline, scroll: p.scroll}, p.decline)
 }
 
 // showSpace says how much room the destination has, and keeps Accept off

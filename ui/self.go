@@ -126,7 +126,7 @@ func (u *UI) showSelf() {
 	d = dialog.NewCustomWithoutButtons("This device", scroll, u.win)
 	d.SetButtons(buttons)
 	fitScroll(d, scroll, 440)
-	u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide}, closeBtn)
+	u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide, scroll: scroll}, closeBtn)
 }
 
 // copyText puts text on the clipboard.

@@ -235,7 +235,7 @@ func (u *UI) askSend(items Items, pre []Device) {
 	if len(c.checks) > 0 {
 		first = c.checks[0]
 	}
-	u.showModal(c.dlg, &modal{dismiss: c.dlg.Hide, confirm: c.confirm}, first)
+	u.showModal(c.dlg, &modal{dismiss: c.dlg.Hide, confirm: c.confirm, scroll: c.scroll}, first)
 	c.fit()
 }
 

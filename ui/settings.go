@@ -41,12 +41,12 @@ func labelPolicy(l string) Policy {
 // settingsView is the Settings tab: a form over Backend.Settings.
 type settingsView struct {
 	u         *UI
-	name      *widget.Entry
-	dir       *widget.Entry
+	name      *entry
+	dir       *entry
 	policy    *widget.RadioGroup
-	auto      *widget.Check
-	login     *widget.Check
-	minimized *widget.Check
+	auto      *check
+	login     *check
+	minimized *check
 	localSend *localSendSettings
 	anywhere  *anywhereSettings
 	save      *button
@@ -54,22 +54,25 @@ type settingsView struct {
 	// note says that Save or Revert did what it says (issue 26, finding 11).
 	note *widget.Label
 	tabs *container.AppTabs // General, Devices
-	obj  fyne.CanvasObject
+	// general is the General page, which scrolls.
+	general *container.Scroll
+	obj     fyne.CanvasObject
 }
 
 func newSettingsView(u *UI) *settingsView {
 	v := &settingsView{u: u}
-	v.name = widget.NewEntry()
+	// Ferry's entries and checks: Tab to one scrolls it into view (reveal).
+	v.name = u.newEntry()
 	v.name.SetPlaceHolder("How other devices see this one")
-	v.dir = widget.NewEntry()
+	v.dir = u.newEntry()
 	v.browse = u.newButton("Choose…", theme.FolderOpenIcon(), func() {
 		u.pick(PickRequest{Title: "Save received files to", Folders: true}, func(paths []string) { v.dir.SetText(paths[0]) })
 	})
 	v.policy = widget.NewRadioGroup(policyLabels, nil)
 	v.policy.Required = true
-	v.auto = widget.NewCheck("Accept files from trusted devices without asking", nil)
-	v.login = widget.NewCheck("Start Ferry when I log in", nil)
-	v.minimized = widget.NewCheck("Start minimised to the tray", nil)
+	v.auto = u.newCheck("Accept files from trusted devices without asking", nil)
+	v.login = u.newCheck("Start Ferry when I log in", nil)
+	v.minimized = u.newCheck("Start minimised to the tray", nil)
 	v.save = u.newButton("Save", theme.DocumentSaveIcon(), v.apply)
 	v.save.Importance = widget.HighImportance
 	revert := u.newButton("Revert", nil, func() {
@@ -117,12 +120,12 @@ func newSettingsView(u *UI) *settingsView {
 	}
 	u.partials = newPartialsView(u)
 	u.known = newKnownView(u)
-	general := container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), v.note, revert, v.save),
+	v.general = container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), v.note, revert, v.save),
 		widget.NewSeparator(), u.partials.obj)))
 	v.tabs = container.NewAppTabs(
 		// The wheel over a text field scrolls the page too (its only
 		// scrollers inside are single-line fields).
-		container.NewTabItem("General", withPageWheel(general)),
+		container.NewTabItem("General", withPageWheel(v.general)),
 		container.NewTabItem("Devices", u.known.obj),
 	)
 	v.tabs.OnSelected = func(t *container.TabItem) {
@@ -132,7 +135,7 @@ func newSettingsView(u *UI) *settingsView {
 	}
 	// Enter in a text field saves, as Enter presses a dialog's default
 	// button (it did nothing: only a click on Save saved).
-	for _, e := range []*widget.Entry{v.name, v.dir, v.localSend.pin, v.localSend.port, v.anywhere.relay, v.anywhere.secret} {
+	for _, e := range []*widget.Entry{&v.name.Entry, &v.dir.Entry, v.localSend.pin, v.localSend.port, v.anywhere.relay, v.anywhere.secret} {
 		e.OnSubmitted = func(string) { v.apply() }
 	}
 	v.obj = v.tabs

@@ -879,7 +879,7 @@ func (l *transferList) showDetails(id string) {
 	l.detail = d
 	l.fillDetails(v)
 	fitScroll(d, scroll, 520)
-	l.u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide}, closeBtn)
+	l.u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide, scroll: scroll}, closeBtn)
 }
 
 // statusText is the Status section of Details: the state in words, then

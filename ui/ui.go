@@ -96,7 +96,10 @@ type UI struct {
 	ask            *chooser
 	thumbs         map[string]image.Image // thumbnails by path (nil: not a picture)
 	modals         []*modal               // shown dialogs, topmost last (keys.go)
-	pairs          map[string]*pairView   // pairing dialogs by transfer ID (pair.go)
+	// pageScrolls are the window's scrolling pages, where Tab to a control
+	// out of view scrolls it there (reveal).
+	pageScrolls []*container.Scroll
+	pairs       map[string]*pairView // pairing dialogs by transfer ID (pair.go)
 	// keyWarnings are the key-change warnings on screen (one per pair of keys).
 	keyWarnings map[keyWarning]bool
 	// hidden: the window was hidden to the tray (or started there); warnings
@@ -210,6 +213,7 @@ func (u *UI) layout() fyne.CanvasObject {
 		}
 		u.focusTab(t.Content)
 	}
+	u.pageScrolls = []*container.Scroll{u.devices.scroll, u.transfers.scroll, u.settings.general}
 	u.settings.tabs.OnSelected = chainTab(u.settings.tabs.OnSelected, func(t *container.TabItem) { u.focusTab(t.Content) })
 	return u.tabs
 }

@@ -6,7 +6,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 )
 
 // TestWheelOverAFieldScrollsSettings: the mouse wheel over a text field
@@ -34,7 +33,7 @@ func TestWheelOverAFieldScrollsSettings(t *testing.T) {
 		test.Scroll(c, at, 0, -40)
 		return page.Offset.Y
 	}
-	for _, e := range []*widget.Entry{v.name, v.dir} {
+	for _, e := range []*entry{v.name, v.dir} {
 		if y := wheel(abs(e).Add(fyne.NewPos(e.Size().Width/2, e.Size().Height/2))); y == 0 {
 			t.Errorf("the wheel over the field %q left the page at its top", e.PlaceHolder+e.Text)
 		}

@@ -471,7 +471,16 @@ type nameTagLayout struct{}
 
 func (l nameTagLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
 	name, tag := objs[0].MinSize(), objs[1].MinSize()
-	return fyne.NewSize(name.Width+tag.Width-l.overlap(objs[0].(*widget.Label)), max(name.Height, tag.Height))
+	return fyne.NewSize(name.Width+tag.Width-l.overlap(nameOf(objs[0])), max(name.Height, tag.Height))
+}
+
+// nameOf is the label of a name laid out by nameTagLayout: a label, or
+// the send sheet's name that checks its device.
+func nameOf(o fyne.CanvasObject) *widget.Label {
+	if n, ok := o.(*sheetName); ok {
+		return &n.Label
+	}
+	return o.(*widget.Label)
 }
 
 // overlap is how far the tag's label goes over the name's: the two
@@ -482,15 +491,17 @@ func (nameTagLayout) overlap(name *widget.Label) float32 {
 }
 
 func (l nameTagLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
-	name := objs[0].(*widget.Label)
+	name := nameOf(objs[0])
 	tag := objs[1]
 	over := l.overlap(name)
 	// The name's own width: a truncating label's minimum is one letter's.
-	want := fyne.MeasureText(name.Text, theme.TextSize(), name.TextStyle).Width + 2*theme.InnerPadding()
+	// A pixel more: at exactly its width the label cut a short name
+	// ("Pixel 8" drew "Pixe…" in the send sheet).
+	want := fyne.MeasureText(name.Text, theme.TextSize(), name.TextStyle).Width + 2*theme.InnerPadding() + 1
 	tw := tag.MinSize().Width
 	w := min(want, size.Width-tw+over)
-	name.Move(fyne.NewPos(0, 0))
-	name.Resize(fyne.NewSize(w, size.Height))
+	objs[0].Move(fyne.NewPos(0, 0))
+	objs[0].Resize(fyne.NewSize(w, size.Height))
 	tag.Move(fyne.NewPos(w-over, 0))
 	tag.Resize(fyne.NewSize(tw, size.Height))
 }

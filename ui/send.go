@@ -183,6 +183,7 @@ type chooser struct {
 	devices []Device
 	chosen  map[string]bool // device key -> checked
 	checks  []*check        // one per device, in order
+	names   []*sheetName    // the devices' names beside their checks
 	what    *widget.Label
 	head    *widget.Label // "To", with how many are checked
 	list    *fyne.Container
@@ -254,19 +255,26 @@ func (c *chooser) refresh() {
 		// One device: it is the one, and Enter sends.
 		c.chosen[c.devices[0].Key()] = true
 	}
-	c.checks = c.checks[:0]
+	c.checks, c.names = c.checks[:0], c.names[:0]
 	objs := make([]fyne.CanvasObject, 0, len(c.devices)+1)
 	for _, d := range c.devices {
 		key := d.Key()
-		// The name shortened: the sheet is as wide as its widest line, and
-		// a long one took it past the window's edge.
-		ch := c.u.newCheck(fmt.Sprintf("%s (%s)", clip(EscapeName(displayName(d)), maxSheetName), ShortID(d.ID)), func(on bool) {
+		ch := c.u.newCheck("", func(on bool) {
 			c.chosen[key] = on
 			c.updateSend()
 		})
 		ch.Checked = c.chosen[key]
 		c.checks = append(c.checks, ch)
-		objs = append(objs, container.NewBorder(nil, nil, widget.NewIcon(osIcon(d.OS)), nil, ch))
+		// The name beside the check, not its text: the sheet is as wide
+		// as its widest line, and a check's text is never shortened, so a
+		// long or wide name took the sheet past the window's edge (cutting
+		// it at maxSheetName letters did not do for wide ones). The name
+		// gives way to the sheet's width; its short ID stays whole.
+		name := newSheetName(clip(EscapeName(displayName(d)), maxSheetName), ch)
+		c.names = append(c.names, name)
+		tag := widget.NewLabel("(" + ShortID(d.ID) + ")")
+		objs = append(objs, container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(osIcon(d.OS)), ch), nil,
+			container.New(nameTagLayout{}, name, tag)))
 	}
 	if len(c.devices) == 0 {
 		l := widget.NewLabel("Looking for devices… Open Ferry on the other device, or add it by address.")
@@ -279,8 +287,28 @@ func (c *chooser) refresh() {
 }
 
 // maxSheetName is how many characters of a device's name the send sheet
-// shows, which keeps the sheet inside the window at its smallest.
+// shows at most (a name of 255 is not read whole there); the sheet's width
+// shortens it further.
 const maxSheetName = 60
+
+// sheetName is a device's name beside its check in the send sheet,
+// shortened to the width there is; a tap on it checks the device, as a
+// tap on a check's own text does.
+type sheetName struct {
+	widget.Label
+	ch *check
+}
+
+func newSheetName(text string, ch *check) *sheetName {
+	n := &sheetName{ch: ch}
+	n.Text = text
+	n.Truncation = fyne.TextTruncateEllipsis
+	n.ExtendBaseWidget(n)
+	return n
+}
+
+// Tapped checks or unchecks the device.
+func (n *sheetName) Tapped(*fyne.PointEvent) { n.ch.SetChecked(!n.ch.Checked) }
 
 // targets are the checked devices that are online.
 func (c *chooser) targets() []Device {

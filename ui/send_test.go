@@ -591,7 +591,7 @@ func TestSendSheetFitsALongDeviceName(t *testing.T) {
 	if w, max := c.dlg.MinSize().Width, u.win.Canvas().Size().Width; w > max {
 		t.Errorf("the send sheet is %v wide, the window %v", w, max)
 	}
-	if got := c.checks[1].Text; !strings.HasPrefix(got, "The shared family") || !strings.HasSuffix(got, "(AAAA-BBBB)") {
+	if got := sheetText(c); !strings.Contains(got, "The shared family") || !strings.Contains(got, "(AAAA-BBBB)") {
 		t.Errorf("the long name's check reads %q, want its start and short ID", got)
 	}
 }
@@ -635,4 +635,53 @@ func TestSecondLaunchSheetStartsWithTheCheckedDevices(t *testing.T) {
 			t.Fatalf("%s checked with none checked in the list", u.ask.devices[i].Name)
 		}
 	}
+}
+
+// TestSendSheetFitsTheSmallestWindowWithWideNames: a device name of wide
+// letters made the sheet wider than the window at its smallest (the name
+// was cut at 60 characters, whatever their width): under Xvfb at
+// FYNE_SCALE=2, "Bob's extraordinarily long-named workstation in the
+// upstairs office" made the sheet 634 wide and pushed the window's own
+// minimum from 578 to 634. The name is now shortened to the sheet's width,
+// the short ID kept whole, and the name still checks its device.
+func TestSendSheetFitsTheSmallestWindowWithWideNames(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.win.Resize(sizeMin)
+	wide := Device{ID: idAlice, Name: strings.Repeat("W", 60), Addrs: reach("10.0.0.2:1", addr.QUIC), Online: true}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: wide})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	u.OpenFiles([]string{"/home/u/report.pdf"})
+	c := u.ask
+	win := u.win.Canvas().Size()
+	if w := c.dlg.MinSize().Width; w > win.Width {
+		t.Fatalf("the sheet needs %v wide, the window is %v", w, win.Width)
+	}
+	abs := fyne.CurrentApp().Driver().AbsolutePositionForObject
+	for _, o := range []fyne.CanvasObject{c.checks[0], c.sendBtn} {
+		if p := abs(o); p.X+o.Size().Width > win.Width {
+			t.Errorf("%T reaches x=%v, past the %v window", o, p.X+o.Size().Width, win.Width)
+		}
+	}
+	if got := sheetText(c); !strings.Contains(got, ShortID(idAlice)) || !strings.Contains(got, "WWW") {
+		t.Errorf("the sheet says %q, want the start of the name and the whole short ID", got)
+	}
+	c.checks[0].SetChecked(false)
+	test.Tap(c.names[0])
+	if !c.checks[0].Checked {
+		t.Error("a tap on the name did not check its device")
+	}
+}
+
+// sheetText is what the send sheet's device lines say.
+func sheetText(c *chooser) string {
+	var out []string
+	uitree.Walk(c.list, func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *widget.Label:
+			out = append(out, x.Text)
+		case *sheetName:
+			out = append(out, x.Text)
+		}
+	})
+	return strings.Join(out, " ")
 }

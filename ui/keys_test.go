@@ -539,4 +539,19 @@ func TestTabScrollsTheFocusedControlIntoView(t *testing.T) {
 	if !inView(v.general, v.name) {
 		t.Errorf("Shift+Tab back to Device name left it out of view (offset %v)", v.general.Offset)
 	}
+
+	// Settings' Devices page, with more devices than it shows.
+	be := u.be.(*fakeBackend)
+	for i := range 12 {
+		be.known = append(be.known, KnownDevice{ID: fmt.Sprintf("DEV%02d", i) + idAlice[5:], Name: fmt.Sprintf("Device %d", i)})
+	}
+	u.showPage(pageDevices)
+	last := u.known.rows[len(u.known.rows)-1].forget
+	if inView(u.known.scroll, last) {
+		t.Fatal("the last device's Forget… in view: nothing to test")
+	}
+	tabTo(t, u, last, false)
+	if !inView(u.known.scroll, last) {
+		t.Errorf("Tab to the last device's Forget… left it out of view (offset %v)", u.known.scroll.Offset)
+	}
 }

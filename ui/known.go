@@ -20,6 +20,8 @@ type knownView struct {
 	box  *fyne.Container
 	rows []*knownRow
 	obj  fyne.CanvasObject
+	// scroll is obj: Tab to a row out of view scrolls it there (reveal).
+	scroll *container.Scroll
 }
 
 // knownRow is one known device.
@@ -41,7 +43,8 @@ func newKnownView(u *UI) *knownView {
 		"Pair with one to compare a code on both screens and be sure it is that device. Forget one to meet it as new next time.")
 	hint.Wrapping = fyne.TextWrapWord
 	hint.SizeName = theme.SizeNameCaptionText
-	v.obj = container.NewVScroll(container.NewPadded(container.NewVBox(hint, v.box)))
+	v.scroll = container.NewVScroll(container.NewPadded(container.NewVBox(hint, v.box)))
+	v.obj = v.scroll
 	v.reload()
 	return v
 }

@@ -213,7 +213,7 @@ func (u *UI) layout() fyne.CanvasObject {
 		}
 		u.focusTab(t.Content)
 	}
-	u.pageScrolls = []*container.Scroll{u.devices.scroll, u.transfers.scroll, u.settings.general}
+	u.pageScrolls = []*container.Scroll{u.devices.scroll, u.transfers.scroll, u.settings.general, u.known.scroll}
 	u.settings.tabs.OnSelected = chainTab(u.settings.tabs.OnSelected, func(t *container.TabItem) { u.focusTab(t.Content) })
 	return u.tabs
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // PartialSuffix is appended to a file's name while it is being received.
@@ -82,7 +84,13 @@ func ValidateHere(rel string) error { return validatePath(rel, portableHere) }
 // portableHere: names created on this system must also suit Windows.
 const portableHere = runtime.GOOS == "windows"
 
-// LocalName is the name a peer's path rel is saved under here. On every
+// LocalName is the name a peer's path rel is saved under here. Off macOS
+// it is in Unicode's composed form (NFC, composedHere): a Mac names files
+// decomposed ("e" and a combining acute, NFD), which Linux and Windows
+// store byte for byte, so "café.txt" from a Mac would sit beside a
+// "café.txt" typed here as a second file that looks the same, and a name
+// typed here would not find it; composed, the same name clashes and the
+// file arrives as "café (1).txt". On every
 // system a backslash, which a Linux or Mac file name may hold ("a\b.txt")
 // but which is a folder separator on Windows and in what the name may
 // travel on to (an archive, a share), becomes "_" ("a_b.txt"): no name
@@ -96,7 +104,35 @@ const portableHere = runtime.GOOS == "windows"
 // none of it, it is rel itself; a name it returns maps to itself. What
 // else makes a name unsafe anywhere (ValidatePath) is not changed: such a
 // name is still refused.
-func LocalName(rel string) string { return localName(rel, portableHere) }
+func LocalName(rel string) string {
+	if composeHere {
+		rel = composed(rel)
+	}
+	return localName(rel, portableHere)
+}
+
+// composeHere: names are saved composed (NFC) on this system. A Mac's own
+// file systems find a name in either form (APFS) or store it decomposed
+// whatever it is given (HFS+), so there a name is kept as it came.
+const composeHere = runtime.GOOS != "darwin"
+
+// composed is rel in Unicode's composed form (NFC), or rel itself when it
+// is that already (every ASCII name: no allocation) or not valid UTF-8
+// (which stays refused, never made valid).
+func composed(rel string) string {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] >= utf8.RuneSelf {
+			// QuickSpanString (which allocates nothing, unlike
+			// IsNormalString) passes a composed name whole; the rest is
+			// composed, which may give it back unchanged.
+			if norm.NFC.QuickSpanString(rel) == len(rel) || !utf8.ValidString(rel) {
+				return rel
+			}
+			return norm.NFC.String(rel)
+		}
+	}
+	return rel
+}
 
 // localName is LocalName with Windows's rules when windows is set.
 func localName(rel string, windows bool) string {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // pathCases is the table of ValidatePath cases; it is also the seed corpus of
@@ -283,6 +285,39 @@ func TestLocalName(t *testing.T) {
 	}
 }
 
+// composedCases are peers' names and the composed form (NFC) they are
+// saved under off macOS (LocalName): a Mac's decomposed accents composed,
+// what needs no composing kept, and nothing refused made acceptable.
+var composedCases = []struct{ in, want string }{
+	{"cafe\u0301.txt", "caf\u00e9.txt"},
+	{"E\u0301te\u0301/Re\u0301sume\u0301.md", "\u00c9t\u00e9/R\u00e9sum\u00e9.md"},
+	{"caf\u00e9.txt", "caf\u00e9.txt"},
+	{"plain/ascii.txt", "plain/ascii.txt"},
+	{"\u1100\u1161\u11a8.txt", "\uac01.txt"},  // Hangul jamo from a Mac
+	{"a\u0323\u0307", "\u1ea1\u0307"},         // marks reordered, then composed
+	{"\u212b.txt", "\u00c5.txt"},              // the Angstrom sign is Å
+	{"e\u0301\xff.txt", "e\u0301\xff.txt"},    // not UTF-8: left to be refused
+	{"e\u0301\u202e.txt", "\u00e9\u202e.txt"}, // still refused: its bidi control
+	{"e\u0301/../x", "\u00e9/../x"},
+	{"<\u0338.txt", "\u226e.txt"}, // composed before Windows's rules, which then keep it
+}
+
+func TestComposed(t *testing.T) {
+	for _, c := range composedCases {
+		if got := composed(c.in); got != c.want {
+			t.Errorf("composed(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := composed(c.want); got != c.want {
+			t.Errorf("composed(%q) = %q: a composed name must map to itself", c.want, got)
+		}
+		if composeHere {
+			if got, want := LocalName(c.in), localName(c.want, portableHere); got != want {
+				t.Errorf("LocalName(%q) = %q, want %q", c.in, got, want)
+			}
+		}
+	}
+}
+
 // FuzzLocalName: a local name maps to itself; off Windows only a
 // backslash changes, to "_", and the name it gives is refused whenever the
 // name is refused for anything but its backslashes; a name safe anywhere
@@ -292,7 +327,21 @@ func FuzzLocalName(f *testing.F) {
 	for _, c := range localNameCases {
 		f.Add(c.in)
 	}
+	for _, c := range composedCases {
+		f.Add(c.in)
+	}
 	f.Fuzz(func(t *testing.T, rel string) {
+		checkComposed(t, rel)
+		if c := composed(rel); c != rel {
+			checkComposed(t, c)
+			// A composed name keeps its form under Windows's rules and
+			// the backslash's.
+			for _, windows := range []bool{false, true} {
+				if l := localName(c, windows); composed(l) != l {
+					t.Fatalf("%q -> %q -> %q (Windows %v), which is not composed", rel, c, l, windows)
+				}
+			}
+		}
 		u := localName(rel, false)
 		if len(u) != len(rel) || strings.Contains(u, `\`) || localName(u, false) != u {
 			t.Fatalf("%q -> %q off Windows", rel, u)
@@ -320,4 +369,27 @@ func FuzzLocalName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkComposed: composed(rel) maps to itself, is what the norm package
+// makes of a valid rel and rel itself otherwise, and is refused whenever
+// rel is refused for anything but its length (composing may shorten or
+// lengthen an element) by the rules for every system. (Windows's own
+// may take the composed name: "<" and a combining long solidus overlay
+// compose to "≮".)
+func checkComposed(t *testing.T, rel string) {
+	t.Helper()
+	c := composed(rel)
+	if again := composed(c); again != c {
+		t.Fatalf("%q -> %q -> %q", rel, c, again)
+	}
+	switch {
+	case !utf8.ValidString(rel) && c != rel:
+		t.Fatalf("%q, not UTF-8, -> %q", rel, c)
+	case utf8.ValidString(rel) && c != norm.NFC.String(rel):
+		t.Fatalf("%q -> %q, want %q", rel, c, norm.NFC.String(rel))
+	}
+	if err := validatePath(rel, false); err != nil && !errors.Is(err, ErrNameTooLong) && validatePath(c, false) == nil {
+		t.Fatalf("%q (%v) -> %q, accepted", rel, err, c)
+	}
 }

@@ -111,6 +111,17 @@ func LocalName(rel string) string {
 	return localName(rel, portableHere)
 }
 
+// SameNameKey is the key under which peer paths that are one name where
+// they are saved are equal: what LocalName makes of them on any system
+// (composed, and Windows's rules), in upper case, as a file system that
+// ignores case (Windows's, a Mac's, vfat, exFAT) compares them. Names of
+// one key are saved numbered ("report (1).pdf"), each trying the numbers
+// before it: an offer's bound on copies of one name counts them by it, so
+// that "A.txt", "a.txt" and "a.TXT" count as three copies of one name.
+func SameNameKey(rel string) string {
+	return strings.ToUpper(localName(composed(rel), true))
+}
+
 // composeHere: names are saved composed (NFC) on this system. A Mac's own
 // file systems find a name in either form (APFS) or store it decomposed
 // whatever it is given (HFS+), so there a name is kept as it came.

@@ -393,3 +393,27 @@ func checkComposed(t *testing.T, rel string) {
 		t.Fatalf("%q (%v) -> %q, accepted", rel, err, c)
 	}
 }
+
+// TestSameNameKey: the spellings a file system that ignores case or
+// Unicode's forms, or Windows's rules, saves as one name share a key;
+// different names do not.
+func TestSameNameKey(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"report.pdf", "REPORT.pdf", true},
+		{"dir/Report.PDF", "DIR/report.pdf", true},
+		{"cafe\u0301.txt", "CAF\u00c9.TXT", true},
+		{"a:b.txt", "a_b.txt", true},
+		{"CON", "con_", true},
+		{`a\b`, "a_b", true},
+		{"report.pdf", "report.pdf.txt", false},
+		{"a/b", "a_b", false},
+		{"cafe.txt", "caf\u00e9.txt", false},
+	} {
+		if got := SameNameKey(c.a) == SameNameKey(c.b); got != c.same {
+			t.Errorf("%q and %q: same key %v (%q, %q), want %v", c.a, c.b, got, SameNameKey(c.a), SameNameKey(c.b), c.same)
+		}
+	}
+}

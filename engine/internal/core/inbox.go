@@ -201,8 +201,9 @@ func (fs Files) Each(f func(i int, f OfferedFile) error) error {
 	return nil
 }
 
-// pathOf is an offered file's name, as Duplicates compares them.
-func pathOf(f OfferedFile) string { return f.Path }
+// sameNameOf is an offered file's name as the bound on copies of one name
+// compares them (store.SameNameKey).
+func sameNameOf(f OfferedFile) string { return store.SameNameKey(f.Path) }
 
 // count is the number of offered files (none before Offer).
 func (in *Inbox) count() int {
@@ -334,7 +335,7 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	// and hashed for the duplicates below.
 	hashes := manifeststore.NewNameHashes(files.Len())
 	err := files.Each(func(i int, f OfferedFile) error {
-		hashes.Add(i, f.Path)
+		hashes.Add(i, store.SameNameKey(f.Path))
 		// A name we cannot store safely refuses that file, not the offer.
 		var ne *store.NameError
 		if err := store.ValidateReceived(f.Path); errors.As(err, &ne) {
@@ -357,8 +358,12 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	// apps send two "report.pdf" picked from two folders so. Beyond
 	// MaxSameName of one name the rest are refused: each copy tries the
 	// numbers before it, so a peer's million copies would cost 10^12 tries.
-	// Found with a hash per name, not a set of the names.
-	dups, err := manifeststore.CopiesBeyond(hashes, files, pathOf, MaxSameName)
+	// Names count as one where they may be saved as one (store.SameNameKey:
+	// "A.txt" and "a.TXT" on a file system that ignores case, a Mac's
+	// decomposed "café.txt" and a composed one), or a million spellings of
+	// a name would cost as much. Found with a hash per name, not a set of
+	// the names.
+	dups, err := manifeststore.CopiesBeyond(hashes, files, sameNameOf, MaxSameName)
 	if err != nil {
 		return err
 	}

@@ -357,6 +357,36 @@ func TestInboxOfferReadsTheListOnce(t *testing.T) {
 	}
 }
 
+// Spellings of one name that are one name where they are saved count as
+// copies of it: on a file system that ignores case (Windows's, a Mac's,
+// a vfat stick) "report.pdf" and "REPORT.pdf" clash and the later one is
+// numbered, trying each number before it, as a Mac's decomposed "café"
+// clashes with a composed one; a peer's million case spellings of one
+// name cost as much as its million copies, and none was refused.
+func TestInboxCountsSpellingsOfANameAsCopies(t *testing.T) {
+	h := newFakeHost(t, AcceptAll, false)
+	in := newTestInbox(t, h, clock.Real{})
+	files := Files{{Path: "cafe\u0301.txt", Size: 1}}
+	for i := range MaxSameName + 1 {
+		name := []byte("report.pdf")
+		for b := range 6 {
+			if i&(1<<b) != 0 {
+				name[b] -= 'a' - 'A'
+			}
+		}
+		files = append(files, OfferedFile{Path: string(name), Size: 2})
+	}
+	for range MaxSameName {
+		files = append(files, OfferedFile{Path: "caf\u00e9.txt", Size: 1})
+	}
+	if err := in.Offer("d1", files, ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Refused) != 2 || !in.IsRefused(MaxSameName+1) || !in.IsRefused(len(files)-1) {
+		t.Fatalf("refused %+v, want files %d and %d, the 17th spelling of each name", in.Refused, MaxSameName+1, len(files)-1)
+	}
+}
+
 // A name an offer has several times is received each time (the later ones
 // numbered where they are saved), up to MaxSameName; the copies beyond are
 // refused, each, with the reason.

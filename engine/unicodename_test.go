@@ -6,8 +6,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/ferrydrop/ferry/engine/merkle"
+	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/lspeer"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
@@ -101,5 +105,83 @@ func TestDecomposedNameClashesWithTheSameComposedName(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dl, cafeNFC)); err != nil || string(b) != "mine" {
 		t.Errorf("the file that was there: %q, %v", b, err)
+	}
+}
+
+// TestLongNamesAreShortenedToFit: a name a Mac or Windows holds, which
+// count its length in characters, may be more than the 255 bytes Linux
+// takes (100 Japanese characters are 300 bytes). Such a file was refused
+// before the prompt ("element is 304 bytes, limit 255"), from a Ferry
+// device, a LocalSend app and a browser alike; it arrives under its name
+// cut to fit, the extension kept, reported as saved as that, and a second
+// file whose name is cut to the same is numbered, as any name taken is.
+func TestLongNamesAreShortenedToFit(t *testing.T) {
+	long := strings.Repeat("日", 100) + ".pdf"   // 304 bytes
+	cut := strings.Repeat("日", 83) + ".pdf"     // 253 bytes
+	folder := strings.Repeat("é", 150)          // 300 bytes
+	folderCut := strings.Repeat("é", 127)       // 254 bytes
+	other := strings.Repeat("日", 100) + "x.pdf" // cut to the same as long
+	e, srv, lsAddr := lsEngine(t, Options{}, LocalSendOptions{})
+	events, unsub := e.Subscribe(1024)
+	defer unsub()
+	saved := func() (as []string) {
+		t.Helper()
+		for ev := range events {
+			if ev.Kind == EventFile && ev.Direction == Receiving {
+				if !ev.File.Verified {
+					t.Errorf("%q: %s", ev.File.Path, ev.File.Err)
+				}
+				as = append(as, ev.File.SavedAs)
+			}
+			if ev.Kind == EventResult && ev.Direction == Receiving {
+				slices.Sort(as)
+				return as
+			}
+		}
+		return nil
+	}
+
+	good := []byte("hello, world")
+	leaf := merkle.Leaf(good)
+	runRaw(t, e, func(p *rawPeer) {
+		p.hello()
+		p.offer(wire.FileEntry{Path: long, Size: int64(len(good))}, wire.FileEntry{Path: folder + "/" + other, Size: int64(len(good))},
+			wire.FileEntry{Path: other, Size: int64(len(good))})
+		if !p.waitAccepted() {
+			t.Error("not accepted")
+			return
+		}
+		for i := range uint32(3) {
+			p.data(frame(i, 0, good, leaf), rootFrame(i, merkle.Root([]merkle.Hash{leaf})))
+		}
+		p.ctl.send(&wire.SenderDone{})
+		for range 4 { // the files' results, the transfer's
+			if _, err := p.ctl.recvTimeout(5 * time.Second); err != nil {
+				break
+			}
+		}
+	})
+	numbered := strings.Repeat("日", 82) + " (1).pdf"
+	want := []string{cut, numbered, folderCut + "/" + cut}
+	slices.Sort(want)
+	if as := saved(); !slices.Equal(as, want) {
+		t.Errorf("Ferry: saved as %q, want %q", as, want)
+	}
+
+	sr, err := testPeer(t).Send(context.Background(), lsAddr, srv.Fingerprint(), true, "", "", []lspeer.SendFile{{Name: long, Data: []byte("hello")}}, nil)
+	if err != nil || sr.PrepareStatus != 200 {
+		t.Fatalf("LocalSend: %+v %v", sr, err)
+	}
+	if as, want := saved(), []string{strings.Repeat("日", 82) + " (2).pdf"}; !slices.Equal(as, want) {
+		t.Errorf("LocalSend: saved as %q, want %q", as, want)
+	}
+
+	endpoint, _ := browserLink(t, e, browserIdle)
+	testutil.TusUpload(t, endpoint, long, 5, []byte("hello"))
+	if as, want := saved(), []string{strings.Repeat("日", 82) + " (3).pdf"}; !slices.Equal(as, want) {
+		t.Errorf("browser: saved as %q, want %q", as, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.DownloadDir(), cut)); err != nil || string(b) != string(good) {
+		t.Errorf("%s: %q, %v", cut, b, err)
 	}
 }

@@ -90,7 +90,9 @@ const portableHere = runtime.GOOS == "windows"
 // store byte for byte, so "café.txt" from a Mac would sit beside a
 // "café.txt" typed here as a second file that looks the same, and a name
 // typed here would not find it; composed, the same name clashes and the
-// file arrives as "café (1).txt". On every
+// file arrives as "café (1).txt". An element over MaxElementBytes is cut
+// to fit (shortened: a Mac or Windows name of 100 Japanese characters is
+// 300 bytes), its extension kept. On every
 // system a backslash, which a Linux or Mac file name may hold ("a\b.txt")
 // but which is a folder separator on Windows and in what the name may
 // travel on to (an archive, a share), becomes "_" ("a_b.txt"): no name
@@ -108,7 +110,42 @@ func LocalName(rel string) string {
 	if composeHere {
 		rel = composed(rel)
 	}
-	return localName(rel, portableHere)
+	return localName(shortened(rel), portableHere)
+}
+
+// shortened is rel with each element over MaxElementBytes cut to fit: a
+// file's stem at a character boundary, its extension kept ("a very long
+// title….pdf" from a Mac or Windows, which count a name's length in
+// characters: 100 Japanese ones are 300 bytes, more than Linux takes),
+// and so a folder's (its last dot's tail kept too). An element holding
+// what refuses a name anyway (invalid UTF-8, a control or bidi
+// character) is left whole, to be refused: cutting must not drop the
+// fault. rel itself when nothing is too long (no allocation).
+func shortened(rel string) string {
+	long := false
+	for start := 0; start <= len(rel); {
+		end := strings.IndexByte(rel[start:], '/')
+		if end < 0 {
+			end = len(rel)
+		} else {
+			end += start
+		}
+		if end-start > MaxElementBytes {
+			long = true
+			break
+		}
+		start = end + 1
+	}
+	if !long {
+		return rel
+	}
+	elems := strings.Split(rel, "/")
+	for i, e := range elems {
+		if len(e) > MaxElementBytes && utf8.ValidString(e) && !strings.ContainsFunc(e, func(r rune) bool { return isControl(r) || isBidi(r) }) {
+			elems[i] = numberedWithin(e, 0, true, MaxElementBytes)
+		}
+	}
+	return strings.Join(elems, "/")
 }
 
 // SameNameKey is the key under which peer paths that are one name where
@@ -119,7 +156,7 @@ func LocalName(rel string) string {
 // before it: an offer's bound on copies of one name counts them by it, so
 // that "A.txt", "a.txt" and "a.TXT" count as three copies of one name.
 func SameNameKey(rel string) string {
-	return strings.ToUpper(localName(composed(rel), true))
+	return strings.ToUpper(localName(shortened(composed(rel)), true))
 }
 
 // composeHere: names are saved composed (NFC) on this system. A Mac's own

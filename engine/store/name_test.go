@@ -318,6 +318,59 @@ func TestComposed(t *testing.T) {
 	}
 }
 
+// shortenedCases are peers' names with an element over MaxElementBytes
+// (a Mac or Windows counts characters: 100 Japanese ones are 300 bytes)
+// and what they are saved under: a file's stem cut at a character
+// boundary, its extension kept; what is refused anyway is not cut.
+var shortenedCases = []struct{ in, want string }{
+	{strings.Repeat("日", 100) + ".pdf", strings.Repeat("日", 83) + ".pdf"},
+	{strings.Repeat("é", 150) + "/x.txt", strings.Repeat("é", 127) + "/x.txt"},
+	{strings.Repeat("a", 300) + ".tar.gz", strings.Repeat("a", 248) + ".tar.gz"},
+	{"d/" + strings.Repeat("a", 256), "d/" + strings.Repeat("a", 255)},
+	{"x." + strings.Repeat("e", 300), ("x." + strings.Repeat("e", 300))[:255]}, // all extension: cut whole
+	{strings.Repeat("a", 255), strings.Repeat("a", 255)},
+	{strings.Repeat("a", 300) + "\x1b.txt", strings.Repeat("a", 300) + "\x1b.txt"},
+	{strings.Repeat("a", 300) + "\u202e.txt", strings.Repeat("a", 300) + "\u202e.txt"},
+	{strings.Repeat("a", 300) + "\xff", strings.Repeat("a", 300) + "\xff"},
+	{"../" + strings.Repeat("a", 300), "../" + strings.Repeat("a", 255)},
+}
+
+func TestShortened(t *testing.T) {
+	for _, c := range shortenedCases {
+		if got := shortened(c.in); got != c.want {
+			t.Errorf("shortened(%.20q… %d bytes) = %.20q… %d bytes, want %d bytes", c.in, len(c.in), got, len(got), len(c.want))
+		}
+		checkShortened(t, c.in)
+	}
+}
+
+// checkShortened: shortened(rel) maps to itself, changes nothing of a name
+// with no element over MaxElementBytes, and leaves every element within
+// it unless the element is refused for something else; a name refused
+// for anything but an element's length stays refused by the rules for
+// every system (what only Windows refuses, or a backslash, LocalName
+// changes anyway, so its cutting off is no matter).
+func checkShortened(t *testing.T, rel string) {
+	t.Helper()
+	s := shortened(rel)
+	if again := shortened(s); again != s {
+		t.Fatalf("%q -> %q -> %q", rel, s, again)
+	}
+	for _, e := range strings.Split(s, "/") {
+		if len(e) > MaxElementBytes && utf8.ValidString(e) && !strings.ContainsFunc(e, func(r rune) bool { return isControl(r) || isBidi(r) }) {
+			t.Fatalf("%q -> %q: an element of %d bytes", rel, s, len(e))
+		}
+	}
+	u := strings.ReplaceAll(rel, `\`, "_")
+	err := validatePath(u, false)
+	if err != nil && !errors.Is(err, ErrNameTooLong) && validatePath(shortened(u), false) == nil {
+		t.Fatalf("%q (%v) -> %q, accepted", rel, err, shortened(u))
+	}
+	if err == nil && s != rel {
+		t.Fatalf("%q, accepted, -> %q", rel, s)
+	}
+}
+
 // FuzzLocalName: a local name maps to itself; off Windows only a
 // backslash changes, to "_", and the name it gives is refused whenever the
 // name is refused for anything but its backslashes; a name safe anywhere
@@ -330,8 +383,15 @@ func FuzzLocalName(f *testing.F) {
 	for _, c := range composedCases {
 		f.Add(c.in)
 	}
+	for _, c := range shortenedCases {
+		f.Add(c.in)
+	}
 	f.Fuzz(func(t *testing.T, rel string) {
 		checkComposed(t, rel)
+		checkShortened(t, rel)
+		if l := LocalName(rel); LocalName(l) != l {
+			t.Fatalf("%q -> %q -> %q", rel, l, LocalName(l))
+		}
 		if c := composed(rel); c != rel {
 			checkComposed(t, c)
 			// A composed name keeps its form under Windows's rules and

@@ -148,7 +148,8 @@ func TestHostileUploads(t *testing.T) {
 		{"named like a partial", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x.partial")})}, 201},
 		{"control character", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a\nb")})}, 422},
 		{"bidi override", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("a\u202etxt.exe")})}, 422},
-		{"long name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md(strings.Repeat("a", 300))})}, 422},
+		{"long name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md(strings.Repeat("a", 300))})}, 201}, // cut to fit
+		{"long name with a control character", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md(strings.Repeat("a", 300) + "\x1b")})}, 422},
 		{"no name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1"})}, 422},
 		{"bad metadata", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": "filename !!!"})}, 422},
 		{"negative length", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "-1", "Upload-Metadata": md("a")})}, 400},
@@ -353,6 +354,9 @@ var uploadNameCases = []struct{ filename, relpath, want string }{
 	{"a.txt", "Trip\n/a.txt", ""},
 	{"a.txt", "Trip.partial/a.txt", "Trip.partial/a.txt"},
 	{"a.txt", strings.Repeat("d/", 2100) + "a.txt", ""},
+	{strings.Repeat("日", 100) + ".pdf", "", strings.Repeat("日", 83) + ".pdf"}, // a name Linux cannot hold, cut to fit
+	{strings.Repeat("日", 100) + ".pdf", strings.Repeat("é", 150) + "/" + strings.Repeat("日", 100) + ".pdf", strings.Repeat("é", 127) + "/" + strings.Repeat("日", 83) + ".pdf"},
+	{strings.Repeat("a", 300) + "\u202e.txt", "", ""},
 	{"a.txt", "/", ""},
 	{"a/b", "", ""},
 	{"a/b", "a/b", ""},

@@ -53,6 +53,23 @@ func TestPrinterHoldsUntilFlush(t *testing.T) {
 	}
 }
 
+// A file a Mac named decomposed and a Linux receiver saved composed
+// (store.LocalName) is said to be so: "ok Résumé.md (saved as Résumé.md)"
+// read as a change that was none. Another name is still said.
+func TestSavedComposedIsSaidSo(t *testing.T) {
+	for _, c := range []struct{ path, saved, want string }{
+		{"Re\u0301sume\u0301.md", "R\u00e9sum\u00e9.md", "ok      Re\u0301sume\u0301.md (saved with its accents composed, Unicode NFC)\n"},
+		{"cafe\u0301.txt", "caf\u00e9 (1).txt", "ok      cafe\u0301.txt (saved as caf\u00e9 (1).txt)\n"},
+		{`a\b.txt`, "a_b.txt", "ok      a\\b.txt (saved as a_b.txt)\n"},
+	} {
+		var out bytes.Buffer
+		newPrinter(&out, false).event(engine.Event{Kind: engine.EventFile, File: &engine.FileResult{Path: c.path, SavedAs: c.saved, Verified: true}})
+		if out.String() != c.want {
+			t.Errorf("%q saved as %q: %q, want %q", c.path, c.saved, out.String(), c.want)
+		}
+	}
+}
+
 // writeCounter counts the writes a printer makes (each is a system call on
 // a real stdout).
 type writeCounter struct {

@@ -798,6 +798,9 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	defer d.release(to)
 	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
+		if twinTaken(to, numbered(base, n, true)) {
+			continue
+		}
 		name := filepath.Join(to.path, numbered(base, n, true))
 		linked, err := d.placeNew(p.name, name)
 		if errors.Is(err, fs.ErrExist) {
@@ -1015,6 +1018,15 @@ func (d *Dest) resolveIn(parent *folder, elem string, made *[]string) (*folder, 
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(elem, n, false)
 		dir, err := parent.isDir(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A folder saved decomposed is the folder of the name; a
+			// file so is a name taken.
+			if alt := decomposedTwin(name); alt != "" {
+				if adir, aerr := parent.isDir(alt); aerr == nil {
+					name, dir, err = alt, adir, nil
+				}
+			}
+		}
 		if err == nil && !dir {
 			continue // never descend into a file, symlink or device
 		}

@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // A destination's file system may refuse names that are valid on this
@@ -75,4 +78,39 @@ func (d *Dest) placeNew(oldname, newname string) (linked bool, err error) {
 		return false, err
 	}
 	return d.place(oldname, newname)
+}
+
+// A file saved decomposed (NFD) before names were saved composed (by an
+// older Ferry, or copied from a Mac disk) looks the same as the composed
+// name a peer's file is now saved under ("café.txt" twice in one folder):
+// where names are composed, a name whose decomposed spelling is taken in
+// its folder counts as taken too, and a folder of that spelling is the
+// folder of the name.
+
+// decomposedTwin is the decomposed spelling (NFD) of name, a name as
+// LocalName gives it, when names are composed here and it differs from
+// name; "" otherwise (every ASCII name).
+func decomposedTwin(name string) string {
+	if !composeHere {
+		return ""
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			if alt := norm.NFD.String(name); alt != name {
+				return alt
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// twinTaken reports whether folder fo holds name's decomposed twin.
+func twinTaken(fo *folder, name string) bool {
+	alt := decomposedTwin(name)
+	if alt == "" {
+		return false
+	}
+	_, err := fo.isDir(alt)
+	return err == nil
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,4 +145,46 @@ func TestRenamedFindsAFileSavedUnderItsWindowsName(t *testing.T) {
 	if got, ok := d.Renamed("a:b/m:n.txt", id, 4); !ok || got != saved {
 		t.Errorf("Renamed = %q, %v; want %q", got, ok, saved)
 	}
+}
+
+// TestDecomposedTwinIsTaken: a file or folder saved decomposed (NFD: by an
+// older Ferry, or copied from a Mac disk) is the name a composed one looks
+// the same as: a file is not saved beside it under that name ("café.txt"
+// twice in one folder) but numbered, by a partial's rename and by a whole
+// file's link alike, and files of a folder of that name go into it.
+func TestDecomposedTwinIsTaken(t *testing.T) {
+	if !composeHere {
+		t.Skip("names are kept as they came here")
+	}
+	d, dir := openDest(t)
+	const nfd, nfdFolder = "cafe\u0301.txt", "E\u0301te\u0301"
+	if err := os.WriteFile(filepath.Join(dir, nfd), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, nfdFolder), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		create func(string) (*Partial, error)
+		rel    string
+		want   string
+	}{
+		{d.CreatePartial, "caf\u00e9.txt", "caf\u00e9 (1).txt"},
+		{d.CreateWhole, "cafe\u0301.txt", "caf\u00e9 (2).txt"},
+		{d.CreatePartial, "\u00c9t\u00e9/x.txt", nfdFolder + "/x.txt"},
+		{d.CreateWhole, "E\u0301te\u0301/y.txt", nfdFolder + "/y.txt"},
+	} {
+		p, err := c.create(c.rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.WriteAt([]byte("new"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if as, err := d.Finalize(p, c.rel, 3); err != nil || as != c.want {
+			t.Errorf("%d: %q saved as %q, %v; want %q", i, c.rel, as, err, c.want)
+		}
+	}
+	assertTree(t, dir, map[string]string{nfd: "old", "caf\u00e9 (1).txt": "new", "caf\u00e9 (2).txt": "new",
+		nfdFolder + "/x.txt": "new", nfdFolder + "/y.txt": "new"})
 }

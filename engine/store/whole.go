@@ -89,6 +89,9 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(base, n, true)
+		if twinTaken(to, name) {
+			continue
+		}
 		err := d.refusedByFS("link", name)
 		if err == nil {
 			err = p.link(to, name)

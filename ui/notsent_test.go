@@ -108,3 +108,17 @@ func TestSendThatCouldNotStartSaysWhy(t *testing.T) {
 		t.Error("Retry offered for a send the engine never knew")
 	}
 }
+
+// A Mac's decomposed name that the receiver saved composed (the same
+// letters) is listed without "→ the same name", which read as a change of
+// name that shows none; a name really changed keeps its arrow.
+func TestDetailsListAComposedNameWithoutAnArrow(t *testing.T) {
+	v := &transferView{ended: 2, results: []FileResult{
+		{Path: "Re\u0301sume\u0301.md", SavedAs: "R\u00e9sum\u00e9.md", Size: 3, Verified: true},
+		{Path: "cafe\u0301.txt", SavedAs: "caf\u00e9 (1).txt", Size: 3, Verified: true},
+	}}
+	want := "✓ " + EscapeName("Re\u0301sume\u0301.md") + " (3 B) verified\n✓ " + EscapeName("cafe\u0301.txt") + " → caf\u00e9 (1).txt (3 B) verified"
+	if got := filesText(v); got != want {
+		t.Errorf("Details list\n%q\nwant\n%q", got, want)
+	}
+}

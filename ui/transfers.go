@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/ferrydrop/ferry/internal/safetext"
 	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
@@ -1098,7 +1099,8 @@ func filesText(v *transferView) string {
 	// opened for.
 	for _, f := range append(v.failures[:len(v.failures):len(v.failures)], v.results...) {
 		name := EscapeName(f.Path)
-		if f.SavedAs != "" && f.SavedAs != f.Path {
+		// A Mac's decomposed name saved composed looks the same: no arrow.
+		if f.SavedAs != "" && f.SavedAs != f.Path && !safetext.OnlyComposed(f.Path, f.SavedAs) {
 			name += " → " + EscapeName(filepath.Base(f.SavedAs))
 		}
 		switch {

@@ -401,6 +401,8 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 		switch {
 		case a.Error != "":
 			fmt.Fprintf(out, "%s: %s did not finish: %s\n", a.Device, safetext.Name(a.Name), shown(a.Error))
+		case a.Upload && safetext.OnlyComposed(a.Name, a.SavedAs):
+			fmt.Fprintf(out, "%s: received %s (%s; saved with its accents composed, Unicode NFC)\n", a.Device, safetext.Name(a.Name), humanBytes(*a.Bytes))
 		case a.Upload && a.SavedAs != "":
 			fmt.Fprintf(out, "%s: received %s, saved as %s\n", a.Device, safetext.Name(a.Name), safetext.Name(a.SavedAs))
 		case a.Upload:

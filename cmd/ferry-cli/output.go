@@ -16,7 +16,6 @@ import (
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/safetext"
-	"golang.org/x/text/unicode/norm"
 )
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -356,7 +355,7 @@ func (p *printer) event(ev engine.Event) {
 		switch {
 		case !f.Verified:
 			p.line("FAILED  %s: %s", safetext.Name(f.Path), shown(f.Err))
-		case f.SavedAs != "" && f.SavedAs == norm.NFC.String(f.Path):
+		case safetext.OnlyComposed(f.Path, f.SavedAs):
 			// A Mac's decomposed name saved composed (store.LocalName):
 			// "saved as" the same letters would read as no change.
 			p.line("ok      %s (saved with its accents composed, Unicode NFC)", safetext.Name(f.Path))

@@ -233,6 +233,23 @@ func TestLinkDoneSaysWhatTheZipLeftOut(t *testing.T) {
 	}
 }
 
+// An upload from a Mac's browser whose decomposed name was saved composed
+// says so, not "saved as" the same-looking name; a name really changed is
+// said as before.
+func TestLinkUploadSavedComposedIsSaidSo(t *testing.T) {
+	n := int64(3)
+	for _, c := range []struct{ name, saved, want string }{
+		{"Re\u0301sume\u0301.md", "R\u00e9sum\u00e9.md", "10.0.0.5: received Re\u0301sume\u0301.md (3 B; saved with its accents composed, Unicode NFC)\n"},
+		{"cafe\u0301.txt", "caf\u00e9 (1).txt", "10.0.0.5: received cafe\u0301.txt, saved as caf\u00e9 (1).txt\n"},
+	} {
+		var out bytes.Buffer
+		printLinkEvent(&out, linkEvent{Event: "done", Device: "10.0.0.5", Upload: true, Name: c.name, SavedAs: c.saved, Bytes: &n}, false)
+		if out.String() != c.want {
+			t.Errorf("%q saved as %q: %q, want %q", c.name, c.saved, out.String(), c.want)
+		}
+	}
+}
+
 // A set of files a browser sent together that did not all arrive says how
 // many did and why; a file alone (its "done" line said it) and a set that
 // arrived whole print nothing more.

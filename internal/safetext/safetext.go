@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Name returns a file or device name as it is safe to show: names made only
@@ -219,4 +221,12 @@ func Elide(s string, n int) string {
 		tail += i
 	}
 	return s[:head] + ellipsis + s[tail:]
+}
+
+// OnlyComposed reports whether savedAs is name with its accents composed
+// (Unicode NFC) and nothing else: what a receiver off macOS does to a Mac's
+// decomposed names (store.LocalName). The two look the same, so "saved as"
+// the one would read as a change of name that shows none.
+func OnlyComposed(name, savedAs string) bool {
+	return savedAs != name && savedAs == norm.NFC.String(name)
 }

@@ -208,3 +208,21 @@ func TestElide(t *testing.T) {
 		}
 	}
 }
+
+func TestOnlyComposed(t *testing.T) {
+	for _, c := range []struct {
+		name, saved string
+		want        bool
+	}{
+		{"Re\u0301sume\u0301.md", "R\u00e9sum\u00e9.md", true},
+		{"sub/cafe\u0301.txt", "sub/caf\u00e9.txt", true},
+		{"cafe\u0301.txt", "caf\u00e9 (1).txt", false},
+		{"caf\u00e9.txt", "caf\u00e9.txt", false}, // not changed at all
+		{"a.txt", "", false},
+		{"a:b.txt", "a_b.txt", false},
+	} {
+		if got := OnlyComposed(c.name, c.saved); got != c.want {
+			t.Errorf("OnlyComposed(%q, %q) = %v, want %v", c.name, c.saved, got, c.want)
+		}
+	}
+}

@@ -53,11 +53,17 @@ type Limits struct {
 	// Total bounds the blobs held in all (default 16384: 64 MiB at most).
 	Total int
 	// AllocationsPerSource bounds the TURN allocations of one source
-	// address (default 16: a device makes one per call, a household's
-	// devices share an address).
+	// address (default 16: a device makes one per call and local IPv4
+	// address, a household's devices share an address).
 	AllocationsPerSource int
 	// Allocations bounds the TURN allocations in all (default 1024).
 	Allocations int
+	// AllocationLifetime is the lifetime a TURN allocation is granted
+	// unless its client asks for another (default 2 min, pion's is 10):
+	// a client refreshes its allocation at half of it, so one that
+	// vanished without giving it back (killed, crashed, a lid closed)
+	// holds its place in AllocationsPerSource this long at most.
+	AllocationLifetime time.Duration
 	// Wait is how long a wait that finds nothing is held (default
 	// anywhere.WaitFor).
 	Wait time.Duration
@@ -87,6 +93,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Allocations <= 0 {
 		l.Allocations = 1024
+	}
+	if l.AllocationLifetime <= 0 {
+		l.AllocationLifetime = 2 * time.Minute
 	}
 	if l.Wait <= 0 {
 		l.Wait = anywhere.WaitFor
@@ -195,6 +204,10 @@ func Start(cfg Config) (*Relay, error) {
 		Realm:        anywhere.TURNRealm,
 		AuthHandler:  turnAuth(cfg.Secret, refusals),
 		QuotaHandler: quota.allow,
+		// Short, so that an allocation its device left behind (a kill, a
+		// crash: nothing gives it back) frees its place soon; a live one
+		// is refreshed. docs/beyond-the-lan.md: why not evict instead.
+		AllocationLifetime: lim.AllocationLifetime,
 		EventHandler: turn.EventHandler{
 			OnAuth: func(src, _ net.Addr, _, _, _ string, _ string, ok bool) {
 				if !ok {

@@ -195,6 +195,13 @@ func allocate(t *testing.T, addr, user, password string) (net.PacketConn, error)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return allocateOn(t, pc, addr, user, password)
+}
+
+// allocateOn is allocate from the socket pc: closing it makes the device
+// vanish, its allocation not given back.
+func allocateOn(t *testing.T, pc net.PacketConn, addr, user, password string) (net.PacketConn, error) {
+	t.Helper()
 	lf := logging.NewDefaultLoggerFactory()
 	lf.DefaultLogLevel = logging.LogLevelDisabled
 	c, err := turn.NewClient(&turn.ClientConfig{STUNServerAddr: addr, TURNServerAddr: addr, Username: user, Password: password,
@@ -354,6 +361,54 @@ func TestTURNAllocationsPerSource(t *testing.T) {
 	}
 	a.Close()
 	held[1].Close()
+}
+
+// TestTURNAllocationOfAVanishedDeviceEnds: an allocation whose device
+// vanished without giving it back (killed: its socket gone, no refresh
+// of lifetime 0 sent) ends once its lifetime (Limits.AllocationLifetime)
+// runs out, so that it frees its place in the per-source bound, while an
+// allocation older than it, whose device is still there, is refreshed
+// and still relays. With pion's lifetime (10 minutes) the first wait
+// times out.
+func TestTURNAllocationOfAVanishedDeviceEnds(t *testing.T) {
+	t.Parallel()
+	r, err := Start(Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true, Limits: Limits{AllocationLifetime: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	addr := r.Addr().String()
+	live, err := allocate(t, addr, anywhere.TURNUser, anywhere.TURNPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	sock, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := allocateOn(t, sock, addr, anywhere.TURNUser, anywhere.TURNPassword); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "two allocations counted", func() bool { return r.quota.held() == 2 })
+	sock.Close() // the device vanishes
+	testutil.WaitFor(t, "the vanished device's allocation ended", func() bool { return r.quota.held() == 1 })
+
+	// The one left is the live one, allocated first and so older than a
+	// lifetime by now: it was refreshed, and relays.
+	peer, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	if _, err := live.WriteTo([]byte("still here"), peer.LocalAddr()); err != nil {
+		t.Fatalf("the live allocation: %v", err)
+	}
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	if n, _, err := peer.ReadFrom(buf); err != nil || string(buf[:n]) != "still here" {
+		t.Fatalf("the live allocation relayed %q, %v", buf[:n], err)
+	}
 }
 
 // TestTURNRelaysOnlyToDevices: an allocation may send to a device's

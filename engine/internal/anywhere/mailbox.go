@@ -253,6 +253,11 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 			// Something answered, in another protocol than HTTP.
 			return nil, &notHTTPError{err: err}
 		}
+		if closedUnread(err) {
+			// The relay closed the connection as it came, which is said
+			// so (io.EOF), not as a relay that does not answer.
+			err = fmt.Errorf("%w (%w)", err, io.EOF)
+		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, err)
 	}
 	defer resp.Body.Close()
@@ -281,12 +286,15 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 // another protocol.
 func lostOnTheWay(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		// net/http's word for a connection the server closed before it
-		// read the request (errServerClosedIdle, unexported): about 1 in
-		// 1000 connections to a relay that closes each at once, where
-		// the rest end in EOF or a reset.
-		strings.HasSuffix(err.Error(), "server closed idle connection")
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || closedUnread(err)
+}
+
+// closedUnread reports net/http's word for a connection the server closed
+// before it read the request (errServerClosedIdle, unexported): about 1 in
+// 1000 connections to a relay that closes each at once, where the rest end
+// in EOF or a reset.
+func closedUnread(err error) bool {
+	return strings.HasSuffix(err.Error(), "server closed idle connection")
 }
 
 // firstLine is the first line of a relay's reason, bounded.

@@ -483,7 +483,7 @@ func (l *transferList) refreshPair(v *transferView) {
 	line := checkLine(who) + " If it does, Ferry trusts it from now on."
 	switch v.codeShown {
 	case CodeShownNo:
-		line = fmt.Sprintf("%s accepted without showing this code, so there is nothing to compare it with. To trust %s, compare codes with Pair….", who, who)
+		line = fmt.Sprintf("%s accepted without showing this code, so there is nothing to compare it with. To trust %s, use Pair… to compare codes with it.", who, who)
 	case CodeShownUnknown:
 		line = checkLine(who) + " Its Ferry is older and does not say whether it showed the code: if it does not, compare codes with Pair… instead. If it does, Ferry trusts it from now on."
 	}
@@ -505,7 +505,7 @@ func (l *transferList) refreshPromptCode(v *transferView) {
 		return
 	}
 	who := l.u.sentenceWho(v.peer)
-	line := fmt.Sprintf("Shown with the offer. %s shows the same code unless another device is in the middle: its user may compare the two. Trusting %s here takes comparing codes with Pair….", who, who)
+	line := fmt.Sprintf("Shown with the offer. %s shows the same code unless another device is in the middle: its user may compare the two. To trust %s here, use Pair… to compare codes with it.", who, who)
 	if v.codeMatched {
 		line = fmt.Sprintf("Shown with the offer; you said %s shows the same code, so this device trusts it. Its user may compare the two as well.", who)
 	}

@@ -109,7 +109,16 @@ func (u *UI) send(d Device, items Items) {
 // ItemsText names what a transfer holds in a few words: "a.jpg, b.jpg
 // and 3 more", a folder as "Photos", a text as "a text".
 func ItemsText(names []string, items int, text string) string {
-	var parts []string
+	parts, tail := itemsParts(names, items, text)
+	if tail != "" {
+		tail = " " + tail
+	}
+	return strings.Join(parts, ", ") + tail
+}
+
+// itemsParts is ItemsText's names (at most two, or "a text") and what
+// follows them ("and 3 more", "and a text", or nothing).
+func itemsParts(names []string, items int, text string) (parts []string, tail string) {
 	for _, n := range names {
 		if len(parts) == 2 {
 			break
@@ -124,14 +133,13 @@ func ItemsText(names []string, items int, text string) string {
 			parts = append(parts, "a text")
 		}
 	}
-	s := strings.Join(parts, ", ")
 	switch {
 	case more == 1 && text != "" && len(names) > 0:
-		s += " and a text"
+		tail = "and a text"
 	case more > 0:
-		s += " and " + HumanCount(more) + " more"
+		tail = "and " + HumanCount(more) + " more"
 	}
-	return s
+	return parts, tail
 }
 
 // OfferNames lists the first top-level files and folders of an offer
@@ -163,13 +171,66 @@ func OfferNames(o *Offer) (names []string, items int) {
 // History three.
 const maxOfferNames = 3
 
-// itemsTitle names local items for a dialog title.
-func itemsTitle(items Items) string {
-	var names []string
-	for _, p := range items.Paths {
-		names = append(names, filepath.Base(p))
+// itemsLabel is the send sheet's "Sending a.jpg, b.txt and 3 more". Where
+// a name with its comma is wider than the label, Fyne breaks the name
+// within, and the comma could start the next line (", b.txt"): there it
+// lists the names one per line, without commas.
+type itemsLabel struct {
+	widget.Label
+	inline string   // "Sending a.jpg, b.txt and 3 more"
+	lines  []string // "Sending", "a.jpg", "b.txt", "and 3 more"
+}
+
+func newItemsLabel() *itemsLabel {
+	l := &itemsLabel{}
+	l.Wrapping = fyne.TextWrapWord
+	l.ExtendBaseWidget(l)
+	return l
+}
+
+// set shows the words in front ("Sending") and the items' parts.
+func (l *itemsLabel) set(lead string, parts []string, tail string) {
+	l.inline = lead + " " + strings.Join(parts, ", ")
+	l.lines = append([]string{lead}, parts...)
+	if tail != "" {
+		l.inline += " " + tail
+		l.lines = append(l.lines, tail)
 	}
-	return ItemsText(names, len(items.Paths), items.Text)
+	l.SetText(l.form(l.Size().Width))
+}
+
+// setText shows text as it is (a text sent: no list of names).
+func (l *itemsLabel) setText(text string) {
+	l.inline, l.lines = text, nil
+	l.SetText(text)
+}
+
+// form is the text for a label width wide: the inline one unless one of
+// its words does not fit on a line.
+func (l *itemsLabel) form(width float32) string {
+	if l.lines == nil || width <= 0 {
+		return l.inline
+	}
+	th := l.Theme()
+	room := width - 2*th.Size(theme.SizeNameInnerPadding)
+	size := th.Size(theme.SizeNameText)
+	for _, w := range strings.Fields(l.inline) {
+		if fyne.MeasureText(w, size, l.TextStyle).Width > room {
+			return strings.Join(l.lines, "\n")
+		}
+	}
+	return l.inline
+}
+
+// Resize picks the form for the new width.
+func (l *itemsLabel) Resize(s fyne.Size) {
+	if t := l.form(s.Width); t != l.Text {
+		l.Text = t
+		l.Label.Resize(s)
+		l.Refresh()
+		return
+	}
+	l.Label.Resize(s)
 }
 
 // chooser is the send sheet: what is sent, with a way to add more, and the
@@ -184,7 +245,7 @@ type chooser struct {
 	chosen  map[string]bool // device key -> checked
 	checks  []*check        // one per device, in order
 	names   []*sheetName    // the devices' names beside their checks
-	what    *widget.Label
+	what    *itemsLabel
 	head    *widget.Label // "To", with how many are checked
 	list    *fyne.Container
 	scroll  *container.Scroll
@@ -209,8 +270,7 @@ func (u *UI) askSend(items Items, pre []Device) {
 	for _, d := range pre {
 		c.chosen[d.Key()] = true
 	}
-	c.what = widget.NewLabel("")
-	c.what.Wrapping = fyne.TextWrapWord
+	c.what = newItemsLabel()
 	c.add = u.newButton("Add files…", theme.ContentAddIcon(), func() {
 		u.pick(PickRequest{Title: "Add files", Multiple: true}, func(paths []string) {
 			c.items.Paths = append(c.items.Paths, paths...)
@@ -242,10 +302,16 @@ func (u *UI) askSend(items Items, pre []Device) {
 
 // describe says what the sheet sends.
 func (c *chooser) describe() {
-	c.what.SetText("Sending " + itemsTitle(c.items))
 	if c.items.Text != "" && len(c.items.Paths) == 0 {
-		c.what.SetText("Sending a text: " + clip(EscapeText(c.items.Text), 80))
+		c.what.setText("Sending a text: " + clip(EscapeText(c.items.Text), 80))
+		return
 	}
+	var names []string
+	for _, p := range c.items.Paths {
+		names = append(names, filepath.Base(p))
+	}
+	parts, tail := itemsParts(names, len(c.items.Paths), c.items.Text)
+	c.what.set("Sending", parts, tail)
 }
 
 // refresh lists the devices online now, keeping what was checked.

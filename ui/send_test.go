@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
@@ -572,6 +573,36 @@ func TestEmptyListAfterClearFinishedSaysNoneUnderWay(t *testing.T) {
 	test.Tap(windowButton(t, u, "Clear finished"))
 	if got := hint(); !strings.HasPrefix(got, "No transfers under way.") || !strings.Contains(got, "History") {
 		t.Errorf("after Clear finished: %q, want that none is under way and the finished ones are in History", got)
+	}
+}
+
+// The sheet's "Sending" line wraps between names, never before a comma:
+// a name wider than the sheet was broken within by Fyne, and at some
+// lengths its comma began the next line (seen under Xvfb: "Sending
+// IMG_….jpg" then ", short.txt"). Such names are listed one per line.
+func TestSendSheetNeverStartsALineWithAComma(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	u.win.Resize(fyne.NewSize(670, 469)) // the window at its smallest
+	for n := 20; n <= 120; n++ {
+		long := "/IMG_" + strings.Repeat("x", n) + ".jpg"
+		u.askSend(Items{Paths: []string{long, "/short.txt", "/c.txt"}}, nil)
+		c := u.ask
+		var rows []string
+		uitree.Walk(c.what, func(o fyne.CanvasObject) {
+			if x, ok := o.(*canvas.Text); ok && x.Text != "" {
+				rows = append(rows, x.Text)
+			}
+		})
+		all := strings.Join(rows, "")
+		if !strings.Contains(all, "short.txt") || !strings.Contains(all, "and 1 more") {
+			t.Fatalf("name of %d: the sheet says %q", n, rows)
+		}
+		for _, r := range rows {
+			if strings.HasPrefix(strings.TrimSpace(r), ",") {
+				t.Fatalf("name of %d: a line starts with a comma: %q", n, rows)
+			}
+		}
 	}
 }
 

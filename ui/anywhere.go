@@ -13,9 +13,9 @@ import (
 // anywhereSettings is the "beyond the LAN" part of the Settings form
 // (issue #29): off by default, with the relay it goes through.
 type anywhereSettings struct {
-	on     *widget.Check
-	relay  *widget.Entry
-	secret *widget.Entry // the relay's secret: hidden, "" for a relay without one
+	on     *check
+	relay  *entry
+	secret *entry // the relay's secret: hidden, "" for a relay without one
 	note   *widget.Label
 }
 
@@ -23,9 +23,11 @@ type anywhereSettings struct {
 // said here at once; the engine checks it again.
 const minRelaySecret = 16
 
-func newAnywhereSettings() *anywhereSettings {
+// newAnywhereSettings makes the fields Ferry's: Tab to one scrolls it into
+// view (reveal).
+func newAnywhereSettings(u *UI) *anywhereSettings {
 	v := &anywhereSettings{}
-	v.on = widget.NewCheck("Reach my paired devices from anywhere", func(on bool) {
+	v.on = u.newCheck("Reach my paired devices from anywhere", func(on bool) {
 		if on {
 			v.relay.Enable()
 			v.secret.Enable()
@@ -34,7 +36,7 @@ func newAnywhereSettings() *anywhereSettings {
 			v.secret.Disable()
 		}
 	})
-	v.relay = widget.NewEntry()
+	v.relay = u.newEntry()
 	v.relay.SetPlaceHolder("relay.example.org:3478")
 	v.relay.Validator = func(s string) error {
 		if s = strings.TrimSpace(s); s == "" {
@@ -45,7 +47,11 @@ func newAnywhereSettings() *anywhereSettings {
 		}
 		return nil
 	}
-	v.secret = widget.NewPasswordEntry()
+	// As widget.NewPasswordEntry: hidden, and (Password with no
+	// ActionItem) Fyne's own button to show it.
+	v.secret = u.newEntry()
+	v.secret.Password = true
+	v.secret.Wrapping = fyne.TextWrap(fyne.TextTruncateClip)
 	v.secret.SetPlaceHolder("the relay's secret, if it has one")
 	v.secret.Validator = func(s string) error {
 		if s = strings.TrimSpace(s); s != "" && (len(s) < minRelaySecret || strings.ContainsAny(s, "\r\n")) {

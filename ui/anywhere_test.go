@@ -11,7 +11,7 @@ import (
 // relay stays off.
 func TestAnywhereSettingsForm(t *testing.T) {
 	test.NewTempApp(t)
-	v := newAnywhereSettings()
+	v := newAnywhereSettings(&UI{})
 	v.load(Settings{})
 	if v.on.Checked || !v.relay.Disabled() {
 		t.Fatal("off by default, relay entry enabled")
@@ -42,7 +42,7 @@ func TestAnywhereSettingsForm(t *testing.T) {
 // off with the setting, trimmed; one too short keeps the saved one.
 func TestAnywhereSettingsSecret(t *testing.T) {
 	test.NewTempApp(t)
-	v := newAnywhereSettings()
+	v := newAnywhereSettings(&UI{})
 	v.load(Settings{AnywhereRelay: "relay.example.org:3478", AnywhereSecret: "the saved secret, long enough"})
 	if !v.secret.Password || !v.secret.Disabled() || v.secret.Text != "the saved secret, long enough" {
 		t.Fatalf("secret entry: password %v disabled %v text %q", v.secret.Password, v.secret.Disabled(), v.secret.Text)

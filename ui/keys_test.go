@@ -539,6 +539,25 @@ func TestTabScrollsTheFocusedControlIntoView(t *testing.T) {
 	if !inView(v.general, v.name) {
 		t.Errorf("Shift+Tab back to Device name left it out of view (offset %v)", v.general.Offset)
 	}
+	// LocalSend's and the relay's fields, on so that their entries take
+	// the focus: they were Fyne's own, and Tab left them below the fold.
+	v.localSend.on.SetChecked(true)
+	v.anywhere.on.SetChecked(true)
+	for _, f := range []struct {
+		name string
+		o    interface {
+			fyne.Focusable
+			fyne.CanvasObject
+		}
+	}{
+		{"LocalSend", v.localSend.on}, {"LocalSend PIN", v.localSend.pin}, {"LocalSend port", v.localSend.port},
+		{"Beyond the LAN", v.anywhere.on}, {"Relay", v.anywhere.relay}, {"Relay secret", v.anywhere.secret},
+	} {
+		tabTo(t, u, f.o, false)
+		if !inView(v.general, f.o) {
+			t.Errorf("Tab to %s left it out of view (offset %v)", f.name, v.general.Offset)
+		}
+	}
 
 	// Settings' Devices page, with more devices than it shows.
 	be := u.be.(*fakeBackend)

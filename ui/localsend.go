@@ -101,16 +101,18 @@ type LocalSendStatus interface {
 
 // localSendSettings is the LocalSend part of the Settings form.
 type localSendSettings struct {
-	on    *widget.Check
-	pin   *widget.Entry
-	port  *widget.Entry
+	on    *check
+	pin   *entry
+	port  *entry
 	note  *widget.Label
 	state *widget.Label // where it serves now, from LocalSendStatus
 }
 
-func newLocalSendSettings() *localSendSettings {
+// newLocalSendSettings makes the fields Ferry's: Tab to one scrolls it
+// into view (reveal).
+func newLocalSendSettings(u *UI) *localSendSettings {
 	v := &localSendSettings{}
-	v.on = widget.NewCheck("Let LocalSend devices see and send to this device", func(on bool) {
+	v.on = u.newCheck("Let LocalSend devices see and send to this device", func(on bool) {
 		if on {
 			v.pin.Enable()
 			v.port.Enable()
@@ -119,7 +121,7 @@ func newLocalSendSettings() *localSendSettings {
 			v.port.Disable()
 		}
 	})
-	v.pin = widget.NewEntry()
+	v.pin = u.newEntry()
 	v.pin.SetPlaceHolder("None")
 	v.pin.Validator = func(s string) error {
 		if len(strings.TrimSpace(s)) > 64 {
@@ -127,7 +129,7 @@ func newLocalSendSettings() *localSendSettings {
 		}
 		return nil
 	}
-	v.port = widget.NewEntry()
+	v.port = u.newEntry()
 	v.port.SetPlaceHolder(strconv.Itoa(LocalSendDefaultPort))
 	v.port.Validator = func(s string) error {
 		_, err := parsePort(s)

@@ -84,7 +84,7 @@ func newSettingsView(u *UI) *settingsView {
 
 	id := widget.NewLabel(GroupID(u.self.ID))
 	id.Wrapping = fyne.TextWrapBreak
-	v.localSend = newLocalSendSettings()
+	v.localSend = newLocalSendSettings(u)
 	form := widget.NewForm(
 		widget.NewFormItem("Device name", v.name),
 		widget.NewFormItem("Device ID", id),
@@ -97,7 +97,7 @@ func newSettingsView(u *UI) *settingsView {
 	for _, it := range v.localSend.items() {
 		form.AppendItem(it)
 	}
-	v.anywhere = newAnywhereSettings()
+	v.anywhere = newAnywhereSettings(u)
 	for _, it := range v.anywhere.items() {
 		form.AppendItem(it)
 	}
@@ -105,7 +105,7 @@ func newSettingsView(u *UI) *settingsView {
 	// refreshed: "Relay" stayed grey over a field that took typing once
 	// "Reach my paired devices from anywhere" was checked (and "LocalSend
 	// PIN" white over a disabled one once LocalSend was turned off).
-	for _, c := range []*widget.Check{v.localSend.on, v.anywhere.on} {
+	for _, c := range []*widget.Check{&v.localSend.on.Check, &v.anywhere.on.Check} {
 		changed := c.OnChanged
 		c.OnChanged = func(on bool) {
 			changed(on)
@@ -135,7 +135,7 @@ func newSettingsView(u *UI) *settingsView {
 	}
 	// Enter in a text field saves, as Enter presses a dialog's default
 	// button (it did nothing: only a click on Save saved).
-	for _, e := range []*widget.Entry{&v.name.Entry, &v.dir.Entry, v.localSend.pin, v.localSend.port, v.anywhere.relay, v.anywhere.secret} {
+	for _, e := range []*widget.Entry{&v.name.Entry, &v.dir.Entry, &v.localSend.pin.Entry, &v.localSend.port.Entry, &v.anywhere.relay.Entry, &v.anywhere.secret.Entry} {
 		e.OnSubmitted = func(string) { v.apply() }
 	}
 	v.obj = v.tabs
@@ -163,8 +163,8 @@ func (v *settingsView) invalid() (string, error) {
 		label string
 		e     *widget.Entry
 	}{
-		{"LocalSend PIN", v.localSend.pin}, {"LocalSend port", v.localSend.port},
-		{"Relay", v.anywhere.relay}, {"Relay secret", v.anywhere.secret},
+		{"LocalSend PIN", &v.localSend.pin.Entry}, {"LocalSend port", &v.localSend.port.Entry},
+		{"Relay", &v.anywhere.relay.Entry}, {"Relay secret", &v.anywhere.secret.Entry},
 	} {
 		if f.e.Disabled() {
 			continue // not in use (LocalSend or the relay off): its old value is kept

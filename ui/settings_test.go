@@ -86,9 +86,9 @@ func TestInvalidFieldIsNotSavedNorLost(t *testing.T) {
 		typed string
 		say   string
 	}{
-		{"LocalSend port", func(v *settingsView) { v.localSend.port.SetText("99999x") }, func(v *settingsView) *widget.Entry { return v.localSend.port },
+		{"LocalSend port", func(v *settingsView) { v.localSend.port.SetText("99999x") }, func(v *settingsView) *widget.Entry { return &v.localSend.port.Entry },
 			"99999x", "Not saved: LocalSend port: a port is a number from 1 to 65535."},
-		{"relay", func(v *settingsView) { v.anywhere.on.SetChecked(true); v.anywhere.relay.SetText("relay.example.org") }, func(v *settingsView) *widget.Entry { return v.anywhere.relay },
+		{"relay", func(v *settingsView) { v.anywhere.on.SetChecked(true); v.anywhere.relay.SetText("relay.example.org") }, func(v *settingsView) *widget.Entry { return &v.anywhere.relay.Entry },
 			"relay.example.org", "Not saved: Relay: host:port of a Ferry relay (ferry-cli relay)."},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestSettingsLabelsFollowTheirFields(t *testing.T) {
 	}
 	on, off := theme.Color(theme.ColorNameForeground), theme.Color(theme.ColorNameDisabled)
 	for _, c := range []struct {
-		check  *widget.Check
+		check  *check
 		labels []string
 	}{
 		{v.anywhere.on, []string{"Relay", "Relay secret"}},

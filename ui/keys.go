@@ -7,6 +7,7 @@ import (
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -305,4 +306,75 @@ func (c *choice) TypedKey(ev *fyne.KeyEvent) {
 	default:
 		c.Select.TypedKey(ev)
 	}
+}
+
+// radio is Ferry's choice of one option of several, as a required
+// widget.RadioGroup: Fyne's options are its own, unexported, and never
+// call reveal, so Tab left "Who may send" below the fold. Its options are
+// Ferry's checks, drawn with the radio button's icons (radioTheme).
+type radio struct {
+	widget.BaseWidget
+	// Selected is the option chosen; SetSelected chooses one.
+	Selected string
+	options  []*check
+	box      *fyne.Container
+}
+
+func (u *UI) newRadio(options []string) *radio {
+	r := &radio{}
+	r.box = container.New(layout.NewCustomPaddedVBoxLayout(0))
+	for _, o := range options {
+		c := u.newCheck(o, nil)
+		c.OnChanged = func(on bool) {
+			if on || r.Selected == o {
+				r.SetSelected(o) // an option is always chosen
+			}
+		}
+		r.options = append(r.options, c)
+		r.box.Add(c)
+	}
+	r.ExtendBaseWidget(r)
+	return r
+}
+
+// SetSelected chooses option s.
+func (r *radio) SetSelected(s string) {
+	r.Selected = s
+	for _, c := range r.options {
+		if on := c.Text == s; c.Checked != on {
+			c.Checked = on // not SetChecked: its OnChanged would come back here
+			c.Refresh()
+		}
+	}
+}
+
+// CreateRenderer draws the options as radio buttons.
+func (r *radio) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(container.NewThemeOverride(r.box, radioTheme{}))
+}
+
+// radioTheme is the app's theme with a check's icons replaced by a radio
+// button's.
+type radioTheme struct{}
+
+func (radioTheme) current() fyne.Theme { return fyne.CurrentApp().Settings().Theme() }
+
+func (t radioTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	return t.current().Color(n, v)
+}
+
+func (t radioTheme) Font(s fyne.TextStyle) fyne.Resource { return t.current().Font(s) }
+
+func (t radioTheme) Size(n fyne.ThemeSizeName) float32 { return t.current().Size(n) }
+
+func (t radioTheme) Icon(n fyne.ThemeIconName) fyne.Resource {
+	switch n {
+	case theme.IconNameCheckButton:
+		n = theme.IconNameRadioButton
+	case theme.IconNameCheckButtonChecked:
+		n = theme.IconNameRadioButtonChecked
+	case theme.IconNameCheckButtonFill:
+		n = theme.IconNameRadioButtonFill
+	}
+	return t.current().Icon(n)
 }

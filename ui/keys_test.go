@@ -558,6 +558,22 @@ func TestTabScrollsTheFocusedControlIntoView(t *testing.T) {
 			t.Errorf("Tab to %s left it out of view (offset %v)", f.name, v.general.Offset)
 		}
 	}
+	// Back up to "Who may send", whose options were Fyne's radio items.
+	var options []fyne.Focusable
+	uitree.Walk(v.policy, func(o fyne.CanvasObject) {
+		if f, ok := o.(fyne.Focusable); ok {
+			options = append(options, f)
+		}
+	})
+	if len(options) != len(policyLabels) || inView(v.general, options[len(options)-1].(fyne.CanvasObject)) {
+		t.Fatalf("%d options of 'Who may send', the last in view: nothing to test", len(options))
+	}
+	for i := len(options) - 1; i >= 0; i-- {
+		tabTo(t, u, options[i], true)
+		if !inView(v.general, options[i].(fyne.CanvasObject)) {
+			t.Errorf("Shift+Tab to 'Who may send' option %d left it out of view (offset %v)", i, v.general.Offset)
+		}
+	}
 
 	// Settings' Devices page, with more devices than it shows.
 	be := u.be.(*fakeBackend)

@@ -43,7 +43,7 @@ type settingsView struct {
 	u         *UI
 	name      *entry
 	dir       *entry
-	policy    *widget.RadioGroup
+	policy    *radio
 	auto      *check
 	login     *check
 	minimized *check
@@ -68,8 +68,7 @@ func newSettingsView(u *UI) *settingsView {
 	v.browse = u.newButton("Choose…", theme.FolderOpenIcon(), func() {
 		u.pick(PickRequest{Title: "Save received files to", Folders: true}, func(paths []string) { v.dir.SetText(paths[0]) })
 	})
-	v.policy = widget.NewRadioGroup(policyLabels, nil)
-	v.policy.Required = true
+	v.policy = u.newRadio(policyLabels)
 	v.auto = u.newCheck("Accept files from trusted devices without asking", nil)
 	v.login = u.newCheck("Start Ferry when I log in", nil)
 	v.minimized = u.newCheck("Start minimised to the tray", nil)

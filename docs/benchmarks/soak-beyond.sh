@@ -23,6 +23,7 @@
 #
 #   docs/benchmarks/soak-beyond.sh FERRY_CLI WORKDIR [N [STEP [PORT]]]
 set -u
+LIB=$(dirname "$(realpath "$0")")/soak-lib.sh
 trap "" PIPE # a pairing process gone before its answer is written
 F=$(realpath "$1"); W=$2; N=${3:-300}; STEP=${4:-50}; PORT=${5:-48163}
 mkdir -p "$W" && cd "$W" || exit 1
@@ -107,14 +108,7 @@ download() { # download I: a fresh client types the PIN, then fetches
 	3) curl -s -o /dev/null -b $jar "${SHURL}all.zip" ;;
 	esac
 }
-profile() { # profile NAME PID: goroutines and live heap (KiB) of a process's own heap profile
-	local before after
-	before=$(md5sum < prof/$1.json 2>/dev/null)
-	kill -USR1 $2
-	for _ in $(seq 100); do sleep 0.1; after=$(md5sum < prof/$1.json 2>/dev/null); [ "$after" != "$before" ] && break; done
-	cp prof/$1 prof/$1-$3.pprof 2>/dev/null
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["Goroutines"], d["LiveHeap"]>>10)' prof/$1.json
-}
+. "$LIB"
 sample() {
 	local line="$1" n p d
 	for n in rx up share relay; do

@@ -11,6 +11,7 @@
 #
 #   docs/benchmarks/soak-relay.sh FERRY_CLI WORKDIR [N [STEP [PREFIX]]]
 set -u
+LIB=$(dirname "$(realpath "$0")")/soak-lib.sh
 trap "" PIPE
 F=$(realpath "$1"); W=$2; N=${3:-300}; STEP=${4:-50}; P=${5:-soak2}
 NS=${P}rx HOST=10.250.2.1 RXIP=10.250.2.2
@@ -43,14 +44,7 @@ for s in s1 s2 s3; do
 	python3 -c 'import json,sys; p=sys.argv[1]+"/trust.json"; d=json.load(open(p)); [e.pop("last_addrs", None) for e in d]; json.dump(d, open(p, "w"))' $s
 done
 sleep 31 # the receiver puts its presence for the devices paired since it started within 30 s
-profile() {
-	local before after
-	before=$(md5sum < prof/$1.json 2>/dev/null)
-	kill -USR1 $2
-	for _ in $(seq 100); do sleep 0.1; after=$(md5sum < prof/$1.json 2>/dev/null); [ "$after" != "$before" ] && break; done
-	cp prof/$1 prof/$1-$3.pprof 2>/dev/null
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["Goroutines"], d["LiveHeap"]>>10)' prof/$1.json
-}
+. "$LIB"
 sample() {
 	local line="$1" n p d
 	for n in rx relay; do

@@ -417,6 +417,7 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 		Peers:    e.anywherePeers,
 		Listener: e.quicListenAddr,
 		Log:      e.log,
+		Now:      e.now,
 		Started:  func() { close(started) },
 		Loopback: e.anywhereLoopback,
 		NonQUIC:  e.quicNonQUIC,

@@ -12,6 +12,8 @@ import (
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/relay"
+	"github.com/ferrydrop/ferry/internal/clock"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // pairEngines pairs a with recv (both confirm), as the users would on the LAN.
@@ -331,4 +333,45 @@ func TestRelayGoneAndBackIsAnEvent(t *testing.T) {
 	if st := relayEvent(); st.Addr != relayAddr || st.Err != "" {
 		t.Errorf("the relay back: %+v", st)
 	}
+}
+
+// TestPairingWhileServingIsAnnouncedAtOnce: a device paired with a
+// receiver already serving through a relay finds it there at once, and
+// one forgotten there at once no more. The receiver put its presence for
+// its paired devices every 30 s (presenceEvery) and no sooner, so a user
+// who paired and sent at once heard "not receiving through relay" for up
+// to 30 s. The receiver's clock is frozen: its period never passes, so
+// only the pairing itself can put the presence.
+func TestPairingWhileServingIsAnnouncedAtOnce(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	relayAddr := r.Addr().String()
+	frozen := clock.NewFake(time.Now())
+	recv := startReceiver(t, Options{Accept: AcceptTrusted, Name: "Desktop", Clock: frozen})
+	recv.anywhereLoopback = true
+	// A device paired before, so that the receiver has a presence to keep.
+	pairEngines(t, testEngine(t, Options{Name: "Phone"}), recv)
+	stop, err := recv.ServeAnywhere(relayAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	a := testEngine(t, Options{Name: "Laptop"})
+	a.anywhereLoopback = true
+	pairEngines(t, a, recv)
+	testutil.WaitFor(t, "the receiver's presence for the device paired while it serves", func() bool {
+		return a.FindAnywhere(t.Context(), relayAddr, recv.ID()) == nil
+	})
+	sendThroughRelay(t, a, recv, relayAddr, "paired-meanwhile.bin", 64<<10)
+
+	if err := recv.Forget(a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the receiver's presence for a forgotten device taken back", func() bool {
+		return errors.Is(a.FindAnywhere(t.Context(), relayAddr, recv.ID()), ErrDeviceNotFound)
+	})
 }

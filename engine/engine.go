@@ -583,7 +583,11 @@ func (e *Engine) Forget(id string) error {
 	if err != nil {
 		return err
 	}
-	return e.trust.Forget(pid)
+	if err := e.trust.Forget(pid); err != nil {
+		return err
+	}
+	e.anywherePeersChanged()
+	return nil
 }
 
 // Transfer is the handle of one running or finished transfer.

@@ -64,5 +64,18 @@ func (e *Engine) keepRendezvous(id peer.ID, s rendezvous.Secret) {
 	}
 	if err := e.trust.SetRendezvous(id, s.String(), e.now()); err != nil {
 		e.log.Warn("trust store", "err", err)
+		return
+	}
+	e.anywherePeersChanged()
+}
+
+// anywherePeersChanged tells the relays served through that the paired
+// devices with a rendezvous secret changed: a device just paired finds
+// this one there at once, not after the presence's period.
+func (e *Engine) anywherePeersChanged() {
+	e.relays.mu.Lock()
+	defer e.relays.mu.Unlock()
+	for srv := range e.relays.serving {
+		srv.PeersChanged()
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -423,6 +425,55 @@ type Server struct {
 
 	mu    sync.Mutex      // guards paths
 	paths map[string]Path // the calls answered and up, by the address the listener sees them from
+
+	changeMu  sync.Mutex         // guards the fields below
+	changed   bool               // PeersChanged since the loop last read Peers
+	interrupt context.CancelFunc // ends the loop's wait for calls (nil: none under way)
+}
+
+// PeersChanged tells a running Server that Peers changed (a device paired,
+// its rendezvous secret replaced, a device forgotten): it ends its wait for
+// calls and puts its presence for a new device at once, and takes back
+// the one of a device no longer there, instead of at the next
+// presenceEvery. Without it a change is seen within one wait (WaitFor) or
+// poll: the loop compares Peers with what it announced at every round,
+// which also catches a pairing made by another process of the same
+// config folder.
+func (s *Server) PeersChanged() {
+	s.changeMu.Lock()
+	defer s.changeMu.Unlock()
+	s.changed = true
+	if s.interrupt != nil {
+		s.interrupt()
+	}
+}
+
+// waitCtx is the context of one round's wait for calls: it ends with ctx,
+// or at once when PeersChanged is called (or was, since the round read
+// Peers). done ends it.
+func (s *Server) waitCtx(ctx context.Context) (wctx context.Context, done func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	s.changeMu.Lock()
+	defer s.changeMu.Unlock()
+	if s.changed {
+		cancel()
+	} else {
+		s.interrupt = cancel
+	}
+	return wctx, func() {
+		s.changeMu.Lock()
+		s.interrupt = nil
+		s.changeMu.Unlock()
+		cancel()
+	}
+}
+
+// peers reads Peers, and clears the change PeersChanged said.
+func (s *Server) peers() []Peer {
+	s.changeMu.Lock()
+	s.changed = false
+	s.changeMu.Unlock()
+	return s.Peers()
 }
 
 // PathOf is the path of an answered call whose QUIC packets reach the
@@ -502,14 +553,21 @@ func (s *Server) Run(ctx context.Context) error {
 	if _, err := mb.Get(ctx, []string{randomHex(NameLen / 2)}); err != nil {
 		return err
 	}
-	if err := s.announce(ctx, mb, now()); err != nil {
+	// announced are the devices whose presence is at the relay, each with
+	// the secret it is sealed under (a device's new secret is a new one).
+	announced := map[Peer]bool{}
+	peers := s.peers()
+	if err := s.announce(ctx, mb, peers, now()); err != nil {
 		return err
+	}
+	for _, p := range peers {
+		announced[p] = true
 	}
 	lastPresence := now()
 	// Last, once every call answered here is over: the presence is
 	// taken back (the relay would keep it for minutes, and a device
 	// calling meanwhile would wait for an answer on every try).
-	defer func() { s.leave(mb, lastPresence, now(), log) }()
+	defer func() { s.leave(mb, slices.Collect(maps.Keys(announced)), lastPresence, now(), log) }()
 	if s.Started != nil {
 		s.Started()
 	}
@@ -569,12 +627,30 @@ func (s *Server) Run(ctx context.Context) error {
 		began := time.Now()
 		t := now()
 		var failure error
+		peers := s.peers()
+		added, gone := changes(peers, announced)
 		if stale || t.Sub(lastPresence) >= presenceEvery {
-			if err := s.announce(ctx, mb, t); err != nil {
+			added = peers
+		}
+		if len(added) > 0 {
+			if err := s.announce(ctx, mb, added, t); err != nil {
 				log.Warn("rendezvous: presence", "relay", s.Relay, "err", err)
 				stale, failure = true, err
 			} else {
-				lastPresence, stale = t, false
+				for _, p := range added {
+					announced[p] = true
+				}
+				if len(added) == len(peers) {
+					lastPresence, stale = t, false
+				}
+			}
+		}
+		if len(gone) > 0 {
+			// A device forgotten (or its secret replaced) hears at once
+			// that this one is not receiving for it.
+			s.leave(mb, gone, lastPresence, t, log)
+			for _, p := range gone {
+				delete(announced, p)
 			}
 		}
 		for k, at := range seen {
@@ -582,7 +658,8 @@ func (s *Server) Run(ctx context.Context) error {
 				delete(seen, k)
 			}
 		}
-		in, noWait, failed := s.calls(ctx, mb, t, log, waits)
+		wctx, waited := s.waitCtx(ctx)
+		in, noWait, failed := s.calls(wctx, mb, peers, t, log, waits)
 		if failed != nil {
 			stale, failure = true, failed
 		}
@@ -598,11 +675,14 @@ func (s *Server) Run(ctx context.Context) error {
 			if rest := poll - time.Since(began); rest > 0 {
 				select {
 				case <-ctx.Done():
+					waited()
 					return nil
+				case <-wctx.Done(): // Peers changed
 				case <-time.After(rest):
 				}
 			}
 		}
+		waited()
 		for _, c := range in {
 			if _, dup := seen[c.msg.Call]; dup {
 				continue
@@ -658,13 +738,13 @@ const bridgeLinger = 250 * time.Millisecond
 // (a relay gone meanwhile must not hold up the stop).
 const leaveWait = time.Second
 
-// leave replaces this device's presence for each paired device, put last
-// at last, with word that it left (KindLeft), under that period's name
-// and now's.
-func (s *Server) leave(mb *Mailbox, last, t time.Time, log *slog.Logger) {
+// leave replaces this device's presence for each of peers, put last at
+// last, with word that it left (KindLeft), under that period's name and
+// now's.
+func (s *Server) leave(mb *Mailbox, peers []Peer, last, t time.Time, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveWait)
 	defer cancel()
-	for _, p := range s.Peers() {
+	for _, p := range peers {
 		names := []string{PresenceName(p.Secret, s.Self, last)}
 		if n := PresenceName(p.Secret, s.Self, t); n != names[0] {
 			names = append(names, n)
@@ -682,9 +762,28 @@ func (s *Server) leave(mb *Mailbox, last, t time.Time, log *slog.Logger) {
 	}
 }
 
-// announce puts this device's presence for each paired device.
-func (s *Server) announce(ctx context.Context, mb *Mailbox, t time.Time) error {
-	for _, p := range s.Peers() {
+// changes are the devices of peers whose presence is not at the relay
+// (added: paired, or given a new secret, since it was put) and those whose
+// presence is there but which are no longer among peers (gone).
+func changes(peers []Peer, announced map[Peer]bool) (added, gone []Peer) {
+	now := make(map[Peer]bool, len(peers))
+	for _, p := range peers {
+		now[p] = true
+		if !announced[p] {
+			added = append(added, p)
+		}
+	}
+	for p := range announced {
+		if !now[p] {
+			gone = append(gone, p)
+		}
+	}
+	return added, gone
+}
+
+// announce puts this device's presence for each of peers.
+func (s *Server) announce(ctx context.Context, mb *Mailbox, peers []Peer, t time.Time) error {
+	for _, p := range peers {
 		name := PresenceName(p.Secret, s.Self, t)
 		blob, err := Seal(p.Secret, name, Message{Kind: KindPresence, From: s.Self.String(), To: p.ID.String(), At: t.Unix()})
 		if err != nil {
@@ -702,18 +801,18 @@ type incoming struct {
 	msg  Message
 }
 
-// calls takes the calls waiting in every paired device's call boxes.
+// calls takes the calls waiting in the call boxes of peers.
 // With wait, and names for one request, the relay holds it until a call
 // comes or WaitFor passed (Mailbox.Wait); noWait reports a relay that
 // holds none, which was then asked with Take; failed, the error of a request the relay
 // did not answer (it may have restarted).
-func (s *Server) calls(ctx context.Context, mb *Mailbox, t time.Time, log *slog.Logger, wait bool) (out []incoming, noWait bool, failed error) {
+func (s *Server) calls(ctx context.Context, mb *Mailbox, peers []Peer, t time.Time, log *slog.Logger, wait bool) (out []incoming, noWait bool, failed error) {
 	type ref struct {
 		peer Peer
 		box  string
 	}
 	var refs []ref
-	for _, p := range s.Peers() {
+	for _, p := range peers {
 		for _, n := range CallNames(p.Secret, s.Self, t) {
 			refs = append(refs, ref{p, n})
 		}

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/anywhere"
 	"github.com/ferrydrop/ferry/engine/internal/rendezvous"
 	"github.com/ferrydrop/ferry/engine/relay"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // A receiver that stops (Ctrl-C, the app's setting turned off) takes its
@@ -216,4 +219,57 @@ func TestRelayGoneAndBackIsToldOnce(t *testing.T) {
 		t.Errorf("told again: %+v", got)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// A device paired while the receiver serves gets its presence within a
+// round of the receiver's loop, and one forgotten is told the receiver
+// left, even when nothing calls PeersChanged: another process of the same
+// config folder (ferry-cli pair, ferry-cli devices --forget) changes the
+// trust store under a running receiver. The receiver's clock stands
+// still, so its presence period (30 s) never passes.
+func TestPeersChangedElsewhereReachTheRelay(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, b, c := ident(t), ident(t), ident(t)
+	var sa, sc rendezvous.Secret
+	sa[0], sc[0] = 21, 22
+	at := time.Now()
+	var mu sync.Mutex
+	peers := []anywhere.Peer{{ID: a.ID, Secret: sa}}
+	started := make(chan struct{})
+	srv := &anywhere.Server{
+		Relay: r.Addr().String(), Self: b.ID, Loopback: true,
+		Peers: func() []anywhere.Peer {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(peers)
+		},
+		Listener: func() *net.UDPAddr { return nil },
+		Started:  func() { close(started) },
+		Now:      func() time.Time { return at },
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	defer func() { cancel(); <-served }()
+	<-started
+	look := func() error {
+		return anywhere.Lookup(t.Context(), anywhere.DialRequest{Relay: r.Addr().String(), Secret: sc, Self: c.ID, Peer: b.ID})
+	}
+	if err := look(); !errors.Is(err, anywhere.ErrNotFound) {
+		t.Fatalf("before the pairing: %v, want ErrNotFound", err)
+	}
+	mu.Lock()
+	peers = append(peers, anywhere.Peer{ID: c.ID, Secret: sc})
+	mu.Unlock()
+	testutil.WaitFor(t, "the presence for a device paired meanwhile", func() bool { return look() == nil })
+	mu.Lock()
+	peers = peers[:1]
+	mu.Unlock()
+	testutil.WaitFor(t, "the presence for a device forgotten meanwhile taken back", func() bool {
+		return errors.Is(look(), anywhere.ErrNotFound)
+	})
 }

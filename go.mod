@@ -16,6 +16,7 @@ require (
 	github.com/pion/ice/v4 v4.4.9
 	github.com/pion/logging v0.2.4
 	github.com/pion/stun/v4 v4.0.1
+	github.com/pion/transport/v5 v5.0.1
 	github.com/pion/turn/v5 v5.1.2
 	github.com/quic-go/quic-go v0.65.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
@@ -79,7 +80,6 @@ require (
 	github.com/pion/dtls/v3 v3.1.9 // indirect
 	github.com/pion/mdns/v2 v2.2.2 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
-	github.com/pion/transport/v5 v5.0.1 // indirect
 	github.com/pjbgf/sha1cd v0.6.0 // indirect
 	github.com/rymdport/portal v0.4.2 // indirect
 	github.com/sergi/go-diff v1.4.0 // indirect

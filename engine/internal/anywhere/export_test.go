@@ -51,3 +51,26 @@ func RelayOnlyChecks(ctx context.Context, relay string, relayIP net.IP, relayRTT
 func WaitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string) (Message, error) {
 	return waitAnswer(ctx, mb, req, call, time.Now)
 }
+
+// GatherRelayed gathers relayed candidates only on loopback, each TURN
+// client's socket wrapped by under, and returns the agent's close.
+func GatherRelayed(ctx context.Context, relay string, under func(net.PacketConn) net.PacketConn) (closeAgent func(), err error) {
+	g, err := newAgent(ctx, relay, "", TestNet{Loopback: true, RelayOnly: true, UnderTURN: under}, nil, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	return g.close, nil
+}
+
+// IsRelease is isRelease, for its table.
+func IsRelease(p []byte) bool {
+	_, ok := isRelease(p)
+	return ok
+}
+
+// Answers is answers, for its table.
+func Answers(p, id []byte) bool {
+	var tid [12]byte
+	copy(tid[:], id)
+	return answers(p, tid)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/stun/v4"
+	"github.com/pion/transport/v5/stdnet"
 )
 
 // TestNet narrows what a call offers, for tests on one machine.
@@ -21,6 +22,9 @@ type TestNet struct {
 	// RelayOnly offers the relay's TURN candidates only: the path is then
 	// relayed, even on loopback.
 	RelayOnly bool
+	// UnderTURN, if set, wraps the socket of each TURN client, under
+	// Ferry's wait for its release (tests: a lossy socket).
+	UnderTURN func(net.PacketConn) net.PacketConn
 }
 
 // gatherTimeout bounds gathering candidates: a STUN or TURN server that
@@ -95,7 +99,14 @@ func agentConfig(relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefau
 		return nil, fmt.Errorf("relay address %q: %w", relay, err)
 	}
 	turnURI.Username, turnURI.Password = turnCredentials(secret)
+	sys, err := stdnet.NewNet()
+	if err != nil {
+		return nil, err
+	}
 	cfg := &ice.AgentConfig{
+		// The system's network, but a TURN allocation's release is
+		// answered before its socket closes (release.go).
+		Net:          turnNet{Net: sys, under: tn.UnderTURN},
 		Urls:         []*stun.URI{stunURI, turnURI},
 		NetworkTypes: []ice.NetworkType{ice.NetworkTypeUDP4},
 		CandidateTypes: []ice.CandidateType{

@@ -164,7 +164,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		return nil, err
 	}
 	mux := newMux(sock.NonQUIC(), req.Log)
-	g, err := newAgent(ctx, req.Relay, req.RelaySecret, TestNet{req.Loopback, req.RelayOnly}, mux, relayRTT, req.Log)
+	g, err := newAgent(ctx, req.Relay, req.RelaySecret, TestNet{Loopback: req.Loopback, RelayOnly: req.RelayOnly}, mux, relayRTT, req.Log)
 	if err != nil {
 		mux.Close()
 		sock.Close()
@@ -869,7 +869,7 @@ func (s *Server) answer(ctx context.Context, mb *Mailbox, mux *ice.UniversalUDPM
 	if target == nil {
 		return nil, errors.New("not receiving on QUIC here")
 	}
-	g, err := newAgent(ctx, s.Relay, s.RelaySecret, TestNet{s.Loopback, s.RelayOnly}, mux, 0, s.Log)
+	g, err := newAgent(ctx, s.Relay, s.RelaySecret, TestNet{Loopback: s.Loopback, RelayOnly: s.RelayOnly}, mux, 0, s.Log)
 	if err != nil {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}

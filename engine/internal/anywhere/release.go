@@ -1,0 +1,160 @@
+package anywhere
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/stun/v4"
+	"github.com/pion/transport/v5"
+)
+
+// A TURN allocation is given back by a Refresh of lifetime 0. pion's TURN
+// client sends it once and does not wait (its relayed conn's Close), and
+// pion's ICE then closes the client and its socket at once: a lost
+// datagram left the allocation at the relay for its lifetime, holding its
+// place in the relay's per-source bound (relay.Limits). Neither pion's ICE
+// nor its TURN client lets a caller wait for the answer (ICE makes the
+// client itself; the client's release never waits), so the socket ICE
+// gives its TURN client is Ferry's (ice.AgentConfig.Net, turnNet): it
+// notes the release as it goes out and, when closed, sends it again every
+// releaseRTO until the relay answers, for releaseWait at most.
+
+// releaseWait bounds how long closing a TURN client's socket waits for
+// the relay's answer to its release: a relay gone costs that much once
+// per allocation.
+const releaseWait = time.Second
+
+// releaseRTO is how often the release is sent again while no answer came
+// (pion's TURN client's retransmission interval).
+const releaseRTO = 200 * time.Millisecond
+
+// turnNet is the network ICE gathers on: the system's, but the socket of
+// a TURN client (the only one ICE opens with ListenPacket) waits for its
+// release's answer when closed.
+type turnNet struct {
+	transport.Net
+	// under, if set, wraps the socket under the release's retransmission
+	// (tests: a lossy socket).
+	under func(net.PacketConn) net.PacketConn
+}
+
+func (n turnNet) ListenPacket(network, address string) (net.PacketConn, error) {
+	pc, err := n.Net.ListenPacket(network, address)
+	if err != nil {
+		return nil, err
+	}
+	if n.under != nil {
+		pc = n.under(pc)
+	}
+	return &releaseConn{PacketConn: pc, answered: make(chan struct{})}, nil
+}
+
+// releaseConn is a TURN client's socket that sees its allocation's release
+// answered before it closes.
+type releaseConn struct {
+	net.PacketConn
+	pending  atomic.Bool   // a release went out
+	answered chan struct{} // closed when the relay answered it
+	answer   sync.Once
+	closing  sync.Once
+
+	mu      sync.Mutex // guards the fields below
+	release []byte     // the release as sent (nil: none yet)
+	id      [stun.TransactionIDSize]byte
+	to      net.Addr
+}
+
+func (c *releaseConn) WriteTo(p []byte, to net.Addr) (int, error) {
+	if id, ok := isRelease(p); ok {
+		c.mu.Lock()
+		if c.release == nil {
+			c.release, c.id, c.to = bytes.Clone(p), id, to
+		}
+		c.mu.Unlock()
+		c.pending.Store(true)
+	}
+	return c.PacketConn.WriteTo(p, to)
+}
+
+func (c *releaseConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, from, err := c.PacketConn.ReadFrom(p)
+	if err == nil && c.pending.Load() {
+		c.mu.Lock()
+		id := c.id
+		c.mu.Unlock()
+		if answers(p[:n], id) {
+			c.answer.Do(func() { close(c.answered) })
+		}
+	}
+	return n, from, err
+}
+
+// Close sends the release again until the relay answers it (releaseWait
+// at most), then closes the socket. The TURN client, closed already, no
+// longer reads its answers, but its read loop still runs on this socket
+// until it closes, and ReadFrom sees them go by.
+func (c *releaseConn) Close() error {
+	c.closing.Do(func() {
+		c.mu.Lock()
+		release, to := c.release, c.to
+		c.mu.Unlock()
+		if release == nil {
+			return
+		}
+		again := time.NewTicker(releaseRTO)
+		defer again.Stop()
+		giveUp := time.NewTimer(releaseWait)
+		defer giveUp.Stop()
+		for {
+			select {
+			case <-c.answered:
+				return
+			case <-giveUp.C:
+				return
+			case <-again.C:
+				if _, err := c.PacketConn.WriteTo(release, to); err != nil {
+					return
+				}
+			}
+		}
+	})
+	return c.PacketConn.Close()
+}
+
+// refreshRequest is the STUN type of a TURN Refresh request.
+var refreshRequest = stun.NewType(stun.MethodRefresh, stun.ClassRequest)
+
+// isRelease reports whether p is a TURN Refresh request of lifetime 0 (an
+// allocation given back), and its transaction ID.
+func isRelease(p []byte) (id [stun.TransactionIDSize]byte, ok bool) {
+	// ChannelData and Send indications (the relayed traffic) fail the
+	// first two checks without decoding.
+	if !stun.IsMessage(p) || binary.BigEndian.Uint16(p[0:2]) != refreshRequest.Value() {
+		return id, false
+	}
+	m := &stun.Message{Raw: bytes.Clone(p)}
+	if err := m.Decode(); err != nil {
+		return id, false
+	}
+	v, err := m.Get(stun.AttrLifetime)
+	if err != nil || len(v) != 4 || binary.BigEndian.Uint32(v) != 0 {
+		return id, false
+	}
+	return m.TransactionID, true
+}
+
+// answers reports whether p is a STUN response (success or error) to the
+// transaction id.
+func answers(p []byte, id [stun.TransactionIDSize]byte) bool {
+	if !stun.IsMessage(p) {
+		return false
+	}
+	var t stun.MessageType
+	t.ReadValue(binary.BigEndian.Uint16(p[0:2]))
+	return (t.Class == stun.ClassSuccessResponse || t.Class == stun.ClassErrorResponse) &&
+		bytes.Equal(p[8:8+stun.TransactionIDSize], id[:])
+}

@@ -10,7 +10,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/ferrydrop/ferry/internal/directio"
 	"github.com/ferrydrop/ferry/internal/fileio"
@@ -1124,7 +1127,65 @@ func numberedWithin(name string, n int, file bool, limit int) string {
 		for cut > 0 && !utf8.RuneStart(stem[cut]) {
 			cut--
 		}
-		stem = stem[:cut]
+		stem = stem[:clusterCut(stem, cut)]
 	}
 	return stem + suffix + ext
+}
+
+// clusterCut is where to cut s, at most at cut (a character boundary), so
+// that no character is parted from what it is drawn with: an accent from
+// its letter ("e" and a combining acute, as a Mac names files), a Hangul
+// syllable's jamo, an emoji from its skin tone or variation selector, one
+// of a ZWJ sequence's emoji (a family) from the next, one flag's two
+// regional indicators. A name cut there ends in a whole letter or emoji,
+// never in a joiner that would join it to its extension. cut itself when
+// s holds no whole cluster before it (hundreds of marks on one letter).
+func clusterCut(s string, cut int) int {
+	for c := cut; c > 0; {
+		r, _ := utf8.DecodeRuneInString(s[c:])
+		p, size := utf8.DecodeLastRuneInString(s[:c])
+		switch {
+		case c < len(s) && (extendsCluster(r) || !norm.NFC.PropertiesString(s[c:]).BoundaryBefore()),
+			p == zwj || p == zwnj,
+			isRegional(r) && isRegional(p) && regionalRun(s[:c])%2 == 1:
+			c -= size
+			continue
+		}
+		return c
+	}
+	return cut
+}
+
+// The joiners: a ZWJ joins emoji into one (a family, "👨\u200d👩\u200d👧")
+// and shapes letters of some scripts, a ZWNJ keeps letters of Persian or
+// an Indic script apart where they would join.
+const (
+	zwj  = '\u200d'
+	zwnj = '\u200c'
+)
+
+// extendsCluster reports a character drawn with the one before it: a
+// combining mark, a joiner, a variation selector, an emoji's skin tone
+// (modifier) or a tag of a subdivision flag.
+func extendsCluster(r rune) bool {
+	return unicode.Is(unicode.M, r) || r == zwj || r == zwnj ||
+		(r >= 0xfe00 && r <= 0xfe0f) || (r >= 0xe0100 && r <= 0xe01ef) ||
+		(r >= 0x1f3fb && r <= 0x1f3ff) || (r >= 0xe0020 && r <= 0xe007f)
+}
+
+// isRegional reports a regional indicator: two make a flag ("🇫🇷").
+func isRegional(r rune) bool { return r >= 0x1f1e6 && r <= 0x1f1ff }
+
+// regionalRun is how many regional indicators s ends with.
+func regionalRun(s string) int {
+	n := 0
+	for len(s) > 0 {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if !isRegional(r) {
+			break
+		}
+		n++
+		s = s[:len(s)-size]
+	}
+	return n
 }

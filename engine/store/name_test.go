@@ -333,6 +333,16 @@ var shortenedCases = []struct{ in, want string }{
 	{strings.Repeat("a", 300) + "\u202e.txt", strings.Repeat("a", 300) + "\u202e.txt"},
 	{strings.Repeat("a", 300) + "\xff", strings.Repeat("a", 300) + "\xff"},
 	{"../" + strings.Repeat("a", 300), "../" + strings.Repeat("a", 255)},
+	// Cut where no character is parted from what it is drawn with: not
+	// between a letter and its accent (a Mac's decomposed name, cut
+	// before composing), not within a family's ZWJ sequence (which left
+	// a ZWJ before ".txt"), a thumb and its skin tone, or a flag's two
+	// regional indicators.
+	{strings.Repeat("e\u0301", 100) + ".pdf", strings.Repeat("e\u0301", 83) + ".pdf"},
+	{strings.Repeat("👨\u200d👩\u200d👧", 20) + ".txt", strings.Repeat("👨\u200d👩\u200d👧", 13) + ".txt"},
+	{"abcd" + strings.Repeat("👍🏽", 40) + ".txt", "abcd" + strings.Repeat("👍🏽", 30) + ".txt"},
+	{"abcd" + strings.Repeat("🇫🇷", 40) + ".txt", "abcd" + strings.Repeat("🇫🇷", 30) + ".txt"},
+	{"a" + strings.Repeat("\u0301", 300) + ".txt", ("a" + strings.Repeat("\u0301", 300))[:251] + ".txt"}, // no whole cluster: cut at a character
 }
 
 func TestShortened(t *testing.T) {

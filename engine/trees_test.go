@@ -194,6 +194,49 @@ func TestBackslashInANameSavedAsUnderscore(t *testing.T) {
 	}
 }
 
+// A name holding a character that shows nothing ("report\u200b.pdf", a
+// zero-width space) is saved without it, so it clashes with the
+// "report.pdf" there and arrives numbered, reported as saved as that: it
+// was saved beside it, two files that look the same in a file manager.
+func TestInvisibleCharacterInANameIsDropped(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	events, unsub := recv.Subscribe(1024)
+	defer unsub()
+	writeFile(t, filepath.Join(recv.DownloadDir(), "report.pdf"), 10)
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "report\u200b.pdf"), 100)
+	writeFile(t, filepath.Join(src, "re\u00adsume\u2060.txt"), 100)
+	r := sendWait(t, send, target(recv), []string{filepath.Join(src, "report\u200b.pdf"), filepath.Join(src, "re\u00adsume\u2060.txt")}, SendOptions{})
+	if r.State != StateDone || r.Verified != 2 || r.Refused != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	saved := map[string]string{}
+	for ev := range events {
+		if ev.Kind == EventFile && ev.Direction == Receiving {
+			saved[ev.File.Path] = ev.File.SavedAs
+		}
+		if ev.Kind == EventResult && ev.Direction == Receiving {
+			break
+		}
+	}
+	want := map[string]string{"report\u200b.pdf": "report (1).pdf", "re\u00adsume\u2060.txt": "resume.txt"}
+	if fmt.Sprint(saved) != fmt.Sprint(want) {
+		t.Errorf("saved as %q, want %q", saved, want)
+	}
+	names, err := os.ReadDir(recv.DownloadDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range names {
+		got = append(got, n.Name())
+	}
+	if fmt.Sprint(got) != "[report (1).pdf report.pdf resume.txt]" {
+		t.Errorf("the folder holds %q", got)
+	}
+}
+
 // A tree deeper than an offer's path may be (over 4096 bytes, or 64
 // levels) is sent without the files down there, which are said as
 // skipped: such a path ended the whole send with a protocol error on both

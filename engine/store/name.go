@@ -110,7 +110,79 @@ func LocalName(rel string) string {
 	if composeHere {
 		rel = composed(rel)
 	}
-	return localName(shortened(rel), portableHere)
+	return localName(shortened(visible(rel)), portableHere)
+}
+
+// visible is rel without the characters that show nothing and mean
+// nothing in a file name, so that a peer's "report\u200b.pdf" cannot sit
+// beside a "report.pdf" looking the same in every file manager: saved as
+// "report.pdf", it clashes with it ("report (1).pdf") and is reported as
+// "saved as". Dropped everywhere: the zero-width space (U+200B), the word
+// joiner (U+2060), the zero-width no-break space or byte order mark
+// (U+FEFF), the soft hyphen (U+00AD), the Mongolian vowel separator
+// (U+180E) and the invisible operators (U+2061-2064). The joiners (ZWJ
+// U+200D, ZWNJ U+200C) are kept where they do their work, between two
+// characters beyond ASCII (a family's emoji, Persian or Indic letters:
+// the nearest characters each side that are not joiners), and dropped
+// elsewhere ("report\u200d.pdf"). An element left empty, "." or "..",
+// or starting with a dot it did not start with (a hidden file), gets "_"
+// before it ("\u200b.txt" is "_.txt"). rel itself when it holds none of
+// them (every ASCII name: no allocation) or is not valid UTF-8 (which
+// stays refused).
+func visible(rel string) string {
+	if !strings.ContainsFunc(rel, func(r rune) bool { return invisible(r) || r == zwj || r == zwnj }) || !utf8.ValidString(rel) {
+		return rel
+	}
+	elems := strings.Split(rel, "/")
+	for i, e := range elems {
+		rs := []rune(e)
+		kept := rs[:0]
+		for _, r := range rs {
+			if !invisible(r) {
+				kept = append(kept, r)
+			}
+		}
+		out := make([]rune, 0, len(kept))
+		for j, r := range kept {
+			if (r == zwj || r == zwnj) && !(beyondASCII(kept[:j], -1) && beyondASCII(kept[j+1:], 1)) {
+				continue
+			}
+			out = append(out, r)
+		}
+		v := string(out)
+		if len(out) == len(rs) {
+			continue // nothing dropped (an empty element stays refused)
+		}
+		if v == "" || v == "." || v == ".." || (v[0] == '.' && e[0] != '.') {
+			v = "_" + v
+		}
+		elems[i] = v
+	}
+	return strings.Join(elems, "/")
+}
+
+// invisible reports a character visible drops wherever it is.
+func invisible(r rune) bool {
+	switch r {
+	case 0x200b, 0x2060, 0xfeff, 0x00ad, 0x180e, 0x2061, 0x2062, 0x2063, 0x2064:
+		return true
+	}
+	return false
+}
+
+// beyondASCII reports whether the nearest character of rs that is not a
+// joiner, the last (dir -1) or the first (dir 1), is beyond ASCII.
+func beyondASCII(rs []rune, dir int) bool {
+	for k := range rs {
+		r := rs[k]
+		if dir < 0 {
+			r = rs[len(rs)-1-k]
+		}
+		if r != zwj && r != zwnj {
+			return r >= utf8.RuneSelf
+		}
+	}
+	return false
 }
 
 // shortened is rel with each element over MaxElementBytes cut to fit: a
@@ -156,7 +228,7 @@ func shortened(rel string) string {
 // before it: an offer's bound on copies of one name counts them by it, so
 // that "A.txt", "a.txt" and "a.TXT" count as three copies of one name.
 func SameNameKey(rel string) string {
-	return strings.ToUpper(localName(shortened(composed(rel)), true))
+	return strings.ToUpper(localName(shortened(visible(composed(rel))), true))
 }
 
 // composeHere: names are saved composed (NFC) on this system. A Mac's own

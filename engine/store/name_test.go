@@ -345,6 +345,83 @@ var shortenedCases = []struct{ in, want string }{
 	{"a" + strings.Repeat("\u0301", 300) + ".txt", ("a" + strings.Repeat("\u0301", 300))[:251] + ".txt"}, // no whole cluster: cut at a character
 }
 
+// visibleCases are peers' names holding characters that show nothing
+// and what they are saved under (LocalName): "report\u200b.pdf" beside a
+// "report.pdf" looked the same in every file manager.
+var visibleCases = []struct{ in, want string }{
+	{"report\u200b.pdf", "report.pdf"},
+	{"re\u00adport.pdf", "report.pdf"},
+	{"\ufeffreport\u2060.pdf", "report.pdf"},
+	{"a\u200b/b\u2061\u2062\u2063\u2064\u180e.txt", "a/b.txt"},
+	{"report\u200d.pdf", "report.pdf"},                                                                   // a joiner between ASCII does nothing
+	{"\u200creport.pdf", "report.pdf"},                                                                   // nor at an edge
+	{"👨\u200d👩\u200d👧.jpg", "👨\u200d👩\u200d👧.jpg"},                                                       // a family stays one
+	{"👨\u200d\u200b👩.jpg", "👨\u200d👩.jpg"},                                                               // its joiner's neighbours are those left
+	{"\u0645\u06cc\u200c\u062e\u0648\u0627\u0645.txt", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0645.txt"}, // Persian keeps its ZWNJ
+	{"\u200b", "_"},
+	{"\u200b.txt", "_.txt"}, // not a hidden file
+	{"\u200b.\u200b.", "_.."},
+	{"d/\u200b/x", "d/_/x"},
+	{".bashrc\u200b", ".bashrc"},
+	{".\u200b", "_."},                      // not "."
+	{"a\u200b\u202e.txt", "a\u202e.txt"},   // still refused: its bidi control
+	{"a\u200b\xff.txt", "a\u200b\xff.txt"}, // not UTF-8: left to be refused
+	{"a\u200b//b", "a//b"},                 // an empty element stays
+	{"a\u200b/../b", "a/../b"},             // and ".."
+	{"plain/ascii.txt", "plain/ascii.txt"},
+}
+
+func TestVisible(t *testing.T) {
+	for _, c := range visibleCases {
+		if got := visible(c.in); got != c.want {
+			t.Errorf("visible(%q) = %q, want %q", c.in, got, c.want)
+		}
+		checkVisible(t, c.in)
+	}
+	if got := LocalName("report\u200b.pdf"); got != "report.pdf" {
+		t.Errorf("LocalName = %q", got)
+	}
+}
+
+// checkVisible: visible(rel) maps to itself, holds no invisible
+// character and no joiner beside ASCII or an edge, never makes an
+// element "", "." or ".." or a hidden one, and is refused whenever rel
+// is refused for anything but its length, by the rules for every system.
+func checkVisible(t *testing.T, rel string) {
+	t.Helper()
+	v := visible(rel)
+	if again := visible(v); again != v {
+		t.Fatalf("%q -> %q -> %q", rel, v, again)
+	}
+	if !utf8.ValidString(rel) {
+		if v != rel {
+			t.Fatalf("%q, not UTF-8, -> %q", rel, v)
+		}
+		return
+	}
+	if strings.ContainsFunc(v, invisible) {
+		t.Fatalf("%q -> %q, which holds an invisible character", rel, v)
+	}
+	re, ve := strings.Split(rel, "/"), strings.Split(v, "/")
+	if len(re) != len(ve) {
+		t.Fatalf("%q -> %q: %d elements, was %d", rel, v, len(ve), len(re))
+	}
+	for i, e := range ve {
+		if e != re[i] && (e == "" || e == "." || e == ".." || (e[0] == '.' && re[i][0] != '.')) {
+			t.Fatalf("%q -> %q: element %q made %q", rel, v, re[i], e)
+		}
+		rs := []rune(e)
+		for j, r := range rs {
+			if (r == zwj || r == zwnj) && (!beyondASCII(rs[:j], -1) || !beyondASCII(rs[j+1:], 1)) {
+				t.Fatalf("%q -> %q: a joiner beside ASCII or an edge", rel, v)
+			}
+		}
+	}
+	if err := validatePath(rel, false); err != nil && !errors.Is(err, ErrNameTooLong) && validatePath(v, false) == nil {
+		t.Fatalf("%q (%v) -> %q, accepted", rel, err, v)
+	}
+}
+
 func TestShortened(t *testing.T) {
 	for _, c := range shortenedCases {
 		if got := shortened(c.in); got != c.want {
@@ -396,8 +473,12 @@ func FuzzLocalName(f *testing.F) {
 	for _, c := range shortenedCases {
 		f.Add(c.in)
 	}
+	for _, c := range visibleCases {
+		f.Add(c.in)
+	}
 	f.Fuzz(func(t *testing.T, rel string) {
 		checkComposed(t, rel)
+		checkVisible(t, rel)
 		checkShortened(t, rel)
 		if l := LocalName(rel); LocalName(l) != l {
 			t.Fatalf("%q -> %q -> %q", rel, l, LocalName(l))
@@ -475,6 +556,7 @@ func TestSameNameKey(t *testing.T) {
 		{"report.pdf", "REPORT.pdf", true},
 		{"dir/Report.PDF", "DIR/report.pdf", true},
 		{"cafe\u0301.txt", "CAF\u00c9.TXT", true},
+		{"report\u200b.pdf", "REPORT.pdf", true},
 		{"a:b.txt", "a_b.txt", true},
 		{"CON", "con_", true},
 		{`a\b`, "a_b", true},

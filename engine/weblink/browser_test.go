@@ -14,6 +14,7 @@ import (
 	"image/png"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -1043,5 +1044,53 @@ func TestBrowserLinkUnknownAfterRestart(t *testing.T) {
 	}
 	if disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("files").disabled`)); err != nil || !disabled {
 		t.Fatalf("picker disabled %v (%v)", disabled, err)
+	}
+}
+
+// TestBrowserUploadSavedAs: a file the device saved under another name
+// than the page sent it with (numbered beside a file of that name there)
+// is said so under its row, "saved as report (1).pdf", an empty file (whose
+// upload ends with its POST) too; a name kept, or only composed (a Mac's
+// decomposed accents, which look the same), says nothing more. A name's
+// markup never renders. Before, every row said "sent" alone.
+func TestBrowserUploadSavedAs(t *testing.T) {
+	ctx := newBrowser(t)
+	src := t.TempDir()
+	decomposed := "Re\u0301sume\u0301.md"
+	files := []string{
+		randomFile(t, src, "report.pdf", 3000, 1),
+		randomFile(t, src, "<b>x.txt", 100, 2),
+		randomFile(t, src, "empty.txt", 0, 3),
+		randomFile(t, src, "plain.txt", 10, 4),
+		randomFile(t, src, decomposed, 10, 5),
+	}
+	s, l, in, _ := startBrowserReceive(t)
+	for _, there := range []string{"report.pdf", "<b>x.txt", "empty.txt"} {
+		if err := os.WriteFile(filepath.Join(in.Dir(), there), []byte("already here"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(l)
+	uploadTo(t, ctx, base(s)+l.Path(), files...)
+	if msg := waitStatus(t, ctx); msg != "5 files sent to Alice's laptop." {
+		t.Fatalf("page says %q", msg)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(Array.from(document.querySelectorAll("#list li")).map(li => [li.querySelector(".name").textContent, (li.querySelector(".saved") || {}).textContent || ""]))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"report.pdf": "saved as report (1).pdf",
+		"<b>x.txt":   "saved as <b>x (1).txt",
+		"empty.txt":  "saved as empty (1).txt",
+		"plain.txt":  "",
+		decomposed:   "",
+	}
+	if !maps.Equal(rows, want) {
+		t.Errorf("rows say %q, want %q", rows, want)
+	}
+	sameFile(t, files[0], filepath.Join(in.Dir(), "report (1).pdf"))
+	if bolds, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("b").length`)); bolds != 0 {
+		t.Fatalf("a name's markup rendered")
 	}
 }

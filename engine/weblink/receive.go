@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/internal/fileio"
+	"github.com/ferrydrop/ferry/internal/safetext"
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
 	xslog "golang.org/x/exp/slog" // the logger type tusd takes
@@ -207,6 +209,41 @@ type receiver struct {
 	// page sent), taken away again when the link ends if nothing landed
 	// in them.
 	made []madeFolder
+	// finished are the uploads saved here, oldest first, at most
+	// maxFinished: the answer that finished one tells its page the name it
+	// was saved under (savedAsHeader).
+	finished []finishedUpload
+}
+
+// finishedUpload is an upload saved on this device.
+type finishedUpload struct {
+	id string
+	// savedAs is the name it was saved under where the page should be
+	// told it (savedAsShown), else "".
+	savedAs string
+}
+
+// maxFinished bounds the finished uploads a receive link remembers (each
+// at most a path of store.MaxPathBytes).
+const maxFinished = 256
+
+// savedAsHeader is the header of the answer that finished an upload (its
+// last PATCH, or the POST of an empty file) that names, percent-encoded
+// (url.PathEscape: the page's decodeURIComponent reads it; a header holds
+// no UTF-8), where the file was saved when that is not the name the page
+// gave: numbered beside a file of that name ("report (1).pdf"), changed
+// by Windows's rules, cut to fit 255 bytes. Before, the page said "sent"
+// and its sender never learnt the name.
+const savedAsHeader = "Ferry-Saved-As"
+
+// savedAsShown is the name a file was saved under as its page is told it:
+// "" when it is the name the page gave (given), or that name with its
+// accents composed (Unicode NFC), which looks the same.
+func savedAsShown(given, savedAs string) string {
+	if savedAs == "" || savedAs == given || safetext.OnlyComposed(given, savedAs) {
+		return ""
+	}
+	return savedAs
 }
 
 // madeFolder is a folder an upload created in dest (rel: slash-separated).
@@ -262,6 +299,8 @@ func (s *Server) Receive(inbox Inbox, opts ReceiveOptions) (*Link, error) {
 		MaxSize:              opts.MaxFileSize,
 		DisableDownload:      true,
 		DisableConcatenation: true,
+		// The answer that finished an upload names where it was saved.
+		PreFinishResponseCallback: rc.finishResponse,
 		// Same origin only: the page is served from here.
 		Cors:   &tusd.CorsConfig{Disable: true},
 		Logger: xslog.New(xslog.NewTextHandler(io.Discard, nil)),
@@ -299,6 +338,29 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request, rest string, d
 	r = r.WithContext(ctx)
 	// tusd's router reads the path below its base.
 	http.StripPrefix(rc.l.Path()+"tus", rc.tus).ServeHTTP(w, r)
+}
+
+// finishResponse adds to the answer that finished an upload the name it
+// was saved under, where its page should be told (savedAsHeader).
+func (rc *receiver) finishResponse(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
+	resp := tusd.HTTPResponse{Header: tusd.HTTPHeader{}}
+	if v := rc.savedAsOf(ev.Upload.ID); v != "" {
+		resp.Header[savedAsHeader] = url.PathEscape(v)
+	}
+	return resp, nil
+}
+
+// savedAsOf is the name the finished upload id was saved under, where its
+// page should be told it; "" otherwise.
+func (rc *receiver) savedAsOf(id string) string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for i := len(rc.finished) - 1; i >= 0; i-- {
+		if rc.finished[i].id == id {
+			return rc.finished[i].savedAs
+		}
+	}
+	return ""
 }
 
 // deviceKey carries the browser's address to the data store.
@@ -804,6 +866,12 @@ func (u *upload) end(savedAs string, err error) {
 	rc.mu.Lock()
 	delete(rc.uploads, u.a.ID)
 	rc.open--
+	if err == nil && savedAs != "" {
+		if len(rc.finished) == maxFinished {
+			rc.finished = slices.Delete(rc.finished, 0, 1)
+		}
+		rc.finished = append(rc.finished, finishedUpload{id: u.a.ID, savedAs: savedAsShown(u.a.Shown(), savedAs)})
+	}
 	rc.mu.Unlock()
 	u.t.done(savedAs, err)
 	rc.inbox.Landed(u.a, savedAs, err)

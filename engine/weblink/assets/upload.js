@@ -358,6 +358,23 @@
     }).catch(function () { /* no storage */ });
   }
 
+  // savedAs shows under a file sent the name the device saved it under,
+  // where that is not the name it was sent with (numbered beside a file of
+  // that name, changed by Windows's rules, cut to fit): the device's
+  // answer that finished the upload says it, percent-encoded, in its
+  // Ferry-Saved-As header. Set with textContent: no markup renders.
+  function savedAs(job, res) {
+    var v = res && res.getHeader && res.getHeader("Ferry-Saved-As");
+    if (!v) return;
+    try { v = decodeURIComponent(v); } catch (e) { return; }
+    var li = job.state.parentNode;
+    if (!li) return;
+    var saved = document.createElement("span");
+    saved.className = "saved";
+    saved.textContent = "saved as " + v;
+    li.appendChild(saved);
+  }
+
   function send(job) {
     var f = job.file;
     var started = false;
@@ -399,12 +416,13 @@
         job.state.textContent = size(bytes) + " of " + size(all);
         show(bytes);
       },
-      onSuccess: function () {
+      onSuccess: function (payload) {
         if (job.over) return;
         job.over = true;
         job.stop.hidden = true;
         job.bar.value = 1;
         job.state.textContent = "sent · " + size(f.size);
+        savedAs(job, payload && payload.lastResponse);
         sent++; doneBytes += f.size;
         markSent(job.batch, job.key);
         ended(job.batch);

@@ -1094,3 +1094,68 @@ func TestBrowserUploadSavedAs(t *testing.T) {
 		t.Fatalf("a name's markup rendered")
 	}
 }
+
+// cuttingInbox is a FolderInbox that cuts every connection of its
+// listener as the first file lands, before the answer to its last chunk
+// is written.
+type cuttingInbox struct {
+	*FolderInbox
+	wl   *wireListener
+	once sync.Once
+}
+
+func (c *cuttingInbox) Landed(a Arrival, savedAs string, err error) {
+	c.FolderInbox.Landed(a, savedAs, err)
+	c.once.Do(func() { c.wl.setCut(true) })
+}
+
+// TestBrowserUploadAnswerLost: the answer to a file's last chunk is lost
+// (the connection cut once the file was saved): the page, asking where the
+// upload stands, is told it is whole, says it was sent and under which
+// name, and sends nothing again. Before, the upload was gone (404) and
+// tus-js-client sent the whole file again as a new upload: it landed
+// twice, "again (1).bin" beside "again.bin".
+func TestBrowserUploadAnswerLost(t *testing.T) {
+	ctx := newBrowser(t)
+	file := randomFile(t, t.TempDir(), "again.bin", 3<<20, 9)
+	wl := newWireListener(t)
+	s := Serve(wl, Options{DeviceName: "Alice's laptop"})
+	t.Cleanup(func() { s.Close() })
+	folder, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { folder.Close() })
+	if err := os.WriteFile(filepath.Join(folder.Dir(), "again.bin"), []byte("already here"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Receive(&cuttingInbox{FolderInbox: folder, wl: wl}, ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(l)
+	uploadTo(t, ctx, base(s)+l.Path(), file)
+	<-wl.refused // the page tried again and was refused
+	wl.setCut(false)
+	if msg := waitStatus(t, ctx); msg != "1 file sent to Alice's laptop." {
+		t.Fatalf("page says %q", msg)
+	}
+	saved, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("#list .saved") || {}).textContent || ""`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved != "saved as again (1).bin" {
+		t.Errorf("the row says %q under the file", saved)
+	}
+	sameFile(t, file, filepath.Join(folder.Dir(), "again (1).bin"))
+	names, err := os.ReadDir(folder.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 2 {
+		t.Errorf("%d files in the folder, want 2: %v", len(names), names)
+	}
+	if n := starts(l); n != 1 {
+		t.Errorf("%d uploads began: the page sent the file again", n)
+	}
+}

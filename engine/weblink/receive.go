@@ -215,13 +215,41 @@ type receiver struct {
 	finished []finishedUpload
 }
 
-// finishedUpload is an upload saved on this device.
+// finishedUpload is an upload saved on this device. Asked after (its
+// page's answer to the last chunk was lost, and tus-js-client asks where
+// the upload stands before it sends on), it is whole: a HEAD answers its
+// size as the offset, and the page says it was sent. Before, it was gone
+// (404), and tus-js-client sent the whole file again as a new upload,
+// which landed a second time, numbered.
 type finishedUpload struct {
-	id string
+	id   string
+	size int64
 	// savedAs is the name it was saved under where the page should be
 	// told it (savedAsShown), else "".
 	savedAs string
 }
+
+// GetInfo says the upload is whole (tusd.Upload).
+func (f *finishedUpload) GetInfo(ctx context.Context) (tusd.FileInfo, error) {
+	return tusd.FileInfo{ID: f.id, Size: f.size, Offset: f.size}, nil
+}
+
+// WriteChunk is never asked of a whole upload (tusd answers a PATCH at
+// its end itself, and one elsewhere with a wrong offset).
+func (f *finishedUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	return 0, tusd.ErrMismatchOffset
+}
+
+// GetReader is not offered (DisableDownload).
+func (f *finishedUpload) GetReader(ctx context.Context) (io.ReadCloser, error) {
+	return nil, tusd.ErrNotImplemented
+}
+
+// FinishUpload has nothing left to do: the file was saved.
+func (f *finishedUpload) FinishUpload(ctx context.Context) error { return nil }
+
+// Terminate leaves a saved file as it is: the page's cancel came too late.
+func (f *finishedUpload) Terminate(ctx context.Context) error { return nil }
 
 // maxFinished bounds the finished uploads a receive link remembers (each
 // at most a path of store.MaxPathBytes).
@@ -332,6 +360,13 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request, rest string, d
 		http.Error(w, err.Error(), statusOf(err))
 		return
 	}
+	if r.Method == http.MethodHead {
+		// A page asking after an upload finished here (its answer to the
+		// last chunk was lost) is told the saved name as that answer told it.
+		if v := rc.savedAsOf(path.Base(rest)); v != "" {
+			w.Header().Set(savedAsHeader, url.PathEscape(v))
+		}
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, ChunkSize)
 	ctx := context.WithValue(r.Context(), deviceKey{}, dev)
 	ctx = context.WithValue(ctx, connKey{}, http.NewResponseController(w))
@@ -355,12 +390,20 @@ func (rc *receiver) finishResponse(ev tusd.HookEvent) (tusd.HTTPResponse, error)
 func (rc *receiver) savedAsOf(id string) string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	for i := len(rc.finished) - 1; i >= 0; i-- {
-		if rc.finished[i].id == id {
-			return rc.finished[i].savedAs
-		}
+	if f := rc.finishedLocked(id); f != nil {
+		return f.savedAs
 	}
 	return ""
+}
+
+// finishedLocked is the finished upload id, or nil (rc.mu held).
+func (rc *receiver) finishedLocked(id string) *finishedUpload {
+	for i := len(rc.finished) - 1; i >= 0; i-- {
+		if rc.finished[i].id == id {
+			return &rc.finished[i]
+		}
+	}
+	return nil
 }
 
 // deviceKey carries the browser's address to the data store.
@@ -724,6 +767,12 @@ func (rc *receiver) GetUpload(ctx context.Context, id string) (tusd.Upload, erro
 	if !ok && !rc.stopped && slices.Contains(rc.cancelled, id) {
 		return nil, errCancelledHere
 	}
+	if !ok && !rc.stopped {
+		if f := rc.finishedLocked(id); f != nil {
+			c := *f
+			return &c, nil
+		}
+	}
 	if !ok || rc.stopped {
 		return nil, tusd.ErrNotFound
 	}
@@ -731,7 +780,9 @@ func (rc *receiver) GetUpload(ctx context.Context, id string) (tusd.Upload, erro
 }
 
 // AsTerminatableUpload lets the page cancel an upload (tusd.TerminaterDataStore).
-func (rc *receiver) AsTerminatableUpload(u tusd.Upload) tusd.TerminatableUpload { return u.(*upload) }
+func (rc *receiver) AsTerminatableUpload(u tusd.Upload) tusd.TerminatableUpload {
+	return u.(tusd.TerminatableUpload)
+}
 
 // WriteChunk appends src at offset (tusd checked it against ours).
 func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
@@ -870,7 +921,7 @@ func (u *upload) end(savedAs string, err error) {
 		if len(rc.finished) == maxFinished {
 			rc.finished = slices.Delete(rc.finished, 0, 1)
 		}
-		rc.finished = append(rc.finished, finishedUpload{id: u.a.ID, savedAs: savedAsShown(u.a.Shown(), savedAs)})
+		rc.finished = append(rc.finished, finishedUpload{id: u.a.ID, size: u.a.Size, savedAs: savedAsShown(u.a.Shown(), savedAs)})
 	}
 	rc.mu.Unlock()
 	u.t.done(savedAs, err)

@@ -1159,3 +1159,36 @@ func TestBrowserUploadAnswerLost(t *testing.T) {
 		t.Errorf("%d uploads began: the page sent the file again", n)
 	}
 }
+
+// TestBrowserTwoTabsOneFile: two tabs of one browser pick the same file,
+// the second while the first sends it. The second continues the first's
+// upload (tus-js-client finds it under the file's fingerprint, which the
+// tabs share), taking it over; the first, interrupted, tries again and
+// both say it was sent, as it was, once. Before, the first said "not sent:
+// upload has been interrupted by another request for this upload
+// resource" (tusd's 400, which the page took for a refusal) of a file that
+// arrived.
+func TestBrowserTwoTabsOneFile(t *testing.T) {
+	ctx := newBrowser(t)
+	file := randomFile(t, t.TempDir(), "same.bin", 40<<20, 11)
+	s, l, in, wl := startBrowserReceive(t)
+	wl.rate.Store(16 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), file)
+	waitBytes(t, l, ChunkSize)
+	drain(l)
+	second, cancel := chromedp.NewContext(ctx) // a tab of the same browser
+	defer cancel()
+	uploadTo(t, second, base(s)+l.Path(), file)
+	for i, tab := range []context.Context{ctx, second} {
+		if msg := waitStatus(t, tab); msg != "1 file sent to Alice's laptop." {
+			t.Errorf("tab %d says %q", i+1, msg)
+		}
+	}
+	sameFile(t, file, filepath.Join(in.Dir(), "same.bin"))
+	if names, err := os.ReadDir(in.Dir()); err != nil || len(names) != 1 {
+		t.Errorf("the folder holds %v (%v), want same.bin alone", names, err)
+	}
+	if n := starts(l); n != 1 {
+		t.Errorf("%d uploads began", n)
+	}
+}

@@ -315,13 +315,17 @@
   // final says whether an answer is the receiving device's last word on
   // a file, not to retry: the link ended (410), it ran out of space (507),
   // it could not save it (ERR_SAVE), or it refused it (4xx; not 409 and
-  // 423, which a retry gets past). A lost connection and other errors are
-  // retried (tus resumes from the device's offset).
+  // 423, which a retry gets past, nor tusd's 400 ERR_UPLOAD_INTERRUPTED:
+  // another request took the upload over, another tab of this browser
+  // that picked the same file, and this one then finds where it stands). A
+  // lost connection and other errors are retried (tus resumes from the
+  // device's offset).
   function final(err) {
     var res = err && err.originalResponse;
     if (!res) return false;
     var st = res.getStatus();
     var body = (res.getBody && res.getBody()) || "";
+    if (body.indexOf("ERR_UPLOAD_INTERRUPTED") === 0) return false;
     return st === 410 || st === 507 || body.indexOf("ERR_SAVE") === 0 ||
       (st >= 400 && st < 500 && st !== 409 && st !== 423);
   }

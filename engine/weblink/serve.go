@@ -77,6 +77,10 @@ func (l *Link) route(w http.ResponseWriter, r *http.Request, rest string) {
 	}
 	if !l.authorized(r) {
 		if rest == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			if _, locked, _ := l.Guards(); locked {
+				lockedPage(w)
+				return
+			}
 			l.pinPage(w, http.StatusOK, "")
 			return
 		}
@@ -120,7 +124,7 @@ func (l *Link) servePIN(w http.ResponseWriter, r *http.Request, dev interface{ S
 	switch {
 	case errors.Is(err, errPINLocked):
 		l.emit(Event{Kind: EventPIN, Device: remoteAddr(r), Err: err})
-		l.pinPage(w, http.StatusForbidden, "Too many wrong PINs were typed for this link. Ask for a new link.")
+		lockedPage(w)
 		return
 	case errors.Is(err, errWrongPIN):
 		l.emit(Event{Kind: EventPIN, Device: remoteAddr(r), Err: err})
@@ -137,6 +141,13 @@ func (l *Link) servePIN(w http.ResponseWriter, r *http.Request, dev interface{ S
 		Expires: l.expires, MaxAge: int(time.Until(l.expires).Seconds()) + 1,
 	})
 	http.Redirect(w, r, "./", http.StatusSeeOther)
+}
+
+// lockedPage answers a device without a session at a link that took its
+// wrong PINs: it is told so, with no PIN form (before, the form was shown,
+// and the right PIN typed into it was refused).
+func lockedPage(w http.ResponseWriter) {
+	page(w, http.StatusForbidden, "Link locked", "Too many wrong PINs were typed for this link, so it takes no PIN any more. Ask for a new link.")
 }
 
 // notFound answers a path that names no link.

@@ -238,6 +238,21 @@ func TestPIN(t *testing.T) {
 	if res.StatusCode != http.StatusForbidden || !bytes.Contains(b, []byte("Too many wrong PINs")) {
 		t.Fatalf("locked link took the PIN: %d", res.StatusCode)
 	}
+	// A device coming to the locked link is told so at once, not shown a
+	// form whose PIN, right or not, is refused.
+	res, again := get(t, other, base(s)+l.Path())
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("the locked link's page: %d", res.StatusCode)
+	}
+	for _, b := range [][]byte{b, again} {
+		if bytes.Contains(b, []byte(`name="pin"`)) || !bytes.Contains(b, []byte("Too many wrong PINs")) {
+			t.Fatalf("the locked link's page:\n%s", b)
+		}
+	}
+	// A device that typed it before still has it.
+	if res, _ := get(t, c, base(s)+l.Path()+"f/0/a"); res.StatusCode != 200 {
+		t.Fatalf("file with PIN, after the lock: %d", res.StatusCode)
+	}
 	// Its owner learns of it.
 	if wrong, locked, away := l.Guards(); wrong != 3 || !locked || away != 0 {
 		t.Fatalf("Guards: %d wrong, locked %v, %d away; want 3, true, 0", wrong, locked, away)

@@ -1192,3 +1192,41 @@ func TestBrowserTwoTabsOneFile(t *testing.T) {
 		t.Errorf("%d uploads began", n)
 	}
 }
+
+// TestBrowserNewSetLeavesOutAFileItResumes: a file on its way when the
+// page was reloaded, picked again with another file, goes on as the
+// upload it was, of the set it began in; the new set counts the other
+// file alone. Before, the new set counted both, waited for a file that
+// never came under its name, and stayed open ("Interrupted" on the
+// device) until the link ended.
+func TestBrowserNewSetLeavesOutAFileItResumes(t *testing.T) {
+	ctx := newBrowser(t)
+	src := t.TempDir()
+	big := randomFile(t, src, "big.bin", 40<<20, 12)
+	small := randomFile(t, src, "small.txt", 1000, 13)
+	s, l, in, wl := startRecordingReceive(t)
+	wl.rate.Store(16 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), big)
+	waitBytes(t, l, ChunkSize)
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	wl.rate.Store(0)
+	drain(l)
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS("#files"), []string{big, small})); err != nil {
+		t.Fatal(err)
+	}
+	if msg := waitStatus(t, ctx); msg != "2 files sent to Alice's laptop." {
+		t.Fatalf("page says %q", msg)
+	}
+	sameFile(t, big, filepath.Join(in.Dir(), "big.bin"))
+	sameFile(t, small, filepath.Join(in.Dir(), "small.txt"))
+	seen := in.seen()
+	if len(seen) != 2 {
+		t.Fatalf("%d arrivals, want 2 (big.bin once): %+v", len(seen), seen)
+	}
+	first, second := seen[0].Batch, seen[1].Batch
+	if seen[1].Name != "small.txt" || second.ID == "" || second.ID == first.ID || second.Files != 1 || second.Bytes != 1000 {
+		t.Errorf("small.txt's set is %+v (big.bin's %+v), want a set of its own of 1 file, 1000 bytes", second, first)
+	}
+}

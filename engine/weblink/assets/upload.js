@@ -49,8 +49,13 @@
                   key: setKey, keys: keys, left: files.length, resumed: !!saved };
     if (setKey) activeSets[setKey] = true;
     saveSet(batch);
+    // A file whose upload this page began before a reload, picked again
+    // with others, goes on as that upload, of the set it began in: a new
+    // set does not count it (it would wait for it for ever).
+    var going = batch.resumed ? {} : uploadsKept();
     var tops = {};
     for (var k = 0; k < files.length; k++) {
+      if (going[keys[k]]) { batch.files--; continue; }
       batch.bytes += files[k].file.size;
       var p = files[k].path || "";
       tops[p.indexOf("/") > 0 ? p.slice(0, p.indexOf("/")) : "/" + files[k].file.name] = true;
@@ -87,13 +92,27 @@
         ended(batch);
         continue;
       }
-      var job = { file: f, path: files[i].path || "", key: fk, batch: batch, state: state, bar: bar, stop: stop };
+      var job = { file: f, path: files[i].path || "", key: fk, batch: batch, state: state, bar: bar, stop: stop,
+                  uncounted: !!going[fk] };
       stop.addEventListener("click", cancel.bind(null, job));
       queue.push(job);
     }
     totalBar.hidden = false;
     show(0);
     next();
+  }
+
+  // uploadsKept is the fingerprints (fileKey) of the uploads tus-js-client
+  // keeps to resume, in localStorage under "tus::<fingerprint>::<random>".
+  function uploadsKept() {
+    var out = {};
+    try {
+      for (var i = 0; i < localStorage.length; i++) {
+        var k = localStorage.key(i);
+        if (k && k.indexOf("tus::") === 0) out[k.slice(5, k.lastIndexOf("::"))] = true;
+      }
+    } catch (e) { /* no storage: nothing to resume */ }
+    return out;
   }
 
   // fileKey names a file of a set: its place, size and date, on this link
@@ -384,10 +403,14 @@
     var started = false;
     var meta = { filename: f.name, filetype: f.type || "application/octet-stream", lastmodified: String(f.lastModified || "") };
     if (job.path) meta.relativepath = job.path;
-    meta.batch = job.batch.id;
-    meta.batchfiles = String(job.batch.files);
-    meta.batchbytes = String(job.batch.bytes);
-    if (job.batch.top) meta.batchtop = job.batch.top;
+    if (!job.uncounted) {
+      // (One its set does not count, sent anew where its upload is gone,
+      // goes as a file of its own.)
+      meta.batch = job.batch.id;
+      meta.batchfiles = String(job.batch.files);
+      meta.batchbytes = String(job.batch.bytes);
+      if (job.batch.top) meta.batchtop = job.batch.top;
+    }
     var upload = job.upload = new tus.Upload(f, {
       endpoint: endpoint,
       chunkSize: chunk,

@@ -545,7 +545,7 @@ func TestBrowserStoppedAndExpired(t *testing.T) {
 		t.Fatalf("rows %q, picker disabled %v", states, disabled)
 	}
 	for _, st := range states {
-		if st != "not sent: this link has ended" {
+		if st != "not sent: this link was stopped on Alice's laptop" {
 			t.Fatalf("rows %q", states)
 		}
 	}
@@ -1228,5 +1228,46 @@ func TestBrowserNewSetLeavesOutAFileItResumes(t *testing.T) {
 	first, second := seen[0].Batch, seen[1].Batch
 	if seen[1].Name != "small.txt" || second.ID == "" || second.ID == first.ID || second.Files != 1 || second.Bytes != 1000 {
 		t.Errorf("small.txt's set is %+v (big.bin's %+v), want a set of its own of 1 file, 1000 bytes", second, first)
+	}
+}
+
+// TestBrowserLinkExpiresMidUpload: a receive link whose time runs out while
+// its page sends says so in the page, "this link expired", of the file on
+// its way and those waiting, as a reload of the page does ("This link
+// expired."). Before, each said "this link has ended" whatever ended it.
+func TestBrowserLinkExpiresMidUpload(t *testing.T) {
+	ctx := newBrowser(t)
+	tmp := t.TempDir()
+	wl := newWireListener(t)
+	var shift atomic.Int64
+	s := Serve(wl, Options{DeviceName: "Alice's laptop", Now: func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }})
+	t.Cleanup(func() { s.Close() })
+	in, err := NewFolderInbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	l, err := s.Receive(in, ReceiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl.rate.Store(16 << 20)
+	uploadTo(t, ctx, base(s)+l.Path(), randomFile(t, tmp, "big.bin", 48<<20, 14), randomFile(t, tmp, "later.txt", 10, 15))
+	waitBytes(t, l, ChunkSize)
+	shift.Store(int64(2 * time.Hour)) // the link's next request finds it expired
+	drain(l)
+	wl.rate.Store(0)
+	if msg := waitStatus(t, ctx); msg != "0 files sent to Alice's laptop; 2 files were not sent. This link has ended: ask for a new one to send more." {
+		t.Fatalf("page says %q", msg)
+	}
+	states, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#list .state")).map(e => e.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"not sent: this link expired", "not sent: this link expired"}; !slices.Equal(states, want) {
+		t.Fatalf("rows %q, want %q", states, want)
+	}
+	if !errors.Is(l.Err(), ErrExpired) {
+		t.Fatalf("Err %v", l.Err())
 	}
 }

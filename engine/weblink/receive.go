@@ -488,7 +488,6 @@ type upload struct {
 var (
 	errTooManyOpen = tusd.NewError("ERR_TOO_MANY_UPLOADS", "too many files are being sent at once; wait for some to finish", http.StatusTooManyRequests)
 	errNoLength    = tusd.NewError("ERR_LENGTH_REQUIRED", "the file's size must be given", http.StatusBadRequest)
-	errLinkEnded   = tusd.NewError("ERR_LINK_ENDED", "this link has ended", http.StatusGone)
 	// errTooSlow ends a chunk that came slower than MinRate; the page
 	// retries (a 5xx) from what arrived.
 	errTooSlow = tusd.NewError("ERR_TOO_SLOW", "the file came too slowly; it goes on from where it stopped", http.StatusServiceUnavailable)
@@ -506,6 +505,14 @@ var (
 		return e
 	}()
 )
+
+// linkEnded answers an upload request of a link that ended, saying why
+// (endedHeader), as its other answers do then.
+func (rc *receiver) linkEnded() error {
+	e := tusd.NewError("ERR_LINK_ENDED", "this link has ended", http.StatusGone)
+	e.HTTPResponse.Header[endedHeader] = endedWord(context0(rc.l))
+	return e
+}
 
 // maxCancelled bounds the cancelled uploads a receive link remembers.
 const maxCancelled = 1024
@@ -585,7 +592,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		stopped := rc.stopped
 		rc.mu.Unlock()
 		if stopped {
-			return nil, errLinkEnded
+			return nil, rc.linkEnded()
 		}
 		return nil, errTooManyOpen
 	}
@@ -623,7 +630,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		u.discard()
 		rc.release()
 		rc.inbox.Landed(a, "", context.Cause(rc.l.ctx))
-		return nil, errLinkEnded
+		return nil, rc.linkEnded()
 	}
 	rc.made = append(rc.made, u.made...)
 	rc.uploads[id] = u
@@ -814,7 +821,7 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	n, err := io.CopyBuffer(w, lr, buf)
 	u.offset += n
 	if err != nil && u.rc.l.ctx.Err() != nil {
-		return n, errLinkEnded
+		return n, u.rc.linkEnded()
 	}
 	if errors.Is(err, errTooSlow) {
 		// Nothing more is read from this connection: net/http closes it

@@ -155,8 +155,28 @@ func notFound(w http.ResponseWriter) {
 	page(w, http.StatusNotFound, "No such link", "This link does not exist. Check that it was typed whole, or ask for a new one.")
 }
 
+// endedHeader is the header of a link's answers after it ended (410) that
+// says why, for its upload page: "stopped", "expired", "once" or "closed"
+// (endedWord). Before, the page said "this link has ended" whatever ended
+// it, where a reload of it said "This link expired."
+const endedHeader = "Ferry-Link-Ended"
+
+// endedWord is why a link ended, as endedHeader says it.
+func endedWord(why error) string {
+	switch {
+	case errors.Is(why, ErrExpired):
+		return "expired"
+	case errors.Is(why, ErrOnce):
+		return "once"
+	case errors.Is(why, ErrClosed):
+		return "closed"
+	}
+	return "stopped"
+}
+
 // gone answers a link that ended.
 func gone(w http.ResponseWriter, why error) {
+	w.Header().Set(endedHeader, endedWord(why))
 	msg := "This link was stopped by its owner."
 	switch {
 	case errors.Is(why, ErrExpired):

@@ -315,11 +315,22 @@
     var res = err && err.originalResponse;
     if (!res) return "the receiving device cannot be reached";
     var st = res.getStatus();
-    if (st === 410) return "this link has ended";
+    if (st === 410) return whyEnded(res);
     if (linkUnknown(res)) return device + " no longer has this link (Ferry was restarted there, or the link was stopped)";
     var body = (res.getBody && res.getBody()) || "";
     if (body && body.charAt(0) !== "<") return body.replace(/^ERR_[A-Z_]+: /, "").trim();
     return "the receiving device refused it (" + st + ")";
+  }
+
+  // whyEnded says why the link ended, as the device's 410 says it
+  // (its Ferry-Link-Ended header).
+  function whyEnded(res) {
+    switch (res.getHeader("Ferry-Link-Ended")) {
+      case "expired": return "this link expired";
+      case "stopped": return "this link was stopped on " + device;
+      case "closed": return "Ferry was closed on " + device;
+    }
+    return "this link has ended";
   }
 
   // linkUnknown says whether an answer is the device's "no such link"

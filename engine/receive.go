@@ -190,6 +190,10 @@ type rxFile struct {
 	// no more is taken (chargeData).
 	data    int64
 	charged []byte
+	// zeroed counts the chunks the sender said hold only zeros and did not
+	// send (the runs of its root frame, FeatureZeroChunks): their leaves
+	// are those of zeros, and the root verifies that they are.
+	zeroed int
 }
 
 // chargeData counts chunk c, of n bytes not all zeros, against the data the
@@ -897,7 +901,14 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landi
 			return err
 		}
 		if h.Chunk == wire.RootChunk {
-			if err := rx.setRoot(f, h); err != nil {
+			runs, err := rx.readZeroRuns(ctx, r, h, f.tree.Len())
+			if errors.Is(err, wire.ErrProtocol) {
+				return err
+			}
+			if err != nil {
+				return rx.dataEnded(ctx, err)
+			}
+			if err := rx.setRoot(f, h, runs); err != nil {
 				return err
 			}
 			continue
@@ -952,10 +963,11 @@ func readChunk(r io.Reader, p []byte) (uint32, error) {
 // checking it against the offer like any other.
 func (rx *receiver) skipFrame(r *bufio.Reader, h wire.DataHeader) error {
 	if h.Chunk == wire.RootChunk {
-		if h.Length != 0 {
-			return fmt.Errorf("%w: a root frame with %d bytes of payload", wire.ErrProtocol, h.Length)
+		if err := rx.rootPayload(h); err != nil {
+			return err
 		}
-		return nil
+		_, err := r.Discard(int(h.Length))
+		return unexpectedEOF(err)
 	}
 	e, err := rx.entry(h.File)
 	if err != nil {
@@ -1015,9 +1027,44 @@ func nilIfDone(ctx context.Context, err error) error {
 	return err
 }
 
-// setRoot records the sender's root of a file (a root frame).
-func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader) error {
-	if h.Length != 0 {
+// rootPayload checks the length of a root frame's payload: none, or to a
+// receiver that takes them (FeatureZeroChunks) runs of chunks of zeros, as
+// many as fit.
+func (rx *receiver) rootPayload(h wire.DataHeader) error {
+	if h.Length == 0 {
+		return nil
+	}
+	if !rx.e.speaks(wire.FeatureZeroChunks) || int(h.Length) > wire.ZeroRunsFit(rx.offer.ChunkSize)*wire.ZeroRunLen {
+		return fmt.Errorf("%w: a root frame with %d bytes of payload", wire.ErrProtocol, h.Length)
+	}
+	return nil
+}
+
+// readZeroRuns reads the runs of chunks of zeros a root frame carries, for
+// a file of chunks chunks (none without a payload).
+func (rx *receiver) readZeroRuns(ctx context.Context, r io.Reader, h wire.DataHeader, chunks int) ([]wire.ZeroRun, error) {
+	if err := rx.rootPayload(h); err != nil || h.Length == 0 {
+		return nil, err
+	}
+	buf, err := rx.quota.Get(ctx, rx.offer.ChunkSize) // fits: ZeroRunsFit
+	if err != nil {
+		return nil, err
+	}
+	defer rx.quota.Put(buf)
+	if _, err := io.ReadFull(r, buf[:h.Length]); err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	return wire.ParseZeroRuns(buf[:h.Length], chunks, rx.offer.ChunkSize)
+}
+
+// setRoot records the sender's root of a file (a root frame), and the chunks
+// it said hold only zeros and did not send (runs): each counts as landed,
+// with the leaf of zeros, which the root then verifies; on disk it is a hole
+// of the partial, which has the file's size (Sparse). Their bytes must be
+// among the holes the offer said (FileEntry.Holes), and a chunk that landed
+// with data is not zeros: the file fails.
+func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) error {
+	if h.Length != 0 && len(runs) == 0 {
 		return fmt.Errorf("%w: a root frame with %d bytes of payload", wire.ErrProtocol, h.Length)
 	}
 	rx.mu.Lock()
@@ -1031,10 +1078,94 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader) error {
 		}
 		return fmt.Errorf("%w: file %d was sent with two different roots", wire.ErrProtocol, h.File)
 	}
+	var claimed int64
+	for _, r := range runs {
+		for c := int(r.Start); c < int(r.Start)+int(r.Count); c++ {
+			claimed += int64(merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, c))
+		}
+	}
+	if claimed > f.entry.Holes {
+		rx.mu.Unlock()
+		return fmt.Errorf("%w: file %d's root frame says %d bytes of it are zeros, its offer %d bytes of holes", wire.ErrProtocol, h.File, claimed, f.entry.Holes)
+	}
+	var added int64
+	var fresh []uint32 // chunks to journal
+	journal := rx.journal != nil && f.partName != "" && f.tree.Len() > 1
+	for _, r := range runs {
+		for c := int(r.Start); c < int(r.Start)+int(r.Count); c++ {
+			n := merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, c)
+			zero := merkle.ZeroLeaf(n)
+			if f.tree.Has(c) {
+				if f.tree.Leaf(c) != zero {
+					rx.mu.Unlock()
+					rx.zerosSent(f, c)
+					return nil
+				}
+				f.zeroed++
+				continue // kept from an earlier attempt, or sent as zeros
+			}
+			f.tree.Set(c, zero)
+			f.crcs[c] = zeroCRC(n)
+			f.zeroed++
+			added += int64(n)
+			if journal {
+				fresh = append(fresh, uint32(c))
+			}
+		}
+	}
 	f.root, f.hasRoot = h.Leaf, true
 	rx.mu.Unlock()
+	for _, c := range fresh {
+		n := merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(c))
+		if err := rx.journal.Chunk(f.idx, c, zeroCRC(n), merkle.ZeroLeaf(n)); err != nil {
+			rx.e.log.Warn("resume journal", "err", err)
+			break
+		}
+	}
+	if added > 0 {
+		rx.Bytes.Add(added)
+	}
 	rx.maybeFinalize(f)
 	return nil
+}
+
+// zerosSent fails file f, whose sender said chunk c holds only zeros after
+// it sent data for it (or the other way round).
+func (rx *receiver) zerosSent(f *rxFile, c int) {
+	rx.e.log.Warn("data in a chunk said to be zeros", "file", f.entry.Path, "chunk", c)
+	rx.resolve(f, false, "", wire.CodeVerifyFailed,
+		fmt.Sprintf("the sender said chunk %d of it holds only zeros, and sent data for it: not saved", c))
+}
+
+// zeroCRCs caches the CRC32C of chunks of zeros by length (zeroCRC), as
+// merkle.ZeroLeaf does their leaves, and is bounded the same way.
+var zeroCRCs struct {
+	mu sync.Mutex // guards m
+	m  map[int]uint32
+}
+
+// zeroCRC is the CRC32C of n zero bytes: the storage assertion of a chunk
+// of zeros, which a resume checks on the hole that holds it.
+func zeroCRC(n int) uint32 {
+	zeroCRCs.mu.Lock()
+	crc, ok := zeroCRCs.m[n]
+	zeroCRCs.mu.Unlock()
+	if ok {
+		return crc
+	}
+	var piece [64 << 10]byte
+	for left := n; left > 0; left -= min(left, len(piece)) {
+		crc = crc32.Update(crc, castagnoli, piece[:min(left, len(piece))])
+	}
+	zeroCRCs.mu.Lock()
+	if zeroCRCs.m == nil {
+		zeroCRCs.m = map[int]uint32{}
+	}
+	if len(zeroCRCs.m) < 64 {
+		zeroCRCs.m[n] = crc
+	}
+	zeroCRCs.mu.Unlock()
+	return crc
 }
 
 // landChunk verifies one chunk against its leaf and writes it in place.
@@ -1043,7 +1174,11 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uin
 	counted := f.entry.Holes > 0 && !fileio.AllZero(data) // a chunk of zeros is a hole: no disk
 	rx.mu.Lock()
 	if f.resolved || f.tree.Has(int(h.Chunk)) {
+		conflict := !f.resolved && f.zeroed > 0 && leaf != f.tree.Leaf(int(h.Chunk))
 		rx.mu.Unlock()
+		if conflict { // data in a chunk the root frame said holds zeros
+			rx.zerosSent(f, int(h.Chunk))
+		}
 		return nil // a late duplicate (e.g. a re-request that crossed the original)
 	}
 	if leaf != merkle.Hash(h.Leaf) {
@@ -1169,7 +1304,11 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 
 	root, _ := f.tree.Root()
 	if root != f.root {
-		rx.resolve(f, false, "", wire.CodeVerifyFailed, "the file's BLAKE3 root does not match the sender's")
+		why := "the file's BLAKE3 root does not match the sender's"
+		if f.zeroed > 0 {
+			why = fmt.Sprintf("the sender said %d of its chunks hold only zeros and did not send them, and the file's BLAKE3 root does not match the sender's: not saved", f.zeroed)
+		}
+		rx.resolve(f, false, "", wire.CodeVerifyFailed, why)
 		return
 	}
 	part.SetMeta(entryMeta(f.entry))
@@ -1640,7 +1779,12 @@ func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
 	// Preallocate, so the streams write into it side by side. Best effort: on
 	// a full disk the writes fail and say so. A file the sender holds holes
 	// in only gets its size: its chunks of zeros stay holes, and the space
-	// check counted its data alone.
+	// check counted its data alone. Its chunks are then written one at a
+	// time (fileio.Writer runs direct writes side by side only inside what
+	// Reserve preallocated): a write into a hole allocates, which ext4 does
+	// under the inode's exclusive lock anyway. Preallocating each chunk of
+	// data as it comes (fallocate with KEEP_SIZE of its range) would make
+	// its write an overwrite again, which may run beside the others.
 	if f.entry.Holes > 0 {
 		if err := p.Sparse(f.entry.Size); err != nil {
 			rx.e.log.Warn("size a sparse file", "file", f.entry.Path, "err", err)

@@ -56,7 +56,7 @@ func rootOf(t *testing.T, rx *receiver, i uint32, data []byte) {
 	for off := 0; off < len(data); off += 64 << 10 {
 		leaves = append(leaves, merkle.Leaf(data[off:min(len(data), off+64<<10)]))
 	}
-	if err := rx.setRoot(fileOf(t, rx, i), wire.DataHeader{File: i, Chunk: wire.RootChunk, Leaf: merkle.Root(leaves)}); err != nil {
+	if err := rx.setRoot(fileOf(t, rx, i), wire.DataHeader{File: i, Chunk: wire.RootChunk, Leaf: merkle.Root(leaves)}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

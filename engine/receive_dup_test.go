@@ -100,7 +100,7 @@ func TestDuplicateChunkInFlightDoesNotFailTheFile(t *testing.T) {
 			if err := rx.landChunk(f, hdr(0), parts[0], crc(0), h); err != nil {
 				t.Fatal(err)
 			}
-			if err := rx.setRoot(f, wire.DataHeader{File: 0, Chunk: wire.RootChunk, Leaf: merkle.Root(leaves)}); err != nil {
+			if err := rx.setRoot(f, wire.DataHeader{File: 0, Chunk: wire.RootChunk, Leaf: merkle.Root(leaves)}, nil); err != nil {
 				t.Fatal(err)
 			}
 			// One stream's copy of the last chunk passed landChunk's checks

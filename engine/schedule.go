@@ -20,6 +20,10 @@ type scheduler struct {
 	files    []int            // the accepted files, in sending order
 	chunks   func(fi int) int // chunks of file fi to send (0: the receiver has it all)
 	chunkLen func(fi, ci int) int
+	// skip, when set, is the first chunk of file fi from ci on that is to
+	// be sent: chunks the receiver is told of instead (a sparse file's
+	// chunks of zeros) are never handed out. Set before the first take.
+	skip func(fi, ci int) int
 	// window is how far behind a stream's write offset a chunk may still
 	// be unread by the receiver on the first transport of a switcher; set
 	// before the first take.
@@ -98,6 +102,9 @@ func (s *scheduler) take(ws *workerState) (file, chunk int, moved, ok bool) {
 	}
 	for s.cursor.file < len(s.files) {
 		fi := s.files[s.cursor.file]
+		if s.skip != nil {
+			s.cursor.chunk = s.skip(fi, s.cursor.chunk)
+		}
 		if s.cursor.chunk < s.chunks(fi) && !s.dropped.has(fi) {
 			c := s.cursor.chunk
 			s.cursor.chunk++

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -274,6 +275,15 @@ type sender struct {
 	resent     atomic.Int64
 	haves      map[uint32]*wire.Have
 	peerUnsent bool // the receiver takes FileUnsent (its hello)
+	// peerZeros: the receiver takes a root frame that names the file's
+	// chunks of zeros, which are then not sent (its hello lists
+	// FeatureZeroChunks); zeros are those runs of each file that has
+	// any, found as the offer is written (entries) and read-only after
+	// it; zeroed counts their bytes once each file's root went out with
+	// them (progress: the receiver counts them then too).
+	peerZeros bool
+	zeros     map[int][]wire.ZeroRun
+	zeroed    atomic.Int64
 	// peerFolders: the receiver takes empty folders (its hello), so they
 	// are offered; delivered: it said every file arrived (and the folders
 	// were made).
@@ -420,6 +430,9 @@ func (tx *sender) giveUp(err error) error {
 
 type fileLeaves struct {
 	tree *merkle.Tree
+	// zeros is the bytes of the file's chunks of zeros, which are not sent
+	// (sender.zeros), until its root went out with them (then 0).
+	zeros int64
 }
 
 func (tx *sender) Run(ctx context.Context) error {
@@ -535,6 +548,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	}
 	tx.peerUnsent = slices.Contains(h.Features, wire.FeatureUnsent)
 	tx.peerFolders = slices.Contains(h.Features, wire.FeatureFolders)
+	tx.peerZeros = slices.Contains(h.Features, wire.FeatureZeroChunks) && e.speaks(wire.FeatureZeroChunks)
 	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)
 	if err != nil {
 		return err
@@ -678,7 +692,7 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 			}
 			end = start + (end-start)/2
 		}
-		entries := tx.entries(tx.files[start:end])
+		entries := tx.entries(start, tx.files[start:end])
 		select {
 		case a := <-answered:
 			answered <- a // for offerAndDecision
@@ -710,25 +724,81 @@ func (tx *sender) offer(answered chan offerAnswer) error {
 	return nil
 }
 
-// entries are files' entries as offered: a file that may hold holes
-// (localFile.holey) says how many of its bytes lie in chunks of holes
-// (fileio.HoleBytes), so that a receiver that keeps holes counts its data
-// alone in its space check (wire.FileEntry.Holes). An older receiver
-// ignores the field. A file that cannot be opened here says none: reading
-// it fails later, as it would have.
-func (tx *sender) entries(files []localFile) []wire.FileEntry {
+// entries are files' entries as offered, files[0] being file start: a file
+// that may hold holes (localFile.holey) says how many of its bytes lie in
+// chunks of holes (fileio.HoleBytes), so that a receiver that keeps holes
+// counts its data alone in its space check (wire.FileEntry.Holes). An older
+// receiver ignores the field. To a receiver that takes them (peerZeros),
+// those chunks are not sent at all: their runs (zeroRuns) go in the file's
+// root frame. A file that cannot be opened here says none: reading it fails
+// later, as it would have.
+func (tx *sender) entries(start int, files []localFile) []wire.FileEntry {
 	entries := make([]wire.FileEntry, 0, len(files))
 	for i := range files {
 		e := files[i].FileEntry
 		if files[i].holey {
 			if f, err := os.Open(files[i].src()); err == nil {
 				e.Holes = fileio.HoleBytes(f, e.Size, tx.chunkSize)
+				if e.Holes > 0 && tx.peerZeros {
+					if runs := zeroRuns(f, e.Size, tx.chunkSize); len(runs) > 0 {
+						if tx.zeros == nil {
+							tx.zeros = map[int][]wire.ZeroRun{}
+						}
+						tx.zeros[start+i] = runs
+					}
+				}
 				f.Close()
 			}
 		}
 		entries = append(entries, e)
 	}
 	return entries
+}
+
+// zeroRuns are the runs of chunks of f (size bytes, in chunks of
+// chunkSize) that hold no data (fileio.HoleChunks), as many as a root frame
+// carries (the chunks beyond are sent as data), and never every chunk: a
+// file's root frame follows a chunk sent, so one of all holes sends its
+// last chunk. A file of one chunk has none.
+func zeroRuns(f *os.File, size int64, chunkSize int) []wire.ZeroRun {
+	n := merkle.Chunks(size, chunkSize)
+	if n <= 1 || n > math.MaxUint32 {
+		return nil
+	}
+	holes := fileio.HoleChunks(f, size, chunkSize, wire.ZeroRunsFit(chunkSize))
+	runs := make([]wire.ZeroRun, 0, len(holes))
+	claimed := 0
+	for _, h := range holes {
+		runs = append(runs, wire.ZeroRun{Start: uint32(h.Start), Count: uint32(h.Count)})
+		claimed += int(h.Count)
+	}
+	if claimed == n { // one run, of every chunk
+		if last := &runs[len(runs)-1]; last.Count > 1 {
+			last.Count--
+		} else {
+			runs = runs[:len(runs)-1]
+		}
+	}
+	return runs
+}
+
+// zeroRunAt is the end of the run of zeros of file fi that holds chunk ci,
+// else ci: the next chunk of it to send from ci (scheduler.skip).
+func (tx *sender) zeroRunAt(fi, ci int) int {
+	runs := tx.zeros[fi]
+	i, _ := slices.BinarySearchFunc(runs, ci, func(r wire.ZeroRun, c int) int {
+		switch {
+		case int(r.Start)+int(r.Count) <= c:
+			return -1
+		case int(r.Start) > c:
+			return 1
+		}
+		return 0
+	})
+	if i < len(runs) && int(runs[i].Start) <= ci && ci < int(runs[i].Start)+int(runs[i].Count) {
+		return int(runs[i].Start) + int(runs[i].Count)
+	}
+	return ci
 }
 
 // decisionWait bounds how long a sender waits for the receiver's answer: far
@@ -816,6 +886,9 @@ func (tx *sender) accept(d *wire.Decision) error {
 		}
 		return tx.chunks(fi)
 	}, func(fi, ci int) int { return merkle.ChunkLen(tx.files[fi].Size, tx.chunkSize, ci) })
+	if len(tx.zeros) > 0 {
+		tx.sched.skip = tx.zeroRunAt
+	}
 	return nil
 }
 
@@ -832,6 +905,15 @@ func (tx *sender) leavesOf(fi int) *fileLeaves {
 		return nil
 	}
 	fl := &fileLeaves{tree: merkle.NewTree(tx.chunks(fi))}
+	// Its chunks of zeros are not read: their leaves are those of zeros, as
+	// the receiver takes them (zeroRuns).
+	for _, r := range tx.zeros[fi] {
+		for c := int(r.Start); c < int(r.Start)+int(r.Count); c++ {
+			n := merkle.ChunkLen(tx.files[fi].Size, tx.chunkSize, c)
+			fl.tree.Set(c, merkle.ZeroLeaf(n))
+			fl.zeros += int64(n)
+		}
+	}
 	tx.leaves[fi] = fl
 	return fl
 }
@@ -945,7 +1027,7 @@ func (tx *sender) watchProgress(ctx context.Context) {
 	for _, i := range tx.accepted {
 		total += tx.files[i].Size
 	}
-	tx.e.watchProgressMoved(ctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() }, tx.sent.Load, total,
+	tx.e.watchProgressMoved(ctx, tx.t, func() int64 { return tx.sent.Load() + tx.skipped.Load() + tx.zeroed.Load() }, tx.sent.Load, total,
 		func() int { return int(tx.resolved.Load()) }, len(tx.accepted))
 }
 
@@ -1267,8 +1349,10 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	tree.Set(ci, leaf)
 	complete := tree.Missing() == 0
 	var root merkle.Hash
+	var zeroed int64
 	if complete {
 		root, _ = tree.Root()
+		zeroed, fl.zeros = fl.zeros, 0
 	}
 	tx.mu.Unlock()
 	if complete && tx.chunks(fi) > 1 {
@@ -1277,8 +1361,15 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 		}
 	}
 	if complete {
-		wire.DataHeader{File: uint32(fi), Chunk: wire.RootChunk, Leaf: root}.Put(buf)
-		_, err := w.Write(buf[:wire.DataHeaderLen])
+		// To a receiver that takes them, the runs of chunks of zeros that
+		// were not sent follow the root (peerZeros).
+		runs := tx.zeros[fi]
+		wire.DataHeader{File: uint32(fi), Chunk: wire.RootChunk, Length: uint32(len(runs) * wire.ZeroRunLen), Leaf: root}.Put(buf)
+		if _, err := w.Write(buf[:wire.DataHeaderLen]); err != nil || len(runs) == 0 {
+			return err
+		}
+		_, err := w.Write(wire.AppendZeroRuns(buf[:0], runs))
+		tx.zeroed.Add(zeroed)
 		return err
 	}
 	return nil

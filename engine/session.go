@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -105,7 +106,11 @@ func expect[T wire.Message](m wire.Message, err error) (T, error) {
 }
 
 // features are the optional capabilities this build's hello lists.
-var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent, wire.FeatureFolders, wire.FeatureCodeShown}
+var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent, wire.FeatureFolders, wire.FeatureCodeShown, wire.FeatureZeroChunks}
+
+// speaks reports whether this build's hello lists feature: always, but in a
+// test that plays an older build.
+func (e *Engine) speaks(feature string) bool { return slices.Contains(e.hello().Features, feature) }
 
 func (e *Engine) hello() *wire.Hello {
 	f := features

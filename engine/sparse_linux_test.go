@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,7 +23,7 @@ import (
 // writeSparse makes a sparse file of size bytes at path: a hole, with
 // piece bytes of random data every every bytes from off (truncate and
 // dd's way); it returns the bytes of data.
-func writeSparse(t *testing.T, path string, size, off, every int64, piece int) int64 {
+func writeSparse(t testing.TB, path string, size, off, every int64, piece int) int64 {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -45,7 +46,7 @@ func writeSparse(t *testing.T, path string, size, off, every int64, piece int) i
 }
 
 // onDisk is the disk the file at path takes (its allocated blocks).
-func onDisk(t *testing.T, path string) int64 {
+func onDisk(t testing.TB, path string) int64 {
 	t.Helper()
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
@@ -86,24 +87,42 @@ func TestSparseFileArrivesSparse(t *testing.T) {
 // A sparse file's transfer that stopped part way resumes: the chunks of
 // zeros it left as holes are held as the data written is (their CRC32C is
 // checked again, and a hole reads as the zeros it stands for), the rest
-// arrives, and the file is whole and still sparse.
+// arrives, and the file is whole and still sparse. To a receiver that takes
+// runs of zeros (wire.FeatureZeroChunks) only data travels, in both
+// attempts: the second sends what the first did not.
 func TestSparseFileResumes(t *testing.T) {
 	skipIfShort(t)
-	recv := startReceiver(t, Options{})
-	send := testEngine(t, Options{})
-	src := filepath.Join(t.TempDir(), "disk.img")
-	const size = 96 << 20
-	data := writeSparse(t, src, size, 0, 4<<20, 1<<20) // a chunk of data in four
-	opts := SendOptions{Transport: "tcp", Streams: 1}
-	interruptWith(t, send, recv, []string{src}, opts, size)
-	res := sendWait(t, send, target(recv), []string{src}, opts)
-	if res.State != StateDone || res.Kept == 0 {
-		t.Fatalf("resume: %s %q (kept %d), want done with part kept", res.State, res.Err, res.Kept)
-	}
-	got := filepath.Join(recv.DownloadDir(), "disk.img")
-	sameTree(t, src, recv.DownloadDir())
-	if on := onDisk(t, got); on > data+4<<20 {
-		t.Errorf("the file takes %d bytes on the receiver, for %d of data in %d", on, data, size)
+	older := slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureZeroChunks })
+	for _, c := range []struct {
+		name     string
+		features []string
+	}{{"older receiver", older}, {"current", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			recv.features = c.features
+			send := testEngine(t, Options{})
+			src := filepath.Join(t.TempDir(), "disk.img")
+			const size = 96 << 20
+			data := writeSparse(t, src, size, 0, 4<<20, 1<<20) // a chunk of data in four
+			opts := SendOptions{Transport: "tcp", Streams: 1}
+			moves := int64(size) // what the sender's progress counts until the file's root
+			if c.features == nil {
+				moves = data
+			}
+			interruptWith(t, send, recv, []string{src}, opts, moves)
+			res := sendWait(t, send, target(recv), []string{src}, opts)
+			if res.State != StateDone || res.Kept == 0 {
+				t.Fatalf("resume: %s %q (kept %d), want done with part kept", res.State, res.Err, res.Kept)
+			}
+			if c.features == nil && res.Bytes >= data {
+				t.Errorf("the second attempt sent %d bytes of chunks, for %d of data, part of it kept", res.Bytes, data)
+			}
+			got := filepath.Join(recv.DownloadDir(), "disk.img")
+			sameTree(t, src, recv.DownloadDir())
+			if on := onDisk(t, got); on > data+4<<20 {
+				t.Errorf("the file takes %d bytes on the receiver, for %d of data in %d", on, data, size)
+			}
+		})
 	}
 }
 
@@ -253,4 +272,127 @@ func TestUploadsOfZerosLeaveHoles(t *testing.T) {
 		}
 		check(t, e.DownloadDir())
 	})
+}
+
+// A sparse file's holes do not cross the network: a receiver that takes
+// them (wire.FeatureZeroChunks) is told which chunks hold only zeros, in
+// the file's root frame, and the sender neither reads nor sends them; the
+// receiver takes their leaves as those of zeros and verifies the file's
+// root as ever. A 256 MiB image with 1 MiB of data cost its 256 MiB on the
+// wire; now about 2 MiB (the chunks its data touches). Both transports; the
+// file arrives identical and sparse.
+func TestSparseFileHolesAreNotSent(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{})
+	src := filepath.Join(t.TempDir(), "disk.img")
+	const size = 256 << 20
+	data := writeSparse(t, src, size, 100<<10, 128<<20, 512<<10) // 2 pieces of 512 KiB
+	if held := onDisk(t, src); held > data+1<<20 {
+		t.Skipf("the sender's file system keeps no holes (%d bytes for %d of data)", held, data)
+	}
+	for _, tp := range transportsUnderTest() {
+		res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
+		if res.State != StateDone || res.Verified != 1 {
+			t.Fatalf("%s: %s %q", tp, res.State, res.Err)
+		}
+		// Each piece lies in one chunk of 1 MiB, and one chunk of the
+		// file (its last) goes whatever it holds.
+		if res.Bytes > 3<<20 || res.WireBytes > 8<<20 {
+			t.Errorf("%s: %d bytes of chunks sent, %d bytes on the wire, for %d of data in %d", tp, res.Bytes, res.WireBytes, data, size)
+		}
+		got := filepath.Join(recv.DownloadDir(), "disk.img")
+		sameTree(t, src, recv.DownloadDir())
+		if on := onDisk(t, got); on > 2*data+1<<20 {
+			t.Errorf("%s: the file takes %d bytes on the receiver, for %d of data", tp, on, data)
+		}
+		t.Logf("%s: %d bytes of chunks, %d on the wire, %d KiB on the receiver's disk", tp, res.Bytes, res.WireBytes, onDisk(t, got)>>10)
+		os.Remove(got)
+	}
+}
+
+// Between versions: to a receiver that does not take runs of zeros (its
+// hello lacks wire.FeatureZeroChunks, as every Ferry before it), and from
+// a sender that does not send them, every chunk travels, as before, and the
+// file arrives identical and sparse.
+func TestSparseFileBetweenVersions(t *testing.T) {
+	older := slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureZeroChunks })
+	src := filepath.Join(t.TempDir(), "disk.img")
+	const size = 64 << 20
+	data := writeSparse(t, src, size, 100<<10, 21<<20, 1<<20)
+	if held := onDisk(t, src); held > data+1<<20 {
+		t.Skipf("the sender's file system keeps no holes (%d bytes for %d of data)", held, data)
+	}
+	for _, c := range []struct {
+		name             string
+		sender, receiver []string
+		wantAll          bool
+	}{
+		{"older receiver", nil, older, true},
+		{"older sender", older, nil, true},
+		{"both current", nil, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			recv.features = c.receiver
+			send := testEngine(t, Options{})
+			send.features = c.sender
+			for _, tp := range transportsUnderTest() {
+				res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
+				if res.State != StateDone || res.Verified != 1 {
+					t.Fatalf("%s: %s %q", tp, res.State, res.Err)
+				}
+				if all := res.Bytes == size; all != c.wantAll {
+					t.Errorf("%s: %d bytes of chunks sent of %d, want all: %v", tp, res.Bytes, size, c.wantAll)
+				}
+				got := filepath.Join(recv.DownloadDir(), "disk.img")
+				sameTree(t, src, recv.DownloadDir())
+				if on := onDisk(t, got); on > 2*data+1<<20 {
+					t.Errorf("%s: the file takes %d bytes on the receiver, for %d of data", tp, on, data)
+				}
+				os.Remove(got)
+			}
+		})
+	}
+}
+
+// BenchmarkSparseFile sends a 1 GiB disk image holding 8 MiB of data (8
+// pieces of 1 MiB, 128 MiB apart) over loopback, to a receiver that takes
+// runs of zeros (wire.FeatureZeroChunks) and to one that does not (every
+// Ferry before it), which gets every chunk. It reports the chunk bytes the
+// sender sent and the bytes on the wire per send; figures in
+// docs/compatibility.md ("Sparse files").
+func BenchmarkSparseFile(b *testing.B) {
+	src := filepath.Join(b.TempDir(), "disk.img")
+	const size = 1 << 30
+	data := writeSparse(b, src, size, 100<<10, 128<<20, 1<<20)
+	if held := onDisk(b, src); held > data+1<<20 {
+		b.Skipf("the sender's file system keeps no holes (%d bytes for %d of data)", held, data)
+	}
+	older := slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureZeroChunks })
+	for _, tp := range transportsUnderTest() {
+		for _, v := range []struct {
+			name     string
+			features []string
+		}{{"older-receiver", older}, {"zero-runs", nil}} {
+			b.Run(tp+"/"+v.name, func(b *testing.B) {
+				recv := startReceiverB(b)
+				recv.features = v.features
+				send, _ := New(Options{ConfigDir: b.TempDir()})
+				defer send.Close()
+				b.SetBytes(size)
+				var sent, onWire int64
+				for b.Loop() {
+					os.RemoveAll(recv.DownloadDir())
+					os.MkdirAll(recv.DownloadDir(), 0o755)
+					res := sendWait(nil, send, target(recv), []string{src}, SendOptions{Transport: tp})
+					if res.State != StateDone {
+						b.Fatal(res.Err)
+					}
+					sent, onWire = sent+res.Bytes, onWire+res.WireBytes
+				}
+				b.ReportMetric(float64(sent)/float64(b.N), "sent-B/op")
+				b.ReportMetric(float64(onWire)/float64(b.N), "wire-B/op")
+			})
+		}
+	}
 }

@@ -141,3 +141,25 @@ func TestOneLeafTreeAllocations(t *testing.T) {
 }
 
 var treeSink *Tree
+
+// ZeroLeaf is the leaf of that many zero bytes, for lengths around its
+// piece, the smallest and largest chunks and an odd last chunk; asked
+// again (cached, and beyond the cache's bound) it is the same.
+func TestZeroLeaf(t *testing.T) {
+	for _, n := range []int{0, 1, 4095, 4 << 10, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1 << 20, 1<<20 + 12345, 4 << 20} {
+		want := Leaf(make([]byte, n))
+		for range 2 {
+			if got := ZeroLeaf(n); got != want {
+				t.Fatalf("ZeroLeaf(%d) = %x, want %x", n, got, want)
+			}
+		}
+	}
+	for n := range 2 * maxZeroLeaves {
+		if got, want := ZeroLeaf(n+100), Leaf(make([]byte, n+100)); got != want {
+			t.Fatalf("ZeroLeaf(%d) = %x, want %x", n+100, got, want)
+		}
+	}
+	if len(zeroLeaves.m) > maxZeroLeaves {
+		t.Errorf("%d leaves cached, bound %d", len(zeroLeaves.m), maxZeroLeaves)
+	}
+}

@@ -63,6 +63,10 @@ const (
 	// FeatureCodeShown: its Decision says whether its user was shown the
 	// session's verification code (Decision.CodeShown).
 	FeatureCodeShown = "code-shown"
+	// FeatureZeroChunks: it takes a root frame that names the file's
+	// chunks of zeros (ZeroRuns), which are then not sent: it computes
+	// their leaves itself. To a receiver without it every chunk is sent.
+	FeatureZeroChunks = "zero-chunks"
 )
 
 func protoErr(format string, args ...any) error {
@@ -260,9 +264,10 @@ func newMessage(t Type) Message {
 // DataHeaderLen is the size of a chunk frame header.
 const DataHeaderLen = 4 + 4 + 4 + 32
 
-// RootChunk in a DataHeader's Chunk field marks a root frame: no payload,
-// and Leaf holds the file's Merkle root as the sender computed it from what it
-// read. The sender writes it on the data stream right behind the file's last
+// RootChunk in a DataHeader's Chunk field marks a root frame: Leaf holds the
+// file's Merkle root as the sender computed it from what it read, and its
+// payload is empty, or to a receiver whose hello lists FeatureZeroChunks the
+// runs of the file's chunks of zeros that were not sent (zeroruns.go). The sender writes it on the data stream right behind the file's last
 // chunk, so the receiver can verify a small file without waiting for the
 // control stream.
 const RootChunk = ^uint32(0)

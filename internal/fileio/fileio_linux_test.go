@@ -400,6 +400,7 @@ func TestHoleBytes(t *testing.T) {
 		{"two extents in one chunk", 10 * mib, [][2]int64{{4 * mib, 4096}, {4*mib + 512<<10, 4096}}, mib, 9 * mib},
 		{"short last chunk with data", 10*mib + 100<<10, [][2]int64{{10 * mib, 4096}}, mib, 10 * mib},
 		{"short last chunk of hole", 10*mib + 100<<10, [][2]int64{{0, 4096}}, mib, 9*mib + 100<<10},
+		{"data between holes", 10 * mib, [][2]int64{{2 * mib, 4096}, {6*mib + 4096, mib}}, mib, 7 * mib},
 		{"small chunks", 1 * mib, [][2]int64{{64 << 10, 4096}}, 64 << 10, 15 * 64 << 10},
 		{"empty", 0, nil, mib, 0},
 	} {
@@ -425,7 +426,41 @@ func TestHoleBytes(t *testing.T) {
 			if got := HoleBytes(f, tc.size, tc.chunk); got != tc.holes {
 				t.Errorf("%d bytes of holes, want %d", got, tc.holes)
 			}
+			// HoleChunks lists the same chunks: each one all zeros, and
+			// their bytes what HoleBytes counts.
+			checkHoleChunks(t, f, tc.size, tc.chunk, tc.holes)
 		})
+	}
+}
+
+// checkHoleChunks checks that HoleChunks lists runs in order, apart, of
+// chunks that read as zeros, holes bytes of them, and that a bound keeps
+// the first runs.
+func checkHoleChunks(t *testing.T, f *os.File, size int64, chunk int, holes int64) {
+	t.Helper()
+	runs := HoleChunks(f, size, chunk, 1<<20)
+	var listed, end int64
+	for _, r := range runs {
+		if r.Count <= 0 || r.Start < end {
+			t.Fatalf("runs %v: not in order and apart", runs)
+		}
+		end = r.Start + r.Count
+		for c := r.Start; c < end; c++ {
+			n := min(int64(chunk), size-c*int64(chunk))
+			b := make([]byte, n)
+			if _, err := f.ReadAt(b, c*int64(chunk)); err != nil || !AllZero(b) {
+				t.Fatalf("chunk %d listed as a hole holds data (%v)", c, err)
+			}
+			listed += n
+		}
+	}
+	if listed != holes {
+		t.Errorf("HoleChunks lists %d bytes (%v), HoleBytes %d", listed, runs, holes)
+	}
+	if len(runs) > 1 {
+		if first := HoleChunks(f, size, chunk, 1); len(first) != 1 || first[0] != runs[0] {
+			t.Errorf("bound to one run: %v, want %v", first, runs[:1])
+		}
 	}
 }
 

@@ -47,3 +47,51 @@ func HoleBytes(f *os.File, size int64, chunk int) int64 {
 	}
 	return size - data
 }
+
+// HoleChunks lists the chunks of f's first size bytes, cut in chunks of
+// chunk bytes (the last one shorter), that hold no data at all, as
+// HoleBytes counts them: runs of chunk indexes, in order, at most max of
+// them (the first ones; the chunks beyond are left out, as if they held
+// data). nil where the file system cannot tell, or on any error. It moves
+// f's offset.
+func HoleChunks(f *os.File, size int64, chunk int, max int) []ChunkRun {
+	c := int64(chunk)
+	if size <= 0 || c <= 0 || max <= 0 {
+		return nil
+	}
+	chunks := (size + c - 1) / c
+	var runs []ChunkRun
+	// next is the first chunk not known to hold data or listed; hole
+	// lists chunks [next, end) as a run, and says whether more may follow.
+	next := int64(0)
+	hole := func(end int64) bool {
+		if end > next {
+			runs = append(runs, ChunkRun{Start: next, Count: end - next})
+		}
+		return len(runs) < max
+	}
+	for off := int64(0); off < size; {
+		d, err := f.Seek(off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // no data after off
+		}
+		if err != nil || d < off {
+			return nil
+		}
+		if d >= size {
+			break
+		}
+		h, err := f.Seek(d, unix.SEEK_HOLE)
+		if err != nil || h <= d {
+			return nil
+		}
+		h = min(h, size)
+		if !hole(d / c) {
+			return runs
+		}
+		next = (h + c - 1) / c
+		off = h
+	}
+	hole(chunks)
+	return runs
+}

@@ -591,6 +591,8 @@ func (b *backend) Pair(dev ui.Device) (string, error) {
 // ConfirmPair passes the user's verdict on a verification code.
 func (b *backend) ConfirmPair(id string, match bool) error { return b.eng.ConfirmPair(id, match) }
 
+func (b *backend) OfferOnScreen(id string, shown bool) error { return b.eng.OfferOnScreen(id, shown) }
+
 // markPairing sets ev.Pairing for the events of a pairing without files:
 // started here (Pair), or a device asking (its code arrives first). A
 // pairing's result ends its record.

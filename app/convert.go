@@ -34,6 +34,8 @@ var codeShown = map[engine.CodeShown]ui.CodeShown{
 	engine.CodeShownYes:     ui.CodeShownYes,
 	engine.CodeShownNo:      ui.CodeShownNo,
 	engine.CodeShownUnknown: ui.CodeShownUnknown,
+	engine.CodeShownWaiting: ui.CodeShownWaiting,
+	engine.CodeShownQueued:  ui.CodeShownQueued,
 }
 
 func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

@@ -60,7 +60,7 @@ func TestCodeShownOnlyWhenTheReceiverAsked(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			recv := testEngine(t, Options{Accept: c.accept})
 			if c.older {
-				recv.features = slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureCodeShown })
+				recv.features = slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureCodeShown || f == wire.FeaturePrompt })
 			}
 			if err := recv.Start(t.Context()); err != nil {
 				t.Fatal(err)
@@ -84,8 +84,12 @@ func TestCodeShownOnlyWhenTheReceiverAsked(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := pairEvents(t, tx, tr.ID())
-			if len(got) != 2 || got[0].Shown != CodeShownPending || got[1].Shown != c.want || got[0].Code != got[1].Code {
-				t.Fatalf("sender's pair events %+v, want the code pending, then %q", got, c.want)
+			first := CodeShownWaiting // the receiver's client never says it shows the offer
+			if c.older {
+				first = CodeShownPending
+			}
+			if len(got) != 2 || got[0].Shown != first || got[1].Shown != c.want || got[0].Code != got[1].Code {
+				t.Fatalf("sender's pair events %+v, want the code %q, then %q", got, first, c.want)
 			}
 			if r := tr.Result(); r.State != StateDone {
 				t.Fatalf("%s %q", r.State, r.Err)
@@ -221,8 +225,8 @@ func TestQueuedThenDeclinedOfferSaysNoCodeShown(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := pairEvents(t, tx, tr.ID())
-		if len(got) != 1 || got[0].Shown != CodeShownPending {
-			t.Fatalf("the sender of an offer declined unseen (%q): pair events %+v, want only the code pending", d.Reason, got)
+		if len(got) != 1 || got[0].Shown != CodeShownWaiting {
+			t.Fatalf("the sender of an offer declined unseen (%q): pair events %+v, want only the code waiting", d.Reason, got)
 		}
 		if r := tr.Result(); r.State == StateDone {
 			t.Fatalf("%s %q", r.State, r.Err)
@@ -233,5 +237,187 @@ func TestQueuedThenDeclinedOfferSaysNoCodeShown(t *testing.T) {
 	}
 	if got := pairEvents(t, shownTx, shownTr.ID()); len(got) != 2 || got[1].Shown != CodeShownYes {
 		t.Fatalf("the sender of the offer on screen: pair events %+v, want the code shown", got)
+	}
+}
+
+// nextPair waits for the sender's next EventPair of transfer id.
+func nextPair(t *testing.T, events <-chan Event, id string) PairInfo {
+	t.Helper()
+	for timeout := time.After(time.Minute); ; {
+		select {
+		case ev := <-events:
+			if ev.TransferID == id && ev.Kind == EventPair {
+				return *ev.Pair
+			}
+			if ev.TransferID == id && ev.Kind == EventResult {
+				t.Fatalf("the send ended (%s %q) before its next code event", ev.Result.State, ev.Result.Err)
+			}
+		case <-timeout:
+			t.Fatal("no code event")
+		}
+	}
+}
+
+// TestQueuedOfferIsComparedOnlyOnceShown: the receiver's client shows one
+// prompt at a time (the app's prompts, ferry-cli's one question at a time),
+// so an offer queued behind another device's has its code on no screen
+// there. Its sender said "compare the codes" all the same, with Codes match
+// on the row, while the receiver's user could not see the code. Now the
+// receiver says where the offer stands (OfferOnScreen, wire.Prompt): the
+// sender's code waits (CodeShownWaiting), is queued (CodeShownQueued)
+// behind the offer on screen, and is to be compared
+// (CodeShownPending) once the receiver's client shows it.
+func TestQueuedOfferIsComparedOnlyOnceShown(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	rx, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	// offer sends from a device of its own and returns its offer as the
+	// receiver's client gets it, which shows it or queues it.
+	offer := func(shown bool) (*Engine, *Transfer, <-chan Event, string) {
+		t.Helper()
+		send := testEngine(t, Options{})
+		tx, unsub := send.Subscribe(256)
+		t.Cleanup(unsub)
+		tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
+			t.Fatalf("the sender's first code event %+v, want it waiting for the receiver's screen", p)
+		}
+		for timeout := time.After(time.Minute); ; {
+			select {
+			case ev := <-rx:
+				if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+					if err := recv.OfferOnScreen(ev.TransferID, shown); err != nil {
+						t.Fatal(err)
+					}
+					return send, tr, tx, ev.TransferID
+				}
+			case <-timeout:
+				t.Fatal("no offer")
+			}
+		}
+	}
+	_, firstTr, firstTx, first := offer(true)
+	if p := nextPair(t, firstTx, firstTr.ID()); p.Shown != CodeShownPending {
+		t.Fatalf("the sender of the offer on screen: %+v, want its code to be compared", p)
+	}
+	send, tr, tx, queued := offer(false)
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownQueued {
+		t.Fatalf("the sender of the queued offer: %+v, want it queued", p)
+	}
+	if err := recv.Decide(first, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv.OfferOnScreen(queued, true); err != nil { // its turn
+		t.Fatal(err)
+	}
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownPending {
+		t.Fatalf("the queued offer, shown: %+v, want its code to be compared", p)
+	}
+	if err := recv.Decide(queued, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownYes {
+		t.Fatalf("the queued offer, accepted: %+v, want the code shown", p)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateDone {
+		t.Fatalf("%s %q", r.State, r.Err)
+	}
+	if err := send.ConfirmPair(tr.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOfferOnScreenWithAnOlderPeer: the prompt's word is optional both
+// ways. An older sender (no wire.FeaturePrompt) is told nothing, and asks
+// to compare as before; an older receiver says nothing, and its sender
+// asks to compare while it decides, as before.
+func TestOfferOnScreenWithAnOlderPeer(t *testing.T) {
+	older := slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeaturePrompt })
+	for _, c := range []struct {
+		name          string
+		olderReceiver bool
+		olderSender   bool
+	}{
+		{"older sender", false, true},
+		{"older receiver", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recv := testEngine(t, Options{Accept: AcceptAsk})
+			if c.olderReceiver {
+				recv.features = older
+			}
+			if err := recv.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			rx, unsub := recv.Subscribe(256)
+			defer unsub()
+			go func() {
+				for ev := range rx {
+					if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+						recv.OfferOnScreen(ev.TransferID, false) // queued, then accepted from its notification
+						recv.Decide(ev.TransferID, Decision{Accept: true})
+					}
+				}
+			}()
+			send := testEngine(t, Options{})
+			if c.olderSender {
+				send.features = older
+			}
+			tx, unsub2 := send.Subscribe(256)
+			defer unsub2()
+			src := filepath.Join(t.TempDir(), "a.txt")
+			writeFile(t, src, 100)
+			tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := pairEvents(t, tx, tr.ID())
+			if len(got) != 2 || got[0].Shown != CodeShownPending || got[1].Shown != CodeShownYes {
+				t.Fatalf("sender's pair events %+v, want the code pending, then shown", got)
+			}
+			if r := tr.Result(); r.State != StateDone {
+				t.Fatalf("%s %q", r.State, r.Err)
+			}
+		})
+	}
+}
+
+// TestShownCodesWithoutAPrompt: a receiver whose client shows every code
+// as it is announced (ferry-cli receive --pair, Options.ShowsCodes) shows
+// it even when it accepts without asking (accept all). Its sender, told
+// that the code is shown, asks its user to compare it, and may trust
+// through it; it could only by answering before the decision came, which
+// said the code was not shown.
+func TestShownCodesWithoutAPrompt(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAll, ShowsCodes: true})
+	send := testEngine(t, Options{})
+	tx, unsub := send.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pairEvents(t, tx, tr.ID())
+	var shown []CodeShown
+	for _, p := range got {
+		shown = append(shown, p.Shown)
+	}
+	if want := []CodeShown{CodeShownWaiting, CodeShownPending, CodeShownYes}; !slices.Equal(shown, want) {
+		t.Fatalf("sender's pair events %q, want %q", shown, want)
+	}
+	<-tr.Done()
+	if err := send.ConfirmPair(tr.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !trusts(send, recv.ID()) {
+		t.Fatal("the receiver is not trusted")
 	}
 }

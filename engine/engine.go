@@ -76,6 +76,12 @@ type Options struct {
 	AutoAcceptTrusted bool
 	// PromptTimeout declines an unanswered offer; zero means 2 minutes.
 	PromptTimeout time.Duration
+	// ShowsCodes: the client shows the verification code of every session
+	// with a device not trusted yet as it is announced (EventPair), even
+	// one accepted without asking (ferry-cli receive --pair): the sender
+	// is told its code is shown (wire.Prompt, Decision.CodeShown) and its
+	// user may compare it. Off, only an offer's prompt shows the code.
+	ShowsCodes bool
 	// MaxPrompts bounds offers waiting for an answer at once; zero means 8.
 	// Further offers are declined as busy instead of stacking up.
 	MaxPrompts int
@@ -599,6 +605,10 @@ type Transfer struct {
 	started   time.Time
 	decisions chan Decision // receiving side: the user's answer to the offer
 	asking    atomic.Bool   // an offer is waiting for that answer
+	// onScreen, on the receiving side, carries where the client keeps the
+	// offer (OfferOnScreen) to the session, which tells the sender; nil
+	// when the sender does not read it (its hello lacks wire.FeaturePrompt).
+	onScreen chan bool
 	// pair is the session's verification code (pairing), once known.
 	pair atomic.Pointer[pairState]
 
@@ -812,6 +822,40 @@ func (e *Engine) Decide(id string, d Decision) error {
 		return nil
 	default:
 		return fmt.Errorf("transfer %s is not waiting for a decision", id)
+	}
+}
+
+// OfferOnScreen tells the engine where its client keeps an incoming offer
+// that waits for a decision (EventOffer, StateWaiting): shown, its prompt
+// is on the user's screen now, with its verification code; not shown, the
+// client keeps it queued behind another offer's prompt, which its user
+// answers first. A sender that reads it (a Ferry whose hello lists
+// wire.FeaturePrompt) is told, and asks its own user to compare codes only
+// once the offer is shown (PairInfo.Shown). A client that shows one
+// prompt at a time says false for an offer it queues and true as it shows
+// each; one that says nothing leaves its senders waiting for the decision
+// before they ask to compare. It never blocks.
+func (e *Engine) OfferOnScreen(id string, shown bool) error {
+	t, err := e.transfer(id)
+	if err != nil {
+		return err
+	}
+	if !t.asking.Load() {
+		return fmt.Errorf("transfer %s is not waiting for a decision", id)
+	}
+	if t.onScreen == nil {
+		return nil
+	}
+	for {
+		select {
+		case t.onScreen <- shown:
+			return nil
+		default:
+			select { // the last word counts: an older one not yet told goes
+			case <-t.onScreen:
+			default:
+			}
+		}
 	}
 }
 

@@ -161,7 +161,11 @@ type PairInfo struct {
 	// shows the code with its question), then another EventPair with the
 	// same code says CodeShownYes, CodeShownNo (it accepted without asking:
 	// there is nothing to compare, and ConfirmPair refuses) or
-	// CodeShownUnknown (an older Ferry, which does not say).
+	// CodeShownUnknown (an older Ferry, which does not say). A receiver
+	// that says where the offer stands on its screen (wire.FeaturePrompt)
+	// is CodeShownWaiting until it says, CodeShownQueued while the offer
+	// waits behind another device's, then CodeShownPending once its user
+	// is shown the offer: a code is to be compared only from then on.
 	Shown CodeShown `json:"shown,omitempty"`
 }
 
@@ -175,6 +179,13 @@ const (
 	CodeShownYes     CodeShown = "shown"   // the receiver asked its user, showing the code
 	CodeShownNo      CodeShown = "unshown" // the receiver accepted without showing it
 	CodeShownUnknown CodeShown = "unknown" // the receiver runs a Ferry that does not say
+	// CodeShownWaiting: the receiver says when its user is shown the offer,
+	// and has not yet: its screen does not show the code.
+	CodeShownWaiting CodeShown = "waiting"
+	// CodeShownQueued: the receiver keeps the offer behind another
+	// device's, whose prompt its user answers first: its screen does not
+	// show the code yet.
+	CodeShownQueued CodeShown = "queued"
 )
 
 // KeyChange describes a known device that presented another key.

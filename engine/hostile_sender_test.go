@@ -17,6 +17,8 @@ type rawReceiver struct {
 	t    *testing.T
 	conn *pipeConn
 	ctl  *control
+	// features are what its hello lists.
+	features []string
 	// offer and files are what the sender offered.
 	offer *wire.Offer
 	files []wire.FileEntry
@@ -35,7 +37,7 @@ func (r *rawReceiver) greet(id *identity.Identity) error {
 	if _, err := expect[*wire.Hello](r.ctl.recvTimeout(5 * time.Second)); err != nil {
 		return err
 	}
-	if err := r.ctl.send(&wire.Hello{Version: wire.Version, Name: "liar", ID: id.ID.String()}); err != nil {
+	if err := r.ctl.send(&wire.Hello{Version: wire.Version, Name: "liar", ID: id.ID.String(), Features: r.features}); err != nil {
 		return err
 	}
 	if r.offer, err = expect[*wire.Offer](r.ctl.recvTimeout(5 * time.Second)); err != nil {
@@ -69,9 +71,10 @@ func (r *rawReceiver) drainData() {
 	}
 }
 
-// againstLiar runs a real sender (two files of 3 chunks each) against script
-// and returns the session's error and what the sender verified.
-func againstLiar(t *testing.T, script func(r *rawReceiver)) (error, int64) {
+// againstLiar runs a real sender (two files of 3 chunks each) against script,
+// whose hello lists features, and returns the session's error and what the
+// sender verified.
+func againstLiar(t *testing.T, features []string, script func(r *rawReceiver)) (error, int64) {
 	t.Helper()
 	send := testEngine(t, Options{ChunkSize: 4096})
 	liar, err := identity.LoadOrCreate(t.TempDir())
@@ -86,7 +89,7 @@ func againstLiar(t *testing.T, script func(r *rawReceiver)) (error, int64) {
 		t.Fatal(err)
 	}
 	cli, srv := newPipeConns(send.ident.ID, liar.ID)
-	r := &rawReceiver{t: t, conn: srv}
+	r := &rawReceiver{t: t, conn: srv, features: features}
 	scripted := make(chan struct{})
 	go func() {
 		defer close(scripted)
@@ -143,6 +146,21 @@ var hostileReceivers = []struct {
 		&wire.FileResult{File: 1, OK: false, Code: wire.CodeIO}, &wire.Result{OK: true, Files: 2, Verified: 2}}, "verified 1 of 2"},
 	{"a message out of place", []wire.Message{&wire.Decision{Accept: true}, &wire.Offer{Transfer: "x", ChunkSize: 4096}}, "unexpected offer"},
 	{"offer instead of a decision", []wire.Message{&wire.Offer{Transfer: "x", ChunkSize: 4096}}, "expected a decision"},
+	{"prompt it did not say it sends", []wire.Message{&wire.Prompt{Shown: true}, &wire.Decision{Accept: true}},
+		"got prompt from a receiver that did not say it sends them"},
+	{"prompt after the decision", []wire.Message{&wire.Decision{Accept: true}, &wire.Prompt{Shown: true}}, "unexpected prompt"},
+}
+
+// hostilePrompters are hostileReceivers whose hello lists
+// wire.FeaturePrompt; they seed FuzzSenderControl too.
+var hostilePrompters = []struct {
+	name string
+	msgs []wire.Message
+	want string
+}{
+	{"prompt without end", append(repeat(&wire.Prompt{Shown: true}, 5), repeat(&wire.Prompt{}, 100)...),
+		"9 prompt messages about one offer, at most 8"},
+	{"prompt after the decision", []wire.Message{&wire.Prompt{}, &wire.Decision{Accept: true}, &wire.Prompt{Shown: true}}, "unexpected prompt"},
 }
 
 func repeat(m wire.Message, n int) []wire.Message {
@@ -166,9 +184,22 @@ func (r *rawReceiver) answer(raw []byte) {
 }
 
 func TestHostileReceivers(t *testing.T) {
+	type hostile struct {
+		name     string
+		features []string
+		msgs     []wire.Message
+		want     string
+	}
+	var cases []hostile
 	for _, c := range hostileReceivers {
+		cases = append(cases, hostile{c.name, nil, c.msgs, c.want})
+	}
+	for _, c := range hostilePrompters {
+		cases = append(cases, hostile{"feature prompt: " + c.name, []string{wire.FeaturePrompt}, c.msgs, c.want})
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err, verified := againstLiar(t, func(r *rawReceiver) { r.answer(encode(c.msgs...)) })
+			err, verified := againstLiar(t, c.features, func(r *rawReceiver) { r.answer(encode(c.msgs...)) })
 			if !errors.Is(err, wire.ErrProtocol) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("sender ended with %v; want a protocol error mentioning %q", err, c.want)
 			}
@@ -193,12 +224,16 @@ func FuzzSenderControl(f *testing.F) {
 	for _, c := range hostileReceivers {
 		f.Add(encode(c.msgs...))
 	}
+	for _, c := range hostilePrompters {
+		f.Add(encode(c.msgs...))
+	}
+	f.Add(encode(&wire.Prompt{}, &wire.Prompt{Shown: true}, &wire.Decision{Accept: true}))
 	f.Add(encode(&wire.Decision{Accept: false, Code: wire.CodeDeclined}))
 	f.Fuzz(func(t *testing.T, answers []byte) {
 		if len(answers) > 1<<16 {
 			return
 		}
-		againstLiar(t, func(r *rawReceiver) {
+		againstLiar(t, []string{wire.FeaturePrompt}, func(r *rawReceiver) {
 			go r.drainData()
 			r.ctl.s.Write(answers)
 			r.ctl.s.Close() // and hang up

@@ -59,8 +59,10 @@ type pairState struct {
 	// shown, on the receiving side: the user was asked about the offer
 	// with this code (Decision.CodeShown tells the sender).
 	shown atomic.Bool
-	// peerShown, on the sending side, is what the receiver's decision said
-	// of the code (a CodeShown; CodeShownPending before it).
+	// peerShown, on the sending side, is what the receiver said of the
+	// code (a CodeShown): where its offer stands on the receiver's screen
+	// (CodeShownWaiting, CodeShownQueued, CodeShownPending) until its
+	// decision, then what the decision said.
 	peerShown atomic.Value
 }
 
@@ -187,13 +189,43 @@ func (e *Engine) setPair(t *Transfer, done pairDone, peer peer.ID, name, addr st
 }
 
 // announcePair shows the code of a transfer with a device not trusted yet
-// (EventPair). A transfer must be registered first, for ConfirmPair.
-func (e *Engine) announcePair(t *Transfer) {
+// (EventPair), saying shown of it (CodeShownPending, or on the sending side
+// CodeShownWaiting for a receiver that will say when its screen shows it).
+// A transfer must be registered first, for ConfirmPair.
+func (e *Engine) announcePair(t *Transfer, shown CodeShown) {
 	ps := t.pair.Load()
 	if ps == nil || !ps.only && e.isTrusted(ps.peer) {
 		return
 	}
-	e.publish(t, Event{Kind: EventPair, Pair: &PairInfo{Code: ps.code, Only: ps.only}})
+	if !ps.only {
+		ps.peerShown.Store(shown)
+	}
+	e.publish(t, Event{Kind: EventPair, Pair: &PairInfo{Code: ps.code, Only: ps.only, Shown: shown}})
+}
+
+// maxPromptMessages bounds the wire.Prompt messages a receiver may send about
+// one offer: its client queues it, then shows it; a few more are spared
+// for a client that queues a shown offer again.
+const maxPromptMessages = 8
+
+// receiverPrompt takes what the receiver said of where the offer stands on
+// its screen (wire.Prompt) and shows the code again with it (EventPair):
+// CodeShownQueued while it waits behind another device's offer,
+// CodeShownPending once its user is shown it, when the code may be
+// compared. Only a change is published.
+func (e *Engine) receiverPrompt(t *Transfer, shown bool) {
+	ps := t.pair.Load()
+	if ps == nil || ps.only {
+		return
+	}
+	s := CodeShownQueued
+	if shown {
+		s = CodeShownPending
+	}
+	if old, _ := ps.peerShown.Swap(s).(CodeShown); old == s || e.isTrusted(ps.peer) {
+		return
+	}
+	e.publish(t, Event{Kind: EventPair, Pair: &PairInfo{Code: ps.code, Shown: s}})
 }
 
 // untrustedCode is the code to show with an offer: none for a trusted
@@ -210,7 +242,9 @@ func (e *Engine) announcePair(t *Transfer) {
 // withdrawn offer says nothing of the code (refuse), so a prompt queued and
 // never shown tells the sender nothing (TestQueuedThenDeclinedOfferSaysNoCodeShown).
 // A client that accepts without showing the code must say so by not
-// asking: an accept policy, not Decide.
+// asking: an accept policy, not Decide. Before the decision, the sender's
+// user is asked to compare the code only once the client says its prompt
+// is on screen (OfferOnScreen, wire.Prompt), not while it is queued.
 func (e *Engine) untrustedCode(t *Transfer) string {
 	ps := t.pair.Load()
 	if ps == nil || e.isTrusted(ps.peer) {
@@ -395,7 +429,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 	t.mu.Unlock()
 	ps := e.setPair(t, done, conn.PeerID().Peer(), h.Name, addr, true)
 	e.setState(t, StateWaiting)
-	e.announcePair(t)
+	e.announcePair(t, CodeShownPending)
 	return e.pairExchange(ctx, conn, ctl, ps, false)
 }
 
@@ -412,7 +446,7 @@ func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *core.T
 		if err := e.register(t); err != nil {
 			return err
 		}
-		e.announcePair(t)
+		e.announcePair(t, CodeShownPending)
 		err := e.pairExchange(ctx, c, ctl, t.pair.Load(), true)
 		if errors.Is(err, errPairMismatch) {
 			tk.Declined()

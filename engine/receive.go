@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,6 +130,9 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	rx := &receiver{inbox: in, c: c, ctl: ctl, claim: claim, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{}),
 		stalls: stallmeter.New(0)}
+	if slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt) {
+		in.t.onScreen = make(chan bool, 1) // before the transfer is registered
+	}
 	defer close(rx.done)
 	defer rx.closeList()
 	stopWatch := e.watchPath(tctx, in.t, c, nil) // the peer's moves (migrate.go)
@@ -343,10 +347,15 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	if err := rx.Register(); err != nil {
 		return err
 	}
-	rx.e.announcePair(rx.t)
+	rx.e.announcePair(rx.t, CodeShownPending)
+	if err := rx.showsCode(); err != nil {
+		return err
+	}
 	g.Go(func() error { return rx.readControl(ctx) })
 	rx.Continues = rx.acceptedBefore()
+	stopTelling := rx.tellOnScreen(ctx)
 	decision, err := rx.Decide(ctx)
+	stopTelling() // no wire.Prompt after the decision
 	if err != nil {
 		return err
 	}
@@ -410,6 +419,56 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 		rx.checkComplete()
 	}
 	return nil
+}
+
+// showsCode marks the session's code shown where the client shows every
+// code as it is announced (Options.ShowsCodes), and tells the sender so
+// before any decision.
+func (rx *receiver) showsCode() error {
+	ps := rx.t.pair.Load()
+	if !rx.e.opts.ShowsCodes || ps == nil || ps.only || rx.e.isTrusted(ps.peer) {
+		return nil
+	}
+	ps.shown.Store(true)
+	if rx.t.onScreen == nil {
+		return nil
+	}
+	return rx.ctl.send(&wire.Prompt{Shown: true})
+}
+
+// tellOnScreen tells the sender where its offer stands on this device's
+// screen (wire.Prompt), as the client says it (OfferOnScreen), until stop,
+// which returns once nothing more is sent. Only a change is sent.
+func (rx *receiver) tellOnScreen(ctx context.Context) (stop func()) {
+	said := rx.t.onScreen
+	if said == nil || rx.e.opts.ShowsCodes {
+		return func() {} // nothing to tell, or the code was said shown already (showsCode)
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		told, last := false, false
+		for {
+			select {
+			case shown := <-said:
+				if told && shown == last {
+					continue
+				}
+				told, last = true, shown
+				if rx.ctl.send(&wire.Prompt{Shown: shown}) != nil {
+					return // the session ends: its reader says why
+				}
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // readControl serves the sender's control messages from the offer on: a

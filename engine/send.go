@@ -293,6 +293,10 @@ type sender struct {
 	unsentWhy   string         // why the first of them was given up (unreadableError.clause), guarded by mu
 	verified    atomic.Int64
 	resolved    atomic.Int64
+	// peerPrompt: the receiver says where the offer stands on its screen
+	// (wire.Prompt, its hello); prompts counts what it said (maxPromptMessages).
+	peerPrompt bool
+	prompts    int
 
 	retries  chan wire.NeedChunk // chunks the receiver asked for again
 	asked    map[[2]uint32]int   // (file, chunk) -> times asked again; read by readControl only
@@ -549,6 +553,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	tx.peerUnsent = slices.Contains(h.Features, wire.FeatureUnsent)
 	tx.peerFolders = slices.Contains(h.Features, wire.FeatureFolders)
 	tx.peerZeros = slices.Contains(h.Features, wire.FeatureZeroChunks) && e.speaks(wire.FeatureZeroChunks)
+	tx.peerPrompt = slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt)
 	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)
 	if err != nil {
 		return err
@@ -557,7 +562,12 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	t.peer = e.peerInfo(conn.PeerID().Peer(), h.Name, conn.RemoteAddr())
 	t.mu.Unlock()
 	e.setPair(t, done, conn.PeerID().Peer(), h.Name, addr, false)
-	e.announcePair(t)
+	shown := CodeShownPending
+	if tx.peerPrompt {
+		// Its screen does not show the offer, nor the code, until it says.
+		shown = CodeShownWaiting
+	}
+	e.announcePair(t, shown)
 	if err := e.trust.Seen(conn.PeerID().Peer(), h.Name, addr); err != nil {
 		e.log.Warn("trust store", "err", err)
 	}
@@ -810,6 +820,7 @@ const decisionWait = 15 * time.Minute
 // The receiver's user may take as long as their prompt allows.
 func (tx *sender) readDecision() (*wire.Decision, error) {
 	tx.haves = map[uint32]*wire.Have{}
+	tx.prompts = 0
 	deadline := time.Now().Add(decisionWait)
 	for {
 		m, err := tx.ctl.recvTimeout(max(time.Until(deadline), time.Millisecond))
@@ -832,6 +843,14 @@ func (tx *sender) readDecision() (*wire.Decision, error) {
 			tx.haves[m.File] = m
 		case *wire.Decision:
 			return m, nil
+		case *wire.Prompt:
+			if !tx.peerPrompt {
+				return nil, fmt.Errorf("%w: expected a decision, got %v from a receiver that did not say it sends them", wire.ErrProtocol, m.Type())
+			}
+			if tx.prompts++; tx.prompts > maxPromptMessages {
+				return nil, fmt.Errorf("%w: %d prompt messages about one offer, at most %d", wire.ErrProtocol, tx.prompts, maxPromptMessages)
+			}
+			tx.e.receiverPrompt(tx.t, m.Shown)
 		case *wire.Cancel:
 			return nil, &wire.RemoteError{Code: m.Code, Reason: m.Reason}
 		default:

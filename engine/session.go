@@ -106,11 +106,16 @@ func expect[T wire.Message](m wire.Message, err error) (T, error) {
 }
 
 // features are the optional capabilities this build's hello lists.
-var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent, wire.FeatureFolders, wire.FeatureCodeShown, wire.FeatureZeroChunks}
+var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent, wire.FeatureFolders, wire.FeatureCodeShown, wire.FeatureZeroChunks, wire.FeaturePrompt}
 
-// speaks reports whether this build's hello lists feature: always, but in a
-// test that plays an older build.
-func (e *Engine) speaks(feature string) bool { return slices.Contains(e.hello().Features, feature) }
+// speaks reports whether this engine's hello lists feature f: one it
+// reads from a peer only when it said so.
+func (e *Engine) speaks(f string) bool {
+	if e.features != nil {
+		return slices.Contains(e.features, f) // a test that plays an older build
+	}
+	return slices.Contains(features, f)
+}
 
 func (e *Engine) hello() *wire.Hello {
 	f := features

@@ -446,7 +446,7 @@ func (l *transferList) newPairStrip(v *transferView) *pairStrip {
 // answerCode passes the sending user's verdict on the row's code.
 func (l *transferList) answerCode(id string, match bool) {
 	v := l.byID[id]
-	if v == nil || v.dir != Outgoing || v.codeAnswered || v.codeShown == CodeShownNo {
+	if v == nil || v.dir != Outgoing || v.codeAnswered || v.codeShown == CodeShownNo || v.codeShown == CodeShownWaiting || v.codeShown == CodeShownQueued {
 		return
 	}
 	if !l.u.confirmPair(id, match) {
@@ -486,8 +486,13 @@ func (l *transferList) refreshPair(v *transferView) {
 		line = fmt.Sprintf("%s accepted without showing this code, so there is nothing to compare it with. To trust %s, use Pair… to compare codes with it.", who, who)
 	case CodeShownUnknown:
 		line = checkLine(who) + " Its Ferry is older and does not say whether it showed the code: if it does not, compare codes with Pair… instead. If it does, Ferry trusts it from now on."
+	case CodeShownWaiting:
+		line = fmt.Sprintf("Waiting for %s to show your offer: its screen shows this code with it. Compare the codes then.", who)
+	case CodeShownQueued:
+		line = fmt.Sprintf("%s is answering another device's offer first: its screen shows this code once your offer's turn comes. Compare the codes then.", who)
 	}
-	l.setPairStrip(v, v.pairCode, line, v.codeShown != CodeShownNo)
+	compare := v.codeShown != CodeShownNo && v.codeShown != CodeShownWaiting && v.codeShown != CodeShownQueued
+	l.setPairStrip(v, v.pairCode, line, compare)
 }
 
 // refreshPromptCode shows, in a receiving row, the verification code its

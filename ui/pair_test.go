@@ -786,3 +786,60 @@ func TestReceivingRowKeepsTheCodeThePromptShowed(t *testing.T) {
 		t.Fatal("a failed transfer's row still shows the code")
 	}
 }
+
+// TestSendingRowWaitsForTheReceiversPrompt: the sender's row asked to
+// compare the code, with Codes match, while the receiver kept the offer
+// queued behind another device's prompt, its code on no screen there. A
+// receiver that says where the offer stands makes the row wait, without
+// the buttons, and say so; they come once its prompt is shown.
+func TestSendingRowWaitsForTheReceiversPrompt(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
+	pair := func(shown CodeShown) {
+		u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "572 054", Shown: shown}})
+	}
+	pair(CodeShownWaiting)
+	v := u.transfers.byID["s1"]
+	for _, c := range []struct {
+		shown CodeShown
+		line  string
+	}{
+		{CodeShownWaiting, "Waiting for Alice's laptop to show your offer"},
+		{CodeShownQueued, "Alice's laptop is answering another device's offer first"},
+	} {
+		pair(c.shown)
+		if !v.pair.obj.Visible() || v.pair.code.Text != "572 054" {
+			t.Fatalf("%v: the code is not on the row", c.shown)
+		}
+		if v.pair.match.Visible() || v.pair.differ.Visible() {
+			t.Fatalf("%v: Codes match/Codes differ offered for a code the receiver does not show yet", c.shown)
+		}
+		if txt := v.pair.line.Text; !strings.Contains(txt, c.line) || strings.Contains(txt, "Check that") {
+			t.Fatalf("%v: line %q, want %q", c.shown, txt, c.line)
+		}
+		v.pair.match.OnTapped() // a tap that was on its way
+		if len(be.confirms) != 0 {
+			t.Fatalf("%v: a code not shown yet was confirmed: %+v", c.shown, be.confirms)
+		}
+	}
+	pair(CodeShownPending) // its prompt is shown
+	if !v.pair.match.Visible() || !strings.Contains(v.pair.line.Text, "Check that Alice's laptop shows the same code.") {
+		t.Fatalf("the shown offer's code: match %v, line %q", v.pair.match.Visible(), v.pair.line.Text)
+	}
+}
+
+// TestPromptQueueSaysWhichOfferIsOnScreen: the app shows one prompt at a
+// time; each offer's sender is told whether its prompt is shown or queued
+// (OfferOnScreen), and the queued one is shown once the first is answered.
+func TestPromptQueueSaysWhichOfferIsOnScreen(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyTransfer(untrustedOffer("t1"))
+	u.ApplyTransfer(untrustedOffer("t2"))
+	if want := []string{"t1 shown", "t2 queued"}; !slices.Equal(be.onScreen, want) {
+		t.Fatalf("OfferOnScreen calls %q, want %q", be.onScreen, want)
+	}
+	test.Tap(u.prompts.queue[0].accept)
+	if want := []string{"t1 shown", "t2 queued", "t2 shown"}; !slices.Equal(be.onScreen, want) {
+		t.Fatalf("OfferOnScreen calls %q, want %q", be.onScreen, want)
+	}
+}

@@ -111,6 +111,9 @@ func (q *promptQueue) offer(ev TransferEvent) {
 	if len(q.queue) == 1 {
 		q.show(p)
 	} else {
+		// Its sender is told, and asks its user to compare the code only
+		// once this prompt is shown (the notification carries it meanwhile).
+		_ = q.u.be.OfferOnScreen(ev.ID, false)
 		q.updateMore()
 	}
 }
@@ -249,6 +252,7 @@ func (q *promptQueue) show(p *prompt) {
 		return
 	}
 	ev := p.ev
+	_ = q.u.be.OfferOnScreen(ev.ID, true) // its sender's user may compare the code now
 	o := ev.Offer
 	if o == nil {
 		o = &Offer{FreeBytes: -1}

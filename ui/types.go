@@ -76,6 +76,11 @@ type Backend interface {
 	// verification code as a TransferPair event (or an offer's PairCode):
 	// a match trusts the device, a mismatch stops the transfer.
 	ConfirmPair(transferID string, match bool) error
+	// OfferOnScreen says where an incoming offer waiting for an answer
+	// stands: shown, its prompt is on screen now, with its verification
+	// code; not shown, it is queued behind another prompt. Its sender
+	// asks its user to compare codes only once it is shown.
+	OfferOnScreen(transferID string, shown bool) error
 }
 
 // Items is what one send offers: files and folders, a text, or both.
@@ -476,7 +481,9 @@ type PairCode struct {
 	// Only: a pairing without files (Backend.Pair, or a device asking).
 	Only bool
 	// Shown, on a sending transfer, is whether the receiver showed the
-	// code to its user: CodeShownPending until it decided.
+	// code to its user: CodeShownPending until it decided (a receiver
+	// that says where the offer stands on its screen: CodeShownWaiting,
+	// CodeShownQueued, then CodeShownPending once shown).
 	Shown CodeShown
 }
 
@@ -490,6 +497,8 @@ const (
 	CodeShownYes                      // its user was asked with the code
 	CodeShownNo                       // it accepted without showing it
 	CodeShownUnknown                  // an older Ferry, which does not say
+	CodeShownWaiting                  // it will say when its screen shows the offer, and has not yet
+	CodeShownQueued                   // it keeps the offer behind another device's: the code is on no screen there yet
 )
 
 // KeyChange is a known device that presented another key.

@@ -43,6 +43,7 @@ type fakeBackend struct {
 	paired    []Device     // Pair calls
 	pairErr   error        // what Pair returns (nil: it starts)
 	confirms  []pairAnswer // ConfirmPair calls
+	onScreen  []string     // OfferOnScreen calls, "id shown" or "id queued"
 	forgotten []string     // ForgetDevice calls
 	// badDir is a download folder SaveSettings refuses (the rest is saved).
 	badDir string
@@ -61,6 +62,17 @@ func (f *fakeBackend) Pair(d Device) (string, error) {
 		return "", f.pairErr
 	}
 	return fmt.Sprintf("pair-%d", len(f.paired)), nil
+}
+
+func (f *fakeBackend) OfferOnScreen(id string, shown bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	word := "queued"
+	if shown {
+		word = "shown"
+	}
+	f.onScreen = append(f.onScreen, id+" "+word)
+	return nil
 }
 
 func (f *fakeBackend) ConfirmPair(id string, match bool) error {

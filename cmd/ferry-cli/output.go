@@ -262,10 +262,15 @@ func (p *printer) event(ev engine.Event) {
 			break
 		}
 		who := fmt.Sprintf("%s (%s)", safetext.Name(ev.Peer.Name), short(ev.Peer.ID))
-		if ev.Pair.Shown != engine.CodeShownPending && p.coded[ev.TransferID] == ev.Pair.Code {
-			// The receiver's decision said whether its user saw the code
-			// said above: only one it showed is there to compare.
+		if p.coded[ev.TransferID] == ev.Pair.Code {
+			// The receiver said where the offer stands on its screen, or
+			// its decision said whether its user saw the code said above:
+			// only one it shows is there to compare.
 			switch ev.Pair.Shown {
+			case engine.CodeShownQueued:
+				p.line("verification code %s: %s is answering another device's offer first; its screen shows the code once your offer's turn comes", ev.Pair.Code, who)
+			case engine.CodeShownPending:
+				p.line("verification code %s: %s shows your offer now, with this code", ev.Pair.Code, who)
 			case engine.CodeShownNo:
 				p.line("verification code %s: %s accepted without showing it, so there is nothing to compare it with (ferry-cli pair compares codes)", ev.Pair.Code, who)
 			case engine.CodeShownUnknown:
@@ -286,6 +291,9 @@ func (p *printer) event(ev engine.Event) {
 		p.coded[ev.TransferID] = ev.Pair.Code
 		p.line("verification code %s%s: %s is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)",
 			ev.Pair.Code, again, who)
+		if ev.Pair.Shown == engine.CodeShownWaiting {
+			p.line("  (it shows the code with your offer: compare once it does)")
+		}
 	case engine.EventKeyChanged:
 		p.line("WARNING: %s", ev.KeyChange.Warning)
 		// The app's warning has a Forget button; here the ways on are a

@@ -381,10 +381,22 @@ func TestWithdrawnOfferStopsBeingAsked(t *testing.T) {
 	}
 	first, withdraw := context.WithCancel(context.Background())
 	asked := make(chan engine.Decision, 1)
-	go func() { asked <- p.ask(first, offer("phoneA"), nil) }()
+	go func() { asked <- p.ask(first, offer("phoneA"), nil, nil) }()
 	testutil.WaitFor(t, "the first question", func() bool { return strings.Contains(out.String(), "Accept?") })
 	second := make(chan engine.Decision, 1)
-	go func() { second <- p.ask(context.Background(), offer("phoneB"), nil) }()
+	var said []bool // what phoneB's sender is told of its place
+	var saidMu sync.Mutex
+	onScreen := func(shown bool) {
+		saidMu.Lock()
+		defer saidMu.Unlock()
+		said = append(said, shown)
+	}
+	go func() { second <- p.ask(context.Background(), offer("phoneB"), nil, onScreen) }()
+	testutil.WaitFor(t, "phoneB's offer queued", func() bool {
+		saidMu.Lock()
+		defer saidMu.Unlock()
+		return len(said) > 0
+	})
 	withdraw()
 	select {
 	case d := <-asked:
@@ -405,6 +417,11 @@ func TestWithdrawnOfferStopsBeingAsked(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "the offer from phoneA was withdrawn") || !strings.Contains(out.String(), "phoneB") {
 		t.Errorf("printed %q", out.String())
+	}
+	saidMu.Lock()
+	defer saidMu.Unlock()
+	if !slices.Equal(said, []bool{false, true}) {
+		t.Errorf("phoneB's sender was told %v, want queued (false) behind phoneA's question, then shown (true)", said)
 	}
 }
 
@@ -437,7 +454,7 @@ func TestLocalSendPromptOffersNoAlways(t *testing.T) {
 		Peer:  engine.PeerInfo{Name: "Pixel", ID: "localsend:ab12cd34", Protocol: engine.ProtocolLocalSend, Fingerprint: "ab12cd34ef", Unverified: true},
 		Offer: &engine.OfferInfo{Count: 1, Files: []engine.FileInfo{{Path: "a.txt", Size: 1}}, TotalBytes: 1, Dest: "/tmp", FreeBytes: 1 << 30}}
 	got := make(chan engine.Decision, 1)
-	go func() { got <- p.ask(context.Background(), ev, nil) }()
+	go func() { got <- p.ask(context.Background(), ev, nil, nil) }()
 	io.WriteString(typed, "a\ny\n") // "a" is no answer here: asked again
 	if d := <-got; !d.Accept || d.AlwaysAccept {
 		t.Fatalf("decision %+v", d)
@@ -717,12 +734,21 @@ func TestCodeShownLines(t *testing.T) {
 	p.event(code("a", "234 768", engine.CodeShownNo))
 	p.event(code("b", "105 277", engine.CodeShownPending))
 	p.event(code("b", "105 277", engine.CodeShownUnknown))
+	// A receiver that says where the offer stands on its screen.
+	p.event(code("c", "480 111", engine.CodeShownWaiting))
+	p.event(code("c", "480 111", engine.CodeShownQueued))
+	p.event(code("c", "480 111", engine.CodeShownPending))
+	p.event(code("c", "480 111", engine.CodeShownYes))
 	want := "verification code 572 054: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"trying again: cancelled\n" +
 		"verification code 234 768 (a new connection, a new code): vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"verification code 234 768: vm (FWHL-SXZM) accepted without showing it, so there is nothing to compare it with (ferry-cli pair compares codes)\n" +
 		"verification code 105 277: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
-		"verification code 105 277: vm (FWHL-SXZM) runs an older Ferry, which does not say whether its screen showed the code\n"
+		"verification code 105 277: vm (FWHL-SXZM) runs an older Ferry, which does not say whether its screen showed the code\n" +
+		"verification code 480 111: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
+		"  (it shows the code with your offer: compare once it does)\n" +
+		"verification code 480 111: vm (FWHL-SXZM) is answering another device's offer first; its screen shows the code once your offer's turn comes\n" +
+		"verification code 480 111: vm (FWHL-SXZM) shows your offer now, with this code\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}

@@ -78,7 +78,7 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	opts := engine.Options{ConfigDir: cdir, Name: *name, DownloadDir: *dir, Accept: policy, Listen: *listen, DisableResume: *noResume,
-		MaxPartialAge: keepForever(*maxAge)}
+		MaxPartialAge: keepForever(*maxAge), ShowsCodes: *pair}
 	opts = envOptions(opts)
 	if opts.Listen == "" {
 		opts.Listen = ":" + defaultPort
@@ -217,7 +217,8 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 				offersMu.Unlock()
 				go func() {
 					defer withdraw(ev.TransferID)
-					d := answers.ask(octx, ev, func(ok bool) error { return e.ConfirmPair(ev.TransferID, ok) })
+					d := answers.ask(octx, ev, func(ok bool) error { return e.ConfirmPair(ev.TransferID, ok) },
+						func(shown bool) { _ = e.OfferOnScreen(ev.TransferID, shown) })
 					if octx.Err() != nil {
 						return // withdrawn: nothing to decide
 					}
@@ -380,13 +381,27 @@ func (p *prompter) readLine(ctx context.Context) (line string, err error) {
 
 // ask asks about an offer; confirm records the user's verdict on the
 // sender's verification code, asked when the user wants to trust it.
-func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match bool) error) engine.Decision {
+// onScreen, when not nil, is told whether the offer waits behind another
+// question (false) and when it is asked (true): its sender asks its user
+// to compare codes only once the code is printed here.
+func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match bool) error, onScreen func(shown bool)) engine.Decision {
+	tell := func(shown bool) {
+		if onScreen != nil {
+			onScreen(shown)
+		}
+	}
 	select {
 	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return engine.Decision{}
+	default:
+		tell(false) // behind another question: nothing printed yet
+		select {
+		case p.sem <- struct{}{}:
+		case <-ctx.Done():
+			return engine.Decision{}
+		}
 	}
 	defer func() { <-p.sem }()
+	tell(true)
 	o := ev.Offer
 	trust := "new device"
 	if ev.Peer.Trusted {

@@ -137,6 +137,16 @@ type Decision struct {
 	CodeShown bool `json:"code_shown,omitempty"`
 }
 
+// Prompt tells the sender where its offer stands on the receiver's screen,
+// between the offer and the decision: Shown, its user is shown the offer
+// now, with the session's verification code; not Shown, the offer waits
+// behind another device's, and its user cannot see the code yet. Sent
+// only to senders whose hello lists FeaturePrompt, and only when it
+// changes; from an older Ferry nothing comes, and the sender cannot tell.
+type Prompt struct {
+	Shown bool `json:"shown"`
+}
+
 // Refusal is one offered file the receiver refused, and why.
 type Refusal struct {
 	File   uint32 `json:"file"`
@@ -209,6 +219,7 @@ func (*Result) Type() Type       { return TResult }
 func (*Cancel) Type() Type       { return TCancel }
 func (*FileUnsent) Type() Type   { return TFileUnsent }
 func (*OfferFolders) Type() Type { return TOfferFolders }
+func (*Prompt) Type() Type       { return TPrompt }
 func (*PairReveal) Type() Type   { return TPairReveal }
 func (*PairConfirm) Type() Type  { return TPairConfirm }
 
@@ -386,6 +397,8 @@ func (m *FileUnsent) validate() error {
 }
 
 func (m *SenderDone) validate() error { return nil }
+
+func (m *Prompt) validate() error { return nil }
 
 func (m *Result) validate() error {
 	if err := checkCode(m.Code); err != nil {

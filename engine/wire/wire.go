@@ -67,6 +67,11 @@ const (
 	// chunks of zeros (ZeroRuns), which are then not sent: it computes
 	// their leaves itself. To a receiver without it every chunk is sent.
 	FeatureZeroChunks = "zero-chunks"
+	// FeaturePrompt: as a receiver, it says when its user is shown the
+	// offer, and before that whether the offer waits behind another
+	// device's (Prompt); as a sender, it reads Prompt. Each side sends
+	// Prompt only to a peer whose hello lists it.
+	FeaturePrompt = "prompt"
 )
 
 func protoErr(format string, args ...any) error {
@@ -93,13 +98,14 @@ const (
 	TPairConfirm  Type = 13
 	TFileUnsent   Type = 14
 	TOfferFolders Type = 15
+	TPrompt       Type = 16
 )
 
 func (t Type) String() string {
 	names := map[Type]string{THello: "hello", TOffer: "offer", TOfferFiles: "offer-files", TDecision: "decision",
 		TNeedChunk: "need-chunk", TFileResult: "file-result", TSenderDone: "sender-done",
 		TResult: "result", TCancel: "cancel", THave: "have", TPairReveal: "pair-reveal", TPairConfirm: "pair-confirm", TFileUnsent: "file-unsent",
-		TOfferFolders: "offer-folders"}
+		TOfferFolders: "offer-folders", TPrompt: "prompt"}
 	if n, ok := names[t]; ok {
 		return n
 	}
@@ -257,6 +263,8 @@ func newMessage(t Type) Message {
 		return &FileUnsent{}
 	case TOfferFolders:
 		return &OfferFolders{}
+	case TPrompt:
+		return &Prompt{}
 	}
 	return nil
 }

@@ -47,6 +47,8 @@ func validMessages() []wire.Message {
 		&wire.Decision{Accept: false, Code: wire.CodeNoSpace, Reason: "3.2 GB needed, 1.1 GB free"},
 		&wire.Decision{Accept: true, Files: []uint32{1}, Refused: []wire.Refusal{{File: 0, Code: wire.CodeBadName, Reason: "tab in the name"}}},
 		&wire.Decision{Accept: true, CodeShown: true},
+		&wire.Prompt{Shown: true},
+		&wire.Prompt{},
 		&wire.Have{File: 7, Chunks: []byte{0xff, 0x01, 0x00}},
 		&wire.Have{File: 0, Chunks: []byte{}},
 		&wire.Have{File: 0},
@@ -240,7 +242,10 @@ var hostileCases = []struct {
 	{"length 0xFFFFFFFF", header(wire.THello, 0xFFFFFFFF), wire.ErrProtocol},
 	{"length 0xFFFFFFFF unknown type", header(200, 0xFFFFFFFF), wire.ErrProtocol},
 	{"type 0", frame(0, `{}`), wire.ErrProtocol},
-	{"type 16", frame(16, `{}`), wire.ErrProtocol},
+	{"type 17", frame(17, `{}`), wire.ErrProtocol},
+	{"prompt shown as string", frame(wire.TPrompt, `{"shown":"true"}`), wire.ErrProtocol},
+	{"prompt not an object", frame(wire.TPrompt, `[true]`), wire.ErrProtocol},
+	{"prompt no body", header(wire.TPrompt, 0), wire.ErrProtocol},
 	{"offer folders negative", frame(wire.TOffer, `{"transfer":"t","chunk_size":65536,"files":1,"total_bytes":1,"folders":-1}`), wire.ErrProtocol},
 	{"offer folders over the limit", frame(wire.TOffer, `{"transfer":"t","chunk_size":65536,"files":1,"total_bytes":1,"folders":1000001}`), wire.ErrProtocol},
 	{"offer folders as string", frame(wire.TOffer, `{"transfer":"t","chunk_size":65536,"files":1,"total_bytes":1,"folders":"3"}`), wire.ErrProtocol},
@@ -650,8 +655,8 @@ func TestTypeString(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if len(seen) != 14 {
-		t.Errorf("%d distinct type names, want 14", len(seen))
+	if len(seen) != 15 {
+		t.Errorf("%d distinct type names, want 15", len(seen))
 	}
 	if got := wire.Type(200).String(); got != "type(200)" {
 		t.Errorf("Type(200).String() = %q", got)

@@ -909,9 +909,12 @@ func (e *Engine) takeOverResume(rx *receiver) {
 
 func (e *Engine) releaseResume(rx *receiver) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if rx.resumeKey != "" && e.resuming[rx.resumeKey] == rx {
 		delete(e.resuming, rx.resumeKey)
+	}
+	e.mu.Unlock()
+	if rx.resumeKey != "" {
+		e.resume.Unreserve(rx.resumeKey) // its file on disk goes with the key's state
 	}
 }
 

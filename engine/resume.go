@@ -32,7 +32,11 @@ func (rx *receiver) resumeFrom(dir string) {
 	e := rx.e
 	rx.resumeKey = resume.Key(rx.c.PeerID().String(), rx.offer.Manifest)
 	e.takeOverResume(rx)
-	defer rx.startJournal()
+	// A discard in another process on this config (ferry-cli partials
+	// --discard, the age check of another receiver) ends first as well; a
+	// later one sees this session's journal (Busy) and leaves it alone.
+	defer e.resume.Reserve(rx.resumeKey, e.resumeWaits)()
+	defer rx.startJournal() // before the reservation goes (deferred last, runs first)
 	s, err := e.resume.Salvage(rx.resumeKey)
 	record := false
 	if s == nil && err == nil {
@@ -636,6 +640,10 @@ func (e *Engine) discardPartialFiles(key string, olderThan time.Duration) (Disca
 		return Discarded{}, ErrPartialInUse
 	}
 	defer release()
+	// The same between processes on this config: a session of another
+	// resuming key either marked it receiving already (Busy, below) or
+	// waits for this discard to end.
+	defer e.resume.Reserve(key, nil)()
 	for _, s := range e.Partials() {
 		if s.Key != key {
 			continue

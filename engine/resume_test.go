@@ -863,6 +863,65 @@ func TestResumeDuringADiscardWaitsForIt(t *testing.T) {
 	}
 }
 
+// TestResumeWaitsForADiscardInAnotherProcess is
+// TestResumeDuringADiscardWaitsForIt with the discard in another engine on
+// the same config, as ferry-cli partials --discard beside the app: the
+// in-memory reservation is an engine's own, so the session restored the
+// partials the other engine then removed under it. Both now hold the
+// key's reservation on disk (resume.Dir.Reserve): the session waits for
+// the discard to end, and receives the file afresh, whole.
+func TestResumeWaitsForADiscardInAnotherProcess(t *testing.T) {
+	const size = 48 << 20
+	dl, config := t.TempDir(), t.TempDir()
+	recv := startReceiver(t, Options{ConfigDir: config, DownloadDir: dl})
+	other := testEngine(t, Options{ConfigDir: config, DownloadDir: dl}) // not receiving: ferry-cli partials
+	send := testEngine(t, Options{})
+	big := filepath.Join(t.TempDir(), "big.bin")
+	writeFile(t, big, size)
+	interrupt(t, send, recv, []string{big}, "quic", size)
+	ps := other.Partials()
+	if len(ps) != 1 {
+		t.Fatalf("partials after the cut, as the other engine lists them: %+v", ps)
+	}
+	met := make(chan string, 2)
+	recv.restored = func(*receiver) { met <- "restored" }
+	recv.resumeWaits = func() { met <- "waits" }
+	results := make(chan Result, 1)
+	other.discardListed = func() {
+		other.discardListed = nil
+		tr, err := send.Send(context.Background(), target(recv), []string{big}, SendOptions{Transport: "quic"})
+		if err != nil {
+			results <- Result{State: StateFailed, Err: err.Error()}
+			return
+		}
+		go func() {
+			<-tr.Done()
+			results <- tr.Result()
+		}()
+		// The session is in the middle of resuming, or waiting to.
+		if m := <-met; m != "waits" {
+			t.Errorf("the session %s the partials being discarded by the other engine", m)
+		}
+	}
+	d, err := other.DiscardPartialFiles(ps[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Files != 1 {
+		t.Errorf("the discard removed %d partial files, want 1", d.Files)
+	}
+	if res := <-results; res.State != StateDone {
+		t.Fatalf("the send that came back during the discard: %s %q", res.State, res.Err)
+	}
+	sameTree(t, big, dl)
+	if ps := recv.Partials(); len(ps) != 0 {
+		t.Errorf("partials after: %+v", ps)
+	}
+	if locks, _ := filepath.Glob(filepath.Join(config, "resume", ".*.lock")); len(locks) > 1 { // .states.lock may stay
+		t.Errorf("reservations left: %q", locks)
+	}
+}
+
 // A device that only sends (ferry-cli send, an engine for each send) drops
 // the leaf caches of its sends left unfinished longer than MaxPartialAge
 // when it sends again: only receiving dropped them, so its config folder

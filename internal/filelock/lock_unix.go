@@ -27,3 +27,22 @@ func Lock(path string) (unlock func(), err error) {
 	}
 	return func() { f.Close() }, nil // closing the descriptor drops the flock
 }
+
+// lockFile takes an exclusive flock on f, waiting for it when wait is
+// set; without wait, ok is false while another holds it.
+func lockFile(f *os.File, wait bool) (ok bool, err error) {
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err == syscall.EWOULDBLOCK {
+		return false, nil
+	}
+	return err == nil, err
+}

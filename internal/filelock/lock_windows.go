@@ -23,3 +23,18 @@ func Lock(path string) (unlock func(), err error) {
 	}
 	return func() { f.Close() }, nil // closing the handle drops the lock
 }
+
+// lockFile takes an exclusive lock on f, waiting for it when wait is set;
+// without wait, ok is false while another holds it.
+func lockFile(f *os.File, wait bool) (ok bool, err error) {
+	flags := uint32(windows.LOCKFILE_EXCLUSIVE_LOCK)
+	if !wait {
+		flags |= windows.LOCKFILE_FAIL_IMMEDIATELY
+	}
+	var ol windows.Overlapped
+	err = windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, 1, 0, &ol)
+	if err == windows.ERROR_LOCK_VIOLATION {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -546,12 +546,66 @@ func (s *State) encodeWith(w, j io.Writer) error {
 	return err
 }
 
-// Drop removes key's state.
 // Busy reports whether a receiver is writing key's journal now, in this
 // process or another one with the same config (where the platform has
 // file locks): its partial files are in use, not to be discarded.
 func (d *Dir) Busy(key string) bool { return journalLocked(d.journalPath(key)) }
 
+// Reserve holds key's reservation, in this process and any other on the
+// same config (the app, ferry-cli receive, ferry-cli partials --discard),
+// waiting while another holds it: a discard of key's partials holds it
+// from its listing to its end, and a session that resumes key from before
+// it reads key's state until its journal marks it receiving (Busy), so
+// that neither removes nor restores partial files the other is on. The
+// engine's own sessions and discards also wait for each other in memory;
+// this is what another process sees. waiting, when not nil, runs if
+// another holds it (tests). release lets it go, and removes its file (a
+// dot name, which keys skips) once key has no state left. A key with no
+// state on disk has nothing to discard or restore: it holds nothing then
+// (a discard drops the state last, so its partials went already), and a
+// new transfer opens no file for it. Best effort: where the lock cannot
+// be had, it holds nothing.
+func (d *Dir) Reserve(key string, waiting func()) (release func()) {
+	if !d.has(key) {
+		return func() {}
+	}
+	return d.reserve(key, waiting)
+}
+
+// Unreserve removes key's reservation file once key has no state left
+// (done, delivered), taking it first, as another process may hold it.
+func (d *Dir) Unreserve(key string) {
+	if !d.has(key) && exists(d.reservePath(key)) {
+		d.reserve(key, nil)()
+	}
+}
+
+func (d *Dir) reservePath(key string) string { return filepath.Join(d.path, "."+key+".lock") }
+
+// has reports whether key has a state on disk (snapshot or journal).
+func (d *Dir) has(key string) bool { return exists(d.snapshotPath(key)) || exists(d.journalPath(key)) }
+
+func (d *Dir) reserve(key string, waiting func()) (release func()) {
+	path := d.reservePath(key)
+	unlock, err := filelock.Hold(path, waiting)
+	if err != nil {
+		d.log.Warn("resume reservation", "err", err)
+		return func() {}
+	}
+	return func() {
+		if !d.has(key) {
+			_ = os.Remove(path) // held still: a waiter then holds a new file (filelock.Hold)
+		}
+		unlock()
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// Drop removes key's state.
 func (d *Dir) Drop(key string) {
 	for _, p := range []string{d.snapshotPath(key), d.journalPath(key)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {

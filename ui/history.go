@@ -23,14 +23,14 @@ type historyView struct {
 	entries []HistoryEntry // shown: those matching search
 	search  *entry
 	clear   *button
-	list    *widget.List
+	list    *historyList
 	empty   *widget.Label
 	obj     fyne.CanvasObject
 }
 
 func newHistoryView(u *UI) *historyView {
 	v := &historyView{u: u}
-	v.list = widget.NewList(
+	v.list = newHistoryList(
 		func() int { return len(v.entries) },
 		func() fyne.CanvasObject {
 			title := widget.NewLabel("")
@@ -58,7 +58,13 @@ func newHistoryView(u *UI) *historyView {
 	// A row has its own buttons and does nothing when clicked: a click
 	// leaves no selection, whose highlight, kept by position, moved to
 	// another entry as soon as a transfer ended or the search changed.
-	v.list.OnSelected = func(i widget.ListItemID) { v.list.Unselect(i) }
+	// Enter or Space on the row the keyboard is on opens its details.
+	v.list.OnSelected = func(i widget.ListItemID) {
+		v.list.Unselect(i)
+		if v.list.keyed && i >= 0 && i < len(v.entries) {
+			v.showDetails(v.entries[i])
+		}
+	}
 	v.empty = widget.NewLabel("Finished transfers appear here.")
 	v.empty.Alignment = fyne.TextAlignCenter
 	v.search = u.newEntry()
@@ -69,6 +75,39 @@ func newHistoryView(u *UI) *historyView {
 	v.obj = container.NewBorder(container.NewPadded(top), nil, nil, nil, container.NewStack(v.list, container.NewVBox(v.empty)))
 	v.reload()
 	return v
+}
+
+// historyList is History's list as the keyboard uses it: Tab reaches a
+// Fyne list and its arrows move among the rows (widget.List is
+// focusable), but only Space did anything there, selecting the row, which
+// History undoes at once (a click must leave no selection). Enter and
+// Space now open the details of the row the keyboard is on, as the row's
+// Details button does. Fyne keeps that row unexported (List.currentFocus):
+// its own Space selects it, and OnSelected, told it came from a key
+// (keyed), opens it.
+type historyList struct {
+	widget.List
+	keyed bool // a key, not a click, is selecting the row
+}
+
+func newHistoryList(length func() int, create func() fyne.CanvasObject, update func(widget.ListItemID, fyne.CanvasObject)) *historyList {
+	l := &historyList{}
+	l.Length, l.CreateItem, l.UpdateItem = length, create, update
+	l.ExtendBaseWidget(l)
+	return l
+}
+
+// TypedKey opens the focused row's details on Enter or Space; other keys
+// are the list's own (Up and Down move among the rows).
+func (l *historyList) TypedKey(ev *fyne.KeyEvent) {
+	switch ev.Name {
+	case fyne.KeyReturn, fyne.KeyEnter, fyne.KeySpace:
+		l.keyed = true
+		defer func() { l.keyed = false }()
+		l.List.TypedKey(&fyne.KeyEvent{Name: fyne.KeySpace}) // selects the focused row: OnSelected
+		return
+	}
+	l.List.TypedKey(ev)
 }
 
 // fill draws entry e into a list row.

@@ -590,3 +590,46 @@ func TestTabScrollsTheFocusedControlIntoView(t *testing.T) {
 		t.Errorf("Tab to the last device's Forget… left it out of view (offset %v)", u.known.scroll.Offset)
 	}
 }
+
+// TestEnterOnAHistoryRowOpensItsDetails: Tab reaches History's list and
+// Up and Down move among its rows (Fyne's list is focusable), but Enter did
+// nothing there, and Space only selected the row, which History undoes at
+// once: a keyboard user reached a row's details only through its small
+// Details button, Tab by Tab. Enter (and Space) now open the details of
+// the row the keyboard is on; a click still opens nothing.
+func TestEnterOnAHistoryRowOpensItsDetails(t *testing.T) {
+	u, be, c := newTestUI(t)
+	be.history = []HistoryEntry{
+		{ID: "1", Direction: Incoming, PeerName: "Alice", Files: 2, State: StateDone, Names: []string{"beach.jpg"}, Items: 1, Finished: c.t},
+		{ID: "2", Direction: Outgoing, PeerName: "Bob", Files: 1, State: StateDone, Names: []string{"notes.txt"}, Items: 1, Finished: c.t},
+	}
+	u.history.reload()
+	shortcut(u, shortcutHistory)
+	tabTo(t, u, u.history.list, false)
+	shows := func(text string) bool {
+		found := false
+		uitree.Walk(u.win.Canvas().Overlays().Top(), func(o fyne.CanvasObject) {
+			if l, ok := o.(*widget.Label); ok && strings.Contains(l.Text, text) {
+				found = true
+			}
+		})
+		return found
+	}
+	for _, k := range []fyne.KeyName{fyne.KeyReturn, fyne.KeySpace} {
+		press(u, fyne.KeyDown) // the second row, Bob's
+		press(u, k)
+		if overlays(u) != 1 || !shows("notes.txt") {
+			t.Fatalf("%s on Bob's row: %d dialogs, showing notes.txt %v", k, overlays(u), shows("notes.txt"))
+		}
+		press(u, fyne.KeyEscape)
+		if overlays(u) != 0 {
+			t.Fatal("Escape left the details open")
+		}
+		u.win.Canvas().Focus(u.history.list)
+		press(u, fyne.KeyUp)
+	}
+	u.history.list.Select(0) // a click
+	if overlays(u) != 0 {
+		t.Fatal("a click on a row opened its details")
+	}
+}

@@ -1620,6 +1620,11 @@ func saveCause(err error) string {
 	if full := fileio.DiskFull(err); full != "" {
 		return full // another program filled it since the space check
 	}
+	if fileio.TooLarge(err) {
+		// Where the offer's check could not read the limit, or another
+		// program's file took the name: one sentence, not "file too large".
+		return fmt.Sprintf("the file is larger than the download folder's file system or this user's file size limit takes (a FAT32 drive holds files of up to %s)", store.HumanBytes(store.FATMax))
+	}
 	return pathCause(err)
 }
 

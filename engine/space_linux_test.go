@@ -147,6 +147,10 @@ func TestSaveCause(t *testing.T) {
 		{&fs.PathError{Op: "write", Path: "/home/u/Downloads/a.bin.partial", Err: syscall.ENOSPC}, "the disk is full"},
 		{fmt.Errorf("store: finalize: %w", &fs.PathError{Op: "fallocate", Path: "a", Err: syscall.EDQUOT}), "the disk quota is used up"},
 		{&fs.PathError{Op: "open", Path: "/home/u/Downloads/a.bin", Err: syscall.EACCES}, "permission denied"},
+		// A file over the file system's limit (FAT's 4 GiB, where the
+		// offer's check could not read it) or a file size limit: it read
+		// "file too large".
+		{&fs.PathError{Op: "fallocate", Path: "a", Err: syscall.EFBIG}, "the file is larger than the download folder's file system or this user's file size limit takes (a FAT32 drive holds files of up to 4.3 GB)"},
 		{fmt.Errorf("store: create %q: %w", "a", store.ErrTooManyCopies), "too many files of its name are there already"},
 		// The folder deleted under a file (a LocalSend upload, a Ferry file
 		// that ends before the receiver notices): not the rename's words.

@@ -165,6 +165,12 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 			key = "" // a page that opens sets without end: files alone
 		}
 	}
+	if l := store.MaxFileSize(dir); l.Refuses(a.Size) {
+		// A FAT stick: refused before its bytes come, and before the
+		// space check (no free space would make it fit), said alike on
+		// both sides (the folder is not named).
+		return nil, errors.New(core.Sentence(errors.New(l.Reason(a.Size))))
+	}
 	var room store.Room
 	room.FileAt(a.Name, a.Size) // and the folders of its path
 	for _, f := range b.files {

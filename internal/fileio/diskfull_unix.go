@@ -19,3 +19,8 @@ func DiskFull(err error) string {
 	}
 	return ""
 }
+
+// TooLarge reports whether err is a write or an allocation past the
+// largest file the file system takes (FAT's 4 GiB less a byte) or this
+// process may write (RLIMIT_FSIZE): EFBIG.
+func TooLarge(err error) bool { return errors.Is(err, unix.EFBIG) }

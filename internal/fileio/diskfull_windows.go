@@ -19,3 +19,7 @@ func DiskFull(err error) string {
 	}
 	return ""
 }
+
+// TooLarge reports whether err is a write or an allocation past the
+// largest file the volume takes (FAT32's 4 GiB less a byte).
+func TooLarge(err error) bool { return errors.Is(err, windows.ERROR_FILE_TOO_LARGE) }

@@ -128,6 +128,9 @@ type InboxConfig struct {
 	SyncFiles      bool          // fsync each file before its final name
 	BufferedIO     bool          // write through the page cache
 	Clock          clock.Clock   // runs the prompt's timer
+	// FileLimit is the largest file the file system of a folder holds
+	// (a FAT stick's 4 GiB); nil: store.MaxFileSize.
+	FileLimit func(dir string) store.FileLimit
 }
 
 // Prompt is an offer as the receiving user is asked about it.
@@ -396,6 +399,49 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	return nil
 }
 
+// refuseTooLarge refuses each offered file over the largest file dir's
+// file system holds (FileLimit: a FAT stick's 4 GiB), with why, before
+// anyone is asked: written, it failed once its bytes had crossed. When it
+// refuses the offer whole (every file refused, and no text, or over
+// MaxRefusals), it returns that verdict and true.
+func (in *Inbox) refuseTooLarge(dir string) (Verdict, bool) {
+	limitOf := in.cfg.FileLimit
+	if limitOf == nil {
+		limitOf = store.MaxFileSize
+	}
+	limit := limitOf(dir)
+	if limit.Max == 0 {
+		return Verdict{}, false
+	}
+	first := -1
+	err := in.Files.Each(func(i int, f OfferedFile) error {
+		if !in.refusedIdx[i] && limit.Refuses(f.Size) {
+			in.Refuse(i, errcode.CodeNoSpace, limit.Reason(f.Size))
+			if first < 0 {
+				first = i
+			}
+		}
+		return nil
+	})
+	if first < 0 && err == nil {
+		return Verdict{}, false
+	}
+	slices.SortFunc(in.Refused, func(a, b NameRefusal) int { return cmp.Compare(a.Idx, b.Idx) })
+	switch {
+	case err != nil:
+		return Verdict{Decision: Decision{Reason: "its file list could not be read"}, Code: errcode.CodeIO}, true
+	case len(in.Refused) > MaxRefusals:
+		return Verdict{Decision: Decision{Reason: fmt.Sprintf("over %d of the offered files cannot be stored on %s", MaxRefusals, in.host.Name())}, Code: errcode.CodeNoSpace}, true
+	case len(in.Refused) == in.Files.Len() && in.Text == "":
+		f := in.file(first)
+		why := ": " + limit.Reason(f.Size)
+		room := errcode.MaxReason - len(errcode.ErrNoSpace.Error()) - len(": ") - len(why)
+		name := safetext.Elide(safetext.Name(f.Path), max(room, minRefusedName))
+		return Verdict{Decision: Decision{Reason: name + why}, Code: errcode.CodeNoSpace}, true
+	}
+	return Verdict{}, false
+}
+
 // minRefusedName is the least of a refused name an offer's refusal shows,
 // however long why it was refused is.
 const minRefusedName = 40
@@ -522,6 +568,9 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	if in.Continues != "" {
 		dir = in.Continues // where what arrived so far is
 	}
+	if v, refused := in.refuseTooLarge(dir); refused {
+		return v, nil
+	}
 	var total int64
 	var holes holeRule
 	room := in.room()
@@ -563,9 +612,13 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	if !d.Accept {
 		return d, nil
 	}
-	if d.Dest != "" {
-		// This offer goes where the user chose (Decide checked the folder).
+	if d.Dest != "" && d.Dest != dir {
+		// This offer goes where the user chose (Decide checked the folder),
+		// maybe a stick that holds smaller files.
 		dir = d.Dest
+		if v, refused := in.refuseTooLarge(dir); refused {
+			return v, nil
+		}
 	}
 	// Narrow to the accepted files, then check space for exactly those.
 	n := in.Files.Len()

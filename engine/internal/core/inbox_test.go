@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/peer"
+	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/internal/clock"
 )
 
@@ -178,6 +179,80 @@ func TestInboxRefusesNamesOneByOne(t *testing.T) {
 	}
 	if h.files[2].SavedAs != "ok (1).txt" || h.began != 0 {
 		t.Errorf("file %+v; sessions counted %d after the end", h.files[2], h.began)
+	}
+}
+
+// A file over the largest the destination's file system holds (a FAT
+// stick's 4 GiB) is refused with the offer, before the prompt, with why;
+// the rest arrives. It failed once written, after its bytes crossed
+// ("Not saved: operation not permitted." on a fusefat stick). An offer of
+// such files only is refused whole; a folder chosen at the prompt is
+// checked too.
+func TestInboxRefusesFilesOverTheFileSystemsLimit(t *testing.T) {
+	fat := t.TempDir()
+	newInbox := func(h *fakeHost) *Inbox {
+		a := NewAdmission(4, DefaultMuteDeclined, DefaultManifestBudget, time.Now)
+		tk, refused := a.Arrive("192.0.2.1:1000", bob, func() {})
+		if refused != nil {
+			t.Fatal(refused)
+		}
+		t.Cleanup(tk.End)
+		return NewInbox(h, bob, tk, InboxConfig{ManifestBudget: DefaultManifestBudget, PromptTimeout: time.Minute, Clock: clock.Real{},
+			FileLimit: func(dir string) store.FileLimit {
+				if dir == fat {
+					return store.FileLimit{Max: store.FATMax, FS: "FAT32"}
+				}
+				return store.FileLimit{}
+			}})
+	}
+	const why = "the download folder is on a FAT32 drive, which holds files of up to 4.3 GB (this one is 5.4 GB)"
+	files := Files{{Path: "film.mkv", Size: 5 << 30}, {Path: "notes.txt", Size: 2}, {Path: "exactly.bin", Size: store.FATMax}}
+
+	h := newFakeHost(t, AcceptAsk, false)
+	h.dir = fat
+	h.answers <- Decision{Accept: true}
+	in := newInbox(h)
+	if err := in.Offer("d1", files, ""); err != nil {
+		t.Fatal(err)
+	}
+	v, err := in.Decide(t.Context())
+	if err != nil || !v.Accept || fmt.Sprint(in.Accepted) != "[1 2]" {
+		t.Fatalf("verdict %+v, %v; accepted %v", v, err, in.Accepted)
+	}
+	if p := h.asked[0]; len(p.Files) != 3 || p.Files[0].Refused != why || p.Files[1].Refused != "" || p.TotalBytes != 2+store.FATMax {
+		t.Errorf("the prompt shows %+v, %d bytes", p.Files, p.TotalBytes)
+	}
+	in.Begin()
+	if len(h.files) != 1 || h.files[0].Path != "film.mkv" || h.files[0].Err != "Not enough space on the receiver: "+why+"." {
+		t.Errorf("began with files %+v", h.files)
+	}
+	if len(in.Refused) != 1 || in.Refused[0].Code != errcode.CodeNoSpace || in.Refused[0].Reason != why {
+		t.Errorf("refused %+v (the sender's words)", in.Refused)
+	}
+
+	// Only such files: refused whole, no one asked.
+	h = newFakeHost(t, AcceptAsk, false)
+	h.dir = fat
+	in = newInbox(h)
+	if err := in.Offer("d2", files[:1], ""); err != nil {
+		t.Fatal(err)
+	}
+	v, err = in.Decide(t.Context())
+	if err != nil || v.Accept || v.Code != errcode.CodeNoSpace || v.Reason != "film.mkv: "+why || h.prompts() != 0 {
+		t.Errorf("verdict %+v, %v; asked %d times", v, err, h.prompts())
+	}
+
+	// Another folder, where the limit is none: all asked about; the stick
+	// chosen at the prompt: the film refused there.
+	h = newFakeHost(t, AcceptAsk, false)
+	h.answers <- Decision{Accept: true, Dest: fat}
+	in = newInbox(h)
+	if err := in.Offer("d3", files, ""); err != nil {
+		t.Fatal(err)
+	}
+	v, err = in.Decide(t.Context())
+	if err != nil || !v.Accept || fmt.Sprint(in.Accepted) != "[1 2]" || in.DestDir != fat || h.asked[0].Files[0].Refused != "" {
+		t.Fatalf("verdict %+v, %v; accepted %v into %q; asked %+v", v, err, in.Accepted, in.DestDir, h.asked[0].Files)
 	}
 }
 

@@ -1,0 +1,51 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A destination's file system may hold smaller files than a peer offers:
+// FAT (a USB stick, an SD card formatted as most are) keeps a file's size
+// in 32 bits, so it holds files up to 4 GiB less a byte; a file over that
+// failed once written ("Not saved: operation not permitted." on a fusefat
+// stick, EFBIG from the kernel's vfat), after its bytes crossed the
+// network. MaxFileSize reads the limit from the file system, so that such
+// a file is refused with the offer, before anyone is asked, and the rest
+// arrives. Where the limit cannot be read (a FUSE file system other than
+// fusefat, a system other than Linux, a Mac or Windows), there is none
+// here, and the write's EFBIG says it (fileio.TooLarge).
+
+// FATMax is the largest file FAT12, FAT16 and FAT32 hold: 4 GiB less a byte.
+const FATMax = 1<<32 - 1
+
+// FileLimit is the largest file a destination's file system holds, where
+// it holds less than a peer may offer. The zero FileLimit sets none.
+type FileLimit struct {
+	Max int64  // the largest file, in bytes; 0: no limit known
+	FS  string // the file system as users know it: "FAT32"
+}
+
+// Refuses reports whether a file of size bytes is over the limit.
+func (l FileLimit) Refuses(size int64) bool { return l.Max > 0 && size > l.Max }
+
+// Reason says why a file of size bytes is refused, for both sides (the
+// folder stays here): "the download folder is on a FAT32 drive, which
+// holds files of up to 4.3 GB (this one is 5.4 GB)".
+func (l FileLimit) Reason(size int64) string {
+	return fmt.Sprintf("the download folder is on a %s drive, which holds files of up to %s (this one is %s)",
+		l.FS, HumanBytes(l.Max), HumanBytes(size))
+}
+
+// fsLimit is the limit of a file system of the given name (as Windows
+// names it, or a Linux or Mac driver's name): FAT's for FAT12, FAT16,
+// FAT32, vfat, msdos and fusefat; none for any other.
+func fsLimit(name string) FileLimit {
+	switch strings.ToLower(name) {
+	case "fat", "fat12", "fat16":
+		return FileLimit{Max: FATMax, FS: strings.ToUpper(name)}
+	case "fat32", "vfat", "msdos", "fuse.fusefat":
+		return FileLimit{Max: FATMax, FS: "FAT32"}
+	}
+	return FileLimit{}
+}

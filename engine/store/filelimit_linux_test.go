@@ -1,0 +1,90 @@
+package store
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMountType reads a mount's type from a mount table by its device.
+func TestMountType(t *testing.T) {
+	table := `22 1 253:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+36 22 0:45 / /media/stick rw,nosuid,nodev,relatime shared:2 - fuse.fusefat /img rw,user_id=0,group_id=0
+37 22 0:46 / /media/two\040words rw,relatime - vfat /dev/sdb1 rw,fmask=0022
+38 22 0:47 / /x rw - 
+`
+	for _, c := range []struct {
+		major, minor uint32
+		want         string
+	}{{0, 45, "fuse.fusefat"}, {0, 46, "vfat"}, {253, 0, "ext4"}, {0, 47, ""}, {0, 99, ""}} {
+		if got := mountType(bufio.NewScanner(strings.NewReader(table)), c.major, c.minor); got != c.want {
+			t.Errorf("mountType(%d:%d) = %q, want %q", c.major, c.minor, got, c.want)
+		}
+	}
+}
+
+// TestMaxFileSizeOfAFATMount mounts a FAT32 image (the kernel's vfat,
+// else fusefat) and reads its limit, and none from an ordinary folder.
+// It needs root, mkfs.vfat and either driver: it skips without them.
+func TestMaxFileSizeOfAFATMount(t *testing.T) {
+	if l := MaxFileSize(t.TempDir()); l.Max != 0 {
+		t.Errorf("MaxFileSize of a temporary folder = %+v, want none", l)
+	}
+	mnt := mountFAT(t)
+	if l := MaxFileSize(mnt); l.Max != FATMax || l.FS != "FAT32" {
+		t.Errorf("MaxFileSize of a FAT32 mount = %+v", l)
+	}
+	if l := MaxFileSize(filepath.Join(mnt, "not", "made", "yet")); l.Max != FATMax {
+		t.Errorf("MaxFileSize of a folder to make on it = %+v", l)
+	}
+}
+
+// mountFAT mounts a new FAT32 image of 64 MB for the test, and unmounts it
+// at its end; it skips the test where it cannot.
+func mountFAT(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	mkfs, err := exec.LookPath("mkfs.vfat")
+	if err != nil {
+		t.Skip("no mkfs.vfat")
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "fat.img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, "-F", "32", img).CombinedOutput(); err != nil {
+		t.Skipf("mkfs.vfat: %v: %s", err, out)
+	}
+	unmount := []string{"umount", mnt}
+	if err := exec.Command("mount", "-t", "vfat", "-o", "loop", img, mnt).Run(); err != nil {
+		fusefat, ferr := exec.LookPath("fusefat")
+		if ferr != nil {
+			t.Skipf("no vfat in this kernel (%v) and no fusefat", err)
+		}
+		if out, err := exec.Command(fusefat, "-o", "rw+", img, mnt).CombinedOutput(); err != nil {
+			t.Skipf("fusefat: %v: %s", err, out)
+		}
+		unmount = []string{"fusermount", "-u", mnt}
+		if _, err := exec.LookPath("fusermount"); err != nil {
+			unmount = []string{"umount", mnt}
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(unmount[0], unmount[1:]...).CombinedOutput(); err != nil {
+			t.Errorf("%v: %v: %s", unmount, err, out)
+		}
+	})
+	return mnt
+}

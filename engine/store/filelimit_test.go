@@ -1,0 +1,28 @@
+package store
+
+import "testing"
+
+// TestFileLimit: FAT, by any of its names, holds files up to 4 GiB less a
+// byte, and says so in a sentence; other file systems set no limit.
+func TestFileLimit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		max  int64
+		fs   string
+	}{
+		{"FAT32", FATMax, "FAT32"}, {"FAT", FATMax, "FAT"}, {"FAT16", FATMax, "FAT16"},
+		{"vfat", FATMax, "FAT32"}, {"msdos", FATMax, "FAT32"}, {"fuse.fusefat", FATMax, "FAT32"},
+		{"exFAT", 0, ""}, {"exfat", 0, ""}, {"NTFS", 0, ""}, {"ext4", 0, ""}, {"fuse.exfat-fuse", 0, ""}, {"", 0, ""},
+	} {
+		if l := fsLimit(c.name); l.Max != c.max || l.FS != c.fs {
+			t.Errorf("fsLimit(%q) = %+v, want %d %q", c.name, l, c.max, c.fs)
+		}
+	}
+	l := fsLimit("FAT32")
+	if l.Refuses(FATMax) || !l.Refuses(FATMax+1) || (FileLimit{}).Refuses(1<<62) {
+		t.Errorf("Refuses: %v %v %v", l.Refuses(FATMax), l.Refuses(FATMax+1), (FileLimit{}).Refuses(1<<62))
+	}
+	if got, want := l.Reason(5<<30), "the download folder is on a FAT32 drive, which holds files of up to 4.3 GB (this one is 5.4 GB)"; got != want {
+		t.Errorf("Reason = %q, want %q", got, want)
+	}
+}

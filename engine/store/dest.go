@@ -84,6 +84,12 @@ type Dest struct {
 	// file or folder created under name, nil for a name it takes. Tests
 	// set it; nil here, where the file system itself says.
 	fsRefuses func(name string) error
+	// windowsNames: the file system is FAT's or exFAT's (fatNames), whose
+	// rules are Windows's, so names are saved as on Windows (LocalName's
+	// Windows rules): the kernel's vfat and exfat drop a final dot
+	// silently ("notes." saved as "notes"), which the report did not say,
+	// and fusefat kept names a Windows device cannot open.
+	windowsNames bool
 
 	// SyncOnFinalize fsyncs every file before it gets its final name. Off by
 	// default, like rsync and scp: a per-file fsync costs more than the
@@ -183,7 +189,7 @@ func Open(dir string) (*Dest, error) {
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
 	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, top: top,
-		folders: map[string]*folder{}, gone: map[*folder]struct{}{}}
+		folders: map[string]*folder{}, gone: map[*folder]struct{}{}, windowsNames: fatNames(fsType(dir))}
 	d.link = d.linkNames
 	d.rename = d.renameNoReplace
 	d.replace = root.Rename
@@ -480,10 +486,10 @@ func (p *Partial) Close() error {
 // split validates rel, a peer's path, and returns its folders (slash-
 // separated, "" for none: a substring of rel, so that a file in a known
 // folder costs no allocation) and its file name, as they are saved here
-// (LocalName: a backslash as "_"; on Windows, what only Windows refuses
-// changed).
-func split(rel string) (dir string, base string, err error) {
-	rel = LocalName(rel) // the name it is saved under here
+// (LocalName: a backslash as "_"; on Windows, or on a FAT or exFAT
+// file system, what only Windows refuses changed).
+func (d *Dest) split(rel string) (dir string, base string, err error) {
+	rel = d.localName(rel) // the name it is saved under here
 	if err := ValidateHere(rel); err != nil {
 		return "", "", err
 	}
@@ -495,6 +501,16 @@ func split(rel string) (dir string, base string, err error) {
 	return rel[:i], base, nil
 }
 
+// localName is LocalName(rel), with Windows's rules where the file system
+// is FAT's or exFAT's (windowsNames).
+func (d *Dest) localName(rel string) string {
+	rel = LocalName(rel)
+	if d.windowsNames {
+		rel = localName(rel, true)
+	}
+	return rel
+}
+
 // CreatePartial validates rel, creates its folders inside the destination
 // and creates a new, empty partial for it: "<rel>.partial", or "<stem>
 // (n)<ext>.partial" when that name is taken. It never opens an existing file:
@@ -504,7 +520,7 @@ func split(rel string) (dir string, base string, err error) {
 // call created. Partial.Name tells where the partial is, so that the
 // transfer's resume state can find it again with OpenPartial.
 func (d *Dest) CreatePartial(rel string) (*Partial, error) {
-	dirs, base, err := split(rel)
+	dirs, base, err := d.split(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -604,7 +620,7 @@ func (d *Dest) OpenPartial(name, identity string) (*Partial, error) {
 	if !ok {
 		return nil, fmt.Errorf("store: reopen %q: %w", name, ErrNotPartial)
 	}
-	if _, _, err := split(rel); err != nil {
+	if _, _, err := d.split(rel); err != nil {
 		return nil, fmt.Errorf("store: reopen %q: %w", name, err)
 	}
 	osName := filepath.FromSlash(name)
@@ -706,7 +722,7 @@ func (d *Dest) adopt(f *os.File, name string, fresh bool) (*Partial, error) {
 // anything. (CreatePartial picks another name when that one is taken: keep
 // Partial.Name to find a partial again.)
 func (d *Dest) PartialPath(rel string) (string, error) {
-	dirs, base, err := split(rel)
+	dirs, base, err := d.split(rel)
 	if err != nil {
 		return "", err
 	}
@@ -765,7 +781,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	base := p.file
 	created := p.rel != "" && rel == p.rel // the name it was created for, validated then
 	if !created {
-		if dirs, base, err = split(rel); err != nil {
+		if dirs, base, err = d.split(rel); err != nil {
 			return "", err
 		}
 	}
@@ -921,7 +937,7 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 // "name (1)". It returns where the folder is, relative to the destination
 // (slash-separated).
 func (d *Dest) MakeFolder(rel string) (string, error) {
-	rel = LocalName(rel)
+	rel = d.localName(rel)
 	if err := ValidateHere(rel); err != nil {
 		return "", err
 	}

@@ -37,6 +37,13 @@ func (l FileLimit) Reason(size int64) string {
 		l.FS, HumanBytes(l.Max), HumanBytes(size))
 }
 
+// MaxFileSize is the largest file the file system that holds dir takes
+// (see FileLimit), read from its type (fsType: on Linux the kernel's vfat
+// by its statfs magic, a FUSE mount by its type in the mount table; a
+// Mac's msdos; a Windows volume's FAT32 or FAT). A folder not made yet is
+// measured where it will be made.
+func MaxFileSize(dir string) FileLimit { return fsLimit(fsType(dir)) }
+
 // fsLimit is the limit of a file system of the given name (as Windows
 // names it, or a Linux or Mac driver's name): FAT's for FAT12, FAT16,
 // FAT32, vfat, msdos and fusefat; none for any other.
@@ -48,4 +55,15 @@ func fsLimit(name string) FileLimit {
 		return FileLimit{Max: FATMax, FS: "FAT32"}
 	}
 	return FileLimit{}
+}
+
+// fatNames reports a file system of the given type whose names follow
+// Windows's rules (FAT's and exFAT's, on any system): names are saved
+// there as on Windows (Dest.windowsNames).
+func fatNames(fsType string) bool {
+	switch strings.ToLower(fsType) {
+	case "vfat", "msdos", "fat", "fat12", "fat16", "fat32", "exfat", "fuse.fusefat", "fuse.exfat":
+		return true
+	}
+	return false
 }

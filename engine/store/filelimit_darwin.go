@@ -4,13 +4,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MaxFileSize is the largest file the file system that holds dir can
-// take (see FileLimit): read from the name of its driver ("msdos", a Mac's
-// FAT). A folder not made yet is measured where it will be made (madeIn).
-func MaxFileSize(dir string) FileLimit {
+// fsType is the name of the driver of the file system that holds dir
+// ("msdos", a Mac's FAT; "exfat"; "apfs"), "" when it cannot be read. A
+// folder not made yet is measured where it will be made (madeIn).
+func fsType(dir string) string {
 	var st unix.Statfs_t
 	if unix.Statfs(madeIn(dir), &st) != nil {
-		return FileLimit{}
+		return ""
 	}
-	return fsLimit(unix.ByteSliceToString(st.Fstypename[:]))
+	return unix.ByteSliceToString(st.Fstypename[:])
 }

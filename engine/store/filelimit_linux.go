@@ -12,35 +12,39 @@ import (
 // Magic numbers of statfs(2) on Linux.
 const (
 	msdosMagic = 0x4d44     // the kernel's vfat and msdos
+	exfatMagic = 0x2011bab0 // the kernel's exfat
 	fuseMagic  = 0x65735546 // any FUSE file system
 )
 
-// MaxFileSize is the largest file the file system that holds dir can
-// take (see FileLimit): read from its statfs magic (the kernel's vfat),
-// and for a FUSE file system from the mount table (fusefat). A folder not
-// made yet is measured where it will be made (madeIn).
-func MaxFileSize(dir string) FileLimit {
+// fsType is the type of the file system that holds dir, as far as the
+// limits and names here care: "vfat" (the kernel's vfat or msdos, by
+// statfs magic), "exfat", a FUSE mount's type in the mount table
+// ("fuse.fusefat"); "" for any other. A folder not made yet is measured
+// where it will be made (madeIn).
+func fsType(dir string) string {
 	d := madeIn(dir)
 	var st unix.Statfs_t
 	if unix.Statfs(d, &st) != nil {
-		return FileLimit{}
+		return ""
 	}
 	switch st.Type {
 	case msdosMagic:
-		return fsLimit("vfat")
+		return "vfat"
+	case exfatMagic:
+		return "exfat"
 	case fuseMagic:
 		var s unix.Stat_t
 		if unix.Stat(d, &s) != nil {
-			return FileLimit{}
+			return ""
 		}
 		f, err := os.Open("/proc/self/mountinfo")
 		if err != nil {
-			return FileLimit{}
+			return ""
 		}
 		defer f.Close()
-		return fsLimit(mountType(bufio.NewScanner(f), unix.Major(s.Dev), unix.Minor(s.Dev)))
+		return mountType(bufio.NewScanner(f), unix.Major(s.Dev), unix.Minor(s.Dev))
 	}
-	return FileLimit{}
+	return ""
 }
 
 // mountType is the file system type (such as "fuse.fusefat") of the mount

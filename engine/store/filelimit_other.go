@@ -2,7 +2,8 @@
 
 package store
 
-// MaxFileSize sets no limit on this system (see FileLimit): where a
-// destination's file system holds smaller files than offered, its write's
-// EFBIG says so.
-func MaxFileSize(dir string) FileLimit { return FileLimit{} }
+// fsType is "" on this system: its file systems are not told apart, so no
+// limit is known (see FileLimit: where a destination holds smaller files
+// than offered, its write's EFBIG says so) and names are not made
+// Windows's for one.
+func fsType(dir string) string { return "" }

@@ -26,3 +26,17 @@ func TestFileLimit(t *testing.T) {
 		t.Errorf("Reason = %q, want %q", got, want)
 	}
 }
+
+// TestFATNames: names on FAT and exFAT, by any of their types' names,
+// follow Windows's rules; on other file systems not.
+func TestFATNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"vfat": true, "msdos": true, "FAT32": true, "FAT": true, "exFAT": true, "exfat": true,
+		"fuse.fusefat": true, "fuse.exfat": true,
+		"ext4": false, "NTFS": false, "apfs": false, "fuseblk": false, "": false,
+	} {
+		if got := fatNames(name); got != want {
+			t.Errorf("fatNames(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -4,21 +4,21 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// MaxFileSize is the largest file the volume that holds dir can take (see
-// FileLimit): read from its file system's name ("FAT32", "FAT"). A folder
+// fsType is the name of the file system of the volume that holds dir
+// ("FAT32", "FAT", "exFAT", "NTFS"), "" when it cannot be read. A folder
 // not made yet is measured where it will be made (madeIn).
-func MaxFileSize(dir string) FileLimit {
+func fsType(dir string) string {
 	p, err := windows.UTF16PtrFromString(madeIn(dir))
 	if err != nil {
-		return FileLimit{}
+		return ""
 	}
 	var root [windows.MAX_PATH + 1]uint16
 	if windows.GetVolumePathName(p, &root[0], uint32(len(root))) != nil {
-		return FileLimit{}
+		return ""
 	}
 	var name [windows.MAX_PATH + 1]uint16
 	if windows.GetVolumeInformation(&root[0], nil, 0, nil, nil, nil, &name[0], uint32(len(name))) != nil {
-		return FileLimit{}
+		return ""
 	}
-	return fsLimit(windows.UTF16ToString(name[:]))
+	return windows.UTF16ToString(name[:])
 }

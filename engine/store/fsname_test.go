@@ -188,3 +188,52 @@ func TestDecomposedTwinIsTaken(t *testing.T) {
 	assertTree(t, dir, map[string]string{nfd: "old", "caf\u00e9 (1).txt": "new", "caf\u00e9 (2).txt": "new",
 		nfdFolder + "/x.txt": "new", nfdFolder + "/y.txt": "new"})
 }
+
+// On a FAT or exFAT file system (Dest.windowsNames) a name is saved as
+// Windows would save it, and so reported, without waiting for a refusal:
+// the kernel's vfat and exfat take "notes." and drop its dot silently,
+// so it was reported as saved as "notes." while the stick held "notes";
+// fusefat kept "notes." as it is, a name a Windows device cannot open.
+func TestFATNamesAreSavedAsWindowsWould(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole=%v", whole), func(t *testing.T) {
+			d, dir := openDest(t)
+			d.windowsNames = true
+			want := map[string]string{}
+			for _, c := range []struct{ rel, saved string }{
+				{"notes.", "notes"},
+				{"trail ", "trail"},
+				{"dots.../in.txt", "dots/in.txt"},
+				{"aux.c", "aux_.c"},
+				{"plain.txt", "plain.txt"},
+			} {
+				create := d.CreatePartial
+				if whole {
+					create = d.CreateWhole
+				}
+				p, err := create(c.rel)
+				if err != nil {
+					t.Fatalf("create %q: %v", c.rel, err)
+				}
+				if _, err := p.WriteAt([]byte(c.rel), 0); err != nil {
+					t.Fatal(err)
+				}
+				saved, err := d.Finalize(p, c.rel, int64(len(c.rel)))
+				if err != nil {
+					t.Fatalf("finalize %q: %v", c.rel, err)
+				}
+				if saved != c.saved {
+					t.Errorf("%q saved as %q, want %q", c.rel, saved, c.saved)
+				}
+				want[c.saved] = c.rel
+			}
+			if at, err := d.MakeFolder("empty."); err != nil || at != "empty" {
+				t.Errorf("folder empty. made as %q, %v", at, err)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "empty")); err != nil || !fi.IsDir() {
+				t.Errorf("folder empty: %v", err)
+			}
+			assertTree(t, dir, want)
+		})
+	}
+}

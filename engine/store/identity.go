@@ -80,7 +80,7 @@ func (d *Dest) Renamed(rel, identity string, size int64) (savedAs string, ok boo
 
 // renamed is Renamed for the names of rel itself.
 func (d *Dest) renamed(rel, identity string, size int64) (savedAs string, ok bool) {
-	dirs, base, err := split(rel)
+	dirs, base, err := d.split(rel)
 	if err != nil {
 		return "", false
 	}

@@ -26,7 +26,7 @@ func (d *Dest) CreateWhole(rel string) (*Partial, error) {
 	if d.noUnnamed.Load() {
 		return d.CreatePartial(rel)
 	}
-	dirs, base, err := split(rel)
+	dirs, base, err := d.split(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 	base := p.file
 	created := rel == p.rel // the name it was created for, validated then
 	if !created {
-		if dirs, base, err = split(rel); err != nil {
+		if dirs, base, err = d.split(rel); err != nil {
 			return "", err
 		}
 	}

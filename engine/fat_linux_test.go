@@ -71,6 +71,44 @@ func TestFileOverFATLimitIsRefusedWithTheOffer(t *testing.T) {
 	}
 }
 
+// A name FAT keeps out (a final dot) sent to a download folder on a
+// FAT32 stick is saved as Windows would save it, and reported so: the
+// kernel's vfat dropped the dot silently while the report said the name
+// as sent, and fusefat kept "notes." as it is, which Windows cannot open.
+func TestNameOnAFATStickIsSavedAsWindowsWould(t *testing.T) {
+	stick := mountFAT(t)
+	recv := startReceiver(t, Options{DownloadDir: stick})
+	events, unsub := recv.Subscribe(1024)
+	defer unsub()
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "notes."), 100)
+	r := sendWait(t, send, target(recv), []string{filepath.Join(src, "notes.")}, SendOptions{})
+	if r.State != StateDone || r.Verified != 1 {
+		t.Fatalf("result %+v", r)
+	}
+	var saved string
+	for ev := range events {
+		if ev.Kind == EventFile && ev.Direction == Receiving {
+			saved = ev.File.SavedAs
+		}
+		if ev.Kind == EventResult && ev.Direction == Receiving {
+			break
+		}
+	}
+	names, err := os.ReadDir(stick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range names {
+		got = append(got, n.Name())
+	}
+	if saved != "notes" || strings.Join(got, " ") != "notes" {
+		t.Errorf("saved as %q; the stick holds %q; want notes", saved, got)
+	}
+}
+
 // mountFAT mounts a new FAT32 image of 64 MB for the test, and unmounts it
 // at its end; it skips the test where it cannot (it needs root, mkfs.vfat,
 // and the kernel's vfat or fusefat).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -86,6 +87,88 @@ func TestAcceptedTransferContinuesWithoutAskingAgain(t *testing.T) {
 	}
 	if n := prompts.Load(); n != 2 {
 		t.Errorf("the user was asked %d times in all after a new send of the same files, want 2", n)
+	}
+}
+
+// A transfer to a FAT32 stick whose offer had a file over its limit
+// (refused there with the offer) continues without asking again after its
+// session ended, as one without such a file does: the accepted count its
+// first session kept left that file out, while the check counted only the
+// names refused, so the user was asked again.
+func TestTransferWithAFileOverTheLimitContinuesWithoutAskingAgain(t *testing.T) {
+	stick := t.TempDir()
+	recv := testEngine(t, Options{Accept: AcceptAsk, DownloadDir: stick})
+	recv.fileLimit = func(dir string) store.FileLimit {
+		if dir == stick {
+			return store.FileLimit{Max: 80 << 20, FS: "FAT32"}
+		}
+		return store.FileLimit{}
+	}
+	if err := recv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	send := testEngine(t, Options{ProgressInterval: 2 * time.Millisecond})
+	var prompts atomic.Int32
+	events, unsub := recv.Subscribe(4096)
+	defer unsub()
+	go func() {
+		for ev := range events {
+			if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+				prompts.Add(1)
+				recv.Decide(ev.TransferID, Decision{Accept: true})
+			}
+		}
+	}()
+	src := t.TempDir()
+	film := filepath.Join(src, "film.mkv")
+	if err := os.WriteFile(film, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(film, 100<<20); err != nil { // over the stand-in limit
+		t.Fatal(err)
+	}
+	const size = 64 << 20
+	notes := filepath.Join(src, "notes.bin")
+	writeFile(t, notes, size)
+	sevents, sunsub := send.Subscribe(4096)
+	defer sunsub()
+	tr, err := send.Send(context.Background(), target(recv), []string{film, notes}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range sevents {
+		if ev.TransferID == tr.ID() && ev.Kind == EventProgress && ev.Progress.Bytes > size/4 {
+			if err := send.Pause(tr.ID()); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if ev.TransferID == tr.ID() && ev.Kind == EventResult {
+			t.Fatalf("finished before it could be paused: %+v", ev.Result)
+		}
+	}
+	for ev := range sevents {
+		if ev.TransferID == tr.ID() && ev.Kind == EventState && ev.State == StatePaused {
+			break
+		}
+	}
+	testutil.WaitFor(t, "the receiver to keep the paused transfer", func() bool { return len(recv.Partials()) == 1 })
+	if err := send.Resume(tr.ID()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the resumed transfer did not end")
+	}
+	if r := tr.Result(); r.State != StateDone || r.Verified != 1 || r.Refused != 1 {
+		t.Fatalf("resumed: %s %q, %d verified, %d refused", r.State, r.Err, r.Verified, r.Refused)
+	}
+	if n := prompts.Load(); n != 1 {
+		t.Errorf("the user was asked %d times about one delivery, want once", n)
+	}
+	if _, err := os.Stat(filepath.Join(stick, "film.mkv")); !os.IsNotExist(err) {
+		t.Errorf("the file over the limit is there: %v", err)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/peer"
+	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/bufpool"
 	"github.com/ferrydrop/ferry/internal/clock"
@@ -222,6 +223,9 @@ var ErrUnknownTransfer = errors.New("unknown transfer")
 
 // Engine sends and receives files. Create it with New; it is safe for concurrent use.
 type Engine struct {
+	// fileLimit, when set (tests only), stands in for the largest file a
+	// download folder's file system holds (store.MaxFileSize).
+	fileLimit func(dir string) store.FileLimit
 	// features, when set (tests only), replace the hello's features: an
 	// engine that plays an older build.
 	features []string

@@ -35,7 +35,7 @@ func (e *Engine) newInbox(id peer.ID, name, addr string, conn Conn, tk *core.Tic
 		decisions: make(chan Decision, 1),
 	}
 	cfg := core.InboxConfig{ManifestBudget: e.opts.ManifestBudget, PromptTimeout: e.opts.PromptTimeout,
-		SyncFiles: e.opts.SyncFiles, BufferedIO: e.opts.BufferedIO, Clock: e.opts.Clock}
+		SyncFiles: e.opts.SyncFiles, BufferedIO: e.opts.BufferedIO, Clock: e.opts.Clock, FileLimit: e.fileLimit}
 	return &inbox{Inbox: core.NewInbox(inboxHost{e: e, t: t, id: id}, id, tk, cfg), e: e, t: t}
 }
 

@@ -138,7 +138,7 @@ func (rx *receiver) acceptedBefore() string {
 		s = rx.deliveredBefore()
 	}
 	if err != nil || s == nil || s.Delivery != rx.offer.Transfer || !s.Held() ||
-		s.Accepted != rx.list.Len()-len(rx.Refused) || s.Check(rx.offeredFiles(s.Dest), validLocal) != nil {
+		s.Accepted != rx.list.Len()-len(rx.Refused)-rx.TooLargeFor(s.Dest) || s.Check(rx.offeredFiles(s.Dest), validLocal) != nil {
 		return "" // not that delivery accepted whole here (which files a prompt left out is not kept): asked
 	}
 	if st, err := os.Stat(s.Dest); err != nil || !st.IsDir() {

@@ -399,17 +399,39 @@ func (in *Inbox) Offer(delivery string, files FileList, text string) error {
 	return nil
 }
 
+// TooLargeFor is how many offered files not refused yet are over the
+// largest file dir's file system holds, which Decide will refuse there
+// (refuseTooLarge): an earlier session of the offer accepted all the rest.
+func (in *Inbox) TooLargeFor(dir string) int {
+	limit := in.fileLimit(dir)
+	n := 0
+	if limit.Max == 0 {
+		return 0
+	}
+	_ = in.Files.Each(func(i int, f OfferedFile) error {
+		if !in.refusedIdx[i] && limit.Refuses(f.Size) {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// fileLimit is the largest file dir's file system holds (InboxConfig.FileLimit).
+func (in *Inbox) fileLimit(dir string) store.FileLimit {
+	if in.cfg.FileLimit != nil {
+		return in.cfg.FileLimit(dir)
+	}
+	return store.MaxFileSize(dir)
+}
+
 // refuseTooLarge refuses each offered file over the largest file dir's
 // file system holds (FileLimit: a FAT stick's 4 GiB), with why, before
 // anyone is asked: written, it failed once its bytes had crossed. When it
 // refuses the offer whole (every file refused, and no text, or over
 // MaxRefusals), it returns that verdict and true.
 func (in *Inbox) refuseTooLarge(dir string) (Verdict, bool) {
-	limitOf := in.cfg.FileLimit
-	if limitOf == nil {
-		limitOf = store.MaxFileSize
-	}
-	limit := limitOf(dir)
+	limit := in.fileLimit(dir)
 	if limit.Max == 0 {
 		return Verdict{}, false
 	}

@@ -86,7 +86,7 @@ type LinkState struct {
 	Devices    []string
 	Activities []LinkActivity
 	// What the link kept out: wrong PINs typed (PINLocked: as many as it
-	// takes, no one can open it any more), devices turned away (it was
+	// takes, no new device can open it), devices turned away (it was
 	// open on as many as it takes).
 	WrongPINs  int
 	PINLocked  bool
@@ -704,7 +704,7 @@ func guardText(s LinkState) string {
 	var parts []string
 	switch {
 	case s.PINLocked:
-		parts = append(parts, fmt.Sprintf("Locked: %s wrong PINs were typed, so nobody can open this link any more. Stop it, and make a new one if someone still needs it.", HumanCount(s.WrongPINs)))
+		parts = append(parts, fmt.Sprintf("Locked: %s wrong PINs were typed, so no new device can open this link (those that typed the PIN before still can). Stop it, and make a new one if someone still needs it.", HumanCount(s.WrongPINs)))
 	case s.WrongPINs == 1:
 		parts = append(parts, "A wrong PIN was typed at this link. If you did not expect that, stop it.")
 	case s.WrongPINs > 1:

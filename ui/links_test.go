@@ -241,7 +241,7 @@ func TestLinkDialogFollowsStates(t *testing.T) {
 	}
 	s.WrongPINs, s.PINLocked, s.TurnedAway = 10, true, 0
 	u.ApplyLink(s)
-	if got := d.guard.Text; !strings.HasPrefix(got, "Locked: 10 wrong PINs were typed, so nobody can open this link any more.") {
+	if got := d.guard.Text; !strings.HasPrefix(got, "Locked: 10 wrong PINs were typed, so no new device can open this link (those that typed the PIN before still can).") {
 		t.Errorf("guard = %q", got)
 	}
 

@@ -427,7 +427,7 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 	case "wrong_pin":
 		fmt.Fprintf(out, "a wrong PIN was typed at the link (%d so far)\n", a.Count)
 	case "pin_locked":
-		fmt.Fprintf(out, "the link is locked: %d wrong PINs were typed, and nobody can open it any more; stop it (Ctrl-C) and share a new one if someone still needs it\n", a.Count)
+		fmt.Fprintf(out, "the link is locked: %d wrong PINs were typed, so no new device can open it (those that typed the PIN before still can); stop it (Ctrl-C) and share a new one if someone still needs it\n", a.Count)
 	case "turned_away":
 		fmt.Fprintf(out, "a device was turned away: the link is open on as many devices as it takes (%d turned away so far); if you did not expect that many, the link may have leaked: stop it (Ctrl-C)\n", a.Count)
 	case "result":

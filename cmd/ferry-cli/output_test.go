@@ -318,7 +318,7 @@ func TestLinkGuardLines(t *testing.T) {
 	}
 	want := "a wrong PIN was typed at the link (1 so far)\n" +
 		"a wrong PIN was typed at the link (10 so far)\n" +
-		"the link is locked: 10 wrong PINs were typed, and nobody can open it any more; stop it (Ctrl-C) and share a new one if someone still needs it\n" +
+		"the link is locked: 10 wrong PINs were typed, so no new device can open it (those that typed the PIN before still can); stop it (Ctrl-C) and share a new one if someone still needs it\n" +
 		"a device was turned away: the link is open on as many devices as it takes (1 turned away so far); if you did not expect that many, the link may have leaked: stop it (Ctrl-C)\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)

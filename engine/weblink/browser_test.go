@@ -1232,9 +1232,14 @@ func TestBrowserNewSetLeavesOutAFileItResumes(t *testing.T) {
 }
 
 // TestBrowserLinkExpiresMidUpload: a receive link whose time runs out while
-// its page sends says so in the page, "this link expired", of the file on
-// its way and those waiting, as a reload of the page does ("This link
-// expired."). Before, each said "this link has ended" whatever ended it.
+// its page sends lets the file on its way finish (ReceiveOptions.ExpiryGrace):
+// it arrives whole and the page says "sent"; the file waiting, a new upload
+// after the expiry, is refused, and the page says why, "this link expired",
+// as a reload of the page does ("This link expired."). Before, the expiry
+// cut the file on its way and its partial went ("not sent: this link
+// expired"), and before that each said "this link has ended" whatever
+// ended it. The server's clock is moved past the link's end while a chunk
+// is on its way.
 func TestBrowserLinkExpiresMidUpload(t *testing.T) {
 	ctx := newBrowser(t)
 	tmp := t.TempDir()
@@ -1251,23 +1256,29 @@ func TestBrowserLinkExpiresMidUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl.rate.Store(16 << 20)
-	uploadTo(t, ctx, base(s)+l.Path(), randomFile(t, tmp, "big.bin", 48<<20, 14), randomFile(t, tmp, "later.txt", 10, 15))
-	waitBytes(t, l, ChunkSize)
+	big := randomFile(t, tmp, "big.bin", 48<<20, 14)
+	wl.rate.Store(4 << 20) // a chunk takes 2 s: the clock moves mid-chunk
+	uploadTo(t, ctx, base(s)+l.Path(), big, randomFile(t, tmp, "later.txt", 10, 15))
+	waitBytes(t, l, ChunkSize+ChunkSize/2)
 	shift.Store(int64(2 * time.Hour)) // the link's next request finds it expired
 	drain(l)
 	wl.rate.Store(0)
-	if msg := waitStatus(t, ctx); msg != "0 files sent to Alice's laptop; 2 files were not sent. This link has ended: ask for a new one to send more." {
+	if msg := waitStatus(t, ctx); msg != "1 file sent to Alice's laptop; 1 file was not sent. This link has ended: ask for a new one to send more." {
 		t.Fatalf("page says %q", msg)
 	}
 	states, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#list .state")).map(e => e.textContent)`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"not sent: this link expired", "not sent: this link expired"}; !slices.Equal(states, want) {
+	if want := []string{"sent · 50 MB", "not sent: this link expired"}; !slices.Equal(states, want) {
 		t.Fatalf("rows %q, want %q", states, want)
 	}
 	if !errors.Is(l.Err(), ErrExpired) {
 		t.Fatalf("Err %v", l.Err())
+	}
+	l.wait() // the link's end, once the file on its way finished
+	sameFile(t, big, filepath.Join(in.Dir(), "big.bin"))
+	if _, err := os.Stat(filepath.Join(in.Dir(), "later.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("later.txt: %v", err)
 	}
 }

@@ -18,8 +18,9 @@ import (
 // LinkOptions are what share and receive links have in common. The zero
 // value of every field means its documented default.
 type LinkOptions struct {
-	// Expire is how long the link stays open (default 1 hour). The link also
-	// ends with Stop, and when the server closes (Ferry quits).
+	// Expire is how long the link stays open (default 1 hour); a receive
+	// link lets the uploads going then finish (ReceiveOptions.ExpiryGrace).
+	// The link also ends with Stop, and when the server closes (Ferry quits).
 	Expire time.Duration
 	// PIN, when set, must be typed in the page before anything else is
 	// served. It protects a link that leaked, not against someone who reads
@@ -167,8 +168,15 @@ func (l *Link) end(why error) {
 	l.mu.Lock()
 	if l.ctx.Err() != nil {
 		l.mu.Unlock()
+		if l.recv != nil && !errors.Is(why, ErrExpired) {
+			l.recv.cutGrace() // stopped or closed while uploads finish: cut them
+		}
 		return
 	}
+	// A receive link that expires lets the uploads going then finish
+	// (ReceiveOptions.ExpiryGrace); it stays the server's until they did,
+	// answering 410 to every other request.
+	graced := errors.Is(why, ErrExpired) && l.recv != nil && l.recv.beginGrace()
 	// Under mu, so that no request joins wg after this (see serve), and
 	// the clean-up below joins it before anyone waits for the end.
 	l.wg.Add(1)
@@ -177,9 +185,15 @@ func (l *Link) end(why error) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	l.s.remove(l, why)
+	if !graced {
+		l.s.remove(l, why)
+	}
 	go func() {
 		defer l.wg.Done()
+		if graced {
+			l.recv.finish()
+			l.s.remove(l, why)
+		}
 		// Requests in flight see the cancelled context (and past deadlines,
 		// see serve) and return; then what they left is cleaned up, and
 		// nothing can emit any more when the channel closes.

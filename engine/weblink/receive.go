@@ -183,6 +183,15 @@ type ReceiveOptions struct {
 	RateWindow time.Duration
 	// MaxFileSize bounds one file (default 1 TiB; the Inbox checks space).
 	MaxFileSize int64
+	// ExpiryGrace is how long the uploads going when the link expires may
+	// take to finish after it (default 10 minutes): those with a chunk on
+	// its way, or one ended less than EvictQuiet before. Each goes on while
+	// its chunks keep coming (one quiet for EvictQuiet is ended); what is
+	// left at the grace's end is cut. New uploads are refused at the
+	// expiry, as every other request is. Stop and the server's Close cut
+	// them at once. Before, the expiry cut a file on its way, however
+	// nearly whole, and its partial went.
+	ExpiryGrace time.Duration
 }
 
 // receiver is a receive link's upload side: a tusd handler over an upload
@@ -194,7 +203,13 @@ type receiver struct {
 	quiet   time.Duration // EvictQuiet
 	minRate int64         // MinRate
 	window  time.Duration // RateWindow
+	grace   time.Duration // ExpiryGrace
 	tus     *tusd.Handler
+	// graceCtx ends when the uploads let finish after the expiry may go on
+	// no more: the grace is over, or the link was stopped or closed.
+	graceCtx    context.Context
+	graceCancel context.CancelFunc
+	graceWake   chan struct{} // a graced upload ended (room for one)
 
 	mu      sync.Mutex // guards the fields below
 	uploads map[string]*upload
@@ -213,6 +228,9 @@ type receiver struct {
 	// maxFinished: the answer that finished one tells its page the name it
 	// was saved under (savedAsHeader).
 	finished []finishedUpload
+	// graced are the uploads going when the link expired, which may
+	// finish after it (ExpiryGrace), until each ends or goes quiet.
+	graced map[string]*upload
 }
 
 // finishedUpload is an upload saved on this device. Asked after (its
@@ -307,12 +325,17 @@ func (s *Server) Receive(inbox Inbox, opts ReceiveOptions) (*Link, error) {
 	if opts.RateWindow <= 0 {
 		opts.RateWindow = 30 * time.Second
 	}
+	if opts.ExpiryGrace <= 0 {
+		opts.ExpiryGrace = 10 * time.Minute
+	}
 	l, err := s.newLink(KindReceive, opts.LinkOptions)
 	if err != nil {
 		return nil, err
 	}
 	rc := &receiver{l: l, inbox: inbox, maxOpen: opts.MaxOpen, quiet: opts.EvictQuiet,
-		minRate: opts.MinRate, window: opts.RateWindow, uploads: map[string]*upload{}}
+		minRate: opts.MinRate, window: opts.RateWindow, grace: opts.ExpiryGrace,
+		uploads: map[string]*upload{}, graceWake: make(chan struct{}, 1)}
+	rc.graceCtx, rc.graceCancel = context.WithCancel(context.Background())
 	l.recv = rc
 	if err := l.open(); err != nil {
 		return nil, err
@@ -816,11 +839,12 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	}
 	buf := make([]byte, 256<<10)
 	lr := &linkReader{l: u.rc.l, r: src, cancelled: &u.cancelled,
+		graced:  func() bool { return u.rc.inGrace(u.a.ID) },
 		minRate: u.rc.minRate, window: u.rc.window}
 	lr.markAt = u.rc.l.s.opts.Now()
 	n, err := io.CopyBuffer(w, lr, buf)
 	u.offset += n
-	if err != nil && u.rc.l.ctx.Err() != nil {
+	if err != nil && u.rc.l.ctx.Err() != nil && !u.rc.inGrace(u.a.ID) {
 		return n, u.rc.linkEnded()
 	}
 	if errors.Is(err, errTooSlow) {
@@ -923,6 +947,14 @@ func (u *upload) end(savedAs string, err error) {
 	rc := u.rc
 	rc.mu.Lock()
 	delete(rc.uploads, u.a.ID)
+	if rc.graced[u.a.ID] != nil {
+		// Still graced (its requests are not cut: the answer that finished
+		// it may be on its way); finish counts it ended.
+		select {
+		case rc.graceWake <- struct{}{}:
+		default:
+		}
+	}
 	rc.open--
 	if err == nil && savedAs != "" {
 		if len(rc.finished) == maxFinished {
@@ -975,9 +1007,108 @@ var errCancelled = errors.New("cancelled on the receiving device")
 // termination), as Inbox.Landed hears it.
 var ErrCancelledInBrowser = errors.New("cancelled in the browser")
 
+// beginGrace picks, as the link expires, the uploads that may finish
+// after it (ExpiryGrace): those with a chunk on its way, or one ended less
+// than rc.quiet before. It reports whether there are any (l.mu held).
+func (rc *receiver) beginGrace() bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	since := rc.l.s.opts.Now().Add(-rc.quiet).UnixNano()
+	for id, u := range rc.uploads {
+		if q := u.quietSince.Load(); q == 0 || q > since {
+			if rc.graced == nil {
+				rc.graced = map[string]*upload{}
+			}
+			rc.graced[id] = u
+		}
+	}
+	return len(rc.graced) > 0
+}
+
+// inGrace says whether upload id may go on after the link expired.
+func (rc *receiver) inGrace(id string) bool {
+	if rc.graceCtx.Err() != nil {
+		return false
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.graced[id] != nil
+}
+
+// graceRequest says whether r, a request of the link (rest: its path after
+// the token), is one for an upload that may finish after the link expired:
+// its chunk (PATCH), where it stands (HEAD) or its page's cancel (DELETE).
+func (rc *receiver) graceRequest(r *http.Request, rest string) bool {
+	switch r.Method {
+	case http.MethodPatch, http.MethodHead, http.MethodDelete:
+	default:
+		return false
+	}
+	id, ok := strings.CutPrefix(rest, "tus/")
+	return ok && id != "" && !strings.Contains(id, "/") && rc.inGrace(id)
+}
+
+// finish waits, once the link expired, for the uploads it lets finish:
+// until each ended, or went quiet for rc.quiet (by the link's clock), or
+// rc.grace passed, or the link was stopped or closed (cutGrace). Then no
+// request of theirs is let in any more (under l.mu, which enter holds).
+// The requests in flight are cut when the grace ran out or the link was
+// stopped (graceCtx); the answer that finished the last upload is not.
+func (rc *receiver) finish() {
+	end := time.NewTimer(rc.grace)
+	defer end.Stop()
+	for rc.graceCtx.Err() == nil {
+		rc.mu.Lock()
+		now := rc.l.s.opts.Now()
+		wait := rc.quiet
+		n := 0
+		for id, u := range rc.graced {
+			if rc.uploads[id] == nil {
+				continue // ended
+			}
+			q := u.quietSince.Load()
+			if q == 0 {
+				n++ // a chunk is on its way
+				continue
+			}
+			left := time.Unix(0, q).Add(rc.quiet).Sub(now)
+			if left <= 0 {
+				delete(rc.graced, id) // gone quiet: cut with the others at the end
+				continue
+			}
+			wait = min(wait, left)
+			n++
+		}
+		rc.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-rc.graceWake:
+		case <-t.C:
+		case <-end.C:
+			rc.graceCancel()
+		case <-rc.graceCtx.Done():
+		}
+		t.Stop()
+	}
+	rc.l.mu.Lock()
+	rc.mu.Lock()
+	rc.graced = nil
+	rc.mu.Unlock()
+	rc.l.mu.Unlock()
+}
+
+// cutGrace ends the grace of the uploads going when the link expired (the
+// link was stopped or closed meanwhile): their requests in flight are cut,
+// and finish returns.
+func (rc *receiver) cutGrace() { rc.graceCancel() }
+
 // stop ends every open upload: each waits for its chunk in flight (which
 // stops, its reader seeing the link's end), then its partial is removed.
 func (rc *receiver) stop(why error) {
+	rc.graceCancel()
 	rc.mu.Lock()
 	rc.stopped = true
 	open := make([]*upload, 0, len(rc.uploads))
@@ -1010,6 +1141,7 @@ type linkReader struct {
 	l         *Link
 	r         io.Reader
 	cancelled *atomic.Bool
+	graced    func() bool // the upload may finish after the link expired
 
 	minRate int64
 	window  time.Duration
@@ -1019,7 +1151,7 @@ type linkReader struct {
 }
 
 func (r *linkReader) Read(b []byte) (int, error) {
-	if err := r.l.ctx.Err(); err != nil {
+	if err := r.l.ctx.Err(); err != nil && !r.graced() {
 		return 0, context.Cause(r.l.ctx)
 	}
 	if r.cancelled.Load() {

@@ -14,7 +14,13 @@ const maxFormBytes = 4 << 10
 
 // serve answers a request for the link; rest is the path after the token.
 func (l *Link) serve(w http.ResponseWriter, r *http.Request, rest string) {
-	l.enter(w, r, func() { l.route(w, r, rest) })
+	var graced func() bool
+	if l.recv != nil {
+		// After the link expired, the requests of the uploads it lets
+		// finish (receiver.graceRequest).
+		graced = func() bool { return l.recv.graceRequest(r, rest) }
+	}
+	l.enterGraced(w, r, graced, func() { l.route(w, r, rest) })
 }
 
 // ServeFile answers r with file i of a share link (Files' order) the way
@@ -38,11 +44,19 @@ func (l *Link) ServeFile(w http.ResponseWriter, r *http.Request, i int) {
 // enter runs fn as one of the link's requests: not at all once the link
 // ended (410), and cut short when it ends meanwhile.
 func (l *Link) enter(w http.ResponseWriter, r *http.Request, fn func()) {
+	l.enterGraced(w, r, nil, fn)
+}
+
+// enterGraced is enter where graced (nil: never) says whether the request
+// is one of an upload a receive link lets finish after it expired: such a
+// request is let in after the expiry, and is not cut by it.
+func (l *Link) enterGraced(w http.ResponseWriter, r *http.Request, graced func() bool, fn func()) {
 	if l.expired() {
 		l.end(ErrExpired)
 	}
 	l.mu.Lock()
-	if l.ctx.Err() != nil {
+	late := l.ctx.Err() != nil // let in after the end: graced
+	if late && (graced == nil || !graced()) {
 		l.mu.Unlock()
 		gone(w, context0(l))
 		return
@@ -52,16 +66,34 @@ func (l *Link) enter(w http.ResponseWriter, r *http.Request, fn func()) {
 	defer l.reqs.Done()
 	// When the link is stopped or expires, a request blocked on a client
 	// that stopped reading or sending ends at once. A one-time link that
-	// ended lets the requests in flight finish.
+	// ended lets the requests in flight finish, and an expired receive
+	// link those of the uploads it lets finish, until their grace ends.
 	rc := http.NewResponseController(w)
-	defer context.AfterFunc(l.ctx, func() {
-		if errors.Is(context.Cause(l.ctx), ErrOnce) {
-			return
-		}
+	cut := func() {
 		past := time.Unix(1, 0)
 		rc.SetReadDeadline(past)
 		rc.SetWriteDeadline(past)
-	})()
+	}
+	if !late {
+		// Decided at the end (the uploads graced are picked before it),
+		// not later: the upload may have finished in this very request.
+		defer context.AfterFunc(l.ctx, func() {
+			if errors.Is(context.Cause(l.ctx), ErrOnce) {
+				return
+			}
+			if graced != nil && graced() {
+				return
+			}
+			cut()
+		})()
+	}
+	if l.recv != nil && graced != nil {
+		defer context.AfterFunc(l.recv.graceCtx, func() {
+			if l.ctx.Err() != nil {
+				cut()
+			}
+		})()
+	}
 	fn()
 }
 

@@ -862,3 +862,118 @@ func TestSlowChunkEnds(t *testing.T) {
 		t.Fatalf("saved %q, %v", got, err)
 	}
 }
+
+// TestExpiryLetsUploadsGoingFinish: a receive link that expires lets the
+// uploads going then finish (ReceiveOptions.ExpiryGrace), and those only:
+// one whose chunk ended less than EvictQuiet before sends its last bytes
+// and is saved whole, while one quiet longer is refused and its partial
+// goes, and so is a new upload, each with 410 "expired". The grace is
+// bounded: an upload still going when it runs out is cut, and Stop cuts
+// at once. Before, the expiry cut every upload on its way and its partial
+// went.
+func TestExpiryLetsUploadsGoingFinish(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	s := startServer(t, Options{DeviceName: "Alice", Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}})
+	open := func(grace time.Duration) (*Link, *FolderInbox, *tusClient) {
+		in, err := NewFolderInbox(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { in.Close() })
+		l, err := s.Receive(in, ReceiveOptions{LinkOptions: LinkOptions{Expire: 90 * time.Second}, ExpiryGrace: grace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(l)
+		return l, in, &tusClient{c: &http.Client{}, base: base(s) + l.Path() + "tus/"}
+	}
+	begin := func(tc *tusClient, name string) string {
+		loc, res := tc.create(name, 100)
+		if res.StatusCode != http.StatusCreated {
+			t.Fatalf("create %s: %d", name, res.StatusCode)
+		}
+		if res := tc.patch(loc, 0, make([]byte, 10)); res.StatusCode != http.StatusNoContent {
+			t.Fatalf("patch %s: %d", name, res.StatusCode)
+		}
+		return loc
+	}
+	expired := func(what string, res *http.Response) {
+		t.Helper()
+		if res.StatusCode != http.StatusGone || res.Header.Get(endedHeader) != "expired" {
+			t.Errorf("%s: %d %q, want 410 expired", what, res.StatusCode, res.Header.Get(endedHeader))
+		}
+	}
+
+	l, in, tc := open(0)
+	quiet := begin(tc, "quiet.bin")
+	advance(61 * time.Second)
+	going := begin(tc, "going.bin")
+	advance(30 * time.Second) // past the link's end: quiet.bin quiet for 91 s, going.bin for 30 s
+	_, res := tc.create("new.bin", 5)
+	expired("a new upload", res)
+	if l.Err() == nil {
+		t.Fatal("the link did not expire")
+	}
+	expired("quiet.bin's chunk", tc.patch(quiet, 10, make([]byte, 90)))
+	if res := tc.patch(going, 10, make([]byte, 90)); res.StatusCode != http.StatusNoContent {
+		t.Fatalf("going.bin's last chunk: %d, want 204", res.StatusCode)
+	}
+	l.wait()
+	if st, err := os.Stat(filepath.Join(in.Dir(), "going.bin")); err != nil || st.Size() != 100 {
+		t.Fatalf("going.bin: %v", err)
+	}
+	if names := dirNames(t, in.Dir()); fmt.Sprint(names) != "[going.bin]" {
+		t.Errorf("download folder holds %v, want going.bin alone", names)
+	}
+	expired("a request after the uploads finished", tc.patch(going, 100, nil))
+
+	// The grace runs out: what is still going is cut.
+	l, in, tc = open(time.Millisecond)
+	advance(61 * time.Second)
+	going = begin(tc, "slow.bin")
+	advance(30 * time.Second)
+	_, res = tc.create("new.bin", 5)
+	expired("a new upload", res)
+	l.wait()
+	expired("slow.bin after the grace", tc.patch(going, 10, make([]byte, 90)))
+	if names := dirNames(t, in.Dir()); len(names) != 0 {
+		t.Errorf("download folder holds %v after the grace, want nothing", names)
+	}
+
+	// Stop cuts what the expiry let go on.
+	l, in, tc = open(time.Hour)
+	advance(61 * time.Second)
+	going = begin(tc, "stopped.bin")
+	advance(30 * time.Second)
+	_, res = tc.create("new.bin", 5)
+	expired("a new upload", res)
+	l.Stop()
+	expired("stopped.bin after Stop", tc.patch(going, 10, make([]byte, 90)))
+	if names := dirNames(t, in.Dir()); len(names) != 0 {
+		t.Errorf("download folder holds %v after Stop, want nothing", names)
+	}
+}
+
+// dirNames lists dir's entries.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

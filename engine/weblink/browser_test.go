@@ -710,14 +710,17 @@ func startRecordingReceive(t *testing.T) (*Server, *Link, *recordingInbox, *wire
 // TestBrowserUploadFolder: a folder dropped on the page arrives as its
 // tree (its folders made on this device), beside a file dropped with it;
 // two files of one name, size and date in two folders are two files (the
-// page's fingerprint of an upload holds its path); an empty folder is said
-// not sent. The same folder again merges into the folder it made, its
-// files numbered, nothing overwritten.
+// page's fingerprint of an upload holds its path); the folders with no file
+// below them are said not sent, each of them ("day 2/empty", and
+// "onlyempty/sub/subsub" as 3: before, the page counted only the innermost
+// of them, 2 where 4 did not arrive), and the page says so where it offers
+// the folder picker. The same folder again merges into the folder it made,
+// its files numbered, nothing overwritten.
 func TestBrowserUploadFolder(t *testing.T) {
 	ctx := newBrowser(t)
 	src := t.TempDir()
 	trip := filepath.Join(src, "Trip")
-	for _, d := range []string{"day 1", "day 2/empty"} {
+	for _, d := range []string{"day 1", "day 2/empty", "onlyempty/sub/subsub"} {
 		if err := os.MkdirAll(filepath.Join(trip, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -739,12 +742,21 @@ func TestBrowserUploadFolder(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
 		t.Fatal(err)
 	}
+	note, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("folders-note").textContent`))
+	if err != nil || note != "Empty folders are not sent: only files are, and a browser does not list the empty folders of a folder chosen with the button." {
+		t.Fatalf("the note by the folder picker: %q, %v", note, err)
+	}
 	dropOn(t, ctx, "#drop", trip, files["alone.txt"])
-	if msg := waitStatus(t, ctx); msg != "4 files sent to Alice's laptop; 1 empty folder was not sent (only files are)." {
+	if msg := waitStatus(t, ctx); msg != "4 files sent to Alice's laptop; 4 empty folders were not sent (only files are)." {
 		t.Fatalf("page says %q", msg)
 	}
 	for rel, from := range files {
 		sameFile(t, from, filepath.Join(in.Dir(), filepath.FromSlash(rel)))
+	}
+	for _, rel := range []string{"Trip/day 2/empty", "Trip/onlyempty"} { // the 4 the page counted
+		if _, err := os.Stat(filepath.Join(in.Dir(), filepath.FromSlash(rel))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v (said not sent)", rel, err)
+		}
 	}
 
 	// Again: into the same folders, each file beside the one of its name.
@@ -752,7 +764,7 @@ func TestBrowserUploadFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	dropOn(t, ctx, "#drop", trip)
-	if msg := waitStatus(t, ctx); msg != "3 files sent to Alice's laptop; 1 empty folder was not sent (only files are)." {
+	if msg := waitStatus(t, ctx); msg != "3 files sent to Alice's laptop; 4 empty folders were not sent (only files are)." {
 		t.Fatalf("the second time the page says %q", msg)
 	}
 	for _, rel := range []string{"Trip/a (1).jpg", "Trip/day 1/a (1).jpg", "Trip/day 2/notes (1).txt"} {

@@ -212,14 +212,18 @@
 
   // walk collects the files below a dropped entry (a file or a folder,
   // its folders read to the end: a reader gives at most 100 at a time),
-  // then calls done with them; a folder that holds nothing is counted.
+  // then calls done(full), full saying whether a file was found below it.
+  // A folder with no file anywhere below it is counted as not sent: it
+  // does not arrive (only files are sent, and their paths make their
+  // folders), so "a/b/c" with no file counts 3. Before, only the folders
+  // that held nothing at all were counted ("c", 1).
   function walk(entry, out, done) {
     if (entry.isFile) {
       entry.file(function (f) {
         var p = entry.fullPath.replace(/^\//, "");
         out.push({ file: f, path: p.indexOf("/") > 0 ? p : "" });
-        done();
-      }, function () { unreadable(entry.fullPath); done(); });
+        done(true);
+      }, function () { unreadable(entry.fullPath); done(true); });
       return;
     }
     var reader = entry.createReader(), children = [];
@@ -230,11 +234,18 @@
           more();
           return;
         }
-        if (!children.length) emptyFolders++;
-        var left = children.length;
-        if (!left) { done(); return; }
-        children.forEach(function (c) { walk(c, out, function () { if (--left === 0) done(); }); });
-      }, function () { unreadable(entry.fullPath); done(); });
+        var left = children.length, full = false;
+        if (!left) { emptyFolders++; done(false); return; }
+        children.forEach(function (c) {
+          walk(c, out, function (f) {
+            full = full || f;
+            if (--left === 0) {
+              if (!full) emptyFolders++;
+              done(full);
+            }
+          });
+        });
+      }, function () { unreadable(entry.fullPath); done(true); });
     })();
   }
 

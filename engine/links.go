@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
@@ -334,6 +335,12 @@ type linkRec struct {
 	fileCount  int
 	totalBytes int64
 	why        error // set before the engine ends the link itself (withdraw)
+	// over: the link's last event came (weblink.EventEnded), after what it
+	// lets finish past its end (an expired receive link's uploads going,
+	// a --once share's downloads in flight). Its snapshots say Ended from
+	// then only: ferry-cli, which returns at Ended and closes the engine,
+	// cut those when the first snapshot after the end said so.
+	over atomic.Bool
 }
 
 func (r *linkRow) Name() string { return "links" }
@@ -492,6 +499,7 @@ func (r *linkRow) follow(s *weblink.Server, l *weblink.Link, in *BrowserInbox, p
 		}
 		for range l.Events() { // closed after EventEnded
 		}
+		lr.over.Store(true)
 		if in != nil {
 			in.Close()
 		}
@@ -564,7 +572,7 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 		la.Err = activityErr(a.Err)
 		info.Activities = append(info.Activities, la)
 	}
-	if err := l.Err(); err != nil {
+	if err := l.Err(); err != nil && lr.over.Load() {
 		info.Ended = true
 		lr.row.mu.Lock()
 		why := lr.why

@@ -336,3 +336,47 @@ func TestActivityErr(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiveLinkExpiryLetsTheUploadFinish: a receive link that expires
+// while a file is on its way lets it finish (weblink's ExpiryGrace), and
+// its snapshots say Ended only once it did, with the file whole: ferry-cli
+// returns at the first snapshot that says Ended and closes the engine,
+// which cut the file when a snapshot of its bytes past the expiry said so.
+func TestReceiveLinkExpiryLetsTheUploadFinish(t *testing.T) {
+	e := startReceiver(t, Options{Accept: AcceptAsk})
+	events, unsub := e.Subscribe(4096)
+	defer unsub()
+	recv, err := e.ReceiveLink(LinkOptions{Expire: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("late "), 200)
+	endpoint := recv.URLs[0] + "tus/"
+	status, loc, _ := testutil.TusCreate(t, endpoint, "late.txt", len(data))
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d", status)
+	}
+	testutil.TusPatch(t, loc, 0, data[:100])
+	for { // the link's second runs out
+		if code, _ := get(t, recv.URLs[0]); code == http.StatusGone {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	http.DefaultClient.CloseIdleConnections() // a connection the link's end cut is not reused
+	testutil.TusPatch(t, loc, 100, data[100:500])
+	going := linkEvent(t, events, recv.ID, func(l *LinkInfo) bool {
+		return len(l.Activities) == 1 && l.Activities[0].Bytes == 500
+	})
+	if going.Ended || going.Activities[0].Done {
+		t.Fatalf("with the file on its way past the link's end: %+v", going)
+	}
+	testutil.TusPatch(t, loc, 500, data[500:])
+	ended := linkEvent(t, events, recv.ID, func(l *LinkInfo) bool { return l.Ended })
+	if len(ended.Activities) != 1 || !ended.Activities[0].Done || ended.Activities[0].Err != "" || ended.Err != "The link expired." {
+		t.Fatalf("the link's end: %+v", ended)
+	}
+	if got, err := os.ReadFile(filepath.Join(e.DownloadDir(), "late.txt")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved: %v", err)
+	}
+}

@@ -343,7 +343,7 @@ func (s *Server) Receive(inbox Inbox, opts ReceiveOptions) (*Link, error) {
 	composer := tusd.NewStoreComposer()
 	composer.UseCore(rc)
 	composer.UseTerminater(rc)
-	composer.UseLocker(memorylocker.New())
+	composer.UseLocker(interruptingLocker{memorylocker.New(), rc})
 	h, err := tusd.NewHandler(tusd.Config{
 		StoreComposer:        composer,
 		BasePath:             l.Path() + "tus/",
@@ -496,6 +496,11 @@ type upload struct {
 	made []madeFolder // the folders its partial's creation made
 
 	cancelled atomic.Bool // CancelUpload: the chunk in flight stops at its next read
+	// interrupted: another request for this upload waits for its lock
+	// (another tab of the browser took it over): the chunk in flight
+	// stops at its next read, its answer tusd's ErrUploadInterrupted.
+	interrupted atomic.Bool
+	writing     atomic.Pointer[http.ResponseController] // the request whose chunk is written, or nil
 	// quietSince is when its last chunk ended (or it was created), in
 	// Unix nanoseconds by the link's clock; 0 while a chunk is written.
 	quietSince atomic.Int64
@@ -829,6 +834,11 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	}
 	u.quietSince.Store(0)
 	defer func() { u.quietSince.Store(u.rc.l.s.opts.Now().UnixNano()) }()
+	u.interrupted.Store(false) // asked of a chunk before this one
+	if c, ok := ctx.Value(connKey{}).(*http.ResponseController); ok {
+		u.writing.Store(c)
+		defer u.writing.Store(nil)
+	}
 	w := &trackWriter{w: io.NewOffsetWriter(u.p, offset), t: u.t}
 	if pi, ok := u.rc.inbox.(ProgressInbox); ok {
 		at := offset
@@ -838,7 +848,7 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 		}
 	}
 	buf := make([]byte, 256<<10)
-	lr := &linkReader{l: u.rc.l, r: src, cancelled: &u.cancelled,
+	lr := &linkReader{l: u.rc.l, r: src, cancelled: &u.cancelled, interrupted: &u.interrupted,
 		graced:  func() bool { return u.rc.inGrace(u.a.ID) },
 		minRate: u.rc.minRate, window: u.rc.window}
 	lr.markAt = u.rc.l.s.opts.Now()
@@ -857,6 +867,9 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	}
 	if err != nil && u.cancelled.Load() {
 		return n, errCancelledHere
+	}
+	if err != nil && u.interrupted.Load() {
+		return n, tusd.ErrUploadInterrupted
 	}
 	if w.err != nil {
 		// This side could not store it (a full disk, a disk error): the
@@ -1138,10 +1151,11 @@ func (rc *receiver) stop(why error) {
 // window after window from the request's start, checked as each read
 // returns: tusd's per-read timeout bounds how long one read may wait).
 type linkReader struct {
-	l         *Link
-	r         io.Reader
-	cancelled *atomic.Bool
-	graced    func() bool // the upload may finish after the link expired
+	l           *Link
+	r           io.Reader
+	cancelled   *atomic.Bool
+	interrupted *atomic.Bool
+	graced      func() bool // the upload may finish after the link expired
 
 	minRate int64
 	window  time.Duration
@@ -1156,6 +1170,9 @@ func (r *linkReader) Read(b []byte) (int, error) {
 	}
 	if r.cancelled.Load() {
 		return 0, errCancelled
+	}
+	if r.interrupted.Load() {
+		return 0, tusd.ErrUploadInterrupted
 	}
 	n, err := r.r.Read(b)
 	r.got += int64(n)
@@ -1245,3 +1262,55 @@ func (f *FolderInbox) Dir() string { return f.dest.Dir() }
 
 // Close closes the folder.
 func (f *FolderInbox) Close() error { return f.dest.Close() }
+
+// interruptingLocker is tusd's memory locker, but a request holding an
+// upload's lock that another request for the upload waits for (another tab
+// of the browser took the file over, a page reloaded while its old request
+// hangs on) is stopped by Ferry: its chunk's next read fails, and a read
+// it waits in ends at once, its answer tusd's 400 ErrUploadInterrupted,
+// which the page retries. tusd's own way, cancelling the request's
+// context, has a goroutine read the request's body field while the
+// request's handler sets it, unguarded: a data race in tusd v2.9.1
+// (handler/context.go:65 against writeChunk's newBodyReader), seen by the
+// race detector in TestBrowserTwoTabsOneFile.
+type interruptingLocker struct {
+	locker *memorylocker.MemoryLocker
+	rc     *receiver
+}
+
+func (l interruptingLocker) NewLock(id string) (tusd.Lock, error) {
+	lk, err := l.locker.NewLock(id)
+	if err != nil {
+		return nil, err
+	}
+	return interruptingLock{lk, id, l.rc}, nil
+}
+
+type interruptingLock struct {
+	inner tusd.Lock
+	id    string
+	rc    *receiver
+}
+
+// Lock takes the upload's lock; while it holds it, a request that waits
+// for it interrupts its chunk (tusd's requestRelease is not used).
+func (k interruptingLock) Lock(ctx context.Context, _ func()) error {
+	return k.inner.Lock(ctx, func() { k.rc.interrupt(k.id) })
+}
+
+func (k interruptingLock) Unlock() error { return k.inner.Unlock() }
+
+// interrupt stops the chunk of upload id being written, if one is: at its
+// next read, or at once where the request waits to read.
+func (rc *receiver) interrupt(id string) {
+	rc.mu.Lock()
+	u := rc.uploads[id]
+	rc.mu.Unlock()
+	if u == nil {
+		return
+	}
+	u.interrupted.Store(true)
+	if c := u.writing.Load(); c != nil {
+		c.SetReadDeadline(time.Now())
+	}
+}

@@ -21,7 +21,10 @@ pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbu
       gcc-mingw-w64-x86-64 nsis wine wine64 appstream desktop-file-utils xz-utils rpm python3-debian shellcheck lintian
       curl
       # the browser tests of engine/weblink (skipped without it)
-      chromium)
+      chromium
+      # the FAT stick tests of engine and engine/store (a vfat image through fusefat, as this kernel has
+      # no vfat; skipped without them)
+      dosfstools fusefat)
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
 # Node.js for the third-party LocalSend implementation the interop tests run

@@ -743,19 +743,23 @@ func TestBrowserUploadFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	note, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("folders-note").textContent`))
-	if err != nil || note != "Empty folders are not sent: only files are, and a browser does not list the empty folders of a folder chosen with the button." {
+	if err != nil || note != "A folder dropped here arrives with its empty folders; a browser does not list the empty folders of a folder chosen with the button, so those are not sent." {
 		t.Fatalf("the note by the folder picker: %q, %v", note, err)
 	}
 	dropOn(t, ctx, "#drop", trip, files["alone.txt"])
-	if msg := waitStatus(t, ctx); msg != "4 files sent to Alice's laptop; 4 empty folders were not sent (only files are)." {
+	// The deepest empty folders are sent (2), and arrive with the
+	// folders above them: until 2026-12-06 none arrived, and the page
+	// said "4 empty folders were not sent".
+	if msg := waitStatus(t, ctx); msg != "4 files and 2 empty folders sent to Alice's laptop." {
 		t.Fatalf("page says %q", msg)
 	}
 	for rel, from := range files {
 		sameFile(t, from, filepath.Join(in.Dir(), filepath.FromSlash(rel)))
 	}
-	for _, rel := range []string{"Trip/day 2/empty", "Trip/onlyempty"} { // the 4 the page counted
-		if _, err := os.Stat(filepath.Join(in.Dir(), filepath.FromSlash(rel))); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s: %v (said not sent)", rel, err)
+	emptyDirs := []string{"Trip/day 2/empty", "Trip/onlyempty/sub/subsub"}
+	for _, rel := range emptyDirs {
+		if st, err := os.Stat(filepath.Join(in.Dir(), filepath.FromSlash(rel))); err != nil || !st.IsDir() {
+			t.Errorf("the empty folder %s did not arrive: %v", rel, err)
 		}
 	}
 
@@ -764,7 +768,7 @@ func TestBrowserUploadFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	dropOn(t, ctx, "#drop", trip)
-	if msg := waitStatus(t, ctx); msg != "3 files sent to Alice's laptop; 4 empty folders were not sent (only files are)." {
+	if msg := waitStatus(t, ctx); msg != "3 files and 2 empty folders sent to Alice's laptop." {
 		t.Fatalf("the second time the page says %q", msg)
 	}
 	for _, rel := range []string{"Trip/a (1).jpg", "Trip/day 1/a (1).jpg", "Trip/day 2/notes (1).txt"} {
@@ -774,24 +778,36 @@ func TestBrowserUploadFolder(t *testing.T) {
 	}
 	// Each drop was one set, as the page said it: its count, its size,
 	// and its one folder when it was a folder alone.
+	// An empty folder is one of its set's uploads (Arrival.Folder), so
+	// the set completes with it.
 	arrivals := in.seen()
-	if len(arrivals) != 7 {
-		t.Fatalf("%d files arrived, want 7", len(arrivals))
+	if len(arrivals) != 11 {
+		t.Fatalf("%d uploads arrived, want 11 (7 files, 4 empty folders)", len(arrivals))
+	}
+	var folders []string
+	for _, a := range arrivals {
+		if a.Folder {
+			folders = append(folders, a.Name)
+		}
+	}
+	slices.Sort(folders)
+	if want := append(slices.Clone(emptyDirs), emptyDirs...); !slices.Equal(folders, slices.Sorted(slices.Values(want))) {
+		t.Errorf("the folders sent: %q, want %q twice", folders, emptyDirs)
 	}
 	var firstBytes int64
 	for _, f := range files {
 		st, _ := os.Stat(f)
 		firstBytes += st.Size()
 	}
-	first, second := arrivals[0].Batch, arrivals[4].Batch
-	if first.ID == "" || first.Files != 4 || first.Bytes != firstBytes || first.Top != "" {
-		t.Errorf("the first drop's set: %+v (want 4 files, %d bytes, no one folder)", first, firstBytes)
+	first, second := arrivals[0].Batch, arrivals[6].Batch
+	if first.ID == "" || first.Files != 6 || first.Bytes != firstBytes || first.Top != "" {
+		t.Errorf("the first drop's set: %+v (want 4 files and 2 folders, %d bytes, no one folder)", first, firstBytes)
 	}
-	if second.ID == "" || second.ID == first.ID || second.Files != 3 || second.Top != "Trip" {
-		t.Errorf("the second drop's set: %+v (want another, 3 files, the folder Trip)", second)
+	if second.ID == "" || second.ID == first.ID || second.Files != 5 || second.Top != "Trip" {
+		t.Errorf("the second drop's set: %+v (want another, 3 files and 2 folders, the folder Trip)", second)
 	}
 	for i, a := range arrivals {
-		if want := map[bool]Batch{true: first, false: second}[i < 4]; a.Batch != want {
+		if want := map[bool]Batch{true: first, false: second}[i < 6]; a.Batch != want {
 			t.Errorf("file %d (%s) says %+v, its set %+v", i, a.Name, a.Batch, want)
 		}
 	}

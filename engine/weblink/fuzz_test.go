@@ -126,6 +126,7 @@ func FuzzRequest(f *testing.F) {
 		{"POST", sp + "pin", "Content-Type: application/x-www-form-urlencoded", "pin=1"},
 		{"GET", rp, "", ""},
 		{"POST", rp + "tus/", "Tus-Resumable: 1.0.0\nUpload-Length: 3\nUpload-Metadata: filename YS50eHQ=", ""},
+		{"POST", rp + "tus/", "Tus-Resumable: 1.0.0\nUpload-Length: 0\nUpload-Metadata: filename ZQ==,relativepath YS9l,folder MQ==", ""}, // an empty folder, a/e
 		{"PATCH", rp + "tus/00", "Tus-Resumable: 1.0.0\nUpload-Offset: 0\nContent-Type: application/offset+octet-stream", "abc"},
 		{"HEAD", rp + "tus/x", "Tus-Resumable: 1.0.0", ""},
 	} {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,6 +143,16 @@ func TestHostileUploads(t *testing.T) {
 		{"folder path with ..", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x") + ",relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/../../x"))})}, 422},
 		{"folder path of another name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x") + ",relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/y"))})}, 422},
 		{"folder path", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x") + ",relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/day 1/x"))})}, 201},
+		// An empty folder (the "folder" metadata): its path is checked as
+		// a file's is, and it has no bytes.
+		{"folder with bytes", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("e") + ",folder MQ==,relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/e"))})}, 400},
+		{"folder path with ..", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "0", "Upload-Metadata": md("e") + ",folder MQ==,relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/../../e"))})}, 422},
+		{"folder named ..", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "0", "Upload-Metadata": md("..") + ",folder MQ==,relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/.."))})}, 422},
+		{"absolute folder", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "0", "Upload-Metadata": md("etc") + ",folder MQ==,relativepath " + base64.StdEncoding.EncodeToString([]byte("/../etc"))})}, 422},
+		{"folder path of another name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "0", "Upload-Metadata": md("e") + ",folder MQ==,relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/f"))})}, 422},
+		{"folder with a control character", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "0", "Upload-Metadata": md("e\x1b") + ",folder MQ==,relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/e\x1b"))})}, 422},
+		{"folder with a bidi override", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "0", "Upload-Metadata": md("a\u202etxt.exe") + ",folder MQ==,relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/a\u202etxt.exe"))})}, 422},
+		{"folder with a folder in its name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "0", "Upload-Metadata": md("a/b") + ",folder MQ==,relativepath " + base64.StdEncoding.EncodeToString([]byte("Trip/a/b"))})}, 422},
 		{"absolute name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("/etc/passwd")})}, 422},
 		{"device name", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("CON.txt")})}, map[bool]int{true: 422, false: 201}[runtime.GOOS == "windows"]}, // only Windows keeps it out
 		{"control character", req{method: "POST", hdr: tus(map[string]string{"Upload-Length": "1", "Upload-Metadata": md("x\x1b")})}, 422},
@@ -261,6 +272,45 @@ func TestHostileIdleConnections(t *testing.T) {
 	total, byOne := s.ln.open(from1)
 	if byOne > 16 || total > 64 {
 		t.Errorf("held %d connections from the flooding address, %d in all", byOne, total)
+	}
+}
+
+// TestHostileManyFolders: a page that sends empty folders without end
+// makes MaxFolders of them, no more (each is an upload of no bytes with the
+// "folder" metadata, made when it finishes), and each made is a folder.
+func TestHostileManyFolders(t *testing.T) {
+	_, _, in, tc := startReceive(t, ReceiveOptions{MaxFolders: 3})
+	var made, refused []int
+	for i := range 6 {
+		p := fmt.Sprintf("Trip/d%d/e", i)
+		req, _ := http.NewRequest(http.MethodPost, tc.base, nil)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Upload-Length", "0")
+		req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("e"))+
+			",folder MQ==,relativepath "+base64.StdEncoding.EncodeToString([]byte(p)))
+		res, err := tc.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		switch res.StatusCode {
+		case http.StatusCreated:
+			made = append(made, i)
+			if st, err := os.Stat(filepath.Join(in.Dir(), filepath.FromSlash(p))); err != nil || !st.IsDir() {
+				t.Errorf("%s: %v, want a folder", p, err)
+			}
+		case http.StatusForbidden:
+			refused = append(refused, i)
+		default:
+			t.Errorf("%s: %d", p, res.StatusCode)
+		}
+	}
+	if !slices.Equal(made, []int{0, 1, 2}) || !slices.Equal(refused, []int{3, 4, 5}) {
+		t.Errorf("made %v, refused %v; want 3 made, then refused", made, refused)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(in.Dir(), "Trip")); len(ents) != 3 {
+		t.Errorf("%d folders in Trip, want 3", len(ents))
 	}
 }
 

@@ -97,6 +97,11 @@ type Arrival struct {
 	// with this one (zero when it said nothing, or nothing that reads): an
 	// Inbox may make them one transfer.
 	Batch Batch
+	// Folder says the upload is an empty folder of a folder the page
+	// sent (Size 0): Name is its path, and it is made, with the folders
+	// above it, when the upload finishes (store.Dest.MakeFolder), not
+	// written. It counts in its set as a file does.
+	Folder bool
 }
 
 // Shown is the file's name as the browser gave it: Given, else Name.
@@ -183,6 +188,11 @@ type ReceiveOptions struct {
 	RateWindow time.Duration
 	// MaxFileSize bounds one file (default 1 TiB; the Inbox checks space).
 	MaxFileSize int64
+	// MaxFolders bounds the empty folders a link makes in its life (default
+	// 100,000): a page sends each as an upload of no bytes (the "folder"
+	// metadata), which takes a place as a file's does (MaxOpen) while it
+	// is made. More are refused, so a hostile page cannot make a million.
+	MaxFolders int
 	// ExpiryGrace is how long the uploads going when the link expires may
 	// take to finish after it (default 10 minutes): those with a chunk on
 	// its way, or one ended less than EvictQuiet before. Each goes on while
@@ -200,6 +210,7 @@ type receiver struct {
 	l       *Link
 	inbox   Inbox
 	maxOpen int
+	maxDirs int           // MaxFolders
 	quiet   time.Duration // EvictQuiet
 	minRate int64         // MinRate
 	window  time.Duration // RateWindow
@@ -214,6 +225,7 @@ type receiver struct {
 	mu      sync.Mutex // guards the fields below
 	uploads map[string]*upload
 	open    int
+	folders int // empty folders asked for, against maxDirs
 	stopped bool
 	// cancelled are the uploads cancelled on this device (CancelUpload),
 	// oldest first, at most maxCancelled: the page that asks after one is
@@ -313,6 +325,9 @@ func (s *Server) Receive(inbox Inbox, opts ReceiveOptions) (*Link, error) {
 	if opts.MaxOpen <= 0 {
 		opts.MaxOpen = 64
 	}
+	if opts.MaxFolders <= 0 {
+		opts.MaxFolders = 100_000
+	}
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = 1 << 40
 	}
@@ -332,7 +347,7 @@ func (s *Server) Receive(inbox Inbox, opts ReceiveOptions) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := &receiver{l: l, inbox: inbox, maxOpen: opts.MaxOpen, quiet: opts.EvictQuiet,
+	rc := &receiver{l: l, inbox: inbox, maxOpen: opts.MaxOpen, maxDirs: opts.MaxFolders, quiet: opts.EvictQuiet,
 		minRate: opts.MinRate, window: opts.RateWindow, grace: opts.ExpiryGrace,
 		uploads: map[string]*upload{}, graceWake: make(chan struct{}, 1)}
 	rc.graceCtx, rc.graceCancel = context.WithCancel(context.Background())
@@ -516,6 +531,8 @@ type upload struct {
 var (
 	errTooManyOpen = tusd.NewError("ERR_TOO_MANY_UPLOADS", "too many files are being sent at once; wait for some to finish", http.StatusTooManyRequests)
 	errNoLength    = tusd.NewError("ERR_LENGTH_REQUIRED", "the file's size must be given", http.StatusBadRequest)
+	errFolderSize  = tusd.NewError("ERR_FOLDER_SIZE", "a folder has no bytes to send", http.StatusBadRequest)
+	errTooManyDirs = tusd.NewError("ERR_TOO_MANY_FOLDERS", "this link has made as many empty folders as it makes", http.StatusForbidden)
 	// errTooSlow ends a chunk that came slower than MinRate; the page
 	// retries (a 5xx) from what arrived.
 	errTooSlow = tusd.NewError("ERR_TOO_SLOW", "the file came too slowly; it goes on from where it stopped", http.StatusServiceUnavailable)
@@ -602,6 +619,10 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		return nil, errNoLength
 	}
 	dev, _ := ctx.Value(deviceKey{}).(netip.Addr)
+	folder := info.MetaData["folder"] != ""
+	if folder && info.Size != 0 {
+		return nil, errFolderSize
+	}
 	name, err := uploadName(info.MetaData["filename"], info.MetaData["relativepath"])
 	if err != nil {
 		shown := info.MetaData["relativepath"]
@@ -615,6 +636,17 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	if err != nil {
 		return nil, err
 	}
+	if folder {
+		rc.mu.Lock()
+		over := rc.folders >= rc.maxDirs
+		if !over {
+			rc.folders++
+		}
+		rc.mu.Unlock()
+		if over {
+			return nil, errTooManyDirs
+		}
+	}
 	if !rc.take() {
 		rc.mu.Lock()
 		stopped := rc.stopped
@@ -627,7 +659,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	// The place is held from here; given back when the upload ends or
 	// fails below.
 	a := Arrival{ID: id, From: dev, Name: name, Size: info.Size, Modified: browserTime(info.MetaData["lastmodified"]),
-		Batch: browserBatch(info.MetaData, name)}
+		Batch: browserBatch(info.MetaData, name), Folder: folder}
 	if given := givenName(info.MetaData["filename"], info.MetaData["relativepath"]); given != name {
 		a.Given = given
 	}
@@ -637,21 +669,24 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		rc.refused(a, err)
 		return nil, refused(err)
 	}
-	p, err := dest.CreatePartial(name)
-	if err != nil {
-		rc.release()
-		rc.inbox.Landed(a, "", err)
-		return nil, refused(err)
+	u := &upload{rc: rc, a: a, dest: dest}
+	if !folder { // a folder is made when it finishes (FinishUpload)
+		p, err := dest.CreatePartial(name)
+		if err != nil {
+			rc.release()
+			rc.inbox.Landed(a, "", err)
+			return nil, refused(err)
+		}
+		p.SparseUpload(info.Size) // its chunks of zeros stay holes
+		if pi, ok := rc.inbox.(PartialInbox); ok {
+			pi.Began(a, dest.Dir(), p.Name(), p.Identity())
+		}
+		u.p = p
+		for _, m := range p.MadeFolders() {
+			u.made = append(u.made, madeFolder{dest, m})
+		}
 	}
-	p.SparseUpload(info.Size) // its chunks of zeros stay holes
-	if pi, ok := rc.inbox.(PartialInbox); ok {
-		pi.Began(a, dest.Dir(), p.Name(), p.Identity())
-	}
-	u := &upload{rc: rc, a: a, dest: dest, p: p}
 	u.quietSince.Store(rc.l.s.opts.Now().UnixNano())
-	for _, m := range p.MadeFolders() {
-		u.made = append(u.made, madeFolder{dest, m})
-	}
 	rc.mu.Lock()
 	if rc.stopped {
 		rc.mu.Unlock()
@@ -832,6 +867,9 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	if offset != u.offset {
 		return 0, tusd.ErrMismatchOffset
 	}
+	if u.p == nil { // a folder: no bytes (tusd lets none past its size 0)
+		return 0, nil
+	}
 	u.quietSince.Store(0)
 	defer func() { u.quietSince.Store(u.rc.l.s.opts.Now().UnixNano()) }()
 	u.interrupted.Store(false) // asked of a chunk before this one
@@ -921,6 +959,18 @@ func (u *upload) FinishUpload(ctx context.Context) error {
 	if u.done {
 		return nil
 	}
+	if u.a.Folder {
+		// An empty folder: made with the folders above it, by the
+		// folder-clash rule (one of the name is merged with).
+		savedAs, err := u.dest.MakeFolder(u.a.Name)
+		u.done = true
+		u.savedAs = savedAs
+		u.end(savedAs, err)
+		if err != nil {
+			return errSaveFailed
+		}
+		return nil
+	}
 	u.p.SetMeta(store.Meta{ModTime: u.a.Modified})
 	savedAs, err := u.dest.Finalize(u.p, u.a.Name, u.a.Size)
 	u.done = true
@@ -951,7 +1001,9 @@ func (u *upload) Terminate(ctx context.Context) error {
 // discard removes the upload's partial, and the folders it made for it
 // when nothing else is in them (u.mu held).
 func (u *upload) discard() {
-	u.dest.Discard(u.p)
+	if u.p != nil {
+		u.dest.Discard(u.p)
+	}
 	prune(slices.Clone(u.made))
 }
 

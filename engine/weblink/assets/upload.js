@@ -5,7 +5,9 @@
 // tab it put away) continue their set: the files sent before are not sent
 // twice, and the receiving device finishes it as the one transfer it was.
 // A folder (picked, or dropped) is sent as its files, each with its path
-// in the folder (the upload's "relativepath"), and arrives as that tree.
+// in the folder (the upload's "relativepath"), and arrives as that tree;
+// the deepest empty folders of a folder dropped go as uploads of no bytes
+// with the "folder" metadata, each made there with the folders above it.
 // Names are only ever set with textContent: no markup from a file name
 // renders.
 (function () {
@@ -23,7 +25,7 @@
   var status = document.getElementById("status");
 
   var queue = [], running = false;
-  var sent = 0, failed = 0, allBytes = 0, doneBytes = 0, emptyFolders = 0;
+  var sent = 0, failed = 0, allBytes = 0, doneBytes = 0, foldersSent = 0;
   var speedMark = null;
   var linkGone = false; // the link ended (a 410): nothing more can be sent
 
@@ -34,14 +36,15 @@
   }
 
   // add queues files: each {file, path}, path being the file's place in
-  // a folder sent ("Trip/day 1/IMG_1.jpg"), "" for a file by itself.
+  // a folder sent ("Trip/day 1/IMG_1.jpg"), "" for a file by itself; or
+  // an empty folder, {file: an empty File of its name, path, folder: true}.
   function add(files) {
     if (!files.length) return; // a picker closed without a file: no set
     // The files picked or dropped together are one set ("batch"): the
     // receiver shows them as one delivery. Its size, and the one folder
     // it is when a folder came alone, go with each file. A set this page
     // began and did not finish (kept in localStorage) goes on under its ID.
-    var keys = files.map(function (x) { return fileKey(x.path, x.file); });
+    var keys = files.map(function (x) { return fileKey(x.path, x.file, x.folder); });
     var setKey = "ferry-set|" + hash(endpoint + "\n" + keys.slice().sort().join("\n"));
     if (activeSets[setKey]) setKey = null; // the same files again, while they go: a set of their own
     var saved = setKey && loadSet(setKey);
@@ -63,14 +66,15 @@
     var names = Object.keys(tops);
     if (names.length === 1 && names[0].charAt(0) !== "/") batch.top = names[0];
     for (var i = 0; i < files.length; i++) {
-      var f = files[i].file, where = files[i].path || f.name, fk = keys[i];
+      var f = files[i].file, where = files[i].path || f.name, fk = keys[i], folder = !!files[i].folder;
+      if (folder) where += "/";
       var li = document.createElement("li");
       var name = document.createElement("span");
       name.className = "name";
       name.textContent = where;
       var state = document.createElement("span");
       state.className = "state";
-      state.textContent = "waiting · " + size(f.size);
+      state.textContent = "waiting · " + (folder ? "empty folder" : size(f.size));
       var bar = document.createElement("progress");
       bar.max = 1; bar.value = 0;
       bar.setAttribute("aria-label", where);
@@ -93,7 +97,7 @@
         continue;
       }
       var job = { file: f, path: files[i].path || "", key: fk, batch: batch, state: state, bar: bar, stop: stop,
-                  uncounted: !!going[fk] };
+                  uncounted: !!going[fk], folder: folder };
       stop.addEventListener("click", cancel.bind(null, job));
       queue.push(job);
     }
@@ -117,8 +121,8 @@
 
   // fileKey names a file of a set: its place, size and date, on this link
   // (the upload's fingerprint too).
-  function fileKey(path, file) {
-    return ["ferry", path || file.name, file.size, file.lastModified, endpoint].join("|");
+  function fileKey(path, file, folder) {
+    return ["ferry", (path || file.name) + (folder ? "/" : ""), file.size, file.lastModified, endpoint].join("|");
   }
 
   // hash is a short digest of s (two 32-bit FNV-1a variants) for a
@@ -212,18 +216,17 @@
 
   // walk collects the files below a dropped entry (a file or a folder,
   // its folders read to the end: a reader gives at most 100 at a time),
-  // then calls done(full), full saying whether a file was found below it.
-  // A folder with no file anywhere below it is counted as not sent: it
-  // does not arrive (only files are sent, and their paths make their
-  // folders), so "a/b/c" with no file counts 3. Before, only the folders
-  // that held nothing at all were counted ("c", 1).
+  // and the folders that hold nothing, then calls done(). Only those are
+  // sent of the empty folders: making "a/b/c" on the device makes "a/b"
+  // and "a" (and the files' paths make their folders). Before, no empty
+  // folder was sent, and the page counted them as not sent.
   function walk(entry, out, done) {
     if (entry.isFile) {
       entry.file(function (f) {
         var p = entry.fullPath.replace(/^\//, "");
         out.push({ file: f, path: p.indexOf("/") > 0 ? p : "" });
-        done(true);
-      }, function () { unreadable(entry.fullPath); done(true); });
+        done();
+      }, function () { unreadable(entry.fullPath); done(); });
       return;
     }
     var reader = entry.createReader(), children = [];
@@ -234,18 +237,17 @@
           more();
           return;
         }
-        var left = children.length, full = false;
-        if (!left) { emptyFolders++; done(false); return; }
+        var left = children.length;
+        if (!left) {
+          var p = entry.fullPath.replace(/^\//, "");
+          out.push({ file: new File([], entry.name, { lastModified: 0 }), path: p, folder: true });
+          done();
+          return;
+        }
         children.forEach(function (c) {
-          walk(c, out, function (f) {
-            full = full || f;
-            if (--left === 0) {
-              if (!full) emptyFolders++;
-              done(full);
-            }
-          });
+          walk(c, out, function () { if (--left === 0) done(); });
         });
-      }, function () { unreadable(entry.fullPath); done(true); });
+      }, function () { unreadable(entry.fullPath); done(); });
     })();
   }
 
@@ -313,10 +315,11 @@
   }
 
   function finish() {
-    if (sent + failed + emptyFolders === 0) return;
-    var msg = sent + (sent === 1 ? " file" : " files") + " sent to " + device;
+    if (sent + failed + foldersSent === 0) return;
+    var msg = sent + (sent === 1 ? " file" : " files");
+    if (foldersSent) msg += " and " + foldersSent + (foldersSent === 1 ? " empty folder" : " empty folders");
+    msg += " sent to " + device;
     if (failed) msg += "; " + failed + (failed === 1 ? " file was" : " files were") + " not sent";
-    if (emptyFolders) msg += "; " + emptyFolders + (emptyFolders === 1 ? " empty folder was" : " empty folders were") + " not sent (only files are)";
     if (linkGone) msg += ". This link has ended: ask for a new one to send more";
     status.textContent = msg + ".";
   }
@@ -425,6 +428,7 @@
     var started = false;
     var meta = { filename: f.name, filetype: f.type || "application/octet-stream", lastmodified: String(f.lastModified || "") };
     if (job.path) meta.relativepath = job.path;
+    if (job.folder) meta.folder = "1"; // made there, with the folders above it
     if (!job.uncounted) {
       // (One its set does not count, sent anew where its upload is gone,
       // goes as a file of its own.)
@@ -470,9 +474,10 @@
         job.over = true;
         job.stop.hidden = true;
         job.bar.value = 1;
-        job.state.textContent = "sent · " + size(f.size);
+        job.state.textContent = "sent · " + (job.folder ? "empty folder" : size(f.size));
         savedAs(job, payload && payload.lastResponse);
-        sent++; doneBytes += f.size;
+        if (job.folder) foldersSent++; else sent++;
+        doneBytes += f.size;
         markSent(job.batch, job.key);
         ended(job.batch);
         show(0);

@@ -455,10 +455,32 @@ func linkRowText(s LinkState, now time.Time) string {
 	if active := activeCount(s.Activities); active > 0 {
 		parts = append(parts, HumanCount(active)+" in progress")
 	}
-	if !s.Expires.IsZero() {
+	switch {
+	case expiredFinishing(s, now) && s.Kind == LinkShare:
+		parts = append(parts, "expired")
+	case expiredFinishing(s, now):
+		parts = append(parts, "expired, finishing")
+	case !s.Expires.IsZero():
 		parts = append(parts, "ends in "+humanLeft(s.Expires.Sub(now)))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// expiredFinishing says whether a link is past its expiry and not ended:
+// a receive link lets the uploads going at the expiry finish (weblink's
+// ExpiryGrace), and says it ended once they did; a share link ends as soon
+// as its requests returned.
+func expiredFinishing(s LinkState, now time.Time) bool {
+	return !s.Ended && !s.Expires.IsZero() && !now.Before(s.Expires)
+}
+
+// expiredFinishingText is the link window's line for a link past its
+// expiry that lets what is on its way finish (expiredFinishing).
+func expiredFinishingText(s LinkState) string {
+	if s.Kind == LinkShare {
+		return "The link expired: it is ending."
+	}
+	return "The link expired: no new file gets in, and the files on their way are finishing."
 }
 
 func activeCount(as []LinkActivity) int {
@@ -609,6 +631,11 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 	switch {
 	case s.Ended:
 		d.when.SetText(s.Why)
+		d.when.Importance = widget.WarningImportance
+	case expiredFinishing(s, now):
+		// Not "ends in less than a minute": it ended for new files, and
+		// waits for those going (weblink's ExpiryGrace).
+		d.when.SetText(expiredFinishingText(s))
 		d.when.Importance = widget.WarningImportance
 	case s.Once:
 		d.when.SetText(fmt.Sprintf("Ends when the first device has every file, or in %s (%s), or when Ferry quits.", humanLeft(s.Expires.Sub(now)), wallclock.At(s.Expires, now)))

@@ -569,3 +569,41 @@ func TestStoppedLinkSaysWhatItServed(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiredLinkSaysItIsFinishing: a receive link past its expiry that
+// lets the files on their way finish (weblink's ExpiryGrace: its end comes
+// once they did) says it expired and that they are finishing, in its
+// window and its row. Before, both said it "ends in less than a minute"
+// for as long as the files took.
+func TestExpiredLinkSaysItIsFinishing(t *testing.T) {
+	u, be, c := newLinkUI(t)
+	openLink(t, u, be, LinkRequest{Kind: LinkReceive})
+	v := u.linkPanel.open["link-1"]
+	d := v.dlg
+	s := linkState(LinkReceive, "")
+	s.Devices = []string{"192.168.1.31"}
+	s.Activities = []LinkActivity{{ID: 1, Device: "192.168.1.31", Upload: true, Name: "VID_0421.MOV", Size: 200_000_000, Bytes: 150_000_000}}
+	c.t = s.Expires.Add(2 * time.Minute)
+	u.ApplyLink(s)
+	if got := d.when.Text; got != "The link expired: no new file gets in, and the files on their way are finishing." {
+		t.Errorf("window says %q", got)
+	}
+	if got := v.label.Text; got != "Receive link · 1 device · 1 in progress · expired, finishing" {
+		t.Errorf("row says %q", got)
+	}
+	// A share link past its expiry is ending (its downloads are cut).
+	sh := linkState(LinkShare, "")
+	if got := linkRowText(sh, sh.Expires); got != "Share link: 3 files · expired" {
+		t.Errorf("share row says %q", got)
+	}
+	// Before its expiry it says when it ends, as before.
+	if got := linkRowText(s, s.Expires.Add(-30*time.Second)); !strings.HasSuffix(got, "ends in less than a minute") {
+		t.Errorf("before the expiry the row says %q", got)
+	}
+	// Its end says why, as every link's does.
+	s.Ended, s.Why = true, "The link expired."
+	u.ApplyLink(s)
+	if d.when.Text != s.Why {
+		t.Errorf("ended: %q", d.when.Text)
+	}
+}

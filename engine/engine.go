@@ -226,6 +226,9 @@ type Engine struct {
 	// fileLimit, when set (tests only), stands in for the largest file a
 	// download folder's file system holds (store.MaxFileSize).
 	fileLimit func(dir string) store.FileLimit
+	// writable, when set (tests only), stands in for the check that files
+	// can be made in a download folder when an offer arrives (store.Writable).
+	writable func(dir string) error
 	// features, when set (tests only), replace the hello's features: an
 	// engine that plays an older build.
 	features []string

@@ -35,7 +35,8 @@ func (e *Engine) newInbox(id peer.ID, name, addr string, conn Conn, tk *core.Tic
 		decisions: make(chan Decision, 1),
 	}
 	cfg := core.InboxConfig{ManifestBudget: e.opts.ManifestBudget, PromptTimeout: e.opts.PromptTimeout,
-		SyncFiles: e.opts.SyncFiles, BufferedIO: e.opts.BufferedIO, Clock: e.opts.Clock, FileLimit: e.fileLimit}
+		SyncFiles: e.opts.SyncFiles, BufferedIO: e.opts.BufferedIO, Clock: e.opts.Clock, FileLimit: e.fileLimit,
+		Writable: e.writable}
 	return &inbox{Inbox: core.NewInbox(inboxHost{e: e, t: t, id: id}, id, tk, cfg), e: e, t: t}
 }
 

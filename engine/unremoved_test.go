@@ -97,6 +97,10 @@ func TestUnreusablePartialThatCannotBeRemovedStaysListed(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Close()
+			// The folder turns immutable once the offer was let in (it is
+			// refused whole when it arrives to such a folder): the
+			// session meets it removing the partial.
+			recv.writable = func(string) error { return nil }
 			undo := immutable(t, dl)
 			got := receivedResult(t, recv)
 			if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State == StateDone {
@@ -170,6 +174,7 @@ func TestStalePartialThatCannotBeRemovedStaysListed(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(recv.resume.Path(), key+".json"), []byte("{garbage"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		recv.writable = func(string) error { return nil } // as above: immutable once the offer was let in
 		undo := immutable(t, dl)
 		got := receivedResult(t, recv)
 		if res := sendWait(t, send, target(recv), []string{big}, SendOptions{Transport: "tcp"}); res.State == StateDone {

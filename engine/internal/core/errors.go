@@ -120,11 +120,13 @@ func (e *NotSentError) Is(target error) bool { return target == ErrUnreadable }
 
 // NotSavedError ends a transfer some of whose files could not be saved on
 // the receiver (created, written or named there); Cause is why the first
-// could not ("permission denied"), Here that this device is the receiver.
+// could not ("permission denied"), Here that this device is the receiver,
+// Every that Cause is why every one of them could not (the folder cannot be
+// written), not only the first.
 type NotSavedError struct {
 	Failed, Files int
 	Cause         string
-	Here          bool
+	Here, Every   bool
 }
 
 func (e *NotSavedError) Error() string {
@@ -132,8 +134,11 @@ func (e *NotSavedError) Error() string {
 	if e.Here {
 		s += " here"
 	}
-	if e.Cause == "" {
+	switch {
+	case e.Cause == "":
 		return s
+	case e.Every:
+		return s + ": " + e.Cause
 	}
 	return withFirst(s, e.Failed, e.Cause)
 }

@@ -131,6 +131,9 @@ type InboxConfig struct {
 	// FileLimit is the largest file the file system of a folder holds
 	// (a FAT stick's 4 GiB); nil: store.MaxFileSize.
 	FileLimit func(dir string) store.FileLimit
+	// Writable says whether files can be made in a folder (a read-only
+	// mount, a folder this user may not write in); nil: store.Writable.
+	Writable func(dir string) error
 }
 
 // Prompt is an offer as the receiving user is asked about it.
@@ -464,6 +467,33 @@ func (in *Inbox) refuseTooLarge(dir string) (Verdict, bool) {
 	return Verdict{}, false
 }
 
+// refuseUnwritable refuses the offer whole, before anyone is asked, when
+// files cannot be made in dir (InboxConfig.Writable: a folder mounted
+// read-only, or one this user may not write in since it was chosen):
+// accepted, every file failed once its bytes had crossed ("none of the 2
+// files could be saved; the first: permission denied"). The sender reads
+// that its files could not be saved (verify_failed, which no sender tries
+// again), without the folder; this device's user reads which folder.
+func (in *Inbox) refuseUnwritable(dir string) (Verdict, bool) {
+	n := in.Files.Len() - len(in.Refused)
+	if n <= 0 && in.EmptyFolders == 0 {
+		return Verdict{}, false // a text alone, or nothing left to save
+	}
+	check := store.Writable
+	if in.cfg.Writable != nil {
+		check = in.cfg.Writable
+	}
+	err := check(dir)
+	if err == nil {
+		return Verdict{}, false
+	}
+	n = max(n, 1)
+	why := err.Error() // "the download folder cannot be written (read-only file system)"
+	here := strings.Replace(why, "the download folder", "the download folder "+dir, 1)
+	return Verdict{Decision: Decision{Reason: (&NotSavedError{Failed: n, Files: n, Cause: why, Every: true}).Error()},
+		Code: errcode.CodeVerifyFailed, Local: &NotSavedError{Failed: n, Files: n, Cause: here, Here: true, Every: true}}, true
+}
+
 // minRefusedName is the least of a refused name an offer's refusal shows,
 // however long why it was refused is.
 const minRefusedName = 40
@@ -550,11 +580,20 @@ func (in *Inbox) Register() error {
 type Verdict struct {
 	Decision
 	Code errcode.Code
+	// Local, when set, is the refusal in this device's words where they
+	// say more than the peer's (Reason): the folder, which the peer is
+	// not told. It matches Code's sentinel.
+	Local error
 }
 
 // Err is a refusal this side decided (policy, prompt, space): the
 // receiver's own end, not the peer's.
-func (v Verdict) Err() error { return &RefusedError{Code: v.Code, Reason: v.Reason} }
+func (v Verdict) Err() error {
+	if v.Local != nil {
+		return v.Local
+	}
+	return &RefusedError{Code: v.Code, Reason: v.Reason}
+}
 
 // Refusal is the verdict that refuses an offer with one of the admission's errors.
 func Refusal(err *errcode.RemoteError) Verdict {
@@ -589,6 +628,9 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	trusted := in.host.Peer().Trusted
 	if in.Continues != "" {
 		dir = in.Continues // where what arrived so far is
+	}
+	if v, refused := in.refuseUnwritable(dir); refused {
+		return v, nil
 	}
 	if v, refused := in.refuseTooLarge(dir); refused {
 		return v, nil
@@ -638,6 +680,9 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 		// This offer goes where the user chose (Decide checked the folder),
 		// maybe a stick that holds smaller files.
 		dir = d.Dest
+		if v, refused := in.refuseUnwritable(dir); refused {
+			return v, nil
+		}
 		if v, refused := in.refuseTooLarge(dir); refused {
 			return v, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -483,4 +484,64 @@ func TestInboxTakesANameUpToMaxSameNameTimes(t *testing.T) {
 		t.Fatalf("verdict %+v, %v; accepted %d, want %d", v, err, len(in.Accepted), 1+MaxSameName)
 	}
 	in.Dest.Close()
+}
+
+// A download folder files cannot be made in (mounted read-only, or one
+// this user may not write in since it was chosen) refuses the offer whole
+// before anyone is asked, in one sentence to each side, where it was
+// accepted and every file failed once its bytes had crossed. A folder
+// chosen at the prompt is checked too.
+func TestInboxRefusesAnOfferToAFolderThatCannotBeWritten(t *testing.T) {
+	ro := t.TempDir()
+	newInbox := func(h *fakeHost) *Inbox {
+		a := NewAdmission(4, DefaultMuteDeclined, DefaultManifestBudget, time.Now)
+		tk, refused := a.Arrive("192.0.2.1:1000", bob, func() {})
+		if refused != nil {
+			t.Fatal(refused)
+		}
+		t.Cleanup(tk.End)
+		return NewInbox(h, bob, tk, InboxConfig{ManifestBudget: DefaultManifestBudget, PromptTimeout: time.Minute, Clock: clock.Real{},
+			Writable: func(dir string) error {
+				if dir == ro {
+					return fmt.Errorf("%w (%w)", store.ErrNotWritable, syscall.EROFS)
+				}
+				return nil
+			}})
+	}
+	files := Files{{Path: "a.txt", Size: 1}, {Path: "b.txt", Size: 2}}
+
+	h := newFakeHost(t, AcceptAsk, false)
+	h.dir = ro
+	in := newInbox(h)
+	if err := in.Offer("d1", files, ""); err != nil {
+		t.Fatal(err)
+	}
+	v, err := in.Decide(t.Context())
+	if err != nil || v.Accept || h.prompts() != 0 {
+		t.Fatalf("verdict %+v, %v; asked %d times", v, err, h.prompts())
+	}
+	const peerWords = "none of the 2 files could be saved: the download folder cannot be written (read-only file system)"
+	if v.Code != errcode.CodeVerifyFailed || v.Reason != peerWords {
+		t.Errorf("the sender is told %s: %q", v.Code, v.Reason)
+	}
+	if got := EndOf(&errcode.RemoteError{Code: v.Code, Reason: v.Reason}, "Anna", false); got.State != StateFailed ||
+		got.Text != "On Anna, "+peerWords+"." || Retryable(&errcode.RemoteError{Code: v.Code, Reason: v.Reason}) {
+		t.Errorf("the sender reads %+v", got)
+	}
+	here := "None of the 2 files could be saved here: the download folder " + ro + " cannot be written (read-only file system)."
+	if got := EndOf(v.Err(), "Bob", false); got.Text != here || !errors.Is(v.Err(), errcode.ErrVerifyFailed) {
+		t.Errorf("this device reads %+v", got)
+	}
+
+	// Another folder: asked; the read-only one chosen at the prompt: refused.
+	h = newFakeHost(t, AcceptAsk, false)
+	h.answers <- Decision{Accept: true, Dest: ro}
+	in = newInbox(h)
+	if err := in.Offer("d2", files, ""); err != nil {
+		t.Fatal(err)
+	}
+	v, err = in.Decide(t.Context())
+	if err != nil || v.Accept || v.Reason != peerWords || in.Dest != nil {
+		t.Fatalf("verdict %+v, %v; destination %v", v, err, in.Dest)
+	}
 }

@@ -39,7 +39,7 @@ func TestFileOverFATLimitIsRefusedWithTheOffer(t *testing.T) {
 	if r.State != StateDone || r.Verified != 1 || r.Refused != 1 {
 		t.Fatalf("result %+v", r)
 	}
-	const why = "Not enough space on the receiver: the download folder is on a FAT32 drive, which holds files of up to 4.3 GB (this one is 5.4 GB)."
+	const why = "The download folder is on a FAT32 drive, which holds files of up to 4.3 GB (this one is 5.4 GB)."
 	for _, side := range []struct {
 		name string
 		evs  <-chan Event

@@ -120,6 +120,18 @@ func EndOf(err error, peer string, resumable bool) Ending {
 		} else if r := ReasonOf(re); r != "" {
 			e.Text = peer + " only accepts files from trusted devices: " + r + "."
 		}
+	case errors.Is(err, errcode.ErrNoSpace) && overFileLimit(spaceFigures(err, re)):
+		// Not a want of space, which freeing some would mend: a file over
+		// what the folder's file system holds ("Bob cannot take film.mkv:
+		// the download folder is on a FAT32 drive, ...").
+		who, r := peer, spaceFigures(err, re)
+		if !remote {
+			who = "This device"
+		}
+		e.State, e.Text = StateDeclined, Sentence(errors.New(r)) // the reason alone: no name in it
+		if name, why, ok := strings.Cut(r, ": "+fileLimitWords); ok {
+			e.Text = who + " cannot take " + name + ": " + fileLimitWords + why + "."
+		}
 	case errors.Is(err, errcode.ErrNoSpace):
 		// "Not enough space on Bob's laptop: 3.2 GB needed, 1.1 GB free."
 		e.State, e.Text = StateDeclined, "Not enough space on "+peer
@@ -265,8 +277,16 @@ func Sentence(err error) string {
 	return s
 }
 
-// RefusalSentence says why the receiver refused one file of an offer.
+// RefusalSentence says why the receiver refused one file of an offer: a
+// file over what the download folder's file system holds in the reason's
+// words alone ("The download folder is on a FAT32 drive, which holds files
+// of up to 4.3 GB (this one is 5.4 GB)."), which its code, no_space, would
+// make a want of space that freeing some would mend; the rest after their
+// code's words.
 func RefusalSentence(code errcode.Code, reason string) string {
+	if code == errcode.CodeNoSpace && overFileLimit(reason) {
+		return Sentence(errors.New(reason))
+	}
 	if reason == "" {
 		return Sentence(CodeSentinel(code))
 	}
@@ -279,4 +299,23 @@ func CodeSentinel(c errcode.Code) error {
 		return err
 	}
 	return errcode.ErrIO
+}
+
+// fileLimitWords begin the reason of a refusal of a file over what the
+// download folder's file system holds (store.FileLimit.Reason), which
+// crosses the wire as no_space, the code Ferry devices of every version
+// know: "the download folder is on a FAT32 drive, which holds files of up
+// to 4.3 GB (this one is 5.4 GB)", after the file's name when the offer
+// is refused whole. They are a peer's words, so they are spelled out here
+// (as codeOnlyReasons are).
+const (
+	fileLimitWords = "the download folder is on a "
+	fileLimitHolds = " drive, which holds files of up to "
+)
+
+// overFileLimit says whether a no_space refusal's reason is a file over
+// what the download folder's file system holds, not a want of space.
+func overFileLimit(reason string) bool {
+	return (strings.HasPrefix(reason, fileLimitWords) || strings.Contains(reason, ": "+fileLimitWords)) &&
+		strings.Contains(reason, fileLimitHolds)
 }

@@ -273,3 +273,29 @@ func TestNotSentEndingOfEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// A file over what the download folder's file system holds (a FAT32
+// stick's 4 GiB) is refused with no_space, the code every Ferry knows, and
+// read in its own words on both sides, not as a want of space that freeing
+// some would mend ("Not enough space on the receiver: the download folder
+// is on a FAT32 drive, ..."). A refusal for want of space reads as before.
+func TestFileLimitRefusalSentences(t *testing.T) {
+	const why = "the download folder is on a FAT32 drive, which holds files of up to 4.3 GB (this one is 5.4 GB)"
+	if got, want := RefusalSentence(errcode.CodeNoSpace, why), "The download folder is on a FAT32 drive, which holds files of up to 4.3 GB (this one is 5.4 GB)."; got != want {
+		t.Errorf("one file: %q, want %q", got, want)
+	}
+	whole := &errcode.RemoteError{Code: errcode.CodeNoSpace, Reason: "film.mkv: " + why}
+	if e := EndOf(whole, "Bob", false); e.State != StateDeclined || e.Code != string(errcode.CodeNoSpace) || !e.ByPeer ||
+		e.Text != "Bob cannot take film.mkv: "+why+"." {
+		t.Errorf("the sender reads the offer's refusal %+v", e)
+	}
+	if e := EndOf(&RefusedError{Code: errcode.CodeNoSpace, Reason: "film.mkv: " + why}, "Bob", false); e.Text != "This device cannot take film.mkv: "+why+"." {
+		t.Errorf("the receiver reads %+v", e)
+	}
+	if e := EndOf(&errcode.RemoteError{Code: errcode.CodeNoSpace, Reason: "104.9 MB needed, 67.1 MB free"}, "Bob", false); e.Text != "Not enough space on Bob: 104.9 MB needed, 67.1 MB free." {
+		t.Errorf("want of space: %+v", e)
+	}
+	if got := RefusalSentence(errcode.CodeNoSpace, "104.9 MB needed"); got != "Not enough space on the receiver: 104.9 MB needed." {
+		t.Errorf("want of space, one file: %q", got)
+	}
+}

@@ -224,7 +224,7 @@ func TestInboxRefusesFilesOverTheFileSystemsLimit(t *testing.T) {
 		t.Errorf("the prompt shows %+v, %d bytes", p.Files, p.TotalBytes)
 	}
 	in.Begin()
-	if len(h.files) != 1 || h.files[0].Path != "film.mkv" || h.files[0].Err != "Not enough space on the receiver: "+why+"." {
+	if len(h.files) != 1 || h.files[0].Path != "film.mkv" || h.files[0].Err != "The download folder is on a FAT32 drive, which holds files of up to 4.3 GB (this one is 5.4 GB)." {
 		t.Errorf("began with files %+v", h.files)
 	}
 	if len(in.Refused) != 1 || in.Refused[0].Code != errcode.CodeNoSpace || in.Refused[0].Reason != why {

@@ -3,7 +3,6 @@ package engine
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +18,7 @@ import (
 // Needs root and a FAT32 mount (the kernel's vfat, else fusefat): it
 // skips without them.
 func TestFileOverFATLimitIsRefusedWithTheOffer(t *testing.T) {
-	stick := mountFAT(t)
+	stick := testutil.FATStick(t)
 	recv := startReceiver(t, Options{DownloadDir: stick})
 	events, unsub := recv.Subscribe(1024)
 	defer unsub()
@@ -76,7 +75,7 @@ func TestFileOverFATLimitIsRefusedWithTheOffer(t *testing.T) {
 // kernel's vfat dropped the dot silently while the report said the name
 // as sent, and fusefat kept "notes." as it is, which Windows cannot open.
 func TestNameOnAFATStickIsSavedAsWindowsWould(t *testing.T) {
-	stick := mountFAT(t)
+	stick := testutil.FATStick(t)
 	recv := startReceiver(t, Options{DownloadDir: stick})
 	events, unsub := recv.Subscribe(1024)
 	defer unsub()
@@ -109,58 +108,11 @@ func TestNameOnAFATStickIsSavedAsWindowsWould(t *testing.T) {
 	}
 }
 
-// mountFAT mounts a new FAT32 image of 64 MB for the test, and unmounts it
-// at its end; it skips the test where it cannot (it needs root, mkfs.vfat,
-// and the kernel's vfat or fusefat).
-func mountFAT(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
-	}
-	mkfs, err := exec.LookPath("mkfs.vfat")
-	if err != nil {
-		t.Skip("no mkfs.vfat")
-	}
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "fat.img"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(img, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfs, "-F", "32", img).CombinedOutput(); err != nil {
-		t.Skipf("mkfs.vfat: %v: %s", err, out)
-	}
-	unmount := []string{"umount", mnt}
-	if err := exec.Command("mount", "-t", "vfat", "-o", "loop", img, mnt).Run(); err != nil {
-		fusefat, ferr := exec.LookPath("fusefat")
-		if ferr != nil {
-			t.Skipf("no vfat in this kernel (%v) and no fusefat", err)
-		}
-		if out, err := exec.Command(fusefat, "-o", "rw+", img, mnt).CombinedOutput(); err != nil {
-			t.Skipf("fusefat: %v: %s", err, out)
-		}
-		if _, err := exec.LookPath("fusermount"); err == nil {
-			unmount = []string{"fusermount", "-u", mnt}
-		}
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(unmount[0], unmount[1:]...).CombinedOutput(); err != nil {
-			t.Errorf("%v: %v: %s", unmount, err, out)
-		}
-	})
-	return mnt
-}
-
 // A browser's file over FAT's 4 GiB for a download folder on a FAT32 stick
 // is refused as its upload is created, with why: it was refused for want
 // of space there, or, on a stick with room, failed once written.
 func TestBrowserFileOverFATLimitIsRefused(t *testing.T) {
-	stick := mountFAT(t)
+	stick := testutil.FATStick(t)
 	e := testEngine(t, Options{DownloadDir: stick})
 	endpoint, _ := browserLink(t, e, browserIdle)
 	status, _, body := testutil.TusCreate(t, endpoint, "film.mkv", 5<<30)

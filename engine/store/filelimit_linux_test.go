@@ -2,11 +2,11 @@ package store
 
 import (
 	"bufio"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // TestMountType reads a mount's type from a mount table by its device.
@@ -33,58 +33,11 @@ func TestMaxFileSizeOfAFATMount(t *testing.T) {
 	if l := MaxFileSize(t.TempDir()); l.Max != 0 {
 		t.Errorf("MaxFileSize of a temporary folder = %+v, want none", l)
 	}
-	mnt := mountFAT(t)
+	mnt := testutil.FATStick(t)
 	if l := MaxFileSize(mnt); l.Max != FATMax || l.FS != "FAT32" {
 		t.Errorf("MaxFileSize of a FAT32 mount = %+v", l)
 	}
 	if l := MaxFileSize(filepath.Join(mnt, "not", "made", "yet")); l.Max != FATMax {
 		t.Errorf("MaxFileSize of a folder to make on it = %+v", l)
 	}
-}
-
-// mountFAT mounts a new FAT32 image of 64 MB for the test, and unmounts it
-// at its end; it skips the test where it cannot.
-func mountFAT(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
-	}
-	mkfs, err := exec.LookPath("mkfs.vfat")
-	if err != nil {
-		t.Skip("no mkfs.vfat")
-	}
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "fat.img"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(img, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfs, "-F", "32", img).CombinedOutput(); err != nil {
-		t.Skipf("mkfs.vfat: %v: %s", err, out)
-	}
-	unmount := []string{"umount", mnt}
-	if err := exec.Command("mount", "-t", "vfat", "-o", "loop", img, mnt).Run(); err != nil {
-		fusefat, ferr := exec.LookPath("fusefat")
-		if ferr != nil {
-			t.Skipf("no vfat in this kernel (%v) and no fusefat", err)
-		}
-		if out, err := exec.Command(fusefat, "-o", "rw+", img, mnt).CombinedOutput(); err != nil {
-			t.Skipf("fusefat: %v: %s", err, out)
-		}
-		unmount = []string{"fusermount", "-u", mnt}
-		if _, err := exec.LookPath("fusermount"); err != nil {
-			unmount = []string{"umount", mnt}
-		}
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(unmount[0], unmount[1:]...).CombinedOutput(); err != nil {
-			t.Errorf("%v: %v: %s", unmount, err, out)
-		}
-	})
-	return mnt
 }

@@ -10,3 +10,10 @@ func SmallDisk(t testing.TB, options string) string {
 	t.Skip("a small disk is mounted on Linux only")
 	return ""
 }
+
+// FATStick skips t: a FAT stick is mounted on Linux only.
+func FATStick(t testing.TB) string {
+	t.Helper()
+	t.Skip("a FAT stick is mounted on Linux only")
+	return ""
+}

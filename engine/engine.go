@@ -255,6 +255,9 @@ type Engine struct {
 	// resumeWaits, when set (tests only), runs as a session that would
 	// resume a transfer waits for a discard of it to end (takeOverResume).
 	resumeWaits func()
+	// readingBack, when set (tests only), runs as a resume reads chunk c
+	// of a kept partial back to check its CRC32C (restore).
+	readingBack func(path string, c int)
 
 	ident  *identity.Identity
 	trust  *identity.Store

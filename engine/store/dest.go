@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -413,6 +414,25 @@ func (p *Partial) SparseUpload(size int64) {
 	if fileio.Reserves(size) {
 		_ = p.Sparse(size)
 	}
+}
+
+// HoleChunks lists the chunks of the partial's first size bytes (cut in
+// chunks of chunk bytes, the last one shorter) that lie wholly in its holes
+// and inside its current length, so read as zeros (fileio.HoleChunks): a
+// resume need not read them back. nil where the file system cannot tell.
+func (p *Partial) HoleChunks(size int64, chunk int) []fileio.ChunkRun {
+	f, _, err := p.use()
+	if err != nil || chunk <= 0 {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	if fi.Size() < size {
+		size = fi.Size() / int64(chunk) * int64(chunk) // a chunk past the end reads short
+	}
+	return fileio.HoleChunks(f, size, chunk, math.MaxInt)
 }
 
 // ReadAt reads into b from offset off (see os.File.ReadAt), e.g. to re-hash

@@ -33,8 +33,13 @@ func (l FileLimit) Refuses(size int64) bool { return l.Max > 0 && size > l.Max }
 // folder stays here): "the download folder is on a FAT32 drive, which
 // holds files of up to 4.3 GB (this one is 5.4 GB)".
 func (l FileLimit) Reason(size int64) string {
-	return fmt.Sprintf("the download folder is on a %s drive, which holds files of up to %s (this one is %s)",
-		l.FS, HumanBytes(l.Max), HumanBytes(size))
+	return fmt.Sprintf("%s (this one is %s)", l.Words(), HumanBytes(size))
+}
+
+// Words say the limit, for both sides: "the download folder is on a FAT32
+// drive, which holds files of up to 4.3 GB".
+func (l FileLimit) Words() string {
+	return fmt.Sprintf("the download folder is on a %s drive, which holds files of up to %s", l.FS, HumanBytes(l.Max))
 }
 
 // MaxFileSize is the largest file the file system that holds dir takes

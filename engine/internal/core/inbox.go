@@ -438,10 +438,11 @@ func (in *Inbox) refuseTooLarge(dir string) (Verdict, bool) {
 	if limit.Max == 0 {
 		return Verdict{}, false
 	}
-	first := -1
+	first, over := -1, 0
 	err := in.Files.Each(func(i int, f OfferedFile) error {
 		if !in.refusedIdx[i] && limit.Refuses(f.Size) {
 			in.Refuse(i, errcode.CodeNoSpace, limit.Reason(f.Size))
+			over++
 			if first < 0 {
 				first = i
 			}
@@ -456,7 +457,18 @@ func (in *Inbox) refuseTooLarge(dir string) (Verdict, bool) {
 	case err != nil:
 		return Verdict{Decision: Decision{Reason: "its file list could not be read"}, Code: errcode.CodeIO}, true
 	case len(in.Refused) > MaxRefusals:
-		return Verdict{Decision: Decision{Reason: fmt.Sprintf("over %d of the offered files cannot be stored on %s", MaxRefusals, in.host.Name())}, Code: errcode.CodeNoSpace}, true
+		// Too many to refuse one by one: refused whole, in the words of
+		// the limit (overFileLimit reads them), not of a want of space
+		// that freeing some would mend.
+		beyond := fmt.Sprintf("over the %d one offer may leave out", MaxRefusals)
+		if n := len(in.Refused) - over; n > 0 {
+			beyond = fmt.Sprintf("with %d names it cannot store, over the %d one offer may leave out", n, MaxRefusals)
+		}
+		why := fmt.Sprintf("%d of the offered files (%s): %s", over, beyond, limit.Words())
+		if len(in.Refused) < in.Files.Len() {
+			why += "; send the others without them"
+		}
+		return Verdict{Decision: Decision{Reason: why}, Code: errcode.CodeNoSpace}, true
 	case len(in.Refused) == in.Files.Len() && in.Text == "":
 		f := in.file(first)
 		why := ": " + limit.Reason(f.Size)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -543,5 +544,53 @@ func TestInboxRefusesAnOfferToAFolderThatCannotBeWritten(t *testing.T) {
 	v, err = in.Decide(t.Context())
 	if err != nil || v.Accept || v.Reason != peerWords || in.Dest != nil {
 		t.Fatalf("verdict %+v, %v; destination %v", v, err, in.Dest)
+	}
+}
+
+// An offer with more files over the download folder's limit than one
+// decision can refuse by name (MaxRefusals) is refused whole in the
+// limit's words on both sides, not as a want of space ("Not enough space
+// on Bob: over 1000 of the offered files cannot be stored on Anna"), which
+// freeing some would not mend. The code stays no_space, which every Ferry
+// knows.
+func TestInboxRefusesTooManyFilesOverTheLimitInItsWords(t *testing.T) {
+	fat := t.TempDir()
+	offer := func(files Files) Verdict {
+		t.Helper()
+		h := newFakeHost(t, AcceptAsk, false)
+		h.dir = fat
+		in := newTestInbox(t, h, clock.Real{})
+		in.cfg.FileLimit = func(string) store.FileLimit { return store.FileLimit{Max: store.FATMax, FS: "FAT32"} }
+		if err := in.Offer("d1", files, ""); err != nil {
+			t.Fatal(err)
+		}
+		v, err := in.Decide(t.Context())
+		if err != nil || v.Accept || v.Code != errcode.CodeNoSpace || h.prompts() != 0 {
+			t.Fatalf("verdict %+v, %v; asked %d times", v, err, h.prompts())
+		}
+		return v
+	}
+	var files Files
+	for i := range MaxRefusals + 1 {
+		files = append(files, OfferedFile{Path: fmt.Sprintf("film%d.mkv", i), Size: 5 << 30})
+	}
+	const limit = "the download folder is on a FAT32 drive, which holds files of up to 4.3 GB"
+	v := offer(append(slices.Clone(files), OfferedFile{Path: "notes.txt", Size: 2}))
+	want := "1001 of the offered files (over the 1000 one offer may leave out): " + limit + "; send the others without them"
+	if v.Reason != want {
+		t.Errorf("reason %q, want %q", v.Reason, want)
+	}
+	if e := EndOf(&errcode.RemoteError{Code: v.Code, Reason: v.Reason}, "Anna", false); e.State != StateDeclined || e.Text != "Anna cannot take "+want+"." {
+		t.Errorf("the sender reads %+v", e)
+	}
+	if e := EndOf(v.Err(), "Bob", false); e.Text != "This device cannot take "+want+"." {
+		t.Errorf("the receiver reads %+v", e)
+	}
+
+	// With names refused too; every file refused: no others to send.
+	files[0].Path, files[1].Path = "../a", "../b"
+	v = offer(files)
+	if want := "999 of the offered files (with 2 names it cannot store, over the 1000 one offer may leave out): " + limit; v.Reason != want {
+		t.Errorf("reason %q, want %q", v.Reason, want)
 	}
 }

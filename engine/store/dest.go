@@ -957,17 +957,26 @@ func (d *Dest) place(oldname, newname string) (linked bool, err error) {
 // "name (1)". It returns where the folder is, relative to the destination
 // (slash-separated).
 func (d *Dest) MakeFolder(rel string) (string, error) {
+	at, _, err := d.MakeFolderMade(rel)
+	return at, err
+}
+
+// MakeFolderMade is MakeFolder, also returning how many folders it created
+// (none existed by those names): 0 when the folder was there, at most one
+// per element of rel. A receive link bounds the folders it makes by this.
+func (d *Dest) MakeFolderMade(rel string) (string, int, error) {
 	rel = d.localName(rel)
 	if err := ValidateHere(rel); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	fo, err := d.resolveFolder(rel)
+	var made []string
+	fo, err := d.resolveFolderMade(rel, &made)
 	if err != nil {
-		return "", fmt.Errorf("store: create %q: %w", rel, err)
+		return "", len(made), fmt.Errorf("store: create %q: %w", rel, err)
 	}
 	at := filepath.ToSlash(fo.path)
 	d.release(fo)
-	return at, nil
+	return at, len(made), nil
 }
 
 // resolveDir maps a peer's folders (slash-separated, as split returns

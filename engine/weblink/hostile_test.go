@@ -12,9 +12,9 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -275,42 +275,74 @@ func TestHostileIdleConnections(t *testing.T) {
 	}
 }
 
-// TestHostileManyFolders: a page that sends empty folders without end
-// makes MaxFolders of them, no more (each is an upload of no bytes with the
-// "folder" metadata, made when it finishes), and each made is a folder.
+// TestHostileManyFolders: a page that sends empty folders, or files deep
+// in folders, without end makes MaxFolders folders, no more: each folder
+// created counts, whether for an empty folder (an upload of no bytes with
+// the "folder" metadata, made when it finishes) or above a file, and an
+// upload that could create more than are left is refused. Before, the
+// bound counted the empty folders' uploads, each up to 64 levels deep: one
+// upload of a folder 64 deep made 64 folders under a bound of 10, and the
+// files' folders were not counted at all.
 func TestHostileManyFolders(t *testing.T) {
-	_, _, in, tc := startReceive(t, ReceiveOptions{MaxFolders: 3})
-	var made, refused []int
-	for i := range 6 {
-		p := fmt.Sprintf("Trip/d%d/e", i)
+	_, _, in, tc := startReceive(t, ReceiveOptions{MaxFolders: 10})
+	send := func(p string, folder bool) int {
+		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, tc.base, nil)
 		req.Header.Set("Tus-Resumable", "1.0.0")
 		req.Header.Set("Upload-Length", "0")
-		req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("e"))+
-			",folder MQ==,relativepath "+base64.StdEncoding.EncodeToString([]byte(p)))
+		meta := "filename " + base64.StdEncoding.EncodeToString([]byte(path.Base(p))) +
+			",relativepath " + base64.StdEncoding.EncodeToString([]byte(p))
+		if folder {
+			meta += ",folder MQ=="
+		}
+		req.Header.Set("Upload-Metadata", meta)
 		res, err := tc.c.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
-		switch res.StatusCode {
-		case http.StatusCreated:
-			made = append(made, i)
-			if st, err := os.Stat(filepath.Join(in.Dir(), filepath.FromSlash(p))); err != nil || !st.IsDir() {
-				t.Errorf("%s: %v, want a folder", p, err)
-			}
-		case http.StatusForbidden:
-			refused = append(refused, i)
-		default:
-			t.Errorf("%s: %d", p, res.StatusCode)
+		return res.StatusCode
+	}
+	deep := strings.Repeat("d/", store.MaxDepth-1) + "d"
+	for _, c := range []struct {
+		path   string
+		folder bool
+		status int
+	}{
+		{deep, true, http.StatusForbidden},                                   // 64 folders
+		{strings.TrimSuffix(deep, "/d") + "/f", false, http.StatusForbidden}, // a file below 63
+		{"Trip/d0/e", true, http.StatusCreated},                              // 3 made: 3
+		{"Trip/d1/e", true, http.StatusCreated},                              // Trip was there: 5
+		{"Trip/d1/e", true, http.StatusCreated},                              // all there: 5
+		{"Trip/d2/f.bin", false, http.StatusCreated},                         // d2: 6
+		{"Trip/d3/e", true, http.StatusCreated},                              // 8
+		{"Trip/d4/e", true, http.StatusForbidden},                            // could make 3, 2 are left
+		{"Trip/d4/f.bin", false, http.StatusCreated},                         // 9
+		{"x/y", true, http.StatusForbidden},
+		{"x", true, http.StatusCreated}, // 10
+		{"Trip/d5/e", true, http.StatusForbidden},
+		{"Trip/d5/f.bin", false, http.StatusForbidden},
+		{"top.bin", false, http.StatusCreated}, // makes none
+	} {
+		if got := send(c.path, c.folder); got != c.status {
+			t.Errorf("%.40s (folder %v): %d, want %d", c.path, c.folder, got, c.status)
 		}
 	}
-	if !slices.Equal(made, []int{0, 1, 2}) || !slices.Equal(refused, []int{3, 4, 5}) {
-		t.Errorf("made %v, refused %v; want 3 made, then refused", made, refused)
+	var dirs int
+	filepath.WalkDir(in.Dir(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p != in.Dir() {
+			dirs++
+		}
+		return nil
+	})
+	if dirs != 10 {
+		t.Errorf("%d folders made, want 10 (MaxFolders)", dirs)
 	}
-	if ents, _ := os.ReadDir(filepath.Join(in.Dir(), "Trip")); len(ents) != 3 {
-		t.Errorf("%d folders in Trip, want 3", len(ents))
+	for _, p := range []string{"Trip/d0/e", "Trip/d1/e", "Trip/d3/e", "x"} {
+		if st, err := os.Stat(filepath.Join(in.Dir(), filepath.FromSlash(p))); err != nil || !st.IsDir() {
+			t.Errorf("%s: %v, want a folder", p, err)
+		}
 	}
 }
 

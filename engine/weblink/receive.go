@@ -188,10 +188,16 @@ type ReceiveOptions struct {
 	RateWindow time.Duration
 	// MaxFileSize bounds one file (default 1 TiB; the Inbox checks space).
 	MaxFileSize int64
-	// MaxFolders bounds the empty folders a link makes in its life (default
-	// 100,000): a page sends each as an upload of no bytes (the "folder"
-	// metadata), which takes a place as a file's does (MaxOpen) while it
-	// is made. More are refused, so a hostile page cannot make a million.
+	// MaxFolders bounds the folders a link creates in its life (default
+	// 100,000): those of the empty folders a page sends (each an upload of
+	// no bytes with the "folder" metadata, which takes a place as a file's
+	// does, MaxOpen, while it is made) and those of the files' paths, each
+	// folder created counted once, those that were there not at all. An
+	// upload that could create more than are left (one per element of its
+	// path, until it did) is refused (403 ERR_TOO_MANY_FOLDERS), so a
+	// hostile page cannot make a million. Before, it counted the empty
+	// folders' uploads, each up to 64 levels deep (store.MaxDepth) and so
+	// up to 64 folders, and not the files' folders at all.
 	MaxFolders int
 	// ExpiryGrace is how long the uploads going when the link expires may
 	// take to finish after it (default 10 minutes): those with a chunk on
@@ -225,7 +231,9 @@ type receiver struct {
 	mu      sync.Mutex // guards the fields below
 	uploads map[string]*upload
 	open    int
-	folders int // empty folders asked for, against maxDirs
+	// dirs are the folders the link's uploads created, and those an upload
+	// on its way may still create (reserveDirs), against maxDirs.
+	dirs    int
 	stopped bool
 	// cancelled are the uploads cancelled on this device (CancelUpload),
 	// oldest first, at most maxCancelled: the page that asks after one is
@@ -509,6 +517,10 @@ type upload struct {
 	dest *store.Dest
 	t    *tracker
 	made []madeFolder // the folders its partial's creation made
+	// dirsHeld are the folders reserved for it (reserveDirs) that it has
+	// not made yet: an empty folder's until it is made (u.mu held, then
+	// rc.mu to give them back).
+	dirsHeld int
 
 	cancelled atomic.Bool // CancelUpload: the chunk in flight stops at its next read
 	// interrupted: another request for this upload waits for its lock
@@ -532,7 +544,7 @@ var (
 	errTooManyOpen = tusd.NewError("ERR_TOO_MANY_UPLOADS", "too many files are being sent at once; wait for some to finish", http.StatusTooManyRequests)
 	errNoLength    = tusd.NewError("ERR_LENGTH_REQUIRED", "the file's size must be given", http.StatusBadRequest)
 	errFolderSize  = tusd.NewError("ERR_FOLDER_SIZE", "a folder has no bytes to send", http.StatusBadRequest)
-	errTooManyDirs = tusd.NewError("ERR_TOO_MANY_FOLDERS", "this link has made as many empty folders as it makes", http.StatusForbidden)
+	errTooManyDirs = tusd.NewError("ERR_TOO_MANY_FOLDERS", "this link has made as many folders as it makes", http.StatusForbidden)
 	// errTooSlow ends a chunk that came slower than MinRate; the page
 	// retries (a 5xx) from what arrived.
 	errTooSlow = tusd.NewError("ERR_TOO_SLOW", "the file came too slowly; it goes on from where it stopped", http.StatusServiceUnavailable)
@@ -636,18 +648,19 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	if err != nil {
 		return nil, err
 	}
+	// The folders it may create: each above a file, and an empty
+	// folder itself. Held until it created them, each then counted.
+	dirs := strings.Count(name, "/")
 	if folder {
-		rc.mu.Lock()
-		over := rc.folders >= rc.maxDirs
-		if !over {
-			rc.folders++
-		}
-		rc.mu.Unlock()
-		if over {
-			return nil, errTooManyDirs
-		}
+		dirs++
+	}
+	if !rc.reserveDirs(dirs) {
+		rc.refused(Arrival{From: dev, Name: name, Size: info.Size, Batch: browserBatch(info.MetaData, name), Folder: folder},
+			errors.New(errTooManyDirs.Message))
+		return nil, errTooManyDirs
 	}
 	if !rc.take() {
+		rc.settleDirs(dirs, 0)
 		rc.mu.Lock()
 		stopped := rc.stopped
 		rc.mu.Unlock()
@@ -666,17 +679,21 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	dest, err := rc.inbox.Arrive(a)
 	if err != nil {
 		rc.release()
+		rc.settleDirs(dirs, 0)
 		rc.refused(a, err)
 		return nil, refused(err)
 	}
-	u := &upload{rc: rc, a: a, dest: dest}
+	u := &upload{rc: rc, a: a, dest: dest, dirsHeld: dirs}
 	if !folder { // a folder is made when it finishes (FinishUpload)
 		p, err := dest.CreatePartial(name)
 		if err != nil {
 			rc.release()
+			rc.settleDirs(dirs, 0)
 			rc.inbox.Landed(a, "", err)
 			return nil, refused(err)
 		}
+		rc.settleDirs(dirs, len(p.MadeFolders()))
+		u.dirsHeld = 0
 		p.SparseUpload(info.Size) // its chunks of zeros stay holes
 		if pi, ok := rc.inbox.(PartialInbox); ok {
 			pi.Began(a, dest.Dir(), p.Name(), p.Identity())
@@ -692,6 +709,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		rc.mu.Unlock()
 		u.discard()
 		rc.release()
+		rc.settleDirs(u.dirsHeld, 0)
 		rc.inbox.Landed(a, "", context.Cause(rc.l.ctx))
 		return nil, rc.linkEnded()
 	}
@@ -758,6 +776,27 @@ func (u *upload) evict() bool {
 	u.discard()
 	u.end("", errEvicted)
 	return true
+}
+
+// reserveDirs holds n of the folders the link may still create
+// (MaxFolders) for an upload that may create up to n; it reports false,
+// holding none, when fewer are left.
+func (rc *receiver) reserveDirs(n int) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if n > rc.maxDirs-rc.dirs {
+		return false
+	}
+	rc.dirs += n
+	return true
+}
+
+// settleDirs gives back those of the held folders an upload did not
+// create: made of held were.
+func (rc *receiver) settleDirs(held, made int) {
+	rc.mu.Lock()
+	rc.dirs -= held - min(made, held)
+	rc.mu.Unlock()
 }
 
 func (rc *receiver) release() {
@@ -962,7 +1001,9 @@ func (u *upload) FinishUpload(ctx context.Context) error {
 	if u.a.Folder {
 		// An empty folder: made with the folders above it, by the
 		// folder-clash rule (one of the name is merged with).
-		savedAs, err := u.dest.MakeFolder(u.a.Name)
+		savedAs, made, err := u.dest.MakeFolderMade(u.a.Name)
+		u.rc.settleDirs(u.dirsHeld, made)
+		u.dirsHeld = 0
 		u.done = true
 		u.savedAs = savedAs
 		u.end(savedAs, err)
@@ -1021,6 +1062,8 @@ func (u *upload) end(savedAs string, err error) {
 		}
 	}
 	rc.open--
+	rc.dirs -= u.dirsHeld // an empty folder ended before it was made
+	u.dirsHeld = 0
 	if err == nil && savedAs != "" {
 		if len(rc.finished) == maxFinished {
 			rc.finished = slices.Delete(rc.finished, 0, 1)

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine/store"
 	"github.com/ferrydrop/ferry/internal/fileio"
@@ -262,8 +263,8 @@ type receiver struct {
 type finishedUpload struct {
 	id   string
 	size int64
-	// savedAs is the name it was saved under where the page should be
-	// told it (savedAsShown), else "".
+	// savedAs is the name it was saved under as the page is told it, in
+	// its header's words (savedAsValue), else "".
 	savedAs string
 }
 
@@ -290,7 +291,7 @@ func (f *finishedUpload) FinishUpload(ctx context.Context) error { return nil }
 func (f *finishedUpload) Terminate(ctx context.Context) error { return nil }
 
 // maxFinished bounds the finished uploads a receive link remembers (each
-// at most a path of store.MaxPathBytes).
+// with a name of at most maxSavedAsHeader bytes).
 const maxFinished = 256
 
 // savedAsHeader is the header of the answer that finished an upload (its
@@ -310,6 +311,43 @@ func savedAsShown(given, savedAs string) string {
 		return ""
 	}
 	return savedAs
+}
+
+// maxSavedAsHeader bounds the value of savedAsHeader: a file's name (at
+// most 255 bytes, each percent-encoded in at most 3) and a few bytes more.
+const maxSavedAsHeader = 1024
+
+// savedAsValue is savedAsHeader's value for a file the page sent as given
+// and this device saved as savedAs (both slash-separated), "" when the page
+// need not be told (savedAsShown). Where the file's folder is the one the
+// page sent it in, only its name is said ("report (1).pdf" of
+// "Trip/day 1/report.pdf"); where a folder was named otherwise ("Trip (1)/",
+// a file of that name being there), its path, and of a path too long to say
+// in maxSavedAsHeader its last elements after "…/". Before, the whole path
+// went: a 4096-byte path of accented letters made a header of 12 KB.
+func savedAsValue(given, savedAs string) string {
+	v := savedAsShown(given, savedAs)
+	if v == "" {
+		return ""
+	}
+	if path.Dir(v) == path.Dir(given) {
+		v = path.Base(v)
+	}
+	enc := url.PathEscape(v)
+	for len(enc) > maxSavedAsHeader {
+		i := strings.IndexByte(v, '/')
+		if i < 0 { // no element is this long (store.MaxElementBytes)
+			for len(enc) > maxSavedAsHeader {
+				_, n := utf8.DecodeLastRuneInString(v)
+				v = v[:len(v)-n]
+				enc = url.PathEscape(v)
+			}
+			return enc
+		}
+		v = v[i+1:]
+		enc = url.PathEscape("…/" + v)
+	}
+	return enc
 }
 
 // madeFolder is a folder an upload created in dest (rel: slash-separated).
@@ -410,7 +448,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request, rest string, d
 		// A page asking after an upload finished here (its answer to the
 		// last chunk was lost) is told the saved name as that answer told it.
 		if v := rc.savedAsOf(path.Base(rest)); v != "" {
-			w.Header().Set(savedAsHeader, url.PathEscape(v))
+			w.Header().Set(savedAsHeader, v)
 		}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, ChunkSize)
@@ -426,13 +464,13 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request, rest string, d
 func (rc *receiver) finishResponse(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
 	resp := tusd.HTTPResponse{Header: tusd.HTTPHeader{}}
 	if v := rc.savedAsOf(ev.Upload.ID); v != "" {
-		resp.Header[savedAsHeader] = url.PathEscape(v)
+		resp.Header[savedAsHeader] = v
 	}
 	return resp, nil
 }
 
-// savedAsOf is the name the finished upload id was saved under, where its
-// page should be told it; "" otherwise.
+// savedAsOf is savedAsHeader's value for the finished upload id, where its
+// page should be told the name it was saved under; "" otherwise.
 func (rc *receiver) savedAsOf(id string) string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -1068,7 +1106,7 @@ func (u *upload) end(savedAs string, err error) {
 		if len(rc.finished) == maxFinished {
 			rc.finished = slices.Delete(rc.finished, 0, 1)
 		}
-		rc.finished = append(rc.finished, finishedUpload{id: u.a.ID, size: u.a.Size, savedAs: savedAsShown(u.a.Shown(), savedAs)})
+		rc.finished = append(rc.finished, finishedUpload{id: u.a.ID, size: u.a.Size, savedAs: savedAsValue(u.a.Shown(), savedAs)})
 	}
 	rc.mu.Unlock()
 	u.t.done(savedAs, err)

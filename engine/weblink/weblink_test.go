@@ -977,3 +977,90 @@ func dirNames(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+// TestSavedAsHeaderIsBounded: the answer that finishes an upload saved
+// under another name says the name in Ferry-Saved-As, in at most
+// maxSavedAsHeader bytes: only the file's name where its folder is the one
+// the page sent it in, and of a folder named otherwise the path's last
+// elements after "…/" where the whole does not fit. A HEAD after the end
+// says the same. Before, the whole path went percent-encoded: a 4073-byte
+// path of accented letters made a header of 12 KB.
+func TestSavedAsHeaderIsBounded(t *testing.T) {
+	_, _, in, tc := startReceive(t, ReceiveOptions{})
+	elem := strings.Repeat("é", 127) // 254 bytes
+	deep := strings.Repeat(elem+"/", 15) + strings.Repeat("é", 120) + ".bin"
+	for _, c := range []struct {
+		name    string
+		sent    string // the path the page gives
+		planted string // a file there first
+		want    string // the header, decoded
+	}{
+		{"folder kept", deep, deep, strings.Repeat("é", 120) + " (1).bin"},
+		// Its last elements, after "…/", as many as fit.
+		{"folder renamed", "Trip/" + deep, "Trip", "…/" + strings.Repeat("é", 120) + ".bin"},
+		{"short path, folder renamed", "Box/a.txt", "Box", "Box (1)/a.txt"},
+		{"name kept", "plain.txt", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.planted != "" {
+				// Through a Root: the whole path is longer than one the
+				// kernel takes.
+				r, err := os.OpenRoot(in.Dir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				p := filepath.FromSlash(c.planted)
+				if err := r.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.WriteFile(p, []byte("already here"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req, _ := http.NewRequest(http.MethodPost, tc.base, nil)
+			req.Header.Set("Tus-Resumable", "1.0.0")
+			req.Header.Set("Upload-Length", "3")
+			req.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte(path.Base(c.sent)))+
+				",relativepath "+base64.StdEncoding.EncodeToString([]byte(c.sent)))
+			res, err := tc.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusCreated {
+				t.Fatalf("create: %d", res.StatusCode)
+			}
+			loc := res.Header.Get("Location")
+			preq, _ := http.NewRequest(http.MethodPatch, loc, strings.NewReader("abc"))
+			preq.Header.Set("Tus-Resumable", "1.0.0")
+			preq.Header.Set("Content-Type", "application/offset+octet-stream")
+			preq.Header.Set("Upload-Offset", "0")
+			pres, err := tc.c.Do(preq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pres.Body.Close()
+			if pres.StatusCode != http.StatusNoContent {
+				t.Fatalf("patch: %d", pres.StatusCode)
+			}
+			hreq, _ := http.NewRequest(http.MethodHead, loc, nil)
+			hreq.Header.Set("Tus-Resumable", "1.0.0")
+			hres, err := tc.c.Do(hreq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hres.Body.Close()
+			for what, h := range map[string]string{"the last PATCH": pres.Header.Get(savedAsHeader), "a HEAD after": hres.Header.Get(savedAsHeader)} {
+				if len(h) > 1024 { // maxSavedAsHeader
+
+					t.Errorf("%s: a header of %d bytes", what, len(h))
+				}
+				got, err := url.PathUnescape(h)
+				if err != nil || got != c.want {
+					t.Errorf("%s says %.80q (%v), want %.80q", what, got, err, c.want)
+				}
+			}
+		})
+	}
+}

@@ -208,7 +208,7 @@ func historyEntry(ev ui.TransferEvent, in intent, d *transfer.Delivery) ui.Histo
 	r := ev.Result
 	e := ui.HistoryEntry{
 		ID: ev.ID, Delivery: ev.Delivery, Direction: ev.Direction, PeerName: ev.Peer.Name, PeerID: ev.Peer.ID,
-		Files: r.Files, Bytes: r.Bytes, State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err,
+		Files: r.Files, Folders: r.Folders, Bytes: r.Bytes, State: r.State, Code: r.Code, ByPeer: r.ByPeer, Err: r.Err,
 		Transport: r.Transport, Destination: r.Destination, Finished: ev.Time, Duration: r.Duration.Seconds(),
 		Text: r.Text,
 	}

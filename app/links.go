@@ -131,7 +131,7 @@ func toLinkState(in engine.LinkInfo, req ui.LinkRequest) ui.LinkState {
 		s.Why = "The link ended: it answers nothing any more."
 	}
 	for _, a := range in.Activities {
-		s.Activities = append(s.Activities, ui.LinkActivity{ID: a.ID, Device: a.Device, Upload: a.Upload, Name: a.Name, Zip: a.Zip,
+		s.Activities = append(s.Activities, ui.LinkActivity{ID: a.ID, Device: a.Device, Upload: a.Upload, Folder: a.Folder, Name: a.Name, Zip: a.Zip,
 			Size: a.Size, Bytes: a.Bytes, Done: a.Done, LeftOut: a.LeftOut, Err: a.Err})
 	}
 	return s

@@ -113,6 +113,9 @@ type LinkActivity struct {
 	ID     int64  `json:"id"`
 	Device string `json:"device"` // the browser's address
 	Upload bool   `json:"upload,omitempty"`
+	// Folder: an upload that is an empty folder of a folder the page sent
+	// (Size 0), made here, not a file.
+	Folder bool `json:"folder,omitempty"`
 	// Name is the file's name (show it with safetext.Name); Zip: every file
 	// as one zip.
 	Name string `json:"name"`
@@ -567,7 +570,7 @@ func (lr *linkRec) snapshot(withFiles bool) LinkInfo {
 		if !keep[i] {
 			continue
 		}
-		la := LinkActivity{ID: a.ID, Device: a.Device.String(), Upload: a.Upload, Name: a.Name, Zip: a.Zip,
+		la := LinkActivity{ID: a.ID, Device: a.Device.String(), Upload: a.Upload, Folder: a.Folder, Name: a.Name, Zip: a.Zip,
 			Size: a.Size, Bytes: a.Bytes, Started: a.Started, Done: a.Done, SavedAs: a.SavedAs, LeftOut: a.LeftOut}
 		la.Err = activityErr(a.Err)
 		info.Activities = append(info.Activities, la)

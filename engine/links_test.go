@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -378,5 +380,87 @@ func TestReceiveLinkExpiryLetsTheUploadFinish(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(e.DownloadDir(), "late.txt")); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("saved: %v", err)
+	}
+}
+
+// TestReceiveLinkEmptyFolderIsAFolder: a folder dropped onto a receive
+// link's page with an empty folder in it is, in the engine's words, its
+// files and an empty folder: the set's offer, progress and result count 2
+// files, the result 1 empty folder made (Result.Folders, as a Ferry
+// offer's), no file's event names the folder, and the link's snapshot says
+// its upload is a folder. Before, the folder was the set's third file, a
+// 0-byte "file" named by its path ("3 files" where 2 came). An older page,
+// which does not say how many of its set are folders, gets the same result.
+func TestReceiveLinkEmptyFolderIsAFolder(t *testing.T) {
+	for _, page := range []string{"saying its folders", "older"} {
+		t.Run(page, func(t *testing.T) {
+			e := startReceiver(t, Options{Accept: AcceptAsk})
+			events, unsub := e.Subscribe(4096)
+			defer unsub()
+			recv, err := e.ReceiveLink(LinkOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			endpoint := recv.URLs[0] + "tus/"
+			data := bytes.Repeat([]byte("f"), 1000)
+			set := map[string]string{"batch": "0123456789abcdef0123456789abcdef", "batchfiles": "3", "batchbytes": "2000", "batchtop": "Trip"}
+			if page != "older" {
+				set["batchfolders"] = "1"
+			}
+			testutil.TusUploadMeta(t, endpoint, "Trip/a.jpg", len(data), data, set)
+			folder := maps.Clone(set)
+			folder["folder"] = "1"
+			if status, _, body := testutil.TusCreateMeta(t, endpoint, "Trip/day 2/empty", 0, folder); status != http.StatusCreated {
+				t.Fatalf("the empty folder: %d %s", status, body)
+			}
+			testutil.TusUploadMeta(t, endpoint, "Trip/b.jpg", len(data), data, set)
+			var offer *OfferInfo
+			var files []string
+			var last *Progress
+			var r *Result
+			for r == nil {
+				select {
+				case ev := <-events:
+					switch ev.Kind {
+					case EventOffer:
+						offer = ev.Offer
+					case EventFile:
+						files = append(files, ev.File.Path)
+					case EventProgress:
+						last = ev.Progress
+					case EventResult:
+						r = ev.Result
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatal("no result")
+				}
+			}
+			if r.State != StateDone || r.Files != 2 || r.Verified != 2 || r.Folders != 1 || r.Bytes != 2000 {
+				t.Errorf("result %+v, want 2 files and 1 empty folder, done", r)
+			}
+			if !slices.Equal(files, []string{"Trip/a.jpg", "Trip/b.jpg"}) {
+				t.Errorf("file events %q", files)
+			}
+			if page != "older" && (offer == nil || offer.Count != 2 || offer.Folders[0].Files != 2) {
+				t.Errorf("offer %+v", offer)
+			}
+			if page != "older" && (last == nil || last.TotalFiles != 2 || last.Files != 2) {
+				t.Errorf("last progress %+v", last)
+			}
+			if st, err := os.Stat(filepath.Join(e.DownloadDir(), "Trip", "day 2", "empty")); err != nil || !st.IsDir() {
+				t.Errorf("the empty folder: %v", err)
+			}
+			snap, ok := e.Link(recv.ID)
+			if !ok {
+				t.Fatal("the link is gone")
+			}
+			kinds := map[string]bool{}
+			for _, a := range snap.Activities {
+				kinds[a.Name] = a.Folder
+			}
+			if want := map[string]bool{"Trip/a.jpg": false, "Trip/day 2/empty": true, "Trip/b.jpg": false}; !maps.Equal(kinds, want) {
+				t.Errorf("the snapshot's activities (name: folder) %v, want %v", kinds, want)
+			}
+		})
 	}
 }

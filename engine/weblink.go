@@ -68,9 +68,10 @@ const browserIdle = 2 * time.Minute
 
 // browserFile is one file of a browser on its way.
 type browserFile struct {
-	d     *browserDelivery
-	size  int64
-	bytes atomic.Int64
+	d      *browserDelivery
+	size   int64
+	folder bool // an empty folder of a folder the page sent (weblink.Arrival.Folder)
+	bytes  atomic.Int64
 }
 
 // browserDelivery is one transfer of a browser's files: one file, or a set
@@ -78,17 +79,24 @@ type browserFile struct {
 type browserDelivery struct {
 	t     *Transfer
 	key   string // in BrowserInbox.batches; "" for one file alone
-	files int    // as the page said (1 for one file alone)
-	total int64
+	files int    // as the page said (1 for one file alone): its empty folders among them
+	// folders are those of files that are empty folders, as the page said
+	// (weblink.Batch.Folders; 1 for an empty folder alone): counted apart,
+	// as a Ferry offer's are (Result.Folders), not as files.
+	folders int
+	total   int64
 
 	// Guarded by BrowserInbox.mu:
 	started, landed, failed int
-	doneBytes               int64
-	firstErr                string
-	open                    map[string]*browserFile // by upload ID
-	cancelled, ended        bool
-	byBrowser               bool // a file of it was cancelled in the browser
-	refused                 bool // every file refused before one began (refusedWhole)
+	// made are the empty folders made (not in landed), foldersEnded those
+	// ended, made or not.
+	made, foldersEnded int
+	doneBytes          int64
+	firstErr           string
+	open               map[string]*browserFile // by upload ID
+	cancelled, ended   bool
+	byBrowser          bool // a file of it was cancelled in the browser
+	refused            bool // every file refused before one began (refusedWhole)
 
 	stop    context.CancelFunc // ends the progress and idle watches
 	watched sync.WaitGroup     // the watches returned
@@ -214,7 +222,7 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 		}
 		b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: r.name, Size: r.size, Err: r.why}})
 	}
-	f := &browserFile{d: d, size: a.Size}
+	f := &browserFile{d: d, size: a.Size, folder: a.Folder}
 	d.started++
 	d.open[a.ID] = f
 	b.files[a.ID] = f
@@ -239,14 +247,18 @@ func (b *BrowserInbox) start(a weblink.Arrival, key, dir string) (*browserDelive
 	e := b.e
 	addr := a.From.String()
 	d := &browserDelivery{key: key, files: 1, total: a.Size, open: map[string]*browserFile{}}
-	if key != "" {
-		d.files, d.total = a.Batch.Files, max(a.Batch.Bytes, a.Size)
+	if a.Folder {
+		d.folders = 1
 	}
+	if key != "" {
+		d.files, d.folders, d.total = a.Batch.Files, a.Batch.Folders, max(a.Batch.Bytes, a.Size)
+	}
+	files := d.files - d.folders
 	t := &Transfer{
 		id: newTransferID(), dir: Receiving, done: make(chan struct{}), started: e.now(),
 		peer: PeerInfo{Name: "a browser at " + addr, Addr: addr}, state: StateActive,
 		decisions: make(chan Decision, 1),
-		result:    Result{TotalBytes: d.total, Files: d.files, Destination: dir},
+		result:    Result{TotalBytes: d.total, Files: files, Destination: dir},
 	}
 	t.delivery = t.id // each is a delivery of its own
 	t.cancel = func(error) { b.cancel(d) }
@@ -254,9 +266,12 @@ func (b *BrowserInbox) start(a weblink.Arrival, key, dir string) (*browserDelive
 		return nil, err
 	}
 	d.t = t
-	offer := &OfferInfo{Count: d.files, Files: []FileInfo{{Path: a.Shown(), Size: a.Size}}, TotalBytes: d.total, Dest: dir, FreeBytes: -1}
+	offer := &OfferInfo{Count: files, TotalBytes: d.total, Dest: dir, FreeBytes: -1}
+	if !a.Folder {
+		offer.Files = []FileInfo{{Path: a.Shown(), Size: a.Size}}
+	}
 	if a.Batch.Top != "" && key != "" {
-		offer.Folders = []FolderInfo{{Path: a.Batch.Top, Files: d.files, Bytes: d.total}}
+		offer.Folders = []FolderInfo{{Path: a.Batch.Top, Files: files, Bytes: d.total}}
 	}
 	if free, err := store.FreeSpace(dir); err == nil {
 		offer.FreeBytes = free
@@ -266,7 +281,7 @@ func (b *BrowserInbox) start(a weblink.Arrival, key, dir string) (*browserDelive
 	ctx, stop := context.WithCancel(context.Background())
 	d.stop = stop
 	d.watched.Go(func() {
-		e.watchProgress(ctx, t, func() int64 { return b.bytes(d) }, d.total, func() int { return b.verified(d) }, d.files)
+		e.watchProgress(ctx, t, func() int64 { return b.bytes(d) }, d.total, func() int { return b.verified(d) }, files)
 	})
 	if key != "" {
 		b.batches[key] = d
@@ -367,20 +382,32 @@ func (b *BrowserInbox) Refused(a weblink.Arrival, err error) {
 	}
 	d.started++
 	d.failed++
+	if a.Folder {
+		d.foldersEnded++
+	}
 	if d.firstErr == "" {
 		d.firstErr = why
 	}
-	last := d.landed+d.failed >= d.files
+	last := d.landed+d.failed+d.made >= d.files
 	if last {
 		d.ended = true
 		delete(b.batches, d.key)
 	}
 	b.wake(d) // the page is back (not when ended)
 	b.mu.Unlock()
-	b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: a.Shown(), Size: a.Size, Err: why}})
+	b.e.publish(d.t, Event{Kind: EventFile, File: &FileResult{Path: shownPath(a), Size: a.Size, Err: why}})
 	if last {
 		b.end(d, "")
 	}
+}
+
+// shownPath is a's name as a file's result says it: an empty folder's
+// ends in "/".
+func shownPath(a weblink.Arrival) string {
+	if a.Folder {
+		return a.Shown() + "/"
+	}
+	return a.Shown()
 }
 
 // refusedWhole ends a set whose every file was refused before one began:
@@ -448,10 +475,23 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 	if savedAs != fr.Path {
 		fr.SavedAs = savedAs
 	}
-	if fr.Verified {
+	if f.folder {
+		// An empty folder: counted apart (Result.Folders), not a file of
+		// the set; only one not made is said, as a file that failed is.
+		d.foldersEnded++
+		fr.Path += "/"
+		if fr.SavedAs != "" {
+			fr.SavedAs += "/"
+		}
+	}
+	switch {
+	case fr.Verified && f.folder:
+		d.made++
+		fr = nil
+	case fr.Verified:
 		d.landed++
 		d.doneBytes += a.Size
-	} else {
+	default:
 		d.failed++
 		d.byBrowser = d.byBrowser || errors.Is(err, weblink.ErrCancelledInBrowser)
 		if err != nil {
@@ -461,18 +501,20 @@ func (b *BrowserInbox) Landed(a weblink.Arrival, savedAs string, err error) {
 			}
 		}
 	}
-	last := !d.ended && d.landed+d.failed >= d.files
+	last := !d.ended && d.landed+d.failed+d.made >= d.files
 	if last {
 		d.ended = true
 		if b.batches[d.key] == d {
 			delete(b.batches, d.key)
 		}
 	}
-	if fr.Verified || errors.Is(err, weblink.ErrCancelledInBrowser) {
+	if err == nil && savedAs != "" || errors.Is(err, weblink.ErrCancelledInBrowser) {
 		b.wake(d) // the page's doing: it is back (an upload this side ended is not)
 	}
 	b.mu.Unlock()
-	b.e.publish(d.t, Event{Kind: EventFile, File: fr})
+	if fr != nil {
+		b.e.publish(d.t, Event{Kind: EventFile, File: fr})
+	}
 	if last {
 		b.end(d, "")
 	}
@@ -487,10 +529,14 @@ func (b *BrowserInbox) end(d *browserDelivery, why string) {
 	b.mu.Lock()
 	delete(b.all, d)
 	landed, failed, done, firstErr := d.landed, d.failed, d.doneBytes, d.firstErr
+	// Its files are what the page said less its empty folders: as many
+	// as it said, or as came (an older page says none).
+	files := d.files - max(d.folders, d.foldersEnded)
+	made := d.made
 	b.mu.Unlock()
 	r := d.t.Result()
-	r.Bytes, r.Verified = done, landed
-	if landed == d.files {
+	r.Bytes, r.Verified, r.Files, r.Folders = done, landed, files, made
+	if landed+made == d.files {
 		r.Bytes = d.total
 		r.State = StateDone
 	} else {
@@ -514,7 +560,7 @@ func (b *BrowserInbox) end(d *browserDelivery, why string) {
 				r.Err = fmt.Sprintf("The browser's upload did not finish: %s", firstErr)
 			}
 		} else {
-			r.Err = fmt.Sprintf("%d of %d files arrived from the browser", landed, d.files)
+			r.Err = fmt.Sprintf("%d of %d files arrived from the browser", landed, files)
 			switch {
 			case why != "":
 				r.Err += ": " + why
@@ -535,7 +581,7 @@ func (b *BrowserInbox) end(d *browserDelivery, why string) {
 	}
 	// The last bytes, which a progress tick may not have seen (a small
 	// file lands between two).
-	b.e.publish(d.t, Event{Kind: EventProgress, Progress: &Progress{Bytes: r.Bytes, TotalBytes: d.total, Files: landed, TotalFiles: d.files}})
+	b.e.publish(d.t, Event{Kind: EventProgress, Progress: &Progress{Bytes: r.Bytes, TotalBytes: d.total, Files: landed, TotalFiles: files}})
 	b.e.finish(d.t, r)
 }
 

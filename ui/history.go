@@ -231,7 +231,11 @@ func (v *historyView) showDetails(e HistoryEntry) {
 		return
 	}
 	st := historyStatus(e, v.u.names(), v.u.opt.PromptTimeout)
-	text := fmt.Sprintf("%s\n%s, %s · %s", st.Text, plural(e.Files, "file"), HumanBytes(e.Bytes), e.Finished.Local().Format("2 Jan 2006 15:04"))
+	files := plural(e.Files, "file")
+	if e.Folders > 0 {
+		files += " and " + emptyFolders(e.Folders)
+	}
+	text := fmt.Sprintf("%s\n%s, %s · %s", st.Text, files, HumanBytes(e.Bytes), e.Finished.Local().Format("2 Jan 2006 15:04"))
 	if e.Destination != "" {
 		text += "\nSaved to " + e.Destination
 	}

@@ -54,6 +54,9 @@ type LinkActivity struct {
 	ID     int64
 	Device string // the browser's address
 	Upload bool
+	// Folder: an upload that is an empty folder of a folder a page sent,
+	// made on this device (no bytes), not a file.
+	Folder bool
 	Name   string // a file's name, or the zip's
 	Zip    bool
 	Size   int64 // bytes in all (a zip's too, since it resumes by range); -1 when not known
@@ -704,17 +707,25 @@ func linkEndedText(s LinkState) string {
 		return strings.Join(append(parts, "No device opened it."), " ")
 	}
 	parts = append(parts, fmt.Sprintf("Opened by %s: %s.", plural(len(s.Devices), "device"), strings.Join(s.Devices, ", ")))
-	var n int
+	var n, folders int
 	var bytes int64
 	for _, a := range s.Activities {
-		if a.Done && a.Err == "" && a.Upload == (s.Kind == LinkReceive) {
+		switch {
+		case !a.Done || a.Err != "" || a.Upload != (s.Kind == LinkReceive):
+		case a.Folder:
+			folders++
+		default:
 			n++
 			bytes += a.Bytes
 		}
 	}
 	switch {
+	case s.Kind == LinkReceive && n == 0 && folders > 0:
+		parts = append(parts, fmt.Sprintf("No file arrived, %s.", emptyFolders(folders)))
 	case s.Kind == LinkReceive && n == 0:
 		parts = append(parts, "No file arrived.")
+	case s.Kind == LinkReceive && folders > 0:
+		parts = append(parts, fmt.Sprintf("%s arrived (%s) and %s.", plural(n, "file"), HumanBytes(bytes), emptyFolders(folders)))
 	case s.Kind == LinkReceive:
 		parts = append(parts, fmt.Sprintf("%s arrived (%s).", plural(n, "file"), HumanBytes(bytes)))
 	case n == 0:
@@ -744,9 +755,27 @@ func guardText(s LinkState) string {
 	return strings.Join(parts, " ")
 }
 
+// emptyFolders counts empty folders in words: "1 empty folder".
+func emptyFolders(n int) string {
+	if n == 1 {
+		return "1 empty folder"
+	}
+	return HumanCount(n) + " empty folders"
+}
+
 // activityText is one download or upload, in words.
 func activityText(a LinkActivity) string {
 	name := EscapeName(a.Name)
+	if a.Folder {
+		// An empty folder a page sent: made, not sent bytes.
+		switch {
+		case a.Done && a.Err != "":
+			return fmt.Sprintf("%s: the empty folder %s was not made: %s", a.Device, name, a.Err)
+		case a.Done:
+			return fmt.Sprintf("%s sent the empty folder %s", a.Device, name)
+		}
+		return fmt.Sprintf("%s sends the empty folder %s", a.Device, name)
+	}
 	if a.Zip {
 		name = "everything as one zip"
 	}

@@ -607,3 +607,47 @@ func TestExpiredLinkSaysItIsFinishing(t *testing.T) {
 		t.Errorf("ended: %q", d.when.Text)
 	}
 }
+
+// TestLinkWindowShowsAnEmptyFolderAsAFolder: a receive link's empty folder
+// (a folder dropped onto its page with an empty folder in it) is a folder
+// in the link window and in History, not a file: its line says the empty
+// folder was sent, the ended link's sum says "2 files arrived (2.0 kB) and
+// 1 empty folder.", and History's Details "2 files and 1 empty folder".
+// Before, it was a 0-byte file, "192.168.1.31 sent Trip/day 2/empty (0 B)",
+// and "3 files arrived".
+func TestLinkWindowShowsAnEmptyFolderAsAFolder(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	openLink(t, u, be, LinkRequest{Kind: LinkReceive})
+	d := u.linkPanel.open["link-1"].dlg
+	s := linkState(LinkReceive, "")
+	s.Devices = []string{"192.168.1.31"}
+	s.Activities = []LinkActivity{
+		{ID: 1, Device: "192.168.1.31", Upload: true, Name: "Trip/a.jpg", Size: 1000, Bytes: 1000, Done: true},
+		{ID: 2, Device: "192.168.1.31", Upload: true, Folder: true, Name: "Trip/day 2/empty", Done: true},
+		{ID: 3, Device: "192.168.1.31", Upload: true, Name: "Trip/b.jpg", Size: 1000, Bytes: 1000, Done: true},
+		{ID: 4, Device: "192.168.1.31", Upload: true, Folder: true, Name: "Trip/x"},
+	}
+	u.ApplyLink(s)
+	if got, want := d.bars[2].label.Text, "192.168.1.31 sent the empty folder Trip/day 2/empty"; got != want {
+		t.Errorf("the folder's line %q, want %q", got, want)
+	}
+	if got, want := d.bars[4].label.Text, "192.168.1.31 sends the empty folder Trip/x"; got != want {
+		t.Errorf("a folder on its way: %q, want %q", got, want)
+	}
+	if !d.bars[2].bar.Visible() || d.bars[2].bar.Value != d.bars[2].bar.Max {
+		t.Errorf("the folder made has no full bar")
+	}
+	s.Activities = s.Activities[:3]
+	s.Ended, s.Why = true, "The link was stopped."
+	u.ApplyLink(s)
+	if got, want := d.people.Text, "Opened by 1 device: 192.168.1.31. 2 files arrived (2.0 kB) and 1 empty folder."; got != want {
+		t.Errorf("ended: %q, want %q", got, want)
+	}
+
+	u.history.showDetails(HistoryEntry{ID: "h", Direction: Incoming, PeerName: "a browser at 192.168.1.31", Files: 2, Folders: 1,
+		Bytes: 2000, State: StateDone, Finished: goldenNow, Destination: "/home/u/Downloads"})
+	ov := u.win.Canvas().Overlays().Top()
+	if ov == nil || !strings.Contains(renderedText(ov), "2 files and 1 empty folder, 2.0 kB") {
+		t.Errorf("History's Details: %q", renderedText(ov))
+	}
+}

@@ -614,11 +614,13 @@ type HistoryEntry struct {
 	ID string `json:"id"`
 	// Delivery is the delivery's ID, the same in the sender's and the
 	// receiver's history; empty in entries written before it existed.
-	Delivery    string    `json:"delivery,omitempty"`
-	Direction   Direction `json:"direction"`
-	PeerName    string    `json:"peer_name"`
-	PeerID      string    `json:"peer_id"`
-	Files       int       `json:"files"`
+	Delivery  string    `json:"delivery,omitempty"`
+	Direction Direction `json:"direction"`
+	PeerName  string    `json:"peer_name"`
+	PeerID    string    `json:"peer_id"`
+	Files     int       `json:"files"`
+	// Folders counts the empty folders made besides the files (Result.Folders).
+	Folders     int       `json:"folders,omitempty"`
 	Bytes       int64     `json:"bytes"`
 	State       State     `json:"state"`
 	Code        Code      `json:"code,omitempty"`

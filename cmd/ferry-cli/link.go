@@ -195,6 +195,7 @@ type linkEvent struct {
 	Device  string   `json:"device,omitempty"`
 	ID      int64    `json:"id,omitempty"`
 	Upload  bool     `json:"upload,omitempty"`
+	Folder  bool     `json:"folder,omitempty"` // an upload that is an empty folder (made, no bytes)
 	Name    string   `json:"name,omitempty"`
 	Zip     bool     `json:"zip,omitempty"`
 	Size    *int64   `json:"size,omitempty"`
@@ -207,9 +208,11 @@ type linkEvent struct {
 	State string `json:"state,omitempty"`
 	Error string `json:"error,omitempty"`
 	// Files and Verified are a result's files: all of them (a set the
-	// page sent together has several) and those that arrived whole.
+	// page sent together has several) and those that arrived whole;
+	// Folders the empty folders made besides them.
 	Files    int `json:"files,omitempty"`
 	Verified int `json:"verified,omitempty"`
+	Folders  int `json:"folders,omitempty"`
 	// Count is how many so far: wrong PINs (wrong_pin), devices turned
 	// away (turned_away).
 	Count int `json:"count,omitempty"`
@@ -301,7 +304,7 @@ func (f *linkFollower) transfer(ev engine.Event) (linkEvent, bool) {
 		// history keeps it.
 		delete(f.interrupted, ev.TransferID)
 		return linkEvent{Event: "result", Device: ev.Peer.Addr, From: ev.Peer.Name, State: string(ev.Result.State), Error: ev.Result.Err,
-			Files: ev.Result.Files, Verified: ev.Result.Verified}, true
+			Files: ev.Result.Files, Verified: ev.Result.Verified, Folders: ev.Result.Folders}, true
 	case ev.Kind == engine.EventState && ev.State == engine.StateInterrupted:
 		// The page stopped sending: its transfer waits for it.
 		f.interrupted[ev.TransferID] = true
@@ -334,7 +337,7 @@ func (f *linkFollower) events(l *engine.LinkInfo) []linkEvent {
 		}
 	}
 	for _, a := range l.Activities {
-		je := linkEvent{Device: a.Device, ID: a.ID, Upload: a.Upload, Name: a.Name, Zip: a.Zip, SavedAs: a.SavedAs, LeftOut: a.LeftOut, Error: a.Err}
+		je := linkEvent{Device: a.Device, ID: a.ID, Upload: a.Upload, Folder: a.Folder, Name: a.Name, Zip: a.Zip, SavedAs: a.SavedAs, LeftOut: a.LeftOut, Error: a.Err}
 		size, n := a.Size, a.Bytes
 		je.Size, je.Bytes = &size, &n
 		if !f.seen[a.ID] {
@@ -381,6 +384,10 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 	case "device":
 		fmt.Fprintf(out, "%s opened the link\n", a.Device)
 	case "start":
+		if a.Folder {
+			fmt.Fprintf(out, "%s is sending the empty folder %s\n", a.Device, safetext.Name(a.Name))
+			break
+		}
 		verb := "downloading"
 		if a.Upload {
 			verb = "sending"
@@ -399,6 +406,12 @@ func printLinkEvent(out io.Writer, a linkEvent, tty bool) {
 			fmt.Fprint(out, "\r\x1b[K")
 		}
 		switch {
+		case a.Folder && a.Error != "":
+			fmt.Fprintf(out, "%s: the empty folder %s was not made: %s\n", a.Device, safetext.Name(a.Name), shown(a.Error))
+		case a.Folder && a.SavedAs != "" && !safetext.OnlyComposed(a.Name, a.SavedAs):
+			fmt.Fprintf(out, "%s: received the empty folder %s, made as %s\n", a.Device, safetext.Name(a.Name), safetext.Name(a.SavedAs))
+		case a.Folder:
+			fmt.Fprintf(out, "%s: received the empty folder %s\n", a.Device, safetext.Name(a.Name))
 		case a.Error != "":
 			fmt.Fprintf(out, "%s: %s did not finish: %s\n", a.Device, safetext.Name(a.Name), shown(a.Error))
 		case a.Upload && safetext.OnlyComposed(a.Name, a.SavedAs):

@@ -753,3 +753,34 @@ func TestCodeShownLines(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// An empty folder a browser sent (a folder dropped with an empty folder in
+// it) is said as a folder made, in the lines and in --json ("folder": true),
+// and a set's result counts it apart ("folders"). Before, it read as a file
+// of 0 bytes: "10.0.0.5: received Trip/day 2/empty (0 B)".
+func TestLinkEmptyFolderIsSaidAsAFolder(t *testing.T) {
+	f := newLinkFollower()
+	evs := f.events(&engine.LinkInfo{Activities: []engine.LinkActivity{
+		{ID: 1, Device: "10.0.0.5", Upload: true, Folder: true, Name: "Trip/day 2/empty", Done: true},
+		{ID: 2, Device: "10.0.0.5", Upload: true, Folder: true, Name: "Trip/x", Done: true, Err: "a file of that name is there"},
+	}})
+	var out bytes.Buffer
+	for _, je := range evs {
+		if !je.Folder {
+			t.Errorf("%s of %s: not a folder", je.Event, je.Name)
+		}
+		printLinkEvent(&out, je, false)
+	}
+	want := "10.0.0.5 is sending the empty folder Trip/day 2/empty\n" +
+		"10.0.0.5: received the empty folder Trip/day 2/empty\n" +
+		"10.0.0.5 is sending the empty folder Trip/x\n" +
+		"10.0.0.5: the empty folder Trip/x was not made: a file of that name is there\n"
+	if out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+	je, ok := f.transfer(engine.Event{Kind: engine.EventResult, Direction: engine.Receiving,
+		Result: &engine.Result{State: engine.StateDone, Files: 4, Verified: 4, Folders: 1}})
+	if b, _ := json.Marshal(je); !ok || !strings.Contains(string(b), `"files":4,"verified":4,"folders":1`) {
+		t.Errorf("the set's result: %s", b)
+	}
+}

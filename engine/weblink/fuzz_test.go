@@ -255,14 +255,15 @@ func FuzzUploadName(f *testing.F) {
 // storable name, the first element of the file's path.
 func FuzzBrowserBatch(f *testing.F) {
 	for _, c := range batchCases {
-		f.Add(c.meta["batch"], c.meta["batchfiles"], c.meta["batchbytes"], c.meta["batchtop"], c.name)
+		f.Add(c.meta["batch"], c.meta["batchfiles"], c.meta["batchbytes"], c.meta["batchfolders"], c.meta["batchtop"], c.name)
 	}
-	f.Fuzz(func(t *testing.T, id, files, bytes, top, name string) {
-		b := browserBatch(map[string]string{"batch": id, "batchfiles": files, "batchbytes": bytes, "batchtop": top}, name)
+	f.Fuzz(func(t *testing.T, id, files, bytes, folders, top, name string) {
+		b := browserBatch(map[string]string{"batch": id, "batchfiles": files, "batchbytes": bytes, "batchfolders": folders, "batchtop": top}, name)
 		if b == (Batch{}) {
 			return
 		}
-		if len(b.ID) < 16 || len(b.ID) > 64 || b.Files < 1 || b.Files > maxBatchFiles || b.Bytes < 0 {
+		if len(b.ID) < 16 || len(b.ID) > 64 || b.Files < 1 || b.Files > maxBatchFiles || b.Bytes < 0 ||
+			b.Folders < 0 || b.Folders > b.Files {
 			t.Fatalf("browserBatch read %+v", b)
 		}
 		if b.Top != "" && (strings.Contains(b.Top, "/") || store.ValidateHere(b.Top) != nil || !strings.HasPrefix(name, b.Top+"/")) {

@@ -248,6 +248,7 @@ type Activity struct {
 	ID      int64
 	Device  netip.Addr
 	Upload  bool   // from the browser (receive link), else to it
+	Folder  bool   // an empty folder a page sent (Arrival.Folder), Size 0: made, not written
 	Name    string // the file's name, or the zip's
 	Zip     bool   // the whole share as one zip
 	Size    int64  // bytes in all (-1 when not known)

@@ -120,9 +120,13 @@ type Batch struct {
 	// ID names the set (random, from the page): 16 to 64 lowercase hex
 	// digits; "" when the page gave none.
 	ID string
-	// Files and Bytes are how many files the set has and their size.
-	Files int
-	Bytes int64
+	// Files and Bytes are how many files the set has and their size:
+	// its empty folders among its files (each an upload), Folders of them
+	// (0 when the page said none, or nothing that reads, or more than
+	// Files).
+	Files   int
+	Folders int
+	Bytes   int64
 	// Top is the one folder the set is (a folder picked or dropped alone):
 	// a single name ValidateHere takes, and the first element of this
 	// file's path; "" otherwise.
@@ -133,8 +137,9 @@ type Batch struct {
 const maxBatchFiles = 1_000_000
 
 // browserBatch reads the batch metadata of an upload of name (as
-// uploadName gave it): "batch", "batchfiles", "batchbytes" and
-// "batchtop". Anything that does not read gives the zero Batch, or no Top.
+// uploadName gave it): "batch", "batchfiles", "batchbytes", "batchfolders"
+// and "batchtop". Anything that does not read gives the zero Batch, or no
+// Top, or no Folders.
 func browserBatch(meta map[string]string, name string) Batch {
 	id := meta["batch"]
 	if len(id) < 16 || len(id) > 64 || !isLowerHex(id) {
@@ -149,6 +154,9 @@ func browserBatch(meta map[string]string, name string) Batch {
 		return Batch{}
 	}
 	b := Batch{ID: id, Files: files, Bytes: bytes}
+	if n, err := strconv.Atoi(meta["batchfolders"]); err == nil && n >= 0 && n <= files {
+		b.Folders = n
+	}
 	if top := store.LocalName(meta["batchtop"]); top != "" && !strings.Contains(top, "/") &&
 		store.ValidateHere(top) == nil && strings.HasPrefix(name, top+"/") {
 		b.Top = top
@@ -754,7 +762,7 @@ func (rc *receiver) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 	rc.made = append(rc.made, u.made...)
 	rc.uploads[id] = u
 	rc.mu.Unlock()
-	u.t = rc.l.track(Activity{Device: dev, Upload: true, Name: a.Shown(), Size: info.Size})
+	u.t = rc.l.track(Activity{Device: dev, Upload: true, Name: a.Shown(), Size: info.Size, Folder: folder})
 	return u, nil
 }
 

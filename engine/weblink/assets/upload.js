@@ -48,7 +48,7 @@
     var setKey = "ferry-set|" + hash(endpoint + "\n" + keys.slice().sort().join("\n"));
     if (activeSets[setKey]) setKey = null; // the same files again, while they go: a set of their own
     var saved = setKey && loadSet(setKey);
-    var batch = { id: saved ? saved.id : randomID(), files: files.length, bytes: 0, top: "",
+    var batch = { id: saved ? saved.id : randomID(), files: files.length, folders: 0, bytes: 0, top: "",
                   key: setKey, keys: keys, left: files.length, resumed: !!saved };
     if (setKey) activeSets[setKey] = true;
     saveSet(batch);
@@ -59,6 +59,7 @@
     var tops = {};
     for (var k = 0; k < files.length; k++) {
       if (going[keys[k]]) { batch.files--; continue; }
+      if (files[k].folder) batch.folders++; // counted apart on the device
       batch.bytes += files[k].file.size;
       var p = files[k].path || "";
       tops[p.indexOf("/") > 0 ? p.slice(0, p.indexOf("/")) : "/" + files[k].file.name] = true;
@@ -435,6 +436,7 @@
       meta.batch = job.batch.id;
       meta.batchfiles = String(job.batch.files);
       meta.batchbytes = String(job.batch.bytes);
+      if (job.batch.folders) meta.batchfolders = String(job.batch.folders);
       if (job.batch.top) meta.batchtop = job.batch.top;
     }
     var upload = job.upload = new tus.Upload(f, {

@@ -62,6 +62,25 @@ func GatherRelayed(ctx context.Context, relay string, under func(net.PacketConn)
 	return g.close, nil
 }
 
+// GatherRelayedN is GatherRelayed with n TURN clients on the relay, each
+// with its own socket and allocation, as a device with n local addresses
+// has.
+func GatherRelayedN(ctx context.Context, relay string, n int, under func(net.PacketConn) net.PacketConn) (closeAgent func(), err error) {
+	cfg, err := agentConfig(relay, "", TestNet{Loopback: true, RelayOnly: true, UnderTURN: under}, nil, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	turn := cfg.Urls[len(cfg.Urls)-1]
+	for range n - 1 {
+		cfg.Urls = append(cfg.Urls, turn)
+	}
+	g, err := startAgent(ctx, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	return g.close, nil
+}
+
 // IsRelease is isRelease, for its table.
 func IsRelease(p []byte) bool {
 	_, ok := isRelease(p)

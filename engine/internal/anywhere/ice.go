@@ -64,6 +64,7 @@ var ErrNoPath = errors.New("no network path to the device: neither a direct one 
 type agent struct {
 	a          *ice.Agent
 	ownMux     *ice.UniversalUDPMuxDefault // a mux only this agent uses: closed with it
+	releases   *releases                   // its TURN clients' releases, waited for by close
 	ufrag, pwd string
 	candidates []string
 	failed     chan struct{} // closed when the agent failed or closed
@@ -106,7 +107,7 @@ func agentConfig(relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefau
 	cfg := &ice.AgentConfig{
 		// The system's network, but a TURN allocation's release is
 		// answered before its socket closes (release.go).
-		Net:          turnNet{Net: sys, under: tn.UnderTURN},
+		Net:          turnNet{Net: sys, releases: newReleases(), under: tn.UnderTURN},
 		Urls:         []*stun.URI{stunURI, turnURI},
 		NetworkTypes: []ice.NetworkType{ice.NetworkTypeUDP4},
 		CandidateTypes: []ice.CandidateType{
@@ -145,6 +146,9 @@ func startAgent(ctx context.Context, cfg *ice.AgentConfig, loopback bool) (*agen
 		return nil, err
 	}
 	g := &agent{a: a, failed: make(chan struct{})}
+	if tn, ok := cfg.Net.(turnNet); ok {
+		g.releases = tn.releases
+	}
 	a.OnConnectionStateChange(func(s ice.ConnectionState) {
 		if s == ice.ConnectionStateFailed || s == ice.ConnectionStateClosed {
 			g.failOnce.Do(func() { close(g.failed) })
@@ -199,9 +203,14 @@ func newMux(pc net.PacketConn, log *slog.Logger) *ice.UniversalUDPMuxDefault {
 	return ice.NewUniversalUDPMuxDefault(ice.UniversalUDPMuxParams{UDPConn: pc, Logger: pionLogs(log).NewLogger("ice")})
 }
 
-// close ends the agent (and its own mux).
+// close ends the agent (and its own mux). Its TURN allocations are given
+// back on the way: their releases, sent as ICE closes its candidates one
+// by one, are waited for together (releases.wait).
 func (g *agent) close() {
 	g.a.Close()
+	if g.releases != nil {
+		g.releases.wait()
+	}
 	if g.ownMux != nil {
 		g.ownMux.Close()
 	}

@@ -20,23 +20,29 @@ import (
 // nor its TURN client lets a caller wait for the answer (ICE makes the
 // client itself; the client's release never waits), so the socket ICE
 // gives its TURN client is Ferry's (ice.AgentConfig.Net, turnNet): it
-// notes the release as it goes out and, when closed, sends it again every
-// releaseRTO until the relay answers, for releaseWait at most.
+// notes the release as it goes out and, when ICE closes it, hands it to
+// its agent's releases, which the agent's close waits for: each release
+// is sent again every releaseRTO until the relay answers it, all of them
+// together, for releaseWait at most. ICE closes its candidates one after
+// another, so a socket that waited for its own answer in its Close made a
+// close with N relay candidates (one per local address) and the relay
+// gone cost N times releaseWait.
 
-// releaseWait bounds how long closing a TURN client's socket waits for
-// the relay's answer to its release: a relay gone costs that much once
-// per allocation.
+// releaseWait bounds how long closing an agent waits for the relay's
+// answers to its releases: a relay gone costs that much once per close.
 const releaseWait = time.Second
 
-// releaseRTO is how often the release is sent again while no answer came
+// releaseRTO is how often a release is sent again while no answer came
 // (pion's TURN client's retransmission interval).
 const releaseRTO = 200 * time.Millisecond
 
 // turnNet is the network ICE gathers on: the system's, but the socket of
-// a TURN client (the only one ICE opens with ListenPacket) waits for its
-// release's answer when closed.
+// a TURN client (the only one ICE opens with ListenPacket) leaves its
+// release's answer to be waited for by releases.
 type turnNet struct {
 	transport.Net
+	// releases are the agent's releases, waited for by its close.
+	releases *releases
 	// under, if set, wraps the socket under the release's retransmission
 	// (tests: a lossy socket).
 	under func(net.PacketConn) net.PacketConn
@@ -50,13 +56,82 @@ func (n turnNet) ListenPacket(network, address string) (net.PacketConn, error) {
 	if n.under != nil {
 		pc = n.under(pc)
 	}
-	return &releaseConn{PacketConn: pc, answered: make(chan struct{})}, nil
+	return &releaseConn{PacketConn: pc, group: n.releases, answered: make(chan struct{})}, nil
+}
+
+// releases are the TURN releases of one agent whose sockets ICE closed,
+// waiting for their answers.
+type releases struct {
+	mu      sync.Mutex // guards pending
+	pending []*releaseConn
+	// answer is signalled when one of them was answered.
+	answer chan struct{}
+}
+
+func newReleases() *releases { return &releases{answer: make(chan struct{}, 1)} }
+
+// add hands a closed socket's release to the wait.
+func (r *releases) add(c *releaseConn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = append(r.pending, c)
+}
+
+// answered tells the wait that a release was answered.
+func (r *releases) answered() {
+	select {
+	case r.answer <- struct{}{}:
+	default:
+	}
+}
+
+// wait sends the pending releases again every releaseRTO until the relay
+// answered them all, for releaseWait at most, all together; then it
+// closes their sockets.
+func (r *releases) wait() {
+	r.mu.Lock()
+	cs := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(cs) == 0 {
+		return
+	}
+	defer func() {
+		for _, c := range cs {
+			c.PacketConn.Close()
+		}
+	}()
+	again := time.NewTicker(releaseRTO)
+	defer again.Stop()
+	giveUp := time.NewTimer(releaseWait)
+	defer giveUp.Stop()
+	for {
+		waiting := cs[:0:0]
+		for _, c := range cs {
+			if !c.done() {
+				waiting = append(waiting, c)
+			}
+		}
+		if len(waiting) == 0 {
+			return
+		}
+		select {
+		case <-r.answer:
+		case <-giveUp.C:
+			return
+		case <-again.C:
+			for _, c := range waiting {
+				c.resend()
+			}
+		}
+	}
 }
 
 // releaseConn is a TURN client's socket that sees its allocation's release
 // answered before it closes.
 type releaseConn struct {
 	net.PacketConn
+	group    *releases
 	pending  atomic.Bool   // a release went out
 	answered chan struct{} // closed when the relay answered it
 	answer   sync.Once
@@ -88,41 +163,50 @@ func (c *releaseConn) ReadFrom(p []byte) (int, net.Addr, error) {
 		c.mu.Unlock()
 		if answers(p[:n], id) {
 			c.answer.Do(func() { close(c.answered) })
+			if c.group != nil {
+				c.group.answered()
+			}
 		}
 	}
 	return n, from, err
 }
 
-// Close sends the release again until the relay answers it (releaseWait
-// at most), then closes the socket. The TURN client, closed already, no
-// longer reads its answers, but its read loop still runs on this socket
-// until it closes, and ReadFrom sees them go by.
+// done reports whether the relay answered the release.
+func (c *releaseConn) done() bool {
+	select {
+	case <-c.answered:
+		return true
+	default:
+		return false
+	}
+}
+
+// resend sends the release again.
+func (c *releaseConn) resend() {
+	c.mu.Lock()
+	release, to := c.release, c.to
+	c.mu.Unlock()
+	c.PacketConn.WriteTo(release, to)
+}
+
+// Close hands a release that went out to the agent's releases, which
+// close the socket once the relay answered it (or releaseWait passed);
+// a socket without one closes at once. The TURN client, closed already,
+// no longer reads its answers, but its read loop still runs on this
+// socket until it closes, and ReadFrom sees them go by.
 func (c *releaseConn) Close() error {
+	var err error
 	c.closing.Do(func() {
 		c.mu.Lock()
-		release, to := c.release, c.to
+		release := c.release
 		c.mu.Unlock()
-		if release == nil {
+		if release != nil && c.group != nil {
+			c.group.add(c)
 			return
 		}
-		again := time.NewTicker(releaseRTO)
-		defer again.Stop()
-		giveUp := time.NewTimer(releaseWait)
-		defer giveUp.Stop()
-		for {
-			select {
-			case <-c.answered:
-				return
-			case <-giveUp.C:
-				return
-			case <-again.C:
-				if _, err := c.PacketConn.WriteTo(release, to); err != nil {
-					return
-				}
-			}
-		}
+		err = c.PacketConn.Close()
 	})
-	return c.PacketConn.Close()
+	return err
 }
 
 // refreshRequest is the STUN type of a TURN Refresh request.

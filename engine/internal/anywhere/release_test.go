@@ -1,8 +1,13 @@
 package anywhere_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -130,4 +135,215 @@ func FuzzReleaseParsers(f *testing.F) {
 			t.Fatalf("%x is a release and its answer", p)
 		}
 	})
+}
+
+// fakeTURN is a TURN server on loopback that grants allocations (not
+// relaying anything: gathering needs no more) and answers releases as a
+// test says: it holds one nonce at a time, which the test rotates, and
+// answers a request signed with another 438 (Stale Nonce) and the current
+// one, as relays do whose nonces expire (coturn's every 10 minutes,
+// pion's every hour); pion's TURN server has no setting for its nonces'
+// lifetime, so it cannot stand in.
+type fakeTURN struct {
+	pc net.PacketConn
+	// quietReleases: releases go unanswered (a relay gone after the
+	// allocations were made).
+	quietReleases bool
+
+	mu          sync.Mutex // guards the fields below
+	nonce       string
+	gen         int
+	allocations int
+	released    int // releases answered as done
+	staleSent   int // 438 answers
+}
+
+const fakeRealm = "ferry"
+
+func startFakeTURN(t *testing.T, quietReleases bool) *fakeTURN {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeTURN{pc: pc, quietReleases: quietReleases}
+	f.rotate()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			m := &stun.Message{Raw: bytes.Clone(buf[:n])}
+			if m.Decode() == nil && m.Type.Class == stun.ClassRequest {
+				f.handle(m, from)
+			}
+		}
+	}()
+	t.Cleanup(func() { pc.Close(); <-done })
+	return f
+}
+
+func (f *fakeTURN) addr() string { return f.pc.LocalAddr().String() }
+
+// rotate makes a new nonce the only one taken.
+func (f *fakeTURN) rotate() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gen++
+	f.nonce = fmt.Sprintf("nonce-%d", f.gen)
+}
+
+func (f *fakeTURN) handle(m *stun.Message, from net.Addr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	integrity := stun.NewLongTermIntegrity(anywhere.TURNUser, fakeRealm, anywhere.TURNPassword)
+	reply := func(class stun.MessageClass, setters ...stun.Setter) {
+		all := append([]stun.Setter{stun.NewTransactionIDSetter(m.TransactionID), stun.NewType(m.Type.Method, class)}, setters...)
+		r, err := stun.Build(append(all, stun.Fingerprint)...)
+		if err == nil {
+			f.pc.WriteTo(r.Raw, from)
+		}
+	}
+	if _, err := m.Get(stun.AttrMessageIntegrity); err != nil || integrity.Check(m) != nil {
+		reply(stun.ClassErrorResponse, stun.CodeUnauthorized, stun.NewRealm(fakeRealm), stun.NewNonce(f.nonce))
+		return
+	}
+	lifetime, _ := m.Get(stun.AttrLifetime)
+	release := m.Type.Method == stun.MethodRefresh && bytes.Equal(lifetime, []byte{0, 0, 0, 0})
+	var nonce stun.Nonce
+	nonce.GetFrom(m)
+	if release && f.quietReleases {
+		return
+	}
+	if string(nonce) != f.nonce {
+		f.staleSent++
+		reply(stun.ClassErrorResponse, stun.CodeStaleNonce, stun.NewRealm(fakeRealm), stun.NewNonce(f.nonce))
+		return
+	}
+	life := func(s uint32) stun.Setter {
+		return stun.RawAttribute{Type: stun.AttrLifetime, Value: binary.BigEndian.AppendUint32(nil, s)}
+	}
+	switch {
+	case m.Type.Method == stun.MethodAllocate:
+		f.allocations++
+		relayed := &stun.XORMappedAddress{IP: net.IPv4(127, 0, 0, 1), Port: 40000 + f.allocations}
+		mapped := &stun.XORMappedAddress{IP: from.(*net.UDPAddr).IP, Port: from.(*net.UDPAddr).Port}
+		reply(stun.ClassSuccessResponse, setter(func(r *stun.Message) error { return relayed.AddToAs(r, stun.AttrXORRelayedAddress) }),
+			mapped, life(600), integrity)
+	case release:
+		f.released++
+		reply(stun.ClassSuccessResponse, life(0), integrity)
+	case m.Type.Method == stun.MethodRefresh:
+		reply(stun.ClassSuccessResponse, life(600), integrity)
+	}
+}
+
+type setter func(*stun.Message) error
+
+func (s setter) AddTo(m *stun.Message) error { return s(m) }
+
+// eventLog records, in order, what the sockets of an agent's TURN clients
+// did.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+	next   int
+}
+
+// recordConn is a TURN client's socket that logs its releases and its
+// close in an eventLog.
+type recordConn struct {
+	net.PacketConn
+	n   int
+	log *eventLog
+}
+
+func (c *recordConn) WriteTo(p []byte, to net.Addr) (int, error) {
+	if anywhere.IsRelease(p) {
+		c.log.add(fmt.Sprintf("release %d", c.n))
+	}
+	return c.PacketConn.WriteTo(p, to)
+}
+
+func (c *recordConn) Close() error {
+	c.log.add(fmt.Sprintf("close %d", c.n))
+	return c.PacketConn.Close()
+}
+
+func (l *eventLog) add(e string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *eventLog) wrap(pc net.PacketConn) net.PacketConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next++
+	return &recordConn{PacketConn: pc, n: l.next, log: l}
+}
+
+// Closing an agent with several TURN allocations (one per local address)
+// while the relay no longer answers waits for their releases together:
+// each release is sent again, and once the wait gives up, every socket
+// closes, none is left to wait on its own. ICE closes its candidates one
+// by one and each socket waited up to 1 s for its own release's answer,
+// so such a close cost a second per allocation: the releases of the
+// sockets still open went on after the first had given up and closed.
+func TestTURNReleasesOfOneCloseWaitTogether(t *testing.T) {
+	const n = 3
+	f := startFakeTURN(t, true)
+	var log eventLog
+	closeAgent, err := anywhere.GatherRelayedN(t.Context(), f.addr(), n, log.wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	allocations := f.allocations
+	f.mu.Unlock()
+	if allocations != n {
+		t.Fatalf("%d allocations, want %d", allocations, n)
+	}
+	closeAgent()
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	firstClose := slices.IndexFunc(log.events, func(e string) bool { return strings.HasPrefix(e, "close ") })
+	if firstClose < 0 {
+		t.Fatalf("no socket closed: %v", log.events)
+	}
+	for i := 1; i <= n; i++ {
+		if sent := countOf(log.events[:firstClose], fmt.Sprintf("release %d", i)); sent < 2 {
+			t.Errorf("socket %d's release went out %d times before the first socket closed, want it sent again: %v", i, sent, log.events)
+		}
+	}
+	if after := slices.IndexFunc(log.events[firstClose:], func(e string) bool { return strings.HasPrefix(e, "release ") }); after >= 0 {
+		t.Errorf("a release went out after the first socket gave up and closed (%s): each socket waited for its own in turn: %v", log.events[firstClose+after], log.events)
+	}
+	if closed := countPrefix(log.events, "close "); closed != n {
+		t.Errorf("%d sockets closed, want %d: %v", closed, n, log.events)
+	}
+}
+
+func countOf(events []string, e string) int {
+	n := 0
+	for _, x := range events {
+		if x == e {
+			n++
+		}
+	}
+	return n
+}
+
+func countPrefix(events []string, prefix string) int {
+	n := 0
+	for _, x := range events {
+		if strings.HasPrefix(x, prefix) {
+			n++
+		}
+	}
+	return n
 }

@@ -87,6 +87,15 @@ func IsRelease(p []byte) bool {
 	return ok
 }
 
+// StaleNonce is staleNonce, for its table.
+func StaleNonce(p []byte) (string, bool) {
+	n, ok := staleNonce(p)
+	return string(n), ok
+}
+
+// MaxStaleNonces is maxStaleNonces.
+const MaxStaleNonces = maxStaleNonces
+
 // Answers is answers, for its table.
 func Answers(p, id []byte) bool {
 	var tid [12]byte

@@ -107,7 +107,7 @@ func agentConfig(relay, secret string, tn TestNet, mux *ice.UniversalUDPMuxDefau
 	cfg := &ice.AgentConfig{
 		// The system's network, but a TURN allocation's release is
 		// answered before its socket closes (release.go).
-		Net:          turnNet{Net: sys, releases: newReleases(), under: tn.UnderTURN},
+		Net:          turnNet{Net: sys, password: turnURI.Password, releases: newReleases(), under: tn.UnderTURN},
 		Urls:         []*stun.URI{stunURI, turnURI},
 		NetworkTypes: []ice.NetworkType{ice.NetworkTypeUDP4},
 		CandidateTypes: []ice.CandidateType{

@@ -27,6 +27,13 @@ import (
 // another, so a socket that waited for its own answer in its Close made a
 // close with N relay candidates (one per local address) and the relay
 // gone cost N times releaseWait.
+//
+// A relay that answers the release 438 (Stale Nonce: the nonce the
+// client signed with has expired, which pion's TURN client handles for
+// its refreshes but not for its release) gives a new nonce in that
+// answer: the release is signed again with it and sent at once, as a
+// refresh would be, rather than taken as answered while the allocation
+// stays.
 
 // releaseWait bounds how long closing an agent waits for the relay's
 // answers to its releases: a relay gone costs that much once per close.
@@ -36,11 +43,18 @@ const releaseWait = time.Second
 // (pion's TURN client's retransmission interval).
 const releaseRTO = 200 * time.Millisecond
 
+// maxStaleNonces bounds how many times one release is signed again with a
+// new nonce (a relay that answers every one 438 gets no more).
+const maxStaleNonces = 3
+
 // turnNet is the network ICE gathers on: the system's, but the socket of
 // a TURN client (the only one ICE opens with ListenPacket) leaves its
 // release's answer to be waited for by releases.
 type turnNet struct {
 	transport.Net
+	// password is the TURN credentials' password: a release answered with
+	// a stale nonce is signed again with it.
+	password string
 	// releases are the agent's releases, waited for by its close.
 	releases *releases
 	// under, if set, wraps the socket under the release's retransmission
@@ -56,7 +70,7 @@ func (n turnNet) ListenPacket(network, address string) (net.PacketConn, error) {
 	if n.under != nil {
 		pc = n.under(pc)
 	}
-	return &releaseConn{PacketConn: pc, group: n.releases, answered: make(chan struct{})}, nil
+	return &releaseConn{PacketConn: pc, password: n.password, group: n.releases, answered: make(chan struct{})}, nil
 }
 
 // releases are the TURN releases of one agent whose sockets ICE closed,
@@ -131,6 +145,7 @@ func (r *releases) wait() {
 // answered before it closes.
 type releaseConn struct {
 	net.PacketConn
+	password string
 	group    *releases
 	pending  atomic.Bool   // a release went out
 	answered chan struct{} // closed when the relay answered it
@@ -141,6 +156,7 @@ type releaseConn struct {
 	release []byte     // the release as sent (nil: none yet)
 	id      [stun.TransactionIDSize]byte
 	to      net.Addr
+	stale   int // times it was signed again with a new nonce
 }
 
 func (c *releaseConn) WriteTo(p []byte, to net.Addr) (int, error) {
@@ -162,13 +178,47 @@ func (c *releaseConn) ReadFrom(p []byte) (int, net.Addr, error) {
 		id := c.id
 		c.mu.Unlock()
 		if answers(p[:n], id) {
-			c.answer.Do(func() { close(c.answered) })
-			if c.group != nil {
-				c.group.answered()
+			if nonce, ok := staleNonce(p[:n]); !ok || !c.signAgain(nonce) {
+				c.answer.Do(func() { close(c.answered) })
+				if c.group != nil {
+					c.group.answered()
+				}
 			}
 		}
 	}
 	return n, from, err
+}
+
+// signAgain makes the release anew under nonce (the relay said the one it
+// was signed with is stale) and sends it at once; false when it cannot
+// (maxStaleNonces reached, or the release cannot be read).
+func (c *releaseConn) signAgain(nonce []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stale >= maxStaleNonces {
+		return false
+	}
+	m := &stun.Message{Raw: bytes.Clone(c.release)}
+	if err := m.Decode(); err != nil {
+		return false
+	}
+	var user stun.Username
+	var realm stun.Realm
+	if user.GetFrom(m) != nil || realm.GetFrom(m) != nil {
+		return false
+	}
+	again, err := stun.Build(stun.TransactionID, refreshRequest,
+		stun.RawAttribute{Type: stun.AttrLifetime, Value: []byte{0, 0, 0, 0}},
+		user, realm, stun.NewNonce(string(nonce)),
+		stun.NewLongTermIntegrity(user.String(), realm.String(), c.password),
+		stun.Fingerprint)
+	if err != nil {
+		return false
+	}
+	c.stale++
+	c.release, c.id = again.Raw, again.TransactionID
+	c.PacketConn.WriteTo(c.release, c.to)
+	return true
 }
 
 // done reports whether the relay answered the release.
@@ -229,6 +279,27 @@ func isRelease(p []byte) (id [stun.TransactionIDSize]byte, ok bool) {
 		return id, false
 	}
 	return m.TransactionID, true
+}
+
+// staleNonce reports whether p is a STUN error response 438 (Stale Nonce)
+// that carries a nonce, and the nonce.
+func staleNonce(p []byte) (nonce []byte, ok bool) {
+	if !stun.IsMessage(p) {
+		return nil, false
+	}
+	m := &stun.Message{Raw: bytes.Clone(p)}
+	if err := m.Decode(); err != nil || m.Type.Class != stun.ClassErrorResponse {
+		return nil, false
+	}
+	var code stun.ErrorCodeAttribute
+	if err := code.GetFrom(m); err != nil || code.Code != stun.CodeStaleNonce {
+		return nil, false
+	}
+	var n stun.Nonce
+	if err := n.GetFrom(m); err != nil || len(n) == 0 {
+		return nil, false
+	}
+	return []byte(n), true
 }
 
 // answers reports whether p is a STUN response (success or error) to the

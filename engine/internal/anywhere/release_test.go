@@ -124,15 +124,64 @@ func TestReleaseParsers(t *testing.T) {
 	}
 }
 
-// FuzzReleaseParsers: neither parser panics on anything, and what answers
-// the release is never a release itself.
+// staleNonceCases are answers a TURN client's socket reads (from the
+// relay, or whoever sends to it): staleNonce says whether each is a 438
+// (Stale Nonce) that gives a new nonce, and which. They seed
+// FuzzReleaseParsers.
+func staleNonceCases(t testing.TB) []staleNonceCase {
+	build := func(class stun.MessageClass, setters ...stun.Setter) []byte {
+		all := append([]stun.Setter{stun.NewTransactionIDSetter(releaseID), stun.NewType(stun.MethodRefresh, class)}, setters...)
+		m, err := stun.Build(append(all, stun.Fingerprint)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Raw
+	}
+	stale := build(stun.ClassErrorResponse, stun.CodeStaleNonce, stun.NewRealm("ferry"), stun.NewNonce("n2"))
+	return []staleNonceCase{
+		{"empty", nil, ""},
+		{"a 438 with a nonce", stale, "n2"},
+		{"a 438 cut short", stale[:len(stale)-8], ""},
+		{"a 438 without a nonce", build(stun.ClassErrorResponse, stun.CodeStaleNonce, stun.NewRealm("ferry")), ""},
+		{"a 438 with an empty nonce", build(stun.ClassErrorResponse, stun.CodeStaleNonce, stun.NewNonce("")), ""},
+		{"a 401 with a nonce", build(stun.ClassErrorResponse, stun.CodeUnauthorized, stun.NewNonce("n2")), ""},
+		{"a success with a nonce", build(stun.ClassSuccessResponse, stun.NewNonce("n2")), ""},
+		{"a request with a 438 and a nonce", build(stun.ClassRequest, stun.CodeStaleNonce, stun.NewNonce("n2")), ""},
+		{"an error without a code", build(stun.ClassErrorResponse, stun.NewNonce("n2")), ""},
+	}
+}
+
+type staleNonceCase struct {
+	name  string
+	p     []byte
+	nonce string // "": not a 438 that gives a nonce
+}
+
+func TestStaleNonce(t *testing.T) {
+	for _, c := range staleNonceCases(t) {
+		got, ok := anywhere.StaleNonce(c.p)
+		if ok != (c.nonce != "") || got != c.nonce {
+			t.Errorf("%s: staleNonce %q %v, want %q", c.name, got, ok, c.nonce)
+		}
+	}
+}
+
+// FuzzReleaseParsers: no parser panics on anything, what answers the
+// release is never a release itself, and a stale nonce comes only from an
+// answer, never empty.
 func FuzzReleaseParsers(f *testing.F) {
 	for _, c := range releaseCases(f) {
+		f.Add(c.p)
+	}
+	for _, c := range staleNonceCases(f) {
 		f.Add(c.p)
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {
 		if anywhere.IsRelease(p) && anywhere.Answers(p, releaseID[:]) {
 			t.Fatalf("%x is a release and its answer", p)
+		}
+		if nonce, ok := anywhere.StaleNonce(p); ok && (nonce == "" || anywhere.IsRelease(p)) {
+			t.Fatalf("%x: a stale nonce %q from a request, or an empty one", p, nonce)
 		}
 	})
 }
@@ -149,24 +198,27 @@ type fakeTURN struct {
 	// quietReleases: releases go unanswered (a relay gone after the
 	// allocations were made).
 	quietReleases bool
+	// rotateEach: every release is answered 438 with a new nonce.
+	rotateEach bool
 
 	mu          sync.Mutex // guards the fields below
 	nonce       string
 	gen         int
 	allocations int
-	released    int // releases answered as done
-	staleSent   int // 438 answers
+	released    int             // releases answered as done
+	staleSent   int             // 438 answers
+	nonces      map[string]bool // nonces releases were signed with
 }
 
 const fakeRealm = "ferry"
 
-func startFakeTURN(t *testing.T, quietReleases bool) *fakeTURN {
+func startFakeTURN(t *testing.T, quietReleases, rotateEach bool) *fakeTURN {
 	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeTURN{pc: pc, quietReleases: quietReleases}
+	f := &fakeTURN{pc: pc, quietReleases: quietReleases, rotateEach: rotateEach, nonces: map[string]bool{}}
 	f.rotate()
 	done := make(chan struct{})
 	go func() {
@@ -216,8 +268,15 @@ func (f *fakeTURN) handle(m *stun.Message, from net.Addr) {
 	release := m.Type.Method == stun.MethodRefresh && bytes.Equal(lifetime, []byte{0, 0, 0, 0})
 	var nonce stun.Nonce
 	nonce.GetFrom(m)
-	if release && f.quietReleases {
-		return
+	if release {
+		f.nonces[string(nonce)] = true
+		if f.quietReleases {
+			return
+		}
+		if f.rotateEach {
+			f.gen++
+			f.nonce = fmt.Sprintf("nonce-%d", f.gen)
+		}
 	}
 	if string(nonce) != f.nonce {
 		f.staleSent++
@@ -245,6 +304,42 @@ func (f *fakeTURN) handle(m *stun.Message, from net.Addr) {
 type setter func(*stun.Message) error
 
 func (s setter) AddTo(m *stun.Message) error { return s(m) }
+
+// An allocation whose release the relay answers 438 (its nonce went
+// stale: the relay rotated it since the allocation was made) is given
+// back all the same: the release is signed again with the nonce the
+// answer carries. The 438 ended the wait for the release as if it were
+// its answer, and the allocation stayed at the relay for its lifetime.
+func TestTURNReleaseWithAStaleNonce(t *testing.T) {
+	f := startFakeTURN(t, false, false)
+	closeAgent, err := anywhere.GatherRelayed(t.Context(), f.addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rotate()
+	closeAgent()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.allocations != 1 || f.staleSent != 1 || f.released != 1 {
+		t.Errorf("%d allocation, %d answers 438, %d releases done; want 1, 1, 1", f.allocations, f.staleSent, f.released)
+	}
+}
+
+// A relay that answers every release 438 with yet another nonce gets the
+// release signed again MaxStaleNonces times, no more.
+func TestTURNReleaseStaleNoncesAreBounded(t *testing.T) {
+	f := startFakeTURN(t, false, true)
+	closeAgent, err := anywhere.GatherRelayed(t.Context(), f.addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAgent()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.nonces); n != 1+anywhere.MaxStaleNonces {
+		t.Errorf("the release was signed with %d nonces, want %d (the first, then one per 438 up to the bound)", n, 1+anywhere.MaxStaleNonces)
+	}
+}
 
 // eventLog records, in order, what the sockets of an agent's TURN clients
 // did.
@@ -296,7 +391,7 @@ func (l *eventLog) wrap(pc net.PacketConn) net.PacketConn {
 // sockets still open went on after the first had given up and closed.
 func TestTURNReleasesOfOneCloseWaitTogether(t *testing.T) {
 	const n = 3
-	f := startFakeTURN(t, true)
+	f := startFakeTURN(t, true, false)
 	var log eventLog
 	closeAgent, err := anywhere.GatherRelayedN(t.Context(), f.addr(), n, log.wrap)
 	if err != nil {

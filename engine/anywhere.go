@@ -414,6 +414,7 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 	srv := &anywhere.Server{
 		Relay:    relay,
 		Self:     e.ident.ID,
+		Instance: e.instance,
 		Peers:    e.anywherePeers,
 		Listener: e.quicListenAddr,
 		Log:      e.log,

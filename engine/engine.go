@@ -26,6 +26,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/anywhere"
 	"github.com/ferrydrop/ferry/engine/internal/core"
 	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
@@ -288,6 +289,9 @@ type Engine struct {
 	reg        *join.Registry
 	// netw tells the transports when this device's network changes.
 	netw *netwatch.Watcher
+	// instance names this run of the engine to the devices that reach it
+	// through a relay (anywhere.Server.Instance): a new one at each start.
+	instance string
 	// anywhereLoopback makes calls through a relay offer loopback
 	// addresses only (tests, anywhere.go).
 	anywhereLoopback bool
@@ -403,7 +407,7 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rxCtx, stopRx := context.WithCancelCause(ctx)
 	netw := netwatch.New(netwatch.Options{})
-	e := &Engine{netw: netw,
+	e := &Engine{netw: netw, instance: anywhere.NewInstance(),
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
 		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),

@@ -528,6 +528,82 @@ func TestAnywhereReceiverStops(t *testing.T) {
 	next("done:", 2*time.Minute)
 }
 
+// TestAnywhereKilledReceiverRestarted: a receiver killed (SIGKILL) while a
+// file comes to it through the relay's TURN, and started again at once,
+// announces itself anew at the relay; the sender, whose path fell silent,
+// reads there that the device restarted and calls the new one, instead of
+// waiting for QUIC's idle timeout: its reconnect said "the connection
+// went silent for 10s", the dead receiver's TURN allocation (the path's
+// remote end) outliving it by minutes. The reason of the one reconnect,
+// not a time, is what is checked.
+func TestAnywhereKilledReceiverRestarted(t *testing.T) {
+	lab := natLab(t, netlab.NATConfig{A: netlab.PortRandom})
+	bin := buildCLI(t)
+	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhere(t, a, b, false)
+	inbox := t.TempDir()
+	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
+	recvArgs := []string{"receive", "--config", b.dir, "--name", b.name, "--dir", inbox, "--listen", ":0", "--accept", "trusted",
+		"--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt}
+	recv := startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", recvArgs...)
+	src := randomFile(t, 256)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	send := lab.Command(ctx, netlab.HostA, bin, "send", "--config", a.dir, "--name", a.name, "--to", b.name, "--relay", relayAt, src)
+	out, err := send.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send.Stderr = send.Stdout
+	if err := send.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); send.Wait() }()
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(prefix string, within time.Duration) string {
+		t.Helper()
+		deadline := time.After(within)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the send ended before a line %q", prefix)
+				}
+				if strings.HasPrefix(l, prefix) {
+					return l
+				}
+			case <-deadline:
+				t.Fatalf("no line %q within %v", prefix, within)
+			}
+		}
+	}
+	if l := next("transport:", 30*time.Second); !strings.Contains(l, "relayed") {
+		t.Fatalf("not relayed: %s", l)
+	}
+	time.Sleep(time.Second) // a part of the file on its way
+	if err := recv.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	recv.Process.Wait()
+	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", recvArgs...)
+	l := next("reconnecting:", 30*time.Second)
+	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), l)
+	if !strings.Contains(l, "restarted") {
+		t.Errorf("the sender reconnected for another reason than the receiver's restart: %s", l)
+	}
+	l = next("reconnected", 30*time.Second)
+	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), l)
+	next("done:", 2*time.Minute)
+}
+
 // TestAnywhereStallIsNotALoss: a path beyond the LAN that carries nothing
 // for 3 s (a Wi-Fi stall, both WAN links dropping every packet), at 80 ms
 // round trip, holds its session: the transfer goes on on the same

@@ -102,3 +102,8 @@ func Answers(p, id []byte) bool {
 	copy(tid[:], id)
 	return answers(p, tid)
 }
+
+// Restarted is restarted, for its tests.
+func Restarted(ctx context.Context, req DialRequest, instance string) bool {
+	return restarted(ctx, req, instance)
+}

@@ -31,6 +31,19 @@ var ErrNotFound = errors.New("device not found through the relay")
 // device.
 var ErrRelayGone = errors.New("the port that carried the connection is closed")
 
+// ErrPeerRestarted: a session's path fell silent, and the device's
+// presence at the relay is now another run's than the one that answered
+// the call: it was killed (or crashed) and started again, and the session
+// to the one before will never answer.
+var ErrPeerRestarted = errors.New("the other device restarted (it announced itself again through the relay)")
+
+// restartLookEvery bounds how often a silent session asks the relay
+// whether its device restarted.
+const restartLookEvery = time.Second
+
+// restartLookWait bounds one such look.
+const restartLookWait = 2 * time.Second
+
 // ErrNoAnswer marks a device whose presence is there but which did not
 // answer the call in time.
 var ErrNoAnswer = errors.New("the device did not answer through the relay")
@@ -204,7 +217,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if !g.localRelayed() {
 		// Direct from the shared socket to the peer's end of the pair (a
 		// host, its NAT's mapping, or its TURN relay).
-		if qs, err = sock.Dial(ctx, g.remoteAddr(), req.TLS, req.Transport, g.follow(req)); err != nil {
+		if qs, err = sock.Dial(ctx, g.remoteAddr(), req.TLS, req.Transport, g.follow(req, answer.Instance)); err != nil {
 			return nil, err
 		}
 		b, _ = newBridge(g, nil, nil, nil)
@@ -239,14 +252,64 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 }
 
 // follow is what a session from the shared socket to the pair's remote
-// end follows: the network, and, when that end is a relay's port (a TURN
-// allocation of the peer's), that a closed port there is the relay's.
-func (g *agent) follow(req DialRequest) quic.SharedDial {
+// end follows: the network; when that end is a relay's port (a TURN
+// allocation of the peer's), that a closed port there is the relay's;
+// and, when the run of the device that answered is named (instance), the
+// device's presence at the relay while the path is silent: a presence of
+// another run says the device restarted. A device killed beyond the LAN
+// tells nothing else: its TURN allocation (the remote of a relayed pair)
+// outlives it by minutes, and a new port of its own is behind its NAT,
+// so the session waited for QUIC's idle timeout (10 s) although the
+// device was back within a second.
+func (g *agent) follow(req DialRequest, instance string) quic.SharedDial {
 	f := quic.SharedDial{Network: req.Network}
 	if pair, err := g.a.GetSelectedCandidatePair(); err == nil && pair != nil && pair.Remote.Type() == ice.CandidateTypeRelay {
 		f.PortClosed = fmt.Errorf("the relay %s stopped or restarted: %w", req.Relay, ErrRelayGone)
 	}
+	if instance != "" {
+		var last time.Time // guarded by the migrator: one look at a time
+		f.PeerGone = func(ctx context.Context) error {
+			if time.Since(last) < restartLookEvery {
+				return nil
+			}
+			last = time.Now()
+			ctx, cancel := context.WithTimeout(ctx, restartLookWait)
+			defer cancel()
+			if restarted(ctx, req, instance) {
+				return ErrPeerRestarted
+			}
+			return nil
+		}
+	}
 	return f
+}
+
+// restarted reports whether the device's freshest presence at the relay
+// is another run's than instance. A presence is put again under the same
+// name (PUT replaces it), so a device that restarted replaced the one of
+// its run before at once; a relay that does not answer tells nothing.
+func restarted(ctx context.Context, req DialRequest, instance string) bool {
+	now := time.Now
+	if req.Now != nil {
+		now = req.Now
+	}
+	t := now()
+	mb := NewMailbox(req.Relay, req.RelaySecret)
+	defer mb.Close()
+	names := PresenceNames(req.Secret, req.Peer, t)
+	got, err := mb.Get(ctx, names)
+	if err != nil {
+		return false
+	}
+	var freshest Message
+	for i, blobs := range got {
+		for _, b := range blobs {
+			if m, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t); err == nil && m.At >= freshest.At {
+				freshest = m
+			}
+		}
+	}
+	return freshest.Instance != "" && freshest.Instance != instance
 }
 
 // Lookup checks that the device keeps a presence at the relay for this
@@ -395,6 +458,12 @@ type Server struct {
 	RelaySecret string
 	// Self is this device's ID.
 	Self identity.DeviceID
+	// Instance names this run of the device (NewInstance; "": none): its
+	// presences and answers carry it, so that a caller whose session went
+	// silent learns from a presence of another run that the device
+	// restarted. One per process, not per Run: a device that stops and
+	// starts serving keeps its sessions.
+	Instance string
 	// Peers lists the paired devices with a rendezvous secret, now.
 	Peers func() []Peer
 	// Listener is the local QUIC listener's address, now (nil: none).
@@ -785,7 +854,7 @@ func changes(peers []Peer, announced map[Peer]bool) (added, gone []Peer) {
 func (s *Server) announce(ctx context.Context, mb *Mailbox, peers []Peer, t time.Time) error {
 	for _, p := range peers {
 		name := PresenceName(p.Secret, s.Self, t)
-		blob, err := Seal(p.Secret, name, Message{Kind: KindPresence, From: s.Self.String(), To: p.ID.String(), At: t.Unix()})
+		blob, err := Seal(p.Secret, name, Message{Kind: KindPresence, From: s.Self.String(), To: p.ID.String(), At: t.Unix(), Instance: s.Instance})
 		if err != nil {
 			return err
 		}
@@ -873,7 +942,7 @@ func (s *Server) answer(ctx context.Context, mb *Mailbox, mux *ice.UniversalUDPM
 	if err != nil {
 		return nil, fmt.Errorf("gather candidates: %w", err)
 	}
-	ans := Message{Kind: KindAnswer, From: s.Self.String(), To: p.ID.String(), At: now().Unix(), Call: call.Call}
+	ans := Message{Kind: KindAnswer, From: s.Self.String(), To: p.ID.String(), At: now().Unix(), Call: call.Call, Instance: s.Instance}
 	g.fill(&ans)
 	box := AnswerName(p.Secret, call.Call)
 	blob, err := Seal(p.Secret, box, ans)

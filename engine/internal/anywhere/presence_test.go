@@ -273,3 +273,52 @@ func TestPeersChangedElsewhereReachTheRelay(t *testing.T) {
 		return errors.Is(look(), anywhere.ErrNotFound)
 	})
 }
+
+// A receiver killed and started again puts a presence of its new run,
+// which replaces the one of the run before at the relay: a caller whose
+// session to the run before fell silent reads there that the device
+// restarted. The run that answered reads as itself, and a presence that
+// names no run (a device from before runs were named) says nothing.
+func TestRestartedReceiverIsSeenAtTheRelay(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 7
+	// serve runs a receiver of run instance until the test ends, as a
+	// killed one does not take its presence back.
+	serve := func(instance string) {
+		started := make(chan struct{})
+		srv := &anywhere.Server{
+			Relay: r.Addr().String(), Self: b.ID, Loopback: true, Instance: instance,
+			Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
+			Listener: func() *net.UDPAddr { return nil },
+			Started:  func() { close(started) },
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		served := make(chan error, 1)
+		go func() { served <- srv.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-served })
+		<-started
+	}
+	req := anywhere.DialRequest{Relay: r.Addr().String(), Secret: s, Self: a.ID, Peer: b.ID}
+	first, second := anywhere.NewInstance(), anywhere.NewInstance()
+	serve(first)
+	if anywhere.Restarted(t.Context(), req, first) {
+		t.Error("the run that answered reads as restarted")
+	}
+	serve(second)
+	if !anywhere.Restarted(t.Context(), req, first) {
+		t.Error("a receiver started again does not read as restarted to a session with the run before")
+	}
+	if anywhere.Restarted(t.Context(), req, second) {
+		t.Error("the new run reads as restarted to a session with itself")
+	}
+	serve("")
+	if anywhere.Restarted(t.Context(), req, second) {
+		t.Error("a presence that names no run reads as a restart")
+	}
+}

@@ -110,7 +110,18 @@ type Message struct {
 	Ufrag      string   `json:"ufrag,omitempty"`
 	Pwd        string   `json:"pwd,omitempty"`
 	Candidates []string `json:"candidates,omitempty"`
+	// Instance names the run of the receiving device that put a presence
+	// or an answer (InstanceLen hex digits, new at each start; "" from a
+	// device from before it): a presence of another instance than the
+	// one that answered a session's call says the device restarted.
+	Instance string `json:"instance,omitempty"`
 }
+
+// InstanceLen is the length of Message.Instance.
+const InstanceLen = 16
+
+// NewInstance names a run of this device (Server.Instance).
+func NewInstance() string { return randomHex(InstanceLen / 2) }
 
 // PresenceName is the name receiver's presence for the device sharing s
 // goes under at t: the rendezvous name itself.
@@ -253,6 +264,12 @@ func ParseMessage(plain []byte) (Message, error) {
 		if _, err := identity.ParseID(id); err != nil {
 			return Message{}, fmt.Errorf("%w: device ID: %v", ErrBadMessage, err)
 		}
+	}
+	if m.Instance != "" && (len(m.Instance) != InstanceLen || !isHex(m.Instance)) {
+		return Message{}, fmt.Errorf("%w: bad instance", ErrBadMessage)
+	}
+	if m.Kind == KindCall && m.Instance != "" {
+		return Message{}, fmt.Errorf("%w: a call names no instance", ErrBadMessage)
 	}
 	if m.Kind == KindPresence || m.Kind == KindLeft {
 		if m.Call != "" || m.Ufrag != "" || m.Pwd != "" || len(m.Candidates) > 0 {

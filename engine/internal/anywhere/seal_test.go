@@ -118,6 +118,14 @@ var parseCases = []struct {
 	{"short pwd", `{"kind":"call","from":"` + idA.String() + `","to":"` + idB.String() + `","call":"` + strings.Repeat("0a", 16) + `","ufrag":"abcd","pwd":"short","candidates":["c"]}`, false},
 	{"bad call name", `{"kind":"call","from":"` + idA.String() + `","to":"` + idB.String() + `","call":"../../etc","ufrag":"abcd","pwd":"` + strings.Repeat("x", 22) + `","candidates":["c"]}`, false},
 	{"control char in candidate", `{"kind":"call","from":"` + idA.String() + `","to":"` + idB.String() + `","call":"` + strings.Repeat("0a", 16) + `","ufrag":"abcd","pwd":"` + strings.Repeat("x", 22) + `","candidates":["a\nb"]}`, false},
+	{"presence of an instance", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"0123456789abcdef"}`, true},
+	{"answer of an instance", `{"kind":"answer","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"call":"` + strings.Repeat("0a", 16) + `","ufrag":"abcd","pwd":"` + strings.Repeat("x", 22) + `","candidates":["c"],"instance":"0123456789abcdef"}`, true},
+	{"instance too short", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"0123"}`, false},
+	{"instance too long", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"` + strings.Repeat("0", 4096) + `"}`, false},
+	{"instance not hex", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"0123456789ABCDEF"}`, false},
+	{"instance with a control char", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"0123456789abcde\n"}`, false},
+	{"instance not a string", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":7}`, false},
+	{"call with an instance", `{"kind":"call","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"call":"` + strings.Repeat("0a", 16) + `","ufrag":"abcd","pwd":"` + strings.Repeat("x", 22) + `","candidates":["c"],"instance":"0123456789abcdef"}`, false},
 	{"too many candidates", `{"kind":"call","from":"` + idA.String() + `","to":"` + idB.String() + `","call":"` + strings.Repeat("0a", 16) + `","ufrag":"abcd","pwd":"` + strings.Repeat("x", 22) + `","candidates":[` + strings.Repeat(`"c",`, MaxCandidates) + `"c"]}`, false},
 }
 
@@ -145,6 +153,9 @@ func FuzzParseMessage(f *testing.F) {
 		}
 		if len(m.Candidates) > MaxCandidates {
 			t.Fatalf("%d candidates accepted", len(m.Candidates))
+		}
+		if m.Instance != "" && len(m.Instance) != InstanceLen {
+			t.Fatalf("instance %.40q accepted", m.Instance)
 		}
 		// What it accepts seals and opens to the same.
 		if _, err := Seal(secret(1), strings.Repeat("0", 32), m); err != nil && len(b) < MaxBlob-sealOverhead {

@@ -43,7 +43,9 @@ import (
 //   - when the path in use stays silent (datagrams sent, nothing back for
 //     Config.PathSilence), switches to a validated standby (a Wi-Fi link
 //     that is up but dead, which no system event reveals), and asks the
-//     peer's host whether its port is still open (see peerGone);
+//     peer's host whether its port is still open (see peerGone), and,
+//     for a session beyond the LAN, the relay whether the peer restarted
+//     (SharedDial.PeerGone);
 //   - leaves a bound path at once for a validated standby when its address
 //     is removed.
 //
@@ -139,6 +141,9 @@ type migrator struct {
 	checking   bool       // a peerGone check runs
 	gone       chan error // its answer: non-nil when the peer's port is closed
 	portClosed error      // what the connection ends with then (nil: errPeerGone)
+	// peerGone, if set, is asked as well (SharedDial.PeerGone): its error
+	// ends the connection as it is.
+	peerGone func(context.Context) error
 
 	// The address in use went away at addrGone (zero: it did not, or the
 	// peer kept answering since); the connection had sent sentAtGone
@@ -202,7 +207,7 @@ func (m *migrator) run() {
 				// restarted elsewhere; the relay, when the remote is its
 				// port): end the connection now rather than after the
 				// idle timeout, so the sender looks again.
-				if m.portClosed != nil {
+				if m.portClosed != nil && errors.Is(err, errPeerGone) {
 					err = m.portClosed
 				}
 				m.c.lose(err)
@@ -258,7 +263,13 @@ func (m *migrator) sample(now time.Time) {
 		m.leave(now, reasonSilent, nil)
 		if !m.checking {
 			m.checking = true
-			m.probes.Go(func() { m.gone <- peerGone(m.ctx, m.remote) })
+			m.probes.Go(func() {
+				err := peerGone(m.ctx, m.remote)
+				if err == nil && m.peerGone != nil {
+					err = m.peerGone(m.ctx)
+				}
+				m.gone <- err
+			})
 		}
 	}
 }

@@ -391,6 +391,41 @@ func TestSharedSocketRemotePortClosedSaysWhose(t *testing.T) {
 	}
 }
 
+// A session from a shared socket whose path falls silent while its
+// remote's port stays open (a receiver killed beyond the LAN: the port is
+// its TURN allocation, which the relay keeps) asks SharedDial.PeerGone
+// too, and ends with its word that the peer is gone for good (it
+// restarted) before the idle timeout; asked while the path works, it
+// ends nothing.
+func TestSharedSocketPeerGoneEndsTheSilence(t *testing.T) {
+	restarted := errors.New("the other device restarted")
+	var asked atomic.Int32
+	var cut atomic.Bool
+	c, s, relay := sharedPair(t, SharedDial{Network: newFakeNetwork("127.0.0.1"), PeerGone: func(context.Context) error {
+		asked.Add(1)
+		if cut.Load() {
+			return restarted
+		}
+		return nil
+	}})
+	f := startFlow(t, c, s)
+	f.moreThan(t, 1<<20)
+	cut.Store(true)
+	relay.Cut(netip.MustParseAddr("127.0.0.1"), true)
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection outlived the peer's restart")
+	}
+	if err := c.primary.err(context.Cause(c.primary.c.Context())); !errors.Is(err, restarted) {
+		t.Errorf("its streams end with %q, want %q", err, restarted)
+	}
+	var idle *quic.IdleTimeoutError
+	if err := context.Cause(c.primary.c.Context()); errors.As(err, &idle) {
+		t.Errorf("it ended at the idle timeout (%v), not when PeerGone said so (asked %d times)", err, asked.Load())
+	}
+}
+
 // A session from a shared socket stays one connection even on a clean
 // local path: an extra connection would come from another socket, which
 // the peer's NAT (or the relay's TURN permission) does not let in, and the

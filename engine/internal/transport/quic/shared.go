@@ -94,6 +94,12 @@ type SharedDial struct {
 	// value says the peer stopped; a remote that is a relay's port (a TURN
 	// allocation) says the relay did.
 	PortClosed error
+	// PeerGone, when set, is asked too while the path is silent, as the
+	// peer's port is: a non-nil error says that the peer is gone for good
+	// (a device beyond the LAN that restarted, as the relay it announces
+	// itself at tells) and ends the connection with it, instead of after
+	// the idle timeout. It is asked once per silent period at most.
+	PeerGone func(context.Context) error
 }
 
 // Dial runs a session to remote on the socket; the session then owns the
@@ -128,8 +134,8 @@ func (s *Shared) Dial(ctx context.Context, remote string, tlsConf *tls.Config, c
 		}
 	}
 	ses := dialledSession(c, ra, tlsConf, cfg, follow.Network, bound)
-	if ses.mig != nil && follow.PortClosed != nil {
-		ses.mig.portClosed = follow.PortClosed
+	if ses.mig != nil {
+		ses.mig.portClosed, ses.mig.peerGone = follow.PortClosed, follow.PeerGone
 	}
 	return ses, nil
 }

@@ -8,10 +8,12 @@ import "os"
 // locked, the file must still be the one at path, else a holder removed
 // it meanwhile and the new one is locked instead. waiting, when not nil,
 // runs once if another holds the lock (tests). unlock lets go; a holder
-// that removes the file does so before it calls unlock.
+// that removes the file does so before it calls unlock: the file is
+// opened so that it can be removed while held (on Windows too, where a
+// file open without FILE_SHARE_DELETE cannot be).
 func Hold(path string, waiting func()) (unlock func(), err error) {
 	for {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := openRemovable(path)
 		if err != nil {
 			return nil, err
 		}

@@ -46,3 +46,9 @@ func lockFile(f *os.File, wait bool) (ok bool, err error) {
 	}
 	return err == nil, err
 }
+
+// openRemovable opens path for Hold (created if need be); a file open here
+// can be removed by anyone at any time.
+func openRemovable(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+}

@@ -55,6 +55,7 @@ func newHistoryView(u *UI) *historyView {
 			v.fill(v.entries[i], obj.(*fyne.Container))
 		},
 	)
+	v.list.menu = u.openMenu
 	// A row has its own buttons and does nothing when clicked: a click
 	// leaves no selection, whose highlight, kept by position, moved to
 	// another entry as soon as a transfer ended or the search changed.
@@ -87,7 +88,8 @@ func newHistoryView(u *UI) *historyView {
 // (keyed), opens it.
 type historyList struct {
 	widget.List
-	keyed bool // a key, not a click, is selecting the row
+	keyed bool   // a key, not a click, is selecting the row
+	menu  func() // opens the window's menu (keyMenu)
 }
 
 func newHistoryList(length func() int, create func() fyne.CanvasObject, update func(widget.ListItemID, fyne.CanvasObject)) *historyList {
@@ -97,14 +99,19 @@ func newHistoryList(length func() int, create func() fyne.CanvasObject, update f
 	return l
 }
 
-// TypedKey opens the focused row's details on Enter or Space; other keys
-// are the list's own (Up and Down move among the rows).
+// TypedKey opens the focused row's details on Enter or Space and the
+// window's menu on F10; other keys are the list's own (Up and Down move
+// among the rows).
 func (l *historyList) TypedKey(ev *fyne.KeyEvent) {
 	switch ev.Name {
 	case fyne.KeyReturn, fyne.KeyEnter, fyne.KeySpace:
 		l.keyed = true
 		defer func() { l.keyed = false }()
 		l.List.TypedKey(&fyne.KeyEvent{Name: fyne.KeySpace}) // selects the focused row: OnSelected
+		return
+	}
+	if ev.Name == keyMenu && l.menu != nil {
+		l.menu()
 		return
 	}
 	l.List.TypedKey(ev)

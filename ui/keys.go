@@ -126,7 +126,41 @@ func (u *UI) typedKey(ev *fyne.KeyEvent) {
 		u.escape()
 	case fyne.KeyReturn, fyne.KeyEnter:
 		u.enter()
+	case keyMenu:
+		u.openMenu()
 	}
+}
+
+// keyMenu opens the window's menu, as F10 does in GTK and Windows apps.
+// Fyne opens its menu bar from the keyboard only with Alt, and offers no
+// call that opens it (its canvas's ToggleMenu is internal): F10 shows the
+// same menu as a pop-up at the window's top left instead, which the arrow
+// keys, Enter and Escape work (widget.PopUpMenu). Fyne hands a key without
+// a modifier to the focused widget, or to the canvas when none is: so the
+// canvas and each of Ferry's focusable types pass it on (others, such as
+// Fyne's lists, keep it).
+const keyMenu = fyne.KeyF10
+
+// openMenu shows the window's menu (keyMenu) as a pop-up with the keyboard
+// on its first item; several menus are its items' child menus.
+func (u *UI) openMenu() {
+	mm := u.win.MainMenu()
+	if mm == nil || len(mm.Items) == 0 {
+		return
+	}
+	m := mm.Items[0]
+	if len(mm.Items) > 1 {
+		m = fyne.NewMenu("")
+		for _, child := range mm.Items {
+			i := fyne.NewMenuItem(child.Label, nil)
+			i.ChildMenu = child
+			m.Items = append(m.Items, i)
+		}
+	}
+	c := u.win.Canvas()
+	pop := widget.NewPopUpMenu(m, c)
+	pop.ShowAtRelativePosition(fyne.NewPos(0, 0), c.Content())
+	pop.TypedKey(&fyne.KeyEvent{Name: fyne.KeyDown}) // the first item, as the menu bar's Alt does
 }
 
 // button is a widget.Button for the keyboard: Enter and Return press it as
@@ -146,13 +180,16 @@ func (u *UI) newButton(label string, icon fyne.Resource, tapped func()) *button 
 	return b
 }
 
-// TypedKey presses the button on Enter and passes Escape to the dialog.
+// TypedKey presses the button on Enter, passes Escape to the dialog and
+// opens the menu on F10.
 func (b *button) TypedKey(ev *fyne.KeyEvent) {
 	switch ev.Name {
 	case fyne.KeyReturn, fyne.KeyEnter:
 		b.Tapped(nil)
 	case fyne.KeyEscape:
 		b.u.escape()
+	case keyMenu:
+		b.u.openMenu()
 	default:
 		b.Button.TypedKey(ev)
 	}
@@ -236,10 +273,14 @@ func (e *entry) FocusGained() {
 	e.u.reveal(e)
 }
 
-// TypedKey passes Escape to the dialog.
+// TypedKey passes Escape to the dialog; F10 opens the menu.
 func (e *entry) TypedKey(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeyEscape {
+	switch ev.Name {
+	case fyne.KeyEscape:
 		e.u.escape()
+		return
+	case keyMenu:
+		e.u.openMenu()
 		return
 	}
 	e.Entry.TypedKey(ev)
@@ -269,6 +310,8 @@ func (c *check) TypedKey(ev *fyne.KeyEvent) {
 	switch ev.Name {
 	case fyne.KeyEscape:
 		c.u.escape()
+	case keyMenu:
+		c.u.openMenu()
 	case fyne.KeyReturn, fyne.KeyEnter:
 		c.u.enter()
 	default:
@@ -301,6 +344,8 @@ func (c *choice) TypedKey(ev *fyne.KeyEvent) {
 	switch ev.Name {
 	case fyne.KeyEscape:
 		c.u.escape()
+	case keyMenu:
+		c.u.openMenu()
 	case fyne.KeyReturn, fyne.KeyEnter:
 		c.u.enter()
 	default:

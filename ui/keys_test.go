@@ -633,3 +633,69 @@ func TestEnterOnAHistoryRowOpensItsDetails(t *testing.T) {
 		t.Fatal("a click on a row opened its details")
 	}
 }
+
+// topMenu is the pop-up menu shown with the keyboard on it, if any.
+func topMenu(u *UI) *widget.PopUpMenu {
+	m, _ := u.win.Canvas().Focused().(*widget.PopUpMenu)
+	if m == nil || !m.Visible() || overlays(u) == 0 {
+		return nil
+	}
+	return m
+}
+
+// TestF10OpensTheMenu: the window's menu opened from the keyboard only
+// with Alt (Fyne's menu bar), which GTK and Windows users do not all know;
+// F10 opens it too, as a pop-up of the same items the arrow keys, Enter
+// and Escape work, wherever the focus is: on nothing, a button, an entry,
+// History's list.
+func TestF10OpensTheMenu(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	file := u.win.MainMenu().Items[0]
+	press(u, fyne.KeyF10)
+	m := topMenu(u)
+	if m == nil || len(m.Items) != len(file.Items) {
+		t.Fatal("F10 with nothing focused did not open the window's menu")
+	}
+	press(u, fyne.KeyEscape)
+	if topMenu(u) != nil {
+		t.Fatal("Escape did not close the menu")
+	}
+	// From a button: down to Settings, Enter.
+	focus(t, u, windowButton(t, u, "Send files…"))
+	press(u, fyne.KeyF10)
+	if topMenu(u) == nil {
+		t.Fatal("F10 on a button did not open the menu")
+	}
+	for _, it := range file.Items {
+		if it.Label == "Settings" {
+			break
+		}
+		if !it.IsSeparator {
+			press(u, fyne.KeyDown)
+		}
+	}
+	press(u, fyne.KeyReturn)
+	if topMenu(u) != nil || u.tabs.SelectedIndex() != pageSettings {
+		t.Fatalf("Enter on Settings: menu open %v, page %d", topMenu(u) != nil, u.tabs.SelectedIndex())
+	}
+	for _, f := range []fyne.Focusable{u.settings.name, u.history.list} {
+		focus(t, u, f)
+		press(u, fyne.KeyF10)
+		if topMenu(u) == nil {
+			t.Fatalf("F10 on %T did not open the menu", f)
+		}
+		press(u, fyne.KeyEscape)
+	}
+}
+
+// focus gives f the keyboard, showing its page first.
+func focus(t *testing.T, u *UI, f fyne.Focusable) {
+	t.Helper()
+	if f == fyne.Focusable(u.history.list) {
+		u.showPage(pageHistory)
+	}
+	u.win.Canvas().Focus(f)
+	if u.win.Canvas().Focused() != f {
+		t.Fatalf("%T cannot take the focus", f)
+	}
+}

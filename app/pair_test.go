@@ -192,6 +192,10 @@ func TestAppOfferCodeTrustsThroughConfirmPair(t *testing.T) {
 	if err := b.Decide(offer.ID, ui.Decision{Accept: true, AlwaysAccept: true}); err != nil {
 		t.Fatal(err)
 	}
+	// Bob's prompt showed the code (no window here says it on screen: its
+	// decision does); before that, Alice's engine refuses her answer.
+	for p := next(t, aEvents, ui.TransferPair, sent.ID); p.Pair.Shown != ui.CodeShownYes; p = next(t, aEvents, ui.TransferPair, sent.ID) {
+	}
 	if err := a.ConfirmPair(sent.ID, true); err != nil {
 		t.Fatal(err)
 	}

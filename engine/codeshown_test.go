@@ -421,3 +421,72 @@ func TestShownCodesWithoutAPrompt(t *testing.T) {
 		t.Fatal("the receiver is not trusted")
 	}
 }
+
+// TestCodeIsConfirmedOnlyOnceShown: the app's row and ferry-cli send --pair
+// ask to compare a code only once the receiver says its screen shows it,
+// but ConfirmPair took a match before then (through the API, a client
+// that answers at once) and trusted the receiver through a code nobody
+// there could have seen. It is refused while the receiver's client has
+// not shown the offer, and while it keeps it queued, and taken once shown.
+func TestCodeIsConfirmedOnlyOnceShown(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk})
+	rx, unsub := recv.Subscribe(256)
+	defer unsub()
+	send := testEngine(t, Options{})
+	tx, unsub2 := send.Subscribe(256)
+	defer unsub2()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
+		t.Fatalf("the sender's first code event %+v, want it waiting", p)
+	}
+	if err := send.ConfirmPair(tr.ID(), true); !errors.Is(err, ErrCodeNotShownYet) {
+		t.Fatalf("ConfirmPair before the receiver's screen showed the offer: %v, want %v", err, ErrCodeNotShownYet)
+	}
+	var offer string
+	for timeout := time.After(time.Minute); offer == ""; {
+		select {
+		case ev := <-rx:
+			if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+				offer = ev.TransferID
+			}
+		case <-timeout:
+			t.Fatal("no offer")
+		}
+	}
+	if err := recv.OfferOnScreen(offer, false); err != nil {
+		t.Fatal(err)
+	}
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownQueued {
+		t.Fatalf("the queued offer: %+v, want it queued", p)
+	}
+	if err := send.ConfirmPair(tr.ID(), true); !errors.Is(err, ErrCodeNotShownYet) {
+		t.Fatalf("ConfirmPair while the receiver keeps the offer queued: %v, want %v", err, ErrCodeNotShownYet)
+	}
+	if trusts(send, recv.ID()) {
+		t.Fatal("the receiver was trusted through a code its screen did not show")
+	}
+	if err := recv.OfferOnScreen(offer, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownPending {
+		t.Fatalf("the offer, shown: %+v, want its code to be compared", p)
+	}
+	if err := send.ConfirmPair(tr.ID(), true); err != nil {
+		t.Fatalf("ConfirmPair once shown: %v", err)
+	}
+	if err := recv.Decide(offer, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateDone {
+		t.Fatalf("%s %q", r.State, r.Err)
+	}
+	if !trusts(send, recv.ID()) {
+		t.Fatal("the receiver is not trusted")
+	}
+}

@@ -37,6 +37,13 @@ var (
 	// did not show its user (PairInfo.Shown is CodeShownNo): there is
 	// nothing to compare it with; pairing (Pair) shows a code on both.
 	ErrCodeNotShown = errors.New("the other device accepted without showing this verification code, so it cannot be compared: pair with it instead")
+	// ErrCodeNotShownYet is returned by ConfirmPair for a code the
+	// receiver says its screen does not show (PairInfo.Shown is
+	// CodeShownWaiting or CodeShownQueued: its client has not shown the
+	// offer, or keeps it behind another device's): its user could not have
+	// compared it. A receiver that never shows the offer (declined or
+	// expired unseen) leaves it so.
+	ErrCodeNotShownYet = errors.New("the other device's screen does not show this verification code yet: compare the codes once it shows your offer")
 	// errCannotPair: the peer runs a Ferry without pairing.
 	errCannotPair = errors.New("the other device did not pair: it runs an older Ferry (update it), or it is not pairing with " +
 		"new devices for a while because many pairing attempts were abandoned halfway (try again later)")
@@ -290,7 +297,8 @@ func (e *Engine) receiverShowed(t *Transfer, said, shown bool) {
 // (EventPair): match means both screens show the same code, and the peer
 // becomes a trusted device; a mismatch ends the transfer, and the peer is
 // told. On a pairing-only session (Pair), the devices are paired once both
-// users confirmed.
+// users confirmed. A code the receiver did not show its user is refused
+// (ErrCodeNotShown), and so is one it does not show yet (ErrCodeNotShownYet).
 func (e *Engine) ConfirmPair(transferID string, match bool) error {
 	t, err := e.transfer(transferID)
 	if err != nil {
@@ -300,8 +308,14 @@ func (e *Engine) ConfirmPair(transferID string, match bool) error {
 	if ps == nil {
 		return fmt.Errorf("transfer %s: %w", transferID, ErrNoPairCode)
 	}
-	if s, _ := ps.peerShown.Load().(CodeShown); s == CodeShownNo {
+	switch s, _ := ps.peerShown.Load().(CodeShown); s {
+	case CodeShownNo:
 		return fmt.Errorf("transfer %s: %w", transferID, ErrCodeNotShown)
+	case CodeShownWaiting, CodeShownQueued:
+		// The app's row and ferry-cli send --pair ask only once it is
+		// shown; an answer through the API before then compared nothing.
+		// An older receiver says nothing before its decision (Pending).
+		return fmt.Errorf("transfer %s: %w", transferID, ErrCodeNotShownYet)
 	}
 	if ps.only {
 		select {

@@ -31,6 +31,21 @@ func firstEvent(t *testing.T, ch <-chan Event, kind EventKind) Event {
 	}
 }
 
+// showOffer has the receiver's client say that offer is on screen, as the
+// app and ferry-cli receive do, and waits for the sender of transfer id to
+// be told: only then may its user compare the code (ConfirmPair).
+func showOffer(t *testing.T, recv *Engine, offer string, txEvents <-chan Event, id string) {
+	t.Helper()
+	if err := recv.OfferOnScreen(offer, true); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if ev := firstEvent(t, txEvents, EventPair); ev.TransferID == id && ev.Pair.Shown == CodeShownPending {
+			return
+		}
+	}
+}
+
 func trusts(e *Engine, id string) bool {
 	for _, p := range e.Trusted() {
 		if p.ID == id {
@@ -88,6 +103,7 @@ func TestPairingCodeOnFirstContact(t *testing.T) {
 	if offer.Offer.PairCode != txPair.Pair.Code {
 		t.Fatalf("codes: sender %q, receiver %q", txPair.Pair.Code, offer.Offer.PairCode)
 	}
+	showOffer(t, recv, offer.TransferID, txEvents, tr.ID())
 	if err := send.ConfirmPair(tr.ID(), true); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +144,8 @@ func TestPairingMismatchStopsTransfer(t *testing.T) {
 	send := testEngine(t, Options{})
 	rxEvents, unsub := recv.Subscribe(256)
 	defer unsub()
+	txEvents, unsub2 := send.Subscribe(256)
+	defer unsub2()
 	src := filepath.Join(t.TempDir(), "a.txt")
 	writeFile(t, src, 100)
 	tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "quic"})
@@ -135,6 +153,7 @@ func TestPairingMismatchStopsTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	offer := firstEvent(t, rxEvents, EventOffer)
+	showOffer(t, recv, offer.TransferID, txEvents, tr.ID())
 	if err := send.ConfirmPair(tr.ID(), false); err != nil {
 		t.Fatal(err)
 	}

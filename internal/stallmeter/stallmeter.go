@@ -29,12 +29,13 @@ type Meter struct {
 	streams   atomic.Int64 // streams with at least one stall
 	total     atomic.Int64 // ns
 	longest   atomic.Int64 // ns
+	now       func() time.Time
 }
 
 // New returns a meter counting waits longer than threshold; a zero
 // threshold can be set later (SetThreshold), before which nothing counts.
 func New(threshold time.Duration) *Meter {
-	m := &Meter{}
+	m := &Meter{now: time.Now}
 	m.threshold.Store(int64(threshold))
 	return m
 }
@@ -73,11 +74,11 @@ type reader struct {
 }
 
 func (r *reader) Read(p []byte) (int, error) {
-	start := time.Now()
+	start := r.m.now()
 	n, err := r.r.Read(p)
 	if n > 0 {
 		if r.started {
-			r.m.wait(time.Since(start), &r.stalled)
+			r.m.wait(r.m.now().Sub(start), &r.stalled)
 		}
 		r.started = true
 	}

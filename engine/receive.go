@@ -198,6 +198,9 @@ type rxFile struct {
 	// send (the runs of its root frame, FeatureZeroChunks): their leaves
 	// are those of zeros, and the root verifies that they are.
 	zeroed int
+	// zerosFirst: a zeros frame landed its chunks of zeros (setZeros), which
+	// its root frame names again, not counted again in zeroed.
+	zerosFirst bool
 }
 
 // chargeData counts chunk c, of n bytes not all zeros, against the data the
@@ -972,6 +975,19 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landi
 			}
 			continue
 		}
+		if h.Chunk == wire.ZerosChunk {
+			runs, err := rx.readZerosFrame(ctx, r, h, f.tree.Len())
+			if errors.Is(err, wire.ErrProtocol) {
+				return err
+			}
+			if err != nil {
+				return rx.dataEnded(ctx, err)
+			}
+			if err := rx.setZeros(f, h, runs); err != nil {
+				return err
+			}
+			continue
+		}
 		if int(h.Chunk) >= f.tree.Len() || int(h.Length) != merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(h.Chunk)) {
 			return fmt.Errorf("%w: chunk %d of %q has %d bytes; the offer implies %d", wire.ErrProtocol, h.Chunk, f.entry.Path,
 				h.Length, merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(h.Chunk)))
@@ -1021,8 +1037,12 @@ func readChunk(r io.Reader, p []byte) (uint32, error) {
 // skipFrame reads and drops a frame of a file already resolved, after
 // checking it against the offer like any other.
 func (rx *receiver) skipFrame(r *bufio.Reader, h wire.DataHeader) error {
-	if h.Chunk == wire.RootChunk {
-		if err := rx.rootPayload(h); err != nil {
+	if h.Chunk == wire.RootChunk || h.Chunk == wire.ZerosChunk {
+		check := rx.rootPayload
+		if h.Chunk == wire.ZerosChunk {
+			check = rx.zerosPayload
+		}
+		if err := check(h); err != nil {
 			return err
 		}
 		_, err := r.Discard(int(h.Length))
@@ -1099,12 +1119,38 @@ func (rx *receiver) rootPayload(h wire.DataHeader) error {
 	return nil
 }
 
+// zerosPayload checks a zeros frame (wire.ZerosChunk): only to a receiver
+// that takes them (FeatureZerosFirst), with runs, as many as fit.
+func (rx *receiver) zerosPayload(h wire.DataHeader) error {
+	if !rx.e.speaks(wire.FeatureZerosFirst) || !rx.e.speaks(wire.FeatureZeroChunks) {
+		return fmt.Errorf("%w: a zeros frame, which this receiver does not take", wire.ErrProtocol)
+	}
+	if h.Length == 0 || int(h.Length) > wire.ZeroRunsFit(rx.offer.ChunkSize)*wire.ZeroRunLen {
+		return fmt.Errorf("%w: a zeros frame with %d bytes of payload", wire.ErrProtocol, h.Length)
+	}
+	return nil
+}
+
+// readZerosFrame reads the runs of chunks of zeros a zeros frame carries,
+// for a file of chunks chunks.
+func (rx *receiver) readZerosFrame(ctx context.Context, r io.Reader, h wire.DataHeader, chunks int) ([]wire.ZeroRun, error) {
+	if err := rx.zerosPayload(h); err != nil {
+		return nil, err
+	}
+	return rx.readRuns(ctx, r, h, chunks)
+}
+
 // readZeroRuns reads the runs of chunks of zeros a root frame carries, for
 // a file of chunks chunks (none without a payload).
 func (rx *receiver) readZeroRuns(ctx context.Context, r io.Reader, h wire.DataHeader, chunks int) ([]wire.ZeroRun, error) {
 	if err := rx.rootPayload(h); err != nil || h.Length == 0 {
 		return nil, err
 	}
+	return rx.readRuns(ctx, r, h, chunks)
+}
+
+// readRuns reads and parses a frame's payload of runs (checked in length).
+func (rx *receiver) readRuns(ctx context.Context, r io.Reader, h wire.DataHeader, chunks int) ([]wire.ZeroRun, error) {
 	buf, err := rx.quota.Get(ctx, rx.offer.ChunkSize) // fits: ZeroRunsFit
 	if err != nil {
 		return nil, err
@@ -1121,7 +1167,8 @@ func (rx *receiver) readZeroRuns(ctx context.Context, r io.Reader, h wire.DataHe
 // with the leaf of zeros, which the root then verifies; on disk it is a hole
 // of the partial, which has the file's size (Sparse). Their bytes must be
 // among the holes the offer said (FileEntry.Holes), and a chunk that landed
-// with data is not zeros: the file fails.
+// with data is not zeros: the file fails. Runs a zeros frame landed before
+// (setZeros) are named again: they are landed already.
 func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) error {
 	if h.Length != 0 && len(runs) == 0 {
 		return fmt.Errorf("%w: a root frame with %d bytes of payload", wire.ErrProtocol, h.Length)
@@ -1137,6 +1184,55 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) e
 		}
 		return fmt.Errorf("%w: file %d was sent with two different roots", wire.ErrProtocol, h.File)
 	}
+	fresh, added, bad, err := rx.landZerosLocked(f, runs, "root frame")
+	if err != nil || bad >= 0 {
+		rx.mu.Unlock()
+		if bad >= 0 {
+			rx.zerosSent(f, bad)
+		}
+		return err
+	}
+	f.root, f.hasRoot = h.Leaf, true
+	rx.mu.Unlock()
+	rx.zerosLanded(f, fresh, added)
+	rx.maybeFinalize(f)
+	return nil
+}
+
+// setZeros lands the chunks a zeros frame (wire.ZerosChunk, before the
+// file's data) says hold only zeros, as setRoot does those of a root frame:
+// so they count as they are skipped, not all at once at the file's end
+// (progress), and are journaled for resume, for which the partial is
+// created first as a chunk of data would create it.
+func (rx *receiver) setZeros(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) error {
+	if ok, err := rx.openPartial(f, true); !ok {
+		return err
+	}
+	rx.mu.Lock()
+	if f.resolved {
+		rx.mu.Unlock()
+		return nil
+	}
+	fresh, added, bad, err := rx.landZerosLocked(f, runs, "zeros frame")
+	f.zerosFirst = f.zerosFirst || err == nil && bad < 0 // the root frame names them again
+	rx.mu.Unlock()
+	if bad >= 0 {
+		rx.zerosSent(f, bad)
+	}
+	if err != nil || bad >= 0 {
+		return err
+	}
+	rx.zerosLanded(f, fresh, added)
+	rx.maybeFinalize(f) // a zeros frame behind the root frame (another stream's)
+	return nil
+}
+
+// landZerosLocked lands the chunks runs (of a frame named what) say hold
+// only zeros that have not landed yet: it returns those to journal and
+// their bytes. Their bytes must be among the holes the offer said; a chunk
+// that landed with data is returned as bad (else -1): the caller fails the
+// file (zerosSent). Called with rx.mu held.
+func (rx *receiver) landZerosLocked(f *rxFile, runs []wire.ZeroRun, what string) (fresh []uint32, added int64, bad int, err error) {
 	var claimed int64
 	for _, r := range runs {
 		for c := int(r.Start); c < int(r.Start)+int(r.Count); c++ {
@@ -1144,11 +1240,8 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) e
 		}
 	}
 	if claimed > f.entry.Holes {
-		rx.mu.Unlock()
-		return fmt.Errorf("%w: file %d's root frame says %d bytes of it are zeros, its offer %d bytes of holes", wire.ErrProtocol, h.File, claimed, f.entry.Holes)
+		return nil, 0, -1, fmt.Errorf("%w: file %d's %s says %d bytes of it are zeros, its offer %d bytes of holes", wire.ErrProtocol, f.idx, what, claimed, f.entry.Holes)
 	}
-	var added int64
-	var fresh []uint32 // chunks to journal
 	journal := rx.journal != nil && f.partName != "" && f.tree.Len() > 1
 	for _, r := range runs {
 		for c := int(r.Start); c < int(r.Start)+int(r.Count); c++ {
@@ -1156,12 +1249,12 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) e
 			zero := merkle.ZeroLeaf(n)
 			if f.tree.Has(c) {
 				if f.tree.Leaf(c) != zero {
-					rx.mu.Unlock()
-					rx.zerosSent(f, c)
-					return nil
+					return nil, 0, c, nil
 				}
-				f.zeroed++
-				continue // kept from an earlier attempt, or sent as zeros
+				if !f.zerosFirst {
+					f.zeroed++ // kept from an earlier attempt, or sent as zeros
+				}
+				continue
 			}
 			f.tree.Set(c, zero)
 			f.crcs[c] = zeroCRC(n)
@@ -1172,8 +1265,12 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) e
 			}
 		}
 	}
-	f.root, f.hasRoot = h.Leaf, true
-	rx.mu.Unlock()
+	return fresh, added, -1, nil
+}
+
+// zerosLanded journals the chunks of zeros landZerosLocked landed and counts
+// their bytes as received.
+func (rx *receiver) zerosLanded(f *rxFile, fresh []uint32, added int64) {
 	for _, c := range fresh {
 		n := merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(c))
 		if err := rx.journal.Chunk(f.idx, c, zeroCRC(n), merkle.ZeroLeaf(n)); err != nil {
@@ -1184,8 +1281,6 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) e
 	if added > 0 {
 		rx.Bytes.Add(added)
 	}
-	rx.maybeFinalize(f)
-	return nil
 }
 
 // zerosSent fails file f, whose sender said chunk c holds only zeros after

@@ -284,6 +284,10 @@ type sender struct {
 	peerZeros bool
 	zeros     map[int][]wire.ZeroRun
 	zeroed    atomic.Int64
+	// zerosFirst: the receiver also takes a zeros frame before each such
+	// file's data (FeatureZerosFirst), so their bytes count when that goes
+	// out, not at the root.
+	zerosFirst bool
 	// peerFolders: the receiver takes empty folders (its hello), so they
 	// are offered; delivered: it said every file arrived (and the folders
 	// were made).
@@ -435,8 +439,11 @@ func (tx *sender) giveUp(err error) error {
 type fileLeaves struct {
 	tree *merkle.Tree
 	// zeros is the bytes of the file's chunks of zeros, which are not sent
-	// (sender.zeros), until its root went out with them (then 0).
+	// (sender.zeros), until its root or its zeros frame went out with them
+	// (then 0).
 	zeros int64
+	// zerosSent: its zeros frame went out (sendZeros).
+	zerosSent bool
 }
 
 func (tx *sender) Run(ctx context.Context) error {
@@ -553,6 +560,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	tx.peerUnsent = slices.Contains(h.Features, wire.FeatureUnsent)
 	tx.peerFolders = slices.Contains(h.Features, wire.FeatureFolders)
 	tx.peerZeros = slices.Contains(h.Features, wire.FeatureZeroChunks) && e.speaks(wire.FeatureZeroChunks)
+	tx.zerosFirst = tx.peerZeros && slices.Contains(h.Features, wire.FeatureZerosFirst) && e.speaks(wire.FeatureZerosFirst)
 	tx.peerPrompt = slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt)
 	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)
 	if err != nil {
@@ -1316,6 +1324,11 @@ const (
 // announces the file's root once all its chunks were read.
 func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []byte, hasher *merkle.Hasher, mode sendMode) error {
 	resend := mode == sendResend
+	if !resend && tx.zerosFirst && len(tx.zeros[fi]) > 0 {
+		if err := tx.sendZeros(w, fi, buf); err != nil {
+			return err
+		}
+	}
 	lf := tx.files[fi]
 	n := merkle.ChunkLen(lf.Size, tx.chunkSize, ci)
 	data := buf[wire.DataHeaderLen : wire.DataHeaderLen+n]
@@ -1392,6 +1405,32 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 		return err
 	}
 	return nil
+}
+
+// sendZeros writes file fi's zeros frame (wire.ZerosChunk: the runs of its
+// chunks of zeros, which are not sent) before its first chunk, once, so the
+// receiver counts them from the start of the file, as this sender's
+// progress does, where both counted them only at its root frame (which
+// names them again: a receiver takes them from whichever comes first).
+func (tx *sender) sendZeros(w *bufio.Writer, fi int, buf []byte) error {
+	tx.mu.Lock()
+	fl := tx.leavesOf(fi)
+	if fl == nil || fl.zerosSent {
+		tx.mu.Unlock()
+		return nil
+	}
+	fl.zerosSent = true
+	zeroed := fl.zeros
+	fl.zeros = 0
+	tx.mu.Unlock()
+	runs := tx.zeros[fi]
+	wire.DataHeader{File: uint32(fi), Chunk: wire.ZerosChunk, Length: uint32(len(runs) * wire.ZeroRunLen)}.Put(buf)
+	if _, err := w.Write(buf[:wire.DataHeaderLen]); err != nil {
+		return err
+	}
+	_, err := w.Write(wire.AppendZeroRuns(buf[:0], runs))
+	tx.zeroed.Add(zeroed)
+	return err
 }
 
 // readControl handles the receiver's messages until its final result.

@@ -105,9 +105,13 @@ func TestSparseFileResumes(t *testing.T) {
 			const size = 96 << 20
 			data := writeSparse(t, src, size, 0, 4<<20, 1<<20) // a chunk of data in four
 			opts := SendOptions{Transport: "tcp", Streams: 1}
-			moves := int64(size) // what the sender's progress counts until the file's root
+			// interruptWith stops the send past half of moves: half its
+			// chunks to the older receiver; to the current one, which is
+			// told the zeros first (wire.FeatureZerosFirst) and counts them
+			// then, as the sender does, the zeros and half the data.
+			moves := int64(size)
 			if c.features == nil {
-				moves = data
+				moves = 2*size - data
 			}
 			interruptWith(t, send, recv, []string{src}, opts, moves)
 			res := sendWait(t, send, target(recv), []string{src}, opts)
@@ -310,12 +314,59 @@ func TestSparseFileHolesAreNotSent(t *testing.T) {
 	}
 }
 
+// Both sides count a sparse file's holes as they begin it, not at its end:
+// to a receiver that takes a zeros frame (wire.FeatureZerosFirst) the
+// sender names its chunks of zeros before its first chunk of data, and
+// both count them then. Before, both counted them at the file's root
+// frame, after its last chunk: a bar sat at half of an image half holes
+// while its data went, then leapt. Read in order: no progress event of
+// either side counts some data without the holes (one stream, so the
+// zeros frame goes before the data on it).
+func TestSparseFileCountsItsHolesFirst(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	recv.opts.ProgressInterval = 2 * time.Millisecond
+	send := testEngine(t, Options{})
+	send.opts.ProgressInterval = 2 * time.Millisecond
+	src := filepath.Join(t.TempDir(), "disk.img")
+	const size = 128 << 20
+	data := writeSparse(t, src, size, 0, size, 64<<20) // its first half data, then a hole
+	if held := onDisk(t, src); held > data+1<<20 {
+		t.Skipf("the sender's file system keeps no holes (%d bytes for %d of data)", held, data)
+	}
+	holes := size - data - 1<<20 // the last chunk goes whatever it holds
+	sent, unsub := send.Subscribe(4096)
+	defer unsub()
+	received, unsub2 := recv.Subscribe(4096)
+	defer unsub2()
+	res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: "tcp", Streams: 1})
+	if res.State != StateDone || res.Verified != 1 || res.Bytes > data+1<<20 {
+		t.Fatalf("%s %q, %d bytes of chunks sent", res.State, res.Err, res.Bytes)
+	}
+	for side, events := range map[string]<-chan Event{"sender": sent, "receiver": received} {
+		var seen int
+		for len(events) > 0 {
+			ev := <-events
+			if ev.Kind != EventProgress || ev.Progress.Bytes == 0 {
+				continue
+			}
+			seen++
+			if ev.Progress.Bytes < holes {
+				t.Errorf("the %s's progress counted %d bytes, some data without the %d bytes of holes", side, ev.Progress.Bytes, holes)
+				break
+			}
+		}
+		t.Logf("%s: %d progress events", side, seen)
+	}
+	sameTree(t, src, recv.DownloadDir())
+}
+
 // Between versions: to a receiver that does not take runs of zeros (its
 // hello lacks wire.FeatureZeroChunks, as every Ferry before it), and from
 // a sender that does not send them, every chunk travels, as before, and the
 // file arrives identical and sparse.
 func TestSparseFileBetweenVersions(t *testing.T) {
 	older := slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureZeroChunks })
+	noZerosFirst := slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureZerosFirst })
 	src := filepath.Join(t.TempDir(), "disk.img")
 	const size = 64 << 20
 	data := writeSparse(t, src, size, 100<<10, 21<<20, 1<<20)
@@ -329,6 +380,8 @@ func TestSparseFileBetweenVersions(t *testing.T) {
 	}{
 		{"older receiver", nil, older, true},
 		{"older sender", older, nil, true},
+		{"receiver without zeros-first", nil, noZerosFirst, false},
+		{"sender without zeros-first", noZerosFirst, nil, false},
 		{"both current", nil, nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -29,6 +29,16 @@ func rootFrameRuns(file uint32, root merkle.Hash, pairs ...uint32) []byte {
 	return append(b, payload...)
 }
 
+// zerosFrame is a zeros frame (wire.ZerosChunk) of file with the runs in
+// pairs (start, count, ...).
+func zerosFrame(file uint32, pairs ...uint32) []byte {
+	b := rootFrameRuns(file, merkle.Hash{}, pairs...)
+	h, _ := wire.ReadDataHeader(bytes.NewReader(b), make([]byte, wire.DataHeaderLen))
+	h.Chunk = wire.ZerosChunk
+	h.Put(b)
+	return b
+}
+
 // sparseImage is a file of 4 chunks of rawPeer.offer's 64 KiB: data, two
 // chunks of zeros, data; its entry says the two as holes.
 type sparseImage struct {
@@ -124,6 +134,29 @@ func TestHostileZeroRuns(t *testing.T) {
 		{"a lying claim", lying, func(s *sparseImage) [][]byte {
 			return [][]byte{s.frame(0), s.frame(3), rootFrameRuns(0, s.root, 1, 2)}
 		}, "said 2 of its chunks hold only zeros and did not send them, and the file's BLAKE3 root does not match"},
+		// The same claims in a zeros frame (wire.FeatureZerosFirst), before
+		// the data.
+		{"a zeros frame of overlapping runs", img, func(s *sparseImage) [][]byte {
+			return [][]byte{zerosFrame(0, 1, 2, 2, 1), s.frame(0), s.frame(3), rootFrameRuns(0, s.root, 1, 2)}
+		}, "overlaps"},
+		{"a zeros frame of more zeros than the offer's holes", img, func(s *sparseImage) [][]byte {
+			return [][]byte{zerosFrame(0, 1, 3), s.frame(0), s.frame(3), rootFrameRuns(0, s.root, 1, 2)}
+		}, "zeros frame says 196608 bytes of it are zeros"},
+		{"an empty zeros frame", img, func(s *sparseImage) [][]byte {
+			return [][]byte{zerosFrame(0), s.frame(0), s.frame(3), rootFrameRuns(0, s.root, 1, 2)}
+		}, "a zeros frame with 0 bytes of payload"},
+		{"a zeros frame naming a chunk sent with data", &sent, func(s *sparseImage) [][]byte {
+			return [][]byte{s.frame(0), s.frame(1), zerosFrame(0, 1, 1), s.frame(2), s.frame(3), rootFrameRuns(0, s.root, 1, 1)}
+		}, "sent data for it"},
+		{"data sent after a zeros frame said the chunk is zeros", &sent, func(s *sparseImage) [][]byte {
+			return [][]byte{zerosFrame(0, 1, 1), s.frame(0), s.frame(1), s.frame(2), s.frame(3)}
+		}, "sent data for it"},
+		{"a lying zeros frame", lying, func(s *sparseImage) [][]byte {
+			return [][]byte{zerosFrame(0, 1, 2), s.frame(0), s.frame(3), rootFrameRuns(0, s.root, 1, 2)}
+		}, "said 2 of its chunks hold only zeros and did not send them, and the file's BLAKE3 root does not match"},
+		{"a lying zeros frame, its root frame naming none", lying, func(s *sparseImage) [][]byte {
+			return [][]byte{zerosFrame(0, 1, 2), s.frame(0), s.frame(3), rootFrameRuns(0, s.root)}
+		}, "said 2 of its chunks hold only zeros and did not send them, and the file's BLAKE3 root does not match"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -177,6 +210,80 @@ func TestHostileZeroRuns(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "disk.img")); err != nil || !bytes.Equal(b, img.whole()) {
 		t.Errorf("the file did not arrive as sent (%v)", err)
+	}
+}
+
+// A receiver whose hello lists wire.FeatureZerosFirst counts a file's
+// chunks of zeros when its zeros frame comes, before the file's data, where
+// it counted them only at the file's root frame, after its last chunk: a
+// 1 GiB image with 512 MiB of data sat at half while the sender skipped its
+// holes, then leapt. The root frame names them again, counted once. The
+// progress is read in order: the zeros are counted before any data is sent.
+func TestZerosFrameCountsTheZerosFirst(t *testing.T) {
+	img := newSparseImage()
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	recv.opts.ProgressInterval = 2 * time.Millisecond
+	results := resultsOf(t, recv, Receiving, 1)
+	events, unsub := recv.Subscribe(1024)
+	defer unsub()
+	counted := make(chan int64, 1)
+	go func() {
+		for ev := range events {
+			if ev.Kind == EventProgress && ev.Progress.Bytes > 0 {
+				counted <- ev.Progress.Bytes
+				return
+			}
+		}
+	}()
+	runRaw(t, recv, func(p *rawPeer) {
+		if p.hello() != nil {
+			return
+		}
+		p.offer(img.entry)
+		if !p.waitAccepted() {
+			return
+		}
+		p.data(zerosFrame(0, 1, 2))
+		select {
+		case n := <-counted:
+			if n != 2*rawChunk {
+				t.Errorf("the first progress counted %d bytes before any data, want the 2 chunks of zeros (%d)", n, 2*rawChunk)
+			}
+		case <-time.After(time.Minute): // a bound for a stuck session, not a speed test
+			t.Error("no progress before the file's data: its zeros were not counted")
+		}
+		p.data(img.frame(0), img.frame(3), rootFrameRuns(0, img.root, 1, 2))
+		p.finish()
+	})
+	r := next(t, results)
+	if r.State != StateDone || r.Verified != 1 || r.Bytes != img.entry.Size {
+		t.Errorf("receive: %s %q, %d verified, %d bytes, want the file saved and its %d bytes counted once", r.State, r.Err, r.Verified, r.Bytes, img.entry.Size)
+	}
+	if b, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "disk.img")); err != nil || !bytes.Equal(b, img.whole()) {
+		t.Errorf("the file did not arrive as sent (%v)", err)
+	}
+}
+
+// A receiver whose hello does not list wire.FeatureZerosFirst (a Ferry with
+// zero-chunks before it) refuses a zeros frame as a protocol error; a Ferry
+// sender sends it none (TestSparseFileBetweenVersions).
+func TestZerosFrameToAnOlderReceiverIsRefused(t *testing.T) {
+	img := newSparseImage()
+	recv := testEngine(t, Options{Accept: AcceptAll})
+	recv.features = slices.DeleteFunc(slices.Clone(features), func(f string) bool { return f == wire.FeatureZerosFirst })
+	got := resultsOf(t, recv, Receiving, 1)
+	runRaw(t, recv, func(p *rawPeer) {
+		if p.hello() != nil {
+			return
+		}
+		p.offer(img.entry)
+		if p.waitAccepted() {
+			p.data(zerosFrame(0, 1, 2), img.frame(0), img.frame(3), rootFrameRuns(0, img.root, 1, 2))
+			p.finish()
+		}
+	})
+	if r := next(t, got); r.State == StateDone || !strings.Contains(r.Err+r.Detail, "a zeros frame, which this receiver does not take") {
+		t.Errorf("receive: %s %q (%q), want a protocol error", r.State, r.Err, r.Detail)
 	}
 }
 

@@ -67,6 +67,12 @@ const (
 	// chunks of zeros (ZeroRuns), which are then not sent: it computes
 	// their leaves itself. To a receiver without it every chunk is sent.
 	FeatureZeroChunks = "zero-chunks"
+	// FeatureZerosFirst: with FeatureZeroChunks, it takes a zeros frame
+	// (ZerosChunk) that names a file's chunks of zeros before its first
+	// chunk of data, so that it counts them as they are skipped, not at the
+	// file's root frame (which names them again). To a receiver without it
+	// they go in the root frame alone.
+	FeatureZerosFirst = "zeros-first"
 	// FeaturePrompt: as a receiver, it says when its user is shown the
 	// offer, and before that whether the offer waits behind another
 	// device's (Prompt); as a sender, it reads Prompt. Each side sends
@@ -279,6 +285,13 @@ const DataHeaderLen = 4 + 4 + 4 + 32
 // chunk, so the receiver can verify a small file without waiting for the
 // control stream.
 const RootChunk = ^uint32(0)
+
+// ZerosChunk in a DataHeader's Chunk field marks a zeros frame, sent only to
+// a receiver whose hello lists FeatureZerosFirst, before the file's first
+// chunk: its payload is the runs of the file's chunks of zeros that will not
+// be sent (zeroruns.go), as its root frame carries them again; Leaf is
+// unused (zero).
+const ZerosChunk = RootChunk - 1
 
 // DataHeader introduces one chunk on a data stream.
 type DataHeader struct {

@@ -402,6 +402,11 @@ func (p *Partial) Sparse(size int64) error {
 	if err := p.inside(); err != nil {
 		return err
 	}
+	f, _, err := p.use()
+	if err != nil {
+		return err
+	}
+	fileio.MarkSparse(f) // Windows: else growing it allocates the holes
 	return p.Truncate(size)
 }
 

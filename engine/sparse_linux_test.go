@@ -449,3 +449,37 @@ func BenchmarkSparseFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSparseFileOfMuchData sends a 1 GiB disk image holding 512 MiB of
+// data (64 pieces of 8 MiB, 16 MiB apart) over loopback, to a receiver that
+// takes runs of zeros: what its data costs the receiver to write, where
+// BenchmarkSparseFile's 8 MiB cost nothing. It reports the receiver's
+// allocated bytes; figures in docs/compatibility.md ("Sparse files").
+//
+//	go test -run - -bench SparseFileOfMuchData -benchtime 5x ./engine
+func BenchmarkSparseFileOfMuchData(b *testing.B) {
+	src := filepath.Join(b.TempDir(), "disk.img")
+	const size = 1 << 30
+	data := writeSparse(b, src, size, 4<<20, 16<<20, 8<<20)
+	if held := onDisk(b, src); held > data+1<<20 {
+		b.Skipf("the sender's file system keeps no holes (%d bytes for %d of data)", held, data)
+	}
+	recv := startReceiverB(b)
+	send, _ := New(Options{ConfigDir: b.TempDir()})
+	defer send.Close()
+	b.SetBytes(data)
+	var on int64
+	for b.Loop() {
+		os.RemoveAll(recv.DownloadDir())
+		os.MkdirAll(recv.DownloadDir(), 0o755)
+		res := sendWait(nil, send, target(recv), []string{src}, SendOptions{Transport: "tcp"})
+		if res.State != StateDone {
+			b.Fatal(res.Err)
+		}
+		on = onDisk(b, filepath.Join(recv.DownloadDir(), "disk.img"))
+	}
+	if on > data+1<<20 {
+		b.Errorf("the file takes %d bytes on the receiver, for %d of data", on, data)
+	}
+	b.ReportMetric(float64(on), "disk-B")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -476,5 +477,60 @@ func TestLeavesHoles(t *testing.T) {
 	}
 	if LeavesHoles(filepath.Join(dir, "missing")) {
 		t.Error("a folder that is not there keeps holes")
+	}
+}
+
+// BenchmarkSparseWrites writes 512 MiB of data in 1 MiB chunks from 4
+// goroutines (the receiver's streams) into a file Reserved whole (a file
+// without holes: the direct writes run side by side) and into a file of
+// 1 GiB that only has its size, its data in 8 MiB pieces 16 MiB apart (a
+// sparse file, as store.Partial.Sparse leaves it: each write fills a hole,
+// one at a time). What a sparse file's data costs the receiver against a
+// file without holes; figures in docs/compatibility.md ("Sparse files").
+//
+//	go test -run - -bench SparseWrites -benchtime 4x ./internal/fileio
+func BenchmarkSparseWrites(b *testing.B) {
+	const chunk, piece, size = 1 << 20, 8 << 20, 1 << 30
+	for _, sparse := range []bool{false, true} {
+		b.Run(map[bool]string{false: "reserved", true: "sparse"}[sparse], func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "f")
+			b.SetBytes(size / 2)
+			for b.Loop() {
+				f, err := os.Create(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w := NewWriter(f, Auto)
+				if sparse {
+					err = f.Truncate(size)
+				} else {
+					err = w.Reserve(size / 2)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				var wg sync.WaitGroup
+				for g := range 4 {
+					wg.Go(func() {
+						buf := directio.Buffer(chunk)
+						buf[0] = 1
+						for i := int64(g); i < size/2/chunk; i += 4 {
+							off := i * chunk // a piece of data follows a piece of data
+							if sparse {
+								off = i/(piece/chunk)*2*piece + i%(piece/chunk)*chunk // a hole between pieces
+							}
+							if _, err := w.WriteAt(buf, off); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				w.Close()
+				f.Close()
+				os.Remove(path)
+			}
+		})
 	}
 }

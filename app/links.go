@@ -132,7 +132,7 @@ func toLinkState(in engine.LinkInfo, req ui.LinkRequest) ui.LinkState {
 	}
 	for _, a := range in.Activities {
 		s.Activities = append(s.Activities, ui.LinkActivity{ID: a.ID, Device: a.Device, Upload: a.Upload, Folder: a.Folder, Name: a.Name, Zip: a.Zip,
-			Size: a.Size, Bytes: a.Bytes, Done: a.Done, LeftOut: a.LeftOut, Err: a.Err})
+			Size: a.Size, Bytes: a.Bytes, Done: a.Done, SavedAs: a.SavedAs, LeftOut: a.LeftOut, Err: a.Err})
 	}
 	return s
 }

@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	wallclock "github.com/ferrydrop/ferry/internal/clock"
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 // Browser links (issue 25): a device with nothing but a browser gets files
@@ -62,6 +63,9 @@ type LinkActivity struct {
 	Size   int64 // bytes in all (a zip's too, since it resumes by range); -1 when not known
 	Bytes  int64
 	Done   bool
+	// SavedAs is where an upload was saved when that is not Name ("photo
+	// (1).jpg": a file of the name was there, another browser's maybe).
+	SavedAs string
 	// LeftOut names what a zip left out, each with why (shared files
 	// deleted or moved since).
 	LeftOut []string
@@ -771,6 +775,8 @@ func activityText(a LinkActivity) string {
 		switch {
 		case a.Done && a.Err != "":
 			return fmt.Sprintf("%s: the empty folder %s was not made: %s", a.Device, name, a.Err)
+		case a.Done && a.SavedAs != "" && !safetext.OnlyComposed(a.Name, a.SavedAs):
+			return fmt.Sprintf("%s sent the empty folder %s, made as %s", a.Device, name, EscapeName(a.SavedAs))
 		case a.Done:
 			return fmt.Sprintf("%s sent the empty folder %s", a.Device, name)
 		}
@@ -790,6 +796,9 @@ func activityText(a LinkActivity) string {
 	switch {
 	case a.Done && a.Err != "":
 		return fmt.Sprintf("%s: %s did not finish: %s", a.Device, name, a.Err)
+	case a.Done && a.Upload && a.SavedAs != "" && !safetext.OnlyComposed(a.Name, a.SavedAs):
+		// Two browsers sending photo.jpg: one of them is photo (1).jpg.
+		return fmt.Sprintf("%s sent %s (%s), saved as %s", a.Device, name, HumanBytes(a.Bytes), EscapeName(a.SavedAs))
 	case a.Done && a.Upload:
 		return fmt.Sprintf("%s sent %s (%s)", a.Device, name, HumanBytes(a.Bytes))
 	case a.Done && len(a.LeftOut) > 0:

@@ -651,3 +651,34 @@ func TestLinkWindowShowsAnEmptyFolderAsAFolder(t *testing.T) {
 		t.Errorf("History's Details: %q", renderedText(ov))
 	}
 }
+
+// TestLinkWindowSaysWhereAFileWasSavedAs: two browsers sending photo.jpg
+// through one receive link, the second saved as "photo (1).jpg": the link
+// window says so on its line, as the page and ferry-cli do; a name only
+// composed (a Mac's decomposed accents) is not said again, and a saved
+// name's bidi override is escaped. Before, both lines said "sent photo.jpg"
+// and nothing in the window told which file was which.
+func TestLinkWindowSaysWhereAFileWasSavedAs(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	openLink(t, u, be, LinkRequest{Kind: LinkReceive})
+	d := u.linkPanel.open["link-1"].dlg
+	s := linkState(LinkReceive, "")
+	s.Devices = []string{"192.168.1.31", "192.168.1.44"}
+	s.Activities = []LinkActivity{
+		{ID: 1, Device: "192.168.1.31", Upload: true, Name: "photo.jpg", Size: 3000, Bytes: 3000, Done: true},
+		{ID: 2, Device: "192.168.1.44", Upload: true, Name: "photo.jpg", Size: 2000, Bytes: 2000, Done: true, SavedAs: "photo (1).jpg"},
+		{ID: 3, Device: "192.168.1.44", Upload: true, Name: "Re\u0301sume\u0301.md", Size: 10, Bytes: 10, Done: true, SavedAs: "R\u00e9sum\u00e9.md"},
+		{ID: 4, Device: "192.168.1.44", Upload: true, Name: "x.txt", Size: 10, Bytes: 10, Done: true, SavedAs: "x\u202e (1).txt"},
+	}
+	u.ApplyLink(s)
+	for id, want := range map[int64]string{
+		1: "192.168.1.31 sent photo.jpg (3.0 kB)",
+		2: "192.168.1.44 sent photo.jpg (2.0 kB), saved as photo (1).jpg",
+		3: "192.168.1.44 sent Re\u0301sume\u0301.md (10 B)",
+		4: "192.168.1.44 sent x.txt (10 B), saved as " + EscapeName("x\u202e (1).txt"),
+	} {
+		if got := d.bars[id].label.Text; got != want {
+			t.Errorf("line %d: %q, want %q", id, got, want)
+		}
+	}
+}

@@ -123,7 +123,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		out.Path = &ui.PathChange{Moved: p.Moved, From: p.From, To: p.To, Reason: p.Reason, Stall: msDur(p.StallMs)}
 	}
 	if p := ev.Pair; p != nil {
-		out.Pair = &ui.PairCode{Code: p.Code, Only: p.Only, Shown: codeShown[p.Shown]}
+		out.Pair = &ui.PairCode{Code: p.Code, Only: p.Only, Shown: codeShown[p.Shown], Ahead: p.Ahead}
 	}
 	if k := ev.KeyChange; k != nil {
 		out.KeyChange = &ui.KeyChange{

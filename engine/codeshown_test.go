@@ -490,3 +490,78 @@ func TestCodeIsConfirmedOnlyOnceShown(t *testing.T) {
 		t.Fatal("the receiver is not trusted")
 	}
 }
+
+// TestOfferQueuedByTheReceiverSaysSo: a receiver shows at most
+// Options.MaxPrompts offers at once (8) and queues the next ones itself,
+// before its client hears of them (no EventOffer), so the client cannot
+// say where they stand: their senders' rows said "Waiting for Alice to
+// show your offer…" for as long as the queue held them. The receiver now
+// tells them (wire.Prompt with Ahead): queued, behind so many offers; once
+// its turn comes, its client says it is shown.
+func TestOfferQueuedByTheReceiverSaysSo(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: 1})
+	rx, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	nextOffer := func() string {
+		t.Helper()
+		for timeout := time.After(time.Minute); ; {
+			select {
+			case ev := <-rx:
+				if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+					return ev.TransferID
+				}
+			case <-timeout:
+				t.Fatal("no offer")
+			}
+		}
+	}
+	send := func() (*Engine, *Transfer, <-chan Event) {
+		t.Helper()
+		e := testEngine(t, Options{})
+		tx, unsub := e.Subscribe(256)
+		t.Cleanup(unsub)
+		tr, err := e.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
+			t.Fatalf("the sender's first code event %+v, want it waiting", p)
+		}
+		return e, tr, tx
+	}
+	_, firstTr, _ := send()
+	first := nextOffer()
+	if err := recv.OfferOnScreen(first, true); err != nil {
+		t.Fatal(err)
+	}
+	second, tr, tx := send()
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownQueued || p.Ahead != 1 {
+		t.Fatalf("the offer the receiver queued itself: %+v, want it queued behind 1", p)
+	}
+	if shown, queued := recv.admit.Prompts(); shown != 1 || queued != 1 {
+		t.Fatalf("the receiver shows %d prompts and queues %d offers, want 1 and 1", shown, queued)
+	}
+	if err := second.ConfirmPair(tr.ID(), true); !errors.Is(err, ErrCodeNotShownYet) {
+		t.Fatalf("ConfirmPair of the queued offer's code: %v", err)
+	}
+	if err := recv.Decide(first, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-firstTr.Done()
+	queued := nextOffer() // its turn: the client hears of it, and shows it
+	if err := recv.OfferOnScreen(queued, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownPending || p.Ahead != 0 {
+		t.Fatalf("the queued offer, shown: %+v, want its code to be compared", p)
+	}
+	if err := recv.Decide(queued, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateDone {
+		t.Fatalf("%s %q", r.State, r.Err)
+	}
+}

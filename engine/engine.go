@@ -619,10 +619,11 @@ type Transfer struct {
 	started   time.Time
 	decisions chan Decision // receiving side: the user's answer to the offer
 	asking    atomic.Bool   // an offer is waiting for that answer
-	// onScreen, on the receiving side, carries where the client keeps the
-	// offer (OfferOnScreen) to the session, which tells the sender; nil
-	// when the sender does not read it (its hello lacks wire.FeaturePrompt).
-	onScreen chan bool
+	// onScreen, on the receiving side, carries where the offer stands (the
+	// engine queues it, OfferOnScreen says where the client keeps it) to
+	// the session, which tells the sender; nil when the sender does not
+	// read it (its hello lacks wire.FeaturePrompt).
+	onScreen chan screenWord
 	// pair is the session's verification code (pairing), once known.
 	pair atomic.Pointer[pairState]
 
@@ -857,15 +858,32 @@ func (e *Engine) OfferOnScreen(id string, shown bool) error {
 	if !t.asking.Load() {
 		return fmt.Errorf("transfer %s is not waiting for a decision", id)
 	}
+	t.tellScreen(screenWord{shown: shown})
+	return nil
+}
+
+// screenWord is where an offer stands on the receiver's screen, as its
+// sender is told (wire.Prompt): shown, or not; not shown, ahead is how
+// many offers wait for the user before it when the engine queues it for a
+// place among the prompts (Options.MaxPrompts), 0 when the client keeps
+// it behind the prompt it shows.
+type screenWord struct {
+	shown bool
+	ahead int
+}
+
+// tellScreen hands w to the session that tells the sender, if it does. It
+// never blocks: the last word counts, an older one not yet told goes.
+func (t *Transfer) tellScreen(w screenWord) {
 	if t.onScreen == nil {
-		return nil
+		return
 	}
 	for {
 		select {
-		case t.onScreen <- shown:
-			return nil
+		case t.onScreen <- w:
+			return
 		default:
-			select { // the last word counts: an older one not yet told goes
+			select {
 			case <-t.onScreen:
 			default:
 			}

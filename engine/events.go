@@ -167,6 +167,12 @@ type PairInfo struct {
 	// waits behind another device's, then CodeShownPending once its user
 	// is shown the offer: a code is to be compared only from then on.
 	Shown CodeShown `json:"shown,omitempty"`
+	// Ahead, with CodeShownQueued, is how many offers wait for the
+	// receiver's user before this one when the receiving Ferry itself
+	// queues it (it shows as many prompts at once as its options allow:
+	// engine.Options.MaxPrompts); 0 when its client keeps it behind the
+	// prompt on screen. Either way its screen does not show the code.
+	Ahead int `json:"ahead,omitempty"`
 }
 
 // CodeShown is whether the other device showed a session's verification

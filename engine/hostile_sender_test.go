@@ -161,6 +161,7 @@ var hostilePrompters = []struct {
 	{"prompt without end", append(repeat(&wire.Prompt{Shown: true}, 5), repeat(&wire.Prompt{}, 100)...),
 		"9 prompt messages about one offer, at most 8"},
 	{"prompt after the decision", []wire.Message{&wire.Prompt{}, &wire.Decision{Accept: true}, &wire.Prompt{Shown: true}}, "unexpected prompt"},
+	{"queue that never moves", repeat(&wire.Prompt{Ahead: wire.MaxPromptAhead}, 9), "9 prompt messages about one offer, at most 8"},
 }
 
 func repeat(m wire.Message, n int) []wire.Message {

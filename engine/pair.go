@@ -71,6 +71,9 @@ type pairState struct {
 	// (CodeShownWaiting, CodeShownQueued, CodeShownPending) until its
 	// decision, then what the decision said.
 	peerShown atomic.Value
+	// peerAhead, with peerShown CodeShownQueued, is how many offers the
+	// receiver said wait before this one in its own queue (wire.Prompt).
+	peerAhead atomic.Int64
 }
 
 // offersPair reports whether a hello opens the pairing step.
@@ -217,10 +220,11 @@ const maxPromptMessages = 8
 
 // receiverPrompt takes what the receiver said of where the offer stands on
 // its screen (wire.Prompt) and shows the code again with it (EventPair):
-// CodeShownQueued while it waits behind another device's offer,
-// CodeShownPending once its user is shown it, when the code may be
-// compared. Only a change is published.
-func (e *Engine) receiverPrompt(t *Transfer, shown bool) {
+// CodeShownQueued while it waits behind another device's offer (ahead:
+// behind that many, the receiver's own queue), CodeShownPending once its
+// user is shown it, when the code may be compared. Only a change is
+// published.
+func (e *Engine) receiverPrompt(t *Transfer, shown bool, ahead int) {
 	ps := t.pair.Load()
 	if ps == nil || ps.only {
 		return
@@ -229,10 +233,11 @@ func (e *Engine) receiverPrompt(t *Transfer, shown bool) {
 	if shown {
 		s = CodeShownPending
 	}
-	if old, _ := ps.peerShown.Swap(s).(CodeShown); old == s || e.isTrusted(ps.peer) {
+	oldAhead := ps.peerAhead.Swap(int64(ahead))
+	if old, _ := ps.peerShown.Swap(s).(CodeShown); old == s && oldAhead == int64(ahead) || e.isTrusted(ps.peer) {
 		return
 	}
-	e.publish(t, Event{Kind: EventPair, Pair: &PairInfo{Code: ps.code, Shown: s}})
+	e.publish(t, Event{Kind: EventPair, Pair: &PairInfo{Code: ps.code, Shown: s, Ahead: ahead}})
 }
 
 // untrustedCode is the code to show with an offer: none for a trusted
@@ -452,7 +457,7 @@ func (e *Engine) runPair(ctx context.Context, t *Transfer, to Target, want ident
 func (e *Engine) servePair(ctx context.Context, c Conn, ctl *control, tk *core.Ticket, t *Transfer) {
 	tk.Decided()
 	err := func() error {
-		place, refused := tk.Prompt(ctx)
+		place, refused := tk.Prompt(ctx, nil)
 		if refused != nil {
 			return core.Refusal(refused).Err() // ours to tell the peer
 		}

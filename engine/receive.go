@@ -131,7 +131,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	rx := &receiver{inbox: in, c: c, ctl: ctl, claim: claim, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{}),
 		stalls: stallmeter.New(0)}
 	if slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt) {
-		in.t.onScreen = make(chan bool, 1) // before the transfer is registered
+		in.t.onScreen = make(chan screenWord, 1) // before the transfer is registered
 	}
 	defer close(rx.done)
 	defer rx.closeList()
@@ -440,8 +440,9 @@ func (rx *receiver) showsCode() error {
 }
 
 // tellOnScreen tells the sender where its offer stands on this device's
-// screen (wire.Prompt), as the client says it (OfferOnScreen), until stop,
-// which returns once nothing more is sent. Only a change is sent.
+// screen (wire.Prompt), as the engine (queued for a place among the
+// prompts: inboxHost.Queued) and the client (OfferOnScreen) say it, until
+// stop, which returns once nothing more is sent. Only a change is sent.
 func (rx *receiver) tellOnScreen(ctx context.Context) (stop func()) {
 	said := rx.t.onScreen
 	if said == nil || rx.e.opts.ShowsCodes {
@@ -450,15 +451,15 @@ func (rx *receiver) tellOnScreen(ctx context.Context) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		told, last := false, false
+		told, last := false, screenWord{}
 		for {
 			select {
-			case shown := <-said:
-				if told && shown == last {
+			case w := <-said:
+				if told && w == last {
 					continue
 				}
-				told, last = true, shown
-				if rx.ctl.send(&wire.Prompt{Shown: shown}) != nil {
+				told, last = true, w
+				if rx.ctl.send(&wire.Prompt{Shown: w.shown, Ahead: min(w.ahead, wire.MaxPromptAhead)}) != nil {
 					return // the session ends: its reader says why
 				}
 			case <-quit:

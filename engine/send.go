@@ -858,7 +858,7 @@ func (tx *sender) readDecision() (*wire.Decision, error) {
 			if tx.prompts++; tx.prompts > maxPromptMessages {
 				return nil, fmt.Errorf("%w: %d prompt messages about one offer, at most %d", wire.ErrProtocol, tx.prompts, maxPromptMessages)
 			}
-			tx.e.receiverPrompt(tx.t, m.Shown)
+			tx.e.receiverPrompt(tx.t, m.Shown, m.Ahead)
 		case *wire.Cancel:
 			return nil, &wire.RemoteError{Code: m.Code, Reason: m.Reason}
 		default:

@@ -490,6 +490,10 @@ func (l *transferList) refreshPair(v *transferView) {
 		line = fmt.Sprintf("Waiting for %s to show your offer: its screen shows this code with it. Compare the codes then.", who)
 	case CodeShownQueued:
 		line = fmt.Sprintf("%s is answering another device's offer first: its screen shows this code once your offer's turn comes. Compare the codes then.", who)
+		if v.codeAhead > 0 {
+			line = fmt.Sprintf("Your offer is queued on %s behind %s waiting for an answer: its screen shows this code once your offer's turn comes. Compare the codes then.",
+				who, plural(v.codeAhead, "other offer"))
+		}
 	}
 	compare := v.codeShown != CodeShownNo && v.codeShown != CodeShownWaiting && v.codeShown != CodeShownQueued
 	l.setPairStrip(v, v.pairCode, line, compare)

@@ -795,19 +795,24 @@ func TestReceivingRowKeepsTheCodeThePromptShowed(t *testing.T) {
 func TestSendingRowWaitsForTheReceiversPrompt(t *testing.T) {
 	u, be, _ := newTestUI(t)
 	peer := Peer{ID: idAlice, Name: "Alice's laptop"}
-	pair := func(shown CodeShown) {
-		u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "572 054", Shown: shown}})
+	pair := func(shown CodeShown, ahead int) {
+		u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "s1", Direction: Outgoing, State: StateWaiting, Peer: peer, Pair: &PairCode{Code: "572 054", Shown: shown, Ahead: ahead}})
 	}
-	pair(CodeShownWaiting)
+	pair(CodeShownWaiting, 0)
 	v := u.transfers.byID["s1"]
 	for _, c := range []struct {
 		shown CodeShown
+		ahead int
 		line  string
 	}{
-		{CodeShownWaiting, "Waiting for Alice's laptop to show your offer"},
-		{CodeShownQueued, "Alice's laptop is answering another device's offer first"},
+		{CodeShownWaiting, 0, "Waiting for Alice's laptop to show your offer"},
+		// Queued by the receiving Ferry itself, behind the prompts it
+		// shows: the row said it waited for the offer to be shown.
+		{CodeShownQueued, 8, "Your offer is queued on Alice's laptop behind 8 other offers waiting for an answer"},
+		{CodeShownQueued, 1, "Your offer is queued on Alice's laptop behind 1 other offer waiting for an answer"},
+		{CodeShownQueued, 0, "Alice's laptop is answering another device's offer first"},
 	} {
-		pair(c.shown)
+		pair(c.shown, c.ahead)
 		if !v.pair.obj.Visible() || v.pair.code.Text != "572 054" {
 			t.Fatalf("%v: the code is not on the row", c.shown)
 		}
@@ -822,7 +827,7 @@ func TestSendingRowWaitsForTheReceiversPrompt(t *testing.T) {
 			t.Fatalf("%v: a code not shown yet was confirmed: %+v", c.shown, be.confirms)
 		}
 	}
-	pair(CodeShownPending) // its prompt is shown
+	pair(CodeShownPending, 0) // its prompt is shown
 	if !v.pair.match.Visible() || !strings.Contains(v.pair.line.Text, "Check that Alice's laptop shows the same code.") {
 		t.Fatalf("the shown offer's code: match %v, line %q", v.pair.match.Visible(), v.pair.line.Text)
 	}

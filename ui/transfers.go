@@ -61,6 +61,7 @@ type transferView struct {
 	// in the prompt, before Always accept).
 	pairCode     string
 	codeShown    CodeShown // sending: whether the receiver showed pairCode
+	codeAhead    int       // sending, queued: offers the receiver keeps before this one (PairCode.Ahead)
 	codeAnswered bool
 	codeMatched  bool
 	// promptCode is, receiving, the code the offer's prompt showed this
@@ -319,7 +320,7 @@ func (l *transferList) apply(ev TransferEvent) {
 				v.renamed = o.Renamed
 			}
 			if o.PairCode != "" {
-				v.pairCode, v.codeShown = o.PairCode, CodeShownPending
+				v.pairCode, v.codeShown, v.codeAhead = o.PairCode, CodeShownPending, 0
 				if v.dir == Incoming {
 					v.promptCode = o.PairCode
 				}
@@ -327,7 +328,7 @@ func (l *transferList) apply(ev TransferEvent) {
 		}
 	case TransferPair:
 		if ev.Pair != nil {
-			v.pairCode, v.codeShown = ev.Pair.Code, ev.Pair.Shown
+			v.pairCode, v.codeShown, v.codeAhead = ev.Pair.Code, ev.Pair.Shown, ev.Pair.Ahead
 			if ev.Pair.Code != v.promptCode {
 				v.promptCode = "" // a new session's, which no prompt here showed
 			}

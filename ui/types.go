@@ -485,6 +485,11 @@ type PairCode struct {
 	// that says where the offer stands on its screen: CodeShownWaiting,
 	// CodeShownQueued, then CodeShownPending once shown).
 	Shown CodeShown
+	// Ahead, with CodeShownQueued, is how many offers wait for the
+	// receiver's user before this one when the receiving Ferry queues it
+	// itself (it shows as many prompts at once as it may); 0 when its
+	// window keeps it behind the prompt it shows.
+	Ahead int
 }
 
 // CodeShown is whether the other device showed a verification code to its

@@ -268,6 +268,14 @@ func (p *printer) event(ev engine.Event) {
 			// only one it shows is there to compare.
 			switch ev.Pair.Shown {
 			case engine.CodeShownQueued:
+				if n := ev.Pair.Ahead; n > 0 {
+					offers := "offers"
+					if n == 1 {
+						offers = "offer"
+					}
+					p.line("verification code %s: your offer is queued on %s behind %d other %s waiting for an answer; its screen shows the code once your offer's turn comes", ev.Pair.Code, who, n, offers)
+					break
+				}
 				p.line("verification code %s: %s is answering another device's offer first; its screen shows the code once your offer's turn comes", ev.Pair.Code, who)
 			case engine.CodeShownPending:
 				p.line("verification code %s: %s shows your offer now, with this code", ev.Pair.Code, who)

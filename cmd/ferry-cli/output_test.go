@@ -736,6 +736,9 @@ func TestCodeShownLines(t *testing.T) {
 	p.event(code("b", "105 277", engine.CodeShownUnknown))
 	// A receiver that says where the offer stands on its screen.
 	p.event(code("c", "480 111", engine.CodeShownWaiting))
+	queued := code("c", "480 111", engine.CodeShownQueued)
+	queued.Pair.Ahead = 8 // by the receiving Ferry itself, behind the prompts it shows
+	p.event(queued)
 	p.event(code("c", "480 111", engine.CodeShownQueued))
 	p.event(code("c", "480 111", engine.CodeShownPending))
 	p.event(code("c", "480 111", engine.CodeShownYes))
@@ -747,6 +750,7 @@ func TestCodeShownLines(t *testing.T) {
 		"verification code 105 277: vm (FWHL-SXZM) runs an older Ferry, which does not say whether its screen showed the code\n" +
 		"verification code 480 111: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"  (it shows the code with your offer: compare once it does)\n" +
+		"verification code 480 111: your offer is queued on vm (FWHL-SXZM) behind 8 other offers waiting for an answer; its screen shows the code once your offer's turn comes\n" +
 		"verification code 480 111: vm (FWHL-SXZM) is answering another device's offer first; its screen shows the code once your offer's turn comes\n" +
 		"verification code 480 111: vm (FWHL-SXZM) shows your offer now, with this code\n"
 	if out.String() != want {

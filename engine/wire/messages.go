@@ -145,7 +145,17 @@ type Decision struct {
 // changes; from an older Ferry nothing comes, and the sender cannot tell.
 type Prompt struct {
 	Shown bool `json:"shown"`
+	// Ahead, not Shown, is how many offers wait for the receiver's user
+	// before this one when the receiving Ferry itself queues it (it shows
+	// as many prompts as it may at once), at most MaxPromptAhead; 0 when
+	// its client keeps it behind the one prompt it shows. A sender that
+	// does not know the field reads the offer queued all the same.
+	Ahead int `json:"ahead,omitempty"`
 }
+
+// MaxPromptAhead bounds Prompt.Ahead: a receiver queues a few dozen offers
+// at most, and says more as this.
+const MaxPromptAhead = 1000
 
 // Refusal is one offered file the receiver refused, and why.
 type Refusal struct {
@@ -398,7 +408,15 @@ func (m *FileUnsent) validate() error {
 
 func (m *SenderDone) validate() error { return nil }
 
-func (m *Prompt) validate() error { return nil }
+func (m *Prompt) validate() error {
+	if m.Ahead < 0 || m.Ahead > MaxPromptAhead {
+		return fmt.Errorf("%w: a prompt with %d offers ahead (0 to %d)", ErrProtocol, m.Ahead, MaxPromptAhead)
+	}
+	if m.Shown && m.Ahead != 0 {
+		return fmt.Errorf("%w: a prompt shown with %d offers ahead of it", ErrProtocol, m.Ahead)
+	}
+	return nil
+}
 
 func (m *Result) validate() error {
 	if err := checkCode(m.Code); err != nil {

@@ -467,8 +467,9 @@ type PromptTicket struct {
 
 // Prompt gives the session's offer a place among those waiting for the
 // user (one per device, a few per address: see promptPlaces), waiting for
-// one until ctx ends.
-func (t *Ticket) Prompt(ctx context.Context) (*PromptTicket, *errcode.RemoteError) {
+// one until ctx ends; queued, when not nil, is told if it waits, with the
+// offers waiting for the user before it.
+func (t *Ticket) Prompt(ctx context.Context, queued func(ahead int)) (*PromptTicket, *errcode.RemoteError) {
 	a := t.a
 	a.mu.Lock()
 	if a.prompting[t.peer] {
@@ -478,7 +479,7 @@ func (t *Ticket) Prompt(ctx context.Context) (*PromptTicket, *errcode.RemoteErro
 	a.prompting[t.peer] = true
 	a.mu.Unlock()
 	p := &PromptTicket{t: t}
-	place, refused := a.prompts.take(ctx, t.src)
+	place, refused := a.prompts.take(ctx, t.src, queued)
 	if refused != nil {
 		p.Release()
 		return nil, refused

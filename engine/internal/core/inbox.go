@@ -97,6 +97,10 @@ type Host interface {
 	// Register makes the transfer known (events, Decide, Cancel). A later
 	// session of the same transfer takes over its ID.
 	Register() error
+	// Queued says that the offer waits for a place among the prompts
+	// (Options.MaxPrompts are on screen), with how many offers wait for
+	// the user before it; Ask follows once it has a place.
+	Queued(ahead int)
 	// Ask shows the offer to the user (an offer event) and returns the
 	// channel their answer comes on; done says that it is no longer asked.
 	Ask(p *Prompt) (answer <-chan Decision, done func())
@@ -779,7 +783,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 // ask asks the user (Host.Ask) and waits for the answer, the prompt
 // timeout, or the end.
 func (in *Inbox) ask(ctx context.Context, dir string, total, disk, free int64) (Verdict, error) {
-	place, refused := in.ticket.Prompt(ctx)
+	place, refused := in.ticket.Prompt(ctx, in.host.Queued)
 	if refused != nil {
 		return Refusal(refused), nil
 	}

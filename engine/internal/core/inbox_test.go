@@ -52,6 +52,7 @@ func (h *fakeHost) Policy() (AcceptPolicy, bool, string) {
 }
 func (h *fakeHost) Named(id, _ string) { h.mu.Lock(); h.id = id; h.mu.Unlock() }
 func (h *fakeHost) Register() error    { return nil }
+func (h *fakeHost) Queued(int)         {}
 func (h *fakeHost) Ask(p *Prompt) (<-chan Decision, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

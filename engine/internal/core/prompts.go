@@ -56,8 +56,11 @@ func newPromptPlaces(total, perSource int) *promptPlaces {
 
 // take waits for a place for an offer from src, until ctx ends. It refuses
 // the offer when src shows as many prompts as it may, or when its place in
-// the queue went to a newcomer. release gives the place back.
-func (pp *promptPlaces) take(ctx context.Context, src string) (release func(), refused *errcode.RemoteError) {
+// the queue went to a newcomer. queued, when not nil, is told once if the
+// offer waits in the queue, with how many offers wait for the user before
+// it (the prompts shown and the offers queued before it): its sender can be
+// told that its offer is not on screen. release gives the place back.
+func (pp *promptPlaces) take(ctx context.Context, src string, queued func(ahead int)) (release func(), refused *errcode.RemoteError) {
 	release = func() { pp.release(src) }
 	pp.mu.Lock()
 	if pp.held[src] >= pp.perSource {
@@ -93,7 +96,12 @@ func (pp *promptPlaces) take(ctx context.Context, src string) (release func(), r
 	}
 	pp.waiters = append(pp.waiters, w)
 	pp.grantLocked()
+	ahead := pp.n + len(pp.waiters) - 1
+	waits := !w.granted
 	pp.mu.Unlock()
+	if waits && queued != nil {
+		queued(ahead)
+	}
 	select {
 	case <-w.ready:
 		return release, nil

@@ -20,7 +20,7 @@ func queueTake(t *testing.T, pp *promptPlaces, src string, got chan<- grant) {
 	before := pp.queued()
 	done := make(chan struct{})
 	go func() {
-		r, refused := pp.take(t.Context(), src)
+		r, refused := pp.take(t.Context(), src, nil)
 		close(done)
 		got <- grant{src, r, refused != nil}
 	}()
@@ -40,7 +40,7 @@ func queueTake(t *testing.T, pp *promptPlaces, src string, got chan<- grant) {
 // every queued flood offer; and nobody's prompt is taken away meanwhile.
 func TestPromptPlacesRoundRobin(t *testing.T) {
 	pp := newPromptPlaces(1, 2)
-	first, refused := pp.take(t.Context(), "a")
+	first, refused := pp.take(t.Context(), "a", nil)
 	if refused != nil {
 		t.Fatal(refused)
 	}
@@ -90,13 +90,13 @@ func TestPromptQueueShared(t *testing.T) {
 	pp := newPromptPlaces(2, 2)
 	var releases []func()
 	for _, src := range []string{"shown", "shown"} {
-		r, refused := pp.take(t.Context(), src)
+		r, refused := pp.take(t.Context(), src, nil)
 		if refused != nil {
 			t.Fatal(refused)
 		}
 		releases = append(releases, r)
 	}
-	if _, refused := pp.take(t.Context(), "shown"); refused == nil {
+	if _, refused := pp.take(t.Context(), "shown", nil); refused == nil {
 		t.Fatal("an address got a third prompt")
 	}
 	got := make(chan grant, 64)
@@ -104,7 +104,7 @@ func TestPromptQueueShared(t *testing.T) {
 		queueTake(t, pp, fmt.Sprintf("flood%d", i/MaxQueuedPromptsPerSource), got)
 	}
 	go func() { // it queues in the place of another, so the queue does not grow
-		r, refused := pp.take(t.Context(), "real")
+		r, refused := pp.take(t.Context(), "real", nil)
 		got <- grant{"real", r, refused != nil}
 	}()
 	if lost := <-got; !lost.refused || lost.src != "flood0" {
@@ -121,5 +121,32 @@ func TestPromptQueueShared(t *testing.T) {
 		if g := <-got; !g.refused {
 			g.release()
 		}
+	}
+}
+
+// An offer that waits for a place says so, once, with how many offers wait
+// for the user before it (the prompts shown and the offers queued before
+// it), so that its sender can be told; one that gets a place at once says
+// nothing.
+func TestPromptQueueSaysHowManyAreAhead(t *testing.T) {
+	pp := newPromptPlaces(2, 4)
+	var said []int
+	queued := func(ahead int) { said = append(said, ahead) }
+	for range 2 {
+		if _, refused := pp.take(t.Context(), "a", queued); refused != nil {
+			t.Fatal(refused)
+		}
+	}
+	if len(said) != 0 {
+		t.Fatalf("offers given a place at once said they were queued: %v", said)
+	}
+	aheads := make(chan int, 2)
+	for i := range 2 {
+		before := pp.queued()
+		go pp.take(t.Context(), fmt.Sprint("q", i), func(ahead int) { aheads <- ahead })
+		if got, want := <-aheads, 2+i; got != want {
+			t.Fatalf("queued offer %d: %d ahead, want %d", i, got, want)
+		}
+		testutil.WaitFor(t, "the queue", func() bool { return pp.queued() > before })
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -255,5 +256,25 @@ func TestLocalSendAnnouncesShareLink(t *testing.T) {
 	waitState(t, states, func(s ui.LinkState) bool { return s.Ended })
 	if cfg.Download() {
 		t.Error("the share link ended, and the announcement still says download: true")
+	}
+}
+
+// A receive link asked for while the download folder cannot be written
+// is refused in a sentence that says which folder and what to do, where it
+// opened and the first file sent through it failed ("the file could not
+// be saved on the receiving device"). chattr +i keeps even root out of the
+// folder; the test skips where it cannot be set.
+func TestReceiveLinkOnAFolderThatCannotBeWritten(t *testing.T) {
+	b := linkBackend(t)
+	dl := b.eng.DownloadDir()
+	if out, err := exec.Command("chattr", "+i", dl).CombinedOutput(); err != nil {
+		t.Skipf("cannot make a folder immutable here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", dl).Run() })
+	_, err := b.OpenLink(context.Background(), ui.LinkRequest{Kind: ui.LinkReceive, Expire: 10 * time.Minute})
+	var p *ui.Problem
+	want := "The download folder " + dl + " cannot be written, so no file could arrive through a receive link. Choose another folder in Settings, or make this one writable."
+	if !errors.As(err, &p) || p.Text != want || !strings.Contains(p.Err.Error(), "operation not permitted") {
+		t.Fatalf("opening a receive link: %v, want %q", err, want)
 	}
 }

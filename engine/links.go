@@ -178,6 +178,11 @@ func (e *Engine) ReceiveLink(opts LinkOptions) (LinkInfo, error) {
 	if srv == nil {
 		return LinkInfo{}, errReceivingOff
 	}
+	// A folder that cannot be written is said now, to the user who opens
+	// the link, not to the first person who sends through it.
+	if err := e.unwritable(e.DownloadDir()); err != nil {
+		return LinkInfo{}, fmt.Errorf("receive link: %w", err)
+	}
 	in := e.BrowserInbox()
 	l, err := srv.Receive(in, weblink.ReceiveOptions{LinkOptions: linkOptions(opts)})
 	if err != nil {

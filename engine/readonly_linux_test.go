@@ -1,10 +1,17 @@
 package engine
 
 import (
+	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // A download folder that became read-only after it was chosen (its file
@@ -63,4 +70,51 @@ func mountTmpfs(t *testing.T) string {
 		}
 	})
 	return mnt
+}
+
+// A receive link on a download folder that cannot be written is not
+// opened: the user who shows it reads why at once ("receive link: the
+// download folder MNT cannot be written (read-only file system)"), where
+// it opened and its first upload failed on the page ("the file could not
+// be saved on the receiving device"). A link opened before the folder
+// turned read-only refuses each upload as it is created, the page saying
+// why without the folder and this device with it. Needs root to mount a
+// tmpfs: it skips without.
+func TestReceiveLinkOnAReadOnlyFolder(t *testing.T) {
+	mnt := mountTmpfs(t)
+	recv := startReceiver(t, Options{Accept: AcceptAsk, DownloadDir: mnt})
+	events, unsub := recv.Subscribe(1024)
+	defer unsub()
+	open, err := recv.ReceiveLink(LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro", mnt).CombinedOutput(); err != nil {
+		t.Skipf("remount read-only: %v: %s", err, out)
+	}
+	status, _, body := testutil.TusCreateMeta(t, open.URLs[0]+"tus/", "a.txt", 10, batchMeta("b1b1b1b1b1b1b1b1", 1, 10, ""))
+	const page = "the receiving device's download folder cannot be written"
+	if status != http.StatusUnprocessableEntity || !strings.Contains(string(body), page) {
+		t.Errorf("upload into the read-only folder: %d %q, want refused: %q", status, body, page)
+	}
+	here := "The download folder " + mnt + " cannot be written (read-only file system)."
+	for file := (*FileResult)(nil); file == nil; {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventFile && ev.Direction == Receiving {
+				if file = ev.File; file.Err != here {
+					t.Errorf("this device reads %q, want %q", file.Err, here)
+				}
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("no event of the refused file")
+		}
+	}
+	_, err = recv.ReceiveLink(LinkOptions{})
+	if want := "receive link: the download folder " + mnt + " cannot be written (read-only file system)"; !errors.Is(err, store.ErrNotWritable) || err.Error() != want {
+		t.Errorf("a new link: %v, want %q", err, want)
+	}
+	if got := recv.Links(); len(got) != 1 {
+		t.Errorf("links %+v: only the one opened before", got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,6 +173,13 @@ func (b *BrowserInbox) Arrive(a weblink.Arrival) (*store.Dest, error) {
 		if d == nil && len(b.batches) >= maxBrowserSets {
 			key = "" // a page that opens sets without end: files alone
 		}
+	}
+	if err := b.e.unwritable(dir); err != nil {
+		// The folder turned read-only, or lost this user's permission,
+		// since the link was opened: said now, not once the partial
+		// cannot be made ("the file could not be saved"); the page reads
+		// it without the folder (weblink's refusal).
+		return nil, &phrased{core.Sentence(err), err}
 	}
 	if l := store.MaxFileSize(dir); l.Refuses(a.Size) {
 		// A FAT stick: refused before its bytes come, and before the
@@ -598,4 +606,20 @@ type phrased struct {
 }
 
 func (p *phrased) Error() string { return p.text }
+
+// unwritable says why files cannot be made in the download folder dir,
+// naming it ("the download folder /media/stick cannot be written
+// (read-only file system)"), or nil (store.Writable; Engine.writable in
+// tests). It matches store.ErrNotWritable.
+func (e *Engine) unwritable(dir string) error {
+	check := store.Writable
+	if e.writable != nil {
+		check = e.writable
+	}
+	err := check(dir)
+	if err == nil {
+		return nil
+	}
+	return &phrased{strings.Replace(err.Error(), "the download folder", "the download folder "+dir, 1), err}
+}
 func (p *phrased) Unwrap() error { return p.err }

@@ -638,6 +638,8 @@ func refusal(err error) string {
 		return "not enough space on the receiving device: " + se.Figures()
 	case errors.Is(err, store.ErrGone):
 		return "the receiving device's download folder is gone"
+	case errors.Is(err, store.ErrNotWritable):
+		return "the receiving device's download folder cannot be written"
 	case fileio.DiskFull(err) != "":
 		return "the receiving device ran out of space"
 	}

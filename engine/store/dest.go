@@ -458,6 +458,19 @@ func (p *Partial) Truncate(size int64) error {
 	if err != nil {
 		return err
 	}
+	return resize(f, size)
+}
+
+// resize gives f the size size. A file of that size already is left as it
+// is: a partial reopened to resume, whose length is not known, is most often
+// whole, and fusefat (which mounts FAT sticks where the kernel has no vfat)
+// refuses every truncate with EPERM, even to the size a file has, so a
+// resume there failed at its end ("the file could not be saved: operation
+// not permitted").
+func resize(f *os.File, size int64) error {
+	if fi, err := f.Stat(); err == nil && fi.Size() == size {
+		return nil
+	}
 	return f.Truncate(size)
 }
 
@@ -875,7 +888,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 // truncate sets p's size, through its open descriptor or, once closed, a
 // fresh one.
 func (d *Dest) truncate(p *Partial, size int64) error {
-	err := p.f.Truncate(size)
+	err := resize(p.f, size)
 	if !errors.Is(err, os.ErrClosed) {
 		return err
 	}
@@ -887,7 +900,7 @@ func (d *Dest) truncate(p *Partial, size int64) error {
 	if err != nil {
 		return err
 	}
-	err = f.Truncate(size)
+	err = resize(f, size)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"bufio"
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,5 +41,42 @@ func TestMaxFileSizeOfAFATMount(t *testing.T) {
 	}
 	if l := MaxFileSize(filepath.Join(mnt, "not", "made", "yet")); l.Max != FATMax {
 		t.Errorf("MaxFileSize of a folder to make on it = %+v", l)
+	}
+}
+
+// A partial reopened to resume on a FAT32 stick is finalized there when it
+// holds its whole size: fusefat (this kernel has no vfat) refuses every
+// truncate, even to the size a file has, and Finalize truncated a reopened
+// partial, whose length it did not know, so the resume failed at its end
+// ("operation not permitted"). Needs root and a FAT32 mount: it skips
+// without them.
+func TestReopenedPartialOnAFATStickIsFinalized(t *testing.T) {
+	d, err := Open(testutil.FATStick(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	data := bytes.Repeat([]byte("ferry "), 50_000)
+	p, err := d.CreatePartial("film.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	name, id := p.Name(), p.Identity()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := d.OpenPartial(name, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if as, err := d.Finalize(q, "film.bin", int64(len(data))); err != nil || as != "film.bin" {
+		q.Close() // or the stick stays busy
+		t.Fatalf("finalize the reopened partial: %q, %v", as, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(d.Dir(), "film.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("saved %d bytes, %v; want %d", len(got), err, len(data))
 	}
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -123,4 +125,57 @@ func TestBrowserFileOverFATLimitIsRefused(t *testing.T) {
 	if status, _, body := testutil.TusCreate(t, endpoint, "notes.txt", 1000); status != http.StatusCreated {
 		t.Errorf("a small file: %d %q", status, body)
 	}
+}
+
+// Files sent to a FAT32 stick arrive whole, their chunks written side by
+// side in any order. On fusefat (which mounts the stick where the kernel
+// has no vfat) a write past a file's end is refused or misplaced, and
+// files arrived wrong while reported verified (a 327,780-byte file saved
+// as 132,096 bytes of other data) or failed ("operation not permitted"):
+// the partial is now filled with zeros in order first (store's
+// Dest.inOrder). Needs root and a FAT32 mount: it skips without them.
+func TestFilesOnAFATStickArriveWhole(t *testing.T) {
+	stick := testutil.FATStick(t)
+	recv := startReceiver(t, Options{DownloadDir: stick})
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	var paths []string
+	for _, n := range []int{100, 327_780, 5<<20 + 77, 9<<20 + 1} {
+		p := filepath.Join(src, fmt.Sprintf("f%d.bin", n))
+		writeFile(t, p, n)
+		paths = append(paths, p)
+	}
+	r := sendWait(t, send, target(recv), paths, SendOptions{Streams: 4})
+	if r.State != StateDone || r.Verified != len(paths) {
+		t.Errorf("result %s %q, %d verified", r.State, r.Err, r.Verified)
+	}
+	for _, p := range paths {
+		want, _ := os.ReadFile(p)
+		got, err := os.ReadFile(filepath.Join(stick, filepath.Base(p)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s on the stick: %d bytes (%v), want the %d sent", filepath.Base(p), len(got), err, len(want))
+		}
+	}
+}
+
+// A transfer cut off part way onto a FAT32 stick resumes there, where it
+// failed on fusefat: "the file could not be saved: operation not
+// permitted" (its partial, filled whole, is no longer truncated, nor
+// written past its end). Needs root and a FAT32 mount: it skips without.
+func TestResumeOntoAFATStick(t *testing.T) {
+	skipIfShort(t)
+	stick := testutil.FATStick(t)
+	recv := startReceiver(t, Options{DownloadDir: stick})
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	const size = 24 << 20
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, size)
+	opts := SendOptions{Transport: "tcp"}
+	interruptAfter(t, send, recv, []string{big}, opts, size, nil)
+	res := sendWait(t, send, target(recv), []string{big}, opts)
+	if res.State != StateDone || res.Kept == 0 {
+		t.Fatalf("resume: %s %q (kept %d), want done with part of the file kept", res.State, res.Err, res.Kept)
+	}
+	sameTree(t, big, stick)
 }

@@ -91,6 +91,10 @@ type Dest struct {
 	// silently ("notes." saved as "notes"), which the report did not say,
 	// and fusefat kept names a Windows device cannot open.
 	windowsNames bool
+	// inOrder: the file system loses writes past a file's end (fusefat,
+	// inOrderOnly), so a partial is filled with zeros to its size, in
+	// order, before its chunks are written (Reserve, Sparse).
+	inOrder bool
 
 	// SyncOnFinalize fsyncs every file before it gets its final name. Off by
 	// default, like rsync and scp: a per-file fsync costs more than the
@@ -189,8 +193,9 @@ func Open(dir string) (*Dest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
+	fst := fsType(dir)
 	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, top: top,
-		folders: map[string]*folder{}, gone: map[*folder]struct{}{}, windowsNames: fatNames(fsType(dir))}
+		folders: map[string]*folder{}, gone: map[*folder]struct{}{}, windowsNames: fatNames(fst), inOrder: inOrderOnly(fst)}
 	d.link = d.linkNames
 	d.rename = d.renameNoReplace
 	d.replace = root.Rename
@@ -376,6 +381,9 @@ func (p *Partial) letGo() { p.let.Do(func() { p.d.release(p.fo) }) }
 // Small files are left as they are. An error matching fileio.ErrNoSpace
 // means the disk is full; any other failure to preallocate is not an error.
 func (p *Partial) Reserve(size int64) error {
+	if p.d.inOrder {
+		return p.fill(size)
+	}
 	if !fileio.Reserves(size) {
 		return nil // touches nothing, so needs no check
 	}
@@ -399,6 +407,9 @@ func (p *Partial) Reserve(size int64) error {
 // writes would otherwise all extend the file, so that none of its zeros
 // could be a hole (SparseUpload).
 func (p *Partial) Sparse(size int64) error {
+	if p.d.inOrder {
+		return p.fill(size)
+	}
 	if err := p.inside(); err != nil {
 		return err
 	}
@@ -408,6 +419,42 @@ func (p *Partial) Sparse(size int64) error {
 	}
 	fileio.MarkSparse(f) // Windows: else growing it allocates the holes
 	return p.Truncate(size)
+}
+
+// fill writes zeros from the partial's end to size, in order, on a file
+// system that loses writes past a file's end (Dest.inOrder): the chunks,
+// which several streams write side by side in any order, then all land
+// inside the file. fusefat, which mounts FAT sticks where the kernel has no
+// vfat, refuses such a write (EPERM) or puts it elsewhere: files arrived
+// wrong while reported verified (docs/hostile.md). It costs writing each
+// file twice, there alone. A file of one sector (512 bytes) is left as it
+// is: it is written in one write, and fusefat loses a write over the zeros
+// of a file that small (seen: 100, 511 and 512 bytes read back as zeros).
+func (p *Partial) fill(size int64) error {
+	if size <= 512 {
+		return nil
+	}
+	if err := p.inside(); err != nil {
+		return err
+	}
+	p.length.Store(-1)
+	f, _, err := p.use()
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	zeros := make([]byte, min(size, 1<<20))
+	for off := fi.Size(); off < size; {
+		n, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off)
+		if err != nil {
+			return err
+		}
+		off += int64(n)
+	}
+	return nil
 }
 
 // SparseUpload is Sparse for an upload of size bytes written in order

@@ -72,3 +72,8 @@ func fatNames(fsType string) bool {
 	}
 	return false
 }
+
+// inOrderOnly reports a file system that loses writes past a file's end
+// (Dest.inOrder): fusefat refuses some (EPERM) and misplaces others, where
+// the kernel's vfat fills the gap with zeros.
+func inOrderOnly(fsType string) bool { return strings.ToLower(fsType) == "fuse.fusefat" }

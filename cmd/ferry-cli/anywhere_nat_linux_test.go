@@ -456,27 +456,30 @@ func TestAnywhereLeaveLAN(t *testing.T) {
 	}
 }
 
-// TestAnywhereReceiverStops: a receiver stopped (Ctrl-C, SIGTERM) while a
-// file comes to it through the relay's TURN tells the sender at once, as
-// on the LAN ("Desktop went away: Ferry was closed there."), and the
-// sender goes on once it is back. receive stopped serving through the
-// relay, which closed the session's bridge to the relayed path, before its
-// engine ended the session: the goodbye went nowhere and the sender said
-// "the connection went silent for 10s".
-func TestAnywhereReceiverStops(t *testing.T) {
-	lab := natLab(t, netlab.NATConfig{A: netlab.PortRandom})
-	bin := buildCLI(t)
+// relayedSend is a send of 256 MiB from Laptop to Desktop, paired,
+// through a relay in the NAT lab, whose receiver a test stops or kills.
+type relayedSend struct {
+	lab      *netlab.NAT
+	bin      string
+	recv     *exec.Cmd
+	recvArgs []string // to start the receiver again
+	lines    chan string
+}
+
+// startRelayedSend starts the relay, Desktop's receiver serving through it
+// on listen, and Laptop's send, and waits for the send's relayed path.
+func startRelayedSend(t *testing.T, listen string) *relayedSend {
+	t.Helper()
+	r := &relayedSend{lab: natLab(t, netlab.NATConfig{A: netlab.PortRandom}), bin: buildCLI(t), lines: make(chan string, 64)}
 	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
 	pairAnywhere(t, a, b, false)
-	inbox := t.TempDir()
-	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
-	recvArgs := []string{"receive", "--config", b.dir, "--name", b.name, "--dir", inbox, "--listen", ":47800", "--accept", "trusted",
+	startIn(t, r.lab, netlab.Internet, r.bin, "relay listening", "relay", "--listen", relayAt)
+	r.recvArgs = []string{"receive", "--config", b.dir, "--name", b.name, "--dir", t.TempDir(), "--listen", listen, "--accept", "trusted",
 		"--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt}
-	recv := startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", recvArgs...)
+	r.recv = startIn(t, r.lab, netlab.HostB, r.bin, "reachable from anywhere", r.recvArgs...)
 	src := randomFile(t, 256)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	send := lab.Command(ctx, netlab.HostA, bin, "send", "--config", a.dir, "--name", a.name, "--to", b.name, "--relay", relayAt, src)
+	send := r.lab.Command(ctx, netlab.HostA, r.bin, "send", "--config", a.dir, "--name", a.name, "--to", b.name, "--relay", relayAt, src)
 	out, err := send.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -485,47 +488,66 @@ func TestAnywhereReceiverStops(t *testing.T) {
 	if err := send.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cancel(); send.Wait() }()
-	lines := make(chan string, 64)
+	t.Cleanup(func() { cancel(); send.Wait() })
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			lines <- sc.Text()
+			r.lines <- sc.Text()
 		}
-		close(lines)
+		close(r.lines)
 	}()
-	next := func(prefix string, within time.Duration) string {
-		t.Helper()
-		deadline := time.After(within)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the send ended before a line %q", prefix)
-				}
-				if strings.HasPrefix(l, prefix) {
-					return l
-				}
-			case <-deadline:
-				t.Fatalf("no line %q within %v", prefix, within)
-			}
-		}
-	}
-	if l := next("transport:", 30*time.Second); !strings.Contains(l, "relayed") {
+	if l := r.next(t, "transport:", 30*time.Second); !strings.Contains(l, "relayed") {
 		t.Fatalf("not relayed: %s", l)
 	}
+	return r
+}
+
+// next returns the send's next line that begins with prefix.
+func (r *relayedSend) next(t *testing.T, prefix string, within time.Duration) string {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case l, ok := <-r.lines:
+			if !ok {
+				t.Fatalf("the send ended before a line %q", prefix)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-deadline:
+			t.Fatalf("no line %q within %v", prefix, within)
+		}
+	}
+}
+
+// restartReceiver starts Desktop's receiver again, as it was.
+func (r *relayedSend) restartReceiver(t *testing.T) {
+	t.Helper()
+	startIn(t, r.lab, netlab.HostB, r.bin, "reachable from anywhere", r.recvArgs...)
+}
+
+// TestAnywhereReceiverStops: a receiver stopped (Ctrl-C, SIGTERM) while a
+// file comes to it through the relay's TURN tells the sender at once, as
+// on the LAN ("Desktop went away: Ferry was closed there."), and the
+// sender goes on once it is back. receive stopped serving through the
+// relay, which closed the session's bridge to the relayed path, before its
+// engine ended the session: the goodbye went nowhere and the sender said
+// "the connection went silent for 10s".
+func TestAnywhereReceiverStops(t *testing.T) {
+	r := startRelayedSend(t, ":47800")
 	time.Sleep(time.Second) // a part of the file on its way
 	stopped := time.Now()
-	if err := recv.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := r.recv.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	l := next("reconnecting:", 30*time.Second)
+	l := r.next(t, "reconnecting:", 30*time.Second)
 	if took := time.Since(stopped); !strings.Contains(l, "Ferry was closed there") || took > 5*time.Second {
 		t.Errorf("%v after the receiver stopped, the sender said: %s", took.Round(time.Millisecond), l)
 	}
-	recv.Process.Wait() // its port free again (its cleanup's Wait then only reaps its output)
-	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", recvArgs...)
-	next("done:", 2*time.Minute)
+	r.recv.Process.Wait() // its port free again (its cleanup's Wait then only reaps its output)
+	r.restartReceiver(t)
+	r.next(t, "done:", 2*time.Minute)
 }
 
 // TestAnywhereKilledReceiverRestarted: a receiver killed (SIGKILL) while a
@@ -537,71 +559,22 @@ func TestAnywhereReceiverStops(t *testing.T) {
 // remote end) outliving it by minutes. The reason of the one reconnect,
 // not a time, is what is checked.
 func TestAnywhereKilledReceiverRestarted(t *testing.T) {
-	lab := natLab(t, netlab.NATConfig{A: netlab.PortRandom})
-	bin := buildCLI(t)
-	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
-	pairAnywhere(t, a, b, false)
-	inbox := t.TempDir()
-	startIn(t, lab, netlab.Internet, bin, "relay listening", "relay", "--listen", relayAt)
-	recvArgs := []string{"receive", "--config", b.dir, "--name", b.name, "--dir", inbox, "--listen", ":0", "--accept", "trusted",
-		"--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt}
-	recv := startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", recvArgs...)
-	src := randomFile(t, 256)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	send := lab.Command(ctx, netlab.HostA, bin, "send", "--config", a.dir, "--name", a.name, "--to", b.name, "--relay", relayAt, src)
-	out, err := send.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	send.Stderr = send.Stdout
-	if err := send.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); send.Wait() }()
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func(prefix string, within time.Duration) string {
-		t.Helper()
-		deadline := time.After(within)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the send ended before a line %q", prefix)
-				}
-				if strings.HasPrefix(l, prefix) {
-					return l
-				}
-			case <-deadline:
-				t.Fatalf("no line %q within %v", prefix, within)
-			}
-		}
-	}
-	if l := next("transport:", 30*time.Second); !strings.Contains(l, "relayed") {
-		t.Fatalf("not relayed: %s", l)
-	}
+	r := startRelayedSend(t, ":0")
 	time.Sleep(time.Second) // a part of the file on its way
-	if err := recv.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := r.recv.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	recv.Process.Wait()
-	startIn(t, lab, netlab.HostB, bin, "reachable from anywhere", recvArgs...)
-	l := next("reconnecting:", 30*time.Second)
+	r.recv.Process.Wait()
+	r.restartReceiver(t)
+	l := r.next(t, "reconnecting:", 30*time.Second)
 	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), l)
 	if !strings.Contains(l, "restarted") {
 		t.Errorf("the sender reconnected for another reason than the receiver's restart: %s", l)
 	}
-	l = next("reconnected", 30*time.Second)
+	l = r.next(t, "reconnected", 30*time.Second)
 	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), l)
-	next("done:", 2*time.Minute)
+	r.next(t, "done:", 2*time.Minute)
 }
 
 // TestAnywhereStallIsNotALoss: a path beyond the LAN that carries nothing

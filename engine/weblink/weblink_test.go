@@ -37,6 +37,23 @@ func startServer(t *testing.T, opts Options) *Server {
 	return s
 }
 
+// startServerOnAFakeClock starts a server for Alice whose clock only
+// advance moves.
+func startServerOnAFakeClock(t *testing.T) (s *Server, advance func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	s = startServer(t, Options{DeviceName: "Alice", Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}})
+	return s, func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+}
+
 // base is the server's root URL.
 func base(s *Server) string { return "http://" + s.Addr().String() }
 
@@ -460,18 +477,7 @@ func TestBackslashSavedAsUnderscore(t *testing.T) {
 // ("too many files are being sent at once") by creating 64 and sending
 // nothing.
 func TestQuietUploadsGiveWay(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	advance := func(d time.Duration) {
-		mu.Lock()
-		now = now.Add(d)
-		mu.Unlock()
-	}
-	s := startServer(t, Options{DeviceName: "Alice", Now: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}})
+	s, advance := startServerOnAFakeClock(t)
 	in, err := NewFolderInbox(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -786,18 +792,7 @@ type progressInbox struct {
 func (p *progressInbox) Progress(a Arrival, bytes int64) { p.at <- bytes }
 
 func TestSlowChunkEnds(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	advance := func(d time.Duration) {
-		mu.Lock()
-		now = now.Add(d)
-		mu.Unlock()
-	}
-	s := startServer(t, Options{DeviceName: "Alice", Now: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}})
+	s, advance := startServerOnAFakeClock(t)
 	fi, err := NewFolderInbox(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -872,18 +867,7 @@ func TestSlowChunkEnds(t *testing.T) {
 // at once. Before, the expiry cut every upload on its way and its partial
 // went.
 func TestExpiryLetsUploadsGoingFinish(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	advance := func(d time.Duration) {
-		mu.Lock()
-		now = now.Add(d)
-		mu.Unlock()
-	}
-	s := startServer(t, Options{DeviceName: "Alice", Now: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}})
+	s, advance := startServerOnAFakeClock(t)
 	open := func(grace time.Duration) (*Link, *FolderInbox, *tusClient) {
 		in, err := NewFolderInbox(t.TempDir())
 		if err != nil {

@@ -1034,10 +1034,18 @@ func (d *xDesktop) startIn(t *testing.T, ns, bin, root, name string, env []strin
 		p.cmd = exec.Command("ip", append([]string{"netns", "exec", ns, bin, "--config", p.config}, args...)...)
 	}
 	p.cmd.Env = append(append(d.env(root), "FERRY_SMOKE_STATUS="+p.status, "FERRY_SMOKE_DESCRIBE="+p.ui), env...)
-	log, err := os.Create(filepath.Join(d.out, slug+".log"))
+	logPath := filepath.Join(d.out, slug+".log")
+	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A failed run tells what the instance said last (registered first,
+	// so it runs after the instance is stopped): CI keeps no temp dir.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the last lines of %s's log:\n%s", name, lastLines(logPath, 40))
+		}
+	})
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -1050,6 +1058,17 @@ func (d *xDesktop) startIn(t *testing.T, ns, bin, root, name string, env []strin
 		}
 	})
 	return p
+}
+
+// lastLines is the last n lines of the file at path (or why it could not
+// be read).
+func lastLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func (p *ferry) running() bool {

@@ -453,15 +453,29 @@ func displayName(d Device) string {
 
 // rowAt returns the device row under pos (canvas coordinates), or nil.
 func (l *deviceList) rowAt(pos fyne.Position) *deviceRow {
+	// The rows' places come from the list's own layout: where its view
+	// and box are in the window, and each row's place in the box. Asking
+	// the driver for each row's place answered (0, 0) for a row made since
+	// the last frame (a window's driver learns an object's canvas only as
+	// a frame paints it), and render makes every row anew on each change
+	// of any device: a drop between a change and the next frame found no
+	// row and opened the send sheet instead of sending.
 	drv := fyne.CurrentApp().Driver()
+	if !within(pos, drv.AbsolutePositionForObject(l.scroll), l.scroll.Size()) {
+		return nil // over the list's header or below it, or scrolled away
+	}
+	box := drv.AbsolutePositionForObject(l.box)
 	for _, r := range l.rows {
-		p := drv.AbsolutePositionForObject(r.obj)
-		s := r.obj.Size()
-		if pos.X >= p.X && pos.X < p.X+s.Width && pos.Y >= p.Y && pos.Y < p.Y+s.Height {
+		if within(pos, box.Add(r.obj.Position()), r.obj.Size()) {
 			return r
 		}
 	}
 	return nil
+}
+
+// within reports whether pos lies in the rectangle at p of size s.
+func within(pos, p fyne.Position, s fyne.Size) bool {
+	return pos.X >= p.X && pos.X < p.X+s.Width && pos.Y >= p.Y && pos.Y < p.Y+s.Height
 }
 
 // nameTagLayout lays out a name and its tag on one line: the tag right

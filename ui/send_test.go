@@ -121,6 +121,83 @@ func TestMultiDropOnASelection(t *testing.T) {
 	}
 }
 
+// A drop on a device's row sends to that device even when the list
+// changed since the window last painted: render makes every row anew on
+// any device's change, and a window's driver knows an object's place only
+// once a frame drew it. The drop opened the send sheet instead (seen under
+// load in app's TestGUIEndToEnd, the second drop on the same row).
+func TestDropOnARowMadeSinceTheLastFrame(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+	drv := &paintedDriver{Driver: fyne.CurrentApp().Driver(), painted: map[fyne.CanvasObject]bool{}}
+	fyne.SetCurrentApp(paintedApp{App: fyne.CurrentApp(), drv: drv})
+	drv.paint(u.win.Canvas())
+	r := u.devices.rows[1] // Bob
+	at := drv.AbsolutePositionForObject(r.obj).Add(fyne.NewPos(r.obj.Size().Width/2, r.obj.Size().Height/2))
+	u.HandleDrop(at, []fyne.URI{fileURI("/tmp/x.txt")})
+	if len(be.sends) != 1 || be.sends[0].dev.ID != idBob {
+		t.Fatalf("a drop on a painted row: sends %+v", be.sends)
+	}
+	changed := alice(true)
+	changed.Trusted = true // Alice announced herself again: every row is new
+	u.ApplyDevice(DeviceEvent{Kind: DeviceChanged, Device: changed})
+	u.HandleDrop(at, []fyne.URI{fileURI("/tmp/y.txt")})
+	if len(be.sends) != 2 || be.sends[1].dev.ID != idBob || u.ask != nil {
+		t.Fatalf("a drop on Bob's row made since the last frame: sends %+v, send sheet open %v", be.sends, u.ask != nil)
+	}
+	// Below the list's last row (its empty part) is no row.
+	drv.paint(u.win.Canvas())
+	last := u.devices.rows[len(u.devices.rows)-1].obj
+	below := drv.AbsolutePositionForObject(last).Add(fyne.NewPos(10, last.Size().Height+20))
+	u.HandleDrop(below, []fyne.URI{fileURI("/tmp/z.txt")})
+	if len(be.sends) != 2 || u.ask == nil {
+		t.Fatalf("a drop below the rows: sends %+v, send sheet open %v", be.sends, u.ask != nil)
+	}
+}
+
+// paintedDriver is the test driver as a window's driver behaves: it knows
+// where an object is only once a frame painted it (the window fills its
+// canvas cache as a frame walks the tree), and answers (0, 0) before that.
+type paintedDriver struct {
+	fyne.Driver
+	painted map[fyne.CanvasObject]bool
+}
+
+func (d *paintedDriver) AbsolutePositionForObject(o fyne.CanvasObject) fyne.Position {
+	if !d.painted[o] {
+		return fyne.Position{}
+	}
+	return d.Driver.AbsolutePositionForObject(o)
+}
+
+// paint records the objects a frame of c draws.
+func (d *paintedDriver) paint(c fyne.Canvas) {
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		d.painted[o] = true
+		switch x := o.(type) {
+		case *fyne.Container:
+			for _, o := range x.Objects {
+				walk(o)
+			}
+		case fyne.Widget:
+			for _, o := range test.WidgetRenderer(x).Objects() {
+				walk(o)
+			}
+		}
+	}
+	walk(c.Content())
+}
+
+// paintedApp is an app whose driver is a paintedDriver.
+type paintedApp struct {
+	fyne.App
+	drv *paintedDriver
+}
+
+func (a paintedApp) Driver() fyne.Driver { return a.drv }
+
 // Send text: the byte limit is shown and kept; Ctrl+Enter or the button
 // goes on to the devices.
 func TestSendText(t *testing.T) {

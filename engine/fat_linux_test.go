@@ -179,3 +179,61 @@ func TestResumeOntoAFATStick(t *testing.T) {
 	}
 	sameTree(t, big, stick)
 }
+
+// A folder's folders "A" and "a" sent to a FAT32 stick, which ignores
+// letter case, arrive as two folders (the one whose file came second as
+// "a (1)" or "A (1)"), each file reported where it is: they were merged,
+// the files of one reported in a folder the stick does not list
+// ("p/a/y.txt") and one renamed beside another of its name ("p/a/x
+// (1).txt"). Needs root and a FAT32 mount: it skips without them.
+func TestFoldersOfAnotherCaseOnAFATStickStayApart(t *testing.T) {
+	stick := testutil.FATStick(t)
+	recv := startReceiver(t, Options{DownloadDir: stick})
+	events, unsub := recv.Subscribe(1024)
+	defer unsub()
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	rels := []string{"p/A/x.txt", "p/a/y.txt", "p/a/x.txt"}
+	for _, rel := range rels {
+		writeFile(t, filepath.Join(src, filepath.FromSlash(rel)), 1000)
+	}
+	r := sendWait(t, send, target(recv), []string{filepath.Join(src, "p")}, SendOptions{})
+	if r.State != StateDone || r.Verified != 3 {
+		t.Fatalf("result %s %q, %d verified", r.State, r.Err, r.Verified)
+	}
+	saved := map[string]string{}
+	for ev := range events {
+		if ev.Kind == EventFile && ev.Direction == Receiving {
+			saved[ev.File.Path] = ev.File.SavedAs
+		}
+		if ev.Kind == EventResult && ev.Direction == Receiving {
+			break
+		}
+	}
+	// Which folder keeps its name is the one whose file was created first.
+	want := map[string]string{"p/A/x.txt": "", "p/a/y.txt": "p/a (1)/y.txt", "p/a/x.txt": "p/a (1)/x.txt"}
+	if saved["p/A/x.txt"] != "" {
+		want = map[string]string{"p/A/x.txt": "p/A (1)/x.txt", "p/a/y.txt": "", "p/a/x.txt": ""}
+	}
+	for _, rel := range rels {
+		if saved[rel] != want[rel] {
+			t.Errorf("%s reported saved as %q, want %q", rel, saved[rel], want[rel])
+		}
+		at := rel
+		if saved[rel] != "" {
+			at = saved[rel]
+		}
+		sent, _ := os.ReadFile(filepath.Join(src, filepath.FromSlash(rel)))
+		if got, err := os.ReadFile(filepath.Join(stick, filepath.FromSlash(at))); err != nil || !bytes.Equal(got, sent) {
+			t.Errorf("%s on the stick: %d bytes (%v), not the %d of %s", at, len(got), err, len(sent), rel)
+		}
+	}
+	var got []string
+	names, err := os.ReadDir(filepath.Join(stick, "p"))
+	for _, n := range names {
+		got = append(got, n.Name())
+	}
+	if s := strings.Join(got, " "); err != nil || s != "A a (1)" && s != "A (1) a" {
+		t.Errorf("p holds %q (%v), want A and a (1), or A (1) and a", got, err)
+	}
+}

@@ -23,8 +23,8 @@ pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbu
       # the browser tests of engine/weblink (skipped without it)
       chromium
       # the FAT stick tests of engine and engine/store (a vfat image through fusefat, as this kernel has
-      # no vfat; skipped without them)
-      dosfstools fusefat)
+      # no vfat; an exFAT image through exfat-fuse; skipped without them)
+      dosfstools fusefat exfatprogs exfat-fuse)
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
 # Node.js for the third-party LocalSend implementation the interop tests run

@@ -62,8 +62,10 @@ const maxNumbered = 10000
 // touch anything outside the folder. A Dest is safe for concurrent use.
 //
 // Folder clashes: a peer's folder element is merged into an existing real
-// directory of the same name. If the name is taken by anything else (a file,
-// a symlink — even one pointing inside the folder —, a device), the folder
+// directory of the same name, spelled the same (where letter case is
+// ignored, a folder "A" is not the folder "a": spelling.go). If the name is
+// taken by anything else (a file, a symlink — even one pointing inside the
+// folder —, a device, a folder of another case), the folder
 // is received as "name (1)", "name (2)", ... instead: the first numbered
 // name that is a real directory or free. The rule depends only on what is on
 // disk, so CreatePartial, PartialPath and Finalize agree on it without
@@ -1143,14 +1145,29 @@ func (d *Dest) resolveIn(parent *folder, elem string, made *[]string) (*folder, 
 		if err == nil && !dir {
 			continue // never descend into a file, symlink or device
 		}
+		if err == nil {
+			// Where case is ignored, "a" finds "A": another folder
+			// (spelling.go).
+			if ok, serr := parent.spelled(name); serr != nil {
+				err = serr
+			} else if !ok {
+				continue
+			}
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			err = d.mkdir(parent, name)
 			if err == nil && made != nil {
 				*made = append(*made, filepath.Join(parent.path, name))
 			}
 			if errors.Is(err, fs.ErrExist) {
-				// Someone created it first; if it is a folder, share it.
+				// Someone created it first; if it is a folder of the
+				// name, share it.
 				if dir, err = parent.isDir(name); err != nil || !dir {
+					continue
+				}
+				if ok, serr := parent.spelled(name); serr != nil {
+					err = serr
+				} else if !ok {
 					continue
 				}
 			}
@@ -1172,7 +1189,14 @@ func (d *Dest) resolveElem(parent, elem string) (string, error) {
 		name := filepath.Join(parent, numbered(elem, n, false))
 		fi, err := d.root.Lstat(name)
 		if err == nil && fi.IsDir() {
-			return name, nil
+			ok, serr := spelledAt(d.root, parent, numbered(elem, n, false))
+			if serr != nil {
+				return "", serr
+			}
+			if ok {
+				return name, nil
+			}
+			continue // "A" where case is ignored: another folder
 		}
 		if err == nil {
 			continue // never descend into a file, symlink or device

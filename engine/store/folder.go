@@ -32,6 +32,11 @@ type folder struct {
 
 	refs int  // guarded by Dest.mu: Partials and operations using it
 	gone bool // guarded by Dest.mu: out of the cache, closed when refs reach 0
+
+	// listing is what spelled last read of the folder (its names,
+	// composed), nil until then or when it held over maxListed names.
+	listingMu sync.Mutex
+	listing   map[string]struct{}
 }
 
 // upTo returns the relative path from a folder depth elements deep up to

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,6 +51,67 @@ func FATStick(t testing.TB) string {
 	t.Cleanup(func() {
 		if out, err := exec.Command(unmount[0], unmount[1:]...).CombinedOutput(); err != nil {
 			t.Errorf("%v: %v: %s", unmount, err, out)
+		}
+	})
+	return mnt
+}
+
+// ExFATStick mounts a new exFAT image of 64 MB, as a stick formatted for
+// large files would be, and returns its folder, unmounted when t ends: the
+// kernel's exfat where it has one, else exfat-fuse on a loop device (which
+// mounts as "fuseblk", so that its type does not say FAT). Like every
+// exFAT, it ignores letter case. It skips t where it cannot mount one (it
+// needs root, mkfs.exfat, and exfat or exfat-fuse).
+func ExFATStick(t testing.TB) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting an exFAT stick needs root")
+	}
+	mkfs, err := exec.LookPath("mkfs.exfat")
+	if err != nil {
+		t.Skip("no mkfs.exfat")
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "exfat.img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, img).CombinedOutput(); err != nil {
+		t.Skipf("mkfs.exfat: %v: %s", err, out)
+	}
+	if err := exec.Command("mount", "-t", "exfat", "-o", "loop", img, mnt).Run(); err == nil {
+		t.Cleanup(func() {
+			if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+				t.Errorf("umount: %v: %s", err, out)
+			}
+		})
+		return mnt
+	}
+	fuse, err := exec.LookPath("mount.exfat-fuse")
+	if err != nil {
+		t.Skip("no exfat in this kernel and no exfat-fuse")
+	}
+	out, err := exec.Command("losetup", "-f", "--show", img).Output() // exfat-fuse needs a block device
+	if err != nil {
+		t.Skipf("losetup: %v", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	if out, err := exec.Command(fuse, dev, mnt).CombinedOutput(); err != nil {
+		exec.Command("losetup", "-d", dev).Run()
+		t.Skipf("exfat-fuse: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount: %v: %s", err, out)
+		}
+		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup -d: %v: %s", err, out)
 		}
 	})
 	return mnt

@@ -17,3 +17,10 @@ func FATStick(t testing.TB) string {
 	t.Skip("a FAT stick is mounted on Linux only")
 	return ""
 }
+
+// ExFATStick skips t: an exFAT stick is mounted on Linux only.
+func ExFATStick(t testing.TB) string {
+	t.Helper()
+	t.Skip("an exFAT stick is mounted on Linux only")
+	return ""
+}

@@ -87,7 +87,8 @@ type Dest struct {
 	// file or folder created under name, nil for a name it takes. Tests
 	// set it; nil here, where the file system itself says.
 	fsRefuses func(name string) error
-	// windowsNames: the file system is FAT's or exFAT's (fatNames), whose
+	// windowsNames: the file system is FAT's or exFAT's (fatNames, or
+	// where its type does not say, refusesWindowsNames), whose
 	// rules are Windows's, so names are saved as on Windows (LocalName's
 	// Windows rules): the kernel's vfat and exfat drop a final dot
 	// silently ("notes." saved as "notes"), which the report did not say,
@@ -197,7 +198,8 @@ func Open(dir string) (*Dest, error) {
 	}
 	fst := fsType(dir)
 	d := &Dest{dir: dir, root: root, open: map[*Partial]fs.FileInfo{}, top: top,
-		folders: map[string]*folder{}, gone: map[*folder]struct{}{}, windowsNames: fatNames(fst), inOrder: inOrderOnly(fst)}
+		folders: map[string]*folder{}, gone: map[*folder]struct{}{}, windowsNames: fatNames(fst) || askNames(fst) && refusesWindowsNames(root),
+		inOrder: inOrderOnly(fst)}
 	d.link = d.linkNames
 	d.rename = d.renameNoReplace
 	d.replace = root.Rename

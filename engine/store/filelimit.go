@@ -1,7 +1,11 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
 	"strings"
 )
 
@@ -71,6 +75,29 @@ func fatNames(fsType string) bool {
 		return true
 	}
 	return false
+}
+
+// askNames reports a file system type that does not say whose names it
+// keeps: "fuseblk", a FUSE driver of a block device, which is how
+// exfat-fuse mounts an exFAT stick (and ntfs-3g an NTFS disk). Its folder
+// is asked (refusesWindowsNames).
+func askNames(fsType string) bool { return fsType == "fuseblk" }
+
+// refusesWindowsNames reports whether the folder of root refuses a name
+// that Windows refuses, as FAT's and exFAT's drivers do (exfat-fuse:
+// ENOENT for `?`), so that names are saved there as on Windows: exfat-fuse
+// keeps a final dot or space and a device name ("notes.", "CON"), which
+// Windows cannot open. It creates a file of such a name, which is removed
+// at once where it is taken (ntfs-3g, whose names stay as they are).
+func refusesWindowsNames(root *os.Root) bool {
+	name := fmt.Sprintf(".ferry-names-%d-%d?", os.Getpid(), rand.Uint32())
+	f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		f.Close()
+		root.Remove(name)
+		return false
+	}
+	return nameRefusedErr(err) && !errors.Is(err, fs.ErrExist)
 }
 
 // inOrderOnly reports a file system that loses writes past a file's end

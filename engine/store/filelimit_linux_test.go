@@ -80,3 +80,37 @@ func TestReopenedPartialOnAFATStickIsFinalized(t *testing.T) {
 		t.Errorf("saved %d bytes, %v; want %d", len(got), err, len(data))
 	}
 }
+
+// Names sent to an exFAT stick mounted by exfat-fuse are saved as Windows
+// would save them, as on a FAT one: its mount's type, "fuseblk", does not
+// say exFAT, and exfat-fuse keeps a final dot, a final space and a device
+// name as they are ("notes.", "CON"), which Windows cannot open, while it
+// refuses `:` and `?`. Where the type is fuseblk the folder is asked (a
+// name with `?` is refused there). Needs root, mkfs.exfat and exfat or
+// exfat-fuse: it skips without them.
+func TestNamesOnAnExFATStickAreSavedAsWindowsWould(t *testing.T) {
+	stick := testutil.ExFATStick(t)
+	d, err := Open(stick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	for rel, want := range map[string]string{"notes.": "notes", "CON": "CON_", "trail ": "trail", "a:b.txt": "a_b.txt", "plain.txt": "plain.txt"} {
+		p, err := d.CreatePartial(rel)
+		if err != nil {
+			t.Fatalf("create %q: %v", rel, err)
+		}
+		if as, err := d.Finalize(p, rel, 0); err != nil || as != want {
+			t.Errorf("%q saved as %q (%v), want %q", rel, as, err, want)
+		}
+	}
+	names, err := os.ReadDir(stick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if validatePath(n.Name(), true) != nil {
+			t.Errorf("the stick holds %q, which Windows cannot open", n.Name())
+		}
+	}
+}

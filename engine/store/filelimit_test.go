@@ -1,6 +1,10 @@
 package store
 
-import "testing"
+import (
+	"os"
+	"runtime"
+	"testing"
+)
 
 // TestFileLimit: FAT, by any of its names, holds files up to 4 GiB less a
 // byte, and says so in a sentence; other file systems set no limit.
@@ -38,5 +42,32 @@ func TestFATNames(t *testing.T) {
 		if got := fatNames(name); got != want {
 			t.Errorf("fatNames(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestAskNames: only a FUSE driver of a block device (exfat-fuse,
+// ntfs-3g) leaves its folder to be asked whether it keeps Windows's rules;
+// a folder that takes a name Windows refuses does not, and keeps no trace
+// of being asked.
+func TestAskNames(t *testing.T) {
+	for name, want := range map[string]bool{"fuseblk": true, "fuse.fusefat": false, "fuse": false, "ext4": false, "vfat": false, "": false} {
+		if got := askNames(name); got != want {
+			t.Errorf("askNames(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows refuses the name itself")
+	}
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if refusesWindowsNames(root) {
+		t.Error("a temporary folder refuses a name with ?")
+	}
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+		t.Errorf("the folder holds %v (%v), want nothing", names, err)
 	}
 }

@@ -313,6 +313,113 @@ func TestBrowserShare(t *testing.T) {
 	}
 }
 
+// tinyPNG is a 2x2 PNG: a thumbnail is made of it quickly.
+func tinyPNG(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// A share of more files than a page lists is listed in pages: each page
+// has at most pageRows rows and thumbnails, and a file beyond the first
+// 1000 is downloaded by itself after clicking through to its page. Before,
+// the page listed the first 1000 and said "and 205 more files, in the
+// zip": the others could only be had in the zip.
+func TestBrowserShareOfManyFilesInPages(t *testing.T) {
+	ctx := newBrowser(t)
+	dir := filepath.Join(t.TempDir(), "Photos")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1205
+	img := tinyPNG(t)
+	for i := range n {
+		// The same picture, told apart by its name after its end (a
+		// decoder stops at IEND).
+		name := fmt.Sprintf("IMG_%04d.png", i)
+		if err := os.WriteFile(filepath.Join(dir, name), append(slices.Clone(img), name...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startServer(t, Options{DeviceName: "Alice's laptop"})
+	l, err := s.Share(context.Background(), []string{dir}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// onPage waits for page p and checks what it lists.
+	onPage := func(p, first, last int) {
+		t.Helper()
+		want := fmt.Sprintf("%q", strconv.Itoa(p))
+		if p == 1 {
+			want = "null"
+		}
+		// Polled here, not with chromedp.Poll: a poll in the page that
+		// is being left fails with it.
+		for deadline := time.Now().Add(time.Minute); ; {
+			at, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete" && new URLSearchParams(location.search).get("page") === `+want))
+			if err == nil && at {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("page %d not reached: %v", p, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".files li a")].map(a => a.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != last-first+1 || rows[0] != fmt.Sprintf("Photos/IMG_%04d.png", first-1) || rows[len(rows)-1] != fmt.Sprintf("Photos/IMG_%04d.png", last-1) {
+			t.Fatalf("page %d lists %d rows (%q ... %q), want files %d to %d", p, len(rows), rows[0], rows[len(rows)-1], first, last)
+		}
+		imgs, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("img").length`))
+		if imgs > pageRows {
+			t.Fatalf("page %d has %d thumbnails", p, imgs)
+		}
+		said, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".pages .sub").textContent`))
+		if want := fmt.Sprintf("Files %d to %d · page %d of 7", first, last, p); said != want {
+			t.Fatalf("page %d says %q, want %q", p, said, want)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
+		t.Fatal(err)
+	}
+	onPage(1, 1, 200)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[rel="next"]`))); err != nil {
+		t.Fatal(err)
+	}
+	onPage(2, 201, 400)
+	// Straight to a page by its number.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`.pages input[name="page"]`), "6"),
+		chromedp.Click(chromedp.CSS(`.pages button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	onPage(6, 1001, 1200)
+	got := download(t, ctx, t.TempDir(), `a[href^="f/1100/"]`)
+	sameFile(t, filepath.Join(dir, "IMG_1100.png"), got)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[rel="last"]`))); err != nil {
+		t.Fatal(err)
+	}
+	onPage(7, 1201, 1205)
+	got = download(t, ctx, t.TempDir(), `a[href^="f/1204/"]`)
+	sameFile(t, filepath.Join(dir, "IMG_1204.png"), got)
+	// The zip still has them all.
+	z := download(t, ctx, t.TempDir(), `a[href="all.zip"]`)
+	zr, err := zip.OpenReader(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	if len(zr.File) != n {
+		t.Fatalf("the zip holds %d files, want %d", len(zr.File), n)
+	}
+}
+
 func TestBrowserPIN(t *testing.T) {
 	ctx := newBrowser(t)
 	dir := t.TempDir()

@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -48,6 +49,74 @@ func FuzzParseIndex(f *testing.F) {
 		}
 		if i < 0 || i >= n || strconv.Itoa(i) != s {
 			t.Fatalf("parseIndex(%q, %d) = %d", s, n, i)
+		}
+	})
+}
+
+// pageQueries are the cases of the share page's query, for
+// TestParsePage and FuzzParsePage's seeds: the page it names in a share of
+// 7 pages, 0 for none.
+var pageQueries = []struct {
+	q    string
+	page int
+}{
+	{"", 1},
+	{"page=1", 1},
+	{"page=7", 7},
+	{"page=3&utm_source=chat", 3}, // other parameters ignored
+	{"fbclid=x", 1},
+	{"page=8", 0},  // past the last
+	{"page=0", 0},  // pages count from 1
+	{"page=-1", 0}, // no sign
+	{"page=+1", 0},
+	{"page=01", 0}, // no leading zero
+	{"page=", 0},
+	{"page", 0},
+	{"page=1&page=2", 0}, // named twice
+	{"page=1&page=1", 0},
+	{"page=1.0", 0},
+	{"page=1e0", 0},
+	{"page=0x1", 0},
+	{"page=%31", 1}, // "1", escaped
+	{"page=%", 0},   // a broken escape
+	{"page=%00", 0},
+	{"page=1%00", 0},
+	{"page=١", 0}, // an Arabic-Indic digit
+	{"page=99999999999999999999", 0},
+	{"page=1000000000", 0},
+	{"page=" + strings.Repeat("9", 4096), 0},
+	{"page=1;page=2", 0}, // ";" does not separate
+	{"PAGE=2", 1},        // another parameter
+	{"page=2 ", 0},
+	{"page=%202", 0},
+}
+
+func TestParsePage(t *testing.T) {
+	for _, c := range pageQueries {
+		p, ok := parsePage(c.q, 7)
+		if !ok {
+			p = 0
+		}
+		if p != c.page {
+			t.Errorf("parsePage(%q) = %d, %v; want %d", c.q, p, ok, c.page)
+		}
+	}
+}
+
+func FuzzParsePage(f *testing.F) {
+	for _, c := range pageQueries {
+		f.Add(c.q, 7)
+	}
+	f.Fuzz(func(t *testing.T, q string, pages int) {
+		p, ok := parsePage(q, pages)
+		if !ok {
+			return
+		}
+		if p < 1 || p > pages {
+			t.Fatalf("parsePage(%q, %d) = %d", q, pages, p)
+		}
+		if v, _ := url.ParseQuery(q); v.Has("page") && v.Get("page") != strconv.Itoa(p) {
+			t.Fatalf("parsePage(%q, %d) = %d", q, pages, p)
 		}
 	})
 }
@@ -120,6 +189,8 @@ func FuzzRequest(f *testing.F) {
 	sp, rp := share.Path(), recv.Path()
 	for _, c := range []struct{ m, p, h, b string }{
 		{"GET", sp, "", ""},
+		{"GET", sp + "?page=1", "", ""},
+		{"GET", sp + "?page=2&page=1", "", ""},
 		{"GET", sp + "f/0/a.png", "Range: bytes=0-2", ""},
 		{"GET", sp + "t/0", "", ""},
 		{"GET", sp + "all.zip", "", ""},
@@ -138,7 +209,7 @@ func FuzzRequest(f *testing.F) {
 		}
 		req := httptest.NewRequest(http.MethodGet, "/", strings.NewReader(body))
 		req.Method = method
-		req.URL.Path = p
+		req.URL.Path, req.URL.RawQuery, _ = strings.Cut(p, "?")
 		req.RemoteAddr = "192.0.2.1:1234"
 		for _, line := range strings.Split(hdrs, "\n") {
 			k, v, ok := strings.Cut(line, ": ")

@@ -88,6 +88,17 @@ func TestHostilePaths(t *testing.T) {
 		{"/a/tus-js-client.LICENSE", 200},
 		{"/a/", 404},
 		{"/l/" + tok + "/all.zip", 200},
+		{"/l/" + tok + "/?page=1", 200},
+		{"/l/" + tok + "/?page=2", 404}, // one page only
+		{"/l/" + tok + "/?page=0", 404},
+		{"/l/" + tok + "/?page=-1", 404},
+		{"/l/" + tok + "/?page=01", 404},
+		{"/l/" + tok + "/?page=1&page=1", 404},
+		{"/l/" + tok + "/?page=%", 404},
+		{"/l/" + tok + "/?page=99999999999999999999", 404},
+		{"/l/" + tok + "/?page=../secret.txt", 404},
+		{"/l/" + tok + "/?x=<script>", 200}, // ignored
+		{"/l/" + tok + "/f/0/ok.txt?page=9", 200},
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			conn, err := net.Dial("tcp", s.Addr().String())

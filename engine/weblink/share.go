@@ -41,8 +41,10 @@ var ErrTooManyFiles = errors.New("weblink: too many files to share")
 // ErrNothingToShare means the paths given to Share hold no regular file.
 var ErrNothingToShare = errors.New("weblink: no file to share")
 
-// maxListed bounds the files a share page lists; the zip has them all.
-const maxListed = 1000
+// pageRows is how many files one page of a share lists: a share of any
+// size is listed in pages ("?page=N"), each with at most this many rows and
+// thumbnails, so every file can be had by itself, and the zip has them all.
+const pageRows = 200
 
 // share is the fixed table of a share link's files. A request names a row
 // by its index; each row is opened through the os.Root of the folder it was
@@ -280,7 +282,7 @@ func (sh *share) serve(w http.ResponseWriter, r *http.Request, rest string, dev 
 	}
 	switch {
 	case rest == "":
-		sh.page(w)
+		sh.page(w, r.URL.RawQuery)
 	case rest == "all.zip":
 		sh.serveZip(w, r, dev)
 	case strings.HasPrefix(rest, "f/"):
@@ -339,16 +341,70 @@ type fileRow struct {
 	Thumb                       bool
 }
 
-func (sh *share) page(w http.ResponseWriter) {
-	n := min(len(sh.files), maxListed)
-	rows := make([]fileRow, n)
-	for i := range n {
+// pages is how many pages list the share's files.
+func (sh *share) pages() int { return (len(sh.files) + pageRows - 1) / pageRows }
+
+// parsePage reads the page a share page's query asks for: "page=N", N in
+// decimal digits from 1 to pages, no sign or leading zero; no page named is
+// page 1. Other parameters are ignored (a link passed through a messenger
+// may carry its own); a query that does not parse, or names page twice,
+// names no page.
+func parsePage(rawQuery string, pages int) (int, bool) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return 0, false
+	}
+	v, ok := q["page"]
+	switch {
+	case !ok:
+		return 1, pages >= 1
+	case len(v) != 1 || v[0] == "0":
+		return 0, false
+	}
+	return parseIndex(v[0], pages+1)
+}
+
+// pageNav is a share page's way to the others.
+type pageNav struct {
+	Page, Pages, First, Last int    // this page, how many, the rows it lists (from 1)
+	Prev, Next               string // hrefs, "" on the first and last page
+	FirstHref, LastHref      string
+}
+
+// pageHref is the href of page p of a share, relative to its pages.
+func pageHref(p int) string {
+	if p == 1 {
+		return "./"
+	}
+	return "?page=" + strconv.Itoa(p)
+}
+
+// page answers the page of the share's files that rawQuery names: at most
+// pageRows rows, so its work on this device and in the browser is bounded
+// whatever the share holds.
+func (sh *share) page(w http.ResponseWriter, rawQuery string) {
+	p, ok := parsePage(rawQuery, sh.pages())
+	if !ok {
+		page(w, http.StatusNotFound, "No such page", fmt.Sprintf("This share lists its files on pages 1 to %d.", sh.pages()))
+		return
+	}
+	from := (p - 1) * pageRows
+	to := min(len(sh.files), from+pageRows)
+	rows := make([]fileRow, 0, to-from)
+	for i := from; i < to; i++ {
 		f := sh.files[i]
-		rows[i] = fileRow{
+		rows = append(rows, fileRow{
 			Name: f.name, Size: humanSize(f.size),
 			Href:  "f/" + strconv.Itoa(i) + "/" + url.PathEscape(path.Base(f.name)),
 			Thumb: isPicture(f.name), ThumbHref: "t/" + strconv.Itoa(i),
-		}
+		})
+	}
+	nav := pageNav{Page: p, Pages: sh.pages(), First: from + 1, Last: to}
+	if p > 1 {
+		nav.Prev, nav.FirstHref = pageHref(p-1), pageHref(1)
+	}
+	if p < nav.Pages {
+		nav.Next, nav.LastHref = pageHref(p+1), pageHref(nav.Pages)
 	}
 	render(w, http.StatusOK, "share", struct {
 		pageData
@@ -356,10 +412,10 @@ func (sh *share) page(w http.ResponseWriter) {
 		Total, Until string
 		ZipHref      string
 		Files        []fileRow
-		More         int
+		Nav          pageNav
 	}{
 		pageData{Title: "Files from " + sh.l.s.opts.DeviceName, Device: sh.l.s.opts.DeviceName, PIN: sh.l.HasPIN()},
-		len(sh.files), humanSize(sh.total), sh.l.until(), "all.zip", rows, len(sh.files) - n,
+		len(sh.files), humanSize(sh.total), sh.l.until(), "all.zip", rows, nav,
 	})
 }
 

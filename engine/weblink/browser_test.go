@@ -372,8 +372,12 @@ func TestBrowserShareOfManyFilesInPages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != last-first+1 || rows[0] != fmt.Sprintf("Photos/IMG_%04d.png", first-1) || rows[len(rows)-1] != fmt.Sprintf("Photos/IMG_%04d.png", last-1) {
+		if len(rows) != last-first+1 || rows[0] != fmt.Sprintf("IMG_%04d.png", first-1) || rows[len(rows)-1] != fmt.Sprintf("IMG_%04d.png", last-1) {
 			t.Fatalf("page %d lists %d rows (%q ... %q), want files %d to %d", p, len(rows), rows[0], rows[len(rows)-1], first, last)
+		}
+		// Each page says which folder its first files are in.
+		if h, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".files li.folder").textContent`)); h != "Photos" {
+			t.Fatalf("page %d begins under %q", p, h)
 		}
 		imgs, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("img").length`))
 		if imgs > pageRows {
@@ -418,6 +422,71 @@ func TestBrowserShareOfManyFilesInPages(t *testing.T) {
 	if len(zr.File) != n {
 		t.Fatalf("the zip holds %d files, want %d", len(zr.File), n)
 	}
+}
+
+// A share of a folder tree names each folder once, above its files, and
+// each row by its file's name: on a phone, a picture deep in a tree is one
+// row as high as its thumbnail, its name in full. Before, each row was the
+// whole path ("Trip/day 1/camera with a long name/raw/IMG_0001.png"),
+// three lines of a 360-pixel screen, the same folders in every row and the
+// file's name last. A file shared by itself after a folder is said to be
+// in none.
+func TestBrowserShareOfAFolderTreeOnAPhone(t *testing.T) {
+	ctx := newBrowser(t)
+	top := t.TempDir()
+	root := filepath.Join(top, "Trip")
+	img := tinyPNG(t)
+	var want []string // the page's rows, headings in brackets
+	for day := range 2 {
+		rel := filepath.Join(fmt.Sprintf("day %d", day+1), "camera with a rather long folder name", "raw")
+		if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, "[Trip/"+filepath.ToSlash(rel)+"]")
+		for i := range 3 {
+			name := fmt.Sprintf("IMG_%d%03d.png", day+1, i)
+			if err := os.WriteFile(filepath.Join(root, rel, name), img, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, name)
+		}
+	}
+	// A folder's walk takes its entries by name: "notes.txt" after "day 2".
+	writeFile(t, root, "notes.txt", 10)
+	writeFile(t, top, "alone.txt", 10)
+	want = append(want, "[Trip]", "notes.txt", "[Not in a folder]", "alone.txt")
+	s := startServer(t, Options{DeviceName: "Alice's phone"})
+	l, err := s.Share(context.Background(), []string{root, filepath.Join(top, "alone.txt")}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(360, 740), chromedp.Navigate(base(s)+l.Path()),
+		chromedp.Poll[chromedp.Void](`[...document.images].every(i => i.complete)`)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".files li")].map(li => li.querySelector("a") ? li.querySelector("a").textContent : "[" + li.textContent + "]")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rows, want) {
+		t.Fatalf("the page lists\n%q\nwant\n%q", rows, want)
+	}
+	// Every row of a file is one line: as high as its thumbnail and its
+	// padding, its link one line of text.
+	tall, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".files li")].filter(li => li.querySelector("a") && (li.getBoundingClientRect().height > 70 || li.querySelector("a").getClientRects().length > 1 || li.querySelector("a").getBoundingClientRect().height > 30)).map(li => li.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tall) > 0 {
+		t.Fatalf("rows taller than one line on a phone: %q", tall)
+	}
+	wide, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > innerWidth`))
+	if wide {
+		t.Fatal("the page is wider than the phone's screen")
+	}
+	// The file's own name is what its link downloads.
+	got := download(t, ctx, t.TempDir(), `a[href$="/IMG_2001.png"]`)
+	sameFile(t, filepath.Join(root, "day 2", "camera with a rather long folder name", "raw", "IMG_2001.png"), got)
 }
 
 func TestBrowserPIN(t *testing.T) {

@@ -335,11 +335,17 @@ func parseIndex(s string, n int) (int, bool) {
 	return i, i < n
 }
 
-// fileRow is one row of the share page.
+// fileRow is one row of the share page: a file, by its own name, after a
+// heading of its folder when the row before is in another (or none).
 type fileRow struct {
+	Folder                      string // the heading before the row, "" for none
 	Name, Size, Href, ThumbHref string
 	Thumb                       bool
 }
+
+// notInAFolder heads the files shared by themselves that follow a
+// folder's on a page.
+const notInAFolder = "Not in a folder"
 
 // pages is how many pages list the share's files.
 func (sh *share) pages() int { return (len(sh.files) + pageRows - 1) / pageRows }
@@ -391,10 +397,23 @@ func (sh *share) page(w http.ResponseWriter, rawQuery string) {
 	from := (p - 1) * pageRows
 	to := min(len(sh.files), from+pageRows)
 	rows := make([]fileRow, 0, to-from)
+	folder := "" // the folder of the row before
 	for i := from; i < to; i++ {
 		f := sh.files[i]
+		dir, base := "", f.name
+		if j := strings.LastIndexByte(f.name, '/'); j >= 0 {
+			dir, base = f.name[:j], f.name[j+1:]
+		}
+		heading := ""
+		if dir != folder {
+			heading = dir
+			if dir == "" {
+				heading = notInAFolder
+			}
+		}
+		folder = dir
 		rows = append(rows, fileRow{
-			Name: f.name, Size: humanSize(f.size),
+			Folder: heading, Name: base, Size: humanSize(f.size),
 			Href:  "f/" + strconv.Itoa(i) + "/" + url.PathEscape(path.Base(f.name)),
 			Thumb: isPicture(f.name), ThumbHref: "t/" + strconv.Itoa(i),
 		})

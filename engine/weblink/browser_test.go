@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/ferrydrop/ferry/engine/store"
+	"github.com/ferrydrop/ferry/internal/safetext"
 	"image"
 	"image/color"
 	"image/png"
@@ -487,6 +488,65 @@ func TestBrowserShareOfAFolderTreeOnAPhone(t *testing.T) {
 	// The file's own name is what its link downloads.
 	got := download(t, ctx, t.TempDir(), `a[href$="/IMG_2001.png"]`)
 	sameFile(t, filepath.Join(root, "day 2", "camera with a rather long folder name", "raw", "IMG_2001.png"), got)
+}
+
+// A share page shows a name that could disguise itself the way the app
+// and ferry-cli do (safetext.Name): quoted, with its invisible and
+// display-changing characters escaped. Before, "photo\u202egpj.exe" read
+// "photoexe.jpg" (a right-to-left override turns what follows it around),
+// " notes.txt" read "notes.txt" beside another "notes.txt", and a tab or a
+// line break was a space. A name with markup in it is text, and runs
+// nothing.
+func TestBrowserShareShowsNamesAsTheyAre(t *testing.T) {
+	ctx := newBrowser(t)
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "odd\u200bfolder")
+	if err := os.Mkdir(odd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"photo\u202egpj.exe", " notes.txt", "notes.txt", "tab\there.txt", "line\nbreak.txt", `"><img src=x onerror="document.title='ran'">.png`, "<svg onload=\"document.title='ran'\">.txt", "grüße.txt"}
+	for i, n := range names {
+		writeFile(t, odd, n, 10+i)
+	}
+	s := startServer(t, Options{})
+	l, err := s.Share(context.Background(), []string{odd}, ShareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base(s)+l.Path())); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".files li")].map(li => li.querySelector("a") ? li.querySelector("a").textContent : "[" + li.textContent + "]")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"[" + safetext.Name("odd\u200bfolder") + "]"}
+	sorted := slices.Clone(names)
+	slices.Sort(sorted) // the walk's order
+	for _, n := range sorted {
+		want = append(want, safetext.Name(n))
+	}
+	if !slices.Equal(rows, want) {
+		t.Fatalf("the page lists\n%q\nwant\n%q", rows, want)
+	}
+	for _, r := range []string{`"photo\u202egpj.exe"`, `" notes.txt"`, "notes.txt", `"tab\there.txt"`} {
+		if !slices.Contains(rows, r) {
+			t.Errorf("no row reads %s", r)
+		}
+	}
+	if title, _ := chromedp.Run(ctx, chromedp.Title()); title == "ran" {
+		t.Fatal("a name's script ran")
+	}
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg, img:not([src^='t/'])").length`)); n != 0 {
+		t.Fatalf("a name's markup rendered (%d elements)", n)
+	}
+	// Each downloads as itself.
+	i := slices.Index(sorted, "photo\u202egpj.exe")
+	got := download(t, ctx, t.TempDir(), fmt.Sprintf(`a[href^="f/%d/"]`, i))
+	sameFile(t, filepath.Join(odd, "photo\u202egpj.exe"), got)
+	i = slices.Index(sorted, " notes.txt")
+	got = download(t, ctx, t.TempDir(), fmt.Sprintf(`a[href^="f/%d/"]`, i))
+	sameFile(t, filepath.Join(odd, " notes.txt"), got)
 }
 
 func TestBrowserPIN(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
 // ShareOptions configure a share link.
@@ -336,7 +338,10 @@ func parseIndex(s string, n int) (int, bool) {
 }
 
 // fileRow is one row of the share page: a file, by its own name, after a
-// heading of its folder when the row before is in another (or none).
+// heading of its folder when the row before is in another (or none). Both
+// are shown as safetext.Name shows them, as the app and ferry-cli do: a
+// name that could disguise itself (a right-to-left override, a space at
+// its end, a line break) is quoted with those characters escaped.
 type fileRow struct {
 	Folder                      string // the heading before the row, "" for none
 	Name, Size, Href, ThumbHref string
@@ -406,14 +411,14 @@ func (sh *share) page(w http.ResponseWriter, rawQuery string) {
 		}
 		heading := ""
 		if dir != folder {
-			heading = dir
+			heading = safetext.Name(dir)
 			if dir == "" {
 				heading = notInAFolder
 			}
 		}
 		folder = dir
 		rows = append(rows, fileRow{
-			Folder: heading, Name: base, Size: humanSize(f.size),
+			Folder: heading, Name: safetext.Name(base), Size: humanSize(f.size),
 			Href:  "f/" + strconv.Itoa(i) + "/" + url.PathEscape(path.Base(f.name)),
 			Thumb: isPicture(f.name), ThumbHref: "t/" + strconv.Itoa(i),
 		})

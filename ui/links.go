@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -525,6 +526,9 @@ type linkDialog struct {
 	people *widget.Label
 	guard  *widget.Label // what the link kept out, when anything
 	acts   *fyne.Container
+	// earlier says how many of the link's activities are not listed
+	// (maxLinkRows).
+	earlier *widget.Label
 	// What invites opening the link: hidden or off once it ended.
 	qr      fyne.CanvasObject
 	copyBtn *button
@@ -539,7 +543,14 @@ type linkActivityRow struct {
 	obj   fyne.CanvasObject
 	label *widget.Label
 	bar   *widget.ProgressBar
+	last  LinkActivity // as last shown
 }
+
+// maxLinkRows bounds the downloads and uploads a link's dialog lists: the
+// latest ones, a line saying how many earlier ones are not. A share's
+// browser downloads its files one by one, thousands of them through its
+// pages, and the engine remembers up to 1000.
+const maxLinkRows = 100
 
 // showLink shows the dialog of an open link.
 func (u *UI) showLink(id string) {
@@ -598,10 +609,12 @@ func (u *UI) showLink(id string) {
 	ld.guard.Importance = widget.WarningImportance
 	ld.guard.Hide()
 	ld.acts = container.NewVBox()
+	ld.earlier = widget.NewLabel("")
+	ld.earlier.Hide()
 	// Room between the last progress bar and the buttons.
 	gap := canvas.NewRectangle(color.Transparent)
 	gap.SetMinSize(fyne.NewSize(0, theme.Padding()))
-	objs = append(objs, widget.NewSeparator(), ld.people, ld.guard, ld.acts, gap)
+	objs = append(objs, widget.NewSeparator(), ld.people, ld.guard, ld.earlier, ld.acts, gap)
 
 	ld.stop = u.newButton("Stop link", theme.MediaStopIcon(), func() { u.stopLink(id) })
 	ld.stop.Importance = widget.DangerImportance
@@ -664,6 +677,29 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 	}
 	acts := append([]LinkActivity(nil), s.Activities...)
 	sort.SliceStable(acts, func(i, j int) bool { return acts[i].ID < acts[j].ID })
+	// The latest maxLinkRows only; the rows of the others go, as do those
+	// of activities the engine forgot.
+	if n := len(acts) - maxLinkRows; n > 0 {
+		acts = acts[n:]
+		what := "download"
+		if s.Kind == LinkReceive {
+			what = "file"
+		}
+		d.earlier.SetText(plural(n, "earlier "+what) + " not listed here.")
+		d.earlier.Show()
+	} else {
+		d.earlier.Hide()
+	}
+	listed := make(map[int64]bool, len(acts))
+	for _, a := range acts {
+		listed[a.ID] = true
+	}
+	for id, r := range d.bars {
+		if !listed[id] {
+			d.acts.Remove(r.obj)
+			delete(d.bars, id)
+		}
+	}
 	for _, a := range acts {
 		r := d.bars[a.ID]
 		if r == nil {
@@ -672,7 +708,10 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 			r.obj = container.NewVBox(r.label, r.bar) // lays out no room for a hidden bar
 			d.bars[a.ID] = r
 			d.acts.Add(r.obj)
+		} else if sameActivity(r.last, a) {
+			continue // as shown: a row costs nothing while others move
 		}
+		r.last = a
 		r.label.SetText(activityText(a))
 		switch {
 		case a.Size > 0:
@@ -688,6 +727,13 @@ func (d *linkDialog) apply(s LinkState, now time.Time) {
 			r.bar.Hide()
 		}
 	}
+}
+
+// sameActivity reports whether a and b would be shown alike.
+func sameActivity(a, b LinkActivity) bool {
+	return a.ID == b.ID && a.Device == b.Device && a.Upload == b.Upload && a.Folder == b.Folder && a.Name == b.Name &&
+		a.Zip == b.Zip && a.Size == b.Size && a.Bytes == b.Bytes && a.Done == b.Done && a.SavedAs == b.SavedAs &&
+		slices.Equal(a.LeftOut, b.LeftOut) && a.Err == b.Err
 }
 
 // ended turns the dialog into a record of the ended link: nothing in it

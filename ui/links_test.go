@@ -682,3 +682,45 @@ func TestLinkWindowSaysWhereAFileWasSavedAs(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkWindowListsTheLatestDownloads: a share's browser downloads
+// thousands of files one by one through the page's pages, and the engine
+// remembers the latest 1000. The link window lists the latest 100 and says
+// how many earlier ones it does not list; before, it kept a row for each
+// download it ever saw, 1500 here (5000 rows for a 5,000-photo share),
+// and wrote every row again at each update.
+func TestLinkWindowListsTheLatestDownloads(t *testing.T) {
+	u, be, _ := newLinkUI(t)
+	openLink(t, u, be, LinkRequest{Kind: LinkShare, Paths: []string{"/home/sam/Photos"}})
+	d := u.linkPanel.open["link-1"].dlg
+	s := linkState(LinkShare, "")
+	s.Files, s.Devices = 5000, []string{"192.168.1.31"}
+	remembered := func(from, to int) []LinkActivity {
+		var acts []LinkActivity
+		for i := from; i <= to; i++ {
+			acts = append(acts, LinkActivity{ID: int64(i), Device: "192.168.1.31", Name: fmt.Sprintf("Photos/IMG_%04d.jpg", i), Size: 3_000_000, Bytes: 3_000_000, Done: true})
+		}
+		return acts
+	}
+	s.Activities = remembered(1, 1000)
+	u.ApplyLink(s)
+	s.Activities = remembered(501, 1500) // the engine forgot the first 500
+	s.Activities[len(s.Activities)-1].Done, s.Activities[len(s.Activities)-1].Bytes = false, 1_000_000
+	u.ApplyLink(s)
+	if n := len(d.acts.Objects); n != maxLinkRows || len(d.bars) != maxLinkRows {
+		t.Fatalf("%d rows (%d bars), want %d", n, len(d.bars), maxLinkRows)
+	}
+	if got, want := d.bars[1401].label.Text, "192.168.1.31 downloaded Photos/IMG_1401.jpg (3.0 MB)"; got != want {
+		t.Errorf("the first row listed: %q, want %q", got, want)
+	}
+	if r := d.bars[1500]; r == nil || r.bar.Value != 1_000_000 {
+		t.Errorf("the download on its way is not listed with its progress")
+	}
+	if !d.earlier.Visible() || d.earlier.Text != "900 earlier downloads not listed here." {
+		t.Errorf("earlier: %q (shown %v)", d.earlier.Text, d.earlier.Visible())
+	}
+	// The rows are in order, the latest last.
+	if last := d.acts.Objects[len(d.acts.Objects)-1]; last != d.bars[1500].obj {
+		t.Errorf("the latest download is not the last row")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -81,12 +82,35 @@ func page(w http.ResponseWriter, code int, title, msg string) {
 }
 
 // pinPage asks for the link's PIN, with an error from the last try.
-func (l *Link) pinPage(w http.ResponseWriter, code int, errMsg string) {
+// page is the page of a share's files the PIN opens (0: the first).
+func (l *Link) pinPage(w http.ResponseWriter, code int, errMsg string, page int) {
 	render(w, code, "pin", struct {
 		pageData
 		Error  string
 		Digits bool // a PIN of digits: the field asks a phone for its number pad
-	}{pageData{Title: "Type the PIN", Device: l.s.opts.DeviceName, PIN: true}, errMsg, allDigits(l.opts.PIN)})
+		Page   int
+	}{pageData{Title: "Type the PIN", Device: l.s.opts.DeviceName, PIN: true}, errMsg, allDigits(l.opts.PIN), page})
+}
+
+// askedPage is the page of a share's files a request asks for beyond the
+// first (its query's, or the PIN form's "page"), 0 for the first or none:
+// read by parsePage, so nothing but a page number of the share goes
+// through the PIN form into a redirect.
+func (l *Link) askedPage(r *http.Request, form bool) int {
+	if l.share == nil {
+		return 0
+	}
+	q := r.URL.RawQuery
+	if form {
+		q = url.Values{"page": r.PostForm["page"]}.Encode()
+		if len(r.PostForm["page"]) == 0 {
+			q = ""
+		}
+	}
+	if p, ok := parsePage(q, l.share.pages()); ok && p > 1 {
+		return p
+	}
+	return 0
 }
 
 // allDigits reports whether pin is made of ASCII digits only. A phone

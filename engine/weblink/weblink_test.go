@@ -276,6 +276,69 @@ func TestPIN(t *testing.T) {
 	}
 }
 
+// A page of a share's files opened on a link with a PIN opens at that page
+// once the PIN is typed (a link to page 6 passed on, a reload after the
+// session ended), where the PIN always led to page 1. The page goes through
+// the form as a number of the share's pages only: anything else leads to
+// page 1, never elsewhere.
+func TestPINOpensThePageAsked(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2*pageRows + 1 { // 3 pages
+		writeFile(t, dir, fmt.Sprintf("f%04d", i), 1)
+	}
+	s := startServer(t, Options{})
+	l, err := s.Share(context.Background(), []string{dir}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711", MaxPINTries: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, page := get(t, &http.Client{}, base(s)+l.Path()+"?page=3")
+	if res.StatusCode != 200 || !bytes.Contains(page, []byte(`<input type="hidden" name="page" value="3">`)) {
+		t.Fatalf("the PIN form does not carry page 3: %d\n%s", res.StatusCode, page)
+	}
+	if _, page := get(t, &http.Client{}, base(s)+l.Path()); bytes.Contains(page, []byte(`name="page"`)) {
+		t.Fatalf("the first page's PIN form carries a page:\n%s", page)
+	}
+	for _, c := range []struct {
+		form url.Values
+		to   string
+	}{
+		{url.Values{"pin": {"4711"}, "page": {"3"}}, "?page=3"},
+		{url.Values{"pin": {"4711"}, "page": {"2"}}, "?page=2"},
+		{url.Values{"pin": {"4711"}}, ""},
+		{url.Values{"pin": {"4711"}, "page": {"1"}}, ""},
+		{url.Values{"pin": {"4711"}, "page": {"4"}}, ""}, // past the last
+		{url.Values{"pin": {"4711"}, "page": {"0"}}, ""},
+		{url.Values{"pin": {"4711"}, "page": {"03"}}, ""},
+		{url.Values{"pin": {"4711"}, "page": {"2", "3"}}, ""},
+		{url.Values{"pin": {"4711"}, "page": {"2&x=1"}}, ""},
+		{url.Values{"pin": {"4711"}, "page": {"//evil.example/"}}, ""},
+		{url.Values{"pin": {"4711"}, "page": {"https://evil.example/"}}, ""},
+		{url.Values{"pin": {"4711"}, "page": {"2\r\nSet-Cookie: x=y"}}, ""},
+	} {
+		jar, _ := cookiejar.New(nil)
+		c2 := &http.Client{Jar: jar, CheckRedirect: noRedirect}
+		res, err := c2.PostForm(base(s)+l.Path()+"pin", c.form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if to := l.Path() + c.to; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != to {
+			t.Errorf("PIN with %v: %d to %q, want %q", c.form, res.StatusCode, res.Header.Get("Location"), to)
+		}
+	}
+	// A wrong PIN asks again on the same page.
+	res, err = http.PostForm(base(s)+l.Path()+"pin", url.Values{"pin": {"0000"}, "page": {"3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden || !bytes.Contains(b, []byte(`<input type="hidden" name="page" value="3">`)) {
+		t.Fatalf("a wrong PIN lost the page: %d\n%s", res.StatusCode, b)
+	}
+}
+
 // The PIN field brings up a phone's number pad only for a PIN of digits:
 // the app takes any PIN up to 64 characters ("ab", "sunny"), and one with
 // letters could not be typed on a phone whose browser showed only digits

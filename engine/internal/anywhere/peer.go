@@ -229,7 +229,10 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 		}
 		cfg := req.Transport
 		cfg.MaxFlows = 1 // one QUIC connection: the bridge carries one
-		if qs, err = quic.DialNetwork(ctx, b.Addr().String(), req.TLS, cfg, nil); err != nil {
+		// The relay is asked whether the device restarted when the path
+		// falls silent, as on the shared socket (follow).
+		f := g.follow(req, answer.Instance)
+		if qs, err = quic.DialBridged(ctx, b.Addr().String(), req.TLS, cfg, quic.SharedDial{PeerGone: f.PeerGone}); err != nil {
 			b.Close()
 			b.Wait()
 			return nil, err

@@ -137,6 +137,38 @@ func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg tran
 	return dialledSession(c, ra, tlsConf, cfg, nw, netip.Addr{}), nil
 }
 
+// DialBridged is Dial to a bridge on this host (addr, a loopback port)
+// that carries the session on over a path of its own, such as a TURN
+// allocation's: the session does not follow the network (the path beyond
+// the bridge is not its socket's), but it watches its path's silence as a
+// shared socket's session does, and asks follow.PeerGone then (the port
+// check would only find the bridge open), ending the connection with its
+// error. Without it a session over a bridge that fell silent waited for
+// QUIC's idle timeout whatever the relay knew of the peer. follow.Network
+// is not used.
+func DialBridged(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config, follow SharedDial) (*Session, error) {
+	cfg = cfg.WithDefaults()
+	ra, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
+	}
+	c, err := dialConn(ctx, ra, tlsConf, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
+	}
+	here, _ := netip.AddrFromSlice(ra.IP)
+	ses := dialledSession(c, ra, tlsConf, cfg, stillNetwork{here.Unmap()}, here.Unmap())
+	ses.mig.portClosed, ses.mig.peerGone = follow.PortClosed, follow.PeerGone
+	return ses, nil
+}
+
+// stillNetwork is a network that never changes and has one address: the
+// bridge's side of a bridged session, which has nowhere to move.
+type stillNetwork struct{ addr netip.Addr }
+
+func (stillNetwork) Changed() <-chan struct{} { return nil }
+func (n stillNetwork) Addrs() []netip.Addr    { return []netip.Addr{n.addr} }
+
 // dialledSession is the session of a dialled first connection c to ra.
 // dialledSession is the session of a dialled connection; bound is the
 // address its socket is bound to (the zero Addr: unbound, the system picks

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 	"github.com/ferrydrop/ferry/engine/peer"
+	"github.com/ferrydrop/ferry/internal/filelock"
 )
 
 // Reaching a paired device beyond the LAN (issue #29): a rendezvous
@@ -39,13 +41,57 @@ var (
 	// ErrRelaySecret: the relay refused this device's relay secret (wrong,
 	// missing, or given to a relay that has none); SetRelaySecret.
 	ErrRelaySecret = anywhere.ErrRelaySecret
+	// ErrServingElsewhere: another process on the same config folder (the
+	// app, another ferry-cli receive) serves this device from anywhere
+	// already; ServeAnywhere.
+	ErrServingElsewhere = errors.New("this device is reachable from anywhere through another Ferry already")
 )
+
+// servingLock is the file in the config folder whose lock a process holds
+// while it serves the device from anywhere (ServeAnywhere).
+const servingLock = "anywhere.lock"
 
 // relayState is what the engine knows of relays.
 type relayState struct {
 	mu      sync.Mutex                    // guards the fields below
 	secrets map[string]string             // relay "host:port" -> its secret
 	serving map[*anywhere.Server]struct{} // the relays served through now
+	claims  int                           // ServeAnywhere calls holding the config folder's servingLock
+	unlock  func()                        // lets go of servingLock (nil: not held)
+}
+
+// claimServing takes the config folder's servingLock for a ServeAnywhere,
+// or says that another process holds it: two processes of one device
+// (one identity) serving through a relay would put their presence under
+// the same name, each replacing the other's (a sender read the one put
+// last, and a restart of the device in every change of it), and the one
+// that stops first would take back the presence of the one still
+// serving. release lets go once the last claim of this engine does.
+func (e *Engine) claimServing() (release func(), err error) {
+	e.relays.mu.Lock()
+	defer e.relays.mu.Unlock()
+	if e.relays.claims == 0 {
+		unlock, ok, err := filelock.TryLock(filepath.Join(e.opts.ConfigDir, servingLock))
+		if err != nil {
+			return nil, fmt.Errorf("the config folder's lock %s: %w", servingLock, err)
+		}
+		if !ok {
+			return nil, &wordedError{err: ErrServingElsewhere, text: fmt.Sprintf("another Ferry on the config folder %s (the app, or another ferry-cli receive) serves this device from anywhere already: through a relay the two would keep replacing each other's presence. Stop the other one, or give this one a config folder of its own (a device of its own, paired on its own)", e.opts.ConfigDir)}
+		}
+		e.relays.unlock = unlock
+	}
+	e.relays.claims++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			e.relays.mu.Lock()
+			defer e.relays.mu.Unlock()
+			if e.relays.claims--; e.relays.claims == 0 {
+				e.relays.unlock()
+				e.relays.unlock = nil
+			}
+		})
+	}, nil
 }
 
 // SetRelaySecret gives the engine the secret the relay at hostport was
@@ -409,6 +455,10 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 	if _, _, err := net.SplitHostPort(relay); err != nil {
 		return nil, fmt.Errorf("relay address %q: %w", relay, err)
 	}
+	release, err := e.claimServing()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	started := make(chan struct{})
 	srv := &anywhere.Server{
@@ -435,7 +485,11 @@ func (e *Engine) ServeAnywhere(relay string) (stop func(), err error) {
 		},
 	}
 	done := make(chan error, 1)
-	e.wg.Go(func() { done <- srv.Run(ctx) })
+	e.wg.Go(func() {
+		err := srv.Run(ctx)
+		release() // its presence taken back: another process may serve now
+		done <- err
+	})
 	select {
 	case <-started:
 		e.relays.mu.Lock()

@@ -375,3 +375,53 @@ func TestPairingWhileServingIsAnnouncedAtOnce(t *testing.T) {
 		return errors.Is(a.FindAnywhere(t.Context(), relayAddr, recv.ID()), ErrDeviceNotFound)
 	})
 }
+
+// Two processes of one device (the app and ferry-cli receive on one config
+// folder: here two engines on it) do not both serve it from anywhere: the
+// second is refused, in a sentence, while the first serves, where both
+// served and replaced each other's presence at the relay, the one put last
+// read by senders (and a restart in every change of it), and the first to
+// stop took back the presence of the one still serving. Once the first
+// stops, the second may serve.
+func TestOneConfigServesFromAnywhereOnce(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	relayAddr := r.Addr().String()
+	dir := t.TempDir()
+	first := startReceiver(t, Options{ConfigDir: dir, Name: "Desktop"})
+	second := startReceiver(t, Options{ConfigDir: dir, Name: "Desktop"})
+	first.anywhereLoopback, second.anywhereLoopback = true, true
+	stop, err := first.ServeAnywhere(relayAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop2, err := second.ServeAnywhere(relayAddr); !errors.Is(err, ErrServingElsewhere) || !strings.Contains(err.Error(), dir) {
+		if err == nil {
+			stop2()
+		}
+		t.Fatalf("a second process on the config folder: %v, want ErrServingElsewhere naming the folder", err)
+	}
+	// One engine may serve through two relays at once.
+	r2, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	stopOther, err := first.ServeAnywhere(r2.Addr().String())
+	if err != nil {
+		t.Fatalf("the same engine through another relay: %v", err)
+	}
+	stopOther()
+	if _, err := second.ServeAnywhere(relayAddr); !errors.Is(err, ErrServingElsewhere) {
+		t.Fatalf("still serving through one relay, the first let go: %v", err)
+	}
+	stop()
+	stop2, err := second.ServeAnywhere(relayAddr)
+	if err != nil {
+		t.Fatalf("once the first stopped: %v", err)
+	}
+	stop2()
+}

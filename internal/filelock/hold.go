@@ -45,3 +45,19 @@ func same(f *os.File, path string) bool {
 	there, err := os.Stat(path)
 	return err == nil && os.SameFile(held, there)
 }
+
+// TryLock takes an exclusive lock on path (created if need be) without
+// waiting: ok is false while another holds it (another process, or
+// another open of the file in this one). The file stays when unlock lets
+// go, for a lock of one thing that many processes may ask for again.
+func TryLock(path string) (unlock func(), ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok, err = lockFile(f, false); err != nil || !ok {
+		f.Close()
+		return nil, false, err
+	}
+	return func() { f.Close() }, true, nil // closing the file drops the lock
+}

@@ -96,3 +96,26 @@ func TestHoldAfterARemovalWhileHeld(t *testing.T) {
 		t.Fatalf("the second holder holds no file at the path: %v", err)
 	}
 }
+
+// TryLock does not wait: while another open holds the file (another
+// process's, as another TryLock of this one), it says so, and takes the
+// lock once that one let go.
+func TestTryLockSaysHeld(t *testing.T) {
+	path := filepath.Join(tempDir(t), "x.lock")
+	unlock, ok, err := TryLock(path)
+	if err != nil || !ok {
+		t.Fatalf("first: %v, %v", ok, err)
+	}
+	if u, ok, err := TryLock(path); err != nil || ok {
+		if ok {
+			u()
+		}
+		t.Fatalf("while held: %v, %v; want not ok", ok, err)
+	}
+	unlock()
+	u, ok, err := TryLock(path)
+	if err != nil || !ok {
+		t.Fatalf("once let go: %v, %v", ok, err)
+	}
+	u()
+}

@@ -143,7 +143,17 @@ func (o *Outbox) Run(ctx context.Context) {
 			o.finish(err, tt)
 			return
 		}
-		if o.sleep(ctx, err, bo.wait(err)) {
+		wait := bo.wait(err)
+		if now := o.cfg.Clock.Now(); bo.retryFor >= 0 && !now.Add(wait).Before(bo.first.Add(bo.retryFor)) {
+			// The next attempt would begin with no time left to connect
+			// (ConnectDeadline passed: it fails at once, saying only "no
+			// connection before the time for reconnecting ran out"): the
+			// outage ends now, with this attempt's reason.
+			err = fmt.Errorf("gave up after %s in %v: %w", attempts(n), now.Sub(bo.began).Round(time.Second), err)
+			o.finish(err, tt)
+			return
+		}
+		if o.sleep(ctx, err, wait) {
 			bo.first = time.Time{} // paused meanwhile: a new outage starts after the resume
 		}
 	}

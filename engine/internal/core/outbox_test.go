@@ -157,7 +157,9 @@ func TestOutboxRetriesLostConnections(t *testing.T) {
 		{err: lost},
 		{err: nil, sent: 200, out: AttemptOutcome{Accepted: 2, Verified: 2, Total: 300, Reason: "TCP"}},
 	}}
-	h, waits := runOutbox(t, s, time.Minute)
+	// The fake clock moves a minute a back-off: a budget of a minute
+	// would leave the third attempt no time to connect.
+	h, waits := runOutbox(t, s, 5*time.Minute)
 	if s.attempts() != 3 || len(waits) != 2 {
 		t.Fatalf("%d attempts, %d back-offs", s.attempts(), len(waits))
 	}
@@ -201,7 +203,7 @@ func TestOutboxHostNotFound(t *testing.T) {
 		t.Errorf("first attempt: %d attempts, result %+v", s.attempts(), h.result)
 	}
 	s = &script{steps: []step{{err: lost, sent: 100, out: AttemptOutcome{Accepted: 2, Total: 300}}, {err: nx}, {err: nil, sent: 200, out: AttemptOutcome{Accepted: 2, Verified: 2, Total: 300}}}}
-	h, _ = runOutbox(t, s, time.Minute)
+	h, _ = runOutbox(t, s, 5*time.Minute) // a minute a back-off, as above
 	if s.attempts() != 3 || h.result.State != StateDone {
 		t.Errorf("later attempt: %d attempts, result %+v", s.attempts(), h.result)
 	}
@@ -302,5 +304,68 @@ func TestOutboxKeptIsWhatWasThereBefore(t *testing.T) {
 	h, _ := runOutbox(t, s, time.Minute)
 	if r := h.result; r.State != StateDone || r.Kept != 50 || r.Bytes != 250 {
 		t.Errorf("kept %d, sent %d (%s), want 50 kept and 250 sent", r.Kept, r.Bytes, r.State)
+	}
+}
+
+// deadlineAttempt is an attempt that fails as the connection was lost,
+// or, begun with no time left to connect (ConnectDeadline passed), as
+// engine's sender does then.
+type deadlineAttempt struct{ fakeAttempt }
+
+var errTimeUp = errors.New("no connection before the time for reconnecting ran out")
+
+func (a *deadlineAttempt) Run(ctx context.Context) error {
+	if at, ok := ConnectDeadline(ctx); ok && !time.Now().Before(at) {
+		return errTimeUp
+	}
+	return lost
+}
+
+// An outage whose budget the next back-off would outlast ends at once,
+// with the reason of the attempt that just failed: the attempt after the
+// wait began with no time left to connect and failed saying only that
+// (NAT lab: a receiver killed beyond the LAN, --retry-for 40s: "Gave up
+// after 8 attempts in 57s: no connection before the time for reconnecting
+// ran out", 10 s after the last attempt that said why). Back-offs of
+// 0.5, 1, 2 and 4 s against a budget of 5 s: attempts at 0, 0.5, 1.5
+// and 3.5 s, and none at 7.5.
+func TestOutboxGivesUpBeforeAnAttemptWithNoTimeToConnect(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := clk.Now()
+	h := newFakeOutboxHost()
+	o := NewOutbox(h, OutboxConfig{RetryFor: 5 * time.Second, Clock: clk})
+	o.Files, o.Bytes = 1, 100
+	var began []time.Duration
+	o.NewAttempt = func() Attempt {
+		began = append(began, clk.Now().Sub(start))
+		return &deadlineAttempt{}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.Run(t.Context())
+	}()
+	for {
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		err := clk.WaitTimers(ctx, 1)
+		cancel()
+		if err != nil {
+			break
+		}
+		clk.Advance(500 * time.Millisecond) // the back-offs are multiples of it
+	}
+	<-done
+	if r := h.result; r.State != StateFailed || strings.Contains(r.Detail, errTimeUp.Error()) || !strings.Contains(r.Detail, "gave up after 4 attempts in 4s") {
+		t.Errorf("result %+v after attempts at %v; want given up after the fourth, with its reason", r, began)
+	}
+	if len(began) != 4 {
+		t.Errorf("attempts at %v; want 4, none begun with no time to connect", began)
 	}
 }

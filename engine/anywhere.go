@@ -204,6 +204,7 @@ func (e *Engine) dialAnywhere(ctx context.Context, relay string, want identity.D
 	req := anywhere.DialRequest{
 		Relay: relay, Secret: s, Self: e.ident.ID, Peer: want, TLS: tlsConf, Transport: e.opts.Transport,
 		Loopback: e.anywhereLoopback, RelaySecret: e.relaySecret(relay), RelayOnly: e.anywhereRelayOnly, Log: e.log,
+		Unanswered: &e.unanswered,
 	}
 	if e.netw != nil {
 		// A direct path whose address goes away is declared lost, and
@@ -303,6 +304,8 @@ func anywhereError(err error, relay, who string) error {
 	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):
 		// The sentence says it all: not "...: device not found through the relay HOST" again.
 		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\")", who, relay, relay)}
+	case errors.Is(err, anywhere.ErrStillUnanswered):
+		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: it did not answer its last call through relay %s and has not announced itself there since (was Ferry killed there, or is the device cut off from the network?)", who, relay)}
 	case errors.Is(err, anywhere.ErrNoPath):
 		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: the two devices found each other through relay %s but no network path between them, neither direct nor through the relay's UDP port (does a firewall let the relay's TCP through and not its UDP?)", who, relay)}
 	case errors.Is(err, anywhere.ErrBadMessage):

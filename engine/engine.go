@@ -292,6 +292,9 @@ type Engine struct {
 	// instance names this run of the engine to the devices that reach it
 	// through a relay (anywhere.Server.Instance): a new one at each start.
 	instance string
+	// unanswered keeps, for the calls through a relay, the presences
+	// whose call went unanswered: not called again until put again.
+	unanswered anywhere.Unanswered
 	// anywhereLoopback makes calls through a relay offer loopback
 	// addresses only (tests, anywhere.go).
 	anywhereLoopback bool

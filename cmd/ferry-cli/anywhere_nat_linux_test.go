@@ -36,6 +36,9 @@ func natLab(t testing.TB, cfg netlab.NATConfig) *netlab.NAT {
 	if err := netlab.NATAvailable(); err != nil {
 		t.Skipf("NAT lab not available: %v (run as root on Linux with iproute2 and iptables)", err)
 	}
+	if cfg.NamePrefix == "" {
+		cfg.NamePrefix = os.Getenv("FERRY_NAT_PREFIX") // "": netlab's own
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	lab, err := netlab.NewNAT(ctx, cfg)
@@ -467,8 +470,9 @@ type relayedSend struct {
 }
 
 // startRelayedSend starts the relay, Desktop's receiver serving through it
-// on listen, and Laptop's send, and waits for the send's relayed path.
-func startRelayedSend(t *testing.T, listen string) *relayedSend {
+// on listen, and Laptop's send (with sendArgs), and waits for the send's
+// relayed path.
+func startRelayedSend(t *testing.T, listen string, sendArgs ...string) *relayedSend {
 	t.Helper()
 	r := &relayedSend{lab: natLab(t, netlab.NATConfig{A: netlab.PortRandom}), bin: buildCLI(t), lines: make(chan string, 64)}
 	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
@@ -479,7 +483,7 @@ func startRelayedSend(t *testing.T, listen string) *relayedSend {
 	r.recv = startIn(t, r.lab, netlab.HostB, r.bin, "reachable from anywhere", r.recvArgs...)
 	src := randomFile(t, 256)
 	ctx, cancel := context.WithCancel(context.Background())
-	send := r.lab.Command(ctx, netlab.HostA, r.bin, "send", "--config", a.dir, "--name", a.name, "--to", b.name, "--relay", relayAt, src)
+	send := r.lab.Command(ctx, netlab.HostA, r.bin, append(append([]string{"send", "--config", a.dir, "--name", a.name, "--to", b.name, "--relay", relayAt}, sendArgs...), src)...)
 	out, err := send.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -575,6 +579,51 @@ func TestAnywhereKilledReceiverRestarted(t *testing.T) {
 	l = r.next(t, "reconnected", 30*time.Second)
 	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), l)
 	r.next(t, "done:", 2*time.Minute)
+}
+
+// TestAnywhereKilledReceiverStaysDown: a receiver killed (SIGKILL) while a
+// file comes to it through the relay, and not started again, leaves its
+// presence at the relay for minutes. The sender's retries found it each
+// time, called and waited 10 s for an answer that never came; now only
+// the first call waits, and the tries after it say at once that the
+// device did not answer its last call and has not announced itself since.
+// What is checked is the number of calls that waited for an answer, not
+// a time; the times are logged.
+func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
+	r := startRelayedSend(t, ":0", "--retry-for", "40s")
+	time.Sleep(time.Second) // a part of the file on its way
+	if err := r.recv.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waited, fast, attempts := 0, 0, 0
+	var why, last string
+	for l := range r.lines {
+		t.Logf("%5.1f s: %s", time.Since(killed).Seconds(), l)
+		last = l
+		switch {
+		case strings.HasPrefix(l, "reconnecting: "):
+			why = strings.TrimPrefix(l, "reconnecting: ")
+		case strings.HasPrefix(l, "reconnecting (attempt"):
+		default:
+			continue
+		}
+		attempts++
+		switch {
+		case strings.Contains(why, "did not answer its last call"):
+			fast++
+		case strings.Contains(why, "not receiving through relay"):
+			waited++ // a call that waited for its answer (or no presence at all)
+		}
+	}
+	t.Logf("%.1f s after the kill the send ended (%d retries: %d calls waited for an answer, %d ended at once): %s",
+		time.Since(killed).Seconds(), attempts, waited, fast, last)
+	if waited > 1 {
+		t.Errorf("%d calls waited for an answer from the dead receiver's presence; want the first only", waited)
+	}
+	if fast == 0 || !strings.Contains(last, "did not answer its last call") {
+		t.Errorf("the send's last word is not that the device stopped answering: %s", last)
+	}
 }
 
 // TestAnywhereStallIsNotALoss: a path beyond the LAN that carries nothing

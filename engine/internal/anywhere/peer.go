@@ -48,9 +48,62 @@ const restartLookWait = 2 * time.Second
 // answer the call in time.
 var ErrNoAnswer = errors.New("the device did not answer through the relay")
 
+// ErrStillUnanswered marks a device whose presence at the relay is the
+// one a call of this device found before and that did not answer it:
+// the run that put it was not put again since (a presence is put every
+// presenceEvery while its run lives), so it is not called again, which
+// would cost answerWait each time. A presence put again (a run that is
+// alive), or a new run's, is called.
+var ErrStillUnanswered = errors.New("the device did not answer its last call through the relay, and has not announced itself there since")
+
 // answerWait bounds the wait for an answer: the receiver polls every
 // PollInterval, then gathers its candidates (a TURN allocation).
 const answerWait = 10 * time.Second
+
+// Unanswered remembers, per relay and device, the presence whose call went
+// unanswered (DialRequest.Unanswered). The zero value is ready; it is safe
+// for concurrent use.
+type Unanswered struct {
+	mu   sync.Mutex                // guards runs
+	runs map[unansweredKey]Message // the presence a call found and that did not answer
+}
+
+type unansweredKey struct {
+	relay string
+	peer  identity.DeviceID
+}
+
+// silent reports whether p is the presence noted for relay and peer, or
+// one put before it by the same run: nothing was put since its call went
+// unanswered.
+func (u *Unanswered) silent(relay string, peer identity.DeviceID, p Message) bool {
+	if u == nil {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	was, ok := u.runs[unansweredKey{relay, peer}]
+	return ok && p.Instance == was.Instance && p.At <= was.At
+}
+
+// note records p as the presence whose call went unanswered (answered
+// false), or forgets what was noted (answered true).
+func (u *Unanswered) note(relay string, peer identity.DeviceID, p Message, answered bool) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	k := unansweredKey{relay, peer}
+	if answered {
+		delete(u.runs, k)
+		return
+	}
+	if u.runs == nil {
+		u.runs = map[unansweredKey]Message{}
+	}
+	u.runs[k] = p
+}
 
 // answerPoll is how often a caller looks for the answer.
 const answerPoll = 100 * time.Millisecond
@@ -83,6 +136,12 @@ type DialRequest struct {
 	RelayOnly bool
 	// Log gets what ICE and TURN say on the way (nil: discarded).
 	Log *slog.Logger
+	// Unanswered, when set, keeps the presence whose call went
+	// unanswered: a call finding it again, not put since, ends at once
+	// with ErrStillUnanswered (the engine keeps one for all its calls).
+	Unanswered *Unanswered
+	// AnswerWait bounds the wait for the callee's answer (0: 10 s).
+	AnswerWait time.Duration
 }
 
 // Conn is a QUIC session over an ICE path.
@@ -160,8 +219,12 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	var st Setup
 	mark := time.Now()
 	lap := func(d *time.Duration) { n := time.Now(); *d = n.Sub(mark); mark = n }
-	if err := lookup(ctx, mb, req, t); err != nil {
+	presence, err := lookup(ctx, mb, req, t)
+	if err != nil {
 		return nil, err
+	}
+	if req.Unanswered.silent(req.Relay, req.Peer, presence) {
+		return nil, fmt.Errorf("%w %s", ErrStillUnanswered, req.Relay)
 	}
 	// The look-up is the mailbox's first request: a TCP handshake and the
 	// request, two round trips to the relay.
@@ -205,8 +268,12 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	answer, err := waitAnswer(ctx, mb, req, call.Call, now)
 	lap(&st.Answer)
 	if err != nil {
+		if errors.Is(err, ErrNoAnswer) {
+			req.Unanswered.note(req.Relay, req.Peer, presence, false)
+		}
 		return nil, err
 	}
+	req.Unanswered.note(req.Relay, req.Peer, presence, true)
 	ic, err := g.connect(ctx, answer, true)
 	if err != nil {
 		return nil, err
@@ -324,33 +391,45 @@ func Lookup(ctx context.Context, req DialRequest) error {
 	if req.Now != nil {
 		now = req.Now
 	}
-	return lookup(ctx, mb, req, now())
+	_, err := lookup(ctx, mb, req, now())
+	return err
 }
 
-func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) error {
+// lookup reads the device's presence for this one at the relay: the
+// freshest, or ErrNotFound (or the clocks too far apart).
+func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) (Message, error) {
 	names := PresenceNames(req.Secret, req.Peer, t)
 	got, err := mb.Get(ctx, names)
 	if err != nil {
-		return err
+		return Message{}, err
 	}
 	var skew *SkewError
+	var freshest Message
+	found := false
 	for i, blobs := range got {
 		for _, b := range blobs {
-			_, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t)
+			m, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t)
 			if err == nil {
-				return nil
+				if !found || m.At > freshest.At {
+					freshest = m
+				}
+				found = true
+				continue
 			}
 			if skew == nil {
 				errors.As(err, &skew)
 			}
 		}
 	}
+	if found {
+		return freshest, nil
+	}
 	if skew != nil {
 		// The device is there, but its clock and this one's are too far
 		// apart for any call between them to be taken.
-		return clocksApart(skew.Off)
+		return Message{}, clocksApart(skew.Off)
 	}
-	return fmt.Errorf("%w %s", ErrNotFound, req.Relay)
+	return Message{}, fmt.Errorf("%w %s", ErrNotFound, req.Relay)
 }
 
 // clocksApart says that the other device's clock is off this one's by
@@ -395,7 +474,11 @@ func sourceFor(relay string) string {
 // looking every answerPoll.
 func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, now func() time.Time) (Message, error) {
 	box := AnswerName(req.Secret, call)
-	dctx, cancel := context.WithTimeout(ctx, answerWait)
+	wait := req.AnswerWait
+	if wait <= 0 {
+		wait = answerWait
+	}
+	dctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	tick := time.NewTicker(answerPoll)
 	defer tick.Stop()
@@ -414,7 +497,7 @@ func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, 
 			got, err = mb.Take(dctx, []string{box})
 		}
 		if err != nil && ctx.Err() == nil && dctx.Err() != nil {
-			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, answerWait)
+			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, wait)
 		}
 		var ne net.Error
 		if waits && errors.As(err, &ne) && ne.Timeout() {
@@ -439,7 +522,7 @@ func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, 
 		case <-ctx.Done():
 			return Message{}, ctx.Err()
 		case <-dctx.Done():
-			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, answerWait)
+			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, wait)
 		case <-tick.C:
 		}
 	}

@@ -63,8 +63,11 @@ func interruptAfter(t *testing.T, send, recv *Engine, paths []string, opts SendO
 		}
 	}
 	<-tr.Done()
-	// Wait until the receiver's session ended: its final resume state is saved by then.
-	timeout := time.After(15 * time.Second)
+	// Wait until the receiver's session ended: its final resume state is
+	// saved by then. It ends once the chunks it holds are written: on a
+	// FAT stick through fusefat (TestResumeOntoAFATStick) that took over
+	// 15 s on a busy machine.
+	timeout := time.After(time.Minute)
 	for done := false; !done; {
 		select {
 		case ev := <-revents:

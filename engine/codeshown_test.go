@@ -565,3 +565,89 @@ func TestOfferQueuedByTheReceiverSaysSo(t *testing.T) {
 		t.Fatalf("%s %q", r.State, r.Err)
 	}
 }
+
+// TestQueuedOfferHearsItsPlaceMove: an offer the receiver queues itself
+// (MaxPrompts are shown) was told its place once, as it queued ("behind 3
+// other offers"), and never again: its sender's row and ferry-cli kept
+// saying it was behind 3 while the offers before it were answered or
+// withdrawn, until its prompt was shown. Each move of its place is told
+// now, once: behind 3, 2 (one before it was withdrawn by its sender),
+// then 1 (the prompt shown was answered, the next took its place).
+func TestQueuedOfferHearsItsPlaceMove(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: 1})
+	rx, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	nextOffer := func() string {
+		t.Helper()
+		for timeout := time.After(time.Minute); ; {
+			select {
+			case ev := <-rx:
+				if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+					return ev.TransferID
+				}
+			case <-timeout:
+				t.Fatal("no offer")
+			}
+		}
+	}
+	type sending struct {
+		e  *Engine
+		tr *Transfer
+		tx <-chan Event
+	}
+	send := func(ahead int) sending {
+		t.Helper()
+		e := testEngine(t, Options{})
+		tx, unsub := e.Subscribe(256)
+		t.Cleanup(unsub)
+		tr, err := e.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
+			t.Fatalf("the sender's first code event %+v, want it waiting", p)
+		}
+		if ahead > 0 {
+			if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownQueued || p.Ahead != ahead {
+				t.Fatalf("queued: %+v, want it behind %d", p, ahead)
+			}
+		}
+		return sending{e, tr, tx}
+	}
+	first := send(0)
+	shown := nextOffer()
+	if err := recv.OfferOnScreen(shown, true); err != nil {
+		t.Fatal(err)
+	}
+	second, withdrawn, last := send(1), send(2), send(3)
+	if err := withdrawn.e.Cancel(withdrawn.tr.ID()); err != nil {
+		t.Fatal(err)
+	}
+	<-withdrawn.tr.Done()
+	if p := nextPair(t, last.tx, last.tr.ID()); p.Shown != CodeShownQueued || p.Ahead != 2 {
+		t.Fatalf("an offer before it withdrawn: %+v, want it behind 2", p)
+	}
+	if err := recv.Decide(shown, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-first.tr.Done()
+	if p := nextPair(t, last.tx, last.tr.ID()); p.Shown != CodeShownQueued || p.Ahead != 1 {
+		t.Fatalf("the prompt shown answered: %+v, want it behind 1", p)
+	}
+	if shown, queued := recv.admit.Prompts(); shown != 1 || queued != 1 {
+		t.Fatalf("the receiver shows %d prompts and queues %d offers, want 1 and 1", shown, queued)
+	}
+	next := nextOffer() // the second's turn
+	if err := recv.Decide(next, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-second.tr.Done()
+	if err := recv.OfferOnScreen(nextOffer(), true); err != nil {
+		t.Fatal(err)
+	}
+	if p := nextPair(t, last.tx, last.tr.ID()); p.Shown != CodeShownPending {
+		t.Fatalf("its turn: %+v, want its code to be compared", p)
+	}
+}

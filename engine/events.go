@@ -170,8 +170,9 @@ type PairInfo struct {
 	// Ahead, with CodeShownQueued, is how many offers wait for the
 	// receiver's user before this one when the receiving Ferry itself
 	// queues it (it shows as many prompts at once as its options allow:
-	// engine.Options.MaxPrompts); 0 when its client keeps it behind the
-	// prompt on screen. Either way its screen does not show the code.
+	// engine.Options.MaxPrompts), published again as it moves up that
+	// queue; 0 when its client keeps it behind the prompt on screen.
+	// Either way its screen does not show the code.
 	Ahead int `json:"ahead,omitempty"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,7 +162,36 @@ var hostilePrompters = []struct {
 	{"prompt without end", append(repeat(&wire.Prompt{Shown: true}, 5), repeat(&wire.Prompt{}, 100)...),
 		"9 prompt messages about one offer, at most 8"},
 	{"prompt after the decision", []wire.Message{&wire.Prompt{}, &wire.Decision{Accept: true}, &wire.Prompt{Shown: true}}, "unexpected prompt"},
-	{"queue that never moves", repeat(&wire.Prompt{Ahead: wire.MaxPromptAhead}, 9), "9 prompt messages about one offer, at most 8"},
+	{"queue that never moves", repeat(&wire.Prompt{Ahead: wire.MaxPromptAhead}, 10), "9 prompt messages about one offer, at most 8"},
+	{"queue that moves back and forth", slices.Concat(repeat(&wire.Prompt{Ahead: 5}, 1), slices.Repeat([]wire.Message{&wire.Prompt{Ahead: 6}, &wire.Prompt{Ahead: 5}}, 50)),
+		"9 prompt messages about one offer, at most 8"},
+	{"queue that moves up all the way, then without end", slices.Concat(queueMovingUp(wire.MaxPromptAhead), repeat(&wire.Prompt{}, 100)),
+		"9 prompt messages about one offer, at most 8"},
+}
+
+// queueMovingUp is what a receiver says of an offer its own queue holds
+// behind from offers, as each before it gets its turn.
+func queueMovingUp(from int) []wire.Message {
+	var out []wire.Message
+	for ahead := from; ahead > 0; ahead-- {
+		out = append(out, &wire.Prompt{Ahead: ahead})
+	}
+	return out
+}
+
+// TestSenderFollowsAQueueMovingUp: a receiver tells an offer its queue
+// holds its place each time it moves up (one before it answered,
+// withdrawn or expired), which a queue of 32 offers behind 8 prompts does
+// 40 times. The sender counted each against the 8 prompt messages one
+// offer may bring, and ended the 9th with a protocol error: a place told
+// lower than any before is not counted (wire.MaxPromptAhead bounds them).
+func TestSenderFollowsAQueueMovingUp(t *testing.T) {
+	said := slices.Concat(queueMovingUp(40), []wire.Message{&wire.Prompt{}, &wire.Prompt{Shown: true},
+		&wire.Decision{Accept: false, Code: wire.CodeDeclined, Reason: "not now"}})
+	err, _ := againstLiar(t, []string{wire.FeaturePrompt}, func(r *rawReceiver) { r.answer(encode(said...)) })
+	if !errors.Is(err, wire.ErrDeclined) {
+		t.Fatalf("the sender ended with %v; want the receiver's decline", err)
+	}
 }
 
 func repeat(m wire.Message, n int) []wire.Message {

@@ -70,8 +70,9 @@ func (h inboxHost) Named(id, delivery string) {
 func (h inboxHost) Register() error { return h.e.register(h.t) }
 
 // Queued tells the sender, if it reads it, that the offer waits for a
-// place among the prompts, behind ahead offers: no EventOffer is raised
-// until it has one, so the client cannot say where it stands.
+// place among the prompts, behind ahead offers, as it queues and as it
+// moves up: no EventOffer is raised until it has one, so the client cannot
+// say where it stands.
 func (h inboxHost) Queued(ahead int) { h.t.tellScreen(screenWord{ahead: max(ahead, 1)}) }
 
 // Ask raises an EventOffer; Decide answers it.

@@ -215,7 +215,10 @@ func (e *Engine) announcePair(t *Transfer, shown CodeShown) {
 
 // maxPromptMessages bounds the wire.Prompt messages a receiver may send about
 // one offer: its client queues it, then shows it; a few more are spared
-// for a client that queues a shown offer again.
+// for a client that queues a shown offer again. Not counted are those that
+// say the offer moved up the receiving Ferry's own queue (an Ahead lower
+// than any before), which are as many as the place first said at most
+// (wire.MaxPromptAhead).
 const maxPromptMessages = 8
 
 // receiverPrompt takes what the receiver said of where the offer stands on

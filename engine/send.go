@@ -298,9 +298,12 @@ type sender struct {
 	verified    atomic.Int64
 	resolved    atomic.Int64
 	// peerPrompt: the receiver says where the offer stands on its screen
-	// (wire.Prompt, its hello); prompts counts what it said (maxPromptMessages).
+	// (wire.Prompt, its hello); prompts counts what it said
+	// (maxPromptMessages), but for its place in the receiver's queue
+	// moving up: lowest is the lowest place said yet.
 	peerPrompt bool
 	prompts    int
+	lowest     int
 
 	retries  chan wire.NeedChunk // chunks the receiver asked for again
 	asked    map[[2]uint32]int   // (file, chunk) -> times asked again; read by readControl only
@@ -828,7 +831,7 @@ const decisionWait = 15 * time.Minute
 // The receiver's user may take as long as their prompt allows.
 func (tx *sender) readDecision() (*wire.Decision, error) {
 	tx.haves = map[uint32]*wire.Have{}
-	tx.prompts = 0
+	tx.prompts, tx.lowest = 0, wire.MaxPromptAhead+1
 	deadline := time.Now().Add(decisionWait)
 	for {
 		m, err := tx.ctl.recvTimeout(max(time.Until(deadline), time.Millisecond))
@@ -855,8 +858,14 @@ func (tx *sender) readDecision() (*wire.Decision, error) {
 			if !tx.peerPrompt {
 				return nil, fmt.Errorf("%w: expected a decision, got %v from a receiver that did not say it sends them", wire.ErrProtocol, m.Type())
 			}
-			if tx.prompts++; tx.prompts > maxPromptMessages {
-				return nil, fmt.Errorf("%w: %d prompt messages about one offer, at most %d", wire.ErrProtocol, tx.prompts, maxPromptMessages)
+			// A place in the receiver's queue lower than any said before
+			// is its queue moving (wire.MaxPromptAhead of them at most):
+			// the rest is bounded.
+			if moved := m.Ahead > 0 && m.Ahead < tx.lowest; moved {
+				tx.lowest = m.Ahead
+			} else if tx.prompts++; tx.prompts > maxPromptMessages {
+				return nil, fmt.Errorf("%w: %d prompt messages about one offer, at most %d besides its place moving up the receiver's queue",
+					wire.ErrProtocol, tx.prompts, maxPromptMessages)
 			}
 			tx.e.receiverPrompt(tx.t, m.Shown, m.Ahead)
 		case *wire.Cancel:

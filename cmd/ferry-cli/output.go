@@ -52,6 +52,9 @@ type printer struct {
 	// coded holds the transfers whose verification code was said, and
 	// the last code said.
 	coded map[string]string
+	// ahead holds, per send queued by its receiving Ferry, the place in
+	// that queue said last: a move up is said in a short line.
+	ahead map[string]int
 	// retries holds, per transfer, how often it was tried again and the
 	// last reason printed.
 	retries map[string]retryLine
@@ -273,9 +276,18 @@ func (p *printer) event(ev engine.Event) {
 					if n == 1 {
 						offers = "offer"
 					}
-					p.line("verification code %s: your offer is queued on %s behind %d other %s waiting for an answer; its screen shows the code once your offer's turn comes", ev.Pair.Code, who, n, offers)
+					if before, ok := p.ahead[ev.TransferID]; ok && n < before {
+						p.line("verification code %s: your offer moved up on %s, now behind %d other %s", ev.Pair.Code, who, n, offers)
+					} else {
+						p.line("verification code %s: your offer is queued on %s behind %d other %s waiting for an answer; its screen shows the code once your offer's turn comes", ev.Pair.Code, who, n, offers)
+					}
+					if p.ahead == nil {
+						p.ahead = map[string]int{}
+					}
+					p.ahead[ev.TransferID] = n
 					break
 				}
+				delete(p.ahead, ev.TransferID)
 				p.line("verification code %s: %s is answering another device's offer first; its screen shows the code once your offer's turn comes", ev.Pair.Code, who)
 			case engine.CodeShownPending:
 				p.line("verification code %s: %s shows your offer now, with this code", ev.Pair.Code, who)
@@ -397,6 +409,7 @@ func (p *printer) event(ev engine.Event) {
 		delete(p.carried, ev.TransferID)
 		delete(p.connected, ev.TransferID)
 		delete(p.coded, ev.TransferID)
+		delete(p.ahead, ev.TransferID)
 		delete(p.stalled, ev.TransferID)
 		delete(p.said, ev.TransferID)
 		if p.pairing[ev.TransferID] {

@@ -739,6 +739,11 @@ func TestCodeShownLines(t *testing.T) {
 	queued := code("c", "480 111", engine.CodeShownQueued)
 	queued.Pair.Ahead = 8 // by the receiving Ferry itself, behind the prompts it shows
 	p.event(queued)
+	for _, ahead := range []int{2, 1} { // it moves up that queue
+		moved := code("c", "480 111", engine.CodeShownQueued)
+		moved.Pair.Ahead = ahead
+		p.event(moved)
+	}
 	p.event(code("c", "480 111", engine.CodeShownQueued))
 	p.event(code("c", "480 111", engine.CodeShownPending))
 	p.event(code("c", "480 111", engine.CodeShownYes))
@@ -751,6 +756,8 @@ func TestCodeShownLines(t *testing.T) {
 		"verification code 480 111: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"  (it shows the code with your offer: compare once it does)\n" +
 		"verification code 480 111: your offer is queued on vm (FWHL-SXZM) behind 8 other offers waiting for an answer; its screen shows the code once your offer's turn comes\n" +
+		"verification code 480 111: your offer moved up on vm (FWHL-SXZM), now behind 2 other offers\n" +
+		"verification code 480 111: your offer moved up on vm (FWHL-SXZM), now behind 1 other offer\n" +
 		"verification code 480 111: vm (FWHL-SXZM) is answering another device's offer first; its screen shows the code once your offer's turn comes\n" +
 		"verification code 480 111: vm (FWHL-SXZM) shows your offer now, with this code\n"
 	if out.String() != want {

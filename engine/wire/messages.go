@@ -148,8 +148,12 @@ type Prompt struct {
 	// Ahead, not Shown, is how many offers wait for the receiver's user
 	// before this one when the receiving Ferry itself queues it (it shows
 	// as many prompts as it may at once), at most MaxPromptAhead; 0 when
-	// its client keeps it behind the one prompt it shows. A sender that
-	// does not know the field reads the offer queued all the same.
+	// its client keeps it behind the one prompt it shows. It is said again,
+	// lower, each time the offer moves up that queue (never higher: a
+	// newcomer put before it is not told), so a sender counts against its
+	// bound on Prompt messages only those that are not lower than every
+	// Ahead before. A sender that does not know the field reads the offer
+	// queued all the same.
 	Ahead int `json:"ahead,omitempty"`
 }
 

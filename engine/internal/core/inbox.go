@@ -99,7 +99,9 @@ type Host interface {
 	Register() error
 	// Queued says that the offer waits for a place among the prompts
 	// (Options.MaxPrompts are on screen), with how many offers wait for
-	// the user before it; Ask follows once it has a place.
+	// the user before it, and again, lower, each time it moves up; Ask
+	// follows once it has a place. It is called from the session's
+	// goroutine, in order, and must not block.
 	Queued(ahead int)
 	// Ask shows the offer to the user (an offer event) and returns the
 	// channel their answer comes on; done says that it is no longer asked.

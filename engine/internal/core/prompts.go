@@ -42,11 +42,15 @@ type promptPlaces struct {
 
 // placeWaiter is one queued offer.
 type placeWaiter struct {
-	src       string
-	ready     chan struct{} // closed when it got a place
-	gone      chan struct{} // closed when a newcomer took its place in the queue
-	granted   bool          // guarded by promptPlaces.mu
-	displaced bool          // guarded by promptPlaces.mu: a newcomer took its place in the queue
+	src   string
+	ready chan struct{} // closed when it got a place
+	gone  chan struct{} // closed when a newcomer took its place in the queue
+	// moved carries its place each time it moves up (the offers before
+	// it, fewer than told before); the last one counts.
+	moved     chan int
+	told      int  // guarded by promptPlaces.mu: the place last told
+	granted   bool // guarded by promptPlaces.mu
+	displaced bool // guarded by promptPlaces.mu: a newcomer took its place in the queue
 }
 
 func newPromptPlaces(total, perSource int) *promptPlaces {
@@ -56,10 +60,14 @@ func newPromptPlaces(total, perSource int) *promptPlaces {
 
 // take waits for a place for an offer from src, until ctx ends. It refuses
 // the offer when src shows as many prompts as it may, or when its place in
-// the queue went to a newcomer. queued, when not nil, is told once if the
-// offer waits in the queue, with how many offers wait for the user before
-// it (the prompts shown and the offers queued before it): its sender can be
-// told that its offer is not on screen. release gives the place back.
+// the queue went to a newcomer. queued, when not nil, is told if the offer
+// waits in the queue, with how many offers wait for the user before it
+// (the prompts shown and the offers queued that get a place before it),
+// then again each time fewer do (an offer before it answered, withdrawn or
+// displaced), never after its place is given: its sender can be told that
+// its offer is not on screen, and where it stands. A place that grows (a
+// newcomer the queue puts first, see grantLocked) is not told, so the
+// calls are bounded by the first place told. release gives the place back.
 func (pp *promptPlaces) take(ctx context.Context, src string, queued func(ahead int)) (release func(), refused *errcode.RemoteError) {
 	release = func() { pp.release(src) }
 	pp.mu.Lock()
@@ -76,7 +84,7 @@ func (pp *promptPlaces) take(ctx context.Context, src string, queued func(ahead 
 		return release, nil
 	}
 	pp.mu.Unlock()
-	w := &placeWaiter{src: src, ready: make(chan struct{}), gone: make(chan struct{})}
+	w := &placeWaiter{src: src, ready: make(chan struct{}), gone: make(chan struct{}), moved: make(chan int, 1)}
 	slot := pp.queue.Take(src, func() {
 		pp.mu.Lock()
 		defer pp.mu.Unlock()
@@ -96,26 +104,86 @@ func (pp *promptPlaces) take(ctx context.Context, src string, queued func(ahead 
 	}
 	pp.waiters = append(pp.waiters, w)
 	pp.grantLocked()
-	ahead := pp.n + len(pp.waiters) - 1
 	waits := !w.granted
-	pp.mu.Unlock()
-	if waits && queued != nil {
-		queued(ahead)
+	if waits {
+		w.told = pp.aheadLocked(w)
 	}
-	select {
-	case <-w.ready:
+	ahead := w.told
+	pp.mu.Unlock()
+	if !waits {
 		return release, nil
-	case <-w.gone:
-		return nil, ErrReceiverBusy
-	case <-ctx.Done():
-		pp.mu.Lock()
-		granted := w.granted
-		pp.dropLocked(w)
-		pp.mu.Unlock()
-		if granted {
-			pp.release(src)
+	}
+	if queued == nil {
+		queued = func(int) {}
+	}
+	queued(ahead)
+	for {
+		select {
+		case <-w.ready:
+			return release, nil
+		case ahead := <-w.moved:
+			select {
+			case <-w.ready: // given its place meanwhile: nothing more to tell
+				return release, nil
+			default:
+				queued(ahead)
+			}
+		case <-w.gone:
+			return nil, ErrReceiverBusy
+		case <-ctx.Done():
+			pp.mu.Lock()
+			granted := w.granted
+			pp.dropLocked(w)
+			pp.mu.Unlock()
+			if granted {
+				pp.release(src)
+			}
+			return nil, ErrReceiverBusy
 		}
-		return nil, ErrReceiverBusy
+	}
+}
+
+// aheadLocked is how many offers wait for the user before w: the prompts
+// shown, and the queued offers grantLocked would give a place first (as
+// it stands now).
+func (pp *promptPlaces) aheadLocked(w *placeWaiter) int {
+	ahead, older := pp.n, true
+	for _, o := range pp.waiters {
+		if o == w {
+			older = false
+			continue
+		}
+		if pp.before(o, w) || older && !pp.before(w, o) {
+			ahead++
+		}
+	}
+	return ahead
+}
+
+// before reports whether grantLocked gives queued offer a its place before
+// b, whichever of them came first: a's address shows fewer prompts, or got
+// a place less lately.
+func (pp *promptPlaces) before(a, b *placeWaiter) bool {
+	ha, hb := pp.held[a.src], pp.held[b.src]
+	return ha < hb || ha == hb && pp.lastGrant[a.src] < pp.lastGrant[b.src]
+}
+
+// movedLocked tells each queued offer whose place moved up, once (see take).
+func (pp *promptPlaces) movedLocked() {
+	for _, w := range pp.waiters {
+		if w.granted || w.displaced {
+			continue
+		}
+		ahead := pp.aheadLocked(w)
+		if ahead >= w.told {
+			continue
+		}
+		w.told = ahead
+		select { // the last place counts: one not yet told goes
+		case <-w.moved:
+		default:
+		}
+		w.moved <- ahead // its one reader takes from it outside the lock
 	}
 }
 
@@ -127,6 +195,7 @@ func (pp *promptPlaces) release(src string) {
 	pp.n--
 	pp.grantLocked()
 	pp.forgetLocked(src)
+	pp.movedLocked()
 }
 
 // grantLocked gives free places to queued offers: the one whose address
@@ -175,6 +244,7 @@ func (pp *promptPlaces) dropLocked(w *placeWaiter) bool {
 	}
 	pp.waiters = slices.Delete(pp.waiters, i, i+1)
 	pp.forgetLocked(w.src)
+	pp.movedLocked()
 	return true
 }
 

@@ -1,8 +1,10 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
@@ -148,5 +150,113 @@ func TestPromptQueueSaysHowManyAreAhead(t *testing.T) {
 			t.Fatalf("queued offer %d: %d ahead, want %d", i, got, want)
 		}
 		testutil.WaitFor(t, "the queue", func() bool { return pp.queued() > before })
+	}
+}
+
+// A queued offer was told its place once, as it queued, and never again:
+// its sender kept reading "behind 12" while the offers before it were
+// answered or withdrawn. Now each move up is told, once, and nothing once
+// it has a place; a place that grows (a newcomer the queue puts first) is
+// not told, so that what is told only ever falls.
+func TestPromptQueueSaysWhenItMovesUp(t *testing.T) {
+	pp := newPromptPlaces(1, 2)
+	shown, refused := pp.take(t.Context(), "shown", nil)
+	if refused != nil {
+		t.Fatal(refused)
+	}
+	type waiter struct {
+		said    chan int
+		granted chan func()
+		cancel  func()
+	}
+	queue := func(src string) *waiter {
+		t.Helper()
+		w := &waiter{said: make(chan int, 64), granted: make(chan func(), 1)}
+		ctx, cancel := context.WithCancel(t.Context())
+		w.cancel = cancel
+		before := pp.queued()
+		go func() {
+			r, refused := pp.take(ctx, src, func(ahead int) { w.said <- ahead })
+			if refused == nil {
+				w.granted <- r
+			}
+			close(w.said)
+		}()
+		testutil.WaitFor(t, "the queue", func() bool { return pp.queued() > before })
+		return w
+	}
+	next := func(w *waiter, want int) {
+		t.Helper()
+		select {
+		case got := <-w.said:
+			if got != want {
+				t.Fatalf("told %d ahead, want %d", got, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("not told it moved up to %d ahead", want)
+		}
+	}
+	silent := func(w *waiter) {
+		t.Helper()
+		select {
+		case got, ok := <-w.said:
+			if ok {
+				t.Fatalf("told %d ahead, want nothing", got)
+			}
+		default:
+		}
+	}
+	var ws []*waiter
+	for i := range 12 {
+		w := queue(fmt.Sprint("q", i))
+		next(w, 1+i)
+		ws = append(ws, w)
+	}
+	last := ws[11]
+	ws[5].cancel() // its sender went away
+	next(last, 11)
+	for i := range 5 {
+		silent(ws[i])
+	}
+	next(ws[6], 6)
+	shown() // the user answered: q0 is shown
+	release := <-ws[0].granted
+	if _, more := <-ws[0].said; more {
+		t.Fatal("an offer given its place was told where it queued")
+	}
+	next(last, 10)
+	next(ws[1], 1)
+	release()
+	next(last, 9)
+	for _, w := range ws[2:] {
+		w.cancel()
+	}
+	(<-ws[1].granted)()
+	for _, w := range ws[2:] {
+		for range w.said {
+		}
+		select {
+		case r := <-w.granted: // given the place before it saw its end
+			r()
+		default:
+		}
+	}
+
+	// A place that grows is not told: an offer from the address on screen
+	// comes after a newcomer's, which the queue puts first.
+	shown, refused = pp.take(t.Context(), "shown", nil)
+	if refused != nil {
+		t.Fatal(refused)
+	}
+	same := queue("shown")
+	next(same, 1)
+	fresh := queue("fresh")
+	next(fresh, 1)
+	silent(same)
+	shown()
+	(<-fresh.granted)()
+	(<-same.granted)()
+	if _, more := <-same.said; more {
+		t.Fatal("an offer whose place only grew, then was given, was told so")
 	}
 }

@@ -786,6 +786,13 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 // timeout, or the end.
 func (in *Inbox) ask(ctx context.Context, dir string, total, disk, free int64) (Verdict, error) {
 	place, refused := in.ticket.Prompt(ctx, in.host.Queued)
+	if refused != nil && ctx.Err() != nil {
+		// It waited for a place until the session ended (the sender went
+		// away, this device closes): that ends it as it ends an offer on
+		// screen, not as a busy refusal, which its sender does not try
+		// again and this device's history would keep.
+		return Verdict{}, context.Cause(ctx)
+	}
 	if refused != nil {
 		return Refusal(refused), nil
 	}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestQueuedOfferWhenTheReceiverQuits: a receiver that quits (Close) with
+// an offer on screen and another in its own queue (Options.MaxPrompts)
+// told the queued one's sender it was busy ("The receiver is busy: too
+// many devices are offering files to this one at once"), a refusal its
+// sender did not try again, and wrote that refusal in its own history,
+// while the offer on screen ended as closed on both sides ("Ferry was
+// closed before the transfer finished.", its sender trying again). The
+// queued one now ends as the one on screen does.
+func TestQueuedOfferWhenTheReceiverQuits(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: 1})
+	rx, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	send := func(queued bool) (*Transfer, <-chan Event) {
+		t.Helper()
+		e := testEngine(t, Options{})
+		tx, unsub := e.Subscribe(256)
+		t.Cleanup(unsub)
+		tr, err := e.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nextPair(t, tx, tr.ID()) // waiting for the receiver's screen
+		if queued {
+			if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownQueued || p.Ahead != 1 {
+				t.Fatalf("queued: %+v, want it behind 1", p)
+			}
+		}
+		t.Cleanup(func() { e.Cancel(tr.ID()); <-tr.Done() })
+		return tr, tx
+	}
+	send(false)
+	for ev := range rx {
+		if ev.Kind == EventOffer && ev.Direction == Receiving {
+			break
+		}
+	}
+	queued, tx := send(true)
+	recv.Close()
+	for timeout := time.After(time.Minute); ; {
+		select {
+		case ev := <-tx:
+			if ev.TransferID != queued.ID() {
+				continue
+			}
+			if ev.Kind == EventResult {
+				t.Fatalf("the queued offer's sender was told %s %q, want it to try again", ev.Result.State, ev.Result.Err)
+			}
+			if ev.Kind == EventState && ev.State == StateRetrying {
+				goto told
+			}
+		case <-timeout:
+			t.Fatal("the queued offer's sender was told nothing")
+		}
+	}
+told:
+	for results, timeout := 0, time.After(time.Minute); results < 2; {
+		select {
+		case ev := <-rx:
+			if ev.Kind != EventResult {
+				continue
+			}
+			results++
+			if ev.Result.State != StateCancelled || ev.Result.Err != "Ferry was closed before the transfer finished." {
+				t.Fatalf("the receiver's result of an offer: %s %q, want it closed", ev.Result.State, ev.Result.Err)
+			}
+		case <-timeout:
+			t.Fatal("the receiver's results did not come")
+		}
+	}
+}

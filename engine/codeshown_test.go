@@ -651,3 +651,32 @@ func TestQueuedOfferHearsItsPlaceMove(t *testing.T) {
 		t.Fatalf("its turn: %+v, want its code to be compared", p)
 	}
 }
+
+// A sender of a build before wire.FeaturePromptMoves is told its offer's
+// place in the receiver's queue once, as it queues, not as it moves up:
+// such a build counts every Prompt about an offer and ended the session at
+// the ninth (a queue moving up eight times). A sender that takes the moves
+// is told each.
+func TestOlderSenderIsToldItsPlaceOnce(t *testing.T) {
+	for _, moves := range []bool{false, true} {
+		tr := &Transfer{onScreen: make(chan screenWord, 1)}
+		tr.moves.Store(moves)
+		h := inboxHost{t: tr}
+		h.Queued(3)
+		if w := <-tr.onScreen; w.ahead != 3 {
+			t.Fatalf("queued: told %+v, want behind 3", w)
+		}
+		h.Queued(2)
+		h.Queued(1)
+		select {
+		case w := <-tr.onScreen:
+			if !moves || w.ahead != 1 {
+				t.Errorf("sender taking moves %v: told %+v after its place", moves, w)
+			}
+		default:
+			if moves {
+				t.Error("a sender taking moves was not told it moved up")
+			}
+		}
+	}
+}

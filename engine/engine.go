@@ -627,6 +627,9 @@ type Transfer struct {
 	// the session, which tells the sender; nil when the sender does not
 	// read it (its hello lacks wire.FeaturePrompt).
 	onScreen chan screenWord
+	// moves: the sender takes its offer's moves up the queue
+	// (wire.FeaturePromptMoves); queued: its place was said.
+	moves, queued atomic.Bool
 	// pair is the session's verification code (pairing), once known.
 	pair atomic.Pointer[pairState]
 

@@ -72,8 +72,14 @@ func (h inboxHost) Register() error { return h.e.register(h.t) }
 // Queued tells the sender, if it reads it, that the offer waits for a
 // place among the prompts, behind ahead offers, as it queues and as it
 // moves up: no EventOffer is raised until it has one, so the client cannot
-// say where it stands.
-func (h inboxHost) Queued(ahead int) { h.t.tellScreen(screenWord{ahead: max(ahead, 1)}) }
+// say where it stands. A sender that does not take the moves
+// (wire.FeaturePromptMoves) is told its place once.
+func (h inboxHost) Queued(ahead int) {
+	if h.t.queued.Swap(true) && !h.t.moves.Load() {
+		return
+	}
+	h.t.tellScreen(screenWord{ahead: max(ahead, 1)})
+}
 
 // Ask raises an EventOffer; Decide answers it.
 func (h inboxHost) Ask(p *core.Prompt) (<-chan Decision, func()) {

@@ -132,6 +132,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 		stalls: stallmeter.New(0)}
 	if slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt) {
 		in.t.onScreen = make(chan screenWord, 1) // before the transfer is registered
+		in.t.moves.Store(slices.Contains(h.Features, wire.FeaturePromptMoves) && e.speaks(wire.FeaturePromptMoves))
 	}
 	defer close(rx.done)
 	defer rx.closeList()

@@ -78,6 +78,13 @@ const (
 	// device's (Prompt); as a sender, it reads Prompt. Each side sends
 	// Prompt only to a peer whose hello lists it.
 	FeaturePrompt = "prompt"
+	// FeaturePromptMoves: as a sender, with FeaturePrompt, it takes a
+	// Prompt for each move of its offer up the receiver's own queue (each
+	// Ahead lower than the one before), not counted against its bound of
+	// Prompts per offer. To a sender without it the receiver says the
+	// offer's place once, as it queues: a build before it counts every
+	// Prompt, and ended the session at its ninth.
+	FeaturePromptMoves = "prompt-moves"
 )
 
 func protoErr(format string, args ...any) error {

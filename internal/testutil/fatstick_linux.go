@@ -14,27 +14,7 @@ import (
 // cannot mount one (it needs root, mkfs.vfat, and vfat or fusefat).
 func FATStick(t testing.TB) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a FAT stick needs root")
-	}
-	mkfs, err := exec.LookPath("mkfs.vfat")
-	if err != nil {
-		t.Skip("no mkfs.vfat")
-	}
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "fat.img"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(img, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfs, "-F", "32", img).CombinedOutput(); err != nil {
-		t.Skipf("mkfs.vfat: %v: %s", err, out)
-	}
+	img, mnt := stickImage(t, "a FAT stick", "mkfs.vfat", "-F", "32")
 	unmount := []string{"umount", mnt}
 	if err := exec.Command("mount", "-t", "vfat", "-o", "loop", img, mnt).Run(); err != nil {
 		fusefat, ferr := exec.LookPath("fusefat")
@@ -64,27 +44,7 @@ func FATStick(t testing.TB) string {
 // needs root, mkfs.exfat, and exfat or exfat-fuse).
 func ExFATStick(t testing.TB) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting an exFAT stick needs root")
-	}
-	mkfs, err := exec.LookPath("mkfs.exfat")
-	if err != nil {
-		t.Skip("no mkfs.exfat")
-	}
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "exfat.img"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(img, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfs, img).CombinedOutput(); err != nil {
-		t.Skipf("mkfs.exfat: %v: %s", err, out)
-	}
+	img, mnt := stickImage(t, "an exFAT stick", "mkfs.exfat")
 	if err := exec.Command("mount", "-t", "exfat", "-o", "loop", img, mnt).Run(); err == nil {
 		t.Cleanup(func() {
 			if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
@@ -115,4 +75,33 @@ func ExFATStick(t testing.TB) string {
 		}
 	})
 	return mnt
+}
+
+// stickImage makes a 64 MB image formatted by mkfs (with args) and a
+// folder to mount it on, both removed when t ends. It skips t without
+// root, which mounting needs, or without mkfs.
+func stickImage(t testing.TB, what, mkfs string, args ...string) (img, mnt string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("mounting %s needs root", what)
+	}
+	path, err := exec.LookPath(mkfs)
+	if err != nil {
+		t.Skipf("no %s", mkfs)
+	}
+	dir := t.TempDir()
+	img, mnt = filepath.Join(dir, "stick.img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(path, append(args, img)...).CombinedOutput(); err != nil {
+		t.Skipf("%s: %v: %s", mkfs, err, out)
+	}
+	return img, mnt
 }

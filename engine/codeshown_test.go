@@ -504,19 +504,7 @@ func TestOfferQueuedByTheReceiverSaysSo(t *testing.T) {
 	defer unsub()
 	src := filepath.Join(t.TempDir(), "a.txt")
 	writeFile(t, src, 100)
-	nextOffer := func() string {
-		t.Helper()
-		for timeout := time.After(time.Minute); ; {
-			select {
-			case ev := <-rx:
-				if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
-					return ev.TransferID
-				}
-			case <-timeout:
-				t.Fatal("no offer")
-			}
-		}
-	}
+	nextOffer := func() string { t.Helper(); return nextWaitingOffer(t, rx) }
 	send := func() (*Engine, *Transfer, <-chan Event) {
 		t.Helper()
 		e := testEngine(t, Options{})
@@ -579,19 +567,7 @@ func TestQueuedOfferHearsItsPlaceMove(t *testing.T) {
 	defer unsub()
 	src := filepath.Join(t.TempDir(), "a.txt")
 	writeFile(t, src, 100)
-	nextOffer := func() string {
-		t.Helper()
-		for timeout := time.After(time.Minute); ; {
-			select {
-			case ev := <-rx:
-				if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
-					return ev.TransferID
-				}
-			case <-timeout:
-				t.Fatal("no offer")
-			}
-		}
-	}
+	nextOffer := func() string { t.Helper(); return nextWaitingOffer(t, rx) }
 	type sending struct {
 		e  *Engine
 		tr *Transfer
@@ -677,6 +653,22 @@ func TestOlderSenderIsToldItsPlaceOnce(t *testing.T) {
 			if moves {
 				t.Error("a sender taking moves was not told it moved up")
 			}
+		}
+	}
+}
+
+// nextWaitingOffer waits up to a minute for the next offer a receiver's
+// client is asked to answer (an offer event, waiting) and returns its ID.
+func nextWaitingOffer(t *testing.T, rx <-chan Event) string {
+	t.Helper()
+	for timeout := time.After(time.Minute); ; {
+		select {
+		case ev := <-rx:
+			if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
+				return ev.TransferID
+			}
+		case <-timeout:
+			t.Fatal("no offer")
 		}
 	}
 }

@@ -171,14 +171,14 @@ func Run(opts Options) error {
 	l.run("ui", func(ctx context.Context) error { return u.Run(ctx, devices, transfers) })
 	l.run("smoke hooks", func(ctx context.Context) error { return smokeHooks(ctx, b, u) })
 	l.run("network", func(ctx context.Context) error {
-		return followNetwork(ctx, eng.NetworkChanged, func() { fyne.Do(u.SelfChanged) })
+		return followNetwork(ctx, eng.NetworkChanged, func() { ui.Do(u.SelfChanged) })
 	})
 	l.run("notification buttons", notes.listen)
 	if tray {
 		l.run("tray host", func(ctx context.Context) error { return stayInTray(ctx, log) })
 	}
 	l.run("instance", func(ctx context.Context) error {
-		return inst.Serve(ctx, func(r instance.Request) { fyne.Do(func() { u.OpenFiles(r.Files) }) })
+		return inst.Serve(ctx, func(r instance.Request) { ui.Do(func() { u.OpenFiles(r.Files) }) })
 	})
 
 	showAtStart(ctx, mw, u, tray && len(files) == 0 && (opts.Minimized || s.StartMinimized))
@@ -203,7 +203,7 @@ func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *no
 		OpenURL: func(l *url.URL) error { return linkOpener(b.problem)(l) }})
 	u.OnQuit = a.Quit
 	b.askPIN = u.AskPIN
-	b.problem = func(what string, err error) { fyne.Do(func() { u.ShowError(what, err) }) }
+	b.problem = func(what string, err error) { ui.Do(func() { u.ShowError(what, err) }) }
 	b.openFolder = folderOpener(a, b.problem)
 	return u
 }
@@ -213,7 +213,7 @@ func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *no
 func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
 	if err := b.setReceiving(true); err != nil {
 		log.Error("receiving could not start", "err", err)
-		fyne.Do(func() {
+		ui.Do(func() {
 			a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 		})
 	} else {

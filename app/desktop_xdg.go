@@ -380,7 +380,7 @@ func (n *notifier) listen(ctx context.Context) error {
 				n.mu.Unlock()
 				for _, a := range acts {
 					if a.Key == key && a.Do != nil {
-						fyne.Do(a.Do)
+						ui.Do(a.Do)
 						break
 					}
 				}
@@ -426,7 +426,7 @@ func newPicker(ctx context.Context, w fyne.Window, log *slog.Logger) ui.Picker {
 			if ctx.Err() != nil {
 				return
 			}
-			fyne.Do(func() { done(paths, err) })
+			ui.Do(func() { done(paths, err) })
 		}()
 	}
 }

@@ -6,16 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
 
-	"net"
-
-	"fyne.io/fyne/v2"
-
 	"github.com/ferrydrop/ferry/discovery"
-
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -75,7 +71,7 @@ func smokeDescribe(ctx context.Context, u *ui.UI, file string) {
 	var last []byte
 	for {
 		var d ui.Described
-		fyne.DoAndWait(func() { d = u.Describe() })
+		ui.DoAndWait(func() { d = u.Describe() })
 		if data, err := json.Marshal(d); err == nil && string(data) != string(last) {
 			if writeFileAtomic(file, data) == nil {
 				last = data
@@ -120,7 +116,7 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	}
 	if f := os.Getenv(envSmokeStatus); f != "" {
 		// Written from the Fyne loop, so the window is up (or stays hidden) by then.
-		fyne.DoAndWait(func() {})
+		ui.DoAndWait(func() {})
 		st := map[string]string{"id": b.eng.ID(), "name": b.eng.Name()}
 		for _, l := range b.eng.Listeners() { // "quic" and "tcp": where each listens, "" when it does not
 			st[l.Transport] = l.Addr
@@ -141,7 +137,7 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 		}
 		if f := os.Getenv(envSmokeStatus); f != "" {
 			// Tell the test the rows are there to drop files on.
-			fyne.DoAndWait(func() {})
+			ui.DoAndWait(func() {})
 			data, _ := json.Marshal(map[string]string{"added": strings.Join(ids, ",")})
 			if err := writeFileAtomic(f+".added", data); err != nil {
 				return fmt.Errorf("smoke add: %w", err)
@@ -192,7 +188,7 @@ func smokeAdd(ctx context.Context, b *backend, u *ui.UI, addr string) (ui.Device
 	if err != nil {
 		return ui.Device{}, err
 	}
-	fyne.Do(func() { u.ApplyDevice(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: dev}) })
+	ui.Do(func() { u.ApplyDevice(ui.DeviceEvent{Kind: ui.DeviceAppeared, Device: dev}) })
 	return dev, nil
 }
 
@@ -215,7 +211,7 @@ func smokeLink(b *backend, u *ui.UI, spec string) error {
 			return err
 		}
 	}
-	fyne.Do(func() { u.ShowOpenLink(first, states) })
+	ui.Do(func() { u.ShowOpenLink(first, states) })
 	return nil
 }
 

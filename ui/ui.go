@@ -27,8 +27,9 @@ import (
 type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Do runs a function on the Fyne goroutine; nil means fyne.Do. Tests
-	// replace it to see how Run batches updates.
+	// Do runs a function on the Fyne goroutine; nil means Do (fyne.Do,
+	// and nothing once the app stopped). Tests replace it to see how Run
+	// batches updates.
 	Do func(func())
 	// Refresh is how often coalesced progress reaches the widgets; zero means 250 ms.
 	Refresh time.Duration
@@ -129,7 +130,7 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 		opt.Now = time.Now
 	}
 	if opt.Do == nil {
-		opt.Do = fyne.Do
+		opt.Do = Do
 	}
 	if opt.Refresh <= 0 {
 		opt.Refresh = 250 * time.Millisecond
@@ -398,7 +399,7 @@ func (u *UI) SelfChanged() {
 }
 
 // ApplyDevice renders one discovery event. Call it on the Fyne goroutine
-// (Run does); from elsewhere wrap it in fyne.Do.
+// (Run does); from elsewhere wrap it in Do.
 func (u *UI) ApplyDevice(ev DeviceEvent) {
 	u.devices.apply(ev)
 	if u.ask != nil {

@@ -1,0 +1,37 @@
+package ui
+
+import (
+	"runtime"
+
+	"fyne.io/fyne/v2"
+)
+
+// Do hands f to the Fyne goroutine, as fyne.Do does, and drops it once
+// the app has stopped. Fyne 2.7.1's driver, stopping, closes its queue of
+// such functions after a check that fyne.Do makes first
+// (internal/driver/glfw/loop.go: drained, funcQueue.Close): a fyne.Do
+// between the two panicked "send on closed channel" in the goroutine that
+// called it, so a Ferry quitting while its loops still handed the window
+// an update exited 2 (seen in TestGUIEndToEnd: a second close without a
+// tray host). f would not have run then anyway: the window is gone. Every
+// goroutine of the app hands work to the window through Do or DoAndWait.
+func Do(f func()) { handOff(fyne.Do, f) }
+
+// DoAndWait is Do that waits until f ran, as fyne.DoAndWait does; once
+// the app has stopped it returns at once, f not run.
+func DoAndWait(f func()) { handOff(fyne.DoAndWait, f) }
+
+// handOff calls do(f) and takes back the panic of a send on do's closed
+// queue (do runs f on another goroutine, so no panic of f's reaches here);
+// any other panic goes on.
+func handOff(do func(func()), f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			if err, ok := r.(runtime.Error); ok && err.Error() == "send on closed channel" {
+				return
+			}
+			panic(r)
+		}
+	}()
+	do(f)
+}

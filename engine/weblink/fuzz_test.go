@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,41 +55,43 @@ func FuzzParseIndex(f *testing.F) {
 }
 
 // pageQueries are the cases of the share page's query, for
-// TestParsePage and FuzzParsePage's seeds: the page it names in a share of
-// 7 pages, 0 for none.
+// TestParsePage, TestNearestPage and the seeds of FuzzParsePage and
+// FuzzNearestPage: the page it names in a share of 7 pages, 0 for none,
+// and the page shown for it.
 var pageQueries = []struct {
-	q    string
-	page int
+	q          string
+	page, near int // near: the page shown where it names none (nearestPage)
 }{
-	{"", 1},
-	{"page=1", 1},
-	{"page=7", 7},
-	{"page=3&utm_source=chat", 3}, // other parameters ignored
-	{"fbclid=x", 1},
-	{"page=8", 0},  // past the last
-	{"page=0", 0},  // pages count from 1
-	{"page=-1", 0}, // no sign
-	{"page=+1", 0},
-	{"page=01", 0}, // no leading zero
-	{"page=", 0},
-	{"page", 0},
-	{"page=1&page=2", 0}, // named twice
-	{"page=1&page=1", 0},
-	{"page=1.0", 0},
-	{"page=1e0", 0},
-	{"page=0x1", 0},
-	{"page=%31", 1}, // "1", escaped
-	{"page=%", 0},   // a broken escape
-	{"page=%00", 0},
-	{"page=1%00", 0},
-	{"page=١", 0}, // an Arabic-Indic digit
-	{"page=99999999999999999999", 0},
-	{"page=1000000000", 0},
-	{"page=" + strings.Repeat("9", 4096), 0},
-	{"page=1;page=2", 0}, // ";" does not separate
-	{"PAGE=2", 1},        // another parameter
-	{"page=2 ", 0},
-	{"page=%202", 0},
+	{"", 1, 1},
+	{"page=1", 1, 1},
+	{"page=7", 7, 7},
+	{"page=3&utm_source=chat", 3, 3}, // other parameters ignored
+	{"fbclid=x", 1, 1},
+	{"page=8", 0, 7},  // past the last
+	{"page=0", 0, 1},  // pages count from 1
+	{"page=-1", 0, 1}, // no sign
+	{"page=+1", 0, 1},
+	{"page=01", 0, 1}, // no leading zero
+	{"page=03", 0, 3},
+	{"page=", 0, 1},
+	{"page", 0, 1},
+	{"page=1&page=2", 0, 1}, // named twice
+	{"page=1&page=1", 0, 1},
+	{"page=1.0", 0, 1},
+	{"page=1e0", 0, 1},
+	{"page=0x1", 0, 1},
+	{"page=%31", 1, 1}, // "1", escaped
+	{"page=%", 0, 1},   // a broken escape
+	{"page=%00", 0, 1},
+	{"page=1%00", 0, 1},
+	{"page=١", 0, 1}, // an Arabic-Indic digit
+	{"page=99999999999999999999", 0, 7},
+	{"page=1000000000", 0, 7},
+	{"page=" + strings.Repeat("9", 4096), 0, 7},
+	{"page=1;page=2", 0, 1}, // ";" does not separate
+	{"PAGE=2", 1, 1},        // another parameter
+	{"page=2 ", 0, 1},
+	{"page=%202", 0, 1},
 }
 
 func TestParsePage(t *testing.T) {
@@ -101,6 +104,51 @@ func TestParsePage(t *testing.T) {
 			t.Errorf("parsePage(%q) = %d, %v; want %d", c.q, p, ok, c.page)
 		}
 	}
+}
+
+func TestNearestPage(t *testing.T) {
+	for _, c := range pageQueries {
+		if c.page != 0 {
+			continue
+		}
+		if p, notice := nearestPage(c.q, 7, "this share has"); p != c.near || !strings.Contains(notice, "this share has 7 pages") {
+			t.Errorf("nearestPage(%q) = %d, %q; want page %d", c.q, p, notice, c.near)
+		}
+	}
+}
+
+// nearestNotices are nearestPage's sentences without their digits: a
+// notice is one of them, so nothing but a number comes from the query.
+var nearestNotices = []string{
+	"That is not a page number: this share has  pages. This is the first.",
+	"There is no such page: this share has  pages. This is the last.",
+	"There is no page : this share has  pages. This is the last.",
+	"There is no page : this share has  pages. This is the first.",
+	"There is no page : this share has  pages. This is page .",
+}
+
+func FuzzNearestPage(f *testing.F) {
+	for _, c := range pageQueries {
+		f.Add(c.q, 7)
+	}
+	f.Fuzz(func(t *testing.T, q string, pages int) {
+		if pages < 2 || pages > 1<<24 {
+			return
+		}
+		p, notice := nearestPage(q, pages, "this share has")
+		if p < 1 || p > pages {
+			t.Fatalf("nearestPage(%q, %d) = %d", q, pages, p)
+		}
+		bare := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return -1
+			}
+			return r
+		}, notice)
+		if !slices.Contains(nearestNotices, bare) {
+			t.Fatalf("nearestPage(%q, %d) says %q", q, pages, notice)
+		}
+	})
 }
 
 func FuzzParsePage(f *testing.F) {

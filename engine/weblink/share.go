@@ -375,6 +375,39 @@ func parsePage(rawQuery string, pages int) (int, bool) {
 	return parseIndex(v[0], pages+1)
 }
 
+// maxShownPage is the longest page number a notice repeats: a longer one
+// is said to be past the last without its digits.
+const maxShownPage = 12
+
+// nearestPage is the page shown for a query parsePage refused, of pages
+// (at least 1), and the sentence that says so: the last for a number past
+// it, the first for 0 or anything that is not a number. has begins the
+// count of pages ("this share has"). It repeats only a number of at most
+// maxShownPage digits, so no text from a link reads as the page's own.
+func nearestPage(rawQuery string, pages int, has string) (int, string) {
+	unit := "pages"
+	if pages == 1 {
+		unit = "page"
+	}
+	has = fmt.Sprintf("%s %d %s", has, pages, unit)
+	q, _ := url.ParseQuery(rawQuery) // what parsed of it
+	v := q["page"]
+	if len(v) != 1 || !allDigits(v[0]) {
+		return 1, fmt.Sprintf("That is not a page number: %s. This is the first.", has)
+	}
+	if len(v[0]) > maxShownPage {
+		return pages, fmt.Sprintf("There is no such page: %s. This is the last.", has)
+	}
+	n, _ := strconv.Atoi(v[0])
+	switch {
+	case n > pages:
+		return pages, fmt.Sprintf("There is no page %d: %s. This is the last.", n, has)
+	case n < 1:
+		return 1, fmt.Sprintf("There is no page %d: %s. This is the first.", n, has)
+	}
+	return n, fmt.Sprintf("There is no page %s: %s. This is page %d.", v[0], has, n)
+}
+
 // pageNav is a share page's way to the others.
 type pageNav struct {
 	Page, Pages, First, Last int    // this page, how many, the rows it lists (from 1)
@@ -394,10 +427,14 @@ func pageHref(p int) string {
 // pageRows rows, so its work on this device and in the browser is bounded
 // whatever the share holds.
 func (sh *share) page(w http.ResponseWriter, rawQuery string) {
+	code, notice := http.StatusOK, ""
 	p, ok := parsePage(rawQuery, sh.pages())
 	if !ok {
-		page(w, http.StatusNotFound, "No such page", fmt.Sprintf("This share lists its files on pages 1 to %d.", sh.pages()))
-		return
+		// A page that is not there (mistyped, a bookmark of a share made
+		// again with fewer files): the nearest that is, saying so, under
+		// a 404 (there is no such page), rather than a page of no files.
+		p, notice = nearestPage(rawQuery, sh.pages(), "this share has")
+		code = http.StatusNotFound
 	}
 	from := (p - 1) * pageRows
 	to := min(len(sh.files), from+pageRows)
@@ -430,16 +467,16 @@ func (sh *share) page(w http.ResponseWriter, rawQuery string) {
 	if p < nav.Pages {
 		nav.Next, nav.LastHref = pageHref(p+1), pageHref(nav.Pages)
 	}
-	render(w, http.StatusOK, "share", struct {
+	render(w, code, "share", struct {
 		pageData
-		Count        int
-		Total, Until string
-		ZipHref      string
-		Files        []fileRow
-		Nav          pageNav
+		Count                int
+		Total, Until, Notice string
+		ZipHref              string
+		Files                []fileRow
+		Nav                  pageNav
 	}{
 		pageData{Title: "Files from " + sh.l.s.opts.DeviceName, Device: sh.l.s.opts.DeviceName, PIN: sh.l.HasPIN()},
-		len(sh.files), humanSize(sh.total), sh.l.until(), "all.zip", rows, nav,
+		len(sh.files), humanSize(sh.total), sh.l.until(), notice, "all.zip", rows, nav,
 	})
 }
 

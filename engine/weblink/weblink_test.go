@@ -339,6 +339,54 @@ func TestPINOpensThePageAsked(t *testing.T) {
 	}
 }
 
+// A page number that names no page of the share (past the last, 0, not a
+// number) shows the share's nearest page under a 404, with a line saying
+// which pages there are, behind the link's PIN as every page is. Before,
+// it was a bare 404 page, "No such page", with no way on but the address bar.
+func TestBadPageShowsTheNearest(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2*pageRows + 1 { // 3 pages
+		writeFile(t, dir, fmt.Sprintf("f%04d", i), 1)
+	}
+	s := startServer(t, Options{})
+	l, err := s.Share(context.Background(), []string{dir}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without the PIN, the PIN form, as for any page.
+	if res, b := get(t, &http.Client{}, base(s)+l.Path()+"?page=999999"); res.StatusCode != 200 || !bytes.Contains(b, []byte(`name="pin"`)) || bytes.Contains(b, []byte("f0400")) {
+		t.Fatalf("a bad page without the PIN: %d\n%s", res.StatusCode, b)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	if res, err := c.PostForm(base(s)+l.Path()+"pin", url.Values{"pin": {"4711"}}); err != nil || res.StatusCode != 200 {
+		t.Fatalf("PIN: %v %v", res, err)
+	}
+	for _, tc := range []struct {
+		query, says string
+		page        int
+	}{
+		{"page=999999", "There is no page 999999: this share has 3 pages. This is the last.", 3},
+		{"page=4", "There is no page 4: this share has 3 pages. This is the last.", 3},
+		{"page=0", "There is no page 0: this share has 3 pages. This is the first.", 1},
+		{"page=03", "There is no page 03: this share has 3 pages. This is page 3.", 3},
+		{"page=abc", "That is not a page number: this share has 3 pages. This is the first.", 1},
+		{"page=%3Cscript%3Ealert(1)%3C/script%3E", "That is not a page number: this share has 3 pages. This is the first.", 1},
+		{"page=2&page=3", "That is not a page number: this share has 3 pages. This is the first.", 1},
+		{"page=" + strings.Repeat("9", 40), "There is no such page: this share has 3 pages. This is the last.", 3},
+	} {
+		res, b := get(t, c, base(s)+l.Path()+"?"+tc.query)
+		first := fmt.Sprintf("f%04d", (tc.page-1)*pageRows)
+		if res.StatusCode != http.StatusNotFound || !bytes.Contains(b, []byte(`<p class="notice" role="alert">`+tc.says+`</p>`)) ||
+			!bytes.Contains(b, []byte(">"+first+"</a>")) || !bytes.Contains(b, []byte(fmt.Sprintf("page %d of 3", tc.page))) {
+			t.Errorf("?%s: %d, want 404 with %q and page %d:\n%.3000s", tc.query, res.StatusCode, tc.says, tc.page, b)
+		}
+		if bytes.Contains(b, []byte("script")) || bytes.Contains(b, []byte("alert(")) {
+			t.Errorf("?%s: the page repeats the query", tc.query)
+		}
+	}
+}
+
 // The PIN field brings up a phone's number pad only for a PIN of digits:
 // the app takes any PIN up to 64 characters ("ab", "sunny"), and one with
 // letters could not be typed on a phone whose browser showed only digits

@@ -469,3 +469,24 @@ func BenchmarkZip(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkShareSearch times one search of a share page (?q=) over a table
+// of 100,000 and 1,000,000 (MaxShareFiles) rows named like a photo library
+// ("Photos/2019/album 123/IMG_012345.jpg"): every name is read once per
+// search, its memory one page of rows and one name.
+func BenchmarkShareSearch(b *testing.B) {
+	for _, n := range []int{100_000, MaxShareFiles} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			sh := &share{}
+			for i := range n {
+				sh.files = append(sh.files, shared{name: fmt.Sprintf("Photos/%d/album %03d/IMG_%06d.jpg", 2000+i/50000, i/500%1000, i)})
+			}
+			for b.Loop() {
+				if _, found := sh.find("img_0123", 1); found != 100 {
+					b.Fatalf("found %d", found)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/row")
+		})
+	}
+}

@@ -369,7 +369,7 @@ func TestBrowserShareOfManyFilesInPages(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".files li a")].map(a => a.textContent)`))
+		rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".files li:not(.folder) a")].map(a => a.textContent)`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,6 +422,124 @@ func TestBrowserShareOfManyFilesInPages(t *testing.T) {
 	defer zr.Close()
 	if len(zr.File) != n {
 		t.Fatalf("the zip holds %d files, want %d", len(zr.File), n)
+	}
+}
+
+// In a share of more files than a page lists, a file is found by typing
+// part of its name (any letter case) into the page's search, and a folder
+// from the list of folders, both with the page's scripts off: the page is
+// forms and links. The search's results link each heading to the page of
+// every file where its folder begins, at its heading; so does the folder
+// list. Before, the only way to one file of 1,205 was paging through them.
+func TestBrowserFindAFileInAShareOfManyFiles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(newBrowser(t), 3*time.Minute) // a field not there fails, not hangs
+	defer cancel()
+	s := startServer(t, Options{DeviceName: "Alice's laptop"})
+	l, dir := shareOfFolders(t, s, 1205, 100, ShareOptions{}) // 13 folders, 7 pages
+	if err := chromedp.Do(ctx,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+			return err
+		}),
+		chromedp.EmulateViewport(360, 740),
+		chromedp.Navigate(base(s)+l.Path()),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// at waits for a page whose address ends in suffix.
+	at := func(suffix string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; {
+			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete" && location.href.endsWith(`+strconv.Quote(suffix)+`)`))
+			if err == nil && ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				loc, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+				t.Fatalf("not at ...%s but %s: %v", suffix, loc, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	rows := func() []string {
+		t.Helper()
+		rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".files li")].map(li => li.classList.contains("folder") ? "[" + li.textContent + "]" : li.querySelector("a").textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	if on, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { let ran = false; const s = document.createElement("script"); s.textContent = "window.ran = true"; document.body.append(s); return !!window.ran })()`)); on {
+		t.Fatal("the page's scripts run")
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#q`), "img_1100"),
+		chromedp.Click(chromedp.CSS(`.find button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	at("?q=img_1100")
+	if got := rows(); !slices.Equal(got, []string{"[Photos/2019-12]", "IMG_1100.png"}) {
+		t.Fatalf("the search lists %q", got)
+	}
+	if said, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".found").textContent`)); said != "1 file found for \u201cimg_1100\u201d" {
+		t.Fatalf("the search says %q", said)
+	}
+	// On a phone, nothing wider than its screen.
+	narrow := func(what string) {
+		t.Helper()
+		if wide, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > innerWidth`)); wide {
+			t.Fatalf("%s is wider than the phone's screen", what)
+		}
+		if out := os.Getenv("FERRY_SCREENSHOTS"); out != "" {
+			b, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+			if err == nil {
+				os.WriteFile(filepath.Join(out, "share-"+what+".jpg"), b, 0o644)
+			}
+		}
+	}
+	narrow("search")
+	got := download(t, ctx, t.TempDir(), `a[href^="f/1100/"]`)
+	sameFile(t, filepath.Join(dir, "2019-12", "IMG_1100.png"), got)
+	// The heading leads to the folder among every file, at its heading.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.files li.folder a`))); err != nil {
+		t.Fatal(err)
+	}
+	at("?page=6#r1100")
+	if got := rows(); got[0] != "[Photos/2019-11]" || !slices.Contains(got, "[Photos/2019-12]") || len(got) != 202 {
+		t.Fatalf("page 6 lists %d rows from %q", len(got), got[0])
+	}
+	// The folder list, and a folder in it.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.views a[href="?folders=1"]`))); err != nil {
+		t.Fatal(err)
+	}
+	at("?folders=1")
+	narrow("folders")
+	folders, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".folders li")].map(li => li.textContent)`))
+	if err != nil || len(folders) != 13 || folders[0] != "Photos/2019-01100 files" || folders[12] != "Photos/2020-015 files" {
+		t.Fatalf("the folder list: %q %v", folders, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.folders a[href="?page=7#r1200"]`))); err != nil {
+		t.Fatal(err)
+	}
+	at("?page=7#r1200")
+	if got := rows(); !slices.Equal(got, []string{"[Photos/2020-01]", "IMG_1200.png", "IMG_1201.png", "IMG_1202.png", "IMG_1203.png", "IMG_1204.png"}) {
+		t.Fatalf("page 7 lists %q", got)
+	}
+	// Back to a search of a folder's name, and its second page.
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#q`), "PHOTOS/2019"),
+		chromedp.Click(chromedp.CSS(`.find button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	at("?q=PHOTOS%2F2019")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[rel="last"]`))); err != nil {
+		t.Fatal(err)
+	}
+	at("?q=PHOTOS%2F2019&page=6")
+	if got := rows(); len(got) != 2+200 || got[0] != "[Photos/2019-11]" || got[1] != "IMG_1000.png" || got[201] != "IMG_1199.png" {
+		t.Fatalf("the last page of the search lists %d rows from %q", len(got), got[1])
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine/store"
@@ -151,6 +152,60 @@ func FuzzNearestPage(f *testing.F) {
 	})
 }
 
+// searchQueries are the cases of a share page's search, for
+// TestParseSearch and FuzzParseSearch's seeds: the search, or whether it
+// is refused.
+var searchQueries = []struct {
+	q, search string
+	bad       bool
+}{
+	{"", "", false},
+	{"page=2", "", false},
+	{"q=img", "img", false},
+	{"q=IMG_1100&page=2", "IMG_1100", false},
+	{"q=+day+1+", "day 1", false}, // spaces at the ends dropped
+	{"q=", "", false},
+	{"q", "", false},
+	{"q=%E2%80%AEgpj", "\u202egpj", false}, // searched as it is, shown escaped
+	{"q=%3Cscript%3E", "<script>", false},  // text, escaped in the page
+	{"q=a&q=b", "", true},                  // named twice
+	{"q=a%00b", "", true},                  // a control character
+	{"q=a%0Ab", "", true},
+	{"q=%FF", "", true}, // not UTF-8
+	{"q=" + strings.Repeat("a", maxSearchBytes), strings.Repeat("a", maxSearchBytes), false},
+	{"q=" + strings.Repeat("a", maxSearchBytes+1), "", true},
+	{"q=%", "", false}, // a broken escape: no search named
+	{"Q=a", "", false}, // another parameter
+	{"q=a;q=b", "", false},
+}
+
+func TestParseSearch(t *testing.T) {
+	for _, c := range searchQueries {
+		search, bad := parseSearch(c.q)
+		if search != c.search || (bad != "") != c.bad {
+			t.Errorf("parseSearch(%q) = %q, %q; want %q, refused %v", c.q, search, bad, c.search, c.bad)
+		}
+	}
+}
+
+func FuzzParseSearch(f *testing.F) {
+	for _, c := range searchQueries {
+		f.Add(c.q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		search, bad := parseSearch(q)
+		if bad != "" && search != "" {
+			t.Fatalf("parseSearch(%q) = %q and refused", q, search)
+		}
+		if len(search) > maxSearchBytes || !utf8.ValidString(search) || strings.ContainsFunc(search, unicode.IsControl) || strings.TrimSpace(search) != search {
+			t.Fatalf("parseSearch(%q) = %q", q, search)
+		}
+		if v, _ := url.ParseQuery(q); search != "" && strings.TrimSpace(v.Get("q")) != search {
+			t.Fatalf("parseSearch(%q) = %q, not its q", q, search)
+		}
+	})
+}
+
 func FuzzParsePage(f *testing.F) {
 	for _, c := range pageQueries {
 		f.Add(c.q, 7)
@@ -239,6 +294,8 @@ func FuzzRequest(f *testing.F) {
 		{"GET", sp, "", ""},
 		{"GET", sp + "?page=1", "", ""},
 		{"GET", sp + "?page=2&page=1", "", ""},
+		{"GET", sp + "?q=A.PNG&page=1", "", ""},
+		{"GET", sp + "?folders=1&page=1", "", ""},
 		{"GET", sp + "f/0/a.png", "Range: bytes=0-2", ""},
 		{"GET", sp + "t/0", "", ""},
 		{"GET", sp + "all.zip", "", ""},

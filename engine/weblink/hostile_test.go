@@ -98,6 +98,14 @@ func TestHostilePaths(t *testing.T) {
 		{"/l/" + tok + "/?page=99999999999999999999", 404},
 		{"/l/" + tok + "/?page=../secret.txt", 404},
 		{"/l/" + tok + "/?x=<script>", 200}, // ignored
+		{"/l/" + tok + "/?q=%3Cscript%3E", 200},
+		{"/l/" + tok + "/?q=ok&page=2", 404}, // one page of results
+		{"/l/" + tok + "/?q=a&q=b", 200},     // every file, saying why
+		{"/l/" + tok + "/?q=" + strings.Repeat("a", 300), 200},
+		{"/l/" + tok + "/?q=ln.txt", 200}, // a symlink left out is not found
+		{"/l/" + tok + "/?folders=1", 200},
+		{"/l/" + tok + "/?folders=1&page=2", 404},
+		{"/l/" + tok + "/?folders=../..", 200}, // not the folder list: ignored
 		{"/l/" + tok + "/f/0/ok.txt?page=9", 200},
 	} {
 		t.Run(c.path, func(t *testing.T) {

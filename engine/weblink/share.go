@@ -61,6 +61,10 @@ type share struct {
 	made   time.Time // when the link was made
 	crcs   zipCRCs   // the CRCs zips computed, for the next zip's ranges
 	left   LeftOut   // what the folders hold that the share does not serve
+
+	folders   []folderRun   // each folder that holds files, in the order its first file comes
+	rowFolder []uint32      // each row's folder, an index of folders
+	search    chan struct{} // held by the search running (one at a time)
 }
 
 // LeftOut is what the folders given to a share hold that it does not
@@ -133,6 +137,8 @@ func (s *Server) Share(ctx context.Context, paths []string, opts ShareOptions) (
 		sh.close()
 		return nil, err
 	}
+	sh.indexFolders()
+	sh.search = make(chan struct{}, 1)
 	sh.thumbs = newThumbs(sh)
 	l.share = sh
 	if err := l.open(); err != nil {
@@ -284,7 +290,7 @@ func (sh *share) serve(w http.ResponseWriter, r *http.Request, rest string, dev 
 	}
 	switch {
 	case rest == "":
-		sh.page(w, r.URL.RawQuery)
+		sh.page(w, r)
 	case rest == "all.zip":
 		sh.serveZip(w, r, dev)
 	case strings.HasPrefix(rest, "f/"):
@@ -343,7 +349,9 @@ func parseIndex(s string, n int) (int, bool) {
 // name that could disguise itself (a right-to-left override, a space at
 // its end, a line break) is quoted with those characters escaped.
 type fileRow struct {
+	Index                       int    // in the table
 	Folder                      string // the heading before the row, "" for none
+	FolderHref                  string // the heading's link to its folder's first page, "" for none
 	Name, Size, Href, ThumbHref string
 	Thumb                       bool
 }
@@ -413,7 +421,12 @@ type pageNav struct {
 	Page, Pages, First, Last int    // this page, how many, the rows it lists (from 1)
 	Prev, Next               string // hrefs, "" on the first and last page
 	FirstHref, LastHref      string
+	Hidden                   []hiddenField // what the page-number form carries besides the page
+	Of                       string        // what the rows are: "Files", "Files found", "Folders"
 }
+
+// hiddenField is a form's hidden input.
+type hiddenField struct{ Name, Value string }
 
 // pageHref is the href of page p of a share, relative to its pages.
 func pageHref(p int) string {
@@ -423,49 +436,120 @@ func pageHref(p int) string {
 	return "?page=" + strconv.Itoa(p)
 }
 
-// page answers the page of the share's files that rawQuery names: at most
-// pageRows rows, so its work on this device and in the browser is bounded
-// whatever the share holds.
-func (sh *share) page(w http.ResponseWriter, rawQuery string) {
+// view is what a share page lists: every file, the files a search finds,
+// or the folders.
+type view struct {
+	search  string // the files whose path has it, "" for every file
+	folders bool   // the folders, not the files
+}
+
+// href is the href of page p of the view.
+func (v view) href(p int) string {
+	var q string
+	switch {
+	case v.folders:
+		q = "?folders=1"
+	case v.search != "":
+		q = "?q=" + url.QueryEscape(v.search)
+	default:
+		return pageHref(p)
+	}
+	if p > 1 {
+		q += "&page=" + strconv.Itoa(p)
+	}
+	return q
+}
+
+// hidden is what the view's page-number form carries besides the page.
+func (v view) hidden() []hiddenField {
+	switch {
+	case v.folders:
+		return []hiddenField{{"folders", "1"}}
+	case v.search != "":
+		return []hiddenField{{"q", v.search}}
+	}
+	return nil
+}
+
+// page answers the page of the share that r's query names: of every file,
+// of the files a search (?q=) finds, or of the folders (?folders=1). Each
+// has at most pageRows rows, so its work on this device and in the browser
+// is bounded whatever the share holds (a search reads every name once,
+// one search of the link at a time).
+func (sh *share) page(w http.ResponseWriter, r *http.Request) {
+	rawQuery := r.URL.RawQuery
 	code, notice := http.StatusOK, ""
-	p, ok := parsePage(rawQuery, sh.pages())
+	var v view
+	if askedFolders(rawQuery) {
+		v.folders = true
+	} else if q, bad := parseSearch(rawQuery); bad != "" {
+		// Every file's first page, saying why.
+		notice, rawQuery = bad, ""
+	} else {
+		v.search = q
+	}
+	total, has := len(sh.files), "this share has"
+	var found []int // the rows of the page asked for, when searching
+	switch {
+	case v.folders:
+		total, has = len(sh.folders), "the folders fill"
+	case v.search != "":
+		release, ok := sh.searchSlot(r)
+		if !ok {
+			return // the request went away
+		}
+		defer release()
+		want, _ := parsePage(rawQuery, maxPages)
+		found, total = sh.find(v.search, want)
+		has = "the files found fill"
+	}
+	pages := max(1, (total+pageRows-1)/pageRows)
+	p, ok := parsePage(rawQuery, pages)
 	if !ok {
 		// A page that is not there (mistyped, a bookmark of a share made
 		// again with fewer files): the nearest that is, saying so, under
 		// a 404 (there is no such page), rather than a page of no files.
-		p, notice = nearestPage(rawQuery, sh.pages(), "this share has")
+		p, notice = nearestPage(rawQuery, pages, has)
 		code = http.StatusNotFound
+		if v.search != "" {
+			found, _ = sh.find(v.search, p)
+		}
 	}
 	from := (p - 1) * pageRows
-	to := min(len(sh.files), from+pageRows)
-	rows := make([]fileRow, 0, to-from)
-	folder := "" // the folder of the row before
-	for i := from; i < to; i++ {
-		f := sh.files[i]
-		dir, base := "", f.name
-		if j := strings.LastIndexByte(f.name, '/'); j >= 0 {
-			dir, base = f.name[:j], f.name[j+1:]
+	to := min(total, from+pageRows)
+	var rows []fileRow
+	var folders []folderRow
+	switch {
+	case v.folders:
+		folders = sh.folderRows(from, to)
+	case v.search != "":
+		rows = sh.rows(found, p, true)
+	default:
+		idx := make([]int, 0, to-from)
+		for i := from; i < to; i++ {
+			idx = append(idx, i)
 		}
-		heading := ""
-		if dir != folder {
-			heading = safetext.Name(dir)
-			if dir == "" {
-				heading = notInAFolder
-			}
-		}
-		folder = dir
-		rows = append(rows, fileRow{
-			Folder: heading, Name: safetext.Name(base), Size: humanSize(f.size),
-			Href:  "f/" + strconv.Itoa(i) + "/" + url.PathEscape(path.Base(f.name)),
-			Thumb: isPicture(f.name), ThumbHref: "t/" + strconv.Itoa(i),
-		})
+		rows = sh.rows(idx, p, false)
 	}
-	nav := pageNav{Page: p, Pages: sh.pages(), First: from + 1, Last: to}
+	nav := pageNav{Page: p, Pages: pages, First: from + 1, Last: to, Hidden: v.hidden(), Of: "Files"}
+	switch {
+	case v.folders:
+		nav.Of = "Folders"
+	case v.search != "":
+		nav.Of = "Files found"
+	}
 	if p > 1 {
-		nav.Prev, nav.FirstHref = pageHref(p-1), pageHref(1)
+		nav.Prev, nav.FirstHref = v.href(p-1), v.href(1)
 	}
 	if p < nav.Pages {
-		nav.Next, nav.LastHref = pageHref(p+1), pageHref(nav.Pages)
+		nav.Next, nav.LastHref = v.href(p+1), v.href(nav.Pages)
+	}
+	shown := ""
+	if v.search != "" {
+		shown = "“" + v.search + "”"
+		if safetext.NeedsEscape(v.search) {
+			shown = safetext.Name(v.search)
+		}
 	}
 	render(w, code, "share", struct {
 		pageData
@@ -474,10 +558,50 @@ func (sh *share) page(w http.ResponseWriter, rawQuery string) {
 		ZipHref              string
 		Files                []fileRow
 		Nav                  pageNav
+		Many                 bool   // more files than a page: the search and the folders are offered
+		Search, Shown        string // the search, and as the page shows it
+		Found                int    // how many files the search found
+		FolderCount          int
+		FolderView           bool
+		Folders              []folderRow
 	}{
 		pageData{Title: "Files from " + sh.l.s.opts.DeviceName, Device: sh.l.s.opts.DeviceName, PIN: sh.l.HasPIN()},
 		len(sh.files), humanSize(sh.total), sh.l.until(), notice, "all.zip", rows, nav,
+		len(sh.files) > pageRows, v.search, shown, total, len(sh.folders), v.folders, folders,
 	})
+}
+
+// rows are the page's rows of the files idx (in the table's order) on page
+// p of a view: a heading above a row whose folder is not the row before's,
+// and a link in the heading to the folder's first page of every file
+// where that is another page, or the view is a search's.
+func (sh *share) rows(idx []int, p int, search bool) []fileRow {
+	rows := make([]fileRow, 0, len(idx))
+	folder := "" // the folder of the row before
+	for n, i := range idx {
+		f := sh.files[i]
+		dir, base := "", f.name
+		if j := strings.LastIndexByte(f.name, '/'); j >= 0 {
+			dir, base = f.name[:j], f.name[j+1:]
+		}
+		row := fileRow{
+			Index: i, Name: safetext.Name(base), Size: humanSize(f.size),
+			Href:  "f/" + strconv.Itoa(i) + "/" + url.PathEscape(path.Base(f.name)),
+			Thumb: isPicture(f.name), ThumbHref: "t/" + strconv.Itoa(i),
+		}
+		if n == 0 || dir != folder {
+			row.Folder = safetext.Name(dir)
+			if dir == "" {
+				row.Folder = notInAFolder
+			}
+			if first := int(sh.folders[sh.rowFolder[i]].first); search || first/pageRows+1 != p {
+				row.FolderHref = folderHref(first)
+			}
+		}
+		folder = dir
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // open opens row i through its Root, refusing anything but a regular file.

@@ -637,19 +637,37 @@ func (e *Engine) localSendShared() localsend.Shared {
 	return nil
 }
 
-// SharedFiles lists a share link's files for LocalSend: each one's ID is
-// its place in the link's table.
-func (lr *linkRec) SharedFiles() []localsend.File {
-	names, sizes := lr.l.Files()
-	out := make([]localsend.File, len(names))
-	for i, n := range names {
-		typ := mime.TypeByExtension(path.Ext(n))
-		if typ == "" {
-			typ = "application/octet-stream"
-		}
-		out[i] = localsend.File{ID: strconv.Itoa(i), FileName: n, Size: sizes[i], FileType: typ}
+// SharedCount is how many files the share link serves.
+func (lr *linkRec) SharedCount() int { return lr.l.FileCount() }
+
+// SharedFile is file i of the share link for LocalSend: its ID is its
+// place in the link's table.
+func (lr *linkRec) SharedFile(i int) localsend.File {
+	name, size, _ := lr.l.File(i)
+	return sharedFile(i, name, size)
+}
+
+// SharedLookup is the file whose ID is id: its place in the table, in
+// decimal, as SharedFile writes it (no sign, no leading zero).
+func (lr *linkRec) SharedLookup(id string) (localsend.File, bool) {
+	i, err := strconv.Atoi(id)
+	if err != nil || strconv.Itoa(i) != id {
+		return localsend.File{}, false
 	}
-	return out
+	name, size, ok := lr.l.File(i)
+	if !ok {
+		return localsend.File{}, false
+	}
+	return sharedFile(i, name, size), true
+}
+
+// sharedFile is a share link's file i as LocalSend lists it.
+func sharedFile(i int, name string, size int64) localsend.File {
+	typ := mime.TypeByExtension(path.Ext(name))
+	if typ == "" {
+		typ = "application/octet-stream"
+	}
+	return localsend.File{ID: strconv.Itoa(i), FileName: name, Size: size, FileType: typ}
 }
 
 // SharedPIN is the link's PIN: LocalSend's prepare-download asks for it.

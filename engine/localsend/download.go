@@ -1,14 +1,18 @@
 package localsend
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // The download API ("share via link" in the official app; protocol README
@@ -27,11 +31,17 @@ import (
 //
 // Nothing is prompted: the user opened the share on purpose, with its PIN.
 
-// Shared is a share served by the download API: a fixed list of files.
+// Shared is a share served by the download API: a fixed list of files,
+// read one at a time, so that neither a listing nor a download holds the
+// whole list (a share may hold 10^6 files).
 type Shared interface {
-	// SharedFiles lists the files: IDs unique, names relative and
-	// slash-separated ("folder/photo.jpg").
-	SharedFiles() []File
+	// SharedCount is how many files the share holds.
+	SharedCount() int
+	// SharedFile is file i, 0 <= i < SharedCount(): IDs unique, names
+	// relative and slash-separated ("folder/photo.jpg").
+	SharedFile(i int) File
+	// SharedLookup is the file whose ID is id; ok is false for none.
+	SharedLookup(id string) (f File, ok bool)
 	// ServeShared answers r with the bytes of a listed file (ranges work),
 	// or an error status of its own (the share ended meanwhile, the file
 	// is gone).
@@ -39,6 +49,16 @@ type Shared interface {
 	// SharedPIN is the PIN prepare-download asks for ("": none).
 	SharedPIN() string
 }
+
+// DefaultMaxDownloadFiles is how many files prepare-download lists by
+// default (ServerConfig.MaxDownloadFiles). Its answer is one JSON object
+// that a client reads whole before it shows anything (the official app's
+// client: reqwest's json(), into a map), about 100 bytes a file: 10 MB for
+// 100,000 files, which a phone still takes in about a second; a million
+// files would be 100 MB to a phone. A bigger share is refused with a
+// message saying to open its link in a browser, whose page lists it in
+// pages (docs/weblink.md has the figures).
+const DefaultMaxDownloadFiles = 100_000
 
 // PrepareDownloadAnswer is the 200 answer to prepare-download.
 type PrepareDownloadAnswer struct {
@@ -178,6 +198,10 @@ func (s *Server) prepareDownload(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, "Web send not initialized.")
 		return
 	}
+	if n := sh.SharedCount(); n > s.cfg.MaxDownloadFiles {
+		tooManyToList(w, n, s.cfg.MaxDownloadFiles)
+		return
+	}
 	q, err := parsePrepareDownloadQuery(r.URL.RawQuery)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "Invalid query.")
@@ -200,12 +224,113 @@ func (s *Server) prepareDownload(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ans := PrepareDownloadAnswer{Info: s.answerInfo(r), SessionID: id, Files: map[string]File{}}
-	ans.Info.Port, ans.Info.Protocol = 0, "" // the protocol's answer has neither
-	for _, f := range sh.SharedFiles() {
-		ans.Files[f.ID] = f
+	info := s.answerInfo(r)
+	info.Port, info.Protocol = 0, "" // the protocol's answer has neither
+	writePrepareDownload(w, info, id, sh)
+}
+
+// tooManyToList refuses a share of more files than prepare-download lists:
+// a list cut short would read as the whole share.
+func tooManyToList(w http.ResponseWriter, n, max int) {
+	fail(w, http.StatusForbidden, fmt.Sprintf("This share holds %d files, more than the %d a LocalSend download list takes. Open the share's link in a browser instead: its page lists every file.", n, max))
+}
+
+// writePrepareDownload writes prepare-download's answer
+// (PrepareDownloadAnswer) file by file, so that its memory here is one
+// file's, whatever the share holds (before, the answer was built whole:
+// 121 MB allocated for 100,000 files).
+func writePrepareDownload(w http.ResponseWriter, info Info, session string, sh Shared) {
+	head, err := json.Marshal(struct {
+		Info      Info   `json:"info"`
+		SessionID string `json:"sessionId"`
+	}{info, session})
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "Cannot list the files.")
+		return
 	}
-	writeJSON(w, ans)
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriterSize(w, 32<<10)
+	bw.Write(head[:len(head)-1]) // without its "}"
+	bw.WriteString(`,"files":{`)
+	var buf []byte
+	for i := range sh.SharedCount() {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		if buf, err = appendFileEntry(buf[:0], sh.SharedFile(i)); err != nil {
+			return // cut short: the client sees a broken answer, not a short list
+		}
+		if _, err := bw.Write(buf); err != nil {
+			return // the client went away
+		}
+	}
+	bw.WriteString("}}\n")
+	bw.Flush()
+}
+
+// appendFileEntry appends `"ID":{file}` as encoding/json writes a File,
+// without the allocations of encoding/json for the common file of an ID, a
+// name, a size and a type.
+func appendFileEntry(b []byte, f File) ([]byte, error) {
+	b = appendJSONString(b, f.ID)
+	b = append(b, ':')
+	if f.SHA256 != "" || f.Preview != "" || f.Metadata != nil {
+		v, err := json.Marshal(f)
+		return append(b, v...), err
+	}
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, f.ID)
+	b = append(b, `,"fileName":`...)
+	b = appendJSONString(b, f.FileName)
+	b = append(b, `,"size":`...)
+	b = strconv.AppendInt(b, f.Size, 10)
+	b = append(b, `,"fileType":`...)
+	b = appendJSONString(b, f.FileType)
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it:
+// invalid UTF-8 as U+FFFD, control characters, quotes, backslashes, <, >,
+// & and U+2028/U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&15])
+		default:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
@@ -226,14 +351,10 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, "Invalid sessionId.")
 		return
 	}
-	var file *File
-	for _, f := range sh.SharedFiles() {
-		if f.ID == q.FileID {
-			file = &f
-			break
-		}
-	}
-	if file == nil {
+	// Looked up by its ID, not found in a list of every file: 35 MB
+	// allocated for each download of a share of 100,000 files before.
+	file, ok := sh.SharedLookup(q.FileID)
+	if !ok {
 		fail(w, http.StatusForbidden, "Invalid fileId.")
 		return
 	}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,12 +24,21 @@ type memShared struct {
 	served atomic.Int32
 }
 
-func (m *memShared) SharedFiles() []File {
-	var out []File
-	for id, b := range m.files {
-		out = append(out, File{ID: id, FileName: "dir/" + id + ".bin", Size: int64(len(b)), FileType: "application/octet-stream"})
+func (m *memShared) SharedCount() int { return len(m.files) }
+
+func (m *memShared) SharedFile(i int) File {
+	return m.file(slices.Sorted(maps.Keys(m.files))[i])
+}
+
+func (m *memShared) SharedLookup(id string) (File, bool) {
+	if _, ok := m.files[id]; !ok {
+		return File{}, false
 	}
-	return out
+	return m.file(id), true
+}
+
+func (m *memShared) file(id string) File {
+	return File{ID: id, FileName: "dir/" + id + ".bin", Size: int64(len(m.files[id])), FileType: "application/octet-stream"}
 }
 
 func (m *memShared) SharedPIN() string { return m.pin }
@@ -241,5 +254,95 @@ func TestDownloadPINRefusalsAreHeard(t *testing.T) {
 	}
 	if len(heard) != len(want) {
 		t.Errorf("the right PIN was heard as a refusal: %v", heard[len(want):])
+	}
+}
+
+// fileEntries are files as the share lists them, hostile names too, for
+// TestAppendFileEntry and FuzzAppendFileEntry's seeds.
+var fileEntries = []File{
+	{ID: "0", FileName: "a.txt", Size: 5, FileType: "text/plain"},
+	{ID: "12345", FileName: "Trip/day 1/IMG_0001.jpg", Size: 1 << 40, FileType: "image/jpeg"},
+	{ID: "1", FileName: `a"b\c` + "\n\r\t\b\f\x00\x1f\x7f.bin", FileType: "application/octet-stream"},
+	{ID: "2", FileName: "<script>&amp;</script>.html", FileType: "text/html; charset=utf-8"},
+	{ID: "3", FileName: "photo\u202egpj.exe \u2028\u2029", FileType: "application/octet-stream"},
+	{ID: "4", FileName: "bad \xff\xfe utf-8 \xe2\x80", FileType: "application/octet-stream"},
+	{ID: "5", FileName: "grüße 日本 🙂.txt", Size: -1},
+	{ID: "6", FileName: "with.sha", SHA256: "abc", Preview: "x", Metadata: &FileMeta{}},
+	{},
+}
+
+// appendFileEntry writes a file as encoding/json writes it, byte for byte.
+func TestAppendFileEntry(t *testing.T) {
+	for _, f := range fileEntries {
+		checkFileEntry(t, f)
+	}
+}
+
+func FuzzAppendFileEntry(f *testing.F) {
+	for _, e := range fileEntries {
+		f.Add(e.ID, e.FileName, e.Size, e.FileType)
+	}
+	f.Fuzz(func(t *testing.T, id, name string, size int64, typ string) {
+		checkFileEntry(t, File{ID: id, FileName: name, Size: size, FileType: typ})
+	})
+}
+
+func checkFileEntry(t *testing.T, f File) {
+	t.Helper()
+	k, _ := json.Marshal(f.ID)
+	v, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(k) + ":" + string(v)
+	got, err := appendFileEntry(nil, f)
+	if err != nil || string(got) != want {
+		t.Fatalf("appendFileEntry(%+v) = %s, %v; want %s", f, got, err, want)
+	}
+}
+
+// lazyShared is a share of n files made up as they are asked for.
+type lazyShared struct{ n int }
+
+func (l lazyShared) SharedCount() int { return l.n }
+func (l lazyShared) SharedFile(i int) File {
+	return File{ID: strconv.Itoa(i), FileName: fmt.Sprintf("Photos/IMG_%07d.jpg", i), Size: int64(i), FileType: "image/jpeg"}
+}
+func (l lazyShared) SharedLookup(id string) (File, bool) {
+	i, err := strconv.Atoi(id)
+	if err != nil || i < 0 || i >= l.n || strconv.Itoa(i) != id {
+		return File{}, false
+	}
+	return l.SharedFile(i), true
+}
+func (l lazyShared) ServeShared(w http.ResponseWriter, r *http.Request, id string) {}
+func (l lazyShared) SharedPIN() string                                             { return "" }
+
+// prepare-download lists a share of up to MaxDownloadFiles files whole, and
+// refuses a bigger one with a message that says why and what to do, never
+// a part of it that would read as the whole share.
+func TestPrepareDownloadOfTooManyFiles(t *testing.T) {
+	var cur atomic.Pointer[lazyShared]
+	s, err := NewServer(ServerConfig{Cert: testCert(t, 0), Receiver: &memReceiver{}, MaxDownloadFiles: 1000, Shared: func() Shared {
+		if l := cur.Load(); l != nil {
+			return *l
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Store(&lazyShared{1000})
+	rec := call(s, "POST", pd, "192.0.2.7")
+	var ans PrepareDownloadAnswer
+	if err := json.Unmarshal(rec.Body.Bytes(), &ans); rec.Code != 200 || err != nil || len(ans.Files) != 1000 || ans.Files["999"].FileName != "Photos/IMG_0000999.jpg" || ans.SessionID == "" || !ans.Info.Download {
+		t.Fatalf("a share of 1000: %d, %d files, %v", rec.Code, len(ans.Files), err)
+	}
+	cur.Store(&lazyShared{1001})
+	rec = call(s, "POST", pd, "192.0.2.7")
+	var msg struct{ Message string }
+	json.Unmarshal(rec.Body.Bytes(), &msg)
+	if want := "This share holds 1001 files, more than the 1000 a LocalSend download list takes. Open the share's link in a browser instead: its page lists every file."; rec.Code != http.StatusForbidden || msg.Message != want {
+		t.Fatalf("a share of 1001: %d %s", rec.Code, rec.Body)
 	}
 }

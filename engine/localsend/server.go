@@ -186,6 +186,10 @@ type ServerConfig struct {
 	// Shared is the share open now for the download API (prepare-download,
 	// download; download.go), nil when none; nil Shared: never.
 	Shared func() Shared
+	// MaxDownloadFiles is the most files prepare-download lists (0:
+	// DefaultMaxDownloadFiles): a share of more is refused with a message
+	// that says so, never listed in part.
+	MaxDownloadFiles int
 	// Log takes the server's debug lines; nil discards them.
 	Log *slog.Logger
 	// Now is the clock (nil: time.Now).
@@ -266,6 +270,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	defi(&cfg.MaxSessions, 4)
+	defi(&cfg.MaxDownloadFiles, DefaultMaxDownloadFiles)
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = MaxPrepareBytes * 3 / 2
 	}

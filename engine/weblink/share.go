@@ -280,6 +280,24 @@ func (l *Link) Files() (names []string, sizes []int64) {
 	return names, sizes
 }
 
+// FileCount is how many files a share link serves, 0 for a receive link.
+func (l *Link) FileCount() int {
+	if l.share == nil {
+		return 0
+	}
+	return len(l.share.files)
+}
+
+// File is a share link's file i (Files' order): its name as the browser
+// sees it and its size; ok is false for no such file.
+func (l *Link) File(i int) (name string, size int64, ok bool) {
+	if l.share == nil || i < 0 || i >= len(l.share.files) {
+		return "", 0, false
+	}
+	f := l.share.files[i]
+	return f.name, f.size, true
+}
+
 // serve answers the share's requests: the page, "f/<index>/<name>",
 // "t/<index>" (a thumbnail) and "all.zip".
 func (sh *share) serve(w http.ResponseWriter, r *http.Request, rest string, dev netip.Addr) {

@@ -301,6 +301,7 @@ func FuzzRequest(f *testing.F) {
 		{"GET", sp + "all.zip", "", ""},
 		{"POST", sp + "pin", "Content-Type: application/x-www-form-urlencoded", "pin=1"},
 		{"POST", sp + "pin", "Content-Type: application/x-www-form-urlencoded", "pin=1&page=2"},
+		{"POST", sp + "pin", "Content-Type: application/x-www-form-urlencoded", "pin=1&q=a.png&folders=1&page=2"},
 		{"GET", rp, "", ""},
 		{"POST", rp + "tus/", "Tus-Resumable: 1.0.0\nUpload-Length: 3\nUpload-Metadata: filename YS50eHQ=", ""},
 		{"POST", rp + "tus/", "Tus-Resumable: 1.0.0\nUpload-Length: 0\nUpload-Metadata: filename ZQ==,relativepath YS9l,folder MQ==", ""}, // an empty folder, a/e

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -82,35 +83,77 @@ func page(w http.ResponseWriter, code int, title, msg string) {
 }
 
 // pinPage asks for the link's PIN, with an error from the last try.
-// page is the page of a share's files the PIN opens (0: the first).
-func (l *Link) pinPage(w http.ResponseWriter, code int, errMsg string, page int) {
+// asked is the page of a share the PIN opens (askedView).
+func (l *Link) pinPage(w http.ResponseWriter, code int, errMsg string, asked askedView) {
 	render(w, code, "pin", struct {
 		pageData
 		Error  string
 		Digits bool // a PIN of digits: the field asks a phone for its number pad
-		Page   int
-	}{pageData{Title: "Type the PIN", Device: l.s.opts.DeviceName, PIN: true}, errMsg, allDigits(l.opts.PIN), page})
+		Hidden []hiddenField
+	}{pageData{Title: "Type the PIN", Device: l.s.opts.DeviceName, PIN: true}, errMsg, allDigits(l.opts.PIN), asked.hidden()})
 }
 
-// askedPage is the page of a share's files a request asks for beyond the
-// first (its query's, or the PIN form's "page"), 0 for the first or none:
-// read by parsePage, so nothing but a page number of the share goes
-// through the PIN form into a redirect.
-func (l *Link) askedPage(r *http.Request, form bool) int {
+// askedView is the page of a share a request asks for (its query's, or the
+// PIN form's): a view (every file, a search, the folders) and its page.
+type askedView struct {
+	v    view
+	page int // from 1
+}
+
+// hidden is what the PIN form carries to come back to it.
+func (a askedView) hidden() []hiddenField {
+	h := a.v.hidden()
+	if a.page > 1 {
+		h = append([]hiddenField{{"page", strconv.Itoa(a.page)}}, h...)
+	}
+	return h
+}
+
+// href is where the PIN form leads, relative to the link's pages.
+func (a askedView) href() string {
+	h := a.v.href(max(a.page, 1))
+	if strings.HasPrefix(h, "?") {
+		h = "./" + h
+	}
+	return h
+}
+
+// askedView reads the page of a share a request asks for: from its query,
+// or from the PIN form's fields (page, q, folders). Each is read by its
+// parser (parsePage, parseSearch, askedFolders) and written again, so
+// nothing but a page number, a search's text (escaped) and the folder list
+// goes through the PIN form into a redirect; anything else is every file's
+// first page.
+func (l *Link) askedView(r *http.Request, form bool) askedView {
 	if l.share == nil {
-		return 0
+		return askedView{page: 1}
 	}
 	q := r.URL.RawQuery
 	if form {
-		q = url.Values{"page": r.PostForm["page"]}.Encode()
-		if len(r.PostForm["page"]) == 0 {
-			q = ""
+		vals := url.Values{}
+		for _, k := range []string{"page", "q", "folders"} {
+			if v, ok := r.PostForm[k]; ok {
+				vals[k] = v
+			}
 		}
+		q = vals.Encode()
 	}
-	if p, ok := parsePage(q, l.share.pages()); ok && p > 1 {
-		return p
+	var a askedView
+	pages := l.share.pages()
+	switch search, bad := parseSearch(q); {
+	case askedFolders(q):
+		a.v.folders = true
+		pages = max(1, (len(l.share.folders)+pageRows-1)/pageRows)
+	case bad == "" && search != "":
+		a.v.search = search
+		pages = maxPages // counted once the results are
 	}
-	return 0
+	if p, ok := parsePage(q, pages); ok {
+		a.page = p
+	} else {
+		a.page = 1
+	}
+	return a
 }
 
 // allDigits reports whether pin is made of ASCII digits only. A phone

@@ -113,7 +113,7 @@ func (l *Link) route(w http.ResponseWriter, r *http.Request, rest string) {
 				lockedPage(w)
 				return
 			}
-			l.pinPage(w, http.StatusOK, "", l.askedPage(r, false))
+			l.pinPage(w, http.StatusOK, "", l.askedView(r, false))
 			return
 		}
 		http.Error(w, "this link asks for its PIN first", http.StatusForbidden)
@@ -160,7 +160,7 @@ func (l *Link) servePIN(w http.ResponseWriter, r *http.Request, dev interface{ S
 		return
 	case errors.Is(err, errWrongPIN):
 		l.emit(Event{Kind: EventPIN, Device: remoteAddr(r), Err: err})
-		l.pinPage(w, http.StatusForbidden, "That PIN is not right. Try again.", l.askedPage(r, true))
+		l.pinPage(w, http.StatusForbidden, "That PIN is not right. Try again.", l.askedView(r, true))
 		return
 	case err != nil:
 		http.Error(w, "cannot open a session", http.StatusInternalServerError)
@@ -173,11 +173,7 @@ func (l *Link) servePIN(w http.ResponseWriter, r *http.Request, dev interface{ S
 		Expires: l.expires, MaxAge: int(time.Until(l.expires).Seconds()) + 1,
 	})
 	// Back to the page of files the PIN was asked on.
-	to := "./"
-	if p := l.askedPage(r, true); p > 1 {
-		to = "./" + pageHref(p)
-	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
+	http.Redirect(w, r, l.askedView(r, true).href(), http.StatusSeeOther)
 }
 
 // lockedPage answers a device without a session at a link that took its

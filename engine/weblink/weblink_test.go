@@ -339,6 +339,54 @@ func TestPINOpensThePageAsked(t *testing.T) {
 	}
 }
 
+// The PIN opens the search or the folder list it was asked on, at its
+// page: the form carries them, each read by its parser again, so only a
+// page number, a search's text (escaped) and the folder list reach the
+// redirect. Before, a link to a search's second page led to every file's
+// first page once the PIN was typed.
+func TestPINOpensTheSearchAsked(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2*pageRows + 1 { // 3 pages
+		writeFile(t, dir, fmt.Sprintf("f%04d", i), 1)
+	}
+	s := startServer(t, Options{})
+	l, err := s.Share(context.Background(), []string{dir}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711", MaxPINTries: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := get(t, &http.Client{}, base(s)+l.Path()+"?q=F0&page=2")
+	if !bytes.Contains(page, []byte(`<input type="hidden" name="page" value="2">`)) || !bytes.Contains(page, []byte(`<input type="hidden" name="q" value="F0">`)) {
+		t.Fatalf("the PIN form does not carry the search:\n%s", page)
+	}
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, c := range []struct {
+		form url.Values
+		to   string
+	}{
+		{url.Values{"q": {"F0"}, "page": {"2"}}, "?q=F0&page=2"},
+		{url.Values{"q": {"a b&page=9"}}, "?q=a+b%26page%3D9"},
+		{url.Values{"q": {"//evil.example/"}}, "?q=%2F%2Fevil.example%2F"},
+		{url.Values{"q": {"x\r\nSet-Cookie: x=y"}}, ""}, // not a search
+		{url.Values{"q": {strings.Repeat("a", maxSearchBytes+1)}, "page": {"2"}}, "?page=2"},
+		{url.Values{"q": {"a", "b"}}, ""},
+		{url.Values{"folders": {"1"}}, "?folders=1"},
+		{url.Values{"folders": {"1"}, "page": {"2"}}, "?folders=1"}, // one page of folders
+		{url.Values{"folders": {"x"}, "page": {"3"}}, "?page=3"},
+	} {
+		jar, _ := cookiejar.New(nil)
+		c2 := &http.Client{Jar: jar, CheckRedirect: noRedirect}
+		c.form.Set("pin", "4711")
+		res, err := c2.PostForm(base(s)+l.Path()+"pin", c.form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if to := l.Path() + c.to; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != to {
+			t.Errorf("PIN with %v: %d to %q, want %q", c.form, res.StatusCode, res.Header.Get("Location"), to)
+		}
+	}
+}
+
 // A page number that names no page of the share (past the last, 0, not a
 // number) shows the share's nearest page under a 404, with a line saying
 // which pages there are, behind the link's PIN as every page is. Before,

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ type prompt struct {
 	space     *widget.Label
 	choose    *button
 	tree      *offerTreeView
+	seen      bool                 // it was shown (a prompt held behind another one is not)
 	dest      string               // "Save to…": where this offer goes ("" is the download folder)
 	code      *widget.Label        // the sender's verification code (untrusted sender)
 	check     *dialog.CustomDialog // "Compare the codes", on top of the prompt
@@ -185,7 +187,9 @@ func (q *promptQueue) expire(now time.Time) {
 			p.countdown.SetText(t)
 		}
 	}
-	for _, p := range append([]*prompt(nil), q.queue...) {
+	// The last first: a prompt held behind the one on screen that expires
+	// too is never shown as that one goes.
+	for _, p := range slices.Backward(append([]*prompt(nil), q.queue...)) {
 		if now.Before(p.deadline) {
 			continue
 		}
@@ -200,9 +204,56 @@ func (q *promptQueue) expire(now time.Time) {
 			continue
 		}
 		_ = q.u.be.Decide(p.ev.ID, Decision{Accept: false, Expired: true, Reason: "the offer was not answered in time"})
-		q.u.notify("Offer expired", fmt.Sprintf("The offer from %s was declined because nobody answered in %s.",
-			q.u.who(p.ev.Peer), humanWait(q.u.opt.PromptTimeout)))
+		q.tellExpired(p)
 	}
+}
+
+// ended drops the prompt of a transfer that ended without this user's
+// answer (withdrawn by its sender, or timed out in the engine). The
+// engine's clock and expire's tick run out together, and the engine's
+// result often comes first: an offer that expired so is told as one
+// expire declined (it went without a word, its prompt gone, and one held
+// behind the prompt on screen never seen).
+func (q *promptQueue) ended(ev TransferEvent) {
+	var p *prompt
+	for _, x := range q.queue {
+		if x.ev.ID == ev.ID {
+			p = x
+		}
+	}
+	if !q.remove(ev.ID) {
+		return
+	}
+	if r := ev.Result; r != nil && r.Code == CodeExpired && !r.ByPeer && !p.pairRequest() {
+		q.tellExpired(p)
+	}
+}
+
+// tellExpired tells the user that an offer was declined unanswered: one
+// that was on screen expired; one held behind another prompt was missed,
+// its user never shown it (like a missed call, with whom to call back).
+func (q *promptQueue) tellExpired(p *prompt) {
+	who, wait := q.u.who(p.ev.Peer), humanWait(q.u.opt.PromptTimeout)
+	if !p.seen {
+		q.u.notify("Missed offer", fmt.Sprintf("%s offered %s while another offer was on screen; nobody answered in %s, so it was declined. Ask %s to send it again.",
+			who, offerWhat(p.ev.Offer), wait, who))
+		return
+	}
+	q.u.notify("Offer expired", fmt.Sprintf("The offer from %s was declined because nobody answered in %s.", who, wait))
+}
+
+// offerWhat names what an offer brings in a few words: "a text", "1 file
+// (1.0 kB)", "a text and 2 files (2.0 kB)".
+func offerWhat(o *Offer) string {
+	switch {
+	case o == nil:
+		return "files"
+	case o.Text != "" && o.FileCount() == 0:
+		return "a text"
+	case o.Text != "":
+		return fmt.Sprintf("a text and %s (%s)", plural(o.FileCount(), "file"), HumanBytes(o.Total))
+	}
+	return fmt.Sprintf("%s (%s)", plural(o.FileCount(), "file"), HumanBytes(o.Total))
 }
 
 func (q *promptQueue) updateMore() {
@@ -252,6 +303,7 @@ func (q *promptQueue) show(p *prompt) {
 		return
 	}
 	ev := p.ev
+	p.seen = true
 	_ = q.u.be.OfferOnScreen(ev.ID, true) // its sender's user may compare the code now
 	o := ev.Offer
 	if o == nil {

@@ -455,7 +455,7 @@ func (u *UI) applyTransfer(ev TransferEvent) {
 			u.prompts.offer(ev)
 		}
 	case TransferResult:
-		u.prompts.remove(ev.ID) // withdrawn by the sender or timed out in the engine
+		u.prompts.ended(ev) // withdrawn by the sender or timed out in the engine
 		u.history.reload()
 		u.updateTray()
 		u.notifyResult(ev)

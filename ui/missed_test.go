@@ -54,3 +54,43 @@ func TestExpiredOfferIsToldWhoeverNoticedFirst(t *testing.T) {
 		t.Fatalf("the held offer was shown as it expired: %v", be.onScreen)
 	}
 }
+
+// An offer the engine holds behind the prompts it shows (Options.MaxPrompts
+// are out) is told to this UI by its code alone (TransferPair), with no
+// offer to answer yet: it got a row saying "Alice offers files" with a
+// code and only Cancel, one per held offer, while the prompt on screen
+// counted none of them. It gets no row now until its offer is asked
+// about; the prompt shown counts it among those waiting.
+func TestOfferHeldByTheEngineIsCountedNotRowed(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	peer := Peer{ID: idAlice, Name: "Alice"}
+	held := func(id string) TransferEvent {
+		return TransferEvent{Kind: TransferPair, ID: id, Direction: Incoming, Peer: peer, Pair: &PairCode{Code: "482 913"}}
+	}
+	u.ApplyTransfer(offerEvent("t1", 1))
+	more := u.prompts.queue[0].more
+	if more.Visible() {
+		t.Fatalf("one offer, and the prompt says %q", more.Text)
+	}
+	u.ApplyTransfer(held("t2"))
+	u.ApplyTransfer(held("t3"))
+	for _, id := range []string{"t2", "t3"} {
+		if v := u.transfers.byID[id]; v != nil {
+			t.Fatalf("a held offer has a row: %q", texts(v.obj))
+		}
+	}
+	if !more.Visible() || more.Text != "2 more request(s) waiting" {
+		t.Fatalf("two held behind the prompt: it says %q (visible %v)", more.Text, more.Visible())
+	}
+	// t2's turn comes: its offer is asked about, and it has its row.
+	u.ApplyTransfer(untrustedOffer("t2"))
+	if v := u.transfers.byID["t2"]; v == nil || len(u.prompts.queue) != 2 || more.Text != "2 more request(s) waiting" {
+		t.Fatalf("t2 asked about: row %v, %d prompts, the prompt says %q", v != nil, len(u.prompts.queue), more.Text)
+	}
+	// t3's sender gives up while it is held.
+	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "t3", Direction: Incoming, State: StateCancelled, Peer: peer,
+		Result: &Result{State: StateCancelled, Code: CodeCancelled, ByPeer: true}})
+	if more.Text != "1 more request(s) waiting" || len(u.prompts.held) != 0 {
+		t.Fatalf("t3 withdrawn: the prompt says %q, held %v", more.Text, u.prompts.held)
+	}
+}

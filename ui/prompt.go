@@ -47,6 +47,29 @@ func (p *prompt) pairRequest() bool { return p.ev.Kind == TransferPair }
 type promptQueue struct {
 	u     *UI
 	queue []*prompt // queue[0] is shown
+	// held are the incoming offers the engine keeps for a place among
+	// its prompts (Options.MaxPrompts are out): it told their codes
+	// (TransferPair) but asks nothing yet. They get no row, which would
+	// offer nothing to answer, until their prompt comes or they end; the
+	// prompt shown counts them with those waiting here.
+	held map[string]bool
+}
+
+// hold notes an incoming offer the engine told of before asking about it.
+func (q *promptQueue) hold(id string) {
+	if q.held == nil {
+		q.held = map[string]bool{}
+	}
+	q.held[id] = true
+	q.updateMore()
+}
+
+// release forgets a held offer: its prompt came, or it ended.
+func (q *promptQueue) release(id string) {
+	if q.held[id] {
+		delete(q.held, id)
+		q.updateMore()
+	}
 }
 
 // offer queues an incoming offer and tells the user about it.
@@ -261,7 +284,7 @@ func (q *promptQueue) updateMore() {
 		return
 	}
 	more := q.queue[0].more
-	if n := len(q.queue) - 1; n > 0 {
+	if n := len(q.queue) - 1 + len(q.held); n > 0 {
 		more.SetText(fmt.Sprintf("%d more request(s) waiting", n))
 		more.Show()
 	} else {

@@ -447,6 +447,14 @@ func (u *UI) applyTransfer(ev TransferEvent) {
 	case ev.Pairing:
 		u.applyPairing(ev)
 		return
+	case ev.Kind == TransferPair && ev.Direction == Incoming && u.transfers.byID[ev.ID] == nil:
+		// Its code, told before the offer is asked about: held by the
+		// engine behind the prompts it shows, or about to be asked. Its
+		// offer brings the code again, and its row.
+		u.prompts.hold(ev.ID)
+		return
+	case ev.Kind == TransferOffer, ev.Kind == TransferResult:
+		u.prompts.release(ev.ID)
 	}
 	u.transfers.apply(ev)
 	switch ev.Kind {

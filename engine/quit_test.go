@@ -136,3 +136,55 @@ func TestSenderRetriesAfterReceiverQuits(t *testing.T) {
 		t.Error("no retrying state before the end")
 	}
 }
+
+// A receiver that quits with the offer on its screen, then is opened again
+// on the same address, is asked about the offer again: its sender kept
+// trying. Meanwhile the sender's retrying state says going_away (its row:
+// Ferry was closed there, waiting for it to be opened again), where it
+// said connection_lost, as of a network that failed.
+func TestOfferOnScreenComesBackWithTheReceiver(t *testing.T) {
+	t.Parallel()
+	cfg, dl := t.TempDir(), t.TempDir()
+	recv := startReceiver(t, Options{Accept: AcceptAsk, ConfigDir: cfg, DownloadDir: dl})
+	to := target(recv)
+	send := testEngine(t, Options{RetryFor: time.Minute})
+	events, unsub := send.Subscribe(256)
+	t.Cleanup(unsub)
+	rx, runsub := recv.Subscribe(64)
+	t.Cleanup(runsub)
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 1000)
+	tr, err := send.Send(context.Background(), to, []string{src}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recv.OfferOnScreen(nextWaitingOffer(t, rx), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for timeout := time.After(time.Minute); ; {
+		var ev Event
+		select {
+		case ev = <-events:
+		case <-timeout:
+			t.Fatal("no retrying state")
+		}
+		if ev.Kind == EventState && ev.State == StateRetrying {
+			if ev.Result == nil || ev.Result.Code != "going_away" || !strings.Contains(ev.Result.Err, "Ferry was closed there") {
+				t.Fatalf("retrying: %+v, want going_away", ev.Result)
+			}
+			break
+		}
+	}
+	again := startReceiver(t, Options{Accept: AcceptAsk, ConfigDir: cfg, DownloadDir: dl, Listen: to.Addrs[0].HostPort(), NoListen: onlyListen("tcp")})
+	arx, aunsub := again.Subscribe(64)
+	t.Cleanup(aunsub)
+	if err := again.Decide(nextWaitingOffer(t, arx), Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitDone(t, tr); r.State != StateDone {
+		t.Fatalf("%s %q", r.State, r.Err)
+	}
+}

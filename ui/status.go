@@ -34,6 +34,7 @@ const (
 	CodeNoSpace        Code = Code(wire.CodeNoSpace)
 	CodeUntrusted      Code = Code(wire.CodeUntrusted) // the receiver takes files from trusted devices only
 	CodeConnectionLost Code = Code(wire.CodeConnectionLost)
+	CodeGoingAway      Code = Code(wire.CodeGoingAway)    // reconnecting: the other device's Ferry was closed
 	CodeNotPaired      Code = Code(wire.CodeNotPaired)    // pairing ended without trust
 	CodePairedBefore   Code = Code(wire.CodePairedBefore) // pairing again ended unconfirmed; still paired
 	CodeVerifyFailed   Code = Code(wire.CodeVerifyFailed)

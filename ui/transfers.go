@@ -35,6 +35,7 @@ type transferView struct {
 	transport string
 	reason    string
 	note      string    // why it is reconnecting, from the engine's state event
+	away      bool      // reconnecting because the other device's Ferry was closed (CodeGoingAway)
 	moved     time.Time // when the network path last changed under it (TransferPath)
 	metrics   *Metrics
 	// results are the first files that ended (at most maxBatchFiles);
@@ -298,9 +299,9 @@ func (l *transferList) apply(ev TransferEvent) {
 	}
 	switch {
 	case v.state != StateRetrying:
-		v.note = ""
+		v.note, v.away = "", false
 	case ev.Kind == TransferState && ev.Result != nil && ev.Result.Err != "":
-		v.note = ev.Result.Err
+		v.note, v.away = ev.Result.Err, ev.Result.Code == CodeGoingAway
 	}
 	if v.state == StateRetrying && !v.codeAnswered {
 		// The code was that session's: the next one has a code of its own
@@ -757,6 +758,16 @@ func (l *transferList) status(v *transferView) Status {
 	st := Status{Short: string(d.Phase), Text: d.Status(), Importance: phaseImportance(d), Detail: d.Detail}
 	if d.Phase == transfer.Reconnecting && v.note != "" {
 		st.Detail = v.note // why it reconnects, from the engine's state event
+	}
+	if d.Phase == transfer.Reconnecting && v.away {
+		// Its Ferry was closed there: nothing reconnects until its user
+		// opens it again (the engine tries for a while; then the app
+		// sends when discovery sees the device back, RejoinText).
+		who := d.Peer
+		if who == "" {
+			who = "the other device"
+		}
+		st.Text = fmt.Sprintf("Ferry was closed on %s: waiting for it to be opened again…", who)
 	}
 	if r := v.result; v.pairCode != "" && r != nil && r.Code == CodeUntrusted && r.Err != "" && d.Phase.Final() {
 		// Ended over the verification code (a user saw different codes):

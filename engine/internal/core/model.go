@@ -103,7 +103,10 @@ type Result struct {
 	// Code says why it ended: "" when done, else a wire error code
 	// ("cancelled", "paused", "declined", "expired", "busy", "no_space",
 	// "untrusted", "too_large", "verify_failed", "io", "protocol", ...) or
-	// "connection_lost".
+	// "connection_lost". The Result of a StateRetrying event says why the
+	// sender reconnects: "going_away" when the other device said its
+	// Ferry was closing (it waits for that Ferry to be opened again; the
+	// end, if it is not, is "connection_lost").
 	Code string `json:"code,omitempty"`
 	// ByPeer: the end came from the other device (its cancel, decline, pause).
 	ByPeer bool `json:"by_peer,omitempty"`

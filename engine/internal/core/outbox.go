@@ -215,7 +215,14 @@ func (o *Outbox) pause(ctx context.Context) bool {
 // meanwhile waits for Resume instead (paused is then true).
 func (o *Outbox) sleep(ctx context.Context, err error, wait time.Duration) (paused bool) {
 	o.host.Log().Info("transfer interrupted; retrying", "err", err, "in", wait)
-	o.host.Retrying(EndOf(err, o.host.PeerName(), false))
+	end := EndOf(err, o.host.PeerName(), false)
+	if errors.Is(err, errcode.ErrGoingAway) {
+		// Its Ferry was closed (it said so), where connection_lost is a
+		// device out of reach: its user may open it again, and the
+		// sender's line says it waits for that, not that it reconnects.
+		end.Code = string(errcode.CodeGoingAway)
+	}
+	o.host.Retrying(end)
 	timer, fired := o.cfg.Clock.NewTimer(wait)
 	defer timer.Stop()
 	select {

@@ -230,13 +230,24 @@ func TestOutboxGivesUp(t *testing.T) {
 }
 
 // A peer closing Ferry is retried, and its word stays the account of the
-// outage when the next attempts cannot connect.
+// outage when the next attempts cannot connect. While it is retried, the
+// code says so (going_away: its sender's row waits for that Ferry to be
+// opened again, where connection_lost read "Reconnecting to Bob…"); its
+// end, when the Ferry is not opened in time, is connection_lost.
 func TestOutboxGoingAway(t *testing.T) {
 	refused := errors.New("connection refused")
 	s := &script{steps: []step{{err: &errcode.RemoteError{Code: errcode.CodeGoingAway}}, {err: refused}, {err: refused}, {err: refused}}}
 	h, _ := runOutbox(t, s, 90*time.Second)
-	if r := h.result; s.attempts() != 3 || !errors.Is(h.err, errcode.ErrGoingAway) || r.Err != "Bob went away: Ferry was closed there." {
+	if r := h.result; s.attempts() != 3 || !errors.Is(h.err, errcode.ErrGoingAway) || r.Err != "Bob went away: Ferry was closed there." || r.Code != CodeConnectionLost {
 		t.Errorf("%d attempts; result %+v (%v)", s.attempts(), r, h.err)
+	}
+	if len(h.retrying) != 2 {
+		t.Fatalf("retrying %+v, want 2", h.retrying)
+	}
+	for _, e := range h.retrying {
+		if e.Code != string(errcode.CodeGoingAway) || e.Text != "Bob went away: Ferry was closed there." {
+			t.Errorf("retrying %+v, want going_away", e)
+		}
 	}
 }
 

@@ -78,3 +78,53 @@ told:
 		}
 	}
 }
+
+// Offers from devices the receiver accepts without asking (trusted, with
+// AutoAcceptTrusted) take no place among the prompts: they run at once
+// while the prompts shown are unanswered and others queue for a place, so
+// there is no place in a queue to tell their senders (none is told one).
+func TestTrustedOffersDoNotWaitBehindPrompts(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk, AutoAcceptTrusted: true, MaxPrompts: 1})
+	rx, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, src, 1<<20)
+	for range 2 { // one prompt shown, one offer queued behind it
+		if _, err := testEngine(t, Options{}).Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nextWaitingOffer(t, rx)
+	waitUntil(t, func() bool { _, queued := recv.admit.Prompts(); return queued == 1 })
+	type sent struct {
+		tr *Transfer
+		tx <-chan Event
+	}
+	var trusted []sent
+	for range 3 {
+		e := testEngine(t, Options{})
+		if err := recv.SetTrusted(e.ID(), true); err != nil {
+			t.Fatal(err)
+		}
+		tx, unsub := e.Subscribe(256)
+		t.Cleanup(unsub)
+		tr, err := e.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trusted = append(trusted, sent{tr, tx})
+	}
+	for _, s := range trusted {
+		if r := waitDone(t, s.tr); r.State != StateDone {
+			t.Fatalf("a trusted sender: %s %q", r.State, r.Err)
+		}
+		for len(s.tx) > 0 {
+			if ev := <-s.tx; ev.Pair != nil && ev.Pair.Shown == CodeShownQueued {
+				t.Errorf("a trusted sender was told a place: %+v", ev.Pair)
+			}
+		}
+	}
+	if shown, queued := recv.admit.Prompts(); shown != 1 || queued != 1 {
+		t.Fatalf("the receiver shows %d prompts and queues %d offers, want 1 and 1 still", shown, queued)
+	}
+}

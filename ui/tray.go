@@ -95,6 +95,8 @@ func (u *UI) trayLine(v *transferView) string {
 	switch {
 	case v.d.Phase == transfer.Waiting:
 		return s + " · waiting for the answer"
+	case v.d.Phase == transfer.Reconnecting && v.away:
+		return s + " · waiting for its Ferry to be opened again"
 	case v.d.Phase == transfer.Reconnecting:
 		return s + " · reconnecting"
 	case v.total > 0:

@@ -108,16 +108,8 @@ func (q *promptQueue) offer(ev TransferEvent) {
 		}
 		return
 	}
-	body := fmt.Sprintf("%s wants to send you files.", who)
+	body := fmt.Sprintf("%s wants to send you %s.", who, offerWhat(ev.Offer))
 	if o := ev.Offer; o != nil {
-		switch {
-		case o.Text != "" && o.FileCount() == 0:
-			body = fmt.Sprintf("%s wants to send you a text.", who)
-		case o.Text != "":
-			body = fmt.Sprintf("%s wants to send you a text and %s (%s).", who, plural(o.FileCount(), "file"), HumanBytes(o.Total))
-		default:
-			body = fmt.Sprintf("%s wants to send you %s (%s).", who, plural(o.FileCount(), "file"), HumanBytes(o.Total))
-		}
 		if o.PairCode != "" {
 			// Accept is in the notification: the code the engine tells the
 			// sender this device showed must be in it too, for a user who

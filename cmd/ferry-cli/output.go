@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
@@ -222,6 +223,11 @@ func (p *printer) event(ev engine.Event) {
 			why := ""
 			if ev.Result != nil {
 				why = ev.Result.Err
+				if ev.Result.Code == string(wire.CodeGoingAway) && why != "" {
+					// Its Ferry was closed: nothing comes back until
+					// someone opens it (a network would by itself).
+					why = strings.TrimSuffix(why, ".") + "; waiting for it to be opened again."
+				}
 			}
 			if p.retries == nil {
 				p.retries = map[string]retryLine{}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -193,8 +194,14 @@ func TestRetryLineSaysWhetherItWasConnected(t *testing.T) {
 	p.event(retry("a", "Could not connect to the receiver."))
 	p.event(retry("a", "Could not connect to the receiver."))
 	p.event(retry("a", "The connection to vm was lost."))
+	// Its Ferry was closed there (going_away): the line says what it waits for.
+	away := retry("b", "vm went away: Ferry was closed there.")
+	away.Result.Code = string(wire.CodeGoingAway)
+	p.event(away)
+	p.event(away)
 	want := "trying again: Could not connect to the receiver.\ntransport: tcp (r)\nreconnecting: The connection to vm was lost: connection reset by peer.\n" +
-		"trying again (attempt 3, as above)...\ntrying again (attempt 4, as above)...\ntrying again: The connection to vm was lost.\n"
+		"trying again (attempt 3, as above)...\ntrying again (attempt 4, as above)...\ntrying again: The connection to vm was lost.\n" +
+		"reconnecting: vm went away: Ferry was closed there; waiting for it to be opened again.\nreconnecting (attempt 4, as above)...\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}

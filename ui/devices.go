@@ -24,6 +24,7 @@ type deviceList struct {
 	devices map[string]Device
 	checked map[string]bool // device key -> checked, to send to several at once
 	lit     string          // the key of the row that just got a drop
+	litEnd  time.Time       // when lit goes out (unflash, at Run's tick)
 	rows    []*deviceRow    // in display order, for hit-testing drops
 	names   sameNames       // the listed devices by shown name, counted by render
 	box     *fyne.Container
@@ -127,20 +128,26 @@ func (l *deviceList) selected() []Device {
 
 func (l *deviceList) isSelected(d Device) bool { return l.checked[d.Key()] }
 
+// flashFor is how long a row stays lit after a drop on it.
+const flashFor = 1500 * time.Millisecond
+
 // flash lights row r for a moment: files were dropped on it. Fyne reports
 // no drag-over (GLFW 3.3 has no drag-enter event), so this is the nearest
-// the list can come to lighting the row under the files.
+// the list can come to lighting the row under the files. Run's tick puts
+// it out (unflash): a timer of its own outlived the window (a test's
+// window, whose app was gone when it drew: a nil theme's panic in a later
+// test).
 func (l *deviceList) flash(r *deviceRow) {
-	l.lit = r.dev.Key()
+	l.lit, l.litEnd = r.dev.Key(), l.u.now().Add(flashFor)
 	l.render()
-	time.AfterFunc(1500*time.Millisecond, func() {
-		l.u.opt.Do(func() {
-			if l.lit == r.dev.Key() {
-				l.lit = ""
-				l.render()
-			}
-		})
-	})
+}
+
+// unflash puts out the row flash lit once its moment is over.
+func (l *deviceList) unflash(now time.Time) {
+	if l.lit != "" && !now.Before(l.litEnd) {
+		l.lit = ""
+		l.render()
+	}
 }
 
 // online returns the devices that can be sent to right now.

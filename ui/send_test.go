@@ -93,7 +93,7 @@ func TestChooserSendsToEveryCheckedDevice(t *testing.T) {
 // on another device goes to that one; dropped elsewhere, the sheet opens
 // with them checked. A dropped-on row is lit.
 func TestMultiDropOnASelection(t *testing.T) {
-	u, be, _ := newTestUI(t)
+	u, be, c := newTestUI(t)
 	u.win.Resize(fyne.NewSize(900, 600))
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: alice(true)})
 	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
@@ -110,6 +110,17 @@ func TestMultiDropOnASelection(t *testing.T) {
 	u.HandleDrop(center(u.devices.rows[1]), []fyne.URI{fileURI("/tmp/x.txt")})
 	if len(be.sends) != 2 || u.devices.lit != u.devices.rows[1].dev.Key() {
 		t.Fatalf("a drop on a checked row sent %+v (lit %q); want both checked devices", be.sends, u.devices.lit)
+	}
+	// The row goes out at a tick once its moment is over, not from a
+	// timer of its own (one outlived the test's window and drew with no
+	// theme: a panic in a later test).
+	u.devices.unflash(c.t.Add(flashFor - time.Millisecond))
+	if u.devices.lit == "" {
+		t.Fatal("the row went out before its moment was over")
+	}
+	u.devices.unflash(c.t.Add(flashFor))
+	if u.devices.lit != "" {
+		t.Fatalf("lit %q after its moment", u.devices.lit)
 	}
 	u.HandleDrop(center(u.devices.rows[2]), []fyne.URI{fileURI("/tmp/y.txt")})
 	if len(be.sends) != 3 || be.sends[2].dev.Name != "Carol" {

@@ -567,6 +567,7 @@ func (u *UI) Run(ctx context.Context, devices <-chan DeviceEvent, transfers <-ch
 				u.ExpirePrompts(now)
 				u.flushNotices(now)
 				u.tickTray(now)
+				u.devices.unflash(now)
 			})
 		}
 	}

@@ -38,6 +38,10 @@ var (
 	// ErrDeviceNotFound: the device is not receiving from anywhere through
 	// the relay (or not running).
 	ErrDeviceNotFound = anywhere.ErrNotFound
+	// ErrDeviceNotLooking: the device's presence is at the relay, but it
+	// has not looked for calls there for a while (anywhere.NotLookingAfter):
+	// it was killed, or sleeps, or is cut off.
+	ErrDeviceNotLooking = anywhere.ErrNotLooking
 	// ErrRelaySecret: the relay refused this device's relay secret (wrong,
 	// missing, or given to a relay that has none); SetRelaySecret.
 	ErrRelaySecret = anywhere.ErrRelaySecret
@@ -294,6 +298,7 @@ func notPaired(who string) error {
 // chain behind it (kept for errors.Is and the log).
 func anywhereError(err error, relay, who string) error {
 	var mismatch *identity.MismatchError
+	var notLooking *anywhere.NotLookingError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
@@ -304,6 +309,8 @@ func anywhereError(err error, relay, who string) error {
 	case errors.Is(err, anywhere.ErrNotFound), errors.Is(err, anywhere.ErrNoAnswer):
 		// The sentence says it all: not "...: device not found through the relay HOST" again.
 		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: it is not receiving through relay %s (run `ferry-cli receive --anywhere --relay %s` there, or turn on \"Reach my paired devices from anywhere\")", who, relay, relay)}
+	case errors.As(err, &notLooking):
+		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: it has not looked for calls at relay %s for %s, so Ferry is probably not running there (was it killed, or is the device asleep or cut off from the network?)", who, relay, roundSeconds(notLooking.For))}
 	case errors.Is(err, anywhere.ErrStillUnanswered):
 		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: it did not answer its last call through relay %s and has not announced itself there since (was Ferry killed there, or is the device cut off from the network?)", who, relay)}
 	case errors.Is(err, anywhere.ErrNoPath):
@@ -312,6 +319,11 @@ func anywhereError(err error, relay, who string) error {
 		return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: its answer through relay %s could not be read (is Ferry there up to date?)", who, relay)}
 	}
 	return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: %s", who, relayProblem(relay, err).Error())}
+}
+
+// roundSeconds says d in whole seconds ("42 s"), at least 1.
+func roundSeconds(d time.Duration) string {
+	return fmt.Sprintf("%d s", max(int(d.Round(time.Second)/time.Second), 1))
 }
 
 // relayProblem says in a sentence what went wrong with the relay (as the

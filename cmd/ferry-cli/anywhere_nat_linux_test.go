@@ -584,11 +584,14 @@ func TestAnywhereKilledReceiverRestarted(t *testing.T) {
 // TestAnywhereKilledReceiverStaysDown: a receiver killed (SIGKILL) while a
 // file comes to it through the relay, and not started again, leaves its
 // presence at the relay for minutes. The sender's retries found it each
-// time, called and waited 10 s for an answer that never came; now only
-// the first call waits, and the tries after it say at once that the
-// device did not answer its last call and has not announced itself since.
-// What is checked is the number of calls that waited for an answer, not
-// a time; the times are logged.
+// time, called and waited 10 s for an answer that never came; then only
+// the first call waited, the tries after it saying at once that the
+// device did not answer its last call. Now the relay says that no one
+// looked at the device's call box since the kill, so no call waits: the
+// first retry (after QUIC's idle timeout, 10 s after the kill, past
+// anywhere.NotLookingAfter) and every one after it say at once that the
+// device has not looked for calls. What is checked is the number of
+// calls that waited for an answer, not a time; the times are logged.
 func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 	r := startRelayedSend(t, ":0", "--retry-for", "40s")
 	time.Sleep(time.Second) // a part of the file on its way
@@ -598,6 +601,9 @@ func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 	killed := time.Now()
 	waited, fast, attempts := 0, 0, 0
 	var why, last string
+	said := func(l string) bool {
+		return strings.Contains(l, "has not looked for calls") || strings.Contains(l, "did not answer its last call")
+	}
 	for l := range r.lines {
 		t.Logf("%5.1f s: %s", time.Since(killed).Seconds(), l)
 		last = l
@@ -610,7 +616,7 @@ func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 		}
 		attempts++
 		switch {
-		case strings.Contains(why, "did not answer its last call"):
+		case said(why):
 			fast++
 		case strings.Contains(why, "not receiving through relay"):
 			waited++ // a call that waited for its answer (or no presence at all)
@@ -618,11 +624,11 @@ func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 	}
 	t.Logf("%.1f s after the kill the send ended (%d retries: %d calls waited for an answer, %d ended at once): %s",
 		time.Since(killed).Seconds(), attempts, waited, fast, last)
-	if waited > 1 {
-		t.Errorf("%d calls waited for an answer from the dead receiver's presence; want the first only", waited)
+	if waited > 0 {
+		t.Errorf("%d calls waited for an answer from the dead receiver's presence; want none", waited)
 	}
-	if fast == 0 || !strings.Contains(last, "did not answer its last call") {
-		t.Errorf("the send's last word is not that the device stopped answering: %s", last)
+	if fast == 0 || !strings.Contains(last, "has not looked for calls") {
+		t.Errorf("the send's last word is not that the device stopped looking for calls: %s", last)
 	}
 }
 
@@ -716,5 +722,52 @@ func TestAnywhereStallIsNotALoss(t *testing.T) {
 	}
 	if !flowing.IsZero() {
 		t.Logf("a stall of %v: the file flowed again %.1f s after it began", stall, flowing.Sub(began).Seconds())
+	}
+}
+
+// TestAnywhereKilledReceiverNewSend: a receiver killed (SIGKILL) and not
+// started again leaves its presence at the relay for two minutes, and a
+// new ferry-cli send (a new process: no memory of calls gone unanswered)
+// found it, called, and waited 10 s for an answer, then said only that
+// the device was not receiving through the relay. The relay now says how
+// long no one looked at the device's call box (a receiver alive always
+// waits there): a send started just after the kill stops waiting once
+// the box went anywhere.NotLookingAfter without a look, and one started
+// after that says at once, before any call, that the device has not
+// looked for calls. What is checked is the words; the times are logged.
+func TestAnywhereKilledReceiverNewSend(t *testing.T) {
+	lab := natLab(t, netlab.NATConfig{})
+	bin := buildCLI(t)
+	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
+	pairAnywhere(t, a, b, false)
+	_, recv := startRelayAndReceiver(t, lab, bin, b, t.TempDir())
+	src := randomFile(t, 1)
+	send := func() (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		began := time.Now()
+		out, err := lab.Command(ctx, netlab.HostA, bin, "send", "--config", a.dir, "--name", a.name, "--to", b.name,
+			"--relay", relayAt, "--retry-for", "0", src).CombinedOutput()
+		last := strings.TrimSpace(string(out))
+		if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+			last = last[i+1:]
+		}
+		t.Logf("send took %.1f s: %v: %s", time.Since(began).Seconds(), err, last)
+		return last, err
+	}
+	if _, err := send(); err != nil {
+		t.Fatalf("a send to the receiver alive: %v", err)
+	}
+	if err := recv.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for _, when := range []string{"just after the kill", "later"} {
+		last, err := send()
+		t.Logf("%s (%.1f s after the kill): %s", when, time.Since(killed).Seconds(), last)
+		if err == nil || !strings.Contains(last, "has not looked for calls at relay "+relayAt) {
+			t.Errorf("a send %s does not say that the device stopped looking for calls: %v: %s", when, err, last)
+		}
 	}
 }

@@ -73,6 +73,15 @@ type Limits struct {
 	// at once, as a take.
 	WaitsPerSource int
 	Waits          int
+	// LooksPerSource bounds the names one source address has its looks
+	// noted under (default 1024: a receiving device looks at a few call
+	// boxes per paired device); Looks bounds them in all (default 16384).
+	// A look beyond is not noted, and the relay then vouches for no
+	// name's silence until LookMemory passed.
+	LooksPerSource int
+	Looks          int
+	// LookMemory is how long a look is remembered (default 1 min).
+	LookMemory time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -105,6 +114,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Waits <= 0 {
 		l.Waits = 1024
+	}
+	if l.LooksPerSource <= 0 {
+		l.LooksPerSource = 1024
+	}
+	if l.Looks <= 0 {
+		l.Looks = 16384
+	}
+	if l.LookMemory <= 0 {
+		l.LookMemory = time.Minute
 	}
 	return l
 }
@@ -492,6 +510,20 @@ type Mailbox struct {
 	waiters  map[string][]chan struct{}
 	waitsBy  map[string]int // source host -> waits it holds
 	waitsAll int
+	// looks are the last take or wait of each name, for LookMemory: a
+	// receiver alive looks at its call boxes all the time (a wait held,
+	// then the next), so a caller is told how long no one looked at the
+	// box its call would go to (anywhere.HeaderUnwatched).
+	looks   map[string]look
+	looksBy map[string]int // source host -> names its looks are noted under
+	started time.Time      // the relay vouches for no silence before it
+	unnoted time.Time      // the last look not noted (the bounds); zero: none
+}
+
+// look is the last take or wait of a name.
+type look struct {
+	at     time.Time
+	source string
 }
 
 type entry struct {
@@ -504,7 +536,8 @@ type entry struct {
 func NewMailbox(lim Limits) *Mailbox {
 	return &Mailbox{lim: lim.withDefaults(), now: time.Now,
 		slots: map[string]*entry{}, queues: map[string][]*entry{}, count: map[string]int{},
-		waiters: map[string][]chan struct{}{}, waitsBy: map[string]int{}}
+		waiters: map[string][]chan struct{}{}, waitsBy: map[string]int{},
+		looks: map[string]look{}, looksBy: map[string]int{}, started: time.Now()}
 }
 
 // Errors a request gets, as HTTP statuses.
@@ -553,6 +586,10 @@ func (m *Mailbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status(err))
 		return
 	}
+	if r.Method == http.MethodPost && r.URL.Path == anywhere.PathSlots {
+		names, _ := anywhere.DecodeNames(body) // Handle read them
+		w.Header().Set(anywhere.HeaderUnwatched, anywhere.FormatUnwatched(m.Unwatched(names)))
+	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Write(out)
 }
@@ -577,7 +614,7 @@ func (m *Mailbox) Handle(method, path, source string, body []byte) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		return m.get(names, path == anywhere.PathQueues), nil
+		return m.get(names, path == anywhere.PathQueues, source), nil
 	}
 	return nil, errUnknown
 }
@@ -639,7 +676,7 @@ func (m *Mailbox) wait(ctx context.Context, names []string, source string) []byt
 	}
 	if queued || m.waitsBy[source] >= m.lim.WaitsPerSource || m.waitsAll >= m.lim.Waits {
 		defer m.mu.Unlock()
-		return m.getLocked(names, true)
+		return m.getLocked(names, true, source)
 	}
 	w := make(chan struct{}, 1)
 	for _, n := range names {
@@ -672,9 +709,67 @@ func (m *Mailbox) wait(ctx context.Context, names []string, source string) []byt
 	}
 	m.waitsAll--
 	if ctx.Err() != nil {
-		return nil // nobody to answer: what is queued stays for the next
+		m.lookedLocked(names, source) // held until now
+		return nil                    // nobody to answer: what is queued stays for the next
 	}
-	return m.getLocked(names, true)
+	return m.getLocked(names, true, source)
+}
+
+// lookedLocked notes that source looked at names now (a take, a wait).
+func (m *Mailbox) lookedLocked(names []string, source string) {
+	now := m.now()
+	for _, n := range names {
+		if l, ok := m.looks[n]; ok {
+			if l.source != source {
+				m.unlookLocked(n, l)
+			} else {
+				m.looks[n] = look{now, source}
+				continue
+			}
+		}
+		if m.looksBy[source] >= m.lim.LooksPerSource || len(m.looks) >= m.lim.Looks {
+			m.unnoted = now
+			continue
+		}
+		m.looks[n] = look{now, source}
+		m.looksBy[source]++
+	}
+}
+
+func (m *Mailbox) unlookLocked(name string, l look) {
+	delete(m.looks, name)
+	if m.looksBy[l.source]--; m.looksBy[l.source] <= 0 {
+		delete(m.looksBy, l.source)
+	}
+}
+
+// Unwatched says, for each of names, for how long at least no one took
+// or waited for what it holds: 0 while a wait for it is held; the time
+// since its last look; for a name with no look noted, the time the relay
+// can vouch for: since it started, or since its bounds last left a look
+// unnoted, LookMemory at most.
+func (m *Mailbox) Unwatched(names []string) []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.expireLocked(now)
+	since := now.Add(-m.lim.LookMemory)
+	for _, t := range []time.Time{m.started, m.unnoted} {
+		if t.After(since) {
+			since = t
+		}
+	}
+	out := make([]time.Duration, len(names))
+	for i, n := range names {
+		switch l, ok := m.looks[n]; {
+		case len(m.waiters[n]) > 0:
+		case ok:
+			out[i] = max(now.Sub(l.at), 0)
+		default:
+			out[i] = max(now.Sub(since), 0)
+		}
+	}
+	return out
 }
 
 // Waiting is how many waits the mailbox holds.
@@ -703,14 +798,17 @@ func (m *Mailbox) dropLocked(e *entry) {
 	m.total--
 }
 
-func (m *Mailbox) get(names []string, take bool) []byte {
+func (m *Mailbox) get(names []string, take bool, source string) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expireLocked(m.now())
-	return m.getLocked(names, take)
+	return m.getLocked(names, take, source)
 }
 
-func (m *Mailbox) getLocked(names []string, take bool) []byte {
+func (m *Mailbox) getLocked(names []string, take bool, source string) []byte {
+	if take {
+		m.lookedLocked(names, source)
+	}
 	var out []byte
 	for i, n := range names {
 		if take {
@@ -750,6 +848,11 @@ func (m *Mailbox) expireLocked(now time.Time) {
 			delete(m.queues, n)
 		} else {
 			m.queues[n] = keep
+		}
+	}
+	for n, l := range m.looks {
+		if now.Sub(l.at) > m.lim.LookMemory {
+			m.unlookLocked(n, l)
 		}
 	}
 }

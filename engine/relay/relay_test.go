@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -666,5 +667,89 @@ func TestRelayPairOfTwoDevicesIsNoWarning(t *testing.T) {
 	defer mu.Unlock()
 	if !strings.Contains(logged.String(), "level=DEBUG msg=\"relay: refused to relay") || strings.Contains(logged.String(), "level=WARN") {
 		t.Errorf("the pair of two relay candidates is not said at debug level alone:\n%s", logged.String())
+	}
+}
+
+// TestMailboxUnwatched: the relay says how long no one looked at a name
+// (took or waited for its blobs), which a caller asks of the call box its
+// call would go to: a receiver killed stops looking at once, while its
+// presence stays two minutes. 0 while a wait is held; for a name never
+// looked at, what the relay can vouch for (since it started, a minute at
+// most); and nothing vouched for once its bounds left a look unnoted.
+func TestMailboxUnwatched(t *testing.T) {
+	m := NewMailbox(Limits{Wait: time.Hour, LooksPerSource: 3, Looks: 4})
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	m.started = now
+	say := func(what string, names []string, want ...time.Duration) {
+		t.Helper()
+		if got := m.Unwatched(names); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", what, got, want)
+		}
+	}
+	a, b, c := name('a'), name('b'), name('c')
+	say("a relay just started", []string{a}, 0)
+	now = now.Add(20 * time.Second)
+	say("never looked at", []string{a, b}, 20*time.Second, 20*time.Second)
+	m.Handle(http.MethodPost, anywhere.PathQueues, "r", anywhere.EncodeNames([]string{a}))
+	now = now.Add(5 * time.Second)
+	say("taken 5 s ago", []string{a, b}, 5*time.Second, 25*time.Second)
+	// A held wait: 0 while held, then from its end.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { m.wait(ctx, []string{a, b}, "r"); close(done) }()
+	testutil.WaitFor(t, "the wait held", func() bool { return m.Waiting() == 1 })
+	now = now.Add(time.Minute)
+	say("a wait held", []string{a, b, c}, 0, 0, time.Minute)
+	cancel() // the receiver killed: its connection ends the wait
+	<-done
+	now = now.Add(12 * time.Second)
+	say("12 s after the wait ended", []string{a, b}, 12*time.Second, 12*time.Second)
+	// Reading a slot is no look (a caller's question is not a receiver).
+	m.Handle(http.MethodPost, anywhere.PathSlots, "s", anywhere.EncodeNames([]string{a}))
+	say("after a read of the slot", []string{a}, 12*time.Second)
+	// A look is remembered LookMemory, then the name reads as never looked at.
+	now = now.Add(2 * time.Minute)
+	say("forgotten", []string{a}, time.Minute)
+
+	// Bounds: a source's looks beyond LooksPerSource, or beyond Looks
+	// in all, are not noted, and from then the relay vouches for no
+	// silence of a name without a look until LookMemory passed.
+	m.Handle(http.MethodPost, anywhere.PathQueues, "r", anywhere.EncodeNames([]string{a, b, c}))
+	now = now.Add(10 * time.Second)
+	say("three looks of one source", []string{a, b, c, name('d')}, 10*time.Second, 10*time.Second, 10*time.Second, time.Minute)
+	m.Handle(http.MethodPost, anywhere.PathQueues, "r", anywhere.EncodeNames([]string{name('d')}))
+	now = now.Add(10 * time.Second)
+	say("a fourth look of that source, unnoted", []string{a, name('d'), name('e')}, 20*time.Second, 10*time.Second, 10*time.Second)
+	m.Handle(http.MethodPost, anywhere.PathQueues, "s", anywhere.EncodeNames([]string{name('e'), name('f')}))
+	now = now.Add(time.Second)
+	say("over Looks in all", []string{name('e'), name('f')}, time.Second, time.Second)
+	now = now.Add(2 * time.Minute)
+	say("all forgotten, a minute vouched for again", []string{a, name('f')}, time.Minute, time.Minute)
+}
+
+// TestMailboxUnwatchedOverHTTP: a read of slots carries
+// anywhere.HeaderUnwatched, which the device's Mailbox reads.
+func TestMailboxUnwatchedOverHTTP(t *testing.T) {
+	t.Parallel()
+	r, err := Start(Config{Listen: "127.0.0.1:0", Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	mb := anywhere.NewMailbox(r.Addr().String(), testSecret)
+	defer mb.Close()
+	r.box.mu.Lock()
+	r.box.started = r.box.started.Add(-time.Hour) // up long enough to vouch for a minute
+	r.box.mu.Unlock()
+	if _, err := mb.Take(t.Context(), []string{name('a')}); err != nil {
+		t.Fatal(err)
+	}
+	_, unwatched, err := mb.GetUnwatched(t.Context(), []string{name('a'), name('b')})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unwatched) != 2 || unwatched[0] >= time.Minute || unwatched[1] != time.Minute {
+		t.Errorf("unwatched %v, want a little and a minute", unwatched)
 	}
 }

@@ -49,7 +49,7 @@ func RelayOnlyChecks(ctx context.Context, relay string, relayIP net.IP, relayRTT
 
 // WaitAnswer is waitAnswer, for the tests of the mailbox's waits.
 func WaitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string) (Message, error) {
-	return waitAnswer(ctx, mb, req, call, time.Now)
+	return waitAnswer(ctx, mb, req, call, "", time.Now)
 }
 
 // GatherRelayed gathers relayed candidates only on loopback, each TURN

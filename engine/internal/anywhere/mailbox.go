@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,12 @@ import (
 //	                      an idle receiver asks every few seconds, not twice a
 //	                      second); a relay without it answers 404 (ErrNoWait)
 //
+// A reply to /v1/slots from a relay that notes looks carries
+// HeaderUnwatched: for each name of the request, for how long at least
+// no one took or waited for what it holds (a caller asks it of the call
+// box its call would go to: a receiver alive always has a wait held
+// there, or is between two). An older relay leaves it out.
+//
 // A reply with blobs is records of one byte (the name's index in the
 // request), two bytes big-endian (the blob's length), and the blob.
 const (
@@ -38,6 +45,57 @@ const (
 	PathQueues = "/v1/queues"
 	PathWait   = "/v1/wait"
 )
+
+// HeaderUnwatched is the reply header of /v1/slots that says, for each
+// name of the request in its order, the milliseconds for which at least
+// no one looked at the name (took or waited for its blobs), comma
+// separated ("0,42000").
+const HeaderUnwatched = "Ferry-Unwatched"
+
+// maxUnwatched bounds a value of HeaderUnwatched a client takes: a day
+// (a relay remembers looks for a minute).
+const maxUnwatched = 24 * time.Hour
+
+// FormatUnwatched is the HeaderUnwatched value for ds.
+func FormatUnwatched(ds []time.Duration) string {
+	b := make([]byte, 0, 4*len(ds))
+	for i, d := range ds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, max(int64(d/time.Millisecond), 0), 10)
+	}
+	return string(b)
+}
+
+// ParseUnwatched reads a HeaderUnwatched value (the relay's) for a
+// request of n names: nil for none (an older relay), or an error for a
+// value that is not n whole numbers of milliseconds up to a day.
+func ParseUnwatched(v string, n int) ([]time.Duration, error) {
+	if v == "" {
+		return nil, nil
+	}
+	if len(v) > n*9 {
+		return nil, fmt.Errorf("%w: %s of %d bytes", ErrBadReply, HeaderUnwatched, len(v))
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) != n {
+		return nil, fmt.Errorf("%w: %s has %d values for %d names", ErrBadReply, HeaderUnwatched, len(parts), n)
+	}
+	out := make([]time.Duration, n)
+	for i, p := range parts {
+		if p == "" || len(p) > 8 || strings.TrimLeft(p, "0123456789") != "" {
+			return nil, fmt.Errorf("%w: %s value %.10q", ErrBadReply, HeaderUnwatched, p)
+		}
+		ms, _ := strconv.Atoi(p)
+		if d := time.Duration(ms) * time.Millisecond; d <= maxUnwatched {
+			out[i] = d
+		} else {
+			return nil, fmt.Errorf("%w: %s value %s over a day", ErrBadReply, HeaderUnwatched, p)
+		}
+	}
+	return out, nil
+}
 
 // WaitFor is how long a relay holds a wait that finds nothing queued:
 // below the client's mailboxTimeout, with room for a slow path's round
@@ -235,9 +293,15 @@ func (c *askedConn) Read(b []byte) (int, error) {
 func (m *Mailbox) Close() { m.http.CloseIdleConnections() }
 
 func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	data, _, err := m.doHeader(ctx, method, path, body)
+	return data, err
+}
+
+// doHeader is do, with the reply's header.
+func (m *Mailbox) doHeader(ctx context.Context, method, path string, body []byte) ([]byte, http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+m.relay+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	if m.secret != "" {
@@ -246,39 +310,39 @@ func (m *Mailbox) do(ctx context.Context, method, path string, body []byte) ([]b
 	resp, err := m.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		err = unwrapURL(err)
 		if !lostOnTheWay(err) {
 			// Something answered, in another protocol than HTTP.
-			return nil, &notHTTPError{err: err}
+			return nil, nil, &notHTTPError{err: err}
 		}
 		if closedUnread(err) {
 			// The relay closed the connection as it came, which is said
 			// so (io.EOF), not as a relay that does not answer.
 			err = fmt.Errorf("%w (%w)", err, io.EOF)
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReply+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrRelayUnreachable, m.relay, err)
 	}
 	// A relay answers 2xx, 401 saying why (HeaderSecret), 404 to a wait
 	// when it holds none (older), and 400, 413 or 429 with its reason;
 	// anything else is some other server's.
 	switch code := resp.StatusCode; {
 	case code/100 == 2:
-		return data, nil
+		return data, resp.Header, nil
 	case code == http.StatusUnauthorized && resp.Header.Get(HeaderSecret) != "":
-		return nil, m.secretRefused(resp.Header.Get(HeaderSecret))
+		return nil, nil, m.secretRefused(resp.Header.Get(HeaderSecret))
 	case code == http.StatusNotFound && path == PathWait:
-		return nil, ErrNoWait
+		return nil, nil, ErrNoWait
 	case code == http.StatusBadRequest, code == http.StatusRequestEntityTooLarge, code == http.StatusTooManyRequests:
-		return nil, &RefusedError{Status: code, Reason: firstLine(data)}
+		return nil, nil, &RefusedError{Status: code, Reason: firstLine(data)}
 	}
-	return nil, fmt.Errorf("%w: it answered %q", ErrNotRelay, resp.Status)
+	return nil, nil, fmt.Errorf("%w: it answered %q", ErrNotRelay, resp.Status)
 }
 
 // lostOnTheWay reports whether err, an HTTP client's, is the network's
@@ -363,13 +427,30 @@ func (m *Mailbox) Wait(ctx context.Context, names []string) ([][][]byte, error) 
 }
 
 func (m *Mailbox) fetch(ctx context.Context, path string, names []string) ([][][]byte, error) {
-	data, err := m.do(ctx, http.MethodPost, path, EncodeNames(names))
+	recs, _, err := m.fetchHeader(ctx, path, names)
+	return recs, err
+}
+
+func (m *Mailbox) fetchHeader(ctx context.Context, path string, names []string) ([][][]byte, http.Header, error) {
+	data, h, err := m.doHeader(ctx, http.MethodPost, path, EncodeNames(names))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	recs, err := DecodeRecords(data, len(names))
 	if err != nil {
-		return nil, fmt.Errorf("%w: it answered what a relay does not (%w)", ErrNotRelay, err)
+		return nil, nil, fmt.Errorf("%w: it answered what a relay does not (%w)", ErrNotRelay, err)
 	}
-	return recs, nil
+	return recs, h, nil
+}
+
+// GetUnwatched is Get, with how long at least no one looked at each name
+// (HeaderUnwatched): nil from a relay that does not say (an older one),
+// or that says it wrong (the blobs are good all the same).
+func (m *Mailbox) GetUnwatched(ctx context.Context, names []string) ([][][]byte, []time.Duration, error) {
+	recs, h, err := m.fetchHeader(ctx, PathSlots, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	unwatched, _ := ParseUnwatched(h.Get(HeaderUnwatched), len(names))
+	return recs, unwatched, nil
 }

@@ -56,6 +56,35 @@ var ErrNoAnswer = errors.New("the device did not answer through the relay")
 // alive), or a new run's, is called.
 var ErrStillUnanswered = errors.New("the device did not answer its last call through the relay, and has not announced itself there since")
 
+// ErrNotLooking marks a device whose presence is at the relay but which
+// has not looked for calls there for NotLookingAfter (the relay says so,
+// HeaderUnwatched): it is not running (killed, crashed, asleep) or cut
+// off, and its presence stays until it expires (2 minutes). The call is
+// not made, which would wait answerWait for nothing. NotLookingError
+// says for how long.
+var ErrNotLooking = errors.New("the device has not looked for calls at the relay")
+
+// NotLookingError is ErrNotLooking: the relay saw no look at the call
+// box for at least For.
+type NotLookingError struct {
+	Relay string
+	For   time.Duration
+}
+
+func (e *NotLookingError) Error() string {
+	return fmt.Sprintf("%v %s for %s", ErrNotLooking, e.Relay, e.For.Round(time.Second))
+}
+
+func (e *NotLookingError) Unwrap() error { return ErrNotLooking }
+
+// NotLookingAfter is how long a device's call box may go without a look
+// at the relay before a caller takes the device for gone: twice WaitFor.
+// A receiver alive always has a wait held there (the relay says 0 then)
+// but for the moment between two, a round trip and its round's few
+// requests; an older receiver, or one with more paired devices than a
+// wait takes names, looks every PollInterval.
+const NotLookingAfter = 2 * WaitFor
+
 // answerWait bounds the wait for an answer: the receiver polls every
 // PollInterval, then gathers its candidates (a TURN allocation).
 const answerWait = 10 * time.Second
@@ -142,6 +171,9 @@ type DialRequest struct {
 	Unanswered *Unanswered
 	// AnswerWait bounds the wait for the callee's answer (0: 10 s).
 	AnswerWait time.Duration
+	// NotLookingAfter is how long the callee's call box may go without
+	// a look before it is not called (ErrNotLooking; 0: NotLookingAfter).
+	NotLookingAfter time.Duration
 }
 
 // Conn is a QUIC session over an ICE path.
@@ -265,10 +297,10 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	if err := mb.Push(ctx, box, blob); err != nil {
 		return nil, err
 	}
-	answer, err := waitAnswer(ctx, mb, req, call.Call, now)
+	answer, err := waitAnswer(ctx, mb, req, call.Call, box, now)
 	lap(&st.Answer)
 	if err != nil {
-		if errors.Is(err, ErrNoAnswer) {
+		if errors.Is(err, ErrNoAnswer) || errors.Is(err, ErrNotLooking) {
 			req.Unanswered.note(req.Relay, req.Peer, presence, false)
 		}
 		return nil, err
@@ -383,7 +415,8 @@ func restarted(ctx context.Context, req DialRequest, instance string) bool {
 }
 
 // Lookup checks that the device keeps a presence at the relay for this
-// one: ErrRelayUnreachable, ErrNotFound or nil.
+// one and looks for calls there: ErrRelayUnreachable, ErrNotFound,
+// ErrNotLooking or nil.
 func Lookup(ctx context.Context, req DialRequest) error {
 	mb := NewMailbox(req.Relay, req.RelaySecret)
 	defer mb.Close()
@@ -396,17 +429,23 @@ func Lookup(ctx context.Context, req DialRequest) error {
 }
 
 // lookup reads the device's presence for this one at the relay: the
-// freshest, or ErrNotFound (or the clocks too far apart).
+// freshest, or ErrNotFound (or the clocks too far apart), or, when the
+// relay says no one looked at the device's call box for
+// req.NotLookingAfter, a NotLookingError.
 func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) (Message, error) {
+	// The call box this device's call would go to is asked with the
+	// presence's names (it holds no presence: nothing comes back for it);
+	// a relay that notes looks says how long no one looked at each.
 	names := PresenceNames(req.Secret, req.Peer, t)
-	got, err := mb.Get(ctx, names)
+	box := len(names)
+	got, unwatched, err := mb.GetUnwatched(ctx, append(names, CallName(req.Secret, req.Peer, t)))
 	if err != nil {
 		return Message{}, err
 	}
 	var skew *SkewError
 	var freshest Message
 	found := false
-	for i, blobs := range got {
+	for i, blobs := range got[:box] {
 		for _, b := range blobs {
 			m, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t)
 			if err == nil {
@@ -422,6 +461,11 @@ func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) (Mes
 		}
 	}
 	if found {
+		// A relay's word can only make a call be skipped (as dropping
+		// it would), never a gone device called.
+		if unwatched != nil && unwatched[box] >= req.notLookingAfter() {
+			return Message{}, &NotLookingError{Relay: req.Relay, For: unwatched[box]}
+		}
 		return freshest, nil
 	}
 	if skew != nil {
@@ -471,15 +515,34 @@ func sourceFor(relay string) string {
 
 // waitAnswer waits for the call's answer: in waits the relay holds until
 // the answer comes (Mailbox.Wait), or, from a relay without them, by
-// looking every answerPoll.
-func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, now func() time.Time) (Message, error) {
+// looking every answerPoll. Meanwhile, every notLookingEvery, it asks the
+// relay how long no one looked at callBox, the box the call went to ("":
+// it does not): a device killed just before the call, or as it came,
+// ends the wait with a NotLookingError once its box went
+// NotLookingAfter without a look, not at answerWait.
+func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call, callBox string, now func() time.Time) (Message, error) {
 	box := AnswerName(req.Secret, call)
 	wait := req.AnswerWait
 	if wait <= 0 {
 		wait = answerWait
 	}
-	dctx, cancel := context.WithTimeout(ctx, wait)
+	tctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	dctx, gone := context.WithCancelCause(tctx)
+	defer gone(nil)
+	if callBox != "" {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer gone(nil) // ends the watch before the wait for it
+		wg.Go(func() { watchLooks(dctx, mb, req, callBox, gone) })
+	}
+	noAnswer := func() error {
+		var nl *NotLookingError
+		if errors.As(context.Cause(dctx), &nl) {
+			return nl
+		}
+		return fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, wait)
+	}
 	tick := time.NewTicker(answerPoll)
 	defer tick.Stop()
 	waits := true
@@ -497,7 +560,7 @@ func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, 
 			got, err = mb.Take(dctx, []string{box})
 		}
 		if err != nil && ctx.Err() == nil && dctx.Err() != nil {
-			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, wait)
+			return Message{}, noAnswer()
 		}
 		var ne net.Error
 		if waits && errors.As(err, &ne) && ne.Timeout() {
@@ -522,10 +585,52 @@ func waitAnswer(ctx context.Context, mb *Mailbox, req DialRequest, call string, 
 		case <-ctx.Done():
 			return Message{}, ctx.Err()
 		case <-dctx.Done():
-			return Message{}, fmt.Errorf("%w %s within %s", ErrNoAnswer, req.Relay, wait)
+			return Message{}, noAnswer()
 		case <-tick.C:
 		}
 	}
+}
+
+// watchLooks asks the relay every notLookingEvery how long no one looked
+// at callBox, until ctx ends, and ends it with a NotLookingError (gone)
+// once that is req's NotLookingAfter or more.
+func watchLooks(ctx context.Context, mb *Mailbox, req DialRequest, callBox string, gone context.CancelCauseFunc) {
+	tick := time.NewTicker(notLookingEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := notLooking(ctx, mb, req, callBox); err != nil {
+			gone(err)
+			return
+		}
+	}
+}
+
+// notLookingEvery is how often a caller waiting for its answer asks
+// whether the callee still looks at its call box.
+const notLookingEvery = time.Second
+
+// notLooking is a NotLookingError when the relay says no one looked at
+// callBox for req's NotLookingAfter; nil when it says otherwise, says
+// nothing (an older relay), or does not answer.
+func notLooking(ctx context.Context, mb *Mailbox, req DialRequest, callBox string) error {
+	_, unwatched, err := mb.GetUnwatched(ctx, []string{callBox})
+	if err != nil || unwatched == nil || unwatched[0] < req.notLookingAfter() {
+		return nil
+	}
+	return &NotLookingError{Relay: req.Relay, For: unwatched[0]}
+}
+
+// notLookingAfter is NotLookingAfter, or req's.
+func (req DialRequest) notLookingAfter() time.Duration {
+	if req.NotLookingAfter > 0 {
+		return req.NotLookingAfter
+	}
+	return NotLookingAfter
 }
 
 // Peer is a paired device a Server answers.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,6 +288,70 @@ func FuzzDecodeNames(f *testing.F) {
 		for _, n := range names {
 			if CheckName(n) != nil {
 				t.Fatalf("bad name %q accepted", n)
+			}
+		}
+	})
+}
+
+// unwatchedCases seed FuzzParseUnwatched: HeaderUnwatched values a
+// hostile relay could send (it can at worst make a call be skipped).
+var unwatchedCases = []struct {
+	name string
+	in   string
+	n    int
+	want []time.Duration // nil: none (an older relay) or refused
+	ok   bool
+}{
+	{"none (an older relay)", "", 2, nil, true},
+	{"one", "42000", 1, []time.Duration{42 * time.Second}, true},
+	{"two", "0,1500", 2, []time.Duration{0, 1500 * time.Millisecond}, true},
+	{"a day", "86400000", 1, []time.Duration{24 * time.Hour}, true},
+	{"over a day", "86400001", 1, nil, false},
+	{"too few", "1", 2, nil, false},
+	{"too many", "1,2,3", 2, nil, false},
+	{"negative", "-1", 1, nil, false},
+	{"plus", "+1", 1, nil, false},
+	{"space", " 1", 1, nil, false},
+	{"hex", "0x10", 1, nil, false},
+	{"fraction", "1.5", 1, nil, false},
+	{"empty value", "1,", 2, nil, false},
+	{"huge", "999999999999999999999", 1, nil, false},
+	{"long", strings.Repeat("0", 100), 1, nil, false},
+	{"many commas", strings.Repeat(",", 1000), 1001, nil, false},
+	{"unicode digits", "١٢", 1, nil, false},
+}
+
+func TestParseUnwatchedHostile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range unwatchedCases {
+		got, err := ParseUnwatched(tc.in, tc.n)
+		if (err == nil) != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v %v, want %v (ok %v)", tc.name, got, err, tc.want, tc.ok)
+		}
+	}
+	if got, err := ParseUnwatched(FormatUnwatched([]time.Duration{0, 3 * time.Second, -time.Second}), 3); err != nil || !slices.Equal(got, []time.Duration{0, 3 * time.Second, 0}) {
+		t.Errorf("FormatUnwatched read back: %v %v", got, err)
+	}
+}
+
+func FuzzParseUnwatched(f *testing.F) {
+	for _, tc := range unwatchedCases {
+		f.Add(tc.in, tc.n)
+	}
+	f.Fuzz(func(t *testing.T, v string, n int) {
+		if n < 0 || n > MaxNames {
+			return
+		}
+		got, err := ParseUnwatched(v, n)
+		if err != nil || got == nil {
+			return
+		}
+		if len(got) != n {
+			t.Fatalf("%d values for %d names", len(got), n)
+		}
+		for _, d := range got {
+			if d < 0 || d > maxUnwatched {
+				t.Fatalf("value %v", d)
 			}
 		}
 	})

@@ -492,14 +492,9 @@ type Raw struct{ c *conn }
 
 // DialRaw dials one QUIC connection to addr.
 func DialRaw(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config) (*Raw, error) {
-	cfg = cfg.WithDefaults()
-	ra, err := net.ResolveUDPAddr("udp", addr)
+	c, _, err := dialAddr(ctx, addr, tlsConf, cfg.WithDefaults())
 	if err != nil {
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
-	}
-	c, err := dialConn(ctx, ra, tlsConf, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
+		return nil, err
 	}
 	return &Raw{c: c}, nil
 }

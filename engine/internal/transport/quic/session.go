@@ -126,15 +126,26 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 // migration, see migrator); it reports each change (PathChanges).
 func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config, nw transport.Network) (*Session, error) {
 	cfg = cfg.WithDefaults()
+	c, ra, err := dialAddr(ctx, addr, tlsConf, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return dialledSession(c, ra, tlsConf, cfg, nw, netip.Addr{}), nil
+}
+
+// dialAddr resolves addr ("host:port") and dials one connection to it
+// (dialConn): what Dial, DialBridged and DialRaw begin with. Its errors
+// name the address.
+func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config) (*conn, *net.UDPAddr, error) {
 	ra, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("dial quic %s: %w", addr, err)
 	}
 	c, err := dialConn(ctx, ra, tlsConf, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("dial quic %s: %w", addr, err)
 	}
-	return dialledSession(c, ra, tlsConf, cfg, nw, netip.Addr{}), nil
+	return c, ra, nil
 }
 
 // DialBridged is Dial to a bridge on this host (addr, a loopback port)
@@ -148,13 +159,9 @@ func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg tran
 // is not used.
 func DialBridged(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config, follow SharedDial) (*Session, error) {
 	cfg = cfg.WithDefaults()
-	ra, err := net.ResolveUDPAddr("udp", addr)
+	c, ra, err := dialAddr(ctx, addr, tlsConf, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
-	}
-	c, err := dialConn(ctx, ra, tlsConf, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("dial quic %s: %w", addr, err)
+		return nil, err
 	}
 	here, _ := netip.AddrFromSlice(ra.IP)
 	ses := dialledSession(c, ra, tlsConf, cfg, stillNetwork{here.Unmap()}, here.Unmap())

@@ -586,12 +586,13 @@ func TestAnywhereKilledReceiverRestarted(t *testing.T) {
 // presence at the relay for minutes. The sender's retries found it each
 // time, called and waited 10 s for an answer that never came; then only
 // the first call waited, the tries after it saying at once that the
-// device did not answer its last call. Now the relay says that no one
-// looked at the device's call box since the kill, so no call waits: the
-// first retry (after QUIC's idle timeout, 10 s after the kill, past
-// anywhere.NotLookingAfter) and every one after it say at once that the
-// device has not looked for calls. What is checked is the number of
-// calls that waited for an answer, not a time; the times are logged.
+// device did not answer its last call. Now the relay says that the
+// device dropped its wait for calls (its system closed the connection)
+// and has not looked since: the silent session ends (about 3 s after the
+// kill, where QUIC's idle timeout took 10 s), no call waits, and every
+// retry says at once that the device has not looked for calls. What is
+// checked is the number of calls that waited for an answer, not a time;
+// the times are logged.
 func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 	r := startRelayedSend(t, ":0", "--retry-for", "40s")
 	time.Sleep(time.Second) // a part of the file on its way
@@ -600,7 +601,7 @@ func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 	}
 	killed := time.Now()
 	waited, fast, attempts := 0, 0, 0
-	var why, last string
+	var why, first, last string
 	said := func(l string) bool {
 		return strings.Contains(l, "has not looked for calls") || strings.Contains(l, "did not answer its last call")
 	}
@@ -610,6 +611,9 @@ func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 		switch {
 		case strings.HasPrefix(l, "reconnecting: "):
 			why = strings.TrimPrefix(l, "reconnecting: ")
+			if first == "" {
+				first = why
+			}
 		case strings.HasPrefix(l, "reconnecting (attempt"):
 		default:
 			continue
@@ -624,6 +628,9 @@ func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 	}
 	t.Logf("%.1f s after the kill the send ended (%d retries: %d calls waited for an answer, %d ended at once): %s",
 		time.Since(killed).Seconds(), attempts, waited, fast, last)
+	if !strings.Contains(first, "has not looked for calls") {
+		t.Errorf("the session ended for another reason than the relay's word that the device dropped its wait for calls: %s", first)
+	}
 	if waited > 0 {
 		t.Errorf("%d calls waited for an answer from the dead receiver's presence; want none", waited)
 	}
@@ -730,11 +737,12 @@ func TestAnywhereStallIsNotALoss(t *testing.T) {
 // new ferry-cli send (a new process: no memory of calls gone unanswered)
 // found it, called, and waited 10 s for an answer, then said only that
 // the device was not receiving through the relay. The relay now says how
-// long no one looked at the device's call box (a receiver alive always
-// waits there): a send started just after the kill stops waiting once
-// the box went anywhere.NotLookingAfter without a look, and one started
-// after that says at once, before any call, that the device has not
-// looked for calls. What is checked is the words; the times are logged.
+// long no one looked at the device's call box, and that its last wait
+// was dropped (a receiver alive always waits there; a killed one's system
+// closes the connection): a send started just after the kill stops
+// waiting once that is anywhere.DroppedLookingAfter old, and the next
+// send says at once, before any call, that the device has not looked for
+// calls. What is checked is the words; the times are logged.
 func TestAnywhereKilledReceiverNewSend(t *testing.T) {
 	lab := natLab(t, netlab.NATConfig{})
 	bin := buildCLI(t)
@@ -763,7 +771,7 @@ func TestAnywhereKilledReceiverNewSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	for _, when := range []string{"just after the kill", "later"} {
+	for _, when := range []string{"just after the kill", "after that one"} {
 		last, err := send()
 		t.Logf("%s (%.1f s after the kill): %s", when, time.Since(killed).Seconds(), last)
 		if err == nil || !strings.Contains(last, "has not looked for calls at relay "+relayAt) {

@@ -522,8 +522,9 @@ type Mailbox struct {
 
 // look is the last take or wait of a name.
 type look struct {
-	at     time.Time
-	source string
+	at      time.Time
+	source  string
+	dropped bool // a wait whose client went away while it was held
 }
 
 type entry struct {
@@ -709,21 +710,25 @@ func (m *Mailbox) wait(ctx context.Context, names []string, source string) []byt
 	}
 	m.waitsAll--
 	if ctx.Err() != nil {
-		m.lookedLocked(names, source) // held until now
-		return nil                    // nobody to answer: what is queued stays for the next
+		// Nobody to answer: what is queued stays for the next. A
+		// client killed ends its waits so (its system closes the
+		// connection), which a caller is told (Unwatched.Dropped).
+		m.lookedLocked(names, source, true)
+		return nil
 	}
 	return m.getLocked(names, true, source)
 }
 
-// lookedLocked notes that source looked at names now (a take, a wait).
-func (m *Mailbox) lookedLocked(names []string, source string) {
+// lookedLocked notes that source looked at names now (a take, a wait;
+// dropped: a wait whose client went away).
+func (m *Mailbox) lookedLocked(names []string, source string, dropped bool) {
 	now := m.now()
 	for _, n := range names {
 		if l, ok := m.looks[n]; ok {
 			if l.source != source {
 				m.unlookLocked(n, l)
 			} else {
-				m.looks[n] = look{now, source}
+				m.looks[n] = look{now, source, dropped}
 				continue
 			}
 		}
@@ -731,7 +736,7 @@ func (m *Mailbox) lookedLocked(names []string, source string) {
 			m.unnoted = now
 			continue
 		}
-		m.looks[n] = look{now, source}
+		m.looks[n] = look{now, source, dropped}
 		m.looksBy[source]++
 	}
 }
@@ -745,10 +750,11 @@ func (m *Mailbox) unlookLocked(name string, l look) {
 
 // Unwatched says, for each of names, for how long at least no one took
 // or waited for what it holds: 0 while a wait for it is held; the time
-// since its last look; for a name with no look noted, the time the relay
-// can vouch for: since it started, or since its bounds last left a look
-// unnoted, LookMemory at most.
-func (m *Mailbox) Unwatched(names []string) []time.Duration {
+// since its last look, and whether that was a wait its client dropped;
+// for a name with no look noted, the time the relay can vouch for: since
+// it started, or since its bounds last left a look unnoted, LookMemory
+// at most.
+func (m *Mailbox) Unwatched(names []string) []anywhere.Unwatched {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
@@ -759,14 +765,14 @@ func (m *Mailbox) Unwatched(names []string) []time.Duration {
 			since = t
 		}
 	}
-	out := make([]time.Duration, len(names))
+	out := make([]anywhere.Unwatched, len(names))
 	for i, n := range names {
 		switch l, ok := m.looks[n]; {
 		case len(m.waiters[n]) > 0:
 		case ok:
-			out[i] = max(now.Sub(l.at), 0)
+			out[i] = anywhere.Unwatched{For: max(now.Sub(l.at), 0), Dropped: l.dropped}
 		default:
-			out[i] = max(now.Sub(since), 0)
+			out[i] = anywhere.Unwatched{For: max(now.Sub(since), 0)}
 		}
 	}
 	return out
@@ -807,7 +813,7 @@ func (m *Mailbox) get(names []string, take bool, source string) []byte {
 
 func (m *Mailbox) getLocked(names []string, take bool, source string) []byte {
 	if take {
-		m.lookedLocked(names, source)
+		m.lookedLocked(names, source, false)
 	}
 	var out []byte
 	for i, n := range names {

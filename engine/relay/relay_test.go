@@ -673,19 +673,27 @@ func TestRelayPairOfTwoDevicesIsNoWarning(t *testing.T) {
 // TestMailboxUnwatched: the relay says how long no one looked at a name
 // (took or waited for its blobs), which a caller asks of the call box its
 // call would go to: a receiver killed stops looking at once, while its
-// presence stays two minutes. 0 while a wait is held; for a name never
-// looked at, what the relay can vouch for (since it started, a minute at
-// most); and nothing vouched for once its bounds left a look unnoted.
+// presence stays two minutes. 0 while a wait is held; a wait whose client
+// went away (a process killed: its system closes the connection) says so;
+// for a name never looked at, what the relay can vouch for (since it
+// started, a minute at most); and nothing vouched for once its bounds
+// left a look unnoted.
 func TestMailboxUnwatched(t *testing.T) {
 	m := NewMailbox(Limits{Wait: time.Hour, LooksPerSource: 3, Looks: 4})
 	now := time.Unix(1000, 0)
 	m.now = func() time.Time { return now }
 	m.started = now
-	say := func(what string, names []string, want ...time.Duration) {
+	say := func(what string, names []string, want ...time.Duration) []anywhere.Unwatched {
 		t.Helper()
-		if got := m.Unwatched(names); !slices.Equal(got, want) {
-			t.Errorf("%s: %v, want %v", what, got, want)
+		got := m.Unwatched(names)
+		fors := make([]time.Duration, len(got))
+		for i, u := range got {
+			fors[i] = u.For
 		}
+		if !slices.Equal(fors, want) {
+			t.Errorf("%s: %v, want %v", what, fors, want)
+		}
+		return got
 	}
 	a, b, c := name('a'), name('b'), name('c')
 	say("a relay just started", []string{a}, 0)
@@ -695,22 +703,36 @@ func TestMailboxUnwatched(t *testing.T) {
 	now = now.Add(5 * time.Second)
 	say("taken 5 s ago", []string{a, b}, 5*time.Second, 25*time.Second)
 	// A held wait: 0 while held, then from its end.
+	held := func(ctx context.Context) chan struct{} {
+		done := make(chan struct{})
+		go func() { m.wait(ctx, []string{a, b}, "r"); close(done) }()
+		testutil.WaitFor(t, "the wait held", func() bool { return m.Waiting() == 1 })
+		return done
+	}
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { m.wait(ctx, []string{a, b}, "r"); close(done) }()
-	testutil.WaitFor(t, "the wait held", func() bool { return m.Waiting() == 1 })
+	done := held(ctx)
 	now = now.Add(time.Minute)
 	say("a wait held", []string{a, b, c}, 0, 0, time.Minute)
 	cancel() // the receiver killed: its connection ends the wait
 	<-done
 	now = now.Add(12 * time.Second)
-	say("12 s after the wait ended", []string{a, b}, 12*time.Second, 12*time.Second)
+	if got := say("12 s after the wait was dropped", []string{a, b}, 12*time.Second, 12*time.Second); !got[0].Dropped || !got[1].Dropped {
+		t.Errorf("a dropped wait is not said: %+v", got)
+	}
 	// Reading a slot is no look (a caller's question is not a receiver).
 	m.Handle(http.MethodPost, anywhere.PathSlots, "s", anywhere.EncodeNames([]string{a}))
 	say("after a read of the slot", []string{a}, 12*time.Second)
+	// A wait that ends as the relay answers it is no drop.
+	short := NewMailbox(Limits{Wait: time.Millisecond})
+	short.wait(t.Context(), []string{a}, "r")
+	if got := short.Unwatched([]string{a}); got[0].Dropped {
+		t.Errorf("a wait answered reads as dropped: %+v", got)
+	}
 	// A look is remembered LookMemory, then the name reads as never looked at.
 	now = now.Add(2 * time.Minute)
-	say("forgotten", []string{a}, time.Minute)
+	if got := say("forgotten", []string{a}, time.Minute); got[0].Dropped {
+		t.Errorf("a forgotten look still says dropped: %+v", got)
+	}
 
 	// Bounds: a source's looks beyond LooksPerSource, or beyond Looks
 	// in all, are not noted, and from then the relay vouches for no
@@ -749,7 +771,7 @@ func TestMailboxUnwatchedOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(unwatched) != 2 || unwatched[0] >= time.Minute || unwatched[1] != time.Minute {
+	if len(unwatched) != 2 || unwatched[0].For >= time.Minute || unwatched[1].For != time.Minute {
 		t.Errorf("unwatched %v, want a little and a minute", unwatched)
 	}
 }

@@ -2,6 +2,7 @@ package anywhere
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 )
@@ -105,5 +106,5 @@ func Answers(p, id []byte) bool {
 
 // Restarted is restarted, for its tests.
 func Restarted(ctx context.Context, req DialRequest, instance string) bool {
-	return restarted(ctx, req, instance)
+	return errors.Is(goneAtRelay(ctx, req, instance), ErrPeerRestarted)
 }

@@ -48,51 +48,66 @@ const (
 
 // HeaderUnwatched is the reply header of /v1/slots that says, for each
 // name of the request in its order, the milliseconds for which at least
-// no one looked at the name (took or waited for its blobs), comma
-// separated ("0,42000").
+// no one looked at the name (took or waited for its blobs), followed by
+// "d" when that last look was a wait whose client went away while the
+// relay held it (its connection closed: a process killed, whose system
+// closes its connections), comma separated ("0,42000,1200d").
 const HeaderUnwatched = "Ferry-Unwatched"
+
+// Unwatched is what a relay says of one name (HeaderUnwatched).
+type Unwatched struct {
+	// For is how long at least no one looked at the name.
+	For time.Duration
+	// Dropped: the last look was a wait whose client went away.
+	Dropped bool
+}
 
 // maxUnwatched bounds a value of HeaderUnwatched a client takes: a day
 // (a relay remembers looks for a minute).
 const maxUnwatched = 24 * time.Hour
 
-// FormatUnwatched is the HeaderUnwatched value for ds.
-func FormatUnwatched(ds []time.Duration) string {
-	b := make([]byte, 0, 4*len(ds))
-	for i, d := range ds {
+// FormatUnwatched is the HeaderUnwatched value for us.
+func FormatUnwatched(us []Unwatched) string {
+	b := make([]byte, 0, 5*len(us))
+	for i, u := range us {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, max(int64(d/time.Millisecond), 0), 10)
+		b = strconv.AppendInt(b, max(int64(u.For/time.Millisecond), 0), 10)
+		if u.Dropped {
+			b = append(b, 'd')
+		}
 	}
 	return string(b)
 }
 
 // ParseUnwatched reads a HeaderUnwatched value (the relay's) for a
 // request of n names: nil for none (an older relay), or an error for a
-// value that is not n whole numbers of milliseconds up to a day.
-func ParseUnwatched(v string, n int) ([]time.Duration, error) {
+// value that is not n whole numbers of milliseconds up to a day, each
+// with "d" or nothing after it.
+func ParseUnwatched(v string, n int) ([]Unwatched, error) {
 	if v == "" {
 		return nil, nil
 	}
-	if len(v) > n*9 {
+	if len(v) > n*10 {
 		return nil, fmt.Errorf("%w: %s of %d bytes", ErrBadReply, HeaderUnwatched, len(v))
 	}
 	parts := strings.Split(v, ",")
 	if len(parts) != n {
 		return nil, fmt.Errorf("%w: %s has %d values for %d names", ErrBadReply, HeaderUnwatched, len(parts), n)
 	}
-	out := make([]time.Duration, n)
+	out := make([]Unwatched, n)
 	for i, p := range parts {
-		if p == "" || len(p) > 8 || strings.TrimLeft(p, "0123456789") != "" {
+		num, dropped := strings.CutSuffix(p, "d")
+		if num == "" || len(num) > 8 || strings.TrimLeft(num, "0123456789") != "" {
 			return nil, fmt.Errorf("%w: %s value %.10q", ErrBadReply, HeaderUnwatched, p)
 		}
-		ms, _ := strconv.Atoi(p)
-		if d := time.Duration(ms) * time.Millisecond; d <= maxUnwatched {
-			out[i] = d
-		} else {
+		ms, _ := strconv.Atoi(num)
+		d := time.Duration(ms) * time.Millisecond
+		if d > maxUnwatched {
 			return nil, fmt.Errorf("%w: %s value %s over a day", ErrBadReply, HeaderUnwatched, p)
 		}
+		out[i] = Unwatched{For: d, Dropped: dropped}
 	}
 	return out, nil
 }
@@ -446,7 +461,7 @@ func (m *Mailbox) fetchHeader(ctx context.Context, path string, names []string) 
 // GetUnwatched is Get, with how long at least no one looked at each name
 // (HeaderUnwatched): nil from a relay that does not say (an older one),
 // or that says it wrong (the blobs are good all the same).
-func (m *Mailbox) GetUnwatched(ctx context.Context, names []string) ([][][]byte, []time.Duration, error) {
+func (m *Mailbox) GetUnwatched(ctx context.Context, names []string) ([][][]byte, []Unwatched, error) {
 	recs, h, err := m.fetchHeader(ctx, PathSlots, names)
 	if err != nil {
 		return nil, nil, err

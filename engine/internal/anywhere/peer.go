@@ -85,6 +85,13 @@ func (e *NotLookingError) Unwrap() error { return ErrNotLooking }
 // wait takes names, looks every PollInterval.
 const NotLookingAfter = 2 * WaitFor
 
+// DroppedLookingAfter is NotLookingAfter for a call box whose last look
+// was a wait its client dropped (Unwatched.Dropped): a receiver alive
+// drops one only to wait again at once (its paired devices changed, or
+// its request timed out on a slow path), a killed one's system closes
+// the connection of the wait it held and no look comes after.
+const DroppedLookingAfter = 2 * time.Second
+
 // answerWait bounds the wait for an answer: the receiver polls every
 // PollInterval, then gathers its candidates (a TURN allocation).
 const answerWait = 10 * time.Second
@@ -356,41 +363,43 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 // follow is what a session from the shared socket to the pair's remote
 // end follows: the network; when that end is a relay's port (a TURN
 // allocation of the peer's), that a closed port there is the relay's;
-// and, when the run of the device that answered is named (instance), the
-// device's presence at the relay while the path is silent: a presence of
-// another run says the device restarted. A device killed beyond the LAN
-// tells nothing else: its TURN allocation (the remote of a relayed pair)
-// outlives it by minutes, and a new port of its own is behind its NAT,
-// so the session waited for QUIC's idle timeout (10 s) although the
-// device was back within a second.
+// and, while the path is silent, what the relay says of the device
+// (goneAtRelay): a presence of another run than the one that answered
+// (instance) says the device restarted, a wait for calls it dropped and
+// did not follow with a look that it was killed. A device killed beyond
+// the LAN tells nothing else: its TURN allocation (the remote of a
+// relayed pair) outlives it by minutes, and a new port of its own is
+// behind its NAT, so the session waited for QUIC's idle timeout (10 s)
+// although the device was back within a second, or gone for good.
 func (g *agent) follow(req DialRequest, instance string) quic.SharedDial {
 	f := quic.SharedDial{Network: req.Network}
 	if pair, err := g.a.GetSelectedCandidatePair(); err == nil && pair != nil && pair.Remote.Type() == ice.CandidateTypeRelay {
 		f.PortClosed = fmt.Errorf("the relay %s stopped or restarted: %w", req.Relay, ErrRelayGone)
 	}
-	if instance != "" {
-		var last time.Time // guarded by the migrator: one look at a time
-		f.PeerGone = func(ctx context.Context) error {
-			if time.Since(last) < restartLookEvery {
-				return nil
-			}
-			last = time.Now()
-			ctx, cancel := context.WithTimeout(ctx, restartLookWait)
-			defer cancel()
-			if restarted(ctx, req, instance) {
-				return ErrPeerRestarted
-			}
+	var last time.Time // guarded by the migrator: one look at a time
+	f.PeerGone = func(ctx context.Context) error {
+		if time.Since(last) < restartLookEvery {
 			return nil
 		}
+		last = time.Now()
+		ctx, cancel := context.WithTimeout(ctx, restartLookWait)
+		defer cancel()
+		return goneAtRelay(ctx, req, instance)
 	}
 	return f
 }
 
-// restarted reports whether the device's freshest presence at the relay
-// is another run's than instance. A presence is put again under the same
-// name (PUT replaces it), so a device that restarted replaced the one of
-// its run before at once; a relay that does not answer tells nothing.
-func restarted(ctx context.Context, req DialRequest, instance string) bool {
+// goneAtRelay is what the relay says of the device whose run instance
+// answered the call ("": an older device, which names none), asked when
+// the session's path falls silent: ErrPeerRestarted when its freshest
+// presence is another run's (a presence is put again under the same name,
+// PUT replacing it, so a device that restarted replaced the one of its
+// run before at once); a NotLookingError when the relay saw its wait for
+// calls dropped and no look since for DroppedLookingAfter (a process
+// killed: its system closes the connection of the wait it held; a network
+// that stalls drops nothing, so the session rides that out as before);
+// nil otherwise, or when the relay does not answer.
+func goneAtRelay(ctx context.Context, req DialRequest, instance string) error {
 	now := time.Now
 	if req.Now != nil {
 		now = req.Now
@@ -399,19 +408,26 @@ func restarted(ctx context.Context, req DialRequest, instance string) bool {
 	mb := NewMailbox(req.Relay, req.RelaySecret)
 	defer mb.Close()
 	names := PresenceNames(req.Secret, req.Peer, t)
-	got, err := mb.Get(ctx, names)
+	box := len(names)
+	got, unwatched, err := mb.GetUnwatched(ctx, append(names, CallName(req.Secret, req.Peer, t)))
 	if err != nil {
-		return false
+		return nil
 	}
 	var freshest Message
-	for i, blobs := range got {
+	for i, blobs := range got[:box] {
 		for _, b := range blobs {
 			if m, err := Open(req.Secret, names[i], b, KindPresence, req.Peer, req.Self, t); err == nil && m.At >= freshest.At {
 				freshest = m
 			}
 		}
 	}
-	return freshest.Instance != "" && freshest.Instance != instance
+	if instance != "" && freshest.Instance != "" && freshest.Instance != instance {
+		return ErrPeerRestarted
+	}
+	if u := unwatched; u != nil && u[box].Dropped && u[box].For >= DroppedLookingAfter {
+		return &NotLookingError{Relay: req.Relay, For: u[box].For}
+	}
+	return nil
 }
 
 // Lookup checks that the device keeps a presence at the relay for this
@@ -463,8 +479,8 @@ func lookup(ctx context.Context, mb *Mailbox, req DialRequest, t time.Time) (Mes
 	if found {
 		// A relay's word can only make a call be skipped (as dropping
 		// it would), never a gone device called.
-		if unwatched != nil && unwatched[box] >= req.notLookingAfter() {
-			return Message{}, &NotLookingError{Relay: req.Relay, For: unwatched[box]}
+		if unwatched != nil && req.notLooking(unwatched[box]) {
+			return Message{}, &NotLookingError{Relay: req.Relay, For: unwatched[box].For}
 		}
 		return freshest, nil
 	}
@@ -619,18 +635,25 @@ const notLookingEvery = time.Second
 // nothing (an older relay), or does not answer.
 func notLooking(ctx context.Context, mb *Mailbox, req DialRequest, callBox string) error {
 	_, unwatched, err := mb.GetUnwatched(ctx, []string{callBox})
-	if err != nil || unwatched == nil || unwatched[0] < req.notLookingAfter() {
+	if err != nil || unwatched == nil || !req.notLooking(unwatched[0]) {
 		return nil
 	}
-	return &NotLookingError{Relay: req.Relay, For: unwatched[0]}
+	return &NotLookingError{Relay: req.Relay, For: unwatched[0].For}
 }
 
-// notLookingAfter is NotLookingAfter, or req's.
-func (req DialRequest) notLookingAfter() time.Duration {
+// notLooking reports whether a call box the relay says u of has gone
+// without a look for long enough: req's NotLookingAfter (default
+// NotLookingAfter), or DroppedLookingAfter (at most that) after a wait
+// its client dropped.
+func (req DialRequest) notLooking(u Unwatched) bool {
+	limit := NotLookingAfter
 	if req.NotLookingAfter > 0 {
-		return req.NotLookingAfter
+		limit = req.NotLookingAfter
 	}
-	return NotLookingAfter
+	if u.Dropped {
+		limit = min(limit, DroppedLookingAfter)
+	}
+	return u.For >= limit
 }
 
 // Peer is a paired device a Server answers.

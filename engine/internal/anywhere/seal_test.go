@@ -299,13 +299,14 @@ var unwatchedCases = []struct {
 	name string
 	in   string
 	n    int
-	want []time.Duration // nil: none (an older relay) or refused
+	want []Unwatched // nil: none (an older relay) or refused
 	ok   bool
 }{
 	{"none (an older relay)", "", 2, nil, true},
-	{"one", "42000", 1, []time.Duration{42 * time.Second}, true},
-	{"two", "0,1500", 2, []time.Duration{0, 1500 * time.Millisecond}, true},
-	{"a day", "86400000", 1, []time.Duration{24 * time.Hour}, true},
+	{"one", "42000", 1, []Unwatched{{For: 42 * time.Second}}, true},
+	{"two", "0,1500", 2, []Unwatched{{}, {For: 1500 * time.Millisecond}}, true},
+	{"dropped", "1200d,0", 2, []Unwatched{{For: 1200 * time.Millisecond, Dropped: true}, {}}, true},
+	{"a day", "86400000d", 1, []Unwatched{{For: 24 * time.Hour, Dropped: true}}, true},
 	{"over a day", "86400001", 1, nil, false},
 	{"too few", "1", 2, nil, false},
 	{"too many", "1,2,3", 2, nil, false},
@@ -315,6 +316,10 @@ var unwatchedCases = []struct {
 	{"hex", "0x10", 1, nil, false},
 	{"fraction", "1.5", 1, nil, false},
 	{"empty value", "1,", 2, nil, false},
+	{"d alone", "d", 1, nil, false},
+	{"d twice", "1dd", 1, nil, false},
+	{"d first", "d1", 1, nil, false},
+	{"another letter", "1x", 1, nil, false},
 	{"huge", "999999999999999999999", 1, nil, false},
 	{"long", strings.Repeat("0", 100), 1, nil, false},
 	{"many commas", strings.Repeat(",", 1000), 1001, nil, false},
@@ -329,7 +334,8 @@ func TestParseUnwatchedHostile(t *testing.T) {
 			t.Errorf("%s: %v %v, want %v (ok %v)", tc.name, got, err, tc.want, tc.ok)
 		}
 	}
-	if got, err := ParseUnwatched(FormatUnwatched([]time.Duration{0, 3 * time.Second, -time.Second}), 3); err != nil || !slices.Equal(got, []time.Duration{0, 3 * time.Second, 0}) {
+	us := []Unwatched{{}, {For: 3 * time.Second, Dropped: true}, {For: -time.Second}}
+	if got, err := ParseUnwatched(FormatUnwatched(us), 3); err != nil || !slices.Equal(got, []Unwatched{{}, {For: 3 * time.Second, Dropped: true}, {}}) {
 		t.Errorf("FormatUnwatched read back: %v %v", got, err)
 	}
 }
@@ -349,10 +355,13 @@ func FuzzParseUnwatched(f *testing.F) {
 		if len(got) != n {
 			t.Fatalf("%d values for %d names", len(got), n)
 		}
-		for _, d := range got {
-			if d < 0 || d > maxUnwatched {
-				t.Fatalf("value %v", d)
+		for _, u := range got {
+			if u.For < 0 || u.For > maxUnwatched {
+				t.Fatalf("value %v", u.For)
 			}
+		}
+		if back, err := ParseUnwatched(FormatUnwatched(got), n); err != nil || !slices.Equal(back, got) {
+			t.Fatalf("%q read back as %v %v, was %v", FormatUnwatched(got), back, err, got)
 		}
 	})
 }

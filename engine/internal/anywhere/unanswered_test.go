@@ -1,6 +1,7 @@
 package anywhere_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -116,6 +117,46 @@ func TestDeviceNotLookingIsNotCalled(t *testing.T) {
 	}
 	if n := look(); n != 1 {
 		t.Errorf("%d calls put for a device that looked, want 1", n)
+	}
+}
+
+// A receiver killed while the relay held its wait for calls (as it
+// nearly always is) drops that wait: its system closes the connection,
+// which the relay sees at once and says (Unwatched.Dropped). A live
+// receiver drops a wait only to wait again at once, so a call box whose
+// wait was dropped DroppedLookingAfter ago is not called, long before
+// NotLookingAfter (a minute here); a look after it, and it is again.
+func TestDroppedWaitIsNotLooking(t *testing.T) {
+	l := newLonePresence(t, 13)
+	l.present(anywhere.NewInstance())
+	ctx := t.Context()
+	req := anywhere.DialRequest{Relay: l.relay, Secret: l.s, Self: l.a.ID, Peer: l.b.ID, NotLookingAfter: time.Minute}
+	box := anywhere.CallName(l.s, l.b.ID, l.now)
+	wctx, kill := context.WithCancel(ctx)
+	dropped := make(chan struct{})
+	receiver := anywhere.NewMailbox(l.relay, "")
+	defer receiver.Close()
+	go func() {
+		receiver.Wait(wctx, anywhere.CallNames(l.s, l.b.ID, l.now))
+		close(dropped)
+	}()
+	testutil.WaitFor(t, "the receiver's wait held", func() bool {
+		_, u, err := l.mb.GetUnwatched(ctx, []string{box})
+		return err == nil && len(u) == 1 && u[0].For == 0
+	})
+	kill()
+	<-dropped
+	began := time.Now()
+	testutil.WaitFor(t, "the relay to say the device stopped looking", func() bool {
+		return errors.Is(anywhere.Lookup(ctx, req), anywhere.ErrNotLooking)
+	})
+	var nl *anywhere.NotLookingError
+	if err := anywhere.Lookup(ctx, req); !errors.As(err, &nl) || nl.For < anywhere.DroppedLookingAfter || time.Since(began) >= time.Minute {
+		t.Fatalf("after a dropped wait: %v", err)
+	}
+	l.calls() // a look: the receiver back
+	if err := anywhere.Lookup(ctx, req); err != nil {
+		t.Errorf("after a look: %v", err)
 	}
 }
 

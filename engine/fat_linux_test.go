@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -172,7 +173,11 @@ func TestResumeOntoAFATStick(t *testing.T) {
 	big := filepath.Join(src, "big.bin")
 	writeFile(t, big, size)
 	opts := SendOptions{Transport: "tcp"}
-	interruptAfter(t, send, recv, []string{big}, opts, size, nil)
+	// Interrupted once chunks landed: one interrupted while its partial is
+	// filled removes it, and has nothing to resume.
+	interruptAfter(t, send, recv, []string{big}, opts, size, func(ev Event) bool {
+		return ev.Kind == EventProgress && ev.Direction == Receiving && ev.Progress.Bytes > 0
+	})
 	res := sendWait(t, send, target(recv), []string{big}, opts)
 	if res.State != StateDone || res.Kept == 0 {
 		t.Fatalf("resume: %s %q (kept %d), want done with part of the file kept", res.State, res.Err, res.Kept)
@@ -236,4 +241,88 @@ func TestFoldersOfAnotherCaseOnAFATStickStayApart(t *testing.T) {
 	if s := strings.Join(got, " "); err != nil || s != "A a (1)" && s != "A (1) a" {
 		t.Errorf("p holds %q (%v), want A and a (1), or A (1) and a", got, err)
 	}
+}
+
+// A transfer cancelled here while its file's partial is being filled with
+// zeros on a fusefat stick (store's Dest.inOrder) ends there and then:
+// the fill stops, and its partial, which holds nothing sent yet, is
+// removed. The cancel waited for the whole fill (10.7 s for this file on
+// the test's stick, minutes for a file of gigabytes), which then stayed on
+// the stick as a partial of its full size. Needs root and a fusefat mount: it skips
+// without them, and on the kernel's vfat, which fills nothing.
+func TestCancelDuringAFillOnAFATStick(t *testing.T) {
+	stick := testutil.FATStick(t)
+	if !mountedAs(t, stick, "fuse.fusefat") {
+		t.Skip("the stick is not mounted by fusefat, whose partials are filled")
+	}
+	recv := startReceiver(t, Options{DownloadDir: stick})
+	events, unsub := recv.Subscribe(1024)
+	defer unsub()
+	send := testEngine(t, Options{})
+	src := t.TempDir()
+	const size = 56 << 20
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, size)
+	tr, err := send.Send(context.Background(), target(recv), []string{big}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(stick, "big.bin.partial")
+	var largest int64 // the partial's largest size seen
+	seen := func() int64 {
+		if fi, err := os.Stat(partial); err == nil {
+			largest = max(largest, fi.Size())
+			return fi.Size()
+		}
+		return 0
+	}
+	testutil.WaitFor(t, "the fill to begin", func() bool { return seen() > 0 })
+	var id string
+	for ev := range events {
+		if ev.Direction == Receiving && ev.TransferID != "" {
+			id = ev.TransferID
+			break
+		}
+	}
+	if err := recv.Cancel(id); err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	for ev := range events {
+		seen()
+		if ev.Kind == EventResult && ev.Direction == Receiving && ev.Result != nil {
+			r = *ev.Result
+			break
+		}
+	}
+	<-tr.Done()
+	seen()
+	if r.State != StateCancelled {
+		t.Errorf("the receiver's result: %s %q, want cancelled", r.State, r.Err)
+	}
+	if largest >= size {
+		t.Errorf("the fill ran to its end after the cancel: a partial of %d bytes", largest)
+	}
+	names, err := os.ReadDir(stick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		t.Errorf("the stick holds %s after the cancel, want nothing", n.Name())
+	}
+}
+
+// mountedAs reports whether dir is a mount of the file system type typ.
+func mountedAs(t *testing.T, dir, typ string) bool {
+	t.Helper()
+	table, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(table), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[1] == dir {
+			return f[2] == typ
+		}
+	}
+	return false
 }

@@ -829,7 +829,7 @@ func (rx *receiver) serveData(ctx context.Context, s Stream) error {
 		return fmt.Errorf("%w: a second control stream", wire.ErrProtocol)
 	}
 	l := newStreamLanding(func(j landing, h *merkle.Hasher) error {
-		return rx.landChunk(j.f, j.h, j.buf[:j.h.Length], j.crc, h)
+		return rx.landChunk(ctx, j.f, j.h, j.buf[:j.h.Length], j.crc, h)
 	}, rx.quota.Put)
 	rx.stallOnce.Do(func() {
 		rx.stalls.SetThreshold(stallmeter.Threshold(time.Duration(rx.c.Metrics().MinRTTms * float64(time.Millisecond))))
@@ -972,7 +972,7 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landi
 			if err != nil {
 				return rx.dataEnded(ctx, err)
 			}
-			if err := rx.setRoot(f, h, runs); err != nil {
+			if err := rx.setRoot(ctx, f, h, runs); err != nil {
 				return err
 			}
 			continue
@@ -985,7 +985,7 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landi
 			if err != nil {
 				return rx.dataEnded(ctx, err)
 			}
-			if err := rx.setZeros(f, h, runs); err != nil {
+			if err := rx.setZeros(ctx, f, h, runs); err != nil {
 				return err
 			}
 			continue
@@ -1171,7 +1171,7 @@ func (rx *receiver) readRuns(ctx context.Context, r io.Reader, h wire.DataHeader
 // among the holes the offer said (FileEntry.Holes), and a chunk that landed
 // with data is not zeros: the file fails. Runs a zeros frame landed before
 // (setZeros) are named again: they are landed already.
-func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) error {
+func (rx *receiver) setRoot(ctx context.Context, f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) error {
 	if h.Length != 0 && len(runs) == 0 {
 		return fmt.Errorf("%w: a root frame with %d bytes of payload", wire.ErrProtocol, h.Length)
 	}
@@ -1197,7 +1197,7 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) e
 	f.root, f.hasRoot = h.Leaf, true
 	rx.mu.Unlock()
 	rx.zerosLanded(f, fresh, added)
-	rx.maybeFinalize(f)
+	rx.maybeFinalize(ctx, f)
 	return nil
 }
 
@@ -1206,8 +1206,8 @@ func (rx *receiver) setRoot(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) e
 // so they count as they are skipped, not all at once at the file's end
 // (progress), and are journaled for resume, for which the partial is
 // created first as a chunk of data would create it.
-func (rx *receiver) setZeros(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) error {
-	if ok, err := rx.openPartial(f, true); !ok {
+func (rx *receiver) setZeros(ctx context.Context, f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) error {
+	if ok, err := rx.openPartial(ctx, f, true); !ok {
 		return err
 	}
 	rx.mu.Lock()
@@ -1225,7 +1225,7 @@ func (rx *receiver) setZeros(f *rxFile, h wire.DataHeader, runs []wire.ZeroRun) 
 		return err
 	}
 	rx.zerosLanded(f, fresh, added)
-	rx.maybeFinalize(f) // a zeros frame behind the root frame (another stream's)
+	rx.maybeFinalize(ctx, f) // a zeros frame behind the root frame (another stream's)
 	return nil
 }
 
@@ -1325,7 +1325,7 @@ func zeroCRC(n int) uint32 {
 }
 
 // landChunk verifies one chunk against its leaf and writes it in place.
-func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uint32, hasher *merkle.Hasher) error {
+func (rx *receiver) landChunk(ctx context.Context, f *rxFile, h wire.DataHeader, data []byte, crc uint32, hasher *merkle.Hasher) error {
 	leaf := hasher.Leaf(data)
 	counted := f.entry.Holes > 0 && !fileio.AllZero(data) // a chunk of zeros is a hole: no disk
 	rx.mu.Lock()
@@ -1363,7 +1363,7 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uin
 		// The file's first chunk: create its partial outside rx.mu, so the
 		// other streams land theirs meanwhile (the create is system calls).
 		rx.mu.Unlock()
-		if ok, err := rx.openPartial(f, true); !ok {
+		if ok, err := rx.openPartial(ctx, f, true); !ok {
 			return err
 		}
 		rx.mu.Lock()
@@ -1382,7 +1382,7 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uin
 		// by side what can (see store.Partial.WriteAt).
 		_, err = part.WriteAt(data, int64(h.Chunk)*int64(rx.offer.ChunkSize))
 	}
-	rx.wrote(f, h, leaf, crc, len(data), err)
+	rx.wrote(ctx, f, h, leaf, crc, len(data), err)
 	return nil
 }
 
@@ -1390,7 +1390,7 @@ func (rx *receiver) landChunk(f *rxFile, h wire.DataHeader, data []byte, crc uin
 // records the chunk, or the failure, and finalizes a file it completed.
 // The file is finalized by the last of its writes in flight to end, never
 // beside one (rxFile.writing).
-func (rx *receiver) wrote(f *rxFile, h wire.DataHeader, leaf merkle.Hash, crc uint32, n int, err error) {
+func (rx *receiver) wrote(ctx context.Context, f *rxFile, h wire.DataHeader, leaf merkle.Hash, crc uint32, n int, err error) {
 	rx.mu.Lock()
 	f.writing--
 	if err != nil {
@@ -1400,7 +1400,7 @@ func (rx *receiver) wrote(f *rxFile, h wire.DataHeader, leaf merkle.Hash, crc ui
 		landed := f.tree.Has(int(h.Chunk))
 		rx.mu.Unlock()
 		if landed {
-			rx.maybeFinalize(f)
+			rx.maybeFinalize(ctx, f)
 		} else {
 			rx.notSaved(f, err)
 		}
@@ -1417,7 +1417,7 @@ func (rx *receiver) wrote(f *rxFile, h wire.DataHeader, leaf merkle.Hash, crc ui
 		}
 	}
 	rx.Bytes.Add(int64(n))
-	rx.maybeFinalize(f)
+	rx.maybeFinalize(ctx, f)
 }
 
 func lazyMap(m map[uint32]int) map[uint32]int {
@@ -1435,7 +1435,7 @@ func (f *rxFile) completeLocked() bool {
 }
 
 // maybeFinalize checks a complete file's root and gives it its final name.
-func (rx *receiver) maybeFinalize(f *rxFile) {
+func (rx *receiver) maybeFinalize(ctx context.Context, f *rxFile) {
 	rx.mu.Lock()
 	if !f.completeLocked() {
 		rx.mu.Unlock()
@@ -1447,7 +1447,7 @@ func (rx *receiver) maybeFinalize(f *rxFile) {
 	if part == nil {
 		// An empty file's single empty chunk may be the only thing that
 		// creates it; make sure something exists to rename.
-		if ok, _ := rx.openPartial(f, false); !ok {
+		if ok, _ := rx.openPartial(ctx, f, false); !ok {
 			return
 		}
 		rx.mu.Lock()
@@ -1881,13 +1881,14 @@ func (rx *receiver) keepOrSayUnremoved(files []resume.File, errs []error) {
 // openPartial creates f's partial, once, and reports whether f has one
 // now: false with an error the session cannot go on from (bounded, and
 // maxOpenPartials files in flight), false without one when f was resolved
-// instead (a create that failed resolves it as failed). It runs outside
-// rx.mu: under it, the create's system calls (a folder made or opened, the
+// instead (a create that failed resolves it as failed) or the session
+// (ctx) ended while its partial was filled. It runs outside rx.mu: under
+// it, the create's system calls (a folder made or opened, the
 // file, its preallocation) held every stream's chunks back while they ran
 // (D, 105,252 files: 16.6 s of the receiver's goroutines waiting for rx.mu
 // in a 10 s transfer, most of it behind creates). f.create makes a second
 // stream with a chunk of the same file wait for the first one's create.
-func (rx *receiver) openPartial(f *rxFile, bounded bool) (bool, error) {
+func (rx *receiver) openPartial(ctx context.Context, f *rxFile, bounded bool) (bool, error) {
 	f.create.Lock()
 	defer f.create.Unlock()
 	rx.mu.Lock()
@@ -1903,7 +1904,7 @@ func (rx *receiver) openPartial(f *rxFile, bounded bool) (bool, error) {
 	rx.open++ // the place is taken while the file is created
 	rx.mu.Unlock()
 
-	p, err := rx.createPartial(f)
+	p, err := rx.createPartial(ctx, f)
 	if rx.creating != nil {
 		rx.creating(f)
 	}
@@ -1911,9 +1912,13 @@ func (rx *receiver) openPartial(f *rxFile, bounded bool) (bool, error) {
 	if err != nil || f.resolved {
 		rx.open--
 		rx.mu.Unlock()
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// The session ended while the partial was made (its fill,
+			// createPartial): the file was not refused, it did not arrive.
+		case err != nil:
 			rx.notSaved(f, err)
-		} else {
+		default:
 			rx.discardFailed(f, p, p.Name(), p.Identity()) // resolved (failed) while it was created
 		}
 		return false, nil
@@ -1928,7 +1933,7 @@ func (rx *receiver) openPartial(f *rxFile, bounded bool) (bool, error) {
 // without a name where the destination can (store.CreateWhole): fewer system
 // calls for each small file, and no name to journal.
 // Called by openPartial, without rx.mu.
-func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
+func (rx *receiver) createPartial(ctx context.Context, f *rxFile) (*store.Partial, error) {
 	create := rx.Dest.CreatePartial
 	if f.tree.Len() <= 1 {
 		create = rx.Dest.CreateWhole
@@ -1946,12 +1951,21 @@ func (rx *receiver) createPartial(f *rxFile) (*store.Partial, error) {
 	// under the inode's exclusive lock anyway. Preallocating each chunk of
 	// data as it comes (fallocate with KEEP_SIZE of its range) would make
 	// its write an overwrite again, which may run beside the others.
+	// Where the partial is filled with zeros instead (a fusefat stick, where
+	// a file of gigabytes takes minutes), the session's end stops the fill
+	// (a cancel waited for all of it), and the partial, which holds nothing
+	// sent and is not journaled yet, is removed.
+	what, size := "preallocate", p.Reserve
 	if f.entry.Holes > 0 {
-		if err := p.Sparse(f.entry.Size); err != nil {
-			rx.e.log.Warn("size a sparse file", "file", f.entry.Path, "err", err)
+		what, size = "size a sparse file", p.Sparse
+	}
+	if err := size(ctx, f.entry.Size); err != nil && ctx.Err() != nil {
+		if derr := rx.Dest.Discard(p); derr != nil {
+			rx.e.log.Warn("remove a partial", "file", p.Name(), "err", derr)
 		}
-	} else if err := p.Reserve(f.entry.Size); err != nil {
-		rx.e.log.Warn("preallocate", "file", f.entry.Path, "err", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
+	} else if err != nil {
+		rx.e.log.Warn(what, "file", f.entry.Path, "err", err)
 	}
 	if name := p.Name(); rx.journal != nil && name != "" {
 		if err := rx.journal.Partial(f.idx, f.entry.Size, name, p.Identity()); err != nil {

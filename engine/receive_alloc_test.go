@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestSmallFileStateAllocations(t *testing.T) {
 			t.Fatalf("a file of 1000 bytes has %d leaves and %d CRCs", f.tree.Len(), len(f.crcs))
 		}
 		// A root frame (the leaf missing yet: nothing to finalize).
-		if err := rx.setRoot(f, wire.DataHeader{File: idx, Leaf: merkle.Hash{1}}, nil); err != nil {
+		if err := rx.setRoot(context.Background(), f, wire.DataHeader{File: idx, Leaf: merkle.Hash{1}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		rx.mu.Lock()
@@ -96,7 +97,7 @@ func BenchmarkSmallFileState(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := rx.setRoot(f, wire.DataHeader{File: idx, Leaf: merkle.Hash{1}}, nil); err != nil {
+		if err := rx.setRoot(context.Background(), f, wire.DataHeader{File: idx, Leaf: merkle.Hash{1}}, nil); err != nil {
 			b.Fatal(err)
 		}
 		rx.mu.Lock()

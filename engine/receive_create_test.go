@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"hash/crc32"
 	"os"
@@ -43,7 +44,7 @@ func landAll(t *testing.T, rx *receiver, i uint32, data []byte, chunks ...int) {
 	for _, c := range chunks {
 		part := data[c*64<<10 : min(len(data), (c+1)*64<<10)]
 		hdr := wire.DataHeader{File: i, Chunk: uint32(c), Length: uint32(len(part)), Leaf: merkle.Leaf(part)}
-		if err := rx.landChunk(f, hdr, part, crc32.Checksum(part, castagnoli), h); err != nil {
+		if err := rx.landChunk(context.Background(), f, hdr, part, crc32.Checksum(part, castagnoli), h); err != nil {
 			t.Error(err)
 		}
 	}
@@ -56,7 +57,7 @@ func rootOf(t *testing.T, rx *receiver, i uint32, data []byte) {
 	for off := 0; off < len(data); off += 64 << 10 {
 		leaves = append(leaves, merkle.Leaf(data[off:min(len(data), off+64<<10)]))
 	}
-	if err := rx.setRoot(fileOf(t, rx, i), wire.DataHeader{File: i, Chunk: wire.RootChunk, Leaf: merkle.Root(leaves)}, nil); err != nil {
+	if err := rx.setRoot(context.Background(), fileOf(t, rx, i), wire.DataHeader{File: i, Chunk: wire.RootChunk, Leaf: merkle.Root(leaves)}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
 	"hash/crc32"
@@ -97,10 +98,10 @@ func TestDuplicateChunkInFlightDoesNotFailTheFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rx, f := dupReceiver(t, data, chunk)
 			h := merkle.NewHasher()
-			if err := rx.landChunk(f, hdr(0), parts[0], crc(0), h); err != nil {
+			if err := rx.landChunk(context.Background(), f, hdr(0), parts[0], crc(0), h); err != nil {
 				t.Fatal(err)
 			}
-			if err := rx.setRoot(f, wire.DataHeader{File: 0, Chunk: wire.RootChunk, Leaf: merkle.Root(leaves)}, nil); err != nil {
+			if err := rx.setRoot(context.Background(), f, wire.DataHeader{File: 0, Chunk: wire.RootChunk, Leaf: merkle.Root(leaves)}, nil); err != nil {
 				t.Fatal(err)
 			}
 			// One stream's copy of the last chunk passed landChunk's checks
@@ -109,7 +110,7 @@ func TestDuplicateChunkInFlightDoesNotFailTheFile(t *testing.T) {
 			f.writing++
 			rx.mu.Unlock()
 			// ... when another stream's copy lands whole.
-			if err := rx.landChunk(f, hdr(1), parts[1], crc(1), h); err != nil {
+			if err := rx.landChunk(context.Background(), f, hdr(1), parts[1], crc(1), h); err != nil {
 				t.Fatal(err)
 			}
 			rx.mu.Lock()
@@ -119,7 +120,7 @@ func TestDuplicateChunkInFlightDoesNotFailTheFile(t *testing.T) {
 				t.Fatal("the file was finalized while a write into it was in flight")
 			}
 			// The first copy's write ends.
-			rx.wrote(f, hdr(1), leaves[1], crc(1), len(parts[1]), tc.err)
+			rx.wrote(context.Background(), f, hdr(1), leaves[1], crc(1), len(parts[1]), tc.err)
 			rx.mu.Lock()
 			resolved, ok := f.resolved, f.ok
 			rx.mu.Unlock()
@@ -147,7 +148,7 @@ func TestChunkWriteFailureFailsTheFile(t *testing.T) {
 	rx.mu.Lock()
 	f.writing++
 	rx.mu.Unlock()
-	rx.wrote(f, wire.DataHeader{File: 0, Chunk: 0, Length: chunk, Leaf: leaf}, leaf, 0, chunk, errors.New("disk on fire"))
+	rx.wrote(context.Background(), f, wire.DataHeader{File: 0, Chunk: 0, Length: chunk, Leaf: leaf}, leaf, 0, chunk, errors.New("disk on fire"))
 	rx.mu.Lock()
 	resolved, ok := f.resolved, f.ok
 	rx.mu.Unlock()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -384,9 +385,11 @@ func (p *Partial) letGo() { p.let.Do(func() { p.d.release(p.fo) }) }
 // streams at once do not contend and the file is laid out in few extents.
 // Small files are left as they are. An error matching fileio.ErrNoSpace
 // means the disk is full; any other failure to preallocate is not an error.
-func (p *Partial) Reserve(size int64) error {
+// Where the partial is filled with zeros instead (Dest.inOrder), ending ctx
+// stops the fill within a write (see fill).
+func (p *Partial) Reserve(ctx context.Context, size int64) error {
 	if p.d.inOrder {
-		return p.fill(size)
+		return p.fill(ctx, size)
 	}
 	if !fileio.Reserves(size) {
 		return nil // touches nothing, so needs no check
@@ -409,10 +412,12 @@ func (p *Partial) Reserve(size int64) error {
 // counted its data alone (KeepsHoles) and Reserve would allocate the whole
 // size; and for an upload written in order (LocalSend, a browser), whose
 // writes would otherwise all extend the file, so that none of its zeros
-// could be a hole (SparseUpload).
-func (p *Partial) Sparse(size int64) error {
+// could be a hole (SparseUpload). Where the partial is filled with zeros
+// instead (Dest.inOrder), ending ctx stops the fill within a write (see
+// fill).
+func (p *Partial) Sparse(ctx context.Context, size int64) error {
 	if p.d.inOrder {
-		return p.fill(size)
+		return p.fill(ctx, size)
 	}
 	if err := p.inside(); err != nil {
 		return err
@@ -434,7 +439,11 @@ func (p *Partial) Sparse(size int64) error {
 // file twice, there alone. A file of one sector (512 bytes) is left as it
 // is: it is written in one write, and fusefat loses a write over the zeros
 // of a file that small (seen: 100, 511 and 512 bytes read back as zeros).
-func (p *Partial) fill(size int64) error {
+// fusefat is slow (docs/hostile.md: a few MB/s on a small stick), so the
+// fill of a large file takes minutes: ctx is checked before each write of
+// at most a MiB, and its end stops the fill with ctx's cause, the partial
+// part filled (to be discarded, or filled on from its end).
+func (p *Partial) fill(ctx context.Context, size int64) error {
 	if size <= 512 {
 		return nil
 	}
@@ -452,6 +461,9 @@ func (p *Partial) fill(size int64) error {
 	}
 	zeros := make([]byte, min(size, 1<<20))
 	for off := fi.Size(); off < size; {
+		if ctx.Err() != nil {
+			return fmt.Errorf("store: fill %q: %w", p.Name(), context.Cause(ctx))
+		}
 		n, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off)
 		if err != nil {
 			return err
@@ -468,7 +480,7 @@ func (p *Partial) fill(size int64) error {
 // and its zeros are written.
 func (p *Partial) SparseUpload(size int64) {
 	if fileio.Reserves(size) {
-		_ = p.Sparse(size)
+		_ = p.Sparse(context.Background(), size)
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -750,7 +751,7 @@ func TestMovedFolderGetsNoWrites(t *testing.T) {
 			if _, err := p.WriteAt([]byte("more"), 3); !errors.Is(err, ErrMovedOut) {
 				t.Errorf("a write into a folder moved away: %v, want ErrMovedOut", err)
 			}
-			if err := p.Reserve(4 << 20); !errors.Is(err, ErrMovedOut) { // large enough to preallocate
+			if err := p.Reserve(context.Background(), 4<<20); !errors.Is(err, ErrMovedOut) { // large enough to preallocate
 				t.Errorf("a reserve in a folder moved away: %v, want ErrMovedOut", err)
 			}
 			if saved, err := d.Finalize(p, "album/deep/2.jpg", 7); !errors.Is(err, ErrMovedOut) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ func TestDirectWritesMixWithBuffered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Reserve(int64(len(want)) + chunk); err != nil {
+			if err := p.Reserve(context.Background(), int64(len(want))+chunk); err != nil {
 				t.Fatal(err)
 			}
 			buf := directio.Buffer(chunk)

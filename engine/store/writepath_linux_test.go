@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -193,7 +194,7 @@ func storeWrite(d *Dest, i int, size int64, how string) error {
 		return err
 	}
 	if how != "localsend" {
-		if err := p.Reserve(size); err != nil {
+		if err := p.Reserve(context.Background(), size); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferrydrop/ferry/engine/wire"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -186,8 +187,9 @@ func TestResumeOntoAFATStick(t *testing.T) {
 }
 
 // A folder's folders "A" and "a" sent to a FAT32 stick, which ignores
-// letter case, arrive as two folders (the one whose file came second as
-// "a (1)" or "A (1)"), each file reported where it is: they were merged,
+// letter case, arrive as two folders (the offer's second as "a (1)": see
+// TestFolderOfTheOffersFirstSpellingKeepsItsName), each file reported
+// where it is: they were merged,
 // the files of one reported in a folder the stick does not list
 // ("p/a/y.txt") and one renamed beside another of its name ("p/a/x
 // (1).txt"). Needs root and a FAT32 mount: it skips without them.
@@ -215,11 +217,8 @@ func TestFoldersOfAnotherCaseOnAFATStickStayApart(t *testing.T) {
 			break
 		}
 	}
-	// Which folder keeps its name is the one whose file was created first.
+	// The offer's first spelling keeps its name ("A" walks before "a").
 	want := map[string]string{"p/A/x.txt": "", "p/a/y.txt": "p/a (1)/y.txt", "p/a/x.txt": "p/a (1)/x.txt"}
-	if saved["p/A/x.txt"] != "" {
-		want = map[string]string{"p/A/x.txt": "p/A (1)/x.txt", "p/a/y.txt": "", "p/a/x.txt": ""}
-	}
 	for _, rel := range rels {
 		if saved[rel] != want[rel] {
 			t.Errorf("%s reported saved as %q, want %q", rel, saved[rel], want[rel])
@@ -238,8 +237,8 @@ func TestFoldersOfAnotherCaseOnAFATStickStayApart(t *testing.T) {
 	for _, n := range names {
 		got = append(got, n.Name())
 	}
-	if s := strings.Join(got, " "); err != nil || s != "A a (1)" && s != "A (1) a" {
-		t.Errorf("p holds %q (%v), want A and a (1), or A (1) and a", got, err)
+	if s := strings.Join(got, " "); err != nil || s != "A a (1)" {
+		t.Errorf("p holds %q (%v), want A and a (1)", got, err)
 	}
 }
 
@@ -325,4 +324,31 @@ func mountedAs(t *testing.T, dir, typ string) bool {
 		}
 	}
 	return false
+}
+
+// An offer's folders "p/A" and "p/a" on a FAT32 stick, which ignores
+// letter case, arrive as "p/A" and "p/a (1)", the offer's first keeping its
+// name whichever folder's file lands first: it was the first to land, so
+// the streams decided, and one transfer saved "p/a/y.txt" as "p/a
+// (1)/y.txt" and the next, the same, "p/A/x.txt" as "p/A (1)/x.txt". Needs
+// root and a FAT32 mount: it skips without them.
+func TestFolderOfTheOffersFirstSpellingKeepsItsName(t *testing.T) {
+	files := []wire.FileEntry{{Path: "p/A/x.txt", Size: 1000}, {Path: "p/a/y.txt", Size: 1001}, {Path: "p/a/x.txt", Size: 1002}}
+	for _, order := range [][]uint32{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}} {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			e := testEngine(t, Options{DownloadDir: testutil.FATStick(t)})
+			rx := testReceiverOn(t, e, 64<<10, files)
+			data := map[uint32][]byte{}
+			for _, i := range order {
+				data[i] = randomBytes(int(files[i].Size))
+				landAll(t, rx, i, data[i], 0)
+				rootOf(t, rx, i, data[i])
+			}
+			for i, want := range []string{"p/A/x.txt", "p/a (1)/y.txt", "p/a (1)/x.txt"} {
+				if got, err := os.ReadFile(filepath.Join(e.DownloadDir(), filepath.FromSlash(want))); err != nil || !bytes.Equal(got, data[uint32(i)]) {
+					t.Errorf("%s: %d bytes at %s (%v), want the %d sent", files[i].Path, len(got), want, err, len(data[uint32(i)]))
+				}
+			}
+		})
+	}
 }

@@ -276,6 +276,9 @@ type receiver struct {
 	done      chan struct{}         // closed when the session has ended
 	ctlDone   chan struct{}         // closed when readControl returned
 	verdict   atomic.Pointer[error] // the session's own end, once decided (a decline)
+	// twins makes the offer's folders of two spellings once, before the
+	// first partial (makeTwinFolders).
+	twins sync.Once
 	// creating, when set (tests only), runs as each file's partial has
 	// just been created, before the file takes it (openPartial).
 	creating func(*rxFile)
@@ -1904,6 +1907,7 @@ func (rx *receiver) openPartial(ctx context.Context, f *rxFile, bounded bool) (b
 	rx.open++ // the place is taken while the file is created
 	rx.mu.Unlock()
 
+	rx.twins.Do(func() { rx.makeTwinFolders(ctx) }) // before any file is created
 	p, err := rx.createPartial(ctx, f)
 	if rx.creating != nil {
 		rx.creating(f)
@@ -1926,6 +1930,40 @@ func (rx *receiver) openPartial(ctx context.Context, f *rxFile, bounded bool) (b
 	f.part, f.partName, f.partID = p, p.Name(), p.Identity()
 	rx.mu.Unlock()
 	return true, nil
+}
+
+// makeTwinFolders makes the folders of the accepted files that are one
+// folder where letter case is ignored ("p/A" and "p/a": store.FolderTwins),
+// the offer's first spelling of each, so that it keeps its name and the
+// other arrives as "p/a (1)" whichever file lands first (the streams
+// decide that). Run once, before the session's first partial is created
+// (openPartial); a folder that cannot be made is left to its files.
+func (rx *receiver) makeTwinFolders(ctx context.Context) {
+	if len(rx.Accepted) < 2 {
+		return
+	}
+	var twins store.FolderTwins
+	k := 0 // rx.Accepted and the list are both in the offer's order
+	err := rx.list.Each(func(i int, e manifeststore.Entry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for k < len(rx.Accepted) && rx.Accepted[k] < i {
+			k++
+		}
+		if k < len(rx.Accepted) && rx.Accepted[k] == i {
+			twins.Add(e.Path)
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	for _, dir := range twins.Firsts() {
+		if _, err := rx.Dest.MakeFolder(dir); err != nil {
+			rx.e.log.Warn("make a folder before its twin of another case", "folder", dir, "err", err)
+		}
+	}
 }
 
 // createPartial creates f's partial and journals its name before any of its

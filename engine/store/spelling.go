@@ -121,3 +121,82 @@ func listing(root *os.Root, dir string) (map[string]struct{}, error) {
 		}
 	}
 }
+
+// FolderTwins finds an offer's folders that are one folder where letter
+// case is ignored, "p/A" and "p/a" (SameNameKey), from its files' paths
+// taken in the offer's order (Add). Where the download folder ignores case
+// the folder of the first spelling made keeps its name and the other
+// arrives as "p/a (1)" (resolveElem): made as files land, that was
+// whichever folder's file landed first, which the streams decide, so one
+// transfer saved "p/a/y.txt" as "p/a (1)/y.txt" and the next, the same,
+// "p/A/x.txt" as "p/A (1)/x.txt". Making the first spelling of each (Firsts)
+// before any file lands gives the offer's first its name every time, and
+// a resume finds it so. Where case is told apart the folder is one its
+// files would make anyway. It holds each folder's path once, up to
+// maxTwinBytes of them: a folder first seen beyond that is not compared
+// (it arrives as before: the first to land keeps its name).
+type FolderTwins struct {
+	seen  map[string]*twin // by SameNameKey of the folder's path
+	order []*twin          // as first seen
+	prev  string           // the folder of the path added last
+	held  int              // bytes of path held in seen
+}
+
+type twin struct {
+	first string // the first spelling seen
+	twins bool   // another spelling was seen
+}
+
+// maxTwinBytes bounds the folder paths a FolderTwins holds (an offer of a
+// million folders would hold them all).
+const maxTwinBytes = 8 << 20
+
+// Add takes the path of the offer's next file (slash-separated, as sent).
+func (t *FolderTwins) Add(rel string) {
+	dir := ""
+	if i := strings.LastIndexByte(rel, '/'); i > 0 {
+		dir = rel[:i]
+	}
+	if dir == t.prev {
+		return // most files: the folder of the one before
+	}
+	if t.seen == nil {
+		t.seen = map[string]*twin{}
+	}
+	// Each folder of dir's path that the previous path's did not name.
+	shared := sharedFolders(dir, t.prev)
+	t.prev = dir
+	for i, n := 0, 0; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' {
+			continue
+		}
+		if n++; n <= shared {
+			continue
+		}
+		p := dir[:i]
+		k := SameNameKey(p)
+		if w, ok := t.seen[k]; ok {
+			w.twins = w.twins || composed(w.first) != composed(p)
+			continue
+		}
+		if t.held += len(k) + len(p); t.held > maxTwinBytes {
+			t.held -= len(k) + len(p)
+			continue
+		}
+		w := &twin{first: p}
+		t.seen[k] = w
+		t.order = append(t.order, w)
+	}
+}
+
+// Firsts is the first spelling of each folder added in more than one
+// spelling, in the order first seen (a folder before those in it).
+func (t *FolderTwins) Firsts() []string {
+	var out []string
+	for _, w := range t.order {
+		if w.twins {
+			out = append(out, w.first)
+		}
+	}
+	return out
+}

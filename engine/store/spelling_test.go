@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
@@ -155,4 +156,73 @@ func foldingTemp(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestFolderTwins finds an offer's folders that are one where letter case
+// is ignored, by its files' paths in the offer's order: the first spelling
+// of each, a folder before those in it; and nothing for a peer's paths
+// that name no such folder. Its cases are FuzzFolderTwins's seeds.
+func TestFolderTwins(t *testing.T) {
+	for _, c := range folderTwinCases {
+		var tw FolderTwins
+		for _, p := range c.paths {
+			tw.Add(p)
+		}
+		if got := tw.Firsts(); !slices.Equal(got, c.want) {
+			t.Errorf("%q: %q, want %q", c.paths, got, c.want)
+		}
+	}
+}
+
+var folderTwinCases = []struct {
+	paths []string
+	want  []string
+}{
+	{[]string{"p/A/x.txt", "p/a/y.txt", "p/a/x.txt"}, []string{"p/A"}},
+	{[]string{"p/a/y.txt", "p/A/x.txt"}, []string{"p/a"}},
+	{[]string{"p/A/x.txt", "p/B/x.txt", "p/A/y.txt"}, nil},            // a folder again, one spelling
+	{[]string{"P/a/1", "p/A/2", "Q/x"}, []string{"P", "P/a"}},         // a folder before those in it
+	{[]string{"a/x", "b/x", "A/x", "B/y", "a/z"}, []string{"a", "b"}}, // apart in the offer
+	{[]string{"Été/x", "ÉTÉ/y"}, []string{"Été"}},
+	{[]string{"e\u0301te/x", "\u00e9te/y"}, nil},  // decomposed and composed: one look, one folder
+	{[]string{"x.txt", "X.TXT", "d/x", "D"}, nil}, // files are not folders
+	{[]string{"写真/a", "写真/b"}, nil},
+	{[]string{"", "/", "//", "a//b", "A//b/"}, []string{"a", "a/"}}, // refused before (ValidatePath): only no panic matters
+	{nil, nil},
+}
+
+// FuzzFolderTwins: whatever paths a peer sends, each folder FolderTwins
+// names is a folder of one of them, named once, and another path names
+// that folder in another spelling.
+func FuzzFolderTwins(f *testing.F) {
+	for _, c := range folderTwinCases {
+		f.Add(strings.Join(c.paths, "\n"))
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		paths := strings.Split(list, "\n")
+		var tw FolderTwins
+		folders := map[string]bool{}
+		for _, p := range paths {
+			tw.Add(p)
+			for i := range len(p) {
+				if p[i] == '/' && i > 0 {
+					folders[p[:i]] = true
+				}
+			}
+		}
+		named := map[string]bool{}
+		for _, dir := range tw.Firsts() {
+			if !folders[dir] || named[dir] {
+				t.Fatalf("%q: names %q, not a folder of a path or twice", paths, dir)
+			}
+			named[dir] = true
+			other := false
+			for g := range folders {
+				other = other || SameNameKey(g) == SameNameKey(dir) && composed(g) != composed(dir)
+			}
+			if !other {
+				t.Fatalf("%q: names %q, which no other spelling of a path names", paths, dir)
+			}
+		}
+	})
 }

@@ -477,9 +477,13 @@ func (p *Partial) fill(ctx context.Context, size int64) error {
 // (LocalSend, a browser), when it is large enough for its holes to matter
 // (fileio.Reserves: 2 MiB): a smaller one is left as it is, a system call
 // fewer per small file. Best effort: an error leaves the partial as it was,
-// and its zeros are written.
+// and its zeros are written. Where partials are filled instead
+// (Dest.inOrder: fusefat) it is left as it is too: each of the upload's
+// writes is at the file's end, which fusefat takes, and the fill wrote the
+// file twice while the upload's creation (a browser's, LocalSend's
+// request) waited for it, uncancelled (a minute for a file of gigabytes).
 func (p *Partial) SparseUpload(size int64) {
-	if fileio.Reserves(size) {
+	if fileio.Reserves(size) && !p.d.inOrder {
 		_ = p.Sparse(context.Background(), size)
 	}
 }

@@ -134,6 +134,43 @@ func TestFillOnAFATStickStopsWithItsContext(t *testing.T) {
 	}
 }
 
+// An upload (LocalSend, a browser) to a fusefat stick is written once, in
+// order, as it comes: its partial was filled with zeros first
+// (SparseUpload's Sparse), which wrote the file twice while the upload's
+// request waited, and could not be cut short. Needs root and a fusefat
+// mount: it skips without them.
+func TestUploadOnAFATStickIsWrittenOnce(t *testing.T) {
+	d, err := Open(testutil.FATStick(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if !d.inOrder {
+		t.Skip("the stick is not mounted by fusefat, whose partials are filled")
+	}
+	data := bytes.Repeat([]byte("ferry "), 1<<20) // 6 MiB
+	clear(data[1<<20 : 3<<20])                    // and zeros, as a sparse file has
+	p, err := d.CreatePartial("upload.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SparseUpload(int64(len(data)))
+	if fi, err := os.Stat(filepath.Join(d.Dir(), p.Name())); err != nil || fi.Size() != 0 {
+		t.Errorf("the upload's partial holds %d bytes before its first write (%v), want none", fi.Size(), err)
+	}
+	for off := 0; off < len(data); off += 256 << 10 {
+		if _, err := p.WriteAt(data[off:min(len(data), off+256<<10)], int64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Finalize(p, "upload.bin", int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(d.Dir(), "upload.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("saved %d bytes (%v), not the %d uploaded", len(got), err, len(data))
+	}
+}
+
 // Names sent to an exFAT stick mounted by exfat-fuse are saved as Windows
 // would save them, as on a FAT one: its mount's type, "fuseblk", does not
 // say exFAT, and exfat-fuse keeps a final dot, a final space and a device

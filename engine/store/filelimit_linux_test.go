@@ -89,14 +89,7 @@ func TestReopenedPartialOnAFATStickIsFinalized(t *testing.T) {
 // on a 64 MB stick). A fill begun again goes on from the partial's end.
 // Needs root and a fusefat mount: it skips without them.
 func TestFillOnAFATStickStopsWithItsContext(t *testing.T) {
-	d, err := Open(testutil.FATStick(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if !d.inOrder {
-		t.Skip("the stick is not mounted by fusefat, whose partials are filled")
-	}
+	d := fuseFATDest(t)
 	const size = 3<<20 + 5
 	for _, fill := range []struct {
 		name string
@@ -140,14 +133,7 @@ func TestFillOnAFATStickStopsWithItsContext(t *testing.T) {
 // request waited, and could not be cut short. Needs root and a fusefat
 // mount: it skips without them.
 func TestUploadOnAFATStickIsWrittenOnce(t *testing.T) {
-	d, err := Open(testutil.FATStick(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if !d.inOrder {
-		t.Skip("the stick is not mounted by fusefat, whose partials are filled")
-	}
+	d := fuseFATDest(t)
 	data := bytes.Repeat([]byte("ferry "), 1<<20) // 6 MiB
 	clear(data[1<<20 : 3<<20])                    // and zeros, as a sparse file has
 	p, err := d.CreatePartial("upload.bin")
@@ -203,4 +189,20 @@ func TestNamesOnAnExFATStickAreSavedAsWindowsWould(t *testing.T) {
 			t.Errorf("the stick holds %q, which Windows cannot open", n.Name())
 		}
 	}
+}
+
+// fuseFATDest opens a FAT stick mounted by fusefat (testutil.FATStick),
+// whose partials are filled in order (Dest.inOrder), and skips the test
+// where it is mounted otherwise.
+func fuseFATDest(t *testing.T) *Dest {
+	t.Helper()
+	d, err := Open(testutil.FATStick(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if !d.inOrder {
+		t.Skip("the stick is not mounted by fusefat, whose partials are filled")
+	}
+	return d
 }

@@ -282,15 +282,7 @@ func TestPIN(t *testing.T) {
 // the form as a number of the share's pages only: anything else leads to
 // page 1, never elsewhere.
 func TestPINOpensThePageAsked(t *testing.T) {
-	dir := t.TempDir()
-	for i := range 2*pageRows + 1 { // 3 pages
-		writeFile(t, dir, fmt.Sprintf("f%04d", i), 1)
-	}
-	s := startServer(t, Options{})
-	l, err := s.Share(context.Background(), []string{dir}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711", MaxPINTries: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, l := threePagesBehindAPIN(t)
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	res, page := get(t, &http.Client{}, base(s)+l.Path()+"?page=3")
 	if res.StatusCode != 200 || !bytes.Contains(page, []byte(`<input type="hidden" name="page" value="3">`)) {
@@ -328,7 +320,7 @@ func TestPINOpensThePageAsked(t *testing.T) {
 		}
 	}
 	// A wrong PIN asks again on the same page.
-	res, err = http.PostForm(base(s)+l.Path()+"pin", url.Values{"pin": {"0000"}, "page": {"3"}})
+	res, err := http.PostForm(base(s)+l.Path()+"pin", url.Values{"pin": {"0000"}, "page": {"3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,15 +337,7 @@ func TestPINOpensThePageAsked(t *testing.T) {
 // redirect. Before, a link to a search's second page led to every file's
 // first page once the PIN was typed.
 func TestPINOpensTheSearchAsked(t *testing.T) {
-	dir := t.TempDir()
-	for i := range 2*pageRows + 1 { // 3 pages
-		writeFile(t, dir, fmt.Sprintf("f%04d", i), 1)
-	}
-	s := startServer(t, Options{})
-	l, err := s.Share(context.Background(), []string{dir}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711", MaxPINTries: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, l := threePagesBehindAPIN(t)
 	_, page := get(t, &http.Client{}, base(s)+l.Path()+"?q=F0&page=2")
 	if !bytes.Contains(page, []byte(`<input type="hidden" name="page" value="2">`)) || !bytes.Contains(page, []byte(`<input type="hidden" name="q" value="F0">`)) {
 		t.Fatalf("the PIN form does not carry the search:\n%s", page)
@@ -1206,4 +1190,20 @@ func TestSavedAsHeaderIsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// threePagesBehindAPIN shares a folder of three pages of files behind the
+// PIN 4711 (100 tries).
+func threePagesBehindAPIN(t *testing.T) (*Server, *Link) {
+	t.Helper()
+	dir := t.TempDir()
+	for i := range 2*pageRows + 1 {
+		writeFile(t, dir, fmt.Sprintf("f%04d", i), 1)
+	}
+	s := startServer(t, Options{})
+	l, err := s.Share(context.Background(), []string{dir}, ShareOptions{LinkOptions: LinkOptions{PIN: "4711", MaxPINTries: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l
 }

@@ -224,9 +224,46 @@ func (s *Server) prepareDownload(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	done, ok := s.startListing(addr)
+	if !ok {
+		fail(w, http.StatusTooManyRequests, "Too many requests")
+		return
+	}
+	defer done()
 	info := s.answerInfo(r)
 	info.Port, info.Protocol = 0, "" // the protocol's answer has neither
 	writePrepareDownload(w, info, id, sh)
+}
+
+// maxListings bounds the prepare-download lists written at once, and
+// maxListingsPerAddr those for one address: a list of 100,000 files costs
+// about 0.3 CPU-s to write, a client makes one per visit, and a device
+// asking over and over (or reading slowly) would otherwise take every core.
+const maxListings, maxListingsPerAddr = 4, 1
+
+// startListing takes a place for a list written to addr, or reports that
+// none is free (ok false); done gives it back.
+func (s *Server) startListing(addr netip.Addr) (done func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := 0
+	for _, n := range s.listing {
+		all += n
+	}
+	if all >= maxListings || s.listing[addr] >= maxListingsPerAddr {
+		return nil, false
+	}
+	if s.listing == nil {
+		s.listing = map[netip.Addr]int{}
+	}
+	s.listing[addr]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.listing[addr]--; s.listing[addr] == 0 {
+			delete(s.listing, addr)
+		}
+	}, true
 }
 
 // tooManyToList refuses a share of more files than prepare-download lists:

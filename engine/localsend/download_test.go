@@ -346,3 +346,65 @@ func TestPrepareDownloadOfTooManyFiles(t *testing.T) {
 		t.Fatalf("a share of 1001: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// heldShared is a share of n files whose lists stop at their first file
+// until hold is closed; entered gets a value as each list reaches it.
+type heldShared struct {
+	lazyShared
+	hold    chan struct{}
+	entered chan struct{}
+}
+
+func (h heldShared) SharedFile(i int) File {
+	if i == 0 {
+		h.entered <- struct{}{}
+		<-h.hold
+	}
+	return h.lazyShared.SharedFile(i)
+}
+
+// prepare-download writes at most maxListingsPerAddr lists at once to one
+// address and maxListings in all, and refuses more with the protocol's 429
+// at once: a list of 100,000 files costs about 0.3 CPU-s, and every list
+// asked for was written, so a device asking over and over took every core.
+func TestPrepareDownloadListsAtOnceAreBounded(t *testing.T) {
+	h := heldShared{lazyShared{1000}, make(chan struct{}), make(chan struct{}, 16)}
+	s, err := NewServer(ServerConfig{Cert: testCert(t, 0), Receiver: &memReceiver{}, Shared: func() Shared { return h }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := make(chan int, maxListings)
+	held := func(from string) {
+		go func() { codes <- call(s, "POST", pd, from).Code }()
+		<-h.entered
+	}
+	// refused asks for a list that must be refused: written, it would
+	// reach the held first file.
+	refused := func(from, what string) {
+		got := make(chan int, 1)
+		go func() { got <- call(s, "POST", pd, from).Code }()
+		select {
+		case c := <-got:
+			if c != http.StatusTooManyRequests {
+				t.Errorf("%s: %d, want 429", what, c)
+			}
+		case <-h.entered:
+			t.Errorf("%s: written, want 429", what)
+		}
+	}
+	held("192.0.2.7")
+	refused("192.0.2.7", "a second list to one address while its first is written")
+	for i := 1; i < maxListings; i++ {
+		held(fmt.Sprintf("192.0.2.%d", 7+i))
+	}
+	refused("192.0.2.99", fmt.Sprintf("list %d in all", maxListings+1))
+	close(h.hold)
+	for range maxListings {
+		if c := <-codes; c != 200 {
+			t.Errorf("a list held: %d, want 200", c)
+		}
+	}
+	if rec := call(s, "POST", pd, "192.0.2.7"); rec.Code != 200 {
+		t.Errorf("a list once the others were written: %d, want 200", rec.Code)
+	}
+}

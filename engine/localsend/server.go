@@ -220,8 +220,11 @@ type Server struct {
 	bodyFreed          chan struct{}
 	pins               map[netip.Addr]*pinState
 	dls                downloadSessions
-	closed             bool
-	lns                []net.Listener
+	// listing counts the prepare-download lists being written, by the
+	// address that asked (startListing).
+	listing map[netip.Addr]int
+	closed  bool
+	lns     []net.Listener
 	// withdrawn refuses new offers (Withdraw); onIdle is called once
 	// nothing runs any more, and released says it was.
 	withdrawn, released bool

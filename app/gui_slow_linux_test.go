@@ -26,17 +26,21 @@ import (
 //
 //   - the same file twice, the second paused and resumed: two rows and two
 //     History entries, the first still "Sent 1 file", the second "Paused
-//     by you" and then sent; A has two whole copies (slow-paused.png);
+//     by you" and then sent without A asking again; A has two whole
+//     copies (slow-paused.png);
 //   - cancel, then resume: the row says "Cancelled by you" with Retry;
-//     after Retry it says it is sending again with Pause and Cancel, and
-//     Pause works on it (slow-cancelled.png, slow-resumed.png);
+//     after Retry it says it is sending again with Pause and Cancel (A
+//     does not ask again), and Pause works on it (slow-cancelled.png,
+//     slow-resumed.png);
 //   - the receiver killed mid-send and never back: the row leaves
 //     "Sending" for "Reconnecting to Ferry A…", then says Ferry A went away
 //     (never that the files could not be read here) (slow-killed.png,
 //     slow-gone.png);
 //   - the receiver starts again: the send goes on by itself in its row
-//     (the app's rejoin); then its user quits Ferry mid-send: B's row
-//     says Ferry A went away (slow-quit.png, slow-quit-gone.png).
+//     (the app's rejoin), A taking it without asking again; then its user
+//     quits Ferry mid-send: B's row
+//     says it waits for Ferry A to be opened again, then that Ferry A
+//     went away (slow-quit.png, slow-quit-gone.png).
 //
 // It needs root (ip netns, tc) and what TestGUIEndToEnd needs, and takes
 // about two and a half minutes: it runs only with FERRY_E2E_SLOW=1
@@ -87,19 +91,25 @@ func TestGUISlowLink(t *testing.T) {
 	}
 	rowY(t)
 	accepted := 0
-	// accept accepts A's next offer in its notification. A asks again on
-	// every new attempt of a device it does not trust: after B's Resume
-	// and Retry too.
+	// offers lists the offers A asked about in its notifications.
+	offers := func() []notification {
+		var got []notification
+		for _, x := range d.notes() {
+			if x.summary == "Incoming files" && d.pidOf(x.sender) == A.cmd.Process.Pid {
+				got = append(got, x)
+			}
+		}
+		return got
+	}
+	// accept accepts A's next offer in its notification. A asks about
+	// each new send of a device it does not trust; a send it accepted
+	// that comes back (B's Resume and Retry) goes on without asking
+	// (notAskedAgain).
 	accept := func(t *testing.T) {
 		t.Helper()
 		accepted++
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			var got []notification
-			for _, x := range d.notes() {
-				if x.summary == "Incoming files" && d.pidOf(x.sender) == A.cmd.Process.Pid {
-					got = append(got, x)
-				}
-			}
+			got := offers()
 			if len(got) >= accepted {
 				d.press(t, got[accepted-1], "accept")
 				return
@@ -110,6 +120,14 @@ func TestGUISlowLink(t *testing.T) {
 				data, _ := json.MarshalIndent(A.describe(t), "", "  ")
 				t.Fatalf("no offer #%d at A; A shows %s", accepted, data)
 			}
+		}
+	}
+	// notAskedAgain checks that A asked about no offer since the last
+	// one accepted.
+	notAskedAgain := func(t *testing.T) {
+		t.Helper()
+		if n := len(offers()); n != accepted {
+			t.Errorf("A asked about %d offers, want %d: a send it accepted came back and was asked about again", n, accepted)
 		}
 	}
 	// send drops file on A's row and accepts it at A.
@@ -201,10 +219,10 @@ func TestGUISlowLink(t *testing.T) {
 			return len(rows) > 0 && rows[0].State == "Paused by Ferry B"
 		})
 		click(t, r, "Resume")
-		accept(t)
 		wait(t, "the second copy at A", func() bool {
 			return sameFile(big, filepath.Join(A.downloads, "big (1).bin"))
 		})
+		notAskedAgain(t)
 		row(t, "the second send done", func(r ui.DescribedRow) bool { return r.State == "Sent 1 file" })
 		for _, p := range []*ferry{A, B} {
 			var got []ui.HistoryEntry
@@ -239,7 +257,6 @@ func TestGUISlowLink(t *testing.T) {
 			return len(rows) > 0 && rows[0].State == "Cancelled by Ferry B"
 		})
 		click(t, r, "Retry")
-		accept(t)
 		// Sending again, on the same row, with Pause and Cancel (finding 2).
 		r = row(t, "sending again", func(r ui.DescribedRow) bool {
 			return strings.HasPrefix(r.State, "Sending") && r.Buttons["Pause"] != [2]int{} && r.Buttons["Cancel"] != [2]int{}
@@ -251,8 +268,8 @@ func TestGUISlowLink(t *testing.T) {
 		click(t, r, "Pause")
 		r = row(t, "the resumed send paused", func(r ui.DescribedRow) bool { return r.State == "Paused by you" })
 		click(t, r, "Resume")
-		accept(t)
 		wait(t, "film.mov at A", func() bool { return sameFile(film, filepath.Join(A.downloads, "film.mov")) })
+		notAskedAgain(t)
 		row(t, "film.mov sent", func(r ui.DescribedRow) bool { return r.State == "Sent 1 file" })
 		if n := len(B.describe(t).Transfers); n != 3 {
 			t.Errorf("B shows %d rows, want 3 (the resumed send on its own row)", n)
@@ -280,7 +297,7 @@ func TestGUISlowLink(t *testing.T) {
 		})
 		t.Logf("in the end: %q %v", r.State, r.Buttons)
 		d.screenshot(t, winB, "slow-gone.png")
-		if !strings.HasPrefix(r.State, "Ferry A went away.") {
+		if !wentAway(r.State) {
 			t.Errorf("B's row says %q, want that Ferry A went away", r.State)
 		}
 		if r.Buttons["Cancel"] == [2]int{} {
@@ -293,18 +310,21 @@ func TestGUISlowLink(t *testing.T) {
 	})
 
 	// A starts again: B sends the rest of archive.zip by itself (the app's
-	// rejoin, on discovery's word that A is back), A asks and accepts.
+	// rejoin, on discovery's word that A is back), and A takes it without
+	// asking again: it accepted it before it was killed.
 	// Then A's user quits Ferry mid-send (SIGTERM, as the tray's Quit
-	// ends it): A says going_away, B keeps trying while A may come back,
-	// then says A went away, never that the files could not be saved.
+	// ends it): A says going_away, B keeps trying while A may come back
+	// and says so ("Ferry was closed on Ferry A: waiting for it to be
+	// opened again…"), then says A went away, never that the files could
+	// not be saved.
 	t.Run("receiver back, then quits", func(t *testing.T) {
 		A = d.startIn(t, nsA, bin, root, "Ferry A", notIsolated)
 		accepted = 0 // notifications are counted per process
-		accept(t)
 		r := row(t, "archive.zip sending again by itself", func(r ui.DescribedRow) bool {
 			return strings.HasSuffix(r.Title, "archive.zip") && strings.HasPrefix(r.State, "Sending")
 		})
 		wait(t, "archive.zip at A", func() bool { return sameFile(last, filepath.Join(A.downloads, "archive.zip")) })
+		notAskedAgain(t) // A accepted it before it was killed
 		row(t, "archive.zip sent", func(r ui.DescribedRow) bool { return r.State == "Sent 1 file" })
 		if n := len(B.describe(t).Transfers); n != 4 {
 			t.Errorf("B shows %d rows, want 4 (archive.zip went on in its own row)", n)
@@ -317,6 +337,9 @@ func TestGUISlowLink(t *testing.T) {
 		}
 		r = row(t, "no longer sending", func(r ui.DescribedRow) bool { return !strings.HasPrefix(r.State, "Sending") })
 		t.Logf("after A quit: %q", r.State)
+		if r.State != "Ferry was closed on Ferry A: waiting for it to be opened again…" {
+			t.Errorf("B's row says %q after A quit, want that it waits for Ferry A to be opened again", r.State)
+		}
 		d.screenshot(t, winB, "slow-quit.png")
 		// The end: its words and, once laid out, its buttons (Retry).
 		r = row(t, "the end, with its buttons", func(r ui.DescribedRow) bool {
@@ -325,7 +348,7 @@ func TestGUISlowLink(t *testing.T) {
 		})
 		t.Logf("in the end: %q %v", r.State, r.Buttons)
 		d.screenshot(t, winB, "slow-quit-gone.png")
-		if !strings.HasPrefix(r.State, "Ferry A went away.") {
+		if !wentAway(r.State) {
 			t.Errorf("B's row says %q, want that Ferry A went away", r.State)
 		}
 	})
@@ -378,4 +401,11 @@ func (p *ferry) describe(t *testing.T) ui.Described {
 		t.Fatalf("%s's window: %v", p.name, err)
 	}
 	return d
+}
+
+// wentAway reports whether a row's state says that Ferry A went away (by
+// its name, or by its name and code once it is no longer in the list).
+func wentAway(state string) bool {
+	return strings.HasPrefix(state, "Ferry A went away.") ||
+		strings.HasPrefix(state, "Ferry A · ") && strings.Contains(state, " went away.")
 }

@@ -201,6 +201,9 @@ func (l *Link) end(why error) {
 		if l.recv != nil {
 			l.recv.stop(context.Cause(l.ctx))
 		}
+		if l.share != nil {
+			l.share.close() // its folders, closed before Stop returns
+		}
 		l.emit(Event{Kind: EventEnded, Err: context.Cause(l.ctx)})
 		close(l.events)
 	}()

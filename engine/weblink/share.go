@@ -145,11 +145,7 @@ func (s *Server) Share(ctx context.Context, paths []string, opts ShareOptions) (
 		sh.close()
 		return nil, err
 	}
-	go func() {
-		<-l.ctx.Done()
-		l.wg.Wait()
-		sh.close()
-	}()
+	// The link's end closes sh (see Link.end), before Stop returns.
 	return l, nil
 }
 

@@ -283,7 +283,6 @@ func TestPIN(t *testing.T) {
 // page 1, never elsewhere.
 func TestPINOpensThePageAsked(t *testing.T) {
 	s, l := threePagesBehindAPIN(t)
-	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	res, page := get(t, &http.Client{}, base(s)+l.Path()+"?page=3")
 	if res.StatusCode != 200 || !bytes.Contains(page, []byte(`<input type="hidden" name="page" value="3">`)) {
 		t.Fatalf("the PIN form does not carry page 3: %d\n%s", res.StatusCode, page)
@@ -308,16 +307,7 @@ func TestPINOpensThePageAsked(t *testing.T) {
 		{url.Values{"pin": {"4711"}, "page": {"https://evil.example/"}}, ""},
 		{url.Values{"pin": {"4711"}, "page": {"2\r\nSet-Cookie: x=y"}}, ""},
 	} {
-		jar, _ := cookiejar.New(nil)
-		c2 := &http.Client{Jar: jar, CheckRedirect: noRedirect}
-		res, err := c2.PostForm(base(s)+l.Path()+"pin", c.form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if to := l.Path() + c.to; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != to {
-			t.Errorf("PIN with %v: %d to %q, want %q", c.form, res.StatusCode, res.Header.Get("Location"), to)
-		}
+		checkPINRedirect(t, s, l, c.form, c.to)
 	}
 	// A wrong PIN asks again on the same page.
 	res, err := http.PostForm(base(s)+l.Path()+"pin", url.Values{"pin": {"0000"}, "page": {"3"}})
@@ -342,7 +332,6 @@ func TestPINOpensTheSearchAsked(t *testing.T) {
 	if !bytes.Contains(page, []byte(`<input type="hidden" name="page" value="2">`)) || !bytes.Contains(page, []byte(`<input type="hidden" name="q" value="F0">`)) {
 		t.Fatalf("the PIN form does not carry the search:\n%s", page)
 	}
-	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	for _, c := range []struct {
 		form url.Values
 		to   string
@@ -357,17 +346,24 @@ func TestPINOpensTheSearchAsked(t *testing.T) {
 		{url.Values{"folders": {"1"}, "page": {"2"}}, "?folders=1"}, // one page of folders
 		{url.Values{"folders": {"x"}, "page": {"3"}}, "?page=3"},
 	} {
-		jar, _ := cookiejar.New(nil)
-		c2 := &http.Client{Jar: jar, CheckRedirect: noRedirect}
 		c.form.Set("pin", "4711")
-		res, err := c2.PostForm(base(s)+l.Path()+"pin", c.form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if to := l.Path() + c.to; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != to {
-			t.Errorf("PIN with %v: %d to %q, want %q", c.form, res.StatusCode, res.Header.Get("Location"), to)
-		}
+		checkPINRedirect(t, s, l, c.form, c.to)
+	}
+}
+
+// checkPINRedirect posts form to l's PIN form as a new browser would and
+// checks that it is sent on to l's page with the query to.
+func checkPINRedirect(t *testing.T, s *Server, l *Link, form url.Values, to string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.PostForm(base(s)+l.Path()+"pin", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if want := l.Path() + to; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
+		t.Errorf("PIN with %v: %d to %q, want %q", form, res.StatusCode, res.Header.Get("Location"), want)
 	}
 }
 

@@ -480,6 +480,33 @@ func TestLeavesHoles(t *testing.T) {
 	}
 }
 
+// The sparse benchmarks write half of a file of sparseSize (1 GiB), in
+// 1 MiB chunks, from four goroutines at once (as the receiver's direct
+// writes come): in pieces of data one after the other, or, sparse, each
+// 8 MiB piece followed by a hole of its size.
+const sparseChunk, sparsePiece, sparseSize = 1 << 20, 8 << 20, 1 << 30
+
+func writeHalfInPieces(b *testing.B, writeAt func([]byte, int64) (int, error), sparse bool) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			buf := directio.Buffer(sparseChunk)
+			buf[0] = 1
+			for i := int64(g); i < sparseSize/2/sparseChunk; i += 4 {
+				off := i * sparseChunk // a piece of data follows a piece of data
+				if sparse {
+					off = i/(sparsePiece/sparseChunk)*2*sparsePiece + i%(sparsePiece/sparseChunk)*sparseChunk // a hole between pieces
+				}
+				if _, err := writeAt(buf, off); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // BenchmarkSparseWrites writes 512 MiB of data in 1 MiB chunks from 4
 // goroutines (the receiver's streams) into a file Reserved whole (a file
 // without holes: the direct writes run side by side) and into a file of
@@ -490,11 +517,10 @@ func TestLeavesHoles(t *testing.T) {
 //
 //	go test -run - -bench SparseWrites -benchtime 4x ./internal/fileio
 func BenchmarkSparseWrites(b *testing.B) {
-	const chunk, piece, size = 1 << 20, 8 << 20, 1 << 30
 	for _, sparse := range []bool{false, true} {
 		b.Run(map[bool]string{false: "reserved", true: "sparse"}[sparse], func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "f")
-			b.SetBytes(size / 2)
+			b.SetBytes(sparseSize / 2)
 			for b.Loop() {
 				f, err := os.Create(path)
 				if err != nil {
@@ -502,31 +528,14 @@ func BenchmarkSparseWrites(b *testing.B) {
 				}
 				w := NewWriter(f, Auto)
 				if sparse {
-					err = f.Truncate(size)
+					err = f.Truncate(sparseSize)
 				} else {
-					err = w.Reserve(size / 2)
+					err = w.Reserve(sparseSize / 2)
 				}
 				if err != nil {
 					b.Fatal(err)
 				}
-				var wg sync.WaitGroup
-				for g := range 4 {
-					wg.Go(func() {
-						buf := directio.Buffer(chunk)
-						buf[0] = 1
-						for i := int64(g); i < size/2/chunk; i += 4 {
-							off := i * chunk // a piece of data follows a piece of data
-							if sparse {
-								off = i/(piece/chunk)*2*piece + i%(piece/chunk)*chunk // a hole between pieces
-							}
-							if _, err := w.WriteAt(buf, off); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
+				writeHalfInPieces(b, w.WriteAt, sparse)
 				w.Close()
 				f.Close()
 				os.Remove(path)
@@ -547,11 +556,10 @@ func BenchmarkSparseWrites(b *testing.B) {
 //
 //	go test -run - -bench SparseRunsPreallocated -benchtime 3x ./internal/fileio
 func BenchmarkSparseRunsPreallocated(b *testing.B) {
-	const chunk, piece, size = 1 << 20, 8 << 20, 1 << 30
 	for _, mode := range []string{"reserved", "holes", "runs"} {
 		b.Run(mode, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "f")
-			b.SetBytes(size / 2)
+			b.SetBytes(sparseSize / 2)
 			for b.Loop() {
 				f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC|syscall.O_DIRECT, 0o644)
 				if err != nil {
@@ -559,34 +567,17 @@ func BenchmarkSparseRunsPreallocated(b *testing.B) {
 				}
 				fd := int(f.Fd())
 				if mode == "reserved" {
-					err = unix.Fallocate(fd, 0, 0, size/2)
+					err = unix.Fallocate(fd, 0, 0, sparseSize/2)
 				} else {
-					err = f.Truncate(size)
+					err = f.Truncate(sparseSize)
 				}
-				for p := int64(0); mode == "runs" && p < size && err == nil; p += 2 * piece {
-					err = unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, p, piece)
+				for p := int64(0); mode == "runs" && p < sparseSize && err == nil; p += 2 * sparsePiece {
+					err = unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, p, sparsePiece)
 				}
 				if err != nil {
 					b.Fatal(err)
 				}
-				var wg sync.WaitGroup
-				for g := range 4 {
-					wg.Go(func() {
-						buf := directio.Buffer(chunk)
-						buf[0] = 1
-						for i := int64(g); i < size/2/chunk; i += 4 {
-							off := i * chunk
-							if mode != "reserved" {
-								off = i/(piece/chunk)*2*piece + i%(piece/chunk)*chunk
-							}
-							if _, err := unix.Pwrite(fd, buf, off); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
+				writeHalfInPieces(b, func(p []byte, off int64) (int, error) { return unix.Pwrite(fd, p, off) }, mode != "reserved")
 				f.Close()
 				os.Remove(path)
 			}

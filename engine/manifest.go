@@ -202,7 +202,7 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 		base := root.as
 		if info.Mode().IsRegular() {
 			e := treeEntry{size: info.Size(), perm: info.Mode().Perm(), mtime: info.ModTime().UnixNano(), ctime: changeTime(abs),
-				holey: store.Allocated(info) < info.Size()}
+				holey: store.MayHoldHoles(info)}
 			add(root, base, e)
 			continue
 		}

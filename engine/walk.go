@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+
+	"github.com/ferrydrop/ferry/engine/store"
 )
 
 // treeEntry is one entry found under a folder given to send.
@@ -14,9 +16,10 @@ type treeEntry struct {
 	perm  fs.FileMode // the permission bits
 	mtime int64       // and the modification time (Unix nanoseconds),
 	ctime int64       // and the change time where the platform has one (else 0): see manifestID
-	// holey: a regular file that takes fewer blocks than its size, so it
-	// may hold holes (or be compressed, or its data inline): the send looks
-	// for its holes (sender.entries). Others are not opened for that.
+	// holey: a regular file that may hold holes (store.MayHoldHoles: it
+	// takes fewer blocks than its size, or, on Windows, is marked sparse):
+	// the send looks for its holes (sender.entries). Others are not opened
+	// for that.
 	holey bool
 	// unreadable: a folder inside the walked one that could not be opened
 	// or listed (no permission): the walk goes on without it.
@@ -60,6 +63,7 @@ func walkDirTree(abs string, visit func(treeEntry) error) error {
 			}
 			e.typ, e.size, e.perm, e.mtime = info.Mode().Type(), info.Size(), info.Mode().Perm(), info.ModTime().UnixNano()
 			e.ctime = changeTime(src) // 0 where there is none (its only use in production: Windows)
+			e.holey = store.MayHoldHoles(info)
 		}
 		return visit(e)
 	})

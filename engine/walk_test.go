@@ -40,6 +40,15 @@ func walkFixture(t testing.TB) string {
 	if err := os.MkdirAll(filepath.Join(root, "a/nothing/here"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A sparse file: grown without data, so it may hold holes (on Windows
+	// a file is sparse only once marked so: there it is not).
+	if f, err := os.Create(filepath.Join(root, "m/sparse")); err != nil {
+		t.Fatal(err)
+	} else if err := f.Truncate(8 << 20); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
 	if err := os.Symlink("b.txt", filepath.Join(root, "link-file")); err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +83,11 @@ func TestWalkTreeMatchesWalkDir(t *testing.T) {
 	}
 	if len(want) < 15 {
 		t.Fatalf("the fixture has only %d entries: %+v", len(want), want)
+	}
+	for _, e := range want {
+		if holey := e.rel == "m/sparse" && runtime.GOOS != "windows"; e.holey != holey {
+			t.Errorf("%q: holey %v, want %v", e.rel, e.holey, holey)
+		}
 	}
 	// A symbolic link given as the folder is not followed either.
 	link := filepath.Join(t.TempDir(), "link")

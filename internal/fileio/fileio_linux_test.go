@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -430,7 +431,53 @@ func TestHoleBytes(t *testing.T) {
 			// HoleChunks lists the same chunks: each one all zeros, and
 			// their bytes what HoleBytes counts.
 			checkHoleChunks(t, f, tc.size, tc.chunk, tc.holes)
+			// Windows's way, allocated ranges a page at a time
+			// (rangesAfter), finds the same, whatever the page's room.
+			for _, room := range []int{1, 2, 64} {
+				q := pagedRanges(t, f, room)
+				if got := holeBytes(rangesAfter(q, tc.size), tc.size, tc.chunk); got != tc.holes {
+					t.Errorf("through pages of %d ranges: %d bytes of holes, want %d", room, got, tc.holes)
+				}
+				if got, want := holeChunks(rangesAfter(q, tc.size), tc.size, tc.chunk, 1<<20), HoleChunks(f, tc.size, tc.chunk, 1<<20); !slices.Equal(got, want) {
+					t.Errorf("through pages of %d ranges: runs %v, want %v", room, got, want)
+				}
+			}
 		})
+	}
+}
+
+// pagedRanges answers as FSCTL_QUERY_ALLOCATED_RANGES does, from f's data
+// as SEEK_DATA tells it: the ranges inside the one asked, clipped to it,
+// at most room of them, with more when some did not fit.
+func pagedRanges(t *testing.T, f *os.File, room int) queryRanges {
+	t.Helper()
+	var all []allocatedRange
+	next := seekData(f)
+	for off := int64(0); ; {
+		d, h, ok, err := next(off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		all = append(all, allocatedRange{offset: d, length: h - d})
+		off = h
+	}
+	return func(off, length int64, out []allocatedRange) (int, bool, error) {
+		n := 0
+		for _, r := range all {
+			lo, hi := max(r.offset, off), min(r.offset+r.length, off+length)
+			if lo >= hi {
+				continue
+			}
+			if n == min(room, len(out)) {
+				return n, true, nil
+			}
+			out[n] = allocatedRange{offset: lo, length: hi - lo}
+			n++
+		}
+		return n, false, nil
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 // On a Mac (APFS) and on Windows (NTFS), where a Writer left no holes
 // before (zeros were written there), a temporary folder keeps them
 // (LeavesHoles: F_PUNCHHOLE, FSCTL_SET_ZERO_DATA), and a chunk of zeros
-// inside a sparse file's size is a hole, read back as zeros. Vetted and
+// inside a sparse file's size is a hole, read back as zeros, and found
+// by HoleBytes and HoleChunks as a sender looks for them. Vetted and
 // cross-compiled on Linux (GOOS=darwin, GOOS=windows go vet), not run
 // there: it needs a Mac or Windows runner.
 func TestZeroChunksLeaveHolesOnMacAndWindows(t *testing.T) {
@@ -43,6 +44,14 @@ func TestZeroChunksLeaveHolesOnMacAndWindows(t *testing.T) {
 	w.Close()
 	if w.Holes() != size-chunk {
 		t.Errorf("%d bytes left as holes, want the %d of zeros", w.Holes(), size-chunk)
+	}
+	// A sender finds them (SEEK_DATA on a Mac, FSCTL_QUERY_ALLOCATED_RANGES
+	// on Windows), the first chunk as data.
+	if got := HoleBytes(f, size, chunk); got != size-chunk {
+		t.Errorf("HoleBytes finds %d bytes of holes, want %d", got, size-chunk)
+	}
+	if got := HoleChunks(f, size, chunk, 10); len(got) != 1 || got[0] != (ChunkRun{Start: 1, Count: size/chunk - 1}) {
+		t.Errorf("HoleChunks lists %v, want chunks 1-%d", got, size/chunk-1)
 	}
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
 		t.Error("read back differs")

@@ -16,36 +16,7 @@ import (
 // (one without SEEK_HOLE reports the whole file as data) or on any error:
 // then all of it is data. It moves f's offset.
 func HoleBytes(f *os.File, size int64, chunk int) int64 {
-	c := int64(chunk)
-	if size <= 0 || c <= 0 {
-		return 0
-	}
-	var data, counted int64 // bytes of chunks with data; chunks below counted are in data
-	for off := int64(0); off < size; {
-		d, err := f.Seek(off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break // no data after off
-		}
-		if err != nil || d < off {
-			return 0
-		}
-		if d >= size {
-			break
-		}
-		h, err := f.Seek(d, unix.SEEK_HOLE)
-		if err != nil || h <= d {
-			return 0
-		}
-		h = min(h, size)
-		first := max(d/c*c, counted)
-		last := min((h+c-1)/c*c, size)
-		if last > first {
-			data += last - first
-			counted = last
-		}
-		off = h
-	}
-	return size - data
+	return holeBytes(seekData(f), size, chunk)
 }
 
 // HoleChunks lists the chunks of f's first size bytes, cut in chunks of
@@ -55,43 +26,29 @@ func HoleBytes(f *os.File, size int64, chunk int) int64 {
 // data). nil where the file system cannot tell, or on any error. It moves
 // f's offset.
 func HoleChunks(f *os.File, size int64, chunk int, max int) []ChunkRun {
-	c := int64(chunk)
-	if size <= 0 || c <= 0 || max <= 0 {
-		return nil
-	}
-	chunks := (size + c - 1) / c
-	var runs []ChunkRun
-	// next is the first chunk not known to hold data or listed; hole
-	// lists chunks [next, end) as a run, and says whether more may follow.
-	next := int64(0)
-	hole := func(end int64) bool {
-		if end > next {
-			runs = append(runs, ChunkRun{Start: next, Count: end - next})
-		}
-		return len(runs) < max
-	}
-	for off := int64(0); off < size; {
+	return holeChunks(seekData(f), size, chunk, max)
+}
+
+// seekData finds f's runs of data with lseek's SEEK_DATA and SEEK_HOLE.
+func seekData(f *os.File) dataAfter {
+	return func(off int64) (int64, int64, bool, error) {
 		d, err := f.Seek(off, unix.SEEK_DATA)
 		if errors.Is(err, unix.ENXIO) {
-			break // no data after off
+			return 0, 0, false, nil // no data after off
 		}
-		if err != nil || d < off {
-			return nil
+		if err != nil {
+			return 0, 0, false, err
 		}
-		if d >= size {
-			break
+		if d < off {
+			return 0, 0, false, errors.New("SEEK_DATA went back")
 		}
 		h, err := f.Seek(d, unix.SEEK_HOLE)
-		if err != nil || h <= d {
-			return nil
+		if err != nil {
+			return 0, 0, false, err
 		}
-		h = min(h, size)
-		if !hole(d / c) {
-			return runs
+		if h <= d {
+			return 0, 0, false, errors.New("SEEK_HOLE found no data")
 		}
-		next = (h + c - 1) / c
-		off = h
+		return d, h, true, nil
 	}
-	hole(chunks)
-	return runs
 }

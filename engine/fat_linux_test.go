@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/lspeer"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -347,6 +348,90 @@ func TestFolderOfTheOffersFirstSpellingKeepsItsName(t *testing.T) {
 			for i, want := range []string{"p/A/x.txt", "p/a (1)/y.txt", "p/a (1)/x.txt"} {
 				if got, err := os.ReadFile(filepath.Join(e.DownloadDir(), filepath.FromSlash(want))); err != nil || !bytes.Equal(got, data[uint32(i)]) {
 					t.Errorf("%s: %d bytes at %s (%v), want the %d sent", files[i].Path, len(got), want, err, len(data[uint32(i)]))
+				}
+			}
+		})
+	}
+}
+
+// An offer's names that are one name on a FAT32 or exFAT stick, which
+// ignore letter case, arrive apart with the offer's first keeping its name
+// whichever lands first: two files ("p/Read.me", "p/READ.ME": the second
+// as "p/READ (1).ME"), and a file and a folder ("p/x", "p/X/y": the
+// folder, second, as "p/X (1)"; first, it keeps "p/X" and the file is
+// "p/x (1)"). It was the first to land, so the streams decided. Where case
+// is told apart (the tests' temporary folder) each keeps its name. Needs
+// root and the sticks' drivers: their cases skip without them.
+func TestNamesOfTheOffersFirstSpellingKeepTheirNames(t *testing.T) {
+	for _, c := range []struct {
+		files []wire.FileEntry
+		want  []string
+	}{
+		{[]wire.FileEntry{{Path: "p/Read.me", Size: 1000}, {Path: "p/READ.ME", Size: 1001}}, []string{"p/Read.me", "p/READ (1).ME"}},
+		{[]wire.FileEntry{{Path: "p/x", Size: 1000}, {Path: "p/X/y", Size: 1001}}, []string{"p/x", "p/X (1)/y"}},
+		{[]wire.FileEntry{{Path: "p/X/y", Size: 1000}, {Path: "p/x", Size: 1001}}, []string{"p/X/y", "p/x (1)"}},
+		{[]wire.FileEntry{{Path: "Read.me", Size: 70000}, {Path: "READ.ME", Size: 1001}}, []string{"Read.me", "READ (1).ME"}},
+		{[]wire.FileEntry{{Path: "x", Size: 1000}, {Path: "X/y", Size: 1001}}, []string{"x", "X (1)/y"}},
+	} {
+		for _, order := range [][]uint32{{0, 1}, {1, 0}} {
+			for _, stick := range []struct {
+				name string
+				dir  func(testing.TB) string
+			}{{"fat", testutil.FATStick}, {"exfat", testutil.ExFATStick}, {"cased", func(t testing.TB) string { return t.TempDir() }}} {
+				t.Run(fmt.Sprint(stick.name, c.files[0].Path, order), func(t *testing.T) {
+					e := testEngine(t, Options{DownloadDir: stick.dir(t)})
+					rx := testReceiverOn(t, e, 64<<10, c.files)
+					data := map[uint32][]byte{}
+					for _, i := range order {
+						data[i] = randomBytes(int(c.files[i].Size))
+						chunks := []int{}
+						for off := 0; off < len(data[i]); off += 64 << 10 {
+							chunks = append(chunks, off/(64<<10))
+						}
+						landAll(t, rx, i, data[i], chunks...)
+						rootOf(t, rx, i, data[i])
+					}
+					for i, want := range c.want {
+						if stick.name == "cased" {
+							want = c.files[i].Path
+						}
+						got, err := os.ReadFile(filepath.Join(e.DownloadDir(), filepath.FromSlash(want)))
+						if err != nil || !bytes.Equal(got, data[uint32(i)]) {
+							t.Errorf("%s: %d bytes at %s (%v), want the %d sent", c.files[i].Path, len(got), want, err, len(data[uint32(i)]))
+						}
+						if saved := rx.savedAs[uint32(i)]; saved != want && (saved != "" || want != c.files[i].Path) {
+							t.Errorf("%s reported saved as %q, want %q", c.files[i].Path, saved, want)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// A LocalSend app's files whose names are one on a FAT32 stick, which
+// ignores letter case ("READ.ME", "Read.me"), arrive apart with the
+// offer's first (its names sorted: "READ.ME") keeping its name, whichever
+// the app uploads first: it was the first uploaded. Needs root and a FAT32
+// mount: it skips without them.
+func TestLocalSendNamesOfAnotherCaseOnAFATStick(t *testing.T) {
+	for _, first := range []string{"Read.me", "READ.ME"} {
+		t.Run(first, func(t *testing.T) {
+			e, srv, addr := lsEngine(t, Options{DownloadDir: testutil.FATStick(t)}, LocalSendOptions{})
+			res := receivedResult(t, e)
+			data := map[string][]byte{"Read.me": []byte("mixed"), "READ.ME": []byte("upper case")}
+			other := map[string]string{"Read.me": "READ.ME", "READ.ME": "Read.me"}[first]
+			files := []lspeer.SendFile{{Name: first, Data: data[first]}, {Name: other, Data: data[other]}}
+			sr, err := testPeer(t).Send(context.Background(), addr, srv.Fingerprint(), true, "", "", files, nil)
+			if err != nil || sr.PrepareStatus != 200 {
+				t.Fatalf("%+v %v", sr, err)
+			}
+			if r := <-res; r.State != StateDone || r.Verified != 2 {
+				t.Fatalf("result %+v", r)
+			}
+			for name, want := range map[string]string{"READ.ME": "READ.ME", "Read (1).me": "Read.me"} {
+				if b, err := os.ReadFile(filepath.Join(e.DownloadDir(), name)); err != nil || !bytes.Equal(b, data[want]) {
+					t.Errorf("%s holds %q (%v), want %s's %q", name, b, err, want, data[want])
 				}
 			}
 		})

@@ -534,6 +534,9 @@ type lsSession struct {
 	// first file; open counts the partials it lists not yet gone.
 	uploads *linkUploads
 	open    int
+	// twins keeps the offer's names of two spellings for their first
+	// once, before the first partial (keepTwins).
+	twins sync.Once
 }
 
 // began logs p, a partial just created, before any byte lands in it.
@@ -577,6 +580,7 @@ func (s *lsSession) Open(idx int) (localsend.Sink, error) {
 		return nil, err
 	}
 	f := s.files[idx]
+	s.twins.Do(s.keepTwins)
 	p, err := s.in.Dest.CreatePartial(f.Path)
 	if err != nil {
 		s.resolveFailed(idx, "cannot create the file: "+core.Sentence(err))
@@ -585,6 +589,23 @@ func (s *lsSession) Open(idx int) (localsend.Sink, error) {
 	p.SparseUpload(f.Size) // its chunks of zeros stay holes
 	s.began(p)
 	return &lsSink{s: s, idx: idx, p: p}, nil
+}
+
+// keepTwins keeps the first spelling of each of the accepted files' names
+// that are one where letter case is ignored (store.Twins): a LocalSend app
+// uploads its files in an order of its own, and then whichever landed
+// first kept its name. The offer is in the order of its names (sorted as
+// it arrives: "READ.ME" before "Read.me"), so that order decides.
+func (s *lsSession) keepTwins() {
+	acc := s.in.Accepted
+	if len(acc) < 2 {
+		return
+	}
+	var twins store.Twins
+	for _, i := range acc {
+		twins.Add(s.files[i].Path)
+	}
+	s.in.e.keepTwins(s.in.Dest, &twins)
 }
 
 func (s *lsSession) resolveFailed(idx int, reason string) {

@@ -276,8 +276,8 @@ type receiver struct {
 	done      chan struct{}         // closed when the session has ended
 	ctlDone   chan struct{}         // closed when readControl returned
 	verdict   atomic.Pointer[error] // the session's own end, once decided (a decline)
-	// twins makes the offer's folders of two spellings once, before the
-	// first partial (makeTwinFolders).
+	// twins keeps the offer's names of two spellings for their first once,
+	// before the first partial is made or finalized (makeTwins).
 	twins sync.Once
 	// creating, when set (tests only), runs as each file's partial has
 	// just been created, before the file takes it (openPartial).
@@ -1447,6 +1447,7 @@ func (rx *receiver) maybeFinalize(ctx context.Context, f *rxFile) {
 	f.finalizing = true
 	part := f.part
 	rx.mu.Unlock()
+	rx.twins.Do(func() { rx.makeTwins(ctx) }) // a resumed partial: before any file is named
 	if part == nil {
 		// An empty file's single empty chunk may be the only thing that
 		// creates it; make sure something exists to rename.
@@ -1907,7 +1908,7 @@ func (rx *receiver) openPartial(ctx context.Context, f *rxFile, bounded bool) (b
 	rx.open++ // the place is taken while the file is created
 	rx.mu.Unlock()
 
-	rx.twins.Do(func() { rx.makeTwinFolders(ctx) }) // before any file is created
+	rx.twins.Do(func() { rx.makeTwins(ctx) }) // before any file is created
 	p, err := rx.createPartial(ctx, f)
 	if rx.creating != nil {
 		rx.creating(f)
@@ -1932,17 +1933,20 @@ func (rx *receiver) openPartial(ctx context.Context, f *rxFile, bounded bool) (b
 	return true, nil
 }
 
-// makeTwinFolders makes the folders of the accepted files that are one
-// folder where letter case is ignored ("p/A" and "p/a": store.FolderTwins),
-// the offer's first spelling of each, so that it keeps its name and the
-// other arrives as "p/a (1)" whichever file lands first (the streams
-// decide that). Run once, before the session's first partial is created
-// (openPartial); a folder that cannot be made is left to its files.
-func (rx *receiver) makeTwinFolders(ctx context.Context) {
+// makeTwins keeps the offer's first spelling of each name of the accepted
+// files that is one name where letter case is ignored (store.Twins): it
+// makes each such folder ("p/A" before "p/a") and reserves each such
+// file's name ("p/Read.me" before "p/READ.ME", or "p/x" before a folder
+// "p/X": store.Dest.Reserve), so that the first keeps its name and the
+// other arrives as "p/a (1)", "p/READ (1).ME" or "p/X (1)" whichever file
+// lands first (the streams decide that). Run once, before the session's
+// first partial is created (openPartial) or finalized (maybeFinalize, a
+// resumed one); a folder that cannot be made is left to its files.
+func (rx *receiver) makeTwins(ctx context.Context) {
 	if len(rx.Accepted) < 2 {
 		return
 	}
-	var twins store.FolderTwins
+	var twins store.Twins
 	k := 0 // rx.Accepted and the list are both in the offer's order
 	err := rx.list.Each(func(i int, e manifeststore.Entry) error {
 		if err := ctx.Err(); err != nil {
@@ -1959,9 +1963,20 @@ func (rx *receiver) makeTwinFolders(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	rx.e.keepTwins(rx.Dest, &twins)
+}
+
+// keepTwins keeps the offer's first spelling of each name twins found for
+// it in dest: each such folder made, each such file's name reserved.
+func (e *Engine) keepTwins(dest *store.Dest, twins *store.Twins) {
 	for _, dir := range twins.Firsts() {
-		if _, err := rx.Dest.MakeFolder(dir); err != nil {
-			rx.e.log.Warn("make a folder before its twin of another case", "folder", dir, "err", err)
+		if _, err := dest.MakeFolder(dir); err != nil {
+			e.log.Warn("make a folder before its twin of another case", "folder", dir, "err", err)
+		}
+	}
+	for _, rel := range twins.FirstFiles() {
+		if err := dest.Reserve(rel); err != nil {
+			e.log.Warn("keep a file's name for it before its twin of another case", "file", rel, "err", err)
 		}
 	}
 }

@@ -126,6 +126,9 @@ type Dest struct {
 	// element from the top cost a walk per element (os.Root opens every
 	// element of a path): for a file 8 folders deep, 80 system calls.
 	dirs map[string]string
+	// reserved holds the names Reserve keeps, by twinKey: the spelling
+	// (composed) that keeps its name where case is ignored.
+	reserved map[string]string
 }
 
 // placeMu serialises place's check-then-rename fallback in every Dest of
@@ -920,8 +923,15 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 		return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 	}
 	defer d.release(to)
+	known := "" // a name in to, to ask whether it ignores case
+	if p.fo == to {
+		known = p.base
+	}
 	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
+		if n == 0 && d.yieldsIn(rel, to, known) {
+			continue // another file's name where case is ignored (Reserve)
+		}
 		if twinTaken(to, numbered(base, n, true)) {
 			continue
 		}
@@ -1081,12 +1091,16 @@ func (d *Dest) resolveDir(peerDir string) (string, error) {
 		}
 	}
 	dir = ""
-	for _, e := range strings.Split(peerDir, "/") {
-		next, err := d.resolveElem(dir, e)
+	for pos := 0; pos < len(peerDir); pos++ {
+		end := len(peerDir)
+		if i := strings.IndexByte(peerDir[pos:], '/'); i >= 0 {
+			end = pos + i
+		}
+		next, err := d.resolveElem(dir, peerDir[:end], pos)
 		if err != nil {
 			return "", err
 		}
-		dir = next
+		dir, pos = next, end
 	}
 	return dir, nil
 }
@@ -1126,7 +1140,7 @@ func (d *Dest) resolveFolderMade(peerDir string, made *[]string) (*folder, error
 		if i := strings.IndexByte(peerDir[pos:], '/'); i >= 0 {
 			end = pos + i
 		}
-		next, err := d.resolveIn(fo, peerDir[pos:end], made)
+		next, err := d.resolveIn(fo, peerDir[:end], pos, made)
 		d.release(fo)
 		if err != nil {
 			return nil, err
@@ -1144,11 +1158,16 @@ func (d *Dest) resolveFolderMade(peerDir string, made *[]string) (*folder, error
 }
 
 // resolveIn applies the folder-clash rule (see Dest) to the peer's folder
-// element elem inside parent, creating the folder if needed (and adding it
-// to made, when not nil), and returns it acquired.
-func (d *Dest) resolveIn(parent *folder, elem string, made *[]string) (*folder, error) {
+// peer[at:], one element, inside parent (the folder of peer[:at]),
+// creating the folder if needed (and adding it to made, when not nil), and
+// returns it acquired.
+func (d *Dest) resolveIn(parent *folder, peer string, at int, made *[]string) (*folder, error) {
+	elem := peer[at:]
 	retried := false // under the name Windows takes, the file system having refused elem
 	for n := 0; n < maxNumbered; n++ {
+		if n == 0 && d.yields(peer) && d.foldsCase(parent, "", true) {
+			continue // a file's name where case is ignored (Reserve)
+		}
 		name := numbered(elem, n, false)
 		dir, err := parent.isDir(name)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -1202,8 +1221,14 @@ func (d *Dest) resolveIn(parent *folder, elem string, made *[]string) (*folder, 
 	return nil, fmt.Errorf("folder %q: %w", elem, ErrTooManyCopies)
 }
 
-func (d *Dest) resolveElem(parent, elem string) (string, error) {
+// resolveElem is resolveIn for resolveDir: the folder peer[at:] inside
+// parent (OS form), without creating it.
+func (d *Dest) resolveElem(parent, peer string, at int) (string, error) {
+	elem := peer[at:]
 	for n := 0; n < maxNumbered; n++ {
+		if n == 0 && d.yields(peer) && foldsCaseIn(d.root, parent, "", false) {
+			continue // a file's name where case is ignored (Reserve)
+		}
 		name := filepath.Join(parent, numbered(elem, n, false))
 		fi, err := d.root.Lstat(name)
 		if err == nil && fi.IsDir() {

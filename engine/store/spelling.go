@@ -1,7 +1,10 @@
 package store
 
 import (
+	"fmt"
+	"hash/maphash"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,81 +125,256 @@ func listing(root *os.Root, dir string) (map[string]struct{}, error) {
 	}
 }
 
-// FolderTwins finds an offer's folders that are one folder where letter
-// case is ignored, "p/A" and "p/a" (SameNameKey), from its files' paths
-// taken in the offer's order (Add). Where the download folder ignores case
-// the folder of the first spelling made keeps its name and the other
-// arrives as "p/a (1)" (resolveElem): made as files land, that was
-// whichever folder's file landed first, which the streams decide, so one
-// transfer saved "p/a/y.txt" as "p/a (1)/y.txt" and the next, the same,
-// "p/A/x.txt" as "p/A (1)/x.txt". Making the first spelling of each (Firsts)
-// before any file lands gives the offer's first its name every time, and
-// a resume finds it so. Where case is told apart the folder is one its
-// files would make anyway. It holds each folder's path once, up to
-// maxTwinBytes of them: a folder first seen beyond that is not compared
-// (it arrives as before: the first to land keeps its name).
-type FolderTwins struct {
-	seen  map[string]*twin // by SameNameKey of the folder's path
+// Twins finds an offer's names that are one name where letter case is
+// ignored (SameNameKey): folders "p/A" and "p/a", files "p/Read.me" and
+// "p/READ.ME", a file "p/x" and a folder "p/X", from its files' paths taken
+// in the offer's order (Add). Where the download folder ignores case the
+// first of them made keeps its name and the others arrive numbered ("p/a
+// (1)", "p/READ (1).ME"): made as files land, that was whichever landed
+// first, which the streams decide, so one transfer saved "p/a/y.txt" as "p/a
+// (1)/y.txt" and the next, the same, "p/A/x.txt" as "p/A (1)/x.txt". Making
+// the first spelling of each folder (Firsts) before any file lands, and
+// keeping the first spelling of each file's name for it (FirstFiles,
+// Dest.Reserve), gives the offer's first its name every time, and a resume
+// finds it so. Where case is told apart the folder is one its files would
+// make anyway, and a name kept changes nothing. It holds each name's path
+// once, up to maxTwinBytes of them: a name first seen beyond that is not
+// compared (it arrives as before: the first to land keeps its name).
+type Twins struct {
+	seed  maphash.Seed
+	seen  map[uint64]*twin // by twinHash of the path
 	order []*twin          // as first seen
 	prev  string           // the folder of the path added last
-	held  int              // bytes of path held in seen
+	held  int              // bytes held in seen
 }
 
 type twin struct {
 	first string // the first spelling seen
+	file  bool   // first is a file's path, not a folder's
 	twins bool   // another spelling was seen
 }
 
-// maxTwinBytes bounds the folder paths a FolderTwins holds (an offer of a
-// million folders would hold them all).
+// maxTwinBytes bounds the paths a Twins holds (an offer of a million files
+// would hold them all).
 const maxTwinBytes = 8 << 20
 
 // Add takes the path of the offer's next file (slash-separated, as sent).
-func (t *FolderTwins) Add(rel string) {
+func (t *Twins) Add(rel string) {
+	if t.seen == nil {
+		t.seen, t.seed = map[uint64]*twin{}, maphash.MakeSeed()
+	}
 	dir := ""
 	if i := strings.LastIndexByte(rel, '/'); i > 0 {
 		dir = rel[:i]
 	}
-	if dir == t.prev {
-		return // most files: the folder of the one before
+	if dir != t.prev { // most files: in the folder of the one before
+		// Each folder of dir's path that the previous path's did not name.
+		shared := sharedFolders(dir, t.prev)
+		t.prev = dir
+		for i, n := 0, 0; i <= len(dir); i++ {
+			if i < len(dir) && dir[i] != '/' {
+				continue
+			}
+			if n++; n <= shared {
+				continue
+			}
+			t.note(dir[:i], false)
+		}
 	}
-	if t.seen == nil {
-		t.seen = map[string]*twin{}
+	t.note(rel, true)
+}
+
+// note takes the path p of a folder or a file (file).
+func (t *Twins) note(p string, file bool) {
+	if p == "" {
+		return // refused before (ValidatePath)
 	}
-	// Each folder of dir's path that the previous path's did not name.
-	shared := sharedFolders(dir, t.prev)
-	t.prev = dir
-	for i, n := 0, 0; i <= len(dir); i++ {
-		if i < len(dir) && dir[i] != '/' {
-			continue
+	h := t.hash(p)
+	if w, ok := t.seen[h]; ok {
+		// One name, or rarely another of the same hash: twinKey tells.
+		if !w.twins && composed(w.first) != composed(p) && twinKey(w.first) == twinKey(p) {
+			w.twins = true
 		}
-		if n++; n <= shared {
-			continue
-		}
-		p := dir[:i]
-		k := SameNameKey(p)
-		if w, ok := t.seen[k]; ok {
-			w.twins = w.twins || composed(w.first) != composed(p)
-			continue
-		}
-		if t.held += len(k) + len(p); t.held > maxTwinBytes {
-			t.held -= len(k) + len(p)
-			continue
-		}
-		w := &twin{first: p}
-		t.seen[k] = w
-		t.order = append(t.order, w)
+		return
 	}
+	const entry = 48 // a map entry and a twin, about
+	if t.held += len(p) + entry; t.held > maxTwinBytes {
+		t.held -= len(p) + entry
+		return
+	}
+	w := &twin{first: p, file: file}
+	t.seen[h] = w
+	t.order = append(t.order, w)
+}
+
+// hash is a hash of twinKey(p): names of one key have one hash. A name of
+// plain ASCII letters, digits and ".-_ ()" not ending in a dot or a space,
+// which composed, visible, shortened and Windows's rules leave as it is,
+// is hashed in upper case as it is read: SameNameKey allocated a string for
+// every file of an offer (0.95 s for a million, where the folders alone
+// took 19 ms).
+func (t *Twins) hash(p string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	dir, base := "", p
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		dir, base = p[:i], p[i+1:]
+	}
+	h.WriteString(composed(dir))
+	h.WriteByte('/')
+	if !plainName(base) {
+		h.WriteString(SameNameKey(base))
+		return h.Sum64()
+	}
+	for i := 0; i < len(base); i++ {
+		c := base[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		h.WriteByte(c)
+	}
+	return h.Sum64()
+}
+
+// plainName reports whether SameNameKey(name) is name in upper case.
+func plainName(name string) bool {
+	if name == "" || len(name) > MaxElementBytes || name[len(name)-1] == '.' || name[len(name)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.' || c == '-' || c == '_' || c == ' ' || c == '(' || c == ')':
+		default:
+			return false
+		}
+	}
+	return !isWindowsDevice(name)
 }
 
 // Firsts is the first spelling of each folder added in more than one
-// spelling, in the order first seen (a folder before those in it).
-func (t *FolderTwins) Firsts() []string {
+// spelling (as a folder or a file), in the order first seen (a folder
+// before those in it).
+func (t *Twins) Firsts() []string { return t.firsts(false) }
+
+// FirstFiles is the first spelling of each file's path added in more than
+// one spelling (as a file or a folder), in the order first seen.
+func (t *Twins) FirstFiles() []string { return t.firsts(true) }
+
+func (t *Twins) firsts(files bool) []string {
 	var out []string
 	for _, w := range t.order {
-		if w.twins {
+		if w.twins && w.file == files {
 			out = append(out, w.first)
 		}
 	}
 	return out
+}
+
+// Reserve keeps the name of rel, a peer's file (slash-separated, as
+// CreatePartial takes it), for that file alone where the folder it goes to
+// ignores letter case: another spelling of the name in the same folder
+// ("p/READ.ME" for "p/Read.me", or a folder "p/X" for a file "p/x") arrives
+// numbered ("p/READ (1).ME", "p/X (1)") even when it is saved first, so
+// that the offer's first spelling keeps its name (Twins.FirstFiles) whatever
+// order the files land in. Where case is told apart it changes nothing. A
+// name it refuses is not kept.
+func (d *Dest) Reserve(rel string) error {
+	rel = d.localName(rel)
+	if err := ValidateHere(rel); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.reserved == nil {
+		d.reserved = map[string]string{}
+	}
+	d.reserved[twinKey(rel)] = composed(rel)
+	return nil
+}
+
+// twinKey is the key under which Reserve keeps rel (a local name): its
+// folders as spelled, its name as SameNameKey compares it. Twins in two
+// folders of two spellings ("P/x", "p/X") are in two folders already.
+func twinKey(rel string) string {
+	dir, base := "", rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		dir, base = composed(rel[:i]), rel[i+1:]
+	}
+	return dir + "/" + SameNameKey(base)
+}
+
+// yields reports whether rel (a local name, as split gives it) is another
+// spelling of a name Reserve keeps for another file: it is numbered where
+// its folder ignores case (foldsCase).
+func (d *Dest) yields(rel string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.reserved) == 0 {
+		return false
+	}
+	r, ok := d.reserved[twinKey(rel)]
+	return ok && r != composed(rel)
+}
+
+// yieldsIn is yields for rel, a peer's file going to the folder to, which
+// holds the name known (or "": foldsCase finds one).
+func (d *Dest) yieldsIn(rel string, to *folder, known string) bool {
+	return d.anyReserved() && d.yields(d.localName(rel)) && d.foldsCase(to, known, true)
+}
+
+func (d *Dest) anyReserved() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.reserved) > 0
+}
+
+// foldsCase reports whether the folder fo ignores letter case: whether a
+// name in it, known (the caller's partial) or else the first it lists that
+// has a letter, is found in the other case too where its listing does not
+// hold that spelling (spelled asks so too; fusefat gives the two lookups
+// two inode numbers, so they cannot be compared). A folder without such a
+// name is asked with one made for it, an empty file removed at once
+// (".ferry-case-….tmp"), when write is set. Only a name that yields to
+// another's (Reserve) asks it.
+func (d *Dest) foldsCase(fo *folder, known string, write bool) bool {
+	root, err := fo.rootOf()
+	if err != nil {
+		return false
+	}
+	return foldsCaseIn(root, ".", known, write)
+}
+
+// foldsCaseIn is foldsCase for the folder dir (OS form) of root.
+func foldsCaseIn(root *os.Root, dir, known string, write bool) bool {
+	names, err := listing(root, dir)
+	if err != nil {
+		return false
+	}
+	if known == "" {
+		for n := range names {
+			if otherCase(n) != "" {
+				known = n
+				break
+			}
+		}
+	}
+	if known == "" {
+		if !write {
+			return false
+		}
+		known = fmt.Sprintf(".ferry-case-%x.tmp", rand.Uint64())
+		f, err := root.OpenFile(filepath.Join(dir, known), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return false
+		}
+		f.Close()
+		defer root.Remove(filepath.Join(dir, known))
+	}
+	other := otherCase(known)
+	if _, err := root.Lstat(filepath.Join(dir, other)); err != nil {
+		return false
+	}
+	_, listed := names[composed(other)]
+	return !listed
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,6 +142,86 @@ func TestFoldersOfAnotherCaseStayApartOnSticks(t *testing.T) {
 	}
 }
 
+// A name Reserve keeps goes to its file alone where the folder ignores
+// letter case, whichever is saved first: "p/READ.ME" and a folder "p/X",
+// saved before "p/Read.me" and "p/x", arrive as "p/READ (1).ME" and "p/X
+// (1)" (PartialPath agrees), with the folder asked through a file made for
+// it (".ferry-case-….tmp", gone after) when it holds no name to ask by;
+// where case is told apart every name is kept, and nothing is made.
+func TestReservedNameKeepsItsSpelling(t *testing.T) {
+	for _, c := range []struct {
+		fs    string
+		stick func(testing.TB) string
+		folds bool
+	}{{"FAT32", testutil.FATStick, true}, {"exFAT", testutil.ExFATStick, true}, {"temp", foldingTemp, true}, {"cased", func(t testing.TB) string { return t.TempDir() }, false}} {
+		t.Run(c.fs, func(t *testing.T) {
+			stick := c.stick(t)
+			d, err := Open(stick)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			for _, rel := range []string{"p/Read.me", "p/x", "q/y", "top"} {
+				if err := d.Reserve(rel); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Reserve("../x"); err == nil {
+				t.Error("Reserve(../x) kept a name")
+			}
+			receive := func(rel string) string {
+				t.Helper()
+				p, err := d.CreatePartial(rel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				as, err := d.Finalize(p, rel, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return as
+			}
+			numbered := func(as, want string) string {
+				if c.folds {
+					return want
+				}
+				return as
+			}
+			for _, r := range []struct{ rel, want string }{
+				{"TOP", "TOP (1)"}, // in the destination, empty but for the partial
+				{"p/READ.ME", "p/READ (1).ME"},
+				{"p/Read.me", "p/Read.me"},
+				{"p/read.me", "p/read (2).me"}, // taken ("p/Read.me"; a number yields to nothing)
+				{"q/Y/z", "q/Y (1)/z"},         // "q" made empty: asked with a file made for it
+			} {
+				if got := receive(r.rel); got != numbered(r.rel, r.want) {
+					t.Errorf("%s saved as %q, want %q", r.rel, got, numbered(r.rel, r.want))
+				}
+			}
+			if got, err := d.PartialPath("p/X/y"); err != nil || got != numbered("p/X/y.partial", "p/X (1)/y.partial") {
+				t.Errorf("PartialPath(p/X/y) = %q, %v", got, err)
+			}
+			if got, err := d.MakeFolder("p/X"); err != nil || got != numbered("p/X", "p/X (1)") {
+				t.Errorf("MakeFolder(p/X) = %q, %v", got, err)
+			}
+			if got := receive("p/x"); got != "p/x" {
+				t.Errorf("p/x saved as %q", got)
+			}
+			if got := receive("p/X/w"); got != numbered("p/X/w", "p/X (1)/w") {
+				t.Errorf("p/X/w saved as %q", got)
+			}
+			for _, dir := range []string{"", "p", "q"} {
+				es, _ := os.ReadDir(filepath.Join(stick, dir))
+				for _, e := range es {
+					if strings.HasPrefix(e.Name(), ".ferry-case-") {
+						t.Errorf("%s holds %s", dir, e.Name())
+					}
+				}
+			}
+		})
+	}
+}
+
 // foldingTemp is a temporary folder that ignores letter case, as a Mac's
 // and Windows's are by default; it skips t where the folder tells case
 // apart (Linux's).
@@ -158,52 +239,72 @@ func foldingTemp(t testing.TB) string {
 	return dir
 }
 
-// TestFolderTwins finds an offer's folders that are one where letter case
-// is ignored, by its files' paths in the offer's order: the first spelling
-// of each, a folder before those in it; and nothing for a peer's paths
-// that name no such folder. Its cases are FuzzFolderTwins's seeds.
-func TestFolderTwins(t *testing.T) {
-	for _, c := range folderTwinCases {
-		var tw FolderTwins
+// TestTwins finds an offer's names that are one where letter case is
+// ignored, by its files' paths in the offer's order: the first spelling of
+// each folder, a folder before those in it, and of each file; and nothing
+// for a peer's paths that name no such names. Its cases are FuzzTwins's
+// seeds.
+func TestTwins(t *testing.T) {
+	for _, c := range twinCases {
+		var tw Twins
 		for _, p := range c.paths {
 			tw.Add(p)
 		}
 		if got := tw.Firsts(); !slices.Equal(got, c.want) {
-			t.Errorf("%q: %q, want %q", c.paths, got, c.want)
+			t.Errorf("%q: folders %q, want %q", c.paths, got, c.want)
+		}
+		if got := tw.FirstFiles(); !slices.Equal(got, c.files) {
+			t.Errorf("%q: files %q, want %q", c.paths, got, c.files)
 		}
 	}
 }
 
-var folderTwinCases = []struct {
+var twinCases = []struct {
 	paths []string
-	want  []string
+	want  []string // folders
+	files []string
 }{
-	{[]string{"p/A/x.txt", "p/a/y.txt", "p/a/x.txt"}, []string{"p/A"}},
-	{[]string{"p/a/y.txt", "p/A/x.txt"}, []string{"p/a"}},
-	{[]string{"p/A/x.txt", "p/B/x.txt", "p/A/y.txt"}, nil},            // a folder again, one spelling
-	{[]string{"P/a/1", "p/A/2", "Q/x"}, []string{"P", "P/a"}},         // a folder before those in it
-	{[]string{"a/x", "b/x", "A/x", "B/y", "a/z"}, []string{"a", "b"}}, // apart in the offer
-	{[]string{"Été/x", "ÉTÉ/y"}, []string{"Été"}},
-	{[]string{"e\u0301te/x", "\u00e9te/y"}, nil},  // decomposed and composed: one look, one folder
-	{[]string{"x.txt", "X.TXT", "d/x", "D"}, nil}, // files are not folders
-	{[]string{"写真/a", "写真/b"}, nil},
-	{[]string{"", "/", "//", "a//b", "A//b/"}, []string{"a", "a/"}}, // refused before (ValidatePath): only no panic matters
-	{nil, nil},
+	{[]string{"p/A/x.txt", "p/a/y.txt", "p/a/x.txt"}, []string{"p/A"}, nil},
+	{[]string{"p/a/y.txt", "p/A/x.txt"}, []string{"p/a"}, nil},
+	{[]string{"p/A/x.txt", "p/B/x.txt", "p/A/y.txt"}, nil, nil},            // a folder again, one spelling
+	{[]string{"P/a/1", "p/A/2", "Q/x"}, []string{"P"}, nil},                // "p/A" goes in "p (1)"
+	{[]string{"a/x", "b/x", "A/x", "B/y", "a/z"}, []string{"a", "b"}, nil}, // apart in the offer
+	{[]string{"p/A/x.txt", "p/a/X.TXT"}, []string{"p/A"}, nil},             // files in two folders
+	{[]string{"p/a/1", "P/B/2", "p/b/3"}, []string{"p"}, nil},              // "P/B" goes in "P (1)"
+	{[]string{"P/a/1", "p/b", "P/A/2"}, []string{"P", "P/a"}, nil},         // a folder before those in it
+	{[]string{"Été/x", "ÉTÉ/y"}, []string{"Été"}, nil},
+	{[]string{"e\u0301te/x", "\u00e9te/y"}, nil, nil}, // decomposed and composed: one look, one folder
+	{[]string{"x.txt", "X.TXT", "d/x", "D"}, []string{"d"}, []string{"x.txt"}},
+	{[]string{"p/Read.me", "p/READ.ME", "p/read.me"}, nil, []string{"p/Read.me"}},
+	{[]string{"p/x", "p/X/y"}, nil, []string{"p/x"}},                  // a file, then a folder
+	{[]string{"p/X/y", "p/x"}, []string{"p/X"}, nil},                  // a folder, then a file
+	{[]string{"x", "x/y", "x"}, nil, nil},                             // one spelling (a file and a folder of one name: the first to land)
+	{[]string{"caf\u00e9", "CAFE\u0301"}, nil, []string{"caf\u00e9"}}, // composed as compared
+	{[]string{"写真/a", "写真/b"}, nil, nil},
+	{[]string{"p/con.txt", "p/CON.TXT", "p/notes.", "p/NOTES.", "p/a:b", "p/A:B"}, nil, []string{"p/con.txt", "p/notes.", "p/a:b"}}, // not plain: SameNameKey
+	{[]string{"", "/", "//", "a//b", "A//b/", "//0"}, []string{"a"}, nil},                                                           // refused before (ValidatePath): only no panic matters
+	{nil, nil, nil},
 }
 
-// FuzzFolderTwins: whatever paths a peer sends, each folder FolderTwins
-// names is a folder of one of them, named once, and another path names
-// that folder in another spelling.
-func FuzzFolderTwins(f *testing.F) {
-	for _, c := range folderTwinCases {
+// FuzzTwins: whatever paths a peer sends, each folder Twins names is a
+// folder of one of them, each file one of them, named once, and another
+// path or folder names it in another spelling; and a name Twins hashes as
+// it reads it (plainName) has that key.
+func FuzzTwins(f *testing.F) {
+	for _, c := range twinCases {
 		f.Add(strings.Join(c.paths, "\n"))
 	}
 	f.Fuzz(func(t *testing.T, list string) {
 		paths := strings.Split(list, "\n")
-		var tw FolderTwins
-		folders := map[string]bool{}
+		var tw Twins
+		folders, files := map[string]bool{}, map[string]bool{}
 		for _, p := range paths {
 			tw.Add(p)
+			files[p] = true
+			base := p[strings.LastIndexByte(p, '/')+1:]
+			if plainName(base) && SameNameKey(base) != strings.ToUpper(base) {
+				t.Fatalf("%q is plain, but its key is %q", base, SameNameKey(base))
+			}
 			for i := range len(p) {
 				if p[i] == '/' && i > 0 {
 					folders[p[:i]] = true
@@ -211,18 +312,47 @@ func FuzzFolderTwins(f *testing.F) {
 			}
 		}
 		named := map[string]bool{}
-		for _, dir := range tw.Firsts() {
-			if !folders[dir] || named[dir] {
-				t.Fatalf("%q: names %q, not a folder of a path or twice", paths, dir)
+		check := func(name string, of map[string]bool) {
+			if !of[name] || named[name] {
+				t.Fatalf("%q: names %q, not a name of a path or twice", paths, name)
 			}
-			named[dir] = true
+			named[name] = true
 			other := false
-			for g := range folders {
-				other = other || SameNameKey(g) == SameNameKey(dir) && composed(g) != composed(dir)
+			for _, m := range []map[string]bool{folders, files} {
+				for g := range m {
+					other = other || twinKey(g) == twinKey(name) && composed(g) != composed(name)
+				}
 			}
 			if !other {
-				t.Fatalf("%q: names %q, which no other spelling of a path names", paths, dir)
+				t.Fatalf("%q: names %q, which no other spelling of a path names", paths, name)
 			}
 		}
+		for _, dir := range tw.Firsts() {
+			check(dir, folders)
+		}
+		for _, f := range tw.FirstFiles() {
+			check(f, files)
+		}
 	})
+}
+
+// BenchmarkTwins reads the paths of an offer of a million files in 20,000
+// folders, as a receiver does once before its first file (docs/hostile.md).
+func BenchmarkTwins(b *testing.B) {
+	paths := make([]string, 0, 1_000_000)
+	for d := range 20_000 {
+		for f := range 50 {
+			paths = append(paths, fmt.Sprintf("photos/2024/album %d/IMG_%05d.JPG", d, f))
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var tw Twins
+		for _, p := range paths {
+			tw.Add(p)
+		}
+		if len(tw.Firsts())+len(tw.FirstFiles()) != 0 {
+			b.Fatal("twins")
+		}
+	}
 }

@@ -89,6 +89,9 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(base, n, true)
+		if n == 0 && d.yieldsIn(rel, to, "") {
+			continue // another file's name where case is ignored (Reserve)
+		}
 		if twinTaken(to, name) {
 			continue
 		}

@@ -438,7 +438,7 @@ func (p *Peer) client(fingerprint string, withCert bool) *http.Client {
 }
 
 // Send offers files (or one text when text != "") to the server at addr
-// and uploads what it accepts, one after another. pin is sent when set.
+// and uploads what it accepts, one after another in the order of files. pin is sent when set.
 // beforeUpload, when set, runs between prepare-upload and the uploads.
 func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool, pin, text string, files []SendFile, beforeUpload func(sessionID string)) (*SendResult, error) {
 	hc := p.client(fingerprint, withCert)
@@ -506,7 +506,16 @@ func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool
 	if beforeUpload != nil {
 		beforeUpload(ans.SessionID)
 	}
-	for id, tok := range ans.Files {
+	ids := make([]string, 0, len(files)+1) // uploaded in the order given, as a test sets it
+	for i := range files {
+		ids = append(ids, fmt.Sprintf("id%d", i))
+	}
+	ids = append(ids, "text")
+	for _, id := range ids {
+		tok, ok := ans.Files[id]
+		if !ok {
+			continue
+		}
 		f := byID[id]
 		u := fmt.Sprintf("https://%s/api/localsend/v2/upload?sessionId=%s&fileId=%s&token=%s", addr, ans.SessionID, id, tok)
 		var body io.Reader = bytes.NewReader(f.Data)

@@ -2007,7 +2007,15 @@ func (rx *receiver) createPartial(ctx context.Context, f *rxFile) (*store.Partia
 	// Where the partial is filled with zeros instead (a fusefat stick, where
 	// a file of gigabytes takes minutes), the session's end stops the fill
 	// (a cancel waited for all of it), and the partial, which holds nothing
-	// sent and is not journaled yet, is removed.
+	// sent, is removed. It is journaled before the fill: journaled after,
+	// a receiver killed during a fill left a partial nothing knew of, for
+	// good; known, the next attempt finds it holds nothing and removes it
+	// (restore), and a state dropped has it removed as its others are.
+	if name := p.Name(); rx.journal != nil && name != "" {
+		if err := rx.journal.Partial(f.idx, f.entry.Size, name, p.Identity()); err != nil {
+			rx.e.log.Warn("resume journal", "err", err)
+		}
+	}
 	what, size := "preallocate", p.Reserve
 	if f.entry.Holes > 0 {
 		what, size = "size a sparse file", p.Sparse
@@ -2019,11 +2027,6 @@ func (rx *receiver) createPartial(ctx context.Context, f *rxFile) (*store.Partia
 		return nil, fmt.Errorf("%s: %w", what, err)
 	} else if err != nil {
 		rx.e.log.Warn(what, "file", f.entry.Path, "err", err)
-	}
-	if name := p.Name(); rx.journal != nil && name != "" {
-		if err := rx.journal.Partial(f.idx, f.entry.Size, name, p.Identity()); err != nil {
-			rx.e.log.Warn("resume journal", "err", err)
-		}
 	}
 	return p, nil
 }

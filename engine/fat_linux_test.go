@@ -437,3 +437,30 @@ func TestLocalSendNamesOfAnotherCaseOnAFATStick(t *testing.T) {
 		})
 	}
 }
+
+// A browser's files whose names are one on a FAT32 stick, which ignores
+// letter case, arrive apart, the first to arrive keeping its name: its page
+// sends one file at a time, in the order picked, and lists nothing ahead,
+// so no other order is known. Two files ("p/Read.me", "p/READ.ME": "p/READ
+// (1).ME") and a file and a folder ("p/x", "p/X/y": "p/X (1)/y"), nothing
+// overwritten. Needs root and a FAT32 mount: it skips without them.
+func TestBrowserNamesOfAnotherCaseOnAFATStick(t *testing.T) {
+	stick := testutil.FATStick(t)
+	e := testEngine(t, Options{DownloadDir: stick})
+	endpoint, _ := browserLink(t, e, browserIdle)
+	sent := []struct{ name, at string }{{"p/Read.me", "p/Read.me"}, {"p/READ.ME", "p/READ (1).ME"}, {"p/x", "p/x"}, {"p/X/y", "p/X (1)/y"}}
+	for i, f := range sent {
+		data := bytes.Repeat([]byte{byte('a' + i)}, 100+i)
+		testutil.TusUpload(t, endpoint, f.name, len(data), data)
+		testutil.WaitFor(t, f.name+" saved as "+f.at, func() bool {
+			b, err := os.ReadFile(filepath.Join(stick, filepath.FromSlash(f.at)))
+			return err == nil && bytes.Equal(b, data)
+		})
+	}
+	for i, f := range sent {
+		b, err := os.ReadFile(filepath.Join(stick, filepath.FromSlash(f.at)))
+		if err != nil || len(b) != 100+i {
+			t.Errorf("%s holds %d bytes (%v), want %s's %d", f.at, len(b), err, f.name, 100+i)
+		}
+	}
+}

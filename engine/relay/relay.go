@@ -21,6 +21,7 @@ package relay
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -513,15 +514,20 @@ type Mailbox struct {
 	// looks are the last take or wait of each name, for LookMemory: a
 	// receiver alive looks at its call boxes all the time (a wait held,
 	// then the next), so a caller is told how long no one looked at the
-	// box its call would go to (anywhere.HeaderUnwatched).
-	looks   map[string]look
-	looksBy map[string]int // source host -> names its looks are noted under
-	started time.Time      // the relay vouches for no silence before it
-	unnoted time.Time      // the last look not noted (the bounds); zero: none
+	// box its call would go to (anywhere.HeaderUnwatched). lookOrder
+	// holds them oldest first (a look noted again moves to its back), so
+	// that forgetting them looks at those it forgets and one more, not
+	// at every look (Limits.Looks) on each request.
+	looks     map[string]*list.Element // name -> its *look in lookOrder
+	lookOrder list.List
+	looksBy   map[string]int // source host -> names its looks are noted under
+	started   time.Time      // the relay vouches for no silence before it
+	unnoted   time.Time      // the last look not noted (the bounds); zero: none
 }
 
 // look is the last take or wait of a name.
 type look struct {
+	name    string
 	at      time.Time
 	source  string
 	dropped bool // a wait whose client went away while it was held
@@ -538,7 +544,7 @@ func NewMailbox(lim Limits) *Mailbox {
 	return &Mailbox{lim: lim.withDefaults(), now: time.Now,
 		slots: map[string]*entry{}, queues: map[string][]*entry{}, count: map[string]int{},
 		waiters: map[string][]chan struct{}{}, waitsBy: map[string]int{},
-		looks: map[string]look{}, looksBy: map[string]int{}, started: time.Now()}
+		looks: map[string]*list.Element{}, looksBy: map[string]int{}, started: time.Now()}
 }
 
 // Errors a request gets, as HTTP statuses.
@@ -724,25 +730,26 @@ func (m *Mailbox) wait(ctx context.Context, names []string, source string) []byt
 func (m *Mailbox) lookedLocked(names []string, source string, dropped bool) {
 	now := m.now()
 	for _, n := range names {
-		if l, ok := m.looks[n]; ok {
-			if l.source != source {
-				m.unlookLocked(n, l)
-			} else {
-				m.looks[n] = look{now, source, dropped}
+		if el, ok := m.looks[n]; ok {
+			if l := el.Value.(*look); l.source == source {
+				l.at, l.dropped = now, dropped
+				m.lookOrder.MoveToBack(el)
 				continue
 			}
+			m.unlookLocked(el)
 		}
 		if m.looksBy[source] >= m.lim.LooksPerSource || len(m.looks) >= m.lim.Looks {
 			m.unnoted = now
 			continue
 		}
-		m.looks[n] = look{now, source, dropped}
+		m.looks[n] = m.lookOrder.PushBack(&look{n, now, source, dropped})
 		m.looksBy[source]++
 	}
 }
 
-func (m *Mailbox) unlookLocked(name string, l look) {
-	delete(m.looks, name)
+func (m *Mailbox) unlookLocked(el *list.Element) {
+	l := m.lookOrder.Remove(el).(*look)
+	delete(m.looks, l.name)
 	if m.looksBy[l.source]--; m.looksBy[l.source] <= 0 {
 		delete(m.looksBy, l.source)
 	}
@@ -767,9 +774,10 @@ func (m *Mailbox) Unwatched(names []string) []anywhere.Unwatched {
 	}
 	out := make([]anywhere.Unwatched, len(names))
 	for i, n := range names {
-		switch l, ok := m.looks[n]; {
+		switch el, ok := m.looks[n]; {
 		case len(m.waiters[n]) > 0:
 		case ok:
+			l := el.Value.(*look)
 			out[i] = anywhere.Unwatched{For: max(now.Sub(l.at), 0), Dropped: l.dropped}
 		default:
 			out[i] = anywhere.Unwatched{For: max(now.Sub(since), 0)}
@@ -832,8 +840,9 @@ func (m *Mailbox) getLocked(names []string, take bool, source string) []byte {
 	return out
 }
 
-// expireLocked drops what outlived its time. It walks everything, which
-// is bounded by Limits.Total; sweep calls it even when no one asks.
+// expireLocked drops what outlived its time. It walks every blob, which
+// is bounded by Limits.Total, and the looks it forgets (lookOrder); sweep
+// calls it even when no one asks.
 func (m *Mailbox) expireLocked(now time.Time) {
 	for n, e := range m.slots {
 		if now.After(e.expires) {
@@ -856,10 +865,10 @@ func (m *Mailbox) expireLocked(now time.Time) {
 			m.queues[n] = keep
 		}
 	}
-	for n, l := range m.looks {
-		if now.Sub(l.at) > m.lim.LookMemory {
-			m.unlookLocked(n, l)
-		}
+	// Looks are oldest first: the first one still remembered ends the
+	// walk. (A clock set back only keeps some looks a little longer.)
+	for el := m.lookOrder.Front(); el != nil && now.Sub(el.Value.(*look).at) > m.lim.LookMemory; el = m.lookOrder.Front() {
+		m.unlookLocked(el)
 	}
 }
 

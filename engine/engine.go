@@ -657,6 +657,10 @@ type Transfer struct {
 	// its session went away (migrate.go); the next one calls through a
 	// relay at once, without the LAN's head start.
 	pathLost bool
+	// tried is where the last attempt dialled a followed device: the
+	// back-off before the next ends once it is seen elsewhere
+	// (outboxHost.Moved).
+	tried []addr.Addr
 	// asked is when the offer began waiting for its answer; waited, how
 	// long it waited until the files first moved, less checked
 	// (Result.Waited).

@@ -219,3 +219,64 @@ func TestFollowRacesTheAddresses(t *testing.T) {
 		t.Errorf("reached at %+v, want %s", p.LastAddrs, listening(recv, addr.QUIC))
 	}
 }
+
+// A receiver whose Ferry was closed comes back on another port while an
+// attempt of the sender dials where it was (a QUIC dial of an address
+// that nothing answers runs to its handshake timeout): the sender, which
+// asks its resolver again while it dials, races the new address at once,
+// within that attempt, where it ran the dead dial out, said once more that
+// it retries, and waited its back-off before it looked again.
+func TestFollowDialsWhereTheReceiverMovedMidAttempt(t *testing.T) {
+	skipIfShort(t)
+	cfg, dl := t.TempDir(), t.TempDir()
+	recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
+	res := &fakeResolver{}
+	res.set(recv.ID(), target(recv)) // discovery still sees it where it was
+	send, tr, big := sendFollowedAt30(t, recv, res, time.Minute)
+	events, unsub := send.Subscribe(4096)
+	defer unsub()
+	old := listening(recv, addr.QUIC)
+	recv.Close()
+	// Where it was, nothing answers: a socket that reads and never replies.
+	hole, err := net.ListenPacket("udp", old)
+	if err != nil {
+		t.Skipf("the receiver's old port was taken at once: %v", err)
+	}
+	defer hole.Close()
+	hole.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, _, err := hole.ReadFrom(make([]byte, 2048)); err != nil {
+		t.Fatalf("no attempt dialled the receiver's old address: %v", err)
+	}
+	for drained := false; !drained; { // what was said before this attempt began
+		select {
+		case <-events:
+		default:
+			drained = true
+		}
+	}
+	moved := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl}) // any free port: not the old one
+	res.set(moved.ID(), target(moved))
+	timeout := time.After(time.Minute)
+	for active := false; !active; {
+		select {
+		case ev := <-events:
+			if ev.TransferID != tr.ID() {
+				continue
+			}
+			switch {
+			case ev.Kind == EventState && ev.State == StateRetrying:
+				t.Fatalf("the attempt dialling where the receiver was ran out before it dialled where it is now: %+v", ev.Result)
+			case ev.Kind == EventResult:
+				t.Fatalf("ended before it reached the receiver again: %+v", ev.Result)
+			}
+			active = ev.Kind == EventState && ev.State == StateActive
+		case <-timeout:
+			t.Fatal("not active again a minute after the receiver came back")
+		}
+	}
+	<-tr.Done()
+	if r := tr.Result(); r.State != StateDone {
+		t.Fatalf("%s: %s", r.State, r.Err)
+	}
+	sameTree(t, big, dl)
+}

@@ -40,6 +40,16 @@ func (h outboxHost) Retrying(end core.Ending) {
 	h.t.mu.Unlock()
 }
 
+// Moved is closed once the followed device the last attempt dialled is
+// seen at another address (seenElsewhere); nil for a send that follows
+// no device.
+func (h outboxHost) Moved(ctx context.Context) <-chan struct{} {
+	h.t.mu.Lock()
+	tried := h.t.tried
+	h.t.mu.Unlock()
+	return h.e.seenElsewhere(ctx, h.t.target.ID, tried)
+}
+
 func (h outboxHost) Attempting(stop context.CancelCauseFunc) {
 	h.t.mu.Lock()
 	h.t.stopAttempt = stop

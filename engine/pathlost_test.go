@@ -66,7 +66,7 @@ func TestPathLostCallsRelayAtOnce(t *testing.T) {
 	to := Target{ID: other.ID.String(), Addrs: []addr.Addr{addr.New(addr.QUIC, silent.LocalAddr().String()), addr.NewRendezvous("127.0.0.1:9")}}
 	for _, lost := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), anywhereHeadStart/2)
-		_, err := e.dialTarget(ctx, to, other.ID, "", lost)
+		_, err := e.dialTarget(ctx, to, other.ID, "", lost, nil)
 		cancel()
 		switch {
 		case lost && !errors.Is(err, ErrNotPaired):

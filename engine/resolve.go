@@ -88,8 +88,11 @@ func (e *Engine) candidates(ctx context.Context, to Target, id identity.DeviceID
 // host candidateStagger after the one before, the first that proves the
 // device winning. It returns the address it reached. pathLost says the
 // last attempt lost its path with this device's address: a relay, if the
-// target has one, is called at once beside the LAN addresses.
-func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.DeviceID, kind transport.Kind, pathLost bool) (auto.Dialled, error) {
+// target has one, is called at once beside the LAN addresses. A followed
+// device seen at another address while its race runs (the Resolver asked
+// again every movedEvery) gets a new race there at once; tried, if set,
+// is given the addresses the last race dialled (Transfer.tried).
+func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.DeviceID, kind transport.Kind, pathLost bool, tried func([]addr.Addr)) (auto.Dialled, error) {
 	if rv, ok := addr.First(to.Addrs, addr.Rendezvous); ok && !want.IsZero() && kind == "" {
 		// A device beyond the LAN: its LAN addresses first, then the relay (anywhere.go).
 		lanOnly := to
@@ -99,14 +102,26 @@ func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.Device
 			headStart = 0
 		}
 		return e.dialWithRendezvous(ctx, rv, func(ctx context.Context) (auto.Dialled, error) {
-			return e.dialTarget(ctx, lanOnly, want, kind, false)
+			return e.dialTarget(ctx, lanOnly, want, kind, false, tried)
 		}, want, headStart)
 	}
 	if !to.Follow || want.IsZero() {
 		return e.dial(ctx, to.Addrs, candidateStagger, want, kind)
 	}
 	cands := e.candidates(ctx, to, want)
-	d, err := e.dial(ctx, cands, candidateStagger, want, kind)
+	d, err := e.dialFollowing(ctx, cands, want, kind, true)
+	for moves := 1; errors.Is(err, errMoved) && ctx.Err() == nil; moves++ {
+		// Seen elsewhere while this race dialled where it was: a race
+		// on where it is now, at once, not after the rest of this one
+		// (a dead QUIC address holds it for its handshake timeout) and
+		// the back-off.
+		cands = e.candidates(ctx, to, want)
+		e.log.Info("device seen at another address; dialling it", "id", want.Short(), "candidates", len(cands))
+		d, err = e.dialFollowing(ctx, cands, want, kind, moves < maxMoves)
+	}
+	if tried != nil {
+		tried(cands)
+	}
 	var mm *identity.MismatchError
 	switch {
 	case err == nil:
@@ -120,4 +135,87 @@ func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.Device
 		return auto.Dialled{}, fmt.Errorf("could not reach device %s: other devices answer at the %d addresses it was known at", want.Short(), len(cands))
 	}
 	return auto.Dialled{}, err
+}
+
+// movedEvery is how often a followed device is looked up again while an
+// attempt dials it or waits for the next (the Resolver is a table read).
+const movedEvery = 500 * time.Millisecond
+
+// maxMoves bounds the races one attempt starts afresh because the device
+// was seen elsewhere (a device whose advertisements flap between
+// addresses must not keep an attempt from ever ending).
+const maxMoves = 4
+
+// errMoved ends a dial race whose device was seen at an address it does
+// not dial.
+var errMoved = errors.New("the device was seen at another address")
+
+// dialFollowing is e.dial of a followed device's candidates; with watch,
+// it ends with errMoved as soon as the Resolver sees the device at an
+// address not among them.
+func (e *Engine) dialFollowing(ctx context.Context, cands []addr.Addr, want identity.DeviceID, kind transport.Kind, watch bool) (auto.Dialled, error) {
+	if !watch || e.opts.Resolver == nil {
+		return e.dial(ctx, cands, candidateStagger, want, kind)
+	}
+	dctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	moved := e.seenElsewhere(dctx, want.String(), cands)
+	go func() {
+		select {
+		case <-moved:
+			cancel(errMoved)
+		case <-dctx.Done():
+		}
+	}()
+	d, err := e.dial(dctx, cands, candidateStagger, want, kind)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(dctx), errMoved) {
+		return auto.Dialled{}, errMoved
+	}
+	return d, err
+}
+
+// seenElsewhere returns a channel closed once the Resolver sees the device
+// id at an address not among tried, asking it every movedEvery until ctx
+// ends; nil (never ready) without a Resolver.
+func (e *Engine) seenElsewhere(ctx context.Context, id string, tried []addr.Addr) <-chan struct{} {
+	r := e.opts.Resolver
+	if r == nil || id == "" || len(tried) == 0 {
+		return nil
+	}
+	moved := make(chan struct{})
+	ticker, tick := e.opts.Clock.NewTicker(movedEvery)
+	go func() {
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick:
+			}
+			rctx, cancel := context.WithTimeout(ctx, resolveWait)
+			now := r.ResolvePeer(rctx, id)
+			cancel()
+			var hostports []string // as many as candidates dials, best first
+			for _, a := range now {
+				if hp := a.HostPort(); !slices.Contains(hostports, hp) {
+					if len(hostports) == maxCandidates {
+						break
+					}
+					hostports = append(hostports, hp)
+				}
+				if !slices.Contains(tried, a) {
+					close(moved)
+					return
+				}
+			}
+		}
+	}()
+	return moved
+}
+
+// setTried notes where the attempt now running dialled t's device.
+func (t *Transfer) setTried(cands []addr.Addr) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tried = cands
 }

@@ -461,7 +461,7 @@ func (tx *sender) Run(ctx context.Context) error {
 		dctx, cancel = context.WithDeadline(ctx, at)
 		defer cancel()
 	}
-	d, err := tx.e.dialTarget(dctx, tx.to, tx.want, kind, tx.t.takePathLost())
+	d, err := tx.e.dialTarget(dctx, tx.to, tx.want, kind, tx.t.takePathLost(), tx.t.setTried)
 	if err != nil {
 		if dctx.Err() != nil && ctx.Err() == nil {
 			return &wordedError{err: err, text: "no connection before the time for reconnecting ran out"}

@@ -52,6 +52,11 @@ type OutboxHost interface {
 	// Resumed delivers Resume; Paused delivers Pause between attempts.
 	Resumed() <-chan struct{}
 	Paused() <-chan struct{}
+	// Moved, while the back-off before the next attempt runs (until ctx
+	// ends), is closed once the device was seen where the last attempt
+	// did not dial it (the next attempt is made at once); nil when
+	// nothing follows the device.
+	Moved(ctx context.Context) <-chan struct{}
 	// PeerName is the other device's name, as far as it is known yet.
 	PeerName() string
 	// Finish reports the transfer's result; err is what ended it.
@@ -211,8 +216,9 @@ func (o *Outbox) pause(ctx context.Context) bool {
 	}
 }
 
-// sleep reports the interruption err and waits out the back-off; a Pause
-// meanwhile waits for Resume instead (paused is then true).
+// sleep reports the interruption err and waits out the back-off, or less
+// when the device shows up elsewhere (OutboxHost.Moved); a Pause meanwhile
+// waits for Resume instead (paused is then true).
 func (o *Outbox) sleep(ctx context.Context, err error, wait time.Duration) (paused bool) {
 	o.host.Log().Info("transfer interrupted; retrying", "err", err, "in", wait)
 	end := EndOf(err, o.host.PeerName(), false)
@@ -225,8 +231,12 @@ func (o *Outbox) sleep(ctx context.Context, err error, wait time.Duration) (paus
 	o.host.Retrying(end)
 	timer, fired := o.cfg.Clock.NewTimer(wait)
 	defer timer.Stop()
+	mctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
 	select {
 	case <-fired:
+	case <-o.host.Moved(mctx):
+		o.host.Log().Info("device seen at another address; retrying now")
 	case <-ctx.Done():
 	case <-o.host.Paused():
 		o.pause(ctx)

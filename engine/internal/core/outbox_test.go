@@ -19,6 +19,7 @@ import (
 // fakeOutboxHost is an engine's sending transfer as the outbox sees it.
 type fakeOutboxHost struct {
 	resumed, paused chan struct{}
+	moved           chan struct{} // Moved: nil, never
 
 	mu       sync.Mutex // guards the fields below
 	states   []State
@@ -45,10 +46,11 @@ func (h *fakeOutboxHost) Attempting(stop context.CancelCauseFunc) {
 	h.stop = stop
 	h.mu.Unlock()
 }
-func (h *fakeOutboxHost) Resumed() <-chan struct{} { return h.resumed }
-func (h *fakeOutboxHost) Paused() <-chan struct{}  { return h.paused }
-func (h *fakeOutboxHost) PeerName() string         { return "Bob" }
-func (h *fakeOutboxHost) Log() *slog.Logger        { return slog.New(slog.DiscardHandler) }
+func (h *fakeOutboxHost) Resumed() <-chan struct{}              { return h.resumed }
+func (h *fakeOutboxHost) Paused() <-chan struct{}               { return h.paused }
+func (h *fakeOutboxHost) PeerName() string                      { return "Bob" }
+func (h *fakeOutboxHost) Moved(context.Context) <-chan struct{} { return h.moved }
+func (h *fakeOutboxHost) Log() *slog.Logger                     { return slog.New(slog.DiscardHandler) }
 func (h *fakeOutboxHost) Finish(err error, r Result) {
 	h.mu.Lock()
 	h.err, h.result = err, &r
@@ -169,6 +171,36 @@ func TestOutboxRetriesLostConnections(t *testing.T) {
 	}
 	if len(h.retrying) != 2 || h.retrying[0].Code != CodeConnectionLost || h.retrying[0].Text != "The connection to Bob was lost." {
 		t.Errorf("retrying %+v", h.retrying)
+	}
+}
+
+// A device seen elsewhere during the back-off (OutboxHost.Moved) is tried
+// there at once: the next attempt is made with the back-off's timer still
+// set (the fake clock never moves).
+func TestOutboxTriesAtOnceWhereTheDeviceMoved(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newFakeOutboxHost()
+	h.moved = make(chan struct{})
+	s := &script{steps: []step{{err: lost}, {err: nil, sent: 300, out: AttemptOutcome{Accepted: 2, Verified: 2, Total: 300}}}}
+	o := NewOutbox(h, OutboxConfig{RetryFor: time.Minute, Clock: clk})
+	o.Files, o.Bytes = 2, 300
+	o.NewAttempt = s.next
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.Run(t.Context())
+	}()
+	if err := clk.WaitTimers(t.Context(), 1); err != nil { // the back-off after the first attempt
+		t.Fatal(err)
+	}
+	close(h.moved)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the device moved, and after %d attempts the outbox still waits out its back-off", s.attempts())
+	}
+	if s.attempts() != 2 || h.result.State != StateDone {
+		t.Errorf("%d attempts, result %+v", s.attempts(), h.result)
 	}
 }
 

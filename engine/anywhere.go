@@ -321,6 +321,23 @@ func anywhereError(err error, relay, who string) error {
 	return &wordedError{err: err, text: fmt.Sprintf("cannot reach %s from anywhere: %s", who, relayProblem(relay, err).Error())}
 }
 
+// sessionEndError says in a sentence why a session beyond the LAN with
+// who (deviceNamed) ended on the relay's word, asked while its path was
+// silent (anywhere's follow: quic's migrator ends the connection with
+// it, and the stream that reads that adds its own "control stream: "):
+// the device stopped looking for calls, or restarted. Other errors are
+// returned as they are.
+func sessionEndError(err error, who string) error {
+	var notLooking *anywhere.NotLookingError
+	switch {
+	case errors.As(err, &notLooking):
+		return &wordedError{err: err, text: fmt.Sprintf("%s has not looked for calls at relay %s for %s: Ferry is probably not running there (was it killed, or is the device asleep or cut off from the network?)", who, notLooking.Relay, roundSeconds(notLooking.For))}
+	case errors.Is(err, anywhere.ErrPeerRestarted):
+		return &wordedError{err: err, text: who + " restarted: it announced itself again through the relay"}
+	}
+	return err
+}
+
 // roundSeconds says d in whole seconds ("42 s"), at least 1.
 func roundSeconds(d time.Duration) string {
 	return fmt.Sprintf("%d s", max(int(d.Round(time.Second)/time.Second), 1))

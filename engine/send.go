@@ -469,7 +469,11 @@ func (tx *sender) Run(ctx context.Context) error {
 		return err
 	}
 	tx.t.markConnected(tx.e.now())
-	return tx.session(ctx, d.Conn, d.Why, d.At.HostPort(), tx.opts)
+	err = tx.session(ctx, d.Conn, d.Why, d.At.HostPort(), tx.opts)
+	if err != nil && !tx.want.IsZero() {
+		err = sessionEndError(err, tx.e.deviceNamed(tx.want))
+	}
+	return err
 }
 
 // end tells the receiver why the attempt ended (if it did not finish) and

@@ -590,7 +590,9 @@ func TestAnywhereKilledReceiverRestarted(t *testing.T) {
 // device dropped its wait for calls (its system closed the connection)
 // and has not looked since: the silent session ends (about 3 s after the
 // kill, where QUIC's idle timeout took 10 s), no call waits, and every
-// retry says at once that the device has not looked for calls. What is
+// retry says at once that the device has not looked for calls (the first
+// in a sentence about the device, "Desktop (…) has not looked for calls
+// at relay …", not "Control stream: the device has …"). What is
 // checked is the number of calls that waited for an answer, not a time;
 // the times are logged.
 func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
@@ -630,6 +632,10 @@ func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 		time.Since(killed).Seconds(), attempts, waited, fast, last)
 	if !strings.Contains(first, "has not looked for calls") {
 		t.Errorf("the session ended for another reason than the relay's word that the device dropped its wait for calls: %s", first)
+	} else if !strings.HasPrefix(first, "Desktop") || !strings.Contains(first, "Ferry is probably not running there") {
+		// Not "Control stream: the device has not looked for calls ...":
+		// the name of the stream that read the connection's end.
+		t.Errorf("the session's end is not said as a sentence about the device: %s", first)
 	}
 	if waited > 0 {
 		t.Errorf("%d calls waited for an answer from the dead receiver's presence; want none", waited)

@@ -258,6 +258,24 @@ func nextPair(t *testing.T, events <-chan Event, id string) PairInfo {
 	}
 }
 
+// sendWaiting starts a sender of src to recv, subscribed to its events,
+// and reads its first code event, which must say that it waits for the
+// receiver to show the offer.
+func sendWaiting(t *testing.T, recv *Engine, src string) (*Engine, *Transfer, <-chan Event) {
+	t.Helper()
+	e := testEngine(t, Options{})
+	tx, unsub := e.Subscribe(256)
+	t.Cleanup(unsub)
+	tr, err := e.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
+		t.Fatalf("the sender's first code event %+v, want it waiting", p)
+	}
+	return e, tr, tx
+}
+
 // TestQueuedOfferIsComparedOnlyOnceShown: the receiver's client shows one
 // prompt at a time (the app's prompts, ferry-cli's one question at a time),
 // so an offer queued behind another device's has its code on no screen
@@ -277,29 +295,12 @@ func TestQueuedOfferIsComparedOnlyOnceShown(t *testing.T) {
 	// receiver's client gets it, which shows it or queues it.
 	offer := func(shown bool) (*Engine, *Transfer, <-chan Event, string) {
 		t.Helper()
-		send := testEngine(t, Options{})
-		tx, unsub := send.Subscribe(256)
-		t.Cleanup(unsub)
-		tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
-		if err != nil {
+		send, tr, tx := sendWaiting(t, recv, src)
+		id := nextWaitingOffer(t, rx)
+		if err := recv.OfferOnScreen(id, shown); err != nil {
 			t.Fatal(err)
 		}
-		if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
-			t.Fatalf("the sender's first code event %+v, want it waiting for the receiver's screen", p)
-		}
-		for timeout := time.After(time.Minute); ; {
-			select {
-			case ev := <-rx:
-				if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
-					if err := recv.OfferOnScreen(ev.TransferID, shown); err != nil {
-						t.Fatal(err)
-					}
-					return send, tr, tx, ev.TransferID
-				}
-			case <-timeout:
-				t.Fatal("no offer")
-			}
-		}
+		return send, tr, tx, id
 	}
 	_, firstTr, firstTx, first := offer(true)
 	if p := nextPair(t, firstTx, firstTr.ID()); p.Shown != CodeShownPending {
@@ -432,32 +433,13 @@ func TestCodeIsConfirmedOnlyOnceShown(t *testing.T) {
 	recv := startReceiver(t, Options{Accept: AcceptAsk})
 	rx, unsub := recv.Subscribe(256)
 	defer unsub()
-	send := testEngine(t, Options{})
-	tx, unsub2 := send.Subscribe(256)
-	defer unsub2()
 	src := filepath.Join(t.TempDir(), "a.txt")
 	writeFile(t, src, 100)
-	tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
-		t.Fatalf("the sender's first code event %+v, want it waiting", p)
-	}
+	send, tr, tx := sendWaiting(t, recv, src)
 	if err := send.ConfirmPair(tr.ID(), true); !errors.Is(err, ErrCodeNotShownYet) {
 		t.Fatalf("ConfirmPair before the receiver's screen showed the offer: %v, want %v", err, ErrCodeNotShownYet)
 	}
-	var offer string
-	for timeout := time.After(time.Minute); offer == ""; {
-		select {
-		case ev := <-rx:
-			if ev.Kind == EventOffer && ev.Direction == Receiving && ev.State == StateWaiting {
-				offer = ev.TransferID
-			}
-		case <-timeout:
-			t.Fatal("no offer")
-		}
-	}
+	offer := nextWaitingOffer(t, rx)
 	if err := recv.OfferOnScreen(offer, false); err != nil {
 		t.Fatal(err)
 	}
@@ -505,20 +487,7 @@ func TestOfferQueuedByTheReceiverSaysSo(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "a.txt")
 	writeFile(t, src, 100)
 	nextOffer := func() string { t.Helper(); return nextWaitingOffer(t, rx) }
-	send := func() (*Engine, *Transfer, <-chan Event) {
-		t.Helper()
-		e := testEngine(t, Options{})
-		tx, unsub := e.Subscribe(256)
-		t.Cleanup(unsub)
-		tr, err := e.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
-			t.Fatalf("the sender's first code event %+v, want it waiting", p)
-		}
-		return e, tr, tx
-	}
+	send := func() (*Engine, *Transfer, <-chan Event) { t.Helper(); return sendWaiting(t, recv, src) }
 	_, firstTr, _ := send()
 	first := nextOffer()
 	if err := recv.OfferOnScreen(first, true); err != nil {
@@ -575,16 +544,7 @@ func TestQueuedOfferHearsItsPlaceMove(t *testing.T) {
 	}
 	send := func(ahead int) sending {
 		t.Helper()
-		e := testEngine(t, Options{})
-		tx, unsub := e.Subscribe(256)
-		t.Cleanup(unsub)
-		tr, err := e.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownWaiting {
-			t.Fatalf("the sender's first code event %+v, want it waiting", p)
-		}
+		e, tr, tx := sendWaiting(t, recv, src)
 		if ahead > 0 {
 			if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownQueued || p.Ahead != ahead {
 				t.Fatalf("queued: %+v, want it behind %d", p, ahead)

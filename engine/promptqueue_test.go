@@ -22,14 +22,7 @@ func TestQueuedOfferWhenTheReceiverQuits(t *testing.T) {
 	writeFile(t, src, 100)
 	send := func(queued bool) (*Transfer, <-chan Event) {
 		t.Helper()
-		e := testEngine(t, Options{})
-		tx, unsub := e.Subscribe(256)
-		t.Cleanup(unsub)
-		tr, err := e.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nextPair(t, tx, tr.ID()) // waiting for the receiver's screen
+		e, tr, tx := sendWaiting(t, recv, src)
 		if queued {
 			if p := nextPair(t, tx, tr.ID()); p.Shown != CodeShownQueued || p.Ahead != 1 {
 				t.Fatalf("queued: %+v, want it behind 1", p)

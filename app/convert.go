@@ -17,6 +17,7 @@ import (
 
 var transferKinds = map[engine.EventKind]ui.TransferEventKind{
 	engine.EventOffer:      ui.TransferOffer,
+	engine.EventQueued:     ui.TransferQueued,
 	engine.EventState:      ui.TransferState,
 	engine.EventProgress:   ui.TransferProgress,
 	engine.EventFile:       ui.TransferFile,

@@ -74,6 +74,12 @@ func TestToUITransfer(t *testing.T) {
 	if got.Offer.Skipped != nil {
 		t.Fatalf("nothing skipped, yet %+v", got.Offer.Skipped)
 	}
+	// An offer the engine holds behind its prompts reaches the prompt on
+	// screen, which counts it (TestEveryHeldOfferIsCounted).
+	if got, ok := toUITransfer(engine.Event{Time: now, Kind: engine.EventQueued, TransferID: "q", Direction: engine.Receiving,
+		Peer: engine.PeerInfo{Name: "A", ID: "ID", Trusted: true}, State: engine.StateWaiting}); !ok || got.Kind != ui.TransferQueued || got.Direction != ui.Incoming {
+		t.Fatalf("queued = %+v, %v", got, ok)
+	}
 	if _, ok := toUITransfer(engine.Event{Kind: "something new"}); ok {
 		t.Fatal("unknown kinds must be skipped")
 	}

@@ -597,7 +597,9 @@ func TestOlderSenderIsToldItsPlaceOnce(t *testing.T) {
 	for _, moves := range []bool{false, true} {
 		tr := &Transfer{onScreen: make(chan screenWord, 1)}
 		tr.moves.Store(moves)
-		h := inboxHost{t: tr}
+		e := testEngine(t, Options{})
+		client, unsub := e.Subscribe(16)
+		h := inboxHost{e: e, t: tr}
 		h.Queued(3)
 		if w := <-tr.onScreen; w.ahead != 3 {
 			t.Fatalf("queued: told %+v, want behind 3", w)
@@ -613,6 +615,17 @@ func TestOlderSenderIsToldItsPlaceOnce(t *testing.T) {
 			if moves {
 				t.Error("a sender taking moves was not told it moved up")
 			}
+		}
+		// Its client is told once that it waits (TestQueuedOfferIsToldToTheClient).
+		unsub()
+		queued := 0
+		for ev := range client {
+			if ev.Kind == EventQueued {
+				queued++
+			}
+		}
+		if queued != 1 {
+			t.Errorf("sender taking moves %v: the client was told %d times that the offer waits, want once", moves, queued)
 		}
 	}
 }

@@ -85,7 +85,9 @@ type Options struct {
 	// user may compare it. Off, only an offer's prompt shows the code.
 	ShowsCodes bool
 	// MaxPrompts bounds offers waiting for an answer at once; zero means 8.
-	// Further offers are declined as busy instead of stacking up.
+	// Further offers wait for a place, told to the client (EventQueued),
+	// 32 at most (4 per address); beyond that they are declined as busy
+	// instead of stacking up.
 	MaxPrompts int
 	// MuteDeclined is how long offers from an untrusted device, or from an
 	// address, are declined without asking once the user declined two of

@@ -17,6 +17,14 @@ const (
 	// what this side offers, published when the transfer starts (Dest,
 	// FreeBytes and Expires are unset there, and no answer is needed).
 	EventOffer EventKind = "offer"
+	// EventQueued: receiving, an offer waits for a place among the
+	// prompts the engine asks about at once (Options.MaxPrompts are
+	// waiting for an answer): it will be asked about (its EventOffer, in
+	// StateWaiting, follows once it has a place), but nothing is to be
+	// answered yet. Published once, as it queues; it may end before it is
+	// asked about (its EventResult: its sender withdrew it, the session
+	// ended, or a newcomer took its place in the queue).
+	EventQueued EventKind = "queued"
 	// EventState: a transfer changed state (waiting, sending, verifying, done, failed...).
 	EventState EventKind = "state"
 	// EventProgress: bytes moved; coalesced to a few per second per transfer.

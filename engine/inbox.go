@@ -73,9 +73,16 @@ func (h inboxHost) Register() error { return h.e.register(h.t) }
 // place among the prompts, behind ahead offers, as it queues and as it
 // moves up: no EventOffer is raised until it has one, so the client cannot
 // say where it stands. A sender that does not take the moves
-// (wire.FeaturePromptMoves) is told its place once.
+// (wire.FeaturePromptMoves) is told its place once. The client is told
+// once, as it queues (EventQueued): an offer it will be asked about,
+// whether or not a code of its sender's was announced (a trusted sender's
+// is not), which the prompt on screen counts among those waiting.
 func (h inboxHost) Queued(ahead int) {
-	if h.t.queued.Swap(true) && !h.t.moves.Load() {
+	first := !h.t.queued.Swap(true)
+	if first {
+		h.e.publish(h.t, Event{Kind: EventQueued, State: StateWaiting})
+	}
+	if !first && !h.t.moves.Load() {
 		return
 	}
 	h.t.tellScreen(screenWord{ahead: max(ahead, 1)})

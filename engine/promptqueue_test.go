@@ -121,3 +121,62 @@ func TestTrustedOffersDoNotWaitBehindPrompts(t *testing.T) {
 		t.Fatalf("the receiver shows %d prompts and queues %d offers, want 1 and 1 still", shown, queued)
 	}
 }
+
+// An offer the receiver queues behind its prompts (Options.MaxPrompts
+// are shown) was told to its client only by its sender's verification
+// code (EventPair), announced before the offer is asked about, so the
+// app's prompt on screen counted it among the offers waiting; an offer
+// from a device that is trusted but not accepted without asking
+// (AutoAcceptTrusted off) has no code to announce, and its client heard
+// nothing of it until its turn. Every queued offer is told now, once, as
+// it queues (EventQueued), before its offer event.
+func TestQueuedOfferIsToldToTheClient(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: 1})
+	rx, unsub := recv.Subscribe(256)
+	defer unsub()
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	_, shownTr, _ := sendWaiting(t, recv, src)
+	shown := nextWaitingOffer(t, rx)
+	trusted := testEngine(t, Options{})
+	if err := recv.SetTrusted(trusted.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trusted.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { _, queued := recv.admit.Prompts(); return queued == 1 })
+	if err := recv.Decide(shown, Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-shownTr.Done()
+	queued := 0
+	for timeout := time.After(time.Minute); ; {
+		select {
+		case ev := <-rx:
+			if ev.Peer.ID != trusted.ID() {
+				continue
+			}
+			switch ev.Kind {
+			case EventQueued:
+				queued++
+			case EventPair:
+				t.Fatalf("a trusted sender's code was announced: %+v", ev.Pair)
+			case EventOffer:
+				if queued != 1 || ev.State != StateWaiting {
+					t.Fatalf("the trusted sender's offer (%s) came after %d queued events, want 1", ev.State, queued)
+				}
+				if err := recv.Decide(ev.TransferID, Decision{Accept: true}); err != nil {
+					t.Fatal(err)
+				}
+				if r := waitDone(t, tr); r.State != StateDone {
+					t.Fatalf("%s %q", r.State, r.Err)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no offer from the trusted sender (%d queued events)", queued)
+		}
+	}
+}

@@ -64,16 +64,18 @@ func TestExpiredOfferIsToldWhoeverNoticedFirst(t *testing.T) {
 func TestOfferHeldByTheEngineIsCountedNotRowed(t *testing.T) {
 	u, _, _ := newTestUI(t)
 	peer := Peer{ID: idAlice, Name: "Alice"}
-	held := func(id string) TransferEvent {
-		return TransferEvent{Kind: TransferPair, ID: id, Direction: Incoming, Peer: peer, Pair: &PairCode{Code: "482 913"}}
+	// The engine tells its sender's code, then that it holds it.
+	held := func(id string) {
+		u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: id, Direction: Incoming, Peer: peer, Pair: &PairCode{Code: "482 913"}})
+		u.ApplyTransfer(TransferEvent{Kind: TransferQueued, ID: id, Direction: Incoming, Peer: peer, State: StateWaiting})
 	}
 	u.ApplyTransfer(offerEvent("t1", 1))
 	more := u.prompts.queue[0].more
 	if more.Visible() {
 		t.Fatalf("one offer, and the prompt says %q", more.Text)
 	}
-	u.ApplyTransfer(held("t2"))
-	u.ApplyTransfer(held("t3"))
+	held("t2")
+	held("t3")
 	for _, id := range []string{"t2", "t3"} {
 		if v := u.transfers.byID[id]; v != nil {
 			t.Fatalf("a held offer has a row: %q", texts(v.obj))
@@ -92,5 +94,41 @@ func TestOfferHeldByTheEngineIsCountedNotRowed(t *testing.T) {
 		Result: &Result{State: StateCancelled, Code: CodeCancelled, ByPeer: true}})
 	if more.Text != "1 more request(s) waiting" || len(u.prompts.held) != 0 {
 		t.Fatalf("t3 withdrawn: the prompt says %q, held %v", more.Text, u.prompts.held)
+	}
+}
+
+// The prompt counted the offers the engine holds behind it by their
+// senders' verification codes (TransferPair), which only a device not
+// trusted yet has: an offer from a device trusted but not accepted without
+// asking (or from a LocalSend device) was held uncounted, while a code
+// told of an offer about to be asked counted it as held. The engine now
+// tells every offer it holds (TransferQueued), and the prompt counts
+// those.
+func TestEveryHeldOfferIsCounted(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	queued := func(id string, p Peer) TransferEvent {
+		return TransferEvent{Kind: TransferQueued, ID: id, Direction: Incoming, Peer: p, State: StateWaiting}
+	}
+	u.ApplyTransfer(offerEvent("t1", 1))
+	more := u.prompts.queue[0].more
+	u.ApplyTransfer(queued("t2", Peer{ID: idAlice, Name: "Alice", Trusted: true}))
+	u.ApplyTransfer(queued("t3", Peer{Name: "Pixel 8", LocalSend: true, Fingerprint: "AB12"}))
+	if !more.Visible() || more.Text != "2 more request(s) waiting" {
+		t.Fatalf("a trusted device's offer and a LocalSend device's held: the prompt says %q (visible %v)", more.Text, more.Visible())
+	}
+	for _, id := range []string{"t2", "t3"} {
+		if v := u.transfers.byID[id]; v != nil {
+			t.Fatalf("a held offer has a row: %q", texts(v.obj))
+		}
+	}
+	// A code told of an offer about to be asked about holds nothing: its
+	// offer comes next, with its row and its own prompt.
+	u.ApplyTransfer(TransferEvent{Kind: TransferPair, ID: "t4", Direction: Incoming, Peer: Peer{ID: idAlice, Name: "Alice"}, Pair: &PairCode{Code: "482 913"}})
+	if more.Text != "2 more request(s) waiting" || u.transfers.byID["t4"] != nil {
+		t.Fatalf("a code told before its offer: the prompt says %q, row %v", more.Text, u.transfers.byID["t4"] != nil)
+	}
+	u.ApplyTransfer(untrustedOffer("t4"))
+	if more.Text != "3 more request(s) waiting" {
+		t.Fatalf("t4 asked about: the prompt says %q", more.Text)
 	}
 }

@@ -48,14 +48,14 @@ type promptQueue struct {
 	u     *UI
 	queue []*prompt // queue[0] is shown
 	// held are the incoming offers the engine keeps for a place among
-	// its prompts (Options.MaxPrompts are out): it told their codes
-	// (TransferPair) but asks nothing yet. They get no row, which would
+	// its prompts (Options.MaxPrompts are out): it told of them
+	// (TransferQueued) but asks nothing yet. They get no row, which would
 	// offer nothing to answer, until their prompt comes or they end; the
 	// prompt shown counts them with those waiting here.
 	held map[string]bool
 }
 
-// hold notes an incoming offer the engine told of before asking about it.
+// hold notes an incoming offer the engine holds before asking about it.
 func (q *promptQueue) hold(id string) {
 	if q.held == nil {
 		q.held = map[string]bool{}

@@ -458,6 +458,11 @@ const (
 	// them were added to History (HistoryEntry.Unread); they are no
 	// transfer, so only History shows them. Nothing else is set but Time.
 	TransferRefused
+	// TransferQueued: an incoming offer the engine holds behind the
+	// prompts it asks about at once: it will be asked about (its
+	// TransferOffer follows once it has a place) or end first (its
+	// TransferResult). Nothing is to be answered yet.
+	TransferQueued
 )
 
 // FileBatch is what several TransferFile events of one transfer add up to.

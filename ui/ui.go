@@ -447,11 +447,18 @@ func (u *UI) applyTransfer(ev TransferEvent) {
 	case ev.Pairing:
 		u.applyPairing(ev)
 		return
+	case ev.Kind == TransferQueued:
+		// Held by the engine behind the prompts it shows: no row, which
+		// would offer nothing to answer, until it is asked about; the
+		// prompt on screen counts it among those waiting.
+		if ev.Direction == Incoming {
+			u.prompts.hold(ev.ID)
+		}
+		return
 	case ev.Kind == TransferPair && ev.Direction == Incoming && u.transfers.byID[ev.ID] == nil:
-		// Its code, told before the offer is asked about: held by the
-		// engine behind the prompts it shows, or about to be asked. Its
-		// offer brings the code again, and its row.
-		u.prompts.hold(ev.ID)
+		// Its code, told before the offer is asked about (about to be,
+		// or held: TransferQueued). Its offer brings the code again, and
+		// its row.
 		return
 	case ev.Kind == TransferOffer, ev.Kind == TransferResult:
 		u.prompts.release(ev.ID)

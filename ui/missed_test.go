@@ -132,3 +132,51 @@ func TestEveryHeldOfferIsCounted(t *testing.T) {
 		t.Fatalf("t4 asked about: the prompt says %q", more.Text)
 	}
 }
+
+// An offer the engine held behind the prompt on screen, whose sender
+// withdrew it before it was asked about, got a row "Cancelled by Alice"
+// and a notification "Transfer cancelled", though its user never saw the
+// offer. It leaves neither now, only the prompt's count one lower and
+// History's entry (the backend writes one for every result); so does one
+// whose session ended while it was held.
+func TestHeldOfferWithdrawnLeavesNoRow(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	var told []string
+	u.opt.Notify = func(title, body string) { told = append(told, title+": "+body) }
+	alice := Peer{ID: idAlice, Name: "Alice", Trusted: true}
+	u.ApplyTransfer(offerEvent("t1", 1))
+	more := u.prompts.queue[0].more
+	for _, id := range []string{"t2", "t3", "t4"} {
+		u.ApplyTransfer(TransferEvent{Kind: TransferQueued, ID: id, Direction: Incoming, Peer: alice, State: StateWaiting})
+	}
+	told = nil
+	ended := func(id string, r *Result) {
+		t.Helper()
+		be.history = append(be.history, HistoryEntry{ID: id, Direction: Incoming, PeerName: "Alice", PeerID: idAlice, State: r.State, Code: r.Code, ByPeer: r.ByPeer})
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Incoming, State: r.State, Peer: alice, Result: r})
+	}
+	ended("t2", &Result{State: StateCancelled, Code: CodeCancelled, ByPeer: true})
+	if v := u.transfers.byID["t2"]; v != nil {
+		t.Fatalf("a held offer withdrawn has a row: %q", texts(v.obj))
+	}
+	if len(told) != 0 {
+		t.Fatalf("a held offer withdrawn: told %q", told)
+	}
+	if more.Text != "2 more request(s) waiting" {
+		t.Fatalf("one of three held withdrawn: the prompt says %q", more.Text)
+	}
+	if got := u.history.entries; len(got) != 1 || got[0].ID != "t2" {
+		t.Fatalf("History lists %+v, want the withdrawn offer", got)
+	}
+	// Its sender's network went away while it was held.
+	ended("t3", &Result{State: StateFailed, Code: CodeConnectionLost, Err: "The connection to Alice was lost."})
+	if v := u.transfers.byID["t3"]; v != nil || len(told) != 0 || more.Text != "1 more request(s) waiting" {
+		t.Fatalf("a held offer whose session ended: row %v, told %q, the prompt says %q", v != nil, told, more.Text)
+	}
+	// One asked about, then withdrawn, ends as before: a row says so.
+	u.ApplyTransfer(untrustedOffer("t4"))
+	ended("t4", &Result{State: StateCancelled, Code: CodeCancelled, ByPeer: true})
+	if u.transfers.byID["t4"] == nil {
+		t.Fatal("an offer asked about and withdrawn has no row")
+	}
+}

@@ -64,12 +64,15 @@ func (q *promptQueue) hold(id string) {
 	q.updateMore()
 }
 
-// release forgets a held offer: its prompt came, or it ended.
-func (q *promptQueue) release(id string) {
-	if q.held[id] {
-		delete(q.held, id)
-		q.updateMore()
+// release forgets a held offer: its prompt came, or it ended. It reports
+// whether id was held.
+func (q *promptQueue) release(id string) bool {
+	if !q.held[id] {
+		return false
 	}
+	delete(q.held, id)
+	q.updateMore()
+	return true
 }
 
 // offer queues an incoming offer and tells the user about it.

@@ -460,8 +460,16 @@ func (u *UI) applyTransfer(ev TransferEvent) {
 		// or held: TransferQueued). Its offer brings the code again, and
 		// its row.
 		return
-	case ev.Kind == TransferOffer, ev.Kind == TransferResult:
+	case ev.Kind == TransferOffer:
 		u.prompts.release(ev.ID)
+	case ev.Kind == TransferResult && u.prompts.release(ev.ID) && u.transfers.byID[ev.ID] == nil:
+		// Held, and never asked about: its sender withdrew it, or its
+		// session ended, before the user saw it. No row and no word of
+		// an offer nobody saw (one left unanswered is told as missed,
+		// tellExpired: it can be asked for again); History lists it, as it
+		// lists every offer that reached this device.
+		u.history.reload()
+		return
 	}
 	u.transfers.apply(ev)
 	switch ev.Kind {

@@ -185,11 +185,7 @@ func TestContinuedSessionCodeIsNotShown(t *testing.T) {
 // "shown" from that: only an accepting decision carries the word, and the
 // offer on screen, accepted, still says it was shown.
 func TestQueuedThenDeclinedOfferSaysNoCodeShown(t *testing.T) {
-	recv := startReceiver(t, Options{Accept: AcceptAsk})
-	rx, unsub := recv.Subscribe(256)
-	defer unsub()
-	src := filepath.Join(t.TempDir(), "a.txt")
-	writeFile(t, src, 100)
+	recv, rx, src := askingReceiver(t, 0)
 	// offer sends from a device of its own, and returns its offer as the
 	// receiver's client gets it.
 	offer := func() (*Transfer, <-chan Event, Event) {
@@ -258,6 +254,19 @@ func nextPair(t *testing.T, events <-chan Event, id string) PairInfo {
 	}
 }
 
+// askingReceiver starts a receiver that asks about every offer, showing
+// maxPrompts prompts at once (Options.MaxPrompts: 0 is its default),
+// subscribed to its events, and writes a small file to send it.
+func askingReceiver(t *testing.T, maxPrompts int) (recv *Engine, rx <-chan Event, src string) {
+	t.Helper()
+	recv = startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: maxPrompts})
+	rx, unsub := recv.Subscribe(256)
+	t.Cleanup(unsub)
+	src = filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, 100)
+	return recv, rx, src
+}
+
 // sendWaiting starts a sender of src to recv, subscribed to its events,
 // and reads its first code event, which must say that it waits for the
 // receiver to show the offer.
@@ -286,11 +295,7 @@ func sendWaiting(t *testing.T, recv *Engine, src string) (*Engine, *Transfer, <-
 // behind the offer on screen, and is to be compared
 // (CodeShownPending) once the receiver's client shows it.
 func TestQueuedOfferIsComparedOnlyOnceShown(t *testing.T) {
-	recv := startReceiver(t, Options{Accept: AcceptAsk})
-	rx, unsub := recv.Subscribe(256)
-	defer unsub()
-	src := filepath.Join(t.TempDir(), "a.txt")
-	writeFile(t, src, 100)
+	recv, rx, src := askingReceiver(t, 0)
 	// offer sends from a device of its own and returns its offer as the
 	// receiver's client gets it, which shows it or queues it.
 	offer := func(shown bool) (*Engine, *Transfer, <-chan Event, string) {
@@ -430,11 +435,7 @@ func TestShownCodesWithoutAPrompt(t *testing.T) {
 // there could have seen. It is refused while the receiver's client has
 // not shown the offer, and while it keeps it queued, and taken once shown.
 func TestCodeIsConfirmedOnlyOnceShown(t *testing.T) {
-	recv := startReceiver(t, Options{Accept: AcceptAsk})
-	rx, unsub := recv.Subscribe(256)
-	defer unsub()
-	src := filepath.Join(t.TempDir(), "a.txt")
-	writeFile(t, src, 100)
+	recv, rx, src := askingReceiver(t, 0)
 	send, tr, tx := sendWaiting(t, recv, src)
 	if err := send.ConfirmPair(tr.ID(), true); !errors.Is(err, ErrCodeNotShownYet) {
 		t.Fatalf("ConfirmPair before the receiver's screen showed the offer: %v, want %v", err, ErrCodeNotShownYet)
@@ -481,11 +482,7 @@ func TestCodeIsConfirmedOnlyOnceShown(t *testing.T) {
 // tells them (wire.Prompt with Ahead): queued, behind so many offers; once
 // its turn comes, its client says it is shown.
 func TestOfferQueuedByTheReceiverSaysSo(t *testing.T) {
-	recv := startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: 1})
-	rx, unsub := recv.Subscribe(256)
-	defer unsub()
-	src := filepath.Join(t.TempDir(), "a.txt")
-	writeFile(t, src, 100)
+	recv, rx, src := askingReceiver(t, 1)
 	nextOffer := func() string { t.Helper(); return nextWaitingOffer(t, rx) }
 	send := func() (*Engine, *Transfer, <-chan Event) { t.Helper(); return sendWaiting(t, recv, src) }
 	_, firstTr, _ := send()
@@ -531,11 +528,7 @@ func TestOfferQueuedByTheReceiverSaysSo(t *testing.T) {
 // now, once: behind 3, 2 (one before it was withdrawn by its sender),
 // then 1 (the prompt shown was answered, the next took its place).
 func TestQueuedOfferHearsItsPlaceMove(t *testing.T) {
-	recv := startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: 1})
-	rx, unsub := recv.Subscribe(256)
-	defer unsub()
-	src := filepath.Join(t.TempDir(), "a.txt")
-	writeFile(t, src, 100)
+	recv, rx, src := askingReceiver(t, 1)
 	nextOffer := func() string { t.Helper(); return nextWaitingOffer(t, rx) }
 	type sending struct {
 		e  *Engine

@@ -15,11 +15,7 @@ import (
 // closed before the transfer finished.", its sender trying again). The
 // queued one now ends as the one on screen does.
 func TestQueuedOfferWhenTheReceiverQuits(t *testing.T) {
-	recv := startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: 1})
-	rx, unsub := recv.Subscribe(256)
-	defer unsub()
-	src := filepath.Join(t.TempDir(), "a.txt")
-	writeFile(t, src, 100)
+	recv, rx, src := askingReceiver(t, 1)
 	send := func(queued bool) (*Transfer, <-chan Event) {
 		t.Helper()
 		e, tr, tx := sendWaiting(t, recv, src)
@@ -131,11 +127,7 @@ func TestTrustedOffersDoNotWaitBehindPrompts(t *testing.T) {
 // nothing of it until its turn. Every queued offer is told now, once, as
 // it queues (EventQueued), before its offer event.
 func TestQueuedOfferIsToldToTheClient(t *testing.T) {
-	recv := startReceiver(t, Options{Accept: AcceptAsk, MaxPrompts: 1})
-	rx, unsub := recv.Subscribe(256)
-	defer unsub()
-	src := filepath.Join(t.TempDir(), "a.txt")
-	writeFile(t, src, 100)
+	recv, rx, src := askingReceiver(t, 1)
 	_, shownTr, _ := sendWaiting(t, recv, src)
 	shown := nextWaitingOffer(t, rx)
 	trusted := testEngine(t, Options{})

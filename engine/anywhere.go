@@ -324,7 +324,7 @@ func anywhereError(err error, relay, who string) error {
 // sessionEndError says in a sentence why a session beyond the LAN with
 // who (deviceNamed) ended on the relay's word, asked while its path was
 // silent (anywhere's follow: quic's migrator ends the connection with
-// it, and the stream that reads that adds its own "control stream: "):
+// it, and whichever stream reads that first returns it, wrapped or not):
 // the device stopped looking for calls, or restarted. Other errors are
 // returned as they are.
 func sessionEndError(err error, who string) error {

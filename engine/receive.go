@@ -503,7 +503,7 @@ func (rx *receiver) readControl(ctx context.Context) error {
 				// closed network connection".
 				return rx.settle(errConnectionLost)
 			}
-			return rx.settle(fmt.Errorf("control stream: %w", unexpectedEOF(err)))
+			return rx.settle(controlErr(err))
 		}
 		rx.touch()
 		switch m := m.(type) {
@@ -617,6 +617,19 @@ func (rx *receiver) folderGone() error {
 	}
 	return &core.NotSavedError{Failed: n, Files: n,
 		Cause: "the download folder " + rx.DestDir + " was deleted or moved away while " + they + " arrived"}
+}
+
+// controlErr is an error reading the control stream, as the session
+// ends with it: a message that breaks the protocol names the stream; the
+// connection's own end (lost, silent, closed by the relay's word) is the
+// session's, said as it is, whichever of its streams read it first (it
+// read "Control stream: the connection went silent for 10s…" when the
+// control stream was first, and without the name when a data stream was).
+func controlErr(err error) error {
+	if errors.Is(err, wire.ErrProtocol) {
+		return fmt.Errorf("control stream: %w", err)
+	}
+	return unexpectedEOF(err)
 }
 
 func unexpectedEOF(err error) error {

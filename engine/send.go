@@ -1451,7 +1451,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 	for {
 		m, err := tx.ctl.recv()
 		if err != nil {
-			return nilIfDone(ctx, fmt.Errorf("control stream: %w", unexpectedEOF(err)))
+			return nilIfDone(ctx, controlErr(err))
 		}
 		switch m := m.(type) {
 		case *wire.FileResult:

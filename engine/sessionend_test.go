@@ -28,7 +28,7 @@ func TestSessionEndedAtTheRelaySaysWhy(t *testing.T) {
 			"Desktop (3YEFXSUB) has not looked for calls at relay relay.example:3478 for 2 s: Ferry is probably not running there (was it killed, or is the device asleep or cut off from the network?)."},
 		{anywhere.ErrPeerRestarted, "Desktop (3YEFXSUB) restarted: it announced itself again through the relay."},
 	} {
-		err := fmt.Errorf("control stream: %w", c.err) // as readControl returns it
+		err := fmt.Errorf("wire: read Offer body: %w", c.err) // as a stream's read may wrap it
 		worded := sessionEndError(err, who)
 		if got := core.EndOf(core.Dropped(worded, "Desktop"), "Desktop", false).Text; got != c.want {
 			t.Errorf("%v reads\n%q, want\n%q", err, got, c.want)
@@ -37,7 +37,7 @@ func TestSessionEndedAtTheRelaySaysWhy(t *testing.T) {
 			t.Errorf("%v: the worded error is not the same underneath", err)
 		}
 	}
-	other := fmt.Errorf("control stream: %w", errors.New("unexpected EOF"))
+	other := fmt.Errorf("wire: read Offer body: %w", errors.New("unexpected EOF"))
 	if sessionEndError(other, who) != other {
 		t.Errorf("another end is reworded: %v", sessionEndError(other, who))
 	}

@@ -503,8 +503,15 @@ type Mailbox struct {
 	mu     sync.Mutex          // guards the fields below
 	slots  map[string]*entry   // presence: name -> its one blob
 	queues map[string][]*entry // calls, answers: name -> blobs, oldest first
-	count  map[string]int      // source host -> blobs it holds
-	total  int
+	// slotOrder and queueOrder hold the blobs oldest first, the slots'
+	// and the queues' apart (each has one time to live, so the oldest
+	// expires first; a slot put again is a new blob at the back), so that
+	// expiring them looks at those that expire and one more of each, not
+	// at every blob (Limits.Total) on each request.
+	slotOrder  list.List      // of *entry
+	queueOrder list.List      // of *entry
+	count      map[string]int // source host -> blobs it holds
+	total      int
 	// waiters are the waits held, by the names they wait for: a blob
 	// queued under one of them wakes it (a buffered send, never a close:
 	// a wait may be woken by several names).
@@ -534,9 +541,12 @@ type look struct {
 }
 
 type entry struct {
+	name    string
 	blob    []byte
 	source  string
 	expires time.Time
+	queued  bool          // in a queue (queueOrder), or a slot (slotOrder)
+	el      *list.Element // its place in its order
 }
 
 // NewMailbox returns an empty mailbox with lim.
@@ -640,7 +650,7 @@ func (m *Mailbox) put(name, source string, blob []byte, queue bool) error {
 	defer m.mu.Unlock()
 	now := m.now()
 	m.expireLocked(now)
-	e := &entry{blob: append([]byte(nil), blob...), source: source}
+	e := &entry{name: name, blob: append([]byte(nil), blob...), source: source, queued: queue}
 	if !queue {
 		e.expires = now.Add(m.lim.SlotTTL)
 		if old := m.slots[name]; old != nil {
@@ -651,6 +661,7 @@ func (m *Mailbox) put(name, source string, blob []byte, queue bool) error {
 			return err
 		}
 		m.slots[name] = e
+		e.el = m.slotOrder.PushBack(e)
 		return nil
 	}
 	e.expires = now.Add(m.lim.QueueTTL)
@@ -661,6 +672,7 @@ func (m *Mailbox) put(name, source string, blob []byte, queue bool) error {
 		return err
 	}
 	m.queues[name] = append(m.queues[name], e)
+	e.el = m.queueOrder.PushBack(e)
 	for _, w := range m.waiters[name] {
 		select {
 		case w <- struct{}{}:
@@ -805,7 +817,14 @@ func (m *Mailbox) holdLocked(source string) error {
 	return nil
 }
 
+// dropLocked lets go of e's place in the bounds and in its order; the
+// caller takes it out of slots or queues.
 func (m *Mailbox) dropLocked(e *entry) {
+	if e.queued {
+		m.queueOrder.Remove(e.el)
+	} else {
+		m.slotOrder.Remove(e.el)
+	}
 	if m.count[e.source]--; m.count[e.source] <= 0 {
 		delete(m.count, e.source)
 	}
@@ -840,33 +859,32 @@ func (m *Mailbox) getLocked(names []string, take bool, source string) []byte {
 	return out
 }
 
-// expireLocked drops what outlived its time. It walks every blob, which
-// is bounded by Limits.Total, and the looks it forgets (lookOrder); sweep
-// calls it even when no one asks.
+// expireLocked drops what outlived its time: the blobs that expire and
+// the looks it forgets, each order's walk ended by the first one kept
+// (slotOrder, queueOrder, lookOrder): each blob and look is looked at
+// once when it goes, so what a request spends here does not grow with
+// what the relay holds (Limits.Total). Sweep calls it even when no one
+// asks. (A clock set back only keeps some a little longer.)
 func (m *Mailbox) expireLocked(now time.Time) {
-	for n, e := range m.slots {
-		if now.After(e.expires) {
-			m.dropLocked(e)
-			delete(m.slots, n)
-		}
+	for el := m.slotOrder.Front(); el != nil && now.After(el.Value.(*entry).expires); el = m.slotOrder.Front() {
+		e := el.Value.(*entry)
+		m.dropLocked(e)
+		delete(m.slots, e.name)
 	}
-	for n, q := range m.queues {
-		keep := q[:0]
-		for _, e := range q {
-			if now.After(e.expires) {
-				m.dropLocked(e)
-			} else {
-				keep = append(keep, e)
-			}
+	for el := m.queueOrder.Front(); el != nil && now.After(el.Value.(*entry).expires); el = m.queueOrder.Front() {
+		e := el.Value.(*entry)
+		m.dropLocked(e)
+		// The oldest of its queue too (one TTL), among MaxQueue at most.
+		q := m.queues[e.name]
+		if i := slices.Index(q, e); i >= 0 {
+			q = slices.Delete(q, i, i+1)
 		}
-		if len(keep) == 0 {
-			delete(m.queues, n)
+		if len(q) == 0 {
+			delete(m.queues, e.name)
 		} else {
-			m.queues[n] = keep
+			m.queues[e.name] = q
 		}
 	}
-	// Looks are oldest first: the first one still remembered ends the
-	// walk. (A clock set back only keeps some looks a little longer.)
 	for el := m.lookOrder.Front(); el != nil && now.Sub(el.Value.(*look).at) > m.lim.LookMemory; el = m.lookOrder.Front() {
 		m.unlookLocked(el)
 	}

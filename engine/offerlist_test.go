@@ -91,7 +91,7 @@ func TestOfferListIsRemoved(t *testing.T) {
 				t.Error("the list did not spill")
 			}
 			p.conn.Close(nil) // the sender vanishes
-		}, "ontrol stream"},
+		}, "closed pipe"}, // the connection's end, as the test's pipe says it
 		{"cut off in the middle of its manifest (a crash)", func(t *testing.T, recv *Engine, p *rawPeer) {
 			p.ctl.send(&wire.Offer{Transfer: "t1", ChunkSize: 64 << 10, Files: 200})
 			p.ctl.send(&wire.OfferFiles{Start: 0, Files: names(0, 100)})

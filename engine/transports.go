@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -155,7 +157,37 @@ func connectError(err error) error {
 	if host := unknownHost(err); host != "" {
 		return &core.HostNotFoundError{Host: host}
 	}
+	if at := nothingListening(err, nil); len(at) > 0 {
+		return &core.NothingListeningError{Addr: strings.Join(at, " or "), Err: err}
+	}
 	return fmt.Errorf("could not connect to the receiver (is Ferry running and receiving there, and is the address right?): %w", err)
+}
+
+// nothingListening adds to at the addresses where the dials of err found
+// nothing listening (transport.NothingListeningError: TCP refused, or a
+// QUIC port its host refused), each once; nil when any dial failed
+// otherwise (a timeout tells nothing).
+func nothingListening(err error, at []string) []string {
+	var nl *transport.NothingListeningError
+	switch x := err.(type) {
+	case *transport.NothingListeningError:
+		nl = x
+	case interface{ Unwrap() []error }:
+		for _, e := range x.Unwrap() {
+			if at = nothingListening(e, at); at == nil {
+				return nil
+			}
+		}
+		return at
+	case interface{ Unwrap() error }:
+		return nothingListening(x.Unwrap(), at)
+	default:
+		return nil
+	}
+	if !slices.Contains(at, nl.Addr) {
+		at = append(at, nl.Addr)
+	}
+	return at
 }
 
 // unknownHost is the name every dial of err failed to resolve because it

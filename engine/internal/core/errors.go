@@ -83,6 +83,21 @@ func (e *HostNotFoundError) Error() string {
 	return fmt.Sprintf("there is no host named %s (check the name)", e.Host)
 }
 
+// NothingListeningError: every dial of an attempt reached the receiver's
+// host, which answered that nothing listens at Addr (its Ferry quit, or the
+// address given or last seen is stale). Like any device out of reach, the
+// outbox tries again while RetryFor lasts; Err is what the dials met.
+type NothingListeningError struct {
+	Addr string // "host:port"; several are joined with " or "
+	Err  error
+}
+
+func (e *NothingListeningError) Error() string {
+	return fmt.Sprintf("nothing is listening at %s: is Ferry running there?", e.Addr)
+}
+
+func (e *NothingListeningError) Unwrap() error { return e.Err }
+
 // NotSentError ends a transfer whose every file arrived but those the
 // sender could not read, which it did not send (each has its file result).
 // Here: this device is the sender; Why, when known, why the first of them

@@ -275,3 +275,17 @@ func AsListener[L Listener](l L, err error) (Listener, error) {
 	}
 	return l, nil
 }
+
+// NothingListeningError is a dial that the peer's host answered with
+// "nothing listens at that port": TCP's connection refused, or for QUIC a
+// port the host refused datagrams at for a while (ICMP port unreachable).
+// The address may be stale (the device's Ferry quit, or moved to another
+// port); a later dial may find it listening again.
+type NothingListeningError struct {
+	Addr string // host:port dialled
+	Err  error  // the dial's own error, which names the address
+}
+
+func (e *NothingListeningError) Error() string { return e.Err.Error() }
+
+func (e *NothingListeningError) Unwrap() error { return e.Err }

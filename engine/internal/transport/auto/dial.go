@@ -24,8 +24,8 @@ type Request struct {
 	// Kinds the table lacks are left out.
 	Addrs []addr.Addr
 	// Stagger is the head start each place gets over the next (a dead
-	// address costs a QUIC dial its whole handshake timeout); zero dials
-	// every place at once.
+	// address whose host does not refuse the port costs a QUIC dial its
+	// whole handshake timeout); zero dials every place at once.
 	Stagger time.Duration
 	// TLS returns the client configuration for a "host:port".
 	TLS func(hostport string) *tls.Config

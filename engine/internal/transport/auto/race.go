@@ -370,7 +370,7 @@ func (r *race) wait(ctx context.Context, kind transport.Kind) (transport.Conn, e
 // over QUIC where auto picks TCP (a clean local link: half the CPU).
 func (r *race) waitAnswered(ctx context.Context, kind transport.Kind) (transport.Conn, error) {
 	c, err := r.wait(ctx, kind)
-	if err == nil || !refused(err) || r.won < 0 {
+	if err == nil || !transport.Refused(err) || r.won < 0 {
 		return c, err
 	}
 	for _, b := range r.places[r.won].buckets {

@@ -492,7 +492,7 @@ type Raw struct{ c *conn }
 
 // DialRaw dials one QUIC connection to addr.
 func DialRaw(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config) (*Raw, error) {
-	c, _, err := dialAddr(ctx, addr, tlsConf, cfg.WithDefaults())
+	c, _, err := dialAddr(ctx, addr, tlsConf, cfg.WithDefaults(), false)
 	if err != nil {
 		return nil, err
 	}

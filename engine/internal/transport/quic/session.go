@@ -126,7 +126,7 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 // migration, see migrator); it reports each change (PathChanges).
 func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config, nw transport.Network) (*Session, error) {
 	cfg = cfg.WithDefaults()
-	c, ra, err := dialAddr(ctx, addr, tlsConf, cfg)
+	c, ra, err := dialAddr(ctx, addr, tlsConf, cfg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -135,15 +135,35 @@ func DialNetwork(ctx context.Context, addr string, tlsConf *tls.Config, cfg tran
 
 // dialAddr resolves addr ("host:port") and dials one connection to it
 // (dialConn): what Dial, DialBridged and DialRaw begin with. Its errors
-// name the address.
-func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config) (*conn, *net.UDPAddr, error) {
+// name the address. With checkPort, a port the peer's host refuses for a
+// second ends the dial (watchDeadPort), a NothingListeningError: Dial's
+// and DialNetwork's, not DialBridged's (its bridge on this host is always
+// open, and would carry the checks' bytes on to the peer) nor DialRaw's
+// (the hostile tool's dials stay as they were).
+func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config, checkPort bool) (*conn, *net.UDPAddr, error) {
 	ra, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial quic %s: %w", addr, err)
 	}
-	c, err := dialConn(ctx, ra, tlsConf, cfg)
+	dctx, cancel := context.WithCancelCause(ctx)
+	var watch sync.WaitGroup
+	checked := func() {}
+	if checkPort {
+		var check func(context.Context) portWord
+		check, checked = portCheck(ra)
+		watch.Go(func() { watchDeadPort(dctx, check, cancel) })
+	}
+	c, err := dialConn(dctx, ra, tlsConf, cfg)
+	dead := ctx.Err() == nil && errors.Is(context.Cause(dctx), errDeadPort)
+	cancel(nil)
+	watch.Wait()
+	checked()
 	if err != nil {
-		return nil, nil, fmt.Errorf("dial quic %s: %w", addr, err)
+		err = fmt.Errorf("dial quic %s: %w", addr, err)
+		if dead {
+			err = &transport.NothingListeningError{Addr: addr, Err: err}
+		}
+		return nil, nil, err
 	}
 	return c, ra, nil
 }
@@ -159,7 +179,7 @@ func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, cfg transpo
 // is not used.
 func DialBridged(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.Config, follow SharedDial) (*Session, error) {
 	cfg = cfg.WithDefaults()
-	c, ra, err := dialAddr(ctx, addr, tlsConf, cfg)
+	c, ra, err := dialAddr(ctx, addr, tlsConf, cfg, false)
 	if err != nil {
 		return nil, err
 	}

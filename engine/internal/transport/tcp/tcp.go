@@ -328,10 +328,13 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg transport.C
 	s, err := sess.connect(ctx)
 	if err != nil {
 		sess.Close(nil)
-		if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "dial" {
-			return nil, err // it says "dial tcp ADDR: ..." itself
+		if oe := (*net.OpError)(nil); !errors.As(err, &oe) || oe.Op != "dial" {
+			err = fmt.Errorf("dial tcp %s: %w", addr, err)
+		} // else it says "dial tcp ADDR: ..." itself
+		if transport.Refused(err) {
+			err = &transport.NothingListeningError{Addr: addr, Err: err}
 		}
-		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
+		return nil, err
 	}
 	sess.remote = s.raw.RemoteAddr().String()
 	sess.local = s.raw.LocalAddr().String()

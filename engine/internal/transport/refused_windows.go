@@ -1,4 +1,4 @@
-package auto
+package transport
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 // no name for it, and syscall.ECONNREFUSED is not what Windows returns).
 const wsaeconnrefused = syscall.Errno(10061)
 
-// refused reports whether a dial met a host where nothing listened.
-func refused(err error) bool {
+// Refused reports whether a dial met a host where nothing listened.
+func Refused(err error) bool {
 	return errors.Is(err, wsaeconnrefused) || errors.Is(err, syscall.ECONNREFUSED)
 }

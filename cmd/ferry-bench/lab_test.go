@@ -260,8 +260,33 @@ func labQuickNoBBR(t *testing.T, bin, cli string) {
 			t.Errorf("auto's reasons: %v", reasons)
 		}
 	}
-	auto, tls := secs["ferry-auto"], secs["tls-cubic"]
+	autos, tlss := []float64{secs["ferry-auto"]}, []float64{secs["tls-cubic"]}
+	auto, tls := autos[0], tlss[0]
 	t.Logf("20 ms, 2 %% loss, no BBR: ferry-auto %.2f s, one TLS stream (Cubic) %.2f s: %.1fx", auto, tls, tls/auto)
+	// One run of each at 2 % loss is a draw: a Cubic stream that meets
+	// few of the losses on 3 MiB finishes several times sooner than it
+	// usually does (0.97 s in a failed CI run, where six runs after it
+	// took 3.48-6.69 s and Ferry's auto 0.81-1.16 s). A comparison lost
+	// is taken twice more, and the medians of the three decide.
+	if auto > 0 && tls > 0 && auto >= tls {
+		for range 2 {
+			more, _ := labRun(t, bin, "--quick", "--bbr=false", "--rtt", "20ms", "--loss", "2", "--workloads", "A",
+				"--tools", "tls-cubic,ferry-auto", "--ferry-cli", cli)
+			for _, r := range more {
+				s, err := strconv.ParseFloat(r["seconds"], 64)
+				switch {
+				case r["status"] != "ok" || err != nil:
+					t.Fatalf("run not ok: %v", r)
+				case r["tool"] == "ferry-auto":
+					autos = append(autos, s)
+				case r["tool"] == "tls-cubic":
+					tlss = append(tlss, s)
+				}
+			}
+		}
+		auto, tls = median(autos), median(tlss)
+		t.Logf("three runs: ferry-auto %v s, one TLS stream %v s; medians %.2f and %.2f s", autos, tlss, auto, tls)
+	}
 	if auto <= 0 || tls <= 0 || auto >= tls {
 		t.Errorf("ferry-auto %.2f s did not beat one TLS stream (%.2f s)", auto, tls)
 	}

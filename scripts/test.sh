@@ -59,11 +59,28 @@ if $quick; then
     go test -short -count=1 -timeout 10m $(go list ./... | grep -v /packaging)
     exit
 fi
+# go_test runs go test with the arguments given; when it fails, it prints
+# what failed once more at the end: a CI log is read from its tail, and a
+# panic's or a runtime error's dump of every goroutine buries the lines
+# that say which test failed and why.
+go_test() {
+    local log rc=0
+    log=$(mktemp)
+    go test "$@" 2>&1 | tee "$log" || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        echo "== go test $* failed (exit $rc); what failed, again:"
+        grep -E -A14 '^(panic: |fatal error: |SIGSEGV|SIGBUS|unexpected signal)' "$log" | head -90 || true
+        grep -E -A24 '^WARNING: DATA RACE' "$log" | head -60 || true
+        grep -E '^ *--- FAIL|^FAIL|^panic: |^fatal error: |race detected during execution' "$log" | head -60 || true
+    fi
+    rm -f "$log"
+    return "$rc"
+}
 echo "== go test"
 # -race on the engine and discovery (where the concurrency lives); the rest plain. The engine
 # takes 10-13 minutes under -race on two cores, twice that on a busy machine.
-go test -race -count=1 -timeout 30m ./engine/... ./discovery/...
-go test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery -e /packaging)
+go_test -race -count=1 -timeout 30m ./engine/... ./discovery/...
+go_test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery -e /packaging)
 echo "== fuzz: every target a few seconds (scripts/fuzz.sh; about 3 minutes)"
 scripts/fuzz.sh 4s
 echo "== govulncheck (scripts/vulncheck.sh; skipped with a message where the database cannot be reached)"

@@ -26,11 +26,11 @@ func TestRestartedListenerResetsOldConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() }) // on every way out: a test that stops early leaks no listener
 	addr := ln.Addr().String()
 	c, _, first := sessionPair(t, ln, addr, cfg)
 	// Killed: its socket is gone without a word to the sender.
 	ln.udp.Close()
-	defer ln.Close()
 	again, err := Listen(addr, id.TLSConfig(true, nil), join.NewRegistry(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +70,7 @@ func TestRestartedListenerResetsAnIdleFirstConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() }) // on every way out: a test that stops early leaks no listener
 	addr := ln.Addr().String()
 	c, s, first := sessionPair(t, ln, addr, cfg)
 	srvFirst, err := s.AcceptStream(t.Context())
@@ -99,7 +100,6 @@ func TestRestartedListenerResetsAnIdleFirstConnection(t *testing.T) {
 		t.Skipf("the second stream is on the first connection (%T): the path was not taken for a clean local one", data)
 	}
 	ln.udp.Close() // killed
-	defer ln.Close()
 	again, err := Listen(addr, id.TLSConfig(true, nil), join.NewRegistry(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ if $quick; then
 fi
 # go_test runs go test with the arguments given; when it fails, it prints
 # what failed once more at the end: a CI log is read from its tail, and a
-# panic's or a runtime error's dump of every goroutine buries the lines
+# panic's, a runtime error's or a leak check's dump of every goroutine buries the lines
 # that say which test failed and why.
 go_test() {
     local log rc=0
@@ -69,7 +69,7 @@ go_test() {
     go test "$@" 2>&1 | tee "$log" || rc=$?
     if [ "$rc" -ne 0 ]; then
         echo "== go test $* failed (exit $rc); what failed, again:"
-        grep -E -A14 '^(panic: |fatal error: |SIGSEGV|SIGBUS|unexpected signal)' "$log" | head -90 || true
+        grep -E -A14 '^(panic: |fatal error: |goroutine leak: |SIGSEGV|SIGBUS|unexpected signal)' "$log" | head -90 || true
         grep -E -A24 '^WARNING: DATA RACE' "$log" | head -60 || true
         grep -E '^ *--- FAIL|^FAIL|^panic: |^fatal error: |race detected during execution' "$log" | head -60 || true
     fi

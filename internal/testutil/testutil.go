@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func WaitForWithin(t testing.TB, what string, limit time.Duration, cond func() b
 // during the run are still there (every component's Close must wait for
 // its goroutines). Call it from TestMain; it works with t.Parallel.
 func Main(m *testing.M) {
-	before := goroutines()
+	before := running()
 	code := m.Run()
 	if code == 0 {
 		if err := settle(before); err != nil {
@@ -61,7 +62,7 @@ func Main(m *testing.M) {
 // cleanups ran. Registered first, so it runs last. Not for parallel tests.
 func CheckNoLeaks(t *testing.T) {
 	t.Helper()
-	before := goroutines()
+	before := running()
 	t.Cleanup(func() {
 		if err := settle(before); err != nil {
 			t.Error(err)
@@ -69,17 +70,18 @@ func CheckNoLeaks(t *testing.T) {
 	})
 }
 
-// goroutines counts the running goroutines but the runtime's own helpers
-// that a test run may start and never stop (the signal loop that fuzzing
-// starts, for one).
-func goroutines() int {
-	n := 0
+// running returns the stacks of the running goroutines by their first
+// line's "goroutine N", but the runtime's own helpers that a test run may
+// start and never stop (the signal loop that fuzzing starts, for one).
+func running() map[string]string {
+	out := map[string]string{}
 	for _, g := range stacks() {
 		if !strings.Contains(g, "os/signal.loop") {
-			n++
+			id, _, _ := strings.Cut(g, " [")
+			out[id] = g
 		}
 	}
-	return n
+	return out
 }
 
 func stacks() []string {
@@ -87,16 +89,25 @@ func stacks() []string {
 	return strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n")
 }
 
-// settle waits up to ~10 s for the goroutine count to fall back to n.
-func settle(n int) error {
-	var now int
+// settle waits up to ~10 s for the goroutines to fall back to as many as
+// before; the error shows those started since, the leak among them.
+func settle(before map[string]string) error {
+	var now map[string]string
 	for range 1000 {
-		if now = goroutines(); now <= n {
+		if now = running(); len(now) <= len(before) {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return fmt.Errorf("goroutine leak: %d before the tests, %d after\n%s", n, now, strings.Join(stacks(), "\n\n"))
+	var started []string
+	for id, g := range now {
+		if _, ok := before[id]; !ok {
+			started = append(started, g)
+		}
+	}
+	slices.Sort(started)
+	return fmt.Errorf("goroutine leak: %d before the tests, %d after; the %d started since:\n%s",
+		len(before), len(now), len(started), strings.Join(started, "\n\n"))
 }
 
 // LiveHeap is the heap in use once the garbage is collected: what a test

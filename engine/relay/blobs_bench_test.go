@@ -17,10 +17,7 @@ import (
 // the caller moves.
 func fullOfBlobs(tb testing.TB) (m *Mailbox, now *time.Time) {
 	tb.Helper()
-	m = NewMailbox(Limits{})
-	t := time.Unix(1000, 0)
-	now = &t
-	m.now = func() time.Time { return *now }
+	m, now = mailboxOnAClock()
 	n := 0
 	hexName := func() string { n++; return fmt.Sprintf("%0*x", anywhere.NameLen, n) }
 	for s := range m.lim.Total / m.lim.PerSource {
@@ -51,12 +48,7 @@ func fullOfBlobs(tb testing.TB) (m *Mailbox, now *time.Time) {
 // of blobs.
 func BenchmarkMailboxRequestAmongBlobs(b *testing.B) {
 	m, _ := fullOfBlobs(b)
-	body := anywhere.EncodeNames([]string{name('a')})
-	for b.Loop() {
-		if _, err := m.Handle(http.MethodPost, anywhere.PathSlots, "caller", body); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkSlotRead(b, m)
 }
 
 // TestMailboxBlobsExpireOldestFirst: slots and queued blobs are kept

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -15,11 +14,7 @@ import (
 // that the caller moves.
 func fullOfLooks(tb testing.TB) (m *Mailbox, now *time.Time) {
 	tb.Helper()
-	m = NewMailbox(Limits{})
-	t := time.Unix(1000, 0)
-	now = &t
-	m.now = func() time.Time { return *now }
-	m.started = t
+	m, now = mailboxOnAClock()
 	for s := range m.lim.Looks / m.lim.LooksPerSource {
 		names := make([]string, m.lim.LooksPerSource)
 		for i := range names {
@@ -39,12 +34,7 @@ func fullOfLooks(tb testing.TB) (m *Mailbox, now *time.Time) {
 // forgotten: what every request pays for the expiry of looks.
 func BenchmarkMailboxRequestAmongLooks(b *testing.B) {
 	m, _ := fullOfLooks(b)
-	body := anywhere.EncodeNames([]string{name('a')})
-	for b.Loop() {
-		if _, err := m.Handle(http.MethodPost, anywhere.PathSlots, "caller", body); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkSlotRead(b, m)
 }
 
 // TestMailboxLooksForgottenOldestFirst: looks are kept oldest first, a

@@ -24,6 +24,29 @@ import (
 
 func name(c byte) string { return strings.Repeat(string(c), anywhere.NameLen) }
 
+// mailboxOnAClock is an empty mailbox with the default limits, started at
+// the time of a clock that the caller moves (the benchmarks' mailbox).
+func mailboxOnAClock() (m *Mailbox, now *time.Time) {
+	m = NewMailbox(Limits{})
+	t := time.Unix(1000, 0)
+	now = &t
+	m.now = func() time.Time { return *now }
+	m.started = t
+	return m, now
+}
+
+// benchmarkSlotRead runs one request to m per iteration: a caller's read
+// of a call box's slot, which every request to a relay resembles in what
+// it pays for the mailbox's upkeep.
+func benchmarkSlotRead(b *testing.B, m *Mailbox) {
+	body := anywhere.EncodeNames([]string{name('a')})
+	for b.Loop() {
+		if _, err := m.Handle(http.MethodPost, anywhere.PathSlots, "caller", body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func TestMailboxSlotsAndQueues(t *testing.T) {
 	t.Parallel()
 	m := NewMailbox(Limits{})

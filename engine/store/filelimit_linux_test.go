@@ -53,11 +53,7 @@ func TestMaxFileSizeOfAFATMount(t *testing.T) {
 // ("operation not permitted"). Needs root and a FAT32 mount: it skips
 // without them.
 func TestReopenedPartialOnAFATStickIsFinalized(t *testing.T) {
-	d, err := Open(testutil.FATStick(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, _ := openStick(t, testutil.FATStick)
 	data := bytes.Repeat([]byte("ferry "), 50_000)
 	p, err := d.CreatePartial("film.bin")
 	if err != nil {
@@ -165,12 +161,7 @@ func TestUploadOnAFATStickIsWrittenOnce(t *testing.T) {
 // name with `?` is refused there). Needs root, mkfs.exfat and exfat or
 // exfat-fuse: it skips without them.
 func TestNamesOnAnExFATStickAreSavedAsWindowsWould(t *testing.T) {
-	stick := testutil.ExFATStick(t)
-	d, err := Open(stick)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, stick := openStick(t, testutil.ExFATStick)
 	for rel, want := range map[string]string{"notes.": "notes", "CON": "CON_", "trail ": "trail", "a:b.txt": "a_b.txt", "plain.txt": "plain.txt"} {
 		p, err := d.CreatePartial(rel)
 		if err != nil {
@@ -196,11 +187,7 @@ func TestNamesOnAnExFATStickAreSavedAsWindowsWould(t *testing.T) {
 // where it is mounted otherwise.
 func fuseFATDest(t *testing.T) *Dest {
 	t.Helper()
-	d, err := Open(testutil.FATStick(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, _ := openStick(t, testutil.FATStick)
 	if !d.inOrder {
 		t.Skip("the stick is not mounted by fusefat, whose partials are filled")
 	}

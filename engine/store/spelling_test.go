@@ -68,12 +68,7 @@ func TestFoldersOfAnotherCaseStayApartOnSticks(t *testing.T) {
 		stick func(testing.TB) string
 	}{{"FAT32", testutil.FATStick}, {"exFAT", testutil.ExFATStick}, {"temp", foldingTemp}} {
 		t.Run(c.fs, func(t *testing.T) {
-			stick := c.stick(t)
-			d, err := Open(stick)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { d.Close() })
+			d, stick := openStick(t, c.stick)
 			receive := func(rel string, keep bool) string {
 				t.Helper()
 				p, err := d.CreatePartial(rel)
@@ -155,12 +150,7 @@ func TestReservedNameKeepsItsSpelling(t *testing.T) {
 		folds bool
 	}{{"FAT32", testutil.FATStick, true}, {"exFAT", testutil.ExFATStick, true}, {"temp", foldingTemp, true}, {"cased", func(t testing.TB) string { return t.TempDir() }, false}} {
 		t.Run(c.fs, func(t *testing.T) {
-			stick := c.stick(t)
-			d, err := Open(stick)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { d.Close() })
+			d, stick := openStick(t, c.stick)
 			for _, rel := range []string{"p/Read.me", "p/x", "q/y", "top"} {
 				if err := d.Reserve(rel); err != nil {
 					t.Fatal(err)
@@ -220,6 +210,20 @@ func TestReservedNameKeepsItsSpelling(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openStick opens a Dest on the folder that stick makes for t (a stick
+// mounted, a temporary folder: stick skips t where it cannot make it) and
+// closes it at the end of the test.
+func openStick(t *testing.T, stick func(testing.TB) string) (*Dest, string) {
+	t.Helper()
+	dir := stick(t)
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, dir
 }
 
 // foldingTemp is a temporary folder that ignores letter case, as a Mac's

@@ -514,8 +514,10 @@ type Mailbox struct {
 	total      int
 	// waiters are the waits held, by the names they wait for: a blob
 	// queued under one of them wakes it (a buffered send, never a close:
-	// a wait may be woken by several names).
-	waiters  map[string][]chan struct{}
+	// a wait may be woken by several names). A set for each name, so that
+	// a wait that ends leaves each of its names (up to MaxNames) at once,
+	// not by looking through every wait held there (up to Waits).
+	waiters  map[string]map[chan struct{}]struct{}
 	waitsBy  map[string]int // source host -> waits it holds
 	waitsAll int
 	// looks are the last take or wait of each name, for LookMemory: a
@@ -553,7 +555,7 @@ type entry struct {
 func NewMailbox(lim Limits) *Mailbox {
 	return &Mailbox{lim: lim.withDefaults(), now: time.Now,
 		slots: map[string]*entry{}, queues: map[string][]*entry{}, count: map[string]int{},
-		waiters: map[string][]chan struct{}{}, waitsBy: map[string]int{},
+		waiters: map[string]map[chan struct{}]struct{}{}, waitsBy: map[string]int{},
 		looks: map[string]*list.Element{}, looksBy: map[string]int{}, started: time.Now()}
 }
 
@@ -673,7 +675,7 @@ func (m *Mailbox) put(name, source string, blob []byte, queue bool) error {
 	}
 	m.queues[name] = append(m.queues[name], e)
 	e.el = m.queueOrder.PushBack(e)
-	for _, w := range m.waiters[name] {
+	for w := range m.waiters[name] {
 		select {
 		case w <- struct{}{}:
 		default: // woken already
@@ -699,7 +701,12 @@ func (m *Mailbox) wait(ctx context.Context, names []string, source string) []byt
 	}
 	w := make(chan struct{}, 1)
 	for _, n := range names {
-		m.waiters[n] = append(m.waiters[n], w)
+		ws := m.waiters[n]
+		if ws == nil {
+			ws = map[chan struct{}]struct{}{}
+			m.waiters[n] = ws
+		}
+		ws[w] = struct{}{}
 	}
 	m.waitsBy[source]++
 	m.waitsAll++
@@ -716,11 +723,10 @@ func (m *Mailbox) wait(ctx context.Context, names []string, source string) []byt
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, n := range names {
-		ws := slices.DeleteFunc(m.waiters[n], func(x chan struct{}) bool { return x == w })
+		ws := m.waiters[n] // nil once empty (a name given twice: its second)
+		delete(ws, w)
 		if len(ws) == 0 {
 			delete(m.waiters, n)
-		} else {
-			m.waiters[n] = ws
 		}
 	}
 	if m.waitsBy[source]--; m.waitsBy[source] <= 0 {

@@ -276,6 +276,14 @@ func AsListener[L Listener](l L, err error) (Listener, error) {
 	return l, nil
 }
 
+// DeadPortGrace is how long a port that the peer's host refused has to
+// open before the dial ends: a receiver starting as the dial began (a
+// restart, which is how a send resumes) opens its ports within it, and the
+// handshake goes on. QUIC's port checks (quic.watchDeadPort) and a dial
+// race's QUIC dial beside a refused TCP one (auto's endRefused) both wait
+// it.
+const DeadPortGrace = time.Second
+
 // NothingListeningError is a dial that the peer's host answered with
 // "nothing listens at that port": TCP's connection refused, or for QUIC a
 // port the host refused datagrams at for a while (ICMP port unreachable).

@@ -69,6 +69,29 @@ type place struct {
 	// answered: another port of the host stays in the race.
 	gone map[string]bool
 	errs []result // its dials' failures
+	// runs are its dials under way (their results not taken yet), by kind.
+	runs map[transport.Kind]*run
+	// refused are its addresses (host:port) whose dial the host refused:
+	// its other dials there end once a second dial is refused too
+	// (endRefused).
+	refused map[string]*refusal
+}
+
+// run is one dial of a race under way, with a context of its own under
+// its place's, so that it can end alone.
+type run struct {
+	leg    leg
+	cancel context.CancelCauseFunc
+	check  bool // endRefused's second dial of a refused address
+	ended  bool // endRefused cancelled it
+}
+
+// refusal is a dial of a place that its host refused (connection
+// refused): nothing listens at that host:port now.
+type refusal struct {
+	leg     leg
+	at      time.Time // when
+	checked bool      // its second dial started
 }
 
 // has reports whether the place has a leg of kind still in the race.
@@ -142,7 +165,7 @@ func newRace(ctx context.Context, legs []leg, head, stagger time.Duration, clk c
 	for _, l := range legs {
 		for l.place >= len(r.places) {
 			pctx, pcancel := context.WithCancel(rctx)
-			r.places = append(r.places, &place{ctx: pctx, cancel: pcancel})
+			r.places = append(r.places, &place{ctx: pctx, cancel: pcancel, runs: map[transport.Kind]*run{}})
 		}
 		r.places[l.place].buckets = append(r.places[l.place].buckets, []leg{l})
 	}
@@ -172,22 +195,32 @@ func (r *race) startBucket(p *place, now time.Time) {
 		}
 		r.running++
 		p.running++
-		r.wg.Go(func() {
-			c, err := r.dial(p.ctx, l)
-			if err != nil {
-				c = nil
-			}
-			r.results <- result{l.place, l.entry.Kind, c, err}
-		})
+		ctx, cancel := context.WithCancelCause(p.ctx)
+		p.runs[l.entry.Kind] = &run{leg: l, cancel: cancel}
+		r.goDial(ctx, l)
 	}
 	p.started++
 	p.due = now.Add(r.head)
 }
 
-// startDue starts every place and bucket whose time came, and arms the
-// timer for the next one.
+// goDial runs the dial of l in a goroutine of the race, its result sent
+// to r.results.
+func (r *race) goDial(ctx context.Context, l leg) {
+	r.wg.Go(func() {
+		c, err := r.dial(ctx, l)
+		if err != nil {
+			c = nil
+		}
+		r.results <- result{l.place, l.entry.Kind, c, err}
+	})
+}
+
+// startDue starts every place and bucket whose time came, and the second
+// dial of a refused address whose grace ran out (endRefused), and arms the
+// timer for the next of these.
 func (r *race) startDue() {
 	now := r.clock.Now()
+	r.endRefused(now)
 	for progressed := true; progressed; {
 		progressed = false
 		if r.won < 0 && r.opened < len(r.places) &&
@@ -211,6 +244,9 @@ func (r *race) startDue() {
 	for _, p := range r.places[:r.opened] {
 		if !p.dropped && p.started < len(p.buckets) && (next.IsZero() || p.due.Before(next)) {
 			next = p.due
+		}
+		if end, ok := p.nextEnd(); ok && (next.IsZero() || end.Before(next)) {
+			next = end
 		}
 	}
 	if r.timer != nil {
@@ -242,11 +278,28 @@ func (r *race) next(ctx context.Context) (res result, ok bool) {
 			r.running--
 			p := r.places[res.place]
 			p.running--
+			ru := p.runs[res.kind]
+			delete(p.runs, res.kind)
 			if p.dropped {
 				if res.conn != nil {
 					res.conn.Close(nil)
 				}
 				continue
+			}
+			if ru.check {
+				if !r.secondDial(p, ru, res) {
+					continue
+				}
+			} else if res.err != nil {
+				if ru.ended {
+					res.err = endedErr(ru.leg.addr, res.err)
+				}
+				if hp := ru.leg.addr.HostPort(); transport.Refused(res.err) && p.refused[hp] == nil {
+					if p.refused == nil {
+						p.refused = map[string]*refusal{}
+					}
+					p.refused[hp] = &refusal{leg: ru.leg, at: r.clock.Now()}
+				}
 			}
 			if res.err != nil {
 				r.failed[legKey{res.place, res.kind}] = res.err
@@ -257,6 +310,105 @@ func (r *race) next(ctx context.Context) (res result, ok bool) {
 			return result{place: -1, err: context.Cause(ctx)}, true
 		}
 	}
+}
+
+// endRefused ends the dials still under way to an address of a place
+// whose host refused another of its dials (TCP's: connection refused)
+// twice, transport.DeadPortGrace or more apart: a Ferry listens for every
+// transport on one port number, so nothing Ferry is there, and a host
+// whose ICMP never reaches the QUIC dial (a firewall that drops it, a
+// Windows sender) left that dial resending its first packet until the
+// handshake's timeout. The grace after the first refusal starts the
+// second dial (secondDial): a receiver starting as the race began opens its
+// ports within it, and that dial connects, where quic-go's next resent
+// packet could come too late. Twice, as QUIC's own port checks
+// (quic.watchDeadPort). Only the same host:port: a receiver whose port was
+// taken for one transport listens for it on another (ferryReceiver.Listen).
+func (r *race) endRefused(now time.Time) {
+	for _, p := range r.places {
+		if p.dropped {
+			continue
+		}
+		for hp, rf := range p.refused {
+			if rf.checked || now.Before(rf.at.Add(transport.DeadPortGrace)) || !p.runningAt(hp) {
+				continue
+			}
+			rf.checked = true
+			ctx, cancel := context.WithCancelCause(p.ctx)
+			p.runs[rf.leg.entry.Kind] = &run{leg: rf.leg, cancel: cancel, check: true}
+			r.running++
+			p.running++
+			r.goDial(ctx, rf.leg)
+		}
+	}
+}
+
+// runningAt reports whether p has a dial under way to hp that
+// endRefused has not ended.
+func (p *place) runningAt(hp string) bool {
+	for _, ru := range p.runs {
+		if ru.leg.addr.HostPort() == hp && !ru.ended {
+			return true
+		}
+	}
+	return false
+}
+
+// secondDial takes the result of endRefused's second dial of a refused
+// address, ru, and reports whether it is a result of the race: a session
+// (the receiver opened as the race began) is, with the first refusal
+// forgotten; refused again, the place's other dials to that address end,
+// nothing listening; another failure tells nothing, and they go on.
+func (r *race) secondDial(p *place, ru *run, res result) bool {
+	hp := ru.leg.addr.HostPort()
+	switch {
+	case res.err == nil:
+		delete(p.refused, hp)
+		delete(r.failed, legKey{res.place, res.kind})
+		p.errs = slices.DeleteFunc(p.errs, func(e result) bool { return e.kind == res.kind })
+		return true
+	case transport.Refused(res.err):
+		for _, o := range p.runs {
+			if o.leg.addr.HostPort() == hp && !o.ended {
+				o.ended = true
+				o.cancel(errRefusedTwice)
+			}
+		}
+	}
+	return false
+}
+
+// nextEnd is when endRefused next dials a refused address of p again; ok
+// is false when it has none to dial.
+func (p *place) nextEnd() (end time.Time, ok bool) {
+	if p.dropped {
+		return time.Time{}, false
+	}
+	for hp, rf := range p.refused {
+		if !rf.checked && p.runningAt(hp) {
+			if e := rf.at.Add(transport.DeadPortGrace); !ok || e.Before(end) {
+				end, ok = e, true
+			}
+		}
+	}
+	return end, ok
+}
+
+// errRefusedTwice is the cause endRefused ends a dial with.
+var errRefusedTwice = errors.New("nothing is listening there: the host refused connections to the same port twice, " +
+	"a second apart")
+
+// endedErr is the error of a dial to at that endRefused ended: nothing
+// listening, as the refusals beside it said.
+func endedErr(at addr.Addr, err error) error {
+	var nl *transport.NothingListeningError
+	if errors.As(err, &nl) {
+		return err // its own check found the port closed too
+	}
+	if !errors.Is(err, errRefusedTwice) {
+		err = fmt.Errorf("%w (%w)", err, errRefusedTwice)
+	}
+	return &transport.NothingListeningError{Addr: at.HostPort(), Err: err}
 }
 
 // drop takes place i out of the race: a different device answered there.

@@ -6,13 +6,9 @@ import (
 	"net"
 	"syscall"
 	"time"
-)
 
-// deadPortGrace is how long a port that the peer's host refused has to
-// open before the dial ends: a receiver starting as the dial began (a
-// restart, which is how a send resumes) opens its port within it, and the
-// handshake goes on as before.
-const deadPortGrace = time.Second
+	"github.com/ferrydrop/ferry/engine/internal/transport"
+)
 
 // deadPortEvery paces the port checks of a dial. A host tells of a closed
 // port with an ICMP "port unreachable", which Linux sends to one address
@@ -21,8 +17,8 @@ const deadPortGrace = time.Second
 // first packets too: checks this often hear most of the answers there are.
 const deadPortEvery = 200 * time.Millisecond
 
-// errDeadPort ends a dial whose peer's host said twice, deadPortGrace or
-// more apart, that nothing listens at its port.
+// errDeadPort ends a dial whose peer's host said twice,
+// transport.DeadPortGrace or more apart, that nothing listens at its port.
 var errDeadPort = errors.New("nothing is listening there: the host refused datagrams at that port (ICMP port unreachable) " +
 	"for a second")
 
@@ -36,8 +32,8 @@ const (
 )
 
 // watchDeadPort ends a dial (cancel) whose peer's host refuses its port
-// twice, deadPortGrace or more apart, as check (one port check, see
-// portCheck) hears it every deadPortEvery while the dial runs. quic-go's
+// twice, transport.DeadPortGrace or more apart, as check (one port check,
+// see portCheck) hears it every deadPortEvery while the dial runs. quic-go's
 // socket is not connected, so it never hears the host's "port unreachable"
 // and resends its first packet until the handshake's timeout (5 s). A port
 // that answers ends the checks; silence tells nothing (a firewall that
@@ -53,7 +49,7 @@ func watchDeadPort(ctx context.Context, check func(context.Context) portWord, ca
 		case portRefused:
 			if first.IsZero() {
 				first = start
-			} else if start.Sub(first) >= deadPortGrace {
+			} else if start.Sub(first) >= transport.DeadPortGrace {
 				cancel(errDeadPort)
 				return
 			}

@@ -42,19 +42,31 @@ func TestRefusedTCPIsDialledAgainOnceQUICAnswered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var closed, dials atomic.Int32
+			tcpDialled := make(chan struct{})
 			table := []Entry{
 				{Kind: transport.QUIC, Priority: 0, Dial: func(ctx context.Context, _ string, _ *tls.Config) (transport.Conn, error) {
 					select {
-					case <-time.After(50 * time.Millisecond): // after TCP's first dial failed
+					case <-tcpDialled: // after TCP's first dial failed
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					select {
+					case <-time.After(50 * time.Millisecond): // and the race heard of it
 					case <-ctx.Done():
 						return nil, ctx.Err()
 					}
 					return &fakeConn{kind: transport.QUIC, closed: &closed, m: clean}, nil
 				}},
-				{Kind: transport.TCP, Priority: 1, Dial: func(context.Context, string, *tls.Config) (transport.Conn, error) {
+				// Started with QUIC (one bucket): no head start to wait
+				// for, so the race's clock can be a fake that never moves,
+				// and a busy machine that holds QUIC's answer past the grace
+				// a refused TCP gives it (DeadPortGrace) cannot end it.
+				{Kind: transport.TCP, Priority: 0, Dial: func(context.Context, string, *tls.Config) (transport.Conn, error) {
 					err := tc.first
 					if dials.Add(1) > 1 {
 						err = tc.second
+					} else {
+						defer close(tcpDialled)
 					}
 					if err != nil {
 						return nil, err
@@ -62,7 +74,7 @@ func TestRefusedTCPIsDialledAgainOnceQUICAnswered(t *testing.T) {
 					return &fakeConn{kind: transport.TCP, closed: &closed, m: clean}, nil
 				}},
 			}
-			cfg := transport.Config{HeadStart: 5 * time.Millisecond}
+			cfg := transport.Config{Clock: clock.NewFake(time.Now())}
 			d, err := Dial(t.Context(), Request{Table: table, Addrs: at("x", table), TLS: noTLS, Config: cfg})
 			if err != nil {
 				t.Fatal(err)

@@ -232,6 +232,60 @@ type Discovery struct {
 	asked     map[string]time.Time
 	stats     Stats
 	mdnsErr   error
+	look      look
+}
+
+// look is how far discovery has looked at the network as it is now (Looked).
+type look struct {
+	since  time.Time // Run started, or the interfaces last changed
+	asked  time.Time // the first queries on the network as it is now all went out (zero: not yet)
+	probed time.Time // when the last probe round that finished began (zero: none)
+}
+
+// answerWait is how long after the last of its first queries discovery
+// waits for their answers before it takes a device it does not see as
+// away (mDNS responders answer within half a second, RFC 6762 6).
+const answerWait = time.Second
+
+// Looked reports whether discovery has looked at the network long enough
+// that a device it does not see is very likely not on it: its first
+// queries (at 0, 1 and 2 s) went out on the network as it is now and
+// had answerWait to be answered, and a round of probes of the remembered
+// devices that mDNS does not see began since then and finished (a trusted
+// device that mDNS misses but that answers at its address is in the
+// table, SourceRemembered). It is false before Run, while no query could
+// be sent (no multicast interface), for a while after the interfaces
+// changed, and always without a Prober (a remembered device could not be
+// seen without mDNS).
+func (d *Discovery) Looked() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.look
+	return !l.asked.IsZero() && !d.opts.Now().Before(l.asked.Add(answerWait)) &&
+		!l.probed.IsZero() && !l.probed.Before(l.since)
+}
+
+// lookAgain starts looking at the network afresh (Run, or new interfaces):
+// its first queries and a probe round are still to come.
+func (d *Discovery) lookAgain() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.look = look{since: d.opts.Now(), probed: d.look.probed}
+}
+
+// firstQueriesSent notes that the first queries on the network as it is
+// now went out.
+func (d *Discovery) firstQueriesSent() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.look.asked = d.opts.Now()
+}
+
+// probeRoundDone notes that a probe round that began at began finished.
+func (d *Discovery) probeRoundDone(began time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.look.probed = began
 }
 
 // Stats counts what the browser dropped, for diagnostics.

@@ -183,6 +183,7 @@ func browseQuery() *dns.Msg {
 func (d *Discovery) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	d.lookAgain()
 	var wg sync.WaitGroup
 	start := func(f func(context.Context)) {
 		wg.Add(1)
@@ -295,6 +296,7 @@ func (d *Discovery) mdnsLoop(ctx context.Context) {
 			continue
 		}
 		d.logf("discovery: interfaces changed: %s", ifaceKey(now))
+		d.lookAgain() // a device not seen on the old network may be on the new one
 		joined(conn.join(now))
 		ifMu.Lock()
 		cur = now
@@ -325,8 +327,11 @@ func (d *Discovery) queryLoop(ctx context.Context, conn *mdnsConn, ifaces func()
 	// RFC 6762 5.2: the first queries close together, then a steady pace.
 	delays := []time.Duration{0, time.Second, time.Second}
 	for i := 0; ; i++ {
-		if err := conn.send(ifaces(), browseQuery()); err != nil {
+		on := ifaces()
+		if err := conn.send(on, browseQuery()); err != nil {
 			d.logf("discovery: %v", err)
+		} else if i == len(delays)-1 && len(on) > 0 {
+			d.firstQueriesSent()
 		}
 		wait := d.opts.QueryInterval
 		if i+1 < len(delays) {

@@ -26,7 +26,7 @@ const (
 	helperEnv     = "FERRY_DISCOVERY_HELPER"
 	helperIDEnv   = "FERRY_HELPER_ID"
 	helperNameEnv = "FERRY_HELPER_NAME"
-	helperModeEnv = "FERRY_HELPER_MODE" // "" (advertise+browse) or "doctor"
+	helperModeEnv = "FERRY_HELPER_MODE" // "" (advertise+browse), "looked" (the same, saying when Looked changes) or "doctor"
 )
 
 // TestMain runs the helper mode, or the tests with the goroutine leak check.
@@ -70,7 +70,21 @@ func runHelper() int {
 	}
 	before := runtime.NumGoroutine()
 	id, name := os.Getenv(helperIDEnv), os.Getenv(helperNameEnv)
-	d, err := New(Options{SelfID: id})
+	opts := Options{SelfID: id}
+	looked := os.Getenv(helperModeEnv) == "looked"
+	if looked {
+		// One remembered device, away: its probe finds nothing.
+		opts.Remembered = func() []Remembered {
+			return []Remembered{{ID: strings.Repeat("A", IDLen), Name: "Away", Addrs: []string{"192.0.2.1:47800"}}}
+		}
+		opts.Prober = func(ctx context.Context, addr string) (string, string, error) {
+			<-ctx.Done() // no answer from another network
+			return "", "", ctx.Err()
+		}
+		opts.ProbeTimeout, opts.ProbeInterval = 500*time.Millisecond, 2*time.Second
+		opts.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	}
+	d, err := New(opts)
 	if err != nil {
 		emit(helperLine{Ev: "error", Err: err.Error()})
 		return 1
@@ -92,6 +106,13 @@ func runHelper() int {
 		return 1
 	}
 	emit(helperLine{Ev: "ready", Err: errString(adv.Err())})
+	var lookedTick <-chan time.Time
+	if looked {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		lookedTick = t.C
+	}
+	wasLooked := false
 	// stdin carries commands ("name NEW"); EOF means shut down cleanly.
 	stdinClosed := make(chan struct{})
 	commands := make(chan string)
@@ -109,6 +130,11 @@ func runHelper() int {
 				if err := adv.Update(Service{Name: newName, ID: id, Addrs: listeners(40000, 40001)}); err != nil {
 					emit(helperLine{Ev: "error", Err: err.Error()})
 				}
+			}
+		case <-lookedTick:
+			if now := d.Looked(); now != wasLooked {
+				wasLooked = now
+				emit(helperLine{Ev: map[bool]string{true: "looked", false: "unlooked"}[now]})
 			}
 		case e := <-events:
 			l := helperLine{Ev: string(e.Kind), ID: e.Peer.ID, Name: e.Peer.Name, Reason: e.Reason}
@@ -409,5 +435,21 @@ func TestNamespacesLinkComesUpLaterAndRename(t *testing.T) {
 	})
 	if l.Ev != "changed" {
 		t.Errorf("rename reported as %q, want changed", l.Ev)
+	}
+}
+
+// TestNamespaceLooked: on a real link, discovery has looked long enough
+// (its first queries out and answered, a probe round of the remembered
+// devices done) a few seconds after it starts.
+func TestNamespaceLooked(t *testing.T) {
+	requireRootAndIP(t)
+	nsA, _, _, _ := vethPair(t)
+	a := startHelper(t, nsA, "Looker", helperModeEnv+"=looked")
+	st := a.waitFor(t, "start", 10*time.Second, func(l helperLine) bool { return l.Ev == "start" })
+	l := a.waitFor(t, "looked", 15*time.Second, func(l helperLine) bool { return l.Ev == "looked" || l.Ev == "unlooked" })
+	after := time.Unix(0, l.NS).Sub(time.Unix(0, st.NS))
+	t.Logf("looked %v after it started", after)
+	if l.Ev != "looked" || after < 2*time.Second+answerWait {
+		t.Errorf("%s %v after it started, want looked after its first queries had their answers", l.Ev, after)
 	}
 }

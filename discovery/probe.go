@@ -73,6 +73,7 @@ func (d *Discovery) probeTargets() []probeTarget {
 }
 
 func (d *Discovery) probeRound(ctx context.Context) {
+	began := d.opts.Now()
 	targets := d.probeTargets()
 	sem := make(chan struct{}, probeParallel)
 	var wg sync.WaitGroup
@@ -90,6 +91,9 @@ func (d *Discovery) probeRound(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	if ctx.Err() == nil {
+		d.probeRoundDone(began)
+	}
 }
 
 func (d *Discovery) probeTarget(ctx context.Context, tg probeTarget) {

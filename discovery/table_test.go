@@ -599,3 +599,80 @@ func TestPeerShortIDIsTheShownForm(t *testing.T) {
 		}
 	}
 }
+
+// Discovery has looked long enough at the network to take a device it
+// does not see as away once its first queries had their second to be
+// answered and a probe round of remembered devices that began after that
+// network came up finished; new interfaces start the look again, and a
+// discovery without a Prober never has.
+func TestLooked(t *testing.T) {
+	prober := func(ctx context.Context, addr string) (string, string, error) {
+		return "", "", errors.New("timeout")
+	}
+	d, clk := newTestDiscovery(t, Options{
+		Prober: prober,
+		Remembered: func() []Remembered {
+			return []Remembered{{ID: idN(50), Name: "Away", Addrs: []string{"192.0.2.50:7000"}}}
+		},
+	})
+	ctx := context.Background()
+	if d.Looked() {
+		t.Fatal("looked before it ran")
+	}
+	d.lookAgain() // Run
+	d.probeRound(ctx)
+	if d.Looked() {
+		t.Fatal("looked before its first queries went out")
+	}
+	clk.Add(2 * time.Second)
+	d.firstQueriesSent()
+	clk.Add(answerWait - time.Millisecond)
+	if d.Looked() {
+		t.Fatal("looked before the queries' answers had time to come")
+	}
+	clk.Add(time.Millisecond)
+	if !d.Looked() {
+		t.Fatal("not looked after the first queries were answered and a probe round finished")
+	}
+
+	// New interfaces: the look starts again; a probe round that began
+	// before the change does not count.
+	began := clk.Now()
+	clk.Add(time.Millisecond)
+	d.lookAgain()
+	clk.Add(2 * time.Second)
+	d.firstQueriesSent()
+	clk.Add(answerWait)
+	d.probeRoundDone(began)
+	if d.Looked() {
+		t.Fatal("looked with a probe round that began on the old network")
+	}
+	d.probeRound(ctx)
+	if !d.Looked() {
+		t.Fatal("not looked after a probe round on the new network")
+	}
+
+	// A probe round cut short by the end of Run does not count.
+	clk.Add(time.Millisecond)
+	d.lookAgain()
+	clk.Add(2 * time.Second)
+	d.firstQueriesSent()
+	clk.Add(answerWait)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	d.probeRound(cancelled)
+	if d.Looked() {
+		t.Fatal("looked after a probe round that was cut short")
+	}
+
+	// Without a Prober nothing is probed: a remembered device that mDNS
+	// misses could not be seen.
+	bare, clk2 := newTestDiscovery(t, Options{})
+	bare.lookAgain()
+	bare.probeLoop(ctx) // returns at once: nothing to probe with
+	bare.firstQueriesSent()
+	clk2.Add(time.Minute)
+	if bare.Looked() {
+		t.Error("a discovery without a Prober looked")
+	}
+}

@@ -132,7 +132,8 @@ func (e *Engine) relaySecret(relay string) string {
 // anywhereHeadStart is how long the LAN addresses of a device are tried
 // alone before it is also called through the relay (none right after the
 // session lost its path with this device's address: the LAN address it
-// would dial first is the one that just failed).
+// would dial first is the one that just failed; none either when the
+// Resolver knows the device is away from the LAN, AbsenceReporter).
 const anywhereHeadStart = 1500 * time.Millisecond
 
 // dialWithRendezvous is dialTarget for a target with a rendezvous

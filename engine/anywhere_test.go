@@ -17,7 +17,7 @@ import (
 )
 
 // pairEngines pairs a with recv (both confirm), as the users would on the LAN.
-func pairEngines(t *testing.T, a, recv *Engine) {
+func pairEngines(t testing.TB, a, recv *Engine) {
 	t.Helper()
 	rxEvents, unsub := recv.Subscribe(256)
 	defer unsub()

@@ -38,7 +38,7 @@ func skipIfShort(t *testing.T) {
 }
 
 // testEngine returns an engine with its own config and download folders.
-func testEngine(t *testing.T, opts Options) *Engine {
+func testEngine(t testing.TB, opts Options) *Engine {
 	t.Helper()
 	if opts.ConfigDir == "" {
 		opts.ConfigDir = t.TempDir()
@@ -60,7 +60,7 @@ func testEngine(t *testing.T, opts Options) *Engine {
 	return e
 }
 
-func startReceiver(t *testing.T, opts Options) *Engine {
+func startReceiver(t testing.TB, opts Options) *Engine {
 	t.Helper()
 	e := testEngine(t, opts)
 	if err := e.Start(context.Background()); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // firstEvent waits for the first event of kind on ch.
-func firstEvent(t *testing.T, ch <-chan Event, kind EventKind) Event {
+func firstEvent(t testing.TB, ch <-chan Event, kind EventKind) Event {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
 	for {

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/relay"
 )
 
 // lostConn is a session whose path the test declares lost
@@ -19,6 +23,24 @@ type lostConn struct {
 }
 
 func (c lostConn) PathLost() <-chan struct{} { return c.lost }
+
+// silentBeyondLAN is a target of a device not paired here, with a LAN
+// address that never answers (a UDP port that takes QUIC's handshake in
+// silence) and a rendezvous address where nothing listens: a call through
+// the relay fails at once with ErrNotPaired.
+func silentBeyondLAN(t *testing.T) (Target, identity.DeviceID) {
+	t.Helper()
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	other, err := identity.LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Target{ID: other.ID.String(), Addrs: []addr.Addr{addr.New(addr.QUIC, silent.LocalAddr().String()), addr.NewRendezvous("127.0.0.1:9")}}, other.ID
+}
 
 // A session that lost its path (a QUIC connection whose address went away
 // with nowhere to migrate) ends its attempt at once as errPathGone, and
@@ -54,19 +76,10 @@ func TestPathLostEndsAttempt(t *testing.T) {
 // head start only that call can have ended the dial.
 func TestPathLostCallsRelayAtOnce(t *testing.T) {
 	e := testEngine(t, Options{})
-	silent, err := net.ListenPacket("udp", "127.0.0.1:0") // takes QUIC's handshake and never answers
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	other, err := identity.LoadOrCreate(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := Target{ID: other.ID.String(), Addrs: []addr.Addr{addr.New(addr.QUIC, silent.LocalAddr().String()), addr.NewRendezvous("127.0.0.1:9")}}
+	to, other := silentBeyondLAN(t)
 	for _, lost := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), anywhereHeadStart/2)
-		_, err := e.dialTarget(ctx, to, other.ID, "", lost, nil)
+		_, err := e.dialTarget(ctx, to, other, "", lost, nil)
 		cancel()
 		switch {
 		case lost && !errors.Is(err, ErrNotPaired):
@@ -74,5 +87,106 @@ func TestPathLostCallsRelayAtOnce(t *testing.T) {
 		case !lost && errors.Is(err, ErrNotPaired):
 			t.Errorf("the relay was called before the LAN's head start ended: %v", err)
 		}
+	}
+}
+
+// absence is a Resolver that sees no device, and says whether it knows
+// them to be away (AbsenceReporter).
+type absence struct{ away bool }
+
+func (absence) ResolvePeer(context.Context, string) []addr.Addr { return nil }
+func (a absence) Absent(string) bool                            { return a.away }
+
+// A device the Resolver knows to be away from the LAN is called through
+// the relay at once beside its LAN address (which still races), not after
+// the LAN's head start; one it does not know to be away, or with a
+// Resolver that cannot tell, keeps the head start. As in
+// TestPathLostCallsRelayAtOnce, the LAN address never answers and the
+// relay's answer (not paired) comes at once.
+func TestAbsentDeviceCallsRelayAtOnce(t *testing.T) {
+	to, other := silentBeyondLAN(t)
+	for _, c := range []struct {
+		name     string
+		resolver Resolver
+		atOnce   bool
+	}{
+		{"away", absence{away: true}, true},
+		{"not known to be away", absence{away: false}, false},
+		{"a Resolver that cannot tell", &fakeResolver{}, false},
+		{"no Resolver", nil, false},
+	} {
+		e := testEngine(t, Options{Resolver: c.resolver})
+		ctx, cancel := context.WithTimeout(context.Background(), anywhereHeadStart/2)
+		_, err := e.dialTarget(ctx, to, other, "", false, nil)
+		cancel()
+		switch {
+		case c.atOnce && !errors.Is(err, ErrNotPaired):
+			t.Errorf("%s: %v, want the relay's answer (not paired) before the head start ended", c.name, err)
+		case !c.atOnce && errors.Is(err, ErrNotPaired):
+			t.Errorf("%s: the relay was called before the LAN's head start ended: %v", c.name, err)
+		}
+	}
+}
+
+// switchedAbsence is absence with a switch.
+type switchedAbsence struct{ away atomic.Bool }
+
+func (*switchedAbsence) ResolvePeer(context.Context, string) []addr.Addr { return nil }
+func (a *switchedAbsence) Absent(string) bool                            { return a.away.Load() }
+
+// BenchmarkStaleLANThenRelay sends a 1 KiB file to a paired device served
+// through a relay on loopback, by a target whose LAN address is stale (a
+// UDP port that never answers: the device's old network, away), with the
+// Resolver knowing it is away or not: the time of a whole send, from
+// Send to its result (the LAN's head start, then the call, ICE, QUIC, the
+// hello, the offer and the file). The relay's lab figures are
+// docs/beyond-the-lan.md's.
+//
+//	go test -run '^$' -bench StaleLANThenRelay -benchtime 5x ./engine
+func BenchmarkStaleLANThenRelay(b *testing.B) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	relayAddr := r.Addr().String()
+	resolver := &switchedAbsence{}
+	recv := startReceiver(b, Options{Accept: AcceptTrusted, Name: "Desktop"})
+	a := testEngine(b, Options{Name: "Laptop", Resolver: resolver})
+	pairEngines(b, a, recv)
+	recv.anywhereLoopback, a.anywhereLoopback = true, true
+	stop, err := recv.ServeAnywhere(relayAddr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(stop)
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { silent.Close() })
+	src := filepath.Join(b.TempDir(), "note.txt")
+	if err := os.WriteFile(src, make([]byte, 1024), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	to := Target{ID: recv.ID(), Addrs: []addr.Addr{addr.New(addr.QUIC, silent.LocalAddr().String()), addr.NewRendezvous(relayAddr)}}
+	for _, away := range []bool{false, true} {
+		name := "seen"
+		if away {
+			name = "away"
+		}
+		b.Run(name, func(b *testing.B) {
+			resolver.away.Store(away)
+			for b.Loop() {
+				tr, err := a.Send(b.Context(), to, []string{src}, SendOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				<-tr.Done()
+				if res := tr.Result(); res.State != StateDone {
+					b.Fatalf("send: %s %s", res.State, res.Err)
+				}
+			}
+		})
 	}
 }

@@ -27,6 +27,25 @@ type Resolver interface {
 	ResolvePeer(ctx context.Context, id string) []addr.Addr
 }
 
+// AbsenceReporter is what a Resolver may also know (an optional
+// interface, as io.WriterTo is to io.Writer): that a device is away from
+// the LAN now. A paired device beyond the LAN that is away gets no head
+// start for its LAN addresses over the relay (dialTarget).
+type AbsenceReporter interface {
+	// Absent reports that the Resolver has looked at the LAN long enough
+	// to know (discovery's first queries answered, its remembered devices
+	// probed) and does not see device id there now. It must answer at
+	// once (a table read).
+	Absent(id string) bool
+}
+
+// absent says whether the Resolver knows device id to be away from the LAN
+// now (AbsenceReporter); false when it cannot tell.
+func (e *Engine) absent(id identity.DeviceID) bool {
+	a, ok := e.opts.Resolver.(AbsenceReporter)
+	return ok && a.Absent(id.String())
+}
+
 // resolveWait bounds how long one attempt asks the Resolver.
 const resolveWait = time.Second
 
@@ -88,7 +107,8 @@ func (e *Engine) candidates(ctx context.Context, to Target, id identity.DeviceID
 // host candidateStagger after the one before, the first that proves the
 // device winning. It returns the address it reached. pathLost says the
 // last attempt lost its path with this device's address: a relay, if the
-// target has one, is called at once beside the LAN addresses. A followed
+// target has one, is called at once beside the LAN addresses (as it is
+// when the Resolver knows the device is away, AbsenceReporter). A followed
 // device seen at another address while its race runs (the Resolver asked
 // again every movedEvery) gets a new race there at once; tried, if set,
 // is given the addresses the last race dialled (Transfer.tried).
@@ -98,7 +118,13 @@ func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.Device
 		lanOnly := to
 		lanOnly.Addrs = slices.DeleteFunc(slices.Clone(to.Addrs), func(a addr.Addr) bool { return a.Kind == addr.Rendezvous })
 		headStart := anywhereHeadStart
-		if pathLost {
+		switch {
+		case pathLost:
+			headStart = 0
+		case e.absent(want):
+			// Its LAN addresses would not answer: they still race, but
+			// the relay is called at once.
+			e.log.Info("device not on the LAN now; calling it through the relay at once", "id", want.Short())
 			headStart = 0
 		}
 		return e.dialWithRendezvous(ctx, rv, func(ctx context.Context) (auto.Dialled, error) {

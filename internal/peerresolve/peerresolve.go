@@ -17,22 +17,62 @@ import (
 // created before the engine and given the discovery once that exists (the
 // discovery needs the engine to probe remembered devices).
 type Resolver struct {
-	d atomic.Pointer[discovery.Discovery]
+	d atomic.Pointer[table]
 }
 
-var _ engine.Resolver = (*Resolver)(nil)
+// table is what a Resolver reads of a discovery.Discovery (tests give
+// one of their own).
+type table interface {
+	Peers() []discovery.Peer
+	Looked() bool
+}
+
+var (
+	_ engine.Resolver        = (*Resolver)(nil)
+	_ engine.AbsenceReporter = (*Resolver)(nil)
+)
 
 // Use makes r answer from d's table.
-func (r *Resolver) Use(d *discovery.Discovery) { r.d.Store(d) }
+func (r *Resolver) Use(d *discovery.Discovery) {
+	if d == nil {
+		r.d.Store(nil)
+		return
+	}
+	r.use(d)
+}
+
+func (r *Resolver) use(t table) { r.d.Store(&t) }
+
+// table is the table r answers from, nil before Use.
+func (r *Resolver) table() table {
+	if t := r.d.Load(); t != nil {
+		return *t
+	}
+	return nil
+}
 
 // ResolvePeer returns where discovery sees the device now, best first;
 // nothing when it does not see it (or saw another identity there).
 func (r *Resolver) ResolvePeer(ctx context.Context, id string) []addr.Addr {
-	d := r.d.Load()
-	if d == nil {
+	t := r.table()
+	if t == nil {
 		return nil
 	}
-	for _, p := range d.Peers() {
+	return seen(t, id)
+}
+
+// Absent reports that discovery has looked at the LAN long enough
+// (discovery.Discovery.Looked) and does not see the device there now: a
+// paired device that is away, whose LAN addresses would not answer.
+// False without discovery, or before it has looked long enough.
+func (r *Resolver) Absent(id string) bool {
+	t := r.table()
+	return t != nil && t.Looked() && len(seen(t, id)) == 0
+}
+
+// seen is where t sees device id now, best first (nothing: it does not).
+func seen(t table, id string) []addr.Addr {
+	for _, p := range t.Peers() {
 		if p.ID == id && !p.Refused {
 			return Addrs(p)
 		}

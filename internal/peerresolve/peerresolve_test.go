@@ -37,3 +37,51 @@ func TestAddrs(t *testing.T) {
 		t.Errorf("a resolver without discovery answered %+v", got)
 	}
 }
+
+// fakeTable is a discovery table as the test says it is.
+type fakeTable struct {
+	peers  []discovery.Peer
+	looked bool
+}
+
+func (f fakeTable) Peers() []discovery.Peer { return f.peers }
+func (f fakeTable) Looked() bool            { return f.looked }
+
+// A device is absent when discovery has looked long enough and does not
+// see it (a remembered one that answered its probe is seen); never before
+// discovery has looked, nor without discovery.
+func TestAbsent(t *testing.T) {
+	here, away := "HEREHEREHERE", "AWAYAWAYAWAY"
+	seenAt := func(src discovery.Source, refused bool) discovery.Peer {
+		return discovery.Peer{ID: here, Source: src, Refused: refused, Ports: []discovery.Port{{Kind: addr.QUIC, Port: 5000}},
+			Addrs: []netip.Addr{netip.MustParseAddr("192.168.1.5")}}
+	}
+	var r Resolver
+	if r.Absent(away) {
+		t.Error("absent without discovery")
+	}
+	r.Use(nil)
+	if r.Absent(away) {
+		t.Error("absent after Use(nil)")
+	}
+	for _, c := range []struct {
+		name   string
+		table  fakeTable
+		absent bool
+	}{
+		{"seen over mDNS", fakeTable{[]discovery.Peer{seenAt(discovery.SourceMDNS, false)}, true}, false},
+		{"answered its probe", fakeTable{[]discovery.Peer{seenAt(discovery.SourceRemembered, false)}, true}, false},
+		{"only another identity at its address", fakeTable{[]discovery.Peer{seenAt(discovery.SourceMDNS, true)}, true}, true},
+		{"not seen", fakeTable{nil, true}, true},
+		{"not seen, discovery has not looked long enough", fakeTable{nil, false}, false},
+	} {
+		r.use(c.table)
+		if got := r.Absent(here); got != c.absent {
+			t.Errorf("%s: Absent = %v, want %v", c.name, got, c.absent)
+		}
+	}
+	r.use(fakeTable{[]discovery.Peer{seenAt(discovery.SourceMDNS, false)}, true})
+	if !r.Absent(away) {
+		t.Error("a device discovery does not see, after it looked, is not absent")
+	}
+}

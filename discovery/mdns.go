@@ -264,6 +264,10 @@ func (d *Discovery) mdnsLoop(ctx context.Context) {
 	}
 	var ifMu sync.Mutex // guards cur
 	cur := ifaces
+	// The fingerprint of cur as it was: ifaceKey(cur) later would read
+	// cur's addresses as they are then, and a new address would never
+	// show as a change.
+	key := ifaceKey(ifaces)
 	current := func() []net.Interface { ifMu.Lock(); defer ifMu.Unlock(); return cur }
 	joined := func(n int) {
 		if n == 0 {
@@ -292,10 +296,12 @@ func (d *Discovery) mdnsLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		now := d.currentInterfaces()
-		if ifaceKey(now) == ifaceKey(current()) {
+		nowKey := ifaceKey(now)
+		if nowKey == key {
 			continue
 		}
-		d.logf("discovery: interfaces changed: %s", ifaceKey(now))
+		key = nowKey
+		d.logf("discovery: interfaces changed: %s", nowKey)
 		d.lookAgain() // a device not seen on the old network may be on the new one
 		joined(conn.join(now))
 		ifMu.Lock()

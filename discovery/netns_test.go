@@ -440,7 +440,8 @@ func TestNamespacesLinkComesUpLaterAndRename(t *testing.T) {
 
 // TestNamespaceLooked: on a real link, discovery has looked long enough
 // (its first queries out and answered, a probe round of the remembered
-// devices done) a few seconds after it starts.
+// devices done) a few seconds after it starts, and looks again when the
+// interfaces change: here a new address on the link (another network).
 func TestNamespaceLooked(t *testing.T) {
 	requireRootAndIP(t)
 	nsA, _, _, _ := vethPair(t)
@@ -452,4 +453,17 @@ func TestNamespaceLooked(t *testing.T) {
 	if l.Ev != "looked" || after < 2*time.Second+answerWait {
 		t.Errorf("%s %v after it started, want looked after its first queries had their answers", l.Ev, after)
 	}
+	var dev string
+	out, err := exec.Command("ip", "-n", nsA, "-o", "link", "show", "type", "veth").Output()
+	if f := strings.Fields(string(out)); err != nil || len(f) < 2 {
+		t.Fatalf("the veth in %s: %v %q", nsA, err, out)
+	} else {
+		dev, _, _ = strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+	}
+	changed := time.Now()
+	run(t, "ip", "-n", nsA, "addr", "add", "10.250.250.1/24", "dev", dev)
+	// Interfaces are polled every 3 s.
+	a.waitFor(t, "unlooked", 10*time.Second, func(l helperLine) bool { return l.Ev == "unlooked" })
+	l = a.waitFor(t, "looked again", 15*time.Second, func(l helperLine) bool { return l.Ev == "looked" })
+	t.Logf("looked again %v after the new address", time.Unix(0, l.NS).Sub(changed))
 }

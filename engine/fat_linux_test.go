@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -374,23 +376,11 @@ func TestNamesOfTheOffersFirstSpellingKeepTheirNames(t *testing.T) {
 		{[]wire.FileEntry{{Path: "x", Size: 1000}, {Path: "X/y", Size: 1001}}, []string{"x", "X (1)/y"}},
 	} {
 		for _, order := range [][]uint32{{0, 1}, {1, 0}} {
-			for _, stick := range []struct {
-				name string
-				dir  func(testing.TB) string
-			}{{"fat", testutil.FATStick}, {"exfat", testutil.ExFATStick}, {"cased", func(t testing.TB) string { return t.TempDir() }}} {
+			for _, stick := range caseSticks {
 				t.Run(fmt.Sprint(stick.name, c.files[0].Path, order), func(t *testing.T) {
 					e := testEngine(t, Options{DownloadDir: stick.dir(t)})
 					rx := testReceiverOn(t, e, 64<<10, c.files)
-					data := map[uint32][]byte{}
-					for _, i := range order {
-						data[i] = randomBytes(int(c.files[i].Size))
-						chunks := []int{}
-						for off := 0; off < len(data[i]); off += 64 << 10 {
-							chunks = append(chunks, off/(64<<10))
-						}
-						landAll(t, rx, i, data[i], chunks...)
-						rootOf(t, rx, i, data[i])
-					}
+					data := landInOrder(t, rx, c.files, order)
 					for i, want := range c.want {
 						if stick.name == "cased" {
 							want = c.files[i].Path
@@ -461,6 +451,172 @@ func TestBrowserNamesOfAnotherCaseOnAFATStick(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(stick, filepath.FromSlash(f.at)))
 		if err != nil || len(b) != 100+i {
 			t.Errorf("%s holds %d bytes (%v), want %s's %d", f.at, len(b), err, f.name, 100+i)
+		}
+	}
+}
+
+// An offer's names that a number given here could take, or that are one
+// name on every file system, arrive with each file at a name of its own,
+// the same whichever lands first, nothing overwritten, on a FAT32 and an
+// exFAT stick (which ignore letter case) and on a folder that tells case
+// apart:
+//   - a number never takes a name the offer holds, in any case: with
+//     "p/Read.me", "p/READ.ME" and "p/Read (1).me" the second arrives as
+//     "p/READ (2).ME" where case is ignored, and the third keeps its name;
+//     a folder "p/a" as "p/a (2)" beside the offer's "p/a (1)"; a second
+//     "p/a.txt" as "p/a (2).txt". The number took the name where it landed
+//     first ("p/Read (1).me" saved as "p/Read (1) (1).me", or "p/a/y" in
+//     the offer's "p/a (1)"), on every file system for a name sent twice;
+//   - a file and a folder of exactly one name ("p/x", "p/x/y"): the offer's
+//     first keeps it and the other is numbered ("p/x (2)/y", past the
+//     offer's "p/x (1)"), where the first to land kept it;
+//   - a name sent twice ("p/a.txt" twice) is received twice, the copy that
+//     lands second numbered (the receiver takes such an offer: core.Inbox).
+//
+// Every order the files can land in is tried. Needs root and the sticks'
+// drivers: their cases skip without them.
+func TestOfferedNamesStayApartWhateverLandsFirst(t *testing.T) {
+	for _, c := range []struct {
+		files []wire.FileEntry
+		folds []string // where saved on a stick; "a|b": either, the copies apart
+		cased []string // where case is told apart; nil: as offered
+	}{
+		{[]wire.FileEntry{{Path: "p/Read.me", Size: 1000}, {Path: "p/READ.ME", Size: 1001}, {Path: "p/Read (1).me", Size: 1002}},
+			[]string{"p/Read.me", "p/READ (2).ME", "p/Read (1).me"}, nil},
+		{[]wire.FileEntry{{Path: "p/A/x", Size: 1000}, {Path: "p/a/y", Size: 1001}, {Path: "p/a (1)/z", Size: 1002}},
+			[]string{"p/A/x", "p/a (2)/y", "p/a (1)/z"}, nil},
+		{[]wire.FileEntry{{Path: "p/x", Size: 1000}, {Path: "p/x/y", Size: 1001}, {Path: "p/x (1)", Size: 1002}},
+			[]string{"p/x", "p/x (2)/y", "p/x (1)"}, []string{"p/x", "p/x (2)/y", "p/x (1)"}},
+		{[]wire.FileEntry{{Path: "p/x/y", Size: 1000}, {Path: "p/X (1)", Size: 1001}, {Path: "p/x", Size: 1002}},
+			[]string{"p/x/y", "p/X (1)", "p/x (2)"}, []string{"p/x/y", "p/X (1)", "p/x (2)"}}, // a number passes "X (1)" on every file system
+		{[]wire.FileEntry{{Path: "x", Size: 70000}, {Path: "x/y", Size: 1001}, {Path: "X (1)", Size: 1002}},
+			[]string{"x", "x (2)/y", "X (1)"}, []string{"x", "x (2)/y", "X (1)"}},
+		{[]wire.FileEntry{{Path: "p/a.txt", Size: 1000}, {Path: "p/a.txt", Size: 1001}, {Path: "p/A (1).TXT", Size: 1002}},
+			[]string{"p/a.txt|p/a (2).txt", "p/a.txt|p/a (2).txt", "p/A (1).TXT"}, []string{"p/a.txt|p/a (2).txt", "p/a.txt|p/a (2).txt", "p/A (1).TXT"}},
+	} {
+		for _, order := range [][]uint32{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+			for _, stick := range caseSticks {
+				t.Run(fmt.Sprint(stick.name, c.files[0].Path, c.files[2].Path, order), func(t *testing.T) {
+					want := c.folds
+					if stick.name == "cased" {
+						want = c.cased
+					}
+					e := testEngine(t, Options{DownloadDir: stick.dir(t)})
+					rx := testReceiverOn(t, e, 64<<10, c.files)
+					data := landInOrder(t, rx, c.files, order)
+					checkSavedApart(t, rx, c.files, want, data)
+				})
+			}
+		}
+	}
+}
+
+// caseSticks are the download folders the tests of names of another case
+// run on: a FAT32 and an exFAT stick, which ignore letter case (they skip
+// without root or their drivers), and a folder that tells case apart.
+var caseSticks = []struct {
+	name string
+	dir  func(testing.TB) string
+}{{"fat", testutil.FATStick}, {"exfat", testutil.ExFATStick}, {"cased", func(t testing.TB) string { return t.TempDir() }}}
+
+// landInOrder lands random data for each of files, whole with its root, in
+// order, and returns the data.
+func landInOrder(t *testing.T, rx *receiver, files []wire.FileEntry, order []uint32) map[uint32][]byte {
+	t.Helper()
+	data := map[uint32][]byte{}
+	for _, i := range order {
+		data[i] = randomBytes(int(files[i].Size))
+		chunks := []int{}
+		for off := 0; off < len(data[i]); off += 64 << 10 {
+			chunks = append(chunks, off/(64<<10))
+		}
+		landAll(t, rx, i, data[i], chunks...)
+		rootOf(t, rx, i, data[i])
+	}
+	return data
+}
+
+// checkSavedApart checks that each of files was saved, with its data, where
+// want says (the name offered where want is nil; "a|b": at either of two
+// names, the copies of one name each at its own), and reported so.
+func checkSavedApart(t *testing.T, rx *receiver, files []wire.FileEntry, want []string, data map[uint32][]byte) {
+	t.Helper()
+	at := map[string]int{} // name -> the file saved there
+	for i, f := range files {
+		names := []string{f.Path}
+		if want != nil {
+			names = strings.Split(want[i], "|")
+		}
+		saved := rx.savedAs[uint32(i)]
+		if saved == "" {
+			saved = f.Path
+		}
+		if !slices.Contains(names, saved) {
+			t.Errorf("%s reported saved as %q, want %q", f.Path, saved, names)
+			continue
+		}
+		if j, ok := at[saved]; ok {
+			t.Errorf("%s and %s both reported saved as %q", files[j].Path, f.Path, saved)
+		}
+		at[saved] = i
+		got, err := os.ReadFile(filepath.Join(rx.DestDir, filepath.FromSlash(saved)))
+		if err != nil || !bytes.Equal(got, data[uint32(i)]) {
+			t.Errorf("%s: %d bytes at %s (%v), want the %d sent", f.Path, len(got), saved, err, len(data[uint32(i)]))
+		}
+	}
+}
+
+// An offer's empty folder and a folder of its files that are one name where
+// letter case is ignored ("p/Docs" empty, "p/DOCS/a.txt") arrive apart, the
+// folder of files keeping its name whichever file lands first, as
+// store.Twins's rule has it: the offer lists its empty folders after its
+// files, and they are made after every file is saved (makeFolders), so an
+// empty one never takes the name from one with files, on a FAT32 or exFAT
+// stick or a folder that tells case apart; and an empty folder that reads
+// as numbered ("p/a (1)") keeps its name from a number given to another
+// ("p/a" beside "p/A": "p/a (2)"), where that folder took it and the empty
+// one was merged into it. Needs root and the sticks' drivers: their cases
+// skip without them.
+func TestEmptyFolderNeverTakesTheNameOfOneWithFiles(t *testing.T) {
+	for _, c := range []struct {
+		files        []wire.FileEntry
+		empty        []string
+		folds, cased []string // where the files are saved
+		emptyAt      []string // where the empty folders are made, on a stick
+	}{
+		{[]wire.FileEntry{{Path: "p/DOCS/a.txt", Size: 1000}, {Path: "p/docs/b.txt", Size: 1001}}, []string{"p/Docs"},
+			[]string{"p/DOCS/a.txt", "p/docs (1)/b.txt"}, nil, []string{"p/Docs (2)"}},
+		{[]wire.FileEntry{{Path: "p/x", Size: 1000}, {Path: "p/DOCS/a.txt", Size: 1001}}, []string{"p/X", "p/Docs", "p/DOCS/e"},
+			[]string{"p/x", "p/DOCS/a.txt"}, nil, []string{"p/X (1)", "p/Docs (1)", "p/DOCS/e"}},
+		{[]wire.FileEntry{{Path: "p/A/x", Size: 1000}, {Path: "p/a/y", Size: 1001}}, []string{"p/a (1)"},
+			[]string{"p/A/x", "p/a (2)/y"}, nil, []string{"p/a (1)"}},
+	} {
+		for _, order := range [][]uint32{{0, 1}, {1, 0}} {
+			for _, stick := range caseSticks {
+				t.Run(fmt.Sprint(stick.name, c.files[0].Path, c.empty[0], order), func(t *testing.T) {
+					want, emptyAt := c.folds, c.emptyAt
+					if stick.name == "cased" {
+						want, emptyAt = c.cased, c.empty
+					}
+					e := testEngine(t, Options{DownloadDir: stick.dir(t)})
+					rx := testReceiverOfFolders(t, e, 64<<10, c.files, c.empty)
+					data := landInOrder(t, rx, c.files, order)
+					if err := rx.makeFolders(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					checkSavedApart(t, rx, c.files, want, data)
+					for i, at := range emptyAt {
+						es, err := os.ReadDir(filepath.Join(rx.DestDir, filepath.FromSlash(at)))
+						if err != nil || len(es) != 0 {
+							t.Errorf("empty folder %s: %s holds %d (%v), want an empty folder", c.empty[i], at, len(es), err)
+						}
+						dir, name := path.Split(at)
+						if es, err := os.ReadDir(filepath.Join(rx.DestDir, filepath.FromSlash(dir))); err != nil || !slices.ContainsFunc(es, func(e os.DirEntry) bool { return e.Name() == name }) {
+							t.Errorf("empty folder %s: %s does not list %s (%v)", c.empty[i], dir, name, err)
+						}
+					}
+				})
+			}
 		}
 	}
 }

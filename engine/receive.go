@@ -1752,6 +1752,7 @@ func (rx *receiver) makeFolders(ctx context.Context) error {
 	if rx.folders == nil {
 		return nil
 	}
+	rx.twins.Do(func() { rx.makeTwins(ctx) }) // an offer of empty folders alone
 	var failed int
 	var first string
 	err := rx.folders.Each(func(_ int, e manifeststore.Entry) error {
@@ -1947,16 +1948,23 @@ func (rx *receiver) openPartial(ctx context.Context, f *rxFile, bounded bool) (b
 }
 
 // makeTwins keeps the offer's first spelling of each name of the accepted
-// files that is one name where letter case is ignored (store.Twins): it
-// makes each such folder ("p/A" before "p/a") and reserves each such
-// file's name ("p/Read.me" before "p/READ.ME", or "p/x" before a folder
-// "p/X": store.Dest.Reserve), so that the first keeps its name and the
-// other arrives as "p/a (1)", "p/READ (1).ME" or "p/X (1)" whichever file
-// lands first (the streams decide that). Run once, before the session's
-// first partial is created (openPartial) or finalized (maybeFinalize, a
-// resumed one); a folder that cannot be made is left to its files.
+// files and the empty folders that is one name where letter case is
+// ignored (store.Twins): it makes each such folder ("p/A" before "p/a")
+// and reserves each such file's name ("p/Read.me" before "p/READ.ME", or
+// "p/x" before a folder "p/X", or "p/x" itself), so that the first keeps
+// its name and the other arrives as "p/a (1)", "p/READ (1).ME" or "p/X
+// (1)" whichever file lands first (the streams decide that); and it keeps
+// the offer's names that read as numbered ("p/READ (1).ME" itself) from
+// being another's number (store.Dest.Avoid). Run once, before the
+// session's first partial is created (openPartial) or finalized
+// (maybeFinalize, a resumed one), or its first empty folder made
+// (makeFolders); a folder that cannot be made is left to its files.
 func (rx *receiver) makeTwins(ctx context.Context) {
-	if len(rx.Accepted) < 2 {
+	empty := 0
+	if rx.folders != nil {
+		empty = rx.folders.Len()
+	}
+	if len(rx.Accepted)+empty < 2 {
 		return
 	}
 	var twins store.Twins
@@ -1976,11 +1984,26 @@ func (rx *receiver) makeTwins(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	if empty > 0 {
+		// Made after the files (makeFolders), as the offer lists them: a
+		// folder of files keeps its name from an empty one of another case.
+		err = rx.folders.Each(func(_ int, e manifeststore.Entry) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			twins.AddFolder(e.Path)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+	}
 	rx.e.keepTwins(rx.Dest, &twins)
 }
 
 // keepTwins keeps the offer's first spelling of each name twins found for
-// it in dest: each such folder made, each such file's name reserved.
+// it in dest: each such folder made, each such file's name reserved; and
+// its names that read as numbered from numbering (Dest.Avoid).
 func (e *Engine) keepTwins(dest *store.Dest, twins *store.Twins) {
 	for _, dir := range twins.Firsts() {
 		if _, err := dest.MakeFolder(dir); err != nil {
@@ -1990,6 +2013,11 @@ func (e *Engine) keepTwins(dest *store.Dest, twins *store.Twins) {
 	for _, rel := range twins.FirstFiles() {
 		if err := dest.Reserve(rel); err != nil {
 			e.log.Warn("keep a file's name for it before its twin of another case", "file", rel, "err", err)
+		}
+	}
+	for _, rel := range twins.Numbered() {
+		if err := dest.Avoid(rel); err != nil {
+			e.log.Warn("keep a numbered name of the offer from numbering", "path", rel, "err", err)
 		}
 	}
 }

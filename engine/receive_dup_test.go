@@ -28,13 +28,23 @@ func testReceiver(t *testing.T, chunk int, files []wire.FileEntry) *receiver {
 // one on the same engine is a later attempt at the same files.
 func testReceiverOn(t *testing.T, e *Engine, chunk int, files []wire.FileEntry) *receiver {
 	t.Helper()
+	return testReceiverOfFolders(t, e, chunk, files, nil)
+}
+
+// testReceiverOfFolders is testReceiverOn of an offer of the empty folders
+// folders too (made by makeFolders).
+func testReceiverOfFolders(t *testing.T, e *Engine, chunk int, files []wire.FileEntry, folders []string) *receiver {
+	t.Helper()
 	in := e.newInbox(peer.ID{}, "sender", "pipe", nil, nil)
 	var total int64
 	for _, f := range files {
 		total += f.Size
 	}
-	offer := &wire.Offer{Transfer: newTransferID(), ChunkSize: chunk, Files: len(files), TotalBytes: total}
+	offer := &wire.Offer{Transfer: newTransferID(), ChunkSize: chunk, Files: len(files), TotalBytes: total, Folders: len(folders)}
 	msgs := encode(offer, &wire.OfferFiles{Files: files})
+	if len(folders) > 0 {
+		msgs = append(msgs, encode(&wire.OfferFolders{Paths: folders})...)
+	}
 	rx := &receiver{inbox: in, ctl: newControl(bytesStream{bytes.NewReader(msgs)}), files: map[uint32]*rxFile{},
 		complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{})}
 	t.Cleanup(rx.closeList)

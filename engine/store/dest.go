@@ -126,9 +126,8 @@ type Dest struct {
 	// element from the top cost a walk per element (os.Root opens every
 	// element of a path): for a file 8 folders deep, 80 system calls.
 	dirs map[string]string
-	// reserved holds the names Reserve keeps, by twinKey: the spelling
-	// (composed) that keeps its name where case is ignored.
-	reserved map[string]string
+	// kept holds the names Reserve and Avoid keep, by twinKey.
+	kept map[string]keptName
 }
 
 // placeMu serialises place's check-then-rename fallback in every Dest of
@@ -932,6 +931,9 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 		if n == 0 && d.yieldsIn(rel, to, known) {
 			continue // another file's name where case is ignored (Reserve)
 		}
+		if n > 0 && d.avoids(rel, numbered(base, n, true)) {
+			continue // another of the offer's names (Avoid)
+		}
 		if twinTaken(to, numbered(base, n, true)) {
 			continue
 		}
@@ -1165,10 +1167,13 @@ func (d *Dest) resolveIn(parent *folder, peer string, at int, made *[]string) (*
 	elem := peer[at:]
 	retried := false // under the name Windows takes, the file system having refused elem
 	for n := 0; n < maxNumbered; n++ {
-		if n == 0 && d.yields(peer) && d.foldsCase(parent, "", true) {
-			continue // a file's name where case is ignored (Reserve)
+		if n == 0 && d.folderYields(peer, func() bool { return d.foldsCase(parent, "", true) }) {
+			continue // a file's name (Reserve)
 		}
 		name := numbered(elem, n, false)
+		if n > 0 && d.avoids(peer, name) {
+			continue // another of the offer's names (Avoid)
+		}
 		dir, err := parent.isDir(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			// A folder saved decomposed is the folder of the name; a
@@ -1226,8 +1231,11 @@ func (d *Dest) resolveIn(parent *folder, peer string, at int, made *[]string) (*
 func (d *Dest) resolveElem(parent, peer string, at int) (string, error) {
 	elem := peer[at:]
 	for n := 0; n < maxNumbered; n++ {
-		if n == 0 && d.yields(peer) && foldsCaseIn(d.root, parent, "", false) {
-			continue // a file's name where case is ignored (Reserve)
+		if n == 0 && d.folderYields(peer, func() bool { return foldsCaseIn(d.root, parent, "", false) }) {
+			continue // a file's name (Reserve)
+		}
+		if n > 0 && d.avoids(peer, numbered(elem, n, false)) {
+			continue // another of the offer's names (Avoid)
 		}
 		name := filepath.Join(parent, numbered(elem, n, false))
 		fi, err := d.root.Lstat(name)

@@ -140,18 +140,26 @@ func listing(root *os.Root, dir string) (map[string]struct{}, error) {
 // make anyway, and a name kept changes nothing. It holds each name's path
 // once, up to maxTwinBytes of them: a name first seen beyond that is not
 // compared (it arrives as before: the first to land keeps its name).
+//
+// A file and a folder of exactly one name ("p/x" and "p/x/y", which no
+// file tree sends but a peer may) are one name on every file system: the
+// offer's first of them keeps it too, and the other arrives numbered. A
+// name numbered here ("p/READ (1).ME") must not take a name the offer holds
+// for another file or folder ("p/Read (1).me"), in any case: Numbered lists
+// those that read as numbered, which Dest.Avoid keeps from numbering.
 type Twins struct {
-	seed  maphash.Seed
-	seen  map[uint64]*twin // by twinHash of the path
-	order []*twin          // as first seen
-	prev  string           // the folder of the path added last
-	held  int              // bytes held in seen
+	seed     maphash.Seed
+	seen     map[uint64]*twin // by twinHash of the path
+	order    []*twin          // as first seen
+	numbered []string         // the paths seen whose name reads as numbered
+	prev     string           // the folder of the path added last
+	held     int              // bytes held in seen
 }
 
 type twin struct {
 	first string // the first spelling seen
 	file  bool   // first is a file's path, not a folder's
-	twins bool   // another spelling was seen
+	twins bool   // another spelling was seen, or the other kind of this one
 }
 
 // maxTwinBytes bounds the paths a Twins holds (an offer of a million files
@@ -167,6 +175,22 @@ func (t *Twins) Add(rel string) {
 	if i := strings.LastIndexByte(rel, '/'); i > 0 {
 		dir = rel[:i]
 	}
+	t.folders(dir)
+	t.note(rel, true)
+}
+
+// AddFolder takes the path of one of the offer's empty folders, which are
+// made after its files (and so added after them).
+func (t *Twins) AddFolder(rel string) {
+	if t.seen == nil {
+		t.seen, t.seed = map[uint64]*twin{}, maphash.MakeSeed()
+	}
+	t.folders(rel)
+}
+
+// folders notes each folder of dir's path that the path added before did
+// not name.
+func (t *Twins) folders(dir string) {
 	if dir != t.prev { // most files: in the folder of the one before
 		// Each folder of dir's path that the previous path's did not name.
 		shared := sharedFolders(dir, t.prev)
@@ -181,7 +205,6 @@ func (t *Twins) Add(rel string) {
 			t.note(dir[:i], false)
 		}
 	}
-	t.note(rel, true)
 }
 
 // note takes the path p of a folder or a file (file).
@@ -189,10 +212,10 @@ func (t *Twins) note(p string, file bool) {
 	if p == "" {
 		return // refused before (ValidatePath)
 	}
-	h := t.hash(p)
+	h, num := t.hash(p)
 	if w, ok := t.seen[h]; ok {
 		// One name, or rarely another of the same hash: twinKey tells.
-		if !w.twins && composed(w.first) != composed(p) && twinKey(w.first) == twinKey(p) {
+		if !w.twins && (composed(w.first) != composed(p) || w.file != file) && twinKey(w.first) == twinKey(p) {
 			w.twins = true
 		}
 		return
@@ -205,6 +228,9 @@ func (t *Twins) note(p string, file bool) {
 	w := &twin{first: p, file: file}
 	t.seen[h] = w
 	t.order = append(t.order, w)
+	if num {
+		t.numbered = append(t.numbered, p)
+	}
 }
 
 // hash is a hash of twinKey(p): names of one key have one hash. A name of
@@ -212,8 +238,9 @@ func (t *Twins) note(p string, file bool) {
 // which composed, visible, shortened and Windows's rules leave as it is,
 // is hashed in upper case as it is read: SameNameKey allocated a string for
 // every file of an offer (0.95 s for a million, where the folders alone
-// took 19 ms).
-func (t *Twins) hash(p string) uint64 {
+// took 19 ms). numbered: the name, as keyed, reads as numbered
+// (readsNumbered).
+func (t *Twins) hash(p string) (sum uint64, numbered bool) {
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	dir, base := "", p
@@ -223,8 +250,9 @@ func (t *Twins) hash(p string) uint64 {
 	h.WriteString(composed(dir))
 	h.WriteByte('/')
 	if !plainName(base) {
-		h.WriteString(SameNameKey(base))
-		return h.Sum64()
+		key := SameNameKey(base)
+		h.WriteString(key)
+		return h.Sum64(), readsNumbered(key)
 	}
 	for i := 0; i < len(base); i++ {
 		c := base[i]
@@ -233,7 +261,26 @@ func (t *Twins) hash(p string) uint64 {
 		}
 		h.WriteByte(c)
 	}
-	return h.Sum64()
+	return h.Sum64(), readsNumbered(base)
+}
+
+// readsNumbered reports whether name holds " (n)", n a number: every name
+// numbered (n > 0) holds it, whatever its stem and extension.
+func readsNumbered(name string) bool {
+	for {
+		i := strings.Index(name, " (")
+		if i < 0 {
+			return false
+		}
+		name = name[i+2:]
+		j := 0
+		for j < len(name) && '0' <= name[j] && name[j] <= '9' {
+			j++
+		}
+		if j > 0 && j < len(name) && name[j] == ')' {
+			return true
+		}
+	}
 }
 
 // plainName reports whether SameNameKey(name) is name in upper case.
@@ -253,13 +300,20 @@ func plainName(name string) bool {
 }
 
 // Firsts is the first spelling of each folder added in more than one
-// spelling (as a folder or a file), in the order first seen (a folder
-// before those in it).
+// spelling (as a folder or a file), or added as a file too, in the order
+// first seen (a folder before those in it).
 func (t *Twins) Firsts() []string { return t.firsts(false) }
 
 // FirstFiles is the first spelling of each file's path added in more than
-// one spelling (as a file or a folder), in the order first seen.
+// one spelling (as a file or a folder), or added as a folder too, in the
+// order first seen.
 func (t *Twins) FirstFiles() []string { return t.firsts(true) }
+
+// Numbered is the paths added, files' and folders', whose name reads as a
+// numbered one ("p/Read (1).me", "p/a (2)": readsNumbered, where case and
+// Windows's rules are ignored), each name once, in the order first seen: a
+// name numbered here must not take them (Dest.Avoid).
+func (t *Twins) Numbered() []string { return t.numbered }
 
 func (t *Twins) firsts(files bool) []string {
 	var out []string
@@ -277,20 +331,64 @@ func (t *Twins) firsts(files bool) []string {
 // ("p/READ.ME" for "p/Read.me", or a folder "p/X" for a file "p/x") arrives
 // numbered ("p/READ (1).ME", "p/X (1)") even when it is saved first, so
 // that the offer's first spelling keeps its name (Twins.FirstFiles) whatever
-// order the files land in. Where case is told apart it changes nothing. A
-// name it refuses is not kept.
+// order the files land in. Where case is told apart it changes only one
+// thing: a folder of exactly the name ("p/x/y"), which would take it
+// there too, is numbered ("p/x (1)/y"). A name it refuses is not kept.
 func (d *Dest) Reserve(rel string) error {
+	return d.keepName(rel, func(k *keptName, local string) { k.spelling = composed(local) })
+}
+
+// keptName is what Reserve and Avoid keep of a name (by twinKey).
+type keptName struct {
+	spelling string // Reserve's: the spelling (composed) that keeps the name
+	numbered bool   // Avoid's: no number takes the name
+}
+
+// keepName sets what d keeps of rel (a peer's path), named here.
+func (d *Dest) keepName(rel string, set func(k *keptName, local string)) error {
 	rel = d.localName(rel)
 	if err := ValidateHere(rel); err != nil {
 		return err
 	}
+	key := twinKey(rel)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.reserved == nil {
-		d.reserved = map[string]string{}
+	if d.kept == nil {
+		d.kept = map[string]keptName{}
 	}
-	d.reserved[twinKey(rel)] = composed(rel)
+	k := d.kept[key]
+	set(&k, rel)
+	d.kept[key] = k
 	return nil
+}
+
+// Avoid keeps rel, the path of a peer's file or folder (slash-separated)
+// whose name reads as numbered (Twins.Numbered: "p/Read (1).me"), from
+// being given to another file or folder of the offer as its number: with
+// "p/Read.me" and "p/READ.ME" where case is ignored, or a name sent twice,
+// the other arrives as "p/READ (2).ME", and "p/Read (1).me" keeps its name
+// whichever lands first (it lost it to the number, "p/Read (1) (1).me",
+// when the number came first). Letter case is ignored in this on every
+// file system. A name it refuses is not kept.
+func (d *Dest) Avoid(rel string) error {
+	return d.keepName(rel, func(k *keptName, _ string) { k.numbered = true })
+}
+
+// avoids reports whether name, a number for the file or folder rel (a
+// peer's path) in rel's folder, is a name Avoid keeps for another.
+func (d *Dest) avoids(rel, name string) bool {
+	if !d.anyKept() {
+		return false
+	}
+	rel = d.localName(rel)
+	dir := ""
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		dir = composed(rel[:i])
+	}
+	key := dir + "/" + SameNameKey(name)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.kept[key].numbered
 }
 
 // twinKey is the key under which Reserve keeps rel (a local name): its
@@ -310,23 +408,38 @@ func twinKey(rel string) string {
 func (d *Dest) yields(rel string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.reserved) == 0 {
+	if len(d.kept) == 0 {
 		return false
 	}
-	r, ok := d.reserved[twinKey(rel)]
-	return ok && r != composed(rel)
+	r := d.kept[twinKey(rel)].spelling
+	return r != "" && r != composed(rel)
+}
+
+// folderYields reports whether rel (a local name), a folder, is to be
+// numbered in parent (of which folds asks whether it ignores case) for a
+// file's name Reserve keeps: the name exactly, on every file system, or
+// another spelling of it where case is ignored.
+func (d *Dest) folderYields(rel string, folds func() bool) bool {
+	if !d.anyKept() {
+		return false
+	}
+	d.mu.Lock()
+	r := d.kept[twinKey(rel)].spelling
+	d.mu.Unlock()
+	return r != "" && (r == composed(rel) || folds())
 }
 
 // yieldsIn is yields for rel, a peer's file going to the folder to, which
 // holds the name known (or "": foldsCase finds one).
 func (d *Dest) yieldsIn(rel string, to *folder, known string) bool {
-	return d.anyReserved() && d.yields(d.localName(rel)) && d.foldsCase(to, known, true)
+	return d.anyKept() && d.yields(d.localName(rel)) && d.foldsCase(to, known, true)
 }
 
-func (d *Dest) anyReserved() bool {
+// anyKept reports whether Reserve or Avoid kept a name.
+func (d *Dest) anyKept() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.reserved) > 0
+	return len(d.kept) > 0
 }
 
 // foldsCase reports whether the folder fo ignores letter case: whether a

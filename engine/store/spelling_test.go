@@ -244,67 +244,115 @@ func foldingTemp(t testing.TB) string {
 }
 
 // TestTwins finds an offer's names that are one where letter case is
-// ignored, by its files' paths in the offer's order: the first spelling of
-// each folder, a folder before those in it, and of each file; and nothing
+// ignored, by its files' paths in the offer's order (then its empty
+// folders', ending in "/"): the first spelling of each folder, a folder
+// before those in it, and of each file, a file and a folder of exactly one
+// name among them; the names that read as numbered, each once; and nothing
 // for a peer's paths that name no such names. Its cases are FuzzTwins's
 // seeds.
 func TestTwins(t *testing.T) {
 	for _, c := range twinCases {
-		var tw Twins
-		for _, p := range c.paths {
-			tw.Add(p)
-		}
+		tw := addTwins(c.paths)
 		if got := tw.Firsts(); !slices.Equal(got, c.want) {
 			t.Errorf("%q: folders %q, want %q", c.paths, got, c.want)
 		}
 		if got := tw.FirstFiles(); !slices.Equal(got, c.files) {
 			t.Errorf("%q: files %q, want %q", c.paths, got, c.files)
 		}
+		if got := tw.Numbered(); !slices.Equal(got, c.numbered) {
+			t.Errorf("%q: numbered %q, want %q", c.paths, got, c.numbered)
+		}
+	}
+}
+
+// addTwins is a Twins of paths, a path ending in "/" an empty folder's.
+func addTwins(paths []string) *Twins {
+	var tw Twins
+	for _, p := range paths {
+		if dir, ok := strings.CutSuffix(p, "/"); ok && dir != "" {
+			tw.AddFolder(dir)
+		} else {
+			tw.Add(p)
+		}
+	}
+	return &tw
+}
+
+// TestReadsNumbered: a name holds " (n)" wherever numbered puts it.
+func TestReadsNumbered(t *testing.T) {
+	for name, want := range map[string]bool{
+		"a (1)": true, "Read (12).me": true, "x (1) (2).tar.gz": true, "a ( (3)": true, ".bashrc (1)": true,
+		"a": false, "a (1": false, "a ()": false, "a(1)": false, "a (x)": false, "a (1x)": false, "(1)": false,
+	} {
+		if got := readsNumbered(name); got != want {
+			t.Errorf("readsNumbered(%q) = %v", name, got)
+		}
+	}
+	for _, name := range []string{"a", "Read.me", ".bashrc", "archive.tar.gz", "trail...", strings.Repeat("é", 200) + ".txt"} {
+		for _, file := range []bool{true, false} {
+			if n := numbered(name, 7, file); !readsNumbered(n) || !readsNumbered(SameNameKey(n)) {
+				t.Errorf("numbered(%q, 7) = %q does not read as numbered", name, n)
+			}
+		}
 	}
 }
 
 var twinCases = []struct {
-	paths []string
-	want  []string // folders
-	files []string
+	paths    []string
+	want     []string // folders
+	files    []string
+	numbered []string
 }{
-	{[]string{"p/A/x.txt", "p/a/y.txt", "p/a/x.txt"}, []string{"p/A"}, nil},
-	{[]string{"p/a/y.txt", "p/A/x.txt"}, []string{"p/a"}, nil},
-	{[]string{"p/A/x.txt", "p/B/x.txt", "p/A/y.txt"}, nil, nil},            // a folder again, one spelling
-	{[]string{"P/a/1", "p/A/2", "Q/x"}, []string{"P"}, nil},                // "p/A" goes in "p (1)"
-	{[]string{"a/x", "b/x", "A/x", "B/y", "a/z"}, []string{"a", "b"}, nil}, // apart in the offer
-	{[]string{"p/A/x.txt", "p/a/X.TXT"}, []string{"p/A"}, nil},             // files in two folders
-	{[]string{"p/a/1", "P/B/2", "p/b/3"}, []string{"p"}, nil},              // "P/B" goes in "P (1)"
-	{[]string{"P/a/1", "p/b", "P/A/2"}, []string{"P", "P/a"}, nil},         // a folder before those in it
-	{[]string{"Été/x", "ÉTÉ/y"}, []string{"Été"}, nil},
-	{[]string{"e\u0301te/x", "\u00e9te/y"}, nil, nil}, // decomposed and composed: one look, one folder
-	{[]string{"x.txt", "X.TXT", "d/x", "D"}, []string{"d"}, []string{"x.txt"}},
-	{[]string{"p/Read.me", "p/READ.ME", "p/read.me"}, nil, []string{"p/Read.me"}},
-	{[]string{"p/x", "p/X/y"}, nil, []string{"p/x"}},                  // a file, then a folder
-	{[]string{"p/X/y", "p/x"}, []string{"p/X"}, nil},                  // a folder, then a file
-	{[]string{"x", "x/y", "x"}, nil, nil},                             // one spelling (a file and a folder of one name: the first to land)
-	{[]string{"caf\u00e9", "CAFE\u0301"}, nil, []string{"caf\u00e9"}}, // composed as compared
-	{[]string{"写真/a", "写真/b"}, nil, nil},
-	{[]string{"p/con.txt", "p/CON.TXT", "p/notes.", "p/NOTES.", "p/a:b", "p/A:B"}, nil, []string{"p/con.txt", "p/notes.", "p/a:b"}}, // not plain: SameNameKey
-	{[]string{"", "/", "//", "a//b", "A//b/", "//0"}, []string{"a"}, nil},                                                           // refused before (ValidatePath): only no panic matters
-	{nil, nil, nil},
+	{[]string{"p/A/x.txt", "p/a/y.txt", "p/a/x.txt"}, []string{"p/A"}, nil, nil},
+	{[]string{"p/a/y.txt", "p/A/x.txt"}, []string{"p/a"}, nil, nil},
+	{[]string{"p/A/x.txt", "p/B/x.txt", "p/A/y.txt"}, nil, nil, nil},            // a folder again, one spelling
+	{[]string{"P/a/1", "p/A/2", "Q/x"}, []string{"P"}, nil, nil},                // "p/A" goes in "p (1)"
+	{[]string{"a/x", "b/x", "A/x", "B/y", "a/z"}, []string{"a", "b"}, nil, nil}, // apart in the offer
+	{[]string{"p/A/x.txt", "p/a/X.TXT"}, []string{"p/A"}, nil, nil},             // files in two folders
+	{[]string{"p/a/1", "P/B/2", "p/b/3"}, []string{"p"}, nil, nil},              // "P/B" goes in "P (1)"
+	{[]string{"P/a/1", "p/b", "P/A/2"}, []string{"P", "P/a"}, nil, nil},         // a folder before those in it
+	{[]string{"Été/x", "ÉTÉ/y"}, []string{"Été"}, nil, nil},
+	{[]string{"e\u0301te/x", "\u00e9te/y"}, nil, nil, nil}, // decomposed and composed: one look, one folder
+	{[]string{"x.txt", "X.TXT", "d/x", "D"}, []string{"d"}, []string{"x.txt"}, nil},
+	{[]string{"p/Read.me", "p/READ.ME", "p/read.me"}, nil, []string{"p/Read.me"}, nil},
+	{[]string{"p/x", "p/X/y"}, nil, []string{"p/x"}, nil},                               // a file, then a folder
+	{[]string{"p/X/y", "p/x"}, []string{"p/X"}, nil, nil},                               // a folder, then a file
+	{[]string{"x", "x/y", "x"}, nil, []string{"x"}, nil},                                // a file and a folder of exactly one name: the file first
+	{[]string{"p/x/y", "p/x"}, []string{"p/x"}, nil, nil},                               // the folder first
+	{[]string{"p/x", "p/x"}, nil, nil, nil},                                             // one file twice: the first to land keeps its name
+	{[]string{"p/a/x", "p/A/y", "P/b", "p/a/", "p/B/"}, []string{"p", "p/a"}, nil, nil}, // empty folders after the files'
+	{[]string{"p/Read.me", "p/READ.ME", "p/Read (1).me", "p/READ (1).ME", "p/a (2)/x", "q (3).tar.gz", "p/b (1)/"},
+		nil, []string{"p/Read.me", "p/Read (1).me"}, []string{"p/Read (1).me", "p/a (2)", "q (3).tar.gz", "p/b (1)"}},
+	{[]string{"p/notes (1).", "p/NOTES (1)", "p/a (1):b"}, nil, []string{"p/notes (1)."}, []string{"p/notes (1).", "p/a (1):b"}}, // not plain: as SameNameKey reads them
+	{[]string{"caf\u00e9", "CAFE\u0301"}, nil, []string{"caf\u00e9"}, nil},                                                       // composed as compared
+	{[]string{"写真/a", "写真/b"}, nil, nil, nil},
+	{[]string{"p/con.txt", "p/CON.TXT", "p/notes.", "p/NOTES.", "p/a:b", "p/A:B"}, nil, []string{"p/con.txt", "p/notes.", "p/a:b"}, nil}, // not plain: SameNameKey
+	{[]string{"", "/", "//", "a//b", "A//b/", "//0"}, []string{"a"}, []string{"/"}, nil},                                                 // refused before (ValidatePath): only no panic matters
+	{nil, nil, nil, nil},
 }
 
-// FuzzTwins: whatever paths a peer sends, each folder Twins names is a
-// folder of one of them, each file one of them, named once, and another
-// path or folder names it in another spelling; and a name Twins hashes as
-// it reads it (plainName) has that key.
+// FuzzTwins: whatever paths a peer sends (a line ending in "/" an empty
+// folder's), each folder Twins names is a folder of one of them, each file
+// one of them, named once, and another path or folder names it in another
+// spelling, or in its own as the other kind (a file and a folder); each
+// numbered name is a path or folder of them, named once, that reads as
+// numbered as SameNameKey reads it; and a name Twins hashes as it reads it
+// (plainName) has that key.
 func FuzzTwins(f *testing.F) {
 	for _, c := range twinCases {
 		f.Add(strings.Join(c.paths, "\n"))
 	}
 	f.Fuzz(func(t *testing.T, list string) {
 		paths := strings.Split(list, "\n")
-		var tw Twins
+		tw := addTwins(paths)
 		folders, files := map[string]bool{}, map[string]bool{}
 		for _, p := range paths {
-			tw.Add(p)
-			files[p] = true
+			if dir, ok := strings.CutSuffix(p, "/"); ok && dir != "" {
+				p = dir
+				folders[p] = true
+			} else {
+				files[p] = true
+			}
 			base := p[strings.LastIndexByte(p, '/')+1:]
 			if plainName(base) && SameNameKey(base) != strings.ToUpper(base) {
 				t.Fatalf("%q is plain, but its key is %q", base, SameNameKey(base))
@@ -316,26 +364,37 @@ func FuzzTwins(f *testing.F) {
 			}
 		}
 		named := map[string]bool{}
-		check := func(name string, of map[string]bool) {
-			if !of[name] || named[name] {
+		kinds := []map[string]bool{folders, files}
+		check := func(name string, kind int) {
+			if !kinds[kind][name] || named[name] {
 				t.Fatalf("%q: names %q, not a name of a path or twice", paths, name)
 			}
 			named[name] = true
 			other := false
-			for _, m := range []map[string]bool{folders, files} {
+			for k, m := range kinds {
 				for g := range m {
-					other = other || twinKey(g) == twinKey(name) && composed(g) != composed(name)
+					other = other || twinKey(g) == twinKey(name) && (composed(g) != composed(name) || k != kind)
 				}
 			}
 			if !other {
-				t.Fatalf("%q: names %q, which no other spelling of a path names", paths, name)
+				t.Fatalf("%q: names %q, which no other spelling or kind of a path names", paths, name)
 			}
 		}
 		for _, dir := range tw.Firsts() {
-			check(dir, folders)
+			check(dir, 0)
 		}
 		for _, f := range tw.FirstFiles() {
-			check(f, files)
+			check(f, 1)
+		}
+		numbered := map[string]bool{}
+		for _, p := range tw.Numbered() {
+			if !files[p] && !folders[p] || numbered[p] {
+				t.Fatalf("%q: numbered %q, not a name of a path or twice", paths, p)
+			}
+			numbered[p] = true
+			if !readsNumbered(SameNameKey(p[strings.LastIndexByte(p, '/')+1:])) {
+				t.Fatalf("%q: numbered %q, which does not read as numbered", paths, p)
+			}
 		}
 	})
 }

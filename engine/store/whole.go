@@ -92,6 +92,9 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 		if n == 0 && d.yieldsIn(rel, to, "") {
 			continue // another file's name where case is ignored (Reserve)
 		}
+		if n > 0 && d.avoids(rel, name) {
+			continue // another of the offer's names (Avoid)
+		}
 		if twinTaken(to, name) {
 			continue
 		}

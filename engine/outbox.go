@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/core"
 )
@@ -118,16 +119,38 @@ func (e *Engine) Pause(id string) error {
 	return nil
 }
 
-// Resume continues a paused sending transfer.
+// resumeWait bounds how long Resume waits for a transfer that shows as
+// paused to wait for it.
+const resumeWait = time.Second
+
+// Resume continues a paused sending transfer. A transfer shows as paused
+// (its state, and the event that says so) a moment before its sender
+// waits for Resume: a Resume in between waits for it, where it said
+// "not paused" to a transfer that had just said it was.
 func (e *Engine) Resume(id string) error {
 	t, err := e.transfer(id)
 	if err != nil {
 		return err
 	}
+	t.mu.Lock()
+	paused := t.state == StatePaused
+	t.mu.Unlock()
 	select {
 	case t.resume <- struct{}{}:
 		return nil
 	default:
+		if !paused {
+			return fmt.Errorf("transfer %s is not paused", id)
+		}
+	}
+	wait := time.NewTimer(resumeWait)
+	defer wait.Stop()
+	select {
+	case t.resume <- struct{}{}:
+		return nil
+	case <-t.done:
+		return fmt.Errorf("transfer %s has already ended", id)
+	case <-wait.C:
 		return fmt.Errorf("transfer %s is not paused", id)
 	}
 }

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,5 +91,46 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	if err := send.Resume(tr.ID()); err == nil {
 		t.Error("Resume of a finished transfer succeeded")
+	}
+}
+
+// A transfer shows as paused (its state, the event) a moment before its
+// sender waits for Resume (core.Outbox.pause): a Resume in that moment
+// waits for the sender, where it said "not paused" to a transfer that had
+// just said it was (TestPauseAndResume failed so under load). A transfer
+// not paused is told at once; one that ended while Resume waited, so.
+func TestResumeWaitsForTheSenderThatSaidPaused(t *testing.T) {
+	e := testEngine(t, Options{})
+	add := func(name string, state State) *Transfer {
+		tr := &Transfer{id: fmt.Sprint(name, "-", state), dir: Sending, done: make(chan struct{}), resume: make(chan struct{}),
+			pauseNow: make(chan struct{}, 1), state: state, started: time.Now()}
+		e.mu.Lock()
+		e.transfers[tr.id] = tr
+		e.mu.Unlock()
+		t.Cleanup(func() { // before the engine closes: nothing runs them
+			e.mu.Lock()
+			delete(e.transfers, tr.id)
+			e.mu.Unlock()
+		})
+		return tr
+	}
+	paused := add("waits", StatePaused)
+	go func() {
+		time.Sleep(100 * time.Millisecond) // the sender, on its way to wait
+		<-paused.resume
+	}()
+	if err := e.Resume(paused.id); err != nil {
+		t.Errorf("Resume of a transfer that said it was paused: %v", err)
+	}
+	if err := e.Resume(add("sends", StateActive).id); err == nil || !strings.Contains(err.Error(), "is not paused") {
+		t.Errorf("Resume of an active transfer: %v", err)
+	}
+	ended := add("ends", StatePaused)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		close(ended.done)
+	}()
+	if err := e.Resume(ended.id); err == nil || !strings.Contains(err.Error(), "has already ended") {
+		t.Errorf("Resume of a transfer that ended meanwhile: %v", err)
 	}
 }

@@ -10,9 +10,11 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +60,41 @@ func testEngine(t testing.TB, opts Options) *Engine {
 	}
 	t.Cleanup(func() { e.Close() })
 	return e
+}
+
+// portToComeBackTo is a "127.0.0.1:port" free now for TCP and UDP, below
+// the kernel's ephemeral ports (ip_local_port_range; on macOS and Windows
+// they start higher still): a receiver that listens there, closes and
+// starts again on it finds it free, where a port the kernel picked
+// ("127.0.0.1:0", among the ephemeral ones) can meanwhile be taken by an
+// outgoing connection of a test running beside it ("bind: address already
+// in use", seen in a CI rehearsal).
+func portToComeBackTo(t testing.TB) string {
+	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				low = n
+			}
+		}
+	}
+	for range 100 {
+		hp := net.JoinHostPort("127.0.0.1", strconv.Itoa(1024+mrand.IntN(low-1024)))
+		tl, err := net.Listen("tcp", hp)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", hp)
+		tl.Close()
+		if err != nil {
+			continue
+		}
+		pc.Close()
+		return hp
+	}
+	t.Fatal("no port free for TCP and UDP below the ephemeral ones")
+	return ""
 }
 
 func startReceiver(t testing.TB, opts Options) *Engine {

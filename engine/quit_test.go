@@ -145,7 +145,7 @@ func TestSenderRetriesAfterReceiverQuits(t *testing.T) {
 func TestOfferOnScreenComesBackWithTheReceiver(t *testing.T) {
 	t.Parallel()
 	cfg, dl := t.TempDir(), t.TempDir()
-	recv := startReceiver(t, Options{Accept: AcceptAsk, ConfigDir: cfg, DownloadDir: dl})
+	recv := startReceiver(t, Options{Accept: AcceptAsk, ConfigDir: cfg, DownloadDir: dl, Listen: portToComeBackTo(t)})
 	to := target(recv)
 	send := testEngine(t, Options{RetryFor: time.Minute})
 	events, unsub := send.Subscribe(256)

@@ -14,7 +14,7 @@ func TestSenderResumesAfterReceiverRestart(t *testing.T) {
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			cfg, dl := t.TempDir(), t.TempDir()
-			recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl})
+			recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl, Listen: portToComeBackTo(t)})
 			to := target(recv)
 			send := testEngine(t, Options{RetryFor: 30 * time.Second, ProgressInterval: 2 * time.Millisecond})
 			const size = 128 << 20

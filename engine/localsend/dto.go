@@ -248,7 +248,9 @@ func unmarshalBounded(b []byte, limit int64, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
-	if dec.More() {
+	// Not dec.More: it takes a ']' or '}' after the document for the end
+	// of an array or object holding it, and says there is nothing more.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: data after the JSON document", ErrBadInput)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +44,11 @@ var hostileBodies = []struct {
 	// (Invalid UTF-8 is not refused: encoding/json replaces it with U+FFFD.)
 	{"deep nesting", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t","metadata":` + strings.Repeat(`{"a":`, 50) + `1` + strings.Repeat(`}`, 50) + `}}}`},
 	{"trailing data", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}} {}`},
+	// A closing bracket or brace after the document (no array or object
+	// holds it) is trailing data too: json.Decoder.More took it for the end
+	// of one, and the offer was accepted until 2026-12-06.
+	{"trailing bracket", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}}]`},
+	{"trailing brace", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"a","size":1,"fileType":"t"}}} }`},
 	{"wrong types", `{"info":"me","files":[1,2,3]}`},
 	{"long name", `{"info":{"fingerprint":"f"},"files":{"x":{"id":"x","fileName":"` + strings.Repeat("n", MaxNameLen+1) + `","size":1,"fileType":"t"}}}`},
 	// A file without its size could only fail once accepted (its upload is
@@ -225,6 +232,9 @@ func FuzzPrepareUpload(f *testing.F) {
 		if unmarshalBounded(b, MaxPrepareBytes, &p) != nil || p.Validate() != nil {
 			return
 		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted %q, which is not one JSON document", b)
+		}
 		if len(p.Files) == 0 || len(p.Files) > MaxFiles {
 			t.Fatalf("validated %d files", len(p.Files))
 		}
@@ -239,18 +249,63 @@ func FuzzPrepareUpload(f *testing.F) {
 	})
 }
 
+// hostileAnnouncements are multicast datagrams a device on the network
+// may send: each is refused, or taken as the device it describes. They
+// double as FuzzAnnouncement's seeds.
+var hostileAnnouncements = []struct {
+	name string
+	in   string
+	ok   bool
+}{
+	{"an app's", `{"alias":"a","version":"2.1","fingerprint":"F","port":53317,"protocol":"https","announce":true}`, true},
+	{"an answer over http", `{"fingerprint":"F","port":1,"protocol":"http","announce":false,"download":true,"deviceType":"mobile"}`, true},
+	{"no port", `{"alias":"a","fingerprint":"F","port":0}`, false},
+	{"port too large", `{"fingerprint":"F","port":65536}`, false},
+	{"no fingerprint", `{"alias":"a","port":53317}`, false},
+	{"long alias", `{"alias":"` + strings.Repeat("a", MaxFieldLen+1) + `","fingerprint":"F","port":1}`, false},
+	{"another protocol", `{"fingerprint":"F","port":1,"protocol":"gopher"}`, false},
+	{"not json", `hello`, false},
+	{"deep nesting", strings.Repeat("[", 100), false},
+	{"over the size bound", `{"fingerprint":"F","port":1,"alias":"a"` + strings.Repeat(" ", MaxSmallBytes) + `}`, false},
+	{"trailing data", `{"fingerprint":"F","port":1} {}`, false},
+	// A closing bracket or brace after the document (no array or object
+	// holds it): json.Decoder.More took it for the end of one, and the
+	// datagram was taken until 2026-12-06.
+	{"trailing bracket", `{"fingerprint":"F","port":1}]`, false},
+	{"trailing brace", `{"fingerprint":"F","port":1}}`, false},
+}
+
+func TestHostileAnnouncements(t *testing.T) {
+	for _, c := range hostileAnnouncements {
+		if _, err := ParseAnnouncement([]byte(c.in)); (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrBadInput)) {
+			t.Errorf("%s: %v, want taken %v", c.name, err, c.ok)
+		}
+	}
+}
+
 func FuzzAnnouncement(f *testing.F) {
-	f.Add([]byte(`{"alias":"a","version":"2.1","fingerprint":"F","port":53317,"protocol":"https","announce":true}`))
-	f.Add([]byte(`{"alias":"a","fingerprint":"F","port":0}`))
-	f.Add([]byte(`{"fingerprint":"F","port":1,"protocol":"http","announce":false,"download":true,"deviceType":"mobile"}`))
-	f.Add([]byte(strings.Repeat("[", 100)))
+	for _, c := range hostileAnnouncements {
+		f.Add([]byte(c.in))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		in, err := ParseAnnouncement(b)
 		if err != nil {
 			return
 		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted %q, which is not one JSON document", b)
+		}
 		if in.Fingerprint == "" || in.Port <= 0 || in.Port > 65535 || len(in.Alias) > MaxFieldLen {
 			t.Fatalf("accepted %+v", in)
+		}
+		// What it takes is what it would announce itself.
+		again, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseAnnouncement(again)
+		if err != nil || !reflect.DeepEqual(back, in) {
+			t.Fatalf("accepted %+v, which reads back as %+v, %v", in, back, err)
 		}
 	})
 }

@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/identity"
@@ -252,7 +253,9 @@ func ParseMessage(plain []byte) (Message, error) {
 	if err := d.Decode(&m); err != nil {
 		return Message{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
-	if d.More() {
+	// Not d.More, which takes a ']' or '}' after the message for the end
+	// of an array or object holding it.
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
 		return Message{}, fmt.Errorf("%w: trailing data", ErrBadMessage)
 	}
 	switch m.Kind {

@@ -2,6 +2,7 @@ package anywhere
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -123,6 +124,8 @@ var parseCases = []struct {
 	{"answer of an instance", `{"kind":"answer","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"call":"` + strings.Repeat("0a", 16) + `","ufrag":"abcd","pwd":"` + strings.Repeat("x", 22) + `","candidates":["c"],"instance":"0123456789abcdef"}`, true},
 	{"instance too short", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"0123"}`, false},
 	{"instance too long", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"` + strings.Repeat("0", 4096) + `"}`, false},
+	{"trailing bracket", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1}]`, false},
+	{"trailing brace", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1} }`, false},
 	{"instance not hex", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"0123456789ABCDEF"}`, false},
 	{"instance with a control char", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":"0123456789abcde\n"}`, false},
 	{"instance not a string", `{"kind":"presence","from":"` + idA.String() + `","to":"` + idB.String() + `","at":1,"instance":7}`, false},
@@ -151,6 +154,9 @@ func FuzzParseMessage(f *testing.F) {
 		m, err := ParseMessage(b)
 		if err != nil {
 			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted %q, which is not one JSON document", b)
 		}
 		if len(m.Candidates) > MaxCandidates {
 			t.Fatalf("%d candidates accepted", len(m.Candidates))

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"crypto/x509"
 	"slices"
@@ -254,16 +255,46 @@ func (k *conn) do(ctx context.Context, method, route string, q url.Values, body 
 	return resp.StatusCode, b, nil
 }
 
-// messageOf is a server's {"message"} text, bounded for display.
+// maxMessage bounds the server's words that messageOf keeps.
+const maxMessage = 200
+
+// messageOf is a server's {"message"} text, bounded for display, and cut
+// between characters.
 func messageOf(b []byte) string {
 	var m message
 	if json.Unmarshal(b, &m) != nil {
 		return ""
 	}
-	if len(m.Message) > 200 {
-		return m.Message[:200]
+	if len(m.Message) <= maxMessage {
+		return m.Message
 	}
-	return m.Message
+	n := maxMessage
+	for n > 0 && !utf8.RuneStart(m.Message[n]) {
+		n--
+	}
+	return m.Message[:n]
+}
+
+// readPrepareAnswer reads a receiver's answer to prepare-upload (200): a
+// session ID and a token for each file it accepted, each one of those
+// offered, both within the bound of an ID.
+func readPrepareAnswer(b []byte, offered map[string]File) (*PrepareUploadAnswer, error) {
+	var ans PrepareUploadAnswer
+	if err := unmarshalBounded(b, MaxPrepareBytes, &ans); err != nil {
+		return nil, err
+	}
+	if err := checkField("sessionId", ans.SessionID, true); err != nil {
+		return nil, err
+	}
+	for id, tok := range ans.Files {
+		if _, ok := offered[id]; !ok {
+			return nil, fmt.Errorf("%w: a token for file %.64q that was not offered", ErrBadInput, id)
+		}
+		if err := checkField("token", tok, false); err != nil {
+			return nil, err
+		}
+	}
+	return &ans, nil
 }
 
 // Register tells the device at t about this one (as an answer to its
@@ -297,11 +328,8 @@ func (c *Client) infoCall(ctx context.Context, t Target, method, route string, b
 	if st != http.StatusOK {
 		return Info{}, nil, errorOf(route, st, messageOf(b), false)
 	}
-	var in Info
-	if err := unmarshalBounded(b, MaxSmallBytes, &in); err != nil {
-		return Info{}, nil, fmt.Errorf("localsend %s: %w", route, err)
-	}
-	if err := in.Validate(false); err != nil {
+	in, err := parseInfo(b, false)
+	if err != nil {
 		return Info{}, nil, fmt.Errorf("localsend %s: %w", route, err)
 	}
 	if fp := k.fingerprint(); fp != "" && t.Scheme != "http" {
@@ -392,9 +420,6 @@ func (c *Client) Send(ctx context.Context, t Target, files []Upload, opts SendOp
 	}
 	res.SessionID = ans.SessionID
 	for id := range ans.Files {
-		if byID[id] == nil {
-			return res, fmt.Errorf("localsend prepare-upload: %w: a token for file %q that was not offered", ErrBadInput, id)
-		}
 		res.Accepted = append(res.Accepted, id)
 	}
 	sortByOffer(res.Accepted, files)
@@ -485,14 +510,11 @@ func (c *Client) prepare(ctx context.Context, k *conn, req *PrepareUpload, opts 
 		}
 		switch st {
 		case http.StatusOK:
-			var ans PrepareUploadAnswer
-			if err := unmarshalBounded(b, MaxPrepareBytes, &ans); err != nil {
+			ans, err := readPrepareAnswer(b, req.Files)
+			if err != nil {
 				return nil, fmt.Errorf("localsend prepare-upload: %w", err)
 			}
-			if ans.SessionID == "" || len(ans.SessionID) > MaxFieldLen {
-				return nil, fmt.Errorf("localsend prepare-upload: %w: no usable sessionId", ErrBadInput)
-			}
-			return &ans, nil
+			return ans, nil
 		case http.StatusNoContent:
 			return nil, nil
 		case http.StatusUnauthorized:

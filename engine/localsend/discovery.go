@@ -313,16 +313,7 @@ func (d *Discoverer) read6(ctx context.Context) error {
 
 // ParseAnnouncement reads one multicast datagram: an announcement or a UDP
 // answer, validated and bounded.
-func ParseAnnouncement(b []byte) (Info, error) {
-	var in Info
-	if err := unmarshalBounded(b, MaxSmallBytes, &in); err != nil {
-		return Info{}, err
-	}
-	if err := in.Validate(true); err != nil {
-		return Info{}, err
-	}
-	return in, nil
-}
+func ParseAnnouncement(b []byte) (Info, error) { return parseInfo(b, true) }
 
 // handle takes one datagram from src.
 func (d *Discoverer) handle(ctx context.Context, b []byte, src netip.Addr) {

@@ -323,6 +323,19 @@ func (i *Info) Validate(needPort bool) error {
 	return nil
 }
 
+// parseInfo reads a device description a peer sent (an announcement, or
+// the answer to info or register), bounded and checked by Validate.
+func parseInfo(b []byte, needPort bool) (Info, error) {
+	var in Info
+	if err := unmarshalBounded(b, MaxSmallBytes, &in); err != nil {
+		return Info{}, err
+	}
+	if err := in.Validate(needPort); err != nil {
+		return Info{}, err
+	}
+	return in, nil
+}
+
 // Scheme is the URL scheme of the device's server ("https" unless it said "http").
 func (i *Info) Scheme() string {
 	if i.Protocol == "http" {

@@ -2,9 +2,11 @@ package resume
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -36,6 +38,8 @@ var partialCases = []struct {
 	{"in its second file", func(b []byte) []byte { return b[:bytes.Index(b, []byte(`"b (1)`))] }, true, 1},
 	{"right after its head", func(b []byte) []byte { return b[:bytes.Index(b, []byte(`"files"`))+9] }, true, 0},
 	{"in its head", func(b []byte) []byte { return b[:bytes.Index(b, []byte(`"dest"`))] }, false, 0},
+	{"at the end of a field in its head", func(b []byte) []byte { return b[:bytes.Index(b, []byte(`,"dest"`))] }, false, 0},
+	{"after its first brace", func(b []byte) []byte { return b[:1] }, false, 0},
 	{"garbage", func(b []byte) []byte { return bytes.Repeat([]byte{0xa5}, len(b)) }, false, 0},
 	{"empty", func([]byte) []byte { return nil }, false, 0},
 }
@@ -46,9 +50,12 @@ func TestReadPartially(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range partialCases {
-		s, _, err := readPartially(bytes.NewReader(c.cut(whole.Bytes())), true)
+		s, headWhole, err := readPartially(bytes.NewReader(c.cut(whole.Bytes())), true)
 		if c.name == "whole" && err != nil {
 			t.Errorf("%s: %v", c.name, err)
+		}
+		if headWhole != c.head {
+			t.Errorf("%s: head said whole: %v, want %v", c.name, headWhole, c.head)
 		}
 		if got := s != nil && s.Peer == "PEER" && s.Dest == "/dl" && s.ChunkSize == 1<<20; got != c.head {
 			t.Errorf("%s: head read %v, want %v (%+v)", c.name, got, c.head, s)
@@ -70,6 +77,52 @@ func FuzzReadPartially(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		readPartially(bytes.NewReader(b), true)
+		// A state that decodes, as its snapshot is written, reads back
+		// whole and the same; cut anywhere, it reads back as its head (or
+		// nothing) and a prefix of its files, never an entry it did not hold.
+		var s State
+		if json.Unmarshal(b, &s) != nil {
+			return
+		}
+		if len(s.Files) == 0 {
+			s.Files = nil // "files":[] and null are both no files
+		}
+		var enc bytes.Buffer
+		if err := s.encode(&enc); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(&s)
+		back, whole, err := readPartially(bytes.NewReader(enc.Bytes()), true)
+		if got, _ := json.Marshal(back); err != nil || !whole || !bytes.Equal(got, want) {
+			t.Fatalf("%s read back as %s (whole %v), %v", want, got, whole, err)
+		}
+		head := *back
+		head.Files = nil
+		wantHead, _ := json.Marshal(&head)
+		// Cuts after its brace, before each of its first commas (the end
+		// of a field or an entry), and every 16th of the way.
+		cuts := []int{1}
+		for i, c := range enc.Bytes() {
+			if c == ',' && len(cuts) < 48 || i%max(1, enc.Len()/16) == 0 {
+				cuts = append(cuts, i)
+			}
+		}
+		for _, n := range cuts {
+			cut, whole, _ := readPartially(bytes.NewReader(enc.Bytes()[:n]), true)
+			if cut == nil {
+				continue
+			}
+			files := cut.Files
+			cut.Files = nil
+			if got, _ := json.Marshal(cut); whole && !bytes.Equal(got, wantHead) {
+				t.Fatalf("%s cut at %d: its head read as %s", want, n, got)
+			}
+			for i := range files {
+				if i >= len(back.Files) || !reflect.DeepEqual(files[i], back.Files[i]) {
+					t.Fatalf("%s cut at %d: file %d read as %+v", want, n, i, files[i])
+				}
+			}
+		}
 	})
 }
 
@@ -152,6 +205,12 @@ func TestDamagedStateIsSalvagedWhole(t *testing.T) {
 		{"cut in its saved file", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"c.txt"`))], 0o600) }},
 		{"cut in its first file", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"a.bin.partial"`))], 0o600) }},
 		{"cut in its head", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`"dest"`))], 0o600) }},
+		// Cut at the end of a field's value (before its comma) or after
+		// its first brace, the head read so far was taken for the whole
+		// head, and the journal's head, which is whole, was not used: the
+		// salvaged state lost its download folder (until 2026-12-06).
+		{"cut at the end of a field in its head", func() { os.WriteFile(snap, b[:bytes.Index(b, []byte(`,"dest"`))], 0o600) }},
+		{"cut after its first brace", func() { os.WriteFile(snap, b[:1], 0o600) }},
 		{"garbage", func() { os.WriteFile(snap, bytes.Repeat([]byte{0xa5}, len(b)), 0o600) }},
 		{"gone", func() { os.Remove(snap) }},
 	} {

@@ -432,7 +432,11 @@ func readPartially(r io.Reader, files bool) (*State, bool, error) {
 		if s == nil || !files {
 			return s, s != nil, nil
 		}
-		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		t, err = dec.Token()
+		if err == nil && t == nil {
+			return s, true, nil // "files":null, as a state of no files is written
+		}
+		if err != nil || t != json.Delim('[') {
 			return s, true, fmt.Errorf("files: %v", err)
 		}
 		for dec.More() {
@@ -446,6 +450,11 @@ func readPartially(r io.Reader, files bool) (*State, bool, error) {
 			return s, true, err
 		}
 		return s, true, nil
+	}
+	// More says no more at the input's end as at the '}': a head cut after
+	// a field's value, or after its brace, is not whole.
+	if _, err := dec.Token(); err != nil {
+		return build(), false, err
 	}
 	s := build()
 	return s, s != nil, nil

@@ -113,6 +113,136 @@ func TestLiveConnectionsPerSource(t *testing.T) {
 	})
 }
 
+// quic-go asks admit about every new connection on the one goroutine that
+// reads every newcomer's first packet, and the accept loop takes every
+// connection in turn: neither may wait for a connection a newcomer ended to
+// finish closing. quic-go's CloseWithError waits for the connection's own
+// goroutine, which a loaded machine may not run for a second: while admit
+// waited, every newcomer's first packet waited with it, the real sender's
+// behind a flood from its own address whose each newcomer ends one of its
+// own (TestFloodFromOwnAddress under -race beside busy loops: admit took up
+// to 1.3 s). Here the ended connections cannot close until the test lets
+// their socket send.
+func TestEndingAConnectionWaitsForNothing(t *testing.T) {
+	t.Parallel()
+	ln := newListener(t, transport.Config{})
+	// The connections that cannot close are dialled to another listener:
+	// ln sees only what the test hands it.
+	far := newListener(t, transport.Config{}).Addr()
+	admit := func(from net.IP) *liveConn {
+		t.Helper()
+		ctx, cancel := context.WithCancel(t.Context())
+		t.Cleanup(cancel)
+		cctx, err := ln.admit(ctx, &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: from, Port: 1000}})
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		return cctx.Value(liveKey{}).(*liveConn)
+	}
+	returns := func(what string, f func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f()
+		}()
+		testutil.WaitFor(t, what, func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+				return false
+			}
+		})
+	}
+
+	// admit: a newcomer of a source that holds its share ends the
+	// connection whose handshake runs.
+	src := net.IPv4(192, 0, 2, 7)
+	running, ending := connThatCannotClose(t, far)
+	admit(src).accepted(running)
+	for range maxLiveConnsPerSource - 1 {
+		admit(src)
+	}
+	returns("admit to return while the connection it ended closes", func() { admit(src) })
+	if running.Context().Err() != nil {
+		t.Fatal("the ended connection closed before its socket could send")
+	}
+	ending()
+	testutil.WaitFor(t, "the ended connection to close", func() bool { return running.Context().Err() != nil })
+
+	// the accept loop: a connection ended before it was accepted.
+	src = net.IPv4(192, 0, 2, 8)
+	doomed := admit(src)
+	for range maxLiveConnsPerSource {
+		admit(src) // the last ends doomed, the oldest not accepted yet
+	}
+	late, ending := connThatCannotClose(t, far)
+	returns("the accept loop to take the next connection while the ended one closes", func() {
+		if doomed.accepted(late) {
+			t.Error("a connection a newcomer ended was taken")
+		}
+	})
+	ending()
+	testutil.WaitFor(t, "the ended connection to close", func() bool { return late.Context().Err() != nil })
+
+	// a newcomer's place among the unadmitted, which ends the oldest of
+	// its source's (each of these connections' source is far's address).
+	unadmitted, ending := connThatCannotClose(t, far)
+	ln.waitAdmission(unadmitted)
+	for range maxUnadmittedPerSource - 1 {
+		c, _ := connThatCannotClose(t, far)
+		ln.waitAdmission(c)
+	}
+	newcomer, _ := connThatCannotClose(t, far)
+	returns("a newcomer to take its place among the unadmitted while the one it ended closes", func() {
+		if _, ok := ln.waitAdmission(newcomer); !ok {
+			t.Error("the newcomer was refused")
+		}
+	})
+	ending()
+	testutil.WaitFor(t, "the ended connection to close", func() bool { return unadmitted.Context().Err() != nil })
+}
+
+// connThatCannotClose dials addr and returns the connection, whose socket
+// then sends nothing until ending is called: closing it blocks until then.
+func connThatCannotClose(t *testing.T, addr net.Addr) (c *quic.Conn, ending func()) {
+	t.Helper()
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := &gatedConn{PacketConn: udp, open: make(chan struct{})}
+	tr := &quic.Transport{Conn: sock}
+	t.Cleanup(func() {
+		tr.Close()
+		udp.Close()
+	})
+	var once sync.Once
+	ending = func() { once.Do(func() { close(sock.open) }) }
+	t.Cleanup(ending)
+	c, err = tr.Dial(t.Context(), addr, newTestIdentity(t).TLSConfig(false, nil), quicConfig(transport.Config{}.WithDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock.gated.Store(true)
+	return c, ending
+}
+
+// gatedConn is a socket whose sends wait, once gated, until open is closed.
+type gatedConn struct {
+	net.PacketConn
+	gated atomic.Bool
+	open  chan struct{}
+}
+
+func (c *gatedConn) WriteTo(p []byte, a net.Addr) (int, error) {
+	if c.gated.Load() {
+		<-c.open
+	}
+	return c.PacketConn.WriteTo(p, a)
+}
+
 // Issue #27 (1): connections from every source together that have not
 // sent their join header share maxJoining places: beyond, a newcomer ends
 // the oldest of the busiest source, which lingers (counted against its

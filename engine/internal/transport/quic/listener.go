@@ -196,7 +196,7 @@ func (lc *liveConn) end() {
 	lc.lingers = qc == nil
 	lc.mu.Unlock()
 	if qc != nil {
-		closeBusy(qc)
+		lc.l.shed(qc)
 		return
 	}
 	lc.l.liveMu.Lock()
@@ -233,7 +233,7 @@ func (lc *liveConn) accepted(qc *quic.Conn) bool {
 	}
 	lc.mu.Unlock()
 	if doomed {
-		closeBusy(qc) // gone releases its lingering count
+		lc.l.shed(qc) // gone releases its lingering count
 		return false
 	}
 	lc.slot.SetRank(liveHandshaking)
@@ -244,6 +244,13 @@ func liveOf(qc *quic.Conn) *liveConn {
 	lc, _ := qc.Context().Value(liveKey{}).(*liveConn)
 	return lc
 }
+
+// shed closes qc as busy without waiting for it to end: quic-go's
+// CloseWithError waits for the connection's own goroutine, and those that
+// shed connections (admit on quic-go's goroutine that reads every
+// newcomer's first packet, the accept loop, a newcomer's place among the
+// unadmitted) must not wait behind it. Close waits for the closing.
+func (l *Listener) shed(qc *quic.Conn) { l.wg.Go(func() { closeBusy(qc) }) }
 
 func closeBusy(qc *quic.Conn) {
 	qc.CloseWithError(quic.ApplicationErrorCode(errcode.AppOfErr(errcode.ErrListenerBusy)), errcode.ErrListenerBusy.Error())
@@ -306,7 +313,7 @@ func (l *Listener) allowIncrease(qc *quic.Conn, _ uint64) bool {
 // it may. A newcomer from a less busy source closes the connection.
 func (l *Listener) waitAdmission(qc *quic.Conn) (*admission, bool) {
 	a := &admission{}
-	a.slot = l.unadmitted.Take(fair.Source(qc.RemoteAddr().String()), func() { closeBusy(qc) })
+	a.slot = l.unadmitted.Take(fair.Source(qc.RemoteAddr().String()), func() { l.shed(qc) })
 	if a.slot == nil {
 		return nil, false
 	}

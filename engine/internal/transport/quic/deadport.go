@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // deadPortEvery paces the port checks of a dial. A host tells of a closed
@@ -39,10 +40,10 @@ const (
 // that answers ends the checks; silence tells nothing (a firewall that
 // drops, or Windows, where Go's UDP sockets are not told of ICMP errors),
 // and the dial runs as before.
-func watchDeadPort(ctx context.Context, check func(context.Context) portWord, cancel context.CancelCauseFunc) {
+func watchDeadPort(ctx context.Context, clk clock.Clock, check func(context.Context) portWord, cancel context.CancelCauseFunc) {
 	var first time.Time // the first refusal
 	for ctx.Err() == nil {
-		start := time.Now()
+		start := clk.Now()
 		switch check(ctx) {
 		case portAnswered:
 			return
@@ -54,10 +55,10 @@ func watchDeadPort(ctx context.Context, check func(context.Context) portWord, ca
 				return
 			}
 		}
-		t := time.NewTimer(deadPortEvery - time.Since(start))
+		t, fired := clk.NewTimer(deadPortEvery - clk.Now().Sub(start))
 		select {
 		case <-ctx.Done():
-		case <-t.C:
+		case <-fired:
 		}
 		t.Stop()
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/internal/transport"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // A dial to a port where nothing listens ends once the host refused the
@@ -56,8 +58,27 @@ func TestDeadPortNeedsTwoRefusalsASecondApart(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(t.Context())
 			defer cancel(nil)
 			errOut := errors.New("no more words")
+			// The checks' pace runs on a fake clock, moved on by each
+			// wait's deadPortEvery: on the real one a loaded machine's
+			// late timers put the fifth check of "refused at once and a
+			// second later" past the second and ended the dial a check
+			// early ("checked 5 times, want 6").
+			fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+			watched, advanced := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(advanced)
+				wctx, stop := context.WithCancel(context.Background())
+				defer stop()
+				go func() {
+					<-watched
+					stop()
+				}()
+				for fake.WaitTimers(wctx, 1) == nil {
+					fake.Advance(deadPortEvery)
+				}
+			}()
 			n := 0
-			watchDeadPort(ctx, func(context.Context) portWord {
+			watchDeadPort(ctx, fake, func(context.Context) portWord {
 				if n == len(tc.heard) {
 					cancel(errOut)
 					return portSilent
@@ -65,6 +86,8 @@ func TestDeadPortNeedsTwoRefusalsASecondApart(t *testing.T) {
 				n++
 				return tc.heard[n-1]
 			}, cancel)
+			close(watched)
+			<-advanced
 			if n != len(tc.heard) {
 				t.Errorf("checked %d times, want %d", n, len(tc.heard))
 			}

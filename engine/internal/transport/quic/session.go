@@ -15,6 +15,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/spread"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // A QUIC session is the group of QUIC connections one dialer holds to a peer
@@ -151,7 +152,7 @@ func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, cfg transpo
 	if checkPort {
 		var check func(context.Context) portWord
 		check, checked = portCheck(ra)
-		watch.Go(func() { watchDeadPort(dctx, check, cancel) })
+		watch.Go(func() { watchDeadPort(dctx, clock.Real{}, check, cancel) })
 	}
 	c, err := dialConn(dctx, ra, tlsConf, cfg)
 	dead := ctx.Err() == nil && errors.Is(context.Cause(dctx), errDeadPort)

@@ -209,7 +209,9 @@ func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *no
 }
 
 // startReceiving starts listening and advertising; a failure is told in a
-// notification, and the app runs on without receiving.
+// notification, and the app runs on without receiving. A download folder
+// that cannot be written is said in the window: every offer would be
+// refused before its user is asked, so nothing else would tell them.
 func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
 	if err := b.setReceiving(true); err != nil {
 		log.Error("receiving could not start", "err", err)
@@ -217,6 +219,10 @@ func startReceiving(a fyne.App, b *backend, u *ui.UI, log *slog.Logger) {
 			a.SendNotification(fyne.NewNotification("Ferry cannot receive", err.Error()))
 		})
 	} else {
+		if p := unwritableFolder(b.eng.DownloadDir(), "files sent to this device are refused before you are asked"); p != nil {
+			log.Warn("the download folder cannot be written", "err", p.Err)
+			ui.Do(func() { u.ShowError("Received files cannot be saved", p) })
+		}
 		if err := b.applyLocalSend(b.settings.get()); err != nil {
 			log.Warn("LocalSend", "err", err)
 		}

@@ -208,6 +208,24 @@ func (b *backend) Decide(id string, d ui.Decision) error {
 	return err
 }
 
+// unwritableFolder is what the user reads when files cannot be made in
+// the download folder dir (a stick remounted read-only, a folder this user
+// may no longer write in), what then fails, why under Details; nil when
+// they can be, or where store.Writable cannot tell.
+func unwritableFolder(dir, fails string) *ui.Problem {
+	err := store.Writable(dir)
+	if err == nil {
+		return nil
+	}
+	return &ui.Problem{Text: unwritableText(dir, fails), Err: err}
+}
+
+// unwritableText says that the download folder dir cannot be written, so
+// fails, and what to do about it.
+func unwritableText(dir, fails string) string {
+	return fmt.Sprintf("The download folder %s cannot be written, so %s. Choose another folder in Settings, or make this one writable.", dir, fails)
+}
+
 // folderProblem is the sentence for a folder that cannot take received
 // files, with the reason where the engine gave one.
 func folderProblem(dir string, err error) string {

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
@@ -55,7 +54,7 @@ func (b *backend) OpenLink(ctx context.Context, req ui.LinkRequest) (<-chan ui.L
 		if errors.Is(err, store.ErrNotWritable) {
 			// Said as the link is asked for, not to the first person who
 			// sends through it; why (read-only, permission) under Details.
-			return nil, &ui.Problem{Text: fmt.Sprintf("The download folder %s cannot be written, so no file could arrive through a receive link. Choose another folder in Settings, or make this one writable.", b.eng.DownloadDir()), Err: err}
+			return nil, &ui.Problem{Text: unwritableText(b.eng.DownloadDir(), "no file could arrive through a receive link"), Err: err}
 		}
 		return nil, linkProblem(err)
 	}

@@ -66,6 +66,23 @@ func TestStateColoursContrast(t *testing.T) {
 	}
 }
 
+// TestInputBorderContrast: the outline of a check box and of a text field
+// stands out 3:1 (WCAG 1.4.11, non-text contrast) from the backgrounds they
+// sit on, light and dark. Fyne's input border was 1.16:1 (light) and 1.41:1
+// (dark) on a device row (filled with the input background): the rows'
+// check boxes, which pick the devices a send goes to, were all but
+// invisible (seen under Xvfb; e2e-light.png).
+func TestInputBorderContrast(t *testing.T) {
+	th := Theme()
+	for _, v := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
+		for _, bg := range []fyne.ThemeColorName{theme.ColorNameBackground, theme.ColorNameInputBackground, theme.ColorNameOverlayBackground} {
+			if r := contrast(th.Color(theme.ColorNameInputBorder, v), th.Color(bg, v)); r < 3 {
+				t.Errorf("input border on %s (variant %d): contrast %.2f, want at least 3", bg, v, r)
+			}
+		}
+	}
+}
+
 // variantTheme is Ferry's theme held to one variant, as the desktop would
 // choose it.
 type variantTheme struct {

@@ -492,6 +492,7 @@ func FuzzHandleMessage(f *testing.F) {
 		announcement("Desk", idN(1), "h1.local.", 120, "192.0.2.7", "fe80::1"),
 		announcement("Desk", idN(1), "h1.local.", 0, "192.0.2.7"),
 		announcement("we.ird\\name", idN(2), "h2.local.", 120),
+		announcement("Lab", idN(3), "h3.local.", 120, "127.0.0.1", "0.0.0.0", "224.0.0.251", "::ffff:192.0.2.8", "fe80::2"),
 	} {
 		b, err := m.Pack()
 		if err != nil {
@@ -511,6 +512,26 @@ func FuzzHandleMessage(f *testing.F) {
 		d.handleMessage(&m, 1, netip.MustParseAddr("192.0.2.1"))
 		if len(d.Peers()) > 4 {
 			t.Fatal("table over its bound")
+		}
+		// A peer seen is one a sender can dial: its ID, name and ports
+		// within their bounds, its addresses none of this device's own,
+		// of everyone's, or of no interface.
+		for _, p := range d.Peers() {
+			if len(p.ID) != IDLen || !isBase32(p.ID) || len(p.Name) > MaxNameLen || len(p.Ports) == 0 ||
+				len(p.Addrs) == 0 || len(p.Addrs) > maxAddrs {
+				t.Fatalf("a peer %+v", p)
+			}
+			for _, port := range p.Ports {
+				if port.Port <= 0 || port.Port > 65535 {
+					t.Fatalf("a peer on port %d: %+v", port.Port, p)
+				}
+			}
+			for _, a := range p.Addrs {
+				if !a.IsValid() || a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.Is4In6() ||
+					a.Is6() && a.IsLinkLocalUnicast() && a.Zone() == "" {
+					t.Fatalf("a peer at %v: %+v", a, p)
+				}
+			}
 		}
 	})
 }

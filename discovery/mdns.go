@@ -514,6 +514,9 @@ func (d *Discovery) handleMessage(msg *dns.Msg, ifIndex int, from netip.Addr) *d
 				}
 				addrs = append(addrs, a)
 			}
+			// Only what a sender can dial: an instance whose addresses
+			// are none of those is asked again for them, not listed.
+			addrs = d.sortAddrs(addrs)
 		}
 		if r.srv == nil || r.txt == nil || len(addrs) == 0 {
 			follow = d.followUp(follow, name, r, now)

@@ -319,6 +319,15 @@ func TestHostileMessages(t *testing.T) {
 	if err != nil || len(p.Addrs) != 1 || p.Addrs[0].String() != "192.0.2.5" {
 		t.Fatalf("Odd = %+v, %v", p, err)
 	}
+	// An instance none of whose addresses can be dialled is not listed
+	// (it took a place in the table, evicting the oldest peer, until
+	// 2026-12-06): it is asked again for its addresses.
+	if q := d.handleMessage(announcement("Nowhere", idN(4), "h4.local.", 120, "127.0.0.1", "fe80::9"), 0, netip.Addr{}); q == nil {
+		t.Error("no follow-up query for an instance without a usable address")
+	}
+	if p, err := resolveIn(d.Peers(), "Nowhere"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Nowhere listed: %+v, %v", p, err)
+	}
 	// Invalid TXT is counted and ignored.
 	bad := announcement("Bad", idN(3), "h3.local.", 120, "192.0.2.3")
 	bad.Extra[1].(*dns.TXT).Txt = []string{"v=1", "id=nope", "q=1"}

@@ -143,12 +143,17 @@ func TestDeliveredRecordCases(t *testing.T) {
 }
 
 func FuzzDelivered(f *testing.F) {
-	var whole bytes.Buffer
-	deliveredState().encode(&whole)
 	for _, c := range deliveredCases {
+		s := deliveredState()
+		s.Version = Version // as Compact writes it
+		if c.state != nil {
+			c.state(s)
+		}
+		var whole bytes.Buffer
+		s.encode(&whole)
 		b := whole.Bytes()
 		if c.edit != nil {
-			b = c.edit(bytes.Clone(b))
+			b = c.edit(b)
 		}
 		f.Add(b)
 	}
@@ -162,8 +167,26 @@ func FuzzDelivered(f *testing.F) {
 		}
 		var s State
 		json.Unmarshal(b, &s)
-		if got := d.Delivered("k", s.Delivery); got != nil {
-			got.Check(deliveredOffer("PEER"), validName)
+		got := d.Delivered("k", s.Delivery)
+		if got == nil {
+			return
+		}
+		if got.Delivery == "" || got.Delivery != s.Delivery || got.Unremoved {
+			t.Fatalf("delivery %q found %+v", s.Delivery, got)
+		}
+		// What fits the offer lists only saved files of it, once each,
+		// under names the store takes.
+		o := deliveredOffer("PEER")
+		if got.Check(o, validName) != nil {
+			return
+		}
+		seen := map[uint32]bool{}
+		for _, f := range got.Files {
+			want, err := o.File(int(f.Index))
+			if !f.Done || validName(f.SavedAs) != nil || seen[f.Index] || err != nil || f.Path != want.Path || f.Size != want.Size {
+				t.Fatalf("a record that fits the offer lists %+v", f)
+			}
+			seen[f.Index] = true
 		}
 	})
 }

@@ -470,8 +470,9 @@ func TestBrowserNamesOfAnotherCaseOnAFATStick(t *testing.T) {
 //   - a file and a folder of exactly one name ("p/x", "p/x/y"): the offer's
 //     first keeps it and the other is numbered ("p/x (2)/y", past the
 //     offer's "p/x (1)"), where the first to land kept it;
-//   - a name sent twice ("p/a.txt" twice) is received twice, the copy that
-//     lands second numbered (the receiver takes such an offer: core.Inbox).
+//   - a name sent twice ("p/a.txt" twice) is received twice, the offer's
+//     second copy numbered ("p/a (2).txt", past the offer's "p/A (1).TXT")
+//     whichever lands first (TestCopiesOfANameAreNumberedInTheOffersOrder).
 //
 // Every order the files can land in is tried. Needs root and the sticks'
 // drivers: their cases skip without them.
@@ -492,7 +493,7 @@ func TestOfferedNamesStayApartWhateverLandsFirst(t *testing.T) {
 		{[]wire.FileEntry{{Path: "x", Size: 70000}, {Path: "x/y", Size: 1001}, {Path: "X (1)", Size: 1002}},
 			[]string{"x", "x (2)/y", "X (1)"}, []string{"x", "x (2)/y", "X (1)"}},
 		{[]wire.FileEntry{{Path: "p/a.txt", Size: 1000}, {Path: "p/a.txt", Size: 1001}, {Path: "p/A (1).TXT", Size: 1002}},
-			[]string{"p/a.txt|p/a (2).txt", "p/a.txt|p/a (2).txt", "p/A (1).TXT"}, []string{"p/a.txt|p/a (2).txt", "p/a.txt|p/a (2).txt", "p/A (1).TXT"}},
+			[]string{"p/a.txt", "p/a (2).txt", "p/A (1).TXT"}, []string{"p/a.txt", "p/a (2).txt", "p/A (1).TXT"}},
 	} {
 		for _, order := range [][]uint32{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
 			for _, stick := range caseSticks {
@@ -505,6 +506,66 @@ func TestOfferedNamesStayApartWhateverLandsFirst(t *testing.T) {
 					rx := testReceiverOn(t, e, 64<<10, c.files)
 					data := landInOrder(t, rx, c.files, order)
 					checkSavedApart(t, rx, c.files, want, data)
+				})
+			}
+		}
+	}
+}
+
+// An offer that names one file three times ("p/a.txt": the receiver takes
+// up to core.MaxSameName copies) saves its first copy under the name and
+// numbers the others in the offer's order, whichever lands first: "p/a
+// (1).txt" is the second copy's, "p/a (2).txt" the third's, past the names
+// the folder held before ("p/a.txt" and "p/a (2).txt" there: "p/a
+// (1).txt", "p/a (3).txt", "p/a (4).txt", those left as they were), and
+// past another spelling's name where case is ignored ("p/Read.me", then
+// "p/READ.ME" twice: "p/READ (1).ME", "p/READ (2).ME" on a stick). The copy
+// that landed first kept the name, and each later one took the first
+// number free. Every order they can land in, a small file (one chunk,
+// created without a name) and a large one among them, on a FAT32 and an
+// exFAT stick and a folder that tells case apart. Needs root and the
+// sticks' drivers: their cases skip without them.
+func TestCopiesOfANameAreNumberedInTheOffersOrder(t *testing.T) {
+	three := func(a, b, c string) []wire.FileEntry {
+		return []wire.FileEntry{{Path: a, Size: 1000}, {Path: b, Size: 70000}, {Path: c, Size: 1001}}
+	}
+	for _, c := range []struct {
+		files        []wire.FileEntry
+		there        []string // in the folder before
+		folds, cased []string
+	}{
+		{three("p/a.txt", "p/a.txt", "p/a.txt"), nil,
+			[]string{"p/a.txt", "p/a (1).txt", "p/a (2).txt"}, []string{"p/a.txt", "p/a (1).txt", "p/a (2).txt"}},
+		{three("p/a.txt", "p/a.txt", "p/a.txt"), []string{"p/a.txt", "p/a (2).txt"},
+			[]string{"p/a (1).txt", "p/a (3).txt", "p/a (4).txt"}, []string{"p/a (1).txt", "p/a (3).txt", "p/a (4).txt"}},
+		{three("p/Read.me", "p/READ.ME", "p/READ.ME"), nil,
+			[]string{"p/Read.me", "p/READ (1).ME", "p/READ (2).ME"}, []string{"p/Read.me", "p/READ.ME", "p/READ (1).ME"}},
+	} {
+		for _, order := range [][]uint32{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+			for _, stick := range caseSticks {
+				t.Run(fmt.Sprint(stick.name, c.files[2].Path, len(c.there), order), func(t *testing.T) {
+					want := c.folds
+					if stick.name == "cased" {
+						want = c.cased
+					}
+					e := testEngine(t, Options{DownloadDir: stick.dir(t)})
+					for _, name := range c.there {
+						at := filepath.Join(e.DownloadDir(), filepath.FromSlash(name))
+						if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
+							t.Fatal(err)
+						}
+						if err := os.WriteFile(at, []byte(name), 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}
+					rx := testReceiverOn(t, e, 64<<10, c.files)
+					data := landInOrder(t, rx, c.files, order)
+					checkSavedApart(t, rx, c.files, want, data)
+					for _, name := range c.there {
+						if b, err := os.ReadFile(filepath.Join(e.DownloadDir(), filepath.FromSlash(name))); err != nil || string(b) != name {
+							t.Errorf("%s holds %q (%v), want what it held before", name, b, err)
+						}
+					}
 				})
 			}
 		}

@@ -279,6 +279,10 @@ type receiver struct {
 	// twins keeps the offer's names of two spellings for their first once,
 	// before the first partial is made or finalized (makeTwins).
 	twins sync.Once
+	// copies is the place of each accepted file whose path the offer names
+	// more than once among its copies (store.Partial.SetCopy), by file;
+	// set by makeTwins, read after it.
+	copies map[uint32]int
 	// creating, when set (tests only), runs as each file's partial has
 	// just been created, before the file takes it (openPartial).
 	creating func(*rxFile)
@@ -1485,6 +1489,9 @@ func (rx *receiver) maybeFinalize(ctx context.Context, f *rxFile) {
 		return
 	}
 	part.SetMeta(entryMeta(f.entry))
+	if k, ok := rx.copies[f.idx]; ok {
+		part.SetCopy(k) // the offer's first copy keeps the name, whichever lands first
+	}
 	if rx.journal != nil {
 		// A file created without a name has no partial record to find it
 		// by: its identity goes to the journal before it is named, so that
@@ -1999,6 +2006,28 @@ func (rx *receiver) makeTwins(ctx context.Context) {
 		}
 	}
 	rx.e.keepTwins(rx.Dest, &twins)
+	rx.copies = copyPlaces(&twins, rx.Accepted)
+	for _, f := range rx.preDone {
+		if _, ok := rx.copies[f.idx]; ok {
+			rx.Dest.CopySaved(f.entry.Path, f.savedAs)
+		}
+	}
+}
+
+// copyPlaces is the place of each file among the copies of its path
+// (store.Twins.Copies), by its index in the offer: twins took the files
+// accepted (indexes in the offer, in its order) in that order.
+func copyPlaces(twins *store.Twins, accepted []int) map[uint32]int {
+	var places map[uint32]int
+	for _, copies := range twins.Copies() {
+		if places == nil {
+			places = map[uint32]int{}
+		}
+		for k, at := range copies {
+			places[uint32(accepted[at])] = k
+		}
+	}
+	return places
 }
 
 // keepTwins keeps the offer's first spelling of each name twins found for

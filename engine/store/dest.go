@@ -128,6 +128,9 @@ type Dest struct {
 	dirs map[string]string
 	// kept holds the names Reserve and Avoid keep, by twinKey.
 	kept map[string]keptName
+	// copies holds what the copies of a name the offer holds more than
+	// once were saved as, by the name here (localName): copies.go.
+	copies map[string]*copyNames
 }
 
 // placeMu serialises place's check-then-rename fallback in every Dest of
@@ -255,6 +258,7 @@ type Partial struct {
 	ident     string // Identity
 
 	meta Meta // what Finalize gives it (SetMeta)
+	copy int  // 1 + its place among the copies of its name (SetCopy), 0 for none
 
 	// length is the file's length while it is known without asking the
 	// file system (a fresh partial written only through WriteAt: the end
@@ -926,6 +930,8 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 	if p.fo == to {
 		known = p.base
 	}
+	copies := d.slots(p, rel)
+	defer copies.done()
 	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
 		if n == 0 && d.yieldsIn(rel, to, known) {
@@ -934,7 +940,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 		if n > 0 && d.avoids(rel, numbered(base, n, true)) {
 			continue // another of the offer's names (Avoid)
 		}
-		if twinTaken(to, numbered(base, n, true)) {
+		if twinTaken(to, numbered(base, n, true)) || copies.skip(to, numbered(base, n, true)) {
 			continue
 		}
 		name := filepath.Join(to.path, numbered(base, n, true))
@@ -943,7 +949,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 			continue
 		}
 		if alt, ok := windowsName(base, err); ok && !retried {
-			base, n, retried = alt, -1, true
+			base, n, retried, copies.slot = alt, -1, true, 0
 			continue
 		}
 		if err != nil {
@@ -953,6 +959,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
 		savedAs = filepath.ToSlash(name)
+		copies.saved(savedAs)
 		p.letGo()
 		if linked {
 			if err := d.removeName(p.name); err != nil {

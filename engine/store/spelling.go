@@ -1,12 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -146,18 +148,27 @@ func listing(root *os.Root, dir string) (map[string]struct{}, error) {
 // offer's first of them keeps it too, and the other arrives numbered. A
 // name numbered here ("p/READ (1).ME") must not take a name the offer holds
 // for another file or folder ("p/Read (1).me"), in any case: Numbered lists
-// those that read as numbered, which Dest.Avoid keeps from numbering.
+// those that read as numbered, which Dest.Avoid keeps from numbering. A
+// file path added more than once is listed with the places of its copies
+// (Copies), which Partial.SetCopy numbers in the offer's order.
 type Twins struct {
 	seed     maphash.Seed
 	seen     map[uint64]*twin // by twinHash of the path
 	order    []*twin          // as first seen
 	numbered []string         // the paths seen whose name reads as numbered
 	prev     string           // the folder of the path added last
-	held     int              // bytes held in seen
+	held     int              // bytes held in seen, spelt and copies
+	files    int              // files added
+	// spelt holds the place (Add's count) of the first file of each other
+	// spelling of a name seen, by its path composed; copies the places of
+	// each file path added more than once, in order.
+	spelt  map[string]int
+	copies map[string][]int
 }
 
 type twin struct {
 	first string // the first spelling seen
+	at    int32  // first's place among the files added (a file's)
 	file  bool   // first is a file's path, not a folder's
 	twins bool   // another spelling was seen, or the other kind of this one
 }
@@ -177,6 +188,7 @@ func (t *Twins) Add(rel string) {
 	}
 	t.folders(dir)
 	t.note(rel, true)
+	t.files++
 }
 
 // AddFolder takes the path of one of the offer's empty folders, which are
@@ -218,19 +230,75 @@ func (t *Twins) note(p string, file bool) {
 		if !w.twins && (composed(w.first) != composed(p) || w.file != file) && twinKey(w.first) == twinKey(p) {
 			w.twins = true
 		}
+		if file {
+			t.copy(w, p)
+		}
 		return
 	}
 	const entry = 48 // a map entry and a twin, about
-	if t.held += len(p) + entry; t.held > maxTwinBytes {
-		t.held -= len(p) + entry
+	if !t.hold(len(p) + entry) {
 		return
 	}
-	w := &twin{first: p, file: file}
+	w := &twin{first: p, at: int32(t.files), file: file}
 	t.seen[h] = w
 	t.order = append(t.order, w)
 	if num {
 		t.numbered = append(t.numbered, p)
 	}
+}
+
+// hold takes n bytes more, if the bound leaves them.
+func (t *Twins) hold(n int) bool {
+	if t.held+n > maxTwinBytes {
+		return false
+	}
+	t.held += n
+	return true
+}
+
+// copy notes p, the path of the file added now, whose name w holds: a copy
+// of w's first, of another spelling seen before, or that spelling's first.
+func (t *Twins) copy(w *twin, p string) {
+	key := composed(p)
+	first := int(w.at)
+	if !w.file || composed(w.first) != key {
+		at, ok := t.spelt[key]
+		if !ok {
+			if t.hold(len(key) + 48) {
+				if t.spelt == nil {
+					t.spelt = map[string]int{}
+				}
+				t.spelt[key] = t.files
+			}
+			return
+		}
+		first = at
+	}
+	places := t.copies[key]
+	if places == nil {
+		if !t.hold(len(key) + 48) {
+			return
+		}
+		if t.copies == nil {
+			t.copies = map[string][]int{}
+		}
+		places = []int{first}
+	}
+	if t.hold(48) { // and the receiver's map entry for it, about
+		t.copies[key] = append(places, t.files)
+	}
+}
+
+// Copies is, for each file path added more than once (exactly, or
+// composed and decomposed), the places of its files among those added
+// (counted from 0, in Add's order), the first first; ordered by it.
+func (t *Twins) Copies() [][]int {
+	out := make([][]int, 0, len(t.copies))
+	for _, places := range t.copies {
+		out = append(out, places)
+	}
+	slices.SortFunc(out, func(a, b []int) int { return cmp.Compare(a[0], b[0]) })
+	return out
 }
 
 // hash is a hash of twinKey(p): names of one key have one hash. A name of

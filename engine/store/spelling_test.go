@@ -265,6 +265,17 @@ func TestTwins(t *testing.T) {
 	}
 }
 
+// TestTwinCopies: the files of one path added more than once (composed
+// and decomposed counting as one), each path's places among the files in
+// the order added, whatever spelling of its name came first; folders are
+// not counted.
+func TestTwinCopies(t *testing.T) {
+	tw := addTwins([]string{"p/x", "p/a", "q/", "p/x", "P/X", "p/x", "p/X", "p/X", "caf\u00e9", "cafe\u0301", "x", "x/y"})
+	if got, want := tw.Copies(), [][]int{{0, 2, 4}, {5, 6}, {7, 8}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("copies %v, want %v", got, want)
+	}
+}
+
 // addTwins is a Twins of paths, a path ending in "/" an empty folder's.
 func addTwins(paths []string) *Twins {
 	var tw Twins
@@ -319,7 +330,7 @@ var twinCases = []struct {
 	{[]string{"p/X/y", "p/x"}, []string{"p/X"}, nil, nil},                               // a folder, then a file
 	{[]string{"x", "x/y", "x"}, nil, []string{"x"}, nil},                                // a file and a folder of exactly one name: the file first
 	{[]string{"p/x/y", "p/x"}, []string{"p/x"}, nil, nil},                               // the folder first
-	{[]string{"p/x", "p/x"}, nil, nil, nil},                                             // one file twice: the first to land keeps its name
+	{[]string{"p/x", "p/x"}, nil, nil, nil},                                             // one file twice: Copies
 	{[]string{"p/a/x", "p/A/y", "P/b", "p/a/", "p/B/"}, []string{"p", "p/a"}, nil, nil}, // empty folders after the files'
 	{[]string{"p/Read.me", "p/READ.ME", "p/Read (1).me", "p/READ (1).ME", "p/a (2)/x", "q (3).tar.gz", "p/b (1)/"},
 		nil, []string{"p/Read.me", "p/Read (1).me"}, []string{"p/Read (1).me", "p/a (2)", "q (3).tar.gz", "p/b (1)"}},
@@ -385,6 +396,21 @@ func FuzzTwins(f *testing.F) {
 		}
 		for _, f := range tw.FirstFiles() {
 			check(f, 1)
+		}
+		var added []string // the files, in the order added
+		for _, p := range paths {
+			if dir, ok := strings.CutSuffix(p, "/"); !ok || dir == "" {
+				added = append(added, p)
+			}
+		}
+		copied := map[int]bool{}
+		for _, places := range tw.Copies() {
+			for k, at := range places {
+				if len(places) < 2 || copied[at] || k > 0 && (at <= places[k-1] || composed(added[at]) != composed(added[places[0]])) {
+					t.Fatalf("%q: copies %v: not one path's places, in order, each once", paths, tw.Copies())
+				}
+				copied[at] = true
+			}
 		}
 		numbered := map[string]bool{}
 		for _, p := range tw.Numbered() {

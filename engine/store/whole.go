@@ -86,6 +86,8 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 	if !to.inside(d) {
 		return "", fmt.Errorf("store: finalize %q: %s: %w", rel, filepath.ToSlash(to.path), ErrMovedOut)
 	}
+	copies := d.slots(p, rel)
+	defer copies.done()
 	retried := false // under the name Windows takes, the file system having refused base
 	for n := 0; n < maxNumbered; n++ {
 		name := numbered(base, n, true)
@@ -95,7 +97,7 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 		if n > 0 && d.avoids(rel, name) {
 			continue // another of the offer's names (Avoid)
 		}
-		if twinTaken(to, name) {
+		if twinTaken(to, name) || copies.skip(to, name) {
 			continue
 		}
 		err := d.refusedByFS("link", name)
@@ -106,13 +108,15 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 			continue
 		}
 		if alt, ok := windowsName(base, err); ok && !retried {
-			base, n, retried = alt, -1, true
+			base, n, retried, copies.slot = alt, -1, true, 0
 			continue
 		}
 		if err != nil {
 			return "", fmt.Errorf("store: finalize %q: %w", rel, err)
 		}
-		return filepath.ToSlash(filepath.Join(to.path, name)), nil
+		savedAs := filepath.ToSlash(filepath.Join(to.path, name))
+		copies.saved(savedAs)
+		return savedAs, nil
 	}
 	return "", fmt.Errorf("store: finalize %q: %w", rel, ErrTooManyCopies)
 }

@@ -2049,6 +2049,9 @@ func (e *Engine) keepTwins(dest *store.Dest, twins *store.Twins) {
 			e.log.Warn("keep a numbered name of the offer from numbering", "path", rel, "err", err)
 		}
 	}
+	if f := twins.NumberedBeyond(); f != nil {
+		dest.AvoidAll(f)
+	}
 }
 
 // createPartial creates f's partial and journals its name before any of its

@@ -131,6 +131,8 @@ type Dest struct {
 	// copies holds what the copies of a name the offer holds more than
 	// once were saved as, by the name here (localName): copies.go.
 	copies map[string]*copyNames
+	// avoidAll holds the names AvoidAll keeps.
+	avoidAll *NameFilter
 }
 
 // placeMu serialises place's check-then-rename fallback in every Dest of

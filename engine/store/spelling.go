@@ -140,8 +140,9 @@ func listing(root *os.Root, dir string) (map[string]struct{}, error) {
 // Dest.Reserve), gives the offer's first its name every time, and a resume
 // finds it so. Where case is told apart the folder is one its files would
 // make anyway, and a name kept changes nothing. It holds each name's path
-// once, up to maxTwinBytes of them: a name first seen beyond that is not
-// compared (it arrives as before: the first to land keeps its name).
+// once, up to MaxBytes of them: a name first seen beyond that is not
+// compared (it arrives as before: the first to land keeps its name), and
+// one that reads as numbered is kept in a NameFilter (NumberedBeyond).
 //
 // A file and a folder of exactly one name ("p/x" and "p/x/y", which no
 // file tree sends but a peer may) are one name on every file system: the
@@ -152,6 +153,10 @@ func listing(root *os.Root, dir string) (map[string]struct{}, error) {
 // file path added more than once is listed with the places of its copies
 // (Copies), which Partial.SetCopy numbers in the offer's order.
 type Twins struct {
+	// MaxBytes bounds the bytes of paths it holds; 0 for 8 MiB
+	// (maxTwinBytes: an offer of a million files would hold them all).
+	MaxBytes int
+
 	seed     maphash.Seed
 	seen     map[uint64]*twin // by twinHash of the path
 	order    []*twin          // as first seen
@@ -164,6 +169,9 @@ type Twins struct {
 	// each file path added more than once, in order.
 	spelt  map[string]int
 	copies map[string][]int
+	// beyond holds the paths that read as numbered first seen past
+	// MaxBytes, nil until one is; in half as many bytes again.
+	beyond *NameFilter
 }
 
 type twin struct {
@@ -173,8 +181,7 @@ type twin struct {
 	twins bool   // another spelling was seen, or the other kind of this one
 }
 
-// maxTwinBytes bounds the paths a Twins holds (an offer of a million files
-// would hold them all).
+// maxTwinBytes is Twins.MaxBytes's default.
 const maxTwinBytes = 8 << 20
 
 // Add takes the path of the offer's next file (slash-separated, as sent).
@@ -237,6 +244,12 @@ func (t *Twins) note(p string, file bool) {
 	}
 	const entry = 48 // a map entry and a twin, about
 	if !t.hold(len(p) + entry) {
+		if num {
+			if t.beyond == nil {
+				t.beyond = newNameFilter(t.seed, t.bound()/2)
+			}
+			t.beyond.add(p)
+		}
 		return
 	}
 	w := &twin{first: p, at: int32(t.files), file: file}
@@ -249,11 +262,19 @@ func (t *Twins) note(p string, file bool) {
 
 // hold takes n bytes more, if the bound leaves them.
 func (t *Twins) hold(n int) bool {
-	if t.held+n > maxTwinBytes {
+	if t.held+n > t.bound() {
 		return false
 	}
 	t.held += n
 	return true
+}
+
+// bound is MaxBytes, or its default.
+func (t *Twins) bound() int {
+	if t.MaxBytes == 0 {
+		return maxTwinBytes
+	}
+	return t.MaxBytes
 }
 
 // copy notes p, the path of the file added now, whose name w holds: a copy
@@ -383,6 +404,11 @@ func (t *Twins) FirstFiles() []string { return t.firsts(true) }
 // name numbered here must not take them (Dest.Avoid).
 func (t *Twins) Numbered() []string { return t.numbered }
 
+// NumberedBeyond holds the paths added past MaxBytes whose name reads as
+// numbered, as Numbered lists those before (nil for none): a name
+// numbered here must not take them either (Dest.AvoidAll).
+func (t *Twins) NumberedBeyond() *NameFilter { return t.beyond }
+
 func (t *Twins) firsts(files bool) []string {
 	var out []string
 	for _, w := range t.order {
@@ -442,16 +468,33 @@ func (d *Dest) Avoid(rel string) error {
 	return d.keepName(rel, func(k *keptName, _ string) { k.numbered = true })
 }
 
+// AvoidAll keeps the paths f holds (Twins.NumberedBeyond) from being
+// given to another file or folder of the offer as its number, as Avoid
+// keeps one: a number f holds wrongly is passed over too.
+func (d *Dest) AvoidAll(f *NameFilter) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.avoidAll = f
+}
+
 // avoids reports whether name, a number for the file or folder rel (a
-// peer's path) in rel's folder, is a name Avoid keeps for another.
+// peer's path) in rel's folder, is a name Avoid or AvoidAll keeps for
+// another.
 func (d *Dest) avoids(rel, name string) bool {
-	if !d.anyKept() {
+	d.mu.Lock()
+	all := d.avoidAll
+	d.mu.Unlock()
+	if all == nil && !d.anyKept() {
 		return false
 	}
 	rel = d.localName(rel)
-	dir := ""
+	dir, path := "", name
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
 		dir = composed(rel[:i])
+		path = dir + "/" + name
+	}
+	if all.holds(path) {
+		return true
 	}
 	key := dir + "/" + SameNameKey(name)
 	d.mu.Lock()

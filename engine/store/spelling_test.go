@@ -347,8 +347,10 @@ var twinCases = []struct {
 // one of them, named once, and another path or folder names it in another
 // spelling, or in its own as the other kind (a file and a folder); each
 // numbered name is a path or folder of them, named once, that reads as
-// numbered as SameNameKey reads it; and a name Twins hashes as it reads it
-// (plainName) has that key.
+// numbered as SameNameKey reads it; a name Twins hashes as it reads it
+// (plainName), or a path a NameFilter does (plainPath), has that key; and
+// with a bound a few paths reach, every name that reads as numbered is
+// listed or held past it.
 func FuzzTwins(f *testing.F) {
 	for _, c := range twinCases {
 		f.Add(strings.Join(c.paths, "\n"))
@@ -367,6 +369,9 @@ func FuzzTwins(f *testing.F) {
 			base := p[strings.LastIndexByte(p, '/')+1:]
 			if plainName(base) && SameNameKey(base) != strings.ToUpper(base) {
 				t.Fatalf("%q is plain, but its key is %q", base, SameNameKey(base))
+			}
+			if plainPath(p) && SameNameKey(p) != strings.ToUpper(p) {
+				t.Fatalf("%q is plain, but its key is %q", p, SameNameKey(p))
 			}
 			for i := range len(p) {
 				if p[i] == '/' && i > 0 {
@@ -412,6 +417,26 @@ func FuzzTwins(f *testing.F) {
 				copied[at] = true
 			}
 		}
+		// With a bound a few paths reach, each name that reads as
+		// numbered is listed, or held past it.
+		small := Twins{MaxBytes: 256}
+		for _, p := range paths {
+			if dir, ok := strings.CutSuffix(p, "/"); ok && dir != "" {
+				small.AddFolder(dir)
+			} else {
+				small.Add(p)
+			}
+		}
+		for _, m := range []map[string]bool{files, folders} {
+			for p := range m {
+				if p == "" || !readsNumbered(SameNameKey(p[strings.LastIndexByte(p, '/')+1:])) || small.NumberedBeyond().holds(p) {
+					continue
+				}
+				if !slices.ContainsFunc(small.Numbered(), func(q string) bool { return twinKey(q) == twinKey(p) }) {
+					t.Fatalf("%q: %q reads as numbered, neither listed nor held past the bound", paths, p)
+				}
+			}
+		}
 		numbered := map[string]bool{}
 		for _, p := range tw.Numbered() {
 			if !files[p] && !folders[p] || numbered[p] {
@@ -428,10 +453,23 @@ func FuzzTwins(f *testing.F) {
 // BenchmarkTwins reads the paths of an offer of a million files in 20,000
 // folders, as a receiver does once before its first file (docs/hostile.md).
 func BenchmarkTwins(b *testing.B) {
+	benchTwins(b, "photos/2024/album %d/IMG_%05d.JPG", func(tw *Twins) bool { return len(tw.Firsts())+len(tw.FirstFiles()) == 0 })
+}
+
+// BenchmarkTwinsNumbered is BenchmarkTwins for a million files whose names
+// all read as numbered ("IMG (7).JPG"): those past what Twins holds go to
+// its NameFilter, a key (SameNameKey) each, in a bounded 4 MiB.
+func BenchmarkTwinsNumbered(b *testing.B) {
+	benchTwins(b, "photos/2024/album %d/IMG (%d).JPG", func(tw *Twins) bool { return tw.NumberedBeyond() != nil })
+}
+
+// benchTwins reads a million paths of format (a folder's number, a
+// file's) into a Twins each round, and checks it with ok.
+func benchTwins(b *testing.B, format string, ok func(*Twins) bool) {
 	paths := make([]string, 0, 1_000_000)
 	for d := range 20_000 {
 		for f := range 50 {
-			paths = append(paths, fmt.Sprintf("photos/2024/album %d/IMG_%05d.JPG", d, f))
+			paths = append(paths, fmt.Sprintf(format, d, f))
 		}
 	}
 	b.ReportAllocs()
@@ -440,8 +478,8 @@ func BenchmarkTwins(b *testing.B) {
 		for _, p := range paths {
 			tw.Add(p)
 		}
-		if len(tw.Firsts())+len(tw.FirstFiles()) != 0 {
-			b.Fatal("twins")
+		if !ok(&tw) {
+			b.Fatal("not what the paths hold")
 		}
 	}
 }

@@ -60,8 +60,13 @@ func TestAcceptedLocalSendOffersHoldLittle(t *testing.T) {
 	for range offers {
 		nextEvent(t, results)
 	}
-	// (What stays is the connections' buffers, until the server sees them closed.)
-	if after := testutil.LiveHeap() - before; after > kept/4 {
-		t.Errorf("after the sessions ended, %d of %d bytes are still held", after, kept)
-	}
+	// What stays is the connections' buffers, until the server sees them
+	// closed: on a loaded machine that can come after the sessions' ends
+	// (a helper's run saw 523368 of 2020816 bytes still held at once).
+	var after int64
+	testutil.WaitFor(t, "the ended sessions to let go of what they held", func() bool {
+		after = testutil.LiveHeap() - before
+		return after <= kept/4
+	})
+	t.Logf("after the sessions ended, %d of %d bytes are held", after, kept)
 }

@@ -33,7 +33,9 @@ import (
 //
 // A LocalSend device stays Options.LocalSendTTL after it was last heard
 // of (its announcements, or its register answers to ours), within the
-// table's MaxPeers bound.
+// table's MaxPeers bound. The LocalSend side of a Ferry device whose mDNS
+// ran out stays on its own; one whose Ferry device said goodbye goes
+// with it.
 
 // SourceLocalSend marks a peer heard of only through LocalSend's
 // discovery (multicast announcements, registers, the /24 scan).
@@ -216,7 +218,10 @@ func (d *Discovery) adoptLocalSend(e *entry) {
 
 // expireSide drops the LocalSend sides that ran out, and turns a Ferry
 // entry that ran out while its LocalSend side did not into a LocalSend
-// entry (true: id is gone). Called with d.mu held, from expire.
+// entry (true: id is gone). A Ferry entry that said goodbye takes its
+// side with it: the side is the same process (its key proved it), which
+// is quitting, and left on its own it would be offered Send for up to
+// LocalSendTTL. Called with d.mu held, from expire.
 func (d *Discovery) expireSide(id string, e *entry, now time.Time) (removed bool) {
 	if e.ls == nil {
 		return false
@@ -229,16 +234,13 @@ func (d *Discovery) expireSide(id string, e *entry, now time.Time) (removed bool
 		d.publish(Event{Kind: PeerChanged, Peer: p, Reason: "LocalSend expired"})
 		return false
 	}
-	if now.Before(e.expires) {
-		return false
+	if now.Before(e.expires) || e.leaving {
+		return false // expire removes a leaving entry, side and all
 	}
-	// The Ferry side is gone; the LocalSend side stays on its own.
+	// The Ferry side was not heard for its TTL (mDNS missed, the device
+	// may still be there): the LocalSend side stays on its own.
 	side := *e.ls
-	reason := "expired"
-	if e.leaving {
-		reason = "goodbye"
-	}
-	d.removeLocked(id, reason)
+	d.removeLocked(id, "expired")
 	lid, err := peer.Fingerprint(side.info.Fingerprint)
 	if err != nil {
 		return true

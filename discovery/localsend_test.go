@@ -191,6 +191,118 @@ func TestDeviceSpeakingBothIsOne(t *testing.T) {
 	})
 }
 
+// TestGoodbyeTakesTheLocalSendSide: a Ferry device that says goodbye is
+// quitting, LocalSend side and all: nothing of it stays listed (it stayed
+// as a LocalSend device for LocalSendTTL, offered Send). Devices beside
+// it, whatever their name or address, stay; the same device announced
+// again over LocalSend is listed as before; a re-registration (goodbye,
+// then announced again within the grace) keeps the side.
+func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
+	ferryID, otherID := idN(3), idN(4)
+	proven := lsDevice("desk", fpN(3), "192.0.2.7", true)
+	proven.KeyHash = keyOf(t, ferryID)
+	setup := func(t *testing.T) (*Discovery, *fakeClock, <-chan Event) {
+		d, clk := newTestDiscovery(t, Options{LocalSendTTL: 90 * time.Second, PeerTTL: time.Minute})
+		d.handleMessage(announcement("desk", ferryID, "h.local.", 120, "192.0.2.7"), 0, netip.Addr{})
+		d.SeeLocalSend(proven)
+		// Another device's LocalSend on the same host under the same name,
+		// its key another Ferry device's; and a claim under the same name.
+		other := lsDevice("desk", fpN(4), "192.0.2.7", true)
+		other.Port = 53318
+		other.KeyHash = keyOf(t, otherID)
+		d.SeeLocalSend(other)
+		d.SeeLocalSend(lsDevice("desk", fpN(5), "192.0.2.7", false))
+		ch, cancel := d.Subscribe(16)
+		t.Cleanup(cancel)
+		if ps := d.Peers(); len(ps) != 3 {
+			t.Fatalf("peers %+v", ps)
+		}
+		return d, clk, ch
+	}
+	ids := func(d *Discovery) []string {
+		var ids []string
+		for _, p := range d.Peers() {
+			ids = append(ids, p.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	peerByID := func(d *Discovery, id string) (Peer, bool) {
+		ps := d.Peers()
+		i := slices.IndexFunc(ps, func(p Peer) bool { return p.ID == id })
+		if i < 0 {
+			return Peer{}, false
+		}
+		return ps[i], true
+	}
+	bystanders := []string{"localsend:" + fpN(4), "localsend:" + fpN(5)}
+
+	t.Run("goodbye", func(t *testing.T) {
+		d, clk, ch := setup(t)
+		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.MustParseAddr("192.0.2.7"))
+		clk.Add(goodbyeGrace)
+		d.expire()
+		if ev := recv(t, ch); ev.Kind != PeerGone || ev.Reason != "goodbye" || ev.Peer.ID != ferryID {
+			t.Fatalf("event %+v", ev)
+		}
+		noEvent(t, ch)
+		if got := ids(d); !slices.Equal(got, bystanders) {
+			t.Fatalf("peers %v, want %v", got, bystanders)
+		}
+		// Still there for its TTL: nothing of it comes back unheard.
+		clk.Add(80 * time.Second)
+		d.expire()
+		noEvent(t, ch)
+
+		// Heard again over LocalSend: a claim, then proven, as any device.
+		d.SeeLocalSend(lsDevice("desk", fpN(3), "192.0.2.7", false))
+		if ev := recv(t, ch); ev.Kind != PeerAppeared || ev.Peer.ID != "localsend:"+fpN(3) || ev.Peer.LocalSend.Verified {
+			t.Fatalf("event %+v", ev)
+		}
+		d.SeeLocalSend(proven)
+		if ev := recv(t, ch); ev.Kind != PeerChanged || !ev.Peer.LocalSend.Verified {
+			t.Fatalf("event %+v", ev)
+		}
+		// ... and joins its Ferry entry when Ferry is back.
+		d.handleMessage(announcement("desk", ferryID, "h.local.", 120, "192.0.2.7"), 0, netip.Addr{})
+		if gone, appeared := recv(t, ch), recv(t, ch); gone.Reason != "merged" || appeared.Peer.ID != ferryID || appeared.Peer.LocalSend == nil {
+			t.Fatalf("events %+v, %+v", gone, appeared)
+		}
+	})
+
+	t.Run("re-registration", func(t *testing.T) {
+		d, clk, ch := setup(t)
+		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.Addr{})
+		clk.Add(goodbyeGrace / 2)
+		d.handleMessage(announcement("desk", ferryID, "h.local.", 120, "192.0.2.7"), 0, netip.Addr{})
+		clk.Add(goodbyeGrace)
+		d.expire()
+		noEvent(t, ch)
+		if p, ok := peerByID(d, ferryID); !ok || p.LocalSend == nil || p.LocalSend.Fingerprint != fpN(3) {
+			t.Fatalf("peer %+v", p)
+		}
+	})
+
+	t.Run("the other device's goodbye", func(t *testing.T) {
+		// otherID is heard over Ferry (its LocalSend joins it), then says
+		// goodbye: only it goes, ferryID keeps its side.
+		d, clk, ch := setup(t)
+		d.handleMessage(announcement("desk", otherID, "h2.local.", 120, "192.0.2.7"), 0, netip.Addr{})
+		recv(t, ch)
+		recv(t, ch)
+		d.handleMessage(announcement("desk", otherID, "h2.local.", 0, "192.0.2.7"), 0, netip.Addr{})
+		clk.Add(goodbyeGrace)
+		d.expire()
+		if ev := recv(t, ch); ev.Kind != PeerGone || ev.Peer.ID != otherID || ev.Peer.LocalSend.Fingerprint != fpN(4) {
+			t.Fatalf("event %+v", ev)
+		}
+		noEvent(t, ch)
+		if p, ok := peerByID(d, ferryID); !ok || p.LocalSend == nil || p.LocalSend.Fingerprint != fpN(3) {
+			t.Fatalf("peer %+v", p)
+		}
+	})
+}
+
 // TestHostileLocalSendSightings: what a LocalSend device says is peer
 // input; bad sightings are dropped and the table stays bounded.
 func TestHostileLocalSendSightings(t *testing.T) {

@@ -299,7 +299,8 @@ type Stats struct {
 type entry struct {
 	peer    Peer
 	expires time.Time
-	leaving bool // a goodbye arrived: gone at expires unless heard again
+	leaving bool      // a goodbye arrived: gone at expires unless heard again
+	left    time.Time // when the first goodbye of this leaving arrived
 	// addrs holds when each address expires: responders such as Avahi send
 	// IPv4 and IPv6 addresses in separate packets, so sightings merge.
 	addrs map[netip.Addr]time.Time
@@ -575,8 +576,12 @@ const goodbyeGrace = time.Second
 // the goodbye carried a TXT record). Called with d.mu held.
 func (d *Discovery) goodbye(id, label string, from netip.Addr) {
 	leave := func(e *entry) {
-		if exp := d.opts.Now().Add(goodbyeGrace); exp.Before(e.expires) {
+		now := d.opts.Now()
+		if exp := now.Add(goodbyeGrace); exp.Before(e.expires) {
 			e.expires = exp
+		}
+		if !e.leaving {
+			e.left = now
 		}
 		e.leaving = true
 	}

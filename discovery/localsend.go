@@ -35,7 +35,7 @@ import (
 // of (its announcements, or its register answers to ours), within the
 // table's MaxPeers bound. The LocalSend side of a Ferry device whose mDNS
 // ran out stays on its own; one whose Ferry device said goodbye goes
-// with it.
+// with it, unless it proved itself after the goodbye.
 
 // SourceLocalSend marks a peer heard of only through LocalSend's
 // discovery (multicast announcements, registers, the /24 scan).
@@ -68,6 +68,7 @@ type LocalSend struct {
 type lsSide struct {
 	info    LocalSend
 	expires time.Time
+	proven  time.Time // when it last proved its key (a claim only refreshes info.LastSeen)
 }
 
 // Kind is the kind of the peer's identity: peer.Ferry for a device that
@@ -192,7 +193,7 @@ func (d *Discovery) sideOf(fp string) *entry {
 // setSide sets a Ferry entry's LocalSend side. Called with d.mu held.
 func (d *Discovery) setSide(e *entry, info LocalSend, exp time.Time) {
 	old := e.peer
-	e.ls = &lsSide{info: info, expires: exp}
+	e.ls = &lsSide{info: info, expires: exp, proven: info.LastSeen}
 	p := e.peer
 	p.LocalSend = &info
 	e.peer = p
@@ -220,8 +221,11 @@ func (d *Discovery) adoptLocalSend(e *entry) {
 // entry that ran out while its LocalSend side did not into a LocalSend
 // entry (true: id is gone). A Ferry entry that said goodbye takes its
 // side with it: the side is the same process (its key proved it), which
-// is quitting, and left on its own it would be offered Send for up to
-// LocalSendTTL. Called with d.mu held, from expire.
+// is quitting (Ferry ends LocalSend before it says goodbye), and left on
+// its own it would be offered Send for up to LocalSendTTL; unless the side
+// proved itself again after the goodbye, which a quitting device cannot
+// (a claim, which anyone can make, does not count). Called with d.mu held,
+// from expire.
 func (d *Discovery) expireSide(id string, e *entry, now time.Time) (removed bool) {
 	if e.ls == nil {
 		return false
@@ -234,13 +238,18 @@ func (d *Discovery) expireSide(id string, e *entry, now time.Time) (removed bool
 		d.publish(Event{Kind: PeerChanged, Peer: p, Reason: "LocalSend expired"})
 		return false
 	}
-	if now.Before(e.expires) || e.leaving {
+	if now.Before(e.expires) || e.leaving && !e.ls.proven.After(e.left) {
 		return false // expire removes a leaving entry, side and all
 	}
 	// The Ferry side was not heard for its TTL (mDNS missed, the device
-	// may still be there): the LocalSend side stays on its own.
+	// may still be there), or the LocalSend side answered after the
+	// goodbye: the LocalSend side stays on its own.
 	side := *e.ls
-	d.removeLocked(id, "expired")
+	reason := "expired"
+	if e.leaving {
+		reason = "goodbye"
+	}
+	d.removeLocked(id, reason)
 	lid, err := peer.Fingerprint(side.info.Fingerprint)
 	if err != nil {
 		return true

@@ -195,8 +195,9 @@ func TestDeviceSpeakingBothIsOne(t *testing.T) {
 // quitting, LocalSend side and all: nothing of it stays listed (it stayed
 // as a LocalSend device for LocalSendTTL, offered Send). Devices beside
 // it, whatever their name or address, stay; the same device announced
-// again over LocalSend is listed as before; a re-registration (goodbye,
-// then announced again within the grace) keeps the side.
+// again over LocalSend is listed as before, as is a side that proved
+// itself after the goodbye (a claim does not count); a re-registration
+// (goodbye, then announced again within the grace) keeps the side.
 func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 	ferryID, otherID := idN(3), idN(4)
 	proven := lsDevice("desk", fpN(3), "192.0.2.7", true)
@@ -219,14 +220,6 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		}
 		return d, clk, ch
 	}
-	ids := func(d *Discovery) []string {
-		var ids []string
-		for _, p := range d.Peers() {
-			ids = append(ids, p.ID)
-		}
-		slices.Sort(ids)
-		return ids
-	}
 	peerByID := func(d *Discovery, id string) (Peer, bool) {
 		ps := d.Peers()
 		i := slices.IndexFunc(ps, func(p Peer) bool { return p.ID == id })
@@ -235,20 +228,30 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		}
 		return ps[i], true
 	}
-	bystanders := []string{"localsend:" + fpN(4), "localsend:" + fpN(5)}
+	// goneWithItsSide: ferryID's goodbye is its one event; the devices
+	// beside it stay.
+	goneWithItsSide := func(t *testing.T, d *Discovery, ch <-chan Event) {
+		t.Helper()
+		if ev := recv(t, ch); ev.Kind != PeerGone || ev.Reason != "goodbye" || ev.Peer.ID != ferryID {
+			t.Fatalf("event %+v", ev)
+		}
+		noEvent(t, ch)
+		var ids []string
+		for _, p := range d.Peers() {
+			ids = append(ids, p.ID)
+		}
+		slices.Sort(ids)
+		if want := []string{"localsend:" + fpN(4), "localsend:" + fpN(5)}; !slices.Equal(ids, want) {
+			t.Fatalf("peers %v, want %v", ids, want)
+		}
+	}
 
 	t.Run("goodbye", func(t *testing.T) {
 		d, clk, ch := setup(t)
 		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.MustParseAddr("192.0.2.7"))
 		clk.Add(goodbyeGrace)
 		d.expire()
-		if ev := recv(t, ch); ev.Kind != PeerGone || ev.Reason != "goodbye" || ev.Peer.ID != ferryID {
-			t.Fatalf("event %+v", ev)
-		}
-		noEvent(t, ch)
-		if got := ids(d); !slices.Equal(got, bystanders) {
-			t.Fatalf("peers %v, want %v", got, bystanders)
-		}
+		goneWithItsSide(t, d, ch)
 		// Still there for its TTL: nothing of it comes back unheard.
 		clk.Add(80 * time.Second)
 		d.expire()
@@ -268,6 +271,33 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		if gone, appeared := recv(t, ch), recv(t, ch); gone.Reason != "merged" || appeared.Peer.ID != ferryID || appeared.Peer.LocalSend == nil {
 			t.Fatalf("events %+v, %+v", gone, appeared)
 		}
+	})
+
+	t.Run("proven again after the goodbye", func(t *testing.T) {
+		// Its LocalSend server answered after the goodbye (Ferry ends
+		// LocalSend first when it quits): that side is still there.
+		d, clk, ch := setup(t)
+		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.Addr{})
+		clk.Add(goodbyeGrace / 2)
+		d.SeeLocalSend(proven)
+		clk.Add(goodbyeGrace)
+		d.expire()
+		gone, appeared := recv(t, ch), recv(t, ch)
+		if gone.Kind != PeerGone || gone.Reason != "goodbye" || gone.Peer.ID != ferryID ||
+			appeared.Kind != PeerAppeared || appeared.Peer.ID != "localsend:"+fpN(3) || !appeared.Peer.LocalSend.Verified {
+			t.Fatalf("events %+v, %+v", gone, appeared)
+		}
+	})
+
+	t.Run("a claim after the goodbye", func(t *testing.T) {
+		// Anyone can announce its fingerprint: that keeps nothing.
+		d, clk, ch := setup(t)
+		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.Addr{})
+		clk.Add(goodbyeGrace / 2)
+		d.SeeLocalSend(lsDevice("desk", fpN(3), "192.0.2.7", false))
+		clk.Add(goodbyeGrace)
+		d.expire()
+		goneWithItsSide(t, d, ch)
 	})
 
 	t.Run("re-registration", func(t *testing.T) {

@@ -13,7 +13,11 @@ const (
 	// EventOffer: an offer. Receiving, in StateWaiting: a peer offers
 	// files (and maybe a text) to us; answer with Engine.Decide. Receiving,
 	// in StateActive: what arrives without a prompt (a browser's file
-	// through a receive link), Expires unset; no answer is needed. Sending:
+	// through a receive link), Expires unset; no answer is needed.
+	// Receiving, in StateFailed or StateDeclined: an offer this device
+	// refused before asking (its folder cannot be written, no room, files
+	// too large for it, trusted devices only), right before its
+	// EventResult, so that its row and history name it. Sending:
 	// what this side offers, published when the transfer starts (Dest,
 	// FreeBytes and Expires are unset there, and no answer is needed).
 	EventOffer EventKind = "offer"

@@ -231,7 +231,7 @@ func TestNoSpaceRefusedBeforeThePrompt(t *testing.T) {
 		t.Fatalf("decision %+v, want a no-space refusal with the figures", d)
 	}
 	for len(events) > 0 {
-		if ev := <-events; ev.Kind == EventOffer {
+		if ev := <-events; ev.Kind == EventOffer && ev.State == StateWaiting {
 			t.Fatal("the user was asked about an offer that cannot fit")
 		}
 	}

@@ -100,12 +100,13 @@ func (h inboxHost) Ask(p *core.Prompt) (<-chan Decision, func()) {
 	return h.t.decisions, func() { h.t.asking.Store(false) }
 }
 
-// Accepted raises an EventOffer that asks nothing (StateActive), as a
-// browser's set does: the names of what arrives unasked.
-func (h inboxHost) Accepted(p *core.Prompt) {
+// Unasked raises an EventOffer that asks nothing: in StateActive, as a
+// browser's set does, the names of what arrives unasked; in the state of
+// the result that follows, the names of what this device refused unasked.
+func (h inboxHost) Unasked(p *core.Prompt, s State) {
 	info := &OfferInfo{Count: p.Count, Files: p.Files, Folders: p.Folders, TotalBytes: p.TotalBytes, DiskBytes: p.DiskBytes, Dest: p.Dest,
 		FreeBytes: p.FreeBytes, Text: p.Text}
-	h.e.publish(h.t, Event{Kind: EventOffer, State: StateActive, Offer: info})
+	h.e.publish(h.t, Event{Kind: EventOffer, State: s, Offer: info})
 }
 
 func (h inboxHost) AlwaysAccept()       { h.e.alwaysAccept(h.t, h.id) }

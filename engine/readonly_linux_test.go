@@ -118,3 +118,12 @@ func TestReceiveLinkOnAReadOnlyFolder(t *testing.T) {
 		t.Errorf("links %+v: only the one opened before", got)
 	}
 }
+
+// An offer refused unasked for want of room is named by its receiver's
+// events as the other refusals are (TestOfferRefusedUnaskedIsNamed): a.txt
+// of 9 MB into a tmpfs of 8 MB. Needs root to mount a tmpfs: it skips
+// without.
+func TestOfferRefusedForRoomIsNamed(t *testing.T) {
+	recv := startReceiver(t, Options{Accept: AcceptAsk, DownloadDir: mountTmpfs(t)})
+	refusedOfferIsNamed(t, recv, StateDeclined)
+}

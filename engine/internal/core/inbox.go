@@ -61,6 +61,9 @@ type Inbox struct {
 	// space check counts: a block and an entry each (a peer's million empty
 	// folders are gigabytes of blocks).
 	EmptyFolders int64
+	// refused is the offer as Decide refused it unasked, which Finish
+	// shows (Host.Unasked) before the result; nil when it was not.
+	refused *Prompt
 	// Held, when set, returns the disk that an earlier attempt at this
 	// offer holds in dir (resume: its saved files and partials, of the
 	// files accepted reports), which this attempt reuses or gives back, so
@@ -106,10 +109,13 @@ type Host interface {
 	// Ask shows the offer to the user (an offer event) and returns the
 	// channel their answer comes on; done says that it is no longer asked.
 	Ask(p *Prompt) (answer <-chan Decision, done func())
-	// Accepted shows an offer accepted without asking (the accept policy,
-	// a transfer accepted before): an offer event that asks nothing, so
-	// that rows and history name what arrives.
-	Accepted(p *Prompt)
+	// Unasked shows an offer decided without asking, in an offer event
+	// that asks nothing, so that rows and history name it: accepted (s
+	// StateActive: the accept policy, a transfer accepted before), or
+	// refused by this device's checks (s the state its result ends in,
+	// which follows at once: a folder that cannot be written, files too
+	// large for it, no room, a policy of trusted devices only).
+	Unasked(p *Prompt, s State)
 	// AlwaysAccept applies a decision's AlwaysAccept to the peer.
 	AlwaysAccept()
 	// File reports one file's outcome; State the transfer's new state.
@@ -648,10 +654,10 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 		dir = in.Continues // where what arrived so far is
 	}
 	if v, refused := in.refuseUnwritable(dir); refused {
-		return v, nil
+		return in.refuseUnasked(v, dir, -1, 0), nil
 	}
 	if v, refused := in.refuseTooLarge(dir); refused {
-		return v, nil
+		return in.refuseUnasked(v, dir, -1, 0), nil
 	}
 	var total int64
 	var holes holeRule
@@ -671,7 +677,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	offered := func(i int) bool { return !in.refusedIdx[i] }
 	want := in.needs(dir, room, offered)
 	if err := NoRoom(dir, want); err != nil {
-		return noSpace(err), nil
+		return in.refuseUnasked(noSpace(err), dir, free, want.Disk), nil
 	}
 
 	var d Verdict
@@ -680,7 +686,7 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 	case policy == AcceptAll, policy == AcceptTrusted && trusted, policy == AcceptAsk && autoTrusted && trusted:
 		d.Accept = true
 	case policy == AcceptTrusted:
-		return Verdict{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, Code: errcode.CodeUntrusted}, nil
+		return in.refuseUnasked(Verdict{Decision: Decision{Reason: "this device only accepts files from trusted devices"}, Code: errcode.CodeUntrusted}, dir, free, want.Disk), nil
 	case in.Continues != "":
 		d.Accept, d.Dest = true, in.Continues // accepted before, by the user
 	default:
@@ -777,9 +783,34 @@ func (in *Inbox) Decide(ctx context.Context) (Verdict, error) {
 			p.FreeBytes = -1
 		}
 		p.Count, p.Files, p.Folders = in.summary()
-		in.host.Accepted(p)
+		in.host.Unasked(p, StateActive)
 	}
 	return d, nil
+}
+
+// refuseUnasked keeps the offer that v refuses before anyone is asked,
+// as its prompt would have shown it, for Finish to show before the result:
+// the row and history then name what was refused ("a.txt · 5 MB"), where
+// they read "1 file". Its size is the whole offer's (what was refused),
+// refused names and all; free is -1 and disk 0 where they were not
+// measured yet.
+func (in *Inbox) refuseUnasked(v Verdict, dir string, free, disk int64) Verdict {
+	p := &Prompt{TotalBytes: in.offeredBytes(), DiskBytes: disk, Dest: dir, FreeBytes: max(free, -1), Text: in.Text}
+	p.Count, p.Files, p.Folders = in.summary()
+	in.refused = p
+	return v
+}
+
+// offeredBytes is the size of every offered file.
+func (in *Inbox) offeredBytes() int64 {
+	var n int64
+	if in.Files != nil {
+		in.Files.Each(func(_ int, f OfferedFile) error {
+			n += f.Size
+			return nil
+		})
+	}
+	return n
 }
 
 // ask asks the user (Host.Ask) and waits for the answer, the prompt
@@ -1005,13 +1036,10 @@ func (in *Inbox) Finish(err error, resumable bool, r Result) {
 		r.Text = in.Text // accepted with the offer, whatever became of the files
 	} else {
 		// Never accepted: say what was offered.
-		r.Files = in.count()
-		if in.Files != nil {
-			in.Files.Each(func(_ int, f OfferedFile) error {
-				r.TotalBytes += f.Size
-				return nil
-			})
-		}
+		r.Files, r.TotalBytes = in.count(), in.offeredBytes()
+	}
+	if in.refused != nil {
+		in.host.Unasked(in.refused, r.State)
 	}
 	in.host.Finish(r)
 }

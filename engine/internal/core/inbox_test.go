@@ -30,7 +30,7 @@ type fakeHost struct {
 	mu       sync.Mutex // guards the fields below
 	id       string
 	asked    []*Prompt
-	accepted []*Prompt // offers accepted without asking (Accepted)
+	accepted []*Prompt // offers accepted without asking (Unasked, StateActive)
 	files    []*FileResult
 	states   []State
 	result   *Result
@@ -60,9 +60,11 @@ func (h *fakeHost) Ask(p *Prompt) (<-chan Decision, func()) {
 	h.asking = true
 	return h.answers, func() { h.mu.Lock(); h.asking = false; h.mu.Unlock() }
 }
-func (h *fakeHost) Accepted(p *Prompt) {
+func (h *fakeHost) Unasked(p *Prompt, s State) {
 	h.mu.Lock()
-	h.accepted = append(h.accepted, p)
+	if s == StateActive {
+		h.accepted = append(h.accepted, p)
+	}
 	h.mu.Unlock()
 }
 func (h *fakeHost) AlwaysAccept()       { h.mu.Lock(); h.always = true; h.mu.Unlock() }

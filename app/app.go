@@ -63,6 +63,9 @@ func Run(opts Options) error {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: smokeLogLevel()}))
 	}
+	// Deferred first, so it is disarmed last: it bounds everything quitting does.
+	quitting := &quitWatch{log: log, out: os.Stderr, exit: os.Exit}
+	defer quitting.stop()
 	dir, autostartArgs, err := configDir(opts.ConfigDir)
 	if err != nil {
 		return err
@@ -190,6 +193,7 @@ func Run(opts Options) error {
 		u.OpenFiles(files)
 	}
 	a.Run()
+	quitting.start(quitBound)
 	cancel()
 	l.wg.Wait()
 	return nil

@@ -20,14 +20,18 @@ if [[ "${FERRY_SMOKE_INNER:-}" != 1 ]]; then
 	rm -rf "$out" && mkdir -p "$out"
 	echo "building ferry..."
 	go build -o "$out/ferry" .
-	display=":$((90 + RANDOM % 100))"
-	Xvfb "$display" -screen 0 2000x1400x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
+	# Xvfb picks a free display and writes its number (-displayfd): a
+	# display chosen here could be taken, and the instances would then
+	# draw on another test's X server.
+	Xvfb -displayfd 3 -screen 0 2000x1400x24 -nolisten tcp 3>"$out/display" >"$out/xvfb.log" 2>&1 &
 	xvfb=$!
 	trap 'kill "$xvfb" 2>/dev/null || true' EXIT
 	for _ in $(seq 100); do
-		[[ -e "/tmp/.X11-unix/X${display#:}" ]] && break
+		[[ -s "$out/display" ]] && break
 		sleep 0.1
 	done
+	[[ -s "$out/display" ]] || { echo "FAIL: Xvfb did not start" >&2; cat "$out/xvfb.log" >&2; exit 1; }
+	display=":$(head -n 1 "$out/display")"
 	DISPLAY="$display" FERRY_SMOKE_INNER=1 OUT="$out" dbus-run-session -- "$0"
 	exit $?
 fi
@@ -35,9 +39,40 @@ fi
 # ---- inside Xvfb and the D-Bus session ----
 out="$OUT"
 pids=()
+declare -A logs=()
+# Every process is asked to quit (SIGTERM: the app quits as from its menu).
+# An instance of the app that hangs while quitting is a bug: it ends itself
+# after 15 s with its goroutines in its log, or, if it has not quit 20 s
+# later, they are dumped there (SIGQUIT); the log is shown and the run fails.
+# (Once, a run hung here until the test's 12 minutes ran out.)
 cleanup() {
+	local status=$? p hung=0
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do
+		for _ in $(seq 200); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		if ! kill -0 "$p" 2>/dev/null; then
+			# The app ends itself when quitting takes longer than 15 s (app/quitwatch.go).
+			if [[ -n "${logs[$p]:-}" ]] && grep -q "quitting took longer" "${logs[$p]}"; then
+				hung=1
+				echo "FAIL: the instance logging to ${logs[$p]} hung while quitting; its log and goroutines:" >&2
+				cat "${logs[$p]}" >&2
+			fi
+			continue
+		fi
+		if [[ -z "${logs[$p]:-}" ]]; then # dunst: not ours to judge
+			kill -KILL "$p" 2>/dev/null || true
+			continue
+		fi
+		hung=1
+		echo "FAIL: the instance logging to ${logs[$p]} did not quit within 20 s of SIGTERM; its log and goroutines:" >&2
+		kill -QUIT "$p" 2>/dev/null || true
+		sleep 2
+		kill -KILL "$p" 2>/dev/null || true
+		cat "${logs[$p]}" >&2
+	done
 	wait 2>/dev/null || true
+	if ((hung)); then exit 1; fi
+	exit "$status"
 }
 trap cleanup EXIT
 
@@ -95,6 +130,7 @@ head -c "$(( ${SMOKE_MB:-200} * 1000000 ))" /dev/urandom >"$out/sendB/holiday ph
 # so its window shows.
 FERRY_SMOKE_ISOLATED=1 FERRY_SMOKE_STATUS="$out/a.json" "$out/ferry" --config "$out/cfgA" --minimized >"$out/a.log" 2>&1 &
 pids+=($!)
+logs[$!]="$out/a.log"
 wait_for 30 "instance A to listen" test -s "$out/a.json"
 wait_for 10 "A's window (no tray to minimise to)" has_visible_window "Ferry A"
 
@@ -103,6 +139,7 @@ addr="127.0.0.1:${addr##*:}"
 FYNE_THEME=light FERRY_SMOKE_ISOLATED=1 FERRY_SMOKE_SEND="$addr=$out/sendB/holiday photos.bin" \
 	"$out/ferry" --config "$out/cfgB" >"$out/b.log" 2>&1 &
 pids+=($!)
+logs[$!]="$out/b.log"
 wait_for 30 "window B" has_visible_window "Ferry B"
 winB=$(window_of "Ferry B")
 xdotool windowmove --sync "$winB" 1010 0 || true

@@ -537,6 +537,9 @@ type lsSession struct {
 	// twins keeps the offer's names of two spellings for their first
 	// once, before the first partial (keepTwins).
 	twins sync.Once
+	// copies is the place of each file among the copies of its name, by
+	// its index in the offer (copyPlaces); set under twins.
+	copies map[uint32]int
 }
 
 // began logs p, a partial just created, before any byte lands in it.
@@ -586,16 +589,21 @@ func (s *lsSession) Open(idx int) (localsend.Sink, error) {
 		s.resolveFailed(idx, "cannot create the file: "+core.Sentence(err))
 		return nil, err
 	}
+	if k, ok := s.copies[uint32(idx)]; ok {
+		p.SetCopy(k) // the offer's first copy keeps the name, whichever lands first
+	}
 	p.SparseUpload(f.Size) // its chunks of zeros stay holes
 	s.began(p)
 	return &lsSink{s: s, idx: idx, p: p}, nil
 }
 
 // keepTwins keeps the first spelling of each of the accepted files' names
-// that are one where letter case is ignored (store.Twins): a LocalSend app
+// that are one where letter case is ignored (store.Twins), and numbers the
+// copies of one name in the offer's order (copies): a LocalSend app
 // uploads its files in an order of its own, and then whichever landed
-// first kept its name. The offer is in the order of its names (sorted as
-// it arrives: "READ.ME" before "Read.me"), so that order decides.
+// first kept its name. The offer is in the order of its names, and of
+// IDs within a name (sorted as it arrives: "READ.ME" before "Read.me",
+// id0's "a.txt" before id1's), so that order decides.
 func (s *lsSession) keepTwins() {
 	acc := s.in.Accepted
 	if len(acc) < 2 {
@@ -606,6 +614,7 @@ func (s *lsSession) keepTwins() {
 		twins.Add(s.files[i].Path)
 	}
 	s.in.e.keepTwins(s.in.Dest, &twins)
+	s.copies = copyPlaces(&twins, acc)
 }
 
 func (s *lsSession) resolveFailed(idx int, reason string) {

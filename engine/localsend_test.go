@@ -81,29 +81,43 @@ func TestLocalSendReceiveThroughInbox(t *testing.T) {
 // A LocalSend app sends two files of one name (two report.pdf picked
 // from two folders): both arrive, the second numbered, as LocalSend's own
 // receiver keeps them. The second was refused ("names this file twice").
+// Which is numbered goes by the files' IDs (id0 before id1), whichever is
+// uploaded first, not by the order the uploads land in or the offer's map
+// is read in.
 func TestLocalSendSameNameTwiceBothArrive(t *testing.T) {
-	e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
-	res := receivedResult(t, e)
-	files := []lspeer.SendFile{{Name: "report.pdf", Data: []byte("first")}, {Name: "report.pdf", Data: bytes.Repeat([]byte{2}, 300_000)}}
-	sr, err := testPeer(t).Send(context.Background(), addr, srv.Fingerprint(), true, "", "", files, nil)
-	if err != nil || sr.PrepareStatus != 200 {
-		t.Fatalf("%+v %v", sr, err)
+	first := lspeer.SendFile{ID: "id0", Name: "report.pdf", Data: []byte("first")}
+	second := lspeer.SendFile{ID: "id1", Name: "report.pdf", Data: bytes.Repeat([]byte{2}, 300_000)}
+	for _, tc := range []struct {
+		name  string
+		files []lspeer.SendFile
+	}{
+		{"in the offer's order", []lspeer.SendFile{first, second}},
+		{"the second uploaded first", []lspeer.SendFile{second, first}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, srv, addr := lsEngine(t, Options{}, LocalSendOptions{})
+			res := receivedResult(t, e)
+			sr, err := testPeer(t).Send(context.Background(), addr, srv.Fingerprint(), true, "", "", tc.files, nil)
+			if err != nil || sr.PrepareStatus != 200 {
+				t.Fatalf("%+v %v", sr, err)
+			}
+			if r := <-res; r.State != StateDone || r.Files != 2 || r.Verified != 2 {
+				t.Fatalf("result %+v", r)
+			}
+			got := map[string]int{}
+			for _, name := range []string{"report.pdf", "report (1).pdf"} {
+				b, err := os.ReadFile(filepath.Join(e.DownloadDir(), name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[name] = len(b)
+			}
+			if got["report.pdf"] != 5 || got["report (1).pdf"] != 300_000 {
+				t.Errorf("saved %v, want report.pdf of 5 bytes (id0) and report (1).pdf of 300000 (id1)", got)
+			}
+			noPartials(t, e.DownloadDir())
+		})
 	}
-	if r := <-res; r.State != StateDone || r.Files != 2 || r.Verified != 2 {
-		t.Fatalf("result %+v", r)
-	}
-	got := map[string]int{}
-	for _, name := range []string{"report.pdf", "report (1).pdf"} {
-		b, err := os.ReadFile(filepath.Join(e.DownloadDir(), name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[name] = len(b)
-	}
-	if got["report.pdf"]+got["report (1).pdf"] != 5+300_000 || got["report.pdf"] == got["report (1).pdf"] {
-		t.Errorf("saved %v, want one of 5 bytes and one of 300000", got)
-	}
-	noPartials(t, e.DownloadDir())
 }
 
 // A LocalSend app's file with its modification time (metadata.modified)

@@ -2,6 +2,7 @@ package localsend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -573,15 +574,7 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 	o := &Offer{Sender: req.Info, CertFingerprint: certFingerprint(r), Cert: clientCert(r), Addr: addr}
 	o.Sender.Announce = nil
 	o.Text, o.IsText = req.TextOf()
-	o.Files = make([]File, 0, len(req.Files))
-	for id, f := range req.Files {
-		f.ID = id
-		if !o.IsText {
-			f.Preview = "" // what is held while deciding is the manifest, which the Receiver budgets
-		}
-		o.Files = append(o.Files, f)
-	}
-	slices.SortFunc(o.Files, func(a, b File) int { return strings.Compare(a.FileName, b.FileName) })
+	o.Files = offerFiles(req.Files, o.IsText)
 	req = PrepareUpload{}
 	// Read: the body's place goes to the next one; the offer keeps its
 	// place among those being decided.
@@ -629,6 +622,27 @@ func (s *Server) prepareUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, answer)
+}
+
+// offerFiles lists an offer's files by name and, among files of one name,
+// by ID: the receiver numbers copies of a name in the order it is given
+// them ("a.txt", "a (1).txt"), so which file takes which name is the same
+// for every offer of the same files, not the map's order of the moment.
+// A preview is kept only for a text offer: what is held while deciding is
+// the manifest, which the Receiver budgets.
+func offerFiles(files map[string]File, isText bool) []File {
+	out := make([]File, 0, len(files))
+	for id, f := range files {
+		f.ID = id
+		if !isText {
+			f.Preview = ""
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b File) int {
+		return cmp.Or(strings.Compare(a.FileName, b.FileName), strings.Compare(a.ID, b.ID))
+	})
+	return out
 }
 
 // readPrepare reads and decodes a prepare-upload body within the memory

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -507,5 +508,33 @@ func nextEnd(t *testing.T, rx *memReceiver) error {
 	case <-time.After(hangGuard):
 		t.Fatal("the session never ended")
 		return nil
+	}
+}
+
+// An offer's files go to the receiver by name and, among files of one
+// name, by ID, whatever order the offer's map is read in: the receiver
+// numbers copies of a name in the order it is given them. A preview is
+// kept only for a text offer.
+func TestOfferFilesInNameThenIDOrder(t *testing.T) {
+	files := map[string]File{"b": {FileName: "b.txt", Preview: "x"}}
+	for i := range 8 {
+		files[fmt.Sprintf("id%d", i)] = File{FileName: "a.txt"}
+	}
+	for range 20 { // a fresh map order each time
+		got := offerFiles(files, false)
+		var ids []string
+		for _, f := range got {
+			ids = append(ids, f.ID)
+			if f.Preview != "" {
+				t.Errorf("%s keeps its preview in a file offer", f.ID)
+			}
+		}
+		want := []string{"id0", "id1", "id2", "id3", "id4", "id5", "id6", "id7", "b"}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("files in order %v, want %v", ids, want)
+		}
+	}
+	if got := offerFiles(map[string]File{"t": {FileName: "t.txt", Preview: "hello"}}, true); got[0].Preview != "hello" {
+		t.Errorf("a text offer lost its preview: %+v", got)
 	}
 }

@@ -9,6 +9,7 @@ package lspeer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -395,6 +396,8 @@ func saveUpload(path string, body io.Reader, size int64) error {
 // SendFile is one file of a send.
 type SendFile struct {
 	Name string
+	// ID is the file's ID in the offer ("": "id" and its place, id0 first).
+	ID   string
 	Data []byte
 	// Path, when set, is read instead of Data (streamed; never hashed).
 	Path string
@@ -445,8 +448,10 @@ func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool
 	defer hc.CloseIdleConnections()
 	entries := map[string]any{}
 	byID := map[string]SendFile{}
+	ids := make([]string, 0, len(files)+1) // uploaded in the order given, as a test sets it
 	for i, f := range files {
-		id := fmt.Sprintf("id%d", i)
+		id := cmp.Or(f.ID, fmt.Sprintf("id%d", i))
+		ids = append(ids, id)
 		size := int64(len(f.Data))
 		if f.Path != "" {
 			st, err := os.Stat(f.Path)
@@ -505,10 +510,6 @@ func (p *Peer) Send(ctx context.Context, addr, fingerprint string, withCert bool
 	res.SessionID = ans.SessionID
 	if beforeUpload != nil {
 		beforeUpload(ans.SessionID)
-	}
-	ids := make([]string, 0, len(files)+1) // uploaded in the order given, as a test sets it
-	for i := range files {
-		ids = append(ids, fmt.Sprintf("id%d", i))
 	}
 	ids = append(ids, "text")
 	for _, id := range ids {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind says which protocol proved a peer's identity, and so how its key is
@@ -66,9 +67,17 @@ var ferryEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 func FerryKey(sum [32]byte) string { return ferryEncoding.EncodeToString(sum[:]) }
 
 // ParseFerryKey reads a Ferry key in its full or human form (dashes,
-// spaces and case are ignored).
+// spaces and case are ignored). Anything that is not ASCII is refused
+// before case is folded: strings.ToUpper makes "ı" (a dotless i) an I and
+// "ſ" (a long s) an S, so a key typed or pasted with them read as another
+// string.
 func ParseFerryKey(s string) ([32]byte, error) {
 	var sum [32]byte
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return sum, fmt.Errorf("parse id %q: not ASCII: %w", s, ErrBadID)
+		}
+	}
 	s = strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(s)))
 	if len(s) != FerryKeyLen {
 		return sum, fmt.Errorf("parse id %q: %w", s, ErrBadID)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 const (
@@ -44,6 +45,14 @@ var parseCases = []struct {
 	{"192.0.2.7:47800", ID{}},       // an address is not an ID
 	{"bluetooth:" + ferryKey, ID{}},
 	{"\x00:\xff", ID{}},
+	// Folding case makes these ASCII: "ı" (dotless i) an I, "ſ" (long s)
+	// an S, "K" (the Kelvin sign) a k, "İ" an i. None is a key.
+	{strings.Replace(ferryKey, "I", "ı", 1), ID{}},
+	{strings.Replace(ferryKey, "S", "ſ", 1), ID{}},
+	{strings.Replace(strings.ToLower(ferryKey), "k", "\u212a", 1), ID{}},
+	{strings.Replace(strings.ToLower(ferryKey), "i", "İ", 1), ID{}},
+	{"ferry:" + strings.Replace(ferryKey, "S", "ſ", 1), ID{}},
+	{ferryKey[:20] + "\u00a0" + ferryKey[20:], ID{}}, // a no-break space is not a space here
 }
 
 func TestParse(t *testing.T) {
@@ -165,6 +174,37 @@ func FuzzParse(f *testing.F) {
 		again, err := Parse(id.String())
 		if err != nil || again != id {
 			t.Fatalf("Parse(%q) = %+v, but its String %q parses to %+v, %v", s, id, id.String(), again, err)
+		}
+	})
+}
+
+// FuzzParseFerryKey: a key is read only from ASCII, as the string
+// FerryKey writes for it (dashes, spaces and case aside; the last
+// character carries one bit, base32 of 32 bytes leaving four unused), and
+// what FerryKey writes reads back as the same key.
+func FuzzParseFerryKey(f *testing.F) {
+	for _, c := range parseCases {
+		f.Add(c.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sum, err := ParseFerryKey(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadID) {
+				t.Fatalf("ParseFerryKey(%q): %v is not ErrBadID", s, err)
+			}
+			return
+		}
+		for _, r := range s {
+			if r >= utf8.RuneSelf {
+				t.Fatalf("ParseFerryKey(%q) read a key from a string that is not ASCII", s)
+			}
+		}
+		key := FerryKey(sum)
+		if bare := strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(s))); bare[:FerryKeyLen-1] != key[:FerryKeyLen-1] {
+			t.Fatalf("ParseFerryKey(%q) read the key written %q", s, key)
+		}
+		if again, err := ParseFerryKey(key); err != nil || again != sum {
+			t.Fatalf("ParseFerryKey(FerryKey(%x)) = %x, %v", sum, again, err)
 		}
 	})
 }

@@ -137,7 +137,7 @@ func onlyListen(tp string) []addr.Kind {
 	return out
 }
 
-func writeFile(t *testing.T, path string, size int) []byte {
+func writeFile(t testing.TB, path string, size int) []byte {
 	t.Helper()
 	data := make([]byte, size)
 	rand.Read(data)

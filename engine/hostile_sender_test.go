@@ -72,29 +72,51 @@ func (r *rawReceiver) drainData() {
 	}
 }
 
+// liarSetup is what a real sender facing a liar is built from: the
+// sending engine, the liar's identity and the files offered. Building it
+// takes most of a run (an engine, a key, files written and listed), so
+// FuzzSenderControl builds it once per worker and runs each input on it.
+type liarSetup struct {
+	send  *Engine
+	liar  *identity.Identity
+	files []localFile
+}
+
+// newLiarSetup builds a sender that offers two files of 3 chunks each.
+func newLiarSetup(tb testing.TB) *liarSetup {
+	tb.Helper()
+	send := testEngine(tb, Options{ChunkSize: 4096})
+	liar, err := identity.LoadOrCreate(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	src := tb.TempDir()
+	writeFile(tb, filepath.Join(src, "d", "a.bin"), 3*4096)
+	writeFile(tb, filepath.Join(src, "d", "b.bin"), 3*4096)
+	files, err := buildManifest([]string{filepath.Join(src, "d")})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &liarSetup{send: send, liar: liar, files: files}
+}
+
 // againstLiar runs a real sender (two files of 3 chunks each) against script,
 // whose hello lists features, and returns the session's error and what the
 // sender verified.
 func againstLiar(t *testing.T, features []string, script func(r *rawReceiver)) (error, int64) {
 	t.Helper()
-	send := testEngine(t, Options{ChunkSize: 4096})
-	liar, err := identity.LoadOrCreate(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := t.TempDir()
-	writeFile(t, filepath.Join(src, "d", "a.bin"), 3*4096)
-	writeFile(t, filepath.Join(src, "d", "b.bin"), 3*4096)
-	files, err := buildManifest([]string{filepath.Join(src, "d")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, srv := newPipeConns(send.ident.ID, liar.ID)
+	return newLiarSetup(t).run(t, features, script)
+}
+
+// run is one session of l's sender against script (againstLiar).
+func (l *liarSetup) run(t *testing.T, features []string, script func(r *rawReceiver)) (error, int64) {
+	t.Helper()
+	cli, srv := newPipeConns(l.send.ident.ID, l.liar.ID)
 	r := &rawReceiver{t: t, conn: srv, features: features}
 	scripted := make(chan struct{})
 	go func() {
 		defer close(scripted)
-		if err := r.greet(liar); err != nil {
+		if err := r.greet(l.liar); err != nil {
 			return
 		}
 		script(r)
@@ -102,8 +124,8 @@ func againstLiar(t *testing.T, features []string, script func(r *rawReceiver)) (
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tr := &Transfer{id: "liar", dir: Sending, done: make(chan struct{}), started: time.Now()}
-	tx := &sender{e: send, t: tr, files: files, chunkSize: 4096}
-	err = tx.session(ctx, cli, "test", "", SendOptions{Streams: 2})
+	tx := &sender{e: l.send, t: tr, files: slices.Clone(l.files), chunkSize: 4096}
+	err := tx.session(ctx, cli, "test", "", SendOptions{Streams: 2})
 	if ctx.Err() != nil {
 		t.Fatal("the sender did not end the session by itself")
 	}
@@ -260,11 +282,12 @@ func FuzzSenderControl(f *testing.F) {
 	}
 	f.Add(encode(&wire.Prompt{}, &wire.Prompt{Shown: true}, &wire.Decision{Accept: true}))
 	f.Add(encode(&wire.Decision{Accept: false, Code: wire.CodeDeclined}))
+	l := newLiarSetup(f)
 	f.Fuzz(func(t *testing.T, answers []byte) {
 		if len(answers) > 1<<16 {
 			return
 		}
-		againstLiar(t, []string{wire.FeaturePrompt}, func(r *rawReceiver) {
+		l.run(t, []string{wire.FeaturePrompt}, func(r *rawReceiver) {
 			go r.drainData()
 			r.ctl.s.Write(answers)
 			r.ctl.s.Close() // and hang up

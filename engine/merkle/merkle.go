@@ -72,7 +72,7 @@ func Chunks(size int64, chunkSize int) int {
 	if size <= 0 {
 		return 1
 	}
-	return int((size + int64(chunkSize) - 1) / int64(chunkSize))
+	return int((size-1)/int64(chunkSize) + 1) // size+chunkSize-1 overflows near the largest size
 }
 
 // ChunkLen returns the length of chunk i of a file of size bytes.

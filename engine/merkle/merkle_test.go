@@ -1,6 +1,7 @@
 package merkle
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -78,6 +79,10 @@ func TestChunkLen(t *testing.T) {
 		{11, 10, 1, 1, 2},
 		{25, 10, 2, 5, 3},
 		{25, 10, 3, 0, 3},
+		// A size near the largest counts without overflowing (a damaged
+		// resume journal's: its chunks were counted negative).
+		{math.MaxInt64, 1 << 20, 0, 1 << 20, 1 << 43},
+		{math.MaxInt64, 1 << 62, 1, 1<<62 - 1, 2},
 	} {
 		if got := ChunkLen(c.size, c.chunk, c.i); got != c.wantLen {
 			t.Errorf("ChunkLen(%d,%d,%d)=%d want %d", c.size, c.chunk, c.i, got, c.wantLen)

@@ -137,13 +137,18 @@ func frame(w io.Writer, payload []byte) error {
 
 // Chunk records that chunk landed in file with this CRC32C and leaf.
 func (j *Journal) Chunk(file, chunk, crc uint32, leaf merkle.Hash) error {
-	var p [1 + 4 + 4 + 4 + 32]byte
+	return j.write(chunkRecord(file, chunk, crc, leaf))
+}
+
+// chunkRecord is a chunk's record.
+func chunkRecord(file, chunk, crc uint32, leaf merkle.Hash) []byte {
+	p := make([]byte, 1+4+4+4+32)
 	p[0] = recChunk
 	binary.BigEndian.PutUint32(p[1:], file)
 	binary.BigEndian.PutUint32(p[5:], chunk)
 	binary.BigEndian.PutUint32(p[9:], crc)
 	copy(p[13:], leaf[:])
-	return j.write(p[:])
+	return p
 }
 
 // Partial records the name and identity of file's partial (and the file's
@@ -360,11 +365,12 @@ func records(r io.Reader) iter.Seq[record] {
 // or saved record of a file the snapshot does not list adds its entry, its
 // path left for Check to take from the offer (and a saved one's size,
 // marked -1). Records that do not fit (a chunk of a file not begun, a
-// chunk out of range, a size that changed) make the whole state suspect.
+// chunk out of range, a size that changed, files past the chunks a state
+// holds) make the whole state suspect.
 func applyJournal(s *State, recs []record) error {
-	byIdx := filesByIndex(s)
+	p := newReplay(s)
 	for _, r := range recs {
-		if err := applyRecord(s, byIdx, r); err != nil {
+		if err := p.apply(r); err != nil {
 			return err
 		}
 	}
@@ -379,23 +385,45 @@ func applyJournal(s *State, recs []record) error {
 // is still named (for listing and discarding), without the bitmaps a
 // resume needs.
 func salvageJournal(s *State, recs iter.Seq[record], headWhole bool) {
-	var byIdx map[uint32]int
+	var p *replay
 	for r := range recs {
-		if byIdx == nil {
+		if p == nil {
 			var h State
 			if r.typ == recHead && !headWhole && json.Unmarshal([]byte(r.name), &h) == nil {
 				h.Files, h.More = s.Files, nil
 				*s = h
 			}
-			byIdx = filesByIndex(s)
+			p = newReplay(s)
 		}
-		if _, ok := byIdx[r.file]; !ok && (r.typ == recBegun || r.typ == recMade) && s.ChunkSize <= 0 {
+		if _, ok := p.byIdx[r.file]; !ok && (r.typ == recBegun || r.typ == recMade) && s.ChunkSize <= 0 {
 			s.Files = append(s.Files, File{Index: r.file, Size: r.size, Partial: r.name, PartialID: r.id})
-			byIdx[r.file] = len(s.Files) - 1
+			p.byIdx[r.file] = len(s.Files) - 1
 			continue
 		}
-		applyRecord(s, byIdx, r)
+		p.apply(r)
 	}
+}
+
+// maxChunks bounds the chunks a state's entries hold, the journal's files
+// with the snapshot's: a snapshot of more could not be read back
+// (maxStateFile), and each record of a damaged journal could otherwise
+// ask for hundreds of megabytes of bitmaps.
+const maxChunks = maxStateFile / 32
+
+// replay is a journal being replayed onto a state.
+type replay struct {
+	s      *State
+	byIdx  map[uint32]int // s's file indexes to their entries
+	chunks int            // the chunks s's entries hold (maxChunks)
+}
+
+func newReplay(s *State) *replay {
+	p := &replay{s: s, byIdx: make(map[uint32]int, len(s.Files))}
+	for i := range s.Files {
+		p.byIdx[s.Files[i].Index] = i
+		p.chunks += len(s.Files[i].CRCs)
+	}
+	return p
 }
 
 // setChunk records chunk c of f (the entry of file) as held.
@@ -407,22 +435,13 @@ func setChunk(f *File, file, c, crc uint32, leaf merkle.Hash) error {
 	return nil
 }
 
-// filesByIndex maps s's file indexes to their entries.
-func filesByIndex(s *State) map[uint32]int {
-	byIdx := make(map[uint32]int, len(s.Files))
-	for i := range s.Files {
-		byIdx[s.Files[i].Index] = i
-	}
-	return byIdx
-}
-
-// applyRecord replays one record (applyJournal); byIdx maps s's file
-// indexes to their entries.
-func applyRecord(s *State, byIdx map[uint32]int, r record) error {
+// apply replays one record.
+func (p *replay) apply(r record) error {
+	s := p.s
 	if r.typ == recHead {
 		return nil // the snapshot's own head, read with it
 	}
-	k, ok := byIdx[r.file]
+	k, ok := p.byIdx[r.file]
 	if !ok {
 		switch r.typ {
 		case recBegun, recMade:
@@ -430,9 +449,10 @@ func applyRecord(s *State, byIdx map[uint32]int, r record) error {
 				return fmt.Errorf("journal names file %d of a state without a chunk size", r.file)
 			}
 			n := merkle.Chunks(r.size, s.ChunkSize)
-			if n > maxStateFile/32 {
-				return fmt.Errorf("journal gives file %d %d bytes", r.file, r.size)
+			if n > maxChunks-p.chunks {
+				return fmt.Errorf("journal gives file %d %d bytes, past the %d chunks a state holds", r.file, r.size, maxChunks)
 			}
+			p.chunks += n
 			s.Files = append(s.Files, NewFile(r.file, "", r.size, n))
 		case recSaved:
 			s.Files = append(s.Files, File{Index: r.file, Size: -1})
@@ -440,7 +460,7 @@ func applyRecord(s *State, byIdx map[uint32]int, r record) error {
 			return fmt.Errorf("journal names file %d, which the snapshot does not have", r.file)
 		}
 		k = len(s.Files) - 1
-		byIdx[r.file] = k
+		p.byIdx[r.file] = k
 	}
 	f := &s.Files[k]
 	switch r.typ {
@@ -460,6 +480,7 @@ func applyRecord(s *State, byIdx map[uint32]int, r record) error {
 	case recPartial:
 		f.Partial, f.PartialID = r.name, ""
 	case recSaved:
+		p.chunks -= len(f.CRCs)
 		f.Done, f.SavedAs = true, r.name
 		f.Partial, f.PartialID, f.Have, f.Leaves, f.CRCs = "", "", nil, nil, nil
 	}

@@ -270,10 +270,10 @@ func (d *Dir) Load(key string) (*State, error) {
 	if err != nil || s == nil {
 		return s, err
 	}
-	byIdx := filesByIndex(s)
+	p := newReplay(s)
 	var bad error
 	if err := eachRecord(d.journalPath(key), func(r record) bool {
-		bad = applyRecord(s, byIdx, r)
+		bad = p.apply(r)
 		return bad == nil
 	}); err != nil {
 		return nil, err

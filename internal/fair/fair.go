@@ -200,6 +200,16 @@ func (sl *Slot) SetRank(rank int) {
 	sl.s.mu.Unlock()
 }
 
+// Rank is the slot's rank (see SetRank); 0 for a nil Slot.
+func (sl *Slot) Rank() int {
+	if sl == nil {
+		return 0
+	}
+	sl.s.mu.Lock()
+	defer sl.s.mu.Unlock()
+	return sl.rank
+}
+
 // Hold sets whether the slot is held firm: a firm slot is never taken by a
 // newcomer of its own source (Renew), only released or, as any slot, taken
 // by another source's newcomer (Floor, the busiest source). A nil Slot

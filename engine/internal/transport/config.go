@@ -63,9 +63,11 @@ type Config struct {
 	// growth off. (FERRY_MAX_FLOWS)
 	MaxFlows int
 
-	// Clock drives the dial race's head start and auto's wait for TCP's
-	// check of a short path; nil means the system clock
-	// (the engine passes its own, Options.Clock).
+	// Clock drives the dial race's head start, auto's wait for TCP's
+	// check of a short path and the time a QUIC listener gives a
+	// connection to open a stream after its handshake before it ranks as
+	// silent; nil means the system clock (the engine passes its own,
+	// Options.Clock).
 	Clock clock.Clock
 	// HeadStart is the head start each priority bucket of a dial race gets
 	// before the next bucket dials too (QUIC's over TCP, Happy Eyeballs):

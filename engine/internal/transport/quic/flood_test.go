@@ -16,6 +16,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
 	"github.com/ferrydrop/ferry/engine/internal/transport/transporttest"
+	"github.com/ferrydrop/ferry/internal/clock"
 	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
@@ -132,13 +133,8 @@ func TestEndingAConnectionWaitsForNothing(t *testing.T) {
 	far := newListener(t, transport.Config{}).Addr()
 	admit := func(from net.IP) *liveConn {
 		t.Helper()
-		ctx, cancel := context.WithCancel(t.Context())
-		t.Cleanup(cancel)
-		cctx, err := ln.admit(ctx, &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: from, Port: 1000}})
-		if err != nil {
-			t.Fatalf("refused: %v", err)
-		}
-		return cctx.Value(liveKey{}).(*liveConn)
+		lc, _ := admitted(t, ln, from)
+		return lc
 	}
 	returns := func(what string, f func()) {
 		t.Helper()
@@ -205,27 +201,55 @@ func TestEndingAConnectionWaitsForNothing(t *testing.T) {
 	testutil.WaitFor(t, "the ended connection to close", func() bool { return unadmitted.Context().Err() != nil })
 }
 
-// connThatCannotClose dials addr and returns the connection, whose socket
-// then sends nothing until ending is called: closing it blocks until then.
-func connThatCannotClose(t *testing.T, addr net.Addr) (c *quic.Conn, ending func()) {
+// admitted gives a connection from ip, port 1000, its place as quic-go
+// would (Listener.admit), and returns the place and the end of the
+// connection's context (quic-go ends it when the connection ended).
+func admitted(t *testing.T, ln *Listener, ip net.IP) (*liveConn, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	cctx, err := ln.admit(ctx, &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: ip, Port: 1000}})
+	if err != nil {
+		t.Fatalf("%v refused: %v", ip, err)
+	}
+	return cctx.Value(liveKey{}).(*liveConn), cancel
+}
+
+// dialOver dials addr over sock and returns the connection once its
+// handshake finished.
+func dialOver(t *testing.T, sock net.PacketConn, addr net.Addr) *quic.Conn {
+	t.Helper()
+	tr := &quic.Transport{Conn: sock}
+	t.Cleanup(func() {
+		tr.Close()
+		sock.Close()
+	})
+	c, err := tr.Dial(t.Context(), addr, newTestIdentity(t).TLSConfig(false, nil), quicConfig(transport.Config{}.WithDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// loopbackSocket is a UDP socket on 127.0.0.1.
+func loopbackSocket(t *testing.T) *net.UDPConn {
 	t.Helper()
 	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := &gatedConn{PacketConn: udp, open: make(chan struct{})}
-	tr := &quic.Transport{Conn: sock}
-	t.Cleanup(func() {
-		tr.Close()
-		udp.Close()
-	})
+	return udp
+}
+
+// connThatCannotClose dials addr and returns the connection, whose socket
+// then sends nothing until ending is called: closing it blocks until then.
+func connThatCannotClose(t *testing.T, addr net.Addr) (c *quic.Conn, ending func()) {
+	t.Helper()
+	sock := &gatedConn{PacketConn: loopbackSocket(t), open: make(chan struct{})}
+	c = dialOver(t, sock, addr)
 	var once sync.Once
 	ending = func() { once.Do(func() { close(sock.open) }) }
-	t.Cleanup(ending)
-	c, err = tr.Dial(t.Context(), addr, newTestIdentity(t).TLSConfig(false, nil), quicConfig(transport.Config{}.WithDefaults()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(ending) // before dialOver's cleanup closes the transport, which sends
 	sock.gated.Store(true)
 	return c, ending
 }
@@ -244,6 +268,106 @@ func (c *gatedConn) WriteTo(p []byte, a net.Addr) (int, error) {
 	return c.PacketConn.WriteTo(p, a)
 }
 
+// Issue #27 (4): under a flood from the real sender's own address of
+// connections that finish their handshake and open no stream, each of the
+// flood's newcomers ended the sender's connection whose handshake still ran
+// before any of the flood's (a finished handshake ranked above one in
+// progress). A connection that opened no stream by silentAfter after its
+// handshake now ranks below a handshake in progress and is ended first;
+// before that, or once a stream opened however late, it ranks above.
+func TestSilentConnectionsAreEndedFirst(t *testing.T) {
+	t.Parallel()
+	fake := clock.NewFake(time.Now())
+	ln := newListener(t, transport.Config{Clock: fake, HandshakeTimeout: time.Minute})
+	// ln's connections are dialled to a server of the test's, which opens
+	// a stream on one when told: ln sees only what the test hands it.
+	far, farConns := streamServer(t)
+	src := net.IPv4(192, 0, 2, 7)
+	handshook := func() (*liveConn, *quic.Conn) {
+		t.Helper()
+		lc, _ := admitted(t, ln, src)
+		c := dialOver(t, loopbackSocket(t), far)
+		if !lc.accepted(c) {
+			t.Fatal("a connection no newcomer ended was not taken")
+		}
+		ln.handshook(c, lc) // what the accept loop runs for it
+		return lc, <-farConns
+	}
+	silent, _ := handshook()
+	late, lateFar := handshook()
+	fake.Advance(silentAfter / 2)
+	recent, _ := handshook()
+	fake.Advance(silentAfter / 2) // silent and late are past silentAfter, recent is not
+	testutil.WaitFor(t, "the connections without a stream to rank silent", func() bool {
+		return silent.slot.Rank() < liveHandshaking && late.slot.Rank() < liveHandshaking
+	})
+	if r := recent.slot.Rank(); r != liveHandshook {
+		t.Fatalf("a connection within silentAfter of its handshake ranks %d, want %d", r, liveHandshook)
+	}
+	st, err := lateFar.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Write([]byte{0}) // a stream frame; its join header never completes
+	testutil.WaitFor(t, "a stream opened past silentAfter to rank its connection handshook", func() bool {
+		return late.slot.Rank() == liveHandshook
+	})
+
+	running, _ := admitted(t, ln, src)
+	if !running.accepted(dialOver(t, loopbackSocket(t), far)) {
+		t.Fatal("a connection no newcomer ended was not taken")
+	}
+	<-farConns
+	for range maxLiveConnsPerSource - 4 {
+		admitted(t, ln, src) // ranked liveFirstPacket
+	}
+	doomed := func(lc *liveConn) bool {
+		lc.mu.Lock()
+		defer lc.mu.Unlock()
+		return lc.doomed
+	}
+	admitted(t, ln, src)
+	if doomed(running) || !doomed(silent) {
+		t.Fatalf("a newcomer ended the connection whose handshake runs (%v), not the one silent since its handshake (%v)", doomed(running), doomed(silent))
+	}
+	admitted(t, ln, src)
+	if !doomed(running) || doomed(recent) || doomed(late) {
+		t.Fatalf("the next newcomer ended a connection that finished its handshake within silentAfter (%v) or opened a stream (%v), not the one whose handshake runs", doomed(recent), doomed(late))
+	}
+}
+
+// streamServer is a QUIC server on loopback that hands the test each
+// connection it accepted.
+func streamServer(t *testing.T) (net.Addr, <-chan *quic.Conn) {
+	t.Helper()
+	ln, err := quic.Listen(loopbackSocket(t), newTestIdentity(t).TLSConfig(true, nil), quicConfig(transport.Config{}.WithDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make(chan *quic.Conn, 8)
+	var accepted []*quic.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			accepted = append(accepted, c)
+			conns <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range accepted {
+			c.CloseWithError(0, "")
+		}
+	})
+	return ln.Addr(), conns
+}
+
 // Issue #27 (1): connections from every source together that have not
 // sent their join header share maxJoining places: beyond, a newcomer ends
 // the oldest of the busiest source, which lingers (counted against its
@@ -255,13 +379,7 @@ func TestJoiningBudget(t *testing.T) {
 	ln := newListener(t, transport.Config{})
 	admit := func(ip net.IP) (*liveConn, context.CancelFunc) {
 		t.Helper()
-		ctx, cancel := context.WithCancel(t.Context())
-		t.Cleanup(cancel)
-		cctx, err := ln.admit(ctx, &quic.ClientInfo{RemoteAddr: &net.UDPAddr{IP: ip, Port: 1000}})
-		if err != nil {
-			t.Fatalf("%v refused: %v", ip, err)
-		}
-		return cctx.Value(liveKey{}).(*liveConn), cancel
+		return admitted(t, ln, ip)
 	}
 	joined, _ := admit(net.IPv4(198, 51, 100, 1))
 	joined.joining.Release() // what handshake does once the join header arrived

@@ -18,6 +18,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/internal/errcode"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/join"
+	"github.com/ferrydrop/ferry/internal/clock"
 	"github.com/ferrydrop/ferry/internal/fair"
 )
 
@@ -131,13 +132,27 @@ const maxJoining = 256
 // ranked first. Once its join header arrived it is never ended for a
 // newcomer of its own source.
 const (
-	liveHandshaking = iota // accepted early: its handshake runs
-	liveHandshook          // its handshake finished, its join header has not arrived
+	// Its handshake finished silentAfter ago or more and it opened no
+	// stream: a real sender opens its first stream right behind its
+	// handshake, a flood of connections without a stream never does.
+	// First, so that such a flood's newcomers end its own connections
+	// rather than a real sender's whose handshake still runs.
+	liveSilent      = iota
+	liveHandshaking // accepted early: its handshake runs
+	liveHandshook   // its handshake finished within silentAfter, or a stream opened; its join header has not arrived
 	// Before quic-go processed its ClientHello there is nothing to close
 	// yet: ended, it lingers until it is accepted (and closed at once) or
 	// its handshake times out. Last, so that a flood costs few of those.
 	liveFirstPacket
 )
+
+// silentAfter is how long after its handshake a connection may open no
+// stream before it ranks liveSilent. A sender writes its join header as
+// soon as its handshake finished, in the flight of its last handshake
+// packet or right behind it: the bound is for a loaded sender's
+// scheduling, not for the path. Reaching it costs a real connection
+// little: among the silent ones it is the youngest, ended last.
+const silentAfter = time.Second
 
 var errSourceBusy = errors.New("too many connections from this address")
 
@@ -148,11 +163,13 @@ type liveConn struct {
 	slot    *fair.Slot
 	joining *fair.Slot // released once its join header arrived
 
-	mu      sync.Mutex // guards the fields below
-	qc      *quic.Conn // once accepted
-	doomed  bool       // a newcomer took its place: close it once accepted
-	lingers bool       // doomed before it was accepted: counted in Listener.lingering
-	ended   bool
+	mu       sync.Mutex // guards the fields below
+	qc       *quic.Conn // once accepted
+	doomed   bool       // a newcomer took its place: close it once accepted
+	lingers  bool       // doomed before it was accepted: counted in Listener.lingering
+	ended    bool
+	silence  clock.Timer // ranks it liveSilent silentAfter after its handshake
+	streamed bool        // a stream opened: never liveSilent
 }
 
 type liveKey struct{}
@@ -212,6 +229,9 @@ func (lc *liveConn) gone() {
 	lc.ended = true
 	lingered := lc.lingers
 	lc.qc = nil
+	if lc.silence != nil {
+		lc.silence.Stop()
+	}
 	lc.mu.Unlock()
 	if !lingered {
 		return
@@ -238,6 +258,36 @@ func (lc *liveConn) accepted(qc *quic.Conn) bool {
 	}
 	lc.slot.SetRank(liveHandshaking)
 	return true
+}
+
+// handshakeDone ranks the connection handshook, and silent once
+// silentAfter passed on c unless a stream opened by then.
+func (lc *liveConn) handshakeDone(c clock.Clock) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.ended || lc.streamed {
+		return
+	}
+	lc.slot.SetRank(liveHandshook)
+	lc.silence = c.AfterFunc(silentAfter, func() {
+		lc.mu.Lock()
+		defer lc.mu.Unlock()
+		if !lc.ended && !lc.streamed {
+			lc.slot.SetRank(liveSilent)
+		}
+	})
+}
+
+// streamOpened ranks a connection that opened a stream handshook again,
+// however late the stream came: it is no longer silent.
+func (lc *liveConn) streamOpened() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.streamed = true
+	if lc.silence != nil {
+		lc.silence.Stop()
+	}
+	lc.slot.SetRank(liveHandshook)
 }
 
 func liveOf(qc *quic.Conn) *liveConn {
@@ -364,7 +414,7 @@ func (l *Listener) handshook(c *quic.Conn, lc *liveConn) {
 		c.CloseWithError(0, "")
 		return
 	}
-	lc.slot.SetRank(liveHandshook)
+	lc.handshakeDone(l.cfg.Clock)
 	a, ok := l.waitAdmission(c)
 	if !ok || !l.gate.Handshake(c.RemoteAddr().String(), join.Identified, func(ctx context.Context, p *join.Pending) { l.handshake(ctx, c, a, lc, p) }) {
 		closeBusy(c)
@@ -383,6 +433,7 @@ func (l *Listener) handshake(ctx context.Context, qc *quic.Conn, a *admission, l
 		c.refuse(fmt.Errorf("%w: %w", errcode.ErrBadHeader, errNoStream))
 		return
 	}
+	lc.streamOpened()
 	if d, ok := ctx.Deadline(); ok {
 		st.SetReadDeadline(d)
 	}

@@ -62,7 +62,7 @@ func TestBrowserUploadRow(t *testing.T) {
 			if v.sub.Text != "1 file · 300.0 kB" || v.bar.Value != 1 {
 				t.Errorf("sub %q, bar %v", v.sub.Text, v.bar.Value)
 			}
-			if !contains(v.stateLbl.Text, "1 verified") {
+			if v.stateLbl.Text != "Received 1 file · verified" {
 				t.Errorf("state %q", v.stateLbl.Text)
 			}
 		})

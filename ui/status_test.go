@@ -100,7 +100,7 @@ func TestOneRowAcrossPauses(t *testing.T) {
 	}
 	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "r", Direction: Incoming, Peer: alice,
 		Result: &Result{State: StateDone, Files: 1, Verified: 1, Bytes: 100}})
-	if v.stateLbl.Text != "Done · 1 verified" {
+	if v.stateLbl.Text != "Received 1 file · verified" {
 		t.Fatalf("done: %q", v.stateLbl.Text)
 	}
 	// A late non-final event never revives a finished row.

@@ -79,7 +79,8 @@ func (u *UI) underWay() (lines, ids []string) {
 }
 
 // trayLine is a transfer under way in a few words: "From Alice: photos
-// (3 files) · 45 %", or "To Bob: a.jpg · waiting for the answer".
+// (3 files) · 45%", or "To Bob: a.jpg · waiting for the answer". The
+// percentage is written as the rows' progress bars write theirs.
 func (u *UI) trayLine(v *transferView) string {
 	who := u.who(v.peer)
 	s := "To " + who
@@ -100,7 +101,7 @@ func (u *UI) trayLine(v *transferView) string {
 	case v.d.Phase == transfer.Reconnecting:
 		return s + " · reconnecting"
 	case v.total > 0:
-		return s + fmt.Sprintf(" · %d %%", min(99, v.d.Bytes*100/v.total)) // 100 % is Done, in Recent transfers
+		return s + fmt.Sprintf(" · %d%%", min(99, v.d.Bytes*100/v.total)) // 100% is Done, in Recent transfers
 	}
 	return s
 }

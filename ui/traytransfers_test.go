@@ -37,7 +37,7 @@ func TestTrayListsTransfersUnderWay(t *testing.T) {
 	}
 	c.t = c.t.Add(time.Second)
 	u.tickTray(c.t) // the last progress, in the next refresh
-	want := strings.Replace(before, "Receiving||", "Receiving||To Bob: report.pdf · waiting for the answer|From Alice: photos (3 files) · 50 %||", 1)
+	want := strings.Replace(before, "Receiving||", "Receiving||To Bob: report.pdf · waiting for the answer|From Alice: photos (3 files) · 50%||", 1)
 	if got := labels(); got != want {
 		t.Fatalf("tray menu\n%q, want\n%q", got, want)
 	}

@@ -61,7 +61,7 @@ func TestDeliveryStateTable(t *testing.T) {
 			st("d2", "paused"),
 		},
 		want: []want{
-			{id: "d1", phase: Done, status: "Done · 1 verified", actions: []Action{ActionOpen}, bytes: 200 * mb},
+			{id: "d1", phase: Done, status: "Received 1 file · verified", actions: []Action{ActionOpen}, bytes: 200 * mb},
 			{id: "d2", phase: Paused, by: Peer, status: "Paused by Alice", bytes: 30 * mb},
 		},
 		rows: 2,
@@ -73,7 +73,7 @@ func TestDeliveryStateTable(t *testing.T) {
 			{Kind: EvState, Delivery: "r", Direction: Incoming, State: "active"}, fileEnd("r", "note.txt", true, ""),
 			{Kind: EvResult, Delivery: "r", State: "done", Verified: 1, Bytes: 3 * mb},
 		},
-		want: []want{{id: "r", phase: Done, status: "Done · 1 verified", actions: []Action{ActionOpen}, bytes: 3 * mb}},
+		want: []want{{id: "r", phase: Done, status: "Received 1 file · verified", actions: []Action{ActionOpen}, bytes: 3 * mb}},
 		rows: 1,
 	}, {
 		// Finding 2: cancel then resume runs again with Pause and Cancel.
@@ -250,7 +250,7 @@ func TestDeliveryStateTable(t *testing.T) {
 			st("r", "active"), fileEnd("r", "a", true, ""), fileEnd("r", "b", true, ""),
 			res("r", "done", "", false, ""),
 		},
-		want: []want{{id: "r", phase: Done, status: "Done · 2 verified · 1 refused", actions: []Action{ActionOpen}, bytes: 3}},
+		want: []want{{id: "r", phase: Done, status: "Received 2 files · verified · 1 refused", actions: []Action{ActionOpen}, bytes: 3}},
 		rows: 1,
 	}, {
 		// Finding 7: a path event shows "Network changed — continuing".
@@ -371,8 +371,24 @@ func TestDeliveryStateTable(t *testing.T) {
 			{Kind: EvOffer, Delivery: "r", Direction: Incoming, Peer: "Alice", Files: []File{big}, Count: 199, Total: big.Size},
 			st("r", "active"), {Kind: EvResult, Delivery: "r", State: "done", Verified: 199},
 		},
-		want: []want{{id: "r", phase: Done, status: "Done · 199 verified", actions: []Action{ActionOpen}, bytes: big.Size}},
+		want: []want{{id: "r", phase: Done, status: "Received 199 files · verified", actions: []Action{ActionOpen}, bytes: big.Size}},
 		rows: 1,
+	}, {
+		// A UI audit: the two sides of one delivery read alike, where the
+		// receiver's said "Done · 2,100 verified" and the sender's "Sent
+		// 2,100 files".
+		name: "both sides count the files alike",
+		events: []Event{
+			{Kind: EvOffer, Delivery: "s", Direction: Outgoing, Peer: "Bob", Files: []File{big}, Count: 2100, Total: big.Size},
+			st("s", "active"), {Kind: EvResult, Delivery: "s", State: "done"},
+			{Kind: EvOffer, Delivery: "r", Direction: Incoming, Peer: "Alice", Files: []File{big}, Count: 2100, Total: big.Size},
+			st("r", "active"), {Kind: EvResult, Delivery: "r", State: "done", Verified: 2100},
+		},
+		want: []want{
+			{id: "s", phase: Done, status: "Sent 2,100 files", bytes: big.Size},
+			{id: "r", phase: Done, status: "Received 2,100 files · verified", actions: []Action{ActionOpen}, bytes: big.Size},
+		},
+		rows: 2,
 	}, {
 		// Finding 4: the receiver's row says it refused 2 files, also when
 		// they were not among the files the offer listed.
@@ -381,7 +397,7 @@ func TestDeliveryStateTable(t *testing.T) {
 			{Kind: EvOffer, Delivery: "r", Direction: Incoming, Peer: "Alice", Files: []File{big}, Count: 201, Total: big.Size},
 			st("r", "active"), {Kind: EvResult, Delivery: "r", State: "done", Verified: 199, Refused: 2},
 		},
-		want: []want{{id: "r", phase: Done, status: "Done · 199 verified · 2 refused", actions: []Action{ActionOpen}, bytes: big.Size}},
+		want: []want{{id: "r", phase: Done, status: "Received 199 files · verified · 2 refused", actions: []Action{ActionOpen}, bytes: big.Size}},
 		rows: 1,
 	}, {
 		// Issue 29: a send on the LAN whose link is cut reconnects through

@@ -211,9 +211,12 @@ func (d *Delivery) doneText() string {
 		}
 		return "Text sent"
 	}
+	// Both sides count the files the same way ("Sent 3 files", "Received
+	// 3 files"); the receiver's were also checked against the sender's
+	// hashes, which its line says.
 	var parts []string
 	if d.Direction == Incoming {
-		parts = append(parts, "Done · "+numtext.Group(d.Verified)+" verified")
+		parts = append(parts, "Received "+plural(d.Verified, "file")+" · verified")
 	} else {
 		parts = append(parts, "Sent "+plural(d.files()-d.Refused, "file"))
 	}

@@ -159,7 +159,7 @@ func (b *backend) Partials() []ui.PartialTransfer {
 	ps := b.eng.Partials()
 	out := make([]ui.PartialTransfer, len(ps))
 	for i, p := range ps {
-		out[i] = ui.PartialTransfer{Key: p.Key, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files,
+		out[i] = ui.PartialTransfer{Key: p.Key, Delivery: p.Delivery, PeerID: p.PeerID, PeerName: p.PeerName, Dest: p.Dest, Files: p.Files,
 			Saved: p.Saved, Bytes: p.OnDisk, Updated: p.Updated, Receiving: p.Receiving, Damaged: p.Damaged, Unremoved: p.Unremoved}
 		if p.Unremoved {
 			out[i].Files = len(p.Partials) // its files are those partials

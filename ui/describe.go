@@ -64,7 +64,7 @@ func (u *UI) Describe() Described {
 			continue
 		}
 		d.Transfers = append(d.Transfers, DescribedRow{Title: v.title.full, Sub: v.sub.Text, State: v.stateLbl.Text, Bar: v.bar.Value,
-			Buttons: buttons(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.cancel)})
+			Buttons: buttons(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.discard, v.cancel)})
 	}
 	for _, r := range u.devices.rows {
 		row := DescribedRow{Title: displayName(r.dev), Buttons: buttons(r.send)}

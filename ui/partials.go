@@ -93,7 +93,7 @@ func (v *partialsView) confirmDiscard(p PartialTransfer) {
 	text.Wrapping = fyne.TextWrapWord
 	var d *dialog.CustomDialog
 	keep := u.newButton("Keep", nil, func() { d.Hide() })
-	del := u.newButton("Discard", theme.DeleteIcon(), func() { d.Hide(); v.discard(p.Key) })
+	del := u.newButton("Discard", theme.DeleteIcon(), func() { d.Hide(); v.discard(p) })
 	del.Importance = widget.DangerImportance
 	d = dialog.NewCustomWithoutButtons("Discard unfinished transfer?", text, u.win)
 	d.SetButtons([]fyne.CanvasObject{keep, del})
@@ -103,9 +103,11 @@ func (v *partialsView) confirmDiscard(p PartialTransfer) {
 	u.showModal(d, &modal{dismiss: d.Hide, confirm: d.Hide}, keep)
 }
 
-func (v *partialsView) discard(key string) {
-	if err := v.u.be.DiscardPartial(key); err != nil {
+func (v *partialsView) discard(p PartialTransfer) {
+	if err := v.u.be.DiscardPartial(p.Key); err != nil {
 		v.u.showError("Could not discard the partial files", err)
+	} else {
+		v.u.transfers.discarded(p.Delivery) // its row in Transfers, if shown
 	}
 	v.reload()
 }

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -324,5 +325,62 @@ func TestDetailsSayHowLongTheAnswerTook(t *testing.T) {
 		Result: &Result{State: StateDone, Files: 1, Bytes: 10, Transport: "tcp", Duration: 44 * time.Second, Waited: 2 * time.Second, Checked: 41 * time.Second}})
 	if got := detailsText(u.transfers.byID["w3"]); !contains(got, "Took 44.0 s: 2.0 s waiting for the answer to the offer, 41.0 s checking what was kept from before, 1.0 s moving the files") {
 		t.Errorf("details = %q", got)
+	}
+}
+
+// A UI audit: a receive its sender left mid-way (interrupted, waiting to
+// resume) could be given up only in Settings' Unfinished transfers. Its
+// row offers Discard, which asks as Settings does and then discards what
+// it kept; a discard in Settings ends the row too.
+func TestInterruptedRowDiscards(t *testing.T) {
+	u, be, c := newTestUI(t)
+	alice := Peer{ID: idAlice, Name: "Alice"}
+	interrupt := func(id, delivery string) *transferView {
+		t.Helper()
+		u.ApplyTransfer(TransferEvent{Kind: TransferProgress, ID: id, Delivery: delivery, Direction: Incoming, State: StateActive, Peer: alice,
+			Progress: &Progress{Bytes: 50_000_000, Total: 100_000_000, TotalFiles: 1}})
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Delivery: delivery, Direction: Incoming, Peer: alice,
+			Result: &Result{State: StateInterrupted, Code: CodeConnectionLost, Err: "Interrupted — will resume when Alice is back."}})
+		return u.transfers.byID[id]
+	}
+	be.partials = []PartialTransfer{
+		{Key: "k1", Delivery: "D1", PeerID: idAlice, PeerName: "Alice", Files: 1, Bytes: 50_000_000, Updated: c.t},
+		{Key: "k2", Delivery: "D2", PeerID: idAlice, PeerName: "Alice", Files: 1, Bytes: 50_000_000, Updated: c.t},
+	}
+	v := interrupt("r1", "D1")
+	if _, ok := u.Describe().Transfers[0].Buttons["Discard"]; !ok || !v.discard.Visible() {
+		t.Fatalf("interrupted row %q offers %v, want Discard", v.stateLbl.Text, u.Describe().Transfers[0].Buttons)
+	}
+	test.Tap(v.discard)
+	if len(be.discarded) != 0 || u.partials.confirm == nil {
+		t.Fatalf("discarded %v at the first tap, asked %v", be.discarded, u.partials.confirm != nil)
+	}
+	test.Tap(u.partials.doIt)
+	if !slices.Equal(be.discarded, []string{"k1"}) {
+		t.Fatalf("discarded %v, want k1", be.discarded)
+	}
+	const gone = "Discarded by you: its partial files were deleted"
+	if v.stateLbl.Text != gone || v.discard.Visible() || v.cancel.Visible() || v.retry.Visible() || v.bar.Visible() {
+		t.Errorf("after the discard: %q, discard %v cancel %v retry %v bar %v", v.stateLbl.Text,
+			v.discard.Visible(), v.cancel.Visible(), v.retry.Visible(), v.bar.Visible())
+	}
+	if len(u.partials.rows) != 1 || u.partials.rows[0].p.Key != "k2" {
+		t.Errorf("Settings lists %d unfinished transfers after the discard, want k2", len(u.partials.rows))
+	}
+
+	// Discarded in Settings: its row says so, and offers it no more.
+	w := interrupt("r2", "D2")
+	test.Tap(u.partials.rows[0].discard)
+	test.Tap(u.partials.doIt)
+	if !slices.Equal(be.discarded, []string{"k1", "k2"}) || w.stateLbl.Text != gone || w.discard.Visible() {
+		t.Errorf("discarded in Settings: %v, row %q, Discard %v", be.discarded, w.stateLbl.Text, w.discard.Visible())
+	}
+
+	// Nothing kept of it any more (removed for its age): said, and over.
+	x := interrupt("r3", "D3")
+	modals := len(u.modals)
+	test.Tap(x.discard)
+	if len(u.modals) != modals+1 || len(be.discarded) != 2 || x.stateLbl.Text != gone {
+		t.Errorf("nothing kept: %d dialogs (want %d), discarded %v, row %q", len(u.modals), modals+1, be.discarded, x.stateLbl.Text)
 	}
 }

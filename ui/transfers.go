@@ -26,6 +26,7 @@ type transferView struct {
 	d         *transfer.Delivery // the row's state, words and buttons
 	final     bool               // d had finished when last counted (transferList.finished)
 	id        string
+	delivery  string // the delivery's ID, the same on both sides (TransferEvent.Delivery)
 	dir       Direction
 	peer      Peer
 	state     State
@@ -84,6 +85,7 @@ type transferView struct {
 	pause    *button
 	resume   *button
 	retry    *button
+	discard  *button // receiving, interrupted: discard what it kept
 	open     *button // "Open": the one file received
 	show     *button // "Show in folder": the received files' folder
 	copyText *button
@@ -286,6 +288,9 @@ func (l *transferList) apply(ev TransferEvent) {
 	}
 	if ev.Peer.Name != "" || ev.Peer.ID != "" {
 		v.peer = ev.Peer
+	}
+	if ev.Delivery != "" {
+		v.delivery = ev.Delivery
 	}
 	l.setPeer(v) // each event names the peer to the model without its short ID
 	// The model says whether an ended delivery goes on (Retry, Resume):
@@ -531,6 +536,7 @@ func (l *transferList) build(v *transferView) {
 		}
 	})
 	v.retry = u.newButton(string(transfer.ActionRetry), theme.MediaReplayIcon(), func() { l.retry(id) })
+	v.discard = u.newButton(string(transfer.ActionDiscard), theme.DeleteIcon(), func() { l.discard(id) })
 	v.open = u.newButton("Open", theme.FileIcon(), func() {
 		if p := firstSaved(l.byID[id]); p != "" {
 			u.openFile(p)
@@ -559,7 +565,7 @@ func (l *transferList) build(v *transferView) {
 	v.thumb.FillMode = canvas.ImageFillContain
 	v.thumb.SetMinSize(fyne.NewSize(thumbSize, thumbSize))
 	v.thumb.Hide()
-	v.buttons = container.NewHBox(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.cancel)
+	v.buttons = container.NewHBox(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.discard, v.cancel)
 	head := container.NewBorder(nil, nil, widget.NewIcon(icon), v.thumb, v.title)
 	v.foot = container.New(&footLayout{}, v.stateLbl, v.buttons)
 	v.pair = l.newPairStrip(v)
@@ -709,7 +715,8 @@ func (l *transferList) refresh(v *transferView) {
 
 	// The buttons are the model's actions: a resumed row runs again with
 	// Pause and Cancel; a receiving row stopped by its sender has nothing
-	// running here to cancel (Settings lists its partial files).
+	// running here to cancel, and one its sender left offers to discard
+	// what it kept.
 	acts := v.d.Actions()
 	in := v.dir == Incoming
 	done := v.d.Phase == transfer.Done
@@ -722,6 +729,7 @@ func (l *transferList) refresh(v *transferView) {
 		{v.pause, slices.Contains(acts, transfer.ActionPause)},
 		{v.resume, slices.Contains(acts, transfer.ActionResume)},
 		{v.retry, slices.Contains(acts, transfer.ActionRetry)},
+		{v.discard, slices.Contains(acts, transfer.ActionDiscard)},
 		{v.open, done && in && v.saved == 1 && v.dest != ""},
 		{v.show, done && in && v.dest != "" && (v.saved > 0 || v.files > 0)},
 		{v.copyText, v.text != "" && (done || !in)},
@@ -829,6 +837,35 @@ func showIf(o fyne.CanvasObject, show bool) bool {
 		o.Hide()
 	}
 	return true
+}
+
+// discard gives up an interrupted receive: what it kept is discarded as
+// Settings' Unfinished transfers discards it, after the same question
+// (partialsView.confirmDiscard, which ends the row once it is done).
+func (l *transferList) discard(id string) {
+	v := l.byID[id]
+	if v == nil {
+		return
+	}
+	for _, p := range l.u.be.Partials() {
+		if v.delivery != "" && p.Delivery == v.delivery {
+			l.u.partials.confirmDiscard(p)
+			return
+		}
+	}
+	// Discarded meanwhile, or removed for its age: it cannot resume.
+	l.u.showError("Nothing to discard", &Problem{Text: "Nothing of this transfer is kept any more: sent again, its files come over from the start."})
+	l.act(id, transfer.ActDiscard)
+}
+
+// discarded ends the receiving rows of a delivery whose partial files
+// were discarded: it will not resume.
+func (l *transferList) discarded(delivery string) {
+	for id, v := range l.byID {
+		if delivery != "" && v.delivery == delivery && v.dir == Incoming {
+			l.act(id, transfer.ActDiscard)
+		}
+	}
 }
 
 // retry sends a failed or cancelled transfer's files again. The new transfer

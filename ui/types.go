@@ -689,6 +689,7 @@ type BusySender struct {
 // are kept on disk so that the sender can resume it.
 type PartialTransfer struct {
 	Key      string // identifies it to Backend.DiscardPartial
+	Delivery string // the delivery it is (TransferEvent.Delivery), when known
 	PeerID   string
 	PeerName string
 	Dest     string // the folder its files go to

@@ -132,6 +132,9 @@ const (
 	// EvFiles: several files ended: Verified of them verified in place,
 	// Failed with an error (what many EvFile events add up to).
 	EvFiles
+	// ActDiscard: the user discarded what an interrupted receive kept
+	// (its partial files): it will not resume.
+	ActDiscard
 )
 
 // File is one file of a delivery.
@@ -238,9 +241,11 @@ type Delivery struct {
 	// goesOn: interrupted by a state, not a result: its transfer still
 	// runs here (a browser's page that stopped sending), so it can be
 	// cancelled.
-	goesOn  bool
-	Started time.Time
-	Ended   time.Time
+	goesOn bool
+	// discarded: cancelled by discarding what it kept (ActDiscard).
+	discarded bool
+	Started   time.Time
+	Ended     time.Time
 }
 
 // Model holds every delivery the app has seen this run.
@@ -366,6 +371,12 @@ func (m *Model) Apply(ev Event) *Delivery {
 		if d.Phase == Paused || d.Phase == Cancelled || d.Phase == Failed {
 			d.restart(Resumed)
 		}
+	case ActDiscard:
+		if d.Phase == Interrupted && !d.goesOn {
+			// Its partial files are gone: a send of it again starts over.
+			d.Phase, d.By, d.discarded, d.Bytes = Cancelled, You, true, 0
+			d.Ended = ev.Time
+		}
 	case ActCancel:
 		if d.Rejoin {
 			// Nothing runs: Cancel drops the send that waits for the
@@ -427,7 +438,7 @@ func (d *Delivery) reopens(ev Event) bool {
 // files and the bytes already in place.
 func (d *Delivery) restart(p Phase) {
 	d.Phase, d.By, d.Reason, d.Detail = p, Nobody, ReasonNone, ""
-	d.cancelAsked, d.Rejoin, d.NotStarted = false, false, false
+	d.cancelAsked, d.Rejoin, d.NotStarted, d.discarded = false, false, false, false
 	d.Ended = time.Time{}
 }
 

@@ -308,7 +308,40 @@ func TestDeliveryStateTable(t *testing.T) {
 			offer("r", Incoming, "Alice", big), st("r", "active"), prog("r", 50*mb),
 			res("r", "interrupted", "connection_lost", false, "control stream: unexpected EOF"),
 		},
-		want: []want{{id: "r", phase: Interrupted, status: "Interrupted — will resume when Alice is back", bytes: 50 * mb}},
+		want: []want{{id: "r", phase: Interrupted, status: "Interrupted — will resume when Alice is back",
+			actions: []Action{ActionDiscard}, bytes: 50 * mb}},
+		rows: 1,
+	}, {
+		// A UI audit: its row offers to give it up, as Settings' Unfinished
+		// transfers does (only Settings did); once discarded it is over,
+		// until its sender sends it again.
+		name: "interrupted receive discarded",
+		events: []Event{
+			offer("r", Incoming, "Alice", big), st("r", "active"), prog("r", 50*mb),
+			res("r", "interrupted", "connection_lost", false, "control stream: unexpected EOF"),
+			act("r", ActDiscard), st("r", "interrupted"), prog("r", 60*mb),
+		},
+		want: []want{{id: "r", phase: Cancelled, by: You, status: "Discarded by you: its partial files were deleted", bytes: 0}},
+		rows: 1,
+	}, {
+		name: "discarded receive sent again",
+		events: []Event{
+			offer("r", Incoming, "Alice", big), st("r", "active"), prog("r", 50*mb),
+			res("r", "interrupted", "connection_lost", false, ""), act("r", ActDiscard),
+			offer("r", Incoming, "Alice", big), st("r", "active"), prog("r", 10*mb),
+		},
+		want: []want{{id: "r", phase: Sending, status: "Receiving 1 file", actions: []Action{ActionCancel}, bytes: 10 * mb}},
+		rows: 1,
+	}, {
+		// A browser's set interrupted while its transfer goes on is
+		// cancelled (Cancel), not discarded.
+		name: "interrupted while it goes on is not discarded",
+		events: []Event{
+			offer("r", Incoming, "a browser at 192.168.1.5", big), st("r", "active"), prog("r", 50*mb),
+			st("r", "interrupted"), act("r", ActDiscard),
+		},
+		want: []want{{id: "r", phase: Interrupted, status: "Interrupted — will resume when a browser at 192.168.1.5 is back",
+			actions: []Action{ActionCancel}, bytes: 50 * mb}},
 		rows: 1,
 	}, {
 		// A browser's set whose page stopped sending: interrupted while

@@ -18,6 +18,9 @@ const (
 	ActionCancel Action = "Cancel"
 	ActionRetry  Action = "Retry"
 	ActionOpen   Action = "Open"
+	// ActionDiscard deletes what an interrupted receive kept, as
+	// Settings' Unfinished transfers does.
+	ActionDiscard Action = "Discard"
 )
 
 // Actions are the buttons the row offers now, in order.
@@ -33,10 +36,14 @@ func (d *Delivery) Actions() []Action {
 		// Interrupted while its transfer goes on (a browser's page that
 		// stopped sending): Cancel gives up on it.
 		return []Action{ActionCancel}
-	case d.Phase == Paused, d.Phase == Interrupted:
-		// Receiving, stopped by the sender: nothing runs here to cancel;
-		// it goes on when the sender resumes, and Settings lists its
-		// partial files to discard.
+	case d.Phase == Interrupted:
+		// Receiving, its sender gone: nothing runs here to cancel; it
+		// goes on when the sender is back, unless the user discards what
+		// it kept (as in Settings' Unfinished transfers).
+		return []Action{ActionDiscard}
+	case d.Phase == Paused:
+		// Receiving, paused by the sender: it goes on when the sender
+		// resumes.
 		return nil
 	case d.Phase == Failed && d.Rejoin:
 		// It goes on by itself when the device is back; Retry tries now,
@@ -127,6 +134,9 @@ func (d *Delivery) Status() string {
 		s = d.failedText()
 	case Cancelled:
 		s = d.byText("Cancelled")
+		if d.discarded {
+			s = "Discarded by you: its partial files were deleted"
+		}
 	case Declined:
 		// Say what was declined: a text is not "files".
 		if d.By == Nobody {

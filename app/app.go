@@ -569,6 +569,12 @@ func pumpEvents(ctx context.Context, evs <-chan engine.Event, b *backend, out ch
 		}
 		know := b.explain(&uev)
 		b.rejoin.mark(&uev)
+		if r := uev.Result; uev.Kind == ui.TransferState && r != nil && r.Code == ui.CodeGoingAway && uev.Peer.ID != "" {
+			// Its Ferry was closed there (it said so): the device is
+			// gone now, not when discovery would notice (a second after
+			// its goodbye; a probed device's TTL).
+			b.disc.Closed(uev.Peer.ID)
+		}
 		if !uev.Pairing {
 			for _, me := range ui.DeliveryEvents(uev) {
 				model.Apply(me)

@@ -144,7 +144,7 @@ type EventKind string
 const (
 	PeerAppeared EventKind = "appeared"
 	PeerChanged  EventKind = "changed" // name, addresses, ports or source changed
-	PeerGone     EventKind = "gone"    // goodbye, expiry, eviction or refusal of its last address
+	PeerGone     EventKind = "gone"    // goodbye, expiry, eviction, Closed or refusal of its last address
 	PeerRefused  EventKind = "refused" // a TLS handshake proved a different identity (see ReportMismatch)
 	// EventsLost tells a slow subscriber that events were dropped: re-read Peers().
 	EventsLost EventKind = "lost"
@@ -154,7 +154,7 @@ const (
 type Event struct {
 	Kind   EventKind `json:"kind"`
 	Peer   Peer      `json:"peer"`
-	Reason string    `json:"reason,omitempty"` // e.g. "goodbye", "expired", "evicted"
+	Reason string    `json:"reason,omitempty"` // e.g. "goodbye", "expired", "evicted", "closed"
 }
 
 // Remembered is a peer the engine trusts, with the addresses it last used.
@@ -565,6 +565,18 @@ func (d *Discovery) removeLocked(id, reason string) {
 	}
 	delete(d.peers, id)
 	d.publish(Event{Kind: PeerGone, Peer: e.peer, Reason: reason})
+}
+
+// Closed removes the device with id at once: it said that its Ferry is
+// closing (a session of a transfer ended with going_away), which a
+// re-registration never says, so no goodbyeGrace; its LocalSend side goes
+// with it (the same process, quitting). A probed device would otherwise
+// stay until its TTL ran out (probeTTLFactor probe intervals). Heard
+// again, it appears again (PeerAppeared).
+func (d *Discovery) Closed(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.removeLocked(id, "closed")
 }
 
 // goodbyeGrace is how long a peer that said goodbye stays, so that a

@@ -228,11 +228,11 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		}
 		return ps[i], true
 	}
-	// goneWithItsSide: ferryID's goodbye is its one event; the devices
-	// beside it stay.
-	goneWithItsSide := func(t *testing.T, d *Discovery, ch <-chan Event) {
+	// goneWithItsSide: ferryID's going (for reason) is its one event;
+	// the devices beside it stay.
+	goneWithItsSide := func(t *testing.T, d *Discovery, ch <-chan Event, reason string) {
 		t.Helper()
-		if ev := recv(t, ch); ev.Kind != PeerGone || ev.Reason != "goodbye" || ev.Peer.ID != ferryID {
+		if ev := recv(t, ch); ev.Kind != PeerGone || ev.Reason != reason || ev.Peer.ID != ferryID {
 			t.Fatalf("event %+v", ev)
 		}
 		noEvent(t, ch)
@@ -246,12 +246,20 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		}
 	}
 
+	// Its Ferry said it was closing (the app heard going_away): gone at
+	// once, side and all, with no grace.
+	t.Run("closed", func(t *testing.T) {
+		d, _, ch := setup(t)
+		d.Closed(ferryID)
+		goneWithItsSide(t, d, ch, "closed")
+	})
+
 	t.Run("goodbye", func(t *testing.T) {
 		d, clk, ch := setup(t)
 		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.MustParseAddr("192.0.2.7"))
 		clk.Add(goodbyeGrace)
 		d.expire()
-		goneWithItsSide(t, d, ch)
+		goneWithItsSide(t, d, ch, "goodbye")
 		// Still there for its TTL: nothing of it comes back unheard.
 		clk.Add(80 * time.Second)
 		d.expire()
@@ -297,7 +305,7 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		d.SeeLocalSend(lsDevice("desk", fpN(3), "192.0.2.7", false))
 		clk.Add(goodbyeGrace)
 		d.expire()
-		goneWithItsSide(t, d, ch)
+		goneWithItsSide(t, d, ch, "goodbye")
 	})
 
 	t.Run("re-registration", func(t *testing.T) {

@@ -46,7 +46,9 @@ func newHistoryView(u *UI) *historyView {
 			thumb.FillMode = canvas.ImageFillContain
 			thumb.SetMinSize(fyne.NewSize(thumbSize, thumbSize))
 			icon := container.NewStack(container.NewCenter(widget.NewIcon(theme.UploadIcon())), thumb)
-			return container.NewBorder(nil, nil, icon, container.NewHBox(details, cp, open, show), container.New(&tightVBox{}, title, sub))
+			// Details last: the buttons before it come and go from row
+			// to row, and it keeps its place at the row's end.
+			return container.NewBorder(nil, nil, icon, container.NewHBox(cp, open, show, details), container.New(&tightVBox{}, title, sub))
 		},
 		func(i widget.ListItemID, obj fyne.CanvasObject) {
 			if i >= len(v.entries) {
@@ -125,7 +127,7 @@ func (v *historyView) fill(e HistoryEntry, c *fyne.Container) {
 	btns := c.Objects[2].(*fyne.Container)
 	icon := icons.Objects[0].(*fyne.Container).Objects[0].(*widget.Icon)
 	thumb := icons.Objects[1].(*canvas.Image)
-	details, cp, open, show := btns.Objects[0].(*button), btns.Objects[1].(*button), btns.Objects[2].(*button), btns.Objects[3].(*button)
+	cp, open, show, details := btns.Objects[0].(*button), btns.Objects[1].(*button), btns.Objects[2].(*button), btns.Objects[3].(*button)
 	text.Objects[0].(*widget.Label).SetText(historyTitle(e, u.names(), u.opt.PromptTimeout))
 	text.Objects[1].(*widget.Label).SetText(historyLine(e, u.names(), u.opt.PromptTimeout))
 	details.OnTapped = func() { v.showDetails(e) }

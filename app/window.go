@@ -10,9 +10,10 @@ import (
 var (
 	// defaultWindow is its size at the first start.
 	defaultWindow = fyne.NewSize(980, 640)
-	// smallestWindow is the size below which the window is not restored
-	// (the UI's smallest is 670 × 469; Fyne keeps the content's minimum
-	// anyway).
+	// smallestWindow is the size below which the window is not restored.
+	// The UI's own smallest is below it (578 × 351 with the dark theme at
+	// scale 1, 578 × 393 with a transfer listed, code strip or not: xprop
+	// WM_NORMAL_HINTS on the running app), and Fyne keeps that anyway.
 	smallestWindow = fyne.NewSize(670, 469)
 	// largestWindow bounds a saved size where the screen's is not known.
 	largestWindow = fyne.NewSize(7680, 4320)

@@ -437,9 +437,97 @@ func (l *transferList) newPairStrip(v *transferView) *pairStrip {
 	s.match.Importance = widget.HighImportance
 	caption := widget.NewLabel("Verification code")
 	caption.SizeName = theme.SizeNameCaptionText
-	head := container.NewBorder(nil, nil, container.New(&tightVBox{}, caption, s.code), container.NewCenter(container.NewHBox(s.differ, s.match)))
+	head := container.New(&codeHeadLayout{}, container.New(&tightVBox{}, caption, s.code), s.differ, s.match)
 	s.obj = container.NewVBox(head, s.line)
 	s.obj.Hide()
+	return s
+}
+
+// codeHeadLayout lays out the head of a code strip: the code (the first
+// object) and its buttons on one line where they fit, else the buttons
+// under it side by side, else one under the other, right-aligned. Its
+// smallest width is its widest object's: code and buttons side by side
+// widened the window's smallest size (by 54 px) while the strip showed.
+// It remembers the last width it laid out, which its height depends on.
+type codeHeadLayout struct{ width float32 }
+
+// lines splits the visible objects into the lines they take in width w
+// (0: not laid out yet, one line).
+func (l *codeHeadLayout) lines(objs []fyne.CanvasObject, w float32) [][]fyne.CanvasObject {
+	var shown []fyne.CanvasObject
+	for _, o := range objs {
+		if o.Visible() {
+			shown = append(shown, o)
+		}
+	}
+	if len(shown) < 2 {
+		return [][]fyne.CanvasObject{shown}
+	}
+	if w == 0 || lineWidth(shown) <= w {
+		return [][]fyne.CanvasObject{shown}
+	}
+	if btns := shown[1:]; lineWidth(btns) <= w {
+		return [][]fyne.CanvasObject{shown[:1], btns}
+	}
+	out := make([][]fyne.CanvasObject, len(shown))
+	for i, o := range shown {
+		out[i] = []fyne.CanvasObject{o}
+	}
+	return out
+}
+
+// lineWidth is how wide objs are side by side.
+func lineWidth(objs []fyne.CanvasObject) float32 {
+	w := theme.Padding() * float32(len(objs)-1)
+	for _, o := range objs {
+		w += o.MinSize().Width
+	}
+	return w
+}
+
+// lineHeight is the height of the tallest of objs.
+func lineHeight(objs []fyne.CanvasObject) float32 {
+	var h float32
+	for _, o := range objs {
+		h = max(h, o.MinSize().Height)
+	}
+	return h
+}
+
+func (l *codeHeadLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	l.width = size.Width
+	lines := l.lines(objs, size.Width)
+	var y float32
+	for i, line := range lines {
+		h := lineHeight(line)
+		x := size.Width
+		for j := len(line) - 1; j >= 0; j-- {
+			o := line[j]
+			m := o.MinSize()
+			if i == 0 && j == 0 {
+				x = 0 // the code, at the left
+			} else {
+				x -= m.Width
+			}
+			o.Resize(m)
+			o.Move(fyne.NewPos(max(x, 0), y+(h-m.Height)/2))
+			x -= theme.Padding()
+		}
+		y += h + theme.Padding()
+	}
+}
+
+func (l *codeHeadLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var s fyne.Size
+	for i, line := range l.lines(objs, l.width) {
+		for _, o := range line {
+			s.Width = max(s.Width, o.MinSize().Width)
+		}
+		if i > 0 {
+			s.Height += theme.Padding()
+		}
+		s.Height += lineHeight(line)
+	}
 	return s
 }
 

@@ -361,8 +361,11 @@ type radio struct {
 	widget.BaseWidget
 	// Selected is the option chosen; SetSelected chooses one.
 	Selected string
-	options  []*check
-	box      *fyne.Container
+	// OnChanged, if set, is called after the user chose an option
+	// (not after SetSelected).
+	OnChanged func(string)
+	options   []*check
+	box       *fyne.Container
 }
 
 func (u *UI) newRadio(options []string) *radio {
@@ -373,6 +376,9 @@ func (u *UI) newRadio(options []string) *radio {
 		c.OnChanged = func(on bool) {
 			if on || r.Selected == o {
 				r.SetSelected(o) // an option is always chosen
+				if r.OnChanged != nil {
+					r.OnChanged(o)
+				}
 			}
 		}
 		r.options = append(r.options, c)

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -50,10 +52,16 @@ type settingsView struct {
 	localSend *localSendSettings
 	anywhere  *anywhereSettings
 	save      *button
+	revert    *button
 	browse    *button
-	// note says that Save or Revert did what it says (issue 26, finding 11).
+	// note says that Save or Revert did what it says (issue 26, finding 11),
+	// or that the form holds changes not saved yet (unsavedNote).
 	note *widget.Label
-	tabs *container.AppTabs // General, Devices
+	// loaded is the form's values as last loaded from the saved settings
+	// (values); loading: load is filling the form.
+	loaded  []string
+	loading bool
+	tabs    *container.AppTabs // General, Devices
 	// general is the General page, which scrolls.
 	general *container.Scroll
 	obj     fyne.CanvasObject
@@ -74,12 +82,14 @@ func newSettingsView(u *UI) *settingsView {
 	v.minimized = u.newCheck("Start minimised to the tray", nil)
 	v.save = u.newButton("Save", theme.DocumentSaveIcon(), v.apply)
 	v.save.Importance = widget.HighImportance
-	revert := u.newButton("Revert", nil, func() {
+	v.revert = u.newButton("Revert", nil, func() {
 		v.load()
 		v.say("Showing the saved settings again.", widget.MediumImportance)
 	})
 	v.note = widget.NewLabel("")
 	v.note.Importance = widget.SuccessImportance
+	v.note.Alignment = fyne.TextAlignTrailing
+	v.note.Wrapping = fyne.TextWrapWord
 
 	id := widget.NewLabel(GroupID(u.self.ID))
 	id.Wrapping = fyne.TextWrapBreak
@@ -109,8 +119,13 @@ func newSettingsView(u *UI) *settingsView {
 		c.OnChanged = func(on bool) {
 			changed(on)
 			form.Refresh()
+			v.edited()
 		}
 	}
+	for _, c := range []*check{v.auto, v.login, v.minimized} {
+		c.OnChanged = func(bool) { v.edited() }
+	}
+	v.policy.OnChanged = func(string) { v.edited() }
 	for _, it := range []*widget.FormItem{
 		widget.NewFormItem("Ferry version", widget.NewLabel(version.Get().Short())),
 		widget.NewFormItem("Licence", u.licenceLine()),
@@ -119,12 +134,14 @@ func newSettingsView(u *UI) *settingsView {
 	}
 	u.partials = newPartialsView(u)
 	u.known = newKnownView(u)
-	v.general = container.NewVScroll(container.NewPadded(container.NewVBox(form, container.NewHBox(layoutSpacer(), v.note, revert, v.save),
-		widget.NewSeparator(), u.partials.obj)))
+	v.general = container.NewVScroll(container.NewPadded(container.NewVBox(form, widget.NewSeparator(), u.partials.obj)))
+	// Save and Revert stay in view below the page, which scrolls: Save
+	// was below the fold at the window's default size.
+	bar := container.NewBorder(widget.NewSeparator(), nil, nil, container.NewHBox(v.revert, v.save), v.note)
 	v.tabs = container.NewAppTabs(
 		// The wheel over a text field scrolls the page too (its only
 		// scrollers inside are single-line fields).
-		container.NewTabItem("General", withPageWheel(v.general)),
+		container.NewTabItem("General", container.NewBorder(nil, container.NewPadded(bar), nil, nil, withPageWheel(v.general))),
 		container.NewTabItem("Devices", u.known.obj),
 	)
 	v.tabs.OnSelected = func(t *container.TabItem) {
@@ -136,6 +153,7 @@ func newSettingsView(u *UI) *settingsView {
 	// button (it did nothing: only a click on Save saved).
 	for _, e := range []*widget.Entry{&v.name.Entry, &v.dir.Entry, &v.localSend.pin.Entry, &v.localSend.port.Entry, &v.anywhere.relay.Entry, &v.anywhere.secret.Entry} {
 		e.OnSubmitted = func(string) { v.apply() }
+		e.OnChanged = func(string) { v.edited() }
 	}
 	v.obj = v.tabs
 	v.load()
@@ -144,8 +162,48 @@ func newSettingsView(u *UI) *settingsView {
 
 // load shows the saved settings.
 func (v *settingsView) load() {
+	v.loading = true
 	v.show(v.u.be.Settings())
+	v.loading = false
+	v.loaded = v.values()
+	v.edited()
 	v.localSend.showStatus(v.u.be)
+}
+
+// unsavedNote is what the note says while the form differs from the
+// saved settings.
+const unsavedNote = "Unsaved changes"
+
+// values is what the form's fields show, to tell whether it changed since
+// it was loaded.
+func (v *settingsView) values() []string {
+	b := strconv.FormatBool
+	return []string{v.name.Text, v.dir.Text, v.policy.Selected, b(v.auto.Checked), b(v.login.Checked), b(v.minimized.Checked),
+		b(v.localSend.on.Checked), v.localSend.pin.Text, v.localSend.port.Text,
+		b(v.anywhere.on.Checked), v.anywhere.relay.Text, v.anywhere.secret.Text}
+}
+
+// edited says whether the form holds changes not saved yet: Save and
+// Revert are enabled only then, and the note says so (unless it says why
+// the last Save failed). Edits used to stay in the form, unsaved, across
+// tabs with nothing saying so.
+func (v *settingsView) edited() {
+	if v.loading || v.loaded == nil {
+		return
+	}
+	if slices.Equal(v.values(), v.loaded) {
+		v.save.Disable()
+		v.revert.Disable()
+		if v.note.Text == unsavedNote {
+			v.say("", widget.MediumImportance)
+		}
+		return
+	}
+	v.save.Enable()
+	v.revert.Enable()
+	if v.note.Importance != widget.DangerImportance || v.note.Text == "" {
+		v.say(unsavedNote, widget.WarningImportance)
+	}
 }
 
 // say puts text beside Save, coloured as imp (saved, refused).

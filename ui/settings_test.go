@@ -190,3 +190,51 @@ func TestSettingKeptButNotInUseSaysSaved(t *testing.T) {
 		t.Errorf("a refused setting: note %q, message:\n%s", v.note.Text, s)
 	}
 }
+
+// Settings say when the form holds changes not saved yet, and Save is in
+// view at the window's default size: edits stayed in the form, unsaved,
+// across tabs with nothing saying so, and Save was below the fold (seen
+// in a UI audit). Save and Revert are enabled only while something
+// changed, the note beside them says "Unsaved changes", and they stay
+// below the page, which scrolls.
+func TestSettingsSayWhatIsUnsavedWithSaveInView(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	fyne.CurrentApp().Settings().SetTheme(Theme())
+	u.win.Resize(sizeLarge)
+	u.showPage(pageSettings)
+	v := u.settings
+	abs := fyne.CurrentApp().Driver().AbsolutePositionForObject
+	if p, win := abs(v.save), u.win.Canvas().Size(); v.save.Size().Height == 0 || p.Y+v.save.Size().Height > win.Height || !inView(v.general, v.name) {
+		t.Errorf("Save at %v (%v), below the window (%v) or out of the page", p, v.save.Size(), win)
+	}
+	revert := revertButton(t, v)
+	state := func(want bool, note string) {
+		t.Helper()
+		if v.save.Disabled() == want || revert.Disabled() == want || v.note.Text != note {
+			t.Errorf("Save enabled %v, Revert enabled %v, note %q; want %v and %q", !v.save.Disabled(), !revert.Disabled(), v.note.Text, want, note)
+		}
+	}
+	state(false, "")
+	v.name.SetText("Desk 2")
+	state(true, "Unsaved changes")
+	u.showPage(pageHistory)
+	u.showPage(pageSettings)
+	state(true, "Unsaved changes")
+	v.name.SetText(be.settings.DeviceName) // typed back
+	state(false, "")
+	test.Tap(v.auto)
+	state(true, "Unsaved changes")
+	test.Tap(v.auto)
+	state(false, "")
+	test.Tap(v.policy.options[2])
+	state(true, "Unsaved changes")
+	test.Tap(v.save)
+	if be.settings.Policy != PolicyOff || v.save.Disabled() != true || !strings.HasPrefix(v.note.Text, "Saved at") {
+		t.Errorf("after Save: policy %q, Save enabled %v, note %q", be.settings.Policy, !v.save.Disabled(), v.note.Text)
+	}
+	v.name.SetText("Desk 3")
+	test.Tap(revert)
+	if v.name.Text != be.settings.DeviceName || !v.save.Disabled() || v.note.Text != "Showing the saved settings again." {
+		t.Errorf("after Revert: name %q, Save enabled %v, note %q", v.name.Text, !v.save.Disabled(), v.note.Text)
+	}
+}

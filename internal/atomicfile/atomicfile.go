@@ -1,15 +1,58 @@
 // Package atomicfile replaces files so that a crash leaves either the old
 // content or the new one, never a mix: temp file -> fsync -> rename -> fsync
-// of the folder.
+// of the folder. Read reads such a file back, bounded.
 package atomicfile
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 )
+
+// ErrTooLarge and ErrNotRegular are why Read refuses a file.
+var (
+	ErrTooLarge   = errors.New("over the size it may have")
+	ErrNotRegular = errors.New("not a regular file")
+)
+
+// Read reads the regular file name, up to limit bytes, and returns its
+// content and the FileInfo of the file it read. It reads from the file it
+// opened and no further than limit: a file that grows after its size was
+// read, or one put in its place meanwhile, is not read whole into memory.
+// Anything else in its place (a pipe, whose open would wait for a writer,
+// a device) is refused before it is opened. With ErrTooLarge or
+// ErrNotRegular it returns the FileInfo of what it found.
+func Read(name string, limit int64) ([]byte, os.FileInfo, error) {
+	if fi, err := os.Stat(name); err != nil {
+		return nil, nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fi, fmt.Errorf("%s: %w", name, ErrNotRegular)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fi, fmt.Errorf("%s: %w", name, ErrNotRegular)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fi, fmt.Errorf("%s is over %d bytes: %w", name, limit, ErrTooLarge)
+	}
+	return b, fi, nil
+}
 
 // Write replaces name with data (mode perm). The folder must exist.
 func Write(name string, data []byte, perm os.FileMode) error {

@@ -12,10 +12,13 @@
 package shacache
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,52 +71,79 @@ type Cache struct {
 	dirty   bool
 }
 
-// Open reads the cache at path (none yet: empty). A cache file that does
-// not parse is set aside as path+".bad" and the cache starts empty: it is
+// Open reads the cache at path (none yet: empty). A cache file that is
+// damaged (it does not parse, it is cut short, an entry is not a hash of
+// a file) is set aside as path+".bad", and the cache keeps the entries
+// that read whole before the damage, which the next Flush writes back:
+// Open then returns the cache with an error that says so. The cache is
 // only a hint, and the user's files are untouched either way.
 func Open(path string, limit int) (*Cache, error) {
 	if limit <= 0 {
 		limit = DefaultMax
 	}
 	c := &Cache{path: path, max: limit, entries: map[Key]*entry{}}
-	b, err := readBounded(path)
+	b, _, err := atomicfile.Read(path, maxFileBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return c, nil
 	case err != nil:
 		return nil, fmt.Errorf("sha256 cache: %w", err)
 	}
-	var list []entry
-	if err := json.Unmarshal(b, &list); err != nil {
-		_ = os.Rename(path, path+".bad")
-		return c, fmt.Errorf("sha256 cache: %s does not parse (set aside as .bad, starting empty): %w", path, err)
-	}
+	list, bad := parse(b)
+	// Used orders eviction, and the clock goes on from the largest: a
+	// count near the largest a uint64 holds wrapped it to 0, so that what
+	// was used next was evicted first. Numbered again, 1 to len(list).
+	slices.SortStableFunc(list, func(a, b entry) int { return uintCmp(a.Used, b.Used) })
 	for _, e := range list {
-		if !validSum(e.SHA256) || e.Size < 0 {
-			continue
-		}
-		e := e
+		c.clock++
+		e.Used = c.clock
 		c.entries[e.Key] = &e
-		c.clock = max(c.clock, e.Used)
 	}
 	c.evictLocked()
+	if bad != nil {
+		_ = os.Rename(path, path+".bad")
+		c.dirty = true // the entries kept are written back
+		return c, fmt.Errorf("sha256 cache: %s is damaged (set aside as .bad, %d entries kept): %w", path, len(c.entries), bad)
+	}
 	return c, nil
 }
 
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
+// parse reads a cache file: its entries, up to the first that does not
+// parse, without those that are not a hash of a file, and why it is
+// damaged, if it is.
+func parse(b []byte) (list []entry, bad error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	switch t, err := dec.Token(); {
+	case err != nil:
 		return nil, err
+	case t == nil: // null: none
+	case t != json.Delim('['):
+		return nil, fmt.Errorf("a list was expected, not %v", t)
+	default:
+		for i := 1; dec.More(); i++ {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return list, err
+			}
+			var e entry
+			if err := json.Unmarshal(raw, &e); err != nil {
+				bad = cmp.Or(bad, fmt.Errorf("entry %d: %w", i, err))
+				continue
+			}
+			if !validSum(e.SHA256) || e.Size < 0 {
+				bad = cmp.Or(bad, fmt.Errorf("entry %d is not a hash of a file", i))
+				continue
+			}
+			list = append(list, e)
+		}
+		if _, err := dec.Token(); err != nil {
+			return list, err
+		}
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	if _, err := dec.Token(); err != io.EOF {
+		return list, cmp.Or(err, errors.New("more after the list"))
 	}
-	if fi.Size() > maxFileBytes {
-		return nil, fmt.Errorf("%s is over %d bytes", path, maxFileBytes)
-	}
-	return os.ReadFile(path)
+	return list, bad
 }
 
 func validSum(s string) bool {

@@ -1,10 +1,13 @@
 package shacache
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -93,24 +96,48 @@ func TestCacheKeepsAndBounds(t *testing.T) {
 	}
 }
 
-// TestCacheFileHostile: a cache file that is damaged or planted loses
-// nothing but the cache; entries that are not hashes are dropped.
+// hostileFiles are cache files that are damaged or planted, and how many
+// entries each keeps; they double as FuzzOpen's seeds.
+var hostileFiles = []struct {
+	name, body string
+	keep       int
+	err        bool // damaged: set aside as .bad
+}{
+	{"empty list", `[]`, 0, false},
+	{"null", `null`, 0, false},
+	{"one good", good(1, 1) + `]`, 1, false},
+	{"truncated", good(1, 1), 1, true},
+	{"cut inside the second", good(1, 1) + `,{"dev":1,"ino":3,"si`, 1, true},
+	{"empty", ``, 0, true},
+	{"not json", "\x00\xff", 0, true},
+	{"object", `{"a":1}`, 0, true},
+	{"more after the list", good(1, 1) + `] []`, 1, true},
+	{"short sum", `[{"dev":1,"ino":2,"size":3,"sha256":"abcd"}]`, 0, true},
+	{"upper-case junk", `[{"dev":1,"ino":2,"size":3,"sha256":"` + strings.Repeat("Z", 64) + `"}]`, 0, true},
+	{"negative size", `[{"dev":1,"ino":2,"size":-3,"sha256":"` + sumOf("x") + `"}]`, 0, true},
+	// One entry of the wrong types loses that entry, not the others.
+	{"a string for a number", good(1, 1) + `,{"dev":"1","ino":3,"size":3,"sha256":"` + sumOf("x") + `"},` + good(4, 2)[1:] + `]`, 2, true},
+	{"a number for the sum", good(1, 1) + `,{"dev":1,"ino":3,"size":3,"sha256":7},` + good(4, 2)[1:] + `]`, 2, true},
+	{"a list for an entry", good(1, 1) + `,[1,2],` + good(4, 2)[1:] + `]`, 2, true},
+	{"null for an entry", good(1, 1) + `,null]`, 1, true},
+	{"a count past uint64", `[{"dev":1,"ino":2,"size":3,"sha256":"` + sumOf("x") + `","used":18446744073709551616}]`, 0, true},
+	{"huge counts", `[{"dev":18446744073709551615,"ino":18446744073709551615,"size":9223372036854775807,"mtime":-9223372036854775808,"sha256":"` +
+		sumOf("x") + `","used":18446744073709551615}]`, 1, false},
+	{"one key twice", good(1, 1) + `,` + good(1, 2)[1:] + `]`, 1, false},
+}
+
+// good is a list's opening and one good entry (ino, used).
+func good(ino, used int) string {
+	return fmt.Sprintf(`[{"dev":1,"ino":%d,"size":3,"mtime":4,"sha256":"%s","used":%d}`, ino, sumOf("x"), used)
+}
+
+// TestCacheFileHostile: a cache file that is damaged or planted is set
+// aside as .bad, and the cache keeps what read whole of it: an entry that
+// is cut short, of the wrong types or not a hash of a file loses itself
+// alone, where one made the whole file set aside and the cache start
+// empty; the entries kept are written back.
 func TestCacheFileHostile(t *testing.T) {
-	good := `[{"dev":1,"ino":2,"size":3,"mtime":4,"sha256":"` + sumOf("x") + `","used":1}`
-	for _, tc := range []struct {
-		name, body string
-		keep       int
-		err        bool
-	}{
-		{"empty list", `[]`, 0, false},
-		{"one good", good + `]`, 1, false},
-		{"truncated", good, 0, true},
-		{"not json", "\x00\xff", 0, true},
-		{"object", `{"a":1}`, 0, true},
-		{"short sum", `[{"dev":1,"ino":2,"size":3,"sha256":"abcd"}]`, 0, false},
-		{"upper-case junk", `[{"dev":1,"ino":2,"size":3,"sha256":"` + strings.Repeat("Z", 64) + `"}]`, 0, false},
-		{"negative size", `[{"dev":1,"ino":2,"size":-3,"sha256":"` + sumOf("x") + `"}]`, 0, false},
-	} {
+	for _, tc := range hostileFiles {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.json")
 			os.WriteFile(path, []byte(tc.body), 0o600)
@@ -118,10 +145,17 @@ func TestCacheFileHostile(t *testing.T) {
 			if (err != nil) != tc.err || c == nil || c.Len() != tc.keep {
 				t.Fatalf("err %v, cache %v", err, c)
 			}
-			if tc.err {
-				if b, err := os.ReadFile(path + ".bad"); err != nil || string(b) != tc.body {
-					t.Fatalf("the damaged file was not set aside: %v", err)
-				}
+			if !tc.err {
+				return
+			}
+			if b, err := os.ReadFile(path + ".bad"); err != nil || string(b) != tc.body {
+				t.Fatalf("the damaged file was not set aside: %v", err)
+			}
+			if err := c.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if c, err := Open(path, 0); err != nil || c.Len() != tc.keep {
+				t.Fatalf("the entries kept were not written back: %v, %d", err, c.Len())
 			}
 		})
 	}
@@ -133,4 +167,71 @@ func TestCacheFileHostile(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "none.json"), 0); errors.Is(err, fs.ErrNotExist) || err != nil {
 		t.Fatalf("no file yet: %v", err)
 	}
+}
+
+// A count of uses near the largest a uint64 holds (a damaged or planted
+// file's) kept the clock there: the next use wrapped it to 0, and the
+// entry used last was the first evicted.
+func TestCacheHugeUseCount(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	os.WriteFile(path, []byte(`[{"dev":1,"ino":1,"size":3,"sha256":"`+sumOf("x")+`","used":18446744073709551615}]`), 0o600)
+	c, err := Open(path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := func(i int) Key { return Key{Dev: 2, Ino: uint64(i), Size: 3} }
+	c.Put(k(1), sumOf("a"))
+	c.Put(k(2), sumOf("b"))
+	if _, ok := c.Get(k(1)); !ok {
+		t.Fatal("the entry put before the last was evicted, not the one read with the huge count")
+	}
+	if _, ok := c.Get(Key{Dev: 1, Ino: 1, Size: 3}); ok {
+		t.Fatal("the entry read with the huge count outlived two newer ones")
+	}
+}
+
+// FuzzOpen reads arbitrary bytes as the cache file: Open never fails for
+// them but with a cache that holds valid entries, at most its limit; a
+// file it calls whole is where it was, one it calls damaged is set aside
+// whole; and what it keeps is written back and read again as it was.
+func FuzzOpen(f *testing.F) {
+	for _, tc := range hostileFiles {
+		f.Add([]byte(tc.body))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "c.json")
+		os.Remove(path + ".bad")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Open(path, 4)
+		if c == nil {
+			t.Fatalf("no cache: %v", err)
+		}
+		if c.Len() > 4 {
+			t.Fatalf("%d entries kept, over the limit of 4", c.Len())
+		}
+		moved := path
+		if err != nil {
+			moved = path + ".bad"
+		}
+		if b, rerr := os.ReadFile(moved); rerr != nil || !bytes.Equal(b, data) {
+			t.Fatalf("err %v, and %s does not hold the file read: %v", err, moved, rerr)
+		}
+		held := maps.Clone(c.entries)
+		c.dirty = true
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Open(path, 4)
+		if err != nil || again.Len() != len(held) {
+			t.Fatalf("%d entries written back read as %d: %v", len(held), again.Len(), err)
+		}
+		for k, e := range held {
+			if got, ok := again.entries[k]; !validSum(e.SHA256) || e.Size < 0 || !ok || got.SHA256 != e.SHA256 {
+				t.Fatalf("entry %+v read back as %+v", e, got)
+			}
+		}
+	})
 }

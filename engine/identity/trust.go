@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ferrydrop/ferry/internal/deviceid"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -131,7 +130,10 @@ const (
 	trustFile     = "trust.json"
 	lockSuffix    = ".lock" // trust.json.lock: held while the file is read for a change, or written
 	maxTrustPeers = 10000
-	maxAddrs      = 4
+	// maxTrustFile bounds trust.json as read: maxTrustPeers devices take
+	// a few MB; a larger file is damaged, not read whole into memory.
+	maxTrustFile = 32 << 20
+	maxAddrs     = 4
 )
 
 // ErrNotProven is returned when asked to remember a peer that proved no
@@ -220,20 +222,13 @@ func OpenStoreWith(dir string, now func() time.Time) (*Store, error) {
 // none, which is an empty store).
 func (s *Store) read() (byID map[string]*Peer, foreign []json.RawMessage, st os.FileInfo, err error) {
 	byID = map[string]*Peer{}
-	f, err := os.Open(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, st, err := atomicfile.Read(s.path, maxTrustFile) // st: of what is read, whatever replaces the file meanwhile
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return byID, nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("trust store: %w", err)
-	}
-	defer f.Close()
-	st, err = f.Stat() // of what is read, whatever replaces the file meanwhile
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("trust store: %w", err)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
+	case errors.Is(err, atomicfile.ErrTooLarge), errors.Is(err, atomicfile.ErrNotRegular):
+		return nil, nil, st, &DamagedError{Path: s.path, Err: err}
+	case err != nil:
 		return nil, nil, nil, fmt.Errorf("trust store: %w", err)
 	}
 	var entries []json.RawMessage

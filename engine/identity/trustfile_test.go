@@ -1,0 +1,192 @@
+package identity
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ferrydrop/ferry/engine/peer"
+	"github.com/ferrydrop/ferry/internal/atomicfile"
+)
+
+const (
+	trustKeyA = "RACKTHZHY3KA3RBZJYWIMSSO2CQLTEOD6V7336775KNSJLGUIGSQ"
+	trustKeyB = "PT27TYCLPT27TYCLPT27TYCLPT27TYCLPT27TYCLPT27TYCLPT2A"
+)
+
+// hostileTrustFiles are trust.json files that are damaged or planted:
+// each opens with the devices listed in keep, or is a *DamagedError
+// (keep nil) that leaves the file as it was. They double as
+// FuzzTrustFile's seeds.
+var hostileTrustFiles = []struct {
+	name, body string
+	keep       []string
+}{
+	{"empty list", `[]`, []string{}},
+	{"null", `null`, []string{}},
+	{"two devices", `[{"id":"` + trustKeyA + `","name":"a","paired":true},{"id":"` + trustKeyB + `"}]`, []string{trustKeyA, trustKeyB}},
+	{"empty", ``, nil},
+	{"truncated", `[{"id":"` + trustKeyA + `","name":"a","paired":true},{"id":"` + trustKeyB, nil},
+	{"not json", "\x00\xff", nil},
+	{"an object", `{"id":"` + trustKeyA + `"}`, nil},
+	{"more after the list", `[{"id":"` + trustKeyA + `"}] []`, nil},
+	{"a number for the name", `[{"id":"` + trustKeyA + `","name":5}]`, nil},
+	{"a word for the time", `[{"id":"` + trustKeyA + `","last_seen":"yesterday"}]`, nil},
+	{"a string for a flag", `[{"id":"` + trustKeyA + `","paired":"yes"}]`, nil},
+	{"a string for the addresses", `[{"id":"` + trustKeyA + `","last_addrs":"10.0.0.1:1"}]`, nil},
+	{"a number for the ID", `[{"id":7}]`, nil},
+	{"a list for a device", `[[1,2]]`, nil},
+	{"a year past 9999", `[{"id":"` + trustKeyA + `","last_seen":"10000-01-01T00:00:00Z"}]`, nil},
+	// Entries that are not devices this build can trust are left out,
+	// alone (TestTrustStoreSkipsUnknownRecords).
+	{"null for a device", `[null,{"id":"` + trustKeyA + `"}]`, []string{trustKeyA}},
+	{"an ID that is not one", `[{"id":"nonsense"},{"id":"` + trustKeyA + `"}]`, []string{trustKeyA}},
+	{"an ID with a dotless i", `[{"id":"` + strings.Replace(trustKeyA, "I", "ı", 1) + `","paired":true}]`, []string{}},
+	{"an anonymous peer", `[{"id":"anon:10.0.0.1:1","always_accept":true}]`, []string{}},
+	{"huge counts", `[{"id":"` + trustKeyA + `","first_seen":"0001-01-01T00:00:00Z","last_seen":"9999-12-31T23:59:59.999999999Z","last_addrs":["a","b","c","d","e","f"]}]`, []string{trustKeyA}},
+	{"one device twice", `[{"id":"` + trustKeyA + `","name":"a"},{"id":"` + strings.ToLower(trustKeyA) + `","name":"b"}]`, []string{trustKeyA}},
+}
+
+func writeTrust(t testing.TB, dir string, body []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, trustFile), body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTrustFileHostile: a damaged trust.json is a *DamagedError that
+// leaves it as it was (no device trusted is forgotten silently), and one
+// that reads is written back as it read.
+func TestTrustFileHostile(t *testing.T) {
+	for _, tc := range hostileTrustFiles {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTrust(t, dir, []byte(tc.body))
+			s, err := OpenStore(dir)
+			if tc.keep == nil {
+				var de *DamagedError
+				if !errors.As(err, &de) || s != nil {
+					t.Fatalf("opened as %v, %v; want a *DamagedError", s, err)
+				}
+				if b, _ := os.ReadFile(filepath.Join(dir, trustFile)); string(b) != tc.body {
+					t.Fatalf("the damaged file was changed: %q", b)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range s.List() {
+				got = append(got, p.ID)
+			}
+			if len(got) != len(tc.keep) || !reflect.DeepEqual(sortedIDs(got), sortedIDs(tc.keep)) {
+				t.Fatalf("opened with %v, want %v", got, tc.keep)
+			}
+			checkWrittenBack(t, dir, s)
+		})
+	}
+}
+
+func sortedIDs(ids []string) []string {
+	out := append([]string{}, ids...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+// checkWrittenBack writes s as a save would and checks that a store that
+// reads the file has what s had (the same JSON: a value written escaped,
+// "\u0026" for "&", is the same value).
+func checkWrittenBack(t *testing.T, dir string, s *Store) {
+	t.Helper()
+	if err := s.write(s.byID, s.foreign); err != nil {
+		t.Fatalf("what was read cannot be written back: %v", err)
+	}
+	again, err := OpenStore(dir)
+	if err != nil {
+		t.Fatalf("what was written back does not read: %v", err)
+	}
+	if len(again.byID) != len(s.byID) || len(again.foreign) != len(s.foreign) {
+		t.Fatalf("written back, %d devices and %d of kinds this build does not know read as %d and %d", len(s.byID), len(s.foreign), len(again.byID), len(again.foreign))
+	}
+	for id, p := range s.byID {
+		was, _ := json.Marshal(p)
+		is, _ := json.Marshal(again.byID[id])
+		if !sameJSON(was, is) {
+			t.Fatalf("the device %s was written back as %s", was, is)
+		}
+	}
+	for i := range s.foreign {
+		if !sameJSON(again.foreign[i], s.foreign[i]) {
+			t.Fatalf("a device of a kind this build does not know, %s, was written back as %s", s.foreign[i], again.foreign[i])
+		}
+	}
+}
+
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// FuzzTrustFile reads arbitrary bytes as trust.json: a store opens, or a
+// *DamagedError leaves the file as it was; an opened store holds every
+// device of the file whose ID reads as one that proved a key, writes back
+// and reads again as it was.
+func FuzzTrustFile(f *testing.F) {
+	for _, tc := range hostileTrustFiles {
+		f.Add([]byte(tc.body))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		writeTrust(t, dir, data)
+		s, err := OpenStore(dir)
+		if err != nil {
+			var de *DamagedError
+			if !errors.As(err, &de) {
+				t.Fatalf("%v is not a *DamagedError", err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, trustFile)); !bytes.Equal(b, data) {
+				t.Fatal("the damaged file was changed")
+			}
+			return
+		}
+		var entries []json.RawMessage
+		json.Unmarshal(data, &entries)
+		for _, e := range entries {
+			var p struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(e, &p) != nil {
+				continue
+			}
+			if id, err := peer.Parse(p.ID); err == nil && id.Proven() {
+				if _, ok := s.byID[id.String()]; !ok {
+					t.Fatalf("the device %s of %s was left out", id, e)
+				}
+			}
+		}
+		checkWrittenBack(t, dir, s)
+	})
+}
+
+// A trust.json over maxTrustFile is damaged, not read whole into memory:
+// it was read to its end whatever its size.
+func TestTrustFileTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	writeTrust(t, dir, []byte("["+strings.Repeat(" ", maxTrustFile)+"]"))
+	var de *DamagedError
+	if s, err := OpenStore(dir); !errors.As(err, &de) || !errors.Is(err, atomicfile.ErrTooLarge) || s != nil {
+		t.Fatalf("opened as %v, %v; want a *DamagedError", s, err)
+	}
+}

@@ -40,7 +40,13 @@ import (
 //     (the app's rejoin), A taking it without asking again; then its user
 //     quits Ferry mid-send: B's row
 //     says it waits for Ferry A to be opened again, then that Ferry A
-//     went away (slow-quit.png, slow-quit-gone.png).
+//     went away (slow-quit.png, slow-quit-gone.png);
+//   - A's user quits mid-send again: B's list shows Ferry A offline once
+//     the row says Ferry was closed there, and online again, the send
+//     going on, once it is opened again (slow-closed-offline.png); then
+//     B is killed mid-send: A's row waits to resume, with Discard, which asks
+//     and then deletes the partial file (slow-interrupted.png,
+//     slow-discard-asked.png, slow-discarded.png).
 //
 // It needs root (ip netns, tc) and what TestGUIEndToEnd needs, and takes
 // about two and a half minutes: it runs only with FERRY_E2E_SLOW=1
@@ -351,10 +357,107 @@ func TestGUISlowLink(t *testing.T) {
 		if !wentAway(r.State) {
 			t.Errorf("B's row says %q, want that Ferry A went away", r.State)
 		}
+		// It moved bytes: its line names the transport, as a done one's does.
+		if !strings.Contains(r.Sub, "QUIC") && !strings.Contains(r.Sub, "TCP") {
+			t.Errorf("B's failed row's line %q does not name its transport", r.Sub)
+		}
 	})
 
-	if err := B.stop(); err != nil {
-		t.Errorf("B: %v", err)
+	// A UI audit: a receive whose sender quit mid-way waits to resume, and
+	// only Settings could give it up. A's row offers Discard, which asks
+	// first and then deletes the partial files.
+	t.Run("receiver quits and is back, then the sender quits", func(t *testing.T) {
+		if !A.running() {
+			A = d.startIn(t, nsA, bin, root, "Ferry A", notIsolated)
+			accepted = 0
+		}
+		// A's user quits mid-send: B's row says Ferry was closed there,
+		// and B's device list does not show Ferry A online beside it (a
+		// UI audit: it did for a second, the goodbye's grace; a probed
+		// device for its TTL).
+		closed := randomFile(t, root, "closed.bin", 24_000_000)
+		send(t, closed)
+		row(t, "closed.bin under way", under(0.5))
+		if err := A.stop(); err != nil {
+			t.Errorf("A: %v", err)
+		}
+		row(t, "Ferry was closed there", func(r ui.DescribedRow) bool {
+			return r.State == "Ferry was closed on Ferry A: waiting for it to be opened again…"
+		})
+		closedAt := time.Now()
+		wait(t, "Ferry A offline in B's list", func() bool {
+			for _, dv := range B.describe(t).Devices {
+				if dv.Title == "Ferry A" && !strings.HasPrefix(dv.Sub, "Offline") {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("Ferry A offline in B's list %v after the row said its Ferry was closed", time.Since(closedAt).Round(time.Millisecond))
+		d.screenshot(t, winB, "slow-closed-offline.png")
+		// Opened again: listed again, and the send goes on by itself.
+		A = d.startIn(t, nsA, bin, root, "Ferry A", notIsolated)
+		accepted = 0
+		wait(t, "closed.bin at A", func() bool { return sameFile(closed, filepath.Join(A.downloads, "closed.bin")) })
+
+		// B is killed mid-send (a crash, a laptop that went to sleep): A's
+		// row waits to resume, with Discard. (B quitting cancels its sends.)
+		winA := d.window(t, "Ferry A")
+		d.xdotool(t, "windowmove", "--sync", winA, "1000", "0")
+		// rowA waits until A's newest row matches cond and returns it (as
+		// row does B's: B's window is gone once B is killed).
+		rowA := func(t *testing.T, what string, cond func(ui.DescribedRow) bool) ui.DescribedRow {
+			t.Helper()
+			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				rows := A.describe(t).Transfers
+				if len(rows) > 0 && cond(rows[0]) {
+					return rows[0]
+				}
+				if time.Now().After(deadline) {
+					d.screenshot(t, winA, "slow-failed-A.png")
+					data, _ := json.MarshalIndent(rows, "", "  ")
+					t.Fatalf("timed out waiting for A's newest row: %s; A shows %s", what, data)
+				}
+			}
+		}
+		left := randomFile(t, root, "left.bin", 24_000_000)
+		send(t, left)
+		rowA(t, "left.bin arriving", func(r ui.DescribedRow) bool {
+			return strings.HasSuffix(r.Title, "left.bin") && strings.HasPrefix(r.State, "Receiving") && r.Bar > 0.1
+		})
+		if err := B.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-B.done
+		r := rowA(t, "interrupted, with Discard", func(r ui.DescribedRow) bool {
+			_, ok := r.Buttons["Discard"]
+			return strings.HasPrefix(r.State, "Interrupted") && ok
+		})
+		partials := func() []string {
+			m, _ := filepath.Glob(filepath.Join(A.downloads, "*.partial"))
+			return m
+		}
+		if len(partials()) == 0 {
+			t.Errorf("A keeps no partial file of left.bin")
+		}
+		d.screenshot(t, winA, "slow-interrupted.png")
+		at := r.Buttons["Discard"]
+		d.xdotool(t, "mousemove", "--window", winA, strconv.Itoa(at[0]), strconv.Itoa(at[1]))
+		d.xdotool(t, "click", "1")
+		testutil.WaitFor(t, "A's question", func() bool { return A.describe(t).Dialogs > 0 })
+		d.screenshot(t, winA, "slow-discard-asked.png")
+		d.keys(t, winA, "Tab", "space") // from Keep to Discard
+		rowA(t, "discarded", func(r ui.DescribedRow) bool { return r.State == "Discarded by you: its partial files were deleted" })
+		if p := partials(); len(p) != 0 {
+			t.Errorf("A still keeps %v", p)
+		}
+		d.screenshot(t, winA, "slow-discarded.png")
+	})
+
+	if B.running() {
+		if err := B.stop(); err != nil {
+			t.Errorf("B: %v", err)
+		}
 	}
 }
 

@@ -44,9 +44,10 @@ import (
 //   - A's user quits mid-send again: B's list shows Ferry A offline once
 //     the row says Ferry was closed there, and online again, the send
 //     going on, once it is opened again (slow-closed-offline.png); then
-//     B is killed mid-send: A's row waits to resume, with Discard, which asks
-//     and then deletes the partial file (slow-interrupted.png,
-//     slow-discard-asked.png, slow-discarded.png).
+//     B is killed mid-send (A's tray listed it under way, "· 13%"): A's
+//     row waits to resume, with Discard, which asks and then deletes the
+//     partial file (slow-interrupted.png, slow-discard-asked.png,
+//     slow-discarded.png).
 //
 // It needs root (ip netns, tc) and what TestGUIEndToEnd needs, and takes
 // about two and a half minutes: it runs only with FERRY_E2E_SLOW=1
@@ -425,6 +426,18 @@ func TestGUISlowLink(t *testing.T) {
 		rowA(t, "left.bin arriving", func(r ui.DescribedRow) bool {
 			return strings.HasSuffix(r.Title, "left.bin") && strings.HasPrefix(r.State, "Receiving") && r.Bar > 0.1
 		})
+		// A's tray lists it under way, its percentage written as the row's
+		// bar writes it ("13%"; a UI audit: the tray said "13 %").
+		var line string
+		testutil.WaitFor(t, "left.bin under way in A's tray", func() bool {
+			for _, l := range d.trayMenu(t, A).labels() {
+				if strings.HasPrefix(l, "From Ferry B: left.bin · ") {
+					line = l
+				}
+			}
+			return strings.HasSuffix(line, "%") && !strings.HasSuffix(line, " %")
+		})
+		t.Logf("A's tray: %q", line)
 		if err := B.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}

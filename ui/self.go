@@ -113,6 +113,9 @@ func (u *UI) selfView(qrSize float32) (fyne.CanvasObject, string) {
 // showSelf shows this device's addresses and QR code, with the link to copy.
 func (u *UI) showSelf() {
 	view, link := u.selfView(200)
+	// The status line whole, which a narrow window shortens.
+	status := widget.NewLabel(u.status.full)
+	status.Wrapping = fyne.TextWrapWord
 	hint := widget.NewLabel("On the other device, choose \"Add device…\" and paste the link or type an address.")
 	hint.Wrapping = fyne.TextWrapWord
 	var d *dialog.CustomDialog
@@ -122,7 +125,7 @@ func (u *UI) showSelf() {
 		copyBtn := u.newButton("Copy link", theme.ContentCopyIcon(), func() { u.copyText(link) })
 		buttons = append([]fyne.CanvasObject{copyBtn}, buttons...)
 	}
-	scroll := container.NewVScroll(container.NewVBox(view, hint))
+	scroll := container.NewVScroll(container.NewVBox(status, view, hint))
 	d = dialog.NewCustomWithoutButtons("This device", scroll, u.win)
 	d.SetButtons(buttons)
 	fitScroll(d, scroll, 440)

@@ -183,12 +183,12 @@ func TestStatusLineShortensALongName(t *testing.T) {
 	be.settings.Policy = PolicyTrusted
 	u.updateStatus()
 	want := "This device: Test A the extraordinarily long-… · receiving from trusted devices only · "
-	if got := u.status.Text; !strings.HasPrefix(got, want) {
+	if got := u.status.full; !strings.HasPrefix(got, want) {
 		t.Errorf("status line %q, want it to start %q", got, want)
 	}
 	be.settings.DeviceName = "Alice Smith's laptop"
 	u.updateStatus()
-	if got := u.status.Text; !strings.HasPrefix(got, "This device: Alice Smith's laptop · receiving from trusted devices only · ") {
+	if got := u.status.full; !strings.HasPrefix(got, "This device: Alice Smith's laptop · receiving from trusted devices only · ") {
 		t.Errorf("status line %q: a name of ordinary length is shortened", got)
 	}
 }

@@ -91,7 +91,7 @@ type UI struct {
 	// says it is under way (preparingLinkDelay; tests change it).
 	preparingDelay time.Duration
 	tabs           *container.AppTabs
-	status         *widget.Label
+	status         *statusLine
 	self           Device
 	tray           trayMenu
 	ask            *chooser
@@ -170,8 +170,7 @@ func New(a fyne.App, win fyne.Window, be Backend, self Device, opt Options) *UI 
 func (u *UI) now() time.Time { return u.opt.Now() }
 
 func (u *UI) layout() fyne.CanvasObject {
-	u.status = widget.NewLabel("")
-	u.status.Truncation = fyne.TextTruncateEllipsis
+	u.status = newStatusLine(u.showSelf)
 	u.updateStatus()
 
 	// The buttons, the menu and the shortcuts send to the devices checked
@@ -281,17 +280,18 @@ func (u *UI) updateStatus() {
 	case PolicyOff:
 		state = "receiving off"
 	}
-	// Who may send comes before the ID and the address: a narrow window
-	// cuts the line's end, and that is the part a user acts on. A long
-	// name is shortened here (the window's title and Settings say it
-	// whole), or it pushed who may send out of the line in any window.
-	parts := []string{"This device: " + EscapeName(clip(name, maxStatusName)), state, ShortID(u.self.ID)}
+	// Who may send comes before the ID and the address: a window too
+	// narrow for the line without the name cuts its end, and that is the
+	// part a user acts on. A long name is shortened here (the window's
+	// title and Settings say it whole), or it pushed who may send out of
+	// the line in any window.
+	rest := []string{state, ShortID(u.self.ID)}
 	if s.Policy != PolicyOff {
 		if addrs := u.be.SelfAddresses(); len(addrs) > 0 {
-			parts = append(parts, addressText(addrs[0]))
+			rest = append(rest, addressText(addrs[0]))
 		}
 	}
-	u.status.SetText(strings.Join(parts, " · "))
+	u.status.set(EscapeName(clip(name, maxStatusName)), rest)
 }
 
 var (

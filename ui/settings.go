@@ -174,13 +174,60 @@ func (v *settingsView) load() {
 // saved settings.
 const unsavedNote = "Unsaved changes"
 
+// formField is one field of the form, read and set as text.
+type formField struct {
+	get func() string
+	set func(string)
+}
+
+// fields are the form's fields, in the order values lists them.
+func (v *settingsView) fields() []formField {
+	text := func(e *entry) formField { return formField{func() string { return e.Text }, e.SetText} }
+	check := func(c *check, changed bool) formField {
+		return formField{func() string { return strconv.FormatBool(c.Checked) }, func(s string) {
+			on := s == "true"
+			c.SetChecked(on)
+			if changed {
+				c.OnChanged(on) // what it enables follows, as load has it
+			}
+		}}
+	}
+	return []formField{text(v.name), text(v.dir),
+		{func() string { return v.policy.Selected }, v.policy.SetSelected},
+		check(v.auto, false), check(v.login, false), check(v.minimized, false),
+		check(v.localSend.on, true), text(v.localSend.pin), text(v.localSend.port),
+		check(v.anywhere.on, true), text(v.anywhere.relay), text(v.anywhere.secret)}
+}
+
 // values is what the form's fields show, to tell whether it changed since
 // it was loaded.
 func (v *settingsView) values() []string {
-	b := strconv.FormatBool
-	return []string{v.name.Text, v.dir.Text, v.policy.Selected, b(v.auto.Checked), b(v.login.Checked), b(v.minimized.Checked),
-		b(v.localSend.on.Checked), v.localSend.pin.Text, v.localSend.port.Text,
-		b(v.anywhere.on.Checked), v.anywhere.relay.Text, v.anywhere.secret.Text}
+	fields := v.fields()
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = f.get()
+	}
+	return out
+}
+
+// keepEdits runs save, which saves settings changed elsewhere than in the
+// form (receiving switched from the tray) and loads them into the form,
+// and then puts back each change the user made in the form and had not
+// saved, unless save changed that setting itself: such edits were lost
+// without a word (seen in a UI audit).
+func (v *settingsView) keepEdits(save func()) {
+	typed, loaded := v.values(), v.loaded
+	save()
+	if loaded == nil {
+		return
+	}
+	fields := v.fields()
+	for i := range typed {
+		if typed[i] != loaded[i] && v.loaded[i] == loaded[i] {
+			fields[i].set(typed[i])
+		}
+	}
+	v.edited()
 }
 
 // edited says whether the form holds changes not saved yet: Save and

@@ -238,3 +238,42 @@ func TestSettingsSayWhatIsUnsavedWithSaveInView(t *testing.T) {
 		t.Errorf("after Revert: name %q, Save enabled %v, note %q", v.name.Text, !v.save.Disabled(), v.note.Text)
 	}
 }
+
+// Receiving switched from the tray saves the settings and shows them in
+// the form, keeping what the user changed there and had not saved: the
+// name typed and the box ticked stay as they were, still unsaved, and
+// "Who may send" shows what the switch saved (it changed that setting).
+// The edits were lost without a word (seen in a UI audit).
+func TestReceivingSwitchedFromTheTrayKeepsUnsavedEdits(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	u.showPage(pageSettings)
+	v := u.settings
+	name, auto := be.settings.DeviceName, be.settings.AutoAcceptTrusted
+	v.name.SetText("Desk 2")
+	test.Tap(v.auto)
+	test.Tap(v.policy.options[1]) // unsaved too; the switch decides it
+	u.SetReceiving(false)
+	if be.settings.Policy != PolicyOff || be.settings.DeviceName != name || be.settings.AutoAcceptTrusted != auto {
+		t.Fatalf("saved %+v: want receiving off and nothing else changed", be.settings)
+	}
+	check := func(policy Policy) {
+		t.Helper()
+		if v.name.Text != "Desk 2" || v.auto.Checked == auto || v.policy.Selected != policyLabel(policy) {
+			t.Errorf("the form shows name %q, auto-accept %v, %q; want %q, %v, %q",
+				v.name.Text, v.auto.Checked, v.policy.Selected, "Desk 2", !auto, policyLabel(policy))
+		}
+		if v.save.Disabled() || v.note.Text != unsavedNote {
+			t.Errorf("Save enabled %v, note %q: the edits not saved are not said", !v.save.Disabled(), v.note.Text)
+		}
+	}
+	check(PolicyOff)
+	u.SetReceiving(true)
+	check(be.settings.Policy)
+	if be.settings.Policy == PolicyOff {
+		t.Errorf("receiving still off after it was switched on")
+	}
+	test.Tap(v.save)
+	if be.settings.DeviceName != "Desk 2" || be.settings.AutoAcceptTrusted == auto {
+		t.Errorf("after Save: %+v", be.settings)
+	}
+}

@@ -712,7 +712,7 @@ func (u *UI) SetReceiving(on bool) {
 	default:
 		return
 	}
-	u.saveSettings(s)
+	u.settings.keepEdits(func() { u.saveSettings(s) })
 }
 
 // HandleClose is the window's close intercept; trayHost says whether a

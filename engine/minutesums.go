@@ -46,10 +46,14 @@ type minuteSum[S any] struct {
 	gen   int // which timer is this minute's: an older one that fires does nothing
 }
 
-// add counts one of key, which count adds to a sum, at now.
+// add counts one of key, which count adds to a sum, at now. The time is
+// read under the lock, so that the sums take their counts in the order of
+// their times: read before it, a count that waited for the lock was added
+// after a later one, and a sum's first time came after its last (seen in
+// TestFloodRefusalsAreCounted under -race).
 func (w *minuteSums[K, S]) add(key K, count func(sum *S, now time.Time)) {
-	now := w.clock.Now()
 	w.mu.Lock()
+	now := w.clock.Now()
 	if w.closed {
 		w.mu.Unlock()
 		return

@@ -580,7 +580,14 @@ func pumpEvents(ctx context.Context, evs <-chan engine.Event, b *backend, out ch
 				model.Apply(me)
 			}
 		}
-		b.rejoin.ended(uev, model.Get(uev.ID))
+		if b.rejoin.ended(uev, model.Get(uev.ID)) {
+			// Not reached again for RetryFor: what discovery lists is
+			// stale (a killed Ferry says no goodbye) or out of reach. Off
+			// the list, the device heard again appears again, which is
+			// what the rejoin waits for; listed, it would be a change
+			// of address, or nothing.
+			b.disc.Unreached(uev.Peer.ID)
+		}
 		if uev.Kind == ui.TransferResult && uev.Result != nil && !uev.Pairing {
 			if err := b.history.add(historyEntry(uev, know, model.Get(uev.ID))); err != nil {
 				slog.Warn("history", "err", err)

@@ -322,15 +322,7 @@ func TestResumeAfterReceiverMoved(t *testing.T) {
 	rcvDir := t.TempDir()
 	start := func(accept engine.AcceptPolicy) *engine.Engine {
 		t.Helper()
-		e, err := engine.New(engine.Options{ConfigDir: rcvDir, Name: "Receiver", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0", Accept: accept})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		if err := e.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return startedEngine(t, engine.Options{ConfigDir: rcvDir, Name: "Receiver", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0", Accept: accept})
 	}
 	recv := start(engine.AcceptTrusted) // refuses the unknown sender
 	ctx, cancel := context.WithCancel(context.Background())
@@ -376,6 +368,20 @@ func TestResumeAfterReceiverMoved(t *testing.T) {
 }
 
 // listening is where e listens for kind ("host:port"), "" when it does not.
+// startedEngine is another device's engine, started, closed at the end.
+func startedEngine(t testing.TB, o engine.Options) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func listening(e *engine.Engine, kind addr.Kind) string {
 	a, _ := addr.First(e.Addrs(), kind)
 	return a.HostPort()

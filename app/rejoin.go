@@ -44,10 +44,12 @@ func (r *rejoin) mark(ev *ui.TransferEvent) {
 }
 
 // ended records the model's verdict d on the result ev that mark saw: the
-// send waits for its device when d keeps Rejoin.
-func (r *rejoin) ended(ev ui.TransferEvent, d *transfer.Delivery) {
+// send waits for its device when d keeps Rejoin. It reports whether the
+// send began to wait: its device must then be taken off discovery's table
+// (Discovery.Unreached), so that hearing it again is a PeerAppeared.
+func (r *rejoin) ended(ev ui.TransferEvent, d *transfer.Delivery) bool {
 	if ev.Result == nil || !ev.Result.Rejoin || d == nil || !d.Rejoin {
-		return
+		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -55,10 +57,11 @@ func (r *rejoin) ended(ev ui.TransferEvent, d *transfer.Delivery) {
 		r.waiting, r.device, r.done = map[string][]string{}, map[string]string{}, map[string]bool{}
 	}
 	if _, ok := r.device[d.ID]; ok {
-		return
+		return false
 	}
 	r.device[d.ID] = ev.Peer.ID
 	r.waiting[ev.Peer.ID] = append(r.waiting[ev.Peer.ID], d.ID)
+	return true
 }
 
 // back is discovery seeing the device with deviceID (again): each send

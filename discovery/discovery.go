@@ -144,7 +144,7 @@ type EventKind string
 const (
 	PeerAppeared EventKind = "appeared"
 	PeerChanged  EventKind = "changed" // name, addresses, ports or source changed
-	PeerGone     EventKind = "gone"    // goodbye, expiry, eviction, Closed or refusal of its last address
+	PeerGone     EventKind = "gone"    // goodbye, expiry, eviction, Closed, Unreached or refusal of its last address
 	PeerRefused  EventKind = "refused" // a TLS handshake proved a different identity (see ReportMismatch)
 	// EventsLost tells a slow subscriber that events were dropped: re-read Peers().
 	EventsLost EventKind = "lost"
@@ -154,7 +154,7 @@ const (
 type Event struct {
 	Kind   EventKind `json:"kind"`
 	Peer   Peer      `json:"peer"`
-	Reason string    `json:"reason,omitempty"` // e.g. "goodbye", "expired", "evicted", "closed"
+	Reason string    `json:"reason,omitempty"` // e.g. "goodbye", "expired", "evicted", "closed", "unreached"
 }
 
 // Remembered is a peer the engine trusts, with the addresses it last used.
@@ -573,10 +573,24 @@ func (d *Discovery) removeLocked(id, reason string) {
 // with it (the same process, quitting). A probed device would otherwise
 // stay until its TTL ran out (probeTTLFactor probe intervals). Heard
 // again, it appears again (PeerAppeared).
-func (d *Discovery) Closed(id string) {
+func (d *Discovery) Closed(id string) { d.remove(id, "closed") }
+
+// Unreached removes the device with id at once, as Closed does: a send
+// could not reach it again for its whole reconnect time (the engine's
+// RetryFor). A killed Ferry says no goodbye, so its entry would live on
+// until its TTL (a probed one's is probeTTLFactor probe intervals), longer
+// than that time may be, and for good if the device is heard again
+// meanwhile: heard at the same address that is no change, at another one
+// a PeerChanged, and the app's rejoin, which waits for a PeerAppeared,
+// would wait for ever. Its LocalSend side goes with it (the same process).
+// Removed, a device heard again appears again (PeerAppeared: its next
+// answer to a query, within QueryInterval, or its next probe).
+func (d *Discovery) Unreached(id string) { d.remove(id, "unreached") }
+
+func (d *Discovery) remove(id, reason string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.removeLocked(id, "closed")
+	d.removeLocked(id, reason)
 }
 
 // goodbyeGrace is how long a peer that said goodbye stays, so that a

@@ -70,7 +70,9 @@ func FerryKey(sum [32]byte) string { return ferryEncoding.EncodeToString(sum[:])
 // spaces and case are ignored). Anything that is not ASCII is refused
 // before case is folded: strings.ToUpper makes "ı" (a dotless i) an I and
 // "ſ" (a long s) an S, so a key typed or pasted with them read as another
-// string.
+// string. Of the strings that decode to the same 32 bytes only the one
+// FerryKey writes is accepted, so a key has one spelling (dashes, spaces
+// and case aside).
 func ParseFerryKey(s string) ([32]byte, error) {
 	var sum [32]byte
 	for i := range len(s) {
@@ -87,6 +89,12 @@ func ParseFerryKey(s string) ([32]byte, error) {
 		return sum, fmt.Errorf("parse id %q: %w", s, ErrBadID)
 	}
 	copy(sum[:], b)
+	// 52 characters hold 260 bits and a key has 256: the decoder ignores
+	// the last character's four low bits, so sixteen strings would name
+	// each key. Only the one FerryKey writes is a key (it ends in A or Q).
+	if FerryKey(sum) != s {
+		return [32]byte{}, fmt.Errorf("parse id %q: last character %q has bits no key sets (a key ends in A or Q): %w", s, s[len(s)-1:], ErrBadID)
+	}
 	return sum, nil
 }
 

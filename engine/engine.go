@@ -364,7 +364,11 @@ func New(opts Options) (*Engine, error) {
 	if opts.Transport.Clock == nil {
 		opts.Transport.Clock = opts.Clock
 	}
-	trust, err := identity.OpenStoreWith(opts.ConfigDir, opts.Clock.Now)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	trust, err := identity.OpenStoreWith(opts.ConfigDir, opts.Clock.Now, log)
 	if err != nil {
 		return nil, err
 	}
@@ -404,10 +408,6 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 250 * time.Millisecond
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rxCtx, stopRx := context.WithCancelCause(ctx)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/ferrydrop/ferry/internal/deviceid"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -154,6 +155,7 @@ var ErrNotProven = errors.New("this device proved no key, so it cannot be truste
 type Store struct {
 	path   string
 	now    func() time.Time // dates what it records
+	log    *slog.Logger     // says what it did to a file it could read only in part
 	saveMu sync.Mutex       // serialises re-reads and writes of the file within the process
 	mu     sync.Mutex       // guards the fields below
 	byID   map[string]*Peer // the file as last read or written, with pending applied
@@ -200,15 +202,20 @@ func (e *DamagedError) Unwrap() error { return e.Err }
 
 // OpenStore loads the trust store from dir (an absent file is an empty store).
 // A corrupt file is an error: we never silently forget whom we trusted.
-func OpenStore(dir string) (*Store, error) { return OpenStoreWith(dir, time.Now) }
+func OpenStore(dir string) (*Store, error) { return OpenStoreWith(dir, time.Now, nil) }
 
 // OpenStoreWith is OpenStore with the clock that dates what the store
-// records (first and last seen, paired at); nil means time.Now.
-func OpenStoreWith(dir string, now func() time.Time) (*Store, error) {
+// records (first and last seen, paired at), nil meaning time.Now, and the
+// logger told what the store did to a file it read only in part (a device
+// listed twice), nil meaning slog.Default.
+func OpenStoreWith(dir string, now func() time.Time, log *slog.Logger) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{path: filepath.Join(dir, trustFile), now: now, every: seenSaveEvery}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Store{path: filepath.Join(dir, trustFile), now: now, log: log, every: seenSaveEvery}
 	byID, foreign, st, err := s.read()
 	if err != nil {
 		return nil, err
@@ -235,7 +242,8 @@ func (s *Store) read() (byID map[string]*Peer, foreign []json.RawMessage, st os.
 	if err := json.Unmarshal(data, &entries); err != nil {
 		return nil, nil, st, &DamagedError{Path: s.path, Err: err}
 	}
-	for _, e := range entries {
+	at := map[string]int{} // a device's entry in the file, from 1
+	for i, e := range entries {
 		var p Peer
 		if err := json.Unmarshal(e, &p); err != nil {
 			return nil, nil, st, &DamagedError{Path: s.path, Err: err}
@@ -251,9 +259,83 @@ func (s *Store) read() (byID map[string]*Peer, foreign []json.RawMessage, st os.
 			continue
 		}
 		p.ID = id.String()
+		if was, twice := byID[p.ID]; twice {
+			// Only a hand-edited file lists a device twice (in two
+			// spellings of its ID, say): the user granted what either
+			// entry holds, so both are kept in one.
+			dropped := merge(was, &p)
+			s.log.Warn("trust store: a device is listed twice; its entries were merged, keeping the trust either granted",
+				"file", s.path, "device", id.Short(), "entries", fmt.Sprintf("%d and %d", at[p.ID], i+1),
+				"paired", was.Paired, "always_accept", was.AlwaysAccept, "dropped", strings.Join(dropped, "; "))
+			continue
+		}
+		at[p.ID] = i + 1
 		byID[p.ID] = &p
 	}
 	return byID, foreign, st, nil
+}
+
+// merge folds q, another entry of the file for p's device, into p. The
+// device keeps the trust either entry granted (always accept, paired at
+// the earliest pairing), the first and last contact of both, the name, the
+// addresses and the fields a newer Ferry wrote of the entry seen last (the
+// other's after them), and the rendezvous secret agreed last. It returns
+// what was not kept, as the log says it (a secret by its date only).
+func merge(p, q *Peer) (dropped []string) {
+	newer, older := p, q
+	if q.LastSeen.After(p.LastSeen) {
+		newer, older = q, p
+	}
+	m := clonePeer(newer)
+	m.unknown = maps.Clone(newer.unknown)
+	if m.Name == "" {
+		m.Name = older.Name
+	} else if older.Name != "" && older.Name != m.Name {
+		dropped = append(dropped, fmt.Sprintf("the name %q", older.Name))
+	}
+	if !older.FirstSeen.IsZero() && (m.FirstSeen.IsZero() || older.FirstSeen.Before(m.FirstSeen)) {
+		m.FirstSeen = older.FirstSeen
+	}
+	for _, a := range older.LastAddrs {
+		switch {
+		case slices.Contains(m.LastAddrs, a):
+		case len(m.LastAddrs) < maxAddrs:
+			m.LastAddrs = append(m.LastAddrs, a)
+		default:
+			dropped = append(dropped, "the address "+a)
+		}
+	}
+	m.AlwaysAccept = p.AlwaysAccept || q.AlwaysAccept
+	if older.Paired {
+		if !m.Paired || (!older.PairedAt.IsZero() && (m.PairedAt.IsZero() || older.PairedAt.Before(m.PairedAt))) {
+			m.PairedAt = older.PairedAt
+		}
+		m.Paired = true
+	}
+	if older.Rendezvous != "" && older.Rendezvous != m.Rendezvous {
+		gone := older
+		if m.Rendezvous == "" || older.RendezvousAt.After(m.RendezvousAt) {
+			gone = &Peer{Rendezvous: m.Rendezvous, RendezvousAt: m.RendezvousAt}
+			m.Rendezvous, m.RendezvousAt = older.Rendezvous, older.RendezvousAt
+		}
+		if gone.Rendezvous != "" {
+			dropped = append(dropped, "the rendezvous secret agreed "+gone.RendezvousAt.Format(time.RFC3339))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(older.unknown)) {
+		v, ok := m.unknown[k]
+		switch {
+		case !ok:
+			if m.unknown == nil {
+				m.unknown = map[string]json.RawMessage{}
+			}
+			m.unknown[k] = older.unknown[k]
+		case string(v) != string(older.unknown[k]):
+			dropped = append(dropped, fmt.Sprintf("the field %q of the entry seen earlier", k))
+		}
+	}
+	*p = m
+	return dropped
 }
 
 // refresh takes in what another process wrote to the file since this

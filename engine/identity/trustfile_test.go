@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/peer"
 	"github.com/ferrydrop/ferry/internal/atomicfile"
@@ -188,5 +191,46 @@ func TestTrustFileTooLarge(t *testing.T) {
 	var de *DamagedError
 	if s, err := OpenStore(dir); !errors.As(err, &de) || !errors.Is(err, atomicfile.ErrTooLarge) || s != nil {
 		t.Fatalf("opened as %v, %v; want a *DamagedError", s, err)
+	}
+}
+
+// TestTrustFileListingADeviceTwiceKeepsWhatEitherGranted: a trust.json
+// that lists one device twice (here in two spellings of its ID, as a hand
+// edit leaves it) opens with the device once, holding the trust either
+// entry granted, and the log says what was not kept, in whichever order
+// the entries come. The later entry replaced the earlier one before, and
+// the pairing of the earlier was lost without a word.
+func TestTrustFileListingADeviceTwiceKeepsWhatEitherGranted(t *testing.T) {
+	paired := `{"id":"` + trustKeyA + `","name":"Old desk","first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-03-01T00:00:00Z",` +
+		`"last_addrs":["10.0.0.1:47800"],"always_accept":true,"paired":true,"paired_at":"2026-02-01T00:00:00Z",` +
+		`"rendezvous":"aa","rendezvous_at":"2026-02-01T00:00:00Z","future":1}`
+	seen := `{"id":"` + strings.ToLower(trustKeyA) + `","name":"Desk","first_seen":"2026-04-01T00:00:00Z","last_seen":"2026-05-01T00:00:00Z",` +
+		`"last_addrs":["10.0.0.2:47800","10.0.0.1:47800"],"always_accept":false,"future":2,"newer":true}`
+	for _, body := range []string{"[" + paired + "," + seen + "]", "[" + seen + "," + paired + "]"} {
+		dir := t.TempDir()
+		writeTrust(t, dir, []byte(body))
+		var logged bytes.Buffer
+		s, err := OpenStoreWith(dir, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := s.List()
+		if len(l) != 1 {
+			t.Fatalf("%s opened as %+v", body, l)
+		}
+		p := l[0]
+		day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+		if !p.Paired || !p.AlwaysAccept || !p.PairedAt.Equal(day("2026-02-01")) || p.Rendezvous != "aa" ||
+			p.Name != "Desk" || !p.FirstSeen.Equal(day("2026-01-01")) || !p.LastSeen.Equal(day("2026-05-01")) ||
+			!slices.Equal(p.LastAddrs, []string{"10.0.0.2:47800", "10.0.0.1:47800"}) ||
+			string(p.unknown["future"]) != "2" || string(p.unknown["newer"]) != "true" {
+			t.Errorf("%s opened as %+v", body, p)
+		}
+		for _, w := range []string{"listed twice", "device=RACK-THZH", `entries="1 and 2"`, "paired=true", `the name \"Old desk\"`, `the field \"future\"`} {
+			if !strings.Contains(logged.String(), w) {
+				t.Errorf("the log does not say %s: %s", w, logged.String())
+			}
+		}
+		checkWrittenBack(t, dir, s)
 	}
 }

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,22 +89,7 @@ func (e *damagedError) Unwrap() error { return e.err }
 // keepAside renames the damaged file path to "<name>.damaged" in its
 // folder, or "<name>.damaged-2" and on when that is taken (an earlier
 // damaged copy is never replaced), and returns the new name.
-func keepAside(path string) (string, error) {
-	for n := 1; n <= 100; n++ {
-		to := path + ".damaged"
-		if n > 1 {
-			to += "-" + strconv.Itoa(n)
-		}
-		if _, err := os.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err := os.Rename(path, to); err != nil {
-			return "", err
-		}
-		return filepath.Base(to), nil
-	}
-	return "", errors.New("100 damaged copies are kept there already")
-}
+func keepAside(path string) (string, error) { return atomicfile.SetAside(path, ".damaged", 100) }
 
 func saveJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

@@ -1,6 +1,7 @@
 // Package atomicfile replaces files so that a crash leaves either the old
 // content or the new one, never a mix: temp file -> fsync -> rename -> fsync
-// of the folder. Read reads such a file back, bounded.
+// of the folder. Read reads such a file back, bounded, and SetAside moves
+// one that could not be read out of the way without replacing another.
 package atomicfile
 
 import (
@@ -8,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -121,4 +124,31 @@ func RemoveLeftovers(name string) {
 			os.Remove(filepath.Join(filepath.Dir(name), e.Name()))
 		}
 	}
+}
+
+// ErrAsideFull is returned by SetAside when every name it may give is
+// taken by a copy set aside before.
+var ErrAsideFull = errors.New("none is replaced")
+
+// SetAside renames the file name (a damaged one, say) to name+suffix in
+// its folder, or to name+suffix+"-2" and on up to "-keep" when that is
+// taken, and returns the base name it took. A copy set aside before is
+// never replaced: with all keep names taken it returns ErrAsideFull and
+// leaves the file where it is, so the copies kept use bounded space.
+func SetAside(name, suffix string, keep int) (string, error) {
+	for n := 1; n <= keep; n++ {
+		to := name + suffix
+		if n > 1 {
+			to += "-" + strconv.Itoa(n)
+		}
+		if _, err := os.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := os.Rename(name, to); err != nil {
+			return "", err
+		}
+		return filepath.Base(to), nil
+	}
+	base := filepath.Base(name) + suffix
+	return "", fmt.Errorf("%d copies (%s, %s-2...) are kept there already: %w", keep, base, base, ErrAsideFull)
 }

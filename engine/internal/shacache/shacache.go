@@ -73,7 +73,8 @@ type Cache struct {
 
 // Open reads the cache at path (none yet: empty). A cache file that is
 // damaged (it does not parse, it is cut short, an entry is not a hash of
-// a file) is set aside as path+".bad", and the cache keeps the entries
+// a file) is set aside as path+".bad" (".bad-2", ".bad-3" next to earlier
+// ones; past those it is removed), and the cache keeps the entries
 // that read whole before the damage, which the next Flush writes back:
 // Open then returns the cache with an error that says so. The cache is
 // only a hint, and the user's files are untouched either way.
@@ -101,11 +102,32 @@ func Open(path string, limit int) (*Cache, error) {
 	}
 	c.evictLocked()
 	if bad != nil {
-		_ = os.Rename(path, path+".bad")
 		c.dirty = true // the entries kept are written back
-		return c, fmt.Errorf("sha256 cache: %s is damaged (set aside as .bad, %d entries kept): %w", path, len(c.entries), bad)
+		return c, fmt.Errorf("sha256 cache: %s is damaged (%s, %d entries kept): %w", path, setAside(path), len(c.entries), bad)
 	}
 	return c, nil
+}
+
+// keepBad is how many damaged cache files are kept (.bad, .bad-2, .bad-3):
+// the first ones, for whoever looks into why; each is at most maxFileBytes.
+const keepBad = 3
+
+// setAside moves the damaged cache file at path out of the way of the
+// next Flush, never over one set aside before, and says where it went. With
+// keepBad kept already it is removed (it is a hint, and the ones kept say
+// as much).
+func setAside(path string) string {
+	as, err := atomicfile.SetAside(path, ".bad", keepBad)
+	switch {
+	case err == nil:
+		return "set aside as " + as
+	case errors.Is(err, atomicfile.ErrAsideFull):
+		if rerr := os.Remove(path); rerr != nil {
+			return fmt.Sprintf("not set aside, %v, nor removed: %v", err, rerr)
+		}
+		return fmt.Sprintf("removed: %v", err)
+	}
+	return fmt.Sprintf("not set aside: %v", err)
 }
 
 // parse reads a cache file: its entries, up to the first that does not

@@ -169,6 +169,52 @@ func TestCacheFileHostile(t *testing.T) {
 	}
 }
 
+// TestCacheFileDamagedAgainKeepsTheFirstCopies: a cache file found damaged
+// again is set aside next to the copies set aside before (.bad-2, .bad-3)
+// and, with keepBad of them kept, removed, as the error says; no copy is
+// replaced. Each damaged file was renamed over the one .bad before.
+func TestCacheFileDamagedAgainKeepsTheFirstCopies(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.json")
+	kept := map[string]string{}
+	for i := 1; i <= keepBad+2; i++ {
+		body := good(i, 1) // cut short
+		os.WriteFile(path, []byte(body), 0o600)
+		c, err := Open(path, 0)
+		if err == nil || c == nil || c.Len() != 1 {
+			t.Fatalf("damaged file %d: err %v, cache %v", i, err, c)
+		}
+		as := ".bad"
+		if i > 1 {
+			as += fmt.Sprint("-", i)
+		}
+		if i <= keepBad {
+			kept[as] = body
+			if !strings.Contains(err.Error(), "set aside as c.json"+as) {
+				t.Errorf("damaged file %d: %v does not say where it went", i, err)
+			}
+		} else if !strings.Contains(err.Error(), "removed") {
+			t.Errorf("damaged file %d, with %d kept: %v does not say it was removed", i, keepBad, err)
+		}
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("damaged file %d is still in the cache's place: %v", i, err)
+		}
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(path)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != keepBad {
+		t.Errorf("the folder holds %d files, want the %d kept", len(ents), keepBad)
+	}
+	for as, body := range kept {
+		if b, err := os.ReadFile(path + as); err != nil || string(b) != body {
+			t.Errorf("c.json%s holds %q, %v; want the damaged file set aside there, %q", as, b, err, body)
+		}
+	}
+}
+
 // A count of uses near the largest a uint64 holds (a damaged or planted
 // file's) kept the clock there: the next use wrapped it to 0, and the
 // entry used last was the first evicted.

@@ -13,8 +13,9 @@ import (
 // stands: its name, who may send, its short ID and its address. Where the
 // window is too narrow for all of it, the least useful part goes first:
 // the words "This device:", then the name (the window's title and
-// Settings say it whole), and only then the line's end; the window's
-// default width cut the port off. A click on it shows it whole, with the
+// Settings say it whole) down to minName characters, and only then the
+// line's end; the window's default width cut the port off. A click on it
+// shows it whole, with the
 // address's QR code (showSelf, as My address does).
 type statusLine struct {
 	widget.Label
@@ -46,8 +47,14 @@ func (s *statusLine) join(head string) string {
 	return strings.Join(append([]string{head}, s.rest...), " · ")
 }
 
+// minName is the fewest characters of the name the line shows, "…"
+// counted, before its end is cut (a shorter name is shown whole): the
+// name cut to "Sam…" or "Fer…" said nothing of which device this is.
+const minName = 12
+
 // fitted is the longest form of the line that fits in width w (0: not laid
-// out yet); the label's ellipsis cuts the end of one that does not.
+// out yet); the label's ellipsis cuts the end of one that does not, which
+// keeps minName characters of the name.
 func (s *statusLine) fitted(w float32) string {
 	fits := func(t string) bool {
 		return w <= 0 || fyne.MeasureText(t, theme.TextSize(), s.TextStyle).Width+2*theme.InnerPadding() <= w
@@ -55,17 +62,13 @@ func (s *statusLine) fitted(w float32) string {
 	if fits(s.full) {
 		return s.full
 	}
-	r := []rune(s.name)
-	for n := len(r); n > 0; n-- {
-		t := s.join(string(r[:n]) + "…")
-		if n == len(r) {
-			t = s.join(s.name)
-		}
-		if fits(t) {
-			return t
+	t := s.join(s.name)
+	if r := []rune(s.name); len(r) > minName {
+		for n := len(r) - 1; !fits(t) && n >= minName-1; n-- {
+			t = s.join(strings.TrimRight(string(r[:n]), " ") + "…")
 		}
 	}
-	return s.join("")
+	return t
 }
 
 func (s *statusLine) fit(w float32) {

@@ -252,6 +252,9 @@ func (s *Store) read() (byID map[string]*Peer, foreign []json.RawMessage, st os.
 		if err != nil {
 			if kind, _, ok := strings.Cut(p.ID, ":"); ok && !peer.Kind(strings.ToLower(kind)).Known() {
 				foreign = append(foreign, e)
+			} else {
+				s.log.Warn("trust store: an entry that names no device is left out", "file", s.path, "entry", i+1,
+					"paired", p.Paired, "always_accept", p.AlwaysAccept, "err", err)
 			}
 			continue
 		}

@@ -234,3 +234,26 @@ func TestTrustFileListingADeviceTwiceKeepsWhatEitherGranted(t *testing.T) {
 		checkWrittenBack(t, dir, s)
 	}
 }
+
+// TestTrustFileSaysWhatItLeavesOut: an entry of trust.json whose ID names
+// no device (here a Ferry key with bits set that no key has, which
+// ParseFerryKey refuses since it read it as another string's key) is left
+// out, and the log says which; it was left out without a word.
+func TestTrustFileSaysWhatItLeavesOut(t *testing.T) {
+	dir := t.TempDir()
+	odd := trustKeyA[:51] + "R"
+	writeTrust(t, dir, []byte(`[{"id":"`+trustKeyB+`"},{"id":"`+odd+`","paired":true}]`))
+	var logged bytes.Buffer
+	s, err := OpenStoreWith(dir, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := s.List(); len(l) != 1 || l[0].ID != trustKeyB {
+		t.Fatalf("opened as %+v", l)
+	}
+	for _, w := range []string{"left out", "entry=2", odd} {
+		if !strings.Contains(logged.String(), w) {
+			t.Errorf("the log does not say %s: %s", w, logged.String())
+		}
+	}
+}

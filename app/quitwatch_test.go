@@ -30,16 +30,22 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// hungInQuitting stands for a part of quitting that never returns.
-func hungInQuitting(release <-chan struct{}) { <-release }
+// hungInQuitting stands for a part of quitting that never returns; it
+// closes started once it runs (a goroutine not yet run shows in a stack
+// dump as the go statement's wrapper, gowrap, not as this function).
+func hungInQuitting(started chan<- struct{}, release <-chan struct{}) {
+	close(started)
+	<-release
+}
 
 // A quit that takes longer than its bound ends the process with status 1,
 // after the log says so and every goroutine's stack is written out, the
 // hung one's included; not a moment before the bound.
 func TestQuitThatHangsEndsWithItsStacks(t *testing.T) {
-	release := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	go hungInQuitting(release)
+	go hungInQuitting(started, release)
+	<-started
 
 	fake := clock.NewFake(time.Unix(1e9, 0))
 	var out lockedBuffer

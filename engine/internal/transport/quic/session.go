@@ -213,7 +213,10 @@ func dialledSession(c *conn, ra *net.UDPAddr, tlsConf *tls.Config, cfg transport
 		rule := cfg.SpreadRule()
 		rule.Max = min(rule.Max, transport.MaxQUICConns)
 		w := spread.Watch(s.ctx, rule, 1, s.sample)
-		s.wg.Go(func() { s.followAdvice(w) })
+		s.wg.Go(func() {
+			defer w.Stop()
+			s.followAdvice(w.Advice(), w.Reason)
+		})
 	}
 	s.mig = s.followNetwork(c, bound, s.reportPath)
 	return s
@@ -236,17 +239,20 @@ func (s *Session) sample() spread.Sample {
 	return out
 }
 
-// followAdvice adds the connections w advises, and tells the sender how many
-// streams give each of them one.
-func (s *Session) followAdvice(w *spread.Watcher) {
+// followAdvice adds the connections advised (a spread.Watcher's Advice,
+// and the Reason of each), and tells the sender how many streams give each
+// of them one.
+func (s *Session) followAdvice(advice <-chan int, reason func() spread.Reason) {
 	defer close(s.advice)
-	defer w.Stop()
-	for n := range w.Advice() {
+	for n := range advice {
 		s.mu.Lock()
 		s.grow(n)
-		streams := s.opened - 1 // data streams open or being opened
+		// Data streams open or being opened, and one for each connection
+		// that has none yet; none for a connection whose join failed, or
+		// the stream would go to a connection that has one already.
+		streams := s.opened - 1
 		for _, x := range s.slots[1:] {
-			if x.streams == 0 {
+			if x.streams == 0 && !x.failed() {
 				streams++
 			}
 		}
@@ -255,7 +261,7 @@ func (s *Session) followAdvice(w *spread.Watcher) {
 		case <-s.advice:
 		default:
 		}
-		s.advice <- transport.Advice{Streams: streams, Flows: n, Reason: w.Reason().Describe("QUIC connections")}
+		s.advice <- transport.Advice{Streams: streams, Flows: n, Reason: reason().Describe("QUIC connections")}
 	}
 }
 
@@ -398,9 +404,17 @@ func (s *Session) startExtras() {
 }
 
 // grow starts adding connections until the session has n, at most
-// MaxQUICConns. Called with s.mu held.
+// MaxQUICConns, counting those joined or joining: a connection whose join
+// failed (timed out on a busy host, say) is tried again. Called with s.mu
+// held.
 func (s *Session) grow(n int) {
-	for len(s.slots) < min(n, transport.MaxQUICConns) && !s.closed {
+	live := 0
+	for _, x := range s.slots {
+		if !x.failed() {
+			live++
+		}
+	}
+	for ; live < min(n, transport.MaxQUICConns) && !s.closed; live++ {
 		x := &slot{ready: make(chan struct{})}
 		s.slots = append(s.slots, x)
 		s.wg.Go(func() { s.join(x) })

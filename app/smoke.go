@@ -71,7 +71,9 @@ func smokeDescribe(ctx context.Context, u *ui.UI, file string) {
 	var last []byte
 	for {
 		var d ui.Described
-		ui.DoAndWait(func() { d = u.Describe() })
+		if !ui.DoAndWait(ctx, func() { d = u.Describe() }) {
+			return // the app quits
+		}
 		if data, err := json.Marshal(d); err == nil && string(data) != string(last) {
 			if writeFileAtomic(file, data) == nil {
 				last = data
@@ -116,7 +118,9 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 	}
 	if f := os.Getenv(envSmokeStatus); f != "" {
 		// Written from the Fyne loop, so the window is up (or stays hidden) by then.
-		ui.DoAndWait(func() {})
+		if !ui.DoAndWait(ctx, func() {}) {
+			return ctx.Err()
+		}
 		st := map[string]string{"id": b.eng.ID(), "name": b.eng.Name()}
 		for _, l := range b.eng.Listeners() { // "quic" and "tcp": where each listens, "" when it does not
 			st[l.Transport] = l.Addr
@@ -137,7 +141,9 @@ func smokeHooks(ctx context.Context, b *backend, u *ui.UI) error {
 		}
 		if f := os.Getenv(envSmokeStatus); f != "" {
 			// Tell the test the rows are there to drop files on.
-			ui.DoAndWait(func() {})
+			if !ui.DoAndWait(ctx, func() {}) {
+				return ctx.Err()
+			}
 			data, _ := json.Marshal(map[string]string{"added": strings.Join(ids, ",")})
 			if err := writeFileAtomic(f+".added", data); err != nil {
 				return fmt.Errorf("smoke add: %w", err)

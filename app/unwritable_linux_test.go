@@ -49,7 +49,7 @@ func TestUnwritableDownloadFolderIsSaidAtStart(t *testing.T) {
 			want := "The download folder " + dir + " cannot be written, so files sent to this device are refused before you are asked. Choose another folder in Settings, or make this one writable."
 			testutil.WaitFor(t, "the message about the folder", func() bool {
 				var got []string
-				ui.DoAndWait(func() { got = texts(w.Canvas().Overlays().Top()) })
+				ui.DoAndWait(t.Context(), func() { got = texts(w.Canvas().Overlays().Top()) })
 				return slices.Contains(got, want) && slices.Contains(got, "Received files cannot be saved")
 			})
 		})

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"testing"
 )
@@ -25,4 +26,23 @@ func TestHandOffAfterTheQueueClosedIsDropped(t *testing.T) {
 	}()
 	handOff(func(func()) { panic(boom) }, func() {})
 	t.Fatal("the other panic was taken back")
+}
+
+// DoAndWait returns when its context ends though the function it handed
+// over never ran: what Fyne 2.7.1's driver does to a function handed to it
+// as its loop stops (fyne.DoAndWait then waited for good, and held the
+// app's quit); and it says whether the function ran.
+func TestDoAndWaitEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	dropped := make(chan struct{})
+	ended := make(chan bool)
+	go func() { ended <- doAndWait(ctx, func(func()) { close(dropped) }, func() {}) }()
+	<-dropped
+	cancel()
+	if <-ended {
+		t.Fatal("DoAndWait said a dropped function ran")
+	}
+	if !doAndWait(t.Context(), func(f func()) { go f() }, func() {}) {
+		t.Fatal("DoAndWait said a function that ran did not")
+	}
 }

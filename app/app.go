@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -121,7 +123,12 @@ func Run(opts Options) error {
 	// The window comes back at the size it had when last closed, within
 	// the screen, which is known once the app runs.
 	var w fyne.Window
+	// Once the app runs, Fyne quits on these signals; the watch bounds the
+	// quit from then on. (Before, they end the process at once.)
+	sigs := make(chan os.Signal, 1)
+	defer signal.Stop(sigs)
 	a, icon := newFyneApp(opts.Icon, func() {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 		if fit := windowSize(s, screenSize(w.Canvas().Scale())); fit != windowSize(s, fyne.Size{}) {
 			w.Resize(fit)
 		}
@@ -155,11 +162,15 @@ func Run(opts Options) error {
 			log.Warn("could not keep the window's size", "err", err)
 		}
 	}
-	u.OnQuit = func() { keepSize(); a.Quit() }
+	quit := func() {
+		quitting.start(quitBound)
+		a.Quit()
+	}
+	u.OnQuit = func() { keepSize(); quit() }
 	w.SetCloseIntercept(func() {
 		keepSize()
 		if !u.HandleClose(tray && trayHost()) {
-			a.Quit()
+			quit()
 		}
 	})
 
@@ -168,6 +179,7 @@ func Run(opts Options) error {
 	}
 
 	l := &loops{ctx: ctx, log: log}
+	l.run("quit signal", func(ctx context.Context) error { quitting.startOn(ctx, sigs); return nil })
 	l.run("discovery", disc.Run)
 	l.run("engine events", func(ctx context.Context) error { return pumpEvents(ctx, engineEvents, b, transfers, devices) })
 	l.run("discovery events", func(ctx context.Context) error { return pumpDevices(ctx, eng, disc, b.named, b.deviceBack, devices) })

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +92,53 @@ func TestQuitThatFinishesIsNotEnded(t *testing.T) {
 	q.stop()
 	if fake.Timers() != 0 {
 		t.Fatalf("%d timers still armed after the quit finished", fake.Timers())
+	}
+	fake.Advance(time.Hour)
+}
+
+// A signal that quits the app (SIGTERM at logout: Fyne quits on it) arms
+// the watch then, where it was armed only once the window's loop had
+// ended, so a quit that hung inside Fyne's own stop was bounded by
+// nothing.
+func TestQuitWatchStartsOnTheSignal(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1e9, 0))
+	exited := make(chan int, 1)
+	q := &quitWatch{clock: fake, log: slog.New(slog.NewTextHandler(io.Discard, nil)), out: io.Discard,
+		exit: func(code int) { exited <- code }}
+	defer q.stop()
+	sigs := make(chan os.Signal, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		q.startOn(t.Context(), sigs)
+	}()
+	sigs <- syscall.SIGTERM
+	<-watched
+	fake.Advance(quitBound)
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("a quit that hangs past its bound from the signal did not end the process")
+	}
+}
+
+// Now that several ask for it (a signal, Quit, the loop's end), the watch
+// is armed once, from the first, and never after quitting is done (Run's
+// deferred stop): it was armed again by each, and a later timer outlived
+// the stop of the first.
+func TestQuitWatchArmsOnceAndNotAfterQuitting(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1e9, 0))
+	q := &quitWatch{clock: fake, log: slog.New(slog.NewTextHandler(io.Discard, nil)), out: io.Discard,
+		exit: func(code int) { t.Errorf("exited (%d) after quitting finished", code) }}
+	q.start(quitBound)
+	q.start(quitBound)
+	if fake.Timers() != 1 {
+		t.Fatalf("%d timers armed by two starts, want 1", fake.Timers())
+	}
+	q.stop()
+	q.start(quitBound)
+	if fake.Timers() != 0 {
+		t.Fatalf("%d timers armed after quitting finished", fake.Timers())
 	}
 	fake.Advance(time.Hour)
 }

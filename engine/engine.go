@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -700,6 +701,12 @@ func (t *Transfer) Delivery() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.delivery
+}
+
+// Items is what a sending transfer offers (what Retry sends again); empty
+// for a receiving one.
+func (t *Transfer) Items() Items {
+	return Items{Paths: slices.Clone(t.paths), Text: t.text}
 }
 
 // Done is closed when the transfer has ended.

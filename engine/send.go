@@ -88,6 +88,34 @@ func (e *Engine) SendItems(ctx context.Context, to Target, items Items, opts Sen
 	return e.send(ctx, "", Result{}, to, items, opts)
 }
 
+// Continue sends items to the device at to as delivery, a send this device
+// offered before and did not see finish (in an earlier run of the process:
+// the app keeps its unfinished sends across a restart). The receiver that
+// accepted it takes it as the same delivery: it is not asked again, and
+// only what it lacks travels. A delivery this engine knows goes on as
+// Retry's. Files changed since make another offer, which the receiver
+// asks about; files gone fail as Send's do.
+func (e *Engine) Continue(ctx context.Context, delivery string, to Target, items Items, opts SendOptions) (*Transfer, error) {
+	if !deliveryID(delivery) {
+		return nil, fmt.Errorf("continue %q: not a delivery ID", delivery)
+	}
+	if _, err := e.transfer(delivery); err == nil {
+		return e.Retry(ctx, delivery)
+	}
+	return e.send(ctx, delivery, Result{}, to, items, opts)
+}
+
+// deliveryID reports whether id has the form of a sending transfer's
+// delivery ID (newTransferID; what resume keeps of one): 16 to 64
+// lowercase hex digits.
+func deliveryID(id string) bool {
+	if len(id) < 16 || len(id) > 64 || id != strings.ToLower(id) {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil
+}
+
 // CheckText says what is wrong with a text item, before it is offered: over
 // MaxTextBytes, or not UTF-8.
 func CheckText(text string) error {

@@ -92,7 +92,7 @@ func Run(opts Options) error {
 	}
 	defer inst.Close()
 
-	settings, history, names, problems := openStores(dir, log)
+	settings, history, names, sends, problems := openStores(dir, log)
 	// Sends follow their device by ID (a receiver that moved or restarted
 	// on another port is found again): the engine asks discovery's table.
 	resolver := &peerresolve.Resolver{}
@@ -140,7 +140,7 @@ func Run(opts Options) error {
 
 	transfers := make(chan ui.TransferEvent, 256)
 	devices := make(chan ui.DeviceEvent, 256)
-	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, devices: names,
+	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: settings, history: history, devices: names, sends: sends,
 		autostartArgs: autostartArgs, names: map[string]ui.Peer{}, advertiseOpts: advOpts, portDir: dir,
 		ls: lsHub{isolated: smokeIsolated(), onDevice: disc.SeeLocalSend}}
 	b.synthetic = func(ev ui.TransferEvent) {
@@ -178,6 +178,8 @@ func Run(opts Options) error {
 		startReceiving(a, b, u, log)
 	}
 
+	// Before discovery runs: the sends wait for their devices first.
+	b.resumeSends()
 	l := &loops{ctx: ctx, log: log}
 	l.run("quit signal", func(ctx context.Context) error { quitting.startOn(ctx, sigs); return nil })
 	l.run("discovery", disc.Run)
@@ -291,7 +293,7 @@ func configDir(given string) (dir string, autostartArgs []string, err error) {
 // does not stop the app: it starts without what the file held, the file
 // kept aside when it is damaged, and the returned error says so in the
 // user's words (a *ui.Problem for each such file).
-func openStores(dir string, log *slog.Logger) (*settingsStore, *historyStore, *deviceStore, error) {
+func openStores(dir string, log *slog.Logger) (*settingsStore, *historyStore, *deviceStore, *sendStore, error) {
 	home, _ := os.UserHomeDir()
 	var problems []error
 	settings, err := openSettings(dir, ui.Settings{DownloadDir: filepath.Join(home, "Downloads"), Policy: ui.PolicyEveryone, AutoAcceptTrusted: true})
@@ -309,7 +311,12 @@ func openStores(dir string, log *slog.Logger) (*settingsStore, *historyStore, *d
 		log.Warn("device names unreadable; using the names devices announce", "err", err)
 		problems = append(problems, unreadable("The names you gave devices", "so devices show the names they announce", dir, err))
 	}
-	return settings, history, names, errors.Join(problems...)
+	sends, err := openSends(dir)
+	if err != nil {
+		log.Warn("unfinished sends unreadable; they do not go on", "err", err)
+		problems = append(problems, unreadable("The sends that were under way when Ferry closed", "so they do not go on by themselves: send those files again", dir, err))
+	}
+	return settings, history, names, sends, errors.Join(problems...)
 }
 
 // unreadable says that what (a file of the app's, in the user's words)
@@ -603,6 +610,11 @@ func pumpEvents(ctx context.Context, evs <-chan engine.Event, b *backend, out ch
 		if uev.Kind == ui.TransferResult && uev.Result != nil && !uev.Pairing {
 			if err := b.history.add(historyEntry(uev, know, model.Get(uev.ID))); err != nil {
 				slog.Warn("history", "err", err)
+			}
+			// A send stopped by quitting is kept: it comes back at the
+			// next start.
+			if uev.Direction == ui.Outgoing && sendEnds(uev.Result) && ctx.Err() == nil && b.ctx.Err() == nil {
+				b.sendEnded(uev.ID)
 			}
 		}
 		select {

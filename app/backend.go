@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ferrydrop/ferry/app/autostart"
 	"github.com/ferrydrop/ferry/discovery"
@@ -29,6 +31,8 @@ type backend struct {
 	settings *settingsStore
 	history  *historyStore
 	devices  *deviceStore // the user's own names for devices
+	// sends keeps the sends under way across a restart (sends.go).
+	sends *sendStore
 	// autostartArgs start this instance again at login (its --config).
 	autostartArgs []string
 	// synthetic delivers events the engine never sees (a send that could
@@ -79,13 +83,38 @@ func (b *backend) Send(dev ui.Device, items ui.Items) error {
 		b.sendLocalSend(dev, to, items)
 		return nil
 	}
+	b.sendFerry(dev, items, "")
+	return nil
+}
+
+// sendFerry starts a send of items to the Ferry device dev in the
+// background: a new one, or (delivery set) the delivery an earlier run of
+// the app did not finish (sends.go), whose row reports it if it cannot
+// start. A send to a device with an ID is kept (b.sends) until it ends.
+func (b *backend) sendFerry(dev ui.Device, items ui.Items, delivery string) {
 	// With an ID the addresses are only where the device was seen: every
 	// attempt, reconnect and Resume looks it up again (engine.Target.Follow).
 	to := b.anywhere.target(engine.Target{Addrs: dev.Addrs, ID: dev.ID, Follow: dev.ID != ""}, dev)
 	peer := ui.Peer{ID: dev.ID, Name: dev.Name, Trusted: dev.Trusted}
-	b.start(peer, items.Paths, func() (*engine.Transfer, error) {
-		t, err := b.eng.SendItems(b.ctx, to, engine.Items{Paths: items.Paths, Text: items.Text}, engine.SendOptions{})
-		if err == nil && dev.ID != "" && b.disc != nil {
+	b.start(peer, items.Paths, delivery, func() (*engine.Transfer, error) {
+		its := engine.Items{Paths: items.Paths, Text: items.Text}
+		var t *engine.Transfer
+		var err error
+		if delivery == "" {
+			t, err = b.eng.SendItems(b.ctx, to, its, engine.SendOptions{})
+		} else {
+			t, err = b.eng.Continue(b.ctx, delivery, to, its, engine.SendOptions{})
+		}
+		if err != nil {
+			if delivery != "" && b.ctx.Err() == nil {
+				// Its row says why; nothing of it can go on (its files are
+				// the trouble): it does not come back at the next start.
+				b.sendEnded(delivery)
+			}
+			return nil, err
+		}
+		b.keepSend(t, dev)
+		if dev.ID != "" && b.disc != nil && len(dev.Addrs) > 0 {
 			// The advertised ID is only a hint: if TLS proves another device
 			// there, discovery must stop offering that address for this ID.
 			go func() {
@@ -95,22 +124,109 @@ func (b *backend) Send(dev ui.Device, items ui.Items) error {
 				}
 			}()
 		}
-		return t, err
+		return t, nil
 	})
+}
+
+// keepSend keeps t, a Ferry send to dev, for the next start of the app
+// until it ends (sends.go). A send that runs waits for no device (rejoin):
+// the same files dropped again continue a delivery shown at the start.
+func (b *backend) keepSend(t *engine.Transfer, dev ui.Device) {
+	b.rejoin.drop(t.ID())
+	items := t.Items()
+	if dev.ID == "" || len(items.Paths) > maxSendPaths {
+		return
+	}
+	if id, err := peer.Parse(dev.ID); err != nil || id.Kind == peer.LocalSend {
+		return
+	}
+	err := b.sends.add(unfinishedSend{Delivery: t.ID(), PeerID: dev.ID, PeerName: dev.Name, Addrs: dev.Addrs,
+		Paths: items.Paths, Text: items.Text, Started: time.Now()})
+	if err != nil {
+		slog.Warn("the send is not kept for the next start", "err", err)
+	}
+}
+
+// sendEnded forgets the kept send of delivery id: it ended.
+func (b *backend) sendEnded(id string) {
+	if err := b.sends.remove(id); err != nil {
+		slog.Warn("an ended send is still kept for the next start", "delivery", id, "err", err)
+	}
+}
+
+// resumeSends shows each send that an earlier run of the app did not
+// finish (sends.go) as a row stopped by Ferry's closing, with Retry and
+// Cancel, and has it wait for its device: discovery seeing the device
+// sends the rest, once, as it does for a device that went away (rejoin).
+// Call it before discovery runs: a device seen at once is not missed.
+func (b *backend) resumeSends() {
+	for _, s := range b.sends.list() {
+		peer := ui.Peer{ID: s.PeerID, Name: s.PeerName}
+		if n := b.devices.nickname(s.PeerID); n != "" {
+			peer.Name = n
+		}
+		offer := &ui.Offer{Text: s.Text}
+		for _, p := range s.Paths {
+			f := ui.FileInfo{Path: filepath.Base(p)}
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				f.Size = st.Size()
+			}
+			offer.Files = append(offer.Files, f)
+			offer.Total += f.Size
+		}
+		offer.Count = len(offer.Files)
+		ev := ui.TransferEvent{ID: s.Delivery, Delivery: s.Delivery, Direction: ui.Outgoing, Peer: peer, Time: s.Started}
+		off, res := ev, ev
+		off.Kind, off.Offer = ui.TransferOffer, offer
+		res.Kind, res.State, res.Time = ui.TransferResult, ui.StateFailed, time.Now()
+		res.Result = &ui.Result{State: ui.StateFailed, Code: ui.CodeClosedHere, Rejoin: true,
+			Err: "Ferry was closed (or stopped) before this send finished."}
+		b.rejoin.wait(s.Delivery, s.PeerID)
+		b.synthetic(off)
+		b.synthetic(res)
+	}
+}
+
+// resumeSend goes on with s, a send an earlier run of the app did not
+// finish, to where its device is now (discovery), else where it was.
+func (b *backend) resumeSend(s unfinishedSend) error {
+	dev := ui.Device{ID: s.PeerID, Name: s.PeerName, Addrs: s.Addrs, Trusted: b.trust(s.PeerID).trusted}
+	if b.disc != nil {
+		for _, p := range b.disc.Peers() {
+			if p.ID == s.PeerID && len(p.Addresses()) > 0 {
+				dev.Addrs = p.Addresses()
+			}
+		}
+	}
+	if len(dev.Addrs) == 0 {
+		for _, t := range b.eng.Trusted() {
+			if t.ID == s.PeerID {
+				dev.Addrs = lastAddrs(t)
+			}
+		}
+	}
+	if len(dev.Addrs) == 0 && (b.anywhere.relayNow() == "" || !dev.Trusted) {
+		b.rejoin.wait(s.Delivery, s.PeerID)
+		return &ui.Problem{Text: fmt.Sprintf("Ferry does not know where %s is right now. It sends the rest when it sees that device again.", ui.EscapeName(s.PeerName))}
+	}
+	b.sendFerry(dev, ui.Items{Paths: s.Paths, Text: s.Text}, s.Delivery)
 	return nil
 }
 
 // start runs send in the background and names the transfer it starts after
 // peer (paths are what it sends, for the history); a transfer that cannot
-// even start is reported as a failed row.
-func (b *backend) start(peer ui.Peer, paths []string, send func() (*engine.Transfer, error)) {
+// even start is reported as a failed row: row's, or a new one.
+func (b *backend) start(peer ui.Peer, paths []string, row string, send func() (*engine.Transfer, error)) {
 	go func() {
 		t, err := send()
 		if err != nil {
-			b.mu.Lock()
-			b.nextLocal++
-			id := fmt.Sprintf("local-%d", b.nextLocal)
-			b.mu.Unlock()
+			id := row
+			if id == "" {
+				b.mu.Lock()
+				b.nextLocal++
+				id = fmt.Sprintf("local-%d", b.nextLocal)
+				b.mu.Unlock()
+			}
 			b.synthetic(ui.TransferEvent{Kind: ui.TransferResult, ID: id, Direction: ui.Outgoing, Peer: peer,
 				State: ui.StateFailed, Result: &ui.Result{State: ui.StateFailed, NotStarted: true, Err: "The transfer could not start: " + err.Error() + "."}})
 			return
@@ -135,6 +251,10 @@ func (b *backend) Resume(id string) error { return b.eng.Resume(id) }
 func (b *backend) Retry(id string) error {
 	b.rejoin.drop(id) // the user's Retry (or the rejoin's own) replaces the wait
 	if _, err := b.eng.Transfer(id); err != nil {
+		if s, ok := b.sends.get(id); ok {
+			// A send an earlier run of the app did not finish.
+			return b.resumeSend(s)
+		}
 		return errors.New("this transfer is no longer known here (Ferry was restarted since it ran): send the files again")
 	}
 	var peer ui.Peer
@@ -146,7 +266,13 @@ func (b *backend) Retry(id string) error {
 			break
 		}
 	}
-	b.start(peer, paths, func() (*engine.Transfer, error) { return b.eng.Retry(b.ctx, id) })
+	b.start(peer, paths, "", func() (*engine.Transfer, error) {
+		t, err := b.eng.Retry(b.ctx, id)
+		if err == nil {
+			b.keepSend(t, ui.Device{ID: peer.ID, Name: peer.Name})
+		}
+		return t, err
+	})
 	return nil
 }
 
@@ -239,6 +365,7 @@ func folderProblem(dir string, err error) string {
 func (b *backend) Cancel(id string) error {
 	b.intend(id, func(in *intent) { in.cancelled = true })
 	if b.rejoin.drop(id) {
+		b.sendEnded(id)
 		return b.gaveUp(id) // it ended already and only waited for its device
 	}
 	return b.eng.Cancel(id)

@@ -36,7 +36,12 @@ func goPump(t testing.TB, ctx context.Context, b *backend, out chan<- ui.Transfe
 
 func newTestBackend(t testing.TB, tune ...func(*engine.Options)) *backend {
 	t.Helper()
-	dir := t.TempDir()
+	return newTestBackendIn(t, t.TempDir(), tune...)
+}
+
+// newTestBackendIn is newTestBackend on the config dir dir (a restart).
+func newTestBackendIn(t testing.TB, dir string, tune ...func(*engine.Options)) *backend {
+	t.Helper()
 	resolver := &peerresolve.Resolver{}
 	eo := engine.Options{ConfigDir: dir, Name: "test", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0", Resolver: resolver}
 	for _, f := range tune {
@@ -67,7 +72,11 @@ func newTestBackend(t testing.TB, tune ...func(*engine.Options)) *backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: st, history: h, devices: devs, names: map[string]ui.Peer{},
+	sends, err := openSends(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{ctx: ctx, eng: eng, disc: disc, settings: st, history: h, devices: devs, sends: sends, names: map[string]ui.Peer{},
 		synthetic: func(ui.TransferEvent) {}, ls: lsHub{isolated: true},
 		advertiseOpts: []discovery.AdvertiseOption{discovery.WithInterfaceLister(noIfaces)}}
 	t.Cleanup(b.close)

@@ -268,7 +268,7 @@ func (b *backend) sendLocalSend(dev ui.Device, to engine.LocalSendTarget, items 
 	if ask := b.askPIN; ask != nil {
 		opts.AskPIN = func(ctx context.Context, wrong bool) (string, error) { return ask(ctx, dev.Name, wrong) }
 	}
-	b.start(peer, items.Paths, func() (*engine.Transfer, error) {
+	b.start(peer, items.Paths, "", func() (*engine.Transfer, error) {
 		return b.eng.SendLocalSend(b.ctx, to, engine.Items{Paths: items.Paths, Text: items.Text}, opts)
 	})
 }

@@ -51,16 +51,24 @@ func (r *rejoin) ended(ev ui.TransferEvent, d *transfer.Delivery) bool {
 	if ev.Result == nil || !ev.Result.Rejoin || d == nil || !d.Rejoin {
 		return false
 	}
+	return r.wait(d.ID, ev.Peer.ID)
+}
+
+// wait makes send id wait for the device with deviceID: its next
+// appearance retries the send (back). A send waiting already, or rejoined
+// once already, is left as it is. It reports whether the send began to
+// wait.
+func (r *rejoin) wait(id, deviceID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.waiting == nil {
 		r.waiting, r.device, r.done = map[string][]string{}, map[string]string{}, map[string]bool{}
 	}
-	if _, ok := r.device[d.ID]; ok {
+	if _, ok := r.device[id]; ok || r.done[id] {
 		return false
 	}
-	r.device[d.ID] = ev.Peer.ID
-	r.waiting[ev.Peer.ID] = append(r.waiting[ev.Peer.ID], d.ID)
+	r.device[id] = deviceID
+	r.waiting[deviceID] = append(r.waiting[deviceID], id)
 	return true
 }
 

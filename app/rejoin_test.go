@@ -269,20 +269,30 @@ func TestRejoinWhenTheReceiverIsBack(t *testing.T) {
 }
 
 // link forwards TCP connections to a receiver until cut, which closes them
-// all at once and refuses new ones.
+// all at once and refuses new ones; with a limit, it cuts by itself once
+// the sender's bytes through it reach that many (cutAfter).
 type link struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
+	ln     net.Listener
+	limit  int64         // 0: none
+	cutNow chan struct{} // closed by the first cut
+	once   sync.Once
+	mu     sync.Mutex // guards the fields below
+	conns  []net.Conn
+	passed int64 // the sender's bytes forwarded
 }
 
-func cuttable(t *testing.T, to string) *link {
+func cuttable(t *testing.T, to string) *link { return cutAfter(t, to, 0) }
+
+// cutAfter is a link that cuts once limit bytes of the sender's passed: to
+// the receiver, the sender vanished mid-send without a word, as a killed
+// Ferry does.
+func cutAfter(t *testing.T, to string, limit int64) *link {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &link{ln: ln}
+	l := &link{ln: ln, limit: limit, cutNow: make(chan struct{})}
 	t.Cleanup(l.cut)
 	go func() {
 		for {
@@ -298,16 +308,46 @@ func cuttable(t *testing.T, to string) *link {
 			l.mu.Lock()
 			l.conns = append(l.conns, c, d)
 			l.mu.Unlock()
-			go func() { io.Copy(d, c); d.Close() }()
+			go func() { l.forward(d, c); d.Close() }()
 			go func() { io.Copy(c, d); c.Close() }()
 		}
 	}()
 	return l
 }
 
+// forward copies the sender's bytes, and cuts at the limit.
+func (l *link) forward(dst, src net.Conn) {
+	if l.limit == 0 {
+		io.Copy(dst, src)
+		return
+	}
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			l.mu.Lock()
+			left := l.limit - l.passed
+			l.passed += int64(n)
+			l.mu.Unlock()
+			if left <= int64(n) {
+				dst.Write(buf[:max(left, 0)])
+				l.cut()
+				return
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 func (l *link) addr() string { return l.ln.Addr().String() }
 
 func (l *link) cut() {
+	l.once.Do(func() { close(l.cutNow) })
 	l.ln.Close()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -193,8 +193,9 @@ func TestDamagedFilesAreKeptAsideAndSaid(t *testing.T) {
 	write(settingsFile+".damaged", "an earlier damaged copy")
 	write(historyFile, "\x00\x01garbage")
 	write(devicesFile, `{"names": 7}`)
-	settings, history, names, err := openStores(dir, slog.New(slog.DiscardHandler))
-	if settings == nil || history == nil || names == nil {
+	write(sendsFile, `[{"delivery": "0123456789abcdef01234567", "peer_id": "AB`) // cut short
+	settings, history, names, sends, err := openStores(dir, slog.New(slog.DiscardHandler))
+	if settings == nil || history == nil || names == nil || sends == nil {
 		t.Fatal("a store is missing")
 	}
 	var texts []string
@@ -209,6 +210,7 @@ func TestDamagedFilesAreKeptAsideAndSaid(t *testing.T) {
 		"Your settings could not be read, so Ferry started with the default ones. The file was kept as settings.json.damaged-2 in " + dir + ".",
 		"The history of transfers could not be read, so it starts empty. The file was kept as history.json.damaged in " + dir + ".",
 		"The names you gave devices could not be read, so devices show the names they announce. The file was kept as devices.json.damaged in " + dir + ".",
+		"The sends that were under way when Ferry closed could not be read, so they do not go on by themselves: send those files again. The file was kept as sends.json.damaged in " + dir + ".",
 	}
 	if strings.Join(texts, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("said:\n%s\nwant:\n%s", strings.Join(texts, "\n"), strings.Join(want, "\n"))
@@ -222,13 +224,14 @@ func TestDamagedFilesAreKeptAsideAndSaid(t *testing.T) {
 		settingsFile + ".damaged-2": `{"device_name": "x", broken`,
 		historyFile + ".damaged":    "\x00\x01garbage",
 		devicesFile + ".damaged":    `{"names": 7}`,
+		sendsFile + ".damaged":      `[{"delivery": "0123456789abcdef01234567", "peer_id": "AB`,
 	} {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != data {
 			t.Errorf("%s: %q, %v; want %q", name, b, err, data)
 		}
 	}
 	// Files that read well are left where they are, and nothing is said.
-	if _, _, _, err := openStores(dir, slog.New(slog.DiscardHandler)); err != nil {
+	if _, _, _, _, err := openStores(dir, slog.New(slog.DiscardHandler)); err != nil {
 		t.Errorf("the new files: %v", err)
 	}
 }

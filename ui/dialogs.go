@@ -230,8 +230,15 @@ func (u *UI) confirmQuit(msg, keepLabel string) {
 
 // quitCutsText says which transfers quitting would stop, and what becomes
 // of them: what arrived is kept, and a send to this device goes on when it
-// is back (the sender's Ferry sends the rest).
+// is back (the sender's Ferry sends the rest); a send from this device
+// goes on when Ferry starts again (the app keeps its unfinished sends).
 func quitCutsText(running []*transfer.Delivery) string {
+	sends := 0
+	for _, d := range running {
+		if d.Direction == transfer.Outgoing {
+			sends++
+		}
+	}
 	if len(running) == 1 {
 		d := running[0]
 		peer := d.Peer // escaped already
@@ -241,9 +248,15 @@ func quitCutsText(running []*transfer.Delivery) string {
 		if d.Direction == transfer.Incoming {
 			return fmt.Sprintf("A transfer is in progress: receiving from %s. Quitting stops it; what has arrived is kept.", peer)
 		}
-		return fmt.Sprintf("A transfer is in progress: sending to %s. Quitting stops it; what has arrived is kept.", peer)
+		return fmt.Sprintf("A transfer is in progress: sending to %s. Quitting stops it; Ferry sends the rest when it starts again.", peer)
 	}
-	return fmt.Sprintf("%d transfers are in progress. Quitting stops them; what has arrived is kept.", len(running))
+	switch sends {
+	case 0:
+		return fmt.Sprintf("%d transfers are in progress. Quitting stops them; what has arrived is kept.", len(running))
+	case len(running):
+		return fmt.Sprintf("%d transfers are in progress. Quitting stops them; Ferry sends the rest when it starts again.", len(running))
+	}
+	return fmt.Sprintf("%d transfers are in progress. Quitting stops them; what has arrived is kept, and Ferry sends the rest of its sends when it starts again.", len(running))
 }
 
 // ShowError shows an error that the app found out about later (a folder

@@ -384,3 +384,28 @@ func TestInterruptedRowDiscards(t *testing.T) {
 		t.Errorf("nothing kept: %d dialogs (want %d), discarded %v, row %q", len(u.modals), modals+1, be.discarded, x.stateLbl.Text)
 	}
 }
+
+// A send the app shows again as it starts (Ferry was closed while it ran:
+// the app's kept sends) reads as that, with Retry and Cancel, and tells
+// no "Transfer failed" at the start.
+func TestRowOfASendFerryWasClosedIn(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	bob := Peer{ID: idAlice, Name: "Bob's laptop"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferOffer, ID: "s", Delivery: "s", Direction: Outgoing, Peer: bob,
+		Offer: &Offer{Count: 1, Files: []FileInfo{{Path: "big.bin", Size: 10}}, Total: 10}})
+	test.AssertNotificationSent(t, nil, func() {
+		u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: "s", Delivery: "s", Direction: Outgoing, Peer: bob, State: StateFailed,
+			Result: &Result{State: StateFailed, Code: CodeClosedHere, Rejoin: true}})
+	})
+	v := u.transfers.byID["s"]
+	if want := "Interrupted: Ferry was closed while sending. It sends the rest when Bob's laptop is back."; v.stateLbl.Text != want {
+		t.Errorf("row says %q, want %q", v.stateLbl.Text, want)
+	}
+	if !v.retry.Visible() || !v.cancel.Visible() || v.pause.Visible() {
+		t.Fatalf("retry %v cancel %v pause %v", v.retry.Visible(), v.cancel.Visible(), v.pause.Visible())
+	}
+	test.Tap(v.retry)
+	if len(be.retries) != 1 || be.retries[0] != "s" {
+		t.Fatalf("retries = %v", be.retries)
+	}
+}

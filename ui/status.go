@@ -40,6 +40,10 @@ const (
 	CodeVerifyFailed   Code = Code(wire.CodeVerifyFailed)
 	CodeIO             Code = Code(wire.CodeIO)
 	CodeProtocol       Code = Code(wire.CodeProtocol)
+	// CodeClosedHere: a send that this device's Ferry was closed (or
+	// killed) in the middle of, shown again at the next start (the app's
+	// unfinished sends); the app's own code, never on the wire.
+	CodeClosedHere Code = "closed_here"
 )
 
 // Outcome is what the engine says about how a transfer stands: its state

@@ -857,6 +857,9 @@ func (u *UI) notifyResult(ev TransferEvent) {
 		// The user cancelled it.
 	case (r.Code == CodeNotPaired || r.Code == CodePairedBefore) && !r.ByPeer:
 		// The user said the codes differ: the row says so; no need to tell them.
+	case r.Code == CodeClosedHere:
+		// A send the app shows again as it starts: its row says so; it
+		// failed nothing now.
 	case r.State == StateDeclined, r.Code == CodeDeclined, r.Code == CodeExpired, r.Code == CodeBusy, r.Code == CodeUntrusted:
 		u.notify("Files not sent", st.Text+".")
 	case r.State == StateCancelled, r.Code == CodeCancelled:

@@ -82,6 +82,9 @@ const (
 	// ReasonPairedBefore: pairing again with a device paired before ended
 	// without a confirmed code; the devices stay paired as they were.
 	ReasonPairedBefore Reason = "paired_before"
+	// ReasonClosedHere: this device's Ferry was closed (or killed) before
+	// the send finished; the app shows it again at its next start.
+	ReasonClosedHere Reason = "closed_here"
 )
 
 // Route is the way a delivery's session goes, with the engine's values.
@@ -214,8 +217,9 @@ type Delivery struct {
 	// LeftLAN is set when a delivery that went on the LAN goes on beyond
 	// it (a device left the network): the row says so while it runs there.
 	LeftLAN bool
-	// Rejoin: it failed because the other device went away and the app
-	// sends the rest when that device is back (unless the user cancels).
+	// Rejoin: it failed because the other device went away (or this
+	// device's Ferry was closed: ReasonClosedHere) and the app sends the
+	// rest when that device is back (unless the user cancels).
 	Rejoin bool
 	// NotStarted: it failed before it tried to reach the other device.
 	NotStarted bool
@@ -550,7 +554,7 @@ func (d *Delivery) result(ev Event) {
 				d.Reason = ReasonUnreachable
 			}
 		}
-		d.Rejoin = ev.Rejoin && d.Direction == Outgoing && d.Reason == ReasonConnectionLost
+		d.Rejoin = ev.Rejoin && d.Direction == Outgoing && (d.Reason == ReasonConnectionLost || d.Reason == ReasonClosedHere)
 		d.NotStarted = ev.NotStarted
 	}
 }

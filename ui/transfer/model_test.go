@@ -188,6 +188,22 @@ func TestDeliveryStateTable(t *testing.T) {
 			actions: []Action{ActionRetry}, bytes: 90 * mb}},
 		rows: 1,
 	}, {
+		// A send this device's Ferry was closed in the middle of, shown
+		// at the next start (the app's kept sends): it goes on when the
+		// device is seen, or at Retry; Cancel gives up on it. Its one
+		// automatic go spent, Retry is the user's.
+		name: "closed here, shown at the next start",
+		events: []Event{
+			offer("s", Outgoing, "Bob's laptop", big), rejoin(res("s", "failed", "closed_here", false, "")),
+			offer("t", Outgoing, "Bob's laptop", big), res("t", "failed", "closed_here", false, ""),
+		},
+		want: []want{{id: "s", phase: Failed, reason: ReasonClosedHere,
+			status:  "Interrupted: Ferry was closed while sending. It sends the rest when Bob's laptop is back.",
+			actions: []Action{ActionRetry, ActionCancel}, bytes: 0}, {id: "t", phase: Failed, reason: ReasonClosedHere,
+			status:  "Interrupted: Ferry was closed while sending. Retry sends the rest.",
+			actions: []Action{ActionRetry}, bytes: 0}},
+		rows: 2,
+	}, {
 		// Only a device that went away is waited for: one never reached,
 		// or a failure of another kind, is not retried by itself.
 		name: "rejoin only for a device that went away",

@@ -237,6 +237,9 @@ func (d *Delivery) doneText() string {
 }
 
 func (d *Delivery) failedText() string {
+	if d.Rejoin && d.Reason == ReasonClosedHere {
+		return fmt.Sprintf("Interrupted: Ferry was closed while sending. It sends the rest when %s is back.", d.who())
+	}
 	if d.Rejoin {
 		return RejoinText(d.who())
 	}
@@ -294,6 +297,10 @@ func ReasonText(reason Reason, dir Direction, byPeer bool, who string) string {
 		return "The files could not be read here"
 	case ReasonProtocol:
 		return fmt.Sprintf("%s sent something this version of Ferry does not understand", who)
+	case ReasonClosedHere:
+		// Said of a send the app does not resume by itself (it did once);
+		// Delivery.failedText has the words for one it does.
+		return "Interrupted: Ferry was closed while sending. Retry sends the rest."
 	}
 	return "Failed: Details says why"
 }

@@ -105,6 +105,9 @@ func (b *backend) sendFerry(dev ui.Device, items ui.Items, delivery string) {
 		} else {
 			t, err = b.eng.Continue(b.ctx, delivery, to, its, engine.SendOptions{})
 		}
+		if delivery != "" && errors.Is(err, engine.ErrStillRunning) {
+			return nil, nil // resumed already (Retry, and the device seen at once): its row runs
+		}
 		if err != nil {
 			if delivery != "" && b.ctx.Err() == nil {
 				// Its row says why; nothing of it can go on (its files are
@@ -215,10 +218,14 @@ func (b *backend) resumeSend(s unfinishedSend) error {
 
 // start runs send in the background and names the transfer it starts after
 // peer (paths are what it sends, for the history); a transfer that cannot
-// even start is reported as a failed row: row's, or a new one.
+// even start is reported as a failed row: row's, or a new one. A send
+// that returns neither started nothing new and is left alone.
 func (b *backend) start(peer ui.Peer, paths []string, row string, send func() (*engine.Transfer, error)) {
 	go func() {
 		t, err := send()
+		if t == nil && err == nil {
+			return
+		}
 		if err != nil {
 			id := row
 			if id == "" {

@@ -34,6 +34,28 @@ func askingReceiver(t *testing.T) *engine.Engine {
 	return recv
 }
 
+// offerWaiting sends a small file from b to recv and returns the offer as
+// recv's user is asked about it, and the file.
+func offerWaiting(t *testing.T, b *backend, recv *engine.Engine) (engine.Event, string) {
+	t.Helper()
+	offers, stop := recv.Subscribe(256)
+	defer stop()
+	file := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(ui.Device{ID: recv.ID(), Name: "Bob's laptop", Addrs: recv.Addrs()}, ui.Items{Paths: []string{file}}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range offers {
+		if ev.Kind == engine.EventOffer && ev.State == engine.StateWaiting {
+			return ev, file
+		}
+	}
+	t.Fatal("no offer")
+	return engine.Event{}, ""
+}
+
 // A send that the sender's Ferry was stopped in the middle of (its app
 // quit, or killed: the receiver only sees the connection go) comes back
 // when the app starts again on the same config: a row that says so, with
@@ -312,26 +334,12 @@ func TestSendStoreBoundsAndChecks(t *testing.T) {
 func TestRetriedSendIsKeptAgain(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	recv := askingReceiver(t)
-	offers, stop := recv.Subscribe(256)
-	t.Cleanup(stop)
 	b := newTestBackend(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	out := make(chan ui.TransferEvent, 256)
-	goPump(t, ctx, b, out, make(chan ui.DeviceEvent, 16))
-	file := filepath.Join(t.TempDir(), "a.txt")
-	if err := os.WriteFile(file, []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Send(ui.Device{ID: recv.ID(), Name: "Bob's laptop", Addrs: recv.Addrs()}, ui.Items{Paths: []string{file}}); err != nil {
-		t.Fatal(err)
-	}
-	for ev := range offers {
-		if ev.Kind == engine.EventOffer && ev.State == engine.StateWaiting {
-			break
-		}
-	}
-	id := (<-out).ID
+	goPump(t, ctx, b, make(chan ui.TransferEvent, 256), make(chan ui.DeviceEvent, 16))
+	offer, file := offerWaiting(t, b, recv)
+	id := offer.Delivery
 	testutil.WaitFor(t, "the send to be kept", func() bool { _, ok := b.sends.get(id); return ok })
 	if err := b.Cancel(id); err != nil {
 		t.Fatal(err)
@@ -344,4 +352,40 @@ func TestRetriedSendIsKeptAgain(t *testing.T) {
 		s, ok := b.sends.get(id)
 		return ok && slices.Equal(s.Paths, []string{file}) && s.PeerID == recv.ID()
 	})
+}
+
+// A kept send resumed while it runs already (the user's Retry, and its
+// device seen a moment later) leaves the running send alone: no "could not
+// start" in its row, and it stays kept until it ends.
+func TestKeptSendResumedWhileItRuns(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	recv := askingReceiver(t)
+	b := newTestBackend(t)
+	shown := make(chan ui.TransferEvent, 16)
+	b.synthetic = func(ev ui.TransferEvent) { shown <- ev }
+	offer, _ := offerWaiting(t, b, recv)
+	id := offer.Delivery
+	testutil.WaitFor(t, "the send to be kept", func() bool { _, ok := b.sends.get(id); return ok })
+	s, _ := b.sends.get(id)
+	if err := b.resumeSend(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv.Decide(offer.TransferID, engine.Decision{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := b.eng.Transfer(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the send did not end")
+	}
+	if r := tr.Result(); r.State != engine.StateDone {
+		t.Fatalf("the send ended %s (%q)", r.State, r.Err)
+	}
+	if len(shown) > 0 {
+		t.Errorf("its row got %+v", (<-shown).Result)
+	}
 }

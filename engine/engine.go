@@ -225,6 +225,10 @@ type TrustedPeer struct {
 // ErrUnknownTransfer is returned for a transfer ID the engine does not know.
 var ErrUnknownTransfer = errors.New("unknown transfer")
 
+// ErrStillRunning is returned for a Retry or Continue of a transfer that
+// runs.
+var ErrStillRunning = errors.New("still running")
+
 // Engine sends and receives files. Create it with New; it is safe for concurrent use.
 type Engine struct {
 	// fileLimit, when set (tests only), stands in for the largest file a
@@ -760,6 +764,16 @@ func (e *Engine) register(t *Transfer) error {
 	if e.closed {
 		return ErrClosed
 	}
+	if old, ok := e.transfers[t.id]; ok && t.dir == Sending && old.dir == Sending {
+		select {
+		case <-old.done:
+		default:
+			// Two Retry or Continue calls of one delivery at once: the
+			// first runs it. (A receiver's new session of a delivery
+			// takes over from its old one: takeOverResume.)
+			return fmt.Errorf("transfer %s is %w", t.id, ErrStillRunning)
+		}
+	}
 	e.transfers[t.id] = t
 	// Keep the table bounded: forget the oldest finished transfers.
 	if len(e.transfers) > 1000 {
@@ -808,7 +822,7 @@ func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	select {
 	case <-t.done:
 	default:
-		return nil, fmt.Errorf("transfer %s is still running", id)
+		return nil, fmt.Errorf("transfer %s is %w", id, ErrStillRunning)
 	}
 	items := Items{Paths: t.paths, Text: t.text}
 	if t.ls != nil {

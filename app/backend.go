@@ -72,6 +72,7 @@ type backend struct {
 }
 
 var _ ui.Backend = (*backend)(nil)
+var _ ui.SendKeeper = (*backend)(nil)
 
 // Send starts a transfer in the background: reading the files can take a
 // while and must not freeze the window.
@@ -792,4 +793,11 @@ func prober(eng *engine.Engine) discovery.Prober {
 		info, err := eng.Probe(ctx, addr)
 		return info.ID, info.Name, err
 	}
+}
+
+// KeptForNextStart reports whether the send of delivery id is kept for the
+// app's next start (sends.go), where it goes on by itself (ui.SendKeeper).
+func (b *backend) KeptForNextStart(id string) bool {
+	_, ok := b.sends.get(id)
+	return ok
 }

@@ -224,6 +224,11 @@ func TestSendToLocalSendDevice(t *testing.T) {
 		if device != "Galaxy" {
 			t.Errorf("PIN asked for %q", device)
 		}
+		// LocalSend has no resume: the send is not kept for the app's
+		// next start, and quitting promises it nothing (KeptForNextStart).
+		if kept := b.sends.list(); len(kept) != 0 {
+			t.Errorf("a send to a LocalSend device is kept for the next start: %+v", kept)
+		}
 		return "1357", nil
 	}
 	src := filepath.Join(t.TempDir(), "photo.jpg")

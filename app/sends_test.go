@@ -120,6 +120,10 @@ func TestSendGoesOnAfterTheAppStartsAgain(t *testing.T) {
 		return len(ps) == 1 && ps[0].OnDisk > 0 && !ps[0].Receiving
 	})
 	delivery := recv.Partials()[0].Delivery
+	// The quit question promised the rest (ui.SendKeeper): the send is kept.
+	if !first.KeptForNextStart(delivery) {
+		t.Errorf("the first run does not say it keeps the send of delivery %s for its next start", delivery)
+	}
 
 	// The second run, on the same config dir.
 	second := newTestBackendIn(t, dir)
@@ -200,6 +204,9 @@ func TestSendGoesOnAfterTheAppStartsAgain(t *testing.T) {
 	}
 	t.Logf("the receiver held %d bytes; the second run sent %d", kept, sent.Result.Bytes)
 	testutil.WaitFor(t, "the ended send to be forgotten", func() bool { return len(second.sends.list()) == 0 })
+	if second.KeptForNextStart(delivery) {
+		t.Errorf("a send that ended is still said to go on at the next start")
+	}
 	if _, err := os.Stat(filepath.Join(dir, sendsFile)); !os.IsNotExist(err) {
 		t.Errorf("%s is still there: %v", sendsFile, err)
 	}

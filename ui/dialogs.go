@@ -202,7 +202,7 @@ func (u *UI) confirmQuitWithoutTray() {
 	msg := "This desktop shows no tray icons, so Ferry cannot keep running in the background. " +
 		"Closing the window quits Ferry, and nearby devices can no longer send you files until you open it again."
 	if running := u.transfers.running(); len(running) > 0 {
-		msg += "\n\n" + quitCutsText(running)
+		msg += "\n\n" + quitCutsText(running, u.keptForNextStart)
 	}
 	u.confirmQuit(msg, "Keep Ferry open")
 }
@@ -210,7 +210,7 @@ func (u *UI) confirmQuitWithoutTray() {
 // confirmQuitDuringTransfer asks whether to quit while the deliveries
 // running are under way.
 func (u *UI) confirmQuitDuringTransfer(running []*transfer.Delivery) {
-	u.confirmQuit(quitCutsText(running)+" Quit anyway?", "Keep running")
+	u.confirmQuit(quitCutsText(running, u.keptForNextStart)+" Quit anyway?", "Keep running")
 }
 
 // confirmQuit asks "Quit Ferry?" with msg; Enter quits, Escape keeps
@@ -231,11 +231,12 @@ func (u *UI) confirmQuit(msg, keepLabel string) {
 // quitCutsText says which transfers quitting would stop, and what becomes
 // of them: what arrived is kept, and a send to this device goes on when it
 // is back (the sender's Ferry sends the rest); a send from this device
-// goes on when Ferry starts again (the app keeps its unfinished sends).
-func quitCutsText(running []*transfer.Delivery) string {
+// goes on when Ferry starts again where kept says the app keeps it (its
+// unfinished sends to Ferry devices; one to a LocalSend phone is stopped).
+func quitCutsText(running []*transfer.Delivery, kept func(id string) bool) string {
 	sends := 0
 	for _, d := range running {
-		if d.Direction == transfer.Outgoing {
+		if d.Direction == transfer.Outgoing && kept(d.ID) {
 			sends++
 		}
 	}
@@ -248,6 +249,9 @@ func quitCutsText(running []*transfer.Delivery) string {
 		if d.Direction == transfer.Incoming {
 			return fmt.Sprintf("A transfer is in progress: receiving from %s. Quitting stops it; what has arrived is kept.", peer)
 		}
+		if sends == 0 {
+			return fmt.Sprintf("A transfer is in progress: sending to %s. Quitting stops it; what has arrived is kept.", peer)
+		}
 		return fmt.Sprintf("A transfer is in progress: sending to %s. Quitting stops it; Ferry sends the rest when it starts again.", peer)
 	}
 	switch sends {
@@ -255,8 +259,25 @@ func quitCutsText(running []*transfer.Delivery) string {
 		return fmt.Sprintf("%d transfers are in progress. Quitting stops them; what has arrived is kept.", len(running))
 	case len(running):
 		return fmt.Sprintf("%d transfers are in progress. Quitting stops them; Ferry sends the rest when it starts again.", len(running))
+	case 1:
+		return fmt.Sprintf("%d transfers are in progress. Quitting stops them; what has arrived is kept, and Ferry sends the rest of one send when it starts again.", len(running))
 	}
-	return fmt.Sprintf("%d transfers are in progress. Quitting stops them; what has arrived is kept, and Ferry sends the rest of its sends when it starts again.", len(running))
+	return fmt.Sprintf("%d transfers are in progress. Quitting stops them; what has arrived is kept, and Ferry sends the rest of %d sends when it starts again.", len(running), sends)
+}
+
+// SendKeeper is what a Backend may do besides: say whether the send of
+// delivery id goes on by itself at the app's next start (the app keeps
+// sends to Ferry devices, not to LocalSend ones or bare addresses). A
+// Backend without it keeps none.
+type SendKeeper interface {
+	KeptForNextStart(id string) bool
+}
+
+// keptForNextStart reports whether the backend keeps the send of delivery
+// id for its next start, so that quitting may promise the rest.
+func (u *UI) keptForNextStart(id string) bool {
+	k, ok := u.be.(SendKeeper)
+	return ok && k.KeptForNextStart(id)
 }
 
 // ShowError shows an error that the app found out about later (a folder

@@ -41,6 +41,13 @@ import (
 //     quits Ferry mid-send: B's row
 //     says it waits for Ferry A to be opened again, then that Ferry A
 //     went away (slow-quit.png, slow-quit-gone.png);
+//   - B, the sender, killed mid-send and started again on its config
+//     while it cannot reach A: its new window shows "Interrupted: Ferry
+//     was closed while sending. It sends the rest when Ferry A is back."
+//     with Retry and Cancel; once B hears A, the same delivery goes on by
+//     itself, A not asking again and only what A lacked travelling, and
+//     the row ends "Sent 1 file" (slow-sender-killed.png,
+//     slow-sender-back.png);
 //   - A's user quits mid-send again: B's list shows Ferry A offline once
 //     the row says Ferry was closed there, and online again, the send
 //     going on, once it is opened again (slow-closed-offline.png); then
@@ -49,7 +56,7 @@ import (
 //     partial file (slow-interrupted.png, slow-discard-asked.png,
 //     slow-discarded.png).
 //
-// It needs root (ip netns, tc) and what TestGUIEndToEnd needs, and takes
+// It needs root (ip netns, tc, nft) and what TestGUIEndToEnd needs, and takes
 // about two and a half minutes: it runs only with FERRY_E2E_SLOW=1
 // (scripts/gui-e2e.sh --slow), not in CI's default run.
 func TestGUISlowLink(t *testing.T) {
@@ -59,6 +66,7 @@ func TestGUISlowLink(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for network namespaces and tc")
 	}
+	top := t // instances that outlive the step that started them
 	d := newDesktop(t)
 	bin := buildFerry(t)
 	root := t.TempDir()
@@ -364,6 +372,97 @@ func TestGUISlowLink(t *testing.T) {
 		}
 	})
 
+	// B, the sender, is killed mid-send (a crash) and started again on the
+	// same config while it cannot reach A: its new window shows the send
+	// as Ferry's closing left it, waiting for A; once B hears A again, the
+	// same delivery goes on by itself (the app's kept sends), A taking it
+	// without asking again.
+	t.Run("sender killed, then started again", func(t *testing.T) {
+		// Started for the steps after this one too (top's cleanup stops them).
+		if !A.running() {
+			A = d.startIn(top, nsA, bin, root, "Ferry A", notIsolated)
+			accepted = 0
+		}
+		// quit.bin, left waiting for A in the step before, goes on by itself.
+		wait(t, "quit.bin at A", func() bool {
+			return sameFile(filepath.Join(root, "quit.bin"), filepath.Join(A.downloads, "quit.bin"))
+		})
+		crash := randomFile(t, root, "crash.bin", 24_000_000)
+		send(t, crash)
+		row(t, "crash.bin under way", func(r ui.DescribedRow) bool { return strings.HasSuffix(r.Title, "crash.bin") && under(0.9)(r) })
+		// Killed once A holds a good part of it (held: at least that much).
+		var held float64
+		wait(t, "a third of crash.bin at A", func() bool {
+			rows := A.describe(t).Transfers
+			if len(rows) == 0 || !strings.HasSuffix(rows[0].Title, "crash.bin") || !strings.HasPrefix(rows[0].State, "Receiving") {
+				return false
+			}
+			held = rows[0].Bar
+			return held > 0.3
+		})
+		if err := B.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-B.done
+		// A cannot be reached while B starts again (its link drops all,
+		// IPv6 link-local too): the row is seen waiting.
+		block := func(rules string) {
+			t.Helper()
+			cmd := exec.Command("ip", "netns", "exec", nsB, "nft", "-f", "-")
+			cmd.Stdin = strings.NewReader(rules)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("nft %q: %v\n%s", rules, err, out)
+			}
+		}
+		block(`table inet ferry_block {
+			chain in { type filter hook input priority 0; iifname "lan0" drop; }
+			chain out { type filter hook output priority 0; oifname "lan0" drop; }
+		}`)
+		t.Cleanup(func() {
+			exec.Command("ip", "netns", "exec", nsB, "nft", "delete", "table", "inet", "ferry_block").Run()
+		})
+		// What the killed B's window showed last is no longer true.
+		os.Remove(B.ui)
+		os.Remove(B.status)
+		B = d.startIn(top, nsB, bin, root, "Ferry B", append(notIsolated, "FERRY_SMOKE_RETRY_FOR=20s"))
+		B.waitStatus(t)
+		winB = d.window(t, "Ferry B")
+		d.xdotool(t, "windowmove", "--sync", winB, "0", "0")
+		d.xdotool(t, "windowsize", "--sync", winB, "980", "640")
+		d.drawn(t, winB)
+		r := row(t, "crash.bin interrupted, with Retry and Cancel", func(r ui.DescribedRow) bool {
+			_, retry := r.Buttons["Retry"]
+			_, cancel := r.Buttons["Cancel"]
+			return strings.HasSuffix(r.Title, "crash.bin") && strings.HasPrefix(r.State, "Interrupted") && retry && cancel
+		})
+		if want := "Interrupted: Ferry was closed while sending. It sends the rest when Ferry A is back."; r.State != want {
+			t.Errorf("B's row says %q after its restart, want %q", r.State, want)
+		}
+		if rows := B.describe(t).Transfers; len(rows) != 1 {
+			t.Errorf("B's new window shows %d rows, want crash.bin's only: %+v", len(rows), rows)
+		}
+		d.screenshot(t, winB, "slow-sender-killed.png")
+		sentBefore := txBytes(t, nsB)
+		block("delete table inet ferry_block")
+		wait(t, "crash.bin at A", func() bool { return sameFile(crash, filepath.Join(A.downloads, "crash.bin")) })
+		notAskedAgain(t)
+		r = row(t, "crash.bin sent", func(r ui.DescribedRow) bool { return r.State == "Sent 1 file" })
+		if !strings.HasSuffix(r.Title, "crash.bin") {
+			t.Errorf("B's newest row is %q, want crash.bin's", r.Title)
+		}
+		if fileExists(filepath.Join(A.downloads, "crash (1).bin")) {
+			t.Error("A has a second copy of crash.bin")
+		}
+		d.screenshot(t, winB, "slow-sender-back.png")
+		// Only what A lacked travelled: at most the rest and the packets'
+		// headers (under 8% here; all of it again is over 24 MB).
+		sent, most := txBytes(t, nsB)-sentBefore, int64((1-held)*24_000_000*1.08)
+		t.Logf("B sent %d bytes on its link after its restart; A held %.0f%% of crash.bin's 24000000", sent, 100*held)
+		if sent > most {
+			t.Errorf("B sent %d bytes after its restart, over the %d the rest takes: A's part was sent again", sent, most)
+		}
+	})
+
 	// A UI audit: a receive whose sender quit mid-way waits to resume, and
 	// only Settings could give it up. A's row offers Discard, which asks
 	// first and then deletes the partial files.
@@ -503,6 +602,20 @@ func slowLink(t *testing.T) (string, string) {
 		run("tc", "-n", ns, "qdisc", "add", "dev", "lan0", "root", "tbf", "rate", "20mbit", "burst", "32k", "latency", "50ms")
 	}
 	return a, b
+}
+
+// txBytes is how many bytes namespace ns sent on its link (lan0).
+func txBytes(t *testing.T, ns string) int64 {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/sys/class/net/lan0/statistics/tx_bytes").Output()
+	if err != nil {
+		t.Fatalf("%s's bytes sent: %v", ns, err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatalf("%s's bytes sent: %v", ns, err)
+	}
+	return n
 }
 
 // describe is what p's window shows now (FERRY_SMOKE_DESCRIBE).

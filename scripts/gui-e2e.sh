@@ -9,11 +9,12 @@
 #   scripts/gui-e2e.sh --slow   TestGUISlowLink as well (app/gui_slow_linux_test.go:
 #                               two instances in network namespaces over a
 #                               20 Mbit/s link; pause, cancel and resume, a
-#                               receiver killed; as root, about 2 minutes;
+#                               receiver killed, a sender killed and started
+#                               again; as root, about 2.5 minutes;
 #                               not in CI's default run)
 #
 # Needs: Xvfb, dbus-daemon, xdotool, imagemagick (import), python3-xlib;
-# --slow also iproute2 (ip, tc) and root.
+# --slow also iproute2 (ip, tc), nftables (nft) and root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run='^TestGUIEndToEnd$'
@@ -23,7 +24,7 @@ case "${1:-}" in
 *) echo "usage: $0 [--slow]" >&2; exit 2 ;;
 esac
 . scripts/apt-ensure.sh
-apt_ensure xvfb dbus-daemon xdotool imagemagick python3-xlib iproute2
+apt_ensure xvfb dbus-daemon xdotool imagemagick python3-xlib iproute2 nftables
 out="$PWD/testoutput/gui-e2e"
 rm -rf "$out" && mkdir -p "$out"
 FERRY_E2E_OUT="$out" go test -count=1 -timeout 20m -run "$run" -v ./app

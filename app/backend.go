@@ -165,10 +165,7 @@ func (b *backend) sendEnded(id string) {
 // Call it before discovery runs: a device seen at once is not missed.
 func (b *backend) resumeSends() {
 	for _, s := range b.sends.list() {
-		peer := ui.Peer{ID: s.PeerID, Name: s.PeerName}
-		if n := b.devices.nickname(s.PeerID); n != "" {
-			peer.Name = n
-		}
+		peer := b.keptPeer(s)
 		offer := &ui.Offer{Text: s.Text}
 		for _, p := range s.Paths {
 			f := ui.FileInfo{Path: filepath.Base(p)}
@@ -189,6 +186,16 @@ func (b *backend) resumeSends() {
 		b.synthetic(off)
 		b.synthetic(res)
 	}
+}
+
+// keptPeer is the device of s, a send kept from an earlier run of the
+// app, named as the user named it.
+func (b *backend) keptPeer(s unfinishedSend) ui.Peer {
+	peer := ui.Peer{ID: s.PeerID, Name: s.PeerName}
+	if n := b.devices.nickname(s.PeerID); n != "" {
+		peer.Name = n
+	}
+	return peer
 }
 
 // resumeSend goes on with s, a send an earlier run of the app did not
@@ -373,8 +380,9 @@ func folderProblem(dir string, err error) string {
 func (b *backend) Cancel(id string) error {
 	b.intend(id, func(in *intent) { in.cancelled = true })
 	if b.rejoin.drop(id) {
+		kept, _ := b.sends.get(id) // before it is forgotten: History names its files
 		b.sendEnded(id)
-		return b.gaveUp(id) // it ended already and only waited for its device
+		return b.gaveUp(id, kept) // it ended already and only waited for its device
 	}
 	return b.eng.Cancel(id)
 }

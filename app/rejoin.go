@@ -123,13 +123,26 @@ func (r *rejoin) drop(id string) bool {
 
 // gaveUp records in History that the user cancelled send id while it
 // waited for its device: nothing runs, so no engine result will say so.
-func (b *backend) gaveUp(id string) error {
+// A send kept from an earlier run of the app (kept; zero for any other)
+// may have no entry to change: that run was closed before one was
+// written, so the entry is made from what was kept, as a cancelled
+// send's result would make it.
+func (b *backend) gaveUp(id string, kept unfinishedSend) error {
+	why := func(peer string) string { return "Cancelled by you while Ferry waited for " + peer + " to come back." }
 	for _, e := range b.history.list() {
 		if e.ID == id {
 			e.State, e.Code, e.ByPeer, e.Finished = ui.StateCancelled, ui.CodeCancelled, false, time.Now()
-			e.Err = "Cancelled by you while Ferry waited for " + e.PeerName + " to come back."
+			e.Err = why(e.PeerName)
 			return b.history.add(e)
 		}
 	}
-	return nil
+	if kept.Delivery != id {
+		return nil
+	}
+	peer := b.keptPeer(kept)
+	ev := ui.TransferEvent{Kind: ui.TransferResult, ID: id, Delivery: id, Direction: ui.Outgoing, Peer: peer, Time: time.Now(),
+		Result: &ui.Result{State: ui.StateCancelled, Code: ui.CodeCancelled, Err: why(peer.Name), Text: kept.Text}}
+	e := historyEntry(ev, intent{cancelled: true, sent: kept.Paths}, nil)
+	e.HasText = kept.Text != ""
+	return b.history.add(e)
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -212,6 +213,31 @@ func TestSendGoesOnAfterTheAppStartsAgain(t *testing.T) {
 	}
 }
 
+// startWithKept starts the app's backend on config dir where an earlier
+// run kept sends: each is shown (its offer and its result, read here) and
+// waits for its device. The rows' later events come on shown.
+func startWithKept(t *testing.T, dir string, sends ...unfinishedSend) (*backend, chan ui.TransferEvent) {
+	t.Helper()
+	raw, err := json.Marshal(sends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, sendsFile), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	back := newTestBackendIn(t, dir)
+	shown := make(chan ui.TransferEvent, 16)
+	back.synthetic = func(ev ui.TransferEvent) { shown <- ev }
+	back.resumeSends()
+	if len(shown) != 2*len(sends) {
+		t.Fatalf("%d events for %d kept sends, want an offer and a result each", len(shown), len(sends))
+	}
+	for len(shown) > 0 {
+		<-shown
+	}
+	return back, shown
+}
+
 // A kept send whose file was deleted since fails in its row as Retry's does
 // ("could not start", and why); it is not kept for the next start. Cancel
 // of one that waits for its device forgets it.
@@ -235,23 +261,7 @@ func TestKeptSendWithItsFileGone(t *testing.T) {
 			Addrs: []addr.Addr{addr.New(addr.TCP, "127.0.0.1:9")}},
 		{Delivery: "89abcdef0123456701234567", PeerID: bobID, PeerName: bob.Name, Paths: []string{other}},
 	}
-	b, err := json.Marshal(sends)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, sendsFile), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	back := newTestBackendIn(t, dir)
-	shown := make(chan ui.TransferEvent, 16)
-	back.synthetic = func(ev ui.TransferEvent) { shown <- ev }
-	back.resumeSends()
-	if len(shown) != 4 {
-		t.Fatalf("%d events for two kept sends, want an offer and a result each", len(shown))
-	}
-	for len(shown) > 0 {
-		<-shown
-	}
+	back, shown := startWithKept(t, dir, sends...)
 	if err := back.Retry(sends[0].Delivery); err != nil {
 		t.Fatal(err)
 	}
@@ -394,5 +404,50 @@ func TestKeptSendResumedWhileItRuns(t *testing.T) {
 	}
 	if len(shown) > 0 {
 		t.Errorf("its row got %+v", (<-shown).Result)
+	}
+}
+
+// A kept send cancelled from its row at the start, before it ever went on,
+// is in History as a send the user cancelled is: "Cancelled by you", its
+// files and its device, once however often Cancel is pressed. Before, it
+// left no entry: nothing ran, so no result came through the events that
+// History is written from, and the earlier run's quit wrote none.
+func TestKeptSendCancelledAtTheStartIsInHistory(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "report.pdf")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bobID := strings.Repeat("B", 51) + "Q"
+	kept := unfinishedSend{Delivery: "0123456789abcdef01234567", PeerID: bobID, PeerName: bob.Name, Paths: []string{file},
+		Text: "the notes", Started: time.Now().Add(-time.Hour)}
+	back, _ := startWithKept(t, dir, kept)
+	for range 2 {
+		if err := back.Cancel(kept.Delivery); err != nil && !errors.Is(err, engine.ErrUnknownTransfer) {
+			t.Fatal(err)
+		}
+	}
+	var found []ui.HistoryEntry
+	for _, e := range back.history.list() {
+		if e.ID == kept.Delivery || e.Delivery == kept.Delivery {
+			found = append(found, e)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d History entries for the cancelled send, want 1: %+v", len(found), found)
+	}
+	e := found[0]
+	if e.Direction != ui.Outgoing || e.State != ui.StateCancelled || e.Code != ui.CodeCancelled || e.ByPeer {
+		t.Errorf("the entry says %v %s (%s, by the peer %v), want an outgoing send cancelled by you", e.Direction, e.State, e.Code, e.ByPeer)
+	}
+	if e.PeerID != bobID || e.PeerName != bob.Name || e.Delivery != kept.Delivery {
+		t.Errorf("the entry names %q (%s), delivery %q; want %q (%s), %q", e.PeerName, e.PeerID, e.Delivery, bob.Name, bobID, kept.Delivery)
+	}
+	if !slices.Equal(e.Names, []string{"report.pdf"}) || e.Items != 1 || !slices.Equal(e.Paths, []string{file}) || e.Text != kept.Text {
+		t.Errorf("the entry's items: names %q (%d), paths %q, text %q", e.Names, e.Items, e.Paths, e.Text)
+	}
+	if e.Finished.Before(kept.Started.Add(time.Minute)) {
+		t.Errorf("the entry ended %v, before the cancel", e.Finished)
 	}
 }

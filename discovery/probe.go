@@ -148,7 +148,7 @@ func (d *Discovery) probe(ctx context.Context, addr string, src Source) (Peer, e
 	}
 	nid, err := normalizeID(id)
 	if err != nil {
-		return Peer{}, fmt.Errorf("probe %s: device ID %q: %w", direct, id, err)
+		return Peer{}, fmt.Errorf("probe %s: %w", direct, err)
 	}
 	clean, _ := cleanNameUpTo(name, maxProbedNameLen)
 	return Peer{

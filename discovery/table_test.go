@@ -526,7 +526,7 @@ func FuzzHandleMessage(f *testing.F) {
 		// within their bounds, its addresses none of this device's own,
 		// of everyone's, or of no interface.
 		for _, p := range d.Peers() {
-			if len(p.ID) != IDLen || !isBase32(p.ID) || len(p.Name) > MaxNameLen || len(p.Ports) == 0 ||
+			if !isID(p.ID) || len(p.Name) > MaxNameLen || len(p.Ports) == 0 ||
 				len(p.Addrs) == 0 || len(p.Addrs) > maxAddrs {
 				t.Fatalf("a peer %+v", p)
 			}

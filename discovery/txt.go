@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 )
 
 // TXT record keys Ferry advertises. Everything in a TXT record is an
@@ -51,7 +52,7 @@ const (
 	// ProtocolVersion is the TXT "v" value this package advertises.
 	ProtocolVersion = 1
 	// IDLen is the length of a device ID: base32 (no padding) of a SHA-256.
-	IDLen = 52
+	IDLen = deviceid.Len
 	// MaxNameLen bounds a device name in bytes.
 	MaxNameLen    = 63
 	maxTXTStrings = 16
@@ -176,26 +177,13 @@ func parseSmallInt(s string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// normalizeID accepts a device ID in full or human (dashed) form, any case.
+// normalizeID reads a device ID in full or human (dashed) form, any case,
+// as every part of Ferry reads it (deviceid.Parse): one device, one ID.
 func normalizeID(s string) (string, error) {
 	if len(s) > 2*IDLen {
 		return "", errors.New("bad device ID")
 	}
-	s = strings.ToUpper(strings.ReplaceAll(s, "-", ""))
-	if len(s) != IDLen || !isBase32(s) {
-		return "", errors.New("bad device ID")
-	}
-	return s, nil
-}
-
-func isBase32(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= '2' && c <= '7') {
-			return false
-		}
-	}
-	return true
+	return deviceid.Parse(s)
 }
 
 func isToken(s string) bool {

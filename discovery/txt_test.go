@@ -9,10 +9,22 @@ import (
 	"testing"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/deviceid"
 	"github.com/miekg/dns"
 )
 
 var goodID = strings.Repeat("A", IDLen)
+
+// keyID is a device ID as Ferry writes it from a key (its last
+// character's four unused bits clear: it ends in Q), with an I and an S.
+const keyID = "RACKTHZHY3KA3RBZJYWIMSSO2CQLTEOD6V7336775KNSJLGUIGSQ"
+
+// isID reports whether s is a device ID in the one form it is kept and
+// shown in (deviceid.Parse's).
+func isID(s string) bool {
+	id, err := deviceid.Parse(s)
+	return err == nil && id == s
+}
 
 // ports are the Ports of a record with these QUIC and TCP ports (0: none).
 func ports(quic, tcp int) []Port {
@@ -87,6 +99,15 @@ var txtCases = []struct {
 	{"total too long", []string{"v=1", "id=" + goodID, "q=1", strings.Repeat("a", 250), strings.Repeat("b", 250),
 		strings.Repeat("c", 250), strings.Repeat("d", 250), strings.Repeat("e", 250)}, false, txtInfo{}},
 	{"empty key", []string{"=", "v=1", "id=" + goodID, "q=1"}, true, txtInfo{Version: 1, ID: goodID, Ports: ports(1, 0)}},
+	{"id of a key", []string{"v=1", "id=" + keyID, "q=1"}, true, txtInfo{Version: 1, ID: keyID, Ports: ports(1, 0)}},
+	// Another spelling of keyID is not taken: the device would be listed
+	// under two IDs, one from mDNS and one typed.
+	{"id with unused bits set", []string{"v=1", "id=" + keyID[:IDLen-1] + "R", "q=1"}, false, txtInfo{}},
+	{"id with unused bits set, lower case", []string{"v=1", "id=" + strings.ToLower(keyID[:IDLen-1]) + "7", "q=1"}, false, txtInfo{}},
+	{"dashed id with unused bits set", []string{"v=1", "id=RACK-THZH-Y3KA-3RBZ-JYWI-MSSO-2CQL-TEOD-6V73-3677-5KNS-JLGU-IGSR", "q=1"}, false, txtInfo{}},
+	{"id of As ending in B", []string{"v=1", "id=" + goodID[:IDLen-1] + "B", "q=1"}, false, txtInfo{}},
+	{"id with a dotless i", []string{"v=1", "id=" + strings.Replace(strings.ToLower(keyID), "i", "ı", 1), "q=1"}, false, txtInfo{}},
+	{"id with a long s", []string{"v=1", "id=" + strings.Replace(keyID, "S", "ſ", 1), "q=1"}, false, txtInfo{}},
 }
 
 func TestParseTXT(t *testing.T) {
@@ -170,7 +191,7 @@ func FuzzParseTXT(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(info.ID) != IDLen || !isBase32(info.ID) {
+		if !isID(info.ID) {
 			t.Fatalf("accepted bad ID %q", info.ID)
 		}
 		if len(info.Ports) == 0 || len(info.Ports) > len(txtPorts) {
@@ -222,7 +243,7 @@ func TestTXTAsMainWroteIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRST"
+	id := "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSQ"
 	for i, tc := range []struct {
 		svc       Service
 		quic, tcp int

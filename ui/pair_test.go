@@ -514,7 +514,7 @@ func TestForgetAndRenameShowAtOnce(t *testing.T) {
 // it stayed listed, "Offline · last seen 12 min ago", though the Devices
 // page no longer had it. One that is online stays, as new.
 func TestForgottenOfflineDeviceLeavesNearby(t *testing.T) {
-	const idCarol = "CAROLLLLCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMM"
+	const idCarol = "CAROLLLLCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMQ"
 	u, be, _ := newTestUI(t)
 	rows := func(u *UI) []string {
 		var out []string

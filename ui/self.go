@@ -15,6 +15,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 	qrcode "github.com/skip2/go-qrcode"
+
+	"github.com/ferrydrop/ferry/internal/deviceid"
 )
 
 // Being found by hand: this device's addresses and a link (as text and as
@@ -50,9 +52,10 @@ func ParseDeviceAddress(s string) (addr, id string, err error) {
 			return "", "", fmt.Errorf("%w: %v", errBadAddress, err)
 		}
 		addr = u.Host
-		id = strings.ToUpper(strings.ReplaceAll(u.Query().Get("id"), "-", ""))
-		if id != "" && !validID(id) {
-			return "", "", fmt.Errorf("%w: the device ID in the link is not one", errBadAddress)
+		if id = u.Query().Get("id"); id != "" {
+			if id, err = deviceid.Parse(id); err != nil {
+				return "", "", fmt.Errorf("%w: the device ID in the link is not one", errBadAddress)
+			}
 		}
 	} else {
 		addr = s
@@ -64,17 +67,11 @@ func ParseDeviceAddress(s string) (addr, id string, err error) {
 	return addr, id, nil
 }
 
-// validID reports whether s looks like a device ID: 52 base32 characters.
+// validID reports whether s is a Ferry device ID as it is kept and shown
+// (deviceid.Parse: the one reading of an ID every part of Ferry shares).
 func validID(s string) bool {
-	if len(s) != 52 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'A' && r <= 'Z' || r >= '2' && r <= '7') {
-			return false
-		}
-	}
-	return true
+	id, err := deviceid.Parse(s)
+	return err == nil && id == s
 }
 
 // qrImage draws text as a QR code; nil when it cannot.

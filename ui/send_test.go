@@ -2,6 +2,7 @@ package ui
 
 import (
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -410,7 +411,15 @@ func TestDeviceLinks(t *testing.T) {
 // deviceAddressCases are inputs "Add device" must refuse; they double as
 // FuzzParseDeviceAddress's corpus.
 var deviceAddressCases = []string{"", "host", "ferry://", "ferry://:47800", "ferry://h:47800?id=nope",
-	"ferry://h:47800?id=" + strings.Repeat("A", 53), "a b:1", strings.Repeat("x", 600) + ":1", "http://h:1/x"}
+	"ferry://h:47800?id=" + strings.Repeat("A", 53), "a b:1", strings.Repeat("x", 600) + ":1", "http://h:1/x",
+	// Other spellings of idAlice (discovery and the engine refuse them
+	// too: one device, one ID): its last character's four unused bits
+	// set, and letters that strings.ToUpper folds to an I or an S.
+	"ferry://h:47800?id=" + idAlice[:51] + "R", "ferry://h:47800?id=" + strings.ToLower(idAlice[:51]) + "z",
+	"ferry://h:47800?id=" + idAlice[:48] + "-" + idAlice[48:51] + "N",
+	"ferry://h:47800?id=" + url.QueryEscape(strings.Replace(strings.ToLower(idAlice), "i", "ı", 1)),
+	"ferry://h:47800?id=" + url.QueryEscape(strings.Replace(idBob, "C", "ſ", 1)),
+}
 
 func FuzzParseDeviceAddress(f *testing.F) {
 	for _, c := range deviceAddressCases {

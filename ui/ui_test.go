@@ -192,8 +192,8 @@ func (f *fakeBackend) ForgetDevice(id string) error {
 func (f *fakeBackend) OpenFolder(p string) error { f.opened = append(f.opened, p); return f.openErr }
 
 const (
-	idAlice = "AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMM"
-	idBob   = "BOBBBBBBCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMM"
+	idAlice = "AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMQ"
+	idBob   = "BOBBBBBBCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMQ"
 )
 
 type clock struct{ t time.Time }

@@ -501,7 +501,7 @@ func TestGUISlowLink(t *testing.T) {
 		wait(t, "closed.bin at A", func() bool { return sameFile(closed, filepath.Join(A.downloads, "closed.bin")) })
 
 		// B is killed mid-send (a crash, a laptop that went to sleep): A's
-		// row waits to resume, with Discard. (B quitting cancels its sends.)
+		// row waits to resume, with Discard.
 		winA := d.window(t, "Ferry A")
 		d.xdotool(t, "windowmove", "--sync", winA, "1000", "0")
 		// rowA waits until A's newest row matches cond and returns it (as

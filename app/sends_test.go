@@ -24,15 +24,7 @@ import (
 // every offer.
 func askingReceiver(t *testing.T) *engine.Engine {
 	t.Helper()
-	recv, err := engine.New(engine.Options{ConfigDir: t.TempDir(), Name: "Bob's laptop", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0", Accept: engine.AcceptAsk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { recv.Close() })
-	if err := recv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return recv
+	return startedEngine(t, engine.Options{ConfigDir: t.TempDir(), Name: "Bob's laptop", DownloadDir: t.TempDir(), Listen: "127.0.0.1:0", Accept: engine.AcceptAsk})
 }
 
 // offerWaiting sends a small file from b to recv and returns the offer as

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/clock"
 	"github.com/ferrydrop/ferry/internal/deviceid"
 )
 
@@ -202,7 +203,10 @@ type Options struct {
 	// Interfaces lists network interfaces (default net.Interfaces); tests
 	// replace it.
 	Interfaces func() ([]net.Interface, error)
-	// Now is the clock (default time.Now).
+	// Clock drives Run's timers: its queries, probes, expiry and interface
+	// polls (default the system clock; tests give a clock.Fake).
+	Clock clock.Clock
+	// Now stamps the table (default Clock's Now).
 	Now func() time.Time
 	// Logf, when set, receives debug messages.
 	Logf func(format string, args ...any)
@@ -378,8 +382,9 @@ func New(opts Options) (*Discovery, error) {
 	if opts.Interfaces == nil {
 		opts.Interfaces = net.Interfaces
 	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = opts.Clock.Now
 	}
 	if opts.SelfID != "" {
 		id, err := normalizeID(opts.SelfID)

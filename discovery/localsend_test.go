@@ -12,6 +12,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/localsend"
 	"github.com/ferrydrop/ferry/engine/peer"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // fpN is a distinct LocalSend fingerprint for n.
@@ -71,7 +72,7 @@ func TestLocalSendDeviceInTable(t *testing.T) {
 		t.Fatalf("peers %+v", got)
 	}
 
-	clk.Add(time.Minute)
+	clk.Advance(time.Minute)
 	d.expire()
 	if ev := recv(t, ch); ev.Kind != PeerGone || ev.Reason != "expired" {
 		t.Fatalf("event %+v", ev)
@@ -143,7 +144,7 @@ func TestDeviceSpeakingBothIsOne(t *testing.T) {
 		noEvent(t, ch)
 
 		// The LocalSend side runs out alone.
-		clk.Add(30 * time.Second)
+		clk.Advance(30 * time.Second)
 		d.expire()
 		if ev := recv(t, ch); ev.Kind != PeerChanged || ev.Peer.LocalSend != nil || ev.Peer.ID != ferryID {
 			t.Fatalf("event %+v", ev)
@@ -169,7 +170,7 @@ func TestDeviceSpeakingBothIsOne(t *testing.T) {
 		}
 		// Ferry stops (its mDNS expires) while LocalSend is still heard:
 		// the device stays, as a LocalSend device.
-		clk.Add(11 * time.Second)
+		clk.Advance(11 * time.Second)
 		d.expire()
 		gone, appeared = recv(t, ch), recv(t, ch)
 		if gone.Kind != PeerGone || gone.Peer.ID != ferryID || appeared.Kind != PeerAppeared || appeared.Peer.ID != "localsend:"+fpN(3) {
@@ -202,7 +203,7 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 	ferryID, otherID := idN(3), idN(4)
 	proven := lsDevice("desk", fpN(3), "192.0.2.7", true)
 	proven.KeyHash = keyOf(t, ferryID)
-	setup := func(t *testing.T) (*Discovery, *fakeClock, <-chan Event) {
+	setup := func(t *testing.T) (*Discovery, *clock.Fake, <-chan Event) {
 		d, clk := newTestDiscovery(t, Options{LocalSendTTL: 90 * time.Second, PeerTTL: time.Minute})
 		d.handleMessage(announcement("desk", ferryID, "h.local.", 120, "192.0.2.7"), 0, netip.Addr{})
 		d.SeeLocalSend(proven)
@@ -257,11 +258,11 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 	t.Run("goodbye", func(t *testing.T) {
 		d, clk, ch := setup(t)
 		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.MustParseAddr("192.0.2.7"))
-		clk.Add(goodbyeGrace)
+		clk.Advance(goodbyeGrace)
 		d.expire()
 		goneWithItsSide(t, d, ch, "goodbye")
 		// Still there for its TTL: nothing of it comes back unheard.
-		clk.Add(80 * time.Second)
+		clk.Advance(80 * time.Second)
 		d.expire()
 		noEvent(t, ch)
 
@@ -286,9 +287,9 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		// LocalSend first when it quits): that side is still there.
 		d, clk, ch := setup(t)
 		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.Addr{})
-		clk.Add(goodbyeGrace / 2)
+		clk.Advance(goodbyeGrace / 2)
 		d.SeeLocalSend(proven)
-		clk.Add(goodbyeGrace)
+		clk.Advance(goodbyeGrace)
 		d.expire()
 		gone, appeared := recv(t, ch), recv(t, ch)
 		if gone.Kind != PeerGone || gone.Reason != "goodbye" || gone.Peer.ID != ferryID ||
@@ -301,9 +302,9 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		// Anyone can announce its fingerprint: that keeps nothing.
 		d, clk, ch := setup(t)
 		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.Addr{})
-		clk.Add(goodbyeGrace / 2)
+		clk.Advance(goodbyeGrace / 2)
 		d.SeeLocalSend(lsDevice("desk", fpN(3), "192.0.2.7", false))
-		clk.Add(goodbyeGrace)
+		clk.Advance(goodbyeGrace)
 		d.expire()
 		goneWithItsSide(t, d, ch, "goodbye")
 	})
@@ -311,9 +312,9 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 	t.Run("re-registration", func(t *testing.T) {
 		d, clk, ch := setup(t)
 		d.handleMessage(announcement("desk", ferryID, "h.local.", 0, "192.0.2.7"), 0, netip.Addr{})
-		clk.Add(goodbyeGrace / 2)
+		clk.Advance(goodbyeGrace / 2)
 		d.handleMessage(announcement("desk", ferryID, "h.local.", 120, "192.0.2.7"), 0, netip.Addr{})
-		clk.Add(goodbyeGrace)
+		clk.Advance(goodbyeGrace)
 		d.expire()
 		noEvent(t, ch)
 		if p, ok := peerByID(d, ferryID); !ok || p.LocalSend == nil || p.LocalSend.Fingerprint != fpN(3) {
@@ -329,7 +330,7 @@ func TestGoodbyeTakesTheLocalSendSide(t *testing.T) {
 		recv(t, ch)
 		recv(t, ch)
 		d.handleMessage(announcement("desk", otherID, "h2.local.", 0, "192.0.2.7"), 0, netip.Addr{})
-		clk.Add(goodbyeGrace)
+		clk.Advance(goodbyeGrace)
 		d.expire()
 		if ev := recv(t, ch); ev.Kind != PeerGone || ev.Peer.ID != otherID || ev.Peer.LocalSend.Fingerprint != fpN(4) {
 			t.Fatalf("event %+v", ev)

@@ -190,13 +190,13 @@ func (d *Discovery) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); f(ctx) }()
 	}
 	start(func(ctx context.Context) {
-		t := time.NewTicker(goodbyeGrace / 4)
+		t, tick := d.opts.Clock.NewTicker(goodbyeGrace / 4)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-tick:
 				d.expire()
 			}
 		}
@@ -250,10 +250,12 @@ func (d *Discovery) mdnsLoop(ctx context.Context) {
 			break
 		}
 		d.setErr(fmt.Errorf("discovery: %w", err))
+		t, fired := d.opts.Clock.NewTimer(d.opts.InterfacePoll)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(d.opts.InterfacePoll):
+		case <-fired:
 		}
 		ifaces = d.currentInterfaces()
 	}
@@ -285,7 +287,7 @@ func (d *Discovery) mdnsLoop(ctx context.Context) {
 	}
 	requery := make(chan struct{}, 1)
 	start(func(ctx context.Context) { d.queryLoop(ctx, conn, current, requery) })
-	t := time.NewTicker(d.opts.InterfacePoll)
+	t, tick := d.opts.Clock.NewTicker(d.opts.InterfacePoll)
 	defer t.Stop()
 	for {
 		select {
@@ -293,7 +295,7 @@ func (d *Discovery) mdnsLoop(ctx context.Context) {
 			conn.close() // unblocks the receive loops
 			wg.Wait()
 			return
-		case <-t.C:
+		case <-tick:
 		}
 		now := d.currentInterfaces()
 		nowKey := ifaceKey(now)
@@ -329,7 +331,13 @@ func ifaceKey(ifaces []net.Interface) string {
 	return b.String()
 }
 
-func (d *Discovery) queryLoop(ctx context.Context, conn *mdnsConn, ifaces func() []net.Interface, requery <-chan struct{}) {
+// mdnsSender multicasts a message on interfaces: an mdnsConn, or a test's
+// count of queries.
+type mdnsSender interface {
+	send(ifaces []net.Interface, msg *dns.Msg) error
+}
+
+func (d *Discovery) queryLoop(ctx context.Context, conn mdnsSender, ifaces func() []net.Interface, requery <-chan struct{}) {
 	// RFC 6762 5.2: the first queries close together, then a steady pace.
 	delays := []time.Duration{0, time.Second, time.Second}
 	for i := 0; ; i++ {
@@ -343,12 +351,12 @@ func (d *Discovery) queryLoop(ctx context.Context, conn *mdnsConn, ifaces func()
 		if i+1 < len(delays) {
 			wait = delays[i+1]
 		}
-		t := time.NewTimer(wait)
+		t, fired := d.opts.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-fired:
 		case <-requery:
 			t.Stop()
 			i = 0 // new interfaces: query again quickly

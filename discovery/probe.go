@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"time"
 )
 
 const (
@@ -28,14 +27,14 @@ func (d *Discovery) probeLoop(ctx context.Context) {
 	if d.opts.Prober == nil {
 		return
 	}
-	t := time.NewTicker(d.opts.ProbeInterval)
+	t, tick := d.opts.Clock.NewTicker(d.opts.ProbeInterval)
 	defer t.Stop()
 	for {
 		d.probeRound(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 		}
 	}
 }

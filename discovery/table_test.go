@@ -16,24 +16,15 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newTestDiscovery(t *testing.T, opts Options) (*Discovery, *fakeClock) {
+// newTestDiscovery returns a Discovery on a fake clock that moves only
+// when the test moves it.
+func newTestDiscovery(t *testing.T, opts Options) (*Discovery, *clock.Fake) {
 	t.Helper()
-	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	opts.Now = clk.Now
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	opts.Clock = clk
 	d, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -107,28 +98,28 @@ func TestAppearChangeExpire(t *testing.T) {
 		t.Fatalf("TCP addresses = %v", got)
 	}
 	// The same announcement again changes nothing but refreshes the peer.
-	clk.Add(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	d.handleMessage(announcement("Desk", idN(1), "h1.local.", 3200, "192.0.2.7"), 0, netip.Addr{})
 	noEvent(t, ev)
 	// A new address is a change; sightings merge (Avahi sends A and AAAA
 	// in separate packets).
-	clk.Add(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	d.handleMessage(announcement("Desk", idN(1), "h1.local.", 3200, "192.0.2.8"), 0, netip.Addr{})
 	if e := recv(t, ev); e.Kind != PeerChanged || fmt.Sprint(e.Peer.Addrs) != "[192.0.2.7 192.0.2.8]" {
 		t.Fatalf("event %+v", e)
 	}
 	// .7 was last heard 16 s ago (PeerTTL): it goes, .8 stays.
-	clk.Add(11 * time.Second)
+	clk.Advance(11 * time.Second)
 	d.expire()
 	if e := recv(t, ev); e.Kind != PeerChanged || fmt.Sprint(e.Peer.Addrs) != "[192.0.2.8]" {
 		t.Fatalf("event %+v", e)
 	}
 	// Not heard for PeerTTL (16 s by default here): expired, even though the
 	// record TTL was 3200 s.
-	clk.Add(4 * time.Second)
+	clk.Advance(4 * time.Second)
 	d.expire()
 	noEvent(t, ev)
-	clk.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	d.expire()
 	if e := recv(t, ev); e.Kind != PeerGone || e.Reason != "expired" {
 		t.Fatalf("event %+v", e)
@@ -141,7 +132,7 @@ func TestAppearChangeExpire(t *testing.T) {
 func TestRecordTTLShorterThanPeerTTL(t *testing.T) {
 	d, clk := newTestDiscovery(t, Options{})
 	d.handleMessage(announcement("Desk", idN(1), "h1.local.", 3, "192.0.2.7"), 0, netip.Addr{})
-	clk.Add(3 * time.Second)
+	clk.Advance(3 * time.Second)
 	d.expire()
 	if len(d.Peers()) != 0 {
 		t.Fatal("peer outlived its record TTL")
@@ -161,7 +152,7 @@ func TestGoodbye(t *testing.T) {
 	d.handleMessage(announcement("Desk", idN(1), "h1.local.", 0, "192.0.2.7"), 0, netip.MustParseAddr("192.0.2.7"))
 	d.expire()
 	noEvent(t, ev)
-	clk.Add(goodbyeGrace)
+	clk.Advance(goodbyeGrace)
 	d.expire()
 	if e := recv(t, ev); e.Kind != PeerGone || e.Reason != "goodbye" || e.Peer.ID != idN(1) {
 		t.Fatalf("event %+v", e)
@@ -174,7 +165,7 @@ func TestGoodbye(t *testing.T) {
 	bye.Response = true
 	bye.Answer = []dns.RR{&dns.PTR{Hdr: dns.RR_Header{Name: serviceFQDN, Rrtype: dns.TypePTR, Class: dns.ClassINET}, Ptr: "Desk." + serviceFQDN}}
 	d.handleMessage(bye, 0, netip.MustParseAddr("192.0.2.10"))
-	clk.Add(goodbyeGrace)
+	clk.Advance(goodbyeGrace)
 	d.expire()
 	if e := recv(t, ev); e.Kind != PeerGone || e.Peer.ID != idN(3) {
 		t.Fatalf("event %+v", e)
@@ -194,9 +185,9 @@ func TestGoodbyeThenReannounce(t *testing.T) {
 	d.handleMessage(announcement("Old", idN(1), "h1.local.", 120, "192.0.2.7"), 0, netip.Addr{})
 	recv(t, ev)
 	d.handleMessage(announcement("Old", idN(1), "h1.local.", 0, "192.0.2.7"), 0, netip.Addr{})
-	clk.Add(300 * time.Millisecond)
+	clk.Advance(300 * time.Millisecond)
 	d.handleMessage(announcement("New", idN(1), "h1.local.", 120, "192.0.2.7"), 0, netip.Addr{})
-	clk.Add(goodbyeGrace)
+	clk.Advance(goodbyeGrace)
 	d.expire()
 	if e := recv(t, ev); e.Kind != PeerChanged || e.Peer.Name != "New" {
 		t.Fatalf("event %+v", e)
@@ -273,7 +264,7 @@ func TestFloodIsBounded(t *testing.T) {
 	ev, cancel := d.Subscribe(4)
 	defer cancel()
 	for i := 0; i < 2000; i++ {
-		clk.Add(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		d.handleMessage(announcement(fmt.Sprintf("fake%d", i), idN(i), fmt.Sprintf("h%d.local.", i), 120, "192.0.2.1"), 0, netip.Addr{})
 	}
 	ps := d.Peers()
@@ -458,7 +449,7 @@ func TestRememberedAndManual(t *testing.T) {
 	mu.Lock()
 	clear(answers)
 	mu.Unlock()
-	clk.Add(46 * time.Second)
+	clk.Advance(46 * time.Second)
 	d.probeRound(ctx)
 	d.expire()
 	if ps := d.Peers(); len(ps) != 0 {
@@ -654,13 +645,13 @@ func TestLooked(t *testing.T) {
 	if d.Looked() {
 		t.Fatal("looked before its first queries went out")
 	}
-	clk.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	d.firstQueriesSent()
-	clk.Add(answerWait - time.Millisecond)
+	clk.Advance(answerWait - time.Millisecond)
 	if d.Looked() {
 		t.Fatal("looked before the queries' answers had time to come")
 	}
-	clk.Add(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	if !d.Looked() {
 		t.Fatal("not looked after the first queries were answered and a probe round finished")
 	}
@@ -668,11 +659,11 @@ func TestLooked(t *testing.T) {
 	// New interfaces: the look starts again; a probe round that began
 	// before the change does not count.
 	began := clk.Now()
-	clk.Add(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	d.lookAgain()
-	clk.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	d.firstQueriesSent()
-	clk.Add(answerWait)
+	clk.Advance(answerWait)
 	d.probeRoundDone(began)
 	if d.Looked() {
 		t.Fatal("looked with a probe round that began on the old network")
@@ -683,11 +674,11 @@ func TestLooked(t *testing.T) {
 	}
 
 	// A probe round cut short by the end of Run does not count.
-	clk.Add(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	d.lookAgain()
-	clk.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	d.firstQueriesSent()
-	clk.Add(answerWait)
+	clk.Advance(answerWait)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	d.probeRound(cancelled)
@@ -701,7 +692,7 @@ func TestLooked(t *testing.T) {
 	bare.lookAgain()
 	bare.probeLoop(ctx) // returns at once: nothing to probe with
 	bare.firstQueriesSent()
-	clk2.Add(time.Minute)
+	clk2.Advance(time.Minute)
 	if bare.Looked() {
 		t.Error("a discovery without a Prober looked")
 	}

@@ -237,6 +237,13 @@ type Discovery struct {
 	stats     Stats
 	mdnsErr   error
 	look      look
+	again     map[string]*againProbe // devices Unreached asked to probe at once
+
+	// What Unreached asks for, each a wake-up that more asks join: a
+	// query (queryLoop) and probes of the devices in again
+	// (probeAgainLoop).
+	askNow   chan struct{}
+	probeNow chan struct{}
 }
 
 // look is how far discovery has looked at the network as it is now (Looked).
@@ -394,13 +401,16 @@ func New(opts Options) (*Discovery, error) {
 		opts.SelfID = id
 	}
 	return &Discovery{
-		opts:    opts,
-		peers:   map[string]*entry{},
-		refused: map[string]map[netip.Addr]bool{},
-		manual:  map[string]string{},
-		subs:    map[int]*subscriber{},
-		ifNames: map[int]string{},
-		asked:   map[string]time.Time{},
+		opts:     opts,
+		peers:    map[string]*entry{},
+		refused:  map[string]map[netip.Addr]bool{},
+		manual:   map[string]string{},
+		subs:     map[int]*subscriber{},
+		ifNames:  map[int]string{},
+		asked:    map[string]time.Time{},
+		again:    map[string]*againProbe{},
+		askNow:   make(chan struct{}, 1),
+		probeNow: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -588,9 +598,38 @@ func (d *Discovery) Closed(id string) { d.remove(id, "closed") }
 // meanwhile: heard at the same address that is no change, at another one
 // a PeerChanged, and the app's rejoin, which waits for a PeerAppeared,
 // would wait for ever. Its LocalSend side goes with it (the same process).
-// Removed, a device heard again appears again (PeerAppeared: its next
-// answer to a query, within QueryInterval, or its next probe).
-func (d *Discovery) Unreached(id string) { d.remove(id, "unreached") }
+// Removed, a device heard again appears again (PeerAppeared). It may be
+// back already (a receiver killed and started again while the send still
+// tried to reach it), and would then be heard only at the next query
+// (QueryInterval) or probe (ProbeInterval), so discovery looks at once:
+// Run's query loop asks the network once more, and a remembered or
+// manually added device is probed at the addresses it was listed with
+// and the ones remembered. A burst of calls (many sends to many devices)
+// is bounded: one query no sooner than againGap after the last query, and
+// each device probed no more than once every againGap, never twice at
+// once, at most probeParallel devices at once; asks that come meanwhile
+// wait for the next of these (up to MaxPeers devices wait; one more waits
+// for the next probe round).
+func (d *Discovery) Unreached(id string) {
+	d.mu.Lock()
+	var last Peer
+	if e, ok := d.peers[id]; ok {
+		last = e.peer
+	}
+	d.removeLocked(id, "unreached")
+	d.probeAgainLocked(id, last)
+	d.mu.Unlock()
+	poke(d.askNow)
+	poke(d.probeNow)
+}
+
+// poke wakes the loop that waits on c, unless a wake-up is pending there.
+func poke(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
 
 func (d *Discovery) remove(id, reason string) {
 	d.mu.Lock()

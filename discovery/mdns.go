@@ -13,6 +13,8 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 // The mDNS port and groups (RFC 6762).
@@ -309,10 +311,7 @@ func (d *Discovery) mdnsLoop(ctx context.Context) {
 		ifMu.Lock()
 		cur = now
 		ifMu.Unlock()
-		select {
-		case requery <- struct{}{}:
-		default:
-		}
+		poke(requery)
 	}
 }
 
@@ -337,29 +336,74 @@ type mdnsSender interface {
 	send(ifaces []net.Interface, msg *dns.Msg) error
 }
 
+// queryLoop sends the browse query: three at first, a second apart, then
+// every QueryInterval; on requery (new interfaces) the first ones again.
+// A query Unreached asks for (askNow) goes out at once, or againGap after
+// the last query when that went out less than againGap ago; every query
+// answers the asks made before it.
 func (d *Discovery) queryLoop(ctx context.Context, conn mdnsSender, ifaces func() []net.Interface, requery <-chan struct{}) {
 	// RFC 6762 5.2: the first queries close together, then a steady pace.
 	delays := []time.Duration{0, time.Second, time.Second}
-	for i := 0; ; i++ {
+	var last time.Time // when the last query went out
+	asked := false     // Unreached asked for a query that has not gone out
+	var held clock.Timer
+	var release <-chan time.Time
+	query := func(first bool) {
+		select {
+		case <-d.askNow:
+		default:
+		}
+		asked = false
+		if held != nil {
+			held.Stop()
+		}
 		on := ifaces()
 		if err := conn.send(on, browseQuery()); err != nil {
 			d.logf("discovery: %v", err)
-		} else if i == len(delays)-1 && len(on) > 0 {
+		} else if first && len(on) > 0 {
 			d.firstQueriesSent()
 		}
+		last = d.opts.Clock.Now()
+	}
+	defer func() {
+		if held != nil {
+			held.Stop()
+		}
+	}()
+	for i := 0; ; i++ {
+		query(i == len(delays)-1)
 		wait := d.opts.QueryInterval
 		if i+1 < len(delays) {
 			wait = delays[i+1]
 		}
 		t, fired := d.opts.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-fired:
-		case <-requery:
-			t.Stop()
-			i = 0 // new interfaces: query again quickly
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-fired:
+				break waiting
+			case <-requery:
+				t.Stop()
+				i = 0 // new interfaces: query again quickly
+				break waiting
+			case <-d.askNow:
+				asked = true
+			case <-release:
+			}
+			if !asked {
+				continue
+			}
+			switch w := last.Add(againGap).Sub(d.opts.Clock.Now()); {
+			case w <= 0:
+				query(false)
+			case held == nil:
+				held, release = d.opts.Clock.NewTimer(w)
+			default:
+				held.Reset(w)
+			}
 		}
 	}
 }

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
+	"time"
+
+	"github.com/ferrydrop/ferry/internal/clock"
 )
 
 const (
@@ -22,11 +26,16 @@ type probeTarget struct {
 }
 
 // probeLoop probes remembered and manual peers that mDNS does not see,
-// immediately and then every ProbeInterval.
+// immediately and then every ProbeInterval, and beside that the ones
+// Unreached asks for (probeAgainLoop).
 func (d *Discovery) probeLoop(ctx context.Context) {
 	if d.opts.Prober == nil {
 		return
 	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); d.probeAgainLoop(ctx) }()
+	defer wg.Wait()
 	t, tick := d.opts.Clock.NewTicker(d.opts.ProbeInterval)
 	defer t.Stop()
 	for {
@@ -39,16 +48,41 @@ func (d *Discovery) probeLoop(ctx context.Context) {
 	}
 }
 
+// probeTargets lists the remembered and manual peers to probe in a round:
+// the ones with an address that mDNS does not see.
 func (d *Discovery) probeTargets() []probeTarget {
+	targets := d.knownTargets()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.opts.Now()
+	// Skip peers mDNS currently sees: they need no probing.
+	out := targets[:0]
+	for _, tg := range targets {
+		if len(tg.addrs) == 0 {
+			continue
+		}
+		if e, ok := d.peers[tg.id]; ok && e.peer.Source == SourceMDNS && now.Before(e.expires) {
+			continue
+		}
+		out = append(out, tg)
+	}
+	return out
+}
+
+// knownTargets lists the peers discovery may probe: each remembered one
+// and each added by address (AddManual), that one only when not
+// remembered with an address. A remembered peer without an address is
+// listed too (Unreached probes it where the table last had it).
+func (d *Discovery) knownTargets() []probeTarget {
 	var targets []probeTarget
 	seen := map[string]bool{}
 	if d.opts.Remembered != nil {
 		for _, r := range d.opts.Remembered() {
 			id, err := normalizeID(r.ID)
-			if err != nil || id == d.opts.SelfID || seen[id] || len(r.Addrs) == 0 {
+			if err != nil || id == d.opts.SelfID || seen[id] {
 				continue
 			}
-			seen[id] = true
+			seen[id] = len(r.Addrs) > 0
 			targets = append(targets, probeTarget{id: id, name: r.Name, addrs: r.Addrs, source: SourceRemembered})
 		}
 	}
@@ -59,16 +93,155 @@ func (d *Discovery) probeTargets() []probeTarget {
 			targets = append(targets, probeTarget{id: id, addrs: []string{addr}, source: SourceManual})
 		}
 	}
-	now := d.opts.Now()
-	// Skip peers mDNS currently sees: they need no probing.
-	out := targets[:0]
-	for _, tg := range targets {
-		if e, ok := d.peers[tg.id]; ok && e.peer.Source == SourceMDNS && now.Before(e.expires) {
-			continue
-		}
-		out = append(out, tg)
+	return targets
+}
+
+// againGap paces what Unreached asks for: a query goes out no sooner than
+// againGap after the last one (RFC 6762 6.2: a responder multicasts a
+// record at most once a second, so it might not answer sooner), and a
+// device is probed again no sooner than againGap after its last probe
+// again began.
+const againGap = time.Second
+
+// againProbe is a device Unreached asked discovery to probe at once.
+type againProbe struct {
+	name  string
+	addrs []string  // the "host:port"s it was last listed with, best first
+	want  bool      // asked for since its last probe began
+	busy  bool      // a probe of it is under way
+	began time.Time // when its last probe began (zero: none yet)
+}
+
+// probeAgainLocked asks probeAgainLoop to probe the device with id; last
+// is the device as the table listed it (the zero Peer: not listed).
+// Called with d.mu held.
+func (d *Discovery) probeAgainLocked(id string, last Peer) {
+	if d.opts.Prober == nil {
+		return
 	}
-	return out
+	a, ok := d.again[id]
+	if !ok {
+		if len(d.again) >= d.opts.MaxPeers {
+			d.logf("discovery: %d devices wait for a probe already; %s waits for the next round", len(d.again), shortID(id))
+			return
+		}
+		a = &againProbe{}
+		d.again[id] = a
+	}
+	if last.ID != "" {
+		a.name, a.addrs = last.Name, last.HostPorts()
+	}
+	a.want = true
+}
+
+// dueAgain marks as under way, and returns, up to probeParallel (less the
+// ones under way) devices that probeAgainLocked asked for and that may be
+// probed now, and says how long until the next one held back by againGap
+// may be (0: none is). It forgets the devices nothing is left to do for,
+// and the ones listed again (heard meanwhile: nothing to look for).
+func (d *Discovery) dueAgain() (due []probeTarget, wait time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.opts.Clock.Now()
+	free := probeParallel
+	for _, a := range d.again {
+		if a.busy {
+			free--
+		}
+	}
+	for id, a := range d.again {
+		if _, listed := d.peers[id]; listed {
+			a.want = false
+		}
+		next := a.began.Add(againGap)
+		switch {
+		case a.busy:
+		case !a.want:
+			if !now.Before(next) {
+				delete(d.again, id)
+			}
+		case now.Before(next):
+			if w := next.Sub(now); wait == 0 || w < wait {
+				wait = w
+			}
+		case free > 0:
+			free--
+			a.want, a.busy, a.began = false, true, now
+			due = append(due, probeTarget{id: id, name: a.name, addrs: slices.Clone(a.addrs)})
+		}
+	}
+	return due, wait
+}
+
+// probedAgain notes that a probe dueAgain handed out ended.
+func (d *Discovery) probedAgain(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a, ok := d.again[id]; ok {
+		a.busy = false
+	}
+}
+
+// probeAgainLoop probes the devices Unreached asks for (probeAgainLocked)
+// as soon as dueAgain lets it, each at the addresses the table last had
+// for it and then the ones remembered (probeTarget: the first to answer
+// as that device lists it again). Only a remembered or manually added
+// device is probed: a probed peer is one of those (its Source).
+func (d *Discovery) probeAgainLoop(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var held clock.Timer
+	var release <-chan time.Time
+	for {
+		due, wait := d.dueAgain()
+		if len(due) > 0 {
+			known := map[string]probeTarget{}
+			for _, tg := range d.knownTargets() {
+				if k, ok := known[tg.id]; !ok || len(k.addrs) == 0 {
+					known[tg.id] = tg
+				}
+			}
+			for _, a := range due {
+				tg, ok := known[a.id]
+				if !ok {
+					d.probedAgain(a.id)
+					continue
+				}
+				for _, hp := range tg.addrs {
+					if !slices.Contains(a.addrs, hp) {
+						a.addrs = append(a.addrs, hp)
+					}
+				}
+				tg.addrs = a.addrs
+				if tg.name == "" {
+					tg.name = a.name
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					d.probeTarget(ctx, tg)
+					d.probedAgain(tg.id)
+					poke(d.probeNow)
+				}()
+			}
+		}
+		if wait > 0 {
+			if held == nil {
+				held, release = d.opts.Clock.NewTimer(wait)
+			} else {
+				held.Reset(wait)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if held != nil {
+				held.Stop()
+			}
+			return
+		case <-d.probeNow:
+		case <-release:
+		}
+	}
 }
 
 func (d *Discovery) probeRound(ctx context.Context) {

@@ -66,6 +66,17 @@ func (f *fakeProber) probed(addr string) int { f.mu.Lock(); defer f.mu.Unlock();
 
 func (f *fakeProber) String() string { f.mu.Lock(); defer f.mu.Unlock(); return fmt.Sprint(f.calls) }
 
+// waitTimers waits until n timers are armed on clk, failing t after the
+// bound WaitFor keeps (a timer never armed is a failure, not a hang).
+func waitTimers(t *testing.T, clk *clock.Fake, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := clk.WaitTimers(ctx, n); err != nil {
+		t.Fatalf("waiting for %d timers armed (%d are): %v", n, clk.Timers(), err)
+	}
+}
+
 // startLoops runs d's query and probe loops on clk, as Run does, until the
 // test ends (or the returned stop), and brings them past their start: the
 // first probe round done, the first three queries sent and the clock
@@ -89,10 +100,7 @@ func startLoops(t *testing.T, d *Discovery, clk *clock.Fake) (q *queryCount, sto
 	})
 	for n := 1; n <= 3; n++ {
 		testutil.WaitFor(t, fmt.Sprintf("query %d", n), func() bool { return q.count() == n })
-		// The query loop's timer and the probe loop's ticker.
-		if err := clk.WaitTimers(ctx, 2); err != nil {
-			t.Fatal(err)
-		}
+		waitTimers(t, clk, 2) // the query loop's timer and the probe loop's ticker
 		clk.Advance(time.Second)
 	}
 	return q, stop
@@ -103,10 +111,12 @@ func startLoops(t *testing.T, d *Discovery, clk *clock.Fake) (q *queryCount, sto
 // tried to reach it) appears again as soon as the send's Unreached takes
 // it off the table, not at the next periodic query or probe (an hour
 // away here; the clock does not move): its last addresses are probed,
-// and the network is asked. One that does not answer stays gone.
+// and the network is asked. One that does not answer stays gone; one
+// neither remembered nor added by address is not probed (a probed peer
+// is one of those), only asked for.
 func TestUnreachedLooksAgainAtOnce(t *testing.T) {
 	pr := newFakeProber()
-	back, away := idN(50), idN(60)
+	back, away, stranger := idN(50), idN(60), idN(70)
 	d, clk := newTestDiscovery(t, Options{
 		QueryInterval: time.Hour, ProbeInterval: time.Hour,
 		Prober: pr.probe,
@@ -121,14 +131,20 @@ func TestUnreachedLooksAgainAtOnce(t *testing.T) {
 	defer cancel()
 	d.handleMessage(announcement("Back", back, "h50.local.", 120, "192.0.2.50"), 0, netip.Addr{})
 	d.handleMessage(announcement("Away", away, "h60.local.", 120, "192.0.2.60"), 0, netip.Addr{})
-	recv(t, ev)
-	recv(t, ev)
+	d.handleMessage(announcement("Stranger", stranger, "h70.local.", 120, "192.0.2.70"), 0, netip.Addr{})
+	for range 3 {
+		recv(t, ev)
+	}
 	q, _ := startLoops(t, d, clk)
 
+	// The stranger is asked for first: by the time the device back is
+	// probed, whether to probe it was decided.
+	pr.answer("192.0.2.70:4242", stranger, "Stranger")
+	d.Unreached(stranger)
 	d.Unreached(away)
 	pr.answer("192.0.2.50:4242", back, "Back")
 	d.Unreached(back)
-	for _, id := range []string{away, back} {
+	for _, id := range []string{stranger, away, back} {
 		if e := recv(t, ev); e.Kind != PeerGone || e.Peer.ID != id || e.Reason != "unreached" {
 			t.Fatalf("Unreached(%s): %s %s (%s)", id, e.Kind, e.Peer.ID, e.Reason)
 		}
@@ -145,6 +161,9 @@ func TestUnreachedLooksAgainAtOnce(t *testing.T) {
 	testutil.WaitFor(t, "the away device's addresses probed", func() bool {
 		return pr.probed("192.0.2.60:4242") == 1 && pr.probed("192.0.2.60:4243") == 1
 	})
+	if n := pr.probed("192.0.2.70:4242"); n != 0 {
+		t.Errorf("a device neither remembered nor added by address was probed %d times", n)
+	}
 	if n := pr.probed("192.0.2.49:7000"); n != 0 {
 		t.Errorf("the remembered address was probed %d times, after the one the table had answered", n)
 	}
@@ -199,9 +218,7 @@ func TestUnreachedBurstIsBounded(t *testing.T) {
 	testutil.WaitFor(t, "each device probed", probedEach(1, 1<<30))
 	// The query loop's timer and its query held back, the probe loop's
 	// ticker and its probes held back.
-	if err := clk.WaitTimers(context.Background(), 4); err != nil {
-		t.Fatal(err)
-	}
+	waitTimers(t, clk, 4)
 	if n := q.count(); n != 4 || !probedEach(1, 1)() {
 		t.Fatalf("while the clock stood still: %d queries (3 first ones), probes %v", n, pr)
 	}

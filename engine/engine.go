@@ -226,7 +226,7 @@ type TrustedPeer struct {
 var ErrUnknownTransfer = errors.New("unknown transfer")
 
 // ErrStillRunning is returned for a Retry or Continue of a transfer that
-// runs.
+// runs: its result is not out yet.
 var ErrStillRunning = errors.New("still running")
 
 // Engine sends and receives files. Create it with New; it is safe for concurrent use.
@@ -266,6 +266,9 @@ type Engine struct {
 	// readingBack, when set (tests only), runs as a resume reads chunk c
 	// of a kept partial back to check its CRC32C (restore).
 	readingBack func(path string, c int)
+	// afterResult, when set (tests only), runs as finish has published a
+	// transfer's result, before its Done closes.
+	afterResult func(*Transfer)
 
 	ident  *identity.Identity
 	trust  *identity.Store
@@ -639,6 +642,9 @@ type Transfer struct {
 	moves, queued atomic.Bool
 	// pair is the session's verification code (pairing), once known.
 	pair atomic.Pointer[pairState]
+	// resultOut: the transfer's result is published (finish), or on its
+	// way to every subscriber; Done closes after. See ended.
+	resultOut atomic.Bool
 
 	// Sending side: what was sent where (for Retry), and pause/resume signals.
 	paths    []string
@@ -716,6 +722,24 @@ func (t *Transfer) Items() Items {
 // Done is closed when the transfer has ended.
 func (t *Transfer) Done() <-chan struct{} { return t.done }
 
+// ended reports whether t has ended as Retry and Continue see it: its
+// result is out, even where Done has yet to close. A client that acts on
+// the result event at once (the app's rejoin retries a send whose device
+// is seen again) then goes on with the delivery, where it was told that
+// it still ran. Done still closes only after the event is out, so that
+// one who waits for Done finds the result among its events.
+func (t *Transfer) ended() bool {
+	if t.resultOut.Load() {
+		return true
+	}
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Result is the outcome; valid after Done.
 func (t *Transfer) Result() Result {
 	t.mu.Lock()
@@ -764,15 +788,11 @@ func (e *Engine) register(t *Transfer) error {
 	if e.closed {
 		return ErrClosed
 	}
-	if old, ok := e.transfers[t.id]; ok && t.dir == Sending && old.dir == Sending {
-		select {
-		case <-old.done:
-		default:
-			// Two Retry or Continue calls of one delivery at once: the
-			// first runs it. (A receiver's new session of a delivery
-			// takes over from its old one: takeOverResume.)
-			return fmt.Errorf("transfer %s is %w", t.id, ErrStillRunning)
-		}
+	if old, ok := e.transfers[t.id]; ok && t.dir == Sending && old.dir == Sending && !old.ended() {
+		// Two Retry or Continue calls of one delivery at once: the first
+		// runs it. (A receiver's new session of a delivery takes over
+		// from its old one: takeOverResume.)
+		return fmt.Errorf("transfer %s is %w", t.id, ErrStillRunning)
 	}
 	e.transfers[t.id] = t
 	// Keep the table bounded: forget the oldest finished transfers.
@@ -819,9 +839,7 @@ func (e *Engine) Retry(ctx context.Context, id string) (*Transfer, error) {
 	if t.dir != Sending {
 		return nil, fmt.Errorf("transfer %s was received here: the sender can send it again", id)
 	}
-	select {
-	case <-t.done:
-	default:
+	if !t.ended() {
 		return nil, fmt.Errorf("transfer %s is %w", id, ErrStillRunning)
 	}
 	items := Items{Paths: t.paths, Text: t.text}
@@ -984,7 +1002,12 @@ func (e *Engine) releaseResume(rx *receiver) {
 }
 
 // publish sends an event about t.
-func (e *Engine) publish(t *Transfer, ev Event) {
+func (e *Engine) publish(t *Transfer, ev Event) { e.publishAfter(t, nil, ev) }
+
+// publishAfter sends an event about t once first (when set) has run,
+// under the bus's lock: an event that another goroutine publishes
+// because of what first did reaches each subscriber after ev.
+func (e *Engine) publishAfter(t *Transfer, first func(), ev Event) {
 	t.mu.Lock()
 	ev.TransferID, ev.Delivery, ev.Direction, ev.Peer = t.id, t.delivery, t.dir, t.peer
 	if ev.Time.IsZero() {
@@ -994,7 +1017,7 @@ func (e *Engine) publish(t *Transfer, ev Event) {
 		ev.State = t.state
 	}
 	t.mu.Unlock()
-	e.bus.Publish(ev)
+	e.bus.publishAfter(first, ev)
 }
 
 func (e *Engine) setState(t *Transfer, s State) {
@@ -1032,7 +1055,10 @@ func (t *Transfer) markAsked(now time.Time) {
 	}
 }
 
-// finish records the result, publishes it and closes Done.
+// finish records the result, publishes it and closes Done. From the
+// moment the result goes out, Retry and Continue take the transfer as
+// ended (Transfer.ended); the events of the delivery they go on with
+// reach each subscriber after the result.
 func (e *Engine) finish(t *Transfer, r Result) {
 	t.mu.Lock()
 	r.Duration = e.now().Sub(t.started).Seconds()
@@ -1055,6 +1081,9 @@ func (e *Engine) finish(t *Transfer, r Result) {
 	t.state = r.State
 	t.result = r
 	t.mu.Unlock()
-	e.publish(t, Event{Kind: EventResult, State: r.State, Result: &r})
+	e.publishAfter(t, func() { t.resultOut.Store(true) }, Event{Kind: EventResult, State: r.State, Result: &r})
+	if e.afterResult != nil {
+		e.afterResult(t)
+	}
 	close(t.done)
 }

@@ -298,12 +298,19 @@ func (s *subscriber) drain() {
 }
 
 // Publish delivers ev to every subscriber without blocking.
-func (b *Bus) Publish(ev Event) {
+func (b *Bus) Publish(ev Event) { b.publishAfter(nil, ev) }
+
+// publishAfter is Publish, with first (when set) run before ev is
+// delivered, under the lock every Publish takes.
+func (b *Bus) publishAfter(first func(), ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if first != nil {
+		first()
+	}
 	for s := range b.subs {
 		s.deliver(ev)
 	}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferrydrop/ferry/engine/addr"
 )
 
 func TestSenderResumesAfterReceiverRestart(t *testing.T) {
@@ -132,5 +136,84 @@ func TestResumeWaitsForTheSenderThatSaidPaused(t *testing.T) {
 	}()
 	if err := e.Resume(ended.id); err == nil || !strings.Contains(err.Error(), "has already ended") {
 		t.Errorf("Resume of a transfer that ended meanwhile: %v", err)
+	}
+}
+
+// A client that acts on a send's result at once (the app's rejoin retries
+// a send as its device is seen again) goes on with the delivery: Retry and
+// Continue take a transfer whose result is out as ended, where they said
+// "still running" until its Done closed a moment later, and the app left
+// the send alone. afterResult calls them in that moment: the first
+// attempt found nothing listening, the receiver is there for the second,
+// which delivers, under the same ID, its events after the first's result.
+func TestRetryAsTheResultIsOut(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		again func(e *Engine, tr *Transfer) (*Transfer, error)
+	}{
+		{"Retry", func(e *Engine, tr *Transfer) (*Transfer, error) { return e.Retry(context.Background(), tr.ID()) }},
+		{"Continue", func(e *Engine, tr *Transfer) (*Transfer, error) {
+			return e.Continue(context.Background(), tr.ID(), tr.target, tr.Items(), tr.opts)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := portToComeBackTo(t)
+			src := filepath.Join(t.TempDir(), "a.bin")
+			writeFile(t, src, 64<<10)
+			send := testEngine(t, Options{RetryFor: -1})
+			type next struct {
+				tr  *Transfer
+				err error
+			}
+			out, goOn, got := make(chan *Transfer, 1), make(chan struct{}), make(chan next, 1)
+			var once sync.Once
+			send.afterResult = func(tr *Transfer) {
+				once.Do(func() {
+					out <- tr
+					<-goOn
+					n, err := tc.again(send, tr)
+					got <- next{n, err}
+				})
+			}
+			events, unsub := send.Subscribe(1024)
+			defer unsub()
+			first, err := send.Send(context.Background(), targetAt(addr.TCP, port), []string{src}, SendOptions{Transport: "tcp"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case tr := <-out:
+				if tr != first || tr.Result().State != StateFailed {
+					t.Fatalf("first result: %s (%s)", tr.Result().State, tr.Result().Err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the send to a closed port did not end")
+			}
+			recv := startReceiver(t, Options{Listen: port})
+			close(goOn)
+			n := <-got
+			if n.err != nil {
+				t.Fatalf("%s as the result was out: %v", tc.name, n.err)
+			}
+			if n.tr == first || n.tr.ID() != first.ID() {
+				t.Fatalf("%s made transfer %s, not a new run of %s", tc.name, n.tr.ID(), first.ID())
+			}
+			if r := waitDone(t, n.tr); r.State != StateDone {
+				t.Fatalf("the delivery that went on: %s (%s)", r.State, r.Err)
+			}
+			sameTree(t, src, recv.DownloadDir())
+			var kinds []string // Done closes after the result is out: all four are there
+			for len(kinds) < 4 {
+				if ev := nextEvent(t, events); ev.TransferID == first.ID() && (ev.Kind == EventResult || ev.Kind == EventOffer) {
+					kinds = append(kinds, fmt.Sprint(ev.Kind, ":", ev.State))
+				}
+			}
+			if want := []string{
+				fmt.Sprint(EventOffer, ":", StateConnecting), fmt.Sprint(EventResult, ":", StateFailed),
+				fmt.Sprint(EventOffer, ":", StateConnecting), fmt.Sprint(EventResult, ":", StateDone),
+			}; !slices.Equal(kinds, want) {
+				t.Errorf("events of the delivery: %v, want %v", kinds, want)
+			}
+		})
 	}
 }

@@ -57,6 +57,10 @@ type backend struct {
 	// the last one was refused); nil gives up with "a PIN is required".
 	askPIN func(ctx context.Context, device string, wrong bool) (string, error)
 
+	// starting counts the sends start has begun until each has its
+	// transfer or its failed row (tests wait for them).
+	starting sync.WaitGroup
+
 	mu      sync.Mutex // guards the fields below
 	adv     *discovery.Advertiser
 	names   map[string]ui.Peer // outgoing transfer ID -> the device it goes to
@@ -229,7 +233,9 @@ func (b *backend) resumeSend(s unfinishedSend) error {
 // even start is reported as a failed row: row's, or a new one. A send
 // that returns neither started nothing new and is left alone.
 func (b *backend) start(peer ui.Peer, paths []string, row string, send func() (*engine.Transfer, error)) {
+	b.starting.Add(1)
 	go func() {
+		defer b.starting.Done()
 		t, err := send()
 		if t == nil && err == nil {
 			return
@@ -283,6 +289,11 @@ func (b *backend) Retry(id string) error {
 	}
 	b.start(peer, paths, "", func() (*engine.Transfer, error) {
 		t, err := b.eng.Retry(b.ctx, id)
+		if errors.Is(err, engine.ErrStillRunning) {
+			// The rejoin's Retry and the user's at once: the other one
+			// runs it, in its row.
+			return nil, nil
+		}
 		if err == nil {
 			b.keepSend(t, ui.Device{ID: peer.ID, Name: peer.Name})
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -308,9 +309,22 @@ func TestRetryThroughBackend(t *testing.T) {
 	if err := b.Retry("no-such-transfer"); err == nil {
 		t.Error("Retry of an unknown transfer succeeded")
 	}
-	if err := b.Retry(first.ID); err != nil {
-		t.Fatal(err)
+	// The user's Retry and the rejoin's (the device seen again) at once:
+	// one of them runs it, the other adds no row of its own.
+	var mu sync.Mutex
+	var rows []ui.TransferEvent
+	b.synthetic = func(ev ui.TransferEvent) { mu.Lock(); rows = append(rows, ev); mu.Unlock() }
+	for range 2 {
+		if err := b.Retry(first.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
+	b.starting.Wait()
+	mu.Lock()
+	for _, ev := range rows {
+		t.Errorf("a second Retry of a running send made a row %s: %+v", ev.ID, ev.Result)
+	}
+	mu.Unlock()
 	decide(true)
 	second := result()
 	if second.ID != first.ID || second.Result.State != ui.StateDone || second.Peer.Name != "Receiver" || second.Peer.ID != recv.ID() {

@@ -78,6 +78,9 @@ func TestRejoinRetriesOnceWhenTheDeviceIsBack(t *testing.T) {
 	if acts := d.Actions(); !slices.Equal(acts, []transfer.Action{transfer.ActionRetry, transfer.ActionCancel}) {
 		t.Errorf("actions %v, want Retry and Cancel", acts)
 	}
+	if d.Over() {
+		t.Error("the send that waits for its device is over: Clear finished drops its row")
+	}
 	g.appear("carol-id")
 	if len(g.retried) != 0 {
 		t.Fatalf("another device's appearance retried %v", g.retried)
@@ -97,6 +100,9 @@ func TestRejoinRetriesOnceWhenTheDeviceIsBack(t *testing.T) {
 	}
 	if want := "Bob's laptop went away. Retry sends the rest when it is back."; g.model.Get("s1").Status() != want {
 		t.Errorf("after its rejoin the row says %q, want %q", g.model.Get("s1").Status(), want)
+	}
+	if !g.model.Get("s1").Over() {
+		t.Error("after its rejoin nothing goes on by itself, yet the send is not over")
 	}
 }
 

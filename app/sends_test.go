@@ -140,6 +140,9 @@ func TestSendGoesOnAfterTheAppStartsAgain(t *testing.T) {
 	if acts := row.Actions(); !slices.Equal(acts, []transfer.Action{transfer.ActionRetry, transfer.ActionCancel}) {
 		t.Errorf("actions %v, want Retry and Cancel", acts)
 	}
+	if row.Over() {
+		t.Error("the kept send is over, while it goes on when its device is back: Clear finished drops its row")
+	}
 	if row.Count != 1 || row.Files[0].Path != "big.bin" || row.Total != size {
 		t.Errorf("the row's files: %+v (total %d)", row.Files, row.Total)
 	}

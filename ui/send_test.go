@@ -649,6 +649,66 @@ func TestClearFinishedOnlyWithFinishedRows(t *testing.T) {
 	}
 }
 
+// A send that waits for its device and then goes on by itself (the app's
+// rejoin: its device went away, or its reconnecting gave up; a kept send
+// shown again at the start) is not finished: Clear finished dropped its
+// row (and its Cancel) while the send still went on, and counted it as
+// finished. Sends that are over go as before.
+func TestClearFinishedKeepsSendsThatWaitForTheirDevice(t *testing.T) {
+	u, be, _ := newTestUI(t)
+	clear := windowButton(t, u, "Clear finished")
+	bob := Peer{ID: idBob, Name: "Bob's laptop"}
+	send := func(id string, evs ...TransferEvent) {
+		t.Helper()
+		for _, ev := range evs {
+			ev.ID, ev.Delivery, ev.Direction, ev.Peer = id, id, Outgoing, bob
+			if ev.Result != nil {
+				ev.Kind, ev.State = TransferResult, ev.Result.State
+			}
+			u.ApplyTransfer(ev)
+		}
+	}
+	active := TransferEvent{Kind: TransferState, State: StateActive}
+	moved := TransferEvent{Kind: TransferProgress, State: StateActive, Progress: &Progress{Bytes: 5, Total: 10}}
+	offered := TransferEvent{Kind: TransferOffer, Offer: &Offer{Count: 1, Files: []FileInfo{{Path: "big.bin", Size: 10}}, Total: 10}}
+	end := func(state State, code Code, rejoin bool) TransferEvent {
+		return TransferEvent{Result: &Result{State: state, Code: code, Rejoin: rejoin}}
+	}
+	send("gone", active, moved, end(StateFailed, CodeConnectionLost, true))
+	send("gaveup", active, moved, TransferEvent{Kind: TransferState, State: StateRetrying}, end(StateFailed, CodeIO, true))
+	send("kept", offered, end(StateFailed, CodeClosedHere, true))
+	waiting := []string{"kept", "gaveup", "gone"} // newest first
+	if !clear.Disabled() {
+		t.Error("Clear finished can be pressed with only sends that wait for their device")
+	}
+	send("done", active, moved, end(StateDone, "", false))
+	send("declined", offered, end(StateDeclined, CodeDeclined, false))
+	send("full", active, moved, end(StateFailed, CodeNoSpace, true)) // not gone: nothing goes on by itself
+	send("spent", active, moved, end(StateFailed, CodeConnectionLost, false))
+	send("cancelled", active, end(StateCancelled, CodeCancelled, false))
+	if clear.Disabled() {
+		t.Fatal("Clear finished cannot be pressed with finished sends")
+	}
+	test.Tap(clear)
+	if !reflect.DeepEqual(u.transfers.order, waiting) || !clear.Disabled() {
+		t.Fatalf("after Clear finished: rows %v, button disabled %v; want %v and a disabled button", u.transfers.order, clear.Disabled(), waiting)
+	}
+	for _, id := range waiting {
+		if v := u.transfers.byID[id]; !v.cancel.Visible() || !v.retry.Visible() {
+			t.Errorf("%s after Clear finished: %q, cancel %v retry %v", id, v.stateLbl.Text, v.cancel.Visible(), v.retry.Visible())
+		}
+	}
+	// Cancelled by the user, it waits for nothing: it is over.
+	test.Tap(u.transfers.byID["gone"].cancel)
+	if len(be.cancels) != 1 || clear.Disabled() {
+		t.Fatalf("cancels %v, Clear finished disabled %v", be.cancels, clear.Disabled())
+	}
+	test.Tap(clear)
+	if want := []string{"kept", "gaveup"}; !reflect.DeepEqual(u.transfers.order, want) {
+		t.Errorf("after Cancel and Clear finished: rows %v, want %v", u.transfers.order, want)
+	}
+}
+
 // The empty Transfers list says "No transfers yet" only before the first
 // transfer: after Clear finished it said so too, which was untrue (seen on
 // screen); it says none is under way and where the finished ones went.

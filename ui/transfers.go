@@ -455,7 +455,7 @@ func (l *transferList) relayout() {
 	for _, id := range l.order {
 		v := l.byID[id]
 		objs = append(objs, v.obj)
-		if v.final = v.d != nil && v.d.Phase.Final(); v.final {
+		if v.final = v.d != nil && v.d.Over(); v.final {
 			l.finished++
 		}
 	}
@@ -493,11 +493,13 @@ func (l *transferList) drop(id string) {
 	l.relayout()
 }
 
-// clearFinished drops finished transfers from the list (they stay in History).
+// clearFinished drops finished transfers from the list (they stay in
+// History); a send that waits for its device to go on is not finished: it
+// keeps its row, and its Cancel.
 func (l *transferList) clearFinished() {
 	keep := l.order[:0]
 	for _, id := range l.order {
-		if l.byID[id].d.Phase.Final() {
+		if l.byID[id].d.Over() {
 			delete(l.byID, id)
 			continue
 		}
@@ -622,7 +624,7 @@ func isImage(p string) bool {
 }
 
 func (l *transferList) refresh(v *transferView) {
-	if final := v.d != nil && v.d.Phase.Final(); final != v.final {
+	if final := v.d != nil && v.d.Over(); final != v.final {
 		v.final = final
 		if final {
 			l.finished++

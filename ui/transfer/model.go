@@ -52,6 +52,11 @@ func (p Phase) Running() bool {
 	return false
 }
 
+// Over reports whether the delivery is over for the user: in a final
+// phase, and not a send that waits for its device to come back and then
+// goes on by itself (Rejoin), which its user may still cancel.
+func (d *Delivery) Over() bool { return d.Phase.Final() && !d.Rejoin }
+
 // Actor says who did something to a delivery.
 type Actor string
 

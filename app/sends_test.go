@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2/test"
+
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/internal/testutil"
@@ -113,6 +115,16 @@ func TestSendGoesOnAfterTheAppStartsAgain(t *testing.T) {
 		return len(ps) == 1 && ps[0].OnDisk > 0 && !ps[0].Receiving
 	})
 	delivery := recv.Partials()[0].Delivery
+	// The receiver's user was asked with the first session's code.
+	firstShown := false
+	for len(out1) > 0 {
+		if ev := <-out1; ev.Kind == ui.TransferPair && ev.ID == delivery && ev.Pair.Shown == ui.CodeShownYes {
+			firstShown = true
+		}
+	}
+	if !firstShown {
+		t.Error("the first session's code is not said to be shown on the receiver")
+	}
 	// The quit question promised the rest (ui.SendKeeper): the send is kept.
 	if !first.KeptForNextStart(delivery) {
 		t.Errorf("the first run does not say it keeps the send of delivery %s for its next start", delivery)
@@ -124,8 +136,11 @@ func TestSendGoesOnAfterTheAppStartsAgain(t *testing.T) {
 	second.synthetic = func(ev ui.TransferEvent) { shown <- ev }
 	second.resumeSends()
 	model := transfer.New()
+	var seen []ui.TransferEvent // what the window is given, in order
 	for len(shown) > 0 {
-		for _, me := range ui.DeliveryEvents(<-shown) {
+		ev := <-shown
+		seen = append(seen, ev)
+		for _, me := range ui.DeliveryEvents(ev) {
 			model.Apply(me)
 		}
 	}
@@ -169,6 +184,7 @@ func TestSendGoesOnAfterTheAppStartsAgain(t *testing.T) {
 	for timeout := time.After(time.Minute); sent.Result == nil; {
 		select {
 		case ev := <-out2:
+			seen = append(seen, ev)
 			if ev.Kind == ui.TransferResult {
 				sent = ev
 			}
@@ -199,6 +215,25 @@ func TestSendGoesOnAfterTheAppStartsAgain(t *testing.T) {
 		t.Errorf("the second run sent %d bytes; the receiver held %d of %d: want the rest only", sent.Result.Bytes, kept, size)
 	}
 	t.Logf("the receiver held %d bytes; the second run sent %d", kept, sent.Result.Bytes)
+	// The session that went on has a code of its own, which the receiver,
+	// not asked again, did not show: the row must not say it showed none.
+	a := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	u := ui.New(a, w, second, ui.Device{ID: second.eng.ID(), Name: second.eng.Name()}, ui.Options{})
+	var d ui.Described
+	ui.DoAndWait(t.Context(), func() {
+		for _, ev := range seen {
+			u.ApplyTransfer(ev)
+		}
+		d = u.Describe()
+	})
+	if len(d.Transfers) != 1 {
+		t.Fatalf("%d rows, want the one send", len(d.Transfers))
+	}
+	if p := d.Transfers[0].Pair; !strings.Contains(p, "Bob's laptop went on with this send without asking, so its screen does not show this code") ||
+		strings.Contains(p, "accepted without showing") {
+		t.Errorf("the continued send's code strip: %q", p)
+	}
 	testutil.WaitFor(t, "the ended send to be forgotten", func() bool { return len(second.sends.list()) == 0 })
 	if second.KeptForNextStart(delivery) {
 		t.Errorf("a send that ended is still said to go on at the next start")

@@ -23,12 +23,14 @@ type Described struct {
 }
 
 // DescribedRow is one row: its title, the line under it, its state (a
-// transfer's words, a known device's pairing) and its visible buttons.
+// transfer's words, a known device's pairing), a transfer's code strip and its
+// visible buttons.
 type DescribedRow struct {
 	Title   string            `json:"title"`
 	Sub     string            `json:"sub,omitempty"`
 	State   string            `json:"state,omitempty"`
-	Bar     float64           `json:"bar,omitempty"` // a transfer's progress, 0-1
+	Bar     float64           `json:"bar,omitempty"`  // a transfer's progress, 0-1
+	Pair    string            `json:"pair,omitempty"` // a transfer's code strip when shown: the code, then its line
 	Buttons map[string][2]int `json:"buttons,omitempty"`
 }
 
@@ -63,8 +65,12 @@ func (u *UI) Describe() Described {
 		if v == nil || v.title == nil {
 			continue
 		}
-		d.Transfers = append(d.Transfers, DescribedRow{Title: v.title.full, Sub: v.sub.Text, State: v.stateLbl.Text, Bar: v.bar.Value,
-			Buttons: buttons(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.discard, v.cancel)})
+		row := DescribedRow{Title: v.title.full, Sub: v.sub.Text, State: v.stateLbl.Text, Bar: v.bar.Value,
+			Buttons: buttons(v.details, v.copyText, v.openLink, v.open, v.show, v.pause, v.resume, v.retry, v.discard, v.cancel)}
+		if v.pair.obj.Visible() {
+			row.Pair = v.pair.code.Text + " " + v.pair.line.Text
+		}
+		d.Transfers = append(d.Transfers, row)
 	}
 	for _, r := range u.devices.rows {
 		row := DescribedRow{Title: displayName(r.dev), Buttons: buttons(r.send)}

@@ -572,6 +572,11 @@ func (l *transferList) refreshPair(v *transferView) {
 	switch v.codeShown {
 	case CodeShownNo:
 		line = fmt.Sprintf("%s accepted without showing this code, so there is nothing to compare it with. To trust %s, use Pair… to compare codes with it.", who, who)
+		if v.again {
+			// A send it took before goes on unasked: it may have shown
+			// that session's code, which is not this one.
+			line = fmt.Sprintf("%s went on with this send without asking, so its screen does not show this code: the code is new each time Ferry connects, and any code it showed when it first took the send was another one. To trust %s, use Pair… to compare codes with it.", who, who)
+		}
 	case CodeShownUnknown:
 		line = checkLine(who) + " Its Ferry is older and does not say whether it showed the code: if it does not, compare codes with Pair… instead. If it does, Ferry trusts it from now on."
 	case CodeShownWaiting:

@@ -677,7 +677,7 @@ func TestSendingRowOffersOnlyAShownCode(t *testing.T) {
 	if v.pair.match.Visible() || v.pair.differ.Visible() {
 		t.Fatal("Codes match/Codes differ offered for a code the receiver never showed")
 	}
-	if txt := v.pair.line.Text; strings.Contains(txt, "Check that") || !strings.Contains(txt, "Alice's laptop accepted without showing this code") || !strings.Contains(txt, "Pair…") || strings.Contains(txt, "….") {
+	if txt := v.pair.line.Text; strings.Contains(txt, "Check that") || !strings.Contains(txt, "Alice's laptop went on with this send without asking") || !strings.Contains(txt, "Pair…") || strings.Contains(txt, "….") {
 		t.Fatalf("line %q", txt) // "with Pair…." read as a stop after an ellipsis
 	}
 	v.pair.match.OnTapped() // a tap that was on its way
@@ -692,6 +692,47 @@ func TestSendingRowOffersOnlyAShownCode(t *testing.T) {
 	w := u.transfers.byID["s2"]
 	if !w.pair.match.Visible() || !strings.Contains(w.pair.line.Text, "does not say whether it showed the code") {
 		t.Fatalf("an older Ferry's code: match %v, line %q", w.pair.match.Visible(), w.pair.line.Text)
+	}
+}
+
+// A send kept from an earlier run of Ferry goes on as the same delivery
+// (engine.Continue): its receiver takes it without asking, so it does not
+// show the new session's code (each session has its own), while its user
+// may well have been shown the first session's code. The row said "Bob's
+// laptop accepted without showing this code", which read as Bob's laptop
+// never showing one. It says that the send went on unasked and that any
+// code shown then was another one; a first session accepted unasked
+// ("accept all") keeps its words.
+func TestContinuedSendDoesNotSayTheReceiverShowedNoCode(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	bob := Peer{ID: idAlice, Name: "Bob's laptop"}
+	ev := func(id string, e TransferEvent) {
+		e.ID, e.Delivery, e.Direction, e.Peer = id, id, Outgoing, bob
+		u.ApplyTransfer(e)
+	}
+	// The row the app shows at its start (resumeSends), then the send going
+	// on when the device is seen: the engine's events of a new session.
+	ev("kept", TransferEvent{Kind: TransferOffer, Offer: &Offer{Count: 1, Files: []FileInfo{{Path: "big.bin", Size: 10}}, Total: 10}})
+	ev("kept", TransferEvent{Kind: TransferResult, State: StateFailed, Result: &Result{State: StateFailed, Code: CodeClosedHere, Rejoin: true}})
+	ev("kept", TransferEvent{Kind: TransferState, State: StateConnecting})
+	ev("kept", TransferEvent{Kind: TransferPair, State: StateWaiting, Pair: &PairCode{Code: "234 768", Shown: CodeShownWaiting}})
+	ev("kept", TransferEvent{Kind: TransferPair, State: StateWaiting, Pair: &PairCode{Code: "234 768", Shown: CodeShownNo}})
+	ev("kept", TransferEvent{Kind: TransferState, State: StateActive})
+	v := u.transfers.byID["kept"]
+	if !v.pair.obj.Visible() || v.pair.match.Visible() || v.pair.differ.Visible() {
+		t.Fatalf("strip %v, match %v, differ %v: want the code without buttons", v.pair.obj.Visible(), v.pair.match.Visible(), v.pair.differ.Visible())
+	}
+	want := "Bob's laptop went on with this send without asking, so its screen does not show this code: the code is new each time Ferry connects, and any code it showed when it first took the send was another one. To trust Bob's laptop, use Pair… to compare codes with it."
+	if got := v.pair.line.Text; got != want {
+		t.Errorf("continued send: %q, want %q", got, want)
+	}
+	// A first session the receiver took unasked: it showed no code at all.
+	ev("new", TransferEvent{Kind: TransferState, State: StateConnecting})
+	ev("new", TransferEvent{Kind: TransferPair, State: StateWaiting, Pair: &PairCode{Code: "105 277"}})
+	ev("new", TransferEvent{Kind: TransferPair, State: StateActive, Pair: &PairCode{Code: "105 277", Shown: CodeShownNo}})
+	ev("new", TransferEvent{Kind: TransferResult, State: StateDone, Result: &Result{State: StateDone}}) // its own end: no later session
+	if got := u.transfers.byID["new"].pair.line.Text; !strings.HasPrefix(got, "Bob's laptop accepted without showing this code, so there is nothing to compare it with.") {
+		t.Errorf("first session taken unasked: %q", got)
 	}
 }
 

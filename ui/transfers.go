@@ -66,6 +66,14 @@ type transferView struct {
 	codeAhead    int       // sending, queued: offers the receiver keeps before this one (PairCode.Ahead)
 	codeAnswered bool
 	codeMatched  bool
+	// tried, sending: an attempt of the delivery ended or lost its link
+	// (a result, a reconnect; a send kept from an earlier run of Ferry
+	// comes back as a result). again: pairCode came after such an
+	// attempt, in a session that goes on with it (a reconnect, Retry, the
+	// rejoin, engine.Continue). A receiver that took the send then goes on
+	// without asking, so its screen does not show this code, while it may
+	// have shown an earlier session's: every session has a code of its own.
+	tried, again bool
 	// promptCode is, receiving, the code the offer's prompt showed this
 	// device's user: the row keeps it for the sender's user to compare
 	// once the prompt is gone. "" when the prompt showed none (a trusted
@@ -308,6 +316,7 @@ func (l *transferList) apply(ev TransferEvent) {
 	case ev.Kind == TransferState && ev.Result != nil && ev.Result.Err != "":
 		v.note, v.away = ev.Result.Err, ev.Result.Code == CodeGoingAway
 	}
+	code := v.pairCode
 	if v.state == StateRetrying && !v.codeAnswered {
 		// The code was that session's: the next one has a code of its own
 		// (its TransferPair shows it), and this one cannot be answered.
@@ -401,6 +410,10 @@ func (l *transferList) apply(ev TransferEvent) {
 			}
 		}
 	}
+	if v.pairCode != "" && v.pairCode != code {
+		v.again = v.tried
+	}
+	v.tried = v.tried || ev.Kind == TransferResult || v.state == StateRetrying
 	l.refresh(v)
 	if l.detail != nil && l.detailID == v.id {
 		l.fillDetails(v)

@@ -8,6 +8,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 )
 
 func TestPauseResumeReachBackendAndRowRendersStates(t *testing.T) {
@@ -269,6 +270,9 @@ func TestRowOfASendWaitingForItsDevice(t *testing.T) {
 	if want := "Bob's laptop went away. Ferry will send the rest when it is back."; v.stateLbl.Text != want {
 		t.Errorf("row says %q, want %q", v.stateLbl.Text, want)
 	}
+	if v.stateLbl.Importance != widget.WarningImportance { // it waits, as Reconnecting does: nothing failed for good
+		t.Errorf("waiting row's importance %v, want warning", v.stateLbl.Importance)
+	}
 	if !v.retry.Visible() || !v.cancel.Visible() || v.pause.Visible() {
 		t.Fatalf("waiting: retry %v cancel %v pause %v", v.retry.Visible(), v.cancel.Visible(), v.pause.Visible())
 	}
@@ -400,6 +404,9 @@ func TestRowOfASendFerryWasClosedIn(t *testing.T) {
 	v := u.transfers.byID["s"]
 	if want := "Interrupted: Ferry was closed while sending. It sends the rest when Bob's laptop is back."; v.stateLbl.Text != want {
 		t.Errorf("row says %q, want %q", v.stateLbl.Text, want)
+	}
+	if v.stateLbl.Importance != widget.WarningImportance {
+		t.Errorf("kept row's importance %v, want warning", v.stateLbl.Importance)
 	}
 	if !v.retry.Visible() || !v.cancel.Visible() || v.pause.Visible() {
 		t.Fatalf("retry %v cancel %v pause %v", v.retry.Visible(), v.cancel.Visible(), v.pause.Visible())

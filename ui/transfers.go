@@ -816,6 +816,11 @@ func phaseImportance(d *transfer.Delivery) widget.Importance {
 	case transfer.Done:
 		return widget.SuccessImportance
 	case transfer.Failed:
+		if d.Rejoin {
+			// It waits for its device and then goes on by itself (a send
+			// kept while Ferry was closed): nothing failed for good.
+			return widget.WarningImportance
+		}
 		return widget.DangerImportance
 	case transfer.Paused, transfer.Reconnecting, transfer.Interrupted, transfer.Moved:
 		return widget.WarningImportance

@@ -53,6 +53,9 @@ type printer struct {
 	// coded holds the transfers whose verification code was said, and
 	// the last code said.
 	coded map[string]string
+	// recoded holds the transfers that went on over a new connection with
+	// a code of its own (a reconnect or Retry).
+	recoded map[string]bool
 	// ahead holds, per send queued by its receiving Ferry, the place in
 	// that queue said last: a move up is said in a short line.
 	ahead map[string]int
@@ -298,6 +301,12 @@ func (p *printer) event(ev engine.Event) {
 			case engine.CodeShownPending:
 				p.line("verification code %s: %s shows your offer now, with this code", ev.Pair.Code, who)
 			case engine.CodeShownNo:
+				if p.recoded[ev.TransferID] {
+					// It took this send before: any code it showed then
+					// was the earlier connection's, not "none".
+					p.line("verification code %s: %s went on with this send without asking, so its screen does not show this code (each connection has its own; ferry-cli pair compares codes)", ev.Pair.Code, who)
+					break
+				}
 				p.line("verification code %s: %s accepted without showing it, so there is nothing to compare it with (ferry-cli pair compares codes)", ev.Pair.Code, who)
 			case engine.CodeShownUnknown:
 				p.line("verification code %s: %s runs an older Ferry, which does not say whether its screen showed the code", ev.Pair.Code, who)
@@ -310,6 +319,10 @@ func (p *printer) event(ev engine.Event) {
 			// which the other screen shows anew too: said to be new, so a
 			// second, different code is not taken for someone in the middle.
 			again = " (a new connection, a new code)"
+			if p.recoded == nil {
+				p.recoded = map[string]bool{}
+			}
+			p.recoded[ev.TransferID] = true
 		}
 		if p.coded == nil {
 			p.coded = map[string]string{}
@@ -415,6 +428,7 @@ func (p *printer) event(ev engine.Event) {
 		delete(p.carried, ev.TransferID)
 		delete(p.connected, ev.TransferID)
 		delete(p.coded, ev.TransferID)
+		delete(p.recoded, ev.TransferID)
 		delete(p.ahead, ev.TransferID)
 		delete(p.stalled, ev.TransferID)
 		delete(p.said, ev.TransferID)

@@ -723,9 +723,11 @@ func TestQuietTransferSaysItsProgress(t *testing.T) {
 }
 
 // What the receiver's decision says of the code is printed only where
-// there is something to know: a code it accepted without showing (a Retry
-// it had accepted, "accept all") has nothing to compare it with, and an
-// older Ferry does not say. It printed nothing of it: the code stood as
+// there is something to know: a code it accepted without showing ("accept
+// all") has nothing to compare it with; one it went on with unasked over a
+// new connection (a reconnect, a Retry it had accepted) is said as that,
+// not as a receiver that showed no code (each connection has its own);
+// and an older Ferry does not say. It printed nothing of it: the code stood as
 // one to compare, and --pair asked about it.
 func TestCodeShownLines(t *testing.T) {
 	var out bytes.Buffer
@@ -741,6 +743,9 @@ func TestCodeShownLines(t *testing.T) {
 	p.event(code("a", "234 768", engine.CodeShownNo))
 	p.event(code("b", "105 277", engine.CodeShownPending))
 	p.event(code("b", "105 277", engine.CodeShownUnknown))
+	// Accepted unasked at its first connection ("accept all").
+	p.event(code("d", "611 902", engine.CodeShownPending))
+	p.event(code("d", "611 902", engine.CodeShownNo))
 	// A receiver that says where the offer stands on its screen.
 	p.event(code("c", "480 111", engine.CodeShownWaiting))
 	queued := code("c", "480 111", engine.CodeShownQueued)
@@ -757,9 +762,11 @@ func TestCodeShownLines(t *testing.T) {
 	want := "verification code 572 054: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"trying again: cancelled\n" +
 		"verification code 234 768 (a new connection, a new code): vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
-		"verification code 234 768: vm (FWHL-SXZM) accepted without showing it, so there is nothing to compare it with (ferry-cli pair compares codes)\n" +
+		"verification code 234 768: vm (FWHL-SXZM) went on with this send without asking, so its screen does not show this code (each connection has its own; ferry-cli pair compares codes)\n" +
 		"verification code 105 277: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"verification code 105 277: vm (FWHL-SXZM) runs an older Ferry, which does not say whether its screen showed the code\n" +
+		"verification code 611 902: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
+		"verification code 611 902: vm (FWHL-SXZM) accepted without showing it, so there is nothing to compare it with (ferry-cli pair compares codes)\n" +
 		"verification code 480 111: vm (FWHL-SXZM) is not trusted yet; a code its screen shows is this one unless someone is in the middle (--pair trusts it)\n" +
 		"  (it shows the code with your offer: compare once it does)\n" +
 		"verification code 480 111: your offer is queued on vm (FWHL-SXZM) behind 8 other offers waiting for an answer; its screen shows the code once your offer's turn comes\n" +

@@ -258,6 +258,20 @@ func (e *Engine) receivedTransport(conn Conn) *TransportInfo {
 	return info
 }
 
+// endOfCall returns what ends the call through a relay served here that
+// the session from remote came by (anywhere.Server.EndOf), for serve to
+// run once the session closed: a no-op for a session on the LAN.
+func (e *Engine) endOfCall(remote string) func() {
+	e.relays.mu.Lock()
+	defer e.relays.mu.Unlock()
+	for srv := range e.relays.serving {
+		if end, ok := srv.EndOf(remote); ok {
+			return end
+		}
+	}
+	return func() {}
+}
+
 // FindAnywhere checks, before a send, that the paired device id keeps a
 // presence at the relay for this device: ErrNotPaired, ErrRelayUnreachable
 // and ErrDeviceNotFound come back at once, in a sentence, instead of

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,48 @@ func TestSendFromAnywhereRelayedWithSecret(t *testing.T) {
 	}
 	if rx.Route != RouteRelayed || rx.Relay != relayAddr {
 		t.Errorf("receiving side: %+v, want %q via %q", rx, RouteRelayed, relayAddr)
+	}
+}
+
+// TestCallEndsWithItsSession: once a session that came through a relay
+// ends, the receiver ends the call it came by, and the relay has its TURN
+// allocations back within seconds, on a direct path (ICE on the
+// listener's own socket) and on a relayed one (a bridge); before, the
+// receiver's stayed until ICE saw the sender gone (about 30 s), holding a
+// place in the relay's bound on allocations per address for every call.
+func TestCallEndsWithItsSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ICE through a relay: a few seconds")
+	}
+	for _, relayOnly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "relayed"}[relayOnly], func(t *testing.T) {
+			r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			relayAddr := r.Addr().String()
+			recv := startReceiver(t, Options{Accept: AcceptTrusted, Name: "Desktop"})
+			a := testEngine(t, Options{Name: "Laptop"})
+			pairEngines(t, a, recv)
+			recv.anywhereLoopback, a.anywhereLoopback = true, true
+			recv.anywhereRelayOnly, a.anywhereRelayOnly = relayOnly, relayOnly
+			stop, err := recv.ServeAnywhere(relayAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			for i := range 2 { // a second call after the first ended
+				tx, _ := sendThroughRelay(t, a, recv, relayAddr, fmt.Sprint("far-", i, ".bin"), 1<<20)
+				if (tx.Route == RouteRelayed) != relayOnly {
+					t.Fatalf("route %q", tx.Route)
+				}
+				// The bound is for a loaded machine; pion takes 30 s.
+				w0 := time.Now()
+				testutil.WaitForWithin(t, "the call's TURN allocations given back", 10*time.Second, func() bool { return r.Allocations() == 0 })
+				t.Logf("allocs back in %v", time.Since(w0))
+			}
+		})
 	}
 }
 

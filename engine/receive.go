@@ -59,8 +59,11 @@ const (
 
 // serve runs the receiving side of one incoming connection.
 func (e *Engine) serve(ctx context.Context, c Conn) {
-	defer c.Close(nil)
 	remote, dev := c.RemoteAddr(), RefusedDevice{ID: c.PeerID().Peer().String()}
+	// A session that came by a call through a relay ends the call with it
+	// (its ICE session and TURN allocation), after its own goodbye.
+	defer e.endOfCall(remote)()
+	defer c.Close(nil)
 	// A session refused, or made room for another (evicted), before its
 	// offer was read leaves no transfer: it is told as EventRefused, once.
 	claim := new(offerClaim)

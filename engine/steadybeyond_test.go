@@ -195,7 +195,7 @@ func TestManyPairingsLinksAndRelaySendsLeaveTheReceiverAsItWas(t *testing.T) {
 	testutil.WaitFor(t, "the config folder as it was", func() bool { return configFiles() <= files })
 	noPartials(t, recv.DownloadDir())
 	// Each call's TURN allocations (one a side) are given back once its
-	// ICE session ended (the receiver's when ICE sees the peer gone), or
+	// session ended (the receiver's too: TestCallEndsWithItsSession), or
 	// expire when a release was lost, and none is kept alive, or the
 	// relay's 16 per address would run out.
 	testutil.WaitForWithin(t, "the relay's allocations given back", time.Minute, func() bool { return r.Allocations() == 0 })

@@ -40,6 +40,7 @@ func TestOfferOfManyFilesIsAccepted(t *testing.T) {
 		}
 		d, err := expect[*wire.Decision](p.ctl.recv()) // however long the receiver takes
 		accepted = err == nil && d.Accept
+		p.conn.Close(nil) // the session ends here, not at runRaw's bound for a stuck one
 	})
 	if !accepted {
 		t.Fatal("an offer of 110,000 files was not accepted")

@@ -439,6 +439,26 @@ func (b *bridge) Close() {
 	})
 }
 
+// closeSoon closes the bridge once what the local QUIC socket sent last,
+// its session's goodbye (CONNECTION_CLOSE), went through: a bridge that
+// carries datagrams forwards what its socket holds for goodbyeLinger,
+// then closes (its read times out); one that carries nothing (QUIC on
+// ICE's socket, whose goodbye went out by itself) closes at once. Closed
+// at once, a bridge dropped the goodbye, and the peer's session waited
+// seconds to hear its end (and held its TURN allocation meanwhile).
+func (b *bridge) closeSoon() {
+	if b.udp == nil {
+		b.Close()
+		return
+	}
+	if b.udp.SetReadDeadline(time.Now().Add(goodbyeLinger)) != nil {
+		b.Close()
+	}
+}
+
+// goodbyeLinger is how long a bridge outlives its session (closeSoon).
+const goodbyeLinger = 250 * time.Millisecond
+
 // Wait waits for the bridge's goroutines once it closed.
 func (b *bridge) Wait() { b.wg.Wait() }
 

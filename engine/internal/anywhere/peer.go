@@ -237,10 +237,11 @@ func (c *Conn) PathChanges() <-chan transport.PathChange {
 	return nil
 }
 
-// Close ends the session, then the path.
+// Close ends the session, then the path, once the session's goodbye went
+// through it (closeSoon).
 func (c *Conn) Close(err error) error {
 	cerr := c.Conn.Close(err)
-	c.bridge.Close()
+	c.bridge.closeSoon()
 	return cerr
 }
 
@@ -349,7 +350,7 @@ func Dial(ctx context.Context, req DialRequest) (*Conn, error) {
 	go func() {
 		select {
 		case <-qs.Done():
-			b.Close()
+			b.closeSoon()
 		case <-b.Done():
 			qs.Close(nil)
 		}
@@ -706,8 +707,8 @@ type Server struct {
 	// means ReachGrace.
 	Grace time.Duration
 
-	mu    sync.Mutex      // guards paths
-	paths map[string]Path // the calls answered and up, by the address the listener sees them from
+	mu       sync.Mutex         // guards answered
+	answered map[string]*bridge // the calls answered and up, by the address the listener sees them from
 
 	changeMu  sync.Mutex         // guards the fields below
 	changed   bool               // PeersChanged since the loop last read Peers
@@ -766,21 +767,42 @@ func (s *Server) peers() []Peer {
 func (s *Server) PathOf(remote string) (Path, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.paths[addrKey(remote)]
-	return p, ok
+	b, ok := s.answered[addrKey(remote)]
+	if !ok {
+		return Path{}, false
+	}
+	return b.path, true
 }
 
-// track records (or, with on false, forgets) the path of a bridge.
+// EndOf returns what ends the answered call whose QUIC packets reach the
+// listener from remote, for the session that came by it to run when it
+// ends: the call's ICE session closes, and with it its TURN allocation at
+// the relay, once the session's own goodbye went through (closeSoon). Without it the call lived on until ICE saw the peer gone,
+// about 30 s (pion's disconnected and failed timeouts), holding a place
+// in the relay's bound on allocations per address for each call. The
+// call is the one there now: a later call heard from the same address is
+// not ended by it. False when no call of this server's comes from there.
+func (s *Server) EndOf(remote string) (end func(), ok bool) {
+	s.mu.Lock()
+	b, ok := s.answered[addrKey(remote)]
+	s.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return b.closeSoon, true
+}
+
+// track records (or, with on false, forgets) a bridge's call.
 func (s *Server) track(b *bridge, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.paths == nil {
-		s.paths = map[string]Path{}
+	if s.answered == nil {
+		s.answered = map[string]*bridge{}
 	}
 	if on {
-		s.paths[b.seenAs] = b.path
-	} else if s.paths[b.seenAs] == b.path {
-		delete(s.paths, b.seenAs)
+		s.answered[b.seenAs] = b
+	} else if s.answered[b.seenAs] == b {
+		delete(s.answered, b.seenAs)
 	}
 }
 

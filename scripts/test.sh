@@ -15,6 +15,10 @@ case "${1:-}" in
 *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
 esac
 
+# step prints a step's title with the time since the suite began, so that a
+# CI log says where its minutes went.
+step() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+
 pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbus-x11 dbus-daemon util-linux python3 python3-xlib
       avahi-daemon avahi-utils iproute2 iptables iperf3 openssh-server openssh-client rsync
       # packaging checks (go test ./packaging): Windows cross builds, the installer, Wine, .deb and .rpm metadata
@@ -25,6 +29,7 @@ pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb imagemagick xdotool dunst dbu
       # the FAT stick tests of engine and engine/store (a vfat image through fusefat, as this kernel has
       # no vfat; an exFAT image through exfat-fuse; skipped without them)
       dosfstools fusefat exfatprogs exfat-fuse)
+step "system packages (apt, where missing)"
 . scripts/apt-ensure.sh
 apt_ensure "${pkgs[@]}"
 # Node.js for the third-party LocalSend implementation the interop tests run
@@ -39,23 +44,23 @@ if ! command -v localsend >/dev/null; then
     || echo "(npm could not install the third-party LocalSend CLI: its interop tests will skip)"
 fi
 
-echo "== go build (the first build compiles the GUI toolkit, cgo: minutes on a cold cache)"
+step "go build (the first build compiles the GUI toolkit, cgo: minutes on a cold cache)"
 go build ./...
-echo "== go vet"
+step "go vet"
 go vet ./...
 # GitHub's Windows and macOS jobs test these packages there; vet them for
 # those systems here, so a test that only builds on Linux shows up before
 # it reaches them. Packages on the GUI toolkit need cgo for those systems
 # and are left out (the packaging tests cross-build the app).
 for goos in windows darwin; do
-    echo "== go vet, GOOS=$goos"
+    step "go vet, GOOS=$goos"
     cross=$(GOOS=$goos CGO_ENABLED=0 go list -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' \
         ./cmd/ferry-cli/... ./engine/... ./discovery/... ./internal/... | grep -v ' fyne.io/' | cut -d' ' -f1)
     # shellcheck disable=SC2086 # one package per word
     GOOS=$goos CGO_ENABLED=0 go vet $cross
 done
 if $quick; then
-    echo "== go test -short (quick: no -race, no fuzz, no govulncheck, no packaging)"
+    step "go test -short (quick: no -race, no fuzz, no govulncheck, no packaging)"
     go test -short -count=1 -timeout 10m $(go list ./... | grep -v /packaging)
     exit
 fi
@@ -76,14 +81,16 @@ go_test() {
     rm -f "$log"
     return "$rc"
 }
-echo "== go test"
+step "go test -race: the engine and discovery"
 # -race on the engine and discovery (where the concurrency lives); the rest plain. The engine
 # takes 10-13 minutes under -race on two cores, twice that on a busy machine.
 go_test -race -count=1 -timeout 30m ./engine/... ./discovery/...
+step "go test: the other packages"
 go_test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery -e /packaging)
-echo "== fuzz: every target a few seconds (scripts/fuzz.sh; about 3 minutes)"
+step "fuzz: every target a few seconds (scripts/fuzz.sh; 64 targets, about 5 minutes)"
 scripts/fuzz.sh 4s
-echo "== govulncheck (scripts/vulncheck.sh; skipped with a message where the database cannot be reached)"
+step "govulncheck (scripts/vulncheck.sh; skipped with a message where the database cannot be reached)"
 scripts/vulncheck.sh
-echo "== packaging: build every artefact with scripts/package.sh, install and run them (~6-8 min)"
+step "packaging: build every artefact with scripts/package.sh, install and run them (~6-8 min)"
 go test -count=1 -timeout 30m ./packaging
+step "the whole suite passed"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -34,7 +35,45 @@ func TestMain(m *testing.M) {
 	localsendInterfaces = func() ([]net.Interface, error) { return nil, nil }
 	lsWatchHost = "127.0.0.1"
 	resolveWait = 1500 * time.Millisecond
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// built is the ferry-cli that buildCLI built for this test run: one build
+// for every test that runs it as a process (linking it took 2-3 s a test).
+var built struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	bin  string
+	err  error
+}
+
+// buildCLI returns ferry-cli built (without -race: the children only need to
+// be real processes) once for the test run; a test that changes the binary
+// must copy it first.
+func buildCLI(t testing.TB) string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("these tests need the go tool to build ferry-cli: ", err)
+	}
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "ferry-cli-test-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "ferry-cli")
+		cmd := exec.Command("go", "build", "-o", built.bin, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("go build ferry-cli: %v", built.err)
+	}
+	return built.bin
 }
 
 // syncBuffer collects a command's output; it is written from the command's
@@ -618,10 +657,7 @@ func TestNamespacesSendByName(t *testing.T) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("skipping: the ip command (iproute2) is not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "ferry-cli")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCLI(t)
 	tag := strconv.Itoa(os.Getpid() % 100000)
 	nsA, nsB := "fcA"+tag, "fcB"+tag
 	ip := func(args ...string) {

@@ -64,22 +64,6 @@ func killSettings() killPlan {
 	return killPlan{size: 96 << 20, kills: 8, min: 3}
 }
 
-// buildCLI builds ferry-cli (without -race: the children only need to be real
-// processes) into a temp dir of t.
-func buildCLI(t testing.TB) string {
-	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("kill tests need the go tool to build ferry-cli: ", err)
-	}
-	bin := filepath.Join(t.TempDir(), "ferry-cli")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ferry-cli: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // child is one ferry-cli process whose stdout lines are collected.
 type child struct {
 	name   string

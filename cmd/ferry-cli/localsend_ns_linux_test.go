@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,10 +24,7 @@ import (
 // register scan of B's own network, run inside namespace B) finds it.
 func TestNamespacesLocalSendDevice(t *testing.T) {
 	a, b, ipA, _, ifA, _ := netns.Pair(t)
-	bin := filepath.Join(t.TempDir(), "ferry-cli")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCLI(t)
 	p, err := lspeer.New("Phone")
 	if err != nil {
 		t.Fatal(err)

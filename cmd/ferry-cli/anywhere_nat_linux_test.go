@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/internal/netlab"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // The NAT lab cases of issue #29: ferry-cli relay in the lab's internet,
@@ -459,13 +460,14 @@ func TestAnywhereLeaveLAN(t *testing.T) {
 	}
 }
 
-// relayedSend is a send of 256 MiB from Laptop to Desktop, paired,
+// relayedSend is a send of 64 MiB from Laptop to Desktop, paired,
 // through a relay in the NAT lab, whose receiver a test stops or kills.
 type relayedSend struct {
 	lab      *netlab.NAT
 	bin      string
 	recv     *exec.Cmd
 	recvArgs []string // to start the receiver again
+	recvCfg  string   // the receiver's config folder, where it journals what landed
 	lines    chan string
 }
 
@@ -480,8 +482,9 @@ func startRelayedSend(t *testing.T, listen string, sendArgs ...string) *relayedS
 	startIn(t, r.lab, netlab.Internet, r.bin, "relay listening", "relay", "--listen", relayAt)
 	r.recvArgs = []string{"receive", "--config", b.dir, "--name", b.name, "--dir", t.TempDir(), "--listen", listen, "--accept", "trusted",
 		"--no-discovery", "--localsend=false", "--anywhere", "--relay", relayAt}
+	r.recvCfg = b.dir
 	r.recv = startIn(t, r.lab, netlab.HostB, r.bin, "reachable from anywhere", r.recvArgs...)
-	src := randomFile(t, 256)
+	src := randomFile(t, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	send := r.lab.Command(ctx, netlab.HostA, r.bin, append(append([]string{"send", "--config", a.dir, "--name", a.name, "--to", b.name, "--relay", relayAt}, sendArgs...), src)...)
 	out, err := send.StdoutPipe()
@@ -525,6 +528,18 @@ func (r *relayedSend) next(t *testing.T, prefix string, within time.Duration) st
 	}
 }
 
+// underWay waits until the receiver has journaled a chunk of the file: a
+// part of it has arrived, and the rest (most of it: the relayed path
+// carries tens of MiB a second, the wait looks every 100 ms at most) is
+// on its way.
+func (r *relayedSend) underWay(t *testing.T) {
+	t.Helper()
+	testutil.WaitFor(t, "a chunk of the file at the receiver", func() bool {
+		logs, _ := filepath.Glob(filepath.Join(r.recvCfg, "resume", "*.log"))
+		return len(logs) == 1 && landed(logs[0]) > 0
+	})
+}
+
 // restartReceiver starts Desktop's receiver again, as it was.
 func (r *relayedSend) restartReceiver(t *testing.T) {
 	t.Helper()
@@ -540,7 +555,7 @@ func (r *relayedSend) restartReceiver(t *testing.T) {
 // "the connection went silent for 10s".
 func TestAnywhereReceiverStops(t *testing.T) {
 	r := startRelayedSend(t, ":47800")
-	time.Sleep(time.Second) // a part of the file on its way
+	r.underWay(t)
 	stopped := time.Now()
 	if err := r.recv.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -564,7 +579,7 @@ func TestAnywhereReceiverStops(t *testing.T) {
 // not a time, is what is checked.
 func TestAnywhereKilledReceiverRestarted(t *testing.T) {
 	r := startRelayedSend(t, ":0")
-	time.Sleep(time.Second) // a part of the file on its way
+	r.underWay(t)
 	if err := r.recv.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -597,7 +612,7 @@ func TestAnywhereKilledReceiverRestarted(t *testing.T) {
 // the times are logged.
 func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
 	r := startRelayedSend(t, ":0", "--retry-for", "40s")
-	time.Sleep(time.Second) // a part of the file on its way
+	r.underWay(t)
 	if err := r.recv.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

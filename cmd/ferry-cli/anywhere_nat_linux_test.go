@@ -608,10 +608,14 @@ func TestAnywhereKilledReceiverRestarted(t *testing.T) {
 // retry says at once that the device has not looked for calls (the first
 // in a sentence about the device, "Desktop (…) has not looked for calls
 // at relay …", not "Control stream: the device has …"). What is
-// checked is the number of calls that waited for an answer, not a time;
-// the times are logged.
+// checked is the words and the number of calls that waited for an
+// answer, not a time; the times are logged. --retry-for 5s leaves three
+// retries (0.5, 1 and 2 s apart); a call that waits for its answer (10 s)
+// takes the rest of those 5 s, so the send's last word is then the
+// deadline's ("no connection before the time for reconnecting ran out"),
+// not the relay's.
 func TestAnywhereKilledReceiverStaysDown(t *testing.T) {
-	r := startRelayedSend(t, ":0", "--retry-for", "40s")
+	r := startRelayedSend(t, ":0", "--retry-for", "5s")
 	r.underWay(t)
 	if err := r.recv.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

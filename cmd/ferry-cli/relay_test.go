@@ -147,6 +147,7 @@ func TestReceivedRouteLine(t *testing.T) {
 // relay, for send and for receive, not that the relay "does not answer"
 // (it did) nor a web server's "501 Unsupported method".
 func TestAddressThatIsNoRelay(t *testing.T) {
+	noLANLook(t)
 	web := func(status int, body string) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
@@ -226,6 +227,7 @@ func TestTwoPairedDevicesOfOneName(t *testing.T) {
 // letters, however --to gave it: it said "cannot reach device 3YEFXSUB",
 // an ID nothing else the user typed or saw showed.
 func TestRelayErrorsNameTheDevice(t *testing.T) {
+	noLANLook(t)
 	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
 	pairAnywhere(t, a, b, false)
 	relay, _, _ := startRelay(t)
@@ -277,6 +279,7 @@ func TestRelayCheckedBeforeListening(t *testing.T) {
 // refused") or said again what the sentence had said ("device not found
 // through the relay HOST").
 func TestRelayErrorsEndInASentence(t *testing.T) {
+	noLANLook(t)
 	a, b := newDevice(t, "Laptop"), newDevice(t, "Desktop")
 	pairAnywhere(t, a, b, false)
 	file := writeFile(t, "a.txt", "a")

@@ -37,9 +37,12 @@ func TestSendText(t *testing.T) {
 // send --text - reads the text from standard input, up to the limit, less
 // the one line break that ends it.
 func TestSendTextFromStdin(t *testing.T) {
-	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
+	// Set before the receiver starts, which reads stdin too (for its
+	// prompts, none here), and put back after it ended (cleanups run last
+	// first): set after, it raced with the receiver's read.
+	t.Cleanup(func() { stdin = os.Stdin })
 	stdin = strings.NewReader("https://example.org/some/page?x=1\n")
-	defer func() { stdin = os.Stdin }()
+	r := startReceiver(t, "", "--once", "--accept", "all", "--no-discovery")
 	code, stdout, stderr := runCLI(t, "send", "--config", t.TempDir(), "--to", r.quic, "--json", "--text", "-")
 	if code != 0 {
 		t.Fatalf("send exit %d: %s", code, stderr)

@@ -67,7 +67,7 @@ type Link struct {
 	token   string
 	opts    LinkOptions
 	expires time.Time
-	timer   *time.Timer
+	timer   *time.Timer // set and read under mu
 
 	ctx    context.Context // cancelled when the link ends
 	cancel context.CancelCauseFunc
@@ -121,7 +121,11 @@ func (l *Link) open() error {
 	if err := l.s.add(l); err != nil {
 		return err
 	}
+	// Under mu: the timer may run end at once (an expiry over as the link
+	// opens), which reads it.
+	l.mu.Lock()
 	l.timer = time.AfterFunc(l.opts.Expire, func() { l.end(ErrExpired) })
+	l.mu.Unlock()
 	return nil
 }
 
@@ -181,9 +185,10 @@ func (l *Link) end(why error) {
 	// the clean-up below joins it before anyone waits for the end.
 	l.wg.Add(1)
 	l.cancel(why)
+	timer := l.timer
 	l.mu.Unlock()
-	if l.timer != nil {
-		l.timer.Stop()
+	if timer != nil {
+		timer.Stop()
 	}
 	if !graced {
 		l.s.remove(l, why)

@@ -157,6 +157,27 @@ func TestShareFileRangeAndZip(t *testing.T) {
 	}
 }
 
+// TestLinkExpiringAtOnce: a link whose expiry is over as it opens (share
+// --expire 1ns) ends by its timer, which may run before open has kept it:
+// the end read the timer while open wrote it (a data race under -race,
+// seen from ferry-cli's TestShareSaysWhileListing).
+func TestLinkExpiringAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a", 10)
+	s := startServer(t, Options{})
+	for range 20 {
+		l, err := s.Share(context.Background(), []string{filepath.Join(dir, "a")}, ShareOptions{LinkOptions: LinkOptions{Expire: time.Nanosecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range l.Events() {
+		}
+		if !errors.Is(l.Err(), ErrExpired) {
+			t.Errorf("Err %v, want expired", l.Err())
+		}
+	}
+}
+
 func TestStoppedAndExpiredLinks(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "a", 10)

@@ -82,6 +82,9 @@ func runHelper() int {
 			return "", "", ctx.Err()
 		}
 		opts.ProbeTimeout, opts.ProbeInterval = 500*time.Millisecond, 2*time.Second
+		// The change TestNamespaceLooked makes is seen at the next poll:
+		// sooner than the default 3 s, which only adds to the wait.
+		opts.InterfacePoll = 500 * time.Millisecond
 		opts.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	}
 	d, err := New(opts)
@@ -464,7 +467,7 @@ func TestNamespaceLooked(t *testing.T) {
 	}
 	changed := time.Now()
 	run(t, "ip", "-n", nsA, "addr", "add", "10.250.250.1/24", "dev", dev)
-	// Interfaces are polled every 3 s.
+	// Interfaces are polled every 0.5 s here (the helper's looked mode).
 	a.waitFor(t, "unlooked", 10*time.Second, func(l helperLine) bool { return l.Ev == "unlooked" })
 	l = a.waitFor(t, "looked again", 15*time.Second, func(l helperLine) bool { return l.Ev == "looked" })
 	t.Logf("looked again %v after the new address", time.Unix(0, l.NS).Sub(changed))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/internal/safetext"
@@ -59,6 +60,12 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	answers := newPrompter(stdin, errOut)
+	// The code's question ends with the pairing: its lines ("Waiting for
+	// the other device's user ...") come before the result's, and are not
+	// written beside them.
+	qctx, endQuestion := context.WithCancel(ctx)
+	var asking sync.WaitGroup
+	defer func() { endQuestion(); asking.Wait() }()
 	p := newPrinter(out, false)
 	p.newKey = "pair again with --id %s to pair with the device with the new key"
 	var peer engine.PeerInfo
@@ -71,10 +78,12 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 		case engine.EventPair:
 			peer = ev.Peer
 			fmt.Fprintf(out, "Pairing with %s (%s). Verification code: %s\n", safetext.Name(ev.Peer.Name), short(ev.Peer.ID), ev.Pair.Code)
-			go func() {
-				ok, answered := answers.confirmCode(ctx, fmt.Sprintf("Does the screen of %s show the same code? [y/n]: ", safetext.Name(ev.Peer.Name)), "")
+			asking.Go(func() {
+				ok, answered := answers.confirmCode(qctx, fmt.Sprintf("Does the screen of %s show the same code? [y/n]: ", safetext.Name(ev.Peer.Name)), "")
 				if !answered {
-					e.Cancel(tr.ID()) // not "the codes differ": nobody could say
+					if qctx.Err() == nil || ctx.Err() != nil { // not ended with the pairing, below
+						e.Cancel(tr.ID()) // not "the codes differ": nobody could say
+					}
 					return
 				}
 				if err := e.ConfirmPair(tr.ID(), ok); err != nil {
@@ -83,7 +92,7 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 				if ok {
 					fmt.Fprintln(out, "Waiting for the other device's user to confirm...")
 				}
-			}()
+			})
 		case engine.EventKeyChanged:
 			keyChange = ev.KeyChange
 			p.event(ev)
@@ -93,6 +102,8 @@ func runPair(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 	}
 	<-tr.Done()
+	endQuestion()
+	asking.Wait()
 	r := tr.Result()
 	if r.State != engine.StateDone {
 		return exitError{code: 1, err: withForgetWay(r.Err, keyChange)}

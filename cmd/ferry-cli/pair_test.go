@@ -175,13 +175,20 @@ func TestPairAfterKeyChange(t *testing.T) {
 	answerYes(t)
 	pcfg := t.TempDir()
 	r := startReceiver(t, "", "--accept", "trusted", "--no-discovery")
-	if code, _, stderr := runCLI(t, "pair", "--config", pcfg, "--to", r.quic); code != 0 {
+	code, stdout, stderr := runCLI(t, "pair", "--config", pcfg, "--to", r.quic)
+	if code != 0 {
 		t.Fatalf("first pairing: %s", stderr)
+	}
+	// The answer's line comes before the result's: it was written beside
+	// it, from the question's goroutine, and could come after it (and
+	// race with it under -race, one run in ten).
+	if w, p := strings.Index(stdout, "Waiting for the other device's user to confirm..."), strings.Index(stdout, "Paired with"); w < 0 || p < w {
+		t.Errorf("the first pairing's lines:\n%s", stdout)
 	}
 	addr, oldID := r.quic, r.id
 	r.stop()
 	r = startReceiver(t, "", "--accept", "trusted", "--no-discovery", "--listen", addr)
-	code, stdout, stderr := runCLI(t, "pair", "--config", pcfg, "--to", addr)
+	code, stdout, stderr = runCLI(t, "pair", "--config", pcfg, "--to", addr)
 	if code == 0 || !strings.Contains(stdout, "WARNING: ") {
 		t.Fatalf("pair with a new key: exit %d, %q %q", code, stdout, stderr)
 	}

@@ -103,6 +103,29 @@ func rootFrame(file uint32, root merkle.Hash) []byte {
 	return b
 }
 
+// hangUpAfterResult reads the control stream up to the transfer's result,
+// then closes the connection, as a Ferry sender does; the receiver would
+// otherwise linger for it (lingerAfterDone).
+func (p *rawPeer) hangUpAfterResult() {
+	for {
+		m, err := p.ctl.recvTimeout(5 * time.Second)
+		if _, ok := m.(*wire.Result); ok || err != nil {
+			p.conn.Close(nil)
+			return
+		}
+	}
+}
+
+// drain reads and drops what the receiver still says on the control
+// stream (if the script opened it) until the connection ends.
+func (p *rawPeer) drain() {
+	for p.ctl != nil {
+		if _, err := p.ctl.recv(); err != nil {
+			return
+		}
+	}
+}
+
 // waitAccepted reads the receiver's decision.
 func (p *rawPeer) waitAccepted() bool {
 	d, err := expect[*wire.Decision](p.ctl.recvTimeout(5 * time.Second))
@@ -229,21 +252,17 @@ func TestHostilePeers(t *testing.T) {
 			if p.waitAccepted() {
 				p.data(frame(0, 0, good, goodLeaf), rootFrame(0, merkle.Leaf([]byte("other"))))
 				p.ctl.send(&wire.SenderDone{})
-				p.ctl.recvTimeout(5 * time.Second) // the file result
-				p.ctl.recvTimeout(5 * time.Second) // the transfer result
+				p.hangUpAfterResult()
 			}
 		}, "Verification failed: the data of 1 of 1 files did not match what was sent."},
 		{"leaf that never matches", AcceptAll, func(p *rawPeer) {
 			p.hello()
 			p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))})
 			if p.waitAccepted() {
-				go func() { // the receiver asks again on the control stream: keep reading it
-					for {
-						if _, err := p.ctl.recv(); err != nil {
-							return
-						}
-					}
-				}()
+				// The receiver asks again on the control stream: keep reading it.
+				read := make(chan struct{})
+				go func() { defer close(read); p.hangUpAfterResult() }()
+				defer func() { <-read }()
 				bad := merkle.Leaf([]byte("x"))
 				var frames [][]byte
 				for range maxChunkRetries + 1 {
@@ -291,9 +310,7 @@ func TestHostilePeers(t *testing.T) {
 				p.ctl.send(&wire.FileUnsent{File: 0, Code: wire.CodeIO})
 				p.data(frame(1, 0, good, goodLeaf), rootFrame(1, goodRoot)) // data for it afterwards is dropped
 				p.ctl.send(&wire.SenderDone{})
-				for range 3 { // the file results, the transfer result
-					p.ctl.recvTimeout(5 * time.Second)
-				}
+				p.hangUpAfterResult()
 			}
 		}, "None of the 2 files was sent: they could not be read on the sending device"},
 		{"root frame with a payload", AcceptAll, func(p *rawPeer) {
@@ -310,7 +327,13 @@ func TestHostilePeers(t *testing.T) {
 			events, unsub := recv.Subscribe(256)
 			defer unsub()
 			p, done := connectRaw(t, recv)
-			go c.script(p)
+			go func() {
+				c.script(p)
+				// Then it reads what it is told, as a Ferry sender does: on
+				// the unbuffered pipe the receiver's Cancel would otherwise
+				// wait out closeWith's bound for every case.
+				p.drain()
+			}()
 			select {
 			case <-done:
 			case <-time.After(15 * time.Second):

@@ -8,12 +8,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,12 +181,11 @@ func sameTree(t *testing.T, src, dst string) int {
 			return err
 		}
 		rel, _ := filepath.Rel(filepath.Dir(src), p)
-		want, _ := os.ReadFile(p)
-		got, err := os.ReadFile(filepath.Join(dst, rel))
+		same, err := sameFile(p, filepath.Join(dst, rel))
 		if err != nil {
 			return fmt.Errorf("%s missing: %w", rel, err)
 		}
-		if !bytes.Equal(got, want) {
+		if !same {
 			return fmt.Errorf("%s differs", rel)
 		}
 		n++
@@ -195,6 +196,39 @@ func sameTree(t *testing.T, src, dst string) int {
 	}
 	return n
 }
+
+// sameFile says whether the files at a and b hold the same bytes (an error:
+// b cannot be read). It reads both a piece at a time: read whole, the
+// images of hundreds of MiB that some tests send took seconds under -race
+// (its shadow of each buffer).
+func sameFile(a, b string) (bool, error) {
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, nil
+	}
+	defer fa.Close()
+	bufA, bufB := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		na, errA := io.ReadFull(fa, bufA)
+		nb, errB := io.ReadFull(fb, bufB)
+		if !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false, nil
+		}
+		if errA != nil || errB != nil {
+			// Both ended together (io.EOF or io.ErrUnexpectedEOF after the
+			// same bytes), or one failed.
+			return atEnd(errA) && atEnd(errB), nil
+		}
+	}
+}
+
+// atEnd: io.ReadFull met the end of the file (err is not a failure).
+func atEnd(err error) bool { return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) }
 
 func noPartials(t *testing.T, dir string) {
 	t.Helper()
@@ -466,4 +500,38 @@ func (c *setClock) add(d time.Duration) {
 func buildManifest(paths []string) ([]localFile, error) {
 	m, _, err := buildManifestSkipping(paths)
 	return m.files, err
+}
+
+// TestSameFileTellsTheDifference: sameTree's comparison, read a piece at a
+// time, still tells a byte changed past its first piece and a file longer
+// or shorter by one byte.
+func TestSameFileTellsTheDifference(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	data := writeFile(t, a, 2<<20+5)
+	changed := slices.Clone(data)
+	changed[len(changed)-1]++
+	for _, c := range []struct {
+		name string
+		b    []byte
+		same bool
+	}{
+		{"same", data, true},
+		{"last byte changed", changed, false},
+		{"one byte longer", append(slices.Clone(data), 0), false},
+		{"one byte shorter", data[:len(data)-1], false},
+		{"a piece shorter", data[:1<<20], false},
+		{"empty", nil, false},
+	} {
+		b := filepath.Join(dir, "b")
+		if err := os.WriteFile(b, c.b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if same, err := sameFile(a, b); err != nil || same != c.same {
+			t.Errorf("%s: same %v (%v), want %v", c.name, same, err, c.same)
+		}
+	}
+	if _, err := sameFile(a, filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing file compared without an error")
+	}
 }

@@ -104,15 +104,21 @@ func rootFrame(file uint32, root merkle.Hash) []byte {
 }
 
 // hangUpAfterResult reads the control stream up to the transfer's result,
-// then closes the connection, as a Ferry sender does; the receiver would
+// then closes the connection, as a Ferry sender does.
+func (p *rawPeer) hangUpAfterResult() { p.untilResult(func(wire.Message) {}) }
+
+// untilResult reads the control stream, handing each message before the
+// transfer's result to each, up to that result (or 10 s without one), then
+// closes the connection, as a Ferry sender does: the receiver would
 // otherwise linger for it (lingerAfterDone).
-func (p *rawPeer) hangUpAfterResult() {
+func (p *rawPeer) untilResult(each func(wire.Message)) {
+	defer p.conn.Close(nil)
 	for {
-		m, err := p.ctl.recvTimeout(5 * time.Second)
+		m, err := p.ctl.recvTimeout(10 * time.Second)
 		if _, ok := m.(*wire.Result); ok || err != nil {
-			p.conn.Close(nil)
 			return
 		}
+		each(m)
 	}
 }
 

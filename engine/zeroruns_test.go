@@ -68,23 +68,17 @@ func (s *sparseImage) frame(c uint32) []byte { return frame(0, c, s.chunks[c], s
 func (s *sparseImage) whole() []byte { return bytes.Join(s.chunks[:], nil) }
 
 // finish reads the receiver's messages until its result, answering the
-// file's result with SenderDone, as a sender does; it returns the file's
-// result (nil when none came).
+// file's result with SenderDone, and hangs up, as a sender does; it returns
+// the file's result (nil when none came).
 func (p *rawPeer) finish() *wire.FileResult {
 	var fr *wire.FileResult
-	for {
-		m, err := p.ctl.recvTimeout(10 * time.Second)
-		if err != nil {
-			return fr
-		}
-		switch m := m.(type) {
-		case *wire.FileResult:
+	p.untilResult(func(m wire.Message) {
+		if m, ok := m.(*wire.FileResult); ok {
 			fr = m
 			p.ctl.send(&wire.SenderDone{})
-		case *wire.Result:
-			return fr
 		}
-	}
+	})
+	return fr
 }
 
 // A sender's runs of chunks of zeros (a root frame's payload) are peer
@@ -173,7 +167,6 @@ func TestHostileZeroRuns(t *testing.T) {
 				}
 				go p.data(c.frames(c.img)...)
 				fr = p.finish()
-				p.conn.Close(nil)
 			})
 			r := next(t, got)
 			said := r.Err + r.Detail

@@ -347,6 +347,7 @@ func TestOfferAndStreamLimits(t *testing.T) {
 			runRaw(t, recv, func(p *rawPeer) {
 				if p.hello() == nil {
 					c.script(p)
+					p.hangUpAfterResult() // the refusal, or the cancel
 				}
 			})
 			var res *Result

@@ -103,20 +103,30 @@ func rootFrame(file uint32, root merkle.Hash) []byte {
 	return b
 }
 
-// hangUpAfterResult reads the control stream up to the transfer's result,
-// then closes the connection, as a Ferry sender does.
-func (p *rawPeer) hangUpAfterResult() { p.untilResult(func(wire.Message) {}) }
+// hangUpAfterResult reads the control stream up to the session's end (the
+// transfer's result, a refusal or a cancel), then closes the connection, as
+// a Ferry sender does.
+func (p *rawPeer) hangUpAfterResult() { p.untilEnd(func(wire.Message) {}) }
 
-// untilResult reads the control stream, handing each message before the
-// transfer's result to each, up to that result (or 10 s without one), then
-// closes the connection, as a Ferry sender does: the receiver would
-// otherwise linger for it (lingerAfterDone).
-func (p *rawPeer) untilResult(each func(wire.Message)) {
+// untilEnd reads the control stream, handing each message before the
+// session's end to each, up to that end (the transfer's result, a refusal
+// or a cancel; or 10 s without one), then closes the connection, as a
+// Ferry sender does: the receiver would otherwise linger for it
+// (lingerAfterDone).
+func (p *rawPeer) untilEnd(each func(wire.Message)) {
 	defer p.conn.Close(nil)
 	for {
 		m, err := p.ctl.recvTimeout(10 * time.Second)
-		if _, ok := m.(*wire.Result); ok || err != nil {
+		if err != nil {
 			return
+		}
+		switch m := m.(type) {
+		case *wire.Result, *wire.Cancel:
+			return
+		case *wire.Decision:
+			if !m.Accept {
+				return
+			}
 		}
 		each(m)
 	}

@@ -72,7 +72,7 @@ func (s *sparseImage) whole() []byte { return bytes.Join(s.chunks[:], nil) }
 // the file's result (nil when none came).
 func (p *rawPeer) finish() *wire.FileResult {
 	var fr *wire.FileResult
-	p.untilResult(func(m wire.Message) {
+	p.untilEnd(func(m wire.Message) {
 		if m, ok := m.(*wire.FileResult); ok {
 			fr = m
 			p.ctl.send(&wire.SenderDone{})

@@ -46,6 +46,7 @@ func TestFloodRefusalsAreCounted(t *testing.T) {
 			}
 			p.offer(wire.FileEntry{Path: "a.txt", Size: 12})
 			d, err := expect[*wire.Decision](p.ctl.recv())
+			p.conn.Close(nil) // told: it hangs up, as a Ferry sender does (the receiver lingers for that)
 			ch <- answer{d, err}
 		}()
 		answers = append(answers, ch)

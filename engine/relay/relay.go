@@ -920,3 +920,6 @@ func (m *Mailbox) sweep(ctx context.Context) {
 
 // Allocations is how many TURN allocations the relay holds now.
 func (r *Relay) Allocations() int { return r.quota.held() }
+
+// Waiting is how many waits for calls the relay holds now.
+func (r *Relay) Waiting() int { return r.box.Waiting() }

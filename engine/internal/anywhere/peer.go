@@ -948,6 +948,9 @@ func (s *Server) Run(ctx context.Context) error {
 				if len(added) == len(peers) {
 					lastPresence, stale = t, false
 				}
+				// The relay answers: said now, not once the wait for
+				// calls below ends (up to WaitFor later when none come).
+				reach(nil)
 			}
 		}
 		if len(gone) > 0 {

@@ -173,7 +173,7 @@ func TestResumeOntoAFATStick(t *testing.T) {
 	recv := startReceiver(t, Options{DownloadDir: stick})
 	send := testEngine(t, Options{})
 	src := t.TempDir()
-	const size = 24 << 20
+	const size = 12 << 20
 	big := filepath.Join(src, "big.bin")
 	writeFile(t, big, size)
 	opts := SendOptions{Transport: "tcp"}

@@ -176,6 +176,8 @@ func TestPairingMismatchStopsTransfer(t *testing.T) {
 // files from trusted devices"), over either transport. And the receiver
 // says what its own user did.
 func TestPairingMismatchByTheReceiver(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "a.bin")
+	writeFile(t, src, 64<<20) // still on its way when the answer comes
 	for _, c := range []struct {
 		transport   string
 		acceptFirst bool
@@ -185,8 +187,6 @@ func TestPairingMismatchByTheReceiver(t *testing.T) {
 			send := testEngine(t, Options{})
 			rxEvents, unsub := recv.Subscribe(256)
 			defer unsub()
-			src := filepath.Join(t.TempDir(), "a.bin")
-			writeFile(t, src, 64<<20) // still on its way when the answer comes
 			tr, err := send.Send(t.Context(), target(recv), []string{src}, SendOptions{Transport: c.transport})
 			if err != nil {
 				t.Fatal(err)

@@ -525,6 +525,11 @@ func TestDamagedResumeStateKeepsTrackOfItsPartial(t *testing.T) {
 // beside itself as "small (1).txt"; with its head lost nothing resumed.
 func TestDamagedResumeStateResendsNothingItHeld(t *testing.T) {
 	const size = 48 << 20
+	src := t.TempDir()
+	small := filepath.Join(src, "small.txt")
+	writeFile(t, small, 1000)
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, size)
 	for _, c := range []struct {
 		name   string
 		damage func([]byte) []byte // nil: the snapshot is removed
@@ -537,11 +542,6 @@ func TestDamagedResumeStateResendsNothingItHeld(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			recv := startReceiver(t, Options{})
 			send := testEngine(t, Options{})
-			src := t.TempDir()
-			small := filepath.Join(src, "small.txt")
-			writeFile(t, small, 1000)
-			big := filepath.Join(src, "big.bin")
-			writeFile(t, big, size)
 			interruptAfter(t, send, recv, []string{small, big}, SendOptions{Transport: "tcp"}, size, func(ev Event) bool {
 				return ev.Kind == EventFile && ev.File != nil && ev.File.Path == "small.txt" && ev.File.Verified
 			})

@@ -84,16 +84,16 @@ func interruptAfter(t *testing.T, send, recv *Engine, paths []string, opts SendO
 
 func TestResumeSendsOnlyWhatIsMissing(t *testing.T) {
 	skipIfShort(t)
+	src := t.TempDir() // one source for both transports: only read
+	const size = 96 << 20
+	big := filepath.Join(src, "big.bin")
+	writeFile(t, big, size)
+	small := filepath.Join(src, "small.txt")
+	writeFile(t, small, 1000)
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			recv := startReceiver(t, Options{})
 			send := testEngine(t, Options{})
-			src := t.TempDir()
-			const size = 96 << 20
-			big := filepath.Join(src, "big.bin")
-			writeFile(t, big, size)
-			small := filepath.Join(src, "small.txt")
-			writeFile(t, small, 1000)
 
 			first := interrupt(t, send, recv, []string{small, big}, tp, size)
 			held := recv.Partials()[0].Bytes

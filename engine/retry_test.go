@@ -15,15 +15,15 @@ import (
 
 func TestSenderResumesAfterReceiverRestart(t *testing.T) {
 	skipIfShort(t)
+	const size = 128 << 20
+	big := filepath.Join(t.TempDir(), "big.bin") // one source for both transports: only read
+	writeFile(t, big, size)
 	for _, tp := range transportsUnderTest() {
 		t.Run(tp, func(t *testing.T) {
 			cfg, dl := t.TempDir(), t.TempDir()
 			recv := startReceiver(t, Options{ConfigDir: cfg, DownloadDir: dl, Listen: portToComeBackTo(t)})
 			to := target(recv)
 			send := testEngine(t, Options{RetryFor: 30 * time.Second, ProgressInterval: 2 * time.Millisecond})
-			const size = 128 << 20
-			big := filepath.Join(t.TempDir(), "big.bin")
-			writeFile(t, big, size)
 			events, unsub := send.Subscribe(4096)
 			defer unsub()
 			tr, err := send.Send(context.Background(), to, []string{big}, SendOptions{Transport: tp})

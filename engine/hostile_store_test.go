@@ -48,6 +48,7 @@ func runRaw(t *testing.T, recv *Engine, script func(p *rawPeer)) {
 	go func() {
 		defer close(scripted)
 		script(p)
+		p.drain() // as a Ferry sender reads: the receiver's cancel need not wait out closeWith's bound
 	}()
 	select {
 	case <-done:

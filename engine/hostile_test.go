@@ -386,6 +386,7 @@ func TestReceiverKeepsServingAfterHostilePeer(t *testing.T) {
 	p, done := connectRaw(t, recv)
 	p.hello()
 	p.offer(wire.FileEntry{Path: "../x", Size: 1})
+	p.drain()
 	<-done
 	send := testEngine(t, Options{})
 	src := filepath.Join(t.TempDir(), "ok.txt")
@@ -458,6 +459,7 @@ func TestPartialAcceptance(t *testing.T) {
 		if p.waitAccepted() {
 			p.data(frame(0, 0, good, merkle.Leaf(good)))
 		}
+		p.drain()
 	}()
 	select {
 	case <-done:

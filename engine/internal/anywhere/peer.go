@@ -967,7 +967,11 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 		wctx, waited := s.waitCtx(ctx)
-		in, noWait, failed := s.calls(wctx, mb, peers, t, log, waits)
+		// A presence that could not be put this round is put again at the
+		// next, not after a wait for calls the relay may hold: a relay
+		// back between the two requests held that wait (up to WaitFor)
+		// before the presence and the word that it answers again.
+		in, noWait, failed := s.calls(wctx, mb, peers, t, log, waits && !stale)
 		if failed != nil {
 			stale, failure = true, failed
 		}

@@ -83,11 +83,11 @@ go_test() {
 }
 step "go test -race: the engine and discovery"
 # -race on the engine and discovery (where the concurrency lives); the rest plain. The engine
-# takes 10-13 minutes under -race on two cores, twice that on a busy machine.
+# takes 6-7 minutes under -race on two cores, twice that on a busy machine.
 go_test -race -count=1 -timeout 30m ./engine/... ./discovery/...
 step "go test: the other packages"
 go_test -count=1 -timeout 20m $(go list ./... | grep -v -e /engine -e /discovery -e /packaging)
-step "fuzz: every target a few seconds (scripts/fuzz.sh; 64 targets, about 5 minutes)"
+step "fuzz: every target a few seconds (scripts/fuzz.sh; 64 targets, 5-7 minutes)"
 scripts/fuzz.sh 4s
 step "govulncheck (scripts/vulncheck.sh; skipped with a message where the database cannot be reached)"
 scripts/vulncheck.sh

@@ -48,33 +48,39 @@ func TestPingRTT(t *testing.T) {
 			if err := lab.SetImpairment("main", ReceiverToSender, Impairment{Delay: c.rev}); err != nil {
 				t.Fatal(err)
 			}
-			want := c.fwd + c.rev
-			// A median the busy host pushed up (a scheduling delay of the
-			// forwarder or the pinger, outside the lab's timing) is taken
-			// again, up to three times, as TestLoss does; a delay below the
-			// configured one fails at once.
-			for attempt := 1; ; attempt++ {
-				var rtts []time.Duration
-				for range 25 {
-					rtt, err := p.ping(dst, 56, time.Second+2*want)
-					if err != nil {
-						t.Fatal(err)
-					}
-					rtts = append(rtts, rtt)
-				}
-				med, lo := median(rtts), slicesMin(rtts)
-				t.Logf("configured RTT %v: measured median %v, min %v, max %v", want, med, lo, slicesMax(rtts))
-				if lo < want {
-					t.Fatalf("min RTT %v is below the configured %v", lo, want)
-				}
-				if med <= want+2*time.Millisecond || busy(t) {
-					break
-				}
-				if attempt == 3 {
-					t.Fatalf("median RTT %v exceeds configured %v by more than 2ms, three times", med, want)
-				}
-			}
+			roundTrip(t, p, dst, c.fwd+c.rev, 25)
 		})
+	}
+}
+
+// roundTrip pings dst from p's path n times and checks that no round trip
+// is below want (the lab never shortens a delay) and that the median is at
+// most 2 ms above it (the forwarder's and the kernel's cost). A median the
+// busy host pushed up (a scheduling delay of the forwarder or the pinger,
+// outside the lab's timing) is taken again, up to three times, as TestLoss
+// does; a delay below the configured one fails at once.
+func roundTrip(t *testing.T, p *pinger, dst netip.Addr, want time.Duration, n int) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		var rtts []time.Duration
+		for range n {
+			rtt, err := p.ping(dst, 56, time.Second+2*want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rtts = append(rtts, rtt)
+		}
+		med, lo := median(rtts), slicesMin(rtts)
+		t.Logf("configured RTT %v: measured median %v, min %v, max %v", want, med, lo, slicesMax(rtts))
+		if lo < want {
+			t.Fatalf("min RTT %v is below the configured %v", lo, want)
+		}
+		if med <= want+2*time.Millisecond || busy(t) {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("median RTT %v exceeds configured %v by more than 2ms, three times", med, want)
+		}
 	}
 }
 
@@ -513,25 +519,13 @@ func TestMultiPath(t *testing.T) {
 	dst := lab.MustAddr(Receiver, "wifi") // one server address, reached over either path
 	wifi := newPinger(t, lab, Sender, lab.MustAddr(Sender, "wifi"))
 	cell := newPinger(t, lab, Sender, lab.MustAddr(Sender, "cellular"))
-	for _, c := range []struct {
-		name string
-		p    *pinger
-		want time.Duration
-	}{{"wifi", wifi, 4 * time.Millisecond}, {"cellular", cell, 40 * time.Millisecond}} {
-		var rtts []time.Duration
-		for range 9 {
-			r, err := c.p.ping(dst, 56, time.Second)
-			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			rtts = append(rtts, r)
-		}
-		rtt := median(rtts)
-		t.Logf("%s: median RTT %v (configured %v)", c.name, rtt, c.want)
-		if rtt < c.want || rtt > c.want+2*time.Millisecond && !busy(t) {
-			t.Errorf("%s: RTT %v, want %v..+2ms", c.name, rtt, c.want)
-		}
-	}
+	// Each path's round trip is its own (the check that a delay is kept
+	// to within 2 ms, taken again when the busy host pushed a median up:
+	// the cellular path's 42.2 ms failed a CI run so).
+	t.Log("wifi:")
+	roundTrip(t, wifi, dst, 4*time.Millisecond, 9)
+	t.Log("cellular:")
+	roundTrip(t, cell, dst, 40*time.Millisecond, 9)
 	if err := lab.Cut("wifi"); err != nil {
 		t.Fatal(err)
 	}

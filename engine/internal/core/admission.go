@@ -84,13 +84,13 @@ type Admission struct {
 
 	mu        sync.Mutex // guards the fields below
 	byDevice  map[peer.ID]int
-	prompting map[peer.ID]bool
-	muted     map[string]*declines // by "device ID" or "@source"
-	warned    map[string]time.Time // warnings given (warnDue), by what they are about
-	budget    int64                // the manifests one source may hold (Options.ManifestBudget)
-	held      int64                // manifests held, in all
-	heldBy    map[string]int64     // by source
-	idle      map[*Ticket]uint64   // accepted sessions whose sender began nothing, by when (seq)
+	prompting map[peer.ID]chan struct{} // closed when the device's prompt is given back
+	muted     map[string]*declines      // by "device ID" or "@source"
+	warned    map[string]time.Time      // warnings given (warnDue), by what they are about
+	budget    int64                     // the manifests one source may hold (Options.ManifestBudget)
+	held      int64                     // manifests held, in all
+	heldBy    map[string]int64          // by source
+	idle      map[*Ticket]uint64        // accepted sessions whose sender began nothing, by when (seq)
 	idleSeq   uint64
 	displaced map[string]time.Time // when an address's idle session was last displaced
 	fresh     map[string]*freshIDs // new devices by address, within the mute period
@@ -123,7 +123,7 @@ func NewAdmission(maxPrompts int, muteFor time.Duration, manifestBudget int64, n
 		waiting:   fair.New(fair.Limits{Total: MaxWaitingSessions, PerSource: MaxWaitingSessionsPerSource, Floor: 2}),
 		prompts:   newPromptPlaces(maxPrompts, MaxPromptsPerSource),
 		byDevice:  map[peer.ID]int{},
-		prompting: map[peer.ID]bool{},
+		prompting: map[peer.ID]chan struct{}{},
 		muted:     map[string]*declines{},
 		warned:    map[string]time.Time{},
 		heldBy:    map[string]int64{},
@@ -462,23 +462,52 @@ func (t *Ticket) Declined() {
 // PromptTicket is an offer's place among those waiting for an answer.
 type PromptTicket struct {
 	t     *Ticket
-	place func() // gives the place back
+	held  chan struct{} // the device's mark in prompting, closed by Release
+	place func()        // gives the place back
 }
+
+// PromptHandover is how long a second offer from a device whose first
+// waits for an answer waits for that first one to end, before it is refused
+// as busy (ErrPromptOpen). A sender that withdrew its offer and offered
+// again at once (its user cancelled and sent again, or paired again) is
+// ahead of this side's reading of the withdrawal: its new offer was refused
+// "busy" while the old one's end was a few milliseconds away, on a loaded
+// machine. The new session holds one of its device's waiting places
+// (MaxWaitingSessionsPerDevice) meanwhile, as any session does.
+const PromptHandover = 2 * time.Second
 
 // Prompt gives the session's offer a place among those waiting for the
 // user (one per device, a few per address: see promptPlaces), waiting for
 // one until ctx ends; queued, when not nil, is told if it waits, with the
-// offers waiting for the user before it.
+// offers waiting for the user before it. A device's second offer waits
+// PromptHandover at most for its first to end.
 func (t *Ticket) Prompt(ctx context.Context, queued func(ahead int)) (*PromptTicket, *errcode.RemoteError) {
 	a := t.a
+	var handover <-chan time.Time
 	a.mu.Lock()
-	if a.prompting[t.peer] {
+	for {
+		earlier, open := a.prompting[t.peer]
+		if !open {
+			break
+		}
 		a.mu.Unlock()
-		return nil, ErrPromptOpen
+		if handover == nil {
+			timer := time.NewTimer(PromptHandover)
+			defer timer.Stop()
+			handover = timer.C
+		}
+		select {
+		case <-earlier:
+		case <-handover:
+			return nil, ErrPromptOpen
+		case <-ctx.Done():
+			return nil, ErrPromptOpen
+		}
+		a.mu.Lock()
 	}
-	a.prompting[t.peer] = true
+	p := &PromptTicket{t: t, held: make(chan struct{})}
+	a.prompting[t.peer] = p.held
 	a.mu.Unlock()
-	p := &PromptTicket{t: t}
 	place, refused := a.prompts.take(ctx, t.src, queued)
 	if refused != nil {
 		p.Release()
@@ -495,7 +524,10 @@ func (p *PromptTicket) Release() {
 	}
 	a := p.t.a
 	a.mu.Lock()
-	delete(a.prompting, p.t.peer)
+	if a.prompting[p.t.peer] == p.held {
+		delete(a.prompting, p.t.peer)
+		close(p.held)
+	}
 	a.mu.Unlock()
 }
 

@@ -260,16 +260,17 @@ func (e *Engine) receivedTransport(conn Conn) *TransportInfo {
 
 // endOfCall returns what ends the call through a relay served here that
 // the session from remote came by (anywhere.Server.EndOf), for serve to
-// run once the session closed: a no-op for a session on the LAN.
-func (e *Engine) endOfCall(remote string) func() {
+// run once the session closed; false and a no-op for a session on the LAN,
+// or one whose call this side has not named yet.
+func (e *Engine) endOfCall(remote string) (end func(), ok bool) {
 	e.relays.mu.Lock()
 	defer e.relays.mu.Unlock()
 	for srv := range e.relays.serving {
 		if end, ok := srv.EndOf(remote); ok {
-			return end
+			return end, true
 		}
 	}
-	return func() {}
+	return func() {}, false
 }
 
 // FindAnywhere checks, before a send, that the paired device id keeps a

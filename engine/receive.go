@@ -61,8 +61,18 @@ const (
 func (e *Engine) serve(ctx context.Context, c Conn) {
 	remote, dev := c.RemoteAddr(), RefusedDevice{ID: c.PeerID().Peer().String()}
 	// A session that came by a call through a relay ends the call with it
-	// (its ICE session and TURN allocation), after its own goodbye.
-	defer e.endOfCall(remote)()
+	// (its ICE session and TURN allocation), after its own goodbye. The
+	// call is the one its address names as the session begins, or, on a
+	// direct path, as it ends: the caller's ICE can finish, and its QUIC
+	// reach this listener, before this side's ICE finished and named the
+	// call (then the call lived on its 30 s, TestCallEndsWithItsSession).
+	endCall, named := e.endOfCall(remote)
+	defer func() {
+		if !named {
+			endCall, _ = e.endOfCall(remote)
+		}
+		endCall()
+	}()
 	defer c.Close(nil)
 	// A session refused, or made room for another (evicted), before its
 	// offer was read leaves no transfer: it is told as EventRefused, once.

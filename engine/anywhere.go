@@ -365,9 +365,15 @@ func roundSeconds(d time.Duration) string {
 // in plain words.
 func relayProblem(relay string, err error) error {
 	var refused *anywhere.RefusedError
+	var looks *anywhere.LooksError
 	switch {
 	case errors.Is(err, anywhere.ErrRelaySecret):
 		return err // its sentence names the relay and the secret
+	case errors.As(err, &looks):
+		// "it answered "504 Gateway Timeout"", not "not a Ferry relay": it
+		// is one, by its answers to the presence.
+		why := strings.TrimPrefix(looks.Answer.Error(), anywhere.ErrNotRelay.Error()+": ")
+		return &wordedError{err: err, text: fmt.Sprintf("the relay %s takes this device's presence but fails each of its looks for calls (%s), so no call reaches this device through it: a proxy before the relay must let a request wait %v for its answer", relay, why, anywhere.WaitFor)}
 	case errors.Is(err, anywhere.ErrRelayUnreachable):
 		return relayUnreachable(relay, err)
 	case errors.Is(err, anywhere.ErrNotRelay):

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
+	"github.com/ferrydrop/ferry/engine/internal/anywhere"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/relay"
 	"github.com/ferrydrop/ferry/internal/clock"
@@ -375,6 +380,51 @@ func TestRelayGoneAndBackIsAnEvent(t *testing.T) {
 	defer r.Close()
 	if st := relayEvent(); st.Addr != relayAddr || st.Err != "" {
 		t.Errorf("the relay back: %+v", st)
+	}
+}
+
+// TestRelayFailingLooksIsAnEvent: a relay (here a proxy before it that
+// cuts held requests, as a web server's default timeouts can) that takes
+// the presence but answers every look for calls with a failure is an
+// EventListener in a sentence that says so: no call could reach the
+// device, and nothing said it.
+func TestRelayFailingLooksIsAnEvent(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	pass := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: r.Addr().String()})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == anywhere.PathWait || req.URL.Path == anywhere.PathQueues {
+			http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
+			return
+		}
+		pass.ServeHTTP(w, req)
+	}))
+	defer proxy.Close()
+	relayAddr := proxy.Listener.Addr().String()
+	recv := startReceiver(t, Options{Accept: AcceptTrusted, Name: "Desktop"})
+	pairEngines(t, testEngine(t, Options{Name: "Laptop"}), recv)
+	recv.anywhereLoopback, recv.anywhereGrace = true, 200*time.Millisecond
+	events, unsub := recv.Subscribe(64)
+	defer unsub()
+	stop, err := recv.ServeAnywhere(relayAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for {
+		ev := firstEvent(t, events, EventListener)
+		if ev.Listener.Transport != RelayListener {
+			continue
+		}
+		want := "the relay " + relayAddr + " takes this device's presence but fails each of its looks for calls (it answered \"504 Gateway Timeout\"), so no call reaches this device through it"
+		t.Logf("said: %s", ev.Listener.Err)
+		if !strings.HasPrefix(ev.Listener.Err, want) {
+			t.Errorf("said %q, want it to begin %q", ev.Listener.Err, want)
+		}
+		return
 	}
 }
 

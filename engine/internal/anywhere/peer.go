@@ -816,6 +816,18 @@ func addrKey(hostport string) string {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
 }
 
+// ErrLooksFail marks a relay that takes this device's presence but fails
+// its looks for calls with an answer (a status of another server's, a
+// refusal): no call reaches the device through it. A proxy before the
+// relay that cuts requests held for seconds does so (Mailbox.Wait).
+var ErrLooksFail = errors.New("the relay takes this device's presence but fails its looks for calls")
+
+// LooksError is ErrLooksFail with the relay's answer to the last look.
+type LooksError struct{ Answer error }
+
+func (e *LooksError) Error() string   { return ErrLooksFail.Error() + ": " + e.Answer.Error() }
+func (e *LooksError) Unwrap() []error { return []error{ErrLooksFail, e.Answer} }
+
 // PollInterval is how often a receiver looks for calls by default: a
 // sender waits up to that long before the receiver starts gathering.
 const PollInterval = 500 * time.Millisecond
@@ -903,7 +915,14 @@ func (s *Server) Run(ctx context.Context) error {
 		grace = ReachGrace
 	}
 	var failingSince time.Time // zero: the last request was answered
-	said := false              // Reach heard that the relay cannot be reached
+	// lookRefused: the relay answered the last look for calls, with a
+	// failure (a status of some other server's, a refusal), where a look
+	// lost on the way is the network's. The presence going up says nothing
+	// of the looks then: a relay (or a proxy before it) that takes the
+	// presence and fails every look was never said to be unreachable, and
+	// nobody's call reached this device.
+	var lookRefused bool
+	said := false // Reach heard that the relay cannot be reached
 	reach := func(err error) {
 		switch {
 		case err == nil:
@@ -950,7 +969,9 @@ func (s *Server) Run(ctx context.Context) error {
 				}
 				// The relay answers: said now, not once the wait for
 				// calls below ends (up to WaitFor later when none come).
-				reach(nil)
+				if !lookRefused {
+					reach(nil)
+				}
 			}
 		}
 		if len(gone) > 0 {
@@ -974,6 +995,9 @@ func (s *Server) Run(ctx context.Context) error {
 		in, noWait, failed := s.calls(wctx, mb, peers, t, log, waits && !stale)
 		if failed != nil {
 			stale, failure = true, failed
+		}
+		if lookRefused = failed != nil && !errors.Is(failed, ErrRelayUnreachable); lookRefused {
+			failure = &LooksError{Answer: failed}
 		}
 		reach(failure)
 		if noWait {

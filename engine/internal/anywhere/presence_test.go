@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,6 +227,56 @@ func TestRelayGoneAndBackIsToldOnce(t *testing.T) {
 	case got := <-reach:
 		t.Errorf("told again: %+v", got)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// A relay (or a proxy before it) that takes the receiver's presence but
+// fails every look for calls is said to be unreachable, as one that does
+// not answer is: nobody's call reaches the device through it. The presence
+// going up each round told it "answers" again, so it was never said.
+func TestRelayFailingEveryLookIsToldUnreachable(t *testing.T) {
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	relayURL := &url.URL{Scheme: "http", Host: r.Addr().String()}
+	var looks atomic.Int32
+	pass := httputil.NewSingleHostReverseProxy(relayURL)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == anywhere.PathWait || req.URL.Path == anywhere.PathQueues {
+			looks.Add(1)
+			http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
+			return
+		}
+		pass.ServeHTTP(w, req)
+	}))
+	defer proxy.Close()
+	a, b := ident(t), ident(t)
+	var s rendezvous.Secret
+	s[0] = 15
+	reach := make(chan error, 16)
+	srv := &anywhere.Server{
+		Relay: proxy.Listener.Addr().String(), Self: b.ID, Loopback: true, Poll: 20 * time.Millisecond, Grace: 300 * time.Millisecond,
+		Peers:    func() []anywhere.Peer { return []anywhere.Peer{{ID: a.ID, Secret: s}} },
+		Listener: func() *net.UDPAddr { return nil },
+		Reach: func(ok bool, err error) {
+			if !ok {
+				reach <- err
+			}
+		},
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	defer func() { cancel(); <-served }()
+	select {
+	case err := <-reach:
+		if !errors.Is(err, anywhere.ErrLooksFail) || !errors.Is(err, anywhere.ErrNotRelay) || !strings.Contains(err.Error(), "504") {
+			t.Errorf("told %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("never told that the relay fails every look for calls (%d looks failed)", looks.Load())
 	}
 }
 

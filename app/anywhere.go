@@ -3,7 +3,9 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
@@ -12,42 +14,179 @@ import (
 
 // anywhereHub keeps this device reachable beyond the LAN through the
 // relay the settings name (issue #29), and adds that relay to sends to
-// paired devices.
+// paired devices. A relay that cannot be used when the setting is applied
+// (the network is not up yet as Ferry starts at login, the relay is
+// restarting) is tried again in the background, and why it cannot be used
+// now is said in Settings and the status line (AnywhereStatus): until
+// 2026-12-07 it was logged alone, and tried again only at the next start
+// or save, so a device that started before its network was up stayed
+// unreachable beyond the LAN, and nothing said so.
 type anywhereHub struct {
-	mu     sync.Mutex // guards the fields below
-	relay  string     // the relay served through now ("" when off)
-	secret string     // its relay secret
-	stop   func()
+	mu      sync.Mutex // guards the fields below
+	want    string     // the relay the settings name while receiving ("" when off)
+	secret  string     // its relay secret
+	relay   string     // the relay served through now ("" when not serving)
+	problem string     // why want cannot be used now, in a sentence ("" when it can)
+	stop    func()
+	gen     int           // counts applies: a retry of an earlier one gives up
+	quit    chan struct{} // closed by close: retries end
+	// changed, when not nil, is told that AnywhereStatus may say
+	// something else now (not under mu).
+	changed func()
 }
 
+// anywhereRetry is the first wait before a relay that could not be used
+// is tried again; each failure doubles it, up to anywhereRetryMax.
+var anywhereRetry, anywhereRetryMax = 5 * time.Second, time.Minute
+
 // apply serves through the relay s names while receiving is on, and
-// stops otherwise.
+// stops otherwise. A relay that cannot be used now is tried again in the
+// background; the error says why (the setting is kept).
 func (h *anywhereHub) apply(e *engine.Engine, s ui.Settings) error {
 	want, secret := "", ""
 	if s.Anywhere && s.Policy != ui.PolicyOff {
 		want, secret = s.AnywhereRelay, s.AnywhereSecret
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if want == h.relay && secret == h.secret {
+	if want == h.want && secret == h.secret && (h.relay != "" || want == "") {
+		h.mu.Unlock()
 		return nil
 	}
+	h.gen++
+	gen := h.gen
 	if h.stop != nil {
 		h.stop()
-		h.stop, h.relay, h.secret = nil, "", ""
 	}
+	h.stop, h.relay, h.problem = nil, "", ""
+	h.want, h.secret = want, secret
+	if h.quit == nil {
+		h.quit = make(chan struct{})
+	}
+	quit := h.quit
+	h.mu.Unlock()
 	if want == "" {
+		h.tell()
 		return nil
 	}
 	if err := e.SetRelaySecret(want, secret); err != nil {
+		// A secret of the wrong form: nothing to try again with.
+		h.took(gen, nil, anywhereProblem(want, err).Text)
 		return err
 	}
-	stop, err := e.ServeAnywhere(want)
+	err := h.serve(e, gen, want)
+	if err != nil && !errors.Is(err, engine.ErrClosed) {
+		go h.retry(e, gen, want, quit)
+	}
+	return err
+}
+
+// serve serves through relay for apply's generation gen (the network
+// call outside mu: a relay that does not answer takes seconds).
+func (h *anywhereHub) serve(e *engine.Engine, gen int, relay string) error {
+	stop, err := e.ServeAnywhere(relay)
 	if err != nil {
+		h.took(gen, nil, anywhereProblem(relay, err).Text)
 		return err
 	}
-	h.stop, h.relay, h.secret = stop, want, secret
+	if !h.took(gen, stop, "") {
+		stop() // another apply came meanwhile
+	}
 	return nil
+}
+
+// took records what serving through the relay of generation gen came to:
+// serving (stop), or why not. False when another apply came since.
+func (h *anywhereHub) took(gen int, stop func(), problem string) bool {
+	h.mu.Lock()
+	if h.gen != gen {
+		h.mu.Unlock()
+		return false
+	}
+	h.problem = problem
+	if stop != nil {
+		h.stop, h.relay = stop, h.want
+	}
+	h.mu.Unlock()
+	h.tell()
+	return true
+}
+
+// retry tries relay, of apply's generation gen, again, waiting longer
+// after each failure, until it serves, another apply came, or close.
+func (h *anywhereHub) retry(e *engine.Engine, gen int, relay string, quit <-chan struct{}) {
+	wait := anywhereRetry
+	for {
+		select {
+		case <-quit:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, anywhereRetryMax)
+		h.mu.Lock()
+		current := h.gen == gen
+		h.mu.Unlock()
+		if !current {
+			return
+		}
+		if err := h.serve(e, gen, relay); err == nil || errors.Is(err, engine.ErrClosed) {
+			return
+		}
+	}
+}
+
+// heard takes the engine's word on the relay served through
+// (EventListener): it cannot be reached now, or it answers again.
+func (h *anywhereHub) heard(st engine.ListenerStatus) {
+	h.mu.Lock()
+	if st.Addr != h.relay || h.relay == "" {
+		h.mu.Unlock()
+		return
+	}
+	h.problem = ""
+	if st.Err != "" {
+		h.problem = relayGoneText(h.relay, st.Err)
+	}
+	h.mu.Unlock()
+	h.tell()
+}
+
+// setChanged sets what is told that AnywhereStatus may say something else.
+func (h *anywhereHub) setChanged(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.changed = f
+}
+
+func (h *anywhereHub) tell() {
+	h.mu.Lock()
+	f := h.changed
+	h.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// status is the relay the settings name while receiving ("" when off) and
+// why it cannot be used now ("" when it can).
+func (h *anywhereHub) status() (relay, problem string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.want, h.problem
+}
+
+// close stops serving and the retries.
+func (h *anywhereHub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gen++
+	if h.quit != nil {
+		close(h.quit)
+		h.quit = nil
+	}
+	if h.stop != nil {
+		h.stop()
+		h.stop, h.relay = nil, ""
+	}
 }
 
 // target adds the relay to a send to a paired device, after its LAN
@@ -80,8 +219,13 @@ func (b *backend) applyAnywhere(s ui.Settings) error {
 	return nil
 }
 
+// AnywhereStatus says whether paired devices reach this one through the
+// relay now (Settings, the status line).
+func (b *backend) AnywhereStatus() (relay, problem string) { return b.anywhere.status() }
+
 // anywhereProblem says why serving through relay failed, and that the
-// setting stays: the hub tries again at the next start or save.
+// setting stays: the hub tries again by itself, and at the next start or
+// save.
 func anywhereProblem(relay string, err error) *ui.Problem {
 	text := fmt.Sprintf("Ferry could not reach your paired devices through the relay %s.", relay)
 	switch {
@@ -90,5 +234,14 @@ func anywhereProblem(relay string, err error) *ui.Problem {
 	case errors.Is(err, engine.ErrRelaySecret):
 		text = fmt.Sprintf("The relay %s refused this device's relay secret: give the one the relay was started with (ferry-cli relay --secret-file), or none for a relay without one, and check this computer's clock.", relay)
 	}
-	return &ui.Problem{Text: text + " The setting is kept, and tried again when Ferry starts or the settings are saved.", Err: err, Kept: true}
+	return &ui.Problem{Text: text + " The setting is kept, and Ferry tries again by itself.", Err: err, Kept: true}
+}
+
+// relayGoneText says that the relay served through stopped answering as
+// it should, in the engine's sentence (EventListener's Err).
+func relayGoneText(relay, why string) string {
+	if why == "" {
+		return ""
+	}
+	return strings.ToUpper(why[:1]) + strings.TrimSuffix(why[1:], ".") + ". Ferry keeps trying."
 }

@@ -1,13 +1,17 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine"
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/relay"
+	"github.com/ferrydrop/ferry/internal/testutil"
 	"github.com/ferrydrop/ferry/ui"
 )
 
@@ -17,6 +21,7 @@ import (
 func TestAnywhereSetting(t *testing.T) {
 	r, e := relayAndEngine(t, "")
 	var h anywhereHub
+	t.Cleanup(h.close) // and its retries
 	on := ui.Settings{Anywhere: true, AnywhereRelay: r.Addr().String(), Policy: ui.PolicyEveryone}
 	if err := h.apply(e, on); err != nil {
 		t.Fatal(err)
@@ -49,6 +54,7 @@ func TestAnywhereSettingSecret(t *testing.T) {
 	const secret = "the relay's secret for the app"
 	r, e := relayAndEngine(t, secret)
 	var h anywhereHub
+	t.Cleanup(h.close) // and its retries
 	on := ui.Settings{Anywhere: true, AnywhereRelay: r.Addr().String(), Policy: ui.PolicyEveryone}
 	for _, s := range []string{"", "not the relay's secret at all"} {
 		on.AnywhereSecret = s
@@ -110,4 +116,75 @@ func TestAnywhereSettingSaidInWords(t *testing.T) {
 			t.Errorf("relay %s: the setting is not kept: %+v", c.relay, got)
 		}
 	}
+}
+
+// TestAnywhereRelayTriedAgain: a relay that does not answer when the
+// setting is applied (Ferry started at login before the network was up,
+// the relay restarting) is tried again by itself, and serves once it
+// answers; meanwhile AnywhereStatus says why not, and whoever listens is
+// told of each change. It was tried again only at the next start or save
+// of the settings, and said only in the log.
+func TestAnywhereRelayTriedAgain(t *testing.T) {
+	old, oldMax := anywhereRetry, anywhereRetryMax
+	anywhereRetry, anywhereRetryMax = 20*time.Millisecond, 100*time.Millisecond
+	t.Cleanup(func() { anywhereRetry, anywhereRetryMax = old, oldMax })
+	r, e := relayAndEngine(t, "")
+	at := r.Addr().String()
+	r.Close() // down as the setting is applied
+	var h anywhereHub
+	t.Cleanup(h.close)
+	var told atomic.Int32
+	h.setChanged(func() { told.Add(1) })
+	if err := h.apply(e, ui.Settings{Anywhere: true, AnywhereRelay: at, Policy: ui.PolicyEveryone}); !errors.Is(err, engine.ErrRelayUnreachable) {
+		t.Fatalf("a relay that is down: %v", err)
+	}
+	relayAt, problem := h.status()
+	if relayAt != at || !strings.HasPrefix(problem, "The relay "+at+" does not answer") || h.relayNow() != "" || told.Load() == 0 {
+		t.Fatalf("while it is down: status %q, %q; serving %q; told %d times", relayAt, problem, h.relayNow(), told.Load())
+	}
+	r, err := relay.Start(relay.Config{Listen: at, AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	before := told.Load()
+	testutil.WaitFor(t, "serving through the relay once it answers", func() bool { return h.relayNow() == at })
+	if _, problem := h.status(); problem != "" || told.Load() == before {
+		t.Errorf("serving: problem %q, told %d times (%d before)", problem, told.Load(), before)
+	}
+}
+
+// TestAnywhereRelayGoneIsSaid: the engine's word that the relay served
+// through stopped answering, and that it answers again (EventListener),
+// reaches AnywhereStatus through the event pump.
+func TestAnywhereRelayGoneIsSaid(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	r, err := relay.Start(relay.Config{Listen: "127.0.0.1:0", AllowLoopbackPeers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	at := r.Addr().String()
+	b := newTestBackend(t)
+	s := b.Settings()
+	s.Anywhere, s.AnywhereRelay = true, at
+	if err := b.SaveSettings(s); err != nil {
+		t.Fatal(err)
+	}
+	if relayAt, problem := b.AnywhereStatus(); relayAt != at || problem != "" {
+		t.Fatalf("serving: %q, %q", relayAt, problem)
+	}
+	evs := make(chan engine.Event, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	pumped := make(chan error, 1)
+	go func() {
+		pumped <- pumpEvents(ctx, evs, b, make(chan ui.TransferEvent, 8), make(chan ui.DeviceEvent, 8))
+	}()
+	t.Cleanup(func() { cancel(); <-pumped })
+	gone := "the relay " + at + " does not answer (is `ferry-cli relay` running there, and is the address right?): connection refused"
+	evs <- engine.Event{Kind: engine.EventListener, Listener: &engine.ListenerStatus{Transport: engine.RelayListener, Addr: at, Err: gone}}
+	want := "The relay " + at + " does not answer (is `ferry-cli relay` running there, and is the address right?): connection refused. Ferry keeps trying."
+	testutil.WaitFor(t, "the relay said gone", func() bool { _, p := b.AnywhereStatus(); return p == want })
+	evs <- engine.Event{Kind: engine.EventListener, Listener: &engine.ListenerStatus{Transport: engine.RelayListener, Addr: at}}
+	testutil.WaitFor(t, "the relay said back", func() bool { _, p := b.AnywhereStatus(); return p == "" })
 }

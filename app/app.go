@@ -222,6 +222,7 @@ func newUI(ctx context.Context, a fyne.App, w fyne.Window, b *backend, notes *no
 	u.OnQuit = a.Quit
 	b.askPIN = u.AskPIN
 	b.problem = func(what string, err error) { ui.Do(func() { u.ShowError(what, err) }) }
+	b.anywhere.setChanged(func() { ui.Do(u.SelfChanged) }) // the relay's state, in Settings and the status line
 	b.openFolder = folderOpener(a, b.problem)
 	return u
 }
@@ -570,6 +571,11 @@ func pumpEvents(ctx context.Context, evs <-chan engine.Event, b *backend, out ch
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			continue
+		}
+		if ev.Kind == engine.EventListener && ev.Listener != nil && ev.Listener.Transport == engine.RelayListener {
+			// The relay served through stopped answering, or answers again.
+			b.anywhere.heard(*ev.Listener)
 			continue
 		}
 		uev, ok := toUITransfer(ev)

@@ -794,9 +794,11 @@ func (b *backend) named(d ui.Device) ui.Device {
 	return d
 }
 
-// close ends the browser links and withdraws the advertisement.
+// close ends the browser links, serving through the relay (and its
+// retries), and withdraws the advertisement.
 func (b *backend) close() {
 	b.ls.close()
+	b.anywhere.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.adv != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -17,6 +18,23 @@ type anywhereSettings struct {
 	relay  *entry
 	secret *entry // the relay's secret: hidden, "" for a relay without one
 	note   *widget.Label
+	state  *widget.Label // whether paired devices reach this one there now, from AnywhereStatus
+}
+
+// AnywhereStatus is implemented by a Backend that can say whether paired
+// devices reach this one beyond the LAN now: the relay the settings name
+// while receiving ("" when off) and why it cannot be used now, in a
+// sentence ("" when it can).
+type AnywhereStatus interface {
+	AnywhereStatus() (relay, problem string)
+}
+
+// anywhereState reads be's AnywhereStatus ("", "" when it has none).
+func anywhereState(be Backend) (relay, problem string) {
+	if st, ok := be.(AnywhereStatus); ok {
+		return st.AnywhereStatus()
+	}
+	return "", ""
 }
 
 // minRelaySecret is the engine's shortest relay secret (anywhere.MinSecretLen),
@@ -62,7 +80,30 @@ func newAnywhereSettings(u *UI) *anywhereSettings {
 	v.note = widget.NewLabel("Your relay keeps, for your paired devices only, a sealed note that this device receives there, under names only they can compute; it sees this device's internet address.")
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.SizeName = theme.SizeNameCaptionText
+	v.state = widget.NewLabel("")
+	v.state.Wrapping = fyne.TextWrapWord
+	v.state.SizeName = theme.SizeNameCaptionText
+	v.state.Hide()
 	return v
+}
+
+// showStatus says whether paired devices reach this one through the relay
+// now, and why not.
+func (v *anywhereSettings) showStatus(be Backend) {
+	relay, problem := anywhereState(be)
+	switch {
+	case relay == "":
+		v.state.Hide()
+		return
+	case problem != "":
+		v.state.SetText("Your paired devices cannot reach this one beyond the LAN now. " + problem)
+		v.state.Importance = widget.DangerImportance
+	default:
+		v.state.SetText("Your paired devices reach this one through the relay " + relay + ".")
+		v.state.Importance = widget.MediumImportance
+	}
+	v.state.Refresh()
+	v.state.Show()
 }
 
 func (v *anywhereSettings) items() []*widget.FormItem {
@@ -70,7 +111,7 @@ func (v *anywhereSettings) items() []*widget.FormItem {
 		widget.NewFormItem("Beyond the LAN", v.on),
 		widget.NewFormItem("Relay", v.relay),
 		widget.NewFormItem("Relay secret", v.secret),
-		widget.NewFormItem("", v.note),
+		widget.NewFormItem("", container.NewVBox(v.note, v.state)),
 	}
 }
 

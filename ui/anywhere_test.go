@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 )
 
 // TestAnywhereSettingsForm: off by default with the relay entry disabled;
@@ -66,5 +68,49 @@ func TestAnywhereSettingsSecret(t *testing.T) {
 	v.apply(&s)
 	if s.AnywhereSecret != "" {
 		t.Errorf("a relay without a secret: %q", s.AnywhereSecret)
+	}
+}
+
+// anywhereStatusFake is the fake backend that says whether paired devices
+// reach this one through the relay.
+type anywhereStatusFake struct {
+	*fakeBackend
+	relay, problem string
+}
+
+func (f *anywhereStatusFake) AnywhereStatus() (string, string) { return f.relay, f.problem }
+
+// TestAnywhereStatusSaid: while the relay the settings name cannot be
+// used, Settings says why under the relay's fields and the status line
+// says the device is not reachable beyond the LAN; once it can, Settings
+// says so and the status line says nothing of it. It was said nowhere: a
+// relay that did not answer as Ferry started, or stopped answering later,
+// was in the log alone.
+func TestAnywhereStatusSaid(t *testing.T) {
+	a := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	be := &anywhereStatusFake{fakeBackend: newFake()}
+	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{})
+	v := u.settings.anywhere
+	u.SelfChanged()
+	if v.state.Visible() || strings.Contains(u.status.full, "beyond the LAN") {
+		t.Fatalf("the setting off: Settings %q (shown %v), status line %q", v.state.Text, v.state.Visible(), u.status.full)
+	}
+	be.relay, be.problem = "relay.example.org:3478", "The relay relay.example.org:3478 does not answer: is `ferry-cli relay` running there, and is the address right? The setting is kept, and Ferry tries again by itself."
+	u.SelfChanged()
+	if !v.state.Visible() || !strings.HasPrefix(v.state.Text, "Your paired devices cannot reach this one beyond the LAN now. The relay relay.example.org:3478 does not answer") ||
+		v.state.Importance != widget.DangerImportance {
+		t.Errorf("the relay down: Settings %q (shown %v, importance %v)", v.state.Text, v.state.Visible(), v.state.Importance)
+	}
+	if !strings.HasSuffix(u.status.full, " · not reachable beyond the LAN") {
+		t.Errorf("the relay down: status line %q", u.status.full)
+	}
+	be.problem = ""
+	u.SelfChanged()
+	if v.state.Text != "Your paired devices reach this one through the relay relay.example.org:3478." || v.state.Importance == widget.DangerImportance {
+		t.Errorf("the relay back: Settings %q", v.state.Text)
+	}
+	if strings.Contains(u.status.full, "beyond the LAN") {
+		t.Errorf("the relay back: status line %q", u.status.full)
 	}
 }

@@ -166,7 +166,7 @@ func TestSettingsLabelsFollowTheirFields(t *testing.T) {
 // "The setting is kept", and the form "Not all saved".
 func TestSettingKeptButNotInUseSaysSaved(t *testing.T) {
 	u, be, _ := newTestUI(t)
-	be.saveErr = &Problem{Text: "The relay 127.0.0.1:1 does not answer. The setting is kept, and tried again when Ferry starts or the settings are saved.",
+	be.saveErr = &Problem{Text: "The relay 127.0.0.1:1 does not answer. The setting is kept, and Ferry tries again by itself.",
 		Err: errors.New("dial: refused"), Kept: true}
 	v := u.settings
 	v.apply()

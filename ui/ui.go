@@ -291,6 +291,10 @@ func (u *UI) updateStatus() {
 			rest = append(rest, addressText(addrs[0]))
 		}
 	}
+	if relay, problem := anywhereState(u.be); relay != "" && problem != "" {
+		// Settings says why, under the relay's fields.
+		rest = append(rest, "not reachable beyond the LAN")
+	}
 	u.status.set(EscapeName(clip(name, maxStatusName)), rest)
 }
 
@@ -396,6 +400,7 @@ func (u *UI) askBeforeQuit() bool {
 func (u *UI) SelfChanged() {
 	u.updateStatus()
 	u.settings.localSend.showStatus(u.be)
+	u.settings.anywhere.showStatus(u.be)
 }
 
 // ApplyDevice renders one discovery event. Call it on the Fyne goroutine

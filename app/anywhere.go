@@ -70,6 +70,7 @@ func (h *anywhereHub) apply(e *engine.Engine, s ui.Settings) error {
 	}
 	if err := e.SetRelaySecret(want, secret); err != nil {
 		// A secret of the wrong form: nothing to try again with.
+		err = &secretFormError{err}
 		h.took(gen, nil, anywhereProblem(want, err).Text)
 		return err
 	}
@@ -234,8 +235,20 @@ func anywhereProblem(relay string, err error) *ui.Problem {
 	case errors.Is(err, engine.ErrRelaySecret):
 		text = fmt.Sprintf("The relay %s refused this device's relay secret: give the one the relay was started with (ferry-cli relay --secret-file), or none for a relay without one, and check this computer's clock.", relay)
 	}
+	var form *secretFormError
+	if errors.As(err, &form) {
+		// Nothing is tried again with it: it must be given again.
+		text := fmt.Sprintf("The relay secret given for %s cannot be used: %s.", relay, strings.TrimSuffix(form.err.Error(), "."))
+		return &ui.Problem{Text: text + " The setting is kept; give the secret the relay was started with.", Err: err, Kept: true}
+	}
 	return &ui.Problem{Text: text + " The setting is kept, and Ferry tries again by itself.", Err: err, Kept: true}
 }
+
+// secretFormError is a relay secret of the wrong form (engine.SetRelaySecret).
+type secretFormError struct{ err error }
+
+func (e *secretFormError) Error() string { return e.err.Error() }
+func (e *secretFormError) Unwrap() error { return e.err }
 
 // relayGoneText says that the relay served through stopped answering as
 // it should, in the engine's sentence (EventListener's Err).

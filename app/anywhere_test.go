@@ -188,3 +188,22 @@ func TestAnywhereRelayGoneIsSaid(t *testing.T) {
 	evs <- engine.Event{Kind: engine.EventListener, Listener: &engine.ListenerStatus{Transport: engine.RelayListener, Addr: at}}
 	testutil.WaitFor(t, "the relay said back", func() bool { _, p := b.AnywhereStatus(); return p == "" })
 }
+
+// TestAnywhereSecretOfTheWrongFormIsNotTriedAgain: a relay secret of the
+// wrong form (the settings file edited by hand) is said as such, and not
+// as something Ferry tries again by itself, which it does not.
+func TestAnywhereSecretOfTheWrongFormIsNotTriedAgain(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	b := newTestBackend(t)
+	s := b.Settings()
+	s.Anywhere, s.AnywhereRelay, s.AnywhereSecret = true, "127.0.0.1:1", "short"
+	err := b.SaveSettings(s)
+	var p *ui.Problem
+	want := "The relay secret given for 127.0.0.1:1 cannot be used: a relay secret has at least 16 characters (this one has 5)"
+	if !errors.As(err, &p) || !strings.HasPrefix(p.Text, want) || strings.Contains(p.Text, "tries again") || !p.Kept {
+		t.Fatalf("%v, want a sentence starting %q", err, want)
+	}
+	if _, problem := b.AnywhereStatus(); !strings.HasPrefix(problem, want) {
+		t.Errorf("status: %q", problem)
+	}
+}

@@ -26,6 +26,7 @@ type anywhereHub struct {
 	want    string     // the relay the settings name while receiving ("" when off)
 	secret  string     // its relay secret
 	relay   string     // the relay served through now ("" when not serving)
+	via     string     // the relay sends to paired devices go through ("" when the setting is off)
 	problem string     // why want cannot be used now, in a sentence ("" when it can)
 	stop    func()
 	gen     int           // counts applies: a retry of an earlier one gives up
@@ -43,11 +44,20 @@ var anywhereRetry, anywhereRetryMax = 5 * time.Second, time.Minute
 // stops otherwise. A relay that cannot be used now is tried again in the
 // background; the error says why (the setting is kept).
 func (h *anywhereHub) apply(e *engine.Engine, s ui.Settings) error {
+	// Sends to paired devices go through the relay whenever the setting
+	// is on: with receiving off too, and while serving there fails (the
+	// send then says what the relay did, where it said "Ferry does not
+	// know where this device is").
+	via := ""
+	if s.Anywhere && s.AnywhereRelay != "" && e.SetRelaySecret(s.AnywhereRelay, s.AnywhereSecret) == nil {
+		via = s.AnywhereRelay
+	}
 	want, secret := "", ""
 	if s.Anywhere && s.Policy != ui.PolicyOff {
 		want, secret = s.AnywhereRelay, s.AnywhereSecret
 	}
 	h.mu.Lock()
+	h.via = via
 	if want == h.want && secret == h.secret && (h.relay != "" || want == "") {
 		h.mu.Unlock()
 		return nil
@@ -193,9 +203,7 @@ func (h *anywhereHub) close() {
 // target adds the relay to a send to a paired device, after its LAN
 // addresses (the engine tries those first).
 func (h *anywhereHub) target(to engine.Target, dev ui.Device) engine.Target {
-	h.mu.Lock()
-	relay := h.relay
-	h.mu.Unlock()
+	relay := h.sendVia()
 	if relay == "" || to.ID == "" || !dev.Trusted {
 		return to
 	}
@@ -208,6 +216,14 @@ func (h *anywhereHub) relayNow() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.relay
+}
+
+// sendVia is the relay sends to paired devices go through, after their
+// LAN addresses ("" when the setting is off).
+func (h *anywhereHub) sendVia() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.via
 }
 
 // applyAnywhere runs the beyond-the-LAN part of the settings. A relay that

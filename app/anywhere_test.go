@@ -17,7 +17,8 @@ import (
 
 // TestAnywhereSetting: the setting serves through the relay while on and
 // receiving, stops when turned off, and sends to paired devices (only)
-// get the relay after their LAN addresses.
+// get the relay after their LAN addresses while it is on, receiving or
+// not, serving or not.
 func TestAnywhereSetting(t *testing.T) {
 	r, e := relayAndEngine(t, "")
 	var h anywhereHub
@@ -42,8 +43,20 @@ func TestAnywhereSetting(t *testing.T) {
 	if err := h.apply(e, receivingOff); err != nil || h.relayNow() != "" {
 		t.Fatalf("receiving off: still %q (%v)", h.relayNow(), err)
 	}
+	// Sends go through the relay all the same: with receiving off, and
+	// while serving there fails (they said "Ferry does not know where
+	// this device is").
+	if to := h.target(engine.Target{ID: "x"}, ui.Device{Trusted: true}); len(to.Addrs) != 1 || to.Addrs[0] != addr.NewRendezvous(r.Addr().String()) {
+		t.Errorf("receiving off: a paired device's addresses %v", to.Addrs)
+	}
 	if err := h.apply(e, ui.Settings{Anywhere: true, AnywhereRelay: "127.0.0.1:1", Policy: ui.PolicyEveryone}); err == nil {
 		t.Error("a relay that is down was taken")
+	}
+	if to := h.target(engine.Target{ID: "x"}, ui.Device{Trusted: true}); len(to.Addrs) != 1 || to.Addrs[0] != addr.NewRendezvous("127.0.0.1:1") {
+		t.Errorf("serving failed: a paired device's addresses %v", to.Addrs)
+	}
+	if err := h.apply(e, ui.Settings{Policy: ui.PolicyEveryone}); err != nil || h.sendVia() != "" {
+		t.Errorf("the setting off: sends go via %q (%v)", h.sendVia(), err)
 	}
 }
 

@@ -81,7 +81,7 @@ var _ ui.SendKeeper = (*backend)(nil)
 // Send starts a transfer in the background: reading the files can take a
 // while and must not freeze the window.
 func (b *backend) Send(dev ui.Device, items ui.Items) error {
-	if len(dev.Addrs) == 0 && (b.anywhere.relayNow() == "" || !dev.Trusted || dev.ID == "") {
+	if len(dev.Addrs) == 0 && (b.anywhere.sendVia() == "" || !dev.Trusted || dev.ID == "") {
 		return &ui.Problem{Text: "Ferry does not know where this device is right now. Wait until it shows as online, or add it by address."}
 	}
 	if to, ok := lsTarget(dev); ok {
@@ -220,7 +220,7 @@ func (b *backend) resumeSend(s unfinishedSend) error {
 			}
 		}
 	}
-	if len(dev.Addrs) == 0 && (b.anywhere.relayNow() == "" || !dev.Trusted) {
+	if len(dev.Addrs) == 0 && (b.anywhere.sendVia() == "" || !dev.Trusted) {
 		b.rejoin.wait(s.Delivery, s.PeerID)
 		return &ui.Problem{Text: fmt.Sprintf("Ferry does not know where %s is right now. It sends the rest when it sees that device again.", ui.EscapeName(s.PeerName))}
 	}

@@ -153,10 +153,7 @@ func (h *anywhereHub) heard(st engine.ListenerStatus) {
 		h.mu.Unlock()
 		return
 	}
-	h.problem = ""
-	if st.Err != "" {
-		h.problem = relayGoneText(h.relay, st.Err)
-	}
+	h.problem = relayGoneText(st.Err)
 	h.mu.Unlock()
 	h.tell()
 }
@@ -267,8 +264,9 @@ func (e *secretFormError) Error() string { return e.err.Error() }
 func (e *secretFormError) Unwrap() error { return e.err }
 
 // relayGoneText says that the relay served through stopped answering as
-// it should, in the engine's sentence (EventListener's Err).
-func relayGoneText(relay, why string) string {
+// it should, in the engine's sentence (EventListener's Err; "" when it
+// answers again).
+func relayGoneText(why string) string {
 	if why == "" {
 		return ""
 	}

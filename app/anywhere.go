@@ -49,8 +49,11 @@ func (h *anywhereHub) apply(e *engine.Engine, s ui.Settings) error {
 	// send then says what the relay did, where it said "Ferry does not
 	// know where this device is").
 	via := ""
-	if s.Anywhere && s.AnywhereRelay != "" && e.SetRelaySecret(s.AnywhereRelay, s.AnywhereSecret) == nil {
-		via = s.AnywhereRelay
+	var secretErr error // a secret of the wrong form
+	if s.Anywhere && s.AnywhereRelay != "" {
+		if secretErr = e.SetRelaySecret(s.AnywhereRelay, s.AnywhereSecret); secretErr == nil {
+			via = s.AnywhereRelay
+		}
 	}
 	want, secret := "", ""
 	if s.Anywhere && s.Policy != ui.PolicyOff {
@@ -78,9 +81,9 @@ func (h *anywhereHub) apply(e *engine.Engine, s ui.Settings) error {
 		h.tell()
 		return nil
 	}
-	if err := e.SetRelaySecret(want, secret); err != nil {
+	if secretErr != nil {
 		// A secret of the wrong form: nothing to try again with.
-		err = &secretFormError{err}
+		err := &secretFormError{secretErr}
 		h.took(gen, nil, anywhereProblem(want, err).Text)
 		return err
 	}

@@ -350,25 +350,7 @@ func TestRelayGoneAndBackIsAnEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	relayAddr := r.Addr().String()
-	recv := startReceiver(t, Options{Accept: AcceptTrusted, Name: "Desktop"})
-	pairEngines(t, testEngine(t, Options{Name: "Laptop"}), recv) // with none, nothing is asked of the relay
-	recv.anywhereLoopback, recv.anywhereGrace = true, 200*time.Millisecond
-	events, unsub := recv.Subscribe(64)
-	defer unsub()
-	stop, err := recv.ServeAnywhere(relayAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	relayEvent := func() *ListenerStatus {
-		t.Helper()
-		for {
-			ev := firstEvent(t, events, EventListener)
-			if ev.Listener.Transport == RelayListener {
-				return ev.Listener
-			}
-		}
-	}
+	relayEvent := serveAnywhereWatched(t, relayAddr)
 	r.Close()
 	if st := relayEvent(); st.Addr != relayAddr || !strings.Contains(st.Err, relayAddr) {
 		t.Errorf("the relay gone: %+v", st)
@@ -404,27 +386,38 @@ func TestRelayFailingLooksIsAnEvent(t *testing.T) {
 	}))
 	defer proxy.Close()
 	relayAddr := proxy.Listener.Addr().String()
+	st := serveAnywhereWatched(t, relayAddr)()
+	want := "the relay " + relayAddr + " takes this device's presence but fails each of its looks for calls (it answered \"504 Gateway Timeout\"), so no call reaches this device through it"
+	t.Logf("said: %s", st.Err)
+	if !strings.HasPrefix(st.Err, want) {
+		t.Errorf("said %q, want it to begin %q", st.Err, want)
+	}
+}
+
+// serveAnywhereWatched starts a receiver, paired with a device (with none,
+// nothing is asked of the relay), serving through relayAddr with a grace
+// of 200 ms, and returns what waits for its next EventListener about the
+// relay.
+func serveAnywhereWatched(t *testing.T, relayAddr string) (relayEvent func() *ListenerStatus) {
+	t.Helper()
 	recv := startReceiver(t, Options{Accept: AcceptTrusted, Name: "Desktop"})
 	pairEngines(t, testEngine(t, Options{Name: "Laptop"}), recv)
 	recv.anywhereLoopback, recv.anywhereGrace = true, 200*time.Millisecond
 	events, unsub := recv.Subscribe(64)
-	defer unsub()
+	t.Cleanup(unsub)
 	stop, err := recv.ServeAnywhere(relayAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
-	for {
-		ev := firstEvent(t, events, EventListener)
-		if ev.Listener.Transport != RelayListener {
-			continue
+	t.Cleanup(stop)
+	return func() *ListenerStatus {
+		t.Helper()
+		for {
+			ev := firstEvent(t, events, EventListener)
+			if ev.Listener.Transport == RelayListener {
+				return ev.Listener
+			}
 		}
-		want := "the relay " + relayAddr + " takes this device's presence but fails each of its looks for calls (it answered \"504 Gateway Timeout\"), so no call reaches this device through it"
-		t.Logf("said: %s", ev.Listener.Err)
-		if !strings.HasPrefix(ev.Listener.Err, want) {
-			t.Errorf("said %q, want it to begin %q", ev.Listener.Err, want)
-		}
-		return
 	}
 }
 

@@ -98,12 +98,30 @@ func (v *anywhereSettings) showStatus(be Backend) {
 	case problem != "":
 		v.state.SetText("Your paired devices cannot reach this one beyond the LAN now. " + problem)
 		v.state.Importance = widget.DangerImportance
+	case !anyPaired(be):
+		// Serving through the relay is for paired devices alone: with
+		// none, nothing reaches this one there, and the relay is not
+		// asked anything after its first answer (it said "Your paired
+		// devices reach this one through the relay", of no device).
+		v.state.SetText("No device is paired with this one yet, so none reaches it beyond the LAN. Pair with a device while it is on this network (Pair… on it); from then on it reaches this one through the relay " + relay + ".")
+		v.state.Importance = widget.MediumImportance
 	default:
 		v.state.SetText("Your paired devices reach this one through the relay " + relay + ".")
 		v.state.Importance = widget.MediumImportance
 	}
 	v.state.Refresh()
 	v.state.Show()
+}
+
+// anyPaired reports whether be knows a paired Ferry device (a LocalSend
+// device is never reached through the relay).
+func anyPaired(be Backend) bool {
+	for _, d := range be.KnownDevices() {
+		if d.Paired && !d.LocalSend {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *anywhereSettings) items() []*widget.FormItem {

@@ -83,7 +83,9 @@ func (f *anywhereStatusFake) AnywhereStatus() (string, string) { return f.relay,
 // TestAnywhereStatusSaid: while the relay the settings name cannot be
 // used, Settings says why under the relay's fields and the status line
 // says the device is not reachable beyond the LAN; once it can, Settings
-// says so and the status line says nothing of it. It was said nowhere: a
+// says so (that no device is paired to reach it yet, while none is: it
+// said they reach it, of no device) and the status line says nothing of
+// it. It was said nowhere: a
 // relay that did not answer as Ferry started, or stopped answering later,
 // was in the log alone.
 func TestAnywhereStatusSaid(t *testing.T) {
@@ -107,6 +109,16 @@ func TestAnywhereStatusSaid(t *testing.T) {
 	}
 	be.problem = ""
 	u.SelfChanged()
+	// No Ferry device paired (a LocalSend one is never reached there).
+	be.known = []KnownDevice{{ID: idAlice, Name: "Phone", LocalSend: true, Paired: true}}
+	u.known.reload()
+	if !strings.HasPrefix(v.state.Text, "No device is paired with this one yet, so none reaches it beyond the LAN.") ||
+		!strings.HasSuffix(v.state.Text, "through the relay relay.example.org:3478.") || v.state.Importance == widget.DangerImportance {
+		t.Errorf("the relay back, no device paired: Settings %q", v.state.Text)
+	}
+	// A pairing made: the Devices page is listed again.
+	be.known = append(be.known, KnownDevice{ID: "CAROL" + idAlice[5:], Name: "Laptop", Paired: true})
+	u.known.reload()
 	if v.state.Text != "Your paired devices reach this one through the relay relay.example.org:3478." || v.state.Importance == widget.DangerImportance {
 		t.Errorf("the relay back: Settings %q", v.state.Text)
 	}

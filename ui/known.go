@@ -121,6 +121,11 @@ func (v *knownView) reload() {
 	}
 	v.box.Objects = objs
 	v.box.Refresh()
+	if u.settings != nil {
+		// Whether a paired device reaches this one beyond the LAN
+		// depends on there being one: a pairing made or forgotten.
+		u.settings.anywhere.showStatus(u.be)
+	}
 }
 
 // showSeen says under a row's ID whether its device is online now, as

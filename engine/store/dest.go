@@ -261,6 +261,9 @@ type Partial struct {
 
 	meta Meta // what Finalize gives it (SetMeta)
 	copy int  // 1 + its place among the copies of its name (SetCopy), 0 for none
+	// same tells whether a file already under its name holds its bytes
+	// (SetSame); nil when nothing does.
+	same func(*os.File) bool
 
 	// length is the file's length while it is known without asking the
 	// file system (a fresh partial written only through WriteAt: the end
@@ -948,6 +951,15 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 		name := filepath.Join(to.path, numbered(base, n, true))
 		linked, err := d.placeNew(p.name, name)
 		if errors.Is(err, fs.ErrExist) {
+			if n == 0 && !retried && d.holdsSame(p, to, numbered(base, n, true), size) {
+				// The file is there already: the partial goes.
+				savedAs = keptSame(to, numbered(base, n, true))
+				p.letGo()
+				if err := d.removeName(p.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return savedAs, fmt.Errorf("store: finalize %q: the same file is there as %q but could not remove the partial: %w", rel, savedAs, err)
+				}
+				return savedAs, nil
+			}
 			continue
 		}
 		if alt, ok := windowsName(base, err); ok && !retried {

@@ -105,6 +105,9 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 			err = p.link(to, name)
 		}
 		if errors.Is(err, fs.ErrExist) {
+			if n == 0 && !retried && d.holdsSame(p, to, name, size) {
+				return keptSame(to, name), nil // there already: the partial goes as it closes
+			}
 			continue
 		}
 		if alt, ok := windowsName(base, err); ok && !retried {

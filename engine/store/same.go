@@ -1,0 +1,58 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// A file sent again (a folder sent once more with a few files added, the
+// same photo a second time) finds its name taken by the file it was the
+// last time. Finalize numbered it all the same, so a folder sent twice
+// held "a.jpg" and "a (1).jpg" of every file in it, the same bytes twice.
+// Given a way to tell (SetSame), Finalize keeps the file already under the
+// name when it holds the partial's bytes, and drops the partial: nothing is
+// saved twice, nothing is overwritten, and a file that differs is numbered
+// as before.
+
+// SetSame gives Finalize a way to tell whether a file already under the
+// partial's name holds the partial's bytes: same reads it (a regular file
+// of the partial's size, spelled as the name, opened for reading) and
+// says whether it does. A copy of a name the offer holds more than once
+// (SetCopy) is numbered whatever the folder holds.
+func (p *Partial) SetSame(same func(f *os.File) bool) { p.same = same }
+
+// holdsSame reports whether name in to, a name Finalize found taken as it
+// tried it for p, is a regular file of size bytes spelled exactly name
+// (where the folder ignores case, the other spelling is another file's)
+// that p's same says holds p's bytes.
+func (d *Dest) holdsSame(p *Partial, to *folder, name string, size int64) bool {
+	if p.same == nil || p.copy != 0 {
+		return false
+	}
+	root, err := to.rootOf()
+	if err != nil {
+		return false
+	}
+	fi, err := root.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
+		return false
+	}
+	if ok, err := spelledAt(root, ".", name); err != nil || !ok {
+		return false
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if now, err := f.Stat(); err != nil || !os.SameFile(fi, now) {
+		return false // replaced between the look and the open
+	}
+	return p.same(f)
+}
+
+// keptSame is the slash-separated path, relative to the destination, of
+// name in to: the file kept in place of the partial (holdsSame).
+func keptSame(to *folder, name string) string {
+	return filepath.ToSlash(filepath.Join(to.path, name))
+}

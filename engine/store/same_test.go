@@ -1,0 +1,93 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFinalizeKeepsTheSameFile: a file already under the partial's name
+// that SetSame's check says holds the partial's bytes is kept, untouched,
+// and the partial goes (nothing saved twice); one that differs, one of
+// another size, a symlink to the same bytes and a copy of a name the
+// offer holds twice are numbered as before, and the check reads only a
+// regular file of the partial's size. Until 2026-12-07 every one was
+// numbered: a folder sent twice held "a.jpg" and "a (1).jpg" of each
+// file. Both kinds of partial: with a name, and (Linux) without one.
+func TestFinalizeKeepsTheSameFile(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		for _, tc := range []struct {
+			name    string
+			there   string // what is under the name before: content, or "-> target"
+			copy    bool   // the partial is the offer's second copy of its name
+			read    bool   // the check is asked
+			same    bool   // what the check says
+			savedAs string
+		}{
+			{name: "the same", there: "new bytes", read: true, same: true, savedAs: "p/a.txt"},
+			{name: "other bytes of its size", there: "old bytes", read: true, savedAs: "p/a (1).txt"},
+			{name: "another size", there: "old", savedAs: "p/a (1).txt"},
+			{name: "a symlink to the same", there: "-> ../same.txt", savedAs: "p/a (1).txt"},
+			{name: "a copy", there: "new bytes", copy: true, savedAs: "p/a (2).txt"},
+		} {
+			t.Run(fmt.Sprintf("%s/whole=%v", tc.name, whole), func(t *testing.T) {
+				d, dir := openDest(t)
+				want := map[string]string{}
+				if target, ok := bytes.CutPrefix([]byte(tc.there), []byte("-> ")); ok {
+					writeFile(t, dir, "same.txt", "new bytes")
+					want["same.txt"] = "new bytes"
+					writeFile(t, dir, "p/.keep", "")
+					want["p/.keep"] = ""
+					symlink(t, string(target), filepath.Join(dir, "p", "a.txt"))
+				} else {
+					writeFile(t, dir, "p/a.txt", tc.there)
+				}
+				want["p/a.txt"] = tc.there
+				before, err := os.Lstat(filepath.Join(dir, "p", "a.txt"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var p *Partial
+				if whole {
+					p = createWhole(t, d, "p/a.txt")
+				} else if p, err = d.CreatePartial("p/a.txt"); err != nil {
+					t.Fatal(err)
+				}
+				data := []byte("new bytes")
+				if _, err := p.WriteAt(data, 0); err != nil {
+					t.Fatal(err)
+				}
+				if tc.copy {
+					p.SetCopy(1)
+				}
+				asked := false
+				p.SetSame(func(f *os.File) bool {
+					asked = true
+					got, err := io.ReadAll(f)
+					if err != nil || string(got) != tc.there {
+						t.Errorf("the check read %q (%v), want the file under the name, %q", got, err, tc.there)
+					}
+					return tc.same
+				})
+				saved, err := d.Finalize(p, "p/a.txt", int64(len(data)))
+				if err != nil || saved != tc.savedAs {
+					t.Fatalf("saved as %q (%v), want %q", saved, err, tc.savedAs)
+				}
+				if asked != tc.read {
+					t.Errorf("the check asked: %v, want %v", asked, tc.read)
+				}
+				if saved != "p/a.txt" {
+					want[saved] = "new bytes"
+				}
+				assertTree(t, dir, want) // the partial gone too
+				after, err := os.Lstat(filepath.Join(dir, "p", "a.txt"))
+				if err != nil || !os.SameFile(before, after) {
+					t.Errorf("the file under the name was replaced (%v)", err)
+				}
+			})
+		}
+	}
+}

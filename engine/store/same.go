@@ -37,7 +37,9 @@ func (d *Dest) holdsSame(p *Partial, to *folder, name string, size int64) bool {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
 		return false
 	}
-	if ok, err := spelledAt(root, ".", name); err != nil || !ok {
+	// The folder's listing, where it ignores case, is kept for the next
+	// name: a folder sent again asks it of each of its files.
+	if ok, err := to.spelled(name); err != nil || !ok {
 		return false
 	}
 	f, err := root.Open(name)

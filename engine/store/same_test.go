@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // TestFinalizeKeepsTheSameFile: a file already under the partial's name
@@ -89,5 +91,43 @@ func TestFinalizeKeepsTheSameFile(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSameFileOfAnotherSpellingIsNotKept: where the folder ignores case (FAT
+// and exFAT sticks, a Mac's or Windows's temporary folder), a file of the
+// same bytes under another spelling of the name is another file: the one
+// received is numbered beside it, and only a file spelled exactly so is
+// kept in its place.
+func TestSameFileOfAnotherSpellingIsNotKept(t *testing.T) {
+	for _, c := range []struct {
+		fs    string
+		stick func(testing.TB) string
+	}{{"FAT32", testutil.FATStick}, {"exFAT", testutil.ExFATStick}, {"temp", foldingTemp}} {
+		t.Run(c.fs, func(t *testing.T) {
+			d, dir := openStick(t, c.stick)
+			data := []byte("the same bytes")
+			writeFile(t, dir, "p/Photo.JPG", string(data))
+			for _, tc := range []struct{ rel, want string }{
+				{"p/photo.jpg", "p/photo (1).jpg"},
+				{"p/Photo.JPG", "p/Photo.JPG"},
+			} {
+				p, err := d.CreatePartial(tc.rel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.WriteAt(data, 0); err != nil {
+					t.Fatal(err)
+				}
+				p.SetSame(func(f *os.File) bool {
+					got, err := io.ReadAll(f)
+					return err == nil && bytes.Equal(got, data)
+				})
+				if saved, err := d.Finalize(p, tc.rel, int64(len(data))); err != nil || saved != tc.want {
+					t.Errorf("%s: saved as %q (%v), want %q", tc.rel, saved, err, tc.want)
+				}
+			}
+			assertTree(t, dir, map[string]string{"p/Photo.JPG": string(data), "p/photo (1).jpg": string(data)})
+		})
 	}
 }

@@ -41,8 +41,8 @@ func otherCase(name string) string {
 	return ""
 }
 
-// spelled reports whether the folder that name finds in fo (isDir said it
-// is one) is named name, letter case and all, or a spelling of it that
+// spelled reports whether what name finds in fo (a folder isDir said is
+// one, or a file holdsSame looks at) is named name, letter case and all, or a spelling of it that
 // looks the same (composed or decomposed): where name in the other case
 // finds nothing, fo tells cases apart and it is; else fo is listed. The
 // listing is kept for the next name, and read again when it lacks one (a

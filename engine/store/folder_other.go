@@ -29,6 +29,32 @@ func (fo *folder) create(name string) (*os.File, error) {
 	return root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
+// openRead opens the file name (one element) in fo for reading, never
+// through a symlink: one found there fails, as does a file replaced
+// between the look and the open.
+func (fo *folder) openRead(name string) (*os.File, error) {
+	root, err := fo.rootOf()
+	if err != nil {
+		return nil, err
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("a symlink")}
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if now, err := f.Stat(); err != nil || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("replaced as it was opened")}
+	}
+	return f, nil
+}
+
 // holds reports whether the file called base in fo is the file id.
 func (fo *folder) holds(base string, id fs.FileInfo) bool {
 	root, err := fo.rootOf()

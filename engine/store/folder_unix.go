@@ -51,6 +51,23 @@ func (fo *folder) create(name string) (*os.File, error) {
 	}
 }
 
+// openRead opens the file name (one element) in fo for reading, never
+// through a symlink (O_NOFOLLOW: a symlink fails), and, as create, without
+// registering it with Go's poller.
+func (fo *folder) openRead(name string) (*os.File, error) {
+	for {
+		fd, err := unix.Openat(int(fo.dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		runtime.KeepAlive(fo.dir)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		return os.NewFile(uintptr(fd), name), nil
+	}
+}
+
 // stat is lstat(2) of name (one element) in fo: it follows no symlink.
 func (fo *folder) stat(name string, st *unix.Stat_t) error {
 	for {

@@ -29,26 +29,18 @@ func (d *Dest) holdsSame(p *Partial, to *folder, name string, size int64) bool {
 	if p.same == nil || p.copy != 0 {
 		return false
 	}
-	root, err := to.rootOf()
+	f, err := to.openRead(name) // never through a symlink
 	if err != nil {
 		return false
 	}
-	fi, err := root.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
 		return false
 	}
 	// The folder's listing, where it ignores case, is kept for the next
 	// name: a folder sent again asks it of each of its files.
 	if ok, err := to.spelled(name); err != nil || !ok {
 		return false
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if now, err := f.Stat(); err != nil || !os.SameFile(fi, now) {
-		return false // replaced between the look and the open
 	}
 	return p.same(f)
 }

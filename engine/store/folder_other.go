@@ -29,9 +29,9 @@ func (fo *folder) create(name string) (*os.File, error) {
 	return root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
-// openRead opens the file name (one element) in fo for reading, never
-// through a symlink: one found there fails, as does a file replaced
-// between the look and the open.
+// openRead opens the regular file name (one element) in fo for reading:
+// never through a symlink, nor anything but a regular file, nor a file put
+// in its place between the look and the open.
 func (fo *folder) openRead(name string) (*os.File, error) {
 	root, err := fo.rootOf()
 	if err != nil {
@@ -41,8 +41,8 @@ func (fo *folder) openRead(name string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("a symlink")}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errNotRegular}
 	}
 	f, err := root.Open(name)
 	if err != nil {
@@ -50,7 +50,7 @@ func (fo *folder) openRead(name string) (*os.File, error) {
 	}
 	if now, err := f.Stat(); err != nil || !os.SameFile(fi, now) {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("replaced as it was opened")}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errReplaced}
 	}
 	return f, nil
 }

@@ -51,17 +51,35 @@ func (fo *folder) create(name string) (*os.File, error) {
 	}
 }
 
-// openRead opens the file name (one element) in fo for reading, never
-// through a symlink (O_NOFOLLOW: a symlink fails), and, as create, without
-// registering it with Go's poller.
+// openRead opens the regular file name (one element) in fo for reading:
+// never through a symlink, nor anything but a regular file (a FIFO would
+// block the open until a writer came, a device may act on an open), nor a
+// file put in its place between the look and the open (O_NOFOLLOW,
+// O_NONBLOCK, then its number checked). As create, it is not registered
+// with Go's poller.
 func (fo *folder) openRead(name string) (*os.File, error) {
+	var st, now unix.Stat_t
+	if err := fo.stat(name, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errNotRegular}
+	}
 	for {
-		fd, err := unix.Openat(int(fo.dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(int(fo.dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		runtime.KeepAlive(fo.dir)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		if err := unix.Fstat(fd, &now); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+			unix.Close(fd)
+			return nil, &fs.PathError{Op: "open", Path: name, Err: errReplaced}
+		}
+		if err := unix.SetNonblock(fd, false); err != nil {
+			unix.Close(fd)
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
 		return os.NewFile(uintptr(fd), name), nil

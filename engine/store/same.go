@@ -1,8 +1,15 @@
 package store
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+)
+
+// Why openRead did not open a name.
+var (
+	errNotRegular = errors.New("not a regular file")
+	errReplaced   = errors.New("replaced as it was opened")
 )
 
 // A file sent again (a folder sent once more with a few files added, the

@@ -115,7 +115,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 			Rate: p.Rate, ETA: time.Duration(p.ETA * float64(time.Second))}
 	}
 	if f := ev.File; f != nil {
-		out.File = &ui.FileResult{Path: f.Path, SavedAs: f.SavedAs, Size: f.Size, Verified: f.Verified, Root: f.Root, Err: f.Err}
+		out.File = &ui.FileResult{Path: f.Path, SavedAs: f.SavedAs, Size: f.Size, Verified: f.Verified, Root: f.Root, Err: f.Err, Kept: f.Kept}
 	}
 	if t := ev.Transport; t != nil {
 		out.Transport, out.Reason, out.Route, out.Relay = t.Name, t.Reason, t.Route, t.Relay

@@ -203,6 +203,7 @@ type rxFile struct {
 	writing int
 	ok      bool   // resolved and saved
 	savedAs string // where it was saved
+	kept    bool   // saved as the file already there, which holds its bytes (store.Partial.Kept)
 	// data counts the bytes of the chunks that were not all zeros, each
 	// chunk once (charged: a bitmap), of a file the sender says holds
 	// holes (entry.Holes): the space check counted Size-Holes for it, and
@@ -1536,6 +1537,9 @@ func (rx *receiver) maybeFinalize(ctx context.Context, f *rxFile) {
 		// Go's os.Root uses). The file is good: say so, and keep the note.
 		rx.e.log.Warn("file saved, partial left behind", "file", saved, "err", err)
 	}
+	rx.mu.Lock()
+	f.kept = part.Kept()
+	rx.mu.Unlock()
 	rx.resolve(f, true, saved, "", "") // gives back the partial's place (rx.open)
 }
 
@@ -1573,6 +1577,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	}
 	f.resolved = true
 	f.ok, f.savedAs = ok, savedAs
+	kept := ok && f.kept
 	if !ok && f.unsent {
 		rx.unsentN.Add(1) // before checkComplete reads it, once per file
 	}
@@ -1621,7 +1626,11 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 			root = hex.EncodeToString(r[:])
 		}
 	}
-	rx.Resolved(int(f.idx), ok, savedAs, root, reason)
+	if kept {
+		rx.ResolvedKept(int(f.idx), savedAs, root)
+	} else {
+		rx.Resolved(int(f.idx), ok, savedAs, root, reason)
+	}
 	rx.checkComplete()
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,12 +37,40 @@ func TestFolderSentAgainKeepsItsSameFiles(t *testing.T) {
 			}
 		}
 		received := resultsOf(t, recv, Receiving, 1)
+		// What the receiver says of each file, until its result.
+		events, unsub := recv.Subscribe(4096)
+		files := make(chan map[string]bool, 1)
+		go func() {
+			defer unsub()
+			kept := map[string]bool{}
+			for ev := range events {
+				switch {
+				case ev.Direction != Receiving:
+				case ev.Kind == EventFile:
+					kept[ev.File.Path] = ev.File.Kept
+				case ev.Kind == EventResult:
+					files <- kept
+					return
+				}
+			}
+		}()
 		res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
 		if res.State != StateDone || res.Verified != res.Files {
 			t.Fatalf("send %d: %s %q, %d of %d files verified", round+1, res.State, res.Err, res.Verified, res.Files)
 		}
 		if r := next(t, received); r.State != StateDone {
 			t.Fatalf("received %d: %s %q", round+1, r.State, r.Err)
+		}
+		kept := <-files
+		if round == 0 && fmt.Sprint(kept) != "map[Photos/a.jpg:false Photos/big.bin:false Photos/empty:false Photos/sub/edit.bin:false]" {
+			t.Errorf("first send: files kept %v, want none of the four", kept)
+		}
+		if round == 1 {
+			// The receiver says which it kept (the app's Details, ferry-cli).
+			want := map[string]bool{"Photos/a.jpg": true, "Photos/big.bin": true, "Photos/empty": true, "Photos/new.jpg": false, "Photos/sub/edit.bin": false}
+			if fmt.Sprint(kept) != fmt.Sprint(want) {
+				t.Errorf("files kept as they were here: %v, want %v", kept, want)
+			}
 		}
 	}
 	var got []string

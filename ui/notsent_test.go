@@ -122,3 +122,17 @@ func TestDetailsListAComposedNameWithoutAnArrow(t *testing.T) {
 		t.Errorf("Details list\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A file the receiver kept as the one already there, which held its bytes
+// (a trusted device sent it again), is listed so in Details: it read as a
+// file saved anew, and no "name (1)" was to be found.
+func TestDetailsListAFileKeptAsHereAlready(t *testing.T) {
+	v := &transferView{ended: 2, results: []FileResult{
+		{Path: "Photos/a.jpg", Size: 3, Verified: true, Kept: true},
+		{Path: "Photos/b.jpg", Size: 3, Verified: true},
+	}}
+	want := "✓ Photos/a.jpg (3 B) verified: here already with the same bytes, kept\n✓ Photos/b.jpg (3 B) verified"
+	if got := filesText(v); got != want {
+		t.Errorf("Details list\n%q\nwant\n%q", got, want)
+	}
+}

@@ -1175,6 +1175,8 @@ func filesText(v *transferView) string {
 		switch {
 		case f.Err != "":
 			fmt.Fprintf(&b, "✗ %s (%s): %s\n", name, HumanBytes(f.Size), EscapeLine(f.Err))
+		case f.Verified && f.Kept:
+			fmt.Fprintf(&b, "✓ %s (%s) verified: here already with the same bytes, kept\n", name, HumanBytes(f.Size))
 		case f.Verified:
 			fmt.Fprintf(&b, "✓ %s (%s) verified\n", name, HumanBytes(f.Size))
 		default:

@@ -379,6 +379,9 @@ type FileResult struct {
 	Verified bool
 	Root     string
 	Err      string
+	// Kept (received): the file already under its name held these very
+	// bytes and was kept, not saved a second time.
+	Kept bool
 }
 
 // Result summarises a transfer that ended, or stopped for now (paused by

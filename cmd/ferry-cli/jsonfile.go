@@ -77,6 +77,9 @@ func (l *fileLines) line(ev engine.Event) (b []byte, ok bool) {
 		b = append(b, `,"error":`...)
 		b = appendJSONString(b, f.Err)
 	}
+	if f.Kept {
+		b = append(b, `,"kept":true`...)
+	}
 	b = append(b, "}}\n"...)
 	l.buf = b
 	return b, true

@@ -24,6 +24,7 @@ func fileLineEvents() []engine.Event {
 	evs := []engine.Event{
 		ev(engine.FileResult{Path: "go/src/a.go", Size: 1234, Verified: true, Root: "00ff"}),
 		ev(engine.FileResult{Path: "a <b> & c\"d\\e", SavedAs: "a (1).go", Size: 0, Verified: true}),
+		ev(engine.FileResult{Path: "go/src/b.go", Size: 99, Verified: true, Root: "00ee", Kept: true}),
 		ev(engine.FileResult{Path: "ctl\x01\t\n\x7f", Err: "the file's BLAKE3 root does not match", Size: -1}),
 		ev(engine.FileResult{Path: "bad\xff\xfeutf8 \u2028\u2029 é 日本"}),
 		ev(engine.FileResult{}),

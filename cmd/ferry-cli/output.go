@@ -402,6 +402,10 @@ func (p *printer) event(ev engine.Event) {
 		switch {
 		case !f.Verified:
 			p.line("FAILED  %s: %s", safetext.Name(f.Path), shown(f.Err))
+		case f.Kept && f.SavedAs != "" && !safetext.OnlyComposed(f.Path, f.SavedAs):
+			p.line("ok      %s (here already as %s, the same bytes: kept, not saved twice)", safetext.Name(f.Path), safetext.Name(f.SavedAs))
+		case f.Kept:
+			p.line("ok      %s (here already, the same bytes: kept, not saved twice)", safetext.Name(f.Path))
 		case safetext.OnlyComposed(f.Path, f.SavedAs):
 			// A Mac's decomposed name saved composed (store.LocalName):
 			// "saved as" the same letters would read as no change.

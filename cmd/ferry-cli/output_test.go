@@ -71,6 +71,23 @@ func TestSavedComposedIsSaidSo(t *testing.T) {
 	}
 }
 
+// A file kept as the one already there, which holds its bytes (a trusted
+// device sent it again), is said so, as is where, when that is another
+// name; it read as a file saved anew.
+func TestKeptIsSaidSo(t *testing.T) {
+	for _, c := range []struct{ path, saved, want string }{
+		{"Photos/a.jpg", "", "ok      Photos/a.jpg (here already, the same bytes: kept, not saved twice)\n"},
+		{`a\b.txt`, "a_b.txt", "ok      a\\b.txt (here already as a_b.txt, the same bytes: kept, not saved twice)\n"},
+		{"Re\u0301sume\u0301.md", "R\u00e9sum\u00e9.md", "ok      Re\u0301sume\u0301.md (here already, the same bytes: kept, not saved twice)\n"},
+	} {
+		var out bytes.Buffer
+		newPrinter(&out, false).event(engine.Event{Kind: engine.EventFile, File: &engine.FileResult{Path: c.path, SavedAs: c.saved, Verified: true, Kept: true}})
+		if out.String() != c.want {
+			t.Errorf("%q kept as %q: %q, want %q", c.path, c.saved, out.String(), c.want)
+		}
+	}
+}
+
 // writeCounter counts the writes a printer makes (each is a system call on
 // a real stdout).
 type writeCounter struct {

@@ -264,6 +264,8 @@ type Partial struct {
 	// same tells whether a file already under its name holds its bytes
 	// (SetSame); nil when nothing does.
 	same func(*os.File) bool
+	// kept: Finalize kept the file already under its name in its place.
+	kept bool
 
 	// length is the file's length while it is known without asking the
 	// file system (a fresh partial written only through WriteAt: the end
@@ -953,7 +955,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 		if errors.Is(err, fs.ErrExist) {
 			if n == 0 && !retried && d.holdsSame(p, to, numbered(base, n, true), size) {
 				// The file is there already: the partial goes.
-				savedAs = keptSame(to, numbered(base, n, true))
+				savedAs, p.kept = keptSame(to, numbered(base, n, true)), true
 				p.letGo()
 				if err := d.removeName(p.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return savedAs, fmt.Errorf("store: finalize %q: the same file is there as %q but could not remove the partial: %w", rel, savedAs, err)

@@ -28,6 +28,10 @@ var (
 // (SetCopy) is numbered whatever the folder holds.
 func (p *Partial) SetSame(same func(f *os.File) bool) { p.same = same }
 
+// Kept reports whether Finalize kept the file already under the partial's
+// name, which holds its bytes, and dropped the partial (SetSame).
+func (p *Partial) Kept() bool { return p.kept }
+
 // holdsSame reports whether name in to, a name Finalize found taken as it
 // tried it for p, is a regular file of size bytes spelled exactly name
 // (where the folder ignores case, the other spelling is another file's)

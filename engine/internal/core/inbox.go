@@ -978,8 +978,18 @@ func (in *Inbox) ResolvedCount() int {
 // Resolved reports one file's outcome (saved as savedAs, or failed for
 // reason) and returns how many are resolved now.
 func (in *Inbox) Resolved(idx int, ok bool, savedAs, root, reason string) int {
+	return in.resolved(idx, ok, false, savedAs, root, reason)
+}
+
+// ResolvedKept reports a file verified and not saved again: the file
+// already under its name (savedAs) holds its bytes, and was kept.
+func (in *Inbox) ResolvedKept(idx int, savedAs, root string) int {
+	return in.resolved(idx, true, true, savedAs, root, "")
+}
+
+func (in *Inbox) resolved(idx int, ok, kept bool, savedAs, root, reason string) int {
 	f := in.file(idx)
-	fr := &FileResult{Path: f.Path, Size: f.Size, Verified: ok, Err: reason, Root: root}
+	fr := &FileResult{Path: f.Path, Size: f.Size, Verified: ok, Err: reason, Root: root, Kept: kept}
 	if ok && savedAs != f.Path {
 		fr.SavedAs = savedAs
 	}

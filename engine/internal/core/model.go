@@ -92,6 +92,10 @@ type FileResult struct {
 	Verified bool   `json:"verified"`
 	Root     string `json:"root,omitempty"` // hex BLAKE3 Merkle root
 	Err      string `json:"error,omitempty"`
+	// Kept (receiver): the file already under its name holds these very
+	// bytes, and was kept rather than saved a second time (a trusted
+	// device sent it again).
+	Kept bool `json:"kept,omitempty"`
 }
 
 // Result summarises a finished transfer.

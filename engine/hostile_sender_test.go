@@ -172,6 +172,34 @@ var hostileReceivers = []struct {
 	{"prompt it did not say it sends", []wire.Message{&wire.Prompt{Shown: true}, &wire.Decision{Accept: true}},
 		"got prompt from a receiver that did not say it sends them"},
 	{"prompt after the decision", []wire.Message{&wire.Decision{Accept: true}, &wire.Prompt{Shown: true}}, "unexpected prompt"},
+	{"names files held, not saying it does", []wire.Message{&wire.Decision{Accept: true, Same: []byte{1}}},
+		"a decision naming files held, from a receiver that did not say"},
+	{"leaves it did not say it sends", []wire.Message{&wire.Decision{Accept: true}, &wire.Same{File: 0, Leaves: make([]byte, 32), Done: true}},
+		"leaves of file 0, which the receiver did not say it holds"},
+}
+
+// hostileSamers are hostileReceivers whose hello lists wire.FeatureSame:
+// they name files they hold, and send their leaves, wrongly. They seed
+// FuzzSenderControl too.
+var hostileSamers = []struct {
+	name string
+	msgs []wire.Message
+	want string
+}{
+	{"holds a file not offered", []wire.Message{&wire.Decision{Accept: true, Same: []byte{0x04}}}, "holds file 2, which it did not accept whole"},
+	{"holds a file not accepted", []wire.Message{&wire.Decision{Accept: true, Files: []uint32{0}, Same: []byte{0x02}}},
+		"holds file 1, which it did not accept whole"},
+	{"holds part of a file and all of it", []wire.Message{&wire.Have{File: 0, Chunks: []byte{1}}, &wire.Decision{Accept: true, Same: []byte{1}}},
+		"holds file 0, which it did not accept whole"},
+	{"a bitmap longer than the offer", []wire.Message{&wire.Decision{Accept: true, Same: []byte{1, 0}}}, "a same bitmap of 2 bytes for 2 files"},
+	{"leaves of a file it did not name", []wire.Message{&wire.Decision{Accept: true, Same: []byte{1}}, &wire.Same{File: 1, Leaves: make([]byte, 32), Done: true}},
+		"leaves of file 1, which the receiver did not say it holds"},
+	{"leaves out of order", []wire.Message{&wire.Decision{Accept: true, Same: []byte{1}}, &wire.Same{File: 0, Start: 1, Leaves: make([]byte, 32)}},
+		"leaves 1 to 2 of file 0, after 0 of its 3"},
+	{"leaves beyond the file", []wire.Message{&wire.Decision{Accept: true, Same: []byte{1}}, &wire.Same{File: 0, Leaves: make([]byte, 4*32)}},
+		"leaves 0 to 4 of file 0, after 0 of its 3"},
+	{"leaves after it was done", []wire.Message{&wire.Decision{Accept: true, Same: []byte{1}}, &wire.Same{File: 0, Done: true}, &wire.Same{File: 0, Leaves: make([]byte, 32)}},
+		"or said it was done with"},
 }
 
 // hostilePrompters are hostileReceivers whose hello lists
@@ -250,6 +278,9 @@ func TestHostileReceivers(t *testing.T) {
 	for _, c := range hostilePrompters {
 		cases = append(cases, hostile{"feature prompt: " + c.name, []string{wire.FeaturePrompt}, c.msgs, c.want})
 	}
+	for _, c := range hostileSamers {
+		cases = append(cases, hostile{"feature same: " + c.name, []string{wire.FeatureSame}, c.msgs, c.want})
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err, verified := againstLiar(t, c.features, func(r *rawReceiver) { r.answer(encode(c.msgs...)) })
@@ -280,6 +311,11 @@ func FuzzSenderControl(f *testing.F) {
 	for _, c := range hostilePrompters {
 		f.Add(encode(c.msgs...))
 	}
+	for _, c := range hostileSamers {
+		f.Add(encode(c.msgs...))
+	}
+	f.Add(encode(&wire.Decision{Accept: true, Same: []byte{3}}, &wire.Same{File: 1, Leaves: make([]byte, 3*32), Done: true},
+		&wire.Same{File: 0, Leaves: make([]byte, 32)}))
 	f.Add(encode(&wire.Prompt{}, &wire.Prompt{Shown: true}, &wire.Decision{Accept: true}))
 	f.Add(encode(&wire.Decision{Accept: false, Code: wire.CodeDeclined}))
 	l := newLiarSetup(f)
@@ -287,7 +323,7 @@ func FuzzSenderControl(f *testing.F) {
 		if len(answers) > 1<<16 {
 			return
 		}
-		l.run(t, []string{wire.FeaturePrompt}, func(r *rawReceiver) {
+		l.run(t, []string{wire.FeaturePrompt, wire.FeatureSame}, func(r *rawReceiver) {
 			go r.drainData()
 			r.ctl.s.Write(answers)
 			r.ctl.s.Close() // and hang up

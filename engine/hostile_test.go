@@ -51,14 +51,17 @@ func connectRawAs(t *testing.T, recv *Engine, id *identity.Identity, addr string
 	return &rawPeer{t: t, id: id, conn: cli}, done
 }
 
-func (p *rawPeer) hello() error {
+func (p *rawPeer) hello() error { return p.helloWith() }
+
+// helloWith says hello listing features.
+func (p *rawPeer) helloWith(features ...string) error {
 	s, err := p.conn.OpenStream(context.Background())
 	if err != nil {
 		return err
 	}
 	s.Write([]byte{wire.KindControl})
 	p.ctl = newControl(s)
-	if err := p.ctl.send(&wire.Hello{Version: wire.Version, Name: "mallory", ID: p.id.ID.String()}); err != nil {
+	if err := p.ctl.send(&wire.Hello{Version: wire.Version, Name: "mallory", ID: p.id.ID.String(), Features: features}); err != nil {
 		return err
 	}
 	_, err = expect[*wire.Hello](p.ctl.recvTimeout(5 * time.Second))

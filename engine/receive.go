@@ -144,6 +144,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	rx := &receiver{inbox: in, c: c, ctl: ctl, claim: claim, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{}),
 		stalls: stallmeter.New(0)}
+	rx.peerSame = slices.Contains(h.Features, wire.FeatureSame) && e.speaks(wire.FeatureSame)
 	if slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt) {
 		in.t.onScreen = make(chan screenWord, 1) // before the transfer is registered
 		in.t.moves.Store(slices.Contains(h.Features, wire.FeaturePromptMoves) && e.speaks(wire.FeaturePromptMoves))
@@ -204,6 +205,10 @@ type rxFile struct {
 	ok      bool   // resolved and saved
 	savedAs string // where it was saved
 	kept    bool   // saved as the file already there, which holds its bytes (store.Partial.Kept)
+	// keepSame: the sender named every chunk as one the file already
+	// under its name holds (a same frame, same.go) before any landed: its
+	// leaves are set, and it is kept, nothing written.
+	keepSame bool
 	// data counts the bytes of the chunks that were not all zeros, each
 	// chunk once (charged: a bitmap), of a file the sender says holds
 	// holes (entry.Holes): the space check counted Size-Holes for it, and
@@ -286,6 +291,13 @@ type receiver struct {
 	delivered atomic.Bool
 
 	resumeKey string
+	// peerSame: the sender takes the leaves of files here (its hello lists
+	// wire.FeatureSame); same holds those this side said it holds under
+	// their names (Decision.Same), by file, guarded by mu, and sameOrder
+	// them in the offer's order (same.go).
+	peerSame  bool
+	same      map[uint32]*sameHere
+	sameOrder []uint32
 	haves     []*wire.Have          // resume: what we hold already, sent before the decision
 	preDone   []*rxFile             // resume: files saved by an earlier attempt
 	done      chan struct{}         // closed when the session has ended
@@ -412,6 +424,7 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 	for _, r := range rx.Refused {
 		wd.Refused = append(wd.Refused, wire.Refusal{File: uint32(r.Idx), Code: r.Code, Reason: r.Reason})
 	}
+	wd.Same = rx.sameCandidates(ctx)
 	if decision.Files != nil {
 		wd.Files = make([]uint32, 0, len(decision.Files))
 		for _, i := range decision.Files {
@@ -435,6 +448,9 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 		rx.resolve(f, true, f.savedAs, "", "")
 	}
 	g.Go(func() error { return rx.saveResumeLoop(ctx) })
+	if len(rx.sameOrder) > 0 {
+		g.Go(func() error { return rx.sendSameLeaves(ctx) })
+	}
 	g.Go(func() error {
 		rx.WatchProgress(ctx)
 		return nil
@@ -1012,6 +1028,22 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landi
 			}
 			continue
 		}
+		if h.Chunk == wire.SameChunk {
+			if err := rx.samePayload(h); err != nil {
+				return err
+			}
+			runs, err := rx.readRuns(ctx, r, h, f.tree.Len())
+			if errors.Is(err, wire.ErrProtocol) {
+				return err
+			}
+			if err != nil {
+				return rx.dataEnded(ctx, err)
+			}
+			if err := rx.setSame(ctx, f, runs); err != nil {
+				return err
+			}
+			continue
+		}
 		if h.Chunk == wire.ZerosChunk {
 			runs, err := rx.readZerosFrame(ctx, r, h, f.tree.Len())
 			if errors.Is(err, wire.ErrProtocol) {
@@ -1074,10 +1106,13 @@ func readChunk(r io.Reader, p []byte) (uint32, error) {
 // skipFrame reads and drops a frame of a file already resolved, after
 // checking it against the offer like any other.
 func (rx *receiver) skipFrame(r *bufio.Reader, h wire.DataHeader) error {
-	if h.Chunk == wire.RootChunk || h.Chunk == wire.ZerosChunk {
+	if h.Chunk == wire.RootChunk || h.Chunk == wire.ZerosChunk || h.Chunk == wire.SameChunk {
 		check := rx.rootPayload
-		if h.Chunk == wire.ZerosChunk {
+		switch h.Chunk {
+		case wire.ZerosChunk:
 			check = rx.zerosPayload
+		case wire.SameChunk:
+			check = rx.samePayload
 		}
 		if err := check(h); err != nil {
 			return err
@@ -1480,6 +1515,10 @@ func (rx *receiver) maybeFinalize(ctx context.Context, f *rxFile) {
 	part := f.part
 	rx.mu.Unlock()
 	rx.twins.Do(func() { rx.makeTwins(ctx) }) // a resumed partial: before any file is named
+	if f.keepSame {
+		rx.keepSame(ctx, f)
+		return
+	}
 	if part == nil {
 		// An empty file's single empty chunk may be the only thing that
 		// creates it; make sure something exists to rename.
@@ -1592,6 +1631,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 	// What is left of a resolved file is its status (and a name it was
 	// saved under, when it is not the offered one).
 	delete(rx.files, f.idx)
+	delete(rx.same, f.idx)
 	if ok {
 		rx.status[f.idx] = fileSaved
 		if savedAs != f.entry.Path {

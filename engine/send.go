@@ -302,6 +302,13 @@ type sender struct {
 	held       int64        // resume: bytes of the accepted files the receiver held at the start
 	resent     atomic.Int64
 	haves      map[uint32]*wire.Have
+	// peerSame: the receiver may send leaves of the files it holds under
+	// their names (its hello lists FeatureSame); same holds them, by file,
+	// for the files its decision named (same.go), guarded by mu; sameBytes
+	// counts the bytes of the chunks not sent because it holds them.
+	peerSame   bool
+	same       map[int]*sameHeld
+	sameBytes  atomic.Int64
 	peerUnsent bool // the receiver takes FileUnsent (its hello)
 	// peerZeros: the receiver takes a root frame that names the file's
 	// chunks of zeros, which are then not sent (its hello lists
@@ -475,6 +482,10 @@ type fileLeaves struct {
 	zeros int64
 	// zerosSent: its zeros frame went out (sendZeros).
 	zerosSent bool
+	// same marks the chunks not sent because the receiver holds them
+	// (sameAs), named in the file's same frames before its root; nil for
+	// none.
+	same []byte
 }
 
 func (tx *sender) Run(ctx context.Context) error {
@@ -514,7 +525,7 @@ func (tx *sender) End(err error) {
 }
 
 func (tx *sender) Outcome() core.AttemptOutcome {
-	out := core.AttemptOutcome{Sent: tx.sent.Load(), Resent: tx.resent.Load(), Held: tx.held, Accepted: -1, Reason: tx.reason}
+	out := core.AttemptOutcome{Sent: tx.sent.Load(), Resent: tx.resent.Load(), Held: tx.held + tx.sameBytes.Load(), Accepted: -1, Reason: tx.reason}
 	if tx.decided {
 		out.Accepted, out.Refused, out.Verified = len(tx.accepted), tx.refused, int(tx.verified.Load())
 		for _, i := range tx.accepted {
@@ -597,6 +608,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	tx.peerZeros = slices.Contains(h.Features, wire.FeatureZeroChunks) && e.speaks(wire.FeatureZeroChunks)
 	tx.zerosFirst = tx.peerZeros && slices.Contains(h.Features, wire.FeatureZerosFirst) && e.speaks(wire.FeatureZerosFirst)
 	tx.peerPrompt = slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt)
+	tx.peerSame = slices.Contains(h.Features, wire.FeatureSame) && e.speaks(wire.FeatureSame)
 	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)
 	if err != nil {
 		return err
@@ -946,6 +958,9 @@ func (tx *sender) accept(d *wire.Decision) error {
 			tx.skipped.Add(tx.files[i].Size)
 		}
 		tx.held += tx.heldBytes(i)
+	}
+	if err := tx.acceptSame(d); err != nil {
+		return err
 	}
 	tx.retries = make(chan wire.NeedChunk, 64)
 	tx.sched = newScheduler(tx.accepted, func(fi int) int {
@@ -1332,6 +1347,9 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 		if moved {
 			mode = sendMoved
 		}
+		if err := tx.waitSame(ctx, fi, ci, w); err != nil {
+			return nilIfDone(ctx, err)
+		}
 		if err := tx.sendChunk(w, src, fi, ci, buf, hasher, mode); err != nil {
 			if err = tx.giveUp(err); err != nil {
 				return nilIfDone(ctx, err)
@@ -1393,7 +1411,8 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 			tx.cache.Add(fi, ci, leaf)
 		}
 	}
-	if !held {
+	same := !held && !resend && tx.sameAs(fi, ci, leaf)
+	if !held && !same {
 		wire.DataHeader{File: uint32(fi), Chunk: uint32(ci), Length: uint32(n), Leaf: leaf}.Put(buf)
 		if _, err := w.Write(buf[:wire.DataHeaderLen+n]); err != nil {
 			return err
@@ -1407,6 +1426,8 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 		tx.resent.Add(int64(n))
 	case held:
 		tx.skipped.Add(int64(n))
+	case same:
+		// Counted once per chunk, when it is marked (markSame).
 	default:
 		tx.sent.Add(int64(n))
 	}
@@ -1420,16 +1441,27 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	}
 	tree := fl.tree
 	tree.Set(ci, leaf)
+	if same && fl.markSame(ci, tx.chunks(fi)) {
+		tx.skipped.Add(int64(n))
+		tx.sameBytes.Add(int64(n))
+	}
 	complete := tree.Missing() == 0
 	var root merkle.Hash
 	var zeroed int64
+	var sameRuns []wire.ZeroRun
 	if complete {
 		root, _ = tree.Root()
 		zeroed, fl.zeros = fl.zeros, 0
+		sameRuns = bitmapRuns(fl.same, tx.chunks(fi))
 	}
 	tx.mu.Unlock()
 	if complete && tx.chunks(fi) > 1 {
 		if err := tx.unchanged(fi); err != nil {
+			return err
+		}
+	}
+	if complete && len(sameRuns) > 0 {
+		if err := tx.sendSameRuns(w, fi, sameRuns, buf); err != nil {
 			return err
 		}
 	}
@@ -1517,6 +1549,10 @@ func (tx *sender) readControl(ctx context.Context) error {
 			delete(tx.leaves, int(m.File))
 			tx.mu.Unlock()
 			tx.e.publish(tx.t, Event{Kind: EventFile, File: fr})
+		case *wire.Same:
+			if err := tx.heldLeaves(m); err != nil {
+				return err
+			}
 		case *wire.NeedChunk:
 			if int(m.File) >= len(tx.sending) || tx.sending[m.File] == fileNotSent || int(m.Chunk) >= tx.chunks(int(m.File)) {
 				return fmt.Errorf("%w: re-request of chunk %d of file %d", wire.ErrProtocol, m.Chunk, m.File)

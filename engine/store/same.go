@@ -61,3 +61,46 @@ func (d *Dest) holdsSame(p *Partial, to *folder, name string, size int64) bool {
 func keptSame(to *folder, name string) string {
 	return filepath.ToSlash(filepath.Join(to.path, name))
 }
+
+// OpenSame opens the file already under rel, an offered path, for
+// reading, when it is one a same-file check would look at as rel is
+// finalized (SetSame): a regular file of size bytes, spelled exactly as
+// rel's name, in the folder rel's folders resolve to now (nothing is
+// created), not a name another offered file keeps where case is ignored.
+// It returns the file and where it is (slash-separated, relative to the
+// destination), or an error when there is none such. A sender then need
+// not send what the file holds already (engine: wire.Same).
+func (d *Dest) OpenSame(rel string, size int64) (*os.File, string, error) {
+	dirs, base, err := d.split(rel)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := d.resolveDir(dirs)
+	if err != nil {
+		return nil, "", err
+	}
+	to, err := d.acquire(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	defer d.release(to)
+	if d.yieldsIn(rel, to, "") {
+		return nil, "", errNotSame
+	}
+	f, err := to.openRead(base) // never through a symlink
+	if err != nil {
+		return nil, "", err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
+		f.Close()
+		return nil, "", errNotSame
+	}
+	if ok, err := to.spelled(base); err != nil || !ok {
+		f.Close()
+		return nil, "", errNotSame
+	}
+	return f, keptSame(to, base), nil
+}
+
+// errNotSame: OpenSame found no file there that could hold the bytes.
+var errNotSame = errors.New("no file of the name and size")

@@ -131,3 +131,52 @@ func TestSameFileOfAnotherSpellingIsNotKept(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSame: the file OpenSame opens, for a sender to send only what
+// differs from it, is the one Finalize would keep: a regular file of the
+// size under the name, in the folder the name's folders are now; never
+// through a symlink, nor a file where a folder of the path is, nor one of
+// another size. Nothing is created.
+func TestOpenSame(t *testing.T) {
+	d, dir := openDest(t)
+	writeFile(t, dir, "p/a.txt", "new bytes")
+	writeFile(t, dir, "same.txt", "new bytes")
+	symlink(t, "../same.txt", filepath.Join(dir, "p", "link.txt"))
+	writeFile(t, dir, "f", "a file where a folder is asked for")
+	for _, tc := range []struct {
+		rel     string
+		size    int64
+		savedAs string // "" for none
+	}{
+		{"p/a.txt", 9, "p/a.txt"},
+		{"p/a.txt", 8, ""},
+		{"p/link.txt", 9, ""},
+		{"p/none.txt", 9, ""},
+		{"q/a.txt", 9, ""},
+		{"f/a.txt", 9, ""},
+		{"../same.txt", 9, ""},
+	} {
+		f, savedAs, err := d.OpenSame(tc.rel, tc.size)
+		if tc.savedAs == "" {
+			if err == nil {
+				f.Close()
+				t.Errorf("OpenSame(%q, %d) opened %q", tc.rel, tc.size, savedAs)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("OpenSame(%q, %d): %v", tc.rel, tc.size, err)
+			continue
+		}
+		b, err := io.ReadAll(f)
+		f.Close()
+		if savedAs != tc.savedAs || err != nil || string(b) != "new bytes" {
+			t.Errorf("OpenSame(%q, %d) = %q holding %q (%v)", tc.rel, tc.size, savedAs, b, err)
+		}
+	}
+	for _, gone := range []string{"q", "f (1)"} {
+		if _, err := os.Lstat(filepath.Join(dir, gone)); err == nil {
+			t.Errorf("%s was created", gone)
+		}
+	}
+}

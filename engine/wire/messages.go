@@ -135,6 +135,18 @@ type Decision struct {
 	// only a code the other screen showed. From an older Ferry it is
 	// absent, and the sender cannot tell.
 	CodeShown bool `json:"code_shown,omitempty"`
+	// Same, from a receiver whose hello lists FeatureSame to a sender whose
+	// hello does, is a bitmap of the accepted files (file i in bit i%8 of
+	// byte i/8) that the receiver already holds a file of under their name,
+	// of their size: for each, Same messages with the leaves of what it
+	// holds follow, in file order, the last one Done. The sender waits for
+	// a chunk's leaf before it sends the chunk. Absent: none.
+	Same []byte `json:"same,omitempty"`
+}
+
+// SameHolds reports whether d.Same names file i.
+func (d *Decision) SameHolds(i int) bool {
+	return i >= 0 && i/8 < len(d.Same) && d.Same[i/8]&(1<<(i%8)) != 0
 }
 
 // Prompt tells the sender where its offer stands on the receiver's screen,
@@ -176,6 +188,32 @@ type Have struct {
 	// Done: the file was saved in an earlier attempt; nothing of it is needed.
 	Done bool `json:"done,omitempty"`
 }
+
+// Same carries leaves of a file the receiver holds under the name of an
+// offered file, at its size (Decision.Same): Leaves holds the BLAKE3
+// leaves (32 bytes each) of its chunks Start, Start+1, ..., in the offer's
+// chunk size. Done says no more come for the file: the leaves sent are all
+// the receiver has (none, when it could not read its file after all). A
+// chunk whose bytes hash to the leaf given is not sent but named in the
+// file's same frame (SameChunk).
+type Same struct {
+	File   uint32 `json:"file"`
+	Start  uint32 `json:"start"`
+	Leaves []byte `json:"leaves,omitempty"`
+	Done   bool   `json:"done,omitempty"`
+}
+
+// MaxSameLeaves bounds the leaves of one Same message (512 KiB of them).
+const MaxSameLeaves = 16 << 10
+
+// Leaf returns leaf i of m (i < m.Count()).
+func (m *Same) Leaf(i int) (h [32]byte) {
+	copy(h[:], m.Leaves[i*32:])
+	return h
+}
+
+// Count is how many leaves m carries.
+func (m *Same) Count() int { return len(m.Leaves) / 32 }
 
 // NeedChunk asks the sender to send a chunk again (its leaf did not match).
 type NeedChunk struct {
@@ -234,6 +272,7 @@ func (*Cancel) Type() Type       { return TCancel }
 func (*FileUnsent) Type() Type   { return TFileUnsent }
 func (*OfferFolders) Type() Type { return TOfferFolders }
 func (*Prompt) Type() Type       { return TPrompt }
+func (*Same) Type() Type         { return TSame }
 func (*PairReveal) Type() Type   { return TPairReveal }
 func (*PairConfirm) Type() Type  { return TPairConfirm }
 
@@ -373,6 +412,9 @@ func (m *Decision) validate() error {
 	if len(m.Refused) > MaxRefusals {
 		return protoErr("decision: %d refusals (limit %d)", len(m.Refused), MaxRefusals)
 	}
+	if len(m.Same) > (MaxFiles+7)/8 {
+		return protoErr("decision: a same bitmap of %d bytes", len(m.Same))
+	}
 	for _, r := range m.Refused {
 		if err := checkCode(r.Code); err != nil {
 			return err
@@ -392,6 +434,20 @@ func (m *Have) validate() error {
 }
 
 func (m *NeedChunk) validate() error { return nil }
+
+func (m *Same) validate() error {
+	switch {
+	case len(m.Leaves)%32 != 0:
+		return protoErr("same: %d bytes of leaves is not whole leaves", len(m.Leaves))
+	case len(m.Leaves) > MaxSameLeaves*32:
+		return protoErr("same: %d leaves, over the %d of one message", len(m.Leaves)/32, MaxSameLeaves)
+	case len(m.Leaves) == 0 && !m.Done:
+		return protoErr("same: no leaves, and not done")
+	case uint64(m.Start)+uint64(len(m.Leaves)/32) > 1<<32:
+		return protoErr("same: leaves up to chunk %d", uint64(m.Start)+uint64(len(m.Leaves)/32))
+	}
+	return nil
+}
 
 func (m *FileResult) validate() error {
 	if err := checkCode(m.Code); err != nil {

@@ -85,6 +85,14 @@ const (
 	// offer's place once, as it queues: a build before it counts every
 	// Prompt, and ended the session at its ninth.
 	FeaturePromptMoves = "prompt-moves"
+	// FeatureSame: as a receiver, it may name in its Decision the files it
+	// holds already under their names at their sizes (Decision.Same) and
+	// then send the leaves of what it holds (Same); as a sender, it compares
+	// each chunk it reads with them, sends only the chunks that differ, and
+	// names the others in a same frame (SameChunk) before the file's root.
+	// A file sent again travels as its changes alone. Each side does its
+	// part only when the other's hello lists it.
+	FeatureSame = "same"
 )
 
 func protoErr(format string, args ...any) error {
@@ -112,13 +120,14 @@ const (
 	TFileUnsent   Type = 14
 	TOfferFolders Type = 15
 	TPrompt       Type = 16
+	TSame         Type = 17
 )
 
 func (t Type) String() string {
 	names := map[Type]string{THello: "hello", TOffer: "offer", TOfferFiles: "offer-files", TDecision: "decision",
 		TNeedChunk: "need-chunk", TFileResult: "file-result", TSenderDone: "sender-done",
 		TResult: "result", TCancel: "cancel", THave: "have", TPairReveal: "pair-reveal", TPairConfirm: "pair-confirm", TFileUnsent: "file-unsent",
-		TOfferFolders: "offer-folders", TPrompt: "prompt"}
+		TOfferFolders: "offer-folders", TPrompt: "prompt", TSame: "same"}
 	if n, ok := names[t]; ok {
 		return n
 	}
@@ -278,6 +287,8 @@ func newMessage(t Type) Message {
 		return &OfferFolders{}
 	case TPrompt:
 		return &Prompt{}
+	case TSame:
+		return &Same{}
 	}
 	return nil
 }
@@ -299,6 +310,14 @@ const RootChunk = ^uint32(0)
 // be sent (zeroruns.go), as its root frame carries them again; Leaf is
 // unused (zero).
 const ZerosChunk = RootChunk - 1
+
+// SameChunk in a DataHeader's Chunk field marks a same frame, sent only
+// to a receiver that sent leaves of the file (Same): its payload is the
+// runs (zeroruns.go) of the file's chunks whose bytes hash to the leaves
+// the receiver sent, which were therefore not sent; the receiver takes
+// them from the file it holds. The sender writes it right before the
+// file's root frame, on the same stream. Leaf is unused (zero).
+const SameChunk = RootChunk - 2
 
 // DataHeader introduces one chunk on a data stream.
 type DataHeader struct {

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -54,6 +55,10 @@ func validMessages() []wire.Message {
 		&wire.Have{File: 7, Chunks: []byte{0xff, 0x01, 0x00}},
 		&wire.Have{File: 0, Chunks: []byte{}},
 		&wire.Have{File: 0},
+		&wire.Decision{Accept: true, Same: []byte{0x05}},
+		&wire.Same{File: 2, Start: 0, Leaves: make([]byte, 64)},
+		&wire.Same{File: 2, Start: 7, Leaves: make([]byte, 32*wire.MaxSameLeaves), Done: true},
+		&wire.Same{File: 1<<32 - 1, Done: true},
 		&wire.NeedChunk{File: 1, Chunk: 99},
 		&wire.FileResult{File: 3, OK: true, SavedAs: "b (1).txt"},
 		&wire.FileResult{File: 3, OK: false, Code: wire.CodeVerifyFailed, Reason: "chunk 4 mismatched twice"},
@@ -346,6 +351,13 @@ var hostileCases = []struct {
 	{"result reason invalid utf-8", frame(wire.TResult, "{\"ok\":false,\"reason\":\"\x80\"}"), wire.ErrProtocol},
 	{"cancel reason 1025 bytes", frame(wire.TCancel, `{"code":"cancelled","reason":"`+strings.Repeat("r", 1025)+`"}`), wire.ErrProtocol},
 	{"cancel reason invalid utf-8", frame(wire.TCancel, "{\"code\":\"cancelled\",\"reason\":\"bad \xfe\xfe\"}"), wire.ErrProtocol},
+	{"same leaves not whole", frame(wire.TSame, `{"file":0,"leaves":"`+base64.StdEncoding.EncodeToString(make([]byte, 33))+`"}`), wire.ErrProtocol},
+	{"same over its leaves", frame(wire.TSame, `{"file":0,"leaves":"`+base64.StdEncoding.EncodeToString(make([]byte, 32*wire.MaxSameLeaves+32))+`"}`), wire.ErrProtocol},
+	{"same empty, not done", frame(wire.TSame, `{"file":0}`), wire.ErrProtocol},
+	{"same beyond chunk 2^32", frame(wire.TSame, `{"file":0,"start":4294967295,"leaves":"`+base64.StdEncoding.EncodeToString(make([]byte, 64))+`"}`), wire.ErrProtocol},
+	{"same start negative", frame(wire.TSame, `{"file":0,"start":-1,"done":true}`), wire.ErrProtocol},
+	{"same leaves as a number", frame(wire.TSame, `{"file":0,"leaves":7,"done":true}`), wire.ErrProtocol},
+	{"decision same bitmap over MaxFiles", frame(wire.TDecision, `{"accept":true,"same":"`+base64.StdEncoding.EncodeToString(make([]byte, (wire.MaxFiles+7)/8+1))+`"}`), wire.ErrProtocol},
 	{"have bitmap over half MaxMessage", frame(wire.THave, `{"file":0,"chunks":`+b64root(wire.MaxMessage/2+3)+`}`), wire.ErrProtocol},
 }
 
@@ -662,8 +674,8 @@ func TestTypeString(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if len(seen) != 15 {
-		t.Errorf("%d distinct type names, want 15", len(seen))
+	if len(seen) != 16 {
+		t.Errorf("%d distinct type names, want 16", len(seen))
 	}
 	if got := wire.Type(200).String(); got != "type(200)" {
 		t.Errorf("Type(200).String() = %q", got)

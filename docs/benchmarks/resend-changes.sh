@@ -4,12 +4,12 @@
 # time and what it says it sent. A build before 2026-12-07 (wire.FeatureSame)
 # sends every byte again; one since sends the chunks that differ.
 #   docs/benchmarks/resend-changes.sh OLD_FERRY_CLI NEW_FERRY_CLI DIR [RATE [ROUNDS]]
-# The folder: 40 files of 4 MiB (DIR/src/T). With RATE (e.g. 100mbit), the
+# The folder: FILES files (default 40) of SIZE bytes (default 4 MiB) in DIR/src/T. With RATE (e.g. 100mbit), the
 # receiver runs in a network namespace of its own behind a veth pair whose
 # two ends are shaped to RATE (tbf; needs root), as a LAN would be; without,
 # over loopback.
 set -euo pipefail
-old=$1 new=$2 base=$3 rate=${4:-} rounds=${5:-3}
+old=$1 new=$2 base=$3 rate=${4:-} rounds=${5:-3} files=${FILES:-40} size=${SIZE:-4194304}
 ns=() host=127.0.0.1
 if [ -n "$rate" ]; then
 	ip netns add fr-resend
@@ -28,12 +28,12 @@ mkdir -p "$base/src"
 cd "$base"
 fresh() { # the folder as first sent
 	rm -rf src/T; mkdir -p src/T
-	for i in $(seq 40); do head -c 4194304 /dev/urandom >"src/T/f$i.bin"; done
+	for i in $(seq "$files"); do head -c "$size" /dev/urandom >"src/T/f$i.bin"; done
 }
 change() { # two files changed in one byte each, one added
 	printf 'x' | dd of=src/T/f3.bin bs=1 seek=100 conv=notrunc status=none
-	printf 'y' | dd of=src/T/f17.bin bs=1 seek=3000000 conv=notrunc status=none
-	head -c 4194304 /dev/urandom >src/T/new.bin
+	printf 'y' | dd of=src/T/f17.bin bs=1 seek=$((size * 3 / 4)) conv=notrunc status=none
+	head -c "$size" /dev/urandom >src/T/new.bin
 }
 start() { # start BIN CONFIG [ANSWER]: a receiver into dl, its address in $addr
 	rm -rf dl in.fifo; mkdir dl; mkfifo in.fifo

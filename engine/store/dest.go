@@ -1144,6 +1144,21 @@ func (d *Dest) resolveFolder(peerDir string) (*folder, error) {
 // resolveFolderMade is resolveFolder, adding to made (when not nil) each
 // folder it created, top first (OS form, relative to the destination).
 func (d *Dest) resolveFolderMade(peerDir string, made *[]string) (*folder, error) {
+	return d.resolveFolderHow(peerDir, made, true)
+}
+
+// findFolder is resolveFolder creating nothing: a folder of the path that
+// is not there yet is ErrNoFolder (OpenSame).
+func (d *Dest) findFolder(peerDir string) (*folder, error) {
+	return d.resolveFolderHow(peerDir, nil, false)
+}
+
+// ErrNoFolder: a folder of a path is not there (yet).
+var ErrNoFolder = fmt.Errorf("no such folder here: %w", fs.ErrNotExist)
+
+// resolveFolderHow is resolveFolderMade, creating what is not there when
+// create is set, and otherwise failing with ErrNoFolder.
+func (d *Dest) resolveFolderHow(peerDir string, made *[]string, create bool) (*folder, error) {
 	fo, known := d.top, 0 // known: the bytes of peerDir resolved
 	for cut := len(peerDir); cut > 0; cut = strings.LastIndexByte(peerDir[:cut], '/') {
 		d.mu.Lock()
@@ -1165,7 +1180,7 @@ func (d *Dest) resolveFolderMade(peerDir string, made *[]string) (*folder, error
 		if i := strings.IndexByte(peerDir[pos:], '/'); i >= 0 {
 			end = pos + i
 		}
-		next, err := d.resolveIn(fo, peerDir[:end], pos, made)
+		next, err := d.resolveIn(fo, peerDir[:end], pos, made, create)
 		d.release(fo)
 		if err != nil {
 			return nil, err
@@ -1186,7 +1201,7 @@ func (d *Dest) resolveFolderMade(peerDir string, made *[]string) (*folder, error
 // peer[at:], one element, inside parent (the folder of peer[:at]),
 // creating the folder if needed (and adding it to made, when not nil), and
 // returns it acquired.
-func (d *Dest) resolveIn(parent *folder, peer string, at int, made *[]string) (*folder, error) {
+func (d *Dest) resolveIn(parent *folder, peer string, at int, made *[]string, create bool) (*folder, error) {
 	elem := peer[at:]
 	retried := false // under the name Windows takes, the file system having refused elem
 	for n := 0; n < maxNumbered; n++ {
@@ -1218,6 +1233,9 @@ func (d *Dest) resolveIn(parent *folder, peer string, at int, made *[]string) (*
 			} else if !ok {
 				continue
 			}
+		}
+		if errors.Is(err, fs.ErrNotExist) && !create {
+			return nil, ErrNoFolder
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			err = d.mkdir(parent, name)

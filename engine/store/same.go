@@ -68,18 +68,16 @@ func keptSame(to *folder, name string) string {
 // rel's name, in the folder rel's folders resolve to now (nothing is
 // created), not a name another offered file keeps where case is ignored.
 // It returns the file and where it is (slash-separated, relative to the
-// destination), or an error when there is none such. A sender then need
-// not send what the file holds already (engine: wire.Same).
+// destination), or an error when there is none such: ErrNoFolder when a
+// folder of rel is not there, so that none of its files is. A sender then
+// need not send what the file holds already (engine: wire.Same). The
+// folders found are kept, as Finalize keeps those it resolves.
 func (d *Dest) OpenSame(rel string, size int64) (*os.File, string, error) {
 	dirs, base, err := d.split(rel)
 	if err != nil {
 		return nil, "", err
 	}
-	dir, err := d.resolveDir(dirs)
-	if err != nil {
-		return nil, "", err
-	}
-	to, err := d.acquire(dir)
+	to, err := d.findFolder(dirs) // ErrNoFolder where one is not there
 	if err != nil {
 		return nil, "", err
 	}

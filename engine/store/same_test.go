@@ -180,3 +180,37 @@ func TestOpenSame(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOpenSame is what a receiver pays, per offered file, to find
+// whether it holds a file under the name (the engine's decision on an
+// offer from a trusted device, wire.Same): a file not there in a folder
+// that is, and a file whose folder is not there. Through os.Root's path
+// walk for each folder it was 34 µs and 7 µs here (2026-12-07).
+//
+//	go test -run X -bench OpenSame -benchtime 20000x ./engine/store
+func BenchmarkOpenSame(b *testing.B) {
+	for _, folders := range []bool{true, false} {
+		b.Run(fmt.Sprintf("folders=%v", folders), func(b *testing.B) {
+			dir := b.TempDir()
+			d, err := Open(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			for i := range 100 {
+				if folders {
+					if err := os.MkdirAll(filepath.Join(dir, "t", fmt.Sprint("d", i), "sub"), 0o755); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if f, _, err := d.OpenSame(fmt.Sprintf("t/d%d/sub/f%d.txt", i%100, i), 10); err == nil {
+					f.Close()
+					b.Fatal("a file that is not there was opened")
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,19 @@ func TestSameFileChangedMeanwhileIsFetched(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dst, "a (1).txt")); err != nil || !bytes.Equal(b, here) {
 		t.Errorf("a (1).txt holds %q (%v), want what was sent", b, err)
+	}
+}
+
+// TestLeavesOfAFileResolvedAreLetGo: the receiver may resolve a file it
+// named as held before it sent all of that file's leaves (the sender gave
+// it up, it could not be saved); leaves still coming for it are not a
+// lie, and the sender does not end the session over them.
+func TestLeavesOfAFileResolvedAreLetGo(t *testing.T) {
+	said := encode(&wire.Decision{Accept: true, Same: []byte{1}}, &wire.FileResult{File: 0, OK: false, Code: wire.CodeIO, Reason: "disk error"},
+		&wire.Same{File: 0, Leaves: make([]byte, 3*32), Done: true}, &wire.Cancel{Code: wire.CodeCancelled, Reason: "that will do"})
+	err, _ := againstLiar(t, []string{wire.FeatureSame}, func(r *rawReceiver) { r.answer(said) })
+	var re *wire.RemoteError
+	if !errors.As(err, &re) || re.Reason != "that will do" {
+		t.Fatalf("the sender ended with %v; want the receiver's cancel, the leaves of the file resolved let go", err)
 	}
 }

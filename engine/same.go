@@ -36,6 +36,12 @@ import (
 // The sender learns the leaves of a file here, so a device not trusted is
 // never sent them (docs/hostile.md).
 
+// maxSameFiles bounds the files one decision names as held (each costs
+// both sides a note and its leaves until it is resolved, about 100 bytes
+// for a file of one chunk): beyond it a tree sent again travels whole, and
+// the receiver still keeps each file of the same bytes (store.Partial.SetSame).
+const maxSameFiles = 1 << 17
+
 // sameHeld is what the receiver holds of one file under its name: the
 // leaves of its chunks, in order, as they arrive (wire.Same). Guarded by
 // the sender's mu.
@@ -67,6 +73,9 @@ func (tx *sender) acceptSame(d *wire.Decision) error {
 		if i >= len(tx.files) || tx.sending[i] != fileSendable || tx.haves[uint32(i)] != nil {
 			return fmt.Errorf("%w: the receiver says it holds file %d, which it did not accept whole", wire.ErrProtocol, i)
 		}
+		if len(tx.same) == maxSameFiles {
+			return fmt.Errorf("%w: the receiver says it holds more than %d files", wire.ErrProtocol, maxSameFiles)
+		}
 		tx.same[i] = &sameHeld{changed: make(chan struct{})}
 	}
 	return nil
@@ -78,6 +87,9 @@ func (tx *sender) heldLeaves(m *wire.Same) error {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	sh := tx.same[int(m.File)]
+	if sh == nil && tx.same != nil && int(m.File) < len(tx.sending) && tx.sending[m.File] == fileSettled {
+		return nil // resolved before its leaves were all read (given up, say): they go unused
+	}
 	if sh == nil || sh.done {
 		return fmt.Errorf("%w: leaves of file %d, which the receiver did not say it holds (or said it was done with)", wire.ErrProtocol, m.File)
 	}
@@ -98,6 +110,9 @@ func (tx *sender) heldLeaves(m *wire.Same) error {
 // leaf of chunk ci came, or it said it has no more. What w holds goes out
 // first: the receiver may be waiting for it.
 func (tx *sender) waitSame(ctx context.Context, fi, ci int, w *bufio.Writer) error {
+	if tx.same == nil { // none named: made before the workers start, never after
+		return nil
+	}
 	flushed := false
 	for {
 		tx.mu.Lock()
@@ -211,8 +226,8 @@ func (rx *receiver) sameCandidates(ctx context.Context) []byte {
 	}
 	var bits []byte
 	for _, i := range rx.Accepted {
-		if ctx.Err() != nil {
-			return nil
+		if ctx.Err() != nil || len(rx.sameOrder) == maxSameFiles {
+			break
 		}
 		idx := uint32(i)
 		if _, copied := rx.copies[idx]; copied || resumed[idx] {

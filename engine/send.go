@@ -1547,6 +1547,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 			}
 			tx.sending[m.File] = fileSettled
 			delete(tx.leaves, int(m.File))
+			delete(tx.same, int(m.File)) // its leaves are not needed any more
 			tx.mu.Unlock()
 			tx.e.publish(tx.t, Event{Kind: EventFile, File: fr})
 		case *wire.Same:

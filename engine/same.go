@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 
+	"github.com/ferrydrop/ferry/engine/internal/manifeststore"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -225,21 +226,26 @@ func (rx *receiver) sameCandidates(ctx context.Context) []byte {
 		resumed[f.idx] = true
 	}
 	var bits []byte
-	for _, i := range rx.Accepted {
+	k := 0 // rx.Accepted and the list are both in the offer's order
+	// Its error (the walk ended early, or the list could not be read
+	// further) leaves the files past it to travel whole.
+	_ = rx.list.Each(func(i int, e manifeststore.Entry) error {
 		if ctx.Err() != nil || len(rx.sameOrder) == maxSameFiles {
-			break
+			return errSameEnough
+		}
+		for k < len(rx.Accepted) && rx.Accepted[k] < i {
+			k++
+		}
+		if k == len(rx.Accepted) {
+			return errSameEnough
 		}
 		idx := uint32(i)
-		if _, copied := rx.copies[idx]; copied || resumed[idx] {
-			continue
-		}
-		e, err := rx.entry(idx)
-		if err != nil || e.Size == 0 {
-			continue
+		if _, copied := rx.copies[idx]; rx.Accepted[k] != i || copied || resumed[idx] || e.Size == 0 {
+			return nil
 		}
 		file, _, err := rx.Dest.OpenSame(e.Path, e.Size)
 		if err != nil {
-			continue
+			return nil
 		}
 		file.Close()
 		if bits == nil {
@@ -249,9 +255,13 @@ func (rx *receiver) sameCandidates(ctx context.Context) []byte {
 		bits[i/8] |= 1 << (i % 8)
 		rx.same[idx] = &sameHere{}
 		rx.sameOrder = append(rx.sameOrder, idx)
-	}
+		return nil
+	})
 	return bits
 }
+
+// errSameEnough ends sameCandidates' walk of the offer.
+var errSameEnough = errors.New("enough files looked at")
 
 // sendSameLeaves reads, in the offer's order, each file the decision said
 // this side holds under an offered name, and sends the leaves of its

@@ -26,8 +26,9 @@ func sameFrame(file uint32, runs ...wire.ZeroRun) []byte {
 // Each lie ends the transfer with the reason, and the file here is left
 // as it was, nothing saved beside it.
 func TestHostileSameFrames(t *testing.T) {
-	here := []byte("what the file here holds")
-	now := []byte("what the sender has now!") // of the same size
+	// Of sameMinSize or more: a smaller file is not compared.
+	here := bytes.Repeat([]byte("what the file here holds"), 200)
+	now := bytes.Repeat([]byte("what the sender has now!"), 200) // of the same size
 	cases := []struct {
 		name   string
 		frames [][]byte
@@ -115,8 +116,8 @@ func TestHostileSameFrames(t *testing.T) {
 // keeps it, asks for the chunk, and saves what was sent beside it,
 // numbered. The file here stays as it now is.
 func TestSameFileChangedMeanwhileIsFetched(t *testing.T) {
-	here := []byte("what the file here holds")
-	changed := []byte("what it holds a moment on")[:len(here)]
+	here := bytes.Repeat([]byte("what the file here holds"), 200)
+	changed := bytes.Repeat([]byte("what it holds a moment o"), 200)
 	recv := testEngine(t, Options{Accept: AcceptAll})
 	dst := recv.DownloadDir()
 	if err := os.WriteFile(filepath.Join(dst, "a.txt"), here, 0o644); err != nil {

@@ -121,7 +121,8 @@ func TestSentAgainSendsOnlyWhatDiffers(t *testing.T) {
 	writeFile(t, filepath.Join(src, "a.jpg"), 200<<10)
 	writeFile(t, filepath.Join(src, "big.bin"), 3<<20+5)
 	edit := writeFile(t, filepath.Join(src, "sub", "edit.bin"), 3<<20)
-	chunk := int64(minBatchChunk) // a batch this small is cut so (batchChunkSize)
+	writeFile(t, filepath.Join(src, "note.txt"), 100) // under sameMinSize: it travels, and is kept
+	chunk := int64(minBatchChunk)                     // a batch this small is cut so (batchChunkSize)
 	for round, tp := range []string{"tcp", "tcp", "quic"} {
 		switch round {
 		case 1:
@@ -149,8 +150,8 @@ func TestSentAgainSendsOnlyWhatDiffers(t *testing.T) {
 		case 0, 1:
 			sent, kept = res.TotalBytes, 0
 		case 2:
-			// new.jpg, and edit.bin's second chunk; the rest was there.
-			sent, kept = 100<<10+chunk, 200<<10+3<<20+5+3<<20-chunk
+			// new.jpg, edit.bin's second chunk and note.txt; the rest was there.
+			sent, kept = 100<<10+chunk+100, 200<<10+3<<20+5+3<<20-chunk
 		}
 		if res.Bytes != sent || res.Kept != kept || r.Kept != kept {
 			t.Errorf("send %d over %s: sent %d bytes and the receiver kept %d (it says %d); want %d and %d",
@@ -169,7 +170,7 @@ func TestSentAgainSendsOnlyWhatDiffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"a.jpg", "big.bin", "new.jpg", "sub/edit (1).bin", "sub/edit.bin"}
+	want := []string{"a.jpg", "big.bin", "new.jpg", "note.txt", "sub/edit (1).bin", "sub/edit.bin"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the folder holds %q, want %q", got, want)
 	}

@@ -96,6 +96,8 @@ func TestHostileSameFrames(t *testing.T) {
 			}
 			if result == nil || result.State == StateDone || !strings.Contains(result.Err, c.want) {
 				t.Errorf("result %+v, want a failure mentioning %q", result, c.want)
+			} else if result.Kept != 0 {
+				t.Errorf("the receiver says it kept %d bytes of what failed", result.Kept)
 			}
 			if b, err := os.ReadFile(filepath.Join(dst, "a.txt")); err != nil || !bytes.Equal(b, here) {
 				t.Errorf("a.txt here now holds %q (%v)", b, err)

@@ -442,6 +442,7 @@ func (rx *receiver) copySame(ctx context.Context, f *rxFile, runs []wire.ZeroRun
 func (rx *receiver) keepSame(ctx context.Context, f *rxFile) {
 	root, _ := f.tree.Root()
 	if root != f.root {
+		rx.Kept.Add(-f.entry.Size) // counted as its same frame came: none of it is kept
 		rx.resolve(f, false, "", wire.CodeVerifyFailed, "the file's BLAKE3 root does not match the sender's")
 		return
 	}

@@ -233,11 +233,12 @@ func (rx *receiver) sameCandidates(ctx context.Context) []byte {
 		resumed[f.idx] = true
 	}
 	var bits []byte
+	var order []uint32
 	k := 0 // rx.Accepted and the list are both in the offer's order
 	// Its error (the walk ended early, or the list could not be read
 	// further) leaves the files past it to travel whole.
 	_ = rx.list.Each(func(i int, e manifeststore.Entry) error {
-		if ctx.Err() != nil || len(rx.sameOrder) == maxSameFiles {
+		if ctx.Err() != nil || len(order) == maxSameFiles {
 			return errSameEnough
 		}
 		for k < len(rx.Accepted) && rx.Accepted[k] < i {
@@ -257,13 +258,23 @@ func (rx *receiver) sameCandidates(ctx context.Context) []byte {
 		file.Close()
 		if bits == nil {
 			bits = make([]byte, (rx.list.Len()+7)/8)
-			rx.same = map[uint32]*sameHere{}
 		}
 		bits[i/8] |= 1 << (i % 8)
-		rx.same[idx] = &sameHere{}
-		rx.sameOrder = append(rx.sameOrder, idx)
+		order = append(order, idx)
 		return nil
 	})
+	if len(order) == 0 {
+		return nil
+	}
+	// Under mu: a data stream may be open already (a sender that does
+	// not wait for the decision), and setSame reads them.
+	rx.mu.Lock()
+	rx.same = make(map[uint32]*sameHere, len(order))
+	for _, idx := range order {
+		rx.same[idx] = &sameHere{}
+	}
+	rx.sameOrder = order
+	rx.mu.Unlock()
 	return bits
 }
 

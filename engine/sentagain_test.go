@@ -75,18 +75,8 @@ func TestFolderSentAgainKeepsItsSameFiles(t *testing.T) {
 			}
 		}
 	}
-	var got []string
 	dst := filepath.Join(recv.DownloadDir(), "Photos")
-	err := filepath.WalkDir(dst, func(name string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(dst, name)
-			got = append(got, filepath.ToSlash(rel))
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := filesUnder(t, dst)
 	want := []string{"a.jpg", "big.bin", "empty", "new.jpg", "sub/edit (1).bin", "sub/edit.bin"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the folder holds %q, want %q", got, want)
@@ -159,17 +149,7 @@ func TestSentAgainSendsOnlyWhatDiffers(t *testing.T) {
 		}
 	}
 	dst := filepath.Join(recv.DownloadDir(), "Photos")
-	var got []string
-	err := filepath.WalkDir(dst, func(name string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(dst, name)
-			got = append(got, filepath.ToSlash(rel))
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := filesUnder(t, dst)
 	want := []string{"a.jpg", "big.bin", "new.jpg", "note.txt", "sub/edit (1).bin", "sub/edit.bin"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the folder holds %q, want %q", got, want)
@@ -193,4 +173,22 @@ func TestSentAgainSendsOnlyWhatDiffers(t *testing.T) {
 	if res.Bytes != res.TotalBytes || res.Kept != 0 {
 		t.Errorf("a device not trusted sent %d of %d bytes (%d kept): it must send them all, hearing nothing of what is here", res.Bytes, res.TotalBytes, res.Kept)
 	}
+}
+
+// filesUnder lists the files under dir, slash-separated, relative to it,
+// in lexical order.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var got []string
+	err := filepath.WalkDir(dir, func(name string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(dir, name)
+			got = append(got, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -1199,7 +1199,8 @@ func (d *Dest) resolveFolderHow(peerDir string, made *[]string, create bool) (*f
 
 // resolveIn applies the folder-clash rule (see Dest) to the peer's folder
 // peer[at:], one element, inside parent (the folder of peer[:at]),
-// creating the folder if needed (and adding it to made, when not nil), and
+// creating the folder if needed when create is set (and adding it to
+// made, when not nil; otherwise a folder not there is ErrNoFolder), and
 // returns it acquired.
 func (d *Dest) resolveIn(parent *folder, peer string, at int, made *[]string, create bool) (*folder, error) {
 	elem := peer[at:]

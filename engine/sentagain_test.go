@@ -113,7 +113,7 @@ func TestSentAgainSendsOnlyWhatDiffers(t *testing.T) {
 	edit := writeFile(t, filepath.Join(src, "sub", "edit.bin"), 3<<20)
 	writeFile(t, filepath.Join(src, "note.txt"), 100) // under sameMinSize: it travels, and is kept
 	chunk := int64(minBatchChunk)                     // a batch this small is cut so (batchChunkSize)
-	for round, tp := range []string{"tcp", "tcp", "quic"} {
+	for round, tp := range []string{"tcp", "tcp", "quic", "tcp"} {
 		switch round {
 		case 1:
 			// A sender of the build before, sending the same folder again.
@@ -142,6 +142,11 @@ func TestSentAgainSendsOnlyWhatDiffers(t *testing.T) {
 		case 2:
 			// new.jpg, edit.bin's second chunk and note.txt; the rest was there.
 			sent, kept = 100<<10+chunk+100, 200<<10+3<<20+5+3<<20-chunk
+		case 3:
+			// The same again: edit.bin's changed chunk travels (the
+			// leaves are of "edit.bin"), and the file it makes is
+			// "edit (1).bin", kept, not saved as "edit (2).bin".
+			sent, kept = chunk+100, 200<<10+3<<20+5+3<<20-chunk+100<<10
 		}
 		if res.Bytes != sent || res.Kept != kept || r.Kept != kept {
 			t.Errorf("send %d over %s: sent %d bytes and the receiver kept %d (it says %d); want %d and %d",

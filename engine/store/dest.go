@@ -953,7 +953,7 @@ func (d *Dest) Finalize(p *Partial, rel string, size int64) (savedAs string, err
 		name := filepath.Join(to.path, numbered(base, n, true))
 		linked, err := d.placeNew(p.name, name)
 		if errors.Is(err, fs.ErrExist) {
-			if n == 0 && !retried && d.holdsSame(p, to, numbered(base, n, true), size) {
+			if !retried && d.holdsSame(p, to, numbered(base, n, true), size) {
 				// The file is there already: the partial goes.
 				savedAs, p.kept = keptSame(to, numbered(base, n, true)), true
 				p.letGo()

@@ -19,7 +19,8 @@ var (
 // Given a way to tell (SetSame), Finalize keeps the file already under the
 // name when it holds the partial's bytes, and drops the partial: nothing is
 // saved twice, nothing is overwritten, and a file that differs is numbered
-// as before.
+// as before. A numbered name taken is asked about too: a file changed and
+// sent twice finds its first changed version as "name (1)", and keeps it.
 
 // SetSame gives Finalize a way to tell whether a file already under the
 // partial's name holds the partial's bytes: same reads it (a regular file

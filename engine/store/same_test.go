@@ -214,3 +214,44 @@ func BenchmarkOpenSame(b *testing.B) {
 		})
 	}
 }
+
+// TestFinalizeKeepsTheSameNumberedCopy: a file changed and sent again
+// arrived as "a (1).txt" beside the first "a.txt"; sent a third time
+// unchanged, it finds "a (1).txt" holding its bytes and keeps it, where
+// until 2026-12-07 it arrived once more as "a (2).txt". Only a numbered
+// file of the same bytes is kept; one of other bytes is passed by.
+func TestFinalizeKeepsTheSameNumberedCopy(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole=%v", whole), func(t *testing.T) {
+			d, dir := openDest(t)
+			want := map[string]string{"p/a.txt": "old bytes", "p/a (1).txt": "new bytes", "p/a (2).txt": "odd bytes"}
+			for name, content := range want {
+				writeFile(t, dir, name, content)
+			}
+			var p *Partial
+			var err error
+			if whole {
+				p = createWhole(t, d, "p/a.txt")
+			} else if p, err = d.CreatePartial("p/a.txt"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.WriteAt([]byte("odd bytes"), 0); err != nil {
+				t.Fatal(err)
+			}
+			var asked []string
+			p.SetSame(func(f *os.File) bool {
+				got, _ := io.ReadAll(f)
+				asked = append(asked, string(got))
+				return string(got) == "odd bytes"
+			})
+			saved, err := d.Finalize(p, "p/a.txt", 9)
+			if err != nil || saved != "p/a (2).txt" || !p.Kept() {
+				t.Fatalf("saved as %q (%v), kept %v; want the numbered copy of the same bytes kept", saved, err, p.Kept())
+			}
+			if fmt.Sprint(asked) != "[old bytes new bytes odd bytes]" {
+				t.Errorf("the check was asked of %q, want each name taken in turn", asked)
+			}
+			assertTree(t, dir, want) // the partial gone, nothing written
+		})
+	}
+}

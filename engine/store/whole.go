@@ -105,7 +105,7 @@ func (d *Dest) finalizeUnnamed(p *Partial, rel string, size int64) (savedAs stri
 			err = p.link(to, name)
 		}
 		if errors.Is(err, fs.ErrExist) {
-			if n == 0 && !retried && d.holdsSame(p, to, name, size) {
+			if !retried && d.holdsSame(p, to, name, size) {
 				p.kept = true
 				return keptSame(to, name), nil // there already: the partial goes as it closes
 			}

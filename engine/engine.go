@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/engine/internal/pack"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -126,6 +127,11 @@ type Options struct {
 	BufferedIO bool
 	// ChunkSize is the chunk size of outgoing transfers; zero means 1 MiB.
 	ChunkSize int
+	// Compression says when chunks sent to a receiver that takes them
+	// travel compressed (zstd, packing.go): "" or "auto" while the link is
+	// what a send waits on and slower than compressing; "always" (every
+	// chunk that shrinks); "never". Another word fails New.
+	Compression string
 	// Transport tunes the transports; the zero value is the default of each field.
 	Transport TransportConfig
 	// ProgressInterval is how often a transfer publishes progress (and
@@ -231,6 +237,12 @@ var ErrStillRunning = errors.New("still running")
 
 // Engine sends and receives files. Create it with New; it is safe for concurrent use.
 type Engine struct {
+	// packMode says when sends compress (Options.Compression); codec
+	// packs and unpacks for every session, in unpackSlots as it receives
+	// (packing.go).
+	packMode    pack.Mode
+	codec       pack.Codec
+	unpackSlots chan []byte
 	// fileLimit, when set (tests only), stands in for the largest file a
 	// download folder's file system holds (store.MaxFileSize).
 	fileLimit func(dir string) store.FileLimit
@@ -376,6 +388,10 @@ func New(opts Options) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	packMode, err := pack.ParseMode(opts.Compression)
+	if err != nil {
+		return nil, err
+	}
 	trust, err := identity.OpenStoreWith(opts.ConfigDir, opts.Clock.Now, log)
 	if err != nil {
 		return nil, err
@@ -423,7 +439,8 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{netw: netw, instance: anywhere.NewInstance(),
 		rxCtx: rxCtx, stopRx: stopRx,
 		ident: id, trust: trust, log: log, opts: opts,
-		bufs:       bufpool.New(receiveBufferBudget, receiveBufferIdle),
+		bufs:     bufpool.New(receiveBufferBudget, receiveBufferIdle),
+		packMode: packMode, unpackSlots: newUnpackSlots(),
 		admit:      core.NewAdmission(opts.MaxPrompts, opts.MuteDeclined, opts.ManifestBudget, opts.Clock.Now),
 		pairs:      newPairTries(opts.Clock.Now),
 		resume:     resume.Open(filepath.Join(opts.ConfigDir, "resume"), log, opts.Clock.Now),

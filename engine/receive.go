@@ -175,7 +175,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	revoked := errors.Is(err, errCancelledByUser) || errors.Is(err, errStoppedReceiving)
 	resumable := rx.cleanup(err == nil, revoked)
 	stalls := rx.stalls.Stats()
-	in.Finish(err, resumable, Result{Resent: rx.resent.Load(), Stalls: &stalls})
+	in.Finish(err, resumable, Result{Resent: rx.resent.Load(), Stalls: &stalls, Packed: rx.packed.Load(), PackedTo: rx.packedTo.Load()})
 }
 
 type rxFile struct {
@@ -284,8 +284,11 @@ type receiver struct {
 	streams   atomic.Int32   // data streams accepted
 	active    atomic.Int64   // unix nanoseconds of the last data or control message (idle watchdog)
 	resent    atomic.Int64
-	unsentN   atomic.Int64    // files the sender gave up (FileUnsent)
-	journal   *resume.Journal // resume: one record per landed chunk
+	// packed counts the chunks' bytes that arrived compressed
+	// (wire.FeaturePacked, packing.go), packedTo what they took on the wire.
+	packed, packedTo atomic.Int64
+	unsentN          atomic.Int64    // files the sender gave up (FileUnsent)
+	journal          *resume.Journal // resume: one record per landed chunk
 	// delivered: every accepted file was verified and the sender told so.
 	// That is the session's outcome, whatever happens while it lingers.
 	delivered atomic.Bool
@@ -1015,6 +1018,32 @@ func (rx *receiver) readFrames(ctx context.Context, s io.Reader, land func(landi
 		if err != nil {
 			return err
 		}
+		if h.Packed {
+			if err := rx.packedFrame(h, f.entry.Size); err != nil {
+				return err
+			}
+			n := merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, int(h.Chunk))
+			buf, err := rx.quota.Get(ctx, rx.offer.ChunkSize)
+			if err != nil {
+				return nilIfDone(ctx, err)
+			}
+			crc, err := rx.readPacked(r, h, buf[:n])
+			if err != nil {
+				rx.quota.Put(buf)
+				if errors.Is(err, wire.ErrProtocol) {
+					return err
+				}
+				return rx.dataEnded(ctx, unexpectedEOF(err))
+			}
+			rx.touch()
+			rx.packed.Add(int64(n))
+			rx.packedTo.Add(int64(h.Length))
+			h.Length, h.Packed = uint32(n), false
+			if err := land(landing{f: f, h: h, buf: buf, crc: crc}); err != nil {
+				return err
+			}
+			continue
+		}
 		if h.Chunk == wire.RootChunk {
 			runs, err := rx.readZeroRuns(ctx, r, h, f.tree.Len())
 			if errors.Is(err, wire.ErrProtocol) {
@@ -1106,6 +1135,17 @@ func readChunk(r io.Reader, p []byte) (uint32, error) {
 // skipFrame reads and drops a frame of a file already resolved, after
 // checking it against the offer like any other.
 func (rx *receiver) skipFrame(r *bufio.Reader, h wire.DataHeader) error {
+	if h.Packed {
+		e, err := rx.entry(h.File)
+		if err != nil {
+			return err
+		}
+		if err := rx.packedFrame(h, e.Size); err != nil {
+			return err
+		}
+		_, err = r.Discard(int(h.Length))
+		return unexpectedEOF(err)
+	}
 	if h.Chunk == wire.RootChunk || h.Chunk == wire.ZerosChunk || h.Chunk == wire.SameChunk {
 		check := rx.rootPayload
 		switch h.Chunk {

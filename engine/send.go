@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ferrydrop/ferry/engine/internal/pack"
 	"io"
 	"math"
 	"os"
@@ -310,6 +311,12 @@ type sender struct {
 	same       map[int]*sameHeld
 	sameBytes  atomic.Int64
 	peerUnsent bool // the receiver takes FileUnsent (its hello)
+	// gate decides when chunks travel compressed, for a receiver that
+	// takes them (its hello lists wire.FeaturePacked) and an engine that
+	// may send them (Options.Compression); nil: never. packed counts the
+	// chunks' bytes sent compressed, packedTo what they took on the wire.
+	gate             *pack.Gate
+	packed, packedTo atomic.Int64
 	// peerZeros: the receiver takes a root frame that names the file's
 	// chunks of zeros, which are then not sent (its hello lists
 	// FeatureZeroChunks); zeros are those runs of each file that has
@@ -525,7 +532,8 @@ func (tx *sender) End(err error) {
 }
 
 func (tx *sender) Outcome() core.AttemptOutcome {
-	out := core.AttemptOutcome{Sent: tx.sent.Load(), Resent: tx.resent.Load(), Held: tx.held + tx.sameBytes.Load(), Accepted: -1, Reason: tx.reason}
+	out := core.AttemptOutcome{Sent: tx.sent.Load(), Resent: tx.resent.Load(), Held: tx.held + tx.sameBytes.Load(), Accepted: -1, Reason: tx.reason,
+		Packed: tx.packed.Load(), PackedTo: tx.packedTo.Load()}
 	if tx.decided {
 		out.Accepted, out.Refused, out.Verified = len(tx.accepted), tx.refused, int(tx.verified.Load())
 		for _, i := range tx.accepted {
@@ -609,6 +617,9 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	tx.zerosFirst = tx.peerZeros && slices.Contains(h.Features, wire.FeatureZerosFirst) && e.speaks(wire.FeatureZerosFirst)
 	tx.peerPrompt = slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt)
 	tx.peerSame = slices.Contains(h.Features, wire.FeatureSame) && e.speaks(wire.FeatureSame)
+	if slices.Contains(h.Features, wire.FeaturePacked) && e.speaks(wire.FeaturePacked) && e.packMode != pack.Never {
+		tx.gate = pack.NewGate(e.packMode, time.Now())
+	}
 	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)
 	if err != nil {
 		return err
@@ -1281,7 +1292,13 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 	}
 	// A write stuck on a slow path must not outlive the transfer.
 	defer context.AfterFunc(ctx, s.Abort)()
-	w := bufio.NewWriterSize(s, 256<<10)
+	var ps *packStream // packing.go
+	var out io.Writer = s
+	if tx.gate != nil {
+		ps = tx.newPackStream()
+		out = blockedWriter{w: s, ps: ps}
+	}
+	w := bufio.NewWriterSize(out, 256<<10)
 	if err := w.WriteByte(wire.KindData); err != nil {
 		return nilIfDone(ctx, err)
 	}
@@ -1350,7 +1367,7 @@ func (tx *sender) worker(ctx context.Context, gen int64, id int, late bool) erro
 		if err := tx.waitSame(ctx, fi, ci, w); err != nil {
 			return nilIfDone(ctx, err)
 		}
-		if err := tx.sendChunk(w, src, fi, ci, buf, hasher, mode); err != nil {
+		if err := tx.sendChunk(w, src, fi, ci, buf, hasher, mode, ps); err != nil {
 			if err = tx.giveUp(err); err != nil {
 				return nilIfDone(ctx, err)
 			}
@@ -1380,8 +1397,15 @@ const (
 )
 
 // sendChunk reads chunk ci of file fi, hashes it, writes the frame, and
-// announces the file's root once all its chunks were read.
-func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []byte, hasher *merkle.Hasher, mode sendMode) error {
+// announces the file's root once all its chunks were read. With ps (a
+// receiver that takes packed chunks, packing.go) the chunk travels packed
+// while its session's gate says so, and tells the gate what it took.
+func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []byte, hasher *merkle.Hasher, mode sendMode, ps *packStream) error {
+	var start time.Time
+	var blocked time.Duration
+	if ps != nil {
+		start, blocked = time.Now(), ps.blocked
+	}
 	resend := mode == sendResend
 	if !resend && tx.zerosFirst && len(tx.zeros[fi]) > 0 {
 		if err := tx.sendZeros(w, fi, buf); err != nil {
@@ -1413,9 +1437,35 @@ func (tx *sender) sendChunk(w *bufio.Writer, f io.ReaderAt, fi, ci int, buf []by
 	}
 	same := !held && !resend && tx.sameAs(fi, ci, leaf)
 	if !held && !same {
-		wire.DataHeader{File: uint32(fi), Chunk: uint32(ci), Length: uint32(n), Leaf: leaf}.Put(buf)
-		if _, err := w.Write(buf[:wire.DataHeaderLen+n]); err != nil {
-			return err
+		var packed []byte
+		var packTime time.Duration
+		ok := false
+		if ps != nil && ps.worth(fi, ci) {
+			packed, packTime, ok = ps.pack(fi, ci, data)
+		}
+		if ok {
+			wire.DataHeader{File: uint32(fi), Chunk: uint32(ci), Length: uint32(len(packed)), Packed: true, Leaf: leaf}.Put(buf)
+			if _, err := w.Write(buf[:wire.DataHeaderLen]); err != nil {
+				return err
+			}
+			if _, err := w.Write(packed); err != nil {
+				return err
+			}
+			tx.packed.Add(int64(n))
+			tx.packedTo.Add(int64(len(packed)))
+		} else {
+			wire.DataHeader{File: uint32(fi), Chunk: uint32(ci), Length: uint32(n), Leaf: leaf}.Put(buf)
+			if _, err := w.Write(buf[:wire.DataHeaderLen+n]); err != nil {
+				return err
+			}
+		}
+		if ps != nil {
+			now := time.Now()
+			onWire := wire.DataHeaderLen + n
+			if ok {
+				onWire = wire.DataHeaderLen + len(packed)
+			}
+			ps.gate.Sent(now, pack.Sample{Bytes: n, Wire: onWire, Busy: now.Sub(start), Blocked: ps.blocked - blocked, Packed: ok, PackTime: packTime})
 		}
 	}
 	switch {
@@ -1637,7 +1687,7 @@ func (tx *sender) serveRetries(ctx context.Context) error {
 			}
 			continue
 		}
-		err = tx.sendChunk(w, f, int(r.File), int(r.Chunk), buf, hasher, sendResend)
+		err = tx.sendChunk(w, f, int(r.File), int(r.Chunk), buf, hasher, sendResend, nil)
 		f.Close()
 		if err != nil {
 			if err = tx.giveUp(err); err != nil {

@@ -106,7 +106,7 @@ func expect[T wire.Message](m wire.Message, err error) (T, error) {
 }
 
 // features are the optional capabilities this build's hello lists.
-var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent, wire.FeatureFolders, wire.FeatureCodeShown, wire.FeatureZeroChunks, wire.FeaturePrompt, wire.FeatureZerosFirst, wire.FeaturePromptMoves, wire.FeatureSame}
+var features = []string{wire.FeatureResume, wire.FeatureText, wire.FeatureUnsent, wire.FeatureFolders, wire.FeatureCodeShown, wire.FeatureZeroChunks, wire.FeaturePrompt, wire.FeatureZerosFirst, wire.FeaturePromptMoves, wire.FeatureSame, wire.FeaturePacked}
 
 // speaks reports whether this engine's hello lists feature f: one it
 // reads from a peer only when it said so.

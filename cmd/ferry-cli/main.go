@@ -271,6 +271,7 @@ func interspersed(fs *flag.FlagSet, args []string) []string {
 // envOptions are the engine options the environment sets (see package ferryenv).
 func envOptions(o engine.Options) engine.Options {
 	o.BufferedIO = ferryenv.BufferedIO()
+	o.Compression = ferryenv.Compression()
 	o.ProgressInterval = ferryenv.ProgressInterval()
 	o.ManifestBudget = ferryenv.ManifestBudget()
 	if o.Logger == nil {

@@ -579,6 +579,9 @@ func doneBytes(dir engine.Direction, r *engine.Result, paused time.Duration, by 
 	case checked:
 		notes = append(notes, fmt.Sprintf("%.1fs checking what was kept from before", r.Checked))
 	}
+	if r.Packed > 0 {
+		notes = append(notes, fmt.Sprintf("%s of it travelled compressed, as %s", humanBytes(r.Packed), humanBytes(r.PackedTo)))
+	}
 	again := r.Resent // the receiver's count: chunks that arrived twice
 	if dir == engine.Sending {
 		again = r.Bytes + r.Resent - moved // every payload byte written, less each one once

@@ -139,7 +139,8 @@ func TestSendWritesFileLinesInBatches(t *testing.T) {
 
 // The done line gives the files' size once and the speed of what moved:
 // what the receiver kept from an earlier session and what a reconnect sent
-// twice are said apart, on the side that knows them.
+// twice are said apart, on the side that knows them, and what travelled
+// compressed on both.
 func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
 	const mb = 1_000_000
 	cases := []struct {
@@ -185,6 +186,10 @@ func TestDoneLineSaysWhatDidNotTravel(t *testing.T) {
 			"53.0 MB in 2.00s (26.5 MB/s) over tcp (connected after 2.1s)"},
 		{"a send that connected at once, on the LAN", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Duration: 2, Connecting: 0.01}, resentBy{},
 			"100.0 MB in 2.00s (50.0 MB/s) over tcp"},
+		{"a send that travelled compressed", engine.Sending, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Packed: 80 * mb, PackedTo: 20 * mb, Duration: 2}, resentBy{},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp (80.0 MB of it travelled compressed, as 20.0 MB)"},
+		{"a receive that came compressed", engine.Receiving, engine.Result{TotalBytes: 100 * mb, Bytes: 100 * mb, Packed: 80 * mb, PackedTo: 20 * mb, Duration: 2}, resentBy{},
+			"100.0 MB in 2.00s (50.0 MB/s) over tcp (80.0 MB of it travelled compressed, as 20.0 MB)"},
 		{"empty files", engine.Receiving, engine.Result{Duration: 0.5}, resentBy{}, "0 B in 0.50s (0 B/s) over tcp"},
 	}
 	for _, c := range cases {

@@ -93,6 +93,12 @@ const (
 	// A file sent again travels as its changes alone. Each side does its
 	// part only when the other's hello lists it.
 	FeatureSame = "same"
+	// FeaturePacked: as a receiver, it takes chunk frames whose payload is
+	// the chunk compressed with zstd (DataHeader.Packed); a sender sends
+	// such frames only to a receiver whose hello lists it, and only for a
+	// chunk that compresses. To a receiver without it every chunk travels
+	// as it is.
+	FeaturePacked = "packed"
 )
 
 func protoErr(format string, args ...any) error {
@@ -321,23 +327,39 @@ const SameChunk = RootChunk - 2
 
 // DataHeader introduces one chunk on a data stream.
 type DataHeader struct {
-	File   uint32
-	Chunk  uint32
+	File  uint32
+	Chunk uint32
+	// Length is the payload's: the chunk's bytes, or with Packed the
+	// zstd frame they were compressed into.
 	Length uint32
+	// Packed: the payload is the chunk compressed (one zstd frame), sent
+	// only to a receiver whose hello lists FeaturePacked and only for a
+	// chunk, never a root, zeros or same frame. On the wire it is the
+	// length's top bit, which no length reaches (MaxChunkSize), so a
+	// receiver without the feature refuses such a frame as too long.
+	Packed bool
 	Leaf   [32]byte // the sender's BLAKE3 leaf of the chunk's bytes
 }
+
+// packedBit marks a packed payload in a header's length field.
+const packedBit = 1 << 31
 
 // Put encodes h into b (len >= DataHeaderLen).
 func (h DataHeader) Put(b []byte) {
 	binary.BigEndian.PutUint32(b[0:], h.File)
 	binary.BigEndian.PutUint32(b[4:], h.Chunk)
-	binary.BigEndian.PutUint32(b[8:], h.Length)
+	length := h.Length
+	if h.Packed {
+		length |= packedBit
+	}
+	binary.BigEndian.PutUint32(b[8:], length)
 	copy(b[12:44], h.Leaf[:])
 }
 
 // ReadDataHeader reads one chunk header. io.EOF means the stream ended
 // cleanly between frames. Lengths over MaxChunkSize are ErrProtocol; the
-// caller checks the rest against the offer.
+// caller checks the rest against the offer (and a Packed frame against
+// its hello).
 func ReadDataHeader(r io.Reader, buf []byte) (DataHeader, error) {
 	var h DataHeader
 	if _, err := io.ReadFull(r, buf[:DataHeaderLen]); err != nil {
@@ -346,6 +368,8 @@ func ReadDataHeader(r io.Reader, buf []byte) (DataHeader, error) {
 	h.File = binary.BigEndian.Uint32(buf[0:])
 	h.Chunk = binary.BigEndian.Uint32(buf[4:])
 	h.Length = binary.BigEndian.Uint32(buf[8:])
+	h.Packed = h.Length&packedBit != 0
+	h.Length &^= packedBit
 	copy(h.Leaf[:], buf[12:44])
 	if h.Length > MaxChunkSize {
 		return h, protoErr("chunk of %d bytes exceeds the %d limit", h.Length, MaxChunkSize)

@@ -514,6 +514,9 @@ func TestDataHeaderRoundTrip(t *testing.T) {
 		{},
 		{File: 1, Chunk: 2, Length: wire.MinChunkSize, Leaf: leaf},
 		{File: 0xFFFFFFFF, Chunk: 0xFFFFFFFF, Length: wire.MaxChunkSize, Leaf: leaf},
+		{File: 3, Chunk: 4, Length: 1234, Packed: true, Leaf: leaf},
+		{File: 3, Chunk: 5, Length: 0, Packed: true},
+		{File: 3, Chunk: 6, Length: wire.MaxChunkSize, Packed: true},
 	}
 	var stream []byte
 	for _, h := range cases {
@@ -561,6 +564,9 @@ var dataHeaderCases = []struct {
 	{"max chunk", dataHeaderBytes(wire.MaxChunkSize), nil},
 	{"max chunk + 1", dataHeaderBytes(wire.MaxChunkSize + 1), wire.ErrProtocol},
 	{"length 0xFFFFFFFF", dataHeaderBytes(0xFFFFFFFF), wire.ErrProtocol},
+	{"packed, max chunk", dataHeaderBytes(1<<31 | wire.MaxChunkSize), nil},
+	{"packed, max chunk + 1", dataHeaderBytes(1<<31 | (wire.MaxChunkSize + 1)), wire.ErrProtocol},
+	{"length 0x7FFFFFFF", dataHeaderBytes(0x7FFFFFFF), wire.ErrProtocol},
 }
 
 func TestReadDataHeader(t *testing.T) {
@@ -576,8 +582,9 @@ func TestReadDataHeader(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ReadDataHeader: %v", err)
 				}
-				if want := binary.BigEndian.Uint32(tc.in[8:12]); h.Length != want {
-					t.Fatalf("length %d, want %d", h.Length, want)
+				raw := binary.BigEndian.Uint32(tc.in[8:12])
+				if want := raw &^ (1 << 31); h.Length != want || h.Packed != (raw>>31 == 1) {
+					t.Fatalf("length %d packed %v, want %d packed %v", h.Length, h.Packed, want, raw>>31 == 1)
 				}
 				if r.Len() != len("chunk") {
 					t.Fatalf("consumed chunk bytes: %d left", r.Len())
@@ -595,7 +602,8 @@ func TestReadDataHeader(t *testing.T) {
 }
 
 // FuzzReadDataHeader: never panics, consumes exactly one header, accepts
-// exactly the lengths up to MaxChunkSize, and re-encodes to the same bytes.
+// exactly the lengths up to MaxChunkSize (the top bit is Packed's), and
+// re-encodes to the same bytes.
 func FuzzReadDataHeader(f *testing.F) {
 	for _, tc := range dataHeaderCases {
 		f.Add(tc.in)
@@ -618,7 +626,11 @@ func FuzzReadDataHeader(f *testing.F) {
 		if cr.n != wire.DataHeaderLen {
 			t.Fatalf("consumed %d bytes", cr.n)
 		}
-		length := binary.BigEndian.Uint32(data[8:12])
+		raw := binary.BigEndian.Uint32(data[8:12])
+		length := raw &^ (1 << 31)
+		if h.Packed != (raw>>31 == 1) {
+			t.Fatalf("length field %#x read as packed %v", raw, h.Packed)
+		}
 		if length > wire.MaxChunkSize {
 			if !errors.Is(err, wire.ErrProtocol) {
 				t.Fatalf("length %d: %v, want ErrProtocol", length, err)

@@ -11,6 +11,7 @@
 //	FERRY_PROGRESS_INTERVAL  Go duration  Options.ProgressInterval (the migration bench times gaps with it)
 //	FERRY_LOG                debug|info   Options.Logger: the engine's diagnostics on stderr
 //	FERRY_MANIFEST_BUDGET      bytes > 0    Options.ManifestBudget (tests: a receiver that refuses large offers)
+//	FERRY_COMPRESSION        auto|always|never  Options.Compression (when sent chunks travel compressed)
 //	FERRY_RELAY_SECRET       text         the relay secret of ferry-cli relay, and of --relay (when no --secret-file, --relay-secret-file)
 //
 // A value that does not parse is ignored, as before these were options.
@@ -42,6 +43,17 @@ func transport(getenv func(string) string) engine.TransportConfig {
 	c.NoAutoSwitch = getenv("FERRY_AUTO_SWITCH") == "0"
 	c.TCPCongestion = getenv("FERRY_TCP_CC")
 	return c
+}
+
+// Compression is FERRY_COMPRESSION when it is one of auto, always and
+// never ("" otherwise): when sent chunks travel compressed
+// (engine.Options.Compression).
+func Compression() string {
+	switch v := os.Getenv("FERRY_COMPRESSION"); v {
+	case "auto", "always", "never":
+		return v
+	}
+	return ""
 }
 
 // BufferedIO reports FERRY_BUFFERED_IO=1: file data goes through the page

@@ -127,6 +127,10 @@ type Result struct {
 	Reason     string             `json:"transport_reason,omitempty"`
 	Metrics    *transport.Metrics `json:"metrics,omitempty"`
 	Resent     int64              `json:"resent_bytes,omitempty"`
+	// Packed is what of Bytes travelled compressed (wire.FeaturePacked),
+	// PackedTo what it took on the wire.
+	Packed   int64 `json:"packed_bytes,omitempty"`
+	PackedTo int64 `json:"packed_to_bytes,omitempty"`
 	// Kept is what the receiver already held of the accepted files when
 	// the transfer began: the partial data an earlier session left for
 	// resume, which did not travel again. The receiver's Bytes count it

@@ -80,13 +80,16 @@ type Attempt interface {
 
 // AttemptOutcome is what one attempt achieved.
 type AttemptOutcome struct {
-	Sent, Resent int64  // payload bytes written (first time; again)
-	Held         int64  // bytes of the accepted files the receiver held at the start (resume)
-	Accepted     int    // files the receiver accepted (-1: it did not decide)
-	Refused      int    // files it refused by name
-	Verified     int    // files it verified
-	Total        int64  // bytes of the accepted files
-	Reason       string // why this transport carries it
+	Sent, Resent int64 // payload bytes written (first time; again)
+	// Packed: of those, the bytes written compressed; PackedTo: what they
+	// took on the wire.
+	Packed, PackedTo int64
+	Held             int64  // bytes of the accepted files the receiver held at the start (resume)
+	Accepted         int    // files the receiver accepted (-1: it did not decide)
+	Refused          int    // files it refused by name
+	Verified         int    // files it verified
+	Total            int64  // bytes of the accepted files
+	Reason           string // why this transport carries it
 	// Folders: empty folders the receiver made (it answered that all went
 	// well); FoldersLeftOut: empty folders it does not take.
 	Folders, FoldersLeftOut int
@@ -293,8 +296,9 @@ func (b *backoff) wait(err error) time.Duration {
 // totals adds up the attempts of a transfer: bytes over all of them, counts
 // from the last one the receiver decided on.
 type totals struct {
-	sent, resent int64
-	last         AttemptOutcome
+	sent, resent     int64
+	packed, packedTo int64
+	last             AttemptOutcome
 	// kept is what the receiver held before the transfer sent anything:
 	// at the first attempt it decided on (later attempts find what the
 	// earlier ones sent), or as the session before a Retry found it.
@@ -305,6 +309,8 @@ type totals struct {
 func (tt *totals) add(out AttemptOutcome) {
 	tt.sent += out.Sent
 	tt.resent += out.Resent
+	tt.packed += out.Packed
+	tt.packedTo += out.PackedTo
 	if out.Accepted >= 0 {
 		tt.last = out
 		if !tt.keptSet {
@@ -318,7 +324,7 @@ func (tt *totals) add(out AttemptOutcome) {
 // decided on.
 func (o *Outbox) finish(err error, tt totals) {
 	last := tt.last
-	r := Result{Bytes: tt.sent, Resent: tt.resent, Kept: tt.kept, Reason: last.Reason}
+	r := Result{Bytes: tt.sent, Resent: tt.resent, Kept: tt.kept, Reason: last.Reason, Packed: tt.packed, PackedTo: tt.packedTo}
 	EndOf(err, o.host.PeerName(), false).Apply(&r)
 	if last.Accepted >= 0 {
 		r.Files, r.Refused, r.Verified, r.TotalBytes = last.Accepted, last.Refused, last.Verified, last.Total

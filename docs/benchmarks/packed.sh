@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A folder sent over a link of RATE, each build in turns: the wall time from
+# launching the receiver to the sender's exit, what the sender's summary
+# says, and the tree checked against its source after each run (not timed).
+# A build before 2026-12-07's second session sends every chunk as it is; one
+# since compresses chunks that shrink while the link is what it waits on
+# (wire.FeaturePacked, engine/internal/pack).
+#   docs/benchmarks/packed.sh OLD_FERRY_CLI NEW_FERRY_CLI SRC BASE [RATE [ROUNDS]]
+# SRC is the folder sent (e.g. "$(go env GOROOT)": source code; or a folder of
+# photos or random bytes, which does not compress). With RATE (e.g. 100mbit)
+# the receiver runs in a network namespace of its own behind a veth pair
+# whose two ends are shaped to RATE (tbf; needs root), as a LAN would be;
+# without, over loopback. Each sender runs with its defaults (auto).
+set -euo pipefail
+old=$1 new=$2 src=$3 base=$4 rate=${5:-} rounds=${6:-3}
+ns=() host=127.0.0.1
+if [ -n "$rate" ]; then
+	ip netns add fr-packed
+	trap 'ip netns del fr-packed 2>/dev/null; ip link del fr-pa 2>/dev/null || true' EXIT
+	ip link add fr-pa type veth peer name fr-pb
+	ip link set fr-pb netns fr-packed
+	ip addr add 10.78.0.1/24 dev fr-pa; ip link set fr-pa up
+	ip netns exec fr-packed ip addr add 10.78.0.2/24 dev fr-pb
+	ip netns exec fr-packed ip link set fr-pb up
+	ip netns exec fr-packed ip link set lo up
+	tc qdisc add dev fr-pa root tbf rate "$rate" burst 256kb latency 50ms
+	ip netns exec fr-packed tc qdisc add dev fr-pb root tbf rate "$rate" burst 256kb latency 50ms
+	ns=(ip netns exec fr-packed) host=10.78.0.2
+fi
+mkdir -p "$base"
+cd "$base"
+cat <(find "$src" -type f -print0 | xargs -0 cat) >/dev/null # the source in the page cache
+name=$(basename "$src")
+for round in $(seq "$rounds"); do
+	for bin in "$old" "$new"; do
+		tag=$(basename "$bin")
+		rm -rf dl cfg-r cfg-s; mkdir dl
+		t0=$(date +%s.%N)
+		"${ns[@]}" "$bin" receive --config cfg-r --dir dl --listen "$host:0" --accept all --once --no-discovery --localsend=false --name Recv >recv.out 2>&1 &
+		rp=$!
+		for _ in $(seq 400); do grep -q '^listening' recv.out 2>/dev/null && break; sleep 0.01; done
+		addr=$(grep -o 'tcp=[^ ]*' recv.out | cut -d= -f2)
+		said=$("$bin" send --config cfg-s --to "$addr" "$src" 2>&1 | tail -1)
+		t1=$(date +%s.%N)
+		wait "$rp" || true
+		same=exact
+		diff -rq --no-dereference "$src" "dl/$name" >/dev/null 2>&1 || same=DIFFERS
+		echo "round $round $tag: $(echo "$t1 - $t0" | bc) s, $same; $said"
+	done
+done

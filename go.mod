@@ -12,6 +12,7 @@ require (
 	github.com/google/licensecheck v0.3.1
 	github.com/goreleaser/nfpm/v2 v2.48.0
 	github.com/grandcat/zeroconf v1.0.0
+	github.com/klauspost/compress v1.20.1
 	github.com/miekg/dns v1.1.27
 	github.com/pion/ice/v4 v4.4.9
 	github.com/pion/logging v0.2.4
@@ -71,7 +72,6 @@ require (
 	github.com/jeandeaual/go-locale v0.0.0-20250612000132-0ef82f21eade // indirect
 	github.com/jsummers/gobmp v0.0.0-20230614200233-a9de23ed2e25 // indirect
 	github.com/kevinburke/ssh_config v1.6.0 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect

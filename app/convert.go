@@ -135,7 +135,7 @@ func toUITransfer(ev engine.Event) (ui.TransferEvent, bool) {
 		out.Result = &ui.Result{State: ui.State(r.State), Code: ui.Code(r.Code), ByPeer: r.ByPeer, Err: r.Err,
 			Files: r.Files, Verified: r.Verified, Bytes: r.Bytes,
 			Duration: time.Duration(r.Duration * float64(time.Second)), Waited: time.Duration(r.Waited * float64(time.Second)), Checked: time.Duration(r.Checked * float64(time.Second)), Transport: r.Transport, TransportReason: r.Reason,
-			Resent: r.Resent, Kept: r.Kept, Folders: r.Folders, FoldersLeftOut: r.FoldersLeftOut, Refused: r.Refused, Destination: r.Destination, Metrics: toUIMetrics(r.Metrics), Text: r.Text}
+			Resent: r.Resent, Kept: r.Kept, Packed: r.Packed, PackedTo: r.PackedTo, Folders: r.Folders, FoldersLeftOut: r.FoldersLeftOut, Refused: r.Refused, Destination: r.Destination, Metrics: toUIMetrics(r.Metrics), Text: r.Text}
 		if out.State == "" {
 			out.State = out.Result.State
 		}

@@ -26,10 +26,10 @@ func TestToUITransfer(t *testing.T) {
 
 	m := &engine.Metrics{Transport: "quic", SmoothedRTTms: 1.5, DatagramsSent: 100, SendCalls: 10, PathMTU: 1441, RecvCalls: 4, RecvDatagrams: 100, GRO: true}
 	ev = engine.Event{Time: now, Kind: engine.EventResult, TransferID: "x", Direction: engine.Sending, State: engine.StateDone,
-		Result: &engine.Result{State: engine.StateDone, Files: 2, Verified: 2, Bytes: 10, Duration: 2, Transport: "quic", Metrics: m, Resent: 3, Kept: 7, Waited: 0.25, Checked: 1.5}}
+		Result: &engine.Result{State: engine.StateDone, Files: 2, Verified: 2, Bytes: 10, Duration: 2, Transport: "quic", Metrics: m, Resent: 3, Kept: 7, Waited: 0.25, Checked: 1.5, Packed: 8, PackedTo: 2}}
 	got, _ = toUITransfer(ev)
 	r := got.Result
-	if r == nil || r.State != ui.StateDone || r.Resent != 3 || r.Kept != 7 || r.Duration != 2*time.Second || r.Waited != 250*time.Millisecond || r.Checked != 1500*time.Millisecond || r.Metrics.DatagramsPerCall != 10 || r.Metrics.DatagramsPerRecvCall != 25 || !r.Metrics.GRO || r.Metrics.SmoothedRTT != 1500*time.Microsecond {
+	if r == nil || r.State != ui.StateDone || r.Resent != 3 || r.Kept != 7 || r.Packed != 8 || r.PackedTo != 2 || r.Duration != 2*time.Second || r.Waited != 250*time.Millisecond || r.Checked != 1500*time.Millisecond || r.Metrics.DatagramsPerCall != 10 || r.Metrics.DatagramsPerRecvCall != 25 || !r.Metrics.GRO || r.Metrics.SmoothedRTT != 1500*time.Microsecond {
 		t.Fatalf("result = %+v", r)
 	}
 	h := historyEntry(got, intent{}, nil)

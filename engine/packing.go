@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -37,6 +39,25 @@ type packStream struct {
 // video, an archive: tried again now and then, for a file that is
 // compressed in parts only).
 const packRetry = 16
+
+// packsTo says whether a send to the address remote ("host:port") may
+// pack its chunks: not when the engine is told never, nor in auto to a
+// receiver on this machine (loopback): there is no link to spare, and the
+// receiver's work is on the CPUs that would pack.
+func (e *Engine) packsTo(remote string) bool {
+	switch e.packMode {
+	case pack.Never:
+		return false
+	case pack.Always:
+		return true
+	}
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback()
+}
 
 func (tx *sender) newPackStream() *packStream {
 	return &packStream{gate: tx.gate, codec: &tx.e.codec, badFile: -1}

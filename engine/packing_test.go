@@ -12,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/ferrydrop/ferry/engine/internal/pack"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
 )
@@ -189,5 +190,30 @@ func TestHostilePackedFrames(t *testing.T) {
 				t.Errorf("a.go was saved (%d bytes)", len(got))
 			}
 		})
+	}
+}
+
+// TestPacksTo: in auto a receiver on this machine is never sent packed
+// chunks (no link to spare, the same CPUs); one elsewhere is, as the gate
+// judges; always and never are what they say.
+func TestPacksTo(t *testing.T) {
+	for _, c := range []struct {
+		mode   pack.Mode
+		remote string
+		want   bool
+	}{
+		{pack.Auto, "127.0.0.1:47800", false},
+		{pack.Auto, "[::1]:47800", false},
+		{pack.Auto, "127.3.4.5:1", false},
+		{pack.Auto, "192.168.1.20:47800", true},
+		{pack.Auto, "[fe80::1%eth0]:47800", true},
+		{pack.Auto, "pipe", true},
+		{pack.Always, "127.0.0.1:47800", true},
+		{pack.Never, "192.168.1.20:47800", false},
+	} {
+		e := &Engine{packMode: c.mode}
+		if got := e.packsTo(c.remote); got != c.want {
+			t.Errorf("mode %v to %s: %v, want %v", c.mode, c.remote, got, c.want)
+		}
 	}
 }

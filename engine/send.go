@@ -617,7 +617,7 @@ func (tx *sender) session(ctx context.Context, conn Conn, reason, addr string, o
 	tx.zerosFirst = tx.peerZeros && slices.Contains(h.Features, wire.FeatureZerosFirst) && e.speaks(wire.FeatureZerosFirst)
 	tx.peerPrompt = slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt)
 	tx.peerSame = slices.Contains(h.Features, wire.FeatureSame) && e.speaks(wire.FeatureSame)
-	if slices.Contains(h.Features, wire.FeaturePacked) && e.speaks(wire.FeaturePacked) && e.packMode != pack.Never {
+	if slices.Contains(h.Features, wire.FeaturePacked) && e.speaks(wire.FeaturePacked) && e.packsTo(conn.RemoteAddr()) {
 		tx.gate = pack.NewGate(e.packMode, time.Now())
 	}
 	done, err := pd.finish(e, tx.ctl, h, conn.PeerID(), false)

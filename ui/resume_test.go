@@ -187,11 +187,12 @@ func TestDetailsKeepLiveMetricsTheResultLacks(t *testing.T) {
 		CongestionControl: "bbr", SmoothedRTT: 2 * time.Millisecond, MinRTT: time.Millisecond, CongestionWindow: 3_000_000, PacketsLost: 4, Connections: 2}})
 	// The closed connection reports its totals only.
 	u.ApplyTransfer(TransferEvent{Kind: TransferResult, ID: id, Direction: Outgoing, Result: &Result{State: StateDone, Files: 1, Bytes: 10,
-		Transport: "tcp", Resent: 2_000_000, Kept: 5_000_000, Folders: 3, FoldersLeftOut: 0, Metrics: &Metrics{Transport: "tcp", PacketsLost: 29, Connections: 2}}})
+		Transport: "tcp", Resent: 2_000_000, Kept: 5_000_000, Packed: 8_000_000, PackedTo: 2_000_000, Folders: 3, FoldersLeftOut: 0, Metrics: &Metrics{Transport: "tcp", PacketsLost: 29, Connections: 2}}})
 	got := detailsText(u.transfers.byID[id])
 	if !contains(got, "Transport: TCP (TCP moves more bytes per second here)", "Round-trip time: 2.00 ms (min 1.00 ms)",
 		"Congestion control: bbr", "Congestion window: 3.0 MB", "Segments retransmitted: 29", "TCP connections: 2", "Sent again after reconnecting: 2.0 MB",
-		"Kept from an earlier attempt (not sent again): 5.0 MB", "Empty folders made besides the files: 3") || strings.Contains(got, "not sent (the receiver") {
+		"Kept from an earlier attempt (not sent again): 5.0 MB", "Empty folders made besides the files: 3",
+		"Compressed on the way (the link was the limit): 8.0 MB travelled as 2.0 MB") || strings.Contains(got, "not sent (the receiver") {
 		t.Errorf("details = %q", got)
 	}
 	// To an older receiver, what it does not take is said.

@@ -1067,6 +1067,9 @@ func resultLines(b *strings.Builder, r *Result) {
 	if r.Resent > 0 {
 		fmt.Fprintf(b, "Sent again after reconnecting: %s\n", HumanBytes(r.Resent))
 	}
+	if r.Packed > 0 {
+		fmt.Fprintf(b, "Compressed on the way (the link was the limit): %s travelled as %s\n", HumanBytes(r.Packed), HumanBytes(r.PackedTo))
+	}
 	if r.Folders > 0 {
 		fmt.Fprintf(b, "Empty folders made besides the files: %d\n", r.Folders)
 	}

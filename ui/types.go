@@ -414,6 +414,9 @@ type Result struct {
 	// Kept is what the receiver held of the files from an earlier attempt
 	// when this one began (resume): it did not travel again.
 	Kept int64
+	// Packed is what of Bytes travelled compressed, PackedTo what it took
+	// on the wire.
+	Packed, PackedTo int64
 	// Waited is the part of Duration the offer waited for its answer;
 	// Checked the part a resuming receiver spent reading back and checking
 	// what it kept from an earlier attempt.

@@ -11,6 +11,10 @@
 # the receiver runs in a network namespace of its own behind a veth pair
 # whose two ends are shaped to RATE (tbf; needs root), as a LAN would be;
 # without, over loopback. Each sender runs with its defaults (auto).
+# With CROC=/path/to/croc (the newest is 11.2.5: scripts/install-croc.sh;
+# it compresses by default) croc runs in the same rounds: its relay and its
+# sender on this side, its receiver behind the link, the relay started
+# before the clock (as a public relay would be running).
 set -euo pipefail
 old=$1 new=$2 src=$3 base=$4 rate=${5:-} rounds=${6:-3}
 ns=() host=127.0.0.1
@@ -31,7 +35,28 @@ mkdir -p "$base"
 cd "$base"
 cat <(find "$src" -type f -print0 | xargs -0 cat) >/dev/null # the source in the page cache
 name=$(basename "$src")
+croc_run() { # one croc send of $src over the link, timed as the others
+	local here=${host%.2}.1 secret
+	[ -n "$rate" ] || here=127.0.0.1
+	rm -rf dl; mkdir dl
+	"$CROC" relay --host "$here" --ports 9711,9712,9713,9714,9715 >relay.out 2>&1 &
+	local relay=$!
+	for _ in $(seq 400); do [ "$(grep -c 'starting TCP server' relay.out 2>/dev/null)" -ge 5 ] && break; sleep 0.01; done
+	secret=ferrybench-$RANDOM$RANDOM
+	t0=$(date +%s.%N)
+	CROC_SECRET=$secret "$CROC" --debug --relay "$here:9711" --yes send --no-local "$src" >send.out 2>&1 &
+	local sp=$!
+	for _ in $(seq 1000); do grep -q 'banner:' send.out 2>/dev/null && break; sleep 0.01; done
+	CROC_SECRET=$secret "${ns[@]}" "$CROC" --relay "$here:9711" --yes --out dl >crecv.out 2>&1
+	wait "$sp" || true
+	t1=$(date +%s.%N)
+	kill "$relay"; wait "$relay" 2>/dev/null || true
+	same=exact
+	diff -rq --no-dereference "$src" "dl/$name" >/dev/null 2>&1 || same=DIFFERS
+	echo "round $round $("$CROC" --version | tr -d '\n'): $(echo "$t1 - $t0" | bc) s, $same"
+}
 for round in $(seq "$rounds"); do
+	if [ -n "${CROC:-}" ]; then croc_run; fi
 	for bin in "$old" "$new"; do
 		tag=$(basename "$bin")
 		rm -rf dl cfg-r cfg-s; mkdir dl

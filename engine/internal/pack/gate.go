@@ -32,8 +32,8 @@ type Sample struct {
 //
 //   - Packing off: when the sender waited on the link most of the time
 //     (its writes blocked for at least half of its busy time) and the
-//     link carried less than half of what one core packs (measured; 200
-//     MB/s until then), packing pays: on. A sender held by its own CPU or
+//     link carried less than what one core packs (measured; 200 MB/s
+//     until then), packing pays: on. A sender held by its own CPU or
 //     disk leaves packing off: it would only add to the load. That window's
 //     rate is kept as what the session moves unpacked.
 //   - Packing on: it stays on while the link is still what the sender
@@ -116,7 +116,7 @@ func (g *Gate) judge(elapsed time.Duration) {
 		rate := float64(g.wire) / secs
 		if linkBound {
 			g.rawRate = float64(g.bytes) / secs
-			want = 2*rate < g.packRate()
+			want = rate < g.packRate()
 		}
 	} else if !linkBound {
 		want = g.rawRate > 0 && float64(g.bytes)/secs >= 1.1*g.rawRate

@@ -49,7 +49,10 @@ func TestGate(t *testing.T) {
 				l.window(t, 12.5*MB, 0.9, 0.25)
 			}
 		}, true},
-		{"loopback, 800 MB/s: not packed", func(t *testing.T, l *link) {
+		{"1 Gbit/s, below what a core packs: packed", func(t *testing.T, l *link) {
+			l.window(t, 117*MB, 0.9, 0.3)
+		}, true},
+		{"800 MB/s: not packed", func(t *testing.T, l *link) {
 			for range 4 {
 				l.window(t, 800*MB, 0.9, 0.25)
 			}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/ferrydrop/ferry/engine/internal/pack"
 	"io"
 	"math"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/internal/core"
+	"github.com/ferrydrop/ferry/engine/internal/pack"
 	"github.com/ferrydrop/ferry/engine/internal/resume"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/merkle"

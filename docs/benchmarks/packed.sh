@@ -10,7 +10,9 @@
 # photos or random bytes, which does not compress). With RATE (e.g. 100mbit)
 # the receiver runs in a network namespace of its own behind a veth pair
 # whose two ends are shaped to RATE (tbf; needs root), as a LAN would be;
-# without, over loopback. Each sender runs with its defaults (auto).
+# without, over loopback. LOSS (e.g. 0.005) drops that share of the packets
+# leaving each end at random (iptables statistic). Each sender runs with its
+# defaults (auto).
 # With CROC=/path/to/croc (the newest is 11.2.5: scripts/install-croc.sh;
 # it compresses by default) croc runs in the same rounds: its relay and its
 # sender on this side, its receiver behind the link, the relay started
@@ -30,6 +32,11 @@ if [ -n "$rate" ]; then
 	tc qdisc add dev fr-pa root tbf rate "$rate" burst 256kb latency 50ms
 	ip netns exec fr-packed tc qdisc add dev fr-pb root tbf rate "$rate" burst 256kb latency 50ms
 	ns=(ip netns exec fr-packed) host=10.78.0.2
+	if [ -n "${LOSS:-}" ]; then
+		iptables -A OUTPUT -o fr-pa -m statistic --mode random --probability "$LOSS" -j DROP
+		ip netns exec fr-packed iptables -A OUTPUT -o fr-pb -m statistic --mode random --probability "$LOSS" -j DROP
+		trap 'iptables -D OUTPUT -o fr-pa -m statistic --mode random --probability "$LOSS" -j DROP; ip netns del fr-packed 2>/dev/null; ip link del fr-pa 2>/dev/null || true' EXIT
+	fi
 fi
 mkdir -p "$base"
 cd "$base"

@@ -308,6 +308,11 @@ func debianCopyright(mods []module) string {
 				// Debian ships this text; its policy (and lintian, as an
 				// error) wants the copyright file to point there instead.
 				text = apache2Pointer
+			} else {
+				// A file of several licences (klauspost/compress: BSD,
+				// then Apache 2.0 for one folder, then MIT) keeps the
+				// others and points to Debian's copy for that one.
+				text = apache2Terms.ReplaceAllLiteralString(text, apache2Pointer)
 			}
 			for _, l := range strings.Split(text, "\n") {
 				if l = strings.TrimRight(l, " \t\r"); l == "" {
@@ -329,6 +334,11 @@ func debianCopyright(mods []module) string {
 const apache2Pointer = `On Debian systems, the full text of the Apache License, Version 2.0 can be
 found in /usr/share/common-licenses/Apache-2.0; the module's own copy is in
 /usr/share/doc/ferry/THIRD_PARTY_LICENSES.`
+
+// apache2Terms is the Apache License 2.0's terms inside a longer licence
+// file: from its title to "END OF TERMS AND CONDITIONS" (its appendix, the
+// notice a work carries, stays: it names who holds the copyright).
+var apache2Terms = regexp.MustCompile(`(?ms)^[ \t]*Apache License[ \t]*\n[ \t]*Version 2\.0, January 2004\b.*?^[ \t]*END OF TERMS AND CONDITIONS[ \t]*$`)
 
 // isApache2 reports whether a licence file is the Apache License 2.0 and
 // nothing else (its appendix filled in or not): licensecheck finds that

@@ -70,6 +70,42 @@ func TestDebianCopyrightApache(t *testing.T) {
 	}
 }
 
+// A module whose one licence file holds the Apache License 2.0 among
+// others (klauspost/compress: BSD for most, Apache 2.0 for gzhttp, MIT
+// for a folder of s2) keeps the others' texts in the copyright file, and
+// points to Debian's copy for the Apache terms (lintian's error,
+// copyright-file-contains-full-apache-2-license, failed the package
+// once klauspost/compress was linked).
+func TestDebianCopyrightApacheAmongOthers(t *testing.T) {
+	dir, err := goModDir("github.com/klauspost/compress")
+	if err != nil {
+		t.Skip(err)
+	}
+	files, err := licenseFiles(dir)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("licence files of klauspost/compress: %v %v", files, err)
+	}
+	if !strings.Contains(files[0].Text, "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION") {
+		t.Skip("this version of klauspost/compress does not hold the Apache terms in its licence file")
+	}
+	m := module{Path: "github.com/klauspost/compress", Version: "v1", IDs: identify(files), Files: files}
+	c := debianCopyright([]module{m})
+	if strings.Contains(c, "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION") {
+		t.Error("the copyright file holds the Apache licence's full text")
+	}
+	for _, want := range []string{
+		" Redistribution and use in source and binary forms", // the BSD text
+		" Files: gzhttp/*",
+		"/usr/share/common-licenses/Apache-2.0",
+		" Copyright 2016-2017 The New York Times Company", // the Apache appendix's notice
+		" The MIT License (MIT)",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("the copyright file lacks %q", want)
+		}
+	}
+}
+
 // goModDir is a module's folder in the module cache.
 func goModDir(path string) (string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path).Output()

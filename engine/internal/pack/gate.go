@@ -37,9 +37,10 @@ type Sample struct {
 //     disk leaves packing off: it would only add to the load. That window's
 //     rate is kept as what the session moves unpacked.
 //   - Packing on: it stays on while the link is still what the sender
-//     waits on (packing can only have helped), or while the chunks' bytes
-//     move at least a tenth faster than they did unpacked; else off, and
-//     the next windows measure again.
+//     waits on and carries less than a core packs (packing can only have
+//     helped), or, held by its CPU, while the chunks' bytes move at least a
+//     tenth faster than they did unpacked within the last RawMaxAge; else
+//     off, and the next windows measure again.
 //
 // A window with little work in it (the sender waiting for the receiver)
 // changes nothing, so a session starts unpacked and is judged on what it
@@ -57,6 +58,7 @@ type Gate struct {
 	packIn    int64      // bytes packed (that shrank), in all windows
 	packNanos int64      // the time packing them took
 	rawRate   float64    // bytes a second of the last link-bound window unpacked (0: none yet)
+	rawAt     time.Time  // when rawRate was measured
 	turns     int        // times the gate turned on or off (tests, logs)
 }
 
@@ -98,34 +100,44 @@ func (g *Gate) Sent(now time.Time, s Sample) {
 	if elapsed < Window {
 		return
 	}
-	g.judge(elapsed)
+	g.judge(now, elapsed)
 	g.start = now
 	g.bytes, g.wire, g.busy, g.blocked = 0, 0, 0, 0
 }
 
-// judge decides on the window just over (see Gate); mu is held.
-func (g *Gate) judge(elapsed time.Duration) {
+// judge decides on the window just over at now (see Gate); mu is held.
+func (g *Gate) judge(now time.Time, elapsed time.Duration) {
 	if g.busy < int64(elapsed)/4 {
 		return // mostly waiting on something else than sending
 	}
 	linkBound := 2*g.blocked >= g.busy
 	secs := elapsed.Seconds()
+	rate := float64(g.wire) / secs
 	on := g.on.Load()
 	want := on
-	if !on {
-		rate := float64(g.wire) / secs
-		if linkBound {
-			g.rawRate = float64(g.bytes) / secs
-			want = rate < g.packRate()
-		}
-	} else if !linkBound {
-		want = g.rawRate > 0 && float64(g.bytes)/secs >= 1.1*g.rawRate
+	switch {
+	case !on && linkBound:
+		g.rawRate, g.rawAt = float64(g.bytes)/secs, now
+		want = rate < g.packRate()
+	case on && linkBound:
+		// The link is still the limit, unless it now carries more than
+		// packing makes (the path moved to a faster one).
+		want = rate < g.packRate()
+	case on:
+		// Held by the CPU: packing stays while it moves the chunks'
+		// bytes faster than they moved unpacked, measured lately; an
+		// old measure (the path may have changed) is taken again.
+		want = g.rawRate > 0 && now.Sub(g.rawAt) < RawMaxAge && float64(g.bytes)/secs >= 1.1*g.rawRate
 	}
 	if want != on {
 		g.on.Store(want)
 		g.turns++
 	}
 }
+
+// RawMaxAge is how long a Gate trusts what a session moved unpacked
+// before it sends unpacked again to measure it (a window's worth).
+const RawMaxAge = 10 * time.Second
 
 // packRate is what one core packs, in bytes a second.
 func (g *Gate) packRate() float64 {

@@ -73,6 +73,19 @@ func TestGate(t *testing.T) {
 			l.window(t, 50*MB, 0.9, 0.25)
 			l.window(t, 20*MB, 0.1, 0.25) // 80 MB/s of chunks against 50
 		}, true},
+		{"packed, then the path moves to a link faster than packing: off", func(t *testing.T, l *link) {
+			l.window(t, 12.5*MB, 0.9, 0.25)
+			l.window(t, 400*MB, 0.9, 0.25)
+		}, false},
+		{"packed and faster, but unpacked measured long ago: off, to measure again", func(t *testing.T, l *link) {
+			l.window(t, 50*MB, 0.9, 0.25)
+			for range int(RawMaxAge/Window) + 1 {
+				l.window(t, 20*MB, 0.1, 0.25)
+				if l.now.Sub(time.Unix(0, 0)) < RawMaxAge && !l.g.Packing() {
+					t.Fatal("off before the measure of unpacked aged")
+				}
+			}
+		}, false},
 		{"a window spent waiting changes nothing", func(t *testing.T, l *link) {
 			l.window(t, 12.5*MB, 0.9, 0.25)
 			l.now = l.now.Add(10 * Window)

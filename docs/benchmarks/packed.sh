@@ -70,9 +70,13 @@ for round in $(seq "$rounds"); do
 		t0=$(date +%s.%N)
 		"${ns[@]}" "$bin" receive --config cfg-r --dir dl --listen "$host:0" --accept all --once --no-discovery --localsend=false --name Recv >recv.out 2>&1 &
 		rp=$!
-		for _ in $(seq 400); do grep -q '^listening' recv.out 2>/dev/null && break; sleep 0.01; done
-		addr=$(grep -o 'tcp=[^ ]*' recv.out | cut -d= -f2)
-		said=$("$bin" send --config cfg-s --to "$addr" "$src" 2>&1 | tail -1)
+		for _ in $(seq 1000); do grep -q '^listening' recv.out 2>/dev/null && break; sleep 0.01; done
+		if ! addr=$(grep -o 'tcp=[^ ]*' recv.out | cut -d= -f2); then
+			echo "round $round $tag: the receiver did not start: $(cat recv.out)" >&2
+			exit 1
+		fi
+		said=$("$bin" send --config cfg-s --to "$addr" "$src" 2>&1) || said="FAILED: $said"
+		said=$(printf '%s\n' "$said" | tail -1)
 		t1=$(date +%s.%N)
 		wait "$rp" || true
 		same=exact

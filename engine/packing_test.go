@@ -102,6 +102,50 @@ func TestChunksTravelPacked(t *testing.T) {
 	}
 }
 
+// TestPackedSendResumes: a send whose chunks travel packed, cut half-way,
+// resumes where it was: the receiver journaled the chunks it unpacked as
+// the chunks' own bytes, the second attempt sends only what is missing
+// (packed again), and the file arrives exact.
+func TestPackedSendResumes(t *testing.T) {
+	skipIfShort(t)
+	src := filepath.Join(t.TempDir(), "big.go")
+	const size = 48 << 20
+	writeText(t, src, size)
+	for _, tp := range transportsUnderTest() {
+		t.Run(tp, func(t *testing.T) {
+			recv := startReceiver(t, Options{})
+			send := testEngine(t, Options{Compression: "always"})
+			first := interrupt(t, send, recv, []string{src}, tp, size)
+			if first.Packed == 0 {
+				t.Fatal("the first attempt packed nothing")
+			}
+			held := recv.Partials()[0].Bytes
+			if held == 0 {
+				t.Fatal("the partial holds nothing")
+			}
+			got := receivedResult(t, recv)
+			res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
+			if res.State != StateDone || res.Verified != 1 {
+				t.Fatalf("resume: %s %q (%d verified)", res.State, res.Err, res.Verified)
+			}
+			if res.Kept != held {
+				t.Errorf("the sender says the receiver kept %d bytes; it held %d", res.Kept, held)
+			}
+			if res.Bytes > size-held+int64(8<<20) {
+				t.Errorf("the second attempt sent %d bytes; %d of %d were there", res.Bytes, held, size)
+			}
+			if res.Packed == 0 || res.Packed > res.Bytes {
+				t.Errorf("the second attempt packed %d of the %d bytes it sent", res.Packed, res.Bytes)
+			}
+			if r := <-got; r.State != StateDone || r.Kept != held || r.Packed != res.Packed {
+				t.Errorf("the receiver: %s, kept %d (held %d), %d packed (the sender says %d)", r.State, r.Kept, held, r.Packed, res.Packed)
+			}
+			sameTree(t, src, recv.DownloadDir())
+			noPartials(t, recv.DownloadDir())
+		})
+	}
+}
+
 // packedFrame is a packed chunk frame (wire.DataHeader.Packed) of file's
 // chunk with payload, whatever it holds, and leaf.
 func packedFrame(file, chunk uint32, payload []byte, leaf merkle.Hash) []byte {

@@ -146,6 +146,53 @@ func TestPackedSendResumes(t *testing.T) {
 	}
 }
 
+// TestSentAgainPacked: a text folder sent again to a device that trusts
+// the sender, one chunk of one file changed, sends that chunk alone, and
+// packed; the rest is copied from the file there, and the new version
+// arrives exact beside the first.
+func TestSentAgainPacked(t *testing.T) {
+	recv := startReceiver(t, Options{})
+	send := testEngine(t, Options{Compression: "always"})
+	pairEngines(t, send, recv)
+	src := filepath.Join(t.TempDir(), "Code")
+	writeText(t, filepath.Join(src, "a.go"), 300<<10)
+	edit := writeText(t, filepath.Join(src, "sub", "edit.go"), 3<<20)
+	chunk := int64(minBatchChunk) // a batch this small is cut so (batchChunkSize)
+	for round, tp := range []string{"tcp", "quic"} {
+		if round == 1 {
+			edit[chunk+7] ^= 0x20 // its second chunk: a letter's case
+			if err := os.WriteFile(filepath.Join(src, "sub", "edit.go"), edit, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		received := resultsOf(t, recv, Receiving, 1)
+		res := sendWait(t, send, target(recv), []string{src}, SendOptions{Transport: tp})
+		if res.State != StateDone || res.Verified != res.Files {
+			t.Fatalf("send %d: %s %q, %d of %d files verified", round+1, res.State, res.Err, res.Verified, res.Files)
+		}
+		r := next(t, received)
+		if r.State != StateDone {
+			t.Fatalf("received %d: %s %q", round+1, r.State, r.Err)
+		}
+		sent := res.TotalBytes
+		if round == 1 {
+			sent = chunk
+		}
+		if res.Bytes != sent || res.Packed != sent || r.Packed != sent || res.PackedTo >= sent/2 {
+			t.Errorf("send %d over %s: sent %d bytes, %d of them packed (the receiver says %d) into %d; want %d, all packed",
+				round+1, tp, res.Bytes, res.Packed, r.Packed, res.PackedTo, sent)
+		}
+	}
+	dst := filepath.Join(recv.DownloadDir(), "Code")
+	if got, want := filesUnder(t, dst), []string{"a.go", "sub/edit (1).go", "sub/edit.go"}; !slices.Equal(got, want) {
+		t.Fatalf("the folder holds %q, want %q", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "sub", "edit (1).go")); err != nil || !bytes.Equal(b, edit) {
+		t.Errorf("the changed file's second version: %d bytes (%v), not what was sent", len(b), err)
+	}
+	noPartials(t, recv.DownloadDir())
+}
+
 // packedFrame is a packed chunk frame (wire.DataHeader.Packed) of file's
 // chunk with payload, whatever it holds, and leaf.
 func packedFrame(file, chunk uint32, payload []byte, leaf merkle.Hash) []byte {

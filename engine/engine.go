@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -325,6 +326,9 @@ type Engine struct {
 	anywhereRelayOnly bool
 	// anywhereGrace is anywhere.Server.Grace (tests; 0: ReachGrace).
 	anywhereGrace time.Duration
+	// reaches says whether this device's networks may reach an address
+	// (netwatch.Reaches of the interfaces' addresses; tests replace it).
+	reaches func(netip.Addr) bool
 	// relays holds the relay secrets (SetRelaySecret) and the relays
 	// served through (ServeAnywhere), anywhere.go.
 	relays relayState

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -128,6 +129,47 @@ func TestAbsentDeviceCallsRelayAtOnce(t *testing.T) {
 	}
 }
 
+// A device every address of which (the target's, and where it was last
+// reached) is on a network this device is not on is called through the
+// relay at once beside them, as one the Resolver knows to be away; one
+// with an address here keeps the LAN's head start. The test's reaches
+// stands for the interfaces: the silent LAN address is on loopback, which
+// the real ones always reach.
+func TestDeviceOnAnotherNetworkCallsRelayAtOnce(t *testing.T) {
+	to, other := silentBeyondLAN(t)
+	home := "192.168.77.20:47800" // where it was last reached
+	loopback := func(ip netip.Addr) bool { return ip.IsLoopback() }
+	for _, c := range []struct {
+		name    string
+		reaches func(netip.Addr) bool
+		atOnce  bool
+	}{
+		{"every address on another network", func(netip.Addr) bool { return false }, true},
+		{"every address here", func(netip.Addr) bool { return true }, false},
+		{"the given one here, the remembered one elsewhere", loopback, false},
+		{"the given one elsewhere, the remembered one here", func(ip netip.Addr) bool { return !ip.IsLoopback() }, false},
+		{"the interfaces as they are", nil, false},
+	} {
+		e := testEngine(t, Options{})
+		e.reaches = c.reaches
+		if err := e.trust.Seen(other.Peer(), "Desktop", home); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := e.trust.Get(other.Peer()); len(p.LastAddrs) != 1 {
+			t.Fatalf("remembered addresses %q", p.LastAddrs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), anywhereHeadStart/2)
+		_, err := e.dialTarget(ctx, to, other, "", false, nil)
+		cancel()
+		switch {
+		case c.atOnce && !errors.Is(err, ErrNotPaired):
+			t.Errorf("%s: %v, want the relay's answer (not paired) before the head start ended", c.name, err)
+		case !c.atOnce && errors.Is(err, ErrNotPaired):
+			t.Errorf("%s: the relay was called before the LAN's head start ended: %v", c.name, err)
+		}
+	}
+}
+
 // switchedAbsence is absence with a switch.
 type switchedAbsence struct{ away atomic.Bool }
 
@@ -139,7 +181,8 @@ func (a *switchedAbsence) Absent(string) bool                            { retur
 // UDP port that never answers: the device's old network, away), with the
 // Resolver knowing it is away or not: the time of a whole send, from
 // Send to its result (the LAN's head start, then the call, ICE, QUIC, the
-// hello, the offer and the file). The relay's lab figures are
+// hello, the offer and the file); and with the stale address on a network
+// this device is not on (Engine.onAnotherNetwork). The relay's lab figures are
 // docs/beyond-the-lan.md's.
 //
 //	go test -run '^$' -bench StaleLANThenRelay -benchtime 5x ./engine
@@ -170,13 +213,13 @@ func BenchmarkStaleLANThenRelay(b *testing.B) {
 		b.Fatal(err)
 	}
 	to := Target{ID: recv.ID(), Addrs: []addr.Addr{addr.New(addr.QUIC, silent.LocalAddr().String()), addr.NewRendezvous(relayAddr)}}
-	for _, away := range []bool{false, true} {
-		name := "seen"
-		if away {
-			name = "away"
-		}
+	for _, name := range []string{"seen", "away", "another_network"} {
 		b.Run(name, func(b *testing.B) {
-			resolver.away.Store(away)
+			resolver.away.Store(name == "away")
+			a.reaches = nil
+			if name == "another_network" { // its stale address is not on this device's networks
+				a.reaches = func(netip.Addr) bool { return false }
+			}
 			for b.Loop() {
 				tr, err := a.Send(b.Context(), to, []string{src}, SendOptions{})
 				if err != nil {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/ferrydrop/ferry/engine/addr"
 	"github.com/ferrydrop/ferry/engine/identity"
+	"github.com/ferrydrop/ferry/engine/internal/netwatch"
 	"github.com/ferrydrop/ferry/engine/internal/transport"
 	"github.com/ferrydrop/ferry/engine/internal/transport/auto"
 )
@@ -44,6 +46,41 @@ type AbsenceReporter interface {
 func (e *Engine) absent(id identity.DeviceID) bool {
 	a, ok := e.opts.Resolver.(AbsenceReporter)
 	return ok && a.Absent(id.String())
+}
+
+// onAnotherNetwork reports whether every address device id is known at (as,
+// and where it was last reached) is one this device's networks do not
+// reach (netwatch.Reaches): private addresses of another network. False
+// when none is known, or one is a name rather than an address.
+func (e *Engine) onAnotherNetwork(as []addr.Addr, id identity.DeviceID) bool {
+	hosts := make([]string, 0, len(as))
+	for _, a := range as {
+		hosts = append(hosts, a.HostPort())
+	}
+	if p, ok := e.trust.Get(id.Peer()); ok {
+		hosts = append(hosts, p.LastAddrs...)
+	}
+	reaches := e.reaches
+	if reaches == nil {
+		ifaddrs, err := netwatch.InterfaceAddrs()
+		if err != nil {
+			return false
+		}
+		reaches = func(ip netip.Addr) bool { return netwatch.Reaches(ip, ifaddrs) }
+	}
+	known := false
+	for _, hp := range hosts {
+		host, _, err := net.SplitHostPort(hp)
+		if err != nil {
+			continue
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil || reaches(ip) {
+			return false
+		}
+		known = true
+	}
+	return known
 }
 
 // resolveWait bounds how long one attempt asks the Resolver.
@@ -125,6 +162,11 @@ func (e *Engine) dialTarget(ctx context.Context, to Target, want identity.Device
 			// Its LAN addresses would not answer: they still race, but
 			// the relay is called at once.
 			e.log.Info("device not on the LAN now; calling it through the relay at once", "id", want.Short())
+			headStart = 0
+		case e.onAnotherNetwork(lanOnly.Addrs, want):
+			// Every address it was seen at is on a network this device
+			// is not on (a laptop taken from home to a café): the same.
+			e.log.Info("device last seen on another network; calling it through the relay at once", "id", want.Short())
 			headStart = 0
 		}
 		return e.dialWithRendezvous(ctx, rv, func(ctx context.Context) (auto.Dialled, error) {

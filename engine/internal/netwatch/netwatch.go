@@ -243,3 +243,46 @@ func Usable(a net.Addr) []netip.Addr {
 	}
 	return []netip.Addr{addr}
 }
+
+// Reaches reports whether a path from this device's networks may reach
+// ip, given the addresses of its interfaces (ifaddrs, as ListAddrs gives
+// them): loopback always; a public address always (routed); a private,
+// unique-local or link-local one only inside the prefix of an interface's
+// address. A device last seen at 192.168.1.20 does not answer there from
+// a café's 10.0.0.0/24: its packets go to the café's router, which drops
+// them (a private network routed elsewhere, a VPN's, has its interface
+// here).
+func Reaches(ip netip.Addr, ifaddrs []net.Addr) bool {
+	ip = ip.Unmap().WithZone("")
+	switch {
+	case ip.IsLoopback() || ip.IsUnspecified():
+		return true
+	case !ip.IsPrivate() && !ip.IsLinkLocalUnicast() && ip.IsGlobalUnicast():
+		return true
+	}
+	for _, a := range ifaddrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		base, ok := netip.AddrFromSlice(n.IP)
+		if !ok {
+			continue
+		}
+		ones, bits := n.Mask.Size()
+		switch {
+		case bits == 32: // an IPv4 address, often in its 16-byte form
+			base = base.Unmap()
+		case base.Is4In6() && ones >= 96:
+			base, ones = base.Unmap(), ones-96
+		}
+		if p, err := base.Prefix(ones); err == nil && p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// InterfaceAddrs lists the addresses of this device's interfaces that are
+// up (for Reaches).
+func InterfaceAddrs() ([]net.Addr, error) { return interfaceAddrs() }

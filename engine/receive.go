@@ -144,6 +144,7 @@ func (e *Engine) serve(ctx context.Context, c Conn) {
 	}
 	rx := &receiver{inbox: in, c: c, ctl: ctl, claim: claim, files: map[uint32]*rxFile{}, complete: make(chan struct{}), done: make(chan struct{}), ctlDone: make(chan struct{}), full: make(chan struct{}),
 		stalls: stallmeter.New(0)}
+	rx.trusted = sync.OnceValue(func() bool { return e.isTrusted(c.PeerID().Peer()) })
 	rx.peerSame = slices.Contains(h.Features, wire.FeatureSame) && e.speaks(wire.FeatureSame)
 	if slices.Contains(h.Features, wire.FeaturePrompt) && e.speaks(wire.FeaturePrompt) {
 		in.t.onScreen = make(chan screenWord, 1) // before the transfer is registered
@@ -255,6 +256,9 @@ type receiver struct {
 	*inbox
 	c   Conn
 	ctl *control
+	// trusted says whether the sender is a device this one trusts,
+	// asked once, at the first file it names (nil: a test's receiver).
+	trusted func() bool
 	// claim is the session's offer read or refused unread (nil: read).
 	claim *offerClaim
 
@@ -1586,16 +1590,15 @@ func (rx *receiver) maybeFinalize(ctx context.Context, f *rxFile) {
 	if k, ok := rx.copies[f.idx]; ok {
 		part.SetCopy(k) // the offer's first copy keeps the name, whichever lands first
 	}
-	if rx.c != nil { // no connection: a test's receiver
+	if rx.trusted != nil && rx.trusted() {
 		// A file already under its name with these very bytes (the same
 		// folder sent again) is kept, not saved twice as "name (1)". For
 		// a trusted device alone: the sender hears which, so another could
 		// confirm a guess of what a file here holds (docs/hostile.md).
-		// Asked only when the name is taken: the trust store's look for
-		// a change is a stat of its file, which each of a tree's files
-		// paid (5000 of C's system calls).
-		from := rx.c.PeerID().Peer()
-		part.SetSame(func(existing *os.File) bool { return rx.e.isTrusted(from) && rx.holdsFile(ctx, existing, f) })
+		// Trust is asked once a transfer: the trust store's look for a
+		// change is a stat of its file, which each of a tree's files paid
+		// (5000 of C's system calls).
+		part.SetSame(func(existing *os.File) bool { return rx.holdsFile(ctx, existing, f) })
 	}
 	if rx.journal != nil {
 		// A file created without a name has no partial record to find it

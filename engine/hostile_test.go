@@ -11,6 +11,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/identity"
 	"github.com/ferrydrop/ferry/engine/merkle"
 	"github.com/ferrydrop/ferry/engine/wire"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // rawPeer is a scripted sender that can break every rule of the protocol.
@@ -356,10 +357,11 @@ func TestHostilePeers(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(15 * time.Second):
+				stuck := testutil.Stacks("ferrydrop/ferry/engine")
 				p.conn.Close(nil)
 				<-done
 				if c.want != "" {
-					t.Fatal("the receiver did not end the session by itself")
+					t.Fatalf("the receiver did not end the session by itself; the engine's goroutines then:\n%s", stuck)
 				}
 			}
 			var result *Result

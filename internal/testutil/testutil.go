@@ -84,6 +84,18 @@ func running() map[string]string {
 	return out
 }
 
+// Stacks returns the stacks of the running goroutines whose stack holds
+// in (a package path: what a test that waited in vain was waiting on).
+func Stacks(in string) string {
+	var out []string
+	for _, g := range stacks() {
+		if strings.Contains(g, in) {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
 func stacks() []string {
 	buf := make([]byte, 4<<20)
 	return strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n")

@@ -3,6 +3,7 @@ package testutil
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,4 +41,23 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
+}
+
+// parked waits until stop closes: a goroutine for TestStacks to find.
+func parked(stop chan struct{}) { <-stop }
+
+func TestStacks(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go parked(stop)
+	for range 100 {
+		if got := Stacks("testutil.parked"); strings.Contains(got, "chan receive") {
+			if strings.Contains(Stacks("no/such/package"), "goroutine") {
+				t.Error("Stacks of no package returned goroutines")
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the parked goroutine is not among the stacks:\n%s", Stacks("testutil"))
 }

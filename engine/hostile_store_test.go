@@ -294,6 +294,62 @@ func TestIdleAcceptedSessionIsClosed(t *testing.T) {
 	}
 }
 
+// A sender that says it is done without sending every file (hostile, or
+// a bug) and stays connected has its session closed once nothing arrived
+// nor landed for twice the idle timeout, with a reason that counts what
+// did not arrive; the file it sent is saved. It held the session, and its
+// transfer showed "Receiving", for as long as it stayed.
+func TestSenderDoneWithAFileMissingIsClosed(t *testing.T) {
+	recv := testEngine(t, Options{Accept: AcceptAll, SessionIdleTimeout: 300 * time.Millisecond})
+	events, unsub := recv.Subscribe(256)
+	defer unsub()
+	good := []byte("hello, world")
+	leaf := merkle.Leaf(good)
+	var told []wire.Message
+	runRaw(t, recv, func(p *rawPeer) {
+		p.hello()
+		p.offer(wire.FileEntry{Path: "a.txt", Size: int64(len(good))}, wire.FileEntry{Path: "b.txt", Size: int64(len(good))})
+		if !p.waitAccepted() {
+			return
+		}
+		read := make(chan struct{})
+		go func() { // what the receiver says, up to its goodbye (or 10 s)
+			defer close(read)
+			for {
+				m, err := p.ctl.recvTimeout(10 * time.Second)
+				if err != nil {
+					return
+				}
+				told = append(told, m)
+				if _, ok := m.(*wire.Cancel); ok {
+					return
+				}
+			}
+		}()
+		p.data(frame(0, 0, good, leaf), rootFrame(0, merkle.Root([]merkle.Hash{leaf})))
+		p.ctl.send(&wire.SenderDone{})
+		<-read
+	})
+	if len(told) == 0 {
+		t.Fatal("the receiver said nothing")
+	}
+	if c, ok := told[len(told)-1].(*wire.Cancel); !ok || c.Code != wire.CodeTimeout {
+		t.Errorf("the peer was told %#v last, want a timeout cancel", told[len(told)-1])
+	}
+	var res *Result
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == EventResult {
+			res = ev.Result
+		}
+	}
+	if res == nil || !strings.Contains(res.Err, "1 of 2 files did not arrive") {
+		t.Fatalf("receiver result %+v", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(recv.DownloadDir(), "a.txt")); err != nil || string(b) != string(good) {
+		t.Errorf("a.txt: %q, %v", b, err)
+	}
+}
+
 // limitsBudget and limitsDisk are the manifest budgets (memory, disk) of
 // TestOfferAndStreamLimits.
 const (

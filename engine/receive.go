@@ -614,7 +614,12 @@ func (rx *receiver) touch() { rx.active.Store(time.Now().UnixNano()) }
 
 // watchIdle ends an accepted session over which nothing arrives for
 // Options.SessionIdleTimeout: a peer that holds a session open without using it
-// (issue #14). Once the sender said it is done, the wait is ours.
+// (issue #14). Once the sender said it is done, what is left is this side's
+// work (chunks landing, a file read for the same-file check: each touches
+// the session), so it ends only when nothing arrived nor landed for twice
+// that: a sender that said it was done without sending a file held the
+// session, and its transfer showed "Receiving", for as long as it stayed
+// connected.
 func (rx *receiver) watchIdle(ctx context.Context) error {
 	limit := rx.e.opts.SessionIdleTimeout
 	tick := time.NewTicker(limit / 8)
@@ -627,12 +632,15 @@ func (rx *receiver) watchIdle(ctx context.Context) error {
 			return nil
 		case now := <-tick.C:
 			rx.mu.Lock()
-			done := rx.senderDone
+			done, accepted := rx.senderDone, len(rx.Accepted)
 			rx.mu.Unlock()
-			if done {
-				return nil
-			}
-			if idle := now.Sub(time.Unix(0, rx.active.Load())); idle > limit {
+			idle := now.Sub(time.Unix(0, rx.active.Load()))
+			switch {
+			case done && idle > 2*limit:
+				resolved, _ := rx.Counts()
+				return fmt.Errorf("%w: the sender said it had sent everything, yet %d of %d files did not arrive (nothing for %v)",
+					wire.ErrTimeout, accepted-resolved, accepted, idle.Round(time.Second))
+			case !done && idle > limit:
 				return fmt.Errorf("%w: nothing arrived for %v after the offer was accepted", wire.ErrTimeout, idle.Round(time.Second))
 			}
 			if rx.Dest.Gone() {
@@ -1440,6 +1448,7 @@ func zeroCRC(n int) uint32 {
 
 // landChunk verifies one chunk against its leaf and writes it in place.
 func (rx *receiver) landChunk(ctx context.Context, f *rxFile, h wire.DataHeader, data []byte, crc uint32, hasher *merkle.Hasher) error {
+	defer rx.touch() // landing is the session working, though no data comes meanwhile (watchIdle)
 	leaf := hasher.Leaf(data)
 	counted := f.entry.Holes > 0 && !fileio.AllZero(data) // a chunk of zeros is a hole: no disk
 	rx.mu.Lock()
@@ -1642,6 +1651,7 @@ func (rx *receiver) holdsFile(ctx context.Context, existing *os.File, f *rxFile)
 		if ctx.Err() != nil {
 			return false
 		}
+		rx.touch() // reading here is the session working (watchIdle)
 		chunk := buf[:merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, c)]
 		if _, err := existing.ReadAt(chunk, off); err != nil && !(errors.Is(err, io.EOF) && len(chunk) == 0) {
 			return false

@@ -295,11 +295,21 @@ func TestIdleAcceptedSessionIsClosed(t *testing.T) {
 }
 
 // A sender that says it is done without sending every file (hostile, or
-// a bug) and stays connected has its session closed once nothing arrived
-// nor landed for twice the idle timeout, with a reason that counts what
+// a bug) and stays connected has its session closed once the session did
+// not move on for twice the idle timeout, with a reason that counts what
 // did not arrive; the file it sent is saved. It held the session, and its
-// transfer showed "Receiving", for as long as it stayed.
+// transfer showed "Receiving", for as long as it stayed. A peer that goes
+// on saying it is done and sending a chunk that landed already, to look
+// alive, is closed all the same.
 func TestSenderDoneWithAFileMissingIsClosed(t *testing.T) {
+	for _, keepAlive := range []bool{false, true} {
+		t.Run(map[bool]string{false: "silent", true: "saying it again"}[keepAlive], func(t *testing.T) {
+			senderDoneWithAFileMissing(t, keepAlive)
+		})
+	}
+}
+
+func senderDoneWithAFileMissing(t *testing.T, keepAlive bool) {
 	recv := testEngine(t, Options{Accept: AcceptAll, SessionIdleTimeout: 300 * time.Millisecond})
 	events, unsub := recv.Subscribe(256)
 	defer unsub()
@@ -328,7 +338,25 @@ func TestSenderDoneWithAFileMissingIsClosed(t *testing.T) {
 		}()
 		p.data(frame(0, 0, good, leaf), rootFrame(0, merkle.Root([]merkle.Hash{leaf})))
 		p.ctl.send(&wire.SenderDone{})
-		<-read
+		if !keepAlive {
+			<-read
+			return
+		}
+		s, err := p.conn.OpenStream(context.Background())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		s.Write([]byte{wire.KindData})
+		for {
+			select {
+			case <-read:
+				return
+			case <-time.After(50 * time.Millisecond):
+				s.Write(frame(0, 0, good, leaf)) // landed already
+				p.ctl.send(&wire.SenderDone{})
+			}
+		}
 	})
 	if len(told) == 0 {
 		t.Fatal("the receiver said nothing")

@@ -287,7 +287,13 @@ type receiver struct {
 	quota     *bufpool.Quota // this session's share of the engine's chunk buffers
 	streams   atomic.Int32   // data streams accepted
 	active    atomic.Int64   // unix nanoseconds of the last data or control message (idle watchdog)
-	resent    atomic.Int64
+	// worked is when the session last moved on (unix nanoseconds): a
+	// chunk landed, a file resolved, a file here read for the same-file
+	// check; what the idle watchdog watches once the sender said it is
+	// done, when a peer's messages (a duplicate chunk, its word said
+	// again) no longer count.
+	worked atomic.Int64
+	resent atomic.Int64
 	// packed counts the chunks' bytes that arrived compressed
 	// (wire.FeaturePacked, packing.go), packedTo what they took on the wire.
 	packed, packedTo atomic.Int64
@@ -554,7 +560,10 @@ func (rx *receiver) readControl(ctx context.Context) error {
 				return fmt.Errorf("%w: the sender said it was done before the offer was accepted", wire.ErrProtocol)
 			}
 			rx.mu.Lock()
-			rx.senderDone = true
+			if !rx.senderDone {
+				rx.senderDone = true
+				rx.work() // the wait for what is left starts now
+			}
 			rx.mu.Unlock()
 			rx.checkComplete()
 		case *wire.FileUnsent:
@@ -612,14 +621,17 @@ func (rx *receiver) settle(err error) error {
 // touch notes that the sender is alive (the idle watchdog).
 func (rx *receiver) touch() { rx.active.Store(time.Now().UnixNano()) }
 
+// work notes that the session moved on (receiver.worked).
+func (rx *receiver) work() { rx.worked.Store(time.Now().UnixNano()) }
+
 // watchIdle ends an accepted session over which nothing arrives for
 // Options.SessionIdleTimeout: a peer that holds a session open without using it
 // (issue #14). Once the sender said it is done, what is left is this side's
-// work (chunks landing, a file read for the same-file check: each touches
-// the session), so it ends only when nothing arrived nor landed for twice
-// that: a sender that said it was done without sending a file held the
-// session, and its transfer showed "Receiving", for as long as it stayed
-// connected.
+// work (chunks landing, files resolved, a file read for the same-file
+// check: receiver.worked), so it ends when that did not move on for twice
+// the timeout, whatever the peer still sends: a sender that said it was
+// done without sending a file held the session, and its transfer showed
+// "Receiving", for as long as it stayed connected.
 func (rx *receiver) watchIdle(ctx context.Context) error {
 	limit := rx.e.opts.SessionIdleTimeout
 	tick := time.NewTicker(limit / 8)
@@ -635,11 +647,12 @@ func (rx *receiver) watchIdle(ctx context.Context) error {
 			done, accepted := rx.senderDone, len(rx.Accepted)
 			rx.mu.Unlock()
 			idle := now.Sub(time.Unix(0, rx.active.Load()))
+			stuck := now.Sub(time.Unix(0, rx.worked.Load()))
 			switch {
-			case done && idle > 2*limit:
+			case done && stuck > 2*limit:
 				resolved, _ := rx.Counts()
 				return fmt.Errorf("%w: the sender said it had sent everything, yet %d of %d files did not arrive (nothing for %v)",
-					wire.ErrTimeout, accepted-resolved, accepted, idle.Round(time.Second))
+					wire.ErrTimeout, accepted-resolved, accepted, stuck.Round(time.Second))
 			case !done && idle > limit:
 				return fmt.Errorf("%w: nothing arrived for %v after the offer was accepted", wire.ErrTimeout, idle.Round(time.Second))
 			}
@@ -1448,7 +1461,6 @@ func zeroCRC(n int) uint32 {
 
 // landChunk verifies one chunk against its leaf and writes it in place.
 func (rx *receiver) landChunk(ctx context.Context, f *rxFile, h wire.DataHeader, data []byte, crc uint32, hasher *merkle.Hasher) error {
-	defer rx.touch() // landing is the session working, though no data comes meanwhile (watchIdle)
 	leaf := hasher.Leaf(data)
 	counted := f.entry.Holes > 0 && !fileio.AllZero(data) // a chunk of zeros is a hole: no disk
 	rx.mu.Lock()
@@ -1540,6 +1552,7 @@ func (rx *receiver) wrote(ctx context.Context, f *rxFile, h wire.DataHeader, lea
 		}
 	}
 	rx.Bytes.Add(int64(n))
+	rx.work()
 	rx.maybeFinalize(ctx, f)
 }
 
@@ -1651,7 +1664,7 @@ func (rx *receiver) holdsFile(ctx context.Context, existing *os.File, f *rxFile)
 		if ctx.Err() != nil {
 			return false
 		}
-		rx.touch() // reading here is the session working (watchIdle)
+		rx.work() // reading here is the session moving on (watchIdle)
 		chunk := buf[:merkle.ChunkLen(f.entry.Size, rx.offer.ChunkSize, c)]
 		if _, err := existing.ReadAt(chunk, off); err != nil && !(errors.Is(err, io.EOF) && len(chunk) == 0) {
 			return false
@@ -1672,6 +1685,7 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 		return
 	}
 	f.resolved = true
+	rx.work()
 	f.ok, f.savedAs = ok, savedAs
 	kept := ok && f.kept
 	if !ok && f.unsent {

@@ -326,6 +326,7 @@ func (rx *receiver) sendLeavesOf(ctx context.Context, idx uint32, e wire.FileEnt
 		}
 		rx.mu.Unlock()
 		rx.touch() // reading here is the session working, though no data comes meanwhile
+		rx.work()
 		m.Leaves = append(m.Leaves, leaf[:]...)
 		if c == chunks-1 {
 			break

@@ -79,15 +79,23 @@ func TestPathLostCallsRelayAtOnce(t *testing.T) {
 	e := testEngine(t, Options{})
 	to, other := silentBeyondLAN(t)
 	for _, lost := range []bool{false, true} {
-		ctx, cancel := context.WithTimeout(context.Background(), anywhereHeadStart/2)
-		_, err := e.dialTarget(ctx, to, other, "", lost, nil)
-		cancel()
-		switch {
-		case lost && !errors.Is(err, ErrNotPaired):
-			t.Errorf("after a lost path: %v, want the relay's answer (not paired) before the head start ended", err)
-		case !lost && errors.Is(err, ErrNotPaired):
-			t.Errorf("the relay was called before the LAN's head start ended: %v", err)
-		}
+		checkRelayCalled(t, e, to, other, lost, map[bool]string{false: "a path not lost", true: "after a lost path"}[lost], lost)
+	}
+}
+
+// checkRelayCalled dials to (silentBeyondLAN) from e for half the LAN's
+// head start and fails t unless the relay was called at once (its answer,
+// not paired, ended the dial) exactly when atOnce says so.
+func checkRelayCalled(t *testing.T, e *Engine, to Target, other identity.DeviceID, pathLost bool, name string, atOnce bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), anywhereHeadStart/2)
+	_, err := e.dialTarget(ctx, to, other, "", pathLost, nil)
+	cancel()
+	switch {
+	case atOnce && !errors.Is(err, ErrNotPaired):
+		t.Errorf("%s: %v, want the relay's answer (not paired) before the head start ended", name, err)
+	case !atOnce && errors.Is(err, ErrNotPaired):
+		t.Errorf("%s: the relay was called before the LAN's head start ended: %v", name, err)
 	}
 }
 
@@ -116,16 +124,7 @@ func TestAbsentDeviceCallsRelayAtOnce(t *testing.T) {
 		{"a Resolver that cannot tell", &fakeResolver{}, false},
 		{"no Resolver", nil, false},
 	} {
-		e := testEngine(t, Options{Resolver: c.resolver})
-		ctx, cancel := context.WithTimeout(context.Background(), anywhereHeadStart/2)
-		_, err := e.dialTarget(ctx, to, other, "", false, nil)
-		cancel()
-		switch {
-		case c.atOnce && !errors.Is(err, ErrNotPaired):
-			t.Errorf("%s: %v, want the relay's answer (not paired) before the head start ended", c.name, err)
-		case !c.atOnce && errors.Is(err, ErrNotPaired):
-			t.Errorf("%s: the relay was called before the LAN's head start ended: %v", c.name, err)
-		}
+		checkRelayCalled(t, testEngine(t, Options{Resolver: c.resolver}), to, other, false, c.name, c.atOnce)
 	}
 }
 
@@ -158,15 +157,7 @@ func TestDeviceOnAnotherNetworkCallsRelayAtOnce(t *testing.T) {
 		if p, _ := e.trust.Get(other.Peer()); len(p.LastAddrs) != 1 {
 			t.Fatalf("remembered addresses %q", p.LastAddrs)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), anywhereHeadStart/2)
-		_, err := e.dialTarget(ctx, to, other, "", false, nil)
-		cancel()
-		switch {
-		case c.atOnce && !errors.Is(err, ErrNotPaired):
-			t.Errorf("%s: %v, want the relay's answer (not paired) before the head start ended", c.name, err)
-		case !c.atOnce && errors.Is(err, ErrNotPaired):
-			t.Errorf("%s: the relay was called before the LAN's head start ended: %v", c.name, err)
-		}
+		checkRelayCalled(t, e, to, other, false, c.name, c.atOnce)
 	}
 }
 

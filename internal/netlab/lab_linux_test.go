@@ -85,7 +85,9 @@ func roundTrip(t *testing.T, p *pinger, dst netip.Addr, want time.Duration, n in
 }
 
 // TestJitter: with jitter the RTTs spread over Delay±Jitter and never go
-// below Delay-Jitter.
+// below Delay-Jitter. A median the busy host pushed up (the scheduler can
+// only add delay) is taken again, up to three times, as roundTrip does: a
+// CI rehearsal's run beside the GUI tests measured 23.4 ms once.
 func TestJitter(t *testing.T) {
 	lab := newLab(t, Config{})
 	src, dst := lab.MustAddr(Sender, "main"), lab.MustAddr(Receiver, "main")
@@ -94,28 +96,34 @@ func TestJitter(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPinger(t, lab, Sender, src)
-	var rtts []time.Duration
-	for range 40 {
-		rtt, err := p.ping(dst, 56, 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		var rtts []time.Duration
+		for range 40 {
+			rtt, err := p.ping(dst, 56, 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rtts = append(rtts, rtt)
 		}
-		rtts = append(rtts, rtt)
-	}
-	// The machine is shared: judge quantiles, since a starved scheduler can
-	// only add delay, never remove it.
-	sorted := slices.Clone(rtts)
-	slices.Sort(sorted)
-	lo, p10, med, p90 := sorted[0], sorted[len(sorted)/10], sorted[len(sorted)/2], sorted[len(sorted)*9/10]
-	t.Logf("delay 20ms jitter 5ms one way: RTT min %v p10 %v median %v p90 %v max %v", lo, p10, med, p90, sorted[len(sorted)-1])
-	if lo < 15*time.Millisecond {
-		t.Errorf("min RTT %v below Delay-Jitter = 15ms", lo)
-	}
-	if med < 18*time.Millisecond || med > 23*time.Millisecond && !busy(t) {
-		t.Errorf("median RTT %v, want about 20ms (uniform 15..25ms plus forwarding)", med)
-	}
-	if p90-p10 < 4*time.Millisecond {
-		t.Errorf("p10..p90 spread %v: jitter not applied (want about 8ms)", p90-p10)
+		sorted := slices.Clone(rtts)
+		slices.Sort(sorted)
+		lo, p10, med, p90 := sorted[0], sorted[len(sorted)/10], sorted[len(sorted)/2], sorted[len(sorted)*9/10]
+		t.Logf("delay 20ms jitter 5ms one way: RTT min %v p10 %v median %v p90 %v max %v", lo, p10, med, p90, sorted[len(sorted)-1])
+		if lo < 15*time.Millisecond {
+			t.Fatalf("min RTT %v below Delay-Jitter = 15ms", lo)
+		}
+		if med < 18*time.Millisecond {
+			t.Fatalf("median RTT %v, want about 20ms (uniform 15..25ms plus forwarding)", med)
+		}
+		if p90-p10 < 4*time.Millisecond {
+			t.Fatalf("p10..p90 spread %v: jitter not applied (want about 8ms)", p90-p10)
+		}
+		if med <= 23*time.Millisecond || busy(t) {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("median RTT %v, want about 20ms (uniform 15..25ms plus forwarding), three times", med)
+		}
 	}
 }
 

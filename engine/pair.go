@@ -262,7 +262,7 @@ func (e *Engine) receiverPrompt(t *Transfer, shown bool, ahead int) {
 // is on screen (OfferOnScreen, wire.Prompt), not while it is queued.
 func (e *Engine) untrustedCode(t *Transfer) string {
 	ps := t.pair.Load()
-	if ps == nil || e.isTrusted(ps.peer) {
+	if ps == nil || e.isTrusted(ps.peer) && !ps.confirmed.Load() { // trusted since its code was confirmed: shown
 		return ""
 	}
 	ps.shown.Store(true)

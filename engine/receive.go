@@ -481,7 +481,10 @@ func (rx *receiver) control(ctx context.Context, g *errgroup.Group) error {
 // before any decision.
 func (rx *receiver) showsCode() error {
 	ps := rx.t.pair.Load()
-	if !rx.e.opts.ShowsCodes || ps == nil || ps.only || rx.e.isTrusted(ps.peer) {
+	// A sender trusted since this session's code was confirmed here (a
+	// user quicker than this) was shown the code all the same: said so,
+	// or the sender's user is told there is nothing to compare.
+	if !rx.e.opts.ShowsCodes || ps == nil || ps.only || rx.e.isTrusted(ps.peer) && !ps.confirmed.Load() {
 		return nil
 	}
 	ps.shown.Store(true)

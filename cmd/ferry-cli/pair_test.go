@@ -90,8 +90,46 @@ func TestPairDuringTransfer(t *testing.T) {
 	if code := r.wait(); code != 0 {
 		t.Fatalf("receive exit %d: %s", code, r.errOut)
 	}
-	if !trusts(t, rcfg, idOf(t, scfg)) || !trusts(t, scfg, r.id) {
-		t.Fatal("the devices do not trust each other after confirming the code")
+	if !trusts(t, rcfg, idOf(t, scfg)) {
+		t.Error("the receiver does not trust the sender after confirming the code")
+	}
+	if !trusts(t, scfg, r.id) {
+		t.Errorf("the sender does not trust the receiver after confirming the code: %s %s", stdout, stderr)
+	}
+}
+
+// slowYes answers every question with "y", each answer after a while: a
+// person reading the code.
+type slowYes struct{ after time.Duration }
+
+func (r slowYes) Read(p []byte) (int, error) {
+	time.Sleep(r.after)
+	return copy(p, "y\n"), nil
+}
+
+// send --pair and receive --pair of a file that arrives before either user
+// answers: both still pair once they confirm. Until 2026-12-07 the
+// receiver withdrew its question as the transfer ended, and the sender
+// ended without waiting for its answer: neither trusted the other (and
+// TestPairDuringTransfer failed once under load, its answers a little late).
+func TestPairAnsweredAfterTheTransfer(t *testing.T) {
+	old := stdin
+	stdin = slowYes{after: 500 * time.Millisecond}
+	t.Cleanup(func() { stdin = old })
+	rcfg, scfg := t.TempDir(), t.TempDir()
+	r := startReceiver(t, rcfg, "--once", "--accept", "all", "--pair", "--no-discovery")
+	code, stdout, stderr := runCLI(t, "send", "--config", scfg, "--pair", "--to", r.quic, writeFile(t, "a.txt", "a"))
+	if code != 0 {
+		t.Fatalf("send --pair exit %d: %s %s", code, stdout, stderr)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("receive exit %d: %s", code, r.errOut)
+	}
+	if !trusts(t, rcfg, idOf(t, scfg)) {
+		t.Errorf("the receiver does not trust the sender after confirming the code: %s", r.errOut)
+	}
+	if !trusts(t, scfg, r.id) {
+		t.Errorf("the sender does not trust the receiver after confirming the code: %s", stdout)
 	}
 }
 

@@ -268,7 +268,15 @@ func runReceive(ctx context.Context, args []string, out, errOut io.Writer) error
 				}()
 			case engine.EventResult:
 				withdraw(ev.TransferID)
-				withdrawCode(ev.TransferID)
+				if ev.Result.State != engine.StateDone {
+					// A code still asked about is moot once its transfer
+					// failed or was cancelled (by the other side's "the
+					// codes differ", for one). One that arrived whole is
+					// not: pairing goes on after its files, and a small
+					// transfer ends before anyone can type an answer (its
+					// question was withdrawn, and the device not paired).
+					withdrawCode(ev.TransferID)
+				}
 				if *once && ev.Result.State == engine.StateInterrupted {
 					// Not the end of the transfer: what arrived is kept and
 					// the sender comes back with the rest (after a sleep, a

@@ -298,6 +298,7 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 	pending := len(trs)
 	keyChanges := map[string]*engine.KeyChange{} // by transfer: the failure names the command that forgets
 	asked := map[string]context.CancelFunc{}     // by transfer: withdraws the question about its code
+	var questions sync.WaitGroup                 // the questions about codes still asked
 	unreadable := 0                              // folders the walk could not read (every target's offer says the same)
 	tooDeep := 0                                 // files and empty folders nested deeper than an offer takes
 	p.hold()
@@ -330,7 +331,9 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 			qctx, stop := context.WithCancel(ctx)
 			asked[id] = stop
 			withdrawn := fmt.Sprintf("no answer needed about the code %s any more", ev.Pair.Code)
+			questions.Add(1)
 			go func() {
+				defer questions.Done()
 				ok, answered := answers.confirmCode(qctx, fmt.Sprintf("Does the screen of %s show the code %s? [y/n]: ", safetext.Name(ev.Peer.Name), ev.Pair.Code), withdrawn)
 				if !answered {
 					return // the send goes on untrusted: nobody said the codes differ
@@ -350,6 +353,24 @@ func runSend(ctx context.Context, args []string, out, errOut io.Writer) error {
 			unreadable, tooDeep = ev.Offer.Skipped.Unreadable, ev.Offer.Skipped.TooDeep
 		}
 	}
+	// A code still asked about is moot once its send failed; one whose
+	// files all arrived is not: pairing goes on after them (a small send
+	// ends before anyone can type an answer), so it is waited for.
+	for _, tr := range trs {
+		stop := asked[tr.ID()]
+		if stop == nil {
+			continue
+		}
+		select {
+		case <-tr.Done():
+			if tr.Result().State == engine.StateDone {
+				continue
+			}
+		default:
+		}
+		stop()
+	}
+	questions.Wait()
 	var refused int
 	var last error
 	for _, tr := range trs {

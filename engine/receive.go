@@ -188,6 +188,7 @@ type rxFile struct {
 	part       *store.Partial
 	partName   string      // the partial's name in the destination, once created (resume finds it by it)
 	partID     string      // the partial's store.Partial.Identity, beside its name
+	idJournal  bool        // its identity was journaled before its name (maybeFinalize)
 	root       merkle.Hash // the sender's root, from its root frame (once hasRoot)
 	hasRoot    bool
 	unsent     bool // the sender gave it up (FileUnsent); counted in unsentN when resolved
@@ -1634,6 +1635,8 @@ func (rx *receiver) maybeFinalize(ctx context.Context, f *rxFile) {
 		if id := part.NamedIdentity(); id != "" {
 			if err := rx.journal.Partial(f.idx, f.entry.Size, "", id); err != nil {
 				rx.e.log.Warn("resume journal", "err", err)
+			} else {
+				f.idJournal = true
 			}
 		}
 	}
@@ -1722,7 +1725,14 @@ func (rx *receiver) resolve(f *rxFile, ok bool, savedAs string, code wire.Code, 
 		rx.discardFailed(f, part, partName, partID)
 	}
 	if ok && rx.journal != nil {
-		if err := rx.journal.Saved(f.idx, savedAs); err != nil {
+		save := rx.journal.Saved
+		if f.idJournal && !kept && savedAs == f.entry.Path {
+			// Found by its identity under its name if the record is
+			// lost with the process (restore): it may wait for the next
+			// record's write.
+			save = rx.journal.SavedFound
+		}
+		if err := save(f.idx, savedAs); err != nil {
 			rx.e.log.Warn("resume journal", "err", err)
 		}
 	}

@@ -640,6 +640,45 @@ func TestResumeFindsASmallFileSavedWithoutItsRecord(t *testing.T) {
 	}
 }
 
+// A small file saved under another name than its own ("b (1).bin", its name
+// taken) is not one its identity finds at its own name, so the record that
+// it was saved reaches the journal at once (Journal.Saved), not with the
+// next record (SavedFound, as in the test above): a kill right after it
+// must not lose it.
+func TestSmallFileSavedUnderAnotherNameIsJournaledAtOnce(t *testing.T) {
+	e := testEngine(t, Options{})
+	files := []wire.FileEntry{{Path: "d/b.bin", Size: 3000}}
+	b := randomBytes(int(files[0].Size))
+	rx := testReceiverOn(t, e, 64<<10, files)
+	if err := os.MkdirAll(filepath.Join(rx.Dest.Dir(), "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rx.Dest.Dir(), "d", "b.bin"), []byte("another file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const key = "taken"
+	j, err := e.resume.Start(key, &resume.State{Version: resume.Version, Peer: "p", ChunkSize: 64 << 10, Dest: rx.DestDir, Accepted: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	rx.journal = j
+	landAll(t, rx, 0, b, 0)
+	rootOf(t, rx, 0, b)
+	checkSaved(t, rx, "b (1).bin", b)
+	// What a process started after a kill right now reads.
+	s, err := e.resume.Load(key)
+	if err != nil || s == nil {
+		t.Fatalf("the state: %v, %v", s, err)
+	}
+	for _, f := range s.Files {
+		if f.Index == 0 && f.Done && f.SavedAs == "d/b (1).bin" {
+			return
+		}
+	}
+	t.Fatalf("the journal does not say b.bin was saved as d/b (1).bin: %+v", s.Files)
+}
+
 // A session that ends after it restored what an earlier one kept, and
 // before it told the sender, keeps the files that earlier one saved in its
 // state: they were counted saved only once their Have reached the sender,

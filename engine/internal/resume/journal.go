@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ferrydrop/ferry/engine/merkle"
 )
@@ -49,11 +50,16 @@ type Journal struct {
 	// fsync commits f to stable storage ((*os.File).Sync; tests replace it).
 	fsync func(*os.File) error
 
-	mu    sync.Mutex // guards the fields below
-	f     *os.File
-	w     *bufio.Writer
-	dirty bool
+	mu      sync.Mutex // guards the fields below
+	f       *os.File
+	w       *bufio.Writer
+	dirty   bool
+	pending bool // a lazy record waits in w for its flush (SavedFound)
 }
+
+// lazyDelay bounds how long a lazy record (SavedFound) waits in memory for
+// the next record's write to carry it.
+const lazyDelay = 2 * time.Millisecond
 
 const (
 	recChunk   byte = 1
@@ -117,6 +123,31 @@ func (j *Journal) write(payload []byte) error {
 	frame(j.w, payload)
 	j.dirty = true
 	return j.w.Flush()
+}
+
+// writeLazy appends a record that reaches the file with the next record
+// written, or within lazyDelay, or at Sync or Close: a write(2) per small
+// file saved (about 3 % of a receiver's CPU on 5000 files of 16 KiB).
+func (j *Journal) writeLazy(payload []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal closed")
+	}
+	frame(j.w, payload)
+	j.dirty = true
+	if !j.pending {
+		j.pending = true
+		time.AfterFunc(lazyDelay, func() {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			j.pending = false
+			if j.f != nil {
+				j.w.Flush()
+			}
+		})
+	}
+	return nil
 }
 
 // frame writes one record: its length, payload and CRC32C.
@@ -183,6 +214,16 @@ func made(file uint32, size int64, name, id string) ([]byte, error) {
 // attempt, and saved each a second time as "name (1).ext".
 func (j *Journal) Saved(file uint32, savedAs string) error {
 	return j.write(named(recSaved, file, savedAs))
+}
+
+// SavedFound is Saved for a file whose identity was journaled (Partial)
+// before it got its name, with the name its identity will be found under:
+// its record may wait a few milliseconds for the next one's write
+// (writeLazy), since a receiver killed before it reached the file finds
+// the file by that identity at its next attempt (the engine's restore,
+// store.Dest.Renamed), not fetches it again.
+func (j *Journal) SavedFound(file uint32, savedAs string) error {
+	return j.writeLazy(named(recSaved, file, savedAs))
 }
 
 func named(typ byte, file uint32, name string) []byte {

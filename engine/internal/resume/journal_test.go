@@ -517,3 +517,61 @@ func TestJournalRecordsReachTheFileAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A saved record of a file found by its identity (SavedFound) may wait for
+// the next record's write, but no longer than lazyDelay on its own, and
+// never past Sync or Close.
+func TestJournalSavedFoundReachesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.log")
+	j, err := createJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		t.Helper()
+		recs, err := readJournal(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	// On its own, within lazyDelay (a loaded machine may run the timer late).
+	if err := j.SavedFound(1, "a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a lazy saved record never reached the file by itself")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// With the next record, at once.
+	j.SavedFound(2, "b.txt")
+	if err := j.Partial(3, 10, "", "c3.1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("after the next record the file holds %d records, want 3", n)
+	}
+	// With Sync, and with Close.
+	j.SavedFound(3, "c.txt")
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 4 {
+		t.Fatalf("after Sync the file holds %d records, want 4", n)
+	}
+	j.SavedFound(4, "d.txt")
+	j.Close()
+	if n := count(); n != 5 {
+		t.Fatalf("after Close the file holds %d records, want 5", n)
+	}
+	if err := j.SavedFound(5, "e.txt"); err == nil {
+		t.Fatal("a closed journal took a record")
+	}
+	time.Sleep(2 * lazyDelay) // a timer of a closed journal writes nothing
+	if n := count(); n != 5 {
+		t.Fatalf("the closed journal holds %d records, want 5", n)
+	}
+}

@@ -126,8 +126,10 @@ func (j *Journal) write(payload []byte) error {
 }
 
 // writeLazy appends a record that reaches the file with the next record
-// written, or within lazyDelay, or at Sync or Close: a write(2) per small
-// file saved (about 3 % of a receiver's CPU on 5000 files of 16 KiB).
+// written, or within lazyDelay, or at Sync or Close: it saves a write(2)
+// per small file saved (6.5 % of a receiver's CPU on 30,000 files of 1 KiB,
+// docs/benchmarks/same-speed-2026-12-07.md). A failed flush here is kept
+// by w and returned by the next record's.
 func (j *Journal) writeLazy(payload []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -679,6 +679,11 @@ type Transfer struct {
 	// held keeps a send's delivery on disk until its sender hears the
 	// receiver's last word on it (Engine.heard); nil keeps nothing.
 	held *resume.HeldDelivery
+	// reports: the files reported (EventFile), each once per outcome
+	// over the transfer's sessions; a receiver's next session and a
+	// Retry are new Transfers of the same ID, which take the one before's
+	// (register). Made on first use (fileReports).
+	reports atomic.Pointer[fileReports]
 
 	mu          sync.Mutex // guards the fields below
 	peer        PeerInfo
@@ -814,6 +819,11 @@ func (e *Engine) register(t *Transfer) error {
 		// runs it. (A receiver's new session of a delivery takes over
 		// from its old one: takeOverResume.)
 		return fmt.Errorf("transfer %s is %w", t.id, ErrStillRunning)
+	}
+	if old, ok := e.transfers[t.id]; ok && old != t && old.dir == t.dir {
+		// A later session of the delivery (a receiver's, a Retry) goes on
+		// with what the one before reported.
+		t.reports.Store(old.fileReports())
 	}
 	e.transfers[t.id] = t
 	// Keep the table bounded: forget the oldest finished transfers.

@@ -33,7 +33,8 @@ const (
 	EventState EventKind = "state"
 	// EventProgress: bytes moved; coalesced to a few per second per transfer.
 	EventProgress EventKind = "progress"
-	// EventFile: one file finished (verified or failed).
+	// EventFile: one file finished (verified or failed); once per file
+	// and outcome over a transfer's sessions in one engine (fileReports).
 	EventFile EventKind = "file"
 	// EventMetrics: a snapshot of the connection's transport metrics.
 	EventMetrics EventKind = "metrics"

@@ -109,11 +109,11 @@ func (h inboxHost) Unasked(p *core.Prompt, s State) {
 	h.e.publish(h.t, Event{Kind: EventOffer, State: s, Offer: info})
 }
 
-func (h inboxHost) AlwaysAccept()       { h.e.alwaysAccept(h.t, h.id) }
-func (h inboxHost) File(fr *FileResult) { h.e.publish(h.t, Event{Kind: EventFile, File: fr}) }
-func (h inboxHost) State(s State)       { h.e.setState(h.t, s) }
-func (h inboxHost) Finish(r Result)     { h.e.finish(h.t, r) }
-func (h inboxHost) Log() *slog.Logger   { return h.e.log }
+func (h inboxHost) AlwaysAccept()                { h.e.alwaysAccept(h.t, h.id) }
+func (h inboxHost) File(idx int, fr *FileResult) { h.e.publishFile(h.t, idx, fr) }
+func (h inboxHost) State(s State)                { h.e.setState(h.t, s) }
+func (h inboxHost) Finish(r Result)              { h.e.finish(h.t, r) }
+func (h inboxHost) Log() *slog.Logger            { return h.e.log }
 
 func (h inboxHost) Began() {
 	h.e.mu.Lock()

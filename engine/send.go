@@ -958,7 +958,7 @@ func (tx *sender) accept(d *wire.Decision) error {
 	tx.refused = len(d.Refused)
 	for _, r := range d.Refused {
 		lf := tx.files[r.File]
-		tx.e.publish(tx.t, Event{Kind: EventFile, File: &FileResult{Path: lf.Path, Size: lf.Size, Err: core.RefusalSentence(r.Code, r.Reason)}})
+		tx.e.publishFile(tx.t, int(r.File), &FileResult{Path: lf.Path, Size: lf.Size, Err: core.RefusalSentence(r.Code, r.Reason)})
 	}
 	tx.cache = tx.e.resume.LeafCache(tx.manifest, len(tx.haves) > 0)
 	tx.leaves = make(map[int]*fileLeaves)
@@ -1599,7 +1599,7 @@ func (tx *sender) readControl(ctx context.Context) error {
 			delete(tx.leaves, int(m.File))
 			delete(tx.same, int(m.File)) // its leaves are not needed any more
 			tx.mu.Unlock()
-			tx.e.publish(tx.t, Event{Kind: EventFile, File: fr})
+			tx.e.publishFile(tx.t, int(m.File), fr)
 		case *wire.Same:
 			if err := tx.heldLeaves(m); err != nil {
 				return err

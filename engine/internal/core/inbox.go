@@ -118,8 +118,9 @@ type Host interface {
 	Unasked(p *Prompt, s State)
 	// AlwaysAccept applies a decision's AlwaysAccept to the peer.
 	AlwaysAccept()
-	// File reports one file's outcome; State the transfer's new state.
-	File(*FileResult)
+	// File reports the outcome of file idx (its index in the offer);
+	// State the transfer's new state.
+	File(idx int, fr *FileResult)
 	State(State)
 	// Began and Ended count the accepted sessions of the engine; large says
 	// the session held a large offer (its memory goes back at once).
@@ -955,7 +956,7 @@ func (in *Inbox) Begin() {
 	in.host.Began()
 	for _, r := range in.Refused {
 		f := in.file(r.Idx)
-		in.host.File(&FileResult{Path: f.Path, Size: f.Size, Err: RefusalSentence(r.Code, r.Reason)})
+		in.host.File(r.Idx, &FileResult{Path: f.Path, Size: f.Size, Err: RefusalSentence(r.Code, r.Reason)})
 	}
 	in.host.State(StateActive)
 }
@@ -993,7 +994,7 @@ func (in *Inbox) resolved(idx int, ok, kept bool, savedAs, root, reason string) 
 	if ok && savedAs != f.Path {
 		fr.SavedAs = savedAs
 	}
-	in.host.File(fr)
+	in.host.File(idx, fr)
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.resolvedN++

@@ -67,13 +67,17 @@ func (h *fakeHost) Unasked(p *Prompt, s State) {
 	}
 	h.mu.Unlock()
 }
-func (h *fakeHost) AlwaysAccept()       { h.mu.Lock(); h.always = true; h.mu.Unlock() }
-func (h *fakeHost) File(fr *FileResult) { h.mu.Lock(); h.files = append(h.files, fr); h.mu.Unlock() }
-func (h *fakeHost) State(s State)       { h.mu.Lock(); h.states = append(h.states, s); h.mu.Unlock() }
-func (h *fakeHost) Began()              { h.mu.Lock(); h.began++; h.mu.Unlock() }
-func (h *fakeHost) Ended(bool)          { h.mu.Lock(); h.began--; h.mu.Unlock() }
-func (h *fakeHost) Log() *slog.Logger   { return slog.New(slog.DiscardHandler) }
-func (h *fakeHost) Finish(r Result)     { h.mu.Lock(); h.result = &r; h.mu.Unlock(); close(h.finished) }
+func (h *fakeHost) AlwaysAccept() { h.mu.Lock(); h.always = true; h.mu.Unlock() }
+func (h *fakeHost) File(_ int, fr *FileResult) {
+	h.mu.Lock()
+	h.files = append(h.files, fr)
+	h.mu.Unlock()
+}
+func (h *fakeHost) State(s State)     { h.mu.Lock(); h.states = append(h.states, s); h.mu.Unlock() }
+func (h *fakeHost) Began()            { h.mu.Lock(); h.began++; h.mu.Unlock() }
+func (h *fakeHost) Ended(bool)        { h.mu.Lock(); h.began--; h.mu.Unlock() }
+func (h *fakeHost) Log() *slog.Logger { return slog.New(slog.DiscardHandler) }
+func (h *fakeHost) Finish(r Result)   { h.mu.Lock(); h.result = &r; h.mu.Unlock(); close(h.finished) }
 func (h *fakeHost) WatchProgress(ctx context.Context, _ func() int64, _ int64, _ func() int, _ int) {
 	<-ctx.Done()
 }

@@ -247,9 +247,9 @@ func (a *Advertiser) registerLocked() {
 		return
 	}
 	a.ifKey = ifaceKey(ifaces)
-	ips := advertisedIPs(ifaces)
-	if len(ifaces) == 0 || len(ips) == 0 {
-		a.err = fmt.Errorf("advertise: %w", ErrNoMulticast)
+	ips, err := a.svc.ipsOn(ifaces)
+	if err != nil {
+		a.err = fmt.Errorf("advertise: %w", err)
 		return
 	}
 	srv, err := zeroconf.RegisterProxy(presentationLabel(instanceLabel(a.svc.Name)), ServiceType, Domain, a.svc.srvPort(),
@@ -357,6 +357,82 @@ func solicitAnnouncement(ifaces []net.Interface, label string) {
 		{Name: name, Qtype: dns.TypeTXT, Qclass: dns.ClassINET},
 	}
 	sendMDNS(ifaces, m)
+}
+
+// ErrNotListening reports that the device listens on none of its
+// interfaces' addresses (on loopback alone: --listen 127.0.0.1:PORT), so
+// that no device on the network could reach an address advertised there.
+var ErrNotListening = errors.New("it listens on no address of this device's network interfaces")
+
+// ipsOn lists the addresses of ifaces to advertise svc at: those its
+// listeners take connections on (reachedAt). ErrNoMulticast when ifaces
+// have none, ErrNotListening when svc listens on none of them.
+func (svc Service) ipsOn(ifaces []net.Interface) ([]string, error) {
+	all := advertisedIPs(ifaces)
+	if len(ifaces) == 0 || len(all) == 0 {
+		return nil, ErrNoMulticast
+	}
+	ips := svc.reachedAt(all)
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("%w (%s)", ErrNotListening, svc.listenHosts())
+	}
+	return ips, nil
+}
+
+// reachedAt keeps of ips (the interfaces' addresses) those svc's listeners
+// take connections on: all of them for a listener on every address ("",
+// "::"; "0.0.0.0" the IPv4 ones), else the listeners' own. A device
+// listening on 127.0.0.1 alone advertised its LAN addresses with that
+// port, where nothing answered ("Nothing is listening at
+// 192.168.1.5:47950"), and a sender tried them until it gave up.
+func (svc Service) reachedAt(ips []string) []string {
+	var v4 bool
+	own := map[netip.Addr]bool{}
+	for _, p := range txtPorts {
+		a, ok := addr.First(svc.Addrs, p.kind)
+		if !ok {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a.HostPort())
+		if err != nil {
+			return ips // not host:port: nothing to narrow by
+		}
+		ip, err := netip.ParseAddr(host)
+		switch {
+		case host == "" || err == nil && ip.IsUnspecified() && ip.Is6():
+			return ips
+		case err != nil:
+			return ips // a name: whatever it resolves to
+		case ip.IsUnspecified():
+			v4 = true
+		default:
+			own[ip.Unmap().WithZone("")] = true
+		}
+	}
+	var out []string
+	for _, s := range ips {
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			continue
+		}
+		if v4 && ip.Unmap().Is4() || own[ip.Unmap().WithZone("")] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// listenHosts names svc's listeners' hosts, for why it is not advertised.
+func (svc Service) listenHosts() string {
+	var hosts []string
+	for _, p := range txtPorts {
+		if a, ok := addr.First(svc.Addrs, p.kind); ok {
+			if h, _, err := net.SplitHostPort(a.HostPort()); err == nil && !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return "listening on " + strings.Join(hosts, ", ") + " alone"
 }
 
 // advertisedIPs lists the unicast addresses of ifaces.

@@ -62,7 +62,12 @@ func advertiseEngine(ctx context.Context, e *engine.Engine, errOut io.Writer) (f
 	if err != nil {
 		return nil, err
 	}
-	if err := a.Err(); err != nil {
+	switch err := a.Err(); {
+	case errors.Is(err, discovery.ErrNotListening):
+		// --listen 127.0.0.1:PORT: no other device could reach it.
+		hp := e.Addrs()[0].HostPort()
+		fmt.Fprintf(errOut, "ferry-cli receive: not advertised on the local network, where no device could reach %s; senders on this device can use --to %s\n", hp, hp)
+	case err != nil:
 		// Advertise keeps trying as interfaces come up; say why it is not visible yet.
 		fmt.Fprintf(errOut, "ferry-cli receive: not visible on the local network yet (%v); senders can use --to %s\n", err, hostPortHint(e.Addrs()))
 	}

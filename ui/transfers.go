@@ -193,7 +193,12 @@ func DeliveryEvents(ev TransferEvent) []transfer.Event {
 		}
 		return out
 	case TransferState:
-		return one(transfer.EvState, func(e *transfer.Event) { e.State = string(ev.State) })
+		return one(transfer.EvState, func(e *transfer.Event) {
+			e.State = string(ev.State)
+			if r := ev.Result; r != nil && ev.State == StateRetrying {
+				e.Err = r.Err // why the attempt failed: counted (Delivery.Tries)
+			}
+		})
 	case TransferProgress:
 		if ev.Progress == nil {
 			return nil
@@ -779,8 +784,10 @@ func (l *transferList) stateText(v *transferView) (string, widget.Importance) {
 func (l *transferList) status(v *transferView) Status {
 	d := v.d
 	st := Status{Short: string(d.Phase), Text: d.Status(), Importance: phaseImportance(d), Detail: d.Detail}
-	if d.Phase == transfer.Reconnecting && v.note != "" {
-		st.Detail = v.note // why it reconnects, from the engine's state event
+	if (d.Phase == transfer.Reconnecting || d.Phase == transfer.Connecting) && v.note != "" {
+		// Why it reconnects, or why its last try to reach the device
+		// failed (a send never connected), from the engine's state event.
+		st.Detail = v.note
 	}
 	if d.Phase == transfer.Reconnecting && v.away {
 		// Its Ferry was closed there: nothing reconnects until its user

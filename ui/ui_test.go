@@ -627,3 +627,34 @@ func TestPromptSpaceCountsTheDiskTheFilesTake(t *testing.T) {
 		}
 	}
 }
+
+// A send that cannot reach its device says in its row how often it tried,
+// and Details why the last try failed (in the engine's words, escaped);
+// once it connects, neither.
+func TestConnectingRowSaysItsTries(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	id := "c1"
+	peer := Peer{Name: "Bench box"}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateConnecting, Peer: peer})
+	v := u.transfers.byID[id]
+	why := "Nothing is listening at 192.0.2.2:47950: is Ferry running there?\u202e"
+	for range 2 {
+		u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateRetrying, Peer: peer,
+			Result: &Result{State: StateRetrying, Code: CodeConnectionLost, Err: why}})
+	}
+	if got := v.stateLbl.Text; got != "Connecting to Bench box… (tried twice)" {
+		t.Errorf("row: %q", got)
+	}
+	if got := statusText(u.transfers.status(v)); !strings.Contains(got, "Nothing is listening at 192.0.2.2:47950") || strings.Contains(got, "\u202e") {
+		t.Errorf("details = %q", got)
+	}
+	// The next attempt: still connecting, the count kept.
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateConnecting, Peer: peer})
+	if got := v.stateLbl.Text; got != "Connecting to Bench box… (tried twice)" {
+		t.Errorf("row on the next attempt: %q", got)
+	}
+	u.ApplyTransfer(TransferEvent{Kind: TransferState, ID: id, Direction: Outgoing, State: StateActive, Peer: peer})
+	if got := v.stateLbl.Text; strings.Contains(got, "tried") {
+		t.Errorf("row once connected: %q", got)
+	}
+}

@@ -192,7 +192,9 @@ type Event struct {
 	// NotStarted: EvResult: the delivery ended before it tried to reach
 	// the other device (its own items): not unreachable.
 	NotStarted bool
-	Err        string // EvResult: the engine's own text, for Details
+	// Err: EvResult: the engine's own text, for Details; EvState
+	// "reconnecting": why the attempt before failed (counted: Tries).
+	Err string
 	// Route and Relay: EvTransport: the way the session goes, and the
 	// relay's "host:port" when it went through one.
 	Route Route
@@ -237,6 +239,11 @@ type Delivery struct {
 	Refused   int // files the receiver would not take
 	Verified  int // files verified in place
 	failedOut int // files that ended with an error
+	// Tries counts the attempts that failed while the delivery keeps
+	// trying to reach the other device (a "reconnecting" state with the
+	// engine's reason while it connects or reconnects, not the one that
+	// says a connection was lost); cleared once it connects.
+	Tries int
 	// Bytes is how much of Total is in place, each byte counted once across
 	// pauses, reconnects and resumes.
 	Bytes int64
@@ -334,7 +341,7 @@ func (m *Model) Apply(ev Event) *Delivery {
 		if d.Phase.Final() {
 			d.restart(Connecting)
 		}
-		d.state(ev.State)
+		d.state(ev.State, ev.Err)
 	case EvProgress:
 		d.connected = true
 		if ev.Total > 0 {
@@ -451,19 +458,21 @@ func (d *Delivery) restart(p Phase) {
 	d.Ended = time.Time{}
 }
 
-func (d *Delivery) state(s string) {
+func (d *Delivery) state(s, err string) {
 	switch s {
 	case "waiting":
 		if d.Direction == Outgoing {
 			d.Phase = Waiting
 		}
 		d.connected = true
+		d.Tries = 0
 	case "connecting":
 		if !d.connected {
 			d.Phase = Connecting
 		}
 	case "active", "verifying":
 		d.connected = true
+		d.Tries = 0
 		if d.Phase != Moved && d.Phase != Resumed {
 			d.Phase = Sending
 		}
@@ -479,6 +488,11 @@ func (d *Delivery) state(s string) {
 		}
 		fallthrough
 	case "reconnecting":
+		if err != "" && (d.Phase == Connecting || d.Phase == Reconnecting) {
+			// A try that failed; the first word after a lost connection
+			// is that loss, not a try.
+			d.Tries++
+		}
 		// A send that never reached the other device is still connecting:
 		// "Reconnecting" would claim a connection it never had.
 		if d.connected {
@@ -537,7 +551,7 @@ func (d *Delivery) result(ev Event) {
 	case "cancelled":
 		d.Phase, d.By = Cancelled, by
 	case "paused", "interrupted":
-		d.state(state)
+		d.state(state, "")
 		d.goesOn = false // a result: nothing runs here any more
 	case "failed":
 		d.Phase = Failed

@@ -26,6 +26,9 @@ func via(id string, r Route, relay string) Event {
 	return Event{Kind: EvTransport, Delivery: id, Route: r, Relay: relay}
 }
 func rejoin(ev Event) Event { ev.Rejoin = true; return ev }
+func retry(id, err string) Event {
+	return Event{Kind: EvState, Delivery: id, State: "reconnecting", Err: err}
+}
 func fileEnd(id, path string, ok bool, err string) Event {
 	return Event{Kind: EvFile, Delivery: id, File: &FileEnd{Path: path, Verified: ok, Err: err}}
 }
@@ -227,6 +230,37 @@ func TestDeliveryStateTable(t *testing.T) {
 		},
 		want: []want{{id: "s", phase: Connecting, status: "Connecting to Carol's phone…",
 			actions: []Action{ActionPause, ActionCancel}, bytes: 0}},
+		rows: 1,
+	}, {
+		// Each failed attempt is counted in the row while it keeps
+		// trying (Details has the last one's words).
+		name: "send to an offline device says how often it tried",
+		events: []Event{
+			offer("s", Outgoing, "Carol's phone", big), st("s", "connecting"),
+			retry("s", "Nothing is listening at 192.0.2.2:47950: is Ferry running there?"),
+		},
+		want: []want{{id: "s", phase: Connecting, status: "Connecting to Carol's phone… (tried once)",
+			actions: []Action{ActionPause, ActionCancel}, bytes: 0}},
+		rows: 1,
+	}, {
+		name: "three tries",
+		events: []Event{
+			offer("s", Outgoing, "Carol's phone", big), retry("s", "a"), retry("s", "b"), retry("s", "c"),
+		},
+		want: []want{{id: "s", phase: Connecting, status: "Connecting to Carol's phone… (tried 3 times)",
+			actions: []Action{ActionPause, ActionCancel}, bytes: 0}},
+		rows: 1,
+	}, {
+		// Connected: the count starts again for a later outage, whose
+		// first word is the loss, not a try.
+		name: "tries counted again after a connection",
+		events: []Event{
+			offer("s", Outgoing, "Carol's phone", big), retry("s", "a"), retry("s", "b"),
+			st("s", "active"), prog("s", 5*mb), retry("s", "connection lost"), st("s", "connecting"),
+			retry("s", "nothing listening"),
+		},
+		want: []want{{id: "s", phase: Reconnecting, status: "Reconnecting to Carol's phone… (tried once)",
+			actions: []Action{ActionPause, ActionCancel}, bytes: 5 * mb}},
 		rows: 1,
 	}, {
 		name: "offline device never reached fails as unreachable",

@@ -95,6 +95,22 @@ func (d *Delivery) who() string {
 	return d.Peer
 }
 
+// triesText says how many attempts to reach the other device failed so
+// far, " (tried 3 times)"; "" before the first. A row that said only
+// "Connecting to Bench box…" for the two minutes its sends kept failing
+// told nothing of them (Details says why the last one failed).
+func (d *Delivery) triesText() string {
+	switch {
+	case d.Tries == 0:
+		return ""
+	case d.Tries == 1:
+		return " (tried once)"
+	case d.Tries == 2:
+		return " (tried twice)"
+	}
+	return fmt.Sprintf(" (tried %d times)", d.Tries)
+}
+
 // Status is the sentence the delivery's row shows.
 func (d *Delivery) Status() string {
 	var s string
@@ -104,9 +120,9 @@ func (d *Delivery) Status() string {
 	case Waiting:
 		s = fmt.Sprintf("Waiting for %s to accept", d.who())
 	case Connecting:
-		s = fmt.Sprintf("Connecting to %s…", d.who())
+		s = fmt.Sprintf("Connecting to %s…", d.who()) + d.triesText()
 	case Reconnecting:
-		s = fmt.Sprintf("Reconnecting to %s…", d.who())
+		s = fmt.Sprintf("Reconnecting to %s…", d.who()) + d.triesText()
 	case Moved:
 		s = d.movedText()
 	case Resumed:

@@ -207,7 +207,9 @@ func BenchmarkUnpack(b *testing.B) {
 }
 
 // TestCodecStartsNoGoroutine: a codec left to the collector leaves nothing
-// running (Codec has no Close).
+// running (Codec has no Close). Fewer after than before is no failure: a
+// goroutine of the tests before ended meanwhile ("3 goroutines before, 2
+// after", a CI rehearsal under -race).
 func TestCodecStartsNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var c Codec
@@ -219,7 +221,7 @@ func TestCodecStartsNoGoroutine(t *testing.T) {
 	if err := c.Unpack(make([]byte, len(src)), packed); err != nil {
 		t.Fatal(err)
 	}
-	if after := runtime.NumGoroutine(); after != before {
+	if after := runtime.NumGoroutine(); after > before {
 		t.Fatalf("%d goroutines before, %d after", before, after)
 	}
 }

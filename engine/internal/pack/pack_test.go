@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/ferrydrop/ferry/internal/testutil"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -223,5 +224,8 @@ func TestCodecStartsNoGoroutine(t *testing.T) {
 	}
 	if after := runtime.NumGoroutine(); after > before {
 		t.Fatalf("%d goroutines before, %d after", before, after)
+	}
+	if left := testutil.Stacks("klauspost/compress/zstd"); left != "" {
+		t.Fatalf("zstd's goroutines run on:\n%s", left)
 	}
 }

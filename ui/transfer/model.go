@@ -456,6 +456,7 @@ func (d *Delivery) restart(p Phase) {
 	d.Phase, d.By, d.Reason, d.Detail = p, Nobody, ReasonNone, ""
 	d.cancelAsked, d.Rejoin, d.NotStarted, d.discarded = false, false, false, false
 	d.Ended = time.Time{}
+	d.Tries = 0 // a Retry tries afresh
 }
 
 func (d *Delivery) state(s, err string) {

@@ -243,6 +243,17 @@ func TestDeliveryStateTable(t *testing.T) {
 			actions: []Action{ActionPause, ActionCancel}, bytes: 0}},
 		rows: 1,
 	}, {
+		// Retry after it could not be reached: its tries counted afresh.
+		name: "tries counted afresh after a Retry",
+		events: []Event{
+			offer("s", Outgoing, "Carol's phone", big), retry("s", "a"), retry("s", "b"),
+			res("s", "failed", "io", false, "dial: connection refused"),
+			act("s", ActResume), st("s", "connecting"), retry("s", "c"),
+		},
+		want: []want{{id: "s", phase: Connecting, status: "Connecting to Carol's phone… (tried once)",
+			actions: []Action{ActionPause, ActionCancel}, bytes: 0}},
+		rows: 1,
+	}, {
 		name: "three tries",
 		events: []Event{
 			offer("s", Outgoing, "Carol's phone", big), retry("s", "a"), retry("s", "b"), retry("s", "c"),

@@ -66,6 +66,12 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, host strin
 		}
 	}
 	fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices can send here on port %d%s, fingerprint %s\n", row.Port(), note, row.Fingerprint())
+	if announce && loopbackOnly(host) {
+		// Announced from the network's interfaces, devices would come
+		// to addresses where nothing listens (as Ferry's own mDNS did).
+		fmt.Fprintf(errOut, "ferry-cli receive: not announced to LocalSend devices, which could not reach %s\n", host)
+		announce = false
+	}
 	if !announce {
 		return func() {}, nil
 	}
@@ -79,6 +85,13 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, host strin
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(dctx) }()
 	return func() { cancel(); <-done }, nil
+}
+
+// loopbackOnly reports whether host, a --listen host, is a loopback
+// address, which no other device reaches.
+func loopbackOnly(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // localsendInterfaces lists the interfaces LocalSend discovery joins and

@@ -18,6 +18,7 @@ import (
 	"github.com/ferrydrop/ferry/engine/addr"
 
 	"github.com/ferrydrop/ferry/internal/lspeer"
+	"github.com/ferrydrop/ferry/internal/testutil"
 )
 
 // TestReceiveServesLocalSend: receive takes a file from the independent
@@ -298,5 +299,25 @@ func TestLocalSendNamesResolveAtOnce(t *testing.T) {
 	}
 	if errs[3] == nil || !strings.Contains(errs[3].Error(), "not as a LocalSend device") {
 		t.Errorf("Ferry Laptop: %v", errs[3])
+	}
+}
+
+// A receiver listening on loopback alone announces itself to no LocalSend
+// device, which would come to its network addresses where nothing listens,
+// and says so.
+func TestLoopbackReceiverIsNotAnnouncedToLocalSend(t *testing.T) {
+	r := startReceiver(t, "", "--localsend-port", "0") // --listen 127.0.0.1:0, discovery on
+	want := "not announced to LocalSend devices, which could not reach 127.0.0.1"
+	testutil.WaitFor(t, "the receiver's word on LocalSend", func() bool { return strings.Contains(r.errOut.String(), want) })
+	if strings.Contains(r.errOut.String(), "will not see this one announced") {
+		t.Errorf("it tried to announce: %q", r.errOut)
+	}
+	for _, h := range []struct {
+		host string
+		want bool
+	}{{"127.0.0.1", true}, {"::1", true}, {"127.0.0.2", true}, {"", false}, {"::", false}, {"0.0.0.0", false}, {"192.168.1.5", false}, {"pc.local", false}} {
+		if got := loopbackOnly(h.host); got != h.want {
+			t.Errorf("loopbackOnly(%q) = %v", h.host, got)
+		}
 	}
 }

@@ -66,16 +66,25 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, host strin
 		}
 	}
 	fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices can send here on port %d%s, fingerprint %s\n", row.Port(), note, row.Fingerprint())
-	if announce && loopbackOnly(host) {
-		// Announced from the network's interfaces, devices would come
-		// to addresses where nothing listens (as Ferry's own mDNS did).
-		fmt.Fprintf(errOut, "ferry-cli receive: not announced to LocalSend devices, which could not reach %s\n", host)
-		announce = false
+	cfg := localsend.DiscoveryConfig{Info: row.Info(), Interfaces: localsendInterfaces,
+		Download: func() bool { return row.Info().Download }}
+	if announce && !everyAddress(host) {
+		// Announced from every interface, devices would come to addresses
+		// where nothing listens (as Ferry's own mDNS did): announce from
+		// the interfaces that hold host alone, from none for loopback, and
+		// over IPv6 only for an IPv6 host.
+		on, err := interfacesHolding(host, cfg.Interfaces)
+		if err != nil || len(on) == 0 {
+			fmt.Fprintf(errOut, "ferry-cli receive: not announced to LocalSend devices, which could not reach %s\n", host)
+			return func() {}, nil
+		}
+		cfg.Interfaces = func() ([]net.Interface, error) { return on, nil }
+		cfg.NoIPv6 = netip.MustParseAddr(host).Unmap().Is4()
 	}
 	if !announce {
 		return func() {}, nil
 	}
-	d, err := newLocalSendDiscoverer(e, row.Info(), nil, func() bool { return row.Info().Download })
+	d, err := newLocalSendDiscoverer(e, cfg)
 	if err != nil {
 		fmt.Fprintf(errOut, "ferry-cli receive: LocalSend devices will not see this one announced: %v\n", err)
 		return func() {}, nil
@@ -87,11 +96,45 @@ func startLocalSend(ctx context.Context, e *engine.Engine, f lsFlags, host strin
 	return func() { cancel(); <-done }, nil
 }
 
-// loopbackOnly reports whether host, a --listen host, is a loopback
-// address, which no other device reaches.
-func loopbackOnly(host string) bool {
+// everyAddress reports whether host, a --listen host, stands for every
+// address of this device ("", "::", "0.0.0.0").
+func everyAddress(host string) bool {
 	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	return host == "" || err == nil && ip.IsUnspecified()
+}
+
+// interfacesHolding lists the interfaces of list (nil: every multicast
+// one) that hold the address host: the ones a LocalSend server listening
+// there is reached through. None for a loopback address, which no other
+// device reaches, or for a name.
+func interfacesHolding(host string, list func() ([]net.Interface, error)) ([]net.Interface, error) {
+	if list == nil {
+		list = localsend.MulticastInterfaces
+	}
+	ifs, err := list()
+	if err != nil {
+		return nil, err
+	}
+	return holding(host, ifs, func(i net.Interface) []net.Addr { a, _ := i.Addrs(); return a }), nil
+}
+
+// holding keeps of ifs those whose addresses (addrs) include host.
+func holding(host string, ifs []net.Interface, addrs func(net.Interface) []net.Addr) []net.Interface {
+	want, err := netip.ParseAddr(host)
+	if err != nil || want.IsLoopback() {
+		return nil
+	}
+	want = want.Unmap().WithZone("")
+	var out []net.Interface
+	for _, i := range ifs {
+		for _, a := range addrs(i) {
+			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Unmap().WithZone("") == want {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // localsendInterfaces lists the interfaces LocalSend discovery joins and
@@ -102,13 +145,13 @@ var localsendInterfaces func() ([]net.Interface, error)
 // send listens (empty: every address; tests: loopback).
 var lsWatchHost = ""
 
-// newLocalSendDiscoverer makes the multicast discoverer: info is announced
-// (nil onDevice: answer only; download, when set, says whether to announce
-// the download API). With no multicast interface it opens nothing
+// newLocalSendDiscoverer makes the multicast discoverer of cfg (its Info
+// announced; nil OnDevice: answer only; nil Interfaces: every multicast
+// one), with e's LocalSend certificate. With no interface it opens nothing
 // (LocalSend's UDP port stays free) and says so.
-func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func(localsend.Device), download func() bool) (*localsend.Discoverer, error) {
-	if localsendInterfaces != nil {
-		if ifs, err := localsendInterfaces(); err != nil || len(ifs) == 0 {
+func newLocalSendDiscoverer(e *engine.Engine, cfg localsend.DiscoveryConfig) (*localsend.Discoverer, error) {
+	if cfg.Interfaces != nil {
+		if ifs, err := cfg.Interfaces(); err != nil || len(ifs) == 0 {
 			return nil, errors.New("no network interface can carry LocalSend's multicast")
 		}
 	}
@@ -116,8 +159,8 @@ func newLocalSendDiscoverer(e *engine.Engine, info localsend.Info, onDevice func
 	if err != nil {
 		return nil, err
 	}
-	cl := localsend.NewClient(localsend.ClientConfig{Info: info, Cert: cert})
-	return localsend.NewDiscoverer(localsend.DiscoveryConfig{Info: info, Client: cl, OnDevice: onDevice, Interfaces: localsendInterfaces, Download: download})
+	cfg.Client = localsend.NewClient(localsend.ClientConfig{Info: cfg.Info, Cert: cert})
+	return localsend.NewDiscoverer(cfg)
 }
 
 // notReceiving is the Receiver of the register-only server: it takes no
@@ -169,7 +212,7 @@ func watchLocalSend(e *engine.Engine, d *discovery.Discovery, scan bool) (stop f
 	}
 	info := srv.Info()
 	info.Port = ln.Addr().(*net.TCPAddr).Port
-	ds, derr := newLocalSendDiscoverer(e, info, d.SeeLocalSend, nil)
+	ds, derr := newLocalSendDiscoverer(e, localsend.DiscoveryConfig{Info: info, OnDevice: d.SeeLocalSend, Interfaces: localsendInterfaces})
 	if derr == nil {
 		disc.Store(ds)
 		wg.Add(1)

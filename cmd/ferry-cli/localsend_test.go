@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,7 +305,8 @@ func TestLocalSendNamesResolveAtOnce(t *testing.T) {
 
 // A receiver listening on loopback alone announces itself to no LocalSend
 // device, which would come to its network addresses where nothing listens,
-// and says so.
+// and says so; one listening on a network address announces itself only
+// from the interfaces that hold it.
 func TestLoopbackReceiverIsNotAnnouncedToLocalSend(t *testing.T) {
 	r := startReceiver(t, "", "--localsend-port", "0") // --listen 127.0.0.1:0, discovery on
 	want := "not announced to LocalSend devices, which could not reach 127.0.0.1"
@@ -312,12 +314,51 @@ func TestLoopbackReceiverIsNotAnnouncedToLocalSend(t *testing.T) {
 	if strings.Contains(r.errOut.String(), "will not see this one announced") {
 		t.Errorf("it tried to announce: %q", r.errOut)
 	}
+	eth0 := net.Interface{Index: 2, Name: "eth0"}
+	wlan0 := net.Interface{Index: 3, Name: "wlan0"}
+	lo := net.Interface{Index: 1, Name: "lo"}
+	addrs := map[string][]net.Addr{
+		"eth0":  {cidr(t, "192.0.2.2/24"), cidr(t, "fd00::2/64"), cidr(t, "fe80::fc:ff:fe00:1/64")},
+		"wlan0": {cidr(t, "10.1.2.3/16")},
+		"lo":    {cidr(t, "127.0.0.1/8"), cidr(t, "::1/128")},
+	}
+	ifs := []net.Interface{lo, eth0, wlan0}
+	for _, h := range []struct {
+		host string
+		want []string
+	}{
+		{"192.0.2.2", []string{"eth0"}},
+		{"10.1.2.3", []string{"wlan0"}},
+		{"fd00::2", []string{"eth0"}},
+		{"fe80::fc:ff:fe00:1%eth0", []string{"eth0"}},
+		{"::ffff:10.1.2.3", []string{"wlan0"}},
+		{"127.0.0.1", nil}, {"::1", nil}, {"127.0.0.2", nil},
+		{"192.0.2.9", nil}, // held by no interface
+		{"pc.local", nil},  // a name
+	} {
+		got := holding(h.host, ifs, func(i net.Interface) []net.Addr { return addrs[i.Name] })
+		var names []string
+		for _, i := range got {
+			names = append(names, i.Name)
+		}
+		if !slices.Equal(names, h.want) {
+			t.Errorf("holding(%q) = %v, want %v", h.host, names, h.want)
+		}
+	}
 	for _, h := range []struct {
 		host string
 		want bool
-	}{{"127.0.0.1", true}, {"::1", true}, {"127.0.0.2", true}, {"", false}, {"::", false}, {"0.0.0.0", false}, {"192.168.1.5", false}, {"pc.local", false}} {
-		if got := loopbackOnly(h.host); got != h.want {
-			t.Errorf("loopbackOnly(%q) = %v", h.host, got)
+	}{{"", true}, {"::", true}, {"0.0.0.0", true}, {"127.0.0.1", false}, {"192.168.1.5", false}, {"pc.local", false}} {
+		if got := everyAddress(h.host); got != h.want {
+			t.Errorf("everyAddress(%q) = %v", h.host, got)
 		}
 	}
+}
+
+func cidr(t *testing.T, s string) net.Addr {
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &net.IPNet{IP: ip, Mask: n.Mask}
 }

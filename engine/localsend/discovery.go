@@ -140,7 +140,7 @@ func NewDiscoverer(cfg DiscoveryConfig) (*Discoverer, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Interfaces == nil {
-		cfg.Interfaces = multicastInterfaces
+		cfg.Interfaces = MulticastInterfaces
 	}
 	ifs, err := cfg.Interfaces()
 	if err != nil {
@@ -181,8 +181,9 @@ func NewDiscoverer(cfg DiscoveryConfig) (*Discoverer, error) {
 	return d, nil
 }
 
-// multicastInterfaces are the interfaces that are up and multicast-capable.
-func multicastInterfaces() ([]net.Interface, error) {
+// MulticastInterfaces lists the interfaces that are up and multicast-capable:
+// those a Discoverer joins and announces on by default.
+func MulticastInterfaces() ([]net.Interface, error) {
 	all, err := net.Interfaces()
 	if err != nil {
 		return nil, err

@@ -683,6 +683,15 @@ func (b *backend) launch(what, p string, open func(string) (*opener.Started, err
 // Thumbnail decodes a picture and scales it down (see thumbnail).
 func (b *backend) Thumbnail(p string) image.Image { return thumbnail(p, thumbPixels) }
 
+// Survey says what a send of paths would offer (engine.Survey).
+func (b *backend) Survey(ctx context.Context, paths []string) (ui.Contents, error) {
+	c, err := engine.Survey(ctx, paths)
+	if err != nil {
+		return ui.Contents{}, err
+	}
+	return ui.Contents{Files: c.Files, EmptyFolders: c.EmptyFolders, Bytes: c.Bytes, Skipped: c.Skipped.Summary()}, nil
+}
+
 // FreeSpace is the space left on dir's disk, -1 when unknown.
 func (b *backend) FreeSpace(dir string) int64 {
 	n, err := store.FreeSpace(dir)

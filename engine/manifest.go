@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -147,11 +148,44 @@ func (s *SkippedInfo) note(path string) {
 // the tree); what it leaves out, it says.
 func buildManifestSkipping(paths []string) (manifest, SkippedInfo, error) {
 	var skipped SkippedInfo
-	m, err := walkManifest(paths, &skipped)
+	m, err := walkManifest(context.Background(), paths, &skipped)
 	return m, skipped, err
 }
 
-func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
+// Contents is what a send of some paths would offer: its files, their
+// bytes, its empty folders, and what it would leave out.
+type Contents struct {
+	Files        int
+	Bytes        int64
+	EmptyFolders int
+	Skipped      SkippedInfo
+}
+
+// Survey walks paths as a send does and says what it would offer, or the
+// error the send would end with (ErrNothingToSend with what they hold, a
+// path that cannot be read, more files than one transfer carries): the
+// app's send sheet shows it before anything is sent. It stops early with
+// ctx's error.
+func Survey(ctx context.Context, paths []string) (Contents, error) {
+	var c Contents
+	m, err := walkManifest(ctx, paths, &c.Skipped)
+	if err != nil {
+		return Contents{}, err
+	}
+	c.Files, c.EmptyFolders = len(m.files), len(m.folders)
+	for _, f := range m.files {
+		c.Bytes += f.Size
+	}
+	return c, nil
+}
+
+// walkManifest is buildManifestSkipping's walk; it stops with ctx's error
+// when ctx ends (checked every surveyCheck entries).
+func walkManifest(ctx context.Context, paths []string, skipped *SkippedInfo) (manifest, error) {
+	if err := ctx.Err(); err != nil {
+		return manifest{}, err
+	}
+	visited := 0
 	var files fileList
 	var folders []string
 	var renamed []RenamedPath
@@ -214,6 +248,11 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 		var dirs []string
 		src := func(rel string) string { return filepath.Join(abs, filepath.FromSlash(rel)) }
 		err = walkTree(abs, func(e treeEntry) error {
+			if visited++; visited%surveyCheck == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			switch {
 			case e.unreadable != nil:
 				if n := len(dirs); n > 0 && dirs[n-1] == e.rel {
@@ -251,6 +290,9 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 			return nil
 		})
 		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return manifest{}, err // ended, not unreadable
+			}
 			return manifest{}, fmt.Errorf("cannot read %s: %w", p, err)
 		}
 		// The empty folders to offer are those without an empty folder
@@ -294,6 +336,10 @@ func walkManifest(paths []string, skipped *SkippedInfo) (manifest, error) {
 	}
 	return manifest{files: files.list(), folders: folders, renamed: renamed}, nil
 }
+
+// surveyCheck is how many entries a walk visits between two looks at its
+// context.
+const surveyCheck = 1024
 
 // tooDeep says whether offered, a path of a send's offer, is longer or
 // deeper than a receiver takes (store.ValidatePath's limits): such a file

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"image"
@@ -140,8 +141,22 @@ func goldenTextOffer() TransferEvent {
 }
 
 // goldenSend opens the send sheet for three files with two devices checked.
+// Their count is handed over to this goroutine, as to the Fyne one.
 func goldenSend(u *UI) {
+	u.be.(*fakeBackend).survey = func(context.Context, []string) (Contents, error) {
+		return Contents{Files: 3, Bytes: 7_412_000}, nil
+	}
+	handed := make(chan func(), 16)
+	u.opt.Do = func(f func()) { handed <- f }
 	u.askSend(Items{Paths: []string{"/home/sam/Pictures/IMG_3001.jpg", "/home/sam/Pictures/IMG_3002.jpg", "/home/sam/Documents/plan.pdf"}}, nil)
+	for u.ask.size.Text == "Counting…" {
+		select {
+		case f := <-handed:
+			f()
+		case <-time.After(10 * time.Second):
+			panic("the send sheet's count was not handed over in 10 s")
+		}
+	}
 	u.ask.choose(0)
 	u.ask.choose(1)
 }

@@ -1,19 +1,23 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -246,12 +250,17 @@ type chooser struct {
 	checks  []*check        // one per device, in order
 	names   []*sheetName    // the devices' names beside their checks
 	what    *itemsLabel
-	head    *widget.Label // "To", with how many are checked
-	list    *fyne.Container
-	scroll  *container.Scroll
-	add     *button
-	sendBtn *button
-	dlg     *dialog.CustomDialog
+	size    *widget.Label // "20,000 files, 58.6 MB", once counted
+	// stopSurvey ends the count of the items under way (nil: none);
+	// unsendable is the error a send of them would end with (Send waits).
+	stopSurvey context.CancelFunc
+	unsendable error
+	head       *widget.Label // "To", with how many are checked
+	list       *fyne.Container
+	scroll     *container.Scroll
+	add        *button
+	sendBtn    *button
+	dlg        *dialog.CustomDialog
 }
 
 // askDevice shows the send sheet for paths (files given on the command
@@ -271,6 +280,9 @@ func (u *UI) askSend(items Items, pre []Device) {
 		c.chosen[d.Key()] = true
 	}
 	c.what = newItemsLabel()
+	c.size = widget.NewLabel("")
+	c.size.Wrapping = fyne.TextWrapWord
+	c.size.SizeName = theme.SizeNameCaptionText
 	c.add = u.newButton("Add files…", theme.ContentAddIcon(), func() {
 		u.pick(PickRequest{Title: "Add files", Multiple: true}, func(paths []string) {
 			c.items.Paths = append(c.items.Paths, paths...)
@@ -281,10 +293,13 @@ func (u *UI) askSend(items Items, pre []Device) {
 	c.sendBtn = u.newButton("Send", theme.UploadIcon(), c.confirm)
 	c.sendBtn.Importance = widget.HighImportance
 	c.head = widget.NewLabelWithStyle("To", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	c.scroll = container.NewVScroll(container.NewVBox(container.NewBorder(nil, nil, nil, c.add, c.what), c.head, c.list))
+	c.scroll = container.NewVScroll(container.NewVBox(container.NewBorder(nil, nil, nil, c.add, container.New(layout.NewCustomPaddedVBoxLayout(-2*theme.Padding()), c.what, c.size)), c.head, c.list))
 	c.dlg = dialog.NewCustomWithoutButtons("Send", c.scroll, u.win)
 	c.dlg.SetButtons([]fyne.CanvasObject{cancel, c.sendBtn})
 	c.dlg.SetOnClosed(func() {
+		if c.stopSurvey != nil {
+			c.stopSurvey()
+		}
 		if u.ask == c {
 			u.ask = nil
 		}
@@ -304,6 +319,7 @@ func (u *UI) askSend(items Items, pre []Device) {
 func (c *chooser) describe() {
 	if c.items.Text != "" && len(c.items.Paths) == 0 {
 		c.what.setText("Sending a text: " + clip(EscapeText(c.items.Text), 80))
+		c.survey() // nothing to count
 		return
 	}
 	var names []string
@@ -312,6 +328,73 @@ func (c *chooser) describe() {
 	}
 	parts, tail := itemsParts(names, len(c.items.Paths), c.items.Text)
 	c.what.set("Sending", parts, tail)
+	c.survey()
+}
+
+// survey counts the items' files and bytes off the Fyne goroutine, as a
+// send walks them, and says so under their names; a count under way for
+// the items before stops. Until it is in, the line says "Counting…"; an
+// error the send would end with (a file gone, nothing but empty folders)
+// shows there and Send waits for other items.
+func (c *chooser) survey() {
+	if c.stopSurvey != nil {
+		c.stopSurvey()
+		c.stopSurvey = nil
+	}
+	c.unsendable = nil
+	c.updateSend()
+	paths := slices.Clone(c.items.Paths)
+	if len(paths) == 0 {
+		c.size.Hide()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopSurvey = cancel
+	c.showSize("Counting…", widget.LowImportance)
+	go func() {
+		got, err := c.u.be.Survey(ctx, paths)
+		c.u.opt.Do(func() {
+			if ctx.Err() != nil {
+				return // other items, or the sheet closed
+			}
+			cancel()
+			if err != nil {
+				c.unsendable = err
+				c.showSize(upperFirst(EscapeLine(err.Error())), widget.DangerImportance)
+				c.updateSend()
+			} else {
+				c.showSize(contentsText(got), widget.MediumImportance)
+			}
+			c.fit()
+		})
+	}()
+}
+
+// showSize sets the line under the items' names.
+func (c *chooser) showSize(text string, imp widget.Importance) {
+	c.size.Text, c.size.Importance = text, imp
+	c.size.Show()
+	c.size.Refresh()
+}
+
+// contentsText says what a send offers: "3 files, 7.3 MB"; "20,000 files
+// and 2 empty folders, 58.6 MB. Left out: 1 symbolic link (not followed)".
+func contentsText(c Contents) string {
+	s := plural(c.Files, "file")
+	if c.EmptyFolders > 0 {
+		s += " and " + plural(c.EmptyFolders, "empty folder")
+	}
+	s += ", " + HumanBytes(c.Bytes)
+	if c.Skipped != "" {
+		s += ". Left out: " + c.Skipped
+	}
+	return s
+}
+
+// upperFirst starts s with a capital letter ("Cannot read …").
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // refresh lists the devices online now, keeping what was checked.
@@ -391,11 +474,14 @@ func (c *chooser) targets() []Device {
 // (The button keeps its label: a dialog does not lay its buttons out again.)
 func (c *chooser) updateSend() {
 	n := len(c.targets())
-	switch n {
-	case 0:
+	switch {
+	case c.unsendable != nil:
+		c.sendBtn.Disable() // the line under the items says why
+		return
+	case n == 0:
 		c.head.SetText("To (check one device or several)")
 		c.sendBtn.Disable()
-	case 1:
+	case n == 1:
 		c.head.SetText("To")
 		c.sendBtn.Enable()
 	default:

@@ -1,12 +1,16 @@
 package ui
 
 import (
+	"context"
+	"errors"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -872,4 +876,159 @@ func sheetText(c *chooser) string {
 		}
 	})
 	return strings.Join(out, " ")
+}
+
+// The send sheet says how many files and bytes it sends, counted off the
+// Fyne goroutine ("Counting…" until then), and what it leaves out. A
+// count that would end the send in an error says so and Send waits; a
+// count of items since replaced is dropped, and stopped; closing the
+// sheet stops the count.
+func TestSendSheetSaysWhatItSends(t *testing.T) {
+	a := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	w.Resize(fyne.NewSize(900, 600))
+	be := newFake()
+	type call struct {
+		ctx   context.Context
+		paths []string
+		reply chan func() (Contents, error)
+	}
+	calls := make(chan call, 8)
+	be.survey = func(ctx context.Context, paths []string) (Contents, error) {
+		c := call{ctx, paths, make(chan func() (Contents, error), 1)}
+		calls <- c
+		return (<-c.reply)()
+	}
+	var mu sync.Mutex
+	var queued []func()
+	u := New(a, w, be, Device{Name: "Desk", ID: idBob}, Options{Do: func(f func()) { mu.Lock(); queued = append(queued, f); mu.Unlock() }})
+	// runQueued runs on this goroutine, as the Fyne one, what the count
+	// handed over.
+	runQueued := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			fs := queued
+			queued = nil
+			mu.Unlock()
+			for _, f := range fs {
+				f()
+			}
+			if len(fs) > 0 {
+				return
+			}
+		}
+		t.Fatal("the count handed nothing over in 10 s")
+	}
+	next := func() call {
+		t.Helper()
+		select {
+		case c := <-calls:
+			return c
+		case <-time.After(10 * time.Second):
+			t.Fatal("no count started in 10 s")
+			return call{}
+		}
+	}
+	u.ApplyDevice(DeviceEvent{Kind: DeviceAppeared, Device: bob(true)})
+
+	u.askSend(Items{Paths: []string{"/home/sam/T", "/home/sam/notes.txt"}}, nil)
+	c := u.ask
+	first := next()
+	if c.size.Text != "Counting…" || !c.size.Visible() {
+		t.Errorf("while counting the sheet says %q", c.size.Text)
+	}
+	if !slices.Equal(first.paths, []string{"/home/sam/T", "/home/sam/notes.txt"}) {
+		t.Errorf("counted %q", first.paths)
+	}
+	first.reply <- func() (Contents, error) {
+		return Contents{Files: 20_000, EmptyFolders: 2, Bytes: 58_600_000, Skipped: "1 symbolic link (not followed)"}, nil
+	}
+	runQueued()
+	if want := "20,000 files and 2 empty folders, 58.6 MB. Left out: 1 symbolic link (not followed)"; c.size.Text != want {
+		t.Errorf("the sheet says %q, want %q", c.size.Text, want)
+	}
+	if c.sendBtn.Disabled() {
+		t.Error("Send waits with the files counted and the one device checked")
+	}
+
+	// Items that would end the send in an error: it says so, Send waits.
+	u.askSend(Items{Paths: []string{"/home/sam/links"}}, nil)
+	c = u.ask
+	bad := next()
+	bad.reply <- func() (Contents, error) {
+		return Contents{}, errors.New("nothing to send: no regular files in the given paths; they hold only 2 symbolic links (not followed)")
+	}
+	runQueued()
+	if !strings.HasPrefix(c.size.Text, "Nothing to send: no regular files") || c.size.Importance != widget.DangerImportance {
+		t.Errorf("the sheet says %q (%v)", c.size.Text, c.size.Importance)
+	}
+	if !c.sendBtn.Disabled() {
+		t.Error("Send is offered for items that cannot be sent")
+	}
+	test.Tap(c.checks[0]) // unchecked, then checked again: Send still waits
+	test.Tap(c.checks[0])
+	if !c.sendBtn.Disabled() {
+		t.Error("checking a device offered Send for items that cannot be sent")
+	}
+
+	// Files added while a count is under way: that count stops and what
+	// it says later is dropped; the new one is shown, and Send is back.
+	c.items.Paths = append(c.items.Paths, "/home/sam/a.jpg")
+	c.describe()
+	added := next()
+	if c.size.Text != "Counting…" || c.size.Importance == widget.DangerImportance {
+		t.Errorf("counting again the sheet says %q (%v)", c.size.Text, c.size.Importance)
+	}
+	c.items.Paths = append(c.items.Paths, "/home/sam/b.jpg")
+	c.describe()
+	if added.ctx.Err() == nil {
+		t.Error("the count of the items before was not stopped")
+	}
+	latest := next()
+	latest.reply <- func() (Contents, error) { return Contents{Files: 2, Bytes: 4_900_000}, nil }
+	runQueued()
+	added.reply <- func() (Contents, error) { return Contents{Files: 1, Bytes: 1}, nil }
+	runQueued()
+	if c.size.Text != "2 files, 4.9 MB" || c.sendBtn.Disabled() {
+		t.Errorf("the sheet says %q, Send disabled %v; want the latest count, Send offered", c.size.Text, c.sendBtn.Disabled())
+	}
+
+	// A count under way stops when the sheet closes.
+	u.askSend(Items{Paths: []string{"/home/sam/big"}}, nil)
+	open := next()
+	u.ask.dlg.Hide()
+	if open.ctx.Err() == nil {
+		t.Error("the sheet closed and its count went on")
+	}
+	open.reply <- func() (Contents, error) { return Contents{}, open.ctx.Err() }
+	runQueued()
+
+	// A text alone is not counted.
+	u.askSend(Items{Text: "hello"}, nil)
+	if u.ask.size.Visible() {
+		t.Errorf("a text's sheet shows %q", u.ask.size.Text)
+	}
+	select {
+	case c := <-calls:
+		t.Errorf("a text was counted: %q", c.paths)
+	default:
+	}
+}
+
+func TestContentsText(t *testing.T) {
+	for _, tc := range []struct {
+		c    Contents
+		want string
+	}{
+		{Contents{Files: 1, Bytes: 5}, "1 file, 5 B"},
+		{Contents{Files: 3, Bytes: 7_340_000}, "3 files, 7.3 MB"},
+		{Contents{Files: 105_252, Bytes: 1_900_000_000}, "105,252 files, 1.9 GB"},
+		{Contents{Files: 2, EmptyFolders: 1, Bytes: 0}, "2 files and 1 empty folder, 0 B"},
+		{Contents{Files: 2, Bytes: 10, Skipped: "1 device, socket or pipe"}, "2 files, 10 B. Left out: 1 device, socket or pipe"},
+	} {
+		if got := contentsText(tc.c); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
 }

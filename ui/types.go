@@ -56,6 +56,10 @@ type Backend interface {
 	// is no image it can read. It reads and decodes the file: call it off
 	// the Fyne goroutine.
 	Thumbnail(path string) image.Image
+	// Survey walks paths as a send does and says what it would offer, or
+	// the error the send would end with; it stops early with ctx's error.
+	// It reads folders: call it off the Fyne goroutine.
+	Survey(ctx context.Context, paths []string) (Contents, error)
 	// FreeSpace is the space left on the disk holding dir, -1 when unknown.
 	FreeSpace(dir string) int64
 	// SelfAddresses are the "host:port" addresses this device receives on,
@@ -89,6 +93,15 @@ type Items struct {
 	// Text is a message, a link or what was on the clipboard: at most
 	// MaxTextBytes of UTF-8.
 	Text string
+}
+
+// Contents is what a send of some paths would offer (the send sheet says
+// it before Send): its files, their bytes, its empty folders, and what it
+// leaves out, in words ("2 symbolic links (not followed)"; "": nothing).
+type Contents struct {
+	Files, EmptyFolders int
+	Bytes               int64
+	Skipped             string
 }
 
 // MaxTextBytes bounds the text of one send (the engine's MaxTextBytes).

@@ -49,6 +49,8 @@ type fakeBackend struct {
 	badDir string
 	// saveErr is what SaveSettings returns after saving (nil: nothing to say).
 	saveErr error
+	// survey answers Survey (nil: a count that ends only when stopped).
+	survey func(ctx context.Context, paths []string) (Contents, error)
 }
 
 type pairAnswer struct {
@@ -156,9 +158,20 @@ func (f *fakeBackend) ShowInFolder(p string) error {
 	return f.openErr
 }
 func (f *fakeBackend) Thumbnail(string) image.Image { return nil }
-func (f *fakeBackend) FreeSpace(string) int64       { return f.free }
-func (f *fakeBackend) SelfAddresses() []string      { return f.addrs }
-func (f *fakeBackend) KnownDevices() []KnownDevice  { return f.known }
+
+// Survey answers with f.survey, else counts until ctx ends, as a tree
+// on a stalled disk would: a test that does not look at the count sees
+// "Counting…", and nothing changes its sheet from another goroutine.
+func (f *fakeBackend) Survey(ctx context.Context, paths []string) (Contents, error) {
+	if f.survey != nil {
+		return f.survey(ctx, paths)
+	}
+	<-ctx.Done()
+	return Contents{}, ctx.Err()
+}
+func (f *fakeBackend) FreeSpace(string) int64      { return f.free }
+func (f *fakeBackend) SelfAddresses() []string     { return f.addrs }
+func (f *fakeBackend) KnownDevices() []KnownDevice { return f.known }
 func (f *fakeBackend) SetAutoAccept(id string, on bool) error {
 	for i := range f.known {
 		if f.known[i].ID == id {

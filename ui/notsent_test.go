@@ -6,6 +6,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+
+	"github.com/ferrydrop/ferry/ui/transfer"
 )
 
 // A send says in its row what the given folders hold that it does not
@@ -134,5 +136,28 @@ func TestDetailsListAFileKeptAsHereAlready(t *testing.T) {
 	want := "✓ Photos/a.jpg (3 B) verified: here already with the same bytes, kept\n✓ Photos/b.jpg (3 B) verified"
 	if got := filesText(v); got != want {
 		t.Errorf("Details list\n%q\nwant\n%q", got, want)
+	}
+}
+
+// A transfer that ended before any file did (declined for the space it
+// needs, say) lists no file "yet": none will come.
+func TestDetailsOfAnEndWithoutFilesSayNoneCame(t *testing.T) {
+	for _, tc := range []struct {
+		dir    Direction
+		phase  transfer.Phase
+		want   string
+		rejoin bool
+	}{
+		{Outgoing, transfer.Declined, "No file was sent.", false},
+		{Outgoing, transfer.Failed, "No file was sent.", false},
+		{Incoming, transfer.Cancelled, "No file was received.", false},
+		{Outgoing, transfer.Sending, "No file finished yet.", false},
+		{Incoming, transfer.Connecting, "No file finished yet.", false},
+		{Outgoing, transfer.Failed, "No file finished yet.", true}, // it sends when its device is back
+	} {
+		v := &transferView{dir: tc.dir, d: &transfer.Delivery{Phase: tc.phase, Rejoin: tc.rejoin}}
+		if got := filesText(v); got != tc.want {
+			t.Errorf("%v %s: %q, want %q", tc.dir, tc.phase, got, tc.want)
+		}
 	}
 }

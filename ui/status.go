@@ -119,6 +119,15 @@ func describe(o Outcome, dir Direction, who string, timeout time.Duration) Statu
 			return set("Declined", "Declined: too many offers were waiting", widget.LowImportance)
 		}
 		return set("Declined by "+other, fmt.Sprintf("Declined: %s is busy with other offers; try again in a moment", other), widget.WarningImportance)
+	case CodeNoSpace:
+		if o.State != StateDeclined {
+			break // ran out of space on the way: a failure (below)
+		}
+		// The model's words (transfer's declinedByPolicy), which rows show.
+		if in && !o.ByPeer {
+			return set("Declined", "Declined: "+failure(o, in, other), widget.LowImportance)
+		}
+		return set("Declined by "+other, "Declined: "+failure(Outcome{Code: o.Code, ByPeer: true}, in, other), widget.WarningImportance)
 	}
 	switch o.State {
 	case StateConnecting:

@@ -146,6 +146,9 @@ func TestNotificationsTellHonestEnds(t *testing.T) {
 			"Interrupted — will resume when Alice is back. What arrived so far is kept.")},
 		{Outgoing, Result{State: StateDeclined, Code: CodeDeclined, ByPeer: true}, fyne.NewNotification("Files not sent", "Declined by Alice.")},
 		{Outgoing, Result{State: StateDeclined, Code: CodeExpired, ByPeer: true}, fyne.NewNotification("Files not sent", "Expired: Alice did not answer in time.")},
+		// Said why, as the row says it ("Declined by Alice." alone was
+		// seen for a receiver whose disk was too small).
+		{Outgoing, Result{State: StateDeclined, Code: CodeNoSpace, ByPeer: true}, fyne.NewNotification("Files not sent", "Declined: Not enough space on Alice.")},
 		{Outgoing, Result{State: StateFailed, Err: "control stream: unexpected EOF"}, fyne.NewNotification("Transfer failed",
 			"The transfer with Alice did not finish. Its Details in Ferry say why.")},
 		{Outgoing, Result{State: StateCancelled, Code: CodeCancelled}, nil},

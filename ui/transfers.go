@@ -1171,6 +1171,14 @@ func (m *Metrics) measured() bool {
 
 func filesText(v *transferView) string {
 	if v.ended == 0 {
+		if v.d != nil && v.d.Phase.Final() && !v.d.Rejoin {
+			// Declined, cancelled, failed before a file: none will (a
+			// send that rejoins its device goes on later).
+			if v.dir == Incoming {
+				return "No file was received."
+			}
+			return "No file was sent."
+		}
 		return "No file finished yet."
 	}
 	var b strings.Builder

@@ -146,7 +146,11 @@ func (v *historyView) fill(e HistoryEntry, c *fyne.Container) {
 	if len(paths) > 0 {
 		first := paths[0]
 		open.OnTapped = func() { u.openFile(first) }
-		show.OnTapped = func() { u.showInFolder(first) }
+		shown := first
+		if e.Direction == Incoming && e.Files > 1 {
+			shown = topItem(e.Destination, first) // as the row's Show in folder
+		}
+		show.OnTapped = func() { u.showInFolder(shown) }
 		if done && e.Direction == Incoming && isImage(first) {
 			u.loadThumb(first, func(img image.Image) {
 				// The row may show another entry by now.

@@ -609,13 +609,30 @@ func firstSaved(v *transferView) string {
 	return ""
 }
 
-// showReceived opens the received files' folder, the first file selected.
+// showReceived opens the received files' folder, the first file selected;
+// of several files, the item in the destination that holds it (a folder
+// received shows selected in Downloads, not its first file's folder deep
+// inside it).
 func (u *UI) showReceived(v *transferView) {
 	if p := firstSaved(v); p != "" {
+		if v.saved > 1 {
+			p = topItem(v.dest, p)
+		}
 		u.showInFolder(p)
 		return
 	}
 	u.openFolder(v)
+}
+
+// topItem is the file or folder directly in dest that holds p ("Photos"
+// for dest/Photos/2026/a.jpg); p itself when it is not under dest.
+func topItem(dest, p string) string {
+	rel, err := filepath.Rel(dest, p)
+	if dest == "" || err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	first, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return filepath.Join(dest, first)
 }
 
 // receivedActions are the buttons of a "Files received" notification.

@@ -101,6 +101,9 @@ func (d *Discovery) SeeLocalSend(dev localsend.Device) {
 	if !ip.IsValid() || ip.IsUnspecified() || dev.Fingerprint == "" {
 		return
 	}
+	if dev.DeviceModel == localsend.ModelNotReceiving {
+		return // a Ferry that only looks for devices: nothing can be sent there
+	}
 	port := dev.Port
 	if port <= 0 || port > 65535 {
 		port = localsend.DefaultPort

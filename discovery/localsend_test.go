@@ -387,3 +387,22 @@ func TestLocalSendFromUnspecifiedAddressIgnored(t *testing.T) {
 		t.Fatalf("peers %+v; want none", got)
 	}
 }
+
+// A Ferry that only looks for devices (ferry-cli peers and send) announces
+// itself to LocalSend devices as localsend.ModelNotReceiving, and is no
+// device to list: it declines every offer. One that receives is listed.
+func TestLocalSendDeviceNotReceivingIsNotListed(t *testing.T) {
+	d, _ := newTestDiscovery(t, Options{LocalSendTTL: time.Minute})
+	looking := lsDevice("vm", fpN(3), "192.0.2.7", false)
+	looking.DeviceModel, looking.DeviceType = localsend.ModelNotReceiving, localsend.TypeHeadless
+	d.SeeLocalSend(looking)
+	if got := d.Peers(); len(got) != 0 {
+		t.Fatalf("peers %+v; want none", got)
+	}
+	receiving := lsDevice("vm", fpN(4), "192.0.2.7", false)
+	receiving.DeviceModel, receiving.DeviceType = "Ferry", localsend.TypeHeadless
+	d.SeeLocalSend(receiving)
+	if got := d.Peers(); len(got) != 1 || got[0].LocalSend.DeviceModel != "Ferry" {
+		t.Fatalf("peers %+v; want the receiving one", got)
+	}
+}

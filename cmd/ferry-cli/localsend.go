@@ -186,7 +186,7 @@ func watchLocalSend(e *engine.Engine, d *discovery.Discovery, scan bool) (stop f
 	}
 	var disc atomic.Pointer[localsend.Discoverer]
 	srv, err := localsend.NewServer(localsend.ServerConfig{
-		Info: localsend.Info{Alias: e.Name(), DeviceModel: "Ferry", DeviceType: localsend.TypeHeadless},
+		Info: localsend.Info{Alias: e.Name(), DeviceModel: localsend.ModelNotReceiving, DeviceType: localsend.TypeHeadless},
 		Cert: cert, Receiver: notReceiving{},
 		OnRegister: func(in localsend.Info, addr netip.Addr, c *x509.Certificate) {
 			if ds := disc.Load(); ds != nil {

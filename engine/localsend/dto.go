@@ -46,6 +46,15 @@ const (
 	TypeServer   = "server"
 )
 
+// ModelNotReceiving is the device model a Ferry announces while it only
+// looks for devices (ferry-cli peers and send, whose LocalSend server
+// answers registers and declines every offer): a LocalSend app shows it
+// under the name, and Ferry lists no device that announces it, as nothing
+// can be sent there. A "vm" of model "Ferry" was listed in the app beside
+// the real devices for a minute after each ferry-cli send by name, and a
+// drop on it was declined.
+const ModelNotReceiving = "Ferry (not receiving)"
+
 // Limits on what a peer's JSON may hold. A prepare-upload body is one JSON
 // document with every file's entry (and text previews), so it has a cap of
 // its own; everything else is small.

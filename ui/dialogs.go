@@ -97,7 +97,7 @@ func (u *UI) showMessage(title, text, detail string) {
 	buttons := []fyne.CanvasObject{closeBtn}
 	if detail != "" {
 		more := widget.NewLabel(EscapeText(detail)) // an engine error can carry a peer's words
-		more.Wrapping = fyne.TextWrapBreak
+		more.Wrapping = fyne.TextWrapWord           // sentences; a long path still wraps within
 		more.Hide()
 		objs = append(objs, more)
 		var toggle *button

@@ -123,7 +123,7 @@ func (q *promptQueue) offer(ev TransferEvent) {
 	// Accept and Decline right in the notification, where the desktop
 	// shows its buttons; a click on it shows the prompt.
 	// Answered here (or withdrawn), it is taken down again (remove).
-	q.u.notifyTagged(ev.ID, "Incoming files", body, []NoticeAction{
+	q.u.notifyTagged(ev.ID, offerTitle(ev.Offer), body, []NoticeAction{
 		{Key: "accept", Label: "Accept", Do: func() { q.answer(p, Decision{Accept: true}) }},
 		{Key: "decline", Label: "Decline", Do: func() { q.answer(p, Decision{Accept: false, Reason: "declined"}) }},
 		{Key: "default", Label: "Show", Do: q.u.revealWindow},
@@ -407,11 +407,7 @@ func (q *promptQueue) show(p *prompt) {
 	p.decline = u.newButton("Decline", theme.CancelIcon(), decline)
 	// The content scrolls; the buttons below it stay visible at any window size.
 	p.scroll = container.NewVScroll(container.NewPadded(container.NewVBox(objs...)))
-	title := "Incoming files"
-	if o.Text != "" && o.FileCount() == 0 {
-		title = "Incoming text"
-	}
-	p.dlg = dialog.NewCustomWithoutButtons(title, p.scroll, u.win)
+	p.dlg = dialog.NewCustomWithoutButtons(offerTitle(o), p.scroll, u.win)
 	p.dlg.SetButtons([]fyne.CanvasObject{p.decline, p.accept})
 	p.dlg.SetOnClosed(func() {
 		// p.dlg is still set only when the dialog was closed other than
@@ -479,10 +475,12 @@ func countdownText(left time.Duration) string {
 }
 
 // textBox shows an offered text, escaped, in a scrolling box of its own
-// (a long text does not push the buttons away).
+// (a long text does not push the buttons away). It wraps between words,
+// and within a word (a link) only where it is wider than the box: it
+// broke any word at the box's edge ("on and on t" / "o see").
 func textBox(text string) fyne.CanvasObject {
 	l := widget.NewLabel(EscapeText(text))
-	l.Wrapping = fyne.TextWrapBreak
+	l.Wrapping = fyne.TextWrapWord
 	l.Selectable = true
 	s := container.NewVScroll(l)
 	lines := strings.Count(text, "\n") + 1 + len(text)/60
@@ -534,4 +532,14 @@ func (q *promptQueue) checkCode(p *prompt) {
 			p.check = nil
 		}
 	})
+}
+
+// offerTitle names an offer in its prompt and notification: "Incoming
+// text" for a text alone (its notification said "Incoming files" over "…
+// wants to send you a text"), else "Incoming files".
+func offerTitle(o *Offer) string {
+	if o != nil && o.Text != "" && o.FileCount() == 0 {
+		return "Incoming text"
+	}
+	return "Incoming files"
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
 
 	"github.com/ferrydrop/ferry/internal/uitree"
@@ -99,5 +100,48 @@ func TestOpenedFolderGrowsTheOfferTree(t *testing.T) {
 	v.tree.CloseBranch("d0")
 	if got := v.obj.MinSize().Height; got > 1.5*v.rowH {
 		t.Fatalf("closed again: tree %.0f high", got)
+	}
+}
+
+// An offered text wraps between words in its prompt: every line of it
+// is whole words, where it broke words at the box's edge ("… on and on t"
+// / "o see …", seen under Xvfb). A link wider than the box still wraps.
+func TestOfferedTextWrapsBetweenWords(t *testing.T) {
+	_ = test.NewTempApp(t)
+	text := "https://example.org/a?b=1 and a long message that goes on and on to see how the prompt wraps it across lines"
+	link := "https://example.org/" + strings.Repeat("x", 200)
+	for _, width := range []float32{200, 300, 413, 440, 600} {
+		for _, in := range []string{text, link} {
+			box := textBox(in)
+			w := test.NewTempWindow(t, box)
+			w.Resize(fyne.NewSize(width, 400))
+			box.Resize(fyne.NewSize(width, 400))
+			var lines []string
+			uitree.Walk(box, func(o fyne.CanvasObject) {
+				if x, ok := o.(*canvas.Text); ok && x.Text != "" {
+					lines = append(lines, x.Text)
+				}
+			})
+			if strings.ReplaceAll(strings.Join(lines, ""), " ", "") != strings.ReplaceAll(in, " ", "") {
+				t.Fatalf("width %v: lines %q are not the text", width, lines)
+			}
+			if in == link {
+				if len(lines) < 2 {
+					t.Errorf("width %v: a link wider than the box is on %d line", width, len(lines))
+				}
+				continue
+			}
+			words := map[string]bool{}
+			for _, w := range strings.Fields(in) {
+				words[w] = true
+			}
+			for _, l := range lines {
+				for _, w := range strings.Fields(l) {
+					if !words[w] {
+						t.Errorf("width %v: %q is not a word of the text (lines %q)", width, w, lines)
+					}
+				}
+			}
+		}
 	}
 }

@@ -339,6 +339,26 @@ func offerEvent(id string, files int) TransferEvent {
 		Peer: Peer{ID: idAlice, Name: "Alice"}, Offer: o}
 }
 
+// A text alone comes as "Incoming text", in its notification as in its
+// prompt (the notification said "Incoming files" over "… wants to send
+// you a text"); files and a text, "Incoming files".
+func TestTextOfferIsAnIncomingText(t *testing.T) {
+	u, _, _ := newTestUI(t)
+	text := offerEvent("t1", 0)
+	text.Offer.Text = "hello"
+	test.AssertNotificationSent(t, fyne.NewNotification("Incoming text", "Alice wants to send you a text."), func() {
+		u.ApplyTransfer(text)
+	})
+	if got := offerTitle(text.Offer); got != "Incoming text" {
+		t.Errorf("prompt %q", got)
+	}
+	both := offerEvent("t2", 1)
+	both.Offer.Text = "hello"
+	if got := offerTitle(both.Offer); got != "Incoming files" {
+		t.Errorf("files and a text: %q", got)
+	}
+}
+
 func TestPromptAcceptAndDeclineReachBackend(t *testing.T) {
 	u, be, _ := newTestUI(t)
 	u.ApplyTransfer(offerEvent("t1", 3))

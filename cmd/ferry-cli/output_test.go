@@ -831,3 +831,51 @@ func TestLinkEmptyFolderIsSaidAsAFolder(t *testing.T) {
 		t.Errorf("the set's result: %s", b)
 	}
 }
+
+// The prompt lists an offer's top-level folders with their files and
+// bytes, then its files outside them, ten lines at most, then each refused
+// file with why: a folder of 105,252 files showed ten of its files deep
+// inside it and "... and 105242 more".
+func TestOfferLines(t *testing.T) {
+	tree := &engine.OfferInfo{Count: 105_252, TotalBytes: 1_630_395_429,
+		Folders: []engine.FolderInfo{{Path: "D", Files: 105_252, Bytes: 1_630_395_429}},
+		Files:   []engine.FileInfo{{Path: "D/go-1/LICENSE", Size: 1479}, {Path: "D/go-1/VERSION", Size: 35}}}
+	var many []engine.FileInfo
+	for i := range 12 {
+		many = append(many, engine.FileInfo{Path: fmt.Sprintf("IMG_%d.jpg", i), Size: 2_000_000})
+	}
+	mixed := &engine.OfferInfo{Count: 5, Folders: []engine.FolderInfo{{Path: "Photos", Files: 3, Bytes: 3000}},
+		Files: []engine.FileInfo{{Path: "Photos/a.jpg", Size: 1000}, {Path: "Photos/b.jpg", Size: 1000},
+			{Path: "Photos/CON", Size: 1000, Refused: "a name Windows keeps for a device"},
+			{Path: "notes.txt", Size: 12}, {Path: "aux.txt", Size: 3, Refused: "a name Windows keeps for a device"}}}
+	var refusedMany []engine.FileInfo
+	for i := range 13 {
+		refusedMany = append(refusedMany, engine.FileInfo{Path: fmt.Sprintf("bad%d\x01", i), Size: 1, Refused: "a control character"})
+	}
+	for _, tc := range []struct {
+		name string
+		o    *engine.OfferInfo
+		want []string
+	}{
+		{"a tree", tree, []string{"D/ (105,252 files, 1.6 GB)"}},
+		{"files", &engine.OfferInfo{Count: 12, Files: many}, []string{"IMG_0.jpg (2.0 MB)", "IMG_1.jpg (2.0 MB)", "IMG_2.jpg (2.0 MB)",
+			"IMG_3.jpg (2.0 MB)", "IMG_4.jpg (2.0 MB)", "IMG_5.jpg (2.0 MB)", "IMG_6.jpg (2.0 MB)", "IMG_7.jpg (2.0 MB)", "IMG_8.jpg (2.0 MB)",
+			"IMG_9.jpg (2.0 MB)", "... and 2 more"}},
+		{"files past the listed ones", &engine.OfferInfo{Count: 1500, Files: many[:2]}, []string{"IMG_0.jpg (2.0 MB)", "IMG_1.jpg (2.0 MB)", "... and 1,498 more"}},
+		{"a folder, a file, refused ones", mixed, []string{"Photos/ (3 files, 3.0 kB)", "notes.txt (12 B)",
+			"Photos/CON (1.0 kB) REFUSED: a name Windows keeps for a device", "aux.txt (3 B) REFUSED: a name Windows keeps for a device"}},
+		{"many refused", &engine.OfferInfo{Count: 13, Files: refusedMany}, append(func() (l []string) {
+			for i := range 10 {
+				l = append(l, fmt.Sprintf(`"bad%d\x01" (1 B) REFUSED: a control character`, i)) // escaped, quoted
+			}
+			return l
+		}(), "... and 3 more refused")},
+	} {
+		if got := offerLines(tc.o); !slices.Equal(got, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+	if got := countOf(1, "file") + "; " + countOf(105_252, "file"); got != "1 file; 105,252 files" {
+		t.Errorf("countOf: %q", got)
+	}
+}

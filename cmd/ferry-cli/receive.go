@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ferrydrop/ferry/internal/deviceid"
 	"io"
 	"net"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ferrydrop/ferry/engine"
+	"github.com/ferrydrop/ferry/internal/deviceid"
+	"github.com/ferrydrop/ferry/internal/numtext"
 	"github.com/ferrydrop/ferry/internal/safetext"
 )
 
@@ -432,19 +433,11 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 		}
 	}
 	if o.Count > 0 || o.Text == "" {
-		fmt.Fprintf(p.out, "\n%s (%s) wants to send %d file(s), %s, into %s (%s free):\n",
-			safetext.Name(ev.Peer.Name), joinWho(who, trust), o.Count, humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
+		fmt.Fprintf(p.out, "\n%s (%s) wants to send %s, %s, into %s (%s free):\n",
+			safetext.Name(ev.Peer.Name), joinWho(who, trust), countOf(o.Count, "file"), humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
 	}
-	for i, f := range o.Files {
-		if i == 10 {
-			fmt.Fprintf(p.out, "  ... and %d more\n", o.Count-10)
-			break
-		}
-		if f.Refused != "" {
-			fmt.Fprintf(p.out, "  %s (%s) REFUSED: %s\n", safetext.Name(f.Path), humanBytes(f.Size), f.Refused)
-			continue
-		}
-		fmt.Fprintf(p.out, "  %s (%s)\n", safetext.Name(f.Path), humanBytes(f.Size))
+	for _, l := range offerLines(o) {
+		fmt.Fprintf(p.out, "  %s\n", l)
 	}
 	if o.PairCode != "" {
 		fmt.Fprintf(p.out, "  verification code %s: [a]lways asks you to check that the sender's screen shows it\n", o.PairCode)
@@ -478,6 +471,62 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 		return engine.Decision{Accept: true, AlwaysAccept: true}
 	}
 	return engine.Decision{Reason: "the receiver declined"}
+}
+
+// offerLines lists an offer's items for the prompt: each top-level folder
+// with its files and bytes ("D/ (105,252 files, 1.6 GB)"), then the files
+// outside them, maxOfferLines at most ("... and 3 more"), then each
+// refused file with why, maxOfferLines at most. It listed the first ten
+// files, so a folder of 105,252 showed ten of its files deep inside it
+// and "... and 105242 more".
+func offerLines(o *engine.OfferInfo) []string {
+	var out []string
+	inFolders := 0
+	for _, f := range o.Folders {
+		inFolders += f.Files
+		if len(out) < maxOfferLines {
+			out = append(out, fmt.Sprintf("%s/ (%s, %s)", safetext.Name(f.Path), countOf(f.Files, "file"), humanBytes(f.Bytes)))
+		}
+	}
+	var refused []string
+	refusedLoose := 0
+	for _, f := range o.Files {
+		loose := !strings.Contains(f.Path, "/")
+		if f.Refused != "" {
+			refused = append(refused, fmt.Sprintf("%s (%s) REFUSED: %s", safetext.Name(f.Path), humanBytes(f.Size), f.Refused))
+			if loose {
+				refusedLoose++
+			}
+			continue
+		}
+		if loose && len(out) < maxOfferLines {
+			out = append(out, fmt.Sprintf("%s (%s)", safetext.Name(f.Path), humanBytes(f.Size)))
+		}
+	}
+	// The items not listed: folders past the first lines, and files outside
+	// them (refused ones are listed below).
+	if more := len(o.Folders) + o.Count - inFolders - refusedLoose - len(out); more > 0 {
+		out = append(out, fmt.Sprintf("... and %s more", numtext.Group(more)))
+	}
+	for i, r := range refused {
+		if i == maxOfferLines {
+			out = append(out, fmt.Sprintf("... and %s more refused", numtext.Group(len(refused)-i)))
+			break
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// maxOfferLines bounds each list of offerLines.
+const maxOfferLines = 10
+
+// countOf is "1 file" or "105,252 files".
+func countOf(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return numtext.Group(n) + " " + what + "s"
 }
 
 // maxPromptLines bounds the lines of a text the prompt shows.

@@ -197,12 +197,12 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.keys(t, winB, "space", "Tab", "space", "Return")
 		// Both accept in the notification (the keyboard's Accept is
 		// covered above): no window focus to race with under load.
-		acceptBoth := func(n int) {
+		acceptBoth := func(summary string, a, dn int) {
 			t.Helper()
-			d.press(t, d.latest(t, A, "Incoming files", n+3), "accept")
-			d.press(t, d.latest(t, D, "Incoming files", n), "accept")
+			d.press(t, d.latest(t, A, summary, a), "accept")
+			d.press(t, d.latest(t, D, summary, dn), "accept")
 		}
-		acceptBoth(1)
+		acceptBoth("Incoming files", 4, 1)
 		for _, p := range []*ferry{A, D} {
 			for _, f := range pics {
 				got := filepath.Join(p.downloads, filepath.Base(f))
@@ -217,7 +217,7 @@ func TestGUIEndToEnd(t *testing.T) {
 		d.xdotool(t, "type", "--delay", "20", text)
 		d.keys(t, winB, "Tab", "Tab", "Return") // past Cancel to "Choose devices…"
 		d.keys(t, winB, "space", "Tab", "space", "Return")
-		acceptBoth(2)
+		acceptBoth("Incoming text", 1, 1) // a text alone: "Incoming text", as its prompt
 		for _, p := range []*ferry{A, D} {
 			testutil.WaitFor(t, p.name+"'s text in its history", func() bool { return p.lastHistory(t).Text == text })
 		}

@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/ferrydrop/ferry/internal/numtext"
 	"github.com/ferrydrop/ferry/internal/safetext"
 	"github.com/ferrydrop/ferry/ui/transfer"
 )
@@ -928,12 +929,8 @@ func (l *transferList) retry(id string) {
 	l.act(id, transfer.ActResume)
 }
 
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return HumanCount(n) + " " + what + "s"
-}
+// plural is "1 file" or "20,000 files" (numtext.Count).
+func plural(n int, what string) string { return numtext.Count(n, what) }
 
 func (l *transferList) showDetails(id string) {
 	v := l.byID[id]

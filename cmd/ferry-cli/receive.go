@@ -434,7 +434,7 @@ func (p *prompter) ask(ctx context.Context, ev engine.Event, confirm func(match 
 	}
 	if o.Count > 0 || o.Text == "" {
 		fmt.Fprintf(p.out, "\n%s (%s) wants to send %s, %s, into %s (%s free):\n",
-			safetext.Name(ev.Peer.Name), joinWho(who, trust), countOf(o.Count, "file"), humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
+			safetext.Name(ev.Peer.Name), joinWho(who, trust), numtext.Count(o.Count, "file"), humanBytes(o.TotalBytes), o.Dest, humanBytes(o.FreeBytes))
 	}
 	for _, l := range offerLines(o) {
 		fmt.Fprintf(p.out, "  %s\n", l)
@@ -485,7 +485,7 @@ func offerLines(o *engine.OfferInfo) []string {
 	for _, f := range o.Folders {
 		inFolders += f.Files
 		if len(out) < maxOfferLines {
-			out = append(out, fmt.Sprintf("%s/ (%s, %s)", safetext.Name(f.Path), countOf(f.Files, "file"), humanBytes(f.Bytes)))
+			out = append(out, fmt.Sprintf("%s/ (%s, %s)", safetext.Name(f.Path), numtext.Count(f.Files, "file"), humanBytes(f.Bytes)))
 		}
 	}
 	var refused []string
@@ -520,14 +520,6 @@ func offerLines(o *engine.OfferInfo) []string {
 
 // maxOfferLines bounds each list of offerLines.
 const maxOfferLines = 10
-
-// countOf is "1 file" or "105,252 files".
-func countOf(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return numtext.Group(n) + " " + what + "s"
-}
 
 // maxPromptLines bounds the lines of a text the prompt shows.
 const maxPromptLines = 40

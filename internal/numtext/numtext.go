@@ -22,3 +22,13 @@ func Group(n int) string {
 	}
 	return b.String()
 }
+
+// Count writes how many of a thing there are, its thousands apart: "1
+// file", "0 files", "105,252 files" (word takes an "s" for any other
+// number than one).
+func Count(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return Group(n) + " " + word + "s"
+}

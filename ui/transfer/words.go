@@ -73,20 +73,13 @@ func (d *Delivery) what() string {
 	case n == 0:
 		return "files"
 	case d.Text:
-		return plural(n, "file") + " and a text"
+		return numtext.Count(n, "file") + " and a text"
 	}
-	return plural(n, "file")
+	return numtext.Count(n, "file")
 }
 
 // files is how many files the delivery has.
 func (d *Delivery) files() int { return max(d.Count, len(d.Files)) }
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return numtext.Group(n) + " " + word + "s"
-}
 
 func (d *Delivery) who() string {
 	if d.Peer == "" {
@@ -242,9 +235,9 @@ func (d *Delivery) doneText() string {
 	// hashes, which its line says.
 	var parts []string
 	if d.Direction == Incoming {
-		parts = append(parts, "Received "+plural(d.Verified, "file")+" · verified")
+		parts = append(parts, "Received "+numtext.Count(d.Verified, "file")+" · verified")
 	} else {
-		parts = append(parts, "Sent "+plural(d.files()-d.Refused, "file"))
+		parts = append(parts, "Sent "+numtext.Count(d.files()-d.Refused, "file"))
 	}
 	if d.Refused > 0 {
 		parts = append(parts, numtext.Group(d.Refused)+" refused")
